@@ -1,0 +1,29 @@
+/* bench/bench.h — the sluice-bench harness: one subcommand per bench_*.c.
+ *
+ * Thread: the benchmark's own main thread. Progress goes to stderr while a
+ * benchmark runs; results go last to stdout. Each subcommand returns a
+ * process exit status (0 ok, 1 failure, 2 bad usage).
+ */
+#ifndef SLUICE_BENCH_H
+#define SLUICE_BENCH_H
+
+#include <stdint.h>
+#include <time.h>
+
+struct bench_cmd {
+	const char *name;
+	const char *help;
+	int (*run)(int argc, char **argv);
+};
+
+int bench_storage(int argc, char **argv);
+
+static inline uint64_t bench_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#endif

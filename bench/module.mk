@@ -1,0 +1,9 @@
+# bench/: build/sluice-bench, one subcommand per bench_*.c file, dispatched
+# by the table in bench/bench_main.c.
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/obj/%.o)
+BIN_TARGETS += $(BUILD)/sluice-bench
+
+$(BUILD)/sluice-bench: $(BENCH_OBJS) $(CORE_LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_SAN) $^ -o $@ $(LDLIBS)

@@ -1,0 +1,1 @@
+# control/: config, metadata log, coordinators, broker main, sluicectl.

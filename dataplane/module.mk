@@ -1,0 +1,3 @@
+# dataplane/: shard runtime, transports, Kafka codec and handlers.
+# dataplane/kafka/module.mk (codec) is included when present.
+-include dataplane/kafka/module.mk
