@@ -1,0 +1,238 @@
+/* storage/batch.c — RecordBatch v2 validation and building. */
+#include <errno.h>
+
+#include "storage/batch.h"
+
+static const char *const batch_err_names[BATCH_ERR__COUNT] = {
+	[BATCH_OK] = "ok",
+	[BATCH_ERR_TRUNCATED] = "batch truncated (fewer bytes than its length says)",
+	[BATCH_ERR_LENGTH] = "batch length below the 61-byte header",
+	[BATCH_ERR_TOO_LARGE] = "batch larger than the maximum batch size",
+	[BATCH_ERR_MAGIC] = "magic is not 2 (only RecordBatch v2 is accepted)",
+	[BATCH_ERR_CRC] = "CRC-32C mismatch",
+	[BATCH_ERR_COUNT] = "RecordsCount inconsistent with LastOffsetDelta",
+	[BATCH_ERR_RECORD] = "record framing broken",
+	[BATCH_ERR_CODEC] = "unknown compression codec",
+	[BATCH_ERR_ATTRIBUTES] = "reserved attribute bits set",
+	[BATCH_ERR_OFFSET] = "unexpected base offset",
+};
+
+const char *batch_strerror(int err)
+{
+	if (err < 0)
+		err = -err;
+	if (err >= BATCH_ERR__COUNT)
+		return "unknown batch error";
+	return batch_err_names[err];
+}
+
+int record_iter_next(struct record_iter *it, struct record_view *rv)
+{
+	int64_t len, v;
+	const uint8_t *p = it->p, *end;
+	size_t n;
+
+	if (it->left <= 0)
+		return it->p == it->end ? 0 : -BATCH_ERR_RECORD;
+	n = varint_decode(p, it->end, &len);
+	if (!n || len < 6 || (size_t)len > (size_t)(it->end - p - n))
+		return -BATCH_ERR_RECORD;
+	rv->raw = p;
+	p += n;
+	end = p + len;
+	rv->raw_len = (size_t)(end - rv->raw);
+	p++; /* record attributes, unused */
+	if (!(n = varint_decode(p, end, &rv->timestamp_delta)))
+		return -BATCH_ERR_RECORD;
+	p += n;
+	if (!(n = varint_decode(p, end, &v)) || v < 0 || v > INT32_MAX)
+		return -BATCH_ERR_RECORD;
+	rv->offset_delta = (int32_t)v;
+	p += n;
+	if (!(n = varint_decode(p, end, &v)) || v < -1 || v > end - p - (int64_t)n)
+		return -BATCH_ERR_RECORD;
+	p += n;
+	rv->key_len = (int32_t)v;
+	rv->key = v >= 0 ? p : NULL;
+	p += v > 0 ? v : 0;
+	if (!(n = varint_decode(p, end, &v)) || v < -1 || v > end - p - (int64_t)n)
+		return -BATCH_ERR_RECORD;
+	p += n;
+	rv->value_len = (int32_t)v;
+	rv->value = v >= 0 ? p : NULL;
+	p += v > 0 ? v : 0;
+	if (!(n = varint_decode(p, end, &v)) || v < 0 || v > end - p)
+		return -BATCH_ERR_RECORD;
+	p += n;
+	rv->headers_count = (int32_t)v;
+	rv->headers = p;
+	for (int64_t h = 0; h < rv->headers_count; h++) {
+		int64_t kl, vl;
+
+		if (!(n = varint_decode(p, end, &kl)) || kl < 0 || kl > end - p - (int64_t)n)
+			return -BATCH_ERR_RECORD;
+		p += n + kl;
+		if (!(n = varint_decode(p, end, &vl)) || vl < -1 || vl > end - p - (int64_t)n)
+			return -BATCH_ERR_RECORD;
+		p += n + (vl > 0 ? vl : 0);
+	}
+	if (p != end)
+		return -BATCH_ERR_RECORD;
+	rv->headers_len = (size_t)(p - rv->headers);
+	it->p = end;
+	it->left--;
+	return 1;
+}
+
+int batch_validate(const uint8_t *buf, size_t len, uint32_t max_size, unsigned flags,
+		   struct batch_info *info)
+{
+	int32_t blen, count, lod;
+	uint32_t size;
+	uint16_t attrs;
+
+	if (len < BATCH_LOG_OVERHEAD + 5)
+		return -BATCH_ERR_TRUNCATED;
+	blen = batch_length(buf);
+	if (len >= OF_Magic + 1 && buf[OF_Magic] != BATCH_MAGIC_V2)
+		return -BATCH_ERR_MAGIC;
+	if (blen < BATCH_HEADER_SIZE - BATCH_LOG_OVERHEAD)
+		return -BATCH_ERR_LENGTH;
+	size = (uint32_t)blen + BATCH_LOG_OVERHEAD;
+	if (max_size && size > max_size)
+		return -BATCH_ERR_TOO_LARGE;
+	if (size > len)
+		return -BATCH_ERR_TRUNCATED;
+	if (batch_compute_crc(buf, size) != be32_load(buf + OF_Crc))
+		return -BATCH_ERR_CRC;
+	attrs = batch_attributes(buf);
+	if ((attrs & BATCH_ATTR_CODEC_MASK) > 4)
+		return -BATCH_ERR_CODEC;
+	if (attrs & 0xff80)
+		return -BATCH_ERR_ATTRIBUTES;
+	count = batch_records_count(buf);
+	lod = batch_last_offset_delta(buf);
+	if (count < 0 || lod < 0 || (count == 0 && (flags & BATCH_V_PRODUCE)) ||
+	    ((flags & BATCH_V_PRODUCE) && count != lod + 1) || count > lod + 1)
+		return -BATCH_ERR_COUNT;
+	if ((attrs & BATCH_ATTR_CODEC_MASK) == 0) {
+		struct record_iter it;
+		struct record_view rv;
+		int32_t i = 0, r;
+
+		record_iter_init(&it, buf + OF_Records, size - OF_Records, count);
+		while ((r = record_iter_next(&it, &rv)) == 1) {
+			if ((flags & BATCH_V_PRODUCE) && rv.offset_delta != i)
+				return -BATCH_ERR_RECORD;
+			if (rv.offset_delta > lod)
+				return -BATCH_ERR_RECORD;
+			i++;
+		}
+		if (r < 0 || i != count)
+			return -BATCH_ERR_RECORD;
+	}
+	if (info) {
+		info->size = size;
+		info->records = count;
+		info->last_offset_delta = lod;
+		info->max_timestamp = batch_max_timestamp(buf);
+		info->attributes = attrs;
+	}
+	return 0;
+}
+
+void batch_builder_init(struct batch_builder *bb, uint8_t *buf, size_t cap, int64_t base_timestamp)
+{
+	bb->buf = buf;
+	bb->cap = cap;
+	bb->len = BATCH_HEADER_SIZE;
+	bb->count = 0;
+	bb->last_offset_delta = -1;
+	bb->base_timestamp = base_timestamp;
+	bb->max_timestamp = base_timestamp;
+	bb->overflow = cap < BATCH_HEADER_SIZE;
+}
+
+int batch_builder_add(struct batch_builder *bb, int32_t offset_delta, int64_t timestamp,
+		      const void *key, int32_t key_len, const void *value, int32_t value_len,
+		      const void *headers, size_t headers_len, int32_t hcount)
+{
+	int64_t tsd = timestamp - bb->base_timestamp;
+	int32_t kl = key ? key_len : -1, vl = value ? value_len : -1;
+	size_t body = 1 + varint_size(tsd) + varint_size(offset_delta) + varint_size(kl) +
+		      (kl > 0 ? (size_t)kl : 0) + varint_size(vl) + (vl > 0 ? (size_t)vl : 0) +
+		      varint_size(hcount) + headers_len;
+	size_t need = varint_size((int64_t)body) + body;
+	uint8_t *p;
+
+	if (bb->overflow || bb->len + need > bb->cap) {
+		bb->overflow = 1;
+		return -ENOBUFS;
+	}
+	p = bb->buf + bb->len;
+	p += varint_encode(p, (int64_t)body);
+	*p++ = 0;
+	p += varint_encode(p, tsd);
+	p += varint_encode(p, offset_delta);
+	p += varint_encode(p, kl);
+	if (kl > 0) {
+		memcpy(p, key, (size_t)kl);
+		p += kl;
+	}
+	p += varint_encode(p, vl);
+	if (vl > 0) {
+		memcpy(p, value, (size_t)vl);
+		p += vl;
+	}
+	p += varint_encode(p, hcount);
+	if (headers_len) {
+		memcpy(p, headers, headers_len);
+		p += headers_len;
+	}
+	bb->len = (size_t)(p - bb->buf);
+	bb->count++;
+	bb->last_offset_delta = offset_delta;
+	if (timestamp > bb->max_timestamp)
+		bb->max_timestamp = timestamp;
+	return 0;
+}
+
+int batch_builder_add_raw(struct batch_builder *bb, const struct record_view *rv)
+{
+	if (bb->overflow || bb->len + rv->raw_len > bb->cap) {
+		bb->overflow = 1;
+		return -ENOBUFS;
+	}
+	memcpy(bb->buf + bb->len, rv->raw, rv->raw_len);
+	bb->len += rv->raw_len;
+	bb->count++;
+	bb->last_offset_delta = rv->offset_delta;
+	if (bb->base_timestamp + rv->timestamp_delta > bb->max_timestamp)
+		bb->max_timestamp = bb->base_timestamp + rv->timestamp_delta;
+	return 0;
+}
+
+ssize_t batch_builder_finish(struct batch_builder *bb, uint16_t attributes, int32_t last_offset_delta,
+			     int64_t producer_id, int16_t producer_epoch, int32_t base_sequence)
+{
+	uint8_t *b = bb->buf;
+
+	if (bb->overflow)
+		return -ENOBUFS;
+	batch_set_base_offset(b, 0);
+	be32_store(b + OF_BatchLength, (uint32_t)(bb->len - BATCH_LOG_OVERHEAD));
+	batch_set_leader_epoch(b, -1);
+	b[OF_Magic] = BATCH_MAGIC_V2;
+	be16_store(b + OF_Attributes, attributes);
+	be32_store(b + OF_LastOffsetDelta,
+		   (uint32_t)(last_offset_delta >= 0 ? last_offset_delta
+			      : (bb->last_offset_delta < 0 ? 0 : bb->last_offset_delta)));
+	be64_store(b + OF_BaseTimestamp, (uint64_t)bb->base_timestamp);
+	be64_store(b + OF_MaxTimestamp, (uint64_t)bb->max_timestamp);
+	be64_store(b + OF_ProducerId, (uint64_t)producer_id);
+	be16_store(b + OF_ProducerEpoch, (uint16_t)producer_epoch);
+	be32_store(b + OF_BaseSequence, (uint32_t)base_sequence);
+	be32_store(b + OF_RecordsCount, (uint32_t)bb->count);
+	be32_store(b + OF_Crc, batch_compute_crc(b, (uint32_t)bb->len));
+	return (ssize_t)bb->len;
+}

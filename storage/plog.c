@@ -1,0 +1,469 @@
+/* storage/plog.c — partition log: append, group-commit writes, reads. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "storage/batch.h"
+#include "storage/plog.h"
+#include "storage/plog_internal.h"
+
+void plog_config_defaults(struct plog_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->segment_bytes = 1ull << 30;
+	cfg->index_interval = 4096;
+	cfg->max_batch = 1048588;
+	cfg->initial_extent = 64 * 1024;
+	cfg->retention_ms = 7 * 24 * 3600 * 1000ll;
+	cfg->retention_bytes = -1;
+	cfg->compact = 0;
+	cfg->delete_retention_ms = 24 * 3600 * 1000ll;
+	cfg->durability = PLOG_DUR_WRITE;
+}
+
+static inline uint64_t user_data(void *p, enum store_op op)
+{
+	return (uint64_t)(uintptr_t)p | (uint64_t)op;
+}
+
+/* ---- preallocation ---------------------------------------------------- */
+
+void segment_maybe_falloc(struct plog *pl, struct segment *seg)
+{
+	struct store *st = pl->st;
+	struct io_uring_sqe *sqe;
+	uint64_t len;
+
+	if (seg->falloc_inflight || seg->sealed || seg->alloc >= pl->cfg.segment_bytes)
+		return;
+	/* keep at least one extent of room ahead of the writer */
+	if (seg->alloc - (seg->end < seg->alloc ? seg->end : seg->alloc) > seg->extent)
+		return;
+	/* extents grow with the write rate: doubling while the previous one
+	 * was used up within a second, shrinking back when the partition idles */
+	if (seg->last_falloc_ns && st->now_ns - seg->last_falloc_ns < 1000000000ull)
+		seg->extent *= 2;
+	else if (seg->last_falloc_ns && seg->extent > pl->cfg.initial_extent)
+		seg->extent /= 2;
+	if (seg->extent > pl->cfg.segment_bytes)
+		seg->extent = pl->cfg.segment_bytes;
+	len = seg->extent;
+	if (seg->alloc + len > pl->cfg.segment_bytes)
+		len = pl->cfg.segment_bytes - seg->alloc;
+	if (!len || !(sqe = store_sqe(st)))
+		return;
+	io_uring_prep_fallocate(sqe, seg->fd, 0, seg->alloc, len);
+	io_uring_sqe_set_data64(sqe, user_data(seg, STORE_OP_FALLOC));
+	seg->falloc_inflight = 1;
+	seg->last_falloc_ns = st->now_ns;
+	seg->extent = len;
+	st->inflight++;
+	st->stats.fallocs++;
+}
+
+void segment_falloc_done(struct segment *seg, int res)
+{
+	struct plog *pl = seg->owner;
+
+	seg->falloc_inflight = 0;
+	if (res < 0) {
+		/* Not fatal: writes still extend the file. ENOSPC shows up on
+		 * the write itself. */
+		pl->st->stats.falloc_errors++;
+		seg->extent = 0;   /* stop trying on this segment */
+		seg->alloc = pl->cfg.segment_bytes;
+		return;
+	}
+	seg->alloc += seg->extent;
+	if (seg->dead)
+		segment_free(seg);
+}
+
+/* Prepare the next segment's file while the current one fills, so a roll
+ * never waits for the filesystem. */
+static void plog_maybe_prepare(struct plog *pl)
+{
+	struct segment *seg = pl->seg_tail;
+	struct io_uring_sqe *sqe;
+	int fd;
+
+	if (pl->next_fd >= 0 || pl->prep_inflight || pl->err ||
+	    seg->end < pl->cfg.segment_bytes / 2)
+		return;
+	fd = openat(pl->dirfd, PLOG_NEXT_NAME, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	pl->next_fd = fd;
+	pl->next_alloc = 0;
+	if (!(sqe = store_sqe(pl->st)))
+		return;
+	io_uring_prep_fallocate(sqe, fd, 0, 0, pl->cfg.initial_extent);
+	io_uring_sqe_set_data64(sqe, user_data(pl, STORE_OP_PREP));
+	pl->prep_inflight = 1;
+	pl->st->inflight++;
+}
+
+void plog_prep_done(struct plog *pl, int res)
+{
+	pl->prep_inflight = 0;
+	if (res >= 0)
+		pl->next_alloc = pl->cfg.initial_extent;
+	if (pl->dirfd < 0)          /* closed meanwhile */
+		plog_free(pl);
+}
+
+/* ---- tail chunks ------------------------------------------------------ */
+
+static void chunk_link(struct plog *pl, struct tail_chunk *c)
+{
+	c->owner = pl;
+	c->prev = pl->chunk_tail;
+	c->next = NULL;
+	if (pl->chunk_tail)
+		pl->chunk_tail->next = c;
+	else
+		pl->chunk_head = c;
+	pl->chunk_tail = c;
+}
+
+static void chunk_unlink(struct plog *pl, struct tail_chunk *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		pl->chunk_head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		pl->chunk_tail = c->prev;
+	c->next = c->prev = NULL;
+}
+
+/* A chunk is clean when all its bytes are on disk and it is not the last
+ * chunk (whose partial block is rewritten by the next flush). */
+static int chunk_clean(const struct plog *pl, const struct tail_chunk *c)
+{
+	return c != pl->chunk_tail && c->seg->flushed >= c->file_base + c->len;
+}
+
+void plog_chunk_evict(struct plog *pl, struct tail_chunk *c)
+{
+	chunk_unlink(pl, c);
+}
+
+void plog_chunk_released(struct tail_pool *tp, struct tail_chunk *c)
+{
+	struct plog *pl = c->owner;
+
+	if (!pl) {                     /* detached while referenced */
+		tail_chunk_put(tp, c);
+		return;
+	}
+	if (chunk_clean(pl, c))
+		tail_fifo_add(tp, c);
+}
+
+void plog_chunks_reclaim(struct plog *pl)
+{
+	for (struct tail_chunk *c = pl->chunk_head; c; c = c->next)
+		if (!c->on_fifo && !c->refs && chunk_clean(pl, c))
+			tail_fifo_add(&pl->st->tail, c);
+}
+
+/* Drop every chunk of the log (close, truncate). Referenced chunks are
+ * detached and freed by the last release. */
+void plog_chunks_drop(struct plog *pl, struct segment *only)
+{
+	struct tail_chunk *c = pl->chunk_head, *n;
+
+	for (; c; c = n) {
+		n = c->next;
+		if (only && c->seg != only)
+			continue;
+		tail_fifo_del(&pl->st->tail, c);
+		chunk_unlink(pl, c);
+		if (c->refs) {
+			c->owner = NULL;
+			c->seg = NULL;
+		} else {
+			tail_chunk_put(&pl->st->tail, c);
+		}
+	}
+}
+
+/* Start a new chunk for the active segment at its logical end. The bytes of
+ * the partial block before the end are copied in, so every chunk maps a
+ * 4 KiB-aligned file range and is written with O_DIRECT as it is. */
+int plog_chunk_start(struct plog *pl, uint32_t need)
+{
+	struct segment *seg = pl->seg_tail;
+	struct tail_chunk *prev = pl->chunk_tail, *c;
+	uint64_t base = align_down4k(seg->end);
+	uint32_t head = (uint32_t)(seg->end - base);
+	unsigned shift = pl->chunk_shift;
+
+	/* grow the chunk size while the previous one filled within a second */
+	if (prev && prev->seg == seg && pl->st->now_ns - prev->born_ns < 1000000000ull)
+		shift = prev->shift + 1;
+	else if (prev && prev->seg == seg && shift > TAIL_CHUNK_MIN_SHIFT)
+		shift--;
+	if (shift > TAIL_CHUNK_MAX_SHIFT)
+		shift = TAIL_CHUNK_MAX_SHIFT;
+	/* no single partition takes more than a quarter of the shard's budget */
+	while (shift > TAIL_CHUNK_MIN_SHIFT && ((size_t)4 << shift) > pl->st->tail.budget)
+		shift--;
+	c = tail_chunk_get(&pl->st->tail, shift, (size_t)head + need);
+	if (!c && shift > TAIL_CHUNK_MIN_SHIFT)   /* the smallest chunk that fits */
+		c = tail_chunk_get(&pl->st->tail, TAIL_CHUNK_MIN_SHIFT, (size_t)head + need);
+	if (!c)
+		return -ENOBUFS;
+	pl->chunk_shift = c->shift;
+	c->seg = seg;
+	c->file_base = base;
+	c->len = head;
+	c->data_start = head;
+	c->first_offset = c->end_offset = pl->next_offset;
+	c->born_ns = pl->st->now_ns;
+	if (head) {
+		/* the previous chunk of this segment holds these bytes */
+		if (!prev || prev->seg != seg || prev->file_base + prev->len != seg->end) {
+			tail_chunk_put(&pl->st->tail, c);
+			return -EIO;
+		}
+		memcpy(c->mem, prev->mem + (base - prev->file_base), head);
+	}
+	chunk_link(pl, c);
+	/* the previous chunk stops being the last one: it may become clean */
+	if (prev && !prev->refs && chunk_clean(pl, prev))
+		tail_fifo_add(&pl->st->tail, prev);
+	return 0;
+}
+
+/* ---- append ----------------------------------------------------------- */
+
+static int plog_roll(struct plog *pl)
+{
+	struct segment *old = pl->seg_tail, *seg;
+	int fd = pl->next_fd, rc;
+	uint64_t alloc = pl->next_alloc;
+
+	if (fd < 0 || pl->prep_inflight) {
+		if (fd >= 0)
+			return -EAGAIN;    /* preparation still in flight */
+		pl->st->stats.sync_opens++;
+		fd = -1;
+		alloc = 0;
+	}
+	rc = segment_create(pl, pl->next_offset, fd, alloc, &seg);
+	if (rc < 0)
+		return rc;
+	pl->next_fd = -1;
+	pl->next_alloc = 0;
+	old->sealed = 1;
+	/* the old segment's last chunk may become clean once written */
+	return 0;
+}
+
+int plog_append(struct plog *pl, const uint8_t *batch, uint32_t size, int64_t *base_offset)
+{
+	struct segment *seg = pl->seg_tail;
+	struct tail_chunk *c = pl->chunk_tail;
+	int32_t lod = batch_last_offset_delta(batch);
+	int64_t max_ts = batch_max_timestamp(batch);
+	uint64_t pos;
+	uint8_t *dst;
+	int rc;
+
+	if (pl->err)
+		return -EROFS;
+	if (size > pl->cfg.segment_bytes || size + 4096ull > (1ull << TAIL_CHUNK_MAX_SHIFT))
+		return -EMSGSIZE;
+	if (seg->end && seg->end + size > pl->cfg.segment_bytes) {
+		if ((rc = plog_roll(pl)) < 0)
+			return rc == -EAGAIN ? -ENOBUFS : rc;
+		seg = pl->seg_tail;
+		c = pl->chunk_tail;
+	}
+	if (!c || c->seg != seg || c->file_base + c->len != seg->end ||
+	    c->len + size > c->cap) {
+		if ((rc = plog_chunk_start(pl, size)) < 0)
+			return rc;
+		c = pl->chunk_tail;
+	}
+	pos = seg->end;
+	dst = c->mem + (pos - c->file_base);
+	memcpy(dst, batch, size);
+	batch_set_base_offset(dst, pl->next_offset);
+	batch_set_leader_epoch(dst, pl->leader_epoch);
+	*base_offset = pl->next_offset;
+
+	if (max_ts > seg->max_timestamp)
+		seg->max_timestamp = max_ts;
+	rc = seg_index_add(&seg->ix, (uint32_t)(pl->next_offset - seg->base_offset), (uint32_t)pos,
+			   seg->max_timestamp, pl->cfg.index_interval, 0);
+	(void)rc; /* a missing sparse entry only costs a longer scan */
+	c->len += size;
+	seg->end += size;
+	pl->next_offset += (int64_t)lod + 1;
+	seg->next_offset = pl->next_offset;
+	c->end_offset = pl->next_offset;
+	pl->bytes_appended += size;
+	pl->batches_appended++;
+
+	if (pl->cfg.durability == PLOG_DUR_MEMORY) {
+		pl->durable_offset = pl->next_offset;
+		pl->high_watermark = pl->next_offset;
+	}
+	segment_maybe_falloc(pl, seg);
+	plog_maybe_prepare(pl);
+	store_mark_dirty(pl->st, pl);
+	return 0;
+}
+
+/* ---- group commit writes ---------------------------------------------- */
+
+void plog_flush_prepare(struct plog *pl)
+{
+	struct segment *seg;
+	struct io_uring_sqe *sqe;
+	struct tail_chunk *c;
+	uint64_t from, to, last_to = 0;
+	int n = 0;
+
+	if (pl->inflight || pl->err)
+		return;
+	/* oldest segment with unwritten bytes first */
+	for (seg = pl->seg_head; seg && seg->flushed >= seg->end; seg = seg->next)
+		;
+	if (!seg)
+		return;
+	from = align_down4k(seg->flushed);
+	for (c = pl->chunk_head; c && n < PLOG_MAX_IOV; c = c->next) {
+		uint64_t cs, ce;
+
+		if (c->seg != seg)
+			continue;
+		cs = c->file_base;
+		/* a chunk followed by another of the same segment ends where
+		 * the next one (holding a copy of the partial block) begins */
+		if (c->next && c->next->seg == seg)
+			ce = c->next->file_base;
+		else
+			ce = align_up4k(c->file_base + c->len);
+		if (ce <= from)
+			continue;
+		if (cs < from)
+			cs = from;
+		if (ce <= cs)
+			continue;
+		if (last_to && cs != last_to)
+			break;          /* not contiguous: evicted chunk in between (cannot happen: dirty chunks are never evicted) */
+		if (!c->next || c->next->seg != seg) {
+			/* zero the padding of the last block so it reads as "no batch" */
+			uint64_t dend = c->file_base + c->len;
+
+			memset(c->mem + (dend - c->file_base), 0, ce - dend);
+		}
+		pl->iov[n].iov_base = c->mem + (cs - c->file_base);
+		pl->iov[n].iov_len = ce - cs;
+		n++;
+		last_to = ce;
+	}
+	if (!n)
+		return;
+	to = last_to;
+	sqe = store_sqe(pl->st);
+	if (!sqe) {
+		store_mark_dirty(pl->st, pl);
+		return;
+	}
+	io_uring_prep_writev2(sqe, seg->fd, pl->iov, (unsigned)n, from,
+			      pl->cfg.durability == PLOG_DUR_SYNC ? RWF_DSYNC : 0);
+	io_uring_sqe_set_data64(sqe, user_data(pl, STORE_OP_WRITE));
+	pl->inflight = 1;
+	pl->inflight_seg = seg;
+	pl->inflight_end = to < seg->end ? to : seg->end;
+	pl->inflight_bytes = to - from;
+	/* the offset made durable: everything appended so far if the write
+	 * reaches the logical end, else the conservative start of the
+	 * chunk that is cut short */
+	if (pl->inflight_end >= seg->end) {
+		pl->inflight_next_offset = seg->next_offset;
+	} else {
+		int64_t o = seg->base_offset;
+
+		for (c = pl->chunk_head; c; c = c->next)
+			if (c->seg == seg && c->file_base + c->len <= pl->inflight_end)
+				o = c->end_offset;
+		pl->inflight_next_offset = o;
+	}
+	pl->st->inflight++;
+	pl->st->stats.writes++;
+	pl->st->stats.write_bytes += to - from;
+}
+
+static void plog_fail(struct plog *pl, int err)
+{
+	if (pl->err)
+		return;
+	pl->err = err;
+	if (pl->on_durable)
+		pl->on_durable(pl, pl->durable_offset, err, pl->durable_arg);
+}
+
+void plog_write_done(struct plog *pl, int res)
+{
+	struct segment *seg = pl->inflight_seg;
+
+	pl->inflight = 0;
+	pl->inflight_seg = NULL;
+	if (res < 0 || (uint64_t)res != pl->inflight_bytes) {
+		pl->st->stats.io_errors++;
+		plog_fail(pl, res < 0 ? res : -EIO);
+		if (pl->dirfd < 0)
+			plog_free(pl);
+		return;
+	}
+	if (pl->inflight_end > seg->flushed)
+		seg->flushed = pl->inflight_end;
+	if (pl->inflight_next_offset > pl->durable_offset) {
+		pl->durable_offset = pl->inflight_next_offset;
+		if (pl->cfg.durability != PLOG_DUR_MEMORY)
+			pl->high_watermark = pl->durable_offset;
+		if (pl->on_durable)
+			pl->on_durable(pl, pl->durable_offset, 0, pl->durable_arg);
+	}
+	if (seg->sealed && seg->flushed >= seg->end && !seg->index_saved)
+		segment_seal_index(pl, seg);
+	plog_chunks_reclaim(pl);
+	if (pl->dirfd < 0) {           /* closed while the write was in flight */
+		plog_free(pl);
+		return;
+	}
+	for (struct segment *s = pl->seg_head; s; s = s->next)
+		if (s->flushed < s->end) {
+			store_mark_dirty(pl->st, pl);
+			break;
+		}
+}
+
+uint64_t plog_size(const struct plog *pl)
+{
+	uint64_t n = 0;
+
+	for (struct segment *s = pl->seg_head; s; s = s->next)
+		n += s->end;
+	return n;
+}
+
+int plog_segment_count(const struct plog *pl)
+{
+	int n = 0;
+
+	for (struct segment *s = pl->seg_head; s; s = s->next)
+		n++;
+	return n;
+}

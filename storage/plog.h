@@ -1,0 +1,181 @@
+/* storage/plog.h — a partition's log: segments, in-memory tail, appends,
+ * reads, recovery, retention and compaction.
+ *
+ * Thread: the shard that owns the partition; every function here runs on it
+ * (@thread shard) unless marked otherwise. No locks, no threads.
+ * Owns: its segments (files, indexes) and the tail chunks it holds.
+ * Errors: 0/count or -errno. After a write error (ENOSPC, EIO) the log is
+ * failed: appends return -EROFS until it is reopened; what was acknowledged
+ * stays readable (STYLE 7).
+ *
+ * Every partition carries, from the first line, the three numbers
+ * replication needs: leader_epoch (stamped into each batch), next_offset
+ * (log end offset, LEO) and high_watermark. On one node the high watermark
+ * is the durable offset: consumers never see a record that a crash could
+ * take back.
+ */
+#ifndef SLUICE_PLOG_H
+#define SLUICE_PLOG_H
+
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "storage/segment.h"
+#include "storage/store.h"
+#include "storage/tail.h"
+
+enum plog_durability {
+	PLOG_DUR_WRITE = 0,   /* ack when the O_DIRECT write completed (default) */
+	PLOG_DUR_SYNC = 1,    /* ack when written with RWF_DSYNC (power-loss safe) */
+	PLOG_DUR_MEMORY = 2,  /* ack when buffered in memory (lost on a crash) */
+};
+
+struct plog_config {
+	uint64_t segment_bytes;      /* log.segment.bytes (1 GiB) */
+	uint32_t index_interval;     /* log.index.interval.bytes (4096) */
+	uint32_t max_batch;          /* message.max.bytes (1 MiB + overhead) */
+	uint64_t initial_extent;     /* first preallocation of a segment (64 KiB) */
+	int64_t retention_ms;        /* retention.ms, -1 = forever */
+	int64_t retention_bytes;     /* retention.bytes, -1 = unlimited */
+	int compact;                 /* cleanup.policy=compact */
+	int64_t delete_retention_ms; /* delete.retention.ms */
+	int durability;              /* enum plog_durability */
+};
+
+void plog_config_defaults(struct plog_config *cfg);
+
+#define PLOG_MAX_IOV 64
+
+struct plog;
+typedef void plog_durable_fn(struct plog *pl, int64_t durable_offset, int err, void *arg);
+
+struct plog_recovery {
+	uint64_t bytes_scanned;
+	uint64_t bytes_truncated;    /* garbage cut at the tail */
+	int64_t batches;
+	int segments;
+	int segments_dropped;        /* after a corrupt sealed segment */
+	int truncated_reason;        /* -BATCH_ERR_* that stopped the scan, 0 = clean end */
+	uint64_t truncated_at;       /* file position of the cut in the last kept segment */
+};
+
+struct plog {
+	struct store *st;            /* borrowed: the owning shard's store */
+	struct plog_config cfg;
+	int dirfd;
+	char *dir;
+
+	struct segment *seg_head;    /* oldest */
+	struct segment *seg_tail;    /* active */
+	struct tail_chunk *chunk_head;
+	struct tail_chunk *chunk_tail;
+	unsigned chunk_shift;        /* size class of the next chunk */
+
+	int64_t log_start;           /* first offset still in the log */
+	int64_t next_offset;         /* log end offset (LEO) */
+	int64_t durable_offset;      /* everything below is durable per cfg.durability */
+	int64_t high_watermark;      /* visible to consumers */
+	int32_t leader_epoch;
+	int err;                     /* 0, or the -errno that failed the log */
+
+	/* group commit: at most one write in flight (no overlapping writes) */
+	uint8_t inflight;
+	uint8_t dirty;
+	uint8_t prep_inflight;
+	struct segment *inflight_seg;
+	uint64_t inflight_end;       /* logical end covered by the write */
+	uint64_t inflight_bytes;
+	int64_t inflight_next_offset;
+	struct plog *dirty_next;
+	struct iovec iov[PLOG_MAX_IOV];
+
+	int next_fd;                 /* prepared next segment, -1 if none */
+	uint64_t next_alloc;
+
+	plog_durable_fn *on_durable;
+	void *durable_arg;
+
+	uint64_t bytes_appended;
+	uint64_t batches_appended;
+	struct plog_recovery recovery;
+};
+
+/* Open (or create) the log in directory `dir`, recovering it: the true end
+ * is found by validating batches after the last index checkpoint; a torn or
+ * corrupt tail is cut and reported in pl->recovery. @thread shard (setup) */
+int plog_open(struct store *st, const char *dir, const struct plog_config *cfg, struct plog **out);
+/* Write all buffered data, save the active segment's index checkpoint,
+ * close. Blocks until the writes complete. */
+void plog_close(struct plog *pl);
+
+/* Append one validated RecordBatch v2 (size bytes). Stamps BaseOffset and
+ * the leader epoch in the stored copy and returns the base offset in
+ * *base_offset. -ENOBUFS: tail memory exhausted (retry after a flush);
+ * -EROFS: the log failed; -EMSGSIZE: larger than a segment or a chunk. */
+int plog_append(struct plog *pl, const uint8_t *batch, uint32_t size, int64_t *base_offset);
+
+/* Durability callback: called when durable_offset advances or the log
+ * fails. */
+static inline void plog_set_durable_cb(struct plog *pl, plog_durable_fn *fn, void *arg)
+{
+	pl->on_durable = fn;
+	pl->durable_arg = arg;
+}
+
+/* A read of whole batches from `offset`, at most max_bytes (but always the
+ * first batch whole), none at or past max_offset. */
+struct plog_read {
+	/* in */
+	int64_t offset;
+	int64_t max_offset;          /* usually the high watermark */
+	uint32_t max_bytes;
+	uint8_t *buf;                /* 4 KiB aligned, for disk reads */
+	uint32_t buf_cap;
+	void (*done)(struct plog_read *rd);   /* disk reads complete here */
+	void *arg;
+	/* out */
+	const uint8_t *data;         /* whole batches, borrowed until release */
+	uint32_t bytes;
+	int err;
+	int from_tail;
+	/* internal */
+	struct plog *pl;
+	struct tail_chunk *chunk;    /* referenced while data points into it */
+	struct segment *seg;
+	uint64_t rd_pos;
+	uint32_t rd_len;
+	uint32_t skip;
+	int retried;
+};
+
+/* 1: complete now (from the tail, or nothing to read); 0: a disk read was
+ * submitted and rd->done will be called; <0: -ERANGE (offset outside
+ * [log_start, next_offset]) or another -errno. */
+int plog_read(struct plog *pl, struct plog_read *rd);
+/* Drop the tail reference a completed read holds. */
+void plog_read_release(struct plog_read *rd);
+/* Synchronous convenience for tests and tools: submit, poll, wait. */
+int plog_read_sync(struct plog *pl, struct plog_read *rd);
+
+/* ListOffsets by timestamp: the first record with timestamp >= ts.
+ * -ENOENT if none. Slow path: reads the disk synchronously. */
+int plog_offset_for_time(struct plog *pl, int64_t ts, int64_t *offset, int64_t *timestamp);
+
+/* Retention by time and size, whole sealed segments. Returns the number of
+ * segments deleted. */
+int plog_retain(struct plog *pl, int64_t now_ms);
+
+/* Size on disk (bytes of batches) and segment count. */
+uint64_t plog_size(const struct plog *pl);
+int plog_segment_count(const struct plog *pl);
+
+/* Internal to storage: */
+void plog_flush_prepare(struct plog *pl);
+void plog_write_done(struct plog *pl, int res);
+void plog_read_done(struct plog_read *rd, int res);
+void plog_prep_done(struct plog *pl, int res);
+void segment_falloc_done(struct segment *seg, int res);
+void plog_chunk_evict(struct plog *pl, struct tail_chunk *c);
+void plog_chunk_released(struct tail_pool *tp, struct tail_chunk *c);
+
+#endif

@@ -1,0 +1,36 @@
+/* storage/plog_internal.h — shared between plog*.c only. @thread shard */
+#ifndef SLUICE_PLOG_INTERNAL_H
+#define SLUICE_PLOG_INTERNAL_H
+
+#include "storage/plog.h"
+
+#define PLOG_NEXT_NAME ".next.log"
+
+int segment_create(struct plog *pl, int64_t base, int fd, uint64_t alloc, struct segment **out);
+void segment_free(struct segment *seg);
+void segment_seal_index(struct plog *pl, struct segment *seg);
+void segment_maybe_falloc(struct plog *pl, struct segment *seg);
+void plog_free(struct plog *pl);
+int plog_chunk_start(struct plog *pl, uint32_t need);
+void plog_chunks_reclaim(struct plog *pl);
+void plog_chunks_drop(struct plog *pl, struct segment *only);
+
+/* Synchronous sequential reader over a segment file (recovery, time
+ * lookups, the cleaner): large aligned preads on the O_DIRECT fd. */
+struct seg_scan {
+	int fd;
+	uint8_t *buf;
+	size_t cap;
+	uint64_t buf_pos;    /* file position of buf[0] */
+	size_t buf_len;      /* valid bytes in buf */
+	uint64_t pos;        /* position of the next batch */
+	uint64_t limit;      /* stop at this position */
+};
+
+int seg_scan_init(struct seg_scan *sc, int fd, uint64_t pos, uint64_t limit, size_t cap);
+void seg_scan_fini(struct seg_scan *sc);
+/* Make `need` bytes at sc->pos readable; returns a pointer or NULL at EOF
+ * / limit / read error (*err set to -errno or 0). */
+const uint8_t *seg_scan_peek(struct seg_scan *sc, size_t need, int *err);
+
+#endif

@@ -1,0 +1,321 @@
+/* storage/plog_read.c — reads by offset (tail or O_DIRECT disk reads) and
+ * lookups by timestamp. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "storage/batch.h"
+#include "storage/plog.h"
+#include "storage/plog_internal.h"
+
+static struct segment *segment_for_offset(struct plog *pl, int64_t offset)
+{
+	struct segment *s = pl->seg_tail;
+
+	while (s && s->base_offset > offset)
+		s = s->prev;
+	return s;
+}
+
+/* From `p` (a batch boundary) pick whole batches for the read: skip those
+ * before rd->offset, keep those below max_offset within max_bytes (the
+ * first one always). Returns bytes chosen; *skip is where they start. */
+static uint32_t pick_batches(const struct plog_read *rd, const uint8_t *p, size_t avail,
+			     uint32_t *skip, int *incomplete, uint32_t *need)
+{
+	size_t at = 0, start = 0;
+	uint32_t bytes = 0;
+	int started = 0;
+
+	*incomplete = 0;
+	while (at + BATCH_LOG_OVERHEAD + 5 <= avail) {
+		const uint8_t *b = p + at;
+		uint32_t size;
+
+		if (batch_length(b) < BATCH_HEADER_SIZE - BATCH_LOG_OVERHEAD)
+			break;
+		size = batch_size(b);
+		if (at + size > avail) {
+			if (!started && batch_last_offset(b) >= rd->offset &&
+			    batch_base_offset(b) < rd->max_offset) {
+				*incomplete = 1;
+				*need = (uint32_t)(at + size);
+				start = at;
+			}
+			break;
+		}
+		if (!started) {
+			if (batch_last_offset(b) < rd->offset) {
+				at += size;
+				continue;
+			}
+			started = 1;
+			start = at;
+		}
+		if (batch_last_offset(b) >= rd->max_offset)
+			break;
+		if (bytes && bytes + size > rd->max_bytes)
+			break;
+		bytes += size;
+		at += size;
+		if (bytes >= rd->max_bytes)
+			break;
+	}
+	*skip = (uint32_t)start;
+	return bytes;
+}
+
+static int read_from_tail(struct plog *pl, struct plog_read *rd)
+{
+	struct tail_chunk *c;
+
+	for (c = pl->chunk_tail; c; c = c->prev)
+		if (c->first_offset <= rd->offset && rd->offset < c->end_offset &&
+		    c->data_start < c->len)
+			break;
+	if (!c)
+		return 0;
+	{
+		struct segment *seg = c->seg;
+		uint64_t pos = seg_index_lookup(&seg->ix, (uint32_t)(rd->offset - seg->base_offset));
+		uint64_t lo = c->file_base + c->data_start;
+		uint32_t skip, need;
+		int incomplete;
+
+		if (pos < lo || pos >= c->file_base + c->len)
+			pos = lo;
+		rd->bytes = pick_batches(rd, c->mem + (pos - c->file_base),
+					 c->file_base + c->len - pos, &skip, &incomplete, &need);
+		if (!rd->bytes)
+			return 0;
+		rd->data = c->mem + (pos - c->file_base) + skip;
+		rd->chunk = c;
+		rd->from_tail = 1;
+		tail_chunk_ref(&pl->st->tail, c);
+		pl->st->tail.hits++;
+		return 1;
+	}
+}
+
+static int submit_disk_read(struct plog *pl, struct plog_read *rd)
+{
+	struct io_uring_sqe *sqe = store_sqe(pl->st);
+
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_read(sqe, rd->seg->fd, rd->buf, rd->rd_len, rd->rd_pos);
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)rd | STORE_OP_READ);
+	pl->st->inflight++;
+	pl->st->stats.reads++;
+	io_uring_submit(pl->st->ring);
+	return 0;
+}
+
+int plog_read(struct plog *pl, struct plog_read *rd)
+{
+	struct segment *seg;
+	uint64_t pos, end;
+
+	rd->pl = pl;
+	rd->data = NULL;
+	rd->bytes = 0;
+	rd->err = 0;
+	rd->chunk = NULL;
+	rd->from_tail = 0;
+	rd->retried = 0;
+	if (rd->offset < pl->log_start || rd->offset > pl->next_offset)
+		return -ERANGE;
+	if (rd->max_offset > pl->next_offset)
+		rd->max_offset = pl->next_offset;
+	if (rd->offset >= rd->max_offset)
+		return 1;
+	if (read_from_tail(pl, rd))
+		return 1;
+	pl->st->tail.misses++;
+	seg = segment_for_offset(pl, rd->offset);
+	/* Batches past the durable end of a segment are in the tail; a miss
+	 * there means the offset is in a later segment or a compaction gap. */
+	while (seg && rd->offset >= seg->next_offset)
+		seg = seg->next;
+	if (!seg)
+		return 1;
+	pos = seg_index_lookup(&seg->ix, (uint32_t)(rd->offset - seg->base_offset));
+	end = seg->flushed;
+	if (pos >= end)
+		return 1;                  /* not on disk yet and not in the tail: nothing */
+	rd->seg = seg;
+	rd->rd_pos = align_down4k(pos);
+	rd->skip = (uint32_t)(pos - rd->rd_pos);
+	{
+		uint64_t want = (uint64_t)rd->skip + rd->max_bytes + 65536;
+
+		if (want > rd->buf_cap)
+			want = rd->buf_cap;
+		if (rd->rd_pos + want > align_up4k(end))
+			want = align_up4k(end) - rd->rd_pos;
+		rd->rd_len = (uint32_t)align_down4k(want);
+		if (!rd->rd_len)
+			return -ENOBUFS;
+	}
+	return submit_disk_read(pl, rd) < 0 ? -EBUSY : 0;
+}
+
+void plog_read_done(struct plog_read *rd, int res)
+{
+	struct plog *pl = rd->pl;
+	uint32_t skip, need, avail;
+	int incomplete;
+
+	if (res < 0) {
+		rd->err = res;
+		goto done;
+	}
+	pl->st->stats.read_bytes += (uint64_t)res;
+	avail = (uint32_t)res;
+	if (rd->rd_pos + avail > rd->seg->flushed)
+		avail = rd->seg->flushed > rd->rd_pos ? (uint32_t)(rd->seg->flushed - rd->rd_pos) : 0;
+	if (avail <= rd->skip) {
+		rd->bytes = 0;
+		goto done;
+	}
+	rd->bytes = pick_batches(rd, rd->buf + rd->skip, avail - rd->skip, &skip, &incomplete, &need);
+	if (!rd->bytes && incomplete && !rd->retried) {
+		/* the first batch is larger than what was read: read it whole */
+		uint64_t start = rd->rd_pos + rd->skip + skip;
+		uint32_t len = (uint32_t)align_up4k(start - align_down4k(start) + (need - skip));
+
+		if (len > rd->buf_cap) {
+			rd->err = -ENOBUFS;
+			goto done;
+		}
+		rd->retried = 1;
+		rd->skip = (uint32_t)(start - align_down4k(start));
+		rd->rd_pos = align_down4k(start);
+		rd->rd_len = len;
+		if (submit_disk_read(pl, rd) == 0)
+			return;
+		rd->err = -EBUSY;
+		goto done;
+	}
+	rd->data = rd->buf + rd->skip + skip;
+done:
+	if (rd->done)
+		rd->done(rd);
+}
+
+void plog_read_release(struct plog_read *rd)
+{
+	if (rd->chunk) {
+		tail_chunk_unref(&rd->pl->st->tail, rd->chunk);
+		rd->chunk = NULL;
+	}
+}
+
+static void sync_done(struct plog_read *rd)
+{
+	*(int *)rd->arg = 1;
+}
+
+int plog_read_sync(struct plog *pl, struct plog_read *rd)
+{
+	int finished = 0, rc;
+	void (*done)(struct plog_read *) = rd->done;
+	void *arg = rd->arg;
+
+	rd->done = sync_done;
+	rd->arg = &finished;
+	rc = plog_read(pl, rd);
+	while (rc == 0 && !finished)
+		store_poll(pl->st, 1);
+	rd->done = done;
+	rd->arg = arg;
+	if (rc < 0)
+		return rc;
+	return rd->err ? rd->err : 1;
+}
+
+/* ---- by timestamp ----------------------------------------------------- */
+
+/* The first record with timestamp >= ts in the batch, or -1. */
+static int64_t record_for_time(const uint8_t *b, int64_t ts, int64_t *rts)
+{
+	struct record_iter it;
+	struct record_view rv;
+	int64_t base_ts = batch_base_timestamp(b);
+
+	if ((batch_attributes(b) & BATCH_ATTR_CODEC_MASK) || (batch_attributes(b) & BATCH_ATTR_LOG_APPEND_TIME)) {
+		/* compressed or broker-timestamped: the batch's own timestamp */
+		*rts = batch_max_timestamp(b);
+		return batch_base_offset(b);
+	}
+	record_iter_init(&it, b + OF_Records, batch_size(b) - OF_Records, batch_records_count(b));
+	while (record_iter_next(&it, &rv) == 1)
+		if (base_ts + rv.timestamp_delta >= ts) {
+			*rts = base_ts + rv.timestamp_delta;
+			return batch_base_offset(b) + rv.offset_delta;
+		}
+	return -1;
+}
+
+int plog_offset_for_time(struct plog *pl, int64_t ts, int64_t *offset, int64_t *timestamp)
+{
+	for (struct segment *seg = pl->seg_head; seg; seg = seg->next) {
+		struct seg_scan sc;
+		uint64_t pos;
+		int rc, err;
+		const uint8_t *h;
+
+		if (seg->max_timestamp == INT64_MIN || seg->max_timestamp < ts)
+			continue;
+		pos = seg_index_lookup_time(&seg->ix, ts);
+		/* scan from the disk copy up to what is flushed, then the tail */
+		if ((rc = seg_scan_init(&sc, seg->fd, pos, seg->flushed,
+					align_up4k(pl->cfg.max_batch * 2ull + 8192))) < 0)
+			return rc;
+		while ((h = seg_scan_peek(&sc, BATCH_LOG_OVERHEAD + 5, &err))) {
+			uint32_t size = batch_size(h);
+
+			if (batch_length(h) < BATCH_HEADER_SIZE - BATCH_LOG_OVERHEAD ||
+			    !(h = seg_scan_peek(&sc, size, &err)))
+				break;
+			if (batch_base_offset(h) >= pl->log_start && batch_max_timestamp(h) >= ts) {
+				int64_t o = record_for_time(h, ts, timestamp);
+
+				if (o >= 0) {
+					*offset = o < pl->log_start ? pl->log_start : o;
+					seg_scan_fini(&sc);
+					return 0;
+				}
+			}
+			sc.pos += size;
+		}
+		pos = sc.pos;
+		seg_scan_fini(&sc);
+		/* the unflushed rest lives in the tail */
+		for (struct tail_chunk *c = pl->chunk_head; c; c = c->next) {
+			uint64_t p;
+
+			if (c->seg != seg)
+				continue;
+			p = c->file_base + c->data_start;
+			if (p < pos)
+				p = pos;
+			while (p + BATCH_HEADER_SIZE <= c->file_base + c->len) {
+				const uint8_t *b = c->mem + (p - c->file_base);
+
+				if (batch_max_timestamp(b) >= ts) {
+					int64_t o = record_for_time(b, ts, timestamp);
+
+					if (o >= 0) {
+						*offset = o;
+						return 0;
+					}
+				}
+				p += batch_size(b);
+			}
+			pos = p;
+		}
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,151 @@
+/* storage/store.c — per-shard storage engine: group commit and completion
+ * dispatch. */
+#include <errno.h>
+#include <string.h>
+
+#include "storage/plog.h"
+#include "storage/store.h"
+
+int store_init(struct store *st, struct io_uring *ring, size_t tail_budget)
+{
+	memset(st, 0, sizeof(*st));
+	tail_pool_init(&st->tail, tail_budget);
+	if (ring) {
+		st->ring = ring;
+		return 0;
+	}
+	struct io_uring_params p;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+	p.cq_entries = 8192;
+	rc = io_uring_queue_init_params(1024, &st->own_ring, &p);
+	if (rc == -EINVAL) {
+		/* older kernels: no SINGLE_ISSUER / DEFER_TASKRUN */
+		memset(&p, 0, sizeof(p));
+		p.flags = IORING_SETUP_CQSIZE;
+		p.cq_entries = 8192;
+		rc = io_uring_queue_init_params(1024, &st->own_ring, &p);
+	}
+	if (rc < 0)
+		return rc;
+	st->ring = &st->own_ring;
+	st->owns_ring = 1;
+	return 0;
+}
+
+void store_fini(struct store *st)
+{
+	tail_pool_fini(&st->tail);
+	if (st->owns_ring)
+		io_uring_queue_exit(&st->own_ring);
+	st->owns_ring = 0;
+}
+
+void store_mark_dirty(struct store *st, struct plog *pl)
+{
+	if (pl->dirty)
+		return;
+	pl->dirty = 1;
+	pl->dirty_next = NULL;
+	if (st->dirty_tail)
+		st->dirty_tail->dirty_next = pl;
+	else
+		st->dirty_head = pl;
+	st->dirty_tail = pl;
+}
+
+struct io_uring_sqe *store_sqe(struct store *st)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(st->ring);
+
+	if (!sqe) {
+		io_uring_submit(st->ring);
+		sqe = io_uring_get_sqe(st->ring);
+	}
+	return sqe;
+}
+
+int store_flush(struct store *st)
+{
+	struct plog *pl = st->dirty_head, *keep_head = NULL, *keep_tail = NULL, *next;
+	int n = 0;
+
+	st->dirty_head = st->dirty_tail = NULL;
+	for (; pl; pl = next) {
+		next = pl->dirty_next;
+		pl->dirty_next = NULL;
+		pl->dirty = 0;
+		if (pl->inflight) {
+			/* one write at a time per partition: retry after it completes */
+			pl->dirty = 1;
+			if (keep_tail)
+				keep_tail->dirty_next = pl;
+			else
+				keep_head = pl;
+			keep_tail = pl;
+			continue;
+		}
+		plog_flush_prepare(pl);
+		if (pl->inflight)
+			n++;
+	}
+	/* partitions still waiting go first next time */
+	if (keep_head) {
+		keep_tail->dirty_next = st->dirty_head;
+		st->dirty_head = keep_head;
+		if (!st->dirty_tail)
+			st->dirty_tail = keep_tail;
+	}
+	if (n) {
+		st->stats.flushes++;
+		io_uring_submit(st->ring);
+	}
+	return n;
+}
+
+void store_complete(struct store *st, struct io_uring_cqe *cqe)
+{
+	void *ptr = (void *)(uintptr_t)(cqe->user_data & ~STORE_OP_MASK);
+
+	st->inflight--;
+	switch (cqe->user_data & STORE_OP_MASK) {
+	case STORE_OP_WRITE:
+		plog_write_done(ptr, cqe->res);
+		break;
+	case STORE_OP_FALLOC:
+		segment_falloc_done(ptr, cqe->res);
+		break;
+	case STORE_OP_READ:
+		plog_read_done(ptr, cqe->res);
+		break;
+	case STORE_OP_PREP:
+		plog_prep_done(ptr, cqe->res);
+		break;
+	}
+}
+
+int store_poll(struct store *st, int wait)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0;
+
+	store_flush(st);
+	if (wait && st->inflight)
+		io_uring_submit_and_wait(st->ring, 1);
+	else
+		io_uring_submit_and_get_events(st->ring);
+	io_uring_for_each_cqe(st->ring, head, cqe) {
+		store_complete(st, cqe);
+		n++;
+	}
+	io_uring_cq_advance(st->ring, n);
+	return (int)n;
+}
+
+void store_drain(struct store *st)
+{
+	while (st->inflight || st->dirty_head)
+		store_poll(st, 1);
+}

@@ -1,0 +1,90 @@
+/* storage/store.h — one shard's storage engine: its io_uring (borrowed from
+ * the shard, or owned in tests and tools), its tail memory, and group commit.
+ *
+ * Thread: the owning shard only. The module creates no threads and takes
+ * no locks.
+ * Owns: the tail pool and the list of dirty partitions.
+ * Group commit: store_flush() turns every dirty partition of the shard into
+ * one O_DIRECT write SQE and submits them all with one io_uring_submit.
+ * Completions come back through store_complete(), called by the shard loop
+ * for every CQE whose user_data carries a storage op (store_owns_cqe).
+ * Errors: 0/count or -errno.
+ */
+#ifndef SLUICE_STORE_H
+#define SLUICE_STORE_H
+
+#include <liburing.h>
+#include <stdint.h>
+
+#include "storage/tail.h"
+
+/* user_data = pointer | op. Pointers are 8-byte aligned, so ops 1..7 fit in
+ * the low bits; 1..4 are storage's, 5..7 are left to the shard. */
+enum store_op {
+	STORE_OP_WRITE = 1,     /* struct plog: O_DIRECT segment write */
+	STORE_OP_FALLOC = 2,    /* struct segment: extent preallocation */
+	STORE_OP_READ = 3,      /* struct plog_read: O_DIRECT read */
+	STORE_OP_PREP = 4,      /* struct plog: next segment's first extent */
+};
+#define STORE_OP_MASK 7ull
+
+struct plog;
+
+struct store_stats {
+	uint64_t flushes;          /* store_flush calls that submitted work */
+	uint64_t writes;           /* write SQEs */
+	uint64_t write_bytes;
+	uint64_t reads;
+	uint64_t read_bytes;
+	uint64_t fallocs;
+	uint64_t falloc_errors;
+	uint64_t io_errors;
+	uint64_t sync_opens;       /* rolls that had no prepared segment */
+};
+
+struct store {
+	struct io_uring *ring;     /* borrowed from the shard, or &own_ring */
+	struct io_uring own_ring;
+	int owns_ring;
+	struct tail_pool tail;
+	struct plog *dirty_head;   /* partitions with unwritten data */
+	struct plog *dirty_tail;
+	unsigned inflight;         /* storage SQEs not yet completed */
+	uint64_t now_ns;           /* set by the loop; handlers never read the clock */
+	struct store_stats stats;
+};
+
+/* ring NULL: create a private ring (tests, tools). @thread shard (setup) */
+int store_init(struct store *st, struct io_uring *ring, size_t tail_budget);
+void store_fini(struct store *st);
+
+static inline int store_owns_cqe(uint64_t user_data)
+{
+	uint64_t op = user_data & STORE_OP_MASK;
+
+	return op >= STORE_OP_WRITE && op <= STORE_OP_PREP;
+}
+
+/* Queue a partition for the next group commit. @thread shard */
+void store_mark_dirty(struct store *st, struct plog *pl);
+
+/* Group commit: prepare one write per dirty partition with no write in
+ * flight and submit them all. Returns the number of writes submitted.
+ * @thread shard */
+int store_flush(struct store *st);
+
+/* Handle one storage CQE. @thread shard */
+void store_complete(struct store *st, struct io_uring_cqe *cqe);
+
+/* For tests and tools with a private ring: flush, then reap completions;
+ * wait for at least one if wait != 0 and anything is in flight. Returns the
+ * number of completions handled. */
+int store_poll(struct store *st, int wait);
+
+/* Run store_poll until nothing is in flight or dirty. */
+void store_drain(struct store *st);
+
+/* Get an SQE, submitting pending ones if the SQ is full. */
+struct io_uring_sqe *store_sqe(struct store *st);
+
+#endif

@@ -1,0 +1,152 @@
+/* storage/tail.c — per-shard chunk pool with a byte budget and FIFO
+ * eviction of clean chunks. Chunk memory is allocated on first use of a size
+ * class and then recycled through free lists; steady state allocates
+ * nothing. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/tail.h"
+#include "storage/plog.h"
+
+void tail_pool_init(struct tail_pool *tp, size_t budget)
+{
+	memset(tp, 0, sizeof(*tp));
+	tp->budget = budget;
+}
+
+void tail_pool_fini(struct tail_pool *tp)
+{
+	for (int i = 0; i < TAIL_NCLASS; i++) {
+		struct tail_chunk *c = tp->free[i], *n;
+
+		for (; c; c = n) {
+			n = c->next;
+			free(c->mem);
+			free(c);
+		}
+		tp->free[i] = NULL;
+	}
+	tp->cached = 0;
+}
+
+void tail_fifo_add(struct tail_pool *tp, struct tail_chunk *c)
+{
+	if (c->on_fifo || c->refs)
+		return;
+	c->fifo_next = NULL;
+	c->fifo_prev = tp->fifo_tail;
+	if (tp->fifo_tail)
+		tp->fifo_tail->fifo_next = c;
+	else
+		tp->fifo_head = c;
+	tp->fifo_tail = c;
+	c->on_fifo = 1;
+}
+
+void tail_fifo_del(struct tail_pool *tp, struct tail_chunk *c)
+{
+	if (!c->on_fifo)
+		return;
+	if (c->fifo_prev)
+		c->fifo_prev->fifo_next = c->fifo_next;
+	else
+		tp->fifo_head = c->fifo_next;
+	if (c->fifo_next)
+		c->fifo_next->fifo_prev = c->fifo_prev;
+	else
+		tp->fifo_tail = c->fifo_prev;
+	c->fifo_next = c->fifo_prev = NULL;
+	c->on_fifo = 0;
+}
+
+/* Free cached memory of other classes first, then evict clean chunks. */
+static int tail_make_room(struct tail_pool *tp, size_t bytes)
+{
+	for (int i = TAIL_NCLASS - 1; i >= 0 && tp->used + tp->cached + bytes > tp->budget; i--) {
+		while (tp->free[i] && tp->used + tp->cached + bytes > tp->budget) {
+			struct tail_chunk *c = tp->free[i];
+
+			tp->free[i] = c->next;
+			tp->cached -= c->cap;
+			free(c->mem);
+			free(c);
+		}
+	}
+	while (tp->used + tp->cached + bytes > tp->budget && tp->fifo_head) {
+		struct tail_chunk *c = tp->fifo_head;
+
+		tail_fifo_del(tp, c);
+		plog_chunk_evict(c->owner, c);
+		tp->evictions++;
+		tail_chunk_put(tp, c);
+		/* put moved it to a free list: release its memory if still short */
+		if (tp->used + tp->cached + bytes > tp->budget) {
+			int k = c->shift - TAIL_CHUNK_MIN_SHIFT;
+
+			tp->free[k] = c->next;
+			tp->cached -= c->cap;
+			free(c->mem);
+			free(c);
+		}
+	}
+	return tp->used + tp->cached + bytes <= tp->budget ? 0 : -1;
+}
+
+struct tail_chunk *tail_chunk_get(struct tail_pool *tp, unsigned shift, size_t min_bytes)
+{
+	struct tail_chunk *c;
+	int k;
+
+	while (shift < TAIL_CHUNK_MAX_SHIFT && ((size_t)1 << shift) < min_bytes)
+		shift++;
+	if (shift < TAIL_CHUNK_MIN_SHIFT)
+		shift = TAIL_CHUNK_MIN_SHIFT;
+	if (((size_t)1 << shift) < min_bytes)
+		return NULL;
+	k = (int)shift - TAIL_CHUNK_MIN_SHIFT;
+	c = tp->free[k];
+	if (c) {
+		tp->free[k] = c->next;
+		tp->cached -= c->cap;
+	} else {
+		if (tail_make_room(tp, (size_t)1 << shift) < 0)
+			return NULL;
+		c = calloc(1, sizeof(*c)); /* style: allow first use of a size class */
+		if (!c)
+			return NULL;
+		if (posix_memalign((void **)&c->mem, 4096, (size_t)1 << shift)) {
+			free(c);
+			return NULL;
+		}
+		c->cap = 1u << shift;
+		c->shift = (uint8_t)shift;
+	}
+	tp->used += c->cap;
+	c->next = c->prev = NULL;
+	c->fifo_next = c->fifo_prev = NULL;
+	c->on_fifo = 0;
+	c->refs = 0;
+	c->len = c->data_start = 0;
+	c->seg = NULL;
+	c->owner = NULL;
+	return c;
+}
+
+void tail_chunk_put(struct tail_pool *tp, struct tail_chunk *c)
+{
+	int k = c->shift - TAIL_CHUNK_MIN_SHIFT;
+
+	tp->used -= c->cap;
+	c->owner = NULL;
+	c->seg = NULL;
+	c->next = tp->free[k];
+	tp->free[k] = c;
+	tp->cached += c->cap;
+}
+
+void tail_chunk_unref(struct tail_pool *tp, struct tail_chunk *c)
+{
+	if (--c->refs == 0)
+		plog_chunk_released(tp, c);
+
+}

@@ -1,0 +1,373 @@
+/* tests/unit/test_plog.c — the partition log on a real disk with a real
+ * io_uring: round trips across segment rolls, reads from the tail and from
+ * disk, index lookups, durability modes, retention, idle partitions. */
+#include <errno.h>
+#include <sys/stat.h>
+
+#include "storage/plog.h"
+#include "tests/unit/helpers.h"
+
+static uint8_t bbuf[2 << 20];
+static uint8_t *rbuf;
+#define RBUF_CAP (4u << 20)
+
+static struct store st;
+static char *dir;
+
+static void setup(void)
+{
+	dir = test_tmpdir();
+	cr_assert_eq(store_init(&st, NULL, 64u << 20), 0);
+	cr_assert_eq(posix_memalign((void **)&rbuf, 4096, RBUF_CAP), 0);
+}
+
+static void teardown(void)
+{
+	store_fini(&st);
+	test_rmrf(dir);
+	free(dir);
+	free(rbuf);
+}
+
+static struct plog *open_log(const struct plog_config *cfg)
+{
+	struct plog *pl;
+	int rc = plog_open(&st, dir, cfg, &pl);
+
+	cr_assert_eq(rc, 0, "plog_open: %s", strerror(-rc));
+	return pl;
+}
+
+/* Append batch `seq` of n records; returns its base offset. */
+static int64_t append(struct plog *pl, int64_t seq, int n, int vlen, int64_t ts)
+{
+	int64_t base;
+	uint32_t size = test_batch(bbuf, sizeof(bbuf), seq, n, vlen, 7, ts);
+	int rc;
+
+	while ((rc = plog_append(pl, bbuf, size, &base)) == -ENOBUFS)
+		store_poll(&st, 1);
+	cr_assert_eq(rc, 0, "append: %s", strerror(-rc));
+	return base;
+}
+
+/* Read the whole log from `from` and check every batch: offsets contiguous,
+ * values "v<seq>-<i>" where seq is the batch's index. Returns the next
+ * offset reached. */
+static int64_t check_all(struct plog *pl, int64_t from, int per_batch)
+{
+	int64_t off = from;
+
+	while (off < pl->high_watermark) {
+		struct plog_read rd = { .offset = off, .max_offset = pl->high_watermark,
+					.max_bytes = 256 * 1024, .buf = rbuf, .buf_cap = RBUF_CAP };
+		int rc = plog_read_sync(pl, &rd);
+
+		cr_assert_eq(rc, 1, "read at %lld: %d", (long long)off, rc);
+		cr_assert_gt(rd.bytes, 0, "no data at %lld (hw %lld)", (long long)off,
+			     (long long)pl->high_watermark);
+		for (uint32_t at = 0; at < rd.bytes;) {
+			const uint8_t *b = rd.data + at;
+			struct batch_info bi;
+			struct record_iter it;
+			struct record_view rv;
+			char want[64];
+
+			cr_assert_eq(batch_validate(b, rd.bytes - at, 0, 0, &bi), 0, "batch at %lld", (long long)off);
+			if (batch_last_offset(b) < off) {
+				at += bi.size;
+				continue;
+			}
+			/* the batch holding `off`: starts at it, or before it only
+			 * when the read began mid-batch */
+			cr_assert(batch_base_offset(b) == off ||
+				  (off == from && batch_base_offset(b) < off),
+				  "expected offset %lld got %lld", (long long)off,
+				  (long long)batch_base_offset(b));
+			record_iter_init(&it, b + OF_Records, bi.size - OF_Records, bi.records);
+			cr_assert_eq(record_iter_next(&it, &rv), 1);
+			snprintf(want, sizeof(want), "v%lld-0", (long long)(batch_base_offset(b) / per_batch));
+			cr_assert(rv.value_len >= (int)strlen(want) && !memcmp(rv.value, want, strlen(want)),
+				  "value at %lld", (long long)off);
+			off = batch_last_offset(b) + 1;
+			at += bi.size;
+		}
+		plog_read_release(&rd);
+	}
+	return off;
+}
+
+TestSuite(plog, .init = setup, .fini = teardown, .timeout = 120);
+
+Test(plog, round_trip_across_rolls_and_reopen)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 64 * 1024;
+	pl = open_log(&cfg);
+	for (int i = 0; i < 500; i++)
+		cr_assert_eq(append(pl, i, 4, 200, 1000 + i), (int64_t)i * 4);
+	store_drain(&st);
+	cr_assert_eq(pl->next_offset, 2000);
+	cr_assert_eq(pl->high_watermark, 2000);
+	cr_assert_gt(plog_segment_count(pl), 3, "segments: %d", plog_segment_count(pl));
+	cr_assert_eq(check_all(pl, 0, 4), 2000);
+	cr_assert_eq(check_all(pl, 1234, 4), 2000);   /* mid-batch start */
+	plog_close(pl);
+
+	pl = open_log(&cfg);
+	cr_assert_eq(pl->next_offset, 2000);
+	cr_assert_eq(pl->recovery.truncated_reason, 0);
+	cr_assert_eq(check_all(pl, 0, 4), 2000);
+	/* appends continue after a reopen, across the partial last block */
+	for (int i = 500; i < 600; i++)
+		cr_assert_eq(append(pl, i, 4, 200, 1000 + i), (int64_t)i * 4);
+	store_drain(&st);
+	cr_assert_eq(check_all(pl, 0, 4), 2400);
+	plog_close(pl);
+}
+
+Test(plog, reads_from_disk_when_tail_evicted)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+
+	store_fini(&st);
+	cr_assert_eq(store_init(&st, NULL, 256 * 1024), 0);   /* tiny tail budget */
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 1 << 20;
+	pl = open_log(&cfg);
+	for (int i = 0; i < 2000; i++)
+		append(pl, i, 2, 300, 5000 + i);
+	store_drain(&st);
+	cr_assert_gt(st.tail.evictions, 0);
+	uint64_t reads = st.stats.reads;
+	cr_assert_eq(check_all(pl, 0, 2), 4000);
+	cr_assert_gt(st.stats.reads, reads, "expected O_DIRECT disk reads");
+	plog_close(pl);
+}
+
+Test(plog, big_batch_larger_than_first_read)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+
+	store_fini(&st);
+	cr_assert_eq(store_init(&st, NULL, 8u << 20), 0);
+	plog_config_defaults(&cfg);
+	pl = open_log(&cfg);
+	append(pl, 0, 1, 100, 1);
+	append(pl, 1, 1, 900 * 1024, 2);     /* ~900 KiB record */
+	for (int i = 2; i < 10; i++)
+		append(pl, i, 1, 100, 3);
+	store_drain(&st);
+	struct plog_read rd = { .offset = 1, .max_offset = pl->high_watermark, .max_bytes = 1000,
+				.buf = rbuf, .buf_cap = RBUF_CAP };
+	cr_assert_eq(plog_read_sync(pl, &rd), 1);
+	cr_assert_eq(batch_base_offset(rd.data), 1);
+	cr_assert_gt(rd.bytes, 900 * 1024, "the first batch is returned whole");
+	plog_read_release(&rd);
+	plog_close(pl);
+}
+
+Test(plog, read_limits)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+
+	plog_config_defaults(&cfg);
+	pl = open_log(&cfg);
+	for (int i = 0; i < 10; i++)
+		append(pl, i, 5, 10, 1);
+	store_drain(&st);
+	struct plog_read rd = { .offset = 0, .max_offset = 20, .max_bytes = 1 << 20,
+				.buf = rbuf, .buf_cap = RBUF_CAP };
+	cr_assert_eq(plog_read_sync(pl, &rd), 1);
+	/* only whole batches below max_offset */
+	uint32_t n = 0;
+	for (uint32_t at = 0; at < rd.bytes; at += batch_size(rd.data + at), n++)
+		cr_assert_lt(batch_last_offset(rd.data + at), 20);
+	cr_assert_eq(n, 4);
+	plog_read_release(&rd);
+	rd = (struct plog_read){ .offset = 51, .max_offset = 100, .max_bytes = 100, .buf = rbuf, .buf_cap = RBUF_CAP };
+	cr_assert_eq(plog_read(pl, &rd), -ERANGE);
+	rd = (struct plog_read){ .offset = 50, .max_offset = 100, .max_bytes = 100, .buf = rbuf, .buf_cap = RBUF_CAP };
+	cr_assert_eq(plog_read(pl, &rd), 1);
+	cr_assert_eq(rd.bytes, 0);
+	plog_close(pl);
+}
+
+Test(plog, index_lookup_by_offset_and_time)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	int64_t off, ts;
+
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 16 * 1024;
+	pl = open_log(&cfg);
+	/* batch i: 3 records with timestamps 10000 + 10*i + {0,1,2} */
+	for (int i = 0; i < 400; i++)
+		append(pl, i, 3, 100, 10000 + 10 * i);
+	store_drain(&st);
+	cr_assert_gt(plog_segment_count(pl), 5);
+	for (int i = 0; i < 400; i += 37) {
+		cr_assert_eq(plog_offset_for_time(pl, 10000 + 10 * i + 1, &off, &ts), 0);
+		cr_assert_eq(off, i * 3 + 1, "ts lookup batch %d: %lld", i, (long long)off);
+		cr_assert_eq(ts, 10000 + 10 * i + 1);
+		/* a timestamp between batches gives the next batch's first record */
+		cr_assert_eq(plog_offset_for_time(pl, 10000 + 10 * i + 5, &off, &ts), 0);
+		cr_assert_eq(off, (i + 1) * 3);
+	}
+	cr_assert_eq(plog_offset_for_time(pl, 0, &off, &ts), 0);
+	cr_assert_eq(off, 0);
+	cr_assert_eq(plog_offset_for_time(pl, 99999999, &off, &ts), -ENOENT);
+	/* the offset index finds every batch start from any offset */
+	for (int64_t o = 0; o < 1200; o += 97) {
+		struct plog_read rd = { .offset = o, .max_offset = 1200, .max_bytes = 1,
+					.buf = rbuf, .buf_cap = RBUF_CAP };
+		cr_assert_eq(plog_read_sync(pl, &rd), 1);
+		cr_assert_eq(batch_base_offset(rd.data), o - o % 3);
+		plog_read_release(&rd);
+	}
+	plog_close(pl);
+	/* the same after reopening from index files */
+	pl = open_log(&cfg);
+	cr_assert_eq(plog_offset_for_time(pl, 10000 + 10 * 200 + 2, &off, &ts), 0);
+	cr_assert_eq(off, 602);
+	plog_close(pl);
+}
+
+static int64_t durable_seen;
+static void on_durable(struct plog *pl, int64_t off, int err, void *arg)
+{
+	(void)pl; (void)arg;
+	if (!err)
+		durable_seen = off;
+}
+
+Test(plog, durability_modes)
+{
+	int modes[] = { PLOG_DUR_WRITE, PLOG_DUR_SYNC, PLOG_DUR_MEMORY };
+
+	for (int m = 0; m < 3; m++) {
+		struct plog_config cfg;
+		struct plog *pl;
+		char sub[4300];
+
+		snprintf(sub, sizeof(sub), "%s/m%d", dir, m);
+		plog_config_defaults(&cfg);
+		cfg.durability = modes[m];
+		cr_assert_eq(plog_open(&st, sub, &cfg, &pl), 0);
+		plog_set_durable_cb(pl, on_durable, NULL);
+		durable_seen = 0;
+		append(pl, 0, 10, 100, 1);
+		if (modes[m] == PLOG_DUR_MEMORY) {
+			cr_assert_eq(pl->durable_offset, 10, "memory mode acks at once");
+		} else {
+			cr_assert_eq(pl->durable_offset, 0, "not durable before the write");
+			cr_assert_eq(pl->high_watermark, 0, "consumers do not see it yet");
+		}
+		store_drain(&st);
+		cr_assert_eq(pl->durable_offset, 10);
+		cr_assert_eq(pl->high_watermark, 10);
+		if (modes[m] != PLOG_DUR_MEMORY)
+			cr_assert_eq(durable_seen, 10);
+		plog_close(pl);
+	}
+}
+
+Test(plog, group_commit_one_submission_for_many_partitions)
+{
+	struct plog_config cfg;
+	struct plog *pls[50];
+
+	plog_config_defaults(&cfg);
+	for (int i = 0; i < 50; i++) {
+		char sub[4300];
+
+		snprintf(sub, sizeof(sub), "%s/p%d", dir, i);
+		cr_assert_eq(plog_open(&st, sub, &cfg, &pls[i]), 0);
+	}
+	store_drain(&st);
+	uint64_t flushes = st.stats.flushes, writes = st.stats.writes;
+	for (int i = 0; i < 50; i++)
+		append(pls[i], 0, 2, 50, 1);
+	cr_assert_eq(store_flush(&st), 50);
+	cr_assert_eq(st.stats.flushes, flushes + 1, "one submission");
+	cr_assert_eq(st.stats.writes, writes + 50);
+	store_drain(&st);
+	for (int i = 0; i < 50; i++) {
+		cr_assert_eq(pls[i]->high_watermark, 2);
+		plog_close(pls[i]);
+	}
+}
+
+Test(plog, retention_by_time_and_size)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 32 * 1024;
+	cfg.retention_ms = 1000;
+	pl = open_log(&cfg);
+	for (int i = 0; i < 300; i++)
+		append(pl, i, 2, 200, i < 150 ? 1000 : 100000);
+	store_drain(&st);
+	int before = plog_segment_count(pl);
+	int del = plog_retain(pl, 50000);      /* old ones (ts 1000..) expired */
+	cr_assert_gt(del, 0);
+	cr_assert_eq(plog_segment_count(pl), before - del);
+	cr_assert_gt(pl->log_start, 0);
+	cr_assert_leq(pl->log_start, 300);
+	cr_assert_eq(pl->seg_head->base_offset, pl->log_start);
+	/* nothing of the new data was deleted */
+	cr_assert_eq(check_all(pl, pl->log_start, 2), 600);
+	struct plog_read rd = { .offset = 0, .max_offset = 600, .max_bytes = 100, .buf = rbuf, .buf_cap = RBUF_CAP };
+	cr_assert_eq(plog_read(pl, &rd), -ERANGE, "deleted offsets are out of range");
+
+	/* size: keep at most ~64 KiB */
+	pl->cfg.retention_ms = -1;
+	pl->cfg.retention_bytes = 64 * 1024;
+	plog_retain(pl, 50000);
+	cr_assert_leq(plog_size(pl), 64 * 1024 + 32 * 1024);
+	cr_assert_eq(check_all(pl, pl->log_start, 2), 600);
+	plog_close(pl);
+	pl = open_log(&cfg);
+	cr_assert_eq(pl->log_start, pl->seg_head->base_offset);
+	cr_assert_gt(pl->log_start, 0);
+	plog_close(pl);
+}
+
+Test(plog, idle_partitions_cost_little)
+{
+	struct plog_config cfg;
+	static struct plog *pls[2000];
+	struct stat sb;
+	uint64_t blocks = 0;
+
+	plog_config_defaults(&cfg);
+	for (int i = 0; i < 2000; i++) {
+		char sub[4300];
+
+		snprintf(sub, sizeof(sub), "%s/p%d", dir, i);
+		cr_assert_eq(plog_open(&st, sub, &cfg, &pls[i]), 0);
+		append(pls[i], 0, 1, 100, 1);
+	}
+	store_drain(&st);
+	for (int i = 0; i < 2000; i++) {
+		char p[4400];
+
+		snprintf(p, sizeof(p), "%s/p%d/%020d.log", dir, i, 0);
+		cr_assert_eq(stat(p, &sb), 0);
+		blocks += (uint64_t)sb.st_blocks * 512;
+	}
+	/* 64 KiB preallocated each (not 1 GiB), 16 KiB of tail memory each */
+	cr_assert_leq(blocks, 2000ull * 128 * 1024, "disk reserved: %llu", (unsigned long long)blocks);
+	cr_assert_leq(st.tail.used, 2000ull * 16 * 1024, "tail memory: %zu", st.tail.used);
+	for (int i = 0; i < 2000; i++)
+		plog_close(pls[i]);
+}
