@@ -266,8 +266,13 @@ static ssize_t snappy_raw_decode(const uint8_t *in, size_t in_len, uint8_t *out,
 
 	if (snappy_uncompressed_length((const char *)in, in_len, &n) != SNAPPY_OK)
 		return -EBADMSG;
-	if (n > out_cap)
+	if (n > out_cap) {
+		/* Tell a bomb from garbage claiming a huge length: validation
+		 * writes nothing, and runs only on this rejecting path. */
+		if (snappy_validate_compressed_buffer((const char *)in, in_len) != SNAPPY_OK)
+			return -EBADMSG;
 		return -ENOBUFS;
+	}
 	if (snappy_uncompress((const char *)in, in_len, (char *)out, &n) != SNAPPY_OK)
 		return -EBADMSG;
 	return (ssize_t)n;

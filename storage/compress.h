@@ -70,6 +70,9 @@ size_t compress_bound(int codec, size_t in_len);
 
 /* Compress in[0..in_len) into out[0..out_cap) in the codec's Kafka wire
  * framing. Returns bytes written, -EINVAL, -ENOBUFS or -EMSGSIZE.
+ * An out_cap below compress_bound works when the result fits, except that
+ * libzstd may refuse (-ENOBUFS) a zstd frame that would have fitted
+ * exactly: its per-block checks want slack.
  * Levels: gzip isa-l level 1, lz4 LZ4F default (fast), zstd 3.
  * Caveat: libsnappy's snappy_compress allocates its own working memory
  * inside each call (C++ WorkingMemory); the C API offers no way to pass
