@@ -32,6 +32,21 @@
 
 #define ZSTD_LEVEL 3
 
+/* LZ4 frame as Kafka's Java KafkaLZ4BlockOutputStream writes it and its
+ * KafkaLZ4BlockInputStream requires: 64 KiB independent blocks, no
+ * checksums, no content size. autoFlush: each update emits whole blocks, so
+ * the cctx never buffers input. */
+static const LZ4F_preferences_t lz4_kafka_prefs = {
+	.frameInfo = {
+		.blockSizeID = LZ4F_max64KB,
+		.blockMode = LZ4F_blockIndependent,
+		.contentChecksumFlag = LZ4F_noContentChecksum,
+		.blockChecksumFlag = LZ4F_noBlockChecksum,
+	},
+	.autoFlush = 1,
+};
+#define LZ4_KAFKA_BLOCK (64 * 1024)
+
 struct compress_ctx {
 	/* Everything below is touched only by the owning shard thread. */
 	struct isal_zstream gz_enc;   /* reinitialised per call */
@@ -41,7 +56,6 @@ struct compress_ctx {
 
 	LZ4F_cctx *lz4_enc;           /* tmp buffers grown once at create */
 	LZ4F_dctx *lz4_dec;           /* grown to 4 MiB linked blocks at create */
-	LZ4F_preferences_t lz4_prefs; /* Kafka framing: 64 KiB independent */
 
 	ZSTD_CCtx *zstd_enc;          /* static: lives inside zstd_enc_mem */
 	ZSTD_DCtx *zstd_dec;          /* static: lives inside zstd_dec_mem */
@@ -104,17 +118,8 @@ size_t compress_bound(int codec, size_t in_len)
 	}
 	case COMPRESS_SNAPPY:
 		return snappy_frame_bound(in_len);
-	case COMPRESS_LZ4: {
-		/* Kafka framing fixed at create; prefs only select the block size
-		 * and flags, so a stack copy gives the same bound. */
-		LZ4F_preferences_t p;
-
-		memset(&p, 0, sizeof(p));
-		p.frameInfo.blockSizeID = LZ4F_max64KB;
-		p.frameInfo.blockMode = LZ4F_blockIndependent;
-		p.autoFlush = 1;
-		return LZ4F_compressFrameBound(in_len, &p);
-	}
+	case COMPRESS_LZ4:
+		return LZ4F_compressFrameBound(in_len, &lz4_kafka_prefs);
 	case COMPRESS_ZSTD:
 		return ZSTD_compressBound(in_len);
 	default:
@@ -157,7 +162,7 @@ static ssize_t gzip_encode(struct compress_ctx *ctx, const void *in, size_t in_l
 	if (rc == STATELESS_OVERFLOW)
 		return -ENOBUFS;
 	if (rc != COMP_OK || s->avail_in != 0)
-		return -EBADMSG; /* not reachable with valid arguments */
+		return -EIO; /* isa-l refused its arguments: not expected */
 	return (ssize_t)(cap - s->avail_out);
 }
 
@@ -341,16 +346,16 @@ static ssize_t lz4_encode(struct compress_ctx *ctx, const void *in, size_t in_le
 	const uint8_t *src = in;
 	uint8_t *dst = out;
 	size_t pos = 0, used = 0, r;
-	size_t end_bound = LZ4F_compressBound(0, &ctx->lz4_prefs);
+	size_t end_bound = LZ4F_compressBound(0, &lz4_kafka_prefs);
 
 	/* Header: at most LZ4F_HEADER_SIZE_MAX bytes. */
 	if (out_cap >= LZ4F_HEADER_SIZE_MAX) {
-		r = LZ4F_compressBegin(ctx->lz4_enc, dst, out_cap, &ctx->lz4_prefs);
+		r = LZ4F_compressBegin(ctx->lz4_enc, dst, out_cap, &lz4_kafka_prefs);
 		if (LZ4F_isError(r))
 			return -ENOBUFS;
 		used = r;
 	} else {
-		r = LZ4F_compressBegin(ctx->lz4_enc, ctx->scratch, ctx->scratch_cap, &ctx->lz4_prefs);
+		r = LZ4F_compressBegin(ctx->lz4_enc, ctx->scratch, ctx->scratch_cap, &lz4_kafka_prefs);
 		if (LZ4F_isError(r) || put_piece(dst, out_cap, &used, ctx->scratch, r) < 0)
 			return -ENOBUFS;
 	}
@@ -358,8 +363,8 @@ static ssize_t lz4_encode(struct compress_ctx *ctx, const void *in, size_t in_le
 	/* One block per update (autoFlush), each written straight into out when
 	 * its bound fits, else staged in scratch. */
 	while (pos < in_len) {
-		size_t chunk = in_len - pos < 64 * 1024 ? in_len - pos : 64 * 1024;
-		size_t need = LZ4F_compressBound(chunk, &ctx->lz4_prefs);
+		size_t chunk = in_len - pos < LZ4_KAFKA_BLOCK ? in_len - pos : LZ4_KAFKA_BLOCK;
+		size_t need = LZ4F_compressBound(chunk, &lz4_kafka_prefs);
 
 		if (out_cap - used >= need) {
 			r = LZ4F_compressUpdate(ctx->lz4_enc, dst + used, out_cap - used,
@@ -442,7 +447,7 @@ static ssize_t zstd_encode(struct compress_ctx *ctx, const void *in, size_t in_l
 	size_t r = ZSTD_compressCCtx(ctx->zstd_enc, out, out_cap, in, in_len, ZSTD_LEVEL);
 
 	if (ZSTD_isError(r))
-		return ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall ? -ENOBUFS : -ENOMEM; /* static workspace too small: not expected */
+		return ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall ? -ENOBUFS : -EIO; /* not expected */
 	return (ssize_t)r;
 }
 
@@ -552,19 +557,12 @@ int compress_ctx_create(struct compress_ctx **out)
 	ctx->gz_level_buf_size = ISAL_DEF_LVL1_DEFAULT;
 	ctx->gz_level_buf = malloc(ctx->gz_level_buf_size); /* style: allow setup */
 
-	ctx->scratch_cap = LZ4F_compressBound(64 * 1024, NULL);
+	ctx->scratch_cap = LZ4F_compressBound(LZ4_KAFKA_BLOCK, &lz4_kafka_prefs);
 	if (ctx->scratch_cap < snappy_max_compressed_length(XERIAL_BLOCK))
 		ctx->scratch_cap = snappy_max_compressed_length(XERIAL_BLOCK);
 	if (ctx->scratch_cap < 2 * LZ4F_HEADER_SIZE_MAX + 16)
 		ctx->scratch_cap = 2 * LZ4F_HEADER_SIZE_MAX + 16;
 	ctx->scratch = malloc(ctx->scratch_cap); /* style: allow setup */
-
-	memset(&ctx->lz4_prefs, 0, sizeof(ctx->lz4_prefs));
-	ctx->lz4_prefs.frameInfo.blockSizeID = LZ4F_max64KB;
-	ctx->lz4_prefs.frameInfo.blockMode = LZ4F_blockIndependent;
-	ctx->lz4_prefs.frameInfo.contentChecksumFlag = LZ4F_noContentChecksum;
-	ctx->lz4_prefs.frameInfo.blockChecksumFlag = LZ4F_noBlockChecksum;
-	ctx->lz4_prefs.autoFlush = 1;
 
 	/* zstd in fixed workspaces: a static CCtx never grows or shrinks, and
 	 * ZSTD_estimateCCtxSize covers every input size at this level. */

@@ -17,6 +17,8 @@
  *             claimed by the input, so decompression bombs stop at out_cap
  *   -EMSGSIZE in_len above COMPRESS_MAX_LEN (larger than any Kafka batch)
  *   -ENOMEM   compress_ctx_create only
+ *   -EIO      encode only: a codec library refused its arguments (a bug,
+ *             not expected in operation)
  *
  * Wire framing per codec (what Java and librdkafka write and read):
  *   1 gzip    one RFC 1952 member (isa-l igzip); decode also accepts
