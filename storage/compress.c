@@ -1,0 +1,606 @@
+/* storage/compress.c — Kafka record-batch codecs over isa-l, snappy, LZ4F
+ * and zstd. See compress.h for the framing each codec uses on the wire.
+ */
+#include "storage/compress.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <isa-l/igzip_lib.h>
+#include <lz4frame.h>
+#include <snappy-c.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_initStatic*: fixed workspaces */
+#include <zstd.h>
+#include <zstd_errors.h>
+
+/* xerial snappy-java stream header: magic, int32 BE version, int32 BE
+ * minimum compatible version. */
+#define XERIAL_MAGIC "\x82SNAPPY\0"
+#define XERIAL_MAGIC_LEN 8
+#define XERIAL_HDR_LEN 16
+#define XERIAL_VERSION 1
+#define XERIAL_COMPAT 1
+#define XERIAL_BLOCK (32 * 1024) /* snappy-java DEFAULT_BLOCK_SIZE */
+
+/* gzip deflate worst case (isa-l falls back to stored blocks): 10-byte
+ * header, 8-byte trailer, 5 bytes per stored block of up to 65535. */
+#define GZIP_WRAP_LEN 18
+#define DEFLATE_STORED_MAX 65535
+#define DEFLATE_STORED_HDR 5
+
+#define ZSTD_LEVEL 3
+
+/* LZ4 frame as Kafka's Java KafkaLZ4BlockOutputStream writes it and its
+ * KafkaLZ4BlockInputStream requires: 64 KiB independent blocks, no
+ * checksums, no content size. autoFlush: each update emits whole blocks, so
+ * the cctx never buffers input. */
+static const LZ4F_preferences_t lz4_kafka_prefs = {
+	.frameInfo = {
+		.blockSizeID = LZ4F_max64KB,
+		.blockMode = LZ4F_blockIndependent,
+		.contentChecksumFlag = LZ4F_noContentChecksum,
+		.blockChecksumFlag = LZ4F_noBlockChecksum,
+	},
+	.autoFlush = 1,
+};
+#define LZ4_KAFKA_BLOCK (64 * 1024)
+
+struct compress_ctx {
+	/* Everything below is touched only by the owning shard thread. */
+	struct isal_zstream gz_enc;   /* reinitialised per call */
+	struct inflate_state gz_dec;  /* reinitialised per call */
+	uint8_t *gz_level_buf;        /* isa-l level 1 working memory */
+	uint32_t gz_level_buf_size;
+
+	LZ4F_cctx *lz4_enc;           /* tmp buffers grown once at create */
+	LZ4F_dctx *lz4_dec;           /* grown to 4 MiB linked blocks at create */
+
+	ZSTD_CCtx *zstd_enc;          /* static: lives inside zstd_enc_mem */
+	ZSTD_DCtx *zstd_dec;          /* static: lives inside zstd_dec_mem */
+	void *zstd_enc_mem;
+	void *zstd_dec_mem;
+
+	/* One encoded block (snappy or lz4) when out has less room than the
+	 * block's bound; also the 1-byte probe when a decoder fills out. */
+	uint8_t *scratch;
+	size_t scratch_cap;
+};
+
+static inline void store_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static inline uint32_t load_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+const char *compress_codec_name(int codec)
+{
+	switch (codec) {
+	case COMPRESS_NONE: return "none";
+	case COMPRESS_GZIP: return "gzip";
+	case COMPRESS_SNAPPY: return "snappy";
+	case COMPRESS_LZ4: return "lz4";
+	case COMPRESS_ZSTD: return "zstd";
+	default: return "unknown";
+	}
+}
+
+static size_t snappy_frame_bound(size_t in_len)
+{
+	size_t full = in_len / XERIAL_BLOCK, tail = in_len % XERIAL_BLOCK;
+	size_t n = XERIAL_HDR_LEN + full * (4 + snappy_max_compressed_length(XERIAL_BLOCK));
+
+	if (tail)
+		n += 4 + snappy_max_compressed_length(tail);
+	return n;
+}
+
+size_t compress_bound(int codec, size_t in_len)
+{
+	if (in_len > COMPRESS_MAX_LEN)
+		return 0;
+	switch (codec) {
+	case COMPRESS_NONE:
+		return in_len;
+	case COMPRESS_GZIP: {
+		size_t blocks = in_len ? (in_len + DEFLATE_STORED_MAX - 1) / DEFLATE_STORED_MAX : 1;
+
+		return in_len + blocks * DEFLATE_STORED_HDR + GZIP_WRAP_LEN;
+	}
+	case COMPRESS_SNAPPY:
+		return snappy_frame_bound(in_len);
+	case COMPRESS_LZ4:
+		return LZ4F_compressFrameBound(in_len, &lz4_kafka_prefs);
+	case COMPRESS_ZSTD:
+		return ZSTD_compressBound(in_len);
+	default:
+		return 0;
+	}
+}
+
+/* ---- none ---- */
+
+static ssize_t copy_plain(const void *in, size_t in_len, void *out, size_t out_cap)
+{
+	if (in_len > out_cap)
+		return -ENOBUFS;
+	if (in_len)
+		memcpy(out, in, in_len);
+	return (ssize_t)in_len;
+}
+
+/* ---- gzip (isa-l igzip) ---- */
+
+static ssize_t gzip_encode(struct compress_ctx *ctx, const void *in, size_t in_len,
+			   void *out, size_t out_cap)
+{
+	struct isal_zstream *s = &ctx->gz_enc;
+	size_t cap = out_cap > UINT32_MAX ? UINT32_MAX : out_cap;
+	int rc;
+
+	isal_deflate_stateless_init(s);
+	s->level = 1;
+	s->level_buf = ctx->gz_level_buf;
+	s->level_buf_size = ctx->gz_level_buf_size;
+	s->gzip_flag = IGZIP_GZIP;
+	s->flush = NO_FLUSH;
+	s->end_of_stream = 1;
+	s->next_in = (uint8_t *)in; /* isa-l takes non-const; it only reads */
+	s->avail_in = (uint32_t)in_len;
+	s->next_out = out;
+	s->avail_out = (uint32_t)cap;
+	rc = isal_deflate_stateless(s);
+	if (rc == STATELESS_OVERFLOW)
+		return -ENOBUFS;
+	if (rc != COMP_OK || s->avail_in != 0)
+		return -EIO; /* isa-l refused its arguments: not expected */
+	return (ssize_t)(cap - s->avail_out);
+}
+
+static void gzip_dec_start(struct inflate_state *st)
+{
+	isal_inflate_init(st);
+	st->crc_flag = ISAL_GZIP; /* parse RFC 1952 header, verify CRC32 */
+}
+
+static ssize_t gzip_decode(struct compress_ctx *ctx, const void *in, size_t in_len,
+			   void *out, size_t out_cap)
+{
+	struct inflate_state *st = &ctx->gz_dec;
+	size_t cap = out_cap > UINT32_MAX ? UINT32_MAX : out_cap;
+	bool probing = false; /* out is full; decoding into ctx->scratch[0] */
+	size_t produced = 0;
+
+	gzip_dec_start(st);
+	st->next_in = (uint8_t *)in; /* isa-l takes non-const; it only reads */
+	st->avail_in = (uint32_t)in_len;
+	st->next_out = out;
+	st->avail_out = (uint32_t)cap;
+
+	for (;;) {
+		uint32_t in_before = st->avail_in, out_before = st->avail_out;
+		int rc;
+
+		if (!probing && st->avail_out == 0) {
+			probing = true;
+			st->next_out = ctx->scratch;
+			st->avail_out = 1;
+			continue;
+		}
+		rc = isal_inflate(st);
+		if (rc < 0)
+			return -EBADMSG;
+		if (probing && st->avail_out == 0)
+			return -ENOBUFS; /* a byte beyond out_cap exists */
+		if (!probing)
+			produced = cap - st->avail_out;
+
+		if (st->block_state == ISAL_BLOCK_FINISH) {
+			uint8_t *next_in = st->next_in, *next_out = st->next_out;
+			uint32_t avail_in = st->avail_in, avail_out = st->avail_out;
+
+			if (avail_in == 0)
+				return (ssize_t)produced;
+			/* Another member follows (RFC 1952 allows a series);
+			 * anything else is trailing garbage and fails its header. */
+			gzip_dec_start(st);
+			st->next_in = next_in;
+			st->avail_in = avail_in;
+			st->next_out = next_out;
+			st->avail_out = avail_out;
+			continue;
+		}
+		/* No progress with room to write: the member is truncated. */
+		if (st->avail_in == in_before && st->avail_out == out_before)
+			return -EBADMSG;
+	}
+}
+
+/* ---- snappy (xerial framing out; xerial or raw in) ---- */
+
+static ssize_t snappy_encode(struct compress_ctx *ctx, const void *in, size_t in_len,
+			     void *out, size_t out_cap)
+{
+	const char *src = in;
+	uint8_t *dst = out;
+	size_t pos = 0, used = XERIAL_HDR_LEN;
+
+	if (out_cap < XERIAL_HDR_LEN)
+		return -ENOBUFS;
+	memcpy(dst, XERIAL_MAGIC, XERIAL_MAGIC_LEN);
+	store_be32(dst + 8, XERIAL_VERSION);
+	store_be32(dst + 12, XERIAL_COMPAT);
+
+	while (pos < in_len) {
+		size_t chunk = in_len - pos < XERIAL_BLOCK ? in_len - pos : XERIAL_BLOCK;
+		size_t need = snappy_max_compressed_length(chunk);
+		size_t room = out_cap - used;
+		size_t clen = need;
+		char *blk;
+
+		if (room < 4)
+			return -ENOBUFS;
+		/* Compress in place when the block's bound fits, else via scratch. */
+		blk = room - 4 >= need ? (char *)dst + used + 4 : (char *)ctx->scratch;
+		if (snappy_compress(src + pos, chunk, blk, &clen) != SNAPPY_OK)
+			return -ENOBUFS;
+		if (clen > room - 4)
+			return -ENOBUFS;
+		if (blk == (char *)ctx->scratch)
+			memcpy(dst + used + 4, blk, clen);
+		store_be32(dst + used, (uint32_t)clen);
+		used += 4 + clen;
+		pos += chunk;
+	}
+	return (ssize_t)used;
+}
+
+/* One raw snappy block into out[0..out_cap). */
+static ssize_t snappy_raw_decode(const uint8_t *in, size_t in_len, uint8_t *out, size_t out_cap)
+{
+	size_t n;
+
+	if (snappy_uncompressed_length((const char *)in, in_len, &n) != SNAPPY_OK)
+		return -EBADMSG;
+	if (n > out_cap) {
+		/* Tell a bomb from garbage claiming a huge length: validation
+		 * writes nothing, and runs only on this rejecting path. */
+		if (snappy_validate_compressed_buffer((const char *)in, in_len) != SNAPPY_OK)
+			return -EBADMSG;
+		return -ENOBUFS;
+	}
+	if (snappy_uncompress((const char *)in, in_len, (char *)out, &n) != SNAPPY_OK)
+		return -EBADMSG;
+	return (ssize_t)n;
+}
+
+static bool xerial_header_at(const uint8_t *p, size_t len)
+{
+	return len >= XERIAL_MAGIC_LEN && memcmp(p, XERIAL_MAGIC, XERIAL_MAGIC_LEN) == 0;
+}
+
+static ssize_t snappy_decode(const void *in, size_t in_len, void *out, size_t out_cap)
+{
+	const uint8_t *src = in;
+	uint8_t *dst = out;
+	size_t pos, used = 0;
+
+	/* As snappy-java and librdkafka: no magic means one raw snappy block. */
+	if (!xerial_header_at(src, in_len))
+		return snappy_raw_decode(src, in_len, dst, out_cap);
+	if (in_len < XERIAL_HDR_LEN)
+		return -EBADMSG;
+	pos = XERIAL_HDR_LEN;
+
+	while (pos < in_len) {
+		uint32_t blen;
+		ssize_t n;
+
+		if (in_len - pos < 4)
+			return -EBADMSG;
+		/* snappy-java reads a concatenated stream's header in place of a
+		 * length (its first byte 0x82 makes the int32 negative). */
+		if (xerial_header_at(src + pos, in_len - pos)) {
+			if (in_len - pos < XERIAL_HDR_LEN)
+				return -EBADMSG;
+			pos += XERIAL_HDR_LEN;
+			continue;
+		}
+		blen = load_be32(src + pos);
+		pos += 4;
+		if (blen == 0 || blen > in_len - pos)
+			return -EBADMSG;
+		n = snappy_raw_decode(src + pos, blen, dst + used, out_cap - used);
+		if (n < 0)
+			return n;
+		used += (size_t)n;
+		pos += blen;
+	}
+	return (ssize_t)used;
+}
+
+/* ---- lz4 (LZ4 frame) ---- */
+
+/* Copy an encoded piece from scratch to out+*used if it fits. */
+static int put_piece(uint8_t *out, size_t out_cap, size_t *used, const void *p, size_t n)
+{
+	if (n > out_cap - *used)
+		return -ENOBUFS;
+	memcpy(out + *used, p, n);
+	*used += n;
+	return 0;
+}
+
+static ssize_t lz4_encode(struct compress_ctx *ctx, const void *in, size_t in_len,
+			  void *out, size_t out_cap)
+{
+	const uint8_t *src = in;
+	uint8_t *dst = out;
+	size_t pos = 0, used = 0, r;
+	size_t end_bound = LZ4F_compressBound(0, &lz4_kafka_prefs);
+
+	/* Header: at most LZ4F_HEADER_SIZE_MAX bytes. */
+	if (out_cap >= LZ4F_HEADER_SIZE_MAX) {
+		r = LZ4F_compressBegin(ctx->lz4_enc, dst, out_cap, &lz4_kafka_prefs);
+		if (LZ4F_isError(r))
+			return -ENOBUFS;
+		used = r;
+	} else {
+		r = LZ4F_compressBegin(ctx->lz4_enc, ctx->scratch, ctx->scratch_cap, &lz4_kafka_prefs);
+		if (LZ4F_isError(r) || put_piece(dst, out_cap, &used, ctx->scratch, r) < 0)
+			return -ENOBUFS;
+	}
+
+	/* One block per update (autoFlush), each written straight into out when
+	 * its bound fits, else staged in scratch. */
+	while (pos < in_len) {
+		size_t chunk = in_len - pos < LZ4_KAFKA_BLOCK ? in_len - pos : LZ4_KAFKA_BLOCK;
+		size_t need = LZ4F_compressBound(chunk, &lz4_kafka_prefs);
+
+		if (out_cap - used >= need) {
+			r = LZ4F_compressUpdate(ctx->lz4_enc, dst + used, out_cap - used,
+						src + pos, chunk, NULL);
+			if (LZ4F_isError(r))
+				return -ENOBUFS;
+			used += r;
+		} else {
+			r = LZ4F_compressUpdate(ctx->lz4_enc, ctx->scratch, ctx->scratch_cap,
+						src + pos, chunk, NULL);
+			if (LZ4F_isError(r) || put_piece(dst, out_cap, &used, ctx->scratch, r) < 0)
+				return -ENOBUFS;
+		}
+		pos += chunk;
+	}
+
+	if (out_cap - used >= end_bound) {
+		r = LZ4F_compressEnd(ctx->lz4_enc, dst + used, out_cap - used, NULL);
+		if (LZ4F_isError(r))
+			return -ENOBUFS;
+		used += r;
+	} else {
+		r = LZ4F_compressEnd(ctx->lz4_enc, ctx->scratch, ctx->scratch_cap, NULL);
+		if (LZ4F_isError(r) || put_piece(dst, out_cap, &used, ctx->scratch, r) < 0)
+			return -ENOBUFS;
+	}
+	return (ssize_t)used;
+}
+
+static ssize_t lz4_decode(struct compress_ctx *ctx, const void *in, size_t in_len,
+			  void *out, size_t out_cap)
+{
+	const uint8_t *src = in;
+	uint8_t *dst = out;
+	size_t src_left = in_len, used = 0;
+	bool probing = false; /* out is full; decoding into ctx->scratch[0] */
+	ssize_t ret;
+
+	LZ4F_resetDecompressionContext(ctx->lz4_dec);
+	for (;;) {
+		size_t s = src_left;
+		size_t d = probing ? 1 : out_cap - used;
+		uint8_t *to = probing ? ctx->scratch : dst + used;
+		size_t hint;
+
+		if (d == 0) {
+			probing = true;
+			continue;
+		}
+		hint = LZ4F_decompress(ctx->lz4_dec, to, &d, src, &s, NULL);
+		if (LZ4F_isError(hint)) {
+			ret = -EBADMSG;
+			break;
+		}
+		if (probing && d > 0) {
+			ret = -ENOBUFS; /* a byte beyond out_cap exists */
+			break;
+		}
+		src += s;
+		src_left -= s;
+		used += d;
+		/* hint 0: the frame is decoded and flushed; more input must be
+		 * another frame (LZ4F starts one by itself). */
+		if (hint == 0 && src_left == 0)
+			return (ssize_t)used;
+		if (s == 0 && d == 0 && hint != 0) {
+			ret = -EBADMSG; /* truncated: the frame wants more input */
+			break;
+		}
+	}
+	LZ4F_resetDecompressionContext(ctx->lz4_dec);
+	return ret;
+}
+
+/* ---- zstd ---- */
+
+static ssize_t zstd_encode(struct compress_ctx *ctx, const void *in, size_t in_len,
+			   void *out, size_t out_cap)
+{
+	size_t r = ZSTD_compressCCtx(ctx->zstd_enc, out, out_cap, in, in_len, ZSTD_LEVEL);
+
+	if (ZSTD_isError(r))
+		return ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall ? -ENOBUFS : -EIO; /* not expected */
+	return (ssize_t)r;
+}
+
+/* One-shot decode into out: it needs no content size (it stops at the end
+ * of the last block) and no window buffer (the window is out itself), so it
+ * handles frames from the streaming API without allocating anything sized
+ * by the frame header. Concatenated and skippable frames are accepted. */
+static ssize_t zstd_decode(struct compress_ctx *ctx, const void *in, size_t in_len,
+			   void *out, size_t out_cap)
+{
+	size_t r = ZSTD_decompressDCtx(ctx->zstd_dec, out, out_cap, in, in_len);
+
+	if (ZSTD_isError(r))
+		return ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall ? -ENOBUFS : -EBADMSG;
+	return (ssize_t)r;
+}
+
+/* ---- dispatch ---- */
+
+ssize_t compress_encode(struct compress_ctx *ctx, int codec, const void *in,
+			size_t in_len, void *out, size_t out_cap)
+{
+	if (codec < COMPRESS_NONE || codec >= COMPRESS__COUNT)
+		return -EINVAL;
+	if (in_len > COMPRESS_MAX_LEN)
+		return -EMSGSIZE;
+	if (out_cap > COMPRESS_MAX_LEN + COMPRESS_MAX_LEN / 8)
+		out_cap = COMPRESS_MAX_LEN + COMPRESS_MAX_LEN / 8; /* > every bound */
+	switch (codec) {
+	case COMPRESS_NONE: return copy_plain(in, in_len, out, out_cap);
+	case COMPRESS_GZIP: return gzip_encode(ctx, in, in_len, out, out_cap);
+	case COMPRESS_SNAPPY: return snappy_encode(ctx, in, in_len, out, out_cap);
+	case COMPRESS_LZ4: return lz4_encode(ctx, in, in_len, out, out_cap);
+	default: return zstd_encode(ctx, in, in_len, out, out_cap);
+	}
+}
+
+ssize_t compress_decode(struct compress_ctx *ctx, int codec, const void *in,
+			size_t in_len, void *out, size_t out_cap)
+{
+	if (codec < COMPRESS_NONE || codec >= COMPRESS__COUNT)
+		return -EINVAL;
+	if (in_len > COMPRESS_MAX_LEN)
+		return -EMSGSIZE;
+	if (out_cap > COMPRESS_MAX_LEN)
+		out_cap = COMPRESS_MAX_LEN; /* more output is -ENOBUFS */
+	if (codec != COMPRESS_NONE && in_len == 0)
+		return -EBADMSG; /* every codec frames even empty data */
+	switch (codec) {
+	case COMPRESS_NONE: return copy_plain(in, in_len, out, out_cap);
+	case COMPRESS_GZIP: return gzip_decode(ctx, in, in_len, out, out_cap);
+	case COMPRESS_SNAPPY: return snappy_decode(in, in_len, out, out_cap);
+	case COMPRESS_LZ4: return lz4_decode(ctx, in, in_len, out, out_cap);
+	default: return zstd_decode(ctx, in, in_len, out, out_cap);
+	}
+}
+
+/* ---- lifecycle ---- */
+
+/* Grow LZ4F's lazily allocated buffers to their maximum now, so that no
+ * later call allocates: encode one block with the Kafka prefs, and decode a
+ * frame declaring 4 MiB linked blocks (the largest decode buffers). */
+static int lz4_warm(struct compress_ctx *ctx)
+{
+	static const uint8_t sample[64] = "warm-up";
+	uint8_t back[sizeof(sample)];
+	LZ4F_preferences_t big;
+	size_t n, r, s, d;
+	ssize_t rc;
+
+	rc = lz4_encode(ctx, sample, sizeof(sample), ctx->scratch, ctx->scratch_cap);
+	if (rc < 0)
+		return -ENOMEM;
+	if (lz4_decode(ctx, ctx->scratch, (size_t)rc, back, sizeof(back)) != (ssize_t)sizeof(sample))
+		return -ENOMEM;
+
+	/* An empty frame declaring 4 MiB linked blocks: decoding its header
+	 * sizes LZ4F's tmpIn/tmpOut for the largest frames. */
+	memset(&big, 0, sizeof(big));
+	big.frameInfo.blockSizeID = LZ4F_max4MB;
+	big.frameInfo.blockMode = LZ4F_blockLinked;
+	big.autoFlush = 1;
+	n = LZ4F_compressBegin(ctx->lz4_enc, ctx->scratch, ctx->scratch_cap, &big);
+	if (LZ4F_isError(n))
+		return -ENOMEM;
+	r = LZ4F_compressEnd(ctx->lz4_enc, ctx->scratch + n, ctx->scratch_cap - n, NULL);
+	if (LZ4F_isError(r))
+		return -ENOMEM;
+	LZ4F_resetDecompressionContext(ctx->lz4_dec);
+	s = n + r;
+	d = sizeof(back);
+	r = LZ4F_decompress(ctx->lz4_dec, back, &d, ctx->scratch, &s, NULL);
+	LZ4F_resetDecompressionContext(ctx->lz4_dec);
+	return LZ4F_isError(r) || r != 0 ? -ENOMEM : 0;
+}
+
+int compress_ctx_create(struct compress_ctx **out)
+{
+	struct compress_ctx *ctx;
+	size_t enc_size, dec_size;
+
+	*out = NULL;
+	ctx = calloc(1, sizeof(*ctx)); /* style: allow setup */
+	if (!ctx)
+		return -ENOMEM;
+
+	ctx->gz_level_buf_size = ISAL_DEF_LVL1_DEFAULT;
+	ctx->gz_level_buf = malloc(ctx->gz_level_buf_size); /* style: allow setup */
+
+	ctx->scratch_cap = LZ4F_compressBound(LZ4_KAFKA_BLOCK, &lz4_kafka_prefs);
+	if (ctx->scratch_cap < snappy_max_compressed_length(XERIAL_BLOCK))
+		ctx->scratch_cap = snappy_max_compressed_length(XERIAL_BLOCK);
+	if (ctx->scratch_cap < 2 * LZ4F_HEADER_SIZE_MAX + 16)
+		ctx->scratch_cap = 2 * LZ4F_HEADER_SIZE_MAX + 16;
+	ctx->scratch = malloc(ctx->scratch_cap); /* style: allow setup */
+
+	/* zstd in fixed workspaces: a static CCtx never grows or shrinks, and
+	 * ZSTD_estimateCCtxSize covers every input size at this level. */
+	enc_size = ZSTD_estimateCCtxSize(ZSTD_LEVEL);
+	dec_size = ZSTD_estimateDCtxSize();
+	ctx->zstd_enc_mem = malloc(enc_size); /* style: allow setup */
+	ctx->zstd_dec_mem = malloc(dec_size); /* style: allow setup */
+
+	if (!ctx->gz_level_buf || !ctx->scratch || !ctx->zstd_enc_mem || !ctx->zstd_dec_mem)
+		goto fail;
+	ctx->zstd_enc = ZSTD_initStaticCCtx(ctx->zstd_enc_mem, enc_size);
+	ctx->zstd_dec = ZSTD_initStaticDCtx(ctx->zstd_dec_mem, dec_size);
+	if (!ctx->zstd_enc || !ctx->zstd_dec)
+		goto fail;
+	if (LZ4F_isError(LZ4F_createCompressionContext(&ctx->lz4_enc, LZ4F_VERSION)) ||
+	    LZ4F_isError(LZ4F_createDecompressionContext(&ctx->lz4_dec, LZ4F_VERSION)))
+		goto fail;
+	if (lz4_warm(ctx) < 0)
+		goto fail;
+
+	*out = ctx;
+	return 0;
+fail:
+	compress_ctx_destroy(ctx);
+	return -ENOMEM;
+}
+
+void compress_ctx_destroy(struct compress_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	if (ctx->lz4_enc)
+		LZ4F_freeCompressionContext(ctx->lz4_enc);
+	if (ctx->lz4_dec)
+		LZ4F_freeDecompressionContext(ctx->lz4_dec);
+	free(ctx->zstd_enc_mem); /* static contexts live inside these */
+	free(ctx->zstd_dec_mem);
+	free(ctx->scratch);
+	free(ctx->gz_level_buf);
+	free(ctx);
+}
