@@ -307,6 +307,7 @@ int plog_append(struct plog *pl, const uint8_t *batch, uint32_t size, int64_t *b
 	(void)rc; /* a missing sparse entry only costs a longer scan */
 	c->len += size;
 	seg->end += size;
+	seg->index_saved = 0;   /* an index file on disk is now only a prefix checkpoint */
 	pl->next_offset += (int64_t)lod + 1;
 	seg->next_offset = pl->next_offset;
 	c->end_offset = pl->next_offset;

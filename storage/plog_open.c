@@ -247,6 +247,20 @@ static void segment_delete_files(struct plog *pl, struct segment *seg)
 	unlinkat(pl->dirfd, name, 0);
 }
 
+/* Delete the files of segments bases[from..n). */
+static void plog_drop_from(struct plog *pl, const int64_t *bases, size_t from, size_t n)
+{
+	for (size_t j = from; j < n; j++) {
+		char nm[48];
+
+		snprintf(nm, sizeof(nm), "%020" PRId64 ".log", bases[j]);
+		unlinkat(pl->dirfd, nm, 0);
+		snprintf(nm, sizeof(nm), "%020" PRId64 ".index", bases[j]);
+		unlinkat(pl->dirfd, nm, 0);
+		pl->recovery.segments_dropped++;
+	}
+}
+
 /* Open the files found; decide where the log really ends. */
 static int plog_recover(struct plog *pl)
 {
@@ -293,6 +307,14 @@ static int plog_recover(struct plog *pl)
 		int fd, reason, last = (i + 1 == n);
 		uint64_t from = 0;
 
+		if (i > 0 && (bases[i] < expect || (!pl->cfg.compact && bases[i] != expect))) {
+			/* The previous segment ends before this one begins: its tail
+			 * was lost in a crash after the roll. Nothing after the loss
+			 * can be kept (offsets must stay contiguous). */
+			plog_drop_from(pl, bases, i, n);
+			n = i;
+			break;
+		}
 		snprintf(name, sizeof(name), "%020" PRId64 ".log", bases[i]);
 		fd = openat(pl->dirfd, name, O_RDWR | O_DIRECT | O_CLOEXEC);
 		if (fd < 0) {
@@ -303,13 +325,6 @@ static int plog_recover(struct plog *pl)
 			goto out;
 		if (fstat(fd, &stb) == 0)
 			seg->alloc = (uint64_t)stb.st_size;
-		if (i == 0)
-			expect = bases[i];
-		if (bases[i] < expect) {
-			/* overlaps its predecessor: a leftover of an interrupted roll */
-			rc = -EBADMSG;
-			goto out;
-		}
 		expect = bases[i];
 		segment_index_path(seg, name, sizeof(name));
 		snprintf(path, sizeof(path), "%s/%s", pl->dir, name);
@@ -339,52 +354,46 @@ static int plog_recover(struct plog *pl)
 		pl->recovery.segments++;
 		seg->flushed = seg->end;
 		expect = seg->next_offset;
+		if (seg->end != from)
+			seg->index_saved = 0;  /* a loaded checkpoint is only a prefix */
 		if (reason) {
 			pl->recovery.truncated_reason = reason;
 			pl->recovery.truncated_at = seg->end;
+			if (!last) {
+				/* Corruption inside a sealed segment: the log ends here,
+				 * like Kafka truncating at the first invalid batch. */
+				plog_drop_from(pl, bases, i + 1, n);
+				n = i + 1;
+				break;
+			}
 		}
 		if (!last) {
 			seg->sealed = 1;
-			if (reason) {
-				/* Corruption inside a sealed segment: the log ends here,
-				 * like Kafka truncating at the first invalid batch. */
-				for (size_t j = i + 1; j < n; j++) {
-					char nm[48];
-
-					snprintf(nm, sizeof(nm), "%020" PRId64 ".log", bases[j]);
-					unlinkat(pl->dirfd, nm, 0);
-					snprintf(nm, sizeof(nm), "%020" PRId64 ".index", bases[j]);
-					unlinkat(pl->dirfd, nm, 0);
-					pl->recovery.segments_dropped++;
-				}
-				seg->sealed = 0;
-				n = i + 1;
-				last = 1;
-			} else {
-				segment_seal_index(pl, seg);
-				continue;
-			}
+			segment_seal_index(pl, seg);
 		}
-		/* The active segment: cut everything after the valid end so no
-		 * stale bytes can ever line up behind new data, then preallocate
-		 * again (zeros). */
+	}
+	/* The active segment: cut everything after the valid end so no stale
+	 * bytes can ever line up behind new data, then preallocate again
+	 * (zeros). An index file that still describes it stays as its
+	 * checkpoint. */
+	if (pl->seg_tail) {
+		struct segment *seg = pl->seg_tail;
+
+		seg->sealed = 0;
 		if (seg->alloc > seg->end) {
-			if (reason)
-				pl->recovery.bytes_truncated = seg->alloc - seg->end;
-			if (ftruncate(fd, (off_t)seg->end) < 0) {
+			pl->recovery.bytes_truncated = seg->alloc - seg->end;
+			if (ftruncate(seg->fd, (off_t)seg->end) < 0) {
 				rc = -errno;
 				goto out;
 			}
 			seg->alloc = seg->end;
 			if (seg->alloc < pl->cfg.segment_bytes &&
-			    fallocate(fd, 0, (off_t)seg->alloc, (off_t)pl->cfg.initial_extent) == 0)
+			    fallocate(seg->fd, 0, (off_t)seg->alloc, (off_t)pl->cfg.initial_extent) == 0)
 				seg->alloc += pl->cfg.initial_extent;
 		}
-		if (reason && seg->index_saved) {
-			/* the checkpoint still holds: it ends before the cut */
-		}
-		if (reason || !seg->index_saved) {
-			/* the on-disk index no longer describes this segment */
+		if (seg->end == 0 && seg->index_saved) {
+			char name[48];
+
 			segment_index_path(seg, name, sizeof(name));
 			unlinkat(pl->dirfd, name, 0);
 			seg->index_saved = 0;
