@@ -280,6 +280,10 @@ static int plog_recover(struct plog *pl)
 			next_fd = 1;
 			continue;
 		}
+		if (strlen(de->d_name) > 8 && !strcmp(de->d_name + strlen(de->d_name) - 8, ".cleaned")) {
+			unlinkat(pl->dirfd, de->d_name, 0);   /* an interrupted cleaner swap */
+			continue;
+		}
 		if (parse_segment_name(de->d_name, &b))
 			continue;
 		if (n == cap) {

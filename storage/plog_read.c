@@ -142,8 +142,17 @@ int plog_read(struct plog *pl, struct plog_read *rd)
 		return 1;
 	pos = seg_index_lookup(&seg->ix, (uint32_t)(rd->offset - seg->base_offset));
 	end = seg->flushed;
-	if (pos >= end)
-		return 1;                  /* not on disk yet and not in the tail: nothing */
+	if (pos >= end) {
+		/* Nothing from this segment: an empty (compacted) segment goes
+		 * on to the next one; else the data is not on disk yet and not
+		 * in the tail, so there is nothing. */
+		if (seg->end == 0 && seg->next) {
+			if (rd->offset < seg->next->base_offset)
+				rd->offset = seg->next->base_offset;
+			return plog_read(pl, rd);
+		}
+		return 1;
+	}
 	rd->seg = seg;
 	rd->rd_pos = align_down4k(pos);
 	rd->skip = (uint32_t)(pos - rd->rd_pos);
@@ -196,6 +205,20 @@ void plog_read_done(struct plog_read *rd, int res)
 		if (submit_disk_read(pl, rd) == 0)
 			return;
 		rd->err = -EBUSY;
+		goto done;
+	}
+	if (!rd->bytes && !incomplete && rd->rd_pos + (uint64_t)res >= rd->seg->end && rd->seg->next) {
+		/* nothing at or after the offset in this segment (a compacted
+		 * log has gaps): go on with the next segment */
+		int rc;
+
+		if (rd->offset < rd->seg->next->base_offset)
+			rd->offset = rd->seg->next->base_offset;
+		rc = plog_read(pl, rd);
+		if (rc == 0)
+			return;
+		if (rc < 0)
+			rd->err = rc;
 		goto done;
 	}
 	rd->data = rd->buf + rd->skip + skip;
