@@ -4,6 +4,8 @@ BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/obj/%.o)
 BIN_TARGETS += $(BUILD)/sluice-bench
 
-$(BUILD)/sluice-bench: $(BENCH_OBJS) $(CORE_LIB)
+# CORE_LIB is defined after the module.mk files are included, and a rule's
+# prerequisites expand when it is read: name the library directly.
+$(BUILD)/sluice-bench: $(BENCH_OBJS) $(BUILD)/libsluice_core.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_SAN) $^ -o $@ $(LDLIBS)

@@ -7,3 +7,6 @@ UNIT_TESTS += $(wildcard tests/unit/test_*.c)
 # test_compress cross-checks gzip against zlib, an implementation independent
 # of isa-l; only that suite links it.
 $(BUILD)/tests/test_compress: LDLIBS += $(shell pkg-config --libs zlib)
+
+# sluice-bench storage --quick runs end to end and prints its result rows.
+TEST_SCRIPTS += tests/bench_storage_smoke.sh
