@@ -9,3 +9,11 @@ codegen:
 	/usr/bin/python3 scripts/kafka-codegen --messages $(KAFKA_MESSAGES)
 
 TEST_SCRIPTS += tests/kafka/check-codegen-drift
+
+# build/kafka-oracle: Sluice's side of the kafka-python oracle (test tool).
+BIN_TARGETS += $(BUILD)/kafka-oracle
+$(BUILD)/kafka-oracle: tests/kafka/kafka_oracle.c $(CORE_LIB) | $(SETUP_STAMP)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS_SAN) $(CORE_LIB) $(LDLIBS)
+
+TEST_SCRIPTS += tests/kafka/check-oracle
