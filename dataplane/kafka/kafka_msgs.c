@@ -156,11 +156,6 @@ static void kafka_produce_request_encode_any(struct kafka_writer *w, int16_t ver
 	kafka_produce_request_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_produce_request_desc = {
-	"ProduceRequest", 0, 3, 7, 9, sizeof(struct kafka_produce_request),
-	kafka_produce_request_init_any, kafka_produce_request_decode_any, kafka_produce_request_encode_any,
-};
-
 /* ---- ProduceResponse ---- */
 
 static void kafka_produce_response_partition_produce_response_init(struct kafka_produce_response_partition_produce_response *m)
@@ -303,11 +298,6 @@ static void kafka_produce_response_encode_any(struct kafka_writer *w, int16_t ve
 {
 	kafka_produce_response_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_produce_response_desc = {
-	"ProduceResponse", 0, 3, 7, 9, sizeof(struct kafka_produce_response),
-	kafka_produce_response_init_any, kafka_produce_response_decode_any, kafka_produce_response_encode_any,
-};
 
 /* ---- FetchRequest ---- */
 
@@ -553,11 +543,6 @@ static void kafka_fetch_request_encode_any(struct kafka_writer *w, int16_t versi
 	kafka_fetch_request_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_fetch_request_desc = {
-	"FetchRequest", 1, 4, 11, 12, sizeof(struct kafka_fetch_request),
-	kafka_fetch_request_init_any, kafka_fetch_request_decode_any, kafka_fetch_request_encode_any,
-};
-
 /* ---- FetchResponse ---- */
 
 static void kafka_fetch_response_aborted_transaction_init(struct kafka_fetch_response_aborted_transaction *m)
@@ -766,11 +751,6 @@ static void kafka_fetch_response_encode_any(struct kafka_writer *w, int16_t vers
 	kafka_fetch_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_fetch_response_desc = {
-	"FetchResponse", 1, 4, 11, 12, sizeof(struct kafka_fetch_response),
-	kafka_fetch_response_init_any, kafka_fetch_response_decode_any, kafka_fetch_response_encode_any,
-};
-
 /* ---- ListOffsetsRequest ---- */
 
 static void kafka_list_offsets_request_list_offsets_partition_init(struct kafka_list_offsets_request_list_offsets_partition *m)
@@ -907,11 +887,6 @@ static void kafka_list_offsets_request_encode_any(struct kafka_writer *w, int16_
 {
 	kafka_list_offsets_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_list_offsets_request_desc = {
-	"ListOffsetsRequest", 2, 1, 3, 6, sizeof(struct kafka_list_offsets_request),
-	kafka_list_offsets_request_init_any, kafka_list_offsets_request_decode_any, kafka_list_offsets_request_encode_any,
-};
 
 /* ---- ListOffsetsResponse ---- */
 
@@ -1054,11 +1029,6 @@ static void kafka_list_offsets_response_encode_any(struct kafka_writer *w, int16
 	kafka_list_offsets_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_list_offsets_response_desc = {
-	"ListOffsetsResponse", 2, 1, 3, 6, sizeof(struct kafka_list_offsets_response),
-	kafka_list_offsets_response_init_any, kafka_list_offsets_response_decode_any, kafka_list_offsets_response_encode_any,
-};
-
 /* ---- MetadataRequest ---- */
 
 static void kafka_metadata_request_metadata_request_topic_init(struct kafka_metadata_request_metadata_request_topic *m)
@@ -1151,11 +1121,6 @@ static void kafka_metadata_request_encode_any(struct kafka_writer *w, int16_t ve
 {
 	kafka_metadata_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_metadata_request_desc = {
-	"MetadataRequest", 3, 0, 6, 9, sizeof(struct kafka_metadata_request),
-	kafka_metadata_request_init_any, kafka_metadata_request_decode_any, kafka_metadata_request_encode_any,
-};
 
 /* ---- MetadataResponse ---- */
 
@@ -1414,11 +1379,6 @@ static void kafka_metadata_response_encode_any(struct kafka_writer *w, int16_t v
 	kafka_metadata_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_metadata_response_desc = {
-	"MetadataResponse", 3, 0, 6, 9, sizeof(struct kafka_metadata_response),
-	kafka_metadata_response_init_any, kafka_metadata_response_decode_any, kafka_metadata_response_encode_any,
-};
-
 /* ---- OffsetCommitRequest ---- */
 
 static void kafka_offset_commit_request_offset_commit_request_partition_init(struct kafka_offset_commit_request_offset_commit_request_partition *m)
@@ -1581,11 +1541,6 @@ static void kafka_offset_commit_request_encode_any(struct kafka_writer *w, int16
 	kafka_offset_commit_request_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_offset_commit_request_desc = {
-	"OffsetCommitRequest", 8, 2, 7, 8, sizeof(struct kafka_offset_commit_request),
-	kafka_offset_commit_request_init_any, kafka_offset_commit_request_decode_any, kafka_offset_commit_request_encode_any,
-};
-
 /* ---- OffsetCommitResponse ---- */
 
 static void kafka_offset_commit_response_offset_commit_response_partition_init(struct kafka_offset_commit_response_offset_commit_response_partition *m)
@@ -1721,11 +1676,6 @@ static void kafka_offset_commit_response_encode_any(struct kafka_writer *w, int1
 	kafka_offset_commit_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_offset_commit_response_desc = {
-	"OffsetCommitResponse", 8, 2, 7, 8, sizeof(struct kafka_offset_commit_response),
-	kafka_offset_commit_response_init_any, kafka_offset_commit_response_decode_any, kafka_offset_commit_response_encode_any,
-};
-
 /* ---- OffsetFetchRequest ---- */
 
 static void kafka_offset_fetch_request_offset_fetch_request_topic_init(struct kafka_offset_fetch_request_offset_fetch_request_topic *m)
@@ -1829,11 +1779,6 @@ static void kafka_offset_fetch_request_encode_any(struct kafka_writer *w, int16_
 {
 	kafka_offset_fetch_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_offset_fetch_request_desc = {
-	"OffsetFetchRequest", 9, 1, 5, 6, sizeof(struct kafka_offset_fetch_request),
-	kafka_offset_fetch_request_init_any, kafka_offset_fetch_request_decode_any, kafka_offset_fetch_request_encode_any,
-};
 
 /* ---- OffsetFetchResponse ---- */
 
@@ -1988,11 +1933,6 @@ static void kafka_offset_fetch_response_encode_any(struct kafka_writer *w, int16
 	kafka_offset_fetch_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_offset_fetch_response_desc = {
-	"OffsetFetchResponse", 9, 1, 5, 6, sizeof(struct kafka_offset_fetch_response),
-	kafka_offset_fetch_response_init_any, kafka_offset_fetch_response_decode_any, kafka_offset_fetch_response_encode_any,
-};
-
 /* ---- FindCoordinatorRequest ---- */
 
 void kafka_find_coordinator_request_init(struct kafka_find_coordinator_request *m)
@@ -2045,11 +1985,6 @@ static void kafka_find_coordinator_request_encode_any(struct kafka_writer *w, in
 {
 	kafka_find_coordinator_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_find_coordinator_request_desc = {
-	"FindCoordinatorRequest", 10, 0, 2, 3, sizeof(struct kafka_find_coordinator_request),
-	kafka_find_coordinator_request_init_any, kafka_find_coordinator_request_decode_any, kafka_find_coordinator_request_encode_any,
-};
 
 /* ---- FindCoordinatorResponse ---- */
 
@@ -2116,11 +2051,6 @@ static void kafka_find_coordinator_response_encode_any(struct kafka_writer *w, i
 {
 	kafka_find_coordinator_response_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_find_coordinator_response_desc = {
-	"FindCoordinatorResponse", 10, 0, 2, 3, sizeof(struct kafka_find_coordinator_response),
-	kafka_find_coordinator_response_init_any, kafka_find_coordinator_response_decode_any, kafka_find_coordinator_response_encode_any,
-};
 
 /* ---- JoinGroupRequest ---- */
 
@@ -2235,11 +2165,6 @@ static void kafka_join_group_request_encode_any(struct kafka_writer *w, int16_t 
 {
 	kafka_join_group_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_join_group_request_desc = {
-	"JoinGroupRequest", 11, 0, 5, 6, sizeof(struct kafka_join_group_request),
-	kafka_join_group_request_init_any, kafka_join_group_request_decode_any, kafka_join_group_request_encode_any,
-};
 
 /* ---- JoinGroupResponse ---- */
 
@@ -2357,11 +2282,6 @@ static void kafka_join_group_response_encode_any(struct kafka_writer *w, int16_t
 	kafka_join_group_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_join_group_response_desc = {
-	"JoinGroupResponse", 11, 0, 5, 6, sizeof(struct kafka_join_group_response),
-	kafka_join_group_response_init_any, kafka_join_group_response_decode_any, kafka_join_group_response_encode_any,
-};
-
 /* ---- HeartbeatRequest ---- */
 
 void kafka_heartbeat_request_init(struct kafka_heartbeat_request *m)
@@ -2421,11 +2341,6 @@ static void kafka_heartbeat_request_encode_any(struct kafka_writer *w, int16_t v
 	kafka_heartbeat_request_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_heartbeat_request_desc = {
-	"HeartbeatRequest", 12, 0, 3, 4, sizeof(struct kafka_heartbeat_request),
-	kafka_heartbeat_request_init_any, kafka_heartbeat_request_decode_any, kafka_heartbeat_request_encode_any,
-};
-
 /* ---- HeartbeatResponse ---- */
 
 void kafka_heartbeat_response_init(struct kafka_heartbeat_response *m)
@@ -2477,11 +2392,6 @@ static void kafka_heartbeat_response_encode_any(struct kafka_writer *w, int16_t 
 {
 	kafka_heartbeat_response_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_heartbeat_response_desc = {
-	"HeartbeatResponse", 12, 0, 3, 4, sizeof(struct kafka_heartbeat_response),
-	kafka_heartbeat_response_init_any, kafka_heartbeat_response_decode_any, kafka_heartbeat_response_encode_any,
-};
 
 /* ---- LeaveGroupRequest ---- */
 
@@ -2593,11 +2503,6 @@ static void kafka_leave_group_request_encode_any(struct kafka_writer *w, int16_t
 {
 	kafka_leave_group_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_leave_group_request_desc = {
-	"LeaveGroupRequest", 13, 0, 3, 4, sizeof(struct kafka_leave_group_request),
-	kafka_leave_group_request_init_any, kafka_leave_group_request_decode_any, kafka_leave_group_request_encode_any,
-};
 
 /* ---- LeaveGroupResponse ---- */
 
@@ -2714,11 +2619,6 @@ static void kafka_leave_group_response_encode_any(struct kafka_writer *w, int16_
 	kafka_leave_group_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_leave_group_response_desc = {
-	"LeaveGroupResponse", 13, 0, 3, 4, sizeof(struct kafka_leave_group_response),
-	kafka_leave_group_response_init_any, kafka_leave_group_response_decode_any, kafka_leave_group_response_encode_any,
-};
-
 /* ---- SyncGroupRequest ---- */
 
 static void kafka_sync_group_request_sync_group_request_assignment_init(struct kafka_sync_group_request_sync_group_request_assignment *m)
@@ -2823,11 +2723,6 @@ static void kafka_sync_group_request_encode_any(struct kafka_writer *w, int16_t 
 	kafka_sync_group_request_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_sync_group_request_desc = {
-	"SyncGroupRequest", 14, 0, 3, 4, sizeof(struct kafka_sync_group_request),
-	kafka_sync_group_request_init_any, kafka_sync_group_request_decode_any, kafka_sync_group_request_encode_any,
-};
-
 /* ---- SyncGroupResponse ---- */
 
 void kafka_sync_group_response_init(struct kafka_sync_group_response *m)
@@ -2882,11 +2777,6 @@ static void kafka_sync_group_response_encode_any(struct kafka_writer *w, int16_t
 {
 	kafka_sync_group_response_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_sync_group_response_desc = {
-	"SyncGroupResponse", 14, 0, 3, 4, sizeof(struct kafka_sync_group_response),
-	kafka_sync_group_response_init_any, kafka_sync_group_response_decode_any, kafka_sync_group_response_encode_any,
-};
 
 /* ---- DescribeGroupsRequest ---- */
 
@@ -2952,11 +2842,6 @@ static void kafka_describe_groups_request_encode_any(struct kafka_writer *w, int
 {
 	kafka_describe_groups_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_describe_groups_request_desc = {
-	"DescribeGroupsRequest", 15, 0, 4, 5, sizeof(struct kafka_describe_groups_request),
-	kafka_describe_groups_request_init_any, kafka_describe_groups_request_decode_any, kafka_describe_groups_request_encode_any,
-};
 
 /* ---- DescribeGroupsResponse ---- */
 
@@ -3129,11 +3014,6 @@ static void kafka_describe_groups_response_encode_any(struct kafka_writer *w, in
 	kafka_describe_groups_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_describe_groups_response_desc = {
-	"DescribeGroupsResponse", 15, 0, 4, 5, sizeof(struct kafka_describe_groups_response),
-	kafka_describe_groups_response_init_any, kafka_describe_groups_response_decode_any, kafka_describe_groups_response_encode_any,
-};
-
 /* ---- ListGroupsRequest ---- */
 
 void kafka_list_groups_request_init(struct kafka_list_groups_request *m)
@@ -3178,11 +3058,6 @@ static void kafka_list_groups_request_encode_any(struct kafka_writer *w, int16_t
 {
 	kafka_list_groups_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_list_groups_request_desc = {
-	"ListGroupsRequest", 16, 0, 2, 3, sizeof(struct kafka_list_groups_request),
-	kafka_list_groups_request_init_any, kafka_list_groups_request_decode_any, kafka_list_groups_request_encode_any,
-};
 
 /* ---- ListGroupsResponse ---- */
 
@@ -3281,11 +3156,6 @@ static void kafka_list_groups_response_encode_any(struct kafka_writer *w, int16_
 	kafka_list_groups_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_list_groups_response_desc = {
-	"ListGroupsResponse", 16, 0, 2, 3, sizeof(struct kafka_list_groups_response),
-	kafka_list_groups_response_init_any, kafka_list_groups_response_decode_any, kafka_list_groups_response_encode_any,
-};
-
 /* ---- SaslHandshakeRequest ---- */
 
 void kafka_sasl_handshake_request_init(struct kafka_sasl_handshake_request *m)
@@ -3332,11 +3202,6 @@ static void kafka_sasl_handshake_request_encode_any(struct kafka_writer *w, int1
 {
 	kafka_sasl_handshake_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_sasl_handshake_request_desc = {
-	"SaslHandshakeRequest", 17, 0, 1, -1, sizeof(struct kafka_sasl_handshake_request),
-	kafka_sasl_handshake_request_init_any, kafka_sasl_handshake_request_decode_any, kafka_sasl_handshake_request_encode_any,
-};
 
 /* ---- SaslHandshakeResponse ---- */
 
@@ -3398,11 +3263,6 @@ static void kafka_sasl_handshake_response_encode_any(struct kafka_writer *w, int
 {
 	kafka_sasl_handshake_response_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_sasl_handshake_response_desc = {
-	"SaslHandshakeResponse", 17, 0, 1, -1, sizeof(struct kafka_sasl_handshake_response),
-	kafka_sasl_handshake_response_init_any, kafka_sasl_handshake_response_decode_any, kafka_sasl_handshake_response_encode_any,
-};
 
 /* ---- ApiVersionsRequest ---- */
 
@@ -3467,11 +3327,6 @@ static void kafka_api_versions_request_encode_any(struct kafka_writer *w, int16_
 {
 	kafka_api_versions_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_api_versions_request_desc = {
-	"ApiVersionsRequest", 18, 0, 3, 3, sizeof(struct kafka_api_versions_request),
-	kafka_api_versions_request_init_any, kafka_api_versions_request_decode_any, kafka_api_versions_request_encode_any,
-};
 
 /* ---- ApiVersionsResponse ---- */
 
@@ -3787,11 +3642,6 @@ static void kafka_api_versions_response_encode_any(struct kafka_writer *w, int16
 	kafka_api_versions_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_api_versions_response_desc = {
-	"ApiVersionsResponse", 18, 0, 3, 3, sizeof(struct kafka_api_versions_response),
-	kafka_api_versions_response_init_any, kafka_api_versions_response_decode_any, kafka_api_versions_response_encode_any,
-};
-
 /* ---- CreateTopicsRequest ---- */
 
 static void kafka_create_topics_request_creatable_replica_assignment_init(struct kafka_create_topics_request_creatable_replica_assignment *m)
@@ -3990,11 +3840,6 @@ static void kafka_create_topics_request_encode_any(struct kafka_writer *w, int16
 	kafka_create_topics_request_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_create_topics_request_desc = {
-	"CreateTopicsRequest", 19, 0, 4, 5, sizeof(struct kafka_create_topics_request),
-	kafka_create_topics_request_init_any, kafka_create_topics_request_decode_any, kafka_create_topics_request_encode_any,
-};
-
 /* ---- CreateTopicsResponse ---- */
 
 static void kafka_create_topics_response_creatable_topic_result_init(struct kafka_create_topics_response_creatable_topic_result *m)
@@ -4096,11 +3941,6 @@ static void kafka_create_topics_response_encode_any(struct kafka_writer *w, int1
 	kafka_create_topics_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_create_topics_response_desc = {
-	"CreateTopicsResponse", 19, 0, 4, 5, sizeof(struct kafka_create_topics_response),
-	kafka_create_topics_response_init_any, kafka_create_topics_response_decode_any, kafka_create_topics_response_encode_any,
-};
-
 /* ---- DeleteTopicsRequest ---- */
 
 void kafka_delete_topics_request_init(struct kafka_delete_topics_request *m)
@@ -4161,11 +4001,6 @@ static void kafka_delete_topics_request_encode_any(struct kafka_writer *w, int16
 {
 	kafka_delete_topics_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_delete_topics_request_desc = {
-	"DeleteTopicsRequest", 20, 0, 3, 4, sizeof(struct kafka_delete_topics_request),
-	kafka_delete_topics_request_init_any, kafka_delete_topics_request_decode_any, kafka_delete_topics_request_encode_any,
-};
 
 /* ---- DeleteTopicsResponse ---- */
 
@@ -4260,11 +4095,6 @@ static void kafka_delete_topics_response_encode_any(struct kafka_writer *w, int1
 {
 	kafka_delete_topics_response_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_delete_topics_response_desc = {
-	"DeleteTopicsResponse", 20, 0, 3, 4, sizeof(struct kafka_delete_topics_response),
-	kafka_delete_topics_response_init_any, kafka_delete_topics_response_decode_any, kafka_delete_topics_response_encode_any,
-};
 
 /* ---- DeleteRecordsRequest ---- */
 
@@ -4396,11 +4226,6 @@ static void kafka_delete_records_request_encode_any(struct kafka_writer *w, int1
 {
 	kafka_delete_records_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_delete_records_request_desc = {
-	"DeleteRecordsRequest", 21, 0, 1, 2, sizeof(struct kafka_delete_records_request),
-	kafka_delete_records_request_init_any, kafka_delete_records_request_decode_any, kafka_delete_records_request_encode_any,
-};
 
 /* ---- DeleteRecordsResponse ---- */
 
@@ -4535,11 +4360,6 @@ static void kafka_delete_records_response_encode_any(struct kafka_writer *w, int
 	kafka_delete_records_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_delete_records_response_desc = {
-	"DeleteRecordsResponse", 21, 0, 1, 2, sizeof(struct kafka_delete_records_response),
-	kafka_delete_records_response_init_any, kafka_delete_records_response_decode_any, kafka_delete_records_response_encode_any,
-};
-
 /* ---- InitProducerIdRequest ---- */
 
 void kafka_init_producer_id_request_init(struct kafka_init_producer_id_request *m)
@@ -4609,11 +4429,6 @@ static void kafka_init_producer_id_request_encode_any(struct kafka_writer *w, in
 	kafka_init_producer_id_request_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_init_producer_id_request_desc = {
-	"InitProducerIdRequest", 22, 0, 4, 2, sizeof(struct kafka_init_producer_id_request),
-	kafka_init_producer_id_request_init_any, kafka_init_producer_id_request_decode_any, kafka_init_producer_id_request_encode_any,
-};
-
 /* ---- InitProducerIdResponse ---- */
 
 void kafka_init_producer_id_response_init(struct kafka_init_producer_id_response *m)
@@ -4672,11 +4487,6 @@ static void kafka_init_producer_id_response_encode_any(struct kafka_writer *w, i
 {
 	kafka_init_producer_id_response_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_init_producer_id_response_desc = {
-	"InitProducerIdResponse", 22, 0, 4, 2, sizeof(struct kafka_init_producer_id_response),
-	kafka_init_producer_id_response_init_any, kafka_init_producer_id_response_decode_any, kafka_init_producer_id_response_encode_any,
-};
 
 /* ---- AddPartitionsToTxnRequest ---- */
 
@@ -4785,11 +4595,6 @@ static void kafka_add_partitions_to_txn_request_encode_any(struct kafka_writer *
 {
 	kafka_add_partitions_to_txn_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_add_partitions_to_txn_request_desc = {
-	"AddPartitionsToTxnRequest", 24, 0, 1, 3, sizeof(struct kafka_add_partitions_to_txn_request),
-	kafka_add_partitions_to_txn_request_init_any, kafka_add_partitions_to_txn_request_decode_any, kafka_add_partitions_to_txn_request_encode_any,
-};
 
 /* ---- AddPartitionsToTxnResponse ---- */
 
@@ -4922,11 +4727,6 @@ static void kafka_add_partitions_to_txn_response_encode_any(struct kafka_writer 
 	kafka_add_partitions_to_txn_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_add_partitions_to_txn_response_desc = {
-	"AddPartitionsToTxnResponse", 24, 0, 1, 3, sizeof(struct kafka_add_partitions_to_txn_response),
-	kafka_add_partitions_to_txn_response_init_any, kafka_add_partitions_to_txn_response_decode_any, kafka_add_partitions_to_txn_response_encode_any,
-};
-
 /* ---- AddOffsetsToTxnRequest ---- */
 
 void kafka_add_offsets_to_txn_request_init(struct kafka_add_offsets_to_txn_request *m)
@@ -4981,11 +4781,6 @@ static void kafka_add_offsets_to_txn_request_encode_any(struct kafka_writer *w, 
 	kafka_add_offsets_to_txn_request_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_add_offsets_to_txn_request_desc = {
-	"AddOffsetsToTxnRequest", 25, 0, 1, 3, sizeof(struct kafka_add_offsets_to_txn_request),
-	kafka_add_offsets_to_txn_request_init_any, kafka_add_offsets_to_txn_request_decode_any, kafka_add_offsets_to_txn_request_encode_any,
-};
-
 /* ---- AddOffsetsToTxnResponse ---- */
 
 void kafka_add_offsets_to_txn_response_init(struct kafka_add_offsets_to_txn_response *m)
@@ -5033,11 +4828,6 @@ static void kafka_add_offsets_to_txn_response_encode_any(struct kafka_writer *w,
 {
 	kafka_add_offsets_to_txn_response_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_add_offsets_to_txn_response_desc = {
-	"AddOffsetsToTxnResponse", 25, 0, 1, 3, sizeof(struct kafka_add_offsets_to_txn_response),
-	kafka_add_offsets_to_txn_response_init_any, kafka_add_offsets_to_txn_response_decode_any, kafka_add_offsets_to_txn_response_encode_any,
-};
 
 /* ---- EndTxnRequest ---- */
 
@@ -5092,11 +4882,6 @@ static void kafka_end_txn_request_encode_any(struct kafka_writer *w, int16_t ver
 	kafka_end_txn_request_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_end_txn_request_desc = {
-	"EndTxnRequest", 26, 0, 1, 3, sizeof(struct kafka_end_txn_request),
-	kafka_end_txn_request_init_any, kafka_end_txn_request_decode_any, kafka_end_txn_request_encode_any,
-};
-
 /* ---- EndTxnResponse ---- */
 
 void kafka_end_txn_response_init(struct kafka_end_txn_response *m)
@@ -5144,11 +4929,6 @@ static void kafka_end_txn_response_encode_any(struct kafka_writer *w, int16_t ve
 {
 	kafka_end_txn_response_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_end_txn_response_desc = {
-	"EndTxnResponse", 26, 0, 1, 3, sizeof(struct kafka_end_txn_response),
-	kafka_end_txn_response_init_any, kafka_end_txn_response_decode_any, kafka_end_txn_response_encode_any,
-};
 
 /* ---- TxnOffsetCommitRequest ---- */
 
@@ -5338,11 +5118,6 @@ static void kafka_txn_offset_commit_request_encode_any(struct kafka_writer *w, i
 	kafka_txn_offset_commit_request_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_txn_offset_commit_request_desc = {
-	"TxnOffsetCommitRequest", 28, 0, 3, 3, sizeof(struct kafka_txn_offset_commit_request),
-	kafka_txn_offset_commit_request_init_any, kafka_txn_offset_commit_request_decode_any, kafka_txn_offset_commit_request_encode_any,
-};
-
 /* ---- TxnOffsetCommitResponse ---- */
 
 static void kafka_txn_offset_commit_response_txn_offset_commit_response_partition_init(struct kafka_txn_offset_commit_response_txn_offset_commit_response_partition *m)
@@ -5492,11 +5267,6 @@ static void kafka_txn_offset_commit_response_encode_any(struct kafka_writer *w, 
 	kafka_txn_offset_commit_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_txn_offset_commit_response_desc = {
-	"TxnOffsetCommitResponse", 28, 0, 3, 3, sizeof(struct kafka_txn_offset_commit_response),
-	kafka_txn_offset_commit_response_init_any, kafka_txn_offset_commit_response_decode_any, kafka_txn_offset_commit_response_encode_any,
-};
-
 /* ---- DescribeAclsRequest ---- */
 
 void kafka_describe_acls_request_init(struct kafka_describe_acls_request *m)
@@ -5562,11 +5332,6 @@ static void kafka_describe_acls_request_encode_any(struct kafka_writer *w, int16
 {
 	kafka_describe_acls_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_describe_acls_request_desc = {
-	"DescribeAclsRequest", 29, 0, 1, 2, sizeof(struct kafka_describe_acls_request),
-	kafka_describe_acls_request_init_any, kafka_describe_acls_request_decode_any, kafka_describe_acls_request_encode_any,
-};
 
 /* ---- DescribeAclsResponse ---- */
 
@@ -5719,11 +5484,6 @@ static void kafka_describe_acls_response_encode_any(struct kafka_writer *w, int1
 	kafka_describe_acls_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_describe_acls_response_desc = {
-	"DescribeAclsResponse", 29, 0, 1, 2, sizeof(struct kafka_describe_acls_response),
-	kafka_describe_acls_response_init_any, kafka_describe_acls_response_decode_any, kafka_describe_acls_response_encode_any,
-};
-
 /* ---- CreateAclsRequest ---- */
 
 static void kafka_create_acls_request_acl_creation_init(struct kafka_create_acls_request_acl_creation *m)
@@ -5829,11 +5589,6 @@ static void kafka_create_acls_request_encode_any(struct kafka_writer *w, int16_t
 	kafka_create_acls_request_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_create_acls_request_desc = {
-	"CreateAclsRequest", 30, 0, 1, 2, sizeof(struct kafka_create_acls_request),
-	kafka_create_acls_request_init_any, kafka_create_acls_request_decode_any, kafka_create_acls_request_encode_any,
-};
-
 /* ---- CreateAclsResponse ---- */
 
 static void kafka_create_acls_response_acl_creation_result_init(struct kafka_create_acls_response_acl_creation_result *m)
@@ -5923,11 +5678,6 @@ static void kafka_create_acls_response_encode_any(struct kafka_writer *w, int16_
 {
 	kafka_create_acls_response_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_create_acls_response_desc = {
-	"CreateAclsResponse", 30, 0, 1, 2, sizeof(struct kafka_create_acls_response),
-	kafka_create_acls_response_init_any, kafka_create_acls_response_decode_any, kafka_create_acls_response_encode_any,
-};
 
 /* ---- DeleteAclsRequest ---- */
 
@@ -6033,11 +5783,6 @@ static void kafka_delete_acls_request_encode_any(struct kafka_writer *w, int16_t
 {
 	kafka_delete_acls_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_delete_acls_request_desc = {
-	"DeleteAclsRequest", 31, 0, 1, 2, sizeof(struct kafka_delete_acls_request),
-	kafka_delete_acls_request_init_any, kafka_delete_acls_request_decode_any, kafka_delete_acls_request_encode_any,
-};
 
 /* ---- DeleteAclsResponse ---- */
 
@@ -6195,11 +5940,6 @@ static void kafka_delete_acls_response_encode_any(struct kafka_writer *w, int16_
 	kafka_delete_acls_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_delete_acls_response_desc = {
-	"DeleteAclsResponse", 31, 0, 1, 2, sizeof(struct kafka_delete_acls_response),
-	kafka_delete_acls_response_init_any, kafka_delete_acls_response_decode_any, kafka_delete_acls_response_encode_any,
-};
-
 /* ---- DescribeConfigsRequest ---- */
 
 static void kafka_describe_configs_request_describe_configs_resource_init(struct kafka_describe_configs_request_describe_configs_resource *m)
@@ -6308,11 +6048,6 @@ static void kafka_describe_configs_request_encode_any(struct kafka_writer *w, in
 {
 	kafka_describe_configs_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_describe_configs_request_desc = {
-	"DescribeConfigsRequest", 32, 0, 2, 4, sizeof(struct kafka_describe_configs_request),
-	kafka_describe_configs_request_init_any, kafka_describe_configs_request_decode_any, kafka_describe_configs_request_encode_any,
-};
 
 /* ---- DescribeConfigsResponse ---- */
 
@@ -6534,11 +6269,6 @@ static void kafka_describe_configs_response_encode_any(struct kafka_writer *w, i
 	kafka_describe_configs_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_describe_configs_response_desc = {
-	"DescribeConfigsResponse", 32, 0, 2, 4, sizeof(struct kafka_describe_configs_response),
-	kafka_describe_configs_response_init_any, kafka_describe_configs_response_decode_any, kafka_describe_configs_response_encode_any,
-};
-
 /* ---- AlterConfigsRequest ---- */
 
 static void kafka_alter_configs_request_alterable_config_init(struct kafka_alter_configs_request_alterable_config *m)
@@ -6674,11 +6404,6 @@ static void kafka_alter_configs_request_encode_any(struct kafka_writer *w, int16
 	kafka_alter_configs_request_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_alter_configs_request_desc = {
-	"AlterConfigsRequest", 33, 0, 1, 2, sizeof(struct kafka_alter_configs_request),
-	kafka_alter_configs_request_init_any, kafka_alter_configs_request_decode_any, kafka_alter_configs_request_encode_any,
-};
-
 /* ---- AlterConfigsResponse ---- */
 
 static void kafka_alter_configs_response_alter_configs_resource_response_init(struct kafka_alter_configs_response_alter_configs_resource_response *m)
@@ -6774,11 +6499,6 @@ static void kafka_alter_configs_response_encode_any(struct kafka_writer *w, int1
 	kafka_alter_configs_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_alter_configs_response_desc = {
-	"AlterConfigsResponse", 33, 0, 1, 2, sizeof(struct kafka_alter_configs_response),
-	kafka_alter_configs_response_init_any, kafka_alter_configs_response_decode_any, kafka_alter_configs_response_encode_any,
-};
-
 /* ---- SaslAuthenticateRequest ---- */
 
 void kafka_sasl_authenticate_request_init(struct kafka_sasl_authenticate_request *m)
@@ -6825,11 +6545,6 @@ static void kafka_sasl_authenticate_request_encode_any(struct kafka_writer *w, i
 {
 	kafka_sasl_authenticate_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_sasl_authenticate_request_desc = {
-	"SaslAuthenticateRequest", 36, 0, 1, 2, sizeof(struct kafka_sasl_authenticate_request),
-	kafka_sasl_authenticate_request_init_any, kafka_sasl_authenticate_request_decode_any, kafka_sasl_authenticate_request_encode_any,
-};
 
 /* ---- SaslAuthenticateResponse ---- */
 
@@ -6888,11 +6603,6 @@ static void kafka_sasl_authenticate_response_encode_any(struct kafka_writer *w, 
 {
 	kafka_sasl_authenticate_response_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_sasl_authenticate_response_desc = {
-	"SaslAuthenticateResponse", 36, 0, 1, 2, sizeof(struct kafka_sasl_authenticate_response),
-	kafka_sasl_authenticate_response_init_any, kafka_sasl_authenticate_response_decode_any, kafka_sasl_authenticate_response_encode_any,
-};
 
 /* ---- CreatePartitionsRequest ---- */
 
@@ -7040,11 +6750,6 @@ static void kafka_create_partitions_request_encode_any(struct kafka_writer *w, i
 	kafka_create_partitions_request_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_create_partitions_request_desc = {
-	"CreatePartitionsRequest", 37, 0, 1, 2, sizeof(struct kafka_create_partitions_request),
-	kafka_create_partitions_request_init_any, kafka_create_partitions_request_decode_any, kafka_create_partitions_request_encode_any,
-};
-
 /* ---- CreatePartitionsResponse ---- */
 
 static void kafka_create_partitions_response_create_partitions_topic_result_init(struct kafka_create_partitions_response_create_partitions_topic_result *m)
@@ -7138,11 +6843,6 @@ static void kafka_create_partitions_response_encode_any(struct kafka_writer *w, 
 	kafka_create_partitions_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_create_partitions_response_desc = {
-	"CreatePartitionsResponse", 37, 0, 1, 2, sizeof(struct kafka_create_partitions_response),
-	kafka_create_partitions_response_init_any, kafka_create_partitions_response_decode_any, kafka_create_partitions_response_encode_any,
-};
-
 /* ---- DeleteGroupsRequest ---- */
 
 void kafka_delete_groups_request_init(struct kafka_delete_groups_request *m)
@@ -7201,11 +6901,6 @@ static void kafka_delete_groups_request_encode_any(struct kafka_writer *w, int16
 {
 	kafka_delete_groups_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_delete_groups_request_desc = {
-	"DeleteGroupsRequest", 42, 0, 1, 2, sizeof(struct kafka_delete_groups_request),
-	kafka_delete_groups_request_init_any, kafka_delete_groups_request_decode_any, kafka_delete_groups_request_encode_any,
-};
 
 /* ---- DeleteGroupsResponse ---- */
 
@@ -7296,11 +6991,6 @@ static void kafka_delete_groups_response_encode_any(struct kafka_writer *w, int1
 {
 	kafka_delete_groups_response_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_delete_groups_response_desc = {
-	"DeleteGroupsResponse", 42, 0, 1, 2, sizeof(struct kafka_delete_groups_response),
-	kafka_delete_groups_response_init_any, kafka_delete_groups_response_decode_any, kafka_delete_groups_response_encode_any,
-};
 
 /* ---- OffsetDeleteRequest ---- */
 
@@ -7431,11 +7121,6 @@ static void kafka_offset_delete_request_encode_any(struct kafka_writer *w, int16
 {
 	kafka_offset_delete_request_encode(w, version, m);
 }
-
-static const struct kafka_msg_desc kafka_offset_delete_request_desc = {
-	"OffsetDeleteRequest", 47, 0, 0, -1, sizeof(struct kafka_offset_delete_request),
-	kafka_offset_delete_request_init_any, kafka_offset_delete_request_decode_any, kafka_offset_delete_request_encode_any,
-};
 
 /* ---- OffsetDeleteResponse ---- */
 
@@ -7570,11 +7255,6 @@ static void kafka_offset_delete_response_encode_any(struct kafka_writer *w, int1
 	kafka_offset_delete_response_encode(w, version, m);
 }
 
-static const struct kafka_msg_desc kafka_offset_delete_response_desc = {
-	"OffsetDeleteResponse", 47, 0, 0, -1, sizeof(struct kafka_offset_delete_response),
-	kafka_offset_delete_response_init_any, kafka_offset_delete_response_decode_any, kafka_offset_delete_response_encode_any,
-};
-
 /* ---- RequestHeader ---- */
 
 void kafka_request_header_init(struct kafka_request_header *m)
@@ -7638,11 +7318,6 @@ static void kafka_request_header_encode_any(struct kafka_writer *w, int16_t vers
 	kafka_request_header_encode(w, version, m);
 }
 
-const struct kafka_msg_desc kafka_request_header_desc = {
-	"RequestHeader", -1, 0, 2, 2, sizeof(struct kafka_request_header),
-	kafka_request_header_init_any, kafka_request_header_decode_any, kafka_request_header_encode_any,
-};
-
 /* ---- ResponseHeader ---- */
 
 void kafka_response_header_init(struct kafka_response_header *m)
@@ -7694,11 +7369,6 @@ static void kafka_response_header_encode_any(struct kafka_writer *w, int16_t ver
 {
 	kafka_response_header_encode(w, version, m);
 }
-
-const struct kafka_msg_desc kafka_response_header_desc = {
-	"ResponseHeader", -1, 0, 1, 1, sizeof(struct kafka_response_header),
-	kafka_response_header_init_any, kafka_response_header_decode_any, kafka_response_header_encode_any,
-};
 
 /* ---- ConsumerProtocolSubscription ---- */
 
@@ -7844,11 +7514,6 @@ static void kafka_consumer_protocol_subscription_encode_any(struct kafka_writer 
 	kafka_consumer_protocol_subscription_encode(w, version, m);
 }
 
-const struct kafka_msg_desc kafka_consumer_protocol_subscription_desc = {
-	"ConsumerProtocolSubscription", -1, 0, 3, -1, sizeof(struct kafka_consumer_protocol_subscription),
-	kafka_consumer_protocol_subscription_init_any, kafka_consumer_protocol_subscription_decode_any, kafka_consumer_protocol_subscription_encode_any,
-};
-
 /* ---- ConsumerProtocolAssignment ---- */
 
 static void kafka_consumer_protocol_assignment_topic_partition_init(struct kafka_consumer_protocol_assignment_topic_partition *m)
@@ -7953,119 +7618,182 @@ static void kafka_consumer_protocol_assignment_encode_any(struct kafka_writer *w
 	kafka_consumer_protocol_assignment_encode(w, version, m);
 }
 
-const struct kafka_msg_desc kafka_consumer_protocol_assignment_desc = {
-	"ConsumerProtocolAssignment", -1, 0, 3, -1, sizeof(struct kafka_consumer_protocol_assignment),
-	kafka_consumer_protocol_assignment_init_any, kafka_consumer_protocol_assignment_decode_any, kafka_consumer_protocol_assignment_encode_any,
-};
-
-const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
-	/* key, name, min, max, first flexible, advertised min-max, advertised (README note) */
-	{ 0, "Produce", 3, 7, 9, 3, 7, true, &kafka_produce_request_desc, &kafka_produce_response_desc, NULL },
-	{ 1, "Fetch", 4, 11, 12, 4, 11, true, &kafka_fetch_request_desc, &kafka_fetch_response_desc, NULL },
-	{ 2, "ListOffsets", 1, 3, 6, 1, 3, true, &kafka_list_offsets_request_desc, &kafka_list_offsets_response_desc, NULL },
-	{ 3, "Metadata", 0, 6, 9, 0, 6, true, &kafka_metadata_request_desc, &kafka_metadata_response_desc, NULL },
-	{ 8, "OffsetCommit", 2, 7, 8, 2, 7, true, &kafka_offset_commit_request_desc, &kafka_offset_commit_response_desc, NULL },
-	{ 9, "OffsetFetch", 1, 5, 6, 1, 5, true, &kafka_offset_fetch_request_desc, &kafka_offset_fetch_response_desc, NULL },
-	{ 10, "FindCoordinator", 0, 2, 3, 0, 2, true, &kafka_find_coordinator_request_desc, &kafka_find_coordinator_response_desc, NULL },
-	{ 11, "JoinGroup", 0, 5, 6, 0, 5, true, &kafka_join_group_request_desc, &kafka_join_group_response_desc, NULL },
-	{ 12, "Heartbeat", 0, 3, 4, 0, 3, true, &kafka_heartbeat_request_desc, &kafka_heartbeat_response_desc, NULL },
-	{ 13, "LeaveGroup", 0, 3, 4, 0, 3, true, &kafka_leave_group_request_desc, &kafka_leave_group_response_desc, NULL },
-	{ 14, "SyncGroup", 0, 3, 4, 0, 3, true, &kafka_sync_group_request_desc, &kafka_sync_group_response_desc, NULL },
-	{ 15, "DescribeGroups", 0, 4, 5, 0, 4, true, &kafka_describe_groups_request_desc, &kafka_describe_groups_response_desc, NULL },
-	{ 16, "ListGroups", 0, 2, 3, 0, 2, true, &kafka_list_groups_request_desc, &kafka_list_groups_response_desc, NULL },
-	{ 17, "SaslHandshake", 0, 1, -1, 0, 1, false, &kafka_sasl_handshake_request_desc, &kafka_sasl_handshake_response_desc, NULL }, /* SASL only */
-	{ 18, "ApiVersions", 0, 3, 3, 0, 3, true, &kafka_api_versions_request_desc, &kafka_api_versions_response_desc, NULL },
-	{ 19, "CreateTopics", 0, 4, 5, 0, 4, true, &kafka_create_topics_request_desc, &kafka_create_topics_response_desc, NULL },
-	{ 20, "DeleteTopics", 0, 3, 4, 0, 3, true, &kafka_delete_topics_request_desc, &kafka_delete_topics_response_desc, NULL },
-	{ 21, "DeleteRecords", 0, 1, 2, 0, 1, true, &kafka_delete_records_request_desc, &kafka_delete_records_response_desc, NULL }, /* optional */
-	{ 22, "InitProducerId", 0, 4, 2, 0, 1, true, &kafka_init_producer_id_request_desc, &kafka_init_producer_id_response_desc, NULL }, /* 0-1 (0-4 with flex) */
-	{ 24, "AddPartitionsToTxn", 0, 1, 3, 0, 1, true, &kafka_add_partitions_to_txn_request_desc, &kafka_add_partitions_to_txn_response_desc, NULL },
-	{ 25, "AddOffsetsToTxn", 0, 1, 3, 0, 1, true, &kafka_add_offsets_to_txn_request_desc, &kafka_add_offsets_to_txn_response_desc, NULL },
-	{ 26, "EndTxn", 0, 1, 3, 0, 1, true, &kafka_end_txn_request_desc, &kafka_end_txn_response_desc, NULL },
-	{ 28, "TxnOffsetCommit", 0, 3, 3, 0, 2, true, &kafka_txn_offset_commit_request_desc, &kafka_txn_offset_commit_response_desc, NULL }, /* 0-2 (0-3 with flex) */
-	{ 29, "DescribeAcls", 0, 1, 2, 0, 1, false, &kafka_describe_acls_request_desc, &kafka_describe_acls_response_desc, NULL }, /* leave out */
-	{ 30, "CreateAcls", 0, 1, 2, 0, 1, false, &kafka_create_acls_request_desc, &kafka_create_acls_response_desc, NULL }, /* leave out */
-	{ 31, "DeleteAcls", 0, 1, 2, 0, 1, false, &kafka_delete_acls_request_desc, &kafka_delete_acls_response_desc, NULL }, /* leave out */
-	{ 32, "DescribeConfigs", 0, 2, 4, 0, 2, true, &kafka_describe_configs_request_desc, &kafka_describe_configs_response_desc, NULL },
-	{ 33, "AlterConfigs", 0, 1, 2, 0, 1, true, &kafka_alter_configs_request_desc, &kafka_alter_configs_response_desc, NULL }, /* optional */
-	{ 36, "SaslAuthenticate", 0, 1, 2, 0, 1, false, &kafka_sasl_authenticate_request_desc, &kafka_sasl_authenticate_response_desc, NULL }, /* SASL only */
-	{ 37, "CreatePartitions", 0, 1, 2, 0, 1, true, &kafka_create_partitions_request_desc, &kafka_create_partitions_response_desc, NULL }, /* optional */
-	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_delete_groups_request_desc, &kafka_delete_groups_response_desc, NULL }, /* optional */
-	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_offset_delete_request_desc, &kafka_offset_delete_response_desc, NULL }, /* optional */
-};
-
 const struct kafka_msg_desc kafka_msg_descs[] = {
-	kafka_produce_request_desc,
-	kafka_produce_response_desc,
-	kafka_fetch_request_desc,
-	kafka_fetch_response_desc,
-	kafka_list_offsets_request_desc,
-	kafka_list_offsets_response_desc,
-	kafka_metadata_request_desc,
-	kafka_metadata_response_desc,
-	kafka_offset_commit_request_desc,
-	kafka_offset_commit_response_desc,
-	kafka_offset_fetch_request_desc,
-	kafka_offset_fetch_response_desc,
-	kafka_find_coordinator_request_desc,
-	kafka_find_coordinator_response_desc,
-	kafka_join_group_request_desc,
-	kafka_join_group_response_desc,
-	kafka_heartbeat_request_desc,
-	kafka_heartbeat_response_desc,
-	kafka_leave_group_request_desc,
-	kafka_leave_group_response_desc,
-	kafka_sync_group_request_desc,
-	kafka_sync_group_response_desc,
-	kafka_describe_groups_request_desc,
-	kafka_describe_groups_response_desc,
-	kafka_list_groups_request_desc,
-	kafka_list_groups_response_desc,
-	kafka_sasl_handshake_request_desc,
-	kafka_sasl_handshake_response_desc,
-	kafka_api_versions_request_desc,
-	kafka_api_versions_response_desc,
-	kafka_create_topics_request_desc,
-	kafka_create_topics_response_desc,
-	kafka_delete_topics_request_desc,
-	kafka_delete_topics_response_desc,
-	kafka_delete_records_request_desc,
-	kafka_delete_records_response_desc,
-	kafka_init_producer_id_request_desc,
-	kafka_init_producer_id_response_desc,
-	kafka_add_partitions_to_txn_request_desc,
-	kafka_add_partitions_to_txn_response_desc,
-	kafka_add_offsets_to_txn_request_desc,
-	kafka_add_offsets_to_txn_response_desc,
-	kafka_end_txn_request_desc,
-	kafka_end_txn_response_desc,
-	kafka_txn_offset_commit_request_desc,
-	kafka_txn_offset_commit_response_desc,
-	kafka_describe_acls_request_desc,
-	kafka_describe_acls_response_desc,
-	kafka_create_acls_request_desc,
-	kafka_create_acls_response_desc,
-	kafka_delete_acls_request_desc,
-	kafka_delete_acls_response_desc,
-	kafka_describe_configs_request_desc,
-	kafka_describe_configs_response_desc,
-	kafka_alter_configs_request_desc,
-	kafka_alter_configs_response_desc,
-	kafka_sasl_authenticate_request_desc,
-	kafka_sasl_authenticate_response_desc,
-	kafka_create_partitions_request_desc,
-	kafka_create_partitions_response_desc,
-	kafka_delete_groups_request_desc,
-	kafka_delete_groups_response_desc,
-	kafka_offset_delete_request_desc,
-	kafka_offset_delete_response_desc,
-	kafka_request_header_desc,
-	kafka_response_header_desc,
-	kafka_consumer_protocol_subscription_desc,
-	kafka_consumer_protocol_assignment_desc,
+	{ "ProduceRequest", 0, 3, 7, 9, sizeof(struct kafka_produce_request),
+	  kafka_produce_request_init_any, kafka_produce_request_decode_any, kafka_produce_request_encode_any },
+	{ "ProduceResponse", 0, 3, 7, 9, sizeof(struct kafka_produce_response),
+	  kafka_produce_response_init_any, kafka_produce_response_decode_any, kafka_produce_response_encode_any },
+	{ "FetchRequest", 1, 4, 11, 12, sizeof(struct kafka_fetch_request),
+	  kafka_fetch_request_init_any, kafka_fetch_request_decode_any, kafka_fetch_request_encode_any },
+	{ "FetchResponse", 1, 4, 11, 12, sizeof(struct kafka_fetch_response),
+	  kafka_fetch_response_init_any, kafka_fetch_response_decode_any, kafka_fetch_response_encode_any },
+	{ "ListOffsetsRequest", 2, 1, 3, 6, sizeof(struct kafka_list_offsets_request),
+	  kafka_list_offsets_request_init_any, kafka_list_offsets_request_decode_any, kafka_list_offsets_request_encode_any },
+	{ "ListOffsetsResponse", 2, 1, 3, 6, sizeof(struct kafka_list_offsets_response),
+	  kafka_list_offsets_response_init_any, kafka_list_offsets_response_decode_any, kafka_list_offsets_response_encode_any },
+	{ "MetadataRequest", 3, 0, 6, 9, sizeof(struct kafka_metadata_request),
+	  kafka_metadata_request_init_any, kafka_metadata_request_decode_any, kafka_metadata_request_encode_any },
+	{ "MetadataResponse", 3, 0, 6, 9, sizeof(struct kafka_metadata_response),
+	  kafka_metadata_response_init_any, kafka_metadata_response_decode_any, kafka_metadata_response_encode_any },
+	{ "OffsetCommitRequest", 8, 2, 7, 8, sizeof(struct kafka_offset_commit_request),
+	  kafka_offset_commit_request_init_any, kafka_offset_commit_request_decode_any, kafka_offset_commit_request_encode_any },
+	{ "OffsetCommitResponse", 8, 2, 7, 8, sizeof(struct kafka_offset_commit_response),
+	  kafka_offset_commit_response_init_any, kafka_offset_commit_response_decode_any, kafka_offset_commit_response_encode_any },
+	{ "OffsetFetchRequest", 9, 1, 5, 6, sizeof(struct kafka_offset_fetch_request),
+	  kafka_offset_fetch_request_init_any, kafka_offset_fetch_request_decode_any, kafka_offset_fetch_request_encode_any },
+	{ "OffsetFetchResponse", 9, 1, 5, 6, sizeof(struct kafka_offset_fetch_response),
+	  kafka_offset_fetch_response_init_any, kafka_offset_fetch_response_decode_any, kafka_offset_fetch_response_encode_any },
+	{ "FindCoordinatorRequest", 10, 0, 2, 3, sizeof(struct kafka_find_coordinator_request),
+	  kafka_find_coordinator_request_init_any, kafka_find_coordinator_request_decode_any, kafka_find_coordinator_request_encode_any },
+	{ "FindCoordinatorResponse", 10, 0, 2, 3, sizeof(struct kafka_find_coordinator_response),
+	  kafka_find_coordinator_response_init_any, kafka_find_coordinator_response_decode_any, kafka_find_coordinator_response_encode_any },
+	{ "JoinGroupRequest", 11, 0, 5, 6, sizeof(struct kafka_join_group_request),
+	  kafka_join_group_request_init_any, kafka_join_group_request_decode_any, kafka_join_group_request_encode_any },
+	{ "JoinGroupResponse", 11, 0, 5, 6, sizeof(struct kafka_join_group_response),
+	  kafka_join_group_response_init_any, kafka_join_group_response_decode_any, kafka_join_group_response_encode_any },
+	{ "HeartbeatRequest", 12, 0, 3, 4, sizeof(struct kafka_heartbeat_request),
+	  kafka_heartbeat_request_init_any, kafka_heartbeat_request_decode_any, kafka_heartbeat_request_encode_any },
+	{ "HeartbeatResponse", 12, 0, 3, 4, sizeof(struct kafka_heartbeat_response),
+	  kafka_heartbeat_response_init_any, kafka_heartbeat_response_decode_any, kafka_heartbeat_response_encode_any },
+	{ "LeaveGroupRequest", 13, 0, 3, 4, sizeof(struct kafka_leave_group_request),
+	  kafka_leave_group_request_init_any, kafka_leave_group_request_decode_any, kafka_leave_group_request_encode_any },
+	{ "LeaveGroupResponse", 13, 0, 3, 4, sizeof(struct kafka_leave_group_response),
+	  kafka_leave_group_response_init_any, kafka_leave_group_response_decode_any, kafka_leave_group_response_encode_any },
+	{ "SyncGroupRequest", 14, 0, 3, 4, sizeof(struct kafka_sync_group_request),
+	  kafka_sync_group_request_init_any, kafka_sync_group_request_decode_any, kafka_sync_group_request_encode_any },
+	{ "SyncGroupResponse", 14, 0, 3, 4, sizeof(struct kafka_sync_group_response),
+	  kafka_sync_group_response_init_any, kafka_sync_group_response_decode_any, kafka_sync_group_response_encode_any },
+	{ "DescribeGroupsRequest", 15, 0, 4, 5, sizeof(struct kafka_describe_groups_request),
+	  kafka_describe_groups_request_init_any, kafka_describe_groups_request_decode_any, kafka_describe_groups_request_encode_any },
+	{ "DescribeGroupsResponse", 15, 0, 4, 5, sizeof(struct kafka_describe_groups_response),
+	  kafka_describe_groups_response_init_any, kafka_describe_groups_response_decode_any, kafka_describe_groups_response_encode_any },
+	{ "ListGroupsRequest", 16, 0, 2, 3, sizeof(struct kafka_list_groups_request),
+	  kafka_list_groups_request_init_any, kafka_list_groups_request_decode_any, kafka_list_groups_request_encode_any },
+	{ "ListGroupsResponse", 16, 0, 2, 3, sizeof(struct kafka_list_groups_response),
+	  kafka_list_groups_response_init_any, kafka_list_groups_response_decode_any, kafka_list_groups_response_encode_any },
+	{ "SaslHandshakeRequest", 17, 0, 1, -1, sizeof(struct kafka_sasl_handshake_request),
+	  kafka_sasl_handshake_request_init_any, kafka_sasl_handshake_request_decode_any, kafka_sasl_handshake_request_encode_any },
+	{ "SaslHandshakeResponse", 17, 0, 1, -1, sizeof(struct kafka_sasl_handshake_response),
+	  kafka_sasl_handshake_response_init_any, kafka_sasl_handshake_response_decode_any, kafka_sasl_handshake_response_encode_any },
+	{ "ApiVersionsRequest", 18, 0, 3, 3, sizeof(struct kafka_api_versions_request),
+	  kafka_api_versions_request_init_any, kafka_api_versions_request_decode_any, kafka_api_versions_request_encode_any },
+	{ "ApiVersionsResponse", 18, 0, 3, 3, sizeof(struct kafka_api_versions_response),
+	  kafka_api_versions_response_init_any, kafka_api_versions_response_decode_any, kafka_api_versions_response_encode_any },
+	{ "CreateTopicsRequest", 19, 0, 4, 5, sizeof(struct kafka_create_topics_request),
+	  kafka_create_topics_request_init_any, kafka_create_topics_request_decode_any, kafka_create_topics_request_encode_any },
+	{ "CreateTopicsResponse", 19, 0, 4, 5, sizeof(struct kafka_create_topics_response),
+	  kafka_create_topics_response_init_any, kafka_create_topics_response_decode_any, kafka_create_topics_response_encode_any },
+	{ "DeleteTopicsRequest", 20, 0, 3, 4, sizeof(struct kafka_delete_topics_request),
+	  kafka_delete_topics_request_init_any, kafka_delete_topics_request_decode_any, kafka_delete_topics_request_encode_any },
+	{ "DeleteTopicsResponse", 20, 0, 3, 4, sizeof(struct kafka_delete_topics_response),
+	  kafka_delete_topics_response_init_any, kafka_delete_topics_response_decode_any, kafka_delete_topics_response_encode_any },
+	{ "DeleteRecordsRequest", 21, 0, 1, 2, sizeof(struct kafka_delete_records_request),
+	  kafka_delete_records_request_init_any, kafka_delete_records_request_decode_any, kafka_delete_records_request_encode_any },
+	{ "DeleteRecordsResponse", 21, 0, 1, 2, sizeof(struct kafka_delete_records_response),
+	  kafka_delete_records_response_init_any, kafka_delete_records_response_decode_any, kafka_delete_records_response_encode_any },
+	{ "InitProducerIdRequest", 22, 0, 4, 2, sizeof(struct kafka_init_producer_id_request),
+	  kafka_init_producer_id_request_init_any, kafka_init_producer_id_request_decode_any, kafka_init_producer_id_request_encode_any },
+	{ "InitProducerIdResponse", 22, 0, 4, 2, sizeof(struct kafka_init_producer_id_response),
+	  kafka_init_producer_id_response_init_any, kafka_init_producer_id_response_decode_any, kafka_init_producer_id_response_encode_any },
+	{ "AddPartitionsToTxnRequest", 24, 0, 1, 3, sizeof(struct kafka_add_partitions_to_txn_request),
+	  kafka_add_partitions_to_txn_request_init_any, kafka_add_partitions_to_txn_request_decode_any, kafka_add_partitions_to_txn_request_encode_any },
+	{ "AddPartitionsToTxnResponse", 24, 0, 1, 3, sizeof(struct kafka_add_partitions_to_txn_response),
+	  kafka_add_partitions_to_txn_response_init_any, kafka_add_partitions_to_txn_response_decode_any, kafka_add_partitions_to_txn_response_encode_any },
+	{ "AddOffsetsToTxnRequest", 25, 0, 1, 3, sizeof(struct kafka_add_offsets_to_txn_request),
+	  kafka_add_offsets_to_txn_request_init_any, kafka_add_offsets_to_txn_request_decode_any, kafka_add_offsets_to_txn_request_encode_any },
+	{ "AddOffsetsToTxnResponse", 25, 0, 1, 3, sizeof(struct kafka_add_offsets_to_txn_response),
+	  kafka_add_offsets_to_txn_response_init_any, kafka_add_offsets_to_txn_response_decode_any, kafka_add_offsets_to_txn_response_encode_any },
+	{ "EndTxnRequest", 26, 0, 1, 3, sizeof(struct kafka_end_txn_request),
+	  kafka_end_txn_request_init_any, kafka_end_txn_request_decode_any, kafka_end_txn_request_encode_any },
+	{ "EndTxnResponse", 26, 0, 1, 3, sizeof(struct kafka_end_txn_response),
+	  kafka_end_txn_response_init_any, kafka_end_txn_response_decode_any, kafka_end_txn_response_encode_any },
+	{ "TxnOffsetCommitRequest", 28, 0, 3, 3, sizeof(struct kafka_txn_offset_commit_request),
+	  kafka_txn_offset_commit_request_init_any, kafka_txn_offset_commit_request_decode_any, kafka_txn_offset_commit_request_encode_any },
+	{ "TxnOffsetCommitResponse", 28, 0, 3, 3, sizeof(struct kafka_txn_offset_commit_response),
+	  kafka_txn_offset_commit_response_init_any, kafka_txn_offset_commit_response_decode_any, kafka_txn_offset_commit_response_encode_any },
+	{ "DescribeAclsRequest", 29, 0, 1, 2, sizeof(struct kafka_describe_acls_request),
+	  kafka_describe_acls_request_init_any, kafka_describe_acls_request_decode_any, kafka_describe_acls_request_encode_any },
+	{ "DescribeAclsResponse", 29, 0, 1, 2, sizeof(struct kafka_describe_acls_response),
+	  kafka_describe_acls_response_init_any, kafka_describe_acls_response_decode_any, kafka_describe_acls_response_encode_any },
+	{ "CreateAclsRequest", 30, 0, 1, 2, sizeof(struct kafka_create_acls_request),
+	  kafka_create_acls_request_init_any, kafka_create_acls_request_decode_any, kafka_create_acls_request_encode_any },
+	{ "CreateAclsResponse", 30, 0, 1, 2, sizeof(struct kafka_create_acls_response),
+	  kafka_create_acls_response_init_any, kafka_create_acls_response_decode_any, kafka_create_acls_response_encode_any },
+	{ "DeleteAclsRequest", 31, 0, 1, 2, sizeof(struct kafka_delete_acls_request),
+	  kafka_delete_acls_request_init_any, kafka_delete_acls_request_decode_any, kafka_delete_acls_request_encode_any },
+	{ "DeleteAclsResponse", 31, 0, 1, 2, sizeof(struct kafka_delete_acls_response),
+	  kafka_delete_acls_response_init_any, kafka_delete_acls_response_decode_any, kafka_delete_acls_response_encode_any },
+	{ "DescribeConfigsRequest", 32, 0, 2, 4, sizeof(struct kafka_describe_configs_request),
+	  kafka_describe_configs_request_init_any, kafka_describe_configs_request_decode_any, kafka_describe_configs_request_encode_any },
+	{ "DescribeConfigsResponse", 32, 0, 2, 4, sizeof(struct kafka_describe_configs_response),
+	  kafka_describe_configs_response_init_any, kafka_describe_configs_response_decode_any, kafka_describe_configs_response_encode_any },
+	{ "AlterConfigsRequest", 33, 0, 1, 2, sizeof(struct kafka_alter_configs_request),
+	  kafka_alter_configs_request_init_any, kafka_alter_configs_request_decode_any, kafka_alter_configs_request_encode_any },
+	{ "AlterConfigsResponse", 33, 0, 1, 2, sizeof(struct kafka_alter_configs_response),
+	  kafka_alter_configs_response_init_any, kafka_alter_configs_response_decode_any, kafka_alter_configs_response_encode_any },
+	{ "SaslAuthenticateRequest", 36, 0, 1, 2, sizeof(struct kafka_sasl_authenticate_request),
+	  kafka_sasl_authenticate_request_init_any, kafka_sasl_authenticate_request_decode_any, kafka_sasl_authenticate_request_encode_any },
+	{ "SaslAuthenticateResponse", 36, 0, 1, 2, sizeof(struct kafka_sasl_authenticate_response),
+	  kafka_sasl_authenticate_response_init_any, kafka_sasl_authenticate_response_decode_any, kafka_sasl_authenticate_response_encode_any },
+	{ "CreatePartitionsRequest", 37, 0, 1, 2, sizeof(struct kafka_create_partitions_request),
+	  kafka_create_partitions_request_init_any, kafka_create_partitions_request_decode_any, kafka_create_partitions_request_encode_any },
+	{ "CreatePartitionsResponse", 37, 0, 1, 2, sizeof(struct kafka_create_partitions_response),
+	  kafka_create_partitions_response_init_any, kafka_create_partitions_response_decode_any, kafka_create_partitions_response_encode_any },
+	{ "DeleteGroupsRequest", 42, 0, 1, 2, sizeof(struct kafka_delete_groups_request),
+	  kafka_delete_groups_request_init_any, kafka_delete_groups_request_decode_any, kafka_delete_groups_request_encode_any },
+	{ "DeleteGroupsResponse", 42, 0, 1, 2, sizeof(struct kafka_delete_groups_response),
+	  kafka_delete_groups_response_init_any, kafka_delete_groups_response_decode_any, kafka_delete_groups_response_encode_any },
+	{ "OffsetDeleteRequest", 47, 0, 0, -1, sizeof(struct kafka_offset_delete_request),
+	  kafka_offset_delete_request_init_any, kafka_offset_delete_request_decode_any, kafka_offset_delete_request_encode_any },
+	{ "OffsetDeleteResponse", 47, 0, 0, -1, sizeof(struct kafka_offset_delete_response),
+	  kafka_offset_delete_response_init_any, kafka_offset_delete_response_decode_any, kafka_offset_delete_response_encode_any },
+	{ "RequestHeader", -1, 0, 2, 2, sizeof(struct kafka_request_header),
+	  kafka_request_header_init_any, kafka_request_header_decode_any, kafka_request_header_encode_any },
+	{ "ResponseHeader", -1, 0, 1, 1, sizeof(struct kafka_response_header),
+	  kafka_response_header_init_any, kafka_response_header_decode_any, kafka_response_header_encode_any },
+	{ "ConsumerProtocolSubscription", -1, 0, 3, -1, sizeof(struct kafka_consumer_protocol_subscription),
+	  kafka_consumer_protocol_subscription_init_any, kafka_consumer_protocol_subscription_decode_any, kafka_consumer_protocol_subscription_encode_any },
+	{ "ConsumerProtocolAssignment", -1, 0, 3, -1, sizeof(struct kafka_consumer_protocol_assignment),
+	  kafka_consumer_protocol_assignment_init_any, kafka_consumer_protocol_assignment_decode_any, kafka_consumer_protocol_assignment_encode_any },
 };
 
 const size_t kafka_msg_desc_count = sizeof(kafka_msg_descs) / sizeof(kafka_msg_descs[0]);
+
+const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
+	/* key, name, min, max, first flexible, advertised min-max, advertised (README note) */
+	{ 0, "Produce", 3, 7, 9, 3, 7, true, &kafka_msg_descs[0], &kafka_msg_descs[1], NULL },
+	{ 1, "Fetch", 4, 11, 12, 4, 11, true, &kafka_msg_descs[2], &kafka_msg_descs[3], NULL },
+	{ 2, "ListOffsets", 1, 3, 6, 1, 3, true, &kafka_msg_descs[4], &kafka_msg_descs[5], NULL },
+	{ 3, "Metadata", 0, 6, 9, 0, 6, true, &kafka_msg_descs[6], &kafka_msg_descs[7], NULL },
+	{ 8, "OffsetCommit", 2, 7, 8, 2, 7, true, &kafka_msg_descs[8], &kafka_msg_descs[9], NULL },
+	{ 9, "OffsetFetch", 1, 5, 6, 1, 5, true, &kafka_msg_descs[10], &kafka_msg_descs[11], NULL },
+	{ 10, "FindCoordinator", 0, 2, 3, 0, 2, true, &kafka_msg_descs[12], &kafka_msg_descs[13], NULL },
+	{ 11, "JoinGroup", 0, 5, 6, 0, 5, true, &kafka_msg_descs[14], &kafka_msg_descs[15], NULL },
+	{ 12, "Heartbeat", 0, 3, 4, 0, 3, true, &kafka_msg_descs[16], &kafka_msg_descs[17], NULL },
+	{ 13, "LeaveGroup", 0, 3, 4, 0, 3, true, &kafka_msg_descs[18], &kafka_msg_descs[19], NULL },
+	{ 14, "SyncGroup", 0, 3, 4, 0, 3, true, &kafka_msg_descs[20], &kafka_msg_descs[21], NULL },
+	{ 15, "DescribeGroups", 0, 4, 5, 0, 4, true, &kafka_msg_descs[22], &kafka_msg_descs[23], NULL },
+	{ 16, "ListGroups", 0, 2, 3, 0, 2, true, &kafka_msg_descs[24], &kafka_msg_descs[25], NULL },
+	{ 17, "SaslHandshake", 0, 1, -1, 0, 1, false, &kafka_msg_descs[26], &kafka_msg_descs[27], NULL }, /* SASL only */
+	{ 18, "ApiVersions", 0, 3, 3, 0, 3, true, &kafka_msg_descs[28], &kafka_msg_descs[29], NULL },
+	{ 19, "CreateTopics", 0, 4, 5, 0, 4, true, &kafka_msg_descs[30], &kafka_msg_descs[31], NULL },
+	{ 20, "DeleteTopics", 0, 3, 4, 0, 3, true, &kafka_msg_descs[32], &kafka_msg_descs[33], NULL },
+	{ 21, "DeleteRecords", 0, 1, 2, 0, 1, true, &kafka_msg_descs[34], &kafka_msg_descs[35], NULL }, /* optional */
+	{ 22, "InitProducerId", 0, 4, 2, 0, 1, true, &kafka_msg_descs[36], &kafka_msg_descs[37], NULL }, /* 0-1 (0-4 with flex) */
+	{ 24, "AddPartitionsToTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[38], &kafka_msg_descs[39], NULL },
+	{ 25, "AddOffsetsToTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[40], &kafka_msg_descs[41], NULL },
+	{ 26, "EndTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[42], &kafka_msg_descs[43], NULL },
+	{ 28, "TxnOffsetCommit", 0, 3, 3, 0, 2, true, &kafka_msg_descs[44], &kafka_msg_descs[45], NULL }, /* 0-2 (0-3 with flex) */
+	{ 29, "DescribeAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[46], &kafka_msg_descs[47], NULL }, /* leave out */
+	{ 30, "CreateAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[48], &kafka_msg_descs[49], NULL }, /* leave out */
+	{ 31, "DeleteAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[50], &kafka_msg_descs[51], NULL }, /* leave out */
+	{ 32, "DescribeConfigs", 0, 2, 4, 0, 2, true, &kafka_msg_descs[52], &kafka_msg_descs[53], NULL },
+	{ 33, "AlterConfigs", 0, 1, 2, 0, 1, true, &kafka_msg_descs[54], &kafka_msg_descs[55], NULL }, /* optional */
+	{ 36, "SaslAuthenticate", 0, 1, 2, 0, 1, false, &kafka_msg_descs[56], &kafka_msg_descs[57], NULL }, /* SASL only */
+	{ 37, "CreatePartitions", 0, 1, 2, 0, 1, true, &kafka_msg_descs[58], &kafka_msg_descs[59], NULL }, /* optional */
+	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_msg_descs[60], &kafka_msg_descs[61], NULL }, /* optional */
+	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[62], &kafka_msg_descs[63], NULL }, /* optional */
+};
 
 const struct kafka_array_bound kafka_array_bounds[] = {
 	{ "ProduceRequest.TopicProduceData.PartitionData", sizeof(struct kafka_produce_request_partition_produce_data), 8 },

@@ -2284,10 +2284,6 @@ extern const size_t kafka_msg_desc_count;
 extern const struct kafka_array_bound kafka_array_bounds[];
 extern const size_t kafka_array_bound_count;
 
-extern const struct kafka_msg_desc kafka_request_header_desc;
-extern const struct kafka_msg_desc kafka_response_header_desc;
-extern const struct kafka_msg_desc kafka_consumer_protocol_subscription_desc;
-extern const struct kafka_msg_desc kafka_consumer_protocol_assignment_desc;
 
 /* @thread any. The row for api_key, or NULL. */
 const struct kafka_api *kafka_api_find(int16_t api_key);

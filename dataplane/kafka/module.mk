@@ -12,7 +12,7 @@ TEST_SCRIPTS += tests/kafka/check-codegen-drift
 
 # build/kafka-oracle: Sluice's side of the kafka-python oracle (test tool).
 BIN_TARGETS += $(BUILD)/kafka-oracle
-$(BUILD)/kafka-oracle: tests/kafka/kafka_oracle.c $(CORE_LIB) | $(SETUP_STAMP)
+$(BUILD)/kafka-oracle: tests/kafka/kafka_oracle.c $(BUILD)/libsluice_core.a | $(SETUP_STAMP)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS_SAN) $(CORE_LIB) $(LDLIBS)
 

@@ -5,6 +5,9 @@
  *                            kafka-python wrote, re-encode, compare bytes
  *   kafka-oracle emit DIR    write random bodies of every API and version in
  *                            the codec's table, for kafka-python to check
+ *   kafka-oracle seed DIR    write fuzz seeds: DIR/fuzz_kafka_request/ (request
+ *                            messages) and DIR/fuzz_kafka_message/ (kind, version,
+ *                            body) for every message kind and version
  *
  * Thread: main. Test tool, not part of the broker. Exit 0 ok, 1 mismatch,
  * 2 usage.
@@ -145,12 +148,69 @@ static int emit(const char *dir, int per)
 	return 0;
 }
 
+static int write_file(const char *path, const void *a, size_t na, const void *b, size_t nb)
+{
+	FILE *f = fopen(path, "wb");
+
+	if (!f || fwrite(a, 1, na, f) != na || fwrite(b, 1, nb, f) != nb) {
+		perror(path);
+		return 1;
+	}
+	return fclose(f) ? 1 : 0;
+}
+
+static int seed(const char *dir)
+{
+	char path[4096];
+	int n = 0;
+
+	for (size_t i = 0; i < kafka_msg_desc_count; i++) {
+		const struct kafka_msg_desc *d = &kafka_msg_descs[i];
+
+		for (int v = d->min_version; v <= d->max_version; v++) {
+			struct kafka_sample s = { .rng = 1 + i * 131 + (uint64_t)v };
+			const struct kafka_api *api = kafka_api_find(d->api_key);
+			uint8_t sel[2] = { (uint8_t)i, (uint8_t)(v - d->min_version) };
+			struct kafka_writer w;
+			void *m;
+
+			kafka_arena_init(&s.arena, arena_mem, sizeof arena_mem);
+			m = kafka_sample_descs[i].sample(&s, (int16_t)v);
+			kafka_writer_init(&w, out_buf, sizeof out_buf);
+			d->encode(&w, (int16_t)v, m);
+			snprintf(path, sizeof path, "%s/fuzz_kafka_message/seed-%s-v%d", dir, d->name, v);
+			if (w.err || write_file(path, sel, 2, out_buf, w.len))
+				return 1;
+			n++;
+			if (api && api->request == d) {
+				struct kafka_request req = { .api = api, .body = m };
+
+				kafka_request_header_init(&req.header);
+				req.header.RequestApiKey = d->api_key;
+				req.header.RequestApiVersion = (int16_t)v;
+				req.header.CorrelationId = v;
+				req.header.ClientId = (struct kafka_str){ "seed", 4 };
+				req.header_version = kafka_request_header_version(api, (int16_t)v);
+				kafka_writer_init(&w, out_buf, sizeof out_buf);
+				snprintf(path, sizeof path, "%s/fuzz_kafka_request/seed-%s-v%d", dir, d->name, v);
+				if (kafka_request_encode(&w, &req) || write_file(path, out_buf + 4, w.len - 4, "", 0))
+					return 1;
+				n++;
+			}
+		}
+	}
+	printf("kafka-oracle: wrote %d fuzz seeds\n", n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "check"))
 		return check(argv[2]);
 	if (argc >= 3 && !strcmp(argv[1], "emit"))
 		return emit(argv[2], argc > 3 ? atoi(argv[3]) : 4);
-	fprintf(stderr, "usage: kafka-oracle check|emit DIR [PER]\n");
+	if (argc >= 3 && !strcmp(argv[1], "seed"))
+		return seed(argv[2]);
+	fprintf(stderr, "usage: kafka-oracle check|emit|seed DIR [PER]\n");
 	return 2;
 }
