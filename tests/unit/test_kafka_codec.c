@@ -345,3 +345,37 @@ Test(kafka_codec, allocation_ratio_is_bounded)
 	cr_log_info("worst arena bytes per wire byte: %zu (%s)", worst, which);
 	cr_assert_leq(worst, KAFKA_ARENA_PER_BYTE, "%s: %zu", which, worst);
 }
+
+/* Flexible versions: unknown tags are skipped on read, known ones decoded
+ * (ApiVersionsResponse v3 tag 1 is FinalizedFeaturesEpoch). */
+Test(kafka_codec, tagged_fields_known_decoded_unknown_skipped)
+{
+	static const uint8_t req[] = {
+		0, 18, 0, 3, 0, 0, 0, 9, 0xff, 0xff,   /* header v2: null client id */
+		1, 0x07, 3, 0xaa, 0xbb, 0xcc,          /* header tags: unknown tag 7 */
+		2, 'x', 2, 'y',                         /* ClientSoftwareName/Version */
+		2, 0x09, 0, 0x40, 1, 0xee,              /* body tags: unknown 9 (empty), 64 */
+	};
+	static const uint8_t resp_body[] = {
+		0, 0, 1, 0, 0, 0, 0,                    /* ErrorCode 0, ApiKeys [], throttle 0 */
+		2, 1, 8, 0, 0, 0, 0, 0, 0, 0, 5,        /* tag 1 (epoch 5) */
+		0x63, 0,                                /* unknown tag 99, empty */
+	};
+	struct kafka_api_versions_response r;
+	struct kafka_request out;
+	struct kafka_arena a;
+	struct kafka_cursor c;
+
+	kafka_arena_init(&a, decode_mem, sizeof decode_mem);
+	cr_assert_eq(kafka_request_decode(req, sizeof req, &a, &out), 0);
+	cr_assert(kafka_str_eq(((struct kafka_api_versions_request *)out.body)->ClientSoftwareName, "x"));
+	kafka_cursor_init(&c, resp_body, sizeof resp_body);
+	cr_assert_eq(kafka_api_versions_response_decode(&c, &a, 3, &r), 0);
+	cr_assert_eq(kafka_cursor_left(&c), 0);
+	cr_assert_eq(r.FinalizedFeaturesEpoch, 5);
+	cr_assert_eq(r.SupportedFeatures.count, 0);
+	/* A known tag whose payload is not exactly its field is refused. */
+	static const uint8_t bad[] = { 0, 0, 1, 0, 0, 0, 0, 1, 1, 9, 0, 0, 0, 0, 0, 0, 0, 5, 0 };
+	kafka_cursor_init(&c, bad, sizeof bad);
+	cr_assert_eq(kafka_api_versions_response_decode(&c, &a, 3, &r), -EBADMSG);
+}
