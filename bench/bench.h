@@ -17,6 +17,7 @@ struct bench_cmd {
 };
 
 int bench_storage(int argc, char **argv);
+int bench_codec(int argc, char **argv);
 
 static inline uint64_t bench_now_ns(void)
 {

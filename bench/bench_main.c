@@ -7,6 +7,7 @@
 /* One row per subcommand; the usage text is generated from this table. */
 static const struct bench_cmd bench_cmds[] = {
 	{ "storage", "append/recovery throughput of the log vs raw O_DIRECT io_uring", bench_storage },
+	{ "codec", "Kafka codec: decode+encode Produce request / Fetch response, GB/s", bench_codec },
 };
 
 static void usage(FILE *f)
