@@ -81,7 +81,7 @@ $(CORE_LIB): $(CORE_OBJS)
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_LIB) | $(SETUP_STAMP)
 	$(Q)mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST-CC $<")
-	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS_SAN) $(CORE_LIB) $(LDLIBS) $(shell pkg-config --libs criterion)
+	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS_SAN) -Wl,--whole-archive $(CORE_LIB) -Wl,--no-whole-archive $(LDLIBS) $(shell pkg-config --libs criterion)
 
 # Unit tests run in a sanitizer build of their own (build/san).
 SAN_BUILD := build/san

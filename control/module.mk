@@ -1,1 +1,11 @@
-# control/: config, metadata log, coordinators, broker main, sluicectl.
+# control/: config, metadata log, control thread, broker main, sluicectl.
+# Files with a main() are programs, not library sources.
+CONTROL_MAINS := control/sluiced.c
+CORE_SRCS += $(filter-out $(CONTROL_MAINS),$(wildcard control/*.c))
+BIN_TARGETS += $(BUILD)/sluiced
+
+# --whole-archive: the ApiKey table names handlers as weak symbols, which
+# would not pull their objects out of a static archive.
+$(BUILD)/sluiced: $(BUILD)/obj/control/sluiced.o $(BUILD)/libsluice_core.a
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_SAN) $< -o $@ -Wl,--whole-archive $(BUILD)/libsluice_core.a -Wl,--no-whole-archive $(LDLIBS)

@@ -141,8 +141,8 @@ int kafka_api_versions_fill(struct kafka_api_versions_response *r,
 	for (size_t i = 0; i < KAFKA_API_COUNT; i++) {
 		const struct kafka_api *api = &kafka_apis[i];
 
-		if (!api->advertised)
-			continue;
+		if (!api->advertised || !api->handler)
+			continue;   /* only what the broker implements is advertised */
 		if (n == cap)
 			return -ENOBUFS;
 		keys[n].ApiKey = api->api_key;

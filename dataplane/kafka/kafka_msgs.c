@@ -7759,40 +7759,73 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 
 const size_t kafka_msg_desc_count = sizeof(kafka_msg_descs) / sizeof(kafka_msg_descs[0]);
 
+int kafka_handle_produce(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_fetch(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_list_offsets(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_metadata(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_offset_commit(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_offset_fetch(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_find_coordinator(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_join_group(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_heartbeat(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_leave_group(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_sync_group(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_describe_groups(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_list_groups(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_sasl_handshake(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_api_versions(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_create_topics(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_delete_topics(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_delete_records(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_init_producer_id(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_add_partitions_to_txn(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_add_offsets_to_txn(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_end_txn(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_txn_offset_commit(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_describe_acls(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_create_acls(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_delete_acls(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_describe_configs(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_alter_configs(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_create_partitions(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_delete_groups(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_offset_delete(struct kafka_ctx *ctx) __attribute__((weak));
+
 const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	/* key, name, min, max, first flexible, advertised min-max, advertised (README note) */
-	{ 0, "Produce", 3, 7, 9, 3, 7, true, &kafka_msg_descs[0], &kafka_msg_descs[1], NULL },
-	{ 1, "Fetch", 4, 11, 12, 4, 11, true, &kafka_msg_descs[2], &kafka_msg_descs[3], NULL },
-	{ 2, "ListOffsets", 1, 3, 6, 1, 3, true, &kafka_msg_descs[4], &kafka_msg_descs[5], NULL },
-	{ 3, "Metadata", 0, 6, 9, 0, 6, true, &kafka_msg_descs[6], &kafka_msg_descs[7], NULL },
-	{ 8, "OffsetCommit", 2, 7, 8, 2, 7, true, &kafka_msg_descs[8], &kafka_msg_descs[9], NULL },
-	{ 9, "OffsetFetch", 1, 5, 6, 1, 5, true, &kafka_msg_descs[10], &kafka_msg_descs[11], NULL },
-	{ 10, "FindCoordinator", 0, 2, 3, 0, 2, true, &kafka_msg_descs[12], &kafka_msg_descs[13], NULL },
-	{ 11, "JoinGroup", 0, 5, 6, 0, 5, true, &kafka_msg_descs[14], &kafka_msg_descs[15], NULL },
-	{ 12, "Heartbeat", 0, 3, 4, 0, 3, true, &kafka_msg_descs[16], &kafka_msg_descs[17], NULL },
-	{ 13, "LeaveGroup", 0, 3, 4, 0, 3, true, &kafka_msg_descs[18], &kafka_msg_descs[19], NULL },
-	{ 14, "SyncGroup", 0, 3, 4, 0, 3, true, &kafka_msg_descs[20], &kafka_msg_descs[21], NULL },
-	{ 15, "DescribeGroups", 0, 4, 5, 0, 4, true, &kafka_msg_descs[22], &kafka_msg_descs[23], NULL },
-	{ 16, "ListGroups", 0, 2, 3, 0, 2, true, &kafka_msg_descs[24], &kafka_msg_descs[25], NULL },
-	{ 17, "SaslHandshake", 0, 1, -1, 0, 1, false, &kafka_msg_descs[26], &kafka_msg_descs[27], NULL }, /* SASL only */
-	{ 18, "ApiVersions", 0, 3, 3, 0, 3, true, &kafka_msg_descs[28], &kafka_msg_descs[29], NULL },
-	{ 19, "CreateTopics", 0, 4, 5, 0, 4, true, &kafka_msg_descs[30], &kafka_msg_descs[31], NULL },
-	{ 20, "DeleteTopics", 0, 3, 4, 0, 3, true, &kafka_msg_descs[32], &kafka_msg_descs[33], NULL },
-	{ 21, "DeleteRecords", 0, 1, 2, 0, 1, true, &kafka_msg_descs[34], &kafka_msg_descs[35], NULL }, /* optional */
-	{ 22, "InitProducerId", 0, 4, 2, 0, 1, true, &kafka_msg_descs[36], &kafka_msg_descs[37], NULL }, /* 0-1 (0-4 with flex) */
-	{ 24, "AddPartitionsToTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[38], &kafka_msg_descs[39], NULL },
-	{ 25, "AddOffsetsToTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[40], &kafka_msg_descs[41], NULL },
-	{ 26, "EndTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[42], &kafka_msg_descs[43], NULL },
-	{ 28, "TxnOffsetCommit", 0, 3, 3, 0, 2, true, &kafka_msg_descs[44], &kafka_msg_descs[45], NULL }, /* 0-2 (0-3 with flex) */
-	{ 29, "DescribeAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[46], &kafka_msg_descs[47], NULL }, /* leave out */
-	{ 30, "CreateAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[48], &kafka_msg_descs[49], NULL }, /* leave out */
-	{ 31, "DeleteAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[50], &kafka_msg_descs[51], NULL }, /* leave out */
-	{ 32, "DescribeConfigs", 0, 2, 4, 0, 2, true, &kafka_msg_descs[52], &kafka_msg_descs[53], NULL },
-	{ 33, "AlterConfigs", 0, 1, 2, 0, 1, true, &kafka_msg_descs[54], &kafka_msg_descs[55], NULL }, /* optional */
-	{ 36, "SaslAuthenticate", 0, 1, 2, 0, 1, false, &kafka_msg_descs[56], &kafka_msg_descs[57], NULL }, /* SASL only */
-	{ 37, "CreatePartitions", 0, 1, 2, 0, 1, true, &kafka_msg_descs[58], &kafka_msg_descs[59], NULL }, /* optional */
-	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_msg_descs[60], &kafka_msg_descs[61], NULL }, /* optional */
-	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[62], &kafka_msg_descs[63], NULL }, /* optional */
+	{ 0, "Produce", 3, 7, 9, 3, 7, true, &kafka_msg_descs[0], &kafka_msg_descs[1], kafka_handle_produce },
+	{ 1, "Fetch", 4, 11, 12, 4, 11, true, &kafka_msg_descs[2], &kafka_msg_descs[3], kafka_handle_fetch },
+	{ 2, "ListOffsets", 1, 3, 6, 1, 3, true, &kafka_msg_descs[4], &kafka_msg_descs[5], kafka_handle_list_offsets },
+	{ 3, "Metadata", 0, 6, 9, 0, 6, true, &kafka_msg_descs[6], &kafka_msg_descs[7], kafka_handle_metadata },
+	{ 8, "OffsetCommit", 2, 7, 8, 2, 7, true, &kafka_msg_descs[8], &kafka_msg_descs[9], kafka_handle_offset_commit },
+	{ 9, "OffsetFetch", 1, 5, 6, 1, 5, true, &kafka_msg_descs[10], &kafka_msg_descs[11], kafka_handle_offset_fetch },
+	{ 10, "FindCoordinator", 0, 2, 3, 0, 2, true, &kafka_msg_descs[12], &kafka_msg_descs[13], kafka_handle_find_coordinator },
+	{ 11, "JoinGroup", 0, 5, 6, 0, 5, true, &kafka_msg_descs[14], &kafka_msg_descs[15], kafka_handle_join_group },
+	{ 12, "Heartbeat", 0, 3, 4, 0, 3, true, &kafka_msg_descs[16], &kafka_msg_descs[17], kafka_handle_heartbeat },
+	{ 13, "LeaveGroup", 0, 3, 4, 0, 3, true, &kafka_msg_descs[18], &kafka_msg_descs[19], kafka_handle_leave_group },
+	{ 14, "SyncGroup", 0, 3, 4, 0, 3, true, &kafka_msg_descs[20], &kafka_msg_descs[21], kafka_handle_sync_group },
+	{ 15, "DescribeGroups", 0, 4, 5, 0, 4, true, &kafka_msg_descs[22], &kafka_msg_descs[23], kafka_handle_describe_groups },
+	{ 16, "ListGroups", 0, 2, 3, 0, 2, true, &kafka_msg_descs[24], &kafka_msg_descs[25], kafka_handle_list_groups },
+	{ 17, "SaslHandshake", 0, 1, -1, 0, 1, false, &kafka_msg_descs[26], &kafka_msg_descs[27], kafka_handle_sasl_handshake }, /* SASL only */
+	{ 18, "ApiVersions", 0, 3, 3, 0, 3, true, &kafka_msg_descs[28], &kafka_msg_descs[29], kafka_handle_api_versions },
+	{ 19, "CreateTopics", 0, 4, 5, 0, 4, true, &kafka_msg_descs[30], &kafka_msg_descs[31], kafka_handle_create_topics },
+	{ 20, "DeleteTopics", 0, 3, 4, 0, 3, true, &kafka_msg_descs[32], &kafka_msg_descs[33], kafka_handle_delete_topics },
+	{ 21, "DeleteRecords", 0, 1, 2, 0, 1, true, &kafka_msg_descs[34], &kafka_msg_descs[35], kafka_handle_delete_records }, /* optional */
+	{ 22, "InitProducerId", 0, 4, 2, 0, 1, true, &kafka_msg_descs[36], &kafka_msg_descs[37], kafka_handle_init_producer_id }, /* 0-1 (0-4 with flex) */
+	{ 24, "AddPartitionsToTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[38], &kafka_msg_descs[39], kafka_handle_add_partitions_to_txn },
+	{ 25, "AddOffsetsToTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[40], &kafka_msg_descs[41], kafka_handle_add_offsets_to_txn },
+	{ 26, "EndTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[42], &kafka_msg_descs[43], kafka_handle_end_txn },
+	{ 28, "TxnOffsetCommit", 0, 3, 3, 0, 2, true, &kafka_msg_descs[44], &kafka_msg_descs[45], kafka_handle_txn_offset_commit }, /* 0-2 (0-3 with flex) */
+	{ 29, "DescribeAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[46], &kafka_msg_descs[47], kafka_handle_describe_acls }, /* leave out */
+	{ 30, "CreateAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[48], &kafka_msg_descs[49], kafka_handle_create_acls }, /* leave out */
+	{ 31, "DeleteAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[50], &kafka_msg_descs[51], kafka_handle_delete_acls }, /* leave out */
+	{ 32, "DescribeConfigs", 0, 2, 4, 0, 2, true, &kafka_msg_descs[52], &kafka_msg_descs[53], kafka_handle_describe_configs },
+	{ 33, "AlterConfigs", 0, 1, 2, 0, 1, true, &kafka_msg_descs[54], &kafka_msg_descs[55], kafka_handle_alter_configs }, /* optional */
+	{ 36, "SaslAuthenticate", 0, 1, 2, 0, 1, false, &kafka_msg_descs[56], &kafka_msg_descs[57], kafka_handle_sasl_authenticate }, /* SASL only */
+	{ 37, "CreatePartitions", 0, 1, 2, 0, 1, true, &kafka_msg_descs[58], &kafka_msg_descs[59], kafka_handle_create_partitions }, /* optional */
+	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_msg_descs[60], &kafka_msg_descs[61], kafka_handle_delete_groups }, /* optional */
+	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[62], &kafka_msg_descs[63], kafka_handle_offset_delete }, /* optional */
 };
 
 const struct kafka_array_bound kafka_array_bounds[] = {

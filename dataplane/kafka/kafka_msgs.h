@@ -26,7 +26,7 @@
 #include "dataplane/kafka/kafka_wire.h"
 
 struct kafka_request;
-struct shard;
+struct kafka_ctx;
 
 /* ---- ProduceRequest (api key 0, versions 3-7) ---- */
 
@@ -2265,8 +2265,10 @@ struct kafka_api {
 	bool advertised;          /* false for SASL-only and ACL rows */
 	const struct kafka_msg_desc *request;
 	const struct kafka_msg_desc *response;
-	/* The broker's handler; NULL until the broker exists (issue 4). */
-	int (*handler)(struct shard *shard, struct kafka_request *req);
+	/* The broker's handler, kafka_handle_<api> (a weak symbol: NULL when
+	 * the broker does not implement the API, which then is neither
+	 * advertised nor dispatched). */
+	int (*handler)(struct kafka_ctx *ctx);
 };
 
 /* Allocation-bound facts for one array field (see KAFKA_ARENA_PER_BYTE). */

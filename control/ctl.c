@@ -1,0 +1,584 @@
+/* control/ctl.c — the control thread. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control/config.h"
+#include "control/ctl.h"
+#include "control/metalog.h"
+#include "dataplane/kafka_errors.h"
+#include "dataplane/part.h"
+#include "dataplane/shard.h"
+
+/* An operation in progress: waiting for shards to open or close
+ * partitions. */
+struct ctl_op {
+	struct ctl_req *req;         /* NULL at start-up */
+	int pending;
+	int failed;
+	char fail_msg[200];
+	struct md_topic **created;
+	int ncreated;
+	struct md_topic **deleted;
+	int ndeleted;
+	struct ctl_op *next;
+};
+
+struct retired {
+	uint64_t version;            /* free once every shard has seen it */
+	struct md_snapshot *snap;    /* the old snapshot (its topics array) */
+	struct md_topic *topic;      /* a deleted topic */
+	struct retired *next;
+};
+
+struct ctl {
+	struct broker *b;
+	struct config *cfg;
+	struct metalog *ml;
+	pthread_t thread;
+	int wake_fd;
+	int sleeping;
+	int stop;
+	uint64_t version;
+	struct retired *retired;
+	/* start-up handshake */
+	pthread_mutex_t lock;        /* start-up only, never on the data path */
+	pthread_cond_t cond;
+	int ready;
+	int init_err;
+	char init_msg[8192];
+};
+
+static struct ctl *the_ctl;      /* for ctl_submit from shards (read-only pointer) */
+
+/* ---- snapshots -------------------------------------------------------- */
+
+static int topic_cmp(const void *a, const void *b)
+{
+	const struct md_topic *x = *(const struct md_topic *const *)a, *y = *(const struct md_topic *const *)b;
+	int32_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
+	int c = memcmp(x->name, y->name, (size_t)n);
+
+	return c ? c : (x->name_len > y->name_len) - (x->name_len < y->name_len);
+}
+
+/* Publish old + added - removed. */
+static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct md_topic **del, int ndel)
+{
+	struct broker *b = ctl->b;
+	struct md_snapshot *old = b->md, *md = calloc(1, sizeof(*md));
+	int n = 0, cap = (old ? old->ntopics : 0) + nadd;
+
+	md->topics = calloc((size_t)(cap ? cap : 1), sizeof(*md->topics));
+	for (int i = 0; old && i < old->ntopics; i++) {
+		int gone = 0;
+
+		for (int j = 0; j < ndel; j++)
+			gone |= old->topics[i] == del[j];
+		if (!gone)
+			md->topics[n++] = old->topics[i];
+	}
+	for (int i = 0; i < nadd; i++)
+		md->topics[n++] = add[i];
+	md->ntopics = n;
+	qsort(md->topics, (size_t)n, sizeof(*md->topics), topic_cmp);
+	md->version = ++ctl->version;
+	__atomic_store_n(&b->md, md, __ATOMIC_RELEASE);
+	if (old) {
+		struct retired *r = calloc(1, sizeof(*r));
+
+		r->version = md->version;
+		r->snap = old;
+		r->next = ctl->retired;
+		ctl->retired = r;
+	}
+	for (int j = 0; j < ndel; j++) {
+		struct retired *r = calloc(1, sizeof(*r));
+
+		r->version = md->version;
+		r->topic = del[j];
+		r->next = ctl->retired;
+		ctl->retired = r;
+	}
+}
+
+static void topic_free(struct md_topic *t)
+{
+	for (int i = 0; i < t->nconfigs; i++) {
+		free(t->config_keys[i]);
+		free(t->config_values[i]);
+	}
+	free(t->config_keys);
+	free(t->config_values);
+	free(t->parts);
+	free(t->name);
+	free(t);
+}
+
+/* Free what no shard can still be looking at. Parked requests keep
+ * partition pointers, never snapshot pointers, across loop turns. */
+static void ctl_reclaim(struct ctl *ctl)
+{
+	struct broker *b = ctl->b;
+	uint64_t seen = UINT64_MAX;
+	struct retired **pp = &ctl->retired;
+
+	for (int i = 0; i < b->set.nshards; i++) {
+		uint64_t v = __atomic_load_n(&b->shards[i]->md_seen, __ATOMIC_ACQUIRE);
+
+		if (v < seen)
+			seen = v;
+	}
+	while (*pp) {
+		struct retired *r = *pp;
+
+		if (r->version <= seen) {
+			*pp = r->next;
+			if (r->snap) {
+				free(r->snap->topics);
+				free(r->snap);
+			}
+			if (r->topic)
+				topic_free(r->topic);
+			free(r);
+		} else {
+			pp = &r->next;
+		}
+	}
+}
+
+/* ---- messages --------------------------------------------------------- */
+
+static void ctl_send(struct ctl *ctl, int to, const struct shard_msg *m)
+{
+	/* the control thread may wait: a full ring is retried until it drains */
+	while (broker_send(ctl->b, broker_ctl_index(ctl->b), to, m) < 0)
+		usleep(100);
+}
+
+static void ctl_op_step(struct ctl *ctl, struct ctl_op *op);
+
+static void ctl_part_done(void *self, struct shard_msg *m)
+{
+	struct ctl *ctl = self;
+	struct ctl_op *op = m->p[0];
+
+	if (m->v[0] < 0 && !op->failed) {
+		op->failed = 1;
+		snprintf(op->fail_msg, sizeof(op->fail_msg), "cannot open partition %s: %s",
+			 (const char *)m->p[1], strerror((int)-m->v[0]));
+	}
+	if (--op->pending == 0)
+		ctl_op_step(ctl, op);
+}
+
+/* On the owner shard: open a partition's log. */
+static void shard_open_part(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct md_topic *t = m->p[1];
+	struct md_partition *mp = m->p[2];
+	char *dir = m->p[3];
+	struct part *p = NULL;
+	int rc = part_open(sh, dir, t->name, mp->index, &t->cfg, &p);
+	struct shard_msg r = { .fn = ctl_part_done, .p = { m->p[0], dir }, .v = { rc } };
+
+	if (rc == 0) {
+		mp->part = p;
+		p->next = sh->parts;
+		sh->parts = p;
+	}
+	broker_send(sh->b, sh->id, broker_ctl_index(sh->b), &r);
+}
+
+/* On the owner shard: close a deleted partition's log. */
+static void shard_close_part(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[1];
+	struct shard_msg r = { .fn = ctl_part_done, .p = { m->p[0], NULL }, .v = { 0 } };
+
+	for (struct part **pp = &sh->parts; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	part_retire(p);
+	broker_send(sh->b, sh->id, broker_ctl_index(sh->b), &r);
+}
+
+static void shard_ctl_reply(void *self, struct shard_msg *m)
+{
+	(void)self;
+	kafka_ctx_sub_done(m->p[0]);
+}
+
+static int32_t place(const struct md_topic *t, int32_t idx, int nshards)
+{
+	uint32_t h = 2166136261u;
+
+	for (int32_t i = 0; i < t->name_len; i++)
+		h = (h ^ (uint8_t)t->name[i]) * 16777619u;
+	return (int32_t)((h + (uint32_t)idx) % (uint32_t)nshards);
+}
+
+/* Build the snapshot entry of a topic from the metadata log. */
+static struct md_topic *topic_build(struct ctl *ctl, const struct meta_topic *mt)
+{
+	struct md_topic *t = calloc(1, sizeof(*t));
+	const char **k, **v;
+
+	t->name = strdup(mt->name);
+	t->name_len = (int32_t)strlen(mt->name);
+	memcpy(t->id, mt->id, 16);
+	t->nparts = mt->partitions;
+	t->parts = calloc((size_t)mt->partitions, sizeof(*t->parts));
+	t->nconfigs = mt->nconfigs;
+	t->config_keys = calloc((size_t)(mt->nconfigs + 1), sizeof(char *));
+	t->config_values = calloc((size_t)(mt->nconfigs + 1), sizeof(char *));
+	k = calloc((size_t)(mt->nconfigs + 1), sizeof(char *));
+	v = calloc((size_t)(mt->nconfigs + 1), sizeof(char *));
+	for (int i = 0; i < mt->nconfigs; i++) {
+		t->config_keys[i] = strdup(mt->config_keys[i]);
+		t->config_values[i] = strdup(mt->config_values[i]);
+		k[i] = t->config_keys[i];
+		v[i] = t->config_values[i];
+	}
+	topic_config_to_plog(ctl->cfg, k, v, mt->nconfigs, &t->cfg);
+	free(k);
+	free(v);
+	{
+		const char *mmb = NULL, *tst = NULL;
+
+		for (int i = 0; i < t->nconfigs; i++) {
+			if (!strcmp(t->config_keys[i], "max.message.bytes"))
+				mmb = t->config_values[i];
+			if (!strcmp(t->config_keys[i], "message.timestamp.type"))
+				tst = t->config_values[i];
+		}
+		t->max_message_bytes = (uint32_t)(mmb ? strtoul(mmb, NULL, 10)
+						     : (unsigned long)config_int(ctl->cfg, "message.max.bytes"));
+		t->log_append_time = tst ? !strcmp(tst, "LogAppendTime")
+				     : config_int(ctl->cfg, "log.message.timestamp.type") == CONFIG_TS_LOG_APPEND_TIME;
+		t->cfg.max_batch = t->max_message_bytes + 64;
+	}
+	t->internal = mt->name[0] == '_' && mt->name[1] == '_';
+	for (int32_t i = 0; i < t->nparts; i++) {
+		t->parts[i].index = i;
+		t->parts[i].shard = place(t, i, ctl->b->set.nshards);
+		t->parts[i].leader_epoch = mt->leader_epoch;
+	}
+	return t;
+}
+
+/* Ask the owner shards to open partitions [from, t->nparts). */
+static void topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic *t, int32_t from)
+{
+	for (int32_t i = from; i < t->nparts; i++) {
+		char *dir;
+		struct shard_msg m = { .fn = shard_open_part };
+
+		if (asprintf(&dir, "%s/%s-%d", ctl->b->set.data_dir, t->name, i) < 0)
+			abort();
+		m.p[0] = op;
+		m.p[1] = t;
+		m.p[2] = &t->parts[i];
+		m.p[3] = dir;
+		op->pending++;
+		ctl_send(ctl, t->parts[i].shard, &m);
+	}
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* All shards answered: publish and reply. */
+static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
+{
+	struct ctl_req *req = op->req;
+
+	ctl_publish(ctl, op->created, op->ncreated, op->deleted, op->ndeleted);
+	/* deleted topics: their logs are closed, remove the files */
+	for (int i = 0; i < op->ndeleted; i++)
+		for (int32_t j = 0; j < op->deleted[i]->nparts; j++) {
+			char dir[4400];
+
+			snprintf(dir, sizeof(dir), "%s/%s-%d", ctl->b->set.data_dir, op->deleted[i]->name, j);
+			nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		}
+	if (req) {
+		struct shard_msg m = { .fn = shard_ctl_reply, .p = { req->ctx } };
+
+		ctl_send(ctl, req->from, &m);
+	} else {
+		pthread_mutex_lock(&ctl->lock);
+		ctl->ready = 1;
+		if (op->failed) {
+			ctl->init_err = -EIO;
+			snprintf(ctl->init_msg, sizeof(ctl->init_msg), "%s", op->fail_msg);
+		}
+		pthread_cond_broadcast(&ctl->cond);
+		pthread_mutex_unlock(&ctl->lock);
+	}
+	free(op->created);
+	free(op->deleted);
+	free(op);
+}
+
+static int valid_topic_name(struct kafka_str n)
+{
+	if (n.len <= 0 || n.len > 249)
+		return 0;
+	if ((n.len == 1 && n.ptr[0] == '.') || (n.len == 2 && !memcmp(n.ptr, "..", 2)))
+		return 0;
+	for (int32_t i = 0; i < n.len; i++) {
+		char c = n.ptr[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+static void ctl_handle(void *self, struct shard_msg *m)
+{
+	struct ctl *ctl = self;
+	struct ctl_req *req = m->p[0];
+	struct ctl_op *op = calloc(1, sizeof(*op));
+	struct md_snapshot *md = ctl->b->md;
+
+	op->req = req;
+	op->created = calloc((size_t)req->n + 1, sizeof(*op->created));
+	op->deleted = calloc((size_t)req->n + 1, sizeof(*op->deleted));
+	for (int i = 0; i < req->n; i++) {
+		struct ctl_topic *ct = &req->topics[i];
+		char name[256];
+
+		ct->error = 0;
+		ct->message[0] = 0;
+		if (!valid_topic_name(ct->name)) {
+			ct->error = KERR_INVALID_TOPIC_EXCEPTION;
+			snprintf(ct->message, sizeof(ct->message),
+				 "topic names are 1-249 characters of [a-zA-Z0-9._-], not '.' or '..'");
+			continue;
+		}
+		memcpy(name, ct->name.ptr, (size_t)ct->name.len);
+		name[ct->name.len] = 0;
+		if (req->kind == CTL_DELETE) {
+			const struct md_topic *t = md_find(md, ct->name.ptr, ct->name.len);
+
+			if (!t || metalog_delete_topic(ctl->ml, name) < 0) {
+				ct->error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+				continue;
+			}
+			op->deleted[op->ndeleted++] = (struct md_topic *)t;
+			continue;
+		}
+		/* create */
+		int32_t np = ct->partitions < 0 ? (int32_t)config_int(ctl->cfg, "num.partitions") : ct->partitions;
+		const char *keys[64], *vals[64];
+		char kbuf[64][256], vbuf[64][256];
+		int bad = 0;
+
+		if (md_find(md, ct->name.ptr, ct->name.len)) {
+			ct->error = KERR_TOPIC_ALREADY_EXISTS;
+			snprintf(ct->message, sizeof(ct->message), "topic already exists: %.150s", name);
+			continue;
+		}
+		if (np <= 0 || np > 100000) {
+			ct->error = KERR_INVALID_PARTITIONS;
+			snprintf(ct->message, sizeof(ct->message), "number of partitions must be 1..100000, got %d", np);
+			continue;
+		}
+		if (ct->replication > 1) {
+			ct->error = KERR_INVALID_REPLICATION_FACTOR;
+			snprintf(ct->message, sizeof(ct->message),
+				 "replication factor %d is larger than the 1 broker of this cluster", ct->replication);
+			continue;
+		}
+		if (ct->nconfigs > 64) {
+			ct->error = KERR_INVALID_CONFIG;
+			snprintf(ct->message, sizeof(ct->message), "too many configs");
+			continue;
+		}
+		for (int j = 0; j < ct->nconfigs && !bad; j++) {
+			struct kafka_str k = ct->keys[j], v = ct->values[j];
+
+			snprintf(kbuf[j], sizeof(kbuf[j]), "%.*s", k.len > 0 ? k.len : 0, k.ptr ? k.ptr : "");
+			snprintf(vbuf[j], sizeof(vbuf[j]), "%.*s", v.len > 0 ? v.len : 0, v.ptr ? v.ptr : "");
+			keys[j] = kbuf[j];
+			vals[j] = vbuf[j];
+			if (topic_config_validate(keys[j], vals[j], ct->message, sizeof(ct->message)) < 0) {
+				ct->error = KERR_INVALID_CONFIG;
+				bad = 1;
+			}
+		}
+		if (bad || req->validate_only)
+			continue;
+		const struct meta_topic *mt;
+		int rc = metalog_create_topic(ctl->ml, name, np, keys, vals, ct->nconfigs, &mt);
+
+		if (rc < 0) {
+			ct->error = rc == -EEXIST ? KERR_TOPIC_ALREADY_EXISTS : KERR_UNKNOWN_SERVER_ERROR;
+			snprintf(ct->message, sizeof(ct->message), "metadata log: %s", strerror(-rc));
+			continue;
+		}
+		struct md_topic *t = topic_build(ctl, mt);
+
+		op->created[op->ncreated++] = t;
+		topic_open_parts(ctl, op, t, 0);
+	}
+	for (int i = 0; i < op->ndeleted; i++)
+		for (int32_t j = 0; j < op->deleted[i]->nparts; j++) {
+			struct md_partition *mp = &op->deleted[i]->parts[j];
+			struct shard_msg cm = { .fn = shard_close_part, .p = { op, mp->part } };
+
+			if (!mp->part)
+				continue;
+			op->pending++;
+			ctl_send(ctl, mp->shard, &cm);
+		}
+	if (op->pending == 0)
+		ctl_op_step(ctl, op);
+}
+
+void ctl_submit(struct kafka_ctx *ctx, struct ctl_req *req)
+{
+	struct shard *sh = ctx->sh;
+	struct shard_msg m = { .fn = ctl_handle, .p = { req } };
+
+	req->ctx = ctx;
+	req->from = sh->id;
+	shard_send(sh, broker_ctl_index(sh->b), &m);
+}
+
+/* ---- the thread ------------------------------------------------------- */
+
+static void *ctl_main(void *arg)
+{
+	struct ctl *ctl = arg;
+	struct broker *b = ctl->b;
+	struct ctl_op *op;
+	int rc, n;
+
+	pthread_setname_np(pthread_self(), "sluice-ctl");
+	rc = metalog_open(b->set.data_dir, b->set.node_id, &ctl->ml);
+	if (rc < 0) {
+		pthread_mutex_lock(&ctl->lock);
+		ctl->ready = 1;
+		ctl->init_err = rc;
+		snprintf(ctl->init_msg, sizeof(ctl->init_msg), "cannot open the metadata log in %s: %s",
+			 b->set.data_dir, strerror(-rc));
+		pthread_cond_broadcast(&ctl->cond);
+		pthread_mutex_unlock(&ctl->lock);
+		return NULL;
+	}
+	snprintf(b->set.cluster_id, sizeof(b->set.cluster_id), "%s", metalog_cluster_id(ctl->ml));
+	/* replay: every topic's partitions open on their shards */
+	op = calloc(1, sizeof(*op));
+	n = metalog_topic_count(ctl->ml);
+	op->created = calloc((size_t)n + 1, sizeof(*op->created));
+	for (int i = 0; i < n; i++) {
+		struct md_topic *t = topic_build(ctl, metalog_topic_at(ctl->ml, i));
+
+		op->created[op->ncreated++] = t;
+		topic_open_parts(ctl, op, t, 0);
+	}
+	if (op->pending == 0)
+		ctl_op_step(ctl, op);
+
+	while (!ctl->stop) {
+		struct shard_msg m;
+		int work = 0;
+		struct pollfd pfd = { .fd = ctl->wake_fd, .events = POLLIN };
+
+		for (int from = 0; from < b->set.nshards; from++)
+			while (spsc_pop(b->rings[from][broker_ctl_index(b)], &m)) {
+				m.fn(ctl, &m);
+				work++;
+			}
+		ctl_reclaim(ctl);
+		if (work)
+			continue;
+		__atomic_store_n(&ctl->sleeping, 1, __ATOMIC_SEQ_CST);
+		for (int from = 0; from < b->set.nshards; from++)
+			if (!spsc_empty(b->rings[from][broker_ctl_index(b)]))
+				work = 1;
+		if (!work && poll(&pfd, 1, 100) > 0) {
+			uint64_t v;
+
+			if (read(ctl->wake_fd, &v, sizeof(v)) < 0) {
+				/* EAGAIN: raced with another reader; nothing to do */
+			}
+		}
+		__atomic_store_n(&ctl->sleeping, 0, __ATOMIC_SEQ_CST);
+	}
+	metalog_close(ctl->ml);
+	return NULL;
+}
+
+int ctl_start(struct broker *b, struct config *cfg, struct ctl **out)
+{
+	struct ctl *ctl = calloc(1, sizeof(*ctl));
+	int idx = broker_ctl_index(b);
+
+	if (!ctl)
+		return -ENOMEM;
+	ctl->b = b;
+	ctl->cfg = cfg;
+	ctl->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	pthread_mutex_init(&ctl->lock, NULL);
+	pthread_cond_init(&ctl->cond, NULL);
+	b->wake_fd[idx] = ctl->wake_fd;
+	b->sleeping[idx] = &ctl->sleeping;
+	b->ctl = ctl;
+	the_ctl = ctl;
+	if (pthread_create(&ctl->thread, NULL, ctl_main, ctl)) {
+		free(ctl);
+		return -EAGAIN;
+	}
+	*out = ctl;
+	return 0;
+}
+
+int ctl_wait_ready(struct ctl *ctl, char *err, size_t errlen)
+{
+	int rc;
+
+	pthread_mutex_lock(&ctl->lock);
+	while (!ctl->ready)
+		pthread_cond_wait(&ctl->cond, &ctl->lock);
+	rc = ctl->init_err;
+	if (rc)
+		snprintf(err, errlen, "%s", ctl->init_msg);
+	pthread_mutex_unlock(&ctl->lock);
+	return rc;
+}
+
+void ctl_stop(struct ctl *ctl)
+{
+	ctl->stop = 1;
+	{
+		uint64_t one = 1;
+
+		if (write(ctl->wake_fd, &one, sizeof(one)) < 0) {
+			/* the counter is full: it wakes anyway */
+		}
+	}
+	pthread_join(ctl->thread, NULL);
+}

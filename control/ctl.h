@@ -1,0 +1,56 @@
+/* control/ctl.h — the control thread: the metadata log, topic
+ * administration, partition placement over shards, publication of the
+ * metadata snapshot. The slow path: it never touches record data.
+ *
+ * Thread: its own (@thread ctl); shards reach it only through the rings
+ * (ctl_submit). Errors: 0 or -errno; Kafka errors in the request results.
+ */
+#ifndef SLUICE_CTL_H
+#define SLUICE_CTL_H
+
+#include <stdint.h>
+
+#include "dataplane/broker.h"
+#include "dataplane/kafka/kafka_wire.h"
+
+struct config;
+struct kafka_ctx;
+
+enum ctl_kind { CTL_CREATE = 1, CTL_DELETE, CTL_AUTO_CREATE };
+
+/* One topic of an admin request; lives in the requesting shard's arena
+ * until the reply. */
+struct ctl_topic {
+	struct kafka_str name;
+	int32_t partitions;          /* -1: num.partitions */
+	int16_t replication;         /* -1: default.replication.factor */
+	int nconfigs;
+	struct kafka_str *keys;
+	struct kafka_str *values;
+	int16_t error;               /* out */
+	char message[200];           /* out */
+};
+
+struct ctl_req {
+	int kind;
+	int validate_only;
+	int n;
+	struct ctl_topic *topics;
+	struct kafka_ctx *ctx;       /* on shard `from` */
+	int from;
+};
+
+struct ctl;
+
+/* @thread main. Start the control thread: it opens the metadata log,
+ * replays it, opens every partition on its shard and publishes the first
+ * snapshot; ctl_wait_ready returns 0 then, or -errno with err filled. */
+int ctl_start(struct broker *b, struct config *cfg, struct ctl **out);
+int ctl_wait_ready(struct ctl *ctl, char *err, size_t errlen);
+void ctl_stop(struct ctl *ctl);
+
+/* @thread shard. Hand an admin request to the control thread; the shard's
+ * ctx gets kafka_ctx_sub_done when it is answered. */
+void ctl_submit(struct kafka_ctx *ctx, struct ctl_req *req);
+
+#endif

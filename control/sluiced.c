@@ -1,0 +1,247 @@
+/* control/sluiced.c — the broker process: configuration, shards, the
+ * control thread, signals.
+ *
+ *   sluiced [--config FILE] [--set KEY=VALUE]... [--data-dir DIR]
+ *           [--listen HOST:PORT] [--shards N] [--node-id N]
+ *
+ * Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 2 for bad usage,
+ * a bad configuration or a listener that cannot be opened, 1 otherwise.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "control/config.h"
+#include "control/ctl.h"
+#include "dataplane/shard.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: sluiced [--config FILE] [--set KEY=VALUE]... [--data-dir DIR]\n"
+		"               [--listen HOST:PORT] [--shards N] [--node-id N]\n"
+		"\n"
+		"With no arguments: one node, data in ./data, Kafka listener on 127.0.0.1:9092.\n"
+		"The config file uses Kafka's key=value properties format and property names\n"
+		"(listeners, advertised.listeners, log.dirs, num.partitions, ...); flags override it.\n"
+		"\n"
+		"  --config FILE        read FILE (key=value, # comments)\n"
+		"  --set KEY=VALUE      set one key (repeatable), e.g. --set log.durability=sync\n"
+		"  --data-dir DIR       same as --set log.dirs=DIR\n"
+		"  --listen HOST:PORT   same as --set listeners=PLAINTEXT://HOST:PORT\n"
+		"  --shards N           same as --set shards=N (0: one per core)\n"
+		"  --node-id N          same as --set node.id=N\n");
+}
+
+static int set_or_die(struct config *cfg, const char *key, const char *value, const char *src)
+{
+	char err[512];
+
+	if (config_set(cfg, key, value, src, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sluiced: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rlim_t want = 1 << 20;
+
+		rl.rlim_cur = rl.rlim_max;
+		if (rl.rlim_max < want) {
+			struct rlimit up = { want, want };
+
+			if (setrlimit(RLIMIT_NOFILE, &up) == 0)   /* root may raise the hard limit */
+				return;
+		}
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct config *cfg;
+	struct broker *b;
+	struct ctl *ctl;
+	char err[1024], lhost[256];
+	int lport, rc, nshards;
+	sigset_t sigs;
+
+	if (config_create(&cfg) < 0)
+		return 1;
+	/* the config file first, then flags in order, whatever their position */
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--config")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "sluiced: --config needs a file\n");
+				return 2;
+			}
+			if (config_load_file(cfg, argv[i + 1], err, sizeof(err)) < 0) {
+				fprintf(stderr, "sluiced: %s\n", err);
+				return 2;
+			}
+		}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		char buf[600];
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		}
+		if (!strcmp(a, "--config")) {
+			i++;
+			continue;
+		}
+		if (!v) {
+			fprintf(stderr, "sluiced: %s needs a value\n", a);
+			usage(stderr);
+			return 2;
+		}
+		i++;
+		if (!strcmp(a, "--set")) {
+			char *eq = strchr(v, '=');
+
+			if (!eq) {
+				fprintf(stderr, "sluiced: --set %s: expected KEY=VALUE\n", v);
+				return 2;
+			}
+			snprintf(buf, sizeof(buf), "%.*s", (int)(eq - v), v);
+			if (set_or_die(cfg, buf, eq + 1, "--set") < 0)
+				return 2;
+		} else if (!strcmp(a, "--data-dir")) {
+			if (set_or_die(cfg, "log.dirs", v, "--data-dir") < 0)
+				return 2;
+		} else if (!strcmp(a, "--listen")) {
+			snprintf(buf, sizeof(buf), "PLAINTEXT://%s", v);
+			if (set_or_die(cfg, "listeners", buf, "--listen") < 0)
+				return 2;
+		} else if (!strcmp(a, "--shards")) {
+			if (set_or_die(cfg, "shards", v, "--shards") < 0)
+				return 2;
+		} else if (!strcmp(a, "--node-id")) {
+			if (set_or_die(cfg, "node.id", v, "--node-id") < 0)
+				return 2;
+		} else {
+			fprintf(stderr, "sluiced: unknown option '%s'\n", a);
+			usage(stderr);
+			return 2;
+		}
+	}
+
+	b = calloc(1, sizeof(*b));
+	if (config_listener(config_str(cfg, "listeners"), lhost, sizeof(lhost), &lport) < 0) {
+		fprintf(stderr, "sluiced: listeners: cannot parse '%s' (expected PLAINTEXT://HOST:PORT)\n",
+			config_str(cfg, "listeners"));
+		return 2;
+	}
+	snprintf(b->set.listen_host, sizeof(b->set.listen_host), "%s", lhost);
+	b->set.listen_port = lport;
+	if (config_listener(config_advertised_listeners(cfg), b->set.adv_host, sizeof(b->set.adv_host),
+			    &b->set.adv_port) < 0) {
+		fprintf(stderr, "sluiced: advertised.listeners: cannot parse '%s'\n", config_advertised_listeners(cfg));
+		return 2;
+	}
+	if (!strcmp(b->set.adv_host, "0.0.0.0") || !b->set.adv_host[0])
+		gethostname(b->set.adv_host, sizeof(b->set.adv_host));
+	b->set.node_id = (int32_t)config_int(cfg, "node.id");
+	snprintf(b->set.data_dir, sizeof(b->set.data_dir), "%s", config_str(cfg, "log.dirs"));
+	nshards = (int)config_int(cfg, "shards");
+	if (nshards <= 0)
+		nshards = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (nshards > BROKER_MAX_SHARDS)
+		nshards = BROKER_MAX_SHARDS;
+	b->set.nshards = nshards;
+	b->set.num_partitions = (int32_t)config_int(cfg, "num.partitions");
+	b->set.auto_create = (int)config_int(cfg, "auto.create.topics.enable");
+	b->set.max_request_bytes = (uint32_t)config_int(cfg, "socket.request.max.bytes");
+	b->set.message_max_bytes = (uint32_t)config_int(cfg, "message.max.bytes");
+	b->set.tail_budget = (size_t)config_int(cfg, "shard.tail.memory.bytes");
+	b->set.retention_check_ms = config_int(cfg, "log.retention.check.interval.ms");
+
+	if (mkdir(b->set.data_dir, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, "sluiced: cannot create data directory %s: %s\n", b->set.data_dir, strerror(errno));
+		return 2;
+	}
+	raise_nofile();
+	/* signals go to this thread only (sigwait below) */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+	for (int i = 0; i <= nshards; i++)
+		for (int j = 0; j <= nshards; j++) {
+			struct spsc *r;
+			struct shard_msg *slots;
+
+			if (i == j)
+				continue;
+			r = aligned_alloc(64, sizeof(*r));
+			slots = calloc(RING_SLOTS, sizeof(*slots));
+			spsc_init(r, slots, RING_SLOTS);
+			b->rings[i][j] = r;
+		}
+	for (int i = 0; i < nshards; i++) {
+		rc = shard_create(b, i, &b->shards[i], err, sizeof(err));
+		if (rc < 0) {
+			fprintf(stderr, "sluiced: %s\n", err);
+			return rc == -EADDRINUSE || rc == -EACCES || rc == -EADDRNOTAVAIL || rc == -EINVAL ? 2 : 1;
+		}
+	}
+	for (int i = 0; i < nshards; i++)
+		if ((rc = shard_start(b->shards[i])) < 0) {
+			fprintf(stderr, "sluiced: cannot start shard %d: %s\n", i, strerror(-rc));
+			return 1;
+		}
+	if ((rc = ctl_start(b, cfg, &ctl)) < 0 || (rc = ctl_wait_ready(ctl, err, sizeof(err))) < 0) {
+		fprintf(stderr, "sluiced: %s\n", err);
+		b->stopping = 1;
+		for (int i = 0; i < nshards; i++) {
+			uint64_t one = 1;
+
+			if (write(b->shards[i]->wake_fd, &one, sizeof(one)) < 0)
+				continue;
+		}
+		for (int i = 0; i < nshards; i++)
+			shard_join(b->shards[i]);
+		return 1;
+	}
+	printf("sluiced: listening on %s:%d (node %d, %d shard%s, data in %s, cluster %s)\n", b->set.listen_host,
+	       b->set.listen_port, b->set.node_id, nshards, nshards == 1 ? "" : "s", b->set.data_dir,
+	       b->set.cluster_id);
+	fflush(stdout);
+
+	for (;;) {
+		int sig;
+
+		if (sigwait(&sigs, &sig) == 0 && (sig == SIGTERM || sig == SIGINT))
+			break;
+	}
+	fprintf(stderr, "sluiced: shutting down: finishing in-flight requests, writing buffered data\n");
+	__atomic_store_n(&b->stopping, 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < nshards; i++) {
+		uint64_t one = 1;
+
+		if (write(b->shards[i]->wake_fd, &one, sizeof(one)) < 0)
+			continue;
+	}
+	for (int i = 0; i < nshards; i++)
+		shard_join(b->shards[i]);
+	ctl_stop(ctl);
+	for (int i = 0; i < nshards; i++)
+		shard_destroy(b->shards[i]);
+	config_destroy(cfg);
+	fprintf(stderr, "sluiced: stopped cleanly\n");
+	return 0;
+}

@@ -1,0 +1,49 @@
+/* dataplane/broker.c — ring matrix sends with wake-ups, snapshot lookup. */
+#include <errno.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "dataplane/broker.h"
+
+int broker_send(struct broker *b, int from, int to, const struct shard_msg *m)
+{
+	int rc = spsc_push(b->rings[from][to], m);
+
+	if (rc < 0)
+		return rc;
+	/* A sleeping consumer set its word before its last look at the rings
+	 * (seq_cst on both sides), so either it sees the message or we see
+	 * the word and wake it. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(b->sleeping[to], __ATOMIC_SEQ_CST)) {
+		uint64_t one = 1;
+
+		if (write(b->wake_fd[to], &one, sizeof(one)) < 0) {
+			/* EAGAIN: the counter is saturated, a wake is pending anyway */
+		}
+	}
+	return 0;
+}
+
+const struct md_topic *md_find(const struct md_snapshot *md, const char *name, int32_t len)
+{
+	int lo = 0, hi = md ? md->ntopics : 0;
+
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		const struct md_topic *t = md->topics[mid];
+		int32_t n = t->name_len < len ? t->name_len : len;
+		int c = memcmp(t->name, name, (size_t)n);
+
+		if (!c)
+			c = t->name_len < len ? -1 : t->name_len > len;
+		if (!c)
+			return t;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}

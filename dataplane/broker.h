@@ -1,0 +1,108 @@
+/* dataplane/broker.h — what the shards and the control thread share:
+ * the broker-wide settings (read-only after start), the SPSC ring matrix,
+ * and the published metadata snapshot.
+ *
+ * Thread: created by main before any thread starts; afterwards every field
+ * is read-only except the metadata pointer (published by the control
+ * thread with a release store, read by shards with an acquire load) and
+ * each thread's own `md_seen` and `sleeping` words.
+ *
+ * Metadata snapshots are immutable: the control thread builds a new one for
+ * every change and swaps the pointer. A shard records the version it last
+ * loaded in its md_seen at the top of each loop turn and never keeps a
+ * pointer across turns; the control thread frees an old snapshot only when
+ * every shard has seen a newer version (quiescent-state reclamation).
+ */
+#ifndef SLUICE_BROKER_H
+#define SLUICE_BROKER_H
+
+#include <stdint.h>
+
+#include "dataplane/spsc.h"
+#include "storage/plog.h"
+
+#define BROKER_MAX_SHARDS 64
+#define RING_SLOTS 4096
+
+struct part;   /* a partition as its owner shard holds it (dataplane/part.h) */
+
+struct md_partition {
+	int32_t index;
+	int32_t shard;            /* owner shard */
+	int32_t leader_epoch;
+	struct part *part;        /* dereferenced only by the owner shard */
+};
+
+struct md_topic {
+	char *name;
+	int32_t name_len;
+	uint8_t id[16];
+	int32_t nparts;
+	struct md_partition *parts;
+	struct plog_config cfg;   /* effective storage config */
+	uint32_t max_message_bytes;
+	int log_append_time;      /* message.timestamp.type=LogAppendTime */
+	int internal;
+	int nconfigs;             /* overrides, for DescribeConfigs */
+	char **config_keys;
+	char **config_values;
+};
+
+struct md_snapshot {
+	uint64_t version;
+	int ntopics;
+	struct md_topic **topics; /* sorted by name */
+	struct md_snapshot *older;/* retired list, control thread only */
+};
+
+struct broker_settings {
+	char listen_host[256];
+	int listen_port;
+	char adv_host[256];
+	int adv_port;
+	int32_t node_id;
+	char data_dir[4096];
+	int nshards;
+	int32_t num_partitions;
+	int auto_create;
+	uint32_t max_request_bytes;   /* socket.request.max.bytes */
+	uint32_t message_max_bytes;   /* message.max.bytes */
+	size_t tail_budget;           /* per shard */
+	int64_t retention_check_ms;
+	char cluster_id[64];
+};
+
+struct shard;
+struct ctl;
+
+struct broker {
+	struct broker_settings set;
+	struct shard *shards[BROKER_MAX_SHARDS];
+	struct ctl *ctl;
+	/* rings[from][to]; index nshards is the control thread */
+	struct spsc *rings[BROKER_MAX_SHARDS + 1][BROKER_MAX_SHARDS + 1];
+	int wake_fd[BROKER_MAX_SHARDS + 1];      /* eventfd of each thread */
+	int *sleeping[BROKER_MAX_SHARDS + 1];    /* each thread's sleeping word */
+	struct md_snapshot *md;       /* published snapshot */
+	volatile int stopping;        /* set by the signal handler path */
+};
+
+/* The thread index of the control thread in rings[][]. */
+static inline int broker_ctl_index(const struct broker *b)
+{
+	return b->set.nshards;
+}
+
+static inline struct md_snapshot *broker_md(struct broker *b)
+{
+	return __atomic_load_n(&b->md, __ATOMIC_ACQUIRE);
+}
+
+/* Lookup by name in a snapshot (binary search). */
+const struct md_topic *md_find(const struct md_snapshot *md, const char *name, int32_t len);
+
+/* Send a message from thread `from` to thread `to` and wake it if it
+ * sleeps. -ENOBUFS if the ring is full (caller parks and retries). */
+int broker_send(struct broker *b, int from, int to, const struct shard_msg *m);
+
+#endif

@@ -1,0 +1,166 @@
+/* dataplane/handlers_admin.c — admin APIs: decoded on the shard, carried
+ * out by the control thread (control/ctl.h), answered from the shard.
+ * @thread shard */
+#include <string.h>
+
+#include "control/ctl.h"
+#include "dataplane/kafka_errors.h"
+#include "dataplane/shard.h"
+
+#define ALLOC(ctx, type, n) ((type *)kafka_arena_alloc(&(ctx)->c->arena, sizeof(type) * (size_t)((n) > 0 ? (n) : 1)))
+
+static struct ctl_req *req_new(struct kafka_ctx *ctx, int kind, int n)
+{
+	struct ctl_req *req = ALLOC(ctx, struct ctl_req, 1);
+
+	if (!req)
+		return NULL;
+	memset(req, 0, sizeof(*req));
+	req->kind = kind;
+	req->n = n;
+	req->topics = ALLOC(ctx, struct ctl_topic, n);
+	if (!req->topics)
+		return NULL;
+	memset(req->topics, 0, sizeof(*req->topics) * (size_t)(n > 0 ? n : 1));
+	return req;
+}
+
+static int submit(struct kafka_ctx *ctx, struct ctl_req *req, int (*resume)(struct kafka_ctx *))
+{
+	ctx->state = req;
+	ctx->pending = 1;
+	ctx->resume = resume;
+	ctl_submit(ctx, req);
+	return 0;
+}
+
+/* ---- auto-creation from Metadata -------------------------------------- */
+
+void ctl_request_auto_create(struct kafka_ctx *ctx, struct kafka_str *names, int n)
+{
+	struct ctl_req *req = req_new(ctx, CTL_AUTO_CREATE, n);
+
+	if (!req) {
+		kafka_ctx_sub_done(ctx);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		req->topics[i].name = names[i];
+		req->topics[i].partitions = -1;
+		req->topics[i].replication = -1;
+	}
+	ctl_submit(ctx, req);
+}
+
+/* ---- CreateTopics ----------------------------------------------------- */
+
+static struct kafka_str msg_str(const char *m)
+{
+	return m[0] ? (struct kafka_str){ m, (int32_t)strlen(m) } : (struct kafka_str){ NULL, -1 };
+}
+
+static int create_topics_done(struct kafka_ctx *ctx)
+{
+	struct ctl_req *req = ctx->state;
+	struct kafka_create_topics_response *r = ALLOC(ctx, struct kafka_create_topics_response, 1);
+
+	if (!r) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	kafka_create_topics_response_init(r);
+	r->Topics.items = ALLOC(ctx, struct kafka_create_topics_response_creatable_topic_result, req->n);
+	if (!r->Topics.items) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	r->Topics.count = req->n;
+	for (int i = 0; i < req->n; i++) {
+		r->Topics.items[i].Name = req->topics[i].name;
+		r->Topics.items[i].ErrorCode = req->topics[i].error;
+		r->Topics.items[i].ErrorMessage = msg_str(req->topics[i].message);
+	}
+	ctx->resp = r;
+	kafka_ctx_respond(ctx);
+	return 0;
+}
+
+int kafka_handle_create_topics(struct kafka_ctx *ctx)
+{
+	struct kafka_create_topics_request *q = ctx->req.body;
+	int n = q->Topics.count < 0 ? 0 : q->Topics.count;
+	struct ctl_req *req = req_new(ctx, CTL_CREATE, n);
+
+	if (!req) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	req->validate_only = q->validateOnly;
+	for (int i = 0; i < n; i++) {
+		struct kafka_create_topics_request_creatable_topic *t = &q->Topics.items[i];
+		struct ctl_topic *ct = &req->topics[i];
+		int nc = t->Configs.count < 0 ? 0 : t->Configs.count;
+
+		ct->name = t->Name;
+		ct->partitions = t->NumPartitions;
+		ct->replication = t->ReplicationFactor;
+		if (t->Assignments.count > 0) {
+			/* manual assignment: partitions = its size, one broker */
+			ct->partitions = t->Assignments.count;
+		}
+		ct->nconfigs = nc;
+		ct->keys = ALLOC(ctx, struct kafka_str, nc);
+		ct->values = ALLOC(ctx, struct kafka_str, nc);
+		if (!ct->keys || !ct->values) {
+			kafka_ctx_abort(ctx);
+			return 0;
+		}
+		for (int j = 0; j < nc; j++) {
+			ct->keys[j] = t->Configs.items[j].Name;
+			ct->values[j] = t->Configs.items[j].Value;
+		}
+	}
+	return submit(ctx, req, create_topics_done);
+}
+
+/* ---- DeleteTopics ----------------------------------------------------- */
+
+static int delete_topics_done(struct kafka_ctx *ctx)
+{
+	struct ctl_req *req = ctx->state;
+	struct kafka_delete_topics_response *r = ALLOC(ctx, struct kafka_delete_topics_response, 1);
+
+	if (!r) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	kafka_delete_topics_response_init(r);
+	r->Responses.items = ALLOC(ctx, struct kafka_delete_topics_response_deletable_topic_result, req->n);
+	if (!r->Responses.items) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	r->Responses.count = req->n;
+	for (int i = 0; i < req->n; i++) {
+		r->Responses.items[i].Name = req->topics[i].name;
+		r->Responses.items[i].ErrorCode = req->topics[i].error;
+	}
+	ctx->resp = r;
+	kafka_ctx_respond(ctx);
+	return 0;
+}
+
+int kafka_handle_delete_topics(struct kafka_ctx *ctx)
+{
+	struct kafka_delete_topics_request *q = ctx->req.body;
+	int n = q->TopicNames.count < 0 ? 0 : q->TopicNames.count;
+	struct ctl_req *req = req_new(ctx, CTL_DELETE, n);
+
+	if (!req) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	for (int i = 0; i < n; i++)
+		req->topics[i].name = q->TopicNames.items[i];
+	return submit(ctx, req, delete_topics_done);
+}

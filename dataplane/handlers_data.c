@@ -1,0 +1,822 @@
+/* dataplane/handlers_data.c — the data path APIs: ApiVersions, Metadata,
+ * Produce, Fetch, ListOffsets. Each partition's part runs on its owner
+ * shard, locally or through the ring, and the response leaves when every
+ * part has answered. @thread shard */
+#include <errno.h>
+#include <string.h>
+
+#include "dataplane/kafka_errors.h"
+#include "dataplane/part.h"
+#include "dataplane/shard.h"
+#include "storage/batch.h"
+
+#define ALLOC(ctx, type, n) ((type *)kafka_arena_alloc(&(ctx)->c->arena, sizeof(type) * (size_t)((n) > 0 ? (n) : 1)))
+
+static const struct md_partition *md_part(const struct md_topic *t, int32_t idx)
+{
+	if (!t || idx < 0 || idx >= t->nparts)
+		return NULL;
+	return &t->parts[idx];
+}
+
+/* ---- ApiVersions ------------------------------------------------------ */
+
+int kafka_handle_api_versions(struct kafka_ctx *ctx)
+{
+	struct kafka_api_versions_response *r = ALLOC(ctx, struct kafka_api_versions_response, 1);
+	struct kafka_api_versions_response_api_version *keys =
+		ALLOC(ctx, struct kafka_api_versions_response_api_version, KAFKA_API_COUNT);
+
+	if (!r || !keys) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	kafka_api_versions_response_init(r);
+	kafka_api_versions_fill(r, keys, KAFKA_API_COUNT);
+	if (!ctx->req.body)   /* a version we do not speak: v0 with the error */
+		r->ErrorCode = KERR_UNSUPPORTED_VERSION;
+	ctx->resp = r;
+	kafka_ctx_respond(ctx);
+	return 0;
+}
+
+/* ---- Metadata --------------------------------------------------------- */
+
+extern void ctl_request_auto_create(struct kafka_ctx *ctx, struct kafka_str *names, int n);
+
+static void metadata_fill_topic(struct kafka_ctx *ctx, struct kafka_metadata_response_metadata_response_topic *rt,
+				const struct md_topic *t, struct kafka_str name)
+{
+	int32_t node = ctx->sh->b->set.node_id;
+
+	rt->Name = name;
+	rt->IsInternal = false;
+	rt->Partitions.count = 0;
+	rt->Partitions.items = NULL;
+	if (!t) {
+		rt->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		return;
+	}
+	rt->ErrorCode = 0;
+	rt->IsInternal = t->internal;
+	rt->Partitions.items = ALLOC(ctx, struct kafka_metadata_response_metadata_response_partition, t->nparts);
+	int32_t *one = ALLOC(ctx, int32_t, 1);
+	if (!rt->Partitions.items || !one) {
+		rt->ErrorCode = KERR_UNKNOWN_SERVER_ERROR;
+		return;
+	}
+	*one = node;
+	rt->Partitions.count = t->nparts;
+	for (int32_t i = 0; i < t->nparts; i++) {
+		struct kafka_metadata_response_metadata_response_partition *p = &rt->Partitions.items[i];
+
+		p->ErrorCode = 0;
+		p->PartitionIndex = i;
+		p->LeaderId = node;
+		p->ReplicaNodes.items = one;
+		p->ReplicaNodes.count = 1;
+		p->IsrNodes.items = one;
+		p->IsrNodes.count = 1;
+		p->OfflineReplicas.items = NULL;
+		p->OfflineReplicas.count = 0;
+	}
+}
+
+static int metadata_respond(struct kafka_ctx *ctx)
+{
+	struct kafka_metadata_request *q = ctx->req.body;
+	struct kafka_metadata_response *r = ALLOC(ctx, struct kafka_metadata_response, 1);
+	struct kafka_metadata_response_metadata_response_broker *br =
+		ALLOC(ctx, struct kafka_metadata_response_metadata_response_broker, 1);
+	struct broker *b = ctx->sh->b;
+	struct md_snapshot *md = broker_md(b);
+	int all = q->Topics.count < 0 || (q->Topics.count == 0 && ctx->req.header.RequestApiVersion == 0);
+	int n = all ? (md ? md->ntopics : 0) : q->Topics.count;
+
+	if (!r || !br) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	kafka_metadata_response_init(r);
+	br->NodeId = b->set.node_id;
+	br->Host = (struct kafka_str){ b->set.adv_host, (int32_t)strlen(b->set.adv_host) };
+	br->Port = b->set.adv_port;
+	br->Rack = (struct kafka_str){ NULL, -1 };
+	r->Brokers.items = br;
+	r->Brokers.count = 1;
+	r->ClusterId = (struct kafka_str){ b->set.cluster_id, (int32_t)strlen(b->set.cluster_id) };
+	r->ControllerId = b->set.node_id;
+	r->Topics.items = ALLOC(ctx, struct kafka_metadata_response_metadata_response_topic, n);
+	if (!r->Topics.items) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	r->Topics.count = n;
+	for (int i = 0; i < n; i++) {
+		const struct md_topic *t;
+		struct kafka_str name;
+
+		if (all) {
+			t = md->topics[i];
+			name = (struct kafka_str){ t->name, t->name_len };
+		} else {
+			name = q->Topics.items[i].Name;
+			t = name.len > 0 ? md_find(md, name.ptr, name.len) : NULL;
+		}
+		metadata_fill_topic(ctx, &r->Topics.items[i], t, name);
+	}
+	ctx->resp = r;
+	kafka_ctx_respond(ctx);
+	return 0;
+}
+
+int kafka_handle_metadata(struct kafka_ctx *ctx)
+{
+	struct kafka_metadata_request *q = ctx->req.body;
+	struct md_snapshot *md = broker_md(ctx->sh->b);
+	int allow = ctx->sh->b->set.auto_create &&
+		    (ctx->req.header.RequestApiVersion < 4 || q->AllowAutoTopicCreation);
+	struct kafka_str *missing;
+	int nmissing = 0;
+
+	if (!allow || q->Topics.count <= 0)
+		return metadata_respond(ctx);
+	missing = ALLOC(ctx, struct kafka_str, q->Topics.count);
+	if (!missing)
+		return metadata_respond(ctx);
+	for (int i = 0; i < q->Topics.count; i++) {
+		struct kafka_str n = q->Topics.items[i].Name;
+
+		if (n.len > 0 && !md_find(md, n.ptr, n.len))
+			missing[nmissing++] = n;
+	}
+	if (!nmissing)
+		return metadata_respond(ctx);
+	/* auto.create.topics.enable: the control thread creates them, then
+	 * the response shows them (invalid names come back unknown) */
+	ctx->pending = 1;
+	ctx->resume = metadata_respond;
+	ctl_request_auto_create(ctx, missing, nmissing);
+	return 0;
+}
+
+/* ---- Produce ---------------------------------------------------------- */
+
+struct produce_part {
+	struct kafka_produce_response_partition_produce_response *pr;
+	const uint8_t *records;
+	uint32_t len;
+};
+
+static int16_t batch_err_to_kafka(int err)
+{
+	switch (-err) {
+	case BATCH_ERR_TOO_LARGE:
+		return KERR_MESSAGE_TOO_LARGE;
+	case BATCH_ERR_MAGIC:
+	case BATCH_ERR_COUNT:
+	case BATCH_ERR_ATTRIBUTES:
+		return KERR_INVALID_RECORD;
+	case BATCH_ERR_CODEC:
+		return KERR_UNSUPPORTED_COMPRESSION_TYPE;
+	default:
+		return KERR_CORRUPT_MESSAGE;
+	}
+}
+
+void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t base, int err)
+{
+	struct kafka_produce_response_partition_produce_response *pr = slot;
+
+	(void)sh;
+	if (pr) {
+		if (err) {
+			pr->ErrorCode = err == -ENOENT ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_KAFKA_STORAGE_ERROR;
+			pr->BaseOffset = -1;
+		} else {
+			pr->BaseOffset = base;
+		}
+	}
+	kafka_ctx_sub_done(ctx);
+}
+
+void produce_ack_msg(void *self, struct shard_msg *m)
+{
+	produce_ack(self, m->p[0], m->p[1], m->v[0], (int)m->v[1]);
+}
+
+/* Append the (validated) batches of one partition on its owner shard.
+ * Returns the base offset or -errno; *need is the offset that must become
+ * durable. */
+static int64_t part_append_all(struct shard *sh, struct part *p, const uint8_t *rec, uint32_t len,
+			       int64_t *need, int64_t *log_start)
+{
+	int64_t first = -1, base;
+	uint32_t at = 0;
+	int rc;
+
+	while (at < len) {
+		uint32_t size = batch_size(rec + at);
+
+		rc = plog_append(p->pl, rec + at, size, &base);
+		if (rc == -ENOBUFS) {
+			/* tail memory full: write what is buffered and retry once */
+			store_flush(&sh->st);
+			rc = plog_append(p->pl, rec + at, size, &base);
+		}
+		if (rc < 0)
+			return first >= 0 ? first : rc;
+		if (first < 0)
+			first = base;
+		at += size;
+		sh->stats.produce_batches++;
+	}
+	sh->stats.produce_bytes += len;
+	*need = p->pl->next_offset;
+	*log_start = p->pl->log_start;
+	return first;
+}
+
+/* On the owner shard: append and arrange the acknowledgement. */
+static void produce_on_owner(struct shard *sh, struct part *p, const uint8_t *rec, uint32_t len, int acks,
+			     int from, struct kafka_ctx *ctx, void *slot)
+{
+	struct kafka_produce_response_partition_produce_response *pr = slot;
+	int64_t need = 0, log_start = 0;
+	int64_t base = p->deleted ? -ENOENT : part_append_all(sh, p, rec, len, &need, &log_start);
+	struct ack_wait w = { need, base, from, ctx, slot };
+
+	if (base < 0) {
+		/* nothing appended: report now */
+		if (from == sh->id) {
+			produce_ack(sh, ctx, slot, -1, (int)base);
+		} else {
+			struct shard_msg m = { .fn = produce_ack_msg, .p = { ctx, slot }, .v = { -1, (int64_t)base } };
+
+			shard_send(sh, from, &m);
+		}
+		return;
+	}
+	if (from == sh->id && pr)
+		pr->LogStartOffset = log_start;
+	if (acks == 0 || part_wait_ack(p, &w) < 0) {
+		/* acks=0: the data is copied, the frame may go */
+		if (from == sh->id) {
+			produce_ack(sh, ctx, slot, base, 0);
+		} else {
+			struct shard_msg m = { .fn = produce_ack_msg, .p = { ctx, slot }, .v = { base, 0 } };
+
+			shard_send(sh, from, &m);
+		}
+		part_progress(p);
+		return;
+	}
+	part_progress(p);   /* memory durability: already there */
+}
+
+static void produce_remote_msg(void *self, struct shard_msg *m)
+{
+	produce_on_owner(self, m->p[0], m->p[1], (uint32_t)m->v[0], (int)m->v[1], (int)m->v[2], m->p[2], m->p[3]);
+}
+
+static int produce_finish(struct kafka_ctx *ctx)
+{
+	struct kafka_produce_request *q = ctx->req.body;
+
+	if (q->Acks == 0) {
+		kafka_ctx_done(ctx);
+		return 0;
+	}
+	kafka_ctx_respond(ctx);
+	return 0;
+}
+
+int kafka_handle_produce(struct kafka_ctx *ctx)
+{
+	struct kafka_produce_request *q = ctx->req.body;
+	struct shard *sh = ctx->sh;
+	struct md_snapshot *md = broker_md(sh->b);
+	struct kafka_produce_response *r = ALLOC(ctx, struct kafka_produce_response, 1);
+	int acks_ok = q->Acks == 0 || q->Acks == 1 || q->Acks == -1;
+
+	if (!r) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	kafka_produce_response_init(r);
+	r->Responses.items = ALLOC(ctx, struct kafka_produce_response_topic_produce_response, q->TopicData.count);
+	if (!r->Responses.items) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	r->Responses.count = q->TopicData.count < 0 ? 0 : q->TopicData.count;
+	ctx->resp = r;
+	ctx->resume = produce_finish;
+	ctx->pending = 1;   /* held until every partition is dispatched */
+	for (int i = 0; i < r->Responses.count; i++) {
+		struct kafka_produce_request_topic_produce_data *td = &q->TopicData.items[i];
+		struct kafka_produce_response_topic_produce_response *rt = &r->Responses.items[i];
+		const struct md_topic *t = td->Name.len > 0 ? md_find(md, td->Name.ptr, td->Name.len) : NULL;
+		int np = td->PartitionData.count < 0 ? 0 : td->PartitionData.count;
+
+		rt->Name = td->Name;
+		rt->PartitionResponses.items = ALLOC(ctx, struct kafka_produce_response_partition_produce_response, np);
+		if (!rt->PartitionResponses.items) {
+			kafka_ctx_abort(ctx);
+			return 0;
+		}
+		rt->PartitionResponses.count = np;
+		for (int j = 0; j < np; j++) {
+			struct kafka_produce_request_partition_produce_data *pd = &td->PartitionData.items[j];
+			struct kafka_produce_response_partition_produce_response *pr = &rt->PartitionResponses.items[j];
+			const struct md_partition *mp = md_part(t, pd->Index);
+			const uint8_t *rec = pd->Records.ptr;
+			uint32_t len = pd->Records.len > 0 ? (uint32_t)pd->Records.len : 0, at = 0;
+			int16_t err = 0;
+
+			pr->Index = pd->Index;
+			pr->ErrorCode = 0;
+			pr->BaseOffset = -1;
+			pr->LogAppendTimeMs = -1;
+			pr->LogStartOffset = -1;
+			if (!acks_ok)
+				err = KERR_INVALID_REQUIRED_ACKS;
+			else if (!mp)
+				err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+			else if (!len)
+				err = KERR_CORRUPT_MESSAGE;
+			/* every batch is checked before any is appended: a partition's
+			 * records are taken whole or not at all */
+			while (!err && at < len) {
+				struct batch_info bi;
+				int rc = batch_validate(rec + at, len - at, t->max_message_bytes, BATCH_V_PRODUCE, &bi);
+
+				if (rc < 0) {
+					err = batch_err_to_kafka(rc);
+					break;
+				}
+				if (bi.attributes & BATCH_ATTR_CONTROL) {
+					err = KERR_INVALID_RECORD;   /* markers come from the coordinator only */
+					break;
+				}
+				if (t->log_append_time) {
+					uint8_t *b = (uint8_t *)rec + at;   /* our own frame buffer */
+
+					be16_store(b + OF_Attributes, bi.attributes | BATCH_ATTR_LOG_APPEND_TIME);
+					be64_store(b + OF_MaxTimestamp, (uint64_t)sh->now_ms);
+					be32_store(b + OF_Crc, batch_compute_crc(b, bi.size));
+					pr->LogAppendTimeMs = sh->now_ms;
+				}
+				at += bi.size;
+			}
+			if (err) {
+				pr->ErrorCode = err;
+				continue;
+			}
+			ctx->pending++;
+			if (mp->shard == sh->id) {
+				produce_on_owner(sh, mp->part, rec, len, q->Acks, sh->id, ctx, pr);
+			} else {
+				struct shard_msg m = { .fn = produce_remote_msg, .p = { mp->part, (void *)rec, ctx, pr },
+						       .v = { len, q->Acks, sh->id } };
+
+				shard_send(sh, mp->shard, &m);
+			}
+		}
+	}
+	kafka_ctx_sub_done(ctx);
+	return 0;
+}
+
+/* ---- Fetch ------------------------------------------------------------ */
+
+struct fetch_item {
+	struct kafka_fetch_response_partition_data *pd;
+	struct part *part;
+	int owner;
+	int64_t offset;
+	int32_t max_bytes;
+	struct plog_read rd;
+	struct kafka_ctx *ctx;
+	int16_t err;
+	int64_t hw, log_start;
+};
+
+struct fetch_state {
+	int n;
+	struct fetch_item *items;
+};
+
+void fetch_release_hold(struct shard *sh, struct data_hold *h);
+
+static void rbuf_put(struct shard *sh, uint8_t *buf)
+{
+	if (buf)
+		sh->rbufs[sh->nrbufs++] = buf;
+}
+
+static void fetch_release_on_owner(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct plog_read *rd = m->p[0];
+
+	plog_read_release(rd);
+	rbuf_put(sh, rd->buf);
+	rd->buf = NULL;
+}
+
+void fetch_release_hold(struct shard *sh, struct data_hold *h)
+{
+	struct shard_msg m = { .fn = fetch_release_on_owner, .p = { h->rd } };
+
+	shard_send(sh, h->shard, &m);
+}
+
+static void fetch_item_done_msg(void *self, struct shard_msg *m);
+void fetch_wake_msg(void *self, struct shard_msg *m);
+
+/* The read finished on the owner: tell the requesting shard. */
+static void fetch_read_finished(struct fetch_item *it)
+{
+	struct shard *owner = it->part->sh;
+	struct kafka_ctx *ctx = it->ctx;
+
+	if (it->part->pl) {
+		it->hw = it->part->pl->high_watermark;
+		it->log_start = it->part->pl->log_start;
+	}
+	if (ctx->sh == owner) {
+		struct shard_msg m = { .p = { it } };
+
+		fetch_item_done_msg(ctx->sh, &m);
+	} else {
+		struct shard_msg m = { .fn = fetch_item_done_msg, .p = { it } };
+
+		shard_send(owner, ctx->sh->id, &m);
+	}
+}
+
+static void fetch_disk_done(struct plog_read *rd)
+{
+	struct fetch_item *it = rd->arg;
+
+	if (rd->err) {
+		it->err = KERR_KAFKA_STORAGE_ERROR;
+		rd->bytes = 0;
+	}
+	fetch_read_finished(it);
+}
+
+/* Reads that need the disk take a buffer from the owner's pool first. */
+static void fetch_on_owner_buf(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct fetch_item *it = m->p[0];
+	struct plog *pl = it->part->pl;
+	int rc;
+
+	if (it->part->deleted) {
+		memset(&it->rd, 0, sizeof(it->rd));
+		it->err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		it->hw = it->log_start = -1;
+		fetch_read_finished(it);
+		return;
+	}
+	memset(&it->rd, 0, sizeof(it->rd));
+	it->rd.offset = it->offset;
+	it->rd.max_offset = pl->high_watermark;
+	it->rd.max_bytes = (uint32_t)(it->max_bytes > 0 ? it->max_bytes : 1);
+	if (it->rd.max_bytes > SHARD_RBUF_SIZE - 128 * 1024)
+		it->rd.max_bytes = SHARD_RBUF_SIZE - 128 * 1024;
+	it->rd.done = fetch_disk_done;
+	it->rd.arg = it;
+	if (it->offset < pl->log_start || it->offset > pl->next_offset) {
+		it->err = KERR_OFFSET_OUT_OF_RANGE;
+		fetch_read_finished(it);
+		return;
+	}
+	if (sh->nrbufs) {
+		it->rd.buf = sh->rbufs[--sh->nrbufs];
+		it->rd.buf_cap = SHARD_RBUF_SIZE;
+	}
+	rc = plog_read(pl, &it->rd);
+	if (rc == 0)
+		return;                     /* disk read in flight */
+	if (rc < 0) {
+		it->err = rc == -ERANGE ? KERR_OFFSET_OUT_OF_RANGE : 0;
+		it->rd.bytes = 0;
+	}
+	if (it->rd.from_tail || rc != 1 || !it->rd.bytes) {
+		/* the buffer was not needed */
+		rbuf_put(sh, it->rd.buf);
+		it->rd.buf = NULL;
+	}
+	fetch_read_finished(it);
+}
+
+static int fetch_round(struct kafka_ctx *ctx);
+
+static int fetch_complete(struct kafka_ctx *ctx)
+{
+	struct kafka_fetch_request *q = ctx->req.body;
+	struct fetch_state *fs = ctx->state;
+	struct shard *sh = ctx->sh;
+	int64_t total = 0;
+
+	for (int i = 0; i < fs->n; i++) {
+		struct fetch_item *it = &fs->items[i];
+
+		if (!it->part)
+			continue;
+		it->pd->ErrorCode = it->err;
+		it->pd->HighWatermark = it->hw;
+		it->pd->LastStableOffset = it->hw;
+		it->pd->LogStartOffset = it->log_start;
+		if (it->rd.bytes && (total == 0 || total + it->rd.bytes <= q->MaxBytes)) {
+			it->pd->Records = (struct kafka_bytes){ it->rd.data, (int32_t)it->rd.bytes };
+			total += it->rd.bytes;
+		} else {
+			it->pd->Records = (struct kafka_bytes){ NULL, 0 };
+		}
+		if (it->rd.bytes || it->rd.buf)
+			kafka_ctx_hold(ctx, it->owner, &it->rd);
+	}
+	if (!ctx->final && total < (q->MinBytes > 0 ? q->MinBytes : 1) && q->MaxWaitMs > 0) {
+		/* long-poll: let go of the data, watch the partitions, wait */
+		uint64_t deadline = ctx->started_ns + (uint64_t)q->MaxWaitMs * 1000000ull;
+		extern void fetch_watch_msg(void *self, struct shard_msg *m);
+
+		for (int i = 0; i < ctx->nholds; i++)
+			fetch_release_hold(sh, &ctx->holds[i]);
+		ctx->nholds = 0;
+		if (deadline > sh->now_ns) {
+			for (int i = 0; i < fs->n; i++) {
+				struct fetch_item *it = &fs->items[i];
+				struct shard_msg m = { .fn = fetch_watch_msg, .p = { it->part }, .v = { sh->id, it->offset } };
+
+				if (it->part)
+					shard_send(sh, it->owner, &m);
+			}
+			ctx->resume = fetch_round;
+			kafka_ctx_park(ctx, deadline);
+			return 0;
+		}
+		ctx->final = 1;
+		return fetch_round(ctx);
+	}
+	kafka_ctx_respond(ctx);
+	return 0;
+}
+
+static void fetch_item_done_msg(void *self, struct shard_msg *m)
+{
+	struct fetch_item *it = m->p[0];
+
+	(void)self;
+	kafka_ctx_sub_done(it->ctx);
+}
+
+/* One round of reads over every partition of the request. */
+static int fetch_round(struct kafka_ctx *ctx)
+{
+	struct fetch_state *fs = ctx->state;
+	struct shard *sh = ctx->sh;
+
+	if (ctx->deadline_ns && sh->now_ns >= ctx->deadline_ns)
+		ctx->final = 1;
+	ctx->pending = 1;
+	ctx->resume = fetch_complete;
+	for (int i = 0; i < fs->n; i++) {
+		struct fetch_item *it = &fs->items[i];
+		struct shard_msg m = { .fn = fetch_on_owner_buf, .p = { it } };
+
+		if (!it->part)
+			continue;
+		it->err = 0;
+		ctx->pending++;
+		shard_send(sh, it->owner, &m);
+	}
+	kafka_ctx_sub_done(ctx);
+	return 0;
+}
+
+void fetch_watch_msg(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[0];
+	int from = (int)m->v[0];
+
+	if (p->deleted) {
+		/* nothing to watch: let the long-poll answer now */
+		if (from == sh->id) {
+			shard_wake_parked(sh);
+		} else {
+			struct shard_msg w = { .fn = fetch_wake_msg };
+
+			shard_send(sh, from, &w);
+		}
+		return;
+	}
+	p->watchers |= 1ull << from;
+	if (p->pl->high_watermark > m->v[1]) {
+		/* data arrived meanwhile: wake now */
+		p->last_hw = -1;
+		part_progress(p);
+	}
+	(void)sh;
+}
+
+void fetch_wake_msg(void *self, struct shard_msg *m)
+{
+	(void)m;
+	shard_wake_parked(self);
+}
+
+int kafka_handle_fetch(struct kafka_ctx *ctx)
+{
+	struct kafka_fetch_request *q = ctx->req.body;
+	struct shard *sh = ctx->sh;
+	struct md_snapshot *md = broker_md(sh->b);
+	struct kafka_fetch_response *r = ALLOC(ctx, struct kafka_fetch_response, 1);
+	struct fetch_state *fs = ALLOC(ctx, struct fetch_state, 1);
+	int total = 0, k = 0;
+
+	if (!r || !fs) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	kafka_fetch_response_init(r);
+	r->SessionId = 0;
+	for (int i = 0; i < q->Topics.count; i++)
+		total += q->Topics.items[i].Partitions.count > 0 ? q->Topics.items[i].Partitions.count : 0;
+	fs->items = ALLOC(ctx, struct fetch_item, total);
+	r->Responses.items = ALLOC(ctx, struct kafka_fetch_response_fetchable_topic_response,
+				   q->Topics.count);
+	if (!fs->items || !r->Responses.items) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	memset(fs->items, 0, sizeof(*fs->items) * (size_t)(total ? total : 1));
+	fs->n = total;
+	r->Responses.count = q->Topics.count < 0 ? 0 : q->Topics.count;
+	for (int i = 0; i < r->Responses.count; i++) {
+		struct kafka_fetch_request_fetch_topic *ft = &q->Topics.items[i];
+		struct kafka_fetch_response_fetchable_topic_response *rt = &r->Responses.items[i];
+		const struct md_topic *t = ft->Topic.len > 0 ? md_find(md, ft->Topic.ptr, ft->Topic.len) : NULL;
+		int np = ft->Partitions.count < 0 ? 0 : ft->Partitions.count;
+
+		rt->Topic = ft->Topic;
+		rt->Partitions.items = ALLOC(ctx, struct kafka_fetch_response_partition_data, np);
+		if (!rt->Partitions.items) {
+			kafka_ctx_abort(ctx);
+			return 0;
+		}
+		rt->Partitions.count = np;
+		for (int j = 0; j < np; j++, k++) {
+			struct kafka_fetch_request_fetch_partition *fp = &ft->Partitions.items[j];
+			struct kafka_fetch_response_partition_data *pd = &rt->Partitions.items[j];
+			const struct md_partition *mp = md_part(t, fp->Partition);
+			struct fetch_item *it = &fs->items[k];
+
+			memset(pd, 0, sizeof(*pd));
+			pd->PartitionIndex = fp->Partition;
+			pd->HighWatermark = -1;
+			pd->LastStableOffset = -1;
+			pd->LogStartOffset = -1;
+			pd->AbortedTransactions.count = q->IsolationLevel ? 0 : -1;
+			pd->PreferredReadReplica = -1;
+			pd->Records = (struct kafka_bytes){ NULL, 0 };
+			it->pd = pd;
+			it->ctx = ctx;
+			if (!mp) {
+				pd->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+				continue;
+			}
+			it->part = mp->part;
+			it->owner = mp->shard;
+			it->offset = fp->FetchOffset;
+			it->max_bytes = fp->PartitionMaxBytes;
+		}
+	}
+	ctx->resp = r;
+	ctx->state = fs;
+	ctx->deadline_ns = 0;
+	return fetch_round(ctx);
+}
+
+/* ---- ListOffsets ------------------------------------------------------ */
+
+struct lo_item {
+	struct kafka_list_offsets_response_list_offsets_partition_response *pr;
+	struct part *part;
+	int64_t ts;
+	struct kafka_ctx *ctx;
+	int isolation;
+};
+
+static void lo_done_msg(void *self, struct shard_msg *m)
+{
+	struct lo_item *it = m->p[0];
+
+	(void)self;
+	kafka_ctx_sub_done(it->ctx);
+}
+
+static void lo_on_owner(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct lo_item *it = m->p[0];
+	struct plog *pl = it->part->pl;
+	int64_t off, ts;
+
+	it->pr->Timestamp = -1;
+	if (it->part->deleted) {
+		it->pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		it->pr->Offset = -1;
+	} else if (it->ts == -1) {
+		it->pr->Offset = pl->high_watermark;
+	} else if (it->ts == -2) {
+		it->pr->Offset = pl->log_start;
+	} else if (plog_offset_for_time(pl, it->ts, &off, &ts) == 0) {
+		it->pr->Offset = off;
+		it->pr->Timestamp = ts;
+	} else {
+		it->pr->Offset = -1;
+	}
+	if (it->ctx->sh == sh) {
+		kafka_ctx_sub_done(it->ctx);
+	} else {
+		struct shard_msg r = { .fn = lo_done_msg, .p = { it } };
+
+		shard_send(sh, it->ctx->sh->id, &r);
+	}
+}
+
+static int lo_finish(struct kafka_ctx *ctx)
+{
+	kafka_ctx_respond(ctx);
+	return 0;
+}
+
+int kafka_handle_list_offsets(struct kafka_ctx *ctx)
+{
+	struct kafka_list_offsets_request *q = ctx->req.body;
+	struct shard *sh = ctx->sh;
+	struct md_snapshot *md = broker_md(sh->b);
+	struct kafka_list_offsets_response *r = ALLOC(ctx, struct kafka_list_offsets_response, 1);
+
+	if (!r) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	kafka_list_offsets_response_init(r);
+	r->Topics.count = q->Topics.count < 0 ? 0 : q->Topics.count;
+	r->Topics.items = ALLOC(ctx, struct kafka_list_offsets_response_list_offsets_topic_response, r->Topics.count);
+	if (!r->Topics.items) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	ctx->resp = r;
+	ctx->resume = lo_finish;
+	ctx->pending = 1;
+	for (int i = 0; i < r->Topics.count; i++) {
+		struct kafka_list_offsets_request_list_offsets_topic *qt = &q->Topics.items[i];
+		struct kafka_list_offsets_response_list_offsets_topic_response *rt = &r->Topics.items[i];
+		const struct md_topic *t = qt->Name.len > 0 ? md_find(md, qt->Name.ptr, qt->Name.len) : NULL;
+		int np = qt->Partitions.count < 0 ? 0 : qt->Partitions.count;
+
+		rt->Name = qt->Name;
+		rt->Partitions.count = np;
+		rt->Partitions.items = ALLOC(ctx, struct kafka_list_offsets_response_list_offsets_partition_response, np);
+		if (!rt->Partitions.items) {
+			kafka_ctx_abort(ctx);
+			return 0;
+		}
+		for (int j = 0; j < np; j++) {
+			struct kafka_list_offsets_request_list_offsets_partition *qp = &qt->Partitions.items[j];
+			struct kafka_list_offsets_response_list_offsets_partition_response *pr = &rt->Partitions.items[j];
+			const struct md_partition *mp = md_part(t, qp->PartitionIndex);
+			struct lo_item *it;
+
+			pr->PartitionIndex = qp->PartitionIndex;
+			pr->ErrorCode = 0;
+			pr->Timestamp = -1;
+			pr->Offset = -1;
+			if (!mp) {
+				pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+				continue;
+			}
+			it = ALLOC(ctx, struct lo_item, 1);
+			if (!it) {
+				kafka_ctx_abort(ctx);
+				return 0;
+			}
+			*it = (struct lo_item){ pr, mp->part, qp->Timestamp, ctx, q->IsolationLevel };
+			ctx->pending++;
+			struct shard_msg m = { .fn = lo_on_owner, .p = { it } };
+			shard_send(sh, mp->shard, &m);
+		}
+	}
+	kafka_ctx_sub_done(ctx);
+	return 0;
+}

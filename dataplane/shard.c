@@ -1,0 +1,842 @@
+/* dataplane/shard.c — the shard loop: io_uring, TCP connections, framing,
+ * dispatch through the ApiKey table, responses in request order. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dataplane/part.h"
+#include "dataplane/shard.h"
+#include "storage/batch_format.h"
+
+#define CONN_IN_INITIAL (64u * 1024)
+#define CONN_ARENA_MIN (1u << 20)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct io_uring_sqe *shard_sqe(struct shard *sh)
+{
+	return store_sqe(&sh->st);
+}
+
+static void io_set(struct io_uring_sqe *sqe, struct io_op *op)
+{
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)op | SHARD_OP_IO);
+	op->inflight = 1;
+}
+
+/* ---- setup ------------------------------------------------------------ */
+
+static int listen_socket(const char *host, int port, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
+	struct addrinfo *ai;
+	char ps[16];
+	int fd, one = 1, rc;
+
+	snprintf(ps, sizeof(ps), "%d", port);
+	if ((rc = getaddrinfo(host, ps, &hints, &ai)) != 0) {
+		snprintf(err, errlen, "cannot resolve listener host '%s': %s", host, gai_strerror(rc));
+		return -EINVAL;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		rc = -errno;
+		freeaddrinfo(ai);
+		snprintf(err, errlen, "socket: %s", strerror(-rc));
+		return rc;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 1024) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port, strerror(-rc));
+		close(fd);
+		freeaddrinfo(ai);
+		return rc;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t errlen)
+{
+	struct shard *sh = calloc(1, sizeof(*sh)); /* style: allow shard setup */
+	struct io_uring_params p;
+	int rc;
+
+	if (!sh)
+		return -ENOMEM;
+	sh->id = id;
+	sh->b = b;
+	sh->listen_fd = -1;
+	memset(&p, 0, sizeof(p));
+	/* created disabled: the shard thread enables it and so becomes its
+	 * single issuer */
+	p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+		  IORING_SETUP_R_DISABLED;
+	p.cq_entries = 16384;
+	rc = io_uring_queue_init_params(4096, &sh->ring, &p);
+	if (rc == -EINVAL) {
+		memset(&p, 0, sizeof(p));
+		p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_R_DISABLED;
+		p.cq_entries = 16384;
+		rc = io_uring_queue_init_params(4096, &sh->ring, &p);
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "io_uring_queue_init: %s", strerror(-rc));
+		free(sh);
+		return rc;
+	}
+	if ((rc = store_init(&sh->st, &sh->ring, b->set.tail_budget)) < 0) {
+		snprintf(err, errlen, "store_init: %s", strerror(-rc));
+		io_uring_queue_exit(&sh->ring);
+		free(sh);
+		return rc;
+	}
+	sh->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	rc = listen_socket(b->set.listen_host, b->set.listen_port, err, errlen);
+	if (rc < 0 || sh->wake_fd < 0) {
+		if (sh->wake_fd >= 0)
+			close(sh->wake_fd);
+		store_fini(&sh->st);
+		io_uring_queue_exit(&sh->ring);
+		free(sh);
+		return rc < 0 ? rc : -EMFILE;
+	}
+	sh->listen_fd = rc;
+	sh->rbufs = calloc(SHARD_RBUFS, sizeof(*sh->rbufs)); /* style: allow shard setup */
+	for (int i = 0; sh->rbufs && i < SHARD_RBUFS; i++)
+		if (posix_memalign((void **)&sh->rbufs[sh->nrbufs], 4096, SHARD_RBUF_SIZE) == 0)
+			sh->nrbufs++;
+	sh->accept_op.kind = IO_ACCEPT;
+	sh->wake_op.kind = IO_WAKE;
+	b->wake_fd[id] = sh->wake_fd;
+	b->sleeping[id] = &sh->sleeping;
+	*out = sh;
+	return 0;
+}
+
+void shard_destroy(struct shard *sh)
+{
+	if (!sh)
+		return;
+	if (sh->listen_fd >= 0)
+		close(sh->listen_fd);
+	close(sh->wake_fd);
+	store_fini(&sh->st);
+	io_uring_queue_exit(&sh->ring);
+	free(sh->backlog);
+	free(sh->backlog_to);
+	for (int i = 0; i < sh->nrbufs; i++)
+		free(sh->rbufs[i]);
+	free(sh->rbufs);
+	free(sh);
+}
+
+/* ---- messages --------------------------------------------------------- */
+
+void shard_send(struct shard *sh, int to, const struct shard_msg *m)
+{
+	if (to == sh->id) {
+		struct shard_msg copy = *m;
+
+		copy.fn(sh, &copy);
+		return;
+	}
+	if (sh->backlog_len == 0 && broker_send(sh->b, sh->id, to, m) == 0)
+		return;
+	/* ring full: park in order and retry next loop turn (never spin) */
+	sh->stats.ring_full++;
+	if (sh->backlog_len == sh->backlog_cap) {
+		int ncap = sh->backlog_cap ? sh->backlog_cap * 2 : 64;
+		struct shard_msg *nb = realloc(sh->backlog, (size_t)ncap * sizeof(*nb)); /* style: allow rare overflow */
+		int *nt = realloc(sh->backlog_to, (size_t)ncap * sizeof(*nt)); /* style: allow rare overflow */
+
+		if (!nb || !nt)
+			abort();
+		sh->backlog = nb;
+		sh->backlog_to = nt;
+		sh->backlog_cap = ncap;
+	}
+	sh->backlog[sh->backlog_len] = *m;
+	sh->backlog_to[sh->backlog_len++] = to;
+}
+
+static void shard_flush_backlog(struct shard *sh)
+{
+	int i = 0;
+
+	while (i < sh->backlog_len && broker_send(sh->b, sh->id, sh->backlog_to[i], &sh->backlog[i]) == 0)
+		i++;
+	if (i) {
+		memmove(sh->backlog, sh->backlog + i, (size_t)(sh->backlog_len - i) * sizeof(*sh->backlog));
+		memmove(sh->backlog_to, sh->backlog_to + i, (size_t)(sh->backlog_len - i) * sizeof(int));
+		sh->backlog_len -= i;
+	}
+}
+
+static int shard_drain_rings(struct shard *sh)
+{
+	struct broker *b = sh->b;
+	struct shard_msg m;
+	int n = 0;
+
+	for (int from = 0; from <= b->set.nshards; from++) {
+		struct spsc *r = b->rings[from][sh->id];
+
+		if (!r)
+			continue;
+		for (int k = 0; k < 256 && spsc_pop(r, &m); k++, n++)
+			m.fn(sh, &m);
+	}
+	return n;
+}
+
+static int shard_rings_empty(struct shard *sh)
+{
+	struct broker *b = sh->b;
+
+	for (int from = 0; from <= b->set.nshards; from++)
+		if (b->rings[from][sh->id] && !spsc_empty(b->rings[from][sh->id]))
+			return 0;
+	return 1;
+}
+
+/* ---- connections ------------------------------------------------------ */
+
+static void conn_arm_recv(struct conn *c);
+static void conn_process(struct conn *c);
+
+static void conn_free(struct conn *c)
+{
+	struct shard *sh = c->sh;
+
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		sh->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	sh->stats.connections_open--;
+	free(c->in);
+	free(c->out);
+	free(c->iov);
+	free(c->arena_mem);
+	free(c);
+}
+
+static void release_holds(struct kafka_ctx *ctx);
+
+static void conn_close(struct conn *c)
+{
+	struct io_uring_sqe *sqe;
+
+	if (c->closing)
+		return;
+	c->closing = 1;
+	if (c->ctx.parked)
+		kafka_ctx_unpark(&c->ctx);
+	if (c->recv_op.inflight && (sqe = shard_sqe(c->sh))) {
+		io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)&c->recv_op | SHARD_OP_IO, 0);
+		io_uring_sqe_set_data64(sqe, 0);
+	}
+	shutdown(c->fd, SHUT_RDWR);
+}
+
+/* Free the connection once nothing refers to it any more. */
+static void conn_maybe_free(struct conn *c)
+{
+	if (!c->closing || c->recv_op.inflight || c->send_op.inflight || c->busy)
+		return;
+	close(c->fd);
+	conn_free(c);
+}
+
+static void shard_arm_accept(struct shard *sh)
+{
+	struct io_uring_sqe *sqe = shard_sqe(sh);
+
+	if (!sqe)
+		return;
+	io_uring_prep_multishot_accept(sqe, sh->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	io_set(sqe, &sh->accept_op);
+}
+
+static void shard_on_accept(struct shard *sh, int res, unsigned flags)
+{
+	struct conn *c;
+	int one = 1;
+
+	if (!(flags & IORING_CQE_F_MORE)) {
+		sh->accept_op.inflight = 0;
+		if (!sh->stop)
+			shard_arm_accept(sh);
+	}
+	if (res < 0)
+		return;
+	c = calloc(1, sizeof(*c)); /* style: allow per connection */
+	if (!c || !(c->in = malloc(CONN_IN_INITIAL))) { /* style: allow per connection */
+		free(c);
+		close(res);
+		return;
+	}
+	setsockopt(res, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->fd = res;
+	c->sh = sh;
+	c->in_cap = CONN_IN_INITIAL;
+	c->recv_op.kind = IO_RECV;
+	c->recv_op.c = c;
+	c->send_op.kind = IO_SEND;
+	c->send_op.c = c;
+	c->ctx.sh = sh;
+	c->ctx.c = c;
+	c->next = sh->conns;
+	if (sh->conns)
+		sh->conns->prev = c;
+	sh->conns = c;
+	sh->stats.connections_accepted++;
+	sh->stats.connections_open++;
+	conn_arm_recv(c);
+}
+
+static int conn_reserve(struct conn *c, uint32_t need);
+
+/* Receive into the free end of the input buffer. The buffer is compacted
+ * or grown only here, with no receive in flight and no request borrowing
+ * it. */
+static void conn_arm_recv(struct conn *c)
+{
+	struct io_uring_sqe *sqe;
+
+	if (c->recv_op.inflight || c->closing)
+		return;
+	if (!c->busy) {
+		uint32_t need = c->want > c->in_len - c->in_off ? c->want : 0;
+
+		if (c->in_off == c->in_len) {
+			c->in_off = c->in_len = 0;
+		} else if (c->in_off && (need || c->in_len == c->in_cap)) {
+			memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+			c->in_len -= c->in_off;
+			c->in_off = 0;
+		}
+		if (need && conn_reserve(c, need) < 0) {
+			conn_close(c);
+			return;
+		}
+	}
+	if (c->in_len == c->in_cap)
+		return;   /* full while a request borrows it: rearmed at its end */
+	if (!(sqe = shard_sqe(c->sh)))
+		return;
+	io_uring_prep_recv(sqe, c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
+	io_set(sqe, &c->recv_op);
+}
+
+static void conn_on_recv(struct conn *c, int res)
+{
+	c->recv_op.inflight = 0;
+	if (res <= 0 || c->closing) {
+		conn_close(c);
+		conn_maybe_free(c);
+		return;
+	}
+	c->in_len += (uint32_t)res;
+	conn_process(c);
+	conn_arm_recv(c);
+}
+
+/* Grow the buffer to hold a whole frame of `need` bytes from in_off == 0
+ * (no request in progress, no receive in flight). */
+static int conn_reserve(struct conn *c, uint32_t need)
+{
+	if (need > c->in_cap) {
+		/* grows to the largest frame this connection has sent: amortized */
+		uint8_t *n = realloc(c->in, need); /* style: allow growth to a larger frame */
+
+		if (!n)
+			return -ENOMEM;
+		c->in = n;
+		c->in_cap = need;
+	}
+	return 0;
+}
+
+static int conn_arena(struct conn *c, size_t want)
+{
+	if (c->arena_cap >= want)
+		return 0;
+	free(c->arena_mem);
+	c->arena_mem = malloc(want); /* style: allow growth to a larger request */
+	c->arena_cap = c->arena_mem ? want : 0;
+	return c->arena_mem ? 0 : -ENOMEM;
+}
+
+static void kafka_dispatch(struct conn *c, const uint8_t *frame, uint32_t len)
+{
+	struct kafka_ctx *ctx = &c->ctx;
+	struct shard *sh = c->sh;
+	int rc;
+
+	memset(&ctx->req, 0, sizeof(ctx->req));
+	ctx->frame = frame;
+	ctx->frame_len = len;
+	ctx->pending = 0;
+	ctx->resume = NULL;
+	ctx->resp = NULL;
+	ctx->state = NULL;
+	ctx->nholds = 0;
+	ctx->holds = NULL;
+	ctx->holds_cap = 0;
+	ctx->parked = 0;
+	ctx->final = 0;
+	ctx->started_ns = sh->now_ns;
+	if (conn_arena(c, (size_t)len * 4 + CONN_ARENA_MIN) < 0) {
+		kafka_ctx_abort(ctx);
+		return;
+	}
+	kafka_arena_init(&c->arena, c->arena_mem, c->arena_cap);
+	rc = kafka_request_decode(frame, len, &c->arena, &ctx->req);
+	if (rc == -ENOBUFS) {
+		/* the worst case the codec guarantees; rare */
+		if (conn_arena(c, kafka_arena_bound(len)) < 0) {
+			kafka_ctx_abort(ctx);
+			return;
+		}
+		kafka_arena_init(&c->arena, c->arena_mem, c->arena_cap);
+		rc = kafka_request_decode(frame, len, &c->arena, &ctx->req);
+	}
+	sh->stats.requests++;
+	if (rc == -ENOTSUP && ctx->req.header.RequestApiKey == KAFKA_API_VERSIONS_KEY) {
+		/* an ApiVersions version we do not know: answer v0 with error 35
+		 * and our range, never close (clients retry with a lower one) */
+		ctx->req.api = kafka_api_find(KAFKA_API_VERSIONS_KEY);
+		ctx->req.header.RequestApiVersion = 0;
+		ctx->req.body = NULL;
+		rc = 0;
+	}
+	if (rc < 0 || !ctx->req.api || !ctx->req.api->handler) {
+		sh->stats.bad_frames++;
+		kafka_ctx_abort(ctx);
+		return;
+	}
+	ctx->req.api->handler(ctx);
+}
+
+static void conn_process(struct conn *c)
+{
+	while (!c->busy && !c->closing) {
+		uint32_t avail = c->in_len - c->in_off;
+		int32_t size;
+
+		if (avail < 4)
+			break;
+		size = (int32_t)be32_load(c->in + c->in_off);
+		if (size < 8 || (uint32_t)size > c->sh->b->set.max_request_bytes) {
+			/* like Kafka: a frame over socket.request.max.bytes (or a
+			 * negative size) closes the connection before anything is
+			 * allocated for it */
+			c->sh->stats.bad_frames++;
+			conn_close(c);
+			conn_maybe_free(c);
+			return;
+		}
+		if (avail < 4 + (uint32_t)size) {
+			/* conn_arm_recv makes room for the whole frame */
+			c->want = c->in_off + 4 + (uint32_t)size > c->in_cap ? 4 + (uint32_t)size : 0;
+			break;
+		}
+		c->want = 0;
+		c->busy = 1;
+		c->in_off += 4 + (uint32_t)size;
+		kafka_dispatch(c, c->in + c->in_off - (uint32_t)size, (uint32_t)size);
+	}
+}
+
+/* ---- responses -------------------------------------------------------- */
+
+static void release_holds(struct kafka_ctx *ctx)
+{
+	extern void fetch_release_hold(struct shard *sh, struct data_hold *h);
+
+	for (int i = 0; i < ctx->nholds; i++)
+		fetch_release_hold(ctx->sh, &ctx->holds[i]);
+	ctx->nholds = 0;
+}
+
+static void request_end(struct kafka_ctx *ctx)
+{
+	struct conn *c = ctx->c;
+
+	release_holds(ctx);
+	c->busy = 0;
+	if (c->closing) {
+		conn_maybe_free(c);
+		return;
+	}
+	conn_process(c);
+	conn_arm_recv(c);
+}
+
+void kafka_ctx_done(struct kafka_ctx *ctx)
+{
+	request_end(ctx);
+}
+
+void kafka_ctx_abort(struct kafka_ctx *ctx)
+{
+	struct conn *c = ctx->c;
+
+	c->sh->stats.bad_frames++;
+	release_holds(ctx);
+	c->busy = 0;
+	conn_close(c);
+	conn_maybe_free(c);
+}
+
+static void conn_send_more(struct conn *c)
+{
+	struct io_uring_sqe *sqe = shard_sqe(c->sh);
+
+	if (!sqe) {
+		conn_close(c);
+		return;
+	}
+	io_uring_prep_sendmsg(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
+	io_set(sqe, &c->send_op);
+}
+
+void kafka_ctx_respond(struct kafka_ctx *ctx)
+{
+	struct conn *c = ctx->c;
+	struct kafka_writer w;
+	int16_t key = ctx->req.header.RequestApiKey, ver = ctx->req.header.RequestApiVersion;
+	int32_t corr = ctx->req.header.CorrelationId;
+	int n;
+
+	if (c->closing) {
+		request_end(ctx);
+		return;
+	}
+	kafka_writer_init_measure(&w, true);
+	kafka_response_encode(&w, key, ver, corr, ctx->resp);
+	if (w.err) {
+		kafka_ctx_abort(ctx);
+		return;
+	}
+	if (w.len > c->out_cap) {
+		free(c->out);
+		c->out = malloc(w.len); /* style: allow growth to a larger response */
+		c->out_cap = c->out ? (uint32_t)w.len : 0;
+	}
+	if (w.iov_cnt + 1 > c->iov_cap) {
+		free(c->iov);
+		c->iov = malloc(sizeof(struct iovec) * (size_t)(w.iov_cnt + 1)); /* style: allow growth */
+		c->iov_cap = c->iov ? w.iov_cnt + 1 : 0;
+	}
+	if (!c->out || !c->iov) {
+		kafka_ctx_abort(ctx);
+		return;
+	}
+	kafka_writer_init_iov(&w, c->out, c->out_cap, c->iov, c->iov_cap);
+	kafka_response_encode(&w, key, ver, corr, ctx->resp);
+	n = kafka_writer_finish(&w);
+	if (n < 0) {
+		kafka_ctx_abort(ctx);
+		return;
+	}
+	if (n == 0) {
+		c->iov[0] = (struct iovec){ c->out, w.len };
+		n = 1;
+	}
+	memset(&c->msg, 0, sizeof(c->msg));
+	c->msg.msg_iov = c->iov;
+	c->msg.msg_iovlen = (size_t)n;
+	c->send_left = 0;
+	for (int i = 0; i < n; i++)
+		c->send_left += c->iov[i].iov_len;
+	conn_send_more(c);
+}
+
+static void conn_on_send(struct conn *c, int res)
+{
+	c->send_op.inflight = 0;
+	if (res < 0 || c->closing) {
+		conn_close(c);
+		request_end(&c->ctx);
+		return;
+	}
+	c->send_left -= (size_t)res;
+	if (c->send_left) {
+		/* partial send: skip what went out */
+		size_t done = (size_t)res;
+
+		while (done && c->msg.msg_iovlen) {
+			if (done >= c->msg.msg_iov->iov_len) {
+				done -= c->msg.msg_iov->iov_len;
+				c->msg.msg_iov++;
+				c->msg.msg_iovlen--;
+			} else {
+				c->msg.msg_iov->iov_base = (uint8_t *)c->msg.msg_iov->iov_base + done;
+				c->msg.msg_iov->iov_len -= done;
+				done = 0;
+			}
+		}
+		conn_send_more(c);
+		return;
+	}
+	request_end(&c->ctx);
+}
+
+int kafka_ctx_hold(struct kafka_ctx *ctx, int owner, struct plog_read *rd)
+{
+	if (ctx->nholds == ctx->holds_cap) {
+		int ncap = ctx->holds_cap ? ctx->holds_cap * 2 : 16;
+		struct data_hold *n = kafka_arena_alloc(&ctx->c->arena, (size_t)ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOBUFS;
+		if (ctx->nholds)
+			memcpy(n, ctx->holds, (size_t)ctx->nholds * sizeof(*n));
+		ctx->holds = n;
+		ctx->holds_cap = ncap;
+	}
+	ctx->holds[ctx->nholds++] = (struct data_hold){ owner, rd };
+	return 0;
+}
+
+void kafka_ctx_sub_done(struct kafka_ctx *ctx)
+{
+	if (--ctx->pending == 0 && ctx->resume)
+		ctx->resume(ctx);
+}
+
+void kafka_ctx_park(struct kafka_ctx *ctx, uint64_t deadline_ns)
+{
+	struct shard *sh = ctx->sh;
+
+	ctx->deadline_ns = deadline_ns;
+	ctx->parked = 1;
+	ctx->park_prev = NULL;
+	ctx->park_next = sh->parked;
+	if (sh->parked)
+		sh->parked->park_prev = ctx;
+	sh->parked = ctx;
+}
+
+void kafka_ctx_unpark(struct kafka_ctx *ctx)
+{
+	struct shard *sh = ctx->sh;
+
+	if (!ctx->parked)
+		return;
+	if (ctx->park_prev)
+		ctx->park_prev->park_next = ctx->park_next;
+	else
+		sh->parked = ctx->park_next;
+	if (ctx->park_next)
+		ctx->park_next->park_prev = ctx->park_prev;
+	ctx->parked = 0;
+}
+
+/* Wake parked requests: all of them when `all`, else those past their
+ * deadline. Returns the nearest remaining deadline (0: none). */
+static uint64_t shard_run_parked(struct shard *sh, int all)
+{
+	struct kafka_ctx *ctx = sh->parked, *next;
+	uint64_t nearest = 0;
+
+	for (; ctx; ctx = next) {
+		next = ctx->park_next;
+		if (all || ctx->deadline_ns <= sh->now_ns || ctx->c->closing) {
+			kafka_ctx_unpark(ctx);
+			if (ctx->c->closing) {
+				request_end(ctx);
+				continue;
+			}
+			ctx->resume(ctx);
+		} else if (!nearest || ctx->deadline_ns < nearest) {
+			nearest = ctx->deadline_ns;
+		}
+	}
+	return nearest;
+}
+
+
+void shard_wake_parked(struct shard *sh)
+{
+	shard_run_parked(sh, 1);
+}
+
+/* ---- the loop --------------------------------------------------------- */
+
+static void shard_arm_wake(struct shard *sh)
+{
+	struct io_uring_sqe *sqe = shard_sqe(sh);
+
+	if (!sqe)
+		return;
+	io_uring_prep_read(sqe, sh->wake_fd, &sh->wake_buf, sizeof(sh->wake_buf), 0);
+	io_set(sqe, &sh->wake_op);
+}
+
+static void shard_complete(struct shard *sh, struct io_uring_cqe *cqe)
+{
+	struct io_op *op;
+
+	if (!cqe->user_data)
+		return;
+	if (store_owns_cqe(cqe->user_data)) {
+		store_complete(&sh->st, cqe);
+		return;
+	}
+	op = (struct io_op *)(uintptr_t)(cqe->user_data & ~7ull);
+	switch (op->kind) {
+	case IO_ACCEPT:
+		shard_on_accept(sh, cqe->res, cqe->flags);
+		break;
+	case IO_RECV:
+		conn_on_recv(op->c, cqe->res);
+		break;
+	case IO_SEND:
+		conn_on_send(op->c, cqe->res);
+		break;
+	case IO_WAKE:
+		op->inflight = 0;
+		shard_arm_wake(sh);
+		break;
+	}
+}
+
+static void *shard_main(void *arg)
+{
+	struct shard *sh = arg;
+	struct broker *b = sh->b;
+	cpu_set_t cpus;
+	char name[16];
+
+	snprintf(name, sizeof(name), "sluice-shard%d", sh->id);
+	pthread_setname_np(pthread_self(), name);
+	CPU_ZERO(&cpus);
+	CPU_SET(sh->id % CPU_SETSIZE, &cpus);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	/* liburing 2.3 declares io_uring_enable_rings but does not export it */
+	if (syscall(__NR_io_uring_register, sh->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
+		abort();
+	shard_arm_accept(sh);
+	shard_arm_wake(sh);
+	io_uring_submit(&sh->ring);
+
+	while (!sh->stop || sh->conns) {
+		struct io_uring_cqe *cqe;
+		struct __kernel_timespec ts;
+		unsigned head, n = 0;
+		int work, rc;
+		uint64_t nearest;
+
+		sh->stats.loops++;
+		sh->now_ns = now_ns();
+		{
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			sh->now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+		}
+		sh->st.now_ns = sh->now_ns;
+		__atomic_store_n(&sh->md_seen, broker_md(b) ? broker_md(b)->version : 0, __ATOMIC_RELEASE);
+		if (sh->backlog_len)
+			shard_flush_backlog(sh);
+		work = shard_drain_rings(sh);
+		if (sh->now_ns >= sh->next_retention_ns) {
+			/* retention: whole segments, a slow-path timer */
+			for (struct part *p = sh->parts; p; p = p->next)
+				if (p->pl)
+					plog_retain(p->pl, sh->now_ms);
+			sh->next_retention_ns = sh->now_ns + (uint64_t)b->set.retention_check_ms * 1000000ull;
+		}
+		nearest = sh->parked ? shard_run_parked(sh, 0) : 0;
+		work += store_flush(&sh->st);
+		if (b->stopping && !sh->stop) {
+			/* stop accepting; in-flight requests finish; connections
+			 * close when idle */
+			sh->stop = 1;
+			if (sh->listen_fd >= 0) {
+				close(sh->listen_fd);
+				sh->listen_fd = -1;
+			}
+			for (struct conn *c = sh->conns, *nx; c; c = nx) {
+				nx = c->next;
+				if (!c->busy)
+					conn_close(c);
+				conn_maybe_free(c);
+			}
+		}
+		if (sh->stop)
+			for (struct conn *c = sh->conns, *nx; c; c = nx) {
+				nx = c->next;
+				if (!c->busy && !c->closing)
+					conn_close(c);
+				conn_maybe_free(c);
+			}
+		if (work || sh->backlog_len) {
+			rc = io_uring_submit_and_get_events(&sh->ring);
+		} else {
+			/* sleep in io_uring until I/O, a message or a deadline */
+			__atomic_store_n(&sh->sleeping, 1, __ATOMIC_SEQ_CST);
+			if (!shard_rings_empty(sh)) {
+				__atomic_store_n(&sh->sleeping, 0, __ATOMIC_SEQ_CST);
+				continue;
+			}
+			uint64_t wait_ns = 100000000ull;
+			if (nearest)
+				wait_ns = nearest > sh->now_ns ? nearest - sh->now_ns : 0;
+			ts.tv_sec = (long long)(wait_ns / 1000000000ull);
+			ts.tv_nsec = (long long)(wait_ns % 1000000000ull);
+			rc = io_uring_submit_and_wait_timeout(&sh->ring, &cqe, 1, &ts, NULL);
+			__atomic_store_n(&sh->sleeping, 0, __ATOMIC_SEQ_CST);
+		}
+		(void)rc;
+		io_uring_for_each_cqe(&sh->ring, head, cqe) {
+			shard_complete(sh, cqe);
+			n++;
+		}
+		io_uring_cq_advance(&sh->ring, n);
+	}
+	/* make appended data durable and checkpoint every log */
+	store_drain(&sh->st);
+	while (sh->parts) {
+		struct part *p = sh->parts;
+
+		sh->parts = p->next;
+		part_close(p);
+	}
+	return NULL;
+}
+
+int shard_start(struct shard *sh)
+{
+	return -pthread_create(&sh->thread, NULL, shard_main, sh);
+}
+
+void shard_join(struct shard *sh)
+{
+	pthread_join(sh->thread, NULL);
+}

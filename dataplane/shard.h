@@ -1,0 +1,157 @@
+/* dataplane/shard.h — a shard: one pinned thread that owns an io_uring, a
+ * listener (SO_REUSEPORT), the connections it accepted, its partitions and
+ * its storage engine.
+ *
+ * Thread: the shard's own (@thread shard) unless a function says otherwise.
+ * Owns: everything reachable from struct shard. Other threads reach it
+ * only through the SPSC rings (broker_send) and the `sleeping` word.
+ * Errors: 0/count or -errno.
+ */
+#ifndef SLUICE_SHARD_H
+#define SLUICE_SHARD_H
+
+#include <liburing.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "dataplane/broker.h"
+#include "dataplane/kafka/kafka_codec.h"
+#include "storage/store.h"
+
+/* user_data ops of the shard (storage uses 1..4). */
+#define SHARD_OP_IO 5
+
+enum io_kind { IO_ACCEPT = 1, IO_RECV, IO_SEND, IO_WAKE, IO_CLOSE };
+
+/* One in-flight operation; user_data = &io | SHARD_OP_IO. */
+struct io_op {
+	uint8_t kind;
+	uint8_t inflight;
+	struct conn *c;
+} __attribute__((aligned(8)));
+
+struct conn;
+
+/* A data reference a response holds until it is sent: a tail chunk or a
+ * disk read buffer, on this shard or on its owner shard. */
+struct data_hold {
+	int shard;                  /* owner shard */
+	struct plog_read *rd;       /* on the owner; released there */
+};
+
+/* The request in progress on a connection (one at a time, like Kafka:
+ * the connection is muted until the response is queued). */
+struct kafka_ctx {
+	struct shard *sh;
+	struct conn *c;
+	struct kafka_request req;
+	const uint8_t *frame;
+	uint32_t frame_len;
+	int pending;                        /* sub-operations outstanding */
+	int (*resume)(struct kafka_ctx *);  /* when pending drops to 0 */
+	void *resp;                         /* response body, in the arena */
+	void *state;                        /* handler state, in the arena */
+	uint64_t deadline_ns;
+	int parked;                         /* long-poll waiting */
+	struct kafka_ctx *park_next, *park_prev;
+	struct data_hold *holds;            /* in the arena */
+	int nholds, holds_cap;
+	int final;                          /* long-poll over: answer now */
+	uint64_t started_ns;
+};
+
+struct conn {
+	int fd;
+	uint32_t gen;
+	struct shard *sh;
+	struct io_op recv_op, send_op, close_op;
+	uint8_t *in;
+	uint32_t in_cap, in_len, in_off;   /* bytes [in_off, in_len) unparsed */
+	uint32_t want;                     /* room a partial frame needs */
+	uint8_t *out;
+	uint32_t out_cap;
+	struct iovec *iov;
+	int iov_cap;
+	struct msghdr msg;
+	size_t send_left;
+	int busy;                          /* a request is in progress */
+	int closing;
+	uint8_t *arena_mem;
+	size_t arena_cap;
+	struct kafka_arena arena;
+	struct kafka_ctx ctx;
+	struct conn *next;                 /* shard's list */
+	struct conn *prev;
+};
+
+struct shard_stats {
+	uint64_t loops;
+	uint64_t requests;
+	uint64_t connections_accepted;
+	uint64_t connections_open;
+	uint64_t bad_frames;
+	uint64_t ring_full;
+	uint64_t produce_batches;
+	uint64_t produce_bytes;
+	uint64_t fetch_bytes;
+};
+
+struct shard {
+	int id;
+	struct broker *b;
+	pthread_t thread;
+	struct io_uring ring;
+	struct store st;
+	int listen_fd;
+	int wake_fd;                 /* eventfd */
+	uint64_t wake_buf;
+	struct io_op accept_op, wake_op;
+	int sleeping;                /* written by this shard, read by senders */
+	uint64_t md_seen;            /* read by the control thread */
+	uint64_t now_ns;
+	struct conn *conns;
+	struct kafka_ctx *parked;    /* long-polling fetches */
+	struct part *parts;          /* partitions this shard owns */
+	uint8_t **rbufs;             /* free disk-read buffers */
+	int nrbufs;
+	int64_t now_ms;              /* wall clock, for timestamps and retention */
+	uint64_t next_retention_ns;
+	struct shard_msg *backlog;   /* messages that found a full ring */
+	int backlog_len, backlog_cap;
+	int *backlog_to;
+	struct shard_stats stats;
+	int stop;
+};
+
+/* @thread main: create (ring, listener on host:port with SO_REUSEPORT). */
+int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t errlen);
+int shard_start(struct shard *sh);
+void shard_join(struct shard *sh);
+void shard_destroy(struct shard *sh);
+
+/* Send a message to another thread; parked and retried if its ring is full. */
+void shard_send(struct shard *sh, int to, const struct shard_msg *m);
+
+/* Queue the response in ctx->resp for sending; ends the request. */
+void kafka_ctx_respond(struct kafka_ctx *ctx);
+/* End a request that has no response (acks=0). */
+void kafka_ctx_done(struct kafka_ctx *ctx);
+/* A sub-operation finished: resume the handler when none is left. */
+void kafka_ctx_sub_done(struct kafka_ctx *ctx);
+/* Close the connection after a protocol violation. */
+void kafka_ctx_abort(struct kafka_ctx *ctx);
+
+#define SHARD_RBUF_SIZE (2u << 20)
+#define SHARD_RBUFS 16
+
+/* Keep `rd` (on shard `owner`) until the response is sent. */
+int kafka_ctx_hold(struct kafka_ctx *ctx, int owner, struct plog_read *rd);
+/* Wake every parked request on this shard (a watched partition moved). */
+void shard_wake_parked(struct shard *sh);
+
+/* Park a request until its deadline or a wake on one of its partitions. */
+void kafka_ctx_park(struct kafka_ctx *ctx, uint64_t deadline_ns);
+void kafka_ctx_unpark(struct kafka_ctx *ctx);
+
+#endif
