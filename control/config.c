@@ -472,6 +472,10 @@ int config_set(struct config *c, const char *key, const char *value, const char 
 
 	if (!source)
 		source = "--set";
+	if (!value) {
+		errf(err, errlen, "%s: no value for configuration key '%s'", source, key);
+		return -EINVAL;
+	}
 	if (i < 0) {
 		errf(err, errlen, "%s: unknown configuration key '%s'", source, key);
 		return -ENOENT;
@@ -488,6 +492,23 @@ int config_set(struct config *c, const char *key, const char *value, const char 
 	if ((keys[i].flags & CK_RET_UNIT) || !strcmp(keys[i].name, "log.retention.ms"))
 		return retention_resolve(c);
 	return 0;
+}
+
+int config_set_arg(struct config *c, const char *arg, char *err, size_t errlen)
+{
+	const char *eq = strchr(arg, '=');
+	char *key;
+	int rc;
+
+	if (!eq) {
+		errf(err, errlen, "--set: expected KEY=VALUE, got '%s'", arg);
+		return -EINVAL;
+	}
+	if (!(key = trim_dup(arg, (size_t)(eq - arg))))
+		return -ENOMEM;
+	rc = config_set(c, key, eq + 1, "--set", err, errlen);
+	free(key);
+	return rc;
 }
 
 /* Java properties escapes, in place: \t \n \r \f \uXXXX, \x -> x. */

@@ -68,6 +68,10 @@ int config_load_file(struct config *c, const char *path, char *err, size_t errle
 int config_set(struct config *c, const char *key, const char *value, const char *source,
 	       char *err, size_t errlen);
 
+/* "KEY=VALUE" as given to --set (split at the first '='), source "--set".
+ * -EINVAL without '='. */
+int config_set_arg(struct config *c, const char *arg, char *err, size_t errlen);
+
 /* ints, longs, bools (0/1), enums (index). 0 for strings, lists and
  * unknown keys (a programming error). */
 int64_t config_int(const struct config *c, const char *key);

@@ -180,6 +180,15 @@ Test(config, errors_name_key_value_and_allowed)
 	cr_assert_eq(config_set(c, "log.durability", "fast", NULL, err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, "--set") && strstr(err, "log.durability") && strstr(err, "'fast'") &&
 		  strstr(err, "'write'") && strstr(err, "'sync'") && strstr(err, "'memory'"), "%s", err);
+	cr_assert_eq(config_set_arg(c, "log.retention.bytes=1000", err, sizeof(err)), 0);
+	cr_assert_eq(config_int(c, "log.retention.bytes"), 1000);
+	cr_assert_str_eq(config_source(c, "log.retention.bytes"), "--set");
+	cr_assert_eq(config_set_arg(c, "listeners=PLAINTEXT://h:1", err, sizeof(err)), 0);
+	cr_assert_eq(config_set_arg(c, "num.partitions", err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "KEY=VALUE"), "%s", err);
+	cr_assert_eq(config_set_arg(c, "bogus=1", err, sizeof(err)), -ENOENT);
+	cr_assert_str_eq(err, "--set: unknown configuration key 'bogus'");
+	cr_assert_eq(config_set(c, "num.partitions", NULL, NULL, err, sizeof(err)), -EINVAL);
 	/* err may be NULL */
 	cr_assert_eq(config_set(c, "foo", "1", NULL, NULL, 0), -ENOENT);
 }
