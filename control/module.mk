@@ -1,6 +1,7 @@
 # control/: config, metadata log, control thread, broker main, sluicectl.
-# Files with a main() are programs, not library sources.
-CONTROL_MAINS := control/sluiced.c
+# Library code only: files with a main() (the broker, sluicectl) are linked
+# as programs by their own rules, not into the core library.
+CONTROL_MAINS := $(shell grep -lE '^int[[:space:]]+main\>' control/*.c 2>/dev/null)
 CORE_SRCS += $(filter-out $(CONTROL_MAINS),$(wildcard control/*.c))
 BIN_TARGETS += $(BUILD)/sluiced
 

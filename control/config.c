@@ -1,0 +1,942 @@
+/* control/config.c — the configuration table, parsing and validation.
+ * See config.h. @thread control */
+#include "control/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/plog.h"
+
+#define I32MAX INT32_MAX
+#define I64MAX INT64_MAX
+
+enum {
+	CK_RET_UNIT = 0x1,   /* log.retention.minutes / .hours: resolved into .ms */
+	CK_NONEMPTY = 0x2,   /* an empty value is invalid */
+	CK_SET = 0x4,        /* enum whose values are sets of base words ("compact,delete") */
+};
+
+struct config_key {
+	const char *name;
+	enum config_type type;
+	const char *def;             /* default, parsed by the same rules as any value */
+	int64_t min, max;            /* numbers */
+	const char *const *values;   /* enums, NULL-terminated */
+	const char *topic;           /* topic-level name, or NULL */
+	const char *alias;           /* a second accepted name, or NULL */
+	int (*check)(const char *v); /* extra check for strings and each list element */
+	int64_t unit_ms;             /* CK_RET_UNIT: milliseconds per unit */
+	unsigned flags;
+	const char *doc;
+};
+
+static const char *const cleanup_values[] = { "delete", "compact", "compact,delete", NULL };
+static const char *const ts_values[] = { "CreateTime", "LogAppendTime", NULL };
+static const char *const durability_values[] = { "write", "sync", "memory", NULL };
+
+static int check_listener(const char *v)
+{
+	char host[256];
+	int port;
+
+	return config_listener(v, host, sizeof(host), &port);
+}
+
+static int check_hostport(const char *v)
+{
+	char host[256];
+	int port;
+
+	return config_hostport(v, host, sizeof(host), &port);
+}
+
+/* The one table (STYLE 22). Order is the documentation order. */
+static const struct config_key keys[] = {
+	{ "listeners", CONFIG_LIST, "PLAINTEXT://127.0.0.1:9092", .check = check_listener,
+	  .flags = CK_NONEMPTY,
+	  .doc = "Kafka listeners, NAME://host:port, comma-separated; the first one is bound. "
+		 "An empty host binds all interfaces." },
+	{ "advertised.listeners", CONFIG_LIST, "", .check = check_listener,
+	  .doc = "Listeners returned to clients in Metadata. Empty: the same as listeners." },
+	{ "node.id", CONFIG_INT, "1", 0, I32MAX, .alias = "broker.id",
+	  .doc = "This broker's node id." },
+	{ "log.dirs", CONFIG_LIST, "./data", .alias = "log.dir", .flags = CK_NONEMPTY,
+	  .doc = "Data directory (topic partitions and the metadata log)." },
+	{ "num.partitions", CONFIG_INT, "1", 1, I32MAX,
+	  .doc = "Partitions of an auto-created topic, and the default for CreateTopics." },
+	{ "default.replication.factor", CONFIG_INT, "1", 1, 32767,
+	  .doc = "Replication factor of an auto-created topic." },
+	{ "auto.create.topics.enable", CONFIG_BOOL, "true",
+	  .doc = "Create a topic when a client asks Metadata for one that does not exist." },
+	{ "log.segment.bytes", CONFIG_INT, "1073741824", 16384, I32MAX, .topic = "segment.bytes",
+	  .doc = "Size at which a segment file is rolled." },
+	{ "log.retention.ms", CONFIG_LONG, "604800000", -1, I64MAX, .topic = "retention.ms",
+	  .doc = "Delete segments whose newest record is older than this; -1: keep forever. "
+		 "Wins over log.retention.minutes and log.retention.hours." },
+	{ "log.retention.minutes", CONFIG_INT, "10080", -1, I32MAX, .unit_ms = 60000,
+	  .flags = CK_RET_UNIT,
+	  .doc = "log.retention.ms in minutes, used when log.retention.ms is not set." },
+	{ "log.retention.hours", CONFIG_INT, "168", -1, I32MAX, .unit_ms = 3600000,
+	  .flags = CK_RET_UNIT,
+	  .doc = "log.retention.ms in hours, used when neither log.retention.ms nor "
+		 "log.retention.minutes is set." },
+	{ "log.retention.bytes", CONFIG_LONG, "-1", -1, I64MAX, .topic = "retention.bytes",
+	  .doc = "Delete the oldest segments while a partition is larger than this; -1: no limit." },
+	{ "log.cleanup.policy", CONFIG_ENUM, "delete", .values = cleanup_values,
+	  .topic = "cleanup.policy", .flags = CK_SET,
+	  .doc = "delete (retention), compact (keep the newest record per key) or both." },
+	{ "log.cleaner.delete.retention.ms", CONFIG_LONG, "86400000", 0, I64MAX,
+	  .topic = "delete.retention.ms",
+	  .doc = "How long a compacted topic keeps tombstones." },
+	{ "log.index.interval.bytes", CONFIG_INT, "4096", 0, I32MAX, .topic = "index.interval.bytes",
+	  .doc = "Bytes of batches between two offset index entries." },
+	{ "log.message.timestamp.type", CONFIG_ENUM, "CreateTime", .values = ts_values,
+	  .topic = "message.timestamp.type",
+	  .doc = "CreateTime keeps the producer's timestamps; LogAppendTime stamps the broker's clock." },
+	{ "message.max.bytes", CONFIG_INT, "1048588", 0, I32MAX, .topic = "max.message.bytes",
+	  .doc = "Largest record batch accepted." },
+	{ "socket.request.max.bytes", CONFIG_INT, "104857600", 1, I32MAX,
+	  .doc = "Largest request frame accepted." },
+	{ "min.insync.replicas", CONFIG_INT, "1", 1, I32MAX, .topic = "min.insync.replicas",
+	  .doc = "Replicas that must have a batch before acks=all succeeds." },
+	{ "log.retention.check.interval.ms", CONFIG_LONG, "300000", 1, I64MAX,
+	  .doc = "How often retention runs." },
+	{ "log.durability", CONFIG_ENUM, "write", .values = durability_values, .topic = "durability",
+	  .doc = "Sluice: when a write is acknowledged. write: O_DIRECT write completed; "
+		 "sync: written with RWF_DSYNC (power-loss safe); memory: buffered (lost on a crash)." },
+	{ "shards", CONFIG_INT, "0", 0, 1024,
+	  .doc = "Sluice: shard threads; 0: one per core." },
+	{ "shard.tail.memory.bytes", CONFIG_LONG, "268435456", 1048576, I64MAX,
+	  .doc = "Sluice: memory per shard for the in-memory tail of its logs." },
+	{ "group.initial.rebalance.delay.ms", CONFIG_INT, "3000", 0, I32MAX,
+	  .doc = "How long the first rebalance of an empty group waits for more members." },
+	{ "offsets.topic.num.partitions", CONFIG_INT, "50", 1, I32MAX,
+	  .doc = "Partitions of __consumer_offsets." },
+	{ "offsets.retention.minutes", CONFIG_INT, "10080", 1, I32MAX,
+	  .doc = "How long committed offsets of an empty group are kept." },
+	{ "transactional.id.expiration.ms", CONFIG_INT, "604800000", 1, I32MAX,
+	  .doc = "How long an idle transactional id is kept." },
+	{ "transaction.max.timeout.ms", CONFIG_INT, "900000", 1, I32MAX,
+	  .doc = "Largest transaction timeout a producer may ask for." },
+	{ "producer.id.expiration.ms", CONFIG_INT, "86400000", 1, I32MAX,
+	  .doc = "How long an idle producer id's state is kept." },
+	{ "admin.listen", CONFIG_STRING, "127.0.0.1:9644", .check = check_hostport,
+	  .doc = "Sluice: host:port of the HTTP admin server (metrics, /v1/config)." },
+	{ "dpdk.enable", CONFIG_BOOL, "false",
+	  .doc = "Sluice: use DPDK for the Kafka listener." },
+};
+
+#define NKEYS ((int)(sizeof(keys) / sizeof(keys[0])))
+
+/* One value per table entry. Invariant: str is the canonical text of num
+ * (numbers, bools, enums) and both are valid for the entry. */
+struct config_slot {
+	char *str;
+	int64_t num;
+	char *source;
+	int explicit_set;   /* set by config_set (not a default, not derived) */
+};
+
+struct config {
+	struct config_slot slot[NKEYS];
+};
+
+static const char SRC_DEFAULT[] = "default";
+
+static void errf(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static int key_find(const char *name)
+{
+	for (int i = 0; i < NKEYS; i++)
+		if (!strcmp(keys[i].name, name) || (keys[i].alias && !strcmp(keys[i].alias, name)))
+			return i;
+	return -1;
+}
+
+static int key_find_topic(const char *name)
+{
+	for (int i = 0; i < NKEYS; i++)
+		if (keys[i].topic && !strcmp(keys[i].topic, name))
+			return i;
+	return -1;
+}
+
+static char *trim_dup(const char *s, size_t n)
+{
+	while (n && isspace((unsigned char)*s)) {
+		s++;
+		n--;
+	}
+	while (n && isspace((unsigned char)s[n - 1]))
+		n--;
+	return strndup(s, n);
+}
+
+/* Kafka-style plain integer: [+-]digits, range-checked. */
+static int parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+	const char *p = s;
+	int neg = 0;
+	uint64_t v = 0, lim;
+
+	if (*p == '+' || *p == '-')
+		neg = *p++ == '-';
+	if (!*p)
+		return -EINVAL;
+	lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		if (v > (lim - (uint64_t)(*p - '0')) / 10)
+			return -ERANGE;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	if (*out < min || *out > max)
+		return -ERANGE;
+	return 0;
+}
+
+/* "compact, delete" -> "compact,delete": a set of base words in the table's
+ * canonical order. Returns 0 and writes buf, or -EINVAL. */
+static int canon_set(const char *v, char *buf, size_t n)
+{
+	static const char *const words[] = { "compact", "delete" };
+	int have[2] = { 0, 0 }, any = 0;
+	const char *p = v;
+
+	while (1) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		char *w = trim_dup(p, len);
+		int found = 0;
+
+		if (!w)
+			return -ENOMEM;
+		for (int i = 0; i < 2; i++)
+			if (!strcmp(w, words[i])) {
+				have[i] = found = any = 1;
+			}
+		free(w);
+		if (!found)
+			return -EINVAL;
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	if (!any)
+		return -EINVAL;
+	snprintf(buf, n, "%s%s%s", have[0] ? "compact" : "", have[0] && have[1] ? "," : "",
+		 have[1] ? "delete" : "");
+	return 0;
+}
+
+static const char *type_name(const struct config_key *k)
+{
+	switch (k->type) {
+	case CONFIG_INT: return "int";
+	case CONFIG_LONG: return "long";
+	case CONFIG_BOOL: return "boolean";
+	case CONFIG_STRING: return "string";
+	case CONFIG_ENUM: return "enum";
+	case CONFIG_LIST: return "list";
+	}
+	return "?";
+}
+
+/* What the key allows, for error messages and the docs. */
+static void allowed_text(const struct config_key *k, char *buf, size_t n)
+{
+	size_t at = 0;
+
+	buf[0] = 0;
+	switch (k->type) {
+	case CONFIG_INT:
+	case CONFIG_LONG:
+		if (k->max == I64MAX || (k->type == CONFIG_INT && k->max == I32MAX))
+			snprintf(buf, n, "an integer >= %" PRId64, k->min);
+		else
+			snprintf(buf, n, "an integer in [%" PRId64 ", %" PRId64 "]", k->min, k->max);
+		break;
+	case CONFIG_BOOL:
+		snprintf(buf, n, "true or false");
+		break;
+	case CONFIG_ENUM:
+		at += (size_t)snprintf(buf, n, "one of");
+		for (int i = 0; k->values[i] && at < n; i++)
+			at += (size_t)snprintf(buf + at, n - at, "%s '%s'", i ? "," : "", k->values[i]);
+		break;
+	case CONFIG_STRING:
+		snprintf(buf, n, "%s", k->check == check_hostport ? "host:port" : "a string");
+		break;
+	case CONFIG_LIST:
+		snprintf(buf, n, "%s", k->check == check_listener ? "a comma-separated list of NAME://host:port"
+			 : "a comma-separated list");
+		break;
+	}
+}
+
+/* Validate and canonicalize v for key k: *str gets a malloc'd canonical
+ * string, *num the number/index. */
+static int value_parse(const struct config_key *k, const char *v, char **str, int64_t *num)
+{
+	char buf[64];
+	int64_t x = 0;
+	int rc;
+
+	*str = NULL;
+	*num = 0;
+	switch (k->type) {
+	case CONFIG_INT:
+	case CONFIG_LONG:
+		if ((rc = parse_int(v, k->min, k->max, &x)) < 0)
+			return -EINVAL;
+		snprintf(buf, sizeof(buf), "%" PRId64, x);
+		v = buf;
+		break;
+	case CONFIG_BOOL:
+		if (!strcasecmp(v, "true"))
+			x = 1;
+		else if (strcasecmp(v, "false"))
+			return -EINVAL;
+		v = x ? "true" : "false";
+		break;
+	case CONFIG_ENUM:
+		if (k->flags & CK_SET) {
+			if ((rc = canon_set(v, buf, sizeof(buf))) < 0)
+				return rc;
+			v = buf;
+		}
+		for (x = 0; k->values[x] && strcmp(k->values[x], v); x++)
+			;
+		if (!k->values[x])
+			return -EINVAL;
+		break;
+	case CONFIG_STRING:
+		if ((k->flags & CK_NONEMPTY) && !*v)
+			return -EINVAL;
+		if (k->check && k->check(v) < 0)
+			return -EINVAL;
+		break;
+	case CONFIG_LIST: {
+		/* trim each element; no empty elements; each passes check */
+		size_t n = strlen(v) + 1, at = 0;
+		char *out = malloc(n);
+		const char *p = v;
+
+		if (!out)
+			return -ENOMEM;
+		out[0] = 0;
+		if ((k->flags & CK_NONEMPTY) && !*v) {
+			free(out);
+			return -EINVAL;
+		}
+		while (*v) {
+			const char *e = strchr(p, ',');
+			size_t len = e ? (size_t)(e - p) : strlen(p);
+			char *w = trim_dup(p, len);
+
+			if (!w) {
+				free(out);
+				return -ENOMEM;
+			}
+			if (!*w || (k->check && k->check(w) < 0)) {
+				free(w);
+				free(out);
+				return -EINVAL;
+			}
+			at += (size_t)snprintf(out + at, n - at, "%s%s", at ? "," : "", w);
+			free(w);
+			if (!e)
+				break;
+			p = e + 1;
+		}
+		*str = out;
+		return 0;
+	}
+	}
+	*num = x;
+	*str = strdup(v);
+	return *str ? 0 : -ENOMEM;
+}
+
+static int slot_set(struct config_slot *s, char *str, int64_t num, const char *source)
+{
+	char *src = source == SRC_DEFAULT ? (char *)SRC_DEFAULT : strdup(source);
+
+	if (!src) {
+		free(str);
+		return -ENOMEM;
+	}
+	free(s->str);
+	if (s->source != SRC_DEFAULT)
+		free(s->source);
+	s->str = str;
+	s->num = num;
+	s->source = src;
+	return 0;
+}
+
+/* log.retention.ms when it was not set itself: the most precise unit that
+ * was set (minutes, then hours), else its default. */
+static int retention_resolve(struct config *c)
+{
+	int ms = key_find("log.retention.ms");
+	int min = key_find("log.retention.minutes");
+	int hr = key_find("log.retention.hours");
+	int from = c->slot[min].explicit_set ? min : c->slot[hr].explicit_set ? hr : -1;
+	char buf[32], *str;
+	int64_t v;
+
+	if (c->slot[ms].explicit_set || from < 0)
+		return 0;
+	v = c->slot[from].num < 0 ? -1 : c->slot[from].num * keys[from].unit_ms;
+	snprintf(buf, sizeof(buf), "%" PRId64, v);
+	if (!(str = strdup(buf)))
+		return -ENOMEM;
+	return slot_set(&c->slot[ms], str, v, c->slot[from].source);
+}
+
+int config_create(struct config **out)
+{
+	struct config *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	for (int i = 0; i < NKEYS; i++) {
+		char *str;
+		int64_t num;
+		int rc = value_parse(&keys[i], keys[i].def, &str, &num);
+
+		if (rc == 0)
+			rc = slot_set(&c->slot[i], str, num, SRC_DEFAULT);
+		if (rc < 0) {
+			config_destroy(c);
+			return rc;
+		}
+	}
+	*out = c;
+	return 0;
+}
+
+void config_destroy(struct config *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < NKEYS; i++) {
+		free(c->slot[i].str);
+		if (c->slot[i].source != SRC_DEFAULT)
+			free(c->slot[i].source);
+	}
+	free(c);
+}
+
+static int key_validate(const struct config_key *k, const char *name, const char *value,
+			const char *source, char *err, size_t errlen, char **str, int64_t *num)
+{
+	int rc = value_parse(k, value, str, num);
+
+	if (rc == -EINVAL) {
+		char allowed[256];
+
+		allowed_text(k, allowed, sizeof(allowed));
+		errf(err, errlen, "%s: invalid value '%s' for configuration key '%s': expected %s",
+		     source, value, name, allowed);
+	} else if (rc < 0) {
+		errf(err, errlen, "%s: %s: %s", source, name, strerror(-rc));
+	}
+	return rc;
+}
+
+int config_set(struct config *c, const char *key, const char *value, const char *source,
+	       char *err, size_t errlen)
+{
+	int i = key_find(key), rc;
+	char *str, *v;
+	int64_t num;
+
+	if (!source)
+		source = "--set";
+	if (!value) {
+		errf(err, errlen, "%s: no value for configuration key '%s'", source, key);
+		return -EINVAL;
+	}
+	if (i < 0) {
+		errf(err, errlen, "%s: unknown configuration key '%s'", source, key);
+		return -ENOENT;
+	}
+	if (!(v = trim_dup(value, strlen(value))))
+		return -ENOMEM;
+	rc = key_validate(&keys[i], key, v, source, err, errlen, &str, &num);
+	free(v);
+	if (rc < 0)
+		return rc;
+	if ((rc = slot_set(&c->slot[i], str, num, source)) < 0)
+		return rc;
+	c->slot[i].explicit_set = 1;
+	if ((keys[i].flags & CK_RET_UNIT) || !strcmp(keys[i].name, "log.retention.ms"))
+		return retention_resolve(c);
+	return 0;
+}
+
+int config_set_arg(struct config *c, const char *arg, char *err, size_t errlen)
+{
+	const char *eq = strchr(arg, '=');
+	char *key;
+	int rc;
+
+	if (!eq) {
+		errf(err, errlen, "--set: expected KEY=VALUE, got '%s'", arg);
+		return -EINVAL;
+	}
+	if (!(key = trim_dup(arg, (size_t)(eq - arg))))
+		return -ENOMEM;
+	rc = config_set(c, key, eq + 1, "--set", err, errlen);
+	free(key);
+	return rc;
+}
+
+/* Java properties escapes, in place: \t \n \r \f \uXXXX, \x -> x. */
+static int unescape(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r; r++) {
+		if (*r != '\\') {
+			*w++ = *r;
+			continue;
+		}
+		r++;
+		switch (*r) {
+		case 0: r--; break;   /* lone trailing backslash: drop */
+		case 't': *w++ = '\t'; break;
+		case 'n': *w++ = '\n'; break;
+		case 'r': *w++ = '\r'; break;
+		case 'f': *w++ = '\f'; break;
+		case 'u': {
+			unsigned cp = 0;
+
+			for (int j = 1; j <= 4; j++) {
+				char h = r[j];
+
+				if (!isxdigit((unsigned char)h))
+					return -EINVAL;
+				cp = cp * 16 + (unsigned)(isdigit((unsigned char)h) ? h - '0' : (tolower(h) - 'a' + 10));
+			}
+			r += 4;
+			if (cp < 0x80) {
+				*w++ = (char)cp;
+			} else if (cp < 0x800) {
+				*w++ = (char)(0xc0 | (cp >> 6));
+				*w++ = (char)(0x80 | (cp & 0x3f));
+			} else {   /* \uXXXX is 6 bytes of input, at most 3 of output */
+				*w++ = (char)(0xe0 | (cp >> 12));
+				*w++ = (char)(0x80 | ((cp >> 6) & 0x3f));
+				*w++ = (char)(0x80 | (cp & 0x3f));
+			}
+			break;
+		}
+		default: *w++ = *r; break;
+		}
+	}
+	*w = 0;
+	return 0;
+}
+
+/* Ends with an odd number of backslashes: continues on the next line. */
+static int line_continues(const char *s, size_t n)
+{
+	size_t bs = 0;
+
+	while (bs < n && s[n - 1 - bs] == '\\')
+		bs++;
+	return bs & 1;
+}
+
+/* One logical line (already joined): split into key and value at the first
+ * unescaped '=', ':' or whitespace, then unescape both. */
+static int property_apply(struct config *c, char *line, const char *source, char *err, size_t errlen)
+{
+	char *p = line, *key, *val;
+
+	while (isspace((unsigned char)*p))
+		p++;
+	if (!*p || *p == '#' || *p == '!')
+		return 0;
+	key = p;
+	while (*p && *p != '=' && *p != ':' && !isspace((unsigned char)*p)) {
+		if (*p == '\\' && p[1])
+			p++;
+		p++;
+	}
+	val = p;
+	if (*p) {
+		int ws = isspace((unsigned char)*p);
+
+		*p++ = 0;
+		val = p;
+		if (ws) {
+			while (isspace((unsigned char)*val))
+				val++;
+			if (*val == '=' || *val == ':')
+				val++;
+		}
+	}
+	if (unescape(key) < 0 || unescape(val) < 0) {
+		errf(err, errlen, "%s: malformed \\uXXXX escape", source);
+		return -EINVAL;
+	}
+	if (!*key) {
+		errf(err, errlen, "%s: missing key before '='", source);
+		return -EINVAL;
+	}
+	return config_set(c, key, val, source, err, errlen);
+}
+
+int config_load_file(struct config *c, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL, *logical = NULL, source[4200];
+	size_t cap = 0, llen = 0;
+	ssize_t n;
+	int lineno = 0, start = 0, rc = 0, cont = 0;
+
+	if (!f) {
+		rc = -errno;
+		errf(err, errlen, "%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	while (1) {
+		n = getline(&line, &cap, f);
+		if (n < 0) {
+			if (ferror(f)) {
+				rc = -EIO;
+				errf(err, errlen, "%s: read error", path);
+				break;
+			}
+			if (!cont)
+				break;
+			n = 0;   /* a continuation on the last line: end it here */
+			line = line ? line : strdup("");
+			if (!line) {
+				rc = -ENOMEM;
+				break;
+			}
+			line[0] = 0;
+		} else {
+			lineno++;
+		}
+		while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+			line[--n] = 0;
+		char *seg = line;
+		size_t slen = (size_t)n;
+
+		if (cont) {
+			/* leading whitespace of a continuation line is dropped */
+			while (slen && isspace((unsigned char)*seg)) {
+				seg++;
+				slen--;
+			}
+		} else {
+			const char *q = seg;
+
+			while (isspace((unsigned char)*q))
+				q++;
+			if (*q == '#' || *q == '!' || !*q)
+				continue;   /* comments never continue */
+			start = lineno;
+			llen = 0;
+		}
+		int more = line_continues(seg, slen) && !feof(f);
+
+		if (line_continues(seg, slen))
+			slen--;   /* drop the continuation backslash */
+		char *nl = realloc(logical, llen + slen + 1);
+
+		if (!nl) {
+			rc = -ENOMEM;
+			break;
+		}
+		logical = nl;
+		memcpy(logical + llen, seg, slen);
+		llen += slen;
+		logical[llen] = 0;
+		if (more) {
+			cont = 1;
+			continue;
+		}
+		cont = 0;
+		snprintf(source, sizeof(source), "%s:%d", path, start);
+		if ((rc = property_apply(c, logical, source, err, errlen)) < 0)
+			break;
+		if (n == 0 && feof(f))
+			break;
+	}
+	free(line);
+	free(logical);
+	fclose(f);
+	return rc;
+}
+
+int64_t config_int(const struct config *c, const char *key)
+{
+	int i = key_find(key);
+
+	if (i < 0 || keys[i].type == CONFIG_STRING || keys[i].type == CONFIG_LIST)
+		return 0;
+	return c->slot[i].num;
+}
+
+const char *config_str(const struct config *c, const char *key)
+{
+	int i = key_find(key);
+
+	return i < 0 ? NULL : c->slot[i].str;
+}
+
+const char *config_source(const struct config *c, const char *key)
+{
+	int i = key_find(key);
+
+	return i < 0 ? NULL : c->slot[i].source;
+}
+
+void config_foreach(const struct config *c,
+		    void (*fn)(const char *key, const char *value, const char *source,
+			       int is_default, void *arg),
+		    void *arg)
+{
+	for (int i = 0; i < NKEYS; i++)
+		fn(keys[i].name, c->slot[i].str, c->slot[i].source,
+		   c->slot[i].source == SRC_DEFAULT, arg);
+}
+
+const char *config_advertised_listeners(const struct config *c)
+{
+	const char *a = config_str(c, "advertised.listeners");
+
+	return a && *a ? a : config_str(c, "listeners");
+}
+
+int topic_config_validate(const char *key, const char *value, char *err, size_t errlen)
+{
+	int i = key_find_topic(key), rc;
+	char *str, *v;
+	int64_t num;
+
+	if (i < 0) {
+		errf(err, errlen, "unknown topic configuration key '%s'", key);
+		return -ENOENT;
+	}
+	if (!value) {
+		errf(err, errlen, "null value for topic configuration key '%s'", key);
+		return -EINVAL;
+	}
+	if (!(v = trim_dup(value, strlen(value))))
+		return -ENOMEM;
+	rc = key_validate(&keys[i], key, v, "topic", err, errlen, &str, &num);
+	free(v);
+	free(str);
+	return rc;
+}
+
+const char *topic_config_broker_key(const char *key)
+{
+	int i = key_find_topic(key);
+
+	return i < 0 ? NULL : keys[i].name;
+}
+
+const char *topic_config_default(const struct config *c, const char *key)
+{
+	int i = key_find_topic(key);
+
+	return i < 0 ? NULL : c->slot[i].str;
+}
+
+const char *topic_config_key_at(int i)
+{
+	for (int k = 0; k < NKEYS; k++)
+		if (keys[k].topic && i-- == 0)
+			return keys[k].topic;
+	return NULL;
+}
+
+int topic_config_to_plog(const struct config *c, const char *const *tkeys,
+			 const char *const *values, int n, struct plog_config *out)
+{
+	int64_t v[NKEYS];
+	int policy;
+
+	for (int i = 0; i < NKEYS; i++)
+		v[i] = c->slot[i].num;
+	for (int j = 0; j < n; j++) {
+		int i = key_find_topic(tkeys[j]), rc;
+		char *str, *t;
+		int64_t num;
+
+		if (i < 0)
+			return -ENOENT;
+		if (!values[j])
+			continue;   /* null: the broker default */
+		if (!(t = trim_dup(values[j], strlen(values[j]))))
+			return -ENOMEM;
+		rc = value_parse(&keys[i], t, &str, &num);
+		free(t);
+		free(str);
+		if (rc < 0)
+			return rc;
+		v[i] = num;
+	}
+	plog_config_defaults(out);
+	out->segment_bytes = (uint64_t)v[key_find("log.segment.bytes")];
+	out->index_interval = (uint32_t)v[key_find("log.index.interval.bytes")];
+	out->max_batch = (uint32_t)v[key_find("message.max.bytes")];
+	out->retention_ms = v[key_find("log.retention.ms")];
+	out->retention_bytes = v[key_find("log.retention.bytes")];
+	out->delete_retention_ms = v[key_find("log.cleaner.delete.retention.ms")];
+	out->durability = (int)v[key_find("log.durability")];
+	policy = (int)v[key_find("log.cleanup.policy")];
+	out->compact = policy != CONFIG_CLEANUP_DELETE;
+	if (policy == CONFIG_CLEANUP_COMPACT) {
+		out->retention_ms = -1;
+		out->retention_bytes = -1;
+	}
+	if (out->retention_ms < 0)
+		out->retention_ms = -1;
+	return 0;
+}
+
+static int port_parse(const char *p, int *port)
+{
+	int64_t v;
+
+	if (parse_int(p, 0, 65535, &v) < 0 || *p == '+' || *p == '-')
+		return -EINVAL;
+	*port = (int)v;
+	return 0;
+}
+
+int config_hostport(const char *s, char *host, size_t hostlen, int *port)
+{
+	const char *h = s, *colon;
+	size_t hl;
+
+	if (*s == '[') {
+		const char *rb = strchr(s, ']');
+
+		if (!rb || rb[1] != ':' || rb == s + 1)
+			return -EINVAL;
+		h = s + 1;
+		hl = (size_t)(rb - h);
+		colon = rb + 1;
+		for (const char *q = h; q < rb; q++)
+			if (!isxdigit((unsigned char)*q) && *q != ':' && *q != '.')
+				return -EINVAL;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return -EINVAL;
+		hl = (size_t)(colon - s);
+		for (const char *q = s; q < colon; q++)
+			if (!isalnum((unsigned char)*q) && *q != '.' && *q != '-' && *q != '_')
+				return -EINVAL;   /* also rejects an unbracketed IPv6 */
+	}
+	if (port_parse(colon + 1, port) < 0)
+		return -EINVAL;
+	if (hl == 0) {
+		h = "0.0.0.0";
+		hl = 7;
+	}
+	if (hl + 1 > hostlen)
+		return -ENAMETOOLONG;
+	memcpy(host, h, hl);
+	host[hl] = 0;
+	return 0;
+}
+
+int config_listener(const char *listeners, char *host, size_t hostlen, int *port)
+{
+	const char *sep, *end, *p;
+	char one[512];
+	size_t n;
+
+	if (!listeners)
+		return -EINVAL;
+	while (isspace((unsigned char)*listeners))
+		listeners++;
+	end = strchr(listeners, ',');
+	n = end ? (size_t)(end - listeners) : strlen(listeners);
+	while (n && isspace((unsigned char)listeners[n - 1]))
+		n--;
+	if (n >= sizeof(one))
+		return -EINVAL;
+	memcpy(one, listeners, n);
+	one[n] = 0;
+	sep = strstr(one, "://");
+	if (!sep || sep == one)
+		return -EINVAL;
+	for (p = one; p < sep; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_')
+			return -EINVAL;
+	return config_hostport(sep + 3, host, hostlen, port);
+}
+
+static void md_cell(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '|')
+			fputs("\\|", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+void config_doc_markdown(FILE *f)
+{
+	fputs("| Key | Type | Default | Description |\n", f);
+	fputs("|---|---|---|---|\n", f);
+	for (int i = 0; i < NKEYS; i++) {
+		const struct config_key *k = &keys[i];
+		char allowed[256];
+
+		fputs("| `", f);
+		md_cell(f, k->name);
+		fprintf(f, "` | %s | ", type_name(k));
+		if (*k->def) {
+			fputc('`', f);
+			md_cell(f, k->def);
+			fputc('`', f);
+		} else {
+			fputs("(empty)", f);
+		}
+		fputs(" | ", f);
+		md_cell(f, k->doc);
+		if (k->type == CONFIG_INT || k->type == CONFIG_LONG || k->type == CONFIG_ENUM) {
+			allowed_text(k, allowed, sizeof(allowed));
+			fputs(" Allowed: ", f);
+			md_cell(f, allowed);
+			fputc('.', f);
+		}
+		if (k->alias)
+			fprintf(f, " Alias: `%s`.", k->alias);
+		if (k->topic)
+			fprintf(f, " Topic-level: `%s`.", k->topic);
+		fputs(" |\n", f);
+	}
+}

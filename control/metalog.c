@@ -1,0 +1,763 @@
+/* control/metalog.c — the metadata log: encode a change, append it, wait
+ * until it is durable, then apply it to the image with the same function
+ * replay uses, so a reopened log rebuilds exactly the same image.
+ * See metalog.h. @thread control */
+#include "control/metalog.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include "control/config.h"
+#include "storage/batch.h"
+#include "storage/plog.h"
+
+#define META_DIR "__cluster_metadata-0"
+#define META_MAX_RECORD (1u << 20)        /* value bytes of one change */
+#define META_BATCH_CAP (META_MAX_RECORD + 4096)
+#define META_READ_CAP (4u << 20)          /* >= 2 batches, 4 KiB aligned */
+#define META_TAIL_BUDGET (8u << 20)
+
+struct metalog {
+	struct store st;          /* private io_uring of the control thread */
+	struct plog *pl;
+	int err;                  /* 0, or the -errno that failed the log (STYLE 7) */
+	int32_t node_id;
+	int have_node;
+	char cluster_id[23];
+	int64_t next_producer_id; /* first id not yet handed out */
+	int64_t records;          /* replayed at open */
+	/* Image. live: topics not deleted, creation order. dead: deleted
+	 * topics kept until close so borrowed pointers stay valid. */
+	struct meta_topic **live;
+	int nlive, cap_live;
+	struct meta_topic **dead;
+	int ndead, cap_dead;
+	uint8_t *bbuf;            /* batch being built */
+	uint8_t *rbuf;            /* replay reads, 4 KiB aligned */
+};
+
+/* ---- encoding ---------------------------------------------------------- */
+
+struct enc {
+	uint8_t *p;
+	size_t len, cap;
+	int err;
+};
+
+static void enc_bytes(struct enc *e, const void *b, size_t n)
+{
+	if (e->err || e->len + n > e->cap) {
+		e->err = -EMSGSIZE;
+		return;
+	}
+	memcpy(e->p + e->len, b, n);
+	e->len += n;
+}
+
+static void enc_u8(struct enc *e, uint8_t v) { enc_bytes(e, &v, 1); }
+
+static void enc_i16(struct enc *e, int16_t v)
+{
+	uint8_t b[2] = { (uint8_t)((uint16_t)v >> 8), (uint8_t)v };
+
+	enc_bytes(e, b, 2);
+}
+
+static void enc_i32(struct enc *e, int32_t v)
+{
+	uint8_t b[4];
+
+	for (int i = 0; i < 4; i++)
+		b[i] = (uint8_t)((uint32_t)v >> (24 - 8 * i));
+	enc_bytes(e, b, 4);
+}
+
+static void enc_i64(struct enc *e, int64_t v)
+{
+	uint8_t b[8];
+
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)((uint64_t)v >> (56 - 8 * i));
+	enc_bytes(e, b, 8);
+}
+
+static void enc_str(struct enc *e, const char *s)
+{
+	size_t n;
+
+	if (!s) {
+		enc_i16(e, -1);
+		return;
+	}
+	n = strlen(s);
+	if (n > INT16_MAX) {
+		e->err = -EMSGSIZE;
+		return;
+	}
+	enc_i16(e, (int16_t)n);
+	enc_bytes(e, s, n);
+}
+
+/* Bounds-checked reader that keeps the first error (STYLE 8). */
+struct dec {
+	const uint8_t *p, *end;
+	int err;
+};
+
+static int dec_need(struct dec *d, size_t n)
+{
+	if (d->err || (size_t)(d->end - d->p) < n) {
+		d->err = -EPROTO;
+		return 0;
+	}
+	return 1;
+}
+
+static uint8_t dec_u8(struct dec *d)
+{
+	return dec_need(d, 1) ? *d->p++ : 0;
+}
+
+static int64_t dec_be(struct dec *d, int n)
+{
+	uint64_t v = 0;
+
+	if (!dec_need(d, (size_t)n))
+		return 0;
+	for (int i = 0; i < n; i++)
+		v = v << 8 | *d->p++;
+	if (n < 8 && (v & (1ull << (8 * n - 1))))
+		v |= ~0ull << (8 * n);   /* sign-extend */
+	return (int64_t)v;
+}
+
+static void dec_id(struct dec *d, uint8_t id[16])
+{
+	if (dec_need(d, 16)) {
+		memcpy(id, d->p, 16);
+		d->p += 16;
+	} else {
+		memset(id, 0, 16);
+	}
+}
+
+/* malloc'd string; *isnull set for a null one (returns NULL). */
+static char *dec_str(struct dec *d, int *isnull)
+{
+	int64_t n = dec_be(d, 2);
+	char *s;
+
+	*isnull = 0;
+	if (d->err)
+		return NULL;
+	if (n < 0) {
+		if (n != -1)
+			d->err = -EPROTO;
+		*isnull = n == -1;
+		return NULL;
+	}
+	if (!dec_need(d, (size_t)n))
+		return NULL;
+	if (memchr(d->p, 0, (size_t)n)) {
+		d->err = -EPROTO;
+		return NULL;
+	}
+	if (!(s = strndup((const char *)d->p, (size_t)n))) {
+		d->err = -ENOMEM;
+		return NULL;
+	}
+	d->p += n;
+	return s;
+}
+
+/* ---- the image ----------------------------------------------------------- */
+
+static void topic_free(struct meta_topic *t)
+{
+	for (int i = 0; i < t->nconfigs; i++) {
+		free(t->config_keys[i]);
+		free(t->config_values[i]);
+	}
+	free(t->config_keys);
+	free(t->config_values);
+	free(t);
+}
+
+static struct meta_topic *find_live(const struct metalog *ml, const char *name, const uint8_t *id, int *at)
+{
+	for (int i = 0; i < ml->nlive; i++) {
+		struct meta_topic *t = ml->live[i];
+
+		if ((name && !strcmp(t->name, name)) || (id && !memcmp(t->id, id, 16))) {
+			if (at)
+				*at = i;
+			return t;
+		}
+	}
+	return NULL;
+}
+
+static int grow(void *arrp, int *cap, int need)
+{
+	void **arr = arrp;
+
+	if (need <= *cap)
+		return 0;
+	int nc = *cap ? *cap * 2 : 64;
+	void *n = realloc(*arr, (size_t)nc * sizeof(void *));
+
+	if (!n)
+		return -ENOMEM;
+	*arr = n;
+	*cap = nc;
+	return 0;
+}
+
+/* Set or delete (value NULL) an override; takes ownership of key and value. */
+static int topic_config_put(struct meta_topic *t, char *key, char *value)
+{
+	for (int i = 0; i < t->nconfigs; i++) {
+		if (strcmp(t->config_keys[i], key))
+			continue;
+		free(key);
+		free(t->config_values[i]);
+		if (value) {
+			t->config_values[i] = value;
+			return 0;
+		}
+		free(t->config_keys[i]);
+		memmove(&t->config_keys[i], &t->config_keys[i + 1], (size_t)(t->nconfigs - i - 1) * sizeof(char *));
+		memmove(&t->config_values[i], &t->config_values[i + 1], (size_t)(t->nconfigs - i - 1) * sizeof(char *));
+		t->nconfigs--;
+		return 0;
+	}
+	if (!value) {
+		free(key);
+		return 0;
+	}
+	char **k = realloc(t->config_keys, (size_t)(t->nconfigs + 1) * sizeof(char *));
+
+	if (k)
+		t->config_keys = k;
+	char **v = k ? realloc(t->config_values, (size_t)(t->nconfigs + 1) * sizeof(char *)) : NULL;
+
+	if (!v) {
+		free(key);
+		free(value);
+		return -ENOMEM;
+	}
+	t->config_values = v;
+	t->config_keys[t->nconfigs] = key;
+	t->config_values[t->nconfigs] = value;
+	t->nconfigs++;
+	return 0;
+}
+
+/* Apply one record to the image: the only place the image changes, used
+ * by both replay and live mutations. -EPROTO: malformed or contradicting
+ * the image. */
+static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, size_t len)
+{
+	struct dec d = { val, val + len, 0 };
+	uint8_t id[16];
+	int isnull, at, rc = 0;
+	struct meta_topic *t;
+
+	if (dec_u8(&d) != META_FORMAT_VERSION)
+		return -EPROTO;
+	switch (type) {
+	case META_REC_TOPIC: {
+		char *name = dec_str(&d, &isnull);
+		int32_t nconf;
+
+		if (!(t = calloc(1, sizeof(*t)))) {
+			free(name);
+			return -ENOMEM;
+		}
+		if (name && strlen(name) < sizeof(t->name))
+			strcpy(t->name, name);
+		else if (!d.err)
+			d.err = -EPROTO;
+		free(name);
+		dec_id(&d, t->id);
+		t->partitions = (int32_t)dec_be(&d, 4);
+		t->leader_epoch = (int32_t)dec_be(&d, 4);
+		nconf = (int32_t)dec_be(&d, 4);
+		if (nconf < 0 || t->partitions < 1)
+			d.err = d.err ? d.err : -EPROTO;
+		for (int32_t i = 0; i < nconf && !d.err; i++) {
+			char *k = dec_str(&d, &isnull), *v = dec_str(&d, &isnull);
+
+			if (!d.err && (!k || !v))
+				d.err = -EPROTO;
+			if (d.err) {
+				free(k);
+				free(v);
+				break;
+			}
+			if ((rc = topic_config_put(t, k, v)) < 0)
+				d.err = rc;
+		}
+		if (!d.err && (find_live(ml, t->name, NULL, NULL) || find_live(ml, NULL, t->id, NULL)))
+			d.err = -EPROTO;
+		if (!d.err && d.p != d.end)
+			d.err = -EPROTO;
+		if (!d.err)
+			d.err = grow(&ml->live, &ml->cap_live, ml->nlive + 1);
+		if (d.err) {
+			topic_free(t);
+			return d.err;
+		}
+		ml->live[ml->nlive++] = t;
+		return 0;
+	}
+	case META_REC_PARTITIONS: {
+		int32_t n;
+
+		dec_id(&d, id);
+		n = (int32_t)dec_be(&d, 4);
+		if (d.err || d.p != d.end || !(t = find_live(ml, NULL, id, NULL)) || n <= t->partitions)
+			return -EPROTO;
+		t->partitions = n;
+		t->leader_epoch++;
+		return 0;
+	}
+	case META_REC_CONFIG: {
+		char *k, *v;
+
+		dec_id(&d, id);
+		k = dec_str(&d, &isnull);
+		v = dec_str(&d, &isnull);
+		if (d.err || !k || d.p != d.end || !(t = find_live(ml, NULL, id, NULL))) {
+			free(k);
+			free(v);
+			return d.err ? d.err : -EPROTO;
+		}
+		return topic_config_put(t, k, v);
+	}
+	case META_REC_REMOVE_TOPIC:
+		dec_id(&d, id);
+		if (d.err || d.p != d.end || !(t = find_live(ml, NULL, id, &at)))
+			return -EPROTO;
+		if ((rc = grow(&ml->dead, &ml->cap_dead, ml->ndead + 1)) < 0)
+			return rc;
+		t->deleted = 1;
+		memmove(&ml->live[at], &ml->live[at + 1], (size_t)(ml->nlive - at - 1) * sizeof(*ml->live));
+		ml->nlive--;
+		ml->dead[ml->ndead++] = t;
+		return 0;
+	case META_REC_PRODUCER_IDS: {
+		int64_t next = dec_be(&d, 8);
+
+		if (d.err || d.p != d.end || next < ml->next_producer_id)
+			return -EPROTO;
+		ml->next_producer_id = next;
+		return 0;
+	}
+	case META_REC_NODE: {
+		int32_t node = (int32_t)dec_be(&d, 4);
+		char *cid = dec_str(&d, &isnull);
+
+		if (d.err || !cid || strlen(cid) != 22 || d.p != d.end || ml->have_node) {
+			free(cid);
+			return d.err ? d.err : -EPROTO;
+		}
+		if (node != ml->node_id) {
+			free(cid);
+			return -EINVAL;   /* this data directory belongs to another node */
+		}
+		memcpy(ml->cluster_id, cid, 23);
+		free(cid);
+		ml->have_node = 1;
+		return 0;
+	}
+	default:
+		return -EPROTO;
+	}
+}
+
+/* ---- writing ------------------------------------------------------------- */
+
+/* Append one record, wait until it is durable, then apply it. */
+static int record_commit(struct metalog *ml, int16_t type, const struct enc *e)
+{
+	struct batch_builder bb;
+	uint8_t key[2] = { (uint8_t)((uint16_t)type >> 8), (uint8_t)type };
+	int64_t base;
+	ssize_t size;
+	int rc;
+
+	if (ml->err)
+		return ml->err;
+	if (e->err)
+		return e->err;
+	batch_builder_init(&bb, ml->bbuf, META_BATCH_CAP, 0);
+	if (batch_builder_add(&bb, 0, 0, key, 2, e->p, (int32_t)e->len, NULL, 0, 0) < 0 ||
+	    (size = batch_builder_finish(&bb, 0, -1, -1, -1, -1)) < 0)
+		return -EMSGSIZE;
+	while ((rc = plog_append(ml->pl, ml->bbuf, (uint32_t)size, &base)) == -ENOBUFS)
+		store_poll(&ml->st, 1);
+	if (rc == 0) {
+		while (ml->pl->durable_offset <= base && !ml->pl->err)
+			store_poll(&ml->st, 1);
+		rc = ml->pl->err;
+	}
+	if (rc < 0) {
+		ml->err = rc;   /* failed until reopened: the image stays as it was */
+		return rc;
+	}
+	rc = record_apply(ml, type, e->p, e->len);
+	if (rc < 0)
+		ml->err = rc;   /* durable but not in the image: failed until reopened (replay applies it) */
+	return rc;
+}
+
+#define ENC_INIT(ml, buf) { (buf), 0, META_MAX_RECORD, 0 }
+
+static void random_id(uint8_t id[16])
+{
+	char first;
+
+	do {
+		size_t got = 0;
+
+		while (got < 16) {
+			ssize_t r = getrandom(id + got, 16 - got, 0);
+
+			if (r > 0)
+				got += (size_t)r;
+		}
+		id[6] = (uint8_t)((id[6] & 0x0f) | 0x40);   /* version 4 */
+		id[8] = (uint8_t)((id[8] & 0x3f) | 0x80);   /* IETF variant */
+		/* Kafka avoids ids whose base64 starts with '-' (looks like an
+		 * option on a command line); the first char is id[0] >> 2. */
+		first = (char)(id[0] >> 2);
+	} while (first == 62);
+}
+
+static void base64url(const uint8_t id[16], char out[23])
+{
+	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	uint32_t acc = 0;
+	int bits = 0, n = 0;
+
+	for (int i = 0; i < 16; i++) {
+		acc = acc << 8 | id[i];
+		bits += 8;
+		while (bits >= 6) {
+			out[n++] = a[(acc >> (bits - 6)) & 63];
+			bits -= 6;
+		}
+	}
+	out[n++] = a[(acc << (6 - bits)) & 63];   /* 128 = 21*6 + 2 */
+	out[n] = 0;
+}
+
+/* ---- public -------------------------------------------------------------- */
+
+int metalog_topic_name_valid(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	if (n < 1 || n > META_TOPIC_NAME_MAX || !strcmp(name, ".") || !strcmp(name, ".."))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char ch = name[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		      ch == '.' || ch == '_' || ch == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+static int replay(struct metalog *ml)
+{
+	struct plog *pl = ml->pl;
+	int64_t off = pl->log_start;
+
+	while (off < pl->high_watermark) {
+		struct plog_read rd = { .offset = off, .max_offset = pl->high_watermark,
+					.max_bytes = META_READ_CAP / 2, .buf = ml->rbuf,
+					.buf_cap = META_READ_CAP };
+		int rc = plog_read_sync(pl, &rd);
+
+		if (rc < 0)
+			return rc;
+		if (rd.bytes == 0) {
+			plog_read_release(&rd);
+			return -EIO;
+		}
+		for (uint32_t at = 0; at < rd.bytes && rc >= 0;) {
+			const uint8_t *b = rd.data + at;
+			struct batch_info bi;
+			struct record_iter it;
+			struct record_view rv;
+
+			if ((rc = batch_validate(b, rd.bytes - at, 0, 0, &bi)) < 0) {
+				rc = -EIO;
+				break;
+			}
+			at += bi.size;
+			if (batch_last_offset(b) < off)
+				continue;
+			if (bi.attributes & 0x7) {
+				rc = -EPROTO;   /* we never compress metadata */
+				break;
+			}
+			record_iter_init(&it, b + OF_Records, bi.size - OF_Records, bi.records);
+			while ((rc = record_iter_next(&it, &rv)) == 1) {
+				if (rv.key_len != 2 || !rv.value) {
+					rc = -EPROTO;
+					break;
+				}
+				int16_t type = (int16_t)(rv.key[0] << 8 | rv.key[1]);
+
+				if ((rc = record_apply(ml, type, rv.value, (size_t)rv.value_len)) < 0)
+					break;
+				ml->records++;
+			}
+			if (rc < 0)
+				break;
+			off = batch_last_offset(b) + 1;
+		}
+		plog_read_release(&rd);
+		if (rc < 0)
+			return rc == -BATCH_ERR_RECORD ? -EIO : rc;
+	}
+	return 0;
+}
+
+int metalog_open(const char *data_dir, int32_t node_id, struct metalog **out)
+{
+	struct metalog *ml = calloc(1, sizeof(*ml));
+	struct plog_config cfg;
+	char *path = NULL;
+	int rc;
+
+	if (!ml)
+		return -ENOMEM;
+	ml->node_id = node_id;
+	if (mkdir(data_dir, 0755) < 0 && errno != EEXIST) {
+		rc = -errno;
+		free(ml);
+		return rc;
+	}
+	if (asprintf(&path, "%s/%s", data_dir, META_DIR) < 0) {
+		free(ml);
+		return -ENOMEM;
+	}
+	ml->bbuf = malloc(META_BATCH_CAP);
+	if (!ml->bbuf || posix_memalign((void **)&ml->rbuf, 4096, META_READ_CAP)) {
+		free(ml->bbuf);
+		free(path);
+		free(ml);
+		return -ENOMEM;
+	}
+	if ((rc = store_init(&ml->st, NULL, META_TAIL_BUDGET)) < 0) {
+		free(ml->rbuf);
+		free(ml->bbuf);
+		free(path);
+		free(ml);
+		return rc;
+	}
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 64u << 20;
+	cfg.max_batch = META_BATCH_CAP;
+	cfg.retention_ms = -1;
+	cfg.retention_bytes = -1;
+	cfg.durability = PLOG_DUR_SYNC;
+	rc = plog_open(&ml->st, path, &cfg, &ml->pl);
+	free(path);
+	if (rc < 0) {
+		ml->pl = NULL;
+		metalog_close(ml);
+		return rc;
+	}
+	if ((rc = replay(ml)) < 0) {
+		metalog_close(ml);
+		return rc;
+	}
+	if (!ml->have_node) {
+		uint8_t id[16];
+		char cid[23];
+		struct enc e = ENC_INIT(ml, ml->rbuf);
+
+		random_id(id);
+		base64url(id, cid);
+		enc_u8(&e, META_FORMAT_VERSION);
+		enc_i32(&e, node_id);
+		enc_str(&e, cid);
+		if ((rc = record_commit(ml, META_REC_NODE, &e)) < 0) {
+			metalog_close(ml);
+			return rc;
+		}
+	}
+	*out = ml;
+	return 0;
+}
+
+void metalog_close(struct metalog *ml)
+{
+	if (!ml)
+		return;
+	if (ml->pl)
+		plog_close(ml->pl);
+	store_fini(&ml->st);
+	for (int i = 0; i < ml->nlive; i++)
+		topic_free(ml->live[i]);
+	for (int i = 0; i < ml->ndead; i++)
+		topic_free(ml->dead[i]);
+	free(ml->live);
+	free(ml->dead);
+	free(ml->bbuf);
+	free(ml->rbuf);
+	free(ml);
+}
+
+const char *metalog_cluster_id(const struct metalog *ml)
+{
+	return ml->cluster_id;
+}
+
+int32_t metalog_node_id(const struct metalog *ml)
+{
+	return ml->node_id;
+}
+
+int64_t metalog_records(const struct metalog *ml)
+{
+	return ml->records;
+}
+
+const struct meta_topic *metalog_topic(const struct metalog *ml, const char *name)
+{
+	return name ? find_live(ml, name, NULL, NULL) : NULL;
+}
+
+const struct meta_topic *metalog_topic_by_id(const struct metalog *ml, const uint8_t id[16])
+{
+	return find_live(ml, NULL, id, NULL);
+}
+
+int metalog_topic_count(const struct metalog *ml)
+{
+	return ml->nlive;
+}
+
+const struct meta_topic *metalog_topic_at(const struct metalog *ml, int i)
+{
+	return i >= 0 && i < ml->nlive ? ml->live[i] : NULL;
+}
+
+int metalog_create_topic(struct metalog *ml, const char *name, int32_t partitions,
+			 const char *const *keys, const char *const *values, int n,
+			 const struct meta_topic **out)
+{
+	struct enc e = ENC_INIT(ml, ml->rbuf);
+	uint8_t id[16];
+	int rc;
+
+	if (!metalog_topic_name_valid(name) || partitions < 1 || n < 0)
+		return -EINVAL;
+	if (find_live(ml, name, NULL, NULL))
+		return -EEXIST;
+	for (int i = 0; i < n; i++) {
+		if (!values[i])
+			return -EINVAL;
+		if ((rc = topic_config_validate(keys[i], values[i], NULL, 0)) < 0)
+			return rc;
+		for (int j = 0; j < i; j++)
+			if (!strcmp(keys[i], keys[j]))
+				return -EINVAL;   /* Kafka: duplicate config keys are refused */
+	}
+	do
+		random_id(id);
+	while (find_live(ml, NULL, id, NULL));
+	enc_u8(&e, META_FORMAT_VERSION);
+	enc_str(&e, name);
+	enc_bytes(&e, id, 16);
+	enc_i32(&e, partitions);
+	enc_i32(&e, 0);
+	enc_i32(&e, n);
+	for (int i = 0; i < n; i++) {
+		enc_str(&e, keys[i]);
+		enc_str(&e, values[i]);
+	}
+	if ((rc = record_commit(ml, META_REC_TOPIC, &e)) < 0)
+		return rc;
+	if (out)
+		*out = ml->live[ml->nlive - 1];
+	return 0;
+}
+
+int metalog_delete_topic(struct metalog *ml, const char *name)
+{
+	struct enc e = ENC_INIT(ml, ml->rbuf);
+	struct meta_topic *t = name ? find_live(ml, name, NULL, NULL) : NULL;
+
+	if (!t)
+		return -ENOENT;
+	enc_u8(&e, META_FORMAT_VERSION);
+	enc_bytes(&e, t->id, 16);
+	return record_commit(ml, META_REC_REMOVE_TOPIC, &e);
+}
+
+int metalog_add_partitions(struct metalog *ml, const char *name, int32_t new_total)
+{
+	struct enc e = ENC_INIT(ml, ml->rbuf);
+	struct meta_topic *t = name ? find_live(ml, name, NULL, NULL) : NULL;
+
+	if (!t)
+		return -ENOENT;
+	if (new_total <= t->partitions)
+		return -EINVAL;
+	enc_u8(&e, META_FORMAT_VERSION);
+	enc_bytes(&e, t->id, 16);
+	enc_i32(&e, new_total);
+	return record_commit(ml, META_REC_PARTITIONS, &e);
+}
+
+int metalog_set_config(struct metalog *ml, const char *name, const char *key, const char *value)
+{
+	struct enc e = ENC_INIT(ml, ml->rbuf);
+	struct meta_topic *t = name ? find_live(ml, name, NULL, NULL) : NULL;
+	int rc, have = 0;
+
+	if (!t || !key)
+		return -ENOENT;
+	if (value) {
+		if ((rc = topic_config_validate(key, value, NULL, 0)) < 0)
+			return rc;
+	} else {
+		if (!topic_config_broker_key(key))
+			return -ENOENT;
+		for (int i = 0; i < t->nconfigs; i++)
+			have |= !strcmp(t->config_keys[i], key);
+		if (!have)
+			return 0;
+	}
+	enc_u8(&e, META_FORMAT_VERSION);
+	enc_bytes(&e, t->id, 16);
+	enc_str(&e, key);
+	enc_str(&e, value);
+	return record_commit(ml, META_REC_CONFIG, &e);
+}
+
+int64_t metalog_next_producer_ids(struct metalog *ml, int32_t block)
+{
+	struct enc e = ENC_INIT(ml, ml->rbuf);
+	int64_t start = ml->next_producer_id;
+	int rc;
+
+	if (block < 1 || start > INT64_MAX - block)
+		return -EINVAL;
+	enc_u8(&e, META_FORMAT_VERSION);
+	enc_i64(&e, start + block);
+	if ((rc = record_commit(ml, META_REC_PRODUCER_IDS, &e)) < 0)
+		return rc;
+	return start;
+}

@@ -1,0 +1,352 @@
+/* tests/unit/test_metalog.c — the metadata log on a real disk: every kind
+ * of change survives close and reopen exactly, the cluster id is stable, a
+ * torn last record loses only that change, topic names follow Kafka's
+ * rule, 1,000 topics replay, producer id blocks never repeat. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "control/metalog.h"
+#include "tests/unit/helpers.h"
+
+static char *dir;
+
+static void setup(void)
+{
+	dir = test_tmpdir();
+}
+
+static void teardown(void)
+{
+	test_rmrf(dir);
+	free(dir);
+}
+
+TestSuite(metalog, .init = setup, .fini = teardown, .timeout = 120);
+
+static struct metalog *open_ml(void)
+{
+	struct metalog *ml;
+	int rc = metalog_open(dir, 1, &ml);
+
+	cr_assert_eq(rc, 0, "metalog_open: %s", strerror(-rc));
+	return ml;
+}
+
+/* The whole image as text, byte for byte comparable. */
+static char *image(const struct metalog *ml)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	fprintf(f, "cluster %s count %d\n", metalog_cluster_id(ml), metalog_topic_count(ml));
+	for (int i = 0; i < metalog_topic_count(ml); i++) {
+		const struct meta_topic *t = metalog_topic_at(ml, i);
+
+		fprintf(f, "%s id=", t->name);
+		for (int j = 0; j < 16; j++)
+			fprintf(f, "%02x", t->id[j]);
+		fprintf(f, " p=%d e=%d del=%d", t->partitions, t->leader_epoch, t->deleted);
+		for (int j = 0; j < t->nconfigs; j++)
+			fprintf(f, " %s=%s", t->config_keys[j], t->config_values[j]);
+		fputc('\n', f);
+		cr_assert_eq(metalog_topic(ml, t->name), t);
+		cr_assert_eq(metalog_topic_by_id(ml, t->id), t);
+	}
+	fclose(f);
+	return buf;
+}
+
+static const char *cfg_get(const struct meta_topic *t, const char *key)
+{
+	for (int i = 0; i < t->nconfigs; i++)
+		if (!strcmp(t->config_keys[i], key))
+			return t->config_values[i];
+	return NULL;
+}
+
+Test(metalog, changes_survive_reopen)
+{
+	struct metalog *ml = open_ml();
+	const struct meta_topic *t;
+	const char *k[] = { "cleanup.policy", "retention.ms" }, *v[] = { "compact", "60000" };
+	char *before, *after;
+
+	cr_assert_eq(metalog_topic_count(ml), 0);
+	cr_assert_eq(metalog_create_topic(ml, "orders", 3, k, v, 2, &t), 0);
+	cr_assert_str_eq(t->name, "orders");
+	cr_assert_eq(t->partitions, 3);
+	cr_assert_eq(t->leader_epoch, 0);
+	cr_assert_eq((t->id[6] >> 4), 4, "uuid v4");
+	cr_assert_str_eq(cfg_get(t, "cleanup.policy"), "compact");
+	cr_assert_eq(metalog_create_topic(ml, "orders", 1, NULL, NULL, 0, NULL), -EEXIST);
+	cr_assert_eq(metalog_create_topic(ml, "payments", 1, NULL, NULL, 0, NULL), 0);
+	cr_assert_eq(metalog_create_topic(ml, "gone", 2, NULL, NULL, 0, NULL), 0);
+	cr_assert_eq(metalog_create_topic(ml, "logs", 1, NULL, NULL, 0, NULL), 0);
+
+	cr_assert_eq(metalog_add_partitions(ml, "payments", 8), 0);
+	cr_assert_eq(metalog_topic(ml, "payments")->partitions, 8);
+	cr_assert_eq(metalog_topic(ml, "payments")->leader_epoch, 1);
+	cr_assert_eq(metalog_add_partitions(ml, "payments", 8), -EINVAL);
+	cr_assert_eq(metalog_add_partitions(ml, "payments", 2), -EINVAL);
+	cr_assert_eq(metalog_add_partitions(ml, "nope", 9), -ENOENT);
+
+	cr_assert_eq(metalog_set_config(ml, "orders", "retention.ms", "120000"), 0);
+	cr_assert_eq(metalog_set_config(ml, "orders", "cleanup.policy", NULL), 0);
+	cr_assert_eq(metalog_set_config(ml, "orders", "cleanup.policy", NULL), 0, "absent: no-op");
+	cr_assert_eq(metalog_set_config(ml, "logs", "durability", "sync"), 0);
+	cr_assert_eq(metalog_set_config(ml, "logs", "durability", "fsync"), -EINVAL);
+	cr_assert_eq(metalog_set_config(ml, "logs", "bogus.key", "1"), -ENOENT);
+	cr_assert_eq(metalog_set_config(ml, "nope", "durability", "sync"), -ENOENT);
+	t = metalog_topic(ml, "orders");
+	cr_assert_eq(t->nconfigs, 1);
+	cr_assert_str_eq(cfg_get(t, "retention.ms"), "120000");
+
+	const struct meta_topic *g = metalog_topic(ml, "gone");
+
+	cr_assert_eq(metalog_delete_topic(ml, "gone"), 0);
+	cr_assert_eq(g->deleted, 1, "a borrowed pointer stays valid, marked deleted");
+	cr_assert_null(metalog_topic(ml, "gone"));
+	cr_assert_eq(metalog_delete_topic(ml, "gone"), -ENOENT);
+	cr_assert_eq(metalog_topic_count(ml), 3);
+	/* a name can be reused after deletion, with a new id */
+	cr_assert_eq(metalog_create_topic(ml, "gone", 5, NULL, NULL, 0, &t), 0);
+	cr_assert_neq(memcmp(t->id, g->id, 16), 0);
+	cr_assert_eq(metalog_delete_topic(ml, "gone"), 0);
+
+	before = image(ml);
+	metalog_close(ml);
+	ml = open_ml();
+	after = image(ml);
+	cr_assert_str_eq(after, before);
+	cr_assert_null(metalog_topic(ml, "gone"));
+	cr_assert_gt(metalog_records(ml), 10);
+	/* and it keeps working after a reopen */
+	cr_assert_eq(metalog_add_partitions(ml, "orders", 4), 0);
+	free(before);
+	before = image(ml);
+	metalog_close(ml);
+	ml = open_ml();
+	free(after);
+	after = image(ml);
+	cr_assert_str_eq(after, before);
+	free(before);
+	free(after);
+	metalog_close(ml);
+}
+
+Test(metalog, cluster_id_stable)
+{
+	struct metalog *ml = open_ml();
+	char id[32];
+	const char *c = metalog_cluster_id(ml);
+
+	cr_assert_eq(strlen(c), 22);
+	for (const char *p = c; *p; p++)
+		cr_assert(strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", *p));
+	cr_assert_neq(c[0], '-');
+	snprintf(id, sizeof(id), "%s", c);
+	metalog_close(ml);
+	for (int i = 0; i < 3; i++) {
+		ml = open_ml();
+		cr_assert_str_eq(metalog_cluster_id(ml), id);
+		metalog_close(ml);
+	}
+	/* another node id may not take over this data directory */
+	cr_assert_eq(metalog_open(dir, 2, &ml), -EINVAL);
+	/* another directory gets another cluster id */
+	char other[4200];
+
+	snprintf(other, sizeof(other), "%s/other", dir);
+	cr_assert_eq(metalog_open(other, 1, &ml), 0);
+	cr_assert_str_neq(metalog_cluster_id(ml), id);
+	metalog_close(ml);
+}
+
+/* Find the metadata segment and the end of its data (the last batch). */
+static void seg_path(char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/__cluster_metadata-0/%020d.log", dir, 0);
+}
+
+Test(metalog, torn_last_record_loses_only_that_change)
+{
+	struct metalog *ml = open_ml();
+	char path[4300], *before;
+	const char *k[] = { "retention.ms" }, *v[] = { "1000" };
+
+	cr_assert_eq(metalog_create_topic(ml, "a", 1, NULL, NULL, 0, NULL), 0);
+	cr_assert_eq(metalog_create_topic(ml, "b", 2, k, v, 1, NULL), 0);
+	before = image(ml);
+	/* the last change: its batch is the last bytes of the segment */
+	cr_assert_eq(metalog_set_config(ml, "b", "retention.ms", "2000"), 0);
+	metalog_close(ml);
+
+	/* the data end: scan the file for the last batch (zeros follow it) */
+	seg_path(path, sizeof(path));
+	int fd = open(path, O_RDWR);
+	cr_assert_geq(fd, 0);
+	static uint8_t buf[1 << 16];
+	ssize_t got = pread(fd, buf, sizeof(buf), 0);
+	uint32_t at = 0, last = 0;
+	struct batch_info bi;
+
+	cr_assert_gt(got, 0);
+	while (at < got && batch_validate(buf + at, (size_t)got - at, 0, 0, &bi) == 0) {
+		last = at;
+		at += bi.size;
+	}
+	cr_assert_gt(last, 0);
+	/* cut in the middle of the last batch, as a crash would */
+	cr_assert_eq(ftruncate(fd, (off_t)(last + (at - last) / 2)), 0);
+	close(fd);
+
+	ml = open_ml();
+	char *after = image(ml);
+
+	cr_assert_str_eq(after, before);
+	cr_assert_str_eq(cfg_get(metalog_topic(ml, "b"), "retention.ms"), "1000");
+	/* the log continues cleanly after the cut */
+	cr_assert_eq(metalog_set_config(ml, "b", "retention.ms", "3000"), 0);
+	metalog_close(ml);
+	ml = open_ml();
+	cr_assert_str_eq(cfg_get(metalog_topic(ml, "b"), "retention.ms"), "3000");
+	metalog_close(ml);
+	free(before);
+	free(after);
+}
+
+Test(metalog, bad_topic_names)
+{
+	struct metalog *ml = open_ml();
+	char longest[251], toolong[251];
+	static const char *bad[] = { "", ".", "..", "a b", "a/b", "a:b", "é", "topic!", "a\tb" };
+
+	memset(longest, 'x', 249);
+	longest[249] = 0;
+	memset(toolong, 'y', 250);
+	toolong[250] = 0;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(metalog_create_topic(ml, bad[i], 1, NULL, NULL, 0, NULL), -EINVAL, "'%s'", bad[i]);
+		cr_assert_eq(metalog_topic_name_valid(bad[i]), 0);
+	}
+	cr_assert_eq(metalog_create_topic(ml, NULL, 1, NULL, NULL, 0, NULL), -EINVAL);
+	cr_assert_eq(metalog_create_topic(ml, toolong, 1, NULL, NULL, 0, NULL), -EINVAL);
+	cr_assert_eq(metalog_create_topic(ml, longest, 1, NULL, NULL, 0, NULL), 0);
+	cr_assert_eq(metalog_create_topic(ml, "Ok_name-1.x", 1, NULL, NULL, 0, NULL), 0);
+	cr_assert_eq(metalog_create_topic(ml, "...", 1, NULL, NULL, 0, NULL), 0, "only . and .. are refused");
+	cr_assert_eq(metalog_create_topic(ml, "zero", 0, NULL, NULL, 0, NULL), -EINVAL);
+	cr_assert_eq(metalog_create_topic(ml, "neg", -3, NULL, NULL, 0, NULL), -EINVAL);
+	/* configs are validated before anything is written */
+	const char *k[] = { "retention.ms" }, *v[] = { "soon" }, *k2[] = { "nope" };
+	const char *kd[] = { "retention.ms", "retention.ms" }, *vd[] = { "1", "2" };
+
+	cr_assert_eq(metalog_create_topic(ml, "cfg", 1, k, v, 1, NULL), -EINVAL);
+	cr_assert_eq(metalog_create_topic(ml, "cfg", 1, k2, v, 1, NULL), -ENOENT);
+	cr_assert_eq(metalog_create_topic(ml, "cfg", 1, kd, vd, 2, NULL), -EINVAL);
+	cr_assert_null(metalog_topic(ml, "cfg"));
+	cr_assert_eq(metalog_topic_count(ml), 3);
+	metalog_close(ml);
+	ml = open_ml();
+	cr_assert_eq(metalog_topic_count(ml), 3);
+	cr_assert_not_null(metalog_topic(ml, longest));
+	metalog_close(ml);
+}
+
+Test(metalog, thousand_topics_replay)
+{
+	struct metalog *ml = open_ml();
+	char name[64], *before, *after;
+
+	for (int i = 0; i < 1000; i++) {
+		const char *k[] = { "retention.bytes" };
+		char val[32];
+		const char *v[] = { val };
+
+		snprintf(name, sizeof(name), "topic-%04d", i);
+		snprintf(val, sizeof(val), "%d", 1000 + i);
+		cr_assert_eq(metalog_create_topic(ml, name, 1 + i % 7, k, v, i % 2, NULL), 0);
+	}
+	for (int i = 0; i < 1000; i += 10) {
+		snprintf(name, sizeof(name), "topic-%04d", i);
+		cr_assert_eq(metalog_delete_topic(ml, name), 0);
+	}
+	for (int i = 1; i < 1000; i += 10) {
+		snprintf(name, sizeof(name), "topic-%04d", i);
+		cr_assert_eq(metalog_add_partitions(ml, name, 100), 0);
+	}
+	cr_assert_eq(metalog_topic_count(ml), 900);
+	before = image(ml);
+	metalog_close(ml);
+	ml = open_ml();
+	after = image(ml);
+	cr_assert_str_eq(after, before);
+	cr_assert_eq(metalog_topic_count(ml), 900);
+	cr_assert_eq(metalog_topic(ml, "topic-0001")->partitions, 100);
+	cr_assert_eq(metalog_topic(ml, "topic-0001")->leader_epoch, 1);
+	cr_assert_str_eq(cfg_get(metalog_topic(ml, "topic-0003"), "retention.bytes"), "1003");
+	cr_assert_null(metalog_topic(ml, "topic-0010"));
+	metalog_close(ml);
+	free(before);
+	free(after);
+}
+
+Test(metalog, producer_id_blocks_never_repeat)
+{
+	struct metalog *ml = open_ml();
+	int64_t prev_end = 0;
+
+	for (int round = 0; round < 4; round++) {
+		for (int i = 0; i < 5; i++) {
+			int64_t first = metalog_next_producer_ids(ml, 1000);
+
+			cr_assert_geq(first, prev_end, "round %d: %lld < %lld", round,
+				      (long long)first, (long long)prev_end);
+			prev_end = first + 1000;
+		}
+		metalog_close(ml);
+		ml = open_ml();
+	}
+	cr_assert_eq(metalog_next_producer_ids(ml, 0), -EINVAL);
+	cr_assert_eq(metalog_next_producer_ids(ml, 1), prev_end);
+	metalog_close(ml);
+}
+
+Test(metalog, newer_format_is_refused)
+{
+	struct metalog *ml = open_ml();
+
+	cr_assert_eq(metalog_create_topic(ml, "a", 1, NULL, NULL, 0, NULL), 0);
+	metalog_close(ml);
+	/* flip the version byte of the last record and fix the batch CRC */
+	char path[4300];
+
+	seg_path(path, sizeof(path));
+	int fd = open(path, O_RDWR);
+	static uint8_t buf[1 << 16];
+	ssize_t got = pread(fd, buf, sizeof(buf), 0);
+	uint32_t at = 0, last = 0;
+	struct batch_info bi;
+
+	while (at < got && batch_validate(buf + at, (size_t)got - at, 0, 0, &bi) == 0) {
+		last = at;
+		at += bi.size;
+	}
+	uint8_t *b = buf + last;
+	struct record_iter it;
+	struct record_view rv;
+
+	record_iter_init(&it, b + OF_Records, bi.size - OF_Records, 1);
+	cr_assert_eq(record_iter_next(&it, &rv), 1);
+	((uint8_t *)rv.value)[0] = META_FORMAT_VERSION + 1;
+	uint32_t crc = batch_compute_crc(b, at - last);
+
+	b[OF_Crc] = (uint8_t)(crc >> 24);
+	b[OF_Crc + 1] = (uint8_t)(crc >> 16);
+	b[OF_Crc + 2] = (uint8_t)(crc >> 8);
+	b[OF_Crc + 3] = (uint8_t)crc;
+	cr_assert_eq(pwrite(fd, b, at - last, last), (ssize_t)(at - last));
+	close(fd);
+	cr_assert_eq(metalog_open(dir, 1, &ml), -EPROTO);
+}
