@@ -265,7 +265,8 @@ Test(recovery, damage_after_checkpoint)
 
 /* A real crash: a child appends (durability=write) and reports each
  * durable offset through a pipe; the parent SIGKILLs it at a random
- * moment. Reopening keeps every offset reported durable, intact. */
+ * moment. Reopening keeps every offset reported durable, intact. Half the
+ * rounds append big batches fast, so several writes are in flight. */
 static int64_t child_durable;
 static int child_pipe;
 static void child_cb(struct plog *pl, int64_t off, int err, void *arg)
@@ -280,10 +281,14 @@ static void child_cb(struct plog *pl, int64_t off, int err, void *arg)
 
 Test(recovery, sigkill_loses_nothing_durable)
 {
-	for (int round = 0; round < 6; round++) {
+	for (int round = 0; round < 8; round++) {
 		char sub[4300];
 		int pfd[2];
 		pid_t pid;
+		/* odd rounds: a hot partition (~32 KiB batches, 512 KiB per
+		 * flush) that keeps several writes in flight */
+		int hot = round % 2;
+		uint64_t seg_bytes = hot ? 4u << 20 : 256 * 1024;
 
 		snprintf(sub, sizeof(sub), "%s/kill%d", dir, round);
 		cr_assert_eq(pipe(pfd), 0);
@@ -299,17 +304,18 @@ Test(recovery, sigkill_loses_nothing_durable)
 			if (store_init(&cst, NULL, 32u << 20))
 				_exit(2);
 			plog_config_defaults(&cfg);
-			cfg.segment_bytes = 256 * 1024;   /* rolls during the run */
+			cfg.segment_bytes = seg_bytes;   /* rolls during the run */
 			if (plog_open(&cst, sub, &cfg, &pl))
 				_exit(2);
 			plog_set_durable_cb(pl, child_cb, NULL);
 			for (int64_t i = 0;; i++) {
 				int64_t base;
-				uint32_t n = test_batch(b, sizeof(b), i, 2, 100 + (int)(i % 700), 3, i);
+				uint32_t n = hot ? test_batch(b, sizeof(b), i, 2, 15000 + (int)(i % 3000), 3, i)
+						 : test_batch(b, sizeof(b), i, 2, 100 + (int)(i % 700), 3, i);
 
 				while (plog_append(pl, b, n, &base) == -ENOBUFS)
 					store_poll(&cst, 1);
-				if (i % 3 == 0)
+				if (i % (hot ? 16 : 3) == 0)
 					store_poll(&cst, 0);
 			}
 		}
@@ -332,7 +338,7 @@ Test(recovery, sigkill_loses_nothing_durable)
 		struct plog *pl;
 
 		plog_config_defaults(&cfg);
-		cfg.segment_bytes = 256 * 1024;
+		cfg.segment_bytes = seg_bytes;
 		cr_assert_eq(plog_open(&st, sub, &cfg, &pl), 0);
 		cr_assert_geq(pl->next_offset, durable, "round %d: durable %lld, recovered %lld", round,
 			      (long long)durable, (long long)pl->next_offset);
