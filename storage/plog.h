@@ -144,6 +144,13 @@ struct plog {
  * is found by validating batches after the last index checkpoint; a torn or
  * corrupt tail is cut and reported in pl->recovery. @thread shard (setup) */
 int plog_open(struct store *st, const char *dir, const struct plog_config *cfg, struct plog **out);
+/* What recovery found and cut, as one line for the broker's log (no
+ * newline): segments and batches kept, bytes scanned, where the last
+ * segment was cut and why (batch_strerror), bytes cut after it, segments
+ * dropped. Like snprintf: writes at most len bytes including the NUL and
+ * returns the length of the whole line; -EINVAL if buf is NULL with len.
+ * @thread any (reads pl->recovery and pl->seg_tail only) */
+int plog_recovery_describe(const struct plog *pl, char *buf, size_t len);
 /* Write all buffered data, save the active segment's index checkpoint,
  * close. Blocks until the writes complete. */
 void plog_close(struct plog *pl);

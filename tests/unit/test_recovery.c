@@ -365,3 +365,66 @@ Test(recovery, sigkill_loses_nothing_durable)
 		plog_close(pl);
 	}
 }
+
+/* The one-line recovery report names what was kept, where the log was cut
+ * and why. */
+Test(recovery, describe_reports_the_cut)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	char p1[4300], seg[4400], line[512], want[256], small[16];
+	static uint8_t b[1 << 16];
+	uint64_t pos10 = 0;
+	int64_t base;
+	int n;
+
+	snprintf(p1, sizeof(p1), "%s/desc", dir);
+	snprintf(seg, sizeof(seg), "%s/%020d.log", p1, 0);
+	plog_config_defaults(&cfg);
+	cr_assert_eq(plog_open(&st, p1, &cfg, &pl), 0);
+	n = plog_recovery_describe(pl, line, sizeof(line));
+	cr_assert_eq(n, (int)strlen(line));
+	cr_assert(strstr(line, "0 batches, 0 bytes scanned; clean end at position 0 of "
+			       "00000000000000000000.log"), "%s", line);
+	for (int i = 0; i < 20; i++) {
+		uint32_t sz = test_batch(b, sizeof(b), i, 3, 300, 2, 10);
+
+		if (i == 10)
+			pos10 = pl->seg_tail->end;
+		cr_assert_eq(plog_append(pl, b, sz, &base), 0);
+	}
+	plog_close(pl);
+	sh("rm -f '%s'/*.index%s", p1, "");
+	cr_assert_eq(plog_open(&st, p1, &cfg, &pl), 0);
+	n = plog_recovery_describe(pl, line, sizeof(line));
+	cr_assert(strstr(line, "1 segment, 20 batches,"), "%s", line);
+	cr_assert(strstr(line, "clean end at position"), "%s", line);
+	cr_assert(strstr(line, "0 segments dropped"), "%s", line);
+	plog_close(pl);
+
+	/* a flipped byte in batch 10's records: cut there, CRC named */
+	int fd = open(seg, O_RDWR);
+	uint8_t c;
+
+	cr_assert_eq(pread(fd, &c, 1, (off_t)(pos10 + OF_Records + 5)), 1);
+	c ^= 0x10;
+	cr_assert_eq(pwrite(fd, &c, 1, (off_t)(pos10 + OF_Records + 5)), 1);
+	close(fd);
+	sh("rm -f '%s'/*.index%s", p1, "");     /* as after a crash: no checkpoint */
+	cr_assert_eq(plog_open(&st, p1, &cfg, &pl), 0);
+	cr_assert_eq(pl->next_offset, 30);
+	n = plog_recovery_describe(pl, line, sizeof(line));
+	cr_assert_eq(n, (int)strlen(line), "%s", line);
+	cr_assert(strstr(line, "10 batches,"), "%s", line);
+	snprintf(want, sizeof(want), "cut at position %llu of 00000000000000000000.log: %s;",
+		 (unsigned long long)pos10, batch_strerror(BATCH_ERR_CRC));
+	cr_assert(strstr(line, want), "%s\nwanted: %s", line, want);
+	cr_assert(strstr(line, "bytes after the end removed"), "%s", line);
+	cr_assert(!strchr(line, '\n'), "one line");
+	/* snprintf contract: truncated and terminated, full length returned */
+	cr_assert_eq(plog_recovery_describe(pl, small, sizeof(small)), n);
+	cr_assert_eq(strlen(small), sizeof(small) - 1);
+	cr_assert(!strncmp(small, line, sizeof(small) - 1));
+	cr_assert_eq(plog_recovery_describe(pl, NULL, 0), n);
+	plog_close(pl);
+}
