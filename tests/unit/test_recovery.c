@@ -151,10 +151,38 @@ static int outside_crc(uint64_t p)
 	return i < NB && p - opos[i] >= OF_PartitionLeaderEpoch && p - opos[i] < OF_Magic;
 }
 
+/* A naive reader for the negative control: it trusts BatchLength (and
+ * stops only at a zero or impossible length) without checking the CRC.
+ * Returns how many batches it would serve whose bytes differ from what
+ * was appended. */
+static int naive_scan_damaged(const char *path)
+{
+	static uint8_t f[4u << 20];
+	FILE *fp = fopen(path, "rb");
+	size_t len, pos = 0;
+	int k = 0, damaged = 0;
+
+	cr_assert(fp);
+	len = fread(f, 1, sizeof(f), fp);
+	fclose(fp);
+	while (pos + BATCH_LOG_OVERHEAD <= len && k < NB) {
+		int32_t bl = batch_length(f + pos);
+		size_t size = (size_t)bl + BATCH_LOG_OVERHEAD;
+
+		if (bl <= 0 || size < BATCH_HEADER_SIZE || pos + size > len)
+			break;
+		if (size != osize[k] || memcmp(f + pos, orig[k], size))
+			damaged++;
+		pos += size;
+		k++;
+	}
+	return damaged;
+}
+
 Test(recovery, random_damage_in_last_segment)
 {
 	char pristine[4300], work[4300], seg[4400];
-	int trials = 0;
+	int trials = 0, removed = 0, flips = 0, naive_served = 0;
 
 	snprintf(pristine, sizeof(pristine), "%s/pristine", dir);
 	snprintf(work, sizeof(work), "%s/work", dir);
@@ -192,6 +220,10 @@ Test(recovery, random_damage_in_last_segment)
 			cr_assert_eq(pwrite(fd, &c, 1, (off_t)p), 1);
 			expect = p < end ? batch_at(p) : NB;
 			snprintf(what, sizeof(what), "bit flip at %llu", (unsigned long long)p);
+			/* the negative control: without the CRC this flip would be
+			 * served (the log under test must cut it: verify below) */
+			flips++;
+			naive_served += naive_scan_damaged(seg) > 0;
 		} else if (kind == 2) {
 			/* a torn write: one 4 KiB block lost, later ones present */
 			static uint8_t z[4096];
@@ -213,8 +245,16 @@ Test(recovery, random_damage_in_last_segment)
 		close(fd);
 		verify(work, expect, what);
 		trials++;
+		removed += expect < NB;
 	}
 	cr_assert_eq(trials, 240);
+	/* the property is not vacuous: most trials really cost batches */
+	cr_assert_geq(removed, 100, "only %d of %d trials removed a batch", removed, trials);
+	/* and the CRC is what protects: a reader trusting BatchLength alone
+	 * serves a damaged batch after some of the flips */
+	cr_assert_geq(naive_served, 1, "no flip of %d fooled a CRC-less scan", flips);
+	cr_log_info("damage trials: %d of %d removed batches; %d of %d flips would be served without the CRC",
+		    removed, trials, naive_served, flips);
 }
 
 /* Damage after an index checkpoint: the checkpointed prefix stays, the
