@@ -326,84 +326,179 @@ int plog_append(struct plog *pl, const uint8_t *batch, uint32_t size, int64_t *b
 
 /* ---- group commit writes ---------------------------------------------- */
 
-void plog_flush_prepare(struct plog *pl)
+static inline struct plog_write *wr_at(struct plog *pl, unsigned k)
 {
-	struct segment *seg;
+	return &pl->wr[(pl->wr_head + k) % PLOG_MAX_WRITES];
+}
+
+/* How far writes have been submitted in seg: flushed, or the end of the
+ * newest write of the ring for it. */
+static uint64_t seg_submitted(struct plog *pl, const struct segment *seg)
+{
+	uint64_t v = seg->flushed;
+
+	for (unsigned k = 0; k < pl->inflight; k++) {
+		const struct plog_write *w = wr_at(pl, k);
+
+		if (w->seg == seg && w->end > v)
+			v = w->end;
+	}
+	return v;
+}
+
+/* 1 if a write still in flight covers the block at file position blk. */
+static int block_busy(struct plog *pl, const struct segment *seg, uint64_t blk)
+{
+	for (unsigned k = 0; k < pl->inflight; k++) {
+		const struct plog_write *w = wr_at(pl, k);
+
+		if (!w->done && w->seg == seg && w->pos <= blk && blk < w->pos + w->bytes)
+			return 1;
+	}
+	return 0;
+}
+
+/* The oldest segment with bytes not yet submitted, or NULL. Only the last
+ * few segments can have unwritten bytes: walk back from the active one. */
+static struct segment *seg_unsubmitted(struct plog *pl)
+{
+	struct segment *s = pl->seg_tail;
+
+	if (!s)
+		return NULL;
+	while (s->prev && s->prev->flushed < s->prev->end)
+		s = s->prev;
+	for (; s; s = s->next)
+		if (seg_submitted(pl, s) < s->end)
+			return s;
+	return NULL;
+}
+
+int plog_has_unsubmitted(const struct plog *pl)
+{
+	return !pl->err && seg_unsubmitted((struct plog *)pl) != NULL;
+}
+
+/* The offset after the last batch that ends at or before position `end`
+ * of seg, conservatively from the sparse index (exact at the end). */
+static int64_t seg_offset_at(const struct segment *seg, uint64_t end)
+{
+	const struct seg_index *ix = &seg->ix;
+	uint32_t lo = 0, hi = ix->n_off;
+
+	if (end >= seg->end)
+		return seg->next_offset;
+	while (lo < hi) {          /* the last entry with position <= end */
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (ix->off[mid].position <= end)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* the batch indexed there starts at or before end: all before it are whole */
+	return lo ? seg->base_offset + ix->off[lo - 1].rel_offset : seg->base_offset;
+}
+
+/* Prepare one write of seg from its submitted end. Returns 1 if a write
+ * was queued, 0 if nothing may be written now (ordering hazard, or no
+ * SQE). */
+static int plog_queue_write(struct plog *pl, struct segment *seg, int first)
+{
+	struct plog_write *w = wr_at(pl, pl->inflight);
+	uint64_t sub = seg_submitted(pl, seg), from = align_down4k(sub);
+	uint64_t whole = align_down4k(seg->end), stop, pos;
 	struct io_uring_sqe *sqe;
 	struct tail_chunk *c;
-	uint64_t from, to, last_to = 0;
-	int n = 0;
+	int tail_now, n = 0;
 
-	if (pl->inflight || pl->err)
-		return;
-	/* oldest segment with unwritten bytes first */
-	for (seg = pl->seg_head; seg && seg->flushed >= seg->end; seg = seg->next)
-		;
-	if (!seg)
-		return;
-	from = align_down4k(seg->flushed);
-	for (c = pl->chunk_head; c && n < PLOG_MAX_IOV; c = c->next) {
-		uint64_t cs, ce;
+	/* the block holding `sub` is partial: whoever wrote it last must have
+	 * landed before it is written again */
+	if ((sub & 4095) && block_busy(pl, seg, from))
+		return 0;
+	/* The partial last block is written now if it is all that is new
+	 * since the last flush (the burst ended), if the segment is sealed (it
+	 * will not grow), or if the partition is idle (nothing in flight,
+	 * little pending: lowest latency). A hot partition writes whole blocks
+	 * only, so its writes never overlap and up to PLOG_MAX_WRITES of them
+	 * stream; its partial block follows when the burst ends. */
+	tail_now = (whole <= from && first) || seg->sealed ||
+		   (pl->inflight == 0 && seg->end - from <= PLOG_HOT_BYTES);
+	stop = tail_now ? align_up4k(seg->end) : whole;
+	if (stop > from + PLOG_WRITE_MAX)
+		stop = from + PLOG_WRITE_MAX;
+	w->iov = pl->iov + ((w - pl->wr) * PLOG_WRITE_IOV);
+	pos = from;
+	for (c = pl->chunk_head; c && n < PLOG_WRITE_IOV && pos < stop; c = c->next) {
+		uint64_t cs, ce, dend;
 
 		if (c->seg != seg)
 			continue;
 		cs = c->file_base;
+		dend = c->file_base + c->len;
 		/* a chunk followed by another of the same segment ends where
 		 * the next one (holding a copy of the partial block) begins */
 		if (c->next && c->next->seg == seg)
 			ce = c->next->file_base;
 		else
-			ce = align_up4k(c->file_base + c->len);
-		if (ce <= from)
+			ce = align_up4k(dend);
+		if (ce <= pos)
 			continue;
-		if (cs < from)
-			cs = from;
-		if (ce <= cs)
-			continue;
-		if (last_to && cs != last_to)
-			break;          /* not contiguous: evicted chunk in between (cannot happen: dirty chunks are never evicted) */
-		if (!c->next || c->next->seg != seg) {
-			/* zero the padding of the last block so it reads as "no batch" */
-			uint64_t dend = c->file_base + c->len;
-
+		if (cs > pos)
+			break;          /* a gap: cannot happen, dirty chunks are never evicted */
+		if (ce > stop)
+			ce = stop;
+		if (ce > dend)          /* zero the padding of the last block: "no batch" */
 			memset(c->mem + (dend - c->file_base), 0, ce - dend);
-		}
-		pl->iov[n].iov_base = c->mem + (cs - c->file_base);
-		pl->iov[n].iov_len = ce - cs;
+		w->iov[n].iov_base = c->mem + (pos - cs);
+		w->iov[n].iov_len = ce - pos;
 		n++;
-		last_to = ce;
+		pos = ce;
 	}
-	if (!n)
-		return;
-	to = last_to;
+	if (!n || (pos < seg->end ? pos : seg->end) <= sub)
+		return 0;
 	sqe = store_sqe(pl->st);
-	if (!sqe) {
-		store_mark_dirty(pl->st, pl);
-		return;
-	}
-	io_uring_prep_writev2(sqe, seg->fd, pl->iov, (unsigned)n, from,
+	if (!sqe)
+		return 0;
+	io_uring_prep_writev2(sqe, seg->fd, w->iov, (unsigned)n, from,
 			      pl->cfg.durability == PLOG_DUR_SYNC ? RWF_DSYNC : 0);
-	io_uring_sqe_set_data64(sqe, user_data(pl, STORE_OP_WRITE));
-	pl->inflight = 1;
+	io_uring_sqe_set_data64(sqe, user_data(w, STORE_OP_WRITE));
+	w->pl = pl;
+	w->seg = seg;
+	w->pos = from;
+	w->bytes = pos - from;
+	w->end = pos < seg->end ? pos : seg->end;
+	w->next_offset = seg_offset_at(seg, w->end);
+	w->res = 0;
+	w->done = 0;
+	pl->inflight++;
+	if (pl->inflight > pl->inflight_max)
+		pl->inflight_max = pl->inflight;
+	if (pl->inflight > pl->st->stats.max_inflight_writes)
+		pl->st->stats.max_inflight_writes = pl->inflight;
 	pl->inflight_seg = seg;
-	pl->inflight_end = to < seg->end ? to : seg->end;
-	pl->inflight_bytes = to - from;
-	/* the offset made durable: everything appended so far if the write
-	 * reaches the logical end, else the conservative start of the
-	 * chunk that is cut short */
-	if (pl->inflight_end >= seg->end) {
-		pl->inflight_next_offset = seg->next_offset;
-	} else {
-		int64_t o = seg->base_offset;
-
-		for (c = pl->chunk_head; c; c = c->next)
-			if (c->seg == seg && c->file_base + c->len <= pl->inflight_end)
-				o = c->end_offset;
-		pl->inflight_next_offset = o;
-	}
+	pl->inflight_end = w->end;
+	pl->inflight_bytes = w->bytes;
+	pl->inflight_next_offset = w->next_offset;
 	pl->st->inflight++;
 	pl->st->stats.writes++;
-	pl->st->stats.write_bytes += to - from;
+	pl->st->stats.write_bytes += w->bytes;
+	return 1;
+}
+
+int plog_flush_prepare(struct plog *pl)
+{
+	struct segment *seg;
+	int n = 0;
+
+	if (pl->err)
+		return 0;
+	while (pl->inflight < PLOG_MAX_WRITES && (seg = seg_unsubmitted(pl))) {
+		if (!plog_queue_write(pl, seg, n == 0))
+			break;
+		n++;
+	}
+	return n;
 }
 
 static void plog_fail(struct plog *pl, int err)
@@ -415,40 +510,65 @@ static void plog_fail(struct plog *pl, int err)
 		pl->on_durable(pl, pl->durable_offset, err, pl->durable_arg);
 }
 
-void plog_write_done(struct plog *pl, int res)
+void plog_write_slot_done(struct plog_write *w, int res)
 {
-	struct segment *seg = pl->inflight_seg;
+	struct plog *pl = w->pl;
+	int advanced = 0;
 
-	pl->inflight = 0;
-	pl->inflight_seg = NULL;
-	if (res < 0 || (uint64_t)res != pl->inflight_bytes) {
-		pl->st->stats.io_errors++;
-		plog_fail(pl, res < 0 ? res : -EIO);
-		if (pl->dirfd < 0)
-			plog_free(pl);
-		return;
+	w->done = 1;
+	w->res = res;
+	/* retire in ring order: bytes count as written only when every write
+	 * before them has landed too */
+	while (pl->inflight && pl->wr[pl->wr_head].done) {
+		struct plog_write *h = &pl->wr[pl->wr_head];
+		struct segment *seg = h->seg;
+
+		pl->wr_head = (uint8_t)((pl->wr_head + 1) % PLOG_MAX_WRITES);
+		pl->inflight--;
+		h->seg = NULL;
+		if (h->res < 0 || (uint64_t)h->res != h->bytes) {
+			pl->st->stats.io_errors++;
+			plog_fail(pl, h->res < 0 ? h->res : -EIO);
+			continue;
+		}
+		if (pl->err)
+			continue;       /* nothing advances after a failed write */
+		if (h->end > seg->flushed)
+			seg->flushed = h->end;
+		if (h->next_offset > pl->durable_offset) {
+			pl->durable_offset = h->next_offset;
+			advanced = 1;
+		}
+		/* the segment's last write retired: its index is a checkpoint */
+		if (seg->sealed && seg->flushed >= seg->end && !seg->index_saved)
+			segment_seal_index(pl, seg);
 	}
-	if (pl->inflight_end > seg->flushed)
-		seg->flushed = pl->inflight_end;
-	if (pl->inflight_next_offset > pl->durable_offset) {
-		pl->durable_offset = pl->inflight_next_offset;
+	if (advanced && !pl->err) {
 		if (pl->cfg.durability != PLOG_DUR_MEMORY)
 			pl->high_watermark = pl->durable_offset;
 		if (pl->on_durable)
 			pl->on_durable(pl, pl->durable_offset, 0, pl->durable_arg);
 	}
-	if (seg->sealed && seg->flushed >= seg->end && !seg->index_saved)
-		segment_seal_index(pl, seg);
-	plog_chunks_reclaim(pl);
-	if (pl->dirfd < 0) {           /* closed while the write was in flight */
-		plog_free(pl);
+	if (pl->dirfd < 0) {           /* closed while writes were in flight */
+		if (!pl->inflight)
+			plog_free(pl);
 		return;
 	}
-	for (struct segment *s = pl->seg_head; s; s = s->next)
-		if (s->flushed < s->end) {
-			store_mark_dirty(pl->st, pl);
-			break;
+	plog_chunks_reclaim(pl);
+	if (plog_has_unsubmitted(pl))
+		store_mark_dirty(pl->st, pl);
+}
+
+void plog_write_done(struct plog *pl, int res)
+{
+	for (unsigned k = 0; k < pl->inflight; k++) {
+		struct plog_write *w = wr_at(pl, k);
+
+		if (!w->done) {
+			plog_write_slot_done(w, res);
+			return;
 		}
+	}
 }
 
 uint64_t plog_size(const struct plog *pl)

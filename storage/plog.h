@@ -46,8 +46,44 @@ void plog_config_defaults(struct plog_config *cfg);
 
 #define PLOG_MAX_IOV 64
 
+/* Writes in flight per partition, and the size of each. A hot partition
+ * keeps up to PLOG_MAX_WRITES writes of whole 4 KiB blocks queued, so one
+ * partition alone keeps the device busy. */
+#define PLOG_MAX_WRITES 4
+#define PLOG_WRITE_IOV (PLOG_MAX_IOV / PLOG_MAX_WRITES)   /* iovecs per write */
+#define PLOG_WRITE_MAX (2u << 20)    /* bytes per write */
+/* Pending bytes up to which an idle partition writes its partial last
+ * block at once (lowest latency); above it the partition is hot and writes
+ * whole blocks only, leaving the partial block for when nothing covers it. */
+#define PLOG_HOT_BYTES (128u << 10)
+
 struct plog;
 typedef void plog_durable_fn(struct plog *pl, int64_t durable_offset, int err, void *arg);
+
+/* One O_DIRECT write in flight; a slot of the partition's write ring. The
+ * CQE's user_data points here (STORE_OP_WRITE).
+ * Invariants (the ordering hazard of O_DIRECT: two writes in flight over
+ * the same 4 KiB block may land in either order):
+ *  - the ring holds writes in submission order, which is file order
+ *    (segment by segment, position by position); each write adds the bytes
+ *    [previous write's end, end) of its segment;
+ *  - no two writes in flight cover the same block: a write that ends in a
+ *    partial block is the only one allowed to cover that block until it
+ *    completes, and the next write starts in that block;
+ *  - a write is retired (flushed, durable_offset advanced) only when it and
+ *    every write before it completed, so durable offsets advance in order
+ *    even though completions arrive in any order. */
+struct plog_write {
+	struct plog *pl;             /* borrowed: the owner */
+	struct segment *seg;         /* borrowed: stays alive while in the ring */
+	uint64_t pos;                /* file position, 4 KiB aligned */
+	uint64_t bytes;              /* length of the write */
+	uint64_t end;                /* logical end of the segment's data it covers */
+	int64_t next_offset;         /* durable once this and all earlier writes completed */
+	int res;                     /* cqe->res once done */
+	uint8_t done;
+	struct iovec *iov;           /* PLOG_WRITE_IOV entries of plog.iov */
+};
 
 struct plog_recovery {
 	uint64_t bytes_scanned;
@@ -78,16 +114,20 @@ struct plog {
 	int32_t leader_epoch;
 	int err;                     /* 0, or the -errno that failed the log */
 
-	/* group commit: at most one write in flight (no overlapping writes) */
-	uint8_t inflight;
+	/* group commit: up to PLOG_MAX_WRITES writes in flight, ring wr[] */
+	uint8_t inflight;            /* writes in the ring (in flight or done, not retired) */
 	uint8_t dirty;
 	uint8_t prep_inflight;
+	uint8_t wr_head;             /* oldest write of the ring */
+	uint8_t inflight_max;        /* most writes ever in flight at once */
+	/* the newest write submitted (kept for tools that looked at them) */
 	struct segment *inflight_seg;
 	uint64_t inflight_end;       /* logical end covered by the write */
 	uint64_t inflight_bytes;
 	int64_t inflight_next_offset;
 	struct plog *dirty_next;
-	struct iovec iov[PLOG_MAX_IOV];
+	struct iovec iov[PLOG_MAX_IOV];   /* PLOG_WRITE_IOV per ring slot */
+	struct plog_write wr[PLOG_MAX_WRITES];
 
 	int next_fd;                 /* prepared next segment, -1 if none */
 	uint64_t next_alloc;
@@ -104,6 +144,13 @@ struct plog {
  * is found by validating batches after the last index checkpoint; a torn or
  * corrupt tail is cut and reported in pl->recovery. @thread shard (setup) */
 int plog_open(struct store *st, const char *dir, const struct plog_config *cfg, struct plog **out);
+/* What recovery found and cut, as one line for the broker's log (no
+ * newline): segments and batches kept, bytes scanned, where the last
+ * segment was cut and why (batch_strerror), bytes cut after it, segments
+ * dropped. Like snprintf: writes at most len bytes including the NUL and
+ * returns the length of the whole line; -EINVAL if buf is NULL with len.
+ * @thread any (reads pl->recovery and pl->seg_tail only) */
+int plog_recovery_describe(const struct plog *pl, char *buf, size_t len);
 /* Write all buffered data, save the active segment's index checkpoint,
  * close. Blocks until the writes complete. */
 void plog_close(struct plog *pl);
@@ -170,7 +217,14 @@ uint64_t plog_size(const struct plog *pl);
 int plog_segment_count(const struct plog *pl);
 
 /* Internal to storage: */
-void plog_flush_prepare(struct plog *pl);
+/* Queue this partition's next writes (up to the free ring slots); returns
+ * the number of write SQEs prepared. */
+int plog_flush_prepare(struct plog *pl);
+/* 1 if the partition has bytes no write has been submitted for yet. */
+int plog_has_unsubmitted(const struct plog *pl);
+/* The write in ring slot w completed with res. */
+void plog_write_slot_done(struct plog_write *w, int res);
+/* The oldest write in flight completed with res (one write at a time). */
 void plog_write_done(struct plog *pl, int res);
 void plog_read_done(struct plog_read *rd, int res);
 void plog_prep_done(struct plog *pl, int res);

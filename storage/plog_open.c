@@ -460,6 +460,37 @@ out:
 	return rc;
 }
 
+int plog_recovery_describe(const struct plog *pl, char *buf, size_t len)
+{
+	const struct plog_recovery *r = &pl->recovery;
+	const char *seg = pl->seg_tail ? pl->seg_tail->name : "-";
+	int n, m;
+
+	if (!buf && len)
+		return -EINVAL;
+	n = snprintf(buf, len, "recovery of %s: %d segment%s, %" PRId64 " batch%s, %" PRIu64
+		     " bytes scanned; ",
+		     pl->dir ? pl->dir : "?", r->segments, r->segments == 1 ? "" : "s", r->batches,
+		     r->batches == 1 ? "" : "es", r->bytes_scanned);
+	if (n < 0)
+		return -EINVAL;
+	if (r->truncated_reason)
+		m = snprintf(buf ? buf + ((size_t)n < len ? (size_t)n : len) : NULL,
+			     (size_t)n < len ? len - (size_t)n : 0,
+			     "cut at position %" PRIu64 " of %s: %s; %" PRIu64
+			     " bytes after the end removed; %d segment%s dropped",
+			     r->truncated_at, seg, batch_strerror(r->truncated_reason), r->bytes_truncated,
+			     r->segments_dropped, r->segments_dropped == 1 ? "" : "s");
+	else
+		m = snprintf(buf ? buf + ((size_t)n < len ? (size_t)n : len) : NULL,
+			     (size_t)n < len ? len - (size_t)n : 0,
+			     "clean end at position %" PRIu64 " of %s; %" PRIu64
+			     " bytes after the end removed; %d segment%s dropped",
+			     pl->seg_tail ? pl->seg_tail->end : 0, seg, r->bytes_truncated,
+			     r->segments_dropped, r->segments_dropped == 1 ? "" : "s");
+	return m < 0 ? -EINVAL : n + m;
+}
+
 /* Load the partial last block of the active segment into a tail chunk. */
 static int plog_load_tail_block(struct plog *pl)
 {

@@ -77,19 +77,17 @@ int store_flush(struct store *st)
 		next = pl->dirty_next;
 		pl->dirty_next = NULL;
 		pl->dirty = 0;
-		if (pl->inflight) {
-			/* one write at a time per partition: retry after it completes */
+		n += plog_flush_prepare(pl);
+		if (!pl->dirty && plog_has_unsubmitted(pl)) {
+			/* ring full, or its partial block still in flight: retry
+			 * (first) once a write completes */
 			pl->dirty = 1;
 			if (keep_tail)
 				keep_tail->dirty_next = pl;
 			else
 				keep_head = pl;
 			keep_tail = pl;
-			continue;
 		}
-		plog_flush_prepare(pl);
-		if (pl->inflight)
-			n++;
 	}
 	/* partitions still waiting go first next time */
 	if (keep_head) {
@@ -112,7 +110,7 @@ void store_complete(struct store *st, struct io_uring_cqe *cqe)
 	st->inflight--;
 	switch (cqe->user_data & STORE_OP_MASK) {
 	case STORE_OP_WRITE:
-		plog_write_done(ptr, cqe->res);
+		plog_write_slot_done(ptr, cqe->res);
 		break;
 	case STORE_OP_FALLOC:
 		segment_falloc_done(ptr, cqe->res);

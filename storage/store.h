@@ -5,7 +5,9 @@
  * no locks.
  * Owns: the tail pool and the list of dirty partitions.
  * Group commit: store_flush() turns every dirty partition of the shard into
- * one O_DIRECT write SQE and submits them all with one io_uring_submit.
+ * O_DIRECT write SQEs (up to PLOG_MAX_WRITES in flight per partition, never
+ * two over the same 4 KiB block) and submits them all with one
+ * io_uring_submit.
  * Completions come back through store_complete(), called by the shard loop
  * for every CQE whose user_data carries a storage op (store_owns_cqe).
  * Errors: 0/count or -errno.
@@ -21,7 +23,7 @@
 /* user_data = pointer | op. Pointers are 8-byte aligned, so ops 1..7 fit in
  * the low bits; 1..4 are storage's, 5..7 are left to the shard. */
 enum store_op {
-	STORE_OP_WRITE = 1,     /* struct plog: O_DIRECT segment write */
+	STORE_OP_WRITE = 1,     /* struct plog_write: O_DIRECT segment write */
 	STORE_OP_FALLOC = 2,    /* struct segment: extent preallocation */
 	STORE_OP_READ = 3,      /* struct plog_read: O_DIRECT read */
 	STORE_OP_PREP = 4,      /* struct plog: next segment's first extent */
@@ -40,6 +42,7 @@ struct store_stats {
 	uint64_t falloc_errors;
 	uint64_t io_errors;
 	uint64_t sync_opens;       /* rolls that had no prepared segment */
+	uint64_t max_inflight_writes; /* most writes one partition had in flight at once */
 };
 
 struct store {
@@ -68,8 +71,9 @@ static inline int store_owns_cqe(uint64_t user_data)
 /* Queue a partition for the next group commit. @thread shard */
 void store_mark_dirty(struct store *st, struct plog *pl);
 
-/* Group commit: prepare one write per dirty partition with no write in
- * flight and submit them all. Returns the number of writes submitted.
+/* Group commit: prepare the writes of every dirty partition (as many as
+ * its ring of PLOG_MAX_WRITES and the block-overlap rule allow) and submit
+ * them all at once. Returns the number of writes submitted.
  * @thread shard */
 int store_flush(struct store *st);
 

@@ -2,6 +2,7 @@
  * io_uring: round trips across segment rolls, reads from the tail and from
  * disk, index lookups, durability modes, retention, idle partitions. */
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "storage/plog.h"
@@ -370,4 +371,101 @@ Test(plog, idle_partitions_cost_little)
 	cr_assert_leq(st.tail.used, 2000ull * 16 * 1024, "tail memory: %zu", st.tail.used);
 	for (int i = 0; i < 2000; i++)
 		plog_close(pls[i]);
+}
+
+/* Several writes in flight for one hot partition. The durable offsets the
+ * callback reports only grow, and whenever one is reported, the batch just
+ * below it is already whole and valid in its segment file (read back
+ * without the log, through a plain buffered fd). */
+#define BURST_MAX 2048
+static int64_t burst_base[BURST_MAX], burst_seg[BURST_MAX];
+static uint64_t burst_pos[BURST_MAX];
+static uint32_t burst_size[BURST_MAX];
+static int burst_n, burst_calls, burst_checked;
+static int64_t burst_durable;
+static const char *burst_dir;
+
+static void on_burst_durable(struct plog *pl, int64_t off, int err, void *arg)
+{
+	static uint8_t b[1 << 20];
+	char path[4400];
+	int i, fd;
+
+	(void)arg;
+	cr_assert_eq(err, 0);
+	cr_assert_gt(off, burst_durable, "durable offsets only grow: %lld after %lld",
+		     (long long)off, (long long)burst_durable);
+	cr_assert_leq(off, pl->next_offset);
+	burst_durable = off;
+	burst_calls++;
+	/* the last batch wholly below the durable offset */
+	for (i = burst_n - 1; i >= 0 && burst_base[i] + 10 > off; i--)
+		;
+	if (i < 0)
+		return;
+	snprintf(path, sizeof(path), "%s/%020lld.log", burst_dir, (long long)burst_seg[i]);
+	fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0, "%s", path);
+	cr_assert_leq(burst_size[i], sizeof(b));
+	cr_assert_eq(pread(fd, b, burst_size[i], (off_t)burst_pos[i]), (ssize_t)burst_size[i]);
+	cr_assert_eq(batch_validate(b, burst_size[i], 0, 0, &(struct batch_info){ 0 }), 0,
+		     "batch at %lld reported durable is not on disk", (long long)burst_base[i]);
+	cr_assert_eq(batch_base_offset(b), burst_base[i]);
+	close(fd);
+	burst_checked++;
+}
+
+static void burst_run(int durability, int batches)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	char sub[4300];
+
+	snprintf(sub, sizeof(sub), "%s/burst%d", dir, durability);
+	plog_config_defaults(&cfg);
+	cfg.durability = durability;
+	cfg.segment_bytes = 16u << 20;          /* rolls while writes are in flight */
+	cr_assert_eq(plog_open(&st, sub, &cfg, &pl), 0);
+	plog_set_durable_cb(pl, on_burst_durable, NULL);
+	burst_dir = sub;
+	burst_n = burst_calls = burst_checked = 0;
+	burst_durable = 0;
+	st.stats.max_inflight_writes = 0;
+	cr_assert_leq(batches, BURST_MAX);
+	for (int i = 0; i < batches; i++) {
+		int64_t base = append(pl, i, 10, 6000 + i % 777, 1000 + i);
+
+		burst_base[burst_n] = base;
+		burst_seg[burst_n] = pl->seg_tail->base_offset;
+		burst_size[burst_n] = batch_size(bbuf);
+		burst_pos[burst_n] = pl->seg_tail->end - batch_size(bbuf);
+		burst_n++;
+		if (i % 64 == 63)
+			store_poll(&st, 0);
+	}
+	store_drain(&st);
+	cr_assert_gt(pl->inflight_max, 1, "writes in flight at once: %d", pl->inflight_max);
+	cr_assert_leq(pl->inflight_max, PLOG_MAX_WRITES);
+	cr_assert_gt(st.stats.max_inflight_writes, 1);
+	cr_assert_gt(plog_segment_count(pl), 1);
+	cr_assert_eq(pl->durable_offset, pl->next_offset);
+	cr_assert_eq(pl->high_watermark, pl->next_offset);
+	cr_assert_eq(burst_durable, pl->next_offset, "the last report covers everything");
+	cr_assert_gt(burst_checked, 3, "reports checked against the disk: %d", burst_checked);
+	cr_assert_eq(check_all(pl, 0, 10), (int64_t)batches * 10);
+	plog_close(pl);
+	cr_assert_eq(plog_open(&st, sub, &cfg, &pl), 0);
+	cr_assert_eq(pl->next_offset, (int64_t)batches * 10);
+	cr_assert_eq(check_all(pl, 0, 10), (int64_t)batches * 10);
+	plog_close(pl);
+}
+
+Test(plog, several_writes_in_flight_per_partition)
+{
+	burst_run(PLOG_DUR_WRITE, 1200);   /* ~80 MB in 64 KiB batches */
+}
+
+Test(plog, several_writes_in_flight_sync)
+{
+	burst_run(PLOG_DUR_SYNC, 500);
 }

@@ -151,10 +151,38 @@ static int outside_crc(uint64_t p)
 	return i < NB && p - opos[i] >= OF_PartitionLeaderEpoch && p - opos[i] < OF_Magic;
 }
 
+/* A naive reader for the negative control: it trusts BatchLength (and
+ * stops only at a zero or impossible length) without checking the CRC.
+ * Returns how many batches it would serve whose bytes differ from what
+ * was appended. */
+static int naive_scan_damaged(const char *path)
+{
+	static uint8_t f[4u << 20];
+	FILE *fp = fopen(path, "rb");
+	size_t len, pos = 0;
+	int k = 0, damaged = 0;
+
+	cr_assert(fp);
+	len = fread(f, 1, sizeof(f), fp);
+	fclose(fp);
+	while (pos + BATCH_LOG_OVERHEAD <= len && k < NB) {
+		int32_t bl = batch_length(f + pos);
+		size_t size = (size_t)bl + BATCH_LOG_OVERHEAD;
+
+		if (bl <= 0 || size < BATCH_HEADER_SIZE || pos + size > len)
+			break;
+		if (size != osize[k] || memcmp(f + pos, orig[k], size))
+			damaged++;
+		pos += size;
+		k++;
+	}
+	return damaged;
+}
+
 Test(recovery, random_damage_in_last_segment)
 {
 	char pristine[4300], work[4300], seg[4400];
-	int trials = 0;
+	int trials = 0, removed = 0, flips = 0, naive_served = 0;
 
 	snprintf(pristine, sizeof(pristine), "%s/pristine", dir);
 	snprintf(work, sizeof(work), "%s/work", dir);
@@ -192,6 +220,10 @@ Test(recovery, random_damage_in_last_segment)
 			cr_assert_eq(pwrite(fd, &c, 1, (off_t)p), 1);
 			expect = p < end ? batch_at(p) : NB;
 			snprintf(what, sizeof(what), "bit flip at %llu", (unsigned long long)p);
+			/* the negative control: without the CRC this flip would be
+			 * served (the log under test must cut it: verify below) */
+			flips++;
+			naive_served += naive_scan_damaged(seg) > 0;
 		} else if (kind == 2) {
 			/* a torn write: one 4 KiB block lost, later ones present */
 			static uint8_t z[4096];
@@ -213,8 +245,16 @@ Test(recovery, random_damage_in_last_segment)
 		close(fd);
 		verify(work, expect, what);
 		trials++;
+		removed += expect < NB;
 	}
 	cr_assert_eq(trials, 240);
+	/* the property is not vacuous: most trials really cost batches */
+	cr_assert_geq(removed, 100, "only %d of %d trials removed a batch", removed, trials);
+	/* and the CRC is what protects: a reader trusting BatchLength alone
+	 * serves a damaged batch after some of the flips */
+	cr_assert_geq(naive_served, 1, "no flip of %d fooled a CRC-less scan", flips);
+	cr_log_info("damage trials: %d of %d removed batches; %d of %d flips would be served without the CRC",
+		    removed, trials, naive_served, flips);
 }
 
 /* Damage after an index checkpoint: the checkpointed prefix stays, the
@@ -265,7 +305,8 @@ Test(recovery, damage_after_checkpoint)
 
 /* A real crash: a child appends (durability=write) and reports each
  * durable offset through a pipe; the parent SIGKILLs it at a random
- * moment. Reopening keeps every offset reported durable, intact. */
+ * moment. Reopening keeps every offset reported durable, intact. Half the
+ * rounds append big batches fast, so several writes are in flight. */
 static int64_t child_durable;
 static int child_pipe;
 static void child_cb(struct plog *pl, int64_t off, int err, void *arg)
@@ -280,10 +321,14 @@ static void child_cb(struct plog *pl, int64_t off, int err, void *arg)
 
 Test(recovery, sigkill_loses_nothing_durable)
 {
-	for (int round = 0; round < 6; round++) {
+	for (int round = 0; round < 8; round++) {
 		char sub[4300];
 		int pfd[2];
 		pid_t pid;
+		/* odd rounds: a hot partition (~32 KiB batches, 512 KiB per
+		 * flush) that keeps several writes in flight */
+		int hot = round % 2;
+		uint64_t seg_bytes = hot ? 4u << 20 : 256 * 1024;
 
 		snprintf(sub, sizeof(sub), "%s/kill%d", dir, round);
 		cr_assert_eq(pipe(pfd), 0);
@@ -299,17 +344,18 @@ Test(recovery, sigkill_loses_nothing_durable)
 			if (store_init(&cst, NULL, 32u << 20))
 				_exit(2);
 			plog_config_defaults(&cfg);
-			cfg.segment_bytes = 256 * 1024;   /* rolls during the run */
+			cfg.segment_bytes = seg_bytes;   /* rolls during the run */
 			if (plog_open(&cst, sub, &cfg, &pl))
 				_exit(2);
 			plog_set_durable_cb(pl, child_cb, NULL);
 			for (int64_t i = 0;; i++) {
 				int64_t base;
-				uint32_t n = test_batch(b, sizeof(b), i, 2, 100 + (int)(i % 700), 3, i);
+				uint32_t n = hot ? test_batch(b, sizeof(b), i, 2, 15000 + (int)(i % 3000), 3, i)
+						 : test_batch(b, sizeof(b), i, 2, 100 + (int)(i % 700), 3, i);
 
 				while (plog_append(pl, b, n, &base) == -ENOBUFS)
 					store_poll(&cst, 1);
-				if (i % 3 == 0)
+				if (i % (hot ? 16 : 3) == 0)
 					store_poll(&cst, 0);
 			}
 		}
@@ -332,7 +378,7 @@ Test(recovery, sigkill_loses_nothing_durable)
 		struct plog *pl;
 
 		plog_config_defaults(&cfg);
-		cfg.segment_bytes = 256 * 1024;
+		cfg.segment_bytes = seg_bytes;
 		cr_assert_eq(plog_open(&st, sub, &cfg, &pl), 0);
 		cr_assert_geq(pl->next_offset, durable, "round %d: durable %lld, recovered %lld", round,
 			      (long long)durable, (long long)pl->next_offset);
@@ -358,4 +404,67 @@ Test(recovery, sigkill_loses_nothing_durable)
 		cr_assert_eq(off, pl->next_offset);
 		plog_close(pl);
 	}
+}
+
+/* The one-line recovery report names what was kept, where the log was cut
+ * and why. */
+Test(recovery, describe_reports_the_cut)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	char p1[4300], seg[4400], line[512], want[256], small[16];
+	static uint8_t b[1 << 16];
+	uint64_t pos10 = 0;
+	int64_t base;
+	int n;
+
+	snprintf(p1, sizeof(p1), "%s/desc", dir);
+	snprintf(seg, sizeof(seg), "%s/%020d.log", p1, 0);
+	plog_config_defaults(&cfg);
+	cr_assert_eq(plog_open(&st, p1, &cfg, &pl), 0);
+	n = plog_recovery_describe(pl, line, sizeof(line));
+	cr_assert_eq(n, (int)strlen(line));
+	cr_assert(strstr(line, "0 batches, 0 bytes scanned; clean end at position 0 of "
+			       "00000000000000000000.log"), "%s", line);
+	for (int i = 0; i < 20; i++) {
+		uint32_t sz = test_batch(b, sizeof(b), i, 3, 300, 2, 10);
+
+		if (i == 10)
+			pos10 = pl->seg_tail->end;
+		cr_assert_eq(plog_append(pl, b, sz, &base), 0);
+	}
+	plog_close(pl);
+	sh("rm -f '%s'/*.index%s", p1, "");
+	cr_assert_eq(plog_open(&st, p1, &cfg, &pl), 0);
+	n = plog_recovery_describe(pl, line, sizeof(line));
+	cr_assert(strstr(line, "1 segment, 20 batches,"), "%s", line);
+	cr_assert(strstr(line, "clean end at position"), "%s", line);
+	cr_assert(strstr(line, "0 segments dropped"), "%s", line);
+	plog_close(pl);
+
+	/* a flipped byte in batch 10's records: cut there, CRC named */
+	int fd = open(seg, O_RDWR);
+	uint8_t c;
+
+	cr_assert_eq(pread(fd, &c, 1, (off_t)(pos10 + OF_Records + 5)), 1);
+	c ^= 0x10;
+	cr_assert_eq(pwrite(fd, &c, 1, (off_t)(pos10 + OF_Records + 5)), 1);
+	close(fd);
+	sh("rm -f '%s'/*.index%s", p1, "");     /* as after a crash: no checkpoint */
+	cr_assert_eq(plog_open(&st, p1, &cfg, &pl), 0);
+	cr_assert_eq(pl->next_offset, 30);
+	n = plog_recovery_describe(pl, line, sizeof(line));
+	cr_assert_eq(n, (int)strlen(line), "%s", line);
+	cr_assert(strstr(line, "10 batches,"), "%s", line);
+	snprintf(want, sizeof(want), "cut at position %llu of 00000000000000000000.log: %s;",
+		 (unsigned long long)pos10, batch_strerror(BATCH_ERR_CRC));
+	cr_assert(strstr(line, want), "%s\nwanted: %s", line, want);
+	cr_assert(strstr(line, "bytes after the end removed"), "%s", line);
+	cr_assert(!strchr(line, '\n'), "one line");
+	/* snprintf contract: truncated and terminated, full length returned */
+	cr_assert_eq(plog_recovery_describe(pl, small, sizeof(small)), n);
+	cr_assert_eq(strlen(small), sizeof(small) - 1);
+	cr_assert(!strncmp(small, line, sizeof(small) - 1));
+	cr_assert_eq(plog_recovery_describe(pl, NULL, 0), n);
+	plog_close(pl);
 }
