@@ -94,9 +94,10 @@ unit-bins: $(UNIT_BINS)
 test: all check-style unit-test
 	$(Q)scripts/run-test-scripts $(TEST_SCRIPTS)
 
+# One node with embedded defaults: data in ./data, listener 127.0.0.1:9092.
+# Extra flags: make run ARGS='--set log.durability=sync'
 run: all
-	@echo "make run: the broker (build/sluiced) arrives with issue 4; nothing to run yet." >&2
-	@false
+	$(BUILD)/sluiced $(ARGS)
 
 bench: all
 
