@@ -192,6 +192,16 @@ int main(int argc, char **argv)
 			spsc_init(r, slots, RING_SLOTS);
 			b->rings[i][j] = r;
 		}
+	/* SO_REUSEPORT would let us share the port with another broker:
+	 * first make sure nobody holds it */
+	{
+		int probe = shard_probe_port(lhost, lport, err, sizeof(err));
+
+		if (probe < 0) {
+			fprintf(stderr, "sluiced: %s\n", err);
+			return 2;
+		}
+	}
 	for (int i = 0; i < nshards; i++) {
 		rc = shard_create(b, i, &b->shards[i], err, sizeof(err));
 		if (rc < 0) {
