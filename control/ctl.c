@@ -30,6 +30,8 @@ struct ctl_op {
 	int ncreated;
 	struct md_topic **deleted;
 	int ndeleted;
+	struct md_topic **replaced;  /* superseded by a new struct; logs stay */
+	int nreplaced;
 	struct ctl_op *next;
 };
 
@@ -72,7 +74,8 @@ static int topic_cmp(const void *a, const void *b)
 }
 
 /* Publish old + added - removed. */
-static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct md_topic **del, int ndel)
+static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct md_topic **del, int ndel,
+			struct md_topic **rep, int nrep)
 {
 	struct broker *b = ctl->b;
 	struct md_snapshot *old = b->md, *md = calloc(1, sizeof(*md));
@@ -84,6 +87,8 @@ static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct
 
 		for (int j = 0; j < ndel; j++)
 			gone |= old->topics[i] == del[j];
+		for (int j = 0; j < nrep; j++)
+			gone |= old->topics[i] == rep[j];
 		if (!gone)
 			md->topics[n++] = old->topics[i];
 	}
@@ -101,11 +106,11 @@ static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct
 		r->next = ctl->retired;
 		ctl->retired = r;
 	}
-	for (int j = 0; j < ndel; j++) {
+	for (int j = 0; j < ndel + nrep; j++) {
 		struct retired *r = calloc(1, sizeof(*r));
 
 		r->version = md->version;
-		r->topic = del[j];
+		r->topic = j < ndel ? del[j] : rep[j - ndel];
 		r->next = ctl->retired;
 		ctl->retired = r;
 	}
@@ -311,7 +316,7 @@ static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 {
 	struct ctl_req *req = op->req;
 
-	ctl_publish(ctl, op->created, op->ncreated, op->deleted, op->ndeleted);
+	ctl_publish(ctl, op->created, op->ncreated, op->deleted, op->ndeleted, op->replaced, op->nreplaced);
 	/* deleted topics: their logs are closed, remove the files */
 	for (int i = 0; i < op->ndeleted; i++)
 		for (int32_t j = 0; j < op->deleted[i]->nparts; j++) {
@@ -336,6 +341,7 @@ static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 	}
 	free(op->created);
 	free(op->deleted);
+	free(op->replaced);
 	free(op);
 }
 
@@ -355,6 +361,119 @@ static int valid_topic_name(struct kafka_str n)
 	return 1;
 }
 
+/* On the owner shard: a partition's storage settings changed. */
+static void shard_set_part_cfg(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[1];
+	const struct plog_config *cfg = m->p[2];
+	struct shard_msg r = { .fn = ctl_part_done, .p = { m->p[0], NULL }, .v = { 0 } };
+
+	if (p && p->pl) {
+		/* segment size applies from the next segment on */
+		p->pl->cfg = *cfg;
+		if (p->pl->cfg.initial_extent > p->pl->cfg.segment_bytes)
+			p->pl->cfg.initial_extent = p->pl->cfg.segment_bytes;
+	}
+	broker_send(sh->b, sh->id, broker_ctl_index(sh->b), &r);
+}
+
+/* CreatePartitions and AlterConfigs: a new snapshot entry for the topic
+ * (the old one is retired, its logs stay open). */
+static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req *req, struct ctl_topic *ct,
+			     const char *name)
+{
+	const struct md_topic *t = md_find(ctl->b->md, ct->name.ptr, ct->name.len);
+	const struct meta_topic *mt;
+	struct md_topic *nt;
+	int rc = 0;
+
+	if (!t) {
+		ct->error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		snprintf(ct->message, sizeof(ct->message), "unknown topic");
+		return;
+	}
+	for (int i = 0; i < op->nreplaced; i++)
+		if (op->replaced[i] == t) {
+			ct->error = KERR_INVALID_REQUEST;
+			snprintf(ct->message, sizeof(ct->message), "topic named twice in one request");
+			return;
+		}
+	if (req->kind == CTL_CREATE_PARTITIONS) {
+		if (ct->partitions <= t->nparts || ct->partitions > 100000) {
+			ct->error = KERR_INVALID_PARTITIONS;
+			snprintf(ct->message, sizeof(ct->message),
+				 "topic has %d partitions: the new count must be larger (and at most 100000), got %d",
+				 t->nparts, ct->partitions);
+			return;
+		}
+		if (req->validate_only)
+			return;
+		rc = metalog_add_partitions(ctl->ml, name, ct->partitions);
+	} else {
+		char k[256], v[4096];
+
+		/* validate everything before changing anything */
+		for (int j = 0; j < ct->nconfigs; j++) {
+			snprintf(k, sizeof(k), "%.*s", ct->keys[j].len > 0 ? ct->keys[j].len : 0, ct->keys[j].ptr ? ct->keys[j].ptr : "");
+			snprintf(v, sizeof(v), "%.*s", ct->values[j].len > 0 ? ct->values[j].len : 0,
+				 ct->values[j].ptr ? ct->values[j].ptr : "");
+			if ((!ct->ops || ct->ops[j] == CTL_CFG_SET) &&
+			    topic_config_validate(k, v, ct->message, sizeof(ct->message)) < 0) {
+				ct->error = KERR_INVALID_CONFIG;
+				return;
+			}
+			if (ct->ops && ct->ops[j] != CTL_CFG_SET && ct->ops[j] != CTL_CFG_DELETE) {
+				ct->error = KERR_INVALID_CONFIG;
+				snprintf(ct->message, sizeof(ct->message), "APPEND and SUBTRACT apply to list configs only");
+				return;
+			}
+		}
+		if (req->validate_only)
+			return;
+		if (ct->replace) {
+			/* AlterConfigs: what is not named goes back to its default */
+			for (int i = 0; i < t->nconfigs && rc >= 0; i++) {
+				int named = 0;
+
+				for (int j = 0; j < ct->nconfigs; j++)
+					named |= kafka_str_eq(ct->keys[j], t->config_keys[i]);
+				if (!named)
+					rc = metalog_set_config(ctl->ml, name, t->config_keys[i], NULL);
+			}
+		}
+		for (int j = 0; j < ct->nconfigs && rc >= 0; j++) {
+			snprintf(k, sizeof(k), "%.*s", ct->keys[j].len > 0 ? ct->keys[j].len : 0, ct->keys[j].ptr ? ct->keys[j].ptr : "");
+			snprintf(v, sizeof(v), "%.*s", ct->values[j].len > 0 ? ct->values[j].len : 0,
+				 ct->values[j].ptr ? ct->values[j].ptr : "");
+			rc = metalog_set_config(ctl->ml, name, k,
+						(ct->ops && ct->ops[j] == CTL_CFG_DELETE) ? NULL : v);
+		}
+	}
+	if (rc < 0) {
+		ct->error = rc == -EINVAL || rc == -ENOENT ? KERR_INVALID_CONFIG : KERR_UNKNOWN_SERVER_ERROR;
+		snprintf(ct->message, sizeof(ct->message), "metadata log: %s", strerror(-rc));
+		return;
+	}
+	mt = metalog_topic(ctl->ml, name);
+	nt = topic_build(ctl, mt);
+	/* existing partitions keep their owner and log */
+	for (int32_t i = 0; i < t->nparts && i < nt->nparts; i++)
+		nt->parts[i] = t->parts[i];
+	op->replaced[op->nreplaced++] = (struct md_topic *)t;
+	op->created[op->ncreated++] = nt;
+	if (req->kind == CTL_CREATE_PARTITIONS) {
+		topic_open_parts(ctl, op, nt, t->nparts);
+	} else {
+		for (int32_t i = 0; i < nt->nparts; i++) {
+			struct shard_msg m = { .fn = shard_set_part_cfg, .p = { op, nt->parts[i].part, &nt->cfg } };
+
+			op->pending++;
+			ctl_send(ctl, nt->parts[i].shard, &m);
+		}
+	}
+}
+
 static void ctl_handle(void *self, struct shard_msg *m)
 {
 	struct ctl *ctl = self;
@@ -365,11 +484,16 @@ static void ctl_handle(void *self, struct shard_msg *m)
 	op->req = req;
 	op->created = calloc((size_t)req->n + 1, sizeof(*op->created));
 	op->deleted = calloc((size_t)req->n + 1, sizeof(*op->deleted));
+	op->replaced = calloc((size_t)req->n + 1, sizeof(*op->replaced));
 	for (int i = 0; i < req->n; i++) {
 		struct ctl_topic *ct = &req->topics[i];
 		char name[256];
 
 		ct->error = 0;
+		if (ct->preset) {
+			ct->error = ct->preset;
+			continue;
+		}
 		ct->message[0] = 0;
 		if (!valid_topic_name(ct->name)) {
 			ct->error = KERR_INVALID_TOPIC_EXCEPTION;
@@ -379,6 +503,10 @@ static void ctl_handle(void *self, struct shard_msg *m)
 		}
 		memcpy(name, ct->name.ptr, (size_t)ct->name.len);
 		name[ct->name.len] = 0;
+		if (req->kind == CTL_CREATE_PARTITIONS || req->kind == CTL_ALTER_CONFIGS) {
+			ctl_change_topic(ctl, op, req, ct, name);
+			continue;
+		}
 		if (req->kind == CTL_DELETE) {
 			const struct md_topic *t = md_find(md, ct->name.ptr, ct->name.len);
 

@@ -155,6 +155,7 @@ int main(int argc, char **argv)
 	}
 
 	b = calloc(1, sizeof(*b));
+	b->cfg = cfg;
 	if (config_listener(config_str(cfg, "listeners"), lhost, sizeof(lhost), &lport) < 0) {
 		fprintf(stderr, "sluiced: listeners: cannot parse '%s' (expected PLAINTEXT://HOST:PORT)\n",
 			config_str(cfg, "listeners"));

@@ -75,8 +75,11 @@ struct broker_settings {
 struct shard;
 struct ctl;
 
+struct config;
+
 struct broker {
 	struct broker_settings set;
+	const struct config *cfg;     /* read-only after start: any thread may read */
 	struct shard *shards[BROKER_MAX_SHARDS];
 	struct ctl *ctl;
 	/* rings[from][to]; index nshards is the control thread */

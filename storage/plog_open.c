@@ -247,6 +247,43 @@ static void segment_delete_files(struct plog *pl, struct segment *seg)
 	unlinkat(pl->dirfd, name, 0);
 }
 
+#define LOG_START_FILE "log-start-offset"
+
+static int64_t plog_read_log_start(struct plog *pl)
+{
+	char buf[64];
+	int fd = openat(pl->dirfd, LOG_START_FILE, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return strtoll(buf, NULL, 10);
+}
+
+/* Persist the log start offset (tmp, fsync, rename): slow path. */
+static int plog_write_log_start(struct plog *pl, int64_t off)
+{
+	char buf[64];
+	int fd = openat(pl->dirfd, LOG_START_FILE ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int n = snprintf(buf, sizeof(buf), "%" PRId64 "\n", off), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, buf, (size_t)n) != n || fsync(fd) < 0)
+		rc = -EIO;
+	close(fd);
+	if (!rc && renameat(pl->dirfd, LOG_START_FILE ".tmp", pl->dirfd, LOG_START_FILE) < 0)
+		rc = -errno;
+	if (!rc)
+		fsync(pl->dirfd);
+	return rc;
+}
+
 /* Delete the files of segments bases[from..n). */
 static void plog_drop_from(struct plog *pl, const int64_t *bases, size_t from, size_t n)
 {
@@ -450,6 +487,13 @@ static int plog_recover(struct plog *pl)
 		expect = 0;
 	}
 	pl->log_start = pl->seg_head->base_offset;
+	{
+		/* DeleteRecords moved the start inside the first segment */
+		int64_t ck = plog_read_log_start(pl);
+
+		if (ck > pl->log_start && ck <= pl->seg_tail->next_offset)
+			pl->log_start = ck;
+	}
 	pl->next_offset = pl->seg_tail->next_offset;
 	pl->durable_offset = pl->next_offset;
 	pl->high_watermark = pl->next_offset;
@@ -633,6 +677,39 @@ void plog_close(struct plog *pl)
 	if (dirfd >= 0)
 		close(dirfd);
 	plog_free(pl);
+}
+
+/* ---- DeleteRecords ---------------------------------------------------- */
+
+int plog_delete_records(struct plog *pl, int64_t offset)
+{
+	int rc;
+
+	if (offset < 0)
+		offset = pl->high_watermark;
+	if (offset > pl->high_watermark)
+		return -ERANGE;
+	if (offset <= pl->log_start)
+		return 0;
+	if ((rc = plog_write_log_start(pl, offset)) < 0)
+		return rc;
+	pl->log_start = offset;
+	/* whole segments below the new start go now */
+	while (pl->seg_head != pl->seg_tail && pl->seg_head->next_offset <= offset &&
+	       pl->seg_head->flushed >= pl->seg_head->end) {
+		struct segment *seg = pl->seg_head;
+		int busy = 0;
+
+		for (struct tail_chunk *c = pl->chunk_head; c; c = c->next)
+			busy |= c->seg == seg && c->refs;
+		if (busy)
+			break;
+		plog_chunks_drop(pl, seg);
+		segment_delete_files(pl, seg);
+		segment_unlink_list(pl, seg);
+		segment_free(seg);
+	}
+	return 0;
 }
 
 /* ---- retention -------------------------------------------------------- */
