@@ -415,20 +415,27 @@ static void rbuf_put(struct shard *sh, uint8_t *buf)
 		sh->rbufs[sh->nrbufs++] = buf;
 }
 
+/* On the owner shard: drop a tail chunk reference and return a read
+ * buffer. The message carries the values themselves: the plog_read they
+ * came from lives in the requesting connection's arena, which is reused as
+ * soon as the response is out. */
 static void fetch_release_on_owner(void *self, struct shard_msg *m)
 {
 	struct shard *sh = self;
-	struct plog_read *rd = m->p[0];
 
-	plog_read_release(rd);
-	rbuf_put(sh, rd->buf);
-	rd->buf = NULL;
+	if (m->p[0])
+		tail_chunk_unref(&sh->st.tail, m->p[0]);
+	rbuf_put(sh, m->p[1]);
 }
 
 void fetch_release_hold(struct shard *sh, struct data_hold *h)
 {
-	struct shard_msg m = { .fn = fetch_release_on_owner, .p = { h->rd } };
+	struct plog_read *rd = h->rd;
+	struct shard_msg m = { .fn = fetch_release_on_owner, .p = { rd->chunk, rd->buf } };
 
+	rd->chunk = NULL;
+	rd->buf = NULL;
+	rd->bytes = 0;
 	shard_send(sh, h->shard, &m);
 }
 

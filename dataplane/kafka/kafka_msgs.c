@@ -6992,6 +6992,268 @@ static void kafka_delete_groups_response_encode_any(struct kafka_writer *w, int1
 	kafka_delete_groups_response_encode(w, version, m);
 }
 
+/* ---- IncrementalAlterConfigsRequest ---- */
+
+static void kafka_incremental_alter_configs_request_alterable_config_init(struct kafka_incremental_alter_configs_request_alterable_config *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+	m->Value = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_incremental_alter_configs_request_alter_configs_resource_init(struct kafka_incremental_alter_configs_request_alter_configs_resource *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ResourceName = (struct kafka_str){ "", 0 };
+}
+
+
+
+void kafka_incremental_alter_configs_request_init(struct kafka_incremental_alter_configs_request *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static int kafka_incremental_alter_configs_request_alterable_config_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_incremental_alter_configs_request_alterable_config *m)
+{
+	kafka_incremental_alter_configs_request_alterable_config_init(m);
+	(void)a;
+	(void)version;
+	m->Name = kafka_cursor_string(c, version == 1, false);
+	m->ConfigOperation = kafka_cursor_int8(c);
+	m->Value = kafka_cursor_string(c, version == 1, true);
+	if (version == 1) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_incremental_alter_configs_request_alter_configs_resource_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_incremental_alter_configs_request_alter_configs_resource *m)
+{
+	int rc;
+	int32_t n;
+	kafka_incremental_alter_configs_request_alter_configs_resource_init(m);
+	(void)a;
+	(void)version;
+	m->ResourceType = kafka_cursor_int8(c);
+	m->ResourceName = kafka_cursor_string(c, version == 1, false);
+	n = kafka_cursor_array_len(c, version == 1, false, 4);
+	m->Configs.count = n;
+	m->Configs.items = NULL;
+	if (n > 0) {
+		m->Configs.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Configs.items));
+		if (!m->Configs.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_incremental_alter_configs_request_alterable_config_decode(c, a, version, &m->Configs.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version == 1) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_incremental_alter_configs_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_incremental_alter_configs_request *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 1)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_incremental_alter_configs_request_init(m);
+	(void)a;
+	(void)version;
+	n = kafka_cursor_array_len(c, version == 1, false, 4);
+	m->Resources.count = n;
+	m->Resources.items = NULL;
+	if (n > 0) {
+		m->Resources.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Resources.items));
+		if (!m->Resources.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_incremental_alter_configs_request_alter_configs_resource_decode(c, a, version, &m->Resources.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	m->ValidateOnly = kafka_cursor_bool(c);
+	if (version == 1) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_incremental_alter_configs_request_alterable_config_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_incremental_alter_configs_request_alterable_config *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Name, version == 1, false);
+	kafka_writer_int8(w, m->ConfigOperation);
+	kafka_writer_string(w, m->Value, version == 1, true);
+	if (version == 1) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_incremental_alter_configs_request_alter_configs_resource_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_incremental_alter_configs_request_alter_configs_resource *m)
+{
+	(void)version;
+	kafka_writer_int8(w, m->ResourceType);
+	kafka_writer_string(w, m->ResourceName, version == 1, false);
+	kafka_writer_len(w, m->Configs.count, version == 1, true, false);
+	for (int32_t i = 0; i < m->Configs.count; i++)
+		kafka_incremental_alter_configs_request_alterable_config_encode(w, version, &m->Configs.items[i]);
+	if (version == 1) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_incremental_alter_configs_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_incremental_alter_configs_request *m)
+{
+	(void)version;
+	if (version < 0 || version > 1) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_len(w, m->Resources.count, version == 1, true, false);
+	for (int32_t i = 0; i < m->Resources.count; i++)
+		kafka_incremental_alter_configs_request_alter_configs_resource_encode(w, version, &m->Resources.items[i]);
+	kafka_writer_bool(w, m->ValidateOnly);
+	if (version == 1) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_incremental_alter_configs_request_init_any(void *m)
+{
+	kafka_incremental_alter_configs_request_init(m);
+}
+
+static int kafka_incremental_alter_configs_request_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_incremental_alter_configs_request_decode(c, a, version, m);
+}
+
+static void kafka_incremental_alter_configs_request_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_incremental_alter_configs_request_encode(w, version, m);
+}
+
+/* ---- IncrementalAlterConfigsResponse ---- */
+
+static void kafka_incremental_alter_configs_response_alter_configs_resource_response_init(struct kafka_incremental_alter_configs_response_alter_configs_resource_response *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+	m->ResourceName = (struct kafka_str){ "", 0 };
+}
+
+
+void kafka_incremental_alter_configs_response_init(struct kafka_incremental_alter_configs_response *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static int kafka_incremental_alter_configs_response_alter_configs_resource_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_incremental_alter_configs_response_alter_configs_resource_response *m)
+{
+	kafka_incremental_alter_configs_response_alter_configs_resource_response_init(m);
+	(void)a;
+	(void)version;
+	m->ErrorCode = kafka_cursor_int16(c);
+	m->ErrorMessage = kafka_cursor_string(c, version == 1, true);
+	m->ResourceType = kafka_cursor_int8(c);
+	m->ResourceName = kafka_cursor_string(c, version == 1, false);
+	if (version == 1) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_incremental_alter_configs_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_incremental_alter_configs_response *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 1)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_incremental_alter_configs_response_init(m);
+	(void)a;
+	(void)version;
+	m->ThrottleTimeMs = kafka_cursor_int32(c);
+	n = kafka_cursor_array_len(c, version == 1, false, 6);
+	m->Responses.count = n;
+	m->Responses.items = NULL;
+	if (n > 0) {
+		m->Responses.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Responses.items));
+		if (!m->Responses.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_incremental_alter_configs_response_alter_configs_resource_response_decode(c, a, version, &m->Responses.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version == 1) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_incremental_alter_configs_response_alter_configs_resource_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_incremental_alter_configs_response_alter_configs_resource_response *m)
+{
+	(void)version;
+	kafka_writer_int16(w, m->ErrorCode);
+	kafka_writer_string(w, m->ErrorMessage, version == 1, true);
+	kafka_writer_int8(w, m->ResourceType);
+	kafka_writer_string(w, m->ResourceName, version == 1, false);
+	if (version == 1) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_incremental_alter_configs_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_incremental_alter_configs_response *m)
+{
+	(void)version;
+	if (version < 0 || version > 1) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_int32(w, m->ThrottleTimeMs);
+	kafka_writer_len(w, m->Responses.count, version == 1, true, false);
+	for (int32_t i = 0; i < m->Responses.count; i++)
+		kafka_incremental_alter_configs_response_alter_configs_resource_response_encode(w, version, &m->Responses.items[i]);
+	if (version == 1) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_incremental_alter_configs_response_init_any(void *m)
+{
+	kafka_incremental_alter_configs_response_init(m);
+}
+
+static int kafka_incremental_alter_configs_response_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_incremental_alter_configs_response_decode(c, a, version, m);
+}
+
+static void kafka_incremental_alter_configs_response_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_incremental_alter_configs_response_encode(w, version, m);
+}
+
 /* ---- OffsetDeleteRequest ---- */
 
 static void kafka_offset_delete_request_offset_delete_request_partition_init(struct kafka_offset_delete_request_offset_delete_request_partition *m)
@@ -7743,6 +8005,10 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 	  kafka_delete_groups_request_init_any, kafka_delete_groups_request_decode_any, kafka_delete_groups_request_encode_any },
 	{ "DeleteGroupsResponse", 42, 0, 1, 2, sizeof(struct kafka_delete_groups_response),
 	  kafka_delete_groups_response_init_any, kafka_delete_groups_response_decode_any, kafka_delete_groups_response_encode_any },
+	{ "IncrementalAlterConfigsRequest", 44, 0, 1, 1, sizeof(struct kafka_incremental_alter_configs_request),
+	  kafka_incremental_alter_configs_request_init_any, kafka_incremental_alter_configs_request_decode_any, kafka_incremental_alter_configs_request_encode_any },
+	{ "IncrementalAlterConfigsResponse", 44, 0, 1, 1, sizeof(struct kafka_incremental_alter_configs_response),
+	  kafka_incremental_alter_configs_response_init_any, kafka_incremental_alter_configs_response_decode_any, kafka_incremental_alter_configs_response_encode_any },
 	{ "OffsetDeleteRequest", 47, 0, 0, -1, sizeof(struct kafka_offset_delete_request),
 	  kafka_offset_delete_request_init_any, kafka_offset_delete_request_decode_any, kafka_offset_delete_request_encode_any },
 	{ "OffsetDeleteResponse", 47, 0, 0, -1, sizeof(struct kafka_offset_delete_response),
@@ -7790,6 +8056,7 @@ int kafka_handle_alter_configs(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_create_partitions(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_delete_groups(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_incremental_alter_configs(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_offset_delete(struct kafka_ctx *ctx) __attribute__((weak));
 
 const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
@@ -7825,7 +8092,8 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 36, "SaslAuthenticate", 0, 1, 2, 0, 1, false, &kafka_msg_descs[56], &kafka_msg_descs[57], kafka_handle_sasl_authenticate }, /* SASL only */
 	{ 37, "CreatePartitions", 0, 1, 2, 0, 1, true, &kafka_msg_descs[58], &kafka_msg_descs[59], kafka_handle_create_partitions }, /* optional */
 	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_msg_descs[60], &kafka_msg_descs[61], kafka_handle_delete_groups }, /* optional */
-	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[62], &kafka_msg_descs[63], kafka_handle_offset_delete }, /* optional */
+	{ 44, "IncrementalAlterConfigs", 0, 1, 1, 0, 1, true, &kafka_msg_descs[62], &kafka_msg_descs[63], kafka_handle_incremental_alter_configs }, /* topic configs (broker issue) */
+	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[64], &kafka_msg_descs[65], kafka_handle_offset_delete }, /* optional */
 };
 
 const struct kafka_array_bound kafka_array_bounds[] = {
@@ -7912,6 +8180,9 @@ const struct kafka_array_bound kafka_array_bounds[] = {
 	{ "CreatePartitionsResponse.Results", sizeof(struct kafka_create_partitions_response_create_partitions_topic_result), 6 },
 	{ "DeleteGroupsRequest.GroupsNames", sizeof(struct kafka_str), 2 },
 	{ "DeleteGroupsResponse.Results", sizeof(struct kafka_delete_groups_response_deletable_group_result), 4 },
+	{ "IncrementalAlterConfigsRequest.AlterConfigsResource.Configs", sizeof(struct kafka_incremental_alter_configs_request_alterable_config), 4 },
+	{ "IncrementalAlterConfigsRequest.Resources", sizeof(struct kafka_incremental_alter_configs_request_alter_configs_resource), 4 },
+	{ "IncrementalAlterConfigsResponse.Responses", sizeof(struct kafka_incremental_alter_configs_response_alter_configs_resource_response), 6 },
 	{ "OffsetDeleteRequest.OffsetDeleteRequestTopic.Partitions", sizeof(struct kafka_offset_delete_request_offset_delete_request_partition), 4 },
 	{ "OffsetDeleteRequest.Topics", sizeof(struct kafka_offset_delete_request_offset_delete_request_topic), 6 },
 	{ "OffsetDeleteResponse.OffsetDeleteResponseTopic.Partitions", sizeof(struct kafka_offset_delete_response_offset_delete_response_partition), 6 },
@@ -7959,7 +8230,8 @@ const struct kafka_api *kafka_api_find(int16_t api_key)
 	case 36: return &kafka_apis[28];
 	case 37: return &kafka_apis[29];
 	case 42: return &kafka_apis[30];
-	case 47: return &kafka_apis[31];
+	case 44: return &kafka_apis[31];
+	case 47: return &kafka_apis[32];
 	default: return NULL;
 	}
 }
