@@ -85,6 +85,7 @@ struct broker {
 	int *sleeping[BROKER_MAX_SHARDS + 1];    /* each thread's sleeping word */
 	struct md_snapshot *md;       /* published snapshot */
 	volatile int stopping;        /* set by the signal handler path */
+	int drained;                  /* shards stopped with no connection left */
 };
 
 /* The thread index of the control thread in rings[][]. */

@@ -76,6 +76,37 @@ static int listen_socket(const char *host, int port, char *err, size_t errlen)
 	return fd;
 }
 
+int shard_probe_port(const char *host, int port, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
+	struct addrinfo *ai;
+	char ps[16];
+	int fd, rc = 0;
+
+	snprintf(ps, sizeof(ps), "%d", port);
+	if (getaddrinfo(host, ps, &hints, &ai) != 0) {
+		snprintf(err, errlen, "cannot resolve listener host '%s'", host);
+		return -EINVAL;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		int one = 1;
+
+		/* REUSEADDR (not REUSEPORT): TIME_WAIT leftovers of a restart are
+		 * fine, a live listener is not */
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	}
+	if (fd >= 0 && bind(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot listen on %s:%d: %s%s", host, port, strerror(-rc),
+			 rc == -EADDRINUSE ? " (another process holds the port: choose another with --listen)" : "");
+	}
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(ai);
+	return rc;
+}
+
 int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t errlen)
 {
 	struct shard *sh = calloc(1, sizeof(*sh)); /* style: allow shard setup */
@@ -252,8 +283,13 @@ static void conn_close(struct conn *c)
 	if (c->closing)
 		return;
 	c->closing = 1;
-	if (c->ctx.parked)
+	if (c->ctx.parked) {
+		/* a long-poll holds nothing in flight: end it here (the caller
+		 * frees the connection) */
 		kafka_ctx_unpark(&c->ctx);
+		release_holds(&c->ctx);
+		c->busy = 0;
+	}
 	if (c->recv_op.inflight && (sqe = shard_sqe(c->sh))) {
 		io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)&c->recv_op | SHARD_OP_IO, 0);
 		io_uring_sqe_set_data64(sqe, 0);
@@ -745,7 +781,9 @@ static void *shard_main(void *arg)
 	shard_arm_wake(sh);
 	io_uring_submit(&sh->ring);
 
-	while (!sh->stop || sh->conns) {
+	/* A shard leaves only when every shard has closed its connections:
+	 * until then another shard's request may still need its partitions. */
+	while (!sh->stop || sh->conns || __atomic_load_n(&b->drained, __ATOMIC_ACQUIRE) < b->set.nshards) {
 		struct io_uring_cqe *cqe;
 		struct __kernel_timespec ts;
 		unsigned head, n = 0;
@@ -788,6 +826,14 @@ static void *shard_main(void *arg)
 					conn_close(c);
 				conn_maybe_free(c);
 			}
+			/* long-polls answer now with what they have */
+			for (struct kafka_ctx *ctx = sh->parked; ctx; ctx = ctx->park_next)
+				ctx->final = 1;
+			shard_run_parked(sh, 1);
+		}
+		if (sh->stop && !sh->conns && !sh->drained) {
+			sh->drained = 1;
+			__atomic_fetch_add(&b->drained, 1, __ATOMIC_ACQ_REL);
 		}
 		if (sh->stop)
 			for (struct conn *c = sh->conns, *nx; c; c = nx) {

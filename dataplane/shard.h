@@ -122,8 +122,12 @@ struct shard {
 	int *backlog_to;
 	struct shard_stats stats;
 	int stop;
+	int drained;                 /* stopped and without connections */
 };
 
+/* @thread main: -EADDRINUSE (err names the port) if another process
+ * holds host:port. */
+int shard_probe_port(const char *host, int port, char *err, size_t errlen);
 /* @thread main: create (ring, listener on host:port with SO_REUSEPORT). */
 int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t errlen);
 int shard_start(struct shard *sh);
