@@ -556,7 +556,14 @@ static void conn_send_more(struct conn *c)
 		conn_close(c);
 		return;
 	}
-	io_uring_prep_sendmsg(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
+	if (c->send_left >= SEND_ZC_MIN && !c->sh->no_send_zc) {
+		/* large responses (fetches of record data): zero copy; the
+		 * kernel reports when it no longer needs the pages */
+		io_uring_prep_sendmsg_zc(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
+		c->sh->stats.send_zc++;
+	} else {
+		io_uring_prep_sendmsg(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
+	}
 	io_set(sqe, &c->send_op);
 }
 
@@ -612,11 +619,39 @@ void kafka_ctx_respond(struct kafka_ctx *ctx)
 	conn_send_more(c);
 }
 
-static void conn_on_send(struct conn *c, int res)
+static void conn_on_send(struct conn *c, int res, unsigned flags)
 {
-	c->send_op.inflight = 0;
+	if (flags & IORING_CQE_F_NOTIF) {
+		/* the kernel is done with the zero-copy pages */
+		if (--c->zc_notifs == 0) {
+			c->send_op.inflight = 0;
+			if (c->send_done) {
+				c->send_done = 0;
+				request_end(&c->ctx);
+			} else {
+				conn_maybe_free(c);
+			}
+		}
+		return;
+	}
+	if (flags & IORING_CQE_F_MORE)
+		c->zc_notifs++;           /* a notification follows */
+	else if (!c->zc_notifs)
+		c->send_op.inflight = 0;
+	if (res == -EINVAL || res == -EOPNOTSUPP) {
+		if (!c->sh->no_send_zc && c->send_left >= SEND_ZC_MIN) {
+			/* no zero-copy send here: plain sendmsg from now on */
+			c->sh->no_send_zc = 1;
+			conn_send_more(c);
+			return;
+		}
+	}
 	if (res < 0 || c->closing) {
 		conn_close(c);
+		if (c->zc_notifs) {
+			c->send_done = 1;   /* pages may still be the kernel's */
+			return;
+		}
 		request_end(&c->ctx);
 		return;
 	}
@@ -637,6 +672,10 @@ static void conn_on_send(struct conn *c, int res)
 			}
 		}
 		conn_send_more(c);
+		return;
+	}
+	if (c->zc_notifs) {
+		c->send_done = 1;   /* the data is still the kernel's: end at the notification */
 		return;
 	}
 	request_end(&c->ctx);
@@ -753,7 +792,7 @@ static void shard_complete(struct shard *sh, struct io_uring_cqe *cqe)
 		conn_on_recv(op->c, cqe->res);
 		break;
 	case IO_SEND:
-		conn_on_send(op->c, cqe->res);
+		conn_on_send(op->c, cqe->res, cqe->flags);
 		break;
 	case IO_WAKE:
 		op->inflight = 0;
