@@ -27,6 +27,7 @@ struct ctl_op {
 	int failed;
 	char fail_msg[200];
 	struct md_topic **created;
+	struct ctl_topic **created_for;  /* the request's entry of each */
 	int ncreated;
 	struct md_topic **deleted;
 	int ndeleted;
@@ -312,9 +313,80 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 }
 
 /* All shards answered: publish and reply. */
+static void shard_close_part_quiet(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[0];
+
+	for (struct part **pp = &sh->parts; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	part_close(p);
+}
+
+/* A topic some of whose partitions could not be opened (too many open
+ * files, a full or failing disk) is not published: its opened partitions
+ * are closed again and the request gets the error. */
+static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
+{
+	for (int i = 0; i < op->ncreated; i++) {
+		struct md_topic *t = op->created[i];
+		int bad = 0;
+
+		for (int32_t j = 0; j < t->nparts; j++)
+			bad |= !t->parts[j].part;
+		if (!bad)
+			continue;
+		if (op->created_for[i]) {
+			struct ctl_topic *ct = op->created_for[i];
+
+			ct->error = KERR_KAFKA_STORAGE_ERROR;
+			snprintf(ct->message, sizeof(ct->message), "%s", op->fail_msg);
+		}
+		for (int j = 0; j < op->nreplaced; j++) {
+			struct md_topic *old = op->replaced[j];
+
+			if (old && !strcmp(old->name, t->name)) {
+				/* CreatePartitions: the old layout stays; only the new
+				 * partitions that did open are closed */
+				for (int32_t k = old->nparts; k < t->nparts; k++) {
+					struct shard_msg cm = { .fn = shard_close_part_quiet, .p = { t->parts[k].part } };
+
+					if (t->parts[k].part)
+						ctl_send(ctl, t->parts[k].shard, &cm);
+				}
+				for (int32_t k = 0; k < old->nparts; k++)
+					t->parts[k].part = NULL;   /* still owned by the old struct */
+				op->replaced[j] = op->replaced[--op->nreplaced];
+				goto dropped;
+			}
+		}
+		if (op->req && op->req->kind != CTL_CREATE_PARTITIONS)
+			metalog_delete_topic(ctl->ml, t->name);
+		for (int32_t k = 0; k < t->nparts; k++) {
+			struct shard_msg cm = { .fn = shard_close_part_quiet, .p = { t->parts[k].part } };
+
+			if (t->parts[k].part)
+				ctl_send(ctl, t->parts[k].shard, &cm);
+		}
+dropped:
+		fprintf(stderr, "sluiced: topic %s not created: %s\n", t->name, op->fail_msg);
+		topic_free(t);
+		op->created[i] = op->created[op->ncreated - 1];
+		op->created_for[i] = op->created_for[op->ncreated - 1];
+		op->ncreated--;
+		i--;
+	}
+}
+
 static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 {
 	struct ctl_req *req = op->req;
+
+	if (op->failed && req)
+		ctl_drop_failed(ctl, op);
 
 	ctl_publish(ctl, op->created, op->ncreated, op->deleted, op->ndeleted, op->replaced, op->nreplaced);
 	/* deleted topics: their logs are closed, remove the files */
@@ -340,6 +412,7 @@ static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 		pthread_mutex_unlock(&ctl->lock);
 	}
 	free(op->created);
+	free(op->created_for);
 	free(op->deleted);
 	free(op->replaced);
 	free(op);
@@ -461,6 +534,7 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 	for (int32_t i = 0; i < t->nparts && i < nt->nparts; i++)
 		nt->parts[i] = t->parts[i];
 	op->replaced[op->nreplaced++] = (struct md_topic *)t;
+	op->created_for[op->ncreated] = ct;
 	op->created[op->ncreated++] = nt;
 	if (req->kind == CTL_CREATE_PARTITIONS) {
 		topic_open_parts(ctl, op, nt, t->nparts);
@@ -485,6 +559,7 @@ static void ctl_handle(void *self, struct shard_msg *m)
 	op->created = calloc((size_t)req->n + 1, sizeof(*op->created));
 	op->deleted = calloc((size_t)req->n + 1, sizeof(*op->deleted));
 	op->replaced = calloc((size_t)req->n + 1, sizeof(*op->replaced));
+	op->created_for = calloc((size_t)req->n + 1, sizeof(*op->created_for));
 	for (int i = 0; i < req->n; i++) {
 		struct ctl_topic *ct = &req->topics[i];
 		char name[256];
@@ -568,6 +643,7 @@ static void ctl_handle(void *self, struct shard_msg *m)
 		}
 		struct md_topic *t = topic_build(ctl, mt);
 
+		op->created_for[op->ncreated] = ct;
 		op->created[op->ncreated++] = t;
 		topic_open_parts(ctl, op, t, 0);
 	}
@@ -621,6 +697,7 @@ static void *ctl_main(void *arg)
 	op = calloc(1, sizeof(*op));
 	n = metalog_topic_count(ctl->ml);
 	op->created = calloc((size_t)n + 1, sizeof(*op->created));
+	op->created_for = calloc((size_t)n + 1, sizeof(*op->created_for));
 	for (int i = 0; i < n; i++) {
 		struct md_topic *t = topic_build(ctl, metalog_topic_at(ctl->ml, i));
 

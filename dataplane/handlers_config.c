@@ -226,7 +226,7 @@ int kafka_handle_delete_records(struct kafka_ctx *ctx)
 			pr->PartitionIndex = idx;
 			pr->LowWatermark = -1;
 			pr->ErrorCode = 0;
-			if (!t || idx < 0 || idx >= t->nparts) {
+			if (!t || idx < 0 || idx >= t->nparts || !t->parts[idx].part) {
 				pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 				continue;
 			}

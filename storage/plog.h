@@ -98,7 +98,8 @@ struct plog_recovery {
 struct plog {
 	struct store *st;            /* borrowed: the owning shard's store */
 	struct plog_config cfg;
-	int dirfd;
+	int dirfd;                   /* -1 unless a slow path has it open */
+	int closed;
 	char *dir;
 
 	struct segment *seg_head;    /* oldest */

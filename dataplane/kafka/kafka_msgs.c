@@ -83,12 +83,14 @@ int kafka_produce_request_decode(struct kafka_cursor *c, struct kafka_arena *a, 
 	int rc;
 	int32_t n;
 
-	if (version < 3 || version > 7)
+	if (version < 0 || version > 7)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_produce_request_init(m);
 	(void)a;
 	(void)version;
-	m->TransactionalId = kafka_cursor_string(c, false, true);
+	if (version >= 3) {
+		m->TransactionalId = kafka_cursor_string(c, false, version >= 3);
+	}
 	m->Acks = kafka_cursor_int16(c);
 	m->TimeoutMs = kafka_cursor_int32(c);
 	n = kafka_cursor_array_len(c, false, false, 6);
@@ -129,11 +131,13 @@ void kafka_produce_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_produce_request *m)
 {
 	(void)version;
-	if (version < 3 || version > 7) {
+	if (version < 0 || version > 7) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
-	kafka_writer_string(w, m->TransactionalId, false, true);
+	if (version >= 3) {
+		kafka_writer_string(w, m->TransactionalId, false, version >= 3);
+	}
 	kafka_writer_int16(w, m->Acks);
 	kafka_writer_int32(w, m->TimeoutMs);
 	kafka_writer_len(w, m->TopicData.count, false, true, false);
@@ -187,7 +191,9 @@ static int kafka_produce_response_partition_produce_response_decode(struct kafka
 	m->Index = kafka_cursor_int32(c);
 	m->ErrorCode = kafka_cursor_int16(c);
 	m->BaseOffset = kafka_cursor_int64(c);
-	m->LogAppendTimeMs = kafka_cursor_int64(c);
+	if (version >= 2) {
+		m->LogAppendTimeMs = kafka_cursor_int64(c);
+	}
 	if (version >= 5) {
 		m->LogStartOffset = kafka_cursor_int64(c);
 	}
@@ -203,7 +209,7 @@ static int kafka_produce_response_topic_produce_response_decode(struct kafka_cur
 	(void)a;
 	(void)version;
 	m->Name = kafka_cursor_string(c, false, false);
-	n = kafka_cursor_array_len(c, false, false, 22);
+	n = kafka_cursor_array_len(c, false, false, 14);
 	m->PartitionResponses.count = n;
 	m->PartitionResponses.items = NULL;
 	if (n > 0) {
@@ -225,7 +231,7 @@ int kafka_produce_response_decode(struct kafka_cursor *c, struct kafka_arena *a,
 	int rc;
 	int32_t n;
 
-	if (version < 3 || version > 7)
+	if (version < 0 || version > 7)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_produce_response_init(m);
 	(void)a;
@@ -243,7 +249,9 @@ int kafka_produce_response_decode(struct kafka_cursor *c, struct kafka_arena *a,
 				return rc;
 		}
 	}
-	m->ThrottleTimeMs = kafka_cursor_int32(c);
+	if (version >= 1) {
+		m->ThrottleTimeMs = kafka_cursor_int32(c);
+	}
 	return c->err;
 }
 
@@ -254,7 +262,9 @@ static void kafka_produce_response_partition_produce_response_encode(struct kafk
 	kafka_writer_int32(w, m->Index);
 	kafka_writer_int16(w, m->ErrorCode);
 	kafka_writer_int64(w, m->BaseOffset);
-	kafka_writer_int64(w, m->LogAppendTimeMs);
+	if (version >= 2) {
+		kafka_writer_int64(w, m->LogAppendTimeMs);
+	}
 	if (version >= 5) {
 		kafka_writer_int64(w, m->LogStartOffset);
 	}
@@ -274,14 +284,16 @@ void kafka_produce_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_produce_response *m)
 {
 	(void)version;
-	if (version < 3 || version > 7) {
+	if (version < 0 || version > 7) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
 	kafka_writer_len(w, m->Responses.count, false, true, false);
 	for (int32_t i = 0; i < m->Responses.count; i++)
 		kafka_produce_response_topic_produce_response_encode(w, version, &m->Responses.items[i]);
-	kafka_writer_int32(w, m->ThrottleTimeMs);
+	if (version >= 1) {
+		kafka_writer_int32(w, m->ThrottleTimeMs);
+	}
 }
 
 static void kafka_produce_response_init_any(void *m)
@@ -7881,9 +7893,9 @@ static void kafka_consumer_protocol_assignment_encode_any(struct kafka_writer *w
 }
 
 const struct kafka_msg_desc kafka_msg_descs[] = {
-	{ "ProduceRequest", 0, 3, 7, 9, sizeof(struct kafka_produce_request),
+	{ "ProduceRequest", 0, 0, 7, 9, sizeof(struct kafka_produce_request),
 	  kafka_produce_request_init_any, kafka_produce_request_decode_any, kafka_produce_request_encode_any },
-	{ "ProduceResponse", 0, 3, 7, 9, sizeof(struct kafka_produce_response),
+	{ "ProduceResponse", 0, 0, 7, 9, sizeof(struct kafka_produce_response),
 	  kafka_produce_response_init_any, kafka_produce_response_decode_any, kafka_produce_response_encode_any },
 	{ "FetchRequest", 1, 4, 11, 12, sizeof(struct kafka_fetch_request),
 	  kafka_fetch_request_init_any, kafka_fetch_request_decode_any, kafka_fetch_request_encode_any },
@@ -8061,7 +8073,7 @@ int kafka_handle_offset_delete(struct kafka_ctx *ctx) __attribute__((weak));
 
 const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	/* key, name, min, max, first flexible, advertised min-max, advertised (README note) */
-	{ 0, "Produce", 3, 7, 9, 3, 7, true, &kafka_msg_descs[0], &kafka_msg_descs[1], kafka_handle_produce },
+	{ 0, "Produce", 0, 7, 9, 0, 7, true, &kafka_msg_descs[0], &kafka_msg_descs[1], kafka_handle_produce }, /* 0-7: librdkafka <= 2.11 sends gzip, snappy and lz4 only to a broker whose Produce minimum is 0 */
 	{ 1, "Fetch", 4, 11, 12, 4, 11, true, &kafka_msg_descs[2], &kafka_msg_descs[3], kafka_handle_fetch },
 	{ 2, "ListOffsets", 1, 3, 6, 1, 3, true, &kafka_msg_descs[4], &kafka_msg_descs[5], kafka_handle_list_offsets },
 	{ 3, "Metadata", 0, 6, 9, 0, 6, true, &kafka_msg_descs[6], &kafka_msg_descs[7], kafka_handle_metadata },
@@ -8099,7 +8111,7 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 const struct kafka_array_bound kafka_array_bounds[] = {
 	{ "ProduceRequest.TopicProduceData.PartitionData", sizeof(struct kafka_produce_request_partition_produce_data), 8 },
 	{ "ProduceRequest.TopicData", sizeof(struct kafka_produce_request_topic_produce_data), 6 },
-	{ "ProduceResponse.TopicProduceResponse.PartitionResponses", sizeof(struct kafka_produce_response_partition_produce_response), 22 },
+	{ "ProduceResponse.TopicProduceResponse.PartitionResponses", sizeof(struct kafka_produce_response_partition_produce_response), 14 },
 	{ "ProduceResponse.Responses", sizeof(struct kafka_produce_response_topic_produce_response), 6 },
 	{ "FetchRequest.FetchTopic.Partitions", sizeof(struct kafka_fetch_request_fetch_partition), 16 },
 	{ "FetchRequest.ForgottenTopic.Partitions", sizeof(int32_t), 4 },

@@ -46,7 +46,9 @@ static void sample_kafka_produce_request(struct kafka_sample *s, int16_t version
 	(void)s;
 	(void)version;
 	kafka_produce_request_init(m);
-	m->TransactionalId = kafka_sample_string(s, true);
+	if (version >= 3) {
+		m->TransactionalId = kafka_sample_string(s, version >= 3);
+	}
 	m->Acks = kafka_sample_int16(s);
 	m->TimeoutMs = kafka_sample_int32(s);
 	m->TopicData.count = kafka_sample_count(s, false);
@@ -134,7 +136,9 @@ static void sample_kafka_produce_response_partition_produce_response(struct kafk
 	m->Index = kafka_sample_int32(s);
 	m->ErrorCode = kafka_sample_int16(s);
 	m->BaseOffset = kafka_sample_int64(s);
-	m->LogAppendTimeMs = kafka_sample_int64(s);
+	if (version >= 2) {
+		m->LogAppendTimeMs = kafka_sample_int64(s);
+	}
 	if (version >= 5) {
 		m->LogStartOffset = kafka_sample_int64(s);
 	}
@@ -161,7 +165,9 @@ static void sample_kafka_produce_response(struct kafka_sample *s, int16_t versio
 	m->Responses.items = m->Responses.count > 0 ? kafka_sample_alloc(s, (size_t)m->Responses.count * sizeof(*m->Responses.items)) : NULL;
 	for (int32_t i = 0; i < m->Responses.count; i++)
 		sample_kafka_produce_response_topic_produce_response(s, version, &m->Responses.items[i]);
-	m->ThrottleTimeMs = kafka_sample_int32(s);
+	if (version >= 1) {
+		m->ThrottleTimeMs = kafka_sample_int32(s);
+	}
 }
 
 static bool equal_kafka_produce_response_partition_produce_response(const struct kafka_produce_response_partition_produce_response *a, const struct kafka_produce_response_partition_produce_response *b)
