@@ -7,7 +7,8 @@
  *
  * By default each run starts its own broker: build/sluiced next to this
  * binary, on a free 127.0.0.1 port, data in a fresh directory under /var/tmp
- * (removed at the end), stopped with SIGTERM (a broker that does not exit
+ * (removed at the end; kept, and its path printed, when the broker died or
+ * did not stop cleanly), stopped with SIGTERM (a broker that does not exit
  * cleanly within 30 s is a failure). The cluster id the broker prints with
  * its "listening on" line is checked against the one the client sees, so
  * the run cannot silently talk to another broker on the same port.
@@ -95,6 +96,7 @@ struct broker {
 	char bootstrap[300];
 	char cluster_id[64];
 	int shards;
+	int died;                   /* exited on its own: keep root for inspection */
 };
 
 struct run {
@@ -348,6 +350,8 @@ static int broker_stop(struct broker *br)
 	if (br->out_fd >= 0)
 		close(br->out_fd);
 	br->out_fd = -1;
+	if (br->died)
+		rc = -1;
 	if (br->root[0] && !rc)
 		rmrf(br->root);
 	else if (br->root[0])
@@ -364,9 +368,10 @@ static int broker_alive(struct broker *br)
 	if (br->pid <= 0)
 		return 1;
 	if (waitpid(br->pid, &st, WNOHANG) == br->pid) {
-		fprintf(stderr, "kafka: BROKER DIED (status 0x%x)\n", st);
+		fprintf(stderr, "kafka: BROKER DIED (status 0x%x); run directory %s kept\n", st, br->root);
 		broker_log_tail(br);
 		br->pid = 0;
+		br->died = 1;
 		return 0;
 	}
 	return 1;
