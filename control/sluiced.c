@@ -83,6 +83,21 @@ static void raise_nofile(void)
 	}
 }
 
+/* Tell every shard to stop (they finish in-flight requests, write what is
+ * buffered, checkpoint their logs) and wait for them. */
+static void stop_shards(struct broker *b)
+{
+	__atomic_store_n(&b->stopping, 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < b->set.nshards; i++) {
+		uint64_t one = 1;
+
+		if (write(b->shards[i]->wake_fd, &one, sizeof(one)) < 0)
+			continue;   /* the counter is full: a wake-up is pending anyway */
+	}
+	for (int i = 0; i < b->set.nshards; i++)
+		shard_join(b->shards[i]);
+}
+
 int main(int argc, char **argv)
 {
 	struct config *cfg;
@@ -233,15 +248,7 @@ int main(int argc, char **argv)
 		}
 	if ((rc = ctl_start(b, cfg, &ctl)) < 0 || (rc = ctl_wait_ready(ctl, err, sizeof(err))) < 0) {
 		fprintf(stderr, "sluiced: %s\n", err);
-		b->stopping = 1;
-		for (int i = 0; i < nshards; i++) {
-			uint64_t one = 1;
-
-			if (write(b->shards[i]->wake_fd, &one, sizeof(one)) < 0)
-				continue;
-		}
-		for (int i = 0; i < nshards; i++)
-			shard_join(b->shards[i]);
+		stop_shards(b);
 		return 1;
 	}
 	printf("sluiced: listening on %s:%d (node %d, %d shard%s, data in %s, cluster %s)\n", b->set.listen_host,
@@ -256,15 +263,7 @@ int main(int argc, char **argv)
 			break;
 	}
 	fprintf(stderr, "sluiced: shutting down: finishing in-flight requests, writing buffered data\n");
-	__atomic_store_n(&b->stopping, 1, __ATOMIC_SEQ_CST);
-	for (int i = 0; i < nshards; i++) {
-		uint64_t one = 1;
-
-		if (write(b->shards[i]->wake_fd, &one, sizeof(one)) < 0)
-			continue;
-	}
-	for (int i = 0; i < nshards; i++)
-		shard_join(b->shards[i]);
+	stop_shards(b);
 	ctl_stop(ctl);
 	for (int i = 0; i < nshards; i++)
 		shard_destroy(b->shards[i]);
