@@ -258,7 +258,7 @@ static int plog_roll(struct plog *pl)
 		fd = -1;
 		alloc = 0;
 	}
-	rc = segment_create(pl, pl->next_offset, fd, alloc, &seg);
+	rc = segment_create(pl, pl->next_offset, fd, alloc, fd >= 0, &seg);
 	if (rc < 0)
 		return rc;
 	pl->next_fd = -1;

@@ -27,7 +27,10 @@ static inline void plog_dir_release(struct plog *pl)
 	}
 }
 
-int segment_create(struct plog *pl, int64_t base, int fd, uint64_t alloc, struct segment **out);
+/* fd >= 0 && prepared: the prepared ".next.log", renamed to its segment
+ * name; fd >= 0 && !prepared: an existing segment file (recovery); fd < 0:
+ * create the file. */
+int segment_create(struct plog *pl, int64_t base, int fd, uint64_t alloc, int prepared, struct segment **out);
 void segment_free(struct segment *seg);
 void segment_seal_index(struct plog *pl, struct segment *seg);
 void segment_maybe_falloc(struct plog *pl, struct segment *seg);

@@ -21,15 +21,15 @@ static void segment_index_path(const struct segment *seg, char *buf, size_t n)
 	snprintf(buf, n, "%020" PRId64 ".index", seg->base_offset);
 }
 
-int segment_create(struct plog *pl, int64_t base, int fd, uint64_t alloc, struct segment **out)
+int segment_create(struct plog *pl, int64_t base, int fd, uint64_t alloc, int prepared, struct segment **out)
 {
 	struct segment *seg = calloc(1, sizeof(*seg)); /* style: allow once per segment */
 
 	if (!seg)
 		return -ENOMEM;
 	snprintf(seg->name, sizeof(seg->name), "%020" PRId64 ".log", base);
-	if (fd >= 0) {
-		/* a prepared file: give it its name */
+	if (fd >= 0 && prepared) {
+		/* the prepared next segment: give it its name */
 		if (renameat(plog_dirfd(pl), PLOG_NEXT_NAME, plog_dirfd(pl), seg->name) < 0) {
 			close(fd);
 			fd = -1;
@@ -362,10 +362,15 @@ static int plog_recover(struct plog *pl)
 			rc = -errno;
 			goto out;
 		}
-		if ((rc = segment_create(pl, bases[i], fd, 0, &seg)) < 0)
+		/* an existing file, opened above: never renamed or reopened */
+		if (fstat(fd, &stb) < 0) {
+			rc = -errno;
+			close(fd);
 			goto out;
-		if (fstat(fd, &stb) == 0)
-			seg->alloc = (uint64_t)stb.st_size;
+		}
+		if ((rc = segment_create(pl, bases[i], fd, stb.st_size ? (uint64_t)stb.st_size : 4096, 0, &seg)) < 0)
+			goto out;
+		seg->alloc = (uint64_t)stb.st_size;
 		expect = bases[i];
 		segment_index_path(seg, name, sizeof(name));
 		snprintf(path, sizeof(path), "%s/%s", pl->dir, name);
@@ -482,7 +487,7 @@ static int plog_recover(struct plog *pl)
 	if (!pl->seg_head) {
 		struct segment *seg;
 
-		if ((rc = segment_create(pl, 0, -1, 0, &seg)) < 0)
+		if ((rc = segment_create(pl, 0, -1, 0, 0, &seg)) < 0)
 			goto out;
 		expect = 0;
 	}

@@ -468,3 +468,53 @@ Test(recovery, describe_reports_the_cut)
 	cr_assert_eq(plog_recovery_describe(pl, NULL, 0), n);
 	plog_close(pl);
 }
+
+/* Regression: recovery once handed the segment it had just opened to the
+ * code path for the prepared ".next.log", which renamed a leftover
+ * ".next.log" over the real segment (and, without one, closed the fd the
+ * scan then used — another thread's file once the number was reused). A
+ * crash while the next segment is prepared leaves exactly that file. */
+Test(recovery, leftover_prepared_segment_never_replaces_data)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	char sub[4300], next[4400];
+	static uint8_t b[1 << 16];
+	int64_t base;
+	int fd;
+
+	snprintf(sub, sizeof(sub), "%s/nx", dir);
+	plog_config_defaults(&cfg);
+	cr_assert_eq(plog_open(&st, sub, &cfg, &pl), 0);
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(plog_append(pl, b, test_batch(b, sizeof(b), i, 2, 100, 3, 1), &base), 0);
+	store_drain(&st);
+	plog_close(pl);
+	snprintf(next, sizeof(next), "%s/.next.log", sub);
+	fd = open(next, O_RDWR | O_CREAT, 0644);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(fallocate(fd, 0, 0, 65536), 0);
+	close(fd);
+	/* descriptors opened and closed around the open shift fd numbers */
+	int spare = open("/dev/null", O_RDONLY);
+	cr_assert_eq(plog_open(&st, sub, &cfg, &pl), 0);
+	close(spare);
+	cr_assert_eq(pl->next_offset, 20, "all 10 batches survive a leftover .next.log");
+	plog_close(pl);
+	/* and they are still on disk under their name for the next start */
+	cr_assert_eq(plog_open(&st, sub, &cfg, &pl), 0);
+	cr_assert_eq(pl->next_offset, 20, "the segment file was not replaced");
+	{
+		struct plog_read rd = { .offset = 0, .max_offset = 20, .max_bytes = 1 << 20,
+					.buf = rbuf, .buf_cap = 4u << 20 };
+		int n = 0;
+
+		cr_assert_eq(plog_read_sync(pl, &rd), 1);
+		for (uint32_t at = 0; at < rd.bytes; at += batch_size(rd.data + at), n++)
+			cr_assert_eq(batch_validate(rd.data + at, rd.bytes - at, 0, 0, NULL), 0,
+				     "batch %d on disk is valid", n);
+		cr_assert_eq(n, 10, "10 batches read back from disk, got %d", n);
+		plog_read_release(&rd);
+	}
+	plog_close(pl);
+}
