@@ -3,3 +3,4 @@
 # kafkajs. Each script starts its own brokers (build/sluiced) and prints
 # "N passed, N failed".
 TEST_SCRIPTS += tests/integration/test_kcat.py
+TEST_SCRIPTS += tests/integration/test_kafka_python.py
