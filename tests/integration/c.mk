@@ -1,0 +1,28 @@
+# tests/integration/c.mk: librdkafka suites under Criterion, a real sluiced
+# started by each test (tests/integration/harness.c). Built in the normal
+# build (not the sanitizer one: the broker under test is $(BUILD)/sluiced);
+# `make test` builds them and runs tests/integration/run-c.sh.
+ITEST_C_SUITES := test_rdkafka
+ITEST_C_BINS := $(ITEST_C_SUITES:%=$(BUILD)/itests/%)
+ITEST_C_CFLAGS = $(CFLAGS) -DSLUICED_PATH='"$(BUILD)/sluiced"'
+
+.PHONY: itest-c-bins itest-c
+itest-c-bins: $(ITEST_C_BINS) $(BUILD)/sluiced
+
+$(BUILD)/itests/%: tests/integration/%.c tests/integration/harness.c tests/integration/harness.h $(CORE_LIB) | $(SETUP_STAMP)
+	$(Q)mkdir -p $(@D)
+	@$(if $(Q),echo "  ITEST-CC $<")
+	$(Q)$(CC) $(ITEST_C_CFLAGS) $< tests/integration/harness.c -o $@ $(LDFLAGS_SAN) \
+		$(CORE_LIB) $(LDLIBS) $(shell pkg-config --libs rdkafka criterion)
+
+test: itest-c-bins
+
+# run only the C integration suites
+itest-c: itest-c-bins
+	$(Q)tests/integration/run-c.sh
+
+# Not yet in TEST_SCRIPTS: sluiced hangs on SIGTERM after a consumer closed
+# its connection during a long-poll Fetch (every test stops its broker with
+# SIGTERM), so the suite cannot pass until that is fixed in dataplane/shard.c.
+# Run it by hand with `make itest-c`.
+# TEST_SCRIPTS += tests/integration/run-c.sh
