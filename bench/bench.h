@@ -18,6 +18,10 @@ struct bench_cmd {
 
 int bench_storage(int argc, char **argv);
 int bench_codec(int argc, char **argv);
+int bench_produce(int argc, char **argv);
+int bench_consume(int argc, char **argv);
+int bench_e2e(int argc, char **argv);
+int bench_idle(int argc, char **argv);
 
 static inline uint64_t bench_now_ns(void)
 {

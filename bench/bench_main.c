@@ -8,6 +8,10 @@
 static const struct bench_cmd bench_cmds[] = {
 	{ "storage", "append/recovery throughput of the log vs raw O_DIRECT io_uring", bench_storage },
 	{ "codec", "Kafka codec: decode+encode Produce request / Fetch response, GB/s", bench_codec },
+	{ "produce", "broker via librdkafka: produce records/s, MB/s, ack latency", bench_produce },
+	{ "consume", "broker via librdkafka: consume records/s, MB/s (after a pre-produce)", bench_consume },
+	{ "e2e", "broker via librdkafka: end-to-end latency at a fixed produce rate", bench_e2e },
+	{ "idle", "broker RSS and disk with 10,000 idle partitions, RSS under load", bench_idle },
 };
 
 static void usage(FILE *f)

@@ -9,3 +9,9 @@ BIN_TARGETS += $(BUILD)/sluice-bench
 $(BUILD)/sluice-bench: $(BENCH_OBJS) $(BUILD)/libsluice_core.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_SAN) $^ -o $@ $(LDLIBS)
+
+# bench_kafka.c drives the broker through librdkafka.
+$(BUILD)/sluice-bench: LDLIBS += $(shell pkg-config --libs rdkafka)
+
+# sluice-bench produce runs against its own broker and prints its rows.
+TEST_SCRIPTS += tests/bench_kafka_smoke.sh

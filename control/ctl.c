@@ -27,9 +27,12 @@ struct ctl_op {
 	int failed;
 	char fail_msg[200];
 	struct md_topic **created;
+	struct ctl_topic **created_for;  /* the request's entry of each */
 	int ncreated;
 	struct md_topic **deleted;
 	int ndeleted;
+	struct md_topic **replaced;  /* superseded by a new struct; logs stay */
+	int nreplaced;
 	struct ctl_op *next;
 };
 
@@ -72,7 +75,8 @@ static int topic_cmp(const void *a, const void *b)
 }
 
 /* Publish old + added - removed. */
-static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct md_topic **del, int ndel)
+static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct md_topic **del, int ndel,
+			struct md_topic **rep, int nrep)
 {
 	struct broker *b = ctl->b;
 	struct md_snapshot *old = b->md, *md = calloc(1, sizeof(*md));
@@ -84,6 +88,8 @@ static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct
 
 		for (int j = 0; j < ndel; j++)
 			gone |= old->topics[i] == del[j];
+		for (int j = 0; j < nrep; j++)
+			gone |= old->topics[i] == rep[j];
 		if (!gone)
 			md->topics[n++] = old->topics[i];
 	}
@@ -101,11 +107,11 @@ static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct
 		r->next = ctl->retired;
 		ctl->retired = r;
 	}
-	for (int j = 0; j < ndel; j++) {
+	for (int j = 0; j < ndel + nrep; j++) {
 		struct retired *r = calloc(1, sizeof(*r));
 
 		r->version = md->version;
-		r->topic = del[j];
+		r->topic = j < ndel ? del[j] : rep[j - ndel];
 		r->next = ctl->retired;
 		ctl->retired = r;
 	}
@@ -307,11 +313,82 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 }
 
 /* All shards answered: publish and reply. */
+static void shard_close_part_quiet(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[0];
+
+	for (struct part **pp = &sh->parts; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	part_close(p);
+}
+
+/* A topic some of whose partitions could not be opened (too many open
+ * files, a full or failing disk) is not published: its opened partitions
+ * are closed again and the request gets the error. */
+static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
+{
+	for (int i = 0; i < op->ncreated; i++) {
+		struct md_topic *t = op->created[i];
+		int bad = 0;
+
+		for (int32_t j = 0; j < t->nparts; j++)
+			bad |= !t->parts[j].part;
+		if (!bad)
+			continue;
+		if (op->created_for[i]) {
+			struct ctl_topic *ct = op->created_for[i];
+
+			ct->error = KERR_KAFKA_STORAGE_ERROR;
+			snprintf(ct->message, sizeof(ct->message), "%s", op->fail_msg);
+		}
+		for (int j = 0; j < op->nreplaced; j++) {
+			struct md_topic *old = op->replaced[j];
+
+			if (old && !strcmp(old->name, t->name)) {
+				/* CreatePartitions: the old layout stays; only the new
+				 * partitions that did open are closed */
+				for (int32_t k = old->nparts; k < t->nparts; k++) {
+					struct shard_msg cm = { .fn = shard_close_part_quiet, .p = { t->parts[k].part } };
+
+					if (t->parts[k].part)
+						ctl_send(ctl, t->parts[k].shard, &cm);
+				}
+				for (int32_t k = 0; k < old->nparts; k++)
+					t->parts[k].part = NULL;   /* still owned by the old struct */
+				op->replaced[j] = op->replaced[--op->nreplaced];
+				goto dropped;
+			}
+		}
+		if (op->req && op->req->kind != CTL_CREATE_PARTITIONS)
+			metalog_delete_topic(ctl->ml, t->name);
+		for (int32_t k = 0; k < t->nparts; k++) {
+			struct shard_msg cm = { .fn = shard_close_part_quiet, .p = { t->parts[k].part } };
+
+			if (t->parts[k].part)
+				ctl_send(ctl, t->parts[k].shard, &cm);
+		}
+dropped:
+		fprintf(stderr, "sluiced: topic %s not created: %s\n", t->name, op->fail_msg);
+		topic_free(t);
+		op->created[i] = op->created[op->ncreated - 1];
+		op->created_for[i] = op->created_for[op->ncreated - 1];
+		op->ncreated--;
+		i--;
+	}
+}
+
 static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 {
 	struct ctl_req *req = op->req;
 
-	ctl_publish(ctl, op->created, op->ncreated, op->deleted, op->ndeleted);
+	if (op->failed && req)
+		ctl_drop_failed(ctl, op);
+
+	ctl_publish(ctl, op->created, op->ncreated, op->deleted, op->ndeleted, op->replaced, op->nreplaced);
 	/* deleted topics: their logs are closed, remove the files */
 	for (int i = 0; i < op->ndeleted; i++)
 		for (int32_t j = 0; j < op->deleted[i]->nparts; j++) {
@@ -335,7 +412,9 @@ static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 		pthread_mutex_unlock(&ctl->lock);
 	}
 	free(op->created);
+	free(op->created_for);
 	free(op->deleted);
+	free(op->replaced);
 	free(op);
 }
 
@@ -355,6 +434,120 @@ static int valid_topic_name(struct kafka_str n)
 	return 1;
 }
 
+/* On the owner shard: a partition's storage settings changed. */
+static void shard_set_part_cfg(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[1];
+	const struct plog_config *cfg = m->p[2];
+	struct shard_msg r = { .fn = ctl_part_done, .p = { m->p[0], NULL }, .v = { 0 } };
+
+	if (p && p->pl) {
+		/* segment size applies from the next segment on */
+		p->pl->cfg = *cfg;
+		if (p->pl->cfg.initial_extent > p->pl->cfg.segment_bytes)
+			p->pl->cfg.initial_extent = p->pl->cfg.segment_bytes;
+	}
+	broker_send(sh->b, sh->id, broker_ctl_index(sh->b), &r);
+}
+
+/* CreatePartitions and AlterConfigs: a new snapshot entry for the topic
+ * (the old one is retired, its logs stay open). */
+static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req *req, struct ctl_topic *ct,
+			     const char *name)
+{
+	const struct md_topic *t = md_find(ctl->b->md, ct->name.ptr, ct->name.len);
+	const struct meta_topic *mt;
+	struct md_topic *nt;
+	int rc = 0;
+
+	if (!t) {
+		ct->error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		snprintf(ct->message, sizeof(ct->message), "unknown topic");
+		return;
+	}
+	for (int i = 0; i < op->nreplaced; i++)
+		if (op->replaced[i] == t) {
+			ct->error = KERR_INVALID_REQUEST;
+			snprintf(ct->message, sizeof(ct->message), "topic named twice in one request");
+			return;
+		}
+	if (req->kind == CTL_CREATE_PARTITIONS) {
+		if (ct->partitions <= t->nparts || ct->partitions > 100000) {
+			ct->error = KERR_INVALID_PARTITIONS;
+			snprintf(ct->message, sizeof(ct->message),
+				 "topic has %d partitions: the new count must be larger (and at most 100000), got %d",
+				 t->nparts, ct->partitions);
+			return;
+		}
+		if (req->validate_only)
+			return;
+		rc = metalog_add_partitions(ctl->ml, name, ct->partitions);
+	} else {
+		char k[256], v[4096];
+
+		/* validate everything before changing anything */
+		for (int j = 0; j < ct->nconfigs; j++) {
+			snprintf(k, sizeof(k), "%.*s", ct->keys[j].len > 0 ? ct->keys[j].len : 0, ct->keys[j].ptr ? ct->keys[j].ptr : "");
+			snprintf(v, sizeof(v), "%.*s", ct->values[j].len > 0 ? ct->values[j].len : 0,
+				 ct->values[j].ptr ? ct->values[j].ptr : "");
+			if ((!ct->ops || ct->ops[j] == CTL_CFG_SET) &&
+			    topic_config_validate(k, v, ct->message, sizeof(ct->message)) < 0) {
+				ct->error = KERR_INVALID_CONFIG;
+				return;
+			}
+			if (ct->ops && ct->ops[j] != CTL_CFG_SET && ct->ops[j] != CTL_CFG_DELETE) {
+				ct->error = KERR_INVALID_CONFIG;
+				snprintf(ct->message, sizeof(ct->message), "APPEND and SUBTRACT apply to list configs only");
+				return;
+			}
+		}
+		if (req->validate_only)
+			return;
+		if (ct->replace) {
+			/* AlterConfigs: what is not named goes back to its default */
+			for (int i = 0; i < t->nconfigs && rc >= 0; i++) {
+				int named = 0;
+
+				for (int j = 0; j < ct->nconfigs; j++)
+					named |= kafka_str_eq(ct->keys[j], t->config_keys[i]);
+				if (!named)
+					rc = metalog_set_config(ctl->ml, name, t->config_keys[i], NULL);
+			}
+		}
+		for (int j = 0; j < ct->nconfigs && rc >= 0; j++) {
+			snprintf(k, sizeof(k), "%.*s", ct->keys[j].len > 0 ? ct->keys[j].len : 0, ct->keys[j].ptr ? ct->keys[j].ptr : "");
+			snprintf(v, sizeof(v), "%.*s", ct->values[j].len > 0 ? ct->values[j].len : 0,
+				 ct->values[j].ptr ? ct->values[j].ptr : "");
+			rc = metalog_set_config(ctl->ml, name, k,
+						(ct->ops && ct->ops[j] == CTL_CFG_DELETE) ? NULL : v);
+		}
+	}
+	if (rc < 0) {
+		ct->error = rc == -EINVAL || rc == -ENOENT ? KERR_INVALID_CONFIG : KERR_UNKNOWN_SERVER_ERROR;
+		snprintf(ct->message, sizeof(ct->message), "metadata log: %s", strerror(-rc));
+		return;
+	}
+	mt = metalog_topic(ctl->ml, name);
+	nt = topic_build(ctl, mt);
+	/* existing partitions keep their owner and log */
+	for (int32_t i = 0; i < t->nparts && i < nt->nparts; i++)
+		nt->parts[i] = t->parts[i];
+	op->replaced[op->nreplaced++] = (struct md_topic *)t;
+	op->created_for[op->ncreated] = ct;
+	op->created[op->ncreated++] = nt;
+	if (req->kind == CTL_CREATE_PARTITIONS) {
+		topic_open_parts(ctl, op, nt, t->nparts);
+	} else {
+		for (int32_t i = 0; i < nt->nparts; i++) {
+			struct shard_msg m = { .fn = shard_set_part_cfg, .p = { op, nt->parts[i].part, &nt->cfg } };
+
+			op->pending++;
+			ctl_send(ctl, nt->parts[i].shard, &m);
+		}
+	}
+}
+
 static void ctl_handle(void *self, struct shard_msg *m)
 {
 	struct ctl *ctl = self;
@@ -365,11 +558,17 @@ static void ctl_handle(void *self, struct shard_msg *m)
 	op->req = req;
 	op->created = calloc((size_t)req->n + 1, sizeof(*op->created));
 	op->deleted = calloc((size_t)req->n + 1, sizeof(*op->deleted));
+	op->replaced = calloc((size_t)req->n + 1, sizeof(*op->replaced));
+	op->created_for = calloc((size_t)req->n + 1, sizeof(*op->created_for));
 	for (int i = 0; i < req->n; i++) {
 		struct ctl_topic *ct = &req->topics[i];
 		char name[256];
 
 		ct->error = 0;
+		if (ct->preset) {
+			ct->error = ct->preset;
+			continue;
+		}
 		ct->message[0] = 0;
 		if (!valid_topic_name(ct->name)) {
 			ct->error = KERR_INVALID_TOPIC_EXCEPTION;
@@ -379,6 +578,10 @@ static void ctl_handle(void *self, struct shard_msg *m)
 		}
 		memcpy(name, ct->name.ptr, (size_t)ct->name.len);
 		name[ct->name.len] = 0;
+		if (req->kind == CTL_CREATE_PARTITIONS || req->kind == CTL_ALTER_CONFIGS) {
+			ctl_change_topic(ctl, op, req, ct, name);
+			continue;
+		}
 		if (req->kind == CTL_DELETE) {
 			const struct md_topic *t = md_find(md, ct->name.ptr, ct->name.len);
 
@@ -440,6 +643,7 @@ static void ctl_handle(void *self, struct shard_msg *m)
 		}
 		struct md_topic *t = topic_build(ctl, mt);
 
+		op->created_for[op->ncreated] = ct;
 		op->created[op->ncreated++] = t;
 		topic_open_parts(ctl, op, t, 0);
 	}
@@ -493,6 +697,7 @@ static void *ctl_main(void *arg)
 	op = calloc(1, sizeof(*op));
 	n = metalog_topic_count(ctl->ml);
 	op->created = calloc((size_t)n + 1, sizeof(*op->created));
+	op->created_for = calloc((size_t)n + 1, sizeof(*op->created_for));
 	for (int i = 0; i < n; i++) {
 		struct md_topic *t = topic_build(ctl, metalog_topic_at(ctl->ml, i));
 

@@ -16,7 +16,10 @@
 struct config;
 struct kafka_ctx;
 
-enum ctl_kind { CTL_CREATE = 1, CTL_DELETE, CTL_AUTO_CREATE };
+enum ctl_kind { CTL_CREATE = 1, CTL_DELETE, CTL_AUTO_CREATE, CTL_CREATE_PARTITIONS, CTL_ALTER_CONFIGS };
+
+/* AlterConfigs operations (IncrementalAlterConfigs' numbering). */
+enum ctl_config_op { CTL_CFG_SET = 0, CTL_CFG_DELETE = 1 };
 
 /* One topic of an admin request; lives in the requesting shard's arena
  * until the reply. */
@@ -27,6 +30,9 @@ struct ctl_topic {
 	int nconfigs;
 	struct kafka_str *keys;
 	struct kafka_str *values;
+	int8_t *ops;                 /* CTL_ALTER_CONFIGS: per key; NULL = all SET */
+	int replace;                 /* CTL_ALTER_CONFIGS: overrides not named are removed */
+	int16_t preset;              /* refused by the shard already: the answer */
 	int16_t error;               /* out */
 	char message[200];           /* out */
 };

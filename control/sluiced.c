@@ -49,6 +49,22 @@ static int set_or_die(struct config *cfg, const char *key, const char *value, co
 	return 0;
 }
 
+/* mkdir -p */
+static int mkdir_p(const char *path)
+{
+	char buf[4096];
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+				return -1;
+			*p = '/';
+		}
+	return mkdir(buf, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
 static void raise_nofile(void)
 {
 	struct rlimit rl;
@@ -139,6 +155,7 @@ int main(int argc, char **argv)
 	}
 
 	b = calloc(1, sizeof(*b));
+	b->cfg = cfg;
 	if (config_listener(config_str(cfg, "listeners"), lhost, sizeof(lhost), &lport) < 0) {
 		fprintf(stderr, "sluiced: listeners: cannot parse '%s' (expected PLAINTEXT://HOST:PORT)\n",
 			config_str(cfg, "listeners"));
@@ -168,7 +185,7 @@ int main(int argc, char **argv)
 	b->set.tail_budget = (size_t)config_int(cfg, "shard.tail.memory.bytes");
 	b->set.retention_check_ms = config_int(cfg, "log.retention.check.interval.ms");
 
-	if (mkdir(b->set.data_dir, 0755) < 0 && errno != EEXIST) {
+	if (mkdir_p(b->set.data_dir) < 0) {
 		fprintf(stderr, "sluiced: cannot create data directory %s: %s\n", b->set.data_dir, strerror(errno));
 		return 2;
 	}
@@ -192,6 +209,16 @@ int main(int argc, char **argv)
 			spsc_init(r, slots, RING_SLOTS);
 			b->rings[i][j] = r;
 		}
+	/* SO_REUSEPORT would let us share the port with another broker:
+	 * first make sure nobody holds it */
+	{
+		int probe = shard_probe_port(lhost, lport, err, sizeof(err));
+
+		if (probe < 0) {
+			fprintf(stderr, "sluiced: %s\n", err);
+			return 2;
+		}
+	}
 	for (int i = 0; i < nshards; i++) {
 		rc = shard_create(b, i, &b->shards[i], err, sizeof(err));
 		if (rc < 0) {

@@ -75,8 +75,11 @@ struct broker_settings {
 struct shard;
 struct ctl;
 
+struct config;
+
 struct broker {
 	struct broker_settings set;
+	const struct config *cfg;     /* read-only after start: any thread may read */
 	struct shard *shards[BROKER_MAX_SHARDS];
 	struct ctl *ctl;
 	/* rings[from][to]; index nshards is the control thread */
@@ -85,6 +88,7 @@ struct broker {
 	int *sleeping[BROKER_MAX_SHARDS + 1];    /* each thread's sleeping word */
 	struct md_snapshot *md;       /* published snapshot */
 	volatile int stopping;        /* set by the signal handler path */
+	int drained;                  /* shards stopped with no connection left */
 };
 
 /* The thread index of the control thread in rings[][]. */

@@ -1,6 +1,7 @@
 /* dataplane/handlers_admin.c — admin APIs: decoded on the shard, carried
  * out by the control thread (control/ctl.h), answered from the shard.
  * @thread shard */
+#include <stdio.h>
 #include <string.h>
 
 #include "control/ctl.h"
@@ -163,4 +164,201 @@ int kafka_handle_delete_topics(struct kafka_ctx *ctx)
 	for (int i = 0; i < n; i++)
 		req->topics[i].name = q->TopicNames.items[i];
 	return submit(ctx, req, delete_topics_done);
+}
+
+/* ---- CreatePartitions ------------------------------------------------- */
+
+static int create_partitions_done(struct kafka_ctx *ctx)
+{
+	struct ctl_req *req = ctx->state;
+	struct kafka_create_partitions_response *r = ALLOC(ctx, struct kafka_create_partitions_response, 1);
+
+	if (!r) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	kafka_create_partitions_response_init(r);
+	r->Results.items = ALLOC(ctx, struct kafka_create_partitions_response_create_partitions_topic_result, req->n);
+	if (!r->Results.items) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	r->Results.count = req->n;
+	for (int i = 0; i < req->n; i++) {
+		r->Results.items[i].Name = req->topics[i].name;
+		r->Results.items[i].ErrorCode = req->topics[i].error;
+		r->Results.items[i].ErrorMessage = msg_str(req->topics[i].message);
+	}
+	ctx->resp = r;
+	kafka_ctx_respond(ctx);
+	return 0;
+}
+
+int kafka_handle_create_partitions(struct kafka_ctx *ctx)
+{
+	struct kafka_create_partitions_request *q = ctx->req.body;
+	int n = q->Topics.count < 0 ? 0 : q->Topics.count;
+	struct ctl_req *req = req_new(ctx, CTL_CREATE_PARTITIONS, n);
+
+	if (!req) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	req->validate_only = q->ValidateOnly;
+	for (int i = 0; i < n; i++) {
+		req->topics[i].name = q->Topics.items[i].Name;
+		req->topics[i].partitions = q->Topics.items[i].Count;
+	}
+	return submit(ctx, req, create_partitions_done);
+}
+
+/* ---- AlterConfigs (topics) -------------------------------------------- */
+
+#define RESOURCE_TOPIC 2
+#define RESOURCE_BROKER 4
+
+static int alter_configs_done(struct kafka_ctx *ctx)
+{
+	struct kafka_alter_configs_request *q = ctx->req.body;
+	struct ctl_req *req = ctx->state;
+	struct kafka_alter_configs_response *r = ALLOC(ctx, struct kafka_alter_configs_response, 1);
+	int n = q->Resources.count < 0 ? 0 : q->Resources.count;
+
+	if (!r) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	kafka_alter_configs_response_init(r);
+	r->Responses.items = ALLOC(ctx, struct kafka_alter_configs_response_alter_configs_resource_response, n);
+	if (!r->Responses.items) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	r->Responses.count = n;
+	for (int i = 0; i < n; i++) {
+		struct kafka_alter_configs_response_alter_configs_resource_response *rr = &r->Responses.items[i];
+
+		rr->ResourceType = q->Resources.items[i].ResourceType;
+		rr->ResourceName = q->Resources.items[i].ResourceName;
+		rr->ErrorCode = req->topics[i].error;
+		rr->ErrorMessage = msg_str(req->topics[i].message);
+	}
+	ctx->resp = r;
+	kafka_ctx_respond(ctx);
+	return 0;
+}
+
+int kafka_handle_alter_configs(struct kafka_ctx *ctx)
+{
+	struct kafka_alter_configs_request *q = ctx->req.body;
+	int n = q->Resources.count < 0 ? 0 : q->Resources.count;
+	struct ctl_req *req = req_new(ctx, CTL_ALTER_CONFIGS, n);
+
+	if (!req) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	req->validate_only = q->ValidateOnly;
+	for (int i = 0; i < n; i++) {
+		struct kafka_alter_configs_request_alter_configs_resource *res = &q->Resources.items[i];
+		struct ctl_topic *ct = &req->topics[i];
+		int nc = res->Configs.count < 0 ? 0 : res->Configs.count;
+
+		ct->name = res->ResourceName;
+		ct->replace = 1;
+		if (res->ResourceType != RESOURCE_TOPIC) {
+			/* broker configs are static: edit the file and restart */
+			ct->preset = KERR_INVALID_REQUEST;
+			snprintf(ct->message, sizeof(ct->message),
+				 "only topic configs can be altered; broker configs are read at start: "
+				 "change the config file and restart");
+			continue;
+		}
+		ct->nconfigs = nc;
+		ct->keys = ALLOC(ctx, struct kafka_str, nc);
+		ct->values = ALLOC(ctx, struct kafka_str, nc);
+		if (!ct->keys || !ct->values) {
+			kafka_ctx_abort(ctx);
+			return 0;
+		}
+		for (int j = 0; j < nc; j++) {
+			ct->keys[j] = res->Configs.items[j].Name;
+			ct->values[j] = res->Configs.items[j].Value;
+		}
+	}
+	return submit(ctx, req, alter_configs_done);
+}
+
+/* ---- IncrementalAlterConfigs (topics) --------------------------------- */
+
+static int incremental_alter_configs_done(struct kafka_ctx *ctx)
+{
+	struct kafka_incremental_alter_configs_request *q = ctx->req.body;
+	struct ctl_req *req = ctx->state;
+	struct kafka_incremental_alter_configs_response *r =
+		ALLOC(ctx, struct kafka_incremental_alter_configs_response, 1);
+	int n = q->Resources.count < 0 ? 0 : q->Resources.count;
+
+	if (!r) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	kafka_incremental_alter_configs_response_init(r);
+	r->Responses.items = ALLOC(ctx, struct kafka_incremental_alter_configs_response_alter_configs_resource_response, n);
+	if (!r->Responses.items) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	r->Responses.count = n;
+	for (int i = 0; i < n; i++) {
+		r->Responses.items[i].ResourceType = q->Resources.items[i].ResourceType;
+		r->Responses.items[i].ResourceName = q->Resources.items[i].ResourceName;
+		r->Responses.items[i].ErrorCode = req->topics[i].error;
+		r->Responses.items[i].ErrorMessage = msg_str(req->topics[i].message);
+	}
+	ctx->resp = r;
+	kafka_ctx_respond(ctx);
+	return 0;
+}
+
+int kafka_handle_incremental_alter_configs(struct kafka_ctx *ctx)
+{
+	struct kafka_incremental_alter_configs_request *q = ctx->req.body;
+	int n = q->Resources.count < 0 ? 0 : q->Resources.count;
+	struct ctl_req *req = req_new(ctx, CTL_ALTER_CONFIGS, n);
+
+	if (!req) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	req->validate_only = q->ValidateOnly;
+	for (int i = 0; i < n; i++) {
+		struct kafka_incremental_alter_configs_request_alter_configs_resource *res = &q->Resources.items[i];
+		struct ctl_topic *ct = &req->topics[i];
+		int nc = res->Configs.count < 0 ? 0 : res->Configs.count;
+
+		ct->name = res->ResourceName;
+		ct->replace = 0;
+		if (res->ResourceType != RESOURCE_TOPIC) {
+			ct->preset = KERR_INVALID_REQUEST;
+			snprintf(ct->message, sizeof(ct->message),
+				 "only topic configs can be altered; broker configs are read at start: "
+				 "change the config file and restart");
+			continue;
+		}
+		ct->nconfigs = nc;
+		ct->keys = ALLOC(ctx, struct kafka_str, nc);
+		ct->values = ALLOC(ctx, struct kafka_str, nc);
+		ct->ops = ALLOC(ctx, int8_t, nc);
+		if (!ct->keys || !ct->values || !ct->ops) {
+			kafka_ctx_abort(ctx);
+			return 0;
+		}
+		for (int j = 0; j < nc; j++) {
+			ct->keys[j] = res->Configs.items[j].Name;
+			ct->values[j] = res->Configs.items[j].Value;
+			ct->ops[j] = res->Configs.items[j].ConfigOperation;
+		}
+	}
+	return submit(ctx, req, incremental_alter_configs_done);
 }

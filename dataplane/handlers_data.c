@@ -14,7 +14,7 @@
 
 static const struct md_partition *md_part(const struct md_topic *t, int32_t idx)
 {
-	if (!t || idx < 0 || idx >= t->nparts)
+	if (!t || idx < 0 || idx >= t->nparts || !t->parts[idx].part)
 		return NULL;
 	return &t->parts[idx];
 }
@@ -341,6 +341,10 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 			pr->LogStartOffset = -1;
 			if (!acks_ok)
 				err = KERR_INVALID_REQUIRED_ACKS;
+			else if (ctx->req.header.RequestApiVersion < 3)
+				/* v0-2 carry legacy MessageSets (magic 0/1): advertised only
+				 * so librdkafka <= 2.11 enables its codecs; refused here */
+				err = KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT;
 			else if (!mp)
 				err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 			else if (!len)
@@ -415,20 +419,27 @@ static void rbuf_put(struct shard *sh, uint8_t *buf)
 		sh->rbufs[sh->nrbufs++] = buf;
 }
 
+/* On the owner shard: drop a tail chunk reference and return a read
+ * buffer. The message carries the values themselves: the plog_read they
+ * came from lives in the requesting connection's arena, which is reused as
+ * soon as the response is out. */
 static void fetch_release_on_owner(void *self, struct shard_msg *m)
 {
 	struct shard *sh = self;
-	struct plog_read *rd = m->p[0];
 
-	plog_read_release(rd);
-	rbuf_put(sh, rd->buf);
-	rd->buf = NULL;
+	if (m->p[0])
+		tail_chunk_unref(&sh->st.tail, m->p[0]);
+	rbuf_put(sh, m->p[1]);
 }
 
 void fetch_release_hold(struct shard *sh, struct data_hold *h)
 {
-	struct shard_msg m = { .fn = fetch_release_on_owner, .p = { h->rd } };
+	struct plog_read *rd = h->rd;
+	struct shard_msg m = { .fn = fetch_release_on_owner, .p = { rd->chunk, rd->buf } };
 
+	rd->chunk = NULL;
+	rd->buf = NULL;
+	rd->bytes = 0;
 	shard_send(sh, h->shard, &m);
 }
 
@@ -818,5 +829,39 @@ int kafka_handle_list_offsets(struct kafka_ctx *ctx)
 		}
 	}
 	kafka_ctx_sub_done(ctx);
+	return 0;
+}
+
+/* ---- FindCoordinator -------------------------------------------------- */
+
+/* One node: it coordinates every group and every transactional id. (The
+ * coordinators themselves arrive with the groups and transactions issues;
+ * librdkafka also reads FindCoordinator v0 as the sign of a broker that
+ * takes LZ4.) */
+int kafka_handle_find_coordinator(struct kafka_ctx *ctx)
+{
+	struct kafka_find_coordinator_request *q = ctx->req.body;
+	struct kafka_find_coordinator_response *r = ALLOC(ctx, struct kafka_find_coordinator_response, 1);
+	struct broker *b = ctx->sh->b;
+
+	if (!r) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	kafka_find_coordinator_response_init(r);
+	if (q->KeyType != 0 && q->KeyType != 1) {
+		r->ErrorCode = KERR_INVALID_REQUEST;
+		r->ErrorMessage = (struct kafka_str){ "key type must be 0 (group) or 1 (transaction)", 45 };
+		r->NodeId = -1;
+		r->Host = (struct kafka_str){ "", 0 };
+		r->Port = -1;
+	} else {
+		r->NodeId = b->set.node_id;
+		r->Host = (struct kafka_str){ b->set.adv_host, (int32_t)strlen(b->set.adv_host) };
+		r->Port = b->set.adv_port;
+		r->ErrorMessage = (struct kafka_str){ NULL, -1 };
+	}
+	ctx->resp = r;
+	kafka_ctx_respond(ctx);
 	return 0;
 }

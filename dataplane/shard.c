@@ -76,6 +76,37 @@ static int listen_socket(const char *host, int port, char *err, size_t errlen)
 	return fd;
 }
 
+int shard_probe_port(const char *host, int port, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
+	struct addrinfo *ai;
+	char ps[16];
+	int fd, rc = 0;
+
+	snprintf(ps, sizeof(ps), "%d", port);
+	if (getaddrinfo(host, ps, &hints, &ai) != 0) {
+		snprintf(err, errlen, "cannot resolve listener host '%s'", host);
+		return -EINVAL;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		int one = 1;
+
+		/* REUSEADDR (not REUSEPORT): TIME_WAIT leftovers of a restart are
+		 * fine, a live listener is not */
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	}
+	if (fd >= 0 && bind(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot listen on %s:%d: %s%s", host, port, strerror(-rc),
+			 rc == -EADDRINUSE ? " (another process holds the port: choose another with --listen)" : "");
+	}
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(ai);
+	return rc;
+}
+
 int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t errlen)
 {
 	struct shard *sh = calloc(1, sizeof(*sh)); /* style: allow shard setup */
@@ -252,8 +283,13 @@ static void conn_close(struct conn *c)
 	if (c->closing)
 		return;
 	c->closing = 1;
-	if (c->ctx.parked)
+	if (c->ctx.parked) {
+		/* a long-poll holds nothing in flight: end it here (the caller
+		 * frees the connection) */
 		kafka_ctx_unpark(&c->ctx);
+		release_holds(&c->ctx);
+		c->busy = 0;
+	}
 	if (c->recv_op.inflight && (sqe = shard_sqe(c->sh))) {
 		io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)&c->recv_op | SHARD_OP_IO, 0);
 		io_uring_sqe_set_data64(sqe, 0);
@@ -520,7 +556,14 @@ static void conn_send_more(struct conn *c)
 		conn_close(c);
 		return;
 	}
-	io_uring_prep_sendmsg(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
+	if (c->send_left >= SEND_ZC_MIN && !c->sh->no_send_zc) {
+		/* large responses (fetches of record data): zero copy; the
+		 * kernel reports when it no longer needs the pages */
+		io_uring_prep_sendmsg_zc(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
+		c->sh->stats.send_zc++;
+	} else {
+		io_uring_prep_sendmsg(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
+	}
 	io_set(sqe, &c->send_op);
 }
 
@@ -576,11 +619,39 @@ void kafka_ctx_respond(struct kafka_ctx *ctx)
 	conn_send_more(c);
 }
 
-static void conn_on_send(struct conn *c, int res)
+static void conn_on_send(struct conn *c, int res, unsigned flags)
 {
-	c->send_op.inflight = 0;
+	if (flags & IORING_CQE_F_NOTIF) {
+		/* the kernel is done with the zero-copy pages */
+		if (--c->zc_notifs == 0) {
+			c->send_op.inflight = 0;
+			if (c->send_done) {
+				c->send_done = 0;
+				request_end(&c->ctx);
+			} else {
+				conn_maybe_free(c);
+			}
+		}
+		return;
+	}
+	if (flags & IORING_CQE_F_MORE)
+		c->zc_notifs++;           /* a notification follows */
+	else if (!c->zc_notifs)
+		c->send_op.inflight = 0;
+	if (res == -EINVAL || res == -EOPNOTSUPP) {
+		if (!c->sh->no_send_zc && c->send_left >= SEND_ZC_MIN) {
+			/* no zero-copy send here: plain sendmsg from now on */
+			c->sh->no_send_zc = 1;
+			conn_send_more(c);
+			return;
+		}
+	}
 	if (res < 0 || c->closing) {
 		conn_close(c);
+		if (c->zc_notifs) {
+			c->send_done = 1;   /* pages may still be the kernel's */
+			return;
+		}
 		request_end(&c->ctx);
 		return;
 	}
@@ -601,6 +672,10 @@ static void conn_on_send(struct conn *c, int res)
 			}
 		}
 		conn_send_more(c);
+		return;
+	}
+	if (c->zc_notifs) {
+		c->send_done = 1;   /* the data is still the kernel's: end at the notification */
 		return;
 	}
 	request_end(&c->ctx);
@@ -717,7 +792,7 @@ static void shard_complete(struct shard *sh, struct io_uring_cqe *cqe)
 		conn_on_recv(op->c, cqe->res);
 		break;
 	case IO_SEND:
-		conn_on_send(op->c, cqe->res);
+		conn_on_send(op->c, cqe->res, cqe->flags);
 		break;
 	case IO_WAKE:
 		op->inflight = 0;
@@ -745,7 +820,9 @@ static void *shard_main(void *arg)
 	shard_arm_wake(sh);
 	io_uring_submit(&sh->ring);
 
-	while (!sh->stop || sh->conns) {
+	/* A shard leaves only when every shard has closed its connections:
+	 * until then another shard's request may still need its partitions. */
+	while (!sh->stop || sh->conns || __atomic_load_n(&b->drained, __ATOMIC_ACQUIRE) < b->set.nshards) {
 		struct io_uring_cqe *cqe;
 		struct __kernel_timespec ts;
 		unsigned head, n = 0;
@@ -788,6 +865,14 @@ static void *shard_main(void *arg)
 					conn_close(c);
 				conn_maybe_free(c);
 			}
+			/* long-polls answer now with what they have */
+			for (struct kafka_ctx *ctx = sh->parked; ctx; ctx = ctx->park_next)
+				ctx->final = 1;
+			shard_run_parked(sh, 1);
+		}
+		if (sh->stop && !sh->conns && !sh->drained) {
+			sh->drained = 1;
+			__atomic_fetch_add(&b->drained, 1, __ATOMIC_ACQ_REL);
 		}
 		if (sh->stop)
 			for (struct conn *c = sh->conns, *nx; c; c = nx) {

@@ -75,6 +75,8 @@ struct conn {
 	int iov_cap;
 	struct msghdr msg;
 	size_t send_left;
+	int zc_notifs;                     /* zero-copy notifications to come */
+	int send_done;                     /* sent; waiting for them */
 	int busy;                          /* a request is in progress */
 	int closing;
 	uint8_t *arena_mem;
@@ -95,6 +97,7 @@ struct shard_stats {
 	uint64_t produce_batches;
 	uint64_t produce_bytes;
 	uint64_t fetch_bytes;
+	uint64_t send_zc;
 };
 
 struct shard {
@@ -122,8 +125,13 @@ struct shard {
 	int *backlog_to;
 	struct shard_stats stats;
 	int stop;
+	int drained;                 /* stopped and without connections */
+	int no_send_zc;              /* the kernel refused zero-copy sends */
 };
 
+/* @thread main: -EADDRINUSE (err names the port) if another process
+ * holds host:port. */
+int shard_probe_port(const char *host, int port, char *err, size_t errlen);
 /* @thread main: create (ring, listener on host:port with SO_REUSEPORT). */
 int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t errlen);
 int shard_start(struct shard *sh);
@@ -143,6 +151,7 @@ void kafka_ctx_sub_done(struct kafka_ctx *ctx);
 void kafka_ctx_abort(struct kafka_ctx *ctx);
 
 #define SHARD_RBUF_SIZE (2u << 20)
+#define SEND_ZC_MIN (64u * 1024)     /* responses this large go out zero-copy */
 #define SHARD_RBUFS 16
 
 /* Keep `rd` (on shard `owner`) until the response is sent. */

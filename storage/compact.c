@@ -285,7 +285,7 @@ static int clean_segment(struct compactor *cp, struct plog *pl, struct segment *
 	int fd, nfd, err = 0, rc;
 
 	snprintf(tmp, sizeof(tmp), "%s.cleaned", s->name);
-	fd = openat(pl->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = openat(plog_dirfd(pl), tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
 	seg_index_init(&ix);
@@ -332,13 +332,13 @@ static int clean_segment(struct compactor *cp, struct plog *pl, struct segment *
 		char idx[48];
 
 		snprintf(idx, sizeof(idx), "%020" PRId64 ".index", s->base_offset);
-		unlinkat(pl->dirfd, idx, 0);
+		unlinkat(plog_dirfd(pl), idx, 0);
 	}
-	if (renameat(pl->dirfd, tmp, pl->dirfd, s->name) < 0) {
+	if (renameat(plog_dirfd(pl), tmp, plog_dirfd(pl), s->name) < 0) {
 		rc = -errno;
 		goto fail;
 	}
-	nfd = openat(pl->dirfd, s->name, O_RDWR | O_DIRECT | O_CLOEXEC);
+	nfd = openat(plog_dirfd(pl), s->name, O_RDWR | O_DIRECT | O_CLOEXEC);
 	if (nfd < 0)
 		return -errno;
 	cp->stats.bytes_before += s->end;
@@ -355,6 +355,7 @@ static int clean_segment(struct compactor *cp, struct plog *pl, struct segment *
 	s->index_saved = 0;
 	segment_seal_index(pl, s);
 	cp->stats.segments_cleaned++;
+	plog_dir_release(pl);
 	return 0;
 fail_scan:
 	seg_scan_fini(&sc);
@@ -362,7 +363,7 @@ fail:
 	seg_index_fini(&ix);
 	if (fd >= 0)
 		close(fd);
-	unlinkat(pl->dirfd, tmp, 0);
+	unlinkat(plog_dirfd(pl), tmp, 0);
 	return rc;
 }
 

@@ -93,9 +93,10 @@ static void plog_maybe_prepare(struct plog *pl)
 	if (pl->next_fd >= 0 || pl->prep_inflight || pl->err ||
 	    seg->end < pl->cfg.segment_bytes / 2)
 		return;
-	fd = openat(pl->dirfd, PLOG_NEXT_NAME, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
+	fd = openat(plog_dirfd(pl), PLOG_NEXT_NAME, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;
+	plog_dir_release(pl);
 	pl->next_fd = fd;
 	pl->next_alloc = 0;
 	if (!(sqe = store_sqe(pl->st)))
@@ -111,7 +112,7 @@ void plog_prep_done(struct plog *pl, int res)
 	pl->prep_inflight = 0;
 	if (res >= 0)
 		pl->next_alloc = pl->cfg.initial_extent;
-	if (pl->dirfd < 0)          /* closed meanwhile */
+	if (pl->closed)          /* closed meanwhile */
 		plog_free(pl);
 }
 
@@ -263,6 +264,7 @@ static int plog_roll(struct plog *pl)
 	pl->next_fd = -1;
 	pl->next_alloc = 0;
 	old->sealed = 1;
+	plog_dir_release(pl);
 	/* the old segment's last chunk may become clean once written */
 	return 0;
 }
@@ -549,7 +551,7 @@ void plog_write_slot_done(struct plog_write *w, int res)
 		if (pl->on_durable)
 			pl->on_durable(pl, pl->durable_offset, 0, pl->durable_arg);
 	}
-	if (pl->dirfd < 0) {           /* closed while writes were in flight */
+	if (pl->closed) {           /* closed while writes were in flight */
 		if (!pl->inflight)
 			plog_free(pl);
 		return;

@@ -98,7 +98,8 @@ struct plog_recovery {
 struct plog {
 	struct store *st;            /* borrowed: the owning shard's store */
 	struct plog_config cfg;
-	int dirfd;
+	int dirfd;                   /* -1 unless a slow path has it open */
+	int closed;
 	char *dir;
 
 	struct segment *seg_head;    /* oldest */
@@ -207,6 +208,11 @@ int plog_read_sync(struct plog *pl, struct plog_read *rd);
 /* ListOffsets by timestamp: the first record with timestamp >= ts.
  * -ENOENT if none. Slow path: reads the disk synchronously. */
 int plog_offset_for_time(struct plog *pl, int64_t ts, int64_t *offset, int64_t *timestamp);
+
+/* DeleteRecords: move the log start offset to `offset` (-1: the high
+ * watermark), persisted, and delete the segments wholly below it.
+ * -ERANGE above the high watermark. Slow path (fsync). */
+int plog_delete_records(struct plog *pl, int64_t offset);
 
 /* Retention by time and size, whole sealed segments. Returns the number of
  * segments deleted. */

@@ -6,6 +6,27 @@
 
 #define PLOG_NEXT_NAME ".next.log"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+/* The partition directory, opened when a slow path needs it and closed
+ * again by plog_dir_release (so an idle partition holds one descriptor:
+ * its active segment). */
+static inline int plog_dirfd(struct plog *pl)
+{
+	if (pl->dirfd < 0)
+		pl->dirfd = open(pl->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return pl->dirfd;
+}
+
+static inline void plog_dir_release(struct plog *pl)
+{
+	if (pl->dirfd >= 0) {
+		close(pl->dirfd);
+		pl->dirfd = -1;
+	}
+}
+
 int segment_create(struct plog *pl, int64_t base, int fd, uint64_t alloc, struct segment **out);
 void segment_free(struct segment *seg);
 void segment_seal_index(struct plog *pl, struct segment *seg);

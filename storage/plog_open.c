@@ -30,13 +30,13 @@ int segment_create(struct plog *pl, int64_t base, int fd, uint64_t alloc, struct
 	snprintf(seg->name, sizeof(seg->name), "%020" PRId64 ".log", base);
 	if (fd >= 0) {
 		/* a prepared file: give it its name */
-		if (renameat(pl->dirfd, PLOG_NEXT_NAME, pl->dirfd, seg->name) < 0) {
+		if (renameat(plog_dirfd(pl), PLOG_NEXT_NAME, plog_dirfd(pl), seg->name) < 0) {
 			close(fd);
 			fd = -1;
 		}
 	}
 	if (fd < 0) {
-		fd = openat(pl->dirfd, seg->name, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0644);
+		fd = openat(plog_dirfd(pl), seg->name, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0644);
 		if (fd < 0) {
 			int e = -errno;
 
@@ -242,9 +242,46 @@ static void segment_delete_files(struct plog *pl, struct segment *seg)
 {
 	char name[48];
 
-	unlinkat(pl->dirfd, seg->name, 0);
+	unlinkat(plog_dirfd(pl), seg->name, 0);
 	segment_index_path(seg, name, sizeof(name));
-	unlinkat(pl->dirfd, name, 0);
+	unlinkat(plog_dirfd(pl), name, 0);
+}
+
+#define LOG_START_FILE "log-start-offset"
+
+static int64_t plog_read_log_start(struct plog *pl)
+{
+	char buf[64];
+	int fd = openat(plog_dirfd(pl), LOG_START_FILE, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return strtoll(buf, NULL, 10);
+}
+
+/* Persist the log start offset (tmp, fsync, rename): slow path. */
+static int plog_write_log_start(struct plog *pl, int64_t off)
+{
+	char buf[64];
+	int fd = openat(plog_dirfd(pl), LOG_START_FILE ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int n = snprintf(buf, sizeof(buf), "%" PRId64 "\n", off), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, buf, (size_t)n) != n || fsync(fd) < 0)
+		rc = -EIO;
+	close(fd);
+	if (!rc && renameat(plog_dirfd(pl), LOG_START_FILE ".tmp", plog_dirfd(pl), LOG_START_FILE) < 0)
+		rc = -errno;
+	if (!rc)
+		fsync(plog_dirfd(pl));
+	return rc;
 }
 
 /* Delete the files of segments bases[from..n). */
@@ -254,9 +291,9 @@ static void plog_drop_from(struct plog *pl, const int64_t *bases, size_t from, s
 		char nm[48];
 
 		snprintf(nm, sizeof(nm), "%020" PRId64 ".log", bases[j]);
-		unlinkat(pl->dirfd, nm, 0);
+		unlinkat(plog_dirfd(pl), nm, 0);
 		snprintf(nm, sizeof(nm), "%020" PRId64 ".index", bases[j]);
-		unlinkat(pl->dirfd, nm, 0);
+		unlinkat(plog_dirfd(pl), nm, 0);
 		pl->recovery.segments_dropped++;
 	}
 }
@@ -264,7 +301,7 @@ static void plog_drop_from(struct plog *pl, const int64_t *bases, size_t from, s
 /* Open the files found; decide where the log really ends. */
 static int plog_recover(struct plog *pl)
 {
-	DIR *d = fdopendir(dup(pl->dirfd));
+	DIR *d = fdopendir(dup(plog_dirfd(pl)));
 	struct dirent *de;
 	int64_t *bases = NULL, expect = 0;
 	size_t n = 0, cap = 0;
@@ -281,7 +318,7 @@ static int plog_recover(struct plog *pl)
 			continue;
 		}
 		if (strlen(de->d_name) > 8 && !strcmp(de->d_name + strlen(de->d_name) - 8, ".cleaned")) {
-			unlinkat(pl->dirfd, de->d_name, 0);   /* an interrupted cleaner swap */
+			unlinkat(plog_dirfd(pl), de->d_name, 0);   /* an interrupted cleaner swap */
 			continue;
 		}
 		if (parse_segment_name(de->d_name, &b))
@@ -320,7 +357,7 @@ static int plog_recover(struct plog *pl)
 			break;
 		}
 		snprintf(name, sizeof(name), "%020" PRId64 ".log", bases[i]);
-		fd = openat(pl->dirfd, name, O_RDWR | O_DIRECT | O_CLOEXEC);
+		fd = openat(plog_dirfd(pl), name, O_RDWR | O_DIRECT | O_CLOEXEC);
 		if (fd < 0) {
 			rc = -errno;
 			goto out;
@@ -399,13 +436,13 @@ static int plog_recover(struct plog *pl)
 			char name[48];
 
 			segment_index_path(seg, name, sizeof(name));
-			unlinkat(pl->dirfd, name, 0);
+			unlinkat(plog_dirfd(pl), name, 0);
 			seg->index_saved = 0;
 		}
 	}
 	/* a prepared next segment that a crash caught before its rename */
 	if (next_fd > 0) {
-		int fd = openat(pl->dirfd, PLOG_NEXT_NAME, O_RDWR | O_DIRECT | O_CLOEXEC);
+		int fd = openat(plog_dirfd(pl), PLOG_NEXT_NAME, O_RDWR | O_DIRECT | O_CLOEXEC);
 		int keep = 0;
 
 		if (fd >= 0) {
@@ -427,7 +464,7 @@ static int plog_recover(struct plog *pl)
 			d = NULL;
 			free(bases);
 			bases = NULL;
-			if (renameat(pl->dirfd, PLOG_NEXT_NAME, pl->dirfd, name) == 0) {
+			if (renameat(plog_dirfd(pl), PLOG_NEXT_NAME, plog_dirfd(pl), name) == 0) {
 				/* start over with the renamed file in the list */
 				while (pl->seg_head) {
 					struct segment *s = pl->seg_head;
@@ -439,7 +476,7 @@ static int plog_recover(struct plog *pl)
 				return plog_recover(pl);
 			}
 		} else {
-			unlinkat(pl->dirfd, PLOG_NEXT_NAME, 0);
+			unlinkat(plog_dirfd(pl), PLOG_NEXT_NAME, 0);
 		}
 	}
 	if (!pl->seg_head) {
@@ -450,6 +487,13 @@ static int plog_recover(struct plog *pl)
 		expect = 0;
 	}
 	pl->log_start = pl->seg_head->base_offset;
+	{
+		/* DeleteRecords moved the start inside the first segment */
+		int64_t ck = plog_read_log_start(pl);
+
+		if (ck > pl->log_start && ck <= pl->seg_tail->next_offset)
+			pl->log_start = ck;
+	}
 	pl->next_offset = pl->seg_tail->next_offset;
 	pl->durable_offset = pl->next_offset;
 	pl->high_watermark = pl->next_offset;
@@ -548,8 +592,8 @@ int plog_open(struct store *st, const char *dir, const struct plog_config *cfg, 
 		rc = -errno;
 		goto fail;
 	}
-	pl->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (pl->dirfd < 0) {
+	pl->dirfd = -1;
+	if (plog_dirfd(pl) < 0) {
 		rc = -errno;
 		goto fail;
 	}
@@ -557,6 +601,7 @@ int plog_open(struct store *st, const char *dir, const struct plog_config *cfg, 
 		goto fail;
 	if ((rc = plog_load_tail_block(pl)) < 0)
 		goto fail;
+	plog_dir_release(pl);
 	*out = pl;
 	return 0;
 fail:
@@ -578,9 +623,10 @@ void plog_free(struct plog *pl)
 	}
 	if (pl->next_fd >= 0) {
 		close(pl->next_fd);
-		if (pl->dirfd >= 0)
-			unlinkat(pl->dirfd, PLOG_NEXT_NAME, 0);
+		if (!pl->closed || plog_dirfd(pl) >= 0)
+			unlinkat(plog_dirfd(pl), PLOG_NEXT_NAME, 0);
 	}
+	plog_dir_release(pl);
 	free(pl->dir);
 	free(pl);
 }
@@ -588,10 +634,10 @@ void plog_free(struct plog *pl)
 void plog_close(struct plog *pl)
 {
 	struct store *st = pl->st;
-	int dirfd = pl->dirfd;
+	int was_open = !pl->closed;
 
 	/* write everything buffered, then checkpoint the active segment */
-	if (dirfd >= 0) {
+	if (was_open) {
 		while (!pl->err && (pl->inflight || pl->prep_inflight || pl->dirty)) {
 			store_mark_dirty(st, pl);
 			store_poll(st, 1);
@@ -629,10 +675,43 @@ void plog_close(struct plog *pl)
 		}
 		pl->dirty = 0;
 	}
-	pl->dirfd = -1;
-	if (dirfd >= 0)
-		close(dirfd);
+	pl->closed = 1;
+	plog_dir_release(pl);
 	plog_free(pl);
+}
+
+/* ---- DeleteRecords ---------------------------------------------------- */
+
+int plog_delete_records(struct plog *pl, int64_t offset)
+{
+	int rc;
+
+	if (offset < 0)
+		offset = pl->high_watermark;
+	if (offset > pl->high_watermark)
+		return -ERANGE;
+	if (offset <= pl->log_start)
+		return 0;
+	if ((rc = plog_write_log_start(pl, offset)) < 0)
+		return rc;
+	pl->log_start = offset;
+	/* whole segments below the new start go now */
+	while (pl->seg_head != pl->seg_tail && pl->seg_head->next_offset <= offset &&
+	       pl->seg_head->flushed >= pl->seg_head->end) {
+		struct segment *seg = pl->seg_head;
+		int busy = 0;
+
+		for (struct tail_chunk *c = pl->chunk_head; c; c = c->next)
+			busy |= c->seg == seg && c->refs;
+		if (busy)
+			break;
+		plog_chunks_drop(pl, seg);
+		segment_delete_files(pl, seg);
+		segment_unlink_list(pl, seg);
+		segment_free(seg);
+	}
+	plog_dir_release(pl);
+	return 0;
 }
 
 /* ---- retention -------------------------------------------------------- */
@@ -670,5 +749,6 @@ int plog_retain(struct plog *pl, int64_t now_ms)
 		segment_free(seg);
 		n++;
 	}
+	plog_dir_release(pl);
 	return n;
 }

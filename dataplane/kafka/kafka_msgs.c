@@ -83,12 +83,14 @@ int kafka_produce_request_decode(struct kafka_cursor *c, struct kafka_arena *a, 
 	int rc;
 	int32_t n;
 
-	if (version < 3 || version > 7)
+	if (version < 0 || version > 7)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_produce_request_init(m);
 	(void)a;
 	(void)version;
-	m->TransactionalId = kafka_cursor_string(c, false, true);
+	if (version >= 3) {
+		m->TransactionalId = kafka_cursor_string(c, false, version >= 3);
+	}
 	m->Acks = kafka_cursor_int16(c);
 	m->TimeoutMs = kafka_cursor_int32(c);
 	n = kafka_cursor_array_len(c, false, false, 6);
@@ -129,11 +131,13 @@ void kafka_produce_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_produce_request *m)
 {
 	(void)version;
-	if (version < 3 || version > 7) {
+	if (version < 0 || version > 7) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
-	kafka_writer_string(w, m->TransactionalId, false, true);
+	if (version >= 3) {
+		kafka_writer_string(w, m->TransactionalId, false, version >= 3);
+	}
 	kafka_writer_int16(w, m->Acks);
 	kafka_writer_int32(w, m->TimeoutMs);
 	kafka_writer_len(w, m->TopicData.count, false, true, false);
@@ -187,7 +191,9 @@ static int kafka_produce_response_partition_produce_response_decode(struct kafka
 	m->Index = kafka_cursor_int32(c);
 	m->ErrorCode = kafka_cursor_int16(c);
 	m->BaseOffset = kafka_cursor_int64(c);
-	m->LogAppendTimeMs = kafka_cursor_int64(c);
+	if (version >= 2) {
+		m->LogAppendTimeMs = kafka_cursor_int64(c);
+	}
 	if (version >= 5) {
 		m->LogStartOffset = kafka_cursor_int64(c);
 	}
@@ -203,7 +209,7 @@ static int kafka_produce_response_topic_produce_response_decode(struct kafka_cur
 	(void)a;
 	(void)version;
 	m->Name = kafka_cursor_string(c, false, false);
-	n = kafka_cursor_array_len(c, false, false, 22);
+	n = kafka_cursor_array_len(c, false, false, 14);
 	m->PartitionResponses.count = n;
 	m->PartitionResponses.items = NULL;
 	if (n > 0) {
@@ -225,7 +231,7 @@ int kafka_produce_response_decode(struct kafka_cursor *c, struct kafka_arena *a,
 	int rc;
 	int32_t n;
 
-	if (version < 3 || version > 7)
+	if (version < 0 || version > 7)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_produce_response_init(m);
 	(void)a;
@@ -243,7 +249,9 @@ int kafka_produce_response_decode(struct kafka_cursor *c, struct kafka_arena *a,
 				return rc;
 		}
 	}
-	m->ThrottleTimeMs = kafka_cursor_int32(c);
+	if (version >= 1) {
+		m->ThrottleTimeMs = kafka_cursor_int32(c);
+	}
 	return c->err;
 }
 
@@ -254,7 +262,9 @@ static void kafka_produce_response_partition_produce_response_encode(struct kafk
 	kafka_writer_int32(w, m->Index);
 	kafka_writer_int16(w, m->ErrorCode);
 	kafka_writer_int64(w, m->BaseOffset);
-	kafka_writer_int64(w, m->LogAppendTimeMs);
+	if (version >= 2) {
+		kafka_writer_int64(w, m->LogAppendTimeMs);
+	}
 	if (version >= 5) {
 		kafka_writer_int64(w, m->LogStartOffset);
 	}
@@ -274,14 +284,16 @@ void kafka_produce_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_produce_response *m)
 {
 	(void)version;
-	if (version < 3 || version > 7) {
+	if (version < 0 || version > 7) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
 	kafka_writer_len(w, m->Responses.count, false, true, false);
 	for (int32_t i = 0; i < m->Responses.count; i++)
 		kafka_produce_response_topic_produce_response_encode(w, version, &m->Responses.items[i]);
-	kafka_writer_int32(w, m->ThrottleTimeMs);
+	if (version >= 1) {
+		kafka_writer_int32(w, m->ThrottleTimeMs);
+	}
 }
 
 static void kafka_produce_response_init_any(void *m)
@@ -6992,6 +7004,268 @@ static void kafka_delete_groups_response_encode_any(struct kafka_writer *w, int1
 	kafka_delete_groups_response_encode(w, version, m);
 }
 
+/* ---- IncrementalAlterConfigsRequest ---- */
+
+static void kafka_incremental_alter_configs_request_alterable_config_init(struct kafka_incremental_alter_configs_request_alterable_config *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+	m->Value = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_incremental_alter_configs_request_alter_configs_resource_init(struct kafka_incremental_alter_configs_request_alter_configs_resource *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ResourceName = (struct kafka_str){ "", 0 };
+}
+
+
+
+void kafka_incremental_alter_configs_request_init(struct kafka_incremental_alter_configs_request *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static int kafka_incremental_alter_configs_request_alterable_config_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_incremental_alter_configs_request_alterable_config *m)
+{
+	kafka_incremental_alter_configs_request_alterable_config_init(m);
+	(void)a;
+	(void)version;
+	m->Name = kafka_cursor_string(c, version == 1, false);
+	m->ConfigOperation = kafka_cursor_int8(c);
+	m->Value = kafka_cursor_string(c, version == 1, true);
+	if (version == 1) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_incremental_alter_configs_request_alter_configs_resource_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_incremental_alter_configs_request_alter_configs_resource *m)
+{
+	int rc;
+	int32_t n;
+	kafka_incremental_alter_configs_request_alter_configs_resource_init(m);
+	(void)a;
+	(void)version;
+	m->ResourceType = kafka_cursor_int8(c);
+	m->ResourceName = kafka_cursor_string(c, version == 1, false);
+	n = kafka_cursor_array_len(c, version == 1, false, 4);
+	m->Configs.count = n;
+	m->Configs.items = NULL;
+	if (n > 0) {
+		m->Configs.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Configs.items));
+		if (!m->Configs.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_incremental_alter_configs_request_alterable_config_decode(c, a, version, &m->Configs.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version == 1) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_incremental_alter_configs_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_incremental_alter_configs_request *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 1)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_incremental_alter_configs_request_init(m);
+	(void)a;
+	(void)version;
+	n = kafka_cursor_array_len(c, version == 1, false, 4);
+	m->Resources.count = n;
+	m->Resources.items = NULL;
+	if (n > 0) {
+		m->Resources.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Resources.items));
+		if (!m->Resources.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_incremental_alter_configs_request_alter_configs_resource_decode(c, a, version, &m->Resources.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	m->ValidateOnly = kafka_cursor_bool(c);
+	if (version == 1) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_incremental_alter_configs_request_alterable_config_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_incremental_alter_configs_request_alterable_config *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Name, version == 1, false);
+	kafka_writer_int8(w, m->ConfigOperation);
+	kafka_writer_string(w, m->Value, version == 1, true);
+	if (version == 1) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_incremental_alter_configs_request_alter_configs_resource_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_incremental_alter_configs_request_alter_configs_resource *m)
+{
+	(void)version;
+	kafka_writer_int8(w, m->ResourceType);
+	kafka_writer_string(w, m->ResourceName, version == 1, false);
+	kafka_writer_len(w, m->Configs.count, version == 1, true, false);
+	for (int32_t i = 0; i < m->Configs.count; i++)
+		kafka_incremental_alter_configs_request_alterable_config_encode(w, version, &m->Configs.items[i]);
+	if (version == 1) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_incremental_alter_configs_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_incremental_alter_configs_request *m)
+{
+	(void)version;
+	if (version < 0 || version > 1) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_len(w, m->Resources.count, version == 1, true, false);
+	for (int32_t i = 0; i < m->Resources.count; i++)
+		kafka_incremental_alter_configs_request_alter_configs_resource_encode(w, version, &m->Resources.items[i]);
+	kafka_writer_bool(w, m->ValidateOnly);
+	if (version == 1) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_incremental_alter_configs_request_init_any(void *m)
+{
+	kafka_incremental_alter_configs_request_init(m);
+}
+
+static int kafka_incremental_alter_configs_request_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_incremental_alter_configs_request_decode(c, a, version, m);
+}
+
+static void kafka_incremental_alter_configs_request_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_incremental_alter_configs_request_encode(w, version, m);
+}
+
+/* ---- IncrementalAlterConfigsResponse ---- */
+
+static void kafka_incremental_alter_configs_response_alter_configs_resource_response_init(struct kafka_incremental_alter_configs_response_alter_configs_resource_response *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+	m->ResourceName = (struct kafka_str){ "", 0 };
+}
+
+
+void kafka_incremental_alter_configs_response_init(struct kafka_incremental_alter_configs_response *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static int kafka_incremental_alter_configs_response_alter_configs_resource_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_incremental_alter_configs_response_alter_configs_resource_response *m)
+{
+	kafka_incremental_alter_configs_response_alter_configs_resource_response_init(m);
+	(void)a;
+	(void)version;
+	m->ErrorCode = kafka_cursor_int16(c);
+	m->ErrorMessage = kafka_cursor_string(c, version == 1, true);
+	m->ResourceType = kafka_cursor_int8(c);
+	m->ResourceName = kafka_cursor_string(c, version == 1, false);
+	if (version == 1) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_incremental_alter_configs_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_incremental_alter_configs_response *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 1)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_incremental_alter_configs_response_init(m);
+	(void)a;
+	(void)version;
+	m->ThrottleTimeMs = kafka_cursor_int32(c);
+	n = kafka_cursor_array_len(c, version == 1, false, 6);
+	m->Responses.count = n;
+	m->Responses.items = NULL;
+	if (n > 0) {
+		m->Responses.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Responses.items));
+		if (!m->Responses.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_incremental_alter_configs_response_alter_configs_resource_response_decode(c, a, version, &m->Responses.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version == 1) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_incremental_alter_configs_response_alter_configs_resource_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_incremental_alter_configs_response_alter_configs_resource_response *m)
+{
+	(void)version;
+	kafka_writer_int16(w, m->ErrorCode);
+	kafka_writer_string(w, m->ErrorMessage, version == 1, true);
+	kafka_writer_int8(w, m->ResourceType);
+	kafka_writer_string(w, m->ResourceName, version == 1, false);
+	if (version == 1) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_incremental_alter_configs_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_incremental_alter_configs_response *m)
+{
+	(void)version;
+	if (version < 0 || version > 1) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_int32(w, m->ThrottleTimeMs);
+	kafka_writer_len(w, m->Responses.count, version == 1, true, false);
+	for (int32_t i = 0; i < m->Responses.count; i++)
+		kafka_incremental_alter_configs_response_alter_configs_resource_response_encode(w, version, &m->Responses.items[i]);
+	if (version == 1) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_incremental_alter_configs_response_init_any(void *m)
+{
+	kafka_incremental_alter_configs_response_init(m);
+}
+
+static int kafka_incremental_alter_configs_response_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_incremental_alter_configs_response_decode(c, a, version, m);
+}
+
+static void kafka_incremental_alter_configs_response_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_incremental_alter_configs_response_encode(w, version, m);
+}
+
 /* ---- OffsetDeleteRequest ---- */
 
 static void kafka_offset_delete_request_offset_delete_request_partition_init(struct kafka_offset_delete_request_offset_delete_request_partition *m)
@@ -7619,9 +7893,9 @@ static void kafka_consumer_protocol_assignment_encode_any(struct kafka_writer *w
 }
 
 const struct kafka_msg_desc kafka_msg_descs[] = {
-	{ "ProduceRequest", 0, 3, 7, 9, sizeof(struct kafka_produce_request),
+	{ "ProduceRequest", 0, 0, 7, 9, sizeof(struct kafka_produce_request),
 	  kafka_produce_request_init_any, kafka_produce_request_decode_any, kafka_produce_request_encode_any },
-	{ "ProduceResponse", 0, 3, 7, 9, sizeof(struct kafka_produce_response),
+	{ "ProduceResponse", 0, 0, 7, 9, sizeof(struct kafka_produce_response),
 	  kafka_produce_response_init_any, kafka_produce_response_decode_any, kafka_produce_response_encode_any },
 	{ "FetchRequest", 1, 4, 11, 12, sizeof(struct kafka_fetch_request),
 	  kafka_fetch_request_init_any, kafka_fetch_request_decode_any, kafka_fetch_request_encode_any },
@@ -7743,6 +8017,10 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 	  kafka_delete_groups_request_init_any, kafka_delete_groups_request_decode_any, kafka_delete_groups_request_encode_any },
 	{ "DeleteGroupsResponse", 42, 0, 1, 2, sizeof(struct kafka_delete_groups_response),
 	  kafka_delete_groups_response_init_any, kafka_delete_groups_response_decode_any, kafka_delete_groups_response_encode_any },
+	{ "IncrementalAlterConfigsRequest", 44, 0, 1, 1, sizeof(struct kafka_incremental_alter_configs_request),
+	  kafka_incremental_alter_configs_request_init_any, kafka_incremental_alter_configs_request_decode_any, kafka_incremental_alter_configs_request_encode_any },
+	{ "IncrementalAlterConfigsResponse", 44, 0, 1, 1, sizeof(struct kafka_incremental_alter_configs_response),
+	  kafka_incremental_alter_configs_response_init_any, kafka_incremental_alter_configs_response_decode_any, kafka_incremental_alter_configs_response_encode_any },
 	{ "OffsetDeleteRequest", 47, 0, 0, -1, sizeof(struct kafka_offset_delete_request),
 	  kafka_offset_delete_request_init_any, kafka_offset_delete_request_decode_any, kafka_offset_delete_request_encode_any },
 	{ "OffsetDeleteResponse", 47, 0, 0, -1, sizeof(struct kafka_offset_delete_response),
@@ -7790,11 +8068,12 @@ int kafka_handle_alter_configs(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_create_partitions(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_delete_groups(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_incremental_alter_configs(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_offset_delete(struct kafka_ctx *ctx) __attribute__((weak));
 
 const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	/* key, name, min, max, first flexible, advertised min-max, advertised (README note) */
-	{ 0, "Produce", 3, 7, 9, 3, 7, true, &kafka_msg_descs[0], &kafka_msg_descs[1], kafka_handle_produce },
+	{ 0, "Produce", 0, 7, 9, 0, 7, true, &kafka_msg_descs[0], &kafka_msg_descs[1], kafka_handle_produce }, /* 0-7: librdkafka <= 2.11 sends gzip, snappy and lz4 only to a broker whose Produce minimum is 0 */
 	{ 1, "Fetch", 4, 11, 12, 4, 11, true, &kafka_msg_descs[2], &kafka_msg_descs[3], kafka_handle_fetch },
 	{ 2, "ListOffsets", 1, 3, 6, 1, 3, true, &kafka_msg_descs[4], &kafka_msg_descs[5], kafka_handle_list_offsets },
 	{ 3, "Metadata", 0, 6, 9, 0, 6, true, &kafka_msg_descs[6], &kafka_msg_descs[7], kafka_handle_metadata },
@@ -7825,13 +8104,14 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 36, "SaslAuthenticate", 0, 1, 2, 0, 1, false, &kafka_msg_descs[56], &kafka_msg_descs[57], kafka_handle_sasl_authenticate }, /* SASL only */
 	{ 37, "CreatePartitions", 0, 1, 2, 0, 1, true, &kafka_msg_descs[58], &kafka_msg_descs[59], kafka_handle_create_partitions }, /* optional */
 	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_msg_descs[60], &kafka_msg_descs[61], kafka_handle_delete_groups }, /* optional */
-	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[62], &kafka_msg_descs[63], kafka_handle_offset_delete }, /* optional */
+	{ 44, "IncrementalAlterConfigs", 0, 1, 1, 0, 1, true, &kafka_msg_descs[62], &kafka_msg_descs[63], kafka_handle_incremental_alter_configs }, /* topic configs (broker issue) */
+	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[64], &kafka_msg_descs[65], kafka_handle_offset_delete }, /* optional */
 };
 
 const struct kafka_array_bound kafka_array_bounds[] = {
 	{ "ProduceRequest.TopicProduceData.PartitionData", sizeof(struct kafka_produce_request_partition_produce_data), 8 },
 	{ "ProduceRequest.TopicData", sizeof(struct kafka_produce_request_topic_produce_data), 6 },
-	{ "ProduceResponse.TopicProduceResponse.PartitionResponses", sizeof(struct kafka_produce_response_partition_produce_response), 22 },
+	{ "ProduceResponse.TopicProduceResponse.PartitionResponses", sizeof(struct kafka_produce_response_partition_produce_response), 14 },
 	{ "ProduceResponse.Responses", sizeof(struct kafka_produce_response_topic_produce_response), 6 },
 	{ "FetchRequest.FetchTopic.Partitions", sizeof(struct kafka_fetch_request_fetch_partition), 16 },
 	{ "FetchRequest.ForgottenTopic.Partitions", sizeof(int32_t), 4 },
@@ -7912,6 +8192,9 @@ const struct kafka_array_bound kafka_array_bounds[] = {
 	{ "CreatePartitionsResponse.Results", sizeof(struct kafka_create_partitions_response_create_partitions_topic_result), 6 },
 	{ "DeleteGroupsRequest.GroupsNames", sizeof(struct kafka_str), 2 },
 	{ "DeleteGroupsResponse.Results", sizeof(struct kafka_delete_groups_response_deletable_group_result), 4 },
+	{ "IncrementalAlterConfigsRequest.AlterConfigsResource.Configs", sizeof(struct kafka_incremental_alter_configs_request_alterable_config), 4 },
+	{ "IncrementalAlterConfigsRequest.Resources", sizeof(struct kafka_incremental_alter_configs_request_alter_configs_resource), 4 },
+	{ "IncrementalAlterConfigsResponse.Responses", sizeof(struct kafka_incremental_alter_configs_response_alter_configs_resource_response), 6 },
 	{ "OffsetDeleteRequest.OffsetDeleteRequestTopic.Partitions", sizeof(struct kafka_offset_delete_request_offset_delete_request_partition), 4 },
 	{ "OffsetDeleteRequest.Topics", sizeof(struct kafka_offset_delete_request_offset_delete_request_topic), 6 },
 	{ "OffsetDeleteResponse.OffsetDeleteResponseTopic.Partitions", sizeof(struct kafka_offset_delete_response_offset_delete_response_partition), 6 },
@@ -7959,7 +8242,8 @@ const struct kafka_api *kafka_api_find(int16_t api_key)
 	case 36: return &kafka_apis[28];
 	case 37: return &kafka_apis[29];
 	case 42: return &kafka_apis[30];
-	case 47: return &kafka_apis[31];
+	case 44: return &kafka_apis[31];
+	case 47: return &kafka_apis[32];
 	default: return NULL;
 	}
 }

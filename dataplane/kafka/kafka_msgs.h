@@ -28,34 +28,34 @@
 struct kafka_request;
 struct kafka_ctx;
 
-/* ---- ProduceRequest (api key 0, versions 3-7) ---- */
+/* ---- ProduceRequest (api key 0, versions 0-7) ---- */
 
 struct kafka_produce_request_partition_produce_data {
-	/* The partition index. (v3+) */
+	/* The partition index. (v0+) */
 	int32_t Index;
-	/* The record data to be produced. (v3+, nullable) */
+	/* The record data to be produced. (v0+, nullable) */
 	struct kafka_bytes Records;
 };
 
 struct kafka_produce_request_topic_produce_data {
-	/* The topic name. (v3+) */
+	/* The topic name. (v0+) */
 	struct kafka_str Name;
-	/* Each partition to produce to. (v3+) */
+	/* Each partition to produce to. (v0+) */
 	struct {
 		struct kafka_produce_request_partition_produce_data *items;
 		int32_t count; /* -1: null */
 	} PartitionData;
 };
 
-/* ProduceRequest, versions 3-7, flexible from v9. */
+/* ProduceRequest, versions 0-7, flexible from v9. */
 struct kafka_produce_request {
 	/* The transactional ID, or null if the producer is not transactional. (v3+, nullable) */
 	struct kafka_str TransactionalId;
-	/* The number of acknowledgments the producer requires the leader to have received before considering a request complete. Allowed values: 0 for no acknowledgments, 1 for only the leader and -1 for the full ISR. (v3+) */
+	/* The number of acknowledgments the producer requires the leader to have received before considering a request complete. Allowed values: 0 for no acknowledgments, 1 for only the leader and -1 for the full ISR. (v0+) */
 	int16_t Acks;
-	/* The timeout to await a response in milliseconds. (v3+) */
+	/* The timeout to await a response in milliseconds. (v0+) */
 	int32_t TimeoutMs;
-	/* Each topic to produce to. (v3+) */
+	/* Each topic to produce to. (v0+) */
 	struct {
 		struct kafka_produce_request_topic_produce_data *items;
 		int32_t count; /* -1: null */
@@ -68,39 +68,39 @@ int kafka_produce_request_decode(struct kafka_cursor *c, struct kafka_arena *a, 
 void kafka_produce_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_produce_request *m);
 
-/* ---- ProduceResponse (api key 0, versions 3-7) ---- */
+/* ---- ProduceResponse (api key 0, versions 0-7) ---- */
 
 struct kafka_produce_response_partition_produce_response {
-	/* The partition index. (v3+) */
+	/* The partition index. (v0+) */
 	int32_t Index;
-	/* The error code, or 0 if there was no error. (v3+) */
+	/* The error code, or 0 if there was no error. (v0+) */
 	int16_t ErrorCode;
-	/* The base offset. (v3+) */
+	/* The base offset. (v0+) */
 	int64_t BaseOffset;
-	/* The timestamp returned by broker after appending the messages. If CreateTime is used for the topic, the timestamp will be -1.  If LogAppendTime is used for the topic, the timestamp will be the broker local time when the messages are appended. (v3+) */
+	/* The timestamp returned by broker after appending the messages. If CreateTime is used for the topic, the timestamp will be -1.  If LogAppendTime is used for the topic, the timestamp will be the broker local time when the messages are appended. (v2+) */
 	int64_t LogAppendTimeMs;
 	/* The log start offset. (v5+) */
 	int64_t LogStartOffset;
 };
 
 struct kafka_produce_response_topic_produce_response {
-	/* The topic name (v3+) */
+	/* The topic name (v0+) */
 	struct kafka_str Name;
-	/* Each partition that we produced to within the topic. (v3+) */
+	/* Each partition that we produced to within the topic. (v0+) */
 	struct {
 		struct kafka_produce_response_partition_produce_response *items;
 		int32_t count; /* -1: null */
 	} PartitionResponses;
 };
 
-/* ProduceResponse, versions 3-7, flexible from v9. */
+/* ProduceResponse, versions 0-7, flexible from v9. */
 struct kafka_produce_response {
-	/* Each produce response (v3+) */
+	/* Each produce response (v0+) */
 	struct {
 		struct kafka_produce_response_topic_produce_response *items;
 		int32_t count; /* -1: null */
 	} Responses;
-	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v3+) */
+	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v1+) */
 	int32_t ThrottleTimeMs;
 };
 
@@ -2064,6 +2064,76 @@ int kafka_delete_groups_response_decode(struct kafka_cursor *c, struct kafka_are
 void kafka_delete_groups_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_delete_groups_response *m);
 
+/* ---- IncrementalAlterConfigsRequest (api key 44, versions 0-1) ---- */
+
+struct kafka_incremental_alter_configs_request_alterable_config {
+	/* The configuration key name. (v0+) */
+	struct kafka_str Name;
+	/* The type (Set, Delete, Append, Subtract) of operation. (v0+) */
+	int8_t ConfigOperation;
+	/* The value to set for the configuration key. (v0+, nullable) */
+	struct kafka_str Value;
+};
+
+struct kafka_incremental_alter_configs_request_alter_configs_resource {
+	/* The resource type. (v0+) */
+	int8_t ResourceType;
+	/* The resource name. (v0+) */
+	struct kafka_str ResourceName;
+	/* The configurations. (v0+) */
+	struct {
+		struct kafka_incremental_alter_configs_request_alterable_config *items;
+		int32_t count; /* -1: null */
+	} Configs;
+};
+
+/* IncrementalAlterConfigsRequest, versions 0-1, flexible from v1. */
+struct kafka_incremental_alter_configs_request {
+	/* The incremental updates for each resource. (v0+) */
+	struct {
+		struct kafka_incremental_alter_configs_request_alter_configs_resource *items;
+		int32_t count; /* -1: null */
+	} Resources;
+	/* True if we should validate the request, but not change the configurations. (v0+) */
+	bool ValidateOnly;
+};
+
+void kafka_incremental_alter_configs_request_init(struct kafka_incremental_alter_configs_request *m);
+int kafka_incremental_alter_configs_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_incremental_alter_configs_request *m);
+void kafka_incremental_alter_configs_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_incremental_alter_configs_request *m);
+
+/* ---- IncrementalAlterConfigsResponse (api key 44, versions 0-1) ---- */
+
+struct kafka_incremental_alter_configs_response_alter_configs_resource_response {
+	/* The resource error code. (v0+) */
+	int16_t ErrorCode;
+	/* The resource error message, or null if there was no error. (v0+, nullable) */
+	struct kafka_str ErrorMessage;
+	/* The resource type. (v0+) */
+	int8_t ResourceType;
+	/* The resource name. (v0+) */
+	struct kafka_str ResourceName;
+};
+
+/* IncrementalAlterConfigsResponse, versions 0-1, flexible from v1. */
+struct kafka_incremental_alter_configs_response {
+	/* Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
+	int32_t ThrottleTimeMs;
+	/* The responses for each resource. (v0+) */
+	struct {
+		struct kafka_incremental_alter_configs_response_alter_configs_resource_response *items;
+		int32_t count; /* -1: null */
+	} Responses;
+};
+
+void kafka_incremental_alter_configs_response_init(struct kafka_incremental_alter_configs_response *m);
+int kafka_incremental_alter_configs_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_incremental_alter_configs_response *m);
+void kafka_incremental_alter_configs_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_incremental_alter_configs_response *m);
+
 /* ---- OffsetDeleteRequest (api key 47, versions 0-0) ---- */
 
 struct kafka_offset_delete_request_offset_delete_request_partition {
@@ -2278,7 +2348,7 @@ struct kafka_array_bound {
 	size_t min_wire;          /* bytes each element takes on the wire, at least */
 };
 
-#define KAFKA_API_COUNT 32
+#define KAFKA_API_COUNT 33
 
 extern const struct kafka_api kafka_apis[KAFKA_API_COUNT];
 extern const struct kafka_msg_desc kafka_msg_descs[];

@@ -46,7 +46,9 @@ static void sample_kafka_produce_request(struct kafka_sample *s, int16_t version
 	(void)s;
 	(void)version;
 	kafka_produce_request_init(m);
-	m->TransactionalId = kafka_sample_string(s, true);
+	if (version >= 3) {
+		m->TransactionalId = kafka_sample_string(s, version >= 3);
+	}
 	m->Acks = kafka_sample_int16(s);
 	m->TimeoutMs = kafka_sample_int32(s);
 	m->TopicData.count = kafka_sample_count(s, false);
@@ -134,7 +136,9 @@ static void sample_kafka_produce_response_partition_produce_response(struct kafk
 	m->Index = kafka_sample_int32(s);
 	m->ErrorCode = kafka_sample_int16(s);
 	m->BaseOffset = kafka_sample_int64(s);
-	m->LogAppendTimeMs = kafka_sample_int64(s);
+	if (version >= 2) {
+		m->LogAppendTimeMs = kafka_sample_int64(s);
+	}
 	if (version >= 5) {
 		m->LogStartOffset = kafka_sample_int64(s);
 	}
@@ -161,7 +165,9 @@ static void sample_kafka_produce_response(struct kafka_sample *s, int16_t versio
 	m->Responses.items = m->Responses.count > 0 ? kafka_sample_alloc(s, (size_t)m->Responses.count * sizeof(*m->Responses.items)) : NULL;
 	for (int32_t i = 0; i < m->Responses.count; i++)
 		sample_kafka_produce_response_topic_produce_response(s, version, &m->Responses.items[i]);
-	m->ThrottleTimeMs = kafka_sample_int32(s);
+	if (version >= 1) {
+		m->ThrottleTimeMs = kafka_sample_int32(s);
+	}
 }
 
 static bool equal_kafka_produce_response_partition_produce_response(const struct kafka_produce_response_partition_produce_response *a, const struct kafka_produce_response_partition_produce_response *b)
@@ -5127,6 +5133,185 @@ static bool equal_any_kafka_delete_groups_response(const void *a, const void *b)
 	return equal_kafka_delete_groups_response(a, b);
 }
 
+static void kafka_incremental_alter_configs_request_alterable_config_init_(struct kafka_incremental_alter_configs_request_alterable_config *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+	m->Value = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_incremental_alter_configs_request_alter_configs_resource_init_(struct kafka_incremental_alter_configs_request_alter_configs_resource *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ResourceName = (struct kafka_str){ "", 0 };
+}
+
+static void sample_kafka_incremental_alter_configs_request_alterable_config(struct kafka_sample *s, int16_t version, struct kafka_incremental_alter_configs_request_alterable_config *m)
+{
+	(void)s;
+	(void)version;
+	kafka_incremental_alter_configs_request_alterable_config_init_(m);
+	m->Name = kafka_sample_string(s, false);
+	m->ConfigOperation = kafka_sample_int8(s);
+	m->Value = kafka_sample_string(s, true);
+}
+
+static void sample_kafka_incremental_alter_configs_request_alter_configs_resource(struct kafka_sample *s, int16_t version, struct kafka_incremental_alter_configs_request_alter_configs_resource *m)
+{
+	(void)s;
+	(void)version;
+	kafka_incremental_alter_configs_request_alter_configs_resource_init_(m);
+	m->ResourceType = kafka_sample_int8(s);
+	m->ResourceName = kafka_sample_string(s, false);
+	m->Configs.count = kafka_sample_count(s, false);
+	m->Configs.items = m->Configs.count > 0 ? kafka_sample_alloc(s, (size_t)m->Configs.count * sizeof(*m->Configs.items)) : NULL;
+	for (int32_t i = 0; i < m->Configs.count; i++)
+		sample_kafka_incremental_alter_configs_request_alterable_config(s, version, &m->Configs.items[i]);
+}
+
+static void sample_kafka_incremental_alter_configs_request(struct kafka_sample *s, int16_t version, struct kafka_incremental_alter_configs_request *m)
+{
+	(void)s;
+	(void)version;
+	kafka_incremental_alter_configs_request_init(m);
+	m->Resources.count = kafka_sample_count(s, false);
+	m->Resources.items = m->Resources.count > 0 ? kafka_sample_alloc(s, (size_t)m->Resources.count * sizeof(*m->Resources.items)) : NULL;
+	for (int32_t i = 0; i < m->Resources.count; i++)
+		sample_kafka_incremental_alter_configs_request_alter_configs_resource(s, version, &m->Resources.items[i]);
+	m->ValidateOnly = kafka_sample_bool(s);
+}
+
+static bool equal_kafka_incremental_alter_configs_request_alterable_config(const struct kafka_incremental_alter_configs_request_alterable_config *a, const struct kafka_incremental_alter_configs_request_alterable_config *b)
+{
+	if (!kafka_sample_str_equal(a->Name, b->Name))
+		return kafka_sample_differs("AlterableConfig.Name");
+	if (a->ConfigOperation != b->ConfigOperation)
+		return kafka_sample_differs("AlterableConfig.ConfigOperation");
+	if (!kafka_sample_str_equal(a->Value, b->Value))
+		return kafka_sample_differs("AlterableConfig.Value");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_incremental_alter_configs_request_alter_configs_resource(const struct kafka_incremental_alter_configs_request_alter_configs_resource *a, const struct kafka_incremental_alter_configs_request_alter_configs_resource *b)
+{
+	if (a->ResourceType != b->ResourceType)
+		return kafka_sample_differs("AlterConfigsResource.ResourceType");
+	if (!kafka_sample_str_equal(a->ResourceName, b->ResourceName))
+		return kafka_sample_differs("AlterConfigsResource.ResourceName");
+	if (a->Configs.count != b->Configs.count)
+		return kafka_sample_differs("AlterConfigsResource.Configs.count");
+	for (int32_t i = 0; i < a->Configs.count; i++) {
+		if (!equal_kafka_incremental_alter_configs_request_alterable_config(&a->Configs.items[i], &b->Configs.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_incremental_alter_configs_request(const struct kafka_incremental_alter_configs_request *a, const struct kafka_incremental_alter_configs_request *b)
+{
+	if (a->Resources.count != b->Resources.count)
+		return kafka_sample_differs("IncrementalAlterConfigsRequest.Resources.count");
+	for (int32_t i = 0; i < a->Resources.count; i++) {
+		if (!equal_kafka_incremental_alter_configs_request_alter_configs_resource(&a->Resources.items[i], &b->Resources.items[i]))
+			return false;
+	}
+	if (a->ValidateOnly != b->ValidateOnly)
+		return kafka_sample_differs("IncrementalAlterConfigsRequest.ValidateOnly");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_incremental_alter_configs_request(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_incremental_alter_configs_request *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_incremental_alter_configs_request(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_incremental_alter_configs_request(const void *a, const void *b)
+{
+	return equal_kafka_incremental_alter_configs_request(a, b);
+}
+
+static void kafka_incremental_alter_configs_response_alter_configs_resource_response_init_(struct kafka_incremental_alter_configs_response_alter_configs_resource_response *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+	m->ResourceName = (struct kafka_str){ "", 0 };
+}
+
+static void sample_kafka_incremental_alter_configs_response_alter_configs_resource_response(struct kafka_sample *s, int16_t version, struct kafka_incremental_alter_configs_response_alter_configs_resource_response *m)
+{
+	(void)s;
+	(void)version;
+	kafka_incremental_alter_configs_response_alter_configs_resource_response_init_(m);
+	m->ErrorCode = kafka_sample_int16(s);
+	m->ErrorMessage = kafka_sample_string(s, true);
+	m->ResourceType = kafka_sample_int8(s);
+	m->ResourceName = kafka_sample_string(s, false);
+}
+
+static void sample_kafka_incremental_alter_configs_response(struct kafka_sample *s, int16_t version, struct kafka_incremental_alter_configs_response *m)
+{
+	(void)s;
+	(void)version;
+	kafka_incremental_alter_configs_response_init(m);
+	m->ThrottleTimeMs = kafka_sample_int32(s);
+	m->Responses.count = kafka_sample_count(s, false);
+	m->Responses.items = m->Responses.count > 0 ? kafka_sample_alloc(s, (size_t)m->Responses.count * sizeof(*m->Responses.items)) : NULL;
+	for (int32_t i = 0; i < m->Responses.count; i++)
+		sample_kafka_incremental_alter_configs_response_alter_configs_resource_response(s, version, &m->Responses.items[i]);
+}
+
+static bool equal_kafka_incremental_alter_configs_response_alter_configs_resource_response(const struct kafka_incremental_alter_configs_response_alter_configs_resource_response *a, const struct kafka_incremental_alter_configs_response_alter_configs_resource_response *b)
+{
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("AlterConfigsResourceResponse.ErrorCode");
+	if (!kafka_sample_str_equal(a->ErrorMessage, b->ErrorMessage))
+		return kafka_sample_differs("AlterConfigsResourceResponse.ErrorMessage");
+	if (a->ResourceType != b->ResourceType)
+		return kafka_sample_differs("AlterConfigsResourceResponse.ResourceType");
+	if (!kafka_sample_str_equal(a->ResourceName, b->ResourceName))
+		return kafka_sample_differs("AlterConfigsResourceResponse.ResourceName");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_incremental_alter_configs_response(const struct kafka_incremental_alter_configs_response *a, const struct kafka_incremental_alter_configs_response *b)
+{
+	if (a->ThrottleTimeMs != b->ThrottleTimeMs)
+		return kafka_sample_differs("IncrementalAlterConfigsResponse.ThrottleTimeMs");
+	if (a->Responses.count != b->Responses.count)
+		return kafka_sample_differs("IncrementalAlterConfigsResponse.Responses.count");
+	for (int32_t i = 0; i < a->Responses.count; i++) {
+		if (!equal_kafka_incremental_alter_configs_response_alter_configs_resource_response(&a->Responses.items[i], &b->Responses.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_incremental_alter_configs_response(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_incremental_alter_configs_response *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_incremental_alter_configs_response(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_incremental_alter_configs_response(const void *a, const void *b)
+{
+	return equal_kafka_incremental_alter_configs_response(a, b);
+}
+
 static void kafka_offset_delete_request_offset_delete_request_partition_init_(struct kafka_offset_delete_request_offset_delete_request_partition *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -5630,6 +5815,8 @@ static const struct kafka_sample_desc kafka_sample_descs[] = {
 	{ "CreatePartitionsResponse", sample_any_kafka_create_partitions_response, equal_any_kafka_create_partitions_response },
 	{ "DeleteGroupsRequest", sample_any_kafka_delete_groups_request, equal_any_kafka_delete_groups_request },
 	{ "DeleteGroupsResponse", sample_any_kafka_delete_groups_response, equal_any_kafka_delete_groups_response },
+	{ "IncrementalAlterConfigsRequest", sample_any_kafka_incremental_alter_configs_request, equal_any_kafka_incremental_alter_configs_request },
+	{ "IncrementalAlterConfigsResponse", sample_any_kafka_incremental_alter_configs_response, equal_any_kafka_incremental_alter_configs_response },
 	{ "OffsetDeleteRequest", sample_any_kafka_offset_delete_request, equal_any_kafka_offset_delete_request },
 	{ "OffsetDeleteResponse", sample_any_kafka_offset_delete_response, equal_any_kafka_offset_delete_response },
 	{ "RequestHeader", sample_any_kafka_request_header, equal_any_kafka_request_header },

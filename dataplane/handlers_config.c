@@ -1,0 +1,246 @@
+/* dataplane/handlers_config.c — DescribeConfigs (answered on the shard
+ * from the snapshot and the read-only broker config) and DeleteRecords
+ * (on each partition's owner shard). @thread shard */
+#include <stdio.h>
+#include <string.h>
+
+#include "control/config.h"
+#include "dataplane/kafka_errors.h"
+#include "dataplane/part.h"
+#include "dataplane/shard.h"
+
+#define ALLOC(ctx, type, n) ((type *)kafka_arena_alloc(&(ctx)->c->arena, sizeof(type) * (size_t)((n) > 0 ? (n) : 1)))
+
+/* Kafka's ConfigSource values. */
+enum { SRC_TOPIC = 1, SRC_STATIC_BROKER = 4, SRC_DEFAULT = 5 };
+
+static struct kafka_str str(const char *s)
+{
+	return s ? (struct kafka_str){ s, (int32_t)strlen(s) } : (struct kafka_str){ NULL, -1 };
+}
+
+static int wanted(const struct kafka_describe_configs_request_describe_configs_resource *res, const char *key)
+{
+	if (res->ConfigurationKeys.count < 0)
+		return 1;
+	for (int i = 0; i < res->ConfigurationKeys.count; i++)
+		if (kafka_str_eq(res->ConfigurationKeys.items[i], key))
+			return 1;
+	return 0;
+}
+
+struct broker_walk {
+	struct kafka_ctx *ctx;
+	const struct kafka_describe_configs_request_describe_configs_resource *res;
+	struct kafka_describe_configs_response_describe_configs_resource_result *items;
+	int n, cap;
+};
+
+static void broker_entry(const char *key, const char *value, const char *source, int is_default, void *arg)
+{
+	struct broker_walk *w = arg;
+	struct kafka_describe_configs_response_describe_configs_resource_result *e;
+
+	(void)source;
+	if (!wanted(w->res, key) || w->n >= w->cap)
+		return;
+	e = &w->items[w->n++];
+	memset(e, 0, sizeof(*e));
+	e->Name = str(key);
+	e->Value = str(value);
+	e->ReadOnly = true;   /* static: change the file and restart */
+	e->IsDefault = is_default;
+	e->ConfigSource = is_default ? SRC_DEFAULT : SRC_STATIC_BROKER;
+	e->Synonyms.count = 0;
+}
+
+int kafka_handle_describe_configs(struct kafka_ctx *ctx)
+{
+	struct kafka_describe_configs_request *q = ctx->req.body;
+	struct broker *b = ctx->sh->b;
+	struct md_snapshot *md = broker_md(b);
+	struct kafka_describe_configs_response *r = ALLOC(ctx, struct kafka_describe_configs_response, 1);
+	int n = q->Resources.count < 0 ? 0 : q->Resources.count;
+
+	if (!r) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	kafka_describe_configs_response_init(r);
+	r->Results.items = ALLOC(ctx, struct kafka_describe_configs_response_describe_configs_result, n);
+	if (!r->Results.items) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	r->Results.count = n;
+	for (int i = 0; i < n; i++) {
+		const struct kafka_describe_configs_request_describe_configs_resource *res = &q->Resources.items[i];
+		struct kafka_describe_configs_response_describe_configs_result *rr = &r->Results.items[i];
+
+		memset(rr, 0, sizeof(*rr));
+		rr->ResourceType = res->ResourceType;
+		rr->ResourceName = res->ResourceName;
+		rr->ErrorMessage = (struct kafka_str){ NULL, -1 };
+		if (res->ResourceType == 2) {
+			const struct md_topic *t = res->ResourceName.len > 0
+				? md_find(md, res->ResourceName.ptr, res->ResourceName.len) : NULL;
+			int nk = 0;
+
+			if (!t) {
+				rr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+				continue;
+			}
+			while (topic_config_key_at(nk))
+				nk++;
+			rr->Configs.items = ALLOC(ctx, struct kafka_describe_configs_response_describe_configs_resource_result, nk);
+			if (!rr->Configs.items) {
+				kafka_ctx_abort(ctx);
+				return 0;
+			}
+			rr->Configs.count = 0;
+			for (int k = 0; k < nk; k++) {
+				const char *key = topic_config_key_at(k), *val = NULL;
+				struct kafka_describe_configs_response_describe_configs_resource_result *e;
+
+				if (!wanted(res, key))
+					continue;
+				for (int j = 0; j < t->nconfigs; j++)
+					if (!strcmp(t->config_keys[j], key))
+						val = t->config_values[j];
+				e = &rr->Configs.items[rr->Configs.count++];
+				memset(e, 0, sizeof(*e));
+				e->Name = str(key);
+				if (val) {
+					e->Value = str(val);
+					e->ConfigSource = SRC_TOPIC;
+				} else {
+					const char *bk = topic_config_broker_key(key);
+
+					e->Value = str(topic_config_default(b->cfg, key));
+					e->IsDefault = true;
+					e->ConfigSource = bk && strcmp(config_source(b->cfg, bk), "default") ? SRC_STATIC_BROKER
+										     : SRC_DEFAULT;
+				}
+				e->Synonyms.count = 0;
+			}
+		} else if (res->ResourceType == 4) {
+			struct broker_walk w = { ctx, res, NULL, 0, 256 };
+
+			w.items = ALLOC(ctx, struct kafka_describe_configs_response_describe_configs_resource_result, w.cap);
+			if (!w.items) {
+				kafka_ctx_abort(ctx);
+				return 0;
+			}
+			config_foreach(b->cfg, broker_entry, &w);
+			rr->Configs.items = w.items;
+			rr->Configs.count = w.n;
+		} else {
+			rr->ErrorCode = KERR_INVALID_REQUEST;
+			rr->ErrorMessage = str("only TOPIC (2) and BROKER (4) resources have configs");
+		}
+	}
+	ctx->resp = r;
+	kafka_ctx_respond(ctx);
+	return 0;
+}
+
+/* ---- DeleteRecords ---------------------------------------------------- */
+
+struct dr_item {
+	struct kafka_delete_records_response_delete_records_partition_result *pr;
+	struct part *part;
+	int64_t offset;
+	struct kafka_ctx *ctx;
+};
+
+static void dr_done_msg(void *self, struct shard_msg *m)
+{
+	(void)self;
+	kafka_ctx_sub_done(((struct dr_item *)m->p[0])->ctx);
+}
+
+static void dr_on_owner(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct dr_item *it = m->p[0];
+	int rc = it->part->deleted ? -ENOENT : plog_delete_records(it->part->pl, it->offset);
+
+	it->pr->ErrorCode = rc == 0 ? 0 : rc == -ERANGE ? KERR_OFFSET_OUT_OF_RANGE
+			    : rc == -ENOENT ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_KAFKA_STORAGE_ERROR;
+	it->pr->LowWatermark = it->part->pl ? it->part->pl->log_start : -1;
+	if (it->ctx->sh == sh) {
+		kafka_ctx_sub_done(it->ctx);
+	} else {
+		struct shard_msg r = { .fn = dr_done_msg, .p = { it } };
+
+		shard_send(sh, it->ctx->sh->id, &r);
+	}
+}
+
+static int dr_finish(struct kafka_ctx *ctx)
+{
+	kafka_ctx_respond(ctx);
+	return 0;
+}
+
+int kafka_handle_delete_records(struct kafka_ctx *ctx)
+{
+	struct kafka_delete_records_request *q = ctx->req.body;
+	struct shard *sh = ctx->sh;
+	struct md_snapshot *md = broker_md(sh->b);
+	struct kafka_delete_records_response *r = ALLOC(ctx, struct kafka_delete_records_response, 1);
+	int n = q->Topics.count < 0 ? 0 : q->Topics.count;
+
+	if (!r) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	kafka_delete_records_response_init(r);
+	r->Topics.items = ALLOC(ctx, struct kafka_delete_records_response_delete_records_topic_result, n);
+	if (!r->Topics.items) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	r->Topics.count = n;
+	ctx->resp = r;
+	ctx->resume = dr_finish;
+	ctx->pending = 1;
+	for (int i = 0; i < n; i++) {
+		struct kafka_delete_records_request_delete_records_topic *qt = &q->Topics.items[i];
+		struct kafka_delete_records_response_delete_records_topic_result *rt = &r->Topics.items[i];
+		const struct md_topic *t = qt->Name.len > 0 ? md_find(md, qt->Name.ptr, qt->Name.len) : NULL;
+		int np = qt->Partitions.count < 0 ? 0 : qt->Partitions.count;
+
+		rt->Name = qt->Name;
+		rt->Partitions.count = np;
+		rt->Partitions.items = ALLOC(ctx, struct kafka_delete_records_response_delete_records_partition_result, np);
+		if (!rt->Partitions.items) {
+			kafka_ctx_abort(ctx);
+			return 0;
+		}
+		for (int j = 0; j < np; j++) {
+			struct kafka_delete_records_response_delete_records_partition_result *pr = &rt->Partitions.items[j];
+			int32_t idx = qt->Partitions.items[j].PartitionIndex;
+			struct dr_item *it;
+
+			pr->PartitionIndex = idx;
+			pr->LowWatermark = -1;
+			pr->ErrorCode = 0;
+			if (!t || idx < 0 || idx >= t->nparts || !t->parts[idx].part) {
+				pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+				continue;
+			}
+			it = ALLOC(ctx, struct dr_item, 1);
+			if (!it) {
+				kafka_ctx_abort(ctx);
+				return 0;
+			}
+			*it = (struct dr_item){ pr, t->parts[idx].part, qt->Partitions.items[j].Offset, ctx };
+			ctx->pending++;
+			struct shard_msg m = { .fn = dr_on_owner, .p = { it } };
+			shard_send(sh, t->parts[idx].shard, &m);
+		}
+	}
+	kafka_ctx_sub_done(ctx);
+	return 0;
+}
