@@ -6,8 +6,9 @@
  * Thread: the test's own (Criterion forks one process per test). Owns the
  * broker child, its temporary directory (under $SLUICE_TEST_DIR or
  * /var/tmp) and a socket that keeps the port reserved for the broker's
- * whole life, restarts included (bound with SO_REUSEPORT, never listening,
- * so the broker can bind it and no other test's port search picks it).
+ * whole life, restarts included (bound with SO_REUSEPORT and SO_REUSEADDR,
+ * never listening, so the broker's port probe and bind accept it and no
+ * other test's port search picks it).
  * Errors: the start/stop helpers fail the current test with cr_assert, so
  * they return only on success; raw socket helpers return 0/count or
  * -errno.
@@ -57,8 +58,14 @@ void broker_stop(struct broker_proc *b);
 /* SIGKILL and wait. */
 void broker_kill(struct broker_proc *b);
 
-/* Stop with sig (SIGTERM: clean, asserting exit 0; SIGKILL), then start
- * again on the same port and data directory. */
+/* Wait (up to timeout_ms, else fail the test) until no listener is left
+ * on b's port, probing as sluiced does at start-up. Returns the number of
+ * 1 ms waits. */
+int broker_wait_port_free(const struct broker_proc *b, int timeout_ms);
+
+/* Stop with sig (SIGTERM: clean, asserting exit 0; SIGKILL), wait for the
+ * old listeners to go (broker_wait_port_free), then start again on the
+ * same port and data directory. */
 void broker_restart(struct broker_proc *b, int sig);
 
 /* Stop if running (SIGTERM, asserting exit 0 unless already killed),
