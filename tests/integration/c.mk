@@ -1,0 +1,25 @@
+# tests/integration/c.mk: librdkafka suites under Criterion, a real sluiced
+# started by each test (tests/integration/harness.c). Built in the normal
+# build (not the sanitizer one: the broker under test is $(BUILD)/sluiced);
+# `make test` builds them and runs tests/integration/run-c.sh.
+ITEST_C_SUITES := test_rdkafka test_badinput
+ITEST_C_BINS := $(ITEST_C_SUITES:%=$(BUILD)/itests/%)
+ITEST_C_CFLAGS = $(CFLAGS) -DSLUICED_PATH='"$(BUILD)/sluiced"'
+
+.PHONY: itest-c-bins itest-c
+itest-c-bins: $(ITEST_C_BINS) $(BUILD)/sluiced
+
+$(BUILD)/itests/%: tests/integration/%.c tests/integration/harness.c tests/integration/harness.h $(CORE_LIB) | $(SETUP_STAMP)
+	$(Q)mkdir -p $(@D)
+	@$(if $(Q),echo "  ITEST-CC $<")
+	$(Q)$(CC) $(ITEST_C_CFLAGS) $< tests/integration/harness.c -o $@ $(LDFLAGS_SAN) \
+		$(CORE_LIB) $(LDLIBS) $(shell pkg-config --libs rdkafka criterion)
+
+test: itest-c-bins
+
+# run only the C integration suites
+itest-c: itest-c-bins
+	$(Q)tests/integration/run-c.sh
+
+# ~15 s on 2 cores (tests run two at a time, each with its own broker).
+TEST_SCRIPTS += tests/integration/run-c.sh

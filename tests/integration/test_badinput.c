@@ -1,0 +1,446 @@
+/* tests/integration/test_badinput.c — malformed and refused requests over
+ * raw sockets against a real build/sluiced: unknown API keys and versions,
+ * broken frames (truncated, oversized, negative length), and Produce
+ * requests the broker must refuse per partition (bad CRC, legacy magic,
+ * Produce v2, unknown partition, a control batch from a client).
+ *
+ * Each test starts its own broker, writes three records to "bad" first,
+ * sends the bad input, then checks that a new connection still gets an
+ * ApiVersions answer and that a raw Fetch returns the same high watermark
+ * and byte-identical batches as before.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "storage/batch.h"
+#include "tests/integration/harness.h"
+
+#define TOPIC "bad"
+
+/* ---- record batches -------------------------------------------------- */
+
+static void rb_varint(struct rawbuf *r, int64_t v)
+{
+	uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+
+	while (z >= 0x80) {
+		rb_i8(r, (int8_t)(uint8_t)(z | 0x80));
+		z >>= 7;
+	}
+	rb_i8(r, (int8_t)z);
+}
+
+/* A RecordBatch v2 of n records with values "v0".."v{n-1}", null keys, no
+ * headers, the given attributes, a correct CRC. */
+static void make_batch(struct rawbuf *r, int n, int16_t attributes)
+{
+	rb_init(r);
+	rb_i64(r, 0);                  /* base offset */
+	rb_i32(r, 0);                  /* batch length, patched */
+	rb_i32(r, -1);                 /* partition leader epoch */
+	rb_i8(r, 2);                   /* magic */
+	rb_i32(r, 0);                  /* crc, patched */
+	rb_i16(r, attributes);
+	rb_i32(r, n - 1);              /* last offset delta */
+	rb_i64(r, 1700000000000);      /* first timestamp */
+	rb_i64(r, 1700000000000);      /* max timestamp */
+	rb_i64(r, -1);                 /* producer id */
+	rb_i16(r, -1);                 /* producer epoch */
+	rb_i32(r, -1);                 /* base sequence */
+	rb_i32(r, n);
+	for (int i = 0; i < n; i++) {
+		struct rawbuf rec;
+		char v[16];
+		int vl = snprintf(v, sizeof(v), "v%d", i);
+
+		rb_init(&rec);
+		rb_i8(&rec, 0);        /* attributes */
+		rb_varint(&rec, 0);    /* timestamp delta */
+		rb_varint(&rec, i);    /* offset delta */
+		rb_varint(&rec, -1);   /* key: null */
+		rb_varint(&rec, vl);
+		rb_bytes(&rec, v, (size_t)vl);
+		rb_varint(&rec, 0);    /* headers */
+		rb_varint(r, (int64_t)rec.len);
+		rb_bytes(r, rec.p, rec.len);
+		rb_free(&rec);
+	}
+	{
+		uint32_t len = (uint32_t)(r->len - 12), crc;
+
+		r->p[8] = (uint8_t)(len >> 24);
+		r->p[9] = (uint8_t)(len >> 16);
+		r->p[10] = (uint8_t)(len >> 8);
+		r->p[11] = (uint8_t)len;
+		crc = batch_crc32c(r->p + 21, r->len - 21);
+		r->p[17] = (uint8_t)(crc >> 24);
+		r->p[18] = (uint8_t)(crc >> 16);
+		r->p[19] = (uint8_t)(crc >> 8);
+		r->p[20] = (uint8_t)crc;
+	}
+}
+
+/* ---- the data written before, and the checks after ------------------- */
+
+struct before {
+	int64_t hw;
+	uint8_t *records;
+	size_t len;
+};
+
+static void write_before(const struct broker_proc *b, struct before *bf)
+{
+	struct rawbuf batch;
+	int64_t base = -1;
+	int fd;
+
+	raw_create_topic(b, TOPIC);
+	fd = raw_connect(b);
+	cr_assert_geq(fd, 0);
+	make_batch(&batch, 3, 0);
+	cr_assert_eq(raw_produce(fd, 1, TOPIC, 0, batch.p, batch.len, &base), 0, "good batch refused");
+	cr_assert_eq(base, 0);
+	rb_free(&batch);
+	cr_assert_eq(raw_fetch(fd, 2, TOPIC, 0, 0, &bf->hw, &bf->records, &bf->len), 0);
+	cr_assert_eq(bf->hw, 3);
+	cr_assert_gt(bf->len, 0);
+	close(fd);
+}
+
+/* A new connection works and the partition is as it was. */
+static void check_after(const struct broker_proc *b, struct before *bf)
+{
+	uint8_t *rec;
+	size_t len;
+	int64_t hw;
+	int fd;
+
+	raw_api_versions_ok(b);
+	fd = raw_connect(b);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(raw_fetch(fd, 3, TOPIC, 0, 0, &hw, &rec, &len), 0);
+	cr_assert_eq(hw, bf->hw, "high watermark %lld, was %lld", (long long)hw, (long long)bf->hw);
+	cr_assert(len == bf->len && !memcmp(rec, bf->records, len), "stored batches changed");
+	free(rec);
+	free(bf->records);
+	close(fd);
+}
+
+static void start(struct broker_proc *b, struct before *bf, const char *const *extra)
+{
+	broker_launch(b, extra);
+	write_before(b, bf);
+}
+
+static void finish(struct broker_proc *b, struct before *bf)
+{
+	check_after(b, bf);
+	broker_cleanup(b);
+}
+
+/* Send a finished frame on a new connection and expect the broker to
+ * close it without answering. */
+static void expect_closed(const struct broker_proc *b, const void *frame, size_t n, const char *what)
+{
+	int fd = raw_connect(b);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(raw_send(fd, frame, n), 0);
+	cr_assert(raw_closed(fd), "%s: the broker answered instead of closing", what);
+	close(fd);
+}
+
+/* Produce v7 of one blob to partition; returns the partition error. */
+static int16_t produce_blob(const struct broker_proc *b, int32_t partition, const void *blob, size_t n)
+{
+	int fd = raw_connect(b);
+	int16_t err;
+
+	cr_assert_geq(fd, 0);
+	err = raw_produce(fd, 9, TOPIC, partition, blob, n, NULL);
+	close(fd);
+	return err;
+}
+
+/* ---- connection-level refusals --------------------------------------- */
+
+Test(badinput, unknown_api_key_closes, .timeout = 30)
+{
+	struct broker_proc b;
+	struct before bf;
+	struct rawbuf r;
+
+	start(&b, &bf, NULL);
+	rb_init(&r);
+	rb_request(&r, 9999, 0, 5);
+	rb_i32(&r, 0);
+	rb_finish(&r);
+	expect_closed(&b, r.p, r.len, "API key 9999");
+	rb_free(&r);
+	finish(&b, &bf);
+}
+
+Test(badinput, unsupported_version_closes, .timeout = 30)
+{
+	struct broker_proc b;
+	struct before bf;
+	struct rawbuf r;
+
+	start(&b, &bf, NULL);
+	rb_init(&r);
+	rb_request(&r, 3, 99, 5);      /* Metadata v99 */
+	rb_i32(&r, 0);
+	rb_finish(&r);
+	expect_closed(&b, r.p, r.len, "Metadata v99");
+	rb_request(&r, 0, 99, 6);      /* Produce v99 */
+	rb_i32(&r, 0);
+	rb_finish(&r);
+	expect_closed(&b, r.p, r.len, "Produce v99");
+	rb_free(&r);
+	finish(&b, &bf);
+}
+
+Test(badinput, api_versions_unknown_version_answers_v0, .timeout = 30)
+{
+	struct broker_proc b;
+	struct before bf;
+	struct rawbuf r;
+	struct rawcur c;
+	uint8_t *resp;
+	size_t len;
+	int32_t n;
+	int fd, produce = 0, fetch = 0;
+
+	start(&b, &bf, NULL);
+	fd = raw_connect(&b);
+	cr_assert_geq(fd, 0);
+	rb_init(&r);
+	rb_request(&r, 18, 99, 77);
+	rb_finish(&r);
+	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
+	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no answer to ApiVersions v99");
+	c = (struct rawcur){ resp, resp + len, 0 };
+	cr_assert_eq(rc_i32(&c), 77);
+	cr_assert_eq(rc_i16(&c), 35, "ApiVersions v99: error is not UNSUPPORTED_VERSION");
+	n = rc_i32(&c);
+	cr_assert_gt(n, 0, "ApiVersions v99: no supported list");
+	for (int32_t i = 0; i < n && !c.bad; i++) {
+		int16_t k = rc_i16(&c), lo = rc_i16(&c), hi = rc_i16(&c);
+
+		cr_assert_leq(lo, hi);
+		if (k == 18)
+			cr_assert_eq(lo, 0);
+		produce |= k == 0;
+		fetch |= k == 1;
+	}
+	cr_assert(!c.bad && c.p == c.end, "ApiVersions v99: not a v0 body");
+	cr_assert(produce && fetch);
+	free(resp);
+	/* the connection stays open: a v0 request on it is answered */
+	rb_request(&r, 18, 0, 78);
+	rb_finish(&r);
+	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
+	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "connection closed after ApiVersions v99");
+	cr_assert_geq(len, 6);
+	cr_assert_eq(be32(resp), 78);
+	cr_assert_eq(be16(resp + 4), 0);
+	free(resp);
+	rb_free(&r);
+	close(fd);
+	finish(&b, &bf);
+}
+
+Test(badinput, truncated_frame_then_eof, .timeout = 30)
+{
+	struct broker_proc b;
+	struct before bf;
+	struct rawbuf r;
+	int fd;
+
+	start(&b, &bf, NULL);
+	rb_init(&r);
+	rb_request(&r, 3, 1, 5);
+	rb_i32(&r, 1);
+	rb_str(&r, TOPIC);
+	rb_finish(&r);
+	fd = raw_connect(&b);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(raw_send(fd, r.p, r.len - 3), 0);   /* the frame less its last 3 bytes */
+	shutdown(fd, SHUT_WR);
+	cr_assert(raw_closed(fd), "answer to a truncated frame");
+	close(fd);
+	/* and a size prefix cut short */
+	fd = raw_connect(&b);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(raw_send(fd, r.p, 2), 0);
+	shutdown(fd, SHUT_WR);
+	cr_assert(raw_closed(fd));
+	close(fd);
+	rb_free(&r);
+	finish(&b, &bf);
+}
+
+Test(badinput, frame_over_socket_request_max_bytes_closes, .timeout = 30)
+{
+	const char *args[] = { "--set", "socket.request.max.bytes=1048576", NULL };
+	struct broker_proc b;
+	struct before bf;
+	struct rawbuf r;
+
+	start(&b, &bf, args);
+	rb_init(&r);
+	rb_request(&r, 0, 7, 5);
+	rb_finish(&r);
+	r.p[0] = 0x00;                 /* claims 2 MiB; only the header follows */
+	r.p[1] = 0x20;
+	r.p[2] = 0x00;
+	r.p[3] = 0x00;
+	expect_closed(&b, r.p, r.len, "a 2 MiB frame over socket.request.max.bytes=1 MiB");
+	rb_free(&r);
+	finish(&b, &bf);
+}
+
+Test(badinput, negative_frame_length_closes, .timeout = 30)
+{
+	static const uint8_t neg[] = { 0xff, 0xff, 0xff, 0xff, 0, 18, 0, 0, 0, 0, 0, 1, 0xff, 0xff };
+	static const uint8_t min[] = { 0x80, 0, 0, 0, 0, 18, 0, 0, 0, 0, 0, 1, 0xff, 0xff };
+	struct broker_proc b;
+	struct before bf;
+
+	start(&b, &bf, NULL);
+	expect_closed(&b, neg, sizeof(neg), "frame length -1");
+	expect_closed(&b, min, sizeof(min), "frame length INT32_MIN");
+	finish(&b, &bf);
+}
+
+/* ---- per-partition refusals ------------------------------------------ */
+
+Test(badinput, produce_bad_crc_is_corrupt_message, .timeout = 30)
+{
+	struct broker_proc b;
+	struct before bf;
+	struct rawbuf batch;
+
+	start(&b, &bf, NULL);
+	make_batch(&batch, 2, 0);
+	batch.p[20] ^= 0x5a;
+	cr_assert_eq(produce_blob(&b, 0, batch.p, batch.len), 2, "bad CRC not CORRUPT_MESSAGE");
+	/* a flipped payload byte under a correct-looking header too */
+	rb_free(&batch);
+	make_batch(&batch, 2, 0);
+	batch.p[batch.len - 2] ^= 1;
+	cr_assert_eq(produce_blob(&b, 0, batch.p, batch.len), 2);
+	rb_free(&batch);
+	finish(&b, &bf);
+}
+
+Test(badinput, legacy_magic_1_is_invalid_record, .timeout = 30)
+{
+	struct broker_proc b;
+	struct before bf;
+	struct rawbuf m;
+	uint32_t crc;
+
+	start(&b, &bf, NULL);
+	/* a MessageSet of one magic-1 message: offset, size, crc, magic,
+	 * attributes, timestamp, key (null), value */
+	rb_init(&m);
+	rb_i64(&m, 0);
+	rb_i32(&m, 4 + 1 + 1 + 8 + 4 + 4 + 5);
+	rb_i32(&m, 0);
+	rb_i8(&m, 1);
+	rb_i8(&m, 0);
+	rb_i64(&m, 1700000000000);
+	rb_i32(&m, -1);
+	rb_i32(&m, 5);
+	rb_bytes(&m, "hello", 5);
+	crc = (uint32_t)crc32_gzip_refl(0, m.p + 16, (uint64_t)(m.len - 16));
+	m.p[12] = (uint8_t)(crc >> 24);
+	m.p[13] = (uint8_t)(crc >> 16);
+	m.p[14] = (uint8_t)(crc >> 8);
+	m.p[15] = (uint8_t)crc;
+	cr_assert_eq(produce_blob(&b, 0, m.p, m.len), 87, "magic 1 not INVALID_RECORD");
+	rb_free(&m);
+	finish(&b, &bf);
+}
+
+Test(badinput, produce_v2_is_unsupported_for_message_format, .timeout = 30)
+{
+	struct broker_proc b;
+	struct before bf;
+	struct rawbuf r, batch;
+	struct rawcur c;
+	uint8_t *resp;
+	size_t len;
+	int fd;
+
+	start(&b, &bf, NULL);
+	make_batch(&batch, 1, 0);
+	rb_init(&r);
+	rb_request(&r, 0, 2, 11);
+	rb_i16(&r, -1);                /* acks */
+	rb_i32(&r, 30000);
+	rb_i32(&r, 1);
+	rb_str(&r, TOPIC);
+	rb_i32(&r, 1);
+	rb_i32(&r, 0);
+	rb_i32(&r, (int32_t)batch.len);
+	rb_bytes(&r, batch.p, batch.len);
+	rb_finish(&r);
+	fd = raw_connect(&b);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
+	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no Produce v2 response");
+	c = (struct rawcur){ resp, resp + len, 0 };
+	cr_assert_eq(rc_i32(&c), 11);
+	cr_assert_eq(rc_i32(&c), 1);
+	rc_skip_str(&c);
+	cr_assert_eq(rc_i32(&c), 1);
+	cr_assert_eq(rc_i32(&c), 0);
+	cr_assert_eq(rc_i16(&c), 43, "Produce v2 not UNSUPPORTED_FOR_MESSAGE_FORMAT");
+	rc_i64(&c);                    /* base offset */
+	rc_i64(&c);                    /* log append time (v2) */
+	rc_i32(&c);                    /* throttle */
+	cr_assert(!c.bad && c.p == c.end, "malformed Produce v2 response");
+	free(resp);
+	close(fd);
+	rb_free(&r);
+	rb_free(&batch);
+	finish(&b, &bf);
+}
+
+Test(badinput, produce_unknown_partition, .timeout = 30)
+{
+	struct broker_proc b;
+	struct before bf;
+	struct rawbuf batch;
+
+	start(&b, &bf, NULL);
+	make_batch(&batch, 1, 0);
+	cr_assert_eq(produce_blob(&b, 7, batch.p, batch.len), 3, "partition 7 of a 1-partition topic");
+	cr_assert_eq(produce_blob(&b, -1, batch.p, batch.len), 3, "partition -1");
+	rb_free(&batch);
+	finish(&b, &bf);
+}
+
+Test(badinput, control_batch_from_client_is_invalid_record, .timeout = 30)
+{
+	struct broker_proc b;
+	struct before bf;
+	struct rawbuf batch;
+
+	start(&b, &bf, NULL);
+	make_batch(&batch, 1, 0x20);   /* isControl */
+	cr_assert_eq(produce_blob(&b, 0, batch.p, batch.len), 87, "control batch not INVALID_RECORD");
+	rb_free(&batch);
+	make_batch(&batch, 1, 0x30);   /* isControl | isTransactional */
+	cr_assert_eq(produce_blob(&b, 0, batch.p, batch.len), 87);
+	rb_free(&batch);
+	finish(&b, &bf);
+}
