@@ -227,8 +227,13 @@ int main(int argc, char **argv)
 	/* SO_REUSEPORT would let us share the port with another broker:
 	 * first make sure nobody holds it */
 	{
-		int probe = shard_probe_port(lhost, lport, err, sizeof(err));
+		int probe;
 
+		/* a broker that just died (SIGKILL) frees its port when the
+		 * kernel tears its rings down: give that a second */
+		for (int tries = 0; (probe = shard_probe_port(lhost, lport, err, sizeof(err))) == -EADDRINUSE &&
+				    tries < 50; tries++)
+			usleep(20000);
 		if (probe < 0) {
 			fprintf(stderr, "sluiced: %s\n", err);
 			return 2;

@@ -856,6 +856,16 @@ static void *shard_main(void *arg)
 			 * close when idle */
 			sh->stop = 1;
 			if (sh->listen_fd >= 0) {
+				/* the multishot accept holds the socket inside io_uring:
+				 * shutdown() stops the listening now, so the port is
+				 * free the moment we exit */
+				struct io_uring_sqe *sqe = shard_sqe(sh);
+
+				if (sqe && sh->accept_op.inflight) {
+					io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)&sh->accept_op | SHARD_OP_IO, 0);
+					io_uring_sqe_set_data64(sqe, 0);
+				}
+				shutdown(sh->listen_fd, SHUT_RDWR);
 				close(sh->listen_fd);
 				sh->listen_fd = -1;
 			}

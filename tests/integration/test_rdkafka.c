@@ -639,29 +639,25 @@ static void restart_keeps_acknowledged(int sig)
 	broker_cleanup(&b);
 }
 
-/* Both disabled: broker bug, reported. After a restart (SIGTERM or SIGKILL), about
- * one start in two to ten serves one partition as empty (high watermark 0
- * in Fetch and ListOffsets, for that process's whole life) although its
- * segment holds the 20000 records and the next start on a copy of the
- * same directory serves them all. Enable once fixed. */
-Test(rdkafka, sigterm_restart_keeps_acknowledged, .timeout = 150, .disabled = true)
+/* These found a recovery bug: one start in two to ten served a partition
+ * as empty although its segment held the records (recovery treated the
+ * segment as the prepared ".next.log"; with two shards opening partitions
+ * at once, its scan could read another thread's reused descriptor). Fixed;
+ * see tests/unit/test_recovery.c leftover_prepared_segment_never_replaces_data. */
+Test(rdkafka, sigterm_restart_keeps_acknowledged, .timeout = 150)
 {
 	restart_keeps_acknowledged(SIGTERM);
 }
-Test(rdkafka, sigkill_restart_keeps_acknowledged, .timeout = 150, .disabled = true)
+Test(rdkafka, sigkill_restart_keeps_acknowledged, .timeout = 150)
 {
 	restart_keeps_acknowledged(SIGKILL);
 }
 
-/* Broker bug, reported: after sluiced exits (SIGTERM, status 0, reaped),
- * its listening sockets stay in LISTEN for ~5-25 ms, because the shard
- * closes listen_fd while its multishot accept is still in the io_uring
- * and the ring is torn down asynchronously; a sluiced started in that
- * window fails its port probe ("Address already in use", exit 2).
- * broker_restart works around it with broker_wait_port_free; enable this
- * test once the broker cancels the accept (or shuts the socket down)
- * before closing it. */
-Test(rdkafka, restart_right_after_exit, .timeout = 60, .disabled = true)
+/* Found a bug: after sluiced exited, its listening sockets stayed in LISTEN
+ * for ~5-25 ms (the multishot accept held them inside io_uring), so a
+ * sluiced started at once failed its port probe. The shard now shuts the
+ * socket down and cancels the accept before closing it. */
+Test(rdkafka, restart_right_after_exit, .timeout = 60)
 {
 	struct broker_proc b;
 
