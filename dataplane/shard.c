@@ -260,12 +260,6 @@ static void conn_free(struct conn *c)
 {
 	struct shard *sh = c->sh;
 
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		sh->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
 	sh->stats.connections_open--;
 	free(c->in);
 	free(c->out);
@@ -298,12 +292,37 @@ static void conn_close(struct conn *c)
 }
 
 /* Free the connection once nothing refers to it any more. */
+/* A connection nothing refers to any more is unlinked and freed at the top
+ * of the next loop turn, never inside a call chain that may still hold
+ * it (a request completing synchronously inside conn_process, say). */
 static void conn_maybe_free(struct conn *c)
 {
-	if (!c->closing || c->recv_op.inflight || c->send_op.inflight || c->busy)
+	struct shard *sh = c->sh;
+
+	if (!c->closing || c->recv_op.inflight || c->send_op.inflight || c->busy || c->zombie)
 		return;
+	c->zombie = 1;
 	close(c->fd);
-	conn_free(c);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		sh->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->prev = NULL;
+	c->next = sh->zombies;
+	sh->zombies = c;
+}
+
+static void shard_free_zombies(struct shard *sh)
+{
+	while (sh->zombies) {
+		struct conn *c = sh->zombies;
+
+		sh->zombies = c->next;
+		c->next = c->prev = NULL;
+		conn_free(c);
+	}
 }
 
 static void shard_arm_accept(struct shard *sh)
@@ -390,7 +409,18 @@ static void conn_arm_recv(struct conn *c)
 static void conn_on_recv(struct conn *c, int res)
 {
 	c->recv_op.inflight = 0;
-	if (res <= 0 || c->closing) {
+	if (res == 0 && !c->closing) {
+		/* the client closed its side: requests it sent before are still
+		 * carried out (acks=0 produces, say), then the connection goes */
+		c->peer_closed = 1;
+		conn_process(c);
+		if (!c->busy) {
+			conn_close(c);
+			conn_maybe_free(c);
+		}
+		return;
+	}
+	if (res < 0 || c->closing) {
 		conn_close(c);
 		conn_maybe_free(c);
 		return;
@@ -529,6 +559,13 @@ static void request_end(struct kafka_ctx *ctx)
 		return;
 	}
 	conn_process(c);
+	if (c->peer_closed) {
+		if (!c->busy) {
+			conn_close(c);
+			conn_maybe_free(c);
+		}
+		return;
+	}
 	conn_arm_recv(c);
 }
 
@@ -830,6 +867,8 @@ static void *shard_main(void *arg)
 		uint64_t nearest;
 
 		sh->stats.loops++;
+		if (sh->zombies)
+			shard_free_zombies(sh);
 		sh->now_ns = now_ns();
 		{
 			struct timespec ts;
@@ -917,6 +956,7 @@ static void *shard_main(void *arg)
 	}
 	/* make appended data durable and checkpoint every log */
 	store_drain(&sh->st);
+	shard_free_zombies(sh);
 	while (sh->parts) {
 		struct part *p = sh->parts;
 

@@ -79,6 +79,8 @@ struct conn {
 	int send_done;                     /* sent; waiting for them */
 	int busy;                          /* a request is in progress */
 	int closing;
+	int peer_closed;                   /* EOF read: finish what was sent, then close */
+	int zombie;                        /* unlinked, freed next loop turn */
 	uint8_t *arena_mem;
 	size_t arena_cap;
 	struct kafka_arena arena;
@@ -114,6 +116,7 @@ struct shard {
 	uint64_t md_seen;            /* read by the control thread */
 	uint64_t now_ns;
 	struct conn *conns;
+	struct conn *zombies;        /* closed connections freed at the next turn */
 	struct kafka_ctx *parked;    /* long-polling fetches */
 	struct part *parts;          /* partitions this shard owns */
 	uint8_t **rbufs;             /* free disk-read buffers */

@@ -589,9 +589,11 @@ static void acks_roundtrip(const char *acks)
 	broker_cleanup(&b);
 }
 
-/* Disabled: timed out once in four suite runs (the consumer never saw all
- * 20000 acks=0 records); not yet reduced, reported. */
-Test(rdkafka, acks_0_delivers, .timeout = 120, .disabled = true) { acks_roundtrip("0"); }
+/* Once timed out in one of four suite runs: the broker dropped the frames
+ * already received when a client closed its side right after sending
+ * (acks=0 producers do exactly that). It now carries out what was
+ * received before closing. */
+Test(rdkafka, acks_0_delivers, .timeout = 120) { acks_roundtrip("0"); }
 Test(rdkafka, acks_1_delivers, .timeout = 120) { acks_roundtrip("1"); }
 Test(rdkafka, acks_all_delivers, .timeout = 120) { acks_roundtrip("-1"); }
 
