@@ -4,3 +4,17 @@
 # "N passed, N failed".
 TEST_SCRIPTS += tests/integration/test_kcat.py
 TEST_SCRIPTS += tests/integration/test_kafka_python.py
+TEST_SCRIPTS += tests/integration/test_kafkajs.py
+
+# kafkajs is installed from the committed package-lock.json on first use (and
+# again whenever the lock changes), so `make test` on a fresh clone needs no
+# manual npm step. The runner is started by the `test` recipe, hence the
+# stamp is a prerequisite of `test` itself.
+KAFKAJS_DIR := tests/integration/kafkajs
+KAFKAJS_STAMP := $(KAFKAJS_DIR)/node_modules/.stamp
+
+$(KAFKAJS_STAMP): $(KAFKAJS_DIR)/package-lock.json $(KAFKAJS_DIR)/package.json | $(SETUP_STAMP)
+	$(Q)cd $(KAFKAJS_DIR) && npm ci --no-audit --no-fund
+	$(Q)touch $@
+
+test: $(KAFKAJS_STAMP)
