@@ -402,6 +402,18 @@ static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 
 		ctl_send(ctl, req->from, &m);
 	} else {
+		/* start-up: say what recovery cut, partition by partition (the
+		 * shards handed the logs over through the ring: safe to read) */
+		for (int i = 0; i < op->ncreated; i++)
+			for (int32_t j = 0; j < op->created[i]->nparts; j++) {
+				struct part *p = op->created[i]->parts[j].part;
+				char line[512];
+
+				if (!p || !p->pl || !p->pl->recovery.truncated_reason)
+					continue;
+				plog_recovery_describe(p->pl, line, sizeof(line));
+				fprintf(stderr, "sluiced: recovered %s-%d: %s\n", op->created[i]->name, j, line);
+			}
 		pthread_mutex_lock(&ctl->lock);
 		ctl->ready = 1;
 		if (op->failed) {
