@@ -174,6 +174,8 @@ void shard_destroy(struct shard *sh)
 	close(sh->wake_fd);
 	store_fini(&sh->st);
 	io_uring_queue_exit(&sh->ring);
+	free(sh->pbuf_ring);
+	free(sh->pbufs);
 	free(sh->backlog);
 	free(sh->backlog_to);
 	for (int i = 0; i < sh->nrbufs; i++)
@@ -256,11 +258,15 @@ static int shard_rings_empty(struct shard *sh)
 static void conn_arm_recv(struct conn *c);
 static void conn_process(struct conn *c);
 
+static void shard_pbuf_return(struct shard *sh, int bid);
+
 static void conn_free(struct conn *c)
 {
 	struct shard *sh = c->sh;
 
 	sh->stats.connections_open--;
+	if (c->vbid >= 0)
+		shard_pbuf_return(sh, c->vbid);
 	free(c->in);
 	free(c->out);
 	free(c->iov);
@@ -348,15 +354,14 @@ static void shard_on_accept(struct shard *sh, int res, unsigned flags)
 	if (res < 0)
 		return;
 	c = calloc(1, sizeof(*c)); /* style: allow per connection */
-	if (!c || !(c->in = malloc(CONN_IN_INITIAL))) { /* style: allow per connection */
-		free(c);
+	if (!c) {
 		close(res);
 		return;
 	}
 	setsockopt(res, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->fd = res;
 	c->sh = sh;
-	c->in_cap = CONN_IN_INITIAL;
+	c->vbid = -1;    /* input buffers come from the shard's ring until a frame is split */
 	c->recv_op.kind = IO_RECV;
 	c->recv_op.c = c;
 	c->send_op.kind = IO_SEND;
@@ -377,38 +382,103 @@ static int conn_reserve(struct conn *c, uint32_t need);
 /* Receive into the free end of the input buffer. The buffer is compacted
  * or grown only here, with no receive in flight and no request borrowing
  * it. */
+/* Receive. While a request is in progress the connection is muted (as in
+ * Kafka): nothing is read until its response is queued. With nothing
+ * pending, data lands in a buffer of the shard's provided-buffer ring and
+ * whole frames are decoded right there, so an idle connection holds no
+ * input buffer; the connection's own buffer only assembles a frame split
+ * across receives. */
 static void conn_arm_recv(struct conn *c)
 {
+	struct shard *sh = c->sh;
 	struct io_uring_sqe *sqe;
+	uint32_t need;
 
-	if (c->recv_op.inflight || c->closing)
+	if (c->recv_op.inflight || c->closing || c->busy || c->vbid >= 0)
 		return;
-	if (!c->busy) {
-		uint32_t need = c->want > c->in_len - c->in_off ? c->want : 0;
-
-		if (c->in_off == c->in_len) {
-			c->in_off = c->in_len = 0;
-		} else if (c->in_off && (need || c->in_len == c->in_cap)) {
-			memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
-			c->in_len -= c->in_off;
-			c->in_off = 0;
-		}
-		if (need && conn_reserve(c, need) < 0) {
-			conn_close(c);
+	if (c->in_off == c->in_len)
+		c->in_off = c->in_len = 0;
+	if (c->in_len == 0 && sh->pbuf_ring && !c->pbuf_starved) {
+		if (!(sqe = shard_sqe(sh)))
 			return;
-		}
+		io_uring_prep_recv(sqe, c->fd, NULL, SHARD_PBUF_SIZE, 0);
+		sqe->flags |= IOSQE_BUFFER_SELECT;
+		sqe->buf_group = SHARD_PBUF_GROUP;
+		io_set(sqe, &c->recv_op);
+		return;
+	}
+	c->pbuf_starved = 0;
+	need = c->want > c->in_len - c->in_off ? c->want : 0;
+	if (c->in_off && (need || c->in_len == c->in_cap)) {
+		memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+		c->in_len -= c->in_off;
+		c->in_off = 0;
+	}
+	if (conn_reserve(c, need > CONN_IN_INITIAL ? need : CONN_IN_INITIAL) < 0) {
+		conn_close(c);
+		return;
 	}
 	if (c->in_len == c->in_cap)
-		return;   /* full while a request borrows it: rearmed at its end */
-	if (!(sqe = shard_sqe(c->sh)))
+		return;
+	if (!(sqe = shard_sqe(sh)))
 		return;
 	io_uring_prep_recv(sqe, c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
 	io_set(sqe, &c->recv_op);
 }
 
-static void conn_on_recv(struct conn *c, int res)
+static void shard_pbuf_return(struct shard *sh, int bid)
+{
+	io_uring_buf_ring_add(sh->pbuf_ring, sh->pbufs + (size_t)bid * SHARD_PBUF_SIZE, SHARD_PBUF_SIZE,
+			      (unsigned short)bid, io_uring_buf_ring_mask(SHARD_PBUFS), 0);
+	io_uring_buf_ring_advance(sh->pbuf_ring, 1);
+}
+
+/* The ring buffer's frames are done: what is left (a split frame) moves
+ * to the connection's own buffer, and the ring buffer goes back. */
+static int conn_view_end(struct conn *c)
+{
+	uint32_t left = c->vlen - c->voff;
+	int rc = 0;
+
+	if (left) {
+		if ((rc = conn_reserve(c, left > CONN_IN_INITIAL ? left : CONN_IN_INITIAL)) == 0) {
+			memcpy(c->in, c->vbuf + c->voff, left);
+			c->in_off = 0;
+			c->in_len = left;
+		}
+	}
+	shard_pbuf_return(c->sh, c->vbid);
+	c->vbid = -1;
+	c->vbuf = NULL;
+	c->vlen = c->voff = 0;
+	return rc;
+}
+
+static void conn_on_recv(struct conn *c, int res, unsigned flags)
 {
 	c->recv_op.inflight = 0;
+	if (res == -ENOBUFS && !c->closing) {
+		/* the ring ran dry: this once, receive into our own buffer */
+		c->sh->stats.pbuf_starved++;
+		c->pbuf_starved = 1;
+		conn_arm_recv(c);
+		return;
+	}
+	if (flags & IORING_CQE_F_BUFFER) {
+		int bid = (int)(flags >> IORING_CQE_BUFFER_SHIFT);
+
+		if (res <= 0 || c->closing) {
+			shard_pbuf_return(c->sh, bid);
+		} else {
+			c->vbid = bid;
+			c->vbuf = c->sh->pbufs + (size_t)bid * SHARD_PBUF_SIZE;
+			c->vlen = (uint32_t)res;
+			c->voff = 0;
+			conn_process(c);
+			conn_arm_recv(c);
+			return;
+		}
+	}
 	if (res == 0 && !c->closing) {
 		/* the client closed its side: requests it sent before are still
 		 * carried out (acks=0 produces, say), then the connection goes */
@@ -510,12 +580,14 @@ static void kafka_dispatch(struct conn *c, const uint8_t *frame, uint32_t len)
 static void conn_process(struct conn *c)
 {
 	while (!c->busy && !c->closing) {
-		uint32_t avail = c->in_len - c->in_off;
+		int view = c->vbid >= 0;
+		uint8_t *p = view ? c->vbuf + c->voff : c->in + c->in_off;
+		uint32_t avail = view ? c->vlen - c->voff : c->in_len - c->in_off;
 		int32_t size;
 
 		if (avail < 4)
 			break;
-		size = (int32_t)be32_load(c->in + c->in_off);
+		size = (int32_t)be32_load(p);
 		if (size < 8 || (uint32_t)size > c->sh->b->set.max_request_bytes) {
 			/* like Kafka: a frame over socket.request.max.bytes (or a
 			 * negative size) closes the connection before anything is
@@ -527,13 +599,20 @@ static void conn_process(struct conn *c)
 		}
 		if (avail < 4 + (uint32_t)size) {
 			/* conn_arm_recv makes room for the whole frame */
-			c->want = c->in_off + 4 + (uint32_t)size > c->in_cap ? 4 + (uint32_t)size : 0;
+			c->want = 4 + (uint32_t)size;
 			break;
 		}
 		c->want = 0;
 		c->busy = 1;
-		c->in_off += 4 + (uint32_t)size;
-		kafka_dispatch(c, c->in + c->in_off - (uint32_t)size, (uint32_t)size);
+		if (view)
+			c->voff += 4 + (uint32_t)size;
+		else
+			c->in_off += 4 + (uint32_t)size;
+		kafka_dispatch(c, p + 4, (uint32_t)size);
+	}
+	if (!c->busy && c->vbid >= 0 && !c->zombie && conn_view_end(c) < 0) {
+		conn_close(c);
+		conn_maybe_free(c);
 	}
 }
 
@@ -826,7 +905,7 @@ static void shard_complete(struct shard *sh, struct io_uring_cqe *cqe)
 		shard_on_accept(sh, cqe->res, cqe->flags);
 		break;
 	case IO_RECV:
-		conn_on_recv(op->c, cqe->res);
+		conn_on_recv(op->c, cqe->res, cqe->flags);
 		break;
 	case IO_SEND:
 		conn_on_send(op->c, cqe->res, cqe->flags);
@@ -836,6 +915,39 @@ static void shard_complete(struct shard *sh, struct io_uring_cqe *cqe)
 		shard_arm_wake(sh);
 		break;
 	}
+}
+
+/* The provided-buffer ring for receives (registered by the ring's own
+ * thread). Without kernel support, connections receive into their own
+ * buffers. */
+static void shard_setup_pbufs(struct shard *sh)
+{
+	struct io_uring_buf_reg reg;
+	size_t rsz = SHARD_PBUFS * sizeof(struct io_uring_buf);
+	void *r;
+
+	if (posix_memalign(&r, 4096, rsz) ||
+	    posix_memalign((void **)&sh->pbufs, 4096, (size_t)SHARD_PBUFS * SHARD_PBUF_SIZE)) {
+		sh->pbufs = NULL;
+		return;
+	}
+	memset(r, 0, rsz);
+	memset(&reg, 0, sizeof(reg));
+	reg.ring_addr = (uint64_t)(uintptr_t)r;
+	reg.ring_entries = SHARD_PBUFS;
+	reg.bgid = SHARD_PBUF_GROUP;
+	if (io_uring_register_buf_ring(&sh->ring, &reg, 0) < 0) {
+		free(r);
+		free(sh->pbufs);
+		sh->pbufs = NULL;
+		return;
+	}
+	sh->pbuf_ring = r;
+	io_uring_buf_ring_init(sh->pbuf_ring);
+	for (int i = 0; i < SHARD_PBUFS; i++)
+		io_uring_buf_ring_add(sh->pbuf_ring, sh->pbufs + (size_t)i * SHARD_PBUF_SIZE, SHARD_PBUF_SIZE,
+				      (unsigned short)i, io_uring_buf_ring_mask(SHARD_PBUFS), i);
+	io_uring_buf_ring_advance(sh->pbuf_ring, SHARD_PBUFS);
 }
 
 static void *shard_main(void *arg)
@@ -853,6 +965,7 @@ static void *shard_main(void *arg)
 	/* liburing 2.3 declares io_uring_enable_rings but does not export it */
 	if (syscall(__NR_io_uring_register, sh->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
 		abort();
+	shard_setup_pbufs(sh);
 	shard_arm_accept(sh);
 	shard_arm_wake(sh);
 	io_uring_submit(&sh->ring);

@@ -69,6 +69,10 @@ struct conn {
 	uint8_t *in;
 	uint32_t in_cap, in_len, in_off;   /* bytes [in_off, in_len) unparsed */
 	uint32_t want;                     /* room a partial frame needs */
+	uint8_t *vbuf;                     /* the provided buffer being parsed */
+	uint32_t vlen, voff;
+	int vbid;                          /* its buffer id, -1: none */
+	int pbuf_starved;                  /* the ring ran dry: next receive is ours */
 	uint8_t *out;
 	uint32_t out_cap;
 	struct iovec *iov;
@@ -100,6 +104,7 @@ struct shard_stats {
 	uint64_t produce_bytes;
 	uint64_t fetch_bytes;
 	uint64_t send_zc;
+	uint64_t pbuf_starved;
 };
 
 struct shard {
@@ -117,6 +122,8 @@ struct shard {
 	uint64_t now_ns;
 	struct conn *conns;
 	struct conn *zombies;        /* closed connections freed at the next turn */
+	struct io_uring_buf_ring *pbuf_ring;  /* provided receive buffers, NULL if unsupported */
+	uint8_t *pbufs;
 	struct kafka_ctx *parked;    /* long-polling fetches */
 	struct part *parts;          /* partitions this shard owns */
 	uint8_t **rbufs;             /* free disk-read buffers */
@@ -155,6 +162,9 @@ void kafka_ctx_abort(struct kafka_ctx *ctx);
 
 #define SHARD_RBUF_SIZE (2u << 20)
 #define SEND_ZC_MIN (64u * 1024)     /* responses this large go out zero-copy */
+#define SHARD_PBUF_SIZE (64u * 1024) /* one provided receive buffer */
+#define SHARD_PBUFS 256              /* per shard: 16 MiB */
+#define SHARD_PBUF_GROUP 1
 #define SHARD_RBUFS 16
 
 /* Keep `rd` (on shard `owner`) until the response is sent. */
