@@ -183,6 +183,7 @@ static void ctl_part_done(void *self, struct shard_msg *m)
 		snprintf(op->fail_msg, sizeof(op->fail_msg), "cannot open partition %s: %s",
 			 (const char *)m->p[1], strerror((int)-m->v[0]));
 	}
+	free(m->p[1]);   /* the partition directory path, allocated by topic_open_parts */
 	if (--op->pending == 0)
 		ctl_op_step(ctl, op);
 }
@@ -219,6 +220,8 @@ static void shard_close_part(void *self, struct shard_msg *m)
 			break;
 		}
 	part_retire(p);
+	p->next = sh->retired_parts;   /* freed when the shard exits */
+	sh->retired_parts = p;
 	broker_send(sh->b, sh->id, broker_ctl_index(sh->b), &r);
 }
 
@@ -746,6 +749,31 @@ static void *ctl_main(void *arg)
 		__atomic_store_n(&ctl->sleeping, 0, __ATOMIC_SEQ_CST);
 	}
 	metalog_close(ctl->ml);
+	/* the shards have stopped: free the snapshot, its topics and what is
+	 * retired (their partitions were closed by the shards) */
+	{
+		struct md_snapshot *md = b->md;
+
+		for (int i = 0; md && i < md->ntopics; i++)
+			topic_free(md->topics[i]);
+		if (md) {
+			free(md->topics);
+			free(md);
+		}
+		b->md = NULL;
+		while (ctl->retired) {
+			struct retired *r = ctl->retired;
+
+			ctl->retired = r->next;
+			if (r->snap) {
+				free(r->snap->topics);
+				free(r->snap);
+			}
+			if (r->topic)
+				topic_free(r->topic);
+			free(r);
+		}
+	}
 	return NULL;
 }
 
@@ -798,4 +826,6 @@ void ctl_stop(struct ctl *ctl)
 		}
 	}
 	pthread_join(ctl->thread, NULL);
+	close(ctl->wake_fd);
+	free(ctl);
 }

@@ -272,6 +272,13 @@ int main(int argc, char **argv)
 	ctl_stop(ctl);
 	for (int i = 0; i < nshards; i++)
 		shard_destroy(b->shards[i]);
+	for (int i = 0; i <= nshards; i++)
+		for (int j = 0; j <= nshards; j++)
+			if (b->rings[i][j]) {
+				free(b->rings[i][j]->slots);
+				free(b->rings[i][j]);
+			}
+	free(b);
 	config_destroy(cfg);
 	fprintf(stderr, "sluiced: stopped cleanly\n");
 	return 0;

@@ -1076,6 +1076,12 @@ static void *shard_main(void *arg)
 		sh->parts = p->next;
 		part_close(p);
 	}
+	while (sh->retired_parts) {
+		struct part *p = sh->retired_parts;
+
+		sh->retired_parts = p->next;
+		free(p);   /* its log was closed when its topic was deleted */
+	}
 	return NULL;
 }
 

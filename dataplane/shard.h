@@ -126,6 +126,7 @@ struct shard {
 	uint8_t *pbufs;
 	struct kafka_ctx *parked;    /* long-polling fetches */
 	struct part *parts;          /* partitions this shard owns */
+	struct part *retired_parts;  /* of deleted topics: kept until exit */
 	uint8_t **rbufs;             /* free disk-read buffers */
 	int nrbufs;
 	int64_t now_ms;              /* wall clock, for timestamps and retention */
