@@ -449,6 +449,12 @@ static int valid_topic_name(struct kafka_str n)
 	return 1;
 }
 
+/* A wire string (borrowed, not NUL-terminated, -1 = null) as a C string. */
+static void kstr_copy(char *dst, size_t n, struct kafka_str s)
+{
+	snprintf(dst, n, "%.*s", s.len > 0 ? s.len : 0, s.ptr ? s.ptr : "");
+}
+
 /* On the owner shard: a partition's storage settings changed. */
 static void shard_set_part_cfg(void *self, struct shard_msg *m)
 {
@@ -503,9 +509,8 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 
 		/* validate everything before changing anything */
 		for (int j = 0; j < ct->nconfigs; j++) {
-			snprintf(k, sizeof(k), "%.*s", ct->keys[j].len > 0 ? ct->keys[j].len : 0, ct->keys[j].ptr ? ct->keys[j].ptr : "");
-			snprintf(v, sizeof(v), "%.*s", ct->values[j].len > 0 ? ct->values[j].len : 0,
-				 ct->values[j].ptr ? ct->values[j].ptr : "");
+			kstr_copy(k, sizeof(k), ct->keys[j]);
+			kstr_copy(v, sizeof(v), ct->values[j]);
 			if ((!ct->ops || ct->ops[j] == CTL_CFG_SET) &&
 			    topic_config_validate(k, v, ct->message, sizeof(ct->message)) < 0) {
 				ct->error = KERR_INVALID_CONFIG;
@@ -531,9 +536,8 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 			}
 		}
 		for (int j = 0; j < ct->nconfigs && rc >= 0; j++) {
-			snprintf(k, sizeof(k), "%.*s", ct->keys[j].len > 0 ? ct->keys[j].len : 0, ct->keys[j].ptr ? ct->keys[j].ptr : "");
-			snprintf(v, sizeof(v), "%.*s", ct->values[j].len > 0 ? ct->values[j].len : 0,
-				 ct->values[j].ptr ? ct->values[j].ptr : "");
+			kstr_copy(k, sizeof(k), ct->keys[j]);
+			kstr_copy(v, sizeof(v), ct->values[j]);
 			rc = metalog_set_config(ctl->ml, name, k,
 						(ct->ops && ct->ops[j] == CTL_CFG_DELETE) ? NULL : v);
 		}
@@ -637,8 +641,8 @@ static void ctl_handle(void *self, struct shard_msg *m)
 		for (int j = 0; j < ct->nconfigs && !bad; j++) {
 			struct kafka_str k = ct->keys[j], v = ct->values[j];
 
-			snprintf(kbuf[j], sizeof(kbuf[j]), "%.*s", k.len > 0 ? k.len : 0, k.ptr ? k.ptr : "");
-			snprintf(vbuf[j], sizeof(vbuf[j]), "%.*s", v.len > 0 ? v.len : 0, v.ptr ? v.ptr : "");
+			kstr_copy(kbuf[j], sizeof(kbuf[j]), k);
+			kstr_copy(vbuf[j], sizeof(vbuf[j]), v);
 			keys[j] = kbuf[j];
 			vals[j] = vbuf[j];
 			if (topic_config_validate(keys[j], vals[j], ct->message, sizeof(ct->message)) < 0) {

@@ -8,7 +8,6 @@
 #include "dataplane/kafka_errors.h"
 #include "dataplane/shard.h"
 
-#define ALLOC(ctx, type, n) ((type *)kafka_arena_alloc(&(ctx)->c->arena, sizeof(type) * (size_t)((n) > 0 ? (n) : 1)))
 
 static struct ctl_req *req_new(struct kafka_ctx *ctx, int kind, int n)
 {

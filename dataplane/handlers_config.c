@@ -9,7 +9,6 @@
 #include "dataplane/part.h"
 #include "dataplane/shard.h"
 
-#define ALLOC(ctx, type, n) ((type *)kafka_arena_alloc(&(ctx)->c->arena, sizeof(type) * (size_t)((n) > 0 ? (n) : 1)))
 
 /* Kafka's ConfigSource values. */
 enum { SRC_TOPIC = 1, SRC_STATIC_BROKER = 4, SRC_DEFAULT = 5 };

@@ -10,7 +10,6 @@
 #include "dataplane/shard.h"
 #include "storage/batch.h"
 
-#define ALLOC(ctx, type, n) ((type *)kafka_arena_alloc(&(ctx)->c->arena, sizeof(type) * (size_t)((n) > 0 ? (n) : 1)))
 
 static const struct md_partition *md_part(const struct md_topic *t, int32_t idx)
 {

@@ -168,6 +168,12 @@ void kafka_ctx_abort(struct kafka_ctx *ctx);
 #define SHARD_PBUF_GROUP 1
 #define SHARD_RBUFS 16
 
+/* n elements of `type` from the request's arena (at least one, so an
+ * empty array is not NULL); NULL when the arena is full. The arena lives
+ * until the response is sent. */
+#define ALLOC(ctx, type, n) \
+	((type *)kafka_arena_alloc(&(ctx)->c->arena, sizeof(type) * (size_t)((n) > 0 ? (n) : 1)))
+
 /* Keep `rd` (on shard `owner`) until the response is sent. */
 int kafka_ctx_hold(struct kafka_ctx *ctx, int owner, struct plog_read *rd);
 /* Wake every parked request on this shard (a watched partition moved). */
