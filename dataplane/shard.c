@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "dataplane/part.h"
+#include "dataplane/kafka_errors.h"
 #include "dataplane/shard.h"
 #include "storage/batch_format.h"
 
@@ -544,6 +545,7 @@ static void kafka_dispatch(struct conn *c, const uint8_t *frame, uint32_t len)
 	ctx->holds_cap = 0;
 	ctx->parked = 0;
 	ctx->final = 0;
+	ctx->only_error = 0;
 	ctx->started_ns = sh->now_ns;
 	if (conn_arena(c, (size_t)len * 4 + CONN_ARENA_MIN) < 0) {
 		kafka_ctx_abort(ctx);
@@ -569,8 +571,16 @@ static void kafka_dispatch(struct conn *c, const uint8_t *frame, uint32_t len)
 		ctx->req.body = NULL;
 		rc = 0;
 	}
-	if (rc < 0 || !ctx->req.api || !ctx->req.api->handler) {
-		sh->stats.bad_frames++;
+	if (rc == -ENOTSUP || (rc == 0 && (!ctx->req.api || !ctx->req.api->handler))) {
+		/* an API or version we do not serve: UNSUPPORTED_VERSION where
+		 * the response has a top-level error code to carry it, else
+		 * the connection is closed, as Kafka does */
+		ctx->only_error = KERR_UNSUPPORTED_VERSION;
+		sh->stats.unsupported++;
+		kafka_ctx_respond(ctx);
+		return;
+	}
+	if (rc < 0) {
 		kafka_ctx_abort(ctx);
 		return;
 	}
@@ -683,6 +693,15 @@ static void conn_send_more(struct conn *c)
 	io_set(sqe, &c->send_op);
 }
 
+static void response_encode(struct kafka_ctx *ctx, struct kafka_writer *w,
+			    int16_t key, int16_t ver, int32_t corr)
+{
+	if (ctx->only_error)
+		kafka_error_response_encode(w, key, ver, corr, ctx->only_error);
+	else
+		kafka_response_encode(w, key, ver, corr, ctx->resp);
+}
+
 void kafka_ctx_respond(struct kafka_ctx *ctx)
 {
 	struct conn *c = ctx->c;
@@ -696,7 +715,7 @@ void kafka_ctx_respond(struct kafka_ctx *ctx)
 		return;
 	}
 	kafka_writer_init_measure(&w, true);
-	kafka_response_encode(&w, key, ver, corr, ctx->resp);
+	response_encode(ctx, &w, key, ver, corr);
 	if (w.err) {
 		kafka_ctx_abort(ctx);
 		return;
@@ -716,7 +735,7 @@ void kafka_ctx_respond(struct kafka_ctx *ctx)
 		return;
 	}
 	kafka_writer_init_iov(&w, c->out, c->out_cap, c->iov, c->iov_cap);
-	kafka_response_encode(&w, key, ver, corr, ctx->resp);
+	response_encode(ctx, &w, key, ver, corr);
 	n = kafka_writer_finish(&w);
 	if (n < 0) {
 		kafka_ctx_abort(ctx);

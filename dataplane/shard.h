@@ -58,6 +58,7 @@ struct kafka_ctx {
 	struct data_hold *holds;            /* in the arena */
 	int nholds, holds_cap;
 	int final;                          /* long-poll over: answer now */
+	int16_t only_error;                 /* nonzero: answer just this error */
 	uint64_t started_ns;
 };
 
@@ -99,6 +100,7 @@ struct shard_stats {
 	uint64_t connections_accepted;
 	uint64_t connections_open;
 	uint64_t bad_frames;
+	uint64_t unsupported;               /* requests answered UNSUPPORTED_VERSION or closed for it */
 	uint64_t ring_full;
 	uint64_t produce_batches;
 	uint64_t produce_bytes;

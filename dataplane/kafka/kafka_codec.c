@@ -133,6 +133,52 @@ int kafka_response_encode(struct kafka_writer *w, int16_t api_key, int16_t versi
 	return frame_end(w, at, total_at);
 }
 
+const struct kafka_error_layout *kafka_error_layout_find(int16_t api_key)
+{
+	for (size_t i = 0; i < kafka_error_layout_count; i++)
+		if (kafka_error_layouts[i].api_key == api_key)
+			return &kafka_error_layouts[i];
+	return NULL;
+}
+
+int kafka_error_response_encode(struct kafka_writer *w, int16_t api_key, int16_t version,
+				int32_t correlation_id, int16_t error)
+{
+	const struct kafka_error_layout *l = kafka_error_layout_find(api_key);
+	const char *lay;
+	size_t total_at = w->total;
+	size_t at;
+	bool flex;
+
+	if (!l || version < l->min_version || version > l->max_version)
+		return kafka_writer_fail(w, -ENOTSUP);
+	lay = l->layouts[version - l->min_version];
+	if (!lay || !strchr(lay, 'E'))
+		return kafka_writer_fail(w, -ENOTSUP);   /* no top-level error to say it in */
+	flex = l->first_flexible >= 0 && version >= l->first_flexible;
+	at = frame_begin(w);
+	kafka_writer_int32(w, correlation_id);
+	if (flex && api_key != KAFKA_API_VERSIONS_KEY)
+		kafka_writer_uvarint(w, 0);   /* response header v1: no tags */
+	for (; *lay; lay++) {
+		switch (*lay) {
+		case 'b': kafka_writer_int8(w, 0); break;
+		case 'h': kafka_writer_int16(w, 0); break;
+		case 'E': kafka_writer_int16(w, error); break;
+		case 'i': kafka_writer_int32(w, 0); break;
+		case 'q': kafka_writer_int64(w, 0); break;
+		case 'u': kafka_writer_uuid(w, (struct kafka_uuid){ { 0 } }); break;
+		case 's': flex ? kafka_writer_uvarint(w, 1) : kafka_writer_int16(w, 0); break;
+		case 'S': flex ? kafka_writer_uvarint(w, 0) : kafka_writer_int16(w, -1); break;
+		case 'y': case 'a': flex ? kafka_writer_uvarint(w, 1) : kafka_writer_int32(w, 0); break;
+		case 'Y': case 'A': flex ? kafka_writer_uvarint(w, 0) : kafka_writer_int32(w, -1); break;
+		case 't': kafka_writer_uvarint(w, 0); break;
+		default: return kafka_writer_fail(w, -EINVAL);
+		}
+	}
+	return frame_end(w, at, total_at);
+}
+
 int kafka_api_versions_fill(struct kafka_api_versions_response *r,
 			    struct kafka_api_versions_response_api_version *keys, size_t cap)
 {

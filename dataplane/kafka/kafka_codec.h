@@ -58,6 +58,16 @@ int kafka_request_encode(struct kafka_writer *w, const struct kafka_request *req
 int kafka_response_decode(const uint8_t *msg, size_t len, int16_t api_key, int16_t version,
 			  struct kafka_arena *a, struct kafka_response *resp);
 
+/* @thread any. A response frame for api_key at version that carries only
+ * `error` in its top-level ErrorCode (every other field zero, empty or
+ * null), for any version Kafka defines, implemented here or not: the answer
+ * to a request Sluice cannot serve. -ENOTSUP (left in the writer) when
+ * Kafka defines no such version or the response has no top-level
+ * ErrorCode at it; the caller then closes the connection, as Kafka does. */
+int kafka_error_response_encode(struct kafka_writer *w, int16_t api_key, int16_t version,
+				int32_t correlation_id, int16_t error);
+const struct kafka_error_layout *kafka_error_layout_find(int16_t api_key);
+
 /* @thread shard. Write a response frame for api_key/version. body borrows
  * its records; in iovec mode they are referenced, not copied. */
 int kafka_response_encode(struct kafka_writer *w, int16_t api_key, int16_t version,

@@ -8208,6 +8208,602 @@ const struct kafka_array_bound kafka_array_bounds[] = {
 
 const size_t kafka_array_bound_count = sizeof(kafka_array_bounds) / sizeof(kafka_array_bounds[0]);
 
+static const char *const kafka_error_layout_0[] = { /* ProduceResponse */
+	"a",
+	"ai",
+	"ai",
+	"ai",
+	"ai",
+	"ai",
+	"ai",
+	"ai",
+	"ai",
+	"ait",
+	"ait",
+	"ait"
+};
+static const char *const kafka_error_layout_1[] = { /* FetchResponse */
+	"a",
+	"ia",
+	"ia",
+	"ia",
+	"ia",
+	"ia",
+	"ia",
+	"iEia",
+	"iEia",
+	"iEia",
+	"iEia",
+	"iEia",
+	"iEiat",
+	"iEiat",
+	"iEiat",
+	"iEiat",
+	"iEiat",
+	"iEiat"
+};
+static const char *const kafka_error_layout_2[] = { /* ListOffsetsResponse */
+	"a",
+	"a",
+	"ia",
+	"ia",
+	"ia",
+	"ia",
+	"iat",
+	"iat",
+	"iat",
+	"iat",
+	"iat"
+};
+static const char *const kafka_error_layout_3[] = { /* MetadataResponse */
+	"aa",
+	"aia",
+	"aSia",
+	"iaSia",
+	"iaSia",
+	"iaSia",
+	"iaSia",
+	"iaSia",
+	"iaSiai",
+	"iaSiait",
+	"iaSiait",
+	"iaSiat",
+	"iaSiat"
+};
+static const char *const kafka_error_layout_4[] = { /* LeaderAndIsrResponse */
+	"Ea",
+	"Ea",
+	"Ea",
+	"Ea",
+	"Eat",
+	"Eat",
+	"Eat",
+	"Eat"
+};
+static const char *const kafka_error_layout_5[] = { /* StopReplicaResponse */
+	"Ea",
+	"Ea",
+	"Eat",
+	"Eat",
+	"Eat"
+};
+static const char *const kafka_error_layout_6[] = { /* UpdateMetadataResponse */
+	"E",
+	"E",
+	"E",
+	"E",
+	"E",
+	"E",
+	"Et",
+	"Et",
+	"Et"
+};
+static const char *const kafka_error_layout_7[] = { /* ControlledShutdownResponse */
+	"Ea",
+	"Ea",
+	"Ea",
+	"Eat"
+};
+static const char *const kafka_error_layout_8[] = { /* OffsetCommitResponse */
+	"a",
+	"a",
+	"a",
+	"ia",
+	"ia",
+	"ia",
+	"ia",
+	"ia",
+	"iat",
+	"iat"
+};
+static const char *const kafka_error_layout_9[] = { /* OffsetFetchResponse */
+	"a",
+	"a",
+	"aE",
+	"iaE",
+	"iaE",
+	"iaE",
+	"iaEt",
+	"iaEt",
+	"iat",
+	"iat"
+};
+static const char *const kafka_error_layout_10[] = { /* FindCoordinatorResponse */
+	"Eisi",
+	"iESisi",
+	"iESisi",
+	"iESisit",
+	"iat",
+	"iat",
+	"iat"
+};
+static const char *const kafka_error_layout_11[] = { /* JoinGroupResponse */
+	"Eisssa",
+	"Eisssa",
+	"iEisssa",
+	"iEisssa",
+	"iEisssa",
+	"iEisssa",
+	"iEisssat",
+	"iEiSSssat",
+	"iEiSSssat",
+	"iEiSSsbsat"
+};
+static const char *const kafka_error_layout_12[] = { /* HeartbeatResponse */
+	"E",
+	"iE",
+	"iE",
+	"iE",
+	"iEt"
+};
+static const char *const kafka_error_layout_13[] = { /* LeaveGroupResponse */
+	"E",
+	"iE",
+	"iE",
+	"iEa",
+	"iEat",
+	"iEat"
+};
+static const char *const kafka_error_layout_14[] = { /* SyncGroupResponse */
+	"Ey",
+	"iEy",
+	"iEy",
+	"iEy",
+	"iEyt",
+	"iESSyt"
+};
+static const char *const kafka_error_layout_15[] = { /* DescribeGroupsResponse */
+	"a",
+	"ia",
+	"ia",
+	"ia",
+	"ia",
+	"iat"
+};
+static const char *const kafka_error_layout_16[] = { /* ListGroupsResponse */
+	"Ea",
+	"iEa",
+	"iEa",
+	"iEat",
+	"iEat",
+	"iEat"
+};
+static const char *const kafka_error_layout_17[] = { /* SaslHandshakeResponse */
+	"Ea",
+	"Ea"
+};
+static const char *const kafka_error_layout_18[] = { /* ApiVersionsResponse */
+	"Ea",
+	"Eai",
+	"Eai",
+	"Eait",
+	"Eait"
+};
+static const char *const kafka_error_layout_19[] = { /* CreateTopicsResponse */
+	"a",
+	"a",
+	"ia",
+	"ia",
+	"ia",
+	"iat",
+	"iat",
+	"iat"
+};
+static const char *const kafka_error_layout_20[] = { /* DeleteTopicsResponse */
+	"a",
+	"ia",
+	"ia",
+	"ia",
+	"iat",
+	"iat",
+	"iat"
+};
+static const char *const kafka_error_layout_21[] = { /* DeleteRecordsResponse */
+	"ia",
+	"ia",
+	"iat"
+};
+static const char *const kafka_error_layout_22[] = { /* InitProducerIdResponse */
+	"iEqh",
+	"iEqh",
+	"iEqht",
+	"iEqht",
+	"iEqht",
+	"iEqht"
+};
+static const char *const kafka_error_layout_23[] = { /* OffsetForLeaderEpochResponse */
+	"a",
+	"a",
+	"ia",
+	"ia",
+	"iat"
+};
+static const char *const kafka_error_layout_24[] = { /* AddPartitionsToTxnResponse */
+	"ia",
+	"ia",
+	"ia",
+	"iat",
+	"iEat",
+	"iEat"
+};
+static const char *const kafka_error_layout_25[] = { /* AddOffsetsToTxnResponse */
+	"iE",
+	"iE",
+	"iE",
+	"iEt",
+	"iEt"
+};
+static const char *const kafka_error_layout_26[] = { /* EndTxnResponse */
+	"iE",
+	"iE",
+	"iE",
+	"iEt",
+	"iEt",
+	"iEqht"
+};
+static const char *const kafka_error_layout_27[] = { /* WriteTxnMarkersResponse */
+	"a",
+	"at"
+};
+static const char *const kafka_error_layout_28[] = { /* TxnOffsetCommitResponse */
+	"ia",
+	"ia",
+	"ia",
+	"iat",
+	"iat"
+};
+static const char *const kafka_error_layout_29[] = { /* DescribeAclsResponse */
+	"iESa",
+	"iESa",
+	"iESat",
+	"iESat"
+};
+static const char *const kafka_error_layout_30[] = { /* CreateAclsResponse */
+	"ia",
+	"ia",
+	"iat",
+	"iat"
+};
+static const char *const kafka_error_layout_31[] = { /* DeleteAclsResponse */
+	"ia",
+	"ia",
+	"iat",
+	"iat"
+};
+static const char *const kafka_error_layout_32[] = { /* DescribeConfigsResponse */
+	"ia",
+	"ia",
+	"ia",
+	"ia",
+	"iat"
+};
+static const char *const kafka_error_layout_33[] = { /* AlterConfigsResponse */
+	"ia",
+	"ia",
+	"iat"
+};
+static const char *const kafka_error_layout_34[] = { /* AlterReplicaLogDirsResponse */
+	"ia",
+	"ia",
+	"iat"
+};
+static const char *const kafka_error_layout_35[] = { /* DescribeLogDirsResponse */
+	"ia",
+	"ia",
+	"iat",
+	"iEat",
+	"iEat"
+};
+static const char *const kafka_error_layout_36[] = { /* SaslAuthenticateResponse */
+	"ESy",
+	"ESyq",
+	"ESyqt"
+};
+static const char *const kafka_error_layout_37[] = { /* CreatePartitionsResponse */
+	"ia",
+	"ia",
+	"iat",
+	"iat"
+};
+static const char *const kafka_error_layout_38[] = { /* CreateDelegationTokenResponse */
+	"Essqqqsyi",
+	"Essqqqsyi",
+	"Essqqqsyit",
+	"Essssqqqsyit"
+};
+static const char *const kafka_error_layout_39[] = { /* RenewDelegationTokenResponse */
+	"Eqi",
+	"Eqi",
+	"Eqit"
+};
+static const char *const kafka_error_layout_40[] = { /* ExpireDelegationTokenResponse */
+	"Eqi",
+	"Eqi",
+	"Eqit"
+};
+static const char *const kafka_error_layout_41[] = { /* DescribeDelegationTokenResponse */
+	"Eai",
+	"Eai",
+	"Eait",
+	"Eait"
+};
+static const char *const kafka_error_layout_42[] = { /* DeleteGroupsResponse */
+	"ia",
+	"ia",
+	"iat"
+};
+static const char *const kafka_error_layout_43[] = { /* ElectLeadersResponse */
+	"ia",
+	"iEa",
+	"iEat"
+};
+static const char *const kafka_error_layout_44[] = { /* IncrementalAlterConfigsResponse */
+	"ia",
+	"iat"
+};
+static const char *const kafka_error_layout_45[] = { /* AlterPartitionReassignmentsResponse */
+	"iESat"
+};
+static const char *const kafka_error_layout_46[] = { /* ListPartitionReassignmentsResponse */
+	"iESat"
+};
+static const char *const kafka_error_layout_47[] = { /* OffsetDeleteResponse */
+	"Eia"
+};
+static const char *const kafka_error_layout_48[] = { /* DescribeClientQuotasResponse */
+	"iESA",
+	"iESAt"
+};
+static const char *const kafka_error_layout_49[] = { /* AlterClientQuotasResponse */
+	"ia",
+	"iat"
+};
+static const char *const kafka_error_layout_50[] = { /* DescribeUserScramCredentialsResponse */
+	"iESat"
+};
+static const char *const kafka_error_layout_51[] = { /* AlterUserScramCredentialsResponse */
+	"iat"
+};
+static const char *const kafka_error_layout_52[] = { /* VoteResponse */
+	"Eat",
+	"Eat"
+};
+static const char *const kafka_error_layout_53[] = { /* BeginQuorumEpochResponse */
+	"Ea",
+	"Eat"
+};
+static const char *const kafka_error_layout_54[] = { /* EndQuorumEpochResponse */
+	"Ea",
+	"Eat"
+};
+static const char *const kafka_error_layout_55[] = { /* DescribeQuorumResponse */
+	"Eat",
+	"Eat",
+	"ESaat"
+};
+static const char *const kafka_error_layout_56[] = { /* AlterPartitionResponse */
+	"iEat",
+	"iEat",
+	"iEat",
+	"iEat"
+};
+static const char *const kafka_error_layout_57[] = { /* UpdateFeaturesResponse */
+	"iESat",
+	"iESat",
+	"iESt"
+};
+static const char *const kafka_error_layout_58[] = { /* EnvelopeResponse */
+	"YEt"
+};
+static const char *const kafka_error_layout_59[] = { /* FetchSnapshotResponse */
+	"iEat",
+	"iEat"
+};
+static const char *const kafka_error_layout_60[] = { /* DescribeClusterResponse */
+	"iESsiait",
+	"iESbsiait"
+};
+static const char *const kafka_error_layout_61[] = { /* DescribeProducersResponse */
+	"iat"
+};
+static const char *const kafka_error_layout_62[] = { /* BrokerRegistrationResponse */
+	"iEqt",
+	"iEqt",
+	"iEqt",
+	"iEqt",
+	"iEqt"
+};
+static const char *const kafka_error_layout_63[] = { /* BrokerHeartbeatResponse */
+	"iEbbbt",
+	"iEbbbt"
+};
+static const char *const kafka_error_layout_64[] = { /* UnregisterBrokerResponse */
+	"iESt"
+};
+static const char *const kafka_error_layout_65[] = { /* DescribeTransactionsResponse */
+	"iat"
+};
+static const char *const kafka_error_layout_66[] = { /* ListTransactionsResponse */
+	"iEaat",
+	"iEaat"
+};
+static const char *const kafka_error_layout_67[] = { /* AllocateProducerIdsResponse */
+	"iEqit"
+};
+static const char *const kafka_error_layout_68[] = { /* ConsumerGroupHeartbeatResponse */
+	NULL,
+	NULL
+};
+static const char *const kafka_error_layout_69[] = { /* ConsumerGroupDescribeResponse */
+	"iat"
+};
+static const char *const kafka_error_layout_70[] = { /* ControllerRegistrationResponse */
+	"iESt"
+};
+static const char *const kafka_error_layout_71[] = { /* GetTelemetrySubscriptionsResponse */
+	"iEuiaiibat"
+};
+static const char *const kafka_error_layout_72[] = { /* PushTelemetryResponse */
+	"iEt"
+};
+static const char *const kafka_error_layout_73[] = { /* AssignReplicasToDirsResponse */
+	"iEat"
+};
+static const char *const kafka_error_layout_74[] = { /* ListClientMetricsResourcesResponse */
+	"iEat"
+};
+static const char *const kafka_error_layout_75[] = { /* DescribeTopicPartitionsResponse */
+	NULL
+};
+static const char *const kafka_error_layout_76[] = { /* ShareGroupHeartbeatResponse */
+	NULL
+};
+static const char *const kafka_error_layout_77[] = { /* ShareGroupDescribeResponse */
+	"iat"
+};
+static const char *const kafka_error_layout_78[] = { /* ShareFetchResponse */
+	"iESaat"
+};
+static const char *const kafka_error_layout_79[] = { /* ShareAcknowledgeResponse */
+	"iESaat"
+};
+static const char *const kafka_error_layout_80[] = { /* AddRaftVoterResponse */
+	"iESt"
+};
+static const char *const kafka_error_layout_81[] = { /* RemoveRaftVoterResponse */
+	"iESt"
+};
+static const char *const kafka_error_layout_82[] = { /* UpdateRaftVoterResponse */
+	"iEt"
+};
+static const char *const kafka_error_layout_83[] = { /* InitializeShareGroupStateResponse */
+	"at"
+};
+static const char *const kafka_error_layout_84[] = { /* ReadShareGroupStateResponse */
+	"at"
+};
+static const char *const kafka_error_layout_85[] = { /* WriteShareGroupStateResponse */
+	"at"
+};
+static const char *const kafka_error_layout_86[] = { /* DeleteShareGroupStateResponse */
+	"at"
+};
+static const char *const kafka_error_layout_87[] = { /* ReadShareGroupStateSummaryResponse */
+	"at"
+};
+const struct kafka_error_layout kafka_error_layouts[] = {
+	{ 0, 0, 11, 9, kafka_error_layout_0 },
+	{ 1, 0, 17, 12, kafka_error_layout_1 },
+	{ 2, 0, 10, 6, kafka_error_layout_2 },
+	{ 3, 0, 12, 9, kafka_error_layout_3 },
+	{ 4, 0, 7, 4, kafka_error_layout_4 },
+	{ 5, 0, 4, 2, kafka_error_layout_5 },
+	{ 6, 0, 8, 6, kafka_error_layout_6 },
+	{ 7, 0, 3, 3, kafka_error_layout_7 },
+	{ 8, 0, 9, 8, kafka_error_layout_8 },
+	{ 9, 0, 9, 6, kafka_error_layout_9 },
+	{ 10, 0, 6, 3, kafka_error_layout_10 },
+	{ 11, 0, 9, 6, kafka_error_layout_11 },
+	{ 12, 0, 4, 4, kafka_error_layout_12 },
+	{ 13, 0, 5, 4, kafka_error_layout_13 },
+	{ 14, 0, 5, 4, kafka_error_layout_14 },
+	{ 15, 0, 5, 5, kafka_error_layout_15 },
+	{ 16, 0, 5, 3, kafka_error_layout_16 },
+	{ 17, 0, 1, -1, kafka_error_layout_17 },
+	{ 18, 0, 4, 3, kafka_error_layout_18 },
+	{ 19, 0, 7, 5, kafka_error_layout_19 },
+	{ 20, 0, 6, 4, kafka_error_layout_20 },
+	{ 21, 0, 2, 2, kafka_error_layout_21 },
+	{ 22, 0, 5, 2, kafka_error_layout_22 },
+	{ 23, 0, 4, 4, kafka_error_layout_23 },
+	{ 24, 0, 5, 3, kafka_error_layout_24 },
+	{ 25, 0, 4, 3, kafka_error_layout_25 },
+	{ 26, 0, 5, 3, kafka_error_layout_26 },
+	{ 27, 0, 1, 1, kafka_error_layout_27 },
+	{ 28, 0, 4, 3, kafka_error_layout_28 },
+	{ 29, 0, 3, 2, kafka_error_layout_29 },
+	{ 30, 0, 3, 2, kafka_error_layout_30 },
+	{ 31, 0, 3, 2, kafka_error_layout_31 },
+	{ 32, 0, 4, 4, kafka_error_layout_32 },
+	{ 33, 0, 2, 2, kafka_error_layout_33 },
+	{ 34, 0, 2, 2, kafka_error_layout_34 },
+	{ 35, 0, 4, 2, kafka_error_layout_35 },
+	{ 36, 0, 2, 2, kafka_error_layout_36 },
+	{ 37, 0, 3, 2, kafka_error_layout_37 },
+	{ 38, 0, 3, 2, kafka_error_layout_38 },
+	{ 39, 0, 2, 2, kafka_error_layout_39 },
+	{ 40, 0, 2, 2, kafka_error_layout_40 },
+	{ 41, 0, 3, 2, kafka_error_layout_41 },
+	{ 42, 0, 2, 2, kafka_error_layout_42 },
+	{ 43, 0, 2, 2, kafka_error_layout_43 },
+	{ 44, 0, 1, 1, kafka_error_layout_44 },
+	{ 45, 0, 0, 0, kafka_error_layout_45 },
+	{ 46, 0, 0, 0, kafka_error_layout_46 },
+	{ 47, 0, 0, -1, kafka_error_layout_47 },
+	{ 48, 0, 1, 1, kafka_error_layout_48 },
+	{ 49, 0, 1, 1, kafka_error_layout_49 },
+	{ 50, 0, 0, 0, kafka_error_layout_50 },
+	{ 51, 0, 0, 0, kafka_error_layout_51 },
+	{ 52, 0, 1, 0, kafka_error_layout_52 },
+	{ 53, 0, 1, 1, kafka_error_layout_53 },
+	{ 54, 0, 1, 1, kafka_error_layout_54 },
+	{ 55, 0, 2, 0, kafka_error_layout_55 },
+	{ 56, 0, 3, 0, kafka_error_layout_56 },
+	{ 57, 0, 2, 0, kafka_error_layout_57 },
+	{ 58, 0, 0, 0, kafka_error_layout_58 },
+	{ 59, 0, 1, 0, kafka_error_layout_59 },
+	{ 60, 0, 1, 0, kafka_error_layout_60 },
+	{ 61, 0, 0, 0, kafka_error_layout_61 },
+	{ 62, 0, 4, 0, kafka_error_layout_62 },
+	{ 63, 0, 1, 0, kafka_error_layout_63 },
+	{ 64, 0, 0, 0, kafka_error_layout_64 },
+	{ 65, 0, 0, 0, kafka_error_layout_65 },
+	{ 66, 0, 1, 0, kafka_error_layout_66 },
+	{ 67, 0, 0, 0, kafka_error_layout_67 },
+	{ 68, 0, 1, 0, kafka_error_layout_68 },
+	{ 69, 0, 0, 0, kafka_error_layout_69 },
+	{ 70, 0, 0, 0, kafka_error_layout_70 },
+	{ 71, 0, 0, 0, kafka_error_layout_71 },
+	{ 72, 0, 0, 0, kafka_error_layout_72 },
+	{ 73, 0, 0, 0, kafka_error_layout_73 },
+	{ 74, 0, 0, 0, kafka_error_layout_74 },
+	{ 75, 0, 0, 0, kafka_error_layout_75 },
+	{ 76, 0, 0, 0, kafka_error_layout_76 },
+	{ 77, 0, 0, 0, kafka_error_layout_77 },
+	{ 78, 0, 0, 0, kafka_error_layout_78 },
+	{ 79, 0, 0, 0, kafka_error_layout_79 },
+	{ 80, 0, 0, 0, kafka_error_layout_80 },
+	{ 81, 0, 0, 0, kafka_error_layout_81 },
+	{ 82, 0, 0, 0, kafka_error_layout_82 },
+	{ 83, 0, 0, 0, kafka_error_layout_83 },
+	{ 84, 0, 0, 0, kafka_error_layout_84 },
+	{ 85, 0, 0, 0, kafka_error_layout_85 },
+	{ 86, 0, 0, 0, kafka_error_layout_86 },
+	{ 87, 0, 0, 0, kafka_error_layout_87 },
+};
+
+const size_t kafka_error_layout_count = sizeof(kafka_error_layouts) / sizeof(kafka_error_layouts[0]);
+
 const struct kafka_api *kafka_api_find(int16_t api_key)
 {
 	switch (api_key) {

@@ -2348,6 +2348,21 @@ struct kafka_array_bound {
 	size_t min_wire;          /* bytes each element takes on the wire, at least */
 };
 
+/* The top level of one response, for every version Kafka defines, so that a
+ * request for an API or version Sluice does not implement can still be
+ * answered with UNSUPPORTED_VERSION in a frame the client parses (see
+ * kafka_error_response_encode). One character per field on the wire:
+ * b int8/bool, h int16, E the ErrorCode, i int32, q int64/float64, u uuid,
+ * s/S string/nullable string, y/Y bytes/nullable bytes, a/A array/nullable
+ * array (written empty or null), t an empty tagged-field section. */
+struct kafka_error_layout {
+	int16_t api_key;
+	int16_t min_version;
+	int16_t max_version;
+	int16_t first_flexible;   /* -1: no flexible version */
+	const char *const *layouts; /* [version - min_version]; NULL: no layout */
+};
+
 #define KAFKA_API_COUNT 33
 
 extern const struct kafka_api kafka_apis[KAFKA_API_COUNT];
@@ -2355,6 +2370,8 @@ extern const struct kafka_msg_desc kafka_msg_descs[];
 extern const size_t kafka_msg_desc_count;
 extern const struct kafka_array_bound kafka_array_bounds[];
 extern const size_t kafka_array_bound_count;
+extern const struct kafka_error_layout kafka_error_layouts[];
+extern const size_t kafka_error_layout_count;
 
 
 /* @thread any. The row for api_key, or NULL. */

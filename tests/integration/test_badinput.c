@@ -186,6 +186,9 @@ Test(badinput, unknown_api_key_closes, .timeout = 30)
 	finish(&b, &bf);
 }
 
+/* A version Kafka never defined, or one whose response has no top-level
+ * error code to say UNSUPPORTED_VERSION in: the connection is closed, as
+ * Kafka does. */
 Test(badinput, unsupported_version_closes, .timeout = 30)
 {
 	struct broker_proc b;
@@ -202,7 +205,71 @@ Test(badinput, unsupported_version_closes, .timeout = 30)
 	rb_i32(&r, 0);
 	rb_finish(&r);
 	expect_closed(&b, r.p, r.len, "Produce v99");
+	rb_request(&r, 0, 9, 7);       /* Produce v9: defined, not served, no top-level error */
+	rb_i8(&r, 0);                  /* header tags */
+	rb_finish(&r);
+	expect_closed(&b, r.p, r.len, "Produce v9");
 	rb_free(&r);
+	finish(&b, &bf);
+}
+
+/* A version Kafka defines but Sluice does not serve (FindCoordinator v3,
+ * flexible) and an API Sluice does not implement (SaslHandshake v1) are
+ * answered with UNSUPPORTED_VERSION in a frame of the version asked for,
+ * and the connection keeps serving. */
+Test(badinput, unserved_version_answers_unsupported, .timeout = 30)
+{
+	struct broker_proc b;
+	struct before bf;
+	struct rawbuf r;
+	struct rawcur c;
+	uint8_t *resp;
+	size_t len;
+	int fd;
+
+	start(&b, &bf, NULL);
+	fd = raw_connect(&b);
+	cr_assert_geq(fd, 0);
+	rb_init(&r);
+	rb_request(&r, 10, 3, 41);     /* FindCoordinator v3: header v2 */
+	rb_i8(&r, 0);                  /* header tags */
+	rb_i8(&r, 4);                  /* compact key "grp" */
+	rb_bytes(&r, "grp", 3);
+	rb_i8(&r, 0);                  /* key type */
+	rb_i8(&r, 0);                  /* body tags */
+	rb_finish(&r);
+	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
+	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "FindCoordinator v3: no answer");
+	c = (struct rawcur){ resp, resp + len, 0 };
+	cr_assert_eq(rc_i32(&c), 41);
+	cr_assert_eq(rc_i8(&c), 0, "response header v1 tags");
+	cr_assert_eq(rc_i32(&c), 0, "throttle");
+	cr_assert_eq(rc_i16(&c), 35, "FindCoordinator v3: error is not UNSUPPORTED_VERSION");
+	cr_assert_eq(rc_i8(&c), 0, "error message: compact null");
+	cr_assert_eq(rc_i32(&c), 0, "node id");
+	cr_assert_eq(rc_i8(&c), 1, "host: compact empty");
+	cr_assert_eq(rc_i32(&c), 0, "port");
+	cr_assert_eq(rc_i8(&c), 0, "body tags");
+	cr_assert(!c.bad && c.p == c.end, "FindCoordinator v3: %zu bytes left", (size_t)(c.end - c.p));
+	free(resp);
+
+	rb_request(&r, 17, 1, 42);     /* SaslHandshake v1 */
+	rb_str(&r, "PLAIN");
+	rb_finish(&r);
+	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
+	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "SaslHandshake v1: no answer");
+	c = (struct rawcur){ resp, resp + len, 0 };
+	cr_assert_eq(rc_i32(&c), 42);
+	cr_assert_eq(rc_i16(&c), 35, "SaslHandshake: error is not UNSUPPORTED_VERSION");
+	cr_assert_eq(rc_i32(&c), 0, "mechanisms: empty");
+	cr_assert(!c.bad && c.p == c.end);
+	free(resp);
+
+	/* the same connection still serves */
+	cr_assert_eq(raw_fetch(fd, 43, TOPIC, 0, 0, &(int64_t){ 0 }, &resp, &len), 0);
+	free(resp);
+	rb_free(&r);
+	close(fd);
 	finish(&b, &bf);
 }
 

@@ -388,3 +388,74 @@ Test(kafka_codec, tagged_fields_known_decoded_unknown_skipped)
 	kafka_cursor_init(&c, bad, sizeof bad);
 	cr_assert_eq(kafka_api_versions_response_decode(&c, &a, 3, &r), -EBADMSG);
 }
+
+/* Encode the error-only response for key/version; returns its size, 0 when
+ * the encoder declines (-ENOTSUP). */
+static size_t error_frame(int16_t key, int16_t v, int16_t err, uint8_t *out)
+{
+	struct kafka_writer w;
+	size_t need;
+
+	kafka_writer_init_measure(&w, false);
+	kafka_error_response_encode(&w, key, v, 1234, err);
+	if (w.err == -ENOTSUP)
+		return 0;
+	cr_assert_eq(w.err, 0, "api %d v%d: error response measure err %d", key, v, w.err);
+	need = w.total;
+	kafka_writer_init(&w, out, need);
+	kafka_error_response_encode(&w, key, v, 1234, err);
+	cr_assert_eq(w.err, 0);
+	cr_assert_eq(w.len, need);
+	return need;
+}
+
+/* The error-only responses (UNSUPPORTED_VERSION for what Sluice does not
+ * serve) are checked against the real codec at every version the codec
+ * has: each decodes with nothing left over, re-encodes to the same bytes,
+ * and carries the error where the response's ErrorCode is. */
+Test(kafka_codec, error_only_responses_match_the_codec)
+{
+	int checked = 0;
+
+	for (size_t i = 0; i < KAFKA_API_COUNT; i++) {
+		const struct kafka_api *api = &kafka_apis[i];
+		const struct kafka_error_layout *l = kafka_error_layout_find(api->api_key);
+
+		cr_assert_not_null(l, "%s: no error layout", api->name);
+		for (int16_t v = api->min_version; v <= api->max_version; v++) {
+			struct kafka_response resp;
+			struct kafka_arena a;
+			struct kafka_writer w;
+			size_t n = error_frame(api->api_key, v, 35, buf1), n0;
+			int rc;
+
+			if (!n) {
+				cr_assert(!strchr(l->layouts[v - l->min_version] ? l->layouts[v - l->min_version] : "E", 'E'),
+					  "%s v%d: declined though it has an ErrorCode", api->name, v);
+				continue;
+			}
+			kafka_arena_init(&a, decode_mem, sizeof decode_mem);
+			rc = kafka_response_decode(buf1 + 4, n - 4, api->api_key, v, &a, &resp);
+			cr_assert_eq(rc, 0, "%s v%d: error response does not decode (%d)", api->name, v, rc);
+			cr_assert_eq(resp.header.CorrelationId, 1234);
+			kafka_writer_init(&w, buf2, sizeof buf2);
+			kafka_response_encode(&w, api->api_key, v, 1234, resp.body);
+			cr_assert_eq(w.err, 0);
+			cr_assert(w.len == n && !memcmp(buf1, buf2, n), "%s v%d: re-encoded differs", api->name, v);
+			/* the error is in the frame: with error 0 just its low byte differs */
+			n0 = error_frame(api->api_key, v, 0, buf2);
+			cr_assert_eq(n0, n);
+			int diff = 0;
+			for (size_t k = 0; k < n; k++)
+				diff += buf1[k] != buf2[k];
+			cr_assert_eq(diff, 1, "%s v%d: error 35 vs 0 differ in %d bytes", api->name, v, diff);
+			checked++;
+		}
+	}
+	cr_assert_gt(checked, 40, "only %d versions checked", checked);
+	/* beyond Kafka's versions, or an unknown key: declined */
+	cr_assert_eq(error_frame(3, 99, 35, buf1), 0);
+	cr_assert_eq(error_frame(9999, 0, 35, buf1), 0);
+	/* a response without a top-level ErrorCode: declined */
+	cr_assert_eq(error_frame(0, 7, 35, buf1), 0);
+}
