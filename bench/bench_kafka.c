@@ -58,46 +58,7 @@
 
 #include "bench/bench.h"
 #include "bench/hist.h"
-
-#define MAX_PARTS      100000
-#define READY_TIMEOUT  30      /* s: broker start, topic creation */
-#define STALL_TIMEOUT  30      /* s without progress: a failure */
-#define STOP_TIMEOUT   30      /* s for the broker to exit after SIGTERM */
-
-enum mode { M_PRODUCE, M_CONSUME, M_E2E, M_IDLE };
-
-struct opts {
-	enum mode mode;
-	const char *cmd;
-	const char *bootstrap;
-	uint64_t records;
-	int size;
-	int partitions;
-	int topics;
-	int acks;
-	int shards;
-	double seconds;
-	uint64_t rate;
-	const char *compression;
-	int linger_ms;
-	int compare_shards;
-	int broker_pid;
-	const char *broker_dir;
-	const char *sets[16];
-	int nsets;
-};
-
-/* A broker this run started (pid > 0), or an external one. */
-struct broker {
-	pid_t pid;
-	int out_fd;                 /* its stdout; kept open until it stops */
-	char root[256];             /* the run directory (data/, sluiced.log) */
-	char data[300];
-	char bootstrap[300];
-	char cluster_id[64];
-	int shards;
-	int died;                   /* exited on its own: keep root for inspection */
-};
+#include "bench/kafka.h"
 
 struct run {
 	uint64_t records, bytes, errors;
@@ -106,7 +67,7 @@ struct run {
 	uint64_t peak_rss_kb;
 };
 
-static volatile sig_atomic_t interrupted;
+volatile sig_atomic_t bench_interrupted;
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -120,7 +81,7 @@ static double ms(uint64_t ns)
 	return (double)ns / 1e6;
 }
 
-static uint64_t proc_rss_kb(pid_t pid)
+uint64_t proc_rss_kb(pid_t pid)
 {
 	char path[64], line[256];
 	uint64_t kb = 0;
@@ -175,10 +136,10 @@ static void rmrf(const char *path)
 		fprintf(stderr, "kafka: could not remove %s: %s\n", path, strerror(errno));
 }
 
-static void on_signal(int sig)
+void on_signal(int sig)
 {
 	(void)sig;
-	interrupted = 1;
+	bench_interrupted = 1;
 }
 
 /* ---- the broker --------------------------------------------------------- */
@@ -200,7 +161,7 @@ static int free_port(void)
 	return port;
 }
 
-static void broker_log_tail(const struct broker *br)
+void broker_log_tail(const struct broker *br)
 {
 	char cmd[400];
 
@@ -210,7 +171,7 @@ static void broker_log_tail(const struct broker *br)
 		return;
 }
 
-static int broker_start(struct broker *br, int shards, const struct opts *o)
+int broker_start(struct broker *br, int shards, const struct opts *o)
 {
 	char self[PATH_MAX], exe[PATH_MAX + 16], portbuf[32], shardbuf[16], logpath[400];
 	char line[1024], *argv[64];
@@ -317,7 +278,7 @@ static int broker_start(struct broker *br, int shards, const struct opts *o)
 }
 
 /* SIGTERM, wait; returns -1 if it did not exit cleanly in time. */
-static int broker_stop(struct broker *br)
+int broker_stop(struct broker *br)
 {
 	int st = 0, rc = 0;
 	uint64_t deadline;
@@ -361,7 +322,7 @@ static int broker_stop(struct broker *br)
 }
 
 /* Is the broker we started still running? */
-static int broker_alive(struct broker *br)
+int broker_alive(struct broker *br)
 {
 	int st;
 
@@ -379,11 +340,6 @@ static int broker_alive(struct broker *br)
 
 /* ---- clients ------------------------------------------------------------ */
 
-struct client_errs {
-	int count;
-	int fatal;
-	char first[512];
-};
 
 static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
@@ -400,7 +356,7 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 	fprintf(stderr, "kafka: client error %s: %s\n", rd_kafka_err2name(err), reason);
 }
 
-static int conf_set(rd_kafka_conf_t *c, const char *k, const char *v)
+int conf_set(rd_kafka_conf_t *c, const char *k, const char *v)
 {
 	char err[256];
 
@@ -411,7 +367,7 @@ static int conf_set(rd_kafka_conf_t *c, const char *k, const char *v)
 	return 0;
 }
 
-static rd_kafka_conf_t *base_conf(const char *bootstrap, struct client_errs *errs)
+rd_kafka_conf_t *base_conf(const char *bootstrap, struct client_errs *errs)
 {
 	rd_kafka_conf_t *c = rd_kafka_conf_new();
 
@@ -481,7 +437,7 @@ static rd_kafka_t *new_producer(const struct opts *o, const char *bootstrap, str
 /* Topic admin: create `n` topics "<prefix>-<i>" (or just prefix if n == 1
  * and single) with p partitions each, in requests of at most 20 topics,
  * and wait until metadata shows every partition with a leader. */
-static int create_topics(const char *bootstrap, const char *prefix, int n, int single, int p)
+int create_topics(const char *bootstrap, const char *prefix, int n, int single, int p)
 {
 	struct client_errs errs = { 0 };
 	rd_kafka_conf_t *c = base_conf(bootstrap, &errs);
@@ -581,7 +537,7 @@ static int create_topics(const char *bootstrap, const char *prefix, int n, int s
 }
 
 /* The cluster id the client sees must be the one our broker printed. */
-static int check_cluster(rd_kafka_t *rk, const struct broker *br)
+int check_cluster(rd_kafka_t *rk, const struct broker *br)
 {
 	char *id;
 	int rc = 0;
@@ -665,7 +621,7 @@ static int run_produce(const struct opts *o, struct broker *br, const char *topi
 	while (pc.acked + pc.failed < sent || sent < records) {
 		uint64_t now;
 
-		if (sent < records && !interrupted) {
+		if (sent < records && !bench_interrupted) {
 			uint64_t t = bench_now_ns();
 
 			fill_payload(buf, o->size, sent, 0);
@@ -722,7 +678,7 @@ static int run_produce(const struct opts *o, struct broker *br, const char *topi
 			rc = -ETIMEDOUT;
 			break;
 		}
-		if (interrupted) {
+		if (bench_interrupted) {
 			rc = -EINTR;
 			break;
 		}
@@ -932,7 +888,7 @@ static int run_consume(const struct opts *o, struct broker *br, const char *topi
 				"): broker stalled\n", STALL_TIMEOUT, got, records);
 			rc = -ETIMEDOUT;
 		}
-		if (interrupted)
+		if (bench_interrupted)
 			rc = -EINTR;
 	}
 	r->seconds = (double)(bench_now_ns() - t0) / 1e9;
@@ -1062,7 +1018,7 @@ static int run_e2e(const struct opts *o, struct broker *br, const char *topic, s
 	t0 = last_t = bench_now_ns();
 	rd->warm_until = t0 + 1000000000ull;
 	next_tick = t0 + 1000000000ull;
-	while (sent < total && !interrupted) {
+	while (sent < total && !bench_interrupted) {
 		uint64_t now = bench_now_ns();
 		uint64_t due = (uint64_t)((double)(now - t0) * (double)o->rate / 1e9);
 
@@ -1186,14 +1142,14 @@ static void usage(FILE *f, const char *cmd)
 		"  --help                  this text\n", cmd);
 }
 
-static int bad_option(const char *cmd, const char *opt, const char *why)
+int bad_option(const char *cmd, const char *opt, const char *why)
 {
 	fprintf(stderr, "sluice-bench %s: %s: %s\n", cmd, opt, why);
 	fprintf(stderr, "`sluice-bench %s --help` for the options.\n", cmd);
 	return 2;
 }
 
-static int parse_count(const char *s, uint64_t *out)
+int parse_count(const char *s, uint64_t *out)
 {
 	char *end;
 	double v;
@@ -1512,7 +1468,7 @@ static int cmd_idle(const struct opts *o)
 	rc = create_topics(br.bootstrap, prefix, o->topics, 0, o->partitions);
 	if (!rc) {
 		fprintf(stderr, "idle: %d partitions created; letting them settle for 5 s\n", nparts);
-		for (int i = 0; i < 5 && !interrupted; i++) {
+		for (int i = 0; i < 5 && !bench_interrupted; i++) {
 			sleep(1);
 			fprintf(stderr, "idle: broker RSS %.1f MiB\n", (double)proc_rss_kb(rss_pid(o, &br)) / 1024);
 		}

@@ -1,0 +1,91 @@
+/* bench/kafka.h — what the librdkafka benchmarks share (bench_kafka.c
+ * defines it, bench_groups.c uses it): the broker a run starts and stops,
+ * client configuration, topic creation, option parsing helpers.
+ *
+ * Thread: broker_* and create_topics from one thread (the benchmark's main
+ * thread); base_conf/conf_set/check_cluster from any thread.
+ */
+#ifndef SLUICE_BENCH_KAFKA_H
+#define SLUICE_BENCH_KAFKA_H
+
+#include <librdkafka/rdkafka.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define MAX_PARTS      100000
+#define READY_TIMEOUT  30      /* s: broker start, topic creation */
+#define STALL_TIMEOUT  30      /* s without progress: a failure */
+#define STOP_TIMEOUT   30      /* s for the broker to exit after SIGTERM */
+
+enum mode { M_PRODUCE, M_CONSUME, M_E2E, M_IDLE };
+
+/* The options of produce/consume/e2e/idle; broker_start reads only sets. */
+struct opts {
+	enum mode mode;
+	const char *cmd;
+	const char *bootstrap;
+	uint64_t records;
+	int size;
+	int partitions;
+	int topics;
+	int acks;
+	int shards;
+	double seconds;
+	uint64_t rate;
+	const char *compression;
+	int linger_ms;
+	int compare_shards;
+	int broker_pid;
+	const char *broker_dir;
+	const char *sets[16];
+	int nsets;
+};
+
+/* A broker this run started (pid > 0), or an external one. */
+struct broker {
+	pid_t pid;
+	int out_fd;                 /* its stdout; kept open until it stops */
+	char root[256];             /* the run directory (data/, sluiced.log) */
+	char data[300];
+	char bootstrap[300];
+	char cluster_id[64];
+	int shards;
+	int died;                   /* exited on its own: keep root for inspection */
+};
+
+struct client_errs {
+	int count;
+	int fatal;
+	char first[512];
+};
+
+/* Set by SIGINT/SIGTERM (on_signal); every loop checks it. */
+extern volatile sig_atomic_t bench_interrupted;
+void on_signal(int sig);
+
+uint64_t proc_rss_kb(pid_t pid);
+
+/* Start build/sluiced next to this binary (o->sets as --set), wait for its
+ * "listening on" line; broker_stop SIGTERMs it and removes the run
+ * directory (kept when it died or did not exit 0: then -1). */
+int broker_start(struct broker *br, int shards, const struct opts *o);
+int broker_stop(struct broker *br);
+int broker_alive(struct broker *br);
+void broker_log_tail(const struct broker *br);
+
+int conf_set(rd_kafka_conf_t *c, const char *k, const char *v);
+/* bootstrap.servers and an error callback counting into errs (the opaque;
+ * a caller that sets its own opaque must keep errs its first member). */
+rd_kafka_conf_t *base_conf(const char *bootstrap, struct client_errs *errs);
+/* n topics "<prefix>-<i>" (or prefix itself if single) with p partitions;
+ * waits until metadata shows them all with leaders. */
+int create_topics(const char *bootstrap, const char *prefix, int n, int single, int p);
+int check_cluster(rd_kafka_t *rk, const struct broker *br);
+
+int bad_option(const char *cmd, const char *opt, const char *why);
+/* A count with an optional K/M/G suffix. */
+int parse_count(const char *s, uint64_t *out);
+
+#endif
