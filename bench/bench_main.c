@@ -12,6 +12,8 @@ static const struct bench_cmd bench_cmds[] = {
 	{ "consume", "broker via librdkafka: consume records/s, MB/s (after a pre-produce)", bench_consume },
 	{ "e2e", "broker via librdkafka: end-to-end latency at a fixed produce rate", bench_e2e },
 	{ "idle", "broker RSS and disk with 10,000 idle partitions, RSS under load", bench_idle },
+	{ "rebalance", "consumer groups: gaps and recovery when a member leaves and joins", bench_rebalance },
+	{ "commit", "consumer groups: OffsetCommit commits/s and latency", bench_commit },
 };
 
 static void usage(FILE *f)
