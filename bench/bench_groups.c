@@ -248,6 +248,7 @@ struct part {
 	/* the event being measured */
 	int owner_before;
 	uint64_t gap_max;           /* longest interval between new offsets ending after t0 */
+	uint64_t gap_end;           /* when it ended */
 	uint64_t assigned;          /* last assignment during the event */
 	uint64_t resumed;           /* first delivery by that owner after it */
 	int assigns;                /* assignments during the event */
@@ -297,6 +298,7 @@ struct strat_result {
 	struct ev_result ev[2];     /* leave, join */
 	uint64_t overlaps, lost, foreign, dups, skipped;
 	uint64_t commits_ok, revoke_commits_ok;
+	uint64_t commit_max, revoke_commit_max;
 	struct kerr commit_err, revoke_commit_err;
 	int ok;
 };
@@ -327,6 +329,7 @@ struct grp {
 	uint64_t overlaps, lost, foreign, dups, skipped;
 	char first_overlap[256], first_skip[256];
 	uint64_t commits_ok, revoke_commits_ok;
+	uint64_t commit_max, revoke_commit_max;     /* longest rd_kafka_commit call */
 	struct kerr commit_err, revoke_commit_err, client_err;
 };
 
@@ -351,6 +354,7 @@ static void commit_positions(struct member *m, rd_kafka_t *rk, const rd_kafka_to
 	rd_kafka_topic_partition_list_t *pos, *valid;
 	rd_kafka_resp_err_t e;
 	char where[64] = "";
+	uint64_t t;
 
 	if (parts) {
 		pos = rd_kafka_topic_partition_list_copy(parts);
@@ -363,13 +367,19 @@ static void commit_positions(struct member *m, rd_kafka_t *rk, const rd_kafka_to
 		if (pos->elems[i].offset >= 0)
 			rd_kafka_topic_partition_list_add(valid, pos->elems[i].topic,
 							  pos->elems[i].partition)->offset = pos->elems[i].offset;
+	t = bench_now_ns();
 	e = valid->cnt ? rd_kafka_commit(rk, valid, 0) : RD_KAFKA_RESP_ERR_NO_ERROR;
+	t = bench_now_ns() - t;
 	for (int i = 0; !e && i < valid->cnt; i++)
 		if (valid->elems[i].err) {
 			e = valid->elems[i].err;
 			snprintf(where, sizeof(where), " (partition %d)", valid->elems[i].partition);
 		}
 	pthread_mutex_lock(&g->mu);
+	if (revoke && t > g->revoke_commit_max)
+		g->revoke_commit_max = t;
+	else if (!revoke && t > g->commit_max)
+		g->commit_max = t;
 	if (!valid->cnt) {
 		/* nothing consumed */
 	} else if (!e) {
@@ -505,8 +515,10 @@ static void on_record(struct grp *g, struct member *m, const rd_kafka_message_t 
 			uint64_t gap = now - ps->last_prog;
 
 			if (g->ev_t0 && now >= g->ev_t0) {
-				if (gap > ps->gap_max)
+				if (gap > ps->gap_max) {
 					ps->gap_max = gap;
+					ps->gap_end = now;
+				}
 			} else if (g->steady && gap > g->steady_gap) {
 				g->steady_gap = gap;
 			}
@@ -549,6 +561,9 @@ static void *member_main(void *arg)
 	    conf_set(c, "auto.offset.reset", "latest") < 0 ||
 	    conf_set(c, "fetch.wait.max.ms", "100") < 0 ||
 	    conf_set(c, "fetch.error.backoff.ms", "10") < 0)
+		goto fail_conf;
+	if (getenv("SLUICE_BENCH_RDKAFKA_DEBUG") &&
+	    conf_set(c, "debug", getenv("SLUICE_BENCH_RDKAFKA_DEBUG")) < 0)
 		goto fail_conf;
 	rd_kafka_conf_set_rebalance_cb(c, rebalance_cb);
 	rd_kafka_conf_set_opaque(c, m);
@@ -724,13 +739,12 @@ static void stale_str(uint64_t stale, char *buf, size_t n)
 /* Wait until the group is stable: every partition owned by a live member,
  * every member owning some, no callback for settle_s, caught up. */
 static int wait_stable(struct grp *g, const struct producer *pr, struct broker *br, const char *what,
-		       uint64_t since, double *took)
+		       double *took)
 {
 	const struct gopts *o = g->o;
 	uint64_t t0 = bench_now_ns(), next_tick = t0 + 1000000000ull;
 	uint64_t settle = (uint64_t)(o->settle_s * 1e9), cu = (uint64_t)o->caught_up_ms * 1000000ull;
 
-	(void)since;
 	for (;;) {
 		uint64_t now = bench_now_ns(), stale;
 		int all_owned, all_members, ok;
@@ -757,7 +771,7 @@ static int wait_stable(struct grp *g, const struct producer *pr, struct broker *
 			stale_str(stale, sb, sizeof(sb));
 			fprintf(stderr, "%s[%s] %s: NOT STABLE after %.0f s: partitions per member %s, "
 				"staleness %s, last rebalance callback %.1f s ago\n", o->cmd, g->strategy, what,
-				o->timeout_s, line, sb, (double)(now - g->last_cb) / 1e9);
+				o->timeout_s, line, sb, g->last_cb ? (double)(now - g->last_cb) / 1e9 : -1.0);
 			return -ETIMEDOUT;
 		}
 		if (bench_interrupted)
@@ -778,7 +792,7 @@ static int run_event(struct grp *g, struct producer *pr, struct broker *br, enum
 	struct sample *s = calloc(cap, sizeof(*s));
 	uint64_t settle = (uint64_t)(o->settle_s * 1e9), cu = (uint64_t)o->caught_up_ms * 1000000ull;
 	uint64_t next_tick, t_start = bench_now_ns(), t0, t_end, last_cb;
-	int rc = 0, *owner_after = calloc((size_t)g->nparts, sizeof(int));
+	int rc = 0, worst = -1, *owner_after = calloc((size_t)g->nparts, sizeof(int));
 
 	memset(r, 0, sizeof(*r));
 	if (!s || !owner_after) {
@@ -791,7 +805,7 @@ static int run_event(struct grp *g, struct producer *pr, struct broker *br, enum
 		struct part *ps = &g->p[p];
 
 		ps->owner_before = ps->owner;
-		ps->gap_max = 0;
+		ps->gap_max = ps->gap_end = 0;
 		ps->assigned = ps->resumed = 0;
 		ps->assigns = 0;
 	}
@@ -891,12 +905,19 @@ static int run_event(struct grp *g, struct producer *pr, struct broker *br, enum
 				r->moved_resumed = gms(ps->resumed - t0);
 		} else {
 			r->unmoved++;
-			if (gms(gap) > r->unmoved_gap)
+			if (gms(gap) > r->unmoved_gap) {
 				r->unmoved_gap = gms(gap);
+				worst = p;
+			}
 		}
 		if (ps->assigns && ps->resumed && gms(ps->resumed - t0) > r->reassigned_resumed)
 			r->reassigned_resumed = gms(ps->resumed - t0);
 	}
+	if (worst >= 0 && g->p[worst].gap_end)
+		fprintf(stderr, "%s[%s] %s: the longest gap of an unmoved partition: partition %d (member %d), "
+			"from %+.0f ms to %+.0f ms of t0\n", o->cmd, g->strategy, what, worst, g->p[worst].owner,
+			gms(g->p[worst].gap_end - g->p[worst].gap_max) - gms(t0),
+			gms(g->p[worst].gap_end) - gms(t0));
 	g->ev = EV_NONE;
 	g->ev_t0 = 0;
 	pthread_mutex_unlock(&g->mu);
@@ -973,7 +994,7 @@ static int run_strategy(const struct gopts *o, struct broker *br, struct produce
 	for (int i = 0; i < o->members && !rc; i++)
 		rc = member_start(g, i);
 	if (!rc)
-		rc = wait_stable(g, pr, br, "startup", 0, &res->startup_s);
+		rc = wait_stable(g, pr, br, "startup", &res->startup_s);
 	if (!rc) {
 		pthread_mutex_lock(&g->mu);
 		g->counting = 1;
@@ -1002,6 +1023,8 @@ static int run_strategy(const struct gopts *o, struct broker *br, struct produce
 	res->skipped = g->skipped;
 	res->commits_ok = g->commits_ok;
 	res->revoke_commits_ok = g->revoke_commits_ok;
+	res->commit_max = g->commit_max;
+	res->revoke_commit_max = g->revoke_commit_max;
 	res->commit_err = g->commit_err;
 	res->revoke_commit_err = g->revoke_commit_err;
 	if (g->overlaps)
@@ -1022,7 +1045,7 @@ static int run_strategy(const struct gopts *o, struct broker *br, struct produce
 	if (!rc && (g->overlaps || g->skipped || g->client_err.n))
 		rc = -EBADMSG;
 	res->ok = !rc;
-	if (rc != -ETIMEDOUT || 1) {
+	{
 		/* member threads that hung in close still use g: leak it then */
 		int hung = 0;
 
@@ -1081,6 +1104,8 @@ GETTER(g_overlaps, (double)r->overlaps)
 GETTER(g_commits, (double)(r->commits_ok + r->revoke_commits_ok))
 GETTER(g_commit_err, (double)r->commit_err.n)
 GETTER(g_rcommit_err, (double)r->revoke_commit_err.n)
+GETTER(g_commit_max, gms(r->commit_max))
+GETTER(g_rcommit_max, gms(r->revoke_commit_max))
 
 static int is_coop(const struct strat_result *r)
 {
@@ -1154,6 +1179,8 @@ static void print_rebalance(const struct gopts *o, const struct broker *br, int 
 	row_d("commits_ok", n, r, g_commits, "i"); putchar('\n');
 	row_d("periodic_commits_refused", n, r, g_commit_err, "i"); putchar('\n');
 	row_d("revoke_commits_refused", n, r, g_rcommit_err, "i"); putchar('\n');
+	row_d("periodic_commit_max_ms", n, r, g_commit_max, "f"); putchar('\n');
+	row_d("revoke_commit_max_ms", n, r, g_rcommit_max, "f"); putchar('\n');
 	for (int i = 0; i < n; i++) {
 		if (r[i].commit_err.n)
 			printf("# %s: first periodic commit refused: %s\n", r[i].strategy, r[i].commit_err.first);
@@ -1698,7 +1725,6 @@ static char set_buf[2][64];
 
 static int parse_gopts(int argc, char **argv, struct gopts *o)
 {
-	int quick = 0, parts_set = 0, session_set = 0;
 	uint64_t v;
 	char *save = NULL, *tok;
 
@@ -1719,6 +1745,15 @@ static int parse_gopts(int argc, char **argv, struct gopts *o)
 	o->commit_parts = 1;
 	snprintf(strat_buf, sizeof(strat_buf), "range,cooperative-sticky");
 	o->bo.cmd = o->cmd;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--quick")) {
+			/* a smoke run: the same events, shorter windows; options win */
+			o->rate = 5000;
+			o->steady_s = 0.5;
+			o->settle_s = 1;
+			o->seconds = 1;
+			o->timeout_s = 30;
+		}
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = NULL, *eq = strchr(a, '=');
 		char name[32];
@@ -1733,10 +1768,8 @@ static int parse_gopts(int argc, char **argv, struct gopts *o)
 			gusage(stdout, o->cmd);
 			return 0;
 		}
-		if (!strcmp(name, "--quick")) {
-			quick = 1;
+		if (!strcmp(name, "--quick"))
 			continue;
-		}
 		if (eq)
 			val = eq + 1;
 		else if (i + 1 < argc)
@@ -1757,7 +1790,6 @@ static int parse_gopts(int argc, char **argv, struct gopts *o)
 			if (parse_count(val, &v) < 0 || v < 1 || v > GP_MAX_PARTS)
 				return bad_option(o->cmd, name, "expects a count in [1, 4096]");
 			o->partitions = (int)v;
-			parts_set = 1;
 		} else if (!strcmp(name, "--members")) {
 			if (parse_count(val, &v) < 0 || v < 2 || v > MAX_MEMBERS)
 				return bad_option(o->cmd, name, "expects a count in [2, 32]");
@@ -1777,7 +1809,6 @@ static int parse_gopts(int argc, char **argv, struct gopts *o)
 			if (parse_count(val, &v) < 0 || v < 100 || v > 3600000)
 				return bad_option(o->cmd, name, "expects ms in [100, 3600000]");
 			o->session_ms = (int)v;
-			session_set = 1;
 		} else if (!strcmp(name, "--caught-up-ms")) {
 			if (parse_count(val, &v) < 0 || v < 1 || v > 60000)
 				return bad_option(o->cmd, name, "expects ms in [1, 60000]");
@@ -1806,16 +1837,6 @@ static int parse_gopts(int argc, char **argv, struct gopts *o)
 		} else {
 			return bad_option(o->cmd, a, "unknown option");
 		}
-	}
-	(void)parts_set;
-	(void)session_set;
-	if (quick) {
-		/* a smoke run: the same events, shorter windows */
-		o->rate = o->rate == 20000 ? 5000 : o->rate;
-		o->steady_s = 0.5;
-		o->settle_s = 1;
-		o->seconds = 1;
-		o->timeout_s = 30;
 	}
 	for (tok = strtok_r(strat_buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (o->nstrats >= MAX_STRATS)
