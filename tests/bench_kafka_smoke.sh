@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# tests/bench_kafka_smoke.sh — `sluice-bench produce --records 20000` and
-# `consume --records 20000` each start their own broker, drive it through
-# librdkafka, exit 0, print their result rows with numeric figures and leave
-# no run directory behind (a run whose broker died keeps its directory, with
-# sluiced.log, and fails here). The figures themselves are not checked.
+# tests/bench_kafka_smoke.sh — `sluice-bench produce --records 20000`,
+# `consume --records 20000`, `rebalance --quick` and `commit --quick` each
+# start their own broker, drive it through librdkafka, exit 0, print their
+# result rows with numeric figures and leave no run directory behind (a run
+# whose broker died keeps its directory, with sluiced.log, and fails here).
+# The figures themselves are not checked; the group runs must show no
+# overlapping assignment, no skipped offset and no refused or wrong commit
+# in the commit bench (the bench exits 1 on those too).
 set -u
 cd "$(dirname "$0")/.."
 pass=0 fail=0
@@ -30,8 +33,37 @@ check() {   # name, minimum number of "<bench> <metric> <number>" rows, command.
   rm -f "$err"
 }
 
+# name, minimum number of "<bench> <metric> <number> <number>" rows (one
+# column per strategy or per consumer count), rows that must read 0, command...
+check_groups() {
+  local name=$1 want=$2 zero=$3; shift 3
+  local err out rc rows
+  err=$(mktemp)
+  out=$(timeout 120 "$@" 2>"$err")
+  rc=$?
+  rows=$(printf '%s\n' "$out" | awk -v b="$name" -v zero="$zero" '
+    BEGIN { nz = split(zero, z, ","); for (i = 1; i <= nz; i++) must[z[i]] = 1 }
+    $1 == b && NF >= 4 && $3 ~ /^[0-9]+(\.[0-9]+)?$/ && $4 ~ /^[0-9]+(\.[0-9]+)?$/ {
+      n++
+      if ($2 in must && ($3 + 0 != 0 || $4 + 0 != 0)) bad = 1
+      if ($2 in must) seen++
+    }
+    END { print (bad || seen != nz ? 0 : n + 0) }')
+  if [ $rc -eq 0 ] && [ "$rows" -ge "$want" ]; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "bench-kafka smoke: $name: exit $rc, $rows result rows (want >= $want, and 0 in $zero)"
+    printf '%s\n' "$out"
+    tail -20 "$err"
+  fi
+  rm -f "$err"
+}
+
 check produce 8 build/sluice-bench produce --records 20000
 check consume 5 build/sluice-bench consume --records 20000
+check_groups rebalance 25 overlapping_assignments,skipped build/sluice-bench rebalance --quick
+check_groups commit 9 refused,wrong_committed_offsets build/sluice-bench commit --quick --consumers 1,2
 
 after=$(ls -d /var/tmp/sluice-bench-kafka-* 2>/dev/null | sort)
 if [ "$before" != "$after" ]; then
