@@ -9,7 +9,9 @@
  *
  * rebalance  --members (6) consumers subscribe to a --partitions (48)
  *     topic while a producer sends --rate (20000) records/s round-robin;
- *     each record carries the time it was due (monotonic ns). Once the group
+ *     each record carries the time it was handed to rd_kafka_produce
+ *     (monotonic ns; how far the producer fell behind its schedule is
+ *     reported separately). Once the group
  *     is stable and caught up, one member leaves (rd_kafka_consumer_close:
  *     revoke callback, sync commit, LeaveGroup), and once the rest is stable
  *     again a new member subscribes in its place. Each strategy of
@@ -31,7 +33,8 @@
  *       recovered  the first 5 ms sample, at or after the last rebalance
  *                  callback of the event, where every partition is owned by
  *                  a live member and every partition's newest delivered
- *                  record is at most --caught-up-ms old (its due time),
+ *                  record was produced at most --caught-up-ms before (or
+ *                  the largest staleness of the steady window, if higher),
  *                  minus t0. An event ends when this holds and no callback
  *                  came for --settle-s.
  *     Checked: no partition assigned to a member while another still owns
@@ -120,7 +123,7 @@ struct producer {
 	rd_kafka_t *rk;
 	pthread_t th;
 	volatile int stop;
-	volatile uint64_t sent, acked, failed, behind_ns;
+	volatile uint64_t sent, acked, failed, behind_max_ns;
 	rd_kafka_resp_err_t first_err;
 	int rc;
 };
@@ -151,9 +154,17 @@ static void *producer_main(void *arg)
 		uint64_t now = bench_now_ns();
 		uint64_t due = (uint64_t)((double)(now - t0) * (double)p->rate / 1e9);
 
+		/* how far behind its schedule the producer is */
+		if (due > sent) {
+			uint64_t late = now - (t0 + (uint64_t)((double)sent * 1e9 / (double)p->rate));
+
+			if (late > p->behind_max_ns)
+				p->behind_max_ns = late;
+		}
 		while (sent < due) {
-			/* the time this record was due: a late producer counts */
-			uint64_t ts = t0 + (uint64_t)((double)sent * 1e9 / (double)p->rate);
+			/* the time it is handed to the client: staleness measures the
+			 * consumers, not a producer behind its schedule */
+			uint64_t ts = bench_now_ns();
 
 			memcpy(buf, &sent, 8);
 			memcpy(buf + 8, &ts, 8);
@@ -171,8 +182,6 @@ static void *producer_main(void *arg)
 			sent++;
 			p->sent = sent;
 		}
-		if (now > t0 && sent < due && now - t0 > 0)
-			p->behind_ns = (uint64_t)((double)(due - sent) * 1e9 / (double)p->rate);
 		rd_kafka_poll(p->rk, 0);
 		sleep_ns(200000);
 	}
@@ -193,7 +202,7 @@ static int producer_start(struct producer *p, const struct gopts *o, const struc
 	p->rate = o->rate;
 	if (!c)
 		return -EINVAL;
-	if (conf_set(c, "acks", "1") < 0 || conf_set(c, "linger.ms", "2") < 0 ||
+	if (conf_set(c, "acks", "1") < 0 || conf_set(c, "linger.ms", "5") < 0 ||
 	    conf_set(c, "enable.idempotence", "false") < 0 ||
 	    conf_set(c, "queue.buffering.max.messages", "2000000") < 0 ||
 	    conf_set(c, "message.timeout.ms", "60000") < 0) {
@@ -244,7 +253,7 @@ struct part {
 	int owner;                  /* member slot, -1 none */
 	int64_t max_off;            /* highest offset delivered in this group */
 	uint64_t last_prog;         /* when it was delivered */
-	uint64_t last_ts;           /* its due time */
+	uint64_t last_ts;           /* when it was handed to the producer client */
 	/* the event being measured */
 	int owner_before;
 	uint64_t gap_max;           /* longest interval between new offsets ending after t0 */
@@ -294,7 +303,9 @@ struct strat_result {
 	const char *strategy;
 	const char *protocol;
 	double startup_s;
+	double producer_behind;     /* the producer's largest lag behind its schedule, ms */
 	double steady_gap, steady_stale;
+	double caught_up;           /* the threshold used, ms */
 	struct ev_result ev[2];     /* leave, join */
 	uint64_t overlaps, lost, foreign, dups, skipped;
 	uint64_t commits_ok, revoke_commits_ok;
@@ -312,6 +323,7 @@ struct grp {
 	const char *strategy;
 	const char *protocol;       /* as librdkafka reports it */
 	int nparts;
+	uint64_t cu;                /* caught up: newest delivered record at most this old */
 	struct part *p;
 	struct member m[MAX_MEMBERS];
 	uint64_t consumed;
@@ -375,6 +387,10 @@ static void commit_positions(struct member *m, rd_kafka_t *rk, const rd_kafka_to
 			e = valid->elems[i].err;
 			snprintf(where, sizeof(where), " (partition %d)", valid->elems[i].partition);
 		}
+	if (t > 100000000ull)
+		fprintf(stderr, "%s[%s]: member %d: a %s commit of %d partition(s) took %.0f ms (%s)%s\n", g->o->cmd,
+			g->strategy, m->slot, revoke ? "revoke" : "periodic", valid->cnt, gms(t), rd_kafka_err2name(e),
+			g->ev_t0 ? "" : ", outside an event");
 	pthread_mutex_lock(&g->mu);
 	if (revoke && t > g->revoke_commit_max)
 		g->revoke_commit_max = t;
@@ -743,7 +759,7 @@ static int wait_stable(struct grp *g, const struct producer *pr, struct broker *
 {
 	const struct gopts *o = g->o;
 	uint64_t t0 = bench_now_ns(), next_tick = t0 + 1000000000ull;
-	uint64_t settle = (uint64_t)(o->settle_s * 1e9), cu = (uint64_t)o->caught_up_ms * 1000000ull;
+	uint64_t settle = (uint64_t)(o->settle_s * 1e9), cu = g->cu;
 
 	for (;;) {
 		uint64_t now = bench_now_ns(), stale;
@@ -790,8 +806,8 @@ static int run_event(struct grp *g, struct producer *pr, struct broker *br, enum
 	const char *what = kind == EV_LEAVE ? "leave" : "join";
 	size_t cap = (size_t)(o->timeout_s * 1e9 / SAMPLE_NS) + 16, ns = 0;
 	struct sample *s = calloc(cap, sizeof(*s));
-	uint64_t settle = (uint64_t)(o->settle_s * 1e9), cu = (uint64_t)o->caught_up_ms * 1000000ull;
-	uint64_t next_tick, t_start = bench_now_ns(), t0, t_end, last_cb;
+	uint64_t settle = (uint64_t)(o->settle_s * 1e9), cu = g->cu;
+	uint64_t next_tick, t_start = bench_now_ns(), t0, t_end, last_cb, rec_cb = 0, rec_t = 0;
 	int rc = 0, worst = -1, *owner_after = calloc((size_t)g->nparts, sizeof(int));
 
 	memset(r, 0, sizeof(*r));
@@ -832,12 +848,20 @@ static int run_event(struct grp *g, struct producer *pr, struct broker *br, enum
 		group_state(g, now, &all_owned, &all_members, &stale, line, sizeof(line));
 		last_cb = g->ev_last_cb;
 		leaver_done = kind != EV_LEAVE || g->m[slot].done;
-		done = t0 && leaver_done && all_owned && all_members && stale <= cu &&
-		       now - (last_cb > t0 ? last_cb : t0) >= settle &&
-		       (kind == EV_LEAVE || g->m[slot].nassigned > 0);
 		pthread_mutex_unlock(&g->mu);
 		if (t0 && ns < cap)
 			s[ns++] = (struct sample){ now, all_owned, stale };
+		/* recovered once after the last callback; a later callback
+		 * starts the search again */
+		if (last_cb != rec_cb) {
+			rec_cb = last_cb;
+			rec_t = 0;
+		}
+		if (t0 && !rec_t && all_owned && stale <= cu && now >= last_cb)
+			rec_t = now;
+		done = rec_t && leaver_done && all_owned && all_members &&
+		       now - (last_cb > t0 ? last_cb : t0) >= settle &&
+		       (kind == EV_LEAVE || g->m[slot].nassigned > 0);
 		if (done)
 			break;
 		if (now >= next_tick) {
@@ -980,6 +1004,7 @@ static int run_strategy(const struct gopts *o, struct broker *br, struct produce
 	g->topic = topic;
 	g->strategy = strategy;
 	g->nparts = o->partitions;
+	g->cu = (uint64_t)o->caught_up_ms * 1000000ull;
 	snprintf(g->group, sizeof(g->group), "bench-rebalance-%d-%s", (int)getpid(), strategy);
 	g->p = calloc((size_t)g->nparts, sizeof(*g->p));
 	if (!g->p) {
@@ -1002,6 +1027,11 @@ static int run_strategy(const struct gopts *o, struct broker *br, struct produce
 		fprintf(stderr, "%s[%s]: stable after %.1f s; steady for %.1f s\n", o->cmd, strategy,
 			res->startup_s, o->steady_s);
 		run_steady(g, &res->steady_gap, &res->steady_stale);
+		/* a loaded machine may not hold --caught-up-ms even when nothing
+		 * happens: caught up is then as fresh as the steady state was */
+		if (res->steady_stale * 1e6 > (double)g->cu)
+			g->cu = (uint64_t)(res->steady_stale * 1e6);
+		res->caught_up = gms(g->cu);
 		rc = run_event(g, pr, br, EV_LEAVE, leaver, &res->ev[0]);
 	}
 	if (!rc)
@@ -1016,6 +1046,8 @@ static int run_strategy(const struct gopts *o, struct broker *br, struct produce
 		if ((rc2 = member_stop(g, i)) < 0 && !rc)
 			rc = rc2;
 	res->protocol = g->protocol;
+	res->producer_behind = gms(pr->behind_max_ns);
+	pr->behind_max_ns = 0;
 	res->overlaps = g->overlaps;
 	res->lost = g->lost;
 	res->foreign = g->foreign;
@@ -1080,8 +1112,10 @@ static void row_d(const char *metric, int n, const struct strat_result *r, doubl
 	static double name(const struct strat_result *r) { return (expr); }
 
 GETTER(g_startup, r->startup_s)
+GETTER(g_behind, r->producer_behind)
 GETTER(g_steady_gap, r->steady_gap)
 GETTER(g_steady_stale, r->steady_stale)
+GETTER(g_caught_up, r->caught_up)
 GETTER(g_l_seen, r->ev[0].t_first_cb)
 GETTER(g_l_last, r->ev[0].t_last_cb)
 GETTER(g_l_moved, r->ev[0].moved)
@@ -1134,7 +1168,7 @@ static void target_note(int n, const struct strat_result *r, double (*get)(const
 static void print_rebalance(const struct gopts *o, const struct broker *br, int n, const struct strat_result *r)
 {
 	printf("# sluice-bench rebalance: %d consumers (librdkafka %s, subscribe) on %d partitions, producer "
-	       "%" PRIu64 " records/s x %d bytes; heartbeat.interval.ms=%d session.timeout.ms=%d "
+	       "%" PRIu64 " records/s x %d bytes (acks=1, linger.ms=5); heartbeat.interval.ms=%d session.timeout.ms=%d "
 	       "(max.poll.interval.ms 300000, fetch.wait.max.ms 100, commits: sync in the revoke callback "
 	       "and every 1 s); broker %s, group.initial.rebalance.delay.ms=0\n",
 	       o->members, rd_kafka_version_str(), o->partitions, o->rate, o->size, o->heartbeat_ms, o->session_ms,
@@ -1142,7 +1176,8 @@ static void print_rebalance(const struct gopts *o, const struct broker *br, int 
 	printf("# t0 = the member's rd_kafka_consumer_close (leave) or rd_kafka_subscribe (join); gap = longest "
 	       "time between deliveries of new offsets of a partition, ending after t0; moved = owner after "
 	       "differs from owner before; recovered = every partition owned and its newest delivered record "
-	       "<= %d ms old, after the last rebalance callback; times in ms\n", o->caught_up_ms);
+	       "at most caught_up_threshold_ms old (--caught-up-ms %d, or the steady window's largest "
+	       "staleness if higher), after the last rebalance callback; times in ms\n", o->caught_up_ms);
 	printf("rebalance %-28s", "strategy");
 	for (int i = 0; i < n; i++)
 		printf(" %20s", r[i].strategy);
@@ -1151,8 +1186,10 @@ static void print_rebalance(const struct gopts *o, const struct broker *br, int 
 		printf(" %20s", r[i].protocol ? r[i].protocol : "?");
 	putchar('\n');
 	row_d("startup_stable_s", n, r, g_startup, "f"); putchar('\n');
+	row_d("producer_behind_max_ms", n, r, g_behind, "f"); putchar('\n');
 	row_d("steady_gap_max_ms", n, r, g_steady_gap, "f"); putchar('\n');
 	row_d("steady_staleness_max_ms", n, r, g_steady_stale, "f"); putchar('\n');
+	row_d("caught_up_threshold_ms", n, r, g_caught_up, "f"); putchar('\n');
 	row_d("leave_first_callback_ms", n, r, g_l_seen, "f"); putchar('\n');
 	row_d("leave_last_callback_ms", n, r, g_l_last, "f"); putchar('\n');
 	row_d("leave_callbacks", n, r, g_l_cbs, "i"); putchar('\n');
