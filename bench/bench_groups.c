@@ -18,8 +18,10 @@
  *     --strategies (range,cooperative-sticky) runs this with its own group,
  *     one after the other, against the same broker, topic and producer.
  *     Consumers commit the positions of what they revoke synchronously in
- *     the revoke callback and every second otherwise (no auto-commit), so a
- *     new owner resumes where the old one stopped.
+ *     the revoke callback, so a new owner resumes where the old one
+ *     stopped, and every second asynchronously (rd_kafka_commit_queue; a
+ *     synchronous commit there would wait behind a JoinGroup the
+ *     coordinator holds on the same connection and stop the poll loop).
  *     Per event (leave, join), measured from t0 = the leaving member's call
  *     to rd_kafka_consumer_close, or the joining member's rd_kafka_subscribe:
  *       gap        per partition, the longest time between two deliveries
@@ -274,6 +276,7 @@ struct member {
 	int started, live, done;
 	int nassigned;              /* partitions it owns now */
 	uint64_t assign_cbs;
+	uint64_t commit_sent;       /* an asynchronous commit waits for its result */
 	char id[128];
 	/* commit bench */
 	int paused;
@@ -357,48 +360,28 @@ static void kerr_add(struct kerr *k, const char *fmt, ...)
 	}
 }
 
-/* Synchronous commit of the positions of parts (NULL: the assignment);
- * nothing consumed yet is not an error. Called without the lock. */
-static void commit_positions(struct member *m, rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *parts,
-			     int revoke)
+/* The result of one commit: the longest call per kind, ok and refused. */
+static void commit_result(struct member *m, int revoke, int n, rd_kafka_resp_err_t e,
+			  const rd_kafka_topic_partition_list_t *l, uint64_t t)
 {
 	struct grp *g = m->g;
-	rd_kafka_topic_partition_list_t *pos, *valid;
-	rd_kafka_resp_err_t e;
 	char where[64] = "";
-	uint64_t t;
 
-	if (parts) {
-		pos = rd_kafka_topic_partition_list_copy(parts);
-	} else if (rd_kafka_assignment(rk, &pos) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		return;
-	}
-	rd_kafka_position(rk, pos);
-	valid = rd_kafka_topic_partition_list_new(pos->cnt ? pos->cnt : 1);
-	for (int i = 0; i < pos->cnt; i++)
-		if (pos->elems[i].offset >= 0)
-			rd_kafka_topic_partition_list_add(valid, pos->elems[i].topic,
-							  pos->elems[i].partition)->offset = pos->elems[i].offset;
-	t = bench_now_ns();
-	e = valid->cnt ? rd_kafka_commit(rk, valid, 0) : RD_KAFKA_RESP_ERR_NO_ERROR;
-	t = bench_now_ns() - t;
-	for (int i = 0; !e && i < valid->cnt; i++)
-		if (valid->elems[i].err) {
-			e = valid->elems[i].err;
-			snprintf(where, sizeof(where), " (partition %d)", valid->elems[i].partition);
+	for (int i = 0; !e && l && i < l->cnt; i++)
+		if (l->elems[i].err) {
+			e = l->elems[i].err;
+			snprintf(where, sizeof(where), " (partition %d)", l->elems[i].partition);
 		}
 	if (t > 100000000ull)
 		fprintf(stderr, "%s[%s]: member %d: a %s commit of %d partition(s) took %.0f ms (%s)%s\n", g->o->cmd,
-			g->strategy, m->slot, revoke ? "revoke" : "periodic", valid->cnt, gms(t), rd_kafka_err2name(e),
+			g->strategy, m->slot, revoke ? "revoke" : "periodic", n, gms(t), rd_kafka_err2name(e),
 			g->ev_t0 ? "" : ", outside an event");
 	pthread_mutex_lock(&g->mu);
 	if (revoke && t > g->revoke_commit_max)
 		g->revoke_commit_max = t;
 	else if (!revoke && t > g->commit_max)
 		g->commit_max = t;
-	if (!valid->cnt) {
-		/* nothing consumed */
-	} else if (!e) {
+	if (!e) {
 		if (revoke)
 			g->revoke_commits_ok++;
 		else
@@ -408,8 +391,76 @@ static void commit_positions(struct member *m, rd_kafka_t *rk, const rd_kafka_to
 			 rd_kafka_err2name(e), where);
 	}
 	pthread_mutex_unlock(&g->mu);
-	rd_kafka_topic_partition_list_destroy(valid);
+}
+
+/* The positions of parts (NULL: the assignment) that have one. */
+static rd_kafka_topic_partition_list_t *positions(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *parts)
+{
+	rd_kafka_topic_partition_list_t *pos, *valid;
+
+	if (parts)
+		pos = rd_kafka_topic_partition_list_copy(parts);
+	else if (rd_kafka_assignment(rk, &pos) != RD_KAFKA_RESP_ERR_NO_ERROR)
+		return NULL;
+	rd_kafka_position(rk, pos);
+	valid = rd_kafka_topic_partition_list_new(pos->cnt ? pos->cnt : 1);
+	for (int i = 0; i < pos->cnt; i++)
+		if (pos->elems[i].offset >= 0)
+			rd_kafka_topic_partition_list_add(valid, pos->elems[i].topic,
+							  pos->elems[i].partition)->offset = pos->elems[i].offset;
 	rd_kafka_topic_partition_list_destroy(pos);
+	if (!valid->cnt) {
+		rd_kafka_topic_partition_list_destroy(valid);
+		return NULL;
+	}
+	return valid;
+}
+
+/* In the revoke callback: a synchronous commit of what is given up, so
+ * the next owner starts where this one stopped. */
+static void commit_revoked(struct member *m, rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *parts)
+{
+	rd_kafka_topic_partition_list_t *l = positions(rk, parts);
+	rd_kafka_resp_err_t e;
+	uint64_t t;
+
+	if (!l)
+		return;             /* nothing consumed */
+	t = bench_now_ns();
+	e = rd_kafka_commit(rk, l, 0);
+	commit_result(m, 1, l->cnt, e, l, bench_now_ns() - t);
+	rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void periodic_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *offsets,
+			       void *opaque)
+{
+	struct member *m = opaque;
+
+	(void)rk;
+	if (err == RD_KAFKA_RESP_ERR__NO_OFFSET)
+		err = RD_KAFKA_RESP_ERR_NO_ERROR;
+	commit_result(m, 0, offsets ? offsets->cnt : 0, err, offsets, bench_now_ns() - m->commit_sent);
+	m->commit_sent = 0;
+}
+
+/* Every second, asynchronously (the poll loop never waits for it): the
+ * positions of the assignment. The result arrives on the member's own
+ * queue, served in its poll loop. */
+static void commit_periodic(struct member *m, rd_kafka_t *rk, rd_kafka_queue_t *q)
+{
+	rd_kafka_topic_partition_list_t *l;
+
+	if (m->commit_sent)
+		return;             /* the last one has not been answered */
+	if (!(l = positions(rk, NULL)))
+		return;
+	m->commit_sent = bench_now_ns();
+	if (rd_kafka_commit_queue(rk, l, q, periodic_commit_cb, m)) {
+		commit_result(m, 0, l->cnt, RD_KAFKA_RESP_ERR__STATE, NULL, 0);
+		m->commit_sent = 0;
+	}
+	rd_kafka_topic_partition_list_destroy(l);
 }
 
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
@@ -427,7 +478,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
 		int lost = rd_kafka_assignment_lost(rk);
 
 		if (!lost && parts->cnt)
-			commit_positions(m, rk, parts, 1);
+			commit_revoked(m, rk, parts);
 		now = bench_now_ns();
 	}
 	pthread_mutex_lock(&g->mu);
@@ -558,6 +609,7 @@ static void *member_main(void *arg)
 	const struct gopts *o = g->o;
 	rd_kafka_conf_t *c = base_conf(g->br->bootstrap, &m->errs);
 	rd_kafka_topic_partition_list_t *topics;
+	rd_kafka_queue_t *cq;
 	rd_kafka_t *rk;
 	char err[256], buf[32], cid[64];
 	uint64_t next_commit;
@@ -589,6 +641,7 @@ static void *member_main(void *arg)
 		goto fail;
 	}
 	rd_kafka_poll_set_consumer(rk);
+	cq = rd_kafka_queue_new(rk);
 	topics = rd_kafka_topic_partition_list_new(1);
 	rd_kafka_topic_partition_list_add(topics, g->topic, RD_KAFKA_PARTITION_UA);
 	pthread_mutex_lock(&g->mu);
@@ -636,8 +689,9 @@ static void *member_main(void *arg)
 			if (id)
 				rd_kafka_mem_free(rk, id);
 		}
+		rd_kafka_queue_poll_callback(cq, 0);
 		if (now >= next_commit) {
-			commit_positions(m, rk, NULL, 0);
+			commit_periodic(m, rk, cq);
 			next_commit = bench_now_ns() + COMMIT_EVERY;
 		}
 	}
@@ -651,6 +705,8 @@ static void *member_main(void *arg)
 		kerr_add(&g->client_err, "member %d: consumer_close: %s", m->slot, rd_kafka_err2name(e));
 		pthread_mutex_unlock(&g->mu);
 	}
+	rd_kafka_queue_poll_callback(cq, 0);
+	rd_kafka_queue_destroy(cq);
 	rd_kafka_destroy(rk);
 	pthread_mutex_lock(&g->mu);
 	/* partitions a close left owned (no revoke callback) */
@@ -1169,8 +1225,8 @@ static void print_rebalance(const struct gopts *o, const struct broker *br, int 
 {
 	printf("# sluice-bench rebalance: %d consumers (librdkafka %s, subscribe) on %d partitions, producer "
 	       "%" PRIu64 " records/s x %d bytes (acks=1, linger.ms=5); heartbeat.interval.ms=%d session.timeout.ms=%d "
-	       "(max.poll.interval.ms 300000, fetch.wait.max.ms 100, commits: sync in the revoke callback "
-	       "and every 1 s); broker %s, group.initial.rebalance.delay.ms=0\n",
+	       "(max.poll.interval.ms 300000, fetch.wait.max.ms 100, commits: sync in the revoke callback, "
+	       "async every 1 s); broker %s, group.initial.rebalance.delay.ms=0\n",
 	       o->members, rd_kafka_version_str(), o->partitions, o->rate, o->size, o->heartbeat_ms, o->session_ms,
 	       br->shards < 0 ? br->bootstrap : (br->shards ? "shards set" : "shards=0 (one per core)"));
 	printf("# t0 = the member's rd_kafka_consumer_close (leave) or rd_kafka_subscribe (join); gap = longest "
