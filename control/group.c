@@ -233,6 +233,8 @@ struct group_coord {
 	int64_t retention_ms, retention_check_ms, next_expiry;
 	int32_t max_meta;
 	int stopping;
+	int dirty;                    /* membership changed: deadlines may be earlier */
+	int64_t next_due;             /* the earliest deadline at the last scan */
 	int replays;
 	void (*replay_done)(struct ctl *ctl);
 	struct group_stats st;
@@ -1994,6 +1996,10 @@ static void group_msg(void *self, struct shard_msg *m)
 	struct group_coord *gc = ctl_groups(self);
 	struct kafka_ctx *ctx = m->p[0];
 
+	/* joins, syncs and leaves can bring deadlines nearer: rescan at the
+	 * next tick (heartbeats and commits only push them later) */
+	gc->dirty |= ctx->req.header.RequestApiKey == 11 || ctx->req.header.RequestApiKey == 13 ||
+		     ctx->req.header.RequestApiKey == 14;
 	switch (ctx->req.header.RequestApiKey) {
 	case 8: handle_commit(gc, ctx); break;
 	case 9: handle_fetch(gc, ctx); break;
@@ -2270,6 +2276,12 @@ int group_tick(struct group_coord *gc, int max_ms)
 {
 	int64_t now = mono_ms(), next = now + max_ms;
 
+	/* heartbeats only move deadlines later: without a membership change
+	 * the last scan's earliest deadline still holds */
+	if (!gc->dirty && now < gc->next_due && now < gc->next_expiry)
+		return (int)((gc->next_due < next ? gc->next_due : next) - now);
+	gc->dirty = 0;
+
 	for (uint32_t i = 0; i < gc->groups.cap; i++) {
 		struct group *g = gc->groups.v[i];
 
@@ -2313,6 +2325,7 @@ again:
 		expire_offsets(gc);
 		gc->next_expiry = now + gc->retention_check_ms;
 	}
+	gc->next_due = next;
 	return next > now ? (int)(next - now) : 0;
 }
 
