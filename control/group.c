@@ -2365,7 +2365,8 @@ int group_coord_create(struct ctl *ctl, struct broker *b, const struct config *c
 	gc->max_session = (int32_t)config_int(cfg, "group.max.session.timeout.ms");
 	gc->max_size = (int32_t)config_int(cfg, "group.max.size");
 	gc->initial_delay = (int32_t)config_int(cfg, "group.initial.rebalance.delay.ms");
-	gc->retention_ms = config_int(cfg, "offsets.retention.minutes") * 60000;
+	gc->retention_ms = config_int(cfg, "offsets.retention.ms") >= 0 ? config_int(cfg, "offsets.retention.ms")
+									 : config_int(cfg, "offsets.retention.minutes") * 60000;
 	gc->retention_check_ms = config_int(cfg, "offsets.retention.check.interval.ms");
 	gc->max_meta = (int32_t)config_int(cfg, "offset.metadata.max.bytes");
 	gc->next_expiry = mono_ms() + gc->retention_check_ms;
