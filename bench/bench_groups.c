@@ -22,6 +22,9 @@
  *     stopped, and every second asynchronously (rd_kafka_commit_queue; a
  *     synchronous commit there would wait behind a JoinGroup the
  *     coordinator holds on the same connection and stop the poll loop).
+ *     Each event starts at a random point of the heartbeat interval
+ *     (--no-jitter: right after the settle window, which the members'
+ *     heartbeats, in step since the last rebalance, tend to just precede).
  *     Per event (leave, join), measured from t0 = the leaving member's call
  *     to rd_kafka_consumer_close, or the joining member's rd_kafka_subscribe:
  *       gap        per partition, the longest time between two deliveries
@@ -94,6 +97,7 @@ struct gopts {
 	int nstrats;
 	double steady_s, settle_s, timeout_s;
 	int caught_up_ms;
+	int no_jitter;
 	/* commit */
 	double seconds;
 	int consumers[MAX_RUNS];
@@ -872,6 +876,17 @@ static int run_event(struct grp *g, struct producer *pr, struct broker *br, enum
 		free(owner_after);
 		return -ENOMEM;
 	}
+	/* the members heartbeat in step (their timers restart together when a
+	 * rebalance ends) and the windows before an event are whole seconds:
+	 * start at a random point of the heartbeat interval, not always just
+	 * after a heartbeat */
+	if (!o->no_jitter) {
+		uint64_t jitter = (uint64_t)(drand48() * o->heartbeat_ms * 1e6);
+
+		fprintf(stderr, "%s[%s]: %s in %.0f ms (a random phase of the heartbeat interval)\n", o->cmd,
+			g->strategy, kind == EV_LEAVE ? "leave" : "join", gms(jitter));
+		sleep_ns(jitter);
+	}
 	pthread_mutex_lock(&g->mu);
 	for (int p = 0; p < g->nparts; p++) {
 		struct part *ps = &g->p[p];
@@ -1229,11 +1244,13 @@ static void print_rebalance(const struct gopts *o, const struct broker *br, int 
 	       "async every 1 s); broker %s, group.initial.rebalance.delay.ms=0\n",
 	       o->members, rd_kafka_version_str(), o->partitions, o->rate, o->size, o->heartbeat_ms, o->session_ms,
 	       br->shards < 0 ? br->bootstrap : (br->shards ? "shards set" : "shards=0 (one per core)"));
-	printf("# t0 = the member's rd_kafka_consumer_close (leave) or rd_kafka_subscribe (join); gap = longest "
+	printf("# t0 = the member's rd_kafka_consumer_close (leave) or rd_kafka_subscribe (join)%s; gap = longest "
 	       "time between deliveries of new offsets of a partition, ending after t0; moved = owner after "
 	       "differs from owner before; recovered = every partition owned and its newest delivered record "
 	       "at most caught_up_threshold_ms old (--caught-up-ms %d, or the steady window's largest "
-	       "staleness if higher), after the last rebalance callback; times in ms\n", o->caught_up_ms);
+	       "staleness if higher), after the last rebalance callback; times in ms\n",
+	       o->no_jitter ? ", right after the settle window" : ", at a random point of the heartbeat interval",
+	       o->caught_up_ms);
 	printf("rebalance %-28s", "strategy");
 	for (int i = 0; i < n; i++)
 		printf(" %20s", r[i].strategy);
@@ -1781,6 +1798,8 @@ static void gusage(FILE *f, const char *cmd)
 		"  --steady-s S            steady window before the leave (default 2)\n"
 		"  --caught-up-ms MS       caught up = newest delivered record of every\n"
 		"                          partition at most MS old (default 200)\n"
+		"  --no-jitter             start each event right away, not at a random\n"
+		"                          point of the heartbeat interval\n"
 		"commit:\n"
 		"  --seconds S             per run (default 5)\n"
 		"  --consumers LIST        parallel consumers per run (default 1,4)\n"
@@ -1863,6 +1882,10 @@ static int parse_gopts(int argc, char **argv, struct gopts *o)
 		}
 		if (!strcmp(name, "--quick"))
 			continue;
+		if (!strcmp(name, "--no-jitter")) {
+			o->no_jitter = 1;
+			continue;
+		}
 		if (eq)
 			val = eq + 1;
 		else if (i + 1 < argc)
@@ -1970,6 +1993,7 @@ static int bench_groups(enum gmode mode, const char *cmd, int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	srand48((long)bench_now_ns() ^ (long)getpid());
 	return mode == G_REBALANCE ? cmd_rebalance(&o) : cmd_commit(&o);
 }
 
