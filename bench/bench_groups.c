@@ -282,11 +282,9 @@ struct member {
 	uint64_t assign_cbs;
 	uint64_t commit_sent;       /* an asynchronous commit waits for its result */
 	char id[128];
-	/* commit bench */
-	int paused;
 };
 
-struct kerr {                   /* errors by name, the first with its text */
+struct kerr {                   /* a count of errors and the first one's text */
 	uint64_t n;
 	char first[200];
 };
@@ -868,14 +866,11 @@ static int run_event(struct grp *g, struct producer *pr, struct broker *br, enum
 	struct sample *s = calloc(cap, sizeof(*s));
 	uint64_t settle = (uint64_t)(o->settle_s * 1e9), cu = g->cu;
 	uint64_t next_tick, t_start = bench_now_ns(), t0, t_end, last_cb, rec_cb = 0, rec_t = 0;
-	int rc = 0, worst = -1, *owner_after = calloc((size_t)g->nparts, sizeof(int));
+	int rc = 0, worst = -1;
 
 	memset(r, 0, sizeof(*r));
-	if (!s || !owner_after) {
-		free(s);
-		free(owner_after);
+	if (!s)
 		return -ENOMEM;
-	}
 	/* the members heartbeat in step (their timers restart together when a
 	 * rebalance ends) and the windows before an event are whole seconds:
 	 * start at a random point of the heartbeat interval, not always just
@@ -988,7 +983,6 @@ static int run_event(struct grp *g, struct producer *pr, struct broker *br, enum
 		uint64_t gap = ps->gap_max, open = t_end - ps->last_prog;
 		int moved;
 
-		owner_after[p] = ps->owner;
 		if (open > gap && ps->last_prog < t0)
 			gap = open;
 		moved = ps->owner_before != ps->owner;
@@ -1028,7 +1022,6 @@ out:
 		pthread_mutex_unlock(&g->mu);
 	}
 	free(s);
-	free(owner_after);
 	return rc;
 }
 

@@ -7,6 +7,7 @@
  *
  * By default each run starts its own broker: build/sluiced next to this
  * binary, on a free 127.0.0.1 port, data in a fresh directory under /var/tmp
+ * (or $SLUICE_TEST_DIR)
  * (removed at the end; kept, and its path printed, when the broker died or
  * did not stop cleanly), stopped with SIGTERM (a broker that does not exit
  * cleanly within 30 s is a failure). The cluster id the broker prints with
@@ -195,7 +196,8 @@ int broker_start(struct broker *br, int shards, const struct opts *o)
 		fprintf(stderr, "kafka: no broker at %s (make builds it)\n", exe);
 		return -ENOENT;
 	}
-	snprintf(br->root, sizeof(br->root), "/var/tmp/sluice-bench-kafka-XXXXXX");
+	snprintf(br->root, sizeof(br->root), "%s/sluice-bench-kafka-XXXXXX",
+		 getenv("SLUICE_TEST_DIR") && *getenv("SLUICE_TEST_DIR") ? getenv("SLUICE_TEST_DIR") : "/var/tmp");
 	if (!mkdtemp(br->root))
 		return -errno;
 	snprintf(br->data, sizeof(br->data), "%s/data", br->root);
