@@ -151,6 +151,9 @@ struct goffset {
 	int32_t epoch;
 	char *meta;
 	int64_t commit_ts;
+	/* from the last lag scan (group_report) */
+	int64_t hw;                   /* -1: unknown */
+	int64_t oldest_ts;            /* timestamp of the record at `offset`; -1: none (caught up) */
 };
 
 struct gowner {               /* who owns a partition in the current assignment */
@@ -238,6 +241,7 @@ struct group_coord {
 	int64_t next_due;             /* the earliest deadline at the last scan */
 	int replays;
 	void (*replay_done)(struct ctl *ctl);
+	int lag_queries;              /* outstanding in the current report */
 	struct group_stats st;
 };
 
@@ -1546,7 +1550,8 @@ static void handle_commit(struct group_coord *gc, struct kafka_ctx *ctx)
 	for (int32_t i = 0; i < r->Topics.count; i++)
 		total += q->Topics.items[i].Partitions.count > 0 ? q->Topics.items[i].Partitions.count : 0;
 
-	/* the group-level checks, in Kafka's order */
+	/* the group-level checks, in Kafka's order (validateOffsetCommit:
+	 * the member, then its generation, then the group's state) */
 	if (kempty(q->GroupId) || q->GroupId.len >= 512) {
 		gerr = KERR_INVALID_GROUP_ID;
 	} else if (!g) {
@@ -1564,21 +1569,31 @@ static void handle_commit(struct group_coord *gc, struct kafka_ctx *ctx)
 	if (!gerr && g) {
 		struct gmember *si = ver >= 7 ? member_by_instance(g, q->GroupInstanceId) : NULL;
 
+		int as_member = q->GenerationIdOrMemberEpoch >= 0 || !kempty(q->MemberId) ||
+				(ver >= 7 && q->GroupInstanceId.len >= 0);
+
 		m = member_find(g, q->MemberId);
-		if (si && !keq(q->MemberId, si->id)) {
+		if (!as_member) {
+			/* a simple commit: only to a group without members */
+			m = NULL;
+			if (g->members || g->state != G_EMPTY) {
+				gerr = KERR_UNKNOWN_MEMBER_ID;
+				gc->st.commit_refused_member++;
+			}
+		} else if (si && !keq(q->MemberId, si->id)) {
 			gerr = KERR_FENCED_INSTANCE_ID;
 			gc->st.commit_refused_fenced++;
-		} else if (q->GenerationIdOrMemberEpoch < 0 && g->state == G_EMPTY) {
-			m = NULL;   /* a simple commit to a group without members */
-		} else if (g->state == G_COMPLETING && m) {
-			gerr = KERR_REBALANCE_IN_PROGRESS;
-			gc->st.commit_refused_rebalance++;
 		} else if (!m) {
 			gerr = KERR_UNKNOWN_MEMBER_ID;
 			gc->st.commit_refused_member++;
 		} else if (q->GenerationIdOrMemberEpoch != g->generation) {
 			gerr = KERR_ILLEGAL_GENERATION;
 			gc->st.commit_refused_generation++;
+		} else if (g->state == G_COMPLETING) {
+			/* its generation is current but the leader's assignment
+			 * has not come: which partitions it owns is not known */
+			gerr = KERR_REBALANCE_IN_PROGRESS;
+			gc->st.commit_refused_rebalance++;
 		}
 		if (m && !gerr)
 			m->deadline = mono_ms() + m->session_ms;
@@ -2240,6 +2255,193 @@ int group_replay(struct group_coord *gc, void (*done)(struct ctl *ctl))
 		ctl_send_msg(gc->ctl, t->parts[i].shard, &m);
 	}
 	return gc->replays;
+}
+
+/* ---- lag: high watermark and oldest unconsumed record ------------------------ */
+
+struct lagq {
+	struct group_coord *gc;
+	char *group, *topic;
+	int32_t part;
+	int64_t committed;
+	int64_t hw, ts;               /* out */
+	int to;                       /* the control thread */
+	struct shard *sh;
+	struct plog_read rd;
+	uint8_t *buf;
+};
+
+static void lag_result(void *self, struct shard_msg *m);
+
+static void lag_reply(struct lagq *q)
+{
+	struct shard_msg r = { .fn = lag_result, .p = { q } };
+
+	shard_send(q->sh, q->to, &r);
+}
+
+/* The first batch at the committed offset is in: its timestamp is the
+ * oldest unconsumed record's (the batch's first record's for CreateTime,
+ * the broker's for LogAppendTime). */
+static void lag_read_done(struct plog_read *rd)
+{
+	struct lagq *q = rd->arg;
+
+	if (!rd->err && rd->bytes >= BATCH_HEADER_SIZE)
+		q->ts = (batch_attributes(rd->data) & BATCH_ATTR_LOG_APPEND_TIME) ? batch_max_timestamp(rd->data)
+										  : batch_base_timestamp(rd->data);
+	plog_read_release(rd);
+	if (q->buf)
+		q->sh->rbufs[q->sh->nrbufs++] = q->buf;
+	q->buf = NULL;
+	lag_reply(q);
+}
+
+/* On the owner shard: the partition's high watermark, and the timestamp of
+ * the first record not consumed (a read of one batch, from the tail or
+ * asynchronously from disk). */
+static void shard_lag_query(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[0];
+	struct lagq *q = m->p[1];
+	int64_t from;
+	int rc;
+
+	q->sh = sh;
+	q->hw = -1;
+	q->ts = -1;
+	if (!p || p->deleted || !p->pl) {
+		lag_reply(q);
+		return;
+	}
+	q->hw = p->pl->high_watermark;
+	from = q->committed < p->pl->log_start ? p->pl->log_start : q->committed;
+	if (from >= q->hw || !sh->nrbufs) {
+		lag_reply(q);   /* caught up (or no read buffer free: no age this time) */
+		return;
+	}
+	memset(&q->rd, 0, sizeof(q->rd));
+	q->buf = sh->rbufs[--sh->nrbufs];
+	q->rd.offset = from;
+	q->rd.max_offset = q->hw;
+	q->rd.max_bytes = 1;        /* one batch: the first is always whole */
+	q->rd.buf = q->buf;
+	q->rd.buf_cap = SHARD_RBUF_SIZE;
+	q->rd.done = lag_read_done;
+	q->rd.arg = q;
+	rc = plog_read(p->pl, &q->rd);
+	if (rc == 0)
+		return;                 /* from disk: lag_read_done runs later */
+	if (rc < 0)
+		q->rd.err = rc;
+	lag_read_done(&q->rd);
+}
+
+static void report_print(struct group_coord *gc)
+{
+	int64_t now = wall_ms();
+	int ng = 0, np = 0;
+
+	for (uint32_t i = 0; i < gc->groups.cap; i++) {
+		struct group *g = gc->groups.v[i];
+		int n = 0, k = 0;
+		struct goffset **all;
+
+		if (!g)
+			continue;
+		ng++;
+		fprintf(stderr, "sluiced: group %s: state %s, generation %d, protocol %s/%s, %d member(s)\n", g->id,
+			state_names[g->state], g->generation, g->ptype ? g->ptype : "-", g->protocol ? g->protocol : "-",
+			g->nmembers);
+		for (struct gmember *m = g->members; m; m = m->next)
+			fprintf(stderr, "sluiced:   member %s%s%s client %s host %s\n", m->id, m->instance ? " instance " : "",
+				m->instance ? m->instance : "", m->client_id, m->host);
+		n = (int)g->offsets.n;
+		all = xcalloc((size_t)n, sizeof(*all));
+		for (uint32_t j = 0; j < g->offsets.cap; j++)
+			if (g->offsets.v[j])
+				all[k++] = g->offsets.v[j];
+		qsort(all, (size_t)n, sizeof(*all), tp_cmp);
+		for (int j = 0; j < n; j++) {
+			struct goffset *o = all[j];
+			struct gmember *own = owner_of(g, o->topic, o->part);
+			char lag[32] = "?", age[32] = "?";
+
+			if (o->hw >= 0)
+				snprintf(lag, sizeof(lag), "%lld", (long long)(o->hw > o->offset ? o->hw - o->offset : 0));
+			if (o->hw >= 0)
+				snprintf(age, sizeof(age), "%lld", (long long)(o->oldest_ts < 0 ? 0
+						: (now > o->oldest_ts ? now - o->oldest_ts : 0)));
+			fprintf(stderr, "sluiced:   %s-%d committed %lld high-watermark %lld lag %s "
+				"oldest-unconsumed-age-ms %s owner %s\n", o->topic, o->part, (long long)o->offset,
+				(long long)o->hw, lag, age, own ? own->id : "-");
+			np++;
+		}
+		free(all);
+	}
+	fprintf(stderr, "sluiced: group report: %d group(s), %d committed partition(s)\n", ng, np);
+}
+
+/* On the control thread: one partition's answer. */
+static void lag_result(void *self, struct shard_msg *m)
+{
+	struct lagq *q = m->p[0];
+	struct group_coord *gc = q->gc;
+	struct group *g = group_find(gc, q->group);
+	struct goffset *o = g ? offset_find(g, q->topic, q->part) : NULL;
+
+	(void)self;
+	if (o && o->offset == q->committed) {
+		o->hw = q->hw;
+		o->oldest_ts = q->ts;
+	}
+	free(q->group);
+	free(q->topic);
+	free(q);
+	if (--gc->lag_queries == 0)
+		report_print(gc);
+}
+
+void group_report(struct group_coord *gc)
+{
+	const struct md_snapshot *md = gc->b->md;
+
+	if (gc->lag_queries)
+		return;   /* one report at a time */
+	gc->lag_queries = 1;   /* held while the queries go out */
+	for (uint32_t i = 0; i < gc->groups.cap; i++) {
+		struct group *g = gc->groups.v[i];
+
+		for (uint32_t j = 0; g && j < g->offsets.cap; j++) {
+			struct goffset *o = g->offsets.v[j];
+			const struct md_topic *t;
+			struct lagq *q;
+
+			if (!o)
+				continue;
+			o->hw = -1;
+			o->oldest_ts = -1;
+			t = md ? md_find(md, o->topic, (int32_t)strlen(o->topic)) : NULL;
+			if (!t || o->part < 0 || o->part >= t->nparts || !t->parts[o->part].part)
+				continue;
+			q = xcalloc(1, sizeof(*q));
+			q->gc = gc;
+			q->group = sdup(g->id);
+			q->topic = sdup(o->topic);
+			q->part = o->part;
+			q->committed = o->offset;
+			q->to = broker_ctl_index(gc->b);
+			gc->lag_queries++;
+			{
+				struct shard_msg m = { .fn = shard_lag_query, .p = { t->parts[o->part].part, q } };
+
+				ctl_send_msg(gc->ctl, t->parts[o->part].shard, &m);
+			}
+		}
+	}
+	if (--gc->lag_queries == 0)
+		report_print(gc);
 }
 
 /* ---- timers ------------------------------------------------------------------ */

@@ -78,6 +78,11 @@ int group_tick(struct group_coord *gc, int max_ms);
  * membership requests; commits still complete. */
 void group_stopping(struct group_coord *gc);
 const struct group_stats *group_coord_stats(const struct group_coord *gc);
+/* Print every group to stderr (state, members, and per committed
+ * partition: committed offset, high watermark, lag, the age of the oldest
+ * unconsumed record, owner) once the owner shards have answered the lag
+ * queries; sluiced does this on SIGUSR1. */
+void group_report(struct group_coord *gc);
 
 /* @thread shard: free a response's memory once it is encoded. */
 void group_mem_free(struct gmem *m);

@@ -1080,11 +1080,24 @@ static void *shard_main(void *arg)
 			__atomic_store_n(&sh->sleeping, 0, __ATOMIC_SEQ_CST);
 		}
 		(void)rc;
-		io_uring_for_each_cqe(&sh->ring, head, cqe) {
-			shard_complete(sh, cqe);
+		/* one at a time, each marked seen first: a handler may poll the
+		 * store (a log closing waits for its writes), which then keeps
+		 * our completions for us in st.foreign */
+		(void)head;
+		while (io_uring_peek_cqe(&sh->ring, &cqe) == 0) {
+			struct io_uring_cqe c = *cqe;
+
+			io_uring_cqe_seen(&sh->ring, cqe);
+			shard_complete(sh, &c);
 			n++;
 		}
-		io_uring_cq_advance(&sh->ring, n);
+		for (unsigned i = 0; i < sh->st.nforeign; i++) {
+			struct io_uring_cqe c = { .user_data = sh->st.foreign[i].user_data,
+						  .res = sh->st.foreign[i].res, .flags = sh->st.foreign[i].flags };
+
+			shard_complete(sh, &c);
+		}
+		sh->st.nforeign = 0;
 	}
 	/* make appended data durable and checkpoint every log */
 	store_drain(&sh->st);

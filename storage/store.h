@@ -45,6 +45,14 @@ struct store_stats {
 	uint64_t max_inflight_writes; /* most writes one partition had in flight at once */
 };
 
+/* A completion of the ring's owner (not the store's) that a nested
+ * store_poll took off the ring: kept for the owner's loop. */
+struct store_cqe {
+	uint64_t user_data;
+	int32_t res;
+	uint32_t flags;
+};
+
 struct store {
 	struct io_uring *ring;     /* borrowed from the shard, or &own_ring */
 	struct io_uring own_ring;
@@ -53,6 +61,8 @@ struct store {
 	struct plog *dirty_head;   /* partitions with unwritten data */
 	struct plog *dirty_tail;
 	unsigned inflight;         /* storage SQEs not yet completed */
+	struct store_cqe *foreign; /* the shard's completions seen by store_poll */
+	unsigned nforeign, foreign_cap;
 	uint64_t now_ns;           /* set by the loop; handlers never read the clock */
 	struct store_stats stats;
 };
