@@ -71,7 +71,8 @@ def check_after(b, st, offsets=None):
         av = c.api_versions()
         assert av.error == 0 and kraw.JOIN_GROUP in av.apis, av
         assert fetched(c, "g") == want
-        assert c.heartbeat("g", st.gen, st.member) == 0
+        hb = c.heartbeat("g", st.gen, st.member)
+        assert hb == 0, "heartbeat of g's member (generation %d): error %d" % (st.gen, hb)
         err, groups = c.list_groups()
         assert err == 0 and groups.get("g") == "consumer", groups
     # and the member's own connection is still usable
@@ -106,14 +107,22 @@ def baseline_join_sync_commit_fetch():
 @test
 def join_v4_needs_member_id():
     """JoinGroup v4+ with an empty member id: MEMBER_ID_REQUIRED (79) with a
-    member id to use; the join with that id succeeds."""
+    member id to use; the join with that id succeeds (same id, leader of
+    generation 1); a join with a member id the broker never gave out gets
+    UNKNOWN_MEMBER_ID (25)."""
     with broker(settings=SETTINGS) as b:
         st = setup(b)
         c = Conn(b.bootstrap)
-        j = c.join_group("g4", protocols=[("range", subscription([TOPIC]))], ver=4)
-        assert j.error == kraw.MEMBER_ID_REQUIRED and j.member_id, j
-        st4 = join_alone(c, "g4", ver=4)
-        assert st4.member != st.member
+        sub = subscription([TOPIC])
+        j = c.join_group("g4", protocols=[("range", sub)], ver=4)
+        assert j.error == kraw.MEMBER_ID_REQUIRED and j.member_id and j.member_id != st.member, j
+        j2 = c.join_group("g4", member_id=j.member_id, protocols=[("range", sub)], ver=4)
+        assert (j2.error, j2.member_id, j2.leader, j2.generation) == (0, j.member_id, j.member_id, 1), j2
+        a = assignment({TOPIC: [0, 1]})
+        s = c.sync_group("g4", j2.generation, j2.member_id, [(j2.member_id, a)], ver=3)
+        assert (s.error, s.assignment) == (0, a), s
+        j3 = c.join_group("g4v", member_id="made-up", protocols=[("range", sub)], ver=4)
+        assert j3.error == kraw.UNKNOWN_MEMBER_ID, j3
         c.close()
         check_after(b, st)
 
@@ -268,7 +277,7 @@ def commit_metadata_too_large():
     with broker(settings=SETTINGS) as b:
         st = setup(b)
         with Conn(b.bootstrap) as c:
-            errs = c.offset_commit("g", {(TOPIC, 0): (50, "x" * 4097), (TOPIC, 1): (60, "y" * 100000)},
+            errs = c.offset_commit("g", {(TOPIC, 0): (50, "x" * 4097), (TOPIC, 1): (60, "y" * 32767)},
                                    generation=st.gen, member_id=st.member)
             assert errs == {(TOPIC, 0): kraw.OFFSET_METADATA_TOO_LARGE,
                             (TOPIC, 1): kraw.OFFSET_METADATA_TOO_LARGE}, errs
