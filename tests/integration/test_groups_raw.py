@@ -11,10 +11,12 @@ having committed gt/0 = 5 ("m0") and gt/1 = 7 ("m1")."""
 
 import os
 import sys
+import threading
+import time
 from types import SimpleNamespace as NS
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import broker, main, test  # noqa: E402
+from harness import HANG_GUARD, broker, main, test  # noqa: E402
 import kraw  # noqa: E402
 from kraw import Conn, assignment, subscription  # noqa: E402
 
@@ -375,6 +377,96 @@ def offsets_survive_restart():
                 # a commit after the restart is what the next start replays
                 simple += 1
                 assert c.offset_commit("simple", {(TOPIC, 0): (simple, "s%d" % simple)}) == {(TOPIC, 0): 0}
+
+
+class Async:
+    """A request on its own connection in a thread (JoinGroup and a
+    follower's SyncGroup wait for the rest of the group)."""
+
+    def __init__(self, conn, fn, *args, **kw):
+        self.value = self.error = None
+
+        def body():
+            try:
+                self.value = fn(conn, *args, **kw)
+            except BaseException as e:
+                self.error = e
+        self.t = threading.Thread(target=body, daemon=True)
+        self.t.start()
+
+    def result(self):
+        self.t.join(HANG_GUARD)
+        assert not self.t.is_alive(), "request hung (hang guard)"
+        if self.error:
+            raise self.error
+        return self.value
+
+
+@test
+def late_commit_of_revoked_owner():
+    """The design's invariant, over the wire: A alone owns orders-0 and
+    orders-1 in generation 1 and commits orders-1 = 5. B joins: while the
+    group prepares the rebalance A's heartbeat gets REBALANCE_IN_PROGRESS
+    (27) and A's commit in generation 1 is still accepted (as in Kafka);
+    once both rejoined (generation 2, CompletingRebalance) a commit of
+    generation 1 gets ILLEGAL_GENERATION (22, Kafka's order: generation
+    before state). The leader gives orders-0 to A and orders-1 to B; B
+    commits orders-1 = 10. A's late commit of orders-1 in generation 1 is
+    refused with ILLEGAL_GENERATION, and in generation 2 too (Sluice: A no
+    longer owns it), while A's commit of orders-0 goes through; B's
+    position stands (OffsetFetch orders-1 = 10)."""
+    with broker(settings=SETTINGS) as b:
+        ca, cb = Conn(b.bootstrap, client_id="A"), Conn(b.bootstrap, client_id="B")
+        assert ca.create_topic("orders", 2) == 0
+        sub = subscription(["orders"])
+        a = join_alone(ca, "og", topic="orders")
+        assert a.gen == 1
+        o1 = ("orders", 1)
+        assert ca.offset_commit("og", {o1: (5, "a")}, generation=1, member_id=a.member) == {o1: 0}
+
+        jb = Async(cb, Conn.join_group, "og", protocols=[("range", sub)])
+        wait_until(lambda: ca.heartbeat("og", 1, a.member) == kraw.REBALANCE_IN_PROGRESS,
+                   "A's heartbeat sees the rebalance")
+        assert ca.offset_commit("og", {o1: (6, "a")}, generation=1, member_id=a.member) == {o1: 0}
+        ja = Conn.join_group(ca, "og", member_id=a.member, protocols=[("range", sub)])
+        jbr = jb.result()
+        assert ja.error == 0 and jbr.error == 0, (ja, jbr)
+        assert ja.generation == jbr.generation == 2 and ja.leader == jbr.leader, (ja, jbr)
+        leader, follower = (ja, jbr) if ja.leader == a.member else (jbr, ja)
+        assert sorted(m.member_id for m in leader.members) == sorted([a.member, jbr.member_id])
+        errs = ca.offset_commit("og", {o1: (7, "late")}, generation=1, member_id=a.member)
+        problems = []  # checked at the end, so that the rest of the scenario runs too
+        if errs != {o1: kraw.ILLEGAL_GENERATION}:
+            problems.append("OffsetCommit v2 of generation 1 while generation 2 is CompletingRebalance: "
+                            "expected ILLEGAL_GENERATION (22) as Kafka, got %s" % errs)
+
+        asg = {a.member: assignment({"orders": [0]}), jbr.member_id: assignment({"orders": [1]})}
+        conn_of = {a.member: ca, jbr.member_id: cb}
+        fs = Async(conn_of[follower.member_id], Conn.sync_group, "og", 2, follower.member_id, [])
+        ls = conn_of[leader.member_id].sync_group("og", 2, leader.member_id, sorted(asg.items()))
+        fsr = fs.result()
+        assert (ls.error, ls.assignment) == (0, asg[leader.member_id]), ls
+        assert (fsr.error, fsr.assignment) == (0, asg[follower.member_id]), fsr
+
+        assert cb.offset_commit("og", {o1: (10, "b")}, generation=2, member_id=jbr.member_id) == {o1: 0}
+        for gen in (1, 2):
+            errs = ca.offset_commit("og", {o1: (8, "late")}, generation=gen, member_id=a.member)
+            assert errs == {o1: kraw.ILLEGAL_GENERATION}, (gen, errs)
+        o0 = ("orders", 0)
+        assert ca.offset_commit("og", {o0: (3, "a")}, generation=2, member_id=a.member) == {o0: 0}
+        with Conn(b.bootstrap) as c:
+            out, _ = c.offset_fetch("og", {"orders": [0, 1]})
+            assert out == {o0: (3, "a", 0), o1: (10, "b", 0)}, out
+        ca.close()
+        cb.close()
+        assert not problems, problems
+
+
+def wait_until(cond, what):
+    deadline = time.monotonic() + HANG_GUARD
+    while not cond():
+        assert time.monotonic() < deadline, "hang guard waiting for: " + what
+        time.sleep(0.02)
 
 
 if __name__ == "__main__":
