@@ -1,10 +1,15 @@
 # tests/integration/scripts.mk — the client suites `make test` runs after the
 # unit tests: kcat, kafka-python (Debian's, under /usr/bin/python3) and
-# kafkajs. Each script starts its own brokers (build/sluiced) and prints
-# "N passed, N failed".
+# kafkajs; consumer groups over raw sockets (test_groups_raw.py), with
+# kafka-python and confluent-kafka (test_groups_python.py) and with kafkajs
+# (test_groups_kafkajs.py). Each script starts its own brokers
+# (build/sluiced) and prints "N passed, N failed".
 TEST_SCRIPTS += tests/integration/test_kcat.py
 TEST_SCRIPTS += tests/integration/test_kafka_python.py
 TEST_SCRIPTS += tests/integration/test_kafkajs.py
+TEST_SCRIPTS += tests/integration/test_groups_raw.py
+TEST_SCRIPTS += tests/integration/test_groups_python.py
+TEST_SCRIPTS += tests/integration/test_groups_kafkajs.py
 TEST_SCRIPTS += tests/integration/test_groups_expiry.py
 
 # kafkajs is installed from the committed package-lock.json on first use (and
