@@ -804,6 +804,8 @@ static void *ctl_main(void *arg)
 		ctl_reclaim(ctl);
 		if (b->stopping)
 			group_stopping(ctl->gc);
+		if (__atomic_exchange_n(&b->report_groups, 0, __ATOMIC_ACQ_REL))
+			group_report(ctl->gc);
 		timeout = group_tick(ctl->gc, 100);
 		if (work)
 			continue;

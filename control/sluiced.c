@@ -210,6 +210,7 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGPIPE);
+	sigaddset(&sigs, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	for (int i = 0; i <= nshards; i++)
@@ -264,8 +265,19 @@ int main(int argc, char **argv)
 	for (;;) {
 		int sig;
 
-		if (sigwait(&sigs, &sig) == 0 && (sig == SIGTERM || sig == SIGINT))
+		if (sigwait(&sigs, &sig) != 0)
+			continue;
+		if (sig == SIGTERM || sig == SIGINT)
 			break;
+		if (sig == SIGUSR1) {
+			/* the group report (lag, oldest unconsumed age) on stderr */
+			uint64_t one = 1;
+
+			__atomic_store_n(&b->report_groups, 1, __ATOMIC_RELEASE);
+			if (write(b->wake_fd[broker_ctl_index(b)], &one, sizeof(one)) < 0) {
+				/* the counter is full: a wake-up is pending anyway */
+			}
+		}
 	}
 	fprintf(stderr, "sluiced: shutting down: finishing in-flight requests, writing buffered data\n");
 	stop_shards(b);

@@ -88,6 +88,7 @@ struct broker {
 	int *sleeping[BROKER_MAX_SHARDS + 1];    /* each thread's sleeping word */
 	struct md_snapshot *md;       /* published snapshot */
 	volatile int stopping;        /* set by the signal handler path */
+	int report_groups;            /* SIGUSR1: the control thread prints the groups */
 	int drained;                  /* shards stopped with no connection left */
 };
 

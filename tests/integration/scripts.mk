@@ -10,7 +10,7 @@ TEST_SCRIPTS += tests/integration/test_kafkajs.py
 TEST_SCRIPTS += tests/integration/test_groups_raw.py
 TEST_SCRIPTS += tests/integration/test_groups_python.py
 TEST_SCRIPTS += tests/integration/test_groups_kafkajs.py
-TEST_SCRIPTS += tests/integration/test_groups_expiry.py
+TEST_SCRIPTS += tests/integration/test_groups_offsets.py
 
 # kafkajs is installed from the committed package-lock.json on first use (and
 # again whenever the lock changes), so `make test` on a fresh clone needs no
