@@ -865,7 +865,7 @@ static int run_consume(const struct opts *o, struct broker *br, const char *topi
 	struct consumer c;
 	struct cons_check cc = { .partitions = o->partitions, .size = o->size, .nrecords = records };
 	rd_kafka_message_t **msgs = calloc(BATCH, sizeof(*msgs));
-	uint64_t t0, got = 0, bytes = 0, last_done = 0, last_t, next_tick, stall_t;
+	uint64_t t0, got = 0, bytes = 0, last_done = 0, last_t, next_tick, stall_t, first_t = 0;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -889,6 +889,11 @@ static int run_consume(const struct opts *o, struct broker *br, const char *topi
 		uint64_t now = bench_now_ns();
 
 		if (first) {
+			if (!first_t) {
+				first_t = now;
+				fprintf(stderr, "consume: first record after %.3f s (connect, metadata, "
+					"ListOffsets, first Fetch)\n", (double)(now - t0) / 1e9);
+			}
 			msgs[0] = first;
 			n = rd_kafka_consume_batch_queue(c.q, 0, msgs + 1, BATCH - 1);
 			n = (n < 0 ? 0 : n) + 1;
@@ -941,7 +946,8 @@ static int run_consume(const struct opts *o, struct broker *br, const char *topi
 	r->records = got;
 	r->bytes = bytes;
 	if (!rc)
-		fprintf(stderr, "consume: %" PRIu64 " records in %.2f s, all checked\n", got, r->seconds);
+		fprintf(stderr, "consume: %" PRIu64 " records in %.2f s, all checked (%.2f s from the first "
+			"record)\n", got, r->seconds, first_t ? (double)(bench_now_ns() - first_t) / 1e9 : 0.0);
 	consumer_close(&c);
 out0:
 	free(msgs);
