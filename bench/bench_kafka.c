@@ -803,11 +803,34 @@ struct consumer {
 	int partitions;
 };
 
+/* The topic's partition count from a metadata request (every partition
+ * with a leader), or -errno. */
+static int topic_partitions(rd_kafka_t *rk, rd_kafka_topic_t *rkt)
+{
+	const struct rd_kafka_metadata *md;
+	rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt, &md, 10000);
+	int n = -EIO;
+
+	if (err) {
+		fprintf(stderr, "kafka: consumer: metadata: %s\n", rd_kafka_err2str(err));
+		return -EIO;
+	}
+	if (md->topic_cnt == 1 && !md->topics[0].err) {
+		n = md->topics[0].partition_cnt;
+		for (int j = 0; j < md->topics[0].partition_cnt; j++)
+			if (md->topics[0].partitions[j].leader < 0)
+				n = -EAGAIN;
+	}
+	rd_kafka_metadata_destroy(md);
+	return n;
+}
+
 static int consumer_open(struct consumer *c, const struct opts *o, const struct broker *br,
 			 const char *topic, int64_t start)
 {
 	rd_kafka_conf_t *conf;
 	char err[256];
+	int rc;
 
 	memset(c, 0, sizeof(*c));
 	c->partitions = o->partitions;
@@ -830,9 +853,24 @@ static int consumer_open(struct consumer *c, const struct opts *o, const struct 
 		fprintf(stderr, "kafka: consumer: %s\n", err);
 		return -EINVAL;
 	}
+	c->rkt = rd_kafka_topic_new(c->rk, topic, NULL);
+	/* Ask for the topic's metadata before starting, as a simple-consumer
+	 * application does to learn its partitions. Two librdkafka timers make
+	 * the start slow otherwise: with sparse connections nothing connects
+	 * until its 1 s timer if we only wait (rd_kafka_clusterid), while
+	 * rd_kafka_metadata connects at once; and a partition started before
+	 * its leader is known retries its ListOffsets 500 ms later. */
+	if ((rc = topic_partitions(c->rk, c->rkt)) != o->partitions) {
+		if (rc >= 0)
+			fprintf(stderr, "kafka: consumer: topic %s has %d partitions, expected %d\n", topic,
+				rc, o->partitions);
+		else
+			fprintf(stderr, "kafka: consumer: no metadata with a leader for every partition of "
+				"%s\n", topic);
+		return -EIO;
+	}
 	if (check_cluster(c->rk, br) < 0)
 		return -EADDRINUSE;
-	c->rkt = rd_kafka_topic_new(c->rk, topic, NULL);
 	c->q = rd_kafka_queue_new(c->rk);
 	for (int p = 0; p < o->partitions; p++)
 		if (rd_kafka_consume_start_queue(c->rkt, p, start, c->q) == -1) {
