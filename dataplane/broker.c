@@ -14,12 +14,9 @@ int broker_send(struct broker *b, int from, int to, const struct shard_msg *m)
 		return rc;
 	/* A sleeping consumer set its word before its last look at the rings
 	 * (seq_cst on both sides), so either it sees the message or we see
-	 * the word and wake it. Whoever clears the word (the exchange) writes
-	 * the eventfd: the messages that follow before the consumer is up
-	 * cost no syscall, since it drains every ring once awake. */
+	 * the word and wake it. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(b->sleeping[to], __ATOMIC_SEQ_CST) &&
-	    __atomic_exchange_n(b->sleeping[to], 0, __ATOMIC_SEQ_CST)) {
+	if (__atomic_load_n(b->sleeping[to], __ATOMIC_SEQ_CST)) {
 		uint64_t one = 1;
 
 		if (write(b->wake_fd[to], &one, sizeof(one)) < 0) {

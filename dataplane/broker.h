@@ -5,8 +5,7 @@
  * Thread: created by main before any thread starts; afterwards every field
  * is read-only except the metadata pointer (published by the control
  * thread with a release store, read by shards with an acquire load) and
- * each thread's own `md_seen` and `sleeping` words (a sender that wakes a
- * thread clears its `sleeping` word: broker_send).
+ * each thread's own `md_seen` and `sleeping` words.
  *
  * Metadata snapshots are immutable: the control thread builds a new one for
  * every change and swaps the pointer. A shard records the version it last

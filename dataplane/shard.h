@@ -119,7 +119,7 @@ struct shard {
 	int wake_fd;                 /* eventfd */
 	uint64_t wake_buf;
 	struct io_op accept_op, wake_op;
-	int sleeping;                /* set by this shard, cleared by it or by the sender that wakes it */
+	int sleeping;                /* written by this shard, read by senders */
 	uint64_t md_seen;            /* read by the control thread */
 	uint64_t now_ns;
 	struct conn *conns;
