@@ -828,6 +828,7 @@ static int topic_partitions(rd_kafka_t *rk, rd_kafka_topic_t *rkt)
 static int consumer_open(struct consumer *c, const struct opts *o, const struct broker *br,
 			 const char *topic, int64_t start)
 {
+	rd_kafka_topic_partition_list_t *offs;
 	rd_kafka_conf_t *conf;
 	char err[256];
 	int rc;
@@ -854,12 +855,10 @@ static int consumer_open(struct consumer *c, const struct opts *o, const struct 
 		return -EINVAL;
 	}
 	c->rkt = rd_kafka_topic_new(c->rk, topic, NULL);
-	/* Ask for the topic's metadata before starting, as a simple-consumer
-	 * application does to learn its partitions. Two librdkafka timers make
-	 * the start slow otherwise: with sparse connections nothing connects
-	 * until its 1 s timer if we only wait (rd_kafka_clusterid), while
-	 * rd_kafka_metadata connects at once; and a partition started before
-	 * its leader is known retries its ListOffsets 500 ms later. */
+	/* Ask for the topic's metadata first, as a simple-consumer application
+	 * does to learn its partitions: rd_kafka_metadata connects at once,
+	 * where waiting in rd_kafka_clusterid waits for librdkafka's 1 s timer
+	 * (sparse connections: nothing else asks for a connection yet). */
 	if ((rc = topic_partitions(c->rk, c->rkt)) != o->partitions) {
 		if (rc >= 0)
 			fprintf(stderr, "kafka: consumer: topic %s has %d partitions, expected %d\n", topic,
@@ -872,12 +871,36 @@ static int consumer_open(struct consumer *c, const struct opts *o, const struct 
 	if (check_cluster(c->rk, br) < 0)
 		return -EADDRINUSE;
 	c->q = rd_kafka_queue_new(c->rk);
+	/* Start at explicit offsets from one ListOffsets for the topic (-2 and
+	 * -1, the logical BEGINNING and END, are also ListOffsets' timestamps
+	 * for the log start and end). Given a logical offset, consume_start
+	 * sends that ListOffsets itself, but librdkafka 2.0.2 retries it 500 ms
+	 * later when the partition has not yet joined its broker thread ("no
+	 * current leader for partition"): 4 starts of 30 here. */
+	offs = rd_kafka_topic_partition_list_new(o->partitions);
 	for (int p = 0; p < o->partitions; p++)
-		if (rd_kafka_consume_start_queue(c->rkt, p, start, c->q) == -1) {
-			fprintf(stderr, "kafka: consume_start %s [%d]: %s\n", topic, p,
-				rd_kafka_err2str(rd_kafka_last_error()));
+		rd_kafka_topic_partition_list_add(offs, topic, p)->offset = start;
+	if (start == RD_KAFKA_OFFSET_BEGINNING || start == RD_KAFKA_OFFSET_END) {
+		rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(c->rk, offs, 10000);
+
+		for (int i = 0; !e && i < offs->cnt; i++)
+			e = offs->elems[i].err ? offs->elems[i].err :
+			    offs->elems[i].offset < 0 ? RD_KAFKA_RESP_ERR__NO_OFFSET : 0;
+		if (e) {
+			fprintf(stderr, "kafka: consumer: offsets of %s: %s\n", topic, rd_kafka_err2str(e));
+			rd_kafka_topic_partition_list_destroy(offs);
 			return -EIO;
 		}
+	}
+	for (int i = 0; i < offs->cnt; i++)
+		if (rd_kafka_consume_start_queue(c->rkt, offs->elems[i].partition, offs->elems[i].offset,
+						 c->q) == -1) {
+			fprintf(stderr, "kafka: consume_start %s [%d]: %s\n", topic, offs->elems[i].partition,
+				rd_kafka_err2str(rd_kafka_last_error()));
+			rd_kafka_topic_partition_list_destroy(offs);
+			return -EIO;
+		}
+	rd_kafka_topic_partition_list_destroy(offs);
 	return 0;
 }
 
