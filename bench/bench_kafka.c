@@ -761,11 +761,35 @@ struct consumer {
 	int partitions;
 };
 
+/* The topic's partition count from a metadata request (every partition
+ * with a leader), or -errno. */
+static int topic_partitions(rd_kafka_t *rk, rd_kafka_topic_t *rkt)
+{
+	const struct rd_kafka_metadata *md;
+	rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt, &md, 10000);
+	int n = -EIO;
+
+	if (err) {
+		fprintf(stderr, "kafka: consumer: metadata: %s\n", rd_kafka_err2str(err));
+		return -EIO;
+	}
+	if (md->topic_cnt == 1 && !md->topics[0].err) {
+		n = md->topics[0].partition_cnt;
+		for (int j = 0; j < md->topics[0].partition_cnt; j++)
+			if (md->topics[0].partitions[j].leader < 0)
+				n = -EAGAIN;
+	}
+	rd_kafka_metadata_destroy(md);
+	return n;
+}
+
 static int consumer_open(struct consumer *c, const struct opts *o, const struct broker *br,
 			 const char *topic, int64_t start)
 {
+	rd_kafka_topic_partition_list_t *offs;
 	rd_kafka_conf_t *conf;
 	char err[256];
+	int rc;
 
 	memset(c, 0, sizeof(*c));
 	c->partitions = o->partitions;
@@ -788,16 +812,53 @@ static int consumer_open(struct consumer *c, const struct opts *o, const struct 
 		fprintf(stderr, "kafka: consumer: %s\n", err);
 		return -EINVAL;
 	}
+	c->rkt = rd_kafka_topic_new(c->rk, topic, NULL);
+	/* Ask for the topic's metadata first, as a simple-consumer application
+	 * does to learn its partitions: rd_kafka_metadata connects at once,
+	 * where waiting in rd_kafka_clusterid waits for librdkafka's 1 s timer
+	 * (sparse connections: nothing else asks for a connection yet). */
+	if ((rc = topic_partitions(c->rk, c->rkt)) != o->partitions) {
+		if (rc >= 0)
+			fprintf(stderr, "kafka: consumer: topic %s has %d partitions, expected %d\n", topic,
+				rc, o->partitions);
+		else
+			fprintf(stderr, "kafka: consumer: no metadata with a leader for every partition of "
+				"%s\n", topic);
+		return -EIO;
+	}
 	if (check_cluster(c->rk, br) < 0)
 		return -EADDRINUSE;
-	c->rkt = rd_kafka_topic_new(c->rk, topic, NULL);
 	c->q = rd_kafka_queue_new(c->rk);
+	/* Start at explicit offsets from one ListOffsets for the topic (-2 and
+	 * -1, the logical BEGINNING and END, are also ListOffsets' timestamps
+	 * for the log start and end). Given a logical offset, consume_start
+	 * sends that ListOffsets itself, but librdkafka 2.0.2 retries it 500 ms
+	 * later when the partition has not yet joined its broker thread ("no
+	 * current leader for partition"): 4 starts of 30 here. */
+	offs = rd_kafka_topic_partition_list_new(o->partitions);
 	for (int p = 0; p < o->partitions; p++)
-		if (rd_kafka_consume_start_queue(c->rkt, p, start, c->q) == -1) {
-			fprintf(stderr, "kafka: consume_start %s [%d]: %s\n", topic, p,
-				rd_kafka_err2str(rd_kafka_last_error()));
+		rd_kafka_topic_partition_list_add(offs, topic, p)->offset = start;
+	if (start == RD_KAFKA_OFFSET_BEGINNING || start == RD_KAFKA_OFFSET_END) {
+		rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(c->rk, offs, 10000);
+
+		for (int i = 0; !e && i < offs->cnt; i++)
+			e = offs->elems[i].err ? offs->elems[i].err :
+			    offs->elems[i].offset < 0 ? RD_KAFKA_RESP_ERR__NO_OFFSET : 0;
+		if (e) {
+			fprintf(stderr, "kafka: consumer: offsets of %s: %s\n", topic, rd_kafka_err2str(e));
+			rd_kafka_topic_partition_list_destroy(offs);
 			return -EIO;
 		}
+	}
+	for (int i = 0; i < offs->cnt; i++)
+		if (rd_kafka_consume_start_queue(c->rkt, offs->elems[i].partition, offs->elems[i].offset,
+						 c->q) == -1) {
+			fprintf(stderr, "kafka: consume_start %s [%d]: %s\n", topic, offs->elems[i].partition,
+				rd_kafka_err2str(rd_kafka_last_error()));
+			rd_kafka_topic_partition_list_destroy(offs);
+			return -EIO;
+		}
+	rd_kafka_topic_partition_list_destroy(offs);
 	return 0;
 }
 
@@ -823,7 +884,7 @@ static int run_consume(const struct opts *o, struct broker *br, const char *topi
 	struct consumer c;
 	struct cons_check cc = { .partitions = o->partitions, .size = o->size, .nrecords = records };
 	rd_kafka_message_t **msgs = calloc(BATCH, sizeof(*msgs));
-	uint64_t t0, got = 0, bytes = 0, last_done = 0, last_t, next_tick, stall_t;
+	uint64_t t0, got = 0, bytes = 0, last_done = 0, last_t, next_tick, stall_t, first_t = 0;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -847,6 +908,11 @@ static int run_consume(const struct opts *o, struct broker *br, const char *topi
 		uint64_t now = bench_now_ns();
 
 		if (first) {
+			if (!first_t) {
+				first_t = now;
+				fprintf(stderr, "consume: first record after %.3f s (connect, metadata, "
+					"ListOffsets, first Fetch)\n", (double)(now - t0) / 1e9);
+			}
 			msgs[0] = first;
 			n = rd_kafka_consume_batch_queue(c.q, 0, msgs + 1, BATCH - 1);
 			n = (n < 0 ? 0 : n) + 1;
@@ -899,7 +965,8 @@ static int run_consume(const struct opts *o, struct broker *br, const char *topi
 	r->records = got;
 	r->bytes = bytes;
 	if (!rc)
-		fprintf(stderr, "consume: %" PRIu64 " records in %.2f s, all checked\n", got, r->seconds);
+		fprintf(stderr, "consume: %" PRIu64 " records in %.2f s, all checked (%.2f s from the first "
+			"record)\n", got, r->seconds, first_t ? (double)(bench_now_ns() - first_t) / 1e9 : 0.0);
 	consumer_close(&c);
 out0:
 	free(msgs);

@@ -21,6 +21,14 @@
 #include "dataplane/shard.h"
 #include "storage/batch_format.h"
 
+/* Kernel 6.2 uapi; liburing 2.3's own copy of io_uring.h predates them. */
+#ifndef IORING_SEND_ZC_REPORT_USAGE
+#define IORING_SEND_ZC_REPORT_USAGE (1U << 3)
+#endif
+#ifndef IORING_NOTIF_USAGE_ZC_COPIED
+#define IORING_NOTIF_USAGE_ZC_COPIED (1U << 31)
+#endif
+
 #define CONN_IN_INITIAL (64u * 1024)
 #define CONN_ARENA_MIN (1u << 20)
 
@@ -682,10 +690,13 @@ static void conn_send_more(struct conn *c)
 		conn_close(c);
 		return;
 	}
-	if (c->send_left >= SEND_ZC_MIN && !c->sh->no_send_zc) {
+	if (c->send_left >= SEND_ZC_MIN && !c->sh->no_send_zc && !c->zc_copied) {
 		/* large responses (fetches of record data): zero copy; the
-		 * kernel reports when it no longer needs the pages */
+		 * kernel reports when it no longer needs the pages, and
+		 * whether it had to copy them after all */
 		io_uring_prep_sendmsg_zc(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
+		if (!c->sh->no_zc_report)
+			sqe->ioprio |= IORING_SEND_ZC_REPORT_USAGE;
 		c->sh->stats.send_zc++;
 	} else {
 		io_uring_prep_sendmsg(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
@@ -758,6 +769,13 @@ static void conn_on_send(struct conn *c, int res, unsigned flags)
 {
 	if (flags & IORING_CQE_F_NOTIF) {
 		/* the kernel is done with the zero-copy pages */
+		if (((uint32_t)res & IORING_NOTIF_USAGE_ZC_COPIED) && !c->zc_copied) {
+			/* it copied them (a loopback or local peer): zero copy
+			 * only costs us here, since the request ends at this
+			 * notification rather than when the bytes are sent */
+			c->zc_copied = 1;
+			c->sh->stats.send_zc_copied++;
+		}
 		if (--c->zc_notifs == 0) {
 			c->send_op.inflight = 0;
 			if (c->send_done) {
@@ -774,9 +792,13 @@ static void conn_on_send(struct conn *c, int res, unsigned flags)
 	else if (!c->zc_notifs)
 		c->send_op.inflight = 0;
 	if (res == -EINVAL || res == -EOPNOTSUPP) {
-		if (!c->sh->no_send_zc && c->send_left >= SEND_ZC_MIN) {
-			/* no zero-copy send here: plain sendmsg from now on */
-			c->sh->no_send_zc = 1;
+		if (!c->sh->no_send_zc && !c->zc_copied && c->send_left >= SEND_ZC_MIN) {
+			/* first without the usage report (kernels before 6.2),
+			 * then without zero copy: plain sendmsg from now on */
+			if (!c->sh->no_zc_report)
+				c->sh->no_zc_report = 1;
+			else
+				c->sh->no_send_zc = 1;
 			conn_send_more(c);
 			return;
 		}

@@ -81,6 +81,7 @@ struct conn {
 	struct msghdr msg;
 	size_t send_left;
 	int zc_notifs;                     /* zero-copy notifications to come */
+	int zc_copied;                     /* the kernel copied our zero-copy pages: plain sends */
 	int send_done;                     /* sent; waiting for them */
 	int busy;                          /* a request is in progress */
 	int closing;
@@ -106,6 +107,7 @@ struct shard_stats {
 	uint64_t produce_bytes;
 	uint64_t fetch_bytes;
 	uint64_t send_zc;
+	uint64_t send_zc_copied;     /* connections whose zero-copy sends were copied */
 	uint64_t pbuf_starved;
 };
 
@@ -140,6 +142,7 @@ struct shard {
 	int stop;
 	int drained;                 /* stopped and without connections */
 	int no_send_zc;              /* the kernel refused zero-copy sends */
+	int no_zc_report;            /* ... or their usage report (before 6.2) */
 };
 
 /* @thread main: -EADDRINUSE (err names the port) if another process
