@@ -31,6 +31,7 @@
 
 #define CONN_IN_INITIAL (64u * 1024)
 #define CONN_ARENA_MIN (1u << 20)
+#define CONN_ARENA_PIPE (64u * 1024)   /* a pipelined produce's, beyond its frame */
 
 static uint64_t now_ns(void)
 {
@@ -279,7 +280,12 @@ static void conn_free(struct conn *c)
 	free(c->in);
 	free(c->out);
 	free(c->iov);
-	free(c->arena_mem);
+	for (int i = 0; i < CONN_PIPE; i++)
+		if (c->pipe[i]) {
+			free(c->pipe[i]->arena_mem);
+			if (c->pipe[i] != &c->ctx)
+				free(c->pipe[i]);
+		}
 	free(c);
 }
 
@@ -292,12 +298,15 @@ static void conn_close(struct conn *c)
 	if (c->closing)
 		return;
 	c->closing = 1;
-	if (c->ctx.parked) {
+	if (c->busy == 1 && c->pipe[c->phead]->parked) {
 		/* a long-poll holds nothing in flight: end it here (the caller
-		 * frees the connection) */
-		kafka_ctx_unpark(&c->ctx);
-		release_holds(&c->ctx);
+		 * frees the connection); a Fetch is never pipelined */
+		struct kafka_ctx *ctx = c->pipe[c->phead];
+
+		kafka_ctx_unpark(ctx);
+		release_holds(ctx);
 		c->busy = 0;
+		c->phead = 0;
 	}
 	if (c->recv_op.inflight && (sqe = shard_sqe(c->sh))) {
 		io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)&c->recv_op | SHARD_OP_IO, 0);
@@ -377,6 +386,7 @@ static void shard_on_accept(struct shard *sh, int res, unsigned flags)
 	c->send_op.c = c;
 	c->ctx.sh = sh;
 	c->ctx.c = c;
+	c->pipe[0] = &c->ctx;
 	c->next = sh->conns;
 	if (sh->conns)
 		sh->conns->prev = c;
@@ -525,19 +535,34 @@ static int conn_reserve(struct conn *c, uint32_t need)
 	return 0;
 }
 
-static int conn_arena(struct conn *c, size_t want)
+static int ctx_arena(struct kafka_ctx *ctx, size_t want)
 {
-	if (c->arena_cap >= want)
+	if (ctx->arena_cap >= want)
 		return 0;
-	free(c->arena_mem);
-	c->arena_mem = malloc(want); /* style: allow growth to a larger request */
-	c->arena_cap = c->arena_mem ? want : 0;
-	return c->arena_mem ? 0 : -ENOMEM;
+	free(ctx->arena_mem);
+	ctx->arena_mem = malloc(want); /* style: allow growth to a larger request */
+	ctx->arena_cap = ctx->arena_mem ? want : 0;
+	return ctx->arena_mem ? 0 : -ENOMEM;
 }
 
-static void kafka_dispatch(struct conn *c, const uint8_t *frame, uint32_t len)
+/* The next request slot of the pipeline (allocated once per slot and
+ * connection, kept until the connection goes). */
+static struct kafka_ctx *conn_next_ctx(struct conn *c)
 {
-	struct kafka_ctx *ctx = &c->ctx;
+	int slot = (c->phead + c->busy) % CONN_PIPE;
+
+	if (!c->pipe[slot]) {
+		c->pipe[slot] = calloc(1, sizeof(struct kafka_ctx)); /* style: allow per connection */
+		if (!c->pipe[slot])
+			return NULL;
+		c->pipe[slot]->sh = c->sh;
+		c->pipe[slot]->c = c;
+	}
+	return c->pipe[slot];
+}
+
+static void kafka_dispatch(struct conn *c, struct kafka_ctx *ctx, const uint8_t *frame, uint32_t len)
+{
 	struct shard *sh = c->sh;
 	int rc;
 
@@ -554,21 +579,24 @@ static void kafka_dispatch(struct conn *c, const uint8_t *frame, uint32_t len)
 	ctx->parked = 0;
 	ctx->final = 0;
 	ctx->only_error = 0;
+	ctx->ready = 0;
+	ctx->no_response = 0;
 	ctx->started_ns = sh->now_ns;
-	if (conn_arena(c, (size_t)len * 4 + CONN_ARENA_MIN) < 0) {
+	/* the first slot takes any request; the others only produces */
+	if (ctx_arena(ctx, (size_t)len * 4 + (ctx == &c->ctx ? CONN_ARENA_MIN : CONN_ARENA_PIPE)) < 0) {
 		kafka_ctx_abort(ctx);
 		return;
 	}
-	kafka_arena_init(&c->arena, c->arena_mem, c->arena_cap);
-	rc = kafka_request_decode(frame, len, &c->arena, &ctx->req);
+	kafka_arena_init(&ctx->arena, ctx->arena_mem, ctx->arena_cap);
+	rc = kafka_request_decode(frame, len, &ctx->arena, &ctx->req);
 	if (rc == -ENOBUFS) {
 		/* the worst case the codec guarantees; rare */
-		if (conn_arena(c, kafka_arena_bound(len)) < 0) {
+		if (ctx_arena(ctx, kafka_arena_bound(len)) < 0) {
 			kafka_ctx_abort(ctx);
 			return;
 		}
-		kafka_arena_init(&c->arena, c->arena_mem, c->arena_cap);
-		rc = kafka_request_decode(frame, len, &c->arena, &ctx->req);
+		kafka_arena_init(&ctx->arena, ctx->arena_mem, ctx->arena_cap);
+		rc = kafka_request_decode(frame, len, &ctx->arena, &ctx->req);
 	}
 	sh->stats.requests++;
 	if (rc == -ENOTSUP && ctx->req.header.RequestApiKey == KAFKA_API_VERSIONS_KEY) {
@@ -595,9 +623,15 @@ static void kafka_dispatch(struct conn *c, const uint8_t *frame, uint32_t len)
 	ctx->req.api->handler(ctx);
 }
 
+/* A frame's ApiKey (the first field of every request header). */
+static int16_t frame_api_key(const uint8_t *frame)
+{
+	return (int16_t)be16_load(frame);
+}
+
 static void conn_process(struct conn *c)
 {
-	while (!c->busy && !c->closing) {
+	while (!c->closing && c->busy < CONN_PIPE) {
 		int view = c->vbid >= 0;
 		uint8_t *p = view ? c->vbuf + c->voff : c->in + c->in_off;
 		uint32_t avail = view ? c->vlen - c->voff : c->in_len - c->in_off;
@@ -616,17 +650,32 @@ static void conn_process(struct conn *c)
 			return;
 		}
 		if (avail < 4 + (uint32_t)size) {
-			/* conn_arm_recv makes room for the whole frame */
-			c->want = 4 + (uint32_t)size;
+			/* conn_arm_recv makes room for the whole frame (once
+			 * nothing is in progress) */
+			if (!c->busy)
+				c->want = 4 + (uint32_t)size;
+			break;
+		}
+		if (c->busy && (frame_api_key(p + 4) != KAFKA_PRODUCE_KEY ||
+				c->pipe[c->phead]->req.header.RequestApiKey != KAFKA_PRODUCE_KEY))
+			break;   /* only produces after produces run together */
+		struct kafka_ctx *ctx = conn_next_ctx(c);
+
+		if (!ctx) {
+			if (!c->busy) {
+				conn_close(c);
+				conn_maybe_free(c);
+				return;
+			}
 			break;
 		}
 		c->want = 0;
-		c->busy = 1;
+		c->busy++;
 		if (view)
 			c->voff += 4 + (uint32_t)size;
 		else
 			c->in_off += 4 + (uint32_t)size;
-		kafka_dispatch(c, p + 4, (uint32_t)size);
+		kafka_dispatch(c, ctx, p + 4, (uint32_t)size);
 	}
 	if (!c->busy && c->vbid >= 0 && !c->zombie && conn_view_end(c) < 0) {
 		conn_close(c);
@@ -645,12 +694,24 @@ static void release_holds(struct kafka_ctx *ctx)
 	ctx->nholds = 0;
 }
 
+static void conn_pump(struct conn *c);
+
+/* The head request is over: its response was sent (or it had none, or
+ * the connection is closing). The next one's response may go out. */
 static void request_end(struct kafka_ctx *ctx)
 {
 	struct conn *c = ctx->c;
 
 	release_holds(ctx);
-	c->busy = 0;
+	ctx->ready = 0;
+	c->phead = (c->phead + 1) % CONN_PIPE;
+	c->busy--;
+	if (c->busy) {
+		conn_process(c);   /* a full pipeline takes the next produce */
+		conn_pump(c);
+		return;
+	}
+	c->phead = 0;   /* an idle connection starts over at its first slot */
 	if (c->closing) {
 		conn_maybe_free(c);
 		return;
@@ -668,7 +729,9 @@ static void request_end(struct kafka_ctx *ctx)
 
 void kafka_ctx_done(struct kafka_ctx *ctx)
 {
-	request_end(ctx);
+	ctx->ready = 1;
+	ctx->no_response = 1;
+	conn_pump(ctx->c);
 }
 
 void kafka_ctx_abort(struct kafka_ctx *ctx)
@@ -677,9 +740,10 @@ void kafka_ctx_abort(struct kafka_ctx *ctx)
 
 	c->sh->stats.bad_frames++;
 	release_holds(ctx);
-	c->busy = 0;
 	conn_close(c);
-	conn_maybe_free(c);
+	ctx->ready = 1;
+	ctx->no_response = 1;
+	conn_pump(c);
 }
 
 static void conn_send_more(struct conn *c)
@@ -715,16 +779,37 @@ static void response_encode(struct kafka_ctx *ctx, struct kafka_writer *w,
 
 void kafka_ctx_respond(struct kafka_ctx *ctx)
 {
-	struct conn *c = ctx->c;
+	ctx->ready = 1;
+	conn_pump(ctx->c);
+}
+
+static void conn_send_head(struct conn *c, struct kafka_ctx *ctx);
+
+/* Send what is next in request order: the head's response once it is
+ * built; requests without one (acks=0) end as their turn comes. */
+static void conn_pump(struct conn *c)
+{
+	while (c->busy && !c->sending) {
+		struct kafka_ctx *ctx = c->pipe[c->phead];
+
+		if (!ctx->ready)
+			return;
+		if (ctx->no_response || c->closing) {
+			request_end(ctx);   /* pumps the rest itself */
+			return;
+		}
+		conn_send_head(c, ctx);
+		return;
+	}
+}
+
+static void conn_send_head(struct conn *c, struct kafka_ctx *ctx)
+{
 	struct kafka_writer w;
 	int16_t key = ctx->req.header.RequestApiKey, ver = ctx->req.header.RequestApiVersion;
 	int32_t corr = ctx->req.header.CorrelationId;
 	int n;
 
-	if (c->closing) {
-		request_end(ctx);
-		return;
-	}
 	kafka_writer_init_measure(&w, true);
 	response_encode(ctx, &w, key, ver, corr);
 	if (w.err) {
@@ -762,7 +847,15 @@ void kafka_ctx_respond(struct kafka_ctx *ctx)
 	c->send_left = 0;
 	for (int i = 0; i < n; i++)
 		c->send_left += c->iov[i].iov_len;
+	c->sending = 1;
 	conn_send_more(c);
+}
+
+/* The head's response is out: it ends, and the next may go. */
+static void conn_sent(struct conn *c)
+{
+	c->sending = 0;
+	request_end(c->pipe[c->phead]);
 }
 
 static void conn_on_send(struct conn *c, int res, unsigned flags)
@@ -780,7 +873,7 @@ static void conn_on_send(struct conn *c, int res, unsigned flags)
 			c->send_op.inflight = 0;
 			if (c->send_done) {
 				c->send_done = 0;
-				request_end(&c->ctx);
+				conn_sent(c);
 			} else {
 				conn_maybe_free(c);
 			}
@@ -809,7 +902,7 @@ static void conn_on_send(struct conn *c, int res, unsigned flags)
 			c->send_done = 1;   /* pages may still be the kernel's */
 			return;
 		}
-		request_end(&c->ctx);
+		conn_sent(c);
 		return;
 	}
 	c->send_left -= (size_t)res;
@@ -835,14 +928,14 @@ static void conn_on_send(struct conn *c, int res, unsigned flags)
 		c->send_done = 1;   /* the data is still the kernel's: end at the notification */
 		return;
 	}
-	request_end(&c->ctx);
+	conn_sent(c);
 }
 
 int kafka_ctx_hold(struct kafka_ctx *ctx, int owner, struct plog_read *rd)
 {
 	if (ctx->nholds == ctx->holds_cap) {
 		int ncap = ctx->holds_cap ? ctx->holds_cap * 2 : 16;
-		struct data_hold *n = kafka_arena_alloc(&ctx->c->arena, (size_t)ncap * sizeof(*n));
+		struct data_hold *n = kafka_arena_alloc(&ctx->arena, (size_t)ncap * sizeof(*n));
 
 		if (!n)
 			return -ENOBUFS;

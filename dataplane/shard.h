@@ -59,8 +59,19 @@ struct kafka_ctx {
 	int nholds, holds_cap;
 	int final;                          /* long-poll over: answer now */
 	int16_t only_error;                 /* nonzero: answer just this error */
+	int ready;                          /* response built (or none): send in order */
+	int no_response;                    /* acks=0: nothing to send */
 	uint64_t started_ns;
+	struct kafka_arena arena;           /* the request's memory, until its response is sent */
+	uint8_t *arena_mem;
+	size_t arena_cap;
 };
+
+/* Requests of one connection in progress at once: consecutive Produce
+ * requests already received are carried out together (their appends share
+ * a group commit); everything else runs one at a time. Responses always
+ * go out in request order. */
+#define CONN_PIPE 8
 
 struct conn {
 	int fd;
@@ -83,14 +94,14 @@ struct conn {
 	int zc_notifs;                     /* zero-copy notifications to come */
 	int zc_copied;                     /* the kernel copied our zero-copy pages: plain sends */
 	int send_done;                     /* sent; waiting for them */
-	int busy;                          /* a request is in progress */
+	int busy;                          /* requests in progress (pipe[phead..]) */
+	int sending;                       /* the head's response is on the wire */
+	struct kafka_ctx *pipe[CONN_PIPE]; /* in request order from phead; allocated on first use */
+	int phead;
 	int closing;
 	int peer_closed;                   /* EOF read: finish what was sent, then close */
 	int zombie;                        /* unlinked, freed next loop turn */
-	uint8_t *arena_mem;
-	size_t arena_cap;
-	struct kafka_arena arena;
-	struct kafka_ctx ctx;
+	struct kafka_ctx ctx;              /* pipe[]'s first slot */
 	struct conn *next;                 /* shard's list */
 	struct conn *prev;
 };
@@ -177,7 +188,7 @@ void kafka_ctx_abort(struct kafka_ctx *ctx);
  * empty array is not NULL); NULL when the arena is full. The arena lives
  * until the response is sent. */
 #define ALLOC(ctx, type, n) \
-	((type *)kafka_arena_alloc(&(ctx)->c->arena, sizeof(type) * (size_t)((n) > 0 ? (n) : 1)))
+	((type *)kafka_arena_alloc(&(ctx)->arena, sizeof(type) * (size_t)((n) > 0 ? (n) : 1)))
 
 /* Keep `rd` (on shard `owner`) until the response is sent. */
 int kafka_ctx_hold(struct kafka_ctx *ctx, int owner, struct plog_read *rd);

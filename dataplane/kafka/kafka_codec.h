@@ -23,6 +23,7 @@
 
 /* The ApiKey of ApiVersions, whose response header is always v0. */
 #define KAFKA_API_VERSIONS_KEY 18
+#define KAFKA_PRODUCE_KEY 0
 
 struct kafka_request {
 	struct kafka_request_header header;

@@ -511,3 +511,102 @@ Test(badinput, control_batch_from_client_is_invalid_record, .timeout = 30)
 	rb_free(&batch);
 	finish(&b, &bf);
 }
+
+/* ---- pipelining ----------------------------------------------------------- */
+
+/* One Produce v7 frame of `batch` to partition 0 of `topic`. */
+static void produce_frame(struct rawbuf *out, int32_t corr, int16_t acks, const char *topic,
+			  const struct rawbuf *batch)
+{
+	struct rawbuf r;
+
+	rb_init(&r);
+	rb_request(&r, 0, 7, corr);
+	rb_str(&r, NULL);              /* transactional_id */
+	rb_i16(&r, acks);
+	rb_i32(&r, 30000);
+	rb_i32(&r, 1);
+	rb_str(&r, topic);
+	rb_i32(&r, 1);
+	rb_i32(&r, 0);
+	rb_i32(&r, (int32_t)batch->len);
+	rb_bytes(&r, batch->p, batch->len);
+	rb_finish(&r);
+	rb_bytes(out, r.p, r.len);
+	rb_free(&r);
+}
+
+/* 20 Produce requests, a Metadata request among them and one acks=0
+ * produce, sent in one write: the broker carries the produces out together
+ * (they share a group commit) but answers strictly in request order, the
+ * appends land in request order, and acks=0 gets no answer. */
+Test(badinput, pipelined_produces_answered_in_order, .timeout = 60)
+{
+	struct broker_proc b;
+	struct before bf;
+	struct rawbuf all, batch;
+	uint8_t *resp;
+	size_t len;
+	int64_t hw = -1, expect_base = 0;
+	int fd, produces = 0;
+
+	start(&b, &bf, NULL);
+	raw_create_topic(&b, "pipe");
+	fd = raw_connect(&b);
+	cr_assert_geq(fd, 0);
+	rb_init(&all);
+	make_batch(&batch, 1, 0);
+	for (int i = 0; i < 20; i++) {
+		if (i == 10) {
+			struct rawbuf m;
+
+			rb_init(&m);
+			rb_request(&m, 3, 1, 500);     /* Metadata v1, no topics */
+			rb_i32(&m, 0);
+			rb_finish(&m);
+			rb_bytes(&all, m.p, m.len);
+			rb_free(&m);
+		}
+		produce_frame(&all, 100 + i, i == 15 ? 0 : -1, "pipe", &batch);
+	}
+	rb_free(&batch);
+	cr_assert_eq(raw_send(fd, all.p, all.len), 0);
+	rb_free(&all);
+	for (int i = 0; i < 20; i++) {
+		struct rawcur c;
+
+		if (i == 10) {
+			cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no Metadata response");
+			c = (struct rawcur){ resp, resp + len, 0 };
+			cr_assert_eq(rc_i32(&c), 500, "Metadata answered out of order");
+			free(resp);
+		}
+		if (i == 15) {
+			expect_base++;             /* acks=0: appended, not answered */
+			continue;
+		}
+		cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no response to produce %d", i);
+		c = (struct rawcur){ resp, resp + len, 0 };
+		cr_assert_eq(rc_i32(&c), 100 + i, "produce %d answered out of order", i);
+		cr_assert_eq(rc_i32(&c), 1);
+		rc_skip_str(&c);
+		cr_assert_eq(rc_i32(&c), 1);
+		cr_assert_eq(rc_i32(&c), 0);
+		cr_assert_eq(rc_i16(&c), 0, "produce %d failed", i);
+		cr_assert_eq(rc_i64(&c), expect_base, "produce %d appended at the wrong offset", i);
+		expect_base++;
+		produces++;
+		free(resp);
+	}
+	cr_assert_eq(produces, 19);
+	{
+		uint8_t *rec;
+		size_t rlen;
+
+		cr_assert_eq(raw_fetch(fd, 900, "pipe", 0, 0, &hw, &rec, &rlen), 0);
+		cr_assert_eq(hw, 20, "high watermark %lld after 20 produces", (long long)hw);
+		free(rec);
+	}
+	close(fd);
+	finish(&b, &bf);
+}
