@@ -2024,18 +2024,24 @@ static void group_msg(void *self, struct shard_msg *m)
 	}
 }
 
+static void group_cleanup(struct kafka_ctx *ctx)
+{
+	group_mem_free(ctx->cleanup_arg);
+}
+
 static int group_resume(struct kafka_ctx *ctx)
 {
 	struct group_call *call = ctx->state;
-	struct gmem *mem = call->mem;
 
+	/* the response memory lives until the request ends: a pipelined
+	 * request's response is encoded only when its turn comes */
+	ctx->cleanup = group_cleanup;
+	ctx->cleanup_arg = call->mem;
 	if (!ctx->resp) {
-		group_mem_free(mem);
 		kafka_ctx_abort(ctx);
 		return 0;
 	}
-	kafka_ctx_respond(ctx);   /* encodes (copies) the response: its memory may go */
-	group_mem_free(mem);
+	kafka_ctx_respond(ctx);
 	return 0;
 }
 
@@ -2380,6 +2386,16 @@ static void report_print(struct group_coord *gc)
 		}
 		free(all);
 	}
+	fprintf(stderr, "sluiced: group coordinator: %llu joins, %llu syncs, %llu heartbeats, %llu leaves, "
+		"%llu rebalances, %llu members expired; %llu partitions committed, %llu refused (stale generation "
+		"%llu, unknown member %llu, rebalance in progress %llu, owned by another member %llu, fenced %llu)\n",
+		(unsigned long long)gc->st.joins, (unsigned long long)gc->st.syncs,
+		(unsigned long long)gc->st.heartbeats, (unsigned long long)gc->st.leaves,
+		(unsigned long long)gc->st.rebalances, (unsigned long long)gc->st.members_expired,
+		(unsigned long long)gc->st.commits, (unsigned long long)gc->st.commit_refused,
+		(unsigned long long)gc->st.commit_refused_generation, (unsigned long long)gc->st.commit_refused_member,
+		(unsigned long long)gc->st.commit_refused_rebalance, (unsigned long long)gc->st.commit_refused_owner,
+		(unsigned long long)gc->st.commit_refused_fenced);
 	fprintf(stderr, "sluiced: group report: %d group(s), %d committed partition(s)\n", ng, np);
 }
 

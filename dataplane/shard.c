@@ -581,6 +581,8 @@ static void kafka_dispatch(struct conn *c, struct kafka_ctx *ctx, const uint8_t 
 	ctx->only_error = 0;
 	ctx->ready = 0;
 	ctx->no_response = 0;
+	ctx->cleanup = NULL;
+	ctx->cleanup_arg = NULL;
 	ctx->started_ns = sh->now_ns;
 	/* the first slot takes any request; the others only produces */
 	if (ctx_arena(ctx, (size_t)len * 4 + (ctx == &c->ctx ? CONN_ARENA_MIN : CONN_ARENA_PIPE)) < 0) {
@@ -629,6 +631,24 @@ static int16_t frame_api_key(const uint8_t *frame)
 	return (int16_t)be16_load(frame);
 }
 
+/* May a request with ApiKey `next` start while the connection's head
+ * request (`head`) is still in progress? Responses go out in order either
+ * way. Produces after a produce: their appends share a group commit. Group
+ * calls (OffsetCommit, OffsetFetch, Heartbeat, LeaveGroup) after a
+ * JoinGroup or SyncGroup that waits for the rebalance: a commit the member
+ * sent while its generation was current is judged then, not after the
+ * rebalance it waits behind has made it stale (Kafka judges it late and
+ * refuses it, and librdkafka then drops the member's partitions), and a
+ * LeaveGroup of a closing member takes effect at once. */
+static int pipelinable(int16_t head, int16_t next)
+{
+	if (head == KAFKA_PRODUCE_KEY)
+		return next == KAFKA_PRODUCE_KEY;
+	if (head == 11 || head == 14)
+		return next == 8 || next == 9 || next == 12 || next == 13;
+	return 0;
+}
+
 static void conn_process(struct conn *c)
 {
 	while (!c->closing && c->busy < CONN_PIPE) {
@@ -656,9 +676,8 @@ static void conn_process(struct conn *c)
 				c->want = 4 + (uint32_t)size;
 			break;
 		}
-		if (c->busy && (frame_api_key(p + 4) != KAFKA_PRODUCE_KEY ||
-				c->pipe[c->phead]->req.header.RequestApiKey != KAFKA_PRODUCE_KEY))
-			break;   /* only produces after produces run together */
+		if (c->busy && !pipelinable(c->pipe[c->phead]->req.header.RequestApiKey, frame_api_key(p + 4)))
+			break;
 		struct kafka_ctx *ctx = conn_next_ctx(c);
 
 		if (!ctx) {
@@ -703,6 +722,10 @@ static void request_end(struct kafka_ctx *ctx)
 	struct conn *c = ctx->c;
 
 	release_holds(ctx);
+	if (ctx->cleanup) {
+		ctx->cleanup(ctx);
+		ctx->cleanup = NULL;
+	}
 	ctx->ready = 0;
 	c->phead = (c->phead + 1) % CONN_PIPE;
 	c->busy--;

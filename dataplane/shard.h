@@ -59,6 +59,8 @@ struct kafka_ctx {
 	int nholds, holds_cap;
 	int final;                          /* long-poll over: answer now */
 	int16_t only_error;                 /* nonzero: answer just this error */
+	void (*cleanup)(struct kafka_ctx *);/* when the request ends (its response sent or dropped) */
+	void *cleanup_arg;
 	int ready;                          /* response built (or none): send in order */
 	int no_response;                    /* acks=0: nothing to send */
 	uint64_t started_ns;

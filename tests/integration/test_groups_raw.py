@@ -10,6 +10,7 @@ kafka-python sends) in generation >= 1 owning both partitions of "gt",
 having committed gt/0 = 5 ("m0") and gt/1 = 7 ("m1")."""
 
 import os
+import struct
 import sys
 import threading
 import time
@@ -460,6 +461,92 @@ def late_commit_of_revoked_owner():
         ca.close()
         cb.close()
         assert not problems, problems
+
+
+class _Captured(Exception):
+    pass
+
+
+class _Capture(Conn):
+    """Builds a request body with kraw's encoders without sending it."""
+
+    def __init__(self):
+        self.calls = []
+
+    def request(self, api, ver, w):
+        self.calls.append((api, ver, bytes(w.b)))
+        raise _Captured()
+
+
+def body_of(fn, *args, **kw):
+    cap = _Capture()
+    try:
+        fn(cap, *args, **kw)
+    except _Captured:
+        pass
+    return cap.calls[0]
+
+
+@test
+def commit_behind_waiting_join_is_judged_at_its_generation():
+    """Sluice pipelines group calls behind a JoinGroup that waits for the
+    rebalance. M1 and M3 own gt in generation G; M2 joins. M1 sends its
+    rejoin and, on the same connection right behind it, a commit of
+    generation G (the generation it owns its partition in). The commit is
+    applied while the rebalance still waits for M3 (another connection
+    sees it) and is answered 0 after the JoinGroup's response; judged after
+    the rebalance, as Kafka does, it would be ILLEGAL_GENERATION."""
+    with broker(settings=SETTINGS) as b:
+        st = setup(b)
+        c1 = st.conn
+        c3, c2, cx = Conn(b.bootstrap, client_id="M3"), Conn(b.bootstrap, client_id="M2"), Conn(b.bootstrap)
+        sub = subscription([TOPIC])
+        j3 = Async(c3, Conn.join_group, "g", protocols=[("range", sub)])
+        wait_until(lambda: c1.heartbeat("g", st.gen, st.member) == kraw.REBALANCE_IN_PROGRESS,
+                   "M1 sees the rebalance M3 started")
+        j1 = c1.join_group("g", member_id=st.member, protocols=[("range", sub)])
+        j3r = j3.result()
+        assert j1.error == 0 and j3r.error == 0 and j1.generation == j3r.generation, (j1, j3r)
+        gen = j1.generation
+        asg = {st.member: assignment({TOPIC: [0]}), j3r.member_id: assignment({TOPIC: [1]})}
+        conns = {st.member: c1, j3r.member_id: c3}
+        follower = j3r.member_id if j1.leader == st.member else st.member
+        fs = Async(conns[follower], Conn.sync_group, "g", gen, follower, [])
+        ls = conns[j1.leader].sync_group("g", gen, j1.leader, sorted(asg.items()))
+        assert ls.error == 0 and fs.result().error == 0
+
+        j2 = Async(c2, Conn.join_group, "g", protocols=[("range", sub)])
+        wait_until(lambda: c1.heartbeat("g", gen, st.member) == kraw.REBALANCE_IN_PROGRESS,
+                   "M1 sees the rebalance M2 started")
+        # rejoin and commit back to back on M1's connection, in one write
+        frames = b""
+        corrs = []
+        for fn, args, kw in ((Conn.join_group, ("g",), dict(member_id=st.member, protocols=[("range", sub)])),
+                             (Conn.offset_commit, ("g", {(TOPIC, 0): (9, "behind-join")}),
+                              dict(generation=gen, member_id=st.member))):
+            api, ver, body = body_of(fn, *args, **kw)
+            c1.corr += 1
+            corrs.append(c1.corr)
+            msg = bytes(kraw.W().i16(api).i16(ver).i32(c1.corr).str(c1.client_id).b) + body
+            frames += struct.pack(">i", len(msg)) + msg
+        c1.s.sendall(frames)
+        cj, cc = corrs
+        wait_until(lambda: fetched(cx, "g")[(TOPIC, 0)] == (9, "behind-join", 0),
+                   "the commit behind M1's waiting JoinGroup is applied before the rebalance completes")
+        # M3 rejoins: the rebalance completes
+        wait_until(lambda: c3.heartbeat("g", gen, j3r.member_id) == kraw.REBALANCE_IN_PROGRESS, "M3 sees it")
+        j3b = c3.join_group("g", member_id=j3r.member_id, protocols=[("range", sub)])
+        assert j3b.error == 0 and j3b.generation == gen + 1, j3b
+        r = c1.recv(cj)
+        r.i32()
+        assert (r.i16(), r.i32()) == (0, gen + 1), "M1's JoinGroup answer"
+        r = c1.recv(cc)
+        errs = {(t, p): e for t, parts in r.array(lambda r: (r.str(), r.array(lambda r: (r.i32(), r.i16()))))
+                for p, e in parts}
+        assert errs == {(TOPIC, 0): 0}, "the commit sent in generation %d: %s" % (gen, errs)
+        assert j2.result().error == 0
+        for c in (c2, c3, cx):
+            c.close()
 
 
 def wait_until(cond, what):
