@@ -374,6 +374,13 @@ void rb_str(struct rawbuf *r, const char *s)
 	rb_bytes(r, s, strlen(s));
 }
 
+void rb_blob(struct rawbuf *r, const void *p, int32_t n)
+{
+	rb_i32(r, n < 0 ? -1 : n);
+	if (n > 0)
+		rb_bytes(r, p, (size_t)n);
+}
+
 void rb_request(struct rawbuf *r, int16_t key, int16_t version, int32_t corr)
 {
 	r->len = 0;
@@ -417,6 +424,20 @@ int rc_skip_str(struct rawcur *c)
 
 	if (n > 0)
 		rc_take(c, (size_t)n);
+	return n;
+}
+
+int rc_str(struct rawcur *c, char *out, size_t cap)
+{
+	int16_t n = rc_i16(c);
+	const uint8_t *p = rc_take(c, n > 0 ? (size_t)n : 0);
+	size_t k = n > 0 && p ? (size_t)n : 0;
+
+	if (k > cap - 1)
+		k = cap - 1;
+	if (k)
+		memcpy(out, p, k);
+	out[k] = 0;
 	return n;
 }
 
