@@ -14,6 +14,7 @@
 
 #include "control/config.h"
 #include "control/ctl.h"
+#include "control/group.h"
 #include "control/metalog.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
@@ -53,6 +54,7 @@ struct ctl {
 	int stop;
 	uint64_t version;
 	struct retired *retired;
+	struct group_coord *gc;
 	/* start-up handshake */
 	pthread_mutex_t lock;        /* start-up only, never on the data path */
 	pthread_cond_t cond;
@@ -171,6 +173,16 @@ static void ctl_send(struct ctl *ctl, int to, const struct shard_msg *m)
 		usleep(100);
 }
 
+void ctl_send_msg(struct ctl *ctl, int to, const struct shard_msg *m)
+{
+	ctl_send(ctl, to, m);
+}
+
+struct group_coord *ctl_groups(struct ctl *ctl)
+{
+	return ctl->gc;
+}
+
 static void ctl_op_step(struct ctl *ctl, struct ctl_op *op);
 
 static void ctl_part_done(void *self, struct shard_msg *m)
@@ -229,6 +241,13 @@ static void shard_ctl_reply(void *self, struct shard_msg *m)
 {
 	(void)self;
 	kafka_ctx_sub_done(m->p[0]);
+}
+
+void ctl_reply(struct ctl *ctl, struct kafka_ctx *ctx, int from)
+{
+	struct shard_msg m = { .fn = shard_ctl_reply, .p = { ctx } };
+
+	ctl_send(ctl, from, &m);
 }
 
 static int32_t place(const struct md_topic *t, int32_t idx, int nshards)
@@ -384,6 +403,24 @@ dropped:
 	}
 }
 
+static void ctl_set_ready(struct ctl *ctl, int err, const char *msg)
+{
+	pthread_mutex_lock(&ctl->lock);
+	ctl->ready = 1;
+	if (err) {
+		ctl->init_err = err;
+		snprintf(ctl->init_msg, sizeof(ctl->init_msg), "%s", msg);
+	}
+	pthread_cond_broadcast(&ctl->cond);
+	pthread_mutex_unlock(&ctl->lock);
+}
+
+/* Committed offsets are back in the group coordinator: serve. */
+static void ctl_replayed(struct ctl *ctl)
+{
+	ctl_set_ready(ctl, 0, NULL);
+}
+
 static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 {
 	struct ctl_req *req = op->req;
@@ -417,14 +454,14 @@ static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 				plog_recovery_describe(p->pl, line, sizeof(line));
 				fprintf(stderr, "sluiced: recovered %s-%d: %s\n", op->created[i]->name, j, line);
 			}
-		pthread_mutex_lock(&ctl->lock);
-		ctl->ready = 1;
+		for (int i = 0; i < op->ncreated; i++)
+			if (!strcmp(op->created[i]->name, GROUP_OFFSETS_TOPIC))
+				group_set_offsets_topic(ctl->gc, op->created[i]);
 		if (op->failed) {
-			ctl->init_err = -EIO;
-			snprintf(ctl->init_msg, sizeof(ctl->init_msg), "%s", op->fail_msg);
+			ctl_set_ready(ctl, -EIO, op->fail_msg);
+		} else if (group_replay(ctl->gc, ctl_replayed) == 0) {
+			ctl_set_ready(ctl, 0, NULL);
 		}
-		pthread_cond_broadcast(&ctl->cond);
-		pthread_mutex_unlock(&ctl->lock);
 	}
 	free(op->created);
 	free(op->created_for);
@@ -712,6 +749,20 @@ static void *ctl_main(void *arg)
 		return NULL;
 	}
 	snprintf(b->set.cluster_id, sizeof(b->set.cluster_id), "%s", metalog_cluster_id(ctl->ml));
+	if (group_coord_create(ctl, b, ctl->cfg, &ctl->gc) < 0)
+		abort();
+	if (!metalog_topic(ctl->ml, GROUP_OFFSETS_TOPIC)) {
+		/* the group coordinator's log: compacted, Kafka's defaults */
+		static const char *const k[] = { "cleanup.policy", "segment.bytes" };
+		static const char *const v[] = { "compact", "104857600" };
+		int32_t np = (int32_t)config_int(ctl->cfg, "offsets.topic.num.partitions");
+
+		rc = metalog_create_topic(ctl->ml, GROUP_OFFSETS_TOPIC, np, k, v, 2, NULL);
+		if (rc < 0) {
+			ctl_set_ready(ctl, rc, "cannot create " GROUP_OFFSETS_TOPIC " in the metadata log");
+			return NULL;
+		}
+	}
 	/* replay: every topic's partitions open on their shards */
 	op = calloc(1, sizeof(*op));
 	n = metalog_topic_count(ctl->ml);
@@ -728,7 +779,7 @@ static void *ctl_main(void *arg)
 
 	while (!ctl->stop) {
 		struct shard_msg m;
-		int work = 0;
+		int work = 0, timeout;
 		struct pollfd pfd = { .fd = ctl->wake_fd, .events = POLLIN };
 
 		for (int from = 0; from < b->set.nshards; from++)
@@ -737,13 +788,16 @@ static void *ctl_main(void *arg)
 				work++;
 			}
 		ctl_reclaim(ctl);
+		if (b->stopping)
+			group_stopping(ctl->gc);
+		timeout = group_tick(ctl->gc, 100);
 		if (work)
 			continue;
 		__atomic_store_n(&ctl->sleeping, 1, __ATOMIC_SEQ_CST);
 		for (int from = 0; from < b->set.nshards; from++)
 			if (!spsc_empty(b->rings[from][broker_ctl_index(b)]))
 				work = 1;
-		if (!work && poll(&pfd, 1, 100) > 0) {
+		if (!work && poll(&pfd, 1, timeout) > 0) {
 			uint64_t v;
 
 			if (read(ctl->wake_fd, &v, sizeof(v)) < 0) {
@@ -753,6 +807,8 @@ static void *ctl_main(void *arg)
 		__atomic_store_n(&ctl->sleeping, 0, __ATOMIC_SEQ_CST);
 	}
 	metalog_close(ctl->ml);
+	group_coord_destroy(ctl->gc);
+	ctl->gc = NULL;
 	/* the shards have stopped: free the snapshot, its topics and what is
 	 * retired (their partitions were closed by the shards) */
 	{

@@ -55,6 +55,14 @@ int ctl_start(struct broker *b, struct config *cfg, struct ctl **out);
 int ctl_wait_ready(struct ctl *ctl, char *err, size_t errlen);
 void ctl_stop(struct ctl *ctl);
 
+/* @thread ctl. Send a message to thread `to` (waits while its ring is
+ * full). */
+void ctl_send_msg(struct ctl *ctl, int to, const struct shard_msg *m);
+/* @thread ctl. Hand a request back to shard `from`: it resumes ctx. */
+void ctl_reply(struct ctl *ctl, struct kafka_ctx *ctx, int from);
+/* @thread ctl. The group coordinator. */
+struct group_coord *ctl_groups(struct ctl *ctl);
+
 /* @thread shard. Hand an admin request to the control thread; the shard's
  * ctx gets kafka_ctx_sub_done when it is answered. */
 void ctl_submit(struct kafka_ctx *ctx, struct ctl_req *req);

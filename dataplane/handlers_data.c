@@ -243,7 +243,7 @@ static void produce_on_owner(struct shard *sh, struct part *p, const uint8_t *re
 	struct kafka_produce_response_partition_produce_response *pr = slot;
 	int64_t need = 0, log_start = 0;
 	int64_t base = p->deleted ? -ENOENT : part_append_all(sh, p, rec, len, &need, &log_start);
-	struct ack_wait w = { need, base, from, ctx, slot };
+	struct ack_wait w = { .need = need, .base_offset = base, .from = from, .ctx = ctx, .slot = slot };
 
 	if (base < 0) {
 		/* nothing appended: report now */

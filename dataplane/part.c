@@ -94,7 +94,11 @@ void part_progress(struct part *p)
 
 		if (!err && w->need > hw)
 			break;
-		if (w->from == sh->id) {
+		if (w->notify) {
+			struct shard_msg m = { .fn = w->notify, .p = { w->ctx }, .v = { w->base_offset, err } };
+
+			shard_send(sh, w->from, &m);
+		} else if (w->from == sh->id) {
 			produce_ack(sh, w->ctx, w->slot, w->base_offset, err);
 		} else {
 			struct shard_msg m = { .fn = produce_ack_msg, .p = { w->ctx, w->slot },

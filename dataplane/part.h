@@ -12,6 +12,7 @@
 #include "storage/plog.h"
 
 struct shard;
+struct shard_msg;
 struct kafka_ctx;
 
 /* A produce waiting until durable_offset >= need. */
@@ -21,6 +22,10 @@ struct ack_wait {
 	int from;                   /* shard of the connection */
 	struct kafka_ctx *ctx;      /* on shard `from` */
 	void *slot;                 /* the partition response to fill, on `from` */
+	/* Internal appends (the group coordinator's offsets): when set, the
+	 * completion goes to thread `from` (any thread, the control thread
+	 * included) as this message, p[0] = ctx, v = { base_offset, err }. */
+	void (*notify)(void *self, struct shard_msg *m);
 };
 
 struct part {

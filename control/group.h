@@ -1,0 +1,88 @@
+/* control/group.h — the group coordinator: consumer groups (the classic
+ * protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, static
+ * membership) and committed offsets (OffsetCommit, OffsetFetch,
+ * OffsetDelete, DeleteGroups, ListGroups, DescribeGroups).
+ *
+ * Thread: the control thread (@thread ctl) except group_submit, which a
+ * shard calls. A shard hands the whole decoded request over (the
+ * connection is muted while it is in progress, so nothing else touches
+ * its arena); the coordinator builds the response in memory of its own
+ * (struct group_call) and hands the request back; the shard encodes and
+ * frees. A JoinGroup or SyncGroup may stay with the coordinator until the
+ * rebalance completes; nothing on a shard waits for it.
+ *
+ * Offsets are records of the compacted internal topic __consumer_offsets
+ * in Kafka's own format (key version 1: group, topic, partition; value
+ * version 3: offset, leader epoch, metadata, commit timestamp; a null value
+ * deletes), partition chosen by the Java hash of the group id as Kafka
+ * does. A commit is answered once its batch is durable on the partition's
+ * owner shard; the in-memory cache the coordinator answers OffsetFetch from
+ * is updated then. At start the partitions are read back (group_replay).
+ *
+ * Errors: Kafka error codes in the responses; -errno elsewhere.
+ */
+#ifndef SLUICE_GROUP_H
+#define SLUICE_GROUP_H
+
+#include <stdint.h>
+
+struct broker;
+struct config;
+struct ctl;
+struct kafka_ctx;
+struct md_topic;
+struct shard_msg;
+
+#define GROUP_OFFSETS_TOPIC "__consumer_offsets"
+
+struct group_coord;
+struct gmem;
+
+/* Counters, read by the control thread (and later the metrics endpoint). */
+struct group_stats {
+	uint64_t joins, syncs, heartbeats, leaves;
+	uint64_t rebalances;              /* generations completed */
+	uint64_t commits;                 /* partitions committed */
+	uint64_t commit_refused;          /* partitions refused: stale generation, unknown member,
+					   * rebalance in progress, owned by another member, fenced */
+	uint64_t commit_refused_generation, commit_refused_member, commit_refused_rebalance,
+		 commit_refused_owner, commit_refused_fenced;
+	uint64_t members_expired;         /* session timeouts */
+	uint64_t offsets_expired;
+	uint64_t replayed_records;
+};
+
+/* What a request holds while the coordinator has it; in the request's
+ * arena, allocated by the shard. */
+struct group_call {
+	struct gmem *mem;                 /* response memory (coordinator's), freed by the shard */
+	int from;                         /* the connection's shard */
+	int writes;                       /* offset appends outstanding */
+};
+
+/* @thread ctl */
+int group_coord_create(struct ctl *ctl, struct broker *b, const struct config *cfg, struct group_coord **out);
+void group_coord_destroy(struct group_coord *gc);
+/* The offsets topic as published (its partitions' owners); called when it
+ * is opened at start. */
+void group_set_offsets_topic(struct group_coord *gc, const struct md_topic *t);
+/* Read every offsets partition back (on their owner shards); `done` runs on
+ * the control thread when all are in. Returns how many are outstanding. */
+int group_replay(struct group_coord *gc, void (*done)(struct ctl *ctl));
+/* Timers: session timeouts, rebalance completion, offsets expiry. Returns
+ * the milliseconds until the next deadline (at most max_ms). */
+int group_tick(struct group_coord *gc, int max_ms);
+/* The broker is stopping: answer every waiting JoinGroup/SyncGroup with
+ * NOT_COORDINATOR (clients find the coordinator again) and refuse new
+ * membership requests; commits still complete. */
+void group_stopping(struct group_coord *gc);
+const struct group_stats *group_coord_stats(const struct group_coord *gc);
+
+/* @thread shard: free a response's memory once it is encoded. */
+void group_mem_free(struct gmem *m);
+
+/* @thread shard: hand a decoded group request to the coordinator; the
+ * response comes back through the request's resume. */
+int group_submit(struct kafka_ctx *ctx);
+
+#endif

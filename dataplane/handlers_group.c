@@ -1,0 +1,18 @@
+/* dataplane/handlers_group.c — the group APIs: decoded on the shard, carried
+ * out by the group coordinator on the control thread (control/group.h),
+ * encoded back on the shard. FindCoordinator is in handlers_data.c: on one
+ * node this broker coordinates every group and transaction.
+ * @thread shard */
+#include "control/group.h"
+#include "dataplane/shard.h"
+
+int kafka_handle_offset_commit(struct kafka_ctx *ctx) { return group_submit(ctx); }
+int kafka_handle_offset_fetch(struct kafka_ctx *ctx) { return group_submit(ctx); }
+int kafka_handle_join_group(struct kafka_ctx *ctx) { return group_submit(ctx); }
+int kafka_handle_heartbeat(struct kafka_ctx *ctx) { return group_submit(ctx); }
+int kafka_handle_leave_group(struct kafka_ctx *ctx) { return group_submit(ctx); }
+int kafka_handle_sync_group(struct kafka_ctx *ctx) { return group_submit(ctx); }
+int kafka_handle_describe_groups(struct kafka_ctx *ctx) { return group_submit(ctx); }
+int kafka_handle_list_groups(struct kafka_ctx *ctx) { return group_submit(ctx); }
+int kafka_handle_delete_groups(struct kafka_ctx *ctx) { return group_submit(ctx); }
+int kafka_handle_offset_delete(struct kafka_ctx *ctx) { return group_submit(ctx); }
