@@ -77,6 +77,16 @@ enum member_state { ST_IDLE, ST_RUNNING, ST_CLOSED, ST_FAILED };
 enum commit_mode {
 	COMMIT_AFTER,    /* process a batch, then commit it synchronously */
 	COMMIT_BEFORE,   /* control: commit a batch, then process it */
+	COMMIT_ON_REVOKE,   /* process; commit only what is given up, in the
+			     * revoke callback (and at close). For measuring
+			     * flow: a commit sent while the member's own
+			     * JoinGroup is pending waits behind it on the
+			     * coordinator connection (one request at a time,
+			     * as in Kafka) and then fails (REBALANCE_IN_PROGRESS,
+			     * ILLEGAL_GENERATION); synchronous, it stalls the
+			     * poll loop; asynchronous, librdkafka takes
+			     * ILLEGAL_GENERATION as a lost membership and the
+			     * group rebalances again and again */
 };
 enum ev_kind { EV_ASSIGN = 1, EV_REVOKE, EV_LOST };
 
@@ -110,6 +120,9 @@ struct member {
 	long nrec;
 	int nev;
 	long commit_failures;
+	int commit_last_err;                         /* librdkafka error of the last failed commit */
+	int64_t commit_max_us, commit_max_at_us;    /* slowest synchronous commit, and when it started */
+	int64_t cb_max_us, cb_max_at_us;            /* slowest rebalance callback, and when */
 	char err[256];
 	struct rec recs[MEMBER_RECS];
 	struct asg_ev ev[MEMBER_EVS];
@@ -134,6 +147,8 @@ static struct member *self;
 /* records polled and not yet processed */
 static rd_kafka_message_t *pending[1000];
 static int npending;
+/* COMMIT_ON_REVOKE: the next offset to read of each processed partition */
+static int64_t next_off[MAX_PARTS];
 
 static _Noreturn void member_fail(struct member *m, const char *what, const char *detail)
 {
@@ -189,7 +204,7 @@ static void record_processed(struct member *m, const rd_kafka_message_t *msg, in
 
 /* Commit, for each partition in pending[from..], the offset after the
  * last record (the next one to read). 0 or the librdkafka error. */
-static rd_kafka_resp_err_t commit_pending(rd_kafka_t *rk, int from)
+static rd_kafka_resp_err_t commit_pending(rd_kafka_t *rk, int from, int async)
 {
 	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(MAX_PARTS);
 	rd_kafka_resp_err_t err = 0;
@@ -204,10 +219,18 @@ static rd_kafka_resp_err_t commit_pending(rd_kafka_t *rk, int from)
 		tp->offset = msg->offset + 1;
 	}
 	if (l->cnt) {
-		err = rd_kafka_commit(rk, l, 0);
+		int64_t t0 = now_us();
+
+		err = rd_kafka_commit(rk, l, async);
+		if (now_us() - t0 > self->commit_max_us) {
+			self->commit_max_us = now_us() - t0;
+			self->commit_max_at_us = t0;
+		}
 		for (int i = 0; !err && i < l->cnt; i++)
 			if (l->elems[i].err)
 				err = l->elems[i].err;
+		if (err)
+			self->commit_last_err = err;
 	}
 	rd_kafka_topic_partition_list_destroy(l);
 	return err;
@@ -222,8 +245,14 @@ static void flush_pending(rd_kafka_t *rk, struct member *m, int may_hold)
 
 	if (!npending)
 		return;
-	if (m->mode == COMMIT_BEFORE) {
-		err = commit_pending(rk, 0);
+	if (m->mode == COMMIT_ON_REVOKE) {
+		for (int i = 0; i < npending; i++) {
+			record_processed(m, pending[i], 0);
+			if (pending[i]->partition >= 0 && pending[i]->partition < MAX_PARTS)
+				next_off[pending[i]->partition] = pending[i]->offset + 1;
+		}
+	} else if (m->mode == COMMIT_BEFORE) {
+		err = commit_pending(rk, 0, 0);
 		if (err)
 			m->commit_failures++;
 		if (may_hold && LOAD(m->hold)) {
@@ -241,7 +270,7 @@ static void flush_pending(rd_kafka_t *rk, struct member *m, int may_hold)
 			for (;;)
 				pause();
 		}
-		err = commit_pending(rk, 0);
+		err = commit_pending(rk, 0, 0);
 		if (err)
 			m->commit_failures++;
 		else
@@ -251,6 +280,31 @@ static void flush_pending(rd_kafka_t *rk, struct member *m, int may_hold)
 	for (int i = 0; i < npending; i++)
 		rd_kafka_message_destroy(pending[i]);
 	npending = 0;
+}
+
+/* COMMIT_ON_REVOKE: commit the processed position of the partitions in
+ * mask (synchronously) and forget them. */
+static void commit_processed(rd_kafka_t *rk, struct member *m, uint32_t mask)
+{
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(MAX_PARTS);
+	rd_kafka_resp_err_t err;
+
+	for (int p = 0; p < MAX_PARTS; p++)
+		if ((mask & (1u << p)) && next_off[p] > 0)
+			rd_kafka_topic_partition_list_add(l, m->topic, p)->offset = next_off[p];
+	if (l->cnt) {
+		err = rd_kafka_commit(rk, l, 0);
+		for (int i = 0; !err && i < l->cnt; i++)
+			err = l->elems[i].err;
+		if (err) {
+			m->commit_failures++;
+			m->commit_last_err = err;
+		}
+	}
+	for (int p = 0; p < MAX_PARTS; p++)
+		if (mask & (1u << p))
+			next_off[p] = 0;
+	rd_kafka_topic_partition_list_destroy(l);
 }
 
 static uint32_t parts_mask(const rd_kafka_topic_partition_list_t *l)
@@ -271,6 +325,7 @@ static void member_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_t
 	uint32_t mask = parts_mask(parts);
 	int gen = group_generation(rk);
 	rd_kafka_error_t *e = NULL;
+	int64_t t0 = now_us();
 
 	if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
 		if (coop)
@@ -285,6 +340,8 @@ static void member_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_t
 		/* commit what was processed before giving the partitions up */
 		if (!lost)
 			flush_pending(rk, m, 0);
+		if (!lost && m->mode == COMMIT_ON_REVOKE)
+			commit_processed(rk, m, mask);
 		if (coop)
 			e = rd_kafka_incremental_unassign(rk, parts);
 		else
@@ -296,6 +353,10 @@ static void member_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_t
 		member_fail(m, "assign", rd_kafka_error_string(e));
 	STORE(m->cur_gen, gen);
 	STORE(m->nrebalance, m->nrebalance + 1);
+	if (now_us() - t0 > m->cb_max_us) {
+		m->cb_max_us = now_us() - t0;
+		m->cb_max_at_us = t0;
+	}
 }
 
 static void member_set(struct member *m, rd_kafka_conf_t *conf, const char *k, const char *v)
@@ -323,6 +384,7 @@ static void member_run(struct member *m)
 	member_set(m, conf, "enable.auto.offset.store", "false");
 	member_set(m, conf, "auto.offset.reset", "earliest");
 	member_set(m, conf, "fetch.wait.max.ms", "100");
+	member_set(m, conf, "fetch.error.backoff.ms", "50");
 	member_set(m, conf, "log_level", getenv("SLUICE_RDK_DEBUG") ? "7" : "0");
 	if (getenv("SLUICE_RDK_DEBUG"))
 		member_set(m, conf, "debug", getenv("SLUICE_RDK_DEBUG"));
@@ -381,6 +443,8 @@ static void member_run(struct member *m)
 		}
 	}
 	flush_pending(rk, m, 0);
+	if (m->mode == COMMIT_ON_REVOKE)
+		commit_processed(rk, m, ~0u);
 	rd_kafka_consumer_close(rk);
 	rd_kafka_destroy(rk);
 	STORE(m->cur_mask, 0);
@@ -1562,8 +1626,8 @@ Test(groups, control_churn_sigkill_commit_before_processing_loses_records, .time
 /* ---- 4. cooperative-sticky: partitions that stay put keep flowing ----- */
 
 #define CO_PARTS     6
-#define CO_HEARTBEAT 600     /* heartbeat.interval.ms: the bound */
-#define CO_WORK      2000    /* the slow member works this long per batch */
+#define CO_HEARTBEAT 1200    /* heartbeat.interval.ms: the bound */
+#define CO_WORK      3500    /* the slow member works this long per batch */
 
 static int tcmp(const void *a, const void *b)
 {
@@ -1575,7 +1639,7 @@ static int tcmp(const void *a, const void *b)
 /* The longest gap between consecutive consumptions of partition p by any
  * of the members, over [from, to] (a partition that stops and does not
  * resume by `to` counts up to `to`). */
-static int64_t partition_gap_us(const struct member *ms, int n, int p, int64_t from, int64_t to)
+static int64_t partition_gap_us(const struct member *ms, int n, int p, int64_t from, int64_t to, int64_t *at)
 {
 	int64_t *ts = NULL, gap = 0, prev = from;
 	long cnt = 0;
@@ -1587,13 +1651,18 @@ static int64_t partition_gap_us(const struct member *ms, int n, int p, int64_t f
 				ts[cnt++] = ms[i].recs[k].t_us;
 			}
 	qsort(ts, (size_t)cnt, sizeof(int64_t), tcmp);
+	*at = from;
 	for (long k = 0; k < cnt; k++) {
-		if (ts[k] - prev > gap)
+		if (ts[k] - prev > gap) {
 			gap = ts[k] - prev;
+			*at = prev;
+		}
 		prev = ts[k];
 	}
-	if (to - prev > gap)
+	if (to - prev > gap) {
 		gap = to - prev;
+		*at = prev;
+	}
 	free(ts);
 	return gap;
 }
@@ -1634,6 +1703,7 @@ static int64_t join_gap(const char *strategy, const char *group, int64_t *moved_
 		ms[i].session_ms = 10000;
 		ms[i].heartbeat_ms = CO_HEARTBEAT;
 		ms[i].work_ms = i == 1 ? CO_WORK : 0;
+		ms[i].mode = COMMIT_ON_REVOKE;
 		member_spawn(&ms[i], &b, names[i], group, "flow");
 	}
 	feeder_init(&f, &b, "flow", CO_PARTS, 1000);    /* 1000 records/s: each partition every 6 ms */
@@ -1655,13 +1725,29 @@ static int64_t join_gap(const char *strategy, const char *group, int64_t *moved_
 	unmoved = before & after;
 	measured = unmoved ? unmoved : before;
 	for (int p = 0; p < CO_PARTS; p++) {
-		int64_t g = partition_gap_us(ms, 3, p, t_join, t_end);
+		int64_t at, g = partition_gap_us(ms, 3, p, t_join, t_end, &at);
+
+		fprintf(stderr, "groups: %s: partition %d: longest gap %lld ms from +%lld ms\n", strategy, p,
+			(long long)g / 1000, (long long)(at - t_join) / 1000);
 
 		if (measured & (1u << p))
 			gap = g > gap ? g : gap;
 		else if ((LOAD(ms[1].cur_mask) & (1u << p)) == 0)
 			mgap = g > mgap ? g : mgap;   /* not S's: S is slow by design */
 	}
+	for (int i = 0; i < 3; i++)
+		fprintf(stderr, "groups: %s: %s: slowest commit %lld ms at +%lld ms, slowest rebalance callback %lld ms "
+			"at +%lld ms, %ld commit failures (last: %s)\n", strategy, ms[i].name, (long long)ms[i].commit_max_us / 1000,
+			(long long)(ms[i].commit_max_at_us - t_join) / 1000, (long long)ms[i].cb_max_us / 1000,
+			(long long)(ms[i].cb_max_at_us - t_join) / 1000, ms[i].commit_failures,
+			rd_kafka_err2str(ms[i].commit_last_err));
+	for (int i = 0; i < 3; i++)
+		for (int k = 0; k < LOAD(ms[i].nev); k++)
+			if (ms[i].ev[k].t_us >= t_join - 100000)
+				fprintf(stderr, "groups: %s: +%lld ms %s gen %d %s 0x%02x -> 0x%02x\n", strategy,
+					(long long)(ms[i].ev[k].t_us - t_join) / 1000, ms[i].name, ms[i].ev[k].gen,
+					ms[i].ev[k].kind == EV_ASSIGN ? "assign" : "revoke", ms[i].ev[k].mask,
+					ms[i].ev[k].after);
 	fprintf(stderr,
 		"groups: %s: J joined, group settled in %lld ms; F had 0x%02x, has 0x%02x; longest gap on F's %s "
 		"partitions 0x%02x: %lld ms; on moved partitions: %lld ms (heartbeat %d ms, S works %d ms)\n",
