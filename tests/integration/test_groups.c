@@ -611,7 +611,8 @@ static void feeder_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 static void feeder_init(struct feeder *f, const struct broker_proc *b, const char *topic, int nparts,
 			int period_us)
 {
-	const char *kv[] = { "linger.ms", "1", "acks", "all", NULL };
+	/* quiet: the restart tests make every client log its reconnects */
+	const char *kv[] = { "linger.ms", "1", "acks", "all", "log_level", getenv("SLUICE_RDK_DEBUG") ? "7" : "0", NULL };
 
 	memset(f, 0, sizeof(*f));
 	f->topic = topic;
@@ -884,7 +885,8 @@ static rd_kafka_t *group_consumer(const struct broker_proc *b, const char *group
 	rd_kafka_t *rk;
 	const char *base[] = { "group.id", group, "enable.auto.commit", "false", "enable.auto.offset.store", "false",
 			       "auto.offset.reset", "earliest", "session.timeout.ms", "6000",
-			       "heartbeat.interval.ms", "500", "fetch.wait.max.ms", "100", NULL };
+			       "heartbeat.interval.ms", "500", "fetch.wait.max.ms", "100", "log_level",
+			       getenv("SLUICE_RDK_DEBUG") ? "7" : "0", NULL };
 
 	for (int i = 0; base[i]; i += 2)
 		if (rd_kafka_conf_set(conf, base[i], base[i + 1], err, sizeof(err)) != RD_KAFKA_CONF_OK)
@@ -923,7 +925,7 @@ static void committed_offsets(rd_kafka_t *rk, const char *topic, int n, int64_t 
 /* A consumer with only group.id, to ask for the committed offsets. */
 static rd_kafka_t *offsets_reader(const struct broker_proc *b, const char *group)
 {
-	const char *kv[] = { "group.id", group, NULL };
+	const char *kv[] = { "group.id", group, "log_level", getenv("SLUICE_RDK_DEBUG") ? "7" : "0", NULL };
 	char err[512];
 	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, harness_conf(b, kv), err, sizeof(err));
 
