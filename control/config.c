@@ -124,6 +124,8 @@ static const struct config_key keys[] = {
 	  .doc = "Partitions of __consumer_offsets." },
 	{ "offsets.retention.minutes", CONFIG_INT, "10080", 1, I32MAX,
 	  .doc = "How long committed offsets of an empty group are kept." },
+	{ "offsets.retention.ms", CONFIG_LONG, "-1", -1, I64MAX,
+	  .doc = "Sluice: offsets.retention.minutes in milliseconds, for finer control; -1: use offsets.retention.minutes." },
 	{ "offsets.retention.check.interval.ms", CONFIG_LONG, "600000", 1, I64MAX,
 	  .doc = "How often expired offsets are removed." },
 	{ "offset.metadata.max.bytes", CONFIG_INT, "4096", 0, I32MAX,

@@ -524,6 +524,13 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 		snprintf(ct->message, sizeof(ct->message), "unknown topic");
 		return;
 	}
+	if (req->kind == CTL_CREATE_PARTITIONS && !strcmp(name, GROUP_OFFSETS_TOPIC)) {
+		/* a group's partition is its id's hash modulo the count */
+		ct->error = KERR_INVALID_REQUEST;
+		snprintf(ct->message, sizeof(ct->message),
+			 "the partition count of %s is fixed (offsets.topic.num.partitions)", GROUP_OFFSETS_TOPIC);
+		return;
+	}
 	for (int i = 0; i < op->nreplaced; i++)
 		if (op->replaced[i] == t) {
 			ct->error = KERR_INVALID_REQUEST;
@@ -641,6 +648,13 @@ static void ctl_handle(void *self, struct shard_msg *m)
 		if (req->kind == CTL_DELETE) {
 			const struct md_topic *t = md_find(md, ct->name.ptr, ct->name.len);
 
+			if (t && !strcmp(name, GROUP_OFFSETS_TOPIC)) {
+				ct->error = KERR_INVALID_REQUEST;
+				snprintf(ct->message, sizeof(ct->message),
+					 "%s holds the committed offsets of every group; it cannot be deleted",
+					 GROUP_OFFSETS_TOPIC);
+				continue;
+			}
 			if (!t || metalog_delete_topic(ctl->ml, name) < 0) {
 				ct->error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 				continue;

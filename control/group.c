@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -233,6 +234,8 @@ struct group_coord {
 	int64_t retention_ms, retention_check_ms, next_expiry;
 	int32_t max_meta;
 	int stopping;
+	int dirty;                    /* membership changed: deadlines may be earlier */
+	int64_t next_due;             /* the earliest deadline at the last scan */
 	int replays;
 	void (*replay_done)(struct ctl *ctl);
 	struct group_stats st;
@@ -918,13 +921,13 @@ static char *new_member_id(const struct kafka_ctx *ctx, struct kafka_str instanc
 	const struct kafka_str cid = instance.len > 0 ? instance : ctx->req.header.ClientId;
 	char *id;
 	uint8_t r[16];
-	FILE *f = fopen("/dev/urandom", "rb");
-	size_t got = f ? fread(r, 1, sizeof(r), f) : 0;
 
-	if (f)
-		fclose(f);
-	if (got != sizeof(r))
-		memcpy(r, &(uint64_t){ ++seq ^ (uint64_t)wall_ms() }, 8), memset(r + 8, 0, 8);
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+		uint64_t x = ++seq ^ (uint64_t)wall_ms();
+
+		memcpy(r, &x, 8);
+		memset(r + 8, 0, 8);
+	}
 	if (asprintf(&id, "%.*s-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
 		     cid.len > 0 ? (cid.len > 200 ? 200 : cid.len) : 0, cid.len > 0 ? cid.ptr : "",
 		     r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14],
@@ -937,23 +940,13 @@ static struct gmember *member_add(struct group *g, struct kafka_ctx *ctx, const 
 				  char *id)
 {
 	struct gmember *m = xcalloc(1, sizeof(*m)), **pp;
-	struct sockaddr_storage sa;
-	socklen_t sl = sizeof(sa);
-	char host[INET6_ADDRSTRLEN + 2] = "";
 
 	m->id = id;
 	m->instance = kdup(q->GroupInstanceId);
 	m->client_id = kdup(ctx->req.header.ClientId);
 	if (!m->client_id)
 		m->client_id = sdup("");
-	if (getpeername(ctx->c->fd, (struct sockaddr *)&sa, &sl) == 0) {
-		if (sa.ss_family == AF_INET)
-			inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, host + 1, sizeof(host) - 1);
-		else if (sa.ss_family == AF_INET6)
-			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sa)->sin6_addr, host + 1, sizeof(host) - 1);
-		host[0] = '/';   /* Kafka's spelling: "/127.0.0.1" */
-	}
-	m->host = sdup(host);
+	m->host = sdup(call_of(ctx)->host);
 	member_set_protocols(m, q);
 	for (pp = &g->members; *pp; pp = &(*pp)->next)
 		;
@@ -1994,6 +1987,10 @@ static void group_msg(void *self, struct shard_msg *m)
 	struct group_coord *gc = ctl_groups(self);
 	struct kafka_ctx *ctx = m->p[0];
 
+	/* joins, syncs and leaves can bring deadlines nearer: rescan at the
+	 * next tick (heartbeats and commits only push them later) */
+	gc->dirty |= ctx->req.header.RequestApiKey == 11 || ctx->req.header.RequestApiKey == 13 ||
+		     ctx->req.header.RequestApiKey == 14;
 	switch (ctx->req.header.RequestApiKey) {
 	case 8: handle_commit(gc, ctx); break;
 	case 9: handle_fetch(gc, ctx); break;
@@ -2038,6 +2035,22 @@ int group_submit(struct kafka_ctx *ctx)
 	}
 	memset(call, 0, sizeof(*call));
 	call->from = ctx->sh->id;
+	if (ctx->req.header.RequestApiKey == 11) {
+		/* the member's host, as DescribeGroups shows it (Kafka's
+		 * spelling: "/127.0.0.1"); read here, where the socket lives */
+		struct sockaddr_storage sa;
+		socklen_t sl = sizeof(sa);
+
+		if (getpeername(ctx->c->fd, (struct sockaddr *)&sa, &sl) == 0) {
+			call->host[0] = '/';
+			if (sa.ss_family == AF_INET)
+				inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, call->host + 1,
+					  sizeof(call->host) - 1);
+			else if (sa.ss_family == AF_INET6)
+				inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sa)->sin6_addr, call->host + 1,
+					  sizeof(call->host) - 1);
+		}
+	}
 	ctx->state = call;
 	ctx->pending = 1;
 	ctx->resume = group_resume;
@@ -2270,6 +2283,12 @@ int group_tick(struct group_coord *gc, int max_ms)
 {
 	int64_t now = mono_ms(), next = now + max_ms;
 
+	/* heartbeats only move deadlines later: without a membership change
+	 * the last scan's earliest deadline still holds */
+	if (!gc->dirty && now < gc->next_due && now < gc->next_expiry)
+		return (int)((gc->next_due < next ? gc->next_due : next) - now);
+	gc->dirty = 0;
+
 	for (uint32_t i = 0; i < gc->groups.cap; i++) {
 		struct group *g = gc->groups.v[i];
 
@@ -2313,6 +2332,7 @@ again:
 		expire_offsets(gc);
 		gc->next_expiry = now + gc->retention_check_ms;
 	}
+	gc->next_due = next;
 	return next > now ? (int)(next - now) : 0;
 }
 
@@ -2352,7 +2372,8 @@ int group_coord_create(struct ctl *ctl, struct broker *b, const struct config *c
 	gc->max_session = (int32_t)config_int(cfg, "group.max.session.timeout.ms");
 	gc->max_size = (int32_t)config_int(cfg, "group.max.size");
 	gc->initial_delay = (int32_t)config_int(cfg, "group.initial.rebalance.delay.ms");
-	gc->retention_ms = config_int(cfg, "offsets.retention.minutes") * 60000;
+	gc->retention_ms = config_int(cfg, "offsets.retention.ms") >= 0 ? config_int(cfg, "offsets.retention.ms")
+									 : config_int(cfg, "offsets.retention.minutes") * 60000;
 	gc->retention_check_ms = config_int(cfg, "offsets.retention.check.interval.ms");
 	gc->max_meta = (int32_t)config_int(cfg, "offset.metadata.max.bytes");
 	gc->next_expiry = mono_ms() + gc->retention_check_ms;

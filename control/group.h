@@ -58,6 +58,7 @@ struct group_call {
 	struct gmem *mem;                 /* response memory (coordinator's), freed by the shard */
 	int from;                         /* the connection's shard */
 	int writes;                       /* offset appends outstanding */
+	char host[56];                    /* JoinGroup: the client's address, "/1.2.3.4" */
 };
 
 /* @thread ctl */

@@ -346,6 +346,9 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 				err = KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT;
 			else if (!mp)
 				err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+			else if (t->internal)
+				/* like Kafka: clients do not write the coordinator's logs */
+				err = KERR_INVALID_TOPIC_EXCEPTION;
 			else if (!len)
 				err = KERR_CORRUPT_MESSAGE;
 			/* every batch is checked before any is appended: a partition's

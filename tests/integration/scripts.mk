@@ -5,6 +5,7 @@
 TEST_SCRIPTS += tests/integration/test_kcat.py
 TEST_SCRIPTS += tests/integration/test_kafka_python.py
 TEST_SCRIPTS += tests/integration/test_kafkajs.py
+TEST_SCRIPTS += tests/integration/test_groups_expiry.py
 
 # kafkajs is installed from the committed package-lock.json on first use (and
 # again whenever the lock changes), so `make test` on a fresh clone needs no
