@@ -321,7 +321,12 @@ static void member_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_t
 			     void *opaque)
 {
 	struct member *m = opaque;
-	int coop = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+	/* NULL once the group handle is terminated: librdkafka 2.0.2 can
+	 * still serve a revoke queued before rd_kafka_consumer_close from
+	 * inside it, after the group's op queue is disabled (the member
+	 * then died in strcmp); the configured strategy says the same */
+	const char *proto = rd_kafka_rebalance_protocol(rk);
+	int coop = proto ? !strcmp(proto, "COOPERATIVE") : !strcmp(m->strategy, "cooperative-sticky");
 	uint32_t mask = parts_mask(parts);
 	int gen = group_generation(rk);
 	rd_kafka_error_t *e = NULL;
@@ -495,10 +500,30 @@ static void member_start(struct member *m)
 	STORE(m->cmd, CMD_RUN);
 }
 
+/* Fail the test at once if the member reported a failure or its process
+ * is gone (a crash must not look like a hang: without this, a member
+ * that dies leaves its state as it was and the test waits it out). The
+ * process is reaped here (pid 0 afterwards); m is shared memory the test
+ * process may write. */
 static void member_check(const struct member *m)
 {
+	struct member *w = (struct member *)m;
+	pid_t pid = m->pid;
+	int st;
+
 	if (LOAD(m->state) == ST_FAILED)
 		cr_assert_fail("member process failed: %s", m->err);
+	if (pid <= 0 || waitpid(pid, &st, WNOHANG) != pid)
+		return;
+	w->pid = 0;
+	if (LOAD(m->state) == ST_FAILED)
+		cr_assert_fail("member process failed: %s", m->err);
+	if (WIFSIGNALED(st))
+		cr_assert_fail("member %s died: signal %d (%s)%s", m->name, WTERMSIG(st), strsignal(WTERMSIG(st)),
+			       WCOREDUMP(st) ? ", core dumped" : "");
+	/* status 0 is only the exit it was told to make (CMD_EXIT) */
+	if (WEXITSTATUS(st) != 0)
+		cr_assert_fail("member %s exited with status %d", m->name, WEXITSTATUS(st));
 }
 
 /* Close the consumer (CMD_STOP) and wait for it. */
@@ -537,9 +562,15 @@ static void members_exit(struct member *ms, int n)
 			continue;
 		if (LOAD(ms[i].state) == ST_RUNNING)
 			member_stop(&ms[i], 30000);
+		if (!ms[i].pid)
+			continue;   /* exited cleanly, reaped by member_check */
 		STORE(ms[i].cmd, CMD_EXIT);
-		waitpid(ms[i].pid, &st, 0);
+		cr_assert_eq(waitpid(ms[i].pid, &st, 0), ms[i].pid, "waitpid %s: %s", ms[i].name, strerror(errno));
 		ms[i].pid = 0;
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "member %s %s %d while exiting%s%s", ms[i].name,
+			  WIFSIGNALED(st) ? "died: signal" : "exited with status",
+			  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), LOAD(ms[i].state) == ST_FAILED ? ": " : "",
+			  LOAD(ms[i].state) == ST_FAILED ? ms[i].err : "");
 	}
 	munmap(ms, sizeof(struct member) * (size_t)n);
 }
