@@ -153,13 +153,39 @@ static int wait_child(struct broker_proc *b)
 	return st;
 }
 
+/* sluiced exits within a couple of seconds of SIGTERM; a shutdown that
+ * hangs fails the test here (the broker SIGKILLed, its log dumped)
+ * instead of running into the test's timeout */
+#define BROKER_STOP_TIMEOUT_MS 20000
+
 void broker_stop(struct broker_proc *b)
 {
-	int st;
+	int st = 0, waited = 0;
+	pid_t rc;
 
 	cr_assert_neq(b->pid, 0, "broker not running");
 	kill(b->pid, SIGTERM);
-	st = wait_child(b);
+	for (;;) {
+		rc = waitpid(b->pid, &st, WNOHANG);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc != 0 || waited >= BROKER_STOP_TIMEOUT_MS)
+			break;
+		usleep(10000);
+		waited += 10;
+	}
+	if (rc == 0) {
+		pid_t pid = b->pid;
+
+		kill(pid, SIGKILL);
+		wait_child(b);
+		broker_dump_log(b);
+		cr_assert_fail("sluiced (pid %d) did not exit within %d ms of SIGTERM: a shutdown hang", (int)pid,
+			       BROKER_STOP_TIMEOUT_MS);
+	}
+	cr_assert_eq(rc, b->pid, "waitpid sluiced: %s", strerror(errno));
+	b->pid = 0;
+	b->last_status = st;
 	if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
 		broker_dump_log(b);
 		cr_assert_fail("sluiced did not exit cleanly on SIGTERM: %s %d",

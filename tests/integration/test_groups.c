@@ -1728,6 +1728,7 @@ static int64_t join_gap(const char *strategy, const char *group, int64_t *moved_
 	const char *names[] = { "a-fast", "b-slow", "c-joiner" };
 	uint32_t before, after, unmoved, measured;
 	int64_t t_join, t_settled, t_end, gap = 0, mgap = 0;
+	struct timespec wall_join;
 
 	broker_launch(&b, group_broker_args);
 	ms = members_map(3);
@@ -1749,6 +1750,7 @@ static int64_t join_gap(const char *strategy, const char *group, int64_t *moved_
 	/* J joins as S starts a batch of work */
 	feeder_until(&f, work_started_cond, &(struct work_ctx){ &ms[1], now_us() }, 10000, "S starts working");
 	t_join = now_us();
+	clock_gettime(CLOCK_REALTIME, &wall_join);   /* to line up with librdkafka's debug log */
 	member_start(&ms[2]);
 	feed_until_settled(&f, ms, three, 3, 30000, "F, S and J share the partitions");
 	t_settled = now_us();
@@ -1782,9 +1784,9 @@ static int64_t join_gap(const char *strategy, const char *group, int64_t *moved_
 					ms[i].ev[k].kind == EV_ASSIGN ? "assign" : "revoke", ms[i].ev[k].mask,
 					ms[i].ev[k].after);
 	fprintf(stderr,
-		"groups: %s: J joined, group settled in %lld ms; F had 0x%02x, has 0x%02x; longest gap on F's %s "
+		"groups: %s: J joined at %lld.%03ld (wall clock), group settled in %lld ms; F had 0x%02x, has 0x%02x; longest gap on F's %s "
 		"partitions 0x%02x: %lld ms; on moved partitions: %lld ms (heartbeat %d ms, S works %d ms)\n",
-		strategy, (long long)(t_settled - t_join) / 1000, before, after, unmoved ? "unmoved" : "former",
+		strategy, (long long)wall_join.tv_sec, wall_join.tv_nsec / 1000000, (long long)(t_settled - t_join) / 1000, before, after, unmoved ? "unmoved" : "former",
 		measured, (long long)gap / 1000, (long long)mgap / 1000, CO_HEARTBEAT, CO_WORK);
 	members_exit(ms, 3);
 	feeder_finish(&f);
