@@ -153,13 +153,39 @@ static int wait_child(struct broker_proc *b)
 	return st;
 }
 
+/* sluiced exits within a couple of seconds of SIGTERM; a shutdown that
+ * hangs fails the test here (the broker SIGKILLed, its log dumped)
+ * instead of running into the test's timeout */
+#define BROKER_STOP_TIMEOUT_MS 20000
+
 void broker_stop(struct broker_proc *b)
 {
-	int st;
+	int st = 0, waited = 0;
+	pid_t rc;
 
 	cr_assert_neq(b->pid, 0, "broker not running");
 	kill(b->pid, SIGTERM);
-	st = wait_child(b);
+	for (;;) {
+		rc = waitpid(b->pid, &st, WNOHANG);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc != 0 || waited >= BROKER_STOP_TIMEOUT_MS)
+			break;
+		usleep(10000);
+		waited += 10;
+	}
+	if (rc == 0) {
+		pid_t pid = b->pid;
+
+		kill(pid, SIGKILL);
+		wait_child(b);
+		broker_dump_log(b);
+		cr_assert_fail("sluiced (pid %d) did not exit within %d ms of SIGTERM: a shutdown hang", (int)pid,
+			       BROKER_STOP_TIMEOUT_MS);
+	}
+	cr_assert_eq(rc, b->pid, "waitpid sluiced: %s", strerror(errno));
+	b->pid = 0;
+	b->last_status = st;
 	if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
 		broker_dump_log(b);
 		cr_assert_fail("sluiced did not exit cleanly on SIGTERM: %s %d",
@@ -374,6 +400,13 @@ void rb_str(struct rawbuf *r, const char *s)
 	rb_bytes(r, s, strlen(s));
 }
 
+void rb_blob(struct rawbuf *r, const void *p, int32_t n)
+{
+	rb_i32(r, n < 0 ? -1 : n);
+	if (n > 0)
+		rb_bytes(r, p, (size_t)n);
+}
+
 void rb_request(struct rawbuf *r, int16_t key, int16_t version, int32_t corr)
 {
 	r->len = 0;
@@ -417,6 +450,20 @@ int rc_skip_str(struct rawcur *c)
 
 	if (n > 0)
 		rc_take(c, (size_t)n);
+	return n;
+}
+
+int rc_str(struct rawcur *c, char *out, size_t cap)
+{
+	int16_t n = rc_i16(c);
+	const uint8_t *p = rc_take(c, n > 0 ? (size_t)n : 0);
+	size_t k = n > 0 && p ? (size_t)n : 0;
+
+	if (k > cap - 1)
+		k = cap - 1;
+	if (k)
+		memcpy(out, p, k);
+	out[k] = 0;
 	return n;
 }
 

@@ -112,6 +112,7 @@ void rb_i16(struct rawbuf *r, int16_t v);
 void rb_i32(struct rawbuf *r, int32_t v);
 void rb_i64(struct rawbuf *r, int64_t v);
 void rb_str(struct rawbuf *r, const char *s);          /* int16 length; NULL = -1 */
+void rb_blob(struct rawbuf *r, const void *p, int32_t n); /* int32 length; n < 0 = null */
 /* Start a frame: size placeholder + request header v1. */
 void rb_request(struct rawbuf *r, int16_t key, int16_t version, int32_t corr);
 /* Backpatch the size prefix of the frame started at 0. */
@@ -136,6 +137,9 @@ int32_t rc_i32(struct rawcur *c);
 int64_t rc_i64(struct rawcur *c);
 /* Skip an int16-length string; returns its length (-1 null). */
 int rc_skip_str(struct rawcur *c);
+/* Copy an int16-length string into out (NUL-terminated, truncated to
+ * cap - 1; "" for null); returns its wire length (-1 null). */
+int rc_str(struct rawcur *c, char *out, size_t cap);
 /* Take n bytes (NULL and bad if fewer are left). */
 const uint8_t *rc_take(struct rawcur *c, size_t n);
 

@@ -8,7 +8,7 @@ set -u
 cd "$(dirname "$0")/../.."
 build=${BUILD:-build}
 fail=0
-for s in test_rdkafka test_badinput; do
+for s in test_rdkafka test_badinput test_groups; do
   out=$(mktemp)
   echo "== integration: $s"
   start=$(date +%s)
