@@ -463,6 +463,34 @@ def late_commit_of_revoked_owner():
         assert not problems, problems
 
 
+@test
+def static_member_second_instance_fences_first():
+    """Static membership (JoinGroup v5 with group.instance.id): a second
+    instance with the same id takes the membership over under a new member
+    id, without a rebalance (same generation, same assignment through
+    SyncGroup); the first instance is fenced: its Heartbeat and SyncGroup
+    get FENCED_INSTANCE_ID (82)."""
+    with broker(settings=SETTINGS) as b:
+        c1, c2 = Conn(b.bootstrap, client_id="inst"), Conn(b.bootstrap, client_id="inst")
+        assert c1.create_topic(TOPIC, 2) == 0
+        first = join_alone(c1, "sg", ver=5, instance_id="inst-1")
+        sub = subscription([TOPIC])
+        j = c2.join_group("sg", protocols=[("range", sub)], ver=5, instance_id="inst-1")
+        assert j.error == 0, j
+        assert j.member_id and j.member_id != first.member, j
+        assert j.generation == first.gen, "a static member's return started a rebalance: %r" % j
+        s = c2.sync_group("sg", j.generation, j.member_id, [], ver=3, instance_id="inst-1")
+        assert s.error == 0 and s.assignment == assignment({TOPIC: [0, 1]}), s
+        assert c2.heartbeat("sg", j.generation, j.member_id, ver=3, instance_id="inst-1") == 0
+        fenced = 82
+        assert c1.heartbeat("sg", first.gen, first.member, ver=3, instance_id="inst-1") == fenced
+        s1 = c1.sync_group("sg", first.gen, first.member, [], ver=3, instance_id="inst-1")
+        assert s1.error == fenced, s1
+        assert c2.heartbeat("sg", j.generation, j.member_id, ver=3, instance_id="inst-1") == 0
+        c1.close()
+        c2.close()
+
+
 class _Captured(Exception):
     pass
 
