@@ -77,7 +77,6 @@
 #define MAX_RUNS       8
 #define GP_MAX_PARTS   4096
 #define SAMPLE_NS      5000000ull     /* group state sampled every 5 ms */
-#define COMMIT_EVERY   1000000000ull  /* periodic sync commit of positions */
 #define CLOSE_TIMEOUT  30             /* s for a consumer to close */
 
 enum gmode { G_REBALANCE, G_COMMIT };
@@ -93,6 +92,7 @@ struct gopts {
 	int size;
 	int heartbeat_ms;
 	int session_ms;
+	int periodic_commit_ms;       /* 0: only the revoke callback commits */
 	const char *strategies[MAX_STRATS];
 	int nstrats;
 	double steady_s, settle_s, timeout_s;
@@ -658,7 +658,8 @@ static void *member_main(void *arg)
 		kerr_add(&g->client_err, "member %d: subscribe: %s", m->slot, rd_kafka_err2name(e));
 		pthread_mutex_unlock(&g->mu);
 	}
-	next_commit = bench_now_ns() + COMMIT_EVERY;
+	next_commit = o->periodic_commit_ms ? bench_now_ns() + (uint64_t)o->periodic_commit_ms * 1000000ull
+					    : UINT64_MAX;
 	while (!m->stop && !bench_interrupted) {
 		rd_kafka_message_t *msg = rd_kafka_consumer_poll(rk, 20);
 		uint64_t now = bench_now_ns();
@@ -694,7 +695,7 @@ static void *member_main(void *arg)
 		rd_kafka_queue_poll_callback(cq, 0);
 		if (now >= next_commit) {
 			commit_periodic(m, rk, cq);
-			next_commit = bench_now_ns() + COMMIT_EVERY;
+			next_commit = bench_now_ns() + (uint64_t)o->periodic_commit_ms * 1000000ull;
 		}
 	}
 	pthread_mutex_lock(&g->mu);
@@ -1234,8 +1235,9 @@ static void print_rebalance(const struct gopts *o, const struct broker *br, int 
 	printf("# sluice-bench rebalance: %d consumers (librdkafka %s, subscribe) on %d partitions, producer "
 	       "%" PRIu64 " records/s x %d bytes (acks=1, linger.ms=5); heartbeat.interval.ms=%d session.timeout.ms=%d "
 	       "(max.poll.interval.ms 300000, fetch.wait.max.ms 100, commits: sync in the revoke callback, "
-	       "async every 1 s); broker %s, group.initial.rebalance.delay.ms=0\n",
+	       "async every %d ms (0: never)); broker %s, group.initial.rebalance.delay.ms=0\n",
 	       o->members, rd_kafka_version_str(), o->partitions, o->rate, o->size, o->heartbeat_ms, o->session_ms,
+	       o->periodic_commit_ms,
 	       br->shards < 0 ? br->bootstrap : (br->shards ? "shards set" : "shards=0 (one per core)"));
 	printf("# t0 = the member's rd_kafka_consumer_close (leave) or rd_kafka_subscribe (join)%s; gap = longest "
 	       "time between deliveries of new offsets of a partition, ending after t0; moved = owner after "
@@ -1778,6 +1780,9 @@ static void gusage(FILE *f, const char *cmd)
 		"  --set KEY=VALUE         extra broker setting (repeatable)\n"
 		"  --partitions P          partitions of the topic (rebalance 48, commit 12)\n"
 		"  --heartbeat-ms MS       heartbeat.interval.ms (default 1000)\n"
+		"  --periodic-commit-ms MS rebalance: each member also commits its positions\n"
+		"                          asynchronously every MS ms (default 1000; 0: only\n"
+		"                          in the revoke callback)\n"
 		"  --session-ms MS         session.timeout.ms (default 6000; below 6000 the\n"
 		"                          broker's group.min.session.timeout.ms is lowered)\n"
 		"  --settle-s S            no rebalance callback for S s = stable (default 2)\n"
@@ -1838,6 +1843,7 @@ static int parse_gopts(int argc, char **argv, struct gopts *o)
 	o->rate = 20000;
 	o->size = 100;
 	o->heartbeat_ms = 1000;
+	o->periodic_commit_ms = 1000;
 	o->session_ms = 6000;
 	o->steady_s = 2;
 	o->settle_s = 2;
@@ -1922,6 +1928,10 @@ static int parse_gopts(int argc, char **argv, struct gopts *o)
 			if (parse_count(val, &v) < 0 || v < 1 || v > 60000)
 				return bad_option(o->cmd, name, "expects ms in [1, 60000]");
 			o->caught_up_ms = (int)v;
+		} else if (!strcmp(name, "--periodic-commit-ms")) {
+			if (parse_count(val, &v) < 0 || v > 600000)
+				return bad_option(o->cmd, name, "expects ms in [0, 600000]");
+			o->periodic_commit_ms = (int)v;
 		} else if (!strcmp(name, "--commit-partitions")) {
 			if (parse_count(val, &v) < 0 || v < 1 || v > GP_MAX_PARTS)
 				return bad_option(o->cmd, name, "expects a count in [1, 4096]");
