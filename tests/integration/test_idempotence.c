@@ -1,0 +1,443 @@
+/* tests/integration/test_idempotence.c — the idempotent producer (issue 6)
+ * with librdkafka 2.0.2 against a real build/sluiced, under faults:
+ *
+ *   - lost Produce responses and cut connections, injected by
+ *     build/itests/faultproxy (tests/integration/faultproxy.c) between the
+ *     producer and the broker (the broker advertises the proxy, so every
+ *     connection goes through it): with enable.idempotence=true every
+ *     record lands exactly once and in order per partition; the same run
+ *     without idempotence shows duplicates (the control: the faults are
+ *     real and the check can fail);
+ *   - the broker SIGKILLed and restarted in the middle of an idempotent
+ *     run while the producer keeps retrying: no duplicates, nothing
+ *     acknowledged is lost.
+ *
+ * Records are sequence-numbered: record i goes to partition i % parts with
+ * the value {partition, i / parts} (two native uint32), so each partition
+ * must read back 0, 1, 2, ... The read-back uses the simple consumer (no
+ * group) from the beginning to EOF, through the proxy with its faults off
+ * (the proxy only ever touches Produce responses).
+ *
+ * The proxy's seed is SLUICE_FAULT_SEED when set (else the test's own
+ * default), printed with its stats, so a failing run can be repeated with
+ * the same fault decisions (their timing still varies).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "tests/integration/harness.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- producing ------------------------------------------------------- */
+
+struct dr_state {
+	long ok, failed;
+	rd_kafka_resp_err_t first_err;
+	uint8_t *acked;          /* acked[global index] = 1 on a successful report */
+};
+
+static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+	struct dr_state *s = opaque;
+
+	(void)rk;
+	if (m->err) {
+		if (!s->failed++)
+			s->first_err = m->err;
+		return;
+	}
+	s->ok++;
+	s->acked[(uintptr_t)m->_private] = 1;
+}
+
+/* Fail the test on a fatal producer error (idempotence: the producer is
+ * unusable after one). */
+static void assert_not_fatal(rd_kafka_t *rk, const char *when)
+{
+	char why[512];
+	rd_kafka_resp_err_t err = rd_kafka_fatal_error(rk, why, sizeof(why));
+
+	cr_assert_eq(err, 0, "%s: fatal producer error %s: %s", when, rd_kafka_err2name(err), why);
+}
+
+static void produce_seq(rd_kafka_t *rk, const char *topic, int parts, uint32_t i)
+{
+	uint32_t v[2] = { i % (uint32_t)parts, i / (uint32_t)parts };
+	rd_kafka_resp_err_t err;
+
+	for (;;) {
+		err = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION((int32_t)v[0]),
+					RD_KAFKA_V_VALUE(v, sizeof(v)), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+					RD_KAFKA_V_OPAQUE((void *)(uintptr_t)i), RD_KAFKA_V_END);
+		if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+			break;
+		rd_kafka_poll(rk, 10);   /* serve delivery reports to make room */
+	}
+	if (err == RD_KAFKA_RESP_ERR__FATAL)
+		assert_not_fatal(rk, "producev");
+	cr_assert_eq(err, 0, "producev: %s", rd_kafka_err2str(err));
+}
+
+/* Flush until nothing is left or timeout_s passed (then fail). */
+static void flush_within(rd_kafka_t *rk, const struct dr_state *dr, double timeout_s)
+{
+	double end = now_s() + timeout_s;
+
+	while (rd_kafka_outq_len(rk) > 0) {
+		rd_kafka_flush(rk, 1000);
+		assert_not_fatal(rk, "flush");
+		cr_assert_lt(now_s(), end, "%d records still unacknowledged after %.0f s (%ld acked, %ld failed)",
+			     rd_kafka_outq_len(rk), timeout_s, dr->ok, dr->failed);
+	}
+}
+
+/* ---- reading back ---------------------------------------------------- */
+
+struct part_check {
+	int32_t partition;
+	uint32_t expect;         /* records sent to this partition */
+	uint8_t *seen;           /* seen[seq]: times read (saturates at 255) */
+	int64_t max_seq;         /* highest seq read so far, -1 none */
+	long records, dups, reordered, bad;
+	char first_problem[200];
+};
+
+static void part_problem(struct part_check *c, const char *fmt, long a, long b)
+{
+	if (!c->first_problem[0])
+		snprintf(c->first_problem, sizeof(c->first_problem), fmt, (long)c->partition, a, b);
+}
+
+static void part_record(struct part_check *c, const rd_kafka_message_t *m)
+{
+	uint32_t v[2];
+
+	c->records++;
+	if (m->len != sizeof(v)) {
+		c->bad++;
+		part_problem(c, "partition %ld: offset %ld: value of %ld bytes", (long)m->offset, (long)m->len);
+		return;
+	}
+	memcpy(v, m->payload, sizeof(v));
+	if ((int32_t)v[0] != c->partition || v[1] >= c->expect) {
+		c->bad++;
+		part_problem(c, "partition %ld: offset %ld: foreign record (partition field %ld)", (long)m->offset,
+			     (long)v[0]);
+		return;
+	}
+	if (c->seen[v[1]]) {
+		c->dups++;
+		part_problem(c, "partition %ld: offset %ld: duplicate of seq %ld", (long)m->offset, (long)v[1]);
+	} else if ((int64_t)v[1] < c->max_seq) {
+		c->reordered++;
+		part_problem(c, "partition %ld: offset %ld: seq %ld after a higher one", (long)m->offset,
+			     (long)v[1]);
+	}
+	if (c->seen[v[1]] < 255)
+		c->seen[v[1]]++;
+	if ((int64_t)v[1] > c->max_seq)
+		c->max_seq = v[1];
+}
+
+/* Read partition c->partition of topic from the beginning to EOF. */
+static void read_partition(rd_kafka_t *rk, const char *topic, struct part_check *c)
+{
+	rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+	static rd_kafka_message_t *msgs[10000];
+	int done = 0;
+
+	cr_assert_not_null(rkt);
+	cr_assert_eq(rd_kafka_consume_start(rkt, c->partition, RD_KAFKA_OFFSET_BEGINNING), 0, "consume_start: %s",
+		     rd_kafka_err2str(rd_kafka_last_error()));
+	while (!done) {
+		ssize_t n = rd_kafka_consume_batch(rkt, c->partition, 500, msgs, 10000);
+
+		cr_assert_geq(n, 0, "consume_batch: %s", rd_kafka_err2str(rd_kafka_last_error()));
+		for (ssize_t i = 0; i < n; i++) {
+			rd_kafka_message_t *m = msgs[i];
+
+			if (!done) {
+				if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+					done = 1;
+				else if (m->err)
+					cr_assert_fail("consume %s [%d]: %s", topic, c->partition,
+						       rd_kafka_message_errstr(m));
+				else
+					part_record(c, m);
+			}
+			rd_kafka_message_destroy(m);
+		}
+	}
+	rd_kafka_consume_stop(rkt, c->partition);
+	rd_kafka_topic_destroy(rkt);
+}
+
+/* Read every partition back into checks[parts] (allocated here). */
+static struct part_check *read_back(const struct broker_proc *b, const char *bootstrap, const char *topic,
+				    int parts, uint32_t records)
+{
+	const char *ckv[] = { "bootstrap.servers", bootstrap, "queued.min.messages", "200000", NULL };
+	struct part_check *checks = calloc((size_t)parts, sizeof(*checks));
+	rd_kafka_t *rk = harness_consumer(b, ckv);
+
+	cr_assert_not_null(checks);
+	for (int p = 0; p < parts; p++) {
+		struct part_check *c = &checks[p];
+
+		c->partition = p;
+		c->expect = records / (uint32_t)parts + ((uint32_t)p < records % (uint32_t)parts);
+		c->seen = calloc(c->expect, 1);
+		c->max_seq = -1;
+		cr_assert_not_null(c->seen);
+		read_partition(rk, topic, c);
+	}
+	rd_kafka_destroy(rk);
+	return checks;
+}
+
+static void free_checks(struct part_check *checks, int parts)
+{
+	for (int p = 0; p < parts; p++)
+		free(checks[p].seen);
+	free(checks);
+}
+
+/* ---- lost responses -------------------------------------------------- */
+
+#define LR_PARTS   4
+#define LR_RECORDS 1000000
+
+struct lr_result {
+	long read, dups, reordered, bad, missing, failed;
+	char first_problem[200];
+	char proxy_stats[1024];
+	long dropped, cut;
+	double produce_s;
+};
+
+/* Produce LR_RECORDS sequence-numbered records through a faultproxy that
+ * drops drop_pct % of the Produce responses and cuts the connection on
+ * cut_pct % of them, then read everything back. */
+static void lost_responses_run(int idempotent, const char *drop_pct, const char *cut_pct, const char *topic,
+			       struct lr_result *r)
+{
+	const char *seed = getenv("SLUICE_FAULT_SEED") ? getenv("SLUICE_FAULT_SEED") : "20240601";
+	const char *proxy_args[] = { "--drop-pct", drop_pct, "--cut-pct", cut_pct, "--seed", seed, NULL };
+	struct broker_proc b;
+	struct proxy_proc px;
+	struct dr_state dr = { 0 };
+	struct part_check *checks;
+	rd_kafka_t *rk;
+	double t0;
+
+	memset(r, 0, sizeof(*r));
+	broker_launch_proxied(&b, &px, NULL, proxy_args);
+	{
+		/* a request whose response was dropped times out after
+		 * socket.timeout.ms (librdkafka then closes the connection,
+		 * socket.max.fails=1, and retries everything in flight): keep it
+		 * short, the broker answers in milliseconds here */
+		const char *pkv[] = { "bootstrap.servers", px.bootstrap,
+				      "enable.idempotence", idempotent ? "true" : "false",
+				      "acks", "all",
+				      "max.in.flight.requests.per.connection", "5",
+				      "message.send.max.retries", "1000000",
+				      "retry.backoff.ms", "10",
+				      "socket.timeout.ms", "1000",
+				      "request.timeout.ms", "1000",
+				      "message.timeout.ms", "300000",
+				      "reconnect.backoff.ms", "10",
+				      "reconnect.backoff.max.ms", "100",
+				      "linger.ms", "5",
+				      "batch.num.messages", "2000",
+				      "queue.buffering.max.messages", "500000",
+				      "compression.codec", "none",
+				      /* the errors of every cut and timeout are expected */
+				      "log_level", getenv("SLUICE_RDK_DEBUG") ? "7" : "2",
+				      NULL };
+
+		dr.acked = calloc(LR_RECORDS, 1);
+		cr_assert_not_null(dr.acked);
+		rk = harness_producer(&b, pkv, dr_cb, &dr);
+	}
+	harness_create_topic(rk, topic, LR_PARTS);
+	t0 = now_s();
+	for (uint32_t i = 0; i < LR_RECORDS; i++) {
+		produce_seq(rk, topic, LR_PARTS, i);
+		if ((i & 0xffff) == 0) {
+			rd_kafka_poll(rk, 0);
+			assert_not_fatal(rk, "produce");
+		}
+	}
+	flush_within(rk, &dr, 240);
+	r->produce_s = now_s() - t0;
+	r->failed = dr.failed;
+	cr_assert_eq(dr.failed, 0, "%ld deliveries failed, first: %s", dr.failed, rd_kafka_err2str(dr.first_err));
+	cr_assert_eq(dr.ok, LR_RECORDS);
+	rd_kafka_destroy(rk);
+
+	proxy_faults(&px, 0);
+	checks = read_back(&b, px.bootstrap, topic, LR_PARTS, LR_RECORDS);
+	for (int p = 0; p < LR_PARTS; p++) {
+		struct part_check *c = &checks[p];
+
+		r->read += c->records;
+		r->dups += c->dups;
+		r->reordered += c->reordered;
+		r->bad += c->bad;
+		for (uint32_t s = 0; s < c->expect; s++)
+			r->missing += !c->seen[s];
+		if (!r->first_problem[0] && c->first_problem[0])
+			snprintf(r->first_problem, sizeof(r->first_problem), "%s", c->first_problem);
+	}
+	free_checks(checks, LR_PARTS);
+	proxy_stop(&px);
+	snprintf(r->proxy_stats, sizeof(r->proxy_stats), "%s", px.stats);
+	r->dropped = proxy_stat(&px, "dropped");
+	r->cut = proxy_stat(&px, "cut");
+	fprintf(stderr,
+		"idempotence: %s: %d records produced in %.1f s through the proxy (%ld responses dropped, %ld "
+		"connections cut); read back %ld: %ld duplicates, %ld reordered, %ld missing, %ld foreign\n  %s",
+		idempotent ? "enable.idempotence=true" : "enable.idempotence=false", LR_RECORDS, r->produce_s,
+		r->dropped, r->cut, r->read, r->dups, r->reordered, r->missing, r->bad, r->proxy_stats);
+	free(dr.acked);
+	broker_cleanup(&b);
+	/* the faults really happened (else this run proves nothing) */
+	cr_assert_gt(r->dropped, 0, "the proxy dropped no Produce response");
+	cr_assert_gt(r->cut, 0, "the proxy cut no connection");
+}
+
+Test(idempotence, lost_responses_idempotent_exactly_once, .timeout = 300)
+{
+	struct lr_result r;
+
+	lost_responses_run(1, "2", "1", "lost-idem", &r);
+	cr_assert_eq(r.dups + r.reordered + r.missing + r.bad, 0,
+		     "idempotent producer: %ld duplicates, %ld reordered, %ld missing, %ld foreign of %d records; "
+		     "first: %s",
+		     r.dups, r.reordered, r.missing, r.bad, LR_RECORDS, r.first_problem);
+	cr_assert_eq(r.read, LR_RECORDS);
+}
+
+/* The control: the same faults without idempotence must duplicate
+ * records (a retried batch whose first attempt was appended). */
+Test(idempotence, control_lost_responses_without_idempotence_duplicates, .timeout = 300)
+{
+	struct lr_result r;
+
+	lost_responses_run(0, "2", "1", "lost-plain", &r);
+	cr_assert_eq(r.missing + r.bad, 0, "%ld missing, %ld foreign; first: %s", r.missing, r.bad,
+		     r.first_problem);
+	cr_assert_gt(r.dups, 0, "no duplicates without idempotence: the faults did not bite (%s)", r.proxy_stats);
+	cr_assert_eq(r.read, LR_RECORDS + r.dups);
+}
+
+/* ---- SIGKILL in the middle ------------------------------------------- */
+
+#define SK_PARTS   4
+#define SK_RECORDS 300000
+#define SK_KILLS   2
+
+Test(idempotence, sigkill_mid_idempotent_run_no_duplicates_no_loss, .timeout = 300)
+{
+	const char *pkv[] = { "enable.idempotence", "true",
+			      "message.timeout.ms", "300000",
+			      "reconnect.backoff.ms", "10",
+			      "reconnect.backoff.max.ms", "100",
+			      "retry.backoff.ms", "10",
+			      "linger.ms", "5",
+			      "batch.num.messages", "2000",
+			      "queue.buffering.max.messages", "500000",
+			      "compression.codec", "none",
+			      /* the errors of every reconnect are expected */
+			      "log_level", getenv("SLUICE_RDK_DEBUG") ? "7" : "2",
+			      NULL };
+	struct broker_proc b;
+	struct dr_state dr = { 0 };
+	struct part_check *checks;
+	long dups = 0, reordered = 0, bad = 0, lost = 0, read = 0;
+	int kills = 0;
+	char first[200] = "";
+	rd_kafka_t *rk;
+
+	broker_launch(&b, NULL);
+	dr.acked = calloc(SK_RECORDS, 1);
+	cr_assert_not_null(dr.acked);
+	rk = harness_producer(&b, pkv, dr_cb, &dr);
+	harness_create_topic(rk, "killed", SK_PARTS);
+	for (uint32_t i = 0; i < SK_RECORDS; i++) {
+		produce_seq(rk, "killed", SK_PARTS, i);
+		if ((i & 0x3fff) == 0) {
+			rd_kafka_poll(rk, 0);
+			assert_not_fatal(rk, "produce");
+		}
+		if (kills < SK_KILLS && i == (uint32_t)((uint64_t)SK_RECORDS * (kills + 1) / (SK_KILLS + 1))) {
+			/* wait until the producer is well into what was queued,
+			 * then kill the broker with requests in flight; the
+			 * producer keeps running and retries */
+			long want = (long)i * 3 / 4, inflight;
+			double end = now_s() + 60;
+
+			while (dr.ok < want) {
+				rd_kafka_poll(rk, 1);
+				assert_not_fatal(rk, "before the kill");
+				cr_assert_lt(now_s(), end, "no progress before kill %d: %ld acked", kills + 1, dr.ok);
+			}
+			inflight = (long)i + 1 - dr.ok - dr.failed;
+			broker_restart(&b, SIGKILL);
+			kills++;
+			fprintf(stderr, "idempotence: SIGKILL %d at record %u with %ld unacknowledged\n", kills, i,
+				inflight);
+		}
+	}
+	flush_within(rk, &dr, 240);
+	assert_not_fatal(rk, "after flush");
+	rd_kafka_destroy(rk);
+
+	checks = read_back(&b, b.bootstrap, "killed", SK_PARTS, SK_RECORDS);
+	for (int p = 0; p < SK_PARTS; p++) {
+		struct part_check *c = &checks[p];
+
+		read += c->records;
+		dups += c->dups;
+		reordered += c->reordered;
+		bad += c->bad;
+		for (uint32_t s = 0; s < c->expect; s++) {
+			uint32_t i = s * SK_PARTS + (uint32_t)p;
+
+			if (dr.acked[i] && !c->seen[s]) {
+				if (!lost++)
+					snprintf(first, sizeof(first), "partition %d seq %u (record %u) acknowledged, not read",
+						 p, s, i);
+			}
+		}
+		if (!first[0] && c->first_problem[0])
+			snprintf(first, sizeof(first), "%s", c->first_problem);
+	}
+	free_checks(checks, SK_PARTS);
+	fprintf(stderr,
+		"idempotence: SIGKILL run: %d records, %d kills, %ld acked, %ld failed (first %s); read back %ld: "
+		"%ld duplicates, %ld reordered, %ld acknowledged but lost, %ld foreign\n",
+		SK_RECORDS, kills, dr.ok, dr.failed, dr.failed ? rd_kafka_err2str(dr.first_err) : "-", read, dups,
+		reordered, lost, bad);
+	cr_assert_eq(kills, SK_KILLS);
+	cr_assert_eq(dups + reordered + lost + bad, 0,
+		     "%ld duplicates, %ld reordered, %ld acknowledged but lost, %ld foreign; first: %s", dups,
+		     reordered, lost, bad, first);
+	cr_assert_eq(dr.failed, 0, "%ld deliveries failed, first: %s", dr.failed, rd_kafka_err2str(dr.first_err));
+	free(dr.acked);
+	broker_cleanup(&b);
+}
