@@ -423,7 +423,7 @@ static rd_kafka_t *new_producer(const struct opts *o, const char *bootstrap, str
 	    conf_set(c, "queue.buffering.max.messages", "2000000") < 0 ||
 	    conf_set(c, "queue.buffering.max.kbytes", "2097151") < 0 ||
 	    conf_set(c, "compression.codec", o->compression) < 0 ||
-	    conf_set(c, "enable.idempotence", "false") < 0 ||
+	    conf_set(c, "enable.idempotence", o->idempotent ? "true" : "false") < 0 ||
 	    conf_set(c, "message.timeout.ms", "60000") < 0) {
 		rd_kafka_conf_destroy(c);
 		return NULL;
@@ -1207,6 +1207,9 @@ static void usage(FILE *f, const char *cmd)
 		"                          (default 10)\n"
 		"  --rate R                e2e: records/s (default 200000)\n"
 		"  --compare-shards        produce and consume: run with --shards 1 and 2\n"
+		"  --idempotent            produce with enable.idempotence=true (acks=all)\n"
+		"  --compare-idempotent    produce: plain then idempotent, twice, alternating,\n"
+		"                          both with acks=all; records/s and their ratio\n"
 		"                          and print both and the ratio\n"
 		"  --help                  this text\n", cmd);
 }
@@ -1265,6 +1268,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		if (!strcmp(name, "--help") || !strcmp(name, "-h")) {
 			usage(stdout, o->cmd);
 			return 0;
+		}
+		if (!strcmp(name, "--idempotent")) {
+			o->idempotent = 1;
+			o->acks = -1;
+			continue;
+		}
+		if (!strcmp(name, "--compare-idempotent")) {
+			o->compare_idempotent = 1;
+			o->acks = -1;
+			continue;
 		}
 		if (!strcmp(name, "--compare-shards")) {
 			o->compare_shards = 1;
@@ -1439,6 +1452,37 @@ static int cmd_produce_consume(const struct opts *o)
 	double target = consume ? 2000000 : 1000000;
 	int rc;
 
+	if (o->compare_idempotent) {
+		/* plain, idempotent, plain, idempotent: the machine drifts */
+		struct opts v = *o;
+		double rate[2][2];
+
+		if (consume || o->compare_shards)
+			return bad_option(o->cmd, "--compare-idempotent", "only for produce, alone");
+		for (int round = 0; round < 2; round++)
+			for (int idem = 0; idem < 2; idem++) {
+				struct run *pr = &runs[idem], *cr = &runs[2];
+
+				v.idempotent = idem;
+				fprintf(stderr, "kafka: --compare-idempotent: round %d, %s\n", round + 1,
+					idem ? "idempotent" : "plain");
+				if ((rc = produce_consume(&v, o->shards, 0, pr, cr, &br)) < 0)
+					return 1;
+				rate[round][idem] = rate_of(pr->records, pr->seconds);
+			}
+		print_header(o, &br, "--compare-idempotent (acks=all; plain and idempotent alternating, 2 rounds)");
+		printf("%-30s %12s %12s %8s\n", "metric", "plain", "idempotent", "ratio");
+		for (int round = 0; round < 2; round++)
+			printf("produce_records_per_s_round%d  %12.0f %12.0f %8.3f\n", round + 1, rate[round][0],
+			       rate[round][1], rate[round][0] > 0 ? rate[round][1] / rate[round][0] : 0);
+		{
+			double a = rate[0][0] + rate[1][0], b = rate[0][1] + rate[1][1];
+
+			printf("produce_records_per_s_mean     %12.0f %12.0f %8.3f  (target >= 0.97: %s)\n", a / 2, b / 2,
+			       a > 0 ? b / a : 0, a > 0 && b / a >= 0.97 ? "met" : "missed");
+		}
+		return 0;
+	}
 	if (!o->compare_shards) {
 		struct run *pr = &runs[0], *cr = &runs[1];
 

@@ -37,6 +37,8 @@ struct opts {
 	const char *compression;
 	int linger_ms;
 	int compare_shards;
+	int idempotent;              /* enable.idempotence=true (acks=all) */
+	int compare_idempotent;      /* produce: plain vs idempotent, alternating */
 	int broker_pid;
 	const char *broker_dir;
 	const char *sets[16];

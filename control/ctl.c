@@ -55,6 +55,7 @@ struct ctl {
 	uint64_t version;
 	struct retired *retired;
 	struct group_coord *gc;
+	int64_t pid_next, pid_end;   /* producer ids reserved in the metadata log, not handed out */
 	/* start-up handshake */
 	pthread_mutex_t lock;        /* start-up only, never on the data path */
 	pthread_cond_t cond;
@@ -729,6 +730,40 @@ static void ctl_handle(void *self, struct shard_msg *m)
 		}
 	if (op->pending == 0)
 		ctl_op_step(ctl, op);
+}
+
+#define CTL_PID_BLOCK 1000
+
+static void ctl_producer_id(void *self, struct shard_msg *m)
+{
+	struct ctl *ctl = self;
+	int64_t *out = m->p[1];
+
+	if (ctl->pid_next == ctl->pid_end) {
+		/* reserve the next block first: an id is never handed out twice,
+		 * a restart continues after the last reserved block */
+		int64_t start = metalog_next_producer_ids(ctl->ml, CTL_PID_BLOCK);
+
+		if (start < 0) {
+			fprintf(stderr, "sluiced: cannot reserve producer ids in the metadata log: %s\n",
+				strerror((int)-start));
+			*out = -1;
+			ctl_reply(ctl, m->p[0], (int)m->v[0]);
+			return;
+		}
+		ctl->pid_next = start;
+		ctl->pid_end = start + CTL_PID_BLOCK;
+	}
+	*out = ctl->pid_next++;
+	ctl_reply(ctl, m->p[0], (int)m->v[0]);
+}
+
+void ctl_producer_id_submit(struct kafka_ctx *ctx, int64_t *out)
+{
+	struct shard *sh = ctx->sh;
+	struct shard_msg m = { .fn = ctl_producer_id, .p = { ctx, out }, .v = { sh->id } };
+
+	shard_send(sh, broker_ctl_index(sh->b), &m);
 }
 
 void ctl_submit(struct kafka_ctx *ctx, struct ctl_req *req)

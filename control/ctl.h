@@ -63,6 +63,11 @@ void ctl_reply(struct ctl *ctl, struct kafka_ctx *ctx, int from);
 /* @thread ctl. The group coordinator. */
 struct group_coord *ctl_groups(struct ctl *ctl);
 
+/* @thread shard. A new producer id for an idempotent producer (unique
+ * across restarts: handed out from blocks reserved in the metadata log);
+ * *out is filled (-1 on failure) before ctx gets kafka_ctx_sub_done. */
+void ctl_producer_id_submit(struct kafka_ctx *ctx, int64_t *out);
+
 /* @thread shard. Hand an admin request to the control thread; the shard's
  * ctx gets kafka_ctx_sub_done when it is answered. */
 void ctl_submit(struct kafka_ctx *ctx, struct ctl_req *req);

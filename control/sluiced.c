@@ -199,6 +199,7 @@ int main(int argc, char **argv)
 	b->set.message_max_bytes = (uint32_t)config_int(cfg, "message.max.bytes");
 	b->set.tail_budget = (size_t)config_int(cfg, "shard.tail.memory.bytes");
 	b->set.retention_check_ms = config_int(cfg, "log.retention.check.interval.ms");
+	b->set.producer_ttl_ms = config_int(cfg, "producer.id.expiration.ms");
 
 	if (mkdir_p(b->set.data_dir) < 0) {
 		fprintf(stderr, "sluiced: cannot create data directory %s: %s\n", b->set.data_dir, strerror(errno));

@@ -69,6 +69,7 @@ struct broker_settings {
 	uint32_t message_max_bytes;   /* message.max.bytes */
 	size_t tail_budget;           /* per shard */
 	int64_t retention_check_ms;
+	int64_t producer_ttl_ms;      /* producer.id.expiration.ms */
 	char cluster_id[64];
 };
 

@@ -361,3 +361,56 @@ int kafka_handle_incremental_alter_configs(struct kafka_ctx *ctx)
 	}
 	return submit(ctx, req, incremental_alter_configs_done);
 }
+
+/* ---- InitProducerId (idempotent producers) ---------------------------- */
+
+struct pid_state {
+	struct kafka_init_producer_id_response *r;
+	int64_t pid;
+};
+
+static int init_producer_id_resume(struct kafka_ctx *ctx)
+{
+	struct pid_state *ps = ctx->state;
+
+	if (ps->pid < 0) {
+		ps->r->ErrorCode = KERR_UNKNOWN_SERVER_ERROR;
+		ps->r->ProducerId = -1;
+		ps->r->ProducerEpoch = -1;
+	} else {
+		ps->r->ProducerId = ps->pid;
+		ps->r->ProducerEpoch = 0;
+	}
+	kafka_ctx_respond(ctx);
+	return 0;
+}
+
+int kafka_handle_init_producer_id(struct kafka_ctx *ctx)
+{
+	struct kafka_init_producer_id_request *q = ctx->req.body;
+	struct kafka_init_producer_id_response *r = ALLOC(ctx, struct kafka_init_producer_id_response, 1);
+	struct pid_state *ps = ALLOC(ctx, struct pid_state, 1);
+
+	if (!r || !ps) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	kafka_init_producer_id_response_init(r);
+	ctx->resp = r;
+	if (q->TransactionalId.len >= 0) {
+		/* transactions come with their coordinator (issue 6); the
+		 * transaction APIs are not advertised, so clients know */
+		r->ErrorCode = KERR_INVALID_REQUEST;
+		r->ProducerId = -1;
+		r->ProducerEpoch = -1;
+		kafka_ctx_respond(ctx);
+		return 0;
+	}
+	ps->r = r;
+	ps->pid = -1;
+	ctx->state = ps;
+	ctx->pending = 1;
+	ctx->resume = init_producer_id_resume;
+	ctl_producer_id_submit(ctx, &ps->pid);
+	return 0;
+}

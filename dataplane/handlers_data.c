@@ -7,6 +7,7 @@
 
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
+#include "dataplane/producer.h"
 #include "dataplane/shard.h"
 #include "storage/batch.h"
 
@@ -189,7 +190,10 @@ void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t ba
 
 	(void)sh;
 	if (pr) {
-		if (err) {
+		if (err > 0) {
+			pr->ErrorCode = (int16_t)err;   /* a Kafka error (idempotence) */
+			pr->BaseOffset = -1;
+		} else if (err) {
 			pr->ErrorCode = err == -ENOENT ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_KAFKA_STORAGE_ERROR;
 			pr->BaseOffset = -1;
 		} else {
@@ -241,16 +245,49 @@ static void produce_on_owner(struct shard *sh, struct part *p, const uint8_t *re
 			     int from, struct kafka_ctx *ctx, void *slot)
 {
 	struct kafka_produce_response_partition_produce_response *pr = slot;
-	int64_t need = 0, log_start = 0;
-	int64_t base = p->deleted ? -ENOENT : part_append_all(sh, p, rec, len, &need, &log_start);
+	int64_t need = 0, log_start = 0, base;
+	int64_t pid = len >= BATCH_HEADER_SIZE ? batch_producer_id(rec) : -1;
+	int kerr = 0;
+
+	if (p->deleted) {
+		base = -ENOENT;
+	} else if (pid >= 0) {
+		/* an idempotent producer (one batch: checked on the
+		 * connection's shard): a batch sent again is acknowledged again
+		 * with its first offset, not appended twice */
+		int16_t epoch = batch_producer_epoch(rec);
+		int32_t first = batch_base_sequence(rec);
+		int32_t last = producer_seq_add(first, batch_last_offset_delta(rec));
+		struct producer_batch dup;
+		int v = producer_check(&p->producers, pid, epoch, first, last, &dup);
+
+		if (v == PRODUCER_DUPLICATE) {
+			base = dup.base_offset;
+			need = dup.last_offset + 1;
+			log_start = p->pl->log_start;
+			sh->stats.produce_duplicates++;
+		} else if (v > 0) {
+			kerr = v;
+			base = -1;
+		} else {
+			base = part_append_all(sh, p, rec, len, &need, &log_start);
+			if (base >= 0 && producer_record(&p->producers, pid, epoch, first, last, base,
+							 base + batch_last_offset_delta(rec), sh->now_ms) < 0)
+				sh->stats.producer_state_full++;   /* appended; a resend would append again */
+		}
+	} else {
+		base = part_append_all(sh, p, rec, len, &need, &log_start);
+	}
 	struct ack_wait w = { .need = need, .base_offset = base, .from = from, .ctx = ctx, .slot = slot };
 
 	if (base < 0) {
-		/* nothing appended: report now */
+		/* nothing appended: report now (a Kafka error as itself) */
+		int64_t err = kerr ? kerr : base;
+
 		if (from == sh->id) {
-			produce_ack(sh, ctx, slot, -1, (int)base);
+			produce_ack(sh, ctx, slot, -1, (int)err);
 		} else {
-			struct shard_msg m = { .fn = produce_ack_msg, .p = { ctx, slot }, .v = { -1, (int64_t)base } };
+			struct shard_msg m = { .fn = produce_ack_msg, .p = { ctx, slot }, .v = { -1, err } };
 
 			shard_send(sh, from, &m);
 		}
@@ -363,6 +400,13 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 				}
 				if (bi.attributes & BATCH_ATTR_CONTROL) {
 					err = KERR_INVALID_RECORD;   /* markers come from the coordinator only */
+					break;
+				}
+				if (batch_producer_id(rec + at) >= 0 &&
+				    (at != 0 || bi.size != len || batch_base_sequence(rec + at) < 0)) {
+					/* an idempotent producer sends one batch per
+					 * partition, with a sequence */
+					err = KERR_INVALID_RECORD;
 					break;
 				}
 				if (t->log_append_time) {

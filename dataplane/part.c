@@ -7,8 +7,10 @@
 
 #include "dataplane/part.h"
 #include "dataplane/shard.h"
+#include "storage/batch_format.h"
 
 #define ACK_RING 4096
+#define PART_PRODUCER_SCAN (16ull << 20)   /* bytes of the newest batches read at open */
 
 static void part_durable(struct plog *pl, int64_t durable, int err, void *arg)
 {
@@ -16,6 +18,49 @@ static void part_durable(struct plog *pl, int64_t durable, int err, void *arg)
 	(void)durable;
 	(void)err;
 	part_progress(arg);
+}
+
+/* Idempotent producer state from the newest batches of the log (the last
+ * PART_PRODUCER_SCAN bytes of the active segment): what a producer resends
+ * after a restart is then still recognised. A one-time read while the
+ * partition opens. */
+static void part_rebuild_producers(struct part *p)
+{
+	struct plog *pl = p->pl;
+	int64_t off = plog_offset_near_end(pl, PART_PRODUCER_SCAN);
+	uint8_t *buf;
+
+	if (off >= pl->next_offset)
+		return;
+	buf = aligned_alloc(4096, SHARD_RBUF_SIZE); /* style: allow partition setup */
+	while (buf && off < pl->next_offset) {
+		struct plog_read rd = { .offset = off, .max_offset = pl->next_offset, .max_bytes = SHARD_RBUF_SIZE / 2,
+					.buf = buf, .buf_cap = SHARD_RBUF_SIZE };
+		uint32_t at = 0;
+		int64_t next = off;
+
+		if (plog_read_sync(pl, &rd) < 0 || !rd.bytes) {
+			plog_read_release(&rd);
+			break;
+		}
+		while (at + BATCH_HEADER_SIZE <= rd.bytes && batch_size(rd.data + at) <= rd.bytes - at) {
+			const uint8_t *b = rd.data + at;
+
+			if (batch_producer_id(b) >= 0 && !(batch_attributes(b) & BATCH_ATTR_CONTROL) &&
+			    batch_base_sequence(b) >= 0)
+				producer_record(&p->producers, batch_producer_id(b), batch_producer_epoch(b),
+						batch_base_sequence(b),
+						producer_seq_add(batch_base_sequence(b), batch_last_offset_delta(b)),
+						batch_base_offset(b), batch_last_offset(b), batch_max_timestamp(b));
+			next = batch_last_offset(b) + 1;
+			at += batch_size(b);
+		}
+		plog_read_release(&rd);
+		if (next <= off)
+			break;
+		off = next;
+	}
+	free(buf);
 }
 
 int part_open(struct shard *sh, const char *dir, const char *topic, int32_t index,
@@ -42,6 +87,7 @@ int part_open(struct shard *sh, const char *dir, const char *topic, int32_t inde
 	snprintf(p->topic, sizeof(p->topic), "%s", topic);
 	p->last_hw = p->pl->high_watermark;
 	plog_set_durable_cb(p->pl, part_durable, p);
+	part_rebuild_producers(p);
 	*out = p;
 	return 0;
 }
@@ -52,6 +98,7 @@ void part_close(struct part *p)
 	p->pl->err = p->pl->err ? p->pl->err : -ESHUTDOWN;
 	part_progress(p);
 	plog_close(p->pl);
+	producer_table_free(&p->producers);
 	free(p->acks);
 	free(p);
 }
@@ -61,6 +108,7 @@ void part_retire(struct part *p)
 	p->pl->err = p->pl->err ? p->pl->err : -ESHUTDOWN;
 	part_progress(p);
 	plog_close(p->pl);
+	producer_table_free(&p->producers);
 	p->pl = NULL;
 	p->deleted = 1;
 	free(p->acks);

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "dataplane/producer.h"
 #include "storage/plog.h"
 
 struct shard;
@@ -38,6 +39,7 @@ struct part {
 	uint64_t watchers;          /* shards with long-polls on this partition */
 	int64_t last_hw;
 	int deleted;                /* its topic was deleted: the log is closed */
+	struct producer_table producers;   /* idempotent producers' last batches */
 	struct part *next;          /* the owner shard's list */
 };
 

@@ -1154,8 +1154,11 @@ static void *shard_main(void *arg)
 		if (sh->now_ns >= sh->next_retention_ns) {
 			/* retention: whole segments, a slow-path timer */
 			for (struct part *p = sh->parts; p; p = p->next)
-				if (p->pl)
+				if (p->pl) {
 					plog_retain(p->pl, sh->now_ms);
+					if (p->producers.n)
+						producer_expire(&p->producers, sh->now_ms, b->set.producer_ttl_ms);
+				}
 			sh->next_retention_ns = sh->now_ns + (uint64_t)b->set.retention_check_ms * 1000000ull;
 		}
 		nearest = sh->parked ? shard_run_parked(sh, 0) : 0;

@@ -118,6 +118,8 @@ struct shard_stats {
 	uint64_t ring_full;
 	uint64_t produce_batches;
 	uint64_t produce_bytes;
+	uint64_t produce_duplicates;        /* idempotent resends acknowledged without appending */
+	uint64_t producer_state_full;       /* producer state could not grow (no memory) */
 	uint64_t fetch_bytes;
 	uint64_t send_zc;
 	uint64_t send_zc_copied;     /* connections whose zero-copy sends were copied */

@@ -205,6 +205,11 @@ void plog_read_release(struct plog_read *rd);
 /* Synchronous convenience for tests and tools: submit, poll, wait. */
 int plog_read_sync(struct plog *pl, struct plog_read *rd);
 
+/* An offset from which reading to the end covers at least the last
+ * `window` bytes of the active segment (its start if smaller). For
+ * start-up scans of the newest batches. */
+int64_t plog_offset_near_end(const struct plog *pl, uint64_t window);
+
 /* ListOffsets by timestamp: the first record with timestamp >= ts.
  * -ENOENT if none. Slow path: reads the disk synchronously. */
 int plog_offset_for_time(struct plog *pl, int64_t ts, int64_t *offset, int64_t *timestamp);

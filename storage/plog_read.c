@@ -342,3 +342,20 @@ int plog_offset_for_time(struct plog *pl, int64_t ts, int64_t *offset, int64_t *
 	}
 	return -ENOENT;
 }
+
+int64_t plog_offset_near_end(const struct plog *pl, uint64_t window)
+{
+	const struct segment *seg = pl->seg_tail;
+	uint64_t from;
+	int64_t off;
+
+	if (!seg)
+		return pl->next_offset;
+	from = seg->end > window ? seg->end - window : 0;
+	off = seg->base_offset;
+	/* the last index entry at or before `from`: reading from there
+	 * covers at least the window */
+	for (uint32_t i = 0; i < seg->ix.n_off && seg->ix.off[i].position <= from; i++)
+		off = seg->base_offset + seg->ix.off[i].rel_offset;
+	return off < pl->log_start ? pl->log_start : off;
+}

@@ -10,6 +10,7 @@
  * and byte-identical batches as before.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -608,5 +609,135 @@ Test(badinput, pipelined_produces_answered_in_order, .timeout = 60)
 		free(rec);
 	}
 	close(fd);
+	finish(&b, &bf);
+}
+
+/* ---- idempotent producers --------------------------------------------------- */
+
+/* make_batch with a producer id, epoch and first sequence (CRC redone). */
+static void make_idem_batch(struct rawbuf *r, int n, int64_t pid, int16_t epoch, int32_t seq)
+{
+	uint32_t crc;
+
+	make_batch(r, n, 0);
+	for (int i = 0; i < 8; i++)
+		r->p[43 + i] = (uint8_t)((uint64_t)pid >> (56 - 8 * i));
+	r->p[51] = (uint8_t)((uint16_t)epoch >> 8);
+	r->p[52] = (uint8_t)epoch;
+	for (int i = 0; i < 4; i++)
+		r->p[53 + i] = (uint8_t)((uint32_t)seq >> (24 - 8 * i));
+	crc = batch_crc32c(r->p + 21, r->len - 21);
+	for (int i = 0; i < 4; i++)
+		r->p[17 + i] = (uint8_t)(crc >> (24 - 8 * i));
+}
+
+static int64_t init_producer_id(int fd, int32_t corr)
+{
+	struct rawbuf r;
+	struct rawcur c;
+	uint8_t *resp;
+	size_t len;
+	int64_t pid;
+
+	rb_init(&r);
+	rb_request(&r, 22, 1, corr);
+	rb_str(&r, NULL);              /* no transactional id: idempotence only */
+	rb_i32(&r, 60000);
+	rb_finish(&r);
+	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
+	rb_free(&r);
+	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no InitProducerId response");
+	c = (struct rawcur){ resp, resp + len, 0 };
+	cr_assert_eq(rc_i32(&c), corr);
+	rc_i32(&c);                    /* throttle */
+	cr_assert_eq(rc_i16(&c), 0, "InitProducerId failed");
+	pid = rc_i64(&c);
+	cr_assert_eq(rc_i16(&c), 0, "a new producer's epoch is 0");
+	free(resp);
+	return pid;
+}
+
+static int16_t produce_idem(const struct broker_proc *b, int64_t pid, int16_t epoch, int32_t seq, int n,
+			    int64_t *base)
+{
+	struct rawbuf batch;
+	int fd = raw_connect(b);
+	int16_t err;
+
+	cr_assert_geq(fd, 0);
+	make_idem_batch(&batch, n, pid, epoch, seq);
+	err = raw_produce(fd, 11, "idem", 0, batch.p, batch.len, base);
+	rb_free(&batch);
+	close(fd);
+	return err;
+}
+
+static int64_t idem_hw(const struct broker_proc *b)
+{
+	uint8_t *rec;
+	size_t len;
+	int64_t hw = -1;
+	int fd = raw_connect(b);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(raw_fetch(fd, 12, "idem", 0, 0, &hw, &rec, &len), 0);
+	free(rec);
+	close(fd);
+	return hw;
+}
+
+/* A batch an idempotent producer sends again (its acknowledgement was
+ * lost) is acknowledged again with its first offset and not appended, also
+ * after a SIGKILL and restart; a gap gets OUT_OF_ORDER_SEQUENCE_NUMBER, an
+ * older epoch INVALID_PRODUCER_EPOCH. Without a producer id the same resend
+ * is appended twice (what the protection prevents). */
+Test(badinput, idempotent_resend_acknowledged_once, .timeout = 60)
+{
+	struct broker_proc b;
+	struct before bf;
+	int64_t pid, pid2, base = -1;
+	int fd;
+
+	start(&b, &bf, NULL);
+	raw_create_topic(&b, "idem");
+	fd = raw_connect(&b);
+	cr_assert_geq(fd, 0);
+	pid = init_producer_id(fd, 20);
+	pid2 = init_producer_id(fd, 21);
+	close(fd);
+	cr_assert(pid >= 0 && pid2 >= 0 && pid != pid2, "producer ids %lld, %lld", (long long)pid, (long long)pid2);
+
+	cr_assert_eq(produce_idem(&b, pid, 0, 0, 3, &base), 0);
+	cr_assert_eq(base, 0);
+	cr_assert_eq(produce_idem(&b, pid, 0, 0, 3, &base), 0, "a resend is not an error");
+	cr_assert_eq(base, 0, "a resend is acknowledged with its first offset");
+	cr_assert_eq(produce_idem(&b, pid, 0, 3, 2, &base), 0);
+	cr_assert_eq(base, 3);
+	cr_assert_eq(produce_idem(&b, pid, 0, 10, 1, &base), 45, "a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER");
+	cr_assert_eq(produce_idem(&b, pid, 1, 0, 1, &base), 0, "a new epoch starts at sequence 0");
+	cr_assert_eq(base, 5);
+	cr_assert_eq(produce_idem(&b, pid, 0, 5, 1, &base), 47, "an older epoch is INVALID_PRODUCER_EPOCH");
+	cr_assert_eq(idem_hw(&b), 6);
+
+	broker_restart(&b, SIGKILL);
+	cr_assert_eq(produce_idem(&b, pid, 1, 0, 1, &base), 0);
+	cr_assert_eq(base, 5, "after a SIGKILL restart the resend is still recognised");
+	cr_assert_eq(idem_hw(&b), 6, "the resend was appended again after the restart");
+	cr_assert_eq(produce_idem(&b, pid, 1, 1, 1, &base), 0, "the sequence goes on after the restart");
+	cr_assert_eq(base, 6);
+
+	/* the control: without a producer id the same resend lands twice */
+	{
+		struct rawbuf batch;
+		int64_t b1 = -1, b2 = -1;
+
+		fd = raw_connect(&b);
+		make_batch(&batch, 1, 0);
+		cr_assert_eq(raw_produce(fd, 30, "idem", 0, batch.p, batch.len, &b1), 0);
+		cr_assert_eq(raw_produce(fd, 31, "idem", 0, batch.p, batch.len, &b2), 0);
+		rb_free(&batch);
+		close(fd);
+		cr_assert_eq(b2, b1 + 1, "without idempotence a resend is appended again");
+	}
 	finish(&b, &bf);
 }

@@ -1,0 +1,65 @@
+/* dataplane/producer.h — idempotent producer state of one partition: for
+ * each producer id its epoch and its last PRODUCER_BATCHES batches (first
+ * and last sequence, base and last offset), so that a batch the producer
+ * sends again (its acknowledgement was lost) is acknowledged again with its
+ * first offset instead of being appended twice, and a gap or a stale epoch
+ * is refused.
+ *
+ * Thread: the partition's owner shard only. Owns: its table (allocated
+ * per producer id, never per batch). Errors: Kafka error codes (positive)
+ * from producer_check.
+ */
+#ifndef SLUICE_PRODUCER_H
+#define SLUICE_PRODUCER_H
+
+#include <stdint.h>
+
+#define PRODUCER_BATCHES 5          /* what librdkafka and Kafka keep in flight */
+#define KERR_OUT_OF_ORDER_SEQUENCE_NUMBER 45
+#define KERR_INVALID_PRODUCER_EPOCH 47
+
+struct producer_batch {
+	int32_t first_seq, last_seq;
+	int64_t base_offset, last_offset;
+};
+
+struct producer_entry {
+	int64_t pid;                    /* -1: free slot */
+	int16_t epoch;
+	uint8_t n;                      /* batches kept, newest at b[(head + n - 1) % 5] */
+	uint8_t head;
+	int64_t last_ms;                /* last append: for expiry */
+	struct producer_batch b[PRODUCER_BATCHES];
+};
+
+struct producer_table {
+	struct producer_entry *e;
+	uint32_t cap, n;                /* cap: power of two or 0 */
+};
+
+enum producer_verdict { PRODUCER_APPEND = 0, PRODUCER_DUPLICATE = -1 };
+
+/* Judge a batch of producer `pid`: PRODUCER_APPEND, PRODUCER_DUPLICATE (the
+ * batch was appended before: *dup says where), or a Kafka error
+ * (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH). A producer id
+ * the table does not know is accepted (its state expired or predates
+ * what recovery read back). */
+int producer_check(const struct producer_table *t, int64_t pid, int16_t epoch, int32_t first_seq,
+		   int32_t last_seq, struct producer_batch *dup);
+/* Remember an appended batch. -ENOMEM leaves the table as it was. */
+int producer_record(struct producer_table *t, int64_t pid, int16_t epoch, int32_t first_seq, int32_t last_seq,
+		    int64_t base_offset, int64_t last_offset, int64_t now_ms);
+/* Forget producers idle for ttl_ms. */
+void producer_expire(struct producer_table *t, int64_t now_ms, int64_t ttl_ms);
+void producer_table_free(struct producer_table *t);
+
+/* The last sequence of a batch whose first is `first` and that holds
+ * `count` records (sequences wrap from INT32_MAX to 0). */
+static inline int32_t producer_seq_add(int32_t first, int32_t delta)
+{
+	int64_t s = (int64_t)first + delta;
+
+	return (int32_t)(s > INT32_MAX ? s - INT32_MAX - 1 : s);
+}
+
+#endif
