@@ -349,46 +349,67 @@ Test(idempotence, control_lost_responses_without_idempotence_duplicates, .timeou
 
 #define SK_PARTS   4
 #define SK_RECORDS 300000
-#define SK_KILLS   2
+#define SK_KILLS   3
 
-Test(idempotence, sigkill_mid_idempotent_run_no_duplicates_no_loss, .timeout = 300)
+struct sk_result {
+	long read, dups, reordered, bad, lost, acked, failed;
+	long dropped;
+	char first_problem[200];
+};
+
+/* Produce SK_RECORDS sequence-numbered records through a faultproxy (no
+ * faults, except just before each kill) and SIGKILL + restart the broker
+ * SK_KILLS times in the middle while the producer keeps running. Before
+ * each kill the proxy drops every Produce response for a moment, so that
+ * each kill finds batches that were appended (and made durable) but never
+ * acknowledged: the producer resends them to the restarted broker, whose
+ * producer state must come back from the log to recognise them. */
+static void sigkill_run(int idempotent, const char *topic, struct sk_result *r)
 {
-	const char *pkv[] = { "enable.idempotence", "true",
-			      "message.timeout.ms", "300000",
-			      "reconnect.backoff.ms", "10",
-			      "reconnect.backoff.max.ms", "100",
-			      "retry.backoff.ms", "10",
-			      "linger.ms", "5",
-			      "batch.num.messages", "2000",
-			      "queue.buffering.max.messages", "500000",
-			      "compression.codec", "none",
-			      /* the errors of every reconnect are expected */
-			      "log_level", getenv("SLUICE_RDK_DEBUG") ? "7" : "2",
-			      NULL };
+	const char *proxy_args[] = { "--drop-pct", "100", "--faults-off", NULL };
 	struct broker_proc b;
+	struct proxy_proc px;
 	struct dr_state dr = { 0 };
 	struct part_check *checks;
-	long dups = 0, reordered = 0, bad = 0, lost = 0, read = 0;
 	int kills = 0;
-	char first[200] = "";
 	rd_kafka_t *rk;
 
-	broker_launch(&b, NULL);
-	dr.acked = calloc(SK_RECORDS, 1);
-	cr_assert_not_null(dr.acked);
-	rk = harness_producer(&b, pkv, dr_cb, &dr);
-	harness_create_topic(rk, "killed", SK_PARTS);
+	memset(r, 0, sizeof(*r));
+	broker_launch_proxied(&b, &px, NULL, proxy_args);
+	{
+		const char *pkv[] = { "bootstrap.servers", px.bootstrap,
+				      "enable.idempotence", idempotent ? "true" : "false",
+				      "acks", "all",
+				      "max.in.flight.requests.per.connection", "5",
+				      "message.send.max.retries", "1000000",
+				      "message.timeout.ms", "300000",
+				      "reconnect.backoff.ms", "10",
+				      "reconnect.backoff.max.ms", "100",
+				      "retry.backoff.ms", "10",
+				      "linger.ms", "5",
+				      "batch.num.messages", "2000",
+				      "queue.buffering.max.messages", "500000",
+				      "compression.codec", "none",
+				      /* the errors of every reconnect are expected */
+				      "log_level", getenv("SLUICE_RDK_DEBUG") ? "7" : "2",
+				      NULL };
+
+		dr.acked = calloc(SK_RECORDS, 1);
+		cr_assert_not_null(dr.acked);
+		rk = harness_producer(&b, pkv, dr_cb, &dr);
+	}
+	harness_create_topic(rk, topic, SK_PARTS);
 	for (uint32_t i = 0; i < SK_RECORDS; i++) {
-		produce_seq(rk, "killed", SK_PARTS, i);
+		produce_seq(rk, topic, SK_PARTS, i);
 		if ((i & 0x3fff) == 0) {
 			rd_kafka_poll(rk, 0);
 			assert_not_fatal(rk, "produce");
 		}
 		if (kills < SK_KILLS && i == (uint32_t)((uint64_t)SK_RECORDS * (kills + 1) / (SK_KILLS + 1))) {
 			/* wait until the producer is well into what was queued,
-			 * then kill the broker with requests in flight; the
-			 * producer keeps running and retries */
-			long want = (long)i * 3 / 4, inflight;
+			 * lose the responses for a moment, then kill the broker
+			 * with requests in flight; the producer keeps running */
+			long want = (long)i * 3 / 4, unacked;
 			double end = now_s() + 60;
 
 			while (dr.ok < want) {
@@ -396,48 +417,78 @@ Test(idempotence, sigkill_mid_idempotent_run_no_duplicates_no_loss, .timeout = 3
 				assert_not_fatal(rk, "before the kill");
 				cr_assert_lt(now_s(), end, "no progress before kill %d: %ld acked", kills + 1, dr.ok);
 			}
-			inflight = (long)i + 1 - dr.ok - dr.failed;
-			broker_restart(&b, SIGKILL);
+			proxy_faults(&px, 1);
+			usleep(300 * 1000);   /* a window of appended, unacknowledged batches */
+			broker_kill(&b);
+			proxy_faults(&px, 0);
+			unacked = (long)i + 1 - dr.ok - dr.failed;
+			broker_wait_port_free(&b, 5000);
+			broker_start(&b);
 			kills++;
 			fprintf(stderr, "idempotence: SIGKILL %d at record %u with %ld unacknowledged\n", kills, i,
-				inflight);
+				unacked);
 		}
 	}
 	flush_within(rk, &dr, 240);
 	assert_not_fatal(rk, "after flush");
 	rd_kafka_destroy(rk);
+	r->acked = dr.ok;
+	r->failed = dr.failed;
 
-	checks = read_back(&b, b.bootstrap, "killed", SK_PARTS, SK_RECORDS);
+	checks = read_back(&b, px.bootstrap, topic, SK_PARTS, SK_RECORDS);
 	for (int p = 0; p < SK_PARTS; p++) {
 		struct part_check *c = &checks[p];
 
-		read += c->records;
-		dups += c->dups;
-		reordered += c->reordered;
-		bad += c->bad;
+		r->read += c->records;
+		r->dups += c->dups;
+		r->reordered += c->reordered;
+		r->bad += c->bad;
 		for (uint32_t s = 0; s < c->expect; s++) {
 			uint32_t i = s * SK_PARTS + (uint32_t)p;
 
-			if (dr.acked[i] && !c->seen[s]) {
-				if (!lost++)
-					snprintf(first, sizeof(first), "partition %d seq %u (record %u) acknowledged, not read",
-						 p, s, i);
-			}
+			if (dr.acked[i] && !c->seen[s] && !r->lost++)
+				snprintf(r->first_problem, sizeof(r->first_problem),
+					 "partition %d seq %u (record %u) acknowledged, not read", p, s, i);
 		}
-		if (!first[0] && c->first_problem[0])
-			snprintf(first, sizeof(first), "%s", c->first_problem);
+		if (!r->first_problem[0] && c->first_problem[0])
+			snprintf(r->first_problem, sizeof(r->first_problem), "%s", c->first_problem);
 	}
 	free_checks(checks, SK_PARTS);
+	proxy_stop(&px);
+	r->dropped = proxy_stat(&px, "dropped");
 	fprintf(stderr,
-		"idempotence: SIGKILL run: %d records, %d kills, %ld acked, %ld failed (first %s); read back %ld: "
-		"%ld duplicates, %ld reordered, %ld acknowledged but lost, %ld foreign\n",
-		SK_RECORDS, kills, dr.ok, dr.failed, dr.failed ? rd_kafka_err2str(dr.first_err) : "-", read, dups,
-		reordered, lost, bad);
-	cr_assert_eq(kills, SK_KILLS);
-	cr_assert_eq(dups + reordered + lost + bad, 0,
-		     "%ld duplicates, %ld reordered, %ld acknowledged but lost, %ld foreign; first: %s", dups,
-		     reordered, lost, bad, first);
-	cr_assert_eq(dr.failed, 0, "%ld deliveries failed, first: %s", dr.failed, rd_kafka_err2str(dr.first_err));
+		"idempotence: SIGKILL run, %s: %d records, %d kills (%ld responses dropped just before them), %ld "
+		"acked, %ld failed (first %s); read back %ld: %ld duplicates, %ld reordered, %ld acknowledged but "
+		"lost, %ld foreign\n",
+		idempotent ? "enable.idempotence=true" : "enable.idempotence=false", SK_RECORDS, kills, r->dropped,
+		dr.ok, dr.failed, dr.failed ? rd_kafka_err2str(dr.first_err) : "-", r->read, r->dups, r->reordered,
+		r->lost, r->bad);
 	free(dr.acked);
 	broker_cleanup(&b);
+	cr_assert_eq(kills, SK_KILLS);
+	cr_assert_gt(r->dropped, 0, "no response was lost before the kills: the resend path was not exercised");
+}
+
+Test(idempotence, sigkill_mid_idempotent_run_no_duplicates_no_loss, .timeout = 300)
+{
+	struct sk_result r;
+
+	sigkill_run(1, "killed-idem", &r);
+	cr_assert_eq(r.dups + r.reordered + r.lost + r.bad, 0,
+		     "%ld duplicates, %ld reordered, %ld acknowledged but lost, %ld foreign; first: %s", r.dups,
+		     r.reordered, r.lost, r.bad, r.first_problem);
+	cr_assert_eq(r.failed, 0, "%ld deliveries failed", r.failed);
+	cr_assert_eq(r.read, SK_RECORDS);
+}
+
+/* The control: the same kills without idempotence duplicate the batches
+ * whose responses were lost (so the test above can fail). */
+Test(idempotence, control_sigkill_without_idempotence_duplicates, .timeout = 300)
+{
+	struct sk_result r;
+
+	sigkill_run(0, "killed-plain", &r);
+	cr_assert_eq(r.lost + r.bad, 0, "%ld acknowledged but lost, %ld foreign; first: %s", r.lost, r.bad,
+		     r.first_problem);
+	cr_assert_gt(r.dups, 0, "no duplicates without idempotence: the kills did not catch a resent batch");
 }
