@@ -22,6 +22,8 @@
  * default), printed with its stats, so a failing run can be repeated with
  * the same fault decisions (their timing still varies).
  */
+#include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -491,4 +493,123 @@ Test(idempotence, control_sigkill_without_idempotence_duplicates, .timeout = 300
 	cr_assert_eq(r.lost + r.bad, 0, "%ld acknowledged but lost, %ld foreign; first: %s", r.lost, r.bad,
 		     r.first_problem);
 	cr_assert_gt(r.dups, 0, "no duplicates without idempotence: the kills did not catch a resent batch");
+}
+
+/* ---- a restarted broker before its metadata is loaded ----------------- */
+
+/* Found by sigkill_mid_idempotent_run_no_duplicates_no_loss (one run in
+ * three): librdkafka reconnects within milliseconds of a restart, and
+ * sluiced accepted connections (its shards listen) before the control
+ * thread had replayed the metadata log, so requests in that window saw no
+ * topics: Produce got UNKNOWN_TOPIC_OR_PARTITION, and a Metadata answer of
+ * UNKNOWN_TOPIC_OR_PARTITION made librdkafka drop the topic and fail every
+ * queued record (producev: Local: Unknown topic). A connection that a
+ * restarted broker accepts must see the topics it had. */
+
+struct window_probe {
+	int port;
+	int attempts;
+	int sent;                /* the request went out on an accepted connection */
+	int16_t err;             /* the topic's error in the Metadata response */
+	int32_t partitions;
+	int problem;             /* -errno of a socket failure after connecting */
+	double t_connected;
+};
+
+/* Metadata v4 for "window", allow_auto_topic_creation=false; parse the
+ * topic's error and partition count. */
+static int window_metadata(int fd, struct window_probe *w)
+{
+	struct rawbuf r;
+	struct rawcur c;
+	uint8_t *resp;
+	size_t len;
+	int32_t n;
+	int rc;
+
+	rb_init(&r);
+	rb_request(&r, 3, 4, 99);
+	rb_i32(&r, 1);
+	rb_str(&r, "window");
+	rb_i8(&r, 0);
+	rb_finish(&r);
+	rc = raw_send(fd, r.p, r.len);
+	rb_free(&r);
+	if (rc < 0)
+		return rc;
+	w->sent = 1;
+	if ((rc = raw_recv_frame(fd, &resp, &len)) < 0)
+		return rc;
+	c = (struct rawcur){ resp, resp + len, 0 };
+	rc_i32(&c);                                /* correlation id */
+	rc_i32(&c);                                /* throttle */
+	n = rc_i32(&c);                            /* brokers */
+	for (int32_t i = 0; i < n && !c.bad; i++) {
+		rc_i32(&c);
+		rc_skip_str(&c);
+		rc_i32(&c);
+		rc_skip_str(&c);
+	}
+	rc_skip_str(&c);                           /* cluster id */
+	rc_i32(&c);                                /* controller */
+	n = rc_i32(&c);
+	if (n != 1)
+		c.bad = 1;
+	w->err = rc_i16(&c);
+	rc_skip_str(&c);
+	rc_i8(&c);
+	w->partitions = rc_i32(&c);
+	free(resp);
+	return c.bad ? -EPROTO : 0;
+}
+
+static void *window_probe_run(void *arg)
+{
+	struct window_probe *w = arg;
+	struct broker_proc fake = { .port = w->port };
+	double end = now_s() + 20;
+
+	/* connect as fast as a reconnecting client does: the first accepted
+	 * connection asks for the topic at once */
+	while (now_s() < end) {
+		int fd = raw_connect(&fake);
+
+		w->attempts++;
+		if (fd < 0) {
+			usleep(200);
+			continue;
+		}
+		w->t_connected = now_s();
+		w->problem = window_metadata(fd, w);
+		close(fd);
+		return NULL;
+	}
+	w->problem = -ETIMEDOUT;
+	return NULL;
+}
+
+Test(idempotence, restarted_broker_answers_with_its_topics_from_the_first_connection, .timeout = 60)
+{
+	struct broker_proc b;
+	struct window_probe w = { 0 };
+	pthread_t th;
+	double t_ready;
+
+	broker_launch(&b, NULL);
+	raw_create_topic(&b, "window");
+	broker_kill(&b);
+	broker_wait_port_free(&b, 5000);
+	w.port = b.port;
+	cr_assert_eq(pthread_create(&th, NULL, window_probe_run, &w), 0);
+	broker_start(&b);
+	t_ready = now_s();
+	pthread_join(th, NULL);
+	cr_assert_eq(w.problem, 0, "probe: %s", strerror(-w.problem));
+	cr_assert(w.sent);
+	cr_assert(w.err == 0 && w.partitions == 1,
+		  "Metadata v4 for the existing topic 'window' on a connection accepted %.1f ms %s the "
+		  "'listening on' line: error %d, %d partitions (want error 0, 1 partition)",
+		  1000 * (t_ready > w.t_connected ? t_ready - w.t_connected : w.t_connected - t_ready),
+		  t_ready > w.t_connected ? "before" : "after", w.err, w.partitions);
+	broker_cleanup(&b);
 }
