@@ -20,7 +20,9 @@
  *
  * The proxy's seed is SLUICE_FAULT_SEED when set (else the test's own
  * default), printed with its stats, so a failing run can be repeated with
- * the same fault decisions (their timing still varies).
+ * the same fault decisions (their timing still varies);
+ * SLUICE_FAULT_DROP_PCT and SLUICE_FAULT_CUT_PCT change the lost-response
+ * runs' fault rates (defaults 2 and 1 percent of Produce responses).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -41,6 +43,13 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static const char *env_or(const char *name, const char *dflt)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : dflt;
 }
 
 /* ---- producing ------------------------------------------------------- */
@@ -236,7 +245,7 @@ struct lr_result {
 static void lost_responses_run(int idempotent, const char *drop_pct, const char *cut_pct, const char *topic,
 			       struct lr_result *r)
 {
-	const char *seed = getenv("SLUICE_FAULT_SEED") ? getenv("SLUICE_FAULT_SEED") : "20240601";
+	const char *seed = env_or("SLUICE_FAULT_SEED", "20240601");
 	const char *proxy_args[] = { "--drop-pct", drop_pct, "--cut-pct", cut_pct, "--seed", seed, NULL };
 	struct broker_proc b;
 	struct proxy_proc px;
@@ -326,7 +335,8 @@ Test(idempotence, lost_responses_idempotent_exactly_once, .timeout = 300)
 {
 	struct lr_result r;
 
-	lost_responses_run(1, "2", "1", "lost-idem", &r);
+	lost_responses_run(1, env_or("SLUICE_FAULT_DROP_PCT", "2"), env_or("SLUICE_FAULT_CUT_PCT", "1"), "lost-idem",
+			   &r);
 	cr_assert_eq(r.dups + r.reordered + r.missing + r.bad, 0,
 		     "idempotent producer: %ld duplicates, %ld reordered, %ld missing, %ld foreign of %d records; "
 		     "first: %s",
@@ -340,7 +350,8 @@ Test(idempotence, control_lost_responses_without_idempotence_duplicates, .timeou
 {
 	struct lr_result r;
 
-	lost_responses_run(0, "2", "1", "lost-plain", &r);
+	lost_responses_run(0, env_or("SLUICE_FAULT_DROP_PCT", "2"), env_or("SLUICE_FAULT_CUT_PCT", "1"), "lost-plain",
+			   &r);
 	cr_assert_eq(r.missing + r.bad, 0, "%ld missing, %ld foreign; first: %s", r.missing, r.bad,
 		     r.first_problem);
 	cr_assert_gt(r.dups, 0, "no duplicates without idempotence: the faults did not bite (%s)", r.proxy_stats);
