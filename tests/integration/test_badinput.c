@@ -726,6 +726,12 @@ Test(badinput, idempotent_resend_acknowledged_once, .timeout = 60)
 	cr_assert_eq(produce_idem(&b, pid, 1, 1, 1, &base), 0, "the sequence goes on after the restart");
 	cr_assert_eq(base, 6);
 
+	/* sequences wrap from 2^31-1 to 0 */
+	cr_assert_eq(produce_idem(&b, pid2, 0, 2147483646, 3, &base), 0);
+	cr_assert_eq(produce_idem(&b, pid2, 0, 1, 1, &base), 0, "after 2147483646..0 the next sequence is 1");
+	cr_assert_eq(produce_idem(&b, pid2, 0, 2147483646, 3, &base), 0, "a resend across the wrap");
+	cr_assert_eq(produce_idem(&b, pid2, 0, 3, 1, &base), 45, "a gap after the wrap");
+
 	/* the control: without a producer id the same resend lands twice */
 	{
 		struct rawbuf batch;
