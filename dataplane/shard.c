@@ -1156,8 +1156,10 @@ static void *shard_main(void *arg)
 			for (struct part *p = sh->parts; p; p = p->next)
 				if (p->pl) {
 					plog_retain(p->pl, sh->now_ms);
-					if (p->producers.n)
+					if (p->producers.n) {
 						producer_expire(&p->producers, sh->now_ms, b->set.producer_ttl_ms);
+						part_snapshot_producers(p);
+					}
 				}
 			sh->next_retention_ns = sh->now_ns + (uint64_t)b->set.retention_check_ms * 1000000ull;
 		}
