@@ -2,12 +2,20 @@
 # started by each test (tests/integration/harness.c). Built in the normal
 # build (not the sanitizer one: the broker under test is $(BUILD)/sluiced);
 # `make test` builds them and runs tests/integration/run-c.sh.
-ITEST_C_SUITES := test_rdkafka test_badinput test_groups
+ITEST_C_SUITES := test_rdkafka test_badinput test_groups test_idempotence
 ITEST_C_BINS := $(ITEST_C_SUITES:%=$(BUILD)/itests/%)
-ITEST_C_CFLAGS = $(CFLAGS) -DSLUICED_PATH='"$(BUILD)/sluiced"'
+ITEST_C_CFLAGS = $(CFLAGS) -DSLUICED_PATH='"$(BUILD)/sluiced"' \
+	-DFAULTPROXY_PATH='"$(BUILD)/itests/faultproxy"'
 
 .PHONY: itest-c-bins itest-c
-itest-c-bins: $(ITEST_C_BINS) $(BUILD)/sluiced
+itest-c-bins: $(ITEST_C_BINS) $(BUILD)/sluiced $(BUILD)/itests/faultproxy
+
+# the fault-injecting proxy between a client and the broker (its own
+# program: no Criterion, no librdkafka)
+$(BUILD)/itests/faultproxy: tests/integration/faultproxy.c | $(SETUP_STAMP)
+	$(Q)mkdir -p $(@D)
+	@$(if $(Q),echo "  ITEST-CC $<")
+	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS_SAN)
 
 $(BUILD)/itests/%: tests/integration/%.c tests/integration/harness.c tests/integration/harness.h $(CORE_LIB) | $(SETUP_STAMP)
 	$(Q)mkdir -p $(@D)

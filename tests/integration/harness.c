@@ -21,6 +21,9 @@
 #ifndef SLUICED_PATH
 #define SLUICED_PATH "build/sluiced"
 #endif
+#ifndef FAULTPROXY_PATH
+#define FAULTPROXY_PATH "build/itests/faultproxy"
+#endif
 
 static void reserve_port(struct broker_proc *b)
 {
@@ -259,6 +262,112 @@ void broker_cleanup(struct broker_proc *b)
 		cr_assert_eq(system(cmd), 0, "%s failed", cmd);
 	}
 	b->dir[0] = 0;
+}
+
+/* ---- fault-injecting proxy ------------------------------------------ */
+
+void proxy_start(struct proxy_proc *p, int target_port, const char *const *args)
+{
+	char target[64], line[1024];
+	const char *argv[8 + 32];
+	int n = 0, pfd[2];
+	const char *at;
+	FILE *out;
+	pid_t pid;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(target, sizeof(target), "127.0.0.1:%d", target_port);
+	argv[n++] = FAULTPROXY_PATH;
+	argv[n++] = "--target";
+	argv[n++] = target;
+	argv[n++] = "--listen";
+	argv[n++] = "127.0.0.1:0";
+	for (int i = 0; args && args[i]; i++) {
+		cr_assert_lt(n, (int)(sizeof(argv) / sizeof(argv[0])) - 1, "too many proxy arguments");
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	cr_assert_eq(pipe2(pfd, O_CLOEXEC), 0);
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(127);
+		dup2(pfd[1], 1);
+		execv(argv[0], (char *const *)argv);
+		dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(pfd[1]);
+	p->pid = pid;
+	out = fdopen(pfd[0], "r");
+	cr_assert_not_null(out);
+	p->out = out;
+	line[0] = 0;
+	if (!fgets(line, sizeof(line), out) || !(at = strstr(line, "listening on 127.0.0.1:"))) {
+		int st;
+
+		waitpid(pid, &st, 0);
+		p->pid = 0;
+		cr_assert_fail("faultproxy did not start (status 0x%x): %s", st, line);
+	}
+	p->port = atoi(at + strlen("listening on 127.0.0.1:"));
+	cr_assert_gt(p->port, 0, "faultproxy: %s", line);
+	snprintf(p->bootstrap, sizeof(p->bootstrap), "127.0.0.1:%d", p->port);
+	snprintf(p->advertised, sizeof(p->advertised), "advertised.listeners=PLAINTEXT://127.0.0.1:%d", p->port);
+	cr_log_info("%s", line);
+}
+
+void proxy_faults(const struct proxy_proc *p, int on)
+{
+	cr_assert_neq(p->pid, 0, "faultproxy not running");
+	kill(p->pid, on ? SIGUSR2 : SIGUSR1);
+}
+
+void proxy_stop(struct proxy_proc *p)
+{
+	FILE *out = p->out;
+	char line[1024];
+	int st;
+
+	cr_assert_neq(p->pid, 0, "faultproxy not running");
+	kill(p->pid, SIGTERM);
+	p->stats[0] = 0;
+	while (fgets(line, sizeof(line), out))
+		if (strstr(line, "faultproxy stats:"))
+			snprintf(p->stats, sizeof(p->stats), "%s", line);
+	fclose(out);
+	p->out = NULL;
+	while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	p->pid = 0;
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "faultproxy did not exit cleanly (status 0x%x)", st);
+	cr_assert(p->stats[0], "faultproxy printed no stats line");
+	cr_log_info("%s", p->stats);
+}
+
+long proxy_stat(const struct proxy_proc *p, const char *key)
+{
+	char want[64];
+	const char *at;
+
+	snprintf(want, sizeof(want), " %s=", key);
+	at = strstr(p->stats, want);
+	return at ? strtol(at + strlen(want), NULL, 10) : -1;
+}
+
+void broker_launch_proxied(struct broker_proc *b, struct proxy_proc *p, const char *const *extra,
+			   const char *const *proxy_args)
+{
+	broker_init(b, extra);
+	proxy_start(p, b->port, proxy_args);
+	cr_assert_lt(b->nextra + 2, BROKER_MAX_ARGS, "too many broker arguments");
+	b->extra[b->nextra++] = "--set";
+	b->extra[b->nextra++] = p->advertised;   /* p outlives b's runs */
+	b->extra[b->nextra] = NULL;
+	broker_start(b);
 }
 
 /* ---- librdkafka ------------------------------------------------------ */

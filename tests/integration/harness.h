@@ -75,6 +75,41 @@ void broker_cleanup(struct broker_proc *b);
 /* Print the tail of the broker's stderr (on a failure). */
 void broker_dump_log(const struct broker_proc *b);
 
+/* ---- fault-injecting proxy (tests/integration/faultproxy.c) --------- */
+
+struct proxy_proc {
+	pid_t pid;                   /* 0 when not running */
+	int port;
+	void *out;                   /* FILE * of its stdout (the stats line) */
+	char bootstrap[64];          /* "127.0.0.1:PORT" */
+	char advertised[96];         /* "advertised.listeners=PLAINTEXT://127.0.0.1:PORT" */
+	char stats[1024];            /* its "faultproxy stats:" line, after proxy_stop */
+};
+
+/* fork+exec build/itests/faultproxy --target 127.0.0.1:target_port
+ * --listen 127.0.0.1:0 + args (NULL-ended or NULL: "--drop-pct", "3",
+ * "--seed", "7", ...); wait for its "listening on" line. The proxy gets
+ * PR_SET_PDEATHSIG. */
+void proxy_start(struct proxy_proc *p, int target_port, const char *const *args);
+
+/* Turn its faults on or off (SIGUSR2 / SIGUSR1; takes effect at its next
+ * poll, not synchronously). */
+void proxy_faults(const struct proxy_proc *p, int on);
+
+/* SIGTERM, read its stats line into p->stats, wait; asserts exit 0. */
+void proxy_stop(struct proxy_proc *p);
+
+/* A counter from p->stats (after proxy_stop), -1 if absent. */
+long proxy_stat(const struct proxy_proc *p, const char *key);
+
+/* broker_init(b, extra), a proxy in front of b's port (proxy_start with
+ * proxy_args), then broker_start with advertised.listeners set to the
+ * proxy, so that clients that bootstrap from p->bootstrap (or from
+ * b->bootstrap) talk to the broker only through the proxy. extra may hold
+ * at most BROKER_MAX_ARGS - 3 arguments. */
+void broker_launch_proxied(struct broker_proc *b, struct proxy_proc *p, const char *const *extra,
+			   const char *const *proxy_args);
+
 /* ---- librdkafka ---------------------------------------------------- */
 
 /* A conf with bootstrap.servers set, quiet logs, and each KEY=VALUE pair
