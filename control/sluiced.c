@@ -258,6 +258,14 @@ int main(int argc, char **argv)
 		stop_shards(b);
 		return 1;
 	}
+	/* the metadata is in place: the shards start accepting */
+	__atomic_store_n(&b->serving, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < nshards; i++) {
+		uint64_t one = 1;
+
+		if (write(b->shards[i]->wake_fd, &one, sizeof(one)) < 0)
+			continue;   /* the counter is full: a wake-up is pending anyway */
+	}
 	printf("sluiced: listening on %s:%d (node %d, %d shard%s, data in %s, cluster %s)\n", b->set.listen_host,
 	       b->set.listen_port, b->set.node_id, nshards, nshards == 1 ? "" : "s", b->set.data_dir,
 	       b->set.cluster_id);

@@ -90,6 +90,7 @@ struct broker {
 	struct md_snapshot *md;       /* published snapshot */
 	volatile int stopping;        /* set by the signal handler path */
 	int report_groups;            /* SIGUSR1: the control thread prints the groups */
+	int serving;                  /* set once the metadata is replayed: shards accept */
 	int drained;                  /* shards stopped with no connection left */
 };
 

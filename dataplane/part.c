@@ -1,6 +1,8 @@
 /* dataplane/part.c — partitions on their owner shard: acks after
  * durability, waking long-polls when the high watermark moves. */
 #include <errno.h>
+#include <unistd.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +29,23 @@ static void part_durable(struct plog *pl, int64_t durable, int err, void *arg)
 static void part_rebuild_producers(struct part *p)
 {
 	struct plog *pl = p->pl;
-	int64_t off = plog_offset_near_end(pl, PART_PRODUCER_SCAN);
+	int64_t off = plog_offset_near_end(pl, PART_PRODUCER_SCAN), covered = -1;
+	int dfd = open(pl->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	uint8_t *buf;
 
+	if (dfd >= 0) {
+		covered = producer_snapshot_load(&p->producers, dfd);
+		close(dfd);
+	}
+	if (covered >= 0 && (covered > pl->next_offset || covered < off)) {
+		/* the log ends before the snapshot (a crash lost what it
+		 * covered), or more was written after it than the scan reads:
+		 * the scan alone is exact for the producers it sees */
+		producer_table_free(&p->producers);
+		covered = -1;
+	}
+	if (covered >= 0)
+		off = covered;
 	if (off >= pl->next_offset)
 		return;
 	buf = aligned_alloc(4096, SHARD_RBUF_SIZE); /* style: allow partition setup */
@@ -92,11 +108,33 @@ int part_open(struct shard *sh, const char *dir, const char *topic, int32_t inde
 	return 0;
 }
 
+/* Write the producer state next to the log (slow path: a small file,
+ * synced): a restart then starts from it instead of scanning. */
+void part_snapshot_producers(struct part *p)
+{
+	int dfd;
+
+	if (!p->pl || p->deleted)
+		return;
+	dfd = open(p->pl->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	if (p->producers.n)
+		producer_snapshot_save(&p->producers, dfd, p->pl->next_offset);
+	else
+		unlinkat(dfd, "producers.snapshot", 0);
+	close(dfd);
+}
+
 void part_close(struct part *p)
 {
+	int healthy = !p->pl->err;
+
 	/* answer whoever still waits: the log is going away */
 	p->pl->err = p->pl->err ? p->pl->err : -ESHUTDOWN;
 	part_progress(p);
+	if (healthy)
+		part_snapshot_producers(p);   /* nothing is appended any more: next_offset is final */
 	plog_close(p->pl);
 	producer_table_free(&p->producers);
 	free(p->acks);

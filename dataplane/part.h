@@ -50,6 +50,9 @@ void part_close(struct part *p);
  * parked on other shards may still name it; they see `deleted`. */
 void part_retire(struct part *p);
 
+/* Save the idempotent producer state next to the log (slow path). */
+void part_snapshot_producers(struct part *p);
+
 /* Register a produce waiting for durability. -ENOBUFS if the queue is full. */
 int part_wait_ack(struct part *p, const struct ack_wait *w);
 /* Complete what durability allows and wake watchers; called after appends

@@ -1,10 +1,22 @@
 /* dataplane/producer.c — idempotent producer state of a partition (see
  * producer.h): an open-addressing table keyed by producer id. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dataplane/producer.h"
+#include "storage/batch.h"
+#include "storage/batch_format.h"
+
+#define SNAP_NAME "producers.snapshot"
+#define SNAP_TMP "producers.snapshot.tmp"
+#define SNAP_MAGIC 0x534c5053u   /* "SLPS" */
+#define SNAP_HEADER 20           /* magic u32, version u16, pad u16, covered i64, count u32 */
+#define SNAP_ENTRY 20            /* pid i64, epoch i16, n u8, pad u8, last_ms i64 */
+#define SNAP_BATCH 24            /* first i32, last i32, base i64, last offset i64 */
 
 static uint32_t slot_of(const struct producer_table *t, int64_t pid)
 {
@@ -157,4 +169,112 @@ void producer_table_free(struct producer_table *t)
 {
 	free(t->e);
 	memset(t, 0, sizeof(*t));
+}
+
+int producer_snapshot_save(const struct producer_table *t, int dirfd, int64_t covered)
+{
+	size_t cap = SNAP_HEADER + (size_t)t->n * (SNAP_ENTRY + PRODUCER_BATCHES * SNAP_BATCH) + 4, at = 0;
+	uint8_t *buf = malloc(cap); /* style: allow snapshot (slow path) */
+	uint32_t count = 0;
+	int fd, rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	be32_store(buf, SNAP_MAGIC);
+	be16_store(buf + 4, 1);
+	be16_store(buf + 6, 0);
+	be64_store(buf + 8, (uint64_t)covered);
+	at = SNAP_HEADER;
+	for (uint32_t i = 0; i < t->cap; i++) {
+		const struct producer_entry *e = &t->e[i];
+
+		if (e->pid < 0)
+			continue;
+		be64_store(buf + at, (uint64_t)e->pid);
+		be16_store(buf + at + 8, (uint16_t)e->epoch);
+		buf[at + 10] = e->n;
+		buf[at + 11] = 0;
+		be64_store(buf + at + 12, (uint64_t)e->last_ms);
+		at += SNAP_ENTRY;
+		for (int j = 0; j < e->n; j++) {
+			const struct producer_batch *b = &e->b[(e->head + j) % PRODUCER_BATCHES];
+
+			be32_store(buf + at, (uint32_t)b->first_seq);
+			be32_store(buf + at + 4, (uint32_t)b->last_seq);
+			be64_store(buf + at + 8, (uint64_t)b->base_offset);
+			be64_store(buf + at + 16, (uint64_t)b->last_offset);
+			at += SNAP_BATCH;
+		}
+		count++;
+	}
+	be32_store(buf + 16, count);
+	be32_store(buf + at, batch_crc32c(buf, at));
+	at += 4;
+	fd = openat(dirfd, SNAP_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		free(buf);
+		return -errno;
+	}
+	if (write(fd, buf, at) != (ssize_t)at || fdatasync(fd) < 0)
+		rc = -EIO;
+	close(fd);
+	free(buf);
+	if (rc == 0 && renameat(dirfd, SNAP_TMP, dirfd, SNAP_NAME) < 0)
+		rc = -errno;
+	if (rc < 0)
+		unlinkat(dirfd, SNAP_TMP, 0);
+	return rc;
+}
+
+int64_t producer_snapshot_load(struct producer_table *t, int dirfd)
+{
+	int fd = openat(dirfd, SNAP_NAME, O_RDONLY | O_CLOEXEC);
+	off_t size;
+	uint8_t *buf;
+	int64_t covered = -1;
+	size_t at = SNAP_HEADER;
+
+	if (fd < 0)
+		return -1;
+	size = lseek(fd, 0, SEEK_END);
+	if (size < SNAP_HEADER + 4 || size > (64 << 20)) {
+		close(fd);
+		return -1;
+	}
+	buf = malloc((size_t)size); /* style: allow snapshot (slow path) */
+	if (!buf || pread(fd, buf, (size_t)size, 0) != size || be32_load(buf) != SNAP_MAGIC ||
+	    be16_load(buf + 4) != 1 || be32_load(buf + size - 4) != batch_crc32c(buf, (size_t)size - 4)) {
+		free(buf);
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	for (uint32_t i = 0, n = be32_load(buf + 16); i < n; i++) {
+		int64_t pid;
+		int16_t epoch;
+		uint8_t nb;
+		int64_t last_ms;
+
+		if (at + SNAP_ENTRY > (size_t)size - 4)
+			goto bad;
+		pid = (int64_t)be64_load(buf + at);
+		epoch = (int16_t)be16_load(buf + at + 8);
+		nb = buf[at + 10];
+		last_ms = (int64_t)be64_load(buf + at + 12);
+		at += SNAP_ENTRY;
+		if (nb > PRODUCER_BATCHES || at + (size_t)nb * SNAP_BATCH > (size_t)size - 4)
+			goto bad;
+		for (int j = 0; j < nb; j++, at += SNAP_BATCH)
+			if (producer_record(t, pid, epoch, (int32_t)be32_load(buf + at), (int32_t)be32_load(buf + at + 4),
+					    (int64_t)be64_load(buf + at + 8), (int64_t)be64_load(buf + at + 16),
+					    last_ms) < 0)
+				goto bad;
+	}
+	covered = (int64_t)be64_load(buf + 8);
+	free(buf);
+	return covered;
+bad:
+	free(buf);
+	producer_table_free(t);
+	return -1;
 }

@@ -53,6 +53,13 @@ int producer_record(struct producer_table *t, int64_t pid, int16_t epoch, int32_
 void producer_expire(struct producer_table *t, int64_t now_ms, int64_t ttl_ms);
 void producer_table_free(struct producer_table *t);
 
+/* Snapshots: the table as of log offset `covered` in "<dir>/producers.snapshot"
+ * (written to a temporary name, synced, renamed). Load fills an empty
+ * table and returns the offset it covers, or -1 (none, or unreadable: the
+ * caller scans the log instead). Slow path: blocking file I/O. */
+int producer_snapshot_save(const struct producer_table *t, int dirfd, int64_t covered);
+int64_t producer_snapshot_load(struct producer_table *t, int dirfd);
+
 /* The last sequence of a batch whose first is `first` and that holds
  * `count` records (sequences wrap from INT32_MAX to 0). */
 static inline int32_t producer_seq_add(int32_t first, int32_t delta)

@@ -1123,7 +1123,9 @@ static void *shard_main(void *arg)
 	if (syscall(__NR_io_uring_register, sh->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
 		abort();
 	shard_setup_pbufs(sh);
-	shard_arm_accept(sh);
+	/* no accept before the control thread has replayed the metadata: a
+	 * client connecting early waits in the listen backlog rather than
+	 * being told its topics do not exist */
 	shard_arm_wake(sh);
 	io_uring_submit(&sh->ring);
 
@@ -1150,14 +1152,21 @@ static void *shard_main(void *arg)
 		__atomic_store_n(&sh->md_seen, broker_md(b) ? broker_md(b)->version : 0, __ATOMIC_RELEASE);
 		if (sh->backlog_len)
 			shard_flush_backlog(sh);
+		if (!sh->accepting && !sh->stop && sh->listen_fd >= 0 &&
+		    __atomic_load_n(&b->serving, __ATOMIC_ACQUIRE)) {
+			sh->accepting = 1;
+			shard_arm_accept(sh);
+		}
 		work = shard_drain_rings(sh);
 		if (sh->now_ns >= sh->next_retention_ns) {
 			/* retention: whole segments, a slow-path timer */
 			for (struct part *p = sh->parts; p; p = p->next)
 				if (p->pl) {
 					plog_retain(p->pl, sh->now_ms);
-					if (p->producers.n)
+					if (p->producers.n) {
 						producer_expire(&p->producers, sh->now_ms, b->set.producer_ttl_ms);
+						part_snapshot_producers(p);
+					}
 				}
 			sh->next_retention_ns = sh->now_ns + (uint64_t)b->set.retention_check_ms * 1000000ull;
 		}

@@ -157,6 +157,7 @@ struct shard {
 	int stop;
 	int drained;                 /* stopped and without connections */
 	int no_send_zc;              /* the kernel refused zero-copy sends */
+	int accepting;               /* the accept is armed (once the broker serves) */
 	int no_zc_report;            /* ... or their usage report (before 6.2) */
 };
 

@@ -1584,7 +1584,7 @@ static void churn_and_kill(int mode)
 	broker_launch(&b, group_broker_args);
 	ms = members_map(3);
 	for (int i = 0; i < 3; i++) {
-		char name[16];
+		char name[24];
 
 		snprintf(name, sizeof(name), "member-%d", i);
 		ms[i].mode = mode;
