@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -779,5 +780,33 @@ Test(badinput, idempotent_state_survives_sigterm_restart_via_snapshot, .timeout 
 	cr_assert_eq(produce_idem(&b, 4242, 0, 3, 1, &base), 0);
 	cr_assert_eq(base, hw);
 	cr_assert_eq(produce_idem(&b, 4242, 0, 9, 1, &base), 45, "the restored state checks sequences");
+	finish(&b, &bf);
+}
+
+/* Producer state expires after producer.id.expiration.ms without an
+ * append: an old batch sent again afterwards is a new batch of an unknown
+ * producer (appended), while before the expiry it is recognised. A batch
+ * with a producer id but no sequence is refused. */
+Test(badinput, idempotent_state_expires_and_bad_sequence_refused, .timeout = 60)
+{
+	static const char *const extra[] = { "--set", "producer.id.expiration.ms=700", "--set",
+					     "log.retention.check.interval.ms=100", NULL };
+	struct broker_proc b;
+	struct before bf;
+	int64_t base = -1;
+
+	start(&b, &bf, extra);
+	raw_create_topic(&b, "idem");
+	cr_assert_eq(produce_idem(&b, 77, 0, 0, 2, &base), 0);
+	cr_assert_eq(base, 0);
+	cr_assert_eq(produce_idem(&b, 77, 0, 0, 2, &base), 0);
+	cr_assert_eq(base, 0, "recognised before the expiry");
+	cr_assert_eq(produce_idem(&b, 78, 0, -5, 1, &base), 87, "a negative sequence is INVALID_RECORD");
+	cr_assert_eq(idem_hw(&b), 2);
+	/* expiry is a timer (every retention check): nothing outside shows
+	 * it before the resend that tests it, so wait twice what it needs */
+	usleep(1500 * 1000);   /* > expiration + one retention check */
+	cr_assert_eq(produce_idem(&b, 77, 0, 0, 2, &base), 0);
+	cr_assert_eq(base, 2, "after producer.id.expiration.ms the old batch is appended as new");
 	finish(&b, &bf);
 }
