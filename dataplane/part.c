@@ -102,6 +102,7 @@ int part_open(struct shard *sh, const char *dir, const char *topic, int32_t inde
 	p->index = index;
 	snprintf(p->topic, sizeof(p->topic), "%s", topic);
 	p->last_hw = p->pl->high_watermark;
+	p->snap_covered = -1;
 	plog_set_durable_cb(p->pl, part_durable, p);
 	part_rebuild_producers(p);
 	*out = p;
@@ -114,15 +115,15 @@ void part_snapshot_producers(struct part *p)
 {
 	int dfd;
 
-	if (!p->pl || p->deleted)
-		return;
+	if (!p->pl || p->deleted || p->pl->next_offset == p->snap_covered)
+		return;   /* nothing appended since the last snapshot */
 	dfd = open(p->pl->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return;
-	if (p->producers.n)
-		producer_snapshot_save(&p->producers, dfd, p->pl->next_offset);
-	else
+	if (!p->producers.n)
 		unlinkat(dfd, "producers.snapshot", 0);
+	else if (producer_snapshot_save(&p->producers, dfd, p->pl->next_offset) == 0)
+		p->snap_covered = p->pl->next_offset;
 	close(dfd);
 }
 

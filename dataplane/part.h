@@ -40,6 +40,7 @@ struct part {
 	int64_t last_hw;
 	int deleted;                /* its topic was deleted: the log is closed */
 	struct producer_table producers;   /* idempotent producers' last batches */
+	int64_t snap_covered;       /* log offset the last producer snapshot covers, -1: none */
 	struct part *next;          /* the owner shard's list */
 };
 
