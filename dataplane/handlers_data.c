@@ -402,6 +402,15 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 					err = KERR_INVALID_RECORD;   /* markers come from the coordinator only */
 					break;
 				}
+				if (bi.attributes & BATCH_ATTR_TRANSACTIONAL) {
+					/* no transaction added this partition (the
+					 * coordinator is not there yet): as Kafka with
+					 * KIP-890, a transactional write outside a
+					 * transaction is refused, so no read_committed
+					 * consumer waits on a transaction that never ends */
+					err = KERR_INVALID_TXN_STATE;
+					break;
+				}
 				if (batch_producer_id(rec + at) >= 0 &&
 				    (at != 0 || bi.size != len || batch_base_sequence(rec + at) < 0)) {
 					/* an idempotent producer sends one batch per

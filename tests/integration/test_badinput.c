@@ -810,3 +810,25 @@ Test(badinput, idempotent_state_expires_and_bad_sequence_refused, .timeout = 60)
 	cr_assert_eq(base, 2, "after producer.id.expiration.ms the old batch is appended as new");
 	finish(&b, &bf);
 }
+
+/* A transactional batch outside any transaction (no AddPartitionsToTxn:
+ * the coordinator is not there yet) is refused with INVALID_TXN_STATE and
+ * changes nothing. */
+Test(badinput, transactional_batch_outside_a_transaction_refused, .timeout = 30)
+{
+	struct broker_proc b;
+	struct before bf;
+	struct rawbuf batch;
+	uint32_t crc;
+
+	start(&b, &bf, NULL);
+	make_idem_batch(&batch, 2, 99, 0, 0);
+	batch.p[21] = 0;
+	batch.p[22] = 0x10;            /* attributes: transactional */
+	crc = batch_crc32c(batch.p + 21, batch.len - 21);
+	for (int i = 0; i < 4; i++)
+		batch.p[17 + i] = (uint8_t)(crc >> (24 - 8 * i));
+	cr_assert_eq(produce_blob(&b, 0, batch.p, batch.len), 48, "a transactional batch without a transaction");
+	rb_free(&batch);
+	finish(&b, &bf);
+}
