@@ -341,11 +341,17 @@ static void member_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_t
 		member_event(m, gen, EV_ASSIGN, mask);
 	} else {
 		int lost = rd_kafka_assignment_lost(rk);
+		/* a revoke served from inside rd_kafka_consumer_close after the
+		 * group handle terminated (proto NULL): there is no coordinator
+		 * any more, and a synchronous commit there waits for one that
+		 * never comes (the "did not close" hang of the eager test);
+		 * member_run committed everything processed before closing */
+		int closing = !proto || rd_kafka_consumer_closed(rk);
 
 		/* commit what was processed before giving the partitions up */
-		if (!lost)
+		if (!lost && !closing)
 			flush_pending(rk, m, 0);
-		if (!lost && m->mode == COMMIT_ON_REVOKE)
+		if (!lost && !closing && m->mode == COMMIT_ON_REVOKE)
 			commit_processed(rk, m, mask);
 		if (coop)
 			e = rd_kafka_incremental_unassign(rk, parts);
