@@ -40,6 +40,15 @@ static void rb_varint(struct rawbuf *r, int64_t v)
 
 /* A RecordBatch v2 of n records with values "v0".."v{n-1}", null keys, no
  * headers, the given attributes, a correct CRC. */
+/* Recompute a built batch's CRC-32C (after a field was patched). */
+static void batch_fix_crc(struct rawbuf *r)
+{
+	uint32_t crc = batch_crc32c(r->p + 21, r->len - 21);
+
+	for (int i = 0; i < 4; i++)
+		r->p[17 + i] = (uint8_t)(crc >> (24 - 8 * i));
+}
+
 static void make_batch(struct rawbuf *r, int n, int16_t attributes)
 {
 	rb_init(r);
@@ -74,18 +83,14 @@ static void make_batch(struct rawbuf *r, int n, int16_t attributes)
 		rb_free(&rec);
 	}
 	{
-		uint32_t len = (uint32_t)(r->len - 12), crc;
+		uint32_t len = (uint32_t)(r->len - 12);
 
 		r->p[8] = (uint8_t)(len >> 24);
 		r->p[9] = (uint8_t)(len >> 16);
 		r->p[10] = (uint8_t)(len >> 8);
 		r->p[11] = (uint8_t)len;
-		crc = batch_crc32c(r->p + 21, r->len - 21);
-		r->p[17] = (uint8_t)(crc >> 24);
-		r->p[18] = (uint8_t)(crc >> 16);
-		r->p[19] = (uint8_t)(crc >> 8);
-		r->p[20] = (uint8_t)crc;
 	}
+	batch_fix_crc(r);
 }
 
 /* ---- the data written before, and the checks after ------------------- */
@@ -618,8 +623,6 @@ Test(badinput, pipelined_produces_answered_in_order, .timeout = 60)
 /* make_batch with a producer id, epoch and first sequence (CRC redone). */
 static void make_idem_batch(struct rawbuf *r, int n, int64_t pid, int16_t epoch, int32_t seq)
 {
-	uint32_t crc;
-
 	make_batch(r, n, 0);
 	for (int i = 0; i < 8; i++)
 		r->p[43 + i] = (uint8_t)((uint64_t)pid >> (56 - 8 * i));
@@ -627,9 +630,7 @@ static void make_idem_batch(struct rawbuf *r, int n, int64_t pid, int16_t epoch,
 	r->p[52] = (uint8_t)epoch;
 	for (int i = 0; i < 4; i++)
 		r->p[53 + i] = (uint8_t)((uint32_t)seq >> (24 - 8 * i));
-	crc = batch_crc32c(r->p + 21, r->len - 21);
-	for (int i = 0; i < 4; i++)
-		r->p[17 + i] = (uint8_t)(crc >> (24 - 8 * i));
+	batch_fix_crc(r);
 }
 
 static int64_t init_producer_id(int fd, int32_t corr)
@@ -819,15 +820,12 @@ Test(badinput, transactional_batch_outside_a_transaction_refused, .timeout = 30)
 	struct broker_proc b;
 	struct before bf;
 	struct rawbuf batch;
-	uint32_t crc;
 
 	start(&b, &bf, NULL);
 	make_idem_batch(&batch, 2, 99, 0, 0);
 	batch.p[21] = 0;
 	batch.p[22] = 0x10;            /* attributes: transactional */
-	crc = batch_crc32c(batch.p + 21, batch.len - 21);
-	for (int i = 0; i < 4; i++)
-		batch.p[17 + i] = (uint8_t)(crc >> (24 - 8 * i));
+	batch_fix_crc(&batch);
 	cr_assert_eq(produce_blob(&b, 0, batch.p, batch.len), 48, "a transactional batch without a transaction");
 	rb_free(&batch);
 	finish(&b, &bf);
