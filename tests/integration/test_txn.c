@@ -440,6 +440,18 @@ Test(txn, stalled_transaction_is_aborted_after_its_timeout, .timeout = 60)
 	harness_create_topic(plain, "stall", 1);
 	slow = txn_producer(&b, "stalled", kv, &drs);
 	txn_ok(rd_kafka_init_transactions(slow, 30000), "init_transactions");
+	/* the producer knows the topic before the transaction begins (else
+	 * its first record waits for librdkafka's 1 s metadata refresh), so
+	 * that the broker's transaction starts right after t_begin */
+	{
+		rd_kafka_topic_t *t = rd_kafka_topic_new(slow, "stall", NULL);
+		const struct rd_kafka_metadata *md;
+		rd_kafka_resp_err_t err = rd_kafka_metadata(slow, 0, t, &md, 10000);
+
+		cr_assert_eq(err, 0, "metadata: %s", rd_kafka_err2str(err));
+		rd_kafka_metadata_destroy(md);
+		rd_kafka_topic_destroy(t);
+	}
 
 	t_begin = now_ms();
 	txn_ok(rd_kafka_begin_transaction(slow), "begin_transaction");
