@@ -375,6 +375,17 @@ static void zombie_run(enum zombie_act act, const char *txnid)
 		cr_assert(fenced_code(fatal), "A's produce to partition %d after B's init_transactions: fatal error "
 			  "'%s' (%s), want fenced; %ld delivered, %ld failed", part, rd_kafka_err2name(fatal), why,
 			  dra.ok, dra.failed);
+		fprintf(stderr, "txn: zombie: A's produce to partition %d after B's init_transactions: %s\n", part,
+			why);
+		/* which request refused it (librdkafka 2.0.2's wording): a new
+		 * partition is refused by the coordinator (AddPartitionsToTxn;
+		 * the Produce is never sent), a partition already in the
+		 * transaction by the partition (Produce) */
+		if (act == ZOMBIE_PRODUCE_NEW)
+			cr_assert(strstr(why, "Failed to add partition"), "A was not refused at AddPartitionsToTxn: %s",
+				  why);
+		else
+			cr_assert(strstr(why, "ProduceRequest"), "A was not refused at Produce: %s", why);
 		rd_kafka_flush(a, 5000);
 		cr_assert_eq(dra.ok, 3, "A3 was delivered after A was fenced");
 		e = rd_kafka_commit_transaction(a, 15000);
