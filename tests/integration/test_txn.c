@@ -733,16 +733,31 @@ static enum k5_outcome k5_settle(rd_kafka_t **rk, rd_kafka_error_t *e, const str
 	fprintf(stderr, "txn: sigkill: commit of txn %u failed: %s (%s%s%s)\n", txn, rd_kafka_error_string(e),
 		rd_kafka_error_name(e), rd_kafka_error_is_fatal(e) ? ", fatal" : "",
 		rd_kafka_error_txn_requires_abort(e) ? ", abortable" : "");
+	o = K5_UNKNOWN;
 	if (rd_kafka_error_txn_requires_abort(e)) {
-		txn_ok(rd_kafka_abort_transaction(*rk, 60000), "abort_transaction after the failed commit");
-		o = K5_ABORTED;
+		rd_kafka_error_t *ae = rd_kafka_abort_transaction(*rk, 60000);
+
+		if (!ae) {
+			o = K5_ABORTED;
+		} else {
+			/* e.g. an abort that needs an epoch bump (KIP-360,
+			 * InitProducerId v3, not advertised): a new instance
+			 * instead; the data decides */
+			fprintf(stderr, "txn: sigkill: abort of txn %u failed too: %s (%s%s)\n", txn,
+				rd_kafka_error_string(ae), rd_kafka_error_name(ae),
+				rd_kafka_error_is_fatal(ae) ? ", fatal" : "");
+			cr_assert(rd_kafka_error_is_fatal(ae), "abort of txn %u: %s, not fatal", txn,
+				  rd_kafka_error_string(ae));
+			rd_kafka_error_destroy(ae);
+		}
 	} else {
 		cr_assert(rd_kafka_error_is_fatal(e), "commit of txn %u: %s: neither retriable, abortable nor fatal",
 			  txn, rd_kafka_error_string(e));
+	}
+	if (o == K5_UNKNOWN) {
 		rd_kafka_destroy(*rk);
 		*rk = txn_producer(b, "k5-main", NULL, dr);
 		txn_ok(rd_kafka_init_transactions(*rk, 60000), "init_transactions of the new instance");
-		o = K5_UNKNOWN;
 	}
 	rd_kafka_error_destroy(e);
 	return o;
