@@ -29,6 +29,6 @@ test: itest-c-bins
 itest-c: itest-c-bins
 	$(Q)tests/integration/run-c.sh
 
-# ~65 s on 2 cores (tests run two at a time, each with its own broker;
-# test_idempotence ~18 s).
+# ~95 s on 2 cores (tests run two at a time, each with its own broker;
+# test_idempotence ~18 s, test_txn ~30 s).
 TEST_SCRIPTS += tests/integration/run-c.sh
