@@ -1168,6 +1168,38 @@ int txn_tick(struct txn_coord *tc, int max_ms)
 	return next > now ? (int)(next - now) : 0;
 }
 
+/* ---- report ---------------------------------------------------------------------- */
+
+void txn_report(struct txn_coord *tc)
+{
+	int64_t now = mono_ms(), wall = wall_ms();
+	int n = 0;
+
+	fprintf(stderr, "sluiced: transactions: %llu begun, %llu committed, %llu aborted (%llu timed out), "
+		"%llu fenced by InitProducerId, %llu late requests refused, %llu markers\n",
+		(unsigned long long)tc->st.begun, (unsigned long long)tc->st.committed,
+		(unsigned long long)tc->st.aborted, (unsigned long long)tc->st.timed_out,
+		(unsigned long long)tc->st.fenced_by_init, (unsigned long long)tc->st.late_refused,
+		(unsigned long long)tc->st.markers);
+	for (int b = 0; b < TXN_BUCKETS; b++)
+		for (struct txn *t = tc->bucket[b]; t; t = t->next) {
+			if (t->state != TS_ONGOING && t->state != TS_PREPARE_COMMIT && t->state != TS_PREPARE_ABORT)
+				continue;
+			/* an open transaction holds back read_committed consumers of
+			 * its partitions (their LSO): name it and its partitions */
+			fprintf(stderr, "sluiced:   transactional id %s: %s, producer %lld epoch %d, open %lld ms "
+				"(timeout %d ms), %d partition(s):", t->id, tstate_names[t->state], (long long)t->pid,
+				t->epoch, (long long)(t->start_mono ? now - t->start_mono : wall - t->start_wall),
+				t->timeout_ms, t->ntp);
+			for (int i = 0; i < t->ntp && i < 16; i++)
+				fprintf(stderr, " %s-%d", t->tp[i].topic, t->tp[i].part);
+			fprintf(stderr, "%s\n", t->ntp > 16 ? " ..." : "");
+			n++;
+		}
+	if (!n)
+		fprintf(stderr, "sluiced:   no open transaction\n");
+}
+
 /* ---- life ------------------------------------------------------------------------- */
 
 int txn_coord_create(struct ctl *ctl, struct broker *b, const struct config *cfg, struct group_coord *gc,

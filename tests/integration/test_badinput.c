@@ -1006,6 +1006,25 @@ static void fetch_iso(const struct broker_proc *b, const char *topic, int64_t of
 	close(fd);
 }
 
+/* Wait (up to 10 s) until the broker's log holds `needle`. */
+static int log_has(const struct broker_proc *b, const char *needle)
+{
+	for (int i = 0; i < 1000; i++) {
+		FILE *f = fopen(b->log_path, "r");
+		char line[1024];
+		int found = 0;
+
+		while (f && fgets(line, sizeof(line), f))
+			found |= strstr(line, needle) != NULL;
+		if (f)
+			fclose(f);
+		if (found)
+			return 1;
+		usleep(10000);
+	}
+	return 0;
+}
+
 /* A late EndTxn — one delayed on a connection the client gave up, arriving
  * after the next transaction began on a newer connection — never ends the
  * next transaction (the bug class Jepsen found in Kafka's protocol): it is
@@ -1045,6 +1064,11 @@ Test(badinput, late_end_txn_never_ends_the_next_transaction, .timeout = 60)
 	cr_assert_eq(f.hw, 5, "a late EndTxn wrote a marker");
 	cr_assert_eq(f.lso, 3, "a late EndTxn ended transaction 2");
 	cr_assert_eq(txn_produce(fb, "tx", pid, epoch, 4, 1), 0, "transaction 2 must still take writes");
+	/* the operator's view: SIGUSR1 names the open transaction and its
+	 * partition (it holds back read_committed consumers there) */
+	kill(b.pid, SIGUSR1);
+	cr_assert(log_has(&b, "transactional id late: Ongoing"), "SIGUSR1 report without the open transaction");
+	cr_assert(log_has(&b, "1 partition(s): tx-0"), "SIGUSR1 report without the transaction's partition");
 	/* the control: the same abort on a newer connection ends it */
 	fc = raw_connect(&b);
 	cr_assert_geq(fc, 0);
