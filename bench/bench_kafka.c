@@ -726,9 +726,10 @@ static int run_produce(const struct opts *o, struct broker *br, const char *topi
 			} else {
 				sent++;
 				if (txn && (sent % txn == 0 || sent == records)) {
-					in_txn = 0;
+					/* a failed commit stays open: aborted at out */
 					if ((rc = txn_commit(rk, r, label)) < 0)
 						break;
+					in_txn = 0;
 				} else if ((sent & 1023) == 0) {
 					rd_kafka_poll(rk, 0);
 				} else {
@@ -781,9 +782,9 @@ static int run_produce(const struct opts *o, struct broker *br, const char *topi
 		if (now >= deadline && sent < records) {
 			records = sent;
 			if (in_txn) {
-				in_txn = 0;
 				if ((rc = txn_commit(rk, r, label)) < 0)
 					break;
+				in_txn = 0;
 			}
 		}
 	}
