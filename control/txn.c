@@ -47,6 +47,8 @@ struct txn {
 	int64_t start_mono;           /* monotonic ms: the timeout */
 	uint64_t begin_ns;            /* recv_ns of the request that began the transaction */
 	uint64_t end_ns;              /* recv_ns of the EndTxn that ended the previous one */
+	uint64_t conn_ns;             /* newest connection (accept time) the coordinator requests
+				       * of the current transaction came on */
 	int last_commit;              /* the previous transaction: 1 committed, 0 aborted, -1 none */
 	int busy;                     /* a state write, registrations or markers in flight */
 	int pending;                  /* acknowledgements outstanding */
@@ -637,6 +639,8 @@ static int16_t open_txn(struct txn_coord *tc, struct txn *t, const struct kafka_
 			tc->st.late_refused++;
 			return KERR_INVALID_TXN_STATE;
 		}
+		if (ctx->conn_ns > t->conn_ns)
+			t->conn_ns = ctx->conn_ns;
 		return 0;
 	}
 	if (t->state != TS_EMPTY && t->state != TS_COMPLETE_COMMIT && t->state != TS_COMPLETE_ABORT)
@@ -652,6 +656,7 @@ static int16_t open_txn(struct txn_coord *tc, struct txn *t, const struct kafka_
 	t->start_wall = t->last_wall = wall_ms();
 	t->start_mono = mono_ms();
 	t->begin_ns = ctx->recv_ns;
+	t->conn_ns = ctx->conn_ns;
 	tc->st.begun++;
 	return 0;
 }
@@ -812,10 +817,13 @@ static void handle_end(struct txn_coord *tc, struct kafka_ctx *ctx)
 	int16_t err = check_producer(tc, t, q->ProducerId, q->ProducerEpoch);
 	int commit = q->Committed ? 1 : 0;
 
-	if (!err && t->state == TS_ONGOING && ctx->recv_ns < t->begin_ns) {
-		/* taken up before this transaction began: an earlier
-		 * transaction's EndTxn arriving late. It never ends this one;
-		 * it is answered as its own transaction was ended. */
+	if (!err && t->state == TS_ONGOING && (ctx->recv_ns < t->begin_ns || ctx->conn_ns < t->conn_ns)) {
+		/* taken up before this transaction began, or come on a
+		 * connection older than one this transaction's requests already
+		 * came on (a request delayed on a connection the client gave
+		 * up): an earlier transaction's EndTxn arriving late. It never
+		 * ends this one; it is answered as its own transaction was
+		 * ended. */
 		tc->st.late_refused++;
 		err = t->last_commit == commit ? 0 : KERR_INVALID_TXN_STATE;
 		r->ErrorCode = err;
