@@ -38,6 +38,8 @@ struct txn {
 	char *id;
 	int64_t pid;
 	int16_t epoch;
+	int16_t last_epoch;           /* the epoch before the last bump a producer asked for (KIP-360
+				       * retries), -1: none */
 	int32_t timeout_ms;
 	enum tstate state;
 	struct txn_tp *tp;
@@ -49,7 +51,6 @@ struct txn {
 	uint64_t end_ns;              /* recv_ns of the EndTxn that ended the previous one */
 	uint64_t conn_ns;             /* newest connection (accept time) the coordinator requests
 				       * of the current transaction came on */
-	int last_commit;              /* the previous transaction: 1 committed, 0 aborted, -1 none */
 	int busy;                     /* a state write, registrations or markers in flight */
 	int pending;                  /* acknowledgements outstanding */
 	int16_t err;                  /* the first error among them */
@@ -141,7 +142,8 @@ static struct txn *txn_new(struct txn_coord *tc, struct kafka_str id)
 
 	t->id = kdup(id);
 	t->pid = -1;
-	t->last_commit = -1;
+	t->epoch = -1;
+	t->last_epoch = -1;
 	t->next = tc->bucket[b];
 	tc->bucket[b] = t;
 	return t;
@@ -481,7 +483,6 @@ static void markers_done(struct txn_coord *tc, struct txn *t)
 		tc->st.committed++;
 	else
 		tc->st.aborted++;
-	t->last_commit = t->commit;
 	t->state = t->commit ? TS_COMPLETE_COMMIT : TS_COMPLETE_ABORT;
 	t->last_wall = wall_ms();
 	tp_clear(t);
@@ -529,6 +530,7 @@ static void txn_end(struct txn_coord *tc, struct txn *t, int commit)
  * while epochs last, then a new one. */
 static int bump_epoch(struct txn_coord *tc, struct txn *t)
 {
+	t->last_epoch = -1;
 	if (t->pid < 0 || t->epoch >= INT16_MAX - 1) {
 		int64_t pid = ctl_new_producer_id(tc->ctl);
 
@@ -581,6 +583,27 @@ static void handle_init(struct txn_coord *tc, struct kafka_ctx *ctx)
 		answer_now(tc, ctx);
 		return;
 	}
+	if (ctx->req.header.RequestApiVersion >= 3 && q->ProducerId >= 0 && t && t->epoch >= 0) {
+		/* KIP-360: a producer asks for its own epoch to be bumped (after
+		 * an abortable error); it must be the current producer, or the
+		 * retry of a bump it did not hear about */
+		int16_t fenced = ctx->req.header.RequestApiVersion >= 4 ? KERR_PRODUCER_FENCED
+									: KERR_INVALID_PRODUCER_EPOCH;
+
+		if (q->ProducerId != t->pid ||
+		    (q->ProducerEpoch != t->epoch && q->ProducerEpoch != t->last_epoch)) {
+			r->ErrorCode = fenced;
+			answer_now(tc, ctx);
+			return;
+		}
+		if (q->ProducerEpoch == t->last_epoch && t->state != TS_ONGOING) {
+			/* a retry: the bump happened, answer it again */
+			r->ProducerId = t->pid;
+			r->ProducerEpoch = t->epoch;
+			answer_now(tc, ctx);
+			return;
+		}
+	}
 	if (!t)
 		t = txn_new(tc, q->TransactionalId);
 	if (t->state == TS_ONGOING) {
@@ -597,10 +620,18 @@ static void handle_init(struct txn_coord *tc, struct kafka_ctx *ctx)
 		answer_now(tc, ctx);
 		return;
 	}
-	if (bump_epoch(tc, t) < 0) {
-		r->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
-		answer_now(tc, ctx);
-		return;
+	{
+		int16_t before = t->epoch;
+		int64_t pid_before = t->pid;
+
+		if (bump_epoch(tc, t) < 0) {
+			r->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
+			answer_now(tc, ctx);
+			return;
+		}
+		/* a bump the producer asked for can be retried (KIP-360) */
+		t->last_epoch = ctx->req.header.RequestApiVersion >= 3 && q->ProducerId >= 0 && t->pid == pid_before
+					? before : -1;
 	}
 	t->timeout_ms = q->TransactionTimeoutMs;
 	t->state = TS_EMPTY;
@@ -822,11 +853,10 @@ static void handle_end(struct txn_coord *tc, struct kafka_ctx *ctx)
 		 * connection older than one this transaction's requests already
 		 * came on (a request delayed on a connection the client gave
 		 * up): an earlier transaction's EndTxn arriving late. It never
-		 * ends this one; it is answered as its own transaction was
-		 * ended. */
+		 * ends this one. Its sender has had its answer through a retry;
+		 * whoever else sent it gets an error, never a false success. */
 		tc->st.late_refused++;
-		err = t->last_commit == commit ? 0 : KERR_INVALID_TXN_STATE;
-		r->ErrorCode = err;
+		r->ErrorCode = KERR_INVALID_TXN_STATE;
 		answer_now(tc, ctx);
 		return;
 	}
@@ -1050,10 +1080,6 @@ static void replay_record(struct txn_coord *tc, const struct record_view *rv)
 		t->last_wall = (int64_t)be64_load(v);
 		t->start_wall = (int64_t)be64_load(v + 8);
 	}
-	if (t->state == TS_COMPLETE_COMMIT)
-		t->last_commit = 1;
-	else if (t->state == TS_COMPLETE_ABORT)
-		t->last_commit = 0;
 }
 
 static void replay_chunk(struct ctl *ctl, const uint8_t *buf, uint32_t len, int32_t part)

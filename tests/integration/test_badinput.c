@@ -827,7 +827,16 @@ Test(badinput, transactional_batch_outside_a_transaction_refused, .timeout = 30)
 	batch.p[21] = 0;
 	batch.p[22] = 0x10;            /* attributes: transactional */
 	batch_fix_crc(&batch);
-	cr_assert_eq(produce_blob(&b, 0, batch.p, batch.len), 48, "a transactional batch without a transaction");
+	{
+		int fd = raw_connect(&b);
+
+		cr_assert_geq(fd, 0);
+		cr_assert_eq(raw_produce_txn(fd, 9, "nobody", TOPIC, 0, batch.p, batch.len, NULL), 48,
+			     "a transactional batch without a transaction");
+		close(fd);
+	}
+	/* and without the transactional id it belongs to: Kafka's answer */
+	cr_assert_eq(produce_blob(&b, 0, batch.p, batch.len), 53, "transactional records without a transactional id");
 	rb_free(&batch);
 	finish(&b, &bf);
 }
@@ -935,13 +944,14 @@ static int16_t txn_end(int fd, int32_t corr, const char *id, int64_t pid, int16_
 	return err;
 }
 
-static int16_t txn_produce(int fd, const char *topic, int64_t pid, int16_t epoch, int32_t seq, int n)
+static int16_t txn_produce(int fd, const char *id, const char *topic, int64_t pid, int16_t epoch, int32_t seq,
+			   int n)
 {
 	struct rawbuf batch;
 	int16_t err;
 
 	make_txn_batch(&batch, n, pid, epoch, seq);
-	err = raw_produce(fd, 31, topic, 0, batch.p, batch.len, NULL);
+	err = raw_produce_txn(fd, 31, id, topic, 0, batch.p, batch.len, NULL);
 	rb_free(&batch);
 	return err;
 }
@@ -1028,8 +1038,8 @@ static int log_has(const struct broker_proc *b, const char *needle)
 /* A late EndTxn — one delayed on a connection the client gave up, arriving
  * after the next transaction began on a newer connection — never ends the
  * next transaction (the bug class Jepsen found in Kafka's protocol): it is
- * answered as its own transaction was ended. The control: the same EndTxn
- * on a newer connection does end it. */
+ * refused with INVALID_TXN_STATE, never a false success. The control: the
+ * same EndTxn on a newer connection does end it. */
 Test(badinput, late_end_txn_never_ends_the_next_transaction, .timeout = 60)
 {
 	struct broker_proc b;
@@ -1046,24 +1056,24 @@ Test(badinput, late_end_txn_never_ends_the_next_transaction, .timeout = 60)
 	cr_assert_eq(txn_init(fa, 1, "late", 60000, &pid, &epoch), 0);
 	/* transaction 1 on connection A: offsets 0-1, its COMMIT marker at 2 */
 	cr_assert_eq(txn_add(fa, 2, "late", pid, epoch, "tx", 0), 0);
-	cr_assert_eq(txn_produce(fa, "tx", pid, epoch, 0, 2), 0);
+	cr_assert_eq(txn_produce(fa, "late", "tx", pid, epoch, 0, 2), 0);
 	cr_assert_eq(txn_end(fa, 3, "late", pid, epoch, 1), 0);
 	/* transaction 2 on a newer connection B: offsets 3-4, open */
 	fb = raw_connect(&b);
 	cr_assert_geq(fb, 0);
 	cr_assert_eq(txn_add(fb, 4, "late", pid, epoch, "tx", 0), 0);
-	cr_assert_eq(txn_produce(fb, "tx", pid, epoch, 2, 2), 0);
+	cr_assert_eq(txn_produce(fb, "late", "tx", pid, epoch, 2, 2), 0);
 	fetch_iso(&b, "tx", 0, 1, &f);
 	cr_assert_eq(f.hw, 5);
 	cr_assert_eq(f.lso, 3, "the open transaction starts at 3: LSO %lld", (long long)f.lso);
-	/* transaction 1's EndTxn arriving late on A: abort is refused, a
-	 * commit is answered as transaction 1's; transaction 2 stays open */
+	/* transaction 1's EndTxn arriving late on A: refused, whichever its
+	 * decision; transaction 2 stays open */
 	cr_assert_eq(txn_end(fa, 5, "late", pid, epoch, 0), 48, "a late abort must not abort transaction 2");
-	cr_assert_eq(txn_end(fa, 6, "late", pid, epoch, 1), 0, "a late commit is answered as transaction 1's");
+	cr_assert_eq(txn_end(fa, 6, "late", pid, epoch, 1), 48, "a late commit must not commit transaction 2");
 	fetch_iso(&b, "tx", 0, 1, &f);
 	cr_assert_eq(f.hw, 5, "a late EndTxn wrote a marker");
 	cr_assert_eq(f.lso, 3, "a late EndTxn ended transaction 2");
-	cr_assert_eq(txn_produce(fb, "tx", pid, epoch, 4, 1), 0, "transaction 2 must still take writes");
+	cr_assert_eq(txn_produce(fb, "late", "tx", pid, epoch, 4, 1), 0, "transaction 2 must still take writes");
 	/* the operator's view: SIGUSR1 names the open transaction and its
 	 * partition (it holds back read_committed consumers there) */
 	kill(b.pid, SIGUSR1);
@@ -1081,7 +1091,7 @@ Test(badinput, late_end_txn_never_ends_the_next_transaction, .timeout = 60)
 		  (long long)f.ab_first[0]);
 	/* a write of the ended transaction, late, is refused; so is the
 	 * fenced epoch once a new producer took the id */
-	cr_assert_eq(txn_produce(fb, "tx", pid, epoch, 5, 1), 48, "a write after EndTxn");
+	cr_assert_eq(txn_produce(fb, "late", "tx", pid, epoch, 5, 1), 48, "a write after EndTxn");
 	{
 		int64_t pid2;
 		int16_t epoch2;
@@ -1090,7 +1100,7 @@ Test(badinput, late_end_txn_never_ends_the_next_transaction, .timeout = 60)
 		cr_assert(pid2 == pid && epoch2 == epoch + 1, "same id, next epoch (%lld, %d)", (long long)pid2, epoch2);
 		cr_assert_eq(txn_add(fc, 9, "late", pid2, epoch2, "tx", 0), 0);
 		cr_assert_eq(txn_add(fa, 10, "late", pid, epoch, "tx", 0), 47, "the fenced producer's AddPartitionsToTxn");
-		cr_assert_eq(txn_produce(fb, "tx", pid, epoch, 5, 1), 47, "the fenced producer's write");
+		cr_assert_eq(txn_produce(fb, "late", "tx", pid, epoch, 5, 1), 47, "the fenced producer's write");
 		cr_assert_eq(txn_end(fb, 11, "late", pid, epoch, 1), 47, "the fenced producer's EndTxn");
 		cr_assert_eq(txn_end(fc, 12, "late", pid2, epoch2, 1), 0);
 	}
@@ -1121,7 +1131,7 @@ Test(badinput, aborted_index_rebuilt_from_the_log, .timeout = 60)
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(txn_init(fd, 1, "ab", 60000, &pid, &epoch), 0);
 	cr_assert_eq(txn_add(fd, 2, "ab", pid, epoch, "tx", 0), 0);
-	cr_assert_eq(txn_produce(fd, "tx", pid, epoch, 0, 3), 0);
+	cr_assert_eq(txn_produce(fd, "ab", "tx", pid, epoch, 0, 3), 0);
 	cr_assert_eq(txn_end(fd, 3, "ab", pid, epoch, 0), 0);
 	close(fd);
 	fetch_iso(&b, "tx", 0, 1, &f);
@@ -1141,5 +1151,68 @@ Test(badinput, aborted_index_rebuilt_from_the_log, .timeout = 60)
 	cr_assert(f.ab_pid[0] == pid && f.ab_first[0] == 0);
 	snprintf(path, sizeof(path), "%s/tx-0/aborted.txns", b.data_dir);
 	cr_assert(stat(path, &st) == 0 && st.st_size == 24, "the file was not rewritten");
+	finish(&b, &bf);
+}
+
+/* InitProducerId v3 (flexible) with the producer's own id and epoch
+ * (KIP-360: a producer asks for a new epoch after an abortable error). */
+static int16_t txn_init_v3(int fd, int32_t corr, const char *id, int64_t pid_in, int16_t epoch_in, int64_t *pid,
+			   int16_t *epoch)
+{
+	struct rawbuf r;
+	struct rawcur c;
+	uint8_t *resp;
+	size_t len, n = strlen(id);
+	int16_t err;
+
+	rb_init(&r);
+	rb_request(&r, 22, 3, corr);
+	rb_i8(&r, 0);                        /* request header v2: no tagged fields */
+	rb_i8(&r, (int8_t)(n + 1));          /* compact string (short ids) */
+	rb_bytes(&r, id, n);
+	rb_i32(&r, 60000);
+	rb_i64(&r, pid_in);
+	rb_i16(&r, epoch_in);
+	rb_i8(&r, 0);                        /* no tagged fields */
+	rb_finish(&r);
+	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
+	rb_free(&r);
+	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no InitProducerId v3 response");
+	c = (struct rawcur){ resp, resp + len, 0 };
+	cr_assert_eq(rc_i32(&c), corr);
+	cr_assert_eq(rc_i8(&c), 0, "response header v1: no tagged fields");
+	rc_i32(&c);
+	err = rc_i16(&c);
+	*pid = rc_i64(&c);
+	*epoch = rc_i16(&c);
+	cr_assert_eq(rc_i8(&c), 0);
+	cr_assert(!c.bad && c.p == c.end, "malformed InitProducerId v3 response");
+	free(resp);
+	return err;
+}
+
+/* KIP-360: the current producer bumps its own epoch; a retry of that bump
+ * (the answer was lost) gets the same epoch again, not another bump; any
+ * other epoch or producer id is fenced. */
+Test(badinput, producer_epoch_bump_by_the_producer, .timeout = 30)
+{
+	struct broker_proc b;
+	struct before bf;
+	int64_t pid, p2;
+	int16_t epoch, e2;
+	int fd;
+
+	start(&b, &bf, NULL);
+	fd = raw_connect(&b);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(txn_init_v3(fd, 1, "bump", -1, -1, &pid, &epoch), 0);
+	cr_assert_eq(epoch, 0);
+	cr_assert_eq(txn_init_v3(fd, 2, "bump", pid, epoch, &p2, &e2), 0);
+	cr_assert(p2 == pid && e2 == 1, "bumped: (%lld, %d)", (long long)p2, e2);
+	cr_assert_eq(txn_init_v3(fd, 3, "bump", pid, 0, &p2, &e2), 0, "the retry of the bump");
+	cr_assert(p2 == pid && e2 == 1, "a retry must not bump again: (%lld, %d)", (long long)p2, e2);
+	cr_assert_eq(txn_init_v3(fd, 4, "bump", pid, 7, &p2, &e2), 47, "an epoch it never had");
+	cr_assert_eq(txn_init_v3(fd, 5, "bump", pid + 1, 1, &p2, &e2), 47, "another producer id");
+	close(fd);
 	finish(&b, &bf);
 }
