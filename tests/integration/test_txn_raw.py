@@ -1,0 +1,862 @@
+#!/usr/bin/python3
+"""Transactions over raw sockets (kraw.py's Conn and encoders, classic
+non-flexible versions: InitProducerId 1, AddPartitionsToTxn 0 and 1,
+AddOffsetsToTxn 1, EndTxn 1, TxnOffsetCommit 1 and 2, Produce 7, Fetch 4 and
+11, ListOffsets 2 and 3) against a real sluiced: the refusals Kafka gives for
+bad transactional input, each with its exact error code, and what a
+read_committed reader sees (LastStableOffset, AbortedTransactions, the
+control markers, ListOffsets with isolation 1, transactional offsets).
+
+Record batches are built here (magic 2, uncompressed, CRC-32C in pure
+Python) and the fetched ones are parsed and their CRCs checked. Every test
+starts its own broker."""
+
+import os
+import struct
+import sys
+import time
+from types import SimpleNamespace as NS
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import HANG_GUARD, broker, main, test  # noqa: E402
+import kraw  # noqa: E402
+from kraw import Conn, W  # noqa: E402
+
+# Kafka error codes (besides kraw's)
+INVALID_REQUEST = 42
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+INVALID_PRODUCER_EPOCH = 47
+INVALID_TXN_STATE = 48
+INVALID_PRODUCER_ID_MAPPING = 49
+INVALID_TRANSACTION_TIMEOUT = 50
+CONCURRENT_TRANSACTIONS = 51
+OPERATION_NOT_ATTEMPTED = 55
+INVALID_RECORD = 87
+
+PRODUCE, FETCH, LIST_OFFSETS = 0, 1, 2
+INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 22, 24, 25, 26, 28
+
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+MARKER_ABORT, MARKER_COMMIT = 0, 1
+LATEST, EARLIEST = -1, -2
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
+
+MAX_TIMEOUT_MS = 60000
+SETTINGS = {"transaction.max.timeout.ms": MAX_TIMEOUT_MS, "group.initial.rebalance.delay.ms": 0}
+
+
+# ---- CRC-32C and record batches ---------------------------------------------
+
+def _crc32c_table():
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+_CRC32C = _crc32c_table()
+
+
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for x in data:
+        c = _CRC32C[(c ^ x) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def varint(v):
+    """zigzag base-128, as protobuf sint64"""
+    z = ((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF
+    out = bytearray()
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def read_varint(b, o):
+    v = shift = 0
+    while True:
+        x = b[o]
+        o += 1
+        v |= (x & 0x7F) << shift
+        shift += 7
+        if not x & 0x80:
+            return (v >> 1) ^ -(v & 1), o
+
+
+def batch(values, pid=-1, epoch=-1, seq=-1, attributes=0, ts=None):
+    """One magic-2 batch; values are bytes (null key) or (key, value)."""
+    ts = int(time.time() * 1000) if ts is None else ts
+    recs = bytearray()
+    for i, v in enumerate(values):
+        key, val = v if isinstance(v, tuple) else (None, v)
+        body = bytearray(b"\x00") + varint(0) + varint(i)
+        body += varint(-1) if key is None else varint(len(key)) + key
+        body += varint(-1) if val is None else varint(len(val)) + val
+        body += varint(0)
+        recs += varint(len(body)) + body
+    after_crc = struct.pack(">hiqqqhii", attributes, len(values) - 1, ts, ts, pid, epoch, seq, len(values)) + recs
+    return struct.pack(">qiibI", 0, 9 + len(after_crc), -1, 2, crc32c(after_crc)) + after_crc
+
+
+def marker(kind, pid, epoch, coordinator_epoch=0):
+    """What a coordinator writes; a client must not (tests the refusal)."""
+    key = struct.pack(">hh", 0, kind)
+    val = struct.pack(">hi", 0, coordinator_epoch)
+    return batch([(key, val)], pid=pid, epoch=epoch, seq=-1, attributes=ATTR_TRANSACTIONAL | ATTR_CONTROL)
+
+
+def parse_batches(blob):
+    """Whole batches of a fetched records blob (a partial one at the end is
+    dropped, as clients do); CRC checked; records decoded (codec none)."""
+    out = []
+    o = 0
+    blob = blob or b""
+    while o + 61 <= len(blob):
+        base, blen = struct.unpack_from(">qi", blob, o)
+        end = o + 12 + blen
+        if end > len(blob):
+            break
+        magic = blob[o + 16]
+        crc = struct.unpack_from(">I", blob, o + 17)[0]
+        assert magic == 2, "batch at %d: magic %d" % (base, magic)
+        assert crc32c(blob[o + 21:end]) == crc, "batch at %d: bad CRC" % base
+        attrs, lod, _bts, _mts, pid, epoch, seq, n = struct.unpack_from(">hiqqqhii", blob, o + 21)
+        assert attrs & 7 == 0, "batch at %d is compressed (attributes %#x)" % (base, attrs)
+        recs = []
+        p = o + 61
+        for _ in range(n):
+            ln, p = read_varint(blob, p)
+            q = p + 1
+            _tsd, q = read_varint(blob, q)
+            od, q = read_varint(blob, q)
+            kl, q = read_varint(blob, q)
+            key = None if kl < 0 else bytes(blob[q:q + kl])
+            q += max(kl, 0)
+            vl, q = read_varint(blob, q)
+            val = None if vl < 0 else bytes(blob[q:q + vl])
+            recs.append(NS(offset=base + od, key=key, value=val))
+            p += ln
+        out.append(NS(base=base, last=base + lod, attributes=attrs, pid=pid, epoch=epoch, seq=seq,
+                      transactional=bool(attrs & ATTR_TRANSACTIONAL), control=bool(attrs & ATTR_CONTROL),
+                      records=recs))
+        o = end
+    return out
+
+
+def data_offsets(batches):
+    """Offsets of the data records (control batches left out)."""
+    return [r.offset for bt in batches if not bt.control for r in bt.records]
+
+
+def markers(batches):
+    """[(offset, type, pid, epoch)] of the control batches."""
+    out = []
+    for bt in batches:
+        if bt.control:
+            assert len(bt.records) == 1, bt
+            r = bt.records[0]
+            version, kind = struct.unpack(">hh", r.key)
+            assert version == 0 and len(r.value) == 6, r
+            out.append((r.offset, kind, bt.pid, bt.epoch))
+    return out
+
+
+# ---- the transactional APIs over kraw.Conn ----------------------------------
+
+def _topics(parts):
+    """{(topic, partition): x} -> [(topic, [(partition, x)...])...] sorted"""
+    by = {}
+    for (t, p), v in sorted(parts.items()):
+        by.setdefault(t, []).append((p, v))
+    return sorted(by.items())
+
+
+class TConn(Conn):
+    def init_producer_id(self, txn_id, timeout_ms=MAX_TIMEOUT_MS, ver=1):
+        r = self.request(INIT_PRODUCER_ID, ver, W().str(txn_id).i32(timeout_ms))
+        r.i32()
+        res = NS(error=r.i16(), pid=r.i64(), epoch=r.i16())
+        r.done()
+        return res
+
+    def add_partitions(self, txn_id, pid, epoch, parts, ver=1):
+        """parts: {topic: [partition...]}; returns {(topic, partition): error}"""
+        w = W().str(txn_id).i64(pid).i16(epoch)
+        w.array(sorted(parts.items()), lambda w, tp: w.str(tp[0]).array(tp[1], W.i32))
+        r = self.request(ADD_PARTITIONS_TO_TXN, ver, w)
+        r.i32()
+        out = {}
+        for t, ps in r.array(lambda r: (r.str(), r.array(lambda r: (r.i32(), r.i16())))):
+            for p, e in ps:
+                out[(t, p)] = e
+        r.done()
+        return out
+
+    def add_offsets(self, txn_id, pid, epoch, group, ver=1):
+        r = self.request(ADD_OFFSETS_TO_TXN, ver, W().str(txn_id).i64(pid).i16(epoch).str(group))
+        r.i32()
+        err = r.i16()
+        r.done()
+        return err
+
+    def end_txn(self, txn_id, pid, epoch, commit, ver=1):
+        r = self.request(END_TXN, ver, W().str(txn_id).i64(pid).i16(epoch).i8(1 if commit else 0))
+        r.i32()
+        err = r.i16()
+        r.done()
+        return err
+
+    def txn_offset_commit(self, txn_id, group, pid, epoch, offsets, ver=2):
+        """offsets: {(topic, partition): (offset, metadata)}; returns
+        {(topic, partition): error}"""
+        w = W().str(txn_id).str(group).i64(pid).i16(epoch)
+
+        def part(w, pv):
+            p, (off, meta) = pv
+            w.i32(p).i64(off)
+            if ver >= 2:
+                w.i32(-1)
+            w.str(meta)
+        w.array(_topics(offsets), lambda w, tv: w.str(tv[0]).array(tv[1], part))
+        r = self.request(TXN_OFFSET_COMMIT, ver, w)
+        r.i32()
+        out = {}
+        for t, ps in r.array(lambda r: (r.str(), r.array(lambda r: (r.i32(), r.i16())))):
+            for p, e in ps:
+                out[(t, p)] = e
+        r.done()
+        return out
+
+    def produce_many(self, blobs, txn_id=None, acks=-1, ver=7):
+        """blobs: {(topic, partition): records}; returns {(topic, partition):
+        NS(error, base)}"""
+        w = W()
+        if ver >= 3:
+            w.str(txn_id)
+        w.i16(acks).i32(30000)
+        w.array(_topics(blobs), lambda w, tv: w.str(tv[0]).array(tv[1], lambda w, pv: w.i32(pv[0]).bytes(pv[1])))
+        r = self.request(PRODUCE, ver, w)
+
+        def part(r):
+            res = NS(index=r.i32(), error=r.i16(), base=r.i64())
+            if ver >= 2:
+                r.i64()
+            if ver >= 5:
+                res.log_start = r.i64()
+            return res
+        out = {}
+        for t, ps in r.array(lambda r: (r.str(), r.array(part))):
+            for pr in ps:
+                out[(t, pr.index)] = pr
+        if ver >= 1:
+            r.i32()
+        r.done()
+        return out
+
+    def produce(self, topic, partition, records, txn_id=None, ver=7):
+        return self.produce_many({(topic, partition): records}, txn_id=txn_id, ver=ver)[(topic, partition)]
+
+    def fetch(self, parts, isolation, ver=11, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20):
+        """parts: {(topic, partition): fetch offset}; returns {(topic,
+        partition): NS(error, hw, lso, log_start, aborted, batches)}"""
+        w = W().i32(-1).i32(max_wait_ms).i32(min_bytes)
+        if ver >= 3:
+            w.i32(max_bytes)
+        if ver >= 4:
+            w.i8(isolation)
+        if ver >= 7:
+            w.i32(0).i32(-1)
+
+        def part(w, pv):
+            p, off = pv
+            w.i32(p)
+            if ver >= 9:
+                w.i32(-1)
+            w.i64(off)
+            if ver >= 5:
+                w.i64(-1)
+            w.i32(max_bytes)
+        w.array(_topics(parts), lambda w, tv: w.str(tv[0]).array(tv[1], part))
+        if ver >= 7:
+            w.array([], None)
+        if ver >= 11:
+            w.str("")
+        r = self.request(FETCH, ver, w)
+        r.i32()
+        if ver >= 7:
+            top = r.i16()
+            assert top == 0, "fetch: top-level error %d" % top
+            r.i32()
+
+        def pdata(r):
+            res = NS(index=r.i32(), error=r.i16(), hw=r.i64(), lso=r.i64())
+            res.log_start = r.i64() if ver >= 5 else None
+            res.aborted = r.array(lambda r: (r.i64(), r.i64()))
+            if ver >= 11:
+                r.i32()
+            res.batches = parse_batches(r.bytes())
+            return res
+        out = {}
+        for t, ps in r.array(lambda r: (r.str(), r.array(pdata))):
+            for pd in ps:
+                out[(t, pd.index)] = pd
+        r.done()
+        return out
+
+    def fetch1(self, topic, partition, offset, isolation, ver=11):
+        return self.fetch({(topic, partition): offset}, isolation, ver=ver)[(topic, partition)]
+
+    def list_offsets(self, parts, isolation, ver=2):
+        """parts: {(topic, partition): timestamp}; returns {(topic,
+        partition): (error, offset)}"""
+        w = W().i32(-1)
+        if ver >= 2:
+            w.i8(isolation)
+        w.array(_topics(parts), lambda w, tv: w.str(tv[0]).array(tv[1], lambda w, pv: w.i32(pv[0]).i64(pv[1])))
+        r = self.request(LIST_OFFSETS, ver, w)
+        if ver >= 2:
+            r.i32()
+        out = {}
+        for t, ps in r.array(lambda r: (r.str(), r.array(lambda r: (r.i32(), r.i16(), r.i64(), r.i64())))):
+            for p, e, _ts, off in ps:
+                out[(t, p)] = (e, off)
+        r.done()
+        return out
+
+    def latest(self, topic, partition, isolation, ver=2):
+        e, off = self.list_offsets({(topic, partition): LATEST}, isolation, ver=ver)[(topic, partition)]
+        assert e == 0, "ListOffsets v%d isolation %d %s/%d: error %d" % (ver, isolation, topic, partition, e)
+        return off
+
+
+class Producer:
+    """A transactional (or, with txn_id None, idempotent) producer over one
+    connection: its pid, epoch and next sequence per partition."""
+
+    def __init__(self, c, txn_id, timeout_ms=MAX_TIMEOUT_MS):
+        self.c, self.txn_id = c, txn_id
+        r = init_pid(c, txn_id, timeout_ms)
+        self.pid, self.epoch = r.pid, r.epoch
+        self.seq = {}
+
+    def add(self, topic, partitions, ver=1):
+        errs = self.c.add_partitions(self.txn_id, self.pid, self.epoch, {topic: list(partitions)}, ver=ver)
+        assert errs == {(topic, p): 0 for p in partitions}, errs
+        return errs
+
+    def batch(self, topic, partition, values, seq=None, epoch=None):
+        s = self.seq.get((topic, partition), 0) if seq is None else seq
+        attrs = ATTR_TRANSACTIONAL if self.txn_id is not None else 0
+        return batch(values, pid=self.pid, epoch=self.epoch if epoch is None else epoch, seq=s, attributes=attrs)
+
+    def produce(self, topic, partition, values, seq=None, epoch=None):
+        """Produce one batch; the sequence moves on only when it is taken."""
+        s = self.seq.get((topic, partition), 0) if seq is None else seq
+        r = self.c.produce(topic, partition, self.batch(topic, partition, values, seq=s, epoch=epoch),
+                           txn_id=self.txn_id)
+        if r.error == 0:
+            self.seq[(topic, partition)] = s + len(values)
+        return r
+
+    def end(self, commit):
+        return self.c.end_txn(self.txn_id, self.pid, self.epoch, commit)
+
+
+def init_pid(c, txn_id, timeout_ms=MAX_TIMEOUT_MS, ver=1):
+    """InitProducerId, retried while the coordinator answers
+    CONCURRENT_TRANSACTIONS (it is aborting the id's open transaction), as
+    clients do; anything else but 0 fails."""
+    deadline = time.monotonic() + HANG_GUARD
+    while True:
+        r = c.init_producer_id(txn_id, timeout_ms, ver=ver)
+        if r.error != CONCURRENT_TRANSACTIONS:
+            break
+        assert time.monotonic() < deadline, "InitProducerId(%r): CONCURRENT_TRANSACTIONS (hang guard)" % txn_id
+        time.sleep(0.02)
+    assert r.error == 0 and r.pid >= 0 and r.epoch >= 0, (txn_id, r)
+    return r
+
+
+def new_topic(c, name, partitions=1):
+    err = c.create_topic(name, partitions)
+    assert err == 0, "CreateTopics %s: %d" % (name, err)
+
+
+def plain(values):
+    """A batch from a non-idempotent producer."""
+    return batch(values)
+
+
+def vals(tag, n):
+    return [b"%s-%d" % (tag, i) for i in range(n)]
+
+
+# ---- InitProducerId -----------------------------------------------------------
+
+@test
+def init_producer_id_transactional():
+    """InitProducerId with a new transactional id: a producer id and epoch 0;
+    the same id again: the same producer id, epoch 1, then 2 (v0 and v1
+    alike); another id and an idempotent producer (null id) get other
+    producer ids, epoch 0; an empty transactional id is INVALID_REQUEST
+    (42), as in Kafka."""
+    with broker(settings=SETTINGS) as b, TConn(b.bootstrap) as c:
+        r0 = c.init_producer_id("tx-a")
+        assert r0.error == 0 and r0.pid >= 0 and r0.epoch == 0, r0
+        r1 = c.init_producer_id("tx-a")
+        assert (r1.error, r1.pid, r1.epoch) == (0, r0.pid, 1), (r0, r1)
+        r2 = c.init_producer_id("tx-a", ver=0)
+        assert (r2.error, r2.pid, r2.epoch) == (0, r0.pid, 2), (r0, r2)
+        o = c.init_producer_id("tx-b")
+        assert o.error == 0 and o.epoch == 0 and o.pid not in (-1, r0.pid), (r0, o)
+        i = c.init_producer_id(None)
+        assert i.error == 0 and i.epoch == 0 and i.pid not in (-1, r0.pid, o.pid), (r0, o, i)
+        e = c.init_producer_id("")
+        assert e.error == INVALID_REQUEST, e
+        # a new connection sees the same mapping
+        with TConn(b.bootstrap) as c2:
+            r3 = c2.init_producer_id("tx-a")
+            assert (r3.error, r3.pid, r3.epoch) == (0, r0.pid, 3), (r0, r3)
+
+
+@test
+def init_producer_id_timeout():
+    """InitProducerId with a transaction timeout above
+    transaction.max.timeout.ms (60000 here), or not positive:
+    INVALID_TRANSACTION_TIMEOUT (50), and the transactional id is not
+    created (exactly 60000 then gives epoch 0)."""
+    with broker(settings=SETTINGS) as b, TConn(b.bootstrap) as c:
+        for ms in (MAX_TIMEOUT_MS + 1, 900000, 2 ** 31 - 1, 0, -1):
+            r = c.init_producer_id("tx-t", timeout_ms=ms)
+            assert r.error == INVALID_TRANSACTION_TIMEOUT, (ms, r)
+        r = c.init_producer_id("tx-t", timeout_ms=MAX_TIMEOUT_MS)
+        assert r.error == 0 and r.pid >= 0 and r.epoch == 0, r
+        r2 = c.init_producer_id("tx-t", timeout_ms=MAX_TIMEOUT_MS + 1)
+        assert r2.error == INVALID_TRANSACTION_TIMEOUT, r2
+        r3 = c.init_producer_id("tx-t", timeout_ms=1)
+        assert (r3.error, r3.pid, r3.epoch) == (0, r.pid, 1), (r, r3)
+
+
+# ---- AddPartitionsToTxn / AddOffsetsToTxn -------------------------------------
+
+@test
+def add_partitions_errors():
+    """AddPartitionsToTxn (v0 and v1): a producer id that is not the
+    transactional id's -> INVALID_PRODUCER_ID_MAPPING (49) for every
+    partition; an unknown transactional id -> 49; an older or newer epoch
+    -> INVALID_PRODUCER_EPOCH (47); an unknown topic or partition ->
+    UNKNOWN_TOPIC_OR_PARTITION (3) for it and OPERATION_NOT_ATTEMPTED (55)
+    for the others. None of these added anything: a transactional batch to
+    those partitions is still INVALID_TXN_STATE (48). AddOffsetsToTxn with
+    a wrong producer id / stale epoch: 49 / 47."""
+    with broker(settings=SETTINGS) as b, TConn(b.bootstrap) as c:
+        new_topic(c, "tt", 2)
+        init_pid(c, "tx-ap")
+        p = Producer(c, "tx-ap")      # epoch 1: epoch 0 is now stale
+        assert p.epoch == 1, p.epoch
+        both = {"tt": [0, 1]}
+        keys = [("tt", 0), ("tt", 1)]
+        for ver in (0, 1):
+            errs = c.add_partitions("tx-ap", p.pid + 1000, p.epoch, both, ver=ver)
+            assert errs == {k: INVALID_PRODUCER_ID_MAPPING for k in keys}, (ver, errs)
+            errs = c.add_partitions("tx-nosuch", p.pid, p.epoch, both, ver=ver)
+            assert errs == {k: INVALID_PRODUCER_ID_MAPPING for k in keys}, (ver, errs)
+            for epoch in (p.epoch - 1, p.epoch + 1):
+                errs = c.add_partitions("tx-ap", p.pid, epoch, both, ver=ver)
+                assert errs == {k: INVALID_PRODUCER_EPOCH for k in keys}, (ver, epoch, errs)
+            errs = c.add_partitions("tx-ap", p.pid, p.epoch, {"tt": [0, 1], "nosuch": [0]}, ver=ver)
+            assert errs == {("tt", 0): OPERATION_NOT_ATTEMPTED, ("tt", 1): OPERATION_NOT_ATTEMPTED,
+                            ("nosuch", 0): kraw.UNKNOWN_TOPIC_OR_PARTITION}, (ver, errs)
+            errs = c.add_partitions("tx-ap", p.pid, p.epoch, {"tt": [0, 7]}, ver=ver)
+            assert errs == {("tt", 0): OPERATION_NOT_ATTEMPTED, ("tt", 7): kraw.UNKNOWN_TOPIC_OR_PARTITION}, (ver, errs)
+        for part in (0, 1):
+            r = p.produce("tt", part, [b"x"])
+            assert r.error == INVALID_TXN_STATE, (part, r)
+        assert c.add_offsets("tx-ap", p.pid + 1000, p.epoch, "grp") == INVALID_PRODUCER_ID_MAPPING
+        assert c.add_offsets("tx-ap", p.pid, p.epoch - 1, "grp") == INVALID_PRODUCER_EPOCH
+        # nothing was added: ending is INVALID_TXN_STATE, no transaction is open
+        assert p.end(True) == INVALID_TXN_STATE
+        # the right call works, and then only that partition takes batches
+        p.add("tt", [0], ver=0)
+        assert p.produce("tt", 0, [b"a", b"b"]).error == 0
+        assert p.produce("tt", 1, [b"c"]).error == INVALID_TXN_STATE
+        assert p.end(True) == 0
+        assert c.latest("tt", 0, READ_COMMITTED) == 3   # 2 records and the marker
+        assert c.latest("tt", 1, READ_COMMITTED) == 0
+
+
+# ---- Produce --------------------------------------------------------------------
+
+@test
+def produce_transactional_needs_add():
+    """A transactional batch (attributes bit 4, producer id and epoch from
+    InitProducerId, base sequence 0) to a partition not added to the
+    transaction: INVALID_TXN_STATE (48); after AddPartitionsToTxn it is
+    accepted at offset 0 (and the next batch at 2); another partition of
+    the topic, not added: 48. After EndTxn the partition is out of the
+    transaction again: 48 until it is added to the next one."""
+    with broker(settings=SETTINGS) as b, TConn(b.bootstrap) as c:
+        new_topic(c, "tp", 2)
+        p = Producer(c, "tx-p")
+        assert p.epoch == 0
+        r = p.produce("tp", 0, [b"a", b"b"])
+        assert r.error == INVALID_TXN_STATE, r
+        p.add("tp", [0])
+        r = p.produce("tp", 0, [b"a", b"b"])
+        assert (r.error, r.base) == (0, 0), r
+        r = p.produce("tp", 0, [b"c"])
+        assert (r.error, r.base) == (0, 2), r
+        r = p.produce("tp", 1, [b"z"])
+        assert r.error == INVALID_TXN_STATE, r
+        assert p.end(True) == 0
+        r = p.produce("tp", 0, [b"d"])
+        assert r.error == INVALID_TXN_STATE, r
+        p.add("tp", [0, 1])
+        r = p.produce("tp", 0, [b"d"])
+        assert (r.error, r.base) == (0, 4), r          # 0..2 data, 3 the marker
+        r = p.produce("tp", 1, [b"e"])
+        assert (r.error, r.base) == (0, 0), r
+        assert p.end(True) == 0
+        f = c.fetch1("tp", 0, 0, READ_COMMITTED)
+        assert data_offsets(f.batches) == [0, 1, 2, 4], data_offsets(f.batches)
+        assert [m[:2] for m in markers(f.batches)] == [(3, MARKER_COMMIT), (5, MARKER_COMMIT)], markers(f.batches)
+        assert all(bt.transactional for bt in f.batches), f.batches
+
+
+@test
+def produce_control_bit_refused():
+    """A batch with the control bit (bit 5) from a client: INVALID_RECORD
+    (87), whether it also has the transactional bit (a forged COMMIT marker
+    from a producer whose transaction holds the partition) or not (and no
+    producer id); the log does not move, and the transaction can still be
+    aborted normally."""
+    with broker(settings=SETTINGS) as b, TConn(b.bootstrap) as c:
+        new_topic(c, "tc")
+        p = Producer(c, "tx-c")
+        p.add("tc", [0])
+        assert p.produce("tc", 0, [b"a"]).error == 0
+        r = c.produce("tc", 0, marker(MARKER_COMMIT, p.pid, p.epoch), txn_id="tx-c")
+        assert r.error == INVALID_RECORD, r
+        r = c.produce("tc", 0, batch([b"x"], attributes=ATTR_CONTROL))
+        assert r.error == INVALID_RECORD, r
+        r = c.produce("tc", 0, batch([b"x"], pid=p.pid, epoch=p.epoch, seq=1,
+                                     attributes=ATTR_CONTROL | ATTR_TRANSACTIONAL), txn_id="tx-c")
+        assert r.error == INVALID_RECORD, r
+        assert c.latest("tc", 0, READ_UNCOMMITTED) == 1
+        assert c.latest("tc", 0, READ_COMMITTED) == 0
+        assert p.produce("tc", 0, [b"b"]).error == 0   # sequence 1 was never taken
+        assert p.end(False) == 0
+        f = c.fetch1("tc", 0, 0, READ_COMMITTED)
+        assert (f.hw, f.lso, f.aborted) == (3, 3, [(p.pid, 0)]), f
+        assert markers(f.batches) == [(2, MARKER_ABORT, p.pid, p.epoch)], markers(f.batches)
+
+
+@test
+def produce_idempotent_sequence_errors():
+    """An idempotent producer (InitProducerId with a null transactional id):
+    base sequence -1 (or -5) with a producer id: INVALID_RECORD (87); 0 is
+    taken at offset 0; then 5 when 2 is due (a gap):
+    OUT_OF_ORDER_SEQUENCE_NUMBER (45); 2 is taken at offset 2. A
+    transactional producer has the same checks within its transaction."""
+    with broker(settings=SETTINGS) as b, TConn(b.bootstrap) as c:
+        new_topic(c, "ti")
+        p = Producer(c, None)
+        for seq in (-1, -5):
+            r = p.produce("ti", 0, [b"a"], seq=seq)
+            assert r.error == INVALID_RECORD, (seq, r)
+        r = p.produce("ti", 0, [b"a", b"b"])
+        assert (r.error, r.base) == (0, 0), r
+        r = p.produce("ti", 0, [b"c"], seq=5)
+        assert r.error == OUT_OF_ORDER_SEQUENCE_NUMBER, r
+        r = p.produce("ti", 0, [b"c"])
+        assert (r.error, r.base) == (0, 2), r
+        # transactional
+        t = Producer(c, "tx-i")
+        t.add("ti", [0])
+        r = t.produce("ti", 0, [b"t"], seq=-1)
+        assert r.error == INVALID_RECORD, r
+        r = t.produce("ti", 0, [b"t0"])
+        assert (r.error, r.base) == (0, 3), r
+        r = t.produce("ti", 0, [b"t9"], seq=9)
+        assert r.error == OUT_OF_ORDER_SEQUENCE_NUMBER, r
+        r = t.produce("ti", 0, [b"t1"])
+        assert (r.error, r.base) == (0, 4), r
+        assert t.end(True) == 0
+        assert c.latest("ti", 0, READ_COMMITTED) == 6
+
+
+# ---- EndTxn ---------------------------------------------------------------------
+
+@test
+def end_txn_errors():
+    """EndTxn: with no transaction ongoing (commit or abort) ->
+    INVALID_TXN_STATE (48); an older or newer epoch -> INVALID_PRODUCER_EPOCH
+    (47); a producer id that is not the id's -> INVALID_PRODUCER_ID_MAPPING
+    (49), as for an unknown transactional id; neither refused call ended the
+    transaction (it is still open: LSO stays); commit -> 0, commit again (a
+    retry) -> 0, abort after the commit -> 48; in the next transaction abort
+    -> 0, abort again -> 0, commit after the abort -> 48."""
+    with broker(settings=SETTINGS) as b, TConn(b.bootstrap) as c:
+        new_topic(c, "te")
+        init_pid(c, "tx-e")
+        p = Producer(c, "tx-e")
+        assert p.epoch == 1
+        assert p.end(True) == INVALID_TXN_STATE
+        assert p.end(False) == INVALID_TXN_STATE
+        p.add("te", [0])
+        assert p.produce("te", 0, [b"a"]).error == 0
+        for epoch in (p.epoch - 1, p.epoch + 1):
+            for commit in (True, False):
+                err = c.end_txn("tx-e", p.pid, epoch, commit)
+                assert err == INVALID_PRODUCER_EPOCH, (epoch, commit, err)
+        assert c.end_txn("tx-e", p.pid + 1000, p.epoch, True) == INVALID_PRODUCER_ID_MAPPING
+        assert c.end_txn("tx-nosuch", p.pid, p.epoch, True) == INVALID_PRODUCER_ID_MAPPING
+        assert c.latest("te", 0, READ_COMMITTED) == 0, "a refused EndTxn ended the transaction"
+        assert p.end(True) == 0
+        assert c.latest("te", 0, READ_COMMITTED) == 2
+        assert p.end(True) == 0
+        assert p.end(False) == INVALID_TXN_STATE
+        assert c.latest("te", 0, READ_COMMITTED) == 2, "a retried EndTxn wrote another marker"
+        # next transaction, aborted
+        p.add("te", [0])
+        assert p.produce("te", 0, [b"b"]).error == 0
+        assert p.end(False) == 0
+        assert p.end(False) == 0
+        assert p.end(True) == INVALID_TXN_STATE
+        f = c.fetch1("te", 0, 0, READ_COMMITTED)
+        assert (f.hw, f.lso, f.aborted) == (4, 4, [(p.pid, 2)]), f
+        assert [m[:2] for m in markers(f.batches)] == [(1, MARKER_COMMIT), (3, MARKER_ABORT)], markers(f.batches)
+
+
+@test
+def fenced_producer():
+    """InitProducerId for a transactional id whose transaction is open
+    aborts it (the caller may see CONCURRENT_TRANSACTIONS (51) meanwhile)
+    and bumps the epoch; the older producer then gets
+    INVALID_PRODUCER_EPOCH (47) from Produce, AddPartitionsToTxn,
+    AddOffsetsToTxn, TxnOffsetCommit and EndTxn; the aborted transaction
+    shows in a read_committed Fetch; the new epoch produces with sequence 0
+    and commits."""
+    with broker(settings=SETTINGS) as b, TConn(b.bootstrap) as c, TConn(b.bootstrap) as c2:
+        new_topic(c, "tf")
+        old = Producer(c, "tx-f")
+        old.add("tf", [0])
+        assert old.produce("tf", 0, [b"a", b"b"]).error == 0
+        assert c.add_offsets("tx-f", old.pid, old.epoch, "gf") == 0
+        new = Producer(c2, "tx-f")
+        # Kafka answers epoch+2 here (the abort fences with epoch+1, the
+        # retried InitProducerId bumps again); epoch+1 fences just as well
+        assert new.pid == old.pid and new.epoch in (old.epoch + 1, old.epoch + 2), (old.pid, old.epoch, new.pid, new.epoch)
+        r = old.produce("tf", 0, [b"c"])
+        assert r.error == INVALID_PRODUCER_EPOCH, r
+        errs = c.add_partitions("tx-f", old.pid, old.epoch, {"tf": [0]})
+        assert errs == {("tf", 0): INVALID_PRODUCER_EPOCH}, errs
+        assert c.add_offsets("tx-f", old.pid, old.epoch, "gf") == INVALID_PRODUCER_EPOCH
+        errs = c.txn_offset_commit("tx-f", "gf", old.pid, old.epoch, {("tf", 0): (1, "")})
+        assert errs == {("tf", 0): INVALID_PRODUCER_EPOCH}, errs
+        assert old.end(True) == INVALID_PRODUCER_EPOCH
+        f = c.fetch1("tf", 0, 0, READ_COMMITTED)
+        assert (f.hw, f.lso, f.aborted) == (3, 3, [(old.pid, 0)]), f
+        assert [m[:2] for m in markers(f.batches)] == [(2, MARKER_ABORT)], markers(f.batches)
+        new.add("tf", [0])
+        r = new.produce("tf", 0, [b"n"])
+        assert (r.error, r.base) == (0, 3), r
+        assert new.end(True) == 0
+        f = c.fetch1("tf", 0, 0, READ_COMMITTED)
+        assert (f.hw, f.lso) == (5, 5), f
+        assert [m[:3] for m in markers(f.batches)] == [(2, MARKER_ABORT, old.pid), (4, MARKER_COMMIT, old.pid)], \
+            markers(f.batches)
+        out, _ = c.offset_fetch("gf", {"tf": [0]})
+        assert out == {("tf", 0): (-1, "", 0)}, out
+
+
+@test
+def transaction_timeout_aborts():
+    """A transaction open longer than its transaction timeout (1000 ms; the
+    timed-out check every 200 ms) is aborted by the broker: the ABORT marker
+    arrives on its own (LSO moves to the high watermark), the epoch is
+    bumped, so the late producer's EndTxn commit and Produce get
+    INVALID_PRODUCER_EPOCH (47); InitProducerId then gives epoch 2."""
+    settings = dict(SETTINGS)
+    settings["transaction.abort.timed.out.transaction.cleanup.interval.ms"] = 200
+    with broker(settings=settings) as b, TConn(b.bootstrap) as c:
+        new_topic(c, "tto")
+        p = Producer(c, "tx-to", timeout_ms=1000)
+        p.add("tto", [0])
+        assert p.produce("tto", 0, [b"a"]).error == 0
+        assert c.latest("tto", 0, READ_COMMITTED) == 0
+        deadline = time.monotonic() + HANG_GUARD
+        while c.latest("tto", 0, READ_COMMITTED) == 0:
+            assert time.monotonic() < deadline, "the timed-out transaction was not aborted (hang guard)"
+            time.sleep(0.05)
+        f = c.fetch1("tto", 0, 0, READ_COMMITTED)
+        assert (f.hw, f.lso, f.aborted) == (2, 2, [(p.pid, 0)]), f
+        assert [m[:2] for m in markers(f.batches)] == [(1, MARKER_ABORT)], markers(f.batches)
+        assert p.end(True) == INVALID_PRODUCER_EPOCH
+        assert p.produce("tto", 0, [b"late"]).error == INVALID_PRODUCER_EPOCH
+        r = init_pid(c, "tx-to")
+        assert (r.pid, r.epoch) == (p.pid, 2), (p.pid, r)
+
+
+# ---- read_committed -----------------------------------------------------------------
+
+def open_txn_layout(c, topic):
+    """Offsets 0..2 plain, 3..4 an open transaction, 5 plain; returns the
+    transactional producer."""
+    new_topic(c, topic)
+    r = c.produce(topic, 0, plain(vals(b"p", 3)))
+    assert (r.error, r.base) == (0, 0), r
+    p = Producer(c, "tx-" + topic)
+    p.add(topic, [0])
+    r = p.produce(topic, 0, vals(b"t", 2))
+    assert (r.error, r.base) == (0, 3), r
+    r = c.produce(topic, 0, plain([b"after"]))
+    assert (r.error, r.base) == (0, 5), r
+    return p
+
+
+def check_open(c, topic, ver):
+    f = c.fetch1(topic, 0, 0, READ_COMMITTED, ver=ver)
+    assert (f.error, f.hw, f.lso) == (0, 6, 3), (ver, f)
+    assert f.aborted in (None, []), (ver, f.aborted)
+    assert f.batches and all(bt.last < 3 for bt in f.batches), (ver, [(bt.base, bt.last) for bt in f.batches])
+    assert data_offsets(f.batches) == [0, 1, 2], (ver, data_offsets(f.batches))
+    f = c.fetch1(topic, 0, 3, READ_COMMITTED, ver=ver)
+    assert (f.error, f.hw, f.lso, f.batches) == (0, 6, 3, []), (ver, f)
+    f = c.fetch1(topic, 0, 0, READ_UNCOMMITTED, ver=ver)
+    assert (f.error, f.hw, f.lso) == (0, 6, 3), (ver, f)
+    assert data_offsets(f.batches) == list(range(6)), (ver, data_offsets(f.batches))
+    assert [bt.transactional for bt in f.batches] == [False, True, False], (ver, f.batches)
+
+
+@test
+def read_committed_open_then_abort():
+    """Offsets 0..2 plain, 3..4 in an open transaction, 5 plain. Fetch (v4
+    and v11) with isolation_level 1: high watermark 6, LastStableOffset 3
+    (the open transaction's first offset), only records 0..2 and no batch
+    reaching 3; from offset 3 nothing. read_uncommitted: all six, and
+    LastStableOffset 3 there too. After EndTxn abort: an ABORT marker at 6
+    (control batch of the producer's id and epoch), HW = LSO = 7, and
+    read_committed gets AbortedTransactions [(pid, 3)] with the batches."""
+    with broker(settings=SETTINGS) as b, TConn(b.bootstrap) as c:
+        p = open_txn_layout(c, "ra")
+        for ver in (4, 11):
+            check_open(c, "ra", ver)
+        assert p.end(False) == 0
+        for ver in (4, 11):
+            f = c.fetch1("ra", 0, 0, READ_COMMITTED, ver=ver)
+            assert (f.error, f.hw, f.lso, f.aborted) == (0, 7, 7, [(p.pid, 3)]), (ver, f)
+            assert data_offsets(f.batches) == list(range(6)), (ver, data_offsets(f.batches))
+            assert markers(f.batches) == [(6, MARKER_ABORT, p.pid, p.epoch)], (ver, markers(f.batches))
+            ctl = [bt for bt in f.batches if bt.control][0]
+            assert ctl.transactional and ctl.base == ctl.last == 6, ctl
+            f = c.fetch1("ra", 0, 0, READ_UNCOMMITTED, ver=ver)
+            assert (f.hw, f.lso) == (7, 7) and f.aborted in (None, []), (ver, f)
+
+
+@test
+def read_committed_commit_and_two_producers():
+    """The same layout (0..2 plain, 3..4 producer 1's open transaction, 5
+    plain), then producer 2's transaction at 6..7: LSO 3 (the oldest open
+    transaction). Producer 1 commits (COMMIT marker at 8): LSO moves to 6,
+    producer 2's first offset, and read_committed gets 0..5 with the
+    committed 3..4 and nothing from 6 on; ListOffsets isolation 1 says 6.
+    Producer 2 aborts (marker 9): LSO = HW = 10, AbortedTransactions
+    [(pid2, 6)] only, both markers with their producer's id and epoch."""
+    with broker(settings=SETTINGS) as b, TConn(b.bootstrap) as c:
+        p = open_txn_layout(c, "rc")
+        q = Producer(c, "tx-rc2")
+        q.add("rc", [0])
+        r = q.produce("rc", 0, vals(b"q", 2))
+        assert (r.error, r.base) == (0, 6), r
+        f = c.fetch1("rc", 0, 0, READ_COMMITTED)
+        assert (f.hw, f.lso) == (8, 3), f
+        assert p.end(True) == 0
+        f = c.fetch1("rc", 0, 0, READ_COMMITTED)
+        assert (f.hw, f.lso) == (9, 6), f
+        assert f.aborted in (None, []), f.aborted
+        assert data_offsets(f.batches) == list(range(6)), data_offsets(f.batches)
+        assert all(bt.last < 6 for bt in f.batches), [(bt.base, bt.last) for bt in f.batches]
+        assert c.latest("rc", 0, READ_COMMITTED) == 6
+        assert q.end(False) == 0
+        f = c.fetch1("rc", 0, 0, READ_COMMITTED)
+        assert (f.hw, f.lso, f.aborted) == (10, 10, [(q.pid, 6)]), f
+        assert data_offsets(f.batches) == [0, 1, 2, 3, 4, 5, 6, 7], data_offsets(f.batches)
+        assert markers(f.batches) == [(8, MARKER_COMMIT, p.pid, p.epoch), (9, MARKER_ABORT, q.pid, q.epoch)], \
+            markers(f.batches)
+        got = [r.value for bt in f.batches if not bt.control for r in bt.records]
+        assert got == vals(b"p", 3) + vals(b"t", 2) + [b"after"] + vals(b"q", 2), got
+
+
+@test
+def list_offsets_isolation():
+    """ListOffsets v2 and v3, latest (-1): with isolation_level 1 the LSO
+    (3) while the transaction is open, 6 with isolation 0 (the high
+    watermark); after EndTxn commit both are 7; earliest (-2) is 0 either
+    way."""
+    with broker(settings=SETTINGS) as b, TConn(b.bootstrap) as c:
+        p = open_txn_layout(c, "lo")
+        for ver in (2, 3):
+            assert c.latest("lo", 0, READ_COMMITTED, ver=ver) == 3, ver
+            assert c.latest("lo", 0, READ_UNCOMMITTED, ver=ver) == 6, ver
+            for iso in (0, 1):
+                assert c.list_offsets({("lo", 0): EARLIEST}, iso, ver=ver) == {("lo", 0): (0, 0)}, (ver, iso)
+        assert p.end(True) == 0
+        for ver in (2, 3):
+            assert c.latest("lo", 0, READ_COMMITTED, ver=ver) == 7, ver
+            assert c.latest("lo", 0, READ_UNCOMMITTED, ver=ver) == 7, ver
+
+
+# ---- TxnOffsetCommit --------------------------------------------------------------
+
+@test
+def txn_offset_commit_visibility():
+    """AddOffsetsToTxn, then TxnOffsetCommit (v2) tt/0 = 42 "m", tt/1 = 43:
+    OffsetFetch (another connection) still sees nothing (-1) before EndTxn
+    and 42/43 after the commit. In the next transaction TxnOffsetCommit (v1)
+    tt/0 = 99: still 42 before EndTxn, and after the abort too (dropped)."""
+    with broker(settings=SETTINGS) as b, TConn(b.bootstrap) as c, TConn(b.bootstrap) as other:
+        new_topic(c, "to", 2)
+        p = Producer(c, "tx-o")
+        assert c.add_offsets("tx-o", p.pid, p.epoch, "tg") == 0
+        errs = c.txn_offset_commit("tx-o", "tg", p.pid, p.epoch, {("to", 0): (42, "m"), ("to", 1): (43, None)})
+        assert errs == {("to", 0): 0, ("to", 1): 0}, errs
+        out, _ = other.offset_fetch("tg", {"to": [0, 1]})
+        assert out == {("to", 0): (-1, "", 0), ("to", 1): (-1, "", 0)}, out
+        assert p.end(True) == 0
+        out, _ = other.offset_fetch("tg", {"to": [0, 1]})
+        assert {k: v[0] for k, v in out.items()} == {("to", 0): 42, ("to", 1): 43}, out
+        assert out[("to", 0)] == (42, "m", 0), out
+        # aborted
+        assert c.add_offsets("tx-o", p.pid, p.epoch, "tg") == 0
+        errs = c.txn_offset_commit("tx-o", "tg", p.pid, p.epoch, {("to", 0): (99, "x")}, ver=1)
+        assert errs == {("to", 0): 0}, errs
+        out, _ = other.offset_fetch("tg", {"to": [0]})
+        assert out == {("to", 0): (42, "m", 0)}, out
+        assert p.end(False) == 0
+        out, _ = other.offset_fetch("tg", {"to": [0, 1]})
+        assert {k: v[0] for k, v in out.items()} == {("to", 0): 42, ("to", 1): 43}, out
+
+
+@test
+def crc32c_and_batch_self_check():
+    """The test's own encoders: CRC-32C of "123456789" is 0xE3069283, and a
+    built batch parses back (offsets, keys, values, producer fields)."""
+    assert crc32c(b"123456789") == 0xE3069283
+    bl = batch([(b"k", b"v"), b"w", (None, None)], pid=7, epoch=3, seq=11, attributes=ATTR_TRANSACTIONAL)
+    (bt,) = parse_batches(bl)
+    assert (bt.base, bt.last, bt.pid, bt.epoch, bt.seq, bt.transactional, bt.control) == (0, 2, 7, 3, 11, True, False)
+    assert [(r.offset, r.key, r.value) for r in bt.records] == [(0, b"k", b"v"), (1, None, b"w"), (2, None, None)]
+    for v in (0, 1, -1, 63, -64, 64, 300, -300, 2 ** 40, -(2 ** 40)):
+        assert read_varint(varint(v), 0) == (v, len(varint(v))), v
+
+
+if __name__ == "__main__":
+    main("txn-raw")
