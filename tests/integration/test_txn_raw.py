@@ -475,6 +475,57 @@ def txn_offset_commit_visibility():
         assert {k: v[0] for k, v in out.items()} == {("to", 0): 42, ("to", 1): 43}, out
 
 
+# ---- restarts ---------------------------------------------------------------------
+
+@test
+def state_survives_restart():
+    """Producer 1 commits a transaction (2 records, marker at 2, and a
+    transactional offset 10 for group rg); producer 2 leaves one open at
+    3..4. After a SIGTERM restart and again after a SIGKILL one: the LSO is
+    still 3 (the open transaction is not forgotten), the committed offset
+    is still 10, InitProducerId for producer 1's id gives its producer id
+    with the next epoch, and a new transactional id gets a producer id
+    never handed out before. Then InitProducerId for producer 2's id aborts
+    its open transaction: ABORT marker at 5, LSO = HW = 6,
+    AbortedTransactions [(pid2, 3)]."""
+    with broker(settings=SETTINGS) as b:
+        with TConn(b.bootstrap) as c:
+            new_topic(c, "rs")
+            p = Producer(c, "tx-rs1")
+            p.add("rs", [0])
+            assert p.produce("rs", 0, vals(b"c", 2)).error == 0
+            assert c.add_offsets("tx-rs1", p.pid, p.epoch, "rg") == 0
+            assert c.txn_offset_commit("tx-rs1", "rg", p.pid, p.epoch, {("rs", 0): (10, "")}) == {("rs", 0): 0}
+            assert p.end(True) == 0
+            q = Producer(c, "tx-rs2")
+            q.add("rs", [0])
+            assert q.produce("rs", 0, vals(b"o", 2)).error == 0
+        pids = {p.pid, q.pid}
+        epoch1 = p.epoch
+        for hard in (False, True):
+            b.restart(hard=hard)
+            with TConn(b.bootstrap) as c:
+                f = c.fetch1("rs", 0, 0, READ_COMMITTED)
+                assert (f.hw, f.lso) == (5, 3), (hard, f)
+                assert data_offsets(f.batches) == [0, 1], (hard, data_offsets(f.batches))
+                assert [m[:3] for m in markers(f.batches)] == [(2, MARKER_COMMIT, p.pid)], (hard, markers(f.batches))
+                out, _ = c.offset_fetch("rg", {"rs": [0]})
+                assert out == {("rs", 0): (10, "", 0)}, (hard, out)
+                r = init_pid(c, "tx-rs1")
+                assert (r.pid, r.epoch) == (p.pid, epoch1 + 1), (hard, p.pid, epoch1, r)
+                epoch1 = r.epoch
+                r = init_pid(c, "tx-rs-new-%d" % hard)
+                assert r.pid not in pids and r.epoch == 0, (hard, pids, r)
+                pids.add(r.pid)
+        with TConn(b.bootstrap) as c:
+            r = init_pid(c, "tx-rs2")
+            assert r.pid == q.pid and r.epoch > q.epoch, (q.pid, q.epoch, r)
+            f = c.fetch1("rs", 0, 0, READ_COMMITTED)
+            assert (f.hw, f.lso, f.aborted) == (6, 6, [(q.pid, 3)]), f
+            assert [m[:3] for m in markers(f.batches)] == [(2, MARKER_COMMIT, p.pid), (5, MARKER_ABORT, q.pid)], \
+                markers(f.batches)
+
+
 @test
 def crc32c_and_batch_self_check():
     """The test's own encoders: CRC-32C of "123456789" is 0xE3069283, and a
