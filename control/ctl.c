@@ -15,10 +15,12 @@
 #include "control/config.h"
 #include "control/ctl.h"
 #include "control/group.h"
+#include "control/txn.h"
 #include "control/metalog.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
 #include "dataplane/shard.h"
+#include "storage/batch_format.h"
 
 /* An operation in progress: waiting for shards to open or close
  * partitions. */
@@ -55,6 +57,7 @@ struct ctl {
 	uint64_t version;
 	struct retired *retired;
 	struct group_coord *gc;
+	struct txn_coord *tc;
 	int64_t pid_next, pid_end;   /* producer ids reserved in the metadata log, not handed out */
 	/* start-up handshake */
 	pthread_mutex_t lock;        /* start-up only, never on the data path */
@@ -177,6 +180,11 @@ static void ctl_send(struct ctl *ctl, int to, const struct shard_msg *m)
 void ctl_send_msg(struct ctl *ctl, int to, const struct shard_msg *m)
 {
 	ctl_send(ctl, to, m);
+}
+
+struct txn_coord *ctl_txns(struct ctl *ctl)
+{
+	return ctl->tc;
 }
 
 struct group_coord *ctl_groups(struct ctl *ctl)
@@ -416,10 +424,17 @@ static void ctl_set_ready(struct ctl *ctl, int err, const char *msg)
 	pthread_mutex_unlock(&ctl->lock);
 }
 
-/* Committed offsets are back in the group coordinator: serve. */
-static void ctl_replayed(struct ctl *ctl)
+/* Transactions are back: serve. */
+static void ctl_txns_replayed(struct ctl *ctl)
 {
 	ctl_set_ready(ctl, 0, NULL);
+}
+
+/* Committed offsets are back in the group coordinator; transactions next
+ * (completing one may commit offsets). */
+static void ctl_replayed(struct ctl *ctl)
+{
+	txn_replay(ctl->tc, ctl_txns_replayed);
 }
 
 static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
@@ -458,10 +473,12 @@ static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 		for (int i = 0; i < op->ncreated; i++)
 			if (!strcmp(op->created[i]->name, GROUP_OFFSETS_TOPIC))
 				group_set_offsets_topic(ctl->gc, op->created[i]);
+			else if (!strcmp(op->created[i]->name, TXN_STATE_TOPIC))
+				txn_set_state_topic(ctl->tc, op->created[i]);
 		if (op->failed) {
 			ctl_set_ready(ctl, -EIO, op->fail_msg);
 		} else if (group_replay(ctl->gc, ctl_replayed) == 0) {
-			ctl_set_ready(ctl, 0, NULL);
+			ctl_replayed(ctl);
 		}
 	}
 	free(op->created);
@@ -530,6 +547,12 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 		ct->error = KERR_INVALID_REQUEST;
 		snprintf(ct->message, sizeof(ct->message),
 			 "the partition count of %s is fixed (offsets.topic.num.partitions)", GROUP_OFFSETS_TOPIC);
+		return;
+	}
+	if (req->kind == CTL_CREATE_PARTITIONS && !strcmp(name, TXN_STATE_TOPIC)) {
+		ct->error = KERR_INVALID_REQUEST;
+		snprintf(ct->message, sizeof(ct->message),
+			 "the partition count of %s is fixed (transaction.state.log.num.partitions)", TXN_STATE_TOPIC);
 		return;
 	}
 	for (int i = 0; i < op->nreplaced; i++)
@@ -656,6 +679,12 @@ static void ctl_handle(void *self, struct shard_msg *m)
 					 GROUP_OFFSETS_TOPIC);
 				continue;
 			}
+			if (t && !strcmp(name, TXN_STATE_TOPIC)) {
+				ct->error = KERR_INVALID_REQUEST;
+				snprintf(ct->message, sizeof(ct->message),
+					 "%s holds the state of every transaction; it cannot be deleted", TXN_STATE_TOPIC);
+				continue;
+			}
 			if (!t || metalog_delete_topic(ctl->ml, name) < 0) {
 				ct->error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 				continue;
@@ -734,11 +763,8 @@ static void ctl_handle(void *self, struct shard_msg *m)
 
 #define CTL_PID_BLOCK 1000
 
-static void ctl_producer_id(void *self, struct shard_msg *m)
+int64_t ctl_new_producer_id(struct ctl *ctl)
 {
-	struct ctl *ctl = self;
-	int64_t *out = m->p[1];
-
 	if (ctl->pid_next == ctl->pid_end) {
 		/* reserve the next block first: an id is never handed out twice,
 		 * a restart continues after the last reserved block */
@@ -747,14 +773,21 @@ static void ctl_producer_id(void *self, struct shard_msg *m)
 		if (start < 0) {
 			fprintf(stderr, "sluiced: cannot reserve producer ids in the metadata log: %s\n",
 				strerror((int)-start));
-			*out = -1;
-			ctl_reply(ctl, m->p[0], (int)m->v[0]);
-			return;
+			return start;
 		}
 		ctl->pid_next = start;
 		ctl->pid_end = start + CTL_PID_BLOCK;
 	}
-	*out = ctl->pid_next++;
+	return ctl->pid_next++;
+}
+
+static void ctl_producer_id(void *self, struct shard_msg *m)
+{
+	struct ctl *ctl = self;
+	int64_t *out = m->p[1];
+	int64_t pid = ctl_new_producer_id(ctl);
+
+	*out = pid < 0 ? -1 : pid;
 	ctl_reply(ctl, m->p[0], (int)m->v[0]);
 }
 
@@ -774,6 +807,182 @@ void ctl_submit(struct kafka_ctx *ctx, struct ctl_req *req)
 	req->ctx = ctx;
 	req->from = sh->id;
 	shard_send(sh, broker_ctl_index(sh->b), &m);
+}
+
+/* ---- internal logs: appends and start-up reads ------------------------ */
+
+struct ctl_append {
+	void (*done)(struct ctl *ctl, void *cookie, int64_t base, int err);
+	void *cookie;
+	uint8_t *batch;
+};
+
+static void ctl_appended(void *self, struct shard_msg *m)
+{
+	struct ctl_append *ca = m->p[0];
+
+	ca->done(self, ca->cookie, m->v[0], (int)m->v[1]);
+	free(ca->batch);
+	free(ca);
+}
+
+/* On the owner shard: append, answer the control thread once durable. */
+static void shard_log_append(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[0];
+	struct ctl_append *ca = m->p[1];
+	int64_t base = -1;
+	int rc = p->deleted ? -ENOENT : plog_append(p->pl, ca->batch, (uint32_t)m->v[0], &base);
+
+	if (rc == -ENOBUFS) {
+		store_flush(&sh->st);
+		rc = plog_append(p->pl, ca->batch, (uint32_t)m->v[0], &base);
+	}
+	if (rc == 0) {
+		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = base, .from = (int)m->v[1],
+				      .ctx = (struct kafka_ctx *)ca, .notify = ctl_appended };
+
+		if (part_wait_ack(p, &w) == 0) {
+			part_progress(p);
+			return;
+		}
+		rc = -ENOBUFS;
+	}
+	{
+		struct shard_msg r = { .fn = ctl_appended, .p = { ca }, .v = { -1, rc } };
+
+		shard_send(sh, (int)m->v[1], &r);
+	}
+}
+
+int ctl_log_append(struct ctl *ctl, const struct md_partition *mp, uint8_t *batch, uint32_t len,
+		   void (*done)(struct ctl *ctl, void *cookie, int64_t base, int err), void *cookie)
+{
+	struct ctl_append *ca = calloc(1, sizeof(*ca));
+
+	if (!mp || !mp->part || !ca) {
+		free(ca);
+		free(batch);
+		return mp ? -ENOMEM : -ENOENT;
+	}
+	ca->done = done;
+	ca->cookie = cookie;
+	ca->batch = batch;
+	{
+		struct shard_msg m = { .fn = shard_log_append, .p = { mp->part, ca },
+				       .v = { len, broker_ctl_index(ctl->b) } };
+
+		ctl_send_msg(ctl, mp->shard, &m);
+	}
+	return 0;
+}
+
+struct ctl_read {
+	void (*chunk)(struct ctl *ctl, const uint8_t *buf, uint32_t len, int32_t part);
+	void (*end)(struct ctl *ctl);
+	int left;
+};
+
+static void ctl_read_chunk(void *self, struct shard_msg *m)
+{
+	struct ctl_read *cr = m->p[1];
+
+	cr->chunk(self, m->p[0], (uint32_t)m->v[0], (int32_t)m->v[1]);
+	free(m->p[0]);
+}
+
+static void ctl_read_end(void *self, struct shard_msg *m)
+{
+	struct ctl_read *cr = m->p[0];
+
+	if (--cr->left == 0) {
+		cr->end(self);
+		free(cr);
+	}
+}
+
+/* On the owner shard, at start: read the partition from its start to its
+ * end and send it over in chunks (a one-time synchronous read before the
+ * broker says it is ready). */
+static void shard_read_part(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[0];
+	struct ctl_read *cr = m->p[1];
+	int to = (int)m->v[0];
+	uint32_t cap = 1u << 20;
+	uint8_t *rb = aligned_alloc(4096, cap + 4096); /* style: allow start-up replay */
+	int64_t off = p->pl->log_start;
+
+	while (rb && off < p->pl->high_watermark) {
+		struct plog_read rd = { .offset = off, .max_offset = p->pl->high_watermark, .max_bytes = cap,
+					.buf = rb, .buf_cap = cap + 4096 };
+		int rc = plog_read_sync(p->pl, &rd);
+		uint8_t *copy;
+		uint32_t at = 0;
+		int64_t next = off;
+
+		if (rc < 0 || rd.bytes == 0) {
+			if (rc < 0)
+				fprintf(stderr, "sluiced: reading %s-%d at offset %lld back at start: %s\n",
+					p->topic, p->index, (long long)off, strerror(-rc));
+			plog_read_release(&rd);
+			break;
+		}
+		while (at + BATCH_LOG_OVERHEAD <= rd.bytes && batch_size(rd.data + at) <= rd.bytes - at) {
+			next = batch_last_offset(rd.data + at) + 1;
+			at += batch_size(rd.data + at);
+		}
+		copy = malloc(at ? at : 1); /* style: allow start-up replay */
+		if (!copy) {
+			plog_read_release(&rd);
+			break;
+		}
+		memcpy(copy, rd.data, at);
+		plog_read_release(&rd);
+		{
+			struct shard_msg c = { .fn = ctl_read_chunk, .p = { copy, cr }, .v = { at, p->index } };
+
+			shard_send(sh, to, &c);
+		}
+		if (next <= off)
+			break;
+		off = next;
+	}
+	free(rb);
+	{
+		struct shard_msg e = { .fn = ctl_read_end, .p = { cr } };
+
+		shard_send(sh, to, &e);
+	}
+}
+
+int ctl_read_topic(struct ctl *ctl, const struct md_topic *t,
+		   void (*chunk)(struct ctl *ctl, const uint8_t *buf, uint32_t len, int32_t part),
+		   void (*end)(struct ctl *ctl))
+{
+	struct ctl_read *cr;
+	int n = 0;
+
+	for (int32_t i = 0; t && i < t->nparts; i++)
+		n += t->parts[i].part != NULL;
+	if (!n)
+		return 0;
+	cr = calloc(1, sizeof(*cr));
+	if (!cr)
+		abort();   /* start-up */
+	cr->chunk = chunk;
+	cr->end = end;
+	cr->left = n;
+	for (int32_t i = 0; i < t->nparts; i++) {
+		struct shard_msg m = { .fn = shard_read_part, .p = { t->parts[i].part, cr },
+				       .v = { broker_ctl_index(ctl->b) } };
+
+		if (t->parts[i].part)
+			ctl_send_msg(ctl, t->parts[i].shard, &m);
+	}
+	return n;
 }
 
 /* ---- the thread ------------------------------------------------------- */
@@ -798,8 +1007,21 @@ static void *ctl_main(void *arg)
 		return NULL;
 	}
 	snprintf(b->set.cluster_id, sizeof(b->set.cluster_id), "%s", metalog_cluster_id(ctl->ml));
-	if (group_coord_create(ctl, b, ctl->cfg, &ctl->gc) < 0)
+	if (group_coord_create(ctl, b, ctl->cfg, &ctl->gc) < 0 ||
+	    txn_coord_create(ctl, b, ctl->cfg, ctl->gc, &ctl->tc) < 0)
 		abort();
+	if (!metalog_topic(ctl->ml, TXN_STATE_TOPIC)) {
+		/* the transaction coordinator's log: compacted, Kafka's defaults */
+		static const char *const k[] = { "cleanup.policy", "segment.bytes" };
+		static const char *const v[] = { "compact", "104857600" };
+		int32_t np = (int32_t)config_int(ctl->cfg, "transaction.state.log.num.partitions");
+
+		rc = metalog_create_topic(ctl->ml, TXN_STATE_TOPIC, np, k, v, 2, NULL);
+		if (rc < 0) {
+			ctl_set_ready(ctl, rc, "cannot create " TXN_STATE_TOPIC " in the metadata log");
+			return NULL;
+		}
+	}
 	if (!metalog_topic(ctl->ml, GROUP_OFFSETS_TOPIC)) {
 		/* the group coordinator's log: compacted, Kafka's defaults */
 		static const char *const k[] = { "cleanup.policy", "segment.bytes" };
@@ -842,6 +1064,7 @@ static void *ctl_main(void *arg)
 		if (__atomic_exchange_n(&b->report_groups, 0, __ATOMIC_ACQ_REL))
 			group_report(ctl->gc);
 		timeout = group_tick(ctl->gc, 100);
+		timeout = txn_tick(ctl->tc, timeout);
 		if (work)
 			continue;
 		__atomic_store_n(&ctl->sleeping, 1, __ATOMIC_SEQ_CST);
@@ -858,6 +1081,8 @@ static void *ctl_main(void *arg)
 		__atomic_store_n(&ctl->sleeping, 0, __ATOMIC_SEQ_CST);
 	}
 	metalog_close(ctl->ml);
+	txn_coord_destroy(ctl->tc);
+	ctl->tc = NULL;
 	group_coord_destroy(ctl->gc);
 	ctl->gc = NULL;
 	/* the shards have stopped: free the snapshot, its topics and what is

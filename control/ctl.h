@@ -60,8 +60,28 @@ void ctl_stop(struct ctl *ctl);
 void ctl_send_msg(struct ctl *ctl, int to, const struct shard_msg *m);
 /* @thread ctl. Hand a request back to shard `from`: it resumes ctx. */
 void ctl_reply(struct ctl *ctl, struct kafka_ctx *ctx, int from);
-/* @thread ctl. The group coordinator. */
+/* @thread ctl. The group and transaction coordinators. */
 struct group_coord *ctl_groups(struct ctl *ctl);
+struct txn_coord *ctl_txns(struct ctl *ctl);
+/* @thread ctl. A producer id never handed out before (blocks reserved in
+ * the metadata log), or -errno. */
+int64_t ctl_new_producer_id(struct ctl *ctl);
+
+struct md_partition;
+struct md_topic;
+/* @thread ctl. Append `batch` (len bytes, malloc'd; taken) to the
+ * partition on its owner shard; done(ctl, cookie, base offset, 0 or
+ * -errno) runs on the control thread once it is durable or failed. 0, or
+ * -errno (then done is not called and the batch is freed). */
+int ctl_log_append(struct ctl *ctl, const struct md_partition *mp, uint8_t *batch, uint32_t len,
+		   void (*done)(struct ctl *ctl, void *cookie, int64_t base, int err), void *cookie);
+/* @thread ctl. Read every partition of `t` back from its start on the
+ * owner shards (start-up replay): chunk(ctl, whole batches, len, partition)
+ * for each piece in log order per partition, then end(ctl) once after all.
+ * Returns the number of partitions read (0: end is not called). */
+int ctl_read_topic(struct ctl *ctl, const struct md_topic *t,
+		   void (*chunk)(struct ctl *ctl, const uint8_t *buf, uint32_t len, int32_t part),
+		   void (*end)(struct ctl *ctl));
 
 /* @thread shard. A new producer id for an idempotent producer (unique
  * across restarts: handed out from blocks reserved in the metadata log);

@@ -11,6 +11,7 @@
 #include "control/config.h"
 #include "control/ctl.h"
 #include "control/group.h"
+#include "control/txn.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
 #include "dataplane/shard.h"
@@ -20,12 +21,8 @@
 /* Kafka error codes of the group APIs (kept here: only the coordinator
  * uses them). */
 enum {
-	KERR_OFFSET_METADATA_TOO_LARGE = 12,
-	KERR_COORDINATOR_NOT_AVAILABLE = 15,
-	KERR_NOT_COORDINATOR = 16,
 	KERR_ILLEGAL_GENERATION = 22,
 	KERR_INCONSISTENT_GROUP_PROTOCOL = 23,
-	KERR_INVALID_GROUP_ID = 24,
 	KERR_UNKNOWN_MEMBER_ID = 25,
 	KERR_INVALID_SESSION_TIMEOUT = 26,
 	KERR_REBALANCE_IN_PROGRESS = 27,
@@ -198,6 +195,18 @@ struct group {
 	struct hmap owners;           /* struct gowner, from the consumer assignment */
 	int writes;                   /* appends in flight */
 	int dead;                     /* deleted: freed when no write is in flight */
+	struct gtxn *txn;             /* offsets of open transactions (TxnOffsetCommit) */
+};
+
+struct gtxn {                 /* an offset committed inside a transaction, not yet decided */
+	int64_t pid;
+	char *topic;
+	int32_t part;
+	int64_t offset;
+	int32_t epoch;
+	char *meta;
+	int64_t ts;
+	struct gtxn *next;
 };
 
 struct gmem {
@@ -225,6 +234,7 @@ struct gwrite {
 	int n;
 	struct gentry *e;
 	int remove_group;             /* DeleteGroups: drop the group once durable */
+	int64_t txn_pid;              /* TxnOffsetCommit: the producer; -1: plain offsets */
 };
 
 struct group_coord {
@@ -672,6 +682,14 @@ static void group_free(struct group *g)
 	}
 	hmap_free(&g->offsets);
 	owners_clear(g);
+	while (g->txn) {
+		struct gtxn *x = g->txn;
+
+		g->txn = x->next;
+		free(x->topic);
+		free(x->meta);
+		free(x);
+	}
 	free(g->id);
 	free(g->ptype);
 	free(g->protocol);
@@ -1363,6 +1381,31 @@ static size_t putstr(uint8_t *p, const char *s)
 
 static void offsets_appended(void *self, struct shard_msg *m);
 
+/* A transaction's offset, durable in the log, waiting for the marker. */
+static void txn_pending_set(struct group *g, int64_t pid, struct gentry *e)
+{
+	struct gtxn *x;
+
+	for (x = g->txn; x; x = x->next)
+		if (x->pid == pid && x->part == e->part && !strcmp(x->topic, e->topic))
+			break;
+	if (x) {
+		free(x->topic);
+		free(x->meta);
+	} else {
+		x = xcalloc(1, sizeof(*x));
+		x->next = g->txn;
+		g->txn = x;
+	}
+	x->pid = pid;
+	x->topic = e->topic;
+	x->part = e->part;
+	x->offset = e->offset;
+	x->epoch = e->epoch;
+	x->meta = e->meta;
+	x->ts = e->ts;
+}
+
 /* On the owner shard of an offsets partition: append and have the
  * completion sent to the control thread once durable. */
 static void shard_offsets_append(void *self, struct shard_msg *m)
@@ -1411,6 +1454,9 @@ static void offsets_appended(void *self, struct shard_msg *m)
 		if (err) {
 			if (e->err)
 				*e->err = KERR_COORDINATOR_NOT_AVAILABLE;
+		} else if (!g->dead && gw->txn_pid >= 0) {
+			txn_pending_set(g, gw->txn_pid, e);   /* takes topic and meta */
+			e->topic = e->meta = NULL;
 		} else if (!g->dead) {
 			if (e->del)
 				offset_del(g, e->topic, e->part);
@@ -1444,7 +1490,7 @@ static void offsets_appended(void *self, struct shard_msg *m)
 /* Write entries e[0..n) of group g as one batch; the call (if any) is
  * answered when every write it started is durable. Takes e. */
 static int offsets_write(struct group_coord *gc, struct group *g, struct kafka_ctx *ctx, struct gentry *e, int n,
-			 int remove_group)
+			 int remove_group, int64_t txn_pid, int16_t txn_epoch)
 {
 	const struct md_topic *t = gc->otopic;
 	int32_t idx = offsets_partition(gc, g->id);
@@ -1476,6 +1522,7 @@ static int offsets_write(struct group_coord *gc, struct group *g, struct kafka_c
 	gw->e = e;
 	gw->n = n;
 	gw->remove_group = remove_group;
+	gw->txn_pid = txn_pid;
 	gw->batch = xcalloc(1, cap);
 	kv = xcalloc(1, cap);
 	batch_builder_init(&bb, gw->batch, cap, now);
@@ -1500,7 +1547,10 @@ static int offsets_write(struct group_coord *gc, struct group *g, struct kafka_c
 			abort();   /* cap is an upper bound */
 	}
 	free(kv);
-	len = batch_builder_finish(&bb, 0, -1, -1, -1, -1);
+	/* a transaction's offsets: its producer's transactional batch, decided
+	 * by the marker the transaction coordinator writes after it */
+	len = txn_pid >= 0 ? batch_builder_finish(&bb, BATCH_ATTR_TRANSACTIONAL, -1, txn_pid, txn_epoch, -1)
+			   : batch_builder_finish(&bb, 0, -1, -1, -1, -1);
 	if (len < 0)
 		abort();
 	if (ctx)
@@ -1654,10 +1704,122 @@ static void handle_commit(struct group_coord *gc, struct kafka_ctx *ctx)
 			n++;
 		}
 	}
-	if (n == 0 || offsets_write(gc, g, ctx, e, n, 0) < 0) {
+	if (n == 0 || offsets_write(gc, g, ctx, e, n, 0, -1, -1) < 0) {
 		if (n == 0)
 			free(e);
 		reply(gc, ctx);
+	}
+}
+
+/* TxnOffsetCommit: offsets inside a producer's transaction. Written now
+ * (a transactional batch of the producer in __consumer_offsets), visible
+ * to OffsetFetch once the transaction commits (group_txn_end). */
+static void handle_txn_commit(struct group_coord *gc, struct kafka_ctx *ctx)
+{
+	const struct kafka_txn_offset_commit_request *q = ctx->req.body;
+	int16_t ver = ctx->req.header.RequestApiVersion;
+	struct group_call *call = call_of(ctx);
+	struct kafka_txn_offset_commit_response *r = GALLOC(call, struct kafka_txn_offset_commit_response, 1);
+	struct group *g = NULL;
+	int16_t gerr = 0;
+	int total = 0, n = 0;
+	struct gentry *e;
+	int64_t now = wall_ms();
+	char gid[512];
+
+	kafka_txn_offset_commit_response_init(r);
+	ctx->resp = r;
+	r->Topics.count = q->Topics.count > 0 ? q->Topics.count : 0;
+	r->Topics.items = GALLOC(call, struct kafka_txn_offset_commit_response_txn_offset_commit_response_topic,
+				 r->Topics.count);
+	for (int32_t i = 0; i < r->Topics.count; i++)
+		total += q->Topics.items[i].Partitions.count > 0 ? q->Topics.items[i].Partitions.count : 0;
+	if (kempty(q->GroupId) || q->GroupId.len >= (int32_t)sizeof(gid)) {
+		gerr = KERR_INVALID_GROUP_ID;
+	} else {
+		memcpy(gid, q->GroupId.ptr, (size_t)q->GroupId.len);
+		gid[q->GroupId.len] = 0;
+		gerr = txn_check_offsets(ctl_txns(gc->ctl), q->TransactionalId, q->ProducerId, q->ProducerEpoch,
+					 offsets_partition(gc, gid), ctx->recv_ns);
+	}
+	if (!gerr && !(g = group_find(gc, gid)))
+		g = group_new(gc, gid);
+	e = xcalloc((size_t)total, sizeof(*e));
+	for (int32_t i = 0; i < r->Topics.count; i++) {
+		const struct kafka_txn_offset_commit_request_txn_offset_commit_request_topic *qt = &q->Topics.items[i];
+		struct kafka_txn_offset_commit_response_txn_offset_commit_response_topic *rt = &r->Topics.items[i];
+		const struct md_topic *t = topic_of(gc, qt->Name);
+
+		rt->Name = kcopy(call, qt->Name.len >= 0 ? qt->Name : (struct kafka_str){ "", 0 });
+		rt->Partitions.count = qt->Partitions.count > 0 ? qt->Partitions.count : 0;
+		rt->Partitions.items = GALLOC(call, struct kafka_txn_offset_commit_response_txn_offset_commit_response_partition,
+					      rt->Partitions.count);
+		for (int32_t j = 0; j < rt->Partitions.count; j++) {
+			const struct kafka_txn_offset_commit_request_txn_offset_commit_request_partition *qp =
+				&qt->Partitions.items[j];
+			struct kafka_txn_offset_commit_response_txn_offset_commit_response_partition *rp =
+				&rt->Partitions.items[j];
+
+			rp->PartitionIndex = qp->PartitionIndex;
+			if (gerr) {
+				rp->ErrorCode = gerr;
+				continue;
+			}
+			if (!t || qp->PartitionIndex < 0 || qp->PartitionIndex >= t->nparts) {
+				rp->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+				continue;
+			}
+			if (qp->CommittedMetadata.len > gc->max_meta) {
+				rp->ErrorCode = KERR_OFFSET_METADATA_TOO_LARGE;
+				continue;
+			}
+			e[n].topic = kdup(qt->Name);
+			e[n].part = qp->PartitionIndex;
+			e[n].offset = qp->CommittedOffset;
+			e[n].epoch = ver >= 2 ? qp->CommittedLeaderEpoch : -1;
+			e[n].meta = kdup(qp->CommittedMetadata);
+			e[n].ts = now;
+			e[n].err = &rp->ErrorCode;
+			n++;
+		}
+	}
+	if (n == 0 || offsets_write(gc, g, ctx, e, n, 0, q->ProducerId, q->ProducerEpoch) < 0) {
+		if (n == 0)
+			free(e);
+		reply(gc, ctx);
+	}
+}
+
+int32_t group_offsets_partition(const struct group_coord *gc, const char *group)
+{
+	return offsets_partition(gc, group);
+}
+
+void group_txn_end(struct group_coord *gc, int32_t opart, int64_t pid, int commit)
+{
+	for (uint32_t i = 0; i < gc->groups.cap; i++) {
+		struct group *g = gc->groups.v[i];
+		struct gtxn **pp;
+
+		if (!g || !g->txn || offsets_partition(gc, g->id) != opart)
+			continue;
+		pp = &g->txn;
+		while (*pp) {
+			struct gtxn *x = *pp;
+
+			if (x->pid != pid) {
+				pp = &x->next;
+				continue;
+			}
+			*pp = x->next;
+			if (commit) {
+				offset_set(g, x->topic, x->part, x->offset, x->epoch, x->meta, x->ts);
+				gc->st.commits++;
+			}
+			free(x->topic);
+			free(x->meta);
+			free(x);
+		}
 	}
 }
 
@@ -1889,7 +2051,7 @@ static void handle_delete_groups(struct group_coord *gc, struct kafka_ctx *ctx)
 		}
 		for (int j = 0; j < ne; j++)
 			e[j].err = &rr->ErrorCode;
-		offsets_write(gc, g, ctx, e, ne, 1);
+		offsets_write(gc, g, ctx, e, ne, 1, -1, -1);
 	}
 	call_write_done(gc, ctx);
 }
@@ -1988,7 +2150,7 @@ static void handle_offset_delete(struct group_coord *gc, struct kafka_ctx *ctx)
 		}
 		free(topic);
 	}
-	if (n == 0 || offsets_write(gc, g, ctx, e, n, 0) < 0) {
+	if (n == 0 || offsets_write(gc, g, ctx, e, n, 0, -1, -1) < 0) {
 		if (n == 0)
 			free(e);
 		reply(gc, ctx);
@@ -2017,6 +2179,7 @@ static void group_msg(void *self, struct shard_msg *m)
 	case 16: handle_list(gc, ctx); break;
 	case 42: handle_delete_groups(gc, ctx); break;
 	case 47: handle_offset_delete(gc, ctx); break;
+	case 28: handle_txn_commit(gc, ctx); break;
 	default:
 		ctx->resp = NULL;
 		reply(gc, ctx);
@@ -2102,7 +2265,7 @@ static int rd_str(const uint8_t **p, const uint8_t *end, char **out)
 }
 
 /* One record of __consumer_offsets, in Kafka's formats. */
-static void replay_record(struct group_coord *gc, const struct record_view *rv)
+static void replay_record(struct group_coord *gc, const struct record_view *rv, int64_t txn_pid)
 {
 	const uint8_t *k = rv->key, *kend = rv->key + (rv->key_len > 0 ? rv->key_len : 0);
 	char *group = NULL, *topic = NULL, *meta = NULL;
@@ -2148,7 +2311,15 @@ static void replay_record(struct group_coord *gc, const struct record_view *rv)
 		ts = (int64_t)be64_load(v);
 		if (!g)
 			g = group_new(gc, group);
-		offset_set(g, topic, part, off, epoch, meta, ts);
+		if (txn_pid >= 0) {
+			struct gentry e = { .topic = topic, .part = part, .offset = off, .epoch = epoch, .meta = meta,
+					    .ts = ts };
+
+			txn_pending_set(g, txn_pid, &e);   /* takes topic and meta */
+			topic = meta = NULL;
+		} else {
+			offset_set(g, topic, part, off, epoch, meta, ts);
+		}
 		gc->st.replayed_records++;
 	}
 out:
@@ -2157,110 +2328,51 @@ out:
 	free(meta);
 }
 
-/* On the control thread: a chunk of whole batches read back. */
-static void replay_chunk(void *self, struct shard_msg *m)
+/* On the control thread: a chunk of whole batches of offsets partition
+ * `part` read back. A transaction's offsets wait for its marker. */
+static void replay_chunk(struct ctl *ctl, const uint8_t *buf, uint32_t len, int32_t part)
 {
-	struct group_coord *gc = ctl_groups(self);
-	uint8_t *buf = m->p[0];
-	uint32_t len = (uint32_t)m->v[0], at = 0;
+	struct group_coord *gc = ctl_groups(ctl);
+	uint32_t at = 0;
 
 	while (at + BATCH_LOG_OVERHEAD <= len) {
 		const uint8_t *b = buf + at;
 		uint32_t size = batch_size(b);
+		uint16_t attrs;
 		struct record_iter it;
 		struct record_view rv;
 
 		if (size > len - at || size < BATCH_HEADER_SIZE)
 			break;
-		if (!(batch_attributes(b) & BATCH_ATTR_CODEC_MASK) && !(batch_attributes(b) & BATCH_ATTR_CONTROL)) {
+		attrs = batch_attributes(b);
+		if (!(attrs & BATCH_ATTR_CODEC_MASK)) {
 			record_iter_init(&it, b + BATCH_HEADER_SIZE, size - BATCH_HEADER_SIZE, batch_records_count(b));
-			while (record_iter_next(&it, &rv) == 1)
-				replay_record(gc, &rv);
+			if (attrs & BATCH_ATTR_CONTROL) {
+				if (record_iter_next(&it, &rv) == 1 && rv.key && rv.key_len >= 4)
+					group_txn_end(gc, part, batch_producer_id(b), be16_load(rv.key + 2) == 1);
+			} else {
+				int64_t pid = attrs & BATCH_ATTR_TRANSACTIONAL ? batch_producer_id(b) : -1;
+
+				while (record_iter_next(&it, &rv) == 1)
+					replay_record(gc, &rv, pid);
+			}
 		}
 		at += size;
 	}
-	free(buf);
 }
 
-static void replay_end(void *self, struct shard_msg *m)
+static void replay_end(struct ctl *ctl)
 {
-	struct group_coord *gc = ctl_groups(self);
+	struct group_coord *gc = ctl_groups(ctl);
 
-	(void)m;
-	if (--gc->replays == 0 && gc->replay_done)
-		gc->replay_done(self);
-}
-
-/* On the owner shard, at start: read the partition from its start to its
- * end and send it over in chunks (a one-time synchronous read before the
- * broker says it is ready). */
-static void shard_replay(void *self, struct shard_msg *m)
-{
-	struct shard *sh = self;
-	struct part *p = m->p[0];
-	int to = (int)m->v[0];
-	uint32_t cap = 1u << 20;
-	uint8_t *rb = aligned_alloc(4096, cap + 4096); /* style: allow start-up replay */
-	int64_t off = p->pl->log_start;
-
-	while (rb && off < p->pl->high_watermark) {
-		struct plog_read rd = { .offset = off, .max_offset = p->pl->high_watermark, .max_bytes = cap,
-					.buf = rb, .buf_cap = cap + 4096 };
-		int rc = plog_read_sync(p->pl, &rd);
-		uint8_t *copy;
-		uint32_t at = 0;
-		int64_t next = off;
-
-		if (rc < 0 || rd.bytes == 0) {
-			if (rc < 0)
-				fprintf(stderr, "sluiced: reading %s-%d at offset %lld for the group coordinator: %s\n",
-					p->topic, p->index, (long long)off, strerror(-rc));
-			plog_read_release(&rd);
-			break;
-		}
-		while (at + BATCH_LOG_OVERHEAD <= rd.bytes && batch_size(rd.data + at) <= rd.bytes - at) {
-			next = batch_last_offset(rd.data + at) + 1;
-			at += batch_size(rd.data + at);
-		}
-		copy = malloc(at ? at : 1); /* style: allow start-up replay */
-		if (!copy) {
-			plog_read_release(&rd);
-			break;
-		}
-		memcpy(copy, rd.data, at);
-		plog_read_release(&rd);
-		{
-			struct shard_msg c = { .fn = replay_chunk, .p = { copy }, .v = { at } };
-
-			shard_send(sh, to, &c);
-		}
-		if (next <= off)
-			break;
-		off = next;
-	}
-	free(rb);
-	{
-		struct shard_msg e = { .fn = replay_end };
-
-		shard_send(sh, to, &e);
-	}
+	if (gc->replay_done)
+		gc->replay_done(ctl);
 }
 
 int group_replay(struct group_coord *gc, void (*done)(struct ctl *ctl))
 {
-	const struct md_topic *t = gc->otopic;
-
 	gc->replay_done = done;
-	gc->replays = 0;
-	for (int32_t i = 0; t && i < t->nparts; i++) {
-		struct shard_msg m = { .fn = shard_replay, .p = { t->parts[i].part }, .v = { broker_ctl_index(gc->b) } };
-
-		if (!t->parts[i].part)
-			continue;
-		gc->replays++;
-		ctl_send_msg(gc->ctl, t->parts[i].shard, &m);
-	}
-	return gc->replays;
+	return ctl_read_topic(gc->ctl, gc->otopic, replay_chunk, replay_end);
 }
 
 /* ---- lag: high watermark and oldest unconsumed record ------------------------ */
@@ -2491,7 +2603,7 @@ static void expire_offsets(struct group_coord *gc)
 			n++;
 		}
 		if (n)
-			offsets_write(gc, g, NULL, e, n, 0);
+			offsets_write(gc, g, NULL, e, n, 0, -1, -1);
 		else
 			free(e);
 	}

@@ -84,6 +84,13 @@ const struct group_stats *group_coord_stats(const struct group_coord *gc);
  * queries; sluiced does this on SIGUSR1. */
 void group_report(struct group_coord *gc);
 
+/* The __consumer_offsets partition of a group (Java hash of its id). */
+int32_t group_offsets_partition(const struct group_coord *gc, const char *group);
+/* The transaction coordinator wrote producer pid's marker into offsets
+ * partition opart: its TxnOffsetCommit offsets there become the groups'
+ * committed offsets (commit) or are dropped (abort). */
+void group_txn_end(struct group_coord *gc, int32_t opart, int64_t pid, int commit);
+
 /* @thread shard: free a response's memory once it is encoded. */
 void group_mem_free(struct gmem *m);
 

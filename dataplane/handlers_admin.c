@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "control/ctl.h"
+#include "control/txn.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/shard.h"
 
@@ -388,18 +389,21 @@ static int init_producer_id_resume(struct kafka_ctx *ctx)
 int kafka_handle_init_producer_id(struct kafka_ctx *ctx)
 {
 	struct kafka_init_producer_id_request *q = ctx->req.body;
-	struct kafka_init_producer_id_response *r = ALLOC(ctx, struct kafka_init_producer_id_response, 1);
-	struct pid_state *ps = ALLOC(ctx, struct pid_state, 1);
+	struct kafka_init_producer_id_response *r;
+	struct pid_state *ps;
 
+	if (q->TransactionalId.len > 0)
+		return txn_submit(ctx);   /* the transaction coordinator's */
+	r = ALLOC(ctx, struct kafka_init_producer_id_response, 1);
+	ps = ALLOC(ctx, struct pid_state, 1);
 	if (!r || !ps) {
 		kafka_ctx_abort(ctx);
 		return 0;
 	}
 	kafka_init_producer_id_response_init(r);
 	ctx->resp = r;
-	if (q->TransactionalId.len >= 0) {
-		/* transactions come with their coordinator (issue 6); the
-		 * transaction APIs are not advertised, so clients know */
+	if (q->TransactionalId.len == 0) {
+		/* Kafka's rule: an empty transactional id is neither null nor an id */
 		r->ErrorCode = KERR_INVALID_REQUEST;
 		r->ProducerId = -1;
 		r->ProducerEpoch = -1;

@@ -259,8 +259,14 @@ static void produce_on_owner(struct shard *sh, struct part *p, const uint8_t *re
 		int32_t first = batch_base_sequence(rec);
 		int32_t last = producer_seq_add(first, batch_last_offset_delta(rec));
 		struct producer_batch dup;
-		int v = producer_check(&p->producers, pid, epoch, first, last, &dup);
+		int txn = (batch_attributes(rec) & BATCH_ATTR_TRANSACTIONAL) != 0;
+		/* a transactional batch: the partition must be in the producer's
+		 * ongoing transaction (KIP-890's verification), asked before
+		 * anything else so a fenced or late write is never taken */
+		int v = txn ? part_txn_check(p, pid, epoch, ctx->recv_ns) : 0;
 
+		if (!v)
+			v = producer_check(&p->producers, pid, epoch, first, last, &dup);
 		if (v == PRODUCER_DUPLICATE) {
 			base = dup.base_offset;
 			need = dup.last_offset + 1;
@@ -274,6 +280,8 @@ static void produce_on_owner(struct shard *sh, struct part *p, const uint8_t *re
 			if (base >= 0 && producer_record(&p->producers, pid, epoch, first, last, base,
 							 base + batch_last_offset_delta(rec), sh->now_ms) < 0)
 				sh->stats.producer_state_full++;   /* appended; a resend would append again */
+			if (base >= 0 && txn)
+				part_txn_appended(p, pid, base);
 		}
 	} else {
 		base = part_append_all(sh, p, rec, len, &need, &log_start);
@@ -402,13 +410,9 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 					err = KERR_INVALID_RECORD;   /* markers come from the coordinator only */
 					break;
 				}
-				if (bi.attributes & BATCH_ATTR_TRANSACTIONAL) {
-					/* no transaction added this partition (the
-					 * coordinator is not there yet): as Kafka with
-					 * KIP-890, a transactional write outside a
-					 * transaction is refused, so no read_committed
-					 * consumer waits on a transaction that never ends */
-					err = KERR_INVALID_TXN_STATE;
+				if ((bi.attributes & BATCH_ATTR_TRANSACTIONAL) &&
+				    (batch_producer_id(rec + at) < 0 || batch_producer_epoch(rec + at) < 0)) {
+					err = KERR_INVALID_RECORD;   /* a transaction needs a producer */
 					break;
 				}
 				if (batch_producer_id(rec + at) >= 0 &&
@@ -458,7 +462,10 @@ struct fetch_item {
 	struct plog_read rd;
 	struct kafka_ctx *ctx;
 	int16_t err;
-	int64_t hw, log_start;
+	int64_t hw, log_start, lso;
+	int isolation;                   /* 1: read_committed */
+	int64_t *ab_pid, *ab_first;      /* aborted transactions of the range (filled on the owner) */
+	int ab_cap, ab_n;
 };
 
 struct fetch_state {
@@ -510,6 +517,16 @@ static void fetch_read_finished(struct fetch_item *it)
 	if (it->part->pl) {
 		it->hw = it->part->pl->high_watermark;
 		it->log_start = it->part->pl->log_start;
+		it->lso = part_lso(it->part);
+	}
+	it->ab_n = 0;
+	if (it->isolation && it->rd.bytes && it->part->naborted) {
+		/* the aborted transactions whose records the data may hold */
+		int64_t end = it->offset;
+
+		for (uint32_t at = 0; at + BATCH_HEADER_SIZE <= it->rd.bytes; at += batch_size(it->rd.data + at))
+			end = batch_last_offset(it->rd.data + at);
+		it->ab_n = part_txn_aborted(it->part, it->offset, end, it->ab_pid, it->ab_first, it->ab_cap);
 	}
 	if (ctx->sh == owner) {
 		struct shard_msg m = { .p = { it } };
@@ -550,7 +567,8 @@ static void fetch_on_owner_buf(void *self, struct shard_msg *m)
 	}
 	memset(&it->rd, 0, sizeof(it->rd));
 	it->rd.offset = it->offset;
-	it->rd.max_offset = pl->high_watermark;
+	/* read_committed: nothing at or past the last stable offset */
+	it->rd.max_offset = it->isolation ? part_lso(it->part) : pl->high_watermark;
 	it->rd.max_bytes = (uint32_t)(it->max_bytes > 0 ? it->max_bytes : 1);
 	if (it->rd.max_bytes > SHARD_RBUF_SIZE - 128 * 1024)
 		it->rd.max_bytes = SHARD_RBUF_SIZE - 128 * 1024;
@@ -588,7 +606,33 @@ static int fetch_complete(struct kafka_ctx *ctx)
 	struct fetch_state *fs = ctx->state;
 	struct shard *sh = ctx->sh;
 	int64_t total = 0;
+	int again = 0;
 
+	for (int i = 0; i < fs->n; i++) {
+		struct fetch_item *it = &fs->items[i];
+
+		if (it->part && it->ab_n > it->ab_cap) {
+			/* more aborted transactions than room: read again with room */
+			it->ab_pid = ALLOC(ctx, int64_t, it->ab_n);
+			it->ab_first = ALLOC(ctx, int64_t, it->ab_n);
+			if (!it->ab_pid || !it->ab_first) {
+				kafka_ctx_abort(ctx);
+				return 0;
+			}
+			it->ab_cap = it->ab_n;
+			again = 1;
+		}
+	}
+	if (again) {
+		for (int i = 0; i < fs->n; i++) {
+			struct fetch_item *it = &fs->items[i];
+			struct data_hold h = { it->owner, &it->rd };
+
+			if (it->part && (it->rd.bytes || it->rd.buf || it->rd.chunk))
+				fetch_release_hold(sh, &h);
+		}
+		return fetch_round(ctx);
+	}
 	for (int i = 0; i < fs->n; i++) {
 		struct fetch_item *it = &fs->items[i];
 
@@ -596,8 +640,23 @@ static int fetch_complete(struct kafka_ctx *ctx)
 			continue;
 		it->pd->ErrorCode = it->err;
 		it->pd->HighWatermark = it->hw;
-		it->pd->LastStableOffset = it->hw;
+		it->pd->LastStableOffset = it->lso;
 		it->pd->LogStartOffset = it->log_start;
+		if (it->isolation) {
+			struct kafka_fetch_response_aborted_transaction *a =
+				ALLOC(ctx, struct kafka_fetch_response_aborted_transaction, it->ab_n);
+
+			if (!a) {
+				kafka_ctx_abort(ctx);
+				return 0;
+			}
+			for (int j = 0; j < it->ab_n; j++) {
+				a[j].ProducerId = it->ab_pid[j];
+				a[j].FirstOffset = it->ab_first[j];
+			}
+			it->pd->AbortedTransactions.items = a;
+			it->pd->AbortedTransactions.count = it->ab_n;
+		}
 		if (it->rd.bytes && (total == 0 || total + it->rd.bytes <= q->MaxBytes)) {
 			it->pd->Records = (struct kafka_bytes){ it->rd.data, (int32_t)it->rd.bytes };
 			total += it->rd.bytes;
@@ -618,7 +677,8 @@ static int fetch_complete(struct kafka_ctx *ctx)
 		if (deadline > sh->now_ns) {
 			for (int i = 0; i < fs->n; i++) {
 				struct fetch_item *it = &fs->items[i];
-				struct shard_msg m = { .fn = fetch_watch_msg, .p = { it->part }, .v = { sh->id, it->offset } };
+				struct shard_msg m = { .fn = fetch_watch_msg, .p = { it->part },
+						       .v = { sh->id, it->offset, it->isolation } };
 
 				if (it->part)
 					shard_send(sh, it->owner, &m);
@@ -684,7 +744,7 @@ void fetch_watch_msg(void *self, struct shard_msg *m)
 		return;
 	}
 	p->watchers |= 1ull << from;
-	if (p->pl->high_watermark > m->v[1]) {
+	if ((m->v[2] ? part_lso(p) : p->pl->high_watermark) > m->v[1]) {
 		/* data arrived meanwhile: wake now */
 		p->last_hw = -1;
 		part_progress(p);
@@ -762,6 +822,16 @@ int kafka_handle_fetch(struct kafka_ctx *ctx)
 			it->owner = mp->shard;
 			it->offset = fp->FetchOffset;
 			it->max_bytes = fp->PartitionMaxBytes;
+			it->isolation = q->IsolationLevel == 1;
+			if (it->isolation) {
+				it->ab_cap = 16;
+				it->ab_pid = ALLOC(ctx, int64_t, it->ab_cap);
+				it->ab_first = ALLOC(ctx, int64_t, it->ab_cap);
+				if (!it->ab_pid || !it->ab_first) {
+					kafka_ctx_abort(ctx);
+					return 0;
+				}
+			}
 		}
 	}
 	ctx->resp = r;
@@ -800,7 +870,8 @@ static void lo_on_owner(void *self, struct shard_msg *m)
 		it->pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 		it->pr->Offset = -1;
 	} else if (it->ts == -1) {
-		it->pr->Offset = pl->high_watermark;
+		/* read_committed sees the log end at the last stable offset */
+		it->pr->Offset = it->isolation == 1 ? part_lso(it->part) : pl->high_watermark;
 	} else if (it->ts == -2) {
 		it->pr->Offset = pl->log_start;
 	} else if (plog_offset_for_time(pl, it->ts, &off, &ts) == 0) {

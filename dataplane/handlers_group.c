@@ -16,3 +16,4 @@ int kafka_handle_describe_groups(struct kafka_ctx *ctx) { return group_submit(ct
 int kafka_handle_list_groups(struct kafka_ctx *ctx) { return group_submit(ctx); }
 int kafka_handle_delete_groups(struct kafka_ctx *ctx) { return group_submit(ctx); }
 int kafka_handle_offset_delete(struct kafka_ctx *ctx) { return group_submit(ctx); }
+int kafka_handle_txn_offset_commit(struct kafka_ctx *ctx) { return group_submit(ctx); }

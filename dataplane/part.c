@@ -31,13 +31,15 @@ static void part_rebuild_producers(struct part *p)
 	struct plog *pl = p->pl;
 	int64_t off = plog_offset_near_end(pl, PART_PRODUCER_SCAN), covered = -1;
 	int dfd = open(pl->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int txn = part_txn_load(p);
+	uint32_t had = p->naborted;
 	uint8_t *buf;
 
 	if (dfd >= 0) {
 		covered = producer_snapshot_load(&p->producers, dfd);
 		close(dfd);
 	}
-	if (covered >= 0 && (covered > pl->next_offset || covered < off)) {
+	if (covered >= 0 && (covered > pl->next_offset || (!txn && covered < off))) {
 		/* the log ends before the snapshot (a crash lost what it
 		 * covered), or more was written after it than the scan reads:
 		 * the scan alone is exact for the producers it sees */
@@ -46,8 +48,12 @@ static void part_rebuild_producers(struct part *p)
 	}
 	if (covered >= 0)
 		off = covered;
-	if (off >= pl->next_offset)
+	else if (txn)
+		off = pl->log_start;   /* transactions: every open one must be found */
+	if (off >= pl->next_offset) {
+		part_txn_relso(p);
 		return;
+	}
 	buf = aligned_alloc(4096, SHARD_RBUF_SIZE); /* style: allow partition setup */
 	while (buf && off < pl->next_offset) {
 		struct plog_read rd = { .offset = off, .max_offset = pl->next_offset, .max_bytes = SHARD_RBUF_SIZE / 2,
@@ -62,6 +68,7 @@ static void part_rebuild_producers(struct part *p)
 		while (at + BATCH_HEADER_SIZE <= rd.bytes && batch_size(rd.data + at) <= rd.bytes - at) {
 			const uint8_t *b = rd.data + at;
 
+			part_txn_scan(p, b);
 			if (batch_producer_id(b) >= 0 && !(batch_attributes(b) & BATCH_ATTR_CONTROL) &&
 			    batch_base_sequence(b) >= 0)
 				producer_record(&p->producers, batch_producer_id(b), batch_producer_epoch(b),
@@ -77,6 +84,7 @@ static void part_rebuild_producers(struct part *p)
 		off = next;
 	}
 	free(buf);
+	part_txn_scanned(p, had);
 }
 
 int part_open(struct shard *sh, const char *dir, const char *topic, int32_t index,
@@ -103,6 +111,7 @@ int part_open(struct shard *sh, const char *dir, const char *topic, int32_t inde
 	snprintf(p->topic, sizeof(p->topic), "%s", topic);
 	p->last_hw = p->pl->high_watermark;
 	p->snap_covered = -1;
+	p->txn_lso = INT64_MAX;
 	plog_set_durable_cb(p->pl, part_durable, p);
 	part_rebuild_producers(p);
 	*out = p;
@@ -117,6 +126,7 @@ void part_snapshot_producers(struct part *p)
 
 	if (!p->pl || p->deleted || p->pl->next_offset == p->snap_covered)
 		return;   /* nothing appended since the last snapshot */
+	part_txn_trim(p);
 	dfd = open(p->pl->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return;
@@ -138,6 +148,7 @@ void part_close(struct part *p)
 		part_snapshot_producers(p);   /* nothing is appended any more: next_offset is final */
 	plog_close(p->pl);
 	producer_table_free(&p->producers);
+	free(p->aborted);
 	free(p->acks);
 	free(p);
 }
@@ -148,6 +159,10 @@ void part_retire(struct part *p)
 	part_progress(p);
 	plog_close(p->pl);
 	producer_table_free(&p->producers);
+	free(p->aborted);
+	p->aborted = NULL;
+	p->naborted = p->aborted_cap = 0;
+	p->txn_lso = INT64_MAX;
 	p->pl = NULL;
 	p->deleted = 1;
 	free(p->acks);

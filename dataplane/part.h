@@ -29,6 +29,12 @@ struct ack_wait {
 	void (*notify)(void *self, struct shard_msg *m);
 };
 
+/* An aborted transaction of one producer: its records lie in
+ * [first, last) and its ABORT marker is at `last`. */
+struct part_aborted {
+	int64_t pid, first, last;
+};
+
 struct part {
 	struct plog *pl;
 	struct shard *sh;
@@ -41,6 +47,12 @@ struct part {
 	int deleted;                /* its topic was deleted: the log is closed */
 	struct producer_table producers;   /* idempotent producers' last batches */
 	int64_t snap_covered;       /* log offset the last producer snapshot covers, -1: none */
+	/* transactions (dataplane/part_txn.c) */
+	struct part_aborted *aborted;   /* aborted transactions, in marker order */
+	uint32_t naborted, aborted_cap;
+	int64_t txn_lso;            /* first offset of the oldest open transaction, INT64_MAX: none */
+	int txn_seen;               /* the partition has had transactions ("aborted.txns" exists) */
+	uint64_t txn_markers;       /* markers written */
 	struct part *next;          /* the owner shard's list */
 };
 
@@ -59,5 +71,46 @@ int part_wait_ack(struct part *p, const struct ack_wait *w);
 /* Complete what durability allows and wake watchers; called after appends
  * and from the durability callback. */
 void part_progress(struct part *p);
+
+/* ---- transactions (dataplane/part_txn.c) ---- */
+
+/* Load "aborted.txns" (partition open, before the producer scan): returns 1
+ * when the partition has had transactions (then the scan must read every
+ * batch after the snapshot). */
+int part_txn_load(struct part *p);
+/* The scan at open saw batch b: track open transactions and aborts. */
+void part_txn_scan(struct part *p, const uint8_t *b);
+/* The open scan is over: persist the aborts it found beyond the first
+ * `had` (those the file missed) and compute the LSO. */
+void part_txn_scanned(struct part *p, uint32_t had);
+/* Recompute the LSO cache from the producer table. */
+void part_txn_relso(struct part *p);
+/* Last stable offset: below it no transaction is open. */
+static inline int64_t part_lso(const struct part *p)
+{
+	int64_t hw = p->pl ? p->pl->high_watermark : 0;
+
+	return p->txn_lso < hw ? p->txn_lso : hw;
+}
+/* The coordinator added this partition to producer pid's transaction
+ * (epoch, begun at since_ns): its transactional batches are taken from now
+ * on. 0 or a Kafka error. */
+int part_txn_begin(struct part *p, int64_t pid, int16_t epoch, uint64_t since_ns);
+/* May a transactional batch of (pid, epoch) received at recv_ns be
+ * appended? 0 or a Kafka error (INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE). */
+int part_txn_check(struct part *p, int64_t pid, int16_t epoch, uint64_t recv_ns);
+/* A transactional batch of pid was appended at base. */
+void part_txn_appended(struct part *p, int64_t pid, int64_t base);
+/* Write the COMMIT or ABORT marker of pid's transaction; *offset is where.
+ * 0 or -errno (plog_append's). */
+int part_txn_marker(struct part *p, int64_t pid, int16_t epoch, int commit, int32_t coordinator_epoch,
+		    int64_t *offset);
+/* Aborted transactions a read_committed fetch of [from, to] must know:
+ * marker at or after `from`, first offset at or before `to`. Fills up to
+ * cap into pid[]/first[] and returns how many there are. */
+int part_txn_aborted(const struct part *p, int64_t from, int64_t to, int64_t *pid, int64_t *first, int cap);
+/* Retention moved the log start: forget aborts wholly before it (and
+ * rewrite the file). Slow path. */
+void part_txn_trim(struct part *p);
 
 #endif

@@ -15,7 +15,8 @@
 #define SNAP_TMP "producers.snapshot.tmp"
 #define SNAP_MAGIC 0x534c5053u   /* "SLPS" */
 #define SNAP_HEADER 20           /* magic u32, version u16, pad u16, covered i64, count u32 */
-#define SNAP_ENTRY 20            /* pid i64, epoch i16, n u8, pad u8, last_ms i64 */
+#define SNAP_ENTRY 28            /* pid i64, epoch i16, n u8, pad u8, last_ms i64, txn_first i64 (v2) */
+#define SNAP_ENTRY_V1 20
 #define SNAP_BATCH 24            /* first i32, last i32, base i64, last offset i64 */
 
 static uint32_t slot_of(const struct producer_table *t, int64_t pid)
@@ -92,24 +93,33 @@ static int grow(struct producer_table *t)
 	return 0;
 }
 
+struct producer_entry *producer_entry(struct producer_table *t, int64_t pid, int16_t epoch, int create)
+{
+	struct producer_entry *e = find(t, pid);
+	uint32_t i;
+
+	if (e || !create)
+		return e;
+	if ((t->n + 1) * 4 > t->cap * 3 && grow(t) < 0)
+		return NULL;
+	for (i = slot_of(t, pid); t->e[i].pid != -1; i = (i + 1) & (t->cap - 1))
+		;
+	e = &t->e[i];
+	memset(e, 0, sizeof(*e));
+	e->pid = pid;
+	e->epoch = epoch;
+	e->txn_first = -1;
+	t->n++;
+	return e;
+}
+
 int producer_record(struct producer_table *t, int64_t pid, int16_t epoch, int32_t first_seq, int32_t last_seq,
 		    int64_t base_offset, int64_t last_offset, int64_t now_ms)
 {
-	struct producer_entry *e = find(t, pid);
+	struct producer_entry *e = producer_entry(t, pid, epoch, 1);
 
-	if (!e) {
-		uint32_t i;
-
-		if ((t->n + 1) * 4 > t->cap * 3 && grow(t) < 0)
-			return -ENOMEM;
-		for (i = slot_of(t, pid); t->e[i].pid != -1; i = (i + 1) & (t->cap - 1))
-			;
-		e = &t->e[i];
-		memset(e, 0, sizeof(*e));
-		e->pid = pid;
-		e->epoch = epoch;
-		t->n++;
-	}
+	if (!e)
+		return -ENOMEM;
 	if (epoch != e->epoch) {
 		/* a new epoch starts its sequences over */
 		e->epoch = epoch;
@@ -132,7 +142,8 @@ void producer_expire(struct producer_table *t, int64_t now_ms, int64_t ttl_ms)
 	int gone = 0;
 
 	for (uint32_t i = 0; i < t->cap; i++)
-		if (t->e[i].pid != -1 && now_ms - t->e[i].last_ms >= ttl_ms) {
+		if (t->e[i].pid >= 0 && now_ms - t->e[i].last_ms >= ttl_ms && t->e[i].txn_first < 0 &&
+		    !t->e[i].txn_open) {
 			t->e[i].pid = -2;   /* tombstone until the rebuild below */
 			gone++;
 		}
@@ -181,7 +192,7 @@ int producer_snapshot_save(const struct producer_table *t, int dirfd, int64_t co
 	if (!buf)
 		return -ENOMEM;
 	be32_store(buf, SNAP_MAGIC);
-	be16_store(buf + 4, 1);
+	be16_store(buf + 4, 2);
 	be16_store(buf + 6, 0);
 	be64_store(buf + 8, (uint64_t)covered);
 	at = SNAP_HEADER;
@@ -195,6 +206,7 @@ int producer_snapshot_save(const struct producer_table *t, int dirfd, int64_t co
 		buf[at + 10] = e->n;
 		buf[at + 11] = 0;
 		be64_store(buf + at + 12, (uint64_t)e->last_ms);
+		be64_store(buf + at + 20, (uint64_t)e->txn_first);
 		at += SNAP_ENTRY;
 		for (int j = 0; j < e->n; j++) {
 			const struct producer_batch *b = &e->b[(e->head + j) % PRODUCER_BATCHES];
@@ -232,7 +244,8 @@ int64_t producer_snapshot_load(struct producer_table *t, int dirfd)
 	off_t size;
 	uint8_t *buf;
 	int64_t covered = -1;
-	size_t at = SNAP_HEADER;
+	size_t at = SNAP_HEADER, esize;
+	int version;
 
 	if (fd < 0)
 		return -1;
@@ -243,25 +256,34 @@ int64_t producer_snapshot_load(struct producer_table *t, int dirfd)
 	}
 	buf = malloc((size_t)size); /* style: allow snapshot (slow path) */
 	if (!buf || pread(fd, buf, (size_t)size, 0) != size || be32_load(buf) != SNAP_MAGIC ||
-	    be16_load(buf + 4) != 1 || be32_load(buf + size - 4) != batch_crc32c(buf, (size_t)size - 4)) {
+	    (be16_load(buf + 4) != 1 && be16_load(buf + 4) != 2) ||
+	    be32_load(buf + size - 4) != batch_crc32c(buf, (size_t)size - 4)) {
 		free(buf);
 		close(fd);
 		return -1;
 	}
 	close(fd);
+	version = be16_load(buf + 4);
+	esize = version == 1 ? SNAP_ENTRY_V1 : SNAP_ENTRY;
 	for (uint32_t i = 0, n = be32_load(buf + 16); i < n; i++) {
-		int64_t pid;
+		struct producer_entry *e;
+		int64_t pid, txn_first;
 		int16_t epoch;
 		uint8_t nb;
 		int64_t last_ms;
 
-		if (at + SNAP_ENTRY > (size_t)size - 4)
+		if (at + esize > (size_t)size - 4)
 			goto bad;
 		pid = (int64_t)be64_load(buf + at);
 		epoch = (int16_t)be16_load(buf + at + 8);
 		nb = buf[at + 10];
 		last_ms = (int64_t)be64_load(buf + at + 12);
-		at += SNAP_ENTRY;
+		txn_first = version == 1 ? -1 : (int64_t)be64_load(buf + at + 20);
+		at += esize;
+		if (pid < 0 || !(e = producer_entry(t, pid, epoch, 1)))
+			goto bad;
+		e->last_ms = last_ms;
+		e->txn_first = txn_first;
 		if (nb > PRODUCER_BATCHES || at + (size_t)nb * SNAP_BATCH > (size_t)size - 4)
 			goto bad;
 		for (int j = 0; j < nb; j++, at += SNAP_BATCH)

@@ -28,7 +28,11 @@ struct producer_entry {
 	int16_t epoch;
 	uint8_t n;                      /* batches kept, newest at b[(head + n - 1) % 5] */
 	uint8_t head;
+	uint8_t txn_open;               /* the coordinator added this partition to the producer's
+					 * ongoing transaction: transactional batches are taken */
 	int64_t last_ms;                /* last append: for expiry */
+	int64_t txn_first;              /* first offset of the producer's open transaction here, -1: none */
+	uint64_t txn_since_ns;          /* when the request that opened it was received (CLOCK_MONOTONIC) */
 	struct producer_batch b[PRODUCER_BATCHES];
 };
 
@@ -49,7 +53,10 @@ int producer_check(const struct producer_table *t, int64_t pid, int16_t epoch, i
 /* Remember an appended batch. -ENOMEM leaves the table as it was. */
 int producer_record(struct producer_table *t, int64_t pid, int16_t epoch, int32_t first_seq, int32_t last_seq,
 		    int64_t base_offset, int64_t last_offset, int64_t now_ms);
-/* Forget producers idle for ttl_ms. */
+/* The entry of `pid`, created (epoch `epoch`, no batches) when absent and
+ * `create`; NULL when absent (or -ENOMEM). */
+struct producer_entry *producer_entry(struct producer_table *t, int64_t pid, int16_t epoch, int create);
+/* Forget producers idle for ttl_ms (never one with an open transaction). */
 void producer_expire(struct producer_table *t, int64_t now_ms, int64_t ttl_ms);
 void producer_table_free(struct producer_table *t);
 

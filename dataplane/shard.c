@@ -584,6 +584,7 @@ static void kafka_dispatch(struct conn *c, struct kafka_ctx *ctx, const uint8_t 
 	ctx->cleanup = NULL;
 	ctx->cleanup_arg = NULL;
 	ctx->started_ns = sh->now_ns;
+	ctx->recv_ns = now_ns();
 	/* the first slot takes any request; the others only produces */
 	if (ctx_arena(ctx, (size_t)len * 4 + (ctx == &c->ctx ? CONN_ARENA_MIN : CONN_ARENA_PIPE)) < 0) {
 		kafka_ctx_abort(ctx);

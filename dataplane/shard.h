@@ -64,6 +64,8 @@ struct kafka_ctx {
 	int ready;                          /* response built (or none): send in order */
 	int no_response;                    /* acks=0: nothing to send */
 	uint64_t started_ns;
+	uint64_t recv_ns;                   /* CLOCK_MONOTONIC when the frame was taken up: orders
+					     * requests across connections (transactions' fences) */
 	struct kafka_arena arena;           /* the request's memory, until its response is sent */
 	uint8_t *arena_mem;
 	size_t arena_cap;

@@ -176,7 +176,9 @@ static int build_map(struct compactor *cp, struct plog *pl, struct compress_ctx 
 			struct record_view rv;
 
 			sc.pos += batch_size(b);
-			if (batch_attributes(b) & BATCH_ATTR_CONTROL)
+			/* markers, and transactional records (which may yet be or
+			 * have been aborted), never supersede a key */
+			if (batch_attributes(b) & (BATCH_ATTR_CONTROL | BATCH_ATTR_TRANSACTIONAL))
 				continue;
 			if (batch_records(cp, cc, b, &rec, &len) < 0)
 				continue;     /* undecodable: left as it is */
@@ -211,8 +213,8 @@ static ssize_t clean_batch(struct compactor *cp, struct plog *pl, struct compres
 	int rc;
 
 	*res = b;
-	if (batch_attributes(b) & BATCH_ATTR_CONTROL)
-		return batch_size(b);
+	if (batch_attributes(b) & (BATCH_ATTR_CONTROL | BATCH_ATTR_TRANSACTIONAL))
+		return batch_size(b);   /* kept whole: markers and transactions stay consistent */
 	if ((rc = batch_records(cp, cc, b, &rec, &len)) < 0)
 		return rc;
 	batch_builder_init(&bb, cp->build, SCRATCH_CAP + BATCH_HEADER_SIZE, batch_base_timestamp(b));

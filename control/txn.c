@@ -1,0 +1,1204 @@
+/* control/txn.c — the transaction coordinator (see txn.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "control/config.h"
+#include "control/ctl.h"
+#include "control/group.h"
+#include "control/txn.h"
+#include "dataplane/kafka_errors.h"
+#include "dataplane/part.h"
+#include "dataplane/producer.h"
+#include "dataplane/shard.h"
+#include "storage/batch.h"
+#include "storage/batch_format.h"
+
+/* Kafka's TransactionState numbering, as written in the log. */
+enum tstate { TS_EMPTY = 0, TS_ONGOING = 1, TS_PREPARE_COMMIT = 2, TS_PREPARE_ABORT = 3, TS_COMPLETE_COMMIT = 4,
+	      TS_COMPLETE_ABORT = 5, TS_DEAD = 6 };
+static const char *const tstate_names[] = { "Empty", "Ongoing", "PrepareCommit", "PrepareAbort",
+					    "CompleteCommit", "CompleteAbort", "Dead" };
+
+#define TXN_BUCKETS 1024
+#define MARKER_RETRY_MS 1000
+
+struct txn;
+
+struct txn_tp {
+	char *topic;
+	int32_t part;
+	uint8_t marked;               /* this transaction's marker is durable here */
+	struct txn *t;                /* back pointer while a marker is in flight */
+};
+
+struct txn {
+	char *id;
+	int64_t pid;
+	int16_t epoch;
+	int32_t timeout_ms;
+	enum tstate state;
+	struct txn_tp *tp;
+	int ntp, tp_cap;
+	int nregistered;              /* tp[0..nregistered) are registered on their shards */
+	int64_t start_wall, last_wall; /* wall ms: the log's timestamps */
+	int64_t start_mono;           /* monotonic ms: the timeout */
+	uint64_t begin_ns;            /* recv_ns of the request that began the transaction */
+	uint64_t end_ns;              /* recv_ns of the EndTxn that ended the previous one */
+	int last_commit;              /* the previous transaction: 1 committed, 0 aborted, -1 none */
+	int busy;                     /* a state write, registrations or markers in flight */
+	int pending;                  /* acknowledgements outstanding */
+	int16_t err;                  /* the first error among them */
+	int commit;                   /* the decision being carried out */
+	int64_t retry_at;             /* monotonic ms: markers to write again */
+	struct kafka_ctx *ctx;        /* the request waiting, or NULL */
+	int from;                     /* its shard */
+	void (*then)(struct txn_coord *tc, struct txn *t);   /* after the state write */
+	struct txn *next;             /* bucket chain */
+};
+
+struct txn_coord {
+	struct ctl *ctl;
+	struct broker *b;
+	const struct config *cfg;
+	struct group_coord *gc;
+	const struct md_topic *stopic;
+	struct txn *bucket[TXN_BUCKETS];
+	int32_t max_timeout_ms;
+	int64_t expiration_ms, check_ms, next_check;
+	int replays, registering;
+	void (*replay_done)(struct ctl *ctl);
+	struct txn_stats st;
+};
+
+struct txn_req {                      /* what a request holds while the coordinator has it */
+	int from;
+};
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void *xcalloc(size_t n, size_t sz)
+{
+	void *p = calloc(n ? n : 1, sz);
+
+	if (!p)
+		abort();   /* the control thread cannot go on without memory */
+	return p;
+}
+
+static char *kdup(struct kafka_str s)
+{
+	char *p = xcalloc(1, (size_t)(s.len > 0 ? s.len : 0) + 1);
+
+	if (s.len > 0)
+		memcpy(p, s.ptr, (size_t)s.len);
+	return p;
+}
+
+static uint32_t bucket_of(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+	return (uint32_t)(h % TXN_BUCKETS);
+}
+
+static struct txn *txn_find(struct txn_coord *tc, struct kafka_str id)
+{
+	if (id.len <= 0)
+		return NULL;
+	for (struct txn *t = tc->bucket[bucket_of(id.ptr, (size_t)id.len)]; t; t = t->next)
+		if (strlen(t->id) == (size_t)id.len && !memcmp(t->id, id.ptr, (size_t)id.len))
+			return t;
+	return NULL;
+}
+
+static struct txn *txn_new(struct txn_coord *tc, struct kafka_str id)
+{
+	struct txn *t = xcalloc(1, sizeof(*t));
+	uint32_t b = bucket_of(id.ptr, (size_t)id.len);
+
+	t->id = kdup(id);
+	t->pid = -1;
+	t->last_commit = -1;
+	t->next = tc->bucket[b];
+	tc->bucket[b] = t;
+	return t;
+}
+
+static void tp_clear(struct txn *t)
+{
+	for (int i = 0; i < t->ntp; i++)
+		free(t->tp[i].topic);
+	t->ntp = 0;
+	t->nregistered = 0;
+}
+
+static void txn_free(struct txn *t)
+{
+	tp_clear(t);
+	free(t->tp);
+	free(t->id);
+	free(t);
+}
+
+static void txn_unlink(struct txn_coord *tc, struct txn *t)
+{
+	struct txn **pp = &tc->bucket[bucket_of(t->id, strlen(t->id))];
+
+	while (*pp && *pp != t)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = t->next;
+}
+
+static int tp_index(const struct txn *t, const char *topic, size_t tlen, int32_t part)
+{
+	for (int i = 0; i < t->ntp; i++)
+		if (t->tp[i].part == part && strlen(t->tp[i].topic) == tlen && !memcmp(t->tp[i].topic, topic, tlen))
+			return i;
+	return -1;
+}
+
+static void tp_add(struct txn *t, const char *topic, size_t tlen, int32_t part)
+{
+	if (tp_index(t, topic, tlen, part) >= 0)
+		return;
+	if (t->ntp == t->tp_cap) {
+		t->tp_cap = t->tp_cap ? t->tp_cap * 2 : 8;
+		t->tp = realloc(t->tp, sizeof(*t->tp) * (size_t)t->tp_cap);
+		if (!t->tp)
+			abort();
+	}
+	t->tp[t->ntp++] = (struct txn_tp){ kdup((struct kafka_str){ topic, (int32_t)tlen }), part, 0, NULL };
+}
+
+static const struct md_partition *tp_md(struct txn_coord *tc, const struct txn_tp *tp)
+{
+	const struct md_snapshot *md = tc->b->md;
+	const struct md_topic *mt = md ? md_find(md, tp->topic, (int32_t)strlen(tp->topic)) : NULL;
+
+	if (!mt || tp->part < 0 || tp->part >= mt->nparts || !mt->parts[tp->part].part)
+		return NULL;
+	return &mt->parts[tp->part];
+}
+
+/* Java's String.hashCode over the id, as Kafka picks the partition. */
+static int32_t state_partition(const struct txn_coord *tc, const char *id)
+{
+	int32_t h = 0;
+	int32_t n = tc->stopic ? tc->stopic->nparts : 1;
+
+	for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+		h = (int32_t)(31u * (uint32_t)h + *p);
+	return (int32_t)((h == INT32_MIN ? 0 : (h < 0 ? -h : h)) % n);
+}
+
+static void reply(struct txn_coord *tc, struct txn *t)
+{
+	struct kafka_ctx *ctx = t->ctx;
+
+	t->ctx = NULL;
+	if (ctx)
+		ctl_reply(tc->ctl, ctx, t->from);
+}
+
+static void answer_now(struct txn_coord *tc, struct kafka_ctx *ctx)
+{
+	struct txn_req *rq = ctx->state;
+
+	ctl_reply(tc->ctl, ctx, rq->from);
+}
+
+/* ---- the state log -------------------------------------------------------------- */
+
+static size_t put16(uint8_t *p, int16_t v) { be16_store(p, (uint16_t)v); return 2; }
+static size_t put32(uint8_t *p, int32_t v) { be32_store(p, (uint32_t)v); return 4; }
+static size_t put64(uint8_t *p, int64_t v) { be64_store(p, (uint64_t)v); return 8; }
+
+static size_t putstr(uint8_t *p, const char *s)
+{
+	size_t n = strlen(s);
+
+	put16(p, (int16_t)n);
+	memcpy(p + 2, s, n);
+	return 2 + n;
+}
+
+static void state_written(struct ctl *ctl, void *cookie, int64_t base, int err);
+
+/* Write t's state (or, with tombstone, its removal) to __transaction_state;
+ * t->then runs once durable (unless tombstone). */
+static int state_write(struct txn_coord *tc, struct txn *t, int tombstone, int notify)
+{
+	const struct md_topic *st = tc->stopic;
+	int32_t idx = state_partition(tc, t->id);
+	size_t cap = 256 + 2 * strlen(t->id), kl = 0, vl = 0;
+	struct batch_builder bb;
+	uint8_t *batch, *k, *v;
+	ssize_t len;
+	int ntopics = 0;
+
+	if (!st || !st->parts[idx].part)
+		return -ENOENT;
+	for (int i = 0; i < t->ntp; i++)
+		cap += 16 + strlen(t->tp[i].topic);
+	batch = xcalloc(1, cap * 2);
+	k = xcalloc(1, cap);
+	v = k + 4 + strlen(t->id);
+	kl += put16(k, 0);
+	kl += putstr(k + kl, t->id);
+	if (!tombstone) {
+		vl += put16(v + vl, 0);
+		vl += put64(v + vl, t->pid);
+		vl += put16(v + vl, t->epoch);
+		vl += put32(v + vl, t->timeout_ms);
+		v[vl++] = (uint8_t)t->state;
+		/* partitions grouped by topic, in the order they were added */
+		{
+			size_t at_count = vl;
+
+			vl += put32(v + vl, 0);
+			for (int i = 0; i < t->ntp; i++) {
+				int first = 1, n = 0;
+				size_t at_n;
+
+				for (int j = 0; j < i; j++)
+					if (!strcmp(t->tp[j].topic, t->tp[i].topic))
+						first = 0;
+				if (!first)
+					continue;
+				ntopics++;
+				vl += putstr(v + vl, t->tp[i].topic);
+				at_n = vl;
+				vl += put32(v + vl, 0);
+				for (int j = i; j < t->ntp; j++)
+					if (!strcmp(t->tp[j].topic, t->tp[i].topic)) {
+						vl += put32(v + vl, t->tp[j].part);
+						n++;
+					}
+				put32(v + at_n, n);
+			}
+			put32(v + at_count, ntopics);
+		}
+		vl += put64(v + vl, t->last_wall);
+		vl += put64(v + vl, t->start_wall);
+	}
+	batch_builder_init(&bb, batch, cap * 2, wall_ms());
+	if (batch_builder_add(&bb, 0, wall_ms(), k, (int32_t)kl, tombstone ? NULL : v, tombstone ? -1 : (int32_t)vl,
+			      NULL, 0, 0) < 0 ||
+	    (len = batch_builder_finish(&bb, 0, -1, -1, -1, -1)) < 0)
+		abort();   /* cap is an upper bound */
+	free(k);
+	return ctl_log_append(tc->ctl, &st->parts[idx], batch, (uint32_t)len, state_written,
+			      tombstone || !notify ? NULL : t);
+}
+
+static void state_written(struct ctl *ctl, void *cookie, int64_t base, int err)
+{
+	struct txn_coord *tc = ctl_txns(ctl);
+	struct txn *t = cookie;
+	void (*then)(struct txn_coord *, struct txn *);
+
+	(void)base;
+	if (!t) {
+		/* a tombstone or a Complete state: nothing waits for it (a
+		 * restart that misses it writes the markers again) */
+		if (err)
+			fprintf(stderr, "sluiced: writing to %s failed: %s\n", TXN_STATE_TOPIC, strerror(-err));
+		return;
+	}
+	if (err) {
+		fprintf(stderr, "sluiced: transactional id %s: writing its state (%s) to %s failed: %s\n", t->id,
+			tstate_names[t->state], TXN_STATE_TOPIC, strerror(-err));
+		t->err = KERR_COORDINATOR_NOT_AVAILABLE;
+	}
+	then = t->then;
+	t->then = NULL;
+	if (then)
+		then(tc, t);
+}
+
+/* ---- registrations on the partitions' owner shards ------------------------------ */
+
+static void registered(void *self, struct shard_msg *m);
+
+static void shard_register(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[0];
+	int err = part_txn_begin(p, m->v[0], (int16_t)m->v[1], (uint64_t)m->v[2]);
+	struct shard_msg r = { .fn = registered, .p = { m->p[1] }, .v = { err } };
+
+	shard_send(sh, (int)m->v[3], &r);
+}
+
+static void registrations_done(struct txn_coord *tc, struct txn *t);
+
+static void registered(void *self, struct shard_msg *m)
+{
+	struct txn_coord *tc = ctl_txns(self);
+	struct txn *t = m->p[0];
+
+	if (m->v[0] && !t->err)
+		t->err = (int16_t)m->v[0];
+	if (--t->pending == 0)
+		registrations_done(tc, t);
+}
+
+/* Tell the owners of tp[nregistered..ntp) to take t's transactional
+ * batches; registrations_done when all have answered. */
+static void register_new(struct txn_coord *tc, struct txn *t)
+{
+	int from = t->nregistered;
+
+	t->pending = 1;
+	for (int i = from; i < t->ntp; i++) {
+		const struct md_partition *mp = tp_md(tc, &t->tp[i]);
+		struct shard_msg m = { .fn = shard_register, .p = { mp ? mp->part : NULL, t },
+				       .v = { t->pid, t->epoch, (int64_t)t->begin_ns, broker_ctl_index(tc->b) } };
+
+		if (!mp)
+			continue;   /* deleted meanwhile: nothing to write there */
+		t->pending++;
+		ctl_send_msg(tc->ctl, mp->shard, &m);
+	}
+	t->nregistered = t->ntp;
+	if (--t->pending == 0)
+		registrations_done(tc, t);
+}
+
+/* ---- markers -------------------------------------------------------------------- */
+
+static void marker_done(void *self, struct shard_msg *m);
+
+static void shard_marker(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[0];
+	struct txn_tp *tp = m->p[1];
+	int to = (int)m->v[2];
+	int64_t off = -1;
+	int rc = part_txn_marker(p, m->v[0], (int16_t)(m->v[1] & 0xffff), (int)(m->v[1] >> 16), 0, &off);
+
+	if (rc == 0) {
+		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = off, .from = to,
+				      .ctx = (struct kafka_ctx *)tp, .notify = marker_done };
+
+		if (part_wait_ack(p, &w) == 0) {
+			part_progress(p);
+			return;
+		}
+		rc = -ENOBUFS;
+	}
+	{
+		struct shard_msg r = { .fn = marker_done, .p = { tp }, .v = { -1, rc == -ENOENT ? 0 : rc } };
+
+		shard_send(sh, to, &r);
+	}
+}
+
+static void markers_done(struct txn_coord *tc, struct txn *t);
+
+static void marker_done(void *self, struct shard_msg *m)
+{
+	struct txn_coord *tc = ctl_txns(self);
+	struct txn_tp *tp = m->p[0];
+	struct txn *t = tp->t;
+	int err = (int)m->v[1];
+
+	if (err) {
+		fprintf(stderr, "sluiced: transactional id %s: writing the %s marker to %s-%d failed: %s (retried)\n",
+			t->id, t->commit ? "COMMIT" : "ABORT", tp->topic, tp->part, strerror(-err));
+	} else {
+		tp->marked = 1;
+		tc->st.markers++;
+		if (!strcmp(tp->topic, GROUP_OFFSETS_TOPIC))
+			group_txn_end(tc->gc, tp->part, t->pid, t->commit);
+	}
+	if (--t->pending == 0)
+		markers_done(tc, t);
+}
+
+static void send_markers(struct txn_coord *tc, struct txn *t)
+{
+	t->pending = 1;
+	for (int i = 0; i < t->ntp; i++) {
+		struct txn_tp *tp = &t->tp[i];
+		const struct md_partition *mp;
+
+		if (tp->marked)
+			continue;
+		if (!(mp = tp_md(tc, tp))) {
+			tp->marked = 1;   /* the topic is gone */
+			continue;
+		}
+		tp->t = t;
+		t->pending++;
+		{
+			struct shard_msg m = { .fn = shard_marker, .p = { mp->part, tp },
+					       .v = { t->pid, (int64_t)(uint16_t)t->epoch | ((int64_t)t->commit << 16),
+						      broker_ctl_index(tc->b) } };
+
+			ctl_send_msg(tc->ctl, mp->shard, &m);
+		}
+	}
+	if (--t->pending == 0)
+		markers_done(tc, t);
+}
+
+static void markers_done(struct txn_coord *tc, struct txn *t)
+{
+	for (int i = 0; i < t->ntp; i++)
+		if (!t->tp[i].marked) {
+			t->retry_at = mono_ms() + MARKER_RETRY_MS;   /* txn_tick writes them again */
+			tc->st.marker_retries++;
+			return;
+		}
+	t->retry_at = 0;
+	if (t->commit)
+		tc->st.committed++;
+	else
+		tc->st.aborted++;
+	t->last_commit = t->commit;
+	t->state = t->commit ? TS_COMPLETE_COMMIT : TS_COMPLETE_ABORT;
+	t->last_wall = wall_ms();
+	tp_clear(t);
+	t->busy = 0;
+	t->err = 0;
+	state_write(tc, t, 0, 0);   /* the next state write follows it in the same log */
+	reply(tc, t);            /* EndTxn: every marker is durable */
+}
+
+static void prepared(struct txn_coord *tc, struct txn *t)
+{
+	if (t->err) {
+		/* not durable: the transaction stays open, the client retries */
+		t->state = TS_ONGOING;
+		t->busy = 0;
+		if (t->ctx)
+			((struct kafka_end_txn_response *)t->ctx->resp)->ErrorCode = t->err;
+		t->err = 0;
+		reply(tc, t);
+		return;
+	}
+	for (int i = 0; i < t->ntp; i++)
+		t->tp[i].marked = 0;
+	send_markers(tc, t);
+}
+
+/* Decide t's ongoing transaction: PrepareCommit/PrepareAbort durable,
+ * then the markers, then the answer to ctx (if any). */
+static void txn_end(struct txn_coord *tc, struct txn *t, int commit)
+{
+	t->busy = 1;
+	t->commit = commit;
+	t->state = commit ? TS_PREPARE_COMMIT : TS_PREPARE_ABORT;
+	t->last_wall = wall_ms();
+	t->err = 0;
+	t->then = prepared;
+	if (state_write(tc, t, 0, 1) < 0) {
+		t->err = KERR_COORDINATOR_NOT_AVAILABLE;
+		t->then = NULL;
+		prepared(tc, t);
+	}
+}
+
+/* A new epoch for t (fencing its older producer): the same producer id
+ * while epochs last, then a new one. */
+static int bump_epoch(struct txn_coord *tc, struct txn *t)
+{
+	if (t->pid < 0 || t->epoch >= INT16_MAX - 1) {
+		int64_t pid = ctl_new_producer_id(tc->ctl);
+
+		if (pid < 0)
+			return -1;
+		t->pid = pid;
+		t->epoch = 0;
+		return 0;
+	}
+	t->epoch++;
+	return 0;
+}
+
+/* ---- the requests ------------------------------------------------------------- */
+
+static void init_written(struct txn_coord *tc, struct txn *t)
+{
+	struct kafka_init_producer_id_response *r = t->ctx->resp;
+
+	t->busy = 0;
+	if (t->err) {
+		r->ErrorCode = t->err;
+		r->ProducerId = -1;
+		r->ProducerEpoch = -1;
+	} else {
+		r->ProducerId = t->pid;
+		r->ProducerEpoch = t->epoch;
+	}
+	t->err = 0;
+	reply(tc, t);
+}
+
+static void handle_init(struct txn_coord *tc, struct kafka_ctx *ctx)
+{
+	struct kafka_init_producer_id_request *q = ctx->req.body;
+	struct kafka_init_producer_id_response *r = ctx->resp;
+	struct txn_req *rq = ctx->state;
+	struct txn *t = txn_find(tc, q->TransactionalId);
+
+	r->ProducerId = -1;
+	r->ProducerEpoch = -1;
+	tc->st.inits++;
+	if (q->TransactionTimeoutMs <= 0 || q->TransactionTimeoutMs > tc->max_timeout_ms) {
+		r->ErrorCode = KERR_INVALID_TRANSACTION_TIMEOUT;
+		answer_now(tc, ctx);
+		return;
+	}
+	if (t && t->busy) {
+		r->ErrorCode = KERR_CONCURRENT_TRANSACTIONS;
+		answer_now(tc, ctx);
+		return;
+	}
+	if (!t)
+		t = txn_new(tc, q->TransactionalId);
+	if (t->state == TS_ONGOING) {
+		/* a producer starts over with a transaction open: fence the old
+		 * epoch and abort it; the client retries and gets the next one */
+		if (bump_epoch(tc, t) < 0) {
+			r->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
+			answer_now(tc, ctx);
+			return;
+		}
+		tc->st.fenced_by_init++;
+		txn_end(tc, t, 0);
+		r->ErrorCode = KERR_CONCURRENT_TRANSACTIONS;
+		answer_now(tc, ctx);
+		return;
+	}
+	if (bump_epoch(tc, t) < 0) {
+		r->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
+		answer_now(tc, ctx);
+		return;
+	}
+	t->timeout_ms = q->TransactionTimeoutMs;
+	t->state = TS_EMPTY;
+	tp_clear(t);
+	t->last_wall = wall_ms();
+	t->busy = 1;
+	t->err = 0;
+	t->ctx = ctx;
+	t->from = rq->from;
+	t->then = init_written;
+	if (state_write(tc, t, 0, 1) < 0) {
+		t->err = KERR_COORDINATOR_NOT_AVAILABLE;
+		init_written(tc, t);
+	}
+}
+
+/* The producer named by a request: 0 or the Kafka error. */
+static int16_t check_producer(struct txn_coord *tc, const struct txn *t, int64_t pid, int16_t epoch)
+{
+	(void)tc;
+	if (!t || t->pid != pid)
+		return KERR_INVALID_PRODUCER_ID_MAPPING;
+	if (epoch != t->epoch)
+		return KERR_INVALID_PRODUCER_EPOCH;   /* v0-1 spell PRODUCER_FENCED so */
+	if (t->busy)
+		return KERR_CONCURRENT_TRANSACTIONS;
+	return 0;
+}
+
+/* Begin a transaction on t if none is open; late requests (taken up
+ * before the current transaction began) are refused. 0 or the error. */
+static int16_t open_txn(struct txn_coord *tc, struct txn *t, const struct kafka_ctx *ctx)
+{
+	if (t->state == TS_ONGOING) {
+		if (ctx->recv_ns < t->begin_ns) {
+			tc->st.late_refused++;
+			return KERR_INVALID_TXN_STATE;
+		}
+		return 0;
+	}
+	if (t->state != TS_EMPTY && t->state != TS_COMPLETE_COMMIT && t->state != TS_COMPLETE_ABORT)
+		return KERR_CONCURRENT_TRANSACTIONS;
+	if (ctx->recv_ns < t->end_ns) {
+		/* taken up before the previous transaction was ended: one of
+		 * its requests, late; it must not begin another */
+		tc->st.late_refused++;
+		return KERR_INVALID_TXN_STATE;
+	}
+	tp_clear(t);
+	t->state = TS_ONGOING;
+	t->start_wall = t->last_wall = wall_ms();
+	t->start_mono = mono_ms();
+	t->begin_ns = ctx->recv_ns;
+	tc->st.begun++;
+	return 0;
+}
+
+static void add_written(struct txn_coord *tc, struct txn *t)
+{
+	if (t->err) {
+		registrations_done(tc, t);
+		return;
+	}
+	register_new(tc, t);
+}
+
+static void registrations_done(struct txn_coord *tc, struct txn *t)
+{
+	struct kafka_ctx *ctx = t->ctx;
+
+	t->busy = 0;
+	if (ctx && t->err) {
+		if (ctx->req.header.RequestApiKey == 24) {
+			struct kafka_add_partitions_to_txn_response *r = ctx->resp;
+
+			for (int i = 0; i < r->ResultsByTopicV3AndBelow.count; i++)
+				for (int j = 0; j < r->ResultsByTopicV3AndBelow.items[i].ResultsByPartition.count; j++)
+					r->ResultsByTopicV3AndBelow.items[i].ResultsByPartition.items[j].PartitionErrorCode =
+						t->err;
+		} else {
+			((struct kafka_add_offsets_to_txn_response *)ctx->resp)->ErrorCode = t->err;
+		}
+	}
+	t->err = 0;
+	if (ctx)
+		reply(tc, t);
+	else if (tc->registering && --tc->registering == 0 && tc->replay_done)
+		tc->replay_done(tc->ctl);
+}
+
+/* Record the new partitions durably, then register them; the request is
+ * answered when the owners have. */
+static void add_and_register(struct txn_coord *tc, struct txn *t, struct kafka_ctx *ctx)
+{
+	struct txn_req *rq = ctx->state;
+
+	t->busy = 1;
+	t->err = 0;
+	t->ctx = ctx;
+	t->from = rq->from;
+	t->last_wall = wall_ms();
+	t->then = add_written;
+	if (state_write(tc, t, 0, 1) < 0) {
+		t->err = KERR_COORDINATOR_NOT_AVAILABLE;
+		t->then = NULL;
+		registrations_done(tc, t);
+	}
+}
+
+static void handle_add_partitions(struct txn_coord *tc, struct kafka_ctx *ctx)
+{
+	struct kafka_add_partitions_to_txn_request *q = ctx->req.body;
+	struct kafka_add_partitions_to_txn_response *r = ctx->resp;
+	struct txn *t = txn_find(tc, q->V3AndBelowTransactionalId);
+	const struct md_snapshot *md = tc->b->md;
+	int16_t err = check_producer(tc, t, q->V3AndBelowProducerId, q->V3AndBelowProducerEpoch);
+	int bad = 0, added = 0;
+
+	/* partitions first: one unknown fails the request (Kafka's rule) */
+	for (int i = 0; !err && i < r->ResultsByTopicV3AndBelow.count; i++) {
+		struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *rt =
+			&r->ResultsByTopicV3AndBelow.items[i];
+		const struct md_topic *mt = md && rt->Name.len > 0 ? md_find(md, rt->Name.ptr, rt->Name.len) : NULL;
+
+		for (int j = 0; j < rt->ResultsByPartition.count; j++) {
+			int32_t part = rt->ResultsByPartition.items[j].PartitionIndex;
+
+			if (!mt || mt->internal || part < 0 || part >= mt->nparts) {
+				rt->ResultsByPartition.items[j].PartitionErrorCode =
+					mt && mt->internal ? KERR_INVALID_TOPIC_EXCEPTION : KERR_UNKNOWN_TOPIC_OR_PARTITION;
+				bad = 1;
+			}
+		}
+	}
+	if (!err && bad) {
+		for (int i = 0; i < r->ResultsByTopicV3AndBelow.count; i++)
+			for (int j = 0; j < r->ResultsByTopicV3AndBelow.items[i].ResultsByPartition.count; j++) {
+				int16_t *e = &r->ResultsByTopicV3AndBelow.items[i].ResultsByPartition.items[j]
+						      .PartitionErrorCode;
+
+				if (!*e)
+					*e = KERR_OPERATION_NOT_ATTEMPTED;
+			}
+		answer_now(tc, ctx);
+		return;
+	}
+	if (!err)
+		err = open_txn(tc, t, ctx);
+	if (err) {
+		for (int i = 0; i < r->ResultsByTopicV3AndBelow.count; i++)
+			for (int j = 0; j < r->ResultsByTopicV3AndBelow.items[i].ResultsByPartition.count; j++)
+				r->ResultsByTopicV3AndBelow.items[i].ResultsByPartition.items[j].PartitionErrorCode = err;
+		answer_now(tc, ctx);
+		return;
+	}
+	for (int i = 0; i < r->ResultsByTopicV3AndBelow.count; i++) {
+		struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *rt =
+			&r->ResultsByTopicV3AndBelow.items[i];
+
+		for (int j = 0; j < rt->ResultsByPartition.count; j++) {
+			int before = t->ntp;
+
+			tp_add(t, rt->Name.ptr, (size_t)rt->Name.len, rt->ResultsByPartition.items[j].PartitionIndex);
+			added += t->ntp > before;
+		}
+	}
+	if (!added) {
+		answer_now(tc, ctx);   /* all in the transaction already */
+		return;
+	}
+	add_and_register(tc, t, ctx);
+}
+
+static void handle_add_offsets(struct txn_coord *tc, struct kafka_ctx *ctx)
+{
+	struct kafka_add_offsets_to_txn_request *q = ctx->req.body;
+	struct kafka_add_offsets_to_txn_response *r = ctx->resp;
+	struct txn *t = txn_find(tc, q->TransactionalId);
+	int16_t err = check_producer(tc, t, q->ProducerId, q->ProducerEpoch);
+	char group[256];
+	int32_t opart;
+	int before;
+
+	if (!err && (q->GroupId.len <= 0 || q->GroupId.len >= (int32_t)sizeof(group)))
+		err = KERR_INVALID_GROUP_ID;
+	if (!err)
+		err = open_txn(tc, t, ctx);
+	if (err) {
+		r->ErrorCode = err;
+		answer_now(tc, ctx);
+		return;
+	}
+	memcpy(group, q->GroupId.ptr, (size_t)q->GroupId.len);
+	group[q->GroupId.len] = 0;
+	opart = group_offsets_partition(tc->gc, group);
+	before = t->ntp;
+	tp_add(t, GROUP_OFFSETS_TOPIC, strlen(GROUP_OFFSETS_TOPIC), opart);
+	if (t->ntp == before) {
+		answer_now(tc, ctx);
+		return;
+	}
+	add_and_register(tc, t, ctx);
+}
+
+static void handle_end(struct txn_coord *tc, struct kafka_ctx *ctx)
+{
+	struct kafka_end_txn_request *q = ctx->req.body;
+	struct kafka_end_txn_response *r = ctx->resp;
+	struct txn_req *rq = ctx->state;
+	struct txn *t = txn_find(tc, q->TransactionalId);
+	int16_t err = check_producer(tc, t, q->ProducerId, q->ProducerEpoch);
+	int commit = q->Committed ? 1 : 0;
+
+	if (!err && t->state == TS_ONGOING && ctx->recv_ns < t->begin_ns) {
+		/* taken up before this transaction began: an earlier
+		 * transaction's EndTxn arriving late. It never ends this one;
+		 * it is answered as its own transaction was ended. */
+		tc->st.late_refused++;
+		err = t->last_commit == commit ? 0 : KERR_INVALID_TXN_STATE;
+		r->ErrorCode = err;
+		answer_now(tc, ctx);
+		return;
+	}
+	if (!err) {
+		switch (t->state) {
+		case TS_ONGOING:
+			t->ctx = ctx;
+			t->from = rq->from;
+			t->end_ns = ctx->recv_ns;
+			txn_end(tc, t, commit);
+			return;
+		case TS_COMPLETE_COMMIT:
+		case TS_COMPLETE_ABORT:
+			/* a retry of the decision already carried out is answered
+			 * again; the other decision is refused */
+			err = (t->state == TS_COMPLETE_COMMIT) == commit ? 0 : KERR_INVALID_TXN_STATE;
+			break;
+		default:
+			err = KERR_INVALID_TXN_STATE;   /* nothing ongoing */
+			break;
+		}
+	}
+	r->ErrorCode = err;
+	answer_now(tc, ctx);
+}
+
+int16_t txn_check_offsets(struct txn_coord *tc, struct kafka_str id, int64_t pid, int16_t epoch, int32_t opart,
+			  uint64_t recv_ns)
+{
+	struct txn *t = txn_find(tc, id);
+	int16_t err = check_producer(tc, t, pid, epoch);
+
+	if (err == KERR_CONCURRENT_TRANSACTIONS && t->state == TS_ONGOING)
+		err = 0;   /* registrations of other partitions in flight */
+	if (err)
+		return err;
+	if (t->state != TS_ONGOING || recv_ns < t->begin_ns ||
+	    tp_index(t, GROUP_OFFSETS_TOPIC, strlen(GROUP_OFFSETS_TOPIC), opart) < 0)
+		return KERR_INVALID_TXN_STATE;   /* AddOffsetsToTxn first, in this transaction */
+	return 0;
+}
+
+/* ---- dispatch ------------------------------------------------------------------- */
+
+static void txn_msg(void *self, struct shard_msg *m)
+{
+	struct txn_coord *tc = ctl_txns(self);
+	struct kafka_ctx *ctx = m->p[0];
+
+	switch (ctx->req.header.RequestApiKey) {
+	case 22: handle_init(tc, ctx); break;
+	case 24: handle_add_partitions(tc, ctx); break;
+	case 25: handle_add_offsets(tc, ctx); break;
+	case 26: handle_end(tc, ctx); break;
+	default:
+		ctx->resp = NULL;
+		answer_now(tc, ctx);
+		break;
+	}
+}
+
+static int txn_resume(struct kafka_ctx *ctx)
+{
+	if (!ctx->resp) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	kafka_ctx_respond(ctx);
+	return 0;
+}
+
+/* The response, shaped like the request, in the request's arena: the
+ * coordinator only fills it in. */
+static void *shape_response(struct kafka_ctx *ctx)
+{
+	switch (ctx->req.header.RequestApiKey) {
+	case 22: {
+		struct kafka_init_producer_id_response *r = ALLOC(ctx, struct kafka_init_producer_id_response, 1);
+
+		if (r)
+			kafka_init_producer_id_response_init(r);
+		return r;
+	}
+	case 24: {
+		struct kafka_add_partitions_to_txn_request *q = ctx->req.body;
+		struct kafka_add_partitions_to_txn_response *r = ALLOC(ctx, struct kafka_add_partitions_to_txn_response, 1);
+		int nt = q->V3AndBelowTopics.count > 0 ? q->V3AndBelowTopics.count : 0;
+
+		if (!r)
+			return NULL;
+		kafka_add_partitions_to_txn_response_init(r);
+		r->ResultsByTopicV3AndBelow.count = nt;
+		r->ResultsByTopicV3AndBelow.items =
+			ALLOC(ctx, struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result, nt);
+		if (!r->ResultsByTopicV3AndBelow.items)
+			return NULL;
+		for (int i = 0; i < nt; i++) {
+			struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic *qt =
+				&q->V3AndBelowTopics.items[i];
+			struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *rt =
+				&r->ResultsByTopicV3AndBelow.items[i];
+			int np = qt->Partitions.count > 0 ? qt->Partitions.count : 0;
+
+			rt->Name = qt->Name;
+			rt->ResultsByPartition.count = np;
+			rt->ResultsByPartition.items =
+				ALLOC(ctx, struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_partition_result,
+				      np);
+			if (!rt->ResultsByPartition.items)
+				return NULL;
+			for (int j = 0; j < np; j++) {
+				rt->ResultsByPartition.items[j].PartitionIndex = qt->Partitions.items[j];
+				rt->ResultsByPartition.items[j].PartitionErrorCode = 0;
+			}
+		}
+		return r;
+	}
+	case 25: {
+		struct kafka_add_offsets_to_txn_response *r = ALLOC(ctx, struct kafka_add_offsets_to_txn_response, 1);
+
+		if (r)
+			kafka_add_offsets_to_txn_response_init(r);
+		return r;
+	}
+	case 26: {
+		struct kafka_end_txn_response *r = ALLOC(ctx, struct kafka_end_txn_response, 1);
+
+		if (r)
+			kafka_end_txn_response_init(r);
+		return r;
+	}
+	}
+	return NULL;
+}
+
+int txn_submit(struct kafka_ctx *ctx)
+{
+	struct txn_req *rq = ALLOC(ctx, struct txn_req, 1);
+	struct shard_msg m = { .fn = txn_msg, .p = { ctx } };
+
+	ctx->resp = shape_response(ctx);
+	if (!rq || !ctx->resp) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	rq->from = ctx->sh->id;
+	ctx->state = rq;
+	ctx->pending = 1;
+	ctx->resume = txn_resume;
+	shard_send(ctx->sh, broker_ctl_index(ctx->sh->b), &m);
+	return 0;
+}
+
+int kafka_handle_add_partitions_to_txn(struct kafka_ctx *ctx) { return txn_submit(ctx); }
+int kafka_handle_add_offsets_to_txn(struct kafka_ctx *ctx) { return txn_submit(ctx); }
+int kafka_handle_end_txn(struct kafka_ctx *ctx) { return txn_submit(ctx); }
+
+/* ---- replay ---------------------------------------------------------------------- */
+
+static int rd_str(const uint8_t **p, const uint8_t *end, struct kafka_str *out)
+{
+	int16_t n;
+
+	if (end - *p < 2)
+		return -1;
+	n = (int16_t)be16_load(*p);
+	*p += 2;
+	if (n < 0 || end - *p < n)
+		return -1;
+	*out = (struct kafka_str){ (const char *)*p, n };
+	*p += n;
+	return 0;
+}
+
+static void replay_record(struct txn_coord *tc, const struct record_view *rv)
+{
+	const uint8_t *k = rv->key, *kend = k + (rv->key_len > 0 ? rv->key_len : 0);
+	const uint8_t *v = rv->value, *vend = v + (rv->value_len > 0 ? rv->value_len : 0);
+	struct kafka_str id;
+	struct txn *t;
+	int32_t ntopics;
+
+	if (!k || kend - k < 2 || be16_load(k) != 0)
+		return;
+	k += 2;
+	if (rd_str(&k, kend, &id) < 0 || id.len <= 0)
+		return;
+	t = txn_find(tc, id);
+	if (!v || rv->value_len < 0) {
+		if (t) {
+			txn_unlink(tc, t);
+			txn_free(t);
+		}
+		return;
+	}
+	if (vend - v < 2 + 8 + 2 + 4 + 1 + 4 || be16_load(v) != 0)
+		return;
+	if (!t)
+		t = txn_new(tc, id);
+	tc->st.replayed_records++;
+	v += 2;
+	t->pid = (int64_t)be64_load(v);
+	t->epoch = (int16_t)be16_load(v + 8);
+	t->timeout_ms = (int32_t)be32_load(v + 10);
+	t->state = v[14] <= TS_DEAD ? (enum tstate)v[14] : TS_EMPTY;
+	ntopics = (int32_t)be32_load(v + 15);
+	v += 19;
+	tp_clear(t);
+	for (int32_t i = 0; i < ntopics; i++) {
+		struct kafka_str topic;
+		int32_t np;
+
+		if (rd_str(&v, vend, &topic) < 0 || vend - v < 4)
+			return;
+		np = (int32_t)be32_load(v);
+		v += 4;
+		for (int32_t j = 0; j < np && vend - v >= 4; j++, v += 4)
+			tp_add(t, topic.ptr, (size_t)topic.len, (int32_t)be32_load(v));
+	}
+	if (vend - v >= 16) {
+		t->last_wall = (int64_t)be64_load(v);
+		t->start_wall = (int64_t)be64_load(v + 8);
+	}
+	if (t->state == TS_COMPLETE_COMMIT)
+		t->last_commit = 1;
+	else if (t->state == TS_COMPLETE_ABORT)
+		t->last_commit = 0;
+}
+
+static void replay_chunk(struct ctl *ctl, const uint8_t *buf, uint32_t len, int32_t part)
+{
+	struct txn_coord *tc = ctl_txns(ctl);
+	uint32_t at = 0;
+
+	(void)part;
+	while (at + BATCH_LOG_OVERHEAD <= len) {
+		const uint8_t *b = buf + at;
+		uint32_t size = batch_size(b);
+		struct record_iter it;
+		struct record_view rv;
+
+		if (size > len - at || size < BATCH_HEADER_SIZE)
+			break;
+		if (!(batch_attributes(b) & (BATCH_ATTR_CODEC_MASK | BATCH_ATTR_CONTROL))) {
+			record_iter_init(&it, b + BATCH_HEADER_SIZE, size - BATCH_HEADER_SIZE, batch_records_count(b));
+			while (record_iter_next(&it, &rv) == 1)
+				replay_record(tc, &rv);
+		}
+		at += size;
+	}
+}
+
+/* Everything is read back: finish what the last run left. */
+static void replay_end(struct ctl *ctl)
+{
+	struct txn_coord *tc = ctl_txns(ctl);
+	int64_t now = mono_ms();
+
+	tc->registering = 1;
+	for (int b = 0; b < TXN_BUCKETS; b++)
+		for (struct txn *t = tc->bucket[b]; t; t = t->next) {
+			if (t->state == TS_PREPARE_COMMIT || t->state == TS_PREPARE_ABORT) {
+				/* decided, markers perhaps not all written: write them */
+				t->commit = t->state == TS_PREPARE_COMMIT;
+				t->busy = 1;
+				for (int i = 0; i < t->ntp; i++)
+					t->tp[i].marked = 0;
+				send_markers(tc, t);
+			} else if (t->state == TS_ONGOING) {
+				/* the producer may go on: its partitions take its
+				 * batches again; the timeout counts from now */
+				t->start_mono = now;
+				t->begin_ns = 0;
+				t->busy = 1;
+				t->nregistered = 0;
+				tc->registering++;
+				register_new(tc, t);
+			}
+		}
+	if (--tc->registering == 0 && tc->replay_done)
+		tc->replay_done(tc->ctl);
+}
+
+void txn_replay(struct txn_coord *tc, void (*done)(struct ctl *ctl))
+{
+	tc->replay_done = done;
+	if (ctl_read_topic(tc->ctl, tc->stopic, replay_chunk, replay_end) == 0)
+		replay_end(tc->ctl);
+}
+
+/* ---- timers ------------------------------------------------------------------------ */
+
+int txn_tick(struct txn_coord *tc, int max_ms)
+{
+	int64_t now = mono_ms(), wall = 0;
+	int64_t next = now + max_ms;
+	int check = now >= tc->next_check;
+
+	if (check)
+		tc->next_check = now + tc->check_ms;
+	if (tc->next_check < next)
+		next = tc->next_check;
+	for (int b = 0; b < TXN_BUCKETS; b++) {
+		struct txn **pp = &tc->bucket[b];
+
+		while (*pp) {
+			struct txn *t = *pp;
+
+			if (t->retry_at && now >= t->retry_at && t->busy && !t->pending) {
+				t->retry_at = 0;
+				send_markers(tc, t);
+			} else if (t->retry_at && t->retry_at < next) {
+				next = t->retry_at;
+			}
+			if (check && !t->busy && t->state == TS_ONGOING && now - t->start_mono > t->timeout_ms) {
+				/* a hanging transaction: fence its producer and abort */
+				if (bump_epoch(tc, t) == 0) {
+					fprintf(stderr, "sluiced: transactional id %s: transaction open for more than "
+						"transaction.timeout.ms (%d ms): aborted, producer %lld fenced (epoch %d)\n",
+						t->id, t->timeout_ms, (long long)t->pid, t->epoch);
+					tc->st.timed_out++;
+					txn_end(tc, t, 0);
+				}
+			}
+			if (check && !t->busy && t->state != TS_ONGOING) {
+				if (!wall)
+					wall = wall_ms();
+				if (wall - t->last_wall > tc->expiration_ms) {
+					/* idle for transactional.id.expiration.ms: forgotten */
+					*pp = t->next;
+					state_write(tc, t, 1, 0);
+					txn_free(t);
+					continue;
+				}
+			}
+			pp = &t->next;
+		}
+	}
+	return next > now ? (int)(next - now) : 0;
+}
+
+/* ---- life ------------------------------------------------------------------------- */
+
+int txn_coord_create(struct ctl *ctl, struct broker *b, const struct config *cfg, struct group_coord *gc,
+		     struct txn_coord **out)
+{
+	struct txn_coord *tc = xcalloc(1, sizeof(*tc));
+
+	tc->ctl = ctl;
+	tc->b = b;
+	tc->cfg = cfg;
+	tc->gc = gc;
+	tc->max_timeout_ms = (int32_t)config_int(cfg, "transaction.max.timeout.ms");
+	tc->expiration_ms = config_int(cfg, "transactional.id.expiration.ms");
+	tc->check_ms = config_int(cfg, "transaction.abort.timed.out.transaction.cleanup.interval.ms");
+	tc->next_check = mono_ms() + tc->check_ms;
+	*out = tc;
+	return 0;
+}
+
+void txn_set_state_topic(struct txn_coord *tc, const struct md_topic *t)
+{
+	tc->stopic = t;
+}
+
+const struct txn_stats *txn_coord_stats(const struct txn_coord *tc)
+{
+	return &tc->st;
+}
+
+void txn_coord_destroy(struct txn_coord *tc)
+{
+	if (!tc)
+		return;
+	for (int b = 0; b < TXN_BUCKETS; b++)
+		while (tc->bucket[b]) {
+			struct txn *t = tc->bucket[b];
+
+			tc->bucket[b] = t->next;
+			txn_free(t);
+		}
+	free(tc);
+}

@@ -1,0 +1,85 @@
+/* control/txn.h — the transaction coordinator: transactional ids, their
+ * producer id and epoch, the partitions of each ongoing transaction, and
+ * its end: COMMIT or ABORT markers written into every partition.
+ *
+ * Thread: the control thread (@thread ctl) except txn_submit, which a
+ * shard calls. A shard hands the decoded request over with its response
+ * already shaped (the connection is muted while it is in progress); the
+ * coordinator fills in error codes, ids and epochs and hands it back.
+ *
+ * State lives in the compacted internal topic __transaction_state, in
+ * Kafka's record format (key version 0: transactional id; value version 0:
+ * producer id, epoch, timeout, status, partitions, timestamps), partition
+ * chosen by the Java hash of the transactional id. A transaction goes
+ * Empty -> Ongoing (AddPartitionsToTxn / AddOffsetsToTxn: the state is
+ * durable before the partitions' owner shards are told to take the
+ * producer's transactional batches) -> PrepareCommit/PrepareAbort (durable
+ * before any marker) -> markers durable in every partition -> EndTxn
+ * answered -> CompleteCommit/CompleteAbort. At start the log is read back:
+ * a Prepare* transaction gets its markers again, an Ongoing one has its
+ * partitions registered again (and is aborted when it times out).
+ *
+ * Fencing. InitProducerId bumps the epoch of a transactional id (its older
+ * producer gets INVALID_PRODUCER_EPOCH from then on, in every partition
+ * once a marker of the new epoch is there); a transaction open longer than
+ * its timeout is aborted with a bumped epoch. A late request of an earlier
+ * transaction — EndTxn, AddPartitionsToTxn or a transactional Produce
+ * received before the current transaction began — never acts on the
+ * current one: every request carries the monotonic time its shard took it
+ * up (kafka_ctx.recv_ns), each transaction the time the request that began
+ * it was taken up, and the older request is answered as its own
+ * transaction's (KIP-890's guarantee, for clients that do not bump the
+ * epoch per transaction).
+ *
+ * Errors: Kafka error codes in the responses; -errno elsewhere.
+ */
+#ifndef SLUICE_TXN_H
+#define SLUICE_TXN_H
+
+#include <stdint.h>
+
+#include "dataplane/kafka/kafka_wire.h"
+
+struct broker;
+struct config;
+struct ctl;
+struct group_coord;
+struct kafka_ctx;
+struct md_topic;
+
+#define TXN_STATE_TOPIC "__transaction_state"
+
+struct txn_coord;
+
+struct txn_stats {
+	uint64_t inits, fenced_by_init;
+	uint64_t begun, committed, aborted, timed_out;
+	uint64_t markers, marker_retries;
+	uint64_t late_refused;             /* requests of an earlier transaction */
+	uint64_t replayed_records;
+};
+
+/* @thread ctl */
+int txn_coord_create(struct ctl *ctl, struct broker *b, const struct config *cfg, struct group_coord *gc,
+		     struct txn_coord **out);
+void txn_coord_destroy(struct txn_coord *tc);
+void txn_set_state_topic(struct txn_coord *tc, const struct md_topic *t);
+/* Read __transaction_state back, re-register ongoing transactions on their
+ * partitions and restart the markers of prepared ones; `done` runs on the
+ * control thread when the broker may serve. */
+void txn_replay(struct txn_coord *tc, void (*done)(struct ctl *ctl));
+/* Timers: timed-out transactions, marker retries, expired ids. Returns
+ * the milliseconds until the next one (at most max_ms). */
+int txn_tick(struct txn_coord *tc, int max_ms);
+const struct txn_stats *txn_coord_stats(const struct txn_coord *tc);
+/* TxnOffsetCommit's check: 0, or the Kafka error for the transactional id,
+ * producer and the group's offsets partition `opart` (it must be in the
+ * ongoing transaction: AddOffsetsToTxn). */
+int16_t txn_check_offsets(struct txn_coord *tc, struct kafka_str id, int64_t pid, int16_t epoch, int32_t opart,
+			  uint64_t recv_ns);
+
+/* @thread shard: InitProducerId with a transactional id, AddPartitionsToTxn,
+ * AddOffsetsToTxn, EndTxn. */
+int txn_submit(struct kafka_ctx *ctx);
+
+#endif
