@@ -475,6 +475,155 @@ def txn_offset_commit_visibility():
         assert {k: v[0] for k, v in out.items()} == {("to", 0): 42, ("to", 1): 43}, out
 
 
+# ---- concurrency ------------------------------------------------------------------
+
+def read_committed_values(batches, aborted):
+    """What a read_committed client keeps of one Fetch response (the Java
+    consumer's CompletedFetch): at every batch with a producer id, the
+    aborted transactions that began at or before the batch's last offset
+    put their producers in the aborting set; an ABORT marker takes its
+    producer out again; a transactional data batch of a producer in the set
+    is dropped; control batches are never delivered."""
+    pending = sorted(aborted or [], key=lambda a: a[1])
+    aborting = set()
+    out = []
+    for bt in batches:
+        if bt.pid >= 0:
+            while pending and pending[0][1] <= bt.last:
+                aborting.add(pending.pop(0)[0])
+        if bt.control:
+            if markers([bt])[0][1] == MARKER_ABORT:
+                aborting.discard(bt.pid)
+            continue
+        if bt.transactional and bt.pid in aborting:
+            continue
+        out.extend(r.value for r in bt.records)
+    return out
+
+
+@test
+def concurrent_transactions_read_committed():
+    """Eight transactional producers (own connections and ids) run 40
+    transactions each over 1..3 of the 4 partitions of a topic (on both
+    shards), committing about 60 % and aborting the rest, while a plain
+    producer writes between them and a read_committed reader consumes
+    incrementally, as a client does (fetch from its position, drop what the
+    AbortedTransactions list says, move past every batch). In the end the
+    reader has exactly the committed and plain records of each partition,
+    each producer's in its order; on the wire every partition's LSO is its
+    high watermark, its markers are one per transaction that touched it
+    (COMMIT or ABORT as ended), and its AbortedTransactions are exactly the
+    aborted transactions with their first offsets."""
+    import random
+    import threading
+    parts = 4
+    with broker(settings=SETTINGS) as b:
+        with TConn(b.bootstrap) as c:
+            new_topic(c, "cc", parts)
+        expect = {p: {} for p in range(parts)}        # partition -> source -> [values]
+        ended = {p: [] for p in range(parts)}         # partition -> [(pid, kind, first offset)]
+        lock = threading.Lock()
+        errors = []
+        done = threading.Event()
+
+        def producer(k):
+            try:
+                rng = random.Random(k)
+                with TConn(b.bootstrap) as c:
+                    pr = Producer(c, "tx-cc-%d" % k)
+                    for n in range(40):
+                        chosen = sorted(rng.sample(range(parts), rng.randint(1, 3)))
+                        pr.add("cc", chosen)
+                        firsts, written = {}, {}
+                        for p in chosen:
+                            values = [b"tx%d-%d-%d-%d" % (k, n, p, i) for i in range(rng.randint(1, 3))]
+                            r = pr.produce("cc", p, values)
+                            assert r.error == 0, (k, n, p, r)
+                            firsts[p], written[p] = r.base, values
+                        commit = rng.random() < 0.6
+                        assert pr.end(commit) == 0, (k, n, commit)
+                        with lock:
+                            for p in chosen:
+                                if commit:
+                                    expect[p].setdefault("tx%d" % k, []).extend(written[p])
+                                ended[p].append((pr.pid, MARKER_COMMIT if commit else MARKER_ABORT, firsts[p]))
+            except BaseException as e:
+                errors.append(e)
+
+        def plain_producer():
+            try:
+                with TConn(b.bootstrap) as c:
+                    n = 0
+                    while not done.is_set() or n < 20:
+                        p = n % parts
+                        v = b"plain-%d" % n
+                        r = c.produce("cc", p, plain([v]))
+                        assert r.error == 0, r
+                        with lock:
+                            expect[p].setdefault("plain", []).append(v)
+                        n += 1
+            except BaseException as e:
+                errors.append(e)
+
+        got = {p: [] for p in range(parts)}     # what the reader kept
+        pos = {p: 0 for p in range(parts)}
+
+        def read_round(c):
+            for p in range(parts):
+                f = c.fetch1("cc", p, pos[p], READ_COMMITTED)
+                assert f.error == 0 and f.lso <= f.hw, (p, f)
+                assert all(bt.last < f.lso for bt in f.batches), (p, f.lso, [(bt.base, bt.last) for bt in f.batches])
+                got[p].extend(read_committed_values(f.batches, f.aborted))
+                if f.batches:
+                    pos[p] = f.batches[-1].last + 1
+
+        def reader():
+            try:
+                with TConn(b.bootstrap) as c:
+                    while not done.is_set():
+                        read_round(c)
+            except BaseException as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=producer, args=(k,)) for k in range(8)]
+        side = [threading.Thread(target=plain_producer), threading.Thread(target=reader)]
+        for t in threads + side:
+            t.start()
+        for t in threads:
+            t.join(HANG_GUARD)
+        done.set()
+        for t in side:
+            t.join(HANG_GUARD)
+        assert not any(t.is_alive() for t in threads + side), "a thread hung (hang guard)"
+        if errors:
+            raise errors[0]
+        with TConn(b.bootstrap) as c:
+            deadline = time.monotonic() + HANG_GUARD
+            while any(pos[p] < c.latest("cc", p, READ_UNCOMMITTED) for p in range(parts)):
+                assert time.monotonic() < deadline, "reader did not reach the end (hang guard)"
+                read_round(c)
+            for p in range(parts):
+                by_source = {}
+                for v in got[p]:
+                    by_source.setdefault(v.split(b"-")[0].decode(), []).append(v)
+                assert by_source == expect[p], (p, {k: len(v) for k, v in by_source.items()},
+                                                {k: len(v) for k, v in expect[p].items()})
+                # the whole partition again, page by page (a Fetch answer
+                # is cut short of max_bytes), read_committed
+                batches, aborted, at, hw = [], set(), 0, None
+                while hw is None or at < hw:
+                    g = c.fetch1("cc", p, at, READ_COMMITTED)
+                    assert g.lso == g.hw and g.batches, (p, at, g.hw, g.lso)
+                    hw = g.hw
+                    batches += g.batches
+                    aborted |= set(g.aborted or [])
+                    at = g.batches[-1].last + 1
+                ms = markers(batches)
+                assert sorted((pid, kind) for _, kind, pid, _ in ms) == sorted((pid, kind) for pid, kind, _ in ended[p]), p
+                want = sorted((pid, first) for pid, kind, first in ended[p] if kind == MARKER_ABORT)
+                assert sorted(aborted) == want, (p, sorted(aborted), want)
+
+
 # ---- restarts ---------------------------------------------------------------------
 
 @test
