@@ -426,6 +426,29 @@ def read_committed_commit_and_two_producers():
 
 
 @test
+def empty_transaction_partition():
+    """A partition added to a transaction that writes nothing to it: the
+    LSO is not held back (it is the high watermark while the transaction
+    is open), EndTxn still writes the marker there (abort, then commit in
+    the next transaction), and no AbortedTransactions entry appears (there
+    is no first offset), as in Kafka."""
+    with broker(settings=SETTINGS) as b, TConn(b.bootstrap) as c:
+        new_topic(c, "em")
+        assert c.produce("em", 0, plain([b"p"])).error == 0
+        p = Producer(c, "tx-em")
+        for n, commit in enumerate((False, True)):
+            p.add("em", [0])
+            f = c.fetch1("em", 0, 0, READ_COMMITTED)
+            assert (f.hw, f.lso) == (1 + n, 1 + n), (n, f)
+            assert p.end(commit) == 0
+        f = c.fetch1("em", 0, 0, READ_COMMITTED)
+        assert (f.hw, f.lso) == (3, 3) and f.aborted in (None, []), f
+        assert markers(f.batches) == [(1, MARKER_ABORT, p.pid, p.epoch), (2, MARKER_COMMIT, p.pid, p.epoch)], \
+            markers(f.batches)
+        assert data_offsets(f.batches) == [0]
+
+
+@test
 def list_offsets_isolation():
     """ListOffsets v2 and v3, latest (-1): with isolation_level 1 the LSO
     (3) while the transaction is open, 6 with isolation 0 (the high
