@@ -100,6 +100,76 @@ def kcat_read_committed_stops_at_open_transaction():
         assert got == everything, got
 
 
+@test
+def confluent_kafka_consume_transform_produce():
+    """confluent-kafka 1.7.0 (librdkafka 2.0.2) consume-transform-produce,
+    exactly once: 30 records in "in"; a read_committed consumer in group
+    ctp-g and a transactional producer (ctp-tx) handle them 10 at a time,
+    producing each upper-cased to "out" and sending the consumer's position
+    with send_offsets_to_transaction (AddOffsetsToTxn, TxnOffsetCommit) in
+    the same transaction. The second batch's transaction is aborted and
+    redone from the group's committed offset (10). In the end "out" read
+    read_committed holds exactly the 30 transformed records once each, in
+    order; the group's committed offset is 30; the aborted attempt's
+    records (flushed before the abort) are on the wire at 11..20, listed in
+    AbortedTransactions, between the first COMMIT marker (10) and its
+    ABORT marker (21)."""
+    from confluent_kafka import Consumer, KafkaException, Producer as CProducer, TopicPartition
+    n, per = 30, 10
+    with broker(settings=SETTINGS) as b, TConn(b.bootstrap) as c:
+        new_topic(c, "in")
+        new_topic(c, "out")
+        assert c.produce("in", 0, plain(vals(b"rec", n))).error == 0
+        common = {"bootstrap.servers": b.bootstrap, "socket.timeout.ms": 30000}
+        prod = CProducer(dict(common, **{"transactional.id": "ctp-tx", "transaction.timeout.ms": 30000}))
+        cons = Consumer(dict(common, **{"group.id": "ctp-g", "enable.auto.commit": False,
+                                        "auto.offset.reset": "earliest", "isolation.level": "read_committed"}))
+        try:
+            prod.init_transactions(30)
+            tp = TopicPartition("in", 0)
+            cons.assign([tp])
+            done, attempt = 0, 0
+            while done < n:
+                prod.begin_transaction()
+                got = []
+                while len(got) < per:
+                    msgs = cons.consume(per - len(got), timeout=1.0)
+                    for m in msgs:
+                        if m.error():
+                            raise KafkaException(m.error())
+                        got.append(m)
+                assert [m.offset() for m in got] == list(range(done, done + per)), [m.offset() for m in got]
+                for m in got:
+                    prod.produce("out", value=m.value().upper(), partition=0)
+                pos = cons.position([tp])
+                prod.send_offsets_to_transaction(pos, cons.consumer_group_metadata(), 30)
+                attempt += 1
+                if attempt == 2:
+                    # the records go out first (else the abort just purges
+                    # them: a marker over an empty transaction)
+                    assert prod.flush(30) == 0
+                    prod.abort_transaction(30)
+                    committed = cons.committed([tp], timeout=30)[0].offset
+                    assert committed == done, (committed, done)
+                    cons.seek(TopicPartition("in", 0, committed))
+                    continue
+                prod.commit_transaction(30)
+                done += per
+        finally:
+            cons.close()
+            prod.flush(10)
+            cons = prod = None     # rd_kafka_destroy now, while the broker is up
+        out, _ = c.offset_fetch("ctp-g", {"in": [0]})
+        assert out[("in", 0)][0] == n, out
+        want = [v.upper() for v in vals(b"rec", n)]
+        got = kcat_read(b, "out", "read_committed")
+        assert got == want, got
+        f = c.fetch1("out", 0, 0, READ_COMMITTED)
+        assert (f.hw, f.lso, f.aborted) == (44, 44, [(f.batches[0].pid, 11)]), (f.hw, f.lso, f.aborted)
+        assert [m[1] for m in markers(f.batches)] == [MARKER_COMMIT, MARKER_ABORT, MARKER_COMMIT, MARKER_COMMIT], \
+            markers(f.batches)
+
+
 def txn_check(b, topic, prefix, n):
     p = run([NODE, os.path.join(KJS_DIR, "txn_check.js"), b.bootstrap, topic, prefix, str(n)],
             check=False, cwd=KJS_DIR)
