@@ -47,6 +47,8 @@ struct txn {
 	int64_t start_mono;           /* monotonic ms: the timeout */
 	uint64_t begin_ns;            /* recv_ns of the request that began the transaction */
 	uint64_t end_ns;              /* recv_ns of the EndTxn that ended the previous one */
+	uint64_t conn_ns;             /* newest connection (accept time) the coordinator requests
+				       * of the current transaction came on */
 	int last_commit;              /* the previous transaction: 1 committed, 0 aborted, -1 none */
 	int busy;                     /* a state write, registrations or markers in flight */
 	int pending;                  /* acknowledgements outstanding */
@@ -637,6 +639,8 @@ static int16_t open_txn(struct txn_coord *tc, struct txn *t, const struct kafka_
 			tc->st.late_refused++;
 			return KERR_INVALID_TXN_STATE;
 		}
+		if (ctx->conn_ns > t->conn_ns)
+			t->conn_ns = ctx->conn_ns;
 		return 0;
 	}
 	if (t->state != TS_EMPTY && t->state != TS_COMPLETE_COMMIT && t->state != TS_COMPLETE_ABORT)
@@ -652,6 +656,7 @@ static int16_t open_txn(struct txn_coord *tc, struct txn *t, const struct kafka_
 	t->start_wall = t->last_wall = wall_ms();
 	t->start_mono = mono_ms();
 	t->begin_ns = ctx->recv_ns;
+	t->conn_ns = ctx->conn_ns;
 	tc->st.begun++;
 	return 0;
 }
@@ -812,10 +817,13 @@ static void handle_end(struct txn_coord *tc, struct kafka_ctx *ctx)
 	int16_t err = check_producer(tc, t, q->ProducerId, q->ProducerEpoch);
 	int commit = q->Committed ? 1 : 0;
 
-	if (!err && t->state == TS_ONGOING && ctx->recv_ns < t->begin_ns) {
-		/* taken up before this transaction began: an earlier
-		 * transaction's EndTxn arriving late. It never ends this one;
-		 * it is answered as its own transaction was ended. */
+	if (!err && t->state == TS_ONGOING && (ctx->recv_ns < t->begin_ns || ctx->conn_ns < t->conn_ns)) {
+		/* taken up before this transaction began, or come on a
+		 * connection older than one this transaction's requests already
+		 * came on (a request delayed on a connection the client gave
+		 * up): an earlier transaction's EndTxn arriving late. It never
+		 * ends this one; it is answered as its own transaction was
+		 * ended. */
 		tc->st.late_refused++;
 		err = t->last_commit == commit ? 0 : KERR_INVALID_TXN_STATE;
 		r->ErrorCode = err;
@@ -1158,6 +1166,38 @@ int txn_tick(struct txn_coord *tc, int max_ms)
 		}
 	}
 	return next > now ? (int)(next - now) : 0;
+}
+
+/* ---- report ---------------------------------------------------------------------- */
+
+void txn_report(struct txn_coord *tc)
+{
+	int64_t now = mono_ms(), wall = wall_ms();
+	int n = 0;
+
+	fprintf(stderr, "sluiced: transactions: %llu begun, %llu committed, %llu aborted (%llu timed out), "
+		"%llu fenced by InitProducerId, %llu late requests refused, %llu markers\n",
+		(unsigned long long)tc->st.begun, (unsigned long long)tc->st.committed,
+		(unsigned long long)tc->st.aborted, (unsigned long long)tc->st.timed_out,
+		(unsigned long long)tc->st.fenced_by_init, (unsigned long long)tc->st.late_refused,
+		(unsigned long long)tc->st.markers);
+	for (int b = 0; b < TXN_BUCKETS; b++)
+		for (struct txn *t = tc->bucket[b]; t; t = t->next) {
+			if (t->state != TS_ONGOING && t->state != TS_PREPARE_COMMIT && t->state != TS_PREPARE_ABORT)
+				continue;
+			/* an open transaction holds back read_committed consumers of
+			 * its partitions (their LSO): name it and its partitions */
+			fprintf(stderr, "sluiced:   transactional id %s: %s, producer %lld epoch %d, open %lld ms "
+				"(timeout %d ms), %d partition(s):", t->id, tstate_names[t->state], (long long)t->pid,
+				t->epoch, (long long)(t->start_mono ? now - t->start_mono : wall - t->start_wall),
+				t->timeout_ms, t->ntp);
+			for (int i = 0; i < t->ntp && i < 16; i++)
+				fprintf(stderr, " %s-%d", t->tp[i].topic, t->tp[i].part);
+			fprintf(stderr, "%s\n", t->ntp > 16 ? " ..." : "");
+			n++;
+		}
+	if (!n)
+		fprintf(stderr, "sluiced:   no open transaction\n");
 }
 
 /* ---- life ------------------------------------------------------------------------- */

@@ -72,6 +72,9 @@ void txn_replay(struct txn_coord *tc, void (*done)(struct ctl *ctl));
  * the milliseconds until the next one (at most max_ms). */
 int txn_tick(struct txn_coord *tc, int max_ms);
 const struct txn_stats *txn_coord_stats(const struct txn_coord *tc);
+/* Print the counters and every open transaction (id, state, producer,
+ * age, partitions) to stderr; sluiced does this on SIGUSR1. */
+void txn_report(struct txn_coord *tc);
 /* TxnOffsetCommit's check: 0, or the Kafka error for the transactional id,
  * producer and the group's offsets partition `opart` (it must be in the
  * ongoing transaction: AddOffsetsToTxn). */
