@@ -20,6 +20,12 @@
  *          fresh topic, as fast as the client queues allow; each record's
  *          send time is its message opaque, its delivery report gives the
  *          ack latency. Time runs from the first send to the last report.
+ *          --transactional N: a transactional producer (transactional.id,
+ *          idempotent, acks=all) sends them in transactions of N records:
+ *          begin, produce N, rd_kafka_commit_transaction (which flushes the
+ *          transaction's records, serving their reports, then ends it with
+ *          EndTxn); the commit latency is the time of that call. Time runs
+ *          from the first send to the last commit.
  * consume  produce N records (reported on stderr), then read them all back
  *          with the legacy simple consumer (consume_start on every partition
  *          into one queue, consume_batch_queue, no group). Every record is
@@ -66,6 +72,10 @@ struct run {
 	double seconds;
 	struct hist lat;            /* ns */
 	uint64_t peak_rss_kb;
+	/* --transactional: committed transactions, the time of each commit
+	 * (ns, retries of a retriable error included) and those retries */
+	uint64_t txns, commit_retries;
+	struct hist commit;
 };
 
 volatile sig_atomic_t bench_interrupted;
@@ -409,21 +419,30 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 static rd_kafka_t *new_producer(const struct opts *o, const char *bootstrap, struct prod_ctx *pc,
 				int linger_ms)
 {
+	static unsigned txn_seq;
 	rd_kafka_conf_t *c = base_conf(bootstrap, &pc->errs);
-	char acks[16], linger[16], err[256];
+	char acks[16], linger[16], err[256], txn_id[64];
 	rd_kafka_t *rk;
 
 	if (!c)
 		return NULL;
 	snprintf(acks, sizeof(acks), "%d", o->acks);
 	snprintf(linger, sizeof(linger), "%d", linger_ms);
+	/* a transactional id of this run's own: a broker kept across runs
+	 * (--bootstrap) must not fence or resume another run's producer */
+	snprintf(txn_id, sizeof(txn_id), "sluice-bench-%d-%" PRIu64 "-%u", (int)getpid(),
+		 (uint64_t)(bench_now_ns() % 1000000000ull), txn_seq++);
+	if (o->transactional && conf_set(c, "transactional.id", txn_id) < 0) {
+		rd_kafka_conf_destroy(c);
+		return NULL;
+	}
 	if (conf_set(c, "acks", acks) < 0 || conf_set(c, "linger.ms", linger) < 0 ||
 	    conf_set(c, "batch.num.messages", "100000") < 0 ||
 	    conf_set(c, "batch.size", "1000000") < 0 ||
 	    conf_set(c, "queue.buffering.max.messages", "2000000") < 0 ||
 	    conf_set(c, "queue.buffering.max.kbytes", "2097151") < 0 ||
 	    conf_set(c, "compression.codec", o->compression) < 0 ||
-	    conf_set(c, "enable.idempotence", o->idempotent ? "true" : "false") < 0 ||
+	    conf_set(c, "enable.idempotence", o->idempotent || o->transactional ? "true" : "false") < 0 ||
 	    conf_set(c, "message.timeout.ms", "60000") < 0) {
 		rd_kafka_conf_destroy(c);
 		return NULL;
@@ -590,7 +609,48 @@ static void progress(const char *what, uint64_t done, uint64_t total, uint64_t t
 	*last_t = now;
 }
 
-/* Produce o->records (or for o->seconds if set, whichever first) to topic. */
+/* A failed transaction API call: report it, free it; -ETIMEDOUT for a
+ * timeout, -EIO otherwise. */
+static int txn_failed(const char *label, const char *call, rd_kafka_error_t *e)
+{
+	int rc = rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR__TIMED_OUT ? -ETIMEDOUT : -EIO;
+
+	fprintf(stderr, "%s: %s: %s: %s%s%s\n", label, call, rd_kafka_error_name(e), rd_kafka_error_string(e),
+		rd_kafka_error_is_fatal(e) ? " (fatal)" : "",
+		rd_kafka_error_txn_requires_abort(e) ? " (transaction must be aborted)" : "");
+	rd_kafka_error_destroy(e);
+	return rc;
+}
+
+/* Commit the open transaction. rd_kafka_commit_transaction flushes the
+ * transaction's records (serving their delivery reports), then ends it;
+ * a retriable error is retried until STALL_TIMEOUT s after the first call.
+ * The time from the first call to the successful return goes to r->commit. */
+static int txn_commit(rd_kafka_t *rk, struct run *r, const char *label)
+{
+	uint64_t t0 = bench_now_ns(), end = t0 + STALL_TIMEOUT * 1000000000ull;
+
+	for (;;) {
+		uint64_t now = bench_now_ns();
+		int left_ms = now < end ? (int)((end - now) / 1000000) + 1 : 1;
+		rd_kafka_error_t *e = rd_kafka_commit_transaction(rk, left_ms);
+
+		if (!e) {
+			hist_add(&r->commit, bench_now_ns() - t0);
+			r->txns++;
+			return 0;
+		}
+		if (!rd_kafka_error_is_retriable(e) || bench_now_ns() >= end || bench_interrupted)
+			return txn_failed(label, "commit_transaction", e);
+		fprintf(stderr, "%s: commit_transaction: %s (retriable): retrying\n", label,
+			rd_kafka_error_string(e));
+		rd_kafka_error_destroy(e);
+		r->commit_retries++;
+	}
+}
+
+/* Produce o->records (or for o->seconds if set, whichever first) to topic;
+ * with o->transactional, in transactions of that many records. */
 static int run_produce(const struct opts *o, struct broker *br, const char *topic, uint64_t records,
 		       struct run *r, const char *label)
 {
@@ -600,10 +660,13 @@ static int run_produce(const struct opts *o, struct broker *br, const char *topi
 	uint8_t *buf = calloc(1, (size_t)o->size + 16);
 	uint64_t t0, sent = 0, last_done = 0, last_t, next_tick, last_acked = 0, stall_t;
 	uint64_t deadline = o->seconds > 0 ? (uint64_t)(o->seconds * 1e9) : UINT64_MAX;
-	int rc = 0;
+	uint64_t txn = (uint64_t)o->transactional;
+	int rc = 0, in_txn = 0;
+	char txn_note[64] = "";
 
 	memset(r, 0, sizeof(*r));
 	hist_init(&r->lat);
+	hist_init(&r->commit);
 	rk = new_producer(o, br->bootstrap, &pc, o->linger_ms >= 0 ? o->linger_ms : 5);
 	if (!rk || !buf) {
 		free(buf);
@@ -611,12 +674,22 @@ static int run_produce(const struct opts *o, struct broker *br, const char *topi
 	}
 	if ((rc = check_cluster(rk, br)) < 0)
 		goto out;
+	if (txn) {
+		/* InitProducerId with the transactional id (FindCoordinator first) */
+		rd_kafka_error_t *e = rd_kafka_init_transactions(rk, READY_TIMEOUT * 1000);
+
+		if (e) {
+			rc = txn_failed(label, "init_transactions", e);
+			goto out;
+		}
+		snprintf(txn_note, sizeof(txn_note), ", transactions of %" PRIu64 " records", txn);
+	}
 	rkt = rd_kafka_topic_new(rk, topic, NULL);
 	for (int i = 0; i < o->size; i++)
 		buf[i] = (uint8_t)('a' + i % 26);
 	fprintf(stderr, "%s: %" PRIu64 " records x %d bytes to %s (%d partitions), acks=%d, "
-		"compression=%s, linger.ms=%d\n", label, records, o->size, topic, o->partitions, o->acks,
-		o->compression, o->linger_ms >= 0 ? o->linger_ms : 5);
+		"compression=%s, linger.ms=%d%s\n", label, records, o->size, topic, o->partitions, o->acks,
+		o->compression, o->linger_ms >= 0 ? o->linger_ms : 5, txn_note);
 	t0 = last_t = stall_t = bench_now_ns();
 	next_tick = t0 + 1000000000ull;
 	deadline = deadline == UINT64_MAX ? UINT64_MAX : t0 + deadline;
@@ -624,8 +697,20 @@ static int run_produce(const struct opts *o, struct broker *br, const char *topi
 		uint64_t now;
 
 		if (sent < records && !bench_interrupted) {
-			uint64_t t = bench_now_ns();
+			uint64_t t;
 
+			/* a transaction begins with its first record: none is ever
+			 * left open and empty */
+			if (txn && !in_txn) {
+				rd_kafka_error_t *e = rd_kafka_begin_transaction(rk);
+
+				if (e) {
+					rc = txn_failed(label, "begin_transaction", e);
+					break;
+				}
+				in_txn = 1;
+			}
+			t = bench_now_ns();
 			fill_payload(buf, o->size, sent, 0);
 			if (rd_kafka_produce(rkt, (int32_t)(sent % (uint64_t)o->partitions),
 					     RD_KAFKA_MSG_F_COPY, buf, (size_t)o->size, NULL, 0,
@@ -640,10 +725,16 @@ static int run_produce(const struct opts *o, struct broker *br, const char *topi
 				rd_kafka_poll(rk, 1);
 			} else {
 				sent++;
-				if ((sent & 1023) == 0)
+				if (txn && (sent % txn == 0 || sent == records)) {
+					/* a failed commit stays open: aborted at out */
+					if ((rc = txn_commit(rk, r, label)) < 0)
+						break;
+					in_txn = 0;
+				} else if ((sent & 1023) == 0) {
 					rd_kafka_poll(rk, 0);
-				else
+				} else {
 					continue;
+				}
 			}
 		} else {
 			rd_kafka_poll(rk, 50);
@@ -654,9 +745,13 @@ static int run_produce(const struct opts *o, struct broker *br, const char *topi
 			stall_t = now;
 		}
 		if (now >= next_tick) {
-			char extra[64];
+			char extra[96];
 
-			snprintf(extra, sizeof(extra), "(%" PRIu64 " sent)", sent);
+			if (txn)
+				snprintf(extra, sizeof(extra), "(%" PRIu64 " sent, %" PRIu64 " transactions committed)",
+					 sent, r->txns);
+			else
+				snprintf(extra, sizeof(extra), "(%" PRIu64 " sent)", sent);
 			progress(label, pc.acked, records, t0, &last_done, &last_t, br, &r->peak_rss_kb, extra);
 			next_tick += 1000000000ull;
 			if (!broker_alive(br)) {
@@ -684,8 +779,14 @@ static int run_produce(const struct opts *o, struct broker *br, const char *topi
 			rc = -EINTR;
 			break;
 		}
-		if (now >= deadline && sent < records)
+		if (now >= deadline && sent < records) {
 			records = sent;
+			if (in_txn) {
+				if ((rc = txn_commit(rk, r, label)) < 0)
+					break;
+				in_txn = 0;
+			}
+		}
 	}
 	r->seconds = (double)(bench_now_ns() - t0) / 1e9;
 	if (proc_rss_kb(br->pid) > r->peak_rss_kb)
@@ -693,10 +794,20 @@ static int run_produce(const struct opts *o, struct broker *br, const char *topi
 	r->records = pc.acked;
 	r->bytes = pc.acked_bytes;
 	r->errors = pc.failed;
-	if (!rc)
+	if (!rc && txn)
+		fprintf(stderr, "%s: %" PRIu64 " records acknowledged in %.2f s, %" PRIu64 " transactions "
+			"committed\n", label, pc.acked, r->seconds, r->txns);
+	else if (!rc)
 		fprintf(stderr, "%s: %" PRIu64 " records acknowledged in %.2f s\n", label, pc.acked, r->seconds);
 	rd_kafka_topic_destroy(rkt);
 out:
+	if (rc && in_txn) {
+		/* purges what is queued; waits at most 5 s for what is in flight */
+		rd_kafka_error_t *e = rd_kafka_abort_transaction(rk, 5000);
+
+		if (e)
+			txn_failed(label, "abort_transaction", e);
+	}
 	if (rc)
 		rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
 	rd_kafka_flush(rk, 5000);
@@ -1211,6 +1322,16 @@ static void usage(FILE *f, const char *cmd)
 		"  --compare-idempotent    produce: plain then idempotent, twice, alternating,\n"
 		"                          both with acks=all; records/s and their ratio\n"
 		"                          and print both and the ratio\n"
+		"  --transactional N       produce with a transactional producer (idempotent,\n"
+		"                          acks=all) in transactions of N records: begin,\n"
+		"                          produce N, commit; also commit latency (the time\n"
+		"                          of each rd_kafka_commit_transaction, which flushes\n"
+		"                          the transaction's records, then ends it)\n"
+		"  --compare-transactional N\n"
+		"                          produce: plain, idempotent and transactional (N\n"
+		"                          records per transaction), twice, alternating, all\n"
+		"                          with acks=all; records/s, the ratios to plain and\n"
+		"                          the commit latency\n"
 		"  --help                  this text\n", cmd);
 }
 
@@ -1245,7 +1366,7 @@ int parse_count(const char *s, uint64_t *out)
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	uint64_t v;
-	int parts_set = 0;
+	int parts_set = 0, acks_set = 0;
 
 	o->records = 5000000;
 	o->size = 100;
@@ -1302,6 +1423,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		} else if (!strcmp(name, "--records")) {
 			if (parse_count(val, &o->records) < 0 || !o->records || o->records > 1000000000)
 				return bad_option(o->cmd, name, "expects a count in [1, 1G]");
+		} else if (!strcmp(name, "--transactional") || !strcmp(name, "--compare-transactional")) {
+			if (parse_count(val, &v) < 0 || v < 1 || v > 1000000)
+				return bad_option(o->cmd, name, "expects records per transaction in [1, 1M]");
+			if (name[2] == 't')
+				o->transactional = (int)v;
+			else
+				o->compare_transactional = (int)v;
 		} else if (!strcmp(name, "--size")) {
 			if (parse_count(val, &v) < 0 || v < 1 || v > 900000)
 				return bad_option(o->cmd, name, "expects bytes in [1, 900000]");
@@ -1319,6 +1447,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			if (strcmp(val, "0") && strcmp(val, "1") && strcmp(val, "-1") && strcmp(val, "all"))
 				return bad_option(o->cmd, name, "expects 0, 1, -1 or all");
 			o->acks = !strcmp(val, "all") ? -1 : atoi(val);
+			acks_set = 1;
 		} else if (!strcmp(name, "--shards")) {
 			if (parse_count(val, &v) < 0 || v > 64)
 				return bad_option(o->cmd, name, "expects 0..64");
@@ -1349,6 +1478,26 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		o->partitions = 100;
 	if (o->compare_shards && (o->bootstrap || (o->mode != M_PRODUCE && o->mode != M_CONSUME)))
 		return bad_option(o->cmd, "--compare-shards", "only for produce and consume, with our own broker");
+	if (o->transactional || o->compare_transactional) {
+		const char *opt = o->transactional ? "--transactional" : "--compare-transactional";
+
+		if (o->mode != M_PRODUCE)
+			return bad_option(o->cmd, opt, "only for produce");
+		if (o->transactional && o->compare_transactional)
+			return bad_option(o->cmd, opt, "not with --compare-transactional (it runs transactional)");
+		if (o->compare_idempotent)
+			return bad_option(o->cmd, opt, "not with --compare-idempotent");
+		if (o->compare_shards)
+			return bad_option(o->cmd, opt, "not with --compare-shards");
+		if (o->compare_transactional && o->idempotent)
+			return bad_option(o->cmd, opt, "not with --idempotent (it runs plain, idempotent "
+					  "and transactional)");
+		if (acks_set && o->acks != -1)
+			return bad_option(o->cmd, "--acks", o->transactional ?
+					  "--transactional needs acks=all (-1)" :
+					  "--compare-transactional runs with acks=all (-1)");
+		o->acks = -1;
+	}
 	if (o->mode == M_E2E && o->size < 16)
 		return bad_option(o->cmd, "--size", "e2e needs at least 16 bytes");
 	if (o->mode != M_E2E && o->size < 8)
@@ -1443,6 +1592,60 @@ static int produce_consume(const struct opts *o, int shards, int consume, struct
 }
 
 static struct run runs[4];
+static struct hist commit_all;      /* --compare-transactional: both rounds */
+
+/* --compare-transactional N: plain, idempotent, transactional, twice. */
+static int compare_transactional(const struct opts *o)
+{
+	static const char *const name[3] = { "plain", "idempotent", "transactional" };
+	struct broker br;
+	struct opts v = *o;
+	double rate[2][3];
+	uint64_t txns = 0, retries = 0;
+	char extra[160];
+
+	hist_init(&commit_all);
+	for (int round = 0; round < 2; round++)
+		for (int k = 0; k < 3; k++) {
+			struct run *pr = &runs[k];
+
+			v.idempotent = k == 1;
+			v.transactional = k == 2 ? o->compare_transactional : 0;
+			fprintf(stderr, "kafka: --compare-transactional: round %d, %s\n", round + 1, name[k]);
+			if (produce_consume(&v, o->shards, 0, pr, &runs[3], &br) < 0)
+				return 1;
+			rate[round][k] = rate_of(pr->records, pr->seconds);
+			if (k == 2) {
+				hist_merge(&commit_all, &pr->commit);
+				txns += pr->txns;
+				retries += pr->commit_retries;
+			}
+		}
+	snprintf(extra, sizeof(extra), "--compare-transactional %d (acks=all; plain, idempotent and "
+		 "transactional alternating, 2 rounds)", o->compare_transactional);
+	print_header(o, &br, extra);
+	printf("%-30s %12s %12s %13s %10s %10s\n", "metric", "plain", "idempotent", "transactional",
+	       "idem/plain", "txn/plain");
+	for (int round = 0; round <= 2; round++) {
+		/* rounds 1 and 2, then their mean */
+		double a = round < 2 ? rate[round][0] : (rate[0][0] + rate[1][0]) / 2;
+		double b = round < 2 ? rate[round][1] : (rate[0][1] + rate[1][1]) / 2;
+		double c = round < 2 ? rate[round][2] : (rate[0][2] + rate[1][2]) / 2;
+		char row[40];
+
+		if (round < 2)
+			snprintf(row, sizeof(row), "produce_records_per_s_round%d", round + 1);
+		else
+			snprintf(row, sizeof(row), "produce_records_per_s_mean");
+		printf("%-30s %12.0f %12.0f %13.0f %10.3f %10.3f\n", row, a, b, c, a > 0 ? b / a : 0,
+		       a > 0 ? c / a : 0);
+	}
+	printf("produce records_per_transaction %d\n", o->compare_transactional);
+	printf("produce transactions %" PRIu64 "\n", txns);
+	printf("produce commit_retries %" PRIu64 "\n", retries);
+	print_lat_rows("produce", "commit", &commit_all, 0);
+	return 0;
+}
 
 static int cmd_produce_consume(const struct opts *o)
 {
@@ -1452,6 +1655,8 @@ static int cmd_produce_consume(const struct opts *o)
 	double target = consume ? 2000000 : 1000000;
 	int rc;
 
+	if (o->compare_transactional)
+		return compare_transactional(o);
 	if (o->compare_idempotent) {
 		/* plain, idempotent, plain, idempotent: the machine drifts */
 		struct opts v = *o;
@@ -1486,9 +1691,12 @@ static int cmd_produce_consume(const struct opts *o)
 	if (!o->compare_shards) {
 		struct run *pr = &runs[0], *cr = &runs[1];
 
+		char extra[96];
+
 		if ((rc = produce_consume(o, o->shards, consume, pr, cr, &br)) < 0)
 			return 1;
-		print_header(o, &br, NULL);
+		snprintf(extra, sizeof(extra), "transactional, %d records per transaction", o->transactional);
+		print_header(o, &br, o->transactional ? extra : NULL);
 		if (rss_pid(o, &br) || !o->bootstrap)
 			printf("%s broker_peak_rss_MiB %.0f\n", b,
 			       (double)(consume ? cr->peak_rss_kb : pr->peak_rss_kb) / 1024);
@@ -1497,6 +1705,12 @@ static int cmd_produce_consume(const struct opts *o)
 		} else {
 			print_rate_rows(b, pr, target);
 			print_lat_rows(b, "ack", &pr->lat, 0);
+			if (o->transactional) {
+				printf("%s records_per_transaction %d\n", b, o->transactional);
+				printf("%s transactions %" PRIu64 "\n", b, pr->txns);
+				printf("%s commit_retries %" PRIu64 "\n", b, pr->commit_retries);
+				print_lat_rows(b, "commit", &pr->commit, 0);
+			}
 		}
 		return 0;
 	}

@@ -39,6 +39,9 @@ struct opts {
 	int compare_shards;
 	int idempotent;              /* enable.idempotence=true (acks=all) */
 	int compare_idempotent;      /* produce: plain vs idempotent, alternating */
+	int transactional;           /* produce: records per transaction (0: none) */
+	int compare_transactional;   /* produce: plain/idempotent/transactional with
+	                              * this many records per transaction (0: off) */
 	int broker_pid;
 	const char *broker_dir;
 	const char *sets[16];

@@ -1061,8 +1061,10 @@ static void *ctl_main(void *arg)
 		ctl_reclaim(ctl);
 		if (b->stopping)
 			group_stopping(ctl->gc);
-		if (__atomic_exchange_n(&b->report_groups, 0, __ATOMIC_ACQ_REL))
+		if (__atomic_exchange_n(&b->report_groups, 0, __ATOMIC_ACQ_REL)) {
+			txn_report(ctl->tc);
 			group_report(ctl->gc);
+		}
 		timeout = group_tick(ctl->gc, 100);
 		timeout = txn_tick(ctl->tc, timeout);
 		if (work)

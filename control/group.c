@@ -1742,6 +1742,23 @@ static void handle_txn_commit(struct group_coord *gc, struct kafka_ctx *ctx)
 		gerr = txn_check_offsets(ctl_txns(gc->ctl), q->TransactionalId, q->ProducerId, q->ProducerEpoch,
 					 offsets_partition(gc, gid), ctx->recv_ns);
 	}
+	if (!gerr && ver >= 3 && (g = group_find(gc, gid))) {
+		/* KIP-447: the consumer's group metadata travels with the
+		 * offsets; a zombie consumer of an older generation is refused
+		 * as its plain commit would be */
+		struct gmember *si = q->GroupInstanceId.len >= 0 ? member_by_instance(g, q->GroupInstanceId) : NULL;
+
+		if (si && !keq(q->MemberId, si->id))
+			gerr = KERR_FENCED_INSTANCE_ID;
+		else if (!kempty(q->MemberId) && !member_find(g, q->MemberId))
+			gerr = KERR_UNKNOWN_MEMBER_ID;
+		else if (q->GenerationId >= 0 && q->GenerationId != g->generation)
+			gerr = KERR_ILLEGAL_GENERATION;
+		if (gerr)
+			gc->st.commit_refused += (uint64_t)total;
+	} else if (!gerr && ver >= 3 && (!kempty(q->MemberId) || q->GenerationId >= 0)) {
+		gerr = KERR_ILLEGAL_GENERATION;   /* a member of a group that does not exist */
+	}
 	if (!gerr && !(g = group_find(gc, gid)))
 		g = group_new(gc, gid);
 	e = xcalloc((size_t)total, sizeof(*e));

@@ -38,6 +38,8 @@ struct txn {
 	char *id;
 	int64_t pid;
 	int16_t epoch;
+	int16_t last_epoch;           /* the epoch before the last bump a producer asked for (KIP-360
+				       * retries), -1: none */
 	int32_t timeout_ms;
 	enum tstate state;
 	struct txn_tp *tp;
@@ -47,7 +49,8 @@ struct txn {
 	int64_t start_mono;           /* monotonic ms: the timeout */
 	uint64_t begin_ns;            /* recv_ns of the request that began the transaction */
 	uint64_t end_ns;              /* recv_ns of the EndTxn that ended the previous one */
-	int last_commit;              /* the previous transaction: 1 committed, 0 aborted, -1 none */
+	uint64_t conn_ns;             /* newest connection (accept time) the coordinator requests
+				       * of the current transaction came on */
 	int busy;                     /* a state write, registrations or markers in flight */
 	int pending;                  /* acknowledgements outstanding */
 	int16_t err;                  /* the first error among them */
@@ -139,7 +142,8 @@ static struct txn *txn_new(struct txn_coord *tc, struct kafka_str id)
 
 	t->id = kdup(id);
 	t->pid = -1;
-	t->last_commit = -1;
+	t->epoch = -1;
+	t->last_epoch = -1;
 	t->next = tc->bucket[b];
 	tc->bucket[b] = t;
 	return t;
@@ -479,7 +483,6 @@ static void markers_done(struct txn_coord *tc, struct txn *t)
 		tc->st.committed++;
 	else
 		tc->st.aborted++;
-	t->last_commit = t->commit;
 	t->state = t->commit ? TS_COMPLETE_COMMIT : TS_COMPLETE_ABORT;
 	t->last_wall = wall_ms();
 	tp_clear(t);
@@ -527,6 +530,7 @@ static void txn_end(struct txn_coord *tc, struct txn *t, int commit)
  * while epochs last, then a new one. */
 static int bump_epoch(struct txn_coord *tc, struct txn *t)
 {
+	t->last_epoch = -1;
 	if (t->pid < 0 || t->epoch >= INT16_MAX - 1) {
 		int64_t pid = ctl_new_producer_id(tc->ctl);
 
@@ -579,6 +583,27 @@ static void handle_init(struct txn_coord *tc, struct kafka_ctx *ctx)
 		answer_now(tc, ctx);
 		return;
 	}
+	if (ctx->req.header.RequestApiVersion >= 3 && q->ProducerId >= 0 && t && t->epoch >= 0) {
+		/* KIP-360: a producer asks for its own epoch to be bumped (after
+		 * an abortable error); it must be the current producer, or the
+		 * retry of a bump it did not hear about */
+		int16_t fenced = ctx->req.header.RequestApiVersion >= 4 ? KERR_PRODUCER_FENCED
+									: KERR_INVALID_PRODUCER_EPOCH;
+
+		if (q->ProducerId != t->pid ||
+		    (q->ProducerEpoch != t->epoch && q->ProducerEpoch != t->last_epoch)) {
+			r->ErrorCode = fenced;
+			answer_now(tc, ctx);
+			return;
+		}
+		if (q->ProducerEpoch == t->last_epoch && t->state != TS_ONGOING) {
+			/* a retry: the bump happened, answer it again */
+			r->ProducerId = t->pid;
+			r->ProducerEpoch = t->epoch;
+			answer_now(tc, ctx);
+			return;
+		}
+	}
 	if (!t)
 		t = txn_new(tc, q->TransactionalId);
 	if (t->state == TS_ONGOING) {
@@ -595,10 +620,18 @@ static void handle_init(struct txn_coord *tc, struct kafka_ctx *ctx)
 		answer_now(tc, ctx);
 		return;
 	}
-	if (bump_epoch(tc, t) < 0) {
-		r->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
-		answer_now(tc, ctx);
-		return;
+	{
+		int16_t before = t->epoch;
+		int64_t pid_before = t->pid;
+
+		if (bump_epoch(tc, t) < 0) {
+			r->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
+			answer_now(tc, ctx);
+			return;
+		}
+		/* a bump the producer asked for can be retried (KIP-360) */
+		t->last_epoch = ctx->req.header.RequestApiVersion >= 3 && q->ProducerId >= 0 && t->pid == pid_before
+					? before : -1;
 	}
 	t->timeout_ms = q->TransactionTimeoutMs;
 	t->state = TS_EMPTY;
@@ -637,6 +670,8 @@ static int16_t open_txn(struct txn_coord *tc, struct txn *t, const struct kafka_
 			tc->st.late_refused++;
 			return KERR_INVALID_TXN_STATE;
 		}
+		if (ctx->conn_ns > t->conn_ns)
+			t->conn_ns = ctx->conn_ns;
 		return 0;
 	}
 	if (t->state != TS_EMPTY && t->state != TS_COMPLETE_COMMIT && t->state != TS_COMPLETE_ABORT)
@@ -652,6 +687,7 @@ static int16_t open_txn(struct txn_coord *tc, struct txn *t, const struct kafka_
 	t->start_wall = t->last_wall = wall_ms();
 	t->start_mono = mono_ms();
 	t->begin_ns = ctx->recv_ns;
+	t->conn_ns = ctx->conn_ns;
 	tc->st.begun++;
 	return 0;
 }
@@ -812,13 +848,15 @@ static void handle_end(struct txn_coord *tc, struct kafka_ctx *ctx)
 	int16_t err = check_producer(tc, t, q->ProducerId, q->ProducerEpoch);
 	int commit = q->Committed ? 1 : 0;
 
-	if (!err && t->state == TS_ONGOING && ctx->recv_ns < t->begin_ns) {
-		/* taken up before this transaction began: an earlier
-		 * transaction's EndTxn arriving late. It never ends this one;
-		 * it is answered as its own transaction was ended. */
+	if (!err && t->state == TS_ONGOING && (ctx->recv_ns < t->begin_ns || ctx->conn_ns < t->conn_ns)) {
+		/* taken up before this transaction began, or come on a
+		 * connection older than one this transaction's requests already
+		 * came on (a request delayed on a connection the client gave
+		 * up): an earlier transaction's EndTxn arriving late. It never
+		 * ends this one. Its sender has had its answer through a retry;
+		 * whoever else sent it gets an error, never a false success. */
 		tc->st.late_refused++;
-		err = t->last_commit == commit ? 0 : KERR_INVALID_TXN_STATE;
-		r->ErrorCode = err;
+		r->ErrorCode = KERR_INVALID_TXN_STATE;
 		answer_now(tc, ctx);
 		return;
 	}
@@ -1042,10 +1080,6 @@ static void replay_record(struct txn_coord *tc, const struct record_view *rv)
 		t->last_wall = (int64_t)be64_load(v);
 		t->start_wall = (int64_t)be64_load(v + 8);
 	}
-	if (t->state == TS_COMPLETE_COMMIT)
-		t->last_commit = 1;
-	else if (t->state == TS_COMPLETE_ABORT)
-		t->last_commit = 0;
 }
 
 static void replay_chunk(struct ctl *ctl, const uint8_t *buf, uint32_t len, int32_t part)
@@ -1158,6 +1192,38 @@ int txn_tick(struct txn_coord *tc, int max_ms)
 		}
 	}
 	return next > now ? (int)(next - now) : 0;
+}
+
+/* ---- report ---------------------------------------------------------------------- */
+
+void txn_report(struct txn_coord *tc)
+{
+	int64_t now = mono_ms(), wall = wall_ms();
+	int n = 0;
+
+	fprintf(stderr, "sluiced: transactions: %llu begun, %llu committed, %llu aborted (%llu timed out), "
+		"%llu fenced by InitProducerId, %llu late requests refused, %llu markers\n",
+		(unsigned long long)tc->st.begun, (unsigned long long)tc->st.committed,
+		(unsigned long long)tc->st.aborted, (unsigned long long)tc->st.timed_out,
+		(unsigned long long)tc->st.fenced_by_init, (unsigned long long)tc->st.late_refused,
+		(unsigned long long)tc->st.markers);
+	for (int b = 0; b < TXN_BUCKETS; b++)
+		for (struct txn *t = tc->bucket[b]; t; t = t->next) {
+			if (t->state != TS_ONGOING && t->state != TS_PREPARE_COMMIT && t->state != TS_PREPARE_ABORT)
+				continue;
+			/* an open transaction holds back read_committed consumers of
+			 * its partitions (their LSO): name it and its partitions */
+			fprintf(stderr, "sluiced:   transactional id %s: %s, producer %lld epoch %d, open %lld ms "
+				"(timeout %d ms), %d partition(s):", t->id, tstate_names[t->state], (long long)t->pid,
+				t->epoch, (long long)(t->start_mono ? now - t->start_mono : wall - t->start_wall),
+				t->timeout_ms, t->ntp);
+			for (int i = 0; i < t->ntp && i < 16; i++)
+				fprintf(stderr, " %s-%d", t->tp[i].topic, t->tp[i].part);
+			fprintf(stderr, "%s\n", t->ntp > 16 ? " ..." : "");
+			n++;
+		}
+	if (!n)
+		fprintf(stderr, "sluiced:   no open transaction\n");
 }
 
 /* ---- life ------------------------------------------------------------------------- */

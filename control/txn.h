@@ -23,13 +23,16 @@
  * producer gets INVALID_PRODUCER_EPOCH from then on, in every partition
  * once a marker of the new epoch is there); a transaction open longer than
  * its timeout is aborted with a bumped epoch. A late request of an earlier
- * transaction — EndTxn, AddPartitionsToTxn or a transactional Produce
- * received before the current transaction began — never acts on the
- * current one: every request carries the monotonic time its shard took it
- * up (kafka_ctx.recv_ns), each transaction the time the request that began
- * it was taken up, and the older request is answered as its own
- * transaction's (KIP-890's guarantee, for clients that do not bump the
- * epoch per transaction).
+ * transaction never acts on the current one (KIP-890's guarantee, for
+ * clients that do not bump the epoch per transaction): every request
+ * carries the monotonic time its shard took it up (kafka_ctx.recv_ns) and
+ * the time its connection was accepted (conn_ns); each transaction keeps
+ * the time the request that began it was taken up and the newest
+ * connection its coordinator requests came on. An EndTxn, AddPartitionsToTxn
+ * or transactional Produce taken up before the transaction began, or an
+ * EndTxn on an older connection than one the transaction already used (a
+ * request delayed on a connection its client gave up), is refused with
+ * INVALID_TXN_STATE.
  *
  * Errors: Kafka error codes in the responses; -errno elsewhere.
  */
@@ -72,6 +75,9 @@ void txn_replay(struct txn_coord *tc, void (*done)(struct ctl *ctl));
  * the milliseconds until the next one (at most max_ms). */
 int txn_tick(struct txn_coord *tc, int max_ms);
 const struct txn_stats *txn_coord_stats(const struct txn_coord *tc);
+/* Print the counters and every open transaction (id, state, producer,
+ * age, partitions) to stderr; sluiced does this on SIGUSR1. */
+void txn_report(struct txn_coord *tc);
 /* TxnOffsetCommit's check: 0, or the Kafka error for the transactional id,
  * producer and the group's offsets partition `opart` (it must be in the
  * ongoing transaction: AddOffsetsToTxn). */

@@ -184,7 +184,7 @@ static int16_t batch_err_to_kafka(int err)
 	}
 }
 
-void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t base, int err)
+void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t base, int err, int64_t log_start)
 {
 	struct kafka_produce_response_partition_produce_response *pr = slot;
 
@@ -198,6 +198,7 @@ void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t ba
 			pr->BaseOffset = -1;
 		} else {
 			pr->BaseOffset = base;
+			pr->LogStartOffset = log_start;
 		}
 	}
 	kafka_ctx_sub_done(ctx);
@@ -205,7 +206,7 @@ void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t ba
 
 void produce_ack_msg(void *self, struct shard_msg *m)
 {
-	produce_ack(self, m->p[0], m->p[1], m->v[0], (int)m->v[1]);
+	produce_ack(self, m->p[0], m->p[1], m->v[0], (int)m->v[1], m->v[2]);
 }
 
 /* Append the (validated) batches of one partition on its owner shard.
@@ -244,7 +245,6 @@ static int64_t part_append_all(struct shard *sh, struct part *p, const uint8_t *
 static void produce_on_owner(struct shard *sh, struct part *p, const uint8_t *rec, uint32_t len, int acks,
 			     int from, struct kafka_ctx *ctx, void *slot)
 {
-	struct kafka_produce_response_partition_produce_response *pr = slot;
 	int64_t need = 0, log_start = 0, base;
 	int64_t pid = len >= BATCH_HEADER_SIZE ? batch_producer_id(rec) : -1;
 	int kerr = 0;
@@ -293,22 +293,20 @@ static void produce_on_owner(struct shard *sh, struct part *p, const uint8_t *re
 		int64_t err = kerr ? kerr : base;
 
 		if (from == sh->id) {
-			produce_ack(sh, ctx, slot, -1, (int)err);
+			produce_ack(sh, ctx, slot, -1, (int)err, -1);
 		} else {
-			struct shard_msg m = { .fn = produce_ack_msg, .p = { ctx, slot }, .v = { -1, err } };
+			struct shard_msg m = { .fn = produce_ack_msg, .p = { ctx, slot }, .v = { -1, err, -1 } };
 
 			shard_send(sh, from, &m);
 		}
 		return;
 	}
-	if (from == sh->id && pr)
-		pr->LogStartOffset = log_start;
 	if (acks == 0 || part_wait_ack(p, &w) < 0) {
 		/* acks=0: the data is copied, the frame may go */
 		if (from == sh->id) {
-			produce_ack(sh, ctx, slot, base, 0);
+			produce_ack(sh, ctx, slot, base, 0, log_start);
 		} else {
-			struct shard_msg m = { .fn = produce_ack_msg, .p = { ctx, slot }, .v = { base, 0 } };
+			struct shard_msg m = { .fn = produce_ack_msg, .p = { ctx, slot }, .v = { base, 0, log_start } };
 
 			shard_send(sh, from, &m);
 		}
@@ -413,6 +411,12 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 				if ((bi.attributes & BATCH_ATTR_TRANSACTIONAL) &&
 				    (batch_producer_id(rec + at) < 0 || batch_producer_epoch(rec + at) < 0)) {
 					err = KERR_INVALID_RECORD;   /* a transaction needs a producer */
+					break;
+				}
+				if ((bi.attributes & BATCH_ATTR_TRANSACTIONAL) && q->TransactionalId.len <= 0) {
+					/* Kafka's answer to transactional records without
+					 * the transactional id they belong to */
+					err = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 					break;
 				}
 				if (batch_producer_id(rec + at) >= 0 &&

@@ -181,7 +181,8 @@ int part_wait_ack(struct part *p, const struct ack_wait *w)
 }
 
 /* Deliver one completed produce to the connection's shard. */
-extern void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t base, int err);
+extern void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t base, int err,
+			int64_t log_start);
 extern void produce_ack_msg(void *self, struct shard_msg *m);
 extern void fetch_wake_msg(void *self, struct shard_msg *m);
 
@@ -201,10 +202,10 @@ void part_progress(struct part *p)
 
 			shard_send(sh, w->from, &m);
 		} else if (w->from == sh->id) {
-			produce_ack(sh, w->ctx, w->slot, w->base_offset, err);
+			produce_ack(sh, w->ctx, w->slot, w->base_offset, err, p->pl->log_start);
 		} else {
 			struct shard_msg m = { .fn = produce_ack_msg, .p = { w->ctx, w->slot },
-					       .v = { w->base_offset, err } };
+					       .v = { w->base_offset, err, p->pl->log_start } };
 
 			shard_send(sh, w->from, &m);
 		}

@@ -379,6 +379,7 @@ static void shard_on_accept(struct shard *sh, int res, unsigned flags)
 	setsockopt(res, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->fd = res;
 	c->sh = sh;
+	c->accept_ns = now_ns();
 	c->vbid = -1;    /* input buffers come from the shard's ring until a frame is split */
 	c->recv_op.kind = IO_RECV;
 	c->recv_op.c = c;
@@ -585,6 +586,7 @@ static void kafka_dispatch(struct conn *c, struct kafka_ctx *ctx, const uint8_t 
 	ctx->cleanup_arg = NULL;
 	ctx->started_ns = sh->now_ns;
 	ctx->recv_ns = now_ns();
+	ctx->conn_ns = c->accept_ns;
 	/* the first slot takes any request; the others only produces */
 	if (ctx_arena(ctx, (size_t)len * 4 + (ctx == &c->ctx ? CONN_ARENA_MIN : CONN_ARENA_PIPE)) < 0) {
 		kafka_ctx_abort(ctx);

@@ -66,6 +66,7 @@ struct kafka_ctx {
 	uint64_t started_ns;
 	uint64_t recv_ns;                   /* CLOCK_MONOTONIC when the frame was taken up: orders
 					     * requests across connections (transactions' fences) */
+	uint64_t conn_ns;                   /* CLOCK_MONOTONIC when its connection was accepted */
 	struct kafka_arena arena;           /* the request's memory, until its response is sent */
 	uint8_t *arena_mem;
 	size_t arena_cap;
@@ -79,6 +80,7 @@ struct kafka_ctx {
 
 struct conn {
 	int fd;
+	uint64_t accept_ns;                /* CLOCK_MONOTONIC at accept */
 	uint32_t gen;
 	struct shard *sh;
 	struct io_op recv_op, send_op, close_op;

@@ -8091,11 +8091,11 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 19, "CreateTopics", 0, 4, 5, 0, 4, true, &kafka_msg_descs[30], &kafka_msg_descs[31], kafka_handle_create_topics },
 	{ 20, "DeleteTopics", 0, 3, 4, 0, 3, true, &kafka_msg_descs[32], &kafka_msg_descs[33], kafka_handle_delete_topics },
 	{ 21, "DeleteRecords", 0, 1, 2, 0, 1, true, &kafka_msg_descs[34], &kafka_msg_descs[35], kafka_handle_delete_records }, /* optional */
-	{ 22, "InitProducerId", 0, 4, 2, 0, 1, true, &kafka_msg_descs[36], &kafka_msg_descs[37], kafka_handle_init_producer_id }, /* 0-1 (0-4 with flex) */
+	{ 22, "InitProducerId", 0, 4, 2, 0, 4, true, &kafka_msg_descs[36], &kafka_msg_descs[37], kafka_handle_init_producer_id }, /* 0-1 (0-4 with flex) */
 	{ 24, "AddPartitionsToTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[38], &kafka_msg_descs[39], kafka_handle_add_partitions_to_txn },
 	{ 25, "AddOffsetsToTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[40], &kafka_msg_descs[41], kafka_handle_add_offsets_to_txn },
 	{ 26, "EndTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[42], &kafka_msg_descs[43], kafka_handle_end_txn },
-	{ 28, "TxnOffsetCommit", 0, 3, 3, 0, 2, true, &kafka_msg_descs[44], &kafka_msg_descs[45], kafka_handle_txn_offset_commit }, /* 0-2 (0-3 with flex) */
+	{ 28, "TxnOffsetCommit", 0, 3, 3, 0, 3, true, &kafka_msg_descs[44], &kafka_msg_descs[45], kafka_handle_txn_offset_commit }, /* 0-2 (0-3 with flex) */
 	{ 29, "DescribeAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[46], &kafka_msg_descs[47], kafka_handle_describe_acls }, /* leave out */
 	{ 30, "CreateAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[48], &kafka_msg_descs[49], kafka_handle_create_acls }, /* leave out */
 	{ 31, "DeleteAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[50], &kafka_msg_descs[51], kafka_handle_delete_acls }, /* leave out */

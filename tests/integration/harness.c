@@ -751,6 +751,12 @@ void raw_create_topic(const struct broker_proc *b, const char *topic)
 int16_t raw_produce(int fd, int32_t corr, const char *topic, int32_t partition,
 		    const void *records, size_t len, int64_t *base)
 {
+	return raw_produce_txn(fd, corr, NULL, topic, partition, records, len, base);
+}
+
+int16_t raw_produce_txn(int fd, int32_t corr, const char *txn_id, const char *topic, int32_t partition,
+			const void *records, size_t len, int64_t *base)
+{
 	struct rawbuf r;
 	struct rawcur c;
 	uint8_t *resp;
@@ -760,7 +766,7 @@ int16_t raw_produce(int fd, int32_t corr, const char *topic, int32_t partition,
 
 	rb_init(&r);
 	rb_request(&r, 0, 7, corr);
-	rb_str(&r, NULL);          /* transactional_id */
+	rb_str(&r, txn_id);        /* transactional_id */
 	rb_i16(&r, -1);            /* acks */
 	rb_i32(&r, 30000);         /* timeout */
 	rb_i32(&r, 1);

@@ -203,6 +203,9 @@ void raw_create_topic(const struct broker_proc *b, const char *topic);
  * gets the base offset. Asserts a well-formed response. */
 int16_t raw_produce(int fd, int32_t corr, const char *topic, int32_t partition,
 		    const void *records, size_t len, int64_t *base);
+/* raw_produce with a transactional id (NULL: none, as raw_produce). */
+int16_t raw_produce_txn(int fd, int32_t corr, const char *txn_id, const char *topic, int32_t partition,
+			const void *records, size_t len, int64_t *base);
 
 /* Fetch v4 of one partition from offset, max_wait 0; returns the error
  * code, *hw the high watermark, *records (*rlen bytes) a malloc'ed copy of the

@@ -11,6 +11,11 @@ TEST_SCRIPTS += tests/integration/test_groups_raw.py
 TEST_SCRIPTS += tests/integration/test_groups_python.py
 TEST_SCRIPTS += tests/integration/test_groups_kafkajs.py
 TEST_SCRIPTS += tests/integration/test_groups_offsets.py
+# transactions: raw frames with exact error codes (test_txn_raw.py), kcat and
+# kafkajs transactional producers and read_committed consumers
+# (test_txn_clients.py)
+TEST_SCRIPTS += tests/integration/test_txn_raw.py
+TEST_SCRIPTS += tests/integration/test_txn_clients.py
 
 # kafkajs is installed from the committed package-lock.json on first use (and
 # again whenever the lock changes), so `make test` on a fresh clone needs no

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -812,9 +813,9 @@ Test(badinput, idempotent_state_expires_and_bad_sequence_refused, .timeout = 60)
 	finish(&b, &bf);
 }
 
-/* A transactional batch outside any transaction (no AddPartitionsToTxn:
- * the coordinator is not there yet) is refused with INVALID_TXN_STATE and
- * changes nothing. */
+/* A transactional batch outside any transaction (no AddPartitionsToTxn
+ * for its producer: KIP-890's verification) is refused with
+ * INVALID_TXN_STATE and changes nothing. */
 Test(badinput, transactional_batch_outside_a_transaction_refused, .timeout = 30)
 {
 	struct broker_proc b;
@@ -826,7 +827,392 @@ Test(badinput, transactional_batch_outside_a_transaction_refused, .timeout = 30)
 	batch.p[21] = 0;
 	batch.p[22] = 0x10;            /* attributes: transactional */
 	batch_fix_crc(&batch);
-	cr_assert_eq(produce_blob(&b, 0, batch.p, batch.len), 48, "a transactional batch without a transaction");
+	{
+		int fd = raw_connect(&b);
+
+		cr_assert_geq(fd, 0);
+		cr_assert_eq(raw_produce_txn(fd, 9, "nobody", TOPIC, 0, batch.p, batch.len, NULL), 48,
+			     "a transactional batch without a transaction");
+		close(fd);
+	}
+	/* and without the transactional id it belongs to: Kafka's answer */
+	cr_assert_eq(produce_blob(&b, 0, batch.p, batch.len), 53, "transactional records without a transactional id");
 	rb_free(&batch);
+	finish(&b, &bf);
+}
+
+/* ---- transactions: fences and the aborted index -------------------------- */
+
+/* A transactional batch: make_idem_batch with the transactional bit. */
+static void make_txn_batch(struct rawbuf *r, int n, int64_t pid, int16_t epoch, int32_t seq)
+{
+	make_idem_batch(r, n, pid, epoch, seq);
+	r->p[21] = 0;
+	r->p[22] = 0x10;
+	batch_fix_crc(r);
+}
+
+/* InitProducerId v1 with a transactional id: the error; *pid, *epoch. */
+static int16_t txn_init(int fd, int32_t corr, const char *id, int32_t timeout_ms, int64_t *pid, int16_t *epoch)
+{
+	struct rawbuf r;
+	struct rawcur c;
+	uint8_t *resp;
+	size_t len;
+	int16_t err;
+
+	rb_init(&r);
+	rb_request(&r, 22, 1, corr);
+	rb_str(&r, id);
+	rb_i32(&r, timeout_ms);
+	rb_finish(&r);
+	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
+	rb_free(&r);
+	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no InitProducerId response");
+	c = (struct rawcur){ resp, resp + len, 0 };
+	cr_assert_eq(rc_i32(&c), corr);
+	rc_i32(&c);
+	err = rc_i16(&c);
+	*pid = rc_i64(&c);
+	*epoch = rc_i16(&c);
+	cr_assert(!c.bad && c.p == c.end, "malformed InitProducerId v1 response");
+	free(resp);
+	return err;
+}
+
+/* AddPartitionsToTxn v1 of one partition: its error. */
+static int16_t txn_add(int fd, int32_t corr, const char *id, int64_t pid, int16_t epoch, const char *topic,
+		       int32_t part)
+{
+	struct rawbuf r;
+	struct rawcur c;
+	uint8_t *resp;
+	size_t len;
+	int16_t err;
+
+	rb_init(&r);
+	rb_request(&r, 24, 1, corr);
+	rb_str(&r, id);
+	rb_i64(&r, pid);
+	rb_i16(&r, epoch);
+	rb_i32(&r, 1);
+	rb_str(&r, topic);
+	rb_i32(&r, 1);
+	rb_i32(&r, part);
+	rb_finish(&r);
+	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
+	rb_free(&r);
+	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no AddPartitionsToTxn response");
+	c = (struct rawcur){ resp, resp + len, 0 };
+	cr_assert_eq(rc_i32(&c), corr);
+	rc_i32(&c);
+	cr_assert_eq(rc_i32(&c), 1);
+	rc_skip_str(&c);
+	cr_assert_eq(rc_i32(&c), 1);
+	cr_assert_eq(rc_i32(&c), part);
+	err = rc_i16(&c);
+	cr_assert(!c.bad && c.p == c.end, "malformed AddPartitionsToTxn v1 response");
+	free(resp);
+	return err;
+}
+
+/* EndTxn v1: its error. */
+static int16_t txn_end(int fd, int32_t corr, const char *id, int64_t pid, int16_t epoch, int commit)
+{
+	struct rawbuf r;
+	struct rawcur c;
+	uint8_t *resp;
+	size_t len;
+	int16_t err;
+
+	rb_init(&r);
+	rb_request(&r, 26, 1, corr);
+	rb_str(&r, id);
+	rb_i64(&r, pid);
+	rb_i16(&r, epoch);
+	rb_i8(&r, commit ? 1 : 0);
+	rb_finish(&r);
+	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
+	rb_free(&r);
+	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no EndTxn response");
+	c = (struct rawcur){ resp, resp + len, 0 };
+	cr_assert_eq(rc_i32(&c), corr);
+	rc_i32(&c);
+	err = rc_i16(&c);
+	cr_assert(!c.bad && c.p == c.end, "malformed EndTxn v1 response");
+	free(resp);
+	return err;
+}
+
+static int16_t txn_produce(int fd, const char *id, const char *topic, int64_t pid, int16_t epoch, int32_t seq,
+			   int n)
+{
+	struct rawbuf batch;
+	int16_t err;
+
+	make_txn_batch(&batch, n, pid, epoch, seq);
+	err = raw_produce_txn(fd, 31, id, topic, 0, batch.p, batch.len, NULL);
+	rb_free(&batch);
+	return err;
+}
+
+struct rc_fetch {
+	int64_t hw, lso;
+	int32_t naborted;
+	int64_t ab_pid[8], ab_first[8];
+	int32_t bytes;
+};
+
+/* Fetch v4 of partition 0 from `offset` with the isolation level. */
+static void fetch_iso(const struct broker_proc *b, const char *topic, int64_t offset, int8_t iso, struct rc_fetch *f)
+{
+	struct rawbuf r;
+	struct rawcur c;
+	uint8_t *resp;
+	size_t len;
+	int fd = raw_connect(b);
+
+	cr_assert_geq(fd, 0);
+	rb_init(&r);
+	rb_request(&r, 1, 4, 41);
+	rb_i32(&r, -1);
+	rb_i32(&r, 0);
+	rb_i32(&r, 0);
+	rb_i32(&r, 1 << 20);
+	rb_i8(&r, iso);
+	rb_i32(&r, 1);
+	rb_str(&r, topic);
+	rb_i32(&r, 1);
+	rb_i32(&r, 0);
+	rb_i64(&r, offset);
+	rb_i32(&r, 1 << 20);
+	rb_finish(&r);
+	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
+	rb_free(&r);
+	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no Fetch response");
+	c = (struct rawcur){ resp, resp + len, 0 };
+	cr_assert_eq(rc_i32(&c), 41);
+	rc_i32(&c);
+	cr_assert_eq(rc_i32(&c), 1);
+	rc_skip_str(&c);
+	cr_assert_eq(rc_i32(&c), 1);
+	cr_assert_eq(rc_i32(&c), 0);
+	cr_assert_eq(rc_i16(&c), 0, "Fetch error");
+	f->hw = rc_i64(&c);
+	f->lso = rc_i64(&c);
+	f->naborted = rc_i32(&c);
+	for (int32_t i = 0; i < f->naborted && !c.bad; i++) {
+		int64_t p = rc_i64(&c), fo = rc_i64(&c);
+
+		if (i < 8) {
+			f->ab_pid[i] = p;
+			f->ab_first[i] = fo;
+		}
+	}
+	f->bytes = rc_i32(&c);
+	rc_take(&c, f->bytes > 0 ? (size_t)f->bytes : 0);
+	cr_assert(!c.bad && c.p == c.end, "malformed Fetch v4 response");
+	free(resp);
+	close(fd);
+}
+
+/* Wait (up to 10 s) until the broker's log holds `needle`. */
+static int log_has(const struct broker_proc *b, const char *needle)
+{
+	for (int i = 0; i < 1000; i++) {
+		FILE *f = fopen(b->log_path, "r");
+		char line[1024];
+		int found = 0;
+
+		while (f && fgets(line, sizeof(line), f))
+			found |= strstr(line, needle) != NULL;
+		if (f)
+			fclose(f);
+		if (found)
+			return 1;
+		usleep(10000);
+	}
+	return 0;
+}
+
+/* A late EndTxn — one delayed on a connection the client gave up, arriving
+ * after the next transaction began on a newer connection — never ends the
+ * next transaction (the bug class Jepsen found in Kafka's protocol): it is
+ * refused with INVALID_TXN_STATE, never a false success. The control: the
+ * same EndTxn on a newer connection does end it. */
+Test(badinput, late_end_txn_never_ends_the_next_transaction, .timeout = 60)
+{
+	struct broker_proc b;
+	struct before bf;
+	struct rc_fetch f;
+	int64_t pid;
+	int16_t epoch;
+	int fa, fb, fc;
+
+	start(&b, &bf, NULL);
+	raw_create_topic(&b, "tx");
+	fa = raw_connect(&b);
+	cr_assert_geq(fa, 0);
+	cr_assert_eq(txn_init(fa, 1, "late", 60000, &pid, &epoch), 0);
+	/* transaction 1 on connection A: offsets 0-1, its COMMIT marker at 2 */
+	cr_assert_eq(txn_add(fa, 2, "late", pid, epoch, "tx", 0), 0);
+	cr_assert_eq(txn_produce(fa, "late", "tx", pid, epoch, 0, 2), 0);
+	cr_assert_eq(txn_end(fa, 3, "late", pid, epoch, 1), 0);
+	/* transaction 2 on a newer connection B: offsets 3-4, open */
+	fb = raw_connect(&b);
+	cr_assert_geq(fb, 0);
+	cr_assert_eq(txn_add(fb, 4, "late", pid, epoch, "tx", 0), 0);
+	cr_assert_eq(txn_produce(fb, "late", "tx", pid, epoch, 2, 2), 0);
+	fetch_iso(&b, "tx", 0, 1, &f);
+	cr_assert_eq(f.hw, 5);
+	cr_assert_eq(f.lso, 3, "the open transaction starts at 3: LSO %lld", (long long)f.lso);
+	/* transaction 1's EndTxn arriving late on A: refused, whichever its
+	 * decision; transaction 2 stays open */
+	cr_assert_eq(txn_end(fa, 5, "late", pid, epoch, 0), 48, "a late abort must not abort transaction 2");
+	cr_assert_eq(txn_end(fa, 6, "late", pid, epoch, 1), 48, "a late commit must not commit transaction 2");
+	fetch_iso(&b, "tx", 0, 1, &f);
+	cr_assert_eq(f.hw, 5, "a late EndTxn wrote a marker");
+	cr_assert_eq(f.lso, 3, "a late EndTxn ended transaction 2");
+	cr_assert_eq(txn_produce(fb, "late", "tx", pid, epoch, 4, 1), 0, "transaction 2 must still take writes");
+	/* the operator's view: SIGUSR1 names the open transaction and its
+	 * partition (it holds back read_committed consumers there) */
+	kill(b.pid, SIGUSR1);
+	cr_assert(log_has(&b, "transactional id late: Ongoing"), "SIGUSR1 report without the open transaction");
+	cr_assert(log_has(&b, "1 partition(s): tx-0"), "SIGUSR1 report without the transaction's partition");
+	/* the control: the same abort on a newer connection ends it */
+	fc = raw_connect(&b);
+	cr_assert_geq(fc, 0);
+	cr_assert_eq(txn_end(fc, 7, "late", pid, epoch, 0), 0);
+	fetch_iso(&b, "tx", 0, 1, &f);
+	cr_assert_eq(f.hw, 7);
+	cr_assert_eq(f.lso, 7);
+	cr_assert_eq(f.naborted, 1);
+	cr_assert(f.ab_pid[0] == pid && f.ab_first[0] == 3, "aborted (%lld, %lld)", (long long)f.ab_pid[0],
+		  (long long)f.ab_first[0]);
+	/* a write of the ended transaction, late, is refused; so is the
+	 * fenced epoch once a new producer took the id */
+	cr_assert_eq(txn_produce(fb, "late", "tx", pid, epoch, 5, 1), 48, "a write after EndTxn");
+	{
+		int64_t pid2;
+		int16_t epoch2;
+
+		cr_assert_eq(txn_init(fc, 8, "late", 60000, &pid2, &epoch2), 0);
+		cr_assert(pid2 == pid && epoch2 == epoch + 1, "same id, next epoch (%lld, %d)", (long long)pid2, epoch2);
+		cr_assert_eq(txn_add(fc, 9, "late", pid2, epoch2, "tx", 0), 0);
+		cr_assert_eq(txn_add(fa, 10, "late", pid, epoch, "tx", 0), 47, "the fenced producer's AddPartitionsToTxn");
+		cr_assert_eq(txn_produce(fb, "late", "tx", pid, epoch, 5, 1), 47, "the fenced producer's write");
+		cr_assert_eq(txn_end(fb, 11, "late", pid, epoch, 1), 47, "the fenced producer's EndTxn");
+		cr_assert_eq(txn_end(fc, 12, "late", pid2, epoch2, 1), 0);
+	}
+	close(fa);
+	close(fb);
+	close(fc);
+	finish(&b, &bf);
+}
+
+/* The aborted-transaction index survives the loss of its file: the open
+ * scan finds the ABORT marker again (and rewrites the file). The records
+ * are in the log (read_uncommitted sees them): only the index keeps them
+ * from read_committed consumers. */
+Test(badinput, aborted_index_rebuilt_from_the_log, .timeout = 60)
+{
+	struct broker_proc b;
+	struct before bf;
+	struct rc_fetch f;
+	char path[512];
+	struct stat st;
+	int64_t pid;
+	int16_t epoch;
+	int fd;
+
+	start(&b, &bf, NULL);
+	raw_create_topic(&b, "tx");
+	fd = raw_connect(&b);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(txn_init(fd, 1, "ab", 60000, &pid, &epoch), 0);
+	cr_assert_eq(txn_add(fd, 2, "ab", pid, epoch, "tx", 0), 0);
+	cr_assert_eq(txn_produce(fd, "ab", "tx", pid, epoch, 0, 3), 0);
+	cr_assert_eq(txn_end(fd, 3, "ab", pid, epoch, 0), 0);
+	close(fd);
+	fetch_iso(&b, "tx", 0, 1, &f);
+	cr_assert(f.naborted == 1 && f.ab_pid[0] == pid && f.ab_first[0] == 0 && f.lso == 4 && f.hw == 4);
+	fetch_iso(&b, "tx", 0, 0, &f);
+	cr_assert_gt(f.bytes, 0, "the aborted records are in the log");
+	broker_stop(&b);
+	snprintf(path, sizeof(path), "%s/tx-0/aborted.txns", b.data_dir);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_size, 24, "one abort in the file");
+	cr_assert_eq(truncate(path, 0), 0);
+	snprintf(path, sizeof(path), "%s/tx-0/producers.snapshot", b.data_dir);
+	unlink(path);
+	broker_start(&b);
+	fetch_iso(&b, "tx", 0, 1, &f);
+	cr_assert_eq(f.naborted, 1, "the abort was not found again");
+	cr_assert(f.ab_pid[0] == pid && f.ab_first[0] == 0);
+	snprintf(path, sizeof(path), "%s/tx-0/aborted.txns", b.data_dir);
+	cr_assert(stat(path, &st) == 0 && st.st_size == 24, "the file was not rewritten");
+	finish(&b, &bf);
+}
+
+/* InitProducerId v3 (flexible) with the producer's own id and epoch
+ * (KIP-360: a producer asks for a new epoch after an abortable error). */
+static int16_t txn_init_v3(int fd, int32_t corr, const char *id, int64_t pid_in, int16_t epoch_in, int64_t *pid,
+			   int16_t *epoch)
+{
+	struct rawbuf r;
+	struct rawcur c;
+	uint8_t *resp;
+	size_t len, n = strlen(id);
+	int16_t err;
+
+	rb_init(&r);
+	rb_request(&r, 22, 3, corr);
+	rb_i8(&r, 0);                        /* request header v2: no tagged fields */
+	rb_i8(&r, (int8_t)(n + 1));          /* compact string (short ids) */
+	rb_bytes(&r, id, n);
+	rb_i32(&r, 60000);
+	rb_i64(&r, pid_in);
+	rb_i16(&r, epoch_in);
+	rb_i8(&r, 0);                        /* no tagged fields */
+	rb_finish(&r);
+	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
+	rb_free(&r);
+	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no InitProducerId v3 response");
+	c = (struct rawcur){ resp, resp + len, 0 };
+	cr_assert_eq(rc_i32(&c), corr);
+	cr_assert_eq(rc_i8(&c), 0, "response header v1: no tagged fields");
+	rc_i32(&c);
+	err = rc_i16(&c);
+	*pid = rc_i64(&c);
+	*epoch = rc_i16(&c);
+	cr_assert_eq(rc_i8(&c), 0);
+	cr_assert(!c.bad && c.p == c.end, "malformed InitProducerId v3 response");
+	free(resp);
+	return err;
+}
+
+/* KIP-360: the current producer bumps its own epoch; a retry of that bump
+ * (the answer was lost) gets the same epoch again, not another bump; any
+ * other epoch or producer id is fenced. */
+Test(badinput, producer_epoch_bump_by_the_producer, .timeout = 30)
+{
+	struct broker_proc b;
+	struct before bf;
+	int64_t pid, p2;
+	int16_t epoch, e2;
+	int fd;
+
+	start(&b, &bf, NULL);
+	fd = raw_connect(&b);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(txn_init_v3(fd, 1, "bump", -1, -1, &pid, &epoch), 0);
+	cr_assert_eq(epoch, 0);
+	cr_assert_eq(txn_init_v3(fd, 2, "bump", pid, epoch, &p2, &e2), 0);
+	cr_assert(p2 == pid && e2 == 1, "bumped: (%lld, %d)", (long long)p2, e2);
+	cr_assert_eq(txn_init_v3(fd, 3, "bump", pid, 0, &p2, &e2), 0, "the retry of the bump");
+	cr_assert(p2 == pid && e2 == 1, "a retry must not bump again: (%lld, %d)", (long long)p2, e2);
+	cr_assert_eq(txn_init_v3(fd, 4, "bump", pid, 7, &p2, &e2), 47, "an epoch it never had");
+	cr_assert_eq(txn_init_v3(fd, 5, "bump", pid + 1, 1, &p2, &e2), 47, "another producer id");
+	close(fd);
 	finish(&b, &bf);
 }

@@ -202,7 +202,8 @@ Test(kafka_codec, api_table_is_consistent)
 	cr_assert_not(kafka_api_find(17)->advertised);   /* SASL only */
 	cr_assert_not(kafka_api_find(29)->advertised);   /* ACLs: leave out */
 	cr_assert_eq(kafka_api_find(22)->max_version, 4);
-	cr_assert_eq(kafka_api_find(22)->adv_max, 1);
+	cr_assert_eq(kafka_api_find(22)->adv_max, 4);   /* flexible from 2: KIP-360's epoch bump */
+	cr_assert_eq(kafka_api_find(22)->first_flexible, 2);
 	cr_assert_eq(kafka_api_find(18)->first_flexible, 3);
 	cr_assert_eq(kafka_api_find(0)->first_flexible, 9);
 }

@@ -115,3 +115,42 @@ Test(producer, snapshot_round_trip_and_corruption)
 	rmdir(dir);
 	producer_table_free(&t);
 }
+
+/* Transactions: a producer with an open transaction (registered, with or
+ * without batches) survives the snapshot with its first offset, and is
+ * never expired while the transaction is open. */
+Test(producer, open_transactions_snapshot_and_never_expire)
+{
+	struct producer_table t = { 0 }, u = { 0 };
+	struct producer_entry *e;
+	char dir[] = "/tmp/sluice-producer-XXXXXX";
+	int dfd;
+
+	cr_assert_not_null(mkdtemp(dir));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	cr_assert_geq(dfd, 0);
+	rec(&t, 7, 1, 0, 1, 50, 100);
+	e = producer_entry(&t, 7, 1, 0);
+	cr_assert_not_null(e);
+	e->txn_first = 50;
+	e = producer_entry(&t, 8, 2, 1);   /* registered, nothing written yet */
+	cr_assert_not_null(e);
+	cr_assert_eq(e->txn_first, -1);
+	e->txn_open = 1;
+	e->last_ms = 100;
+	rec(&t, 9, 0, 0, 1, 60, 100);      /* an idempotent producer, no transaction */
+	producer_expire(&t, 1000000, 1000);
+	cr_assert_eq(t.n, 2, "only the producer without a transaction expires");
+	cr_assert_null(producer_entry(&t, 9, 0, 0));
+	cr_assert_eq(producer_snapshot_save(&t, dfd, 70), 0);
+	cr_assert_eq(producer_snapshot_load(&u, dfd), 70);
+	e = producer_entry(&u, 7, 0, 0);
+	cr_assert(e && e->txn_first == 50 && e->epoch == 1, "the open transaction's first offset");
+	e = producer_entry(&u, 8, 0, 0);
+	cr_assert(e && e->txn_first == -1 && e->epoch == 2 && e->n == 0, "a producer without batches");
+	producer_table_free(&u);
+	producer_table_free(&t);
+	unlinkat(dfd, "producers.snapshot", 0);
+	close(dfd);
+	rmdir(dir);
+}
