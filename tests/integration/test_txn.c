@@ -741,8 +741,8 @@ static enum k5_outcome k5_settle(rd_kafka_t **rk, rd_kafka_error_t *e, const str
 			o = K5_ABORTED;
 		} else {
 			/* e.g. an abort that needs an epoch bump (KIP-360,
-			 * InitProducerId v3, not advertised): a new instance
-			 * instead; the data decides */
+			 * InitProducerId v3+) the broker cannot give: a new
+			 * instance instead; the data decides */
 			fprintf(stderr, "txn: sigkill: abort of txn %u failed too: %s (%s%s)\n", txn,
 				rd_kafka_error_string(ae), rd_kafka_error_name(ae),
 				rd_kafka_error_is_fatal(ae) ? ", fatal" : "");
