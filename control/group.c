@@ -10,6 +10,7 @@
 
 #include "control/config.h"
 #include "control/ctl.h"
+#include "control/cutil.h"
 #include "control/group.h"
 #include "control/txn.h"
 #include "dataplane/kafka_errors.h"
@@ -254,42 +255,6 @@ struct group_coord {
 	int lag_queries;              /* outstanding in the current report */
 	struct group_stats st;
 };
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void *xcalloc(size_t n, size_t sz)
-{
-	void *p = calloc(n ? n : 1, sz);
-
-	if (!p)
-		abort();   /* the control thread cannot go on without memory */
-	return p;
-}
-
-static char *kdup(struct kafka_str s)
-{
-	char *p;
-
-	if (s.len < 0 || !s.ptr)
-		return NULL;
-	p = xcalloc(1, (size_t)s.len + 1);
-	memcpy(p, s.ptr, (size_t)s.len);
-	return p;
-}
 
 static char *sdup(const char *s)
 {
@@ -1358,26 +1323,9 @@ static void handle_leave(struct group_coord *gc, struct kafka_ctx *ctx)
 /* Java's String.hashCode over the group id, as Kafka picks the partition. */
 static int32_t offsets_partition(const struct group_coord *gc, const char *group)
 {
-	int32_t h = 0;
-	int32_t n = gc->otopic ? gc->otopic->nparts : 1;
-
-	for (const unsigned char *p = (const unsigned char *)group; *p; p++)
-		h = (int32_t)(31u * (uint32_t)h + *p);   /* group ids are mostly ASCII */
-	return (int32_t)((h == INT32_MIN ? 0 : (h < 0 ? -h : h)) % n);
+	return java_key_partition(group, gc->otopic ? gc->otopic->nparts : 1);
 }
 
-static size_t put16(uint8_t *p, int16_t v) { be16_store(p, (uint16_t)v); return 2; }
-static size_t put32(uint8_t *p, int32_t v) { be32_store(p, (uint32_t)v); return 4; }
-static size_t put64(uint8_t *p, int64_t v) { be64_store(p, (uint64_t)v); return 8; }
-
-static size_t putstr(uint8_t *p, const char *s)
-{
-	size_t n = strlen(s);
-
-	put16(p, (int16_t)n);
-	memcpy(p + 2, s, n);
-	return 2 + n;
-}
 
 static void offsets_appended(void *self, struct shard_msg *m);
 

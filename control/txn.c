@@ -7,6 +7,7 @@
 
 #include "control/config.h"
 #include "control/ctl.h"
+#include "control/cutil.h"
 #include "control/group.h"
 #include "control/txn.h"
 #include "dataplane/kafka_errors.h"
@@ -81,40 +82,6 @@ struct txn_req {                      /* what a request holds while the coordina
 };
 
 /* ---- helpers ----------------------------------------------------------------- */
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void *xcalloc(size_t n, size_t sz)
-{
-	void *p = calloc(n ? n : 1, sz);
-
-	if (!p)
-		abort();   /* the control thread cannot go on without memory */
-	return p;
-}
-
-static char *kdup(struct kafka_str s)
-{
-	char *p = xcalloc(1, (size_t)(s.len > 0 ? s.len : 0) + 1);
-
-	if (s.len > 0)
-		memcpy(p, s.ptr, (size_t)s.len);
-	return p;
-}
 
 static uint32_t bucket_of(const char *s, size_t n)
 {
@@ -209,12 +176,7 @@ static const struct md_partition *tp_md(struct txn_coord *tc, const struct txn_t
 /* Java's String.hashCode over the id, as Kafka picks the partition. */
 static int32_t state_partition(const struct txn_coord *tc, const char *id)
 {
-	int32_t h = 0;
-	int32_t n = tc->stopic ? tc->stopic->nparts : 1;
-
-	for (const unsigned char *p = (const unsigned char *)id; *p; p++)
-		h = (int32_t)(31u * (uint32_t)h + *p);
-	return (int32_t)((h == INT32_MIN ? 0 : (h < 0 ? -h : h)) % n);
+	return java_key_partition(id, tc->stopic ? tc->stopic->nparts : 1);
 }
 
 static void reply(struct txn_coord *tc, struct txn *t)
@@ -235,18 +197,6 @@ static void answer_now(struct txn_coord *tc, struct kafka_ctx *ctx)
 
 /* ---- the state log -------------------------------------------------------------- */
 
-static size_t put16(uint8_t *p, int16_t v) { be16_store(p, (uint16_t)v); return 2; }
-static size_t put32(uint8_t *p, int32_t v) { be32_store(p, (uint32_t)v); return 4; }
-static size_t put64(uint8_t *p, int64_t v) { be64_store(p, (uint64_t)v); return 8; }
-
-static size_t putstr(uint8_t *p, const char *s)
-{
-	size_t n = strlen(s);
-
-	put16(p, (int16_t)n);
-	memcpy(p + 2, s, n);
-	return 2 + n;
-}
 
 static void state_written(struct ctl *ctl, void *cookie, int64_t base, int err);
 

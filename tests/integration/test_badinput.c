@@ -634,29 +634,41 @@ static void make_idem_batch(struct rawbuf *r, int n, int64_t pid, int16_t epoch,
 	batch_fix_crc(r);
 }
 
-static int64_t init_producer_id(int fd, int32_t corr)
+/* InitProducerId v1 (id NULL: idempotence only): the error; *pid, *epoch. */
+static int16_t txn_init(int fd, int32_t corr, const char *id, int32_t timeout_ms, int64_t *pid, int16_t *epoch)
 {
 	struct rawbuf r;
 	struct rawcur c;
 	uint8_t *resp;
 	size_t len;
-	int64_t pid;
+	int16_t err;
 
 	rb_init(&r);
 	rb_request(&r, 22, 1, corr);
-	rb_str(&r, NULL);              /* no transactional id: idempotence only */
-	rb_i32(&r, 60000);
+	rb_str(&r, id);
+	rb_i32(&r, timeout_ms);
 	rb_finish(&r);
 	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
 	rb_free(&r);
 	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no InitProducerId response");
 	c = (struct rawcur){ resp, resp + len, 0 };
 	cr_assert_eq(rc_i32(&c), corr);
-	rc_i32(&c);                    /* throttle */
-	cr_assert_eq(rc_i16(&c), 0, "InitProducerId failed");
-	pid = rc_i64(&c);
-	cr_assert_eq(rc_i16(&c), 0, "a new producer's epoch is 0");
+	rc_i32(&c);
+	err = rc_i16(&c);
+	*pid = rc_i64(&c);
+	*epoch = rc_i16(&c);
+	cr_assert(!c.bad && c.p == c.end, "malformed InitProducerId v1 response");
 	free(resp);
+	return err;
+}
+
+static int64_t init_producer_id(int fd, int32_t corr)
+{
+	int64_t pid;
+	int16_t epoch;
+
+	cr_assert_eq(txn_init(fd, corr, NULL, 60000, &pid, &epoch), 0, "InitProducerId failed");
+	cr_assert_eq(epoch, 0, "a new producer's epoch is 0");
 	return pid;
 }
 
@@ -850,34 +862,6 @@ static void make_txn_batch(struct rawbuf *r, int n, int64_t pid, int16_t epoch, 
 	r->p[21] = 0;
 	r->p[22] = 0x10;
 	batch_fix_crc(r);
-}
-
-/* InitProducerId v1 with a transactional id: the error; *pid, *epoch. */
-static int16_t txn_init(int fd, int32_t corr, const char *id, int32_t timeout_ms, int64_t *pid, int16_t *epoch)
-{
-	struct rawbuf r;
-	struct rawcur c;
-	uint8_t *resp;
-	size_t len;
-	int16_t err;
-
-	rb_init(&r);
-	rb_request(&r, 22, 1, corr);
-	rb_str(&r, id);
-	rb_i32(&r, timeout_ms);
-	rb_finish(&r);
-	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
-	rb_free(&r);
-	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no InitProducerId response");
-	c = (struct rawcur){ resp, resp + len, 0 };
-	cr_assert_eq(rc_i32(&c), corr);
-	rc_i32(&c);
-	err = rc_i16(&c);
-	*pid = rc_i64(&c);
-	*epoch = rc_i16(&c);
-	cr_assert(!c.bad && c.p == c.end, "malformed InitProducerId v1 response");
-	free(resp);
-	return err;
 }
 
 /* AddPartitionsToTxn v1 of one partition: its error. */

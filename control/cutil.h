@@ -1,0 +1,81 @@
+/* control/cutil.h — small helpers the control thread's coordinators share:
+ * clocks, allocation that cannot fail (the control thread aborts without
+ * memory), Kafka string copies, big-endian record field writers, and the
+ * partition Kafka picks for a coordinator key.
+ *
+ * Thread: any (pure functions); used by the control thread. */
+#ifndef SLUICE_CUTIL_H
+#define SLUICE_CUTIL_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dataplane/kafka/kafka_wire.h"
+#include "storage/batch_format.h"
+
+static inline int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline void *xcalloc(size_t n, size_t sz)
+{
+	void *p = calloc(n ? n : 1, sz);
+
+	if (!p)
+		abort();   /* the control thread cannot go on without memory */
+	return p;
+}
+
+/* A NUL-terminated copy; NULL for a null string. */
+static inline char *kdup(struct kafka_str s)
+{
+	char *p;
+
+	if (s.len < 0 || !s.ptr)
+		return NULL;
+	p = xcalloc(1, (size_t)s.len + 1);
+	memcpy(p, s.ptr, (size_t)s.len);
+	return p;
+}
+
+static inline size_t put16(uint8_t *p, int16_t v) { be16_store(p, (uint16_t)v); return 2; }
+static inline size_t put32(uint8_t *p, int32_t v) { be32_store(p, (uint32_t)v); return 4; }
+static inline size_t put64(uint8_t *p, int64_t v) { be64_store(p, (uint64_t)v); return 8; }
+
+/* An int16-length string (Kafka's record key and value formats). */
+static inline size_t putstr(uint8_t *p, const char *s)
+{
+	size_t n = strlen(s);
+
+	put16(p, (int16_t)n);
+	memcpy(p + 2, s, n);
+	return 2 + n;
+}
+
+/* The partition of n that Kafka gives key `s`: Java's String.hashCode,
+ * absolute value, modulo n (group ids and transactional ids are mostly
+ * ASCII, where the UTF-16 hash is the byte hash). */
+static inline int32_t java_key_partition(const char *s, int32_t n)
+{
+	int32_t h = 0;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		h = (int32_t)(31u * (uint32_t)h + *p);
+	return (int32_t)((h == INT32_MIN ? 0 : (h < 0 ? -h : h)) % (n > 0 ? n : 1));
+}
+
+#endif
