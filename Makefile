@@ -7,6 +7,8 @@
 #   make bench      build the benchmarks (build/sluice-bench)
 #   make SAN=address,undefined   sanitizer build (saved in build/config.mk)
 #   make V=1        print full commands
+#   make install    install what module.mk files list (PREFIX=/usr/local,
+#                   DESTDIR honoured): today the native client library
 
 BUILD   ?= build
 -include $(BUILD)/config.mk
@@ -42,6 +44,7 @@ CORE_SRCS  :=
 BIN_TARGETS :=
 UNIT_TESTS :=
 TEST_SCRIPTS :=
+INSTALL_TARGETS :=
 
 include storage/module.mk
 include dataplane/module.mk
@@ -53,7 +56,7 @@ CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 CORE_LIB  := $(BUILD)/libsluice_core.a
 UNIT_BINS := $(UNIT_TESTS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all run test unit-test bench check-style codegen clean setup distclean
+.PHONY: all run test unit-test bench check-style codegen clean setup distclean install
 .DEFAULT_GOAL := all
 
 all: $(CORE_LIB) $(BIN_TARGETS)
@@ -100,6 +103,8 @@ run: all
 	$(BUILD)/sluiced $(ARGS)
 
 bench: all
+
+install: all $(INSTALL_TARGETS)
 
 check-style:
 	$(Q)scripts/check-style

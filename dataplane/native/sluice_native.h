@@ -1,0 +1,214 @@
+/* sluice_native.h — the client library of Sluice's native datagram protocol
+ * (libsluice_native.a / libsluice_native.so). Produce to and fetch from a
+ * Sluice broker over UDP, carrying Kafka RecordBatches v2 unchanged; the
+ * wire format is dataplane/native/native_format.h in Sluice's sources.
+ *
+ * Reliability is the log's own numbering, not a transport: the client is
+ * an idempotent producer (the producer id the broker gives in HELLO, a
+ * sequence per partition). A batch that is not acknowledged in time is
+ * sent again with the same producer id, epoch and sequence, never
+ * renumbered, and the broker acknowledges a resend with the offset of the
+ * first append: every record is appended once, in order per partition. A
+ * fetch whose answer lost a datagram is asked again by offset. Credits
+ * (bytes granted by the broker) bound what the client has unacknowledged.
+ *
+ * Thread: a client is used by one thread at a time (the caller's); no
+ * function blocks longer than the timeout it is given, and no callback
+ * runs except inside sluice_poll, sluice_flush and sluice_close.
+ * Memory: allocated at connect and per batch buffer (pooled, reused), per
+ * partition on first use and when a fetch answer is larger than any
+ * before; never per record.
+ * Errors: functions return 0 or a count on success and a negative errno
+ * on failure. A delivery or fetch result carries 0, a Kafka error code
+ * from the broker (positive, e.g. 3 UNKNOWN_TOPIC_OR_PARTITION), or a
+ * negative errno from the client (-ETIMEDOUT, -ECONNRESET, -ECANCELED:
+ * see sluice_err_name).
+ */
+#ifndef SLUICE_NATIVE_PUBLIC_H
+#define SLUICE_NATIVE_PUBLIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SLUICE_NATIVE_API_VERSION 1
+
+struct sluice_client;
+
+/* Where datagrams go. UDP: a non-blocking kernel socket with
+ * sendmmsg/recvmmsg. DPDK: reserved for the kernel-bypass backend (not
+ * built yet: sluice_connect returns -EPROTONOSUPPORT). */
+enum sluice_transport {
+	SLUICE_TRANSPORT_UDP = 0,
+	SLUICE_TRANSPORT_DPDK = 1,
+};
+
+/* Fault injection between the client and its transport, for tests of the
+ * client and of the broker (a seeded, repeatable decision per datagram).
+ * All zero: off. Percentages apply to each datagram in each direction
+ * selected (both when directions is 0). */
+#define SLUICE_FAULT_TX 1u           /* client -> broker */
+#define SLUICE_FAULT_RX 2u           /* broker -> client */
+struct sluice_fault {
+	double loss_pct;             /* dropped */
+	double dup_pct;              /* delivered twice */
+	double truncate_pct;         /* cut to a random shorter length */
+	double corrupt_pct;          /* one random bit flipped */
+	double reorder_pct;          /* held back behind later datagrams ... */
+	unsigned reorder_window;     /* ... at most this many (default 8 when reorder_pct > 0) */
+	unsigned directions;         /* SLUICE_FAULT_TX | SLUICE_FAULT_RX; 0: both */
+	uint64_t seed;               /* 0: 1 */
+};
+
+/* Delivery report of one record: err as in the header comment; offset is
+ * the record's offset in its partition, -1 on error. ctx is
+ * sluice_config.delivery_ctx, opaque sluice_produce's. */
+typedef void (*sluice_delivery_fn)(void *ctx, void *opaque, int err, int64_t offset);
+
+struct sluice_config {
+	const char *client_id;       /* HELLO's name, for the broker's logs (default "sluice-native") */
+	enum sluice_transport transport;
+	int acks;                    /* -1 (default) or 1: acknowledged; 0: fire and forget (no
+				      * delivery report but "sent", no resend, no credits) */
+	uint32_t credits;            /* bytes wanted in flight (default 8 MiB); the broker may grant less */
+	uint16_t max_datagram;       /* 0 (default): the path MTU's (IP_MTU), within [1472, 8972] */
+	uint32_t batch_bytes;        /* a partition's batch is sent at this size (default 64 KiB) ... */
+	uint32_t linger_us;          /* ... or this long after its first record (default 1000) */
+	uint64_t queue_bytes;        /* batch memory: beyond it sluice_produce says -ENOBUFS
+				      * (default 64 MiB) */
+	uint32_t max_in_flight;      /* unacknowledged batches per partition, 1-5 (default 5: the
+				      * broker remembers 5 per producer for deduplication) */
+	uint32_t retry_min_ms;       /* resend timer: at least (default 2) ... */
+	uint32_t retry_max_ms;       /* ... at most, after exponential backoff (default 500) */
+	uint32_t delivery_timeout_ms; /* a record not acknowledged by then fails with -ETIMEDOUT
+				       * (default 60000) */
+	uint32_t connect_timeout_ms; /* HELLO (default 5000) */
+	uint32_t socket_buffer;      /* SO_SNDBUF/SO_RCVBUF (default 8 MiB) */
+	sluice_delivery_fn delivery;
+	void *delivery_ctx;
+	struct sluice_fault fault;
+};
+
+/* Defaults in every field. @thread any */
+void sluice_config_init(struct sluice_config *cfg);
+
+/* Open a session with the broker at "host:port" (its native.listen):
+ * HELLO until HELLO_ACK or cfg->connect_timeout_ms. cfg NULL: defaults.
+ * 0 and *out, or -errno with err (errlen bytes) saying why. */
+int sluice_connect(const char *host_port, const struct sluice_config *cfg, struct sluice_client **out,
+		   char *err, size_t errlen);
+
+/* Undelivered records are reported with -ECANCELED (outcome unknown for
+ * those already sent), then everything is freed. NULL is a no-op. */
+void sluice_close(struct sluice_client *c);
+
+/* ---- producing ---------------------------------------------------------------------- */
+
+/* Append one record to the partition's open batch (a copy: key and value
+ * are borrowed for the call only). key NULL: a null key; value NULL: a null
+ * value. No network I/O unless a batch fills (it is sent at once).
+ * 0; -ENOBUFS when queue_bytes are used up (call sluice_poll, which
+ * delivers reports and frees batches); -EMSGSIZE for a record larger than
+ * a batch; -EINVAL for a bad topic or partition; -EIO once the client
+ * failed (see sluice_stats). */
+int sluice_produce(struct sluice_client *c, const char *topic, int32_t partition, const void *key, size_t klen,
+		   const void *value, size_t vlen, void *opaque);
+
+/* Do the client's work (receive acknowledgements, send lingering
+ * batches, resend on timers) and call the delivery callback for every
+ * record whose fate is known; wait up to timeout_ms for one (0: do not
+ * wait). Returns the reports delivered, or -errno. */
+int sluice_poll(struct sluice_client *c, int timeout_ms);
+
+/* Send every open batch now and poll until all records are reported or
+ * timeout_ms passed. 0, or -ETIMEDOUT with records still out. */
+int sluice_flush(struct sluice_client *c, int timeout_ms);
+
+/* Records produced and not yet reported. */
+size_t sluice_outq_len(const struct sluice_client *c);
+
+/* ---- fetching ------------------------------------------------------------------------- */
+
+struct sluice_record {
+	int64_t offset;
+	int64_t timestamp;           /* ms since the epoch (CreateTime or LogAppendTime) */
+	const void *key;             /* NULL when null */
+	const void *value;           /* NULL when null */
+	int32_t key_len, value_len;  /* -1 when null */
+	const void *headers;         /* the record's headers as Kafka frames them (varints) */
+	uint32_t headers_len;
+	int32_t header_count;
+};
+
+struct sluice_fetch_result {
+	int err;                     /* 0, or the broker's Kafka error (1 OFFSET_OUT_OF_RANGE,
+				      * 3 UNKNOWN_TOPIC_OR_PARTITION, ...) */
+	int64_t high_watermark, log_start, last_stable;
+	int64_t next_offset;         /* where to fetch next */
+	const struct sluice_record *records;   /* borrowed: valid until the next sluice_fetch or
+						* sluice_close on this client */
+	size_t count;
+	size_t bytes;                /* batch bytes in the answer */
+};
+
+#define SLUICE_READ_UNCOMMITTED 0
+#define SLUICE_READ_COMMITTED 1      /* up to the last stable offset */
+
+/* Read from offset: at most max_bytes of whole batches (at least one),
+ * asking again until the whole answer arrives or timeout_ms passes.
+ * Records before offset (in the first batch) and control records are left
+ * out; compressed batches are not decoded (-EPROTONOSUPPORT, next_offset at
+ * that batch). An empty answer (count 0) means the end of the log
+ * (offset == high watermark for read_uncommitted). Acknowledgements that
+ * arrive meanwhile are kept for sluice_poll. Returns the records (>= 0,
+ * res filled), or -ETIMEDOUT, -EPROTO (a batch that does not parse or
+ * whose CRC is wrong), -EPROTONOSUPPORT, -EIO. */
+int sluice_fetch(struct sluice_client *c, const char *topic, int32_t partition, int64_t offset,
+		 uint32_t max_bytes, int isolation, int timeout_ms, struct sluice_fetch_result *res);
+
+/* ---- state ------------------------------------------------------------------------------ */
+
+struct sluice_stats {
+	int64_t producer_id;
+	uint32_t session;
+	uint32_t credits, credits_used;      /* granted; bytes unacknowledged */
+	uint16_t max_datagram, shards;
+	uint32_t rtt_us, rto_us;             /* smoothed round trip of acknowledgements; resend timer */
+	uint64_t datagrams_sent, datagrams_received, bytes_sent, bytes_received;
+	uint64_t tx_dropped;                 /* the transport could not take a datagram (resent later) */
+	uint64_t batches_sent, batch_resends, batches_acked, batches_failed;
+	uint64_t records_acked, records_failed;
+	uint64_t acks_duplicate;             /* acknowledgements of batches already acknowledged */
+	uint64_t acks_out_of_order;          /* OUT_OF_ORDER_SEQUENCE_NUMBER: a batch ahead of a lost one */
+	uint64_t errors_received;            /* ERROR datagrams */
+	uint64_t throttled;                  /* ERROR: beyond credits */
+	uint64_t rx_unreadable;              /* datagrams refused by native_parse (counted, dropped) */
+	uint64_t rx_stale;                   /* answers nothing waits for */
+	uint64_t sessions_opened;            /* HELLO_ACKs taken (1 + reconnects) */
+	uint64_t fetches, fetch_retries;
+	/* fault injection (sluice_config.fault) */
+	uint64_t fault_dropped, fault_duplicated, fault_truncated, fault_corrupted, fault_reordered;
+};
+
+void sluice_stats(const struct sluice_client *c, struct sluice_stats *out);
+
+/* What went wrong last: the message of the broker's last ERROR datagram,
+ * or why the client failed ("" when nothing did). Borrowed until the
+ * next call on c. */
+const char *sluice_last_error(const struct sluice_client *c);
+
+/* The descriptor to wait on for readability in an event loop (then call
+ * sluice_poll(c, 0)), or -1 for a transport without one. */
+int sluice_fd(const struct sluice_client *c);
+
+/* A short name for a delivery or fetch error (0, Kafka codes, -errno). */
+const char *sluice_err_name(int err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
