@@ -54,6 +54,11 @@ static int check_hostport(const char *v)
 	return config_hostport(v, host, sizeof(host), &port);
 }
 
+static int check_hostport_or_empty(const char *v)
+{
+	return *v ? check_hostport(v) : 0;
+}
+
 /* The one table (STYLE 22). Order is the documentation order. */
 static const struct config_key keys[] = {
 	{ "listeners", CONFIG_LIST, "PLAINTEXT://127.0.0.1:9092", .check = check_listener,
@@ -140,6 +145,14 @@ static const struct config_key keys[] = {
 	  .doc = "Partitions of __transaction_state (fixed once created)." },
 	{ "producer.id.expiration.ms", CONFIG_INT, "86400000", 1, I32MAX,
 	  .doc = "How long an idle producer id's state is kept." },
+	{ "native.listen", CONFIG_STRING, "", .check = check_hostport_or_empty,
+	  .doc = "Sluice: host:port (IPv4) of the native datagram protocol over the kernel's UDP, one socket per shard (SO_REUSEPORT); empty: off." },
+	{ "native.session.credits.bytes", CONFIG_INT, "4194304", 65536, I32MAX,
+	  .doc = "Sluice: most bytes of batches a native session may have unacknowledged; beyond it a PRODUCE is refused (throttled)." },
+	{ "native.session.timeout.ms", CONFIG_LONG, "60000", 1000, I64MAX,
+	  .doc = "Sluice: a native session idle this long (nothing in flight) is forgotten; its client says HELLO again." },
+	{ "native.reassembly.timeout.ms", CONFIG_LONG, "2000", 10, I64MAX,
+	  .doc = "Sluice: a fragmented batch not complete after this long is dropped (its producer resends it)." },
 	{ "admin.listen", CONFIG_STRING, "127.0.0.1:9644", .check = check_hostport,
 	  .doc = "Sluice: host:port of the HTTP admin server (metrics, /v1/config)." },
 	{ "dpdk.enable", CONFIG_BOOL, "false",
@@ -298,7 +311,8 @@ static void allowed_text(const struct config_key *k, char *buf, size_t n)
 			at += (size_t)snprintf(buf + at, n - at, "%s '%s'", i ? "," : "", k->values[i]);
 		break;
 	case CONFIG_STRING:
-		snprintf(buf, n, "%s", k->check == check_hostport ? "host:port" : "a string");
+		snprintf(buf, n, "%s", k->check == check_hostport ? "host:port"
+				       : k->check == check_hostport_or_empty ? "host:port, or empty" : "a string");
 		break;
 	case CONFIG_LIST:
 		snprintf(buf, n, "%s", k->check == check_listener ? "a comma-separated list of NAME://host:port"

@@ -791,6 +791,22 @@ static void ctl_producer_id(void *self, struct shard_msg *m)
 	ctl_reply(ctl, m->p[0], (int)m->v[0]);
 }
 
+static void ctl_producer_id_for(void *self, struct shard_msg *m)
+{
+	struct ctl *ctl = self;
+	struct shard_msg r = { .fn = (void (*)(void *, struct shard_msg *))m->p[1], .p = { m->p[0] },
+			       .v = { ctl_new_producer_id(ctl) } };
+
+	ctl_send_msg(ctl, (int)m->v[0], &r);
+}
+
+void ctl_producer_id_async(struct shard *sh, void *cookie, void (*done)(void *self, struct shard_msg *m))
+{
+	struct shard_msg m = { .fn = ctl_producer_id_for, .p = { cookie, (void *)done }, .v = { sh->id } };
+
+	shard_send(sh, broker_ctl_index(sh->b), &m);
+}
+
 void ctl_producer_id_submit(struct kafka_ctx *ctx, int64_t *out)
 {
 	struct shard *sh = ctx->sh;

@@ -88,6 +88,12 @@ int ctl_read_topic(struct ctl *ctl, const struct md_topic *t,
  * *out is filled (-1 on failure) before ctx gets kafka_ctx_sub_done. */
 void ctl_producer_id_submit(struct kafka_ctx *ctx, int64_t *out);
 
+struct shard;
+/* @thread shard. A new producer id for the native protocol's sessions:
+ * done runs on shard sh with m->p[0] = cookie, m->v[0] = the id or
+ * -errno. */
+void ctl_producer_id_async(struct shard *sh, void *cookie, void (*done)(void *self, struct shard_msg *m));
+
 /* @thread shard. Hand an admin request to the control thread; the shard's
  * ctx gets kafka_ctx_sub_done when it is answered. */
 void ctl_submit(struct kafka_ctx *ctx, struct ctl_req *req);

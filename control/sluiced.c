@@ -200,6 +200,16 @@ int main(int argc, char **argv)
 	b->set.tail_budget = (size_t)config_int(cfg, "shard.tail.memory.bytes");
 	b->set.retention_check_ms = config_int(cfg, "log.retention.check.interval.ms");
 	b->set.producer_ttl_ms = config_int(cfg, "producer.id.expiration.ms");
+	if (*config_str(cfg, "native.listen") &&
+	    config_hostport(config_str(cfg, "native.listen"), b->set.native_host, sizeof(b->set.native_host),
+			    &b->set.native_port) < 0) {
+		fprintf(stderr, "sluiced: native.listen: cannot parse '%s' (expected HOST:PORT)\n",
+			config_str(cfg, "native.listen"));
+		return 2;
+	}
+	b->set.native_credits = (uint32_t)config_int(cfg, "native.session.credits.bytes");
+	b->set.native_session_timeout_ms = config_int(cfg, "native.session.timeout.ms");
+	b->set.native_reassembly_timeout_ms = config_int(cfg, "native.reassembly.timeout.ms");
 
 	if (mkdir_p(b->set.data_dir) < 0) {
 		fprintf(stderr, "sluiced: cannot create data directory %s: %s\n", b->set.data_dir, strerror(errno));

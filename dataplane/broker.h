@@ -70,6 +70,11 @@ struct broker_settings {
 	size_t tail_budget;           /* per shard */
 	int64_t retention_check_ms;
 	int64_t producer_ttl_ms;      /* producer.id.expiration.ms */
+	char native_host[64];         /* native.listen: the native protocol over UDP; "" = off */
+	int native_port;
+	uint32_t native_credits;      /* native.session.credits.bytes */
+	int64_t native_session_timeout_ms;
+	int64_t native_reassembly_timeout_ms;
 	char cluster_id[64];
 };
 

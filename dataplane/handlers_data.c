@@ -241,9 +241,33 @@ static int64_t part_append_all(struct shard *sh, struct part *p, const uint8_t *
 	return first;
 }
 
-/* On the owner shard: append and arrange the acknowledgement. */
+typedef void produce_done_fn(void *self, struct shard_msg *m);
+
+/* Report a produce's outcome to the shard `from`: a Kafka request's slot
+ * (notify NULL), or notify(cookie) for the native path. */
+static void produce_report(struct shard *sh, int from, struct kafka_ctx *ctx, void *slot, produce_done_fn *notify,
+			   int64_t base, int64_t err, int64_t log_start)
+{
+	if (notify) {
+		struct shard_msg m = { .fn = notify, .p = { ctx }, .v = { base, err, log_start } };
+
+		if (from == sh->id)
+			notify(sh, &m);
+		else
+			shard_send(sh, from, &m);
+	} else if (from == sh->id) {
+		produce_ack(sh, ctx, slot, base, (int)err, log_start);
+	} else {
+		struct shard_msg m = { .fn = produce_ack_msg, .p = { ctx, slot }, .v = { base, err, log_start } };
+
+		shard_send(sh, from, &m);
+	}
+}
+
+/* On the owner shard: append and arrange the acknowledgement. With notify
+ * (the native path) ctx is the caller's cookie, not a Kafka request. */
 static void produce_on_owner(struct shard *sh, struct part *p, const uint8_t *rec, uint32_t len, int acks,
-			     int from, struct kafka_ctx *ctx, void *slot)
+			     int from, struct kafka_ctx *ctx, void *slot, produce_done_fn *notify)
 {
 	int64_t need = 0, log_start = 0, base;
 	int64_t pid = len >= BATCH_HEADER_SIZE ? batch_producer_id(rec) : -1;
@@ -263,7 +287,7 @@ static void produce_on_owner(struct shard *sh, struct part *p, const uint8_t *re
 		/* a transactional batch: the partition must be in the producer's
 		 * ongoing transaction (KIP-890's verification), asked before
 		 * anything else so a fenced or late write is never taken */
-		int v = txn ? part_txn_check(p, pid, epoch, ctx->recv_ns) : 0;
+		int v = !txn ? 0 : notify ? KERR_INVALID_TXN_STATE : part_txn_check(p, pid, epoch, ctx->recv_ns);
 
 		if (!v)
 			v = producer_check(&p->producers, pid, epoch, first, last, &dup);
@@ -286,30 +310,17 @@ static void produce_on_owner(struct shard *sh, struct part *p, const uint8_t *re
 	} else {
 		base = part_append_all(sh, p, rec, len, &need, &log_start);
 	}
-	struct ack_wait w = { .need = need, .base_offset = base, .from = from, .ctx = ctx, .slot = slot };
+	struct ack_wait w = { .need = need, .base_offset = base, .from = from, .ctx = ctx, .slot = slot,
+			      .notify = notify };
 
 	if (base < 0) {
 		/* nothing appended: report now (a Kafka error as itself) */
-		int64_t err = kerr ? kerr : base;
-
-		if (from == sh->id) {
-			produce_ack(sh, ctx, slot, -1, (int)err, -1);
-		} else {
-			struct shard_msg m = { .fn = produce_ack_msg, .p = { ctx, slot }, .v = { -1, err, -1 } };
-
-			shard_send(sh, from, &m);
-		}
+		produce_report(sh, from, ctx, slot, notify, -1, kerr ? kerr : base, -1);
 		return;
 	}
 	if (acks == 0 || part_wait_ack(p, &w) < 0) {
 		/* acks=0: the data is copied, the frame may go */
-		if (from == sh->id) {
-			produce_ack(sh, ctx, slot, base, 0, log_start);
-		} else {
-			struct shard_msg m = { .fn = produce_ack_msg, .p = { ctx, slot }, .v = { base, 0, log_start } };
-
-			shard_send(sh, from, &m);
-		}
+		produce_report(sh, from, ctx, slot, notify, base, 0, log_start);
 		part_progress(p);
 		return;
 	}
@@ -318,7 +329,27 @@ static void produce_on_owner(struct shard *sh, struct part *p, const uint8_t *re
 
 static void produce_remote_msg(void *self, struct shard_msg *m)
 {
-	produce_on_owner(self, m->p[0], m->p[1], (uint32_t)m->v[0], (int)m->v[1], (int)m->v[2], m->p[2], m->p[3]);
+	produce_on_owner(self, m->p[0], m->p[1], (uint32_t)m->v[0], (int)m->v[1], (int)m->v[2], m->p[2], m->p[3],
+			 NULL);
+}
+
+static void produce_native_msg(void *self, struct shard_msg *m)
+{
+	produce_on_owner(self, m->p[0], m->p[1], (uint32_t)m->v[0], (int)m->v[1], (int)m->v[2], m->p[2], NULL,
+			 (produce_done_fn *)m->p[3]);
+}
+
+void part_produce_native(struct shard *sh, struct part *p, int owner, const uint8_t *rec, uint32_t len, int acks,
+			 void *cookie, void (*done)(void *self, struct shard_msg *m))
+{
+	if (owner == sh->id) {
+		produce_on_owner(sh, p, rec, len, acks, sh->id, cookie, NULL, done);
+	} else {
+		struct shard_msg m = { .fn = produce_native_msg, .p = { p, (void *)rec, cookie, (void *)done },
+				       .v = { len, acks, sh->id } };
+
+		shard_send(sh, owner, &m);
+	}
 }
 
 static int produce_finish(struct kafka_ctx *ctx)
@@ -442,7 +473,7 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 			}
 			ctx->pending++;
 			if (mp->shard == sh->id) {
-				produce_on_owner(sh, mp->part, rec, len, q->Acks, sh->id, ctx, pr);
+				produce_on_owner(sh, mp->part, rec, len, q->Acks, sh->id, ctx, pr, NULL);
 			} else {
 				struct shard_msg m = { .fn = produce_remote_msg, .p = { mp->part, (void *)rec, ctx, pr },
 						       .v = { len, q->Acks, sh->id } };

@@ -198,9 +198,13 @@ void part_progress(struct part *p)
 		if (!err && w->need > hw)
 			break;
 		if (w->notify) {
-			struct shard_msg m = { .fn = w->notify, .p = { w->ctx }, .v = { w->base_offset, err } };
+			struct shard_msg m = { .fn = w->notify, .p = { w->ctx },
+					       .v = { w->base_offset, err, p->pl->log_start } };
 
-			shard_send(sh, w->from, &m);
+			if (w->from == sh->id)
+				w->notify(sh, &m);   /* the native path, on its own shard */
+			else
+				shard_send(sh, w->from, &m);
 		} else if (w->from == sh->id) {
 			produce_ack(sh, w->ctx, w->slot, w->base_offset, err, p->pl->log_start);
 		} else {

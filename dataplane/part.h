@@ -66,6 +66,15 @@ void part_retire(struct part *p);
 /* Save the idempotent producer state next to the log (slow path). */
 void part_snapshot_producers(struct part *p);
 
+/* The native path: append one validated batch of an idempotent producer to
+ * p (owned by shard `owner`) as Produce does — duplicates acknowledged
+ * with their first offset, once durable unless acks is 0. done runs on
+ * sh with m->p[0] = cookie, m->v[0] = base offset (-1 on error), m->v[1]
+ * = 0, a Kafka error (positive) or -errno, m->v[2] = the log start. rec
+ * must stay valid until done runs. @thread shard sh */
+void part_produce_native(struct shard *sh, struct part *p, int owner, const uint8_t *rec, uint32_t len, int acks,
+			 void *cookie, void (*done)(void *self, struct shard_msg *m));
+
 /* Register a produce waiting for durability. -ENOBUFS if the queue is full. */
 int part_wait_ack(struct part *p, const struct ack_wait *w);
 /* Complete what durability allows and wake watchers; called after appends

@@ -2,6 +2,7 @@
  * dispatch through the ApiKey table, responses in request order. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -18,6 +19,7 @@
 
 #include "dataplane/part.h"
 #include "dataplane/kafka_errors.h"
+#include "dataplane/native/native_broker.h"
 #include "dataplane/shard.h"
 #include "storage/batch_format.h"
 
@@ -169,6 +171,11 @@ int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t
 			sh->nrbufs++;
 	sh->accept_op.kind = IO_ACCEPT;
 	sh->wake_op.kind = IO_WAKE;
+	sh->native_op.kind = IO_NATIVE;
+	if (b->set.native_port && (rc = native_shard_open(sh, b->set.native_host, b->set.native_port, err, errlen)) < 0) {
+		shard_destroy(sh);
+		return rc;
+	}
 	b->wake_fd[id] = sh->wake_fd;
 	b->sleeping[id] = &sh->sleeping;
 	*out = sh;
@@ -179,6 +186,7 @@ void shard_destroy(struct shard *sh)
 {
 	if (!sh)
 		return;
+	native_shard_close(sh);
 	if (sh->listen_fd >= 0)
 		close(sh->listen_fd);
 	close(sh->wake_fd);
@@ -1049,6 +1057,18 @@ static void shard_arm_wake(struct shard *sh)
 	io_set(sqe, &sh->wake_op);
 }
 
+/* A multishot poll on the native socket: wakes the loop when datagrams
+ * arrive. */
+static void shard_arm_native(struct shard *sh)
+{
+	struct io_uring_sqe *sqe;
+
+	if (native_shard_fd(sh) < 0 || sh->stop || !(sqe = shard_sqe(sh)))
+		return;
+	io_uring_prep_poll_multishot(sqe, native_shard_fd(sh), POLLIN);
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)&sh->native_op | SHARD_OP_IO);
+}
+
 static void shard_complete(struct shard *sh, struct io_uring_cqe *cqe)
 {
 	struct io_op *op;
@@ -1073,6 +1093,11 @@ static void shard_complete(struct shard *sh, struct io_uring_cqe *cqe)
 	case IO_WAKE:
 		op->inflight = 0;
 		shard_arm_wake(sh);
+		break;
+	case IO_NATIVE:
+		/* datagrams wait: the loop reads them (native_shard_poll) */
+		if (!(cqe->flags & IORING_CQE_F_MORE))
+			shard_arm_native(sh);
 		break;
 	}
 }
@@ -1161,6 +1186,17 @@ static void *shard_main(void *arg)
 			shard_arm_accept(sh);
 		}
 		work = shard_drain_rings(sh);
+		if (sh->native && !sh->stop && __atomic_load_n(&b->serving, __ATOMIC_ACQUIRE)) {
+			if (!sh->native_armed) {
+				sh->native_armed = 1;
+				shard_arm_native(sh);
+			}
+			work += native_shard_poll(sh);
+			if (sh->now_ns >= sh->next_native_tick_ns) {
+				native_shard_tick(sh);
+				sh->next_native_tick_ns = sh->now_ns + 100000000ull;
+			}
+		}
 		if (sh->now_ns >= sh->next_retention_ns) {
 			/* retention: whole segments, a slow-path timer */
 			for (struct part *p = sh->parts; p; p = p->next)
@@ -1266,6 +1302,12 @@ static void *shard_main(void *arg)
 
 		sh->retired_parts = p->next;
 		free(p);   /* its log was closed when its topic was deleted */
+	}
+	if (sh->native) {
+		char line[1024];
+
+		native_shard_describe(sh, line, sizeof(line));
+		fprintf(stderr, "sluiced: %s\n", line); /* style: allow once, at exit */
 	}
 	return NULL;
 }

@@ -22,7 +22,7 @@
 /* user_data ops of the shard (storage uses 1..4). */
 #define SHARD_OP_IO 5
 
-enum io_kind { IO_ACCEPT = 1, IO_RECV, IO_SEND, IO_WAKE, IO_CLOSE };
+enum io_kind { IO_ACCEPT = 1, IO_RECV, IO_SEND, IO_WAKE, IO_CLOSE, IO_NATIVE };
 
 /* One in-flight operation; user_data = &io | SHARD_OP_IO. */
 struct io_op {
@@ -139,7 +139,10 @@ struct shard {
 	int listen_fd;
 	int wake_fd;                 /* eventfd */
 	uint64_t wake_buf;
-	struct io_op accept_op, wake_op;
+	struct io_op accept_op, wake_op, native_op;
+	struct native_shard *native;  /* the native datagram protocol (native.listen), or NULL */
+	int native_armed;
+	uint64_t next_native_tick_ns;
 	int sleeping;                /* written by this shard, read by senders */
 	uint64_t md_seen;            /* read by the control thread */
 	uint64_t now_ns;

@@ -16,6 +16,8 @@ TEST_SCRIPTS += tests/integration/test_groups_offsets.py
 # (test_txn_clients.py)
 TEST_SCRIPTS += tests/integration/test_txn_raw.py
 TEST_SCRIPTS += tests/integration/test_txn_clients.py
+# the native datagram protocol (dataplane/native/), datagram by datagram
+TEST_SCRIPTS += tests/integration/test_native_raw.py
 
 # kafkajs is installed from the committed package-lock.json on first use (and
 # again whenever the lock changes), so `make test` on a fresh clone needs no

@@ -1,0 +1,786 @@
+/* dataplane/native/native_broker.c — the native datagram protocol on the
+ * shards (see native_broker.h): kernel UDP transport, sessions, fragment
+ * reassembly, PRODUCE through the partitions' idempotent producer state,
+ * FETCH served by the owner shard. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "control/ctl.h"
+#include "dataplane/kafka_errors.h"
+#include "dataplane/native/native_broker.h"
+#include "dataplane/part.h"
+#include "dataplane/producer.h"
+#include "dataplane/shard.h"
+#include "storage/batch.h"
+#include "storage/batch_format.h"
+
+#define RX_BATCH 32                   /* datagrams per recvmmsg */
+#define DG_BUF 9216                   /* one datagram buffer (>= NATIVE_MAX_DATAGRAM) */
+#define DG_POOL 2048                  /* datagram buffers per shard (18 MiB) */
+#define SESSIONS 4096                 /* per shard */
+#define PENDING 4096                  /* produces in flight per shard */
+#define REASM_SLOTS 16                /* fragmented batches being put together per shard */
+#define FETCH_SLOTS 64                /* fetches in flight per owner shard */
+#define SOCK_BUF (8 << 20)
+
+#define KERR_UNKNOWN_PRODUCER_ID 59
+#define KERR_THROTTLING_QUOTA_EXCEEDED 89
+
+struct nsession {
+	uint32_t id;                  /* 0: free */
+	struct sockaddr_in peer;
+	int64_t pid;                  /* -1 until the control thread gave one */
+	uint32_t credits, in_flight;
+	uint16_t max_dg;
+	uint32_t hello_request;
+	uint64_t last_ns;
+	char name[64];
+};
+
+struct nbuf {                         /* a datagram or reassembly buffer */
+	uint8_t *p;
+	uint32_t cap;
+	int reasm;                    /* from the reassembly pool */
+};
+
+struct npending {                     /* a PRODUCE handed to the partition's owner */
+	struct native_shard *ns;
+	uint32_t session, request;
+	int32_t partition;
+	int64_t pid;
+	int32_t seq;
+	uint32_t len;
+	int8_t acks;
+	uint8_t topic_len;
+	char topic[NATIVE_MAX_TOPIC];
+	struct nbuf buf;
+	struct npending *next_free;
+};
+
+struct nreasm {
+	int used;
+	uint32_t session;
+	int32_t partition;
+	int64_t pid;
+	int16_t epoch;
+	int32_t seq;
+	uint8_t topic_len;
+	char topic[NATIVE_MAX_TOPIC];
+	uint32_t total, frag_size, last_offset;
+	uint16_t count, got;
+	int8_t acks;
+	uint32_t request;
+	uint64_t started_ns;
+	uint64_t bits[NATIVE_MAX_FRAGMENTS / 64];
+	struct nbuf buf;
+};
+
+struct nfetch {                       /* a FETCH being read on its owner shard */
+	int used;
+	struct native_shard *ns;
+	struct part *part;
+	struct sockaddr_in peer;
+	uint32_t session, request;
+	uint16_t max_dg;
+	struct plog_read rd;
+};
+
+struct native_shard {
+	struct shard *sh;
+	int fd;
+	uint32_t reasm_cap;           /* largest batch reassembled */
+	uint32_t credits_max;
+	uint64_t session_timeout_ns, reasm_timeout_ns;
+	uint32_t next_gen;
+	struct nsession *sessions;
+	struct npending *pending, *pending_free;
+	struct nreasm reasm[REASM_SLOTS];
+	uint8_t **reasm_bufs;         /* free reassembly buffers */
+	int nreasm_bufs;
+	uint8_t *dg_mem;
+	uint8_t **dg_free;            /* free datagram buffers */
+	int ndg_free;
+	struct nfetch fetch[FETCH_SLOTS];
+	uint8_t tx[DG_BUF];           /* the datagram being sent */
+	/* recvmmsg batch */
+	struct mmsghdr msgs[RX_BATCH];
+	struct iovec iov[RX_BATCH];
+	struct sockaddr_in addr[RX_BATCH];
+	uint8_t *rx[RX_BATCH];
+	struct native_stats st;
+};
+
+/* ---- buffers --------------------------------------------------------------------- */
+
+static uint8_t *dg_get(struct native_shard *ns)
+{
+	return ns->ndg_free ? ns->dg_free[--ns->ndg_free] : NULL;
+}
+
+static void buf_put(struct native_shard *ns, struct nbuf *b)
+{
+	if (!b->p)
+		return;
+	if (b->reasm)
+		ns->reasm_bufs[ns->nreasm_bufs++] = b->p;
+	else
+		ns->dg_free[ns->ndg_free++] = b->p;
+	b->p = NULL;
+}
+
+/* ---- sending ----------------------------------------------------------------------- */
+
+static void send_to(struct native_shard *ns, const struct sockaddr_in *to, const uint8_t *dg, int len)
+{
+	if (len <= 0)
+		return;
+	/* non-blocking: a full socket buffer loses the datagram, which the
+	 * protocol already copes with (resend, ask again) */
+	if (sendto(ns->fd, dg, (size_t)len, MSG_DONTWAIT, (const struct sockaddr *)to, sizeof(*to)) < 0)
+		ns->st.send_errors++;
+	else
+		ns->st.datagrams_out++;
+}
+
+static void send_error(struct native_shard *ns, const struct sockaddr_in *to, uint32_t session, uint32_t request,
+		       int16_t err, uint8_t about, const char *msg)
+{
+	send_to(ns, to, ns->tx, native_write_error(ns->tx, sizeof(ns->tx), session, request, err, about, msg));
+}
+
+static void send_produce_ack(struct native_shard *ns, const struct sockaddr_in *to, uint32_t session,
+			     uint32_t request, const char *topic, size_t topic_len, int32_t partition, int16_t err,
+			     int64_t pid, int32_t seq, int64_t base, int64_t log_start, uint32_t credits)
+{
+	send_to(ns, to, ns->tx,
+		native_write_produce_ack(ns->tx, sizeof(ns->tx), session, request, topic, topic_len, partition, err,
+					 pid, seq, base, log_start, credits));
+}
+
+/* ---- sessions ------------------------------------------------------------------------ */
+
+static struct nsession *session_of(struct native_shard *ns, uint32_t id)
+{
+	uint32_t slot = id & 0xfff;
+
+	if ((id >> 24) != (uint32_t)ns->sh->id || slot >= SESSIONS || ns->sessions[slot].id != id)
+		return NULL;
+	return &ns->sessions[slot];
+}
+
+static int same_peer(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return a->sin_addr.s_addr == b->sin_addr.s_addr && a->sin_port == b->sin_port;
+}
+
+static void hello_pid(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct native_shard *ns = sh->native;
+	struct nsession *s = session_of(ns, (uint32_t)(uintptr_t)m->p[0]);
+	int n;
+
+	if (!s)
+		return;   /* expired meanwhile */
+	if (m->v[0] < 0) {
+		send_error(ns, &s->peer, 0, s->hello_request, KERR_UNKNOWN_SERVER_ERROR, NATIVE_HELLO,
+			   "the broker could not reserve a producer id (metadata log): try again");
+		s->id = 0;
+		return;
+	}
+	s->pid = m->v[0];
+	n = native_write_hello_ack(ns->tx, sizeof(ns->tx), s->hello_request, s->id, s->credits, s->max_dg,
+				   (uint16_t)sh->b->set.nshards, s->pid);
+	send_to(ns, &s->peer, ns->tx, n);
+}
+
+static void on_hello(struct native_shard *ns, const struct native_msg *m, const struct sockaddr_in *from)
+{
+	struct nsession *s = NULL;
+
+	for (uint32_t i = 0; i < SESSIONS; i++)
+		if (!ns->sessions[i].id) {
+			s = &ns->sessions[i];
+			ns->next_gen = (ns->next_gen + 1) & 0xfff;
+			if (!ns->next_gen)
+				ns->next_gen = 1;
+			s->id = (uint32_t)ns->sh->id << 24 | ns->next_gen << 12 | i;
+			break;
+		}
+	if (!s) {
+		ns->st.sessions_full++;
+		send_error(ns, from, 0, m->request, KERR_THROTTLING_QUOTA_EXCEEDED, NATIVE_HELLO,
+			   "this shard has no free session: close idle clients or try later");
+		return;
+	}
+	s->peer = *from;
+	s->pid = -1;
+	s->credits = m->credits && m->credits < ns->credits_max ? m->credits : ns->credits_max;
+	s->in_flight = 0;
+	s->max_dg = m->max_datagram < NATIVE_MAX_DATAGRAM ? m->max_datagram : NATIVE_MAX_DATAGRAM;
+	s->hello_request = m->request;
+	s->last_ns = ns->sh->now_ns;
+	snprintf(s->name, sizeof(s->name), "%.*s", (int)m->data_len, (const char *)m->data);
+	ns->st.sessions_opened++;
+	ctl_producer_id_async(ns->sh, (void *)(uintptr_t)s->id, hello_pid);
+}
+
+/* ---- PRODUCE --------------------------------------------------------------------------- */
+
+static void produce_done(void *self, struct shard_msg *m)
+{
+	struct npending *pd = m->p[0];
+	struct native_shard *ns = pd->ns;
+	struct nsession *s = session_of(ns, pd->session);
+	int64_t base = m->v[0], err = m->v[1];
+	int16_t kerr = 0;
+
+	(void)self;
+	if (err > 0)
+		kerr = (int16_t)err;
+	else if (err == -ENOENT)
+		kerr = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	else if (err < 0)
+		kerr = KERR_KAFKA_STORAGE_ERROR;
+	if (kerr)
+		ns->st.produce_errors++;
+	if (s) {
+		s->in_flight -= pd->len <= s->in_flight ? pd->len : s->in_flight;
+		if (pd->acks != 0)
+			send_produce_ack(ns, &s->peer, s->id, pd->request, pd->topic, pd->topic_len, pd->partition, kerr,
+					 pd->pid, pd->seq, kerr ? -1 : base, m->v[2], pd->len);
+	}
+	buf_put(ns, &pd->buf);
+	pd->next_free = ns->pending_free;
+	ns->pending_free = pd;
+}
+
+/* A whole batch (in buf) of session s: validate as Produce does, then
+ * append through the owner. Takes buf. */
+static void produce_batch(struct native_shard *ns, struct nsession *s, const struct native_msg *m, struct nbuf *buf,
+			  const uint8_t *batch, uint32_t len)
+{
+	struct md_snapshot *md = broker_md(ns->sh->b);
+	const struct md_topic *t = md_find(md, m->topic, m->topic_len);
+	struct batch_info bi;
+	struct npending *pd;
+	int16_t err = 0;
+	int rc;
+
+	if (!t || m->partition >= t->nparts || !t->parts[m->partition].part) {
+		err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	} else if (t->internal) {
+		err = KERR_INVALID_TOPIC_EXCEPTION;
+	} else if ((rc = batch_validate(batch, len, t->max_message_bytes, BATCH_V_PRODUCE, &bi)) < 0) {
+		err = rc == -BATCH_ERR_TOO_LARGE ? KERR_MESSAGE_TOO_LARGE : KERR_CORRUPT_MESSAGE;
+	} else if (bi.size != len || (bi.attributes & (BATCH_ATTR_CONTROL | BATCH_ATTR_TRANSACTIONAL)) ||
+		   batch_producer_id(batch) != m->producer_id || batch_producer_epoch(batch) != m->producer_epoch ||
+		   batch_base_sequence(batch) != m->base_sequence) {
+		err = KERR_INVALID_RECORD;   /* one batch, matching its datagram, no transactions */
+	}
+	if (!err && !(pd = ns->pending_free))
+		err = KERR_THROTTLING_QUOTA_EXCEEDED;   /* this shard's produce slots are all out */
+	if (err) {
+		ns->st.produce_errors++;
+		if (m->acks != 0)
+			send_produce_ack(ns, &s->peer, s->id, m->request, m->topic, m->topic_len, m->partition, err,
+					 m->producer_id, m->base_sequence, -1, -1, 0);
+		buf_put(ns, buf);
+		return;
+	}
+	ns->pending_free = pd->next_free;
+	pd->ns = ns;
+	pd->session = s->id;
+	pd->request = m->request;
+	pd->partition = m->partition;
+	pd->pid = m->producer_id;
+	pd->seq = m->base_sequence;
+	pd->len = len;
+	pd->acks = m->acks;
+	pd->topic_len = m->topic_len;
+	memcpy(pd->topic, m->topic, m->topic_len);
+	pd->buf = *buf;
+	buf->p = NULL;
+	s->in_flight += len;
+	ns->st.batches++;
+	part_produce_native(ns->sh, t->parts[m->partition].part, t->parts[m->partition].shard, batch, len,
+			    m->acks ? m->acks : 1, pd, produce_done);
+}
+
+static struct nreasm *reasm_find(struct native_shard *ns, const struct native_msg *m)
+{
+	for (int i = 0; i < REASM_SLOTS; i++) {
+		struct nreasm *r = &ns->reasm[i];
+
+		if (r->used && r->session == m->session && r->pid == m->producer_id && r->seq == m->base_sequence &&
+		    r->epoch == m->producer_epoch && r->partition == m->partition && r->topic_len == m->topic_len &&
+		    !memcmp(r->topic, m->topic, m->topic_len))
+			return r;
+	}
+	return NULL;
+}
+
+static void reasm_drop(struct native_shard *ns, struct nreasm *r)
+{
+	buf_put(ns, &r->buf);
+	r->used = 0;
+}
+
+/* One fragment of a batch: 1 and *out when the batch is whole. */
+static int reasm_add(struct native_shard *ns, const struct native_msg *m, struct nreasm **out)
+{
+	struct nreasm *r = reasm_find(ns, m);
+	int last = m->frag_index == m->frag_count - 1;
+
+	if (!r) {
+		for (int i = 0; i < REASM_SLOTS && !r; i++)
+			if (!ns->reasm[i].used)
+				r = &ns->reasm[i];
+		if (!r || !ns->nreasm_bufs) {
+			ns->st.reassembly_full++;
+			return -ENOBUFS;
+		}
+		if (m->total_len > ns->reasm_cap)
+			return -EMSGSIZE;
+		memset(r, 0, sizeof(*r));
+		r->used = 1;
+		r->session = m->session;
+		r->pid = m->producer_id;
+		r->epoch = m->producer_epoch;
+		r->seq = m->base_sequence;
+		r->partition = m->partition;
+		r->topic_len = m->topic_len;
+		memcpy(r->topic, m->topic, m->topic_len);
+		r->total = m->total_len;
+		r->count = m->frag_count;
+		r->acks = m->acks;
+		r->request = m->request;
+		r->started_ns = ns->sh->now_ns;
+		r->buf.p = ns->reasm_bufs[--ns->nreasm_bufs];
+		r->buf.cap = ns->reasm_cap;
+		r->buf.reasm = 1;
+		ns->st.batches_fragmented++;
+	}
+	/* every fragment but the last has the same size; they tile the batch */
+	if (m->total_len != r->total || m->frag_count != r->count || m->acks != r->acks)
+		goto bad;
+	if (!last) {
+		if (!r->frag_size)
+			r->frag_size = m->data_len;
+		if (m->data_len != r->frag_size || (uint64_t)m->frag_index * r->frag_size != m->frag_offset)
+			goto bad;
+	} else {
+		if ((uint64_t)m->frag_offset + m->data_len != r->total)
+			goto bad;
+		r->last_offset = m->frag_offset;
+	}
+	if (r->bits[m->frag_index / 64] & (1ull << (m->frag_index % 64))) {
+		ns->st.fragments_duplicate++;
+		return 0;
+	}
+	memcpy(r->buf.p + m->frag_offset, m->data, m->data_len);
+	r->bits[m->frag_index / 64] |= 1ull << (m->frag_index % 64);
+	r->got++;
+	r->request = m->request;
+	if (r->got < r->count)
+		return 0;
+	/* the last fragment starts where the others end */
+	if ((uint64_t)r->frag_size * (r->count - 1) != r->last_offset)
+		goto bad;
+	*out = r;
+	return 1;
+bad:
+	ns->st.fragments_bad++;
+	reasm_drop(ns, r);
+	return -EINVAL;
+}
+
+static void on_produce(struct native_shard *ns, struct nsession *s, const struct native_msg *m, uint8_t **rxbuf)
+{
+	struct nbuf buf = { 0 };
+
+	if (m->producer_id != s->pid) {
+		/* only the producer id this session was given is ours to dedup */
+		ns->st.unknown_producer++;
+		send_produce_ack(ns, &s->peer, s->id, m->request, m->topic, m->topic_len, m->partition,
+				 KERR_UNKNOWN_PRODUCER_ID, m->producer_id, m->base_sequence, -1, -1, 0);
+		return;
+	}
+	if (s->in_flight + (uint64_t)m->total_len > s->credits) {
+		ns->st.credits_exceeded++;
+		send_error(ns, &s->peer, s->id, m->request, KERR_THROTTLING_QUOTA_EXCEEDED, NATIVE_PRODUCE,
+			   "beyond this session's credits: wait for acknowledgements before sending more");
+		return;
+	}
+	if (m->frag_count == 1) {
+		/* the datagram itself holds the batch: keep its buffer until the
+		 * acknowledgement, and give the receiver a fresh one */
+		uint8_t *fresh = dg_get(ns);
+
+		if (!fresh) {
+			ns->st.rx_pool_empty++;
+			return;   /* dropped: the producer resends */
+		}
+		buf.p = *rxbuf;
+		buf.cap = DG_BUF;
+		*rxbuf = fresh;
+		produce_batch(ns, s, m, &buf, m->data, m->data_len);
+		return;
+	}
+	{
+		struct nreasm *r = NULL;
+		int rc = reasm_add(ns, m, &r);
+
+		if (rc == -EMSGSIZE) {
+			send_produce_ack(ns, &s->peer, s->id, m->request, m->topic, m->topic_len, m->partition,
+					 KERR_MESSAGE_TOO_LARGE, m->producer_id, m->base_sequence, -1, -1, 0);
+		} else if (rc == -EINVAL) {
+			send_error(ns, &s->peer, s->id, m->request, -NATIVE_E_FRAGMENT, NATIVE_PRODUCE,
+				   "fragments of this batch do not add up: the batch was dropped, resend it whole");
+		} else if (rc == 1) {
+			struct native_msg whole = *m;
+
+			whole.request = r->request;
+			buf = r->buf;
+			r->buf.p = NULL;
+			r->used = 0;
+			produce_batch(ns, s, &whole, &buf, buf.p, r->total);
+		}
+	}
+}
+
+/* ---- FETCH ----------------------------------------------------------------------------- */
+
+static void fetch_send(struct native_shard *ns, struct nfetch *f, int16_t err)
+{
+	struct part *p = f->part;
+	const uint8_t *data = err ? NULL : f->rd.data;
+	uint32_t total = err ? 0 : f->rd.bytes;
+	size_t tl = strlen(p->topic);
+	uint32_t room = native_fetch_data_room(f->max_dg, tl);
+	uint16_t count = (uint16_t)(total ? (total + room - 1) / room : 0);
+	int64_t hw = p->pl ? p->pl->high_watermark : -1, ls = p->pl ? p->pl->log_start : -1;
+	int64_t lso = p->pl ? part_lso(p) : -1;
+
+	if (count > NATIVE_MAX_FRAGMENTS) {
+		count = NATIVE_MAX_FRAGMENTS;
+		total = room * count;   /* cannot happen with max_bytes <= 2 MiB; be safe */
+	}
+	for (uint16_t i = 0; i == 0 || i < count; i++) {
+		uint32_t off = (uint32_t)i * room, n = total - off < room ? total - off : room;
+
+		if (!total)
+			n = 0;
+		send_to(ns, &f->peer, ns->tx,
+			native_write_fetch_data(ns->tx, sizeof(ns->tx), f->session, f->request, p->topic, tl, p->index,
+						err, hw, ls, lso, total, off, i, count, data ? data + off : NULL, n));
+		ns->st.fetch_datagrams++;
+	}
+	plog_read_release(&f->rd);
+	if (f->rd.buf)
+		ns->sh->rbufs[ns->sh->nrbufs++] = f->rd.buf;
+	f->rd.buf = NULL;
+	f->used = 0;
+}
+
+static void fetch_disk_done(struct plog_read *rd)
+{
+	struct nfetch *f = rd->arg;
+
+	fetch_send(f->ns, f, rd->err ? KERR_KAFKA_STORAGE_ERROR : 0);
+}
+
+/* On the partition's owner: read and answer. */
+static void fetch_on_owner(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct native_shard *ns = sh->native;
+	struct part *p = m->p[0];
+	struct nfetch *f = NULL;
+	uint32_t max_bytes = (uint32_t)m->v[1];
+	int isolation = (int)((m->v[1] >> 48) & 1);
+	int rc;
+
+	for (int i = 0; i < FETCH_SLOTS && !f; i++)
+		if (!ns->fetch[i].used)
+			f = &ns->fetch[i];
+	if (!f) {
+		ns->st.fetch_busy++;   /* dropped: the reader asks again */
+		return;
+	}
+	memset(f, 0, sizeof(*f));
+	f->used = 1;
+	f->ns = ns;
+	f->part = p;
+	f->peer.sin_family = AF_INET;
+	f->peer.sin_addr.s_addr = (uint32_t)(m->v[2] >> 16);
+	f->peer.sin_port = (uint16_t)m->v[2];
+	f->session = (uint32_t)(m->v[3] >> 32);
+	f->request = (uint32_t)m->v[3];
+	f->max_dg = (uint16_t)(m->v[1] >> 32);
+	ns->st.fetches++;
+	if (p->deleted || !p->pl) {
+		fetch_send(ns, f, KERR_UNKNOWN_TOPIC_OR_PARTITION);
+		return;
+	}
+	if (m->v[0] < p->pl->log_start || m->v[0] > p->pl->next_offset) {
+		fetch_send(ns, f, KERR_OFFSET_OUT_OF_RANGE);
+		return;
+	}
+	f->rd.offset = m->v[0];
+	f->rd.max_offset = isolation ? part_lso(p) : p->pl->high_watermark;
+	f->rd.max_bytes = max_bytes ? max_bytes : 1;
+	if (f->rd.max_bytes > SHARD_RBUF_SIZE - 128 * 1024)
+		f->rd.max_bytes = SHARD_RBUF_SIZE - 128 * 1024;
+	f->rd.done = fetch_disk_done;
+	f->rd.arg = f;
+	if (sh->nrbufs) {
+		f->rd.buf = sh->rbufs[--sh->nrbufs];
+		f->rd.buf_cap = SHARD_RBUF_SIZE;
+	}
+	rc = plog_read(p->pl, &f->rd);
+	if (rc == 0)
+		return;   /* from the disk: fetch_disk_done */
+	fetch_send(ns, f, rc < 0 ? (rc == -ERANGE ? KERR_OFFSET_OUT_OF_RANGE : KERR_KAFKA_STORAGE_ERROR) : 0);
+}
+
+static void on_fetch(struct native_shard *ns, struct nsession *s, const struct native_msg *m)
+{
+	struct md_snapshot *md = broker_md(ns->sh->b);
+	const struct md_topic *t = md_find(md, m->topic, m->topic_len);
+	const struct md_partition *mp;
+	struct shard_msg f = { .fn = fetch_on_owner };
+
+	if (!t || m->partition >= t->nparts || !(mp = &t->parts[m->partition])->part) {
+		send_to(ns, &s->peer, ns->tx,
+			native_write_fetch_data(ns->tx, sizeof(ns->tx), s->id, m->request, m->topic, m->topic_len,
+						m->partition, KERR_UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1, 0, 0, 0, 0,
+						NULL, 0));
+		return;
+	}
+	f.p[0] = mp->part;
+	f.v[0] = m->offset;
+	f.v[1] = (int64_t)m->max_bytes | (int64_t)s->max_dg << 32 | (int64_t)(m->isolation & 1) << 48;
+	f.v[2] = (int64_t)s->peer.sin_addr.s_addr << 16 | s->peer.sin_port;
+	f.v[3] = (int64_t)((uint64_t)s->id << 32 | m->request);
+	if (mp->shard == ns->sh->id)
+		fetch_on_owner(ns->sh, &f);
+	else
+		shard_send(ns->sh, mp->shard, &f);
+}
+
+/* ---- receiving ---------------------------------------------------------------------------- */
+
+static void on_datagram(struct native_shard *ns, uint8_t **rxbuf, size_t len, const struct sockaddr_in *from)
+{
+	struct native_msg m;
+	struct nsession *s;
+	int rc = native_parse(*rxbuf, len, 1, &m);
+
+	ns->st.datagrams_in++;
+	ns->st.bytes_in += len;
+	if (rc < 0) {
+		ns->st.rejected[-rc]++;
+		/* answer what is ours but unreadable; stay silent to strangers */
+		if (rc != -NATIVE_E_MAGIC && rc != -NATIVE_E_SHORT)
+			send_error(ns, from, 0, len >= NATIVE_HEADER ? be32_load(*rxbuf + NH_REQUEST) : 0, (int16_t)rc,
+				   len > NH_TYPE ? (*rxbuf)[NH_TYPE] : 0, native_reject_name(rc));
+		return;
+	}
+	if (m.type == NATIVE_HELLO) {
+		on_hello(ns, &m, from);
+		return;
+	}
+	if (m.type != NATIVE_PRODUCE && m.type != NATIVE_FETCH) {
+		ns->st.rejected[NATIVE_E_TYPE]++;
+		send_error(ns, from, m.session, m.request, -NATIVE_E_TYPE, m.type, "a client sends HELLO, PRODUCE, FETCH");
+		return;
+	}
+	s = session_of(ns, m.session);
+	if (!s || s->pid < 0) {
+		ns->st.unknown_session++;
+		send_error(ns, from, m.session, m.request, KERR_UNKNOWN_PRODUCER_ID, m.type,
+			   "unknown or expired session: send HELLO again");
+		return;
+	}
+	if (!same_peer(&s->peer, from)) {
+		ns->st.wrong_peer++;
+		send_error(ns, from, m.session, m.request, KERR_UNKNOWN_PRODUCER_ID, m.type,
+			   "this session belongs to another address: send HELLO");
+		return;
+	}
+	s->last_ns = ns->sh->now_ns;
+	if (m.type == NATIVE_PRODUCE)
+		on_produce(ns, s, &m, rxbuf);
+	else
+		on_fetch(ns, s, &m);
+}
+
+int native_shard_poll(struct shard *sh)
+{
+	struct native_shard *ns = sh->native;
+	int n, total = 0;
+
+	if (!ns)
+		return 0;
+	for (int round = 0; round < 4; round++) {
+		for (int i = 0; i < RX_BATCH; i++) {
+			ns->iov[i] = (struct iovec){ ns->rx[i], DG_BUF };
+			ns->msgs[i].msg_hdr = (struct msghdr){ .msg_name = &ns->addr[i], .msg_namelen = sizeof(ns->addr[i]),
+							       .msg_iov = &ns->iov[i], .msg_iovlen = 1 };
+		}
+		n = recvmmsg(ns->fd, ns->msgs, RX_BATCH, MSG_DONTWAIT, NULL);
+		if (n <= 0)
+			break;
+		for (int i = 0; i < n; i++)
+			on_datagram(ns, &ns->rx[i], ns->msgs[i].msg_len, &ns->addr[i]);
+		total += n;
+		if (n < RX_BATCH)
+			break;
+	}
+	return total;
+}
+
+/* ---- timers, life ----------------------------------------------------------------------------- */
+
+void native_shard_tick(struct shard *sh)
+{
+	struct native_shard *ns = sh->native;
+
+	if (!ns)
+		return;
+	for (int i = 0; i < REASM_SLOTS; i++)
+		if (ns->reasm[i].used && sh->now_ns - ns->reasm[i].started_ns > ns->reasm_timeout_ns) {
+			ns->st.reassembly_timeouts++;   /* the producer resends the batch */
+			reasm_drop(ns, &ns->reasm[i]);
+		}
+	for (uint32_t i = 0; i < SESSIONS; i++) {
+		struct nsession *s = &ns->sessions[i];
+
+		if (s->id && !s->in_flight && sh->now_ns - s->last_ns > ns->session_timeout_ns) {
+			s->id = 0;
+			ns->st.sessions_expired++;
+		}
+	}
+}
+
+int native_shard_fd(const struct shard *sh)
+{
+	return sh->native ? sh->native->fd : -1;
+}
+
+int native_shard_describe(const struct shard *sh, char *buf, size_t len)
+{
+	const struct native_stats *st = &sh->native->st;
+	uint64_t bad = 0;
+
+	for (int i = 1; i < NATIVE_E_COUNT; i++)
+		bad += st->rejected[i];
+	return snprintf(buf, len,
+			"native shard %d: %llu datagrams in, %llu out, %llu unreadable (short %llu, magic %llu, "
+			"version %llu, length %llu, crc %llu, type %llu, topic %llu, fragment %llu, field %llu), "
+			"%llu unknown session, %llu unknown producer, %llu beyond credits, %llu batches "
+			"(%llu fragmented, %llu refused), %llu reassembly timeouts, %llu bad fragments, %llu fetches, "
+			"%llu send errors",
+			sh->id, (unsigned long long)st->datagrams_in, (unsigned long long)st->datagrams_out,
+			(unsigned long long)bad, (unsigned long long)st->rejected[NATIVE_E_SHORT],
+			(unsigned long long)st->rejected[NATIVE_E_MAGIC], (unsigned long long)st->rejected[NATIVE_E_VERSION],
+			(unsigned long long)st->rejected[NATIVE_E_LENGTH], (unsigned long long)st->rejected[NATIVE_E_CRC],
+			(unsigned long long)st->rejected[NATIVE_E_TYPE], (unsigned long long)st->rejected[NATIVE_E_TOPIC],
+			(unsigned long long)st->rejected[NATIVE_E_FRAGMENT], (unsigned long long)st->rejected[NATIVE_E_FIELD],
+			(unsigned long long)st->unknown_session, (unsigned long long)st->unknown_producer,
+			(unsigned long long)st->credits_exceeded, (unsigned long long)st->batches,
+			(unsigned long long)st->batches_fragmented, (unsigned long long)st->produce_errors,
+			(unsigned long long)st->reassembly_timeouts, (unsigned long long)st->fragments_bad,
+			(unsigned long long)st->fetches, (unsigned long long)st->send_errors);
+}
+
+int native_shard_open(struct shard *sh, const char *host, int port, char *err, size_t errlen)
+{
+	struct native_shard *ns = calloc(1, sizeof(*ns)); /* style: allow shard setup */
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int one = 1, sz = SOCK_BUF;
+	const struct broker_settings *set = &sh->b->set;
+
+	if (!ns)
+		return -ENOMEM;
+	if (inet_pton(AF_INET, host, &a.sin_addr) != 1) {
+		snprintf(err, errlen, "native.listen: '%s' is not an IPv4 address", host);
+		free(ns);
+		return -EINVAL;
+	}
+	ns->sh = sh;
+	ns->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ns->fd < 0 || setsockopt(ns->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+	    bind(ns->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "native.listen: cannot bind UDP %s:%d: %s", host, port, strerror(e));
+		if (ns->fd >= 0)
+			close(ns->fd);
+		free(ns);
+		return -e;
+	}
+	setsockopt(ns->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	setsockopt(ns->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	ns->credits_max = set->native_credits;
+	ns->session_timeout_ns = (uint64_t)set->native_session_timeout_ms * 1000000ull;
+	ns->reasm_timeout_ns = (uint64_t)set->native_reassembly_timeout_ms * 1000000ull;
+	ns->reasm_cap = set->message_max_bytes + 4096;
+	ns->sessions = calloc(SESSIONS, sizeof(*ns->sessions)); /* style: allow shard setup */
+	ns->pending = calloc(PENDING, sizeof(*ns->pending)); /* style: allow shard setup */
+	ns->dg_mem = aligned_alloc(64, (size_t)DG_POOL * DG_BUF); /* style: allow shard setup */
+	ns->dg_free = calloc(DG_POOL, sizeof(*ns->dg_free)); /* style: allow shard setup */
+	ns->reasm_bufs = calloc(REASM_SLOTS, sizeof(*ns->reasm_bufs)); /* style: allow shard setup */
+	if (!ns->sessions || !ns->pending || !ns->dg_mem || !ns->dg_free || !ns->reasm_bufs) {
+		snprintf(err, errlen, "native.listen: no memory for the shard's buffers");
+		sh->native = ns;
+		native_shard_close(sh);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < PENDING; i++) {
+		ns->pending[i].next_free = ns->pending_free;
+		ns->pending_free = &ns->pending[i];
+	}
+	for (int i = 0; i < DG_POOL; i++)
+		ns->dg_free[ns->ndg_free++] = ns->dg_mem + (size_t)i * DG_BUF;
+	for (int i = 0; i < RX_BATCH; i++)
+		ns->rx[i] = dg_get(ns);
+	for (int i = 0; i < REASM_SLOTS; i++) {
+		uint8_t *b = malloc(ns->reasm_cap); /* style: allow shard setup */
+
+		if (b)
+			ns->reasm_bufs[ns->nreasm_bufs++] = b;
+	}
+	sh->native = ns;
+	return 0;
+}
+
+void native_shard_close(struct shard *sh)
+{
+	struct native_shard *ns = sh->native;
+
+	if (!ns)
+		return;
+	if (ns->fd >= 0)
+		close(ns->fd);
+	for (int i = 0; i < REASM_SLOTS; i++)
+		if (ns->reasm[i].used)
+			reasm_drop(ns, &ns->reasm[i]);
+	for (int i = 0; i < ns->nreasm_bufs; i++)
+		free(ns->reasm_bufs[i]);
+	free(ns->reasm_bufs);
+	free(ns->sessions);
+	free(ns->pending);
+	free(ns->dg_mem);
+	free(ns->dg_free);
+	free(ns);
+	sh->native = NULL;
+}
