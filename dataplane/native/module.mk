@@ -1,6 +1,7 @@
 # dataplane/native/: the native datagram protocol. The format and the
 # broker's engine go into the core library; the client library
-# (native_client*.c with the format compiled in) is its own pair,
+# (native_client*.c with the format and the codecs, storage/compress.c,
+# compiled in) is its own pair,
 # build/libsluice_native.a and build/libsluice_native.so, never linked into
 # the broker. `make install` installs it with its header and a pkg-config
 # file (PREFIX=/usr/local, DESTDIR honoured).
@@ -9,7 +10,7 @@ CORE_SRCS += $(filter-out $(NATIVE_CLIENT_SRCS),$(wildcard dataplane/native/*.c)
 
 # Position-independent objects of their own (one set for both libraries),
 # symbols hidden but the exported sluice_* API (libsluice_native.map).
-NATIVE_LIB_SRCS := $(NATIVE_CLIENT_SRCS) dataplane/native/native_format.c
+NATIVE_LIB_SRCS := $(NATIVE_CLIENT_SRCS) dataplane/native/native_format.c storage/compress.c
 NATIVE_LIB_OBJS := $(NATIVE_LIB_SRCS:%.c=$(BUILD)/obj/native-lib/%.o)
 NATIVE_LIB_A    := $(BUILD)/libsluice_native.a
 NATIVE_SONAME   := libsluice_native.so.1
@@ -26,11 +27,13 @@ $(NATIVE_LIB_A): $(NATIVE_LIB_OBJS)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-# The shared library links isa-l (CRC-32C) and nothing else of Sluice.
+# The shared library links isa-l (CRC-32C, gzip) and the codecs, nothing
+# of Sluice's.
+NATIVE_LIB_DEPS = $(shell pkg-config --libs libisal liblz4 libzstd snappy)
 $(BUILD)/$(NATIVE_SONAME): $(NATIVE_LIB_OBJS) $(NATIVE_MAP)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -shared -Wl,-soname,$(NATIVE_SONAME) -Wl,--version-script=$(NATIVE_MAP) -Wl,--no-undefined \
-		$(LDFLAGS_SAN) $(NATIVE_LIB_OBJS) -o $@ $(shell pkg-config --libs libisal)
+		$(LDFLAGS_SAN) $(NATIVE_LIB_OBJS) -o $@ $(NATIVE_LIB_DEPS)
 
 $(NATIVE_LIB_SO): $(BUILD)/$(NATIVE_SONAME)
 	$(Q)ln -sf $(NATIVE_SONAME) $@
@@ -50,9 +53,13 @@ install-native: $(NATIVE_LIB_A) $(NATIVE_LIB_SO)
 	printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$(INCLUDEDIR)' 'libdir=$(LIBDIR)' '' \
 		'Name: sluice_native' 'Description: client of the Sluice broker'"'"'s native datagram protocol' \
 		'Version: 1' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lsluice_native' \
-		'Libs.private: $(shell pkg-config --libs libisal)' > $(DESTDIR)$(LIBDIR)/pkgconfig/sluice_native.pc
+		'Libs.private: $(NATIVE_LIB_DEPS)' > $(DESTDIR)$(LIBDIR)/pkgconfig/sluice_native.pc
 
 # tests/unit/test_native_client.c drives the client library against an
 # in-memory model of the broker built from the core's pieces.
 $(BUILD)/tests/test_native_client: $(NATIVE_LIB_A)
-$(BUILD)/tests/test_native_client: LDLIBS += $(NATIVE_LIB_A)
+$(BUILD)/tests/test_native_client: LDLIBS += $(NATIVE_LIB_A) $(NATIVE_LIB_DEPS)
+
+# tests/integration/test_native.c: the library against a real sluiced.
+$(BUILD)/itests/test_native: $(NATIVE_LIB_A)
+$(BUILD)/itests/test_native: LDLIBS += $(NATIVE_LIB_A) $(NATIVE_LIB_DEPS)

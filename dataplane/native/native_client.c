@@ -39,6 +39,7 @@
 
 #include "dataplane/native/native_client.h"
 #include "storage/batch_format.h"
+#include "storage/compress.h"
 
 #define KERR_CORRUPT_MESSAGE 2
 #define KERR_UNKNOWN_TOPIC_OR_PARTITION 3
@@ -84,6 +85,7 @@ struct nbatch {
 	uint8_t credited;             /* counted in credits_used */
 	uint8_t ooo;                  /* OUT_OF_ORDER: resend when the one before is acknowledged */
 	uint8_t acked, failed;
+	uint8_t codec;                /* the records' compression (attributes) */
 	int err;
 	int64_t base_offset;
 };
@@ -157,6 +159,13 @@ struct sluice_client {
 	uint32_t batch_cap, batch_records;
 	struct nbatch *done_head, *done_tail;
 	size_t outq;
+	/* compression: the codec contexts (made on first use), a scratch
+	 * batch for the producer, the decompressed records of a fetch */
+	struct compress_ctx *zctx;
+	uint8_t *zbuf;
+	size_t zbuf_cap;
+	uint8_t *arena;
+	size_t arena_len, arena_cap;
 	/* fetch */
 	struct nfetch fetch;
 	struct sluice_record *recs;
@@ -346,7 +355,7 @@ static struct nbatch *batch_get(struct sluice_client *c)
 	b->count = 0;
 	b->sends = 0;
 	b->refused = 0;
-	b->credited = b->ooo = b->acked = b->failed = 0;
+	b->credited = b->ooo = b->acked = b->failed = b->codec = 0;
 	b->err = 0;
 	b->base_offset = -1;
 	return b;
@@ -367,7 +376,7 @@ static void batch_seal_header(struct nbatch *b)
 	be32_store(h + OF_BatchLength, b->len - BATCH_LOG_OVERHEAD);
 	be32_store(h + OF_PartitionLeaderEpoch, (uint32_t)-1);
 	h[OF_Magic] = BATCH_MAGIC_V2;
-	be16_store(h + OF_Attributes, 0);
+	be16_store(h + OF_Attributes, b->codec);
 	be32_store(h + OF_LastOffsetDelta, (uint32_t)(b->count - 1));
 	be64_store(h + OF_BaseTimestamp, (uint64_t)b->base_ts);
 	be64_store(h + OF_MaxTimestamp, (uint64_t)b->max_ts);
@@ -483,14 +492,30 @@ static void part_reset(struct sluice_client *c, struct npart *p, struct nbatch *
 	part_complete(c, p);
 }
 
+/* The records section in the configured codec, when that is smaller. */
+static void batch_compress(struct sluice_client *c, struct nbatch *b)
+{
+	size_t raw = b->len - BATCH_HEADER_SIZE;
+	ssize_t n;
+
+	if (!c->zbuf || raw < 64)
+		return;
+	n = compress_encode(c->zctx, c->cfg.compression, b->buf + BATCH_HEADER_SIZE, raw, c->zbuf, c->zbuf_cap);
+	if (n <= 0 || (size_t)n >= raw)
+		return;   /* sent as it is */
+	memcpy(b->buf + BATCH_HEADER_SIZE, c->zbuf, (size_t)n);
+	b->len = BATCH_HEADER_SIZE + (uint32_t)n;
+	b->codec = (uint8_t)c->cfg.compression;
+}
+
 static void batch_seal(struct sluice_client *c, struct npart *p)
 {
 	struct nbatch *b = p->open;
 
-	(void)c;
 	if (!b)
 		return;
 	p->open = NULL;
+	batch_compress(c, b);
 	batch_seal_header(b);
 	if (p->tail)
 		p->tail->next = b;
@@ -720,6 +745,15 @@ static void on_produce_ack(struct sluice_client *c, const struct native_msg *m)
 		/* a batch ahead of a lost one: sent again after it */
 		c->st.acks_out_of_order++;
 		b->ooo = 1;
+		{
+			/* the one before was acknowledged meanwhile: now */
+			struct nbatch *q = p->head;
+
+			while (q && q != b && (q->acked || q->failed))
+				q = q->next;
+			if (q == b)
+				b->due_ns = c->now;
+		}
 		return;
 	}
 	if (retriable(m->error)) {
@@ -1067,8 +1101,10 @@ int native_client_open(struct native_transport *t, const struct sluice_config *c
 	if ((cfg->acks != 0 && cfg->acks != 1 && cfg->acks != -1) || cfg->batch_bytes < BATCH_HEADER_SIZE + 64 ||
 	    cfg->batch_bytes > NATIVE_MAX_BATCH || cfg->max_in_flight < 1 || cfg->max_in_flight > WINDOW_MAX ||
 	    (cfg->max_datagram && (cfg->max_datagram < NATIVE_MIN_DATAGRAM || cfg->max_datagram > NATIVE_MAX_DATAGRAM)) ||
-	    cfg->credits < BATCH_HEADER_SIZE + 64 || cfg->retry_min_ms == 0 || cfg->retry_max_ms < cfg->retry_min_ms) {
-		snprintf(err, errlen, "bad configuration (acks, batch_bytes, max_in_flight, max_datagram, credits, retry)");
+	    cfg->credits < BATCH_HEADER_SIZE + 64 || cfg->retry_min_ms == 0 || cfg->retry_max_ms < cfg->retry_min_ms ||
+	    cfg->compression < 0 || cfg->compression >= COMPRESS__COUNT) {
+		snprintf(err, errlen,
+			 "bad configuration (acks, batch_bytes, max_in_flight, max_datagram, credits, retry, compression)");
 		t->ops->destroy(t);
 		return -EINVAL;
 	}
@@ -1085,6 +1121,14 @@ int native_client_open(struct native_transport *t, const struct sluice_config *c
 	c->batch_cap = cfg->batch_bytes;
 	c->batch_records = cfg->batch_bytes / 32 + 64;
 	c->batch_mem_max = cfg->queue_bytes ? cfg->queue_bytes : 64ull << 20;
+	if (cfg->compression) {
+		if (compress_ctx_create(&c->zctx) < 0 ||
+		    !(c->zbuf = malloc(c->zbuf_cap = compress_bound(cfg->compression, c->batch_cap)))) { /* style: allow setup */
+			snprintf(err, errlen, "no memory for compression");
+			sluice_close(c);
+			return -ENOMEM;
+		}
+	}
 	mtu = t->ops->path_mtu(t);
 	c->max_dg = cfg->max_datagram ? cfg->max_datagram
 		    : mtu >= NATIVE_MAX_DATAGRAM ? NATIVE_MAX_DATAGRAM
@@ -1328,6 +1372,50 @@ static int send_fetch(struct sluice_client *c)
 	return 1;
 }
 
+static void rebase(const void **ptr, const uint8_t *old, size_t len, uint8_t *now)
+{
+	if (*ptr && (const uint8_t *)*ptr >= old && (const uint8_t *)*ptr <= old + len)
+		*ptr = now + ((const uint8_t *)*ptr - old);
+}
+
+/* Decompress a batch's records at the end of the arena (grown as needed;
+ * records 0..n already parsed into it follow it). Returns the bytes, or
+ * -EPROTO for data the codec refuses, -EPROTONOSUPPORT for an unknown
+ * codec, -ENOMEM. */
+static ssize_t fetch_decompress(struct sluice_client *c, int codec, const uint8_t *in, size_t len, size_t n)
+{
+	ssize_t z;
+
+	if (codec >= COMPRESS__COUNT)
+		return -EPROTONOSUPPORT;
+	if (!c->zctx && compress_ctx_create(&c->zctx) < 0)
+		return -ENOMEM;
+	for (;;) {
+		size_t cap;
+		uint8_t *old = c->arena, *nw;
+
+		z = c->arena ? compress_decode(c->zctx, codec, in, len, c->arena + c->arena_len, c->arena_cap - c->arena_len)
+			     : -ENOBUFS;
+		if (z != -ENOBUFS)
+			return z < 0 ? -EPROTO : z;
+		cap = c->arena_cap ? c->arena_cap * 2 : 1 << 20;
+		while (cap < c->arena_len + 4 * len)
+			cap *= 2;
+		if (cap > (size_t)1 << 31)
+			return -EPROTO;   /* a decompression bomb */
+		nw = realloc(c->arena, cap); /* style: allow grows rarely, not per record */
+		if (!nw)
+			return -ENOMEM;
+		c->arena = nw;
+		c->arena_cap = cap;
+		for (size_t i = 0; old && old != nw && i < n; i++) {
+			rebase(&c->recs[i].key, old, c->arena_len, nw);
+			rebase(&c->recs[i].value, old, c->arena_len, nw);
+			rebase(&c->recs[i].headers, old, c->arena_len, nw);
+		}
+	}
+}
+
 /* The records of the whole answer in f->buf, from f->offset on. */
 static int fetch_records(struct sluice_client *c, struct sluice_fetch_result *res)
 {
@@ -1336,11 +1424,14 @@ static int fetch_records(struct sluice_client *c, struct sluice_fetch_result *re
 	size_t n = 0;
 
 	res->next_offset = f->offset;
+	c->arena_len = 0;
 	while (end - p >= BATCH_HEADER_SIZE) {
 		uint32_t size = batch_size(p);
 		int32_t count = batch_records_count(p);
 		uint16_t attr = batch_attributes(p);
 		int64_t base = batch_base_offset(p);
+		const uint8_t *records;
+		size_t rlen;
 		int rc;
 
 		if (batch_length(p) < BATCH_HEADER_SIZE - BATCH_LOG_OVERHEAD || size > (size_t)(end - p) ||
@@ -1353,11 +1444,20 @@ static int fetch_records(struct sluice_client *c, struct sluice_fetch_result *re
 			p += size;
 			continue;
 		}
+		records = p + BATCH_HEADER_SIZE;
+		rlen = size - BATCH_HEADER_SIZE;
 		if (attr & BATCH_ATTR_CODEC_MASK) {
-			if (n)
-				break;   /* the records so far; this batch next time */
-			res->next_offset = base;
-			return -EPROTONOSUPPORT;
+			ssize_t z = fetch_decompress(c, attr & BATCH_ATTR_CODEC_MASK, records, rlen, n);
+
+			if (z < 0) {
+				if (n)
+					break;   /* the records so far; this batch next time */
+				res->next_offset = base;
+				return (int)z;
+			}
+			records = c->arena + c->arena_len;
+			rlen = (size_t)z;
+			c->arena_len += rlen;
 		}
 		if (n + (size_t)count > c->recs_cap) {
 			size_t cap = c->recs_cap ? c->recs_cap : 1024;
@@ -1371,7 +1471,7 @@ static int fetch_records(struct sluice_client *c, struct sluice_fetch_result *re
 			c->recs = nr;
 			c->recs_cap = cap;
 		}
-		rc = native_records_parse(p + BATCH_HEADER_SIZE, size - BATCH_HEADER_SIZE, count, base,
+		rc = native_records_parse(records, rlen, count, base,
 					  batch_base_timestamp(p), batch_max_timestamp(p),
 					  !!(attr & BATCH_ATTR_LOG_APPEND_TIME), c->recs + n);
 		if (rc < 0)
@@ -1559,6 +1659,9 @@ void sluice_close(struct sluice_client *c)
 	free(c->htab);
 	free(c->fetch.buf);
 	free(c->recs);
+	free(c->arena);
+	free(c->zbuf);
+	compress_ctx_destroy(c->zctx);
 	if (c->t)
 		c->t->ops->destroy(c->t);
 	free(c);

@@ -87,6 +87,9 @@ struct sluice_config {
 				       * (default 60000) */
 	uint32_t connect_timeout_ms; /* HELLO (default 5000) */
 	uint32_t socket_buffer;      /* SO_SNDBUF/SO_RCVBUF (default 8 MiB) */
+	int compression;             /* the batches' codec, as Kafka's attributes: 0 none (default),
+				      * 1 gzip, 2 snappy, 3 lz4, 4 zstd (a batch that does not shrink
+				      * goes uncompressed) */
 	sluice_delivery_fn delivery;
 	void *delivery_ctx;
 	struct sluice_fault fault;
@@ -160,12 +163,15 @@ struct sluice_fetch_result {
 /* Read from offset: at most max_bytes of whole batches (at least one),
  * asking again until the whole answer arrives or timeout_ms passes.
  * Records before offset (in the first batch) and control records are left
- * out; compressed batches are not decoded (-EPROTONOSUPPORT, next_offset at
- * that batch). An empty answer (count 0) means the end of the log
- * (offset == high watermark for read_uncommitted). Acknowledgements that
- * arrive meanwhile are kept for sluice_poll. Returns the records (>= 0,
- * res filled), or -ETIMEDOUT, -EPROTO (a batch that does not parse or
- * whose CRC is wrong), -EPROTONOSUPPORT, -EIO. */
+ * out; compressed batches (gzip, snappy, lz4, zstd) are decoded. An empty
+ * answer (count 0) means the end of the log (offset == high watermark for
+ * read_uncommitted). isolation SLUICE_READ_COMMITTED stops at the last
+ * stable offset, but FETCH_DATA carries no list of aborted transactions:
+ * records of aborted transactions below it are returned. Acknowledgements
+ * that arrive meanwhile are kept for sluice_poll. Returns the records
+ * (>= 0, res filled), or -ETIMEDOUT, -EPROTO (a batch that does not parse,
+ * decompress or whose CRC is wrong; next_offset at that batch when no
+ * record came before it), -EINVAL, -EIO. */
 int sluice_fetch(struct sluice_client *c, const char *topic, int32_t partition, int64_t offset,
 		 uint32_t max_bytes, int isolation, int timeout_ms, struct sluice_fetch_result *res);
 

@@ -8,13 +8,13 @@ set -u
 cd "$(dirname "$0")/../.."
 build=${BUILD:-build}
 fail=0
-for s in test_rdkafka test_badinput test_groups test_idempotence test_txn; do
+for s in test_rdkafka test_badinput test_groups test_idempotence test_txn test_native; do
   out=$(mktemp)
   echo "== integration: $s"
   start=$(date +%s)
   "$build/itests/$s" --jobs 2 --short-filename "$@" >"$out" 2>&1
   rc=$?
-  grep -E 'Synthesis|FAIL|CRASH|Skipping|Timeout|Assertion|^idempotence:|^txn:' "$out" || true
+  grep -E 'Synthesis|FAIL|CRASH|Skipping|Timeout|Assertion|^idempotence:|^txn:|^native:' "$out" || true
   echo "$s: $(( $(date +%s) - start )) s"
   if [ $rc -ne 0 ]; then
     fail=1
