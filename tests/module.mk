@@ -10,3 +10,5 @@ $(BUILD)/tests/test_compress: LDLIBS += $(shell pkg-config --libs zlib)
 
 # sluice-bench storage --quick runs end to end and prints its result rows.
 TEST_SCRIPTS += tests/bench_storage_smoke.sh
+# make install of the native client library, and programs built against it.
+TEST_SCRIPTS += tests/native_install_smoke.sh

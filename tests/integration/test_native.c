@@ -7,6 +7,12 @@
  *     with librdkafka over TCP: the same records (offset, key, value,
  *     timestamp), per-partition order kept. Both paths' produce rates are
  *     printed (informational, "native:" lines);
+ *   - fetch at the edges (max_bytes below a batch, from inside a batch,
+ *     the end, past it, read_committed) and a client of 1,472-byte
+ *     datagrams (batches of 100-200 KB in ~100 fragments);
+ *   - a session the broker forgot (idle) is reopened without losing or
+ *     doubling anything; across a broker SIGKILL and restart nothing is
+ *     in the log twice and every record reported appended is there;
  *   - compressed batches both ways: librdkafka's gzip, snappy, lz4 and
  *     zstd batches read natively, the native producer's read by
  *     librdkafka;
@@ -31,6 +37,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -517,6 +524,183 @@ Test(native, compressed_batches_both_ways, .timeout = 60)
 	}
 	sluice_close(c);
 	broker_cleanup(&nb.b);
+}
+
+/* ---- fetch at the edges -------------------------------------------------------------------- */
+
+/* max_bytes below one batch still answers that whole batch; an offset
+ * inside a batch starts there; the end of the log answers empty with the
+ * high watermark; past it OFFSET_OUT_OF_RANGE; read_committed stops at
+ * the last stable offset (no transactions: the high watermark); a client
+ * of 1,472-byte datagrams reads the same records in smaller fragments,
+ * batches of 100-200 KB produced in ~100 fragments each included. */
+Test(native, fetch_edges_and_small_datagrams, .timeout = 60)
+{
+	struct nbroker nb;
+	struct sluice_config cfg, small;
+	struct sluice_client *c, *s;
+	struct sluice_fetch_result res;
+	struct sluice_stats st;
+	struct run r;
+	struct readback rb;
+	int rc;
+
+	nbroker_launch(&nb, NULL);
+	create_topic(&nb, "native-e", 1);
+	run_init(&r, 100000, 1);
+	base_config(&small);
+	small.max_datagram = NATIVE_MIN_DATAGRAM;
+	small.batch_bytes = 200 << 10;
+	small.linger_us = 20000;
+	small.max_in_flight = 2;      /* 16 reassembly buffers per shard at the broker */
+	small.delivery = on_delivery;
+	small.delivery_ctx = &r;
+	s = connect_native(&nb, &small);
+	sluice_stats(s, &st);
+	cr_assert_eq(st.max_datagram, NATIVE_MIN_DATAGRAM);
+	wait_topic_native(s, "native-e", 1);
+	produce_all(s, &r, "native-e");
+	sluice_stats(s, &st);
+	cr_assert_gt(st.datagrams_sent, st.batches_sent * 50, "batches of 100-200 KB in 1,472-byte datagrams: %llu datagrams for %llu batches", (unsigned long long)st.datagrams_sent, (unsigned long long)st.batches_sent);
+	base_config(&cfg);
+	c = connect_native(&nb, &cfg);
+	read_native(c, &r, "native-e", 1, &rb);
+	read_native(s, &r, "native-e", 1, &rb);
+
+	rc = sluice_fetch(c, "native-e", 0, 0, 1, 0, 5000, &res);
+	cr_assert_gt(rc, 1000, "max_bytes 1: %d records (one whole batch expected)", rc);
+	cr_assert_eq(res.records[0].offset, 0);
+	cr_assert_eq(res.next_offset, (int64_t)rc);
+	rc = sluice_fetch(c, "native-e", 0, 12345, 1, 0, 5000, &res);
+	cr_assert_gt(rc, 0);
+	cr_assert_eq(res.records[0].offset, 12345, "from inside a batch");
+	rc = sluice_fetch(c, "native-e", 0, 100000, 1 << 20, 0, 5000, &res);
+	cr_assert(rc == 0 && res.err == 0 && res.high_watermark == 100000 && res.next_offset == 100000,
+		  "at the end: %d records, error %d, high watermark %lld", rc, res.err, (long long)res.high_watermark);
+	rc = sluice_fetch(c, "native-e", 0, 100001, 1 << 20, 0, 5000, &res);
+	cr_assert(rc == 0 && res.err == 1, "past the end: %d records, error %d", rc, res.err);
+	rc = sluice_fetch(c, "native-e", 0, 99990, 1 << 20, SLUICE_READ_COMMITTED, 5000, &res);
+	cr_assert(rc == 10 && res.last_stable == 100000, "read_committed: %d records, LSO %lld", rc,
+		  (long long)res.last_stable);
+	sluice_close(c);
+	sluice_close(s);
+	broker_cleanup(&nb.b);
+	run_free(&r);
+}
+
+/* ---- sessions lost --------------------------------------------------------------------------- */
+
+/* The broker forgets an idle session (native.session.timeout.ms): the
+ * next PRODUCE gets ERROR UNKNOWN_PRODUCER_ID, the client says HELLO
+ * again and sends the refused batch under its new producer id: nothing
+ * fails, nothing twice. Then the broker is SIGKILLed and restarted under
+ * a steady stream: records sent before the kill and not acknowledged are
+ * reported -ECONNRESET (they may be in the log: never sent again),
+ * the others succeed; a record reported appended is in the log exactly
+ * once at its offset; no record is in the log twice. */
+Test(native, session_expiry_and_broker_restart, .timeout = 60)
+{
+	const char *more[] = { "--set", "native.session.timeout.ms=1000", NULL };
+	const long n = 60000;
+	struct nbroker nb;
+	struct sluice_config cfg;
+	struct sluice_client *c;
+	struct sluice_stats st;
+	struct sluice_fetch_result res;
+	struct run r;
+	long ok = 0, reset = 0, other = 0, in_log = 0;
+	uint8_t *seen;
+	int64_t off = 0;
+
+	nbroker_launch(&nb, more);
+	create_topic(&nb, "native-s", 1);
+	run_init(&r, n, 1);
+	base_config(&cfg);
+	cfg.delivery = on_delivery;
+	cfg.delivery_ctx = &r;
+	cfg.batch_bytes = 4096;
+	c = connect_native(&nb, &cfg);
+	wait_topic_native(c, "native-s", 1);
+	for (long i = 0; i < 100; i++) {
+		uint32_t v[2] = { 0, (uint32_t)i };
+
+		cr_assert_eq(sluice_produce(c, "native-s", 0, NULL, 0, v, 8, (void *)(uintptr_t)i), 0);
+	}
+	cr_assert_eq(sluice_flush(c, 10000), 0);
+	sluice_stats(c, &st);
+	cr_assert_eq(st.sessions_opened, 1);
+	usleep(1600 * 1000);   /* the broker forgets the idle session */
+	for (long i = 100; i < 200; i++) {
+		uint32_t v[2] = { 0, (uint32_t)i };
+
+		cr_assert_eq(sluice_produce(c, "native-s", 0, NULL, 0, v, 8, (void *)(uintptr_t)i), 0);
+	}
+	cr_assert_eq(sluice_flush(c, 10000), 0, "%s", sluice_last_error(c));
+	sluice_stats(c, &st);
+	cr_assert_eq(st.sessions_opened, 2, "the expired session was not reopened");
+	cr_assert_eq(r.failed, 0, "after the session expired: %ld failed (first %s)", r.failed,
+		     sluice_err_name(r.first_err));
+
+	/* a steady stream across a SIGKILL and restart */
+	for (long i = 200; i < n; i++) {
+		uint32_t v[2] = { 0, (uint32_t)i };
+		int rc;
+
+		if (i == n / 2)
+			broker_restart(&nb.b, SIGKILL);
+		while ((rc = sluice_produce(c, "native-s", 0, NULL, 0, v, 8, (void *)(uintptr_t)i)) == -ENOBUFS)
+			sluice_poll(c, 5);
+		cr_assert_eq(rc, 0);
+		if (i % 64 == 0)
+			sluice_poll(c, 0);
+		if (i % 2000 == 0)
+			usleep(5000);
+	}
+	cr_assert_eq(sluice_flush(c, 30000), 0, "flush: %s", sluice_last_error(c));
+	sluice_stats(c, &st);
+	cr_assert_geq(st.sessions_opened, 3);
+	for (long i = 0; i < n; i++) {
+		if (r.err[i] == 0)
+			ok++;
+		else if (r.err[i] == -ECONNRESET)
+			reset++;
+		else
+			other++;
+	}
+	seen = calloc((size_t)n, 1);
+	for (;;) {
+		cr_assert_geq(sluice_fetch(c, "native-s", 0, off, 1 << 20, 0, 5000, &res), 0);
+		cr_assert_eq(res.err, 0);
+		if (!res.count)
+			break;
+		for (size_t k = 0; k < res.count; k++) {
+			uint32_t v[2];
+
+			memcpy(v, res.records[k].value, 8);
+			cr_assert_lt(v[1], (uint32_t)n);
+			cr_assert_eq(seen[v[1]], 0, "record %u twice in the log (offset %lld)", v[1],
+				     (long long)res.records[k].offset);
+			seen[v[1]] = 1;
+			if (r.err[v[1]] == 0)
+				cr_assert_eq(r.offset[v[1]], res.records[k].offset, "record %u reported at %lld, at %lld", v[1],
+					     (long long)r.offset[v[1]], (long long)res.records[k].offset);
+			in_log++;
+		}
+		off = res.next_offset;
+	}
+	for (long i = 0; i < n; i++)
+		if (r.err[i] == 0)
+			cr_assert(seen[i], "record %ld was reported appended at %lld but is not in the log", i,
+				  (long long)r.offset[i]);
+	fprintf(stderr,
+		"native: broker SIGKILLed under %ld records: %ld appended, %ld reported -ECONNRESET (unknown "
+		"outcome), %ld other; %ld in the log, none twice; %llu sessions\n",
+		n, ok, reset, other, in_log, (unsigned long long)st.sessions_opened);
+	cr_assert_eq(other, 0, "records failed otherwise than -ECONNRESET");
+	free(seen);
+	sluice_close(c);
+	broker_cleanup(&nb.b);
+	run_free(&r);
 }
 
 /* ---- faults -------------------------------------------------------------------------------- */

@@ -65,6 +65,7 @@ struct mock {
 	uint16_t max_dg;
 	int delay;                    /* answers leave one poll late */
 	int forget_after;             /* forget the session at this PRODUCE datagram (0: never) */
+	int blackhole;                /* PRODUCE datagrams vanish */
 	uint32_t session;
 	int64_t pid, next_pid;
 	struct mpart parts[8];
@@ -185,6 +186,8 @@ static void mock_produce(struct mock *k, const struct native_msg *m)
 	uint8_t tx[9216];
 	struct reasm *r = NULL;
 
+	if (k->blackhole)
+		return;
 	k->produces++;
 	if (k->forget_after && k->produces == k->forget_after)
 		k->session = 0;   /* the broker forgets the session (restart, expiry) */
@@ -898,4 +901,93 @@ Test(native_client, compressed_batches_every_codec)
 		run_free(&r);
 		mock_free(k);
 	}
+}
+
+Test(native_client, acks_zero_fire_and_forget)
+{
+	struct mock *k = mock_new(1 << 20, NATIVE_MAX_DATAGRAM);
+	struct run r = { .n = 10000, .parts = 2 };
+	struct sluice_config cfg;
+	struct sluice_stats st;
+	struct sluice_client *c;
+
+	mock_topic(k, "a0", 2);
+	base_config(&cfg, &r);
+	cfg.acks = 0;
+	c = open_client(k, &cfg, NULL);
+	produce_all(c, &r, "a0");
+	cr_assert_eq(r.failed, 0);
+	for (long i = 0; i < r.n; i++)
+		cr_assert_eq(r.offset[i], -1, "acks=0 reports no offset");
+	sluice_stats(c, &st);
+	cr_assert_eq(st.credits_used, 0);
+	cr_assert_eq(k->parts[0].next + k->parts[1].next, 10000);
+	sluice_close(c);
+	run_free(&r);
+	mock_free(k);
+}
+
+/* Nothing comes back: records fail with -ETIMEDOUT at the delivery
+ * timeout; once the broker answers again, the next records go out under
+ * the next epoch from sequence 0 (the broker has no gap to refuse) and
+ * succeed. */
+Test(native_client, delivery_timeout_then_new_epoch)
+{
+	struct mock *k = mock_new(1 << 20, NATIVE_MAX_DATAGRAM);
+	struct run r = { .n = 200, .parts = 1 };
+	struct sluice_config cfg;
+	struct sluice_client *c;
+	int rc;
+
+	mock_topic(k, "dt", 1);
+	base_config(&cfg, &r);
+	cfg.delivery_timeout_ms = 300;
+	c = open_client(k, &cfg, NULL);
+	r.offset = calloc(200, sizeof(*r.offset));
+	r.err = malloc(200 * sizeof(int));
+	for (int i = 0; i < 200; i++)
+		r.err[i] = 1;
+	k->blackhole = 1;
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(sluice_produce(c, "dt", 0, NULL, 0, &i, sizeof(i), (void *)(uintptr_t)i), 0);
+	rc = sluice_flush(c, 5000);
+	cr_assert_eq(rc, 0, "flush %d", rc);
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(r.err[i], -ETIMEDOUT, "record %d: %d", i, r.err[i]);
+	k->blackhole = 0;
+	for (int i = 100; i < 200; i++)
+		cr_assert_eq(sluice_produce(c, "dt", 0, NULL, 0, &i, sizeof(i), (void *)(uintptr_t)i), 0);
+	cr_assert_eq(sluice_flush(c, 5000), 0);
+	for (int i = 100; i < 200; i++)
+		cr_assert(r.err[i] == 0 && r.offset[i] == i - 100, "record %d: %d at %lld", i, r.err[i],
+			  (long long)r.offset[i]);
+	sluice_close(c);
+	run_free(&r);
+	mock_free(k);
+}
+
+/* sluice_close reports what is still out with -ECANCELED. */
+Test(native_client, close_cancels_what_is_left)
+{
+	struct mock *k = mock_new(1 << 20, NATIVE_MAX_DATAGRAM);
+	struct run r = { .n = 50, .parts = 1 };
+	struct sluice_config cfg;
+	struct sluice_client *c;
+
+	mock_topic(k, "cl", 1);
+	base_config(&cfg, &r);
+	c = open_client(k, &cfg, NULL);
+	r.offset = calloc(50, sizeof(*r.offset));
+	r.err = malloc(50 * sizeof(int));
+	for (int i = 0; i < 50; i++)
+		r.err[i] = 1;
+	for (int i = 0; i < 50; i++)
+		cr_assert_eq(sluice_produce(c, "cl", 0, NULL, 0, &i, sizeof(i), (void *)(uintptr_t)i), 0);
+	cr_assert_eq(sluice_outq_len(c), 50);
+	sluice_close(c);
+	cr_assert_eq(r.reports, 50);
+	for (int i = 0; i < 50; i++)
+		cr_assert_eq(r.err[i], -ECANCELED);
+	run_free(&r);
+	mock_free(k);
 }
