@@ -255,9 +255,18 @@ static int txq_add(struct netstack *ns, struct rte_mbuf *m)
 
 /* ---------------------------------------------------------------- ARP */
 
+/* Addresses differ in their last bytes, which network order puts in the
+ * high bits: mix every bit into the low ones (murmur3's finalizer). */
 static uint32_t arp_bucket(uint32_t ip)
 {
-	return ((ip * 2654435761u) >> 16) & (NETSTACK_ARP_BUCKETS - 1);
+	uint32_t h = ip;
+
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h & (NETSTACK_ARP_BUCKETS - 1);
 }
 
 static struct netstack_arp *arp_find(const struct netstack *ns, uint32_t ip)
