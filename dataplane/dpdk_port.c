@@ -458,9 +458,14 @@ int dpdk_port_init(struct dpdk_port *p, const struct dpdk_port_config *cfg, char
 		if (max > 9600)
 			max = 9600;   /* one mbuf per frame: keep the pools sane */
 		if (mtu > max) {
-			note(p, "mtu %u asked, %u used: the port's largest (max_mtu %u, max_rx_pktlen %u)", mtu,
-			     max < RTE_ETHER_MTU ? RTE_ETHER_MTU : max, di.max_mtu, di.max_rx_pktlen);
-			mtu = (uint16_t)(max < RTE_ETHER_MTU ? RTE_ETHER_MTU : max);
+			/* a port whose frames end near 1518 (VLAN slack) has no
+			 * jumbo frames: the standard 1500, not its odd maximum */
+			uint32_t use = max < 2000 ? RTE_ETHER_MTU : max;
+
+			note(p, "mtu %u asked, %u used: %s (max_mtu %u, max_rx_pktlen %u)", mtu, use,
+			     max < 2000 ? "the port takes no jumbo frames" : "the port's largest", di.max_mtu,
+			     di.max_rx_pktlen);
+			mtu = (uint16_t)use;
 		}
 	}
 	conf.rxmode.mtu = mtu;
@@ -537,15 +542,28 @@ int dpdk_port_init(struct dpdk_port *p, const struct dpdk_port_config *cfg, char
 		errf(err, errlen, "dpdk port %s (%s): start: %s", p->name, p->driver, strerror(-r));
 		goto fail_pools;
 	}
+	if (!strcmp(p->driver, "net_tap") && nq > 1)
+		note(p, "net_tap: the kernel picks the RX queue (its own flow hash over all %u queues; RSS and "
+		     "its table do not apply), so client flows can arrive on replication queues", nq);
 	if (p->rss) {
 		struct rte_eth_dev_info di2;
 
 		if (rte_eth_dev_info_get(pid, &di2) == 0)
 			p->reta_size = di2.reta_size;
-		if (p->replication)
+		if (p->replication && strcmp(p->driver, "net_tap"))
 			set_reta(p);
 	}
 	rte_eth_macaddr_get(pid, &p->mac);
+	if (!rte_is_valid_assigned_ether_addr(&p->mac)) {
+		/* net_ring has none: a random locally administered one */
+		struct rte_ether_addr m;
+
+		rte_eth_random_addr(m.addr_bytes);
+		r = rte_eth_dev_default_mac_addr_set(pid, &m);
+		p->mac = m;
+		note(p, "the port had no MAC address: a random one, %s", r == 0 ? "set on the port"
+		     : "for our stack only (the port refused to take it)");
+	}
 	if (rte_eth_dev_get_mtu(pid, &p->mtu) < 0)
 		p->mtu = mtu;
 	if (p->mtu != mtu)
