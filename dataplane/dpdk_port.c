@@ -407,7 +407,6 @@ int dpdk_port_init(struct dpdk_port *p, const struct dpdk_port_config *cfg, char
 			     cfg->shards, 2 * nq);
 		}
 	}
-	p->queue_pairs = nq;
 
 	memset(&conf, 0, sizeof(conf));
 	/* RSS: client flows spread over the shards by their addresses and ports. */
@@ -502,11 +501,18 @@ int dpdk_port_init(struct dpdk_port *p, const struct dpdk_port_config *cfg, char
 	p->pool_mbufs = cfg->pool_mbufs;
 	if (!p->pool_mbufs)
 		p->pool_mbufs = (uint32_t)(nq / cfg->shards) * (nrxd + ntxd) + 1024;
+	/* DPDK wants a cache no larger than a pool / 1.5 and RTE_MEMPOOL_CACHE_MAX_SIZE */
+	unsigned cache = cfg->pool_cache;
+
+	if (cache > p->pool_mbufs * 2 / 3)
+		cache = p->pool_mbufs * 2 / 3;
+	if (cache > RTE_MEMPOOL_CACHE_MAX_SIZE)
+		cache = RTE_MEMPOOL_CACHE_MAX_SIZE;
 	for (uint16_t s = 0; s < cfg->shards; s++) {
 		char name[RTE_MEMPOOL_NAMESIZE];
 
 		snprintf(name, sizeof(name), "sl_p%u_s%u", pid, s);
-		p->pools[s] = rte_pktmbuf_pool_create(name, p->pool_mbufs, cfg->pool_cache, 0, (uint16_t)room,
+		p->pools[s] = rte_pktmbuf_pool_create(name, p->pool_mbufs, cache, 0, (uint16_t)room,
 						      p->socket);
 		if (!p->pools[s]) {
 			r = rte_errno > 0 ? -rte_errno : -ENOMEM;
@@ -542,6 +548,7 @@ int dpdk_port_init(struct dpdk_port *p, const struct dpdk_port_config *cfg, char
 		errf(err, errlen, "dpdk port %s (%s): start: %s", p->name, p->driver, strerror(-r));
 		goto fail_pools;
 	}
+	p->queue_pairs = nq;   /* from here on dpdk_port_fini undoes it all */
 	if (!strcmp(p->driver, "net_tap") && nq > 1)
 		note(p, "net_tap: the kernel picks the RX queue (its own flow hash over all %u queues; RSS and "
 		     "its table do not apply), so client flows can arrive on replication queues", nq);

@@ -451,7 +451,7 @@ static void arp_in(struct netstack *ns, struct rte_mbuf *m, struct rte_ether_hdr
 		/* RFC 826: a sender we know is refreshed whoever is asked; a
 		 * sender asking us is learned (we are about to talk to it).
 		 * sip 0 is a probe (RFC 5227): answered, not learned. */
-		if (sip)
+		if (sip && sip != ns->cfg.ip)
 			arp_update(ns, sip, &sha, now, tip == ns->cfg.ip, 1);
 		if (tip != ns->cfg.ip)
 			return drop(ns, m, NETSTACK_DROP_ARP_NOT_OURS);
@@ -469,7 +469,7 @@ static void arp_in(struct netstack *ns, struct rte_mbuf *m, struct rte_ether_hdr
 		return;
 	case RTE_ARP_OP_REPLY:
 		ns->stats.arp_rx_replies++;
-		if (sip)
+		if (sip && sip != ns->cfg.ip)
 			arp_update(ns, sip, &sha, now, tip == ns->cfg.ip, 1);
 		rte_pktmbuf_free(m);
 		return;

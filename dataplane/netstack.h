@@ -92,7 +92,8 @@ struct netstack_stats {
  * payload inside m (borrowed: valid until the callback returns, unless it
  * keeps m). Return 0 and the stack frees m; return 1 and m is the
  * callback's (it frees it later with rte_pktmbuf_free, on any thread: the
- * pools are multi-producer). */
+ * pools are multi-producer). The callback may send on the same stack (an
+ * answer): it runs on the shard, between two frames of the burst. */
 typedef int netstack_udp_fn(void *arg, const uint8_t *payload, uint32_t len, uint32_t src_ip,
 			    uint16_t src_port, struct rte_mbuf *m);
 

@@ -548,6 +548,18 @@ Test(netstack, arp_probe_is_answered_not_learned)
 	cr_assert_eq(ns.stats.arp_learned, 0);
 }
 
+Test(netstack, arp_claiming_our_address_is_not_learned)
+{
+	uint8_t f[64];
+	struct rte_ether_addr mac;
+
+	rx1(f, arp_frame(f, RTE_ARP_OP_REQUEST, &bcast, &peer_mac, our_ip, NULL, our_ip), 0);
+	rx1(f, arp_frame(f, RTE_ARP_OP_REPLY, &our_mac, &peer_mac, our_ip, &our_mac, our_ip), 0);
+	cr_assert_eq(netstack_arp_lookup(&ns, our_ip, &mac, 0), -ENOENT);
+	cr_assert_eq(ns.stats.arp_learned, 0);
+	cr_assert_eq(arps.calls, 0);
+}
+
 Test(netstack, arp_bad_frames_are_counted)
 {
 	uint8_t f[64];
