@@ -13,6 +13,10 @@
  *  memif: two processes, each its own EAL, one port each (server, client)
  *         joined by net_memif: ARP between the two stacks, then thousands
  *         of UDP datagrams echoed back, every one checked.
+ *  ring:  (in the tap process) net_ring's 16 queues: too few for 17 shards,
+ *         enough for 9 without replication pairs; a port without a MAC;
+ *         jumbo frames (mtu 9000) looped back through the port.
+ *  eal:   a bad --vdev and an unknown option, each named in the error.
  *
  * The EAL starts once per process, so each scenario runs in a child of
  * its own (fork before any DPDK call). Not Criterion: one EAL, one program.
@@ -459,6 +463,23 @@ static int read_mac(const char *iface, struct rte_ether_addr *m)
 	return 0;
 }
 
+/* net_ring's jumbo datagram: 8972 bytes of 0x5c */
+static int ring_got = -1;
+
+static int ring_on_udp(void *arg, const uint8_t *payload, uint32_t len, uint32_t src_ip, uint16_t src_port,
+		       struct rte_mbuf *m)
+{
+	int ok = len == 8972 && m->nb_segs == 1;
+
+	(void)arg;
+	(void)src_ip;
+	(void)src_port;
+	for (uint32_t i = 0; ok && i < len; i++)
+		ok = payload[i] == 0x5c;
+	ring_got = ok ? (int)len : 0;
+	return 0;
+}
+
 static int tap_scenario(void)
 {
 	static struct tap_ctx ctx;
@@ -480,7 +501,7 @@ static int tap_scenario(void)
 	oip = inet_addr(oip_s);
 	snprintf(args, sizeof(args),
 		 "--no-huge -m 256 --no-pci --no-shconf --no-telemetry -l 0 --file-prefix=%s --vdev=net_tap0,iface=%s "
-		 "--vdev=net_ring0", prefix, iface);
+		 "--vdev=net_ring0 --vdev=net_ring1", prefix, iface);
 	r = dpdk_eal_start(args, err, sizeof(err));
 	if (r < 0) {
 		printf("SKIPPED: tap: the EAL could not start: %s\n", err);
@@ -509,7 +530,50 @@ static int tap_scenario(void)
 			print_port("net_ring", &rp);
 			dpdk_port_fini(&rp);
 		}
+		/* jumbo where the port takes it: net_ring loops each queue's TX
+		 * back to its RX, so a stack hears its own 8972-byte datagram */
+		pc.device = "net_ring1";
+		pc.shards = 1;
+		pc.mtu = 9000;
+		r = dpdk_port_init(&rp, &pc, err, sizeof(err));
+		check(r == 0 && rp.mtu == 9000 && rp.data_room >= RTE_PKTMBUF_HEADROOM + 9018,
+		      "ring: jumbo mtu %u, mbufs of %u bytes", rp.mtu, rp.data_room);
+		if (r == 0) {
+			static struct netstack ns;
+			struct netstack_config nc;
+			struct dpdk_queue q;
+			static uint8_t big[8972];
+			struct rte_mbuf *pkts[32];
+			uint64_t end = now_ns() + 2000000000ull;
+
+			dpdk_port_queue(&rp, 0, 0, &q);
+			netstack_config_defaults(&nc);
+			nc.ip = inet_addr("10.66.0.1");
+			nc.mac = q.mac;
+			nc.udp_port = OUR_PORT;
+			nc.mtu = q.mtu;
+			nc.pool = q.pool;
+			nc.tx = dpdk_queue_tx;
+			nc.tx_arg = &q;
+			nc.on_udp = ring_on_udp;
+			netstack_init(&ns, &nc);
+			netstack_arp_learn(&ns, nc.ip, &nc.mac, now_ns());   /* ourselves */
+			memset(big, 0x5c, sizeof(big));
+			r = netstack_udp_send(&ns, nc.ip, OUR_PORT, OUR_PORT, big, sizeof(big), now_ns());
+			netstack_flush(&ns);
+			while (ring_got < 0 && now_ns() < end) {
+				uint16_t n = dpdk_queue_rx(&q, pkts, 32);
+
+				netstack_rx(&ns, pkts, n, now_ns());
+			}
+			check(r == 0 && ring_got == 8972,
+			      "ring: an 8972-byte datagram sent and received intact in one frame (send %d, got %d)", r,
+			      ring_got);
+			netstack_fini(&ns);
+			dpdk_port_fini(&rp);
+		}
 		pc.device = "net_nosuch0";
+		pc.mtu = 0;
 		r = dpdk_port_init(&rp, &pc, err, sizeof(err));
 		check(r == -ENODEV && strstr(err, "net_nosuch0") && strstr(err, "net_tap0"),
 		      "no such port: %s", err);
