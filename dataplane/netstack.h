@@ -239,9 +239,9 @@ int netstack_udp_check(const uint8_t *ip, int ihl, uint64_t ol_flags, int rx_ver
 uint16_t netstack_udp_cksum(const uint8_t *ip, const uint8_t *udp, uint16_t udp_len);
 
 /* Writes Ethernet + IPv4 + UDP headers (NETSTACK_HDR_LEN bytes) at frame
- * for a payload of len bytes that follows them. Checksums: the IPv4 header
- * one always, the UDP one over the payload in software unless udp_offload,
- * in which case the pseudo-header sum the port expects is left there. */
+ * for a payload of len bytes that follows them. Checksums in software,
+ * except: ip_offload leaves the IPv4 one 0 for the port; udp_offload
+ * leaves the pseudo-header sum the port completes over the datagram. */
 void netstack_udp_build(uint8_t *frame, const struct rte_ether_addr *src_mac,
 			const struct rte_ether_addr *dst_mac, uint32_t src_ip, uint32_t dst_ip,
 			uint16_t src_port, uint16_t dst_port, uint16_t ip_id, uint32_t len,
