@@ -80,15 +80,17 @@ int native_parse(const uint8_t *dg, size_t len, int check_crc, struct native_msg
 		m->credits = be32_load(dg + NHELLO_CREDITS);
 		m->max_datagram = be16_load(dg + NHELLO_MAX_DATAGRAM);
 		m->data_len = dg[NHELLO_NAME_LEN];
-		if (NHELLO_FIXED + m->data_len > len)
-			return -NATIVE_E_SHORT;
+		if (NHELLO_FIXED + m->data_len != len)
+			return NHELLO_FIXED + m->data_len > len ? -NATIVE_E_SHORT : -NATIVE_E_LENGTH;
 		m->data = dg + NHELLO_FIXED;
-		if (m->max_datagram < NATIVE_MIN_DATAGRAM || m->max_datagram > NATIVE_MAX_DATAGRAM)
-			return -NATIVE_E_FIELD;
+		if (m->max_datagram < NATIVE_MIN_DATAGRAM || m->max_datagram > NATIVE_MAX_DATAGRAM || m->session)
+			return -NATIVE_E_FIELD;   /* a session begins with HELLO: it has none yet */
 		return 0;
 	case NATIVE_HELLO_ACK:
 		if ((rc = fixed(len, NHACK_FIXED)) < 0)
 			return rc;
+		if (len != NHACK_FIXED)
+			return -NATIVE_E_LENGTH;
 		m->session = be32_load(dg + NHACK_SESSION);
 		m->credits = be32_load(dg + NHACK_CREDITS);
 		m->max_datagram = be16_load(dg + NHACK_MAX_DATAGRAM);
@@ -132,7 +134,7 @@ int native_parse(const uint8_t *dg, size_t len, int check_crc, struct native_msg
 		m->offset = (int64_t)be64_load(dg + NPACK_BASE_OFFSET);
 		m->log_start = (int64_t)be64_load(dg + NPACK_LOG_START);
 		m->credits = be32_load(dg + NPACK_CREDITS);
-		return 0;
+		return len == NPACK_FIXED + (size_t)m->topic_len ? 0 : -NATIVE_E_LENGTH;
 	case NATIVE_FETCH:
 		if ((rc = fixed(len, NFETCH_FIXED)) < 0 ||
 		    (rc = topic_at(dg, len, NFETCH_TOPIC_LEN, NFETCH_FIXED, m)) < 0)
@@ -141,6 +143,8 @@ int native_parse(const uint8_t *dg, size_t len, int check_crc, struct native_msg
 		m->partition = (int32_t)be32_load(dg + NFETCH_PARTITION);
 		m->offset = (int64_t)be64_load(dg + NFETCH_OFFSET);
 		m->max_bytes = be32_load(dg + NFETCH_MAX_BYTES);
+		if (len != NFETCH_FIXED + (size_t)m->topic_len)
+			return -NATIVE_E_LENGTH;
 		if (m->isolation > 1 || m->partition < 0 || m->offset < 0)
 			return -NATIVE_E_FIELD;
 		return 0;
@@ -170,8 +174,8 @@ int native_parse(const uint8_t *dg, size_t len, int check_crc, struct native_msg
 		m->error = (int16_t)be16_load(dg + NERR_ERROR);
 		m->about = dg[NERR_ABOUT];
 		m->data_len = be16_load(dg + NERR_MSG_LEN);
-		if (NERR_FIXED + m->data_len > len)
-			return -NATIVE_E_SHORT;
+		if (NERR_FIXED + m->data_len != len)
+			return NERR_FIXED + m->data_len > len ? -NATIVE_E_SHORT : -NATIVE_E_LENGTH;
 		m->data = dg + NERR_FIXED;
 		return 0;
 	default:

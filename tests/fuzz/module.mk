@@ -1,9 +1,9 @@
 # tests/fuzz/: libFuzzer targets (clang, -fsanitize=fuzzer,address,undefined)
-# over the Kafka codec. `make fuzz` runs each for FUZZ_SECONDS and grows its
+# over the Kafka codec and the native protocol's datagrams. `make fuzz` runs each for FUZZ_SECONDS and grows its
 # corpus in tests/fuzz/corpus/<target>; `make test` runs tests/fuzz/smoke
 # (30 s per target, corpus read-only). Crashes land in build/fuzz/artifacts.
 FUZZ_SECONDS ?= 300
-FUZZ_TARGETS := fuzz_kafka_request fuzz_kafka_message
+FUZZ_TARGETS := fuzz_kafka_request fuzz_kafka_message fuzz_native_datagram
 FUZZ_BINS := $(FUZZ_TARGETS:%=build/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -I. \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -16,6 +16,13 @@ build/fuzz/%: tests/fuzz/%.c $(FUZZ_CODEC_SRCS) $(wildcard dataplane/kafka/*.h)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ-CC $<")
 	$(Q)clang $(FUZZ_CFLAGS) $< $(FUZZ_CODEC_SRCS) -o $@
+
+# the native protocol's datagrams (dataplane/native/native_format.c; isa-l's CRC)
+build/fuzz/fuzz_native_datagram: tests/fuzz/fuzz_native_datagram.c dataplane/native/native_format.c \
+		dataplane/native/native_format.h
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  FUZZ-CC $<")
+	$(Q)clang $(FUZZ_CFLAGS) $< dataplane/native/native_format.c -lisal -o $@
 
 fuzz: $(FUZZ_BINS)
 	$(Q)mkdir -p build/fuzz/artifacts

@@ -3,3 +3,4 @@
 # kafkajs. Each adds to TEST_SCRIPTS what `make test` runs.
 -include tests/integration/c.mk
 -include tests/integration/scripts.mk
+-include tests/integration/dpdk.mk
