@@ -116,7 +116,10 @@ void sluice_close(struct sluice_client *c);
  * 0; -ENOBUFS when queue_bytes are used up (call sluice_poll, which
  * delivers reports and frees batches); -EMSGSIZE for a record larger than
  * a batch; -EINVAL for a bad topic or partition; -EIO once the client
- * failed (see sluice_stats). */
+ * failed (see sluice_last_error). Topics are named, never looked up: a
+ * record for a topic or partition the broker does not have is reported
+ * with UNKNOWN_TOPIC_OR_PARTITION (3) at once, not retried (create topics
+ * first, through Kafka's API). */
 int sluice_produce(struct sluice_client *c, const char *topic, int32_t partition, const void *key, size_t klen,
 		   const void *value, size_t vlen, void *opaque);
 
