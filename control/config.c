@@ -153,6 +153,8 @@ static const struct config_key keys[] = {
 	  .doc = "Sluice: a native session idle this long (nothing in flight) is forgotten; its client says HELLO again." },
 	{ "native.reassembly.timeout.ms", CONFIG_LONG, "2000", 10, I64MAX,
 	  .doc = "Sluice: a fragmented batch not complete after this long is dropped (its producer resends it)." },
+	{ "native.reassembly.memory.bytes", CONFIG_LONG, "134217728", 1048576, I64MAX,
+	  .doc = "Sluice: memory per shard for putting fragmented native batches together (held until each is durable); beyond it a fragmented PRODUCE is refused (throttled)." },
 	{ "admin.listen", CONFIG_STRING, "127.0.0.1:9644", .check = check_hostport,
 	  .doc = "Sluice: host:port of the HTTP admin server (metrics, /v1/config)." },
 	{ "dpdk.enable", CONFIG_BOOL, "false",

@@ -210,6 +210,7 @@ int main(int argc, char **argv)
 	b->set.native_credits = (uint32_t)config_int(cfg, "native.session.credits.bytes");
 	b->set.native_session_timeout_ms = config_int(cfg, "native.session.timeout.ms");
 	b->set.native_reassembly_timeout_ms = config_int(cfg, "native.reassembly.timeout.ms");
+	b->set.native_reassembly_bytes = (uint64_t)config_int(cfg, "native.reassembly.memory.bytes");
 
 	if (mkdir_p(b->set.data_dir) < 0) {
 		fprintf(stderr, "sluiced: cannot create data directory %s: %s\n", b->set.data_dir, strerror(errno));

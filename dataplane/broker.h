@@ -75,6 +75,7 @@ struct broker_settings {
 	uint32_t native_credits;      /* native.session.credits.bytes */
 	int64_t native_session_timeout_ms;
 	int64_t native_reassembly_timeout_ms;
+	uint64_t native_reassembly_bytes;   /* native.reassembly.memory.bytes, per shard */
 	char cluster_id[64];
 };
 

@@ -26,7 +26,9 @@
 #define DG_POOL 2048                  /* datagram buffers per shard (18 MiB) */
 #define SESSIONS 4096                 /* per shard */
 #define PENDING 4096                  /* produces in flight per shard */
-#define REASM_SLOTS 16                /* fragmented batches being put together per shard */
+#define REASM_SLOTS 256               /* fragmented batches being put together per shard */
+#define RCLASSES 9                    /* reassembly buffer sizes: 64 KiB << 0..8 (up to 16 MiB) */
+#define RCLASS_FREE 1024              /* free buffers kept per size */
 #define FETCH_SLOTS 64                /* fetches in flight per owner shard */
 #define SOCK_BUF (8 << 20)
 
@@ -47,7 +49,7 @@ struct nsession {
 struct nbuf {                         /* a datagram or reassembly buffer */
 	uint8_t *p;
 	uint32_t cap;
-	int reasm;                    /* from the reassembly pool */
+	int cls;                      /* reassembly size class; -1: a datagram buffer */
 };
 
 struct npending {                     /* a PRODUCE handed to the partition's owner */
@@ -89,6 +91,8 @@ struct nfetch {                       /* a FETCH being read on its owner shard *
 	struct sockaddr_in peer;
 	uint32_t session, request;
 	uint16_t max_dg;
+	int isolation;
+	int64_t offset;
 	struct plog_read rd;
 };
 
@@ -96,14 +100,15 @@ struct native_shard {
 	struct shard *sh;
 	int fd;
 	uint32_t reasm_cap;           /* largest batch reassembled */
+	uint64_t reasm_bytes, reasm_limit;   /* reassembly memory in use and its cap */
 	uint32_t credits_max;
 	uint64_t session_timeout_ns, reasm_timeout_ns;
 	uint32_t next_gen;
 	struct nsession *sessions;
 	struct npending *pending, *pending_free;
 	struct nreasm reasm[REASM_SLOTS];
-	uint8_t **reasm_bufs;         /* free reassembly buffers */
-	int nreasm_bufs;
+	uint8_t **rfree[RCLASSES];    /* free reassembly buffers per size class */
+	int nrfree[RCLASSES];
 	uint8_t *dg_mem;
 	uint8_t **dg_free;            /* free datagram buffers */
 	int ndg_free;
@@ -124,14 +129,48 @@ static uint8_t *dg_get(struct native_shard *ns)
 	return ns->ndg_free ? ns->dg_free[--ns->ndg_free] : NULL;
 }
 
+/* A reassembly buffer for a batch of len bytes: the smallest size class
+ * that holds it, from its free list, else grown while the shard's
+ * reassembly memory (native.reassembly.memory.bytes) allows. Growth is
+ * amortized: buffers go back to their free list, not to malloc. */
+static int rbuf_get(struct native_shard *ns, uint32_t len, struct nbuf *b)
+{
+	int c = 0;
+	size_t size = 64u << 10;
+
+	while (size < len && c < RCLASSES - 1) {
+		size <<= 1;
+		c++;
+	}
+	if (size < len)
+		return -EMSGSIZE;
+	if (ns->nrfree[c]) {
+		b->p = ns->rfree[c][--ns->nrfree[c]];
+	} else {
+		if (ns->reasm_bytes + size > ns->reasm_limit)
+			return -ENOBUFS;
+		b->p = malloc(size); /* style: allow pool growth, bounded by native.reassembly.memory.bytes */
+		if (!b->p)
+			return -ENOBUFS;
+		ns->reasm_bytes += size;
+	}
+	b->cap = (uint32_t)size;
+	b->cls = c;
+	return 0;
+}
+
 static void buf_put(struct native_shard *ns, struct nbuf *b)
 {
 	if (!b->p)
 		return;
-	if (b->reasm)
-		ns->reasm_bufs[ns->nreasm_bufs++] = b->p;
-	else
+	if (b->cls < 0) {
 		ns->dg_free[ns->ndg_free++] = b->p;
+	} else if (ns->nrfree[b->cls] < RCLASS_FREE) {
+		ns->rfree[b->cls][ns->nrfree[b->cls]++] = b->p;
+	} else {
+		free(b->p);
+		ns->reasm_bytes -= (size_t)(64u << 10) << b->cls;
+	}
 	b->p = NULL;
 }
 
@@ -343,13 +382,17 @@ static int reasm_add(struct native_shard *ns, const struct native_msg *m, struct
 		for (int i = 0; i < REASM_SLOTS && !r; i++)
 			if (!ns->reasm[i].used)
 				r = &ns->reasm[i];
-		if (!r || !ns->nreasm_bufs) {
+		struct nbuf b = { 0 };
+		int rc;
+
+		if (m->total_len > ns->reasm_cap)
+			return -EMSGSIZE;
+		if (!r || (rc = rbuf_get(ns, m->total_len, &b)) < 0) {
 			ns->st.reassembly_full++;
 			return -ENOBUFS;
 		}
-		if (m->total_len > ns->reasm_cap)
-			return -EMSGSIZE;
 		memset(r, 0, sizeof(*r));
+		r->buf = b;
 		r->used = 1;
 		r->session = m->session;
 		r->pid = m->producer_id;
@@ -363,9 +406,6 @@ static int reasm_add(struct native_shard *ns, const struct native_msg *m, struct
 		r->acks = m->acks;
 		r->request = m->request;
 		r->started_ns = ns->sh->now_ns;
-		r->buf.p = ns->reasm_bufs[--ns->nreasm_bufs];
-		r->buf.cap = ns->reasm_cap;
-		r->buf.reasm = 1;
 		ns->st.batches_fragmented++;
 	}
 	/* every fragment but the last has the same size; they tile the batch */
@@ -426,10 +466,13 @@ static void on_produce(struct native_shard *ns, struct nsession *s, const struct
 
 		if (!fresh) {
 			ns->st.rx_pool_empty++;
-			return;   /* dropped: the producer resends */
+			send_error(ns, &s->peer, s->id, m->request, KERR_THROTTLING_QUOTA_EXCEEDED, NATIVE_PRODUCE,
+				   "this shard's receive buffers are all holding batches not yet durable: resend later");
+			return;
 		}
 		buf.p = *rxbuf;
 		buf.cap = DG_BUF;
+		buf.cls = -1;
 		*rxbuf = fresh;
 		produce_batch(ns, s, m, &buf, m->data, m->data_len);
 		return;
@@ -438,7 +481,11 @@ static void on_produce(struct native_shard *ns, struct nsession *s, const struct
 		struct nreasm *r = NULL;
 		int rc = reasm_add(ns, m, &r);
 
-		if (rc == -EMSGSIZE) {
+		if (rc == -ENOBUFS) {
+			send_error(ns, &s->peer, s->id, m->request, KERR_THROTTLING_QUOTA_EXCEEDED, NATIVE_PRODUCE,
+				   "no room to put fragmented batches together on this shard: "
+				   "resend later, or send fewer fragmented batches at once");
+		} else if (rc == -EMSGSIZE) {
 			send_produce_ack(ns, &s->peer, s->id, m->request, m->topic, m->topic_len, m->partition,
 					 KERR_MESSAGE_TOO_LARGE, m->producer_id, m->base_sequence, -1, -1, 0);
 		} else if (rc == -EINVAL) {
@@ -458,11 +505,27 @@ static void on_produce(struct native_shard *ns, struct nsession *s, const struct
 
 /* ---- FETCH ----------------------------------------------------------------------------- */
 
+/* FETCH_DATA has no list of aborted transactions yet: a read_committed
+ * answer holding aborted records is refused (INVALID_REQUEST) rather than
+ * served as if they were committed; such a range is read over Kafka's
+ * Fetch. */
+static int16_t fetch_aborted_check(const struct nfetch *f)
+{
+	int64_t end = f->offset;
+
+	if (!f->isolation || !f->rd.bytes || !f->part->naborted)
+		return 0;
+	for (uint32_t at = 0; at + BATCH_HEADER_SIZE <= f->rd.bytes; at += batch_size(f->rd.data + at))
+		end = batch_last_offset(f->rd.data + at);
+	return part_txn_aborted(f->part, f->offset, end, NULL, NULL, 0) > 0 ? KERR_INVALID_REQUEST : 0;
+}
+
 static void fetch_send(struct native_shard *ns, struct nfetch *f, int16_t err)
 {
 	struct part *p = f->part;
-	const uint8_t *data = err ? NULL : f->rd.data;
-	uint32_t total = err ? 0 : f->rd.bytes;
+	int16_t e = err ? err : fetch_aborted_check(f);
+	const uint8_t *data = e ? NULL : f->rd.data;
+	uint32_t total = e ? 0 : f->rd.bytes;
 	size_t tl = strlen(p->topic);
 	uint32_t room = native_fetch_data_room(f->max_dg, tl);
 	uint16_t count = (uint16_t)(total ? (total + room - 1) / room : 0);
@@ -480,7 +543,7 @@ static void fetch_send(struct native_shard *ns, struct nfetch *f, int16_t err)
 			n = 0;
 		send_to(ns, &f->peer, ns->tx,
 			native_write_fetch_data(ns->tx, sizeof(ns->tx), f->session, f->request, p->topic, tl, p->index,
-						err, hw, ls, lso, total, off, i, count, data ? data + off : NULL, n));
+						e, hw, ls, lso, total, off, i, count, data ? data + off : NULL, n));
 		ns->st.fetch_datagrams++;
 	}
 	plog_read_release(&f->rd);
@@ -525,6 +588,8 @@ static void fetch_on_owner(void *self, struct shard_msg *m)
 	f->session = (uint32_t)(m->v[3] >> 32);
 	f->request = (uint32_t)m->v[3];
 	f->max_dg = (uint16_t)(m->v[1] >> 32);
+	f->isolation = isolation;
+	f->offset = m->v[0];
 	ns->st.fetches++;
 	if (p->deleted || !p->pl) {
 		fetch_send(ns, f, KERR_UNKNOWN_TOPIC_OR_PARTITION);
@@ -687,8 +752,8 @@ int native_shard_describe(const struct shard *sh, char *buf, size_t len)
 			"native shard %d: %llu datagrams in, %llu out, %llu unreadable (short %llu, magic %llu, "
 			"version %llu, length %llu, crc %llu, type %llu, topic %llu, fragment %llu, field %llu), "
 			"%llu unknown session, %llu unknown producer, %llu beyond credits, %llu batches "
-			"(%llu fragmented, %llu refused), %llu reassembly timeouts, %llu bad fragments, %llu fetches, "
-			"%llu send errors",
+			"(%llu fragmented, %llu refused), %llu reassembly timeouts, %llu without reassembly room, "
+			"%llu bad fragments, %llu receive buffers short, %llu fetches, %llu send errors",
 			sh->id, (unsigned long long)st->datagrams_in, (unsigned long long)st->datagrams_out,
 			(unsigned long long)bad, (unsigned long long)st->rejected[NATIVE_E_SHORT],
 			(unsigned long long)st->rejected[NATIVE_E_MAGIC], (unsigned long long)st->rejected[NATIVE_E_VERSION],
@@ -698,7 +763,8 @@ int native_shard_describe(const struct shard *sh, char *buf, size_t len)
 			(unsigned long long)st->unknown_session, (unsigned long long)st->unknown_producer,
 			(unsigned long long)st->credits_exceeded, (unsigned long long)st->batches,
 			(unsigned long long)st->batches_fragmented, (unsigned long long)st->produce_errors,
-			(unsigned long long)st->reassembly_timeouts, (unsigned long long)st->fragments_bad,
+			(unsigned long long)st->reassembly_timeouts, (unsigned long long)st->reassembly_full,
+			(unsigned long long)st->fragments_bad, (unsigned long long)st->rx_pool_empty,
 			(unsigned long long)st->fetches, (unsigned long long)st->send_errors);
 }
 
@@ -734,12 +800,14 @@ int native_shard_open(struct shard *sh, const char *host, int port, char *err, s
 	ns->session_timeout_ns = (uint64_t)set->native_session_timeout_ms * 1000000ull;
 	ns->reasm_timeout_ns = (uint64_t)set->native_reassembly_timeout_ms * 1000000ull;
 	ns->reasm_cap = set->message_max_bytes + 4096;
+	ns->reasm_limit = set->native_reassembly_bytes;
 	ns->sessions = calloc(SESSIONS, sizeof(*ns->sessions)); /* style: allow shard setup */
 	ns->pending = calloc(PENDING, sizeof(*ns->pending)); /* style: allow shard setup */
 	ns->dg_mem = aligned_alloc(64, (size_t)DG_POOL * DG_BUF); /* style: allow shard setup */
 	ns->dg_free = calloc(DG_POOL, sizeof(*ns->dg_free)); /* style: allow shard setup */
-	ns->reasm_bufs = calloc(REASM_SLOTS, sizeof(*ns->reasm_bufs)); /* style: allow shard setup */
-	if (!ns->sessions || !ns->pending || !ns->dg_mem || !ns->dg_free || !ns->reasm_bufs) {
+	for (int c = 0; c < RCLASSES; c++)
+		ns->rfree[c] = calloc(RCLASS_FREE, sizeof(*ns->rfree[c])); /* style: allow shard setup */
+	if (!ns->sessions || !ns->pending || !ns->dg_mem || !ns->dg_free || !ns->rfree[RCLASSES - 1]) {
 		snprintf(err, errlen, "native.listen: no memory for the shard's buffers");
 		sh->native = ns;
 		native_shard_close(sh);
@@ -753,12 +821,6 @@ int native_shard_open(struct shard *sh, const char *host, int port, char *err, s
 		ns->dg_free[ns->ndg_free++] = ns->dg_mem + (size_t)i * DG_BUF;
 	for (int i = 0; i < RX_BATCH; i++)
 		ns->rx[i] = dg_get(ns);
-	for (int i = 0; i < REASM_SLOTS; i++) {
-		uint8_t *b = malloc(ns->reasm_cap); /* style: allow shard setup */
-
-		if (b)
-			ns->reasm_bufs[ns->nreasm_bufs++] = b;
-	}
 	sh->native = ns;
 	return 0;
 }
@@ -774,9 +836,11 @@ void native_shard_close(struct shard *sh)
 	for (int i = 0; i < REASM_SLOTS; i++)
 		if (ns->reasm[i].used)
 			reasm_drop(ns, &ns->reasm[i]);
-	for (int i = 0; i < ns->nreasm_bufs; i++)
-		free(ns->reasm_bufs[i]);
-	free(ns->reasm_bufs);
+	for (int c = 0; c < RCLASSES; c++) {
+		for (int i = 0; i < ns->nrfree[c]; i++)
+			free(ns->rfree[c][i]);
+		free(ns->rfree[c]);
+	}
 	free(ns->sessions);
 	free(ns->pending);
 	free(ns->dg_mem);

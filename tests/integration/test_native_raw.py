@@ -241,5 +241,28 @@ def bad_datagrams_answered_or_counted_and_nothing_changes():
         assert "unreadable (short 1, magic 1, version 1, length 1, crc 1, type 2" in log, log[-2000:]
 
 
+@test
+def many_fragmented_batches_in_flight_all_acknowledged():
+    """64 fragmented batches sent back to back, well within credits: every
+    one is put together and acknowledged (reassembly room grows with the
+    load, up to native.reassembly.memory.bytes), none is dropped silently."""
+    ctx, port = start()
+    with ctx as b, TConn(b.bootstrap) as kc:
+        new_topic(kc, "n", 2)
+        c = Client(port)
+        h = c.hello()
+        sid, pid = h["session"], h["pid"]
+        room, n = 8000, 64
+        for k in range(n):
+            bt = batch([bytes([k]) * 1000 for _ in range(12)], pid=pid, epoch=0, seq=k * 12)
+            frags = [bt[i:i + room] for i in range(0, len(bt), room)]
+            assert len(frags) == 2
+            for i, f in enumerate(frags):
+                c.send(produce(sid, 100 + k, "n", 0, pid, 0, k * 12, len(bt), i * room, i, 2, f))
+        acks = sorted(c.recv()["base"] for _ in range(n))
+        assert acks == [k * 12 for k in range(n)], acks
+        assert kc.fetch1("n", 0, 0, 0).hw == n * 12
+
+
 if __name__ == "__main__":
     harness.main("native-raw")
