@@ -24,6 +24,7 @@ int bench_e2e(int argc, char **argv);
 int bench_idle(int argc, char **argv);
 int bench_rebalance(int argc, char **argv);
 int bench_commit(int argc, char **argv);
+int bench_native(int argc, char **argv);
 
 static inline uint64_t bench_now_ns(void)
 {

@@ -13,5 +13,11 @@ $(BUILD)/sluice-bench: $(BENCH_OBJS) $(BUILD)/libsluice_core.a
 # bench_kafka.c drives the broker through librdkafka.
 $(BUILD)/sluice-bench: LDLIBS += $(shell pkg-config --libs rdkafka)
 
+# bench_native.c drives the broker with the native client library (linked
+# after the core: its objects come from libsluice_native.a, which carries its
+# own copies of the format and the codecs).
+$(BUILD)/sluice-bench: $(BUILD)/libsluice_native.a
+$(BUILD)/sluice-bench: LDLIBS += $(shell pkg-config --libs libisal liblz4 libzstd snappy)
+
 # sluice-bench produce runs against its own broker and prints its rows.
 TEST_SCRIPTS += tests/bench_kafka_smoke.sh
