@@ -2,7 +2,9 @@
 # tests/bench_kafka_smoke.sh — `sluice-bench produce --records 20000`,
 # `produce --records 2000 --transactional 100` (20 transactions through a
 # librdkafka transactional producer, commit latency rows),
-# `consume --records 20000`, `rebalance --quick` and `commit --quick` each
+# `consume --records 20000`, `native --records 20000 --compare` (libsluice_native
+# over the kernel's UDP with 16 and 64 KiB batches, then librdkafka over TCP,
+# a broker each), `rebalance --quick` and `commit --quick` each
 # start their own broker, drive it through librdkafka, exit 0, print their
 # result rows with numeric figures and leave no run directory behind (a run
 # whose broker died keeps its directory, with sluiced.log, and fails here).
@@ -71,6 +73,7 @@ check_groups() {
 check produce 8 build/sluice-bench produce --records 20000
 check produce 16 build/sluice-bench produce --records 2000 --transactional 100
 check consume 5 build/sluice-bench consume --records 20000
+check native 24 build/sluice-bench native --records 20000 --compare
 check_groups rebalance 25 overlapping_assignments,skipped build/sluice-bench rebalance --quick
 check_groups commit 9 refused,wrong_committed_offsets build/sluice-bench commit --quick --consumers 1,2
 
