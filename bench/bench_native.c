@@ -30,6 +30,10 @@
  * minus at the first produce call. Every record must be acknowledged
  * without error (else exit 1).
  *
+ * batch_resends counts batches the client sent again (its resend timer
+ * fired before the acknowledgement came), throttled the broker's
+ * THROTTLING_QUOTA_EXCEEDED answers (beyond credits).
+ *
  * Results last on stdout: a table, then rows
  * "native <metric> <value> <path>" for scripts.
  */
@@ -562,8 +566,8 @@ static void print_results(const struct nopts *no, int npaths, int shards)
 	       "(native acks=-1; TCP idempotent, acks=all, linger.ms=5), shards=%d%s, a fresh broker per path; "
 	       "MB = 10^6 bytes of record values\n",
 	       REC_SIZE, no->partitions, no->records, no->durability, shards, shards ? "" : " (one per core)");
-	printf("%-20s %12s %8s %11s %11s %13s %13s %9s\n", "path", "records/s", "MB/s", "ack_p50_ms",
-	       "ack_p99_ms", "broker_cpu_s", "broker_ns/rec", "vs_tcp");
+	printf("%-20s %12s %8s %11s %11s %13s %13s %9s %9s\n", "path", "records/s", "MB/s", "ack_p50_ms",
+	       "ack_p99_ms", "broker_cpu_s", "broker_ns/rec", "vs_tcp", "resends");
 	for (int i = 0; i < npaths; i++) {
 		const struct path_result *r = &results[i];
 		double rr = rate(r->records, r->seconds);
@@ -572,9 +576,9 @@ static void print_results(const struct nopts *no, int npaths, int shards)
 		       (double)hist_percentile(&r->lat, 50) / 1e6, (double)hist_percentile(&r->lat, 99) / 1e6,
 		       r->cpu_s, r->records ? r->cpu_s * 1e9 / (double)r->records : 0);
 		if (i < npaths - 1)
-			printf(" %9.2f\n", tcp_rate > 0 ? rr / tcp_rate : 0);
+			printf(" %9.2f %9" PRIu64 "\n", tcp_rate > 0 ? rr / tcp_rate : 0, r->resends);
 		else
-			printf(" %9s\n", "1");
+			printf(" %9s %9s\n", "1", "-");
 	}
 	for (int i = 0; i < npaths; i++) {
 		const struct path_result *r = &results[i];
@@ -590,6 +594,7 @@ static void print_results(const struct nopts *no, int npaths, int shards)
 		       r->records ? r->cpu_s * 1e9 / (double)r->records : 0, r->name);
 		if (i < npaths - 1) {
 			printf("native batch_resends %" PRIu64 " %s\n", r->resends, r->name);
+			printf("native throttled %" PRIu64 " %s\n", r->throttled, r->name);
 			printf("native ratio_records_per_s_vs_tcp %.3f %s\n",
 			       tcp_rate > 0 ? rate(r->records, r->seconds) / tcp_rate : 0, r->name);
 		}
