@@ -467,7 +467,7 @@ Test(txn, stalled_transaction_is_aborted_after_its_timeout, .timeout = 60)
 	t_begin = now_ms();
 	txn_ok(rd_kafka_begin_transaction(slow), "begin_transaction");
 	for (int i = 0; i < 5; i++) {
-		char v[8];
+		char v[16];
 
 		snprintf(v, sizeof(v), "S%d", i);
 		produce_str(slow, "stall", 0, v);
@@ -601,7 +601,7 @@ static void lso_run(int commit)
 	txn_ok(rd_kafka_init_transactions(t, 30000), "init_transactions");
 	txn_ok(rd_kafka_begin_transaction(t), "begin_transaction");
 	for (int i = 0; i < 5; i++) {
-		char v[8];
+		char v[16];
 
 		snprintf(v, sizeof(v), "T%d", i);
 		produce_str(t, topic, 0, v);
