@@ -634,25 +634,35 @@ static void make_idem_batch(struct rawbuf *r, int n, int64_t pid, int16_t epoch,
 	batch_fix_crc(r);
 }
 
+/* Finish and send the request in r, receive its response: a cursor past
+ * the correlation id (checked); the caller frees the returned frame. */
+static uint8_t *roundtrip(int fd, struct rawbuf *r, int32_t corr, const char *what, struct rawcur *c)
+{
+	uint8_t *resp;
+	size_t len;
+
+	rb_finish(r);
+	cr_assert_eq(raw_send(fd, r->p, r->len), 0);
+	rb_free(r);
+	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no %s response", what);
+	*c = (struct rawcur){ resp, resp + len, 0 };
+	cr_assert_eq(rc_i32(c), corr, "%s: correlation id", what);
+	return resp;
+}
+
 /* InitProducerId v1 (id NULL: idempotence only): the error; *pid, *epoch. */
 static int16_t txn_init(int fd, int32_t corr, const char *id, int32_t timeout_ms, int64_t *pid, int16_t *epoch)
 {
 	struct rawbuf r;
 	struct rawcur c;
 	uint8_t *resp;
-	size_t len;
 	int16_t err;
 
 	rb_init(&r);
 	rb_request(&r, 22, 1, corr);
 	rb_str(&r, id);
 	rb_i32(&r, timeout_ms);
-	rb_finish(&r);
-	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
-	rb_free(&r);
-	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no InitProducerId response");
-	c = (struct rawcur){ resp, resp + len, 0 };
-	cr_assert_eq(rc_i32(&c), corr);
+	resp = roundtrip(fd, &r, corr, "InitProducerId", &c);
 	rc_i32(&c);
 	err = rc_i16(&c);
 	*pid = rc_i64(&c);
@@ -871,7 +881,6 @@ static int16_t txn_add(int fd, int32_t corr, const char *id, int64_t pid, int16_
 	struct rawbuf r;
 	struct rawcur c;
 	uint8_t *resp;
-	size_t len;
 	int16_t err;
 
 	rb_init(&r);
@@ -883,12 +892,7 @@ static int16_t txn_add(int fd, int32_t corr, const char *id, int64_t pid, int16_
 	rb_str(&r, topic);
 	rb_i32(&r, 1);
 	rb_i32(&r, part);
-	rb_finish(&r);
-	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
-	rb_free(&r);
-	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no AddPartitionsToTxn response");
-	c = (struct rawcur){ resp, resp + len, 0 };
-	cr_assert_eq(rc_i32(&c), corr);
+	resp = roundtrip(fd, &r, corr, "AddPartitionsToTxn", &c);
 	rc_i32(&c);
 	cr_assert_eq(rc_i32(&c), 1);
 	rc_skip_str(&c);
@@ -906,7 +910,6 @@ static int16_t txn_end(int fd, int32_t corr, const char *id, int64_t pid, int16_
 	struct rawbuf r;
 	struct rawcur c;
 	uint8_t *resp;
-	size_t len;
 	int16_t err;
 
 	rb_init(&r);
@@ -915,12 +918,7 @@ static int16_t txn_end(int fd, int32_t corr, const char *id, int64_t pid, int16_
 	rb_i64(&r, pid);
 	rb_i16(&r, epoch);
 	rb_i8(&r, commit ? 1 : 0);
-	rb_finish(&r);
-	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
-	rb_free(&r);
-	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no EndTxn response");
-	c = (struct rawcur){ resp, resp + len, 0 };
-	cr_assert_eq(rc_i32(&c), corr);
+	resp = roundtrip(fd, &r, corr, "EndTxn", &c);
 	rc_i32(&c);
 	err = rc_i16(&c);
 	cr_assert(!c.bad && c.p == c.end, "malformed EndTxn v1 response");
@@ -953,7 +951,6 @@ static void fetch_iso(const struct broker_proc *b, const char *topic, int64_t of
 	struct rawbuf r;
 	struct rawcur c;
 	uint8_t *resp;
-	size_t len;
 	int fd = raw_connect(b);
 
 	cr_assert_geq(fd, 0);
@@ -970,12 +967,7 @@ static void fetch_iso(const struct broker_proc *b, const char *topic, int64_t of
 	rb_i32(&r, 0);
 	rb_i64(&r, offset);
 	rb_i32(&r, 1 << 20);
-	rb_finish(&r);
-	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
-	rb_free(&r);
-	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no Fetch response");
-	c = (struct rawcur){ resp, resp + len, 0 };
-	cr_assert_eq(rc_i32(&c), 41);
+	resp = roundtrip(fd, &r, 41, "Fetch", &c);
 	rc_i32(&c);
 	cr_assert_eq(rc_i32(&c), 1);
 	rc_skip_str(&c);
@@ -1146,7 +1138,7 @@ static int16_t txn_init_v3(int fd, int32_t corr, const char *id, int64_t pid_in,
 	struct rawbuf r;
 	struct rawcur c;
 	uint8_t *resp;
-	size_t len, n = strlen(id);
+	size_t n = strlen(id);
 	int16_t err;
 
 	rb_init(&r);
@@ -1158,12 +1150,7 @@ static int16_t txn_init_v3(int fd, int32_t corr, const char *id, int64_t pid_in,
 	rb_i64(&r, pid_in);
 	rb_i16(&r, epoch_in);
 	rb_i8(&r, 0);                        /* no tagged fields */
-	rb_finish(&r);
-	cr_assert_eq(raw_send(fd, r.p, r.len), 0);
-	rb_free(&r);
-	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "no InitProducerId v3 response");
-	c = (struct rawcur){ resp, resp + len, 0 };
-	cr_assert_eq(rc_i32(&c), corr);
+	resp = roundtrip(fd, &r, corr, "InitProducerId v3", &c);
 	cr_assert_eq(rc_i8(&c), 0, "response header v1: no tagged fields");
 	rc_i32(&c);
 	err = rc_i16(&c);
