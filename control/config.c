@@ -2,6 +2,7 @@
  * See config.h. @thread control */
 #include "control/config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -57,6 +58,29 @@ static int check_hostport(const char *v)
 static int check_hostport_or_empty(const char *v)
 {
 	return *v ? check_hostport(v) : 0;
+}
+
+static int check_ipv4(const char *v)
+{
+	struct in_addr a;
+
+	return inet_pton(AF_INET, v, &a) == 1 ? 0 : -1;
+}
+
+static int check_ipv4_or_empty(const char *v)
+{
+	return *v ? check_ipv4(v) : 0;
+}
+
+/* "a.b.c.d:port": the DPDK port answers on one address of its own. */
+static int check_ipv4_port_or_empty(const char *v)
+{
+	char host[256];
+	int port;
+
+	if (!*v)
+		return 0;
+	return config_hostport(v, host, sizeof(host), &port) < 0 || check_ipv4(host) < 0 ? -1 : 0;
 }
 
 /* The one table (STYLE 22). Order is the documentation order. */
@@ -158,7 +182,21 @@ static const struct config_key keys[] = {
 	{ "admin.listen", CONFIG_STRING, "127.0.0.1:9644", .check = check_hostport,
 	  .doc = "Sluice: host:port of the HTTP admin server (metrics, /v1/config)." },
 	{ "dpdk.enable", CONFIG_BOOL, "false",
-	  .doc = "Sluice: use DPDK for the Kafka listener." },
+	  .doc = "Sluice: serve the native datagram protocol on a DPDK port too (kernel bypass): each shard polls its own queue pair. The Kafka TCP listener is unchanged. Needs dpdk.eal.args and dpdk.listen." },
+	{ "dpdk.eal.args", CONFIG_STRING, "",
+	  .doc = "Sluice: DPDK EAL arguments, split like a shell would (e.g. \"-a 0000:03:00.0 --file-prefix=sluice\", or \"--no-huge -m 512 --no-pci --vdev=net_tap0,iface=sl0\" without a NIC)." },
+	{ "dpdk.port", CONFIG_STRING, "",
+	  .doc = "Sluice: the DPDK port to use, by device name (\"0000:03:00.0\", \"net_tap0\"); empty: the first port." },
+	{ "dpdk.listen", CONFIG_STRING, "", .check = check_ipv4_port_or_empty,
+	  .doc = "Sluice: IPv4:port the shards answer the native protocol on over the DPDK port (the address is the port's own, answered in ARP and ICMP echo)." },
+	{ "dpdk.prefix.length", CONFIG_INT, "24", 0, 32,
+	  .doc = "Sluice: the subnet of dpdk.listen's address (bits); destinations outside it go through dpdk.gateway." },
+	{ "dpdk.gateway", CONFIG_STRING, "", .check = check_ipv4_or_empty,
+	  .doc = "Sluice: IPv4 next hop for destinations off the subnet; empty: none (answers only on-link clients)." },
+	{ "dpdk.mtu", CONFIG_INT, "0", 0, 9600,
+	  .doc = "Sluice: IP MTU of the DPDK port (above 1500: jumbo frames, when the port allows); 0: the port's default." },
+	{ "dpdk.poll.sleep.us", CONFIG_INT, "0", 0, 100000,
+	  .doc = "Sluice: with DPDK on, an idle shard sleeps at most this long between polls of its queues; 0: busy-poll (dedicated cores, lowest latency)." },
 };
 
 #define NKEYS ((int)(sizeof(keys) / sizeof(keys[0])))
@@ -314,7 +352,9 @@ static void allowed_text(const struct config_key *k, char *buf, size_t n)
 		break;
 	case CONFIG_STRING:
 		snprintf(buf, n, "%s", k->check == check_hostport ? "host:port"
-				       : k->check == check_hostport_or_empty ? "host:port, or empty" : "a string");
+				       : k->check == check_hostport_or_empty ? "host:port, or empty"
+				       : k->check == check_ipv4_port_or_empty ? "IPv4:port, or empty"
+				       : k->check == check_ipv4_or_empty ? "an IPv4 address, or empty" : "a string");
 		break;
 	case CONFIG_LIST:
 		snprintf(buf, n, "%s", k->check == check_listener ? "a comma-separated list of NAME://host:port"

@@ -7,6 +7,7 @@
  * Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 2 for bad usage,
  * a bad configuration or a listener that cannot be opened, 1 otherwise.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 
 #include "control/config.h"
 #include "control/ctl.h"
+#include "dataplane/native/native_broker.h"
 #include "dataplane/shard.h"
 
 static void usage(FILE *f)
@@ -81,6 +83,41 @@ static void raise_nofile(void)
 		}
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+/* dpdk.*: the address the shards answer on. The EAL and the port start
+ * later (native_dpdk_start), once the settings are all known good. */
+static int parse_dpdk(const struct config *cfg, struct broker *b)
+{
+	char host[64];
+	int port, bits = (int)config_int(cfg, "dpdk.prefix.length");
+	struct in_addr a;
+
+	if (!*config_str(cfg, "dpdk.listen")) {
+		fprintf(stderr, "sluiced: dpdk.enable=true needs dpdk.listen (IPv4:port the DPDK port answers on)\n");
+		return -1;
+	}
+	if (!*config_str(cfg, "dpdk.eal.args")) {
+		fprintf(stderr, "sluiced: dpdk.enable=true needs dpdk.eal.args (e.g. \"-a 0000:03:00.0\", or "
+				"\"--no-huge -m 512 --no-pci --vdev=net_tap0,iface=sl0\" without a NIC)\n");
+		return -1;
+	}
+	if (config_hostport(config_str(cfg, "dpdk.listen"), host, sizeof(host), &port) < 0 ||
+	    inet_pton(AF_INET, host, &a) != 1 || !port) {
+		fprintf(stderr, "sluiced: dpdk.listen: cannot parse '%s' (expected IPv4:PORT)\n",
+			config_str(cfg, "dpdk.listen"));
+		return -1;
+	}
+	b->set.dpdk_enable = 1;
+	b->set.dpdk_ip = a.s_addr;
+	b->set.dpdk_udp_port = (uint16_t)port;
+	b->set.dpdk_netmask = bits ? htonl(~0u << (32 - bits)) : 0;
+	if (*config_str(cfg, "dpdk.gateway")) {
+		inet_pton(AF_INET, config_str(cfg, "dpdk.gateway"), &a);   /* checked by the table */
+		b->set.dpdk_gateway = a.s_addr;
+	}
+	b->set.dpdk_poll_sleep_us = (uint32_t)config_int(cfg, "dpdk.poll.sleep.us");
+	return 0;
 }
 
 /* Tell every shard to stop (they finish in-flight requests, write what is
@@ -211,6 +248,8 @@ int main(int argc, char **argv)
 	b->set.native_session_timeout_ms = config_int(cfg, "native.session.timeout.ms");
 	b->set.native_reassembly_timeout_ms = config_int(cfg, "native.reassembly.timeout.ms");
 	b->set.native_reassembly_bytes = (uint64_t)config_int(cfg, "native.reassembly.memory.bytes");
+	if (config_int(cfg, "dpdk.enable") && parse_dpdk(cfg, b) < 0)
+		return 2;
 
 	if (mkdir_p(b->set.data_dir) < 0) {
 		fprintf(stderr, "sluiced: cannot create data directory %s: %s\n", b->set.data_dir, strerror(errno));
@@ -249,6 +288,15 @@ int main(int argc, char **argv)
 			usleep(20000);
 		if (probe < 0) {
 			fprintf(stderr, "sluiced: %s\n", err);
+			return 2;
+		}
+	}
+	if (b->set.dpdk_enable) {
+		/* the EAL and the port before the shards: each takes its queues */
+		rc = native_dpdk_start(b, config_str(cfg, "dpdk.eal.args"), config_str(cfg, "dpdk.port"),
+				       (int)config_int(cfg, "dpdk.mtu"), err, sizeof(err));
+		if (rc < 0) {
+			fprintf(stderr, "sluiced: dpdk: %s\n", err);
 			return 2;
 		}
 	}
@@ -304,6 +352,7 @@ int main(int argc, char **argv)
 	ctl_stop(ctl);
 	for (int i = 0; i < nshards; i++)
 		shard_destroy(b->shards[i]);
+	native_dpdk_stop(b);
 	for (int i = 0; i <= nshards; i++)
 		for (int j = 0; j <= nshards; j++)
 			if (b->rings[i][j]) {

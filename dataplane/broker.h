@@ -76,11 +76,19 @@ struct broker_settings {
 	int64_t native_session_timeout_ms;
 	int64_t native_reassembly_timeout_ms;
 	uint64_t native_reassembly_bytes;   /* native.reassembly.memory.bytes, per shard */
+	/* dpdk.*: the native protocol on a DPDK port as well (kernel bypass) */
+	int dpdk_enable;
+	uint32_t dpdk_ip;             /* dpdk.listen's address, network order */
+	uint16_t dpdk_udp_port;       /* dpdk.listen's port */
+	uint32_t dpdk_netmask;        /* dpdk.prefix.length, network order */
+	uint32_t dpdk_gateway;        /* network order; 0: none */
+	uint32_t dpdk_poll_sleep_us;  /* an idle shard's longest sleep; 0: busy-poll */
 	char cluster_id[64];
 };
 
 struct shard;
 struct ctl;
+struct dpdk_port;
 
 struct config;
 
@@ -89,6 +97,7 @@ struct broker {
 	const struct config *cfg;     /* read-only after start: any thread may read */
 	struct shard *shards[BROKER_MAX_SHARDS];
 	struct ctl *ctl;
+	struct dpdk_port *dpdk;       /* dpdk.enable: the started port (queue pair per shard), else NULL */
 	/* rings[from][to]; index nshards is the control thread */
 	struct spsc *rings[BROKER_MAX_SHARDS + 1][BROKER_MAX_SHARDS + 1];
 	int wake_fd[BROKER_MAX_SHARDS + 1];      /* eventfd of each thread */

@@ -11,6 +11,7 @@ CORE_SRCS += $(wildcard dataplane/*.c)
 # before pkg-config is asked.
 DPDK_CFLAGS = $(shell pkg-config --cflags libdpdk 2>/dev/null)
 DPDK_LIBS = $(shell pkg-config --libs libdpdk 2>/dev/null)
-$(BUILD)/obj/dataplane/dpdk_port.o $(BUILD)/obj/dataplane/netstack.o: CFLAGS += $(DPDK_CFLAGS)
+$(BUILD)/obj/dataplane/dpdk_port.o $(BUILD)/obj/dataplane/netstack.o \
+	$(BUILD)/obj/dataplane/native/native_broker.o: CFLAGS += $(DPDK_CFLAGS)
 $(BUILD)/tests/test_netstack $(BUILD)/tests/test_dpdk_port: private CFLAGS += $(DPDK_CFLAGS)
 LDLIBS += $(DPDK_LIBS)

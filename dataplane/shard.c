@@ -172,7 +172,8 @@ int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t
 	sh->accept_op.kind = IO_ACCEPT;
 	sh->wake_op.kind = IO_WAKE;
 	sh->native_op.kind = IO_NATIVE;
-	if (b->set.native_port && (rc = native_shard_open(sh, b->set.native_host, b->set.native_port, err, errlen)) < 0) {
+	if ((b->set.native_port || b->dpdk) &&
+	    (rc = native_shard_open(sh, b->set.native_host, b->set.native_port, err, errlen)) < 0) {
 		shard_destroy(sh);
 		return rc;
 	}
@@ -1151,6 +1152,7 @@ static void *shard_main(void *arg)
 	if (syscall(__NR_io_uring_register, sh->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
 		abort();
 	shard_setup_pbufs(sh);
+	native_shard_thread_init(sh);
 	/* no accept before the control thread has replayed the metadata: a
 	 * client connecting early waits in the listen backlog rather than
 	 * being told its topics do not exist */
@@ -1251,7 +1253,8 @@ static void *shard_main(void *arg)
 					conn_close(c);
 				conn_maybe_free(c);
 			}
-		if (work || sh->backlog_len) {
+		if (work || sh->backlog_len || (native_shard_dpdk(sh) && !b->set.dpdk_poll_sleep_us && !sh->stop)) {
+			/* (DPDK busy-polling: never sleep, look at the ring each turn) */
 			rc = io_uring_submit_and_get_events(&sh->ring);
 		} else {
 			/* sleep in io_uring until I/O, a message or a deadline */
@@ -1263,6 +1266,8 @@ static void *shard_main(void *arg)
 			uint64_t wait_ns = 100000000ull;
 			if (nearest)
 				wait_ns = nearest > sh->now_ns ? nearest - sh->now_ns : 0;
+			if (native_shard_dpdk(sh) && wait_ns > (uint64_t)b->set.dpdk_poll_sleep_us * 1000)
+				wait_ns = (uint64_t)b->set.dpdk_poll_sleep_us * 1000;   /* the queues have no wake-up */
 			ts.tv_sec = (long long)(wait_ns / 1000000000ull);
 			ts.tv_nsec = (long long)(wait_ns % 1000000000ull);
 			rc = io_uring_submit_and_wait_timeout(&sh->ring, &cqe, 1, &ts, NULL);
@@ -1304,7 +1309,7 @@ static void *shard_main(void *arg)
 		free(p);   /* its log was closed when its topic was deleted */
 	}
 	if (sh->native) {
-		char line[1024];
+		char line[2048];
 
 		native_shard_describe(sh, line, sizeof(line));
 		fprintf(stderr, "sluiced: %s\n", line); /* style: allow once, at exit */

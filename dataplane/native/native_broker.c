@@ -12,9 +12,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <rte_lcore.h>
+
 #include "control/ctl.h"
+#include "dataplane/dpdk_port.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/native/native_broker.h"
+#include "dataplane/netstack.h"
 #include "dataplane/part.h"
 #include "dataplane/producer.h"
 #include "dataplane/shard.h"
@@ -31,13 +35,21 @@
 #define RCLASS_FREE 1024              /* free buffers kept per size */
 #define FETCH_SLOTS 64                /* fetches in flight per owner shard */
 #define SOCK_BUF (8 << 20)
+#define DPDK_BURST 32                 /* frames per rte_eth_rx_burst */
 
 #define KERR_UNKNOWN_PRODUCER_ID 59
 #define KERR_THROTTLING_QUOTA_EXCEEDED 89
 
+/* Where a client is, and through which transport its datagrams came. */
+struct npeer {
+	uint32_t ip;                  /* network order */
+	uint16_t port;                /* host order */
+	uint8_t dpdk;                 /* 1: the DPDK port; 0: the kernel's UDP socket */
+};
+
 struct nsession {
 	uint32_t id;                  /* 0: free */
-	struct sockaddr_in peer;
+	struct npeer peer;
 	int64_t pid;                  /* -1 until the control thread gave one */
 	uint32_t credits, in_flight;
 	uint16_t max_dg;
@@ -88,7 +100,7 @@ struct nfetch {                       /* a FETCH being read on its owner shard *
 	int used;
 	struct native_shard *ns;
 	struct part *part;
-	struct sockaddr_in peer;
+	struct npeer peer;
 	uint32_t session, request;
 	uint16_t max_dg;
 	int isolation;
@@ -120,7 +132,21 @@ struct native_shard {
 	struct sockaddr_in addr[RX_BATCH];
 	uint8_t *rx[RX_BATCH];
 	struct native_stats st;
+	/* DPDK (dpdk.enable): the shard's client queue pair and its
+	 * replication pair (polled too: until replication uses it, a flow the
+	 * port hashes there is still served), one stack each */
+	int dpdk;
+	struct dpdk_queue dq[2];
+	struct netstack *net[2];
+	uint16_t dpdk_udp_port;
+	uint8_t *drx;                 /* the datagram buffer DPDK payloads are copied into */
+	struct native_arp_cb {
+		struct native_shard *ns;
+		int q;
+	} arp_cb[2];
 };
+
+static int dpdk_describe(const struct native_shard *ns, char *buf, size_t len);
 
 /* ---- buffers --------------------------------------------------------------------- */
 
@@ -176,25 +202,42 @@ static void buf_put(struct native_shard *ns, struct nbuf *b)
 
 /* ---- sending ----------------------------------------------------------------------- */
 
-static void send_to(struct native_shard *ns, const struct sockaddr_in *to, const uint8_t *dg, int len)
+/* A lost datagram is something the protocol already copes with (the
+ * producer resends, the reader asks again): a full socket buffer or TX
+ * ring drops and counts, never waits. */
+static void send_to(struct native_shard *ns, const struct npeer *to, const uint8_t *dg, int len)
 {
+	int rc;
+
 	if (len <= 0)
 		return;
-	/* non-blocking: a full socket buffer loses the datagram, which the
-	 * protocol already copes with (resend, ask again) */
-	if (sendto(ns->fd, dg, (size_t)len, MSG_DONTWAIT, (const struct sockaddr *)to, sizeof(*to)) < 0)
+	if (to->dpdk) {
+		rc = netstack_udp_send(ns->net[0], to->ip, to->port, ns->dpdk_udp_port, dg, (uint32_t)len, ns->sh->now_ns);
+		if (rc == -ENOSPC) {
+			/* a long FETCH_DATA train: hand what is queued to the port */
+			netstack_flush(ns->net[0]);
+			rc = netstack_udp_send(ns->net[0], to->ip, to->port, ns->dpdk_udp_port, dg, (uint32_t)len,
+					       ns->sh->now_ns);
+		}
+	} else {
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(to->port),
+					 .sin_addr.s_addr = to->ip };
+
+		rc = sendto(ns->fd, dg, (size_t)len, MSG_DONTWAIT, (const struct sockaddr *)&a, sizeof(a)) < 0 ? -1 : 0;
+	}
+	if (rc < 0)
 		ns->st.send_errors++;
 	else
 		ns->st.datagrams_out++;
 }
 
-static void send_error(struct native_shard *ns, const struct sockaddr_in *to, uint32_t session, uint32_t request,
+static void send_error(struct native_shard *ns, const struct npeer *to, uint32_t session, uint32_t request,
 		       int16_t err, uint8_t about, const char *msg)
 {
 	send_to(ns, to, ns->tx, native_write_error(ns->tx, sizeof(ns->tx), session, request, err, about, msg));
 }
 
-static void send_produce_ack(struct native_shard *ns, const struct sockaddr_in *to, uint32_t session,
+static void send_produce_ack(struct native_shard *ns, const struct npeer *to, uint32_t session,
 			     uint32_t request, const char *topic, size_t topic_len, int32_t partition, int16_t err,
 			     int64_t pid, int32_t seq, int64_t base, int64_t log_start, uint32_t credits)
 {
@@ -214,9 +257,9 @@ static struct nsession *session_of(struct native_shard *ns, uint32_t id)
 	return &ns->sessions[slot];
 }
 
-static int same_peer(const struct sockaddr_in *a, const struct sockaddr_in *b)
+static int same_peer(const struct npeer *a, const struct npeer *b)
 {
-	return a->sin_addr.s_addr == b->sin_addr.s_addr && a->sin_port == b->sin_port;
+	return a->ip == b->ip && a->port == b->port && a->dpdk == b->dpdk;
 }
 
 static void hello_pid(void *self, struct shard_msg *m)
@@ -240,7 +283,7 @@ static void hello_pid(void *self, struct shard_msg *m)
 	send_to(ns, &s->peer, ns->tx, n);
 }
 
-static void on_hello(struct native_shard *ns, const struct native_msg *m, const struct sockaddr_in *from)
+static void on_hello(struct native_shard *ns, const struct native_msg *m, const struct npeer *from)
 {
 	struct nsession *s = NULL;
 
@@ -582,9 +625,9 @@ static void fetch_on_owner(void *self, struct shard_msg *m)
 	f->used = 1;
 	f->ns = ns;
 	f->part = p;
-	f->peer.sin_family = AF_INET;
-	f->peer.sin_addr.s_addr = (uint32_t)(m->v[2] >> 16);
-	f->peer.sin_port = (uint16_t)m->v[2];
+	f->peer.ip = (uint32_t)(m->v[2] >> 16);
+	f->peer.port = (uint16_t)m->v[2];
+	f->peer.dpdk = (uint8_t)((m->v[1] >> 49) & 1);
 	f->session = (uint32_t)(m->v[3] >> 32);
 	f->request = (uint32_t)m->v[3];
 	f->max_dg = (uint16_t)(m->v[1] >> 32);
@@ -632,8 +675,9 @@ static void on_fetch(struct native_shard *ns, struct nsession *s, const struct n
 	}
 	f.p[0] = mp->part;
 	f.v[0] = m->offset;
-	f.v[1] = (int64_t)m->max_bytes | (int64_t)s->max_dg << 32 | (int64_t)(m->isolation & 1) << 48;
-	f.v[2] = (int64_t)s->peer.sin_addr.s_addr << 16 | s->peer.sin_port;
+	f.v[1] = (int64_t)m->max_bytes | (int64_t)s->max_dg << 32 | (int64_t)(m->isolation & 1) << 48 |
+		 (int64_t)s->peer.dpdk << 49;
+	f.v[2] = (int64_t)s->peer.ip << 16 | s->peer.port;
 	f.v[3] = (int64_t)((uint64_t)s->id << 32 | m->request);
 	if (mp->shard == ns->sh->id)
 		fetch_on_owner(ns->sh, &f);
@@ -643,7 +687,7 @@ static void on_fetch(struct native_shard *ns, struct nsession *s, const struct n
 
 /* ---- receiving ---------------------------------------------------------------------------- */
 
-static void on_datagram(struct native_shard *ns, uint8_t **rxbuf, size_t len, const struct sockaddr_in *from)
+static void on_datagram(struct native_shard *ns, uint8_t **rxbuf, size_t len, const struct npeer *from)
 {
 	struct native_msg m;
 	struct nsession *s;
@@ -688,6 +732,102 @@ static void on_datagram(struct native_shard *ns, uint8_t **rxbuf, size_t len, co
 		on_fetch(ns, s, &m);
 }
 
+/* ---- DPDK -------------------------------------------------------------------------------------- */
+
+/* A datagram another shard's queue received for one of our sessions (the
+ * port hashed its flow there): served here, where the session lives. */
+static void dpdk_forwarded(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct native_shard *ns = sh->native;
+	struct rte_mbuf *mb = m->p[0];
+	struct npeer from = { .ip = (uint32_t)m->v[1], .port = (uint16_t)m->v[2], .dpdk = 1 };
+	uint32_t len = (uint32_t)m->v[0];
+
+	memcpy(ns->drx, m->p[1], len);
+	rte_pktmbuf_free(mb);   /* the pools are multi-producer: any shard frees */
+	on_datagram(ns, &ns->drx, len, &from);
+}
+
+/* netstack's on_udp: a datagram for dpdk.listen. Copied into a datagram
+ * buffer (a PRODUCE keeps it until durable; the mbuf goes back to the
+ * port at once), unless it belongs to another shard's session. */
+static int dpdk_on_udp(void *arg, const uint8_t *payload, uint32_t len, uint32_t src_ip, uint16_t src_port,
+		       struct rte_mbuf *m)
+{
+	struct native_shard *ns = arg;
+	struct npeer from = { .ip = src_ip, .port = src_port, .dpdk = 1 };
+
+	if (len > DG_BUF)
+		len = DG_BUF;   /* native_parse refuses it by its own length */
+	if (len >= NATIVE_HEADER && be16_load(payload + NH_MAGIC) == NATIVE_MAGIC && payload[NH_TYPE] != NATIVE_HELLO) {
+		int owner = (int)(be32_load(payload + NH_SESSION) >> 24);
+
+		if (owner != ns->sh->id && owner < ns->sh->b->set.nshards) {
+			struct shard_msg f = { .fn = dpdk_forwarded, .p = { m, (void *)payload },
+					       .v = { len, src_ip, src_port } };
+
+			ns->st.forwarded++;
+			shard_send(ns->sh, owner, &f);
+			return 1;   /* the owner frees m */
+		}
+	}
+	memcpy(ns->drx, payload, len);
+	on_datagram(ns, &ns->drx, len, &from);
+	return 0;
+}
+
+static void arp_learned(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct native_shard *ns = sh->native;
+	struct rte_ether_addr mac;
+
+	memcpy(mac.addr_bytes, &m->v[1], RTE_ETHER_ADDR_LEN);
+	for (int q = 0; q < 2; q++)
+		if (ns->net[q])
+			netstack_arp_learn(ns->net[q], (uint32_t)m->v[0], &mac, sh->now_ns);
+}
+
+/* netstack's on_arp: what one queue learned, every other stack learns
+ * (ARP answers land on whichever queue the port chooses). Runs per entry
+ * learned, never per datagram. */
+static void dpdk_on_arp(void *arg, uint32_t ip, const struct rte_ether_addr *mac)
+{
+	struct native_arp_cb *cb = arg;
+	struct native_shard *ns = cb->ns;
+	struct shard_msg m = { .fn = arp_learned, .v = { ip, 0 } };
+
+	memcpy(&m.v[1], mac->addr_bytes, RTE_ETHER_ADDR_LEN);
+	if (ns->net[!cb->q])
+		netstack_arp_learn(ns->net[!cb->q], ip, mac, ns->sh->now_ns);
+	for (int i = 0; i < ns->sh->b->set.nshards; i++)
+		if (i != ns->sh->id)
+			shard_send(ns->sh, i, &m);
+}
+
+static int dpdk_poll(struct native_shard *ns)
+{
+	struct rte_mbuf *pkts[DPDK_BURST];
+	int total = 0;
+
+	for (int q = 0; q < 2; q++) {
+		uint16_t n;
+
+		if (!ns->net[q])
+			continue;
+		n = dpdk_queue_rx(&ns->dq[q], pkts, DPDK_BURST);
+		if (n) {
+			netstack_rx(ns->net[q], pkts, n, ns->sh->now_ns);
+			total += n;
+		}
+	}
+	for (int q = 0; q < 2; q++)
+		if (ns->net[q])
+			netstack_poll(ns->net[q], ns->sh->now_ns);
+	return total;
+}
+
 int native_shard_poll(struct shard *sh)
 {
 	struct native_shard *ns = sh->native;
@@ -695,7 +835,9 @@ int native_shard_poll(struct shard *sh)
 
 	if (!ns)
 		return 0;
-	for (int round = 0; round < 4; round++) {
+	if (ns->dpdk)
+		total += dpdk_poll(ns);
+	for (int round = 0; ns->fd >= 0 && round < 4; round++) {
 		for (int i = 0; i < RX_BATCH; i++) {
 			ns->iov[i] = (struct iovec){ ns->rx[i], DG_BUF };
 			ns->msgs[i].msg_hdr = (struct msghdr){ .msg_name = &ns->addr[i], .msg_namelen = sizeof(ns->addr[i]),
@@ -704,8 +846,11 @@ int native_shard_poll(struct shard *sh)
 		n = recvmmsg(ns->fd, ns->msgs, RX_BATCH, MSG_DONTWAIT, NULL);
 		if (n <= 0)
 			break;
-		for (int i = 0; i < n; i++)
-			on_datagram(ns, &ns->rx[i], ns->msgs[i].msg_len, &ns->addr[i]);
+		for (int i = 0; i < n; i++) {
+			struct npeer from = { .ip = ns->addr[i].sin_addr.s_addr, .port = ntohs(ns->addr[i].sin_port) };
+
+			on_datagram(ns, &ns->rx[i], ns->msgs[i].msg_len, &from);
+		}
 		total += n;
 		if (n < RX_BATCH)
 			break;
@@ -748,7 +893,7 @@ int native_shard_describe(const struct shard *sh, char *buf, size_t len)
 
 	for (int i = 1; i < NATIVE_E_COUNT; i++)
 		bad += st->rejected[i];
-	return snprintf(buf, len,
+	int n = snprintf(buf, len,
 			"native shard %d: %llu datagrams in, %llu out, %llu unreadable (short %llu, magic %llu, "
 			"version %llu, length %llu, crc %llu, type %llu, topic %llu, fragment %llu, field %llu), "
 			"%llu unknown session, %llu unknown producer, %llu beyond credits, %llu batches "
@@ -766,23 +911,124 @@ int native_shard_describe(const struct shard *sh, char *buf, size_t len)
 			(unsigned long long)st->reassembly_timeouts, (unsigned long long)st->reassembly_full,
 			(unsigned long long)st->fragments_bad, (unsigned long long)st->rx_pool_empty,
 			(unsigned long long)st->fetches, (unsigned long long)st->send_errors);
+
+	if (sh->native->dpdk && n >= 0 && (size_t)n < len)
+		n += dpdk_describe(sh->native, buf + n, len - (size_t)n);
+	return n;
+}
+
+/* The DPDK side of the shard: its stacks' counters (no newline). */
+static int dpdk_describe(const struct native_shard *ns, char *buf, size_t len)
+{
+	struct netstack_stats t = { 0 };
+	uint64_t drops = 0;
+	size_t at;
+	int worst = -1;
+
+	for (int q = 0; q < 2; q++) {
+		const struct netstack_stats *a;
+
+		if (!ns->net[q])
+			continue;
+		a = &ns->net[q]->stats;
+		t.rx_frames += a->rx_frames;
+		t.tx_frames += a->tx_frames;
+		t.udp_rx += a->udp_rx;
+		t.udp_tx += a->udp_tx;
+		t.icmp_echo += a->icmp_echo;
+		t.arp_rx_requests += a->arp_rx_requests;
+		t.arp_tx_requests += a->arp_tx_requests;
+		t.arp_learned += a->arp_learned;
+		for (int d = 0; d < NETSTACK_DROP_MAX; d++)
+			t.drop[d] += a->drop[d];
+	}
+	for (int d = 0; d < NETSTACK_DROP_MAX; d++) {
+		drops += t.drop[d];
+		if (t.drop[d] && (worst < 0 || t.drop[d] > t.drop[worst]))
+			worst = d;
+	}
+	at = (size_t)snprintf(buf, len,
+			      "; dpdk: %llu frames in, %llu out, %llu datagrams in, %llu passed to their session's "
+			      "shard, %llu ping answers, %llu ARP requests in, %llu out, %llu learned, %llu frames dropped",
+			      (unsigned long long)t.rx_frames, (unsigned long long)t.tx_frames,
+			      (unsigned long long)t.udp_rx, (unsigned long long)ns->st.forwarded,
+			      (unsigned long long)t.icmp_echo, (unsigned long long)t.arp_rx_requests,
+			      (unsigned long long)t.arp_tx_requests, (unsigned long long)t.arp_learned,
+			      (unsigned long long)drops);
+	if (worst >= 0 && at < len)
+		at += (size_t)snprintf(buf + at, len - at, " (most: %s %llu)", netstack_drop_name[worst],
+				       (unsigned long long)t.drop[worst]);
+	return (int)at;
+}
+
+/* The shard's queues on the broker's port, a stack on each. */
+static int dpdk_shard_open(struct native_shard *ns, char *err, size_t errlen)
+{
+	const struct broker_settings *set = &ns->sh->b->set;
+	struct dpdk_port *port = ns->sh->b->dpdk;
+	int rc;
+
+	for (int q = 0; q < 2; q++) {
+		struct netstack_config c;
+
+		rc = dpdk_port_queue(port, (uint16_t)ns->sh->id, q, &ns->dq[q]);
+		if (rc == -ENOENT && q == 1)
+			break;   /* no replication pairs on this port (its notes say why) */
+		if (rc < 0) {
+			snprintf(err, errlen, "dpdk: shard %d has no queue pair on port %s: %s", ns->sh->id, port->name,
+				 strerror(-rc));
+			return rc;
+		}
+		netstack_config_defaults(&c);
+		c.ip = set->dpdk_ip;
+		c.netmask = set->dpdk_netmask;
+		c.gateway = set->dpdk_gateway;
+		c.mac = ns->dq[q].mac;
+		c.udp_port = set->dpdk_udp_port;
+		c.mtu = ns->dq[q].mtu;
+		c.rx_offloads = ns->dq[q].rx_offloads;
+		c.tx_offloads = ns->dq[q].tx_offloads;
+		c.pool = ns->dq[q].pool;
+		c.tx = dpdk_queue_tx;
+		c.tx_arg = &ns->dq[q];
+		c.on_udp = dpdk_on_udp;
+		c.udp_arg = ns;
+		ns->arp_cb[q] = (struct native_arp_cb){ ns, q };
+		c.on_arp = dpdk_on_arp;
+		c.arp_arg = &ns->arp_cb[q];
+		ns->net[q] = calloc(1, sizeof(*ns->net[q])); /* style: allow shard setup */
+		if (!ns->net[q])
+			return -ENOMEM;
+		if ((rc = netstack_init(ns->net[q], &c)) < 0) {
+			snprintf(err, errlen, "dpdk: shard %d: network stack: %s", ns->sh->id, strerror(-rc));
+			free(ns->net[q]);
+			ns->net[q] = NULL;
+			return rc;
+		}
+	}
+	ns->dpdk = 1;
+	ns->dpdk_udp_port = set->dpdk_udp_port;
+	return 0;
 }
 
 int native_shard_open(struct shard *sh, const char *host, int port, char *err, size_t errlen)
 {
 	struct native_shard *ns = calloc(1, sizeof(*ns)); /* style: allow shard setup */
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int one = 1, sz = SOCK_BUF;
+	int one = 1, sz = SOCK_BUF, rc;
 	const struct broker_settings *set = &sh->b->set;
 
 	if (!ns)
 		return -ENOMEM;
+	ns->sh = sh;
+	ns->fd = -1;
+	if (!port)
+		goto buffers;   /* DPDK only */
 	if (inet_pton(AF_INET, host, &a.sin_addr) != 1) {
 		snprintf(err, errlen, "native.listen: '%s' is not an IPv4 address", host);
 		free(ns);
 		return -EINVAL;
 	}
-	ns->sh = sh;
 	ns->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (ns->fd < 0 || setsockopt(ns->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
 	    bind(ns->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
@@ -796,6 +1042,7 @@ int native_shard_open(struct shard *sh, const char *host, int port, char *err, s
 	}
 	setsockopt(ns->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	setsockopt(ns->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+buffers:
 	ns->credits_max = set->native_credits;
 	ns->session_timeout_ns = (uint64_t)set->native_session_timeout_ms * 1000000ull;
 	ns->reasm_timeout_ns = (uint64_t)set->native_reassembly_timeout_ms * 1000000ull;
@@ -821,7 +1068,12 @@ int native_shard_open(struct shard *sh, const char *host, int port, char *err, s
 		ns->dg_free[ns->ndg_free++] = ns->dg_mem + (size_t)i * DG_BUF;
 	for (int i = 0; i < RX_BATCH; i++)
 		ns->rx[i] = dg_get(ns);
+	ns->drx = dg_get(ns);
 	sh->native = ns;
+	if (sh->b->dpdk && (rc = dpdk_shard_open(ns, err, errlen)) < 0) {
+		native_shard_close(sh);
+		return rc;
+	}
 	return 0;
 }
 
@@ -833,6 +1085,11 @@ void native_shard_close(struct shard *sh)
 		return;
 	if (ns->fd >= 0)
 		close(ns->fd);
+	for (int q = 0; q < 2; q++)
+		if (ns->net[q]) {
+			netstack_fini(ns->net[q]);
+			free(ns->net[q]);
+		}
 	for (int i = 0; i < REASM_SLOTS; i++)
 		if (ns->reasm[i].used)
 			reasm_drop(ns, &ns->reasm[i]);
@@ -847,4 +1104,59 @@ void native_shard_close(struct shard *sh)
 	free(ns->dg_free);
 	free(ns);
 	sh->native = NULL;
+}
+
+void native_shard_thread_init(struct shard *sh)
+{
+	int rc;
+
+	/* an lcore id, so the pools' per-lcore caches serve this shard */
+	if (sh->native && sh->native->dpdk && rte_lcore_id() == LCORE_ID_ANY && (rc = dpdk_eal_thread_register()) < 0)
+		fprintf(stderr, "sluiced: shard %d: no DPDK lcore id left (%s): mbufs bypass the pool cache\n", sh->id, /* style: allow once, at thread start */
+			strerror(-rc));
+}
+
+int native_shard_dpdk(const struct shard *sh)
+{
+	return sh->native && sh->native->dpdk;
+}
+
+int native_dpdk_start(struct broker *b, const char *eal_args, const char *device, int mtu, char *err, size_t errlen)
+{
+	struct dpdk_port_config cfg;
+	struct dpdk_port *p;
+	char line[2048];
+	int rc;
+
+	if ((rc = dpdk_eal_start(eal_args, err, errlen)) < 0)
+		return rc;
+	p = calloc(1, sizeof(*p)); /* style: allow startup */
+	if (!p) {
+		dpdk_eal_stop();
+		snprintf(err, errlen, "no memory for the port");
+		return -ENOMEM;
+	}
+	dpdk_port_config_defaults(&cfg);
+	cfg.device = device && *device ? device : NULL;
+	cfg.shards = (uint16_t)b->set.nshards;
+	cfg.mtu = (uint16_t)mtu;
+	if ((rc = dpdk_port_init(p, &cfg, err, errlen)) < 0) {
+		free(p);
+		dpdk_eal_stop();
+		return rc;
+	}
+	dpdk_port_describe(p, line, sizeof(line));
+	fprintf(stderr, "sluiced: dpdk: %s\n", line); /* style: allow once, at startup */
+	b->dpdk = p;
+	return 0;
+}
+
+void native_dpdk_stop(struct broker *b)
+{
+	if (!b->dpdk)
+		return;
+	dpdk_port_fini(b->dpdk);
+	free(b->dpdk);
+	b->dpdk = NULL;
+	dpdk_eal_stop();
 }

@@ -1,11 +1,15 @@
 /* dataplane/native/native_broker.h — the broker's side of the native
  * datagram protocol (native_format.h), on the shards.
  *
- * Each shard owns, for the native path: a datagram transport (today the
- * kernel's UDP, one socket per shard bound with SO_REUSEPORT to
- * native.listen, so the kernel keeps a client's flow on one shard; the DPDK
- * queue pair of the shard is the next transport), its sessions, the
- * reassembly of fragmented batches, and the buffers datagrams live in.
+ * Each shard owns, for the native path: its datagram transports — the
+ * kernel's UDP (one socket per shard bound with SO_REUSEPORT to
+ * native.listen, so the kernel keeps a client's flow on one shard) and,
+ * with dpdk.enable, its queue pairs on the DPDK port (dpdk.listen; a
+ * netstack on each answers ARP and ping, checks IPv4/UDP) — its sessions,
+ * the reassembly of fragmented batches, and the buffers datagrams live in.
+ * A session answers through the transport its HELLO came by. A DPDK
+ * datagram the port hashed to another shard than its session's is passed
+ * to that shard through the shard ring (the mbuf travels, not a copy).
  *
  * A PRODUCE is validated as Kafka's Produce validates a batch, then appended
  * by the partition's owner shard through the same idempotent producer state
@@ -29,6 +33,7 @@
 #include "dataplane/native/native_format.h"
 
 struct shard;
+struct broker;
 
 struct native_stats {
 	uint64_t datagrams_in, datagrams_out, bytes_in;
@@ -39,6 +44,7 @@ struct native_stats {
 	uint64_t reassembly_timeouts, reassembly_full, fragments_duplicate, fragments_bad;
 	uint64_t fetches, fetch_datagrams, fetch_busy;
 	uint64_t send_errors, rx_pool_empty;
+	uint64_t forwarded;           /* DPDK: datagrams passed to their session's shard */
 };
 
 /* @thread main. Bind this shard's socket (SO_REUSEPORT) to host:port and
@@ -54,5 +60,18 @@ void native_shard_tick(struct shard *sh);
 /* One line of counters for the broker's log (no newline). */
 int native_shard_describe(const struct shard *sh, char *buf, size_t len);
 void native_shard_close(struct shard *sh);
+
+/* @thread shard, once at its start: with DPDK, an lcore id for the thread. */
+void native_shard_thread_init(struct shard *sh);
+/* 1 when the shard polls a DPDK port (its loop must not sleep long). */
+int native_shard_dpdk(const struct shard *sh);
+
+/* @thread main, before the shards are created: the EAL (eal_args, as
+ * dpdk.eal.args) and the port (device, "" for the first; mtu 0 for its
+ * default) with a queue pair per shard, kept in b->dpdk. Each shard's
+ * native_shard_open then takes its queues. -errno, err says what failed. */
+int native_dpdk_start(struct broker *b, const char *eal_args, const char *device, int mtu, char *err, size_t errlen);
+/* @thread main, after the shards are destroyed. */
+void native_dpdk_stop(struct broker *b);
 
 #endif

@@ -1186,3 +1186,157 @@ Test(native, bad_datagrams_refused_nothing_written_changes, .timeout = 60)
 	cr_assert_geq(broker_counter_sum(&nb, "bad fragments"), 3);
 	broker_cleanup(&nb.b);
 }
+
+/* kcat (librdkafka's command line) over TCP, one partition at a time:
+ * every record at its offset with its key, none missing, none more. */
+static void kcat_compare(struct nbroker *nb, struct run *r, const char *topic)
+{
+	for (int p = 0; p < r->parts; p++) {
+		long want = (r->n - p + r->parts - 1) / r->parts, got = 0;
+		char cmd[512], line[128];
+		FILE *f;
+
+		snprintf(cmd, sizeof(cmd), "kcat -C -q -b %s -t %s -p %d -o beginning -e -f '%%o %%k\\n'", nb->b.bootstrap,
+			 topic, p);
+		f = popen(cmd, "r");
+		cr_assert_not_null(f, "%s", cmd);
+		while (fgets(line, sizeof(line), f)) {
+			long off, idx;
+			char key[32];
+
+			cr_assert_eq(sscanf(line, "%ld %31s", &off, key), 2, "kcat %s/%d: '%s'", topic, p, line);
+			cr_assert_eq(off, got, "kcat %s/%d: offset %ld, expected %ld", topic, p, off, got);
+			idx = off * r->parts + p;
+			cr_assert(key[0] == 'k' && strtol(key + 1, NULL, 10) == idx, "kcat %s/%d offset %ld: key %s", topic,
+				  p, off, key);
+			got++;
+		}
+		cr_assert_eq(pclose(f), 0, "%s failed", cmd);
+		cr_assert_eq(got, want, "kcat %s/%d: %ld records, %ld produced", topic, p, got, want);
+	}
+}
+
+/* ---- over DPDK: the broker's shards on a net_tap port ------------------------------------- */
+
+/* The broker starts the EAL with a net_tap port (the kernel gets an
+ * interface facing it); the test puts the other address of a /24 on that
+ * interface, so the kernel's UDP (the client) reaches the shards' queues
+ * through it. Needs root (a tap interface, the EAL); otherwise skipped,
+ * saying why. Addresses and names are unique per test process. */
+struct tapbroker {
+	struct nbroker nb;
+	char iface[16];
+	char eal_kv[256], listen_kv[64];
+};
+
+static void tap_skip_unless_possible(void)
+{
+	if (geteuid() != 0)
+		cr_skip_test("DPDK over net_tap needs root (a tap interface and the EAL): run make test as root");
+	if (access("/dev/net/tun", R_OK | W_OK) < 0)
+		cr_skip_test("DPDK over net_tap needs /dev/net/tun: %s", strerror(errno));
+}
+
+static void run_cmd(const char *fmt, const char *a, int x)
+{
+	char cmd[256];
+	int rc;
+
+	snprintf(cmd, sizeof(cmd), fmt, a, x, a);
+	rc = system(cmd);
+	cr_assert_eq(rc, 0, "'%s' failed (%d)", cmd, rc);
+}
+
+static void tapbroker_launch(struct tapbroker *t, const char *const *more)
+{
+	int net = (int)(getpid() % 250) + 1, n = 0;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(t->iface, sizeof(t->iface), "slnt%d", (int)getpid());
+	snprintf(t->eal_kv, sizeof(t->eal_kv),
+		 "dpdk.eal.args=--no-huge -m 256 --no-pci --file-prefix=%s --vdev=net_tap0,iface=%s", t->iface,
+		 t->iface);
+	snprintf(t->listen_kv, sizeof(t->listen_kv), "dpdk.listen=10.201.%d.1:9093", net);
+	t->nb.extra[n++] = "--set";
+	t->nb.extra[n++] = "dpdk.enable=true";
+	t->nb.extra[n++] = "--set";
+	t->nb.extra[n++] = t->eal_kv;
+	t->nb.extra[n++] = "--set";
+	t->nb.extra[n++] = t->listen_kv;
+	/* two shards polling on two cores beside the test: sleep when idle */
+	t->nb.extra[n++] = "--set";
+	t->nb.extra[n++] = "dpdk.poll.sleep.us=50";
+	for (int i = 0; more && more[i]; i++)
+		t->nb.extra[n++] = more[i];
+	t->nb.extra[n] = NULL;
+	broker_launch(&t->nb.b, t->nb.extra);
+	/* the kernel's side of the port: our address, up */
+	run_cmd("ip addr add 10.201.%2$d.2/24 dev %1$s && ip link set %1$s up", t->iface, net);
+	snprintf(t->nb.native, sizeof(t->nb.native), "10.201.%d.1:9093", net);
+}
+
+/* After the broker: its EAL's runtime directory (the tap interface left
+ * with the process). */
+static void tapbroker_cleanup(struct tapbroker *t)
+{
+	char path[64];
+
+	broker_cleanup(&t->nb.b);
+	snprintf(path, sizeof(path), "/var/run/dpdk/%s", t->iface);
+	run_cmd("rm -rf %s", path, 0);
+}
+
+/* The broker's counters at exit for the DPDK side of every shard. */
+static long tap_counter(const struct tapbroker *t, const char *what)
+{
+	return broker_counter_sum(&t->nb, what);
+}
+
+Test(native, million_records_over_dpdk_tap, .timeout = 180)
+{
+	const long n = 1000000;
+	const int parts = 4;
+	struct tapbroker t;
+	struct sluice_config cfg;
+	struct sluice_client *c;
+	struct sluice_stats st;
+	struct readback rb;
+	struct run r;
+	double secs;
+
+	tap_skip_unless_possible();
+	tapbroker_launch(&t, NULL);
+	create_topic(&t.nb, "tap-m", parts);
+	run_init(&r, n, parts);
+	base_config(&cfg);
+	cfg.delivery = on_delivery;
+	cfg.delivery_ctx = &r;
+	c = connect_native(&t.nb, &cfg);
+	wait_topic_native(c, "tap-m", parts);
+	secs = produce_all(c, &r, "tap-m");
+	sluice_stats(c, &st);
+	read_native(c, &r, "tap-m", 1, &rb);
+	cr_assert_eq(rb.records, n);
+	read_rdkafka(&t.nb, &r, "tap-m");
+	kcat_compare(&t.nb, &r, "tap-m");
+	fprintf(stderr,
+		"native: over DPDK (net_tap, kernel UDP client): %ld records in %.2f s, %.0f records/s (%u-byte "
+		"datagrams, %llu batches, %llu resent)\n",
+		n, secs, (double)n / secs, st.max_datagram, (unsigned long long)st.batches_sent,
+		(unsigned long long)st.batch_resends);
+	sluice_close(c);
+	broker_stop(&t.nb.b);
+	/* the records came through the DPDK port, not a kernel socket */
+	{
+		long frames = tap_counter(&t, "frames in,"), dgs = tap_counter(&t, "datagrams in, "),
+		     fwd = tap_counter(&t, "passed to their session's"), arp = tap_counter(&t, "learned,");
+
+		fprintf(stderr,
+			"native: the broker's DPDK port: %ld frames in, %ld datagrams, %ld passed to another shard, "
+			"%ld ARP entries learned\n",
+			frames, dgs, fwd, arp);
+		cr_assert_geq(frames, 1, "the broker's DPDK side saw no datagram");
+	}
+	tapbroker_cleanup(&t);
+	run_free(&r);
+}

@@ -264,5 +264,35 @@ def many_fragmented_batches_in_flight_all_acknowledged():
         assert kc.fetch1("n", 0, 0, 0).hw == n * 12
 
 
+@test
+def dpdk_settings_refused_with_the_key_named():
+    """dpdk.enable without what it needs, or with EAL arguments the EAL
+    does not know: the broker refuses to start (exit 2) and says which key
+    and which argument, before any port or disk is touched."""
+    d = harness.temp_dir()
+    try:
+        cases = [
+            (["dpdk.enable=true", "dpdk.eal.args=--no-huge"], "dpdk.listen"),
+            (["dpdk.enable=true", "dpdk.listen=10.9.9.1:9093"], "dpdk.eal.args"),
+            (["dpdk.enable=true", "dpdk.listen=10.9.9.1:9093", "dpdk.eal.args=--no-huge --bogus-flag"],
+             "--bogus-flag"),
+            (["dpdk.enable=true", "dpdk.listen=broker.local:9093", "dpdk.eal.args=--no-huge"], "dpdk.listen"),
+            (["dpdk.enable=true", "dpdk.listen=10.9.9.1:9093", "dpdk.eal.args=--no-huge 'unterminated"],
+             "quote"),
+        ]
+        for sets, needle in cases:
+            cmd = [harness.SLUICED, "--data-dir", os.path.join(d, "data"), "--listen",
+                   "127.0.0.1:%d" % harness.free_port()]
+            for kv in sets:
+                cmd += ["--set", kv]
+            p = harness.run(cmd, check=False)
+            err = p.stderr.decode("utf-8", "replace")
+            assert p.returncode == 2, (sets, p.returncode, err)
+            assert needle in err, (sets, err)
+    finally:
+        import shutil
+        shutil.rmtree(d, ignore_errors=True)
+
+
 if __name__ == "__main__":
     harness.main("native-raw")

@@ -193,6 +193,20 @@ Test(config, errors_name_key_value_and_allowed)
 	cr_assert_eq(config_set(c, "foo", "1", NULL, NULL, 0), -ENOENT);
 }
 
+Test(config, dpdk_addresses_checked)
+{
+	cr_assert_eq(config_set(c, "dpdk.listen", "10.0.0.1:9093", "--set", err, sizeof(err)), 0);
+	cr_assert_eq(config_set(c, "dpdk.listen", "", "--set", err, sizeof(err)), 0);
+	cr_assert_eq(config_set(c, "dpdk.listen", "broker.local:9093", "--set", err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "dpdk.listen") && strstr(err, "IPv4:port"), "%s", err);
+	cr_assert_eq(config_set(c, "dpdk.listen", "10.0.0.1", "--set", err, sizeof(err)), -EINVAL);
+	cr_assert_eq(config_set(c, "dpdk.gateway", "10.0.0.254", "--set", err, sizeof(err)), 0);
+	cr_assert_eq(config_set(c, "dpdk.gateway", "10.0.0", "--set", err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "dpdk.gateway") && strstr(err, "IPv4 address"), "%s", err);
+	cr_assert_eq(config_set(c, "dpdk.prefix.length", "33", "--set", err, sizeof(err)), -EINVAL);
+	cr_assert_eq(config_set(c, "dpdk.mtu", "9000", "--set", err, sizeof(err)), 0);
+}
+
 Test(config, file_format)
 {
 	const char *p = write_file(
