@@ -114,6 +114,7 @@ struct conn {
 
 struct shard_stats {
 	uint64_t loops;
+	uint64_t busy_cycles;               /* in loop turns that did work (shard_main) */
 	uint64_t requests;
 	uint64_t connections_accepted;
 	uint64_t connections_open;
