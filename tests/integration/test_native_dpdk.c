@@ -790,14 +790,15 @@ static void *helper_main(void *arg)
 
 	while (!if_nametoindex(r->iface) && now_s() < end && !__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE))
 		usleep(10000);
-	if (__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE))
-		;
-	else if (!if_nametoindex(r->iface))
+	if (__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE)) {
+		/* the client gave up (no EAL): nothing to start */
+	} else if (!if_nametoindex(r->iface)) {
 		check(0, "own-eal: interface %s did not appear", r->iface);
-	else if (rig_kernel(r) < 0)
+	} else if (rig_kernel(r) < 0) {
 		check(0, "own-eal: configuring %s's kernel side", r->iface);
-	else if (rig_broker(r) == 0 && rig_topic(r, h->topic, PARTS) == 0)
+	} else if (rig_broker(r) == 0 && rig_topic(r, h->topic, PARTS) == 0) {
 		rc = 1;
+	}
 	__atomic_store_n(&h->ready, rc, __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE))
 		usleep(10000);
