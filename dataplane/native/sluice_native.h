@@ -103,7 +103,8 @@ struct sluice_config {
 				      * -m 128 --no-pci --file-prefix=client1 --vdev=net_tap0,iface=sl0":
 				      * the library starts the EAL and stops it when the last client
 				      * it started it for closes (DPDK cannot start it twice in a
-				      * process: later connects with dpdk_eal_args then fail). NULL
+				      * process: later connects with dpdk_eal_args then fail; a
+				      * connect that fails leaves it running for the next). NULL
 				      * (default): the application started the EAL (rte_eal_init) and
 				      * stops it; the library never does */
 	const char *dpdk_device;     /* the port's DPDK name ("net_tap0", "net_memif0", a PCI address
