@@ -3,8 +3,9 @@
 # client library where a program finds it: the header compiles on its own
 # (C99 -pedantic and C++), a program links against the shared library and
 # against the static one through the installed pkg-config file, runs, and
-# gets -ETIMEDOUT from a port where no broker listens; the shared library
-# exports the sluice_* API and nothing else.
+# gets -ETIMEDOUT from a port where no broker listens and -EINVAL naming
+# dpdk_address from the DPDK transport (built in, links DPDK); the shared
+# library exports the sluice_* API and nothing else.
 set -u
 cd "$(dirname "$0")/.."
 base=${SLUICE_TEST_DIR:-/var/tmp}
@@ -41,9 +42,12 @@ int main(void)
 		fprintf(stderr, "sluice_connect: %d (%s)\n", rc, err);
 		return 1;
 	}
+	/* the DPDK transport is built in: its configuration is checked
+	 * before the EAL starts, and a bad one is named */
 	cfg.transport = SLUICE_TRANSPORT_DPDK;
-	rc = sluice_connect("127.0.0.1:9", &cfg, &c, err, sizeof(err));
-	if (rc != -EPROTONOSUPPORT) {
+	cfg.dpdk_address = "10.7.0.2";
+	rc = sluice_connect("10.7.0.1:9", &cfg, &c, err, sizeof(err));
+	if (rc != -EINVAL || !strstr(err, "dpdk_address") || c) {
 		fprintf(stderr, "dpdk: %d (%s)\n", rc, err);
 		return 1;
 	}

@@ -9,9 +9,15 @@ NATIVE_CLIENT_SRCS := $(wildcard dataplane/native/native_client*.c)
 CORE_SRCS += $(filter-out $(NATIVE_CLIENT_SRCS),$(wildcard dataplane/native/*.c))
 
 # Position-independent objects of their own (one set for both libraries),
-# symbols hidden but the exported sluice_* API (libsluice_native.map).
-NATIVE_LIB_SRCS := $(NATIVE_CLIENT_SRCS) dataplane/native/native_format.c storage/compress.c
+# symbols hidden but the exported sluice_* API (libsluice_native.map). The
+# DPDK transport (native_client_dpdk.c) runs the port layer and the stack of
+# dataplane/ (dpdk_port.c, netstack.c): the library has its own copies, and
+# those three objects get DPDK's flags (DPDK_CFLAGS, dataplane/module.mk).
+NATIVE_LIB_DPDK_SRCS := dataplane/native/native_client_dpdk.c dataplane/dpdk_port.c dataplane/netstack.c
+NATIVE_LIB_SRCS := $(NATIVE_CLIENT_SRCS) dataplane/native/native_format.c storage/compress.c \
+	dataplane/dpdk_port.c dataplane/netstack.c
 NATIVE_LIB_OBJS := $(NATIVE_LIB_SRCS:%.c=$(BUILD)/obj/native-lib/%.o)
+$(NATIVE_LIB_DPDK_SRCS:%.c=$(BUILD)/obj/native-lib/%.o): CFLAGS += $(DPDK_CFLAGS)
 NATIVE_LIB_A    := $(BUILD)/libsluice_native.a
 NATIVE_SONAME   := libsluice_native.so.1
 NATIVE_LIB_SO   := $(BUILD)/libsluice_native.so
@@ -27,9 +33,10 @@ $(NATIVE_LIB_A): $(NATIVE_LIB_OBJS)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-# The shared library links isa-l (CRC-32C, gzip) and the codecs, nothing
-# of Sluice's.
-NATIVE_LIB_DEPS = $(shell pkg-config --libs libisal liblz4 libzstd snappy)
+# The shared library links isa-l (CRC-32C, gzip), the codecs and DPDK
+# (whose drivers the EAL loads as plugins), nothing of Sluice's; the same
+# list is the pkg-config file's Libs.private for static linking.
+NATIVE_LIB_DEPS = $(shell pkg-config --libs libisal liblz4 libzstd snappy libdpdk)
 $(BUILD)/$(NATIVE_SONAME): $(NATIVE_LIB_OBJS) $(NATIVE_MAP)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -shared -Wl,-soname,$(NATIVE_SONAME) -Wl,--version-script=$(NATIVE_MAP) -Wl,--no-undefined \

@@ -1182,15 +1182,14 @@ int sluice_connect(const char *host_port, const struct sluice_config *cfg, struc
 		sluice_config_init(&dflt);
 		cfg = &dflt;
 	}
-	if (cfg->transport == SLUICE_TRANSPORT_DPDK) {
-		snprintf(err, errlen, "the DPDK transport is not built into this library");
-		return -EPROTONOSUPPORT;
-	}
-	if (cfg->transport != SLUICE_TRANSPORT_UDP) {
+	if (cfg->transport == SLUICE_TRANSPORT_DPDK)
+		rc = native_dpdk_create(host_port, cfg, &t, err, errlen);
+	else if (cfg->transport == SLUICE_TRANSPORT_UDP)
+		rc = native_udp_create(host_port, cfg->socket_buffer, &t, err, errlen);
+	else {
 		snprintf(err, errlen, "unknown transport %d", (int)cfg->transport);
 		return -EINVAL;
 	}
-	rc = native_udp_create(host_port, cfg->socket_buffer, &t, err, errlen);
 	if (rc < 0)
 		return rc;
 	if (fault_on(&cfg->fault)) {

@@ -11,7 +11,8 @@
  *
  * Backends: udp (native_client_udp.c, the kernel's UDP socket), fault
  * (native_client_fault.c: loss, duplication, reordering, truncation and
- * bit flips around another transport, seeded), and a slot for dpdk.
+ * bit flips around another transport, seeded), and dpdk
+ * (native_client_dpdk.c: a DPDK port with dataplane/netstack.c on it).
  *
  * Thread: the client's (one at a time). Owns: each transport its buffers
  * and descriptors. Errors: 0/count or -errno.
@@ -72,6 +73,25 @@ struct native_transport {
 /* Backends. Each returns 0 and *out, or -errno with err filled. */
 int native_udp_create(const char *host_port, uint32_t socket_buffer, struct native_transport **out, char *err,
 		      size_t errlen);
+/* The DPDK backend: cfg's dpdk_* fields (sluice_native.h), host_port a
+ * numeric "a.b.c.d:port". Checks the configuration before any DPDK call
+ * (so a bad one fails without an EAL), then starts the EAL if asked, opens
+ * the port and its stack. */
+int native_dpdk_create(const char *host_port, const struct sluice_config *cfg, struct native_transport **out,
+		       char *err, size_t errlen);
+
+/* The pieces of the DPDK backend's configuration that need no EAL (the
+ * unit tests call them). Addresses in network order; err names key.
+ * "a.b.c.d/prefix" (prefix 0-32, required; not the subnet's network or
+ * broadcast address below /31): 0, or -EINVAL. */
+int native_dpdk_parse_cidr(const char *key, const char *s, uint32_t *ip, uint32_t *netmask, char *err,
+			   size_t errlen);
+/* "a.b.c.d:port" (port 1-65535): 0, or -EINVAL. */
+int native_dpdk_parse_hostport(const char *key, const char *s, uint32_t *ip, uint16_t *port, char *err,
+			       size_t errlen);
+/* A port of the dynamic range (49152-65535) from pid and seq. */
+uint16_t native_dpdk_local_port(uint32_t pid, uint32_t seq);
+
 /* Wrap inner (owned from then on: destroyed with the wrapper). */
 int native_fault_create(struct native_transport *inner, const struct sluice_fault *f, struct native_transport **out);
 

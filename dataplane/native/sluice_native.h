@@ -39,8 +39,11 @@ extern "C" {
 struct sluice_client;
 
 /* Where datagrams go. UDP: a non-blocking kernel socket with
- * sendmmsg/recvmmsg. DPDK: reserved for the kernel-bypass backend (not
- * built yet: sluice_connect returns -EPROTONOSUPPORT). */
+ * sendmmsg/recvmmsg. DPDK: kernel bypass, the client's own DPDK port (one
+ * queue pair) with its own ARP, IPv4 and UDP; configured by the dpdk_*
+ * fields of struct sluice_config. Its waits busy-poll the port (a core
+ * spins while the client waits) and sluice_fd gives -1. The EAL is the
+ * process's: connect and close DPDK clients from one thread at a time. */
 enum sluice_transport {
 	SLUICE_TRANSPORT_UDP = 0,
 	SLUICE_TRANSPORT_DPDK = 1,
@@ -93,6 +96,29 @@ struct sluice_config {
 	sluice_delivery_fn delivery;
 	void *delivery_ctx;
 	struct sluice_fault fault;
+	/* ---- transport SLUICE_TRANSPORT_DPDK (added in the same API version; ignored otherwise).
+	 * host_port of sluice_connect is then a numeric IPv4 "a.b.c.d:port". The strings are
+	 * read at connect only. */
+	const char *dpdk_eal_args;   /* the EAL's arguments, split like a shell, e.g. "-l 0 --no-huge
+				      * -m 128 --no-pci --file-prefix=client1 --vdev=net_tap0,iface=sl0":
+				      * the library starts the EAL and stops it when the last client
+				      * it started it for closes (DPDK cannot start it twice in a
+				      * process: later connects with dpdk_eal_args then fail; a
+				      * connect that fails leaves it running for the next). NULL
+				      * (default): the application started the EAL (rte_eal_init) and
+				      * stops it; the library never does */
+	const char *dpdk_device;     /* the port's DPDK name ("net_tap0", "net_memif0", a PCI address
+				      * "0000:03:00.0"); NULL (default): the first port. The client
+				      * configures and starts it with one queue pair and closes it in
+				      * sluice_close (a net_tap interface goes away): one client per port */
+	const char *dpdk_address;    /* required: the client's IPv4 address with its prefix,
+				      * "10.7.0.2/24" (it answers ARP and ping for it) */
+	const char *dpdk_gateway;    /* the next hop to a broker outside that subnet, "10.7.0.1";
+				      * NULL (default): none (the broker must be on the subnet) */
+	uint16_t dpdk_udp_port;      /* the client's UDP port; 0 (default): one of 49152-65535 from
+				      * the process id */
+	uint16_t dpdk_mtu;           /* the port's IP MTU; 0 (default): 1500. Above it jumbo frames
+				      * where the port has them (datagrams up to 8972 bytes) */
 };
 
 /* Defaults in every field. @thread any */

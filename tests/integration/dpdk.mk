@@ -17,3 +17,23 @@ itest-dpdk: $(BUILD)/itests/test_dpdk_net
 
 # ~5 s
 TEST_SCRIPTS += tests/integration/run-dpdk.sh
+
+# tests/integration/test_native_dpdk.c: the native client library's DPDK
+# transport (libsluice_native.a) against a real sluiced over net_tap. A
+# plain program too (one EAL per process: a child per scenario); root, else
+# SKIPPED. `make test` runs it through tests/integration/run-native-dpdk.sh.
+$(BUILD)/itests/test_native_dpdk: tests/integration/test_native_dpdk.c $(NATIVE_LIB_A) | $(SETUP_STAMP)
+	$(Q)mkdir -p $(@D)
+	@$(if $(Q),echo "  ITEST-CC $<")
+	$(Q)$(CC) $(CFLAGS) $(DPDK_CFLAGS) -DSLUICED_PATH='"$(BUILD)/sluiced"' $< -o $@ $(LDFLAGS_SAN) \
+		$(NATIVE_LIB_A) $(NATIVE_LIB_DEPS) $(shell pkg-config --libs rdkafka) -pthread
+
+.PHONY: itest-native-dpdk
+test: $(BUILD)/itests/test_native_dpdk
+
+# run only this suite
+itest-native-dpdk: $(BUILD)/itests/test_native_dpdk $(BUILD)/sluiced
+	$(Q)tests/integration/run-native-dpdk.sh
+
+# ~20 s
+TEST_SCRIPTS += tests/integration/run-native-dpdk.sh

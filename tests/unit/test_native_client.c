@@ -14,7 +14,11 @@
  * renumbered) shows duplicates under the same faults; fragmentation;
  * credits never exceeded; a refused topic fails its records and no
  * others; a forgotten session is reopened without duplicates; the
- * record codec round-trips keys, values, nulls and headers. */
+ * record codec round-trips keys, values, nulls and headers. The DPDK
+ * transport's configuration (addresses, their errors naming the key, EAL
+ * arguments refused before the EAL starts) without an EAL: its traffic is
+ * tests/integration/test_native_dpdk.c's. */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
@@ -990,4 +994,146 @@ Test(native_client, close_cancels_what_is_left)
 		cr_assert_eq(r.err[i], -ECANCELED);
 	run_free(&r);
 	mock_free(k);
+}
+
+/* ---- the DPDK transport's configuration, no EAL ------------------------------------------ */
+
+static uint32_t ip4(const char *s)
+{
+	return inet_addr(s);
+}
+
+Test(native_client, dpdk_address_with_prefix)
+{
+	static const struct {
+		const char *s;
+		const char *why;              /* NULL: valid */
+	} cases[] = {
+		{ "10.7.0.2/24", NULL },
+		{ "192.168.1.77/16", NULL },
+		{ "10.7.0.255/31", NULL },    /* /31 and /32: no network or broadcast address */
+		{ "10.7.0.0/32", NULL },
+		{ "10.7.0.2/0", NULL },
+		{ NULL, "is missing" },
+		{ "", "is missing" },
+		{ "10.7.0.2", "has no prefix" },
+		{ "10.7.0.2/", "prefix '' is not 0-32" },
+		{ "10.7.0.2/33", "prefix '33' is not 0-32" },
+		{ "10.7.0.2/2x", "prefix '2x' is not 0-32" },
+		{ "10.7.0.2/-1", "prefix '-1' is not 0-32" },
+		{ "10.7.0/24", "'10.7.0' is not a unicast IPv4 address" },
+		{ "300.7.0.2/24", "'300.7.0.2' is not a unicast" },
+		{ "host/24", "'host' is not a unicast" },
+		{ "224.0.0.5/24", "'224.0.0.5' is not a unicast" },
+		{ "0.0.0.0/8", "'0.0.0.0' is not a unicast" },
+		{ "10.7.0.0/24", "network address" },
+		{ "10.7.0.255/24", "broadcast address" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char err[256] = "";
+		uint32_t ip = 0, mask = 0;
+		int rc = native_dpdk_parse_cidr("dpdk_address", cases[i].s, &ip, &mask, err, sizeof(err));
+
+		if (!cases[i].why) {
+			cr_assert_eq(rc, 0, "%s: %s", cases[i].s, err);
+			continue;
+		}
+		cr_assert_eq(rc, -EINVAL, "%s accepted", cases[i].s);
+		cr_assert(strstr(err, "dpdk_address") && strstr(err, cases[i].why), "%s: '%s'",
+			  cases[i].s ? cases[i].s : "NULL", err);
+	}
+	{
+		char err[64];
+		uint32_t ip, mask;
+
+		cr_assert_eq(native_dpdk_parse_cidr("k", "10.7.0.2/24", &ip, &mask, err, sizeof(err)), 0);
+		cr_assert(ip == ip4("10.7.0.2") && mask == ip4("255.255.255.0"));
+		cr_assert_eq(native_dpdk_parse_cidr("k", "172.16.9.1/20", &ip, &mask, err, sizeof(err)), 0);
+		cr_assert(ip == ip4("172.16.9.1") && mask == ip4("255.255.240.0"));
+		cr_assert_eq(native_dpdk_parse_cidr("k", "10.1.2.3/0", &ip, &mask, err, sizeof(err)), 0);
+		cr_assert_eq(mask, 0);
+		cr_assert_eq(native_dpdk_parse_cidr("k", "10.1.2.3/32", &ip, &mask, err, sizeof(err)), 0);
+		cr_assert_eq(mask, 0xffffffffu);
+	}
+}
+
+Test(native_client, dpdk_broker_address_and_local_port)
+{
+	static const char *const bad[] = { NULL, "", "10.7.0.1", "broker:9094", ":9094", "10.7.0.1:",
+					   "10.7.0.1:0", "10.7.0.1:65536", "10.7.0.1:90x4", "255.255.255.255:1" };
+	char err[256];
+	uint32_t ip;
+	uint16_t port, seen[64];
+
+	cr_assert_eq(native_dpdk_parse_hostport("broker", "10.7.0.1:9094", &ip, &port, err, sizeof(err)), 0);
+	cr_assert(ip == ip4("10.7.0.1") && port == 9094);
+	cr_assert_eq(native_dpdk_parse_hostport("broker", "10.7.0.1:65535", &ip, &port, err, sizeof(err)), 0);
+	cr_assert_eq(port, 65535);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = 0;
+		cr_assert_eq(native_dpdk_parse_hostport("broker", bad[i], &ip, &port, err, sizeof(err)), -EINVAL,
+			     "'%s' accepted", bad[i] ? bad[i] : "NULL");
+		cr_assert(strstr(err, "broker"), "%s", err);
+	}
+	/* ephemeral-like: in the dynamic range, successive clients differ */
+	for (uint32_t seq = 0; seq < 64; seq++) {
+		seen[seq] = native_dpdk_local_port(12345, seq);
+		cr_assert_geq(seen[seq], 49152);
+		for (uint32_t j = 0; j < seq; j++)
+			cr_assert_neq(seen[j], seen[seq], "seq %u and %u: port %u", j, seq, seen[seq]);
+	}
+	cr_assert_neq(native_dpdk_local_port(1000, 0), native_dpdk_local_port(1001, 0));
+}
+
+/* sluice_connect refuses a bad DPDK configuration before any EAL call,
+ * naming the key. */
+Test(native_client, dpdk_connect_refuses_bad_config_without_eal)
+{
+	static const struct {
+		const char *broker, *address, *gateway, *eal;
+		int rc;
+		const char *want;
+	} cases[] = {
+		{ "10.7.0.1:9094", NULL, NULL, "-l 0", -EINVAL, "dpdk_address is missing" },
+		{ "10.7.0.1:9094", "10.7.0.2", NULL, "-l 0", -EINVAL, "dpdk_address '10.7.0.2' has no prefix" },
+		{ "localhost:9094", "10.7.0.2/24", NULL, "-l 0", -EINVAL, "the broker address 'localhost:9094'" },
+		{ "10.8.0.1:9094", "10.7.0.2/24", NULL, "-l 0", -EINVAL, "outside dpdk_address 10.7.0.2/24's subnet "
+		  "10.7.0.0 and dpdk_gateway is not set" },
+		{ "10.8.0.1:9094", "10.7.0.2/24", "10.9.0.1", "-l 0", -EINVAL, "dpdk_gateway 10.9.0.1 is not another "
+		  "address" },
+		{ "10.8.0.1:9094", "10.7.0.2/24", "gw", "-l 0", -EINVAL, "dpdk_gateway 'gw'" },
+		{ "10.7.0.2:9094", "10.7.0.2/24", NULL, "-l 0", -EINVAL, "is dpdk_address 10.7.0.2/24 itself" },
+		/* the EAL's arguments are checked before rte_eal_init runs */
+		{ "10.7.0.1:9094", "10.7.0.2/24", NULL, "-l 0 --frobnicate", -EINVAL, "dpdk_eal_args: " },
+		{ "10.7.0.1:9094", "10.7.0.2/24", NULL, "-l 0 'unterminated", -EINVAL, "dpdk_eal_args: " },
+		/* no arguments: the application's EAL, which does not run here */
+		{ "10.7.0.1:9094", "10.7.0.2/24", NULL, NULL, -ENODEV, "no EAL runs in this process" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sluice_config cfg;
+		struct sluice_client *c = NULL;
+		char err[512] = "";
+		int rc;
+
+		sluice_config_init(&cfg);
+		cfg.transport = SLUICE_TRANSPORT_DPDK;
+		cfg.dpdk_address = cases[i].address;
+		cfg.dpdk_gateway = cases[i].gateway;
+		cfg.dpdk_eal_args = cases[i].eal;
+		rc = sluice_connect(cases[i].broker, &cfg, &c, err, sizeof(err));
+		cr_assert(rc == cases[i].rc && !c, "case %zu: %d, want %d (%s)", i, rc, cases[i].rc, err);
+		cr_assert(strstr(err, cases[i].want), "case %zu: '%s' lacks '%s'", i, err, cases[i].want);
+	}
+	{
+		struct sluice_config cfg;
+		struct sluice_client *c = NULL;
+		char err[512] = "";
+
+		sluice_config_init(&cfg);
+		cfg.transport = SLUICE_TRANSPORT_DPDK;
+		cfg.dpdk_address = "10.7.0.2/24";
+		cfg.dpdk_eal_args = "-l 0 --frobnicate";
+		cr_assert_eq(sluice_connect("10.7.0.1:9094", &cfg, &c, err, sizeof(err)), -EINVAL);
+		cr_assert(strstr(err, "'--frobnicate'"), "%s", err);
+	}
 }
