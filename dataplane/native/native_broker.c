@@ -106,6 +106,9 @@ struct nfetch {                       /* a FETCH being read on its owner shard *
 	int isolation;
 	int64_t offset;
 	struct plog_read rd;
+	/* the answer, fixed by the owner before any shard sends it */
+	int16_t err;
+	int64_t hw, ls, lso;
 };
 
 struct native_shard {
@@ -563,17 +566,16 @@ static int16_t fetch_aborted_check(const struct nfetch *f)
 	return part_txn_aborted(f->part, f->offset, end, NULL, NULL, 0) > 0 ? KERR_INVALID_REQUEST : 0;
 }
 
-static void fetch_send(struct native_shard *ns, struct nfetch *f, int16_t err)
+/* The FETCH_DATA train of f from ns's transport (the owner's, or the
+ * session's shard's: see fetch_send). Reads f, changes nothing in it. */
+static void fetch_emit(struct native_shard *ns, const struct nfetch *f)
 {
-	struct part *p = f->part;
-	int16_t e = err ? err : fetch_aborted_check(f);
-	const uint8_t *data = e ? NULL : f->rd.data;
-	uint32_t total = e ? 0 : f->rd.bytes;
+	const struct part *p = f->part;
+	const uint8_t *data = f->err ? NULL : f->rd.data;
+	uint32_t total = f->err ? 0 : f->rd.bytes;
 	size_t tl = strlen(p->topic);
 	uint32_t room = native_fetch_data_room(f->max_dg, tl);
 	uint16_t count = (uint16_t)(total ? (total + room - 1) / room : 0);
-	int64_t hw = p->pl ? p->pl->high_watermark : -1, ls = p->pl ? p->pl->log_start : -1;
-	int64_t lso = p->pl ? part_lso(p) : -1;
 
 	if (count > NATIVE_MAX_FRAGMENTS) {
 		count = NATIVE_MAX_FRAGMENTS;
@@ -586,14 +588,62 @@ static void fetch_send(struct native_shard *ns, struct nfetch *f, int16_t err)
 			n = 0;
 		send_to(ns, &f->peer, ns->tx,
 			native_write_fetch_data(ns->tx, sizeof(ns->tx), f->session, f->request, p->topic, tl, p->index,
-						e, hw, ls, lso, total, off, i, count, data ? data + off : NULL, n));
+						f->err, f->hw, f->ls, f->lso, total, off, i, count,
+						data ? data + off : NULL, n));
 		ns->st.fetch_datagrams++;
 	}
+}
+
+/* On the owner: the read buffer goes back, the slot is free. */
+static void fetch_release(struct native_shard *ns, struct nfetch *f)
+{
 	plog_read_release(&f->rd);
 	if (f->rd.buf)
 		ns->sh->rbufs[ns->sh->nrbufs++] = f->rd.buf;
 	f->rd.buf = NULL;
 	f->used = 0;
+}
+
+static void fetch_released(void *self, struct shard_msg *m)
+{
+	fetch_release(((struct shard *)self)->native, m->p[0]);
+}
+
+/* On the session's shard: send the owner's answer from our queue, then
+ * hand the read back. */
+static void fetch_emit_remote(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct nfetch *f = m->p[0];
+	struct shard_msg back = { .fn = fetch_released, .p = { f } };
+
+	fetch_emit(sh->native, f);
+	shard_send(sh, f->ns->sh->id, &back);
+}
+
+/* On the owner, the read done (or refused with err): fix the answer and
+ * send it. Over DPDK it leaves by the queue pair of the session's shard —
+ * the pair its datagrams arrive on — since a port such as net_memif joins
+ * queue pairs end to end (the client polls only the pairs it has): the
+ * session's shard emits it from the owner's buffer (no copy beyond the
+ * one into mbufs) and hands the buffer back. */
+static void fetch_send(struct native_shard *ns, struct nfetch *f, int16_t err)
+{
+	struct part *p = f->part;
+	int home = (int)(f->session >> 24);
+
+	f->err = err ? err : fetch_aborted_check(f);
+	f->hw = p->pl ? p->pl->high_watermark : -1;
+	f->ls = p->pl ? p->pl->log_start : -1;
+	f->lso = p->pl ? part_lso(p) : -1;
+	if (f->peer.dpdk && home != ns->sh->id && home < ns->sh->b->set.nshards) {
+		struct shard_msg m = { .fn = fetch_emit_remote, .p = { f } };
+
+		shard_send(ns->sh, home, &m);
+		return;
+	}
+	fetch_emit(ns, f);
+	fetch_release(ns, f);
 }
 
 static void fetch_disk_done(struct plog_read *rd)

@@ -123,6 +123,8 @@ struct rig {
 	int tcp_port, udp_port, reserve_fd;
 	pid_t broker;
 	char eal_args[512];
+	int memif;                    /* the broker on DPDK too: net_memif between it and the client */
+	char broker_eal_kv[512], dpdk_listen_kv[64], broker_runtime[140];
 };
 
 static void rig_names(struct rig *r, const char *scenario, int pid)
@@ -144,6 +146,24 @@ static void rig_names(struct rig *r, const char *scenario, int pid)
 	snprintf(r->eal_args, sizeof(r->eal_args),
 		 "--no-huge -m 256 --no-pci --no-shconf --no-telemetry -l 0 --file-prefix=%s "
 		 "--vdev=net_tap0,iface=%s", r->prefix, r->iface);
+	snprintf(r->broker_runtime, sizeof(r->broker_runtime), "%s-b", r->runtime);
+}
+
+/* The memif rig: the broker runs DPDK on a net_memif server port (the
+ * socket in its directory) and answers on kip:9093 with its own stack; the
+ * client is the memif client. No tap, no kernel network. */
+static void rig_names_memif(struct rig *r, const char *scenario, int pid)
+{
+	rig_names(r, scenario, pid);
+	r->memif = 1;
+	r->udp_port = 9093;
+	snprintf(r->eal_args, sizeof(r->eal_args),
+		 "--no-huge -m 256 --no-pci --no-shconf --no-telemetry -l 0 --file-prefix=%s "
+		 "--vdev=net_memif0,role=client,socket=%s/memif.sock", r->prefix, r->dir);
+	snprintf(r->broker_eal_kv, sizeof(r->broker_eal_kv),
+		 "dpdk.eal.args=--no-huge -m 256 --no-pci --no-telemetry --file-prefix=%s-b "
+		 "--vdev=net_memif0,role=server,socket=%s/memif.sock", r->prefix, r->dir);
+	snprintf(r->dpdk_listen_kv, sizeof(r->dpdk_listen_kv), "dpdk.listen=%s:%d", r->kip, r->udp_port);
 }
 
 /* What a dead child may have left: its interface, runtime and temporary
@@ -157,6 +177,9 @@ static void rig_leftovers(int pid)
 	if (if_nametoindex(r.iface))
 		sh("ip link del %s", r.iface);
 	rmdir(r.runtime);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", r.broker_runtime);
+	if (system(cmd) != 0)
+		printf("note: %s failed\n", cmd);
 	if (!getenv("SLUICE_KEEP_TEST_DIR")) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", r.dir);
 		if (system(cmd) != 0)
@@ -241,7 +264,7 @@ static void rig_dump_log(const struct rig *r)
 static int rig_broker(struct rig *r)
 {
 	char listen[64], native_kv[96], line[1024];
-	const char *argv[12];
+	const char *argv[20];
 	int n = 0, pfd[2], logfd;
 	FILE *out;
 	pid_t pid;
@@ -252,6 +275,7 @@ static int rig_broker(struct rig *r)
 	}
 	if (!r->udp_port)
 		r->udp_port = free_port(r->kip, SOCK_DGRAM);
+
 	if (reserve_tcp(r) < 0 || r->udp_port <= 0) {
 		check(0, "%s: no free port (tcp %d, udp on %s %d)", r->scenario, r->tcp_port, r->kip, r->udp_port);
 		return -1;
@@ -266,8 +290,20 @@ static int rig_broker(struct rig *r)
 	argv[n++] = listen;
 	argv[n++] = "--shards";
 	argv[n++] = "2";
-	argv[n++] = "--set";
-	argv[n++] = native_kv;
+	if (r->memif) {
+		/* the broker's own EAL and stack on the memif server port */
+		argv[n++] = "--set";
+		argv[n++] = "dpdk.enable=true";
+		argv[n++] = "--set";
+		argv[n++] = r->broker_eal_kv;
+		argv[n++] = "--set";
+		argv[n++] = r->dpdk_listen_kv;
+		argv[n++] = "--set";
+		argv[n++] = "dpdk.poll.sleep.us=20";
+	} else {
+		argv[n++] = "--set";
+		argv[n++] = native_kv;
+	}
 	argv[n] = NULL;
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return -1;
@@ -877,6 +913,109 @@ static int own_eal_scenario(void)
 	return failed ? 1 : 0;
 }
 
+/* Records kcat (librdkafka over the broker's Kafka TCP listener) reads
+ * from topic, each checked: record i at partition i % PARTS, offset
+ * i / PARTS, key "k<i>". -1 on the first one out of place (said). */
+static long rdkafka_count(const struct rig *r, const char *topic)
+{
+	char cmd[300], line[128];
+	long n = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "kcat -C -q -b %s -t %s -o beginning -e -f '%%p %%o %%k\\n'", r->bootstrap, topic);
+	if (!(f = popen(cmd, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		long p, off, i;
+		char key[32], want[24];
+
+		if (sscanf(line, "%ld %ld %31s", &p, &off, key) != 3 || (i = off * PARTS + p, rec_key(i, want), strcmp(key, want))) {
+			check(0, "%s: kcat read '%.60s' where record %ld belongs", r->scenario, line, off * PARTS + p);
+			pclose(f);
+			return -1;
+		}
+		n++;
+	}
+	if (pclose(f) != 0) {
+		check(0, "%s: %s failed", r->scenario, cmd);
+		return -1;
+	}
+	return n;
+}
+
+/* Both ends on DPDK: the broker's shards poll a net_memif server port,
+ * the client is the memif client in this process. Records there and back
+ * natively, and the same records through Kafka's TCP (librdkafka): the
+ * broker's DPDK path and its TCP path write one log. */
+static int memif_scenario(void)
+{
+	struct rig r;
+	struct run run;
+	struct sluice_config cfg;
+	struct sluice_client *c = NULL;
+	const char *topic = "ndpdk-memif";
+	double prate = 0, frate = 0;
+	char err[512];
+	int rc = 0;
+
+	rig_names_memif(&r, "memif", getpid());
+	if (run_init(&run, STREAM_N) < 0)
+		return 1;
+	if (rig_broker(&r) < 0) {
+		run_free(&run);
+		return 1;
+	}
+	if (dpdk_eal_start(r.eal_args, err, sizeof(err)) < 0) {
+		printf("SKIPPED: memif: the EAL could not start: %s\n", err);
+		rig_broker_stop(&r);
+		run_free(&run);
+		return SKIP_EXIT;
+	}
+	if (rig_topic(&r, topic, PARTS) < 0)
+		rc = -1;
+	if (rc == 0) {
+		base_config(&cfg, &r, &run);
+		cfg.dpdk_device = "net_memif0";
+		rc = connect_client(&r, &cfg, &c);
+	}
+	if (rc == 0)
+		rc = wait_topic(c, topic);
+	if (rc == 0 && (prate = produce_all("memif", c, &run, topic)) > 0 &&
+	    read_back("memif", c, STREAM_N, topic, &frate) == 0)
+		printf("native_dpdk: memif: %.0f records/s produced, %.0f records/s fetched (broker and client both "
+		       "on DPDK over net_memif, 2 shared cores: informational)\n", prate, frate);
+	if (rc == 0)
+		check(rdkafka_count(&r, topic) == STREAM_N, "memif: kcat over TCP reads the %d records, each in its place",
+		      STREAM_N);
+	if (c) {
+		print_stats("memif", c);
+		sluice_close(c);
+	}
+	run_free(&run);
+	rig_broker_stop(&r);
+	dpdk_eal_stop();
+	rmdir(r.runtime);
+	{
+		char line[2048];
+		FILE *f = fopen(r.log, "r");
+		long frames = 0;
+
+		while (f && fgets(line, sizeof(line), f)) {
+			const char *d = strstr(line, "; dpdk: ");
+
+			if (d)
+				frames += strtol(d + 8, NULL, 10);
+			if (strstr(line, "native shard") || strstr(line, "busy cycles"))
+				printf("native_dpdk: memif broker: %.*s\n", (int)strcspn(line, ";\n"), line);
+		}
+		if (f)
+			fclose(f);
+		check(frames > 0, "memif: the broker's shards took %ld frames from their DPDK queues", frames);
+	}
+	printf("native_dpdk memif: %d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
+
 /* ================================================================ main */
 
 static int run_child(int (*fn)(void), pid_t *out)
@@ -898,7 +1037,8 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *name;
 		int (*fn)(void);
-	} scenarios[] = { { "stream", stream_scenario }, { "faults", faults_scenario }, { "own-eal", own_eal_scenario } };
+	} scenarios[] = { { "stream", stream_scenario }, { "faults", faults_scenario }, { "own-eal", own_eal_scenario },
+			{ "memif", memif_scenario } };
 	const char *only = argc > 1 ? argv[1] : "all";
 	int fails = 0, skipped = 0, ran = 0;
 
@@ -934,7 +1074,7 @@ int main(int argc, char **argv)
 		rig_leftovers(p);
 	}
 	if (!ran) {
-		printf("FAIL - no scenario named '%s' (stream, faults, own-eal)\n", only);
+		printf("FAIL - no scenario named '%s' (stream, faults, own-eal, memif)\n", only);
 		return 1;
 	}
 	printf("native_dpdk: %s%s\n", fails ? "FAILED" : "passed", skipped ? " (some scenarios SKIPPED, see above)" : "");
