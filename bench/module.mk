@@ -41,3 +41,9 @@ $(BUILD)/obj/bench/hwprobe_memif.o: CFLAGS += $(DPDK_CFLAGS)
 $(BUILD)/hwprobe-memif: $(BUILD)/obj/bench/hwprobe_memif.o $(BUILD)/libsluice_core.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_SAN) $^ -o $@ $(LDLIBS)
+
+# make hwprobe: measure this machine into hw-profiles/local.conf
+# (ARGS='--quick', '--dir DIR', '--out FILE')
+.PHONY: hwprobe
+hwprobe: $(HWPROBE_BINS)
+	scripts/hwprobe $(ARGS)
