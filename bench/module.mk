@@ -47,3 +47,6 @@ $(BUILD)/hwprobe-memif: $(BUILD)/obj/bench/hwprobe_memif.o $(BUILD)/libsluice_co
 .PHONY: hwprobe
 hwprobe: $(HWPROBE_BINS)
 	scripts/hwprobe $(ARGS)
+
+# a --quick probe writes a profile whose every key is a number (~15 s)
+TEST_SCRIPTS += tests/hwprobe_smoke.sh
