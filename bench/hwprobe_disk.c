@@ -67,7 +67,7 @@ static void usage(FILE *f)
 		"                    [--syncs N] [--sync-seconds S]\n"
 		"Sequential O_DIRECT write and read with io_uring (default 1024 KiB blocks, 8 in\n"
 		"flight, at most 4096 MiB or 5 s per phase, capped at a quarter of the free\n"
-		"space), then 4 KiB write + fdatasync latency (at most 2000 pairs or 5 s).\n"
+		"space), then 4 KiB write + fdatasync latency (at most 10000 pairs or 5 s).\n"
 		"Results as key=value lines on stdout, progress on stderr.\n");
 }
 
@@ -91,7 +91,7 @@ static int parse_args(int argc, char **argv, struct disk_opts *o)
 	o->max_bytes = 4096ull << 20;
 	o->block = 1u << 20;
 	o->qd = 8;
-	o->syncs = 2000;
+	o->syncs = 10000;
 	o->sync_seconds = 5;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
