@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,8 @@
 #define BURST 32
 #define MAX_QUEUES 8
 #define ETHERTYPE_PROBE 0x88B5
+#define SLOT_NS 250000000ull            /* the receiver's rate windows: 0.25 s */
+#define MAX_SLOTS 256
 
 struct memif_opts {
 	double seconds;
@@ -61,10 +64,11 @@ struct memif_opts {
  * (smaller than PIPE_BUF, so one write). */
 struct memif_report {
 	int status;                     /* 0, SKIP_EXIT or 1 */
-	char why[1024];                 /* status != 0: what failed or why skipped */
+	char why[640];                  /* status != 0: what failed or why skipped */
 	/* receiver */
 	uint64_t frames, bytes, other;  /* ours; anything else seen */
 	uint64_t misordered;            /* ours, not after the last one on its queue */
+	uint32_t slot_frames[MAX_SLOTS];  /* ours per SLOT_NS from the first frame: shows a disturbed run */
 	uint64_t first_ns, last_ns;
 	/* sender */
 	uint64_t tx_frames;             /* frames the port took */
@@ -87,6 +91,8 @@ static uint64_t now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+_Static_assert(sizeof(struct memif_report) <= PIPE_BUF, "a report is one atomic pipe write");
 
 static void report_write(int fd, const struct memif_report *r)
 {
@@ -167,7 +173,7 @@ static int receiver_run(const struct memif_opts *o, const char *sock, int ready_
 	close(ready_fd);
 	deadline = now_ns() + (uint64_t)((o->seconds + 60) * 1e9);
 	while (!stop_flag) {
-		uint64_t got = 0;
+		uint64_t got = 0, ours = r.frames;
 
 		for (unsigned q = 0; q < o->queues; q++) {
 			uint16_t n = rte_eth_rx_burst(port.port_id, (uint16_t)q, pkts, BURST);
@@ -195,6 +201,10 @@ static int receiver_run(const struct memif_opts *o, const char *sock, int ready_
 			r.last_ns = now_ns();
 			if (!r.first_ns)
 				r.first_ns = r.last_ns;
+			uint64_t slot = (r.last_ns - r.first_ns) / SLOT_NS;
+
+			if (slot < MAX_SLOTS)
+				r.slot_frames[slot] += (uint32_t)(r.frames - ours);
 		} else if (now_ns() > deadline) {
 			break;
 		}
@@ -422,14 +432,27 @@ int main(int argc, char **argv)
 	double gbps = (double)rr.bytes * 8 / secs / 1e9, mpps = (double)rr.frames / secs / 1e6;
 	uint64_t lost = sr.tx_frames > rr.frames ? sr.tx_frames - rr.frames : 0;
 
+	/* the slowest and fastest whole window: far apart, something else
+	 * ran on a core the probe polls on */
+	uint64_t full = (rr.last_ns - rr.first_ns) / SLOT_NS, lo = UINT64_MAX, hi = 0;
+
+	for (uint64_t i = 0; i < full && i < MAX_SLOTS; i++) {
+		lo = rr.slot_frames[i] < lo ? rr.slot_frames[i] : lo;
+		hi = rr.slot_frames[i] > hi ? rr.slot_frames[i] : hi;
+	}
+	char windows[160] = "";
+
+	if (hi)
+		snprintf(windows, sizeof(windows), "; per 0.25 s window: slowest %.2f, fastest %.2f Mpps",
+			 (double)lo * 4 / 1e6, (double)hi * 4 / 1e6);
 	fprintf(stderr, "hwprobe-memif: received %" PRIu64 " frames in %.2f s: %.2f Mpps, %.2f Gb/s (sent %" PRIu64
-		", %" PRIu64 " not received, %" PRIu64 " other frames)\n", rr.frames, secs, mpps, gbps, sr.tx_frames,
-		lost, rr.other);
+		", %" PRIu64 " not received, %" PRIu64 " other frames%s)\n", rr.frames, secs, mpps, gbps, sr.tx_frames,
+		lost, rr.other, windows);
 	printf("# memif: DPDK net_memif (copy mode) between two processes, each its own EAL (--no-huge, one lcore "
 	       "each); %u queue(s), %u/%u descriptors, %u-byte frames for %.1f s; received %" PRIu64 " frames in "
-	       "%.2f s (the sender's port took %" PRIu64 ", %" PRIu64 " not received); Gb/s = 10^9 bits/s of "
+	       "%.2f s (the sender's port took %" PRIu64 ", %" PRIu64 " not received%s); Gb/s = 10^9 bits/s of "
 	       "Ethernet header + payload\n", o.queues, rr.rx_desc, rr.tx_desc, o.frame, o.seconds, rr.frames,
-	       secs, sr.tx_frames, lost);
+	       secs, sr.tx_frames, lost, windows);
 	printf("memif_gbps=%.2f\n", gbps);
 	printf("memif_mpps=%.3f\n", mpps);
 	return 0;
