@@ -440,11 +440,12 @@ int main(int argc, char **argv)
 		lo = rr.slot_frames[i] < lo ? rr.slot_frames[i] : lo;
 		hi = rr.slot_frames[i] > hi ? rr.slot_frames[i] : hi;
 	}
-	char windows[160] = "";
+	char windows[200] = "";
 
 	if (hi)
-		snprintf(windows, sizeof(windows), "; per 0.25 s window: slowest %.2f, fastest %.2f Mpps",
-			 (double)lo * 4 / 1e6, (double)hi * 4 / 1e6);
+		snprintf(windows, sizeof(windows), "; per 0.25 s window: slowest %.2f, fastest %.2f Mpps%s",
+			 (double)lo * 4 / 1e6, (double)hi * 4 / 1e6,
+			 lo * 2 < hi ? ", DISTURBED: something else ran on a polled core" : "");
 	fprintf(stderr, "hwprobe-memif: received %" PRIu64 " frames in %.2f s: %.2f Mpps, %.2f Gb/s (sent %" PRIu64
 		", %" PRIu64 " not received, %" PRIu64 " other frames%s)\n", rr.frames, secs, mpps, gbps, sr.tx_frames,
 		lost, rr.other, windows);
