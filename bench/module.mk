@@ -1,6 +1,7 @@
 # bench/: build/sluice-bench, one subcommand per bench_*.c file, dispatched
-# by the table in bench/bench_main.c.
-BENCH_SRCS := $(wildcard bench/*.c)
+# by the table in bench/bench_main.c; and the probes scripts/hwprobe runs,
+# one program per bench/hwprobe_*.c (build/hwprobe-disk, -net, -memif).
+BENCH_SRCS := $(filter-out bench/hwprobe_%.c,$(wildcard bench/*.c))
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/obj/%.o)
 BIN_TARGETS += $(BUILD)/sluice-bench
 
@@ -21,3 +22,31 @@ $(BUILD)/sluice-bench: LDLIBS += $(shell pkg-config --libs libisal liblz4 libzst
 
 # sluice-bench produce runs against its own broker and prints its rows.
 TEST_SCRIPTS += tests/bench_kafka_smoke.sh
+
+# scripts/hwprobe's probes: each a program of its own (the memif probe starts
+# an EAL in each of two processes, which sluice-bench must not do).
+HWPROBE_BINS := $(BUILD)/hwprobe-disk $(BUILD)/hwprobe-net $(BUILD)/hwprobe-memif
+BIN_TARGETS += $(HWPROBE_BINS)
+
+$(BUILD)/hwprobe-disk: $(BUILD)/obj/bench/hwprobe_disk.o
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_SAN) $^ -o $@ $(shell pkg-config --libs liburing)
+
+$(BUILD)/hwprobe-net: $(BUILD)/obj/bench/hwprobe_net.o
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_SAN) $^ -o $@ -pthread
+
+# the memif probe opens its ports with dataplane/dpdk_port (core library)
+$(BUILD)/obj/bench/hwprobe_memif.o: CFLAGS += $(DPDK_CFLAGS)
+$(BUILD)/hwprobe-memif: $(BUILD)/obj/bench/hwprobe_memif.o $(BUILD)/libsluice_core.a
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_SAN) $^ -o $@ $(LDLIBS)
+
+# make hwprobe: measure this machine into hw-profiles/local.conf
+# (ARGS='--quick', '--dir DIR', '--out FILE')
+.PHONY: hwprobe
+hwprobe: $(HWPROBE_BINS)
+	scripts/hwprobe $(ARGS)
+
+# a --quick probe writes a profile whose every key is a number (~15 s)
+TEST_SCRIPTS += tests/hwprobe_smoke.sh
