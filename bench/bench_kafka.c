@@ -290,6 +290,41 @@ int broker_start(struct broker *br, int shards, const struct opts *o)
 }
 
 /* SIGTERM, wait; returns -1 if it did not exit cleanly in time. */
+int broker_busy_cycles(struct broker *br, uint64_t *cycles)
+{
+	char line[2048];
+	size_t have = 0;
+	uint64_t deadline = bench_now_ns() + 5000000000ull;
+
+	if (br->pid <= 0 || br->out_fd < 0 || kill(br->pid, SIGUSR1) < 0)
+		return -ESRCH;
+	while (bench_now_ns() < deadline) {
+		struct pollfd p = { .fd = br->out_fd, .events = POLLIN };
+		char *nl, *at;
+		ssize_t n;
+
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		n = read(br->out_fd, line + have, sizeof(line) - 1 - have);
+		if (n <= 0)
+			return -EPIPE;
+		have += (size_t)n;
+		line[have] = 0;
+		while ((nl = strchr(line, '\n'))) {
+			*nl = 0;
+			if ((at = strstr(line, "sluiced: busy cycles "))) {
+				*cycles = strtoull(at + 21, NULL, 10);
+				return 0;
+			}
+			have -= (size_t)(nl + 1 - line);
+			memmove(line, nl + 1, have + 1);
+		}
+		if (have >= sizeof(line) - 1)
+			have = 0;   /* a line longer than any the broker prints: drop it */
+	}
+	return -ETIMEDOUT;
+}
+
 int broker_stop(struct broker *br)
 {
 	int st = 0, rc = 0;

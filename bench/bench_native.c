@@ -51,6 +51,7 @@
 #include "bench/bench.h"
 #include "bench/hist.h"
 #include "bench/kafka.h"
+#include "dataplane/dpdk_port.h"
 #include "dataplane/native/sluice_native.h"
 
 #define REC_SIZE     100
@@ -62,10 +63,19 @@ struct nopts {
 	uint32_t batch_bytes;
 	int compare;
 	int shards;
+	int memif;                    /* --transport memif (default) or udp */
 	const char *durability;
+	const char *profile;          /* --profile: where memif_gbps comes from */
 	const char *sets[12];
 	int nsets;
 };
+
+/* The memif rig: the bench's EAL (client side, one net_memif port per
+ * native path) and each native path's broker on the server side. */
+#define MEMIF_PATHS 2
+static char memif_sock[MEMIF_PATHS][128];
+static char eal_prefix[64];
+static int eal_up;
 
 struct path_result {
 	char name[32];
@@ -74,6 +84,7 @@ struct path_result {
 	double cpu_s;
 	struct hist lat;
 	uint64_t resends, tx_dropped, throttled;
+	uint64_t cycles;              /* the broker's busy cycles over the run (0: not read) */
 };
 
 static struct path_result results[MAX_PATHS];
@@ -125,19 +136,32 @@ static int free_udp_port(void)
 /* A fresh broker with the native listener and the durability asked for,
  * and a fresh topic; native gets "127.0.0.1:PORT". */
 static int start_broker(const struct nopts *no, struct broker *br, char *native, size_t nlen, char *topic,
-			size_t tlen)
+			size_t tlen, int memif)
 {
-	static char listen_kv[64], dur_kv[64];
+	static char listen_kv[64], dur_kv[64], eal_kv[400];
 	struct opts o;
-	int port = free_udp_port(), rc;
+	int port = memif >= 0 ? 9093 : free_udp_port(), rc;
 
 	if (port < 0)
 		return -EADDRNOTAVAIL;
 	memset(&o, 0, sizeof(o));
 	o.cmd = "native";
-	snprintf(native, nlen, "127.0.0.1:%d", port);
-	snprintf(listen_kv, sizeof(listen_kv), "native.listen=%s", native);
 	snprintf(dur_kv, sizeof(dur_kv), "log.durability=%s", no->durability);
+	if (memif >= 0) {
+		/* the broker's shards on the memif server port, busy-polling */
+		snprintf(native, nlen, "10.203.%d.1:%d", memif, port);
+		snprintf(listen_kv, sizeof(listen_kv), "dpdk.listen=%s", native);
+		snprintf(eal_kv, sizeof(eal_kv),
+			 "dpdk.eal.args=--no-huge -m 512 --no-pci --no-telemetry --file-prefix=%s-b%d "
+			 "--vdev=net_memif0,role=server,socket=%s",
+			 eal_prefix, memif, memif_sock[memif]);
+		o.sets[o.nsets++] = "dpdk.enable=true";
+		o.sets[o.nsets++] = eal_kv;
+		o.sets[o.nsets++] = "dpdk.poll.sleep.us=0";
+	} else {
+		snprintf(native, nlen, "127.0.0.1:%d", port);
+		snprintf(listen_kv, sizeof(listen_kv), "native.listen=%s", native);
+	}
 	o.sets[o.nsets++] = listen_kv;
 	o.sets[o.nsets++] = dur_kv;
 	for (int i = 0; i < no->nsets; i++)
@@ -162,7 +186,25 @@ static void progress(const char *label, uint64_t acked, uint64_t records, uint64
 
 /* ---- native ------------------------------------------------------------- */
 
+/* The clock read once per 16 calls: a produce or delivery call per
+ * record would otherwise spend a good part of the client's time reading
+ * the clock (records 16 apart are produced or reported microseconds
+ * apart; the latencies measured are hundreds of microseconds and more).
+ * Both paths use it. */
+struct coarse_clock {
+	uint64_t now;
+	unsigned n;
+};
+
+static uint64_t coarse_now(struct coarse_clock *k)
+{
+	if ((k->n++ & 15) == 0)
+		k->now = bench_now_ns();
+	return k->now;
+}
+
 struct native_ctx {
+	struct coarse_clock clock;
 	struct hist *lat;
 	uint64_t acked, failed;
 	int first_err;
@@ -179,7 +221,7 @@ static void native_delivery(void *ctx, void *opaque, int err, int64_t offset)
 		return;
 	}
 	nc->acked++;
-	hist_add(nc->lat, bench_now_ns() - (uint64_t)(uintptr_t)opaque);
+	hist_add(nc->lat, coarse_now(&nc->clock) - (uint64_t)(uintptr_t)opaque);
 }
 
 /* Until a native FETCH of every partition answers without error (the
@@ -205,25 +247,36 @@ static int wait_topic_native(struct sluice_client *c, const char *topic, int par
 	return 0;
 }
 
-static int run_native(const struct nopts *no, uint32_t batch_bytes, struct path_result *r)
+static int run_native(const struct nopts *no, uint32_t batch_bytes, int memif, struct path_result *r)
 {
+	char dev[32], addr[40];
+	uint64_t cyc0 = 0, cyc1 = 0;
 	struct broker br;
 	struct sluice_config cfg;
 	struct sluice_client *c = NULL;
 	struct sluice_stats st;
 	struct native_ctx nc = { .lat = &r->lat };
+	struct coarse_clock pclock = { 0 };
 	char native[64], topic[64], err[256], label[48];
 	uint8_t buf[REC_SIZE];
 	uint64_t t0, next_tick, stall_t, last_acked = 0;
 	double cpu0;
 	int rc, rc2;
 
-	snprintf(label, sizeof(label), "native udp batch=%u", batch_bytes);
-	if ((rc = start_broker(no, &br, native, sizeof(native), topic, sizeof(topic))) < 0)
+	snprintf(label, sizeof(label), "native %s batch=%u", no->memif ? "memif" : "udp", batch_bytes);
+	if ((rc = start_broker(no, &br, native, sizeof(native), topic, sizeof(topic), no->memif ? memif : -1)) < 0)
 		return rc;
 	sluice_config_init(&cfg);
 	cfg.client_id = "sluice-bench";
 	cfg.transport = SLUICE_TRANSPORT_UDP;
+	if (no->memif) {
+		/* the bench's EAL (dpdk_eal_args NULL: the application's) */
+		snprintf(dev, sizeof(dev), "net_memif%d", memif);
+		snprintf(addr, sizeof(addr), "10.203.%d.2/24", memif);
+		cfg.transport = SLUICE_TRANSPORT_DPDK;
+		cfg.dpdk_device = dev;
+		cfg.dpdk_address = addr;
+	}
 	cfg.acks = -1;
 	cfg.batch_bytes = batch_bytes;
 	cfg.delivery = native_delivery;
@@ -236,16 +289,18 @@ static int run_native(const struct nopts *no, uint32_t batch_bytes, struct path_
 		goto out;
 	for (int i = 0; i < REC_SIZE; i++)
 		buf[i] = (uint8_t)('a' + i % 26);
-	fprintf(stderr, "%s: %" PRIu64 " records x %d bytes to %s (%d partitions) over the kernel's UDP at %s, "
-		"acks=-1, log.durability=%s\n", label, no->records, REC_SIZE, topic, no->partitions, native,
-		no->durability);
+	fprintf(stderr, "%s: %" PRIu64 " records x %d bytes to %s (%d partitions) over %s at %s, "
+		"acks=-1, log.durability=%s\n", label, no->records, REC_SIZE, topic, no->partitions,
+		no->memif ? "DPDK net_memif (both ends)" : "the kernel's UDP", native, no->durability);
+	if (broker_busy_cycles(&br, &cyc0) < 0)
+		fprintf(stderr, "%s: the broker's busy cycles could not be read (SIGUSR1)\n", label);
 	cpu0 = proc_cpu_s(br.pid);
 	t0 = stall_t = bench_now_ns();
 	next_tick = t0 + 1000000000ull;
 	for (uint64_t i = 0; i < no->records && !bench_interrupted; i++) {
 		memcpy(buf, &i, sizeof(i));
 		while ((rc = sluice_produce(c, topic, (int32_t)(i % (uint64_t)no->partitions), NULL, 0, buf, REC_SIZE,
-					    (void *)(uintptr_t)bench_now_ns())) == -ENOBUFS)
+					    (void *)(uintptr_t)coarse_now(&pclock))) == -ENOBUFS)
 			if ((rc = sluice_poll(c, 1)) < 0)
 				break;
 		if (rc < 0) {
@@ -286,6 +341,8 @@ static int run_native(const struct nopts *no, uint32_t batch_bytes, struct path_
 			sluice_last_error(c));
 	r->seconds = (double)(bench_now_ns() - t0) / 1e9;
 	r->cpu_s = proc_cpu_s(br.pid) - cpu0;
+	if (cyc0 && broker_busy_cycles(&br, &cyc1) == 0)
+		r->cycles = cyc1 - cyc0;
 	if (!rc && nc.failed) {
 		fprintf(stderr, "%s: %" PRIu64 " records failed, the first with %s (%s)\n", label, nc.failed,
 			sluice_err_name(nc.first_err), sluice_last_error(c));
@@ -316,6 +373,7 @@ out:
 
 struct tcp_ctx {
 	struct client_errs errs;    /* first: the error callback's opaque too */
+	struct coarse_clock clock;
 	struct hist *lat;
 	uint64_t acked, failed;
 	rd_kafka_resp_err_t first_err;
@@ -332,7 +390,7 @@ static void tcp_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 		return;
 	}
 	tc->acked++;
-	hist_add(tc->lat, bench_now_ns() - (uint64_t)(uintptr_t)m->_private);
+	hist_add(tc->lat, coarse_now(&tc->clock) - (uint64_t)(uintptr_t)m->_private);
 }
 
 static int run_tcp(const struct nopts *no, struct path_result *r)
@@ -340,16 +398,17 @@ static int run_tcp(const struct nopts *no, struct path_result *r)
 	const char *label = "tcp librdkafka";
 	struct broker br;
 	struct tcp_ctx tc = { .lat = &r->lat };
+	struct coarse_clock pclock = { 0 };
 	rd_kafka_conf_t *conf;
 	rd_kafka_t *rk = NULL;
 	rd_kafka_topic_t *rkt = NULL;
 	char native[64], topic[64], err[256];
 	uint8_t buf[REC_SIZE];
-	uint64_t sent = 0, t0, next_tick, stall_t, last_acked = 0;
+	uint64_t sent = 0, t0, next_tick, stall_t, last_acked = 0, cyc0 = 0, cyc1 = 0;
 	double cpu0;
 	int rc, rc2;
 
-	if ((rc = start_broker(no, &br, native, sizeof(native), topic, sizeof(topic))) < 0)
+	if ((rc = start_broker(no, &br, native, sizeof(native), topic, sizeof(topic), -1)) < 0)
 		return rc;
 	conf = base_conf(br.bootstrap, &tc.errs);
 	if (!conf || conf_set(conf, "acks", "all") < 0 || conf_set(conf, "enable.idempotence", "true") < 0 ||
@@ -379,6 +438,8 @@ static int run_tcp(const struct nopts *no, struct path_result *r)
 	fprintf(stderr, "%s: %" PRIu64 " records x %d bytes to %s (%d partitions) over TCP at %s, idempotent, "
 		"acks=all, linger.ms=5, log.durability=%s\n", label, no->records, REC_SIZE, topic, no->partitions,
 		br.bootstrap, no->durability);
+	if (broker_busy_cycles(&br, &cyc0) < 0)
+		fprintf(stderr, "%s: the broker's busy cycles could not be read (SIGUSR1)\n", label);
 	cpu0 = proc_cpu_s(br.pid);
 	t0 = stall_t = bench_now_ns();
 	next_tick = t0 + 1000000000ull;
@@ -388,7 +449,7 @@ static int run_tcp(const struct nopts *no, struct path_result *r)
 		if (sent < no->records && !bench_interrupted) {
 			memcpy(buf, &sent, sizeof(sent));
 			if (rd_kafka_produce(rkt, (int32_t)(sent % (uint64_t)no->partitions), RD_KAFKA_MSG_F_COPY, buf,
-					     REC_SIZE, NULL, 0, (void *)(uintptr_t)bench_now_ns()) == -1) {
+					     REC_SIZE, NULL, 0, (void *)(uintptr_t)coarse_now(&pclock)) == -1) {
 				rd_kafka_resp_err_t e = rd_kafka_last_error();
 
 				if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
@@ -439,6 +500,8 @@ static int run_tcp(const struct nopts *no, struct path_result *r)
 	}
 	r->seconds = (double)(bench_now_ns() - t0) / 1e9;
 	r->cpu_s = proc_cpu_s(br.pid) - cpu0;
+	if (cyc0 && broker_busy_cycles(&br, &cyc1) == 0)
+		r->cycles = cyc1 - cyc0;
 	r->records = tc.acked;
 	r->bytes = tc.acked * REC_SIZE;
 	if (!rc)
@@ -463,14 +526,20 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: sluice-bench native [options]\n"
 		"\n"
-		"Produces N 100-byte records with libsluice_native over the KERNEL'S UDP\n"
-		"(not the DPDK/memif kernel-bypass transport, which is not built yet), then\n"
-		"the same records with librdkafka over TCP (idempotent, acks=all), each\n"
-		"against a fresh broker of its own (sluiced next to sluice-bench, free ports,\n"
-		"data under /var/tmp, removed at the end) at the same log.durability.\n"
-		"Reports records/s, MB/s, ack latency p50/p99, broker CPU seconds and\n"
-		"broker CPU ns per record, and native/TCP records/s.\n"
+		"Produces N 100-byte records with libsluice_native over DPDK net_memif (the\n"
+		"broker's shards and this program each on one end, kernel bypass on both;\n"
+		"needs root) or over the kernel's UDP (--transport udp), then the same\n"
+		"records with librdkafka over TCP (idempotent, acks=all), each against a\n"
+		"fresh broker of its own (sluiced next to sluice-bench, free ports, data\n"
+		"under /var/tmp, removed at the end) at the same log.durability and shards.\n"
+		"Reports records/s, MB/s, ack latency p50/p99, broker CPU seconds, broker\n"
+		"busy cycles per record (TSC cycles in shard loop turns that did work: idle\n"
+		"polling left out), native/TCP records/s, and with a hardware profile the\n"
+		"share of the raw memif bandwidth scripts/hwprobe measured.\n"
 		"\n"
+		"  --transport T           memif (default) or udp\n"
+		"  --profile FILE          memif_gbps from FILE (default hw-profiles/local.conf\n"
+		"                          when it exists; make hwprobe writes it)\n"
 		"  --records N             records per path (default 2000000; suffix K/M)\n"
 		"  --partitions P          partitions of the topic (default 6)\n"
 		"  --batch-bytes B         native batch size (default 16384; 1024..16777216)\n"
@@ -478,7 +547,9 @@ static void usage(FILE *f)
 		"                          (not with --batch-bytes)\n"
 		"  --durability D          the broker's log.durability: write|sync|memory\n"
 		"                          (default write)\n"
-		"  --shards N              broker shards (default 0: one per core)\n"
+		"  --shards N              broker shards (default: 1 with memif, whose\n"
+		"                          busy-polling shard and client take a core each;\n"
+		"                          0 with udp: one per core)\n"
 		"  --set KEY=VALUE         extra broker setting (repeatable, at most 10)\n"
 		"  --help                  this text\n");
 }
@@ -493,6 +564,8 @@ static int parse_nopts(int argc, char **argv, struct nopts *no)
 	no->partitions = 6;
 	no->batch_bytes = 16384;
 	no->durability = "write";
+	no->memif = 1;
+	no->shards = -1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = NULL, *eq = strchr(a, '=');
 		char name[32];
@@ -513,7 +586,8 @@ static int parse_nopts(int argc, char **argv, struct nopts *no)
 			continue;
 		}
 		if (strcmp(name, "--records") && strcmp(name, "--partitions") && strcmp(name, "--batch-bytes") &&
-		    strcmp(name, "--durability") && strcmp(name, "--shards") && strcmp(name, "--set"))
+		    strcmp(name, "--durability") && strcmp(name, "--shards") && strcmp(name, "--set") &&
+		    strcmp(name, "--transport") && strcmp(name, "--profile"))
 			return bad_option(cmd, a, "unknown option");
 		if (eq)
 			val = eq + 1;
@@ -537,6 +611,12 @@ static int parse_nopts(int argc, char **argv, struct nopts *no)
 			if (strcmp(val, "write") && strcmp(val, "sync") && strcmp(val, "memory"))
 				return bad_option(cmd, name, "expects write, sync or memory");
 			no->durability = val;
+		} else if (!strcmp(name, "--transport")) {
+			if (strcmp(val, "memif") && strcmp(val, "udp"))
+				return bad_option(cmd, name, "expects memif or udp");
+			no->memif = !strcmp(val, "memif");
+		} else if (!strcmp(name, "--profile")) {
+			no->profile = val;
 		} else if (!strcmp(name, "--shards")) {
 			if (parse_count(val, &v) < 0 || v > 64)
 				return bad_option(cmd, name, "expects 0..64");
@@ -544,41 +624,80 @@ static int parse_nopts(int argc, char **argv, struct nopts *no)
 		} else {   /* --set */
 			if (!strchr(val, '=') || no->nsets >= 10)
 				return bad_option(cmd, name, "expects KEY=VALUE (at most 10)");
-			if (!strncmp(val, "native.listen=", 14) || !strncmp(val, "log.durability=", 15))
-				return bad_option(cmd, name, "native.listen is chosen by the bench; "
+			if (!strncmp(val, "native.listen=", 14) || !strncmp(val, "log.durability=", 15) ||
+			    !strncmp(val, "dpdk.", 5))
+				return bad_option(cmd, name, "native.listen and dpdk.* are chosen by the bench; "
 						  "log.durability is --durability");
 			no->sets[no->nsets++] = val;
 		}
 	}
 	if (no->compare && batch_set)
 		return bad_option(cmd, "--compare", "not with --batch-bytes (it runs 16384 and 65536)");
+	if (no->shards < 0)
+		no->shards = no->memif ? 1 : 0;
 	return -1;
+}
+
+/* memif_gbps of a hardware profile (key=value, # comments), or 0. */
+static double profile_memif_gbps(const char *path, int explicit_path)
+{
+	char line[512];
+	double v = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f) {
+		if (explicit_path)
+			fprintf(stderr, "native: --profile %s: %s\n", path, strerror(errno));
+		return 0;
+	}
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "memif_gbps=", 11))
+			v = strtod(line + 11, NULL);
+	fclose(f);
+	return v;
 }
 
 static void print_results(const struct nopts *no, int npaths, int shards)
 {
 	const struct path_result *tcp = &results[npaths - 1];
 	double tcp_rate = rate(tcp->records, tcp->seconds);
+	const char *prof = no->profile ? no->profile : "hw-profiles/local.conf";
+	double memif_gbps = no->memif ? profile_memif_gbps(prof, no->profile != NULL) : 0;
 
-	printf("# sluice-bench native: transport = the KERNEL'S UDP on loopback (sendmmsg/recvmmsg), NOT the "
-	       "DPDK/memif kernel-bypass path (not built yet), vs librdkafka over TCP; %d-byte records, "
+	printf("# sluice-bench native: transport = %s, vs librdkafka over TCP; %d-byte records, "
 	       "%d partitions, %" PRIu64 " records per path, log.durability=%s, both acknowledged once durable "
 	       "(native acks=-1; TCP idempotent, acks=all, linger.ms=5), shards=%d%s, a fresh broker per path; "
-	       "MB = 10^6 bytes of record values\n",
+	       "MB = 10^6 bytes of record values; cycles/rec = the broker's busy TSC cycles (loop turns that did "
+	       "work) per record\n",
+	       no->memif ? "DPDK net_memif between this program and the broker's shards (kernel bypass both ends, "
+			   "busy-polling)"
+			 : "the KERNEL'S UDP on loopback (sendmmsg/recvmmsg)",
 	       REC_SIZE, no->partitions, no->records, no->durability, shards, shards ? "" : " (one per core)");
-	printf("%-20s %12s %8s %11s %11s %13s %13s %9s %9s\n", "path", "records/s", "MB/s", "ack_p50_ms",
-	       "ack_p99_ms", "broker_cpu_s", "broker_ns/rec", "vs_tcp", "resends");
+	if (no->memif && memif_gbps > 0)
+		printf("# raw memif bandwidth (scripts/hwprobe, %s): %.1f Gb/s; of_memif = record bytes/s over it\n",
+		       prof, memif_gbps);
+	else if (no->memif)
+		printf("# raw memif bandwidth: not known (%s has no memif_gbps: run make hwprobe)\n", prof);
+	printf("%-20s %12s %8s %11s %11s %13s %13s %11s %9s %9s %9s\n", "path", "records/s", "MB/s", "ack_p50_ms",
+	       "ack_p99_ms", "broker_cpu_s", "broker_ns/rec", "cycles/rec", "vs_tcp", "resends", "of_memif");
 	for (int i = 0; i < npaths; i++) {
 		const struct path_result *r = &results[i];
 		double rr = rate(r->records, r->seconds);
 
-		printf("%-20s %12.0f %8.1f %11.3f %11.3f %13.3f %13.0f", r->name, rr, rate(r->bytes, r->seconds) / 1e6,
-		       (double)hist_percentile(&r->lat, 50) / 1e6, (double)hist_percentile(&r->lat, 99) / 1e6,
-		       r->cpu_s, r->records ? r->cpu_s * 1e9 / (double)r->records : 0);
-		if (i < npaths - 1)
-			printf(" %9.2f %9" PRIu64 "\n", tcp_rate > 0 ? rr / tcp_rate : 0, r->resends);
-		else
-			printf(" %9s %9s\n", "1", "-");
+		printf("%-20s %12.0f %8.1f %11.3f %11.3f %13.3f %13.0f %11.0f", r->name, rr,
+		       rate(r->bytes, r->seconds) / 1e6, (double)hist_percentile(&r->lat, 50) / 1e6,
+		       (double)hist_percentile(&r->lat, 99) / 1e6, r->cpu_s,
+		       r->records ? r->cpu_s * 1e9 / (double)r->records : 0,
+		       r->records && r->cycles ? (double)r->cycles / (double)r->records : 0);
+		if (i < npaths - 1) {
+			printf(" %9.2f %9" PRIu64, tcp_rate > 0 ? rr / tcp_rate : 0, r->resends);
+			if (memif_gbps > 0)
+				printf(" %8.2f%%\n", rate(r->bytes, r->seconds) * 8 / 1e9 / memif_gbps * 100);
+			else
+				printf(" %9s\n", "-");
+		} else {
+			printf(" %9s %9s %9s\n", "1", "-", "-");
+		}
 	}
 	for (int i = 0; i < npaths; i++) {
 		const struct path_result *r = &results[i];
@@ -592,13 +711,69 @@ static void print_results(const struct nopts *no, int npaths, int shards)
 		printf("native broker_cpu_s %.3f %s\n", r->cpu_s, r->name);
 		printf("native broker_cpu_ns_per_record %.0f %s\n",
 		       r->records ? r->cpu_s * 1e9 / (double)r->records : 0, r->name);
+		printf("native broker_cycles_per_record %.0f %s\n",
+		       r->records && r->cycles ? (double)r->cycles / (double)r->records : 0, r->name);
 		if (i < npaths - 1) {
 			printf("native batch_resends %" PRIu64 " %s\n", r->resends, r->name);
 			printf("native throttled %" PRIu64 " %s\n", r->throttled, r->name);
 			printf("native ratio_records_per_s_vs_tcp %.3f %s\n",
 			       tcp_rate > 0 ? rate(r->records, r->seconds) / tcp_rate : 0, r->name);
+			if (memif_gbps > 0)
+				printf("native fraction_of_memif %.4f %s\n",
+				       rate(r->bytes, r->seconds) * 8 / 1e9 / memif_gbps, r->name);
 		}
 	}
+}
+
+static void rmrf_quiet(const char *path)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+	if (system(cmd) != 0)
+		fprintf(stderr, "native: %s failed\n", cmd);
+}
+
+/* The bench's EAL: one net_memif client port per native path, each to
+ * the socket its broker will serve. */
+static int memif_start(void)
+{
+	char args[1024], err[512];
+	int at, rc;
+
+	snprintf(eal_prefix, sizeof(eal_prefix), "sluice-bench-%d", (int)getpid());
+	at = snprintf(args, sizeof(args), "--no-huge -m 512 --no-pci --no-telemetry --no-shconf -l %d --file-prefix=%s",
+		      sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 1 : 0, eal_prefix);
+	for (int i = 0; i < MEMIF_PATHS; i++) {
+		snprintf(memif_sock[i], sizeof(memif_sock[i]), "/tmp/%s-%d.sock", eal_prefix, i);
+		unlink(memif_sock[i]);
+		at += snprintf(args + at, sizeof(args) - (size_t)at, " --vdev=net_memif%d,role=client,socket=%s", i,
+			       memif_sock[i]);
+	}
+	if ((rc = dpdk_eal_start(args, err, sizeof(err))) < 0) {
+		fprintf(stderr, "native: the DPDK EAL did not start (%s)%s; --transport udp measures the kernel's UDP "
+			"instead\n", err, geteuid() ? ", and this needs root" : "");
+		return rc;
+	}
+	eal_up = 1;
+	return 0;
+}
+
+static void memif_stop(void)
+{
+	char path[128];
+
+	if (!eal_up)
+		return;
+	dpdk_eal_stop();
+	eal_up = 0;
+	for (int i = 0; i < MEMIF_PATHS; i++) {
+		unlink(memif_sock[i]);
+		snprintf(path, sizeof(path), "/var/run/dpdk/%s-b%d", eal_prefix, i);
+		rmrf_quiet(path);
+	}
+	snprintf(path, sizeof(path), "/var/run/dpdk/%s", eal_prefix);
+	rmrf_quiet(path);
 }
 
 int bench_native(int argc, char **argv)
@@ -614,6 +789,8 @@ int bench_native(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (no.memif && memif_start() < 0)
+		return 1;
 	if (no.compare) {
 		batches[nb++] = 16384;
 		batches[nb++] = 65536;
@@ -626,17 +803,19 @@ int bench_native(int argc, char **argv)
 		memset(r, 0, sizeof(*r));
 		hist_init(&r->lat);
 		if (batches[i] % 1024 == 0)
-			snprintf(r->name, sizeof(r->name), "native-udp-%uKiB", batches[i] / 1024);
+			snprintf(r->name, sizeof(r->name), "native-%s-%uKiB", no.memif ? "memif" : "udp", batches[i] / 1024);
 		else
-			snprintf(r->name, sizeof(r->name), "native-udp-%uB", batches[i]);
-		if ((rc = run_native(&no, batches[i], r)) < 0) {
+			snprintf(r->name, sizeof(r->name), "native-%s-%uB", no.memif ? "memif" : "udp", batches[i]);
+		if ((rc = run_native(&no, batches[i], i, r)) < 0) {
 			fprintf(stderr, "native: %s failed: %s\n", r->name, strerror(-rc));
+			memif_stop();
 			return 1;
 		}
 	}
 	memset(&results[nb], 0, sizeof(results[nb]));
 	hist_init(&results[nb].lat);
 	snprintf(results[nb].name, sizeof(results[nb].name), "tcp-librdkafka");
+	memif_stop();
 	if ((rc = run_tcp(&no, &results[nb])) < 0) {
 		fprintf(stderr, "native: tcp-librdkafka failed: %s\n", strerror(-rc));
 		return 1;

@@ -77,6 +77,9 @@ uint64_t proc_rss_kb(pid_t pid);
  * directory (kept when it died or did not exit 0: then -1). */
 int broker_start(struct broker *br, int shards, const struct opts *o);
 int broker_stop(struct broker *br);
+/* The broker's shards' busy cycles so far (SIGUSR1, its "busy cycles"
+ * line on stdout, within 5 s): 0, or -errno. */
+int broker_busy_cycles(struct broker *br, uint64_t *cycles);
 int broker_alive(struct broker *br);
 void broker_log_tail(const struct broker *br);
 

@@ -50,3 +50,6 @@ hwprobe: $(HWPROBE_BINS)
 
 # a --quick probe writes a profile whose every key is a number (~15 s)
 TEST_SCRIPTS += tests/hwprobe_smoke.sh
+
+# bench_native.c starts the EAL for its memif client ports (dataplane/dpdk_port.h)
+$(BUILD)/obj/bench/bench_native.o: CFLAGS += $(DPDK_CFLAGS)

@@ -549,6 +549,7 @@ int dpdk_port_init(struct dpdk_port *p, const struct dpdk_port_config *cfg, char
 		goto fail_pools;
 	}
 	p->queue_pairs = nq;   /* from here on dpdk_port_fini undoes it all */
+	p->any_queue = !strcmp(p->driver, "net_tap");
 	if (!strcmp(p->driver, "net_tap") && nq > 1)
 		note(p, "net_tap: the kernel picks the RX queue (its own flow hash over all %u queues; RSS and "
 		     "its table do not apply), so client flows can arrive on replication queues", nq);

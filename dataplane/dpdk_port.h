@@ -90,6 +90,9 @@ struct dpdk_port {
 	uint8_t rss;                  /* 1: RSS configured */
 	uint8_t reta_set;             /* 1: its table covers the client queues only */
 	uint8_t link_up;
+	uint8_t any_queue;            /* 1: client flows may land on any queue, replication pairs
+				       * included (net_tap: the kernel picks); 0: only where RSS or
+				       * the peer's queue (net_memif: pair i to pair i) puts them */
 	uint16_t max_rx_queues, max_tx_queues;
 	uint16_t reta_size;
 	uint64_t rss_capa;            /* flow types the port can hash */

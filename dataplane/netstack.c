@@ -210,6 +210,8 @@ void netstack_udp_build(uint8_t *frame, const struct rte_ether_addr *src_mac,
 	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(UDP_HDR + len));
 	udp->dgram_cksum = 0;
 	/* the port adds the datagram to the pseudo-header sum left here */
+	if (udp_offload == NETSTACK_UDP_CKSUM_NONE)
+		return;   /* zero: no checksum, as IPv4 allows */
 	if (udp_offload)
 		udp->dgram_cksum = rte_ipv4_phdr_cksum(ip, 0);
 	else
@@ -651,7 +653,8 @@ int netstack_udp_send_mbuf(struct netstack *ns, struct rte_mbuf *m, uint32_t dst
 	}
 	frame = (uint8_t *)rte_pktmbuf_prepend(m, NETSTACK_HDR_LEN);
 	netstack_udp_build(frame, &ns->cfg.mac, &eth_bcast, ns->cfg.ip, dst_ip, src_port, dst_port,
-			   ns->ip_id++, len, ipo, udpo);
+			   ns->ip_id++, len, ipo,
+			   udpo ? 1 : ns->cfg.udp_cksum_none ? NETSTACK_UDP_CKSUM_NONE : 0);
 	m->ol_flags &= MBUF_BUF_FLAGS;
 	if (ipo || udpo) {
 		m->ol_flags |= RTE_MBUF_F_TX_IPV4 | (ipo ? RTE_MBUF_F_TX_IP_CKSUM : 0) |

@@ -119,6 +119,12 @@ struct netstack_config {
 	 * port cannot compute are computed here. */
 	uint64_t rx_offloads;
 	uint64_t tx_offloads;
+	/* 1: where the port cannot offload the UDP checksum, send none (zero,
+	 * as IPv4 allows) instead of computing it in software — for payloads
+	 * that carry their own check over every byte (the native protocol's
+	 * CRC-32C). Received checksums are verified as always (a zero one
+	 * means none). */
+	uint8_t udp_cksum_none;
 	uint64_t arp_ttl_ns;          /* an entry is trusted this long (60 s) */
 	uint64_t arp_retry_ns;        /* between requests (1 s) */
 	uint32_t arp_tries;           /* requests before giving up (3) */
@@ -240,8 +246,10 @@ uint16_t netstack_udp_cksum(const uint8_t *ip, const uint8_t *udp, uint16_t udp_
 
 /* Writes Ethernet + IPv4 + UDP headers (NETSTACK_HDR_LEN bytes) at frame
  * for a payload of len bytes that follows them. Checksums in software,
- * except: ip_offload leaves the IPv4 one 0 for the port; udp_offload
- * leaves the pseudo-header sum the port completes over the datagram. */
+ * except: ip_offload leaves the IPv4 one 0 for the port; udp_offload 1
+ * leaves the pseudo-header sum the port completes over the datagram,
+ * NETSTACK_UDP_CKSUM_NONE leaves it 0 (none). */
+#define NETSTACK_UDP_CKSUM_NONE 2
 void netstack_udp_build(uint8_t *frame, const struct rte_ether_addr *src_mac,
 			const struct rte_ether_addr *dst_mac, uint32_t src_ip, uint32_t dst_ip,
 			uint16_t src_port, uint16_t dst_port, uint16_t ip_id, uint32_t len,

@@ -144,6 +144,7 @@ struct shard {
 	struct native_shard *native;  /* the native datagram protocol (native.listen), or NULL */
 	int native_armed;
 	uint64_t next_native_tick_ns;
+	uint64_t last_enter_ns;       /* DPDK busy-polling: the last io_uring_enter */
 	int sleeping;                /* written by this shard, read by senders */
 	uint64_t md_seen;            /* read by the control thread */
 	uint64_t now_ns;

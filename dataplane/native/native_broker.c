@@ -135,9 +135,10 @@ struct native_shard {
 	struct sockaddr_in addr[RX_BATCH];
 	uint8_t *rx[RX_BATCH];
 	struct native_stats st;
-	/* DPDK (dpdk.enable): the shard's client queue pair and its
-	 * replication pair (polled too: until replication uses it, a flow the
-	 * port hashes there is still served), one stack each */
+	/* DPDK (dpdk.enable): the shard's client queue pair, and its
+	 * replication pair where the port may put client flows there too
+	 * (net_tap, whose kernel picks the queue: until replication uses the
+	 * pair, such a flow is still served), one stack each */
 	int dpdk;
 	struct dpdk_queue dq[2];
 	struct netstack *net[2];
@@ -499,7 +500,11 @@ static void on_produce(struct native_shard *ns, struct nsession *s, const struct
 				 KERR_UNKNOWN_PRODUCER_ID, m->producer_id, m->base_sequence, -1, -1, 0);
 		return;
 	}
-	if (s->in_flight + (uint64_t)m->total_len > s->credits) {
+	/* the grant bounds what a well-behaved client has unacknowledged; what
+	 * the broker holds for it can be more by the resends of batches still
+	 * in flight (each counted until its own acknowledgement): half again
+	 * as much is allowed for those before a PRODUCE is refused */
+	if (s->in_flight + (uint64_t)m->total_len > (uint64_t)s->credits + s->credits / 2) {
 		ns->st.credits_exceeded++;
 		send_error(ns, &s->peer, s->id, m->request, KERR_THROTTLING_QUOTA_EXCEEDED, NATIVE_PRODUCE,
 			   "beyond this session's credits: wait for acknowledgements before sending more");
@@ -1021,6 +1026,8 @@ static int dpdk_shard_open(struct native_shard *ns, char *err, size_t errlen)
 	for (int q = 0; q < 2; q++) {
 		struct netstack_config c;
 
+		if (q == 1 && !port->any_queue)
+			break;   /* the replication pair carries no client flow: left to replication */
 		rc = dpdk_port_queue(port, (uint16_t)ns->sh->id, q, &ns->dq[q]);
 		if (rc == -ENOENT && q == 1)
 			break;   /* no replication pairs on this port (its notes say why) */
@@ -1038,6 +1045,7 @@ static int dpdk_shard_open(struct native_shard *ns, char *err, size_t errlen)
 		c.mtu = ns->dq[q].mtu;
 		c.rx_offloads = ns->dq[q].rx_offloads;
 		c.tx_offloads = ns->dq[q].tx_offloads;
+		c.udp_cksum_none = 1;   /* every native datagram carries its CRC-32C */
 		c.pool = ns->dq[q].pool;
 		c.tx = dpdk_queue_tx;
 		c.tx_arg = &ns->dq[q];

@@ -151,7 +151,7 @@ struct sluice_client {
 	/* partitions */
 	struct npart **htab;
 	uint32_t hcap, nparts;
-	struct npart *last;
+	struct npart *recent[64];     /* by partition % 64: the last looked up (parts live until close) */
 	struct npart *active;
 	/* batches */
 	struct nbatch *free_batches;
@@ -269,8 +269,10 @@ static uint32_t part_hash(const char *topic, size_t n, int32_t partition)
 static struct npart *part_find(struct sluice_client *c, const char *topic, size_t n, int32_t partition)
 {
 	uint32_t h;
-	struct npart *p = c->last;
+	struct npart *p = c->recent[partition & 63];
 
+	/* a producer spreading records over partitions hits here without
+	 * hashing the topic */
 	if (p && p->partition == partition && p->topic_len == n && !memcmp(p->topic, topic, n))
 		return p;
 	if (!c->hcap)
@@ -278,7 +280,7 @@ static struct npart *part_find(struct sluice_client *c, const char *topic, size_
 	h = part_hash(topic, n, partition);
 	for (p = c->htab[h & (c->hcap - 1)]; p; p = p->hnext)
 		if (p->hash == h && p->partition == partition && p->topic_len == n && !memcmp(p->topic, topic, n))
-			return c->last = p;
+			return c->recent[partition & 63] = p;
 	return NULL;
 }
 
@@ -316,7 +318,7 @@ static struct npart *part_get(struct sluice_client *c, const char *topic, size_t
 	p->hnext = c->htab[p->hash & (c->hcap - 1)];
 	c->htab[p->hash & (c->hcap - 1)] = p;
 	c->nparts++;
-	return c->last = p;
+	return c->recent[partition & 63] = p;
 }
 
 static void part_activate(struct sluice_client *c, struct npart *p)
@@ -734,6 +736,18 @@ static void on_produce_ack(struct sluice_client *c, const struct native_msg *m)
 		credits_release(c, b);
 		c->st.batches_acked++;
 		p->confirmed = 1;
+		/* acknowledgements of a partition come in order: the batches
+		 * behind this one are moving, so their timers restart from now
+		 * (as TCP's on new data, RFC 6298 5.3) instead of running from
+		 * their send — under load an acknowledgement waits behind the
+		 * writes before it, and a timer from the send fires for nothing */
+		for (struct nbatch *q = b->next; q; q = q->next)
+			if (q->sends && !q->acked && !q->failed && !q->ooo) {
+				uint64_t due = c->now + backoff_ns(c, q->sends);
+
+				if (q->due_ns < due)
+					q->due_ns = due;
+			}
 		/* the batch after it was refused as out of order: due now */
 		if (b->next && b->next->ooo && b->next->sends)
 			b->next->due_ns = c->now;
@@ -1074,7 +1088,7 @@ void sluice_config_init(struct sluice_config *cfg)
 	cfg->linger_us = 1000;
 	cfg->queue_bytes = 64ull << 20;
 	cfg->max_in_flight = WINDOW_MAX;
-	cfg->retry_min_ms = 2;
+	cfg->retry_min_ms = 10;
 	cfg->retry_max_ms = 500;
 	cfg->delivery_timeout_ms = 60000;
 	cfg->connect_timeout_ms = 5000;

@@ -309,6 +309,22 @@ static void dpdk_tx_put(struct native_transport *t, struct native_dgram *dg)
 		rte_pktmbuf_free(m);
 		return;
 	}
+	/* a full queue: the port's ring drains as the far end polls it, in
+	 * microseconds; wait that long for room (at most 200 us) rather than
+	 * drop a datagram whose whole batch would then be resent */
+	for (uint64_t end = 0; d->ns.ntx >= NETSTACK_TXQ_MAX;) {
+		uint64_t now;
+
+		netstack_flush(&d->ns);
+		if (d->ns.ntx < NETSTACK_TXQ_MAX)
+			break;
+		now = mono_ns();
+		if (!end)
+			end = now + 200000;
+		else if (now >= end)
+			break;
+		rte_pause();
+	}
 	/* takes m whatever happens; refusals land in the stack's counters */
 	netstack_udp_send_mbuf(&d->ns, m, d->broker_ip, d->broker_port, d->local_port, d->now);
 	if (d->ns.ntx >= DPDK_TX_BURST)
@@ -555,6 +571,7 @@ int native_dpdk_create(const char *host_port, const struct sluice_config *cfg, s
 	nc.mtu = d->q.mtu;
 	nc.rx_offloads = d->q.rx_offloads;
 	nc.tx_offloads = d->q.tx_offloads;
+	nc.udp_cksum_none = 1;   /* every native datagram carries its CRC-32C */
 	nc.pool = d->q.pool;
 	nc.tx = dpdk_queue_tx;
 	nc.tx_arg = &d->q;

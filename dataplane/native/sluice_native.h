@@ -84,7 +84,8 @@ struct sluice_config {
 				      * (default 64 MiB) */
 	uint32_t max_in_flight;      /* unacknowledged batches per partition, 1-5 (default 5: the
 				      * broker remembers 5 per producer for deduplication) */
-	uint32_t retry_min_ms;       /* resend timer: at least (default 2) ... */
+	uint32_t retry_min_ms;       /* resend timer: at least (default 10; restarted by each
+				      * acknowledgement of the partition) ... */
 	uint32_t retry_max_ms;       /* ... at most, after exponential backoff (default 500) */
 	uint32_t delivery_timeout_ms; /* a record not acknowledged by then fails with -ETIMEDOUT
 				       * (default 60000) */

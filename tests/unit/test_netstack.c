@@ -1013,6 +1013,30 @@ Test(netstack, zero_copy_send_prepends_headers)
 	cr_assert_eq(netstack_udp_check(rte_pktmbuf_mtod_offset(m, const uint8_t *, 14), 20, 0, 0), 13);
 }
 
+/* udp_cksum_none: a port without UDP offload sends checksum 0 (the
+ * payload carries its own check), and a stack receiving it accepts it;
+ * without the setting the checksum is computed as before. */
+Test(netstack, udp_cksum_none_sends_zero_and_is_accepted)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(&pool->mp), *m2 = rte_pktmbuf_alloc(&pool->mp);
+	const uint8_t *p;
+
+	memcpy(rte_pktmbuf_append(m, 5), "nosum", 5);
+	memcpy(rte_pktmbuf_append(m2, 5), "nosum", 5);
+	netstack_arp_learn(&ns, peer_ip, &peer_mac, 0);
+	ns.cfg.udp_cksum_none = 1;
+	cr_assert_eq(netstack_udp_send_mbuf(&ns, m, peer_ip, 7, 8, 0), 0);
+	ns.cfg.udp_cksum_none = 0;
+	cr_assert_eq(netstack_udp_send_mbuf(&ns, m2, peer_ip, 7, 8, 0), 0);
+	netstack_flush(&ns);
+	const struct rte_udp_hdr *u = cap_udp(0, &p);
+	cr_assert_eq(u->dgram_cksum, 0, "no UDP checksum with udp_cksum_none");
+	cr_assert_eq(netstack_udp_check(rte_pktmbuf_mtod_offset(m, const uint8_t *, 14), 20, 0, 0), 13);
+	u = cap_udp(1, &p);
+	cr_assert_neq(u->dgram_cksum, 0, "a computed checksum without it");
+	cr_assert_eq(netstack_udp_check(rte_pktmbuf_mtod_offset(m2, const uint8_t *, 14), 20, 0, 0), 13);
+}
+
 Test(netstack, init_refuses_missing_pieces)
 {
 	struct netstack_config c;
