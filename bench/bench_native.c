@@ -276,6 +276,9 @@ static int run_native(const struct nopts *no, uint32_t batch_bytes, int memif, s
 		cfg.transport = SLUICE_TRANSPORT_DPDK;
 		cfg.dpdk_device = dev;
 		cfg.dpdk_address = addr;
+		/* memif joins pair i to pair i: every pair of the broker's port
+		 * (a client and a replication pair per shard) */
+		cfg.dpdk_queues = (uint16_t)(2 * (no->shards ? no->shards : 1));
 	}
 	cfg.acks = -1;
 	cfg.batch_bytes = batch_bytes;

@@ -71,7 +71,9 @@ struct held_dgram {
 struct dpdk_transport {
 	struct native_transport t;
 	struct dpdk_port port;
-	struct dpdk_queue q;          /* queue 0 of port */
+	struct dpdk_queue q;          /* queue 0 of port: sent on, received on */
+	struct dpdk_queue rq[DPDK_PORT_MAX_SHARDS];   /* every queue received on (rq[0] = q) */
+	uint16_t nq;
 	struct netstack ns;
 	uint32_t broker_ip;           /* network order */
 	uint16_t broker_port, local_port;
@@ -86,6 +88,7 @@ struct dpdk_transport {
 	uint8_t port_open, ns_open, eal_user, registered;
 	pthread_t reg_thread;         /* the thread given an lcore id (registered) */
 	uint64_t tx_nobufs;           /* tx_get found the pool empty */
+	uint64_t udp_reported;        /* the stack's udp_tx at the last tx_flush */
 	uint64_t rx_foreign;          /* datagrams to our port from elsewhere */
 	uint64_t rx_overflow;         /* the ring was full (never, by the rule above) */
 };
@@ -230,15 +233,16 @@ static void dpdk_pull(struct dpdk_transport *d, unsigned want)
 {
 	struct rte_mbuf *pkts[DPDK_RX_BURST];
 
-	while (d->nheld < want && DPDK_HELD - d->nheld >= DPDK_RX_BURST) {
-		uint16_t n = dpdk_queue_rx(&d->q, pkts, DPDK_RX_BURST);
+	for (uint16_t q = 0; q < d->nq; q++)
+		while (d->nheld < want && DPDK_HELD - d->nheld >= DPDK_RX_BURST) {
+			uint16_t n = dpdk_queue_rx(&d->rq[q], pkts, DPDK_RX_BURST);
 
-		if (!n)
-			break;
-		netstack_rx(&d->ns, pkts, n, d->now);
-		if (n < DPDK_RX_BURST)
-			break;
-	}
+			if (!n)
+				break;
+			netstack_rx(&d->ns, pkts, n, d->now);
+			if (n < DPDK_RX_BURST)
+				break;
+		}
 }
 
 static int dpdk_rx_burst(struct native_transport *t, struct native_dgram *out, unsigned n)
@@ -337,11 +341,15 @@ static int dpdk_tx_flush(struct native_transport *t)
 	uint32_t sent;
 
 	d->now = mono_ns();
-	sent = netstack_poll(&d->ns, d->now);
+	netstack_poll(&d->ns, d->now);
 	/* a full TX ring empties as the port sends; what it still refuses
 	 * stays queued for the next flush */
 	for (int i = 0; i < 4 && d->ns.ntx; i++)
-		sent += netstack_flush(&d->ns);
+		netstack_flush(&d->ns);
+	/* the datagrams sent since the last flush, those tx_put already
+	 * handed to the port included (not ARP) */
+	sent = (uint32_t)(d->ns.stats.udp_tx - d->udp_reported);
+	d->udp_reported = d->ns.stats.udp_tx;
 	return (int)sent;
 }
 
@@ -550,7 +558,13 @@ int native_dpdk_create(const char *host_port, const struct sluice_config *cfg, s
 	}
 	dpdk_port_config_defaults(&pc);
 	pc.device = cfg->dpdk_device;
-	pc.shards = 1;
+	d->nq = cfg->dpdk_queues ? cfg->dpdk_queues : 1;
+	if (d->nq > DPDK_PORT_MAX_SHARDS) {
+		snprintf(err, errlen, "dpdk_queues %u: at most %d", d->nq, DPDK_PORT_MAX_SHARDS);
+		rc = -EINVAL;
+		goto fail;
+	}
+	pc.shards = d->nq;
 	pc.replication = 0;
 	pc.rss = 0;
 	pc.mtu = cfg->dpdk_mtu;
@@ -565,6 +579,11 @@ int native_dpdk_create(const char *host_port, const struct sluice_config *cfg, s
 		snprintf(err, errlen, "dpdk port %s: queue 0: %s", d->port.name, strerror(-rc));
 		goto fail;
 	}
+	for (uint16_t q = 0; q < d->nq; q++)
+		if ((rc = dpdk_port_queue(&d->port, q, 0, &d->rq[q])) < 0) {
+			snprintf(err, errlen, "dpdk port %s: queue %u: %s", d->port.name, q, strerror(-rc));
+			goto fail;
+		}
 	d->mtu = d->q.mtu;
 	nc.mac = d->q.mac;
 	nc.udp_port = d->local_port;

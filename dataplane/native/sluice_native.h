@@ -120,6 +120,11 @@ struct sluice_config {
 				      * the process id */
 	uint16_t dpdk_mtu;           /* the port's IP MTU; 0 (default): 1500. Above it jumbo frames
 				      * where the port has them (datagrams up to 8972 bytes) */
+	uint16_t dpdk_queues;        /* queue pairs of the client's port, all received on, sent on
+				      * queue 0; 0 (default): 1. With net_memif, which joins pair i
+				      * of one end to pair i of the other, give the broker's count
+				      * (it prints "N pairs" at start: 2 per shard) so that every
+				      * pair it answers on is connected */
 };
 
 /* Defaults in every field. @thread any */
