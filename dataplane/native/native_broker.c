@@ -500,11 +500,7 @@ static void on_produce(struct native_shard *ns, struct nsession *s, const struct
 				 KERR_UNKNOWN_PRODUCER_ID, m->producer_id, m->base_sequence, -1, -1, 0);
 		return;
 	}
-	/* the grant bounds what a well-behaved client has unacknowledged; what
-	 * the broker holds for it can be more by the resends of batches still
-	 * in flight (each counted until its own acknowledgement): half again
-	 * as much is allowed for those before a PRODUCE is refused */
-	if (s->in_flight + (uint64_t)m->total_len > (uint64_t)s->credits + s->credits / 2) {
+	if (s->in_flight + (uint64_t)m->total_len > s->credits) {
 		ns->st.credits_exceeded++;
 		send_error(ns, &s->peer, s->id, m->request, KERR_THROTTLING_QUOTA_EXCEEDED, NATIVE_PRODUCE,
 			   "beyond this session's credits: wait for acknowledgements before sending more");

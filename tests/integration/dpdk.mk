@@ -13,15 +13,15 @@ test: $(BUILD)/itests/test_dpdk_net
 
 # run only this suite
 itest-dpdk: $(BUILD)/itests/test_dpdk_net
-	$(Q)tests/integration/run-dpdk.sh
+	$(Q)tests/integration/run-dpdk.sh test_dpdk_net
 
-# ~5 s
+# both DPDK suites (this one and test_native_dpdk below): ~15 s
 TEST_SCRIPTS += tests/integration/run-dpdk.sh
 
 # tests/integration/test_native_dpdk.c: the native client library's DPDK
 # transport (libsluice_native.a) against a real sluiced over net_tap. A
 # plain program too (one EAL per process: a child per scenario); root, else
-# SKIPPED. `make test` runs it through tests/integration/run-native-dpdk.sh.
+# SKIPPED. `make test` runs it through tests/integration/run-dpdk.sh.
 $(BUILD)/itests/test_native_dpdk: tests/integration/test_native_dpdk.c $(NATIVE_LIB_A) | $(SETUP_STAMP)
 	$(Q)mkdir -p $(@D)
 	@$(if $(Q),echo "  ITEST-CC $<")
@@ -33,7 +33,4 @@ test: $(BUILD)/itests/test_native_dpdk
 
 # run only this suite
 itest-native-dpdk: $(BUILD)/itests/test_native_dpdk $(BUILD)/sluiced
-	$(Q)tests/integration/run-native-dpdk.sh
-
-# ~20 s
-TEST_SCRIPTS += tests/integration/run-native-dpdk.sh
+	$(Q)tests/integration/run-dpdk.sh test_native_dpdk
