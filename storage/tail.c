@@ -59,8 +59,13 @@ void tail_fifo_del(struct tail_pool *tp, struct tail_chunk *c)
 	c->on_fifo = 0;
 }
 
-/* Free cached memory of other classes first, then evict clean chunks. */
-static int tail_make_room(struct tail_pool *tp, size_t bytes)
+/* Free cached memory of other classes first, then evict clean chunks.
+ * An evicted chunk of class k (the size wanted) is kept on its free list
+ * and ends the search: the caller reuses it, memory stays mapped (freeing
+ * and allocating 16 MiB again would cost the kernel a page fault per 4 KiB
+ * touched, a large part of an append's cost once the budget is full).
+ * Returns 1 when such a chunk waits in free[k], 0 when bytes fit, -1. */
+static int tail_make_room(struct tail_pool *tp, size_t bytes, int k)
 {
 	for (int i = TAIL_NCLASS - 1; i >= 0 && tp->used + tp->cached + bytes > tp->budget; i--) {
 		while (tp->free[i] && tp->used + tp->cached + bytes > tp->budget) {
@@ -79,11 +84,13 @@ static int tail_make_room(struct tail_pool *tp, size_t bytes)
 		plog_chunk_evict(c->owner, c);
 		tp->evictions++;
 		tail_chunk_put(tp, c);
+		if (c->shift - TAIL_CHUNK_MIN_SHIFT == k)
+			return 1;   /* the size wanted: reused as it is */
 		/* put moved it to a free list: release its memory if still short */
 		if (tp->used + tp->cached + bytes > tp->budget) {
-			int k = c->shift - TAIL_CHUNK_MIN_SHIFT;
+			int ck = c->shift - TAIL_CHUNK_MIN_SHIFT;
 
-			tp->free[k] = c->next;
+			tp->free[ck] = c->next;
 			tp->cached -= c->cap;
 			free(c->mem);
 			free(c);
@@ -105,12 +112,17 @@ struct tail_chunk *tail_chunk_get(struct tail_pool *tp, unsigned shift, size_t m
 		return NULL;
 	k = (int)shift - TAIL_CHUNK_MIN_SHIFT;
 	c = tp->free[k];
+	if (!c && tp->used + tp->cached + ((size_t)1 << shift) > tp->budget) {
+		int r = tail_make_room(tp, (size_t)1 << shift, k);
+
+		if (r < 0)
+			return NULL;
+		c = tp->free[k];   /* an evicted chunk of this size, or room for a new one */
+	}
 	if (c) {
 		tp->free[k] = c->next;
 		tp->cached -= c->cap;
 	} else {
-		if (tail_make_room(tp, (size_t)1 << shift) < 0)
-			return NULL;
 		c = calloc(1, sizeof(*c)); /* style: allow first use of a size class */
 		if (!c)
 			return NULL;
