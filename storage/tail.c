@@ -132,6 +132,7 @@ struct tail_chunk *tail_chunk_get(struct tail_pool *tp, unsigned shift, size_t m
 		}
 		c->cap = 1u << shift;
 		c->shift = (uint8_t)shift;
+		tp->allocations++;
 	}
 	tp->used += c->cap;
 	c->next = c->prev = NULL;

@@ -55,6 +55,7 @@ struct tail_pool {
 	struct tail_chunk *free[TAIL_NCLASS];
 	struct tail_chunk *fifo_head, *fifo_tail;
 	uint64_t evictions;
+	uint64_t allocations;      /* chunks whose memory was allocated (evicted ones are reused) */
 	uint64_t hits, misses;
 };
 

@@ -144,6 +144,11 @@ Test(plog, reads_from_disk_when_tail_evicted)
 		append(pl, i, 2, 300, 5000 + i);
 	store_drain(&st);
 	cr_assert_gt(st.tail.evictions, 0);
+	/* evicted chunks are reused: the memory allocated stays within the
+	 * budget's worth of chunks however many were evicted */
+	cr_assert_leq(st.tail.allocations, 256 * 1024 / (1 << TAIL_CHUNK_MIN_SHIFT),
+		      "%llu chunks allocated for %llu evictions", (unsigned long long)st.tail.allocations,
+		      (unsigned long long)st.tail.evictions);
 	uint64_t reads = st.stats.reads;
 	cr_assert_eq(check_all(pl, 0, 2), 4000);
 	cr_assert_gt(st.stats.reads, reads, "expected O_DIRECT disk reads");
