@@ -313,9 +313,11 @@ static void dpdk_tx_put(struct native_transport *t, struct native_dgram *dg)
 		rte_pktmbuf_free(m);
 		return;
 	}
-	/* a full queue: the port's ring drains as the far end polls it, in
-	 * microseconds; wait that long for room (at most 200 us) rather than
-	 * drop a datagram whose whole batch would then be resent */
+	/* a full queue: the port's ring drains as the far end polls it;
+	 * wait for room (at most 2 ms: a broker busy with a long write)
+	 * rather than drop a datagram — a batch missing a fragment is
+	 * resent whole, and the batches behind it on its partition are
+	 * refused as out of order and resent too */
 	for (uint64_t end = 0; d->ns.ntx >= NETSTACK_TXQ_MAX;) {
 		uint64_t now;
 
@@ -324,7 +326,7 @@ static void dpdk_tx_put(struct native_transport *t, struct native_dgram *dg)
 			break;
 		now = mono_ns();
 		if (!end)
-			end = now + 200000;
+			end = now + 2000000;
 		else if (now >= end)
 			break;
 		rte_pause();
