@@ -1,6 +1,7 @@
 /* bench/bench_native.c — `sluice-bench native`: the native datagram
- * protocol (libsluice_native over the kernel's UDP) against Kafka's TCP
- * (librdkafka) in the same run, at the same durability.
+ * protocol (libsluice_native over DPDK net_memif, or over the kernel's UDP
+ * with --transport udp) against Kafka's TCP (librdkafka) in the same run,
+ * at the same durability and shard count.
  *
  * Thread: the benchmark's main thread drives each client and serves its
  * delivery reports (sluice_poll / rd_kafka_poll); librdkafka adds its own
@@ -8,27 +9,33 @@
  *
  * Each path gets a fresh broker (build/sluiced, as bench_kafka.c starts
  * it: free TCP port, temporary data directory, removed at the end) with
- * `--set native.listen=127.0.0.1:<free UDP port>` and
- * `--set log.durability=<--durability>`, and a fresh topic of --partitions
+ * `--set log.durability=<--durability>` and a fresh topic of --partitions
  * partitions created through Kafka's API. Then --records records of 100
  * bytes, round-robin over the partitions:
  *
- *   native  libsluice_native, SLUICE_TRANSPORT_UDP (sendmmsg/recvmmsg on
- *           the kernel's loopback; NOT the DPDK/memif kernel-bypass
- *           transport, which is not built yet), acks=-1, batch_bytes
- *           --batch-bytes (16 KiB and 64 KiB with --compare). The client is
- *           an idempotent producer; the broker acknowledges a batch once it
- *           is durable per log.durability.
+ *   native  memif: this program starts one EAL with a net_memif client
+ *           port per native path (sockets under /tmp); that path's broker
+ *           runs `dpdk.enable` on the memif server port, its shard
+ *           busy-polling (dpdk.poll.sleep.us=0), and the client opens every
+ *           queue pair the broker's port has (memif joins pair i to pair
+ *           i). udp: `native.listen` on loopback, sendmmsg/recvmmsg.
+ *           acks=-1, batch_bytes --batch-bytes (16 KiB and 64 KiB with
+ *           --compare). The client is an idempotent producer; the broker
+ *           acknowledges a batch once it is durable per log.durability.
  *   tcp     librdkafka, enable.idempotence=true, acks=all, linger.ms=5,
  *           batch.size 1 MB (bench_kafka.c's produce settings): acknowledged
  *           by the same rule.
  *
  * Time runs from the first produce call to the last delivery report. Ack
- * latency = delivery report time - produce call time (reports are served
- * every 1,024 records and while waiting, on both paths). Broker CPU =
- * utime+stime of the broker process (/proc/PID/stat) at the last report
- * minus at the first produce call. Every record must be acknowledged
- * without error (else exit 1).
+ * latency = delivery report time - produce call time (the clock read once
+ * per 16 calls on both paths). Broker CPU = utime+stime of the broker
+ * process (/proc/PID/stat) over the run — with a busy-polling shard that is
+ * wall time, so the figure to compare is broker cycles per record: the
+ * shards' busy TSC cycles (loop turns that did work), read with SIGUSR1
+ * before and after. Every record must be acknowledged without error (else
+ * exit 1). With a hardware profile (--profile, default
+ * hw-profiles/local.conf from `make hwprobe`) the record bytes/s are also
+ * given as a share of its memif_gbps.
  *
  * batch_resends counts batches the client sent again (its resend timer
  * fired before the acknowledgement came), throttled the broker's
