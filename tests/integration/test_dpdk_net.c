@@ -51,30 +51,13 @@
 
 #include <rte_random.h>
 
+#include "tests/integration/plain_check.h"
 #include "dataplane/dpdk_port.h"
 #include "dataplane/netstack.h"
 
 #define SKIP_EXIT 77
 #define OUR_PORT 9093
 
-static int passed, failed;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s - ", ok ? "ok" : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (ok)
-		passed++;
-	else
-		failed++;
-}
 
 static uint64_t now_ns(void)
 {
@@ -84,20 +67,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	r = system(cmd);
-	if (r != 0)
-		printf("note: '%s' exited %d\n", cmd, r);
-}
 
 static void write_file(const char *path, const char *s)
 {

@@ -54,6 +54,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "tests/integration/plain_check.h"
 #include "dataplane/dpdk_port.h"
 #include "dataplane/native/sluice_native.h"
 
@@ -69,22 +70,6 @@
 #define PARTS 2
 #define FETCH_BYTES (256u << 10)      /* an answer of ~180 datagrams: well inside the tap's queue */
 
-static int passed, failed;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s - ", ok ? "ok" : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	/* the own-eal helper thread checks too */
-	__atomic_add_fetch(ok ? &passed : &failed, 1, __ATOMIC_RELAXED);
-}
 
 static double now_s(void)
 {
@@ -94,21 +79,6 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	r = system(cmd);
-	if (r != 0)
-		printf("note: '%s' exited %d\n", cmd, r);
-	return r;
-}
 
 /* ================================================================ the rig */
 
