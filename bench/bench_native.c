@@ -58,6 +58,7 @@
 #include "bench/bench.h"
 #include "bench/hist.h"
 #include "bench/kafka.h"
+#include "bench/profile.h"
 #include "dataplane/dpdk_port.h"
 #include "dataplane/native/sluice_native.h"
 
@@ -648,23 +649,19 @@ static int parse_nopts(int argc, char **argv, struct nopts *no)
 	return -1;
 }
 
-/* memif_gbps of a hardware profile (key=value, # comments), or 0. */
+/* memif_gbps of a hardware profile (bench/profile.h), or 0 when the file
+ * or the key is missing (said when the file was named explicitly). */
 static double profile_memif_gbps(const char *path, int explicit_path)
 {
-	char line[512];
-	double v = 0;
-	FILE *f = fopen(path, "r");
+	struct hw_profile hp;
+	char err[512];
 
-	if (!f) {
-		if (explicit_path)
-			fprintf(stderr, "native: --profile %s: %s\n", path, strerror(errno));
+	if (hw_profile_load(path, &hp, err, sizeof(err)) < 0) {
+		if (explicit_path || access(path, F_OK) == 0)
+			fprintf(stderr, "native: --profile: %s\n", err);
 		return 0;
 	}
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "memif_gbps=", 11))
-			v = strtod(line + 11, NULL);
-	fclose(f);
-	return v;
+	return hw_get(&hp, HW_MEMIF_GBPS);
 }
 
 static void print_results(const struct nopts *no, int npaths, int shards)
