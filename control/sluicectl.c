@@ -294,6 +294,7 @@ int ctl_list_offsets(struct ctl *c, const struct kafka_metadata_response_metadat
 		struct kafka_list_offsets_request_list_offsets_partition *rp;
 		struct kafka_list_offsets_response *resp;
 		struct kclient *k;
+		struct kclient_mem *mark;
 		int32_t m = 0;
 
 		if (done[i])
@@ -308,6 +309,7 @@ int ctl_list_offsets(struct ctl *c, const struct kafka_metadata_response_metadat
 			m++;
 		}
 		k = ctl_leader(c, leader);
+		mark = k->mem;   /* the answer is copied out, then freed */
 		kafka_list_offsets_request_init(&req);
 		req.ReplicaId = -1;
 		rt.Name = t->Name;
@@ -331,6 +333,7 @@ int ctl_list_offsets(struct ctl *c, const struct kafka_metadata_response_metadat
 				}
 			}
 		}
+		kclient_release_to(k, mark);
 	}
 	free(done);
 	return *err ? -EIO : 0;
@@ -640,7 +643,7 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 		json_end();
 	}
 	if (!rc && !c->json)
-		printf("(log end, size on disk and owning shard need the HTTP admin endpoint, not built yet)\n");
+		printf("(log end, size on disk, owning shard: need the HTTP admin endpoint, not built)\n");
 	return rc;
 }
 

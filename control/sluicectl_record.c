@@ -218,6 +218,7 @@ static int send_batches(struct ctl *c, const struct kafka_metadata_response_meta
 		struct kafka_produce_request_partition_produce_data *pd;
 		struct kafka_produce_response *resp;
 		struct kclient *k;
+		struct kclient_mem *mark;
 		int16_t v;
 
 		if (sent[i] || !pb[i].n)
@@ -240,6 +241,7 @@ static int send_batches(struct ctl *c, const struct kafka_metadata_response_meta
 			m++;
 		}
 		k = ctl_leader(c, leader);
+		mark = k->mem;   /* the metadata (t) lives below the mark */
 		v = ctl_version(c, k, K_PRODUCE, 7);
 		if (v < 3) {
 			free(pd);
@@ -290,7 +292,7 @@ static int send_batches(struct ctl *c, const struct kafka_metadata_response_meta
 					batch_builder_init(&pb[x].bb, pb[x].buf, PRODUCE_BATCH_BYTES, now_ms());
 				}
 		free(pd);
-		kclient_release(k);
+		kclient_release_to(k, mark);
 	}
 	free(sent);
 	return rc;
