@@ -552,6 +552,9 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 	if (a->npos < 1)
 		return ctl_usage(c, "name at least one topic");
 	md = ctl_metadata(c, (const char *const *)a->pos, a->npos);
+	for (int i = 0; i < a->npos; i++)   /* every topic known before anything is printed */
+		if (!md_topic(c, md, a->pos[i], &rc))
+			return rc;
 	if (c->json) {
 		json_obj_begin(NULL);
 		json_arr_begin("topics");
@@ -1363,6 +1366,8 @@ int main(int argc, char **argv)
 	bool help = false, opts_done = false;
 	char cmdname[64];
 	int64_t timeout = DEFAULT_TIMEOUT_MS;
+	char *pos_store[argc], *val_store[argc];
+	const struct opt_spec *spec_store[argc];
 	int rc;
 
 	cmds_init();
@@ -1373,9 +1378,9 @@ int main(int argc, char **argv)
 	c.bootstrap = getenv("SLUICE_BROKERS");
 	if (!c.bootstrap || !*c.bootstrap)
 		c.bootstrap = DEFAULT_BOOTSTRAP;
-	a.pos = calloc((size_t)argc, sizeof *a.pos);
-	a.spec = calloc((size_t)argc, sizeof *a.spec);
-	a.val = calloc((size_t)argc, sizeof *a.val);
+	a.pos = pos_store;
+	a.spec = spec_store;
+	a.val = val_store;
 
 	for (int i = 1; i < argc; i++) {
 		char *arg = argv[i], *eq = NULL;
@@ -1478,7 +1483,9 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(noun, "__names")) {
 		c.cmd = "__names";
-		return verb ? cmd_names(&c, verb) : EXIT_USAGE;
+		rc = verb ? cmd_names(&c, verb) : EXIT_USAGE;
+		kclient_close(&c.boot);
+		return rc;
 	}
 	if (!m) {
 		bool known = false;
@@ -1503,8 +1510,5 @@ int main(int argc, char **argv)
 	kclient_close(&c.boot);
 	for (int i = 0; i < c.nnodes; i++)
 		kclient_close(&c.nodes[i]);
-	free(a.pos);
-	free(a.spec);
-	free(a.val);
 	return rc;
 }

@@ -63,6 +63,12 @@ def murmur2(data):
     return h
 
 
+# Java's own values (kafka-protocol/README.md, test_rdkafka.c murmur2_matches_java)
+for _k, _h in ((b"21", -973932308), (b"foobar", -790332482), (b"a-little-bit-long-string", -985981536),
+               (b"a-little-bit-longer-string", -1486304829)):
+    assert murmur2(_k) == _h & 0xffffffff, _k
+
+
 def partition_of(key, n):
     return (murmur2(key) & 0x7fffffff) % n
 
@@ -176,6 +182,9 @@ def topic_commands_and_kcat_cross_check():
 
         _, err = ctl(b, "topic", "describe", "nope", rc=1)
         assert "UNKNOWN_TOPIC_OR_PARTITION (3)" in err and "sluicectl topic list" in err, err
+        out, err = ctl(b, "--format", "json", "topic", "describe", "orders", "nope", rc=1)
+        assert out == "" and "topic 'nope'" in err, (out, err)   # no half-written JSON
+        assert "nope" not in [t["name"] for t in ctl(b, "topic", "list", fmt="json")["topics"]]  # not auto-created
 
         # configs: only what is set on the topic, --all for everything with its source
         cfg = ctl(b, "topic", "describe-config", "orders", fmt="json")
