@@ -77,6 +77,8 @@ struct table {
 void table_init(struct table *t, int ncols, const char **heads);
 void table_right(struct table *t, int col);
 void table_add(struct table *t, ...);   /* ncols const char * */
+/* Order rows by the first column, then the second as a number. */
+void table_sort(struct table *t);
 void table_print(struct table *t);
 void table_fini(struct table *t);
 

@@ -242,6 +242,8 @@ static int cmp_offpart(const void *a, const void *b)
 	return x->PartitionIndex - y->PartitionIndex;
 }
 
+static int64_t committed_of(const struct kafka_offset_fetch_response *of, const char *topic, int32_t p);
+
 static int cmd_group_describe(struct ctl *c, const struct args *a)
 {
 	const char *group;
@@ -414,12 +416,63 @@ static int cmd_group_describe(struct ctl *c, const struct args *a)
 		}
 		free(hw);
 	}
+	/* Assigned partitions without a commit: their owner, no offset yet. */
+	for (int32_t m = 0; m < g->Members.count; m++)
+		for (int32_t x = 0; x < asg[m].AssignedPartitions.count; x++) {
+			const struct kafka_consumer_protocol_assignment_topic_partition *tp =
+				&asg[m].AssignedPartitions.items[x];
+			char name[256];
+			const char *names[1] = { name };
+			struct kafka_metadata_response *md;
+			const struct kafka_metadata_response_metadata_response_topic *t;
+			int64_t *hw = NULL;
+			int16_t err = 0;
+
+			snprintf(name, sizeof name, "%.*s", (int)tp->Topic.len, tp->Topic.ptr);
+			md = ctl_metadata(c, names, 1);
+			t = find_topic(md, wstr(name));
+			if (t) {
+				hw = calloc((size_t)t->Partitions.count + 1, sizeof *hw);
+				ctl_list_offsets(c, t, -1, hw, &err);
+			}
+			for (int32_t q = 0; q < tp->Partitions.count; q++) {
+				int32_t p = tp->Partitions.items[q];
+				int32_t pi = t ? part_index(t, p) : -1;
+				int64_t h = pi >= 0 ? hw[pi] : -1;
+				const char *owner = kstr(g->Members.items[m].ClientId);
+
+				if (committed_of(of, name, p) >= 0)
+					continue;
+				rows++;
+				if (c->json) {
+					json_obj_begin(NULL);
+					json_str("topic", name);
+					json_int("partition", p);
+					json_null("committed_offset");
+					if (h >= 0)
+						json_int("high_watermark", h);
+					else
+						json_null("high_watermark");
+					json_null("lag");
+					json_null("oldest_unconsumed_age_ms");
+					json_str("owner", owner);
+					json_null("metadata");
+					json_null("error");
+					json_obj_end();
+				} else {
+					table_add(&ot, name, fmt("%d", p), "-", h >= 0 ? fmt("%lld", (long long)h) : "?",
+						  "-", "-", owner);
+				}
+			}
+			free(hw);
+		}
 	if (c->json) {
 		json_arr_end();
 		json_obj_end();
 		json_end();
 	} else if (rows) {
 		putchar('\n');
+		table_sort(&ot);
 		table_print(&ot);
 	} else {
 		printf("\nno committed offsets\n");

@@ -68,6 +68,26 @@ static void cell_print(const char *s, int w, bool right, bool last)
 	}
 }
 
+static int sort_ncols;
+
+static int row_cmp(const void *a, const void *b)
+{
+	char *const *x = a, *const *y = b;
+	int r = strcmp(x[0], y[0]);
+
+	if (r || sort_ncols < 2)
+		return r;
+	return strtoll(x[1], NULL, 10) < strtoll(y[1], NULL, 10) ? -1 :
+	       strtoll(x[1], NULL, 10) > strtoll(y[1], NULL, 10);
+}
+
+void table_sort(struct table *t)
+{
+	sort_ncols = t->ncols;
+	if (t->rows > 1)
+		qsort(t->cells, (size_t)t->rows, (size_t)t->ncols * sizeof *t->cells, row_cmp);
+}
+
 void table_print(struct table *t)
 {
 	int *w = calloc((size_t)t->ncols, sizeof *w);

@@ -308,6 +308,18 @@ def group_commands_cross_checked_with_librdkafka():
         lst = ctl(b, "group", "list", fmt="json")
         assert [(g["group_id"], g["state"], g["members"]) for g in lst["groups"]] == [("app", "Stable", 1)], lst
 
+        # a member that has committed nothing: its assigned partitions, no offsets
+        f = rdk_consumer(b, "fresh", "g", "fresh-1")
+        f.subscribe(["g"])
+        while not f.assignment():
+            f.poll(0.2)
+            assert time.monotonic() < deadline, "no assignment"
+        d = ctl(b, "group", "describe", "fresh", fmt="json")
+        assert sorted((o["partition"], o["committed_offset"], o["lag"], o["owner"], o["high_watermark"])
+                      for o in d["offsets"]) == [(0, None, None, "fresh-1", 30), (1, None, None, "fresh-1", 20)], d
+        f.close()
+        ctl(b, "group", "delete", "fresh")
+
         # a reset on an active group is refused and says what to do
         _, err = ctl(b, "group", "reset-offsets", "app", "--topic", "g", "--to-earliest", "--execute", rc=1)
         assert "1 active member" in err and "stop its consumers" in err, err
