@@ -1194,6 +1194,30 @@ static const struct opt_spec *find_opt(const struct opt_spec *o, const char *nam
 
 /* ---- help and completion -------------------------------------------------- */
 
+/* Print text from column col, wrapped at 80 columns; later lines start at
+ * column indent. Ends the line. */
+static void wrap(int col, int indent, const char *text)
+{
+	while (*text) {
+		int room = 80 - col, n = (int)strlen(text);
+
+		if (n > room) {
+			int cut = room;
+
+			while (cut > 0 && text[cut] != ' ')
+				cut--;
+			n = cut > 0 ? cut : room;
+		}
+		printf("%.*s\n", n, text);
+		text += n;
+		while (*text == ' ')
+			text++;
+		if (*text)
+			printf("%*s", indent, "");
+		col = indent;
+	}
+}
+
 static void print_opts(const struct opt_spec *o)
 {
 	for (; o->name; o++) {
@@ -1205,9 +1229,10 @@ static void print_opts(const struct opt_spec *o)
 		else
 			snprintf(left, sizeof left, "    --%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
 		if (strlen(left) > 26)
-			printf("  %s\n  %-26s  %s\n", left, "", o->help);
+			printf("  %s\n%30s", left, "");
 		else
-			printf("  %-26s  %s\n", left, o->help);
+			printf("  %-26s  ", left);
+		wrap(30, 30, o->help);
 	}
 }
 
@@ -1216,7 +1241,7 @@ static void help_top(void)
 	const char *last = "";
 
 	printf("sluicectl — operate a Sluice (or any Kafka) cluster over the Kafka protocol\n\n"
-	       "usage: sluicectl [-b HOST:PORT,...] [--format table|json] NOUN VERB [ARGS] [OPTIONS]\n\n"
+	       "usage: sluicectl [-b HOST:PORT,...] [--format table|json] NOUN VERB [ARGS]\n\n"
 	       "commands:\n");
 	for (int i = 0; i < n_cmds; i++) {
 		const struct cmd *m = all_cmds[i];
@@ -1225,15 +1250,16 @@ static void help_top(void)
 		if (strcmp(m->noun, last))
 			last = m->noun;
 		snprintf(left, sizeof left, "%s %s", m->noun, m->verb);
-		printf("  %-22s %s\n", left, m->summary);
+		printf("  %-22s ", left);
+		wrap(25, 25, m->summary);
 	}
 	printf("  %-22s %s\n", "completion bash", "print the bash completion script");
 	printf("\nglobal options (anywhere on the line):\n");
 	print_opts(global_opts);
 	printf("\nexit status: 0 success; 1 a Kafka error (named, with what to do), an unreachable\n"
 	       "broker or a refused operation; 2 bad usage.\n\n"
-	       "Shard placement and other broker internals need the broker's HTTP admin endpoint,\n"
-	       "which is not built yet: sluicectl speaks only the Kafka protocol for now.\n\n"
+	       "Shard placement and other broker internals need the broker's HTTP admin\n"
+	       "endpoint, which is not built yet: sluicectl speaks only the Kafka protocol.\n\n"
 	       "examples:\n  sluicectl cluster info\n  sluicectl topic create orders -p 6\n"
 	       "  sluicectl group describe orders-app\n  sluicectl topic --help\n"
 	       "  source <(sluicectl completion bash)\n");
@@ -1249,7 +1275,8 @@ static void help_noun(const char *noun)
 		if (strcmp(m->noun, noun))
 			continue;
 		snprintf(left, sizeof left, "%s %s", m->verb, m->synopsis);
-		printf("  %-30s %s\n", left, m->summary);
+		printf("  %-22s ", left);
+		wrap(25, 25, m->summary);
 	}
 	printf("\nsluicectl %s VERB --help shows a verb's options and examples.\n", noun);
 }

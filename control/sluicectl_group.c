@@ -890,8 +890,8 @@ const struct cmd group_cmds[] = {
 	  cmd_group_describe },
 	{ "group", "reset-offsets", "GROUP", "move committed offsets (dry run unless --execute; group must be empty)",
 	  reset_opts, "sluicectl group reset-offsets orders-app --topic orders --to-earliest\n"
-	  "sluicectl group reset-offsets orders-app --topic orders:0,1 --shift-by -100 --execute\n"
-	  "sluicectl group reset-offsets orders-app --all-topics --to-datetime 2026-11-29T12:00:00Z --execute",
+	  "sluicectl group reset-offsets app --topic orders:0,1 --shift-by -100 --execute\n"
+	  "sluicectl group reset-offsets app -t orders --to-datetime 2026-11-29T12:00:00Z",
 	  cmd_group_reset_offsets },
 	{ "group", "delete", "GROUP...", "delete empty groups and their committed offsets", no_opts,
 	  "sluicectl group delete old-app", cmd_group_delete },

@@ -91,6 +91,16 @@ def help_and_usage_exit_codes():
     for cmd in (["topic", "create"], ["group", "reset-offsets"], ["record", "consume"], ["cluster", "info"]):
         out, _ = ctl(None, *cmd, "--help")
         assert "examples:" in out and "sluicectl " + " ".join(cmd) in out, out
+    # every help text fits an 80-column terminal
+    helps = [ctl(None, "--help")[0]]
+    for noun in ("cluster", "topic", "group", "record"):
+        out, _ = ctl(None, noun, "--help")
+        helps.append(out)
+        for verb in re.findall(r"^  ([a-z-]+)", out.split("verbs:")[1], re.M):
+            helps.append(ctl(None, noun, verb, "--help")[0])
+    assert len(helps) == 20, len(helps)
+    for h in helps:
+        assert max(len(l) for l in h.splitlines()) <= 80, h
     ctl(None, rc=2)
     _, err = ctl(None, "frob", "list", rc=2)
     assert "unknown noun 'frob'" in err, err
