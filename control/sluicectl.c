@@ -91,6 +91,30 @@ uint32_t murmur2(const void *key, size_t len)
 	return h;
 }
 
+/* Print text from column col, wrapped at 80 columns; later lines start at
+ * column indent. Ends the line. */
+void wrap(FILE *f, int col, int indent, const char *text)
+{
+	while (*text) {
+		int room = 80 - col, n = (int)strlen(text);
+
+		if (n > room) {
+			int cut = room;
+
+			while (cut > 0 && text[cut] != ' ')
+				cut--;
+			n = cut > 0 ? cut : room;
+		}
+		fprintf(f, "%.*s\n", n, text);
+		text += n;
+		while (*text == ' ')
+			text++;
+		if (*text)
+			fprintf(f, "%*s", indent, "");
+		col = indent;
+	}
+}
+
 /* ---- messages and exit codes ----------------------------------------------- */
 
 int ctl_kafka_error(struct ctl *c, int16_t code, struct kafka_str msg, const char *what, ...)
@@ -104,7 +128,8 @@ int ctl_kafka_error(struct ctl *c, int16_t code, struct kafka_str msg, const cha
 	fprintf(stderr, ": %s (%d)", kerr_name(code), code);
 	if (msg.len > 0)
 		fprintf(stderr, ": %.*s", (int)msg.len, msg.ptr);
-	fprintf(stderr, "\n  what to do: %s\n", kerr_advice(code));
+	fprintf(stderr, "\n  what to do: ");
+	wrap(stderr, 14, 4, kerr_advice(code));
 	return EXIT_KAFKA;
 }
 
@@ -184,10 +209,10 @@ struct kclient *ctl_client(struct ctl *c)
 		}
 		s += n + (s[n] == ',');
 	}
-	fprintf(stderr, "sluicectl: %s: no broker reachable (bootstrap %s):%s\n"
-		"  what to do: check that sluiced is running and listening there (its log says "
-		"'listening on HOST:PORT'); pass -b HOST:PORT or set SLUICE_BROKERS\n",
+	fprintf(stderr, "sluicectl: %s: no broker reachable (bootstrap %s):%s\n  what to do: ",
 		c->cmd, c->bootstrap, tried);
+	wrap(stderr, 14, 4, "check that sluiced is running and listening there (its log says "
+	     "'listening on HOST:PORT'); pass -b HOST:PORT or set SLUICE_BROKERS");
 	exit(EXIT_KAFKA);
 }
 
@@ -204,9 +229,10 @@ struct kclient *ctl_node(struct ctl *c, int32_t node_id, struct kafka_str host, 
 	if (c->nnodes == (int)(sizeof c->nodes / sizeof c->nodes[0]))
 		return boot;
 	if (kclient_open(&c->nodes[c->nnodes], h, port, c->timeout_ms)) {
-		fprintf(stderr, "sluicectl: %s: broker %d: %s\n  what to do: check that broker %d "
-			"is up and that its advertised.listeners are reachable from here\n",
-			c->cmd, node_id, c->nodes[c->nnodes].err, node_id);
+		fprintf(stderr, "sluicectl: %s: broker %d: %s\n  what to do: ", c->cmd, node_id,
+			c->nodes[c->nnodes].err);
+		wrap(stderr, 14, 4, fmt("check that broker %d is up and that its advertised.listeners are "
+					"reachable from here", node_id));
 		exit(EXIT_KAFKA);
 	}
 	c->node_ids[c->nnodes] = node_id;
@@ -1194,30 +1220,6 @@ static const struct opt_spec *find_opt(const struct opt_spec *o, const char *nam
 
 /* ---- help and completion -------------------------------------------------- */
 
-/* Print text from column col, wrapped at 80 columns; later lines start at
- * column indent. Ends the line. */
-static void wrap(int col, int indent, const char *text)
-{
-	while (*text) {
-		int room = 80 - col, n = (int)strlen(text);
-
-		if (n > room) {
-			int cut = room;
-
-			while (cut > 0 && text[cut] != ' ')
-				cut--;
-			n = cut > 0 ? cut : room;
-		}
-		printf("%.*s\n", n, text);
-		text += n;
-		while (*text == ' ')
-			text++;
-		if (*text)
-			printf("%*s", indent, "");
-		col = indent;
-	}
-}
-
 static void print_opts(const struct opt_spec *o)
 {
 	for (; o->name; o++) {
@@ -1232,7 +1234,7 @@ static void print_opts(const struct opt_spec *o)
 			printf("  %s\n%30s", left, "");
 		else
 			printf("  %-26s  ", left);
-		wrap(30, 30, o->help);
+		wrap(stdout, 30, 30, o->help);
 	}
 }
 
@@ -1251,7 +1253,7 @@ static void help_top(void)
 			last = m->noun;
 		snprintf(left, sizeof left, "%s %s", m->noun, m->verb);
 		printf("  %-22s ", left);
-		wrap(25, 25, m->summary);
+		wrap(stdout, 25, 25, m->summary);
 	}
 	printf("  %-22s %s\n", "completion bash", "print the bash completion script");
 	printf("\nglobal options (anywhere on the line):\n");
@@ -1276,7 +1278,7 @@ static void help_noun(const char *noun)
 			continue;
 		snprintf(left, sizeof left, "%s %s", m->verb, m->synopsis);
 		printf("  %-22s ", left);
-		wrap(25, 25, m->summary);
+		wrap(stdout, 25, 25, m->summary);
 	}
 	printf("\nsluicectl %s VERB --help shows a verb's options and examples.\n", noun);
 }

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "dataplane/kafka/kafka_codec.h"
 
@@ -98,6 +99,9 @@ void json_end(void);                    /* final newline */
 const char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 /* NUL-terminated copy of a wire string into a rotating buffer. */
 const char *kstr(struct kafka_str s);
+/* Write text to f from column col, wrapped at 80 columns, later lines
+ * indented to column indent; ends the line. */
+void wrap(FILE *f, int col, int indent, const char *text);
 /* Progress on stderr (only when it is a terminal): "label done/total". */
 void progress(const char *label, int64_t done, int64_t total);
 

@@ -32,7 +32,7 @@ def ctl(b, *args, input=None, rc=0, fmt=None):
         " ".join(cmd), p.returncode, rc, out, err)
     if fmt == "json" and rc == 0:
         return json.loads(out)
-    return out, err
+    return out, " ".join(err.split())   # messages wrap at 80 columns: compare words
 
 
 def murmur2(data):
