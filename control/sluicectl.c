@@ -119,16 +119,21 @@ void wrap(FILE *f, int col, int indent, const char *text)
 
 int ctl_kafka_error(struct ctl *c, int16_t code, struct kafka_str msg, const char *what, ...)
 {
+	char line[2048];
+	size_t l;
 	va_list ap;
 
-	fprintf(stderr, "sluicectl: %s: ", c->cmd);
+	l = (size_t)snprintf(line, sizeof line, "sluicectl: %s: ", c->cmd);
 	va_start(ap, what);
-	vfprintf(stderr, what, ap);
+	if (l < sizeof line)
+		l += (size_t)vsnprintf(line + l, sizeof line - l, what, ap);
 	va_end(ap);
-	fprintf(stderr, ": %s (%d)", kerr_name(code), code);
-	if (msg.len > 0)
-		fprintf(stderr, ": %.*s", (int)msg.len, msg.ptr);
-	fprintf(stderr, "\n  what to do: ");
+	if (l < sizeof line)
+		l += (size_t)snprintf(line + l, sizeof line - l, ": %s (%d)", kerr_name(code), code);
+	if (msg.len > 0 && l < sizeof line)
+		snprintf(line + l, sizeof line - l, ": %.*s", (int)msg.len, msg.ptr);
+	wrap(stderr, 0, 4, line);
+	fprintf(stderr, "  what to do: ");
 	wrap(stderr, 14, 4, kerr_advice(code));
 	return EXIT_KAFKA;
 }
@@ -1035,16 +1040,18 @@ static int cmd_topic_add_partitions(struct ctl *c, const struct args *a)
 	free(start);
 	free(hw);
 	if (s.moved && !opt_has(a, "force")) {
-		fprintf(stderr,
-			"sluicectl: %s: refusing to add partitions to %s (%d -> %lld) without --force:\n"
-			"  of %lld recent records sampled, %lld have keys, and %lld of those (%.1f%%) would go to\n"
-			"  another partition under murmur2 for %lld partitions. Per-key order breaks across the\n"
-			"  change: a consumer can see a key's new records before its old ones. Treat it as a data\n"
-			"  migration. Other ways forward: create a new topic with the partition count you want\n"
-			"  and move producers and consumers over, or carry a logical sequence number per key so\n"
-			"  consumers can reorder. To go ahead anyway: --force.\n",
-			c->cmd, a->pos[0], s.old_n, (long long)count, (long long)s.records, (long long)s.keyed,
-			(long long)s.moved, 100.0 * (double)s.moved / (double)s.keyed, (long long)count);
+		wrap(stderr, 0, 4, fmt("sluicectl: %s: refusing to add partitions to %s (%d -> %lld) without "
+				       "--force:", c->cmd, a->pos[0], s.old_n, (long long)count));
+		fputs("  ", stderr);
+		wrap(stderr, 2, 2, fmt("of %lld recent records sampled, %lld have keys, and %lld of those "
+				       "(%.1f%%) would go to another partition under murmur2 for %lld partitions. "
+				       "Per-key order breaks across the change: a consumer can see a key's new "
+				       "records before its old ones. Treat it as a data migration. Other ways "
+				       "forward: create a new topic with the partition count you want and move "
+				       "producers and consumers over, or carry a logical sequence number per key "
+				       "so consumers can reorder. To go ahead anyway: --force.",
+				       (long long)s.records, (long long)s.keyed, (long long)s.moved,
+				       100.0 * (double)s.moved / (double)s.keyed, (long long)count));
 		if (c->json) {
 			json_obj_begin(NULL);
 			json_str("topic", a->pos[0]);

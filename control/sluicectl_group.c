@@ -581,9 +581,10 @@ static int cmd_group_reset_offsets(struct ctl *c, const struct args *a)
 	k = coordinator(c, group, NULL);
 	g = describe_group(c, k, group);
 	if (g->Members.count > 0) {
-		fprintf(stderr, "sluicectl: %s: group '%s' has %d active member(s) (state %s): offsets can "
-			"only be reset while the group is empty\n  what to do: ", c->cmd, group,
-			g->Members.count, kstr(g->GroupState));
+		wrap(stderr, 0, 4, fmt("sluicectl: %s: group '%s' has %d active member(s) (state %s): offsets "
+				       "can only be reset while the group is empty", c->cmd, group,
+				       g->Members.count, kstr(g->GroupState)));
+		fprintf(stderr, "  what to do: ");
 		wrap(stderr, 14, 4, fmt("stop its consumers (`sluicectl group describe %s` lists them), wait "
 					"for their session timeout if one was killed, then run this again", group));
 		return EXIT_KAFKA;

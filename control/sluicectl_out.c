@@ -248,7 +248,7 @@ void json_end(void)
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static char rot[16][512];
+static char rot[16][1024];
 static int rot_i;
 
 const char *fmt(const char *f, ...)
