@@ -755,54 +755,56 @@ static int cmd_topic_create(struct ctl *c, const struct args *a)
 static int cmd_topic_delete(struct ctl *c, const struct args *a)
 {
 	struct kclient *k;
-	struct kafka_delete_topics_request req;
-	struct kafka_delete_topics_response *resp;
-	struct kafka_str *names;
 	int rc = 0;
 
 	if (a->npos < 1)
 		return ctl_usage(c, "name at least one topic");
 	k = ctl_client(c);
-	names = calloc((size_t)a->npos, sizeof *names);
-	for (int i = 0; i < a->npos; i++)
-		names[i] = (struct kafka_str){ a->pos[i], (int32_t)strlen(a->pos[i]) };
-	kafka_delete_topics_request_init(&req);
-	req.TopicNames.items = names;
-	req.TopicNames.count = a->npos;
-	req.TimeoutMs = c->timeout_ms;
-	progress("deleting topics", 0, a->npos);
-	resp = ctl_call(c, k, K_DELETE_TOPICS, ctl_version(c, k, K_DELETE_TOPICS, 3), &req);
-	progress("deleting topics", a->npos, a->npos);
 	if (c->json) {
 		json_obj_begin(NULL);
 		json_arr_begin("topics");
 	}
-	for (int32_t i = 0; i < resp->Responses.count; i++) {
-		const struct kafka_delete_topics_response_deletable_topic_result *r = &resp->Responses.items[i];
-		bool ignore = r->ErrorCode == 3 && opt_has(a, "if-exists");
+	/* One topic per request, so that many topics show progress. */
+	for (int i = 0; i < a->npos; i++) {
+		struct kafka_delete_topics_request req;
+		struct kafka_delete_topics_response *resp;
+		struct kafka_str name = { a->pos[i], (int32_t)strlen(a->pos[i]) };
+		struct kclient_mem *mark = k->mem;
 
-		if (r->ErrorCode && !ignore)
-			rc = ctl_kafka_error(c, r->ErrorCode, (struct kafka_str){ NULL, -1 },
-					     "deleting topic '%s'", kstr(r->Name));
-		if (c->json) {
-			json_obj_begin(NULL);
-			json_strn("name", r->Name.ptr, r->Name.len);
-			json_bool("deleted", !r->ErrorCode);
-			if (r->ErrorCode)
-				json_str("error", kerr_name(r->ErrorCode));
-			else
-				json_null("error");
-			json_obj_end();
-		} else if (!r->ErrorCode) {
-			printf("deleted topic %s\n", kstr(r->Name));
+		kafka_delete_topics_request_init(&req);
+		req.TopicNames.items = &name;
+		req.TopicNames.count = 1;
+		req.TimeoutMs = c->timeout_ms;
+		resp = ctl_call(c, k, K_DELETE_TOPICS, ctl_version(c, k, K_DELETE_TOPICS, 3), &req);
+		for (int32_t j = 0; j < resp->Responses.count; j++) {
+			const struct kafka_delete_topics_response_deletable_topic_result *r = &resp->Responses.items[j];
+			bool ignore = r->ErrorCode == 3 && opt_has(a, "if-exists");
+
+			if (r->ErrorCode && !ignore)
+				rc = ctl_kafka_error(c, r->ErrorCode, (struct kafka_str){ NULL, -1 },
+						     "deleting topic '%s'", kstr(r->Name));
+			if (c->json) {
+				json_obj_begin(NULL);
+				json_strn("name", r->Name.ptr, r->Name.len);
+				json_bool("deleted", !r->ErrorCode);
+				if (r->ErrorCode)
+					json_str("error", kerr_name(r->ErrorCode));
+				else
+					json_null("error");
+				json_obj_end();
+			} else if (!r->ErrorCode) {
+				printf("deleted topic %s\n", kstr(r->Name));
+			}
 		}
+		kclient_release_to(k, mark);
+		if (a->npos > 1)
+			progress("deleting topics", i + 1, a->npos);
 	}
 	if (c->json) {
 		json_arr_end();
 		json_obj_end();
 		json_end();
 	}
-	free(names);
 	return rc;
 }
 

@@ -15,6 +15,9 @@ enum {
 
 static const struct kafka_str null_str = { NULL, -1 };
 
+/* Partitions per OffsetCommit when resetting (progress between requests). */
+#define COMMIT_CHUNK 1000
+
 static struct kafka_str wstr(const char *s)
 {
 	return (struct kafka_str){ s, (int32_t)strlen(s) };
@@ -685,10 +688,13 @@ static int cmd_group_reset_offsets(struct ctl *c, const struct args *a)
 					  fmt("%lld", (long long)v));
 			}
 		}
-		if (execute && ncp) {
+		/* Commit in requests of COMMIT_CHUNK partitions, with progress. */
+		for (int32_t from = 0; execute && from < ncp && !rc; from += COMMIT_CHUNK) {
 			struct kafka_offset_commit_request req;
 			struct kafka_offset_commit_request_offset_commit_request_topic rt;
 			struct kafka_offset_commit_response *resp;
+			struct kclient_mem *mark = k->mem;
+			int32_t cnt = ncp - from < COMMIT_CHUNK ? ncp - from : COMMIT_CHUNK;
 
 			kafka_offset_commit_request_init(&req);
 			req.GroupId = wstr(group);
@@ -697,11 +703,10 @@ static int cmd_group_reset_offsets(struct ctl *c, const struct args *a)
 			req.GroupInstanceId = null_str;
 			req.RetentionTimeMs = -1;
 			rt.Name = wstr(sel[i].topic);
-			rt.Partitions.items = cp;
-			rt.Partitions.count = ncp;
+			rt.Partitions.items = cp + from;
+			rt.Partitions.count = cnt;
 			req.Topics.items = &rt;
 			req.Topics.count = 1;
-			progress("committing offsets, topic", i + 1, nsel);
 			resp = ctl_call(c, k, K_OFFSET_COMMIT, ctl_version(c, k, K_OFFSET_COMMIT, 7), &req);
 			for (int32_t x = 0; x < resp->Topics.count && !rc; x++)
 				for (int32_t y = 0; y < resp->Topics.items[x].Partitions.count && !rc; y++)
@@ -709,6 +714,8 @@ static int cmd_group_reset_offsets(struct ctl *c, const struct args *a)
 						rc = ctl_kafka_error(c, resp->Topics.items[x].Partitions.items[y].ErrorCode,
 								     null_str, "committing %s-%d", sel[i].topic,
 								     resp->Topics.items[x].Partitions.items[y].PartitionIndex);
+			kclient_release_to(k, mark);
+			progress(fmt("committing offsets of %s, partitions", sel[i].topic), from + cnt, ncp);
 		}
 		free(lo);
 		free(hi);

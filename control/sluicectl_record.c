@@ -367,11 +367,8 @@ static int cmd_record_produce(struct ctl *c, const struct args *a)
 					       (long long)part);
 	}
 	pb = calloc((size_t)np, sizeof *pb);
-	for (int32_t i = 0; i < np; i++) {
-		pb[i].buf = malloc(PRODUCE_BATCH_BYTES);
-		pb[i].first = pb[i].last = -1;
-		batch_builder_init(&pb[i].bb, pb[i].buf, PRODUCE_BATCH_BYTES, now_ms());
-	}
+	for (int32_t i = 0; i < np; i++)
+		pb[i].first = pb[i].last = -1;   /* buffers come with a partition's first record */
 	sticky = (int32_t)(now_ms() % (np ? np : 1));
 	while (!rc && (n = getline(&line, &cap, in)) >= 0) {
 		const char *key = NULL, *val = line;
@@ -404,6 +401,14 @@ static int cmd_record_produce(struct ctl *c, const struct args *a)
 					slot = i;
 		} else {
 			slot = sticky;   /* null keys: one partition per batch, as Java's sticky partitioner */
+		}
+		if (!pb[slot].buf) {
+			pb[slot].buf = malloc(PRODUCE_BATCH_BYTES);
+			if (!pb[slot].buf) {
+				rc = ctl_fail(c, "out of memory");
+				break;
+			}
+			batch_builder_init(&pb[slot].bb, pb[slot].buf, PRODUCE_BATCH_BYTES, now_ms());
 		}
 		for (int tries = 0; tries < 2; tries++) {
 			int r = batch_builder_add(&pb[slot].bb, pb[slot].n, now_ms(), key, klen, val, vlen,

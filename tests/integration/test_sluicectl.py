@@ -218,6 +218,11 @@ def topic_commands_and_kcat_cross_check():
         res = ctl(b, "topic", "delete", "other", "--if-exists", fmt="json")
         assert res["topics"][0]["deleted"] is False, res
         assert [t["name"] for t in ctl(b, "topic", "list", fmt="json")["topics"]] == ["orders"]
+        ctl(b, "topic", "create", "x1")
+        ctl(b, "topic", "create", "x2")
+        res = ctl(b, "topic", "delete", "x1", "x2", fmt="json")
+        assert [(t["name"], t["deleted"]) for t in res["topics"]] == [("x1", True), ("x2", True)], res
+        assert [t["name"] for t in ctl(b, "topic", "list", fmt="json")["topics"]] == ["orders"]
 
 
 @test
