@@ -144,6 +144,32 @@ void table_fini(struct table *t)
 static bool jfirst[64] = { true };
 static int jdepth;
 
+/* Length of the valid UTF-8 sequence at p (lead byte >= 0x80), or 0. */
+static size_t utf8_len(const uint8_t *p, size_t left)
+{
+	size_t len;
+	uint32_t cp;
+
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		len = 2, cp = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		len = 3, cp = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		len = 4, cp = p[0] & 0x07;
+	else
+		return 0;
+	if (len > left)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;   /* overlong, a surrogate, or beyond Unicode */
+	return len;
+}
+
 static void jstring(const char *s, size_t n)
 {
 	putchar('"');
@@ -160,8 +186,18 @@ static void jstring(const char *s, size_t n)
 			fputs("\\r", stdout);
 		else if (ch < 0x20 || ch == 0x7f)
 			printf("\\u%04x", ch);
-		else
-			putchar(ch);   /* UTF-8 passes through; invalid bytes too */
+		else if (ch < 0x80)
+			putchar(ch);
+		else {
+			size_t len = utf8_len((const uint8_t *)s + i, n - i);
+
+			if (len) {   /* a whole, valid UTF-8 sequence passes through */
+				fwrite(s + i, 1, len, stdout);
+				i += len - 1;
+			} else {
+				fputs("\\ufffd", stdout);   /* not UTF-8: the replacement character */
+			}
+		}
 	}
 	putchar('"');
 }

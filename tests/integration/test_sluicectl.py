@@ -266,6 +266,12 @@ def produce_and_consume_cross_checked_with_kcat():
         assert out == "", out
         out, _ = ctl(b, "record", "consume", "z", "-o", "latest")
         assert out == "", out
+        # JSON stays valid UTF-8: text passes through, other bytes become U+FFFD
+        run([KCAT, "-b", b.bootstrap, "-P", "-t", "u", "-p", "0"],
+            input="h\u00e9llo \u20ac \U0001f600\n".encode() + b"bin\xff\xc3(\x01\"\\\n")
+        p = run([SLUICECTL, "-b", b.bootstrap, "--format", "json", "record", "consume", "u"])
+        vals = [json.loads(l)["value"] for l in p.stdout.decode("utf-8").splitlines()]   # strict UTF-8
+        assert vals == ["h\u00e9llo \u20ac \U0001f600", "bin\ufffd\ufffd(\x01\"\\"], vals
         # explicit partition and acks=1; a bad partition is a Kafka error
         res = ctl(b, "record", "produce", "t", "-p", "2", "--acks", "1", input=b"a\nb\n", fmt="json")
         assert [(p["partition"], p["records"]) for p in res["partitions"]] == [(2, 2)], res
