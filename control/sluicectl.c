@@ -1334,6 +1334,7 @@ static void completion_bash(void)
 	       "    --format) COMPREPLY=($(compgen -W 'table json' -- \"$cur\")); return;;\n"
 	       "    -b|--brokers|--timeout) return;;\n"
 	       "    --group|-g) COMPREPLY=($(compgen -W \"$(sluicectl \"${b[@]}\" __names group 2>/dev/null)\" -- \"$cur\")); return;;\n"
+	       "    --topic|-t) COMPREPLY=($(compgen -W \"$(sluicectl \"${b[@]}\" __names topic 2>/dev/null)\" -- \"$cur\")); return;;\n"
 	       "  esac\n"
 	       "  local g='--brokers --format --timeout --help'\n"
 	       "  if [[ -z $noun ]]; then\n"

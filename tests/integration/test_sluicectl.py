@@ -420,13 +420,14 @@ complete_words sluicectl to
 complete_words sluicectl topic de
 complete_words sluicectl group reset-offsets --to-e
 complete_words sluicectl -b %s topic describe comp
-""" % (os.path.dirname(SLUICECTL), b.bootstrap)
+complete_words sluicectl -b %s group reset-offsets app --topic comp
+""" % (os.path.dirname(SLUICECTL), b.bootstrap, b.bootstrap)
         out = subprocess.run(["bash", "-c", probe], stdout=subprocess.PIPE, timeout=HANG_GUARD).stdout.decode()
         lines = out.splitlines()
         assert lines[0] == "topic", lines
         assert sorted(lines[1].split()) == ["delete", "describe", "describe-config"], lines
         assert lines[2] == "--to-earliest", lines
-        assert lines[3] == "completed-topic", lines
+        assert lines[3] == "completed-topic" and lines[4] == "completed-topic", lines
 
 
 if __name__ == "__main__":
