@@ -202,7 +202,9 @@ def topic_commands_and_kcat_cross_check():
             ("retention.ms", "3600000", "topic")], cfg
         _, err = ctl(b, "topic", "alter-config", "orders", "--set", "no.such.key=1", rc=1)
         assert "INVALID_CONFIG (40)" in err and "no.such.key" in err and "what to do" in err, err
-        ctl(b, "topic", "alter-config", "orders", "--set", "cleanup.policy=compact", "--delete", "retention.ms")
+        out, _ = ctl(b, "topic", "alter-config", "orders", "--set", "cleanup.policy=compact", "--delete", "retention.ms")
+        assert out.splitlines() == ["topic orders: set cleanup.policy=compact",
+                                    "topic orders: reset retention.ms to its default"], out
         cfg = ctl(b, "topic", "describe-config", "orders", fmt="json")
         assert [(x["name"], x["value"]) for x in cfg["configs"]] == [("cleanup.policy", "compact")], cfg
         allc = ctl(b, "topic", "describe-config", "orders", "--all", fmt="json")
@@ -275,6 +277,9 @@ def produce_and_consume_cross_checked_with_kcat():
         # explicit partition and acks=1; a bad partition is a Kafka error
         res = ctl(b, "record", "produce", "t", "-p", "2", "--acks", "1", input=b"a\nb\n", fmt="json")
         assert [(p["partition"], p["records"]) for p in res["partitions"]] == [(2, 2)], res
+        out, _ = ctl(b, "record", "produce", "t", "-p", "2", "--acks", "0", input=b"c\n\nd\n")
+        assert out.splitlines()[0] == "produced 2 record(s) to t (acks=0: offsets unknown)", out
+        assert re.search(r"^\s+2\s+2\s+-\s+-$", out, re.M), out
         _, err = ctl(b, "record", "produce", "t", "-p", "7", input=b"a\n", rc=1)
         assert "UNKNOWN_TOPIC_OR_PARTITION" in err, err
         _, err = ctl(b, "record", "consume", "missing", rc=1)
@@ -328,6 +333,8 @@ def group_commands_cross_checked_with_librdkafka():
         assert "app-1" in out and "LAG" in out and max(len(l) for l in out.splitlines()) <= 80, out
         lst = ctl(b, "group", "list", fmt="json")
         assert [(g["group_id"], g["state"], g["members"]) for g in lst["groups"]] == [("app", "Stable", 1)], lst
+        out, _ = ctl(b, "group", "list")
+        assert re.search(r"^app\s+Stable\s+consumer\s+1\s+1$", out, re.M), out
 
         # a member that has committed nothing: its assigned partitions, no offsets
         f = rdk_consumer(b, "fresh", "g", "fresh-1")
@@ -369,6 +376,8 @@ def group_commands_cross_checked_with_librdkafka():
         offs = {o["partition"]: o["committed_offset"] for o in ctl(b, "group", "describe", "app", fmt="json")["offsets"]}
         assert offs == {0: 9, 1: 5}, offs
 
+        out, _ = ctl(b, "group", "delete-offsets", "app", "--topic", "g:1", "-t", "nope", rc=1)
+        assert "UNKNOWN_TOPIC_OR_PARTITION" in _, _
         res = ctl(b, "group", "delete-offsets", "app", "--topic", "g:1", fmt="json")
         assert res["partitions"] == [{"topic": "g", "partition": 1, "deleted": True, "error": None}], res
         offs = {o["partition"] for o in ctl(b, "group", "describe", "app", fmt="json")["offsets"]}
