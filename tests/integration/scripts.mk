@@ -31,3 +31,7 @@ $(KAFKAJS_STAMP): $(KAFKAJS_DIR)/package-lock.json $(KAFKAJS_DIR)/package.json |
 	$(Q)touch $@
 
 test: $(KAFKAJS_STAMP)
+# sluicectl (build/sluicectl) against a real broker: every command, table and
+# JSON output, exit codes, error messages; cross-checked with kcat -L,
+# confluent-kafka and kafka-python
+TEST_SCRIPTS += tests/integration/test_sluicectl.py

@@ -1,0 +1,1553 @@
+/* control/sluicectl.c — the operator's CLI: argument parsing, --help and
+ * bash completion from one command table, the shared Kafka lookups, and the
+ * cluster and topic commands. Groups: sluicectl_group.c; records:
+ * sluicectl_record.c. See sluicectl.h. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control/sluicectl.h"
+
+#define DEFAULT_BOOTSTRAP "127.0.0.1:9092"
+#define DEFAULT_TIMEOUT_MS 10000
+
+/* Kafka API keys used here. */
+enum {
+	K_LIST_OFFSETS = 2, K_METADATA = 3, K_CREATE_TOPICS = 19, K_DELETE_TOPICS = 20,
+	K_DESCRIBE_CONFIGS = 32, K_CREATE_PARTITIONS = 37, K_INCR_ALTER_CONFIGS = 44,
+};
+
+/* ---- small utilities ---------------------------------------------------- */
+
+bool parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	if (!s || !*s)
+		return false;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool parse_time_ms(const char *s, int64_t *out)
+{
+	struct tm tm;
+	const char *end;
+
+	if (parse_i64(s, 0, INT64_MAX, out))
+		return true;
+	memset(&tm, 0, sizeof tm);
+	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!end)
+		end = strptime(s, "%Y-%m-%d %H:%M:%S", &tm);
+	if (!end || (*end && strcmp(end, "Z")))
+		return false;
+	*out = (int64_t)timegm(&tm) * 1000;
+	return true;
+}
+
+uint32_t murmur2(const void *key, size_t len)
+{
+	const uint8_t *p = key;
+	const uint32_t m = 0x5bd1e995;
+	uint32_t h = 0x9747b28c ^ (uint32_t)len;
+	size_t i = 0;
+
+	for (; i + 4 <= len; i += 4) {
+		uint32_t k = (uint32_t)p[i] | (uint32_t)p[i + 1] << 8 | (uint32_t)p[i + 2] << 16 |
+			     (uint32_t)p[i + 3] << 24;
+
+		k *= m;
+		k ^= k >> 24;
+		k *= m;
+		h *= m;
+		h ^= k;
+	}
+	switch (len - i) {
+	case 3: h ^= (uint32_t)p[i + 2] << 16; /* fall through */
+	case 2: h ^= (uint32_t)p[i + 1] << 8;  /* fall through */
+	case 1: h ^= p[i]; h *= m;
+	}
+	h ^= h >> 13;
+	h *= m;
+	h ^= h >> 15;
+	return h;
+}
+
+/* Print text from column col, wrapped at 80 columns; later lines start at
+ * column indent. Ends the line. */
+void wrap(FILE *f, int col, int indent, const char *text)
+{
+	while (*text) {
+		int room = 80 - col, n = (int)strlen(text);
+
+		if (n > room) {
+			int cut = room;
+
+			while (cut > 0 && text[cut] != ' ')
+				cut--;
+			n = cut > 0 ? cut : room;
+		}
+		fprintf(f, "%.*s\n", n, text);
+		text += n;
+		while (*text == ' ')
+			text++;
+		if (*text)
+			fprintf(f, "%*s", indent, "");
+		col = indent;
+	}
+}
+
+/* ---- messages and exit codes ----------------------------------------------- */
+
+int ctl_kafka_error(struct ctl *c, int16_t code, struct kafka_str msg, const char *what, ...)
+{
+	char line[2048];
+	size_t l;
+	va_list ap;
+
+	l = (size_t)snprintf(line, sizeof line, "sluicectl: %s: ", c->cmd);
+	va_start(ap, what);
+	if (l < sizeof line)
+		l += (size_t)vsnprintf(line + l, sizeof line - l, what, ap);
+	va_end(ap);
+	if (l < sizeof line)
+		l += (size_t)snprintf(line + l, sizeof line - l, ": %s (%d)", kerr_name(code), code);
+	if (msg.len > 0 && l < sizeof line)
+		snprintf(line + l, sizeof line - l, ": %.*s", (int)msg.len, msg.ptr);
+	wrap(stderr, 0, 4, line);
+	fprintf(stderr, "  what to do: ");
+	wrap(stderr, 14, 4, kerr_advice(code));
+	return EXIT_KAFKA;
+}
+
+int ctl_usage(struct ctl *c, const char *f, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "sluicectl: %s: ", c->cmd ? c->cmd : "usage");
+	va_start(ap, f);
+	vfprintf(stderr, f, ap);
+	va_end(ap);
+	fprintf(stderr, "\n  see: sluicectl %s --help\n", c->cmd ? c->cmd : "");
+	return EXIT_USAGE;
+}
+
+int ctl_fail(struct ctl *c, const char *f, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "sluicectl: %s: ", c->cmd);
+	va_start(ap, f);
+	vfprintf(stderr, f, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return EXIT_KAFKA;
+}
+
+/* ---- connections ---------------------------------------------------------- */
+
+static bool split_hostport(const char *s, size_t n, char *host, size_t hcap, int *port)
+{
+	const char *colon = NULL;
+	int64_t p;
+	char ports[16];
+
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == ':')
+			colon = s + i;
+	if (!colon || colon == s || (size_t)(colon - s) >= hcap || s + n - colon - 1 >= (long)sizeof ports)
+		return false;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = 0;
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {   /* [::1]:9092 */
+		memmove(host, host + 1, strlen(host));
+		host[strlen(host) - 1] = 0;
+	}
+	memcpy(ports, colon + 1, (size_t)(s + n - colon - 1));
+	ports[s + n - colon - 1] = 0;
+	if (!parse_i64(ports, 1, 65535, &p))
+		return false;
+	*port = (int)p;
+	return true;
+}
+
+struct kclient *ctl_client(struct ctl *c)
+{
+	const char *s = c->bootstrap;
+	char tried[1024] = "";
+	size_t tl = 0;
+
+	if (c->boot.fd >= 0)
+		return &c->boot;
+	while (*s) {
+		size_t n = strcspn(s, ",");
+		char host[256];
+		int port;
+
+		if (n && split_hostport(s, n, host, sizeof host, &port)) {
+			if (!kclient_open(&c->boot, host, port, c->timeout_ms))
+				return &c->boot;
+			tl += (size_t)snprintf(tried + tl, tl < sizeof tried ? sizeof tried - tl : 0,
+					       "\n  %s", c->boot.err);
+			kclient_close(&c->boot);
+		} else if (n) {
+			fprintf(stderr, "sluicectl: bad broker address '%.*s' (want HOST:PORT)\n", (int)n, s);
+			exit(EXIT_USAGE);
+		}
+		s += n + (s[n] == ',');
+	}
+	fprintf(stderr, "sluicectl: %s: no broker reachable (bootstrap %s):%s\n  what to do: ",
+		c->cmd, c->bootstrap, tried);
+	wrap(stderr, 14, 4, "check that sluiced is running and listening there (its log says "
+	     "'listening on HOST:PORT'); pass -b HOST:PORT or set SLUICE_BROKERS");
+	exit(EXIT_KAFKA);
+}
+
+struct kclient *ctl_node(struct ctl *c, int32_t node_id, struct kafka_str host, int32_t port)
+{
+	struct kclient *boot = ctl_client(c);
+	const char *h = kstr(host);
+
+	if (port == boot->port && !strcmp(h, boot->host))
+		return boot;
+	for (int i = 0; i < c->nnodes; i++)
+		if (c->node_ids[i] == node_id && c->nodes[i].fd >= 0)
+			return &c->nodes[i];
+	if (c->nnodes == (int)(sizeof c->nodes / sizeof c->nodes[0]))
+		return boot;
+	if (kclient_open(&c->nodes[c->nnodes], h, port, c->timeout_ms)) {
+		fprintf(stderr, "sluicectl: %s: broker %d: %s\n  what to do: ", c->cmd, node_id,
+			c->nodes[c->nnodes].err);
+		wrap(stderr, 14, 4, fmt("check that broker %d is up and that its advertised.listeners are "
+					"reachable from here", node_id));
+		exit(EXIT_KAFKA);
+	}
+	c->node_ids[c->nnodes] = node_id;
+	return &c->nodes[c->nnodes++];
+}
+
+int16_t ctl_version(struct ctl *c, struct kclient *k, int16_t api_key, int16_t want_max)
+{
+	int v = kclient_version(k, api_key, want_max);
+	const struct kafka_api *api = kafka_api_find(api_key);
+
+	if (v < 0) {
+		fprintf(stderr, "sluicectl: %s: %s:%d does not serve %s in a version sluicectl speaks\n"
+			"  what to do: upgrade the broker, or use a broker that serves it\n",
+			c->cmd, k->host, k->port, api ? api->name : "this API");
+		exit(EXIT_KAFKA);
+	}
+	return (int16_t)v;
+}
+
+void *ctl_call(struct ctl *c, struct kclient *k, int16_t api_key, int16_t version, const void *body)
+{
+	void *resp;
+	int rc = kclient_call(k, api_key, version, body, false, &resp);
+
+	if (rc) {
+		fprintf(stderr, "sluicectl: %s: %s\n  what to do: check the broker (its log), or raise "
+			"--timeout for a slow operation\n", c->cmd, k->err[0] ? k->err : strerror(-rc));
+		exit(EXIT_KAFKA);
+	}
+	return resp;
+}
+
+/* The last Metadata answer, for leader lookups. */
+static struct kafka_metadata_response *last_md;
+
+struct kafka_metadata_response *ctl_metadata(struct ctl *c, const char *const *topics, int n)
+{
+	struct kclient *k = ctl_client(c);
+	struct kafka_metadata_request req;
+	struct kafka_metadata_request_metadata_request_topic *t = NULL;
+	int16_t v = ctl_version(c, k, K_METADATA, 6);
+
+	kafka_metadata_request_init(&req);
+	if (topics) {
+		t = calloc((size_t)n + 1, sizeof *t);
+		for (int i = 0; i < n; i++)
+			t[i].Name = (struct kafka_str){ topics[i], (int32_t)strlen(topics[i]) };
+		req.Topics.items = t;
+		req.Topics.count = n;
+	} else {
+		req.Topics.count = v >= 1 ? -1 : 0;   /* null: every topic */
+	}
+	req.AllowAutoTopicCreation = false;   /* v4+; below it a lookup could create the topic */
+	last_md = ctl_call(c, k, K_METADATA, v, &req);
+	free(t);
+	return last_md;
+}
+
+struct kclient *ctl_leader(struct ctl *c, int32_t leader)
+{
+	for (int32_t i = 0; last_md && i < last_md->Brokers.count; i++) {
+		const struct kafka_metadata_response_metadata_response_broker *b = &last_md->Brokers.items[i];
+
+		if (b->NodeId == leader)
+			return ctl_node(c, b->NodeId, b->Host, b->Port);
+	}
+	return ctl_client(c);
+}
+
+int ctl_list_offsets(struct ctl *c, const struct kafka_metadata_response_metadata_response_topic *t,
+		     int64_t timestamp, int64_t *out, int16_t *err)
+{
+	int32_t n = t->Partitions.count;
+	bool *done = calloc((size_t)n + 1, sizeof *done);
+
+	*err = 0;
+	for (int32_t i = 0; i < n; i++)
+		out[i] = -1;
+	/* One request per leader. */
+	for (int32_t i = 0; i < n; i++) {
+		int32_t leader = t->Partitions.items[i].LeaderId;
+		struct kafka_list_offsets_request req;
+		struct kafka_list_offsets_request_list_offsets_topic rt;
+		struct kafka_list_offsets_request_list_offsets_partition *rp;
+		struct kafka_list_offsets_response *resp;
+		struct kclient *k;
+		struct kclient_mem *mark;
+		int32_t m = 0;
+
+		if (done[i])
+			continue;
+		rp = calloc((size_t)n, sizeof *rp);
+		for (int32_t j = i; j < n; j++) {
+			if (done[j] || t->Partitions.items[j].LeaderId != leader)
+				continue;
+			done[j] = true;
+			rp[m].PartitionIndex = t->Partitions.items[j].PartitionIndex;
+			rp[m].Timestamp = timestamp;
+			m++;
+		}
+		k = ctl_leader(c, leader);
+		mark = k->mem;   /* the answer is copied out, then freed */
+		kafka_list_offsets_request_init(&req);
+		req.ReplicaId = -1;
+		rt.Name = t->Name;
+		rt.Partitions.items = rp;
+		rt.Partitions.count = m;
+		req.Topics.items = &rt;
+		req.Topics.count = 1;
+		resp = ctl_call(c, k, K_LIST_OFFSETS, ctl_version(c, k, K_LIST_OFFSETS, 3), &req);
+		free(rp);
+		for (int32_t a = 0; a < resp->Topics.count; a++) {
+			for (int32_t b = 0; b < resp->Topics.items[a].Partitions.count; b++) {
+				const struct kafka_list_offsets_response_list_offsets_partition_response *pr =
+					&resp->Topics.items[a].Partitions.items[b];
+
+				for (int32_t j = 0; j < n; j++) {
+					if (t->Partitions.items[j].PartitionIndex != pr->PartitionIndex)
+						continue;
+					if (pr->ErrorCode && !*err)
+						*err = pr->ErrorCode;
+					out[j] = pr->ErrorCode ? -1 : pr->Offset;
+				}
+			}
+		}
+		kclient_release_to(k, mark);
+	}
+	free(done);
+	return *err ? -EIO : 0;
+}
+
+/* The topic named `name` in a Metadata answer, or exit 1 naming its error. */
+static const struct kafka_metadata_response_metadata_response_topic *
+md_topic(struct ctl *c, const struct kafka_metadata_response *md, const char *name, int *rc)
+{
+	for (int32_t i = 0; i < md->Topics.count; i++) {
+		const struct kafka_metadata_response_metadata_response_topic *t = &md->Topics.items[i];
+
+		if (!kafka_str_eq(t->Name, name))
+			continue;
+		if (t->ErrorCode) {
+			*rc = ctl_kafka_error(c, t->ErrorCode, (struct kafka_str){ NULL, -1 }, "topic '%s'", name);
+			return NULL;
+		}
+		return t;
+	}
+	*rc = ctl_kafka_error(c, 3, (struct kafka_str){ NULL, -1 }, "topic '%s'", name);
+	return NULL;
+}
+
+static int cmp_topic_name(const void *a, const void *b)
+{
+	const struct kafka_metadata_response_metadata_response_topic *x = a, *y = b;
+	int32_t n = x->Name.len < y->Name.len ? x->Name.len : y->Name.len;
+	int r = memcmp(x->Name.ptr, y->Name.ptr, (size_t)n);
+
+	return r ? r : x->Name.len - y->Name.len;
+}
+
+static int cmp_partition(const void *a, const void *b)
+{
+	const struct kafka_metadata_response_metadata_response_partition *x = a, *y = b;
+
+	return x->PartitionIndex - y->PartitionIndex;
+}
+
+static const char *int_list(const int32_t *v, int32_t n)
+{
+	char buf[256];
+	size_t l = 0;
+
+	buf[0] = 0;
+	for (int32_t i = 0; i < n && l < sizeof buf - 16; i++)
+		l += (size_t)snprintf(buf + l, sizeof buf - l, "%s%d", i ? "," : "", v[i]);
+	return fmt("%s", buf);
+}
+
+static void json_int_list(const char *key, const int32_t *v, int32_t n)
+{
+	json_arr_begin(key);
+	for (int32_t i = 0; i < n; i++)
+		json_int(NULL, v[i]);
+	json_arr_end();
+}
+
+/* ---- cluster info -------------------------------------------------------- */
+
+static int cmd_cluster_info(struct ctl *c, const struct args *a)
+{
+	struct kafka_metadata_response *md;
+	struct kclient *k;
+	int64_t parts = 0, under = 0, offline = 0, internal = 0;
+
+	(void)a;
+	md = ctl_metadata(c, NULL, 0);
+	k = ctl_client(c);
+	for (int32_t i = 0; i < md->Topics.count; i++) {
+		const struct kafka_metadata_response_metadata_response_topic *t = &md->Topics.items[i];
+
+		internal += t->IsInternal;
+		for (int32_t j = 0; j < t->Partitions.count; j++) {
+			const struct kafka_metadata_response_metadata_response_partition *p = &t->Partitions.items[j];
+
+			parts++;
+			under += p->IsrNodes.count < p->ReplicaNodes.count;
+			offline += p->LeaderId < 0;
+		}
+	}
+	if (c->json) {
+		json_obj_begin(NULL);
+		json_strn("cluster_id", md->ClusterId.ptr, md->ClusterId.len);
+		json_int("controller_id", md->ControllerId);
+		json_arr_begin("brokers");
+		for (int32_t i = 0; i < md->Brokers.count; i++) {
+			const struct kafka_metadata_response_metadata_response_broker *b = &md->Brokers.items[i];
+
+			json_obj_begin(NULL);
+			json_int("node_id", b->NodeId);
+			json_strn("host", b->Host.ptr, b->Host.len);
+			json_int("port", b->Port);
+			json_strn("rack", b->Rack.ptr, b->Rack.len);
+			json_null("shards");
+			json_obj_end();
+		}
+		json_arr_end();
+		json_int("topics", md->Topics.count);
+		json_int("internal_topics", internal);
+		json_int("partitions", parts);
+		json_int("under_replicated_partitions", under);
+		json_int("offline_partitions", offline);
+		json_arr_begin("api_versions");
+		for (int i = 0; i < KCLIENT_MAX_KEY; i++) {
+			const struct kafka_api *api = kafka_api_find((int16_t)i);
+
+			if (k->vmax[i] < 0)
+				continue;
+			json_obj_begin(NULL);
+			json_int("api_key", i);
+			json_str("name", api ? api->name : NULL);
+			json_int("min_version", k->vmin[i]);
+			json_int("max_version", k->vmax[i]);
+			json_obj_end();
+		}
+		json_arr_end();
+		json_obj_end();
+		json_end();
+		return 0;
+	}
+	{
+		struct table t;
+		static const char *heads[] = { "FIELD", "VALUE" };
+		int napis = 0;
+
+		for (int i = 0; i < KCLIENT_MAX_KEY; i++)
+			napis += k->vmax[i] >= 0;
+		table_init(&t, 2, heads);
+		table_add(&t, "cluster id", kstr(md->ClusterId));
+		table_add(&t, "controller", fmt("%d", md->ControllerId));
+		table_add(&t, "brokers", fmt("%d", md->Brokers.count));
+		table_add(&t, "topics", fmt("%d (%lld internal)", md->Topics.count, (long long)internal));
+		table_add(&t, "partitions", fmt("%lld", (long long)parts));
+		table_add(&t, "under-replicated partitions", fmt("%lld", (long long)under));
+		table_add(&t, "offline partitions", fmt("%lld", (long long)offline));
+		table_add(&t, "Kafka APIs served", fmt("%d (bootstrap %s:%d)", napis, k->host, k->port));
+		table_print(&t);
+		table_fini(&t);
+	}
+	{
+		struct table t;
+		static const char *heads[] = { "BROKER", "HOST", "PORT", "RACK", "SHARDS" };
+
+		putchar('\n');
+		table_init(&t, 5, heads);
+		table_right(&t, 0);
+		table_right(&t, 2);
+		for (int32_t i = 0; i < md->Brokers.count; i++) {
+			const struct kafka_metadata_response_metadata_response_broker *b = &md->Brokers.items[i];
+
+			table_add(&t, fmt("%d%s", b->NodeId, b->NodeId == md->ControllerId ? "*" : ""),
+				  kstr(b->Host), fmt("%d", b->Port), b->Rack.len >= 0 ? kstr(b->Rack) : "-",
+				  "n/a");
+		}
+		table_print(&t);
+		table_fini(&t);
+		printf("(* controller; shards per broker need the HTTP admin endpoint, not built yet)\n");
+	}
+	return 0;
+}
+
+/* ---- topic commands ---------------------------------------------------------- */
+
+static int cmd_topic_list(struct ctl *c, const struct args *a)
+{
+	struct kafka_metadata_response *md = ctl_metadata(c, NULL, 0);
+	bool internal = opt_has(a, "internal");
+
+	qsort(md->Topics.items, (size_t)md->Topics.count, sizeof md->Topics.items[0], cmp_topic_name);
+	if (c->json) {
+		json_obj_begin(NULL);
+		json_arr_begin("topics");
+	}
+	struct table t;
+	static const char *heads[] = { "TOPIC", "PARTITIONS", "REPLICATION", "INTERNAL" };
+
+	table_init(&t, 4, heads);
+	table_right(&t, 1);
+	table_right(&t, 2);
+	for (int32_t i = 0; i < md->Topics.count; i++) {
+		const struct kafka_metadata_response_metadata_response_topic *tp = &md->Topics.items[i];
+		int32_t rf = tp->Partitions.count ? tp->Partitions.items[0].ReplicaNodes.count : 0;
+
+		if (tp->IsInternal && !internal)
+			continue;
+		if (c->json) {
+			json_obj_begin(NULL);
+			json_strn("name", tp->Name.ptr, tp->Name.len);
+			json_int("partitions", tp->Partitions.count);
+			json_int("replication_factor", rf);
+			json_bool("internal", tp->IsInternal);
+			json_obj_end();
+		} else {
+			table_add(&t, kstr(tp->Name), fmt("%d", tp->Partitions.count), fmt("%d", rf),
+				  tp->IsInternal ? "yes" : "no");
+		}
+	}
+	if (c->json) {
+		json_arr_end();
+		json_obj_end();
+		json_end();
+	} else {
+		table_print(&t);
+	}
+	table_fini(&t);
+	return 0;
+}
+
+static int cmd_topic_describe(struct ctl *c, const struct args *a)
+{
+	struct kafka_metadata_response *md;
+	int rc = 0;
+
+	if (a->npos < 1)
+		return ctl_usage(c, "name at least one topic");
+	md = ctl_metadata(c, (const char *const *)a->pos, a->npos);
+	for (int i = 0; i < a->npos; i++)   /* every topic known before anything is printed */
+		if (!md_topic(c, md, a->pos[i], &rc))
+			return rc;
+	if (c->json) {
+		json_obj_begin(NULL);
+		json_arr_begin("topics");
+	}
+	for (int i = 0; i < a->npos; i++) {
+		const struct kafka_metadata_response_metadata_response_topic *t = md_topic(c, md, a->pos[i], &rc);
+		int32_t n;
+		int64_t *start, *hw;
+		int16_t err1, err2;
+
+		if (!t)
+			break;
+		n = t->Partitions.count;
+		qsort(t->Partitions.items, (size_t)n, sizeof t->Partitions.items[0], cmp_partition);
+		start = calloc((size_t)n + 1, sizeof *start);
+		hw = calloc((size_t)n + 1, sizeof *hw);
+		ctl_list_offsets(c, t, -2, start, &err1);
+		ctl_list_offsets(c, t, -1, hw, &err2);
+		if (c->json) {
+			json_obj_begin(NULL);
+			json_strn("name", t->Name.ptr, t->Name.len);
+			json_bool("internal", t->IsInternal);
+			json_arr_begin("partitions");
+		} else {
+			printf("%stopic %s: %d partition(s), replication factor %d%s\n", i ? "\n" : "",
+			       kstr(t->Name), n, n ? t->Partitions.items[0].ReplicaNodes.count : 0,
+			       t->IsInternal ? ", internal" : "");
+		}
+		struct table tb;
+		static const char *heads[] = { "PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-START",
+					       "HIGH-WATERMARK", "RECORDS" };
+
+		table_init(&tb, 7, heads);
+		for (int col = 0; col < 7; col++)
+			if (col != 2 && col != 3)
+				table_right(&tb, col);
+		for (int32_t j = 0; j < n; j++) {
+			const struct kafka_metadata_response_metadata_response_partition *p = &t->Partitions.items[j];
+
+			if (c->json) {
+				json_obj_begin(NULL);
+				json_int("partition", p->PartitionIndex);
+				json_int("leader", p->LeaderId);
+				json_int_list("replicas", p->ReplicaNodes.items, p->ReplicaNodes.count);
+				json_int_list("isr", p->IsrNodes.items, p->IsrNodes.count);
+				json_int_list("offline_replicas", p->OfflineReplicas.items,
+					      p->OfflineReplicas.count > 0 ? p->OfflineReplicas.count : 0);
+				if (start[j] >= 0)
+					json_int("log_start_offset", start[j]);
+				else
+					json_null("log_start_offset");
+				if (hw[j] >= 0)
+					json_int("high_watermark", hw[j]);
+				else
+					json_null("high_watermark");
+				json_null("log_end_offset");
+				json_null("size_bytes");
+				json_null("shard");
+				if (p->ErrorCode)
+					json_str("error", kerr_name(p->ErrorCode));
+				else
+					json_null("error");
+				json_obj_end();
+			} else {
+				table_add(&tb, fmt("%d", p->PartitionIndex), fmt("%d", p->LeaderId),
+					  int_list(p->ReplicaNodes.items, p->ReplicaNodes.count),
+					  int_list(p->IsrNodes.items, p->IsrNodes.count),
+					  start[j] >= 0 ? fmt("%lld", (long long)start[j]) : "?",
+					  hw[j] >= 0 ? fmt("%lld", (long long)hw[j]) : "?",
+					  start[j] >= 0 && hw[j] >= 0 ? fmt("%lld", (long long)(hw[j] - start[j])) : "?");
+			}
+		}
+		if (c->json) {
+			json_arr_end();
+			json_obj_end();
+		} else {
+			table_print(&tb);
+		}
+		table_fini(&tb);
+		if ((err1 || err2) && !c->json)
+			fprintf(stderr, "sluicectl: %s: offsets of some partitions: %s\n", c->cmd,
+				kerr_name(err1 ? err1 : err2));
+		free(start);
+		free(hw);
+	}
+	if (c->json && !rc) {
+		json_arr_end();
+		json_obj_end();
+		json_end();
+	}
+	if (!rc && !c->json)
+		printf("(log end, size on disk, owning shard: need the HTTP admin endpoint, not built)\n");
+	return rc;
+}
+
+static int cmd_topic_create(struct ctl *c, const struct args *a)
+{
+	struct kclient *k;
+	struct kafka_create_topics_request req;
+	struct kafka_create_topics_request_creatable_topic t;
+	struct kafka_create_topics_request_creatable_topic_config cfg[64];
+	struct kafka_create_topics_response *resp;
+	const char *vals[64];
+	int64_t parts = -1, rf = -1;
+	int16_t v;
+	int n;
+
+	if (a->npos != 1)
+		return ctl_usage(c, "name exactly one topic");
+	if (opt_get(a, "partitions") && !parse_i64(opt_get(a, "partitions"), 1, INT32_MAX, &parts))
+		return ctl_usage(c, "--partitions wants an integer >= 1, not '%s'", opt_get(a, "partitions"));
+	if (opt_get(a, "replication-factor") &&
+	    !parse_i64(opt_get(a, "replication-factor"), 1, INT16_MAX, &rf))
+		return ctl_usage(c, "--replication-factor wants an integer >= 1, not '%s'",
+				 opt_get(a, "replication-factor"));
+	n = opt_all(a, "config", vals, 64);
+	for (int i = 0; i < n; i++) {
+		const char *eq = strchr(vals[i], '=');
+
+		if (!eq || eq == vals[i])
+			return ctl_usage(c, "--config wants KEY=VALUE, not '%s'", vals[i]);
+		cfg[i].Name = (struct kafka_str){ vals[i], (int32_t)(eq - vals[i]) };
+		cfg[i].Value = (struct kafka_str){ eq + 1, (int32_t)strlen(eq + 1) };
+	}
+	k = ctl_client(c);
+	v = ctl_version(c, k, K_CREATE_TOPICS, 4);
+	if (v < 4 && (parts < 0 || rf < 0)) {   /* defaults (-1) need v4 */
+		parts = parts < 0 ? 1 : parts;
+		rf = rf < 0 ? 1 : rf;
+	}
+	kafka_create_topics_request_init(&req);
+	memset(&t, 0, sizeof t);
+	t.Name = (struct kafka_str){ a->pos[0], (int32_t)strlen(a->pos[0]) };
+	t.NumPartitions = (int32_t)parts;
+	t.ReplicationFactor = (int16_t)rf;
+	t.Assignments.count = 0;
+	t.Configs.items = cfg;
+	t.Configs.count = n;
+	req.Topics.items = &t;
+	req.Topics.count = 1;
+	req.timeoutMs = c->timeout_ms;
+	req.validateOnly = opt_has(a, "validate-only");
+	resp = ctl_call(c, k, K_CREATE_TOPICS, v, &req);
+	for (int32_t i = 0; i < resp->Topics.count; i++) {
+		const struct kafka_create_topics_response_creatable_topic_result *r = &resp->Topics.items[i];
+
+		if (r->ErrorCode == 36 && opt_has(a, "if-not-exists"))
+			continue;
+		if (r->ErrorCode)
+			return ctl_kafka_error(c, r->ErrorCode, r->ErrorMessage, "creating topic '%s'", a->pos[0]);
+	}
+	if (c->json) {
+		json_obj_begin(NULL);
+		json_str("name", a->pos[0]);
+		json_bool("created", !req.validateOnly && !(resp->Topics.count && resp->Topics.items[0].ErrorCode));
+		json_bool("validate_only", req.validateOnly);
+		json_obj_end();
+		json_end();
+	} else if (resp->Topics.count && resp->Topics.items[0].ErrorCode == 36) {
+		printf("topic %s already exists\n", a->pos[0]);
+	} else {
+		printf("%s topic %s\n", req.validateOnly ? "would create" : "created", a->pos[0]);
+	}
+	return 0;
+}
+
+static int cmd_topic_delete(struct ctl *c, const struct args *a)
+{
+	struct kclient *k;
+	int rc = 0;
+
+	if (a->npos < 1)
+		return ctl_usage(c, "name at least one topic");
+	k = ctl_client(c);
+	if (c->json) {
+		json_obj_begin(NULL);
+		json_arr_begin("topics");
+	}
+	/* One topic per request, so that many topics show progress. */
+	for (int i = 0; i < a->npos; i++) {
+		struct kafka_delete_topics_request req;
+		struct kafka_delete_topics_response *resp;
+		struct kafka_str name = { a->pos[i], (int32_t)strlen(a->pos[i]) };
+		struct kclient_mem *mark = k->mem;
+
+		kafka_delete_topics_request_init(&req);
+		req.TopicNames.items = &name;
+		req.TopicNames.count = 1;
+		req.TimeoutMs = c->timeout_ms;
+		resp = ctl_call(c, k, K_DELETE_TOPICS, ctl_version(c, k, K_DELETE_TOPICS, 3), &req);
+		for (int32_t j = 0; j < resp->Responses.count; j++) {
+			const struct kafka_delete_topics_response_deletable_topic_result *r = &resp->Responses.items[j];
+			bool ignore = r->ErrorCode == 3 && opt_has(a, "if-exists");
+
+			if (r->ErrorCode && !ignore)
+				rc = ctl_kafka_error(c, r->ErrorCode, (struct kafka_str){ NULL, -1 },
+						     "deleting topic '%s'", kstr(r->Name));
+			if (c->json) {
+				json_obj_begin(NULL);
+				json_strn("name", r->Name.ptr, r->Name.len);
+				json_bool("deleted", !r->ErrorCode);
+				if (r->ErrorCode)
+					json_str("error", kerr_name(r->ErrorCode));
+				else
+					json_null("error");
+				json_obj_end();
+			} else if (!r->ErrorCode) {
+				printf("deleted topic %s\n", kstr(r->Name));
+			}
+		}
+		kclient_release_to(k, mark);
+		if (a->npos > 1)
+			progress("deleting topics", i + 1, a->npos);
+	}
+	if (c->json) {
+		json_arr_end();
+		json_obj_end();
+		json_end();
+	}
+	return rc;
+}
+
+static int cmd_topic_alter_config(struct ctl *c, const struct args *a)
+{
+	struct kclient *k;
+	struct kafka_incremental_alter_configs_request req;
+	struct kafka_incremental_alter_configs_request_alter_configs_resource res;
+	struct kafka_incremental_alter_configs_request_alterable_config cfg[128];
+	struct kafka_incremental_alter_configs_response *resp;
+	const char *sets[64], *dels[64];
+	int ns, nd, n = 0;
+
+	if (a->npos != 1)
+		return ctl_usage(c, "name exactly one topic");
+	ns = opt_all(a, "set", sets, 64);
+	nd = opt_all(a, "delete", dels, 64);
+	if (!ns && !nd)
+		return ctl_usage(c, "nothing to change: give --set KEY=VALUE or --delete KEY");
+	for (int i = 0; i < ns; i++) {
+		const char *eq = strchr(sets[i], '=');
+
+		if (!eq || eq == sets[i])
+			return ctl_usage(c, "--set wants KEY=VALUE, not '%s'", sets[i]);
+		cfg[n].Name = (struct kafka_str){ sets[i], (int32_t)(eq - sets[i]) };
+		cfg[n].ConfigOperation = 0;   /* SET */
+		cfg[n].Value = (struct kafka_str){ eq + 1, (int32_t)strlen(eq + 1) };
+		n++;
+	}
+	for (int i = 0; i < nd; i++) {
+		cfg[n].Name = (struct kafka_str){ dels[i], (int32_t)strlen(dels[i]) };
+		cfg[n].ConfigOperation = 1;   /* DELETE */
+		cfg[n].Value = (struct kafka_str){ NULL, -1 };
+		n++;
+	}
+	k = ctl_client(c);
+	kafka_incremental_alter_configs_request_init(&req);
+	memset(&res, 0, sizeof res);
+	res.ResourceType = 2;   /* TOPIC */
+	res.ResourceName = (struct kafka_str){ a->pos[0], (int32_t)strlen(a->pos[0]) };
+	res.Configs.items = cfg;
+	res.Configs.count = n;
+	req.Resources.items = &res;
+	req.Resources.count = 1;
+	req.ValidateOnly = opt_has(a, "validate-only");
+	resp = ctl_call(c, k, K_INCR_ALTER_CONFIGS, ctl_version(c, k, K_INCR_ALTER_CONFIGS, 1), &req);
+	for (int32_t i = 0; i < resp->Responses.count; i++)
+		if (resp->Responses.items[i].ErrorCode)
+			return ctl_kafka_error(c, resp->Responses.items[i].ErrorCode,
+					       resp->Responses.items[i].ErrorMessage,
+					       "changing the configuration of topic '%s'", a->pos[0]);
+	if (c->json) {
+		json_obj_begin(NULL);
+		json_str("topic", a->pos[0]);
+		json_bool("validate_only", req.ValidateOnly);
+		json_arr_begin("set");
+		for (int i = 0; i < ns; i++)
+			json_str(NULL, sets[i]);
+		json_arr_end();
+		json_arr_begin("deleted");
+		for (int i = 0; i < nd; i++)
+			json_str(NULL, dels[i]);
+		json_arr_end();
+		json_obj_end();
+		json_end();
+	} else {
+		for (int i = 0; i < ns; i++)
+			printf("topic %s: %sset %s\n", a->pos[0], req.ValidateOnly ? "would " : "", sets[i]);
+		for (int i = 0; i < nd; i++)
+			printf("topic %s: %sreset %s to its default\n", a->pos[0],
+			       req.ValidateOnly ? "would " : "", dels[i]);
+	}
+	return 0;
+}
+
+static const char *config_source(int8_t s)
+{
+	static const char *names[] = { "unknown", "topic", "dynamic-broker", "dynamic-default-broker",
+				       "static-broker", "default", "dynamic-broker-logger" };
+
+	return s >= 0 && s < 7 ? names[s] : "unknown";
+}
+
+static int cmd_topic_describe_config(struct ctl *c, const struct args *a)
+{
+	struct kclient *k;
+	struct kafka_describe_configs_request req;
+	struct kafka_describe_configs_request_describe_configs_resource res;
+	struct kafka_describe_configs_response *resp;
+	bool all = opt_has(a, "all");
+	int16_t v;
+	int shown = 0;
+
+	if (a->npos != 1)
+		return ctl_usage(c, "name exactly one topic");
+	k = ctl_client(c);
+	v = ctl_version(c, k, K_DESCRIBE_CONFIGS, 2);
+	kafka_describe_configs_request_init(&req);
+	memset(&res, 0, sizeof res);
+	res.ResourceType = 2;
+	res.ResourceName = (struct kafka_str){ a->pos[0], (int32_t)strlen(a->pos[0]) };
+	res.ConfigurationKeys.count = -1;
+	req.Resources.items = &res;
+	req.Resources.count = 1;
+	resp = ctl_call(c, k, K_DESCRIBE_CONFIGS, v, &req);
+	for (int32_t i = 0; i < resp->Results.count; i++)
+		if (resp->Results.items[i].ErrorCode)
+			return ctl_kafka_error(c, resp->Results.items[i].ErrorCode,
+					       resp->Results.items[i].ErrorMessage, "topic '%s'", a->pos[0]);
+	struct table t;
+	static const char *heads[] = { "KEY", "VALUE", "SOURCE" };
+
+	table_init(&t, 3, heads);
+	if (c->json) {
+		json_obj_begin(NULL);
+		json_str("topic", a->pos[0]);
+		json_bool("all", all);
+		json_arr_begin("configs");
+	}
+	for (int32_t i = 0; i < resp->Results.count; i++) {
+		const struct kafka_describe_configs_response_describe_configs_result *r = &resp->Results.items[i];
+
+		for (int32_t j = 0; j < r->Configs.count; j++) {
+			const struct kafka_describe_configs_response_describe_configs_resource_result *e =
+				&r->Configs.items[j];
+			int8_t src = v >= 1 ? e->ConfigSource : (e->IsDefault ? 5 : 1);
+
+			if (!all && src != 1)
+				continue;   /* only what is set on the topic */
+			shown++;
+			if (c->json) {
+				json_obj_begin(NULL);
+				json_strn("name", e->Name.ptr, e->Name.len);
+				json_strn("value", e->Value.ptr, e->IsSensitive ? -1 : e->Value.len);
+				json_str("source", config_source(src));
+				json_bool("read_only", e->ReadOnly);
+				json_bool("sensitive", e->IsSensitive);
+				json_obj_end();
+			} else {
+				table_add(&t, kstr(e->Name),
+					  e->IsSensitive ? "(sensitive)" : e->Value.len < 0 ? "(null)" : kstr(e->Value),
+					  config_source(src));
+			}
+		}
+	}
+	if (c->json) {
+		json_arr_end();
+		json_obj_end();
+		json_end();
+	} else if (shown) {
+		table_print(&t);
+	} else {
+		printf("topic %s: no values set on the topic (--all lists every value and its source)\n",
+		       a->pos[0]);
+	}
+	table_fini(&t);
+	return 0;
+}
+
+/* add-partitions: sample recent keys and say how many would move. */
+struct key_sample {
+	int64_t records, keyed, moved, per_part_left;
+	int32_t old_n, new_n, partition;
+	int64_t *per_part_moved;
+};
+
+static int sample_cb(void *arg, const struct fetched *r)
+{
+	struct key_sample *s = arg;
+
+	s->records++;
+	if (r->key) {
+		int32_t now = murmur2_partition(r->key, (size_t)r->key_len, s->old_n);
+		int32_t then = murmur2_partition(r->key, (size_t)r->key_len, s->new_n);
+
+		s->keyed++;
+		if (now != then)
+			s->moved++;
+	}
+	return 0;
+}
+
+static int cmd_topic_add_partitions(struct ctl *c, const struct args *a)
+{
+	struct kafka_metadata_response *md;
+	const struct kafka_metadata_response_metadata_response_topic *t;
+	struct kafka_create_partitions_request req;
+	struct kafka_create_partitions_request_create_partitions_topic rt;
+	struct kafka_create_partitions_response *resp;
+	struct key_sample s;
+	struct kclient *k;
+	int64_t count, sample = 1000, *start, *hw;
+	int16_t err;
+	int rc = 0;
+
+	if (a->npos != 1)
+		return ctl_usage(c, "name exactly one topic");
+	if (!opt_get(a, "count") || !parse_i64(opt_get(a, "count"), 1, INT32_MAX, &count))
+		return ctl_usage(c, "--count N (the new total partition count) is required");
+	if (opt_get(a, "sample") && !parse_i64(opt_get(a, "sample"), 0, 100000000, &sample))
+		return ctl_usage(c, "--sample wants a record count >= 0");
+	md = ctl_metadata(c, (const char *const *)a->pos, 1);
+	t = md_topic(c, md, a->pos[0], &rc);
+	if (!t)
+		return rc;
+	if (count <= t->Partitions.count)
+		return ctl_usage(c, "topic %s has %d partitions; --count must be larger (partitions cannot "
+				 "be removed)", a->pos[0], t->Partitions.count);
+
+	/* Sample the newest records of every partition (sample in all). */
+	memset(&s, 0, sizeof s);
+	s.old_n = t->Partitions.count;
+	s.new_n = (int32_t)count;
+	start = calloc((size_t)s.old_n, sizeof *start);
+	hw = calloc((size_t)s.old_n, sizeof *hw);
+	ctl_list_offsets(c, t, -2, start, &err);
+	ctl_list_offsets(c, t, -1, hw, &err);
+	for (int32_t j = 0; j < s.old_n && sample > 0; j++) {
+		int64_t want = sample / s.old_n + 1;
+		int64_t from = hw[j] - want > start[j] ? hw[j] - want : start[j];
+		int16_t kerr = 0;
+
+		if (start[j] < 0 || hw[j] <= from)
+			continue;
+		progress("sampling keys, partition", j + 1, s.old_n);
+		if (ctl_fetch_range(c, t, t->Partitions.items[j].PartitionIndex, &from, hw[j], sample_cb, &s,
+				    &kerr) < 0 || kerr) {
+			free(start);
+			free(hw);
+			return kerr ? ctl_kafka_error(c, kerr, (struct kafka_str){ NULL, -1 },
+						      "sampling keys of %s-%d", a->pos[0], j)
+				    : ctl_fail(c, "sampling keys of %s-%d failed", a->pos[0], j);
+		}
+	}
+	free(start);
+	free(hw);
+	if (s.moved && !opt_has(a, "force")) {
+		wrap(stderr, 0, 4, fmt("sluicectl: %s: refusing to add partitions to %s (%d -> %lld) without "
+				       "--force:", c->cmd, a->pos[0], s.old_n, (long long)count));
+		fputs("  ", stderr);
+		wrap(stderr, 2, 2, fmt("of %lld recent records sampled, %lld have keys, and %lld of those "
+				       "(%.1f%%) would go to another partition under murmur2 for %lld partitions. "
+				       "Per-key order breaks across the change: a consumer can see a key's new "
+				       "records before its old ones. Treat it as a data migration. Other ways "
+				       "forward: create a new topic with the partition count you want and move "
+				       "producers and consumers over, or carry a logical sequence number per key "
+				       "so consumers can reorder. To go ahead anyway: --force.",
+				       (long long)s.records, (long long)s.keyed, (long long)s.moved,
+				       100.0 * (double)s.moved / (double)s.keyed, (long long)count));
+		if (c->json) {
+			json_obj_begin(NULL);
+			json_str("topic", a->pos[0]);
+			json_int("old_partitions", s.old_n);
+			json_int("new_partitions", count);
+			json_int("sampled_records", s.records);
+			json_int("keyed_records", s.keyed);
+			json_int("moved_keys", s.moved);
+			json_bool("added", false);
+			json_obj_end();
+			json_end();
+		}
+		return EXIT_KAFKA;
+	}
+	k = ctl_leader(c, md->ControllerId);
+	kafka_create_partitions_request_init(&req);
+	memset(&rt, 0, sizeof rt);
+	rt.Name = t->Name;
+	rt.Count = (int32_t)count;
+	rt.Assignments.count = -1;
+	req.Topics.items = &rt;
+	req.Topics.count = 1;
+	req.TimeoutMs = c->timeout_ms;
+	req.ValidateOnly = opt_has(a, "validate-only");
+	resp = ctl_call(c, k, K_CREATE_PARTITIONS, ctl_version(c, k, K_CREATE_PARTITIONS, 1), &req);
+	for (int32_t i = 0; i < resp->Results.count; i++)
+		if (resp->Results.items[i].ErrorCode)
+			return ctl_kafka_error(c, resp->Results.items[i].ErrorCode,
+					       resp->Results.items[i].ErrorMessage, "adding partitions to '%s'",
+					       a->pos[0]);
+	if (c->json) {
+		json_obj_begin(NULL);
+		json_str("topic", a->pos[0]);
+		json_int("old_partitions", s.old_n);
+		json_int("new_partitions", count);
+		json_int("sampled_records", s.records);
+		json_int("keyed_records", s.keyed);
+		json_int("moved_keys", s.moved);
+		json_bool("added", !req.ValidateOnly);
+		json_obj_end();
+		json_end();
+	} else {
+		printf("topic %s: %s %d -> %lld partitions (sampled %lld records, %lld keyed, %lld keys "
+		       "move)\n", a->pos[0], req.ValidateOnly ? "would go from" : "went from", s.old_n,
+		       (long long)count, (long long)s.records, (long long)s.keyed, (long long)s.moved);
+	}
+	return 0;
+}
+
+/* ---- the command table -------------------------------------------------- */
+
+static const struct opt_spec no_opts[] = { { NULL, 0, NULL, NULL } };
+
+static const struct opt_spec topic_list_opts[] = {
+	{ "internal", 0, NULL, "also list internal topics (__consumer_offsets, __transaction_state)" },
+	{ NULL, 0, NULL, NULL }
+};
+
+static const struct opt_spec topic_create_opts[] = {
+	{ "partitions", 'p', "N", "partition count (default: the broker's num.partitions)" },
+	{ "replication-factor", 'r', "N", "replicas per partition (default: the broker's default.replication.factor)" },
+	{ "config", 'c', "KEY=VALUE", "a topic config (repeatable), e.g. retention.ms=3600000" },
+	{ "if-not-exists", 0, NULL, "succeed when the topic already exists" },
+	{ "validate-only", 0, NULL, "check the request, create nothing" },
+	{ NULL, 0, NULL, NULL }
+};
+
+static const struct opt_spec topic_delete_opts[] = {
+	{ "if-exists", 0, NULL, "succeed when the topic does not exist" },
+	{ NULL, 0, NULL, NULL }
+};
+
+static const struct opt_spec topic_alter_opts[] = {
+	{ "set", 's', "KEY=VALUE", "set a topic config (repeatable)" },
+	{ "delete", 'd', "KEY", "remove a topic config, back to the broker's default (repeatable)" },
+	{ "validate-only", 0, NULL, "check the change, apply nothing" },
+	{ NULL, 0, NULL, NULL }
+};
+
+static const struct opt_spec topic_dconf_opts[] = {
+	{ "all", 'a', NULL, "every value with its source, not only those set on the topic" },
+	{ NULL, 0, NULL, NULL }
+};
+
+static const struct opt_spec topic_addp_opts[] = {
+	{ "count", 'n', "N", "the new total partition count (required)" },
+	{ "sample", 0, "N", "recent records to sample for keys, across partitions (default 1000)" },
+	{ "force", 0, NULL, "add the partitions even though keys would move" },
+	{ "validate-only", 0, NULL, "sample and check, add nothing" },
+	{ NULL, 0, NULL, NULL }
+};
+
+static const struct cmd base_cmds[] = {
+	{ "cluster", "info", "", "brokers, controller, topic and partition counts, health", no_opts,
+	  "sluicectl cluster info\nsluicectl -b 10.0.0.5:9092 cluster info --format json", cmd_cluster_info },
+	{ "topic", "list", "", "every topic with its partition count", topic_list_opts,
+	  "sluicectl topic list\nsluicectl topic list --internal --format json", cmd_topic_list },
+	{ "topic", "describe", "TOPIC...", "per partition: leader, replicas, ISR, log start, high watermark",
+	  no_opts, "sluicectl topic describe orders\nsluicectl topic describe orders payments --format json",
+	  cmd_topic_describe },
+	{ "topic", "create", "TOPIC", "create a topic", topic_create_opts,
+	  "sluicectl topic create orders -p 12\nsluicectl topic create audit -p 3 -c retention.ms=-1 "
+	  "-c cleanup.policy=compact", cmd_topic_create },
+	{ "topic", "delete", "TOPIC...", "delete topics and their data", topic_delete_opts,
+	  "sluicectl topic delete scratch\nsluicectl topic delete old-1 old-2 --if-exists", cmd_topic_delete },
+	{ "topic", "alter-config", "TOPIC", "set or remove topic configs", topic_alter_opts,
+	  "sluicectl topic alter-config orders --set retention.ms=86400000\n"
+	  "sluicectl topic alter-config orders --delete retention.ms", cmd_topic_alter_config },
+	{ "topic", "describe-config", "TOPIC", "configs set on the topic (--all: every value and its source)",
+	  topic_dconf_opts, "sluicectl topic describe-config orders\nsluicectl topic describe-config orders --all",
+	  cmd_topic_describe_config },
+	{ "topic", "add-partitions", "TOPIC", "raise the partition count (samples keys first: keys move)",
+	  topic_addp_opts, "sluicectl topic add-partitions orders --count 24\n"
+	  "sluicectl topic add-partitions orders --count 24 --force", cmd_topic_add_partitions },
+};
+
+static const struct opt_spec global_opts[] = {
+	{ "brokers", 'b', "HOST:PORT,...", "bootstrap brokers (default: $SLUICE_BROKERS, then 127.0.0.1:9092)" },
+	{ "format", 0, "table|json", "output format (default table)" },
+	{ "timeout", 0, "MS", "per-request timeout in milliseconds (default 10000)" },
+	{ "help", 'h', NULL, "help for sluicectl, a noun, or a command" },
+	{ NULL, 0, NULL, NULL }
+};
+
+/* Every command, in help order. */
+static const struct cmd *all_cmds[64];
+static int n_cmds;
+
+static void cmds_init(void)
+{
+	for (size_t i = 0; i < sizeof base_cmds / sizeof base_cmds[0]; i++)
+		all_cmds[n_cmds++] = &base_cmds[i];
+	for (int i = 0; i < group_ncmds; i++)
+		all_cmds[n_cmds++] = &group_cmds[i];
+	for (int i = 0; i < record_ncmds; i++)
+		all_cmds[n_cmds++] = &record_cmds[i];
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+const char *opt_get(const struct args *a, const char *name)
+{
+	const char *v = NULL;
+
+	for (int i = 0; i < a->nopt; i++)
+		if (!strcmp(a->spec[i]->name, name))
+			v = a->val[i];
+	return v;
+}
+
+bool opt_has(const struct args *a, const char *name)
+{
+	return opt_get(a, name) != NULL;
+}
+
+int opt_all(const struct args *a, const char *name, const char **out, int cap)
+{
+	int n = 0;
+
+	for (int i = 0; i < a->nopt && n < cap; i++)
+		if (!strcmp(a->spec[i]->name, name))
+			out[n++] = a->val[i];
+	return n;
+}
+
+static const struct opt_spec *find_opt(const struct opt_spec *o, const char *name, char shrt)
+{
+	for (; o && o->name; o++)
+		if ((name && !strcmp(o->name, name)) || (shrt && o->shrt == shrt))
+			return o;
+	return NULL;
+}
+
+/* ---- help and completion -------------------------------------------------- */
+
+static void print_opts(const struct opt_spec *o)
+{
+	for (; o->name; o++) {
+		char left[64];
+
+		if (o->shrt)
+			snprintf(left, sizeof left, "-%c, --%s%s%s", o->shrt, o->name, o->arg ? " " : "",
+				 o->arg ? o->arg : "");
+		else
+			snprintf(left, sizeof left, "    --%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+		if (strlen(left) > 26)
+			printf("  %s\n%30s", left, "");
+		else
+			printf("  %-26s  ", left);
+		wrap(stdout, 30, 30, o->help);
+	}
+}
+
+static void help_top(void)
+{
+	const char *last = "";
+
+	printf("sluicectl — operate a Sluice (or any Kafka) cluster over the Kafka protocol\n\n"
+	       "usage: sluicectl [-b HOST:PORT,...] [--format table|json] NOUN VERB [ARGS]\n\n"
+	       "commands:\n");
+	for (int i = 0; i < n_cmds; i++) {
+		const struct cmd *m = all_cmds[i];
+		char left[64];
+
+		if (strcmp(m->noun, last))
+			last = m->noun;
+		snprintf(left, sizeof left, "%s %s", m->noun, m->verb);
+		printf("  %-22s ", left);
+		wrap(stdout, 25, 25, m->summary);
+	}
+	printf("  %-22s %s\n", "completion bash", "print the bash completion script");
+	printf("\nglobal options (anywhere on the line):\n");
+	print_opts(global_opts);
+	printf("\nexit status: 0 success; 1 a Kafka error (named, with what to do), an unreachable\n"
+	       "broker or a refused operation; 2 bad usage.\n\n"
+	       "Shard placement and other broker internals need the broker's HTTP admin\n"
+	       "endpoint, which is not built yet: sluicectl speaks only the Kafka protocol.\n\n"
+	       "examples:\n  sluicectl cluster info\n  sluicectl topic create orders -p 6\n"
+	       "  sluicectl group describe orders-app\n  sluicectl topic --help\n"
+	       "  source <(sluicectl completion bash)\n");
+}
+
+static void help_noun(const char *noun)
+{
+	printf("usage: sluicectl %s VERB [ARGS] [OPTIONS]\n\nverbs:\n", noun);
+	for (int i = 0; i < n_cmds; i++) {
+		const struct cmd *m = all_cmds[i];
+		char left[64];
+
+		if (strcmp(m->noun, noun))
+			continue;
+		snprintf(left, sizeof left, "%s %s", m->verb, m->synopsis);
+		printf("  %-22s ", left);
+		wrap(stdout, 25, 25, m->summary);
+	}
+	printf("\nsluicectl %s VERB --help shows a verb's options and examples.\n", noun);
+}
+
+static void help_cmd(const struct cmd *m)
+{
+	const char *e = m->examples;
+
+	printf("usage: sluicectl %s %s%s%s [OPTIONS]\n\n%s\n", m->noun, m->verb, *m->synopsis ? " " : "",
+	       m->synopsis, m->summary);
+	if (m->opts->name) {
+		printf("\noptions:\n");
+		print_opts(m->opts);
+	}
+	printf("\nglobal options:\n");
+	print_opts(global_opts);
+	printf("\nexamples:\n");
+	while (*e) {
+		size_t n = strcspn(e, "\n");
+
+		printf("  %.*s\n", (int)n, e);
+		e += n + (e[n] == '\n');
+	}
+}
+
+static void completion_bash(void)
+{
+	const char *last = "";
+
+	printf("# bash completion for sluicectl: source <(sluicectl completion bash)\n"
+	       "_sluicectl() {\n"
+	       "  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n"
+	       "  local noun= verb= i w b=()\n"
+	       "  for ((i=1; i<COMP_CWORD; i++)); do\n"
+	       "    w=${COMP_WORDS[i]}\n"
+	       "    case $w in\n"
+	       "      -b|--brokers) b=(-b \"${COMP_WORDS[i+1]}\"); ((i++));;\n"
+	       "      --format|--timeout) ((i++));;\n"
+	       "      -*) ;;\n"
+	       "      *) if [[ -z $noun ]]; then noun=$w; elif [[ -z $verb ]]; then verb=$w; fi;;\n"
+	       "    esac\n"
+	       "  done\n"
+	       "  case $prev in\n"
+	       "    --format) COMPREPLY=($(compgen -W 'table json' -- \"$cur\")); return;;\n"
+	       "    -b|--brokers|--timeout) return;;\n"
+	       "    --group|-g) COMPREPLY=($(compgen -W \"$(sluicectl \"${b[@]}\" __names group 2>/dev/null)\" -- \"$cur\")); return;;\n"
+	       "    --topic|-t) COMPREPLY=($(compgen -W \"$(sluicectl \"${b[@]}\" __names topic 2>/dev/null)\" -- \"$cur\")); return;;\n"
+	       "  esac\n"
+	       "  local g='--brokers --format --timeout --help'\n"
+	       "  if [[ -z $noun ]]; then\n"
+	       "    COMPREPLY=($(compgen -W \"");
+	for (int i = 0; i < n_cmds; i++)
+		if (strcmp(all_cmds[i]->noun, last))
+			printf("%s ", last = all_cmds[i]->noun);
+	printf("completion $g\" -- \"$cur\")); return\n  fi\n"
+	       "  if [[ -z $verb ]]; then\n    case $noun in\n");
+	last = "";
+	for (int i = 0; i < n_cmds; i++) {
+		if (!strcmp(all_cmds[i]->noun, last))
+			continue;
+		last = all_cmds[i]->noun;
+		printf("      %s) COMPREPLY=($(compgen -W \"", last);
+		for (int j = i; j < n_cmds; j++)
+			if (!strcmp(all_cmds[j]->noun, last))
+				printf("%s ", all_cmds[j]->verb);
+		printf("--help\" -- \"$cur\"));;\n");
+	}
+	printf("      completion) COMPREPLY=($(compgen -W bash -- \"$cur\"));;\n"
+	       "    esac\n    return\n  fi\n"
+	       "  local opts\n  case \"$noun $verb\" in\n");
+	for (int i = 0; i < n_cmds; i++) {
+		const struct opt_spec *o;
+
+		printf("    '%s %s') opts='", all_cmds[i]->noun, all_cmds[i]->verb);
+		for (o = all_cmds[i]->opts; o->name; o++)
+			printf("--%s ", o->name);
+		printf("';;\n");
+	}
+	printf("  esac\n"
+	       "  if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W \"$opts $g\" -- \"$cur\")); return; fi\n"
+	       "  case $noun in\n"
+	       "    topic|record) COMPREPLY=($(compgen -W \"$(sluicectl \"${b[@]}\" __names topic 2>/dev/null)\" -- \"$cur\"));;\n"
+	       "    group) COMPREPLY=($(compgen -W \"$(sluicectl \"${b[@]}\" __names group 2>/dev/null)\" -- \"$cur\"));;\n"
+	       "  esac\n"
+	       "}\n"
+	       "complete -F _sluicectl sluicectl\n");
+}
+
+
+
+/* `__names topic|group`: names one per line, for completion. */
+static int cmd_names(struct ctl *c, const char *what)
+{
+	if (!strcmp(what, "topic")) {
+		struct kafka_metadata_response *md = ctl_metadata(c, NULL, 0);
+
+		for (int32_t i = 0; i < md->Topics.count; i++)
+			if (!md->Topics.items[i].IsInternal)
+				printf("%s\n", kstr(md->Topics.items[i].Name));
+		return 0;
+	}
+	if (!strcmp(what, "group"))
+		return group_names(c);
+	return EXIT_USAGE;
+}
+
+/* ---- main ------------------------------------------------------------------ */
+
+int main(int argc, char **argv)
+{
+	struct ctl c;
+	struct args a;
+	const struct cmd *m = NULL;
+	const char *noun = NULL, *verb = NULL, *format = "table";
+	bool help = false, opts_done = false;
+	char cmdname[64];
+	int64_t timeout = DEFAULT_TIMEOUT_MS;
+	char *pos_store[argc], *val_store[argc];
+	const struct opt_spec *spec_store[argc];
+	int rc;
+
+	cmds_init();
+	memset(&c, 0, sizeof c);
+	memset(&a, 0, sizeof a);
+	c.boot.fd = -1;
+	c.cmd = "usage";
+	c.bootstrap = getenv("SLUICE_BROKERS");
+	if (!c.bootstrap || !*c.bootstrap)
+		c.bootstrap = DEFAULT_BOOTSTRAP;
+	a.pos = pos_store;
+	a.spec = spec_store;
+	a.val = val_store;
+
+	for (int i = 1; i < argc; i++) {
+		char *arg = argv[i], *eq = NULL;
+		const struct opt_spec *o;
+		bool global;
+
+		if (opts_done || arg[0] != '-' || !arg[1]) {
+			if (!noun) {
+				noun = arg;
+			} else if (!verb && (m == NULL)) {
+				verb = arg;
+				for (int j = 0; j < n_cmds; j++)
+					if (!strcmp(all_cmds[j]->noun, noun) && !strcmp(all_cmds[j]->verb, verb))
+						m = all_cmds[j];
+				if (!m && strcmp(noun, "completion") && strcmp(noun, "__names")) {
+					snprintf(cmdname, sizeof cmdname, "%s", noun);
+					c.cmd = cmdname;
+					for (int j = 0; j < n_cmds; j++)
+						if (!strcmp(all_cmds[j]->noun, noun))
+							return ctl_usage(&c, "unknown verb '%s'", verb);
+					c.cmd = NULL;
+					return ctl_usage(&c, "unknown noun '%s'", noun);
+				}
+			} else {
+				a.pos[a.npos++] = arg;
+			}
+			continue;
+		}
+		if (!strcmp(arg, "--")) {
+			opts_done = true;
+			continue;
+		}
+		if (arg[1] == '-') {
+			eq = strchr(arg, '=');
+			if (eq)
+				*eq = 0;
+			o = find_opt(global_opts, arg + 2, 0);
+			global = o != NULL;
+			if (!o && m)
+				o = find_opt(m->opts, arg + 2, 0);
+		} else {
+			o = find_opt(global_opts, NULL, arg[1]);
+			global = o != NULL;
+			if (!o && m)
+				o = find_opt(m->opts, NULL, arg[1]);
+			if (o && arg[2])
+				eq = arg + 1;   /* -n10 */
+		}
+		if (!o) {
+			if (m) {
+				snprintf(cmdname, sizeof cmdname, "%s %s", m->noun, m->verb);
+				c.cmd = cmdname;
+			}
+			return ctl_usage(&c, "unknown option '%s'", arg);
+		}
+		const char *val = "";
+
+		if (o->arg) {
+			if (eq)
+				val = eq + 1;
+			else if (i + 1 < argc)
+				val = argv[++i];
+			else
+				return ctl_usage(&c, "option --%s needs %s", o->name, o->arg);
+		} else if (eq && arg[1] == '-') {
+			return ctl_usage(&c, "option --%s takes no value", o->name);
+		}
+		if (global) {
+			if (!strcmp(o->name, "brokers"))
+				c.bootstrap = val;
+			else if (!strcmp(o->name, "format"))
+				format = val;
+			else if (!strcmp(o->name, "help"))
+				help = true;
+			else if (!strcmp(o->name, "timeout") && !parse_i64(val, 1, 3600000, &timeout))
+				return ctl_usage(&c, "--timeout wants milliseconds, not '%s'", val);
+			continue;
+		}
+		a.spec[a.nopt] = o;
+		a.val[a.nopt++] = (char *)val;
+	}
+	if (strcmp(format, "table") && strcmp(format, "json"))
+		return ctl_usage(&c, "--format is table or json, not '%s'", format);
+	c.json = !strcmp(format, "json");
+	c.timeout_ms = (int)timeout;
+
+	if (!noun) {
+		help_top();
+		return help ? 0 : EXIT_USAGE;
+	}
+	if (!strcmp(noun, "completion")) {
+		if (help || !verb || strcmp(verb, "bash")) {
+			printf("usage: sluicectl completion bash\n\nprints the bash completion script:\n"
+			       "  source <(sluicectl completion bash)\n"
+			       "  sluicectl completion bash > /etc/bash_completion.d/sluicectl\n");
+			return help ? 0 : EXIT_USAGE;
+		}
+		completion_bash();
+		return 0;
+	}
+	if (!strcmp(noun, "__names")) {
+		c.cmd = "__names";
+		rc = verb ? cmd_names(&c, verb) : EXIT_USAGE;
+		kclient_close(&c.boot);
+		return rc;
+	}
+	if (!m) {
+		bool known = false;
+
+		for (int j = 0; j < n_cmds; j++)
+			known |= !strcmp(all_cmds[j]->noun, noun);
+		if (!known) {
+			c.cmd = NULL;
+			return ctl_usage(&c, "unknown noun '%s'", noun);
+		}
+		help_noun(noun);
+		return help ? 0 : EXIT_USAGE;
+	}
+	if (help) {
+		help_cmd(m);
+		return 0;
+	}
+	snprintf(cmdname, sizeof cmdname, "%s %s", m->noun, m->verb);
+	c.cmd = cmdname;
+	rc = m->run(&c, &a);
+	fflush(stdout);
+	kclient_close(&c.boot);
+	for (int i = 0; i < c.nnodes; i++)
+		kclient_close(&c.nodes[i]);
+	return rc;
+}

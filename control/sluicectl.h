@@ -1,0 +1,232 @@
+/* control/sluicectl.h — the operator's CLI (build/sluicectl): a small Kafka
+ * client over one blocking TCP socket per broker, speaking the repository's
+ * own generated codec (dataplane/kafka/), plus table/JSON output and the
+ * command table that drives parsing, --help and bash completion.
+ *
+ * Thread: the program's only thread (@thread main).
+ * Owns: struct kclient owns its socket and every frame and arena it has
+ * decoded into (freed by kclient_release or kclient_close); decoded
+ * responses borrow them, so they live until one of those calls.
+ * Errors: functions return 0 / a count or -errno (STYLE 5); Kafka error
+ * codes stay int16 and are named only when printed (kerr_name). Commands
+ * return the process exit status: 0 success, 1 a Kafka error or a refusal
+ * (unreachable broker, a safety check), 2 bad usage.
+ */
+#ifndef SLUICE_SLUICECTL_H
+#define SLUICE_SLUICECTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dataplane/kafka/kafka_codec.h"
+
+#define EXIT_KAFKA 1
+#define EXIT_USAGE 2
+
+/* ---- client (control/sluicectl_client.c) ------------------------------ */
+
+#define KCLIENT_MAX_KEY 64
+
+struct kclient_mem;
+
+struct kclient {
+	int fd;                     /* -1 when closed */
+	char host[256];
+	int port;
+	int timeout_ms;             /* per request (send and receive) */
+	int32_t corr;
+	int16_t vmin[KCLIENT_MAX_KEY];  /* the broker's ApiVersions; -1: not served */
+	int16_t vmax[KCLIENT_MAX_KEY];
+	struct kclient_mem *mem;    /* frames and arenas of decoded responses */
+	char err[512];              /* what went wrong, for the operator */
+};
+
+/* @thread main. Connect to host:port and ask ApiVersions. 0 or -errno
+ * (k->err says what happened). */
+int kclient_open(struct kclient *k, const char *host, int port, int timeout_ms);
+
+/* @thread main. The highest version of api_key that both the codec and
+ * the broker serve, capped at want_max; -ENOTSUP if none. */
+int kclient_version(const struct kclient *k, int16_t api_key, int16_t want_max);
+
+/* @thread main. Send body as api_key/version and decode the answer into
+ * *resp (borrowing k's memory until kclient_release). With no_response
+ * (Produce acks=0) nothing is read and *resp is NULL. 0 or -errno. */
+int kclient_call(struct kclient *k, int16_t api_key, int16_t version, const void *body,
+		 bool no_response, void **resp);
+
+/* @thread main. Free every decoded response (they must not be used after). */
+void kclient_release(struct kclient *k);
+/* Free only what was decoded after mark (mark = k->mem before the calls). */
+void kclient_release_to(struct kclient *k, struct kclient_mem *mark);
+void kclient_close(struct kclient *k);
+
+/* ---- output (control/sluicectl_out.c) --------------------------------- */
+
+/* A table of strings, printed aligned to fit in 80 columns (the widest
+ * column is cut with '~' when it must be). Cells are copied. */
+struct table {
+	int ncols;
+	const char **heads;
+	bool *right;                /* right-align (numbers) */
+	char **cells;               /* rows * ncols */
+	int rows, cap;
+};
+
+void table_init(struct table *t, int ncols, const char **heads);
+void table_right(struct table *t, int col);
+void table_add(struct table *t, ...);   /* ncols const char * */
+/* Order rows by the first column, then the second as a number. */
+void table_sort(struct table *t);
+void table_print(struct table *t);
+void table_fini(struct table *t);
+
+/* A streaming JSON writer to stdout: commas and nesting are tracked. */
+void json_obj_begin(const char *key);   /* key NULL inside arrays / at top */
+void json_obj_end(void);
+void json_arr_begin(const char *key);
+void json_arr_end(void);
+void json_str(const char *key, const char *v);   /* v NULL: null */
+void json_strn(const char *key, const char *v, int32_t len);   /* len -1: null */
+void json_int(const char *key, int64_t v);
+void json_null(const char *key);
+void json_bool(const char *key, bool v);
+void json_end(void);                    /* final newline */
+
+/* snprintf into a rotating static buffer (for table cells). */
+const char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+/* NUL-terminated copy of a wire string into a rotating buffer. */
+const char *kstr(struct kafka_str s);
+/* Write text to f from column col, wrapped at 80 columns, later lines
+ * indented to column indent; ends the line. */
+void wrap(FILE *f, int col, int indent, const char *text);
+/* Progress on stderr (only when it is a terminal): "label done/total". */
+void progress(const char *label, int64_t done, int64_t total);
+
+/* ---- Kafka errors (control/sluicectl_errors.c) ------------------------ */
+
+const char *kerr_name(int16_t code);
+const char *kerr_advice(int16_t code);
+
+/* ---- commands (control/sluicectl.c and friends) ----------------------- */
+
+struct opt_spec {
+	const char *name;           /* long name, without "--" */
+	char shrt;                  /* one-letter form, or 0 */
+	const char *arg;            /* argument name; NULL for a flag */
+	const char *help;
+};
+
+struct args {
+	int npos;
+	char **pos;
+	int nopt;
+	const struct opt_spec **spec;   /* per given option, its spec */
+	char **val;                     /* its value ("" for flags) */
+};
+
+/* The last value given for --name, or NULL. */
+const char *opt_get(const struct args *a, const char *name);
+bool opt_has(const struct args *a, const char *name);
+/* Every value given for a repeatable option; returns the count. */
+int opt_all(const struct args *a, const char *name, const char **out, int cap);
+
+struct ctl {
+	const char *bootstrap;      /* HOST:PORT,... */
+	bool json;
+	int timeout_ms;
+	const char *cmd;            /* "topic describe", for messages */
+	struct kclient boot;        /* fd -1 until first use */
+	struct kclient nodes[8];    /* other brokers (leaders, coordinators) */
+	int32_t node_ids[8];
+	int nnodes;
+};
+
+struct cmd {
+	const char *noun, *verb, *synopsis, *summary;
+	const struct opt_spec *opts;    /* terminated by {NULL} */
+	const char *examples;
+	int (*run)(struct ctl *c, const struct args *a);
+};
+
+/* @thread main. The bootstrap connection (connects on first use; exits 1
+ * with the reason and what to do when no broker answers). */
+struct kclient *ctl_client(struct ctl *c);
+/* The connection to broker node_id at host:port (the bootstrap one when
+ * the address is the same). Exits 1 when it cannot connect. */
+struct kclient *ctl_node(struct ctl *c, int32_t node_id, struct kafka_str host, int32_t port);
+/* Version or exit 1 naming the API the broker does not serve. */
+int16_t ctl_version(struct ctl *c, struct kclient *k, int16_t api_key, int16_t want_max);
+/* Call or exit 1 with the transport error. */
+void *ctl_call(struct ctl *c, struct kclient *k, int16_t api_key, int16_t version, const void *body);
+
+/* Print "sluicectl: CMD: what: NAME (code): message" and what to do; returns 1. */
+int ctl_kafka_error(struct ctl *c, int16_t code, struct kafka_str msg, const char *what, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Print a usage error and the hint to --help; returns 2. */
+int ctl_usage(struct ctl *c, const char *f, ...) __attribute__((format(printf, 2, 3)));
+/* Print a refusal or failure (not a Kafka error code); returns 1. */
+int ctl_fail(struct ctl *c, const char *f, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parse a decimal integer; false if it is not one or out of [lo, hi]. */
+bool parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* "2026-11-29T16:00:00Z", "2026-11-29 16:00:00" (UTC) or ms since the epoch. */
+bool parse_time_ms(const char *s, int64_t *out);
+int64_t now_ms(void);
+
+/* Shared lookups (control/sluicectl.c). */
+struct kafka_metadata_response *ctl_metadata(struct ctl *c, const char *const *topics, int n);
+/* Offsets by timestamp (-1 latest, -2 earliest) for every partition of
+ * topic: out[p] = offset, or -1 on error (*err gets the first code). */
+int ctl_list_offsets(struct ctl *c, const struct kafka_metadata_response_metadata_response_topic *t,
+		     int64_t timestamp, int64_t *out, int16_t *err);
+
+/* The Java partitioner's hash (murmur2, seed 0x9747b28c). */
+uint32_t murmur2(const void *key, size_t len);
+static inline int32_t murmur2_partition(const void *key, size_t len, int32_t n)
+{
+	return (int32_t)((murmur2(key, len) & 0x7fffffff) % (uint32_t)n);
+}
+
+extern const struct cmd group_cmds[];
+extern const int group_ncmds;
+extern const struct cmd record_cmds[];
+extern const int record_ncmds;
+
+/* Fetch helper shared by consume and add-partitions' key sampling. One
+ * record handed to the callback; return non-zero to stop. */
+struct fetched {
+	const char *topic;
+	int32_t partition;
+	int64_t offset;
+	int64_t timestamp;
+	const uint8_t *key, *value;     /* NULL: null */
+	int32_t key_len, value_len;
+	const uint8_t *headers;
+	size_t headers_len;
+	int32_t headers_count;
+};
+typedef int (*fetch_cb)(void *arg, const struct fetched *r);
+/* Read partition p of topic t from *offset up to (not including) end, or
+ * with end < 0 until stopped, calling cb for each record (*offset follows:
+ * the next offset to read). Returns 0 at end, 1 when cb stopped, -errno on
+ * a transport or decode failure; a Kafka error code goes to *kerr (and
+ * returns -EIO). */
+int ctl_fetch_range(struct ctl *c, const struct kafka_metadata_response_metadata_response_topic *t,
+		    int32_t p, int64_t *offset, int64_t end, fetch_cb cb, void *arg, int16_t *kerr);
+
+/* The connection to broker `leader` as the last Metadata answer names it. */
+struct kclient *ctl_leader(struct ctl *c, int32_t leader);
+
+/* Group helpers (sluicectl_group.c): `__names group` for completion; the
+ * committed offset of every partition of topic (out[i] for the i-th
+ * partition of t, -1 when none); a commit as a group without members. */
+int group_names(struct ctl *c);
+int group_committed(struct ctl *c, const char *group,
+		    const struct kafka_metadata_response_metadata_response_topic *t, int64_t *out);
+int group_commit(struct ctl *c, const char *group, const char *topic, const int32_t *parts,
+		 const int64_t *offsets, int n);
+
+#endif

@@ -1,0 +1,314 @@
+/* control/sluicectl_client.c — a blocking Kafka client over one TCP socket,
+ * framing requests with the repository's own codec; see sluicectl.h. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control/sluicectl.h"
+
+/* One decoded response's memory: its frame and its arena. */
+struct kclient_mem {
+	struct kclient_mem *next;
+	uint8_t *frame;
+	uint8_t *arena;
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait until fd is ready for events or the deadline passes. */
+static int wait_fd(int fd, short events, int64_t deadline)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = events };
+		int64_t left = deadline - mono_ms();
+		int rc;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		rc = poll(&p, 1, (int)left);
+		if (rc > 0)
+			return 0;
+		if (rc < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+static int connect_addr(struct kclient *k, const struct addrinfo *ai, int64_t deadline)
+{
+	int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+	int one = 1, rc, soerr = 0;
+	socklen_t sl = sizeof soerr;
+
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	rc = wait_fd(fd, POLLOUT, deadline);
+	if (!rc && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
+		rc = -errno;
+	if (!rc && soerr)
+		rc = -soerr;
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	k->fd = fd;
+	return 0;
+}
+
+static int send_all(struct kclient *k, const uint8_t *p, size_t n)
+{
+	int64_t deadline = mono_ms() + k->timeout_ms;
+
+	while (n) {
+		ssize_t w = send(k->fd, p, n, MSG_NOSIGNAL);
+
+		if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
+			int rc = wait_fd(k->fd, POLLOUT, deadline);
+
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (w < 0)
+			return -errno;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int recv_all(struct kclient *k, uint8_t *p, size_t n, int64_t deadline)
+{
+	while (n) {
+		ssize_t r = recv(k->fd, p, n, 0);
+
+		if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+			int rc = wait_fd(k->fd, POLLIN, deadline);
+
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -ECONNRESET;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static void fail_conn(struct kclient *k, int rc, const char *what)
+{
+	snprintf(k->err, sizeof k->err, "%s %s:%d: %s", what, k->host, k->port,
+		 rc == -ETIMEDOUT ? "timed out" : strerror(-rc));
+	if (k->fd >= 0)
+		close(k->fd);
+	k->fd = -1;   /* failed until reopened (STYLE 7) */
+}
+
+int kclient_version(const struct kclient *k, int16_t api_key, int16_t want_max)
+{
+	const struct kafka_api *api = kafka_api_find(api_key);
+	int16_t lo, hi;
+
+	if (!api || api_key < 0 || api_key >= KCLIENT_MAX_KEY || k->vmax[api_key] < 0)
+		return -ENOTSUP;
+	hi = api->max_version < k->vmax[api_key] ? api->max_version : k->vmax[api_key];
+	if (want_max >= 0 && want_max < hi)
+		hi = want_max;
+	lo = api->min_version > k->vmin[api_key] ? api->min_version : k->vmin[api_key];
+	return hi >= lo ? hi : -ENOTSUP;
+}
+
+int kclient_call(struct kclient *k, int16_t api_key, int16_t version, const void *body,
+		 bool no_response, void **resp)
+{
+	struct kafka_request req;
+	struct kafka_response r;
+	struct kafka_writer w;
+	struct kafka_arena ar;
+	struct kclient_mem *m;
+	uint8_t *buf, sz[4];
+	size_t len;
+	int64_t deadline;
+	int rc;
+
+	*resp = NULL;
+	if (k->fd < 0) {
+		if (!k->err[0])
+			snprintf(k->err, sizeof k->err, "not connected to %s:%d", k->host, k->port);
+		return -ENOTCONN;
+	}
+	memset(&req, 0, sizeof req);
+	req.api = kafka_api_find(api_key);
+	if (!req.api)
+		return -ENOTSUP;
+	kafka_request_header_init(&req.header);
+	req.header.RequestApiKey = api_key;
+	req.header.RequestApiVersion = version;
+	req.header.CorrelationId = ++k->corr;
+	req.header.ClientId = (struct kafka_str){ "sluicectl", 9 };
+	req.header_version = kafka_request_header_version(req.api, version);
+	req.body = (void *)body;
+
+	kafka_writer_init_measure(&w, false);
+	rc = kafka_request_encode(&w, &req);
+	if (rc)
+		return rc;
+	len = w.len;
+	buf = malloc(len);
+	if (!buf)
+		return -ENOMEM;
+	kafka_writer_init(&w, buf, len);
+	rc = kafka_request_encode(&w, &req);
+	if (!rc)
+		rc = send_all(k, buf, len);
+	free(buf);
+	if (rc) {
+		fail_conn(k, rc, "sending to");
+		return rc;
+	}
+	if (no_response)
+		return 0;
+
+	deadline = mono_ms() + k->timeout_ms;
+	rc = recv_all(k, sz, 4, deadline);
+	if (rc) {
+		fail_conn(k, rc, "waiting for an answer from");
+		return rc;
+	}
+	len = kafka_load_be(sz, 4);
+	if (len < 4 || len > (1u << 30)) {
+		fail_conn(k, -EBADMSG, "a bad frame from");
+		return -EBADMSG;
+	}
+	m = calloc(1, sizeof *m);
+	if (!m)
+		return -ENOMEM;
+	m->frame = malloc(len);
+	m->arena = malloc(kafka_arena_bound(len));
+	m->next = k->mem;
+	k->mem = m;
+	if (!m->frame || !m->arena)
+		return -ENOMEM;
+	rc = recv_all(k, m->frame, len, deadline);
+	if (rc) {
+		fail_conn(k, rc, "reading an answer from");
+		return rc;
+	}
+	kafka_arena_init(&ar, m->arena, kafka_arena_bound(len));
+	rc = kafka_response_decode(m->frame, len, api_key, version, &ar, &r);
+	if (rc) {
+		snprintf(k->err, sizeof k->err, "%s:%d: cannot decode the %s v%d answer (%s)",
+			 k->host, k->port, req.api->name, version, strerror(-rc));
+		return rc;
+	}
+	if (r.header.CorrelationId != req.header.CorrelationId) {
+		fail_conn(k, -EBADMSG, "an answer out of order from");
+		return -EBADMSG;
+	}
+	*resp = r.body;
+	return 0;
+}
+
+int kclient_open(struct kclient *k, const char *host, int port, int timeout_ms)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL, *ai;
+	struct kafka_api_versions_request req;
+	struct kafka_api_versions_response *resp;
+	char ports[16];
+	int64_t deadline = mono_ms() + timeout_ms;
+	int rc;
+
+	memset(k, 0, sizeof *k);
+	k->fd = -1;
+	snprintf(k->host, sizeof k->host, "%s", host);
+	k->port = port;
+	k->timeout_ms = timeout_ms;
+	snprintf(ports, sizeof ports, "%d", port);
+	rc = getaddrinfo(host, ports, &hints, &res);
+	if (rc) {
+		snprintf(k->err, sizeof k->err, "cannot resolve %s: %s", host, gai_strerror(rc));
+		return -EHOSTUNREACH;
+	}
+	rc = -ECONNREFUSED;
+	for (ai = res; ai && k->fd < 0; ai = ai->ai_next)
+		rc = connect_addr(k, ai, deadline);
+	freeaddrinfo(res);
+	if (k->fd < 0) {
+		fail_conn(k, rc, "cannot connect to");
+		return rc;
+	}
+	/* ApiVersions v0: every broker answers it, and it says what to use. */
+	for (int i = 0; i < KCLIENT_MAX_KEY; i++)
+		k->vmin[i] = k->vmax[i] = -1;
+	k->vmin[KAFKA_API_VERSIONS_KEY] = k->vmax[KAFKA_API_VERSIONS_KEY] = 0;
+	kafka_api_versions_request_init(&req);
+	rc = kclient_call(k, KAFKA_API_VERSIONS_KEY, 0, &req, false, (void **)&resp);
+	if (rc)
+		return rc;
+	if (resp->ErrorCode) {
+		snprintf(k->err, sizeof k->err, "%s:%d answered ApiVersions with error %d", host, port,
+			 resp->ErrorCode);
+		kclient_close(k);
+		return -EPROTO;
+	}
+	for (int32_t i = 0; i < resp->ApiKeys.count; i++) {
+		const struct kafka_api_versions_response_api_version *v = &resp->ApiKeys.items[i];
+
+		if (v->ApiKey >= 0 && v->ApiKey < KCLIENT_MAX_KEY) {
+			k->vmin[v->ApiKey] = v->MinVersion;
+			k->vmax[v->ApiKey] = v->MaxVersion;
+		}
+	}
+	kclient_release(k);
+	return 0;
+}
+
+void kclient_release(struct kclient *k)
+{
+	kclient_release_to(k, NULL);
+}
+
+void kclient_release_to(struct kclient *k, struct kclient_mem *mark)
+{
+	while (k->mem && k->mem != mark) {
+		struct kclient_mem *m = k->mem;
+
+		k->mem = m->next;
+		free(m->frame);
+		free(m->arena);
+		free(m);
+	}
+}
+
+void kclient_close(struct kclient *k)
+{
+	kclient_release(k);
+	if (k->fd >= 0)
+		close(k->fd);
+	k->fd = -1;
+}
