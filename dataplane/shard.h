@@ -16,6 +16,7 @@
 #include <sys/uio.h>
 
 #include "dataplane/broker.h"
+#include "dataplane/lathist.h"
 #include "dataplane/kafka/kafka_codec.h"
 #include "storage/store.h"
 
@@ -63,6 +64,7 @@ struct kafka_ctx {
 	void *cleanup_arg;
 	int ready;                          /* response built (or none): send in order */
 	int no_response;                    /* acks=0: nothing to send */
+	int parked_once;                    /* a fetch that long-polled (metrics) */
 	uint64_t started_ns;
 	uint64_t recv_ns;                   /* CLOCK_MONOTONIC when the frame was taken up: orders
 					     * requests across connections (transactions' fences) */
@@ -112,6 +114,11 @@ struct conn {
 	struct conn *prev;
 };
 
+/* The shard's counters: written only by the shard, with relaxed atomic
+ * stores of its own value plus n (shard_stat_add: a plain add on x86-64),
+ * read by the control thread with relaxed loads for /metrics and reports.
+ * A scrape never stops the shard; each word is a value the shard wrote.
+ * On a cache line of its own, away from the shard's hot fields. */
 struct shard_stats {
 	uint64_t loops;
 	uint64_t busy_cycles;               /* in loop turns that did work (shard_main) */
@@ -129,7 +136,30 @@ struct shard_stats {
 	uint64_t send_zc;
 	uint64_t send_zc_copied;     /* connections whose zero-copy sends were copied */
 	uint64_t pbuf_starved;
+	uint64_t produce_records;
+	uint64_t produce_requests;
+	uint64_t fetch_requests;
+	uint64_t produce_rejected[4];       /* partitions' batches refused, by enum shard_reject */
+	uint64_t fetch_waits;               /* fetches answered after a long-poll wait */
+} __attribute__((aligned(64)));
+
+/* Request latency, from the frame taken up to the response queued (for
+ * Produce: the acknowledgement, after durability as acks asks), on the
+ * shard's loop clock. Written by the shard only (struct lathist). */
+#define SHARD_LAT_APIS 64                   /* api keys below this one are counted */
+struct shard_hists {
+	struct lathist produce[3];          /* by acks: 0, 1, all (-1) */
+	struct lathist fetch;
+	struct lathist api[SHARD_LAT_APIS]; /* every request, by api key */
 };
+
+enum shard_reject { SHARD_REJECT_CRC, SHARD_REJECT_SIZE, SHARD_REJECT_INVALID, SHARD_REJECT_OTHER };
+
+/* @thread shard: count n more (see struct shard_stats). */
+static inline void shard_stat_add(uint64_t *c, uint64_t n)
+{
+	__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
+}
 
 struct shard {
 	int id;
@@ -163,6 +193,7 @@ struct shard {
 	int backlog_len, backlog_cap;
 	int *backlog_to;
 	struct shard_stats stats;
+	struct shard_hists hists;    /* written by this shard, read by the control thread */
 	int stop;
 	int drained;                 /* stopped and without connections */
 	int no_send_zc;              /* the kernel refused zero-copy sends */
