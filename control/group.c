@@ -252,7 +252,8 @@ struct group_coord {
 	int64_t next_due;             /* the earliest deadline at the last scan */
 	int replays;
 	void (*replay_done)(struct ctl *ctl);
-	int lag_queries;              /* outstanding in the current report */
+	int lag_queries;              /* outstanding in the current lag scan */
+	int report_wanted;            /* print the report when the scan completes (SIGUSR1) */
 	struct group_stats st;
 };
 
@@ -2476,6 +2477,8 @@ static void report_print(struct group_coord *gc)
 	fprintf(stderr, "sluiced: group report: %d group(s), %d committed partition(s)\n", ng, np);
 }
 
+static void lag_scan_done(struct group_coord *gc);
+
 /* On the control thread: one partition's answer. */
 static void lag_result(void *self, struct shard_msg *m)
 {
@@ -2493,15 +2496,28 @@ static void lag_result(void *self, struct shard_msg *m)
 	free(q->topic);
 	free(q);
 	if (--gc->lag_queries == 0)
+		lag_scan_done(gc);
+}
+
+static void lag_scan_done(struct group_coord *gc)
+{
+	if (gc->report_wanted)
 		report_print(gc);
+	gc->report_wanted = 0;
 }
 
 void group_report(struct group_coord *gc)
 {
+	gc->report_wanted = 1;
+	group_lag_scan(gc);
+}
+
+void group_lag_scan(struct group_coord *gc)
+{
 	const struct md_snapshot *md = gc->b->md;
 
 	if (gc->lag_queries)
-		return;   /* one report at a time */
+		return;   /* one scan at a time: the one under way answers */
 	gc->lag_queries = 1;   /* held while the queries go out */
 	for (uint32_t i = 0; i < gc->groups.cap; i++) {
 		struct group *g = gc->groups.v[i];
@@ -2513,11 +2529,13 @@ void group_report(struct group_coord *gc)
 
 			if (!o)
 				continue;
-			o->hw = -1;
-			o->oldest_ts = -1;
+			/* the last scan's values stay until this one answers */
 			t = md ? md_find(md, o->topic, (int32_t)strlen(o->topic)) : NULL;
-			if (!t || o->part < 0 || o->part >= t->nparts || !t->parts[o->part].part)
+			if (!t || o->part < 0 || o->part >= t->nparts || !t->parts[o->part].part) {
+				o->hw = -1;
+				o->oldest_ts = -1;
 				continue;
+			}
 			q = xcalloc(1, sizeof(*q));
 			q->gc = gc;
 			q->group = sdup(g->id);
@@ -2534,7 +2552,36 @@ void group_report(struct group_coord *gc)
 		}
 	}
 	if (--gc->lag_queries == 0)
-		report_print(gc);
+		lag_scan_done(gc);
+}
+
+void group_foreach(const struct group_coord *gc, group_visit_fn *fn, void *arg)
+{
+	for (uint32_t i = 0; i < gc->groups.cap; i++) {
+		const struct group *g = gc->groups.v[i];
+		struct group_view v;
+
+		if (!g)
+			continue;
+		v.id = g->id;
+		v.state = state_names[g->state];
+		v.generation = g->generation;
+		v.members = g->nmembers;
+		fn(&v, NULL, arg);
+		for (uint32_t j = 0; j < g->offsets.cap; j++) {
+			const struct goffset *o = g->offsets.v[j];
+			struct group_offset_view ov;
+
+			if (!o)
+				continue;
+			ov.topic = o->topic;
+			ov.partition = o->part;
+			ov.committed = o->offset;
+			ov.high_watermark = o->hw;
+			ov.oldest_unconsumed_ts = o->oldest_ts;
+			fn(&v, &ov, arg);
+		}
+	}
 }
 
 /* ---- timers ------------------------------------------------------------------ */
