@@ -15,6 +15,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kraw  # noqa: E402
 from harness import HANG_GUARD, SLUICED, broker, free_port, main, temp_dir, test  # noqa: E402
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
@@ -256,6 +257,55 @@ def bad_requests_do_not_disturb():
         m, _ = scrape(admin)
         assert total(m, "sluice_partition_log_end_offset", topic="bd") == 1
         slow.close()
+
+
+def describe_log_dirs(c, topics):
+    """DescribeLogDirs v1 (non-flexible): {topic: {partition: size}}, dir."""
+    def topic(w, t):
+        w.str(t[0]).array(t[1], lambda w, p: w.i32(p))
+    r = c.request(35, 1, kraw.W().array(topics, topic))
+    r.i32()                                   # ThrottleTimeMs
+    out = {}
+
+    def part(r):
+        return r.i32(), r.i64(), r.i64(), r.i8()
+
+    def tp(r):
+        name = r.str()
+        out[name] = {p: (size, lag, fut) for p, size, lag, fut in r.array(part)}
+
+    def result(r):
+        err, d = r.i16(), r.str()
+        r.array(tp)
+        return err, d
+    results = r.array(result)
+    r.done()
+    assert len(results) == 1 and results[0][0] == 0, results
+    return out, results[0][1]
+
+
+@test
+def describe_log_dirs_sizes():
+    ctx = admin_broker(settings={"num.partitions": 2})
+    with ctx as b:
+        p = KafkaProducer(bootstrap_servers=b.bootstrap, acks="all", **COMMON)
+        for i in range(50):
+            p.send("ld", b"y" * 1000, partition=0)
+        p.flush()
+        p.close()
+        with kraw.Conn(b.bootstrap) as c:
+            assert c.api_versions().apis[35] == (0, 4)
+            sizes, d = describe_log_dirs(c, None)
+            assert os.path.isabs(d) and os.path.realpath(b.data_dir) == d, d
+            assert set(sizes["ld"]) == {0, 1} and "__consumer_offsets" in sizes
+            assert sizes["ld"][0][0] >= 50 * 1000 and sizes["ld"][1][0] == 0, sizes["ld"]
+            assert sizes["ld"][0][1:] == (0, 0)
+            # the same size the admin endpoint shows
+            _, body = get(ctx.admin + "/v1/partitions/ld/0")
+            assert json.loads(body)["size_bytes"] == sizes["ld"][0][0]
+            # listed topics and partitions only; unknown ones left out
+            sizes, _ = describe_log_dirs(c, [("ld", [1, 7]), ("nope", [0])])
+            assert sizes == {"ld": {1: (0, 0, 0)}}, sizes
 
 
 @test
