@@ -69,6 +69,7 @@ struct ctl {
 	char init_msg[8192];
 	/* the admin endpoint (control/admin_http.c), NULL when off */
 	struct admin_http *admin;
+	int admin_port;              /* its port (0: off), set before ready */
 	struct pub_block *pubs;      /* every partition's published block, freed at exit */
 	int64_t started_ms;          /* wall clock at start (uptime) */
 };
@@ -1070,11 +1071,7 @@ static void *ctl_main(void *arg)
 		}
 		if (aerr[0])
 			fprintf(stderr, "sluiced: %s\n", aerr);
-		if (ctl->admin) {
-			printf("sluiced: admin http on %s (port %d)\n", config_str(ctl->cfg, "admin.listen"),
-			       admin_http_port(ctl->admin));
-			fflush(stdout);
-		}
+		ctl->admin_port = ctl->admin ? admin_http_port(ctl->admin) : 0;
 	}
 	rc = metalog_open(b->set.data_dir, b->set.node_id, &ctl->ml);
 	if (rc < 0) {
@@ -1214,6 +1211,11 @@ static void *ctl_main(void *arg)
 int ctl_is_ready(const struct ctl *ctl)
 {
 	return ctl->ready && !ctl->init_err;
+}
+
+int ctl_admin_port(const struct ctl *ctl)
+{
+	return ctl->admin_port;
 }
 
 int64_t ctl_started_ms(const struct ctl *ctl)

@@ -328,6 +328,9 @@ int main(int argc, char **argv)
 	printf("sluiced: listening on %s:%d (node %d, %d shard%s, data in %s, cluster %s)\n", b->set.listen_host,
 	       b->set.listen_port, b->set.node_id, nshards, nshards == 1 ? "" : "s", b->set.data_dir,
 	       b->set.cluster_id);
+	if (ctl_admin_port(ctl))
+		printf("sluiced: admin http on %s, port %d (/metrics, /v1/health)\n", config_str(cfg, "admin.listen"),
+		       ctl_admin_port(ctl));
 	fflush(stdout);
 
 	for (;;) {
