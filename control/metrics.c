@@ -356,16 +356,23 @@ static void render_groups(struct ctl *ctl, struct textbuf *t)
 	group_lag_scan(gc);
 }
 
-/* One histogram series: cumulative buckets at every bucket bound (fixed
- * across scrapes), _sum and _count. `labels` is the inside of {}. */
-static void hist_series(struct textbuf *t, const char *name, const char *labels, const struct lathist *h)
+/* One histogram series: cumulative counts at the bounds of every `step`-th
+ * bucket (1: every bucket, the histogram's full precision; 4: two bounds
+ * per power of two), the same bounds at every scrape; then _sum and
+ * _count. A series with no sample yet is left out (it appears with its
+ * first request). `labels` is the inside of {}. */
+static void hist_series(struct textbuf *t, const char *name, const char *labels, const struct lathist *h,
+			unsigned step)
 {
 	uint64_t cum = 0, count = LD(h->count);
 
+	if (!count)
+		return;
 	for (unsigned i = 0; i < LATHIST_BUCKETS - 1; i++) {
 		cum += LD(h->b[i]);
-		textbuf_printf(t, "sluice_%s_bucket{%s,le=\"%.9g\"} %llu\n", name, labels,
-			       (double)lathist_upper(i) / 1e9, (unsigned long long)cum);
+		if (i % step == 0)
+			textbuf_printf(t, "sluice_%s_bucket{%s,le=\"%.9g\"} %llu\n", name, labels,
+				       (double)lathist_upper(i) / 1e9, (unsigned long long)cum);
 	}
 	cum += LD(h->b[LATHIST_BUCKETS - 1]);
 	/* the buckets may run one sample ahead of count: +Inf is their total */
@@ -380,26 +387,28 @@ static void render_hists(struct broker *b, struct textbuf *t)
 	char labels[128];
 
 	fam(t, "produce_latency_seconds", "histogram",
-	    "Produce request to acknowledgement (by acks), on the shard's loop clock.");
+	    "Produce request to acknowledgement (by acks), on the shard's loop clock; buckets within 1/8.");
 	for (int i = 0; i < b->set.nshards; i++)
 		for (int a = 0; a < 3; a++) {
 			snprintf(labels, sizeof(labels), "shard=\"%d\",acks=\"%s\"", i, acks[a]);
-			hist_series(t, "produce_latency_seconds", labels, &b->shards[i]->hists.produce[a]);
+			hist_series(t, "produce_latency_seconds", labels, &b->shards[i]->hists.produce[a], 1);
 		}
-	fam(t, "fetch_latency_seconds", "histogram", "Fetch request to response, long-poll waits included.");
+	fam(t, "fetch_latency_seconds", "histogram",
+	    "Fetch request to response, long-poll waits included; buckets within 1/8.");
 	for (int i = 0; i < b->set.nshards; i++) {
 		snprintf(labels, sizeof(labels), "shard=\"%d\"", i);
-		hist_series(t, "fetch_latency_seconds", labels, &b->shards[i]->hists.fetch);
+		hist_series(t, "fetch_latency_seconds", labels, &b->shards[i]->hists.fetch, 1);
 	}
-	fam(t, "request_latency_seconds", "histogram", "Request to response by API (APIs with requests only).");
+	fam(t, "request_latency_seconds", "histogram",
+	    "Request to response by API; two bounds per power of two.");
 	for (int i = 0; i < b->set.nshards; i++)
 		for (int k = 0; k < SHARD_LAT_APIS; k++) {
-			const struct kafka_api *api;
+			const struct kafka_api *api = kafka_api_find((int16_t)k);
 
-			if (!LD(b->shards[i]->hists.api[k].count) || !(api = kafka_api_find((int16_t)k)))
+			if (!api)
 				continue;
 			snprintf(labels, sizeof(labels), "shard=\"%d\",api=\"%s\"", i, api->name);
-			hist_series(t, "request_latency_seconds", labels, &b->shards[i]->hists.api[k]);
+			hist_series(t, "request_latency_seconds", labels, &b->shards[i]->hists.api[k], LATHIST_SUB / 2);
 		}
 }
 
