@@ -329,5 +329,26 @@ def explicit_port_in_use_is_an_error():
         subprocess.run(["rm", "-rf", d])
 
 
+@test
+def default_port_in_use_turns_endpoint_off():
+    """admin.listen left at its default (127.0.0.1:9644) on a port another
+    process holds: the broker starts and serves, without the endpoint."""
+    hold = socket.socket()
+    try:
+        hold.bind(("127.0.0.1", 9644))
+        hold.listen(1)
+    except OSError:
+        pass   # held already by someone else: the same situation
+    try:
+        with broker() as b:
+            p = KafkaProducer(bootstrap_servers=b.bootstrap, acks="all", **COMMON)
+            p.send("dp", b"ok").get(timeout=HANG_GUARD)
+            p.close()
+            with open(b.log_path, "rb") as f:
+                assert b"the admin endpoint is off" in f.read()
+    finally:
+        hold.close()
+
+
 if __name__ == "__main__":
     main("metrics")
