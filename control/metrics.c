@@ -138,7 +138,8 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	   reads);
 	ST("disk_read_bytes_total", "counter", "Bytes read from the disk.", read_bytes);
 	ST("disk_io_errors_total", "counter", "Disk operations that failed.", io_errors);
-	ST("group_commits_total", "counter", "Group commits that submitted writes.", flushes);
+	ST("disk_group_commits_total", "counter",
+	   "Group commits (one io_uring submission of every dirty log's writes).", flushes);
 #undef ST
 	fam(t, "tail_cache_hits_total", "counter", "Reads served from the in-memory tail of the logs.");
 	for (int i = 0; i < b->set.nshards; i++)

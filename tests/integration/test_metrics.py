@@ -32,7 +32,7 @@ FAMILIES = [
     "produce_requests_total", "produce_batches_total", "produce_records_total", "produce_bytes_total",
     "produce_duplicates_total", "produce_rejected_total", "fetch_requests_total", "fetch_bytes_total",
     "fetch_long_poll_waits_total", "disk_writes_total", "disk_write_bytes_total", "disk_reads_total",
-    "disk_read_bytes_total", "disk_io_errors_total", "group_commits_total", "tail_cache_hits_total",
+    "disk_read_bytes_total", "disk_io_errors_total", "disk_group_commits_total", "tail_cache_hits_total",
     "tail_cache_misses_total", "tail_cache_bytes", "tail_cache_budget_bytes",
     "partition_log_start_offset", "partition_log_end_offset", "partition_high_watermark",
     "partition_last_stable_offset", "partition_size_bytes", "partition_segments",
