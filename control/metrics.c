@@ -89,7 +89,8 @@ static void render_process(struct ctl *ctl, struct broker *b, struct textbuf *t)
 static void render_shards(struct broker *b, struct textbuf *t)
 {
 	uint64_t now = clock_cycles();
-	static const char *const reasons[] = { "crc", "size", "invalid", "other" };
+	static const char *const reasons[SHARD_REJECTS] = { "crc", "size", "invalid", "other", "sequence", "epoch",
+							    "transaction" };
 
 #define SF(name, type, help, field) shard_fam(t, b, name, type, help, offsetof(struct shard_stats, field))
 	SF("shard_loops_total", "counter", "Event-loop turns of the shard.", loops);
@@ -105,6 +106,13 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	}
 	prev_clock = now;
 	SF("requests_total", "counter", "Kafka requests the shard took up.", requests);
+	fam(t, "requests_in_flight", "gauge", "Kafka requests taken up and not yet ended (answered or dropped).");
+	for (int i = 0; i < b->set.nshards; i++)
+		textbuf_printf(t, "sluice_requests_in_flight{shard=\"%d\"} %lld\n", i,
+			       (long long)LD(b->shards[i]->stats.requests_inflight));
+	SF("uring_sqes_total", "counter", "io_uring submission entries taken on the shard's ring (network and disk).",
+	   uring_sqes);
+	SF("uring_cqes_total", "counter", "io_uring completions reaped from the shard's ring.", uring_cqes);
 	SF("connections_accepted_total", "counter", "Kafka connections the shard accepted.", connections_accepted);
 	SF("connections_open", "gauge", "Kafka connections open on the shard.", connections_open);
 	SF("bad_frames_total", "counter", "Connections closed for a malformed request frame.", bad_frames);
@@ -120,9 +128,10 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	SF("produce_bytes_total", "counter", "Bytes of record batches appended by Produce.", produce_bytes);
 	SF("produce_duplicates_total", "counter",
 	   "Idempotent resends acknowledged without appending (duplicates suppressed).", produce_duplicates);
-	fam(t, "produce_rejected_total", "counter", "Partitions' batches refused by Produce, by reason.");
+	fam(t, "produce_rejected_total", "counter", "Partitions' batches refused by Produce, by reason "
+	    "(crc, size, invalid, sequence, epoch, transaction, other).");
 	for (int i = 0; i < b->set.nshards; i++)
-		for (int r = 0; r < 4; r++)
+		for (int r = 0; r < SHARD_REJECTS; r++)
 			textbuf_printf(t, "sluice_produce_rejected_total{shard=\"%d\",reason=\"%s\"} %llu\n", i,
 				       reasons[r], (unsigned long long)LD(b->shards[i]->stats.produce_rejected[r]));
 	SF("fetch_requests_total", "counter", "Fetch requests.", fetch_requests);

@@ -306,6 +306,9 @@ static void produce_on_owner(struct shard *sh, struct part *p, const uint8_t *re
 		} else if (v > 0) {
 			kerr = v;
 			base = -1;
+			shard_stat_add(&sh->stats.produce_rejected[v == KERR_OUT_OF_ORDER_SEQUENCE_NUMBER
+					? SHARD_REJECT_SEQUENCE : v == KERR_INVALID_PRODUCER_EPOCH || v == KERR_PRODUCER_FENCED
+					? SHARD_REJECT_EPOCH : SHARD_REJECT_TXN], 1);
 		} else {
 			base = part_append_all(sh, p, rec, len, &need, &log_start);
 			if (base >= 0 && producer_record(&p->producers, pid, epoch, first, last, base,

@@ -315,6 +315,7 @@ static void conn_close(struct conn *c)
 		kafka_ctx_unpark(ctx);
 		release_holds(ctx);
 		c->busy = 0;
+		shard_stat_add(&c->sh->stats.requests_inflight, (uint64_t)-1);
 		c->phead = 0;
 	}
 	if (c->recv_op.inflight && (sqe = shard_sqe(c->sh))) {
@@ -703,6 +704,7 @@ static void conn_process(struct conn *c)
 		}
 		c->want = 0;
 		c->busy++;
+		shard_stat_add(&c->sh->stats.requests_inflight, 1);
 		if (view)
 			c->voff += 4 + (uint32_t)size;
 		else
@@ -742,6 +744,7 @@ static void request_end(struct kafka_ctx *ctx)
 	ctx->ready = 0;
 	c->phead = (c->phead + 1) % CONN_PIPE;
 	c->busy--;
+	shard_stat_add(&c->sh->stats.requests_inflight, (uint64_t)-1);
 	if (c->busy) {
 		conn_process(c);   /* a full pipeline takes the next produce */
 		conn_pump(c);
@@ -1330,6 +1333,16 @@ static void *shard_main(void *arg)
 			__atomic_store_n(&sh->sleeping, 0, __ATOMIC_SEQ_CST);
 		}
 		(void)rc;
+		{
+			/* SQEs taken and CQEs reaped since the last turn, whoever
+			 * took or reaped them (the shard or its storage) */
+			uint32_t sq = sh->ring.sq.sqe_tail, cq = __atomic_load_n(sh->ring.cq.khead, __ATOMIC_RELAXED);
+
+			shard_stat_add(&sh->stats.uring_sqes, (uint32_t)(sq - sh->sqe_seen));
+			shard_stat_add(&sh->stats.uring_cqes, (uint32_t)(cq - sh->cqe_seen));
+			sh->sqe_seen = sq;
+			sh->cqe_seen = cq;
+		}
 		/* one at a time, each marked seen first: a handler may poll the
 		 * store (a log closing waits for its writes), which then keeps
 		 * our completions for us in st.foreign */

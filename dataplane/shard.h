@@ -139,8 +139,11 @@ struct shard_stats {
 	uint64_t produce_records;
 	uint64_t produce_requests;
 	uint64_t fetch_requests;
-	uint64_t produce_rejected[4];       /* partitions' batches refused, by enum shard_reject */
+	uint64_t produce_rejected[7];       /* partitions' batches refused, by enum shard_reject */
 	uint64_t fetch_waits;               /* fetches answered after a long-poll wait */
+	uint64_t requests_inflight;         /* taken up, not ended (a gauge: +1/-1) */
+	uint64_t uring_sqes;                /* SQEs taken on the shard's ring (shard and storage) */
+	uint64_t uring_cqes;                /* completions reaped from it */
 } __attribute__((aligned(64)));
 
 /* Request latency, from the frame taken up to the response queued (for
@@ -153,7 +156,13 @@ struct shard_hists {
 	struct lathist api[SHARD_LAT_APIS]; /* every request, by api key */
 };
 
-enum shard_reject { SHARD_REJECT_CRC, SHARD_REJECT_SIZE, SHARD_REJECT_INVALID, SHARD_REJECT_OTHER };
+/* Why a partition's batches were refused: batch checks on the
+ * connection's shard (CRC, size, invalid), the idempotent producer's
+ * sequence and epoch and the transaction check on the owner shard. */
+enum shard_reject { SHARD_REJECT_CRC, SHARD_REJECT_SIZE, SHARD_REJECT_INVALID, SHARD_REJECT_OTHER,
+		    SHARD_REJECT_SEQUENCE, SHARD_REJECT_EPOCH, SHARD_REJECT_TXN, SHARD_REJECTS };
+_Static_assert(sizeof(((struct shard_stats *)0)->produce_rejected) == SHARD_REJECTS * sizeof(uint64_t),
+	       "one counter per reason");
 
 /* @thread shard: count n more (see struct shard_stats). */
 static inline void shard_stat_add(uint64_t *c, uint64_t n)
@@ -194,6 +203,7 @@ struct shard {
 	int *backlog_to;
 	struct shard_stats stats;
 	struct shard_hists hists;    /* written by this shard, read by the control thread */
+	uint32_t sqe_seen, cqe_seen; /* ring positions at the last count (uring_sqes, uring_cqes) */
 	int stop;
 	int drained;                 /* stopped and without connections */
 	int no_send_zc;              /* the kernel refused zero-copy sends */

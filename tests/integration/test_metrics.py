@@ -26,7 +26,8 @@ COMMON = dict(api_version_auto_timeout_ms=30000, request_timeout_ms=40000)
 # every family the scrape must carry (README lists them)
 FAMILIES = [
     "build_info", "process_resident_memory_bytes", "process_open_fds", "process_uptime_seconds", "shards",
-    "shard_loops_total", "shard_busy_cycles_total", "shard_busy_ratio", "requests_total",
+    "shard_loops_total", "shard_busy_cycles_total", "shard_busy_ratio", "requests_total", "requests_in_flight",
+    "uring_sqes_total", "uring_cqes_total",
     "connections_accepted_total", "connections_open", "bad_frames_total", "unsupported_requests_total",
     "ring_full_total", "ring_depth", "send_zerocopy_total", "recv_buffers_starved_total",
     "produce_requests_total", "produce_batches_total", "produce_records_total", "produce_bytes_total",
@@ -130,6 +131,9 @@ def scrape_follows_producer_and_group():
         assert total(m1, "sluice_partition_size_bytes", topic="mt") > 0
         assert total(m1, "sluice_disk_write_bytes_total") > total(m0, "sluice_disk_write_bytes_total")
         assert total(m1, "sluice_connections_open") >= 1
+        assert total(m1, "sluice_uring_sqes_total") > total(m0, "sluice_uring_sqes_total")
+        assert total(m1, "sluice_uring_cqes_total") > total(m0, "sluice_uring_cqes_total")
+        assert total(m1, "sluice_requests_in_flight") == 0   # the producer waits for nothing
         hist = samples(m1, "sluice_produce_latency_seconds_count")
         assert sum(hist.values()) >= 1, hist
 
