@@ -746,7 +746,7 @@ static void sync_answer(struct group_coord *gc, struct kafka_ctx *ctx, int16_t e
 
 static void member_remove(struct group_coord *gc, struct group *g, struct gmember *m, int16_t err);
 
-static void prepare_rebalance(struct group_coord *gc, struct group *g)
+static void prepare_rebalance(struct group_coord *gc, struct group *g, enum group_rebalance_cause cause)
 {
 	int64_t now = mono_ms();
 	int32_t rt = 0;
@@ -768,6 +768,7 @@ static void prepare_rebalance(struct group_coord *gc, struct group *g)
 	if (g->delay_deadline > g->rebalance_deadline)
 		g->delay_deadline = g->rebalance_deadline;
 	g->state = G_PREPARING;
+	gc->st.rebalance_causes[cause]++;
 }
 
 static int all_joined(const struct group *g)
@@ -893,11 +894,12 @@ static void member_remove(struct group_coord *gc, struct group *g, struct gmembe
 }
 
 /* A member left or timed out: the others rebalance. */
-static void member_gone(struct group_coord *gc, struct group *g, struct gmember *m, int16_t err)
+static void member_gone(struct group_coord *gc, struct group *g, struct gmember *m, int16_t err,
+			enum group_rebalance_cause cause)
 {
 	member_remove(gc, g, m, err);
 	if (g->state == G_STABLE || g->state == G_COMPLETING)
-		prepare_rebalance(gc, g);
+		prepare_rebalance(gc, g, cause);
 	if (g->state == G_EMPTY && !g->members)
 		return;
 	maybe_complete_join(gc, g);
@@ -1037,7 +1039,7 @@ static void handle_join(struct group_coord *gc, struct kafka_ctx *ctx)
 				return;
 			}
 			member_set_protocols(old, q);
-			prepare_rebalance(gc, g);
+			prepare_rebalance(gc, g, GROUP_REBALANCE_REJOIN);
 			maybe_complete_join(gc, g);
 			return;
 		}
@@ -1095,7 +1097,7 @@ static void handle_join(struct group_coord *gc, struct kafka_ctx *ctx)
 				return;
 			}
 			member_set_protocols(m, q);
-			prepare_rebalance(gc, g);
+			prepare_rebalance(gc, g, GROUP_REBALANCE_REJOIN);
 			maybe_complete_join(gc, g);
 			return;
 		}
@@ -1117,7 +1119,7 @@ static void handle_join(struct group_coord *gc, struct kafka_ctx *ctx)
 
 		g->delay_deadline = d < g->rebalance_deadline ? d : g->rebalance_deadline;
 	}
-	prepare_rebalance(gc, g);
+	prepare_rebalance(gc, g, GROUP_REBALANCE_JOIN);
 	maybe_complete_join(gc, g);
 }
 
@@ -1193,7 +1195,7 @@ static void handle_sync(struct group_coord *gc, struct kafka_ctx *ctx)
 				sync_answer(gc, x->sync, KERR_UNKNOWN_SERVER_ERROR, NULL, 0);
 				x->sync = NULL;
 			}
-		prepare_rebalance(gc, g);
+		prepare_rebalance(gc, g, GROUP_REBALANCE_ASSIGNMENT);
 		return;
 	}
 	owners_clear(g);
@@ -1307,7 +1309,7 @@ static void handle_leave(struct group_coord *gc, struct kafka_ctx *ctx)
 			err = KERR_UNKNOWN_MEMBER_ID;
 		}
 		if (!err && m)
-			member_gone(gc, g, m, 0);
+			member_gone(gc, g, m, 0, GROUP_REBALANCE_LEAVE);
 		if (ver >= 3) {
 			r->Members.items[i].MemberId = kcopy(call, id.len >= 0 ? id : (struct kafka_str){ "", 0 });
 			r->Members.items[i].GroupInstanceId = kcopy(call, inst);
@@ -2655,7 +2657,7 @@ again:
 			if (m->deadline <= now) {
 				/* a rebalance it starts may remove others too: rescan */
 				gc->st.members_expired++;
-				member_gone(gc, g, m, 0);
+				member_gone(gc, g, m, 0, GROUP_REBALANCE_EXPIRED);
 				goto again;
 			}
 			next = m->deadline < next ? m->deadline : next;

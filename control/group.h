@@ -39,9 +39,20 @@ struct group_coord;
 struct gmem;
 
 /* Counters, read by the control thread (and later the metrics endpoint). */
+/* What started a rebalance (a group entering PreparingRebalance). */
+enum group_rebalance_cause {
+	GROUP_REBALANCE_JOIN,         /* a new member joined */
+	GROUP_REBALANCE_REJOIN,       /* a member joined again with other protocols, or the leader did */
+	GROUP_REBALANCE_LEAVE,        /* a member left (LeaveGroup) */
+	GROUP_REBALANCE_EXPIRED,      /* a member's session timed out */
+	GROUP_REBALANCE_ASSIGNMENT,   /* the leader's assignment was too large to store */
+	GROUP_REBALANCE_CAUSES
+};
+
 struct group_stats {
 	uint64_t joins, syncs, heartbeats, leaves;
 	uint64_t rebalances;              /* generations completed */
+	uint64_t rebalance_causes[GROUP_REBALANCE_CAUSES];   /* rebalances started, by cause */
 	uint64_t commits;                 /* partitions committed */
 	uint64_t commit_refused;          /* partitions refused: stale generation, unknown member,
 					   * rebalance in progress, owned by another member, fenced */

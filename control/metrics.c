@@ -346,6 +346,16 @@ static void render_groups(struct ctl *ctl, struct textbuf *t)
 	textbuf_printf(t, "sluice_group_leaves_total %llu\n", (unsigned long long)s->leaves);
 	fam(t, "group_rebalances_total", "counter", "Generations completed (rebalances).");
 	textbuf_printf(t, "sluice_group_rebalances_total %llu\n", (unsigned long long)s->rebalances);
+	fam(t, "group_rebalances_started_total", "counter",
+	    "Rebalances started, by cause (join, rejoin, leave, session_timeout, assignment_too_large).");
+	{
+		static const char *const causes[GROUP_REBALANCE_CAUSES] = { "join", "rejoin", "leave", "session_timeout",
+									      "assignment_too_large" };
+
+		for (int c = 0; c < GROUP_REBALANCE_CAUSES; c++)
+			textbuf_printf(t, "sluice_group_rebalances_started_total{cause=\"%s\"} %llu\n", causes[c],
+				       (unsigned long long)s->rebalance_causes[c]);
+	}
 	fam(t, "group_members_expired_total", "counter", "Members removed after their session timed out.");
 	textbuf_printf(t, "sluice_group_members_expired_total %llu\n", (unsigned long long)s->members_expired);
 	fam(t, "group_offset_commits_total", "counter", "Partitions' offsets committed.");

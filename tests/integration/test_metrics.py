@@ -40,7 +40,7 @@ FAMILIES = [
     "partition_produce_batches_total", "partition_produce_records_total", "partition_produce_bytes_total",
     "partition_failed", "group_members", "group_generation", "group_state", "group_committed_offset",
     "group_lag_records", "group_oldest_unconsumed_age_seconds", "group_joins_total", "group_syncs_total",
-    "group_heartbeats_total", "group_leaves_total", "group_rebalances_total", "group_members_expired_total",
+    "group_heartbeats_total", "group_leaves_total", "group_rebalances_total", "group_rebalances_started_total", "group_members_expired_total",
     "group_offset_commits_total", "group_offset_commits_refused_total", "group_offsets_expired_total",
     "produce_latency_seconds", "fetch_latency_seconds", "request_latency_seconds",
 ]
@@ -161,6 +161,7 @@ def scrape_follows_producer_and_group():
         assert total(m2, "sluice_fetch_requests_total") > total(m0, "sluice_fetch_requests_total")
         assert total(m2, "sluice_fetch_bytes_total") > 0
         assert total(m2, "sluice_group_offset_commits_total") >= 2
+        assert total(m2, "sluice_group_rebalances_started_total", cause="join") >= 1
 
         # the consumer pauses: 10 new records wait, their age grows
         for i in range(10):
@@ -182,7 +183,10 @@ def scrape_follows_producer_and_group():
                 got += len(recs)
         c.commit()
         wait_for(lambda: lag_is(0), "group lag back to 0")
-        c.close()
+        c.close()   # LeaveGroup: the group (now empty) counts a rebalance left
+        m4 = wait_for(lambda: (lambda m: m if total(m, "sluice_group_members", group="mg") == 0 else None)(
+            scrape(admin)[0]), "the member gone")
+        assert total(m4, "sluice_group_rebalances_started_total", cause="leave") >= 1
         p.close()
 
 
