@@ -115,6 +115,9 @@ def scrape_follows_producer_and_group():
         p.send("mt", b"warm", partition=0).get(timeout=HANG_GUARD)   # creates the topic (2 partitions)
         p.flush()
         m0, fams = scrape(admin)
+        info = samples(m0, "sluice_build_info")
+        assert len(info) == 1 and list(info.values()) == [1.0], info
+        assert dict(list(info)[0])["dpdk"] == "off" and dict(list(info)[0])["commit"], info
         for f in FAMILIES:
             assert "sluice_" + base_name(f) in fams, "family sluice_%s missing" % f
         for i in range(n):
