@@ -6511,111 +6511,6 @@ static void kafka_alter_configs_response_encode_any(struct kafka_writer *w, int1
 	kafka_alter_configs_response_encode(w, version, m);
 }
 
-/* ---- SaslAuthenticateRequest ---- */
-
-void kafka_sasl_authenticate_request_init(struct kafka_sasl_authenticate_request *m)
-{
-	memset(m, 0, sizeof(*m));
-	m->AuthBytes = (struct kafka_bytes){ (const uint8_t *)"", 0 };
-}
-
-int kafka_sasl_authenticate_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
-		struct kafka_sasl_authenticate_request *m)
-{
-
-	if (version < 0 || version > 1)
-		return kafka_cursor_fail(c, -ENOTSUP);
-	kafka_sasl_authenticate_request_init(m);
-	(void)a;
-	(void)version;
-	m->AuthBytes = kafka_cursor_bytes(c, false, false);
-	return c->err;
-}
-
-void kafka_sasl_authenticate_request_encode(struct kafka_writer *w, int16_t version,
-		const struct kafka_sasl_authenticate_request *m)
-{
-	(void)version;
-	if (version < 0 || version > 1) {
-		kafka_writer_fail(w, -ENOTSUP);
-		return;
-	}
-	kafka_writer_bytes(w, m->AuthBytes, false, false);
-}
-
-static void kafka_sasl_authenticate_request_init_any(void *m)
-{
-	kafka_sasl_authenticate_request_init(m);
-}
-
-static int kafka_sasl_authenticate_request_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
-{
-	return kafka_sasl_authenticate_request_decode(c, a, version, m);
-}
-
-static void kafka_sasl_authenticate_request_encode_any(struct kafka_writer *w, int16_t version, const void *m)
-{
-	kafka_sasl_authenticate_request_encode(w, version, m);
-}
-
-/* ---- SaslAuthenticateResponse ---- */
-
-void kafka_sasl_authenticate_response_init(struct kafka_sasl_authenticate_response *m)
-{
-	memset(m, 0, sizeof(*m));
-	m->ErrorMessage = (struct kafka_str){ "", 0 };
-	m->AuthBytes = (struct kafka_bytes){ (const uint8_t *)"", 0 };
-}
-
-int kafka_sasl_authenticate_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
-		struct kafka_sasl_authenticate_response *m)
-{
-
-	if (version < 0 || version > 1)
-		return kafka_cursor_fail(c, -ENOTSUP);
-	kafka_sasl_authenticate_response_init(m);
-	(void)a;
-	(void)version;
-	m->ErrorCode = kafka_cursor_int16(c);
-	m->ErrorMessage = kafka_cursor_string(c, false, true);
-	m->AuthBytes = kafka_cursor_bytes(c, false, false);
-	if (version == 1) {
-		m->SessionLifetimeMs = kafka_cursor_int64(c);
-	}
-	return c->err;
-}
-
-void kafka_sasl_authenticate_response_encode(struct kafka_writer *w, int16_t version,
-		const struct kafka_sasl_authenticate_response *m)
-{
-	(void)version;
-	if (version < 0 || version > 1) {
-		kafka_writer_fail(w, -ENOTSUP);
-		return;
-	}
-	kafka_writer_int16(w, m->ErrorCode);
-	kafka_writer_string(w, m->ErrorMessage, false, true);
-	kafka_writer_bytes(w, m->AuthBytes, false, false);
-	if (version == 1) {
-		kafka_writer_int64(w, m->SessionLifetimeMs);
-	}
-}
-
-static void kafka_sasl_authenticate_response_init_any(void *m)
-{
-	kafka_sasl_authenticate_response_init(m);
-}
-
-static int kafka_sasl_authenticate_response_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
-{
-	return kafka_sasl_authenticate_response_decode(c, a, version, m);
-}
-
-static void kafka_sasl_authenticate_response_encode_any(struct kafka_writer *w, int16_t version, const void *m)
-{
-	kafka_sasl_authenticate_response_encode(w, version, m);
-}
-
 /* ---- DescribeLogDirsRequest ---- */
 
 static void kafka_describe_log_dirs_request_describable_log_dir_topic_init(struct kafka_describe_log_dirs_request_describable_log_dir_topic *m)
@@ -6950,6 +6845,111 @@ static int kafka_describe_log_dirs_response_decode_any(struct kafka_cursor *c, s
 static void kafka_describe_log_dirs_response_encode_any(struct kafka_writer *w, int16_t version, const void *m)
 {
 	kafka_describe_log_dirs_response_encode(w, version, m);
+}
+
+/* ---- SaslAuthenticateRequest ---- */
+
+void kafka_sasl_authenticate_request_init(struct kafka_sasl_authenticate_request *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->AuthBytes = (struct kafka_bytes){ (const uint8_t *)"", 0 };
+}
+
+int kafka_sasl_authenticate_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_sasl_authenticate_request *m)
+{
+
+	if (version < 0 || version > 1)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_sasl_authenticate_request_init(m);
+	(void)a;
+	(void)version;
+	m->AuthBytes = kafka_cursor_bytes(c, false, false);
+	return c->err;
+}
+
+void kafka_sasl_authenticate_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_sasl_authenticate_request *m)
+{
+	(void)version;
+	if (version < 0 || version > 1) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_bytes(w, m->AuthBytes, false, false);
+}
+
+static void kafka_sasl_authenticate_request_init_any(void *m)
+{
+	kafka_sasl_authenticate_request_init(m);
+}
+
+static int kafka_sasl_authenticate_request_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_sasl_authenticate_request_decode(c, a, version, m);
+}
+
+static void kafka_sasl_authenticate_request_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_sasl_authenticate_request_encode(w, version, m);
+}
+
+/* ---- SaslAuthenticateResponse ---- */
+
+void kafka_sasl_authenticate_response_init(struct kafka_sasl_authenticate_response *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+	m->AuthBytes = (struct kafka_bytes){ (const uint8_t *)"", 0 };
+}
+
+int kafka_sasl_authenticate_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_sasl_authenticate_response *m)
+{
+
+	if (version < 0 || version > 1)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_sasl_authenticate_response_init(m);
+	(void)a;
+	(void)version;
+	m->ErrorCode = kafka_cursor_int16(c);
+	m->ErrorMessage = kafka_cursor_string(c, false, true);
+	m->AuthBytes = kafka_cursor_bytes(c, false, false);
+	if (version == 1) {
+		m->SessionLifetimeMs = kafka_cursor_int64(c);
+	}
+	return c->err;
+}
+
+void kafka_sasl_authenticate_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_sasl_authenticate_response *m)
+{
+	(void)version;
+	if (version < 0 || version > 1) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_int16(w, m->ErrorCode);
+	kafka_writer_string(w, m->ErrorMessage, false, true);
+	kafka_writer_bytes(w, m->AuthBytes, false, false);
+	if (version == 1) {
+		kafka_writer_int64(w, m->SessionLifetimeMs);
+	}
+}
+
+static void kafka_sasl_authenticate_response_init_any(void *m)
+{
+	kafka_sasl_authenticate_response_init(m);
+}
+
+static int kafka_sasl_authenticate_response_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_sasl_authenticate_response_decode(c, a, version, m);
+}
+
+static void kafka_sasl_authenticate_response_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_sasl_authenticate_response_encode(w, version, m);
 }
 
 /* ---- CreatePartitionsRequest ---- */
@@ -8341,14 +8341,14 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 	  kafka_alter_configs_request_init_any, kafka_alter_configs_request_decode_any, kafka_alter_configs_request_encode_any },
 	{ "AlterConfigsResponse", 33, 0, 1, 2, sizeof(struct kafka_alter_configs_response),
 	  kafka_alter_configs_response_init_any, kafka_alter_configs_response_decode_any, kafka_alter_configs_response_encode_any },
-	{ "SaslAuthenticateRequest", 36, 0, 1, 2, sizeof(struct kafka_sasl_authenticate_request),
-	  kafka_sasl_authenticate_request_init_any, kafka_sasl_authenticate_request_decode_any, kafka_sasl_authenticate_request_encode_any },
-	{ "SaslAuthenticateResponse", 36, 0, 1, 2, sizeof(struct kafka_sasl_authenticate_response),
-	  kafka_sasl_authenticate_response_init_any, kafka_sasl_authenticate_response_decode_any, kafka_sasl_authenticate_response_encode_any },
 	{ "DescribeLogDirsRequest", 35, 0, 4, 2, sizeof(struct kafka_describe_log_dirs_request),
 	  kafka_describe_log_dirs_request_init_any, kafka_describe_log_dirs_request_decode_any, kafka_describe_log_dirs_request_encode_any },
 	{ "DescribeLogDirsResponse", 35, 0, 4, 2, sizeof(struct kafka_describe_log_dirs_response),
 	  kafka_describe_log_dirs_response_init_any, kafka_describe_log_dirs_response_decode_any, kafka_describe_log_dirs_response_encode_any },
+	{ "SaslAuthenticateRequest", 36, 0, 1, 2, sizeof(struct kafka_sasl_authenticate_request),
+	  kafka_sasl_authenticate_request_init_any, kafka_sasl_authenticate_request_decode_any, kafka_sasl_authenticate_request_encode_any },
+	{ "SaslAuthenticateResponse", 36, 0, 1, 2, sizeof(struct kafka_sasl_authenticate_response),
+	  kafka_sasl_authenticate_response_init_any, kafka_sasl_authenticate_response_decode_any, kafka_sasl_authenticate_response_encode_any },
 	{ "CreatePartitionsRequest", 37, 0, 1, 2, sizeof(struct kafka_create_partitions_request),
 	  kafka_create_partitions_request_init_any, kafka_create_partitions_request_decode_any, kafka_create_partitions_request_encode_any },
 	{ "CreatePartitionsResponse", 37, 0, 1, 2, sizeof(struct kafka_create_partitions_response),
@@ -8405,8 +8405,8 @@ int kafka_handle_create_acls(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_delete_acls(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_describe_configs(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_alter_configs(struct kafka_ctx *ctx) __attribute__((weak));
-int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_describe_log_dirs(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_create_partitions(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_delete_groups(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_incremental_alter_configs(struct kafka_ctx *ctx) __attribute__((weak));
@@ -8442,8 +8442,8 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 31, "DeleteAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[50], &kafka_msg_descs[51], kafka_handle_delete_acls }, /* leave out */
 	{ 32, "DescribeConfigs", 0, 2, 4, 0, 2, true, &kafka_msg_descs[52], &kafka_msg_descs[53], kafka_handle_describe_configs },
 	{ 33, "AlterConfigs", 0, 1, 2, 0, 1, true, &kafka_msg_descs[54], &kafka_msg_descs[55], kafka_handle_alter_configs }, /* optional */
-	{ 36, "SaslAuthenticate", 0, 1, 2, 0, 1, false, &kafka_msg_descs[56], &kafka_msg_descs[57], kafka_handle_sasl_authenticate }, /* SASL only */
-	{ 35, "DescribeLogDirs", 0, 4, 2, 0, 4, true, &kafka_msg_descs[58], &kafka_msg_descs[59], kafka_handle_describe_log_dirs }, /* sizes on disk, from the partitions' published blocks */
+	{ 35, "DescribeLogDirs", 0, 4, 2, 0, 4, true, &kafka_msg_descs[56], &kafka_msg_descs[57], kafka_handle_describe_log_dirs }, /* sizes on disk, from the partitions' published blocks */
+	{ 36, "SaslAuthenticate", 0, 1, 2, 0, 1, false, &kafka_msg_descs[58], &kafka_msg_descs[59], kafka_handle_sasl_authenticate }, /* SASL only */
 	{ 37, "CreatePartitions", 0, 1, 2, 0, 1, true, &kafka_msg_descs[60], &kafka_msg_descs[61], kafka_handle_create_partitions }, /* optional */
 	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_msg_descs[62], &kafka_msg_descs[63], kafka_handle_delete_groups }, /* optional */
 	{ 44, "IncrementalAlterConfigs", 0, 1, 1, 0, 1, true, &kafka_msg_descs[64], &kafka_msg_descs[65], kafka_handle_incremental_alter_configs }, /* topic configs (broker issue) */
@@ -9182,8 +9182,8 @@ const struct kafka_api *kafka_api_find(int16_t api_key)
 	case 31: return &kafka_apis[25];
 	case 32: return &kafka_apis[26];
 	case 33: return &kafka_apis[27];
-	case 36: return &kafka_apis[28];
-	case 35: return &kafka_apis[29];
+	case 35: return &kafka_apis[28];
+	case 36: return &kafka_apis[29];
 	case 37: return &kafka_apis[30];
 	case 42: return &kafka_apis[31];
 	case 44: return &kafka_apis[32];

@@ -1918,40 +1918,6 @@ int kafka_alter_configs_response_decode(struct kafka_cursor *c, struct kafka_are
 void kafka_alter_configs_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_alter_configs_response *m);
 
-/* ---- SaslAuthenticateRequest (api key 36, versions 0-1) ---- */
-
-/* SaslAuthenticateRequest, versions 0-1, flexible from v2. */
-struct kafka_sasl_authenticate_request {
-	/* The SASL authentication bytes from the client, as defined by the SASL mechanism. (v0+) */
-	struct kafka_bytes AuthBytes;
-};
-
-void kafka_sasl_authenticate_request_init(struct kafka_sasl_authenticate_request *m);
-int kafka_sasl_authenticate_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
-		struct kafka_sasl_authenticate_request *m);
-void kafka_sasl_authenticate_request_encode(struct kafka_writer *w, int16_t version,
-		const struct kafka_sasl_authenticate_request *m);
-
-/* ---- SaslAuthenticateResponse (api key 36, versions 0-1) ---- */
-
-/* SaslAuthenticateResponse, versions 0-1, flexible from v2. */
-struct kafka_sasl_authenticate_response {
-	/* The error code, or 0 if there was no error. (v0+) */
-	int16_t ErrorCode;
-	/* The error message, or null if there was no error. (v0+, nullable) */
-	struct kafka_str ErrorMessage;
-	/* The SASL authentication bytes from the server, as defined by the SASL mechanism. (v0+) */
-	struct kafka_bytes AuthBytes;
-	/* Number of milliseconds after which only re-authentication over the existing connection to create a new session can occur. (v1+) */
-	int64_t SessionLifetimeMs;
-};
-
-void kafka_sasl_authenticate_response_init(struct kafka_sasl_authenticate_response *m);
-int kafka_sasl_authenticate_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
-		struct kafka_sasl_authenticate_response *m);
-void kafka_sasl_authenticate_response_encode(struct kafka_writer *w, int16_t version,
-		const struct kafka_sasl_authenticate_response *m);
-
 /* ---- DescribeLogDirsRequest (api key 35, versions 0-4) ---- */
 
 struct kafka_describe_log_dirs_request_describable_log_dir_topic {
@@ -2036,6 +2002,40 @@ int kafka_describe_log_dirs_response_decode(struct kafka_cursor *c, struct kafka
 		struct kafka_describe_log_dirs_response *m);
 void kafka_describe_log_dirs_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_describe_log_dirs_response *m);
+
+/* ---- SaslAuthenticateRequest (api key 36, versions 0-1) ---- */
+
+/* SaslAuthenticateRequest, versions 0-1, flexible from v2. */
+struct kafka_sasl_authenticate_request {
+	/* The SASL authentication bytes from the client, as defined by the SASL mechanism. (v0+) */
+	struct kafka_bytes AuthBytes;
+};
+
+void kafka_sasl_authenticate_request_init(struct kafka_sasl_authenticate_request *m);
+int kafka_sasl_authenticate_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_sasl_authenticate_request *m);
+void kafka_sasl_authenticate_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_sasl_authenticate_request *m);
+
+/* ---- SaslAuthenticateResponse (api key 36, versions 0-1) ---- */
+
+/* SaslAuthenticateResponse, versions 0-1, flexible from v2. */
+struct kafka_sasl_authenticate_response {
+	/* The error code, or 0 if there was no error. (v0+) */
+	int16_t ErrorCode;
+	/* The error message, or null if there was no error. (v0+, nullable) */
+	struct kafka_str ErrorMessage;
+	/* The SASL authentication bytes from the server, as defined by the SASL mechanism. (v0+) */
+	struct kafka_bytes AuthBytes;
+	/* Number of milliseconds after which only re-authentication over the existing connection to create a new session can occur. (v1+) */
+	int64_t SessionLifetimeMs;
+};
+
+void kafka_sasl_authenticate_response_init(struct kafka_sasl_authenticate_response *m);
+int kafka_sasl_authenticate_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_sasl_authenticate_response *m);
+void kafka_sasl_authenticate_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_sasl_authenticate_response *m);
 
 /* ---- CreatePartitionsRequest (api key 37, versions 0-1) ---- */
 

@@ -4781,77 +4781,6 @@ static bool equal_any_kafka_alter_configs_response(const void *a, const void *b)
 	return equal_kafka_alter_configs_response(a, b);
 }
 
-static void sample_kafka_sasl_authenticate_request(struct kafka_sample *s, int16_t version, struct kafka_sasl_authenticate_request *m)
-{
-	(void)s;
-	(void)version;
-	kafka_sasl_authenticate_request_init(m);
-	m->AuthBytes = kafka_sample_bytes(s, false);
-}
-
-static bool equal_kafka_sasl_authenticate_request(const struct kafka_sasl_authenticate_request *a, const struct kafka_sasl_authenticate_request *b)
-{
-	if (!kafka_sample_bytes_equal(a->AuthBytes, b->AuthBytes))
-		return kafka_sample_differs("SaslAuthenticateRequest.AuthBytes");
-	(void)a;
-	(void)b;
-	return true;
-}
-
-static void *sample_any_kafka_sasl_authenticate_request(struct kafka_sample *s, int16_t version)
-{
-	struct kafka_sasl_authenticate_request *m = kafka_sample_alloc(s, sizeof(*m));
-
-	sample_kafka_sasl_authenticate_request(s, version, m);
-	return m;
-}
-
-static bool equal_any_kafka_sasl_authenticate_request(const void *a, const void *b)
-{
-	return equal_kafka_sasl_authenticate_request(a, b);
-}
-
-static void sample_kafka_sasl_authenticate_response(struct kafka_sample *s, int16_t version, struct kafka_sasl_authenticate_response *m)
-{
-	(void)s;
-	(void)version;
-	kafka_sasl_authenticate_response_init(m);
-	m->ErrorCode = kafka_sample_int16(s);
-	m->ErrorMessage = kafka_sample_string(s, true);
-	m->AuthBytes = kafka_sample_bytes(s, false);
-	if (version == 1) {
-		m->SessionLifetimeMs = kafka_sample_int64(s);
-	}
-}
-
-static bool equal_kafka_sasl_authenticate_response(const struct kafka_sasl_authenticate_response *a, const struct kafka_sasl_authenticate_response *b)
-{
-	if (a->ErrorCode != b->ErrorCode)
-		return kafka_sample_differs("SaslAuthenticateResponse.ErrorCode");
-	if (!kafka_sample_str_equal(a->ErrorMessage, b->ErrorMessage))
-		return kafka_sample_differs("SaslAuthenticateResponse.ErrorMessage");
-	if (!kafka_sample_bytes_equal(a->AuthBytes, b->AuthBytes))
-		return kafka_sample_differs("SaslAuthenticateResponse.AuthBytes");
-	if (a->SessionLifetimeMs != b->SessionLifetimeMs)
-		return kafka_sample_differs("SaslAuthenticateResponse.SessionLifetimeMs");
-	(void)a;
-	(void)b;
-	return true;
-}
-
-static void *sample_any_kafka_sasl_authenticate_response(struct kafka_sample *s, int16_t version)
-{
-	struct kafka_sasl_authenticate_response *m = kafka_sample_alloc(s, sizeof(*m));
-
-	sample_kafka_sasl_authenticate_response(s, version, m);
-	return m;
-}
-
-static bool equal_any_kafka_sasl_authenticate_response(const void *a, const void *b)
-{
-	return equal_kafka_sasl_authenticate_response(a, b);
-}
-
 static void kafka_describe_log_dirs_request_describable_log_dir_topic_init_(struct kafka_describe_log_dirs_request_describable_log_dir_topic *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -5077,6 +5006,77 @@ static void *sample_any_kafka_describe_log_dirs_response(struct kafka_sample *s,
 static bool equal_any_kafka_describe_log_dirs_response(const void *a, const void *b)
 {
 	return equal_kafka_describe_log_dirs_response(a, b);
+}
+
+static void sample_kafka_sasl_authenticate_request(struct kafka_sample *s, int16_t version, struct kafka_sasl_authenticate_request *m)
+{
+	(void)s;
+	(void)version;
+	kafka_sasl_authenticate_request_init(m);
+	m->AuthBytes = kafka_sample_bytes(s, false);
+}
+
+static bool equal_kafka_sasl_authenticate_request(const struct kafka_sasl_authenticate_request *a, const struct kafka_sasl_authenticate_request *b)
+{
+	if (!kafka_sample_bytes_equal(a->AuthBytes, b->AuthBytes))
+		return kafka_sample_differs("SaslAuthenticateRequest.AuthBytes");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_sasl_authenticate_request(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_sasl_authenticate_request *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_sasl_authenticate_request(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_sasl_authenticate_request(const void *a, const void *b)
+{
+	return equal_kafka_sasl_authenticate_request(a, b);
+}
+
+static void sample_kafka_sasl_authenticate_response(struct kafka_sample *s, int16_t version, struct kafka_sasl_authenticate_response *m)
+{
+	(void)s;
+	(void)version;
+	kafka_sasl_authenticate_response_init(m);
+	m->ErrorCode = kafka_sample_int16(s);
+	m->ErrorMessage = kafka_sample_string(s, true);
+	m->AuthBytes = kafka_sample_bytes(s, false);
+	if (version == 1) {
+		m->SessionLifetimeMs = kafka_sample_int64(s);
+	}
+}
+
+static bool equal_kafka_sasl_authenticate_response(const struct kafka_sasl_authenticate_response *a, const struct kafka_sasl_authenticate_response *b)
+{
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("SaslAuthenticateResponse.ErrorCode");
+	if (!kafka_sample_str_equal(a->ErrorMessage, b->ErrorMessage))
+		return kafka_sample_differs("SaslAuthenticateResponse.ErrorMessage");
+	if (!kafka_sample_bytes_equal(a->AuthBytes, b->AuthBytes))
+		return kafka_sample_differs("SaslAuthenticateResponse.AuthBytes");
+	if (a->SessionLifetimeMs != b->SessionLifetimeMs)
+		return kafka_sample_differs("SaslAuthenticateResponse.SessionLifetimeMs");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_sasl_authenticate_response(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_sasl_authenticate_response *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_sasl_authenticate_response(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_sasl_authenticate_response(const void *a, const void *b)
+{
+	return equal_kafka_sasl_authenticate_response(a, b);
 }
 
 static void kafka_create_partitions_request_create_partitions_assignment_init_(struct kafka_create_partitions_request_create_partitions_assignment *m)
@@ -6036,10 +6036,10 @@ static const struct kafka_sample_desc kafka_sample_descs[] = {
 	{ "DescribeConfigsResponse", sample_any_kafka_describe_configs_response, equal_any_kafka_describe_configs_response },
 	{ "AlterConfigsRequest", sample_any_kafka_alter_configs_request, equal_any_kafka_alter_configs_request },
 	{ "AlterConfigsResponse", sample_any_kafka_alter_configs_response, equal_any_kafka_alter_configs_response },
-	{ "SaslAuthenticateRequest", sample_any_kafka_sasl_authenticate_request, equal_any_kafka_sasl_authenticate_request },
-	{ "SaslAuthenticateResponse", sample_any_kafka_sasl_authenticate_response, equal_any_kafka_sasl_authenticate_response },
 	{ "DescribeLogDirsRequest", sample_any_kafka_describe_log_dirs_request, equal_any_kafka_describe_log_dirs_request },
 	{ "DescribeLogDirsResponse", sample_any_kafka_describe_log_dirs_response, equal_any_kafka_describe_log_dirs_response },
+	{ "SaslAuthenticateRequest", sample_any_kafka_sasl_authenticate_request, equal_any_kafka_sasl_authenticate_request },
+	{ "SaslAuthenticateResponse", sample_any_kafka_sasl_authenticate_response, equal_any_kafka_sasl_authenticate_response },
 	{ "CreatePartitionsRequest", sample_any_kafka_create_partitions_request, equal_any_kafka_create_partitions_request },
 	{ "CreatePartitionsResponse", sample_any_kafka_create_partitions_response, equal_any_kafka_create_partitions_response },
 	{ "DeleteGroupsRequest", sample_any_kafka_delete_groups_request, equal_any_kafka_delete_groups_request },
