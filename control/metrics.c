@@ -17,7 +17,7 @@
 #include "control/textbuf.h"
 #include "dataplane/broker.h"
 #include "dataplane/kafka/kafka_msgs.h"
-#include "dataplane/lathist.h"
+#include "storage/lathist.h"
 #include "dataplane/part.h"
 #include "dataplane/shard.h"
 #include "dataplane/spsc.h"
@@ -421,6 +421,12 @@ static void render_hists(struct broker *b, struct textbuf *t)
 	for (int i = 0; i < b->set.nshards; i++) {
 		snprintf(labels, sizeof(labels), "shard=\"%d\"", i);
 		hist_series(t, "fetch_latency_seconds", labels, &b->shards[i]->hists.fetch, 1);
+	}
+	fam(t, "disk_write_latency_seconds", "histogram", "A log write queued to durable (per log.durability, every "
+	    "earlier write of its log landed), on the shard's loop clock; buckets within 1/8.");
+	for (int i = 0; i < b->set.nshards; i++) {
+		snprintf(labels, sizeof(labels), "shard=\"%d\"", i);
+		hist_series(t, "disk_write_latency_seconds", labels, &b->shards[i]->st.write_lat, 1);
 	}
 	fam(t, "request_latency_seconds", "histogram",
 	    "Request to response by API; two bounds per power of two.");

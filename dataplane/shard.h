@@ -16,7 +16,7 @@
 #include <sys/uio.h>
 
 #include "dataplane/broker.h"
-#include "dataplane/lathist.h"
+#include "storage/lathist.h"
 #include "dataplane/kafka/kafka_codec.h"
 #include "storage/store.h"
 

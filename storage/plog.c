@@ -473,6 +473,7 @@ static int plog_queue_write(struct plog *pl, struct segment *seg, int first)
 	w->next_offset = seg_offset_at(seg, w->end);
 	w->res = 0;
 	w->done = 0;
+	w->queued_ns = pl->st->now_ns;
 	pl->inflight++;
 	if (pl->inflight > pl->inflight_max)
 		pl->inflight_max = pl->inflight;
@@ -535,6 +536,7 @@ void plog_write_slot_done(struct plog_write *w, int res)
 		}
 		if (pl->err)
 			continue;       /* nothing advances after a failed write */
+		lathist_add(&pl->st->write_lat, pl->st->now_ns > h->queued_ns ? pl->st->now_ns - h->queued_ns : 0);
 		if (h->end > seg->flushed)
 			seg->flushed = h->end;
 		if (h->next_offset > pl->durable_offset) {

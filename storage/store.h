@@ -18,6 +18,7 @@
 #include <liburing.h>
 #include <stdint.h>
 
+#include "storage/lathist.h"
 #include "storage/tail.h"
 
 /* user_data = pointer | op. Pointers are 8-byte aligned, so ops 1..7 fit in
@@ -65,6 +66,10 @@ struct store {
 	unsigned nforeign, foreign_cap;
 	uint64_t now_ns;           /* set by the loop; handlers never read the clock */
 	struct store_stats stats;
+	/* a write queued to retired (its bytes durable per log.durability,
+	 * every earlier write of the log landed): written by the owner only,
+	 * read by the control thread (storage/lathist.h) */
+	struct lathist write_lat;
 };
 
 /* ring NULL: create a private ring (tests, tools). @thread shard (setup) */

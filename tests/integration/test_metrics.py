@@ -42,7 +42,7 @@ FAMILIES = [
     "group_lag_records", "group_oldest_unconsumed_age_seconds", "group_joins_total", "group_syncs_total",
     "group_heartbeats_total", "group_leaves_total", "group_rebalances_total", "group_rebalances_started_total", "group_members_expired_total",
     "group_offset_commits_total", "group_offset_commits_refused_total", "group_offsets_expired_total",
-    "produce_latency_seconds", "fetch_latency_seconds", "request_latency_seconds",
+    "produce_latency_seconds", "fetch_latency_seconds", "request_latency_seconds", "disk_write_latency_seconds",
 ]
 
 
@@ -139,6 +139,9 @@ def scrape_follows_producer_and_group():
         assert total(m1, "sluice_requests_in_flight") == 0   # the producer waits for nothing
         hist = samples(m1, "sluice_produce_latency_seconds_count")
         assert sum(hist.values()) >= 1, hist
+        assert total(m1, "sluice_disk_write_latency_seconds_count") >= 1
+        # the histogram's buckets add up to its count
+        assert total(m1, "sluice_produce_latency_seconds_bucket", le="+Inf") == sum(hist.values())
 
         # a consumer group reads everything and commits: lag drops to 0
         c = KafkaConsumer(bootstrap_servers=b.bootstrap, group_id="mg", enable_auto_commit=False,

@@ -1,10 +1,10 @@
-/* tests/unit/test_lathist.c — dataplane/lathist.h: bucket bounds and the
+/* tests/unit/test_lathist.c — storage/lathist.h: bucket bounds and the
  * stated precision (a percentile read as its bucket's middle is within
  * 1/16 of the exact nearest-rank value between 1.024 us and 68.7 s). */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
-#include "dataplane/lathist.h"
+#include "storage/lathist.h"
 
 static uint64_t bucket_lower(unsigned i)
 {

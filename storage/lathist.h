@@ -1,4 +1,4 @@
-/* dataplane/lathist.h — a latency histogram in fixed memory with
+/* storage/lathist.h — a latency histogram in fixed memory with
  * log-linear buckets, written by one shard and read by the control thread.
  *
  * Values are nanoseconds. Below 2^10 ns (1.024 us) everything shares
@@ -8,6 +8,9 @@
  * so a percentile read as the middle of the bucket holding the sample of
  * that rank is within 1/16 (6.25 %) of the exact nearest-rank value, for
  * values between 1.024 us and 68.7 s. 210 counters: 1.7 KiB.
+ *
+ * Lives in storage/ because the store keeps one (durable-write latency)
+ * and storage includes nothing above it.
  *
  * Thread: written only by its owner shard (lathist_add: relaxed atomic
  * stores of its own value plus one, plain adds on x86-64), read by the
