@@ -484,8 +484,8 @@ static int plog_queue_write(struct plog *pl, struct segment *seg, int first)
 	pl->inflight_bytes = w->bytes;
 	pl->inflight_next_offset = w->next_offset;
 	pl->st->inflight++;
-	pl->st->stats.writes++;
-	pl->st->stats.write_bytes += w->bytes;
+	store_stat_add(&pl->st->stats.writes, 1);
+	store_stat_add(&pl->st->stats.write_bytes, w->bytes);
 	return 1;
 }
 
@@ -530,7 +530,7 @@ void plog_write_slot_done(struct plog_write *w, int res)
 		pl->inflight--;
 		h->seg = NULL;
 		if (h->res < 0 || (uint64_t)h->res != h->bytes) {
-			pl->st->stats.io_errors++;
+			store_stat_add(&pl->st->stats.io_errors, 1);
 			plog_fail(pl, h->res < 0 ? h->res : -EIO);
 			continue;
 		}

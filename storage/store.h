@@ -33,6 +33,16 @@ enum store_op {
 
 struct plog;
 
+/* Counters of the store, written by the owner shard only; those the
+ * control thread reads for /metrics (writes, write_bytes, reads,
+ * read_bytes, io_errors, flushes, and the tail pool's hits, misses, used)
+ * are stored whole with store_stat_add, a relaxed atomic store of the
+ * owner's own value plus n (a plain add on x86-64). */
+static inline void store_stat_add(uint64_t *c, uint64_t n)
+{
+	__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
+}
+
 struct store_stats {
 	uint64_t flushes;          /* store_flush calls that submitted work */
 	uint64_t writes;           /* write SQEs */
