@@ -141,6 +141,9 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	SF("fetch_bytes_total", "counter", "Record bytes returned by Fetch.", fetch_bytes);
 	SF("fetch_long_poll_waits_total", "counter", "Fetches answered after waiting for data (long poll).",
 	   fetch_waits);
+	SF("retention_segments_deleted_total", "counter",
+	   "Sealed segments removed by time or size retention (the log start moves: partition_log_start_offset).",
+	   retention_segments_deleted);
 #undef SF
 #define ST(name, type, help, field) shard_fam(t, b, name, type, help, \
 	offsetof(struct shard, st.stats.field) - offsetof(struct shard, stats))

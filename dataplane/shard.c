@@ -1248,7 +1248,10 @@ static void *shard_main(void *arg)
 			/* retention: whole segments, a slow-path timer */
 			for (struct part *p = sh->parts; p; p = p->next)
 				if (p->pl) {
-					plog_retain(p->pl, sh->now_ms);
+					int gone = plog_retain(p->pl, sh->now_ms);
+
+					if (gone > 0)
+						shard_stat_add(&sh->stats.retention_segments_deleted, (uint64_t)gone);
 					part_publish(p);
 					if (p->producers.n) {
 						producer_expire(&p->producers, sh->now_ms, b->set.producer_ttl_ms);

@@ -144,6 +144,7 @@ struct shard_stats {
 	uint64_t requests_inflight;         /* taken up, not ended (a gauge: +1/-1) */
 	uint64_t uring_sqes;                /* SQEs taken on the shard's ring (shard and storage) */
 	uint64_t uring_cqes;                /* completions reaped from it */
+	uint64_t retention_segments_deleted;/* sealed segments removed by time or size retention */
 } __attribute__((aligned(64)));
 
 /* Request latency, from the frame taken up to the response queued (for

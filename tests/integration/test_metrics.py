@@ -32,7 +32,7 @@ FAMILIES = [
     "ring_full_total", "ring_depth", "send_zerocopy_total", "recv_buffers_starved_total",
     "produce_requests_total", "produce_batches_total", "produce_records_total", "produce_bytes_total",
     "produce_duplicates_total", "produce_rejected_total", "fetch_requests_total", "fetch_bytes_total",
-    "fetch_long_poll_waits_total", "disk_writes_total", "disk_write_bytes_total", "disk_reads_total",
+    "fetch_long_poll_waits_total", "retention_segments_deleted_total", "disk_writes_total", "disk_write_bytes_total", "disk_reads_total",
     "disk_read_bytes_total", "disk_io_errors_total", "disk_group_commits_total", "tail_cache_hits_total",
     "tail_cache_misses_total", "tail_cache_bytes", "tail_cache_budget_bytes",
     "partition_log_start_offset", "partition_log_end_offset", "partition_high_watermark",
@@ -194,6 +194,32 @@ def scrape_follows_producer_and_group():
             scrape(admin)[0]), "the member gone")
         assert total(m4, "sluice_group_rebalances_started_total", cause="leave") >= 1
         p.close()
+
+
+@test
+def retention_moves_log_start():
+    """Size retention removes sealed segments: the counter and the
+    partition's log start move."""
+    ctx = admin_broker(settings={"log.segment.bytes": 16384, "log.retention.bytes": 32768,
+                                 "log.retention.check.interval.ms": 50})
+    with ctx as b:
+        p = KafkaProducer(bootstrap_servers=b.bootstrap, acks="all", batch_size=4096, **COMMON)
+        fs = []
+        for i in range(200):
+            fs.append(p.send("rt", b"z" * 1000, partition=0))
+            if i % 10 == 9:
+                p.flush()
+        p.flush()
+        p.close()
+        ok = sum(1 for f in fs if f.succeeded())
+        m = wait_for(lambda: (lambda m: m if total(m, "sluice_retention_segments_deleted_total") > 0
+                              and total(m, "sluice_partition_log_start_offset", topic="rt") > 0 else None)(
+            scrape(ctx.admin)[0]), "retention to delete a segment")
+        # what was acknowledged is what the counters and the log end say
+        assert total(m, "sluice_partition_log_end_offset", topic="rt") == ok
+        assert total(m, "sluice_partition_produce_records_total", topic="rt") == ok
+        assert total(m, "sluice_partition_size_bytes", topic="rt") < ok * 1000
+        assert total(m, "sluice_partition_segments", topic="rt") >= 2
 
 
 @test
