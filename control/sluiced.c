@@ -291,6 +291,20 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* an admin.listen set explicitly must be free too (exit 2, as for the
+	 * Kafka listener); the default one only turns the endpoint off */
+	{
+		const char *al = config_str(cfg, "admin.listen"), *src = config_source(cfg, "admin.listen");
+		char ahost[256];
+		int aport;
+
+		if (*al && src && strcmp(src, "default") && config_hostport(al, ahost, sizeof(ahost), &aport) == 0 &&
+		    aport && shard_probe_port(ahost, aport, err, sizeof(err)) == -EADDRINUSE) {
+			fprintf(stderr, "sluiced: admin.listen: %s is held by another process: choose another with "
+				"--set admin.listen=HOST:PORT\n", al);
+			return 2;
+		}
+	}
 	if (b->set.dpdk_enable) {
 		/* the EAL and the port before the shards: each takes its queues */
 		rc = native_dpdk_start(b, config_str(cfg, "dpdk.eal.args"), config_str(cfg, "dpdk.port"),
