@@ -320,7 +320,10 @@ static void group_visit(const struct group_view *g, const struct group_offset_vi
 	}
 }
 
-static void render_groups(struct ctl *ctl, struct textbuf *t)
+#define METRICS_LAG_SCAN_MS 500
+static int64_t last_lag_scan_ms = -METRICS_LAG_SCAN_MS;   /* control thread only */
+
+static void render_groups(struct ctl *ctl, struct broker *b, struct textbuf *t)
 {
 	struct group_coord *gc = ctl_groups(ctl);
 	static const char *const names[][2] = {
@@ -378,8 +381,14 @@ static void render_groups(struct ctl *ctl, struct textbuf *t)
 		       (unsigned long long)s->commit_refused_fenced);
 	fam(t, "group_offsets_expired_total", "counter", "Committed offsets removed by offsets.retention.minutes.");
 	textbuf_printf(t, "sluice_group_offsets_expired_total %llu\n", (unsigned long long)s->offsets_expired);
-	/* answers land before the next scrape */
-	group_lag_scan(gc);
+	/* answers land before the next scrape. At most one scan per
+	 * METRICS_LAG_SCAN_MS (each asks the owner shards to read one batch
+	 * per lagging partition), none once the broker stops (the shards may
+	 * be gone and their rings never drain) */
+	if (!__atomic_load_n(&b->stopping, __ATOMIC_RELAXED) && mono_ms() - last_lag_scan_ms >= METRICS_LAG_SCAN_MS) {
+		last_lag_scan_ms = mono_ms();
+		group_lag_scan(gc);
+	}
 }
 
 /* One histogram series: cumulative counts at the bounds of every `step`-th
@@ -450,7 +459,7 @@ void metrics_render(struct ctl *ctl, struct broker *b, struct textbuf *t)
 	render_shards(b, t);
 	render_hists(b, t);
 	render_partitions(b, t);
-	render_groups(ctl, t);
+	render_groups(ctl, b, t);
 }
 
 /* ---- JSON ------------------------------------------------------------ */

@@ -18,7 +18,8 @@ struct ctl;
 struct textbuf;
 
 /* The whole scrape, Prometheus text format 0.0.4. Also starts a lag scan
- * of the groups, whose answers the next scrape shows. */
+ * of the groups (at most one per 500 ms, none while the broker stops),
+ * whose answers a later scrape shows. */
 void metrics_render(struct ctl *ctl, struct broker *b, struct textbuf *t);
 /* {"status": "ready"|"recovering"|"stopping"|"degraded", "reasons": [...]}:
  * returns 1 when ready. */
