@@ -206,6 +206,21 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* an admin.listen set explicitly must be free too (exit 2, as for the
+	 * Kafka listener); the default one only turns the endpoint off */
+	{
+		const char *al = config_str(cfg, "admin.listen"), *src = config_source(cfg, "admin.listen");
+		char ahost[256];
+		int aport;
+
+		if (*al && src && strcmp(src, "default") && config_hostport(al, ahost, sizeof(ahost), &aport) == 0 &&
+		    aport && shard_probe_port(ahost, aport, err, sizeof(err)) == -EADDRINUSE) {
+			fprintf(stderr, "sluiced: admin.listen: %s is held by another process: choose another with "
+				"--set admin.listen=HOST:PORT\n", al);
+			config_destroy(cfg);
+			return 2;
+		}
+	}
 	b = calloc(1, sizeof(*b));
 	b->cfg = cfg;
 	if (config_listener(config_str(cfg, "listeners"), lhost, sizeof(lhost), &lport) < 0) {
@@ -288,20 +303,6 @@ int main(int argc, char **argv)
 			usleep(20000);
 		if (probe < 0) {
 			fprintf(stderr, "sluiced: %s\n", err);
-			return 2;
-		}
-	}
-	/* an admin.listen set explicitly must be free too (exit 2, as for the
-	 * Kafka listener); the default one only turns the endpoint off */
-	{
-		const char *al = config_str(cfg, "admin.listen"), *src = config_source(cfg, "admin.listen");
-		char ahost[256];
-		int aport;
-
-		if (*al && src && strcmp(src, "default") && config_hostport(al, ahost, sizeof(ahost), &aport) == 0 &&
-		    aport && shard_probe_port(ahost, aport, err, sizeof(err)) == -EADDRINUSE) {
-			fprintf(stderr, "sluiced: admin.listen: %s is held by another process: choose another with "
-				"--set admin.listen=HOST:PORT\n", al);
 			return 2;
 		}
 	}
