@@ -6,9 +6,10 @@
  * alternates phases of --phase seconds without and with a scraper thread
  * that GETs /metrics every 100 ms (off, on, off, on, ... --rounds times
  * each): the ratio of the two produce rates, same broker, same run, is the
- * data path's cost of being watched (target >= 0.99). Then it creates
- * --partitions more partitions (default 10,000: 100 topics) and times
- * --scrapes scrapes of the whole broker: time (p50, p99, max) and size.
+ * data path's cost of being watched (target >= 0.99 for the median of the
+ * rounds' ratios, which a disturbed round moves less than the mean). Then
+ * it creates --partitions more partitions (default 10,000: 100 topics) and
+ * times --scrapes scrapes of the whole broker: time (p50, p99, max), size.
  *
  * Thread: main (the broker, the producer, the phases) and the scraper.
  */
@@ -158,8 +159,8 @@ static int free_port(void)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: sluice-bench scrape [--phase S] [--rounds N] [--size B] [--partitions N] [--scrapes N]\n"
-		"  --phase S        seconds per phase (default 3)\n"
-		"  --rounds N       off/on phase pairs (default 4)\n"
+		"  --phase S        seconds per phase (default 2)\n"
+		"  --rounds N       off/on phase pairs, at most 64 (default 10)\n"
 		"  --size B         record size (default 100)\n"
 		"  --partitions N   partitions for the big scrape, in topics of 100 (default 10000)\n"
 		"  --scrapes N      timed scrapes of the big broker (default 20)\n");
@@ -171,8 +172,8 @@ int bench_scrape(int argc, char **argv)
 	struct broker br;
 	struct scraper s = { 0 };
 	struct prod p = { 0 };
-	double phase = 3, off_sum = 0, on_sum = 0, rate[2][64];
-	int rounds = 4, size = 100, parts = 10000, scrapes = 20, rc = 1;
+	double phase = 2, off_sum = 0, on_sum = 0, rate[2][64], ratio[64], median;
+	int rounds = 10, size = 100, parts = 10000, scrapes = 20, rc = 1;
 	char admin[64], err[256];
 	struct hist big;
 	uint64_t big_bytes = 0;
@@ -244,7 +245,18 @@ int bench_scrape(int argc, char **argv)
 	for (int r = 0; r < rounds; r++) {
 		off_sum += rate[0][r];
 		on_sum += rate[1][r];
+		ratio[r] = rate[0][r] > 0 ? rate[1][r] / rate[0][r] : 0;
 	}
+	/* the median of the rounds' ratios: a round the machine disturbed
+	 * (another process, a flush) moves it less than the mean */
+	for (int i = 1; i < rounds; i++)
+		for (int j = i; j > 0 && ratio[j - 1] > ratio[j]; j--) {
+			double x = ratio[j];
+
+			ratio[j] = ratio[j - 1];
+			ratio[j - 1] = x;
+		}
+	median = rounds % 2 ? ratio[rounds / 2] : (ratio[rounds / 2 - 1] + ratio[rounds / 2]) / 2;
 	/* the big broker: --partitions more, then timed scrapes */
 	s.stop = 1;
 	pthread_join(th, NULL);
@@ -274,9 +286,10 @@ int bench_scrape(int argc, char **argv)
 	for (int r = 0; r < rounds; r++)
 		printf("produce_records_per_s_round%-2d      %14.0f %14.0f %8.3f\n", r + 1, rate[0][r], rate[1][r],
 		       rate[0][r] > 0 ? rate[1][r] / rate[0][r] : 0);
-	printf("produce_records_per_s_mean         %14.0f %14.0f %8.3f  (target >= 0.99: %s)\n", off_sum / rounds,
-	       on_sum / rounds, off_sum > 0 ? on_sum / off_sum : 0, off_sum > 0 && on_sum / off_sum >= 0.99 ? "met"
-	       : "missed");
+	printf("produce_records_per_s_mean         %14.0f %14.0f %8.3f\n", off_sum / rounds, on_sum / rounds,
+	       off_sum > 0 ? on_sum / off_sum : 0);
+	printf("produce_ratio_median_of_rounds     %14s %14s %8.3f  (target >= 0.99: %s)\n", "", "", median,
+	       median >= 0.99 ? "met" : "missed");
 	printf("scrape during_produce_count %" PRIu64 " failures %" PRIu64 " p50_ms %.2f p99_ms %.2f bytes %" PRIu64
 	       "\n", s.time_ns.count, s.failures, (double)hist_percentile(&s.time_ns, 50) / 1e6,
 	       (double)hist_percentile(&s.time_ns, 99) / 1e6, s.bytes_last);
