@@ -1061,18 +1061,6 @@ static void *ctl_main(void *arg)
 
 	pthread_setname_np(pthread_self(), "sluice-ctl");
 	ctl->started_ms = wall_ms();
-	{
-		char aerr[512] = "";
-
-		rc = admin_http_start(ctl, b, ctl->cfg, &ctl->admin, aerr, sizeof(aerr));
-		if (rc < 0) {
-			ctl_set_ready(ctl, rc, aerr);
-			return NULL;
-		}
-		if (aerr[0])
-			fprintf(stderr, "sluiced: %s\n", aerr);
-		ctl->admin_port = ctl->admin ? admin_http_port(ctl->admin) : 0;
-	}
 	rc = metalog_open(b->set.data_dir, b->set.node_id, &ctl->ml);
 	if (rc < 0) {
 		pthread_mutex_lock(&ctl->lock);
@@ -1111,6 +1099,20 @@ static void *ctl_main(void *arg)
 			ctl_set_ready(ctl, rc, "cannot create " GROUP_OFFSETS_TOPIC " in the metadata log");
 			return NULL;
 		}
+	}
+	/* the admin endpoint, once the metadata log is open: /v1/health says
+	 * "recovering" while the partitions open */
+	{
+		char aerr[512] = "";
+
+		rc = admin_http_start(ctl, b, ctl->cfg, &ctl->admin, aerr, sizeof(aerr));
+		if (rc < 0) {
+			ctl_set_ready(ctl, rc, aerr);
+			return NULL;
+		}
+		if (aerr[0])
+			fprintf(stderr, "sluiced: %s\n", aerr);
+		ctl->admin_port = ctl->admin ? admin_http_port(ctl->admin) : 0;
 	}
 	/* replay: every topic's partitions open on their shards */
 	op = calloc(1, sizeof(*op));

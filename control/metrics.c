@@ -213,6 +213,15 @@ static void part_fam(struct textbuf *t, const struct md_snapshot *md, const char
 	}
 }
 
+/* The log failed (an I/O error); -ESHUTDOWN is a log closing as the
+ * broker stops, not a failure. */
+static int part_failed(const struct part_pub *u)
+{
+	int64_t err = u ? LD(u->err) : 0;
+
+	return err != 0 && err != -ESHUTDOWN;
+}
+
 static void render_partitions(struct broker *b, struct textbuf *t)
 {
 	const struct md_snapshot *md = b->md;
@@ -239,7 +248,7 @@ static void render_partitions(struct broker *b, struct textbuf *t)
 			if (tp->parts[i].pub) {
 				textbuf_printf(t, "sluice_partition_failed");
 				label_part(t, tp, i);
-				textbuf_printf(t, " %d\n", LD(tp->parts[i].pub->err) != 0);
+				textbuf_printf(t, " %d\n", part_failed(tp->parts[i].pub));
 			}
 	}
 }
@@ -484,7 +493,7 @@ int metrics_health(struct ctl *ctl, struct broker *b, struct textbuf *t)
 		for (int32_t i = 0; i < tp->nparts; i++) {
 			int64_t err = tp->parts[i].pub ? LD(tp->parts[i].pub->err) : 0;
 
-			if (!err)
+			if (!part_failed(tp->parts[i].pub))
 				continue;
 			textbuf_printf(t, "%s\"log failed: ", strcmp(status, "ready") || nfailed ? ", " : "");
 			textbuf_escaped(t, tp->name);
