@@ -16,7 +16,7 @@ SAN     ?=
 OPT     ?= -O2
 
 CC      := gcc
-PKGS    := liburing libisal liblz4 libzstd snappy
+PKGS    := liburing libisal liblz4 libzstd snappy libmicrohttpd
 SETUP_STAMP := build/.setup-stamp
 
 ifeq ($(V),1)

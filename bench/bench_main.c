@@ -14,6 +14,7 @@ static const struct bench_cmd bench_cmds[] = {
 	{ "idle", "broker RSS and disk with 10,000 idle partitions, RSS under load", bench_idle },
 	{ "rebalance", "consumer groups: gaps and recovery when a member leaves and joins", bench_rebalance },
 	{ "commit", "consumer groups: OffsetCommit commits/s and latency", bench_commit },
+	{ "scrape", "admin endpoint: produce with /metrics every 100 ms vs none; scrape time/size, 10k partitions", bench_scrape },
 	{ "native", "native protocol over the kernel's UDP vs librdkafka over TCP: records/s, CPU", bench_native },
 };
 

@@ -14,6 +14,8 @@
 
 #include "control/config.h"
 #include "control/ctl.h"
+#include "control/admin_http.h"
+#include "control/cutil.h"
 #include "control/group.h"
 #include "control/txn.h"
 #include "control/metalog.h"
@@ -65,6 +67,19 @@ struct ctl {
 	int ready;
 	int init_err;
 	char init_msg[8192];
+	/* the admin endpoint (control/admin_http.c), NULL when off */
+	struct admin_http *admin;
+	int admin_port;              /* its port (0: off), set before ready */
+	struct pub_block *pubs;      /* every partition's published block, freed at exit */
+	int64_t started_ms;          /* wall clock at start (uptime) */
+};
+
+/* Published blocks of partitions (struct part_pub): allocated here when a
+ * partition is opened, never freed before the shards have stopped (a
+ * shard may still write one until it closes the log). */
+struct pub_block {
+	struct pub_block *next;
+	struct part_pub pub;
 };
 
 static struct ctl *the_ctl;      /* for ctl_submit from shards (read-only pointer) */
@@ -222,6 +237,8 @@ static void shard_open_part(void *self, struct shard_msg *m)
 
 	if (rc == 0) {
 		mp->part = p;
+		p->pub = mp->pub;
+		part_publish(p);
 		p->next = sh->parts;
 		sh->parts = p;
 	}
@@ -330,6 +347,16 @@ static void topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic
 		m.p[1] = t;
 		m.p[2] = &t->parts[i];
 		m.p[3] = dir;
+		if (!t->parts[i].pub) {
+			struct pub_block *pb = aligned_alloc(64, sizeof(*pb));
+
+			if (!pb)
+				abort();
+			memset(pb, 0, sizeof(*pb));
+			pb->next = ctl->pubs;
+			ctl->pubs = pb;
+			t->parts[i].pub = &pb->pub;
+		}
 		op->pending++;
 		ctl_send(ctl, t->parts[i].shard, &m);
 	}
@@ -1033,6 +1060,7 @@ static void *ctl_main(void *arg)
 	int rc, n;
 
 	pthread_setname_np(pthread_self(), "sluice-ctl");
+	ctl->started_ms = wall_ms();
 	rc = metalog_open(b->set.data_dir, b->set.node_id, &ctl->ml);
 	if (rc < 0) {
 		pthread_mutex_lock(&ctl->lock);
@@ -1072,6 +1100,20 @@ static void *ctl_main(void *arg)
 			return NULL;
 		}
 	}
+	/* the admin endpoint, once the metadata log is open: /v1/health says
+	 * "recovering" while the partitions open */
+	{
+		char aerr[512] = "";
+
+		rc = admin_http_start(ctl, b, ctl->cfg, &ctl->admin, aerr, sizeof(aerr));
+		if (rc < 0) {
+			ctl_set_ready(ctl, rc, aerr);
+			return NULL;
+		}
+		if (aerr[0])
+			fprintf(stderr, "sluiced: %s\n", aerr);
+		ctl->admin_port = ctl->admin ? admin_http_port(ctl->admin) : 0;
+	}
 	/* replay: every topic's partitions open on their shards */
 	op = calloc(1, sizeof(*op));
 	n = metalog_topic_count(ctl->ml);
@@ -1089,7 +1131,8 @@ static void *ctl_main(void *arg)
 	while (!ctl->stop) {
 		struct shard_msg m;
 		int work = 0, timeout;
-		struct pollfd pfd = { .fd = ctl->wake_fd, .events = POLLIN };
+		struct pollfd pfd[2] = { { .fd = ctl->wake_fd, .events = POLLIN },
+					 { .fd = ctl->admin ? admin_http_fd(ctl->admin) : -1, .events = POLLIN } };
 
 		for (int from = 0; from < b->set.nshards; from++)
 			while (spsc_pop(b->rings[from][broker_ctl_index(b)], &m)) {
@@ -1106,13 +1149,18 @@ static void *ctl_main(void *arg)
 		}
 		timeout = group_tick(ctl->gc, 100);
 		timeout = txn_tick(ctl->tc, timeout);
+		if (ctl->admin) {
+			/* the admin endpoint's requests run here, on this thread */
+			admin_http_run(ctl->admin);
+			timeout = admin_http_timeout(ctl->admin, timeout);
+		}
 		if (work)
 			continue;
 		__atomic_store_n(&ctl->sleeping, 1, __ATOMIC_SEQ_CST);
 		for (int from = 0; from < b->set.nshards; from++)
 			if (!spsc_empty(b->rings[from][broker_ctl_index(b)]))
 				work = 1;
-		if (!work && poll(&pfd, 1, timeout) > 0) {
+		if (!work && poll(pfd, 2, timeout) > 0 && (pfd[0].revents & POLLIN)) {
 			uint64_t v;
 
 			if (read(ctl->wake_fd, &v, sizeof(v)) < 0) {
@@ -1121,6 +1169,8 @@ static void *ctl_main(void *arg)
 		}
 		__atomic_store_n(&ctl->sleeping, 0, __ATOMIC_SEQ_CST);
 	}
+	admin_http_stop(ctl->admin);
+	ctl->admin = NULL;
 	metalog_close(ctl->ml);
 	txn_coord_destroy(ctl->tc);
 	ctl->tc = NULL;
@@ -1150,8 +1200,29 @@ static void *ctl_main(void *arg)
 				topic_free(r->topic);
 			free(r);
 		}
+		while (ctl->pubs) {
+			struct pub_block *pb = ctl->pubs;
+
+			ctl->pubs = pb->next;
+			free(pb);
+		}
 	}
 	return NULL;
+}
+
+int ctl_is_ready(const struct ctl *ctl)
+{
+	return ctl->ready && !ctl->init_err;
+}
+
+int ctl_admin_port(const struct ctl *ctl)
+{
+	return ctl->admin_port;
+}
+
+int64_t ctl_started_ms(const struct ctl *ctl)
+{
+	return ctl->started_ms;
 }
 
 int ctl_start(struct broker *b, struct config *cfg, struct ctl **out)

@@ -60,6 +60,14 @@ void ctl_stop(struct ctl *ctl);
 void ctl_send_msg(struct ctl *ctl, int to, const struct shard_msg *m);
 /* @thread ctl. Hand a request back to shard `from`: it resumes ctx. */
 void ctl_reply(struct ctl *ctl, struct kafka_ctx *ctx, int from);
+/* @thread ctl. The metadata is replayed and every partition open (the
+ * broker serves); 0 while recovering. */
+int ctl_is_ready(const struct ctl *ctl);
+/* @thread main, once ctl_wait_ready returned 0: the admin endpoint's
+ * port, 0 when it is off. */
+int ctl_admin_port(const struct ctl *ctl);
+/* @thread ctl. Wall-clock ms when the control thread started (uptime). */
+int64_t ctl_started_ms(const struct ctl *ctl);
 /* @thread ctl. The group and transaction coordinators. */
 struct group_coord *ctl_groups(struct ctl *ctl);
 struct txn_coord *ctl_txns(struct ctl *ctl);

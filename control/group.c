@@ -252,7 +252,8 @@ struct group_coord {
 	int64_t next_due;             /* the earliest deadline at the last scan */
 	int replays;
 	void (*replay_done)(struct ctl *ctl);
-	int lag_queries;              /* outstanding in the current report */
+	int lag_queries;              /* outstanding in the current lag scan */
+	int report_wanted;            /* print the report when the scan completes (SIGUSR1) */
 	struct group_stats st;
 };
 
@@ -745,7 +746,7 @@ static void sync_answer(struct group_coord *gc, struct kafka_ctx *ctx, int16_t e
 
 static void member_remove(struct group_coord *gc, struct group *g, struct gmember *m, int16_t err);
 
-static void prepare_rebalance(struct group_coord *gc, struct group *g)
+static void prepare_rebalance(struct group_coord *gc, struct group *g, enum group_rebalance_cause cause)
 {
 	int64_t now = mono_ms();
 	int32_t rt = 0;
@@ -767,6 +768,7 @@ static void prepare_rebalance(struct group_coord *gc, struct group *g)
 	if (g->delay_deadline > g->rebalance_deadline)
 		g->delay_deadline = g->rebalance_deadline;
 	g->state = G_PREPARING;
+	gc->st.rebalance_causes[cause]++;
 }
 
 static int all_joined(const struct group *g)
@@ -892,11 +894,12 @@ static void member_remove(struct group_coord *gc, struct group *g, struct gmembe
 }
 
 /* A member left or timed out: the others rebalance. */
-static void member_gone(struct group_coord *gc, struct group *g, struct gmember *m, int16_t err)
+static void member_gone(struct group_coord *gc, struct group *g, struct gmember *m, int16_t err,
+			enum group_rebalance_cause cause)
 {
 	member_remove(gc, g, m, err);
 	if (g->state == G_STABLE || g->state == G_COMPLETING)
-		prepare_rebalance(gc, g);
+		prepare_rebalance(gc, g, cause);
 	if (g->state == G_EMPTY && !g->members)
 		return;
 	maybe_complete_join(gc, g);
@@ -1036,7 +1039,7 @@ static void handle_join(struct group_coord *gc, struct kafka_ctx *ctx)
 				return;
 			}
 			member_set_protocols(old, q);
-			prepare_rebalance(gc, g);
+			prepare_rebalance(gc, g, GROUP_REBALANCE_REJOIN);
 			maybe_complete_join(gc, g);
 			return;
 		}
@@ -1094,7 +1097,7 @@ static void handle_join(struct group_coord *gc, struct kafka_ctx *ctx)
 				return;
 			}
 			member_set_protocols(m, q);
-			prepare_rebalance(gc, g);
+			prepare_rebalance(gc, g, GROUP_REBALANCE_REJOIN);
 			maybe_complete_join(gc, g);
 			return;
 		}
@@ -1116,7 +1119,7 @@ static void handle_join(struct group_coord *gc, struct kafka_ctx *ctx)
 
 		g->delay_deadline = d < g->rebalance_deadline ? d : g->rebalance_deadline;
 	}
-	prepare_rebalance(gc, g);
+	prepare_rebalance(gc, g, GROUP_REBALANCE_JOIN);
 	maybe_complete_join(gc, g);
 }
 
@@ -1192,7 +1195,7 @@ static void handle_sync(struct group_coord *gc, struct kafka_ctx *ctx)
 				sync_answer(gc, x->sync, KERR_UNKNOWN_SERVER_ERROR, NULL, 0);
 				x->sync = NULL;
 			}
-		prepare_rebalance(gc, g);
+		prepare_rebalance(gc, g, GROUP_REBALANCE_ASSIGNMENT);
 		return;
 	}
 	owners_clear(g);
@@ -1306,7 +1309,7 @@ static void handle_leave(struct group_coord *gc, struct kafka_ctx *ctx)
 			err = KERR_UNKNOWN_MEMBER_ID;
 		}
 		if (!err && m)
-			member_gone(gc, g, m, 0);
+			member_gone(gc, g, m, 0, GROUP_REBALANCE_LEAVE);
 		if (ver >= 3) {
 			r->Members.items[i].MemberId = kcopy(call, id.len >= 0 ? id : (struct kafka_str){ "", 0 });
 			r->Members.items[i].GroupInstanceId = kcopy(call, inst);
@@ -2476,6 +2479,8 @@ static void report_print(struct group_coord *gc)
 	fprintf(stderr, "sluiced: group report: %d group(s), %d committed partition(s)\n", ng, np);
 }
 
+static void lag_scan_done(struct group_coord *gc);
+
 /* On the control thread: one partition's answer. */
 static void lag_result(void *self, struct shard_msg *m)
 {
@@ -2493,15 +2498,28 @@ static void lag_result(void *self, struct shard_msg *m)
 	free(q->topic);
 	free(q);
 	if (--gc->lag_queries == 0)
+		lag_scan_done(gc);
+}
+
+static void lag_scan_done(struct group_coord *gc)
+{
+	if (gc->report_wanted)
 		report_print(gc);
+	gc->report_wanted = 0;
 }
 
 void group_report(struct group_coord *gc)
 {
+	gc->report_wanted = 1;
+	group_lag_scan(gc);
+}
+
+void group_lag_scan(struct group_coord *gc)
+{
 	const struct md_snapshot *md = gc->b->md;
 
 	if (gc->lag_queries)
-		return;   /* one report at a time */
+		return;   /* one scan at a time: the one under way answers */
 	gc->lag_queries = 1;   /* held while the queries go out */
 	for (uint32_t i = 0; i < gc->groups.cap; i++) {
 		struct group *g = gc->groups.v[i];
@@ -2513,11 +2531,13 @@ void group_report(struct group_coord *gc)
 
 			if (!o)
 				continue;
-			o->hw = -1;
-			o->oldest_ts = -1;
+			/* the last scan's values stay until this one answers */
 			t = md ? md_find(md, o->topic, (int32_t)strlen(o->topic)) : NULL;
-			if (!t || o->part < 0 || o->part >= t->nparts || !t->parts[o->part].part)
+			if (!t || o->part < 0 || o->part >= t->nparts || !t->parts[o->part].part) {
+				o->hw = -1;
+				o->oldest_ts = -1;
 				continue;
+			}
 			q = xcalloc(1, sizeof(*q));
 			q->gc = gc;
 			q->group = sdup(g->id);
@@ -2534,7 +2554,36 @@ void group_report(struct group_coord *gc)
 		}
 	}
 	if (--gc->lag_queries == 0)
-		report_print(gc);
+		lag_scan_done(gc);
+}
+
+void group_foreach(const struct group_coord *gc, group_visit_fn *fn, void *arg)
+{
+	for (uint32_t i = 0; i < gc->groups.cap; i++) {
+		const struct group *g = gc->groups.v[i];
+		struct group_view v;
+
+		if (!g)
+			continue;
+		v.id = g->id;
+		v.state = state_names[g->state];
+		v.generation = g->generation;
+		v.members = g->nmembers;
+		fn(&v, NULL, arg);
+		for (uint32_t j = 0; j < g->offsets.cap; j++) {
+			const struct goffset *o = g->offsets.v[j];
+			struct group_offset_view ov;
+
+			if (!o)
+				continue;
+			ov.topic = o->topic;
+			ov.partition = o->part;
+			ov.committed = o->offset;
+			ov.high_watermark = o->hw;
+			ov.oldest_unconsumed_ts = o->oldest_ts;
+			fn(&v, &ov, arg);
+		}
+	}
 }
 
 /* ---- timers ------------------------------------------------------------------ */
@@ -2608,7 +2657,7 @@ again:
 			if (m->deadline <= now) {
 				/* a rebalance it starts may remove others too: rescan */
 				gc->st.members_expired++;
-				member_gone(gc, g, m, 0);
+				member_gone(gc, g, m, 0, GROUP_REBALANCE_EXPIRED);
 				goto again;
 			}
 			next = m->deadline < next ? m->deadline : next;

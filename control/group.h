@@ -39,9 +39,20 @@ struct group_coord;
 struct gmem;
 
 /* Counters, read by the control thread (and later the metrics endpoint). */
+/* What started a rebalance (a group entering PreparingRebalance). */
+enum group_rebalance_cause {
+	GROUP_REBALANCE_JOIN,         /* a new member joined */
+	GROUP_REBALANCE_REJOIN,       /* a member joined again with other protocols, or the leader did */
+	GROUP_REBALANCE_LEAVE,        /* a member left (LeaveGroup) */
+	GROUP_REBALANCE_EXPIRED,      /* a member's session timed out */
+	GROUP_REBALANCE_ASSIGNMENT,   /* the leader's assignment was too large to store */
+	GROUP_REBALANCE_CAUSES
+};
+
 struct group_stats {
 	uint64_t joins, syncs, heartbeats, leaves;
 	uint64_t rebalances;              /* generations completed */
+	uint64_t rebalance_causes[GROUP_REBALANCE_CAUSES];   /* rebalances started, by cause */
 	uint64_t commits;                 /* partitions committed */
 	uint64_t commit_refused;          /* partitions refused: stale generation, unknown member,
 					   * rebalance in progress, owned by another member, fenced */
@@ -83,6 +94,30 @@ const struct group_stats *group_coord_stats(const struct group_coord *gc);
  * unconsumed record, owner) once the owner shards have answered the lag
  * queries; sluiced does this on SIGUSR1. */
 void group_report(struct group_coord *gc);
+/* Ask the owner shards for each committed partition's high watermark and
+ * the timestamp of its oldest unconsumed record (what group_report prints);
+ * the answers land in the coordinator's state when they come back, for
+ * group_foreach. One scan at a time; until it answers, the last scan's
+ * values stay. */
+void group_lag_scan(struct group_coord *gc);
+
+struct group_view {
+	const char *id;
+	const char *state;
+	int32_t generation;
+	int members;
+};
+struct group_offset_view {
+	const char *topic;
+	int32_t partition;
+	int64_t committed;
+	int64_t high_watermark;           /* at the last lag scan; -1: unknown */
+	int64_t oldest_unconsumed_ts;     /* record timestamp (ms); -1: none (caught up) or unknown */
+};
+/* fn(group, NULL, arg) once per group, then fn(group, offset, arg) per
+ * committed partition. Views are borrowed for the call. */
+typedef void group_visit_fn(const struct group_view *g, const struct group_offset_view *o, void *arg);
+void group_foreach(const struct group_coord *gc, group_visit_fn *fn, void *arg);
 
 /* The __consumer_offsets partition of a group (Java hash of its id). */
 int32_t group_offsets_partition(const struct group_coord *gc, const char *group);

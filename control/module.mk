@@ -11,4 +11,18 @@ $(BUILD)/sluiced: $(BUILD)/obj/control/sluiced.o $(BUILD)/libsluice_core.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_SAN) $< -o $@ -Wl,--whole-archive $(BUILD)/libsluice_core.a -Wl,--no-whole-archive $(LDLIBS)
 
+# build info for /metrics (sluice_build_info): the git commit the broker was
+# built from, "-dirty" with uncommitted changes. build/gen/version.h is
+# rewritten only when that changes, so metrics.o rebuilds only then.
+VERSION_H := $(BUILD)/gen/version.h
+.PHONY: version-h-check
+version-h-check:
+	@mkdir -p $(BUILD)/gen
+	@v=$$(git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown); \
+	 printf '#define SLUICE_GIT_COMMIT "%s"\n' "$$v" > $(VERSION_H).tmp; \
+	 cmp -s $(VERSION_H).tmp $(VERSION_H) && rm -f $(VERSION_H).tmp || mv $(VERSION_H).tmp $(VERSION_H)
+$(VERSION_H): version-h-check
+$(BUILD)/obj/control/metrics.o: $(VERSION_H)
+$(BUILD)/obj/control/metrics.o: CFLAGS += -I$(BUILD)/gen
+
 include control/sluicectl.mk

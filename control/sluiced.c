@@ -206,6 +206,21 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* an admin.listen set explicitly must be free too (exit 2, as for the
+	 * Kafka listener); the default one only turns the endpoint off */
+	{
+		const char *al = config_str(cfg, "admin.listen"), *src = config_source(cfg, "admin.listen");
+		char ahost[256];
+		int aport;
+
+		if (*al && src && strcmp(src, "default") && config_hostport(al, ahost, sizeof(ahost), &aport) == 0 &&
+		    aport && shard_probe_port(ahost, aport, err, sizeof(err)) == -EADDRINUSE) {
+			fprintf(stderr, "sluiced: admin.listen: %s is held by another process: choose another with "
+				"--set admin.listen=HOST:PORT\n", al);
+			config_destroy(cfg);
+			return 2;
+		}
+	}
 	b = calloc(1, sizeof(*b));
 	b->cfg = cfg;
 	if (config_listener(config_str(cfg, "listeners"), lhost, sizeof(lhost), &lport) < 0) {
@@ -328,6 +343,9 @@ int main(int argc, char **argv)
 	printf("sluiced: listening on %s:%d (node %d, %d shard%s, data in %s, cluster %s)\n", b->set.listen_host,
 	       b->set.listen_port, b->set.node_id, nshards, nshards == 1 ? "" : "s", b->set.data_dir,
 	       b->set.cluster_id);
+	if (ctl_admin_port(ctl))
+		printf("sluiced: admin http on %s, port %d (/metrics, /v1/health)\n", config_str(cfg, "admin.listen"),
+		       ctl_admin_port(ctl));
 	fflush(stdout);
 
 	for (;;) {

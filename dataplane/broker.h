@@ -25,12 +25,16 @@
 #define RING_SLOTS 4096
 
 struct part;   /* a partition as its owner shard holds it (dataplane/part.h) */
+struct part_pub;   /* what the owner publishes of it for metrics (dataplane/part.h) */
 
 struct md_partition {
 	int32_t index;
 	int32_t shard;            /* owner shard */
 	int32_t leader_epoch;
 	struct part *part;        /* dereferenced only by the owner shard */
+	struct part_pub *pub;     /* written by the owner shard, read by the control
+				   * thread (metrics); allocated and freed by the
+				   * control thread, which frees it only at exit */
 };
 
 struct md_topic {

@@ -233,9 +233,16 @@ static int64_t part_append_all(struct shard *sh, struct part *p, const uint8_t *
 		if (first < 0)
 			first = base;
 		at += size;
-		sh->stats.produce_batches++;
+		shard_stat_add(&sh->stats.produce_batches, 1);
+		shard_stat_add(&sh->stats.produce_records, (uint64_t)batch_records_count(rec + at - size));
+		if (p->pub) {
+			part_pub_add(&p->pub->produce_batches, 1);
+			part_pub_add(&p->pub->produce_records, (uint64_t)batch_records_count(rec + at - size));
+		}
 	}
-	sh->stats.produce_bytes += len;
+	shard_stat_add(&sh->stats.produce_bytes, (uint64_t)(len));
+	if (p->pub)
+		part_pub_add(&p->pub->produce_bytes, len);
 	*need = p->pl->next_offset;
 	*log_start = p->pl->log_start;
 	return first;
@@ -295,15 +302,18 @@ static void produce_on_owner(struct shard *sh, struct part *p, const uint8_t *re
 			base = dup.base_offset;
 			need = dup.last_offset + 1;
 			log_start = p->pl->log_start;
-			sh->stats.produce_duplicates++;
+			shard_stat_add(&sh->stats.produce_duplicates, 1);
 		} else if (v > 0) {
 			kerr = v;
 			base = -1;
+			shard_stat_add(&sh->stats.produce_rejected[v == KERR_OUT_OF_ORDER_SEQUENCE_NUMBER
+					? SHARD_REJECT_SEQUENCE : v == KERR_INVALID_PRODUCER_EPOCH || v == KERR_PRODUCER_FENCED
+					? SHARD_REJECT_EPOCH : SHARD_REJECT_TXN], 1);
 		} else {
 			base = part_append_all(sh, p, rec, len, &need, &log_start);
 			if (base >= 0 && producer_record(&p->producers, pid, epoch, first, last, base,
 							 base + batch_last_offset_delta(rec), sh->now_ms) < 0)
-				sh->stats.producer_state_full++;   /* appended; a resend would append again */
+				shard_stat_add(&sh->stats.producer_state_full, 1);   /* appended; a resend would append again */
 			if (base >= 0 && txn)
 				part_txn_appended(p, pid, base);
 		}
@@ -372,6 +382,7 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 	struct kafka_produce_response *r = ALLOC(ctx, struct kafka_produce_response, 1);
 	int acks_ok = q->Acks == 0 || q->Acks == 1 || q->Acks == -1;
 
+	shard_stat_add(&sh->stats.produce_requests, 1);
 	if (!r) {
 		kafka_ctx_abort(ctx);
 		return 0;
@@ -469,6 +480,9 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 			}
 			if (err) {
 				pr->ErrorCode = err;
+				shard_stat_add(&sh->stats.produce_rejected[err == KERR_CORRUPT_MESSAGE ? SHARD_REJECT_CRC
+						: err == KERR_MESSAGE_TOO_LARGE ? SHARD_REJECT_SIZE
+						: err == KERR_INVALID_RECORD ? SHARD_REJECT_INVALID : SHARD_REJECT_OTHER], 1);
 				continue;
 			}
 			ctx->pending++;
@@ -719,12 +733,16 @@ static int fetch_complete(struct kafka_ctx *ctx)
 					shard_send(sh, it->owner, &m);
 			}
 			ctx->resume = fetch_round;
+			ctx->parked_once = 1;
 			kafka_ctx_park(ctx, deadline);
 			return 0;
 		}
 		ctx->final = 1;
 		return fetch_round(ctx);
 	}
+	shard_stat_add(&sh->stats.fetch_bytes, (uint64_t)total);
+	if (ctx->parked_once)
+		shard_stat_add(&sh->stats.fetch_waits, 1);
 	kafka_ctx_respond(ctx);
 	return 0;
 }
@@ -802,6 +820,7 @@ int kafka_handle_fetch(struct kafka_ctx *ctx)
 	struct fetch_state *fs = ALLOC(ctx, struct fetch_state, 1);
 	int total = 0, k = 0;
 
+	shard_stat_add(&sh->stats.fetch_requests, 1);
 	if (!r || !fs) {
 		kafka_ctx_abort(ctx);
 		return 0;

@@ -232,4 +232,5 @@ void part_progress(struct part *p)
 		}
 	}
 	p->last_hw = hw;
+	part_publish(p);
 }

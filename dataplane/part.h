@@ -35,8 +35,30 @@ struct part_aborted {
 	int64_t pid, first, last;
 };
 
+/* What the owner shard publishes of a partition for the control thread's
+ * metrics (control/metrics.c). Written only by the owner shard with
+ * relaxed atomic stores (part_publish, the produce path), read by the
+ * control thread with relaxed loads: each 64-bit word is a value the shard
+ * wrote, the set is not one snapshot (a scrape never stops a shard). The
+ * control thread allocates it (md_partition.pub) and frees it only at exit,
+ * after the shards have stopped; one cache line of its own. */
+struct part_pub {
+	int64_t log_start;
+	int64_t log_end;
+	int64_t high_watermark;
+	int64_t last_stable;
+	int64_t size_bytes;
+	int64_t segments;
+	int64_t err;                 /* the log's -errno, 0: healthy */
+	uint64_t produce_batches;
+	uint64_t produce_records;
+	uint64_t produce_bytes;
+	uint64_t fetch_bytes;
+} __attribute__((aligned(64)));
+
 struct part {
 	struct plog *pl;
+	struct part_pub *pub;       /* NULL when nobody reads it (tests, tools) */
 	struct shard *sh;
 	int32_t index;
 	char topic[256];
@@ -100,6 +122,32 @@ static inline int64_t part_lso(const struct part *p)
 	int64_t hw = p->pl ? p->pl->high_watermark : 0;
 
 	return p->txn_lso < hw ? p->txn_lso : hw;
+}
+
+/* A counter of the published block: the owner's plain add, stored so that
+ * the control thread's relaxed load sees a whole word. @thread owner */
+static inline void part_pub_add(uint64_t *c, uint64_t n)
+{
+	__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
+}
+
+/* Publish the partition's offsets and size (after appends, durability,
+ * retention). A few stores and a walk of its segment list (a handful).
+ * @thread owner */
+static inline void part_publish(struct part *p)
+{
+	struct part_pub *u = p->pub;
+	const struct plog *pl = p->pl;
+
+	if (!u || !pl)
+		return;
+	__atomic_store_n(&u->log_start, pl->log_start, __ATOMIC_RELAXED);
+	__atomic_store_n(&u->log_end, pl->next_offset, __ATOMIC_RELAXED);
+	__atomic_store_n(&u->high_watermark, pl->high_watermark, __ATOMIC_RELAXED);
+	__atomic_store_n(&u->last_stable, part_lso(p), __ATOMIC_RELAXED);
+	__atomic_store_n(&u->size_bytes, (int64_t)plog_size(pl), __ATOMIC_RELAXED);
+	__atomic_store_n(&u->segments, (int64_t)plog_segment_count(pl), __ATOMIC_RELAXED);
+	__atomic_store_n(&u->err, (int64_t)pl->err, __ATOMIC_RELAXED);
 }
 /* The coordinator added this partition to producer pid's transaction
  * (epoch, begun at since_ns): its transactional batches are taken from now

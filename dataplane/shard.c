@@ -216,7 +216,7 @@ void shard_send(struct shard *sh, int to, const struct shard_msg *m)
 	if (sh->backlog_len == 0 && broker_send(sh->b, sh->id, to, m) == 0)
 		return;
 	/* ring full: park in order and retry next loop turn (never spin) */
-	sh->stats.ring_full++;
+	shard_stat_add(&sh->stats.ring_full, 1);
 	if (sh->backlog_len == sh->backlog_cap) {
 		int ncap = sh->backlog_cap ? sh->backlog_cap * 2 : 64;
 		struct shard_msg *nb = realloc(sh->backlog, (size_t)ncap * sizeof(*nb)); /* style: allow rare overflow */
@@ -283,7 +283,7 @@ static void conn_free(struct conn *c)
 {
 	struct shard *sh = c->sh;
 
-	sh->stats.connections_open--;
+	shard_stat_add(&sh->stats.connections_open, (uint64_t)-1);
 	if (c->vbid >= 0)
 		shard_pbuf_return(sh, c->vbid);
 	free(c->in);
@@ -315,6 +315,7 @@ static void conn_close(struct conn *c)
 		kafka_ctx_unpark(ctx);
 		release_holds(ctx);
 		c->busy = 0;
+		shard_stat_add(&c->sh->stats.requests_inflight, (uint64_t)-1);
 		c->phead = 0;
 	}
 	if (c->recv_op.inflight && (sqe = shard_sqe(c->sh))) {
@@ -401,8 +402,8 @@ static void shard_on_accept(struct shard *sh, int res, unsigned flags)
 	if (sh->conns)
 		sh->conns->prev = c;
 	sh->conns = c;
-	sh->stats.connections_accepted++;
-	sh->stats.connections_open++;
+	shard_stat_add(&sh->stats.connections_accepted, 1);
+	shard_stat_add(&sh->stats.connections_open, 1);
 	conn_arm_recv(c);
 }
 
@@ -488,7 +489,7 @@ static void conn_on_recv(struct conn *c, int res, unsigned flags)
 	c->recv_op.inflight = 0;
 	if (res == -ENOBUFS && !c->closing) {
 		/* the ring ran dry: this once, receive into our own buffer */
-		c->sh->stats.pbuf_starved++;
+		shard_stat_add(&c->sh->stats.pbuf_starved, 1);
 		c->pbuf_starved = 1;
 		conn_arm_recv(c);
 		return;
@@ -588,6 +589,7 @@ static void kafka_dispatch(struct conn *c, struct kafka_ctx *ctx, const uint8_t 
 	ctx->holds_cap = 0;
 	ctx->parked = 0;
 	ctx->final = 0;
+	ctx->parked_once = 0;
 	ctx->only_error = 0;
 	ctx->ready = 0;
 	ctx->no_response = 0;
@@ -612,7 +614,7 @@ static void kafka_dispatch(struct conn *c, struct kafka_ctx *ctx, const uint8_t 
 		kafka_arena_init(&ctx->arena, ctx->arena_mem, ctx->arena_cap);
 		rc = kafka_request_decode(frame, len, &ctx->arena, &ctx->req);
 	}
-	sh->stats.requests++;
+	shard_stat_add(&sh->stats.requests, 1);
 	if (rc == -ENOTSUP && ctx->req.header.RequestApiKey == KAFKA_API_VERSIONS_KEY) {
 		/* an ApiVersions version we do not know: answer v0 with error 35
 		 * and our range, never close (clients retry with a lower one) */
@@ -626,7 +628,7 @@ static void kafka_dispatch(struct conn *c, struct kafka_ctx *ctx, const uint8_t 
 		 * the response has a top-level error code to carry it, else
 		 * the connection is closed, as Kafka does */
 		ctx->only_error = KERR_UNSUPPORTED_VERSION;
-		sh->stats.unsupported++;
+		shard_stat_add(&sh->stats.unsupported, 1);
 		kafka_ctx_respond(ctx);
 		return;
 	}
@@ -676,7 +678,7 @@ static void conn_process(struct conn *c)
 			/* like Kafka: a frame over socket.request.max.bytes (or a
 			 * negative size) closes the connection before anything is
 			 * allocated for it */
-			c->sh->stats.bad_frames++;
+			shard_stat_add(&c->sh->stats.bad_frames, 1);
 			conn_close(c);
 			conn_maybe_free(c);
 			return;
@@ -702,6 +704,7 @@ static void conn_process(struct conn *c)
 		}
 		c->want = 0;
 		c->busy++;
+		shard_stat_add(&c->sh->stats.requests_inflight, 1);
 		if (view)
 			c->voff += 4 + (uint32_t)size;
 		else
@@ -741,6 +744,7 @@ static void request_end(struct kafka_ctx *ctx)
 	ctx->ready = 0;
 	c->phead = (c->phead + 1) % CONN_PIPE;
 	c->busy--;
+	shard_stat_add(&c->sh->stats.requests_inflight, (uint64_t)-1);
 	if (c->busy) {
 		conn_process(c);   /* a full pipeline takes the next produce */
 		conn_pump(c);
@@ -762,8 +766,29 @@ static void request_end(struct kafka_ctx *ctx)
 	conn_arm_recv(c);
 }
 
+/* The request's latency into the shard's histograms (its loop clock). */
+static void shard_observe(struct kafka_ctx *ctx)
+{
+	struct shard *sh = ctx->sh;
+	int16_t key = ctx->req.header.RequestApiKey;
+	uint64_t ns = sh->now_ns > ctx->started_ns ? sh->now_ns - ctx->started_ns : 0;
+
+	if (key < 0 || key >= SHARD_LAT_APIS)
+		return;
+	lathist_add(&sh->hists.api[key], ns);
+	if (key == KAFKA_PRODUCE_KEY && ctx->req.body) {
+		int16_t acks = ((const struct kafka_produce_request *)ctx->req.body)->Acks;
+
+		if (acks == 0 || acks == 1 || acks == -1)
+			lathist_add(&sh->hists.produce[acks < 0 ? 2 : acks], ns);
+	} else if (key == 1) {   /* Fetch */
+		lathist_add(&sh->hists.fetch, ns);
+	}
+}
+
 void kafka_ctx_done(struct kafka_ctx *ctx)
 {
+	shard_observe(ctx);
 	ctx->ready = 1;
 	ctx->no_response = 1;
 	conn_pump(ctx->c);
@@ -773,7 +798,7 @@ void kafka_ctx_abort(struct kafka_ctx *ctx)
 {
 	struct conn *c = ctx->c;
 
-	c->sh->stats.bad_frames++;
+	shard_stat_add(&c->sh->stats.bad_frames, 1);
 	release_holds(ctx);
 	conn_close(c);
 	ctx->ready = 1;
@@ -796,7 +821,7 @@ static void conn_send_more(struct conn *c)
 		io_uring_prep_sendmsg_zc(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
 		if (!c->sh->no_zc_report)
 			sqe->ioprio |= IORING_SEND_ZC_REPORT_USAGE;
-		c->sh->stats.send_zc++;
+		shard_stat_add(&c->sh->stats.send_zc, 1);
 	} else {
 		io_uring_prep_sendmsg(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
 	}
@@ -814,6 +839,7 @@ static void response_encode(struct kafka_ctx *ctx, struct kafka_writer *w,
 
 void kafka_ctx_respond(struct kafka_ctx *ctx)
 {
+	shard_observe(ctx);
 	ctx->ready = 1;
 	conn_pump(ctx->c);
 }
@@ -902,7 +928,7 @@ static void conn_on_send(struct conn *c, int res, unsigned flags)
 			 * only costs us here, since the request ends at this
 			 * notification rather than when the bytes are sent */
 			c->zc_copied = 1;
-			c->sh->stats.send_zc_copied++;
+			shard_stat_add(&c->sh->stats.send_zc_copied, 1);
 		}
 		if (--c->zc_notifs == 0) {
 			c->send_op.inflight = 0;
@@ -1187,7 +1213,7 @@ static void *shard_main(void *arg)
 
 		uint64_t c0 = shard_cycles(), c1, c2;
 
-		sh->stats.loops++;
+		shard_stat_add(&sh->stats.loops, 1);
 		if (sh->zombies)
 			shard_free_zombies(sh);
 		sh->now_ns = now_ns();
@@ -1222,7 +1248,11 @@ static void *shard_main(void *arg)
 			/* retention: whole segments, a slow-path timer */
 			for (struct part *p = sh->parts; p; p = p->next)
 				if (p->pl) {
-					plog_retain(p->pl, sh->now_ms);
+					int gone = plog_retain(p->pl, sh->now_ms);
+
+					if (gone > 0)
+						shard_stat_add(&sh->stats.retention_segments_deleted, (uint64_t)gone);
+					part_publish(p);
 					if (p->producers.n) {
 						producer_expire(&p->producers, sh->now_ms, b->set.producer_ttl_ms);
 						part_snapshot_producers(p);
@@ -1306,6 +1336,16 @@ static void *shard_main(void *arg)
 			__atomic_store_n(&sh->sleeping, 0, __ATOMIC_SEQ_CST);
 		}
 		(void)rc;
+		{
+			/* SQEs taken and CQEs reaped since the last turn, whoever
+			 * took or reaped them (the shard or its storage) */
+			uint32_t sq = sh->ring.sq.sqe_tail, cq = __atomic_load_n(sh->ring.cq.khead, __ATOMIC_RELAXED);
+
+			shard_stat_add(&sh->stats.uring_sqes, (uint32_t)(sq - sh->sqe_seen));
+			shard_stat_add(&sh->stats.uring_cqes, (uint32_t)(cq - sh->cqe_seen));
+			sh->sqe_seen = sq;
+			sh->cqe_seen = cq;
+		}
 		/* one at a time, each marked seen first: a handler may poll the
 		 * store (a log closing waits for its writes), which then keeps
 		 * our completions for us in st.foreign */

@@ -16,6 +16,7 @@
 #include <sys/uio.h>
 
 #include "dataplane/broker.h"
+#include "storage/lathist.h"
 #include "dataplane/kafka/kafka_codec.h"
 #include "storage/store.h"
 
@@ -63,6 +64,7 @@ struct kafka_ctx {
 	void *cleanup_arg;
 	int ready;                          /* response built (or none): send in order */
 	int no_response;                    /* acks=0: nothing to send */
+	int parked_once;                    /* a fetch that long-polled (metrics) */
 	uint64_t started_ns;
 	uint64_t recv_ns;                   /* CLOCK_MONOTONIC when the frame was taken up: orders
 					     * requests across connections (transactions' fences) */
@@ -112,6 +114,11 @@ struct conn {
 	struct conn *prev;
 };
 
+/* The shard's counters: written only by the shard, with relaxed atomic
+ * stores of its own value plus n (shard_stat_add: a plain add on x86-64),
+ * read by the control thread with relaxed loads for /metrics and reports.
+ * A scrape never stops the shard; each word is a value the shard wrote.
+ * On a cache line of its own, away from the shard's hot fields. */
 struct shard_stats {
 	uint64_t loops;
 	uint64_t busy_cycles;               /* in loop turns that did work (shard_main) */
@@ -129,7 +136,40 @@ struct shard_stats {
 	uint64_t send_zc;
 	uint64_t send_zc_copied;     /* connections whose zero-copy sends were copied */
 	uint64_t pbuf_starved;
+	uint64_t produce_records;
+	uint64_t produce_requests;
+	uint64_t fetch_requests;
+	uint64_t produce_rejected[7];       /* partitions' batches refused, by enum shard_reject */
+	uint64_t fetch_waits;               /* fetches answered after a long-poll wait */
+	uint64_t requests_inflight;         /* taken up, not ended (a gauge: +1/-1) */
+	uint64_t uring_sqes;                /* SQEs taken on the shard's ring (shard and storage) */
+	uint64_t uring_cqes;                /* completions reaped from it */
+	uint64_t retention_segments_deleted;/* sealed segments removed by time or size retention */
+} __attribute__((aligned(64)));
+
+/* Request latency, from the frame taken up to the response queued (for
+ * Produce: the acknowledgement, after durability as acks asks), on the
+ * shard's loop clock. Written by the shard only (struct lathist). */
+#define SHARD_LAT_APIS 64                   /* api keys below this one are counted */
+struct shard_hists {
+	struct lathist produce[3];          /* by acks: 0, 1, all (-1) */
+	struct lathist fetch;
+	struct lathist api[SHARD_LAT_APIS]; /* every request, by api key */
 };
+
+/* Why a partition's batches were refused: batch checks on the
+ * connection's shard (CRC, size, invalid), the idempotent producer's
+ * sequence and epoch and the transaction check on the owner shard. */
+enum shard_reject { SHARD_REJECT_CRC, SHARD_REJECT_SIZE, SHARD_REJECT_INVALID, SHARD_REJECT_OTHER,
+		    SHARD_REJECT_SEQUENCE, SHARD_REJECT_EPOCH, SHARD_REJECT_TXN, SHARD_REJECTS };
+_Static_assert(sizeof(((struct shard_stats *)0)->produce_rejected) == SHARD_REJECTS * sizeof(uint64_t),
+	       "one counter per reason");
+
+/* @thread shard: count n more (see struct shard_stats). */
+static inline void shard_stat_add(uint64_t *c, uint64_t n)
+{
+	__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
+}
 
 struct shard {
 	int id;
@@ -163,6 +203,8 @@ struct shard {
 	int backlog_len, backlog_cap;
 	int *backlog_to;
 	struct shard_stats stats;
+	struct shard_hists hists;    /* written by this shard, read by the control thread */
+	uint32_t sqe_seen, cqe_seen; /* ring positions at the last count (uring_sqes, uring_cqes) */
 	int stop;
 	int drained;                 /* stopped and without connections */
 	int no_send_zc;              /* the kernel refused zero-copy sends */

@@ -473,6 +473,7 @@ static int plog_queue_write(struct plog *pl, struct segment *seg, int first)
 	w->next_offset = seg_offset_at(seg, w->end);
 	w->res = 0;
 	w->done = 0;
+	w->queued_ns = pl->st->now_ns;
 	pl->inflight++;
 	if (pl->inflight > pl->inflight_max)
 		pl->inflight_max = pl->inflight;
@@ -483,8 +484,8 @@ static int plog_queue_write(struct plog *pl, struct segment *seg, int first)
 	pl->inflight_bytes = w->bytes;
 	pl->inflight_next_offset = w->next_offset;
 	pl->st->inflight++;
-	pl->st->stats.writes++;
-	pl->st->stats.write_bytes += w->bytes;
+	store_stat_add(&pl->st->stats.writes, 1);
+	store_stat_add(&pl->st->stats.write_bytes, w->bytes);
 	return 1;
 }
 
@@ -529,12 +530,13 @@ void plog_write_slot_done(struct plog_write *w, int res)
 		pl->inflight--;
 		h->seg = NULL;
 		if (h->res < 0 || (uint64_t)h->res != h->bytes) {
-			pl->st->stats.io_errors++;
+			store_stat_add(&pl->st->stats.io_errors, 1);
 			plog_fail(pl, h->res < 0 ? h->res : -EIO);
 			continue;
 		}
 		if (pl->err)
 			continue;       /* nothing advances after a failed write */
+		lathist_add(&pl->st->write_lat, pl->st->now_ns > h->queued_ns ? pl->st->now_ns - h->queued_ns : 0);
 		if (h->end > seg->flushed)
 			seg->flushed = h->end;
 		if (h->next_offset > pl->durable_offset) {

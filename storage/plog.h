@@ -82,6 +82,7 @@ struct plog_write {
 	int64_t next_offset;         /* durable once this and all earlier writes completed */
 	int res;                     /* cqe->res once done */
 	uint8_t done;
+	uint64_t queued_ns;          /* st->now_ns when it was queued (durable-write latency) */
 	struct iovec *iov;           /* PLOG_WRITE_IOV entries of plog.iov */
 };
 

@@ -93,7 +93,7 @@ static int read_from_tail(struct plog *pl, struct plog_read *rd)
 		rd->chunk = c;
 		rd->from_tail = 1;
 		tail_chunk_ref(&pl->st->tail, c);
-		pl->st->tail.hits++;
+		store_stat_add(&pl->st->tail.hits, 1);
 		return 1;
 	}
 }
@@ -107,7 +107,7 @@ static int submit_disk_read(struct plog *pl, struct plog_read *rd)
 	io_uring_prep_read(sqe, rd->seg->fd, rd->buf, rd->rd_len, rd->rd_pos);
 	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)rd | STORE_OP_READ);
 	pl->st->inflight++;
-	pl->st->stats.reads++;
+	store_stat_add(&pl->st->stats.reads, 1);
 	io_uring_submit(pl->st->ring);
 	return 0;
 }
@@ -132,7 +132,7 @@ int plog_read(struct plog *pl, struct plog_read *rd)
 		return 1;
 	if (read_from_tail(pl, rd))
 		return 1;
-	pl->st->tail.misses++;
+	store_stat_add(&pl->st->tail.misses, 1);
 	seg = segment_for_offset(pl, rd->offset);
 	/* Batches past the durable end of a segment are in the tail; a miss
 	 * there means the offset is in a later segment or a compaction gap. */
@@ -180,7 +180,7 @@ void plog_read_done(struct plog_read *rd, int res)
 		rd->err = res;
 		goto done;
 	}
-	pl->st->stats.read_bytes += (uint64_t)res;
+	store_stat_add(&pl->st->stats.read_bytes, (uint64_t)res);
 	avail = (uint32_t)res;
 	if (rd->rd_pos + avail > rd->seg->flushed)
 		avail = rd->seg->flushed > rd->rd_pos ? (uint32_t)(rd->seg->flushed - rd->rd_pos) : 0;

@@ -101,7 +101,7 @@ int store_flush(struct store *st)
 			st->dirty_tail = keep_tail;
 	}
 	if (n) {
-		st->stats.flushes++;
+		store_stat_add(&st->stats.flushes, 1);
 		io_uring_submit(st->ring);
 	}
 	return n;

@@ -18,6 +18,7 @@
 #include <liburing.h>
 #include <stdint.h>
 
+#include "storage/lathist.h"
 #include "storage/tail.h"
 
 /* user_data = pointer | op. Pointers are 8-byte aligned, so ops 1..7 fit in
@@ -31,6 +32,16 @@ enum store_op {
 #define STORE_OP_MASK 7ull
 
 struct plog;
+
+/* Counters of the store, written by the owner shard only; those the
+ * control thread reads for /metrics (writes, write_bytes, reads,
+ * read_bytes, io_errors, flushes, and the tail pool's hits, misses, used)
+ * are stored whole with store_stat_add, a relaxed atomic store of the
+ * owner's own value plus n (a plain add on x86-64). */
+static inline void store_stat_add(uint64_t *c, uint64_t n)
+{
+	__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
+}
 
 struct store_stats {
 	uint64_t flushes;          /* store_flush calls that submitted work */
@@ -65,6 +76,10 @@ struct store {
 	unsigned nforeign, foreign_cap;
 	uint64_t now_ns;           /* set by the loop; handlers never read the clock */
 	struct store_stats stats;
+	/* a write queued to retired (its bytes durable per log.durability,
+	 * every earlier write of the log landed): written by the owner only,
+	 * read by the control thread (storage/lathist.h) */
+	struct lathist write_lat;
 };
 
 /* ring NULL: create a private ring (tests, tools). @thread shard (setup) */

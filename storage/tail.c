@@ -134,7 +134,7 @@ struct tail_chunk *tail_chunk_get(struct tail_pool *tp, unsigned shift, size_t m
 		c->shift = (uint8_t)shift;
 		tp->allocations++;
 	}
-	tp->used += c->cap;
+	__atomic_store_n(&tp->used, tp->used + c->cap, __ATOMIC_RELAXED);   /* read by /metrics */
 	c->next = c->prev = NULL;
 	c->fifo_next = c->fifo_prev = NULL;
 	c->on_fifo = 0;
@@ -149,7 +149,7 @@ void tail_chunk_put(struct tail_pool *tp, struct tail_chunk *c)
 {
 	int k = c->shift - TAIL_CHUNK_MIN_SHIFT;
 
-	tp->used -= c->cap;
+	__atomic_store_n(&tp->used, tp->used - c->cap, __ATOMIC_RELAXED);
 	c->owner = NULL;
 	c->seg = NULL;
 	c->next = tp->free[k];

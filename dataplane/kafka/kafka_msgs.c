@@ -6511,6 +6511,342 @@ static void kafka_alter_configs_response_encode_any(struct kafka_writer *w, int1
 	kafka_alter_configs_response_encode(w, version, m);
 }
 
+/* ---- DescribeLogDirsRequest ---- */
+
+static void kafka_describe_log_dirs_request_describable_log_dir_topic_init(struct kafka_describe_log_dirs_request_describable_log_dir_topic *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Topic = (struct kafka_str){ "", 0 };
+}
+
+
+void kafka_describe_log_dirs_request_init(struct kafka_describe_log_dirs_request *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static int kafka_describe_log_dirs_request_describable_log_dir_topic_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_log_dirs_request_describable_log_dir_topic *m)
+{
+	int32_t n;
+	kafka_describe_log_dirs_request_describable_log_dir_topic_init(m);
+	(void)a;
+	(void)version;
+	m->Topic = kafka_cursor_string(c, version >= 2, false);
+	n = kafka_cursor_array_len(c, version >= 2, false, 4);
+	m->Partitions.count = n;
+	m->Partitions.items = NULL;
+	if (n > 0) {
+		m->Partitions.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Partitions.items));
+		if (!m->Partitions.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			m->Partitions.items[i] = kafka_cursor_int32(c);
+		}
+	}
+	if (version >= 2) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_describe_log_dirs_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_log_dirs_request *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 4)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_describe_log_dirs_request_init(m);
+	(void)a;
+	(void)version;
+	n = kafka_cursor_array_len(c, version >= 2, true, 3);
+	m->Topics.count = n;
+	m->Topics.items = NULL;
+	if (n > 0) {
+		m->Topics.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Topics.items));
+		if (!m->Topics.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_describe_log_dirs_request_describable_log_dir_topic_decode(c, a, version, &m->Topics.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version >= 2) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_describe_log_dirs_request_describable_log_dir_topic_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_log_dirs_request_describable_log_dir_topic *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Topic, version >= 2, false);
+	kafka_writer_len(w, m->Partitions.count, version >= 2, true, false);
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		kafka_writer_int32(w, m->Partitions.items[i]);
+	if (version >= 2) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_describe_log_dirs_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_log_dirs_request *m)
+{
+	(void)version;
+	if (version < 0 || version > 4) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_len(w, m->Topics.count, version >= 2, true, true);
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		kafka_describe_log_dirs_request_describable_log_dir_topic_encode(w, version, &m->Topics.items[i]);
+	if (version >= 2) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_describe_log_dirs_request_init_any(void *m)
+{
+	kafka_describe_log_dirs_request_init(m);
+}
+
+static int kafka_describe_log_dirs_request_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_describe_log_dirs_request_decode(c, a, version, m);
+}
+
+static void kafka_describe_log_dirs_request_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_describe_log_dirs_request_encode(w, version, m);
+}
+
+/* ---- DescribeLogDirsResponse ---- */
+
+static void kafka_describe_log_dirs_response_describe_log_dirs_partition_init(struct kafka_describe_log_dirs_response_describe_log_dirs_partition *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static void kafka_describe_log_dirs_response_describe_log_dirs_topic_init(struct kafka_describe_log_dirs_response_describe_log_dirs_topic *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_describe_log_dirs_response_describe_log_dirs_result_init(struct kafka_describe_log_dirs_response_describe_log_dirs_result *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->LogDir = (struct kafka_str){ "", 0 };
+	m->TotalBytes = (int64_t)-1LL;
+	m->UsableBytes = (int64_t)-1LL;
+}
+
+
+
+
+void kafka_describe_log_dirs_response_init(struct kafka_describe_log_dirs_response *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static int kafka_describe_log_dirs_response_describe_log_dirs_partition_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_log_dirs_response_describe_log_dirs_partition *m)
+{
+	kafka_describe_log_dirs_response_describe_log_dirs_partition_init(m);
+	(void)a;
+	(void)version;
+	m->PartitionIndex = kafka_cursor_int32(c);
+	m->PartitionSize = kafka_cursor_int64(c);
+	m->OffsetLag = kafka_cursor_int64(c);
+	m->IsFutureKey = kafka_cursor_bool(c);
+	if (version >= 2) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_describe_log_dirs_response_describe_log_dirs_topic_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_log_dirs_response_describe_log_dirs_topic *m)
+{
+	int rc;
+	int32_t n;
+	kafka_describe_log_dirs_response_describe_log_dirs_topic_init(m);
+	(void)a;
+	(void)version;
+	m->Name = kafka_cursor_string(c, version >= 2, false);
+	n = kafka_cursor_array_len(c, version >= 2, false, 21);
+	m->Partitions.count = n;
+	m->Partitions.items = NULL;
+	if (n > 0) {
+		m->Partitions.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Partitions.items));
+		if (!m->Partitions.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_describe_log_dirs_response_describe_log_dirs_partition_decode(c, a, version, &m->Partitions.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version >= 2) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_describe_log_dirs_response_describe_log_dirs_result_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_log_dirs_response_describe_log_dirs_result *m)
+{
+	int rc;
+	int32_t n;
+	kafka_describe_log_dirs_response_describe_log_dirs_result_init(m);
+	(void)a;
+	(void)version;
+	m->ErrorCode = kafka_cursor_int16(c);
+	m->LogDir = kafka_cursor_string(c, version >= 2, false);
+	n = kafka_cursor_array_len(c, version >= 2, false, 3);
+	m->Topics.count = n;
+	m->Topics.items = NULL;
+	if (n > 0) {
+		m->Topics.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Topics.items));
+		if (!m->Topics.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_describe_log_dirs_response_describe_log_dirs_topic_decode(c, a, version, &m->Topics.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version == 4) {
+		m->TotalBytes = kafka_cursor_int64(c);
+	}
+	if (version == 4) {
+		m->UsableBytes = kafka_cursor_int64(c);
+	}
+	if (version >= 2) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_describe_log_dirs_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_log_dirs_response *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 4)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_describe_log_dirs_response_init(m);
+	(void)a;
+	(void)version;
+	m->ThrottleTimeMs = kafka_cursor_int32(c);
+	if (version >= 3) {
+		m->ErrorCode = kafka_cursor_int16(c);
+	}
+	n = kafka_cursor_array_len(c, version >= 2, false, 5);
+	m->Results.count = n;
+	m->Results.items = NULL;
+	if (n > 0) {
+		m->Results.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Results.items));
+		if (!m->Results.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_describe_log_dirs_response_describe_log_dirs_result_decode(c, a, version, &m->Results.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version >= 2) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_describe_log_dirs_response_describe_log_dirs_partition_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_log_dirs_response_describe_log_dirs_partition *m)
+{
+	(void)version;
+	kafka_writer_int32(w, m->PartitionIndex);
+	kafka_writer_int64(w, m->PartitionSize);
+	kafka_writer_int64(w, m->OffsetLag);
+	kafka_writer_bool(w, m->IsFutureKey);
+	if (version >= 2) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_describe_log_dirs_response_describe_log_dirs_topic_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_log_dirs_response_describe_log_dirs_topic *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Name, version >= 2, false);
+	kafka_writer_len(w, m->Partitions.count, version >= 2, true, false);
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		kafka_describe_log_dirs_response_describe_log_dirs_partition_encode(w, version, &m->Partitions.items[i]);
+	if (version >= 2) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_describe_log_dirs_response_describe_log_dirs_result_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_log_dirs_response_describe_log_dirs_result *m)
+{
+	(void)version;
+	kafka_writer_int16(w, m->ErrorCode);
+	kafka_writer_string(w, m->LogDir, version >= 2, false);
+	kafka_writer_len(w, m->Topics.count, version >= 2, true, false);
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		kafka_describe_log_dirs_response_describe_log_dirs_topic_encode(w, version, &m->Topics.items[i]);
+	if (version == 4) {
+		kafka_writer_int64(w, m->TotalBytes);
+	}
+	if (version == 4) {
+		kafka_writer_int64(w, m->UsableBytes);
+	}
+	if (version >= 2) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_describe_log_dirs_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_log_dirs_response *m)
+{
+	(void)version;
+	if (version < 0 || version > 4) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_int32(w, m->ThrottleTimeMs);
+	if (version >= 3) {
+		kafka_writer_int16(w, m->ErrorCode);
+	}
+	kafka_writer_len(w, m->Results.count, version >= 2, true, false);
+	for (int32_t i = 0; i < m->Results.count; i++)
+		kafka_describe_log_dirs_response_describe_log_dirs_result_encode(w, version, &m->Results.items[i]);
+	if (version >= 2) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_describe_log_dirs_response_init_any(void *m)
+{
+	kafka_describe_log_dirs_response_init(m);
+}
+
+static int kafka_describe_log_dirs_response_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_describe_log_dirs_response_decode(c, a, version, m);
+}
+
+static void kafka_describe_log_dirs_response_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_describe_log_dirs_response_encode(w, version, m);
+}
+
 /* ---- SaslAuthenticateRequest ---- */
 
 void kafka_sasl_authenticate_request_init(struct kafka_sasl_authenticate_request *m)
@@ -8005,6 +8341,10 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 	  kafka_alter_configs_request_init_any, kafka_alter_configs_request_decode_any, kafka_alter_configs_request_encode_any },
 	{ "AlterConfigsResponse", 33, 0, 1, 2, sizeof(struct kafka_alter_configs_response),
 	  kafka_alter_configs_response_init_any, kafka_alter_configs_response_decode_any, kafka_alter_configs_response_encode_any },
+	{ "DescribeLogDirsRequest", 35, 0, 4, 2, sizeof(struct kafka_describe_log_dirs_request),
+	  kafka_describe_log_dirs_request_init_any, kafka_describe_log_dirs_request_decode_any, kafka_describe_log_dirs_request_encode_any },
+	{ "DescribeLogDirsResponse", 35, 0, 4, 2, sizeof(struct kafka_describe_log_dirs_response),
+	  kafka_describe_log_dirs_response_init_any, kafka_describe_log_dirs_response_decode_any, kafka_describe_log_dirs_response_encode_any },
 	{ "SaslAuthenticateRequest", 36, 0, 1, 2, sizeof(struct kafka_sasl_authenticate_request),
 	  kafka_sasl_authenticate_request_init_any, kafka_sasl_authenticate_request_decode_any, kafka_sasl_authenticate_request_encode_any },
 	{ "SaslAuthenticateResponse", 36, 0, 1, 2, sizeof(struct kafka_sasl_authenticate_response),
@@ -8065,6 +8405,7 @@ int kafka_handle_create_acls(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_delete_acls(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_describe_configs(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_alter_configs(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_describe_log_dirs(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_create_partitions(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_delete_groups(struct kafka_ctx *ctx) __attribute__((weak));
@@ -8101,11 +8442,12 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 31, "DeleteAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[50], &kafka_msg_descs[51], kafka_handle_delete_acls }, /* leave out */
 	{ 32, "DescribeConfigs", 0, 2, 4, 0, 2, true, &kafka_msg_descs[52], &kafka_msg_descs[53], kafka_handle_describe_configs },
 	{ 33, "AlterConfigs", 0, 1, 2, 0, 1, true, &kafka_msg_descs[54], &kafka_msg_descs[55], kafka_handle_alter_configs }, /* optional */
-	{ 36, "SaslAuthenticate", 0, 1, 2, 0, 1, false, &kafka_msg_descs[56], &kafka_msg_descs[57], kafka_handle_sasl_authenticate }, /* SASL only */
-	{ 37, "CreatePartitions", 0, 1, 2, 0, 1, true, &kafka_msg_descs[58], &kafka_msg_descs[59], kafka_handle_create_partitions }, /* optional */
-	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_msg_descs[60], &kafka_msg_descs[61], kafka_handle_delete_groups }, /* optional */
-	{ 44, "IncrementalAlterConfigs", 0, 1, 1, 0, 1, true, &kafka_msg_descs[62], &kafka_msg_descs[63], kafka_handle_incremental_alter_configs }, /* topic configs (broker issue) */
-	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[64], &kafka_msg_descs[65], kafka_handle_offset_delete }, /* optional */
+	{ 35, "DescribeLogDirs", 0, 4, 2, 0, 4, true, &kafka_msg_descs[56], &kafka_msg_descs[57], kafka_handle_describe_log_dirs }, /* sizes on disk, from the partitions' published blocks */
+	{ 36, "SaslAuthenticate", 0, 1, 2, 0, 1, false, &kafka_msg_descs[58], &kafka_msg_descs[59], kafka_handle_sasl_authenticate }, /* SASL only */
+	{ 37, "CreatePartitions", 0, 1, 2, 0, 1, true, &kafka_msg_descs[60], &kafka_msg_descs[61], kafka_handle_create_partitions }, /* optional */
+	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_msg_descs[62], &kafka_msg_descs[63], kafka_handle_delete_groups }, /* optional */
+	{ 44, "IncrementalAlterConfigs", 0, 1, 1, 0, 1, true, &kafka_msg_descs[64], &kafka_msg_descs[65], kafka_handle_incremental_alter_configs }, /* topic configs (broker issue) */
+	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[66], &kafka_msg_descs[67], kafka_handle_offset_delete }, /* optional */
 };
 
 const struct kafka_array_bound kafka_array_bounds[] = {
@@ -8186,6 +8528,11 @@ const struct kafka_array_bound kafka_array_bounds[] = {
 	{ "AlterConfigsRequest.AlterConfigsResource.Configs", sizeof(struct kafka_alter_configs_request_alterable_config), 4 },
 	{ "AlterConfigsRequest.Resources", sizeof(struct kafka_alter_configs_request_alter_configs_resource), 7 },
 	{ "AlterConfigsResponse.Responses", sizeof(struct kafka_alter_configs_response_alter_configs_resource_response), 7 },
+	{ "DescribeLogDirsRequest.DescribableLogDirTopic.Partitions", sizeof(int32_t), 4 },
+	{ "DescribeLogDirsRequest.Topics", sizeof(struct kafka_describe_log_dirs_request_describable_log_dir_topic), 3 },
+	{ "DescribeLogDirsResponse.DescribeLogDirsTopic.Partitions", sizeof(struct kafka_describe_log_dirs_response_describe_log_dirs_partition), 21 },
+	{ "DescribeLogDirsResponse.DescribeLogDirsResult.Topics", sizeof(struct kafka_describe_log_dirs_response_describe_log_dirs_topic), 3 },
+	{ "DescribeLogDirsResponse.Results", sizeof(struct kafka_describe_log_dirs_response_describe_log_dirs_result), 5 },
 	{ "CreatePartitionsRequest.CreatePartitionsAssignment.BrokerIds", sizeof(int32_t), 4 },
 	{ "CreatePartitionsRequest.CreatePartitionsTopic.Assignments", sizeof(struct kafka_create_partitions_request_create_partitions_assignment), 4 },
 	{ "CreatePartitionsRequest.Topics", sizeof(struct kafka_create_partitions_request_create_partitions_topic), 10 },
@@ -8835,11 +9182,12 @@ const struct kafka_api *kafka_api_find(int16_t api_key)
 	case 31: return &kafka_apis[25];
 	case 32: return &kafka_apis[26];
 	case 33: return &kafka_apis[27];
-	case 36: return &kafka_apis[28];
-	case 37: return &kafka_apis[29];
-	case 42: return &kafka_apis[30];
-	case 44: return &kafka_apis[31];
-	case 47: return &kafka_apis[32];
+	case 35: return &kafka_apis[28];
+	case 36: return &kafka_apis[29];
+	case 37: return &kafka_apis[30];
+	case 42: return &kafka_apis[31];
+	case 44: return &kafka_apis[32];
+	case 47: return &kafka_apis[33];
 	default: return NULL;
 	}
 }

@@ -1918,6 +1918,91 @@ int kafka_alter_configs_response_decode(struct kafka_cursor *c, struct kafka_are
 void kafka_alter_configs_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_alter_configs_response *m);
 
+/* ---- DescribeLogDirsRequest (api key 35, versions 0-4) ---- */
+
+struct kafka_describe_log_dirs_request_describable_log_dir_topic {
+	/* The topic name (v0+) */
+	struct kafka_str Topic;
+	/* The partition indexes. (v0+) */
+	struct {
+		int32_t *items;
+		int32_t count; /* -1: null */
+	} Partitions;
+};
+
+/* DescribeLogDirsRequest, versions 0-4, flexible from v2. */
+struct kafka_describe_log_dirs_request {
+	/* Each topic that we want to describe log directories for, or null for all topics. (v0+, nullable) */
+	struct {
+		struct kafka_describe_log_dirs_request_describable_log_dir_topic *items;
+		int32_t count; /* -1: null */
+	} Topics;
+};
+
+void kafka_describe_log_dirs_request_init(struct kafka_describe_log_dirs_request *m);
+int kafka_describe_log_dirs_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_log_dirs_request *m);
+void kafka_describe_log_dirs_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_log_dirs_request *m);
+
+/* ---- DescribeLogDirsResponse (api key 35, versions 0-4) ---- */
+
+struct kafka_describe_log_dirs_response_describe_log_dirs_partition {
+	/* The partition index. (v0+) */
+	int32_t PartitionIndex;
+	/* The size of the log segments in this partition in bytes. (v0+) */
+	int64_t PartitionSize;
+	/* The lag of the log's LEO w.r.t. partition's HW (if it is the current log for the partition) or current replica's LEO (if it is the future log for the partition) (v0+) */
+	int64_t OffsetLag;
+	/* True if this log is created by AlterReplicaLogDirsRequest and will replace the current log of the replica in the future. (v0+) */
+	bool IsFutureKey;
+};
+
+struct kafka_describe_log_dirs_response_describe_log_dirs_topic {
+	/* The topic name. (v0+) */
+	struct kafka_str Name;
+	/* (v0+) */
+	struct {
+		struct kafka_describe_log_dirs_response_describe_log_dirs_partition *items;
+		int32_t count; /* -1: null */
+	} Partitions;
+};
+
+struct kafka_describe_log_dirs_response_describe_log_dirs_result {
+	/* The error code, or 0 if there was no error. (v0+) */
+	int16_t ErrorCode;
+	/* The absolute log directory path. (v0+) */
+	struct kafka_str LogDir;
+	/* Each topic. (v0+) */
+	struct {
+		struct kafka_describe_log_dirs_response_describe_log_dirs_topic *items;
+		int32_t count; /* -1: null */
+	} Topics;
+	/* The total size in bytes of the volume the log directory is in. (v4+) */
+	int64_t TotalBytes;
+	/* The usable size in bytes of the volume the log directory is in. (v4+) */
+	int64_t UsableBytes;
+};
+
+/* DescribeLogDirsResponse, versions 0-4, flexible from v2. */
+struct kafka_describe_log_dirs_response {
+	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
+	int32_t ThrottleTimeMs;
+	/* The error code, or 0 if there was no error. (v3+) */
+	int16_t ErrorCode;
+	/* The log directories. (v0+) */
+	struct {
+		struct kafka_describe_log_dirs_response_describe_log_dirs_result *items;
+		int32_t count; /* -1: null */
+	} Results;
+};
+
+void kafka_describe_log_dirs_response_init(struct kafka_describe_log_dirs_response *m);
+int kafka_describe_log_dirs_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_log_dirs_response *m);
+void kafka_describe_log_dirs_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_log_dirs_response *m);
+
 /* ---- SaslAuthenticateRequest (api key 36, versions 0-1) ---- */
 
 /* SaslAuthenticateRequest, versions 0-1, flexible from v2. */
@@ -2363,7 +2448,7 @@ struct kafka_error_layout {
 	const char *const *layouts; /* [version - min_version]; NULL: no layout */
 };
 
-#define KAFKA_API_COUNT 33
+#define KAFKA_API_COUNT 34
 
 extern const struct kafka_api kafka_apis[KAFKA_API_COUNT];
 extern const struct kafka_msg_desc kafka_msg_descs[];

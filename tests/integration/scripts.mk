@@ -18,6 +18,9 @@ TEST_SCRIPTS += tests/integration/test_txn_raw.py
 TEST_SCRIPTS += tests/integration/test_txn_clients.py
 # the native datagram protocol (dataplane/native/), datagram by datagram
 TEST_SCRIPTS += tests/integration/test_native_raw.py
+# the admin endpoint: /metrics parsed by prometheus_client under a producer
+# and a consumer group, the JSON views, bad requests
+TEST_SCRIPTS += tests/integration/test_metrics.py
 
 # kafkajs is installed from the committed package-lock.json on first use (and
 # again whenever the lock changes), so `make test` on a fresh clone needs no

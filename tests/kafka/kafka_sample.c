@@ -4781,6 +4781,233 @@ static bool equal_any_kafka_alter_configs_response(const void *a, const void *b)
 	return equal_kafka_alter_configs_response(a, b);
 }
 
+static void kafka_describe_log_dirs_request_describable_log_dir_topic_init_(struct kafka_describe_log_dirs_request_describable_log_dir_topic *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Topic = (struct kafka_str){ "", 0 };
+}
+
+static void sample_kafka_describe_log_dirs_request_describable_log_dir_topic(struct kafka_sample *s, int16_t version, struct kafka_describe_log_dirs_request_describable_log_dir_topic *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_log_dirs_request_describable_log_dir_topic_init_(m);
+	m->Topic = kafka_sample_string(s, false);
+	m->Partitions.count = kafka_sample_count(s, false);
+	m->Partitions.items = m->Partitions.count > 0 ? kafka_sample_alloc(s, (size_t)m->Partitions.count * sizeof(*m->Partitions.items)) : NULL;
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		m->Partitions.items[i] = kafka_sample_int32(s);
+}
+
+static void sample_kafka_describe_log_dirs_request(struct kafka_sample *s, int16_t version, struct kafka_describe_log_dirs_request *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_log_dirs_request_init(m);
+	m->Topics.count = kafka_sample_count(s, true);
+	m->Topics.items = m->Topics.count > 0 ? kafka_sample_alloc(s, (size_t)m->Topics.count * sizeof(*m->Topics.items)) : NULL;
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		sample_kafka_describe_log_dirs_request_describable_log_dir_topic(s, version, &m->Topics.items[i]);
+}
+
+static bool equal_kafka_describe_log_dirs_request_describable_log_dir_topic(const struct kafka_describe_log_dirs_request_describable_log_dir_topic *a, const struct kafka_describe_log_dirs_request_describable_log_dir_topic *b)
+{
+	if (!kafka_sample_str_equal(a->Topic, b->Topic))
+		return kafka_sample_differs("DescribableLogDirTopic.Topic");
+	if (a->Partitions.count != b->Partitions.count)
+		return kafka_sample_differs("DescribableLogDirTopic.Partitions.count");
+	for (int32_t i = 0; i < a->Partitions.count; i++) {
+		if (memcmp(&a->Partitions.items[i], &b->Partitions.items[i], sizeof(a->Partitions.items[i])))
+			return kafka_sample_differs("DescribableLogDirTopic.Partitions[]");
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_describe_log_dirs_request(const struct kafka_describe_log_dirs_request *a, const struct kafka_describe_log_dirs_request *b)
+{
+	if (a->Topics.count != b->Topics.count)
+		return kafka_sample_differs("DescribeLogDirsRequest.Topics.count");
+	for (int32_t i = 0; i < a->Topics.count; i++) {
+		if (!equal_kafka_describe_log_dirs_request_describable_log_dir_topic(&a->Topics.items[i], &b->Topics.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_describe_log_dirs_request(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_describe_log_dirs_request *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_describe_log_dirs_request(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_describe_log_dirs_request(const void *a, const void *b)
+{
+	return equal_kafka_describe_log_dirs_request(a, b);
+}
+
+static void kafka_describe_log_dirs_response_describe_log_dirs_partition_init_(struct kafka_describe_log_dirs_response_describe_log_dirs_partition *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static void kafka_describe_log_dirs_response_describe_log_dirs_topic_init_(struct kafka_describe_log_dirs_response_describe_log_dirs_topic *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_describe_log_dirs_response_describe_log_dirs_result_init_(struct kafka_describe_log_dirs_response_describe_log_dirs_result *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->LogDir = (struct kafka_str){ "", 0 };
+	m->TotalBytes = (int64_t)-1LL;
+	m->UsableBytes = (int64_t)-1LL;
+}
+
+static void sample_kafka_describe_log_dirs_response_describe_log_dirs_partition(struct kafka_sample *s, int16_t version, struct kafka_describe_log_dirs_response_describe_log_dirs_partition *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_log_dirs_response_describe_log_dirs_partition_init_(m);
+	m->PartitionIndex = kafka_sample_int32(s);
+	m->PartitionSize = kafka_sample_int64(s);
+	m->OffsetLag = kafka_sample_int64(s);
+	m->IsFutureKey = kafka_sample_bool(s);
+}
+
+static void sample_kafka_describe_log_dirs_response_describe_log_dirs_topic(struct kafka_sample *s, int16_t version, struct kafka_describe_log_dirs_response_describe_log_dirs_topic *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_log_dirs_response_describe_log_dirs_topic_init_(m);
+	m->Name = kafka_sample_string(s, false);
+	m->Partitions.count = kafka_sample_count(s, false);
+	m->Partitions.items = m->Partitions.count > 0 ? kafka_sample_alloc(s, (size_t)m->Partitions.count * sizeof(*m->Partitions.items)) : NULL;
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		sample_kafka_describe_log_dirs_response_describe_log_dirs_partition(s, version, &m->Partitions.items[i]);
+}
+
+static void sample_kafka_describe_log_dirs_response_describe_log_dirs_result(struct kafka_sample *s, int16_t version, struct kafka_describe_log_dirs_response_describe_log_dirs_result *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_log_dirs_response_describe_log_dirs_result_init_(m);
+	m->ErrorCode = kafka_sample_int16(s);
+	m->LogDir = kafka_sample_string(s, false);
+	m->Topics.count = kafka_sample_count(s, false);
+	m->Topics.items = m->Topics.count > 0 ? kafka_sample_alloc(s, (size_t)m->Topics.count * sizeof(*m->Topics.items)) : NULL;
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		sample_kafka_describe_log_dirs_response_describe_log_dirs_topic(s, version, &m->Topics.items[i]);
+	if (version == 4) {
+		m->TotalBytes = kafka_sample_int64(s);
+	}
+	if (version == 4) {
+		m->UsableBytes = kafka_sample_int64(s);
+	}
+}
+
+static void sample_kafka_describe_log_dirs_response(struct kafka_sample *s, int16_t version, struct kafka_describe_log_dirs_response *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_log_dirs_response_init(m);
+	m->ThrottleTimeMs = kafka_sample_int32(s);
+	if (version >= 3) {
+		m->ErrorCode = kafka_sample_int16(s);
+	}
+	m->Results.count = kafka_sample_count(s, false);
+	m->Results.items = m->Results.count > 0 ? kafka_sample_alloc(s, (size_t)m->Results.count * sizeof(*m->Results.items)) : NULL;
+	for (int32_t i = 0; i < m->Results.count; i++)
+		sample_kafka_describe_log_dirs_response_describe_log_dirs_result(s, version, &m->Results.items[i]);
+}
+
+static bool equal_kafka_describe_log_dirs_response_describe_log_dirs_partition(const struct kafka_describe_log_dirs_response_describe_log_dirs_partition *a, const struct kafka_describe_log_dirs_response_describe_log_dirs_partition *b)
+{
+	if (a->PartitionIndex != b->PartitionIndex)
+		return kafka_sample_differs("DescribeLogDirsPartition.PartitionIndex");
+	if (a->PartitionSize != b->PartitionSize)
+		return kafka_sample_differs("DescribeLogDirsPartition.PartitionSize");
+	if (a->OffsetLag != b->OffsetLag)
+		return kafka_sample_differs("DescribeLogDirsPartition.OffsetLag");
+	if (a->IsFutureKey != b->IsFutureKey)
+		return kafka_sample_differs("DescribeLogDirsPartition.IsFutureKey");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_describe_log_dirs_response_describe_log_dirs_topic(const struct kafka_describe_log_dirs_response_describe_log_dirs_topic *a, const struct kafka_describe_log_dirs_response_describe_log_dirs_topic *b)
+{
+	if (!kafka_sample_str_equal(a->Name, b->Name))
+		return kafka_sample_differs("DescribeLogDirsTopic.Name");
+	if (a->Partitions.count != b->Partitions.count)
+		return kafka_sample_differs("DescribeLogDirsTopic.Partitions.count");
+	for (int32_t i = 0; i < a->Partitions.count; i++) {
+		if (!equal_kafka_describe_log_dirs_response_describe_log_dirs_partition(&a->Partitions.items[i], &b->Partitions.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_describe_log_dirs_response_describe_log_dirs_result(const struct kafka_describe_log_dirs_response_describe_log_dirs_result *a, const struct kafka_describe_log_dirs_response_describe_log_dirs_result *b)
+{
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("DescribeLogDirsResult.ErrorCode");
+	if (!kafka_sample_str_equal(a->LogDir, b->LogDir))
+		return kafka_sample_differs("DescribeLogDirsResult.LogDir");
+	if (a->Topics.count != b->Topics.count)
+		return kafka_sample_differs("DescribeLogDirsResult.Topics.count");
+	for (int32_t i = 0; i < a->Topics.count; i++) {
+		if (!equal_kafka_describe_log_dirs_response_describe_log_dirs_topic(&a->Topics.items[i], &b->Topics.items[i]))
+			return false;
+	}
+	if (a->TotalBytes != b->TotalBytes)
+		return kafka_sample_differs("DescribeLogDirsResult.TotalBytes");
+	if (a->UsableBytes != b->UsableBytes)
+		return kafka_sample_differs("DescribeLogDirsResult.UsableBytes");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_describe_log_dirs_response(const struct kafka_describe_log_dirs_response *a, const struct kafka_describe_log_dirs_response *b)
+{
+	if (a->ThrottleTimeMs != b->ThrottleTimeMs)
+		return kafka_sample_differs("DescribeLogDirsResponse.ThrottleTimeMs");
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("DescribeLogDirsResponse.ErrorCode");
+	if (a->Results.count != b->Results.count)
+		return kafka_sample_differs("DescribeLogDirsResponse.Results.count");
+	for (int32_t i = 0; i < a->Results.count; i++) {
+		if (!equal_kafka_describe_log_dirs_response_describe_log_dirs_result(&a->Results.items[i], &b->Results.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_describe_log_dirs_response(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_describe_log_dirs_response *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_describe_log_dirs_response(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_describe_log_dirs_response(const void *a, const void *b)
+{
+	return equal_kafka_describe_log_dirs_response(a, b);
+}
+
 static void sample_kafka_sasl_authenticate_request(struct kafka_sample *s, int16_t version, struct kafka_sasl_authenticate_request *m)
 {
 	(void)s;
@@ -5809,6 +6036,8 @@ static const struct kafka_sample_desc kafka_sample_descs[] = {
 	{ "DescribeConfigsResponse", sample_any_kafka_describe_configs_response, equal_any_kafka_describe_configs_response },
 	{ "AlterConfigsRequest", sample_any_kafka_alter_configs_request, equal_any_kafka_alter_configs_request },
 	{ "AlterConfigsResponse", sample_any_kafka_alter_configs_response, equal_any_kafka_alter_configs_response },
+	{ "DescribeLogDirsRequest", sample_any_kafka_describe_log_dirs_request, equal_any_kafka_describe_log_dirs_request },
+	{ "DescribeLogDirsResponse", sample_any_kafka_describe_log_dirs_response, equal_any_kafka_describe_log_dirs_response },
 	{ "SaslAuthenticateRequest", sample_any_kafka_sasl_authenticate_request, equal_any_kafka_sasl_authenticate_request },
 	{ "SaslAuthenticateResponse", sample_any_kafka_sasl_authenticate_response, equal_any_kafka_sasl_authenticate_response },
 	{ "CreatePartitionsRequest", sample_any_kafka_create_partitions_request, equal_any_kafka_create_partitions_request },

@@ -1,0 +1,289 @@
+/* control/admin_http.c — the HTTP admin endpoint on libmicrohttpd, run
+ * from the control thread's loop (see admin_http.h). */
+#include "control/admin_http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control/config.h"
+#include "control/ctl.h"
+#include "control/metrics.h"
+#include "control/textbuf.h"
+#include "dataplane/broker.h"
+
+/* Limits against misbehaving clients: a request's headers must fit in the
+ * connection's memory (else 431), a silent connection is closed after the
+ * timeout, and only so many connections are served at once. */
+#define ADMIN_CONN_MEMORY (32u * 1024)
+#define ADMIN_CONN_TIMEOUT_S 10u
+#define ADMIN_CONN_LIMIT 64u
+
+struct admin_http {
+	struct MHD_Daemon *d;
+	struct ctl *ctl;
+	struct broker *b;
+	const struct config *cfg;
+	int port;
+	uint64_t requests;            /* answered, by status class: metrics */
+};
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type, struct textbuf *t)
+{
+	struct MHD_Response *r;
+	enum MHD_Result rc;
+
+	if (t->oom) {
+		textbuf_fini(t);
+		return MHD_NO;   /* closes the connection */
+	}
+	r = MHD_create_response_from_buffer_with_free_callback(t->len, t->p, free);
+	if (!r) {
+		textbuf_fini(t);
+		return MHD_NO;
+	}
+	t->p = NULL;   /* the response owns it */
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	rc = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, const char *msg)
+{
+	struct textbuf t = { 0 };
+
+	textbuf_printf(&t, "%s\n", msg);
+	return reply(conn, status, "text/plain; charset=utf-8", &t);
+}
+
+struct config_walk {
+	struct textbuf *t;
+	int n;
+};
+
+static void config_one(const char *key, const char *value, const char *source, int is_default, void *arg)
+{
+	struct config_walk *w = arg;
+
+	textbuf_printf(w->t, "%s\n  {\"name\": \"", w->n++ ? "," : "");
+	textbuf_escaped(w->t, key);
+	textbuf_printf(w->t, "\", \"value\": \"");
+	textbuf_escaped(w->t, value ? value : "");
+	textbuf_printf(w->t, "\", \"source\": \"");
+	textbuf_escaped(w->t, source ? source : "default");
+	textbuf_printf(w->t, "\", \"default\": %s}", is_default ? "true" : "false");
+}
+
+static enum MHD_Result serve_config(struct admin_http *a, struct MHD_Connection *conn)
+{
+	struct textbuf t = { 0 };
+	struct config_walk w = { &t, 0 };
+
+	textbuf_printf(&t, "{\"configs\": [");
+	config_foreach(a->cfg, config_one, &w);
+	textbuf_printf(&t, "\n]}\n");
+	return reply(conn, MHD_HTTP_OK, "application/json", &t);
+}
+
+static enum MHD_Result serve_health(struct admin_http *a, struct MHD_Connection *conn)
+{
+	struct textbuf t = { 0 };
+	int ok = metrics_health(a->ctl, a->b, &t);
+
+	return reply(conn, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, "application/json", &t);
+}
+
+static enum MHD_Result serve_metrics(struct admin_http *a, struct MHD_Connection *conn)
+{
+	struct textbuf t = { 0 };
+
+	metrics_render(a->ctl, a->b, &t);
+	return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &t);
+}
+
+static enum MHD_Result serve_shards(struct admin_http *a, struct MHD_Connection *conn)
+{
+	struct textbuf t = { 0 };
+
+	metrics_shards_json(a->ctl, a->b, &t);
+	return reply(conn, MHD_HTTP_OK, "application/json", &t);
+}
+
+/* /v1/partitions/<topic>/<n> */
+static enum MHD_Result serve_partition(struct admin_http *a, struct MHD_Connection *conn, const char *rest)
+{
+	struct textbuf t = { 0 };
+	const char *slash = strrchr(rest, '/');
+	char topic[256], *end;
+	long n;
+	int rc;
+
+	if (!slash || slash == rest || (size_t)(slash - rest) >= sizeof(topic) || !slash[1])
+		return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found: /v1/partitions/<topic>/<partition>");
+	memcpy(topic, rest, (size_t)(slash - rest));
+	topic[slash - rest] = 0;
+	errno = 0;
+	n = strtol(slash + 1, &end, 10);
+	if (*end || errno || n < 0 || n > INT32_MAX)
+		return reply_text(conn, MHD_HTTP_BAD_REQUEST, "bad partition number");
+	rc = metrics_partition_json(a->ctl, a->b, topic, (int32_t)n, &t);
+	if (rc < 0) {
+		textbuf_fini(&t);
+		return reply_text(conn, MHD_HTTP_NOT_FOUND, "no such topic or partition");
+	}
+	return reply(conn, MHD_HTTP_OK, "application/json", &t);
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+			      const char *version, const char *upload, size_t *upload_len, void **req_cls)
+{
+	struct admin_http *a = cls;
+
+	(void)version;
+	(void)upload;
+	if (!*req_cls) {
+		/* first call: headers only; answer on the next call, once any
+		 * body has been read (and discarded) */
+		*req_cls = a;
+		return MHD_YES;
+	}
+	if (*upload_len) {
+		*upload_len = 0;   /* no endpoint takes a body: drop it */
+		return MHD_YES;
+	}
+	a->requests++;
+	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD)) {
+		struct textbuf t = { 0 };
+		struct MHD_Response *r;
+		enum MHD_Result rc;
+
+		textbuf_printf(&t, "method not allowed: only GET and HEAD\n");
+		if (t.oom)
+			return MHD_NO;
+		r = MHD_create_response_from_buffer_with_free_callback(t.len, t.p, free);
+		if (!r) {
+			textbuf_fini(&t);
+			return MHD_NO;
+		}
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+		rc = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, r);
+		MHD_destroy_response(r);
+		return rc;
+	}
+	if (!strcmp(url, "/metrics"))
+		return serve_metrics(a, conn);
+	if (!strcmp(url, "/v1/health"))
+		return serve_health(a, conn);
+	if (!strcmp(url, "/v1/config"))
+		return serve_config(a, conn);
+	if (!strcmp(url, "/v1/shards"))
+		return serve_shards(a, conn);
+	if (!strncmp(url, "/v1/partitions/", 15))
+		return serve_partition(a, conn, url + 15);
+	return reply_text(conn, MHD_HTTP_NOT_FOUND,
+			  "not found: try /metrics, /v1/health, /v1/config, /v1/shards, /v1/partitions/<topic>/<n>");
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	(void)cls;
+	fprintf(stderr, "sluiced: admin http: ");
+	vfprintf(stderr, fmt, ap);
+}
+
+int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg, struct admin_http **out,
+		     char *err, size_t errlen)
+{
+	const char *spec = config_str(cfg, "admin.listen");
+	const char *src = config_source(cfg, "admin.listen");
+	int explicit_ = src && strcmp(src, "default");
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *ai = NULL;
+	struct admin_http *a;
+	char host[256], port_s[16];
+	const union MHD_DaemonInfo *info;
+	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	int port, rc;
+
+	*out = NULL;
+	if (!*spec)
+		return 0;
+	if (config_hostport(spec, host, sizeof(host), &port) < 0) {
+		snprintf(err, errlen, "admin.listen: cannot parse '%s'", spec);
+		return -EINVAL;
+	}
+	snprintf(port_s, sizeof(port_s), "%d", port);
+	rc = getaddrinfo(host, port_s, &hints, &ai);
+	if (rc) {
+		snprintf(err, errlen, "admin.listen: %s: %s", host, gai_strerror(rc));
+		return -EINVAL;
+	}
+	if (ai->ai_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	a = calloc(1, sizeof(*a));
+	if (!a) {
+		freeaddrinfo(ai);
+		return -ENOMEM;
+	}
+	a->ctl = ctl;
+	a->b = b;
+	a->cfg = cfg;
+	a->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handle, a,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ADMIN_CONN_MEMORY,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ADMIN_CONN_TIMEOUT_S,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)ADMIN_CONN_LIMIT,
+				MHD_OPTION_END);
+	freeaddrinfo(ai);
+	if (!a->d) {
+		free(a);
+		snprintf(err, errlen, "admin.listen: cannot listen on %s (in use?)%s", spec,
+			 explicit_ ? "" : ": the admin endpoint is off");
+		return explicit_ ? -EADDRINUSE : 0;
+	}
+	info = MHD_get_daemon_info(a->d, MHD_DAEMON_INFO_BIND_PORT);
+	a->port = info ? info->port : port;
+	*out = a;
+	return 0;
+}
+
+int admin_http_fd(const struct admin_http *a)
+{
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(a->d, MHD_DAEMON_INFO_EPOLL_FD);
+
+	return info ? info->epoll_fd : -1;
+}
+
+int admin_http_port(const struct admin_http *a)
+{
+	return a->port;
+}
+
+int admin_http_timeout(struct admin_http *a, int max_ms)
+{
+	MHD_UNSIGNED_LONG_LONG t;
+
+	if (MHD_get_timeout(a->d, &t) == MHD_YES && t < (MHD_UNSIGNED_LONG_LONG)max_ms)
+		return (int)t;
+	return max_ms;
+}
+
+void admin_http_run(struct admin_http *a)
+{
+	MHD_run(a->d);
+}
+
+void admin_http_stop(struct admin_http *a)
+{
+	if (!a)
+		return;
+	MHD_stop_daemon(a->d);
+	free(a);
+}

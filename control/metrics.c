@@ -1,0 +1,566 @@
+/* control/metrics.c — the scrape and the admin endpoint's JSON views (see
+ * metrics.h). Every shard-owned word is read with a relaxed atomic load of
+ * an aligned 64-bit word the shard stores whole. */
+#include "control/metrics.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control/ctl.h"
+#include "version.h"   /* SLUICE_GIT_COMMIT: build/gen/, written by control/module.mk */
+#include "control/cutil.h"
+#include "control/group.h"
+#include "control/textbuf.h"
+#include "dataplane/broker.h"
+#include "dataplane/kafka/kafka_msgs.h"
+#include "storage/lathist.h"
+#include "dataplane/part.h"
+#include "dataplane/shard.h"
+#include "dataplane/spsc.h"
+
+#define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+/* The previous scrape's readings, for each shard's busy ratio between two
+ * scrapes (control thread only). */
+static uint64_t prev_busy[BROKER_MAX_SHARDS], prev_clock;
+
+static uint64_t clock_cycles(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __builtin_ia32_rdtsc();   /* the shards count TSC cycles here */
+#else
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+static void fam(struct textbuf *t, const char *name, const char *type, const char *help)
+{
+	textbuf_printf(t, "# HELP sluice_%s %s\n# TYPE sluice_%s %s\n", name, help, name, type);
+}
+
+/* One family with one sample per shard: the word at `off` in shard_stats. */
+static void shard_fam(struct textbuf *t, struct broker *b, const char *name, const char *type, const char *help,
+		      size_t off)
+{
+	fam(t, name, type, help);
+	for (int i = 0; i < b->set.nshards; i++) {
+		const uint64_t *w = (const uint64_t *)((const char *)&b->shards[i]->stats + off);
+
+		textbuf_printf(t, "sluice_%s{shard=\"%d\"} %llu\n", name, i, (unsigned long long)LD(*w));
+	}
+}
+
+static void render_process(struct ctl *ctl, struct broker *b, struct textbuf *t)
+{
+	long size_pages = 0, rss_pages = 0, page = sysconf(_SC_PAGESIZE);
+	int nfd = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	DIR *d = opendir("/proc/self/fd");
+
+	if (f) {
+		if (fscanf(f, "%ld %ld", &size_pages, &rss_pages) != 2)
+			rss_pages = 0;
+		fclose(f);
+	}
+	if (d) {
+		for (struct dirent *e; (e = readdir(d));)
+			nfd += e->d_name[0] != '.';
+		closedir(d);
+		nfd--;   /* the directory's own fd */
+	}
+	fam(t, "build_info", "gauge", "Always 1; labels: the git commit built (-dirty: with uncommitted changes), "
+	    "the DPDK data path on or off.");
+	textbuf_printf(t, "sluice_build_info{commit=\"%s\",dpdk=\"%s\"} 1\n", SLUICE_GIT_COMMIT,
+		       b->set.dpdk_enable ? "on" : "off");
+	fam(t, "process_resident_memory_bytes", "gauge", "Resident set size of the broker process.");
+	textbuf_printf(t, "sluice_process_resident_memory_bytes %lld\n", (long long)rss_pages * page);
+	fam(t, "process_open_fds", "gauge", "File descriptors the broker process holds.");
+	textbuf_printf(t, "sluice_process_open_fds %d\n", nfd);
+	fam(t, "process_uptime_seconds", "gauge", "Seconds since the broker started.");
+	textbuf_printf(t, "sluice_process_uptime_seconds %.3f\n", (double)(wall_ms() - ctl_started_ms(ctl)) / 1000.0);
+	fam(t, "shards", "gauge", "Shards (pinned data-path threads) of the broker.");
+	textbuf_printf(t, "sluice_shards %d\n", b->set.nshards);
+}
+
+static void render_shards(struct broker *b, struct textbuf *t)
+{
+	uint64_t now = clock_cycles();
+	static const char *const reasons[SHARD_REJECTS] = { "crc", "size", "invalid", "other", "sequence", "epoch",
+							    "transaction" };
+
+#define SF(name, type, help, field) shard_fam(t, b, name, type, help, offsetof(struct shard_stats, field))
+	SF("shard_loops_total", "counter", "Event-loop turns of the shard.", loops);
+	SF("shard_busy_cycles_total", "counter", "Cycles (TSC) the shard spent in loop turns that did work.",
+	   busy_cycles);
+	fam(t, "shard_busy_ratio", "gauge", "Share of the time since the previous scrape the shard was busy (0..1).");
+	for (int i = 0; i < b->set.nshards; i++) {
+		uint64_t c = LD(b->shards[i]->stats.busy_cycles);
+		double r = prev_clock && now > prev_clock ? (double)(c - prev_busy[i]) / (double)(now - prev_clock) : 0;
+
+		prev_busy[i] = c;
+		textbuf_printf(t, "sluice_shard_busy_ratio{shard=\"%d\"} %.4f\n", i, r > 1 ? 1 : r);
+	}
+	prev_clock = now;
+	SF("requests_total", "counter", "Kafka requests the shard took up.", requests);
+	fam(t, "requests_in_flight", "gauge", "Kafka requests taken up and not yet ended (answered or dropped).");
+	for (int i = 0; i < b->set.nshards; i++)
+		textbuf_printf(t, "sluice_requests_in_flight{shard=\"%d\"} %lld\n", i,
+			       (long long)LD(b->shards[i]->stats.requests_inflight));
+	SF("uring_sqes_total", "counter", "io_uring submission entries taken on the shard's ring (network and disk).",
+	   uring_sqes);
+	SF("uring_cqes_total", "counter", "io_uring completions reaped from the shard's ring.", uring_cqes);
+	SF("connections_accepted_total", "counter", "Kafka connections the shard accepted.", connections_accepted);
+	SF("connections_open", "gauge", "Kafka connections open on the shard.", connections_open);
+	SF("bad_frames_total", "counter", "Connections closed for a malformed request frame.", bad_frames);
+	SF("unsupported_requests_total", "counter", "Requests of an unsupported API or version.", unsupported);
+	SF("ring_full_total", "counter", "Cross-shard messages that found the ring full and were parked.",
+	   ring_full);
+	SF("send_zerocopy_total", "counter", "Responses sent with zero-copy sends.", send_zc);
+	SF("recv_buffers_starved_total", "counter", "Receives that found the provided-buffer ring empty.",
+	   pbuf_starved);
+	SF("produce_requests_total", "counter", "Produce requests.", produce_requests);
+	SF("produce_batches_total", "counter", "Record batches appended by Produce.", produce_batches);
+	SF("produce_records_total", "counter", "Records appended by Produce.", produce_records);
+	SF("produce_bytes_total", "counter", "Bytes of record batches appended by Produce.", produce_bytes);
+	SF("produce_duplicates_total", "counter",
+	   "Idempotent resends acknowledged without appending (duplicates suppressed).", produce_duplicates);
+	fam(t, "produce_rejected_total", "counter", "Partitions' batches refused by Produce, by reason "
+	    "(crc, size, invalid, sequence, epoch, transaction, other).");
+	for (int i = 0; i < b->set.nshards; i++)
+		for (int r = 0; r < SHARD_REJECTS; r++)
+			textbuf_printf(t, "sluice_produce_rejected_total{shard=\"%d\",reason=\"%s\"} %llu\n", i,
+				       reasons[r], (unsigned long long)LD(b->shards[i]->stats.produce_rejected[r]));
+	SF("fetch_requests_total", "counter", "Fetch requests.", fetch_requests);
+	SF("fetch_bytes_total", "counter", "Record bytes returned by Fetch.", fetch_bytes);
+	SF("fetch_long_poll_waits_total", "counter", "Fetches answered after waiting for data (long poll).",
+	   fetch_waits);
+	SF("retention_segments_deleted_total", "counter",
+	   "Sealed segments removed by time or size retention (the log start moves: partition_log_start_offset).",
+	   retention_segments_deleted);
+#undef SF
+#define ST(name, type, help, field) shard_fam(t, b, name, type, help, \
+	offsetof(struct shard, st.stats.field) - offsetof(struct shard, stats))
+	ST("disk_writes_total", "counter", "Write operations submitted to the disk (group commits' writes).", writes);
+	ST("disk_write_bytes_total", "counter", "Bytes written to the disk.", write_bytes);
+	ST("disk_reads_total", "counter", "Read operations submitted to the disk (fetches beyond the tail cache).",
+	   reads);
+	ST("disk_read_bytes_total", "counter", "Bytes read from the disk.", read_bytes);
+	ST("disk_io_errors_total", "counter", "Disk operations that failed.", io_errors);
+	ST("disk_group_commits_total", "counter",
+	   "Group commits (one io_uring submission of every dirty log's writes).", flushes);
+#undef ST
+	fam(t, "tail_cache_hits_total", "counter", "Reads served from the in-memory tail of the logs.");
+	for (int i = 0; i < b->set.nshards; i++)
+		textbuf_printf(t, "sluice_tail_cache_hits_total{shard=\"%d\"} %llu\n", i,
+			       (unsigned long long)LD(b->shards[i]->st.tail.hits));
+	fam(t, "tail_cache_misses_total", "counter", "Reads the tail could not serve (read from the disk).");
+	for (int i = 0; i < b->set.nshards; i++)
+		textbuf_printf(t, "sluice_tail_cache_misses_total{shard=\"%d\"} %llu\n", i,
+			       (unsigned long long)LD(b->shards[i]->st.tail.misses));
+	fam(t, "tail_cache_bytes", "gauge", "Memory held by tail-cache chunks in use.");
+	for (int i = 0; i < b->set.nshards; i++)
+		textbuf_printf(t, "sluice_tail_cache_bytes{shard=\"%d\"} %llu\n", i,
+			       (unsigned long long)LD(b->shards[i]->st.tail.used));
+	fam(t, "tail_cache_budget_bytes", "gauge", "The tail cache's memory budget (shard.tail.memory.bytes).");
+	for (int i = 0; i < b->set.nshards; i++)
+		textbuf_printf(t, "sluice_tail_cache_budget_bytes{shard=\"%d\"} %llu\n", i,
+			       (unsigned long long)b->shards[i]->st.tail.budget);
+	fam(t, "ring_depth", "gauge", "Messages waiting in the cross-thread ring from one thread to another "
+	    "(thread nshards is the control thread).");
+	for (int i = 0; i <= b->set.nshards; i++)
+		for (int j = 0; j <= b->set.nshards; j++) {
+			const struct spsc *r = b->rings[i][j];
+
+			if (r)
+				textbuf_printf(t, "sluice_ring_depth{from=\"%d\",to=\"%d\"} %u\n", i, j,
+					       LD(r->tail) - LD(r->head));
+		}
+}
+
+static void label_part(struct textbuf *t, const struct md_topic *tp, int32_t i)
+{
+	textbuf_printf(t, "{topic=\"");
+	textbuf_escaped(t, tp->name);
+	textbuf_printf(t, "\",partition=\"%d\",shard=\"%d\"}", i, tp->parts[i].shard);
+}
+
+/* One family with one sample per partition: the word at `off` in part_pub. */
+static void part_fam(struct textbuf *t, const struct md_snapshot *md, const char *name, const char *type,
+		     const char *help, size_t off)
+{
+	fam(t, name, type, help);
+	for (int k = 0; md && k < md->ntopics; k++) {
+		const struct md_topic *tp = md->topics[k];
+
+		for (int32_t i = 0; i < tp->nparts; i++) {
+			const struct part_pub *u = tp->parts[i].pub;
+			const int64_t *w;
+
+			if (!u)
+				continue;
+			w = (const int64_t *)((const char *)u + off);
+			textbuf_printf(t, "sluice_%s", name);
+			label_part(t, tp, i);
+			textbuf_printf(t, " %lld\n", (long long)LD(*w));
+		}
+	}
+}
+
+/* The log failed (an I/O error); -ESHUTDOWN is a log closing as the
+ * broker stops, not a failure. */
+static int part_failed(const struct part_pub *u)
+{
+	int64_t err = u ? LD(u->err) : 0;
+
+	return err != 0 && err != -ESHUTDOWN;
+}
+
+static void render_partitions(struct broker *b, struct textbuf *t)
+{
+	const struct md_snapshot *md = b->md;
+
+#define PF(name, type, help, field) part_fam(t, md, name, type, help, offsetof(struct part_pub, field))
+	PF("partition_log_start_offset", "gauge", "First offset still in the partition's log.", log_start);
+	PF("partition_log_end_offset", "gauge", "Next offset to be written (log end offset).", log_end);
+	PF("partition_high_watermark", "gauge", "Offset below which records are durable and visible.",
+	   high_watermark);
+	PF("partition_last_stable_offset", "gauge", "Offset below which no transaction is open.", last_stable);
+	PF("partition_size_bytes", "gauge", "Bytes of the partition's log segments.", size_bytes);
+	PF("partition_segments", "gauge", "Segments of the partition's log.", segments);
+	PF("partition_produce_batches_total", "counter", "Record batches appended to the partition by Produce.",
+	   produce_batches);
+	PF("partition_produce_records_total", "counter", "Records appended to the partition by Produce.",
+	   produce_records);
+	PF("partition_produce_bytes_total", "counter", "Bytes appended to the partition by Produce.", produce_bytes);
+#undef PF
+	fam(t, "partition_failed", "gauge", "1 when the partition's log failed (an I/O error), else 0.");
+	for (int k = 0; md && k < md->ntopics; k++) {
+		const struct md_topic *tp = md->topics[k];
+
+		for (int32_t i = 0; i < tp->nparts; i++)
+			if (tp->parts[i].pub) {
+				textbuf_printf(t, "sluice_partition_failed");
+				label_part(t, tp, i);
+				textbuf_printf(t, " %d\n", part_failed(tp->parts[i].pub));
+			}
+	}
+}
+
+/* ---- groups ---------------------------------------------------------- */
+
+struct group_walk {
+	struct textbuf *t;
+	int pass;
+	int64_t now;
+};
+
+static void group_labels(struct textbuf *t, const struct group_view *g, const struct group_offset_view *o)
+{
+	textbuf_printf(t, "{group=\"");
+	textbuf_escaped(t, g->id);
+	if (o) {
+		textbuf_printf(t, "\",topic=\"");
+		textbuf_escaped(t, o->topic);
+		textbuf_printf(t, "\",partition=\"%d", o->partition);
+	}
+	textbuf_printf(t, "\"}");
+}
+
+static void group_visit(const struct group_view *g, const struct group_offset_view *o, void *arg)
+{
+	struct group_walk *w = arg;
+	struct textbuf *t = w->t;
+
+	switch (w->pass) {
+	case 0:
+		if (o)
+			return;
+		textbuf_printf(t, "sluice_group_members");
+		group_labels(t, g, NULL);
+		textbuf_printf(t, " %d\n", g->members);
+		return;
+	case 1:
+		if (o)
+			return;
+		textbuf_printf(t, "sluice_group_generation");
+		group_labels(t, g, NULL);
+		textbuf_printf(t, " %d\n", g->generation);
+		return;
+	case 2:
+		if (o)
+			return;
+		textbuf_printf(t, "sluice_group_state{group=\"");
+		textbuf_escaped(t, g->id);
+		textbuf_printf(t, "\",state=\"%s\"} 1\n", g->state);
+		return;
+	case 3:
+		if (!o)
+			return;
+		textbuf_printf(t, "sluice_group_committed_offset");
+		group_labels(t, g, o);
+		textbuf_printf(t, " %lld\n", (long long)o->committed);
+		return;
+	case 4:
+		if (!o || o->high_watermark < 0)
+			return;
+		textbuf_printf(t, "sluice_group_lag_records");
+		group_labels(t, g, o);
+		textbuf_printf(t, " %lld\n",
+			       (long long)(o->high_watermark > o->committed ? o->high_watermark - o->committed : 0));
+		return;
+	default:
+		if (!o || o->high_watermark < 0)
+			return;
+		textbuf_printf(t, "sluice_group_oldest_unconsumed_age_seconds");
+		group_labels(t, g, o);
+		/* caught up as far as the scan knows: nothing waits (the age may
+		 * be of a scan made before the last commit) */
+		textbuf_printf(t, " %.3f\n", o->oldest_unconsumed_ts < 0 || o->high_watermark <= o->committed ||
+			       w->now <= o->oldest_unconsumed_ts ? 0.0
+			       : (double)(w->now - o->oldest_unconsumed_ts) / 1000.0);
+		return;
+	}
+}
+
+#define METRICS_LAG_SCAN_MS 500
+static int64_t last_lag_scan_ms = -METRICS_LAG_SCAN_MS;   /* control thread only */
+
+static void render_groups(struct ctl *ctl, struct broker *b, struct textbuf *t)
+{
+	struct group_coord *gc = ctl_groups(ctl);
+	static const char *const names[][2] = {
+		{ "group_members", "Members of the consumer group." },
+		{ "group_generation", "The group's generation (rebalances completed)." },
+		{ "group_state", "1 for the group's current state." },
+		{ "group_committed_offset", "The group's committed offset of the partition." },
+		{ "group_lag_records", "High watermark minus committed offset (at the last lag scan)." },
+		{ "group_oldest_unconsumed_age_seconds",
+		  "Age of the oldest record the group has not consumed (0: caught up)." },
+	};
+	struct group_walk w = { t, 0, wall_ms() };
+	const struct group_stats *s;
+
+	if (!gc)
+		return;
+	for (w.pass = 0; w.pass < 6; w.pass++) {
+		fam(t, names[w.pass][0], "gauge", names[w.pass][1]);
+		group_foreach(gc, group_visit, &w);
+	}
+	s = group_coord_stats(gc);
+	fam(t, "group_joins_total", "counter", "JoinGroup requests handled.");
+	textbuf_printf(t, "sluice_group_joins_total %llu\n", (unsigned long long)s->joins);
+	fam(t, "group_syncs_total", "counter", "SyncGroup requests handled.");
+	textbuf_printf(t, "sluice_group_syncs_total %llu\n", (unsigned long long)s->syncs);
+	fam(t, "group_heartbeats_total", "counter", "Heartbeat requests handled.");
+	textbuf_printf(t, "sluice_group_heartbeats_total %llu\n", (unsigned long long)s->heartbeats);
+	fam(t, "group_leaves_total", "counter", "LeaveGroup members handled.");
+	textbuf_printf(t, "sluice_group_leaves_total %llu\n", (unsigned long long)s->leaves);
+	fam(t, "group_rebalances_total", "counter", "Generations completed (rebalances).");
+	textbuf_printf(t, "sluice_group_rebalances_total %llu\n", (unsigned long long)s->rebalances);
+	fam(t, "group_rebalances_started_total", "counter",
+	    "Rebalances started, by cause (join, rejoin, leave, session_timeout, assignment_too_large).");
+	{
+		static const char *const causes[GROUP_REBALANCE_CAUSES] = { "join", "rejoin", "leave", "session_timeout",
+									      "assignment_too_large" };
+
+		for (int c = 0; c < GROUP_REBALANCE_CAUSES; c++)
+			textbuf_printf(t, "sluice_group_rebalances_started_total{cause=\"%s\"} %llu\n", causes[c],
+				       (unsigned long long)s->rebalance_causes[c]);
+	}
+	fam(t, "group_members_expired_total", "counter", "Members removed after their session timed out.");
+	textbuf_printf(t, "sluice_group_members_expired_total %llu\n", (unsigned long long)s->members_expired);
+	fam(t, "group_offset_commits_total", "counter", "Partitions' offsets committed.");
+	textbuf_printf(t, "sluice_group_offset_commits_total %llu\n", (unsigned long long)s->commits);
+	fam(t, "group_offset_commits_refused_total", "counter",
+	    "Partitions' commits refused, by reason (stale owner: another member owns it).");
+	textbuf_printf(t, "sluice_group_offset_commits_refused_total{reason=\"stale_generation\"} %llu\n"
+		       "sluice_group_offset_commits_refused_total{reason=\"unknown_member\"} %llu\n"
+		       "sluice_group_offset_commits_refused_total{reason=\"rebalance_in_progress\"} %llu\n"
+		       "sluice_group_offset_commits_refused_total{reason=\"stale_owner\"} %llu\n"
+		       "sluice_group_offset_commits_refused_total{reason=\"fenced\"} %llu\n",
+		       (unsigned long long)s->commit_refused_generation, (unsigned long long)s->commit_refused_member,
+		       (unsigned long long)s->commit_refused_rebalance, (unsigned long long)s->commit_refused_owner,
+		       (unsigned long long)s->commit_refused_fenced);
+	fam(t, "group_offsets_expired_total", "counter", "Committed offsets removed by offsets.retention.minutes.");
+	textbuf_printf(t, "sluice_group_offsets_expired_total %llu\n", (unsigned long long)s->offsets_expired);
+	/* answers land before the next scrape. At most one scan per
+	 * METRICS_LAG_SCAN_MS (each asks the owner shards to read one batch
+	 * per lagging partition), none once the broker stops (the shards may
+	 * be gone and their rings never drain) */
+	if (!__atomic_load_n(&b->stopping, __ATOMIC_RELAXED) && mono_ms() - last_lag_scan_ms >= METRICS_LAG_SCAN_MS) {
+		last_lag_scan_ms = mono_ms();
+		group_lag_scan(gc);
+	}
+}
+
+/* One histogram series: cumulative counts at the bounds of every `step`-th
+ * bucket (1: every bucket, the histogram's full precision; 4: two bounds
+ * per power of two), the same bounds at every scrape; then _sum and
+ * _count. A series with no sample yet is left out (it appears with its
+ * first request). `labels` is the inside of {}. */
+static void hist_series(struct textbuf *t, const char *name, const char *labels, const struct lathist *h,
+			unsigned step)
+{
+	uint64_t cum = 0, count = LD(h->count);
+
+	if (!count)
+		return;
+	for (unsigned i = 0; i < LATHIST_BUCKETS - 1; i++) {
+		cum += LD(h->b[i]);
+		if (i % step == 0)
+			textbuf_printf(t, "sluice_%s_bucket{%s,le=\"%.9g\"} %llu\n", name, labels,
+				       (double)lathist_upper(i) / 1e9, (unsigned long long)cum);
+	}
+	cum += LD(h->b[LATHIST_BUCKETS - 1]);
+	/* the buckets may run one sample ahead of count: +Inf is their total */
+	textbuf_printf(t, "sluice_%s_bucket{%s,le=\"+Inf\"} %llu\n", name, labels, (unsigned long long)cum);
+	textbuf_printf(t, "sluice_%s_sum{%s} %.9f\n", name, labels, (double)LD(h->sum_ns) / 1e9);
+	textbuf_printf(t, "sluice_%s_count{%s} %llu\n", name, labels, (unsigned long long)(cum > count ? cum : count));
+}
+
+static void render_hists(struct broker *b, struct textbuf *t)
+{
+	static const char *const acks[] = { "0", "1", "all" };
+	char labels[128];
+
+	fam(t, "produce_latency_seconds", "histogram",
+	    "Produce request to acknowledgement (by acks), on the shard's loop clock; buckets within 1/8.");
+	for (int i = 0; i < b->set.nshards; i++)
+		for (int a = 0; a < 3; a++) {
+			snprintf(labels, sizeof(labels), "shard=\"%d\",acks=\"%s\"", i, acks[a]);
+			hist_series(t, "produce_latency_seconds", labels, &b->shards[i]->hists.produce[a], 1);
+		}
+	fam(t, "fetch_latency_seconds", "histogram",
+	    "Fetch request to response, long-poll waits included; buckets within 1/8.");
+	for (int i = 0; i < b->set.nshards; i++) {
+		snprintf(labels, sizeof(labels), "shard=\"%d\"", i);
+		hist_series(t, "fetch_latency_seconds", labels, &b->shards[i]->hists.fetch, 1);
+	}
+	fam(t, "disk_write_latency_seconds", "histogram", "A log write queued to durable (per log.durability, every "
+	    "earlier write of its log landed), on the shard's loop clock; buckets within 1/8.");
+	for (int i = 0; i < b->set.nshards; i++) {
+		snprintf(labels, sizeof(labels), "shard=\"%d\"", i);
+		hist_series(t, "disk_write_latency_seconds", labels, &b->shards[i]->st.write_lat, 1);
+	}
+	fam(t, "request_latency_seconds", "histogram",
+	    "Request to response by API; two bounds per power of two.");
+	for (int i = 0; i < b->set.nshards; i++)
+		for (int k = 0; k < SHARD_LAT_APIS; k++) {
+			const struct kafka_api *api = kafka_api_find((int16_t)k);
+
+			if (!api)
+				continue;
+			snprintf(labels, sizeof(labels), "shard=\"%d\",api=\"%s\"", i, api->name);
+			hist_series(t, "request_latency_seconds", labels, &b->shards[i]->hists.api[k], LATHIST_SUB / 2);
+		}
+}
+
+void metrics_render(struct ctl *ctl, struct broker *b, struct textbuf *t)
+{
+	render_process(ctl, b, t);
+	render_shards(b, t);
+	render_hists(b, t);
+	render_partitions(b, t);
+	render_groups(ctl, b, t);
+}
+
+/* ---- JSON ------------------------------------------------------------ */
+
+int metrics_health(struct ctl *ctl, struct broker *b, struct textbuf *t)
+{
+	const struct md_snapshot *md = b->md;
+	const char *status = "ready";
+	int nfailed = 0;
+
+	if (!ctl_is_ready(ctl))
+		status = "recovering";
+	else if (__atomic_load_n(&b->stopping, __ATOMIC_RELAXED))
+		status = "stopping";
+	textbuf_printf(t, "{\"reasons\": [");
+	if (strcmp(status, "ready"))
+		textbuf_printf(t, "\"%s\"", !strcmp(status, "recovering") ? "recovering: replaying the metadata log and "
+			       "opening partitions" : "stopping: the broker is shutting down");
+	for (int k = 0; md && k < md->ntopics; k++) {
+		const struct md_topic *tp = md->topics[k];
+
+		for (int32_t i = 0; i < tp->nparts; i++) {
+			int64_t err = tp->parts[i].pub ? LD(tp->parts[i].pub->err) : 0;
+
+			if (!part_failed(tp->parts[i].pub))
+				continue;
+			textbuf_printf(t, "%s\"log failed: ", strcmp(status, "ready") || nfailed ? ", " : "");
+			textbuf_escaped(t, tp->name);
+			textbuf_printf(t, "-%d: %s\"", i, strerror((int)-err));
+			nfailed++;
+		}
+	}
+	if (nfailed && !strcmp(status, "ready"))
+		status = "degraded";
+	textbuf_printf(t, "], \"status\": \"%s\"}\n", status);
+	return !strcmp(status, "ready");
+}
+
+void metrics_shards_json(struct ctl *ctl, struct broker *b, struct textbuf *t)
+{
+	const struct md_snapshot *md = b->md;
+
+	(void)ctl;
+	textbuf_printf(t, "{\"shards\": [");
+	for (int i = 0; i < b->set.nshards; i++) {
+		const struct shard_stats *s = &b->shards[i]->stats;
+		int nparts = 0;
+		int64_t bytes = 0;
+
+		for (int k = 0; md && k < md->ntopics; k++)
+			for (int32_t j = 0; j < md->topics[k]->nparts; j++)
+				if (md->topics[k]->parts[j].shard == i) {
+					nparts++;
+					if (md->topics[k]->parts[j].pub)
+						bytes += LD(md->topics[k]->parts[j].pub->size_bytes);
+				}
+		textbuf_printf(t, "%s\n  {\"shard\": %d, \"partitions\": %d, \"size_bytes\": %lld, "
+			       "\"connections_open\": %llu, \"requests\": %llu, \"loops\": %llu, \"busy_cycles\": %llu, "
+			       "\"produce_bytes\": %llu, \"fetch_bytes\": %llu}", i ? "," : "", i, nparts, (long long)bytes,
+			       (unsigned long long)LD(s->connections_open), (unsigned long long)LD(s->requests),
+			       (unsigned long long)LD(s->loops), (unsigned long long)LD(s->busy_cycles),
+			       (unsigned long long)LD(s->produce_bytes), (unsigned long long)LD(s->fetch_bytes));
+	}
+	textbuf_printf(t, "\n]}\n");
+}
+
+int metrics_partition_json(struct ctl *ctl, struct broker *b, const char *topic, int32_t n, struct textbuf *t)
+{
+	const struct md_snapshot *md = b->md;
+	const struct md_topic *tp = md ? md_find(md, topic, (int32_t)strlen(topic)) : NULL;
+	const struct md_partition *mp;
+	const struct part_pub *u;
+
+	(void)ctl;
+	if (!tp || n < 0 || n >= tp->nparts)
+		return -ENOENT;
+	mp = &tp->parts[n];
+	u = mp->pub;
+	textbuf_printf(t, "{\"topic\": \"");
+	textbuf_escaped(t, tp->name);
+	textbuf_printf(t, "\", \"partition\": %d, \"shard\": %d, \"leader_epoch\": %d, \"open\": %s", n, mp->shard,
+		       mp->leader_epoch, mp->part && u ? "true" : "false");
+	if (u)
+		textbuf_printf(t, ", \"log_start_offset\": %lld, \"log_end_offset\": %lld, \"high_watermark\": %lld, "
+			       "\"last_stable_offset\": %lld, \"size_bytes\": %lld, \"segments\": %lld, "
+			       "\"produce_batches\": %llu, \"produce_records\": %llu, \"produce_bytes\": %llu, "
+			       "\"error\": \"%s\"",
+			       (long long)LD(u->log_start), (long long)LD(u->log_end), (long long)LD(u->high_watermark),
+			       (long long)LD(u->last_stable), (long long)LD(u->size_bytes), (long long)LD(u->segments),
+			       (unsigned long long)LD(u->produce_batches), (unsigned long long)LD(u->produce_records),
+			       (unsigned long long)LD(u->produce_bytes),
+			       LD(u->err) ? strerror((int)-LD(u->err)) : "");
+	textbuf_printf(t, ", \"replicas\": [%d], \"isr\": [%d]}\n", b->set.node_id, b->set.node_id);
+	return 0;
+}

@@ -1,0 +1,394 @@
+#!/usr/bin/python3
+"""The admin endpoint (admin.listen) against a real sluiced: /metrics parsed
+with Prometheus' own parser (Debian's python3-prometheus-client) while a
+kafka-python producer and consumer group run; /v1/health, /v1/config,
+/v1/shards, /v1/partitions; bad requests answered with the right status
+without disturbing the broker."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kraw  # noqa: E402
+from harness import HANG_GUARD, SLUICED, broker, free_port, main, temp_dir, test  # noqa: E402
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
+COMMON = dict(api_version_auto_timeout_ms=30000, request_timeout_ms=40000)
+
+# every family the scrape must carry (README lists them)
+FAMILIES = [
+    "build_info", "process_resident_memory_bytes", "process_open_fds", "process_uptime_seconds", "shards",
+    "shard_loops_total", "shard_busy_cycles_total", "shard_busy_ratio", "requests_total", "requests_in_flight",
+    "uring_sqes_total", "uring_cqes_total",
+    "connections_accepted_total", "connections_open", "bad_frames_total", "unsupported_requests_total",
+    "ring_full_total", "ring_depth", "send_zerocopy_total", "recv_buffers_starved_total",
+    "produce_requests_total", "produce_batches_total", "produce_records_total", "produce_bytes_total",
+    "produce_duplicates_total", "produce_rejected_total", "fetch_requests_total", "fetch_bytes_total",
+    "fetch_long_poll_waits_total", "retention_segments_deleted_total", "disk_writes_total", "disk_write_bytes_total", "disk_reads_total",
+    "disk_read_bytes_total", "disk_io_errors_total", "disk_group_commits_total", "tail_cache_hits_total",
+    "tail_cache_misses_total", "tail_cache_bytes", "tail_cache_budget_bytes",
+    "partition_log_start_offset", "partition_log_end_offset", "partition_high_watermark",
+    "partition_last_stable_offset", "partition_size_bytes", "partition_segments",
+    "partition_produce_batches_total", "partition_produce_records_total", "partition_produce_bytes_total",
+    "partition_failed", "group_members", "group_generation", "group_state", "group_committed_offset",
+    "group_lag_records", "group_oldest_unconsumed_age_seconds", "group_joins_total", "group_syncs_total",
+    "group_heartbeats_total", "group_leaves_total", "group_rebalances_total", "group_rebalances_started_total", "group_members_expired_total",
+    "group_offset_commits_total", "group_offset_commits_refused_total", "group_offsets_expired_total",
+    "produce_latency_seconds", "fetch_latency_seconds", "request_latency_seconds", "disk_write_latency_seconds",
+]
+
+
+def admin_broker(**kw):
+    port = free_port()
+    settings = {"admin.listen": "127.0.0.1:%d" % port, "group.initial.rebalance.delay.ms": 0}
+    settings.update(kw.pop("settings", {}))
+    ctx = broker(settings=settings, **kw)
+    ctx.admin = "http://127.0.0.1:%d" % port
+    ctx.admin_port = port
+    return ctx
+
+
+def get(url, method="GET", data=None):
+    """(status, body bytes); HTTP errors are answers too."""
+    req = urllib.request.Request(url, method=method, data=data)
+    try:
+        with urllib.request.urlopen(req, timeout=HANG_GUARD) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def scrape(admin):
+    """{(family, frozenset(labels)): value} of one scrape, parsed by
+    prometheus_client; also the set of family names."""
+    status, body = get(admin + "/metrics")
+    assert status == 200, status
+    out, fams = {}, set()
+    for fam in text_string_to_metric_families(body.decode()):
+        fams.add(fam.name)
+        for s in fam.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out, fams
+
+
+def total(m, name, **labels):
+    want = set(labels.items())
+    return sum(v for (n, ls), v in m.items() if n == name and want <= ls)
+
+
+def samples(m, name, **labels):
+    want = set(labels.items())
+    return {ls: v for (n, ls), v in m.items() if n == name and want <= ls}
+
+
+def wait_for(cond, what):
+    deadline = time.monotonic() + HANG_GUARD
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.05)
+
+
+def base_name(n):
+    # prometheus_client strips _total from counter family names
+    return n[:-6] if n.endswith("_total") else n
+
+
+@test
+def scrape_follows_producer_and_group():
+    ctx = admin_broker(settings={"num.partitions": 2})
+    with ctx as b:
+        admin = ctx.admin
+        n = 400
+        p = KafkaProducer(bootstrap_servers=b.bootstrap, acks="all", linger_ms=5, **COMMON)
+        p.send("mt", b"warm", partition=0).get(timeout=HANG_GUARD)   # creates the topic (2 partitions)
+        p.flush()
+        m0, fams = scrape(admin)
+        info = samples(m0, "sluice_build_info")
+        assert len(info) == 1 and list(info.values()) == [1.0], info
+        assert dict(list(info)[0])["dpdk"] == "off" and dict(list(info)[0])["commit"], info
+        for f in FAMILIES:
+            assert "sluice_" + base_name(f) in fams, "family sluice_%s missing" % f
+        for i in range(n):
+            p.send("mt", b"v%d" % i, partition=i % 2)
+        p.flush()
+        m1, _ = scrape(admin)
+        # the records counter moves by exactly what was produced
+        assert total(m1, "sluice_produce_records_total") - total(m0, "sluice_produce_records_total") == n
+        assert (total(m1, "sluice_partition_produce_records_total", topic="mt")
+                - total(m0, "sluice_partition_produce_records_total", topic="mt")) == n
+        assert total(m1, "sluice_partition_log_end_offset", topic="mt") == n + 1
+        assert total(m1, "sluice_partition_high_watermark", topic="mt") == n + 1
+        assert total(m1, "sluice_produce_bytes_total") > total(m0, "sluice_produce_bytes_total")
+        assert total(m1, "sluice_partition_size_bytes", topic="mt") > 0
+        assert total(m1, "sluice_disk_write_bytes_total") > total(m0, "sluice_disk_write_bytes_total")
+        assert total(m1, "sluice_connections_open") >= 1
+        assert total(m1, "sluice_uring_sqes_total") > total(m0, "sluice_uring_sqes_total")
+        assert total(m1, "sluice_uring_cqes_total") > total(m0, "sluice_uring_cqes_total")
+        assert total(m1, "sluice_requests_in_flight") == 0   # the producer waits for nothing
+        hist = samples(m1, "sluice_produce_latency_seconds_count")
+        assert sum(hist.values()) >= 1, hist
+        assert total(m1, "sluice_disk_write_latency_seconds_count") >= 1
+        # the histogram's buckets add up to its count
+        assert total(m1, "sluice_produce_latency_seconds_bucket", le="+Inf") == sum(hist.values())
+
+        # a consumer group reads everything and commits: lag drops to 0
+        c = KafkaConsumer(bootstrap_servers=b.bootstrap, group_id="mg", enable_auto_commit=False,
+                          auto_offset_reset="earliest", fetch_max_wait_ms=100, session_timeout_ms=10000,
+                          heartbeat_interval_ms=300, **COMMON)
+        c.subscribe(["mt"])
+        got = 0
+        deadline = time.monotonic() + HANG_GUARD
+        while got < n + 1 and time.monotonic() < deadline:
+            for recs in c.poll(timeout_ms=200).values():
+                got += len(recs)
+        assert got == n + 1, got
+        c.commit()
+
+        def lag_is(want):
+            m, _ = scrape(admin)
+            lag = samples(m, "sluice_group_lag_records", group="mg", topic="mt")
+            return m if len(lag) == 2 and sum(lag.values()) == want else None
+        m2 = wait_for(lambda: lag_is(0), "group lag 0")
+        assert total(m2, "sluice_group_committed_offset", group="mg", topic="mt") == n + 1
+        assert total(m2, "sluice_group_members", group="mg") == 1
+        assert total(m2, "sluice_group_oldest_unconsumed_age_seconds", group="mg") == 0
+        assert total(m2, "sluice_fetch_requests_total") > total(m0, "sluice_fetch_requests_total")
+        assert total(m2, "sluice_fetch_bytes_total") > 0
+        assert total(m2, "sluice_group_offset_commits_total") >= 2
+        assert total(m2, "sluice_group_rebalances_started_total", cause="join") >= 1
+
+        # the consumer pauses: 10 new records wait, their age grows
+        for i in range(10):
+            p.send("mt", b"late%d" % i, partition=0)
+        p.flush()
+        m3 = wait_for(lambda: lag_is(10), "group lag 10")
+        age1 = wait_for(lambda: total(scrape(admin)[0], "sluice_group_oldest_unconsumed_age_seconds",
+                                      group="mg", topic="mt"), "an age")
+        time.sleep(1.0)
+        age2 = total(scrape(admin)[0], "sluice_group_oldest_unconsumed_age_seconds", group="mg", topic="mt")
+        assert age2 >= age1 + 0.9, (age1, age2)
+        assert total(m3, "sluice_group_lag_records", group="mg", topic="mt", partition="0") == 10
+
+        # it resumes: caught up again
+        got = 0
+        deadline = time.monotonic() + HANG_GUARD
+        while got < 10 and time.monotonic() < deadline:
+            for recs in c.poll(timeout_ms=200).values():
+                got += len(recs)
+        c.commit()
+        wait_for(lambda: lag_is(0), "group lag back to 0")
+        c.close()   # LeaveGroup: the group (now empty) counts a rebalance left
+        m4 = wait_for(lambda: (lambda m: m if total(m, "sluice_group_members", group="mg") == 0 else None)(
+            scrape(admin)[0]), "the member gone")
+        assert total(m4, "sluice_group_rebalances_started_total", cause="leave") >= 1
+        p.close()
+
+
+@test
+def retention_moves_log_start():
+    """Size retention removes sealed segments: the counter and the
+    partition's log start move."""
+    ctx = admin_broker(settings={"log.segment.bytes": 16384, "log.retention.bytes": 32768,
+                                 "log.retention.check.interval.ms": 50})
+    with ctx as b:
+        p = KafkaProducer(bootstrap_servers=b.bootstrap, acks="all", batch_size=4096, **COMMON)
+        fs = []
+        for i in range(200):
+            fs.append(p.send("rt", b"z" * 1000, partition=0))
+            if i % 10 == 9:
+                p.flush()
+        p.flush()
+        p.close()
+        ok = sum(1 for f in fs if f.succeeded())
+        m = wait_for(lambda: (lambda m: m if total(m, "sluice_retention_segments_deleted_total") > 0
+                              and total(m, "sluice_partition_log_start_offset", topic="rt") > 0 else None)(
+            scrape(ctx.admin)[0]), "retention to delete a segment")
+        # what was acknowledged is what the counters and the log end say
+        assert total(m, "sluice_partition_log_end_offset", topic="rt") == ok
+        assert total(m, "sluice_partition_produce_records_total", topic="rt") == ok
+        assert total(m, "sluice_partition_size_bytes", topic="rt") < ok * 1000
+        assert total(m, "sluice_partition_segments", topic="rt") >= 2
+
+
+@test
+def json_views():
+    ctx = admin_broker()
+    with ctx as b:
+        admin = ctx.admin
+        p = KafkaProducer(bootstrap_servers=b.bootstrap, acks="all", **COMMON)
+        for i in range(7):
+            p.send("jv", b"x", partition=0)
+        p.flush()
+        p.close()
+        status, body = get(admin + "/v1/health")
+        assert status == 200 and json.loads(body)["status"] == "ready", body
+        status, body = get(admin + "/v1/config")
+        assert status == 200
+        cfg = {c["name"]: c for c in json.loads(body)["configs"]}
+        assert cfg["admin.listen"]["source"] == "--set" and cfg["admin.listen"]["default"] is False
+        assert cfg["admin.listen"]["value"] == "127.0.0.1:%d" % ctx.admin_port
+        assert cfg["num.partitions"]["source"] == "default" and cfg["num.partitions"]["default"] is True
+        status, body = get(admin + "/v1/shards")
+        shards = json.loads(body)["shards"]
+        assert status == 200 and len(shards) == 2 and sum(s["partitions"] for s in shards) >= 2
+        status, body = get(admin + "/v1/partitions/jv/0")
+        part = json.loads(body)
+        assert status == 200, body
+        assert part["log_end_offset"] == 7 and part["high_watermark"] == 7 and part["open"] is True
+        assert part["produce_records"] == 7 and part["segments"] >= 1
+        assert get(admin + "/v1/partitions/jv/9")[0] == 404
+        assert get(admin + "/v1/partitions/nope/0")[0] == 404
+        assert get(admin + "/v1/partitions/jv/x")[0] == 400
+
+
+@test
+def bad_requests_do_not_disturb():
+    ctx = admin_broker()
+    with ctx as b:
+        admin = ctx.admin
+        host, port = "127.0.0.1", ctx.admin_port
+        # a slow client holds a half-sent request open all along
+        slow = socket.create_connection((host, port))
+        slow.sendall(b"GET /metr")
+        assert get(admin + "/nope")[0] == 404
+        assert get(admin + "/")[0] == 404
+        assert get(admin + "/metrics", method="POST", data=b"x" * 100)[0] == 405
+        assert get(admin + "/v1/health", method="DELETE")[0] == 405
+
+        def raw(req):
+            s = socket.create_connection((host, port))
+            s.settimeout(HANG_GUARD)
+            s.sendall(req)
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            s.close()
+            return data
+        big = raw(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n")
+        assert big.startswith(b"HTTP/1.1 431 "), big[:80]
+        longurl = raw(b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert longurl.startswith(b"HTTP/1.1 414 "), longurl[:80]
+        badline = raw(b"GET /metrics HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n")
+        assert badline.startswith(b"HTTP/1.1 400 "), badline[:80]
+        badlen = raw(b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n")
+        assert badlen.startswith(b"HTTP/1.1 400 "), badlen[:80]
+        badver = raw(b"GET /metrics HTTP/9.9\r\n\r\n")
+        assert badver.startswith(b"HTTP/1.1 505 "), badver[:80]
+        # the endpoint and the broker still serve, the slow client still open
+        assert get(admin + "/v1/health")[0] == 200
+        p = KafkaProducer(bootstrap_servers=b.bootstrap, acks="all", **COMMON)
+        p.send("bd", b"ok").get(timeout=HANG_GUARD)
+        p.close()
+        m, _ = scrape(admin)
+        assert total(m, "sluice_partition_log_end_offset", topic="bd") == 1
+        slow.close()
+
+
+def describe_log_dirs(c, topics):
+    """DescribeLogDirs v1 (non-flexible): {topic: {partition: size}}, dir."""
+    def topic(w, t):
+        w.str(t[0]).array(t[1], lambda w, p: w.i32(p))
+    r = c.request(35, 1, kraw.W().array(topics, topic))
+    r.i32()                                   # ThrottleTimeMs
+    out = {}
+
+    def part(r):
+        return r.i32(), r.i64(), r.i64(), r.i8()
+
+    def tp(r):
+        name = r.str()
+        out[name] = {p: (size, lag, fut) for p, size, lag, fut in r.array(part)}
+
+    def result(r):
+        err, d = r.i16(), r.str()
+        r.array(tp)
+        return err, d
+    results = r.array(result)
+    r.done()
+    assert len(results) == 1 and results[0][0] == 0, results
+    return out, results[0][1]
+
+
+@test
+def describe_log_dirs_sizes():
+    ctx = admin_broker(settings={"num.partitions": 2})
+    with ctx as b:
+        p = KafkaProducer(bootstrap_servers=b.bootstrap, acks="all", **COMMON)
+        for i in range(50):
+            p.send("ld", b"y" * 1000, partition=0)
+        p.flush()
+        p.close()
+        with kraw.Conn(b.bootstrap) as c:
+            assert c.api_versions().apis[35] == (0, 4)
+            sizes, d = describe_log_dirs(c, None)
+            assert os.path.isabs(d) and os.path.realpath(b.data_dir) == d, d
+            assert set(sizes["ld"]) == {0, 1} and "__consumer_offsets" in sizes
+            assert sizes["ld"][0][0] >= 50 * 1000 and sizes["ld"][1][0] == 0, sizes["ld"]
+            assert sizes["ld"][0][1:] == (0, 0)
+            # the same size the admin endpoint shows
+            _, body = get(ctx.admin + "/v1/partitions/ld/0")
+            assert json.loads(body)["size_bytes"] == sizes["ld"][0][0]
+            # listed topics and partitions only; unknown ones left out
+            sizes, _ = describe_log_dirs(c, [("ld", [1, 7]), ("nope", [0])])
+            assert sizes == {"ld": {1: (0, 0, 0)}}, sizes
+
+
+@test
+def explicit_port_in_use_is_an_error():
+    """admin.listen set explicitly on a port another process holds: the
+    broker refuses to start and names the key (a default port in use only
+    turns the endpoint off)."""
+    hold = socket.socket()
+    hold.bind(("127.0.0.1", 0))
+    hold.listen(1)
+    port = hold.getsockname()[1]
+    d = temp_dir()
+    try:
+        p = subprocess.run([SLUICED, "--data-dir", os.path.join(d, "data"), "--listen",
+                            "127.0.0.1:%d" % free_port(), "--set", "admin.listen=127.0.0.1:%d" % port],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=HANG_GUARD)
+        assert p.returncode == 2, p.returncode
+        assert b"admin.listen" in p.stderr, p.stderr
+    finally:
+        hold.close()
+        subprocess.run(["rm", "-rf", d])
+
+
+@test
+def default_port_in_use_turns_endpoint_off():
+    """admin.listen left at its default (127.0.0.1:9644) on a port another
+    process holds: the broker starts and serves, without the endpoint."""
+    hold = socket.socket()
+    try:
+        hold.bind(("127.0.0.1", 9644))
+        hold.listen(1)
+    except OSError:
+        pass   # held already by someone else: the same situation
+    try:
+        with broker() as b:
+            p = KafkaProducer(bootstrap_servers=b.bootstrap, acks="all", **COMMON)
+            p.send("dp", b"ok").get(timeout=HANG_GUARD)
+            p.close()
+            with open(b.log_path, "rb") as f:
+                assert b"the admin endpoint is off" in f.read()
+    finally:
+        hold.close()
+
+
+if __name__ == "__main__":
+    main("metrics")
