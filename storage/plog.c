@@ -251,11 +251,16 @@ static int plog_roll(struct plog *pl)
 	int fd = pl->next_fd, rc;
 	uint64_t alloc = pl->next_alloc;
 
-	if (fd < 0 || pl->prep_inflight) {
-		if (fd >= 0)
-			return -EAGAIN;    /* preparation still in flight */
+	if (fd < 0) {
 		pl->st->stats.sync_opens++;
-		fd = -1;
+		alloc = 0;
+	} else if (pl->prep_inflight) {
+		/* the file is open, its fallocate still running: take it now
+		 * (appends never wait for the filesystem; refusing them here
+		 * failed produces once small segments rolled faster than their
+		 * successor was prepared). Counted as unallocated: the segment
+		 * asks for its own extent as it fills, and the late fallocate
+		 * only reserves space early. */
 		alloc = 0;
 	}
 	rc = segment_create(pl, pl->next_offset, fd, alloc, fd >= 0, &seg);

@@ -130,6 +130,37 @@ Test(plog, round_trip_across_rolls_and_reopen)
 	plog_close(pl);
 }
 
+/* A roll while the next segment's fallocate is still in flight takes the
+ * prepared file at once: appends never wait for the filesystem (it was
+ * -ENOBUFS, which the broker answered KAFKA_STORAGE_ERROR, once small
+ * segments rolled faster than their successors were prepared). No
+ * store_poll between the appends: the preparation cannot have completed. */
+Test(plog, roll_does_not_wait_for_the_next_segments_fallocate)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	int64_t base;
+
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 16384;
+	pl = open_log(&cfg);
+	for (int i = 0; i < 40; i++) {
+		uint32_t size = test_batch(bbuf, sizeof(bbuf), i, 4, 1000, 7, 1000 + i);
+		int rc = plog_append(pl, bbuf, size, &base);
+
+		cr_assert_eq(rc, 0, "append %d (segments %d): %s", i, plog_segment_count(pl), strerror(-rc));
+		cr_assert_eq(base, (int64_t)i * 4);
+	}
+	cr_assert_gt(plog_segment_count(pl), 5, "segments: %d", plog_segment_count(pl));
+	store_drain(&st);
+	cr_assert_eq(check_all(pl, 0, 4), 160);
+	plog_close(pl);
+	pl = open_log(&cfg);
+	cr_assert_eq(pl->next_offset, 160, "everything recovered after a reopen");
+	cr_assert_eq(check_all(pl, 0, 4), 160);
+	plog_close(pl);
+}
+
 Test(plog, reads_from_disk_when_tail_evicted)
 {
 	struct plog_config cfg;
