@@ -18,7 +18,7 @@
 /* Kafka API keys used here. */
 enum {
 	K_LIST_OFFSETS = 2, K_METADATA = 3, K_CREATE_TOPICS = 19, K_DELETE_TOPICS = 20,
-	K_DESCRIBE_CONFIGS = 32, K_CREATE_PARTITIONS = 37, K_INCR_ALTER_CONFIGS = 44,
+	K_DESCRIBE_CONFIGS = 32, K_DESCRIBE_LOG_DIRS = 35, K_CREATE_PARTITIONS = 37, K_INCR_ALTER_CONFIGS = 44,
 };
 
 /* ---- small utilities ---------------------------------------------------- */
@@ -426,15 +426,61 @@ static void json_int_list(const char *key, const int32_t *v, int32_t n)
 
 /* ---- cluster info -------------------------------------------------------- */
 
+/* What the admin endpoint says about the broker it serves: its shard count
+ * (/v1/shards) and health (/v1/health), and which node that is. */
+struct admin_view {
+	int32_t node;               /* -1: the endpoint answered for no known node */
+	int64_t shards;             /* -1 unknown */
+	char health[32];            /* "" unknown */
+	char reasons[512];          /* /v1/health's first reason, when not ready */
+};
+
+static void admin_view_get(struct ctl *c, const struct kafka_metadata_response *md, struct admin_view *v)
+{
+	static const char unknown[] = "shards and health shown as unknown";
+	struct http_reply r;
+	int st;
+
+	v->node = -1;
+	v->shards = -1;
+	v->health[0] = v->reasons[0] = 0;
+	st = ctl_admin_get(c, "/v1/shards", unknown, &r);
+	if (st == 200) {
+		int64_t n = 0;
+
+		for (const char *p = strstr(r.body, "\"shard\":"); p; p = strstr(p + 1, "\"shard\":"))
+			n++;
+		v->shards = n;
+	}
+	http_reply_fini(&r);
+	st = ctl_admin_get(c, "/v1/health", unknown, &r);
+	if (st == 200 || st == 503) {
+		const char *rs = strstr(r.body, "\"reasons\"");
+		size_t n = 0;
+
+		json_get_str(r.body, r.body + r.len, "status", v->health, sizeof v->health);
+		if (rs && (rs = strchr(rs, '[')) && rs[1] == '"')   /* the first reason */
+			for (rs += 2; *rs && *rs != '"' && n + 1 < sizeof v->reasons; rs++)
+				v->reasons[n++] = *rs == '\\' && rs[1] ? *++rs : *rs;
+		v->reasons[n] = 0;
+	}
+	http_reply_fini(&r);
+	v->node = ctl_admin_node(c, unknown);
+	if (v->node < 0 && !c->admin_down && md->Brokers.count == 1)
+		v->node = md->Brokers.items[0].NodeId;   /* no node.id in /v1/config: the only broker */
+}
+
 static int cmd_cluster_info(struct ctl *c, const struct args *a)
 {
 	struct kafka_metadata_response *md;
 	struct kclient *k;
 	int64_t parts = 0, under = 0, offline = 0, internal = 0;
+	struct admin_view av;
 
 	(void)a;
 	md = ctl_metadata(c, NULL, 0);
 	k = ctl_client(c);
+	admin_view_get(c, md, &av);
 	for (int32_t i = 0; i < md->Topics.count; i++) {
 		const struct kafka_metadata_response_metadata_response_topic *t = &md->Topics.items[i];
 
@@ -460,7 +506,11 @@ static int cmd_cluster_info(struct ctl *c, const struct args *a)
 			json_strn("host", b->Host.ptr, b->Host.len);
 			json_int("port", b->Port);
 			json_strn("rack", b->Rack.ptr, b->Rack.len);
-			json_null("shards");
+			if (b->NodeId == av.node && av.shards >= 0)
+				json_int("shards", av.shards);
+			else
+				json_null("shards");
+			json_str("health", b->NodeId == av.node && av.health[0] ? av.health : NULL);
 			json_obj_end();
 		}
 		json_arr_end();
@@ -508,22 +558,31 @@ static int cmd_cluster_info(struct ctl *c, const struct args *a)
 	}
 	{
 		struct table t;
-		static const char *heads[] = { "BROKER", "HOST", "PORT", "RACK", "SHARDS" };
+		static const char *heads[] = { "BROKER", "HOST", "PORT", "RACK", "SHARDS", "HEALTH" };
 
 		putchar('\n');
-		table_init(&t, 5, heads);
+		table_init(&t, 6, heads);
 		table_right(&t, 0);
 		table_right(&t, 2);
+		table_right(&t, 4);
 		for (int32_t i = 0; i < md->Brokers.count; i++) {
 			const struct kafka_metadata_response_metadata_response_broker *b = &md->Brokers.items[i];
+			bool mine = b->NodeId == av.node;
 
 			table_add(&t, fmt("%d%s", b->NodeId, b->NodeId == md->ControllerId ? "*" : ""),
 				  kstr(b->Host), fmt("%d", b->Port), b->Rack.len >= 0 ? kstr(b->Rack) : "-",
-				  "n/a");
+				  mine && av.shards >= 0 ? fmt("%lld", (long long)av.shards) : "?",
+				  mine && av.health[0] ? av.health : "?");
 		}
 		table_print(&t);
 		table_fini(&t);
-		printf("(* controller; shards per broker need the HTTP admin endpoint, not built yet)\n");
+		if (md->Brokers.count > 1 && av.node >= 0)
+			printf("(* controller; shards and health from the admin endpoint %s:%d, broker %d's; "
+			       "? for the others)\n", c->admin_host, c->admin_port, av.node);
+		else
+			printf("(* controller%s)\n", av.shards < 0 ? "; ?: the admin endpoint did not answer" : "");
+		if (av.reasons[0])
+			printf("health: %s\n", av.reasons);
 	}
 	return 0;
 }
@@ -1173,6 +1232,8 @@ static const struct cmd base_cmds[] = {
 static const struct opt_spec global_opts[] = {
 	{ "brokers", 'b', "HOST:PORT,...", "bootstrap brokers (default: $SLUICE_BROKERS, then 127.0.0.1:9092)" },
 	{ "format", 0, "table|json", "output format (default table)" },
+	{ "admin", 0, "HOST:PORT", "the broker's HTTP admin endpoint, for shards, log end and health "
+	  "(default: $SLUICE_ADMIN, then the bootstrap broker's host, port 9644)" },
 	{ "timeout", 0, "MS", "per-request timeout in milliseconds (default 10000)" },
 	{ "help", 'h', NULL, "help for sluicectl, a noun, or a command" },
 	{ NULL, 0, NULL, NULL }
@@ -1252,7 +1313,7 @@ static void help_top(void)
 	const char *last = "";
 
 	printf("sluicectl — operate a Sluice (or any Kafka) cluster over the Kafka protocol\n\n"
-	       "usage: sluicectl [-b HOST:PORT,...] [--format table|json] NOUN VERB [ARGS]\n\n"
+	       "usage: sluicectl [-b HOST:PORT,...] [--admin HOST:PORT] [--format table|json] NOUN VERB [ARGS]\n\n"
 	       "commands:\n");
 	for (int i = 0; i < n_cmds; i++) {
 		const struct cmd *m = all_cmds[i];
@@ -1269,8 +1330,9 @@ static void help_top(void)
 	print_opts(global_opts);
 	printf("\nexit status: 0 success; 1 a Kafka error (named, with what to do), an unreachable\n"
 	       "broker or a refused operation; 2 bad usage.\n\n"
-	       "Shard placement and other broker internals need the broker's HTTP admin\n"
-	       "endpoint, which is not built yet: sluicectl speaks only the Kafka protocol.\n\n"
+	       "Shard placement, log end offsets and health come from the broker's HTTP admin\n"
+	       "endpoint (admin.listen, see --admin); when it cannot be reached those fields\n"
+	       "show as unknown, with one note on stderr, and the command still succeeds.\n\n"
 	       "examples:\n  sluicectl cluster info\n  sluicectl topic create orders -p 6\n"
 	       "  sluicectl group describe orders-app\n  sluicectl topic --help\n"
 	       "  source <(sluicectl completion bash)\n");
@@ -1325,18 +1387,18 @@ static void completion_bash(void)
 	       "    w=${COMP_WORDS[i]}\n"
 	       "    case $w in\n"
 	       "      -b|--brokers) b=(-b \"${COMP_WORDS[i+1]}\"); ((i++));;\n"
-	       "      --format|--timeout) ((i++));;\n"
+	       "      --format|--timeout|--admin) ((i++));;\n"
 	       "      -*) ;;\n"
 	       "      *) if [[ -z $noun ]]; then noun=$w; elif [[ -z $verb ]]; then verb=$w; fi;;\n"
 	       "    esac\n"
 	       "  done\n"
 	       "  case $prev in\n"
 	       "    --format) COMPREPLY=($(compgen -W 'table json' -- \"$cur\")); return;;\n"
-	       "    -b|--brokers|--timeout) return;;\n"
+	       "    -b|--brokers|--timeout|--admin) return;;\n"
 	       "    --group|-g) COMPREPLY=($(compgen -W \"$(sluicectl \"${b[@]}\" __names group 2>/dev/null)\" -- \"$cur\")); return;;\n"
 	       "    --topic|-t) COMPREPLY=($(compgen -W \"$(sluicectl \"${b[@]}\" __names topic 2>/dev/null)\" -- \"$cur\")); return;;\n"
 	       "  esac\n"
-	       "  local g='--brokers --format --timeout --help'\n"
+	       "  local g='--brokers --format --admin --timeout --help'\n"
 	       "  if [[ -z $noun ]]; then\n"
 	       "    COMPREPLY=($(compgen -W \"");
 	for (int i = 0; i < n_cmds; i++)
@@ -1417,6 +1479,10 @@ int main(int argc, char **argv)
 	c.bootstrap = getenv("SLUICE_BROKERS");
 	if (!c.bootstrap || !*c.bootstrap)
 		c.bootstrap = DEFAULT_BOOTSTRAP;
+	c.admin = getenv("SLUICE_ADMIN");
+	c.admin_src = "SLUICE_ADMIN";
+	if (c.admin && !*c.admin)
+		c.admin = NULL;
 	a.pos = pos_store;
 	a.spec = spec_store;
 	a.val = val_store;
@@ -1488,14 +1554,18 @@ int main(int argc, char **argv)
 			return ctl_usage(&c, "option --%s takes no value", o->name);
 		}
 		if (global) {
-			if (!strcmp(o->name, "brokers"))
+			if (!strcmp(o->name, "brokers")) {
 				c.bootstrap = val;
-			else if (!strcmp(o->name, "format"))
+			} else if (!strcmp(o->name, "admin")) {
+				c.admin = val;
+				c.admin_src = "--admin";
+			} else if (!strcmp(o->name, "format")) {
 				format = val;
-			else if (!strcmp(o->name, "help"))
+			} else if (!strcmp(o->name, "help")) {
 				help = true;
-			else if (!strcmp(o->name, "timeout") && !parse_i64(val, 1, 3600000, &timeout))
+			} else if (!strcmp(o->name, "timeout") && !parse_i64(val, 1, 3600000, &timeout)) {
 				return ctl_usage(&c, "--timeout wants milliseconds, not '%s'", val);
+			}
 			continue;
 		}
 		a.spec[a.nopt] = o;
