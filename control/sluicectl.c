@@ -634,6 +634,134 @@ static int cmd_topic_list(struct ctl *c, const struct args *a)
 	return 0;
 }
 
+/* Size on disk per partition of t, from DescribeLogDirs (one request per
+ * leader; the sizes of every log directory added up, future logs left
+ * out): size[j] for the j-th partition, -1 when unknown. 0, or -ENOTSUP
+ * when a leader does not serve DescribeLogDirs. */
+static int topic_sizes(struct ctl *c, const struct kafka_metadata_response_metadata_response_topic *t,
+		       int64_t *size)
+{
+	int32_t n = t->Partitions.count;
+	bool *done = calloc((size_t)n + 1, sizeof *done);
+	int rc = 0;
+
+	for (int32_t i = 0; i < n; i++)
+		size[i] = -1;
+	for (int32_t i = 0; i < n; i++) {
+		int32_t leader = t->Partitions.items[i].LeaderId, m = 0;
+		struct kafka_describe_log_dirs_request req;
+		struct kafka_describe_log_dirs_request_describable_log_dir_topic rt;
+		struct kafka_describe_log_dirs_response *resp;
+		struct kclient *k;
+		struct kclient_mem *mark;
+		int32_t *rp;
+		int v;
+
+		if (done[i] || leader < 0)
+			continue;
+		rp = calloc((size_t)n, sizeof *rp);
+		for (int32_t j = i; j < n; j++) {
+			if (done[j] || t->Partitions.items[j].LeaderId != leader)
+				continue;
+			done[j] = true;
+			rp[m++] = t->Partitions.items[j].PartitionIndex;
+		}
+		k = ctl_leader(c, leader);
+		v = kclient_version(k, K_DESCRIBE_LOG_DIRS, 4);
+		if (v < 0) {
+			free(rp);
+			rc = -ENOTSUP;
+			continue;
+		}
+		mark = k->mem;   /* the answer is copied out, then freed */
+		kafka_describe_log_dirs_request_init(&req);
+		rt.Topic = t->Name;
+		rt.Partitions.items = rp;
+		rt.Partitions.count = m;
+		req.Topics.items = &rt;
+		req.Topics.count = 1;
+		resp = ctl_call(c, k, K_DESCRIBE_LOG_DIRS, (int16_t)v, &req);
+		free(rp);
+		for (int32_t d = 0; d < resp->Results.count; d++) {
+			const struct kafka_describe_log_dirs_response_describe_log_dirs_result *r = &resp->Results.items[d];
+
+			for (int32_t a = 0; !r->ErrorCode && a < r->Topics.count; a++) {
+				const struct kafka_describe_log_dirs_response_describe_log_dirs_topic *rt2 = &r->Topics.items[a];
+
+				if (rt2->Name.len != t->Name.len || memcmp(rt2->Name.ptr, t->Name.ptr, (size_t)t->Name.len))
+					continue;
+				for (int32_t b = 0; b < rt2->Partitions.count; b++) {
+					const struct kafka_describe_log_dirs_response_describe_log_dirs_partition *p =
+						&rt2->Partitions.items[b];
+
+					if (p->IsFutureKey)
+						continue;
+					for (int32_t j = 0; j < n; j++)
+						if (t->Partitions.items[j].PartitionIndex == p->PartitionIndex &&
+						    t->Partitions.items[j].LeaderId == leader)
+							size[j] = (size[j] < 0 ? 0 : size[j]) + p->PartitionSize;
+				}
+			}
+		}
+		kclient_release_to(k, mark);
+	}
+	free(done);
+	return rc;
+}
+
+/* Owning shard and log end offset of each partition of t from the admin
+ * endpoint (GET /v1/partitions/TOPIC/N, one per partition the endpoint's
+ * broker leads: /v1/shards does not list partitions): shard[j] and
+ * log_end[j], -1 when unknown. */
+static void topic_admin(struct ctl *c, const struct kafka_metadata_response_metadata_response_topic *t,
+			int32_t *shard, int64_t *log_end)
+{
+	static const char unknown[] = "log end and owning shard shown as unknown";
+	int32_t n = t->Partitions.count, node = -1;
+
+	for (int32_t j = 0; j < n; j++) {
+		shard[j] = -1;
+		log_end[j] = -1;
+	}
+	if (n)
+		node = ctl_admin_node(c, unknown);
+	for (int32_t j = 0; j < n && !c->admin_down; j++) {
+		const struct kafka_metadata_response_metadata_response_partition *p = &t->Partitions.items[j];
+		struct http_reply r;
+		char path[400];
+		int64_t v;
+
+		if (node >= 0 && p->LeaderId != node)
+			continue;   /* another broker's: its endpoint is not the one asked */
+		snprintf(path, sizeof path, "/v1/partitions/%s/%d", kstr(t->Name), p->PartitionIndex);
+		if (ctl_admin_get(c, path, unknown, &r) == 200) {
+			if (json_get_i64(r.body, r.body + r.len, "shard", &v) && v >= 0 && v <= INT32_MAX)
+				shard[j] = (int32_t)v;
+			if (json_get_i64(r.body, r.body + r.len, "log_end_offset", &v) && v >= 0)
+				log_end[j] = v;
+		}
+		http_reply_fini(&r);
+		if (j % 100 == 99)
+			progress("partitions asked of the admin endpoint", j + 1, n);
+	}
+}
+
+/* "512 B", "41.2 KiB", "1.5 GiB": a size for a table cell. */
+static const char *human_bytes(int64_t v)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double d = (double)v;
+	int u = 0;
+
+	if (v < 0)
+		return "?";
+	while (d >= 1024 && u < 5) {
+		d /= 1024;
+		u++;
+	}
+	return u ? fmt("%.1f %s", d, unit[u]) : fmt("%lld B", (long long)v);
+}
+
 static int cmd_topic_describe(struct ctl *c, const struct args *a)
 {
 	struct kafka_metadata_response *md;
@@ -652,8 +780,10 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 	for (int i = 0; i < a->npos; i++) {
 		const struct kafka_metadata_response_metadata_response_topic *t = md_topic(c, md, a->pos[i], &rc);
 		int32_t n;
-		int64_t *start, *hw;
+		int64_t *start, *hw, *size, *log_end;
+		int32_t *shard;
 		int16_t err1, err2;
+		int szrc;
 
 		if (!t)
 			break;
@@ -661,8 +791,13 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 		qsort(t->Partitions.items, (size_t)n, sizeof t->Partitions.items[0], cmp_partition);
 		start = calloc((size_t)n + 1, sizeof *start);
 		hw = calloc((size_t)n + 1, sizeof *hw);
+		size = calloc((size_t)n + 1, sizeof *size);
+		log_end = calloc((size_t)n + 1, sizeof *log_end);
+		shard = calloc((size_t)n + 1, sizeof *shard);
 		ctl_list_offsets(c, t, -2, start, &err1);
 		ctl_list_offsets(c, t, -1, hw, &err2);
+		szrc = topic_sizes(c, t, size);
+		topic_admin(c, t, shard, log_end);
 		if (c->json) {
 			json_obj_begin(NULL);
 			json_strn("name", t->Name.ptr, t->Name.len);
@@ -674,11 +809,11 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 			       t->IsInternal ? ", internal" : "");
 		}
 		struct table tb;
-		static const char *heads[] = { "PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-START",
-					       "HIGH-WATERMARK", "RECORDS" };
+		static const char *heads[] = { "PART", "LEADER", "REPLICAS", "ISR", "LOG-START", "HIGH-WM",
+					       "LOG-END", "SIZE", "SHARD" };
 
-		table_init(&tb, 7, heads);
-		for (int col = 0; col < 7; col++)
+		table_init(&tb, 9, heads);
+		for (int col = 0; col < 9; col++)
 			if (col != 2 && col != 3)
 				table_right(&tb, col);
 		for (int32_t j = 0; j < n; j++) {
@@ -700,9 +835,18 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 					json_int("high_watermark", hw[j]);
 				else
 					json_null("high_watermark");
-				json_null("log_end_offset");
-				json_null("size_bytes");
-				json_null("shard");
+				if (log_end[j] >= 0)
+					json_int("log_end_offset", log_end[j]);
+				else
+					json_null("log_end_offset");
+				if (size[j] >= 0)
+					json_int("size_bytes", size[j]);
+				else
+					json_null("size_bytes");
+				if (shard[j] >= 0)
+					json_int("shard", shard[j]);
+				else
+					json_null("shard");
 				if (p->ErrorCode)
 					json_str("error", kerr_name(p->ErrorCode));
 				else
@@ -714,7 +858,8 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 					  int_list(p->IsrNodes.items, p->IsrNodes.count),
 					  start[j] >= 0 ? fmt("%lld", (long long)start[j]) : "?",
 					  hw[j] >= 0 ? fmt("%lld", (long long)hw[j]) : "?",
-					  start[j] >= 0 && hw[j] >= 0 ? fmt("%lld", (long long)(hw[j] - start[j])) : "?");
+					  log_end[j] >= 0 ? fmt("%lld", (long long)log_end[j]) : "?",
+					  human_bytes(size[j]), shard[j] >= 0 ? fmt("%d", shard[j]) : "?");
 			}
 		}
 		if (c->json) {
@@ -727,16 +872,22 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 		if ((err1 || err2) && !c->json)
 			fprintf(stderr, "sluicectl: %s: offsets of some partitions: %s\n", c->cmd,
 				kerr_name(err1 ? err1 : err2));
+		if (szrc == -ENOTSUP && !c->json)
+			fprintf(stderr, "sluicectl: %s: a leader does not serve DescribeLogDirs: size on disk "
+				"unknown\n", c->cmd);
 		free(start);
 		free(hw);
+		free(size);
+		free(log_end);
+		free(shard);
 	}
 	if (c->json && !rc) {
 		json_arr_end();
 		json_obj_end();
 		json_end();
 	}
-	if (!rc && !c->json)
-		printf("(log end, size on disk, owning shard: need the HTTP admin endpoint, not built)\n");
+	if (!rc && !c->json && c->admin_down)
+		printf("(?: unknown; log end and shard come from the admin endpoint, which did not answer)\n");
 	return rc;
 }
 
@@ -1210,7 +1361,7 @@ static const struct cmd base_cmds[] = {
 	  "sluicectl cluster info\nsluicectl -b 10.0.0.5:9092 cluster info --format json", cmd_cluster_info },
 	{ "topic", "list", "", "every topic with its partition count", topic_list_opts,
 	  "sluicectl topic list\nsluicectl topic list --internal --format json", cmd_topic_list },
-	{ "topic", "describe", "TOPIC...", "per partition: leader, replicas, ISR, log start, high watermark",
+	{ "topic", "describe", "TOPIC...", "per partition: leader, replicas, ISR, log start, high watermark, log end, size on disk, shard",
 	  no_opts, "sluicectl topic describe orders\nsluicectl topic describe orders payments --format json",
 	  cmd_topic_describe },
 	{ "topic", "create", "TOPIC", "create a topic", topic_create_opts,
