@@ -1361,7 +1361,7 @@ static const struct cmd base_cmds[] = {
 	  "sluicectl cluster info\nsluicectl -b 10.0.0.5:9092 cluster info --format json", cmd_cluster_info },
 	{ "topic", "list", "", "every topic with its partition count", topic_list_opts,
 	  "sluicectl topic list\nsluicectl topic list --internal --format json", cmd_topic_list },
-	{ "topic", "describe", "TOPIC...", "per partition: leader, replicas, ISR, log start, high watermark, log end, size on disk, shard",
+	{ "topic", "describe", "TOPIC...", "per partition: leader, replicas, ISR, offsets, size on disk, owning shard",
 	  no_opts, "sluicectl topic describe orders\nsluicectl topic describe orders payments --format json",
 	  cmd_topic_describe },
 	{ "topic", "create", "TOPIC", "create a topic", topic_create_opts,
@@ -1464,7 +1464,8 @@ static void help_top(void)
 	const char *last = "";
 
 	printf("sluicectl — operate a Sluice (or any Kafka) cluster over the Kafka protocol\n\n"
-	       "usage: sluicectl [-b HOST:PORT,...] [--admin HOST:PORT] [--format table|json] NOUN VERB [ARGS]\n\n"
+	       "usage: sluicectl [-b HOST:PORT,...] [--admin HOST:PORT] [--format table|json]\n"
+	       "                 NOUN VERB [ARGS]\n\n"
 	       "commands:\n");
 	for (int i = 0; i < n_cmds; i++) {
 		const struct cmd *m = all_cmds[i];
