@@ -298,8 +298,10 @@ static void admin_note(struct ctl *c, const char *what)
 	if (c->admin_noted)
 		return;
 	c->admin_noted = true;
-	fprintf(stderr, "sluicectl: %s: admin endpoint %s:%d: %s; %s\n  what to do: ", c->cmd, c->admin_host,
-		c->admin_port, c->admin_err, what);
+	fprintf(stderr, "sluicectl: %s: ", c->cmd);
+	wrap(stderr, 13 + (int)strlen(c->cmd), 4, fmt("admin endpoint %s:%d: %s; %s", c->admin_host, c->admin_port,
+						       c->admin_err, what));
+	fprintf(stderr, "  what to do: ");
 	wrap(stderr, 14, 4, "is admin.listen set on the broker (default 127.0.0.1:9644)? pass --admin HOST:PORT "
 	     "or set SLUICE_ADMIN");
 }
