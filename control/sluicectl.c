@@ -18,7 +18,7 @@
 /* Kafka API keys used here. */
 enum {
 	K_LIST_OFFSETS = 2, K_METADATA = 3, K_CREATE_TOPICS = 19, K_DELETE_TOPICS = 20,
-	K_DESCRIBE_CONFIGS = 32, K_CREATE_PARTITIONS = 37, K_INCR_ALTER_CONFIGS = 44,
+	K_DESCRIBE_CONFIGS = 32, K_DESCRIBE_LOG_DIRS = 35, K_CREATE_PARTITIONS = 37, K_INCR_ALTER_CONFIGS = 44,
 };
 
 /* ---- small utilities ---------------------------------------------------- */
@@ -426,15 +426,61 @@ static void json_int_list(const char *key, const int32_t *v, int32_t n)
 
 /* ---- cluster info -------------------------------------------------------- */
 
+/* What the admin endpoint says about the broker it serves: its shard count
+ * (/v1/shards) and health (/v1/health), and which node that is. */
+struct admin_view {
+	int32_t node;               /* -1: the endpoint answered for no known node */
+	int64_t shards;             /* -1 unknown */
+	char health[32];            /* "" unknown */
+	char reasons[512];          /* /v1/health's first reason, when not ready */
+};
+
+static void admin_view_get(struct ctl *c, const struct kafka_metadata_response *md, struct admin_view *v)
+{
+	static const char unknown[] = "shards and health shown as unknown";
+	struct http_reply r;
+	int st;
+
+	v->node = -1;
+	v->shards = -1;
+	v->health[0] = v->reasons[0] = 0;
+	st = ctl_admin_get(c, "/v1/shards", unknown, &r);
+	if (st == 200) {
+		int64_t n = 0;
+
+		for (const char *p = strstr(r.body, "\"shard\":"); p; p = strstr(p + 1, "\"shard\":"))
+			n++;
+		v->shards = n;
+	}
+	http_reply_fini(&r);
+	st = ctl_admin_get(c, "/v1/health", unknown, &r);
+	if (st == 200 || st == 503) {
+		const char *rs = strstr(r.body, "\"reasons\"");
+		size_t n = 0;
+
+		json_get_str(r.body, r.body + r.len, "status", v->health, sizeof v->health);
+		if (rs && (rs = strchr(rs, '[')) && rs[1] == '"')   /* the first reason */
+			for (rs += 2; *rs && *rs != '"' && n + 1 < sizeof v->reasons; rs++)
+				v->reasons[n++] = *rs == '\\' && rs[1] ? *++rs : *rs;
+		v->reasons[n] = 0;
+	}
+	http_reply_fini(&r);
+	v->node = ctl_admin_node(c, unknown);
+	if (v->node < 0 && !c->admin_down && md->Brokers.count == 1)
+		v->node = md->Brokers.items[0].NodeId;   /* no node.id in /v1/config: the only broker */
+}
+
 static int cmd_cluster_info(struct ctl *c, const struct args *a)
 {
 	struct kafka_metadata_response *md;
 	struct kclient *k;
 	int64_t parts = 0, under = 0, offline = 0, internal = 0;
+	struct admin_view av;
 
 	(void)a;
 	md = ctl_metadata(c, NULL, 0);
 	k = ctl_client(c);
+	admin_view_get(c, md, &av);
 	for (int32_t i = 0; i < md->Topics.count; i++) {
 		const struct kafka_metadata_response_metadata_response_topic *t = &md->Topics.items[i];
 
@@ -460,7 +506,11 @@ static int cmd_cluster_info(struct ctl *c, const struct args *a)
 			json_strn("host", b->Host.ptr, b->Host.len);
 			json_int("port", b->Port);
 			json_strn("rack", b->Rack.ptr, b->Rack.len);
-			json_null("shards");
+			if (b->NodeId == av.node && av.shards >= 0)
+				json_int("shards", av.shards);
+			else
+				json_null("shards");
+			json_str("health", b->NodeId == av.node && av.health[0] ? av.health : NULL);
 			json_obj_end();
 		}
 		json_arr_end();
@@ -508,22 +558,31 @@ static int cmd_cluster_info(struct ctl *c, const struct args *a)
 	}
 	{
 		struct table t;
-		static const char *heads[] = { "BROKER", "HOST", "PORT", "RACK", "SHARDS" };
+		static const char *heads[] = { "BROKER", "HOST", "PORT", "RACK", "SHARDS", "HEALTH" };
 
 		putchar('\n');
-		table_init(&t, 5, heads);
+		table_init(&t, 6, heads);
 		table_right(&t, 0);
 		table_right(&t, 2);
+		table_right(&t, 4);
 		for (int32_t i = 0; i < md->Brokers.count; i++) {
 			const struct kafka_metadata_response_metadata_response_broker *b = &md->Brokers.items[i];
+			bool mine = b->NodeId == av.node;
 
 			table_add(&t, fmt("%d%s", b->NodeId, b->NodeId == md->ControllerId ? "*" : ""),
 				  kstr(b->Host), fmt("%d", b->Port), b->Rack.len >= 0 ? kstr(b->Rack) : "-",
-				  "n/a");
+				  mine && av.shards >= 0 ? fmt("%lld", (long long)av.shards) : "?",
+				  mine && av.health[0] ? av.health : "?");
 		}
 		table_print(&t);
 		table_fini(&t);
-		printf("(* controller; shards per broker need the HTTP admin endpoint, not built yet)\n");
+		if (md->Brokers.count > 1 && av.node >= 0)
+			printf("(* controller; shards and health from the admin endpoint %s:%d, broker %d's; "
+			       "? for the others)\n", c->admin_host, c->admin_port, av.node);
+		else
+			printf("(* controller%s)\n", av.shards < 0 ? "; ?: the admin endpoint did not answer" : "");
+		if (av.reasons[0])
+			printf("health: %s\n", av.reasons);
 	}
 	return 0;
 }
@@ -575,6 +634,134 @@ static int cmd_topic_list(struct ctl *c, const struct args *a)
 	return 0;
 }
 
+/* Size on disk per partition of t, from DescribeLogDirs (one request per
+ * leader; the sizes of every log directory added up, future logs left
+ * out): size[j] for the j-th partition, -1 when unknown. 0, or -ENOTSUP
+ * when a leader does not serve DescribeLogDirs. */
+static int topic_sizes(struct ctl *c, const struct kafka_metadata_response_metadata_response_topic *t,
+		       int64_t *size)
+{
+	int32_t n = t->Partitions.count;
+	bool *done = calloc((size_t)n + 1, sizeof *done);
+	int rc = 0;
+
+	for (int32_t i = 0; i < n; i++)
+		size[i] = -1;
+	for (int32_t i = 0; i < n; i++) {
+		int32_t leader = t->Partitions.items[i].LeaderId, m = 0;
+		struct kafka_describe_log_dirs_request req;
+		struct kafka_describe_log_dirs_request_describable_log_dir_topic rt;
+		struct kafka_describe_log_dirs_response *resp;
+		struct kclient *k;
+		struct kclient_mem *mark;
+		int32_t *rp;
+		int v;
+
+		if (done[i] || leader < 0)
+			continue;
+		rp = calloc((size_t)n, sizeof *rp);
+		for (int32_t j = i; j < n; j++) {
+			if (done[j] || t->Partitions.items[j].LeaderId != leader)
+				continue;
+			done[j] = true;
+			rp[m++] = t->Partitions.items[j].PartitionIndex;
+		}
+		k = ctl_leader(c, leader);
+		v = kclient_version(k, K_DESCRIBE_LOG_DIRS, 4);
+		if (v < 0) {
+			free(rp);
+			rc = -ENOTSUP;
+			continue;
+		}
+		mark = k->mem;   /* the answer is copied out, then freed */
+		kafka_describe_log_dirs_request_init(&req);
+		rt.Topic = t->Name;
+		rt.Partitions.items = rp;
+		rt.Partitions.count = m;
+		req.Topics.items = &rt;
+		req.Topics.count = 1;
+		resp = ctl_call(c, k, K_DESCRIBE_LOG_DIRS, (int16_t)v, &req);
+		free(rp);
+		for (int32_t d = 0; d < resp->Results.count; d++) {
+			const struct kafka_describe_log_dirs_response_describe_log_dirs_result *r = &resp->Results.items[d];
+
+			for (int32_t a = 0; !r->ErrorCode && a < r->Topics.count; a++) {
+				const struct kafka_describe_log_dirs_response_describe_log_dirs_topic *rt2 = &r->Topics.items[a];
+
+				if (rt2->Name.len != t->Name.len || memcmp(rt2->Name.ptr, t->Name.ptr, (size_t)t->Name.len))
+					continue;
+				for (int32_t b = 0; b < rt2->Partitions.count; b++) {
+					const struct kafka_describe_log_dirs_response_describe_log_dirs_partition *p =
+						&rt2->Partitions.items[b];
+
+					if (p->IsFutureKey)
+						continue;
+					for (int32_t j = 0; j < n; j++)
+						if (t->Partitions.items[j].PartitionIndex == p->PartitionIndex &&
+						    t->Partitions.items[j].LeaderId == leader)
+							size[j] = (size[j] < 0 ? 0 : size[j]) + p->PartitionSize;
+				}
+			}
+		}
+		kclient_release_to(k, mark);
+	}
+	free(done);
+	return rc;
+}
+
+/* Owning shard and log end offset of each partition of t from the admin
+ * endpoint (GET /v1/partitions/TOPIC/N, one per partition the endpoint's
+ * broker leads: /v1/shards does not list partitions): shard[j] and
+ * log_end[j], -1 when unknown. */
+static void topic_admin(struct ctl *c, const struct kafka_metadata_response_metadata_response_topic *t,
+			int32_t *shard, int64_t *log_end)
+{
+	static const char unknown[] = "log end and owning shard shown as unknown";
+	int32_t n = t->Partitions.count, node = -1;
+
+	for (int32_t j = 0; j < n; j++) {
+		shard[j] = -1;
+		log_end[j] = -1;
+	}
+	if (n)
+		node = ctl_admin_node(c, unknown);
+	for (int32_t j = 0; j < n && !c->admin_down; j++) {
+		const struct kafka_metadata_response_metadata_response_partition *p = &t->Partitions.items[j];
+		struct http_reply r;
+		char path[400];
+		int64_t v;
+
+		if (node >= 0 && p->LeaderId != node)
+			continue;   /* another broker's: its endpoint is not the one asked */
+		snprintf(path, sizeof path, "/v1/partitions/%s/%d", kstr(t->Name), p->PartitionIndex);
+		if (ctl_admin_get(c, path, unknown, &r) == 200) {
+			if (json_get_i64(r.body, r.body + r.len, "shard", &v) && v >= 0 && v <= INT32_MAX)
+				shard[j] = (int32_t)v;
+			if (json_get_i64(r.body, r.body + r.len, "log_end_offset", &v) && v >= 0)
+				log_end[j] = v;
+		}
+		http_reply_fini(&r);
+		if (j % 100 == 99)
+			progress("partitions asked of the admin endpoint", j + 1, n);
+	}
+}
+
+/* "512 B", "41.2 KiB", "1.5 GiB": a size for a table cell. */
+static const char *human_bytes(int64_t v)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double d = (double)v;
+	int u = 0;
+
+	if (v < 0)
+		return "?";
+	while (d >= 1024 && u < 5) {
+		d /= 1024;
+		u++;
+	}
+	return u ? fmt("%.1f %s", d, unit[u]) : fmt("%lld B", (long long)v);
+}
+
 static int cmd_topic_describe(struct ctl *c, const struct args *a)
 {
 	struct kafka_metadata_response *md;
@@ -593,8 +780,10 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 	for (int i = 0; i < a->npos; i++) {
 		const struct kafka_metadata_response_metadata_response_topic *t = md_topic(c, md, a->pos[i], &rc);
 		int32_t n;
-		int64_t *start, *hw;
+		int64_t *start, *hw, *size, *log_end;
+		int32_t *shard;
 		int16_t err1, err2;
+		int szrc;
 
 		if (!t)
 			break;
@@ -602,8 +791,13 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 		qsort(t->Partitions.items, (size_t)n, sizeof t->Partitions.items[0], cmp_partition);
 		start = calloc((size_t)n + 1, sizeof *start);
 		hw = calloc((size_t)n + 1, sizeof *hw);
+		size = calloc((size_t)n + 1, sizeof *size);
+		log_end = calloc((size_t)n + 1, sizeof *log_end);
+		shard = calloc((size_t)n + 1, sizeof *shard);
 		ctl_list_offsets(c, t, -2, start, &err1);
 		ctl_list_offsets(c, t, -1, hw, &err2);
+		szrc = topic_sizes(c, t, size);
+		topic_admin(c, t, shard, log_end);
 		if (c->json) {
 			json_obj_begin(NULL);
 			json_strn("name", t->Name.ptr, t->Name.len);
@@ -615,11 +809,11 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 			       t->IsInternal ? ", internal" : "");
 		}
 		struct table tb;
-		static const char *heads[] = { "PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-START",
-					       "HIGH-WATERMARK", "RECORDS" };
+		static const char *heads[] = { "PART", "LEADER", "REPLICAS", "ISR", "LOG-START", "HIGH-WM",
+					       "LOG-END", "SIZE", "SHARD" };
 
-		table_init(&tb, 7, heads);
-		for (int col = 0; col < 7; col++)
+		table_init(&tb, 9, heads);
+		for (int col = 0; col < 9; col++)
 			if (col != 2 && col != 3)
 				table_right(&tb, col);
 		for (int32_t j = 0; j < n; j++) {
@@ -641,9 +835,18 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 					json_int("high_watermark", hw[j]);
 				else
 					json_null("high_watermark");
-				json_null("log_end_offset");
-				json_null("size_bytes");
-				json_null("shard");
+				if (log_end[j] >= 0)
+					json_int("log_end_offset", log_end[j]);
+				else
+					json_null("log_end_offset");
+				if (size[j] >= 0)
+					json_int("size_bytes", size[j]);
+				else
+					json_null("size_bytes");
+				if (shard[j] >= 0)
+					json_int("shard", shard[j]);
+				else
+					json_null("shard");
 				if (p->ErrorCode)
 					json_str("error", kerr_name(p->ErrorCode));
 				else
@@ -655,7 +858,8 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 					  int_list(p->IsrNodes.items, p->IsrNodes.count),
 					  start[j] >= 0 ? fmt("%lld", (long long)start[j]) : "?",
 					  hw[j] >= 0 ? fmt("%lld", (long long)hw[j]) : "?",
-					  start[j] >= 0 && hw[j] >= 0 ? fmt("%lld", (long long)(hw[j] - start[j])) : "?");
+					  log_end[j] >= 0 ? fmt("%lld", (long long)log_end[j]) : "?",
+					  human_bytes(size[j]), shard[j] >= 0 ? fmt("%d", shard[j]) : "?");
 			}
 		}
 		if (c->json) {
@@ -668,16 +872,22 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 		if ((err1 || err2) && !c->json)
 			fprintf(stderr, "sluicectl: %s: offsets of some partitions: %s\n", c->cmd,
 				kerr_name(err1 ? err1 : err2));
+		if (szrc == -ENOTSUP && !c->json)
+			fprintf(stderr, "sluicectl: %s: a leader does not serve DescribeLogDirs: size on disk "
+				"unknown\n", c->cmd);
 		free(start);
 		free(hw);
+		free(size);
+		free(log_end);
+		free(shard);
 	}
 	if (c->json && !rc) {
 		json_arr_end();
 		json_obj_end();
 		json_end();
 	}
-	if (!rc && !c->json)
-		printf("(log end, size on disk, owning shard: need the HTTP admin endpoint, not built)\n");
+	if (!rc && !c->json && c->admin_down)
+		printf("(?: unknown; log end and shard come from the admin endpoint, which did not answer)\n");
 	return rc;
 }
 
@@ -1151,7 +1361,7 @@ static const struct cmd base_cmds[] = {
 	  "sluicectl cluster info\nsluicectl -b 10.0.0.5:9092 cluster info --format json", cmd_cluster_info },
 	{ "topic", "list", "", "every topic with its partition count", topic_list_opts,
 	  "sluicectl topic list\nsluicectl topic list --internal --format json", cmd_topic_list },
-	{ "topic", "describe", "TOPIC...", "per partition: leader, replicas, ISR, log start, high watermark",
+	{ "topic", "describe", "TOPIC...", "per partition: leader, replicas, ISR, offsets, size on disk, owning shard",
 	  no_opts, "sluicectl topic describe orders\nsluicectl topic describe orders payments --format json",
 	  cmd_topic_describe },
 	{ "topic", "create", "TOPIC", "create a topic", topic_create_opts,
@@ -1173,6 +1383,8 @@ static const struct cmd base_cmds[] = {
 static const struct opt_spec global_opts[] = {
 	{ "brokers", 'b', "HOST:PORT,...", "bootstrap brokers (default: $SLUICE_BROKERS, then 127.0.0.1:9092)" },
 	{ "format", 0, "table|json", "output format (default table)" },
+	{ "admin", 0, "HOST:PORT", "the broker's HTTP admin endpoint, for shards, log end and health "
+	  "(default: $SLUICE_ADMIN, then the bootstrap broker's host, port 9644)" },
 	{ "timeout", 0, "MS", "per-request timeout in milliseconds (default 10000)" },
 	{ "help", 'h', NULL, "help for sluicectl, a noun, or a command" },
 	{ NULL, 0, NULL, NULL }
@@ -1252,7 +1464,8 @@ static void help_top(void)
 	const char *last = "";
 
 	printf("sluicectl — operate a Sluice (or any Kafka) cluster over the Kafka protocol\n\n"
-	       "usage: sluicectl [-b HOST:PORT,...] [--format table|json] NOUN VERB [ARGS]\n\n"
+	       "usage: sluicectl [-b HOST:PORT,...] [--admin HOST:PORT] [--format table|json]\n"
+	       "                 NOUN VERB [ARGS]\n\n"
 	       "commands:\n");
 	for (int i = 0; i < n_cmds; i++) {
 		const struct cmd *m = all_cmds[i];
@@ -1269,8 +1482,9 @@ static void help_top(void)
 	print_opts(global_opts);
 	printf("\nexit status: 0 success; 1 a Kafka error (named, with what to do), an unreachable\n"
 	       "broker or a refused operation; 2 bad usage.\n\n"
-	       "Shard placement and other broker internals need the broker's HTTP admin\n"
-	       "endpoint, which is not built yet: sluicectl speaks only the Kafka protocol.\n\n"
+	       "Shard placement, log end offsets and health come from the broker's HTTP admin\n"
+	       "endpoint (admin.listen, see --admin); when it cannot be reached those fields\n"
+	       "show as unknown, with one note on stderr, and the command still succeeds.\n\n"
 	       "examples:\n  sluicectl cluster info\n  sluicectl topic create orders -p 6\n"
 	       "  sluicectl group describe orders-app\n  sluicectl topic --help\n"
 	       "  source <(sluicectl completion bash)\n");
@@ -1325,18 +1539,18 @@ static void completion_bash(void)
 	       "    w=${COMP_WORDS[i]}\n"
 	       "    case $w in\n"
 	       "      -b|--brokers) b=(-b \"${COMP_WORDS[i+1]}\"); ((i++));;\n"
-	       "      --format|--timeout) ((i++));;\n"
+	       "      --format|--timeout|--admin) ((i++));;\n"
 	       "      -*) ;;\n"
 	       "      *) if [[ -z $noun ]]; then noun=$w; elif [[ -z $verb ]]; then verb=$w; fi;;\n"
 	       "    esac\n"
 	       "  done\n"
 	       "  case $prev in\n"
 	       "    --format) COMPREPLY=($(compgen -W 'table json' -- \"$cur\")); return;;\n"
-	       "    -b|--brokers|--timeout) return;;\n"
+	       "    -b|--brokers|--timeout|--admin) return;;\n"
 	       "    --group|-g) COMPREPLY=($(compgen -W \"$(sluicectl \"${b[@]}\" __names group 2>/dev/null)\" -- \"$cur\")); return;;\n"
 	       "    --topic|-t) COMPREPLY=($(compgen -W \"$(sluicectl \"${b[@]}\" __names topic 2>/dev/null)\" -- \"$cur\")); return;;\n"
 	       "  esac\n"
-	       "  local g='--brokers --format --timeout --help'\n"
+	       "  local g='--brokers --format --admin --timeout --help'\n"
 	       "  if [[ -z $noun ]]; then\n"
 	       "    COMPREPLY=($(compgen -W \"");
 	for (int i = 0; i < n_cmds; i++)
@@ -1417,6 +1631,10 @@ int main(int argc, char **argv)
 	c.bootstrap = getenv("SLUICE_BROKERS");
 	if (!c.bootstrap || !*c.bootstrap)
 		c.bootstrap = DEFAULT_BOOTSTRAP;
+	c.admin = getenv("SLUICE_ADMIN");
+	c.admin_src = "SLUICE_ADMIN";
+	if (c.admin && !*c.admin)
+		c.admin = NULL;
 	a.pos = pos_store;
 	a.spec = spec_store;
 	a.val = val_store;
@@ -1488,14 +1706,18 @@ int main(int argc, char **argv)
 			return ctl_usage(&c, "option --%s takes no value", o->name);
 		}
 		if (global) {
-			if (!strcmp(o->name, "brokers"))
+			if (!strcmp(o->name, "brokers")) {
 				c.bootstrap = val;
-			else if (!strcmp(o->name, "format"))
+			} else if (!strcmp(o->name, "admin")) {
+				c.admin = val;
+				c.admin_src = "--admin";
+			} else if (!strcmp(o->name, "format")) {
 				format = val;
-			else if (!strcmp(o->name, "help"))
+			} else if (!strcmp(o->name, "help")) {
 				help = true;
-			else if (!strcmp(o->name, "timeout") && !parse_i64(val, 1, 3600000, &timeout))
+			} else if (!strcmp(o->name, "timeout") && !parse_i64(val, 1, 3600000, &timeout)) {
 				return ctl_usage(&c, "--timeout wants milliseconds, not '%s'", val);
+			}
 			continue;
 		}
 		a.spec[a.nopt] = o;

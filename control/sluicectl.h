@@ -105,6 +105,40 @@ void wrap(FILE *f, int col, int indent, const char *text);
 /* Progress on stderr (only when it is a terminal): "label done/total". */
 void progress(const char *label, int64_t done, int64_t total);
 
+/* ---- admin endpoint (control/sluicectl_admin.c) ------------------------ */
+
+struct ctl;
+
+/* An HTTP answer: status and body (NUL-terminated, malloc'd; free with
+ * http_reply_fini); err says what went wrong when http_get fails. */
+struct http_reply {
+	int status;
+	char *body;
+	size_t len;
+	char err[256];
+};
+
+/* @thread main. GET path from host:port over one socket (HTTP/1.1,
+ * Connection: close), all of it within timeout_ms. 0 (any status; r filled)
+ * or -errno (r->err says why). */
+int http_get(const char *host, int port, const char *path, int timeout_ms, struct http_reply *r);
+void http_reply_fini(struct http_reply *r);
+/* Flat lookups of "key": value in the JSON text [s, end) (the endpoint's
+ * answers are flat objects); false when absent or not of that type. */
+bool json_get_i64(const char *s, const char *end, const char *key, int64_t *out);
+bool json_get_str(const char *s, const char *end, const char *key, char *out, size_t cap);
+
+/* @thread main. GET path from the admin endpoint: the HTTP status (200,
+ * 404, 503) or -errno when it cannot be reached or is not the endpoint.
+ * The first failure prints one note on stderr (naming the address, what
+ * stays `unknown`, and --admin / SLUICE_ADMIN) and no more requests are
+ * tried. Never exits (but resolving the default address asks the bootstrap
+ * broker, which exits 1 when none answers). r must be http_reply_fini'd. */
+int ctl_admin_get(struct ctl *c, const char *path, const char *unknown, struct http_reply *r);
+/* The node id the endpoint speaks for (its node.id from /v1/config), -1
+ * when unknown or unreachable. */
+int32_t ctl_admin_node(struct ctl *c, const char *unknown);
+
 /* ---- Kafka errors (control/sluicectl_errors.c) ------------------------ */
 
 const char *kerr_name(int16_t code);
@@ -142,6 +176,17 @@ struct ctl {
 	struct kclient nodes[8];    /* other brokers (leaders, coordinators) */
 	int32_t node_ids[8];
 	int nnodes;
+	/* The broker's HTTP admin endpoint (sluicectl_admin.c): --admin, else
+	 * $SLUICE_ADMIN, else the bootstrap broker's host, port 9644. */
+	const char *admin;          /* HOST:PORT as given, or NULL */
+	const char *admin_src;      /* "--admin" or "SLUICE_ADMIN" */
+	char admin_host[256];
+	int admin_port;             /* 0 until resolved */
+	bool admin_down;            /* a request failed: no more are tried */
+	bool admin_noted;           /* the note on stderr was printed */
+	bool admin_node_known;
+	int32_t admin_node;         /* its node.id (/v1/config); -1 unknown */
+	char admin_err[600];
 };
 
 struct cmd {

@@ -2,7 +2,9 @@
 """build/sluicectl (or $SLUICECTL) against a real sluiced: every command in
 table and JSON form (the JSON is parsed), the exit codes (0 success, 1 Kafka
 error or refusal, 2 usage), the error messages for an unreachable broker, an
-unknown topic, a bad config key and a reset on an active group; and
+unknown topic, a bad config key and a reset on an active group; what comes
+from the broker's HTTP admin endpoint (shards, log end, health; each broker
+gets a free admin port), and the same commands with it unreachable; and
 cross-checks of what topic describe and group describe report against kcat
 -L (librdkafka 2.0.2), confluent-kafka (librdkafka) and kafka-python for
 the same state."""
@@ -13,6 +15,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import HANG_GUARD, REPO, broker, free_port, main, run, test  # noqa: E402
@@ -22,11 +25,27 @@ KCAT = os.environ.get("KCAT", "kcat")
 SETTINGS = {"group.initial.rebalance.delay.ms": 0, "num.partitions": 1}
 
 
-def ctl(b, *args, input=None, rc=0, fmt=None):
-    """Run sluicectl against broker b; check the exit status; return
-    (stdout text, stderr text), or the parsed JSON with fmt='json'."""
-    cmd = [SLUICECTL] + (["-b", b.bootstrap] if b else []) + (["--format", fmt] if fmt else []) + list(args)
-    p = run(cmd, input=input, check=False)
+def settings():
+    """SETTINGS plus a free port for the broker's admin endpoint (never the
+    default 9644, which another broker on this host may hold)."""
+    return dict(SETTINGS, **{"admin.listen": "127.0.0.1:%d" % free_port()})
+
+
+def admin_get(b, path):
+    """GET path from broker b's admin endpoint; the parsed JSON."""
+    with urllib.request.urlopen("http://%s%s" % (b.settings["admin.listen"], path), timeout=10) as r:
+        return json.loads(r.read())
+
+
+def ctl(b, *args, input=None, rc=0, fmt=None, env=None):
+    """Run sluicectl against broker b (and its admin endpoint, unless the
+    arguments name one); check the exit status; return (stdout text, stderr
+    text), or the parsed JSON with fmt='json'."""
+    admin = []
+    if b and "admin.listen" in b.settings and "--admin" not in args:
+        admin = ["--admin", b.settings["admin.listen"]]
+    cmd = [SLUICECTL] + (["-b", b.bootstrap] if b else []) + admin + (["--format", fmt] if fmt else []) + list(args)
+    p = run(cmd, input=input, check=False, env=env)
     out, err = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
     assert p.returncode == rc, "%s: exit %d, wanted %d\nstdout:\n%s\nstderr:\n%s" % (
         " ".join(cmd), p.returncode, rc, out, err)
@@ -130,7 +149,7 @@ def unreachable_broker_is_named_with_what_to_do():
 
 @test
 def cluster_info_table_and_json():
-    with broker(settings=SETTINGS) as b:
+    with broker(settings=settings()) as b:
         ctl(b, "topic", "create", "a", "-p", "3")
         info = ctl(b, "cluster", "info", fmt="json")
         cluster_id = re.search(r"cluster (\S+)\)", b.ready_line).group(1)
@@ -141,9 +160,51 @@ def cluster_info_table_and_json():
         # a, plus __consumer_offsets and __transaction_state
         assert info["topics"] == 3 and info["internal_topics"] == 2, info
         assert {a["name"] for a in info["api_versions"]} >= {"Produce", "Fetch", "Metadata"}, info
-        out, _ = ctl(b, "cluster", "info")
+        # from the admin endpoint: the broker's shards (harness: 2) and health
+        assert [(x["shards"], x["health"]) for x in info["brokers"]] == [(2, "ready")], info
+        assert len(admin_get(b, "/v1/shards")["shards"]) == 2
+        out, err = ctl(b, "cluster", "info")
         assert cluster_id in out and "offline partitions" in out, out
+        assert re.search(r"SHARDS\s+HEALTH\n\s+1\*\s+127\.0\.0\.1\s+%d\s+-\s+2\s+ready\n" % b.port, out), out
         assert max(len(l) for l in out.splitlines()) <= 80, out
+        assert err == "", err
+        # $SLUICE_ADMIN when --admin is absent
+        p = run([SLUICECTL, "-b", b.bootstrap, "--format", "json", "cluster", "info"],
+                env=dict(os.environ, SLUICE_ADMIN=b.settings["admin.listen"]))
+        assert json.loads(p.stdout)["brokers"][0]["shards"] == 2, p.stdout
+        _, err = ctl(b, "--admin", "nope", "cluster", "info", rc=2)
+        assert "bad admin address 'nope'" in err and "--admin" in err, err
+
+
+@test
+def admin_endpoint_unreachable_leaves_fields_unknown():
+    """--admin names a closed port: cluster info and topic describe still
+    exit 0; shards, health, log end and shard are unknown (null, ?) with one
+    note on stderr naming the address and --admin; the size on disk still
+    comes from DescribeLogDirs (Kafka protocol)."""
+    with broker(settings=settings()) as b:
+        closed = "127.0.0.1:%d" % free_port()
+        ctl(b, "topic", "create", "t", "-p", "3")
+        ctl(b, "record", "produce", "t", "-p", "1", input=b"".join(b"r%d\n" % i for i in range(10)))
+        info = ctl(b, "--admin", closed, "cluster", "info", fmt="json")
+        assert [(x["shards"], x["health"]) for x in info["brokers"]] == [(None, None)], info
+        out, err = ctl(b, "--admin", closed, "cluster", "info")
+        assert re.search(r"^\s+1\*\s+127\.0\.0\.1\s+%d\s+-\s+\?\s+\?$" % b.port, out, re.M), out
+        assert err.count("admin endpoint %s" % closed) == 1 and "refused" in err.lower(), err
+        assert "--admin HOST:PORT" in err and "admin.listen" in err, err
+        d = ctl(b, "--admin", closed, "topic", "describe", "t", fmt="json")["topics"][0]
+        for p in d["partitions"]:
+            assert p["log_end_offset"] is None and p["shard"] is None, p
+            assert p["high_watermark"] == (10 if p["partition"] == 1 else 0), p
+            v = admin_get(b, "/v1/partitions/t/%d" % p["partition"])
+            assert p["size_bytes"] == v["size_bytes"], (p, v)
+        out, err = ctl(b, "--admin", closed, "topic", "describe", "t")
+        assert err.count("admin endpoint %s" % closed) == 1, err   # one note, not one per partition
+        assert re.search(r"^\s+1\s+1\s+1\s+1\s+0\s+10\s+\?\s+\d+ B\s+\?$", out, re.M), out
+        assert "(?: unknown" in out, out
+        # something that is not the admin endpoint (the Kafka port): unknown too
+        _, err = ctl(b, "--admin", b.bootstrap, "--timeout", "2000", "topic", "describe", "t")
+        assert err.count("admin endpoint %s" % b.bootstrap) == 1, err
 
 
 @test
@@ -151,7 +212,7 @@ def topic_commands_and_kcat_cross_check():
     """create / list / describe / alter-config / describe-config / delete in
     both formats; describe matches kcat -L and kafka-python's offsets."""
     from kafka import KafkaConsumer, TopicPartition
-    with broker(settings=SETTINGS) as b:
+    with broker(settings=settings()) as b:
         out, _ = ctl(b, "topic", "create", "orders", "-p", "4", "-c", "retention.ms=3600000")
         assert "created topic orders" in out, out
         _, err = ctl(b, "topic", "create", "orders", rc=1)
@@ -187,8 +248,22 @@ def topic_commands_and_kcat_cross_check():
             assert parts[tp.partition]["high_watermark"] == ends[tp], (parts, ends)
             assert parts[tp.partition]["log_start_offset"] == begins[tp], (parts, begins)
         assert sum(p["high_watermark"] for p in parts.values()) == 100
-        out, _ = ctl(b, "topic", "describe", "orders")
-        assert "HIGH-WATERMARK" in out and max(len(l) for l in out.splitlines()) <= 80, out
+        # log end and shard from the admin endpoint, size from DescribeLogDirs:
+        # cross-checked with /v1/partitions and /v1/shards
+        nshards = len(admin_get(b, "/v1/shards")["shards"])
+        for i, p in parts.items():
+            v = admin_get(b, "/v1/partitions/orders/%d" % i)
+            assert p["log_end_offset"] == p["high_watermark"] == v["log_end_offset"], (p, v)
+            assert p["shard"] == v["shard"] and 0 <= p["shard"] < nshards, (p, v, nshards)
+            assert p["size_bytes"] == v["size_bytes"] and (p["size_bytes"] > 0) == (p["high_watermark"] > 0), (p, v)
+        assert sum(p["size_bytes"] for p in parts.values()) >= 100 * len("k0v0"), parts
+        out, err = ctl(b, "topic", "describe", "orders")
+        assert "HIGH-WM" in out and max(len(l) for l in out.splitlines()) <= 80, out
+        assert err == "", err
+        for i, p in parts.items():   # PART LEADER REPLICAS ISR LOG-START HIGH-WM LOG-END SIZE SHARD
+            row = re.search(r"^\s+%d\s+1\s+1\s+1\s+0\s+(\d+)\s+(\d+)\s+(\d+ B|[\d.]+ KiB)\s+(\d+)$" % i, out, re.M)
+            assert row and int(row.group(1)) == int(row.group(2)) == p["high_watermark"], (i, out)
+            assert int(row.group(4)) == p["shard"], (i, out)
 
         _, err = ctl(b, "topic", "describe", "nope", rc=1)
         assert "UNKNOWN_TOPIC_OR_PARTITION (3)" in err and "sluicectl topic list" in err, err
@@ -232,7 +307,7 @@ def produce_and_consume_cross_checked_with_kcat():
     """Keyed lines land on the partition Java's murmur2 picks, with their
     headers; kcat reads what sluicectl wrote and sluicectl reads what kcat
     wrote gzip-compressed; offsets, -n, @time and the print format."""
-    with broker(settings=SETTINGS) as b:
+    with broker(settings=settings()) as b:
         ctl(b, "topic", "create", "t", "-p", "3")
         keys = [("key-%d" % i).encode() for i in range(60)]
         lines = b"".join(k + b"=" + b"value-" + k + b"\n" for k in keys)
@@ -303,7 +378,7 @@ def group_commands_cross_checked_with_librdkafka():
     delete-offsets, delete, list."""
     from confluent_kafka import TopicPartition as RTP
     from confluent_kafka.admin import AdminClient
-    with broker(settings=SETTINGS) as b:
+    with broker(settings=settings()) as b:
         ctl(b, "topic", "create", "g", "-p", "2")
         ctl(b, "record", "produce", "g", "-p", "0", input=b"".join(b"a%d\n" % i for i in range(30)))
         ctl(b, "record", "produce", "g", "-p", "1", input=b"".join(b"b%d\n" % i for i in range(20)))
@@ -395,7 +470,7 @@ def add_partitions_samples_keys_and_refuses_without_force():
     murmur2 moves for the new count (computed here independently) and
     refuses without --force; with --force the count grows (kcat -L agrees).
     A topic without keys grows without --force."""
-    with broker(settings=SETTINGS) as b:
+    with broker(settings=settings()) as b:
         ctl(b, "topic", "create", "k", "-p", "3")
         keys = [("user-%d" % i).encode() for i in range(200)]
         ctl(b, "record", "produce", "k", "-k", ",", input=b"".join(k + b",x\n" for k in keys))
@@ -420,7 +495,7 @@ def add_partitions_samples_keys_and_refuses_without_force():
 def bash_completion_completes_nouns_verbs_options_and_topics():
     script = run([SLUICECTL, "completion", "bash"]).stdout.decode()
     run(["bash", "-n"], input=script.encode())
-    with broker(settings=SETTINGS) as b:
+    with broker(settings=settings()) as b:
         ctl(b, "topic", "create", "completed-topic")
         probe = script + r"""
 PATH=%s:$PATH
@@ -430,6 +505,8 @@ complete_words sluicectl topic de
 complete_words sluicectl group reset-offsets --to-e
 complete_words sluicectl -b %s topic describe comp
 complete_words sluicectl -b %s group reset-offsets app --topic comp
+complete_words sluicectl --adm
+complete_words sluicectl --admin 127.0.0.1:1 topic describe comp
 """ % (os.path.dirname(SLUICECTL), b.bootstrap, b.bootstrap)
         out = subprocess.run(["bash", "-c", probe], stdout=subprocess.PIPE, timeout=HANG_GUARD).stdout.decode()
         lines = out.splitlines()
@@ -437,6 +514,8 @@ complete_words sluicectl -b %s group reset-offsets app --topic comp
         assert sorted(lines[1].split()) == ["delete", "describe", "describe-config"], lines
         assert lines[2] == "--to-earliest", lines
         assert lines[3] == "completed-topic" and lines[4] == "completed-topic", lines
+        assert lines[5] == "--admin", lines
+        assert lines[6] == "", lines   # --admin's value is skipped: no -b, so no topics from 9092
 
 
 if __name__ == "__main__":

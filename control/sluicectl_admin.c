@@ -1,0 +1,357 @@
+/* control/sluicectl_admin.c — sluicectl's client of the broker's HTTP admin
+ * endpoint (control/admin_http.c): a minimal HTTP/1.1 GET over one plain
+ * socket per request (Connection: close; the body by Content-Length or read
+ * to close; the status line checked; one deadline for the whole exchange),
+ * a lookup of flat keys in its JSON answers, and the once-per-run note when
+ * the endpoint cannot be reached. See sluicectl.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "control/sluicectl.h"
+
+#define HTTP_MAX_BODY (64u << 20)   /* a /v1 answer is small; refuse runaway ones */
+
+/* Wait for events on fd until deadline (ms since the epoch). 0 or -ETIMEDOUT / -errno. */
+static int wait_fd(int fd, short events, int64_t deadline)
+{
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		struct pollfd p = { .fd = fd, .events = events };
+		int rc;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		rc = poll(&p, 1, (int)left);
+		if (rc > 0)
+			return 0;
+		if (rc < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+static int connect_to(const char *host, int port, int64_t deadline, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *ai = NULL, *it;
+	char ports[16];
+	int rc, fd = -1, last = -ECONNREFUSED;
+
+	snprintf(ports, sizeof ports, "%d", port);
+	rc = getaddrinfo(host, ports, &hints, &ai);
+	if (rc) {
+		snprintf(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(rc));
+		return -EHOSTUNREACH;
+	}
+	for (it = ai; it; it = it->ai_next) {
+		int soerr = 0;
+		socklen_t sl = sizeof soerr;
+
+		fd = socket(it->ai_family, it->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, it->ai_protocol);
+		if (fd < 0) {
+			last = -errno;
+			continue;
+		}
+		if (connect(fd, it->ai_addr, it->ai_addrlen) < 0 && errno != EINPROGRESS) {
+			last = -errno;
+		} else if ((rc = wait_fd(fd, POLLOUT, deadline)) < 0) {
+			last = rc;
+		} else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr) {
+			last = soerr ? -soerr : -errno;
+		} else {
+			break;
+		}
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	if (fd < 0)
+		snprintf(err, errlen, "connect: %s", strerror(-last));
+	return fd < 0 ? last : fd;
+}
+
+int http_get(const char *host, int port, const char *path, int timeout_ms, struct http_reply *r)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+	char req[1024];
+	size_t len = 0, cap = 4096, sent = 0, reqlen;
+	char *buf = NULL, *hend, *p;
+	long long clen = -1;
+	int fd, rc;
+
+	memset(r, 0, sizeof *r);
+	reqlen = (size_t)snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: sluicectl\r\n"
+				  "Accept: application/json\r\nConnection: close\r\n\r\n", path, host, port);
+	if (reqlen >= sizeof req) {
+		snprintf(r->err, sizeof r->err, "path too long");
+		return -ENAMETOOLONG;
+	}
+	fd = connect_to(host, port, deadline, r->err, sizeof r->err);
+	if (fd < 0)
+		return fd;
+	while (sent < reqlen) {
+		ssize_t n = send(fd, req + sent, reqlen - sent, MSG_NOSIGNAL);
+
+		if (n > 0) {
+			sent += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			rc = -errno;
+			snprintf(r->err, sizeof r->err, "send: %s", strerror(errno));
+			goto fail;
+		}
+		if ((rc = wait_fd(fd, POLLOUT, deadline)) < 0) {
+			snprintf(r->err, sizeof r->err, "send: %s", strerror(-rc));
+			goto fail;
+		}
+	}
+	buf = malloc(cap + 1);
+	if (!buf) {
+		rc = -ENOMEM;
+		snprintf(r->err, sizeof r->err, "out of memory");
+		goto fail;
+	}
+	for (;;) {   /* read to close, or until Content-Length is met */
+		ssize_t n;
+
+		if (len == cap) {
+			char *nb;
+
+			if (cap >= HTTP_MAX_BODY) {
+				rc = -EMSGSIZE;
+				snprintf(r->err, sizeof r->err, "answer larger than %u bytes", HTTP_MAX_BODY);
+				goto fail;
+			}
+			nb = realloc(buf, cap * 2 + 1);
+			if (!nb) {
+				rc = -ENOMEM;
+				snprintf(r->err, sizeof r->err, "out of memory");
+				goto fail;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		n = recv(fd, buf + len, cap - len, 0);
+		if (n == 0)
+			break;
+		if (n > 0) {
+			len += (size_t)n;
+			buf[len] = 0;
+			hend = strstr(buf, "\r\n\r\n");
+			if (hend && clen >= 0 && len - (size_t)(hend + 4 - buf) >= (size_t)clen)
+				break;
+			if (hend && clen < 0) {
+				for (p = strstr(buf, "\r\n"); p && p < hend; p = strstr(p + 2, "\r\n"))
+					if (!strncasecmp(p + 2, "Content-Length:", 15))
+						clen = strtoll(p + 17, NULL, 10);
+				if (clen >= 0 && len - (size_t)(hend + 4 - buf) >= (size_t)clen)
+					break;
+			}
+			continue;
+		}
+		if (errno != EAGAIN && errno != EINTR) {
+			rc = -errno;
+			snprintf(r->err, sizeof r->err, "receive: %s", strerror(errno));
+			goto fail;
+		}
+		if ((rc = wait_fd(fd, POLLIN, deadline)) < 0) {
+			snprintf(r->err, sizeof r->err, "no answer within %d ms", timeout_ms);
+			goto fail;
+		}
+	}
+	close(fd);
+	fd = -1;
+	buf[len] = 0;
+	hend = strstr(buf, "\r\n\r\n");
+	if (!hend || strncmp(buf, "HTTP/1.", 7) || buf[8] != ' ' || sscanf(buf + 9, "%3d", &r->status) != 1 ||
+	    r->status < 100 || r->status > 599) {
+		rc = -EPROTO;
+		snprintf(r->err, sizeof r->err, "not an HTTP answer (%s)", len ? "malformed status line or headers"
+										: "connection closed without an answer");
+		goto fail;
+	}
+	if (clen >= 0 && len - (size_t)(hend + 4 - buf) < (size_t)clen) {
+		rc = -EPROTO;
+		snprintf(r->err, sizeof r->err, "answer cut short (%zu of %lld body bytes)",
+			 len - (size_t)(hend + 4 - buf), clen);
+		goto fail;
+	}
+	r->len = len - (size_t)(hend + 4 - buf);
+	memmove(buf, hend + 4, r->len);
+	buf[r->len] = 0;
+	r->body = buf;
+	return 0;
+fail:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+void http_reply_fini(struct http_reply *r)
+{
+	free(r->body);
+	r->body = NULL;
+}
+
+/* ---- flat JSON lookups ------------------------------------------------- */
+
+/* The text right after `"key":` (spaces skipped) in [s, end), or NULL. The
+ * endpoint's answers are flat objects written by control/metrics.c; keys
+ * are looked up within the object the caller delimits. */
+static const char *json_value(const char *s, const char *end, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (const char *p = s; p && p + kl + 2 < end; p++) {
+		p = memchr(p, '"', (size_t)(end - p));
+		if (!p || p + kl + 2 >= end)
+			return NULL;
+		if (!strncmp(p + 1, key, kl) && p[kl + 1] == '"') {
+			const char *v = p + kl + 2;
+
+			while (v < end && (*v == ' ' || *v == '\n'))
+				v++;
+			if (v < end && *v == ':') {
+				v++;
+				while (v < end && (*v == ' ' || *v == '\n'))
+					v++;
+				return v < end ? v : NULL;
+			}
+		}
+	}
+	return NULL;
+}
+
+bool json_get_i64(const char *s, const char *end, const char *key, int64_t *out)
+{
+	const char *v = json_value(s, end, key);
+	char *e;
+
+	if (!v || !(*v == '-' || (*v >= '0' && *v <= '9')))
+		return false;
+	*out = strtoll(v, &e, 10);
+	return e > v && e <= end;
+}
+
+bool json_get_str(const char *s, const char *end, const char *key, char *out, size_t cap)
+{
+	const char *v = json_value(s, end, key);
+	size_t n = 0;
+
+	if (!v || *v != '"' || !cap)
+		return false;
+	for (v++; v < end && *v != '"' && n + 1 < cap; v++)
+		out[n++] = *v == '\\' && v + 1 < end ? *++v : *v;
+	out[n] = 0;
+	return v < end && *v == '"';
+}
+
+/* ---- the endpoint as sluicectl uses it ------------------------------------ */
+
+#define ADMIN_DEFAULT_PORT 9644
+
+/* Resolve the address once: --admin, else $SLUICE_ADMIN, else the host of
+ * the bootstrap broker that answered, port 9644. false: bad HOST:PORT (a
+ * usage error, reported). */
+static bool admin_resolve(struct ctl *c)
+{
+	const char *s = c->admin;
+	const char *colon;
+	int64_t port;
+
+	if (c->admin_port)
+		return true;
+	if (!s) {
+		struct kclient *k = ctl_client(c);
+
+		snprintf(c->admin_host, sizeof c->admin_host, "%s", k->host);
+		c->admin_port = ADMIN_DEFAULT_PORT;
+		return true;
+	}
+	colon = strrchr(s, ':');
+	if (!colon || colon == s || (size_t)(colon - s) >= sizeof c->admin_host ||
+	    !parse_i64(colon + 1, 1, 65535, &port)) {
+		fprintf(stderr, "sluicectl: bad admin address '%s' (want HOST:PORT, from %s)\n", s, c->admin_src);
+		exit(EXIT_USAGE);
+	}
+	memcpy(c->admin_host, s, (size_t)(colon - s));
+	c->admin_host[colon - s] = 0;
+	if (c->admin_host[0] == '[' && colon[-1] == ']') {   /* [::1]:9644 */
+		memmove(c->admin_host, c->admin_host + 1, strlen(c->admin_host));
+		c->admin_host[strlen(c->admin_host) - 1] = 0;
+	}
+	c->admin_port = (int)port;
+	return true;
+}
+
+static void admin_note(struct ctl *c, const char *what)
+{
+	if (c->admin_noted)
+		return;
+	c->admin_noted = true;
+	fprintf(stderr, "sluicectl: %s: ", c->cmd);
+	wrap(stderr, 13 + (int)strlen(c->cmd), 4, fmt("admin endpoint %s:%d: %s; %s", c->admin_host, c->admin_port,
+						       c->admin_err, what));
+	fprintf(stderr, "  what to do: ");
+	wrap(stderr, 14, 4, "is admin.listen set on the broker (default 127.0.0.1:9644)? pass --admin HOST:PORT "
+	     "or set SLUICE_ADMIN");
+}
+
+int ctl_admin_get(struct ctl *c, const char *path, const char *unknown, struct http_reply *r)
+{
+	int rc;
+
+	memset(r, 0, sizeof *r);
+	if (c->admin_down) {
+		admin_note(c, unknown);
+		return -EHOSTUNREACH;
+	}
+	admin_resolve(c);
+	rc = http_get(c->admin_host, c->admin_port, path, c->timeout_ms, r);
+	if (rc < 0) {
+		c->admin_down = true;
+		snprintf(c->admin_err, sizeof c->admin_err, "GET %s: %s", path, r->err);
+		admin_note(c, unknown);
+		return rc;
+	}
+	if (r->status != 200 && r->status != 503 && r->status != 404) {
+		/* not the admin endpoint we know (or a proxy in the way) */
+		c->admin_down = true;
+		snprintf(c->admin_err, sizeof c->admin_err, "GET %s: HTTP %d", path, r->status);
+		http_reply_fini(r);
+		admin_note(c, unknown);
+		return -EPROTO;
+	}
+	return r->status;
+}
+
+int32_t ctl_admin_node(struct ctl *c, const char *unknown)
+{
+	struct http_reply r;
+	const char *p;
+	char v[32];
+	int64_t id;
+
+	if (c->admin_node_known)
+		return c->admin_node;
+	c->admin_node = -1;
+	if (ctl_admin_get(c, "/v1/config", unknown, &r) != 200) {
+		http_reply_fini(&r);
+		return -1;
+	}
+	c->admin_node_known = true;
+	p = strstr(r.body, "\"name\": \"node.id\"");
+	if (p && json_get_str(p, r.body + r.len, "value", v, sizeof v) && parse_i64(v, 0, INT32_MAX, &id))
+		c->admin_node = (int32_t)id;
+	http_reply_fini(&r);
+	return c->admin_node;
+}
