@@ -171,7 +171,7 @@ static const struct config_key keys[] = {
 	  .doc = "How long an idle producer id's state is kept." },
 	{ "native.listen", CONFIG_STRING, "", .check = check_hostport_or_empty,
 	  .doc = "Sluice: host:port (IPv4) of the native datagram protocol over the kernel's UDP, one socket per shard (SO_REUSEPORT); empty: off." },
-	{ "native.session.credits.bytes", CONFIG_INT, "4194304", 65536, I32MAX,
+	{ "native.session.credits.bytes", CONFIG_INT, "8388608", 65536, I32MAX,
 	  .doc = "Sluice: most bytes of batches a native session may have unacknowledged; beyond it a PRODUCE is refused (throttled)." },
 	{ "native.session.timeout.ms", CONFIG_LONG, "60000", 1000, I64MAX,
 	  .doc = "Sluice: a native session idle this long (nothing in flight) is forgotten; its client says HELLO again." },
