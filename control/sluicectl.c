@@ -980,12 +980,17 @@ static int cmd_topic_delete(struct ctl *c, const struct args *a)
 		struct kafka_delete_topics_response *resp;
 		struct kafka_str name = { a->pos[i], (int32_t)strlen(a->pos[i]) };
 		struct kclient_mem *mark = k->mem;
+		char label[300];
 
 		kafka_delete_topics_request_init(&req);
 		req.TopicNames.items = &name;
 		req.TopicNames.count = 1;
 		req.TimeoutMs = c->timeout_ms;
+		/* one topic can be long work (10,000 partitions): its wait shows */
+		snprintf(label, sizeof(label), "deleting topic %s", a->pos[i]);
+		k->waiting = label;
 		resp = ctl_call(c, k, K_DELETE_TOPICS, ctl_version(c, k, K_DELETE_TOPICS, 3), &req);
+		k->waiting = NULL;
 		for (int32_t j = 0; j < resp->Responses.count; j++) {
 			const struct kafka_delete_topics_response_deletable_topic_result *r = &resp->Responses.items[j];
 			bool ignore = r->ErrorCode == 3 && opt_has(a, "if-exists");

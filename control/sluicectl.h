@@ -41,6 +41,7 @@ struct kclient {
 	int16_t vmax[KCLIENT_MAX_KEY];
 	struct kclient_mem *mem;    /* frames and arenas of decoded responses */
 	char err[512];              /* what went wrong, for the operator */
+	const char *waiting;        /* set around a long request: its wait shows on a terminal */
 };
 
 /* @thread main. Connect to host:port and ask ApiVersions. 0 or -errno

@@ -31,22 +31,46 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Wait until fd is ready for events or the deadline passes. */
-static int wait_fd(int fd, short events, int64_t deadline)
+/* Wait until fd is ready for events or the deadline passes. With a
+ * label (kclient.waiting) and a terminal on stderr, a long wait shows how
+ * long it has lasted, once a second: one request can be long work (a topic
+ * of 10,000 partitions deleted). */
+static int wait_fd_label(int fd, short events, int64_t deadline, const char *label)
 {
+	int64_t start = mono_ms(), shown = 0;
+	int tty = label && isatty(2);
+
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = events };
-		int64_t left = deadline - mono_ms();
+		int64_t now = mono_ms(), left = deadline - now;
 		int rc;
 
-		if (left <= 0)
+		if (left <= 0) {
+			if (shown)
+				fprintf(stderr, "\n");
 			return -ETIMEDOUT;
+		}
+		if (tty && left > 1000)
+			left = 1000;
 		rc = poll(&p, 1, (int)left);
-		if (rc > 0)
+		if (rc > 0) {
+			if (shown)
+				fprintf(stderr, "\r%s: done after %lld s\n", label, (long long)((mono_ms() - start) / 1000));
 			return 0;
+		}
 		if (rc < 0 && errno != EINTR)
 			return -errno;
+		if (tty && mono_ms() - start >= 1000) {
+			shown = 1;
+			fprintf(stderr, "\r%s: waiting for the broker, %lld s", label,
+				(long long)((mono_ms() - start) / 1000));
+		}
 	}
+}
+
+static int wait_fd(int fd, short events, int64_t deadline)
+{
+	return wait_fd_label(fd, events, deadline, NULL);
 }
 
 static int connect_addr(struct kclient *k, const struct addrinfo *ai, int64_t deadline)
@@ -104,7 +128,7 @@ static int recv_all(struct kclient *k, uint8_t *p, size_t n, int64_t deadline)
 		ssize_t r = recv(k->fd, p, n, 0);
 
 		if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
-			int rc = wait_fd(k->fd, POLLIN, deadline);
+			int rc = wait_fd_label(k->fd, POLLIN, deadline, k->waiting);
 
 			if (rc)
 				return rc;
