@@ -144,6 +144,23 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	SF("retention_segments_deleted_total", "counter",
 	   "Sealed segments removed by time or size retention (the log start moves: partition_log_start_offset).",
 	   retention_segments_deleted);
+	SF("compaction_passes_total", "counter",
+	   "Cleaner passes over a cleanup.policy=compact partition (one starts when a segment was sealed since "
+	   "the last).", compact_passes);
+	SF("compaction_segments_cleaned_total", "counter", "Sealed segments rewritten by the cleaner.",
+	   compact_segments);
+	SF("compaction_records_removed_total", "counter",
+	   "Records the cleaner dropped (superseded by a newer value of their key, or old tombstones).",
+	   compact_records_removed);
+	SF("compaction_tombstones_removed_total", "counter",
+	   "Tombstones dropped once older than delete.retention.ms.", compact_tombstones_removed);
+	SF("compaction_bytes_before_total", "counter", "Bytes of the segments the cleaner rewrote, before.",
+	   compact_bytes_before);
+	SF("compaction_bytes_after_total", "counter", "Bytes of the segments the cleaner rewrote, after.",
+	   compact_bytes_after);
+	SF("compaction_errors_total", "counter",
+	   "Cleaner steps that failed (the segment stays as it was) or could not start (no memory).",
+	   compact_errors);
 #undef SF
 #define ST(name, type, help, field) shard_fam(t, b, name, type, help, \
 	offsetof(struct shard, st.stats.field) - offsetof(struct shard, stats))

@@ -67,6 +67,8 @@ struct part {
 	uint64_t watchers;          /* shards with long-polls on this partition */
 	int64_t last_hw;
 	int deleted;                /* its topic was deleted: the log is closed */
+	int64_t compact_upto;       /* cleanup.policy=compact: the active segment's base at the last
+				     * cleaner pass (a new pass when a later segment was sealed) */
 	struct producer_table producers;   /* idempotent producers' last batches */
 	int64_t snap_covered;       /* log offset the last producer snapshot covers, -1: none */
 	/* transactions (dataplane/part_txn.c) */

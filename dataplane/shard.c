@@ -22,6 +22,8 @@
 #include "dataplane/native/native_broker.h"
 #include "dataplane/shard.h"
 #include "storage/batch_format.h"
+#include "storage/compact.h"
+#include "storage/compress.h"
 
 /* Kernel 6.2 uapi; liburing 2.3's own copy of io_uring.h predates them. */
 #ifndef IORING_SEND_ZC_REPORT_USAGE
@@ -188,6 +190,8 @@ void shard_destroy(struct shard *sh)
 	if (!sh)
 		return;
 	native_shard_close(sh);
+	compactor_destroy(sh->compactor);
+	compress_ctx_destroy(sh->compress);
 	if (sh->listen_fd >= 0)
 		close(sh->listen_fd);
 	close(sh->wake_fd);
@@ -1084,6 +1088,60 @@ static void shard_arm_wake(struct shard *sh)
 	io_set(sqe, &sh->wake_op);
 }
 
+/* The cleaner for cleanup.policy=compact topics: one partition's pass at a
+ * time, one step per loop turn (the key map, or one sealed segment
+ * rewritten: bounded by segment.bytes of reading), so an append waits at
+ * most one step. A partition gets a new pass when a segment was sealed
+ * since its last one; passes start from the retention timer. Steps run
+ * only with no SQE waiting (a rewritten segment's file descriptor is
+ * replaced: nothing prepared may name the old one). Returns 1 if it
+ * worked. */
+static int shard_compact(struct shard *sh, int may_start)
+{
+	struct part *p = sh->compacting;
+	const struct compact_stats *cs;
+	int rc;
+
+	if (!p) {
+		if (!may_start)
+			return 0;
+		for (p = sh->parts; p; p = p->next)
+			if (p->pl && !p->deleted && p->pl->cfg.compact && !p->pl->err &&
+			    p->pl->seg_tail->base_offset > p->compact_upto)
+				break;
+		if (!p)
+			return 0;
+		if ((!sh->compactor && compactor_create(&sh->compactor) < 0) ||
+		    (!sh->compress && compress_ctx_create(&sh->compress) < 0)) {
+			shard_stat_add(&sh->stats.compact_errors, 1);
+			return 0;   /* no memory: the next timer tries again */
+		}
+		p->compact_upto = p->pl->seg_tail->base_offset;
+		sh->compacting = p;
+	}
+	if (io_uring_sq_ready(&sh->ring))
+		return 0;
+	if (p->deleted || !p->pl) {
+		compactor_reset(sh->compactor);   /* its topic went away mid-pass */
+		sh->compacting = NULL;
+		return 0;
+	}
+	rc = compactor_step(sh->compactor, p->pl, sh->compress, sh->now_ms);
+	if (rc <= 0) {
+		if (rc < 0)
+			shard_stat_add(&sh->stats.compact_errors, 1);   /* the segment stays as it was */
+		sh->compacting = NULL;
+	}
+	cs = compactor_stats(sh->compactor);
+	__atomic_store_n(&sh->stats.compact_passes, cs->passes, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->stats.compact_segments, cs->segments_cleaned, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->stats.compact_records_removed, cs->records_removed, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->stats.compact_tombstones_removed, cs->tombstones_removed, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->stats.compact_bytes_before, cs->bytes_before, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->stats.compact_bytes_after, cs->bytes_after, __ATOMIC_RELAXED);
+	return 1;
+}
+
 /* The cycle counter busy time is counted in: the TSC where there is one
  * (no system call, ~20 cycles), else the monotonic clock in ns. */
 #if defined(__x86_64__) || defined(__i386__)
@@ -1232,7 +1290,13 @@ static void *shard_main(void *arg)
 			sh->accepting = 1;
 			shard_arm_accept(sh);
 		}
-		work = shard_drain_rings(sh);
+		work = 0;
+		if ((sh->compact_due || sh->compacting) && !sh->stop && !io_uring_sq_ready(&sh->ring)) {
+			/* before anything of this turn prepares an SQE */
+			work += shard_compact(sh, sh->compact_due);
+			sh->compact_due = 0;
+		}
+		work += shard_drain_rings(sh);
 		if (sh->native && !sh->stop && __atomic_load_n(&b->serving, __ATOMIC_ACQUIRE)) {
 			if (!sh->native_armed) {
 				sh->native_armed = 1;
@@ -1259,6 +1323,7 @@ static void *shard_main(void *arg)
 					}
 				}
 			sh->next_retention_ns = sh->now_ns + (uint64_t)b->set.retention_check_ms * 1000000ull;
+			sh->compact_due = 1;   /* and the cleaner looks for work */
 		}
 		nearest = sh->parked ? shard_run_parked(sh, 0) : 0;
 		work += store_flush(&sh->st);

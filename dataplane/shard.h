@@ -145,6 +145,9 @@ struct shard_stats {
 	uint64_t uring_sqes;                /* SQEs taken on the shard's ring (shard and storage) */
 	uint64_t uring_cqes;                /* completions reaped from it */
 	uint64_t retention_segments_deleted;/* sealed segments removed by time or size retention */
+	/* the cleaner (cleanup.policy=compact), copied from its own stats */
+	uint64_t compact_passes, compact_segments, compact_records_removed, compact_tombstones_removed;
+	uint64_t compact_bytes_before, compact_bytes_after, compact_errors;
 } __attribute__((aligned(64)));
 
 /* Request latency, from the frame taken up to the response queued (for
@@ -185,6 +188,11 @@ struct shard {
 	int native_armed;
 	uint64_t next_native_tick_ns;
 	uint64_t last_enter_ns;       /* DPDK busy-polling: the last io_uring_enter */
+	/* the cleaner (cleanup.policy=compact), made on first need */
+	struct compactor *compactor;
+	struct compress_ctx *compress;
+	struct part *compacting;      /* the partition whose pass runs, or NULL */
+	int compact_due;              /* the retention timer fired: look for a partition to clean */
 	int sleeping;                /* written by this shard, read by senders */
 	uint64_t md_seen;            /* read by the control thread */
 	uint64_t now_ns;

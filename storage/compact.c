@@ -154,7 +154,13 @@ static int batch_records(struct compactor *cp, struct compress_ctx *cc, const ui
 
 static int segment_cleanable(const struct plog *pl, const struct segment *s, int64_t upto)
 {
-	return s->sealed && s->flushed >= s->end && s->base_offset < upto && s != pl->seg_tail;
+	if (!s->sealed || s->flushed < s->end || s->base_offset >= upto || s == pl->seg_tail)
+		return 0;
+	/* a response still points into its tail memory: next pass */
+	for (const struct tail_chunk *c = pl->chunk_head; c; c = c->next)
+		if (c->seg == s && c->refs)
+			return 0;
+	return 1;
 }
 
 static int build_map(struct compactor *cp, struct plog *pl, struct compress_ctx *cc)
@@ -410,6 +416,11 @@ int compactor_step(struct compactor *cp, struct plog *pl, struct compress_ctx *c
 		return rc;
 	}
 	return 1;
+}
+
+void compactor_reset(struct compactor *cp)
+{
+	pass_end(cp);
 }
 
 int compactor_run(struct compactor *cp, struct plog *pl, struct compress_ctx *cc, int64_t now_ms)

@@ -43,6 +43,9 @@ void compactor_destroy(struct compactor *cp);
  * 0 when it is done (call again later for a new pass), or -errno. */
 int compactor_step(struct compactor *cp, struct plog *pl, struct compress_ctx *cc, int64_t now_ms);
 
+/* Abandon the pass in progress (its log is closing); frees its buffers.
+ * The next step starts a new pass. */
+void compactor_reset(struct compactor *cp);
 /* Run whole passes until done (tests and tools). */
 int compactor_run(struct compactor *cp, struct plog *pl, struct compress_ctx *cc, int64_t now_ms);
 
