@@ -75,10 +75,10 @@ static void render_process(struct ctl *ctl, struct broker *b, struct textbuf *t)
 		closedir(d);
 		nfd--;   /* the directory's own fd */
 	}
-	fam(t, "build_info", "gauge", "Always 1; labels: the git commit built (-dirty: with uncommitted changes), "
-	    "the DPDK data path on or off.");
-	textbuf_printf(t, "sluice_build_info{commit=\"%s\",dpdk=\"%s\"} 1\n", SLUICE_GIT_COMMIT,
-		       b->set.dpdk_enable ? "on" : "off");
+	fam(t, "build_info", "gauge", "Always 1; labels: the version (the VERSION file), the git commit built "
+	    "(-dirty: with uncommitted changes), the DPDK data path on or off.");
+	textbuf_printf(t, "sluice_build_info{version=\"%s\",commit=\"%s\",dpdk=\"%s\"} 1\n", SLUICE_VERSION,
+		       SLUICE_GIT_COMMIT, b->set.dpdk_enable ? "on" : "off");
 	fam(t, "process_resident_memory_bytes", "gauge", "Resident set size of the broker process.");
 	textbuf_printf(t, "sluice_process_resident_memory_bytes %lld\n", (long long)rss_pages * page);
 	fam(t, "process_open_fds", "gauge", "File descriptors the broker process holds.");

@@ -19,7 +19,8 @@ VERSION_H := $(BUILD)/gen/version.h
 version-h-check:
 	@mkdir -p $(BUILD)/gen
 	@v=$$(git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown); \
-	 printf '#define SLUICE_GIT_COMMIT "%s"\n' "$$v" > $(VERSION_H).tmp; \
+	 { printf '#define SLUICE_GIT_COMMIT "%s"\n' "$$v"; \
+	   printf '#define SLUICE_VERSION "%s"\n' "$$(cat VERSION 2>/dev/null || echo unknown)"; } > $(VERSION_H).tmp; \
 	 cmp -s $(VERSION_H).tmp $(VERSION_H) && rm -f $(VERSION_H).tmp || mv $(VERSION_H).tmp $(VERSION_H)
 $(VERSION_H): version-h-check
 $(BUILD)/obj/control/metrics.o: $(VERSION_H)

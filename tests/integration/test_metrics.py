@@ -32,7 +32,9 @@ FAMILIES = [
     "ring_full_total", "ring_depth", "send_zerocopy_total", "recv_buffers_starved_total",
     "produce_requests_total", "produce_batches_total", "produce_records_total", "produce_bytes_total",
     "produce_duplicates_total", "produce_rejected_total", "fetch_requests_total", "fetch_bytes_total",
-    "fetch_long_poll_waits_total", "retention_segments_deleted_total", "disk_writes_total", "disk_write_bytes_total", "disk_reads_total",
+    "fetch_long_poll_waits_total", "retention_segments_deleted_total", "compaction_passes_total",
+    "compaction_segments_cleaned_total", "compaction_records_removed_total", "compaction_tombstones_removed_total",
+    "compaction_bytes_before_total", "compaction_bytes_after_total", "compaction_errors_total", "disk_writes_total", "disk_write_bytes_total", "disk_reads_total",
     "disk_read_bytes_total", "disk_io_errors_total", "disk_group_commits_total", "tail_cache_hits_total",
     "tail_cache_misses_total", "tail_cache_bytes", "tail_cache_budget_bytes",
     "partition_log_start_offset", "partition_log_end_offset", "partition_high_watermark",
@@ -118,6 +120,8 @@ def scrape_follows_producer_and_group():
         info = samples(m0, "sluice_build_info")
         assert len(info) == 1 and list(info.values()) == [1.0], info
         assert dict(list(info)[0])["dpdk"] == "off" and dict(list(info)[0])["commit"], info
+        version = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "VERSION")).read().strip()
+        assert dict(list(info)[0])["version"] == version, (info, version)
         for f in FAMILIES:
             assert "sluice_" + base_name(f) in fams, "family sluice_%s missing" % f
         for i in range(n):
