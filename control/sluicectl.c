@@ -827,26 +827,11 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 				json_int_list("isr", p->IsrNodes.items, p->IsrNodes.count);
 				json_int_list("offline_replicas", p->OfflineReplicas.items,
 					      p->OfflineReplicas.count > 0 ? p->OfflineReplicas.count : 0);
-				if (start[j] >= 0)
-					json_int("log_start_offset", start[j]);
-				else
-					json_null("log_start_offset");
-				if (hw[j] >= 0)
-					json_int("high_watermark", hw[j]);
-				else
-					json_null("high_watermark");
-				if (log_end[j] >= 0)
-					json_int("log_end_offset", log_end[j]);
-				else
-					json_null("log_end_offset");
-				if (size[j] >= 0)
-					json_int("size_bytes", size[j]);
-				else
-					json_null("size_bytes");
-				if (shard[j] >= 0)
-					json_int("shard", shard[j]);
-				else
-					json_null("shard");
+				json_int_or_null("log_start_offset", start[j]);
+				json_int_or_null("high_watermark", hw[j]);
+				json_int_or_null("log_end_offset", log_end[j]);
+				json_int_or_null("size_bytes", size[j]);
+				json_int_or_null("shard", shard[j]);
 				if (p->ErrorCode)
 					json_str("error", kerr_name(p->ErrorCode));
 				else

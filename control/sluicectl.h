@@ -93,6 +93,8 @@ void json_str(const char *key, const char *v);   /* v NULL: null */
 void json_strn(const char *key, const char *v, int32_t len);   /* len -1: null */
 void json_int(const char *key, int64_t v);
 void json_null(const char *key);
+/* v, or null when v < 0 (not known) */
+void json_int_or_null(const char *key, int64_t v);
 void json_bool(const char *key, bool v);
 void json_end(void);                    /* final newline */
 

@@ -387,18 +387,9 @@ static int cmd_group_describe(struct ctl *c, const struct args *a)
 				json_str("topic", name);
 				json_int("partition", fp->PartitionIndex);
 				json_int("committed_offset", fp->CommittedOffset);
-				if (h >= 0)
-					json_int("high_watermark", h);
-				else
-					json_null("high_watermark");
-				if (lag >= 0)
-					json_int("lag", lag);
-				else
-					json_null("lag");
-				if (age >= 0)
-					json_int("oldest_unconsumed_age_ms", age);
-				else
-					json_null("oldest_unconsumed_age_ms");
+				json_int_or_null("high_watermark", h);
+				json_int_or_null("lag", lag);
+				json_int_or_null("oldest_unconsumed_age_ms", age);
 				if (strcmp(owner, "-"))
 					json_str("owner", owner);
 				else
@@ -452,10 +443,7 @@ static int cmd_group_describe(struct ctl *c, const struct args *a)
 					json_str("topic", name);
 					json_int("partition", p);
 					json_null("committed_offset");
-					if (h >= 0)
-						json_int("high_watermark", h);
-					else
-						json_null("high_watermark");
+					json_int_or_null("high_watermark", h);
 					json_null("lag");
 					json_null("oldest_unconsumed_age_ms");
 					json_str("owner", owner);
@@ -677,10 +665,7 @@ static int cmd_group_reset_offsets(struct ctl *c, const struct args *a)
 				json_obj_begin(NULL);
 				json_str("topic", sel[i].topic);
 				json_int("partition", p);
-				if (old >= 0)
-					json_int("old_offset", old);
-				else
-					json_null("old_offset");
+				json_int_or_null("old_offset", old);
 				json_int("new_offset", v);
 				json_obj_end();
 			} else {

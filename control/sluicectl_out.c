@@ -269,6 +269,14 @@ void json_null(const char *key)
 	fputs("null", stdout);
 }
 
+void json_int_or_null(const char *key, int64_t v)
+{
+	if (v >= 0)
+		json_int(key, v);
+	else
+		json_null(key);
+}
+
 void json_bool(const char *key, bool v)
 {
 	jkey(key);
