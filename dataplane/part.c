@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include "dataplane/part.h"
@@ -34,6 +35,15 @@ static void part_rebuild_producers(struct part *p)
 	int txn = part_txn_load(p);
 	uint32_t had = p->naborted;
 	uint8_t *buf;
+	/* A rebuilt producer counts as active now, as an append counts it at
+	 * the broker's clock (not the batch's CreateTime, which a client sets:
+	 * with old timestamps the first retention tick after the restart
+	 * expired the producer, and its resend was appended a second time). */
+	struct timespec ts;
+	int64_t now_ms;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 
 	if (dfd >= 0) {
 		covered = producer_snapshot_load(&p->producers, dfd);
@@ -74,7 +84,7 @@ static void part_rebuild_producers(struct part *p)
 				producer_record(&p->producers, batch_producer_id(b), batch_producer_epoch(b),
 						batch_base_sequence(b),
 						producer_seq_add(batch_base_sequence(b), batch_last_offset_delta(b)),
-						batch_base_offset(b), batch_last_offset(b), batch_max_timestamp(b));
+						batch_base_offset(b), batch_last_offset(b), now_ms);
 			next = batch_last_offset(b) + 1;
 			at += batch_size(b);
 		}

@@ -711,6 +711,39 @@ static int64_t idem_hw(const struct broker_proc *b)
 	return hw;
 }
 
+/* The producer state rebuilt from the log after a SIGKILL counts the
+ * producer as active at the restart, not at its batches' CreateTime: these
+ * batches carry a 2023 timestamp, older than producer.id.expiration.ms
+ * (one day), and the broker's retention tick (every 50 ms here, the
+ * slow-path timer that expires idle producers) used to expire the rebuilt
+ * producer at once, so its resend was appended a second time. */
+Test(badinput, rebuilt_producer_with_old_timestamps_not_expired, .timeout = 60)
+{
+	static const char *const fast_tick[] = { "--set", "log.retention.check.interval.ms=50", NULL };
+	struct broker_proc b;
+	struct before bf;
+	int64_t pid, base = -1;
+	int fd;
+
+	start(&b, &bf, fast_tick);
+	raw_create_topic(&b, "idem");
+	fd = raw_connect(&b);
+	cr_assert_geq(fd, 0);
+	pid = init_producer_id(fd, 20);
+	close(fd);
+	cr_assert_eq(produce_idem(&b, pid, 0, 0, 3, &base), 0);
+	cr_assert_eq(base, 0);
+	broker_restart(&b, SIGKILL);
+	/* several ticks of the 50 ms timer after the partition opened: a
+	 * timer has no readiness to wait for */
+	usleep(300 * 1000);
+	cr_assert_eq(produce_idem(&b, pid, 0, 0, 3, &base), 0);
+	cr_assert_eq(base, 0, "the resend after the restart was appended again, at %lld: the rebuilt producer "
+		     "expired", (long long)base);
+	cr_assert_eq(idem_hw(&b), 3, "the log holds the batch once");
+	finish(&b, &bf);
+}
+
 /* A batch an idempotent producer sends again (its acknowledgement was
  * lost) is acknowledged again with its first offset and not appended, also
  * after a SIGKILL and restart; a gap gets OUT_OF_ORDER_SEQUENCE_NUMBER, an
