@@ -26,6 +26,8 @@ int bench_rebalance(int argc, char **argv);
 int bench_commit(int argc, char **argv);
 int bench_native(int argc, char **argv);
 int bench_scrape(int argc, char **argv);
+int bench_peer(int argc, char **argv);
+int bench_suite(int argc, char **argv);
 
 static inline uint64_t bench_now_ns(void)
 {

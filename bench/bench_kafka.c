@@ -47,6 +47,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
 #include <limits.h>
@@ -184,7 +185,7 @@ void broker_log_tail(const struct broker *br)
 
 int broker_start(struct broker *br, int shards, const struct opts *o)
 {
-	char self[PATH_MAX], exe[PATH_MAX + 16], portbuf[32], shardbuf[16], logpath[400];
+	char self[PATH_MAX], exe[PATH_MAX + 16], portbuf[300], shardbuf[16], logpath[400];
 	char line[1024], *argv[64];
 	ssize_t n;
 	size_t have = 0;
@@ -213,8 +214,9 @@ int broker_start(struct broker *br, int shards, const struct opts *o)
 	snprintf(br->data, sizeof(br->data), "%s/data", br->root);
 	if ((port = free_port()) < 0)
 		return -EADDRNOTAVAIL;
-	snprintf(br->bootstrap, sizeof(br->bootstrap), "127.0.0.1:%d", port);
-	snprintf(portbuf, sizeof(portbuf), "127.0.0.1:%d", port);
+	snprintf(br->bootstrap, sizeof(br->bootstrap), "%s:%d", o->listen_host ? o->listen_host : "127.0.0.1",
+		 port);
+	snprintf(portbuf, sizeof(portbuf), "%s", br->bootstrap);
 	snprintf(shardbuf, sizeof(shardbuf), "%d", shards);
 	snprintf(logpath, sizeof(logpath), "%s/sluiced.log", br->root);
 	argv[argc++] = exe;
@@ -240,6 +242,28 @@ int broker_start(struct broker *br, int shards, const struct opts *o)
 	if (br->pid == 0) {
 		dup2(pfd[1], 1);
 		dup2(logfd, 2);
+		if (o->netns) {
+			char nspath[300];
+			int nsfd;
+
+			snprintf(nspath, sizeof(nspath), "/var/run/netns/%s", o->netns);
+			nsfd = open(nspath, O_RDONLY | O_CLOEXEC);
+			if (nsfd < 0 || setns(nsfd, CLONE_NEWNET) < 0) {
+				fprintf(stderr, "kafka: broker: network namespace %s: %s\n", nspath, strerror(errno));
+				_exit(126);
+			}
+		}
+		if (o->cgroup) {
+			char cgpath[400];
+			FILE *f;
+
+			snprintf(cgpath, sizeof(cgpath), "%s/cgroup.procs", o->cgroup);
+			f = fopen(cgpath, "w");
+			if (!f || fprintf(f, "0\n") < 0 || fclose(f)) {
+				fprintf(stderr, "kafka: broker: joining cgroup %s: %s\n", cgpath, strerror(errno));
+				_exit(126);
+			}
+		}
 		execv(exe, argv);
 		_exit(127);
 	}

@@ -46,6 +46,13 @@ struct opts {
 	const char *broker_dir;
 	const char *sets[16];
 	int nsets;
+	/* broker_start only (the suite's --emulate, bench/emulate.h): run the
+	 * broker in this network namespace (/var/run/netns/NAME), listening on
+	 * listen_host (default 127.0.0.1), in this cgroup v2 directory (its
+	 * cgroup.procs); NULL: none */
+	const char *netns;
+	const char *listen_host;
+	const char *cgroup;
 };
 
 /* A broker this run started (pid > 0), or an external one. */

@@ -20,6 +20,10 @@ $(BUILD)/sluice-bench: LDLIBS += $(shell pkg-config --libs rdkafka)
 $(BUILD)/sluice-bench: $(BUILD)/libsluice_native.a
 $(BUILD)/sluice-bench: LDLIBS += $(shell pkg-config --libs libisal liblz4 libzstd snappy)
 
+# the peers (bench/peer.h): Redis Streams through hiredis, NATS JetStream
+# through libnats
+$(BUILD)/sluice-bench: LDLIBS += $(shell pkg-config --libs hiredis libnats)
+
 # sluice-bench produce runs against its own broker and prints its rows.
 TEST_SCRIPTS += tests/bench_kafka_smoke.sh
 # sluice-bench scrape (the admin endpoint's cost), small, end to end.

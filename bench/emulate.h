@@ -1,0 +1,41 @@
+/* bench/emulate.h — sluice-bench suite --emulate PROFILE: run the broker on
+ * a slower machine's terms on this one. The broker goes into a network
+ * namespace of its own joined to this one by a veth pair whose both ends
+ * are shaped (tc) to the profile's NIC line rate; the clients stay here and
+ * reach it at em->broker_ip. The broker's disk bandwidth is capped with a
+ * cgroup v2 io.max limit (rbps/wbps = the profile's disk read/write MB/s) on
+ * the block device holding its data directory, when this machine allows it.
+ *
+ * Whatever could not be emulated (no cgroup v2, no io controller, a data
+ * directory on a filesystem without a block device, a profile without the
+ * key) is said in em->notes, one sentence per item: the report prints them.
+ * Only a failure to build the network part is an error.
+ *
+ * Thread: the suite's main thread. Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN).
+ */
+#ifndef SLUICE_BENCH_EMULATE_H
+#define SLUICE_BENCH_EMULATE_H
+
+#include "bench/profile.h"
+
+struct emulation {
+	char netns[32];          /* the broker's namespace (/var/run/netns/NAME) */
+	char host_ip[16];        /* this namespace's end of the veth */
+	char broker_ip[16];      /* the broker's end: listen and bootstrap here */
+	double nic_gbps;         /* the shaped rate, 0: not shaped */
+	char cgroup[256];        /* cgroup v2 directory for the broker, "" if none */
+	double disk_write_mbps;  /* the io.max limits set, 0: not limited */
+	double disk_read_mbps;
+	char notes[1024];        /* what was not emulated and why */
+	int up;                  /* 1 between setup and teardown */
+};
+
+/* Build the namespace, veth, shaping and cgroup for profile p; data_dir is
+ * where the broker will keep its log (its block device gets io.max).
+ * 0, or -errno with err saying what failed and what to do. */
+int emulate_setup(const struct hw_profile *p, const char *data_dir, struct emulation *em, char *err,
+		  size_t errlen);
+/* Remove everything setup made; safe to call twice or after a failed setup. */
+void emulate_teardown(struct emulation *em);
+
+#endif
