@@ -28,7 +28,10 @@ static void usage(FILE *f)
 		"produce N records (default 1M) of BYTES (default 100, at least 16) acknowledged,\n"
 		"consume them back (each checked), and an end-to-end run at R records/s (default\n"
 		"20000) for S seconds (default 5; 0 skips it). The server's directory is under\n"
-		"$SLUICE_TEST_DIR or /var/tmp and removed afterwards.\n");
+		"$SLUICE_TEST_DIR or /var/tmp and removed afterwards.\n"
+		"\n"
+		"SLUICE_NATS_SERVER: the nats-server binary to run (default: nats-server on PATH,\n"
+		"else /usr/bin/nats-server or /usr/sbin/nats-server).\n");
 }
 
 int bench_peer(int argc, char **argv)
