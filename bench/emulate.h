@@ -11,6 +11,17 @@
  * key) is said in em->notes, one sentence per item: the report prints them.
  * Only a failure to build the network part is an error.
  *
+ * Names carry the pid of the process that made them: namespace and cgroup
+ * "sluice-em-PID", veth "semPIDh" (here) / "semPIDb" (the broker's), the
+ * private cgroup2 mount /run/sluice-em-PID.cgroup2; emulate_cleanup_stale()
+ * removes those whose process is gone (a suite that was killed).
+ *
+ * When the io controller is bound to a cgroup v1 hierarchy (a hybrid setup,
+ * where cgroup v2 cannot have it), the disk is capped with the v1 blkio
+ * throttle instead (blkio.throttle.{read,write}_bps_device): em->cgroup is
+ * then a v1 blkio directory, which has a cgroup.procs too, and em->notes
+ * says so (v1 limits O_DIRECT and read I/O, not buffered writeback).
+ *
  * Thread: the suite's main thread. Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN).
  */
 #ifndef SLUICE_BENCH_EMULATE_H
@@ -28,6 +39,9 @@ struct emulation {
 	double disk_read_mbps;
 	char notes[1024];        /* what was not emulated and why */
 	int up;                  /* 1 between setup and teardown */
+	/* what teardown undoes (emulate.c's own) */
+	char veth[16];           /* this namespace's end, "" once gone */
+	char cg_mount[64];       /* a cgroup2 mount setup made, "" if none */
 };
 
 /* Build the namespace, veth, shaping and cgroup for profile p; data_dir is
@@ -37,5 +51,8 @@ int emulate_setup(const struct hw_profile *p, const char *data_dir, struct emula
 		  size_t errlen);
 /* Remove everything setup made; safe to call twice or after a failed setup. */
 void emulate_teardown(struct emulation *em);
+/* Remove the namespaces, veths, cgroups and mounts named sluice-em-PID (see
+ * above) whose process PID is no longer alive. Quiet; best effort. */
+void emulate_cleanup_stale(void);
 
 #endif

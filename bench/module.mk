@@ -50,6 +50,16 @@ $(BUILD)/hwprobe-memif: $(BUILD)/obj/bench/hwprobe_memif.o $(BUILD)/libsluice_co
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_SAN) $^ -o $@ $(LDLIBS)
 
+# build/emulate-check (tests/emulate_check.c): bench/emulate.c for real —
+# namespace, shaped veth pair, disk cgroup — without sluice-bench; run by
+# tests/bench_emulate_smoke.sh (root).
+BIN_TARGETS += $(BUILD)/emulate-check
+$(BUILD)/emulate-check: $(BUILD)/obj/tests/emulate_check.o $(BUILD)/obj/bench/emulate.o \
+			$(BUILD)/obj/bench/profile.o
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_SAN) $^ -o $@ -pthread -lm
+TEST_SCRIPTS += tests/bench_emulate_smoke.sh
+
 # make hwprobe: measure this machine into hw-profiles/local.conf
 # (ARGS='--quick', '--dir DIR', '--out FILE')
 .PHONY: hwprobe
