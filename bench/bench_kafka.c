@@ -68,16 +68,6 @@
 #include "bench/hist.h"
 #include "bench/kafka.h"
 
-struct run {
-	uint64_t records, bytes, errors;
-	double seconds;
-	struct hist lat;            /* ns */
-	uint64_t peak_rss_kb;
-	/* --transactional: committed transactions, the time of each commit
-	 * (ns, retries of a retriable error included) and those retries */
-	uint64_t txns, commit_retries;
-	struct hist commit;
-};
 
 volatile sig_atomic_t bench_interrupted;
 
@@ -710,8 +700,8 @@ static int txn_commit(rd_kafka_t *rk, struct run *r, const char *label)
 
 /* Produce o->records (or for o->seconds if set, whichever first) to topic;
  * with o->transactional, in transactions of that many records. */
-static int run_produce(const struct opts *o, struct broker *br, const char *topic, uint64_t records,
-		       struct run *r, const char *label)
+int kafka_produce(const struct opts *o, struct broker *br, const char *topic, uint64_t records,
+		  struct run *r, const char *label)
 {
 	struct prod_ctx pc = { .lat = &r->lat };
 	rd_kafka_t *rk;
@@ -722,8 +712,10 @@ static int run_produce(const struct opts *o, struct broker *br, const char *topi
 	uint64_t txn = (uint64_t)o->transactional;
 	int rc = 0, in_txn = 0;
 	char txn_note[64] = "";
+	volatile int *stop = r->stop;
 
 	memset(r, 0, sizeof(*r));
+	r->stop = stop;
 	hist_init(&r->lat);
 	hist_init(&r->commit);
 	rk = new_producer(o, br->bootstrap, &pc, o->linger_ms >= 0 ? o->linger_ms : 5);
@@ -755,7 +747,16 @@ static int run_produce(const struct opts *o, struct broker *br, const char *topi
 	while (pc.acked + pc.failed < sent || sent < records) {
 		uint64_t now;
 
-		if (sent < records && !bench_interrupted) {
+		if (stop && *stop && sent < records && !in_txn)
+			records = sent;         /* the caller ends the run: drain the acks */
+		if (sent < records && o->produce_rate &&
+		    sent >= (uint64_t)((double)(bench_now_ns() - t0) * (double)o->produce_rate / 1e9)) {
+			/* paced (--rate for produce): ahead of the schedule */
+			struct timespec ts = { 0, 100000 };
+
+			rd_kafka_poll(rk, 0);
+			nanosleep(&ts, NULL);
+		} else if (sent < records && !bench_interrupted) {
 			uint64_t t;
 
 			/* a transaction begins with its first record: none is ever
@@ -799,6 +800,7 @@ static int run_produce(const struct opts *o, struct broker *br, const char *topi
 			rd_kafka_poll(rk, 50);
 		}
 		now = bench_now_ns();
+		r->live = pc.acked;
 		if (pc.acked + pc.failed != last_acked) {
 			last_acked = pc.acked + pc.failed;
 			stall_t = now;
@@ -929,7 +931,13 @@ struct consumer {
 	rd_kafka_queue_t *q;
 	struct client_errs errs;
 	int partitions;
+	int part_mod, part_rem;     /* partitions p % part_mod == part_rem (mod 0: all) */
 };
+
+static int consumer_has(const struct consumer *c, int p)
+{
+	return c->part_mod <= 1 || p % c->part_mod == c->part_rem;
+}
 
 /* The topic's partition count from a metadata request (every partition
  * with a leader), or -errno. */
@@ -963,6 +971,8 @@ static int consumer_open(struct consumer *c, const struct opts *o, const struct 
 
 	memset(c, 0, sizeof(*c));
 	c->partitions = o->partitions;
+	c->part_mod = o->part_mod;
+	c->part_rem = o->part_rem;
 	conf = base_conf(br->bootstrap, &c->errs);
 	if (!conf || conf_set(conf, "enable.auto.commit", "false") < 0 ||
 	    conf_set(conf, "enable.auto.offset.store", "false") < 0 ||
@@ -1007,7 +1017,8 @@ static int consumer_open(struct consumer *c, const struct opts *o, const struct 
 	 * current leader for partition"): 4 starts of 30 here. */
 	offs = rd_kafka_topic_partition_list_new(o->partitions);
 	for (int p = 0; p < o->partitions; p++)
-		rd_kafka_topic_partition_list_add(offs, topic, p)->offset = start;
+		if (consumer_has(c, p))
+			rd_kafka_topic_partition_list_add(offs, topic, p)->offset = start;
 	if (start == RD_KAFKA_OFFSET_BEGINNING || start == RD_KAFKA_OFFSET_END) {
 		rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(c->rk, offs, 10000);
 
@@ -1036,7 +1047,8 @@ static void consumer_close(struct consumer *c)
 {
 	if (c->rkt) {
 		for (int p = 0; p < c->partitions; p++)
-			rd_kafka_consume_stop(c->rkt, p);
+			if (consumer_has(c, p))
+				rd_kafka_consume_stop(c->rkt, p);
 		rd_kafka_topic_destroy(c->rkt);
 	}
 	if (c->q)
@@ -1048,29 +1060,36 @@ static void consumer_close(struct consumer *c)
 
 #define BATCH 10000
 
-static int run_consume(const struct opts *o, struct broker *br, const char *topic, uint64_t records,
-		       struct run *r)
+int kafka_consume(const struct opts *o, struct broker *br, const char *topic, uint64_t records,
+		  struct run *r, const char *label)
 {
 	struct consumer c;
 	struct cons_check cc = { .partitions = o->partitions, .size = o->size, .nrecords = records };
 	rd_kafka_message_t **msgs = calloc(BATCH, sizeof(*msgs));
 	uint64_t t0, got = 0, bytes = 0, last_done = 0, last_t, next_tick, stall_t, first_t = 0;
+	volatile int *stop = r->stop;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
+	r->stop = stop;
 	hist_init(&r->lat);
+	/* A share of the partitions (o->part_mod): its records' indexes run
+	 * up to about part_mod times its count. Unbounded (a run the caller
+	 * stops): no duplicate bitmap, offsets are still checked. */
+	if (o->part_mod > 1)
+		cc.nrecords = records * (uint64_t)o->part_mod + (uint64_t)o->partitions;
 	cc.next_off = calloc((size_t)o->partitions, sizeof(*cc.next_off));
-	cc.seen = calloc(records / 8 + 1, 1);
-	if (!msgs || !cc.next_off || !cc.seen) {
+	cc.seen = cc.nrecords <= KAFKA_CHECKED_MAX ? calloc(cc.nrecords / 8 + 1, 1) : NULL;
+	if (!msgs || !cc.next_off || (!cc.seen && cc.nrecords <= KAFKA_CHECKED_MAX)) {
 		rc = -ENOMEM;
 		goto out0;
 	}
-	fprintf(stderr, "consume: reading %" PRIu64 " records from %s (%d partitions), simple consumer, "
-		"one queue\n", records, topic, o->partitions);
+	fprintf(stderr, "%s: reading %" PRIu64 " records from %s (%d partitions%s), simple consumer, "
+		"one queue\n", label, records, topic, o->partitions, o->part_mod > 1 ? ", a share" : "");
 	t0 = last_t = stall_t = bench_now_ns();
 	rc = consumer_open(&c, o, br, topic, RD_KAFKA_OFFSET_BEGINNING);
 	next_tick = t0 + 1000000000ull;
-	while (!rc && got < records) {
+	while (!rc && got < records && !(stop && *stop)) {
 		/* one record (waiting up to 100 ms), then what is already queued:
 		 * a partial batch is never held back for its timeout */
 		rd_kafka_message_t *first = rd_kafka_consume_queue(c.q, 100);
@@ -1080,8 +1099,8 @@ static int run_consume(const struct opts *o, struct broker *br, const char *topi
 		if (first) {
 			if (!first_t) {
 				first_t = now;
-				fprintf(stderr, "consume: first record after %.3f s (connect, metadata, "
-					"ListOffsets, first Fetch)\n", (double)(now - t0) / 1e9);
+				fprintf(stderr, "%s: first record after %.3f s (connect, metadata, "
+					"ListOffsets, first Fetch)\n", label, (double)(now - t0) / 1e9);
 			}
 			msgs[0] = first;
 			n = rd_kafka_consume_batch_queue(c.q, 0, msgs + 1, BATCH - 1);
@@ -1106,13 +1125,14 @@ static int run_consume(const struct opts *o, struct broker *br, const char *topi
 		}
 		if (n > 0)
 			stall_t = now;
+		r->live = got;
 		if (cc.bad) {
 			fprintf(stderr, "consume: WRONG DATA: %s (%" PRIu64 " bad records so far)\n",
 				cc.first_bad, cc.bad);
 			rc = -EBADMSG;
 		}
 		if (now >= next_tick) {
-			progress("consume", got, records, t0, &last_done, &last_t, br, &r->peak_rss_kb, NULL);
+			progress(label, got, records, t0, &last_done, &last_t, br, &r->peak_rss_kb, NULL);
 			next_tick += 1000000000ull;
 			if (!broker_alive(br))
 				rc = -ECHILD;
@@ -1135,8 +1155,8 @@ static int run_consume(const struct opts *o, struct broker *br, const char *topi
 	r->records = got;
 	r->bytes = bytes;
 	if (!rc)
-		fprintf(stderr, "consume: %" PRIu64 " records in %.2f s, all checked (%.2f s from the first "
-			"record)\n", got, r->seconds, first_t ? (double)(bench_now_ns() - first_t) / 1e9 : 0.0);
+		fprintf(stderr, "%s: %" PRIu64 " records in %.2f s, all checked (%.2f s from the first "
+			"record)\n", label, got, r->seconds, first_t ? (double)(bench_now_ns() - first_t) / 1e9 : 0.0);
 	consumer_close(&c);
 out0:
 	free(msgs);
@@ -1202,7 +1222,7 @@ static void *e2e_reader_main(void *arg)
 	return NULL;
 }
 
-static int run_e2e(const struct opts *o, struct broker *br, const char *topic, struct run *r)
+int kafka_e2e(const struct opts *o, struct broker *br, const char *topic, struct run *r)
 {
 	struct prod_ctx pc = { 0 };
 	struct e2e_reader *rd = calloc(1, sizeof(*rd));
@@ -1638,9 +1658,9 @@ static int produce_consume(const struct opts *o, int shards, int consume, struct
 
 		snprintf(topic, sizeof(topic), "bench-%d-%d", (int)getpid(), (int)(bench_now_ns() % 100000));
 		if (!(rc = create_topics(br->bootstrap, topic, 1, 1, o->partitions)))
-			rc = run_produce(o, br, topic, o->records, pr, consume ? "consume: pre-produce" : "produce");
+			rc = kafka_produce(o, br, topic, o->records, pr, consume ? "consume: pre-produce" : "produce");
 		if (!rc && consume)
-			rc = run_consume(o, br, topic, pr->records, cr);
+			rc = kafka_consume(o, br, topic, pr->records, cr, "consume");
 	}
 	if (!o->bootstrap) {
 		rc2 = broker_stop(br);
@@ -1815,7 +1835,7 @@ static int cmd_e2e(const struct opts *o)
 		return 1;
 	snprintf(topic, sizeof(topic), "e2e-%d-%d", (int)getpid(), (int)(bench_now_ns() % 100000));
 	if (!(rc = create_topics(br.bootstrap, topic, 1, 1, o->partitions)))
-		rc = run_e2e(o, &br, topic, r);
+		rc = kafka_e2e(o, &br, topic, r);
 	if (!o->bootstrap && (rc2 = broker_stop(&br)) && !rc)
 		rc = rc2;
 	if (rc)
@@ -1868,7 +1888,7 @@ static int cmd_idle(const struct opts *o)
 		po.partitions = 6;
 		snprintf(topic, sizeof(topic), "idle-produce-%d", (int)getpid());
 		if (!(rc = create_topics(br.bootstrap, topic, 1, 1, 6)))
-			rc = run_produce(&po, &br, topic, o->records, pr, "idle: produce");
+			rc = kafka_produce(&po, &br, topic, o->records, pr, "idle: produce");
 	}
 	if (!o->bootstrap && (rc2 = broker_stop(&br)) && !rc)
 		rc = rc2;

@@ -1,12 +1,1272 @@
-/* bench/bench_suite.c — placeholder until the suite lands. */
+/* bench/bench_suite.c — `sluice-bench suite`: the benchmark suite. Named
+ * scenarios run against brokers the suite starts itself (and against the
+ * peers, bench/peer.h), and every figure is given absolute and as a fraction
+ * of what the hardware profile says the machine can physically do (the disk
+ * or the NIC, whichever binds). Writes DIR/report.md, DIR/results.json and
+ * PNG plots (gnuplot) with their data and scripts beside them.
+ *
+ * Scenarios (any subset by name, in this order; all by default):
+ *   k14-producer    Apache Kafka's 2014 benchmark rows one node can run,
+ *   k14-producers3  100-byte records, 6 partitions, acks=1, each next to
+ *   k14-consumer    the figure the post published for the same row
+ *   k14-consumers3  (bench/suite_ref below: the post's machines, which
+ *   k14-prodcons    rows ran on three brokers with replication)
+ *   k14-latency
+ *   size-sweep      records/s and MB/s from 10 B to 100 KB records
+ *   partition-sweep records/s from 1 to 10,000 partitions
+ *   acks            acks=0, 1, all
+ *   durability      log.durability=write, sync, memory (acks=all)
+ *   stored-data     the append rate as the log grows to --stored bytes
+ *   backlog-drain   a backlog built while production goes on at a steady
+ *                   rate, then consumers: net drain rate, time to catch up
+ *   peers           Sluice, Redis Streams and NATS JetStream: produce,
+ *                   consume, e2e latency, same records, same run
+ *
+ * One broker serves the scenarios that need no settings of their own
+ * (k14-*, size-sweep, acks, backlog-drain, peers); partition-sweep,
+ * durability and stored-data start their own. --emulate PROFILE puts the
+ * brokers in a network namespace behind a veth shaped to the profile's NIC
+ * and under a cgroup io.max cap (bench/emulate.h).
+ *
+ * Thread: main; the multi-client rows run one thread per client (each its
+ * own librdkafka instance) and the main thread samples their counters.
+ * Progress on stderr; the report's headline on stdout at the end. Exit 0
+ * when every scenario ran, 1 when one failed (the report says which and
+ * why), 2 bad usage.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "bench/bench.h"
+#include "bench/emulate.h"
+#include "bench/hist.h"
+#include "bench/kafka.h"
+#include "bench/peer.h"
+#include "bench/profile.h"
+#include "bench/suite.h"
+
+static double nan_(void)
+{
+	return NAN;
+}
+
+static struct row *row_new(struct result *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static struct row *row_new(struct result *r, const char *fmt, ...)
+{
+	struct row *w;
+	va_list ap;
+
+	if (r->nrows >= SUITE_ROWS)
+		r->nrows = SUITE_ROWS - 1;   /* never reached: scenarios make < 20 rows */
+	w = &r->rows[r->nrows++];
+	memset(w, 0, sizeof(*w));
+	va_start(ap, fmt);
+	vsnprintf(w->label, sizeof(w->label), fmt, ap);
+	va_end(ap);
+	w->rps = w->mbps = w->p50 = w->p99 = w->p999 = nan_();
+	w->ref_rps = w->ref_p50 = w->ref_p99 = w->ref_p999 = nan_();
+	return w;
+}
+
+static void fail(struct result *r, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void fail(struct result *r, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->rc)
+		return;
+	r->rc = rc < 0 ? rc : -EIO;
+	va_start(ap, fmt);
+	vsnprintf(r->error, sizeof(r->error), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "suite: %s: FAILED: %s\n", r->sc->name, r->error);
+}
+
+/* Rate figures of a run into w. */
+static void row_rate(struct row *w, uint64_t records, uint64_t bytes, double seconds)
+{
+	if (seconds > 0) {
+		w->rps = (double)records / seconds;
+		w->mbps = (double)bytes / seconds / 1e6;
+	}
+}
+
+/* ---- limits --------------------------------------------------------------- */
+
+/* Produce binds on the slower of the NIC (records come in) and the disk
+ * (they go out); memory durability writes nothing before the ack. */
+static void produce_limit(const struct suite *s, struct row *w, int memory)
+{
+	if (memory || !s->disk_w_mbps || (s->nic_mbps && s->nic_mbps < s->disk_w_mbps)) {
+		w->binds = s->nic_mbps ? s->nic_what : NULL;
+		w->limit_mbps = s->nic_mbps;
+	} else {
+		w->binds = "disk write";
+		w->limit_mbps = s->disk_w_mbps;
+	}
+}
+
+/* Consumers read what was just written, from the broker's memory and the
+ * page cache: the NIC binds. */
+static void consume_limit(const struct suite *s, struct row *w)
+{
+	w->binds = s->nic_mbps ? s->nic_what : NULL;
+	w->limit_mbps = s->nic_mbps;
+}
+
+static void set_limits(struct suite *s)
+{
+	const struct hw_profile *p = &s->prof;
+
+	s->nic_what = "NIC";
+	if (s->emulating && s->em.nic_gbps > 0) {
+		s->nic_mbps = s->em.nic_gbps * 1e9 / 8 / 1e6;
+		s->nic_what = "NIC (shaped)";
+	} else if (p->has[HW_NIC_GBPS]) {
+		s->nic_mbps = hw_get(p, HW_NIC_GBPS) * 1e9 / 8 / 1e6;
+	} else if (p->has[HW_LOOPBACK_TCP_GBPS]) {
+		/* a probed machine whose NIC reports no line rate: the clients
+		 * reach the broker over loopback, and loopback TCP binds */
+		s->nic_mbps = hw_get(p, HW_LOOPBACK_TCP_GBPS) * 1e9 / 8 / 1e6;
+		s->nic_what = "loopback TCP";
+	}
+	s->disk_w_mbps = hw_get(p, HW_DISK_WRITE_MBPS);
+}
+
+/* ---- brokers -------------------------------------------------------------- */
+
+static void base_opts(const struct suite *s, struct opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->cmd = "suite";
+	o->size = K14_SIZE;
+	o->partitions = K14_PARTS;
+	o->acks = 1;
+	o->compression = "none";
+	o->linger_ms = -1;
+	o->rate = s->e2e_rate;
+	o->shards = s->shards;
+	if (s->emulating) {
+		o->netns = s->em.netns;
+		o->listen_host = s->em.broker_ip;
+		o->cgroup = s->em.cgroup[0] ? s->em.cgroup : NULL;
+	}
+}
+
+static int start_broker(struct suite *s, struct broker *br, const char *set)
+{
+	struct opts o;
+
+	base_opts(s, &o);
+	if (set)
+		o.sets[o.nsets++] = set;
+	return broker_start(br, s->shards, &o);
+}
+
+static struct broker *shared_broker(struct suite *s, struct result *r)
+{
+	int rc;
+
+	if (s->shared_up)
+		return &s->shared;
+	if ((rc = start_broker(s, &s->shared, NULL)) < 0) {
+		fail(r, rc, "starting the broker: %s", strerror(-rc));
+		return NULL;
+	}
+	s->shared_up = 1;
+	return &s->shared;
+}
+
+static int stop_broker(struct broker *br, struct result *r)
+{
+	if (broker_stop(br) < 0) {
+		fail(r, -EIO, "the broker did not stop cleanly (its directory %s is kept)", br->root);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int new_topic(struct suite *s, struct broker *br, struct result *r, int partitions, char *name,
+		     size_t len)
+{
+	int rc;
+
+	snprintf(name, len, "suite-%s-%d-%d", r->sc->name, (int)getpid(), s->topic_seq++);
+	if ((rc = create_topics(br->bootstrap, name, 1, 1, partitions)) < 0)
+		fail(r, rc, "creating topic %s (%d partitions): %s", name, partitions, strerror(-rc));
+	return rc;
+}
+
+/* ---- clients on threads --------------------------------------------------- */
+
+struct client {
+	pthread_t th;
+	struct opts o;
+	struct broker *br;
+	char topic[64];
+	char label[48];
+	uint64_t records;
+	int consume;
+	struct run run;
+	int rc;
+};
+
+static void *client_main(void *arg)
+{
+	struct client *c = arg;
+
+	if (c->consume)
+		c->rc = kafka_consume(&c->o, c->br, c->topic, c->records, &c->run, c->label);
+	else
+		c->rc = kafka_produce(&c->o, c->br, c->topic, c->records, &c->run, c->label);
+	return NULL;
+}
+
+static int client_start(struct client *c)
+{
+	int e = pthread_create(&c->th, NULL, client_main, c);
+
+	return e ? -e : 0;
+}
+
+/* Records of partitions p % mod == rem when index i went to i % parts. */
+static uint64_t share_of(uint64_t records, int parts, int mod, int rem)
+{
+	uint64_t n = 0;
+
+	for (int p = 0; p < parts; p++)
+		if (mod <= 1 || p % mod == rem)
+			n += records / (uint64_t)parts + ((uint64_t)p < records % (uint64_t)parts);
+	return n;
+}
+
+/* Run n clients at once; their aggregate rate is the records of all over
+ * the longest one's time (they start together). */
+static int run_clients(struct client *c, int n, struct result *r, uint64_t *records, uint64_t *bytes,
+		       double *secs)
+{
+	int rc = 0;
+
+	*records = *bytes = 0;
+	*secs = 0;
+	for (int i = 0; i < n; i++)
+		if ((c[i].rc = client_start(&c[i])) < 0) {
+			fail(r, c[i].rc, "starting a client thread: %s", strerror(-c[i].rc));
+			n = i;
+			rc = -EAGAIN;
+		}
+	for (int i = 0; i < n; i++) {
+		pthread_join(c[i].th, NULL);
+		if (c[i].rc < 0 && !rc) {
+			rc = c[i].rc;
+			fail(r, rc, "%s: %s", c[i].label, strerror(-rc));
+		}
+		*records += c[i].run.records;
+		*bytes += c[i].run.bytes;
+		if (c[i].run.seconds > *secs)
+			*secs = c[i].run.seconds;
+	}
+	return rc;
+}
+
+static void client_init(struct client *c, const struct suite *s, struct broker *br, const char *topic,
+			uint64_t records, int consume, const char *label)
+{
+	memset(c, 0, sizeof(*c));
+	base_opts(s, &c->o);
+	c->br = br;
+	snprintf(c->topic, sizeof(c->topic), "%s", topic);
+	snprintf(c->label, sizeof(c->label), "%s", label);
+	c->records = records;
+	c->consume = consume;
+}
+
+/* ---- Kafka 2014 ----------------------------------------------------------- */
+
+/* Jay Kreps, "Benchmarking Apache Kafka: 2 Million Writes Per Second (On
+ * Three Cheap Machines)", LinkedIn engineering blog, 27 April 2014: three
+ * brokers and three client machines (hw-profiles/kafka-2014.conf), 100-byte
+ * records, 6 partitions. Rows without replication ran on one broker; the
+ * three-producer row used 3x asynchronous replication over three brokers,
+ * the consumer rows read a replicated topic. */
+#define K14_REF_PRODUCER      821557.0
+#define K14_REF_PRODUCERS3   2024032.0
+#define K14_REF_CONSUMER      940521.0
+#define K14_REF_CONSUMERS3   2615968.0
+#define K14_REF_PRODCONS      795064.0
+#define K14_REF_P50_MS             2.0
+#define K14_REF_P99_MS             3.0
+#define K14_REF_P999_MS           14.0
+
+static int k14_producers(struct suite *s, struct result *r, int n, double ref)
+{
+	struct broker *br = shared_broker(s, r);
+	struct client c[3];
+	char topic[64];
+	uint64_t recs, bytes;
+	double secs;
+	struct row *w;
+
+	if (!br || new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
+		return r->rc;
+	for (int i = 0; i < n; i++) {
+		char label[48];
+
+		snprintf(label, sizeof(label), n > 1 ? "producer %d" : "producer", i + 1);
+		client_init(&c[i], s, br, topic, s->records / (uint64_t)n, 0, label);
+	}
+	if (run_clients(c, n, r, &recs, &bytes, &secs) < 0)
+		return r->rc;
+	w = row_new(r, n > 1 ? "%d producers" : "%d producer", n);
+	row_rate(w, recs, bytes, secs);
+		produce_limit(s, w, 0);
+	w->ref_rps = ref;
+	if (n == 1) {
+		s->k14_rps = w->rps;
+		w->p99 = (double)hist_percentile(&c[0].run.lat, 99) / 1e6;
+		snprintf(w->note, sizeof(w->note), "ack p99 %.1f ms at full speed; Kafka's row: one broker, no "
+			 "replication", w->p99);
+	} else {
+		snprintf(w->note, sizeof(w->note), "Kafka's row: three brokers, 3x asynchronous replication, "
+			 "three producer machines");
+	}
+	return 0;
+}
+
+static int sc_k14_producer(struct suite *s, struct result *r)
+{
+	return k14_producers(s, r, 1, K14_REF_PRODUCER);
+}
+
+static int sc_k14_producers3(struct suite *s, struct result *r)
+{
+	return k14_producers(s, r, 3, K14_REF_PRODUCERS3);
+}
+
+/* The topic the consumer rows read: s->records records, produced once. */
+static int k14_filled(struct suite *s, struct result *r, struct broker *br)
+{
+	struct client c;
+	uint64_t recs, bytes;
+	double secs;
+
+	if (s->filled_topic[0])
+		return 0;
+	if (new_topic(s, br, r, K14_PARTS, s->filled_topic, sizeof(s->filled_topic)) < 0)
+		return r->rc;
+	client_init(&c, s, br, s->filled_topic, s->records, 0, "pre-produce");
+	if (run_clients(&c, 1, r, &recs, &bytes, &secs) < 0) {
+		s->filled_topic[0] = 0;
+		return r->rc;
+	}
+	s->filled = recs;
+	return 0;
+}
+
+static int k14_consumers(struct suite *s, struct result *r, int n, double ref)
+{
+	struct broker *br = shared_broker(s, r);
+	struct client c[3];
+	uint64_t recs, bytes;
+	double secs;
+	struct row *w;
+
+	if (!br || k14_filled(s, r, br) < 0)
+		return r->rc;
+	for (int i = 0; i < n; i++) {
+		char label[48];
+
+		snprintf(label, sizeof(label), n > 1 ? "consumer %d" : "consumer", i + 1);
+		client_init(&c[i], s, br, s->filled_topic, share_of(s->filled, K14_PARTS, n, i), 1, label);
+		c[i].o.part_mod = n;
+		c[i].o.part_rem = i;
+	}
+	if (run_clients(c, n, r, &recs, &bytes, &secs) < 0)
+		return r->rc;
+	w = row_new(r, n > 1 ? "%d consumers" : "%d consumer", n);
+	row_rate(w, recs, bytes, secs);
+		consume_limit(s, w);
+	w->ref_rps = ref;
+	snprintf(w->note, sizeof(w->note), "%s; Kafka's row read a 3x replicated topic from three brokers",
+		 n > 1 ? "each consumer 2 of the 6 partitions" : "all 6 partitions");
+	return 0;
+}
+
+static int sc_k14_consumer(struct suite *s, struct result *r)
+{
+	return k14_consumers(s, r, 1, K14_REF_CONSUMER);
+}
+
+static int sc_k14_consumers3(struct suite *s, struct result *r)
+{
+	return k14_consumers(s, r, 3, K14_REF_CONSUMERS3);
+}
+
+static int sc_k14_prodcons(struct suite *s, struct result *r)
+{
+	struct broker *br = shared_broker(s, r);
+	struct client c[2];
+	char topic[64];
+	uint64_t recs, bytes;
+	double secs;
+	struct row *w;
+
+	if (!br || new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
+		return r->rc;
+	client_init(&c[0], s, br, topic, s->records, 0, "producer");
+	client_init(&c[1], s, br, topic, s->records, 1, "consumer");
+	if (run_clients(c, 2, r, &recs, &bytes, &secs) < 0)
+		return r->rc;
+	w = row_new(r, "producer and consumer: produce");
+	row_rate(w, c[0].run.records, c[0].run.bytes, c[0].run.seconds);
+		produce_limit(s, w, 0);
+	w->ref_rps = K14_REF_PRODCONS;
+	snprintf(w->note, sizeof(w->note), "the consumer reads the same topic from offset 0 meanwhile");
+	w = row_new(r, "producer and consumer: consume");
+	row_rate(w, c[1].run.records, c[1].run.bytes, c[1].run.seconds);
+		consume_limit(s, w);
+	snprintf(w->note, sizeof(w->note), "the consumer's own rate (Kafka's post gives the producer's)");
+	return 0;
+}
+
+static int sc_k14_latency(struct suite *s, struct result *r)
+{
+	struct broker *br = shared_broker(s, r);
+	struct opts o;
+	struct run *run;
+	char topic[64];
+	struct row *w;
+	int rc;
+
+	if (!br || new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
+		return r->rc;
+	base_opts(s, &o);
+	o.seconds = s->seconds;
+	run = calloc(1, sizeof(*run));
+	if (!run)
+		return -ENOMEM;
+	if ((rc = kafka_e2e(&o, br, topic, run)) < 0) {
+		fail(r, rc, "e2e at %" PRIu64 " records/s: %s", s->e2e_rate, strerror(-rc));
+	} else {
+		w = row_new(r, "end-to-end latency at %" PRIu64 " records/s", s->e2e_rate);
+		w->p50 = (double)hist_percentile(&run->lat, 50) / 1e6;
+		w->p99 = (double)hist_percentile(&run->lat, 99) / 1e6;
+		w->p999 = (double)hist_percentile(&run->lat, 99.9) / 1e6;
+		w->ref_p50 = K14_REF_P50_MS;
+		w->ref_p99 = K14_REF_P99_MS;
+		w->ref_p999 = K14_REF_P999_MS;
+		snprintf(w->note, sizeof(w->note), "%" PRIu64 " records timed, send to receive, acks=1, linger.ms=1",
+			 run->lat.count);
+	}
+	free(run);
+	return r->rc;
+}
+
+/* ---- sweeps --------------------------------------------------------------- */
+
+/* One timed produce point: s->seconds of o's records to a new topic. */
+static int timed_produce(struct suite *s, struct result *r, struct broker *br, struct opts *o,
+			 struct run *run, const char *label)
+{
+	char topic[64];
+	int rc;
+
+	if (new_topic(s, br, r, o->partitions, topic, sizeof(topic)) < 0)
+		return r->rc;
+	o->seconds = s->seconds;
+	if ((rc = kafka_produce(o, br, topic, 1000000000, run, label)) < 0)
+		fail(r, rc, "%s: %s", label, strerror(-rc));
+	return rc;
+}
+
+static struct series *series_new(struct result *r, const char *xl, const char *y1, const char *y2, int logx)
+{
+	struct series *p = calloc(1, sizeof(*p));
+
+	if (p) {
+		p->xlabel = xl;
+		p->y1label = y1;
+		p->y2label = y2;
+		p->logx = logx;
+	}
+	r->plot = p;
+	return p;
+}
+
+static void series_add(struct series *p, double x, double y1, double y2)
+{
+	if (!p || p->n >= SUITE_POINTS)
+		return;
+	p->x[p->n] = x;
+	p->y1[p->n] = y1;
+	p->y2[p->n] = y2;
+	p->n++;
+}
+
+static int sc_size_sweep(struct suite *s, struct result *r)
+{
+	static const int quick[] = { 10, 100, 1000, 10000, 100000 };
+	static const int full[] = { 10, 30, 100, 300, 1000, 3000, 10000, 30000, 100000 };
+	const int *sizes = s->quick ? quick : full;
+	int n = s->quick ? 5 : 9;
+	struct broker *br = shared_broker(s, r);
+	struct series *p = series_new(r, "record size (bytes)", "records/s", "MB/s", 1);
+	struct run *run = calloc(1, sizeof(*run));
+
+	for (int i = 0; br && run && i < n && !r->rc && !bench_interrupted; i++) {
+		struct opts o;
+		char label[48];
+		struct row *w;
+
+		base_opts(s, &o);
+		o.size = sizes[i];
+		snprintf(label, sizeof(label), "size-sweep %d B", sizes[i]);
+		fprintf(stderr, "suite: size-sweep: %d-byte records for %.1f s\n", sizes[i], s->seconds);
+		if (timed_produce(s, r, br, &o, run, label) < 0)
+			break;
+		w = row_new(r, "%d B", sizes[i]);
+		row_rate(w, run->records, run->bytes, run->seconds);
+		produce_limit(s, w, 0);
+		series_add(p, sizes[i], w->rps, w->mbps);
+	}
+	free(run);
+	return r->rc;
+}
+
+static int sc_partition_sweep(struct suite *s, struct result *r)
+{
+	static const int counts[] = { 1, 10, 100, 1000, 10000 };
+	struct broker br;
+	struct series *p = series_new(r, "partitions", "records/s", "MB/s", 1);
+	struct run *run = calloc(1, sizeof(*run));
+	int rc;
+
+	if (!run)
+		return -ENOMEM;
+	/* a broker of its own: 10,000 partitions stay behind */
+	if ((rc = start_broker(s, &br, NULL)) < 0) {
+		free(run);
+		fail(r, rc, "starting the broker: %s", strerror(-rc));
+		return rc;
+	}
+	for (int i = 0; i < 5 && !r->rc && !bench_interrupted; i++) {
+		struct opts o;
+		char label[48];
+		struct row *w;
+
+		base_opts(s, &o);
+		o.partitions = counts[i];
+		snprintf(label, sizeof(label), "partition-sweep %d", counts[i]);
+		fprintf(stderr, "suite: partition-sweep: %d partitions for %.1f s\n", counts[i], s->seconds);
+		if (timed_produce(s, r, &br, &o, run, label) < 0)
+			break;
+		w = row_new(r, "%d partition%s", counts[i], counts[i] > 1 ? "s" : "");
+		row_rate(w, run->records, run->bytes, run->seconds);
+		produce_limit(s, w, 0);
+		w->p99 = (double)hist_percentile(&run->lat, 99) / 1e6;
+		snprintf(w->note, sizeof(w->note), "round robin over the partitions, broker RSS %.0f MiB",
+			 (double)run->peak_rss_kb / 1024);
+		series_add(p, counts[i], w->rps, w->mbps);
+	}
+	stop_broker(&br, r);
+	free(run);
+	return r->rc;
+}
+
+static int sc_acks(struct suite *s, struct result *r)
+{
+	static const int acks[] = { 0, 1, -1 };
+	struct broker *br = shared_broker(s, r);
+	struct run *run = calloc(1, sizeof(*run));
+
+	for (int i = 0; br && run && i < 3 && !r->rc && !bench_interrupted; i++) {
+		struct opts o;
+		char label[32];
+		struct row *w;
+
+		base_opts(s, &o);
+		o.acks = acks[i];
+		snprintf(label, sizeof(label), "acks=%s", acks[i] < 0 ? "all" : acks[i] ? "1" : "0");
+		fprintf(stderr, "suite: acks: %s for %.1f s\n", label, s->seconds);
+		if (timed_produce(s, r, br, &o, run, label) < 0)
+			break;
+		w = row_new(r, "%s", label);
+		row_rate(w, run->records, run->bytes, run->seconds);
+		produce_limit(s, w, 0);
+		w->p99 = (double)hist_percentile(&run->lat, 99) / 1e6;
+		snprintf(w->note, sizeof(w->note), "%s", acks[i] == 0 ? "no response: the client counts a record "
+			 "when it is sent" : acks[i] == 1 ? "the leader's append (one node: all replicas)" :
+			 "every in-sync replica (one node: the leader)");
+	}
+	free(run);
+	return r->rc;
+}
+
+static int sc_durability(struct suite *s, struct result *r)
+{
+	static const char *const modes[] = { "write", "sync", "memory" };
+	struct run *run = calloc(1, sizeof(*run));
+
+	for (int i = 0; run && i < 3 && !r->rc && !bench_interrupted; i++) {
+		struct broker br;
+		struct opts o;
+		char set[48], label[48];
+		struct row *w;
+		int rc;
+
+		snprintf(set, sizeof(set), "log.durability=%s", modes[i]);
+		if ((rc = start_broker(s, &br, set)) < 0) {
+			fail(r, rc, "starting the broker with %s: %s", set, strerror(-rc));
+			break;
+		}
+		base_opts(s, &o);
+		o.acks = -1;
+		snprintf(label, sizeof(label), "durability %s", modes[i]);
+		fprintf(stderr, "suite: durability: %s, acks=all, for %.1f s\n", modes[i], s->seconds);
+		if (timed_produce(s, r, &br, &o, run, label) == 0) {
+			w = row_new(r, "%s", modes[i]);
+			row_rate(w, run->records, run->bytes, run->seconds);
+		produce_limit(s, w, i == 2);
+			w->p99 = (double)hist_percentile(&run->lat, 99) / 1e6;
+			snprintf(w->note, sizeof(w->note), "%s", i == 0 ? "acked once written with O_DIRECT "
+				 "(survives a broker crash)" : i == 1 ? "acked once fdatasync'd (survives power "
+				 "loss)" : "acked in memory (a crash may lose the unwritten tail)");
+		}
+		stop_broker(&br, r);
+	}
+	free(run);
+	return r->rc;
+}
+
+/* ---- stored data ------------------------------------------------------------ */
+
+static int sc_stored_data(struct suite *s, struct result *r)
+{
+	struct series *p = series_new(r, "data stored (GB)", "records/s", NULL, 0);
+	struct client c;
+	struct broker br;
+	struct statvfs vfs;
+	uint64_t target = s->stored, last = 0, t0, next, recs, bytes;
+	double secs, first_rate = 0, last_rate = 0;
+	int rc, nfirst = 0, nlast = 0;
+	struct row *w;
+	char topic[64];
+
+	if ((rc = start_broker(s, &br, NULL)) < 0) {
+		fail(r, rc, "starting the broker: %s", strerror(-rc));
+		return rc;
+	}
+	if (statvfs(br.data, &vfs) == 0 && (double)vfs.f_bavail * vfs.f_frsize < (double)target * 1.25) {
+		uint64_t room = (uint64_t)((double)vfs.f_bavail * vfs.f_frsize / 1.25);
+
+		fprintf(stderr, "suite: stored-data: %.1f GB asked, %.1f GB free under %s: writing %.1f GB\n",
+			(double)target / 1e9, (double)vfs.f_bavail * vfs.f_frsize / 1e9, br.data, (double)room / 1e9);
+		snprintf(r->summary, sizeof(r->summary), "Reduced from %.1f GB to %.1f GB: the disk had room for "
+			 "no more. ", (double)target / 1e9, (double)room / 1e9);
+		target = room;
+	}
+	if (new_topic(s, &br, r, K14_PARTS, topic, sizeof(topic)) == 0) {
+		client_init(&c, s, &br, topic, target / K14_SIZE, 0, "stored-data");
+		if ((rc = client_start(&c)) < 0) {
+			fail(r, rc, "starting the producer thread: %s", strerror(-rc));
+		} else {
+			/* sample the acknowledged count once a second */
+			t0 = next = bench_now_ns();
+			for (;;) {
+				struct timespec ts = { 0, 20000000 };
+				int done;
+
+				nanosleep(&ts, NULL);
+				done = pthread_kill(c.th, 0) != 0 || c.run.live >= c.records;
+				if (bench_now_ns() >= next + 1000000000ull || done) {
+					uint64_t now = bench_now_ns(), live = c.run.live;
+					double dt = (double)(now - next) / 1e9;
+
+					/* the last, partial second counts when long
+					 * enough to give a rate */
+					if (dt > 0.05 && live > last)
+						series_add(p, (double)live * K14_SIZE / 1e9, (double)(live - last) / dt, 0);
+					last = live;
+					next = now;
+				}
+				if (done)
+					break;
+			}
+			pthread_join(c.th, NULL);
+			(void)t0;
+			if (c.rc < 0)
+				fail(r, c.rc, "producing: %s", strerror(-c.rc));
+		}
+	}
+	if (!r->rc) {
+		recs = c.run.records;
+		bytes = c.run.bytes;
+		secs = c.run.seconds;
+		w = row_new(r, "%.2f GB appended", (double)bytes / 1e9);
+		row_rate(w, recs, bytes, secs);
+		produce_limit(s, w, 0);
+	}
+	if (!r->rc && p && p->n) {
+		/* flat: the rate over the last tenth of the data against the first */
+		for (int i = 0; i < p->n; i++) {
+			if (i < (p->n + 9) / 10) {
+				first_rate += p->y1[i];
+				nfirst++;
+			}
+			if (i >= p->n - (p->n + 9) / 10) {
+				last_rate += p->y1[i];
+				nlast++;
+			}
+		}
+		first_rate /= nfirst;
+		last_rate /= nlast;
+		w = row_new(r, "first tenth of the data");
+		w->rps = first_rate;
+		w->mbps = first_rate * K14_SIZE / 1e6;
+		w = row_new(r, "last tenth of the data");
+		w->rps = last_rate;
+		w->mbps = last_rate * K14_SIZE / 1e6;
+		snprintf(w->note, sizeof(w->note), "%.3f of the first tenth's rate", last_rate / first_rate);
+		snprintf(r->summary + strlen(r->summary), sizeof(r->summary) - strlen(r->summary),
+			 "The append rate over the last tenth of the %.1f GB is %.3f of the rate over the first "
+			 "tenth (memory is %.1f GiB: 1.0 is flat).", (double)bytes / 1e9, last_rate / first_rate,
+			 hw_get(&s->prof, HW_MEMORY_GIB));
+	}
+	stop_broker(&br, r);
+	return r->rc;
+}
+
+/* ---- backlog drain ------------------------------------------------------- */
+
+static int sc_backlog_drain(struct suite *s, struct result *r)
+{
+	struct series *p = series_new(r, "seconds since the consumer started", "consumer lag (records)", NULL, 0);
+	struct broker *br = shared_broker(s, r);
+	volatile int stop_p = 0, stop_c = 0;
+	struct client c[2];
+	char topic[64];
+	uint64_t rate, backlog = 0, t_cons = 0, t_caught = 0, cons_at_catch = 0, wait_ns;
+	double limit_s = s->backlog_seconds * 10 + 30;
+	int started = 0;
+	struct row *w;
+
+	if (!br || new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
+		return r->rc;
+	if (!s->k14_rps) {
+		/* the pace is half of one producer's rate: measure it */
+		struct opts o;
+		struct run *run = calloc(1, sizeof(*run));
+
+		base_opts(s, &o);
+		fprintf(stderr, "suite: backlog-drain: measuring one producer's rate for %.1f s\n", s->seconds);
+		if (!run || timed_produce(s, r, br, &o, run, "backlog-drain: calibrate") < 0) {
+			free(run);
+			return r->rc ? r->rc : -ENOMEM;
+		}
+		s->k14_rps = run->seconds > 0 ? (double)run->records / run->seconds : 0;
+		free(run);
+	}
+	rate = (uint64_t)(s->k14_rps / 2);
+	if (rate < 1000)
+		rate = 1000;
+	client_init(&c[0], s, br, topic, 1000000000, 0, "backlog-drain: producer");
+	c[0].o.produce_rate = rate;
+	c[0].run.stop = &stop_p;
+	client_init(&c[1], s, br, topic, KAFKA_CHECKED_MAX + 1, 1, "backlog-drain: consumer");
+	c[1].run.stop = &stop_c;
+	fprintf(stderr, "suite: backlog-drain: producing at %" PRIu64 " records/s (half of one producer's "
+		"%.0f); consumer starts after %.1f s\n", rate, s->k14_rps, s->backlog_seconds);
+	if (client_start(&c[0]) < 0) {
+		fail(r, -EAGAIN, "starting the producer thread");
+		return r->rc;
+	}
+	started = 1;
+	{
+		uint64_t t0 = bench_now_ns();
+
+		wait_ns = (uint64_t)(s->backlog_seconds * 1e9);
+		while (bench_now_ns() - t0 < wait_ns && pthread_kill(c[0].th, 0) == 0 && !bench_interrupted) {
+			struct timespec ts = { 0, 10000000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	backlog = c[0].run.live;
+	if (client_start(&c[1]) < 0) {
+		fail(r, -EAGAIN, "starting the consumer thread");
+	} else {
+		started = 2;
+		t_cons = bench_now_ns();
+		/* sample the lag every 100 ms until caught up (within 100 ms of
+		 * production), then 1 s more */
+		for (;;) {
+			struct timespec ts = { 0, 100000000 };
+			uint64_t now, prod, cons, lag;
+
+			nanosleep(&ts, NULL);
+			now = bench_now_ns();
+			prod = c[0].run.live;
+			cons = c[1].run.live;
+			lag = prod > cons ? prod - cons : 0;
+			series_add(p, (double)(now - t_cons) / 1e9, (double)lag, 0);
+			if (!t_caught && lag <= rate / 10) {
+				t_caught = now;
+				cons_at_catch = cons;
+				fprintf(stderr, "suite: backlog-drain: caught up after %.2f s\n",
+					(double)(now - t_cons) / 1e9);
+			}
+			if ((t_caught && now - t_caught > 1000000000ull) || bench_interrupted ||
+			    (double)(now - t_cons) / 1e9 > limit_s || pthread_kill(c[1].th, 0) != 0 ||
+			    pthread_kill(c[0].th, 0) != 0)
+				break;
+		}
+	}
+	stop_p = 1;
+	if (started >= 1)
+		pthread_join(c[0].th, NULL);
+	/* the consumer reads what the producer had acknowledged, then stops */
+	if (started == 2) {
+		uint64_t end = bench_now_ns() + 30000000000ull;
+
+		while (c[1].run.live < c[0].run.records && bench_now_ns() < end && pthread_kill(c[1].th, 0) == 0) {
+			struct timespec ts = { 0, 10000000 };
+
+			nanosleep(&ts, NULL);
+		}
+		stop_c = 1;
+		pthread_join(c[1].th, NULL);
+	}
+	if (c[0].rc < 0)
+		fail(r, c[0].rc, "producer: %s", strerror(-c[0].rc));
+	if (c[1].rc < 0)
+		fail(r, c[1].rc, "consumer: %s", strerror(-c[1].rc));
+	if (!r->rc && c[1].run.live != c[0].run.records)
+		fail(r, -EIO, "the consumer read %" PRIu64 " records of the %" PRIu64 " acknowledged",
+		     (uint64_t)c[1].run.live, c[0].run.records);
+	if (r->rc)
+		return r->rc;
+	w = row_new(r, "producer (paced)");
+	row_rate(w, c[0].run.records, c[0].run.bytes, c[0].run.seconds);
+		produce_limit(s, w, 0);
+	w = row_new(r, "backlog when the consumer started");
+	snprintf(w->note, sizeof(w->note), "%" PRIu64 " records (%.1f s of production)", backlog,
+		 (double)backlog / (double)rate);
+	if (t_caught) {
+		double tc = (double)(t_caught - t_cons) / 1e9;
+
+		w = row_new(r, "consumer while catching up");
+		row_rate(w, cons_at_catch, cons_at_catch * K14_SIZE, tc);
+		consume_limit(s, w);
+		w = row_new(r, "net drain rate");
+		w->rps = (double)backlog / tc;
+		w->mbps = w->rps * K14_SIZE / 1e6;
+		snprintf(w->note, sizeof(w->note), "caught up in %.2f s", tc);
+		snprintf(r->summary, sizeof(r->summary), "With the producer held at %" PRIu64 " records/s, a "
+			 "backlog of %" PRIu64 " records (%.1f s of production) was drained in %.2f s: net drain "
+			 "%.0f records/s, the consumer reading %.0f records/s meanwhile.", rate, backlog,
+			 (double)backlog / (double)rate, tc, (double)backlog / tc, (double)cons_at_catch / tc);
+	} else {
+		w = row_new(r, "did not catch up");
+		snprintf(w->note, sizeof(w->note), "lag still above %" PRIu64 " records after %.0f s",
+			 rate / 10, limit_s);
+		snprintf(r->summary, sizeof(r->summary), "The consumer did not catch up within %.0f s with the "
+			 "producer held at %" PRIu64 " records/s.", limit_s, rate);
+	}
+	return 0;
+}
+
+/* ---- peers ------------------------------------------------------------------- */
+
+static int sc_peers(struct suite *s, struct result *r)
+{
+	struct broker *br = shared_broker(s, r);
+	struct peer_params pp = { .records = s->records, .size = K14_SIZE, .rate = s->e2e_rate,
+				  .e2e_seconds = s->seconds };
+	struct peer_result *pr = calloc(1, sizeof(*pr));
+	struct peer_fig *f = &r->peers[0];
+	struct client c[2];
+	struct opts o;
+	struct run *run = calloc(1, sizeof(*run));
+	uint64_t recs, bytes;
+	double secs;
+	char topic[64];
+	int rc;
+
+	pp.dir = getenv("SLUICE_TEST_DIR") && *getenv("SLUICE_TEST_DIR") ? getenv("SLUICE_TEST_DIR") : "/var/tmp";
+	if (!br || !pr || !run || new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
+		goto out;
+	/* Sluice: produce, consume back, e2e — as the peers do */
+	snprintf(f->name, sizeof(f->name), "sluice");
+	snprintf(f->version, sizeof(f->version), "this build");
+	snprintf(f->durability, sizeof(f->durability), "log.durability=write (acked once written with "
+		 "O_DIRECT), acks=1");
+	client_init(&c[0], s, br, topic, s->records, 0, "peers: sluice produce");
+	if (run_clients(c, 1, r, &recs, &bytes, &secs) < 0)
+		goto out;
+	f->prod_rps = (double)recs / secs;
+	client_init(&c[1], s, br, topic, recs, 1, "peers: sluice consume");
+	if (run_clients(&c[1], 1, r, &recs, &bytes, &secs) < 0)
+		goto out;
+	f->cons_rps = (double)recs / secs;
+	if (new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
+		goto out;
+	base_opts(s, &o);
+	o.seconds = s->seconds;
+	if ((rc = kafka_e2e(&o, br, topic, run)) < 0) {
+		fail(r, rc, "sluice e2e: %s", strerror(-rc));
+		goto out;
+	}
+	f->p50 = (double)hist_percentile(&run->lat, 50) / 1e6;
+	f->p99 = (double)hist_percentile(&run->lat, 99) / 1e6;
+	f->p999 = (double)hist_percentile(&run->lat, 99.9) / 1e6;
+	f->ran = 1;
+	for (int i = 1; i <= 2 && !bench_interrupted; i++) {
+		f = &r->peers[i];
+		memset(pr, 0, sizeof(*pr));
+		fprintf(stderr, "suite: peers: %s\n", i == 1 ? "Redis Streams" : "NATS JetStream");
+		rc = i == 1 ? peer_redis_run(&pp, pr) : peer_nats_run(&pp, pr);
+		snprintf(f->name, sizeof(f->name), "%s", i == 1 ? "redis-streams" : "nats-jetstream");
+		snprintf(f->version, sizeof(f->version), "%s", pr->version);
+		snprintf(f->durability, sizeof(f->durability), "%s", pr->durability);
+		if (rc < 0) {
+			snprintf(f->error, sizeof(f->error), "%s", pr->error[0] ? pr->error : strerror(-rc));
+			fail(r, rc, "%s: %s", f->name, f->error);
+			continue;
+		}
+		f->prod_rps = pr->produce_seconds > 0 ? (double)pr->produce_records / pr->produce_seconds : 0;
+		f->cons_rps = pr->consume_seconds > 0 ? (double)pr->consume_records / pr->consume_seconds : 0;
+		f->p50 = (double)hist_percentile(&pr->e2e, 50) / 1e6;
+		f->p99 = (double)hist_percentile(&pr->e2e, 99) / 1e6;
+		f->p999 = (double)hist_percentile(&pr->e2e, 99.9) / 1e6;
+		f->ran = 1;
+	}
+	for (int i = 0; i < 3; i++) {
+		struct row *w;
+
+		f = &r->peers[i];
+		if (!f->ran)
+			continue;
+		w = row_new(r, "%s produce", f->name);
+		w->rps = f->prod_rps;
+		w->mbps = f->prod_rps * K14_SIZE / 1e6;
+		produce_limit(s, w, 0);
+		w = row_new(r, "%s consume", f->name);
+		w->rps = f->cons_rps;
+		w->mbps = f->cons_rps * K14_SIZE / 1e6;
+		consume_limit(s, w);
+		w = row_new(r, "%s end-to-end at %" PRIu64 " records/s", f->name, s->e2e_rate);
+		w->p50 = f->p50;
+		w->p99 = f->p99;
+		w->p999 = f->p999;
+		snprintf(w->note, sizeof(w->note), "%s %s", f->version, f->durability);
+	}
+	if (s->emulating)
+		snprintf(r->summary, sizeof(r->summary), "The peers ran on loopback, unshaped: only Sluice's "
+			 "broker was behind the emulated NIC and disk.");
+out:
+	free(pr);
+	free(run);
+	return r->rc;
+}
+
+/* ---- the scenario table ----------------------------------------------------- */
+
+static const struct scenario scenarios[] = {
+	{ "k14-producer", "Kafka 2014: one producer", sc_k14_producer },
+	{ "k14-producers3", "Kafka 2014: three producers", sc_k14_producers3 },
+	{ "k14-consumer", "Kafka 2014: one consumer", sc_k14_consumer },
+	{ "k14-consumers3", "Kafka 2014: three consumers", sc_k14_consumers3 },
+	{ "k14-prodcons", "Kafka 2014: producer and consumer at once", sc_k14_prodcons },
+	{ "k14-latency", "Kafka 2014: end-to-end latency", sc_k14_latency },
+	{ "size-sweep", "Record size sweep", sc_size_sweep },
+	{ "partition-sweep", "Partition count sweep", sc_partition_sweep },
+	{ "acks", "acks=0, 1, all", sc_acks },
+	{ "durability", "log.durability=write, sync, memory", sc_durability },
+	{ "stored-data", "Throughput versus stored data", sc_stored_data },
+	{ "backlog-drain", "Backlog drain under load", sc_backlog_drain },
+	{ "peers", "Peers: Redis Streams and NATS JetStream", sc_peers },
+};
+#define NSCEN ((int)(sizeof(scenarios) / sizeof(scenarios[0])))
+
+/* ---- options ------------------------------------------------------------------ */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: sluice-bench suite [--profile FILE] [--quick] [--out DIR] [--emulate PROFILE]\n"
+		"                          [--records N] [--seconds S] [--stored BYTES] [--rate R]\n"
+		"                          [--backlog S] [--shards N] [SCENARIO...]\n"
+		"\n"
+		"Runs the named scenarios (all by default) against brokers it starts itself and\n"
+		"writes DIR/report.md, DIR/results.json and PNG plots (default DIR: bench-results/\n"
+		"<UTC date and time>). Every figure is given absolute and as a fraction of the\n"
+		"profile's physical limit (the disk or the NIC, whichever binds).\n"
+		"\n"
+		"  --profile FILE   the hardware profile (default hw-profiles/local.conf, which\n"
+		"                   `make hwprobe` writes by measuring this machine)\n"
+		"  --emulate FILE   run the brokers behind a veth shaped to FILE's NIC rate and a\n"
+		"                   cgroup v2 io.max cap at its disk rates; FILE is the profile\n"
+		"  --quick          shorter runs: 1M records, 3 s points, 2 GB stored, 5 s backlog\n"
+		"  --records N      records of the Kafka 2014 rows and the peers (default 5M)\n"
+		"  --seconds S      each timed point and latency run (default 10)\n"
+		"  --stored BYTES   stored-data: how much to write (default: the machine's memory)\n"
+		"  --rate R         k14-latency and peers: end-to-end records/s (default 20000)\n"
+		"  --backlog S      backlog-drain: seconds of production before the consumer\n"
+		"                   starts (default 20)\n"
+		"  --shards N       broker shards (default 0: one per core)\n"
+		"\n"
+		"scenarios:\n");
+	for (int i = 0; i < NSCEN; i++)
+		fprintf(f, "  %-16s %s\n", scenarios[i].name, scenarios[i].title);
+}
+
+/* The repository's root: build/sluice-bench's directory's parent. */
+static void repo_root(char *buf, size_t len)
+{
+	char self[800];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	snprintf(buf, len, ".");
+	if (n <= 0)
+		return;
+	self[n] = 0;
+	if ((slash = strrchr(self, '/')))
+		*slash = 0;
+	if ((slash = strrchr(self, '/')))
+		*slash = 0;
+	snprintf(buf, len, "%s", self);
+}
+
+static int mkdir_p(const char *path)
+{
+	char tmp[PATH_MAX];
+	size_t n = strlen(path);
+
+	if (n >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	memcpy(tmp, path, n + 1);
+	for (char *p = tmp + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+				return -errno;
+			*p = '/';
+		}
+	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int parse_args(struct suite *s, int argc, char **argv, int *want)
+{
+	const char *profile = NULL, *emulate = NULL, *out = NULL;
+	uint64_t v;
+	int named = 0, records_set = 0, seconds_set = 0, stored_set = 0, backlog_set = 0;
+	char root[900], err[1200];
+
+	s->records = 5000000;
+	s->seconds = 10;
+	s->e2e_rate = 20000;
+	s->backlog_seconds = 20;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		char *end;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		}
+		if (!strcmp(a, "--quick")) {
+			s->quick = 1;
+			continue;
+		}
+		if (a[0] != '-') {
+			int k;
+
+			for (k = 0; k < NSCEN && strcmp(scenarios[k].name, a); k++)
+				;
+			if (k == NSCEN)
+				return bad_option("suite", a, "is not a scenario (sluice-bench suite --help lists them)");
+			want[k] = 1;
+			named = 1;
+			continue;
+		}
+		if (!val)
+			return bad_option("suite", a, "needs a value (or is unknown)");
+		i++;
+		if (!strcmp(a, "--profile")) {
+			profile = val;
+		} else if (!strcmp(a, "--emulate")) {
+			emulate = val;
+		} else if (!strcmp(a, "--out")) {
+			out = val;
+		} else if (!strcmp(a, "--records")) {
+			if (parse_count(val, &s->records) < 0 || s->records < 6 || s->records > 1000000000)
+				return bad_option("suite", a, "expects a count in [6, 1G]");
+			records_set = 1;
+		} else if (!strcmp(a, "--seconds")) {
+			s->seconds = strtod(val, &end);
+			if (end == val || *end || !(s->seconds >= 0.2) || s->seconds > 3600)
+				return bad_option("suite", a, "expects seconds in [0.2, 3600]");
+			seconds_set = 1;
+		} else if (!strcmp(a, "--stored")) {
+			if (parse_count(val, &s->stored) < 0 || s->stored < 1000000)
+				return bad_option("suite", a, "expects bytes (K/M/G suffixes), at least 1M");
+			stored_set = 1;
+		} else if (!strcmp(a, "--rate")) {
+			if (parse_count(val, &s->e2e_rate) < 0 || s->e2e_rate < 10 || s->e2e_rate > 10000000)
+				return bad_option("suite", a, "expects records/s in [10, 10M]");
+		} else if (!strcmp(a, "--backlog")) {
+			s->backlog_seconds = strtod(val, &end);
+			if (end == val || *end || !(s->backlog_seconds >= 0.2) || s->backlog_seconds > 3600)
+				return bad_option("suite", a, "expects seconds in [0.2, 3600]");
+			backlog_set = 1;
+		} else if (!strcmp(a, "--shards")) {
+			if (parse_count(val, &v) < 0 || v > 64)
+				return bad_option("suite", a, "expects 0..64");
+			s->shards = (int)v;
+		} else {
+			return bad_option("suite", a, "unknown option");
+		}
+	}
+	if (!named)
+		for (int k = 0; k < NSCEN; k++)
+			want[k] = 1;
+	if (s->quick) {
+		if (!records_set)
+			s->records = 1000000;
+		if (!seconds_set)
+			s->seconds = 3;
+		if (!stored_set)
+			s->stored = 2000000000ull;
+		if (!backlog_set)
+			s->backlog_seconds = 5;
+	}
+	if (profile && emulate && strcmp(profile, emulate))
+		return bad_option("suite", "--emulate", "is the profile: not with another --profile");
+	repo_root(root, sizeof(root));
+	if (emulate)
+		profile = emulate;
+	if (profile)
+		snprintf(s->prof_path, sizeof(s->prof_path), "%s", profile);
+	else
+		snprintf(s->prof_path, sizeof(s->prof_path), "%s/hw-profiles/local.conf", root);
+	if (hw_profile_load(s->prof_path, &s->prof, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sluice-bench suite: %s%s\n", err, profile ? "" :
+			" (run `make hwprobe` to measure this machine into it, or give --profile FILE)");
+		return 2;
+	}
+	s->emulating = emulate != NULL;
+	if (!stored_set && !s->quick) {
+		/* as much as the machine's memory: the log outgrows the page cache */
+		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+
+		s->stored = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 8000000000ull;
+	}
+	if (out) {
+		snprintf(s->out, sizeof(s->out), "%s", out);
+	} else {
+		time_t t = time(NULL);
+		struct tm tm;
+
+		gmtime_r(&t, &tm);
+		snprintf(s->out, sizeof(s->out), "bench-results/%04d%02d%02d-%02d%02d%02d", tm.tm_year + 1900,
+			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	}
+	return -1;
+}
 
 int bench_suite(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "sluice-bench suite: not implemented yet\n");
-	return 1;
+	static struct suite suite;
+	struct suite *s = &suite;
+	int want[NSCEN] = { 0 }, rc, nwant = 0, k = 0, failed = 0;
+	uint64_t t0 = bench_now_ns();
+	size_t used = 0;
+
+	if ((rc = parse_args(s, argc, argv, want)) >= 0)
+		return rc;
+	for (int i = 0; i < argc && used < sizeof(s->cmdline) - 1; i++)
+		used += (size_t)snprintf(s->cmdline + used, sizeof(s->cmdline) - used, "%s%s",
+					 i ? " " : "sluice-bench ", argv[i]);
+	if ((rc = mkdir_p(s->out)) < 0) {
+		fprintf(stderr, "sluice-bench suite: cannot create %s: %s\n", s->out, strerror(-rc));
+		return 1;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	if (s->emulating) {
+		char err[512];
+		const char *dir = getenv("SLUICE_TEST_DIR") && *getenv("SLUICE_TEST_DIR") ?
+				  getenv("SLUICE_TEST_DIR") : "/var/tmp";
+
+		emulate_cleanup_stale();
+		if ((rc = emulate_setup(&s->prof, dir, &s->em, err, sizeof(err))) < 0) {
+			fprintf(stderr, "sluice-bench suite: --emulate %s: %s\n", s->prof_path, err);
+			return 1;
+		}
+		fprintf(stderr, "suite: emulating %s: broker at %s behind %s%s%s\n", s->prof_path,
+			s->em.broker_ip, s->em.netns, s->em.notes[0] ? "; " : "", s->em.notes);
+	}
+	set_limits(s);
+	for (int i = 0; i < NSCEN; i++)
+		nwant += want[i];
+	fprintf(stderr, "suite: %d scenario%s, profile %s (%s), results in %s\n", nwant, nwant > 1 ? "s" : "",
+		s->prof_path, s->prof.description, s->out);
+	for (int i = 0; i < NSCEN && !bench_interrupted; i++) {
+		struct result *r;
+		uint64_t ts;
+
+		if (!want[i])
+			continue;
+		r = &s->res[s->nres++];
+		r->sc = &scenarios[i];
+		r->ran = 1;
+		fprintf(stderr, "suite: [%d/%d] %s: %s (%.0f s so far)\n", ++k, nwant, r->sc->name, r->sc->title,
+			(double)(bench_now_ns() - t0) / 1e9);
+		ts = bench_now_ns();
+		rc = r->sc->run(s, r);
+		if (rc < 0 && !r->rc)
+			fail(r, rc, "%s", strerror(-rc));
+		r->seconds = (double)(bench_now_ns() - ts) / 1e9;
+		failed += r->rc < 0;
+		fprintf(stderr, "suite: [%d/%d] %s %s in %.1f s\n", k, nwant, r->sc->name,
+			r->rc < 0 ? "FAILED" : "done", r->seconds);
+	}
+	if (s->shared_up && broker_stop(&s->shared) < 0) {
+		fprintf(stderr, "suite: the shared broker did not stop cleanly (its directory %s is kept)\n",
+			s->shared.root);
+		failed++;
+	}
+	if (bench_interrupted) {
+		fprintf(stderr, "suite: interrupted: the report covers what ran\n");
+		failed++;
+	}
+	rc = suite_write(s, (double)(bench_now_ns() - t0) / 1e9);
+	if (s->emulating)
+		emulate_teardown(&s->em);   /* after the report, which names what it set up */
+	for (int i = 0; i < s->nres; i++)
+		free(s->res[i].plot);
+	if (rc < 0)
+		return 1;
+	return failed ? 1 : 0;
 }

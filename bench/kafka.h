@@ -53,7 +53,36 @@ struct opts {
 	const char *netns;
 	const char *listen_host;
 	const char *cgroup;
+	/* kafka_produce: records/s to pace at (0: as fast as the client
+	 * queues allow); kafka_consume: read only partitions p with
+	 * p % part_mod == part_rem (part_mod 0 or 1: all) */
+	uint64_t produce_rate;
+	int part_mod, part_rem;
 };
+
+#include "bench/hist.h"
+
+/* One run's figures. live and stop are for a caller watching from another
+ * thread (the suite): live counts records acknowledged (produce) or
+ * received (consume) so far; *stop set ends the run early without an
+ * error (produce stops sending and waits for what is in flight). */
+struct run {
+	uint64_t records, bytes, errors;
+	double seconds;
+	struct hist lat;            /* ns */
+	uint64_t peak_rss_kb;
+	/* --transactional: committed transactions, the time of each commit
+	 * (ns, retries of a retriable error included) and those retries */
+	uint64_t txns, commit_retries;
+	struct hist commit;
+	volatile uint64_t live;
+	volatile int *stop;         /* set by the caller before the run; kept */
+};
+
+/* kafka_consume checks every record against a bitmap of record indexes
+ * when it reads at most this many (an unbounded run the caller stops:
+ * offsets only) */
+#define KAFKA_CHECKED_MAX 4000000000ull
 
 /* A broker this run started (pid > 0), or an external one. */
 struct broker {
@@ -98,6 +127,18 @@ rd_kafka_conf_t *base_conf(const char *bootstrap, struct client_errs *errs);
  * waits until metadata shows them all with leaders. */
 int create_topics(const char *bootstrap, const char *prefix, int n, int single, int p);
 int check_cluster(rd_kafka_t *rk, const struct broker *br);
+
+/* Produce records (at most; o->seconds bounds the time) to topic from one
+ * librdkafka producer, partition = index % o->partitions; label prefixes
+ * its progress lines. 0 or -errno (delivery failure, broker gone, stall). */
+int kafka_produce(const struct opts *o, struct broker *br, const char *topic, uint64_t records,
+		  struct run *r, const char *label);
+/* Read records back from the start of topic (o->part_mod: a share of its
+ * partitions), every record checked. 0 or -errno (-EBADMSG: wrong data). */
+int kafka_consume(const struct opts *o, struct broker *br, const char *topic, uint64_t records,
+		  struct run *r, const char *label);
+/* End-to-end latency at o->rate records/s for o->seconds (+1 s warm-up). */
+int kafka_e2e(const struct opts *o, struct broker *br, const char *topic, struct run *r);
 
 int bad_option(const char *cmd, const char *opt, const char *why);
 /* A count with an optional K/M/G suffix. */

@@ -30,6 +30,9 @@ TEST_SCRIPTS += tests/bench_kafka_smoke.sh
 TEST_SCRIPTS += tests/bench_scrape_smoke.sh
 # sluice-bench peer nats against its own nats-server, small; no server left.
 TEST_SCRIPTS += tests/bench_peer_nats_smoke.sh
+# sluice-bench suite --quick on tiny sizes: report.md, results.json, plots,
+# --emulate with the Kafka 2014 profile, bad input
+TEST_SCRIPTS += tests/bench_suite_smoke.sh
 
 # scripts/hwprobe's probes: each a program of its own (the memif probe starts
 # an EAL in each of two processes, which sluice-bench must not do).

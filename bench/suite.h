@@ -1,0 +1,102 @@
+/* bench/suite.h — what `sluice-bench suite` (bench/bench_suite.c) measures
+ * and bench/suite_report.c writes out: scenarios' rows, plots, the peers'
+ * figures, and the run's settings.
+ *
+ * Thread: the suite's main thread.
+ */
+#ifndef SLUICE_BENCH_SUITE_H
+#define SLUICE_BENCH_SUITE_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "bench/emulate.h"
+#include "bench/kafka.h"
+#include "bench/profile.h"
+
+#define SUITE_ROWS    40
+#define SUITE_POINTS  8192
+#define K14_SIZE      100
+#define K14_PARTS     6
+
+/* ---- results ------------------------------------------------------------ */
+
+/* One row of a scenario's table. Figures NAN when not measured. */
+struct row {
+	char label[80];
+	double rps, mbps;            /* records/s; MB/s (10^6 bytes of values) */
+	double p50, p99, p999;       /* ms */
+	double limit_mbps;           /* what binds mbps; 0: not known */
+	const char *binds;           /* "disk write", "NIC", ... */
+	double ref_rps, ref_p50, ref_p99, ref_p999;   /* Kafka 2014's */
+	char note[200];
+};
+
+/* A plot's data: y1 (and y2 when named) against x. */
+struct series {
+	const char *xlabel, *y1label, *y2label;
+	int logx;
+	int n;
+	double x[SUITE_POINTS], y1[SUITE_POINTS], y2[SUITE_POINTS];
+};
+
+struct peer_fig {
+	char name[32], version[64], durability[160];
+	double prod_rps, cons_rps, p50, p99, p999;
+	int ran;
+	char error[256];
+};
+
+struct scenario;
+
+struct result {
+	const struct scenario *sc;
+	int ran, rc;
+	char error[300];
+	double seconds;
+	int nrows;
+	struct row rows[SUITE_ROWS];
+	char summary[600];
+	struct series *plot;         /* NULL: none */
+	char plot_file[64];
+	struct peer_fig peers[3];    /* peers: Sluice, Redis Streams, NATS JetStream */
+};
+
+struct suite {
+	struct hw_profile prof;
+	char prof_path[1024];
+	struct emulation em;
+	int emulating;
+	int quick;
+	char out[1024];
+	uint64_t records;            /* the k14 rows' and peers' record count */
+	double seconds;              /* each timed point */
+	uint64_t stored;             /* stored-data: bytes to write */
+	uint64_t e2e_rate;           /* k14-latency and peers: records/s */
+	double backlog_seconds;      /* backlog-drain: seconds of backlog */
+	int shards;
+	double nic_mbps, disk_w_mbps;   /* limits, MB/s (0: not known) */
+	const char *nic_what;
+	struct broker shared;        /* the broker most scenarios share */
+	int shared_up;
+	char filled_topic[64];       /* on shared: K14 records, for consumers */
+	uint64_t filled;
+	double k14_rps;              /* k14-producer's rate (backlog-drain's pace) */
+	int topic_seq;
+	char cmdline[1024];
+	struct result res[16];
+	int nres;
+};
+
+struct scenario {
+	const char *name;
+	const char *title;
+	int (*run)(struct suite *s, struct result *r);
+};
+
+/* Write DIR/report.md, DIR/results.json and the plots (gnuplot; a plot
+ * that cannot be drawn is said in the report, not an error). The report's
+ * headline goes to stdout too. 0, or -errno when a file cannot be written. */
+int suite_write(struct suite *s, double seconds);
+
+#endif

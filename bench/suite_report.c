@@ -1,0 +1,662 @@
+/* bench/suite_report.c — what `sluice-bench suite` writes: DIR/report.md
+ * (headline table, one section per scenario, plots), DIR/results.json (every
+ * figure, machine-readable) and DIR/<scenario>.png drawn by gnuplot from
+ * DIR/<scenario>.dat and .gp, kept beside them so a plot can be redrawn.
+ *
+ * Figures NAN (not measured) are blank cells in the report and null in the
+ * JSON. A fraction of the limit is MB/s over the limit that binds the row
+ * (bench/suite.h struct row), shown only when the profile gives it.
+ *
+ * Thread: the suite's main thread, after every scenario ran.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/suite.h"
+
+/* ---- formatting ----------------------------------------------------------- */
+
+/* n with thousands separators ("2,024,032"); "" for NAN. */
+static const char *grouped(double v, char *buf, size_t len)
+{
+	char tmp[32];
+	size_t n, o = 0;
+
+	if (isnan(v)) {
+		buf[0] = 0;
+		return buf;
+	}
+	snprintf(tmp, sizeof(tmp), "%.0f", v);
+	n = strlen(tmp);
+	for (size_t i = 0; i < n && o + 2 < len; i++) {
+		if (i && tmp[i - 1] != '-' && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = tmp[i];
+	}
+	buf[o] = 0;
+	return buf;
+}
+
+static const char *fixed(double v, int prec, char *buf, size_t len)
+{
+	if (isnan(v))
+		buf[0] = 0;
+	else
+		snprintf(buf, len, "%.*f", prec, v);
+	return buf;
+}
+
+static double fraction(const struct row *w)
+{
+	return w->limit_mbps > 0 && !isnan(w->mbps) ? w->mbps / w->limit_mbps : NAN;
+}
+
+static const char *pct(double f, char *buf, size_t len)
+{
+	if (isnan(f))
+		buf[0] = 0;
+	else if (f < 0.001)
+		snprintf(buf, len, "%.3f%%", f * 100);
+	else
+		snprintf(buf, len, "%.1f%%", f * 100);
+	return buf;
+}
+
+static const char *ratio(double a, double b, char *buf, size_t len)
+{
+	if (isnan(a) || isnan(b) || b <= 0)
+		buf[0] = 0;
+	else
+		snprintf(buf, len, "%.2fx", a / b);
+	return buf;
+}
+
+static const struct result *find(const struct suite *s, const char *name)
+{
+	for (int i = 0; i < s->nres; i++)
+		if (!strcmp(s->res[i].sc->name, name))
+			return &s->res[i];
+	return NULL;
+}
+
+/* ---- plots --------------------------------------------------------------------- */
+
+/* Run gnuplot on DIR/name.gp in DIR; 0 when DIR/name.png was drawn. */
+static int gnuplot(const char *dir, const char *gp, const char *png, char *why, size_t len)
+{
+	char path[1200], errpath[1200];
+	struct stat st;
+	pid_t pid;
+	int status = 0;
+
+	snprintf(errpath, sizeof(errpath), "%s/gnuplot.err", dir);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(why, len, "fork: %s", strerror(errno));
+		return -errno;
+	}
+	if (pid == 0) {
+		int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (fd >= 0)
+			dup2(fd, 2);
+		if (chdir(dir) < 0)
+			_exit(126);
+		execlp("gnuplot", "gnuplot", gp, (char *)NULL);
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	snprintf(path, sizeof(path), "%s/%s", dir, png);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+		snprintf(why, len, "gnuplot is not installed (scripts/setup installs gnuplot-nox)");
+		return -ENOENT;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) || stat(path, &st) < 0 || !st.st_size) {
+		snprintf(why, len, "gnuplot %s failed (status 0x%x): see %s", gp, status, errpath);
+		return -EIO;
+	}
+	unlink(errpath);
+	return 0;
+}
+
+static void plot_one(const struct suite *s, struct result *r, char *why, size_t len)
+{
+	const struct series *p = r->plot;
+	char path[1200], gp[48], png[48], dat[48];
+	FILE *f;
+
+	snprintf(dat, sizeof(dat), "%s.dat", r->sc->name);
+	snprintf(gp, sizeof(gp), "%s.gp", r->sc->name);
+	snprintf(png, sizeof(png), "%s.png", r->sc->name);
+	snprintf(path, sizeof(path), "%s/%s", s->out, dat);
+	if (!(f = fopen(path, "w"))) {
+		snprintf(why, len, "%s: %s", path, strerror(errno));
+		return;
+	}
+	fprintf(f, "# %s: %s | %s%s%s\n", r->sc->name, p->xlabel, p->y1label, p->y2label ? " | " : "",
+		p->y2label ? p->y2label : "");
+	for (int i = 0; i < p->n; i++)
+		fprintf(f, "%.6g %.6g %.6g\n", p->x[i], p->y1[i], p->y2[i]);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/%s", s->out, gp);
+	if (!(f = fopen(path, "w"))) {
+		snprintf(why, len, "%s: %s", path, strerror(errno));
+		return;
+	}
+	fprintf(f, "# drawn by sluice-bench suite; redraw with: gnuplot %s\n", gp);
+	fprintf(f, "set terminal pngcairo size 900,480 noenhanced font 'sans,10'\n");
+	fprintf(f, "set output '%s'\n", png);
+	fprintf(f, "set title '%s (%s)'\n", r->sc->title, s->prof.description);
+	fprintf(f, "set xlabel '%s'\nset ylabel '%s'\nset grid\nset key top left\n", p->xlabel, p->y1label);
+	fprintf(f, "set yrange [0:*]\n");
+	if (p->logx)
+		fprintf(f, "set logscale x\n");
+	if (p->y2label) {
+		fprintf(f, "set y2label '%s'\nset ytics nomirror\nset y2tics\nset y2range [0:*]\n", p->y2label);
+		fprintf(f, "plot '%s' using 1:2 with linespoints lw 2 title '%s' axes x1y1, "
+			"'' using 1:3 with linespoints lw 2 title '%s' axes x1y2\n", dat, p->y1label, p->y2label);
+	} else {
+		fprintf(f, "plot '%s' using 1:2 with linespoints lw 2 title '%s'\n", dat, p->y1label);
+	}
+	fclose(f);
+	if (gnuplot(s->out, gp, png, why, len) == 0)
+		snprintf(r->plot_file, sizeof(r->plot_file), "%s", png);
+}
+
+/* ---- report.md ------------------------------------------------------------------ */
+
+/* The Kafka 2014 rows and the peers' ratios: the report's top and stdout. */
+static void headline(const struct suite *s, FILE *f)
+{
+	static const char *const k14[] = { "k14-producer", "k14-producers3", "k14-consumer", "k14-consumers3",
+					   "k14-prodcons" };
+	const struct result *lat = find(s, "k14-latency"), *peers = find(s, "peers");
+	char a[32], b[32], c[32], d[32], e[32];
+	int any = 0;
+
+	for (int i = 0; i < 5; i++) {
+		const struct result *r = find(s, k14[i]);
+
+		if (!r || r->rc || !r->nrows)
+			continue;
+		if (!any++)
+			fprintf(f, "| Kafka 2014 row (100-byte records) | Sluice records/s | MB/s | of the limit "
+				"| Kafka 2014 records/s | Sluice / Kafka 2014 |\n|---|---:|---:|---:|---:|---:|\n");
+		for (int j = 0; j < r->nrows; j++) {
+			const struct row *w = &r->rows[j];
+
+			if (isnan(w->ref_rps))
+				continue;
+			fprintf(f, "| %s | %s | %s | %s%s%s%s | %s | %s |\n", w->label, grouped(w->rps, a, sizeof(a)),
+				fixed(w->mbps, 1, b, sizeof(b)), pct(fraction(w), c, sizeof(c)),
+				w->binds && !isnan(fraction(w)) ? " of " : "", w->binds && !isnan(fraction(w)) ?
+				w->binds : "", "", grouped(w->ref_rps, d, sizeof(d)),
+				ratio(w->rps, w->ref_rps, e, sizeof(e)));
+		}
+	}
+	if (lat && !lat->rc && lat->nrows) {
+		const struct row *w = &lat->rows[0];
+
+		if (!any++)
+			fprintf(f, "| Kafka 2014 row | Sluice | | | Kafka 2014 | Sluice / Kafka 2014 |\n"
+				"|---|---:|---:|---:|---:|---:|\n");
+		fprintf(f, "| %s, p50 / p99 / p99.9 ms | %.2f / %.2f / %.2f | | | %.0f / %.0f / %.0f | "
+			"%.2fx / %.2fx / %.2fx |\n", w->label, w->p50, w->p99, w->p999, w->ref_p50, w->ref_p99,
+			w->ref_p999, w->p50 / w->ref_p50, w->p99 / w->ref_p99, w->p999 / w->ref_p999);
+	}
+	if (any)
+		fprintf(f, "\nKafka 2014: J. Kreps, \"Benchmarking Apache Kafka: 2 Million Writes Per Second "
+			"(On Three Cheap Machines)\", LinkedIn, 2014 (hw-profiles/kafka-2014.conf); its "
+			"three-producer and consumer rows ran on three brokers with replication, Sluice's on one "
+			"node. Latency ratios: lower is better.\n\n");
+	if (peers && peers->peers[0].ran) {
+		const struct peer_fig *p = peers->peers;
+
+		fprintf(f, "| same machine, same run, 100-byte records | Sluice | Redis Streams | NATS JetStream | "
+			"Sluice / Redis | Sluice / NATS |\n|---|---:|---:|---:|---:|---:|\n");
+		fprintf(f, "| produce records/s | %s | %s | %s | %s | %s |\n",
+			grouped(p[0].prod_rps, a, sizeof(a)), p[1].ran ? grouped(p[1].prod_rps, b, sizeof(b)) : "failed",
+			p[2].ran ? grouped(p[2].prod_rps, c, sizeof(c)) : "failed",
+			p[1].ran ? ratio(p[0].prod_rps, p[1].prod_rps, d, sizeof(d)) : "",
+			p[2].ran ? ratio(p[0].prod_rps, p[2].prod_rps, e, sizeof(e)) : "");
+		fprintf(f, "| consume records/s | %s | %s | %s | %s | %s |\n",
+			grouped(p[0].cons_rps, a, sizeof(a)), p[1].ran ? grouped(p[1].cons_rps, b, sizeof(b)) : "failed",
+			p[2].ran ? grouped(p[2].cons_rps, c, sizeof(c)) : "failed",
+			p[1].ran ? ratio(p[0].cons_rps, p[1].cons_rps, d, sizeof(d)) : "",
+			p[2].ran ? ratio(p[0].cons_rps, p[2].cons_rps, e, sizeof(e)) : "");
+		fprintf(f, "| end-to-end p99 ms at %" PRIu64 " records/s (lower is better) | %s | %s | %s | %s | "
+			"%s |\n", s->e2e_rate, fixed(p[0].p99, 2, a, sizeof(a)),
+			p[1].ran ? fixed(p[1].p99, 2, b, sizeof(b)) : "failed",
+			p[2].ran ? fixed(p[2].p99, 2, c, sizeof(c)) : "failed",
+			p[1].ran ? ratio(p[0].p99, p[1].p99, d, sizeof(d)) : "",
+			p[2].ran ? ratio(p[0].p99, p[2].p99, e, sizeof(e)) : "");
+		fprintf(f, "\nDurability: Sluice %s; Redis %s; NATS %s.\n\n", p[0].durability,
+			p[1].durability[0] ? p[1].durability : "(did not run)",
+			p[2].durability[0] ? p[2].durability : "(did not run)");
+	}
+	if (!any && !(peers && peers->peers[0].ran))
+		fprintf(f, "No headline rows: they come from the k14-* and peers scenarios, which this run did "
+			"not include or which failed.\n\n");
+}
+
+/* Which optional columns any row of r fills. */
+struct cols {
+	int rate, lat50, lat99, lat999, ref, note;
+};
+
+static struct cols columns(const struct result *r)
+{
+	struct cols c = { 0 };
+
+	for (int i = 0; i < r->nrows; i++) {
+		const struct row *w = &r->rows[i];
+
+		c.rate |= !isnan(w->rps);
+		c.lat50 |= !isnan(w->p50);
+		c.lat99 |= !isnan(w->p99);
+		c.lat999 |= !isnan(w->p999);
+		c.ref |= !isnan(w->ref_rps) || !isnan(w->ref_p99);
+		c.note |= w->note[0] != 0;
+	}
+	return c;
+}
+
+static void section(const struct suite *s, const struct result *r, FILE *f)
+{
+	struct cols c = columns(r);
+	char a[32], b[32], d[32];
+
+	(void)s;
+	fprintf(f, "## %s — %s\n\n", r->sc->name, r->sc->title);
+	if (r->rc)
+		fprintf(f, "**FAILED** after %.1f s: %s\n\n", r->seconds, r->error);
+	else
+		fprintf(f, "Ran in %.1f s.\n\n", r->seconds);
+	if (r->nrows) {
+		fprintf(f, "| row |%s%s%s%s%s%s\n|---|%s%s%s%s%s%s\n",
+			c.rate ? " records/s | MB/s | of the limit |" : "", c.lat50 ? " p50 ms |" : "",
+			c.lat99 ? " p99 ms |" : "", c.lat999 ? " p99.9 ms |" : "", c.ref ? " Kafka 2014 |" : "",
+			c.note ? " note |" : "", c.rate ? "---:|---:|---:|" : "", c.lat50 ? "---:|" : "",
+			c.lat99 ? "---:|" : "", c.lat999 ? "---:|" : "", c.ref ? "---:|" : "", c.note ? "---|" : "");
+		for (int i = 0; i < r->nrows; i++) {
+			const struct row *w = &r->rows[i];
+
+			fprintf(f, "| %s |", w->label);
+			if (c.rate) {
+				fprintf(f, " %s | %s | %s", grouped(w->rps, a, sizeof(a)), fixed(w->mbps, 1, b, sizeof(b)),
+					pct(fraction(w), d, sizeof(d)));
+				if (!isnan(fraction(w)) && w->binds)
+					fprintf(f, " of %s (%.0f MB/s)", w->binds, w->limit_mbps);
+				fprintf(f, " |");
+			}
+			if (c.lat50)
+				fprintf(f, " %s |", fixed(w->p50, 2, a, sizeof(a)));
+			if (c.lat99)
+				fprintf(f, " %s |", fixed(w->p99, 2, a, sizeof(a)));
+			if (c.lat999)
+				fprintf(f, " %s |", fixed(w->p999, 2, a, sizeof(a)));
+			if (c.ref) {
+				if (!isnan(w->ref_rps))
+					fprintf(f, " %s records/s |", grouped(w->ref_rps, a, sizeof(a)));
+				else if (!isnan(w->ref_p99))
+					fprintf(f, " %.0f / %.0f / %.0f ms |", w->ref_p50, w->ref_p99, w->ref_p999);
+				else
+					fprintf(f, " |");
+			}
+			if (c.note)
+				fprintf(f, " %s |", w->note);
+			fputc('\n', f);
+		}
+		fputc('\n', f);
+	}
+	if (r->summary[0])
+		fprintf(f, "%s\n\n", r->summary);
+	if (r->plot_file[0])
+		fprintf(f, "![%s](%s)\n\n", r->sc->title, r->plot_file);
+}
+
+static void machine_line(FILE *f)
+{
+	struct utsname u;
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+
+	if (uname(&u) == 0)
+		fprintf(f, "- Machine: %s, %s %s %s, %ld CPUs online, %.1f GiB memory\n", u.nodename, u.sysname,
+			u.release, u.machine, sysconf(_SC_NPROCESSORS_ONLN),
+			(double)pages * (double)psz / (1024.0 * 1024 * 1024));
+}
+
+static void limits_line(const struct suite *s, FILE *f)
+{
+	fprintf(f, "- Limits from the profile: ");
+	if (s->nic_mbps)
+		fprintf(f, "%s %.0f MB/s", s->nic_what, s->nic_mbps);
+	else
+		fprintf(f, "NIC not known");
+	if (s->disk_w_mbps)
+		fprintf(f, ", disk write %.0f MB/s", s->disk_w_mbps);
+	else
+		fprintf(f, ", disk write not known");
+	fprintf(f, ". Produce binds on the slower of the two (records come in over the NIC and go out "
+		"to the disk; under log.durability=memory the NIC alone), consume on the NIC. A fraction "
+		"above 100%% means this machine outruns the profile: run with --emulate.\n");
+}
+
+static int write_report(struct suite *s, double seconds, const char *when)
+{
+	char path[1200];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/report.md", s->out);
+	if (!(f = fopen(path, "w"))) {
+		fprintf(stderr, "suite: %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	fprintf(f, "# Sluice benchmark report\n\n");
+	fprintf(f, "- Run: `%s`, %s, %.0f s\n", s->cmdline, when, seconds);
+	machine_line(f);
+	fprintf(f, "- Profile: `%s` — %s\n", s->prof_path, s->prof.description);
+	limits_line(s, f);
+	if (s->emulating)
+		fprintf(f, "- Emulated: broker in network namespace %s at %s, veth shaped to %.3g Gb/s%s; disk %s%s\n",
+			s->em.netns, s->em.broker_ip, s->em.nic_gbps, s->em.nic_gbps ? "" : " (not shaped)",
+			s->em.cgroup[0] ? "capped with cgroup io.max" : "not capped", s->em.notes[0] ? "" : ".");
+	if (s->emulating && s->em.notes[0])
+		fprintf(f, "  (%s)\n", s->em.notes);
+	fprintf(f, "- Units: records/s; MB = 10^6 bytes of record values (keys, headers and framing not "
+		"counted); latency in ms; \"of the limit\" = MB/s over the limit that binds the row.\n\n");
+	fprintf(f, "## Headline\n\n");
+	headline(s, f);
+	for (int i = 0; i < s->nres; i++)
+		section(s, &s->res[i], f);
+	if (fclose(f)) {
+		fprintf(stderr, "suite: %s: %s\n", path, strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+/* ---- results.json ----------------------------------------------------------------- */
+
+static void jstr(FILE *f, const char *v)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+static void jnum(FILE *f, double v)
+{
+	if (isnan(v) || isinf(v))
+		fputs("null", f);
+	else
+		fprintf(f, "%.10g", v);
+}
+
+static void jkey(FILE *f, const char *k, int *first)
+{
+	fprintf(f, "%s", *first ? "" : ", ");
+	*first = 0;
+	jstr(f, k);
+	fputs(": ", f);
+}
+
+static void json_row(FILE *f, const struct row *w)
+{
+	int first = 1;
+
+	fputc('{', f);
+	jkey(f, "label", &first);
+	jstr(f, w->label);
+	jkey(f, "records_per_s", &first);
+	jnum(f, w->rps);
+	jkey(f, "MB_per_s", &first);
+	jnum(f, w->mbps);
+	jkey(f, "limit_MB_per_s", &first);
+	jnum(f, w->limit_mbps > 0 ? w->limit_mbps : NAN);
+	jkey(f, "binds", &first);
+	if (w->binds && w->limit_mbps > 0)
+		jstr(f, w->binds);
+	else
+		fputs("null", f);
+	jkey(f, "fraction_of_limit", &first);
+	jnum(f, fraction(w));
+	jkey(f, "p50_ms", &first);
+	jnum(f, w->p50);
+	jkey(f, "p99_ms", &first);
+	jnum(f, w->p99);
+	jkey(f, "p99_9_ms", &first);
+	jnum(f, w->p999);
+	jkey(f, "kafka_2014", &first);
+	if (!isnan(w->ref_rps) || !isnan(w->ref_p99)) {
+		int f2 = 1;
+
+		fputc('{', f);
+		jkey(f, "records_per_s", &f2);
+		jnum(f, w->ref_rps);
+		jkey(f, "p50_ms", &f2);
+		jnum(f, w->ref_p50);
+		jkey(f, "p99_ms", &f2);
+		jnum(f, w->ref_p99);
+		jkey(f, "p99_9_ms", &f2);
+		jnum(f, w->ref_p999);
+		fputc('}', f);
+	} else {
+		fputs("null", f);
+	}
+	jkey(f, "note", &first);
+	jstr(f, w->note);
+	fputc('}', f);
+}
+
+static void json_peers(FILE *f, const struct result *r)
+{
+	fputs(", \"peers\": [", f);
+	for (int i = 0; i < 3; i++) {
+		const struct peer_fig *p = &r->peers[i];
+		int first = 1;
+
+		fprintf(f, "%s{", i ? ", " : "");
+		jkey(f, "name", &first);
+		jstr(f, p->name);
+		jkey(f, "version", &first);
+		jstr(f, p->version);
+		jkey(f, "durability", &first);
+		jstr(f, p->durability);
+		jkey(f, "ran", &first);
+		fputs(p->ran ? "true" : "false", f);
+		jkey(f, "error", &first);
+		jstr(f, p->error);
+		jkey(f, "produce_records_per_s", &first);
+		jnum(f, p->ran ? p->prod_rps : NAN);
+		jkey(f, "consume_records_per_s", &first);
+		jnum(f, p->ran ? p->cons_rps : NAN);
+		jkey(f, "e2e_p50_ms", &first);
+		jnum(f, p->ran ? p->p50 : NAN);
+		jkey(f, "e2e_p99_ms", &first);
+		jnum(f, p->ran ? p->p99 : NAN);
+		jkey(f, "e2e_p99_9_ms", &first);
+		jnum(f, p->ran ? p->p999 : NAN);
+		fputc('}', f);
+	}
+	fputc(']', f);
+}
+
+static void json_result(FILE *f, const struct result *r)
+{
+	int first = 1;
+
+	fputc('{', f);
+	jkey(f, "name", &first);
+	jstr(f, r->sc->name);
+	jkey(f, "title", &first);
+	jstr(f, r->sc->title);
+	jkey(f, "status", &first);
+	jstr(f, r->rc ? "failed" : "ok");
+	jkey(f, "error", &first);
+	if (r->rc)
+		jstr(f, r->error);
+	else
+		fputs("null", f);
+	jkey(f, "seconds", &first);
+	jnum(f, r->seconds);
+	jkey(f, "summary", &first);
+	jstr(f, r->summary);
+	jkey(f, "plot", &first);
+	if (r->plot_file[0])
+		jstr(f, r->plot_file);
+	else
+		fputs("null", f);
+	jkey(f, "rows", &first);
+	fputc('[', f);
+	for (int i = 0; i < r->nrows; i++) {
+		fputs(i ? ", " : "", f);
+		json_row(f, &r->rows[i]);
+	}
+	fputc(']', f);
+	if (!strcmp(r->sc->name, "peers"))
+		json_peers(f, r);
+	if (r->plot && r->plot->n) {
+		fputs(", \"series\": {\"x\": ", f);
+		jstr(f, r->plot->xlabel);
+		fputs(", \"y1\": ", f);
+		jstr(f, r->plot->y1label);
+		fputs(", \"points\": [", f);
+		for (int i = 0; i < r->plot->n; i++) {
+			fprintf(f, "%s[", i ? ", " : "");
+			jnum(f, r->plot->x[i]);
+			fputs(", ", f);
+			jnum(f, r->plot->y1[i]);
+			if (r->plot->y2label) {
+				fputs(", ", f);
+				jnum(f, r->plot->y2[i]);
+			}
+			fputc(']', f);
+		}
+		fputs("]}", f);
+	}
+	fputc('}', f);
+}
+
+static int write_json(struct suite *s, double seconds, const char *when)
+{
+	char path[1200];
+	FILE *f;
+	int first = 1, f2 = 1;
+
+	snprintf(path, sizeof(path), "%s/results.json", s->out);
+	if (!(f = fopen(path, "w"))) {
+		fprintf(stderr, "suite: %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	fputc('{', f);
+	jkey(f, "format", &first);
+	jstr(f, "sluice-bench suite results 1");
+	jkey(f, "command", &first);
+	jstr(f, s->cmdline);
+	jkey(f, "finished_utc", &first);
+	jstr(f, when);
+	jkey(f, "seconds", &first);
+	jnum(f, seconds);
+	jkey(f, "quick", &first);
+	fputs(s->quick ? "true" : "false", f);
+	jkey(f, "profile", &first);
+	fputc('{', f);
+	jkey(f, "path", &f2);
+	jstr(f, s->prof_path);
+	jkey(f, "description", &f2);
+	jstr(f, s->prof.description);
+	for (int k = 0; k < HW_NKEYS; k++) {
+		jkey(f, hw_key_name[k], &f2);
+		jnum(f, s->prof.has[k] ? s->prof.v[k] : NAN);
+	}
+	fputc('}', f);
+	jkey(f, "limits", &first);
+	fputs("{\"nic_MB_per_s\": ", f);
+	jnum(f, s->nic_mbps ? s->nic_mbps : NAN);
+	fputs(", \"nic\": ", f);
+	jstr(f, s->nic_what);
+	fputs(", \"disk_write_MB_per_s\": ", f);
+	jnum(f, s->disk_w_mbps ? s->disk_w_mbps : NAN);
+	fputc('}', f);
+	jkey(f, "emulation", &first);
+	if (s->emulating) {
+		f2 = 1;
+		fputc('{', f);
+		jkey(f, "netns", &f2);
+		jstr(f, s->em.netns);
+		jkey(f, "nic_gbps", &f2);
+		jnum(f, s->em.nic_gbps ? s->em.nic_gbps : NAN);
+		jkey(f, "disk_write_MB_per_s", &f2);
+		jnum(f, s->em.disk_write_mbps ? s->em.disk_write_mbps : NAN);
+		jkey(f, "disk_read_MB_per_s", &f2);
+		jnum(f, s->em.disk_read_mbps ? s->em.disk_read_mbps : NAN);
+		jkey(f, "notes", &f2);
+		jstr(f, s->em.notes);
+		fputc('}', f);
+	} else {
+		fputs("null", f);
+	}
+	jkey(f, "scenarios", &first);
+	fputc('[', f);
+	for (int i = 0; i < s->nres; i++) {
+		fputs(i ? ",\n  " : "\n  ", f);
+		json_result(f, &s->res[i]);
+	}
+	fputs("]}\n", f);
+	if (fclose(f)) {
+		fprintf(stderr, "suite: %s: %s\n", path, strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+int suite_write(struct suite *s, double seconds)
+{
+	char when[64];
+	time_t t = time(NULL);
+	struct tm tm;
+	int rc, plots = 0;
+
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", &tm);
+	for (int i = 0; i < s->nres; i++) {
+		struct result *r = &s->res[i];
+		char why[1600] = "";
+
+		if (!r->plot || !r->plot->n)
+			continue;
+		plot_one(s, r, why, sizeof(why));
+		if (why[0]) {
+			fprintf(stderr, "suite: %s: plot not drawn: %s\n", r->sc->name, why);
+			snprintf(r->summary + strlen(r->summary), sizeof(r->summary) - strlen(r->summary),
+				 "%sPlot not drawn: %.400s.", r->summary[0] ? " " : "", why);
+		} else {
+			plots++;
+		}
+	}
+	if ((rc = write_report(s, seconds, when)) < 0 || (rc = write_json(s, seconds, when)) < 0)
+		return rc;
+	headline(s, stdout);
+	fprintf(stderr, "suite: wrote %s/report.md, %s/results.json and %d plot%s in %.0f s\n", s->out, s->out,
+		plots, plots == 1 ? "" : "s", seconds);
+	return 0;
+}

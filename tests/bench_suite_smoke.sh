@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# tests/bench_suite_smoke.sh — `sluice-bench suite --quick` on a handful of
+# scenarios with tiny sizes: it starts its brokers and peers (Redis Streams,
+# NATS JetStream) itself, exits 0, and writes a report.md with every
+# scenario's section, a results.json that parses with every scenario "ok",
+# every rate row given as a fraction of the profile's limit, the peers'
+# ratios, and PNG plots; it leaves no run directory, server or namespace
+# behind. Then --emulate with the Kafka 2014 profile (root: network
+# namespace, veth shaped to 1 Gb/s): the row is bound by the shaped NIC.
+# Bad input: an unknown scenario and a profile with a bad key are refused
+# with exit 2 and a message naming them. Figures are not checked (they are
+# for benchmarks, not tests).
+set -u
+cd "$(dirname "$0")/.."
+pass=0 fail=0
+base=${SLUICE_TEST_DIR:-/var/tmp}
+work=$(mktemp -d "$base/sluice-suite-smoke-XXXXXX") || exit 1
+export SLUICE_TEST_DIR=$work/run
+mkdir -p "$SLUICE_TEST_DIR"
+trap 'rm -rf "$work"' EXIT
+PY=/usr/bin/python3
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# 1. the suite on tiny sizes
+out=$work/out
+if timeout 300 build/sluice-bench suite --quick --profile hw-profiles/commodity-2026.conf \
+    --records 20000 --seconds 0.3 --stored 20M --backlog 0.5 --rate 2000 --out "$out" \
+    k14-producer k14-consumers3 k14-latency size-sweep stored-data backlog-drain peers \
+    >"$work/stdout" 2>"$work/stderr"; then
+  ok
+else
+  bad "suite exited $?"; tail -30 "$work/stderr"
+fi
+grep -q '^suite: \[7/7\] peers' "$work/stderr" && ok || bad "no progress line for scenario 7 of 7"
+for s in k14-producer k14-consumers3 k14-latency size-sweep stored-data backlog-drain peers; do
+  grep -q "^## $s — " "$out/report.md" 2>/dev/null && ok || bad "report.md has no section for $s"
+done
+grep -q '^| Kafka 2014 row' "$out/report.md" && ok || bad "report.md has no Kafka 2014 headline table"
+grep -q '^| produce records/s |' "$work/stdout" && ok || bad "stdout has no peers headline row"
+if $PY - "$out" <<'PYEOF'
+import json, sys, os
+out = sys.argv[1]
+d = json.load(open(os.path.join(out, "results.json")))
+names = [s["name"] for s in d["scenarios"]]
+assert names == ["k14-producer", "k14-consumers3", "k14-latency", "size-sweep", "stored-data",
+                 "backlog-drain", "peers"], names
+for s in d["scenarios"]:
+    assert s["status"] == "ok", (s["name"], s["error"])
+    assert s["rows"], s["name"] + ": no rows"
+    for r in s["rows"]:
+        if r["MB_per_s"] is not None and r["limit_MB_per_s"] is not None:
+            assert r["fraction_of_limit"] is not None, r
+rates = [r for s in d["scenarios"] for r in s["rows"] if r["records_per_s"] is not None]
+assert rates and all(r["fraction_of_limit"] is not None for r in rates if not r["label"].startswith(("first", "last", "net"))), rates
+k = {s["name"]: s for s in d["scenarios"]}
+assert k["k14-producer"]["rows"][0]["kafka_2014"]["records_per_s"] == 821557
+lat = k["k14-latency"]["rows"][0]
+assert lat["p99_ms"] is not None and lat["kafka_2014"]["p99_ms"] == 3
+assert len(k["size-sweep"]["series"]["points"]) == 5
+peers = k["peers"]["peers"]
+assert [p["name"] for p in peers] == ["sluice", "redis-streams", "nats-jetstream"], peers
+assert all(p["ran"] and p["produce_records_per_s"] and p["consume_records_per_s"] and p["e2e_p99_ms"] is not None
+           for p in peers), peers
+for s in d["scenarios"]:
+    if s["plot"]:
+        with open(os.path.join(out, s["plot"]), "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n", s["plot"]
+assert k["size-sweep"]["plot"] == "size-sweep.png"
+PYEOF
+then ok; else bad "results.json does not hold what the run measured"; fi
+left=$(ls -A "$SLUICE_TEST_DIR")
+[ -z "$left" ] && ok || bad "run directories left behind: $left"
+pgrep -f "$work" >/dev/null && bad "a server of the run is still running" || ok
+
+# 2. --emulate: the broker behind a veth shaped to the 2014 profile's 1 Gb/s
+if [ "$(id -u)" -ne 0 ]; then
+  bad "--emulate needs root (network namespaces, tc): run as root"
+else
+  eout=$work/emulated
+  if timeout 120 build/sluice-bench suite --emulate hw-profiles/kafka-2014.conf --records 20000 \
+      --out "$eout" k14-producer >"$work/estdout" 2>"$work/estderr"; then
+    ok
+  else
+    bad "suite --emulate exited $?"; tail -20 "$work/estderr"
+  fi
+  if $PY - "$eout" <<'PYEOF'
+import json, sys, os
+d = json.load(open(os.path.join(sys.argv[1], "results.json")))
+e = d["emulation"]
+assert e and e["nic_gbps"] == 1 and e["netns"].startswith("sluice-em-"), e
+row = d["scenarios"][0]["rows"][0]
+assert d["scenarios"][0]["status"] == "ok", d["scenarios"][0]
+assert row["binds"] == "NIC (shaped)" and abs(row["limit_MB_per_s"] - 125) < 1e-6, row
+PYEOF
+  then ok; else bad "the emulated run's results.json is not as set up"; fi
+  ip netns list | grep -q "sluice-em-" && bad "a sluice-em-* namespace is left: $(ip netns list)" || ok
+fi
+
+# 3. bad input
+build/sluice-bench suite --profile hw-profiles/commodity-2026.conf --out "$work/x" no-such-scenario \
+  >/dev/null 2>"$work/err1"
+rc=$?
+[ $rc -eq 2 ] && grep -q "no-such-scenario" "$work/err1" && ok || bad "unknown scenario: exit $rc, $(cat "$work/err1")"
+printf 'description=x\ncores=2\nnic_gbs=10\n' >"$work/bad.conf"
+build/sluice-bench suite --profile "$work/bad.conf" --out "$work/x" k14-producer >/dev/null 2>"$work/err2"
+rc=$?
+[ $rc -eq 2 ] && grep -q "bad.conf:3" "$work/err2" && ok || bad "bad profile key: exit $rc, $(cat "$work/err2")"
+
+echo "bench_suite_smoke: $pass passed, $fail failed"
+[ $fail -eq 0 ]
