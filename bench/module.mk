@@ -74,3 +74,11 @@ TEST_SCRIPTS += tests/hwprobe_smoke.sh
 
 # bench_native.c starts the EAL for its memif client ports (dataplane/dpdk_port.h)
 $(BUILD)/obj/bench/bench_native.o: CFLAGS += $(DPDK_CFLAGS)
+
+# make bench-suite: the benchmark suite against this machine's profile
+# (measured first by scripts/hwprobe when hw-profiles/local.conf is absent);
+# ARGS='--quick', '--emulate hw-profiles/kafka-2014.conf', scenario names...
+.PHONY: bench-suite
+bench-suite: $(BUILD)/sluice-bench $(BUILD)/sluiced $(HWPROBE_BINS)
+	@[ -f hw-profiles/local.conf ] || case " $(ARGS) " in *" --profile "*|*" --emulate "*) ;; *) scripts/hwprobe ;; esac
+	$(BUILD)/sluice-bench suite $(ARGS)
