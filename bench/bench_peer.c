@@ -28,7 +28,10 @@ static void usage(FILE *f)
 		"produce N records (default 1M) of BYTES (default 100, at least 16) acknowledged,\n"
 		"consume them back (each checked), and an end-to-end run at R records/s (default\n"
 		"20000) for S seconds (default 5; 0 skips it). The server's directory is under\n"
-		"$SLUICE_TEST_DIR or /var/tmp and removed afterwards.\n");
+		"$SLUICE_TEST_DIR or /var/tmp and removed afterwards.\n"
+		"\n"
+		"SLUICE_REDIS_SERVER=PATH runs that redis-server instead of the one on $PATH\n"
+		"(else /usr/bin/redis-server).\n");
 }
 
 int bench_peer(int argc, char **argv)

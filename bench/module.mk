@@ -28,6 +28,8 @@ $(BUILD)/sluice-bench: LDLIBS += $(shell pkg-config --libs hiredis libnats)
 TEST_SCRIPTS += tests/bench_kafka_smoke.sh
 # sluice-bench scrape (the admin endpoint's cost), small, end to end.
 TEST_SCRIPTS += tests/bench_scrape_smoke.sh
+# sluice-bench peer redis starts its own redis-server, small, end to end.
+TEST_SCRIPTS += tests/bench_peer_redis_smoke.sh
 
 # scripts/hwprobe's probes: each a program of its own (the memif probe starts
 # an EAL in each of two processes, which sluice-bench must not do).
