@@ -1279,7 +1279,8 @@ int kafka_e2e(const struct opts *o, struct broker *br, const char *topic, struct
 	next_tick = t0 + 1000000000ull;
 	while (sent < total && !bench_interrupted) {
 		uint64_t now = bench_now_ns();
-		uint64_t due = (uint64_t)((double)(now - t0) * (double)o->rate / 1e9);
+		/* record k is due at k / rate: it goes once that time has come */
+		uint64_t due = (uint64_t)((double)(now - t0) * (double)o->rate / 1e9) + 1;
 
 		if (due > total)
 			due = total;

@@ -31,7 +31,9 @@ static void usage(FILE *f)
 		"$SLUICE_TEST_DIR or /var/tmp and removed afterwards.\n"
 		"\n"
 		"SLUICE_NATS_SERVER: the nats-server binary to run (default: nats-server on PATH,\n"
-		"else /usr/bin/nats-server or /usr/sbin/nats-server).\n");
+		"else /usr/bin/nats-server or /usr/sbin/nats-server).\n"
+		"SLUICE_REDIS_SERVER=PATH runs that redis-server instead of the one on $PATH\n"
+		"(else /usr/bin/redis-server).\n");
 }
 
 int bench_peer(int argc, char **argv)

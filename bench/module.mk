@@ -28,6 +28,8 @@ $(BUILD)/sluice-bench: LDLIBS += $(shell pkg-config --libs hiredis libnats)
 TEST_SCRIPTS += tests/bench_kafka_smoke.sh
 # sluice-bench scrape (the admin endpoint's cost), small, end to end.
 TEST_SCRIPTS += tests/bench_scrape_smoke.sh
+# sluice-bench peer redis starts its own redis-server, small, end to end.
+TEST_SCRIPTS += tests/bench_peer_redis_smoke.sh
 # sluice-bench peer nats against its own nats-server, small; no server left.
 TEST_SCRIPTS += tests/bench_peer_nats_smoke.sh
 # sluice-bench suite --quick on tiny sizes: report.md, results.json, plots,
