@@ -748,7 +748,8 @@ static int e2e_send(struct client *c, struct nats_srv *s, const struct peer_para
 	__atomic_store_n(&rd->warm_until, t0 + 1000000000ull, __ATOMIC_SEQ_CST);
 	while (sent < total) {
 		uint64_t now = bench_now_ns();
-		uint64_t due = (uint64_t)((double)(now - t0) * (double)p->rate / 1e9);
+		/* record k is due at k / rate: it goes once that time has come */
+		uint64_t due = (uint64_t)((double)(now - t0) * (double)p->rate / 1e9) + 1;
 		struct timespec nap = { 0, 50000 };
 		char extra[96];
 
