@@ -194,7 +194,7 @@ void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t ba
 			pr->ErrorCode = (int16_t)err;   /* a Kafka error (idempotence) */
 			pr->BaseOffset = -1;
 		} else if (err) {
-			pr->ErrorCode = err == -ENOENT ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_KAFKA_STORAGE_ERROR;
+			pr->ErrorCode = kafka_append_error(err);
 			pr->BaseOffset = -1;
 		} else {
 			pr->BaseOffset = base;

@@ -3,6 +3,9 @@
 #ifndef SLUICE_KAFKA_ERRORS_H
 #define SLUICE_KAFKA_ERRORS_H
 
+#include <errno.h>
+#include <stdint.h>
+
 enum kafka_error {
 	KERR_UNKNOWN_SERVER_ERROR = -1,
 	KERR_NONE = 0,
@@ -43,5 +46,28 @@ enum kafka_error {
 	KERR_INVALID_RECORD = 87,
 	KERR_PRODUCER_FENCED = 90,
 };
+
+/* The Kafka error of an append that failed with -errno (nothing appended).
+ *
+ * -ENOBUFS: the shard's tail memory is all in dirty or referenced chunks
+ * (writes and fetch responses in flight), a state that passes within a
+ * loop turn or two. Kafka has no code for "broker memory full";
+ * REQUEST_TIMED_OUT is what a Kafka broker answers when it could not
+ * complete a produce in time, and every client retries it with backoff.
+ * KAFKA_STORAGE_ERROR (what this was) says the log directory failed:
+ * clients refresh metadata looking for a new leader, operators look for a
+ * broken disk, and nothing is wrong with either. The batch was not
+ * appended, so a retry cannot duplicate it. */
+static inline int16_t kafka_append_error(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	case -ENOBUFS:
+		return KERR_REQUEST_TIMED_OUT;
+	default:
+		return KERR_KAFKA_STORAGE_ERROR;
+	}
+}
 
 #endif

@@ -143,11 +143,20 @@ static void chunk_unlink(struct plog *pl, struct tail_chunk *c)
 	c->next = c->prev = NULL;
 }
 
-/* A chunk is clean when all its bytes are on disk and it is not the last
- * chunk (whose partial block is rewritten by the next flush). */
+/* A chunk is clean when all its bytes are on disk. The last chunk of the
+ * log also needs the partition quiet (no write in flight: its partial block
+ * may be in one); it then stays clean until the next append takes it off
+ * the FIFO again. Letting the last chunk be evicted is what keeps idle
+ * partitions from holding the budget: each kept its last chunk (up to
+ * 16 MiB after a burst of large batches) forever, and once those filled
+ * the pool no partition could append at all (-ENOBUFS on every produce).
+ * The next append to an evicted partition reads its partial block back
+ * from the file (plog_chunk_start). */
 static int chunk_clean(const struct plog *pl, const struct tail_chunk *c)
 {
-	return c != pl->chunk_tail && c->seg->flushed >= c->file_base + c->len;
+	if (c->seg->flushed < c->file_base + c->len)
+		return 0;
+	return c != pl->chunk_tail || (!pl->inflight && !pl->err);
 }
 
 void plog_chunk_evict(struct plog *pl, struct tail_chunk *c)
@@ -205,6 +214,8 @@ int plog_chunk_start(struct plog *pl, uint32_t need)
 	uint64_t base = align_down4k(seg->end);
 	uint32_t head = (uint32_t)(seg->end - base);
 	unsigned shift = pl->chunk_shift;
+	/* the previous chunk holds the partial block, unless it was evicted */
+	int copy = head && prev && prev->seg == seg && prev->file_base + prev->len == seg->end;
 
 	/* grow the chunk size while the previous one filled within a second */
 	if (prev && prev->seg == seg && pl->st->now_ns - prev->born_ns < 1000000000ull)
@@ -228,13 +239,24 @@ int plog_chunk_start(struct plog *pl, uint32_t need)
 	c->data_start = head;
 	c->first_offset = c->end_offset = pl->next_offset;
 	c->born_ns = pl->st->now_ns;
-	if (head) {
-		/* the previous chunk of this segment holds these bytes */
-		if (!prev || prev->seg != seg || prev->file_base + prev->len != seg->end) {
+	/* tail_chunk_get may have evicted prev itself (clean, on the FIFO):
+	 * eviction unlinks it, so it is still ours iff it is still the last */
+	if (pl->chunk_tail != prev)
+		prev = NULL;
+	if (copy && prev) {
+		memcpy(c->mem, prev->mem + (base - prev->file_base), head);
+	} else if (head) {
+		/* The chunk holding the partial block was evicted, which only
+		 * happens once it is on disk and no write is in flight: read the
+		 * block back. A blocking 4 KiB pread, but only on the first
+		 * append after the partition was evicted under memory pressure
+		 * (as plog_open loads it), never on a hot partition's path. */
+		if (seg->flushed < seg->end ||
+		    pread(seg->fd, c->mem, 4096, (off_t)base) < (ssize_t)head) {
 			tail_chunk_put(&pl->st->tail, c);
 			return -EIO;
 		}
-		memcpy(c->mem, prev->mem + (base - prev->file_base), head);
+		store_stat_add(&pl->st->tail.reloads, 1);
 	}
 	chunk_link(pl, c);
 	/* the previous chunk stops being the last one: it may become clean */
@@ -300,6 +322,9 @@ int plog_append(struct plog *pl, const uint8_t *batch, uint32_t size, int64_t *b
 			return rc;
 		c = pl->chunk_tail;
 	}
+	/* a quiet partition's last chunk waits on the FIFO (chunk_clean):
+	 * it is about to be dirty, so it must not be evicted now */
+	tail_fifo_del(&pl->st->tail, c);
 	pos = seg->end;
 	dst = c->mem + (pos - c->file_base);
 	memcpy(dst, batch, size);

@@ -567,6 +567,8 @@ static int plog_load_tail_block(struct plog *pl)
 	c->owner = pl;
 	c->prev = pl->chunk_tail;
 	pl->chunk_head = pl->chunk_tail = c;
+	/* on disk already: evictable until the partition is written again */
+	plog_chunks_reclaim(pl);
 	return 0;
 }
 

@@ -11,9 +11,12 @@
  *
  * Invariants: a chunk is on exactly one of {a size-class free list, its
  * partition's chunk list}. A chunk on a partition list is on the shard's
- * clean FIFO iff it is fully written to disk, is not the partition's last
- * chunk, and nobody holds a read reference (refs == 0); only those may be
- * evicted.
+ * clean FIFO iff it is fully written to disk, nobody holds a read reference
+ * (refs == 0) and, for the partition's last chunk, no write of the
+ * partition is in flight; only those may be evicted. So all of the budget
+ * that is not in dirty or referenced chunks can be reclaimed: idle
+ * partitions hold no tail memory once others need it (the next append to
+ * one reads its partial last block back from the file).
  */
 #ifndef SLUICE_TAIL_H
 #define SLUICE_TAIL_H
@@ -57,6 +60,7 @@ struct tail_pool {
 	uint64_t evictions;
 	uint64_t allocations;      /* chunks whose memory was allocated (evicted ones are reused) */
 	uint64_t hits, misses;
+	uint64_t reloads;          /* partial blocks read back after an evicted last chunk */
 };
 
 /* @thread shard (setup) */

@@ -331,10 +331,8 @@ static void produce_done(void *self, struct shard_msg *m)
 	(void)self;
 	if (err > 0)
 		kerr = (int16_t)err;
-	else if (err == -ENOENT)
-		kerr = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	else if (err < 0)
-		kerr = KERR_KAFKA_STORAGE_ERROR;
+		kerr = kafka_append_error((int)err);
 	if (kerr)
 		ns->st.produce_errors++;
 	if (s) {

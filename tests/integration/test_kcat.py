@@ -182,5 +182,35 @@ def data_survives_restart_and_sigkill():
         assert offs[-1] == b"%d after" % (len(first) + len(second)), offs[-1]
 
 
+@test
+def idle_topics_do_not_starve_new_ones():
+    """Regression (sluice-bench produce, 2026-11-29): with records large
+    enough that each partition's last tail chunk is a quarter of the shard's
+    tail budget, a few topics written and left idle held all of it and every
+    later produce failed, for good (librdkafka retried it until
+    message.timeout.ms: no delivery report at all). Idle partitions' tail
+    memory is evictable now: twelve topics on a 4 MiB budget all take their
+    writes, a new one still does, an old one takes more, and everything
+    reads back byte for byte (the evicted part from disk)."""
+    def records(topic, n, size=600000):
+        return [(b"%s-%d:" % (topic.encode(), i)).ljust(size, b"x") + b"\n" for i in range(n)]
+
+    # a delivery failure is reported well inside the hang guard
+    fast = ("-X", "message.timeout.ms=20000")
+    with broker(settings={"shard.tail.memory.bytes": 4 << 20, "num.partitions": 1}) as b:
+        sent = {}
+        for t in ["idle%d" % i for i in range(12)] + ["fresh"]:
+            sent[t] = records(t, 4 if t != "fresh" else 1)
+            p = kcat(b, "-P", "-t", t, "-p", "0", *fast, input=b"".join(sent[t]), check=False)
+            assert p.returncode == 0 and b"Delivery failed" not in p.stderr, \
+                "topic %s: exit %d: %s" % (t, p.returncode, p.stderr.decode("utf-8", "replace")[-500:])
+        more = records("idle0", 2)
+        kcat(b, "-P", "-t", "idle0", "-p", "0", *fast, input=b"".join(more))
+        sent["idle0"] += more
+        for t, want in sent.items():
+            got = consume_all(b, t, 0)
+            assert got == b"".join(want), "topic %s: %d bytes back of %d" % (t, len(got), len(b"".join(want)))
+
+
 if __name__ == "__main__":
     main("kcat")

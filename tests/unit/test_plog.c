@@ -39,6 +39,18 @@ static struct plog *open_log(const struct plog_config *cfg)
 	return pl;
 }
 
+static struct plog *open_log_at(const struct plog_config *cfg, int i)
+{
+	char sub[4300];
+	struct plog *pl;
+	int rc;
+
+	snprintf(sub, sizeof(sub), "%s/p%d", dir, i);
+	rc = plog_open(&st, sub, cfg, &pl);
+	cr_assert_eq(rc, 0, "plog_open: %s", strerror(-rc));
+	return pl;
+}
+
 /* Append batch `seq` of n records; returns its base offset. */
 static int64_t append(struct plog *pl, int64_t seq, int n, int vlen, int64_t ts)
 {
@@ -184,6 +196,84 @@ Test(plog, reads_from_disk_when_tail_evicted)
 	cr_assert_eq(check_all(pl, 0, 2), 4000);
 	cr_assert_gt(st.stats.reads, reads, "expected O_DIRECT disk reads");
 	plog_close(pl);
+}
+
+/* Append batch `seq` (one record of vlen bytes) giving the store a bounded
+ * number of loop turns to free memory: returns 0 or the last -errno (the
+ * append helper above would wait forever on a pool that never frees). */
+static int append_bounded(struct plog *pl, int64_t seq, int vlen)
+{
+	int64_t base;
+	uint32_t size = test_batch(bbuf, sizeof(bbuf), seq, 1, vlen, 0, 1000 + seq);
+	int rc, turns = 0;
+
+	while ((rc = plog_append(pl, bbuf, size, &base)) == -ENOBUFS && turns++ < 200)
+		store_poll(&st, 1);
+	if (!rc)
+		cr_assert_eq(base, seq);
+	return rc;
+}
+
+/* Regression (found by sluice-bench produce, 2026-11-29): every partition
+ * kept its last tail chunk forever, and a burst of large batches grows that
+ * chunk up to a quarter of the budget, so a few idle partitions held the
+ * whole pool (used == budget, nothing on the FIFO) and no partition could
+ * append again: -ENOBUFS on every produce, for good. Written and quiet, a
+ * partition's last chunk must be evictable; a new partition still appends,
+ * an evicted one appends again (its partial block read back from the
+ * file), and everything reads back, from the tail or the disk. */
+Test(plog, idle_partitions_do_not_keep_the_tail_budget)
+{
+	enum { NPART = 8, NBATCH = 4, VLEN = 600000 };
+	const size_t budget = 4u << 20;
+	struct plog_config cfg;
+	static struct plog *pls[NPART + 1];
+
+	store_fini(&st);
+	cr_assert_eq(store_init(&st, NULL, budget), 0);
+	plog_config_defaults(&cfg);
+	for (int i = 0; i <= NPART; i++) {
+		char sub[4300];
+
+		snprintf(sub, sizeof(sub), "%s/p%d", dir, i);
+		cr_assert_eq(plog_open(&st, sub, &cfg, &pls[i]), 0);
+	}
+	/* batches of ~600 KB: each takes a chunk of 1 MiB (the most one
+	 * partition may have, a quarter of the budget), so the last chunks of
+	 * four idle partitions are the whole budget */
+	for (int i = 0; i < NPART; i++) {
+		for (int j = 0; j < NBATCH; j++) {
+			int rc = append_bounded(pls[i], j, VLEN);
+
+			cr_assert_eq(rc, 0, "partition %d batch %d: %s (tail used %zu of %zu, %s evictable)", i, j,
+				     strerror(-rc), st.tail.used, budget, st.tail.fifo_head ? "some" : "nothing");
+		}
+		store_drain(&st);
+		cr_assert_leq(st.tail.used + st.tail.cached, budget);
+	}
+	cr_assert_gt(st.tail.evictions, 0);
+	/* a new partition takes writes */
+	cr_assert_eq(append_bounded(pls[NPART], 0, VLEN), 0);
+	/* the first partition's tail was evicted long ago: it appends again
+	 * after its partial last block, read back from its file */
+	cr_assert_null(pls[0]->chunk_head, "partition 0 still holds tail memory");
+	for (int j = NBATCH; j < NBATCH + 3; j++)
+		cr_assert_eq(append_bounded(pls[0], j, VLEN), 0);
+	cr_assert_gt(st.tail.reloads, 0);
+	store_drain(&st);
+	cr_assert_leq(st.tail.used + st.tail.cached, budget);
+	cr_assert_eq(pls[0]->high_watermark, NBATCH + 3);
+	for (int i = 0; i < NPART; i++)
+		cr_assert_eq(check_all(pls[i], 0, 1), i ? NBATCH : NBATCH + 3, "partition %d", i);
+	cr_assert_eq(check_all(pls[NPART], 0, 1), 1);
+	/* the files themselves are whole: dense across the reloaded block */
+	plog_close(pls[0]);
+	pls[0] = open_log_at(&cfg, 0);
+	cr_assert_eq(pls[0]->recovery.truncated_reason, 0);
+	cr_assert_eq(pls[0]->next_offset, NBATCH + 3);
+	cr_assert_eq(check_all(pls[0], 0, 1), NBATCH + 3);
+	for (int i = 0; i <= NPART; i++)
+		plog_close(pls[i]);
 }
 
 Test(plog, big_batch_larger_than_first_read)
