@@ -228,8 +228,13 @@ static int64_t part_append_all(struct shard *sh, struct part *p, const uint8_t *
 			store_flush(&sh->st);
 			rc = plog_append(p->pl, rec + at, size, &base);
 		}
+		/* A later batch that cannot be appended fails the whole request:
+		 * the batches before it are in the log, and the client, told
+		 * of the failure, sends them again (at least once, as a Kafka
+		 * broker's own partial failures are) — never a success for
+		 * batches that are not in the log. */
 		if (rc < 0)
-			return first >= 0 ? first : rc;
+			return rc;
 		if (first < 0)
 			first = base;
 		at += size;
