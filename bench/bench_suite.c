@@ -545,6 +545,10 @@ static int sc_size_sweep(struct suite *s, struct result *r)
 		row_rate(w, run->records, run->bytes, run->seconds);
 		produce_limit(s, w, 0);
 		series_add(p, sizes[i], w->rps, w->mbps);
+		if (p) {
+			p->y2limit = w->limit_mbps;
+			p->y2limit_what = w->binds;
+		}
 	}
 	free(run);
 	return r->rc;
@@ -584,6 +588,10 @@ static int sc_partition_sweep(struct suite *s, struct result *r)
 		snprintf(w->note, sizeof(w->note), "round robin over the partitions, broker RSS %.0f MiB",
 			 (double)run->peak_rss_kb / 1024);
 		series_add(p, counts[i], w->rps, w->mbps);
+		if (p) {
+			p->y2limit = w->limit_mbps;
+			p->y2limit_what = w->binds;
+		}
 	}
 	stop_broker(&br, r);
 	free(run);
@@ -897,7 +905,7 @@ static int sc_backlog_drain(struct suite *s, struct result *r)
 static int sc_peers(struct suite *s, struct result *r)
 {
 	struct broker *br = shared_broker(s, r);
-	struct peer_params pp = { .records = s->records, .size = K14_SIZE, .rate = s->e2e_rate,
+	struct peer_params pp = { .records = s->peer_records, .size = K14_SIZE, .rate = s->e2e_rate,
 				  .e2e_seconds = s->seconds };
 	struct peer_result *pr = calloc(1, sizeof(*pr));
 	struct peer_fig *f = &r->peers[0];
@@ -917,7 +925,7 @@ static int sc_peers(struct suite *s, struct result *r)
 	snprintf(f->version, sizeof(f->version), "this build");
 	snprintf(f->durability, sizeof(f->durability), "log.durability=write (acked once written with "
 		 "O_DIRECT), acks=1");
-	client_init(&c[0], s, br, topic, s->records, 0, "peers: sluice produce");
+	client_init(&c[0], s, br, topic, s->peer_records, 0, "peers: sluice produce");
 	if (run_clients(c, 1, r, &recs, &bytes, &secs) < 0)
 		goto out;
 	f->prod_rps = (double)recs / secs;
@@ -1011,7 +1019,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: sluice-bench suite [--profile FILE] [--quick] [--out DIR] [--emulate PROFILE]\n"
-		"                          [--records N] [--seconds S] [--stored BYTES] [--rate R]\n"
+		"                          [--records N] [--peer-records N] [--seconds S]\n"
+		"                          [--stored BYTES] [--rate R]\n"
 		"                          [--backlog S] [--shards N] [SCENARIO...]\n"
 		"\n"
 		"Runs the named scenarios (all by default) against brokers it starts itself and\n"
@@ -1023,8 +1032,10 @@ static void usage(FILE *f)
 		"                   `make hwprobe` writes by measuring this machine)\n"
 		"  --emulate FILE   run the brokers behind a veth shaped to FILE's NIC rate and a\n"
 		"                   cgroup v2 io.max cap at its disk rates; FILE is the profile\n"
-		"  --quick          shorter runs: 1M records, 3 s points, 2 GB stored, 5 s backlog\n"
-		"  --records N      records of the Kafka 2014 rows and the peers (default 5M)\n"
+		"  --quick          shorter runs: 3M records, 3 s points, 2 GB stored, 5 s backlog\n"
+		"  --records N      records of each Kafka 2014 row (default 20M)\n"
+		"  --peer-records N records the peers scenario produces and consumes, Sluice and\n"
+		"                   each peer (default a quarter of --records)\n"
 		"  --seconds S      each timed point and latency run (default 10)\n"
 		"  --stored BYTES   stored-data: how much to write (default: the machine's memory)\n"
 		"  --rate R         k14-latency and peers: end-to-end records/s (default 20000)\n"
@@ -1079,10 +1090,10 @@ static int parse_args(struct suite *s, int argc, char **argv, int *want)
 {
 	const char *profile = NULL, *emulate = NULL, *out = NULL;
 	uint64_t v;
-	int named = 0, records_set = 0, seconds_set = 0, stored_set = 0, backlog_set = 0;
+	int named = 0, records_set = 0, seconds_set = 0, stored_set = 0, backlog_set = 0, peer_set = 0;
 	char root[900], err[1200];
 
-	s->records = 5000000;
+	s->records = 20000000;
 	s->seconds = 10;
 	s->e2e_rate = 20000;
 	s->backlog_seconds = 20;
@@ -1122,6 +1133,11 @@ static int parse_args(struct suite *s, int argc, char **argv, int *want)
 			if (parse_count(val, &s->records) < 0 || s->records < 6 || s->records > 1000000000)
 				return bad_option("suite", a, "expects a count in [6, 1G]");
 			records_set = 1;
+		} else if (!strcmp(a, "--peer-records")) {
+			if (parse_count(val, &s->peer_records) < 0 || s->peer_records < 6 ||
+			    s->peer_records > 1000000000)
+				return bad_option("suite", a, "expects a count in [6, 1G]");
+			peer_set = 1;
 		} else if (!strcmp(a, "--seconds")) {
 			s->seconds = strtod(val, &end);
 			if (end == val || *end || !(s->seconds >= 0.2) || s->seconds > 3600)
@@ -1152,7 +1168,7 @@ static int parse_args(struct suite *s, int argc, char **argv, int *want)
 			want[k] = 1;
 	if (s->quick) {
 		if (!records_set)
-			s->records = 1000000;
+			s->records = 3000000;
 		if (!seconds_set)
 			s->seconds = 3;
 		if (!stored_set)
@@ -1160,6 +1176,8 @@ static int parse_args(struct suite *s, int argc, char **argv, int *want)
 		if (!backlog_set)
 			s->backlog_seconds = 5;
 	}
+	if (!peer_set)
+		s->peer_records = s->records / 4 > 6 ? s->records / 4 : 6;
 	if (profile && emulate && strcmp(profile, emulate))
 		return bad_option("suite", "--emulate", "is the profile: not with another --profile");
 	repo_root(root, sizeof(root));

@@ -36,6 +36,8 @@ struct row {
 struct series {
 	const char *xlabel, *y1label, *y2label;
 	int logx;
+	double y2limit;              /* a dashed line at this y2 (the MB/s limit), 0: none */
+	const char *y2limit_what;
 	int n;
 	double x[SUITE_POINTS], y1[SUITE_POINTS], y2[SUITE_POINTS];
 };
@@ -69,7 +71,8 @@ struct suite {
 	int emulating;
 	int quick;
 	char out[1024];
-	uint64_t records;            /* the k14 rows' and peers' record count */
+	uint64_t records;            /* the k14 rows' record count */
+	uint64_t peer_records;       /* the peers scenario's (Sluice's and theirs) */
 	double seconds;              /* each timed point */
 	uint64_t stored;             /* stored-data: bytes to write */
 	uint64_t e2e_rate;           /* k14-latency and peers: records/s */

@@ -165,7 +165,11 @@ static void plot_one(const struct suite *s, struct result *r, char *why, size_t 
 	if (p->y2label) {
 		fprintf(f, "set y2label '%s'\nset ytics nomirror\nset y2tics\nset y2range [0:*]\n", p->y2label);
 		fprintf(f, "plot '%s' using 1:2 with linespoints lw 2 title '%s' axes x1y1, "
-			"'' using 1:3 with linespoints lw 2 title '%s' axes x1y2\n", dat, p->y1label, p->y2label);
+			"'' using 1:3 with linespoints lw 2 title '%s' axes x1y2", dat, p->y1label, p->y2label);
+		if (p->y2limit > 0)
+			fprintf(f, ", %.6g axes x1y2 with lines dt 2 lw 2 lc rgb 'gray40' title 'limit: %s %.0f MB/s'",
+				p->y2limit, p->y2limit_what ? p->y2limit_what : "", p->y2limit);
+		fputc('\n', f);
 	} else {
 		fprintf(f, "plot '%s' using 1:2 with linespoints lw 2 title '%s'\n", dat, p->y1label);
 	}
