@@ -607,6 +607,58 @@ int create_topics(const char *bootstrap, const char *prefix, int n, int single, 
 }
 
 /* The cluster id the client sees must be the one our broker printed. */
+int delete_topic(const char *bootstrap, const char *name)
+{
+	struct client_errs errs = { 0 };
+	rd_kafka_conf_t *c = base_conf(bootstrap, &errs);
+	rd_kafka_DeleteTopic_t *dt;
+	rd_kafka_AdminOptions_t *ao;
+	rd_kafka_queue_t *q;
+	rd_kafka_event_t *ev;
+	rd_kafka_t *rk;
+	char err[256];
+	int rc = 0;
+
+	if (!c)
+		return -EINVAL;
+	rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof(err));
+	if (!rk) {
+		fprintf(stderr, "kafka: admin client: %s\n", err);
+		return -EINVAL;
+	}
+	q = rd_kafka_queue_new(rk);
+	ao = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DELETETOPICS);
+	rd_kafka_AdminOptions_set_operation_timeout(ao, READY_TIMEOUT * 1000, err, sizeof(err));
+	rd_kafka_AdminOptions_set_request_timeout(ao, READY_TIMEOUT * 1000, err, sizeof(err));
+	dt = rd_kafka_DeleteTopic_new(name);
+	rd_kafka_DeleteTopics(rk, &dt, 1, ao, q);
+	ev = rd_kafka_queue_poll(q, (READY_TIMEOUT + 5) * 1000);
+	if (!ev) {
+		fprintf(stderr, "kafka: DeleteTopics %s: no result in %d s\n", name, READY_TIMEOUT + 5);
+		rc = -ETIMEDOUT;
+	} else if (rd_kafka_event_error(ev)) {
+		fprintf(stderr, "kafka: DeleteTopics %s: %s\n", name, rd_kafka_event_error_string(ev));
+		rc = -EIO;
+	} else {
+		size_t cnt;
+		const rd_kafka_topic_result_t **tr =
+			rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), &cnt);
+
+		if (cnt != 1 || rd_kafka_topic_result_error(tr[0])) {
+			fprintf(stderr, "kafka: DeleteTopics %s: %s\n", name,
+				cnt == 1 ? rd_kafka_err2name(rd_kafka_topic_result_error(tr[0])) : "no result");
+			rc = -EIO;
+		}
+	}
+	if (ev)
+		rd_kafka_event_destroy(ev);
+	rd_kafka_DeleteTopic_destroy(dt);
+	rd_kafka_AdminOptions_destroy(ao);
+	rd_kafka_queue_destroy(q);
+	rd_kafka_destroy(rk);
+	return rc;
+}
+
 int check_cluster(rd_kafka_t *rk, const struct broker *br)
 {
 	char *id;

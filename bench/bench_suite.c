@@ -214,6 +214,15 @@ static int new_topic(struct suite *s, struct broker *br, struct result *r, int p
 	return rc;
 }
 
+/* Drop a measured topic: the shared broker would otherwise keep every
+ * scenario's log, and a full run writes more than most disks hold. */
+static void drop_topic(struct broker *br, const char *topic)
+{
+	if (delete_topic(br->bootstrap, topic) < 0)
+		fprintf(stderr, "suite: could not delete topic %s: its log stays on disk until the broker "
+			"stops\n", topic);
+}
+
 /* ---- clients on threads --------------------------------------------------- */
 
 struct client {
@@ -323,6 +332,7 @@ static int k14_producers(struct suite *s, struct result *r, int n, double ref)
 	uint64_t recs, bytes;
 	double secs;
 	struct row *w;
+	int rc;
 
 	if (!br || new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
 		return r->rc;
@@ -332,7 +342,9 @@ static int k14_producers(struct suite *s, struct result *r, int n, double ref)
 		snprintf(label, sizeof(label), n > 1 ? "producer %d" : "producer", i + 1);
 		client_init(&c[i], s, br, topic, s->records / (uint64_t)n, 0, label);
 	}
-	if (run_clients(c, n, r, &recs, &bytes, &secs) < 0)
+	rc = run_clients(c, n, r, &recs, &bytes, &secs);
+	drop_topic(br, topic);
+	if (rc < 0)
 		return r->rc;
 	w = row_new(r, n > 1 ? "%d producers" : "%d producer", n);
 	row_rate(w, recs, bytes, secs);
@@ -427,12 +439,15 @@ static int sc_k14_prodcons(struct suite *s, struct result *r)
 	uint64_t recs, bytes;
 	double secs;
 	struct row *w;
+	int rc;
 
 	if (!br || new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
 		return r->rc;
 	client_init(&c[0], s, br, topic, s->records, 0, "producer");
 	client_init(&c[1], s, br, topic, s->records, 1, "consumer");
-	if (run_clients(c, 2, r, &recs, &bytes, &secs) < 0)
+	rc = run_clients(c, 2, r, &recs, &bytes, &secs);
+	drop_topic(br, topic);
+	if (rc < 0)
 		return r->rc;
 	w = row_new(r, "producer and consumer: produce");
 	row_rate(w, c[0].run.records, c[0].run.bytes, c[0].run.seconds);
@@ -476,6 +491,7 @@ static int sc_k14_latency(struct suite *s, struct result *r)
 			 run->lat.count);
 	}
 	free(run);
+	drop_topic(br, topic);
 	return r->rc;
 }
 
@@ -493,6 +509,7 @@ static int timed_produce(struct suite *s, struct result *r, struct broker *br, s
 	o->seconds = s->seconds;
 	if ((rc = kafka_produce(o, br, topic, 1000000000, run, label)) < 0)
 		fail(r, rc, "%s: %s", label, strerror(-rc));
+	drop_topic(br, topic);
 	return rc;
 }
 
@@ -861,6 +878,7 @@ static int sc_backlog_drain(struct suite *s, struct result *r)
 		stop_c = 1;
 		pthread_join(c[1].th, NULL);
 	}
+	drop_topic(br, topic);
 	if (c[0].rc < 0)
 		fail(r, c[0].rc, "producer: %s", strerror(-c[0].rc));
 	if (c[1].rc < 0)
@@ -933,11 +951,14 @@ static int sc_peers(struct suite *s, struct result *r)
 	if (run_clients(&c[1], 1, r, &recs, &bytes, &secs) < 0)
 		goto out;
 	f->cons_rps = (double)recs / secs;
+	drop_topic(br, topic);
 	if (new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
 		goto out;
 	base_opts(s, &o);
 	o.seconds = s->seconds;
-	if ((rc = kafka_e2e(&o, br, topic, run)) < 0) {
+	rc = kafka_e2e(&o, br, topic, run);
+	drop_topic(br, topic);
+	if (rc < 0) {
 		fail(r, rc, "sluice e2e: %s", strerror(-rc));
 		goto out;
 	}
@@ -1212,6 +1233,28 @@ static int parse_args(struct suite *s, int argc, char **argv, int *want)
 	return -1;
 }
 
+/* Below this much free space where the brokers keep their logs a scenario
+ * is not started: a full disk fails every later one too. */
+#define SUITE_MIN_FREE 4e9
+
+static int disk_short(struct suite *s, struct result *r)
+{
+	const char *dir = getenv("SLUICE_TEST_DIR") && *getenv("SLUICE_TEST_DIR") ? getenv("SLUICE_TEST_DIR") :
+			  "/var/tmp";
+	struct statvfs v;
+	double avail;
+
+	(void)s;
+	if (statvfs(dir, &v) < 0)
+		return 0;
+	avail = (double)v.f_bavail * (double)v.f_frsize;
+	if (avail >= SUITE_MIN_FREE)
+		return 0;
+	fail(r, -ENOSPC, "only %.1f GB free under %s (at least %.0f GB wanted): free some space or point "
+	     "SLUICE_TEST_DIR elsewhere", avail / 1e9, dir, SUITE_MIN_FREE / 1e9);
+	return 1;
+}
+
 int bench_suite(int argc, char **argv)
 {
 	static struct suite suite;
@@ -1262,7 +1305,10 @@ int bench_suite(int argc, char **argv)
 		fprintf(stderr, "suite: [%d/%d] %s: %s (%.0f s so far)\n", ++k, nwant, r->sc->name, r->sc->title,
 			(double)(bench_now_ns() - t0) / 1e9);
 		ts = bench_now_ns();
-		rc = r->sc->run(s, r);
+		if (disk_short(s, r))
+			rc = r->rc;
+		else
+			rc = r->sc->run(s, r);
 		if (rc < 0 && !r->rc)
 			fail(r, rc, "%s", strerror(-rc));
 		r->seconds = (double)(bench_now_ns() - ts) / 1e9;

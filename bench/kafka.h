@@ -126,6 +126,8 @@ rd_kafka_conf_t *base_conf(const char *bootstrap, struct client_errs *errs);
 /* n topics "<prefix>-<i>" (or prefix itself if single) with p partitions;
  * waits until metadata shows them all with leaders. */
 int create_topics(const char *bootstrap, const char *prefix, int n, int single, int p);
+/* Delete one topic (its log files go with it): 0 or -errno. */
+int delete_topic(const char *bootstrap, const char *name);
 int check_cluster(rd_kafka_t *rk, const struct broker *br);
 
 /* Produce records (at most; o->seconds bounds the time) to topic from one
