@@ -353,8 +353,9 @@ static void limits_line(const struct suite *s, FILE *f)
 	else
 		fprintf(f, ", disk write not known");
 	fprintf(f, ". Produce binds on the slower of the two (records come in over the NIC and go out "
-		"to the disk; under log.durability=memory the NIC alone), consume on the NIC. A fraction "
-		"above 100%% means this machine outruns the profile: run with --emulate.\n");
+		"to the disk; under log.durability=memory the NIC alone), consume on the NIC.%s\n",
+		s->emulating ? "" : " A fraction above 100% means this machine outruns the profile: run "
+		"with --emulate.");
 }
 
 static int write_report(struct suite *s, double seconds, const char *when)
@@ -373,9 +374,10 @@ static int write_report(struct suite *s, double seconds, const char *when)
 	fprintf(f, "- Profile: `%s` — %s\n", s->prof_path, s->prof.description);
 	limits_line(s, f);
 	if (s->emulating)
-		fprintf(f, "- Emulated: broker in network namespace %s at %s, veth shaped to %.3g Gb/s%s; disk %s%s\n",
-			s->em.netns, s->em.broker_ip, s->em.nic_gbps, s->em.nic_gbps ? "" : " (not shaped)",
-			s->em.cgroup[0] ? "capped with cgroup io.max" : "not capped", s->em.notes[0] ? "" : ".");
+		fprintf(f, "- Emulated: broker in network namespace %s at %s, veth shaped to %.3g Gb/s%s; disk "
+			"%s at %.0f MB/s write, %.0f MB/s read%s\n", s->em.netns, s->em.broker_ip, s->em.nic_gbps,
+			s->em.nic_gbps ? "" : " (not shaped)", s->em.cgroup[0] ? "capped" : "not capped",
+			s->em.disk_write_mbps, s->em.disk_read_mbps, s->em.notes[0] ? "" : ".");
 	if (s->emulating && s->em.notes[0])
 		fprintf(f, "  (%s)\n", s->em.notes);
 	fprintf(f, "- Units: records/s; MB = 10^6 bytes of record values (keys, headers and framing not "
