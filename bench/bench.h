@@ -29,6 +29,12 @@ int bench_scrape(int argc, char **argv);
 int bench_peer(int argc, char **argv);
 int bench_suite(int argc, char **argv);
 
+/* A loopback port nobody holds (type SOCK_STREAM or SOCK_DGRAM; bound
+ * without SO_REUSEPORT, so a port any socket holds is not returned), or -1. */
+int bench_free_port(int type);
+/* Remove a directory tree; a failure is reported on stderr as "who: ...". */
+void bench_rmrf(const char *path, const char *who);
+
 static inline uint64_t bench_now_ns(void)
 {
 	struct timespec ts;

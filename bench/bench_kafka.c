@@ -126,18 +126,6 @@ static uint64_t du_bytes(const char *dir, uint64_t *apparent)
 	return du_blocks;
 }
 
-static int rm_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
-{
-	(void)sb; (void)type; (void)ftw;
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-static void rmrf(const char *path)
-{
-	if (nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
-		fprintf(stderr, "kafka: could not remove %s: %s\n", path, strerror(errno));
-}
-
 void on_signal(int sig)
 {
 	(void)sig;
@@ -145,23 +133,6 @@ void on_signal(int sig)
 }
 
 /* ---- the broker --------------------------------------------------------- */
-
-/* A port nobody listens on: the broker's listeners use SO_REUSEPORT, so
- * binding without it fails if any socket holds the port. */
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
-
-	if (fd < 0)
-		return -1;
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
 
 void broker_log_tail(const struct broker *br)
 {
@@ -202,7 +173,7 @@ int broker_start(struct broker *br, int shards, const struct opts *o)
 	if (!mkdtemp(br->root))
 		return -errno;
 	snprintf(br->data, sizeof(br->data), "%s/data", br->root);
-	if ((port = free_port()) < 0)
+	if ((port = bench_free_port(SOCK_STREAM)) < 0)
 		return -EADDRNOTAVAIL;
 	snprintf(br->bootstrap, sizeof(br->bootstrap), "%s:%d", o->listen_host ? o->listen_host : "127.0.0.1",
 		 port);
@@ -375,7 +346,7 @@ int broker_stop(struct broker *br)
 	if (br->died)
 		rc = -1;
 	if (br->root[0] && !rc)
-		rmrf(br->root);
+		bench_rmrf(br->root, "kafka");
 	else if (br->root[0])
 		fprintf(stderr, "kafka: kept %s for inspection\n", br->root);
 	br->root[0] = 0;

@@ -126,21 +126,6 @@ static double proc_cpu_s(pid_t pid)
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-static int free_udp_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), port = -1;
-
-	if (fd < 0)
-		return -1;
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
 /* A fresh broker with the native listener and the durability asked for,
  * and a fresh topic; native gets "127.0.0.1:PORT". */
 static int start_broker(const struct nopts *no, struct broker *br, char *native, size_t nlen, char *topic,
@@ -148,7 +133,7 @@ static int start_broker(const struct nopts *no, struct broker *br, char *native,
 {
 	static char listen_kv[64], dur_kv[64], eal_kv[400];
 	struct opts o;
-	int port = memif >= 0 ? 9093 : free_udp_port(), rc;
+	int port = memif >= 0 ? 9093 : bench_free_port(SOCK_DGRAM), rc;
 
 	if (port < 0)
 		return -EADDRNOTAVAIL;

@@ -228,18 +228,6 @@ static const char *durability_name(int d)
 
 /* ---- setup helpers ------------------------------------------------------ */
 
-static int rm_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
-{
-	(void)sb; (void)type; (void)ftw;
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-static void rmrf(const char *path)
-{
-	if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
-		fprintf(stderr, "storage: could not remove %s: %s\n", path, strerror(errno));
-}
-
 /* Bytes one record with a null key, no headers and vlen value bytes takes
  * in a batch (the framing batch_builder_add writes). */
 static size_t record_bytes(int32_t i, int32_t vlen)
@@ -490,7 +478,7 @@ static int run_workload(struct bench *b, int wi)
 	fprintf(stderr, "storage: workload %d/%d %s (batch %u bytes), log for %.1f s ...\n",
 		wi + 1, NWORKLOADS, w->name, b->batch_size[wi], b->o.seconds);
 	rc = run_log(b, wi, dir, &bytes, &log_ns);
-	rmrf(dir);
+	bench_rmrf(dir, "storage");
 	if (rc < 0) {
 		fprintf(stderr, "storage: workload %d log: %s\n", wi + 1, strerror(-rc));
 		return rc;
@@ -600,7 +588,7 @@ out:
 	if (pl)
 		plog_close(pl);
 	store_fini(&st);
-	rmrf(dir);
+	bench_rmrf(dir, "storage");
 	if (rc < 0)
 		fprintf(stderr, "storage: recovery: %s\n", strerror(-rc));
 	return rc;
@@ -667,7 +655,7 @@ static int bench_setup(struct bench *b)
 static void bench_teardown(struct bench *b)
 {
 	if (b->root) {
-		rmrf(b->root);
+		bench_rmrf(b->root, "storage");
 		free(b->root);
 	}
 	if (b->raw_ring_ok)

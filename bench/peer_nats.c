@@ -105,31 +105,6 @@ static const char *find_binary(char *buf, size_t len)
 	return "nats-server";
 }
 
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t al = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -errno;
-
-	if (fd < 0)
-		return port;
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&a, &al) < 0)
-		port = -errno;
-	else
-		port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
-static int rm_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
-{
-	(void)sb; (void)type; (void)ftw;
-	if (remove(path) < 0)
-		fprintf(stderr, "nats: could not remove %s: %s\n", path, strerror(errno));
-	return 0;
-}
-
 static void sample_rss(struct nats_srv *s)
 {
 	uint64_t kb = proc_rss_kb(s->pid);
@@ -203,7 +178,7 @@ static int srv_stop(struct nats_srv *s)
 		s->pid = 0;
 	}
 	if (s->root[0])
-		nftw(s->root, rm_one, 32, FTW_DEPTH | FTW_PHYS);
+		bench_rmrf(s->root, "nats");
 	s->root[0] = 0;
 	return rc;
 }
@@ -234,9 +209,9 @@ static int srv_start(struct nats_srv *s, const char *parent, struct peer_result 
 			 strchr(bin, '/') ? strerror(errno) : "not on PATH");
 		return -ENOENT;
 	}
-	if ((s->port = free_port()) < 0) {
-		snprintf(r->error, sizeof(r->error), "no free loopback port: %s", strerror(-s->port));
-		return s->port;
+	if ((s->port = bench_free_port(SOCK_STREAM)) < 0) {
+		snprintf(r->error, sizeof(r->error), "no free loopback port: %s", strerror(errno));
+		return -errno;
 	}
 	snprintf(s->root, sizeof(s->root), "%s/sluice-nats-XXXXXX", parent);
 	if (!mkdtemp(s->root)) {

@@ -157,34 +157,6 @@ static int find_binary(char *out, size_t len, struct peer_result *r)
 		    "it (or set SLUICE_REDIS_SERVER to its path)");
 }
 
-/* A port nobody listens on (bind port 0, read it back). */
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
-
-	if (fd < 0)
-		return -1;
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
-static int rm_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
-{
-	(void)sb; (void)type; (void)ftw;
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-static void rmrf(const char *path)
-{
-	if (nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
-		fprintf(stderr, "redis: could not remove %s: %s\n", path, strerror(errno));
-}
-
 /* The child: stdio to the log (what redis prints before it opens its
  * logfile, e.g. a bad option), die with the parent, exec. */
 static void exec_server(const char *exe, const struct server *s)
@@ -321,7 +293,7 @@ static int server_start(struct server *s, const char *parent, struct peer_result
 			    strerror(rc));
 	}
 	snprintf(s->log, sizeof(s->log), "%s/redis.log", s->dir);
-	s->port = free_port();
+	s->port = bench_free_port(SOCK_STREAM);
 	if (s->port < 0)
 		return fail(r, EADDRNOTAVAIL, "no free port on 127.0.0.1: %s", strerror(errno));
 	fprintf(stderr, "redis: starting %s --port %d --dir %s --appendonly yes --appendfsync everysec "
@@ -369,7 +341,7 @@ static void server_stop(struct server *s)
 		fprintf(stderr, "redis: redis-server died or never got ready; kept %s for inspection\n",
 			s->dir);
 	else
-		rmrf(s->dir);
+		bench_rmrf(s->dir, "redis");
 }
 
 /* ---- payload and checks ------------------------------------------------- */
