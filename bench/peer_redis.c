@@ -47,6 +47,7 @@
 
 #include "bench/bench.h"
 #include "bench/hist.h"
+#include "bench/kafka.h"
 #include "bench/peer.h"
 
 /* Outstanding XADDs in produce. Measured here (2 cores, 1M records of 100
@@ -101,28 +102,9 @@ static double rate_of(uint64_t n, uint64_t ns)
 
 /* ---- the server --------------------------------------------------------- */
 
-static uint64_t vmrss_kb(pid_t pid)
-{
-	char path[64], line[256];
-	uint64_t kb = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "VmRSS:", 6)) {
-			kb = strtoull(line + 6, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return kb;
-}
-
 static uint64_t sample_rss(struct server *s)
 {
-	uint64_t kb = s->pid > 0 ? vmrss_kb(s->pid) : 0;
+	uint64_t kb = s->pid > 0 ? proc_rss_kb(s->pid) : 0;
 
 	if (kb > *s->peak_rss_kb)
 		*s->peak_rss_kb = kb;
