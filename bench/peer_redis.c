@@ -6,7 +6,7 @@
  * under params->dir (removed at the end; kept, and its path named, when the
  * server died or never got ready), with appendonly yes, appendfsync
  * everysec, save "" (no RDB snapshots), its log in DIR/redis.log. Ready when PING answers and INFO
- * names our process; stopped with SIGTERM (SIGKILL after STOP_TIMEOUT s).
+ * names our process; stopped with SIGTERM (SIGKILL after REDIS_STOP_TIMEOUT s).
  * The server gets PR_SET_PDEATHSIG: a killed bench leaves no server running.
  *
  * produce  XADD to one stream key, one field "v" of params->size bytes,
@@ -58,8 +58,8 @@
 #define WINDOW_BYTES   (16 << 20)  /* and at most this many bytes of values */
 #define READ_COUNT     10000   /* XREAD COUNT, consume and e2e */
 #define READ_BYTES     (64 << 20)  /* and at most this many bytes a reply */
-#define READY_TIMEOUT  30      /* s for the server to answer PING */
-#define STOP_TIMEOUT   10      /* s for the server to exit after SIGTERM */
+#define REDIS_READY_TIMEOUT  30      /* s for the server to answer PING */
+#define REDIS_STOP_TIMEOUT   10      /* s for the server to exit after SIGTERM */
 #define REPLY_TIMEOUT  30      /* s without a reply: a failure */
 #define TAIL_TIMEOUT   10      /* s for the e2e reader to get the tail */
 #define NS             1000000000ull
@@ -241,7 +241,7 @@ static int try_ready(struct server *s, struct peer_result *r)
 
 static int wait_ready(struct server *s, struct peer_result *r)
 {
-	uint64_t deadline = bench_now_ns() + READY_TIMEOUT * NS;
+	uint64_t deadline = bench_now_ns() + REDIS_READY_TIMEOUT * NS;
 	int st = 0, rc;
 
 	while ((rc = try_ready(s, r)) == 0) {
@@ -252,7 +252,7 @@ static int wait_ready(struct server *s, struct peer_result *r)
 				    st, s->log);
 		if (bench_now_ns() > deadline) {
 			s->keep = 1;
-			return fail(r, ETIMEDOUT, "redis-server not ready after %d s: see %s", READY_TIMEOUT,
+			return fail(r, ETIMEDOUT, "redis-server not ready after %d s: see %s", REDIS_READY_TIMEOUT,
 				    s->log);
 		}
 		nanosleep(&ts, NULL);
@@ -294,11 +294,11 @@ static int server_start(struct server *s, const char *parent, struct peer_result
 	return 0;
 }
 
-/* SIGTERM (redis flushes the AOF and exits), SIGKILL after STOP_TIMEOUT;
+/* SIGTERM (redis flushes the AOF and exits), SIGKILL after REDIS_STOP_TIMEOUT;
  * the directory removed unless kept (s->keep: see DIR/redis.log). */
 static void server_stop(struct server *s)
 {
-	uint64_t deadline = bench_now_ns() + STOP_TIMEOUT * NS;
+	uint64_t deadline = bench_now_ns() + REDIS_STOP_TIMEOUT * NS;
 	int st = 0;
 
 	if (s->pid > 0) {
@@ -308,7 +308,7 @@ static void server_stop(struct server *s)
 
 			if (bench_now_ns() > deadline) {
 				fprintf(stderr, "redis: pid %d did not exit %d s after SIGTERM; killing it\n",
-					(int)s->pid, STOP_TIMEOUT);
+					(int)s->pid, REDIS_STOP_TIMEOUT);
 				kill(s->pid, SIGKILL);
 				waitpid(s->pid, &st, 0);
 				break;
