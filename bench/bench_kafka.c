@@ -478,22 +478,31 @@ static rd_kafka_t *new_producer(const struct opts *o, const char *bootstrap, str
 /* Topic admin: create `n` topics "<prefix>-<i>" (or just prefix if n == 1
  * and single) with p partitions each, in requests of at most 20 topics,
  * and wait until metadata shows every partition with a leader. */
+/* A client for admin requests (a producer handle, as librdkafka wants). */
+static rd_kafka_t *admin_client(const char *bootstrap, struct client_errs *errs)
+{
+	rd_kafka_conf_t *c = base_conf(bootstrap, errs);
+	rd_kafka_t *rk;
+	char err[256];
+
+	if (!c)
+		return NULL;
+	rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof(err));
+	if (!rk)
+		fprintf(stderr, "kafka: admin client: %s\n", err);
+	return rk;
+}
+
 int create_topics(const char *bootstrap, const char *prefix, int n, int single, int p)
 {
 	struct client_errs errs = { 0 };
-	rd_kafka_conf_t *c = base_conf(bootstrap, &errs);
+	rd_kafka_t *rk = admin_client(bootstrap, &errs);
 	char err[256];
-	rd_kafka_t *rk;
 	rd_kafka_queue_t *q;
 	int rc = 0;
 
-	if (!c)
+	if (!rk)
 		return -EINVAL;
-	rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof(err));
-	if (!rk) {
-		fprintf(stderr, "kafka: admin client: %s\n", err);
-		return -EINVAL;
-	}
 	q = rd_kafka_queue_new(rk);
 	for (int at = 0; at < n && !rc; at += 20) {
 		int k = n - at < 20 ? n - at : 20;
@@ -581,22 +590,16 @@ int create_topics(const char *bootstrap, const char *prefix, int n, int single, 
 int delete_topic(const char *bootstrap, const char *name)
 {
 	struct client_errs errs = { 0 };
-	rd_kafka_conf_t *c = base_conf(bootstrap, &errs);
+	rd_kafka_t *rk = admin_client(bootstrap, &errs);
 	rd_kafka_DeleteTopic_t *dt;
 	rd_kafka_AdminOptions_t *ao;
 	rd_kafka_queue_t *q;
 	rd_kafka_event_t *ev;
-	rd_kafka_t *rk;
 	char err[256];
 	int rc = 0;
 
-	if (!c)
+	if (!rk)
 		return -EINVAL;
-	rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof(err));
-	if (!rk) {
-		fprintf(stderr, "kafka: admin client: %s\n", err);
-		return -EINVAL;
-	}
 	q = rd_kafka_queue_new(rk);
 	ao = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DELETETOPICS);
 	rd_kafka_AdminOptions_set_operation_timeout(ao, READY_TIMEOUT * 1000, err, sizeof(err));
