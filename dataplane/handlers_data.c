@@ -188,7 +188,6 @@ void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t ba
 {
 	struct kafka_produce_response_partition_produce_response *pr = slot;
 
-	(void)sh;
 	if (pr) {
 		if (err > 0) {
 			pr->ErrorCode = (int16_t)err;   /* a Kafka error (idempotence) */
@@ -196,6 +195,9 @@ void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t ba
 		} else if (err) {
 			pr->ErrorCode = kafka_append_error(err);
 			pr->BaseOffset = -1;
+			/* counted by the shard that answers */
+			shard_stat_add(&sh->stats.produce_rejected[pr->ErrorCode == KERR_MESSAGE_TOO_LARGE ?
+								   SHARD_REJECT_SIZE : SHARD_REJECT_OTHER], 1);
 		} else {
 			pr->BaseOffset = base;
 			pr->LogStartOffset = log_start;

@@ -57,7 +57,13 @@ enum kafka_error {
  * KAFKA_STORAGE_ERROR (what this was) says the log directory failed:
  * clients refresh metadata looking for a new leader, operators look for a
  * broken disk, and nothing is wrong with either. The batch was not
- * appended, so a retry cannot duplicate it. */
+ * appended, so a retry cannot duplicate it (earlier batches of the same
+ * partition in the same request were: dataplane/handlers_data.c
+ * part_append_all).
+ *
+ * -EMSGSIZE: a batch larger than the log can ever take (a segment, the
+ * largest tail chunk, the shard's tail memory): MESSAGE_TOO_LARGE, which
+ * clients do not retry. */
 static inline int16_t kafka_append_error(int err)
 {
 	switch (err) {
@@ -65,6 +71,10 @@ static inline int16_t kafka_append_error(int err)
 		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	case -ENOBUFS:
 		return KERR_REQUEST_TIMED_OUT;
+	case -EMSGSIZE:
+		/* larger than the log can ever take (storage/plog.c
+		 * plog_append): a retry cannot succeed */
+		return KERR_MESSAGE_TOO_LARGE;
 	default:
 		return KERR_KAFKA_STORAGE_ERROR;
 	}

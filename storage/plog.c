@@ -308,7 +308,11 @@ int plog_append(struct plog *pl, const uint8_t *batch, uint32_t size, int64_t *b
 
 	if (pl->err)
 		return -EROFS;
-	if (size > pl->cfg.segment_bytes || size + 4096ull > (1ull << TAIL_CHUNK_MAX_SHIFT))
+	/* a batch no chunk can hold — beyond the largest chunk, or more than
+	 * the shard's whole tail memory (with the partial block before it) —
+	 * can never be appended: refused for good, not "retry later" */
+	if (size > pl->cfg.segment_bytes || size + 4096ull > (1ull << TAIL_CHUNK_MAX_SHIFT) ||
+	    size + 4096ull > pl->st->tail.budget)
 		return -EMSGSIZE;
 	if (seg->end && seg->end + size > pl->cfg.segment_bytes) {
 		if ((rc = plog_roll(pl)) < 0)

@@ -16,6 +16,9 @@ TEST_SCRIPTS += tests/integration/test_groups_offsets.py
 # (test_txn_clients.py)
 TEST_SCRIPTS += tests/integration/test_txn_raw.py
 TEST_SCRIPTS += tests/integration/test_txn_clients.py
+# Produce over raw frames: several batches for one partition in one request,
+# a batch larger than the shard's tail memory
+TEST_SCRIPTS += tests/integration/test_produce_raw.py
 # the native datagram protocol (dataplane/native/), datagram by datagram
 TEST_SCRIPTS += tests/integration/test_native_raw.py
 # the admin endpoint: /metrics parsed by prometheus_client under a producer

@@ -595,3 +595,27 @@ Test(plog, several_writes_in_flight_sync)
 {
 	burst_run(PLOG_DUR_SYNC, 500);
 }
+
+/* A batch larger than the shard's whole tail memory can never be appended:
+ * -EMSGSIZE (MESSAGE_TOO_LARGE on the wire), refused at once, not -ENOBUFS
+ * (REQUEST_TIMED_OUT, which clients retry for ever); one that fits is
+ * appended in the same pool. */
+Test(plog, batch_larger_than_the_tail_budget_is_too_large)
+{
+	const size_t budget = 1u << 20;
+	struct plog_config cfg;
+	struct plog *pl;
+	int64_t base;
+	uint32_t size;
+
+	store_fini(&st);
+	cr_assert_eq(store_init(&st, NULL, budget), 0);
+	plog_config_defaults(&cfg);
+	pl = open_log_at(&cfg, 0);
+	size = test_batch(bbuf, sizeof(bbuf), 0, 1, (int)budget, 0, 1000);
+	cr_assert_eq(plog_append(pl, bbuf, size, &base), -EMSGSIZE);
+	cr_assert_eq(append_bounded(pl, 0, (int)budget - 8192), 0);
+	store_drain(&st);
+	cr_assert_eq(check_all(pl, 0, 1), 1);
+	plog_close(pl);
+}
