@@ -670,11 +670,15 @@ static void progress(const char *what, uint64_t done, uint64_t total, uint64_t t
 {
 	uint64_t now = bench_now_ns();
 	uint64_t rss = proc_rss_kb(br->pid);
+	char of[32] = "";
 
 	if (rss > *peak_rss)
 		*peak_rss = rss;
-	fprintf(stderr, "%s: %.0f s  %" PRIu64 "/%" PRIu64 "  %.0f records/s now, %.0f avg%s%s",
-		what, (double)(now - t0) / 1e9, done, total,
+	/* a count so large it only bounds a timed run is not a goal */
+	if (total < 1000000000)
+		snprintf(of, sizeof(of), "/%" PRIu64, total);
+	fprintf(stderr, "%s: %.0f s  %" PRIu64 "%s  %.0f records/s now, %.0f avg%s%s",
+		what, (double)(now - t0) / 1e9, done, of,
 		rate_of(done - *last_done, (double)(now - *last_t) / 1e9),
 		rate_of(done, (double)(now - t0) / 1e9), extra ? "  " : "", extra ? extra : "");
 	if (rss)
@@ -737,7 +741,7 @@ int kafka_produce(const struct opts *o, struct broker *br, const char *topic, ui
 	uint64_t deadline = o->seconds > 0 ? (uint64_t)(o->seconds * 1e9) : UINT64_MAX;
 	uint64_t txn = (uint64_t)o->transactional;
 	int rc = 0, in_txn = 0;
-	char txn_note[64] = "";
+	char txn_note[64] = "", what[48];
 	volatile int *stop = r->stop;
 
 	memset(r, 0, sizeof(*r));
@@ -764,9 +768,13 @@ int kafka_produce(const struct opts *o, struct broker *br, const char *topic, ui
 	rkt = rd_kafka_topic_new(rk, topic, NULL);
 	for (int i = 0; i < o->size; i++)
 		buf[i] = (uint8_t)('a' + i % 26);
-	fprintf(stderr, "%s: %" PRIu64 " records x %d bytes to %s (%d partitions), acks=%d, "
-		"compression=%s, linger.ms=%d%s\n", label, records, o->size, topic, o->partitions, o->acks,
-		o->compression, o->linger_ms >= 0 ? o->linger_ms : 5, txn_note);
+	if (o->seconds > 0 && records >= 1000000000)
+		snprintf(what, sizeof(what), "records for %.1f s", o->seconds);
+	else
+		snprintf(what, sizeof(what), "%" PRIu64 " records", records);
+	fprintf(stderr, "%s: %s x %d bytes to %s (%d partitions), acks=%d, compression=%s, linger.ms=%d%s\n",
+		label, what, o->size, topic, o->partitions, o->acks, o->compression,
+		o->linger_ms >= 0 ? o->linger_ms : 5, txn_note);
 	t0 = last_t = stall_t = bench_now_ns();
 	next_tick = t0 + 1000000000ull;
 	deadline = deadline == UINT64_MAX ? UINT64_MAX : t0 + deadline;
