@@ -425,51 +425,50 @@ static void jkey(FILE *f, const char *k, int *first)
 	fputs(": ", f);
 }
 
+static void jnum_kv(FILE *f, const char *k, double v, int *first)
+{
+	jkey(f, k, first);
+	jnum(f, v);
+}
+
+static void jstr_kv(FILE *f, const char *k, const char *v, int *first)
+{
+	jkey(f, k, first);
+	jstr(f, v);
+}
+
 static void json_row(FILE *f, const struct row *w)
 {
 	int first = 1;
 
 	fputc('{', f);
-	jkey(f, "label", &first);
-	jstr(f, w->label);
-	jkey(f, "records_per_s", &first);
-	jnum(f, w->rps);
-	jkey(f, "MB_per_s", &first);
-	jnum(f, w->mbps);
-	jkey(f, "limit_MB_per_s", &first);
-	jnum(f, w->limit_mbps > 0 ? w->limit_mbps : NAN);
+	jstr_kv(f, "label", w->label, &first);
+	jnum_kv(f, "records_per_s", w->rps, &first);
+	jnum_kv(f, "MB_per_s", w->mbps, &first);
+	jnum_kv(f, "limit_MB_per_s", w->limit_mbps > 0 ? w->limit_mbps : NAN, &first);
 	jkey(f, "binds", &first);
 	if (w->binds && w->limit_mbps > 0)
 		jstr(f, w->binds);
 	else
 		fputs("null", f);
-	jkey(f, "fraction_of_limit", &first);
-	jnum(f, fraction(w));
-	jkey(f, "p50_ms", &first);
-	jnum(f, w->p50);
-	jkey(f, "p99_ms", &first);
-	jnum(f, w->p99);
-	jkey(f, "p99_9_ms", &first);
-	jnum(f, w->p999);
+	jnum_kv(f, "fraction_of_limit", fraction(w), &first);
+	jnum_kv(f, "p50_ms", w->p50, &first);
+	jnum_kv(f, "p99_ms", w->p99, &first);
+	jnum_kv(f, "p99_9_ms", w->p999, &first);
 	jkey(f, "kafka_2014", &first);
 	if (!isnan(w->ref_rps) || !isnan(w->ref_p99)) {
 		int f2 = 1;
 
 		fputc('{', f);
-		jkey(f, "records_per_s", &f2);
-		jnum(f, w->ref_rps);
-		jkey(f, "p50_ms", &f2);
-		jnum(f, w->ref_p50);
-		jkey(f, "p99_ms", &f2);
-		jnum(f, w->ref_p99);
-		jkey(f, "p99_9_ms", &f2);
-		jnum(f, w->ref_p999);
+		jnum_kv(f, "records_per_s", w->ref_rps, &f2);
+		jnum_kv(f, "p50_ms", w->ref_p50, &f2);
+		jnum_kv(f, "p99_ms", w->ref_p99, &f2);
+		jnum_kv(f, "p99_9_ms", w->ref_p999, &f2);
 		fputc('}', f);
 	} else {
 		fputs("null", f);
 	}
-	jkey(f, "note", &first);
-	jstr(f, w->note);
+	jstr_kv(f, "note", w->note, &first);
 	fputc('}', f);
 }
 
@@ -481,26 +480,17 @@ static void json_peers(FILE *f, const struct result *r)
 		int first = 1;
 
 		fprintf(f, "%s{", i ? ", " : "");
-		jkey(f, "name", &first);
-		jstr(f, p->name);
-		jkey(f, "version", &first);
-		jstr(f, p->version);
-		jkey(f, "durability", &first);
-		jstr(f, p->durability);
+		jstr_kv(f, "name", p->name, &first);
+		jstr_kv(f, "version", p->version, &first);
+		jstr_kv(f, "durability", p->durability, &first);
 		jkey(f, "ran", &first);
 		fputs(p->ran ? "true" : "false", f);
-		jkey(f, "error", &first);
-		jstr(f, p->error);
-		jkey(f, "produce_records_per_s", &first);
-		jnum(f, p->ran ? p->prod_rps : NAN);
-		jkey(f, "consume_records_per_s", &first);
-		jnum(f, p->ran ? p->cons_rps : NAN);
-		jkey(f, "e2e_p50_ms", &first);
-		jnum(f, p->ran ? p->p50 : NAN);
-		jkey(f, "e2e_p99_ms", &first);
-		jnum(f, p->ran ? p->p99 : NAN);
-		jkey(f, "e2e_p99_9_ms", &first);
-		jnum(f, p->ran ? p->p999 : NAN);
+		jstr_kv(f, "error", p->error, &first);
+		jnum_kv(f, "produce_records_per_s", p->ran ? p->prod_rps : NAN, &first);
+		jnum_kv(f, "consume_records_per_s", p->ran ? p->cons_rps : NAN, &first);
+		jnum_kv(f, "e2e_p50_ms", p->ran ? p->p50 : NAN, &first);
+		jnum_kv(f, "e2e_p99_ms", p->ran ? p->p99 : NAN, &first);
+		jnum_kv(f, "e2e_p99_9_ms", p->ran ? p->p999 : NAN, &first);
 		fputc('}', f);
 	}
 	fputc(']', f);
@@ -511,21 +501,16 @@ static void json_result(FILE *f, const struct result *r)
 	int first = 1;
 
 	fputc('{', f);
-	jkey(f, "name", &first);
-	jstr(f, r->sc->name);
-	jkey(f, "title", &first);
-	jstr(f, r->sc->title);
-	jkey(f, "status", &first);
-	jstr(f, r->rc ? "failed" : "ok");
+	jstr_kv(f, "name", r->sc->name, &first);
+	jstr_kv(f, "title", r->sc->title, &first);
+	jstr_kv(f, "status", r->rc ? "failed" : "ok", &first);
 	jkey(f, "error", &first);
 	if (r->rc)
 		jstr(f, r->error);
 	else
 		fputs("null", f);
-	jkey(f, "seconds", &first);
-	jnum(f, r->seconds);
-	jkey(f, "summary", &first);
-	jstr(f, r->summary);
+	jnum_kv(f, "seconds", r->seconds, &first);
+	jstr_kv(f, "summary", r->summary, &first);
 	jkey(f, "plot", &first);
 	if (r->plot_file[0])
 		jstr(f, r->plot_file);
@@ -574,25 +559,18 @@ static int write_json(struct suite *s, double seconds, const char *when)
 		return -errno;
 	}
 	fputc('{', f);
-	jkey(f, "format", &first);
-	jstr(f, "sluice-bench suite results 1");
-	jkey(f, "command", &first);
-	jstr(f, s->cmdline);
-	jkey(f, "finished_utc", &first);
-	jstr(f, when);
-	jkey(f, "seconds", &first);
-	jnum(f, seconds);
+	jstr_kv(f, "format", "sluice-bench suite results 1", &first);
+	jstr_kv(f, "command", s->cmdline, &first);
+	jstr_kv(f, "finished_utc", when, &first);
+	jnum_kv(f, "seconds", seconds, &first);
 	jkey(f, "quick", &first);
 	fputs(s->quick ? "true" : "false", f);
 	jkey(f, "profile", &first);
 	fputc('{', f);
-	jkey(f, "path", &f2);
-	jstr(f, s->prof_path);
-	jkey(f, "description", &f2);
-	jstr(f, s->prof.description);
+	jstr_kv(f, "path", s->prof_path, &f2);
+	jstr_kv(f, "description", s->prof.description, &f2);
 	for (int k = 0; k < HW_NKEYS; k++) {
-		jkey(f, hw_key_name[k], &f2);
-		jnum(f, s->prof.has[k] ? s->prof.v[k] : NAN);
+		jnum_kv(f, hw_key_name[k], s->prof.has[k] ? s->prof.v[k] : NAN, &f2);
 	}
 	fputc('}', f);
 	jkey(f, "limits", &first);
@@ -607,16 +585,11 @@ static int write_json(struct suite *s, double seconds, const char *when)
 	if (s->emulating) {
 		f2 = 1;
 		fputc('{', f);
-		jkey(f, "netns", &f2);
-		jstr(f, s->em.netns);
-		jkey(f, "nic_gbps", &f2);
-		jnum(f, s->em.nic_gbps ? s->em.nic_gbps : NAN);
-		jkey(f, "disk_write_MB_per_s", &f2);
-		jnum(f, s->em.disk_write_mbps ? s->em.disk_write_mbps : NAN);
-		jkey(f, "disk_read_MB_per_s", &f2);
-		jnum(f, s->em.disk_read_mbps ? s->em.disk_read_mbps : NAN);
-		jkey(f, "notes", &f2);
-		jstr(f, s->em.notes);
+		jstr_kv(f, "netns", s->em.netns, &f2);
+		jnum_kv(f, "nic_gbps", s->em.nic_gbps ? s->em.nic_gbps : NAN, &f2);
+		jnum_kv(f, "disk_write_MB_per_s", s->em.disk_write_mbps ? s->em.disk_write_mbps : NAN, &f2);
+		jnum_kv(f, "disk_read_MB_per_s", s->em.disk_read_mbps ? s->em.disk_read_mbps : NAN, &f2);
+		jstr_kv(f, "notes", s->em.notes, &f2);
 		fputc('}', f);
 	} else {
 		fputs("null", f);
