@@ -969,6 +969,35 @@ int config_listener(const char *listeners, char *host, size_t hostlen, int *port
 	return config_hostport(sep + 3, host, hostlen, port);
 }
 
+int config_listeners_security(const char *listeners, char *err, size_t errlen)
+{
+	static const char *const unimplemented[] = { "SSL", "SASL_SSL", "SASL_PLAINTEXT" };
+	const char *p = listeners;
+
+	while (p && *p) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		const char *sep;
+
+		while (n && isspace((unsigned char)*p)) {
+			p++;
+			n--;
+		}
+		sep = memmem(p, n, "://", 3);
+		for (unsigned i = 0; sep && i < sizeof(unimplemented) / sizeof(unimplemented[0]); i++)
+			if ((size_t)(sep - p) == strlen(unimplemented[i]) && !strncasecmp(p, unimplemented[i], (size_t)(sep - p))) {
+				snprintf(err, errlen,
+					 "%.*s: the %s security protocol is not implemented yet (TLS and SASL come with "
+					 "Sluice's security work); this port would serve plaintext with no credentials. "
+					 "Use PLAINTEXT://host:port, on a network you trust",
+					 (int)(n < 200 ? n : 200), p, unimplemented[i]);
+				return -ENOTSUP;
+			}
+		p = end ? end + 1 : NULL;
+	}
+	return 0;
+}
+
 static void md_cell(FILE *f, const char *s)
 {
 	for (; *s; s++) {

@@ -119,6 +119,11 @@ int topic_config_to_plog(const struct config *c, const char *const *keys,
  * -EINVAL for anything else (no "://", no or bad port, port > 65535),
  * -ENAMETOOLONG if host does not fit. */
 int config_listener(const char *listeners, char *host, size_t hostlen, int *port);
+/* -ENOTSUP, with err naming the listener, when one of the comma-separated
+ * listeners asks for a security protocol Sluice does not implement (SSL,
+ * SASL_SSL, SASL_PLAINTEXT): such a port would serve plaintext to clients
+ * configured for encryption or credentials. 0 otherwise. */
+int config_listeners_security(const char *listeners, char *err, size_t errlen);
 
 /* Parse "host:port" (admin.listen). Same rules as one listener without the
  * "NAME://" prefix. */

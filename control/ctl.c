@@ -22,6 +22,7 @@
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
 #include "dataplane/shard.h"
+#include "dataplane/topic_name.h"
 #include "storage/batch_format.h"
 
 /* An operation in progress: waiting for shards to open or close
@@ -325,7 +326,7 @@ static struct md_topic *topic_build(struct ctl *ctl, const struct meta_topic *mt
 				     : config_int(ctl->cfg, "log.message.timestamp.type") == CONFIG_TS_LOG_APPEND_TIME;
 		t->cfg.max_batch = t->max_message_bytes + 64;
 	}
-	t->internal = mt->name[0] == '_' && mt->name[1] == '_';
+	t->internal = topic_name_internal(t->name, t->name_len);
 	for (int32_t i = 0; i < t->nparts; i++) {
 		t->parts[i].index = i;
 		t->parts[i].shard = place(t, i, ctl->b->set.nshards);
@@ -515,20 +516,30 @@ static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 	free(op);
 }
 
-static int valid_topic_name(struct kafka_str n)
+/* An internal topic is the broker's own log: no client request may create,
+ * delete, grow or reconfigure one (Kafka's INVALID_REQUEST, "Creation of
+ * internal topic ... is prohibited"). */
+static void refuse_internal(int kind, const char *name, struct ctl_topic *ct)
 {
-	if (n.len <= 0 || n.len > 249)
-		return 0;
-	if ((n.len == 1 && n.ptr[0] == '.') || (n.len == 2 && !memcmp(n.ptr, "..", 2)))
-		return 0;
-	for (int32_t i = 0; i < n.len; i++) {
-		char c = n.ptr[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '.' || c == '_' || c == '-'))
-			return 0;
-	}
-	return 1;
+	ct->error = KERR_INVALID_REQUEST;
+	if (kind == CTL_CREATE || kind == CTL_AUTO_CREATE)
+		snprintf(ct->message, sizeof(ct->message), "Creation of internal topic %.40s is prohibited", name);
+	else if (kind == CTL_DELETE)
+		snprintf(ct->message, sizeof(ct->message),
+			 "%.40s is an internal topic (%s); it cannot be deleted", name,
+			 !strcmp(name, GROUP_OFFSETS_TOPIC) ? "the committed offsets of every group"
+			 : !strcmp(name, TXN_STATE_TOPIC)   ? "the state of every transaction"
+							    : "the metadata log");
+	else if (kind == CTL_CREATE_PARTITIONS)
+		snprintf(ct->message, sizeof(ct->message),
+			 "%.40s is an internal topic; its partition count is fixed (%s)", name,
+			 !strcmp(name, GROUP_OFFSETS_TOPIC) ? "offsets.topic.num.partitions"
+			 : !strcmp(name, TXN_STATE_TOPIC)   ? "transaction.state.log.num.partitions"
+							    : "one partition");
+	else
+		snprintf(ct->message, sizeof(ct->message),
+			 "%.40s is an internal topic; its configuration is the broker's (see the README's "
+			 "configuration table)", name);
 }
 
 /* A wire string (borrowed, not NUL-terminated, -1 = null) as a C string. */
@@ -567,19 +578,6 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 	if (!t) {
 		ct->error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 		snprintf(ct->message, sizeof(ct->message), "unknown topic");
-		return;
-	}
-	if (req->kind == CTL_CREATE_PARTITIONS && !strcmp(name, GROUP_OFFSETS_TOPIC)) {
-		/* a group's partition is its id's hash modulo the count */
-		ct->error = KERR_INVALID_REQUEST;
-		snprintf(ct->message, sizeof(ct->message),
-			 "the partition count of %s is fixed (offsets.topic.num.partitions)", GROUP_OFFSETS_TOPIC);
-		return;
-	}
-	if (req->kind == CTL_CREATE_PARTITIONS && !strcmp(name, TXN_STATE_TOPIC)) {
-		ct->error = KERR_INVALID_REQUEST;
-		snprintf(ct->message, sizeof(ct->message),
-			 "the partition count of %s is fixed (transaction.state.log.num.partitions)", TXN_STATE_TOPIC);
 		return;
 	}
 	for (int i = 0; i < op->nreplaced; i++)
@@ -684,7 +682,7 @@ static void ctl_handle(void *self, struct shard_msg *m)
 			continue;
 		}
 		ct->message[0] = 0;
-		if (!valid_topic_name(ct->name)) {
+		if (!topic_name_valid(ct->name.ptr, ct->name.len)) {
 			ct->error = KERR_INVALID_TOPIC_EXCEPTION;
 			snprintf(ct->message, sizeof(ct->message),
 				 "topic names are 1-249 characters of [a-zA-Z0-9._-], not '.' or '..'");
@@ -692,6 +690,12 @@ static void ctl_handle(void *self, struct shard_msg *m)
 		}
 		memcpy(name, ct->name.ptr, (size_t)ct->name.len);
 		name[ct->name.len] = 0;
+		if (topic_name_internal(ct->name.ptr, ct->name.len)) {
+			/* a group's partition is its id's hash modulo the count, a
+			 * transaction's likewise; the metadata log is no topic */
+			refuse_internal(req->kind, name, ct);
+			continue;
+		}
 		if (req->kind == CTL_CREATE_PARTITIONS || req->kind == CTL_ALTER_CONFIGS) {
 			ctl_change_topic(ctl, op, req, ct, name);
 			continue;
@@ -699,19 +703,6 @@ static void ctl_handle(void *self, struct shard_msg *m)
 		if (req->kind == CTL_DELETE) {
 			const struct md_topic *t = md_find(md, ct->name.ptr, ct->name.len);
 
-			if (t && !strcmp(name, GROUP_OFFSETS_TOPIC)) {
-				ct->error = KERR_INVALID_REQUEST;
-				snprintf(ct->message, sizeof(ct->message),
-					 "%s holds the committed offsets of every group; it cannot be deleted",
-					 GROUP_OFFSETS_TOPIC);
-				continue;
-			}
-			if (t && !strcmp(name, TXN_STATE_TOPIC)) {
-				ct->error = KERR_INVALID_REQUEST;
-				snprintf(ct->message, sizeof(ct->message),
-					 "%s holds the state of every transaction; it cannot be deleted", TXN_STATE_TOPIC);
-				continue;
-			}
 			if (!t || metalog_delete_topic(ctl->ml, name) < 0) {
 				ct->error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 				continue;
@@ -720,7 +711,7 @@ static void ctl_handle(void *self, struct shard_msg *m)
 			continue;
 		}
 		/* create */
-		int32_t np = ct->partitions < 0 ? (int32_t)config_int(ctl->cfg, "num.partitions") : ct->partitions;
+		int32_t np = ct->partitions == -1 ? (int32_t)config_int(ctl->cfg, "num.partitions") : ct->partitions;
 		const char *keys[64], *vals[64];
 		char kbuf[64][256], vbuf[64][256];
 		int bad = 0;
@@ -731,8 +722,17 @@ static void ctl_handle(void *self, struct shard_msg *m)
 			continue;
 		}
 		if (np <= 0 || np > 100000) {
+			/* Kafka: -1 is the default, anything else below 1 is refused */
 			ct->error = KERR_INVALID_PARTITIONS;
-			snprintf(ct->message, sizeof(ct->message), "number of partitions must be 1..100000, got %d", np);
+			snprintf(ct->message, sizeof(ct->message),
+				 "number of partitions must be 1..100000 (or -1 for num.partitions), got %d", np);
+			continue;
+		}
+		if (ct->replication != -1 && ct->replication < 1) {
+			ct->error = KERR_INVALID_REPLICATION_FACTOR;
+			snprintf(ct->message, sizeof(ct->message),
+				 "replication factor must be at least 1 (or -1 for default.replication.factor), got %d",
+				 ct->replication);
 			continue;
 		}
 		if (ct->replication > 1) {
@@ -1120,7 +1120,19 @@ static void *ctl_main(void *arg)
 	op->created = calloc((size_t)n + 1, sizeof(*op->created));
 	op->created_for = calloc((size_t)n + 1, sizeof(*op->created_for));
 	for (int i = 0; i < n; i++) {
-		struct md_topic *t = topic_build(ctl, metalog_topic_at(ctl->ml, i));
+		const struct meta_topic *mt = metalog_topic_at(ctl->ml, i);
+		struct md_topic *t;
+
+		if (!strcmp(mt->name, TOPIC_CLUSTER_METADATA)) {
+			/* recorded by a broker before 2026-12 that let a client
+			 * create it: its directory is the metadata log's own, so it
+			 * is never opened as a topic */
+			fprintf(stderr, "sluiced: ignoring the topic %s recorded in the metadata log by an older "
+					"broker: its directory would be the metadata log's own\n",
+				mt->name);
+			continue;
+		}
+		t = topic_build(ctl, mt);
 
 		op->created[op->ncreated++] = t;
 		topic_open_parts(ctl, op, t, 0);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -1877,8 +1878,24 @@ static void handle_fetch(struct group_coord *gc, struct kafka_ctx *ctx)
 	reply(gc, ctx);
 }
 
+/* ListGroups v4's StatesFilter (KIP-518): empty or null lists every
+ * group; names compare without case, as Kafka's do. */
+static int state_wanted(const struct kafka_list_groups_request *q, const char *state)
+{
+	if (q->StatesFilter.count <= 0)
+		return 1;
+	for (int32_t i = 0; i < q->StatesFilter.count; i++) {
+		struct kafka_str f = q->StatesFilter.items[i];
+
+		if (f.len == (int32_t)strlen(state) && !strncasecmp(f.ptr, state, (size_t)f.len))
+			return 1;
+	}
+	return 0;
+}
+
 static void handle_list(struct group_coord *gc, struct kafka_ctx *ctx)
 {
+	const struct kafka_list_groups_request *q = ctx->req.body;
 	struct group_call *call = call_of(ctx);
 	struct kafka_list_groups_response *r = GALLOC(call, struct kafka_list_groups_response, 1);
 	int k = 0;
@@ -1889,10 +1906,11 @@ static void handle_list(struct group_coord *gc, struct kafka_ctx *ctx)
 	for (uint32_t i = 0; i < gc->groups.cap; i++) {
 		struct group *g = gc->groups.v[i];
 
-		if (!g)
+		if (!g || !state_wanted(q, state_names[g->state]))
 			continue;
 		r->Groups.items[k].GroupId = gstr(call, g->id);
 		r->Groups.items[k].ProtocolType = gstr(call, g->ptype ? g->ptype : "");
+		r->Groups.items[k].GroupState = gstr(call, state_names[g->state]);
 		k++;
 	}
 	r->Groups.count = k;

@@ -221,6 +221,17 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	{
+		char serr[512];
+		const char *keys[] = { "listeners", "advertised.listeners" };
+
+		for (int i = 0; i < 2; i++)
+			if (config_listeners_security(config_str(cfg, keys[i]), serr, sizeof(serr)) < 0) {
+				fprintf(stderr, "sluiced: %s: %s\n", keys[i], serr);
+				config_destroy(cfg);
+				return 2;
+			}
+	}
 	b = calloc(1, sizeof(*b));
 	b->cfg = cfg;
 	if (config_listener(config_str(cfg, "listeners"), lhost, sizeof(lhost), &lport) < 0) {

@@ -8,6 +8,7 @@
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
 #include "dataplane/shard.h"
+#include "dataplane/topic_name.h"
 
 
 /* Kafka's ConfigSource values. */
@@ -227,6 +228,11 @@ int kafka_handle_delete_records(struct kafka_ctx *ctx)
 			pr->ErrorCode = 0;
 			if (!t || idx < 0 || idx >= t->nparts || !t->parts[idx].part) {
 				pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+				continue;
+			}
+			if (t->internal) {
+				/* Kafka: records of an internal topic are not deleted */
+				pr->ErrorCode = KERR_INVALID_TOPIC_EXCEPTION;
 				continue;
 			}
 			it = ALLOC(ctx, struct dr_item, 1);

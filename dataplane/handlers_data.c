@@ -9,6 +9,7 @@
 #include "dataplane/part.h"
 #include "dataplane/producer.h"
 #include "dataplane/shard.h"
+#include "dataplane/topic_name.h"
 #include "storage/batch.h"
 
 
@@ -54,7 +55,10 @@ static void metadata_fill_topic(struct kafka_ctx *ctx, struct kafka_metadata_res
 	rt->Partitions.count = 0;
 	rt->Partitions.items = NULL;
 	if (!t) {
-		rt->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		/* an illegal name can never exist: a producer fails at once
+		 * instead of waiting out its message timeout */
+		rt->ErrorCode = topic_name_valid(name.ptr, name.len) ? KERR_UNKNOWN_TOPIC_OR_PARTITION
+								     : KERR_INVALID_TOPIC_EXCEPTION;
 		return;
 	}
 	rt->ErrorCode = 0;
@@ -147,7 +151,8 @@ int kafka_handle_metadata(struct kafka_ctx *ctx)
 	for (int i = 0; i < q->Topics.count; i++) {
 		struct kafka_str n = q->Topics.items[i].Name;
 
-		if (n.len > 0 && !md_find(md, n.ptr, n.len))
+		/* illegal and internal names are never auto-created */
+		if (topic_name_valid(n.ptr, n.len) && !topic_name_internal(n.ptr, n.len) && !md_find(md, n.ptr, n.len))
 			missing[nmissing++] = n;
 	}
 	if (!nmissing)
@@ -656,6 +661,26 @@ static void fetch_on_owner_buf(void *self, struct shard_msg *m)
 
 static int fetch_round(struct kafka_ctx *ctx);
 
+/* The whole batches at the front of a partition's read that fit in `room`
+ * bytes of the response (the request's max_bytes less what earlier
+ * partitions took); the first batch of the response always goes, however
+ * large (KIP-74), so a consumer is never stuck behind a large batch. */
+static uint32_t fetch_fit(const uint8_t *data, uint32_t bytes, int64_t room, int first)
+{
+	uint32_t at = 0;
+
+	while (at + BATCH_LOG_OVERHEAD <= bytes) {
+		uint32_t size = batch_size(data + at);
+
+		if (size > bytes - at)
+			break;
+		if ((int64_t)at + size > room && !(first && at == 0))
+			break;
+		at += size;
+	}
+	return at;
+}
+
 static int fetch_complete(struct kafka_ctx *ctx)
 {
 	struct kafka_fetch_request *q = ctx->req.body;
@@ -713,11 +738,14 @@ static int fetch_complete(struct kafka_ctx *ctx)
 			it->pd->AbortedTransactions.items = a;
 			it->pd->AbortedTransactions.count = it->ab_n;
 		}
-		if (it->rd.bytes && (total == 0 || total + it->rd.bytes <= q->MaxBytes)) {
-			it->pd->Records = (struct kafka_bytes){ it->rd.data, (int32_t)it->rd.bytes };
-			total += it->rd.bytes;
-		} else {
-			it->pd->Records = (struct kafka_bytes){ NULL, 0 };
+		it->pd->Records = (struct kafka_bytes){ NULL, 0 };
+		if (it->rd.bytes) {
+			uint32_t n = fetch_fit(it->rd.data, it->rd.bytes, (int64_t)q->MaxBytes - total, total == 0);
+
+			if (n) {
+				it->pd->Records = (struct kafka_bytes){ it->rd.data, (int32_t)n };
+				total += n;
+			}
 		}
 		if (it->rd.bytes || it->rd.buf)
 			kafka_ctx_hold(ctx, it->owner, &it->rd);

@@ -216,9 +216,10 @@ int64_t plog_offset_near_end(const struct plog *pl, uint64_t window);
  * -ENOENT if none. Slow path: reads the disk synchronously. */
 int plog_offset_for_time(struct plog *pl, int64_t ts, int64_t *offset, int64_t *timestamp);
 
-/* DeleteRecords: move the log start offset to `offset` (-1: the high
- * watermark), persisted, and delete the segments wholly below it.
- * -ERANGE above the high watermark. Slow path (fsync). */
+/* DeleteRecords: move the log start offset to `offset` (-1, and only -1:
+ * the high watermark), persisted, and delete the segments wholly below it.
+ * -ERANGE (nothing deleted) outside [log start, high watermark]. Slow path
+ * (fsync). */
 int plog_delete_records(struct plog *pl, int64_t offset);
 
 /* Retention by time and size, whole sealed segments. Returns the number of

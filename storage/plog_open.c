@@ -693,11 +693,13 @@ int plog_delete_records(struct plog *pl, int64_t offset)
 {
 	int rc;
 
-	if (offset < 0)
+	/* only -1 means the high watermark; anything else outside [log start,
+	 * high watermark] deletes nothing (-1001 used to delete everything) */
+	if (offset == -1)
 		offset = pl->high_watermark;
-	if (offset > pl->high_watermark)
+	if (offset < pl->log_start || offset > pl->high_watermark)
 		return -ERANGE;
-	if (offset <= pl->log_start)
+	if (offset == pl->log_start)
 		return 0;
 	if ((rc = plog_write_log_start(pl, offset)) < 0)
 		return rc;

@@ -3036,12 +3036,29 @@ void kafka_list_groups_request_init(struct kafka_list_groups_request *m)
 int kafka_list_groups_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
 		struct kafka_list_groups_request *m)
 {
+	int32_t n;
 
-	if (version < 0 || version > 2)
+	if (version < 0 || version > 4)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_list_groups_request_init(m);
 	(void)a;
 	(void)version;
+	if (version == 4) {
+		n = kafka_cursor_array_len(c, version >= 3, false, 1);
+		m->StatesFilter.count = n;
+		m->StatesFilter.items = NULL;
+		if (n > 0) {
+			m->StatesFilter.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->StatesFilter.items));
+			if (!m->StatesFilter.items)
+				return kafka_cursor_fail(c, -ENOBUFS);
+			for (int32_t i = 0; i < n; i++) {
+				m->StatesFilter.items[i] = kafka_cursor_string(c, version >= 3, false);
+			}
+		}
+	}
+	if (version >= 3) {
+		kafka_codec_skip_tags(c);
+	}
 	return c->err;
 }
 
@@ -3049,10 +3066,17 @@ void kafka_list_groups_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_list_groups_request *m)
 {
 	(void)version;
-	(void)m;
-	if (version < 0 || version > 2) {
+	if (version < 0 || version > 4) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
+	}
+	if (version == 4) {
+		kafka_writer_len(w, m->StatesFilter.count, version >= 3, true, false);
+		for (int32_t i = 0; i < m->StatesFilter.count; i++)
+			kafka_writer_string(w, m->StatesFilter.items[i], version >= 3, false);
+	}
+	if (version >= 3) {
+		kafka_writer_uvarint(w, 0);
 	}
 }
 
@@ -3078,6 +3102,7 @@ static void kafka_list_groups_response_listed_group_init(struct kafka_list_group
 	memset(m, 0, sizeof(*m));
 	m->GroupId = (struct kafka_str){ "", 0 };
 	m->ProtocolType = (struct kafka_str){ "", 0 };
+	m->GroupState = (struct kafka_str){ "", 0 };
 }
 
 
@@ -3092,8 +3117,14 @@ static int kafka_list_groups_response_listed_group_decode(struct kafka_cursor *c
 	kafka_list_groups_response_listed_group_init(m);
 	(void)a;
 	(void)version;
-	m->GroupId = kafka_cursor_string(c, false, false);
-	m->ProtocolType = kafka_cursor_string(c, false, false);
+	m->GroupId = kafka_cursor_string(c, version >= 3, false);
+	m->ProtocolType = kafka_cursor_string(c, version >= 3, false);
+	if (version == 4) {
+		m->GroupState = kafka_cursor_string(c, version >= 3, false);
+	}
+	if (version >= 3) {
+		kafka_codec_skip_tags(c);
+	}
 	return c->err;
 }
 
@@ -3103,7 +3134,7 @@ int kafka_list_groups_response_decode(struct kafka_cursor *c, struct kafka_arena
 	int rc;
 	int32_t n;
 
-	if (version < 0 || version > 2)
+	if (version < 0 || version > 4)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_list_groups_response_init(m);
 	(void)a;
@@ -3112,7 +3143,7 @@ int kafka_list_groups_response_decode(struct kafka_cursor *c, struct kafka_arena
 		m->ThrottleTimeMs = kafka_cursor_int32(c);
 	}
 	m->ErrorCode = kafka_cursor_int16(c);
-	n = kafka_cursor_array_len(c, false, false, 4);
+	n = kafka_cursor_array_len(c, version >= 3, false, 3);
 	m->Groups.count = n;
 	m->Groups.items = NULL;
 	if (n > 0) {
@@ -3125,6 +3156,9 @@ int kafka_list_groups_response_decode(struct kafka_cursor *c, struct kafka_arena
 				return rc;
 		}
 	}
+	if (version >= 3) {
+		kafka_codec_skip_tags(c);
+	}
 	return c->err;
 }
 
@@ -3132,15 +3166,21 @@ static void kafka_list_groups_response_listed_group_encode(struct kafka_writer *
 		const struct kafka_list_groups_response_listed_group *m)
 {
 	(void)version;
-	kafka_writer_string(w, m->GroupId, false, false);
-	kafka_writer_string(w, m->ProtocolType, false, false);
+	kafka_writer_string(w, m->GroupId, version >= 3, false);
+	kafka_writer_string(w, m->ProtocolType, version >= 3, false);
+	if (version == 4) {
+		kafka_writer_string(w, m->GroupState, version >= 3, false);
+	}
+	if (version >= 3) {
+		kafka_writer_uvarint(w, 0);
+	}
 }
 
 void kafka_list_groups_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_list_groups_response *m)
 {
 	(void)version;
-	if (version < 0 || version > 2) {
+	if (version < 0 || version > 4) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
@@ -3148,9 +3188,12 @@ void kafka_list_groups_response_encode(struct kafka_writer *w, int16_t version,
 		kafka_writer_int32(w, m->ThrottleTimeMs);
 	}
 	kafka_writer_int16(w, m->ErrorCode);
-	kafka_writer_len(w, m->Groups.count, false, true, false);
+	kafka_writer_len(w, m->Groups.count, version >= 3, true, false);
 	for (int32_t i = 0; i < m->Groups.count; i++)
 		kafka_list_groups_response_listed_group_encode(w, version, &m->Groups.items[i]);
+	if (version >= 3) {
+		kafka_writer_uvarint(w, 0);
+	}
 }
 
 static void kafka_list_groups_response_init_any(void *m)
@@ -8277,9 +8320,9 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 	  kafka_describe_groups_request_init_any, kafka_describe_groups_request_decode_any, kafka_describe_groups_request_encode_any },
 	{ "DescribeGroupsResponse", 15, 0, 4, 5, sizeof(struct kafka_describe_groups_response),
 	  kafka_describe_groups_response_init_any, kafka_describe_groups_response_decode_any, kafka_describe_groups_response_encode_any },
-	{ "ListGroupsRequest", 16, 0, 2, 3, sizeof(struct kafka_list_groups_request),
+	{ "ListGroupsRequest", 16, 0, 4, 3, sizeof(struct kafka_list_groups_request),
 	  kafka_list_groups_request_init_any, kafka_list_groups_request_decode_any, kafka_list_groups_request_encode_any },
-	{ "ListGroupsResponse", 16, 0, 2, 3, sizeof(struct kafka_list_groups_response),
+	{ "ListGroupsResponse", 16, 0, 4, 3, sizeof(struct kafka_list_groups_response),
 	  kafka_list_groups_response_init_any, kafka_list_groups_response_decode_any, kafka_list_groups_response_encode_any },
 	{ "SaslHandshakeRequest", 17, 0, 1, -1, sizeof(struct kafka_sasl_handshake_request),
 	  kafka_sasl_handshake_request_init_any, kafka_sasl_handshake_request_decode_any, kafka_sasl_handshake_request_encode_any },
@@ -8426,7 +8469,7 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 13, "LeaveGroup", 0, 3, 4, 0, 3, true, &kafka_msg_descs[18], &kafka_msg_descs[19], kafka_handle_leave_group },
 	{ 14, "SyncGroup", 0, 3, 4, 0, 3, true, &kafka_msg_descs[20], &kafka_msg_descs[21], kafka_handle_sync_group },
 	{ 15, "DescribeGroups", 0, 4, 5, 0, 4, true, &kafka_msg_descs[22], &kafka_msg_descs[23], kafka_handle_describe_groups },
-	{ 16, "ListGroups", 0, 2, 3, 0, 2, true, &kafka_msg_descs[24], &kafka_msg_descs[25], kafka_handle_list_groups },
+	{ 16, "ListGroups", 0, 4, 3, 0, 4, true, &kafka_msg_descs[24], &kafka_msg_descs[25], kafka_handle_list_groups }, /* 4: the states filter (KIP-518) */
 	{ 17, "SaslHandshake", 0, 1, -1, 0, 1, false, &kafka_msg_descs[26], &kafka_msg_descs[27], kafka_handle_sasl_handshake }, /* SASL only */
 	{ 18, "ApiVersions", 0, 3, 3, 0, 3, true, &kafka_msg_descs[28], &kafka_msg_descs[29], kafka_handle_api_versions },
 	{ 19, "CreateTopics", 0, 4, 5, 0, 4, true, &kafka_msg_descs[30], &kafka_msg_descs[31], kafka_handle_create_topics },
@@ -8489,7 +8532,8 @@ const struct kafka_array_bound kafka_array_bounds[] = {
 	{ "DescribeGroupsRequest.Groups", sizeof(struct kafka_str), 2 },
 	{ "DescribeGroupsResponse.DescribedGroup.Members", sizeof(struct kafka_describe_groups_response_described_group_member), 14 },
 	{ "DescribeGroupsResponse.Groups", sizeof(struct kafka_describe_groups_response_described_group), 14 },
-	{ "ListGroupsResponse.Groups", sizeof(struct kafka_list_groups_response_listed_group), 4 },
+	{ "ListGroupsRequest.StatesFilter", sizeof(struct kafka_str), 1 },
+	{ "ListGroupsResponse.Groups", sizeof(struct kafka_list_groups_response_listed_group), 3 },
 	{ "SaslHandshakeResponse.Mechanisms", sizeof(struct kafka_str), 2 },
 	{ "ApiVersionsResponse.ApiKeys", sizeof(struct kafka_api_versions_response_api_version), 6 },
 	{ "ApiVersionsResponse.SupportedFeatures", sizeof(struct kafka_api_versions_response_supported_feature_key), 6 },

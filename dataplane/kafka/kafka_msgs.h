@@ -910,11 +910,15 @@ int kafka_describe_groups_response_decode(struct kafka_cursor *c, struct kafka_a
 void kafka_describe_groups_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_describe_groups_response *m);
 
-/* ---- ListGroupsRequest (api key 16, versions 0-2) ---- */
+/* ---- ListGroupsRequest (api key 16, versions 0-4) ---- */
 
-/* ListGroupsRequest, versions 0-2, flexible from v3. */
+/* ListGroupsRequest, versions 0-4, flexible from v3. */
 struct kafka_list_groups_request {
-	char unused_; /* no fields in these versions */
+	/* The states of the groups we want to list. If empty, all groups are returned with their state. (v4+) */
+	struct {
+		struct kafka_str *items;
+		int32_t count; /* -1: null */
+	} StatesFilter;
 };
 
 void kafka_list_groups_request_init(struct kafka_list_groups_request *m);
@@ -923,16 +927,18 @@ int kafka_list_groups_request_decode(struct kafka_cursor *c, struct kafka_arena 
 void kafka_list_groups_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_list_groups_request *m);
 
-/* ---- ListGroupsResponse (api key 16, versions 0-2) ---- */
+/* ---- ListGroupsResponse (api key 16, versions 0-4) ---- */
 
 struct kafka_list_groups_response_listed_group {
 	/* The group ID. (v0+) */
 	struct kafka_str GroupId;
 	/* The group protocol type. (v0+) */
 	struct kafka_str ProtocolType;
+	/* The group state name. (v4+) */
+	struct kafka_str GroupState;
 };
 
-/* ListGroupsResponse, versions 0-2, flexible from v3. */
+/* ListGroupsResponse, versions 0-4, flexible from v3. */
 struct kafka_list_groups_response {
 	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v1+) */
 	int32_t ThrottleTimeMs;

@@ -19,6 +19,10 @@ TEST_SCRIPTS += tests/integration/test_txn_clients.py
 # Produce over raw frames: several batches for one partition in one request,
 # a batch larger than the shard's tail memory
 TEST_SCRIPTS += tests/integration/test_produce_raw.py
+# Kafka's rules at the edges over raw frames (issue 17): reserved names,
+# DeleteRecords offsets, CreateTopics counts, unimplemented listener
+# protocols, illegal names in Metadata, Fetch max_bytes, ListGroups v4
+TEST_SCRIPTS += tests/integration/test_kafka_rules.py
 # the native datagram protocol (dataplane/native/), datagram by datagram
 TEST_SCRIPTS += tests/integration/test_native_raw.py
 # the admin endpoint: /metrics parsed by prometheus_client under a producer

@@ -2275,10 +2275,22 @@ static void sample_kafka_list_groups_request(struct kafka_sample *s, int16_t ver
 	(void)s;
 	(void)version;
 	kafka_list_groups_request_init(m);
+	if (version == 4) {
+		m->StatesFilter.count = kafka_sample_count(s, false);
+		m->StatesFilter.items = m->StatesFilter.count > 0 ? kafka_sample_alloc(s, (size_t)m->StatesFilter.count * sizeof(*m->StatesFilter.items)) : NULL;
+		for (int32_t i = 0; i < m->StatesFilter.count; i++)
+			m->StatesFilter.items[i] = kafka_sample_string(s, false);
+	}
 }
 
 static bool equal_kafka_list_groups_request(const struct kafka_list_groups_request *a, const struct kafka_list_groups_request *b)
 {
+	if (a->StatesFilter.count != b->StatesFilter.count)
+		return kafka_sample_differs("ListGroupsRequest.StatesFilter.count");
+	for (int32_t i = 0; i < a->StatesFilter.count; i++) {
+		if (!kafka_sample_str_equal(a->StatesFilter.items[i], b->StatesFilter.items[i]))
+			return kafka_sample_differs("ListGroupsRequest.StatesFilter[]");
+	}
 	(void)a;
 	(void)b;
 	return true;
@@ -2302,6 +2314,7 @@ static void kafka_list_groups_response_listed_group_init_(struct kafka_list_grou
 	memset(m, 0, sizeof(*m));
 	m->GroupId = (struct kafka_str){ "", 0 };
 	m->ProtocolType = (struct kafka_str){ "", 0 };
+	m->GroupState = (struct kafka_str){ "", 0 };
 }
 
 static void sample_kafka_list_groups_response_listed_group(struct kafka_sample *s, int16_t version, struct kafka_list_groups_response_listed_group *m)
@@ -2311,6 +2324,9 @@ static void sample_kafka_list_groups_response_listed_group(struct kafka_sample *
 	kafka_list_groups_response_listed_group_init_(m);
 	m->GroupId = kafka_sample_string(s, false);
 	m->ProtocolType = kafka_sample_string(s, false);
+	if (version == 4) {
+		m->GroupState = kafka_sample_string(s, false);
+	}
 }
 
 static void sample_kafka_list_groups_response(struct kafka_sample *s, int16_t version, struct kafka_list_groups_response *m)
@@ -2334,6 +2350,8 @@ static bool equal_kafka_list_groups_response_listed_group(const struct kafka_lis
 		return kafka_sample_differs("ListedGroup.GroupId");
 	if (!kafka_sample_str_equal(a->ProtocolType, b->ProtocolType))
 		return kafka_sample_differs("ListedGroup.ProtocolType");
+	if (!kafka_sample_str_equal(a->GroupState, b->GroupState))
+		return kafka_sample_differs("ListedGroup.GroupState");
 	(void)a;
 	(void)b;
 	return true;

@@ -1,0 +1,436 @@
+#!/usr/bin/python3
+"""Kafka's rules at the edges, over raw frames against a real sluiced: what
+an adversary (or an unlucky client) sends on purpose, and the exact error
+Kafka answers. Each test here was written before its fix and failed on the
+broker of 8c36be7 (issue 17):
+
+- reserved names: no client may create, delete, grow, reconfigure, write to
+  or trim `__cluster_metadata`, `__consumer_offsets` or
+  `__transaction_state`; creating and deleting `__cluster_metadata` used to
+  delete the metadata log itself (a new cluster id and every topic gone at
+  the next start);
+- DeleteRecords: only -1 means "the high watermark"; -1001 deleted every
+  record of the partition;
+- CreateTopics: -1 means the default, any other count or replication factor
+  below 1 is INVALID_PARTITIONS / INVALID_REPLICATION_FACTOR (-5 partitions
+  made a topic with the default count);
+- a listener whose security protocol Sluice does not implement (SSL,
+  SASL_SSL, SASL_PLAINTEXT) stops the start (it served plaintext);
+- Metadata for an illegal topic name is INVALID_TOPIC_EXCEPTION, so a
+  producer fails at once (it got UNKNOWN_TOPIC_OR_PARTITION and waited out
+  its message timeout);
+- Fetch respects the request's max_bytes: only the first batch of the first
+  non-empty partition may exceed it (KIP-74);
+- ListGroups v4 answers each group's state and filters by state (KIP-518).
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import SLUICED, broker, free_port, main, temp_dir, test  # noqa: E402
+from kraw import R, W  # noqa: E402
+from ktxn import READ_UNCOMMITTED, TConn, batch, new_topic, plain  # noqa: E402
+
+OFFSET_OUT_OF_RANGE = 1
+UNKNOWN_TOPIC_OR_PARTITION = 3
+INVALID_TOPIC_EXCEPTION = 17
+TOPIC_ALREADY_EXISTS = 36
+INVALID_PARTITIONS = 37
+INVALID_REPLICATION_FACTOR = 38
+INVALID_REQUEST = 42
+
+METADATA, CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS = 3, 19, 20, 21
+ALTER_CONFIGS, CREATE_PARTITIONS, LIST_GROUPS = 33, 37, 16
+JOIN_GROUP, SYNC_GROUP = 11, 14
+
+RESERVED = ["__cluster_metadata", "__consumer_offsets", "__transaction_state"]
+
+
+# ---- requests the shared helpers do not have ----------------------------------
+
+def create_topics(c, name, partitions=1, replication=1, configs=()):
+    """CreateTopics v1: (error, message)."""
+    def topic(w, _):
+        w.str(name).i32(partitions).i16(replication).array([], None)
+        w.array(list(configs), lambda w, kv: w.str(kv[0]).str(kv[1]))
+    w = W().array([name], topic).i32(30000).i8(0)
+    r = c.request(CREATE_TOPICS, 1, w)
+    res = r.array(lambda r: (r.str(), r.i16(), r.str()))
+    r.done()
+    return res[0][1], res[0][2]
+
+
+def delete_topic(c, name):
+    r = c.request(DELETE_TOPICS, 0, W().array([name], W.str).i32(30000))
+    res = dict(r.array(lambda r: (r.str(), r.i16())))
+    r.done()
+    return res[name]
+
+
+def create_partitions(c, name, count):
+    w = W().array([name], lambda w, n: w.str(n).i32(count).i32(-1)).i32(30000).i8(0)
+    r = c.request(CREATE_PARTITIONS, 0, w)
+    r.i32()
+    res = r.array(lambda r: (r.str(), r.i16(), r.str()))
+    r.done()
+    return res[0][1]
+
+
+def alter_topic_config(c, name, key, value):
+    w = W().array([name], lambda w, n: w.i8(2).str(n).array([(key, value)], lambda w, kv: w.str(kv[0]).str(kv[1])))
+    w.i8(0)
+    r = c.request(ALTER_CONFIGS, 0, w)
+    r.i32()
+    res = r.array(lambda r: (r.i16(), r.str(), r.i8(), r.str()))
+    r.done()
+    return res[0][0]
+
+
+def delete_records(c, name, partition, offset):
+    """DeleteRecords v0: (error, low watermark)."""
+    w = W().array([name], lambda w, n: w.str(n).array([(partition, offset)], lambda w, po: w.i32(po[0]).i64(po[1])))
+    w.i32(30000)
+    r = c.request(DELETE_RECORDS, 0, w)
+    r.i32()
+    res = r.array(lambda r: (r.str(), r.array(lambda r: (r.i32(), r.i64(), r.i16()))))
+    r.done()
+    _, parts = res[0]
+    return parts[0][2], parts[0][1]
+
+
+def metadata(c, names, allow_auto=False):
+    """Metadata v4: (cluster id, {topic: (error, internal, partitions)})."""
+    w = W().array(names, W.str).i8(1 if allow_auto else 0)
+    r = c.request(METADATA, 4, w)
+    r.i32()
+    r.array(lambda r: (r.i32(), r.str(), r.i32(), r.str()))
+    cluster = r.str()
+    r.i32()
+
+    def part(r):
+        e, i, _leader = r.i16(), r.i32(), r.i32()
+        r.array(R.i32)
+        r.array(R.i32)
+        return (i, e)
+
+    topics = r.array(lambda r: (r.i16(), r.str(), r.i8(), r.array(part)))
+    r.done()
+    return cluster, {t: (e, internal, len(ps)) for e, t, internal, ps in topics}
+
+
+def end_offset(c, name, partition=0):
+    return c.latest(name, partition, READ_UNCOMMITTED)
+
+
+# ---- flexible encodings (ListGroups v4) ----------------------------------------
+
+def uvarint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def read_uvarint(r):
+    v = shift = 0
+    while True:
+        b = r.b[r.o]
+        r.o += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return v
+
+
+def compact_str(s):
+    s = s.encode()
+    return uvarint(len(s) + 1) + s
+
+
+def read_compact_str(r):
+    n = read_uvarint(r) - 1
+    v = r.b[r.o:r.o + n].decode()
+    r.o += n
+    return v
+
+
+def list_groups_v4(c, states):
+    """ListGroups v4 (flexible: request header v2, response header v1):
+    (error, {group: (protocol type, state)})."""
+    body = uvarint(len(states) + 1) + b"".join(compact_str(s) for s in states) + b"\x00"
+    c.corr += 1
+    hdr = W().i16(LIST_GROUPS).i16(4).i32(c.corr).str(c.client_id).b + b"\x00"
+    msg = bytes(hdr) + body
+    c.s.sendall(len(msg).to_bytes(4, "big") + msg)
+    n = int.from_bytes(c._recvn(4), "big")
+    r = R(c._recvn(n))
+    assert r.i32() == c.corr
+    assert read_uvarint(r) == 0          # response header tagged fields
+    r.i32()                              # throttle
+    err = r.i16()
+    groups = {}
+    for _ in range(read_uvarint(r) - 1):
+        g, pt, st = read_compact_str(r), read_compact_str(r), read_compact_str(r)
+        assert read_uvarint(r) == 0
+        groups[g] = (pt, st)
+    assert read_uvarint(r) == 0
+    r.done()
+    return err, groups
+
+
+# ---- 1. reserved names -------------------------------------------------------------
+
+@test
+def reserved_names_are_refused_everywhere():
+    with broker() as b:
+        c = TConn(b.bootstrap)
+        cluster, _ = metadata(c, [])
+        new_topic(c, "user", 1)
+        assert c.produce("user", 0, plain([b"a", b"b", b"c"])).error == 0
+        for name in RESERVED:
+            err, msg = create_topics(c, name, 1)
+            assert err == INVALID_REQUEST, (name, err, msg)
+            assert msg and name in msg, (name, msg)
+            assert delete_topic(c, name) == INVALID_REQUEST, name
+            assert create_partitions(c, name, 100) == INVALID_REQUEST, name
+            assert alter_topic_config(c, name, "retention.ms", "1000") == INVALID_REQUEST, name
+            err = c.produce(name, 0, plain([b"x"])).error
+            assert err in (INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_OR_PARTITION) and err != 0, (name, err)
+            err, _ = delete_records(c, name, 0, -1)
+            assert err in (INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_OR_PARTITION) and err != 0, (name, err)
+        # auto-creation of the metadata log's name: nothing is created
+        _, md = metadata(c, ["__cluster_metadata"], allow_auto=True)
+        assert md["__cluster_metadata"][0] != 0, md
+        c.close()
+        # the metadata log is still the broker's: same cluster, same topics
+        b.restart()
+        c = TConn(b.bootstrap)
+        cluster2, md = metadata(c, ["user"])
+        assert cluster2 == cluster, (cluster, cluster2)
+        assert md["user"][0] == 0, md
+        assert end_offset(c, "user") == 3
+        c.close()
+        assert os.path.isdir(os.path.join(b.data_dir, "__cluster_metadata-0"))
+
+
+@test
+def internal_topics_are_shown_as_internal_and_user_double_underscore_topics_are_not():
+    with broker() as b:
+        c = TConn(b.bootstrap)
+        # Kafka: only its own internal topics are internal; a user may name a
+        # topic __anything else and write to it
+        err, msg = create_topics(c, "__mine", 1)
+        assert err == 0, (err, msg)
+        assert c.produce("__mine", 0, plain([b"v"])).error == 0
+        _, md = metadata(c, ["__consumer_offsets", "__mine"])
+        assert md["__consumer_offsets"][1] == 1, md
+        assert md["__mine"][1] == 0, md
+        c.close()
+
+
+# ---- 4. DeleteRecords ----------------------------------------------------------------
+
+@test
+def delete_records_only_minus_one_means_the_high_watermark():
+    with broker() as b:
+        c = TConn(b.bootstrap)
+        new_topic(c, "dr", 1)
+        for i in range(4):
+            assert c.produce("dr", 0, plain([b"%d" % i] * 5)).error == 0
+        assert end_offset(c, "dr") == 20
+        for off in (-1001, -2, 21, 1 << 40):
+            err, low = delete_records(c, "dr", 0, off)
+            assert err == OFFSET_OUT_OF_RANGE, (off, err, low)
+        f = c.fetch1("dr", 0, 0, READ_UNCOMMITTED)
+        assert f.error == 0 and f.log_start == 0, f
+        assert sum(len(bt.records) for bt in f.batches) == 20
+        err, low = delete_records(c, "dr", 0, 5)
+        assert (err, low) == (0, 5), (err, low)
+        err, low = delete_records(c, "dr", 0, 3)        # below the log start
+        assert err == OFFSET_OUT_OF_RANGE, (err, low)
+        err, low = delete_records(c, "dr", 0, -1)
+        assert (err, low) == (0, 20), (err, low)
+        c.close()
+
+
+# ---- 6. settings Kafka refuses --------------------------------------------------------
+
+@test
+def create_topics_refuses_counts_below_one_other_than_minus_one():
+    with broker() as b:
+        c = TConn(b.bootstrap)
+        for np in (-5, -2, 0):
+            err, msg = create_topics(c, "p%d" % -np, np, 1)
+            assert err == INVALID_PARTITIONS, (np, err, msg)
+        for rf in (0, -2, -100):
+            err, msg = create_topics(c, "r%d" % -rf, 1, rf)
+            assert err == INVALID_REPLICATION_FACTOR, (rf, err, msg)
+        err, msg = create_topics(c, "defaults", -1, -1)
+        assert err == 0, (err, msg)
+        _, md = metadata(c, ["defaults", "p5", "r2"])
+        assert md["defaults"] == (0, 0, 1), md
+        assert md["p5"][0] == UNKNOWN_TOPIC_OR_PARTITION and md["r2"][0] == UNKNOWN_TOPIC_OR_PARTITION, md
+        c.close()
+
+
+@test
+def listeners_with_unimplemented_security_protocols_stop_the_start():
+    for proto in ("SSL", "SASL_SSL", "SASL_PLAINTEXT"):
+        d = temp_dir()
+        try:
+            port = free_port()
+            p = subprocess.run([SLUICED, "--data-dir", os.path.join(d, "data"), "--shards", "1",
+                                "--set", "listeners=%s://127.0.0.1:%d" % (proto, port)],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+            err = p.stderr.decode()
+            assert p.returncode == 2, (proto, p.returncode, err)
+            assert "listeners" in err and proto in err, (proto, err)
+            assert b"listening on" not in p.stdout, p.stdout
+            # a second listener is checked too
+            p = subprocess.run([SLUICED, "--data-dir", os.path.join(d, "data"), "--shards", "1",
+                                "--set", "listeners=PLAINTEXT://127.0.0.1:%d,%s://127.0.0.1:%d"
+                                % (port, proto, free_port())],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+            assert p.returncode == 2 and proto in p.stderr.decode(), (proto, p.returncode, p.stderr)
+        finally:
+            subprocess.run(["rm", "-rf", d])
+
+
+# ---- 10. Metadata for an illegal name ------------------------------------------------
+
+@test
+def metadata_for_an_illegal_topic_name_is_invalid_topic():
+    with broker() as b:
+        c = TConn(b.bootstrap)
+        for allow in (False, True):
+            _, md = metadata(c, ["bad$#!", "x" * 250, "..", "fine"], allow_auto=allow)
+            assert md["bad$#!"][0] == INVALID_TOPIC_EXCEPTION, md
+            assert md["x" * 250][0] == INVALID_TOPIC_EXCEPTION, md
+            assert md[".."][0] == INVALID_TOPIC_EXCEPTION, md
+            assert md["fine"][0] == (0 if allow else UNKNOWN_TOPIC_OR_PARTITION), md
+        c.close()
+
+
+@test
+def a_producer_to_an_illegal_topic_fails_at_once():
+    from confluent_kafka import KafkaException, Producer
+    with broker() as b:
+        errors = []
+        p = Producer({"bootstrap.servers": b.bootstrap, "message.timeout.ms": 60000})
+
+        def cb(err, _msg):
+            errors.append(err)
+        try:
+            p.produce("bad$#!", b"v", on_delivery=cb)
+        except (KafkaException, BufferError) as e:    # refused locally: also at once
+            errors.append(e)
+        left = p.flush(20)
+        assert errors, "no delivery report within 20 s of a 60 s message timeout (left %d)" % left
+        assert "Invalid" in str(errors[0]) or "INVALID" in str(errors[0]) or "illegal" in str(errors[0]), errors
+
+
+# ---- 11. Fetch max_bytes ----------------------------------------------------------------
+
+def fetch_sizes(c, parts, max_bytes, part_max):
+    """Fetch v4 with a request limit and a per-partition limit: {(t, p):
+    [batch sizes]} and the response's record bytes in all."""
+    w = W().i32(-1).i32(0).i32(1).i32(max_bytes).i8(READ_UNCOMMITTED)
+    topics = {}
+    for (t, p), off in parts.items():
+        topics.setdefault(t, []).append((p, off))
+    w.array(sorted(topics.items()),
+            lambda w, tv: w.str(tv[0]).array(tv[1], lambda w, pv: w.i32(pv[0]).i64(pv[1]).i32(part_max)))
+    r = c.request(1, 4, w)
+    r.i32()
+    out, total = {}, 0
+
+    def pdata(r):
+        idx, err = r.i32(), r.i16()
+        r.i64()
+        r.i64()
+        r.array(lambda r: (r.i64(), r.i64()))
+        blob = r.bytes() or b""
+        sizes, at = [], 0
+        while at + 12 <= len(blob):
+            n = int.from_bytes(blob[at + 8:at + 12], "big") + 12
+            if at + n > len(blob):
+                break
+            sizes.append(n)
+            at += n
+        return idx, err, sizes, len(blob)
+    for t, ps in r.array(lambda r: (r.str(), r.array(pdata))):
+        for idx, err, sizes, n in ps:
+            assert err == 0, (t, idx, err)
+            out[(t, idx)] = sizes
+            total += n
+    r.done()
+    return out, total
+
+
+@test
+def fetch_respects_the_request_max_bytes():
+    with broker(settings={"message.max.bytes": 4000000}) as b:
+        c = TConn(b.bootstrap)
+        new_topic(c, "big", 2)
+        big = os.urandom(920000)
+        for p in (0, 1):
+            for _ in range(2):
+                assert c.produce("big", p, batch([big])).error == 0
+        c.close()
+        # read from the disk (the in-memory tail would hand out one chunk a
+        # read): two batches fit in one read of the shard's buffers
+        b.restart()
+        c = TConn(b.bootstrap)
+        # one partition, two batches of ~921 KB, a request limit of 1,000,000
+        got, total = fetch_sizes(c, {("big", 0): 0}, 1000000, 10 << 20)
+        assert len(got[("big", 0)]) == 1 and total <= 1000000 + 1024, (got, total)
+        # two partitions: the second gets nothing once the first used the budget
+        got, total = fetch_sizes(c, {("big", 0): 0, ("big", 1): 0}, 1000000, 10 << 20)
+        assert total <= 1000000 + 1024, (got, total)
+        assert len(got[("big", 0)]) + len(got[("big", 1)]) == 1, got
+        # a limit smaller than one batch: the first batch still comes (KIP-74)
+        got, total = fetch_sizes(c, {("big", 0): 0}, 1000, 10 << 20)
+        assert len(got[("big", 0)]) == 1, got
+        # room for more: both partitions answer
+        got, total = fetch_sizes(c, {("big", 0): 0, ("big", 1): 0}, 8 << 20, 10 << 20)
+        assert len(got[("big", 0)]) >= 1 and len(got[("big", 1)]) >= 1, got
+        c.close()
+
+
+# ---- 13. ListGroups v4 ------------------------------------------------------------------
+
+@test
+def list_groups_v4_gives_states_and_filters_by_them():
+    with broker() as b:
+        c = TConn(b.bootstrap)
+        new_topic(c, "lg", 1)
+        # a Stable group (one member, joined and synced) and an Empty one
+        # (offsets committed, no member)
+        from kraw import subscription
+        j = c.join_group("g-stable", protocols=[("range", subscription(["lg"]))], ver=2)
+        if j.error == 79:     # MEMBER_ID_REQUIRED (JoinGroup v4+); v2 never asks
+            j = c.join_group("g-stable", member_id=j.member_id, protocols=[("range", subscription(["lg"]))], ver=2)
+        assert j.error == 0, j
+        assert c.sync_group("g-stable", j.generation, j.member_id, [(j.member_id, b"")]).error == 0
+        assert c.offset_commit("g-empty", {("lg", 0): (1, "")}) == {("lg", 0): 0}
+        err, groups = list_groups_v4(c, [])
+        assert err == 0, err
+        assert groups.get("g-stable") == ("consumer", "Stable"), groups
+        assert groups.get("g-empty", ("", ""))[1] == "Empty", groups
+        err, groups = list_groups_v4(c, ["Stable"])
+        assert err == 0 and set(groups) == {"g-stable"}, groups
+        err, groups = list_groups_v4(c, ["empty", "dead"])      # case-insensitive, as Kafka
+        assert err == 0 and set(groups) == {"g-empty"}, groups
+        c.close()
+
+
+if __name__ == "__main__":
+    main("kafka_rules")
