@@ -38,6 +38,10 @@ struct config_key {
 static const char *const cleanup_values[] = { "delete", "compact", "compact,delete", NULL };
 static const char *const ts_values[] = { "CreateTime", "LogAppendTime", NULL };
 static const char *const durability_values[] = { "write", "sync", "memory", NULL };
+/* Index = the codec id of a batch's attributes (enum compress_codec);
+ * "producer" (CONFIG_COMPRESSION_PRODUCER) keeps the producer's codec. */
+static const char *const compression_values[] = { "uncompressed", "gzip", "snappy", "lz4", "zstd", "producer",
+						  NULL };
 
 static int check_listener(const char *v)
 {
@@ -126,6 +130,10 @@ static const struct config_key keys[] = {
 	{ "log.message.timestamp.type", CONFIG_ENUM, "CreateTime", .values = ts_values,
 	  .topic = "message.timestamp.type",
 	  .doc = "CreateTime keeps the producer's timestamps; LogAppendTime stamps the broker's clock." },
+	{ "compression.type", CONFIG_ENUM, "producer", .values = compression_values, .topic = "compression.type",
+	  .doc = "producer keeps each batch in the codec its producer chose; any other value makes the broker "
+		 "store every batch in that codec, recompressing (or decompressing, for uncompressed) a batch "
+		 "whose codec differs before it is appended, as Kafka does. Costs CPU on the owner shard." },
 	{ "message.max.bytes", CONFIG_INT, "1048588", 0, I32MAX, .topic = "max.message.bytes",
 	  .doc = "Largest record batch accepted." },
 	{ "socket.request.max.bytes", CONFIG_INT, "104857600", 1, I32MAX,
@@ -200,6 +208,71 @@ static const struct config_key keys[] = {
 };
 
 #define NKEYS ((int)(sizeof(keys) / sizeof(keys[0])))
+
+/* Kafka's topic-level keys that have no broker default above: accepted and
+ * ignored (Kafka's own behaviour, or nothing to do on one broker that
+ * always preallocates), or refused until Sluice implements them. A
+ * refused key still takes `noop`, the value that changes nothing (Kafka's
+ * default), so tools that send every key back as they read it keep
+ * working. */
+enum { TK_IGNORED = 1, TK_REFUSED = 2 };
+
+struct topic_only {
+	const char *name;
+	int what;
+	char type;             /* b: true/false; n: integer >= min; r: ratio 0..1; s: any string */
+	int64_t min;
+	const char *noop;      /* TK_REFUSED: the value accepted (and ignored) anyway */
+	const char *why;       /* TK_IGNORED: the reason, for the warning and the docs */
+};
+
+#define KAFKA_LONG_MAX "9223372036854775807"
+
+static const struct topic_only topic_only_keys[] = {
+	{ "message.format.version", TK_IGNORED, 's', 0, NULL,
+	  "deprecated: Kafka 3.x ignores it too, every batch is stored in format v2 (magic 2)" },
+	{ "message.downconversion.enable", TK_IGNORED, 'b', 0, NULL,
+	  "Sluice never converts batches to older formats" },
+	{ "preallocate", TK_IGNORED, 'b', 0, NULL, "Sluice always preallocates segments" },
+	{ "file.delete.delay.ms", TK_IGNORED, 'n', 0, NULL,
+	  "Sluice removes a segment's file as soon as retention drops it" },
+	{ "segment.index.bytes", TK_IGNORED, 'n', 4, NULL, "Sluice's offset index grows with its segment" },
+	{ "segment.jitter.ms", TK_IGNORED, 'n', 0, NULL, "segments are rolled by size only" },
+	{ "min.cleanable.dirty.ratio", TK_IGNORED, 'r', 0, NULL,
+	  "Sluice's cleaner takes a compacted partition each time one of its segments is sealed" },
+	{ "follower.replication.throttled.replicas", TK_IGNORED, 's', 0, NULL,
+	  "one broker: there is no replication to throttle" },
+	{ "leader.replication.throttled.replicas", TK_IGNORED, 's', 0, NULL,
+	  "one broker: there is no replication to throttle" },
+	{ "unclean.leader.election.enable", TK_IGNORED, 'b', 0, NULL,
+	  "one broker: there is no other replica to elect" },
+	{ "local.retention.ms", TK_IGNORED, 'n', -2, NULL,
+	  "applies only with remote.storage.enable=true, as in Kafka" },
+	{ "local.retention.bytes", TK_IGNORED, 'n', -2, NULL,
+	  "applies only with remote.storage.enable=true, as in Kafka" },
+	{ "remote.storage.enable", TK_REFUSED, 'b', 0, "false", NULL },
+	{ "flush.messages", TK_REFUSED, 'n', 1, KAFKA_LONG_MAX, NULL },
+	{ "flush.ms", TK_REFUSED, 'n', 0, KAFKA_LONG_MAX, NULL },
+	{ "segment.ms", TK_REFUSED, 'n', 1, "604800000", NULL },
+	{ "max.compaction.lag.ms", TK_REFUSED, 'n', 1, KAFKA_LONG_MAX, NULL },
+	{ "min.compaction.lag.ms", TK_REFUSED, 'n', 0, "0", NULL },
+	{ "message.timestamp.difference.max.ms", TK_REFUSED, 'n', 0, KAFKA_LONG_MAX, NULL },
+	{ "message.timestamp.before.max.ms", TK_REFUSED, 'n', 0, KAFKA_LONG_MAX, NULL },
+	{ "message.timestamp.after.max.ms", TK_REFUSED, 'n', 0, KAFKA_LONG_MAX, NULL },
+	{ "compression.gzip.level", TK_REFUSED, 'n', -1, "-1", NULL },
+	{ "compression.lz4.level", TK_REFUSED, 'n', 1, "9", NULL },
+	{ "compression.zstd.level", TK_REFUSED, 'n', -131072, "3", NULL },
+};
+
+#define NTOPIC_ONLY ((int)(sizeof(topic_only_keys) / sizeof(topic_only_keys[0])))
+
+static const struct topic_only *topic_only_find(const char *name)
+{
+	for (int i = 0; i < NTOPIC_ONLY; i++)
+		if (!strcmp(topic_only_keys[i].name, name))
+			return &topic_only_keys[i];
+	return NULL;
+}
 
 /* One value per table entry. Invariant: str is the canonical text of num
  * (numbers, bools, enums) and both are valid for the entry. */
@@ -518,6 +591,63 @@ void config_destroy(struct config *c)
 	free(c);
 }
 
+int config_dup(const struct config *c, struct config **out)
+{
+	struct config *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	for (int i = 0; i < NKEYS; i++) {
+		const struct config_slot *s = &c->slot[i];
+
+		d->slot[i].num = s->num;
+		d->slot[i].explicit_set = s->explicit_set;
+		d->slot[i].source = s->source == SRC_DEFAULT ? (char *)SRC_DEFAULT : strdup(s->source);
+		d->slot[i].str = s->str ? strdup(s->str) : NULL;
+		if (!d->slot[i].source || (s->str && !d->slot[i].str)) {
+			config_destroy(d);
+			return -ENOMEM;
+		}
+	}
+	*out = d;
+	return 0;
+}
+
+int config_dynamic(const char *key)
+{
+	int i = key_find(key);
+
+	return i >= 0 && keys[i].topic != NULL;
+}
+
+static int key_validate(const struct config_key *k, const char *name, const char *value,
+			const char *source, char *err, size_t errlen, char **str, int64_t *num);
+
+int config_dynamic_validate(const char *key, const char *value, char *err, size_t errlen)
+{
+	int i = key_find(key), rc;
+	char *str, *v;
+	int64_t num;
+
+	if (i < 0) {
+		errf(err, errlen, "unknown configuration key '%s'", key);
+		return -ENOENT;
+	}
+	if (!keys[i].topic) {
+		errf(err, errlen, "Cannot update these configs dynamically: %s (read at start: change the config "
+		     "file and restart)", key);
+		return -EPERM;
+	}
+	if (!value)
+		return 0;
+	if (!(v = trim_dup(value, strlen(value))))
+		return -ENOMEM;
+	rc = key_validate(&keys[i], key, v, "dynamic", err, errlen, &str, &num);
+	free(v);
+	free(str);
+	return rc;
+}
+
 static int key_validate(const struct config_key *k, const char *name, const char *value,
 			const char *source, char *err, size_t errlen, char **str, int64_t *num)
 {
@@ -805,13 +935,49 @@ const char *config_advertised_listeners(const struct config *c)
 	return a && *a ? a : config_str(c, "listeners");
 }
 
+/* A topic-only key's value: refused unless it is the no-op, else checked
+ * by its type. */
+static int topic_only_validate(const struct topic_only *o, const char *v, char *err, size_t errlen)
+{
+	int64_t x;
+	char *end;
+	double r;
+
+	if (o->what == TK_REFUSED && (!o->noop || strcmp(v, o->noop))) {
+		errf(err, errlen, "Sluice does not support %s yet%s%s%s", o->name, o->noop ? " (only " : "",
+		     o->noop ? o->noop : "", o->noop ? ", which changes nothing, is accepted)" : "");
+		return -EINVAL;
+	}
+	switch (o->type) {
+	case 'b':
+		if (strcasecmp(v, "true") && strcasecmp(v, "false"))
+			break;
+		return 0;
+	case 'n':
+		if (parse_int(v, o->min, I64MAX, &x) < 0)
+			break;
+		return 0;
+	case 'r':
+		r = strtod(v, &end);
+		if (!*v || *end || !(r >= 0 && r <= 1))
+			break;
+		return 0;
+	default:
+		return 0;
+	}
+	errf(err, errlen, "invalid value '%s' for topic configuration key '%s': expected %s", v, o->name,
+	     o->type == 'b' ? "true or false" : o->type == 'r' ? "a number in [0, 1]" : "an integer");
+	return -EINVAL;
+}
+
 int topic_config_validate(const char *key, const char *value, char *err, size_t errlen)
 {
 	int i = key_find_topic(key), rc;
+	const struct topic_only *o = i < 0 ? topic_only_find(key) : NULL;
 	char *str, *v;
 	int64_t num;
 
-	if (i < 0) {
+	if (i < 0 && !o) {
 		errf(err, errlen, "unknown topic configuration key '%s'", key);
 		return -ENOENT;
 	}
@@ -821,10 +987,27 @@ int topic_config_validate(const char *key, const char *value, char *err, size_t 
 	}
 	if (!(v = trim_dup(value, strlen(value))))
 		return -ENOMEM;
+	if (o) {
+		rc = topic_only_validate(o, v, err, errlen);
+		free(v);
+		return rc;
+	}
 	rc = key_validate(&keys[i], key, v, "topic", err, errlen, &str, &num);
 	free(v);
 	free(str);
 	return rc;
+}
+
+const char *topic_config_ignored(const char *key)
+{
+	const struct topic_only *o = topic_only_find(key);
+
+	return o ? o->why ? o->why : "it changes nothing" : NULL;
+}
+
+int topic_config_known(const char *key)
+{
+	return key_find_topic(key) >= 0 || topic_only_find(key);
 }
 
 const char *topic_config_broker_key(const char *key)
@@ -862,6 +1045,8 @@ int topic_config_to_plog(const struct config *c, const char *const *tkeys,
 		char *str, *t;
 		int64_t num;
 
+		if (i < 0 && topic_only_find(tkeys[j]))
+			continue;   /* accepted and ignored */
 		if (i < 0)
 			return -ENOENT;
 		if (!values[j])
@@ -883,6 +1068,9 @@ int topic_config_to_plog(const struct config *c, const char *const *tkeys,
 	out->retention_bytes = v[key_find("log.retention.bytes")];
 	out->delete_retention_ms = v[key_find("log.cleaner.delete.retention.ms")];
 	out->durability = (int)v[key_find("log.durability")];
+	out->compression = (int)v[key_find("compression.type")];
+	if (out->compression == CONFIG_COMPRESSION_PRODUCER)
+		out->compression = -1;
 	policy = (int)v[key_find("log.cleanup.policy")];
 	out->compact = policy != CONFIG_CLEANUP_DELETE;
 	if (policy == CONFIG_CLEANUP_COMPACT) {

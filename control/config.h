@@ -49,6 +49,9 @@ enum config_timestamp_type {
 	CONFIG_TS_CREATE_TIME = 0,
 	CONFIG_TS_LOG_APPEND_TIME = 1,
 };
+/* compression.type: 0..4 are the batch codecs (enum compress_codec:
+ * uncompressed, gzip, snappy, lz4, zstd); then "producer". */
+#define CONFIG_COMPRESSION_PRODUCER 5
 /* log.durability: same order as enum plog_durability (write, sync, memory). */
 
 struct config;
@@ -56,6 +59,20 @@ struct config;
 /* All defaults. @thread control */
 int config_create(struct config **out);
 void config_destroy(struct config *c);
+
+/* A copy of c (values, sources), for the cluster-wide defaults changed at
+ * run time: the control thread builds a new struct config from the static
+ * one and publishes it, read-only, with the metadata snapshot. */
+int config_dup(const struct config *c, struct config **out);
+
+/* Keys that AlterConfigs / IncrementalAlterConfigs on the broker resource
+ * may change at run time: the topic defaults (keys with a topic-level
+ * name), as Kafka's cluster-wide dynamic configs. @thread any (pure) */
+int config_dynamic(const char *key);
+/* Check one such change (value NULL: delete). -ENOENT unknown key, -EPERM
+ * not dynamic ("Cannot update these configs dynamically: KEY"), -EINVAL bad
+ * value. */
+int config_dynamic_validate(const char *key, const char *value, char *err, size_t errlen);
 
 /* Kafka's properties format: key=value, key:value or key value; # and !
  * comment lines; blank lines; whitespace trimmed around key and value;
@@ -93,12 +110,21 @@ void config_foreach(const struct config *c,
  * returns). Borrowed like config_str. */
 const char *config_advertised_listeners(const struct config *c);
 
-/* Topic-level configs: cleanup.policy, retention.ms, retention.bytes,
- * segment.bytes, max.message.bytes, message.timestamp.type,
- * delete.retention.ms, min.insync.replicas, index.interval.bytes and
- * durability (Sluice). Each maps to its broker-level default key and is
- * validated by the same table entry. @thread any (pure) */
+/* Topic-level configs: cleanup.policy, compression.type, retention.ms,
+ * retention.bytes, segment.bytes, max.message.bytes,
+ * message.timestamp.type, delete.retention.ms, min.insync.replicas,
+ * index.interval.bytes and durability (Sluice). Each maps to its
+ * broker-level default key and is validated by the same table entry.
+ * Kafka's other topic keys are either accepted and ignored
+ * (topic_config_ignored gives the reason) or refused with -EINVAL and
+ * "Sluice does not support KEY yet" (except the value that changes
+ * nothing, Kafka's default). -ENOENT: an unknown key. @thread any (pure) */
 int topic_config_validate(const char *key, const char *value, char *err, size_t errlen);
+/* The reason a key is accepted and ignored (for the broker's warning), or
+ * NULL for a key Sluice honours (or does not know). */
+const char *topic_config_ignored(const char *key);
+/* 1 for any key topic_config_validate knows (honoured, ignored or refused). */
+int topic_config_known(const char *key);
 /* The broker-level key a topic key defaults from; NULL if unknown. */
 const char *topic_config_broker_key(const char *key);
 /* The broker-level effective default as a string; NULL for an unknown key. */
@@ -109,7 +135,7 @@ const char *topic_config_key_at(int i);
 /* Storage config for a topic: plog defaults, then broker defaults, then the
  * n overrides (validated: -ENOENT / -EINVAL). cleanup.policy=compact alone
  * disables time and size retention (as in Kafka); compact,delete keeps
- * both. */
+ * both. Ignored keys are skipped. */
 int topic_config_to_plog(const struct config *c, const char *const *keys,
 			 const char *const *values, int n, struct plog_config *out);
 

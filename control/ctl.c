@@ -46,12 +46,14 @@ struct retired {
 	uint64_t version;            /* free once every shard has seen it */
 	struct md_snapshot *snap;    /* the old snapshot (its topics array) */
 	struct md_topic *topic;      /* a deleted topic */
+	struct config *cfg;          /* a broker config replaced at run time */
 	struct retired *next;
 };
 
 struct ctl {
 	struct broker *b;
-	struct config *cfg;
+	struct config *cfg;          /* static: the file and --set */
+	struct config *eff;          /* in effect: cfg, then the run-time changes (metalog) */
 	struct metalog *ml;
 	pthread_t thread;
 	int wake_fd;
@@ -120,12 +122,15 @@ static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct
 	md->ntopics = n;
 	qsort(md->topics, (size_t)n, sizeof(*md->topics), topic_cmp);
 	md->version = ++ctl->version;
+	md->cfg = ctl->eff;
 	__atomic_store_n(&b->md, md, __ATOMIC_RELEASE);
 	if (old) {
 		struct retired *r = calloc(1, sizeof(*r));
 
 		r->version = md->version;
 		r->snap = old;
+		if (old->cfg != md->cfg)
+			r->cfg = (struct config *)old->cfg;
 		r->next = ctl->retired;
 		ctl->retired = r;
 	}
@@ -177,6 +182,7 @@ static void ctl_reclaim(struct ctl *ctl)
 			}
 			if (r->topic)
 				topic_free(r->topic);
+			config_destroy(r->cfg);
 			free(r);
 		} else {
 			pp = &r->next;
@@ -308,7 +314,7 @@ static struct md_topic *topic_build(struct ctl *ctl, const struct meta_topic *mt
 		k[i] = t->config_keys[i];
 		v[i] = t->config_values[i];
 	}
-	topic_config_to_plog(ctl->cfg, k, v, mt->nconfigs, &t->cfg);
+	topic_config_to_plog(ctl->eff, k, v, mt->nconfigs, &t->cfg);
 	free(k);
 	free(v);
 	{
@@ -321,9 +327,9 @@ static struct md_topic *topic_build(struct ctl *ctl, const struct meta_topic *mt
 				tst = t->config_values[i];
 		}
 		t->max_message_bytes = (uint32_t)(mmb ? strtoul(mmb, NULL, 10)
-						     : (unsigned long)config_int(ctl->cfg, "message.max.bytes"));
+						     : (unsigned long)config_int(ctl->eff, "message.max.bytes"));
 		t->log_append_time = tst ? !strcmp(tst, "LogAppendTime")
-				     : config_int(ctl->cfg, "log.message.timestamp.type") == CONFIG_TS_LOG_APPEND_TIME;
+				     : config_int(ctl->eff, "log.message.timestamp.type") == CONFIG_TS_LOG_APPEND_TIME;
 		t->cfg.max_batch = t->max_message_bytes + 64;
 	}
 	t->internal = topic_name_internal(t->name, t->name_len);
@@ -548,6 +554,17 @@ static void kstr_copy(char *dst, size_t n, struct kafka_str s)
 	snprintf(dst, n, "%.*s", s.len > 0 ? s.len : 0, s.ptr ? s.ptr : "");
 }
 
+/* A key Kafka users set that Sluice accepts and ignores: say so in the
+ * log, as Kafka 3.x does for message.format.version. */
+static void warn_ignored(const char *topic, const char *key, const char *value)
+{
+	const char *why = topic_config_ignored(key);
+
+	if (why && value)
+		fprintf(stderr, "sluiced: warning: topic %s: %s=%s is accepted and ignored: %s\n", topic, key, value,
+			why);
+}
+
 /* On the owner shard: a partition's storage settings changed. */
 static void shard_set_part_cfg(void *self, struct shard_msg *m)
 {
@@ -633,6 +650,8 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 			kstr_copy(v, sizeof(v), ct->values[j]);
 			rc = metalog_set_config(ctl->ml, name, k,
 						(ct->ops && ct->ops[j] == CTL_CFG_DELETE) ? NULL : v);
+			if (rc >= 0 && (!ct->ops || ct->ops[j] == CTL_CFG_SET))
+				warn_ignored(name, k, v);
 		}
 	}
 	if (rc < 0) {
@@ -660,6 +679,151 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 	}
 }
 
+/* The broker config in effect: the static one (file, --set), then the
+ * cluster-wide defaults changed at run time, then this node's own. A
+ * record the static config now refuses (a key made static, a value out of
+ * a new range) is skipped with a warning. */
+static int ctl_build_cfg(struct ctl *ctl, struct config **out)
+{
+	struct config *c;
+	int rc = config_dup(ctl->cfg, &c);
+
+	if (rc < 0)
+		return rc;
+	for (int pass = 0; pass < 2; pass++) {
+		int32_t scope;
+		const char *k, *v;
+
+		for (int i = 0; metalog_broker_config_at(ctl->ml, i, &scope, &k, &v) == 0; i++) {
+			char err[512];
+
+			if (pass == 0 ? scope != META_SCOPE_CLUSTER : scope != ctl->b->set.node_id)
+				continue;
+			if (!config_dynamic(k) ||
+			    config_set(c, k, v, pass ? "dynamic-broker" : "dynamic-default", err, sizeof(err)) < 0)
+				fprintf(stderr, "sluiced: warning: broker config %s=%s of the metadata log not applied\n",
+					k, v);
+		}
+	}
+	*out = c;
+	return 0;
+}
+
+/* AlterConfigs / IncrementalAlterConfigs on the broker resource: the
+ * cluster-wide topic defaults, written to the metadata log, then every
+ * topic rebuilt (a new snapshot entry; its partitions get the new storage
+ * settings through shard_set_part_cfg) so the topics without an override
+ * follow. Keys that cannot change at run time are refused as Kafka refuses
+ * them (INVALID_REQUEST, "Cannot update these configs dynamically"). */
+static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req *req, struct ctl_topic *ct)
+{
+	const struct md_snapshot *md = ctl->b->md;
+	char name[64], k[256], v[4096];
+	int32_t scope = META_SCOPE_CLUSTER;
+	struct config *eff;
+	int rc = 0, n;
+
+	kstr_copy(name, sizeof(name), ct->name);
+	if (name[0]) {
+		char *end;
+		long id = strtol(name, &end, 10);
+
+		if (*end || id != ctl->b->set.node_id) {
+			ct->error = KERR_INVALID_REQUEST;
+			snprintf(ct->message, sizeof(ct->message),
+				 "unknown broker '%.40s': this is node %d (\"\" names the cluster-wide default)", name,
+				 ctl->b->set.node_id);
+			return;
+		}
+		scope = ctl->b->set.node_id;
+	}
+	for (int j = 0; j < ct->nconfigs; j++) {
+		int del = (ct->ops && ct->ops[j] == CTL_CFG_DELETE) || ct->values[j].len < 0;
+
+		if (ct->ops && ct->ops[j] != CTL_CFG_SET && ct->ops[j] != CTL_CFG_DELETE) {
+			ct->error = KERR_INVALID_CONFIG;
+			snprintf(ct->message, sizeof(ct->message), "APPEND and SUBTRACT apply to list configs only");
+			return;
+		}
+		kstr_copy(k, sizeof(k), ct->keys[j]);
+		kstr_copy(v, sizeof(v), ct->values[j]);
+		rc = config_dynamic_validate(k, del ? NULL : v, ct->message, sizeof(ct->message));
+		if (rc < 0) {
+			ct->error = rc == -EPERM ? KERR_INVALID_REQUEST : KERR_INVALID_CONFIG;
+			return;
+		}
+	}
+	if (req->validate_only)
+		return;
+	rc = 0;
+	if (ct->replace) {
+		/* AlterConfigs: what is not named goes back to the static value */
+		int32_t sc;
+		const char *ek, *ev;
+
+		for (int i = 0; rc >= 0 && metalog_broker_config_at(ctl->ml, i, &sc, &ek, &ev) == 0;) {
+			int named = 0;
+
+			for (int j = 0; j < ct->nconfigs; j++)
+				named |= kafka_str_eq(ct->keys[j], ek);
+			if (sc == scope && !named) {
+				snprintf(k, sizeof(k), "%s", ek);
+				rc = metalog_set_broker_config(ctl->ml, scope, k, NULL);
+			} else {
+				i++;
+			}
+		}
+	}
+	for (int j = 0; j < ct->nconfigs && rc >= 0; j++) {
+		int del = (ct->ops && ct->ops[j] == CTL_CFG_DELETE) || ct->values[j].len < 0;
+
+		kstr_copy(k, sizeof(k), ct->keys[j]);
+		kstr_copy(v, sizeof(v), ct->values[j]);
+		rc = metalog_set_broker_config(ctl->ml, scope, k, del ? NULL : v);
+	}
+	if (rc >= 0)
+		rc = ctl_build_cfg(ctl, &eff);
+	if (rc < 0) {
+		ct->error = KERR_UNKNOWN_SERVER_ERROR;
+		snprintf(ct->message, sizeof(ct->message), "metadata log: %s", strerror(-rc));
+		return;
+	}
+	/* an effective config no snapshot has carried yet is nobody's */
+	if (md && ctl->eff != md->cfg)
+		config_destroy(ctl->eff);
+	ctl->eff = eff;
+	if (!md)
+		return;
+	n = op->ncreated + md->ntopics + 1;
+	op->created = realloc(op->created, (size_t)n * sizeof(*op->created));
+	op->created_for = realloc(op->created_for, (size_t)n * sizeof(*op->created_for));
+	op->replaced = realloc(op->replaced, (size_t)(op->nreplaced + md->ntopics + 1) * sizeof(*op->replaced));
+	if (!op->created || !op->created_for || !op->replaced)
+		abort();   /* the control thread's own bookkeeping */
+	for (int i = 0; i < md->ntopics; i++) {
+		struct md_topic *t = md->topics[i], *nt;
+		const struct meta_topic *mt = metalog_topic(ctl->ml, t->name);
+		int done = 0;
+
+		for (int j = 0; j < op->nreplaced; j++)
+			done |= op->replaced[j] == t;
+		if (done || !mt)
+			continue;
+		nt = topic_build(ctl, mt);
+		for (int32_t p = 0; p < t->nparts && p < nt->nparts; p++)
+			nt->parts[p] = t->parts[p];
+		op->replaced[op->nreplaced++] = t;
+		op->created_for[op->ncreated] = NULL;
+		op->created[op->ncreated++] = nt;
+		for (int32_t p = 0; p < nt->nparts; p++) {
+			struct shard_msg m = { .fn = shard_set_part_cfg, .p = { op, nt->parts[p].part, &nt->cfg } };
+
+			op->pending++;
+			ctl_send(ctl, nt->parts[p].shard, &m);
+		}
+	}
+}
+
 static void ctl_handle(void *self, struct shard_msg *m)
 {
 	struct ctl *ctl = self;
@@ -682,6 +846,10 @@ static void ctl_handle(void *self, struct shard_msg *m)
 			continue;
 		}
 		ct->message[0] = 0;
+		if (req->kind == CTL_ALTER_CONFIGS && ct->broker) {
+			ctl_change_broker(ctl, op, req, ct);
+			continue;
+		}
 		if (!topic_name_valid(ct->name.ptr, ct->name.len)) {
 			ct->error = KERR_INVALID_TOPIC_EXCEPTION;
 			snprintf(ct->message, sizeof(ct->message),
@@ -770,6 +938,8 @@ static void ctl_handle(void *self, struct shard_msg *m)
 		}
 		struct md_topic *t = topic_build(ctl, mt);
 
+		for (int j = 0; j < ct->nconfigs; j++)
+			warn_ignored(name, keys[j], vals[j]);
 		op->created_for[op->ncreated] = ct;
 		op->created[op->ncreated++] = t;
 		topic_open_parts(ctl, op, t, 0);
@@ -1073,6 +1243,11 @@ static void *ctl_main(void *arg)
 		return NULL;
 	}
 	snprintf(b->set.cluster_id, sizeof(b->set.cluster_id), "%s", metalog_cluster_id(ctl->ml));
+	/* the broker configs changed at run time, before any topic is built */
+	if ((rc = ctl_build_cfg(ctl, &ctl->eff)) < 0) {
+		ctl_set_ready(ctl, rc, "out of memory building the broker config");
+		return NULL;
+	}
 	if (group_coord_create(ctl, b, ctl->cfg, &ctl->gc) < 0 ||
 	    txn_coord_create(ctl, b, ctl->cfg, ctl->gc, &ctl->tc) < 0)
 		abort();
@@ -1192,6 +1367,7 @@ static void *ctl_main(void *arg)
 	 * retired (their partitions were closed by the shards) */
 	{
 		struct md_snapshot *md = b->md;
+		struct config *mdcfg = md ? (struct config *)md->cfg : NULL;
 
 		for (int i = 0; md && i < md->ntopics; i++)
 			topic_free(md->topics[i]);
@@ -1210,8 +1386,13 @@ static void *ctl_main(void *arg)
 			}
 			if (r->topic)
 				topic_free(r->topic);
+			config_destroy(r->cfg);
 			free(r);
 		}
+		if (mdcfg != ctl->eff)
+			config_destroy(mdcfg);
+		config_destroy(ctl->eff);
+		ctl->eff = NULL;
 		while (ctl->pubs) {
 			struct pub_block *pb = ctl->pubs;
 

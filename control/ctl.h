@@ -32,6 +32,8 @@ struct ctl_topic {
 	struct kafka_str *values;
 	int8_t *ops;                 /* CTL_ALTER_CONFIGS: per key; NULL = all SET */
 	int replace;                 /* CTL_ALTER_CONFIGS: overrides not named are removed */
+	int broker;                  /* CTL_ALTER_CONFIGS: the broker resource, name "" (the
+				      * cluster-wide default) or this node's id */
 	int16_t preset;              /* refused by the shard already: the answer */
 	int16_t error;               /* out */
 	char message[200];           /* out */

@@ -35,6 +35,12 @@ struct metalog {
 	int nlive, cap_live;
 	struct meta_topic **dead;
 	int ndead, cap_dead;
+	/* broker configs changed at run time (BROKER_CONFIG records) */
+	struct broker_cfg {
+		int32_t scope;
+		char *key, *value;
+	} *bcfg;
+	int nbcfg, cap_bcfg;
 	uint8_t *bbuf;            /* batch being built */
 	uint8_t *rbuf;            /* replay reads, 4 KiB aligned */
 };
@@ -256,6 +262,46 @@ static int topic_config_put(struct meta_topic *t, char *key, char *value)
 	return 0;
 }
 
+/* Set or delete (value NULL) a run-time broker config; takes key and
+ * value. */
+static int broker_config_put(struct metalog *ml, int32_t scope, char *key, char *value)
+{
+	for (int i = 0; i < ml->nbcfg; i++) {
+		struct broker_cfg *c = &ml->bcfg[i];
+
+		if (c->scope != scope || strcmp(c->key, key))
+			continue;
+		free(key);
+		free(c->value);
+		if (value) {
+			c->value = value;
+			return 0;
+		}
+		free(c->key);
+		memmove(c, c + 1, (size_t)(ml->nbcfg - i - 1) * sizeof(*c));
+		ml->nbcfg--;
+		return 0;
+	}
+	if (!value) {
+		free(key);
+		return 0;
+	}
+	if (ml->nbcfg == ml->cap_bcfg) {
+		int nc = ml->cap_bcfg ? ml->cap_bcfg * 2 : 16;
+		struct broker_cfg *n = realloc(ml->bcfg, (size_t)nc * sizeof(*n));
+
+		if (!n) {
+			free(key);
+			free(value);
+			return -ENOMEM;
+		}
+		ml->bcfg = n;
+		ml->cap_bcfg = nc;
+	}
+	ml->bcfg[ml->nbcfg++] = (struct broker_cfg){ scope, key, value };
+	return 0;
+}
+
 /* Apply one record to the image: the only place the image changes, used
  * by both replay and live mutations. -EPROTO: malformed or contradicting
  * the image. */
@@ -373,6 +419,17 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 		free(cid);
 		ml->have_node = 1;
 		return 0;
+	}
+	case META_REC_BROKER_CONFIG: {
+		int32_t scope = (int32_t)dec_be(&d, 4);
+		char *k = dec_str(&d, &isnull), *v = dec_str(&d, &isnull);
+
+		if (d.err || !k || d.p != d.end) {
+			free(k);
+			free(v);
+			return d.err ? d.err : -EPROTO;
+		}
+		return broker_config_put(ml, scope, k, v);
 	}
 	default:
 		return -EPROTO;
@@ -613,6 +670,11 @@ void metalog_close(struct metalog *ml)
 		topic_free(ml->dead[i]);
 	free(ml->live);
 	free(ml->dead);
+	for (int i = 0; i < ml->nbcfg; i++) {
+		free(ml->bcfg[i].key);
+		free(ml->bcfg[i].value);
+	}
+	free(ml->bcfg);
 	free(ml->bbuf);
 	free(ml->rbuf);
 	free(ml);
@@ -733,7 +795,7 @@ int metalog_set_config(struct metalog *ml, const char *name, const char *key, co
 		if ((rc = topic_config_validate(key, value, NULL, 0)) < 0)
 			return rc;
 	} else {
-		if (!topic_config_broker_key(key))
+		if (!topic_config_known(key))
 			return -ENOENT;
 		for (int i = 0; i < t->nconfigs; i++)
 			have |= !strcmp(t->config_keys[i], key);
@@ -745,6 +807,39 @@ int metalog_set_config(struct metalog *ml, const char *name, const char *key, co
 	enc_str(&e, key);
 	enc_str(&e, value);
 	return record_commit(ml, META_REC_CONFIG, &e);
+}
+
+int metalog_set_broker_config(struct metalog *ml, int32_t scope, const char *key, const char *value)
+{
+	struct enc e = ENC_INIT(ml, ml->rbuf);
+	int rc, have = 0;
+
+	if (!key)
+		return -ENOENT;
+	if ((rc = config_dynamic_validate(key, value, NULL, 0)) < 0)
+		return rc;
+	if (!value) {
+		for (int i = 0; i < ml->nbcfg; i++)
+			have |= ml->bcfg[i].scope == scope && !strcmp(ml->bcfg[i].key, key);
+		if (!have)
+			return 0;
+	}
+	enc_u8(&e, META_FORMAT_VERSION);
+	enc_i32(&e, scope);
+	enc_str(&e, key);
+	enc_str(&e, value);
+	return record_commit(ml, META_REC_BROKER_CONFIG, &e);
+}
+
+int metalog_broker_config_at(const struct metalog *ml, int i, int32_t *scope, const char **key,
+			     const char **value)
+{
+	if (i < 0 || i >= ml->nbcfg)
+		return -ENOENT;
+	*scope = ml->bcfg[i].scope;
+	*key = ml->bcfg[i].key;
+	*value = ml->bcfg[i].value;
+	return 0;
 }
 
 int64_t metalog_next_producer_ids(struct metalog *ml, int32_t block)

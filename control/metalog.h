@@ -30,6 +30,10 @@
  *   4 REMOVE_TOPIC  id
  *   5 PRODUCER_IDS  int64 next block start (ids below it were handed out)
  *   6 NODE          int32 node id, cluster id (written once, on first start)
+ *   7 BROKER_CONFIG int32 scope (-1: the cluster-wide default, else a node
+ *                   id), key, value (null = delete): a broker config
+ *                   changed at run time (AlterConfigs on the broker
+ *                   resource)
  * A reader refuses (-EPROTO) a version byte or record type it does not know.
  */
 #ifndef SLUICE_METALOG_H
@@ -44,7 +48,9 @@ enum metalog_record {
 	META_REC_REMOVE_TOPIC = 4,
 	META_REC_PRODUCER_IDS = 5,
 	META_REC_NODE = 6,
+	META_REC_BROKER_CONFIG = 7,
 };
+#define META_SCOPE_CLUSTER (-1)
 #define META_FORMAT_VERSION 1
 #define META_TOPIC_NAME_MAX 249
 
@@ -95,6 +101,16 @@ int metalog_add_partitions(struct metalog *ml, const char *name, int32_t new_tot
  * an unknown key; -EINVAL: a bad value. Deleting an absent override writes
  * nothing and returns 0. */
 int metalog_set_config(struct metalog *ml, const char *name, const char *key, const char *value);
+/* Set (value != NULL) or delete (NULL) a broker config changed at run
+ * time, for `scope` (META_SCOPE_CLUSTER or a node id). -EPERM: not a
+ * dynamic key (config_dynamic_validate); -ENOENT unknown; -EINVAL bad
+ * value. Deleting an absent one writes nothing. */
+int metalog_set_broker_config(struct metalog *ml, int32_t scope, const char *key, const char *value);
+/* The run-time broker configs, in the order first set: i = 0.. until it
+ * returns -ENOENT; *key and *value borrowed until the next change. */
+int metalog_broker_config_at(const struct metalog *ml, int i, int32_t *scope, const char **key,
+			     const char **value);
+
 /* Reserve `block` (>= 1) producer ids; returns the first id of the block
  * (>= 0) once durable, or -errno. Blocks never repeat, across restarts too. */
 int64_t metalog_next_producer_ids(struct metalog *ml, int32_t block);

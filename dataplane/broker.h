@@ -56,6 +56,9 @@ struct md_snapshot {
 	uint64_t version;
 	int ntopics;
 	struct md_topic **topics; /* sorted by name */
+	const struct config *cfg; /* the broker config in effect: static, then the cluster-wide
+				   * defaults changed at run time; read-only, retired with the
+				   * snapshot (NULL: broker->cfg) */
 	struct md_snapshot *older;/* retired list, control thread only */
 };
 

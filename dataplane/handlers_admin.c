@@ -212,7 +212,7 @@ int kafka_handle_create_partitions(struct kafka_ctx *ctx)
 	return submit(ctx, req, create_partitions_done);
 }
 
-/* ---- AlterConfigs (topics) -------------------------------------------- */
+/* ---- AlterConfigs (topics, broker defaults) -------------------------------------------- */
 
 #define RESOURCE_TOPIC 2
 #define RESOURCE_BROKER 4
@@ -266,12 +266,11 @@ int kafka_handle_alter_configs(struct kafka_ctx *ctx)
 
 		ct->name = res->ResourceName;
 		ct->replace = 1;
-		if (res->ResourceType != RESOURCE_TOPIC) {
-			/* broker configs are static: edit the file and restart */
+		ct->broker = res->ResourceType == RESOURCE_BROKER;
+		if (res->ResourceType != RESOURCE_TOPIC && !ct->broker) {
 			ct->preset = KERR_INVALID_REQUEST;
 			snprintf(ct->message, sizeof(ct->message),
-				 "only topic configs can be altered; broker configs are read at start: "
-				 "change the config file and restart");
+				 "only TOPIC (2) and BROKER (4) resources have configs");
 			continue;
 		}
 		ct->nconfigs = nc;
@@ -289,7 +288,7 @@ int kafka_handle_alter_configs(struct kafka_ctx *ctx)
 	return submit(ctx, req, alter_configs_done);
 }
 
-/* ---- IncrementalAlterConfigs (topics) --------------------------------- */
+/* ---- IncrementalAlterConfigs (topics, broker defaults) --------------------------------- */
 
 static int incremental_alter_configs_done(struct kafka_ctx *ctx)
 {
@@ -339,11 +338,11 @@ int kafka_handle_incremental_alter_configs(struct kafka_ctx *ctx)
 
 		ct->name = res->ResourceName;
 		ct->replace = 0;
-		if (res->ResourceType != RESOURCE_TOPIC) {
+		ct->broker = res->ResourceType == RESOURCE_BROKER;
+		if (res->ResourceType != RESOURCE_TOPIC && !ct->broker) {
 			ct->preset = KERR_INVALID_REQUEST;
 			snprintf(ct->message, sizeof(ct->message),
-				 "only topic configs can be altered; broker configs are read at start: "
-				 "change the config file and restart");
+				 "only TOPIC (2) and BROKER (4) resources have configs");
 			continue;
 		}
 		ct->nconfigs = nc;

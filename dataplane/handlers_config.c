@@ -1,5 +1,5 @@
 /* dataplane/handlers_config.c — DescribeConfigs (answered on the shard
- * from the snapshot and the read-only broker config) and DeleteRecords
+ * from the snapshot and the broker config it carries, read-only) and DeleteRecords
  * (on each partition's owner shard). @thread shard */
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +12,22 @@
 
 
 /* Kafka's ConfigSource values. */
-enum { SRC_TOPIC = 1, SRC_STATIC_BROKER = 4, SRC_DEFAULT = 5 };
+enum { SRC_TOPIC = 1, SRC_DYNAMIC_BROKER = 2, SRC_DYNAMIC_DEFAULT_BROKER = 3, SRC_STATIC_BROKER = 4,
+       SRC_DEFAULT = 5 };
+
+/* A broker key's source (config_source: "default", "dynamic-default",
+ * "dynamic-broker" as control/ctl.c sets them at run time, else the file
+ * or --set) as Kafka's ConfigSource. */
+static int8_t source_of(const char *source)
+{
+	if (!source || !strcmp(source, "default"))
+		return SRC_DEFAULT;
+	if (!strcmp(source, "dynamic-default"))
+		return SRC_DYNAMIC_DEFAULT_BROKER;
+	if (!strcmp(source, "dynamic-broker"))
+		return SRC_DYNAMIC_BROKER;
+	return SRC_STATIC_BROKER;
+}
 
 static struct kafka_str str(const char *s)
 {
@@ -41,16 +56,17 @@ static void broker_entry(const char *key, const char *value, const char *source,
 	struct broker_walk *w = arg;
 	struct kafka_describe_configs_response_describe_configs_resource_result *e;
 
-	(void)source;
 	if (!wanted(w->res, key) || w->n >= w->cap)
 		return;
 	e = &w->items[w->n++];
 	memset(e, 0, sizeof(*e));
 	e->Name = str(key);
 	e->Value = str(value);
-	e->ReadOnly = true;   /* static: change the file and restart */
+	/* the topic defaults change at run time (AlterConfigs on the broker
+	 * resource); the rest is read at start */
+	e->ReadOnly = !config_dynamic(key);
 	e->IsDefault = is_default;
-	e->ConfigSource = is_default ? SRC_DEFAULT : SRC_STATIC_BROKER;
+	e->ConfigSource = is_default ? SRC_DEFAULT : source_of(source);
 	e->Synonyms.count = 0;
 }
 
@@ -59,6 +75,7 @@ int kafka_handle_describe_configs(struct kafka_ctx *ctx)
 	struct kafka_describe_configs_request *q = ctx->req.body;
 	struct broker *b = ctx->sh->b;
 	struct md_snapshot *md = broker_md(b);
+	const struct config *cfg = md && md->cfg ? md->cfg : b->cfg;   /* with the run-time changes */
 	struct kafka_describe_configs_response *r = ALLOC(ctx, struct kafka_describe_configs_response, 1);
 	int n = q->Resources.count < 0 ? 0 : q->Resources.count;
 
@@ -92,7 +109,8 @@ int kafka_handle_describe_configs(struct kafka_ctx *ctx)
 			}
 			while (topic_config_key_at(nk))
 				nk++;
-			rr->Configs.items = ALLOC(ctx, struct kafka_describe_configs_response_describe_configs_resource_result, nk);
+			rr->Configs.items = ALLOC(ctx, struct kafka_describe_configs_response_describe_configs_resource_result,
+						  nk + t->nconfigs);
 			if (!rr->Configs.items) {
 				kafka_ctx_abort(ctx);
 				return 0;
@@ -116,11 +134,24 @@ int kafka_handle_describe_configs(struct kafka_ctx *ctx)
 				} else {
 					const char *bk = topic_config_broker_key(key);
 
-					e->Value = str(topic_config_default(b->cfg, key));
+					e->Value = str(topic_config_default(cfg, key));
 					e->IsDefault = true;
-					e->ConfigSource = bk && strcmp(config_source(b->cfg, bk), "default") ? SRC_STATIC_BROKER
-										     : SRC_DEFAULT;
+					e->ConfigSource = bk ? source_of(config_source(cfg, bk)) : SRC_DEFAULT;
 				}
+				e->Synonyms.count = 0;
+			}
+			/* keys accepted and ignored (message.format.version...):
+			 * shown as set */
+			for (int j = 0; j < t->nconfigs; j++) {
+				struct kafka_describe_configs_response_describe_configs_resource_result *e;
+
+				if (topic_config_broker_key(t->config_keys[j]) || !wanted(res, t->config_keys[j]))
+					continue;
+				e = &rr->Configs.items[rr->Configs.count++];
+				memset(e, 0, sizeof(*e));
+				e->Name = str(t->config_keys[j]);
+				e->Value = str(t->config_values[j]);
+				e->ConfigSource = SRC_TOPIC;
 				e->Synonyms.count = 0;
 			}
 		} else if (res->ResourceType == 4) {
@@ -131,7 +162,7 @@ int kafka_handle_describe_configs(struct kafka_ctx *ctx)
 				kafka_ctx_abort(ctx);
 				return 0;
 			}
-			config_foreach(b->cfg, broker_entry, &w);
+			config_foreach(cfg, broker_entry, &w);
 			rr->Configs.items = w.items;
 			rr->Configs.count = w.n;
 		} else {

@@ -11,6 +11,7 @@
 #include "dataplane/shard.h"
 #include "dataplane/topic_name.h"
 #include "storage/batch.h"
+#include "storage/recompress.h"
 
 
 static const struct md_partition *md_part(const struct md_topic *t, int32_t idx)
@@ -227,13 +228,20 @@ static int64_t part_append_all(struct shard *sh, struct part *p, const uint8_t *
 	int rc;
 
 	while (at < len) {
-		uint32_t size = batch_size(rec + at);
+		uint32_t size = batch_size(rec + at), stored;
+		const uint8_t *b;
 
-		rc = plog_append(p->pl, rec + at, size, &base);
+		/* compression.type: the batch in the topic's codec (as sent
+		 * unless the topic asks for another one) */
+		rc = recompress_batch(sh->recompress, p->pl->cfg.compression, p->pl->cfg.max_batch, rec + at, size,
+				      &b, &stored);
+		if (rc < 0)
+			return rc;
+		rc = plog_append(p->pl, b, stored, &base);
 		if (rc == -ENOBUFS) {
 			/* tail memory full: write what is buffered and retry once */
 			store_flush(&sh->st);
-			rc = plog_append(p->pl, rec + at, size, &base);
+			rc = plog_append(p->pl, b, stored, &base);
 		}
 		/* A later batch that cannot be appended fails the whole request:
 		 * the batches before it are in the log, and the client, told

@@ -75,6 +75,9 @@ static inline int16_t kafka_append_error(int err)
 		/* larger than the log can ever take (storage/plog.c
 		 * plog_append): a retry cannot succeed */
 		return KERR_MESSAGE_TOO_LARGE;
+	case -EBADMSG:
+		/* compression.type: the records did not decompress */
+		return KERR_CORRUPT_MESSAGE;
 	default:
 		return KERR_KAFKA_STORAGE_ERROR;
 	}

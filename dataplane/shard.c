@@ -21,6 +21,7 @@
 #include "dataplane/kafka_errors.h"
 #include "dataplane/native/native_broker.h"
 #include "dataplane/shard.h"
+#include "storage/recompress.h"
 #include "storage/batch_format.h"
 #include "storage/compact.h"
 #include "storage/compress.h"
@@ -171,6 +172,11 @@ int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t
 	for (int i = 0; sh->rbufs && i < SHARD_RBUFS; i++)
 		if (posix_memalign((void **)&sh->rbufs[sh->nrbufs], 4096, SHARD_RBUF_SIZE) == 0)
 			sh->nrbufs++;
+	if ((rc = recompress_create(&sh->recompress)) < 0) {
+		snprintf(err, errlen, "recompression scratch: %s", strerror(-rc));
+		shard_destroy(sh);
+		return rc;
+	}
 	sh->accept_op.kind = IO_ACCEPT;
 	sh->wake_op.kind = IO_WAKE;
 	sh->native_op.kind = IO_NATIVE;
@@ -192,6 +198,7 @@ void shard_destroy(struct shard *sh)
 	native_shard_close(sh);
 	compactor_destroy(sh->compactor);
 	compress_ctx_destroy(sh->compress);
+	recompress_destroy(sh->recompress);
 	if (sh->listen_fd >= 0)
 		close(sh->listen_fd);
 	close(sh->wake_fd);

@@ -192,6 +192,7 @@ struct shard {
 	struct compactor *compactor;
 	struct compress_ctx *compress;
 	struct part *compacting;      /* the partition whose pass runs, or NULL */
+	struct recompress *recompress;  /* compression.type: scratch made at start (storage/recompress.h) */
 	int compact_due;              /* the retention timer fired: look for a partition to clean */
 	int sleeping;                /* written by this shard, read by senders */
 	uint64_t md_seen;            /* read by the control thread */

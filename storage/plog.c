@@ -22,6 +22,7 @@ void plog_config_defaults(struct plog_config *cfg)
 	cfg->compact = 0;
 	cfg->delete_retention_ms = 24 * 3600 * 1000ll;
 	cfg->durability = PLOG_DUR_WRITE;
+	cfg->compression = -1;
 }
 
 static inline uint64_t user_data(void *p, enum store_op op)

@@ -40,6 +40,9 @@ struct plog_config {
 	int compact;                 /* cleanup.policy=compact */
 	int64_t delete_retention_ms; /* delete.retention.ms */
 	int durability;              /* enum plog_durability */
+	int compression;             /* compression.type: the codec batches are stored in (the
+				      * produce path recompresses, storage/recompress.h); -1 =
+				      * producer: as sent */
 };
 
 void plog_config_defaults(struct plog_config *cfg);

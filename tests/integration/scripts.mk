@@ -45,3 +45,9 @@ test: $(KAFKAJS_STAMP)
 # JSON output, exit codes, error messages; cross-checked with kcat -L,
 # confluent-kafka and kafka-python
 TEST_SCRIPTS += tests/integration/test_sluicectl.py
+# topic configs with real clients: compression.type recompression (stored
+# codec read from raw Fetch, records read back by librdkafka and
+# kafka-python), ignored and refused Kafka keys, broker-resource
+# AlterConfigs / IncrementalAlterConfigs changing the cluster-wide defaults
+# at run time and across a restart
+TEST_SCRIPTS += tests/integration/test_topic_configs.py

@@ -349,7 +349,7 @@ Test(config, topic_config_validation)
 
 	while (topic_config_key_at(n))
 		n++;
-	cr_assert_eq(n, 10);
+	cr_assert_eq(n, 11);
 	cr_assert_str_eq(topic_config_broker_key("max.message.bytes"), "message.max.bytes");
 	cr_assert_str_eq(topic_config_broker_key("durability"), "log.durability");
 }
@@ -415,6 +415,105 @@ Test(config, topic_config_to_plog_mapping)
 
 	cr_assert_eq(topic_config_to_plog(c, k3, v3, 1, &pc), -EINVAL);
 	cr_assert_eq(topic_config_to_plog(c, k4, v3, 1, &pc), -ENOENT);
+}
+
+/* Kafka's other topic keys: accepted and ignored (with a reason for the
+ * broker's warning), or refused with "Sluice does not support KEY yet"
+ * unless the value changes nothing. */
+Test(config, kafka_topic_keys_ignored_or_refused)
+{
+	static const char *ignored[][2] = {
+		{ "message.format.version", "2.8" }, { "preallocate", "true" }, { "segment.index.bytes", "10485760" },
+		{ "unclean.leader.election.enable", "false" }, { "min.cleanable.dirty.ratio", "0.5" },
+		{ "local.retention.ms", "-2" }, { "message.downconversion.enable", "true" },
+		{ "follower.replication.throttled.replicas", "*" }, { "file.delete.delay.ms", "60000" },
+	};
+	static const char *refused[][2] = {
+		{ "flush.ms", "1000" }, { "flush.messages", "1" }, { "segment.ms", "60000" },
+		{ "remote.storage.enable", "true" }, { "min.compaction.lag.ms", "5" },
+		{ "message.timestamp.after.max.ms", "3600000" }, { "compression.zstd.level", "9" },
+	};
+
+	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++) {
+		cr_assert_eq(topic_config_validate(ignored[i][0], ignored[i][1], err, sizeof(err)), 0, "%s: %s",
+			     ignored[i][0], err);
+		cr_assert_not_null(topic_config_ignored(ignored[i][0]));
+		cr_assert(topic_config_known(ignored[i][0]));
+	}
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		char want[128];
+
+		cr_assert_eq(topic_config_validate(refused[i][0], refused[i][1], err, sizeof(err)), -EINVAL, "%s",
+			     refused[i][0]);
+		snprintf(want, sizeof(want), "Sluice does not support %s yet", refused[i][0]);
+		cr_assert(strstr(err, want), "%s", err);
+	}
+	/* the value that changes nothing is taken */
+	cr_assert_eq(topic_config_validate("flush.ms", "9223372036854775807", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(topic_config_validate("remote.storage.enable", "false", err, sizeof(err)), 0, "%s", err);
+	/* values are still checked */
+	cr_assert_eq(topic_config_validate("preallocate", "maybe", err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "preallocate") && strstr(err, "maybe"), "%s", err);
+	cr_assert_eq(topic_config_validate("min.cleanable.dirty.ratio", "2", err, sizeof(err)), -EINVAL);
+	cr_assert_null(topic_config_ignored("retention.ms"), "honoured keys are not ignored");
+	cr_assert(!topic_config_known("retention.msec"));
+
+	/* ignored keys change nothing in storage */
+	struct plog_config a, b;
+	const char *k[] = { "message.format.version", "preallocate" }, *v[] = { "2.8", "false" };
+
+	cr_assert_eq(topic_config_to_plog(c, NULL, NULL, 0, &a), 0);
+	cr_assert_eq(topic_config_to_plog(c, k, v, 2, &b), 0);
+	cr_assert(!memcmp(&a, &b, sizeof(a)));
+}
+
+Test(config, compression_type)
+{
+	struct plog_config pc;
+	const char *k[] = { "compression.type" };
+	static const char *const vals[] = { "uncompressed", "gzip", "snappy", "lz4", "zstd" };
+
+	cr_assert_eq(topic_config_to_plog(c, NULL, NULL, 0, &pc), 0);
+	cr_assert_eq(pc.compression, -1, "producer: as sent");
+	for (int i = 0; i < 5; i++) {
+		const char *v[] = { vals[i] };
+
+		cr_assert_eq(topic_config_to_plog(c, k, v, 1, &pc), 0);
+		cr_assert_eq(pc.compression, i, "%s", vals[i]);
+	}
+	cr_assert_eq(topic_config_validate("compression.type", "brotli", err, sizeof(err)), -EINVAL);
+	cr_assert_eq(topic_config_validate("compression.type", "none", err, sizeof(err)), -EINVAL,
+		     "Kafka spells it uncompressed");
+	cr_assert_eq(config_set(c, "compression.type", "zstd", NULL, err, sizeof(err)), 0);
+	cr_assert_eq(topic_config_to_plog(c, NULL, NULL, 0, &pc), 0);
+	cr_assert_eq(pc.compression, 4, "the broker default flows through");
+}
+
+/* AlterConfigs on the broker resource: the topic defaults only. */
+Test(config, dynamic_broker_keys)
+{
+	struct config *d;
+
+	cr_assert_eq(config_dynamic_validate("log.retention.ms", "1000", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_dynamic_validate("compression.type", "gzip", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_dynamic_validate("log.retention.ms", NULL, err, sizeof(err)), 0, "delete");
+	cr_assert_eq(config_dynamic_validate("num.partitions", "3", err, sizeof(err)), -EPERM);
+	cr_assert(strstr(err, "Cannot update these configs dynamically") && strstr(err, "num.partitions"), "%s", err);
+	cr_assert_eq(config_dynamic_validate("log.retention.hours", "1", err, sizeof(err)), -EPERM);
+	cr_assert_eq(config_dynamic_validate("nope", "1", err, sizeof(err)), -ENOENT);
+	cr_assert_eq(config_dynamic_validate("log.retention.ms", "soon", err, sizeof(err)), -EINVAL);
+	cr_assert(config_dynamic("message.max.bytes") && !config_dynamic("listeners"));
+
+	/* a copy: same values and sources, changes stay in the copy */
+	cr_assert_eq(config_set(c, "log.retention.bytes", "5000", "f.properties:3", err, sizeof(err)), 0);
+	cr_assert_eq(config_dup(c, &d), 0);
+	cr_assert_str_eq(config_str(d, "log.retention.bytes"), "5000");
+	cr_assert_str_eq(config_source(d, "log.retention.bytes"), "f.properties:3");
+	cr_assert_str_eq(config_source(d, "log.retention.ms"), "default");
+	cr_assert_eq(config_set(d, "log.retention.ms", "1000", "dynamic-default", err, sizeof(err)), 0);
+	cr_assert_eq(config_int(d, "log.retention.ms"), 1000);
+	cr_assert_eq(config_int(c, "log.retention.ms"), 604800000);
+	config_destroy(d);
 }
 
 Test(config, listener_parsing)

@@ -313,6 +313,32 @@ Test(metalog, producer_id_blocks_never_repeat)
 	metalog_close(ml);
 }
 
+/* Broker configs changed at run time: set, changed, deleted, per scope,
+ * and replayed at open; keys that are not dynamic are refused. */
+Test(metalog, broker_configs_survive_reopen)
+{
+	struct metalog *ml = open_ml();
+	int32_t scope;
+	const char *k, *v;
+
+	cr_assert_eq(metalog_set_broker_config(ml, META_SCOPE_CLUSTER, "log.retention.ms", "1000"), 0);
+	cr_assert_eq(metalog_set_broker_config(ml, META_SCOPE_CLUSTER, "compression.type", "gzip"), 0);
+	cr_assert_eq(metalog_set_broker_config(ml, 1, "log.retention.ms", "2000"), 0);
+	cr_assert_eq(metalog_set_broker_config(ml, META_SCOPE_CLUSTER, "log.retention.ms", "3000"), 0);
+	cr_assert_eq(metalog_set_broker_config(ml, META_SCOPE_CLUSTER, "compression.type", NULL), 0);
+	cr_assert_eq(metalog_set_broker_config(ml, META_SCOPE_CLUSTER, "compression.type", NULL), 0, "absent");
+	cr_assert_eq(metalog_set_broker_config(ml, META_SCOPE_CLUSTER, "num.partitions", "3"), -EPERM);
+	cr_assert_eq(metalog_set_broker_config(ml, META_SCOPE_CLUSTER, "log.retention.ms", "soon"), -EINVAL);
+	metalog_close(ml);
+	ml = open_ml();
+	cr_assert_eq(metalog_broker_config_at(ml, 0, &scope, &k, &v), 0);
+	cr_assert(scope == META_SCOPE_CLUSTER && !strcmp(k, "log.retention.ms") && !strcmp(v, "3000"));
+	cr_assert_eq(metalog_broker_config_at(ml, 1, &scope, &k, &v), 0);
+	cr_assert(scope == 1 && !strcmp(k, "log.retention.ms") && !strcmp(v, "2000"));
+	cr_assert_eq(metalog_broker_config_at(ml, 2, &scope, &k, &v), -ENOENT);
+	metalog_close(ml);
+}
+
 Test(metalog, newer_format_is_refused)
 {
 	struct metalog *ml = open_ml();
