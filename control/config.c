@@ -141,8 +141,9 @@ static const struct config_key keys[] = {
 	{ "max.connections.per.ip", CONFIG_INT, "2147483647", 0, I32MAX,
 	  .doc = "Most Kafka connections open at once from one client address; one more is closed as it is accepted." },
 	{ "connections.max.idle.ms", CONFIG_LONG, "600000", -1, I64MAX,
-	  .doc = "A connection without a request for this long is closed: idle, or stopped half-way "
-		 "through a frame. One with a request in progress is not idle. -1: never." },
+	  .doc = "A connection that completes no request for this long is closed: idle, or with a frame "
+		 "that has not arrived whole (slowloris). One with a request in progress, or waiting for "
+		 "queued.max.request.bytes, is not idle. -1: never." },
 	{ "min.insync.replicas", CONFIG_INT, "1", 1, I32MAX, .topic = "min.insync.replicas",
 	  .doc = "Replicas that must have a batch before acks=all succeeds." },
 	{ "log.retention.check.interval.ms", CONFIG_LONG, "300000", 1, I64MAX,

@@ -6,6 +6,9 @@
  * Owns: everything reachable from struct shard. Other threads reach it
  * only through the SPSC rings (broker_send) and the `sleeping` word.
  * Errors: 0/count or -errno.
+ * Connection limits and request memory (max.connections, .per.ip,
+ * queued.max.request.bytes) are broker-wide, shared by the shards through
+ * atomics in struct broker_conns (dataplane/broker.h says why not shares).
  */
 #ifndef SLUICE_SHARD_H
 #define SLUICE_SHARD_H

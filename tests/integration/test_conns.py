@@ -379,12 +379,25 @@ def request_memory_pool_bounds_frames():
         def one(i):
             corr = send_large_produce(conns[i], 10 * MIB, zeros)
             ok[i] = answered(conns[i], corr)
+        seen = []
+        done = threading.Event()
+
+        def sample():
+            while not done.is_set():
+                seen.append(metric(aport, "sluice_request_memory_bytes"))
+                time.sleep(0.01)
+        sampler = threading.Thread(target=sample)
+        sampler.start()
         ts = [threading.Thread(target=one, args=(i,)) for i in range(len(conns))]
         for t in ts:
             t.start()
         for t in ts:
             t.join(DEADLINE)
+        done.set()
+        sampler.join()
         assert ok == [True] * len(conns), ok
+        print("    request memory in use, sampled: at most %.1f MiB (limit 24)" % (max(seen) / MIB))
+        assert max(seen) <= 24 * MIB, max(seen)
         assert metric(aport, "sluice_request_memory_waits_total") >= 1
         wait_for(lambda: metric(aport, "sluice_request_memory_bytes") == 0, "request memory to be given back")
         big = Conn(b.bootstrap, timeout=120)
