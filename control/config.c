@@ -138,6 +138,20 @@ static const struct config_key keys[] = {
 	  .doc = "Largest record batch accepted." },
 	{ "socket.request.max.bytes", CONFIG_INT, "104857600", 1, I32MAX,
 	  .doc = "Largest request frame accepted." },
+	{ "queued.max.request.bytes", CONFIG_LONG, "536870912", -1, I64MAX,
+	  .doc = "Memory, broker-wide, for request frames being read and handled (those above 64 KiB): "
+		 "a connection whose frame does not fit stops being read until memory is given back; "
+		 "a frame larger than all of it closes its connection; -1: unbounded. "
+		 "Sluice departs from Kafka's default (-1) to bound the broker's memory: 512 MiB, five "
+		 "frames of socket.request.max.bytes." },
+	{ "max.connections", CONFIG_INT, "2147483647", 0, I32MAX,
+	  .doc = "Most Kafka connections open at once, broker-wide; one more is closed as it is accepted." },
+	{ "max.connections.per.ip", CONFIG_INT, "2147483647", 0, I32MAX,
+	  .doc = "Most Kafka connections open at once from one client address; one more is closed as it is accepted." },
+	{ "connections.max.idle.ms", CONFIG_LONG, "600000", -1, I64MAX,
+	  .doc = "A connection that completes no request for this long is closed: idle, or with a frame "
+		 "that has not arrived whole (slowloris). One with a request in progress, or waiting for "
+		 "queued.max.request.bytes, is not idle. -1: never." },
 	{ "min.insync.replicas", CONFIG_INT, "1", 1, I32MAX, .topic = "min.insync.replicas",
 	  .doc = "Replicas that must have a batch before acks=all succeeds." },
 	{ "log.retention.check.interval.ms", CONFIG_LONG, "300000", 1, I64MAX,

@@ -214,8 +214,44 @@ struct gtxn {                 /* an offset committed inside a transaction, not y
 struct gmem {
 	struct gmem *next;
 	size_t used, cap;
+	uint8_t *blob;                /* or a reference to a member's metadata (cap 0) */
 	_Alignas(16) unsigned char data[];
 };
+
+/* A member's protocol metadata (struct gmember's pmeta[i] points at data).
+ * The responses that carry it (JoinGroup to the leader, DescribeGroups)
+ * hold a reference instead of a copy: a shard encodes them after the
+ * coordinator has moved on, maybe past the member's leaving. The member
+ * holds one reference and each response one (dropped by group_mem_free on
+ * the shard when the request ends); the last one frees it. refs: atomic,
+ * as those are two threads. A 60 MiB JoinGroup thus costs its frame, this
+ * copy and the encoded response, not a fourth copy in the response
+ * memory. */
+struct gblob {
+	int refs;
+	_Alignas(16) uint8_t data[];
+};
+
+static uint8_t *gblob_new(const uint8_t *src, int32_t n)
+{
+	struct gblob *b = xcalloc(1, sizeof(*b) + (size_t)n + 1);
+
+	b->refs = 1;
+	if (n)
+		memcpy(b->data, src, (size_t)n);
+	return b->data;
+}
+
+static void gblob_unref(uint8_t *data)
+{
+	struct gblob *b;
+
+	if (!data)
+		return;
+	b = (struct gblob *)(void *)(data - offsetof(struct gblob, data));
+	if (__atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(b);
+}
 
 struct gentry {               /* one record of an offsets append */
 	char *topic;
@@ -294,6 +330,7 @@ static void *galloc(struct group_call *call, size_t n)
 		m->next = call->mem;
 		m->used = 0;
 		m->cap = cap;
+		m->blob = NULL;
 		call->mem = m;
 	}
 	p = m->data + m->used;
@@ -328,6 +365,33 @@ static struct kafka_bytes gbytes(struct group_call *call, const uint8_t *b, int3
 	return (struct kafka_bytes){ p, n };
 }
 
+/* A member's metadata in a response: referenced (struct gblob), not
+ * copied; the reference goes when the response memory does. */
+static struct kafka_bytes gbytes_ref(struct group_call *call, uint8_t *blob, int32_t n)
+{
+	struct gblob *b;
+	struct gmem *m;
+
+	if (!blob || n < 0)
+		return (struct kafka_bytes){ NULL, n < 0 ? -1 : 0 };
+	b = (struct gblob *)(void *)(blob - offsetof(struct gblob, data));
+	m = malloc(sizeof(*m));
+	if (!m)
+		abort();
+	__atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
+	m->used = m->cap = 0;
+	m->blob = blob;
+	if (call->mem) {
+		/* behind the chunk galloc fills */
+		m->next = call->mem->next;
+		call->mem->next = m;
+	} else {
+		m->next = NULL;
+		call->mem = m;
+	}
+	return (struct kafka_bytes){ blob, n };
+}
+
 /* A wire string copied into the response memory (null stays null). */
 static struct kafka_str kcopy(struct group_call *call, struct kafka_str s)
 {
@@ -345,6 +409,7 @@ void group_mem_free(struct gmem *m)
 	while (m) {
 		struct gmem *nx = m->next;
 
+		gblob_unref(m->blob);
 		free(m);
 		m = nx;
 	}
@@ -561,7 +626,7 @@ static void member_set_protocols(struct gmember *m, const struct kafka_join_grou
 {
 	for (int i = 0; i < m->nprot; i++) {
 		free(m->pname[i]);
-		free(m->pmeta[i]);
+		gblob_unref(m->pmeta[i]);
 	}
 	free(m->pname);
 	free(m->pmeta);
@@ -577,9 +642,7 @@ static void member_set_protocols(struct gmember *m, const struct kafka_join_grou
 		if (!m->pname[i])
 			m->pname[i] = sdup("");
 		m->pmeta_len[i] = p->Metadata.len > 0 ? p->Metadata.len : 0;
-		m->pmeta[i] = xcalloc(1, (size_t)m->pmeta_len[i] + 1);
-		if (m->pmeta_len[i])
-			memcpy(m->pmeta[i], p->Metadata.ptr, (size_t)m->pmeta_len[i]);
+		m->pmeta[i] = gblob_new(p->Metadata.ptr, m->pmeta_len[i]);
 	}
 }
 
@@ -610,7 +673,7 @@ static void member_free(struct gmember *m)
 {
 	for (int i = 0; i < m->nprot; i++) {
 		free(m->pname[i]);
-		free(m->pmeta[i]);
+		gblob_unref(m->pmeta[i]);
 	}
 	free(m->pname);
 	free(m->pmeta);
@@ -721,7 +784,7 @@ static void join_answer(struct group_coord *gc, struct group *g, struct gmember 
 
 			r->Members.items[i].MemberId = gstr(call, x->id);
 			r->Members.items[i].GroupInstanceId = gstr(call, x->instance);
-			r->Members.items[i].Metadata = pi >= 0 ? gbytes(call, x->pmeta[pi], x->pmeta_len[pi])
+			r->Members.items[i].Metadata = pi >= 0 ? gbytes_ref(call, x->pmeta[pi], x->pmeta_len[pi])
 							       : (struct kafka_bytes){ NULL, 0 };
 		}
 	}
@@ -1965,7 +2028,7 @@ static void handle_describe(struct group_coord *gc, struct kafka_ctx *ctx)
 			rm->ClientId = gstr(call, m->client_id);
 			rm->ClientHost = gstr(call, m->host);
 			/* Kafka sends metadata and assignment only when Stable */
-			rm->MemberMetadata = g->state == G_STABLE && pi >= 0 ? gbytes(call, m->pmeta[pi], m->pmeta_len[pi])
+			rm->MemberMetadata = g->state == G_STABLE && pi >= 0 ? gbytes_ref(call, m->pmeta[pi], m->pmeta_len[pi])
 									     : (struct kafka_bytes){ (const uint8_t *)"", 0 };
 			rm->MemberAssignment = g->state == G_STABLE && m->assign ? gbytes(call, m->assign, m->assign_len)
 										 : (struct kafka_bytes){ (const uint8_t *)"", 0 };

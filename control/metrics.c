@@ -119,6 +119,32 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	SF("connections_accepted_total", "counter", "Kafka connections the shard accepted.", connections_accepted);
 	SF("connections_open", "gauge", "Kafka connections open on the shard.", connections_open);
 	SF("bad_frames_total", "counter", "Connections closed for a malformed request frame.", bad_frames);
+	fam(t, "accept_errors_total", "counter", "Accepts that failed, by reason: emfile (the process's descriptor "
+	    "limit, RLIMIT_NOFILE), enfile (the system's), other. At emfile and enfile the shard stops accepting "
+	    "for 0.1-1 s (new clients wait in the listen backlog) and logs it once a minute at most.");
+	for (int i = 0; i < b->set.nshards; i++)
+		for (int r = 0; r < SHARD_ACCEPT_ERRS; r++)
+			textbuf_printf(t, "sluice_accept_errors_total{shard=\"%d\",reason=\"%s\"} %llu\n", i,
+				       (const char *const[]){ "emfile", "enfile", "other" }[r],
+				       (unsigned long long)LD(b->shards[i]->stats.accept_errors[r]));
+	fam(t, "connections_rejected_total", "counter", "Connections closed as they were accepted, by the limit "
+	    "they were over: max_connections, max_connections_per_ip.");
+	for (int i = 0; i < b->set.nshards; i++)
+		for (int r = 0; r < 2; r++)
+			textbuf_printf(t, "sluice_connections_rejected_total{shard=\"%d\",reason=\"%s\"} %llu\n", i,
+				       r ? "max_connections_per_ip" : "max_connections",
+				       (unsigned long long)LD(b->shards[i]->stats.conns_rejected[r]));
+	SF("connections_idle_closed_total", "counter", "Connections closed after connections.max.idle.ms without a "
+	   "request (idle, or stopped half-way through a frame).", conns_idle_closed);
+	SF("request_memory_waits_total", "counter", "Frames that waited for queued.max.request.bytes (their "
+	   "connection was not read meanwhile).", req_mem_waits);
+	SF("request_memory_refused_total", "counter", "Frames larger than all of queued.max.request.bytes: "
+	   "their connection was closed.", req_mem_refused);
+	fam(t, "request_memory_bytes", "gauge", "Memory reserved, broker-wide, for request frames above 64 KiB "
+	    "being read or handled (bounded by queued.max.request.bytes).");
+	textbuf_printf(t, "sluice_request_memory_bytes %lld\n", (long long)LD(b->conns.req_mem));
+	fam(t, "request_memory_limit_bytes", "gauge", "queued.max.request.bytes; -1: unbounded.");
+	textbuf_printf(t, "sluice_request_memory_limit_bytes %lld\n", (long long)b->set.queued_max_request_bytes);
 	SF("unsupported_requests_total", "counter", "Requests of an unsupported API or version.", unsupported);
 	SF("ring_full_total", "counter", "Cross-shard messages that found the ring full and were parked.",
 	   ring_full);

@@ -261,6 +261,23 @@ int main(int argc, char **argv)
 	b->set.max_request_bytes = (uint32_t)config_int(cfg, "socket.request.max.bytes");
 	b->set.message_max_bytes = (uint32_t)config_int(cfg, "message.max.bytes");
 	b->set.tail_budget = (size_t)config_int(cfg, "shard.tail.memory.bytes");
+	b->set.queued_max_request_bytes = config_int(cfg, "queued.max.request.bytes");
+	b->set.max_connections = (int32_t)config_int(cfg, "max.connections");
+	b->set.max_connections_per_ip = (int32_t)config_int(cfg, "max.connections.per.ip");
+	b->set.connections_max_idle_ms = config_int(cfg, "connections.max.idle.ms");
+	if (b->set.max_connections_per_ip < INT32_MAX) {
+		/* the per-address counts every shard shares (struct broker_conns) */
+		b->conns.ip_slots = calloc(BROKER_IP_SLOTS, sizeof(uint64_t));
+		if (!b->conns.ip_slots) {
+			fprintf(stderr, "sluiced: out of memory\n");
+			return 1;
+		}
+	}
+	if (b->set.queued_max_request_bytes >= 0 &&
+	    b->set.queued_max_request_bytes < (int64_t)b->set.max_request_bytes)
+		fprintf(stderr, "sluiced: warning: queued.max.request.bytes (%lld) is below socket.request.max.bytes "
+			"(%u): a connection sending a larger frame is closed\n",
+			(long long)b->set.queued_max_request_bytes, b->set.max_request_bytes);
 	b->set.retention_check_ms = config_int(cfg, "log.retention.check.interval.ms");
 	b->set.producer_ttl_ms = config_int(cfg, "producer.id.expiration.ms");
 	if (*config_str(cfg, "native.listen") &&

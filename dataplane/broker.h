@@ -74,6 +74,10 @@ struct broker_settings {
 	int auto_create;
 	uint32_t max_request_bytes;   /* socket.request.max.bytes */
 	uint32_t message_max_bytes;   /* message.max.bytes */
+	int64_t queued_max_request_bytes;   /* frame memory, broker-wide; -1: unbounded */
+	int32_t max_connections;      /* max.connections, broker-wide */
+	int32_t max_connections_per_ip;
+	int64_t connections_max_idle_ms;    /* -1: never closed for idleness */
 	size_t tail_budget;           /* per shard */
 	int64_t retention_check_ms;
 	int64_t producer_ttl_ms;      /* producer.id.expiration.ms */
@@ -97,6 +101,32 @@ struct shard;
 struct ctl;
 struct dpdk_port;
 
+/* What every shard shares about its connections: written by all shards,
+ * with atomics only (no lock; an atomic read-modify-write at accept, close
+ * and large-frame time, never per request), read by the control thread
+ * for /metrics.
+ * - open: Kafka connections open broker-wide. max.connections is one
+ *   broker-wide budget, not a per-shard share: SO_REUSEPORT spreads
+ *   connections by a hash of their addresses, so a share would refuse
+ *   clients on one shard while another has room. A shard adds 1 at accept
+ *   and takes it back if that went over the limit (the count may pass the
+ *   limit for that instant; no connection is ever kept over it).
+ * - req_mem: bytes reserved for frames larger than a connection's initial
+ *   buffer, from when their size is read until they are handled
+ *   (queued.max.request.bytes, Kafka's memory pool); reserved by a
+ *   compare-and-swap that never lets it pass the limit.
+ * - ip_slots: max.connections.per.ip, an open-addressed table of 64-bit
+ *   words (address key << 32 | count), claimed and counted by
+ *   compare-and-swap; a word whose count is 0 is free for another
+ *   address. NULL when the limit is off. */
+#define BROKER_IP_SLOTS 65536
+struct broker_conns {
+	int64_t open;
+	int64_t req_mem;
+	int64_t accept_logged_ns;     /* the last "too many open files" log line */
+	uint64_t *ip_slots;           /* set by main before the shards start */
+} __attribute__((aligned(64)));
+
 struct config;
 
 struct broker {
@@ -114,6 +144,7 @@ struct broker {
 	int report_groups;            /* SIGUSR1: the control thread prints the groups */
 	int serving;                  /* set once the metadata is replayed: shards accept */
 	int drained;                  /* shards stopped with no connection left */
+	struct broker_conns conns;    /* see struct broker_conns */
 };
 
 /* The thread index of the control thread in rings[][]. */

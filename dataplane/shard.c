@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -37,6 +38,11 @@
 #define CONN_IN_INITIAL (64u * 1024)
 #define CONN_ARENA_MIN (1u << 20)
 #define CONN_ARENA_PIPE (64u * 1024)   /* a pipelined produce's, beyond its frame */
+#define CONN_ARENA_KEEP (8u << 20)     /* a larger arena is freed when its request ends */
+#define CONN_OUT_KEEP (1u << 20)       /* a larger response buffer is freed once sent */
+#define ACCEPT_BACKOFF_MIN_NS 100000000ull
+#define ACCEPT_BACKOFF_MAX_NS 1000000000ull
+#define ACCEPT_LOG_EVERY_NS (60ull * 1000000000ull)
 
 static uint64_t now_ns(void)
 {
@@ -290,13 +296,19 @@ static void conn_process(struct conn *c);
 
 static void shard_pbuf_return(struct shard *sh, int bid);
 
+static void req_mem_release(struct broker *b, int64_t n);
+static void conn_ip_release(struct broker *b, int slot);
+
 static void conn_free(struct conn *c)
 {
 	struct shard *sh = c->sh;
 
 	shard_stat_add(&sh->stats.connections_open, (uint64_t)-1);
+	__atomic_fetch_sub(&sh->b->conns.open, 1, __ATOMIC_RELAXED);
+	conn_ip_release(sh->b, c->ip_slot);
 	if (c->vbid >= 0)
 		shard_pbuf_return(sh, c->vbid);
+	req_mem_release(sh->b, c->in_charge);
 	free(c->in);
 	free(c->out);
 	free(c->iov);
@@ -311,6 +323,202 @@ static void conn_free(struct conn *c)
 
 static void release_holds(struct kafka_ctx *ctx);
 
+/* ---- request memory (queued.max.request.bytes) ------------------------ */
+
+/* Reserve n bytes of the broker's request memory: -ENOBUFS when it has no
+ * room for them now (the connection waits), -E2BIG when it never will.
+ * Lock-free: a compare-and-swap that never lets the sum pass the limit. */
+static int req_mem_reserve(struct broker *b, int64_t n)
+{
+	int64_t limit = b->set.queued_max_request_bytes;
+	int64_t cur = __atomic_load_n(&b->conns.req_mem, __ATOMIC_RELAXED);
+
+	if (limit >= 0 && n > limit)
+		return -E2BIG;
+	do {
+		if (limit >= 0 && cur + n > limit)
+			return -ENOBUFS;
+	} while (!__atomic_compare_exchange_n(&b->conns.req_mem, &cur, cur + n, 1, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	return 0;
+}
+
+static void req_mem_release(struct broker *b, int64_t n)
+{
+	if (n)
+		__atomic_fetch_sub(&b->conns.req_mem, n, __ATOMIC_RELAXED);
+}
+
+/* Resize the connection's input buffer to cap bytes (0: none); its
+ * unparsed bytes start at in_off == 0 and fit. A buffer above the initial
+ * size is charged to the request memory, a smaller one is not. */
+static int conn_in_resize(struct conn *c, uint32_t cap)
+{
+	struct broker *b = c->sh->b;
+	uint32_t charge = cap > CONN_IN_INITIAL ? cap : 0;
+	int64_t delta = (int64_t)charge - (int64_t)c->in_charge;
+	uint8_t *n = NULL;
+	int rc;
+
+	if (delta > 0 && (rc = req_mem_reserve(b, delta)) < 0)
+		return rc;
+	if (cap) {
+		n = realloc(c->in, cap); /* style: allow growth to a larger frame, or back after one */
+		if (!n) {
+			if (delta > 0)
+				req_mem_release(b, delta);
+			return -ENOMEM;
+		}
+	} else {
+		free(c->in);
+	}
+	if (delta < 0)
+		req_mem_release(b, -delta);
+	c->in = n;
+	c->in_cap = cap;
+	c->in_charge = charge;
+	return 0;
+}
+
+/* The connection waits for request memory: in order, on the shard's memq
+ * (in front again when a retry still found no room). */
+static void conn_memq_add(struct conn *c)
+{
+	struct shard *sh = c->sh;
+
+	if (c->mem_wait)
+		return;
+	c->mem_wait = 1;
+	if (sh->memq_front) {
+		c->memq_next = sh->memq;
+		sh->memq = c;
+		if (!sh->memq_tail)
+			sh->memq_tail = c;
+		return;
+	}
+	c->memq_next = NULL;
+	if (sh->memq_tail)
+		sh->memq_tail->memq_next = c;
+	else
+		sh->memq = c;
+	sh->memq_tail = c;
+}
+
+static void conn_memq_remove(struct conn *c)
+{
+	struct shard *sh = c->sh;
+	struct conn **pp = &sh->memq, *prev = NULL;
+
+	while (*pp && *pp != c) {
+		prev = *pp;
+		pp = &(*pp)->memq_next;
+	}
+	if (*pp) {
+		*pp = c->memq_next;
+		if (sh->memq_tail == c)
+			sh->memq_tail = prev;
+	}
+	c->memq_next = NULL;
+	c->mem_wait = 0;
+}
+
+/* Memory was given back (here or on another shard): the waiting
+ * connections read on, in order, while there is room. */
+static void shard_retry_memq(struct shard *sh)
+{
+	sh->memq_front = 1;
+	while (sh->memq) {
+		struct conn *c = sh->memq;
+
+		conn_memq_remove(c);
+		conn_arm_recv(c);
+		if (c->mem_wait)
+			break;   /* still no room: back in front */
+	}
+	sh->memq_front = 0;
+}
+
+/* ---- connection limits (max.connections, max.connections.per.ip) ------ */
+
+/* A peer address as a 32-bit key of the per-address table: an IPv4
+ * address (also v4-mapped IPv6) itself, other IPv6 addresses hashed (two
+ * that collide share one count); never 0. */
+static uint32_t conn_ip_key(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	uint32_t k = 0;
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
+		return 0;
+	if (ss.ss_family == AF_INET) {
+		k = ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr);
+	} else if (ss.ss_family == AF_INET6) {
+		const uint8_t *a = ((struct sockaddr_in6 *)&ss)->sin6_addr.s6_addr;
+
+		if (IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&ss)->sin6_addr)) {
+			k = be32_load(a + 12);
+		} else {
+			k = 2166136261u;   /* FNV-1a */
+			for (int i = 0; i < 16; i++)
+				k = (k ^ a[i]) * 16777619u;
+		}
+	}
+	return k ? k : 1;
+}
+
+#define IP_PROBES 64
+
+/* Count one more connection from `key`: its slot, -1 when the table has
+ * no room near its place (not counted, admitted), -EMLINK over the limit.
+ * A word is (key << 32 | count); one with count 0 is free. The address's
+ * word is looked for first, then the first free one claimed; a failed
+ * compare-and-swap starts over, so two shards admitting the same new
+ * address meet in one word (except in a rare interleaving with a word
+ * being freed, where the address is counted in two words). */
+static int conn_ip_acquire(struct broker *b, uint32_t key, int32_t limit)
+{
+	uint64_t *t = b->conns.ip_slots;
+	uint32_t home = (key * 2654435761u) % BROKER_IP_SLOTS;
+
+	for (;;) {
+		int free_slot = -1, i;
+		uint64_t w = 0;
+
+		for (i = 0; i < IP_PROBES; i++) {
+			int s = (int)((home + (uint32_t)i) % BROKER_IP_SLOTS);
+
+			w = __atomic_load_n(&t[s], __ATOMIC_RELAXED);
+			if ((uint32_t)w != 0 && (uint32_t)(w >> 32) == key) {
+				if ((int64_t)(uint32_t)w >= limit)
+					return -EMLINK;
+				if (__atomic_compare_exchange_n(&t[s], &w, w + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+					return s;
+				break;   /* it moved: start over */
+			}
+			if ((uint32_t)w == 0 && free_slot < 0)
+				free_slot = s;
+		}
+		if (i < IP_PROBES)
+			continue;
+		if (free_slot < 0)
+			return -1;
+		if (limit < 1)
+			return -EMLINK;
+		w = __atomic_load_n(&t[free_slot], __ATOMIC_RELAXED);
+		if ((uint32_t)w == 0 &&
+		    __atomic_compare_exchange_n(&t[free_slot], &w, ((uint64_t)key << 32) | 1, 0, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			return free_slot;
+	}
+}
+
+static void conn_ip_release(struct broker *b, int slot)
+{
+	if (slot >= 0)
+		__atomic_fetch_sub(&b->conns.ip_slots[slot], 1, __ATOMIC_RELAXED);
+}
+
 static void conn_close(struct conn *c)
 {
 	struct io_uring_sqe *sqe;
@@ -318,6 +526,8 @@ static void conn_close(struct conn *c)
 	if (c->closing)
 		return;
 	c->closing = 1;
+	if (c->mem_wait)
+		conn_memq_remove(c);
 	if (c->busy == 1 && c->pipe[c->phead]->parked) {
 		/* a long-poll holds nothing in flight: end it here (the caller
 		 * frees the connection); a Fetch is never pipelined */
@@ -380,20 +590,97 @@ static void shard_arm_accept(struct shard *sh)
 	io_set(sqe, &sh->accept_op);
 }
 
+/* An accept failed. Out of descriptors (or memory) it fails again at once
+ * until something closes: back off (the loop re-arms at accept_retry_ns)
+ * and say so on stderr, broker-wide at most once a minute. Anything else
+ * (a peer that reset before we took it) is counted and the accept goes
+ * on. */
+static void shard_accept_failed(struct shard *sh, int res, unsigned flags)
+{
+	struct broker *b = sh->b;
+	int64_t last;
+
+	if (res == -ECANCELED)
+		return;   /* ours: stopping, or the back-off below */
+	shard_stat_add(&sh->stats.accept_errors[res == -EMFILE ? SHARD_ACCEPT_EMFILE :
+						res == -ENFILE ? SHARD_ACCEPT_ENFILE : SHARD_ACCEPT_OTHER], 1);
+	if (res != -EMFILE && res != -ENFILE && res != -ENOBUFS && res != -ENOMEM) {
+		if (!sh->accept_op.inflight && !sh->stop)
+			shard_arm_accept(sh);
+		return;
+	}
+	if (sh->accept_op.inflight && (flags & IORING_CQE_F_MORE)) {
+		struct io_uring_sqe *sqe = shard_sqe(sh);
+
+		if (sqe) {
+			io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)&sh->accept_op | SHARD_OP_IO, 0);
+			io_uring_sqe_set_data64(sqe, 0);
+		}
+	}
+	sh->accept_backoff_ns = !sh->accept_backoff_ns ? ACCEPT_BACKOFF_MIN_NS :
+				sh->accept_backoff_ns * 2 > ACCEPT_BACKOFF_MAX_NS ? ACCEPT_BACKOFF_MAX_NS :
+				sh->accept_backoff_ns * 2;
+	sh->accept_retry_ns = sh->now_ns + sh->accept_backoff_ns;
+	sh->accept_wait = 1;
+	last = __atomic_load_n(&b->conns.accept_logged_ns, __ATOMIC_RELAXED);
+	if ((!last || (uint64_t)last + ACCEPT_LOG_EVERY_NS <= sh->now_ns) &&
+	    __atomic_compare_exchange_n(&b->conns.accept_logged_ns, &last, (int64_t)sh->now_ns, 0,
+					__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		struct rlimit rl = { 0, 0 };
+
+		getrlimit(RLIMIT_NOFILE, &rl);
+		if (res == -EMFILE)
+			fprintf(stderr, /* style: allow slow path: once a minute at most, broker-wide */
+				"sluiced: shard %d: cannot accept connections: too many open files "
+				"(RLIMIT_NOFILE %llu, %llu connections open): new clients wait in the listen "
+				"backlog, accepts retry every 0.1-1 s; raise the limit (systemd LimitNOFILE=, "
+				"ulimit -n) or set max.connections below it "
+				"(sluice_accept_errors_total{reason=\"emfile\"})\n",
+				sh->id, (unsigned long long)rl.rlim_cur,
+				(unsigned long long)__atomic_load_n(&b->conns.open, __ATOMIC_RELAXED));
+		else
+			fprintf(stderr, /* style: allow slow path: once a minute at most, broker-wide */
+				"sluiced: shard %d: cannot accept connections: %s: new clients wait in the listen "
+				"backlog, accepts retry every 0.1-1 s%s\n", sh->id, strerror(-res),
+				res == -ENFILE ? "; raise the system's limit (fs.file-max)" : "");
+	}
+}
+
 static void shard_on_accept(struct shard *sh, int res, unsigned flags)
 {
+	struct broker *b = sh->b;
 	struct conn *c;
-	int one = 1;
+	int one = 1, slot = -1;
+	int64_t open;
 
-	if (!(flags & IORING_CQE_F_MORE)) {
+	if (!(flags & IORING_CQE_F_MORE))
 		sh->accept_op.inflight = 0;
-		if (!sh->stop)
-			shard_arm_accept(sh);
-	}
-	if (res < 0)
+	if (res < 0) {
+		shard_accept_failed(sh, res, flags);
 		return;
+	}
+	sh->accept_backoff_ns = 0;
+	if (!sh->accept_op.inflight && !sh->stop && !sh->accept_wait)
+		shard_arm_accept(sh);
+	/* Kafka's limits: a connection over them is closed at once */
+	open = __atomic_add_fetch(&b->conns.open, 1, __ATOMIC_RELAXED);
+	if (open > b->set.max_connections) {
+		__atomic_fetch_sub(&b->conns.open, 1, __ATOMIC_RELAXED);
+		shard_stat_add(&sh->stats.conns_rejected[0], 1);
+		close(res);
+		return;
+	}
+	if (b->conns.ip_slots &&
+	    (slot = conn_ip_acquire(b, conn_ip_key(res), b->set.max_connections_per_ip)) == -EMLINK) {
+		__atomic_fetch_sub(&b->conns.open, 1, __ATOMIC_RELAXED);
+		shard_stat_add(&sh->stats.conns_rejected[1], 1);
+		close(res);
+		return;
+	}
 	c = calloc(1, sizeof(*c)); /* style: allow per connection */
 	if (!c) {
+		__atomic_fetch_sub(&b->conns.open, 1, __ATOMIC_RELAXED);
+		conn_ip_release(b, slot);
 		close(res);
 		return;
 	}
@@ -401,6 +688,8 @@ static void shard_on_accept(struct shard *sh, int res, unsigned flags)
 	c->fd = res;
 	c->sh = sh;
 	c->accept_ns = now_ns();
+	c->active_ns = sh->now_ns;
+	c->ip_slot = slot;
 	c->vbid = -1;    /* input buffers come from the shard's ring until a frame is split */
 	c->recv_op.kind = IO_RECV;
 	c->recv_op.c = c;
@@ -418,6 +707,27 @@ static void shard_on_accept(struct shard *sh, int res, unsigned flags)
 	conn_arm_recv(c);
 }
 
+/* Close connections without a request for connections.max.idle.ms: idle
+ * ones and ones that stopped half-way through a frame (slowloris). A
+ * connection with a request in progress, or waiting for request memory,
+ * is not idle. Returns the number closed. */
+static int shard_close_idle(struct shard *sh)
+{
+	uint64_t idle_ns = (uint64_t)sh->b->set.connections_max_idle_ms * 1000000ull;
+	int n = 0;
+
+	for (struct conn *c = sh->conns, *nx; c; c = nx) {
+		nx = c->next;
+		if (c->busy || c->closing || c->mem_wait || sh->now_ns - c->active_ns < idle_ns)
+			continue;
+		shard_stat_add(&sh->stats.conns_idle_closed, 1);
+		conn_close(c);
+		conn_maybe_free(c);
+		n++;
+	}
+	return n;
+}
+
 static int conn_reserve(struct conn *c, uint32_t need);
 
 /* Receive into the free end of the input buffer. The buffer is compacted
@@ -433,12 +743,30 @@ static void conn_arm_recv(struct conn *c)
 {
 	struct shard *sh = c->sh;
 	struct io_uring_sqe *sqe;
-	uint32_t need;
+	uint32_t need, left;
+	int rc;
 
-	if (c->recv_op.inflight || c->closing || c->busy || c->vbid >= 0)
+	if (c->recv_op.inflight || c->closing || c->busy || c->vbid >= 0 || c->mem_wait)
 		return;
 	if (c->in_off == c->in_len)
 		c->in_off = c->in_len = 0;
+	left = c->in_len - c->in_off;
+	if (c->in_cap > CONN_IN_INITIAL) {
+		/* a large frame was handled: its buffer goes back (to the size
+		 * the next frame needs, or the initial one, or none) */
+		uint32_t keep = c->want > CONN_IN_INITIAL ? c->want : left ? CONN_IN_INITIAL : 0;
+
+		if (keep < left)
+			keep = left;
+		if (keep < c->in_cap) {
+			if (c->in_off) {
+				memmove(c->in, c->in + c->in_off, left);
+				c->in_len = left;
+				c->in_off = 0;
+			}
+			(void)conn_in_resize(c, keep);   /* a shrink that fails keeps the buffer */
+		}
+	}
 	if (c->in_len == 0 && sh->pbuf_ring && !c->pbuf_starved) {
 		if (!(sqe = shard_sqe(sh)))
 			return;
@@ -455,8 +783,20 @@ static void conn_arm_recv(struct conn *c)
 		c->in_len -= c->in_off;
 		c->in_off = 0;
 	}
-	if (conn_reserve(c, need > CONN_IN_INITIAL ? need : CONN_IN_INITIAL) < 0) {
+	if ((rc = conn_reserve(c, need > CONN_IN_INITIAL ? need : CONN_IN_INITIAL)) < 0) {
+		if (rc == -ENOBUFS) {
+			/* no request memory for the frame now: stop reading this
+			 * connection until some is given back (Kafka's memory
+			 * pool mutes it the same way) */
+			if (!sh->memq_front)   /* (not again at each retry) */
+				shard_stat_add(&sh->stats.req_mem_waits, 1);
+			conn_memq_add(c);
+			return;
+		}
+		if (rc == -E2BIG)
+			shard_stat_add(&sh->stats.req_mem_refused, 1);
 		conn_close(c);
+		conn_maybe_free(c);
 		return;
 	}
 	if (c->in_len == c->in_cap)
@@ -545,16 +885,9 @@ static void conn_on_recv(struct conn *c, int res, unsigned flags)
  * (no request in progress, no receive in flight). */
 static int conn_reserve(struct conn *c, uint32_t need)
 {
-	if (need > c->in_cap) {
-		/* grows to the largest frame this connection has sent: amortized */
-		uint8_t *n = realloc(c->in, need); /* style: allow growth to a larger frame */
-
-		if (!n)
-			return -ENOMEM;
-		c->in = n;
-		c->in_cap = need;
-	}
-	return 0;
+	/* grows to the frame in progress; given back once it is handled
+	 * (conn_arm_recv) */
+	return need > c->in_cap ? conn_in_resize(c, need) : 0;
 }
 
 static int ctx_arena(struct kafka_ctx *ctx, size_t want)
@@ -607,6 +940,7 @@ static void kafka_dispatch(struct conn *c, struct kafka_ctx *ctx, const uint8_t 
 	ctx->cleanup = NULL;
 	ctx->cleanup_arg = NULL;
 	ctx->started_ns = sh->now_ns;
+	c->active_ns = sh->now_ns;
 	ctx->recv_ns = now_ns();
 	ctx->conn_ns = c->accept_ns;
 	/* the first slot takes any request; the others only produces */
@@ -694,6 +1028,16 @@ static void conn_process(struct conn *c)
 			conn_maybe_free(c);
 			return;
 		}
+		if (avail < 4 + (uint32_t)size && 4 + (uint32_t)size > CONN_IN_INITIAL &&
+		    c->sh->b->set.queued_max_request_bytes >= 0 &&
+		    4 + (int64_t)size > c->sh->b->set.queued_max_request_bytes) {
+			/* larger than all of queued.max.request.bytes: it could
+			 * never be read */
+			shard_stat_add(&c->sh->stats.req_mem_refused, 1);
+			conn_close(c);
+			conn_maybe_free(c);
+			return;
+		}
 		if (avail < 4 + (uint32_t)size) {
 			/* conn_arm_recv makes room for the whole frame (once
 			 * nothing is in progress) */
@@ -753,6 +1097,13 @@ static void request_end(struct kafka_ctx *ctx)
 		ctx->cleanup = NULL;
 	}
 	ctx->ready = 0;
+	if (ctx->arena_cap > CONN_ARENA_KEEP) {
+		/* a large request's arena goes back with it */
+		free(ctx->arena_mem);
+		ctx->arena_mem = NULL;
+		ctx->arena_cap = 0;
+	}
+	c->active_ns = c->sh->now_ns;
 	c->phead = (c->phead + 1) % CONN_PIPE;
 	c->busy--;
 	shard_stat_add(&c->sh->stats.requests_inflight, (uint64_t)-1);
@@ -927,6 +1278,12 @@ static void conn_send_head(struct conn *c, struct kafka_ctx *ctx)
 static void conn_sent(struct conn *c)
 {
 	c->sending = 0;
+	if (c->out_cap > CONN_OUT_KEEP) {
+		/* a large response's buffer goes back once it is sent */
+		free(c->out);
+		c->out = NULL;
+		c->out_cap = 0;
+	}
 	request_end(c->pipe[c->phead]);
 }
 
@@ -1297,6 +1654,23 @@ static void *shard_main(void *arg)
 			sh->accepting = 1;
 			shard_arm_accept(sh);
 		}
+		if (sh->accept_wait && sh->now_ns >= sh->accept_retry_ns && !sh->accept_op.inflight) {
+			/* the back-off after EMFILE is over (and a cancelled
+			 * multishot accept has ended): try again */
+			sh->accept_wait = 0;
+			if (!sh->stop && sh->listen_fd >= 0)
+				shard_arm_accept(sh);
+		}
+		if (sh->memq && (b->set.queued_max_request_bytes < 0 ||
+				 __atomic_load_n(&b->conns.req_mem, __ATOMIC_RELAXED) < b->set.queued_max_request_bytes))
+			shard_retry_memq(sh);
+		if (b->set.connections_max_idle_ms >= 0 && sh->now_ns >= sh->next_idle_ns) {
+			uint64_t every = (uint64_t)b->set.connections_max_idle_ms * 1000000ull / 4;
+
+			shard_close_idle(sh);
+			sh->next_idle_ns = sh->now_ns + (every < 10000000ull ? 10000000ull :
+							 every > 1000000000ull ? 1000000000ull : every);
+		}
 		work = 0;
 		if ((sh->compact_due || sh->compacting) && !sh->stop && !io_uring_sq_ready(&sh->ring)) {
 			/* before anything of this turn prepares an SQE */
@@ -1396,8 +1770,14 @@ static void *shard_main(void *arg)
 				continue;
 			}
 			uint64_t wait_ns = 100000000ull;
+			if (sh->accept_wait && (!nearest || sh->accept_retry_ns < nearest))
+				nearest = sh->accept_retry_ns;
+			if (b->set.connections_max_idle_ms >= 0 && sh->conns && (!nearest || sh->next_idle_ns < nearest))
+				nearest = sh->next_idle_ns;
 			if (nearest)
 				wait_ns = nearest > sh->now_ns ? nearest - sh->now_ns : 0;
+			if (sh->memq && wait_ns > 10000000ull)
+				wait_ns = 10000000ull;   /* another shard may give request memory back */
 			if (native_shard_dpdk(sh) && wait_ns > (uint64_t)b->set.dpdk_poll_sleep_us * 1000)
 				wait_ns = (uint64_t)b->set.dpdk_poll_sleep_us * 1000;   /* the queues have no wake-up */
 			ts.tv_sec = (long long)(wait_ns / 1000000000ull);

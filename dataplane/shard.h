@@ -6,6 +6,9 @@
  * Owns: everything reachable from struct shard. Other threads reach it
  * only through the SPSC rings (broker_send) and the `sleeping` word.
  * Errors: 0/count or -errno.
+ * Connection limits and request memory (max.connections, .per.ip,
+ * queued.max.request.bytes) are broker-wide, shared by the shards through
+ * atomics in struct broker_conns (dataplane/broker.h says why not shares).
  */
 #ifndef SLUICE_SHARD_H
 #define SLUICE_SHARD_H
@@ -107,6 +110,14 @@ struct conn {
 	struct kafka_ctx *pipe[CONN_PIPE]; /* in request order from phead; allocated on first use */
 	int phead;
 	int closing;
+	uint32_t in_charge;                /* bytes of `in` reserved in the broker's request memory
+					    * (queued.max.request.bytes): its capacity when above
+					    * the initial buffer, else 0 */
+	int mem_wait;                      /* on the shard's memq: its frame waits for request memory */
+	struct conn *memq_next;
+	int ip_slot;                       /* its word in the per-address table, -1: none */
+	uint64_t active_ns;                /* loop clock at accept and at each request's start and
+					    * end: idle since then (connections.max.idle.ms) */
 	int peer_closed;                   /* EOF read: finish what was sent, then close */
 	int zombie;                        /* unlinked, freed next loop turn */
 	struct kafka_ctx ctx;              /* pipe[]'s first slot */
@@ -125,6 +136,11 @@ struct shard_stats {
 	uint64_t requests;
 	uint64_t connections_accepted;
 	uint64_t connections_open;
+	uint64_t accept_errors[3];          /* by enum shard_accept_err */
+	uint64_t conns_rejected[2];         /* closed at accept: max.connections, max.connections.per.ip */
+	uint64_t conns_idle_closed;         /* closed after connections.max.idle.ms without a request */
+	uint64_t req_mem_waits;             /* frames that waited for queued.max.request.bytes */
+	uint64_t req_mem_refused;           /* frames larger than all of it: connection closed */
 	uint64_t bad_frames;
 	uint64_t unsupported;               /* requests answered UNSUPPORTED_VERSION or closed for it */
 	uint64_t ring_full;
@@ -149,6 +165,12 @@ struct shard_stats {
 	uint64_t compact_passes, compact_segments, compact_records_removed, compact_tombstones_removed;
 	uint64_t compact_bytes_before, compact_bytes_after, compact_errors;
 } __attribute__((aligned(64)));
+
+/* Why an accept failed: the process's descriptor limit (RLIMIT_NOFILE),
+ * the system's, anything else. */
+enum shard_accept_err { SHARD_ACCEPT_EMFILE, SHARD_ACCEPT_ENFILE, SHARD_ACCEPT_OTHER, SHARD_ACCEPT_ERRS };
+_Static_assert(sizeof(((struct shard_stats *)0)->accept_errors) == SHARD_ACCEPT_ERRS * sizeof(uint64_t),
+	       "one counter per reason");
 
 /* Request latency, from the frame taken up to the response queued (for
  * Produce: the acknowledgement, after durability as acks asks), on the
@@ -218,6 +240,16 @@ struct shard {
 	int drained;                 /* stopped and without connections */
 	int no_send_zc;              /* the kernel refused zero-copy sends */
 	int accepting;               /* the accept is armed (once the broker serves) */
+	/* Accept back-off: after EMFILE/ENFILE (or no memory) the accept is
+	 * not re-armed until accept_retry_ns (100 ms, doubling to 1 s while
+	 * it keeps failing; reset by an accept that succeeds): re-arming at
+	 * once would fail at once, for ever, and spin the loop. Connections
+	 * already open are served meanwhile; new ones wait in the backlog. */
+	int accept_wait;
+	uint64_t accept_retry_ns, accept_backoff_ns;
+	struct conn *memq, *memq_tail;   /* connections waiting for request memory, in order */
+	int memq_front;              /* retrying memq: a connection still without room goes back in front */
+	uint64_t next_idle_ns;       /* next look for idle connections */
 	int no_zc_report;            /* ... or their usage report (before 6.2) */
 };
 

@@ -28,6 +28,10 @@ TEST_SCRIPTS += tests/integration/test_native_raw.py
 # the admin endpoint: /metrics parsed by prometheus_client under a producer
 # and a consumer group, the JSON views, bad requests
 TEST_SCRIPTS += tests/integration/test_metrics.py
+# connections and request memory: the descriptor limit (accept back-off),
+# large frames' memory given back, max.connections(.per.ip),
+# connections.max.idle.ms, queued.max.request.bytes
+TEST_SCRIPTS += tests/integration/test_conns.py
 
 # kafkajs is installed from the committed package-lock.json on first use (and
 # again whenever the lock changes), so `make test` on a fresh clone needs no
