@@ -40,6 +40,9 @@ struct plog_config {
 	int compact;                 /* cleanup.policy=compact */
 	int64_t delete_retention_ms; /* delete.retention.ms */
 	int durability;              /* enum plog_durability */
+	int damage_refuses;          /* damage below the durable high watermark fails
+				      * the open (-EUCLEAN) and changes nothing, instead
+				      * of keeping the rest (the metadata log) */
 };
 
 void plog_config_defaults(struct plog_config *cfg);
@@ -153,6 +156,7 @@ struct plog {
 
 	uint64_t bytes_appended;
 	uint64_t batches_appended;
+	int64_t checkpointed;        /* hw last written to "recovery-checkpoint", -1 none */
 	struct plog_recovery recovery;
 };
 
