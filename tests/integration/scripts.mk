@@ -19,6 +19,9 @@ TEST_SCRIPTS += tests/integration/test_txn_clients.py
 # Produce over raw frames: several batches for one partition in one request,
 # a batch larger than the shard's tail memory
 TEST_SCRIPTS += tests/integration/test_produce_raw.py
+# recovery with a real broker: clean-stop checkpoints, recovery points after
+# SIGKILL, damage in a middle segment, a missing segment, a damaged metadata log
+TEST_SCRIPTS += tests/integration/test_recovery_broker.py
 # the native datagram protocol (dataplane/native/), datagram by datagram
 TEST_SCRIPTS += tests/integration/test_native_raw.py
 # the admin endpoint: /metrics parsed by prometheus_client under a producer
