@@ -233,6 +233,7 @@ def missing_middle_segment_stops_the_broker():
         assert "exited" in msg and "exited 0" not in msg, msg
         assert os.path.basename(segs[3]) in msg and "Restore the file" in msg, msg
         assert all(os.path.exists(x) for x in segs if x != segs[3]), "recovery deleted segments"
+        print("    " + [ln for ln in msg.splitlines() if "cannot be opened" in ln][0])
 
 
 @test
@@ -263,6 +264,7 @@ def damaged_metadata_log_stops_the_broker():
                 raise AssertionError("%s metadata log: the broker started ready" % kind)
             assert "exited" in msg and "exited 0" not in msg, msg
             assert md in msg and "Restore" in msg, msg
+            print("    " + [ln for ln in msg.splitlines() if "metadata log" in ln][0])
 
 
 if __name__ == "__main__":

@@ -790,7 +790,7 @@ Test(recovery, missing_middle_segment_refuses_to_open)
 
 	snprintf(want, sizeof(want), "%020lld.log", (long long)ms_seg_base[3]);
 	cr_assert(strstr(st.problem, want), "names the missing file: %s", st.problem);
-	cr_assert(strstr(st.problem, "restore"), "says what to do: %s", st.problem);
+	cr_assert(strstr(st.problem, "Restore the file"), "says what to do: %s", st.problem);
 	/* nothing was deleted */
 	snprintf(want, sizeof(want), "%020lld.log", (long long)ms_seg_base[MS_SEGS - 1]);
 	cr_assert(file_exists(p1, want));
@@ -827,5 +827,42 @@ Test(recovery, torn_tail_is_not_damage)
 	cr_assert_eq(pl2->next_offset, end);
 	cr_assert_eq(pl2->recovery.damaged, 0);
 	cr_assert_neq(pl2->recovery.truncated_reason, 0);
+	plog_close(pl2);
+}
+
+/* The recovery point of an active segment still being written: the
+ * checkpoint covers the written prefix only (up to a batch boundary), and
+ * a crash then reads nothing before it and keeps nothing unwritten. */
+Test(recovery, checkpoint_of_a_partly_written_active_segment)
+{
+	char p1[4300], p2[4300];
+	struct plog_config cfg;
+	struct plog *pl, *pl2;
+	static uint8_t b[1 << 16];
+	int64_t base, written;
+
+	snprintf(p1, sizeof(p1), "%s/part", dir);
+	snprintf(p2, sizeof(p2), "%s/part-crash", dir);
+	plog_config_defaults(&cfg);
+	cfg.index_interval = 512;
+	cr_assert_eq(plog_open(&st, p1, &cfg, &pl), 0);
+	for (int i = 0; i < 30; i++)
+		cr_assert_eq(plog_append(pl, b, test_batch(b, sizeof(b), i, 3, 300, 2, 10), &base), 0);
+	store_drain(&st);
+	written = pl->next_offset;
+	/* more appended, not yet written */
+	for (int i = 30; i < 40; i++)
+		cr_assert_eq(plog_append(pl, b, test_batch(b, sizeof(b), i, 3, 300, 2, 10), &base), 0);
+	cr_assert_lt(pl->seg_tail->flushed, pl->seg_tail->end);
+	cr_assert_eq(plog_checkpoint(pl), 0);
+	sh("cp -a '%s' '%s'", p1, p2);
+	plog_close(pl);
+	plog_config_defaults(&cfg);
+	cfg.index_interval = 512;
+	cr_assert_eq(plog_open(&st, p2, &cfg, &pl2), 0);
+	cr_assert_eq(pl2->next_offset, written, "the written prefix, nothing else");
+	cr_assert_eq(pl2->recovery.bytes_scanned, 0);
+	cr_assert_eq(pl2->recovery.segments_trusted, 1);
+	cr_assert_eq(pl2->recovery.damaged, 0);
 	plog_close(pl2);
 }
