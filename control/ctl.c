@@ -242,6 +242,9 @@ static void shard_open_part(void *self, struct shard_msg *m)
 	int rc = part_open(sh, dir, t->name, mp->index, &t->cfg, &p);
 	struct shard_msg r = { .fn = ctl_part_done, .p = { m->p[0], dir }, .v = { rc } };
 
+	if (rc == -EUCLEAN && sh->st.problem[0])
+		fprintf(stderr, "sluiced: partition %s-%d cannot be opened: %s\n", t->name, mp->index,
+			sh->st.problem);
 	if (rc == 0) {
 		mp->part = p;
 		p->pub = mp->pub;
@@ -492,18 +495,34 @@ static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 
 		ctl_send(ctl, req->from, &m);
 	} else {
-		/* start-up: say what recovery cut, partition by partition (the
-		 * shards handed the logs over through the ring: safe to read) */
+		/* start-up: say what recovery cut or found damaged, partition
+		 * by partition, and what it read (the shards handed the logs
+		 * over through the ring: safe to read) */
+		struct plog_recovery sum = { 0 };
+		int nparts = 0;
+
 		for (int i = 0; i < op->ncreated; i++)
 			for (int32_t j = 0; j < op->created[i]->nparts; j++) {
 				struct part *p = op->created[i]->parts[j].part;
-				char line[512];
+				char line[1024];
 
-				if (!p || !p->pl || !p->pl->recovery.truncated_reason)
+				if (!p || !p->pl)
+					continue;
+				nparts++;
+				sum.segments += p->pl->recovery.segments;
+				sum.segments_trusted += p->pl->recovery.segments_trusted;
+				sum.bytes_scanned += p->pl->recovery.bytes_scanned;
+				sum.bytes_trusted += p->pl->recovery.bytes_trusted;
+				sum.damaged += p->pl->recovery.damaged;
+				if (!p->pl->recovery.truncated_reason && !p->pl->recovery.damaged)
 					continue;
 				plog_recovery_describe(p->pl, line, sizeof(line));
 				fprintf(stderr, "sluiced: recovered %s-%d: %s\n", op->created[i]->name, j, line);
 			}
+		fprintf(stderr, "sluiced: recovery: %d partitions, %d segments, %d taken from checkpoints "
+			"unread (%llu bytes), %llu bytes scanned, %d damaged ranges moved aside\n",
+			nparts, sum.segments, sum.segments_trusted, (unsigned long long)sum.bytes_trusted,
+			(unsigned long long)sum.bytes_scanned, sum.damaged);
 		for (int i = 0; i < op->ncreated; i++)
 			if (!strcmp(op->created[i]->name, GROUP_OFFSETS_TOPIC))
 				group_set_offsets_topic(ctl->gc, op->created[i]);

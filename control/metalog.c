@@ -5,6 +5,8 @@
 #include "control/metalog.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -29,6 +31,7 @@ struct metalog {
 	char cluster_id[23];
 	int64_t next_producer_id; /* first id not yet handed out */
 	int64_t records;          /* replayed at open */
+	int64_t replay_at;        /* offset replay reached (where it stopped on an error) */
 	/* Image. live: topics not deleted, creation order. dead: deleted
 	 * topics kept until close so borrowed pointers stay valid. */
 	struct meta_topic **live;
@@ -462,6 +465,11 @@ static int record_commit(struct metalog *ml, int16_t type, const struct enc *e)
 			store_poll(&ml->st, 1);
 		rc = ml->pl->err;
 	}
+	/* the durable high watermark moves with every change: a later start
+	 * then tells a damaged log from a crash mid-append (a failed
+	 * checkpoint only weakens that check; the change is durable) */
+	if (rc == 0)
+		(void)plog_checkpoint(ml->pl);
 	if (rc < 0) {
 		ml->err = rc;   /* failed until reopened: the image stays as it was */
 		return rc;
@@ -536,7 +544,7 @@ static int replay(struct metalog *ml)
 	struct plog *pl = ml->pl;
 	int64_t off = pl->log_start;
 
-	while (off < pl->high_watermark) {
+	while ((ml->replay_at = off) < pl->high_watermark) {
 		struct plog_read rd = { .offset = off, .max_offset = pl->high_watermark,
 					.max_bytes = META_READ_CAP / 2, .buf = ml->rbuf,
 					.buf_cap = META_READ_CAP };
@@ -627,17 +635,29 @@ int metalog_open(const char *data_dir, int32_t node_id, struct metalog **out)
 	cfg.retention_ms = -1;
 	cfg.retention_bytes = -1;
 	cfg.durability = PLOG_DUR_SYNC;
+	cfg.damage_refuses = 1;   /* topics missing from the image are never "ready" */
 	rc = plog_open(&ml->st, path, &cfg, &ml->pl);
-	free(path);
 	if (rc < 0) {
+		if (rc == -EUCLEAN)
+			fprintf(stderr, "sluiced: the metadata log is damaged: %s. Sluice will not start without "
+				"its topics. Restore %s from a backup (or, to start this node with no topics, "
+				"move that directory aside); the files were left as they are\n",
+				ml->st.problem, path);
+		free(path);
 		ml->pl = NULL;
 		metalog_close(ml);
 		return rc;
 	}
 	if ((rc = replay(ml)) < 0) {
+		fprintf(stderr, "sluiced: the metadata log %s cannot be replayed: %s (a record at offset %"
+			PRId64 " is damaged or of an unknown kind). Sluice will not start without its topics. "
+			"Restore that directory from a backup (or, to start this node with no topics, move it "
+			"aside)\n", path, strerror(-rc), ml->replay_at);
+		free(path);
 		metalog_close(ml);
 		return rc;
 	}
+	free(path);
 	if (!ml->have_node) {
 		uint8_t id[16];
 		char cid[23];

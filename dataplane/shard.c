@@ -1695,6 +1695,10 @@ static void *shard_main(void *arg)
 				if (p->pl) {
 					int gone = plog_retain(p->pl, sh->now_ms);
 
+					/* the recovery point: a crash scans only what
+					 * follows (slow path: fdatasync when it moved) */
+					plog_checkpoint(p->pl);
+
 					if (gone > 0)
 						shard_stat_add(&sh->stats.retention_segments_deleted, (uint64_t)gone);
 					part_publish(p);

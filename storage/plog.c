@@ -292,6 +292,9 @@ static int plog_roll(struct plog *pl)
 	pl->next_fd = -1;
 	pl->next_alloc = 0;
 	old->sealed = 1;
+	/* rolled after its last write landed: no completion will seal it */
+	if (old->flushed >= old->end && !old->index_saved)
+		segment_seal_index(pl, old);
 	plog_dir_release(pl);
 	/* the old segment's last chunk may become clean once written */
 	return 0;
@@ -413,7 +416,7 @@ static struct segment *seg_unsubmitted(struct plog *pl)
 
 int plog_has_unsubmitted(const struct plog *pl)
 {
-	return !pl->err && seg_unsubmitted((struct plog *)pl) != NULL;
+	return !plog_failed(pl) && seg_unsubmitted((struct plog *)pl) != NULL;
 }
 
 /* The offset after the last batch that ends at or before position `end`
@@ -529,7 +532,7 @@ int plog_flush_prepare(struct plog *pl)
 	struct segment *seg;
 	int n = 0;
 
-	if (pl->err)
+	if (plog_failed(pl))
 		return 0;
 	while (pl->inflight < PLOG_MAX_WRITES && (seg = seg_unsubmitted(pl))) {
 		if (!plog_queue_write(pl, seg, n == 0))
@@ -541,7 +544,7 @@ int plog_flush_prepare(struct plog *pl)
 
 static void plog_fail(struct plog *pl, int err)
 {
-	if (pl->err)
+	if (plog_failed(pl))
 		return;
 	pl->err = err;
 	if (pl->on_durable)
@@ -569,7 +572,7 @@ void plog_write_slot_done(struct plog_write *w, int res)
 			plog_fail(pl, h->res < 0 ? h->res : -EIO);
 			continue;
 		}
-		if (pl->err)
+		if (plog_failed(pl))
 			continue;       /* nothing advances after a failed write */
 		lathist_add(&pl->st->write_lat, pl->st->now_ns > h->queued_ns ? pl->st->now_ns - h->queued_ns : 0);
 		if (h->end > seg->flushed)
@@ -582,7 +585,7 @@ void plog_write_slot_done(struct plog_write *w, int res)
 		if (seg->sealed && seg->flushed >= seg->end && !seg->index_saved)
 			segment_seal_index(pl, seg);
 	}
-	if (advanced && !pl->err) {
+	if (advanced && !plog_failed(pl)) {
 		if (pl->cfg.durability != PLOG_DUR_MEMORY)
 			pl->high_watermark = pl->durable_offset;
 		if (pl->on_durable)

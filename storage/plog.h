@@ -43,6 +43,9 @@ struct plog_config {
 	int compression;             /* compression.type: the codec batches are stored in (the
 				      * produce path recompresses, storage/recompress.h); -1 =
 				      * producer: as sent */
+	int damage_refuses;          /* damage below the durable high watermark fails
+				      * the open (-EUCLEAN) and changes nothing, instead
+				      * of keeping the rest (the metadata log) */
 };
 
 void plog_config_defaults(struct plog_config *cfg);
@@ -94,9 +97,23 @@ struct plog_recovery {
 	uint64_t bytes_truncated;    /* garbage cut at the tail */
 	int64_t batches;
 	int segments;
-	int segments_dropped;        /* after a corrupt sealed segment */
+	int segments_dropped;        /* torn tail after a roll: never-acknowledged segments */
 	int truncated_reason;        /* -BATCH_ERR_* that stopped the scan, 0 = clean end */
 	uint64_t truncated_at;       /* file position of the cut in the last kept segment */
+	/* recovery points: a segment whose index file is valid is taken from
+	 * it without reading its data (the checkpoint vouches for it) */
+	int segments_trusted;
+	uint64_t bytes_trusted;
+	int64_t checkpoint_hw;       /* durable high watermark of "recovery-checkpoint", -1 none */
+	/* damage below the durable high watermark (not a torn tail): the bytes
+	 * from the damage to the segment's end went to "<segment>.damaged",
+	 * offsets [lost_from, lost_to) are gone, later segments are kept */
+	int damaged;
+	int damaged_reason;          /* -BATCH_ERR_* at the damage, 0 = data missing */
+	char damaged_file[32];       /* the first damaged segment's name */
+	uint64_t damaged_pos;        /* its byte range moved aside */
+	uint64_t damaged_end;
+	int64_t lost_from, lost_to;
 };
 
 struct plog {
@@ -142,13 +159,33 @@ struct plog {
 
 	uint64_t bytes_appended;
 	uint64_t batches_appended;
+	int64_t checkpointed;        /* hw last written to "recovery-checkpoint", -1 none */
 	struct plog_recovery recovery;
 };
 
-/* Open (or create) the log in directory `dir`, recovering it: the true end
- * is found by validating batches after the last index checkpoint; a torn or
- * corrupt tail is cut and reported in pl->recovery. @thread shard (setup) */
+/* Open (or create) the log in directory `dir`, recovering it. Segments
+ * whose index file is valid are taken from it unread (recovery points);
+ * the rest are validated batch by batch. What stops a scan is either
+ *  - a torn tail (a crash mid-append): nothing at or above the cut was
+ *    ever acknowledged (it is above the durable high watermark of
+ *    "recovery-checkpoint" and no later segment was checkpointed): cut
+ *    and reported in pl->recovery, as always; or
+ *  - damage: the cut is below that watermark or a later checkpointed
+ *    segment. The bytes from the damage to the segment's end are moved to
+ *    "<segment>.damaged", the hole is skipped (the segment's next_offset
+ *    reaches the next segment, or the watermark for the last one, so no
+ *    acknowledged offset is ever handed out again), later segments are
+ *    kept, and pl->recovery says what and where.
+ * -EUCLEAN: the log cannot be opened safely (a segment file is missing
+ * between others); st->problem names the file and what to do, and
+ * nothing was changed on disk. @thread shard (setup) */
 int plog_open(struct store *st, const char *dir, const struct plog_config *cfg, struct plog **out);
+/* Recovery point: write the index of every sealed segment that lacks one
+ * and of the active segment's written prefix (after fdatasync in write
+ * mode), and "recovery-checkpoint" with the durable high watermark. The
+ * next open scans only what was appended after it. Slow path: blocks on
+ * fdatasync/fsync. 0, or -errno (the log failed, or a write failed). */
+int plog_checkpoint(struct plog *pl);
 /* What recovery found and cut, as one line for the broker's log (no
  * newline): segments and batches kept, bytes scanned, where the last
  * segment was cut and why (batch_strerror), bytes cut after it, segments
@@ -156,8 +193,10 @@ int plog_open(struct store *st, const char *dir, const struct plog_config *cfg, 
  * returns the length of the whole line; -EINVAL if buf is NULL with len.
  * @thread any (reads pl->recovery and pl->seg_tail only) */
 int plog_recovery_describe(const struct plog *pl, char *buf, size_t len);
-/* Write all buffered data, save the active segment's index checkpoint,
- * close. Blocks until the writes complete. */
+/* Write all buffered data, checkpoint (plog_checkpoint), close. Blocks
+ * until the writes complete. A log marked closing (err == -ESHUTDOWN:
+ * appends refused, waiters answered) still writes and checkpoints; only a
+ * failed log (any other err) skips it. */
 void plog_close(struct plog *pl);
 
 /* Append one validated RecordBatch v2 (size bytes). Stamps BaseOffset and

@@ -6,8 +6,17 @@
 
 #define PLOG_NEXT_NAME ".next.log"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
+
+/* Failed (an I/O error): nothing more is written. A log marked closing
+ * (-ESHUTDOWN) refuses appends but still writes what it holds and
+ * checkpoints. */
+static inline int plog_failed(const struct plog *pl)
+{
+	return pl->err && pl->err != -ESHUTDOWN;
+}
 
 /* The partition directory, opened when a slow path needs it and closed
  * again by plog_dir_release (so an idle partition holds one descriptor:

@@ -237,6 +237,35 @@ static int parse_segment_name(const char *n, int64_t *base)
 	return 0;
 }
 
+static int parse_index_name(const char *n, int64_t *base)
+{
+	char *end;
+	long long v;
+
+	if (strlen(n) != 26 || strcmp(n + 20, ".index"))
+		return -1;
+	v = strtoll(n, &end, 10);
+	if (end != n + 20 || v < 0)
+		return -1;
+	*base = v;
+	return 0;
+}
+
+static int64_t *push_base(int64_t *arr, size_t *n, size_t *cap, int64_t b)
+{
+	if (*n == *cap) {
+		int64_t *nb = realloc(arr, (*cap = *cap ? *cap * 2 : 16) * sizeof(*arr)); /* style: allow recovery */
+
+		if (!nb) {
+			free(arr);
+			return NULL;
+		}
+		arr = nb;
+	}
+	arr[(*n)++] = b;
+	return arr;
+}
+
 /* Remove a segment's files from disk. */
 static void segment_delete_files(struct plog *pl, struct segment *seg)
 {
@@ -265,23 +294,73 @@ static int64_t plog_read_log_start(struct plog *pl)
 	return strtoll(buf, NULL, 10);
 }
 
-/* Persist the log start offset (tmp, fsync, rename): slow path. */
-static int plog_write_log_start(struct plog *pl, int64_t off)
+/* A small file written whole: tmp, fsync, rename, directory fsync. */
+static int plog_write_small(struct plog *pl, const char *name, const char *text)
 {
-	char buf[64];
-	int fd = openat(plog_dirfd(pl), LOG_START_FILE ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	int n = snprintf(buf, sizeof(buf), "%" PRId64 "\n", off), rc = 0;
+	char tmp[64];
+	int fd, rc = 0;
+	size_t n = strlen(text);
 
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	fd = openat(plog_dirfd(pl), tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
-	if (write(fd, buf, (size_t)n) != n || fsync(fd) < 0)
+	if (write(fd, text, n) != (ssize_t)n || fsync(fd) < 0)
 		rc = -EIO;
 	close(fd);
-	if (!rc && renameat(plog_dirfd(pl), LOG_START_FILE ".tmp", plog_dirfd(pl), LOG_START_FILE) < 0)
+	if (!rc && renameat(plog_dirfd(pl), tmp, plog_dirfd(pl), name) < 0)
 		rc = -errno;
 	if (!rc)
 		fsync(plog_dirfd(pl));
 	return rc;
+}
+
+/* Persist the log start offset: slow path. */
+static int plog_write_log_start(struct plog *pl, int64_t off)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%" PRId64 "\n", off);
+	return plog_write_small(pl, LOG_START_FILE, buf);
+}
+
+/* "recovery-checkpoint": the durable high watermark, Kafka's
+ * recovery-point checkpoint. One line: "sluice-checkpoint 1 hw <offset>".
+ * Every offset below hw was acknowledged (or could have been) and written
+ * power-safe before the file was: recovery never lets the log end fall
+ * below it. */
+#define CHECKPOINT_FILE "recovery-checkpoint"
+#define CHECKPOINT_TAG "sluice-checkpoint 1 hw "
+
+static int64_t plog_read_checkpoint(struct plog *pl)
+{
+	char buf[96];
+	int fd = openat(plog_dirfd(pl), CHECKPOINT_FILE, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+	char *end;
+	long long v;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= (ssize_t)strlen(CHECKPOINT_TAG))
+		return -1;
+	buf[n] = 0;
+	if (strncmp(buf, CHECKPOINT_TAG, strlen(CHECKPOINT_TAG)))
+		return -1;
+	v = strtoll(buf + strlen(CHECKPOINT_TAG), &end, 10);
+	if (end == buf + strlen(CHECKPOINT_TAG) || *end != '\n' || v < 0)
+		return -1;
+	return v;
+}
+
+static int plog_write_checkpoint(struct plog *pl, int64_t hw)
+{
+	char buf[96];
+
+	snprintf(buf, sizeof(buf), CHECKPOINT_TAG "%" PRId64 "\n", hw);
+	return plog_write_small(pl, CHECKPOINT_FILE, buf);
 }
 
 /* Delete the files of segments bases[from..n). */
@@ -298,14 +377,123 @@ static void plog_drop_from(struct plog *pl, const int64_t *bases, size_t from, s
 	}
 }
 
+/* The lowest offset recovery may not cut below: the checkpoint's durable
+ * high watermark, or the base of a later segment that was checkpointed
+ * (its index is written only once it is wholly on disk, and writes retire
+ * in file order: everything before it was durable, so acknowledged). */
+static int64_t plog_floor_after(struct plog *pl, const int64_t *bases, size_t from, size_t n)
+{
+	int64_t floor = pl->recovery.checkpoint_hw;
+
+	for (size_t j = n; j > from; j--) {
+		struct seg_index ix;
+		struct seg_index_trailer tr;
+		char path[4200];
+
+		snprintf(path, sizeof(path), "%s/%020" PRId64 ".index", pl->dir, bases[j - 1]);
+		seg_index_init(&ix);
+		if (seg_index_load(&ix, path, bases[j - 1], &tr) == 0) {
+			seg_index_fini(&ix);
+			return bases[j - 1] > floor ? bases[j - 1] : floor;
+		}
+		seg_index_fini(&ix);
+	}
+	return floor;
+}
+
+/* Copy the bytes [from, to) of a segment to "<name>.damaged" (appended:
+ * a later damage of the same file adds to it). */
+static int segment_move_aside(struct plog *pl, struct segment *seg, uint64_t from, uint64_t to)
+{
+	char name[48];
+	int in, out, rc = 0;
+	static const size_t chunk = 1u << 20;
+	uint8_t *buf = malloc(chunk); /* style: allow recovery of damage, once */
+
+	if (!buf)
+		return -ENOMEM;
+	snprintf(name, sizeof(name), "%s.damaged", seg->name);
+	in = openat(plog_dirfd(pl), seg->name, O_RDONLY | O_CLOEXEC);
+	out = openat(plog_dirfd(pl), name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (in < 0 || out < 0)
+		rc = -errno;
+	while (!rc && from < to) {
+		ssize_t r = pread(in, buf, to - from < chunk ? (size_t)(to - from) : chunk, (off_t)from);
+
+		if (r <= 0) {
+			rc = r < 0 ? -errno : 0;
+			break;
+		}
+		if (write(out, buf, (size_t)r) != r)
+			rc = -EIO;
+		from += (uint64_t)r;
+	}
+	if (!rc && fsync(out) < 0)
+		rc = -errno;
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	free(buf);
+	return rc;
+}
+
+/* Damage below the floor in `seg` (cut at seg->end, offset seg->next_offset):
+ * move the rest of the file aside, keep the valid prefix, and make the
+ * segment reach `to` (the next segment's base, or the floor) so offsets
+ * stay contiguous and none is handed out again. */
+static int segment_keep_prefix(struct plog *pl, struct segment *seg, int64_t to, int reason)
+{
+	struct plog_recovery *r = &pl->recovery;
+	uint64_t fend = seg->alloc;
+	int rc;
+
+	if (pl->cfg.damage_refuses) {
+		/* a log that cannot run with a hole: report, change nothing */
+		snprintf(pl->st->problem, sizeof(pl->st->problem),
+			 "%s/%s is damaged at position %" PRIu64 " (%s): offsets %" PRId64 "-%" PRId64
+			 " were written (durable high watermark %" PRId64 ") and cannot be read",
+			 pl->dir, seg->name, seg->end, reason ? batch_strerror(reason) : "data missing",
+			 seg->next_offset, to - 1, pl->recovery.checkpoint_hw);
+		return -EUCLEAN;
+	}
+	if (fend > seg->end && (rc = segment_move_aside(pl, seg, seg->end, fend)) < 0)
+		return rc;
+	if (fend > seg->end && ftruncate(seg->fd, (off_t)seg->end) < 0)
+		return -errno;
+	seg->alloc = seg->end;
+	if (!r->damaged++) {
+		snprintf(r->damaged_file, sizeof(r->damaged_file), "%s", seg->name);
+		r->damaged_reason = reason;
+		r->damaged_pos = seg->end;
+		r->damaged_end = fend;
+		r->lost_from = seg->next_offset;
+		r->lost_to = to;
+	} else {
+		r->lost_to = to;   /* a later range: the report spans both */
+	}
+	seg->next_offset = to;
+	seg->flushed = seg->end;
+	seg->sealed = 1;
+	seg->index_saved = 0;
+	segment_seal_index(pl, seg);   /* the next start trusts the prefix */
+	return 0;
+}
+
+static int plog_refuse(struct plog *pl, const char *fmt, const char *a, const char *b)
+{
+	snprintf(pl->st->problem, sizeof(pl->st->problem), fmt, pl->dir, a, b);
+	return -EUCLEAN;
+}
+
 /* Open the files found; decide where the log really ends. */
 static int plog_recover(struct plog *pl)
 {
 	DIR *d = fdopendir(dup(plog_dirfd(pl)));
 	struct dirent *de;
-	int64_t *bases = NULL, expect = 0;
-	size_t n = 0, cap = 0;
-	int rc = 0, next_fd = -1;
+	int64_t *bases = NULL, *ibases = NULL, expect = 0;
+	size_t n = 0, cap = 0, ni = 0, icap = 0;
+	int rc = 0, next_fd = -1, prev_trusted = 0;
 	size_t scan_cap = 4u << 20;
 
 	if (!d)
@@ -321,23 +509,63 @@ static int plog_recover(struct plog *pl)
 			unlinkat(plog_dirfd(pl), de->d_name, 0);   /* an interrupted cleaner swap */
 			continue;
 		}
-		if (parse_segment_name(de->d_name, &b))
-			continue;
-		if (n == cap) {
-			int64_t *nb = realloc(bases, (cap = cap ? cap * 2 : 16) * sizeof(*bases)); /* style: allow recovery */
-
-			if (!nb) {
+		if (!parse_index_name(de->d_name, &b)) {
+			if (!(ibases = push_base(ibases, &ni, &icap, b))) {
 				rc = -ENOMEM;
 				goto out;
 			}
-			bases = nb;
+			continue;
 		}
-		bases[n++] = b;
+		if (parse_segment_name(de->d_name, &b))
+			continue;
+		if (!(bases = push_base(bases, &n, &cap, b))) {
+			rc = -ENOMEM;
+			goto out;
+		}
 	}
 	if (n)
 		qsort(bases, n, sizeof(*bases), cmp_i64);
 	if (pl->cfg.max_batch * 2ull + 8192 > scan_cap)
 		scan_cap = align_up4k(pl->cfg.max_batch * 2ull + 8192);
+	pl->recovery.checkpoint_hw = plog_read_checkpoint(pl);
+	pl->st->problem[0] = 0;
+
+	/* An index without its segment: a segment file is missing. Below the
+	 * first segment it is a leftover of retention (the .log goes first). */
+	for (size_t k = 0; k < ni; k++) {
+		int found = 0;
+		char nm[48];
+
+		for (size_t j = 0; j < n && !found; j++)
+			found = bases[j] == ibases[k];
+		if (found)
+			continue;
+		if (n && ibases[k] < bases[0]) {
+			snprintf(nm, sizeof(nm), "%020" PRId64 ".index", ibases[k]);
+			unlinkat(plog_dirfd(pl), nm, 0);
+			continue;
+		}
+		{
+			char ix[48];
+
+			snprintf(nm, sizeof(nm), "%020" PRId64 ".log", ibases[k]);
+			snprintf(ix, sizeof(ix), "%020" PRId64 ".index", ibases[k]);
+			rc = plog_refuse(pl, "segment file %s/%s is missing (its index %s is there): the "
+					 "records it held are gone. Restore the file (from a backup), or, to "
+					 "give up the whole partition, move its directory aside and start again",
+					 nm, ix);
+		}
+		goto out;
+	}
+	if (!n && pl->recovery.checkpoint_hw > 0) {
+		char hw[32];
+
+		snprintf(hw, sizeof(hw), "%" PRId64, pl->recovery.checkpoint_hw);
+		rc = plog_refuse(pl, "every segment file of %s is missing (%s says offsets below %s were "
+				 "written): restore the files (from a backup), or move the directory aside "
+				 "to start the partition empty", CHECKPOINT_FILE, hw);
+		goto out;
+	}
 
 	for (size_t i = 0; i < n; i++) {
 		struct segment *seg;
@@ -348,10 +576,37 @@ static int plog_recover(struct plog *pl)
 		int fd, reason, last = (i + 1 == n);
 		uint64_t from = 0;
 
+		if (i > 0 && bases[i] > expect && !pl->cfg.compact) {
+			/* The previous segment ends before this one begins. */
+			struct segment *prev = pl->seg_tail;
+
+			if (prev_trusted) {
+				/* it was whole on disk when checkpointed: the
+				 * segment(s) in between were removed */
+				char a[32], b[32];
+
+				snprintf(a, sizeof(a), "%020" PRId64, expect);
+				snprintf(b, sizeof(b), "%020" PRId64, bases[i]);
+				rc = plog_refuse(pl, "a segment file of %s is missing: offsets from %s up to "
+						 "%s have no file (between the segments around them). Restore "
+						 "the file (from a backup), or move the directory aside to start "
+						 "the partition empty", a, b);
+				goto out;
+			}
+			if (bases[i] <= plog_floor_after(pl, bases, i, n)) {
+				/* durable, acknowledged data is missing from the end
+				 * of the previous segment: damage, keep the rest */
+				if ((rc = segment_keep_prefix(pl, prev, bases[i], 0)) < 0)
+					goto out;
+				expect = bases[i];
+			}
+		}
 		if (i > 0 && (bases[i] < expect || (!pl->cfg.compact && bases[i] != expect))) {
-			/* The previous segment ends before this one begins: its tail
-			 * was lost in a crash after the roll. Nothing after the loss
-			 * can be kept (offsets must stay contiguous). */
+			/* The previous segment ends before this one begins and
+			 * nothing says what follows was acknowledged: its tail was
+			 * lost in a crash after the roll, and the later segments
+			 * hold only writes never acknowledged (writes retire in
+			 * file order). Offsets must stay contiguous: drop them. */
 			plog_drop_from(pl, bases, i, n);
 			n = i;
 			break;
@@ -372,6 +627,7 @@ static int plog_recover(struct plog *pl)
 			goto out;
 		seg->alloc = (uint64_t)stb.st_size;
 		expect = bases[i];
+		prev_trusted = 0;
 		segment_index_path(seg, name, sizeof(name));
 		snprintf(path, sizeof(path), "%s/%s", pl->dir, name);
 		if (seg_index_load(&seg->ix, path, seg->base_offset, &tr) == 0 &&
@@ -382,7 +638,10 @@ static int plog_recover(struct plog *pl)
 			seg->index_saved = 1;
 			from = tr.end_pos;
 			expect = tr.next_offset;
+			pl->recovery.segments_trusted++;
+			pl->recovery.bytes_trusted += tr.end_pos;
 			if (!last) {
+				prev_trusted = 1;
 				/* a sealed, checkpointed segment */
 				seg->flushed = seg->end;
 				seg->sealed = 1;
@@ -403,11 +662,31 @@ static int plog_recover(struct plog *pl)
 		if (seg->end != from)
 			seg->index_saved = 0;  /* a loaded checkpoint is only a prefix */
 		if (reason) {
+			int64_t floor = plog_floor_after(pl, bases, i + 1, n);
+			int64_t to = last ? floor : bases[i + 1];
+
+			if (seg->next_offset < floor && to > seg->next_offset) {
+				/* below what was acknowledged: damage, not a torn
+				 * tail. The intact later segments stay. */
+				if ((rc = segment_keep_prefix(pl, seg, to, reason)) < 0)
+					goto out;
+				expect = to;
+				if (last) {
+					struct segment *ns;
+
+					/* the log goes on from the floor: a new segment */
+					if ((rc = segment_create(pl, to, -1, 0, 0, &ns)) < 0)
+						goto out;
+				}
+				continue;
+			}
 			pl->recovery.truncated_reason = reason;
 			pl->recovery.truncated_at = seg->end;
 			if (!last) {
-				/* Corruption inside a sealed segment: the log ends here,
-				 * like Kafka truncating at the first invalid batch. */
+				/* Corruption inside a sealed segment that no
+				 * checkpoint vouches for: a torn tail after a roll;
+				 * the log ends here, like Kafka truncating at the
+				 * first invalid batch. */
 				plog_drop_from(pl, bases, i + 1, n);
 				n = i + 1;
 				break;
@@ -469,6 +748,8 @@ static int plog_recover(struct plog *pl)
 			d = NULL;
 			free(bases);
 			bases = NULL;
+			free(ibases);
+			ibases = NULL;
 			if (renameat(plog_dirfd(pl), PLOG_NEXT_NAME, plog_dirfd(pl), name) == 0) {
 				/* start over with the renamed file in the list */
 				while (pl->seg_head) {
@@ -491,6 +772,22 @@ static int plog_recover(struct plog *pl)
 			goto out;
 		expect = 0;
 	}
+	/* The log ends below the checkpoint's durable high watermark (its
+	 * last batches read as zeros, or were cut as a "torn tail" that the
+	 * checkpoint proves was acknowledged): those offsets are never given
+	 * out again. */
+	if (pl->seg_tail->next_offset < pl->recovery.checkpoint_hw) {
+		struct segment *seg = pl->seg_tail, *ns;
+		int reason = pl->recovery.truncated_reason;
+
+		if (seg->alloc > seg->end && ftruncate(seg->fd, (off_t)seg->end) == 0)
+			seg->alloc = seg->end;   /* the torn-tail cut above: zeros, nothing to keep */
+		if ((rc = segment_keep_prefix(pl, seg, pl->recovery.checkpoint_hw, reason)) < 0)
+			goto out;
+		pl->recovery.truncated_reason = 0;
+		if ((rc = segment_create(pl, pl->recovery.checkpoint_hw, -1, 0, 0, &ns)) < 0)
+			goto out;
+	}
 	pl->log_start = pl->seg_head->base_offset;
 	{
 		/* DeleteRecords moved the start inside the first segment */
@@ -502,10 +799,12 @@ static int plog_recover(struct plog *pl)
 	pl->next_offset = pl->seg_tail->next_offset;
 	pl->durable_offset = pl->next_offset;
 	pl->high_watermark = pl->next_offset;
+	pl->checkpointed = pl->recovery.checkpoint_hw;
 out:
 	if (d)
 		closedir(d);
 	free(bases);
+	free(ibases);
 	return rc;
 }
 
@@ -537,7 +836,31 @@ int plog_recovery_describe(const struct plog *pl, char *buf, size_t len)
 			     " bytes after the end removed; %d segment%s dropped",
 			     pl->seg_tail ? pl->seg_tail->end : 0, seg, r->bytes_truncated,
 			     r->segments_dropped, r->segments_dropped == 1 ? "" : "s");
-	return m < 0 ? -EINVAL : n + m;
+	if (m < 0)
+		return -EINVAL;
+	n += m;
+	m = snprintf(buf ? buf + ((size_t)n < len ? (size_t)n : len) : NULL,
+		     (size_t)n < len ? len - (size_t)n : 0,
+		     "; %d segment%s (%" PRIu64 " bytes) taken from checkpoints unread",
+		     r->segments_trusted, r->segments_trusted == 1 ? "" : "s", r->bytes_trusted);
+	if (m < 0)
+		return -EINVAL;
+	n += m;
+	if (r->damaged) {
+		m = snprintf(buf ? buf + ((size_t)n < len ? (size_t)n : len) : NULL,
+			     (size_t)n < len ? len - (size_t)n : 0,
+			     "; DAMAGED below the durable high watermark: %s positions %" PRIu64 "-%" PRIu64
+			     " (%s) moved to %s.damaged, offsets %" PRId64 "-%" PRId64
+			     " lost (%d range%s), later segments kept",
+			     r->damaged_file, r->damaged_pos, r->damaged_end,
+			     r->damaged_reason ? batch_strerror(r->damaged_reason) : "data missing",
+			     r->damaged_file, r->lost_from, r->lost_to - 1, r->damaged,
+			     r->damaged == 1 ? "" : "s");
+		if (m < 0)
+			return -EINVAL;
+		n += m;
+	}
+	return n;
 }
 
 /* Load the partial last block of the active segment into a tail chunk. */
@@ -613,6 +936,7 @@ int plog_open(struct store *st, const char *dir, const struct plog_config *cfg, 
 	return 0;
 fail:
 	pl->next_fd = -1;
+	pl->err = rc;      /* nothing is written or checkpointed on the way out */
 	plog_close(pl);
 	return rc;
 }
@@ -638,34 +962,107 @@ void plog_free(struct plog *pl)
 	free(pl);
 }
 
+/* The active segment's index for its written prefix: up to the last
+ * indexed batch boundary at or below what is flushed (exact: a batch
+ * starts there). 1 if saved for the whole segment. */
+static int segment_checkpoint_prefix(struct plog *pl, struct segment *seg)
+{
+	struct seg_index ix = seg->ix;   /* a shallow view: entries below end_pos */
+	struct seg_index_trailer tr = {
+		.base_offset = seg->base_offset, .max_timestamp = seg->max_timestamp,
+	};
+	char name[48], path[4200];
+	int whole = seg->flushed >= seg->end;
+
+	if (whole) {
+		tr.end_pos = seg->end;
+		tr.next_offset = seg->next_offset;
+	} else {
+		uint32_t k = ix.n_off;
+
+		while (k && ix.off[k - 1].position > seg->flushed)
+			k--;
+		if (!k)
+			return 0;
+		tr.end_pos = ix.off[k - 1].position;
+		tr.next_offset = seg->base_offset + ix.off[k - 1].rel_offset;
+		ix.n_off = k - 1;
+		while (ix.n_time && ix.time[ix.n_time - 1].position >= tr.end_pos)
+			ix.n_time--;
+	}
+	if (!tr.end_pos)
+		return 0;
+	if (pl->cfg.durability != PLOG_DUR_SYNC && fdatasync(seg->fd) < 0)
+		return -errno;
+	segment_index_path(seg, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", pl->dir, name);
+	if (seg_index_save(&ix, path, &tr) < 0)
+		return -EIO;
+	return whole;
+}
+
+int plog_checkpoint(struct plog *pl)
+{
+	struct segment *tail = pl->seg_tail;
+	int64_t hw;
+	int rc = 0;
+
+	if (plog_failed(pl))
+		return pl->err;
+	if (!tail)
+		return 0;
+	/* every sealed segment wholly on disk has its index */
+	for (struct segment *s = pl->seg_head; s && s != tail; s = s->next)
+		if (s->sealed && s->flushed >= s->end && !s->index_saved) {
+			segment_seal_index(pl, s);
+			if (!s->index_saved)
+				rc = -EIO;
+		}
+	/* the durable high watermark: what is on disk (power-safe after the
+	 * fdatasync below), never what only memory holds */
+	hw = pl->cfg.durability == PLOG_DUR_MEMORY ? -1 : pl->durable_offset;
+	if (!tail->index_saved && tail->flushed) {
+		int whole = segment_checkpoint_prefix(pl, tail);
+
+		if (whole < 0)
+			return whole;
+		if (whole > 0)
+			tail->index_saved = 1;
+	}
+	if (pl->cfg.durability == PLOG_DUR_MEMORY)
+		hw = tail->flushed >= tail->end ? tail->next_offset : tail->base_offset;
+	if (hw < pl->checkpointed)
+		hw = pl->checkpointed;   /* never lower it */
+	if (hw > pl->checkpointed || (hw > 0 && pl->checkpointed < 0)) {
+		int w = plog_write_checkpoint(pl, hw);
+
+		if (w < 0)
+			rc = w;
+		else
+			pl->checkpointed = hw;
+	}
+	plog_dir_release(pl);
+	return rc;
+}
+
 void plog_close(struct plog *pl)
 {
 	struct store *st = pl->st;
 	int was_open = !pl->closed;
 
-	/* write everything buffered, then checkpoint the active segment */
+	/* write everything buffered, then checkpoint: every sealed segment
+	 * gets its index, the active one too, and the log its durable high
+	 * watermark. A log only marked closing (-ESHUTDOWN) does all that. */
 	if (was_open) {
-		while (!pl->err && (pl->inflight || pl->prep_inflight || pl->dirty)) {
+		while (!plog_failed(pl) && (pl->inflight || pl->prep_inflight || pl->dirty)) {
 			store_mark_dirty(st, pl);
 			store_poll(st, 1);
 		}
 		for (struct segment *s = pl->seg_head; s; s = s->next)
 			while (s->falloc_inflight)
 				store_poll(st, 1);
-		if (!pl->err && pl->seg_tail && pl->seg_tail->end && !pl->seg_tail->index_saved) {
-			struct segment *seg = pl->seg_tail;
-			struct seg_index_trailer tr = {
-				.base_offset = seg->base_offset, .next_offset = seg->next_offset,
-				.end_pos = seg->end, .max_timestamp = seg->max_timestamp,
-			};
-			char name[48], path[4200];
-
-			if (pl->cfg.durability == PLOG_DUR_SYNC || fdatasync(seg->fd) == 0) {
-				segment_index_path(seg, name, sizeof(name));
-				snprintf(path, sizeof(path), "%s/%s", pl->dir, name);
-				seg_index_save(&seg->ix, path, &tr);
-			}
-		}
+		if (!plog_failed(pl))
+			plog_checkpoint(pl);
 	}
 	/* unlink from the store's dirty list */
 	if (pl->dirty) {
@@ -761,3 +1158,4 @@ int plog_retain(struct plog *pl, int64_t now_ms)
 	plog_dir_release(pl);
 	return n;
 }
+

@@ -80,6 +80,9 @@ struct store {
 	 * every earlier write of the log landed): written by the owner only,
 	 * read by the control thread (storage/lathist.h) */
 	struct lathist write_lat;
+	/* why the last plog_open refused (-EUCLEAN): the file and what to do,
+	 * for the caller's message; "" otherwise. Owner thread only. */
+	char problem[512];
 };
 
 /* ring NULL: create a private ring (tests, tools). @thread shard (setup) */

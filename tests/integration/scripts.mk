@@ -23,6 +23,9 @@ TEST_SCRIPTS += tests/integration/test_produce_raw.py
 # DeleteRecords offsets, CreateTopics counts, unimplemented listener
 # protocols, illegal names in Metadata, Fetch max_bytes, ListGroups v4
 TEST_SCRIPTS += tests/integration/test_kafka_rules.py
+# recovery with a real broker: clean-stop checkpoints, recovery points after
+# SIGKILL, damage in a middle segment, a missing segment, a damaged metadata log
+TEST_SCRIPTS += tests/integration/test_recovery_broker.py
 # the native datagram protocol (dataplane/native/), datagram by datagram
 TEST_SCRIPTS += tests/integration/test_native_raw.py
 # the admin endpoint: /metrics parsed by prometheus_client under a producer

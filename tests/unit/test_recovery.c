@@ -82,7 +82,7 @@ static void make_pristine(const char *pdir, unsigned seed)
 	}
 	store_drain(&st);
 	plog_close(pl);
-	sh("rm -f '%s'/*.index%s", pdir, "");
+	sh("rm -f '%s'/*.index '%s'/recovery-checkpoint", pdir, pdir);
 }
 
 /* Reopen `wdir` and check that it holds exactly batches [0, expect). */
@@ -281,6 +281,7 @@ Test(recovery, damage_after_checkpoint)
 	}
 	plog_close(pl);                          /* checkpoint at 60 */
 	sh("cp '%s' '%s'", idx, save);
+	sh("cp '%s'/recovery-checkpoint '%s'.ck", p1, save);
 	cr_assert_eq(plog_open(&st, p1, &cfg, &pl), 0);
 	uint64_t ck_end = pl->seg_tail->end;
 	for (int i = 20; i < 40; i++) {
@@ -291,6 +292,7 @@ Test(recovery, damage_after_checkpoint)
 	uint64_t end = pl->seg_tail->end;
 	plog_close(pl);
 	sh("cp '%s' '%s'", save, idx);           /* as if the process died: stale checkpoint */
+	sh("cp '%s.ck' '%s'/recovery-checkpoint", save, p1);
 	int fd = open(seg, O_RDWR);
 	uint64_t p = ck_end + (end - ck_end) / 2;
 	uint8_t c = 0x55;
@@ -434,7 +436,7 @@ Test(recovery, describe_reports_the_cut)
 		cr_assert_eq(plog_append(pl, b, sz, &base), 0);
 	}
 	plog_close(pl);
-	sh("rm -f '%s'/*.index%s", p1, "");
+	sh("rm -f '%s'/*.index '%s'/recovery-checkpoint", p1, p1);
 	cr_assert_eq(plog_open(&st, p1, &cfg, &pl), 0);
 	n = plog_recovery_describe(pl, line, sizeof(line));
 	cr_assert(strstr(line, "1 segment, 20 batches,"), "%s", line);
@@ -450,7 +452,7 @@ Test(recovery, describe_reports_the_cut)
 	c ^= 0x10;
 	cr_assert_eq(pwrite(fd, &c, 1, (off_t)(pos10 + OF_Records + 5)), 1);
 	close(fd);
-	sh("rm -f '%s'/*.index%s", p1, "");     /* as after a crash: no checkpoint */
+	sh("rm -f '%s'/*.index '%s'/recovery-checkpoint", p1, p1);     /* as after a crash: no checkpoint */
 	cr_assert_eq(plog_open(&st, p1, &cfg, &pl), 0);
 	cr_assert_eq(pl->next_offset, 30);
 	n = plog_recovery_describe(pl, line, sizeof(line));
@@ -517,4 +519,350 @@ Test(recovery, leftover_prepared_segment_never_replaces_data)
 		plog_read_release(&rd);
 	}
 	plog_close(pl);
+}
+
+/* ---- checkpoints, recovery points, damage in the middle (issue 17) ---- */
+
+#define MS_SEGS 8
+static int64_t ms_seg_base[MS_SEGS + 2];
+
+/* A log of ~MS_SEGS small segments (16 KiB), every write completed before
+ * the next append (so each segment rolls after its last write landed: the
+ * path that once never got an index). Returns the log end. */
+static int64_t make_multiseg(const char *pdir, struct plog **keep_open)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	static uint8_t b[1 << 16];
+	int64_t base = 0;
+	int segs = 0;
+
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 16384;
+	cfg.index_interval = 512;
+	cr_assert_eq(plog_open(&st, pdir, &cfg, &pl), 0);
+	for (int i = 0; segs < MS_SEGS || pl->seg_tail->end < 4000; i++) {
+		uint32_t n = test_batch(b, sizeof(b), i, 3, 300, 2, 1000 + i);
+		struct segment *before = pl->seg_tail;
+
+		cr_assert_eq(plog_append(pl, b, n, &base), 0);
+		if (pl->seg_tail != before || i == 0)
+			ms_seg_base[segs++] = pl->seg_tail->base_offset;
+		store_drain(&st);
+	}
+	cr_assert_eq(plog_segment_count(pl), MS_SEGS);
+	int64_t end = pl->next_offset;
+
+	if (keep_open)
+		*keep_open = pl;
+	else
+		plog_close(pl);
+	return end;
+}
+
+static void ms_open(const char *pdir, struct plog **pl)
+{
+	struct plog_config cfg;
+	int rc;
+
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 16384;
+	cfg.index_interval = 512;
+	rc = plog_open(&st, pdir, &cfg, pl);
+	cr_assert_eq(rc, 0, "plog_open %s: %s (%s)", pdir, strerror(-rc), st.problem);
+}
+
+static int file_exists(const char *pdir, const char *name)
+{
+	char p[4400];
+
+	snprintf(p, sizeof(p), "%s/%s", pdir, name);
+	return access(p, F_OK) == 0;
+}
+
+/* Every batch readable from log_start to the end, in order; returns the
+ * number of offsets read (gaps skipped). */
+static int64_t read_all(struct plog *pl, int64_t *first_gap)
+{
+	int64_t off = pl->log_start, got = 0;
+
+	*first_gap = -1;
+	while (off < pl->high_watermark) {
+		struct plog_read rd = { .offset = off, .max_offset = pl->high_watermark,
+					.max_bytes = 1 << 20, .buf = rbuf, .buf_cap = 4u << 20 };
+
+		cr_assert_eq(plog_read_sync(pl, &rd), 1);
+		cr_assert_gt(rd.bytes, 0, "no data at %lld of %lld", (long long)off,
+			     (long long)pl->high_watermark);
+		for (uint32_t at = 0; at < rd.bytes;) {
+			struct batch_info bi;
+
+			cr_assert_eq(batch_validate(rd.data + at, rd.bytes - at, 0, 0, &bi), 0);
+			if (batch_base_offset(rd.data + at) != off && *first_gap < 0)
+				*first_gap = off;
+			cr_assert_geq(batch_base_offset(rd.data + at), off);
+			off = batch_base_offset(rd.data + at) + bi.last_offset_delta + 1;
+			got += bi.last_offset_delta + 1;
+			at += bi.size;
+		}
+		plog_read_release(&rd);
+	}
+	return got;
+}
+
+/* (a) A clean close leaves every sealed segment its index and the log its
+ * checkpoint; the next open scans nothing. Also when the caller marked the
+ * log closing (-ESHUTDOWN) first, as dataplane/part.c does. */
+Test(recovery, clean_close_checkpoints_every_segment)
+{
+	for (int closing = 0; closing < 2; closing++) {
+		char p1[4300], name[64];
+		struct plog *pl;
+		int64_t end = make_multiseg((snprintf(p1, sizeof(p1), "%s/cc%d", dir, closing), p1), &pl);
+
+		if (closing)
+			pl->err = -ESHUTDOWN;
+		plog_close(pl);
+		for (int i = 0; i < MS_SEGS; i++) {
+			snprintf(name, sizeof(name), "%020lld.index", (long long)ms_seg_base[i]);
+			cr_assert(file_exists(p1, name), "closing=%d: %s has no index", closing, name);
+		}
+		cr_assert(file_exists(p1, "recovery-checkpoint"), "closing=%d: no checkpoint", closing);
+		ms_open(p1, &pl);
+		cr_assert_eq(pl->next_offset, end);
+		cr_assert_eq(pl->recovery.bytes_scanned, 0,
+			     "closing=%d: a clean stop re-scanned %llu bytes", closing,
+			     (unsigned long long)pl->recovery.bytes_scanned);
+		cr_assert_eq(pl->recovery.segments_trusted, MS_SEGS);
+		plog_close(pl);
+	}
+}
+
+/* (b) After a crash only what follows the recovery point is scanned: every
+ * segment sealed (and written) before the crash has its index, so only
+ * the active segment is read. The crash is a copy of the directory taken
+ * while the log is open, all writes landed. */
+Test(recovery, crash_scans_only_after_the_recovery_point)
+{
+	char p1[4300], p2[4300];
+	struct plog *pl, *pl2;
+
+	snprintf(p1, sizeof(p1), "%s/rp", dir);
+	snprintf(p2, sizeof(p2), "%s/rp-crash", dir);
+	int64_t end = make_multiseg(p1, &pl);
+	uint64_t active = pl->seg_tail->end;
+
+	sh("cp -a '%s' '%s'", p1, p2);
+	plog_close(pl);
+	ms_open(p2, &pl2);
+	cr_assert_eq(pl2->next_offset, end);
+	cr_assert_leq(pl2->recovery.bytes_scanned, active,
+		      "scanned %llu bytes after a crash, the active segment holds %llu",
+		      (unsigned long long)pl2->recovery.bytes_scanned, (unsigned long long)active);
+	cr_assert_geq(pl2->recovery.segments_trusted, MS_SEGS - 1);
+	/* an explicit checkpoint moves the recovery point to the end */
+	{
+		char p3[4400];
+
+		cr_assert_eq(plog_checkpoint(pl2), 0);
+		snprintf(p3, sizeof(p3), "%s/rp-crash2", dir);
+		sh("cp -a '%s' '%s'", p2, p3);
+		plog_close(pl2);
+		ms_open(p3, &pl2);
+		cr_assert_eq(pl2->recovery.bytes_scanned, 0, "a checkpoint at the end: nothing to scan");
+		cr_assert_eq(pl2->next_offset, end);
+		plog_close(pl2);
+	}
+}
+
+/* (c) A damaged run of bytes inside the 5th of 8 segments (its index gone
+ * too, so recovery reads it): the intact later segments stay and are
+ * served, the damaged range is moved aside to <segment>.damaged and
+ * reported, and the next append never reuses an acknowledged offset. */
+Test(recovery, damage_in_a_middle_segment_keeps_later_segments)
+{
+	char p1[4300], seg[4400], name[64], line[1024];
+	struct plog *pl;
+	int64_t end = make_multiseg((snprintf(p1, sizeof(p1), "%s/mid", dir), p1), NULL);
+	int64_t gap;
+	int fd;
+	uint8_t junk[16];
+
+	snprintf(name, sizeof(name), "%020lld.log", (long long)ms_seg_base[4]);
+	snprintf(seg, sizeof(seg), "%s/%s", p1, name);
+	{
+		char cmd[4600];
+
+		snprintf(cmd, sizeof(cmd), "rm -f '%s/%020lld.index'", p1, (long long)ms_seg_base[4]);
+		cr_assert_eq(system(cmd), 0);
+	}
+	fd = open(seg, O_RDWR);
+	cr_assert_geq(fd, 0);
+	memset(junk, 0xa5, sizeof(junk));
+	cr_assert_eq(pwrite(fd, junk, sizeof(junk), 6000), 16);
+	close(fd);
+
+	ms_open(p1, &pl);
+	plog_recovery_describe(pl, line, sizeof(line));
+	cr_log_info("%s", line);
+	cr_assert_eq(plog_segment_count(pl), MS_SEGS, "later segments kept: %s", line);
+	cr_assert_eq(pl->next_offset, end, "the log end stays: %s", line);
+	cr_assert_eq(pl->recovery.damaged, 1, "%s", line);
+	cr_assert(strstr(line, name) && strstr(line, "damaged"), "names the file: %s", line);
+	snprintf(name, sizeof(name), "%020lld.log.damaged", (long long)ms_seg_base[4]);
+	cr_assert(file_exists(p1, name), "the damaged range moved aside to %s", name);
+	int64_t got = read_all(pl, &gap);
+
+	cr_assert_gt(gap, ms_seg_base[4], "the gap starts inside segment 5");
+	cr_assert_lt(gap, ms_seg_base[5]);
+	cr_assert_geq(got, end - (ms_seg_base[5] - ms_seg_base[4]), "only segment 5's tail is lost");
+	cr_assert_eq(got, end - (pl->recovery.lost_to - pl->recovery.lost_from));
+	{
+		static uint8_t b[65536];
+		int64_t base;
+
+		cr_assert_eq(plog_append(pl, b, test_batch(b, sizeof(b), 1, 3, 100, 1, 5), &base), 0);
+		cr_assert_eq(base, end, "the next append gets the old end, not a reused offset");
+		store_drain(&st);
+	}
+	plog_close(pl);
+	/* and the next start is clean: nothing more cut, nothing scanned twice */
+	ms_open(p1, &pl);
+	cr_assert_eq(pl->next_offset, end + 3);
+	cr_assert_eq(pl->recovery.damaged, 0);
+	cr_assert_eq(pl->recovery.bytes_scanned, 0);
+	plog_close(pl);
+}
+
+/* (c) Damage in the last segment below the durable high watermark of the
+ * checkpoint is not a torn tail: acknowledged offsets are never handed out
+ * again. */
+Test(recovery, damage_below_the_checkpoint_never_reuses_offsets)
+{
+	char p1[4300], seg[4400], cmd[4600];
+	struct plog *pl;
+	int64_t end = make_multiseg((snprintf(p1, sizeof(p1), "%s/last", dir), p1), NULL);
+	uint8_t junk[16];
+	int fd;
+
+	snprintf(seg, sizeof(seg), "%s/%020lld.log", p1, (long long)ms_seg_base[MS_SEGS - 1]);
+	snprintf(cmd, sizeof(cmd), "rm -f '%s/%020lld.index'", p1, (long long)ms_seg_base[MS_SEGS - 1]);
+	cr_assert_eq(system(cmd), 0);
+	fd = open(seg, O_RDWR);
+	memset(junk, 0x5a, sizeof(junk));
+	cr_assert_eq(pwrite(fd, junk, sizeof(junk), 1000), 16);
+	close(fd);
+	ms_open(p1, &pl);
+	cr_assert_geq(pl->next_offset, end, "log end %lld fell below the acknowledged %lld",
+		      (long long)pl->next_offset, (long long)end);
+	cr_assert_eq(pl->recovery.damaged, 1);
+	{
+		static uint8_t b[65536];
+		int64_t base;
+
+		cr_assert_eq(plog_append(pl, b, test_batch(b, sizeof(b), 1, 3, 100, 1, 5), &base), 0);
+		cr_assert_geq(base, end);
+		store_drain(&st);
+	}
+	plog_close(pl);
+	ms_open(p1, &pl);
+	cr_assert_eq(pl->recovery.damaged, 0);
+	plog_close(pl);
+}
+
+/* (d) A deleted middle segment file: the open refuses, naming the file and
+ * what to do, instead of dropping every later segment. */
+Test(recovery, missing_middle_segment_refuses_to_open)
+{
+	char p1[4300], cmd[4600];
+	struct plog *pl = NULL;
+	struct plog_config cfg;
+	int rc;
+
+	make_multiseg((snprintf(p1, sizeof(p1), "%s/miss", dir), p1), NULL);
+	snprintf(cmd, sizeof(cmd), "rm -f '%s/%020lld.log'", p1, (long long)ms_seg_base[3]);
+	cr_assert_eq(system(cmd), 0);
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 16384;
+	rc = plog_open(&st, p1, &cfg, &pl);
+	cr_assert_eq(rc, -EUCLEAN, "open of a log with a missing segment: %d", rc);
+	char want[64];
+
+	snprintf(want, sizeof(want), "%020lld.log", (long long)ms_seg_base[3]);
+	cr_assert(strstr(st.problem, want), "names the missing file: %s", st.problem);
+	cr_assert(strstr(st.problem, "Restore the file"), "says what to do: %s", st.problem);
+	/* nothing was deleted */
+	snprintf(want, sizeof(want), "%020lld.log", (long long)ms_seg_base[MS_SEGS - 1]);
+	cr_assert(file_exists(p1, want));
+}
+
+/* The torn-tail rule holds: a crash mid-append (no checkpoint covers the
+ * cut bytes) is cut silently-but-reported, and not called damage. */
+Test(recovery, torn_tail_is_not_damage)
+{
+	char p1[4300], p2[4300];
+	struct plog *pl, *pl2;
+	static uint8_t b[1 << 16];
+	int64_t base;
+
+	snprintf(p1, sizeof(p1), "%s/torn", dir);
+	snprintf(p2, sizeof(p2), "%s/torn-crash", dir);
+	int64_t end = make_multiseg(p1, &pl);
+	uint64_t at = pl->seg_tail->end;
+
+	cr_assert_eq(plog_append(pl, b, test_batch(b, sizeof(b), 1, 3, 300, 1, 5), &base), 0);
+	store_drain(&st);
+	sh("cp -a '%s' '%s'", p1, p2);
+	plog_close(pl);
+	{
+		char seg[4400];
+		int fd;
+
+		snprintf(seg, sizeof(seg), "%s/%020lld.log", p2, (long long)ms_seg_base[MS_SEGS - 1]);
+		fd = open(seg, O_RDWR);
+		cr_assert_eq(ftruncate(fd, (off_t)(at + 100)), 0);   /* the last batch half written */
+		close(fd);
+	}
+	ms_open(p2, &pl2);
+	cr_assert_eq(pl2->next_offset, end);
+	cr_assert_eq(pl2->recovery.damaged, 0);
+	cr_assert_neq(pl2->recovery.truncated_reason, 0);
+	plog_close(pl2);
+}
+
+/* The recovery point of an active segment still being written: the
+ * checkpoint covers the written prefix only (up to a batch boundary), and
+ * a crash then reads nothing before it and keeps nothing unwritten. */
+Test(recovery, checkpoint_of_a_partly_written_active_segment)
+{
+	char p1[4300], p2[4300];
+	struct plog_config cfg;
+	struct plog *pl, *pl2;
+	static uint8_t b[1 << 16];
+	int64_t base, written;
+
+	snprintf(p1, sizeof(p1), "%s/part", dir);
+	snprintf(p2, sizeof(p2), "%s/part-crash", dir);
+	plog_config_defaults(&cfg);
+	cfg.index_interval = 512;
+	cr_assert_eq(plog_open(&st, p1, &cfg, &pl), 0);
+	for (int i = 0; i < 30; i++)
+		cr_assert_eq(plog_append(pl, b, test_batch(b, sizeof(b), i, 3, 300, 2, 10), &base), 0);
+	store_drain(&st);
+	written = pl->next_offset;
+	/* more appended, not yet written */
+	for (int i = 30; i < 40; i++)
+		cr_assert_eq(plog_append(pl, b, test_batch(b, sizeof(b), i, 3, 300, 2, 10), &base), 0);
+	cr_assert_lt(pl->seg_tail->flushed, pl->seg_tail->end);
+	cr_assert_eq(plog_checkpoint(pl), 0);
+	sh("cp -a '%s' '%s'", p1, p2);
+	plog_close(pl);
+	plog_config_defaults(&cfg);
+	cfg.index_interval = 512;
+	cr_assert_eq(plog_open(&st, p2, &cfg, &pl2), 0);
+	cr_assert_eq(pl2->next_offset, written, "the written prefix, nothing else");
+	cr_assert_eq(pl2->recovery.bytes_scanned, 0);
+	cr_assert_eq(pl2->recovery.segments_trusted, 1);
+	cr_assert_eq(pl2->recovery.damaged, 0);
+	plog_close(pl2);
 }
