@@ -48,8 +48,19 @@ struct retired {
 	struct retired *next;
 };
 
+/* Messages the control thread could not put on a full ring, oldest
+ * first (a FIFO per destination, so a shard sees the control thread's
+ * messages in the order they were sent). The loop retries them before
+ * anything else each turn; nothing is ever dropped. Control thread only. */
+struct ctl_park {
+	struct shard_msg *q;         /* cap slots, a power of two; NULL when cap is 0 */
+	uint32_t head, len, cap;
+};
+
 struct ctl {
 	struct broker *b;
+	struct ctl_park park[BROKER_MAX_SHARDS];
+	uint64_t parked;             /* messages parked so far (a full ring) */
 	struct config *cfg;
 	struct metalog *ml;
 	pthread_t thread;
@@ -185,11 +196,51 @@ static void ctl_reclaim(struct ctl *ctl)
 
 /* ---- messages --------------------------------------------------------- */
 
+/* Send to a shard; a full ring (or earlier messages still parked for that
+ * shard) parks the message, and the loop sends it later (ctl_flush_parked).
+ * Never waits: the shard's answers come back over the other ring, which
+ * only this thread drains. */
 static void ctl_send(struct ctl *ctl, int to, const struct shard_msg *m)
 {
-	/* the control thread may wait: a full ring is retried until it drains */
-	while (broker_send(ctl->b, broker_ctl_index(ctl->b), to, m) < 0)
-		usleep(100);
+	struct ctl_park *pk = &ctl->park[to];
+
+	if (pk->len == 0 && broker_send(ctl->b, broker_ctl_index(ctl->b), to, m) == 0)
+		return;
+	if (pk->len == pk->cap) {
+		uint32_t ncap = pk->cap ? pk->cap * 2 : 256;
+		struct shard_msg *nq = xcalloc(ncap, sizeof(*nq));
+
+		for (uint32_t i = 0; i < pk->len; i++)
+			nq[i] = pk->q[(pk->head + i) & (pk->cap - 1)];
+		free(pk->q);
+		pk->q = nq;
+		pk->head = 0;
+		pk->cap = ncap;
+	}
+	pk->q[(pk->head + pk->len) & (pk->cap - 1)] = *m;
+	pk->len++;
+	ctl->parked++;
+}
+
+/* Retry parked messages, oldest first, until a ring is full again.
+ * Returns how many went out; *left is how many still wait. */
+static int ctl_flush_parked(struct ctl *ctl, uint32_t *left)
+{
+	struct broker *b = ctl->b;
+	int n = 0;
+
+	*left = 0;
+	for (int to = 0; to < b->set.nshards; to++) {
+		struct ctl_park *pk = &ctl->park[to];
+
+		while (pk->len && broker_send(b, broker_ctl_index(b), to, &pk->q[pk->head]) == 0) {
+			pk->head = (pk->head + 1) & (pk->cap - 1);
+			pk->len--;
+			n++;
+		}
+		*left += pk->len;
+	}
+	return n;
 }
 
 void ctl_send_msg(struct ctl *ctl, int to, const struct shard_msg *m)
@@ -242,7 +293,7 @@ static void shard_open_part(void *self, struct shard_msg *m)
 		p->next = sh->parts;
 		sh->parts = p;
 	}
-	broker_send(sh->b, sh->id, broker_ctl_index(sh->b), &r);
+	shard_send(sh, broker_ctl_index(sh->b), &r);   /* parks when the ring is full */
 }
 
 /* On the owner shard: close a deleted partition's log. */
@@ -260,7 +311,7 @@ static void shard_close_part(void *self, struct shard_msg *m)
 	part_retire(p);
 	p->next = sh->retired_parts;   /* freed when the shard exits */
 	sh->retired_parts = p;
-	broker_send(sh->b, sh->id, broker_ctl_index(sh->b), &r);
+	shard_send(sh, broker_ctl_index(sh->b), &r);   /* parks when the ring is full */
 }
 
 static void shard_ctl_reply(void *self, struct shard_msg *m)
@@ -551,7 +602,7 @@ static void shard_set_part_cfg(void *self, struct shard_msg *m)
 		if (p->pl->cfg.initial_extent > p->pl->cfg.segment_bytes)
 			p->pl->cfg.initial_extent = p->pl->cfg.segment_bytes;
 	}
-	broker_send(sh->b, sh->id, broker_ctl_index(sh->b), &r);
+	shard_send(sh, broker_ctl_index(sh->b), &r);   /* parks when the ring is full */
 }
 
 /* CreatePartitions and AlterConfigs: a new snapshot entry for the topic
@@ -1131,9 +1182,12 @@ static void *ctl_main(void *arg)
 	while (!ctl->stop) {
 		struct shard_msg m;
 		int work = 0, timeout;
+		uint32_t parked;
 		struct pollfd pfd[2] = { { .fd = ctl->wake_fd, .events = POLLIN },
 					 { .fd = ctl->admin ? admin_http_fd(ctl->admin) : -1, .events = POLLIN } };
 
+		/* parked messages first: they are older than anything sent below */
+		work += ctl_flush_parked(ctl, &parked);
 		for (int from = 0; from < b->set.nshards; from++)
 			while (spsc_pop(b->rings[from][broker_ctl_index(b)], &m)) {
 				m.fn(ctl, &m);
@@ -1156,6 +1210,8 @@ static void *ctl_main(void *arg)
 		}
 		if (work)
 			continue;
+		if (parked && timeout > 1)
+			timeout = 1;   /* a shard frees ring slots without waking us */
 		__atomic_store_n(&ctl->sleeping, 1, __ATOMIC_SEQ_CST);
 		for (int from = 0; from < b->set.nshards; from++)
 			if (!spsc_empty(b->rings[from][broker_ctl_index(b)]))
@@ -1206,6 +1262,9 @@ static void *ctl_main(void *arg)
 			ctl->pubs = pb->next;
 			free(pb);
 		}
+		/* the shards have stopped: nobody is left to take these */
+		for (int i = 0; i < b->set.nshards; i++)
+			free(ctl->park[i].q);
 	}
 	return NULL;
 }
