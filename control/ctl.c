@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +40,14 @@ struct ctl_op {
 	int ndeleted;
 	struct md_topic **replaced;  /* superseded by a new struct; logs stay */
 	int nreplaced;
+	int64_t fd_free;             /* descriptors this request may still claim; INT64_MIN: not counted yet */
+	/* directories this request's opens made (they did not exist before),
+	 * each with the topic it is for: removed if that topic is dropped */
+	char **made;
+	struct md_topic **made_for;
+	uint8_t *made_rm;
+	int nmade, made_cap;
+	int dropping;                /* failed: the opened partitions are closing */
 	struct ctl_op *next;
 };
 
@@ -61,6 +71,7 @@ struct ctl {
 	struct broker *b;
 	struct ctl_park park[BROKER_MAX_SHARDS];
 	uint64_t parked;             /* messages parked so far (a full ring) */
+	int64_t fd_opening;          /* partition opens sent, not answered yet */
 	struct config *cfg;
 	struct metalog *ml;
 	pthread_t thread;
@@ -270,7 +281,40 @@ static void ctl_part_done(void *self, struct shard_msg *m)
 		snprintf(op->fail_msg, sizeof(op->fail_msg), "cannot open partition %s: %s",
 			 (const char *)m->p[1], strerror((int)-m->v[0]));
 	}
-	free(m->p[1]);   /* the partition directory path, allocated by topic_open_parts */
+	if (--op->pending == 0)
+		ctl_op_step(ctl, op);
+}
+
+/* A partition open answered: v[0] its result, v[1] whether it made the
+ * directory (p[1], allocated by topic_open_parts), p[2] the topic. */
+static void ctl_part_opened(void *self, struct shard_msg *m)
+{
+	struct ctl *ctl = self;
+	struct ctl_op *op = m->p[0];
+	char *dir = m->p[1];
+
+	ctl->fd_opening--;
+	if (m->v[1] && op->req) {
+		/* kept: removed again if the topic is dropped (ctl_drop_failed) */
+		if (op->nmade == op->made_cap) {
+			op->made_cap = op->made_cap ? op->made_cap * 2 : 64;
+			op->made = realloc(op->made, (size_t)op->made_cap * sizeof(*op->made));
+			op->made_for = realloc(op->made_for, (size_t)op->made_cap * sizeof(*op->made_for));
+			op->made_rm = realloc(op->made_rm, (size_t)op->made_cap);
+			if (!op->made || !op->made_for || !op->made_rm)
+				abort();   /* the control thread cannot go on without memory */
+		}
+		op->made[op->nmade] = dir;
+		op->made_for[op->nmade] = m->p[2];
+		op->made_rm[op->nmade++] = 0;
+		dir = NULL;
+	}
+	if (m->v[0] < 0 && !op->failed) {
+		op->failed = 1;
+		snprintf(op->fail_msg, sizeof(op->fail_msg), "cannot open partition %s: %s",
+			 (const char *)m->p[1], strerror((int)-m->v[0]));
+	}
+	free(dir);
 	if (--op->pending == 0)
 		ctl_op_step(ctl, op);
 }
@@ -283,8 +327,10 @@ static void shard_open_part(void *self, struct shard_msg *m)
 	struct md_partition *mp = m->p[2];
 	char *dir = m->p[3];
 	struct part *p = NULL;
+	struct stat st;
+	int made = stat(dir, &st) < 0 && errno == ENOENT;
 	int rc = part_open(sh, dir, t->name, mp->index, &t->cfg, &p);
-	struct shard_msg r = { .fn = ctl_part_done, .p = { m->p[0], dir }, .v = { rc } };
+	struct shard_msg r = { .fn = ctl_part_opened, .p = { m->p[0], dir, t }, .v = { rc, made } };
 
 	if (rc == 0) {
 		mp->part = p;
@@ -409,8 +455,55 @@ static void topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic
 			t->parts[i].pub = &pb->pub;
 		}
 		op->pending++;
+		ctl->fd_opening++;
 		ctl_send(ctl, t->parts[i].shard, &m);
 	}
+}
+
+int ctl_fd_usage(int64_t *in_use, int64_t *limit)
+{
+	struct rlimit rl;
+	DIR *d = opendir("/proc/self/fd");
+	int64_t n = 0;
+
+	if (!d)
+		return -errno;
+	for (struct dirent *e; (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return -errno;
+	*in_use = n - 1;   /* the directory's own */
+	*limit = rl.rlim_cur == RLIM_INFINITY ? INT64_MAX : (int64_t)rl.rlim_cur;
+	return 0;
+}
+
+/* Claim descriptors for `need` new partitions (one each: the active
+ * segment's file; more come with more segments, out of the reserve), or
+ * refuse the topic before anything is written or opened. Counted once per
+ * request; opens still in flight from earlier requests count as used. */
+static int ctl_fd_claim(struct ctl *ctl, struct ctl_op *op, struct ctl_topic *ct, int64_t need)
+{
+	static int64_t in_use, limit;
+
+	if (op->fd_free == INT64_MIN) {
+		if (ctl_fd_usage(&in_use, &limit) < 0) {
+			op->fd_free = INT64_MAX;   /* cannot tell: the opens will */
+			return 0;
+		}
+		op->fd_free = limit == INT64_MAX ? INT64_MAX
+			      : limit - in_use - ctl->fd_opening - ctl_fd_reserve(limit);
+	}
+	if (need <= op->fd_free) {
+		op->fd_free -= op->fd_free == INT64_MAX ? 0 : need;
+		return 0;
+	}
+	ct->error = KERR_INVALID_PARTITIONS;
+	snprintf(ct->message, sizeof(ct->message),
+		 "%d partitions need %d file descriptors; %d are free of the limit of %d (RLIMIT_NOFILE) "
+		 "beyond %d kept in reserve: raise ulimit -n or LimitNOFILE=",
+		 (int)need, (int)need, (int)(op->fd_free > 0 ? op->fd_free : 0), (int)limit, (int)ctl_fd_reserve(limit));
+	return -1;
 }
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
@@ -421,11 +514,13 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 	return remove(path);
 }
 
-/* All shards answered: publish and reply. */
-static void shard_close_part_quiet(void *self, struct shard_msg *m)
+/* On the owner shard: close a partition of a topic that is dropped (never
+ * published), then answer (the directories go once all are closed). */
+static void shard_close_part_dropped(void *self, struct shard_msg *m)
 {
 	struct shard *sh = self;
-	struct part *p = m->p[0];
+	struct part *p = m->p[1];
+	struct shard_msg r = { .fn = ctl_part_done, .p = { m->p[0], NULL }, .v = { 0 } };
 
 	for (struct part **pp = &sh->parts; *pp; pp = &(*pp)->next)
 		if (*pp == p) {
@@ -433,11 +528,23 @@ static void shard_close_part_quiet(void *self, struct shard_msg *m)
 			break;
 		}
 	part_close(p);
+	shard_send(sh, broker_ctl_index(sh->b), &r);
+}
+
+static void ctl_close_dropped(struct ctl *ctl, struct ctl_op *op, struct md_partition *mp)
+{
+	struct shard_msg cm = { .fn = shard_close_part_dropped, .p = { op, mp->part } };
+
+	if (!mp->part)
+		return;
+	op->pending++;
+	ctl_send(ctl, mp->shard, &cm);
 }
 
 /* A topic some of whose partitions could not be opened (too many open
  * files, a full or failing disk) is not published: its opened partitions
- * are closed again and the request gets the error. */
+ * are closed again (op->pending counts the answers), the directories its
+ * opens made are marked for removal, and the request gets the error. */
 static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
 {
 	for (int i = 0; i < op->ncreated; i++) {
@@ -460,12 +567,8 @@ static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
 			if (old && !strcmp(old->name, t->name)) {
 				/* CreatePartitions: the old layout stays; only the new
 				 * partitions that did open are closed */
-				for (int32_t k = old->nparts; k < t->nparts; k++) {
-					struct shard_msg cm = { .fn = shard_close_part_quiet, .p = { t->parts[k].part } };
-
-					if (t->parts[k].part)
-						ctl_send(ctl, t->parts[k].shard, &cm);
-				}
+				for (int32_t k = old->nparts; k < t->nparts; k++)
+					ctl_close_dropped(ctl, op, &t->parts[k]);
 				for (int32_t k = 0; k < old->nparts; k++)
 					t->parts[k].part = NULL;   /* still owned by the old struct */
 				op->replaced[j] = op->replaced[--op->nreplaced];
@@ -474,13 +577,11 @@ static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
 		}
 		if (op->req && op->req->kind != CTL_CREATE_PARTITIONS)
 			metalog_delete_topic(ctl->ml, t->name);
-		for (int32_t k = 0; k < t->nparts; k++) {
-			struct shard_msg cm = { .fn = shard_close_part_quiet, .p = { t->parts[k].part } };
-
-			if (t->parts[k].part)
-				ctl_send(ctl, t->parts[k].shard, &cm);
-		}
+		for (int32_t k = 0; k < t->nparts; k++)
+			ctl_close_dropped(ctl, op, &t->parts[k]);
 dropped:
+		for (int k = 0; k < op->nmade; k++)
+			op->made_rm[k] |= op->made_for[k] == t;
 		fprintf(stderr, "sluiced: topic %s not created: %s\n", t->name, op->fail_msg);
 		topic_free(t);
 		op->created[i] = op->created[op->ncreated - 1];
@@ -519,8 +620,21 @@ static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 {
 	struct ctl_req *req = op->req;
 
-	if (op->failed && req)
+	if (op->failed && req && !op->dropping) {
+		op->dropping = 1;
 		ctl_drop_failed(ctl, op);
+		if (op->pending)
+			return;   /* again when the shards have closed them */
+	}
+	/* a dropped topic's directories that its opens made (closed now) */
+	for (int i = 0; i < op->nmade; i++) {
+		if (op->made_rm[i])
+			nftw(op->made[i], rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		free(op->made[i]);
+	}
+	free(op->made);
+	free(op->made_for);
+	free(op->made_rm);
 
 	ctl_publish(ctl, op->created, op->ncreated, op->deleted, op->ndeleted, op->replaced, op->nreplaced);
 	/* deleted topics: their logs are closed, remove the files */
@@ -647,6 +761,8 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 				 t->nparts, ct->partitions);
 			return;
 		}
+		if (ctl_fd_claim(ctl, op, ct, ct->partitions - t->nparts) < 0)
+			return;
 		if (req->validate_only)
 			return;
 		rc = metalog_add_partitions(ctl->ml, name, ct->partitions);
@@ -721,6 +837,7 @@ static void ctl_handle(void *self, struct shard_msg *m)
 	struct md_snapshot *md = ctl->b->md;
 
 	op->req = req;
+	op->fd_free = INT64_MIN;
 	op->created = calloc((size_t)req->n + 1, sizeof(*op->created));
 	op->deleted = calloc((size_t)req->n + 1, sizeof(*op->deleted));
 	op->replaced = calloc((size_t)req->n + 1, sizeof(*op->replaced));
@@ -797,6 +914,8 @@ static void ctl_handle(void *self, struct shard_msg *m)
 			snprintf(ct->message, sizeof(ct->message), "too many configs");
 			continue;
 		}
+		if (ctl_fd_claim(ctl, op, ct, np) < 0)
+			continue;
 		for (int j = 0; j < ct->nconfigs && !bad; j++) {
 			struct kafka_str k = ct->keys[j], v = ct->values[j];
 
