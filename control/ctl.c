@@ -41,6 +41,7 @@ struct ctl_op {
 	struct md_topic **replaced;  /* superseded by a new struct; logs stay */
 	int nreplaced;
 	int64_t fd_free;             /* descriptors this request may still claim; INT64_MIN: not counted yet */
+	int64_t fd_limit;            /* RLIMIT_NOFILE when counted */
 	/* directories this request's opens made (they did not exist before),
 	 * each with the topic it is for: removed if that topic is dropped */
 	char **made;
@@ -484,16 +485,18 @@ int ctl_fd_usage(int64_t *in_use, int64_t *limit)
  * request; opens still in flight from earlier requests count as used. */
 static int ctl_fd_claim(struct ctl *ctl, struct ctl_op *op, struct ctl_topic *ct, int64_t need)
 {
-	static int64_t in_use, limit;
+	int64_t in_use, limit = 0;
 
 	if (op->fd_free == INT64_MIN) {
 		if (ctl_fd_usage(&in_use, &limit) < 0) {
 			op->fd_free = INT64_MAX;   /* cannot tell: the opens will */
 			return 0;
 		}
+		op->fd_limit = limit;
 		op->fd_free = limit == INT64_MAX ? INT64_MAX
 			      : limit - in_use - ctl->fd_opening - ctl_fd_reserve(limit);
 	}
+	limit = op->fd_limit;
 	if (need <= op->fd_free) {
 		op->fd_free -= op->fd_free == INT64_MAX ? 0 : need;
 		return 0;
