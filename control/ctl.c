@@ -35,6 +35,7 @@ struct ctl_op {
 	char fail_msg[200];
 	struct md_topic **created;
 	struct ctl_topic **created_for;  /* the request's entry of each */
+	uint8_t *drop;               /* of each: drop it although it opened */
 	int ncreated;
 	struct md_topic **deleted;
 	int ndeleted;
@@ -556,7 +557,7 @@ static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
 
 		for (int32_t j = 0; j < t->nparts; j++)
 			bad |= !t->parts[j].part;
-		if (!bad)
+		if (!bad && !op->drop[i])
 			continue;
 		if (op->created_for[i]) {
 			struct ctl_topic *ct = op->created_for[i];
@@ -589,8 +590,33 @@ dropped:
 		topic_free(t);
 		op->created[i] = op->created[op->ncreated - 1];
 		op->created_for[i] = op->created_for[op->ncreated - 1];
+		op->drop[i] = op->drop[op->ncreated - 1];
 		op->ncreated--;
 		i--;
+	}
+}
+
+/* CreatePartitions: every new partition of a topic opened; now the
+ * metadata log says so. A topic whose record cannot be written is dropped
+ * like one whose partitions did not open. */
+static void ctl_commit_partitions(struct ctl *ctl, struct ctl_op *op)
+{
+	for (int i = 0; i < op->ncreated; i++) {
+		struct md_topic *t = op->created[i];
+		int opened = 1, rc;
+
+		for (int32_t j = 0; j < t->nparts; j++)
+			opened &= t->parts[j].part != NULL;
+		if (!opened)
+			continue;
+		rc = metalog_add_partitions(ctl->ml, t->name, t->nparts);
+		if (rc == 0)
+			continue;
+		op->drop[i] = 1;
+		if (!op->failed) {
+			op->failed = 1;
+			snprintf(op->fail_msg, sizeof(op->fail_msg), "metadata log: %s", strerror(-rc));
+		}
 	}
 }
 
@@ -623,6 +649,8 @@ static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 {
 	struct ctl_req *req = op->req;
 
+	if (req && req->kind == CTL_CREATE_PARTITIONS && !op->dropping)
+		ctl_commit_partitions(ctl, op);
 	if (op->failed && req && !op->dropping) {
 		op->dropping = 1;
 		ctl_drop_failed(ctl, op);
@@ -678,6 +706,7 @@ static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 	}
 	free(op->created);
 	free(op->created_for);
+	free(op->drop);
 	free(op->deleted);
 	free(op->replaced);
 	free(op);
@@ -768,7 +797,8 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 			return;
 		if (req->validate_only)
 			return;
-		rc = metalog_add_partitions(ctl->ml, name, ct->partitions);
+		/* the metadata log gets the new count once every new partition
+		 * has opened (ctl_commit_partitions): a failure leaves no trace */
 	} else {
 		char k[256], v[4096];
 
@@ -813,7 +843,16 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 		return;
 	}
 	mt = metalog_topic(ctl->ml, name);
-	nt = topic_build(ctl, mt);
+	if (req->kind == CTL_CREATE_PARTITIONS) {
+		/* what the metadata log will hold (PARTITIONS bumps the epoch) */
+		struct meta_topic grown = *mt;
+
+		grown.partitions = ct->partitions;
+		grown.leader_epoch++;
+		nt = topic_build(ctl, &grown);
+	} else {
+		nt = topic_build(ctl, mt);
+	}
 	/* existing partitions keep their owner and log */
 	for (int32_t i = 0; i < t->nparts && i < nt->nparts; i++)
 		nt->parts[i] = t->parts[i];
@@ -845,6 +884,7 @@ static void ctl_handle(void *self, struct shard_msg *m)
 	op->deleted = calloc((size_t)req->n + 1, sizeof(*op->deleted));
 	op->replaced = calloc((size_t)req->n + 1, sizeof(*op->replaced));
 	op->created_for = calloc((size_t)req->n + 1, sizeof(*op->created_for));
+	op->drop = calloc((size_t)req->n + 1, 1);
 	for (int i = 0; i < req->n; i++) {
 		struct ctl_topic *ct = &req->topics[i];
 		char name[256];

@@ -28,6 +28,8 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import broker, free_port, main, test  # noqa: E402
 from kraw import CREATE_TOPICS, METADATA, R, W  # noqa: E402
+
+CREATE_PARTITIONS = 37
 from ktxn import TConn, plain  # noqa: E402
 
 INVALID_PARTITIONS = 37
@@ -254,6 +256,52 @@ def create_that_fails_midway_leaves_nothing():
             res, _ = create_topics(c, [("mid", 2000)])
             assert res["mid"][0] == 0, res
             assert partitions(c, "mid") == (0, list(range(2000)))
+
+
+def create_partitions(c, topic, count):
+    """CreatePartitions v0: (error, message)."""
+    w = W().array([topic], lambda w, t: w.str(t).i32(count).i32(-1)).i32(60000).i8(0)
+    c.s.settimeout(ANSWER_S)
+    r = c.request(CREATE_PARTITIONS, 0, w)
+    r.i32()
+    (name, err, msg), = r.array(lambda r: (r.str(), r.i16(), r.str()))
+    r.done()
+    return err, msg
+
+
+@test
+def create_partitions_that_fail_midway_leave_nothing():
+    """CreatePartitions 10 -> 20 where partition 15 cannot be opened: an
+    error, the new partitions that opened are closed and their directories
+    removed, the topic keeps 10 partitions, also after a restart (the
+    metadata log is written only once all opened), and once the file is
+    gone the same request works."""
+    with broker(settings={"auto.create.topics.enable": "false"}) as b:
+        with TConn(b.bootstrap) as c:
+            res, _ = create_topics(c, [("cp", 10)])
+            assert res["cp"][0] == 0, res
+            base = fds(b)
+            blocker = os.path.join(b.data_dir, "cp-15")
+            with open(blocker, "w") as f:
+                f.write("not a directory\n")
+            err, msg = create_partitions(c, "cp", 20)
+            print("  failed midway: %d %r" % (err, msg))
+            assert err != 0 and "cp-15" in msg, (err, msg)
+            assert partitions(c, "cp") == (0, list(range(10)))
+            assert topic_dirs(b, "cp") == sorted(["cp-%d" % i for i in range(10)] + ["cp-15"]), topic_dirs(b, "cp")
+            deadline = time.monotonic() + 10
+            while fds(b) > base + 8 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert fds(b) <= base + 8, (base, fds(b))
+        b.restart()
+        with TConn(b.bootstrap) as c:
+            assert partitions(c, "cp") == (0, list(range(10)))
+            os.unlink(blocker)
+            assert create_partitions(c, "cp", 20) == (0, None)
+            assert partitions(c, "cp") == (0, list(range(20)))
+        b.restart()
+        with TConn(b.bootstrap) as c:
+            assert partitions(c, "cp") == (0, list(range(20)))
 
 
 if __name__ == "__main__":
