@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,11 +36,21 @@ struct ctl_op {
 	char fail_msg[200];
 	struct md_topic **created;
 	struct ctl_topic **created_for;  /* the request's entry of each */
+	uint8_t *drop;               /* of each: drop it although it opened */
 	int ncreated;
 	struct md_topic **deleted;
 	int ndeleted;
 	struct md_topic **replaced;  /* superseded by a new struct; logs stay */
 	int nreplaced;
+	int64_t fd_free;             /* descriptors this request may still claim; INT64_MIN: not counted yet */
+	int64_t fd_limit;            /* RLIMIT_NOFILE when counted */
+	/* directories this request's opens made (they did not exist before),
+	 * each with the topic it is for: removed if that topic is dropped */
+	char **made;
+	struct md_topic **made_for;
+	uint8_t *made_rm;
+	int nmade, made_cap;
+	int dropping;                /* failed: the opened partitions are closing */
 	struct ctl_op *next;
 };
 
@@ -50,8 +62,20 @@ struct retired {
 	struct retired *next;
 };
 
+/* Messages the control thread could not put on a full ring, oldest
+ * first (a FIFO per destination, so a shard sees the control thread's
+ * messages in the order they were sent). The loop retries them before
+ * anything else each turn; nothing is ever dropped. Control thread only. */
+struct ctl_park {
+	struct shard_msg *q;         /* cap slots, a power of two; NULL when cap is 0 */
+	uint32_t head, len, cap;
+};
+
 struct ctl {
 	struct broker *b;
+	struct ctl_park park[BROKER_MAX_SHARDS];
+	uint64_t parked;             /* messages parked so far (a full ring) */
+	int64_t fd_opening;          /* partition opens sent, not answered yet */
 	struct config *cfg;          /* static: the file and --set */
 	struct config *eff;          /* in effect: cfg, then the run-time changes (metalog) */
 	struct metalog *ml;
@@ -192,11 +216,51 @@ static void ctl_reclaim(struct ctl *ctl)
 
 /* ---- messages --------------------------------------------------------- */
 
+/* Send to a shard; a full ring (or earlier messages still parked for that
+ * shard) parks the message, and the loop sends it later (ctl_flush_parked).
+ * Never waits: the shard's answers come back over the other ring, which
+ * only this thread drains. */
 static void ctl_send(struct ctl *ctl, int to, const struct shard_msg *m)
 {
-	/* the control thread may wait: a full ring is retried until it drains */
-	while (broker_send(ctl->b, broker_ctl_index(ctl->b), to, m) < 0)
-		usleep(100);
+	struct ctl_park *pk = &ctl->park[to];
+
+	if (pk->len == 0 && broker_send(ctl->b, broker_ctl_index(ctl->b), to, m) == 0)
+		return;
+	if (pk->len == pk->cap) {
+		uint32_t ncap = pk->cap ? pk->cap * 2 : 256;
+		struct shard_msg *nq = xcalloc(ncap, sizeof(*nq));
+
+		for (uint32_t i = 0; i < pk->len; i++)
+			nq[i] = pk->q[(pk->head + i) & (pk->cap - 1)];
+		free(pk->q);
+		pk->q = nq;
+		pk->head = 0;
+		pk->cap = ncap;
+	}
+	pk->q[(pk->head + pk->len) & (pk->cap - 1)] = *m;
+	pk->len++;
+	ctl->parked++;
+}
+
+/* Retry parked messages, oldest first, until a ring is full again.
+ * Returns how many went out; *left is how many still wait. */
+static int ctl_flush_parked(struct ctl *ctl, uint32_t *left)
+{
+	struct broker *b = ctl->b;
+	int n = 0;
+
+	*left = 0;
+	for (int to = 0; to < b->set.nshards; to++) {
+		struct ctl_park *pk = &ctl->park[to];
+
+		while (pk->len && broker_send(b, broker_ctl_index(b), to, &pk->q[pk->head]) == 0) {
+			pk->head = (pk->head + 1) & (pk->cap - 1);
+			pk->len--;
+			n++;
+		}
+		*left += pk->len;
+	}
+	return n;
 }
 
 void ctl_send_msg(struct ctl *ctl, int to, const struct shard_msg *m)
@@ -226,7 +290,40 @@ static void ctl_part_done(void *self, struct shard_msg *m)
 		snprintf(op->fail_msg, sizeof(op->fail_msg), "cannot open partition %s: %s",
 			 (const char *)m->p[1], strerror((int)-m->v[0]));
 	}
-	free(m->p[1]);   /* the partition directory path, allocated by topic_open_parts */
+	if (--op->pending == 0)
+		ctl_op_step(ctl, op);
+}
+
+/* A partition open answered: v[0] its result, v[1] whether it made the
+ * directory (p[1], allocated by topic_open_parts), p[2] the topic. */
+static void ctl_part_opened(void *self, struct shard_msg *m)
+{
+	struct ctl *ctl = self;
+	struct ctl_op *op = m->p[0];
+	char *dir = m->p[1];
+
+	ctl->fd_opening--;
+	if (m->v[1] && op->req) {
+		/* kept: removed again if the topic is dropped (ctl_drop_failed) */
+		if (op->nmade == op->made_cap) {
+			op->made_cap = op->made_cap ? op->made_cap * 2 : 64;
+			op->made = realloc(op->made, (size_t)op->made_cap * sizeof(*op->made));
+			op->made_for = realloc(op->made_for, (size_t)op->made_cap * sizeof(*op->made_for));
+			op->made_rm = realloc(op->made_rm, (size_t)op->made_cap);
+			if (!op->made || !op->made_for || !op->made_rm)
+				abort();   /* the control thread cannot go on without memory */
+		}
+		op->made[op->nmade] = dir;
+		op->made_for[op->nmade] = m->p[2];
+		op->made_rm[op->nmade++] = 0;
+		dir = NULL;
+	}
+	if (m->v[0] < 0 && !op->failed) {
+		op->failed = 1;
+		snprintf(op->fail_msg, sizeof(op->fail_msg), "cannot open partition %s: %s",
+			 (const char *)m->p[1], strerror((int)-m->v[0]));
+	}
+	free(dir);
 	if (--op->pending == 0)
 		ctl_op_step(ctl, op);
 }
@@ -239,8 +336,10 @@ static void shard_open_part(void *self, struct shard_msg *m)
 	struct md_partition *mp = m->p[2];
 	char *dir = m->p[3];
 	struct part *p = NULL;
+	struct stat st;
+	int made = stat(dir, &st) < 0 && errno == ENOENT;
 	int rc = part_open(sh, dir, t->name, mp->index, &t->cfg, &p);
-	struct shard_msg r = { .fn = ctl_part_done, .p = { m->p[0], dir }, .v = { rc } };
+	struct shard_msg r = { .fn = ctl_part_opened, .p = { m->p[0], dir, t }, .v = { rc, made } };
 
 	if (rc == -EUCLEAN && sh->st.problem[0])
 		fprintf(stderr, "sluiced: partition %s-%d cannot be opened: %s\n", t->name, mp->index,
@@ -252,7 +351,7 @@ static void shard_open_part(void *self, struct shard_msg *m)
 		p->next = sh->parts;
 		sh->parts = p;
 	}
-	broker_send(sh->b, sh->id, broker_ctl_index(sh->b), &r);
+	shard_send(sh, broker_ctl_index(sh->b), &r);   /* parks when the ring is full */
 }
 
 /* On the owner shard: close a deleted partition's log. */
@@ -270,7 +369,7 @@ static void shard_close_part(void *self, struct shard_msg *m)
 	part_retire(p);
 	p->next = sh->retired_parts;   /* freed when the shard exits */
 	sh->retired_parts = p;
-	broker_send(sh->b, sh->id, broker_ctl_index(sh->b), &r);
+	shard_send(sh, broker_ctl_index(sh->b), &r);   /* parks when the ring is full */
 }
 
 static void shard_ctl_reply(void *self, struct shard_msg *m)
@@ -368,8 +467,57 @@ static void topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic
 			t->parts[i].pub = &pb->pub;
 		}
 		op->pending++;
+		ctl->fd_opening++;
 		ctl_send(ctl, t->parts[i].shard, &m);
 	}
+}
+
+int ctl_fd_usage(int64_t *in_use, int64_t *limit)
+{
+	struct rlimit rl;
+	DIR *d = opendir("/proc/self/fd");
+	int64_t n = 0;
+
+	if (!d)
+		return -errno;
+	for (struct dirent *e; (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return -errno;
+	*in_use = n - 1;   /* the directory's own */
+	*limit = rl.rlim_cur == RLIM_INFINITY ? INT64_MAX : (int64_t)rl.rlim_cur;
+	return 0;
+}
+
+/* Claim descriptors for `need` new partitions (one each: the active
+ * segment's file; more come with more segments, out of the reserve), or
+ * refuse the topic before anything is written or opened. Counted once per
+ * request; opens still in flight from earlier requests count as used. */
+static int ctl_fd_claim(struct ctl *ctl, struct ctl_op *op, struct ctl_topic *ct, int64_t need)
+{
+	int64_t in_use, limit = 0;
+
+	if (op->fd_free == INT64_MIN) {
+		if (ctl_fd_usage(&in_use, &limit) < 0) {
+			op->fd_free = INT64_MAX;   /* cannot tell: the opens will */
+			return 0;
+		}
+		op->fd_limit = limit;
+		op->fd_free = limit == INT64_MAX ? INT64_MAX
+			      : limit - in_use - ctl->fd_opening - ctl_fd_reserve(limit);
+	}
+	limit = op->fd_limit;
+	if (need <= op->fd_free) {
+		op->fd_free -= op->fd_free == INT64_MAX ? 0 : need;
+		return 0;
+	}
+	ct->error = KERR_INVALID_PARTITIONS;
+	snprintf(ct->message, sizeof(ct->message),
+		 "%d partitions need %d file descriptors; %d are free of the limit of %d (RLIMIT_NOFILE) "
+		 "beyond %d kept in reserve: raise ulimit -n or LimitNOFILE=",
+		 (int)need, (int)need, (int)(op->fd_free > 0 ? op->fd_free : 0), (int)limit, (int)ctl_fd_reserve(limit));
+	return -1;
 }
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
@@ -380,11 +528,13 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 	return remove(path);
 }
 
-/* All shards answered: publish and reply. */
-static void shard_close_part_quiet(void *self, struct shard_msg *m)
+/* On the owner shard: close a partition of a topic that is dropped (never
+ * published), then answer (the directories go once all are closed). */
+static void shard_close_part_dropped(void *self, struct shard_msg *m)
 {
 	struct shard *sh = self;
-	struct part *p = m->p[0];
+	struct part *p = m->p[1];
+	struct shard_msg r = { .fn = ctl_part_done, .p = { m->p[0], NULL }, .v = { 0 } };
 
 	for (struct part **pp = &sh->parts; *pp; pp = &(*pp)->next)
 		if (*pp == p) {
@@ -392,11 +542,23 @@ static void shard_close_part_quiet(void *self, struct shard_msg *m)
 			break;
 		}
 	part_close(p);
+	shard_send(sh, broker_ctl_index(sh->b), &r);
+}
+
+static void ctl_close_dropped(struct ctl *ctl, struct ctl_op *op, struct md_partition *mp)
+{
+	struct shard_msg cm = { .fn = shard_close_part_dropped, .p = { op, mp->part } };
+
+	if (!mp->part)
+		return;
+	op->pending++;
+	ctl_send(ctl, mp->shard, &cm);
 }
 
 /* A topic some of whose partitions could not be opened (too many open
  * files, a full or failing disk) is not published: its opened partitions
- * are closed again and the request gets the error. */
+ * are closed again (op->pending counts the answers), the directories its
+ * opens made are marked for removal, and the request gets the error. */
 static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
 {
 	for (int i = 0; i < op->ncreated; i++) {
@@ -405,7 +567,7 @@ static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
 
 		for (int32_t j = 0; j < t->nparts; j++)
 			bad |= !t->parts[j].part;
-		if (!bad)
+		if (!bad && !op->drop[i])
 			continue;
 		if (op->created_for[i]) {
 			struct ctl_topic *ct = op->created_for[i];
@@ -419,12 +581,8 @@ static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
 			if (old && !strcmp(old->name, t->name)) {
 				/* CreatePartitions: the old layout stays; only the new
 				 * partitions that did open are closed */
-				for (int32_t k = old->nparts; k < t->nparts; k++) {
-					struct shard_msg cm = { .fn = shard_close_part_quiet, .p = { t->parts[k].part } };
-
-					if (t->parts[k].part)
-						ctl_send(ctl, t->parts[k].shard, &cm);
-				}
+				for (int32_t k = old->nparts; k < t->nparts; k++)
+					ctl_close_dropped(ctl, op, &t->parts[k]);
 				for (int32_t k = 0; k < old->nparts; k++)
 					t->parts[k].part = NULL;   /* still owned by the old struct */
 				op->replaced[j] = op->replaced[--op->nreplaced];
@@ -433,19 +591,42 @@ static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
 		}
 		if (op->req && op->req->kind != CTL_CREATE_PARTITIONS)
 			metalog_delete_topic(ctl->ml, t->name);
-		for (int32_t k = 0; k < t->nparts; k++) {
-			struct shard_msg cm = { .fn = shard_close_part_quiet, .p = { t->parts[k].part } };
-
-			if (t->parts[k].part)
-				ctl_send(ctl, t->parts[k].shard, &cm);
-		}
+		for (int32_t k = 0; k < t->nparts; k++)
+			ctl_close_dropped(ctl, op, &t->parts[k]);
 dropped:
+		for (int k = 0; k < op->nmade; k++)
+			op->made_rm[k] |= op->made_for[k] == t;
 		fprintf(stderr, "sluiced: topic %s not created: %s\n", t->name, op->fail_msg);
 		topic_free(t);
 		op->created[i] = op->created[op->ncreated - 1];
 		op->created_for[i] = op->created_for[op->ncreated - 1];
+		op->drop[i] = op->drop[op->ncreated - 1];
 		op->ncreated--;
 		i--;
+	}
+}
+
+/* CreatePartitions: every new partition of a topic opened; now the
+ * metadata log says so. A topic whose record cannot be written is dropped
+ * like one whose partitions did not open. */
+static void ctl_commit_partitions(struct ctl *ctl, struct ctl_op *op)
+{
+	for (int i = 0; i < op->ncreated; i++) {
+		struct md_topic *t = op->created[i];
+		int opened = 1, rc;
+
+		for (int32_t j = 0; j < t->nparts; j++)
+			opened &= t->parts[j].part != NULL;
+		if (!opened)
+			continue;
+		rc = metalog_add_partitions(ctl->ml, t->name, t->nparts);
+		if (rc == 0)
+			continue;
+		op->drop[i] = 1;
+		if (!op->failed) {
+			op->failed = 1;
+			snprintf(op->fail_msg, sizeof(op->fail_msg), "metadata log: %s", strerror(-rc));
+		}
 	}
 }
 
@@ -478,8 +659,23 @@ static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 {
 	struct ctl_req *req = op->req;
 
-	if (op->failed && req)
+	if (req && req->kind == CTL_CREATE_PARTITIONS && !op->dropping)
+		ctl_commit_partitions(ctl, op);
+	if (op->failed && req && !op->dropping) {
+		op->dropping = 1;
 		ctl_drop_failed(ctl, op);
+		if (op->pending)
+			return;   /* again when the shards have closed them */
+	}
+	/* a dropped topic's directories that its opens made (closed now) */
+	for (int i = 0; i < op->nmade; i++) {
+		if (op->made_rm[i])
+			nftw(op->made[i], rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		free(op->made[i]);
+	}
+	free(op->made);
+	free(op->made_for);
+	free(op->made_rm);
 
 	ctl_publish(ctl, op->created, op->ncreated, op->deleted, op->ndeleted, op->replaced, op->nreplaced);
 	/* deleted topics: their logs are closed, remove the files */
@@ -536,6 +732,7 @@ static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 	}
 	free(op->created);
 	free(op->created_for);
+	free(op->drop);
 	free(op->deleted);
 	free(op->replaced);
 	free(op);
@@ -598,7 +795,7 @@ static void shard_set_part_cfg(void *self, struct shard_msg *m)
 		if (p->pl->cfg.initial_extent > p->pl->cfg.segment_bytes)
 			p->pl->cfg.initial_extent = p->pl->cfg.segment_bytes;
 	}
-	broker_send(sh->b, sh->id, broker_ctl_index(sh->b), &r);
+	shard_send(sh, broker_ctl_index(sh->b), &r);   /* parks when the ring is full */
 }
 
 /* CreatePartitions and AlterConfigs: a new snapshot entry for the topic
@@ -630,9 +827,12 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 				 t->nparts, ct->partitions);
 			return;
 		}
+		if (ctl_fd_claim(ctl, op, ct, ct->partitions - t->nparts) < 0)
+			return;
 		if (req->validate_only)
 			return;
-		rc = metalog_add_partitions(ctl->ml, name, ct->partitions);
+		/* the metadata log gets the new count once every new partition
+		 * has opened (ctl_commit_partitions): a failure leaves no trace */
 	} else {
 		char k[256], v[4096];
 
@@ -679,7 +879,16 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 		return;
 	}
 	mt = metalog_topic(ctl->ml, name);
-	nt = topic_build(ctl, mt);
+	if (req->kind == CTL_CREATE_PARTITIONS) {
+		/* what the metadata log will hold (PARTITIONS bumps the epoch) */
+		struct meta_topic grown = *mt;
+
+		grown.partitions = ct->partitions;
+		grown.leader_epoch++;
+		nt = topic_build(ctl, &grown);
+	} else {
+		nt = topic_build(ctl, mt);
+	}
 	/* existing partitions keep their owner and log */
 	for (int32_t i = 0; i < t->nparts && i < nt->nparts; i++)
 		nt->parts[i] = t->parts[i];
@@ -851,10 +1060,12 @@ static void ctl_handle(void *self, struct shard_msg *m)
 	struct md_snapshot *md = ctl->b->md;
 
 	op->req = req;
+	op->fd_free = INT64_MIN;
 	op->created = calloc((size_t)req->n + 1, sizeof(*op->created));
 	op->deleted = calloc((size_t)req->n + 1, sizeof(*op->deleted));
 	op->replaced = calloc((size_t)req->n + 1, sizeof(*op->replaced));
 	op->created_for = calloc((size_t)req->n + 1, sizeof(*op->created_for));
+	op->drop = calloc((size_t)req->n + 1, 1);
 	for (int i = 0; i < req->n; i++) {
 		struct ctl_topic *ct = &req->topics[i];
 		char name[256];
@@ -933,6 +1144,8 @@ static void ctl_handle(void *self, struct shard_msg *m)
 			snprintf(ct->message, sizeof(ct->message), "too many configs");
 			continue;
 		}
+		if (ctl_fd_claim(ctl, op, ct, np) < 0)
+			continue;
 		for (int j = 0; j < ct->nconfigs && !bad; j++) {
 			struct kafka_str k = ct->keys[j], v = ct->values[j];
 
@@ -1337,9 +1550,12 @@ static void *ctl_main(void *arg)
 	while (!ctl->stop) {
 		struct shard_msg m;
 		int work = 0, timeout;
+		uint32_t parked;
 		struct pollfd pfd[2] = { { .fd = ctl->wake_fd, .events = POLLIN },
 					 { .fd = ctl->admin ? admin_http_fd(ctl->admin) : -1, .events = POLLIN } };
 
+		/* parked messages first: they are older than anything sent below */
+		work += ctl_flush_parked(ctl, &parked);
 		for (int from = 0; from < b->set.nshards; from++)
 			while (spsc_pop(b->rings[from][broker_ctl_index(b)], &m)) {
 				m.fn(ctl, &m);
@@ -1362,6 +1578,8 @@ static void *ctl_main(void *arg)
 		}
 		if (work)
 			continue;
+		if (parked && timeout > 1)
+			timeout = 1;   /* a shard frees ring slots without waking us */
 		__atomic_store_n(&ctl->sleeping, 1, __ATOMIC_SEQ_CST);
 		for (int from = 0; from < b->set.nshards; from++)
 			if (!spsc_empty(b->rings[from][broker_ctl_index(b)]))
@@ -1418,6 +1636,9 @@ static void *ctl_main(void *arg)
 			ctl->pubs = pb->next;
 			free(pb);
 		}
+		/* the shards have stopped: nobody is left to take these */
+		for (int i = 0; i < b->set.nshards; i++)
+			free(ctl->park[i].q);
 	}
 	return NULL;
 }

@@ -544,6 +544,19 @@ int metrics_health(struct ctl *ctl, struct broker *b, struct textbuf *t)
 			nfailed++;
 		}
 	}
+	{
+		/* nearly out of file descriptors: connections, segments and
+		 * partitions are about to fail */
+		int64_t in_use, limit;
+
+		if (ctl_fd_usage(&in_use, &limit) == 0 && limit != INT64_MAX &&
+		    limit - in_use < ctl_fd_reserve(limit) / 4) {
+			textbuf_printf(t, "%s\"file descriptors: %lld of the limit of %lld in use (RLIMIT_NOFILE): "
+				       "raise ulimit -n\"", strcmp(status, "ready") || nfailed ? ", " : "",
+				       (long long)in_use, (long long)limit);
+			nfailed++;
+		}
+	}
 	if (nfailed && !strcmp(status, "ready"))
 		status = "degraded";
 	textbuf_printf(t, "], \"status\": \"%s\"}\n", status);

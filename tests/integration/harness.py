@@ -89,8 +89,9 @@ class Broker:
     """One sluiced process. start/stop/kill/restart; the data directory and
     the port survive a restart."""
 
-    def __init__(self, workdir, shards=2, settings=None, port=None):
+    def __init__(self, workdir, shards=2, settings=None, port=None, nofile=None):
         self.workdir = workdir
+        self.nofile = nofile    # RLIMIT_NOFILE (soft and hard) of the broker, or inherited
         self.data_dir = os.path.join(workdir, "data")
         self.shards = shards
         self.settings = dict(settings or {})
@@ -125,7 +126,12 @@ class Broker:
             cmd += ["--set", "%s=%s" % (k, v)]
         log = open(self.log_path, "wb")
         try:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
+            pre = None
+            if self.nofile:
+                import resource
+                pre = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))  # noqa: E731
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+                                    preexec_fn=pre)
         finally:
             log.close()
         # read stdout up to the ready line, or EOF (the broker exited)

@@ -26,6 +26,9 @@ TEST_SCRIPTS += tests/integration/test_kafka_rules.py
 # recovery with a real broker: clean-stop checkpoints, recovery points after
 # SIGKILL, damage in a middle segment, a missing segment, a damaged metadata log
 TEST_SCRIPTS += tests/integration/test_recovery_broker.py
+# CreateTopics and the rings (10,000 partitions on one shard answered)
+# and RLIMIT_NOFILE (refused early; a midway failure leaves nothing)
+TEST_SCRIPTS += tests/integration/test_fd_budget.py
 # the native datagram protocol (dataplane/native/), datagram by datagram
 TEST_SCRIPTS += tests/integration/test_native_raw.py
 # the admin endpoint: /metrics parsed by prometheus_client under a producer
