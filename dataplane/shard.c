@@ -299,6 +299,8 @@ static void shard_pbuf_return(struct shard *sh, int bid);
 static void req_mem_release(struct broker *b, int64_t n);
 static void conn_ip_release(struct broker *b, int slot);
 
+static void ctx_more_free(struct kafka_ctx *ctx);
+
 static void conn_free(struct conn *c)
 {
 	struct shard *sh = c->sh;
@@ -314,6 +316,7 @@ static void conn_free(struct conn *c)
 	free(c->iov);
 	for (int i = 0; i < CONN_PIPE; i++)
 		if (c->pipe[i]) {
+			ctx_more_free(c->pipe[i]);
 			free(c->pipe[i]->arena_mem);
 			if (c->pipe[i] != &c->ctx)
 				free(c->pipe[i]);
@@ -890,6 +893,41 @@ static int conn_reserve(struct conn *c, uint32_t need)
 	return need > c->in_cap ? conn_in_resize(c, need) : 0;
 }
 
+struct ctx_more {
+	struct ctx_more *next;
+	size_t size;
+	max_align_t mem[];
+};
+
+void *kafka_ctx_alloc_more(struct kafka_ctx *ctx, size_t n)
+{
+	size_t size = n + 64 > CONN_ARENA_MIN ? n + 64 : CONN_ARENA_MIN;
+	struct ctx_more *m;
+
+	if (n > KAFKA_CTX_MORE_MAX || ctx->more_bytes + size > KAFKA_CTX_MORE_MAX)
+		return NULL;
+	m = malloc(sizeof(*m) + size); /* style: allow a response larger than its request's arena */
+	if (!m)
+		return NULL;
+	m->next = ctx->more;
+	m->size = size;
+	ctx->more = m;
+	ctx->more_bytes += size;
+	kafka_arena_init(&ctx->arena, m->mem, size);
+	return kafka_arena_alloc(&ctx->arena, n);
+}
+
+static void ctx_more_free(struct kafka_ctx *ctx)
+{
+	while (ctx->more) {
+		struct ctx_more *m = ctx->more;
+
+		ctx->more = m->next;
+		free(m);
+	}
+	ctx->more_bytes = 0;
+}
+
 static int ctx_arena(struct kafka_ctx *ctx, size_t want)
 {
 	if (ctx->arena_cap >= want)
@@ -948,6 +986,7 @@ static void kafka_dispatch(struct conn *c, struct kafka_ctx *ctx, const uint8_t 
 		kafka_ctx_abort(ctx);
 		return;
 	}
+	ctx_more_free(ctx);
 	kafka_arena_init(&ctx->arena, ctx->arena_mem, ctx->arena_cap);
 	rc = kafka_request_decode(frame, len, &ctx->arena, &ctx->req);
 	if (rc == -ENOBUFS) {
@@ -1097,6 +1136,7 @@ static void request_end(struct kafka_ctx *ctx)
 		ctx->cleanup = NULL;
 	}
 	ctx->ready = 0;
+	ctx_more_free(ctx);
 	if (ctx->arena_cap > CONN_ARENA_KEEP) {
 		/* a large request's arena goes back with it */
 		free(ctx->arena_mem);

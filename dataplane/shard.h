@@ -75,6 +75,9 @@ struct kafka_ctx {
 	struct kafka_arena arena;           /* the request's memory, until its response is sent */
 	uint8_t *arena_mem;
 	size_t arena_cap;
+	void *more;                         /* blocks beyond arena_mem for a response larger than it
+					     * (kafka_ctx_alloc_more), freed when the request ends */
+	size_t more_bytes;
 };
 
 /* Requests of one connection in progress at once: consecutive Produce
@@ -284,8 +287,25 @@ void kafka_ctx_abort(struct kafka_ctx *ctx);
 /* n elements of `type` from the request's arena (at least one, so an
  * empty array is not NULL); NULL when the arena is full. The arena lives
  * until the response is sent. */
-#define ALLOC(ctx, type, n) \
-	((type *)kafka_arena_alloc(&(ctx)->arena, sizeof(type) * (size_t)((n) > 0 ? (n) : 1)))
+#define ALLOC(ctx, type, n) ((type *)kafka_ctx_alloc((ctx), sizeof(type) * (size_t)((n) > 0 ? (n) : 1)))
+
+/* Requests' memory beyond their arena: at most this much more each. */
+#define KAFKA_CTX_MORE_MAX (256u << 20)
+
+/* @thread shard. The slow side of ALLOC: the arena is spent, so a new
+ * block (at least 1 MiB) becomes the arena, the old one staying valid
+ * until the request ends. For responses larger than the request that asked
+ * for them (Metadata of a topic with many thousands of partitions); NULL
+ * past KAFKA_CTX_MORE_MAX or when memory is short. */
+void *kafka_ctx_alloc_more(struct kafka_ctx *ctx, size_t n);
+
+/* @thread shard. n bytes of the request's memory, or NULL. */
+static inline void *kafka_ctx_alloc(struct kafka_ctx *ctx, size_t n)
+{
+	void *p = kafka_arena_alloc(&ctx->arena, n);
+
+	return p ? p : kafka_ctx_alloc_more(ctx, n);
+}
 
 /* Keep `rd` (on shard `owner`) until the response is sent. */
 int kafka_ctx_hold(struct kafka_ctx *ctx, int owner, struct plog_read *rd);

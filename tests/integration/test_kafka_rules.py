@@ -21,7 +21,9 @@ broker of 8c36be7 (issue 17):
   its message timeout);
 - Fetch respects the request's max_bytes: only the first batch of the first
   non-empty partition may exceed it (KIP-74);
-- ListGroups v4 answers each group's state and filters by state (KIP-518).
+- ListGroups v4 answers each group's state and filters by state (KIP-518);
+- a Metadata response larger than the request's memory (a topic of 18,500
+  partitions) is answered, not UNKNOWN_SERVER_ERROR.
 """
 
 import os
@@ -30,7 +32,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SLUICED, broker, free_port, main, temp_dir, test  # noqa: E402
+from harness import SLUICED, broker, free_port, main, skip, temp_dir, test  # noqa: E402
 from kraw import R, W  # noqa: E402
 from ktxn import READ_UNCOMMITTED, TConn, batch, new_topic, plain  # noqa: E402
 
@@ -402,6 +404,29 @@ def fetch_respects_the_request_max_bytes():
         # room for more: both partitions answer
         got, total = fetch_sizes(c, {("big", 0): 0, ("big", 1): 0}, 8 << 20, 10 << 20)
         assert len(got[("big", 0)]) >= 1 and len(got[("big", 1)]) >= 1, got
+        c.close()
+
+
+# ---- a Metadata response larger than a request's memory ----------------------------
+
+@test
+def metadata_of_a_topic_with_18500_partitions():
+    """A response is built in the request's arena (1 MiB at least); a
+    Metadata answer for 18,500 partitions (Metadata v4) is larger, and was answered
+    UNKNOWN_SERVER_ERROR (-1)."""
+    import resource
+    n = 18500
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 20000:
+        skip("needs 20,000 file descriptors (the hard RLIMIT_NOFILE is %d)" % hard)
+    with broker(nofile=20000) as b:
+        c = TConn(b.bootstrap, timeout=120)
+        err, msg = create_topics(c, "wide", n, 1)
+        assert err == 0, (err, msg)
+        _, md = metadata(c, ["wide"])
+        assert md["wide"] == (0, 0, n), md["wide"]
+        _, md = metadata(c, None)          # every topic, the internal ones too
+        assert md["wide"] == (0, 0, n), md["wide"]
         c.close()
 
 
