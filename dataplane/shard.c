@@ -171,6 +171,12 @@ int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t
 	for (int i = 0; sh->rbufs && i < SHARD_RBUFS; i++)
 		if (posix_memalign((void **)&sh->rbufs[sh->nrbufs], 4096, SHARD_RBUF_SIZE) == 0)
 			sh->nrbufs++;
+	/* the codecs, and the window Produce decompresses batches through */
+	if ((rc = compress_ctx_create(&sh->compress)) < 0) {
+		snprintf(err, errlen, "compress_ctx_create: %s", strerror(-rc));
+		shard_destroy(sh);
+		return rc;
+	}
 	sh->accept_op.kind = IO_ACCEPT;
 	sh->wake_op.kind = IO_WAKE;
 	sh->native_op.kind = IO_NATIVE;

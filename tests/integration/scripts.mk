@@ -19,6 +19,9 @@ TEST_SCRIPTS += tests/integration/test_txn_clients.py
 # Produce over raw frames: several batches for one partition in one request,
 # a batch larger than the shard's tail memory
 TEST_SCRIPTS += tests/integration/test_produce_raw.py
+# compressed batches checked inside (garbage, inner count and offset deltas,
+# record lengths, the decompression bound), every codec read back by kcat
+TEST_SCRIPTS += tests/integration/test_produce_compressed.py
 # the native datagram protocol (dataplane/native/), datagram by datagram
 TEST_SCRIPTS += tests/integration/test_native_raw.py
 # the admin endpoint: /metrics parsed by prometheus_client under a producer
