@@ -77,6 +77,10 @@ struct compress_ctx {
 
 #define SNAPPY_HIST (64u << 10)
 #define WIN_CAP (COMPRESS_WINDOW + SNAPPY_HIST)
+/* gzip, lz4 and zstd hand out pieces of at most 128 KiB, so that what the
+ * decoder just wrote is still in cache when the sink reads it; snappy's
+ * blocks use the whole window */
+#define STREAM_PIECE (128u << 10)
 
 static inline void store_be32(uint8_t *p, uint32_t v)
 {
@@ -505,10 +509,10 @@ static int gzip_stream(struct compress_ctx *ctx, const uint8_t *in, size_t in_le
 		size_t produced;
 
 		st->next_out = ctx->win; /* isa-l keeps its own 32 KiB history */
-		st->avail_out = COMPRESS_WINDOW;
+		st->avail_out = STREAM_PIECE;
 		if (isal_inflate(st) < 0)
 			return -EBADMSG;
-		produced = COMPRESS_WINDOW - st->avail_out;
+		produced = STREAM_PIECE - st->avail_out;
 		if (produced && (rc = emit(ds, ctx->win, produced)) < 0)
 			return rc;
 		if (st->block_state == ISAL_BLOCK_FINISH) {
@@ -533,7 +537,7 @@ static int lz4_stream(struct compress_ctx *ctx, const uint8_t *src, size_t src_l
 
 	LZ4F_resetDecompressionContext(ctx->lz4_dec);
 	for (;;) {
-		size_t s = src_left, d = COMPRESS_WINDOW;
+		size_t s = src_left, d = STREAM_PIECE;
 		size_t hint = LZ4F_decompress(ctx->lz4_dec, ctx->win, &d, src, &s, NULL);
 
 		if (LZ4F_isError(hint)) {
@@ -562,7 +566,7 @@ static int zstd_stream(struct compress_ctx *ctx, const uint8_t *in, size_t in_le
 
 	ZSTD_DCtx_reset(ctx->zstd_stream, ZSTD_reset_session_only);
 	for (;;) {
-		ZSTD_outBuffer ob = { ctx->win, COMPRESS_WINDOW, 0 };
+		ZSTD_outBuffer ob = { ctx->win, STREAM_PIECE, 0 };
 		size_t before = ib.pos;
 		size_t r = ZSTD_decompressStream(ctx->zstd_stream, &ob, &ib);
 
