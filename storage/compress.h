@@ -93,8 +93,9 @@ ssize_t compress_decode(struct compress_ctx *ctx, int codec, const void *in,
 /* Decompression as a stream, for checking what a producer sends without
  * holding it whole: the output goes through a window of the ctx
  * (COMPRESS_WINDOW bytes, allocated at compress_ctx_create) and is handed
- * to sink piece by piece, in order; memory stays bounded whatever the
- * compressed size or the ratio.
+ * to sink piece by piece, in order (gzip, lz4, zstd: pieces of at most
+ * 128 KiB; snappy: a block, or a window, at a time); memory stays bounded
+ * whatever the compressed size or the ratio.
  *
  * The decompression bound: more than COMPRESS_INFLATE_MAX bytes of output
  * (the most the cleaner decompresses a batch into) is -ENOBUFS.
