@@ -179,9 +179,12 @@ static int16_t batch_err_to_kafka(int err)
 	switch (-err) {
 	case BATCH_ERR_TOO_LARGE:
 		return KERR_MESSAGE_TOO_LARGE;
+	case BATCH_ERR_INFLATE:
+		return KERR_MESSAGE_TOO_LARGE;
 	case BATCH_ERR_MAGIC:
 	case BATCH_ERR_COUNT:
 	case BATCH_ERR_ATTRIBUTES:
+	case BATCH_ERR_INNER:
 		return KERR_INVALID_RECORD;
 	case BATCH_ERR_CODEC:
 		return KERR_UNSUPPORTED_COMPRESSION_TYPE;
@@ -462,6 +465,10 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 				struct batch_info bi;
 				int rc = batch_validate(rec + at, len - at, t->max_message_bytes, BATCH_V_PRODUCE, &bi);
 
+				/* a compressed batch's records are checked too, as
+				 * they decompress (bounded memory: the shard's window) */
+				if (rc == 0 && (bi.attributes & BATCH_ATTR_CODEC_MASK))
+					rc = batch_check_records(sh->compress, rec + at, &bi, BATCH_V_PRODUCE);
 				if (rc < 0) {
 					err = batch_err_to_kafka(rc);
 					break;

@@ -183,6 +183,12 @@ int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t
 		shard_destroy(sh);
 		return rc;
 	}
+	/* the codecs, and the window Produce decompresses batches through */
+	if ((rc = compress_ctx_create(&sh->compress)) < 0) {
+		snprintf(err, errlen, "compress_ctx_create: %s", strerror(-rc));
+		shard_destroy(sh);
+		return rc;
+	}
 	sh->accept_op.kind = IO_ACCEPT;
 	sh->wake_op.kind = IO_WAKE;
 	sh->native_op.kind = IO_NATIVE;

@@ -29,6 +29,10 @@ enum batch_err {
 	BATCH_ERR_CODEC,       /* compression codec id > 4                          -> UNSUPPORTED_COMPRESSION_TYPE (76) */
 	BATCH_ERR_ATTRIBUTES,  /* reserved attribute bits set                        -> INVALID_RECORD (87) */
 	BATCH_ERR_OFFSET,      /* stored batch: BaseOffset not the expected next offset (recovery only) */
+	BATCH_ERR_INNER,       /* records disagree with the header: their count, an
+				* offsetDelta not its position                      -> INVALID_RECORD (87) */
+	BATCH_ERR_DECOMPRESS,  /* compressed payload does not decompress             -> CORRUPT_MESSAGE (2) */
+	BATCH_ERR_INFLATE,     /* payload inflates beyond COMPRESS_INFLATE_MAX       -> MESSAGE_TOO_LARGE (10) */
 	BATCH_ERR__COUNT
 };
 
@@ -56,10 +60,50 @@ static inline uint32_t batch_compute_crc(const uint8_t *b, uint32_t size)
 }
 
 /* Validate the batch at buf (len bytes available, possibly more batches
- * after it). max_size bounds the batch (0 = no bound). On success fills
+ * after it). max_size bounds the batch (0 = no bound). The records of an
+ * uncompressed batch are checked as record_check does; those of a
+ * compressed one are not (see batch_check_records). On success fills
  * *info and returns 0; else returns -BATCH_ERR_*. @thread any */
 int batch_validate(const uint8_t *buf, size_t len, uint32_t max_size, unsigned flags,
 		   struct batch_info *info);
+
+/* Records checked as a byte stream, in pieces of any size (a compressed
+ * batch's records as they come out of the decoder), with O(1) state:
+ * lengths of the record, key, value, header count and headers consistent
+ * and inside the record (else BATCH_ERR_RECORD), each offsetDelta equal to
+ * its position with BATCH_V_PRODUCE (else at most LastOffsetDelta), and
+ * exactly RecordsCount records (else BATCH_ERR_INNER). Timestamps are not
+ * refused (as Kafka with its default message.timestamp.*). Caller memory;
+ * the first error sticks. @thread any */
+struct record_check {
+	int field;             /* the field the next byte belongs to */
+	unsigned shift;        /* varint: bits gathered so far */
+	uint64_t acc;          /* varint: value gathered so far */
+	int64_t rec_left;      /* bytes of the current record still to come */
+	int64_t skip;          /* bytes of a key, value or header still to come */
+	int64_t headers_left;
+	int32_t index;         /* records completed */
+	int32_t count;         /* RecordsCount */
+	int32_t last_offset_delta;
+	unsigned flags;
+	int err;               /* 0 or the first -BATCH_ERR_* */
+};
+
+void record_check_init(struct record_check *rc, int32_t count, int32_t last_offset_delta, unsigned flags);
+/* 0 to go on, or the first -BATCH_ERR_*. */
+int record_check_feed(struct record_check *rc, const uint8_t *p, size_t n);
+/* After the last piece: 0 or -BATCH_ERR_*. */
+int record_check_end(struct record_check *rc);
+
+struct compress_ctx;
+/* The records of a compressed batch that batch_validate accepted (bi from
+ * it), decompressed as a stream through cc's window and checked as
+ * record_check does. 0, -BATCH_ERR_DECOMPRESS, -BATCH_ERR_INFLATE (more
+ * than COMPRESS_INFLATE_MAX bytes), or a record_check error; 0 for an
+ * uncompressed batch (batch_validate checked it). Allocates nothing.
+ * @thread shard (cc is the shard's) */
+int batch_check_records(struct compress_ctx *cc, const uint8_t *b, const struct batch_info *bi,
+			unsigned flags);
 
 const char *batch_strerror(int err);
 

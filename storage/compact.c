@@ -13,7 +13,7 @@
 #include "storage/plog.h"
 #include "storage/plog_internal.h"
 
-#define SCRATCH_CAP (64u << 20)   /* largest decompressed batch the cleaner handles */
+#define SCRATCH_CAP COMPRESS_INFLATE_MAX   /* largest decompressed batch the cleaner handles (Produce refuses larger) */
 
 struct key_slot {
 	uint64_t h1, h2;          /* 128-bit key hash; h1 == 0 && h2 == 0: empty */

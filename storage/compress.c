@@ -66,7 +66,21 @@ struct compress_ctx {
 	 * block's bound; also the 1-byte probe when a decoder fills out. */
 	uint8_t *scratch;
 	size_t scratch_cap;
+
+	/* compress_decode_stream: a static streaming zstd decoder (window up
+	 * to 2^COMPRESS_ZSTD_WLOG) and the output window, SNAPPY_HIST bytes
+	 * longer than COMPRESS_WINDOW for the snappy history. */
+	ZSTD_DStream *zstd_stream;   /* static: lives inside zstd_stream_mem */
+	void *zstd_stream_mem;
+	uint8_t *win;
 };
+
+#define SNAPPY_HIST (64u << 10)
+#define WIN_CAP (COMPRESS_WINDOW + SNAPPY_HIST)
+/* gzip, lz4 and zstd hand out pieces of at most 128 KiB, so that what the
+ * decoder just wrote is still in cache when the sink reads it; snappy's
+ * blocks use the whole window */
+#define STREAM_PIECE (128u << 10)
 
 static inline void store_be32(uint8_t *p, uint32_t v)
 {
@@ -465,6 +479,294 @@ static ssize_t zstd_decode(struct compress_ctx *ctx, const void *in, size_t in_l
 	return (ssize_t)r;
 }
 
+/* ---- streaming decode (compress_decode_stream) ---- */
+
+struct dstream {
+	compress_sink_fn sink;
+	void *arg;
+	size_t total;
+	size_t limit;
+};
+
+static int emit(struct dstream *ds, const uint8_t *p, size_t n)
+{
+	if (n > ds->limit - ds->total)
+		return -ENOBUFS;
+	ds->total += n;
+	return ds->sink(ds->arg, p, n);
+}
+
+static int gzip_stream(struct compress_ctx *ctx, const uint8_t *in, size_t in_len, struct dstream *ds)
+{
+	struct inflate_state *st = &ctx->gz_dec;
+	int rc;
+
+	gzip_dec_start(st);
+	st->next_in = (uint8_t *)in; /* isa-l takes non-const; it only reads */
+	st->avail_in = (uint32_t)in_len;
+	for (;;) {
+		uint32_t in_before = st->avail_in;
+		size_t produced;
+
+		st->next_out = ctx->win; /* isa-l keeps its own 32 KiB history */
+		st->avail_out = STREAM_PIECE;
+		if (isal_inflate(st) < 0)
+			return -EBADMSG;
+		produced = STREAM_PIECE - st->avail_out;
+		if (produced && (rc = emit(ds, ctx->win, produced)) < 0)
+			return rc;
+		if (st->block_state == ISAL_BLOCK_FINISH) {
+			uint8_t *next_in = st->next_in;
+			uint32_t avail_in = st->avail_in;
+
+			if (avail_in == 0)
+				return 0;
+			gzip_dec_start(st); /* another member, or garbage */
+			st->next_in = next_in;
+			st->avail_in = avail_in;
+			continue;
+		}
+		if (!produced && st->avail_in == in_before)
+			return -EBADMSG; /* truncated */
+	}
+}
+
+static int lz4_stream(struct compress_ctx *ctx, const uint8_t *src, size_t src_left, struct dstream *ds)
+{
+	int rc = 0;
+
+	LZ4F_resetDecompressionContext(ctx->lz4_dec);
+	for (;;) {
+		size_t s = src_left, d = STREAM_PIECE;
+		size_t hint = LZ4F_decompress(ctx->lz4_dec, ctx->win, &d, src, &s, NULL);
+
+		if (LZ4F_isError(hint)) {
+			rc = -EBADMSG;
+			break;
+		}
+		src += s;
+		src_left -= s;
+		if (d && (rc = emit(ds, ctx->win, d)) < 0)
+			break;
+		if (hint == 0 && src_left == 0)
+			return 0;
+		if (s == 0 && d == 0) {
+			rc = -EBADMSG; /* truncated */
+			break;
+		}
+	}
+	LZ4F_resetDecompressionContext(ctx->lz4_dec);
+	return rc;
+}
+
+static int zstd_stream(struct compress_ctx *ctx, const uint8_t *in, size_t in_len, struct dstream *ds)
+{
+	ZSTD_inBuffer ib = { in, in_len, 0 };
+	int rc;
+
+	ZSTD_DCtx_reset(ctx->zstd_stream, ZSTD_reset_session_only);
+	for (;;) {
+		ZSTD_outBuffer ob = { ctx->win, STREAM_PIECE, 0 };
+		size_t before = ib.pos;
+		size_t r = ZSTD_decompressStream(ctx->zstd_stream, &ob, &ib);
+
+		if (ZSTD_isError(r)) {
+			ZSTD_ErrorCode e = ZSTD_getErrorCode(r);
+
+			ZSTD_DCtx_reset(ctx->zstd_stream, ZSTD_reset_session_only);
+			return e == ZSTD_error_frameParameter_windowTooLarge ||
+			       e == ZSTD_error_memory_allocation ? -ENOBUFS : -EBADMSG;
+		}
+		if (ob.pos && (rc = emit(ds, ctx->win, ob.pos)) < 0) {
+			ZSTD_DCtx_reset(ctx->zstd_stream, ZSTD_reset_session_only);
+			return rc;
+		}
+		if (r == 0 && ib.pos == ib.size)
+			return 0;
+		if (ob.pos == 0 && ib.pos == before) {
+			ZSTD_DCtx_reset(ctx->zstd_stream, ZSTD_reset_session_only);
+			return -EBADMSG; /* truncated */
+		}
+	}
+}
+
+static inline uint32_t load_le(const uint8_t *p, unsigned n)
+{
+	uint32_t v = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		v |= (uint32_t)p[i] << (8 * i);
+	return v;
+}
+
+/* Hand win[*flushed..*pos) to the sink and keep the last SNAPPY_HIST bytes
+ * at the start of the window as the history of later copies. */
+static int snappy_slide(struct compress_ctx *ctx, size_t *pos, size_t *flushed, struct dstream *ds)
+{
+	int rc = emit(ds, ctx->win + *flushed, *pos - *flushed);
+
+	if (rc < 0)
+		return rc;
+	memmove(ctx->win, ctx->win + *pos - SNAPPY_HIST, SNAPPY_HIST);
+	*pos = *flushed = SNAPPY_HIST;
+	return 0;
+}
+
+/* The elements of one raw snappy block of n decoded bytes (preamble read),
+ * larger than the window: decoded here, through the window. */
+static int snappy_block_big(struct compress_ctx *ctx, const uint8_t *p, const uint8_t *end,
+			    size_t n, struct dstream *ds)
+{
+	uint8_t *w = ctx->win;
+	size_t pos = 0, flushed = 0, done = 0;
+	int rc;
+
+	while (p < end) {
+		uint8_t tag = *p++;
+		size_t len, off;
+
+		if ((tag & 3) == 0) {
+			len = tag >> 2;
+			if (len >= 60) {
+				unsigned nb = (unsigned)len - 59;
+
+				if ((size_t)(end - p) < nb)
+					return -EBADMSG;
+				len = load_le(p, nb);
+				p += nb;
+			}
+			len++;
+			if (len > (size_t)(end - p) || len > n - done)
+				return -EBADMSG;
+			done += len;
+			while (len) {
+				size_t m;
+
+				if (pos == WIN_CAP && (rc = snappy_slide(ctx, &pos, &flushed, ds)) < 0)
+					return rc;
+				m = WIN_CAP - pos < len ? WIN_CAP - pos : len;
+				memcpy(w + pos, p, m);
+				pos += m;
+				p += m;
+				len -= m;
+			}
+			continue;
+		}
+		switch (tag & 3) {
+		case 1:
+			if (p >= end)
+				return -EBADMSG;
+			len = 4 + ((tag >> 2) & 7);
+			off = (size_t)(tag >> 5) << 8 | *p++;
+			break;
+		case 2:
+			if (end - p < 2)
+				return -EBADMSG;
+			len = 1 + (tag >> 2);
+			off = load_le(p, 2);
+			p += 2;
+			break;
+		default:
+			if (end - p < 4)
+				return -EBADMSG;
+			len = 1 + (tag >> 2);
+			off = load_le(p, 4);
+			p += 4;
+			break;
+		}
+		if (off == 0 || off > done || off > SNAPPY_HIST || len > n - done)
+			return -EBADMSG;
+		if (WIN_CAP - pos < len && (rc = snappy_slide(ctx, &pos, &flushed, ds)) < 0)
+			return rc;
+		for (size_t i = 0; i < len; i++) /* may overlap: byte by byte */
+			w[pos + i] = w[pos + i - off];
+		pos += len;
+		done += len;
+	}
+	if (done != n)
+		return -EBADMSG;
+	return pos > flushed ? emit(ds, w + flushed, pos - flushed) : 0;
+}
+
+static int snappy_block_stream(struct compress_ctx *ctx, const uint8_t *in, size_t in_len,
+			       struct dstream *ds)
+{
+	size_t n, hlen;
+
+	if (snappy_uncompressed_length((const char *)in, in_len, &n) != SNAPPY_OK)
+		return -EBADMSG;
+	if (n > ds->limit - ds->total) {
+		/* a bomb, or garbage claiming a huge length */
+		if (snappy_validate_compressed_buffer((const char *)in, in_len) != SNAPPY_OK)
+			return -EBADMSG;
+		return -ENOBUFS;
+	}
+	if (n <= WIN_CAP) {
+		if (snappy_uncompress((const char *)in, in_len, (char *)ctx->win, &n) != SNAPPY_OK)
+			return -EBADMSG;
+		return n ? emit(ds, ctx->win, n) : 0;
+	}
+	/* the preamble: a plain base-128 varint of at most 5 bytes */
+	for (hlen = 0; hlen < in_len && hlen < 5 && (in[hlen] & 0x80); hlen++)
+		;
+	hlen++;
+	return snappy_block_big(ctx, in + hlen, in + in_len, n, ds);
+}
+
+static int snappy_stream(struct compress_ctx *ctx, const uint8_t *src, size_t in_len, struct dstream *ds)
+{
+	size_t pos;
+	int rc;
+
+	if (!xerial_header_at(src, in_len))
+		return snappy_block_stream(ctx, src, in_len, ds);
+	if (in_len < XERIAL_HDR_LEN)
+		return -EBADMSG;
+	pos = XERIAL_HDR_LEN;
+	while (pos < in_len) {
+		uint32_t blen;
+
+		if (in_len - pos < 4)
+			return -EBADMSG;
+		if (xerial_header_at(src + pos, in_len - pos)) {
+			if (in_len - pos < XERIAL_HDR_LEN)
+				return -EBADMSG;
+			pos += XERIAL_HDR_LEN;
+			continue;
+		}
+		blen = load_be32(src + pos);
+		pos += 4;
+		if (blen == 0 || blen > in_len - pos)
+			return -EBADMSG;
+		if ((rc = snappy_block_stream(ctx, src + pos, blen, ds)) < 0)
+			return rc;
+		pos += blen;
+	}
+	return 0;
+}
+
+ssize_t compress_decode_stream(struct compress_ctx *ctx, int codec, const void *in, size_t in_len,
+			       size_t limit, compress_sink_fn sink, void *arg)
+{
+	struct dstream ds = { .sink = sink, .arg = arg, .total = 0,
+			      .limit = limit < COMPRESS_INFLATE_MAX ? limit : COMPRESS_INFLATE_MAX };
+	int rc;
+
+	if (codec <= COMPRESS_NONE || codec >= COMPRESS__COUNT)
+		return -EINVAL;
+	if (in_len > COMPRESS_MAX_LEN)
+		return -EMSGSIZE;
+	if (in_len == 0)
+		return -EBADMSG;
+	switch (codec) {
+	case COMPRESS_GZIP: rc = gzip_stream(ctx, in, in_len, &ds); break;
+	case COMPRESS_SNAPPY: rc = snappy_stream(ctx, in, in_len, &ds); break;
+	case COMPRESS_LZ4: rc = lz4_stream(ctx, in, in_len, &ds); break;
+	default: rc = zstd_stream(ctx, in, in_len, &ds); break;
+	}
+	return rc < 0 ? rc : (ssize_t)ds.total;
+}
+
 /* ---- dispatch ---- */
 
 ssize_t compress_encode(struct compress_ctx *ctx, int codec, const void *in,
@@ -547,7 +849,7 @@ static int lz4_warm(struct compress_ctx *ctx)
 int compress_ctx_create(struct compress_ctx **out)
 {
 	struct compress_ctx *ctx;
-	size_t enc_size, dec_size;
+	size_t enc_size, dec_size, stream_size;
 
 	*out = NULL;
 	ctx = calloc(1, sizeof(*ctx)); /* style: allow setup */
@@ -570,12 +872,18 @@ int compress_ctx_create(struct compress_ctx **out)
 	dec_size = ZSTD_estimateDCtxSize();
 	ctx->zstd_enc_mem = malloc(enc_size); /* style: allow setup */
 	ctx->zstd_dec_mem = malloc(dec_size); /* style: allow setup */
+	stream_size = ZSTD_estimateDStreamSize((size_t)1 << COMPRESS_ZSTD_WLOG);
+	ctx->zstd_stream_mem = malloc(stream_size); /* style: allow setup */
+	ctx->win = malloc(WIN_CAP); /* style: allow setup */
 
-	if (!ctx->gz_level_buf || !ctx->scratch || !ctx->zstd_enc_mem || !ctx->zstd_dec_mem)
+	if (!ctx->gz_level_buf || !ctx->scratch || !ctx->zstd_enc_mem || !ctx->zstd_dec_mem ||
+	    !ctx->zstd_stream_mem || !ctx->win)
 		goto fail;
 	ctx->zstd_enc = ZSTD_initStaticCCtx(ctx->zstd_enc_mem, enc_size);
 	ctx->zstd_dec = ZSTD_initStaticDCtx(ctx->zstd_dec_mem, dec_size);
-	if (!ctx->zstd_enc || !ctx->zstd_dec)
+	ctx->zstd_stream = ZSTD_initStaticDStream(ctx->zstd_stream_mem, stream_size);
+	if (!ctx->zstd_enc || !ctx->zstd_dec || !ctx->zstd_stream ||
+	    ZSTD_isError(ZSTD_DCtx_setParameter(ctx->zstd_stream, ZSTD_d_windowLogMax, COMPRESS_ZSTD_WLOG)))
 		goto fail;
 	if (LZ4F_isError(LZ4F_createCompressionContext(&ctx->lz4_enc, LZ4F_VERSION)) ||
 	    LZ4F_isError(LZ4F_createDecompressionContext(&ctx->lz4_dec, LZ4F_VERSION)))
@@ -600,6 +908,8 @@ void compress_ctx_destroy(struct compress_ctx *ctx)
 		LZ4F_freeDecompressionContext(ctx->lz4_dec);
 	free(ctx->zstd_enc_mem); /* static contexts live inside these */
 	free(ctx->zstd_dec_mem);
+	free(ctx->zstd_stream_mem);
+	free(ctx->win);
 	free(ctx->scratch);
 	free(ctx->gz_level_buf);
 	free(ctx);

@@ -4,8 +4,8 @@
  * Thread: one struct compress_ctx per shard, used only by that shard's
  * thread (@thread shard); contexts are not shared and hold no locks.
  * Owns: the codec state in struct compress_ctx (isa-l deflate/inflate
- * state and level buffer, LZ4F contexts, static zstd workspaces, a scratch
- * block). Every in/out pointer is borrowed for the duration of one call.
+ * state and level buffer, LZ4F contexts, static zstd workspaces (one
+ * streaming decoder among them), a scratch block, the stream window). Every in/out pointer is borrowed for the duration of one call.
  * Allocation: compress_ctx_create allocates and warms every context; after
  * it encode/decode allocate nothing themselves (see the snappy caveat at
  * compress_encode).
@@ -89,6 +89,39 @@ ssize_t compress_encode(struct compress_ctx *ctx, int codec, const void *in,
  * @thread shard */
 ssize_t compress_decode(struct compress_ctx *ctx, int codec, const void *in,
 			size_t in_len, void *out, size_t out_cap);
+
+/* Decompression as a stream, for checking what a producer sends without
+ * holding it whole: the output goes through a window of the ctx
+ * (COMPRESS_WINDOW bytes, allocated at compress_ctx_create) and is handed
+ * to sink piece by piece, in order (gzip, lz4, zstd: pieces of at most
+ * 128 KiB; snappy: a block, or a window, at a time); memory stays bounded
+ * whatever the compressed size or the ratio.
+ *
+ * The decompression bound: more than COMPRESS_INFLATE_MAX bytes of output
+ * (the most the cleaner decompresses a batch into) is -ENOBUFS.
+ * zstd frames are decoded with a window of at most 2^COMPRESS_ZSTD_WLOG
+ * bytes (every level up to 19 with an unknown content size, and frames
+ * with a content size up to 8 MiB); a frame needing more is -ENOBUFS too.
+ * snappy: a raw block whose decoded length fits the window is decoded by
+ * libsnappy; a larger one by a streaming decoder that accepts copies from
+ * up to 64 KiB back (snappy's compressors never reach further: they work
+ * in 64 KiB fragments); a farther copy is -EBADMSG. */
+#define COMPRESS_WINDOW (1u << 20)
+#define COMPRESS_INFLATE_MAX ((size_t)64 << 20)
+#define COMPRESS_ZSTD_WLOG 23
+
+/* Takes each piece of output (p borrowed for the call). Returns 0 to go
+ * on, or a negative value that stops the stream and is returned as is. */
+typedef int (*compress_sink_fn)(void *arg, const uint8_t *p, size_t n);
+
+/* Decompress in[0..in_len) as a stream into sink. Returns the bytes
+ * decoded, -EINVAL (unknown codec or COMPRESS_NONE), -EBADMSG (corrupt,
+ * truncated, trailing garbage, empty input), -ENOBUFS (beyond limit, itself
+ * capped at COMPRESS_INFLATE_MAX, or a zstd window too large), -EMSGSIZE
+ * (in_len above COMPRESS_MAX_LEN) or what sink returned. Allocates nothing.
+ * @thread shard */
+ssize_t compress_decode_stream(struct compress_ctx *ctx, int codec, const void *in, size_t in_len,
+			       size_t limit, compress_sink_fn sink, void *arg);
 
 /* "none", "gzip", "snappy", "lz4", "zstd" (Kafka's compression.type
  * spelling), or "unknown". Static storage. @thread any */

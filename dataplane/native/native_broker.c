@@ -362,8 +362,12 @@ static void produce_batch(struct native_shard *ns, struct nsession *s, const str
 		err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	} else if (t->internal) {
 		err = KERR_INVALID_TOPIC_EXCEPTION;
-	} else if ((rc = batch_validate(batch, len, t->max_message_bytes, BATCH_V_PRODUCE, &bi)) < 0) {
-		err = rc == -BATCH_ERR_TOO_LARGE ? KERR_MESSAGE_TOO_LARGE : KERR_CORRUPT_MESSAGE;
+	} else if ((rc = batch_validate(batch, len, t->max_message_bytes, BATCH_V_PRODUCE, &bi)) < 0 ||
+		   ((bi.attributes & BATCH_ATTR_CODEC_MASK) &&
+		    (rc = batch_check_records(ns->sh->compress, batch, &bi, BATCH_V_PRODUCE)) < 0)) {
+		/* as Produce: a compressed batch's records are checked too */
+		err = rc == -BATCH_ERR_TOO_LARGE || rc == -BATCH_ERR_INFLATE ? KERR_MESSAGE_TOO_LARGE
+		    : rc == -BATCH_ERR_INNER ? KERR_INVALID_RECORD : KERR_CORRUPT_MESSAGE;
 	} else if (bi.size != len || (bi.attributes & (BATCH_ATTR_CONTROL | BATCH_ATTR_TRANSACTIONAL)) ||
 		   batch_producer_id(batch) != m->producer_id || batch_producer_epoch(batch) != m->producer_epoch ||
 		   batch_base_sequence(batch) != m->base_sequence) {

@@ -29,6 +29,9 @@ TEST_SCRIPTS += tests/integration/test_recovery_broker.py
 # CreateTopics and the rings (10,000 partitions on one shard answered)
 # and RLIMIT_NOFILE (refused early; a midway failure leaves nothing)
 TEST_SCRIPTS += tests/integration/test_fd_budget.py
+# compressed batches checked inside (garbage, inner count and offset deltas,
+# record lengths, the decompression bound), every codec read back by kcat
+TEST_SCRIPTS += tests/integration/test_produce_compressed.py
 # the native datagram protocol (dataplane/native/), datagram by datagram
 TEST_SCRIPTS += tests/integration/test_native_raw.py
 # the admin endpoint: /metrics parsed by prometheus_client under a producer

@@ -8,6 +8,7 @@ was written. The records are read back over Kafka's TCP too.
 
     tests/integration/test_native_raw.py [TEST...]
 """
+import gzip
 import os
 import socket
 import struct
@@ -17,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import harness  # noqa: E402
 from harness import test  # noqa: E402
-from ktxn import TConn, batch, crc32c, parse_batches, new_topic  # noqa: E402
+from ktxn import TConn, batch, crc32c, parse_batches, new_topic, varint  # noqa: E402
 
 MAGIC, VERSION = 0x534C, 1
 HELLO, HELLO_ACK, PRODUCE, PRODUCE_ACK, FETCH, FETCH_DATA, ERROR = range(1, 8)
@@ -227,6 +228,16 @@ def bad_datagrams_answered_or_counted_and_nothing_changes():
         tx = batch([b"t"], pid=pid, epoch=0, seq=1, attributes=0x10)
         r = c.ask(produce(sid, 9, "n", 0, pid, 0, 1, len(tx), 0, 0, 1, tx))
         assert r["error"] == 87, r
+        # compressed batches are checked inside: an inner offset delta of
+        # 1,000,000 is INVALID_RECORD, a payload that is not gzip
+        # CORRUPT_MESSAGE
+        body = b"\x00" + varint(0) + varint(1000000) + varint(-1) + varint(1) + b"p" + varint(0)
+        for req, payload, want in ((12, gzip.compress(varint(len(body)) + body), 87),
+                                   (13, b"\x1f\x8b" + b"x" * 50, 2)):
+            after_crc = struct.pack(">hiqqqhii", 1, 0, 0, 0, pid, 0, 1, 1) + payload
+            gz = struct.pack(">qiibI", 0, 9 + len(after_crc), -1, 2, crc32c(after_crc)) + after_crc
+            r = c.ask(produce(sid, req, "n", 0, pid, 0, 1, len(gz), 0, 0, 1, gz))
+            assert r["type"] == PRODUCE_ACK and r["error"] == want, (want, r)
         # beyond credits (64 KiB): refused, THROTTLING_QUOTA_EXCEEDED
         huge = batch([b"h" * 1000 for _ in range(70)], pid=pid, epoch=0, seq=1)
         r = c.ask(produce(sid, 10, "n", 0, pid, 0, 1, len(huge), 0, 0, 9, huge[:8000]))

@@ -890,3 +890,187 @@ Test(compress, ctx_reuse_after_errors)
 		}
 	free(txt);
 }
+
+/* ---- compress_decode_stream ---- */
+
+struct collect {
+	uint8_t *buf;
+	size_t cap, len;
+	size_t pieces, max_piece;
+};
+
+static int collect_sink(void *arg, const uint8_t *p, size_t n)
+{
+	struct collect *c = arg;
+
+	cr_assert_gt(n, 0, "empty piece");
+	if (n > c->max_piece)
+		c->max_piece = n;
+	c->pieces++;
+	if (n > c->cap - c->len)
+		return -E2BIG;
+	memcpy(c->buf + c->len, p, n);
+	c->len += n;
+	return 0;
+}
+
+static void check_streams_to(int codec, const uint8_t *enc, size_t enc_len, const uint8_t *want, size_t n)
+{
+	struct collect c = { .buf = malloc(n + 1), .cap = n + 1 };
+	uint8_t *in = dup_exact(enc, enc_len);
+	ssize_t r = compress_decode_stream(ctx, codec, in, enc_len, COMPRESS_INFLATE_MAX, collect_sink, &c);
+
+	cr_assert_eq(r, (ssize_t)n, "%s stream of %zu: %zd", compress_codec_name(codec), n, r);
+	cr_assert_eq(c.len, n);
+	cr_assert(n == 0 || memcmp(c.buf, want, n) == 0, "%s stream differs", compress_codec_name(codec));
+	/* the window bounds every piece: snappy's is 64 KiB longer */
+	cr_assert_leq(c.max_piece, (size_t)COMPRESS_WINDOW + 64 * 1024);
+	if (n > 0) {
+		/* one byte below the bound: -ENOBUFS */
+		c.len = 0;
+		r = compress_decode_stream(ctx, codec, in, enc_len, n - 1, collect_sink, &c);
+		cr_assert_eq(r, -ENOBUFS, "%s stream limit n-1: %zd", compress_codec_name(codec), r);
+	}
+	free(in);
+	free(c.buf);
+}
+
+/* Every codec, sizes from 1 byte to 5 MiB (several windows): the stream
+ * gives what compress_decode gives. */
+Test(compress, stream_decodes_every_codec)
+{
+	static const size_t sizes[] = { 1, 1000, 100 * 1024, 5 << 20 };
+	uint8_t *txt = make_text(5 << 20);
+	uint8_t *rnd = make_random(5 << 20, 9);
+
+	for (size_t c = 1; c < NCODECS; c++)
+		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+			for (int k = 0; k < 2; k++) {
+				const uint8_t *in = k ? rnd : txt;
+				size_t n;
+				uint8_t *enc = encode_exact(codecs[c], in, sizes[s], &n);
+
+				check_streams_to(codecs[c], enc, n, in, sizes[s]);
+				free(enc);
+			}
+	free(rnd);
+	free(txt);
+}
+
+/* Encodings from the codecs' own libraries: one raw snappy block larger
+ * than the window (librdkafka's framing; the streaming snappy decoder),
+ * a streamed zstd frame, LZ4F linked 4 MiB blocks, zlib gzip. */
+Test(compress, stream_decodes_foreign_frames)
+{
+	size_t n = 5 << 20, len;
+	uint8_t *txt = make_text(n);
+	uint8_t *f;
+	LZ4F_preferences_t big = { .frameInfo = { .blockSizeID = LZ4F_max4MB, .blockMode = LZ4F_blockLinked,
+						  .contentChecksumFlag = LZ4F_contentChecksumEnabled } };
+
+	len = snappy_max_compressed_length(n);
+	f = malloc(len);
+	cr_assert_eq(snappy_compress((const char *)txt, n, (char *)f, &len), SNAPPY_OK);
+	check_streams_to(COMPRESS_SNAPPY, f, len, txt, n);
+	free(f);
+	f = zstd_stream_frame(txt, n, &len);
+	check_streams_to(COMPRESS_ZSTD, f, len, txt, n);
+	free(f);
+	f = lz4f_frame(txt, n, &big, &len);
+	check_streams_to(COMPRESS_LZ4, f, len, txt, n);
+	free(f);
+	f = zlib_gzip(txt, n, 6, &len);
+	check_streams_to(COMPRESS_GZIP, f, len, txt, n);
+	free(f);
+	free(txt);
+}
+
+static int count_sink(void *arg, const uint8_t *p, size_t n)
+{
+	(void)p;
+	*(size_t *)arg += n;
+	return 0;
+}
+
+/* 100 MiB of zeros: stopped at the bound (COMPRESS_INFLATE_MAX, 64 MiB),
+ * -ENOBUFS, with no more than the bound handed to the sink. */
+Test(compress, stream_bomb_is_bounded)
+{
+	size_t n = 100 << 20;
+	uint8_t *zeros = calloc(1, n);
+
+	for (size_t k = 1; k < NCODECS; k++) {
+		size_t len, seen = 0;
+		uint8_t *enc = encode_exact(codecs[k], zeros, n, &len);
+		ssize_t r = compress_decode_stream(ctx, codecs[k], enc, len, SIZE_MAX, count_sink, &seen);
+
+		cr_assert_eq(r, -ENOBUFS, "%s: %zd", compress_codec_name(codecs[k]), r);
+		cr_assert_leq(seen, COMPRESS_INFLATE_MAX, "%s: %zu bytes passed the bound",
+			      compress_codec_name(codecs[k]), seen);
+		free(enc);
+	}
+	free(zeros);
+}
+
+Test(compress, stream_garbage_and_truncation_are_ebadmsg)
+{
+	uint8_t *rnd = make_random(4096, 3);
+	uint8_t *txt = make_text(300 * 1024);
+	size_t seen = 0;
+
+	for (size_t k = 1; k < NCODECS; k++) {
+		size_t len;
+		uint8_t *enc = encode_exact(codecs[k], txt, 300 * 1024, &len);
+		uint8_t *cut = dup_exact(enc, len - 3);
+		ssize_t r;
+
+		r = compress_decode_stream(ctx, codecs[k], rnd, 4096, SIZE_MAX, count_sink, &seen);
+		cr_assert_eq(r, -EBADMSG, "%s garbage: %zd", compress_codec_name(codecs[k]), r);
+		r = compress_decode_stream(ctx, codecs[k], cut, len - 3, SIZE_MAX, count_sink, &seen);
+		cr_assert_eq(r, -EBADMSG, "%s truncated: %zd", compress_codec_name(codecs[k]), r);
+		r = compress_decode_stream(ctx, codecs[k], rnd, 0, SIZE_MAX, count_sink, &seen);
+		cr_assert_eq(r, -EBADMSG, "%s empty: %zd", compress_codec_name(codecs[k]), r);
+		/* the ctx still works after the errors */
+		check_streams_to(codecs[k], enc, len, txt, 300 * 1024);
+		free(cut);
+		free(enc);
+	}
+	cr_assert_eq(compress_decode_stream(ctx, COMPRESS_NONE, txt, 10, SIZE_MAX, count_sink, &seen), -EINVAL);
+	free(txt);
+	free(rnd);
+}
+
+/* A snappy copy reaching further back than what was decoded, and one
+ * further than 64 KiB (no snappy compressor writes it): -EBADMSG, in a
+ * block larger than the window (the streaming decoder). */
+Test(compress, stream_snappy_far_copy_is_ebadmsg)
+{
+	static const uint8_t pre[] = { 0x80, 0x80, 0x80, 0x01 };   /* 2 MiB */
+	size_t lit = 100000, len = 0, seen = 0;
+	uint8_t *f = malloc(16 + lit);
+
+	memcpy(f, pre, sizeof(pre));
+	len = sizeof(pre);
+	f[len++] = 59 << 2;                   /* a literal of 60 bytes */
+	memset(f + len, 'a', 60);
+	len += 60;
+	f[len++] = (uint8_t)(2 | (63 << 2));  /* copy 64 bytes from offset 61 */
+	f[len++] = 61;
+	f[len++] = 0;
+	cr_assert_eq(compress_decode_stream(ctx, COMPRESS_SNAPPY, f, len, SIZE_MAX, count_sink, &seen), -EBADMSG);
+
+	len = sizeof(pre);
+	f[len++] = 62 << 2;                   /* a literal of 100000 bytes */
+	f[len++] = (uint8_t)((lit - 1) & 0xff);
+	f[len++] = (uint8_t)((lit - 1) >> 8 & 0xff);
+	f[len++] = (uint8_t)((lit - 1) >> 16);
+	memset(f + len, 'b', lit);
+	len += lit;
+	f[len++] = (uint8_t)(3 | (63 << 2));  /* copy 64 bytes from offset 70000 */
+	f[len++] = 70000 & 0xff;
+	f[len++] = 70000 >> 8 & 0xff;
+	f[len++] = 70000 >> 16;
+	f[len++] = 0;
+	cr_assert_eq(compress_decode_stream(ctx, COMPRESS_SNAPPY, f, len, SIZE_MAX, count_sink, &seen), -EBADMSG);
+	free(f);
+}
