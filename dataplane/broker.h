@@ -1,11 +1,19 @@
 /* dataplane/broker.h — what the shards and the control thread share:
- * the broker-wide settings (read-only after start), the SPSC ring matrix,
- * and the published metadata snapshot.
+ * the broker-wide settings, the SPSC ring matrix, the published metadata
+ * snapshot and the connection budget.
  *
- * Thread: created by main before any thread starts; afterwards every field
- * is read-only except the metadata pointer (published by the control
- * thread with a release store, read by shards with an acquire load) and
- * each thread's own `md_seen` and `sleeping` words.
+ * Thread: created by main before any thread starts. Afterwards these are
+ * written, and nothing else:
+ * - set.cluster_id: once, by the control thread when the metadata log is
+ *   open, before main publishes `serving` (release store; shards read it
+ *   with an acquire load before they accept, so no shard reads the id
+ *   before it is written); every other field of `set` is read-only;
+ * - md: the metadata pointer, published by the control thread with a
+ *   release store and read by shards with an acquire load;
+ * - serving, stopping, report_groups, drained: flags (see each field);
+ * - conns: atomics shared by every shard (struct broker_conns);
+ * - each thread's own `md_seen` and `sleeping` words, which live in the
+ *   thread's struct, reached here through `sleeping[]`.
  *
  * Metadata snapshots are immutable: the control thread builds a new one for
  * every change and swaps the pointer. A shard records the version it last

@@ -1,7 +1,9 @@
 /* storage/tail.h — the in-memory tail: per-shard chunk memory shared by the
  * shard's partitions under one byte budget.
  *
- * Thread: the owning shard only (no atomics, no locks).
+ * Thread: the owning shard only (no locks). One exception: the pool's
+ * `used` byte count is stored with a relaxed atomic store by the shard and
+ * read by the control thread for /metrics (a gauge; nothing decides on it).
  * Owns: every chunk's memory. A chunk is a 4 KiB-aligned block of 2^k bytes
  * (TAIL_CHUNK_MIN .. TAIL_CHUNK_MAX) that maps a 4 KiB-aligned range of one
  * segment file; the O_DIRECT writes of the log go straight from it and reads
