@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 
 COMMON = dict(api_version_auto_timeout_ms=30000, request_timeout_ms=40000)
 
-# every family the scrape must carry (README lists them)
+# every family the scrape must carry (docs/metrics.md lists them)
 FAMILIES = [
     "build_info", "process_resident_memory_bytes", "process_open_fds", "process_uptime_seconds", "shards",
     "shard_loops_total", "shard_busy_cycles_total", "shard_busy_ratio", "requests_total", "requests_in_flight",
