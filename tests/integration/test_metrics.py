@@ -229,6 +229,37 @@ def retention_moves_log_start():
         assert total(m, "sluice_partition_segments", topic="rt") >= 2
 
 
+DOCS_METRICS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "metrics.md")
+
+
+@test
+def docs_table_matches_the_scrape():
+    """docs/metrics.md's table of metrics has one row per family of a scrape,
+    with its type and its HELP text (STYLE 27: a page that restates a table
+    in code is checked against it)."""
+    import re
+    rows = {}
+    with open(DOCS_METRICS) as f:
+        for line in f:
+            m = re.match(r"\| `(sluice_\w+)` \| (\w+) \| [^|]* \| (.*) \|$", line)
+            if m:
+                rows[m.group(1)] = (m.group(2), m.group(3).replace("\\|", "|"))
+    ctx = admin_broker()
+    with ctx:
+        status, body = get(ctx.admin + "/metrics")
+        assert status == 200, status
+    helps, types = {}, {}
+    for line in body.decode().split("\n"):
+        m = re.match(r"# (HELP|TYPE) (\S+) (.*)", line)
+        if m:
+            (helps if m.group(1) == "HELP" else types)[m.group(2)] = m.group(3)
+    assert set(rows) == set(helps), ("families in docs/metrics.md but not scraped", sorted(set(rows) - set(helps)),
+                                     "scraped but not in docs/metrics.md", sorted(set(helps) - set(rows)))
+    for name, (typ, meaning) in rows.items():
+        assert typ == types[name], (name, "docs/metrics.md says", typ, "the scrape", types[name])
+        assert meaning == helps[name], (name, "docs/metrics.md says", meaning, "the scrape's HELP", helps[name])
+
+
 @test
 def json_views():
     ctx = admin_broker()
