@@ -5,6 +5,7 @@
 #   make run        build and start a one-node broker with embedded defaults
 #   make test       build and run every test suite (unit tests in a sanitizer build)
 #   make bench      build the benchmarks (build/sluice-bench)
+#   make docs       rewrite the generated parts of docs/ (the configuration table)
 #   make SAN=address,undefined   sanitizer build (saved in build/config.mk)
 #   make V=1        print full commands
 #   make install    install what module.mk files list (PREFIX=/usr/local,
@@ -51,6 +52,7 @@ include dataplane/module.mk
 include control/module.mk
 include bench/module.mk
 include tests/module.mk
+include docs/module.mk
 
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 CORE_LIB  := $(BUILD)/libsluice_core.a

@@ -39,7 +39,7 @@ static const struct {
 	{ 37, "INVALID_PARTITIONS", "the partition count must be at least 1 (and, to add partitions, above the current count)" },
 	{ 38, "INVALID_REPLICATION_FACTOR", "the replication factor must be between 1 and the number of brokers (see `sluicectl cluster info`)" },
 	{ 39, "INVALID_REPLICA_ASSIGNMENT", "the replica assignment names unknown brokers or repeats one" },
-	{ 40, "INVALID_CONFIG", "check the key and value against the configuration table (README, `sluicectl topic describe-config NAME --all`)" },
+	{ 40, "INVALID_CONFIG", "check the key and value against the configuration table (docs/configuration.md, `sluicectl topic describe-config NAME --all`)" },
 	{ 41, "NOT_CONTROLLER", "the controller moved; retry" },
 	{ 42, "INVALID_REQUEST", "the broker refused the request as malformed or not allowed (internal topics cannot be changed)" },
 	{ 44, "POLICY_VIOLATION", "a broker policy refused the change" },

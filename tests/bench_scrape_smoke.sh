@@ -3,7 +3,7 @@
 # one round of 0.5 s phases, 200 extra partitions, 3 timed scrapes. It must
 # exit 0, leave no run directory behind and print its ratio row and both
 # scrape rows with numbers (no scrape may fail). The figures themselves
-# are not judged here (README: Metrics, Tests and benchmark).
+# are not judged here (docs/metrics.md: Tests and benchmark).
 set -u
 cd "$(dirname "$0")/.."
 base=${SLUICE_TEST_DIR:-/var/tmp}

@@ -12,3 +12,5 @@ $(BUILD)/tests/test_compress: LDLIBS += $(shell pkg-config --libs zlib)
 TEST_SCRIPTS += tests/bench_storage_smoke.sh
 # make install of the native client library, and programs built against it.
 TEST_SCRIPTS += tests/native_install_smoke.sh
+# every relative link of README.md and docs/*.md points at a file (and heading)
+TEST_SCRIPTS += tests/docs_links.sh

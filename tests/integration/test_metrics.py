@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 
 COMMON = dict(api_version_auto_timeout_ms=30000, request_timeout_ms=40000)
 
-# every family the scrape must carry (README lists them)
+# every family the scrape must carry (docs/metrics.md lists them)
 FAMILIES = [
     "build_info", "process_resident_memory_bytes", "process_open_fds", "process_uptime_seconds", "shards",
     "shard_loops_total", "shard_busy_cycles_total", "shard_busy_ratio", "requests_total", "requests_in_flight",
@@ -227,6 +227,37 @@ def retention_moves_log_start():
         assert total(m, "sluice_partition_produce_records_total", topic="rt") == ok
         assert total(m, "sluice_partition_size_bytes", topic="rt") < ok * 1000
         assert total(m, "sluice_partition_segments", topic="rt") >= 2
+
+
+DOCS_METRICS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "metrics.md")
+
+
+@test
+def docs_table_matches_the_scrape():
+    """docs/metrics.md's table of metrics has one row per family of a scrape,
+    with its type and its HELP text (STYLE 27: a page that restates a table
+    in code is checked against it)."""
+    import re
+    rows = {}
+    with open(DOCS_METRICS) as f:
+        for line in f:
+            m = re.match(r"\| `(sluice_\w+)` \| (\w+) \| [^|]* \| (.*) \|$", line)
+            if m:
+                rows[m.group(1)] = (m.group(2), m.group(3).replace("\\|", "|"))
+    ctx = admin_broker()
+    with ctx:
+        status, body = get(ctx.admin + "/metrics")
+        assert status == 200, status
+    helps, types = {}, {}
+    for line in body.decode().split("\n"):
+        m = re.match(r"# (HELP|TYPE) (\S+) (.*)", line)
+        if m:
+            (helps if m.group(1) == "HELP" else types)[m.group(2)] = m.group(3)
+    assert set(rows) == set(helps), ("families in docs/metrics.md but not scraped", sorted(set(rows) - set(helps)),
+                                     "scraped but not in docs/metrics.md", sorted(set(helps) - set(rows)))
+    for name, (typ, meaning) in rows.items():
+        assert typ == types[name], (name, "docs/metrics.md says", typ, "the scrape", types[name])
+        assert meaning == helps[name], (name, "docs/metrics.md says", meaning, "the scrape's HELP", helps[name])
 
 
 @test
