@@ -760,8 +760,8 @@ static void refuse_internal(int kind, const char *name, struct ctl_topic *ct)
 							    : "one partition");
 	else
 		snprintf(ct->message, sizeof(ct->message),
-			 "%.40s is an internal topic; its configuration is the broker's (see the README's "
-			 "configuration table)", name);
+			 "%.40s is an internal topic; its configuration is the broker's (docs/configuration.md)",
+			 name);
 }
 
 /* A wire string (borrowed, not NUL-terminated, -1 = null) as a C string. */
