@@ -1235,20 +1235,21 @@ static void group_msg(void *self, struct shard_msg *m)
 
 	/* joins, syncs and leaves can bring deadlines nearer: rescan at the
 	 * next tick (heartbeats and commits only push them later) */
-	gc->dirty |= ctx->req.header.RequestApiKey == 11 || ctx->req.header.RequestApiKey == 13 ||
-		     ctx->req.header.RequestApiKey == 14;
+	gc->dirty |= ctx->req.header.RequestApiKey == KAFKA_JOIN_GROUP_KEY ||
+		     ctx->req.header.RequestApiKey == KAFKA_LEAVE_GROUP_KEY ||
+		     ctx->req.header.RequestApiKey == KAFKA_SYNC_GROUP_KEY;
 	switch (ctx->req.header.RequestApiKey) {
-	case 8: group_handle_commit(gc, ctx); break;
-	case 9: group_handle_fetch(gc, ctx); break;
-	case 11: handle_join(gc, ctx); break;
-	case 12: handle_heartbeat(gc, ctx); break;
-	case 13: handle_leave(gc, ctx); break;
-	case 14: handle_sync(gc, ctx); break;
-	case 15: handle_describe(gc, ctx); break;
-	case 16: handle_list(gc, ctx); break;
-	case 42: group_handle_delete_groups(gc, ctx); break;
-	case 47: group_handle_offset_delete(gc, ctx); break;
-	case 28: group_handle_txn_commit(gc, ctx); break;
+	case KAFKA_OFFSET_COMMIT_KEY: group_handle_commit(gc, ctx); break;
+	case KAFKA_OFFSET_FETCH_KEY: group_handle_fetch(gc, ctx); break;
+	case KAFKA_JOIN_GROUP_KEY: handle_join(gc, ctx); break;
+	case KAFKA_HEARTBEAT_KEY: handle_heartbeat(gc, ctx); break;
+	case KAFKA_LEAVE_GROUP_KEY: handle_leave(gc, ctx); break;
+	case KAFKA_SYNC_GROUP_KEY: handle_sync(gc, ctx); break;
+	case KAFKA_DESCRIBE_GROUPS_KEY: handle_describe(gc, ctx); break;
+	case KAFKA_LIST_GROUPS_KEY: handle_list(gc, ctx); break;
+	case KAFKA_DELETE_GROUPS_KEY: group_handle_delete_groups(gc, ctx); break;
+	case KAFKA_OFFSET_DELETE_KEY: group_handle_offset_delete(gc, ctx); break;
+	case KAFKA_TXN_OFFSET_COMMIT_KEY: group_handle_txn_commit(gc, ctx); break;
 	default:
 		ctx->resp = NULL;
 		group_reply(gc, ctx);
@@ -1288,7 +1289,7 @@ int group_submit(struct kafka_ctx *ctx)
 	}
 	memset(call, 0, sizeof(*call));
 	call->from = ctx->sh->id;
-	if (ctx->req.header.RequestApiKey == 11) {
+	if (ctx->req.header.RequestApiKey == KAFKA_JOIN_GROUP_KEY) {
 		/* the member's host, as DescribeGroups shows it (Kafka's
 		 * spelling: "/127.0.0.1"); read here, where the socket lives */
 		struct sockaddr_storage sa;

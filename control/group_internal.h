@@ -25,23 +25,6 @@
 #include "dataplane/kafka_errors.h"
 #include "dataplane/shard.h"
 
-/* Kafka error codes of the group APIs (kept here: only the coordinator
- * uses them). */
-enum {
-	KERR_ILLEGAL_GENERATION = 22,
-	KERR_INCONSISTENT_GROUP_PROTOCOL = 23,
-	KERR_UNKNOWN_MEMBER_ID = 25,
-	KERR_INVALID_SESSION_TIMEOUT = 26,
-	KERR_REBALANCE_IN_PROGRESS = 27,
-	KERR_INVALID_COMMIT_OFFSET_SIZE = 28,
-	KERR_NON_EMPTY_GROUP = 68,
-	KERR_GROUP_ID_NOT_FOUND = 69,
-	KERR_MEMBER_ID_REQUIRED = 79,
-	KERR_GROUP_MAX_SIZE_REACHED = 81,
-	KERR_FENCED_INSTANCE_ID = 82,
-	KERR_GROUP_SUBSCRIBED_TO_TOPIC = 86,
-};
-
 enum gstate { G_EMPTY, G_PREPARING, G_COMPLETING, G_STABLE, G_DEAD };
 /* Kafka's names of the states (ListGroups, DescribeGroups). */
 extern const char *const group_state_names[];

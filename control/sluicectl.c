@@ -15,11 +15,6 @@
 #define DEFAULT_BOOTSTRAP "127.0.0.1:9092"
 #define DEFAULT_TIMEOUT_MS 10000
 
-/* Kafka API keys used here. */
-enum {
-	K_LIST_OFFSETS = 2, K_METADATA = 3,
-};
-
 /* ---- small utilities ---------------------------------------------------- */
 
 bool parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
@@ -278,7 +273,7 @@ struct kafka_metadata_response *ctl_metadata(struct ctl *c, const char *const *t
 	struct kclient *k = ctl_client(c);
 	struct kafka_metadata_request req;
 	struct kafka_metadata_request_metadata_request_topic *t = NULL;
-	int16_t v = ctl_version(c, k, K_METADATA, 6);
+	int16_t v = ctl_version(c, k, KAFKA_METADATA_KEY, 6);
 
 	kafka_metadata_request_init(&req);
 	if (topics) {
@@ -291,7 +286,7 @@ struct kafka_metadata_response *ctl_metadata(struct ctl *c, const char *const *t
 		req.Topics.count = v >= 1 ? -1 : 0;   /* null: every topic */
 	}
 	req.AllowAutoTopicCreation = false;   /* v4+; below it a lookup could create the topic */
-	last_md = ctl_call(c, k, K_METADATA, v, &req);
+	last_md = ctl_call(c, k, KAFKA_METADATA_KEY, v, &req);
 	free(t);
 	return last_md;
 }
@@ -347,7 +342,7 @@ int ctl_list_offsets(struct ctl *c, const struct kafka_metadata_response_metadat
 		rt.Partitions.count = m;
 		req.Topics.items = &rt;
 		req.Topics.count = 1;
-		resp = ctl_call(c, k, K_LIST_OFFSETS, ctl_version(c, k, K_LIST_OFFSETS, 3), &req);
+		resp = ctl_call(c, k, KAFKA_LIST_OFFSETS_KEY, ctl_version(c, k, KAFKA_LIST_OFFSETS_KEY, 3), &req);
 		free(rp);
 		for (int32_t a = 0; a < resp->Topics.count; a++) {
 			for (int32_t b = 0; b < resp->Topics.items[a].Partitions.count; b++) {

@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "dataplane/kafka/kafka_codec.h"
+#include "dataplane/kafka_errors.h"
 
 #define EXIT_KAFKA 1
 #define EXIT_USAGE 2

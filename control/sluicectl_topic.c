@@ -9,11 +9,6 @@
 
 #include "control/sluicectl.h"
 
-enum {
-	K_CREATE_TOPICS = 19, K_DELETE_TOPICS = 20, K_DESCRIBE_CONFIGS = 32, K_DESCRIBE_LOG_DIRS = 35,
-	K_CREATE_PARTITIONS = 37, K_INCR_ALTER_CONFIGS = 44,
-};
-
 /* The topic named `name` in a Metadata answer, or exit 1 naming its error. */
 static const struct kafka_metadata_response_metadata_response_topic *
 md_topic(struct ctl *c, const struct kafka_metadata_response *md, const char *name, int *rc)
@@ -29,7 +24,7 @@ md_topic(struct ctl *c, const struct kafka_metadata_response *md, const char *na
 		}
 		return t;
 	}
-	*rc = ctl_kafka_error(c, 3, (struct kafka_str){ NULL, -1 }, "topic '%s'", name);
+	*rc = ctl_kafka_error(c, KERR_UNKNOWN_TOPIC_OR_PARTITION, (struct kafka_str){ NULL, -1 }, "topic '%s'", name);
 	return NULL;
 }
 
@@ -148,7 +143,7 @@ static int topic_sizes(struct ctl *c, const struct kafka_metadata_response_metad
 			rp[m++] = t->Partitions.items[j].PartitionIndex;
 		}
 		k = ctl_leader(c, leader);
-		v = kclient_version(k, K_DESCRIBE_LOG_DIRS, 4);
+		v = kclient_version(k, KAFKA_DESCRIBE_LOG_DIRS_KEY, 4);
 		if (v < 0) {
 			free(rp);
 			rc = -ENOTSUP;
@@ -161,7 +156,7 @@ static int topic_sizes(struct ctl *c, const struct kafka_metadata_response_metad
 		rt.Partitions.count = m;
 		req.Topics.items = &rt;
 		req.Topics.count = 1;
-		resp = ctl_call(c, k, K_DESCRIBE_LOG_DIRS, (int16_t)v, &req);
+		resp = ctl_call(c, k, KAFKA_DESCRIBE_LOG_DIRS_KEY, (int16_t)v, &req);
 		free(rp);
 		for (int32_t d = 0; d < resp->Results.count; d++) {
 			const struct kafka_describe_log_dirs_response_describe_log_dirs_result *r = &resp->Results.items[d];
@@ -387,7 +382,7 @@ static int cmd_topic_create(struct ctl *c, const struct args *a)
 		cfg[i].Value = (struct kafka_str){ eq + 1, (int32_t)strlen(eq + 1) };
 	}
 	k = ctl_client(c);
-	v = ctl_version(c, k, K_CREATE_TOPICS, 4);
+	v = ctl_version(c, k, KAFKA_CREATE_TOPICS_KEY, 4);
 	if (v < 4 && (parts < 0 || rf < 0)) {   /* defaults (-1) need v4 */
 		parts = parts < 0 ? 1 : parts;
 		rf = rf < 0 ? 1 : rf;
@@ -404,11 +399,11 @@ static int cmd_topic_create(struct ctl *c, const struct args *a)
 	req.Topics.count = 1;
 	req.timeoutMs = c->timeout_ms;
 	req.validateOnly = opt_has(a, "validate-only");
-	resp = ctl_call(c, k, K_CREATE_TOPICS, v, &req);
+	resp = ctl_call(c, k, KAFKA_CREATE_TOPICS_KEY, v, &req);
 	for (int32_t i = 0; i < resp->Topics.count; i++) {
 		const struct kafka_create_topics_response_creatable_topic_result *r = &resp->Topics.items[i];
 
-		if (r->ErrorCode == 36 && opt_has(a, "if-not-exists"))
+		if (r->ErrorCode == KERR_TOPIC_ALREADY_EXISTS && opt_has(a, "if-not-exists"))
 			continue;
 		if (r->ErrorCode)
 			return ctl_kafka_error(c, r->ErrorCode, r->ErrorMessage, "creating topic '%s'", a->pos[0]);
@@ -420,7 +415,7 @@ static int cmd_topic_create(struct ctl *c, const struct args *a)
 		json_bool("validate_only", req.validateOnly);
 		json_obj_end();
 		json_end();
-	} else if (resp->Topics.count && resp->Topics.items[0].ErrorCode == 36) {
+	} else if (resp->Topics.count && resp->Topics.items[0].ErrorCode == KERR_TOPIC_ALREADY_EXISTS) {
 		printf("topic %s already exists\n", a->pos[0]);
 	} else {
 		printf("%s topic %s\n", req.validateOnly ? "would create" : "created", a->pos[0]);
@@ -455,11 +450,11 @@ static int cmd_topic_delete(struct ctl *c, const struct args *a)
 		/* one topic can be long work (10,000 partitions): its wait shows */
 		snprintf(label, sizeof(label), "deleting topic %s", a->pos[i]);
 		k->waiting = label;
-		resp = ctl_call(c, k, K_DELETE_TOPICS, ctl_version(c, k, K_DELETE_TOPICS, 3), &req);
+		resp = ctl_call(c, k, KAFKA_DELETE_TOPICS_KEY, ctl_version(c, k, KAFKA_DELETE_TOPICS_KEY, 3), &req);
 		k->waiting = NULL;
 		for (int32_t j = 0; j < resp->Responses.count; j++) {
 			const struct kafka_delete_topics_response_deletable_topic_result *r = &resp->Responses.items[j];
-			bool ignore = r->ErrorCode == 3 && opt_has(a, "if-exists");
+			bool ignore = r->ErrorCode == KERR_UNKNOWN_TOPIC_OR_PARTITION && opt_has(a, "if-exists");
 
 			if (r->ErrorCode && !ignore)
 				rc = ctl_kafka_error(c, r->ErrorCode, (struct kafka_str){ NULL, -1 },
@@ -531,7 +526,7 @@ static int cmd_topic_alter_config(struct ctl *c, const struct args *a)
 	req.Resources.items = &res;
 	req.Resources.count = 1;
 	req.ValidateOnly = opt_has(a, "validate-only");
-	resp = ctl_call(c, k, K_INCR_ALTER_CONFIGS, ctl_version(c, k, K_INCR_ALTER_CONFIGS, 1), &req);
+	resp = ctl_call(c, k, KAFKA_INCREMENTAL_ALTER_CONFIGS_KEY, ctl_version(c, k, KAFKA_INCREMENTAL_ALTER_CONFIGS_KEY, 1), &req);
 	for (int32_t i = 0; i < resp->Responses.count; i++)
 		if (resp->Responses.items[i].ErrorCode)
 			return ctl_kafka_error(c, resp->Responses.items[i].ErrorCode,
@@ -582,7 +577,7 @@ static int cmd_topic_describe_config(struct ctl *c, const struct args *a)
 	if (a->npos != 1)
 		return ctl_usage(c, "name exactly one topic");
 	k = ctl_client(c);
-	v = ctl_version(c, k, K_DESCRIBE_CONFIGS, 2);
+	v = ctl_version(c, k, KAFKA_DESCRIBE_CONFIGS_KEY, 2);
 	kafka_describe_configs_request_init(&req);
 	memset(&res, 0, sizeof res);
 	res.ResourceType = 2;
@@ -590,7 +585,7 @@ static int cmd_topic_describe_config(struct ctl *c, const struct args *a)
 	res.ConfigurationKeys.count = -1;
 	req.Resources.items = &res;
 	req.Resources.count = 1;
-	resp = ctl_call(c, k, K_DESCRIBE_CONFIGS, v, &req);
+	resp = ctl_call(c, k, KAFKA_DESCRIBE_CONFIGS_KEY, v, &req);
 	for (int32_t i = 0; i < resp->Results.count; i++)
 		if (resp->Results.items[i].ErrorCode)
 			return ctl_kafka_error(c, resp->Results.items[i].ErrorCode,
@@ -759,7 +754,7 @@ static int cmd_topic_add_partitions(struct ctl *c, const struct args *a)
 	req.Topics.count = 1;
 	req.TimeoutMs = c->timeout_ms;
 	req.ValidateOnly = opt_has(a, "validate-only");
-	resp = ctl_call(c, k, K_CREATE_PARTITIONS, ctl_version(c, k, K_CREATE_PARTITIONS, 1), &req);
+	resp = ctl_call(c, k, KAFKA_CREATE_PARTITIONS_KEY, ctl_version(c, k, KAFKA_CREATE_PARTITIONS_KEY, 1), &req);
 	for (int32_t i = 0; i < resp->Results.count; i++)
 		if (resp->Results.items[i].ErrorCode)
 			return ctl_kafka_error(c, resp->Results.items[i].ErrorCode,

@@ -656,7 +656,7 @@ static void registrations_done(struct txn_coord *tc, struct txn *t)
 
 	t->busy = 0;
 	if (ctx && t->err) {
-		if (ctx->req.header.RequestApiKey == 24) {
+		if (ctx->req.header.RequestApiKey == KAFKA_ADD_PARTITIONS_TO_TXN_KEY) {
 			struct kafka_add_partitions_to_txn_response *r = ctx->resp;
 
 			for (int i = 0; i < r->ResultsByTopicV3AndBelow.count; i++)
@@ -856,10 +856,10 @@ static void txn_msg(void *self, struct shard_msg *m)
 	struct kafka_ctx *ctx = m->p[0];
 
 	switch (ctx->req.header.RequestApiKey) {
-	case 22: handle_init(tc, ctx); break;
-	case 24: handle_add_partitions(tc, ctx); break;
-	case 25: handle_add_offsets(tc, ctx); break;
-	case 26: handle_end(tc, ctx); break;
+	case KAFKA_INIT_PRODUCER_ID_KEY: handle_init(tc, ctx); break;
+	case KAFKA_ADD_PARTITIONS_TO_TXN_KEY: handle_add_partitions(tc, ctx); break;
+	case KAFKA_ADD_OFFSETS_TO_TXN_KEY: handle_add_offsets(tc, ctx); break;
+	case KAFKA_END_TXN_KEY: handle_end(tc, ctx); break;
 	default:
 		ctx->resp = NULL;
 		answer_now(tc, ctx);
@@ -882,14 +882,14 @@ static int txn_resume(struct kafka_ctx *ctx)
 static void *shape_response(struct kafka_ctx *ctx)
 {
 	switch (ctx->req.header.RequestApiKey) {
-	case 22: {
+	case KAFKA_INIT_PRODUCER_ID_KEY: {
 		struct kafka_init_producer_id_response *r = ALLOC(ctx, struct kafka_init_producer_id_response, 1);
 
 		if (r)
 			kafka_init_producer_id_response_init(r);
 		return r;
 	}
-	case 24: {
+	case KAFKA_ADD_PARTITIONS_TO_TXN_KEY: {
 		struct kafka_add_partitions_to_txn_request *q = ctx->req.body;
 		struct kafka_add_partitions_to_txn_response *r = ALLOC(ctx, struct kafka_add_partitions_to_txn_response, 1);
 		int nt = q->V3AndBelowTopics.count > 0 ? q->V3AndBelowTopics.count : 0;
@@ -923,14 +923,14 @@ static void *shape_response(struct kafka_ctx *ctx)
 		}
 		return r;
 	}
-	case 25: {
+	case KAFKA_ADD_OFFSETS_TO_TXN_KEY: {
 		struct kafka_add_offsets_to_txn_response *r = ALLOC(ctx, struct kafka_add_offsets_to_txn_response, 1);
 
 		if (r)
 			kafka_add_offsets_to_txn_response_init(r);
 		return r;
 	}
-	case 26: {
+	case KAFKA_END_TXN_KEY: {
 		struct kafka_end_txn_response *r = ALLOC(ctx, struct kafka_end_txn_response, 1);
 
 		if (r)

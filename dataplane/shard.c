@@ -1048,8 +1048,9 @@ static int pipelinable(int16_t head, int16_t next)
 {
 	if (head == KAFKA_PRODUCE_KEY)
 		return next == KAFKA_PRODUCE_KEY;
-	if (head == 11 || head == 14)
-		return next == 8 || next == 9 || next == 12 || next == 13;
+	if (head == KAFKA_JOIN_GROUP_KEY || head == KAFKA_SYNC_GROUP_KEY)
+		return next == KAFKA_OFFSET_COMMIT_KEY || next == KAFKA_OFFSET_FETCH_KEY || next == KAFKA_HEARTBEAT_KEY ||
+		       next == KAFKA_LEAVE_GROUP_KEY;
 	return 0;
 }
 
@@ -1189,7 +1190,7 @@ static void shard_observe(struct kafka_ctx *ctx)
 
 		if (acks == 0 || acks == 1 || acks == -1)
 			lathist_add(&sh->hists.produce[acks < 0 ? 2 : acks], ns);
-	} else if (key == 1) {   /* Fetch */
+	} else if (key == KAFKA_FETCH_KEY) {
 		lathist_add(&sh->hists.fetch, ns);
 	}
 }
