@@ -21,6 +21,7 @@
 #include "control/group_internal.h"
 #include "control/hmap.h"
 #include "control/txn.h"
+#include "dataplane/coord.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
 #include "dataplane/shard.h"

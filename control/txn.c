@@ -11,6 +11,7 @@
 #include "control/group.h"
 #include "control/hmap.h"
 #include "control/txn.h"
+#include "dataplane/coord.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
 #include "dataplane/producer.h"

@@ -18,8 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dataplane/part.h"
+#include "dataplane/handlers.h"
 #include "dataplane/kafka_errors.h"
+#include "dataplane/part.h"
 #include "dataplane/native/native_broker.h"
 #include "dataplane/shard.h"
 #include "storage/recompress.h"
@@ -1122,8 +1123,6 @@ static void conn_process(struct conn *c)
 
 static void release_holds(struct kafka_ctx *ctx)
 {
-	extern void fetch_release_hold(struct shard *sh, struct data_hold *h);
-
 	for (int i = 0; i < ctx->nholds; i++)
 		fetch_release_hold(ctx->sh, &ctx->holds[i]);
 	ctx->nholds = 0;
