@@ -129,8 +129,8 @@ void group_txn_end(struct group_coord *gc, int32_t opart, int64_t pid, int commi
 /* @thread shard: free a response's memory once it is encoded. */
 void group_mem_free(struct gmem *m);
 
-/* @thread shard: hand a decoded group request to the coordinator; the
- * response comes back through the request's resume. */
-int group_submit(struct kafka_ctx *ctx);
+/* group_submit (@thread shard: hand a decoded group request to the
+ * coordinator; the response comes back through the request's resume) is
+ * declared on the shards' side, in dataplane/coord.h. */
 
 #endif

@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "dataplane/kafka/kafka_codec.h"
+#include "dataplane/kafka_errors.h"
 
 #define EXIT_KAFKA 1
 #define EXIT_USAGE 2
@@ -238,6 +239,10 @@ static inline int32_t murmur2_partition(const void *key, size_t len, int32_t n)
 	return (int32_t)((murmur2(key, len) & 0x7fffffff) % (uint32_t)n);
 }
 
+/* The command tables of sluicectl_topic.c, sluicectl_group.c and
+ * sluicectl_record.c; sluicectl.c lists them after its own. */
+extern const struct cmd topic_cmds[];
+extern const int topic_ncmds;
 extern const struct cmd group_cmds[];
 extern const int group_ncmds;
 extern const struct cmd record_cmds[];

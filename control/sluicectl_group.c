@@ -8,11 +8,6 @@
 
 #include "control/sluicectl.h"
 
-enum {
-	K_OFFSET_COMMIT = 8, K_OFFSET_FETCH = 9, K_FIND_COORDINATOR = 10, K_DESCRIBE_GROUPS = 15,
-	K_LIST_GROUPS = 16, K_DELETE_GROUPS = 42, K_OFFSET_DELETE = 47,
-};
-
 static const struct kafka_str null_str = { NULL, -1 };
 
 /* Partitions per OffsetCommit when resetting (progress between requests). */
@@ -33,7 +28,7 @@ static struct kclient *coordinator(struct ctl *c, const char *group, int32_t *no
 	kafka_find_coordinator_request_init(&req);
 	req.Key = wstr(group);
 	req.KeyType = 0;
-	resp = ctl_call(c, k, K_FIND_COORDINATOR, ctl_version(c, k, K_FIND_COORDINATOR, 2), &req);
+	resp = ctl_call(c, k, KAFKA_FIND_COORDINATOR_KEY, ctl_version(c, k, KAFKA_FIND_COORDINATOR_KEY, 2), &req);
 	if (resp->ErrorCode) {
 		ctl_kafka_error(c, resp->ErrorCode, resp->ErrorMessage, "finding the coordinator of group '%s'",
 				group);
@@ -54,7 +49,7 @@ describe_group(struct ctl *c, struct kclient *k, const char *group)
 	kafka_describe_groups_request_init(&req);
 	req.Groups.items = &g;
 	req.Groups.count = 1;
-	resp = ctl_call(c, k, K_DESCRIBE_GROUPS, ctl_version(c, k, K_DESCRIBE_GROUPS, 4), &req);
+	resp = ctl_call(c, k, KAFKA_DESCRIBE_GROUPS_KEY, ctl_version(c, k, KAFKA_DESCRIBE_GROUPS_KEY, 4), &req);
 	if (resp->Groups.count != 1) {
 		ctl_fail(c, "the broker described %d groups for one asked", resp->Groups.count);
 		exit(EXIT_KAFKA);
@@ -71,7 +66,7 @@ static struct kafka_offset_fetch_response *offset_fetch(struct ctl *c, struct kc
 {
 	struct kafka_offset_fetch_request req;
 	struct kafka_offset_fetch_response *resp;
-	int16_t v = ctl_version(c, k, K_OFFSET_FETCH, 5);
+	int16_t v = ctl_version(c, k, KAFKA_OFFSET_FETCH_KEY, 5);
 
 	if (v < 2) {
 		ctl_fail(c, "the broker's OffsetFetch is older than v2 (cannot list a group's topics)");
@@ -80,7 +75,7 @@ static struct kafka_offset_fetch_response *offset_fetch(struct ctl *c, struct kc
 	kafka_offset_fetch_request_init(&req);
 	req.GroupId = wstr(group);
 	req.Topics.count = -1;
-	resp = ctl_call(c, k, K_OFFSET_FETCH, v, &req);
+	resp = ctl_call(c, k, KAFKA_OFFSET_FETCH_KEY, v, &req);
 	if (resp->ErrorCode) {
 		ctl_kafka_error(c, resp->ErrorCode, null_str, "committed offsets of group '%s'", group);
 		exit(EXIT_KAFKA);
@@ -131,7 +126,7 @@ int group_names(struct ctl *c)
 	struct kafka_list_groups_response *resp;
 
 	kafka_list_groups_request_init(&req);
-	resp = ctl_call(c, k, K_LIST_GROUPS, ctl_version(c, k, K_LIST_GROUPS, 2), &req);
+	resp = ctl_call(c, k, KAFKA_LIST_GROUPS_KEY, ctl_version(c, k, KAFKA_LIST_GROUPS_KEY, 2), &req);
 	for (int32_t i = 0; i < resp->Groups.count; i++)
 		printf("%s\n", kstr(resp->Groups.items[i].GroupId));
 	return 0;
@@ -164,7 +159,7 @@ static int cmd_group_list(struct ctl *c, const struct args *a)
 		struct kafka_describe_groups_response *dresp;
 
 		kafka_list_groups_request_init(&req);
-		resp = ctl_call(c, k, K_LIST_GROUPS, ctl_version(c, k, K_LIST_GROUPS, 2), &req);
+		resp = ctl_call(c, k, KAFKA_LIST_GROUPS_KEY, ctl_version(c, k, KAFKA_LIST_GROUPS_KEY, 2), &req);
 		if (resp->ErrorCode) {
 			rc = ctl_kafka_error(c, resp->ErrorCode, null_str, "listing the groups of broker %d",
 					     br->NodeId);
@@ -177,7 +172,7 @@ static int cmd_group_list(struct ctl *c, const struct args *a)
 		dreq.Groups.count = resp->Groups.count;
 		for (int32_t i = 0; i < resp->Groups.count; i++)
 			dreq.Groups.items[i] = resp->Groups.items[i].GroupId;
-		dresp = ctl_call(c, k, K_DESCRIBE_GROUPS, ctl_version(c, k, K_DESCRIBE_GROUPS, 4), &dreq);
+		dresp = ctl_call(c, k, KAFKA_DESCRIBE_GROUPS_KEY, ctl_version(c, k, KAFKA_DESCRIBE_GROUPS_KEY, 4), &dreq);
 		free(dreq.Groups.items);
 		for (int32_t i = 0; i < dresp->Groups.count; i++) {
 			const struct kafka_describe_groups_response_described_group *g = &dresp->Groups.items[i];
@@ -265,7 +260,7 @@ static int cmd_group_describe(struct ctl *c, const struct args *a)
 	g = describe_group(c, k, group);
 	of = offset_fetch(c, k, group);
 	if (kafka_str_eq(g->GroupState, "Dead") && of->Topics.count <= 0)
-		return ctl_kafka_error(c, 69, null_str, "group '%s'", group);
+		return ctl_kafka_error(c, KERR_GROUP_ID_NOT_FOUND, null_str, "group '%s'", group);
 
 	asg = calloc((size_t)g->Members.count + 1, sizeof *asg);
 	asg_mem = calloc((size_t)g->Members.count + 1, sizeof *asg_mem);
@@ -616,13 +611,13 @@ static int cmd_group_reset_offsets(struct ctl *c, const struct args *a)
 		int32_t ncp = 0;
 
 		if (!tp) {
-			rc = ctl_kafka_error(c, 3, null_str, "topic '%s'", sel[i].topic);
+			rc = ctl_kafka_error(c, KERR_UNKNOWN_TOPIC_OR_PARTITION, null_str, "topic '%s'", sel[i].topic);
 			break;
 		}
 		n = tp->Partitions.count;
 		for (int j = 0; j < sel[i].nparts; j++)
 			if (part_index(tp, sel[i].parts[j]) < 0)
-				return ctl_kafka_error(c, 3, null_str, "partition %s-%d", sel[i].topic, sel[i].parts[j]);
+				return ctl_kafka_error(c, KERR_UNKNOWN_TOPIC_OR_PARTITION, null_str, "partition %s-%d", sel[i].topic, sel[i].parts[j]);
 		lo = calloc((size_t)n + 1, sizeof *lo);
 		hi = calloc((size_t)n + 1, sizeof *hi);
 		nw = calloc((size_t)n + 1, sizeof *nw);
@@ -692,7 +687,7 @@ static int cmd_group_reset_offsets(struct ctl *c, const struct args *a)
 			rt.Partitions.count = cnt;
 			req.Topics.items = &rt;
 			req.Topics.count = 1;
-			resp = ctl_call(c, k, K_OFFSET_COMMIT, ctl_version(c, k, K_OFFSET_COMMIT, 7), &req);
+			resp = ctl_call(c, k, KAFKA_OFFSET_COMMIT_KEY, ctl_version(c, k, KAFKA_OFFSET_COMMIT_KEY, 7), &req);
 			for (int32_t x = 0; x < resp->Topics.count && !rc; x++)
 				for (int32_t y = 0; y < resp->Topics.items[x].Partitions.count && !rc; y++)
 					if (resp->Topics.items[x].Partitions.items[y].ErrorCode)
@@ -744,7 +739,7 @@ static int cmd_group_delete(struct ctl *c, const struct args *a)
 		kafka_delete_groups_request_init(&req);
 		req.GroupsNames.items = &name;
 		req.GroupsNames.count = 1;
-		resp = ctl_call(c, k, K_DELETE_GROUPS, ctl_version(c, k, K_DELETE_GROUPS, 1), &req);
+		resp = ctl_call(c, k, KAFKA_DELETE_GROUPS_KEY, ctl_version(c, k, KAFKA_DELETE_GROUPS_KEY, 1), &req);
 		for (int32_t j = 0; j < resp->Results.count; j++)
 			err = err ? err : resp->Results.items[j].ErrorCode;
 		if (err)
@@ -797,7 +792,7 @@ static int cmd_group_delete_offsets(struct ctl *c, const struct args *a)
 			const struct kafka_metadata_response_metadata_response_topic *t = find_topic(md, rt[i].Name);
 
 			if (!t)
-				return ctl_kafka_error(c, 3, null_str, "topic '%s'", sel[i].topic);
+				return ctl_kafka_error(c, KERR_UNKNOWN_TOPIC_OR_PARTITION, null_str, "topic '%s'", sel[i].topic);
 			for (int32_t j = 0; j < t->Partitions.count && sel[i].nparts < 256; j++)
 				sel[i].parts[sel[i].nparts++] = t->Partitions.items[j].PartitionIndex;
 		}
@@ -811,7 +806,7 @@ static int cmd_group_delete_offsets(struct ctl *c, const struct args *a)
 	req.GroupId = wstr(a->pos[0]);
 	req.Topics.items = rt;
 	req.Topics.count = nsel;
-	resp = ctl_call(c, k, K_OFFSET_DELETE, ctl_version(c, k, K_OFFSET_DELETE, 0), &req);
+	resp = ctl_call(c, k, KAFKA_OFFSET_DELETE_KEY, ctl_version(c, k, KAFKA_OFFSET_DELETE_KEY, 0), &req);
 	if (resp->ErrorCode)
 		return ctl_kafka_error(c, resp->ErrorCode, null_str, "deleting offsets of group '%s'", a->pos[0]);
 	if (c->json) {
@@ -936,7 +931,7 @@ int group_commit(struct ctl *c, const char *group, const char *topic, const int3
 	rt.Partitions.count = n;
 	req.Topics.items = &rt;
 	req.Topics.count = 1;
-	resp = ctl_call(c, k, K_OFFSET_COMMIT, ctl_version(c, k, K_OFFSET_COMMIT, 7), &req);
+	resp = ctl_call(c, k, KAFKA_OFFSET_COMMIT_KEY, ctl_version(c, k, KAFKA_OFFSET_COMMIT_KEY, 7), &req);
 	for (int32_t x = 0; x < resp->Topics.count && !rc; x++)
 		for (int32_t y = 0; y < resp->Topics.items[x].Partitions.count && !rc; y++)
 			if (resp->Topics.items[x].Partitions.items[y].ErrorCode)

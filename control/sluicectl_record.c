@@ -15,8 +15,6 @@
 #include "storage/batch_format.h"
 #include "storage/compress.h"
 
-enum { K_PRODUCE = 0, K_FETCH = 1 };
-
 #define FETCH_MAX_BYTES (4 << 20)
 #define PART_MAX_BYTES (1 << 20)
 #define INFLATE_MAX (64u << 20)
@@ -122,12 +120,12 @@ int ctl_fetch_range(struct ctl *c, const struct kafka_metadata_response_metadata
 		if (t->Partitions.items[i].PartitionIndex == p)
 			mp = &t->Partitions.items[i];
 	if (!mp) {
-		*kerr = 3;
+		*kerr = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 		return -EIO;
 	}
 	snprintf(topic, sizeof topic, "%s", kstr(t->Name));
 	k = ctl_leader(c, mp->LeaderId);
-	v = ctl_version(c, k, K_FETCH, 11);
+	v = ctl_version(c, k, KAFKA_FETCH_KEY, 11);
 	if (v < 4)
 		return -ENOTSUP;
 	while (end < 0 || *offset < end) {
@@ -160,7 +158,7 @@ int ctl_fetch_range(struct ctl *c, const struct kafka_metadata_response_metadata
 		req.Topics.count = 1;
 		req.ForgottenTopicsData.count = 0;
 		req.RackId = wstr("");
-		resp = ctl_call(c, k, K_FETCH, v, &req);
+		resp = ctl_call(c, k, KAFKA_FETCH_KEY, v, &req);
 		if (resp->ErrorCode)
 			*kerr = resp->ErrorCode;
 		for (int32_t i = 0; i < resp->Responses.count && !*kerr && !rc; i++)
@@ -242,7 +240,7 @@ static int send_batches(struct ctl *c, const struct kafka_metadata_response_meta
 		}
 		k = ctl_leader(c, leader);
 		mark = k->mem;   /* the metadata (t) lives below the mark */
-		v = ctl_version(c, k, K_PRODUCE, 7);
+		v = ctl_version(c, k, KAFKA_PRODUCE_KEY, 7);
 		if (v < 3) {
 			free(pd);
 			free(sent);
@@ -260,11 +258,11 @@ static int send_batches(struct ctl *c, const struct kafka_metadata_response_meta
 		if (acks == 0) {
 			void *none;
 
-			if (kclient_call(k, K_PRODUCE, v, &req, true, &none)) {
+			if (kclient_call(k, KAFKA_PRODUCE_KEY, v, &req, true, &none)) {
 				rc = ctl_fail(c, "%s", k->err);
 			}
 		} else {
-			resp = ctl_call(c, k, K_PRODUCE, v, &req);
+			resp = ctl_call(c, k, KAFKA_PRODUCE_KEY, v, &req);
 			for (int32_t a = 0; a < resp->Responses.count && !rc; a++)
 				for (int32_t b = 0; b < resp->Responses.items[a].PartitionResponses.count && !rc; b++) {
 					const struct kafka_produce_response_partition_produce_response *pr =
@@ -363,7 +361,7 @@ static int cmd_record_produce(struct ctl *c, const struct args *a)
 		for (int32_t i = 0; i < np; i++)
 			found |= t->Partitions.items[i].PartitionIndex == part;
 		if (!found)
-			return ctl_kafka_error(c, 3, (struct kafka_str){ NULL, -1 }, "partition %s-%lld", a->pos[0],
+			return ctl_kafka_error(c, KERR_UNKNOWN_TOPIC_OR_PARTITION, (struct kafka_str){ NULL, -1 }, "partition %s-%lld", a->pos[0],
 					       (long long)part);
 	}
 	pb = calloc((size_t)np, sizeof *pb);
@@ -651,7 +649,7 @@ static int cmd_record_consume(struct ctl *c, const struct args *a)
 		for (int32_t i = 0; i < np; i++)
 			found |= t->Partitions.items[i].PartitionIndex == part;
 		if (!found)
-			return ctl_kafka_error(c, 3, (struct kafka_str){ NULL, -1 }, "partition %s-%lld", a->pos[0],
+			return ctl_kafka_error(c, KERR_UNKNOWN_TOPIC_OR_PARTITION, (struct kafka_str){ NULL, -1 }, "partition %s-%lld", a->pos[0],
 					       (long long)part);
 	}
 	/* Start positions: the group's commits, else --offset. */

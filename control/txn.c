@@ -9,7 +9,9 @@
 #include "control/ctl.h"
 #include "control/cutil.h"
 #include "control/group.h"
+#include "control/hmap.h"
 #include "control/txn.h"
+#include "dataplane/coord.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
 #include "dataplane/producer.h"
@@ -23,7 +25,6 @@ enum tstate { TS_EMPTY = 0, TS_ONGOING = 1, TS_PREPARE_COMMIT = 2, TS_PREPARE_AB
 static const char *const tstate_names[] = { "Empty", "Ongoing", "PrepareCommit", "PrepareAbort",
 					    "CompleteCommit", "CompleteAbort", "Dead" };
 
-#define TXN_BUCKETS 1024
 #define MARKER_RETRY_MS 1000
 
 struct txn;
@@ -60,7 +61,6 @@ struct txn {
 	struct kafka_ctx *ctx;        /* the request waiting, or NULL */
 	int from;                     /* its shard */
 	void (*then)(struct txn_coord *tc, struct txn *t);   /* after the state write */
-	struct txn *next;             /* bucket chain */
 };
 
 struct txn_coord {
@@ -69,7 +69,7 @@ struct txn_coord {
 	const struct config *cfg;
 	struct group_coord *gc;
 	const struct md_topic *stopic;
-	struct txn *bucket[TXN_BUCKETS];
+	struct hmap txns;             /* struct txn, by transactional id */
 	int32_t max_timeout_ms;
 	int64_t expiration_ms, check_ms, next_check;
 	int replays, registering;
@@ -83,36 +83,38 @@ struct txn_req {                      /* what a request holds while the coordina
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-static uint32_t bucket_of(const char *s, size_t n)
+static int txn_eq(const void *item, const void *key)
 {
-	uint64_t h = 1469598103934665603ull;
+	const struct txn *t = item;
+	const struct kafka_str *id = key;
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-	return (uint32_t)(h % TXN_BUCKETS);
+	return strlen(t->id) == (size_t)id->len && !memcmp(t->id, id->ptr, (size_t)id->len);
+}
+
+static int txn_is(const void *item, const void *key)
+{
+	return item == key;
 }
 
 static struct txn *txn_find(struct txn_coord *tc, struct kafka_str id)
 {
+	int64_t i;
+
 	if (id.len <= 0)
 		return NULL;
-	for (struct txn *t = tc->bucket[bucket_of(id.ptr, (size_t)id.len)]; t; t = t->next)
-		if (strlen(t->id) == (size_t)id.len && !memcmp(t->id, id.ptr, (size_t)id.len))
-			return t;
-	return NULL;
+	i = hmap_find(&tc->txns, hmap_hash_mem(id.ptr, (size_t)id.len), txn_eq, &id);
+	return i < 0 ? NULL : tc->txns.v[i];
 }
 
 static struct txn *txn_new(struct txn_coord *tc, struct kafka_str id)
 {
 	struct txn *t = xcalloc(1, sizeof(*t));
-	uint32_t b = bucket_of(id.ptr, (size_t)id.len);
 
 	t->id = kdup(id);
 	t->pid = -1;
 	t->epoch = -1;
 	t->last_epoch = -1;
-	t->next = tc->bucket[b];
-	tc->bucket[b] = t;
+	hmap_put(&tc->txns, hmap_hash_mem(id.ptr, (size_t)id.len), t);
 	return t;
 }
 
@@ -134,12 +136,10 @@ static void txn_free(struct txn *t)
 
 static void txn_unlink(struct txn_coord *tc, struct txn *t)
 {
-	struct txn **pp = &tc->bucket[bucket_of(t->id, strlen(t->id))];
+	int64_t i = hmap_find(&tc->txns, hmap_hash_str(t->id), txn_is, t);
 
-	while (*pp && *pp != t)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = t->next;
+	if (i >= 0)
+		hmap_del_at(&tc->txns, (uint32_t)i);
 }
 
 static int tp_index(const struct txn *t, const char *topic, size_t tlen, int32_t part)
@@ -657,7 +657,7 @@ static void registrations_done(struct txn_coord *tc, struct txn *t)
 
 	t->busy = 0;
 	if (ctx && t->err) {
-		if (ctx->req.header.RequestApiKey == 24) {
+		if (ctx->req.header.RequestApiKey == KAFKA_ADD_PARTITIONS_TO_TXN_KEY) {
 			struct kafka_add_partitions_to_txn_response *r = ctx->resp;
 
 			for (int i = 0; i < r->ResultsByTopicV3AndBelow.count; i++)
@@ -857,10 +857,10 @@ static void txn_msg(void *self, struct shard_msg *m)
 	struct kafka_ctx *ctx = m->p[0];
 
 	switch (ctx->req.header.RequestApiKey) {
-	case 22: handle_init(tc, ctx); break;
-	case 24: handle_add_partitions(tc, ctx); break;
-	case 25: handle_add_offsets(tc, ctx); break;
-	case 26: handle_end(tc, ctx); break;
+	case KAFKA_INIT_PRODUCER_ID_KEY: handle_init(tc, ctx); break;
+	case KAFKA_ADD_PARTITIONS_TO_TXN_KEY: handle_add_partitions(tc, ctx); break;
+	case KAFKA_ADD_OFFSETS_TO_TXN_KEY: handle_add_offsets(tc, ctx); break;
+	case KAFKA_END_TXN_KEY: handle_end(tc, ctx); break;
 	default:
 		ctx->resp = NULL;
 		answer_now(tc, ctx);
@@ -883,14 +883,14 @@ static int txn_resume(struct kafka_ctx *ctx)
 static void *shape_response(struct kafka_ctx *ctx)
 {
 	switch (ctx->req.header.RequestApiKey) {
-	case 22: {
+	case KAFKA_INIT_PRODUCER_ID_KEY: {
 		struct kafka_init_producer_id_response *r = ALLOC(ctx, struct kafka_init_producer_id_response, 1);
 
 		if (r)
 			kafka_init_producer_id_response_init(r);
 		return r;
 	}
-	case 24: {
+	case KAFKA_ADD_PARTITIONS_TO_TXN_KEY: {
 		struct kafka_add_partitions_to_txn_request *q = ctx->req.body;
 		struct kafka_add_partitions_to_txn_response *r = ALLOC(ctx, struct kafka_add_partitions_to_txn_response, 1);
 		int nt = q->V3AndBelowTopics.count > 0 ? q->V3AndBelowTopics.count : 0;
@@ -924,14 +924,14 @@ static void *shape_response(struct kafka_ctx *ctx)
 		}
 		return r;
 	}
-	case 25: {
+	case KAFKA_ADD_OFFSETS_TO_TXN_KEY: {
 		struct kafka_add_offsets_to_txn_response *r = ALLOC(ctx, struct kafka_add_offsets_to_txn_response, 1);
 
 		if (r)
 			kafka_add_offsets_to_txn_response_init(r);
 		return r;
 	}
-	case 26: {
+	case KAFKA_END_TXN_KEY: {
 		struct kafka_end_txn_response *r = ALLOC(ctx, struct kafka_end_txn_response, 1);
 
 		if (r)
@@ -1062,26 +1062,29 @@ static void replay_end(struct ctl *ctl)
 	int64_t now = mono_ms();
 
 	tc->registering = 1;
-	for (int b = 0; b < TXN_BUCKETS; b++)
-		for (struct txn *t = tc->bucket[b]; t; t = t->next) {
-			if (t->state == TS_PREPARE_COMMIT || t->state == TS_PREPARE_ABORT) {
-				/* decided, markers perhaps not all written: write them */
-				t->commit = t->state == TS_PREPARE_COMMIT;
-				t->busy = 1;
-				for (int i = 0; i < t->ntp; i++)
-					t->tp[i].marked = 0;
-				send_markers(tc, t);
-			} else if (t->state == TS_ONGOING) {
-				/* the producer may go on: its partitions take its
-				 * batches again; the timeout counts from now */
-				t->start_mono = now;
-				t->begin_ns = 0;
-				t->busy = 1;
-				t->nregistered = 0;
-				tc->registering++;
-				register_new(tc, t);
-			}
+	for (uint32_t i = 0; i < tc->txns.cap; i++) {
+		struct txn *t = tc->txns.v[i];
+
+		if (!t)
+			continue;
+		if (t->state == TS_PREPARE_COMMIT || t->state == TS_PREPARE_ABORT) {
+			/* decided, markers perhaps not all written: write them */
+			t->commit = t->state == TS_PREPARE_COMMIT;
+			t->busy = 1;
+			for (int j = 0; j < t->ntp; j++)
+				t->tp[j].marked = 0;
+			send_markers(tc, t);
+		} else if (t->state == TS_ONGOING) {
+			/* the producer may go on: its partitions take its
+			 * batches again; the timeout counts from now */
+			t->start_mono = now;
+			t->begin_ns = 0;
+			t->busy = 1;
+			t->nregistered = 0;
+			tc->registering++;
+			register_new(tc, t);
 		}
+	}
 	if (--tc->registering == 0 && tc->replay_done)
 		tc->replay_done(tc->ctl);
 }
@@ -1105,41 +1108,42 @@ int txn_tick(struct txn_coord *tc, int max_ms)
 		tc->next_check = now + tc->check_ms;
 	if (tc->next_check < next)
 		next = tc->next_check;
-	for (int b = 0; b < TXN_BUCKETS; b++) {
-		struct txn **pp = &tc->bucket[b];
+	for (uint32_t i = 0; i < tc->txns.cap;) {
+		struct txn *t = tc->txns.v[i];
 
-		while (*pp) {
-			struct txn *t = *pp;
-
-			if (t->retry_at && now >= t->retry_at && t->busy && !t->pending) {
-				t->retry_at = 0;
-				send_markers(tc, t);
-			} else if (t->retry_at && t->retry_at < next) {
-				next = t->retry_at;
-			}
-			if (check && !t->busy && t->state == TS_ONGOING && now - t->start_mono > t->timeout_ms) {
-				/* a hanging transaction: fence its producer and abort */
-				if (bump_epoch(tc, t) == 0) {
-					fprintf(stderr, "sluiced: transactional id %s: transaction open for more than "
-						"transaction.timeout.ms (%d ms): aborted, producer %lld fenced (epoch %d)\n",
-						t->id, t->timeout_ms, (long long)t->pid, t->epoch);
-					tc->st.timed_out++;
-					txn_end(tc, t, 0);
-				}
-			}
-			if (check && !t->busy && t->state != TS_ONGOING) {
-				if (!wall)
-					wall = wall_ms();
-				if (wall - t->last_wall > tc->expiration_ms) {
-					/* idle for transactional.id.expiration.ms: forgotten */
-					*pp = t->next;
-					state_write(tc, t, 1, 0);
-					txn_free(t);
-					continue;
-				}
-			}
-			pp = &t->next;
+		if (!t) {
+			i++;
+			continue;
 		}
+		if (t->retry_at && now >= t->retry_at && t->busy && !t->pending) {
+			t->retry_at = 0;
+			send_markers(tc, t);
+		} else if (t->retry_at && t->retry_at < next) {
+			next = t->retry_at;
+		}
+		if (check && !t->busy && t->state == TS_ONGOING && now - t->start_mono > t->timeout_ms) {
+			/* a hanging transaction: fence its producer and abort */
+			if (bump_epoch(tc, t) == 0) {
+				fprintf(stderr, "sluiced: transactional id %s: transaction open for more than "
+					"transaction.timeout.ms (%d ms): aborted, producer %lld fenced (epoch %d)\n",
+					t->id, t->timeout_ms, (long long)t->pid, t->epoch);
+				tc->st.timed_out++;
+				txn_end(tc, t, 0);
+			}
+		}
+		if (check && !t->busy && t->state != TS_ONGOING) {
+			if (!wall)
+				wall = wall_ms();
+			if (wall - t->last_wall > tc->expiration_ms) {
+				/* idle for transactional.id.expiration.ms: forgotten
+				 * (slot i now holds a shifted entry: look again) */
+				hmap_del_at(&tc->txns, i);
+				state_write(tc, t, 1, 0);
+				txn_free(t);
+				continue;
+			}
+		}
+		i++;
 	}
 	return next > now ? (int)(next - now) : 0;
 }
@@ -1157,21 +1161,24 @@ void txn_report(struct txn_coord *tc)
 		(unsigned long long)tc->st.aborted, (unsigned long long)tc->st.timed_out,
 		(unsigned long long)tc->st.fenced_by_init, (unsigned long long)tc->st.late_refused,
 		(unsigned long long)tc->st.markers);
-	for (int b = 0; b < TXN_BUCKETS; b++)
-		for (struct txn *t = tc->bucket[b]; t; t = t->next) {
-			if (t->state != TS_ONGOING && t->state != TS_PREPARE_COMMIT && t->state != TS_PREPARE_ABORT)
-				continue;
-			/* an open transaction holds back read_committed consumers of
-			 * its partitions (their LSO): name it and its partitions */
-			fprintf(stderr, "sluiced:   transactional id %s: %s, producer %lld epoch %d, open %lld ms "
-				"(timeout %d ms), %d partition(s):", t->id, tstate_names[t->state], (long long)t->pid,
-				t->epoch, (long long)(t->start_mono ? now - t->start_mono : wall - t->start_wall),
-				t->timeout_ms, t->ntp);
-			for (int i = 0; i < t->ntp && i < 16; i++)
-				fprintf(stderr, " %s-%d", t->tp[i].topic, t->tp[i].part);
-			fprintf(stderr, "%s\n", t->ntp > 16 ? " ..." : "");
-			n++;
-		}
+	for (uint32_t b = 0; b < tc->txns.cap; b++) {
+		struct txn *t = tc->txns.v[b];
+
+		if (!t)
+			continue;
+		if (t->state != TS_ONGOING && t->state != TS_PREPARE_COMMIT && t->state != TS_PREPARE_ABORT)
+			continue;
+		/* an open transaction holds back read_committed consumers of
+		 * its partitions (their LSO): name it and its partitions */
+		fprintf(stderr, "sluiced:   transactional id %s: %s, producer %lld epoch %d, open %lld ms "
+			"(timeout %d ms), %d partition(s):", t->id, tstate_names[t->state], (long long)t->pid,
+			t->epoch, (long long)(t->start_mono ? now - t->start_mono : wall - t->start_wall),
+			t->timeout_ms, t->ntp);
+		for (int i = 0; i < t->ntp && i < 16; i++)
+			fprintf(stderr, " %s-%d", t->tp[i].topic, t->tp[i].part);
+		fprintf(stderr, "%s\n", t->ntp > 16 ? " ..." : "");
+		n++;
+	}
 	if (!n)
 		fprintf(stderr, "sluiced:   no open transaction\n");
 }
@@ -1209,12 +1216,9 @@ void txn_coord_destroy(struct txn_coord *tc)
 {
 	if (!tc)
 		return;
-	for (int b = 0; b < TXN_BUCKETS; b++)
-		while (tc->bucket[b]) {
-			struct txn *t = tc->bucket[b];
-
-			tc->bucket[b] = t->next;
-			txn_free(t);
-		}
+	for (uint32_t i = 0; i < tc->txns.cap; i++)
+		if (tc->txns.v[i])
+			txn_free(tc->txns.v[i]);
+	hmap_free(&tc->txns);
 	free(tc);
 }

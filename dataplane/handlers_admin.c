@@ -5,7 +5,8 @@
 #include <string.h>
 
 #include "control/ctl.h"
-#include "control/txn.h"
+#include "dataplane/coord.h"
+#include "dataplane/handlers.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/shard.h"
 

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "dataplane/handlers.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
 #include "dataplane/producer.h"
@@ -43,8 +44,6 @@ int kafka_handle_api_versions(struct kafka_ctx *ctx)
 }
 
 /* ---- Metadata --------------------------------------------------------- */
-
-extern void ctl_request_auto_create(struct kafka_ctx *ctx, struct kafka_str *names, int n);
 
 static void metadata_fill_topic(struct kafka_ctx *ctx, struct kafka_metadata_response_metadata_response_topic *rt,
 				const struct md_topic *t, struct kafka_str name)
@@ -549,8 +548,6 @@ struct fetch_state {
 	struct fetch_item *items;
 };
 
-void fetch_release_hold(struct shard *sh, struct data_hold *h);
-
 static void rbuf_put(struct shard *sh, uint8_t *buf)
 {
 	if (buf)
@@ -582,7 +579,7 @@ void fetch_release_hold(struct shard *sh, struct data_hold *h)
 }
 
 static void fetch_item_done_msg(void *self, struct shard_msg *m);
-void fetch_wake_msg(void *self, struct shard_msg *m);
+static void fetch_watch_msg(void *self, struct shard_msg *m);
 
 /* The read finished on the owner: tell the requesting shard. */
 static void fetch_read_finished(struct fetch_item *it)
@@ -768,7 +765,6 @@ static int fetch_complete(struct kafka_ctx *ctx)
 	if (!ctx->final && total < (q->MinBytes > 0 ? q->MinBytes : 1) && q->MaxWaitMs > 0) {
 		/* long-poll: let go of the data, watch the partitions, wait */
 		uint64_t deadline = ctx->started_ns + (uint64_t)q->MaxWaitMs * 1000000ull;
-		extern void fetch_watch_msg(void *self, struct shard_msg *m);
 
 		for (int i = 0; i < ctx->nholds; i++)
 			fetch_release_hold(sh, &ctx->holds[i]);
@@ -829,7 +825,7 @@ static int fetch_round(struct kafka_ctx *ctx)
 	return 0;
 }
 
-void fetch_watch_msg(void *self, struct shard_msg *m)
+static void fetch_watch_msg(void *self, struct shard_msg *m)
 {
 	struct shard *sh = self;
 	struct part *p = m->p[0];

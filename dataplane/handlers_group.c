@@ -3,7 +3,7 @@
  * encoded back on the shard. FindCoordinator is in handlers_data.c: on one
  * node this broker coordinates every group and transaction.
  * @thread shard */
-#include "control/group.h"
+#include "dataplane/coord.h"
 #include "dataplane/shard.h"
 
 int kafka_handle_offset_commit(struct kafka_ctx *ctx) { return group_submit(ctx); }

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <string.h>
 
+#include "dataplane/handlers.h"
 #include "dataplane/part.h"
 #include "dataplane/shard.h"
 #include "storage/batch_format.h"
@@ -189,12 +190,6 @@ int part_wait_ack(struct part *p, const struct ack_wait *w)
 	p->acks[p->ack_tail++ % p->ack_cap] = *w;
 	return 0;
 }
-
-/* Deliver one completed produce to the connection's shard. */
-extern void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t base, int err,
-			int64_t log_start);
-extern void produce_ack_msg(void *self, struct shard_msg *m);
-extern void fetch_wake_msg(void *self, struct shard_msg *m);
 
 void part_progress(struct part *p)
 {

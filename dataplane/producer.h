@@ -14,9 +14,9 @@
 
 #include <stdint.h>
 
+#include "dataplane/kafka_errors.h"
+
 #define PRODUCER_BATCHES 5          /* what librdkafka and Kafka keep in flight */
-#define KERR_OUT_OF_ORDER_SEQUENCE_NUMBER 45
-#define KERR_INVALID_PRODUCER_EPOCH 47
 
 struct producer_batch {
 	int32_t first_seq, last_seq;

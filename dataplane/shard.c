@@ -18,8 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dataplane/part.h"
+#include "dataplane/handlers.h"
 #include "dataplane/kafka_errors.h"
+#include "dataplane/part.h"
 #include "dataplane/native/native_broker.h"
 #include "dataplane/shard.h"
 #include "storage/recompress.h"
@@ -1048,8 +1049,9 @@ static int pipelinable(int16_t head, int16_t next)
 {
 	if (head == KAFKA_PRODUCE_KEY)
 		return next == KAFKA_PRODUCE_KEY;
-	if (head == 11 || head == 14)
-		return next == 8 || next == 9 || next == 12 || next == 13;
+	if (head == KAFKA_JOIN_GROUP_KEY || head == KAFKA_SYNC_GROUP_KEY)
+		return next == KAFKA_OFFSET_COMMIT_KEY || next == KAFKA_OFFSET_FETCH_KEY || next == KAFKA_HEARTBEAT_KEY ||
+		       next == KAFKA_LEAVE_GROUP_KEY;
 	return 0;
 }
 
@@ -1121,8 +1123,6 @@ static void conn_process(struct conn *c)
 
 static void release_holds(struct kafka_ctx *ctx)
 {
-	extern void fetch_release_hold(struct shard *sh, struct data_hold *h);
-
 	for (int i = 0; i < ctx->nholds; i++)
 		fetch_release_hold(ctx->sh, &ctx->holds[i]);
 	ctx->nholds = 0;
@@ -1189,7 +1189,7 @@ static void shard_observe(struct kafka_ctx *ctx)
 
 		if (acks == 0 || acks == 1 || acks == -1)
 			lathist_add(&sh->hists.produce[acks < 0 ? 2 : acks], ns);
-	} else if (key == 1) {   /* Fetch */
+	} else if (key == KAFKA_FETCH_KEY) {
 		lathist_add(&sh->hists.fetch, ns);
 	}
 }

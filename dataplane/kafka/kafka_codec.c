@@ -17,7 +17,7 @@ int16_t kafka_request_header_version(const struct kafka_api *api, int16_t versio
 
 int16_t kafka_response_header_version(const struct kafka_api *api, int16_t version)
 {
-	if (api->api_key == KAFKA_API_VERSIONS_KEY)
+	if (api->api_key == KAFKA_API_VERSIONS_KEY)   /* its response header is always v0 */
 		return 0;
 	return api_is_flexible(api, version) ? 1 : 0;
 }

@@ -21,10 +21,6 @@
 #include "dataplane/kafka/kafka_msgs.h"
 #include "dataplane/kafka/kafka_wire.h"
 
-/* The ApiKey of ApiVersions, whose response header is always v0. */
-#define KAFKA_API_VERSIONS_KEY 18
-#define KAFKA_PRODUCE_KEY 0
-
 struct kafka_request {
 	struct kafka_request_header header;
 	int16_t header_version;           /* 1, or 2 for flexible versions */

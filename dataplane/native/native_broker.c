@@ -37,9 +37,6 @@
 #define SOCK_BUF (8 << 20)
 #define DPDK_BURST 32                 /* frames per rte_eth_rx_burst */
 
-#define KERR_UNKNOWN_PRODUCER_ID 59
-#define KERR_THROTTLING_QUOTA_EXCEEDED 89
-
 /* Where a client is, and through which transport its datagrams came. */
 struct npeer {
 	uint32_t ip;                  /* network order */

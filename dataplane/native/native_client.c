@@ -37,17 +37,10 @@
 
 #include <isa-l/crc.h>
 
+#include "dataplane/kafka_errors.h"
 #include "dataplane/native/native_client.h"
 #include "storage/batch_format.h"
 #include "storage/compress.h"
-
-#define KERR_CORRUPT_MESSAGE 2
-#define KERR_UNKNOWN_TOPIC_OR_PARTITION 3
-#define KERR_MESSAGE_TOO_LARGE 10
-#define KERR_OUT_OF_ORDER_SEQUENCE 45
-#define KERR_INVALID_PRODUCER_EPOCH 47
-#define KERR_UNKNOWN_PRODUCER_ID 59
-#define KERR_THROTTLING_QUOTA_EXCEEDED 89
 
 #define WINDOW_MAX 5                  /* the broker keeps 5 batches per producer for dedup */
 #define REQS_KEPT 8                   /* sends of a batch whose refusals are tracked */
@@ -755,7 +748,7 @@ static void on_produce_ack(struct sluice_client *c, const struct native_msg *m)
 		return;
 	}
 	batch_refused(b, m->request);
-	if (m->error == KERR_OUT_OF_ORDER_SEQUENCE) {
+	if (m->error == KERR_OUT_OF_ORDER_SEQUENCE_NUMBER) {
 		/* a batch ahead of a lost one: sent again after it */
 		c->st.acks_out_of_order++;
 		b->ooo = 1;
@@ -1610,29 +1603,18 @@ const char *sluice_err_name(int err)
 		int err;
 		const char *name;
 	} names[] = {
-		{ 0, "NO_ERROR" },
-		{ -1, "UNKNOWN_SERVER_ERROR" },
-		{ 1, "OFFSET_OUT_OF_RANGE" },
-		{ 2, "CORRUPT_MESSAGE" },
-		{ 3, "UNKNOWN_TOPIC_OR_PARTITION" },
-		{ 6, "NOT_LEADER_OR_FOLLOWER" },
-		{ 7, "REQUEST_TIMED_OUT" },
-		{ 10, "MESSAGE_TOO_LARGE" },
-		{ 17, "INVALID_TOPIC_EXCEPTION" },
-		{ 45, "OUT_OF_ORDER_SEQUENCE_NUMBER" },
-		{ 47, "INVALID_PRODUCER_EPOCH" },
-		{ 56, "KAFKA_STORAGE_ERROR" },
-		{ 59, "UNKNOWN_PRODUCER_ID" },
-		{ 76, "UNSUPPORTED_COMPRESSION_TYPE" },
-		{ 87, "INVALID_RECORD" },
-		{ 89, "THROTTLING_QUOTA_EXCEEDED" },
 		{ -ETIMEDOUT, "timed out (outcome unknown if it was sent)" },
 		{ -ECONNRESET, "producer identity lost (outcome unknown if it was sent)" },
 		{ -ECANCELED, "client closed before the outcome was known" },
 		{ -EPROTO, "a batch that does not parse" },
 		{ -EPROTONOSUPPORT, "compressed batch (not decoded by this library)" },
 	};
+	const char *name;
 
+	if (err == 0)
+		return "NO_ERROR";
+	if (err >= -1 && err <= INT16_MAX && (name = kafka_error_name((int16_t)err)))
+		return name;   /* a Kafka error code (dataplane/kafka_errors.h) */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (names[i].err == err)
 			return names[i].name;

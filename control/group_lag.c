@@ -1,0 +1,259 @@
+/* control/group_lag.c — the lag scan (see group.h): each committed
+ * partition's high watermark and oldest unconsumed record, asked of its
+ * owner shard; the SIGUSR1 report (group_report) and the metrics view
+ * (group_foreach). @thread ctl unless tagged. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control/ctl.h"
+#include "control/cutil.h"
+#include "control/group_internal.h"
+#include "dataplane/part.h"
+#include "dataplane/shard.h"
+#include "storage/batch.h"
+
+/* ---- lag: high watermark and oldest unconsumed record ------------------------ */
+
+struct lagq {
+	struct group_coord *gc;
+	char *group, *topic;
+	int32_t part;
+	int64_t committed;
+	int64_t hw, ts;               /* out */
+	int to;                       /* the control thread */
+	struct shard *sh;
+	struct plog_read rd;
+	uint8_t *buf;
+};
+
+static void lag_result(void *self, struct shard_msg *m);
+
+/* @thread shard */
+static void lag_reply(struct lagq *q)
+{
+	struct shard_msg r = { .fn = lag_result, .p = { q } };
+
+	shard_send(q->sh, q->to, &r);
+}
+
+/* The first batch at the committed offset is in: its timestamp is the
+ * oldest unconsumed record's (the batch's first record's for CreateTime,
+ * the broker's for LogAppendTime). @thread shard */
+static void lag_read_done(struct plog_read *rd)
+{
+	struct lagq *q = rd->arg;
+
+	if (!rd->err && rd->bytes >= BATCH_HEADER_SIZE)
+		q->ts = (batch_attributes(rd->data) & BATCH_ATTR_LOG_APPEND_TIME) ? batch_max_timestamp(rd->data)
+										  : batch_base_timestamp(rd->data);
+	plog_read_release(rd);
+	if (q->buf)
+		q->sh->rbufs[q->sh->nrbufs++] = q->buf;
+	q->buf = NULL;
+	lag_reply(q);
+}
+
+/* On the owner shard: the partition's high watermark, and the timestamp of
+ * the first record not consumed (a read of one batch, from the tail or
+ * asynchronously from disk). @thread shard */
+static void shard_lag_query(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[0];
+	struct lagq *q = m->p[1];
+	int64_t from;
+	int rc;
+
+	q->sh = sh;
+	q->hw = -1;
+	q->ts = -1;
+	if (!p || p->deleted || !p->pl) {
+		lag_reply(q);
+		return;
+	}
+	q->hw = p->pl->high_watermark;
+	from = q->committed < p->pl->log_start ? p->pl->log_start : q->committed;
+	if (from >= q->hw || !sh->nrbufs) {
+		lag_reply(q);   /* caught up (or no read buffer free: no age this time) */
+		return;
+	}
+	memset(&q->rd, 0, sizeof(q->rd));
+	q->buf = sh->rbufs[--sh->nrbufs];
+	q->rd.offset = from;
+	q->rd.max_offset = q->hw;
+	q->rd.max_bytes = 1;        /* one batch: the first is always whole */
+	q->rd.buf = q->buf;
+	q->rd.buf_cap = SHARD_RBUF_SIZE;
+	q->rd.done = lag_read_done;
+	q->rd.arg = q;
+	rc = plog_read(p->pl, &q->rd);
+	if (rc == 0)
+		return;                 /* from disk: lag_read_done runs later */
+	if (rc < 0)
+		q->rd.err = rc;
+	lag_read_done(&q->rd);
+}
+
+static void report_print(struct group_coord *gc)
+{
+	int64_t now = wall_ms();
+	int ng = 0, np = 0;
+
+	for (uint32_t i = 0; i < gc->groups.cap; i++) {
+		struct group *g = gc->groups.v[i];
+		int n = 0, k = 0;
+		struct goffset **all;
+
+		if (!g)
+			continue;
+		ng++;
+		fprintf(stderr, "sluiced: group %s: state %s, generation %d, protocol %s/%s, %d member(s)\n", g->id,
+			group_state_names[g->state], g->generation, g->ptype ? g->ptype : "-", g->protocol ? g->protocol : "-",
+			g->nmembers);
+		for (struct gmember *m = g->members; m; m = m->next)
+			fprintf(stderr, "sluiced:   member %s%s%s client %s host %s\n", m->id, m->instance ? " instance " : "",
+				m->instance ? m->instance : "", m->client_id, m->host);
+		n = (int)g->offsets.n;
+		all = xcalloc((size_t)n, sizeof(*all));
+		for (uint32_t j = 0; j < g->offsets.cap; j++)
+			if (g->offsets.v[j])
+				all[k++] = g->offsets.v[j];
+		qsort(all, (size_t)n, sizeof(*all), group_offset_cmp);
+		for (int j = 0; j < n; j++) {
+			struct goffset *o = all[j];
+			struct gmember *own = group_owner_of(g, o->topic, o->part);
+			char lag[32] = "?", age[32] = "?";
+
+			if (o->hw >= 0)
+				snprintf(lag, sizeof(lag), "%lld", (long long)(o->hw > o->offset ? o->hw - o->offset : 0));
+			if (o->hw >= 0)
+				snprintf(age, sizeof(age), "%lld", (long long)(o->oldest_ts < 0 ? 0
+						: (now > o->oldest_ts ? now - o->oldest_ts : 0)));
+			fprintf(stderr, "sluiced:   %s-%d committed %lld high-watermark %lld lag %s "
+				"oldest-unconsumed-age-ms %s owner %s\n", o->topic, o->part, (long long)o->offset,
+				(long long)o->hw, lag, age, own ? own->id : "-");
+			np++;
+		}
+		free(all);
+	}
+	fprintf(stderr, "sluiced: group coordinator: %llu joins, %llu syncs, %llu heartbeats, %llu leaves, "
+		"%llu rebalances, %llu members expired; %llu partitions committed, %llu refused (stale generation "
+		"%llu, unknown member %llu, rebalance in progress %llu, owned by another member %llu, fenced %llu)\n",
+		(unsigned long long)gc->st.joins, (unsigned long long)gc->st.syncs,
+		(unsigned long long)gc->st.heartbeats, (unsigned long long)gc->st.leaves,
+		(unsigned long long)gc->st.rebalances, (unsigned long long)gc->st.members_expired,
+		(unsigned long long)gc->st.commits, (unsigned long long)gc->st.commit_refused,
+		(unsigned long long)gc->st.commit_refused_generation, (unsigned long long)gc->st.commit_refused_member,
+		(unsigned long long)gc->st.commit_refused_rebalance, (unsigned long long)gc->st.commit_refused_owner,
+		(unsigned long long)gc->st.commit_refused_fenced);
+	fprintf(stderr, "sluiced: group report: %d group(s), %d committed partition(s)\n", ng, np);
+}
+
+static void lag_scan_done(struct group_coord *gc);
+
+/* On the control thread: one partition's answer. */
+static void lag_result(void *self, struct shard_msg *m)
+{
+	struct lagq *q = m->p[0];
+	struct group_coord *gc = q->gc;
+	struct group *g = group_find(gc, q->group);
+	struct goffset *o = g ? group_offset_find(g, q->topic, q->part) : NULL;
+
+	(void)self;
+	if (o && o->offset == q->committed) {
+		o->hw = q->hw;
+		o->oldest_ts = q->ts;
+	}
+	free(q->group);
+	free(q->topic);
+	free(q);
+	if (--gc->lag_queries == 0)
+		lag_scan_done(gc);
+}
+
+static void lag_scan_done(struct group_coord *gc)
+{
+	if (gc->report_wanted)
+		report_print(gc);
+	gc->report_wanted = 0;
+}
+
+void group_report(struct group_coord *gc)
+{
+	gc->report_wanted = 1;
+	group_lag_scan(gc);
+}
+
+void group_lag_scan(struct group_coord *gc)
+{
+	const struct md_snapshot *md = gc->b->md;
+
+	if (gc->lag_queries)
+		return;   /* one scan at a time: the one under way answers */
+	gc->lag_queries = 1;   /* held while the queries go out */
+	for (uint32_t i = 0; i < gc->groups.cap; i++) {
+		struct group *g = gc->groups.v[i];
+
+		for (uint32_t j = 0; g && j < g->offsets.cap; j++) {
+			struct goffset *o = g->offsets.v[j];
+			const struct md_topic *t;
+			struct lagq *q;
+
+			if (!o)
+				continue;
+			/* the last scan's values stay until this one answers */
+			t = md ? md_find(md, o->topic, (int32_t)strlen(o->topic)) : NULL;
+			if (!t || o->part < 0 || o->part >= t->nparts || !t->parts[o->part].part) {
+				o->hw = -1;
+				o->oldest_ts = -1;
+				continue;
+			}
+			q = xcalloc(1, sizeof(*q));
+			q->gc = gc;
+			q->group = sdup(g->id);
+			q->topic = sdup(o->topic);
+			q->part = o->part;
+			q->committed = o->offset;
+			q->to = broker_ctl_index(gc->b);
+			gc->lag_queries++;
+			{
+				struct shard_msg m = { .fn = shard_lag_query, .p = { t->parts[o->part].part, q } };
+
+				ctl_send_msg(gc->ctl, t->parts[o->part].shard, &m);
+			}
+		}
+	}
+	if (--gc->lag_queries == 0)
+		lag_scan_done(gc);
+}
+
+void group_foreach(const struct group_coord *gc, group_visit_fn *fn, void *arg)
+{
+	for (uint32_t i = 0; i < gc->groups.cap; i++) {
+		const struct group *g = gc->groups.v[i];
+		struct group_view v;
+
+		if (!g)
+			continue;
+		v.id = g->id;
+		v.state = group_state_names[g->state];
+		v.generation = g->generation;
+		v.members = g->nmembers;
+		fn(&v, NULL, arg);
+		for (uint32_t j = 0; j < g->offsets.cap; j++) {
+			const struct goffset *o = g->offsets.v[j];
+			struct group_offset_view ov;
+
+			if (!o)
+				continue;
+			ov.topic = o->topic;
+			ov.partition = o->part;
+			ov.committed = o->offset;
+			ov.high_watermark = o->hw;
+			ov.oldest_unconsumed_ts = o->oldest_ts;
+			fn(&v, &ov, arg);
+		}
+	}
+}
+
