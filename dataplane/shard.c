@@ -25,7 +25,7 @@
 
 /* ---- setup ------------------------------------------------------------ */
 
-/* ---- setup ------------------------------------------------------------ */
+static int shard_timers_init(struct shard *sh);
 
 static int listen_socket(const char *host, int port, char *err, size_t errlen)
 {
@@ -148,6 +148,11 @@ int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t
 	/* the codecs, and the window Produce decompresses batches through */
 	if ((rc = compress_ctx_create(&sh->compress)) < 0) {
 		snprintf(err, errlen, "compress_ctx_create: %s", strerror(-rc));
+		shard_destroy(sh);
+		return rc;
+	}
+	if ((rc = shard_timers_init(sh)) < 0) {
+		snprintf(err, errlen, "shard timers: %s", strerror(-rc));
 		shard_destroy(sh);
 		return rc;
 	}
@@ -423,21 +428,116 @@ static void shard_setup_pbufs(struct shard *sh)
 	io_uring_buf_ring_advance(sh->pbuf_ring, SHARD_PBUFS);
 }
 
-static void *shard_main(void *arg)
-{
-	struct shard *sh = arg;
-	struct broker *b = sh->b;
-	cpu_set_t cpus;
-	char name[16];
+/* ---- timers ----------------------------------------------------------- */
 
-	snprintf(name, sizeof(name), "sluice-shard%d", sh->id);
-	pthread_setname_np(pthread_self(), name);
-	CPU_ZERO(&cpus);
-	CPU_SET(sh->id % CPU_SETSIZE, &cpus);
-	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+int shard_timer_add(struct shard *sh, uint64_t first_ns, uint64_t period_ns, enum shard_timer_wake wake,
+		    void (*fn)(struct shard *sh))
+{
+	struct shard_timer *t;
+
+	if (sh->ntimers == SHARD_TIMERS)
+		return -ENOSPC;
+	t = &sh->timers[sh->ntimers];
+	t->next_ns = first_ns;
+	t->period_ns = period_ns;
+	t->wake = wake;
+	t->fn = fn;
+	return sh->ntimers++;
+}
+
+/* Run the timers that are due, in the order they were added; each runs
+ * again `period` after this turn's clock. Returns the number run. */
+static int shard_run_timers(struct shard *sh)
+{
+	int n = 0;
+
+	for (int i = 0; i < sh->ntimers; i++) {
+		struct shard_timer *t = &sh->timers[i];
+
+		if (sh->now_ns < t->next_ns)
+			continue;
+		t->next_ns = sh->now_ns + t->period_ns;
+		t->fn(sh);
+		n++;
+	}
+	return n;
+}
+
+/* Look for connections idle past connections.max.idle.ms. */
+static void shard_idle_tick(struct shard *sh)
+{
+	conn_close_idle(sh);
+}
+
+/* The native protocol's housekeeping (every 100 ms, once it serves). */
+static void shard_native_tick(struct shard *sh)
+{
+	if (!sh->native || sh->stop || !__atomic_load_n(&sh->b->serving, __ATOMIC_ACQUIRE)) {
+		sh->timers[sh->native_timer].next_ns = 0;   /* not yet: the first turn that serves */
+		return;
+	}
+	native_shard_tick(sh);
+}
+
+/* Retention: whole segments, by time and size; then the recovery point
+ * (a crash scans only what follows; slow path: fdatasync when it moved). */
+static void shard_retention_tick(struct shard *sh)
+{
+	for (struct part *p = sh->parts; p; p = p->next)
+		if (p->pl) {
+			int gone = plog_retain(p->pl, sh->now_ms);
+
+			plog_checkpoint(p->pl);
+			if (gone > 0)
+				shard_stat_add(&sh->stats.retention_segments_deleted, (uint64_t)gone);
+			part_publish(p);
+			if (p->producers.n) {
+				/* producer state: expired ids go, the rest is snapshot */
+				producer_expire(&p->producers, sh->now_ms, sh->b->set.producer_ttl_ms);
+				part_snapshot_producers(p);
+			}
+		}
+}
+
+/* The cleaner looks for a partition to clean (shard_compact, next turn). */
+static void shard_compact_tick(struct shard *sh)
+{
+	sh->compact_due = 1;
+}
+
+/* The periodic work of the loop, on its clock (registered at creation;
+ * each runs first on the first turn). */
+static int shard_timers_init(struct shard *sh)
+{
+	struct broker *b = sh->b;
+	uint64_t retention = (uint64_t)b->set.retention_check_ms * 1000000ull;
+	int rc;
+
+	if (b->set.connections_max_idle_ms >= 0) {
+		uint64_t every = (uint64_t)b->set.connections_max_idle_ms * 1000000ull / 4;
+
+		every = every < 10000000ull ? 10000000ull : every > 1000000000ull ? 1000000000ull : every;
+		if ((rc = shard_timer_add(sh, 0, every, SHARD_TIMER_WAKE_IF_CONNS, shard_idle_tick)) < 0)
+			return rc;
+	}
+	if ((rc = shard_timer_add(sh, 0, 100000000ull, SHARD_TIMER_NO_WAKE, shard_native_tick)) < 0)
+		return rc;
+	sh->native_timer = rc;
+	/* retention and the cleaner on one period, in this order (a pass
+	 * starts on the turn after retention ran, as it always did) */
+	if ((rc = shard_timer_add(sh, 0, retention, SHARD_TIMER_NO_WAKE, shard_retention_tick)) < 0 ||
+	    (rc = shard_timer_add(sh, 0, retention, SHARD_TIMER_NO_WAKE, shard_compact_tick)) < 0)
+		return rc;
+	return 0;
+}
+
+/* ---- the loop --------------------------------------------------------- */
+
+int shard_thread_init(struct shard *sh)
+{
 	/* liburing 2.3 declares io_uring_enable_rings but does not export it */
 	if (syscall(__NR_io_uring_register, sh->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
-		abort();
+		return -errno;
 	shard_setup_pbufs(sh);
 	native_shard_thread_init(sh);
 	/* no accept before the control thread has replayed the metadata: a
@@ -445,211 +545,220 @@ static void *shard_main(void *arg)
 	 * being told its topics do not exist */
 	shard_arm_wake(sh);
 	io_uring_submit(&sh->ring);
+	return 0;
+}
 
-	/* A shard leaves only when every shard has closed its connections:
-	 * until then another shard's request may still need its partitions. */
-	while (!sh->stop || sh->conns || __atomic_load_n(&b->drained, __ATOMIC_ACQUIRE) < b->set.nshards) {
-		struct io_uring_cqe *cqe;
-		struct __kernel_timespec ts;
-		unsigned head, n = 0;
-		int work, rc;
-		uint64_t nearest;
+/* Reap what completed: one at a time, each marked seen first: a handler
+ * may poll the store (a log closing waits for its writes), which then
+ * keeps our completions for us in st.foreign. Returns the number. */
+static int shard_reap(struct shard *sh)
+{
+	struct io_uring_cqe *cqe;
+	int n = 0;
 
-		uint64_t c0 = shard_cycles(), c1, c2;
+	{
+		/* SQEs taken and CQEs reaped since the last turn, whoever
+		 * took or reaped them (the shard or its storage) */
+		uint32_t sq = sh->ring.sq.sqe_tail, cq = __atomic_load_n(sh->ring.cq.khead, __ATOMIC_RELAXED);
 
-		shard_stat_add(&sh->stats.loops, 1);
-		if (sh->zombies)
-			conn_free_zombies(sh);
-		sh->now_ns = shard_mono_ns();
-		{
-			struct timespec ts;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			sh->now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-		}
-		sh->st.now_ns = sh->now_ns;
-		__atomic_store_n(&sh->md_seen, broker_md(b) ? broker_md(b)->version : 0, __ATOMIC_RELEASE);
-		if (sh->backlog_len)
-			shard_flush_backlog(sh);
-		if (!sh->accepting && !sh->stop && sh->listen_fd >= 0 &&
-		    __atomic_load_n(&b->serving, __ATOMIC_ACQUIRE)) {
-			sh->accepting = 1;
-			conn_arm_accept(sh);
-		}
-		if (sh->accept_wait && sh->now_ns >= sh->accept_retry_ns && !sh->accept_op.inflight) {
-			/* the back-off after EMFILE is over (and a cancelled
-			 * multishot accept has ended): try again */
-			sh->accept_wait = 0;
-			if (!sh->stop && sh->listen_fd >= 0)
-				conn_arm_accept(sh);
-		}
-		if (sh->memq && (b->set.queued_max_request_bytes < 0 ||
-				 __atomic_load_n(&b->conns.req_mem, __ATOMIC_RELAXED) < b->set.queued_max_request_bytes))
-			conn_retry_memq(sh);
-		if (b->set.connections_max_idle_ms >= 0 && sh->now_ns >= sh->next_idle_ns) {
-			uint64_t every = (uint64_t)b->set.connections_max_idle_ms * 1000000ull / 4;
-
-			conn_close_idle(sh);
-			sh->next_idle_ns = sh->now_ns + (every < 10000000ull ? 10000000ull :
-							 every > 1000000000ull ? 1000000000ull : every);
-		}
-		work = 0;
-		if ((sh->compact_due || sh->compacting) && !sh->stop && !io_uring_sq_ready(&sh->ring)) {
-			/* before anything of this turn prepares an SQE */
-			work += shard_compact(sh, sh->compact_due);
-			sh->compact_due = 0;
-		}
-		work += shard_drain_rings(sh);
-		if (sh->native && !sh->stop && __atomic_load_n(&b->serving, __ATOMIC_ACQUIRE)) {
-			if (!sh->native_armed) {
-				sh->native_armed = 1;
-				shard_arm_native(sh);
-			}
-			work += native_shard_poll(sh);
-			if (sh->now_ns >= sh->next_native_tick_ns) {
-				native_shard_tick(sh);
-				sh->next_native_tick_ns = sh->now_ns + 100000000ull;
-			}
-		}
-		if (sh->now_ns >= sh->next_retention_ns) {
-			/* retention: whole segments, a slow-path timer */
-			for (struct part *p = sh->parts; p; p = p->next)
-				if (p->pl) {
-					int gone = plog_retain(p->pl, sh->now_ms);
-
-					/* the recovery point: a crash scans only what
-					 * follows (slow path: fdatasync when it moved) */
-					plog_checkpoint(p->pl);
-
-					if (gone > 0)
-						shard_stat_add(&sh->stats.retention_segments_deleted, (uint64_t)gone);
-					part_publish(p);
-					if (p->producers.n) {
-						producer_expire(&p->producers, sh->now_ms, b->set.producer_ttl_ms);
-						part_snapshot_producers(p);
-					}
-				}
-			sh->next_retention_ns = sh->now_ns + (uint64_t)b->set.retention_check_ms * 1000000ull;
-			sh->compact_due = 1;   /* and the cleaner looks for work */
-		}
-		nearest = sh->parked ? kafka_ctx_run_parked(sh, 0) : 0;
-		work += store_flush(&sh->st);
-		if (b->stopping && !sh->stop) {
-			/* stop accepting; in-flight requests finish; connections
-			 * close when idle */
-			sh->stop = 1;
-			if (sh->listen_fd >= 0) {
-				/* the multishot accept holds the socket inside io_uring:
-				 * shutdown() stops the listening now, so the port is
-				 * free the moment we exit */
-				struct io_uring_sqe *sqe = shard_sqe(sh);
-
-				if (sqe && sh->accept_op.inflight) {
-					io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)&sh->accept_op | SHARD_OP_IO, 0);
-					io_uring_sqe_set_data64(sqe, 0);
-				}
-				shutdown(sh->listen_fd, SHUT_RDWR);
-				close(sh->listen_fd);
-				sh->listen_fd = -1;
-			}
-			for (struct conn *c = sh->conns, *nx; c; c = nx) {
-				nx = c->next;
-				if (!c->busy)
-					conn_close(c);
-				conn_maybe_free(c);
-			}
-			/* long-polls answer now with what they have */
-			for (struct kafka_ctx *ctx = sh->parked; ctx; ctx = ctx->park_next)
-				ctx->final = 1;
-			kafka_ctx_run_parked(sh, 1);
-		}
-		if (sh->stop && !sh->conns && !sh->drained) {
-			sh->drained = 1;
-			__atomic_fetch_add(&b->drained, 1, __ATOMIC_ACQ_REL);
-		}
-		if (sh->stop)
-			for (struct conn *c = sh->conns, *nx; c; c = nx) {
-				nx = c->next;
-				if (!c->busy && !c->closing)
-					conn_close(c);
-				conn_maybe_free(c);
-			}
-		if (native_shard_dpdk(sh) && !b->set.dpdk_poll_sleep_us && !sh->stop) {
-			/* DPDK busy-polling: never sleep; enter the kernel only to
-			 * submit, or every 20 us for completions (its task work
-			 * runs there) — not once per turn, which would cost a
-			 * system call per burst of frames */
-			rc = 0;
-			if (io_uring_sq_ready(&sh->ring) || sh->now_ns - sh->last_enter_ns >= 20000) {
-				rc = io_uring_submit_and_get_events(&sh->ring);
-				sh->last_enter_ns = sh->now_ns;
-			}
-			c1 = c2 = shard_cycles();
-		} else if (work || sh->backlog_len) {
-			rc = io_uring_submit_and_get_events(&sh->ring);
-			c1 = c2 = shard_cycles();
-		} else {
-			/* sleep in io_uring until I/O, a message or a deadline */
-			__atomic_store_n(&sh->sleeping, 1, __ATOMIC_SEQ_CST);
-			if (!shard_rings_empty(sh)) {
-				__atomic_store_n(&sh->sleeping, 0, __ATOMIC_SEQ_CST);
-				continue;
-			}
-			uint64_t wait_ns = 100000000ull;
-			if (sh->accept_wait && (!nearest || sh->accept_retry_ns < nearest))
-				nearest = sh->accept_retry_ns;
-			if (b->set.connections_max_idle_ms >= 0 && sh->conns && (!nearest || sh->next_idle_ns < nearest))
-				nearest = sh->next_idle_ns;
-			if (nearest)
-				wait_ns = nearest > sh->now_ns ? nearest - sh->now_ns : 0;
-			if (sh->memq && wait_ns > 10000000ull)
-				wait_ns = 10000000ull;   /* another shard may give request memory back */
-			if (native_shard_dpdk(sh) && wait_ns > (uint64_t)b->set.dpdk_poll_sleep_us * 1000)
-				wait_ns = (uint64_t)b->set.dpdk_poll_sleep_us * 1000;   /* the queues have no wake-up */
-			ts.tv_sec = (long long)(wait_ns / 1000000000ull);
-			ts.tv_nsec = (long long)(wait_ns % 1000000000ull);
-			c1 = shard_cycles();
-			rc = io_uring_submit_and_wait_timeout(&sh->ring, &cqe, 1, &ts, NULL);
-			c2 = shard_cycles();
-			__atomic_store_n(&sh->sleeping, 0, __ATOMIC_SEQ_CST);
-		}
-		(void)rc;
-		{
-			/* SQEs taken and CQEs reaped since the last turn, whoever
-			 * took or reaped them (the shard or its storage) */
-			uint32_t sq = sh->ring.sq.sqe_tail, cq = __atomic_load_n(sh->ring.cq.khead, __ATOMIC_RELAXED);
-
-			shard_stat_add(&sh->stats.uring_sqes, (uint32_t)(sq - sh->sqe_seen));
-			shard_stat_add(&sh->stats.uring_cqes, (uint32_t)(cq - sh->cqe_seen));
-			sh->sqe_seen = sq;
-			sh->cqe_seen = cq;
-		}
-		/* one at a time, each marked seen first: a handler may poll the
-		 * store (a log closing waits for its writes), which then keeps
-		 * our completions for us in st.foreign */
-		(void)head;
-		while (io_uring_peek_cqe(&sh->ring, &cqe) == 0) {
-			struct io_uring_cqe c = *cqe;
-
-			io_uring_cqe_seen(&sh->ring, cqe);
-			shard_complete(sh, &c);
-			n++;
-		}
-		for (unsigned i = 0; i < sh->st.nforeign; i++) {
-			struct io_uring_cqe c = { .user_data = sh->st.foreign[i].user_data,
-						  .res = sh->st.foreign[i].res, .flags = sh->st.foreign[i].flags };
-
-			shard_complete(sh, &c);
-		}
-		sh->st.nforeign = 0;
-		/* busy time: the turn's work before waiting, and the completions
-		 * after it; an idle turn (nothing polled, nothing completed) is
-		 * the price of polling, not of serving */
-		if (work || n)   /* (relaxed: the control thread reads it on SIGUSR1) */
-			__atomic_store_n(&sh->stats.busy_cycles,
-					 sh->stats.busy_cycles + (work ? c1 - c0 : 0) + (n ? shard_cycles() - c2 : 0),
-					 __ATOMIC_RELAXED);
+		shard_stat_add(&sh->stats.uring_sqes, (uint32_t)(sq - sh->sqe_seen));
+		shard_stat_add(&sh->stats.uring_cqes, (uint32_t)(cq - sh->cqe_seen));
+		sh->sqe_seen = sq;
+		sh->cqe_seen = cq;
 	}
+	while (io_uring_peek_cqe(&sh->ring, &cqe) == 0) {
+		struct io_uring_cqe c = *cqe;
+
+		io_uring_cqe_seen(&sh->ring, cqe);
+		shard_complete(sh, &c);
+		n++;
+	}
+	for (unsigned i = 0; i < sh->st.nforeign; i++) {
+		struct io_uring_cqe c = { .user_data = sh->st.foreign[i].user_data,
+					  .res = sh->st.foreign[i].res, .flags = sh->st.foreign[i].flags };
+
+		shard_complete(sh, &c);
+	}
+	sh->st.nforeign = 0;
+	return n;
+}
+
+/* The broker stops: no more accepts; in-flight requests finish;
+ * connections close when idle. */
+static void shard_begin_stop(struct shard *sh)
+{
+	sh->stop = 1;
+	if (sh->listen_fd >= 0) {
+		/* the multishot accept holds the socket inside io_uring:
+		 * shutdown() stops the listening now, so the port is
+		 * free the moment we exit */
+		struct io_uring_sqe *sqe = shard_sqe(sh);
+
+		if (sqe && sh->accept_op.inflight) {
+			io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)&sh->accept_op | SHARD_OP_IO, 0);
+			io_uring_sqe_set_data64(sqe, 0);
+		}
+		shutdown(sh->listen_fd, SHUT_RDWR);
+		close(sh->listen_fd);
+		sh->listen_fd = -1;
+	}
+	for (struct conn *c = sh->conns, *nx; c; c = nx) {
+		nx = c->next;
+		if (!c->busy)
+			conn_close(c);
+		conn_maybe_free(c);
+	}
+	/* long-polls answer now with what they have */
+	for (struct kafka_ctx *ctx = sh->parked; ctx; ctx = ctx->park_next)
+		ctx->final = 1;
+	kafka_ctx_run_parked(sh, 1);
+}
+
+/* DPDK busy-polling (dpdk.poll.sleep.us 0): the loop never sleeps. */
+static int shard_busy_polls(const struct shard *sh)
+{
+	return native_shard_dpdk((struct shard *)sh) && !sh->b->set.dpdk_poll_sleep_us && !sh->stop;
+}
+
+/* Submit what the turn prepared and take up completions without waiting.
+ * Busy-polling DPDK enters the kernel only to submit, or every 20 us for
+ * completions (its task work runs there), not once per turn, which would
+ * cost a system call per burst of frames. */
+static void shard_submit(struct shard *sh)
+{
+	if (shard_busy_polls(sh)) {
+		if (io_uring_sq_ready(&sh->ring) || sh->now_ns - sh->last_enter_ns >= 20000) {
+			(void)io_uring_submit_and_get_events(&sh->ring);
+			sh->last_enter_ns = sh->now_ns;
+		}
+		return;
+	}
+	(void)io_uring_submit_and_get_events(&sh->ring);
+}
+
+int shard_poll(struct shard *sh, uint64_t now_ns, int64_t now_ms)
+{
+	struct broker *b = sh->b;
+	int work = 0, n;
+
+	shard_stat_add(&sh->stats.loops, 1);
+	if (sh->zombies)
+		conn_free_zombies(sh);
+	sh->now_ns = now_ns;
+	sh->now_ms = now_ms;
+	sh->st.now_ns = now_ns;
+	n = shard_reap(sh);
+	__atomic_store_n(&sh->md_seen, broker_md(b) ? broker_md(b)->version : 0, __ATOMIC_RELEASE);
+	if (sh->backlog_len)
+		shard_flush_backlog(sh);
+	if (!sh->accepting && !sh->stop && sh->listen_fd >= 0 && __atomic_load_n(&b->serving, __ATOMIC_ACQUIRE)) {
+		sh->accepting = 1;
+		conn_arm_accept(sh);
+	}
+	if (sh->accept_wait && sh->now_ns >= sh->accept_retry_ns && !sh->accept_op.inflight) {
+		/* the back-off after EMFILE is over (and a cancelled
+		 * multishot accept has ended): try again */
+		sh->accept_wait = 0;
+		if (!sh->stop && sh->listen_fd >= 0)
+			conn_arm_accept(sh);
+	}
+	if (sh->memq && (b->set.queued_max_request_bytes < 0 ||
+			 __atomic_load_n(&b->conns.req_mem, __ATOMIC_RELAXED) < b->set.queued_max_request_bytes))
+		conn_retry_memq(sh);
+	if ((sh->compact_due || sh->compacting) && !sh->stop && !io_uring_sq_ready(&sh->ring)) {
+		/* before anything of this turn prepares an SQE */
+		work += shard_compact(sh, sh->compact_due);
+		sh->compact_due = 0;
+	}
+	work += shard_drain_rings(sh);
+	if (sh->native && !sh->stop && __atomic_load_n(&b->serving, __ATOMIC_ACQUIRE)) {
+		if (!sh->native_armed) {
+			sh->native_armed = 1;
+			shard_arm_native(sh);
+		}
+		work += native_shard_poll(sh);
+	}
+	shard_run_timers(sh);
+	sh->next_parked_ns = sh->parked ? kafka_ctx_run_parked(sh, 0) : 0;
+	work += store_flush(&sh->st);
+	if (b->stopping && !sh->stop)
+		shard_begin_stop(sh);
+	if (sh->stop && !sh->conns && !sh->drained) {
+		sh->drained = 1;
+		__atomic_fetch_add(&b->drained, 1, __ATOMIC_ACQ_REL);
+	}
+	if (sh->stop)
+		for (struct conn *c = sh->conns, *nx; c; c = nx) {
+			nx = c->next;
+			if (!c->busy && !c->closing)
+				conn_close(c);
+			conn_maybe_free(c);
+		}
+	if (work || sh->backlog_len)
+		shard_submit(sh);
+	return work + n;
+}
+
+/* The nearest deadline the loop must wake for (0: none): a parked
+ * request's, the end of the accept back-off, and the timers that ask. */
+static uint64_t shard_next_deadline(const struct shard *sh)
+{
+	uint64_t nearest = sh->next_parked_ns;
+
+	if (sh->accept_wait && (!nearest || sh->accept_retry_ns < nearest))
+		nearest = sh->accept_retry_ns;
+	for (int i = 0; i < sh->ntimers; i++) {
+		const struct shard_timer *t = &sh->timers[i];
+
+		if (t->wake == SHARD_TIMER_NO_WAKE || (t->wake == SHARD_TIMER_WAKE_IF_CONNS && !sh->conns))
+			continue;
+		if (!nearest || t->next_ns < nearest)
+			nearest = t->next_ns;
+	}
+	return nearest;
+}
+
+int shard_idle(struct shard *sh)
+{
+	struct broker *b = sh->b;
+	struct io_uring_cqe *cqe;
+	struct __kernel_timespec ts;
+	uint64_t nearest, wait_ns = 100000000ull;
+
+	if (shard_busy_polls(sh)) {
+		shard_submit(sh);   /* never sleeps */
+		return 0;
+	}
+	if (sh->backlog_len)
+		return 0;   /* a full ring: the turn submitted; retry at once */
+	/* sleep in io_uring until I/O, a message or a deadline; a sender
+	 * that sees `sleeping` writes the eventfd after its push */
+	__atomic_store_n(&sh->sleeping, 1, __ATOMIC_SEQ_CST);
+	if (!shard_rings_empty(sh)) {
+		__atomic_store_n(&sh->sleeping, 0, __ATOMIC_SEQ_CST);
+		return 0;
+	}
+	nearest = shard_next_deadline(sh);
+	if (nearest)
+		wait_ns = nearest > sh->now_ns ? nearest - sh->now_ns : 0;
+	if (sh->memq && wait_ns > 10000000ull)
+		wait_ns = 10000000ull;   /* another shard may give request memory back */
+	if (native_shard_dpdk(sh) && wait_ns > (uint64_t)b->set.dpdk_poll_sleep_us * 1000)
+		wait_ns = (uint64_t)b->set.dpdk_poll_sleep_us * 1000;   /* the queues have no wake-up */
+	ts.tv_sec = (long long)(wait_ns / 1000000000ull);
+	ts.tv_nsec = (long long)(wait_ns % 1000000000ull);
+	(void)io_uring_submit_and_wait_timeout(&sh->ring, &cqe, 1, &ts, NULL);
+	__atomic_store_n(&sh->sleeping, 0, __ATOMIC_SEQ_CST);
+	return 1;
+}
+
+int shard_done(const struct shard *sh)
+{
+	return sh->stop && !sh->conns && __atomic_load_n(&sh->b->drained, __ATOMIC_ACQUIRE) >= sh->b->set.nshards;
+}
+
+void shard_thread_fini(struct shard *sh)
+{
 	/* make appended data durable and checkpoint every log */
 	store_drain(&sh->st);
 	conn_free_zombies(sh);
@@ -665,6 +774,48 @@ static void *shard_main(void *arg)
 		sh->retired_parts = p->next;
 		free(p);   /* its log was closed when its topic was deleted */
 	}
+}
+
+/* Wall clock in ms, for timestamps and retention. */
+static int64_t shard_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The thread: one clock per turn, a turn, and the idle policy when the
+ * turn found nothing to do. A shard leaves only when every shard has
+ * closed its connections: until then another shard's request may still
+ * need its partitions. */
+static void *shard_main(void *arg)
+{
+	struct shard *sh = arg;
+	cpu_set_t cpus;
+	char name[16];
+
+	snprintf(name, sizeof(name), "sluice-shard%d", sh->id);
+	pthread_setname_np(pthread_self(), name);
+	CPU_ZERO(&cpus);
+	CPU_SET(sh->id % CPU_SETSIZE, &cpus);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	if (shard_thread_init(sh) < 0)
+		abort();
+	while (!shard_done(sh)) {
+		uint64_t c0 = shard_cycles();
+		int work = shard_poll(sh, shard_mono_ns(), shard_wall_ms());
+
+		/* busy time: turns that did work; an idle turn (nothing
+		 * polled, nothing completed) is the price of polling, not of
+		 * serving (relaxed: the control thread reads it on SIGUSR1) */
+		if (work)
+			__atomic_store_n(&sh->stats.busy_cycles, sh->stats.busy_cycles + (shard_cycles() - c0),
+					 __ATOMIC_RELAXED);
+		else
+			shard_idle(sh);
+	}
+	shard_thread_fini(sh);
 	fprintf(stderr, "sluiced: shard %d: %llu loop turns, %llu busy cycles (%s in turns that did work)\n", sh->id, /* style: allow once, at exit */
 		(unsigned long long)sh->stats.loops, (unsigned long long)sh->stats.busy_cycles, SHARD_CYCLES_UNIT);
 	if (sh->native) {
@@ -685,4 +836,3 @@ void shard_join(struct shard *sh)
 {
 	pthread_join(sh->thread, NULL);
 }
-

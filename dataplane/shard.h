@@ -98,6 +98,23 @@ static inline void shard_stat_add(uint64_t *c, uint64_t n)
 	__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
 }
 
+/* Periodic work of the loop (retention, producer snapshots, the cleaner,
+ * idle connections, the native tick), run by shard_poll on the turn's
+ * clock, in the order added, as Redis's serverCron runs its jobs. A timer
+ * runs when now_ns >= next_ns, then again period_ns after that turn. */
+enum shard_timer_wake {
+	SHARD_TIMER_NO_WAKE,         /* the loop does not wake up for it (runs on the next turn) */
+	SHARD_TIMER_WAKE,            /* a sleeping loop wakes up when it is due */
+	SHARD_TIMER_WAKE_IF_CONNS,   /* ... when the shard has connections */
+};
+struct shard_timer {
+	uint64_t next_ns;
+	uint64_t period_ns;
+	enum shard_timer_wake wake;
+	void (*fn)(struct shard *sh);
+};
+#define SHARD_TIMERS 8
+
 struct shard {
 	int id;
 	struct broker *b;
@@ -110,7 +127,6 @@ struct shard {
 	struct io_op accept_op, wake_op, native_op;
 	struct native_shard *native;  /* the native datagram protocol (native.listen), or NULL */
 	int native_armed;
-	uint64_t next_native_tick_ns;
 	uint64_t last_enter_ns;       /* DPDK busy-polling: the last io_uring_enter */
 	/* the cleaner (cleanup.policy=compact), made on first need */
 	struct compactor *compactor;
@@ -132,7 +148,6 @@ struct shard {
 	uint8_t **rbufs;             /* free disk-read buffers */
 	int nrbufs;
 	int64_t now_ms;              /* the turn's wall clock, for timestamps and retention */
-	uint64_t next_retention_ns;
 	struct shard_msg *backlog;   /* messages that found a full ring */
 	int backlog_len, backlog_cap;
 	int *backlog_to;
@@ -152,7 +167,10 @@ struct shard {
 	uint64_t accept_retry_ns, accept_backoff_ns;
 	struct conn *memq, *memq_tail;   /* connections waiting for request memory, in order */
 	int memq_front;              /* retrying memq: a connection still without room goes back in front */
-	uint64_t next_idle_ns;       /* next look for idle connections */
+	struct shard_timer timers[SHARD_TIMERS];  /* the loop's periodic work (shard_timer_add) */
+	int ntimers;
+	int native_timer;            /* timers[] index of the native protocol's tick */
+	uint64_t next_parked_ns;     /* the nearest parked request's deadline this turn (0: none) */
 	int no_zc_report;            /* ... or their usage report (before 6.2) */
 };
 
@@ -164,6 +182,32 @@ int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t
 int shard_start(struct shard *sh);
 void shard_join(struct shard *sh);
 void shard_destroy(struct shard *sh);
+
+/* @thread shard. The loop, one turn: reap completions, flush parked
+ * messages, drain the rings, run the due timers, wake expired long-polls,
+ * flush the store, submit. now_ns is CLOCK_MONOTONIC (or a test's clock),
+ * now_ms the wall clock; nothing the turn runs reads a clock of its own
+ * but the request's take-up time (kafka_ctx.recv_ns). Returns the work
+ * done (messages, completions, appends flushed...): 0 means idle. */
+int shard_poll(struct shard *sh, uint64_t now_ns, int64_t now_ms);
+/* @thread shard. The idle policy, after a turn that returned 0: sleep in
+ * io_uring_wait until I/O, a ring message (the `sleeping` word and the
+ * eventfd), or the nearest deadline (100 ms at most; 10 ms with
+ * connections waiting for request memory; dpdk.poll.sleep.us with DPDK
+ * queues); DPDK with dpdk.poll.sleep.us 0 never sleeps. Returns 1 if it
+ * slept. */
+int shard_idle(struct shard *sh);
+/* @thread shard. Before the first turn: the calling thread becomes the
+ * ring's single issuer (receive buffers, the wake read). -errno. */
+int shard_thread_init(struct shard *sh);
+/* @thread shard. Stopped, and every shard has closed its connections. */
+int shard_done(const struct shard *sh);
+/* @thread shard. After the last turn: make the logs durable, close them. */
+void shard_thread_fini(struct shard *sh);
+/* @thread shard (or main before the loop starts). Add a timer; its index,
+ * or -ENOSPC. */
+int shard_timer_add(struct shard *sh, uint64_t first_ns, uint64_t period_ns, enum shard_timer_wake wake,
+		    void (*fn)(struct shard *sh));
 
 /* Send a message to another thread; parked and retried if its ring is full. */
 void shard_send(struct shard *sh, int to, const struct shard_msg *m);
