@@ -1,6 +1,9 @@
 /* dataplane/shard.h — a shard: one pinned thread that owns an io_uring, a
  * listener (SO_REUSEPORT), the connections it accepted, its partitions and
- * its storage engine.
+ * its storage engine. The shard is three files: shard.c (creation, the
+ * ring, the rings to other threads, the loop), conn.c (a connection,
+ * dataplane/conn.h) and kafka_ctx.c (a request, dataplane/kafka_ctx.h);
+ * what they share privately is dataplane/shard_internal.h.
  *
  * Thread: the shard's own (@thread shard) unless a function says otherwise.
  * Owns: everything reachable from struct shard. Other threads reach it
@@ -20,113 +23,9 @@
 
 #include "dataplane/broker.h"
 #include "storage/lathist.h"
-#include "dataplane/kafka/kafka_codec.h"
+#include "dataplane/conn.h"
+#include "dataplane/kafka_ctx.h"
 #include "storage/store.h"
-
-/* user_data ops of the shard (storage uses 1..4). */
-#define SHARD_OP_IO 5
-
-enum io_kind { IO_ACCEPT = 1, IO_RECV, IO_SEND, IO_WAKE, IO_CLOSE, IO_NATIVE };
-
-/* One in-flight operation; user_data = &io | SHARD_OP_IO. */
-struct io_op {
-	uint8_t kind;
-	uint8_t inflight;
-	struct conn *c;
-} __attribute__((aligned(8)));
-
-struct conn;
-
-/* A data reference a response holds until it is sent: a tail chunk or a
- * disk read buffer, on this shard or on its owner shard. */
-struct data_hold {
-	int shard;                  /* owner shard */
-	struct plog_read *rd;       /* on the owner; released there */
-};
-
-/* The request in progress on a connection (one at a time, like Kafka:
- * the connection is muted until the response is queued). */
-struct kafka_ctx {
-	struct shard *sh;
-	struct conn *c;
-	struct kafka_request req;
-	const uint8_t *frame;
-	uint32_t frame_len;
-	int pending;                        /* sub-operations outstanding */
-	int (*resume)(struct kafka_ctx *);  /* when pending drops to 0 */
-	void *resp;                         /* response body, in the arena */
-	void *state;                        /* handler state, in the arena */
-	uint64_t deadline_ns;
-	int parked;                         /* long-poll waiting */
-	struct kafka_ctx *park_next, *park_prev;
-	struct data_hold *holds;            /* in the arena */
-	int nholds, holds_cap;
-	int final;                          /* long-poll over: answer now */
-	int16_t only_error;                 /* nonzero: answer just this error */
-	void (*cleanup)(struct kafka_ctx *);/* when the request ends (its response sent or dropped) */
-	void *cleanup_arg;
-	int ready;                          /* response built (or none): send in order */
-	int no_response;                    /* acks=0: nothing to send */
-	int parked_once;                    /* a fetch that long-polled (metrics) */
-	uint64_t started_ns;
-	uint64_t recv_ns;                   /* CLOCK_MONOTONIC when the frame was taken up: orders
-					     * requests across connections (transactions' fences) */
-	uint64_t conn_ns;                   /* CLOCK_MONOTONIC when its connection was accepted */
-	struct kafka_arena arena;           /* the request's memory, until its response is sent */
-	uint8_t *arena_mem;
-	size_t arena_cap;
-	void *more;                         /* blocks beyond arena_mem for a response larger than it
-					     * (kafka_ctx_alloc_more), freed when the request ends */
-	size_t more_bytes;
-};
-
-/* Requests of one connection in progress at once: consecutive Produce
- * requests already received are carried out together (their appends share
- * a group commit); everything else runs one at a time. Responses always
- * go out in request order. */
-#define CONN_PIPE 8
-
-struct conn {
-	int fd;
-	uint64_t accept_ns;                /* CLOCK_MONOTONIC at accept */
-	uint32_t gen;
-	struct shard *sh;
-	struct io_op recv_op, send_op, close_op;
-	uint8_t *in;
-	uint32_t in_cap, in_len, in_off;   /* bytes [in_off, in_len) unparsed */
-	uint32_t want;                     /* room a partial frame needs */
-	uint8_t *vbuf;                     /* the provided buffer being parsed */
-	uint32_t vlen, voff;
-	int vbid;                          /* its buffer id, -1: none */
-	int pbuf_starved;                  /* the ring ran dry: next receive is ours */
-	uint8_t *out;
-	uint32_t out_cap;
-	struct iovec *iov;
-	int iov_cap;
-	struct msghdr msg;
-	size_t send_left;
-	int zc_notifs;                     /* zero-copy notifications to come */
-	int zc_copied;                     /* the kernel copied our zero-copy pages: plain sends */
-	int send_done;                     /* sent; waiting for them */
-	int busy;                          /* requests in progress (pipe[phead..]) */
-	int sending;                       /* the head's response is on the wire */
-	struct kafka_ctx *pipe[CONN_PIPE]; /* in request order from phead; allocated on first use */
-	int phead;
-	int closing;
-	uint32_t in_charge;                /* bytes of `in` reserved in the broker's request memory
-					    * (queued.max.request.bytes): its capacity when above
-					    * the initial buffer, else 0 */
-	int mem_wait;                      /* on the shard's memq: its frame waits for request memory */
-	struct conn *memq_next;
-	int ip_slot;                       /* its word in the per-address table, -1: none */
-	uint64_t active_ns;                /* loop clock at accept and at each request's start and
-					    * end: idle since then (connections.max.idle.ms) */
-	int peer_closed;                   /* EOF read: finish what was sent, then close */
-	int zombie;                        /* unlinked, freed next loop turn */
-	struct kafka_ctx ctx;              /* pipe[]'s first slot */
-	struct conn *next;                 /* shard's list */
-	struct conn *prev;
-};
 
 /* The shard's counters: written only by the shard, with relaxed atomic
  * stores of its own value plus n (shard_stat_add: a plain add on x86-64),
@@ -199,6 +98,23 @@ static inline void shard_stat_add(uint64_t *c, uint64_t n)
 	__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
 }
 
+/* Periodic work of the loop (retention, producer snapshots, the cleaner,
+ * idle connections, the native tick), run by shard_poll on the turn's
+ * clock, in the order added, as Redis's serverCron runs its jobs. A timer
+ * runs when now_ns >= next_ns, then again period_ns after that turn. */
+enum shard_timer_wake {
+	SHARD_TIMER_NO_WAKE,         /* the loop does not wake up for it (runs on the next turn) */
+	SHARD_TIMER_WAKE,            /* a sleeping loop wakes up when it is due */
+	SHARD_TIMER_WAKE_IF_CONNS,   /* ... when the shard has connections */
+};
+struct shard_timer {
+	uint64_t next_ns;
+	uint64_t period_ns;
+	enum shard_timer_wake wake;
+	void (*fn)(struct shard *sh);
+};
+#define SHARD_TIMERS 8
+
 struct shard {
 	int id;
 	struct broker *b;
@@ -211,7 +127,6 @@ struct shard {
 	struct io_op accept_op, wake_op, native_op;
 	struct native_shard *native;  /* the native datagram protocol (native.listen), or NULL */
 	int native_armed;
-	uint64_t next_native_tick_ns;
 	uint64_t last_enter_ns;       /* DPDK busy-polling: the last io_uring_enter */
 	/* the cleaner (cleanup.policy=compact), made on first need */
 	struct compactor *compactor;
@@ -221,7 +136,8 @@ struct shard {
 	int compact_due;              /* the retention timer fired: look for a partition to clean */
 	int sleeping;                /* written by this shard, read by senders */
 	uint64_t md_seen;            /* read by the control thread */
-	uint64_t now_ns;
+	uint64_t now_ns;             /* the turn's clock (CLOCK_MONOTONIC, or a test's): handlers
+				      * read this, never the clock */
 	struct conn *conns;
 	struct conn *zombies;        /* closed connections freed at the next turn */
 	struct io_uring_buf_ring *pbuf_ring;  /* provided receive buffers, NULL if unsupported */
@@ -231,8 +147,7 @@ struct shard {
 	struct part *retired_parts;  /* of deleted topics: kept until exit */
 	uint8_t **rbufs;             /* free disk-read buffers */
 	int nrbufs;
-	int64_t now_ms;              /* wall clock, for timestamps and retention */
-	uint64_t next_retention_ns;
+	int64_t now_ms;              /* the turn's wall clock, for timestamps and retention */
 	struct shard_msg *backlog;   /* messages that found a full ring */
 	int backlog_len, backlog_cap;
 	int *backlog_to;
@@ -252,7 +167,10 @@ struct shard {
 	uint64_t accept_retry_ns, accept_backoff_ns;
 	struct conn *memq, *memq_tail;   /* connections waiting for request memory, in order */
 	int memq_front;              /* retrying memq: a connection still without room goes back in front */
-	uint64_t next_idle_ns;       /* next look for idle connections */
+	struct shard_timer timers[SHARD_TIMERS];  /* the loop's periodic work (shard_timer_add) */
+	int ntimers;
+	int native_timer;            /* timers[] index of the native protocol's tick */
+	uint64_t next_parked_ns;     /* the nearest parked request's deadline this turn (0: none) */
 	int no_zc_report;            /* ... or their usage report (before 6.2) */
 };
 
@@ -265,55 +183,39 @@ int shard_start(struct shard *sh);
 void shard_join(struct shard *sh);
 void shard_destroy(struct shard *sh);
 
+/* @thread shard. The loop, one turn: reap completions, flush parked
+ * messages, drain the rings, run the due timers, wake expired long-polls,
+ * flush the store, submit. now_ns is CLOCK_MONOTONIC (or a test's clock),
+ * now_ms the wall clock; nothing the turn runs reads a clock of its own
+ * but the request's take-up time (kafka_ctx.recv_ns). Returns the work
+ * done (messages, completions, appends flushed...): 0 means idle. */
+int shard_poll(struct shard *sh, uint64_t now_ns, int64_t now_ms);
+/* @thread shard. The idle policy, after a turn that returned 0: sleep in
+ * io_uring_wait until I/O, a ring message (the `sleeping` word and the
+ * eventfd), or the nearest deadline (100 ms at most; 10 ms with
+ * connections waiting for request memory; dpdk.poll.sleep.us with DPDK
+ * queues); DPDK with dpdk.poll.sleep.us 0 never sleeps. Returns 1 if it
+ * slept. */
+int shard_idle(struct shard *sh);
+/* @thread shard. Before the first turn: the calling thread becomes the
+ * ring's single issuer (receive buffers, the wake read). -errno. */
+int shard_thread_init(struct shard *sh);
+/* @thread shard. Stopped, and every shard has closed its connections. */
+int shard_done(const struct shard *sh);
+/* @thread shard. After the last turn: make the logs durable, close them. */
+void shard_thread_fini(struct shard *sh);
+/* @thread shard (or main before the loop starts). Add a timer; its index,
+ * or -ENOSPC. */
+int shard_timer_add(struct shard *sh, uint64_t first_ns, uint64_t period_ns, enum shard_timer_wake wake,
+		    void (*fn)(struct shard *sh));
+
 /* Send a message to another thread; parked and retried if its ring is full. */
 void shard_send(struct shard *sh, int to, const struct shard_msg *m);
 
-/* Queue the response in ctx->resp for sending; ends the request. */
-void kafka_ctx_respond(struct kafka_ctx *ctx);
-/* End a request that has no response (acks=0). */
-void kafka_ctx_done(struct kafka_ctx *ctx);
-/* A sub-operation finished: resume the handler when none is left. */
-void kafka_ctx_sub_done(struct kafka_ctx *ctx);
-/* Close the connection after a protocol violation. */
-void kafka_ctx_abort(struct kafka_ctx *ctx);
-
-#define SHARD_RBUF_SIZE (2u << 20)
-#define SEND_ZC_MIN (64u * 1024)     /* responses this large go out zero-copy */
-#define SHARD_PBUF_SIZE (64u * 1024) /* one provided receive buffer */
-#define SHARD_PBUFS 256              /* per shard: 16 MiB */
-#define SHARD_PBUF_GROUP 1
-#define SHARD_RBUFS 16
-
-/* n elements of `type` from the request's arena (at least one, so an
- * empty array is not NULL); NULL when the arena is full. The arena lives
- * until the response is sent. */
-#define ALLOC(ctx, type, n) ((type *)kafka_ctx_alloc((ctx), sizeof(type) * (size_t)((n) > 0 ? (n) : 1)))
-
-/* Requests' memory beyond their arena: at most this much more each. */
-#define KAFKA_CTX_MORE_MAX (256u << 20)
-
-/* @thread shard. The slow side of ALLOC: the arena is spent, so a new
- * block (at least 1 MiB) becomes the arena, the old one staying valid
- * until the request ends. For responses larger than the request that asked
- * for them (Metadata of a topic with many thousands of partitions); NULL
- * past KAFKA_CTX_MORE_MAX or when memory is short. */
-void *kafka_ctx_alloc_more(struct kafka_ctx *ctx, size_t n);
-
-/* @thread shard. n bytes of the request's memory, or NULL. */
-static inline void *kafka_ctx_alloc(struct kafka_ctx *ctx, size_t n)
-{
-	void *p = kafka_arena_alloc(&ctx->arena, n);
-
-	return p ? p : kafka_ctx_alloc_more(ctx, n);
-}
-
-/* Keep `rd` (on shard `owner`) until the response is sent. */
-int kafka_ctx_hold(struct kafka_ctx *ctx, int owner, struct plog_read *rd);
 /* Wake every parked request on this shard (a watched partition moved). */
 void shard_wake_parked(struct shard *sh);
 
-/* Park a request until its deadline or a wake on one of its partitions. */
-void kafka_ctx_park(struct kafka_ctx *ctx, uint64_t deadline_ns);
-void kafka_ctx_unpark(struct kafka_ctx *ctx);
+#define SHARD_RBUF_SIZE (2u << 20)
+#define SHARD_RBUFS 16
 
 #endif

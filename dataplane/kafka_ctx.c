@@ -1,0 +1,359 @@
+/* dataplane/kafka_ctx.c — a request in progress: its memory, dispatch
+ * through the ApiKey table, the pipeline of one connection (which request
+ * may follow which), its end in request order, holds, long-poll parking.
+ * See dataplane/kafka_ctx.h. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataplane/handlers.h"
+#include "dataplane/kafka_errors.h"
+#include "dataplane/shard_internal.h"
+#include "storage/batch_format.h"
+
+#define CONN_ARENA_MIN (1u << 20)
+#define CONN_ARENA_PIPE (64u * 1024)   /* a pipelined produce's, beyond its frame */
+#define CONN_ARENA_KEEP (8u << 20)     /* a larger arena is freed when its request ends */
+
+struct ctx_more {
+	struct ctx_more *next;
+	size_t size;
+	max_align_t mem[];
+};
+
+void *kafka_ctx_alloc_more(struct kafka_ctx *ctx, size_t n)
+{
+	size_t size = n + 64 > CONN_ARENA_MIN ? n + 64 : CONN_ARENA_MIN;
+	struct ctx_more *m;
+
+	if (n > KAFKA_CTX_MORE_MAX || ctx->more_bytes + size > KAFKA_CTX_MORE_MAX)
+		return NULL;
+	m = malloc(sizeof(*m) + size); /* style: allow a response larger than its request's arena */
+	if (!m)
+		return NULL;
+	m->next = ctx->more;
+	m->size = size;
+	ctx->more = m;
+	ctx->more_bytes += size;
+	kafka_arena_init(&ctx->arena, m->mem, size);
+	return kafka_arena_alloc(&ctx->arena, n);
+}
+
+static void ctx_more_free(struct kafka_ctx *ctx)
+{
+	while (ctx->more) {
+		struct ctx_more *m = ctx->more;
+
+		ctx->more = m->next;
+		free(m);
+	}
+	ctx->more_bytes = 0;
+}
+
+static int ctx_arena(struct kafka_ctx *ctx, size_t want)
+{
+	if (ctx->arena_cap >= want)
+		return 0;
+	free(ctx->arena_mem);
+	ctx->arena_mem = malloc(want); /* style: allow growth to a larger request */
+	ctx->arena_cap = ctx->arena_mem ? want : 0;
+	return ctx->arena_mem ? 0 : -ENOMEM;
+}
+
+/* The next request slot of the pipeline (allocated once per slot and
+ * connection, kept until the connection goes). */
+struct kafka_ctx *kafka_ctx_next(struct conn *c)
+{
+	int slot = (c->phead + c->busy) % CONN_PIPE;
+
+	if (!c->pipe[slot]) {
+		c->pipe[slot] = calloc(1, sizeof(struct kafka_ctx)); /* style: allow per connection */
+		if (!c->pipe[slot])
+			return NULL;
+		c->pipe[slot]->sh = c->sh;
+		c->pipe[slot]->c = c;
+	}
+	return c->pipe[slot];
+}
+
+void kafka_ctx_dispatch(struct kafka_ctx *ctx, const uint8_t *frame, uint32_t len)
+{
+	struct conn *c = ctx->c;
+	struct shard *sh = c->sh;
+	int rc;
+
+	memset(&ctx->req, 0, sizeof(ctx->req));
+	ctx->frame = frame;
+	ctx->frame_len = len;
+	ctx->pending = 0;
+	ctx->resume = NULL;
+	ctx->resp = NULL;
+	ctx->state = NULL;
+	ctx->nholds = 0;
+	ctx->holds = NULL;
+	ctx->holds_cap = 0;
+	ctx->parked = 0;
+	ctx->final = 0;
+	ctx->parked_once = 0;
+	ctx->only_error = 0;
+	ctx->ready = 0;
+	ctx->no_response = 0;
+	ctx->cleanup = NULL;
+	ctx->cleanup_arg = NULL;
+	ctx->started_ns = sh->now_ns;
+	c->active_ns = sh->now_ns;
+	ctx->recv_ns = shard_mono_ns();
+	ctx->conn_ns = c->accept_ns;
+	/* the first slot takes any request; the others only produces */
+	if (ctx_arena(ctx, (size_t)len * 4 + (ctx == &c->ctx ? CONN_ARENA_MIN : CONN_ARENA_PIPE)) < 0) {
+		kafka_ctx_abort(ctx);
+		return;
+	}
+	ctx_more_free(ctx);
+	kafka_arena_init(&ctx->arena, ctx->arena_mem, ctx->arena_cap);
+	rc = kafka_request_decode(frame, len, &ctx->arena, &ctx->req);
+	if (rc == -ENOBUFS) {
+		/* the worst case the codec guarantees; rare */
+		if (ctx_arena(ctx, kafka_arena_bound(len)) < 0) {
+			kafka_ctx_abort(ctx);
+			return;
+		}
+		kafka_arena_init(&ctx->arena, ctx->arena_mem, ctx->arena_cap);
+		rc = kafka_request_decode(frame, len, &ctx->arena, &ctx->req);
+	}
+	shard_stat_add(&sh->stats.requests, 1);
+	if (rc == -ENOTSUP && ctx->req.header.RequestApiKey == KAFKA_API_VERSIONS_KEY) {
+		/* an ApiVersions version we do not know: answer v0 with error 35
+		 * and our range, never close (clients retry with a lower one) */
+		ctx->req.api = kafka_api_find(KAFKA_API_VERSIONS_KEY);
+		ctx->req.header.RequestApiVersion = 0;
+		ctx->req.body = NULL;
+		rc = 0;
+	}
+	if (rc == -ENOTSUP || (rc == 0 && (!ctx->req.api || !ctx->req.api->handler))) {
+		/* an API or version we do not serve: UNSUPPORTED_VERSION where
+		 * the response has a top-level error code to carry it, else
+		 * the connection is closed, as Kafka does */
+		ctx->only_error = KERR_UNSUPPORTED_VERSION;
+		shard_stat_add(&sh->stats.unsupported, 1);
+		kafka_ctx_respond(ctx);
+		return;
+	}
+	if (rc < 0) {
+		kafka_ctx_abort(ctx);
+		return;
+	}
+	ctx->req.api->handler(ctx);
+}
+
+/* A frame's ApiKey (the first field of every request header). */
+static int16_t frame_api_key(const uint8_t *frame)
+{
+	return (int16_t)be16_load(frame);
+}
+
+/* May a request with ApiKey `next` start while the connection's head
+ * request (`head`) is still in progress? Responses go out in order either
+ * way. Produces after a produce: their appends share a group commit. Group
+ * calls (OffsetCommit, OffsetFetch, Heartbeat, LeaveGroup) after a
+ * JoinGroup or SyncGroup that waits for the rebalance: a commit the member
+ * sent while its generation was current is judged then, not after the
+ * rebalance it waits behind has made it stale (Kafka judges it late and
+ * refuses it, and librdkafka then drops the member's partitions), and a
+ * LeaveGroup of a closing member takes effect at once. */
+int kafka_ctx_may_follow(const struct kafka_ctx *hctx, const uint8_t *frame)
+{
+	int16_t head = hctx->req.header.RequestApiKey, next = frame_api_key(frame);
+
+	if (head == KAFKA_PRODUCE_KEY)
+		return next == KAFKA_PRODUCE_KEY;
+	if (head == KAFKA_JOIN_GROUP_KEY || head == KAFKA_SYNC_GROUP_KEY)
+		return next == KAFKA_OFFSET_COMMIT_KEY || next == KAFKA_OFFSET_FETCH_KEY || next == KAFKA_HEARTBEAT_KEY ||
+		       next == KAFKA_LEAVE_GROUP_KEY;
+	return 0;
+}
+
+void kafka_ctx_fini(struct kafka_ctx *ctx)
+{
+	ctx_more_free(ctx);
+	free(ctx->arena_mem);
+	ctx->arena_mem = NULL;
+	ctx->arena_cap = 0;
+}
+
+/* ---- responses -------------------------------------------------------- */
+
+void kafka_ctx_release_holds(struct kafka_ctx *ctx)
+{
+	for (int i = 0; i < ctx->nholds; i++)
+		fetch_release_hold(ctx->sh, &ctx->holds[i]);
+	ctx->nholds = 0;
+}
+
+
+/* The head request is over: its response was sent (or it had none, or
+ * the connection is closing). The next one's response may go out. */
+void kafka_ctx_end(struct kafka_ctx *ctx)
+{
+	struct conn *c = ctx->c;
+
+	kafka_ctx_release_holds(ctx);
+	if (ctx->cleanup) {
+		ctx->cleanup(ctx);
+		ctx->cleanup = NULL;
+	}
+	ctx->ready = 0;
+	ctx_more_free(ctx);
+	if (ctx->arena_cap > CONN_ARENA_KEEP) {
+		/* a large request's arena goes back with it */
+		free(ctx->arena_mem);
+		ctx->arena_mem = NULL;
+		ctx->arena_cap = 0;
+	}
+	c->active_ns = c->sh->now_ns;
+	c->phead = (c->phead + 1) % CONN_PIPE;
+	c->busy--;
+	shard_stat_add(&c->sh->stats.requests_inflight, (uint64_t)-1);
+	if (c->busy) {
+		conn_process(c);   /* a full pipeline takes the next produce */
+		conn_pump(c);
+		return;
+	}
+	c->phead = 0;   /* an idle connection starts over at its first slot */
+	if (c->closing) {
+		conn_maybe_free(c);
+		return;
+	}
+	conn_process(c);
+	if (c->peer_closed) {
+		if (!c->busy) {
+			conn_close(c);
+			conn_maybe_free(c);
+		}
+		return;
+	}
+	conn_arm_recv(c);
+}
+
+/* The request's latency into the shard's histograms (its loop clock). */
+static void shard_observe(struct kafka_ctx *ctx)
+{
+	struct shard *sh = ctx->sh;
+	int16_t key = ctx->req.header.RequestApiKey;
+	uint64_t ns = sh->now_ns > ctx->started_ns ? sh->now_ns - ctx->started_ns : 0;
+
+	if (key < 0 || key >= SHARD_LAT_APIS)
+		return;
+	lathist_add(&sh->hists.api[key], ns);
+	if (key == KAFKA_PRODUCE_KEY && ctx->req.body) {
+		int16_t acks = ((const struct kafka_produce_request *)ctx->req.body)->Acks;
+
+		if (acks == 0 || acks == 1 || acks == -1)
+			lathist_add(&sh->hists.produce[acks < 0 ? 2 : acks], ns);
+	} else if (key == KAFKA_FETCH_KEY) {
+		lathist_add(&sh->hists.fetch, ns);
+	}
+}
+
+void kafka_ctx_done(struct kafka_ctx *ctx)
+{
+	shard_observe(ctx);
+	ctx->ready = 1;
+	ctx->no_response = 1;
+	conn_pump(ctx->c);
+}
+
+void kafka_ctx_abort(struct kafka_ctx *ctx)
+{
+	struct conn *c = ctx->c;
+
+	shard_stat_add(&c->sh->stats.bad_frames, 1);
+	kafka_ctx_release_holds(ctx);
+	conn_close(c);
+	ctx->ready = 1;
+	ctx->no_response = 1;
+	conn_pump(c);
+}
+
+void kafka_ctx_respond(struct kafka_ctx *ctx)
+{
+	shard_observe(ctx);
+	ctx->ready = 1;
+	conn_pump(ctx->c);
+}
+
+int kafka_ctx_hold(struct kafka_ctx *ctx, int owner, struct plog_read *rd)
+{
+	if (ctx->nholds == ctx->holds_cap) {
+		int ncap = ctx->holds_cap ? ctx->holds_cap * 2 : 16;
+		struct data_hold *n = kafka_arena_alloc(&ctx->arena, (size_t)ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOBUFS;
+		if (ctx->nholds)
+			memcpy(n, ctx->holds, (size_t)ctx->nholds * sizeof(*n));
+		ctx->holds = n;
+		ctx->holds_cap = ncap;
+	}
+	ctx->holds[ctx->nholds++] = (struct data_hold){ owner, rd };
+	return 0;
+}
+
+void kafka_ctx_sub_done(struct kafka_ctx *ctx)
+{
+	if (--ctx->pending == 0 && ctx->resume)
+		ctx->resume(ctx);
+}
+
+void kafka_ctx_park(struct kafka_ctx *ctx, uint64_t deadline_ns)
+{
+	struct shard *sh = ctx->sh;
+
+	ctx->deadline_ns = deadline_ns;
+	ctx->parked = 1;
+	ctx->park_prev = NULL;
+	ctx->park_next = sh->parked;
+	if (sh->parked)
+		sh->parked->park_prev = ctx;
+	sh->parked = ctx;
+}
+
+void kafka_ctx_unpark(struct kafka_ctx *ctx)
+{
+	struct shard *sh = ctx->sh;
+
+	if (!ctx->parked)
+		return;
+	if (ctx->park_prev)
+		ctx->park_prev->park_next = ctx->park_next;
+	else
+		sh->parked = ctx->park_next;
+	if (ctx->park_next)
+		ctx->park_next->park_prev = ctx->park_prev;
+	ctx->parked = 0;
+}
+
+/* Wake parked requests: all of them when `all`, else those past their
+ * deadline. Returns the nearest remaining deadline (0: none). */
+uint64_t kafka_ctx_run_parked(struct shard *sh, int all)
+{
+	struct kafka_ctx *ctx = sh->parked, *next;
+	uint64_t nearest = 0;
+
+	for (; ctx; ctx = next) {
+		next = ctx->park_next;
+		if (all || ctx->deadline_ns <= sh->now_ns || ctx->c->closing) {
+			kafka_ctx_unpark(ctx);
+			if (ctx->c->closing) {
+				kafka_ctx_end(ctx);
+				continue;
+			}
+			ctx->resume(ctx);
+		} else if (!nearest || ctx->deadline_ns < nearest) {
+			nearest = ctx->deadline_ns;
+		}
+	}
+	return nearest;
+}
+

@@ -1,0 +1,110 @@
+/* dataplane/kafka_ctx.h — a request in progress on a connection: its
+ * memory (an arena, and blocks beyond it), its dispatch through the ApiKey
+ * table, the data its response holds, its parking for a long poll, and its
+ * end, in request order, on its connection (dataplane/conn.h).
+ *
+ * Thread: the shard's own (@thread shard), all of it: a request lives on
+ * the shard whose connection took it up; another shard's part of it comes
+ * back as a ring message before anything here is touched.
+ * Owns: its arena and the `more` blocks, until the request ends.
+ * Errors: 0/count or -errno; a request that cannot go on is aborted
+ * (kafka_ctx_abort closes its connection).
+ */
+#ifndef SLUICE_KAFKA_CTX_H
+#define SLUICE_KAFKA_CTX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dataplane/kafka/kafka_codec.h"
+
+struct shard;
+struct conn;
+struct plog_read;
+
+/* A data reference a response holds until it is sent: a tail chunk or a
+ * disk read buffer, on this shard or on its owner shard. */
+struct data_hold {
+	int shard;                  /* owner shard */
+	struct plog_read *rd;       /* on the owner; released there */
+};
+
+/* The request in progress on a connection (one at a time, like Kafka:
+ * the connection is muted until the response is queued). */
+struct kafka_ctx {
+	struct shard *sh;
+	struct conn *c;
+	struct kafka_request req;
+	const uint8_t *frame;
+	uint32_t frame_len;
+	int pending;                        /* sub-operations outstanding */
+	int (*resume)(struct kafka_ctx *);  /* when pending drops to 0 */
+	void *resp;                         /* response body, in the arena */
+	void *state;                        /* handler state, in the arena */
+	uint64_t deadline_ns;
+	int parked;                         /* long-poll waiting */
+	struct kafka_ctx *park_next, *park_prev;
+	struct data_hold *holds;            /* in the arena */
+	int nholds, holds_cap;
+	int final;                          /* long-poll over: answer now */
+	int16_t only_error;                 /* nonzero: answer just this error */
+	void (*cleanup)(struct kafka_ctx *);/* when the request ends (its response sent or dropped) */
+	void *cleanup_arg;
+	int ready;                          /* response built (or none): send in order */
+	int no_response;                    /* acks=0: nothing to send */
+	int parked_once;                    /* a fetch that long-polled (metrics) */
+	uint64_t started_ns;
+	uint64_t recv_ns;                   /* CLOCK_MONOTONIC when the frame was taken up: orders
+					     * requests across connections (transactions' fences) */
+	uint64_t conn_ns;                   /* CLOCK_MONOTONIC when its connection was accepted */
+	struct kafka_arena arena;           /* the request's memory, until its response is sent */
+	uint8_t *arena_mem;
+	size_t arena_cap;
+	void *more;                         /* blocks beyond arena_mem for a response larger than it
+					     * (kafka_ctx_alloc_more), freed when the request ends */
+	size_t more_bytes;
+};
+
+/* @thread shard, all of them. */
+/* Queue the response in ctx->resp for sending; ends the request. */
+void kafka_ctx_respond(struct kafka_ctx *ctx);
+/* End a request that has no response (acks=0). */
+void kafka_ctx_done(struct kafka_ctx *ctx);
+/* A sub-operation finished: resume the handler when none is left. */
+void kafka_ctx_sub_done(struct kafka_ctx *ctx);
+/* Close the connection after a protocol violation. */
+void kafka_ctx_abort(struct kafka_ctx *ctx);
+
+
+
+/* n elements of `type` from the request's arena (at least one, so an
+ * empty array is not NULL); NULL when the arena is full. The arena lives
+ * until the response is sent. */
+#define ALLOC(ctx, type, n) ((type *)kafka_ctx_alloc((ctx), sizeof(type) * (size_t)((n) > 0 ? (n) : 1)))
+
+/* Requests' memory beyond their arena: at most this much more each. */
+#define KAFKA_CTX_MORE_MAX (256u << 20)
+
+/* @thread shard. The slow side of ALLOC: the arena is spent, so a new
+ * block (at least 1 MiB) becomes the arena, the old one staying valid
+ * until the request ends. For responses larger than the request that asked
+ * for them (Metadata of a topic with many thousands of partitions); NULL
+ * past KAFKA_CTX_MORE_MAX or when memory is short. */
+void *kafka_ctx_alloc_more(struct kafka_ctx *ctx, size_t n);
+
+/* @thread shard. n bytes of the request's memory, or NULL. */
+static inline void *kafka_ctx_alloc(struct kafka_ctx *ctx, size_t n)
+{
+	void *p = kafka_arena_alloc(&ctx->arena, n);
+
+	return p ? p : kafka_ctx_alloc_more(ctx, n);
+}
+
+/* Keep `rd` (on shard `owner`) until the response is sent. */
+int kafka_ctx_hold(struct kafka_ctx *ctx, int owner, struct plog_read *rd);
+
+/* Park a request until its deadline or a wake on one of its partitions. */
+void kafka_ctx_park(struct kafka_ctx *ctx, uint64_t deadline_ns);
+void kafka_ctx_unpark(struct kafka_ctx *ctx);
+
+#endif
