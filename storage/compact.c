@@ -311,7 +311,7 @@ static int clean_segment(struct compactor *cp, struct plog *pl, struct segment *
 		}
 		if (n == 0)
 			continue;
-		if (pwrite(fd, res, (size_t)n, (off_t)pos) != n) {
+		if (pwrite(fd, res, (size_t)n, (off_t)pos) != n) { /* style: allow blocking: the cleaner, not yet on the ring */
 			rc = -EIO;
 			goto fail_scan;
 		}
@@ -327,7 +327,7 @@ static int clean_segment(struct compactor *cp, struct plog *pl, struct segment *
 		goto fail_scan;
 	}
 	seg_scan_fini(&sc);
-	if (fdatasync(fd) < 0) {
+	if (fdatasync(fd) < 0) { /* style: allow blocking: the cleaner, not yet on the ring */
 		rc = -errno;
 		goto fail;
 	}
