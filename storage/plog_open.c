@@ -147,7 +147,7 @@ const uint8_t *seg_scan_peek(struct seg_scan *sc, size_t need, int *err)
 		}
 		if (start + want > align_up4k(sc->limit))
 			want = align_up4k(sc->limit) - start;
-		r = pread(sc->fd, sc->buf, want, (off_t)start); /* style: allow start-up: recovery's scan (and the cleaner's, not yet on the ring) */
+		r = pread(sc->fd, sc->buf, want, (off_t)start); /* style: allow start-up: recovery's scan */
 		if (r < 0) {
 			*err = -errno;
 			return NULL;
