@@ -44,7 +44,10 @@ struct compactor {
 	uint64_t rpos;            /* file position of rbuf[0] */
 	/* the rewrite: "<name>.cleaned", written through wbuf */
 	int wfd;                  /* -1: none */
+	int dirfd;                /* the log's directory, ours while the rewrite lasts (the
+				   * ring's renameat resolves it when it runs), -1: none */
 	char tmp[64];
+	char name[32];            /* the segment's file name */
 	uint8_t *wbuf;
 	size_t wcap, wlen;
 	uint64_t wfile;           /* bytes of the new file written */
@@ -74,21 +77,27 @@ int compactor_create(struct compactor **out)
 	if (!cp)
 		return -ENOMEM;
 	cp->wfd = -1;
+	cp->dirfd = -1;
 	cp->seg_base = -1;
 	seg_index_init(&cp->ix);
 	*out = cp;
 	return 0;
 }
 
-/* Drop the rewrite in progress: its temporary file goes. */
-static void rewrite_drop(struct compactor *cp, struct plog *pl)
+/* Drop the rewrite in progress: its temporary file goes (it touches no
+ * plog: the log may be gone). */
+static void rewrite_drop(struct compactor *cp)
 {
 	if (cp->wfd >= 0) {
 		close(cp->wfd);
 		cp->wfd = -1;
 	}
-	if (cp->tmp[0] && pl)
-		unlinkat(plog_dirfd(pl), cp->tmp, 0);
+	if (cp->dirfd >= 0) {
+		if (cp->tmp[0])
+			unlinkat(cp->dirfd, cp->tmp, 0);
+		close(cp->dirfd);
+		cp->dirfd = -1;
+	}
 	cp->tmp[0] = 0;
 	seg_index_fini(&cp->ix);
 	seg_index_init(&cp->ix);
@@ -97,10 +106,12 @@ static void rewrite_drop(struct compactor *cp, struct plog *pl)
 	cp->pend_n = 0;
 }
 
+void compactor_reset(struct compactor *cp);
+
 /* Only with no I/O in flight: its buffers are the kernel's until then. */
 static void pass_end(struct compactor *cp)
 {
-	rewrite_drop(cp, cp->pl);
+	rewrite_drop(cp);
 	free(cp->map);
 	free(cp->scratch);
 	free(cp->build);
@@ -120,9 +131,9 @@ void compactor_destroy(struct compactor *cp)
 {
 	if (!cp)
 		return;
-	if (cp->io)
-		return;   /* exiting with a read or write in flight: its buffers stay (the process ends) */
-	pass_end(cp);
+	compactor_reset(cp);      /* its log may be closed already: not touched */
+	if (cp->abandoned)
+		return;   /* exiting with an I/O in flight: its buffers stay (the process ends) */
 	seg_index_fini(&cp->ix);
 	free(cp);
 }
@@ -506,11 +517,14 @@ static int clean_batches(struct compactor *cp, struct plog *pl, struct compress_
  * so no SQE prepared this turn names the old file descriptor. */
 static int clean_swap(struct compactor *cp, struct plog *pl, struct segment *s)
 {
-	int nfd = openat(plog_dirfd(pl), s->name, O_RDWR | O_DIRECT | O_CLOEXEC);
+	int nfd = openat(cp->dirfd, s->name, O_RDWR | O_DIRECT | O_CLOEXEC);
+	int err = nfd < 0 ? -errno : 0;
 
 	cp->tmp[0] = 0;              /* renamed: nothing to unlink any more */
-	if (nfd < 0)
-		return -errno;
+	close(cp->dirfd);
+	cp->dirfd = -1;
+	if (err)
+		return err;
 	cp->stats.bytes_before += s->end;
 	cp->stats.bytes_after += cp->opos;
 	plog_chunks_drop(pl, s);
@@ -564,10 +578,10 @@ static int clean_step(struct compactor *cp, struct plog *pl, struct compress_ctx
 		/* the old index goes first: the new data is durable, and without
 		 * an index either segment is recovered by a scan */
 		snprintf(idx, sizeof(idx), "%020" PRId64 ".index", s->base_offset);
-		unlinkat(plog_dirfd(pl), idx, 0);
+		unlinkat(cp->dirfd, idx, 0);
 		if (!(sqe = store_sqe(cp->st)))
 			return -EBUSY;
-		io_uring_prep_renameat(sqe, plog_dirfd(pl), cp->tmp, plog_dirfd(pl), s->name, 0);
+		io_uring_prep_renameat(sqe, cp->dirfd, cp->tmp, cp->dirfd, s->name, 0);
 		cp->wstep = W_RENAME;
 		return io_submit(cp, IO_RENAME, sqe, 0);
 	}
@@ -616,11 +630,20 @@ static int segment_begin(struct compactor *cp, struct plog *pl, struct segment *
 	cp->rpos = 0;
 	cp->rlen = 0;
 	if (cp->phase == PH_CLEAN) {
+		snprintf(cp->name, sizeof(cp->name), "%s", s->name);
 		snprintf(cp->tmp, sizeof(cp->tmp), "%s.cleaned", s->name);
-		cp->wfd = openat(plog_dirfd(pl), cp->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (cp->wfd < 0) {
+		cp->dirfd = open(pl->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (cp->dirfd < 0) {
 			cp->tmp[0] = 0;
 			return -errno;
+		}
+		cp->wfd = openat(cp->dirfd, cp->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (cp->wfd < 0) {
+			int rc = -errno;
+
+			cp->tmp[0] = 0;
+			rewrite_drop(cp);
+			return rc;
 		}
 		seg_index_fini(&cp->ix);
 		seg_index_init(&cp->ix);
@@ -709,8 +732,11 @@ int compactor_step(struct compactor *cp, struct plog *pl, struct compress_ctx *c
 		if ((rc = segment_begin(cp, pl, s)) < 0)
 			goto fail;
 	} else if (!(s = segment_by_base(pl, cp->seg_base))) {
-		/* deleted under the pass (retention): on with the next */
-		rewrite_drop(cp, pl);
+		/* deleted under the pass (retention): on with the next; a
+		 * rewrite renamed in after the deletion goes too */
+		if (cp->phase == PH_CLEAN && cp->wstep == W_SWAP)
+			unlinkat(cp->dirfd, cp->name, 0);
+		rewrite_drop(cp);
 		s = NULL;
 		rc = 0;
 		goto next;
@@ -750,12 +776,8 @@ fail:
 
 void compactor_reset(struct compactor *cp)
 {
-	/* its log may be gone already: the temporary file is left to the
-	 * removal of its directory (or to the next pass, which truncates it) */
-	if (cp->wfd >= 0)
-		close(cp->wfd);
-	cp->wfd = -1;
-	cp->tmp[0] = 0;
+	/* its log may be gone already: not touched again (the temporary
+	 * file goes through the rewrite's own directory descriptor) */
 	cp->pl = NULL;
 	if (cp->io && !cp->io_landed) {
 		cp->abandoned = 1;   /* freed when the I/O lands */

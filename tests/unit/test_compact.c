@@ -316,6 +316,10 @@ Test(compact, steps_leave_their_io_on_the_ring)
 	cr_assert_geq(waits, (segs - 1) * 5, "%d waits for %d segments", waits, segs);
 	cr_assert_gt(compactor_stats(cp)->segments_cleaned, 0);
 	store_drain(&st);
+	/* a rewritten segment has the index of its new layout */
+	for (struct segment *sg = pl->seg_head; sg && sg->base_offset < upto; sg = sg->next)
+		if (sg->end)
+			cr_assert_geq(sg->ix.n_off, 1, "segment %lld lost its index", (long long)sg->base_offset);
 	{
 		int n = read_all(pl, s, (NBATCH + 200) * PER), active = 0;
 
