@@ -20,7 +20,7 @@
 
 #include "dataplane/kafka_ctx.h"
 
-/* user_data ops of the shard (storage uses 1..4). */
+/* user_data ops of the shard (storage uses 1..4 and 6). */
 #define SHARD_OP_IO 5
 
 enum io_kind { IO_ACCEPT = 1, IO_RECV, IO_SEND, IO_WAKE, IO_CLOSE, IO_NATIVE };

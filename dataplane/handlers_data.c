@@ -548,10 +548,15 @@ struct fetch_state {
 	struct fetch_item *items;
 };
 
+static void lo_buf_free(struct shard *sh);
+
 static void rbuf_put(struct shard *sh, uint8_t *buf)
 {
-	if (buf)
+	if (buf) {
 		sh->rbufs[sh->nrbufs++] = buf;
+		if (sh->lo_wait)
+			lo_buf_free(sh);
+	}
 }
 
 /* On the owner shard: drop a tail chunk reference and return a read
@@ -948,6 +953,8 @@ struct lo_item {
 	int64_t ts;
 	struct kafka_ctx *ctx;
 	int isolation;
+	struct plog_time q;              /* by timestamp: the walk on the owner */
+	struct lo_item *wait_next;       /* in the owner's sh->lo_wait */
 };
 
 static void lo_done_msg(void *self, struct shard_msg *m)
@@ -958,12 +965,90 @@ static void lo_done_msg(void *self, struct shard_msg *m)
 	kafka_ctx_sub_done(it->ctx);
 }
 
+/* On the owner: the partition's answer is in it->pr; back to the request. */
+static void lo_answered(struct shard *sh, struct lo_item *it)
+{
+	if (it->ctx->sh == sh) {
+		kafka_ctx_sub_done(it->ctx);
+	} else {
+		struct shard_msg r = { .fn = lo_done_msg, .p = { it } };
+
+		shard_send(sh, it->ctx->sh->id, &r);
+	}
+}
+
+/* The walk by timestamp ended: answer, and give the buffer back (plainly:
+ * the waiters are started by lo_buf_free's loop, not from in here). */
+static void lo_time_finish(struct shard *sh, struct lo_item *it)
+{
+	struct plog_time *q = &it->q;
+
+	if (q->err == 0) {
+		it->pr->Offset = q->offset;
+		it->pr->Timestamp = q->timestamp;
+	} else {
+		it->pr->Offset = -1;
+	}
+	sh->rbufs[sh->nrbufs++] = q->buf;
+	q->buf = NULL;
+	lo_answered(sh, it);
+}
+
+/* A walk that went to the disk ended, from its read's completion. */
+static void lo_time_done(struct plog_time *q)
+{
+	struct lo_item *it = q->arg;
+	struct shard *sh = it->part->sh;
+
+	lo_time_finish(sh, it);
+	if (sh->lo_wait)
+		lo_buf_free(sh);
+}
+
+/* By timestamp: a walk of reads on the owner's ring, into one of its read
+ * buffers (a lookup without one waits in sh->lo_wait for the next freed). */
+static void lo_time_start(struct shard *sh, struct lo_item *it)
+{
+	if (it->part->deleted || !it->part->pl) {
+		it->pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		it->pr->Offset = -1;
+		lo_answered(sh, it);
+		return;
+	}
+	if (!sh->nrbufs) {
+		it->wait_next = NULL;
+		if (sh->lo_wait_tail)
+			sh->lo_wait_tail->wait_next = it;
+		else
+			sh->lo_wait = it;
+		sh->lo_wait_tail = it;
+		return;
+	}
+	it->q = (struct plog_time){ .ts = it->ts, .buf = sh->rbufs[--sh->nrbufs],
+				    .buf_cap = SHARD_RBUF_SIZE, .done = lo_time_done, .arg = it };
+	if (plog_find_time(it->part->pl, &it->q) == 0)
+		return;                     /* a disk read in flight */
+	lo_time_finish(sh, it);
+}
+
+/* A read buffer came back: start the lookups waiting for one. */
+static void lo_buf_free(struct shard *sh)
+{
+	while (sh->nrbufs && sh->lo_wait) {
+		struct lo_item *it = sh->lo_wait;
+
+		sh->lo_wait = it->wait_next;
+		if (!sh->lo_wait)
+			sh->lo_wait_tail = NULL;
+		lo_time_start(sh, it);
+	}
+}
+
 static void lo_on_owner(void *self, struct shard_msg *m)
 {
 	struct shard *sh = self;
 	struct lo_item *it = m->p[0];
 	struct plog *pl = it->part->pl;
-	int64_t off, ts;
 
 	it->pr->Timestamp = -1;
 	if (it->part->deleted) {
@@ -974,19 +1059,11 @@ static void lo_on_owner(void *self, struct shard_msg *m)
 		it->pr->Offset = it->isolation == 1 ? part_lso(it->part) : pl->high_watermark;
 	} else if (it->ts == -2) {
 		it->pr->Offset = pl->log_start;
-	} else if (plog_offset_for_time(pl, it->ts, &off, &ts) == 0) {
-		it->pr->Offset = off;
-		it->pr->Timestamp = ts;
 	} else {
-		it->pr->Offset = -1;
+		lo_time_start(sh, it);
+		return;
 	}
-	if (it->ctx->sh == sh) {
-		kafka_ctx_sub_done(it->ctx);
-	} else {
-		struct shard_msg r = { .fn = lo_done_msg, .p = { it } };
-
-		shard_send(sh, it->ctx->sh->id, &r);
-	}
+	lo_answered(sh, it);
 }
 
 static int lo_finish(struct kafka_ctx *ctx)
@@ -1048,7 +1125,8 @@ int kafka_handle_list_offsets(struct kafka_ctx *ctx)
 				kafka_ctx_abort(ctx);
 				return 0;
 			}
-			*it = (struct lo_item){ pr, mp->part, qp->Timestamp, ctx, q->IsolationLevel };
+			*it = (struct lo_item){ .pr = pr, .part = mp->part, .ts = qp->Timestamp, .ctx = ctx,
+						 .isolation = q->IsolationLevel };
 			ctx->pending++;
 			struct shard_msg m = { .fn = lo_on_owner, .p = { it } };
 			shard_send(sh, mp->shard, &m);

@@ -129,23 +129,44 @@ int part_open(struct shard *sh, const char *dir, const char *topic, int32_t inde
 	return 0;
 }
 
-/* Write the producer state next to the log (slow path: a small file,
- * synced): a restart then starts from it instead of scanning. */
+static void part_snap_done(struct producer_snap *s)
+{
+	struct part *p = s->arg;
+
+	close(s->dirfd);
+	if (!s->err)
+		p->snap_covered = s->covered;
+}
+
+/* Write the producer state next to the log (a small file, synced, on the
+ * ring): a restart then starts from it instead of scanning. */
 void part_snapshot_producers(struct part *p)
 {
 	int dfd;
 
-	if (!p->pl || p->deleted || p->pl->next_offset == p->snap_covered)
-		return;   /* nothing appended since the last snapshot */
+	if (!p->pl || p->deleted || p->snap.busy || p->pl->next_offset == p->snap_covered)
+		return;   /* nothing appended since the last snapshot, or one is being saved */
 	part_txn_trim(p);
 	dfd = open(p->pl->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return;
-	if (!p->producers.n)
+	if (!p->producers.n) {
 		unlinkat(dfd, "producers.snapshot", 0);
-	else if (producer_snapshot_save(&p->producers, dfd, p->pl->next_offset) == 0)
-		p->snap_covered = p->pl->next_offset;
-	close(dfd);
+		close(dfd);
+		return;
+	}
+	p->snap.done = part_snap_done;
+	p->snap.arg = p;
+	if (producer_snapshot_start(&p->snap, &p->producers, &p->sh->st, dfd, p->pl->next_offset) < 0)
+		close(dfd);
+}
+
+/* Closing: let a save in flight end (the close of a log waits for its
+ * writes the same way). */
+static void part_snap_wait(struct part *p)
+{
+	while (p->snap.busy)
+		store_poll(&p->sh->st, 1);
 }
 
 void part_close(struct part *p)
@@ -155,8 +176,11 @@ void part_close(struct part *p)
 	/* answer whoever still waits: the log is going away */
 	p->pl->err = p->pl->err ? p->pl->err : -ESHUTDOWN;
 	part_progress(p);
-	if (healthy)
+	part_snap_wait(p);
+	if (healthy) {
 		part_snapshot_producers(p);   /* nothing is appended any more: next_offset is final */
+		part_snap_wait(p);
+	}
 	plog_close(p->pl);
 	producer_table_free(&p->producers);
 	free(p->aborted);
@@ -168,6 +192,7 @@ void part_retire(struct part *p)
 {
 	p->pl->err = p->pl->err ? p->pl->err : -ESHUTDOWN;
 	part_progress(p);
+	part_snap_wait(p);
 	plog_close(p->pl);
 	producer_table_free(&p->producers);
 	free(p->aborted);

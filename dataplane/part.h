@@ -71,6 +71,7 @@ struct part {
 				     * cleaner pass (a new pass when a later segment was sealed) */
 	struct producer_table producers;   /* idempotent producers' last batches */
 	int64_t snap_covered;       /* log offset the last producer snapshot covers, -1: none */
+	struct producer_snap snap;  /* the snapshot being saved on the ring (snap.busy) */
 	/* transactions (dataplane/part_txn.c) */
 	struct part_aborted *aborted;   /* aborted transactions, in marker order */
 	uint32_t naborted, aborted_cap;
@@ -87,7 +88,10 @@ void part_close(struct part *p);
  * parked on other shards may still name it; they see `deleted`. */
 void part_retire(struct part *p);
 
-/* Save the idempotent producer state next to the log (slow path). */
+/* Start saving the idempotent producer state next to the log, on the
+ * shard's ring (producer_snapshot_start); snap_covered moves when the
+ * snapshot is renamed into place. Nothing if a save is in flight or
+ * nothing was appended since the last. @thread owner shard */
 void part_snapshot_producers(struct part *p);
 
 /* The native path: append one validated batch of an idempotent producer to

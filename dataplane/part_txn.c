@@ -330,7 +330,7 @@ void part_txn_trim(struct part *p)
 			return;
 		}
 	}
-	if (fdatasync(fd) == 0)
+	if (fdatasync(fd) == 0) /* style: allow blocking: the aborted list's rewrite on the retention tick, not yet on the ring */
 		rename(tmp, path);
 	else
 		unlink(tmp);

@@ -182,13 +182,103 @@ void producer_table_free(struct producer_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-int producer_snapshot_save(const struct producer_table *t, int dirfd, int64_t covered)
+/* The save's steps, each one SQE on the ring. */
+enum { SNAP_OPEN, SNAP_WRITE, SNAP_SYNC, SNAP_CLOSE, SNAP_RENAME };
+
+static void snap_finish(struct producer_snap *s, int err)
+{
+	if (s->fd >= 0)
+		close(s->fd);      /* only after a failure: the close step cleared it */
+	s->fd = -1;
+	if (err < 0)
+		unlinkat(s->dirfd, SNAP_TMP, 0);
+	free(s->buf);
+	s->buf = NULL;
+	s->err = err;
+	s->busy = 0;
+	if (s->done)
+		s->done(s);
+}
+
+/* Submit the step s->step. */
+static int snap_submit(struct producer_snap *s)
+{
+	struct io_uring_sqe *sqe = store_sqe(s->st);
+
+	if (!sqe)
+		return -EBUSY;
+	switch (s->step) {
+	case SNAP_OPEN:
+		io_uring_prep_openat(sqe, s->dirfd, SNAP_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		break;
+	case SNAP_WRITE:
+		io_uring_prep_write(sqe, s->fd, s->buf + s->at, (unsigned)(s->len - s->at), s->at);
+		break;
+	case SNAP_SYNC:
+		io_uring_prep_fsync(sqe, s->fd, IORING_FSYNC_DATASYNC);
+		break;
+	case SNAP_CLOSE:
+		io_uring_prep_close(sqe, s->fd);
+		break;
+	case SNAP_RENAME:
+		io_uring_prep_renameat(sqe, s->dirfd, SNAP_TMP, s->dirfd, SNAP_NAME, 0);
+		break;
+	}
+	store_call_submit(s->st, sqe, &s->call);
+	return 0;
+}
+
+static void snap_step_done(struct store_call *call, int res)
+{
+	struct producer_snap *s = (struct producer_snap *)call;
+	int rc;
+
+	if (res < 0) {
+		if (s->step == SNAP_CLOSE)
+			s->fd = -1;        /* a failed close still released it */
+		snap_finish(s, res);
+		return;
+	}
+	switch (s->step) {
+	case SNAP_OPEN:
+		s->fd = res;
+		s->step = SNAP_WRITE;
+		break;
+	case SNAP_WRITE:
+		if (res == 0) {
+			snap_finish(s, -EIO);
+			return;
+		}
+		s->at += (size_t)res;
+		if (s->at >= s->len)
+			s->step = SNAP_SYNC;
+		break;
+	case SNAP_SYNC:
+		s->step = SNAP_CLOSE;
+		break;
+	case SNAP_CLOSE:
+		s->fd = -1;
+		s->step = SNAP_RENAME;
+		break;
+	case SNAP_RENAME:
+		snap_finish(s, 0);
+		return;
+	}
+	if ((rc = snap_submit(s)) < 0)
+		snap_finish(s, rc);
+}
+
+int producer_snapshot_start(struct producer_snap *s, const struct producer_table *t, struct store *st,
+			    int dirfd, int64_t covered)
 {
 	size_t cap = SNAP_HEADER + (size_t)t->n * (SNAP_ENTRY + PRODUCER_BATCHES * SNAP_BATCH) + 4, at = 0;
-	uint8_t *buf = malloc(cap); /* style: allow snapshot (slow path) */
+	uint8_t *buf;
 	uint32_t count = 0;
-	int fd, rc = 0;
+	int rc;
 
+	if (s->busy)
+		return -EBUSY;
+	buf = malloc(cap); /* style: allow snapshot (slow path, once per tick) */
 	if (!buf)
 		return -ENOMEM;
 	be32_store(buf, SNAP_MAGIC);
@@ -222,20 +312,41 @@ int producer_snapshot_save(const struct producer_table *t, int dirfd, int64_t co
 	be32_store(buf + 16, count);
 	be32_store(buf + at, batch_crc32c(buf, at));
 	at += 4;
-	fd = openat(dirfd, SNAP_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
+	s->call.done = snap_step_done;
+	s->st = st;
+	s->dirfd = dirfd;
+	s->fd = -1;
+	s->step = SNAP_OPEN;
+	s->err = 0;
+	s->covered = covered;
+	s->buf = buf;
+	s->len = at;
+	s->at = 0;
+	if ((rc = snap_submit(s)) < 0) {
 		free(buf);
-		return -errno;
+		s->buf = NULL;
+		return rc;
 	}
-	if (write(fd, buf, at) != (ssize_t)at || fdatasync(fd) < 0)
-		rc = -EIO;
-	close(fd);
-	free(buf);
-	if (rc == 0 && renameat(dirfd, SNAP_TMP, dirfd, SNAP_NAME) < 0)
-		rc = -errno;
-	if (rc < 0)
-		unlinkat(dirfd, SNAP_TMP, 0);
-	return rc;
+	s->busy = 1;
+	return 0;
+}
+
+static void snap_sync_done(struct producer_snap *s)
+{
+	*(int *)s->arg = 1;
+}
+
+int producer_snapshot_save(const struct producer_table *t, struct store *st, int dirfd, int64_t covered)
+{
+	struct producer_snap s = { .done = snap_sync_done };
+	int finished = 0, rc;
+
+	s.arg = &finished;
+	if ((rc = producer_snapshot_start(&s, t, st, dirfd, covered)) < 0)
+		return rc;
+	while (!finished)
+		store_poll(st, 1);
+	return s.err;
 }
 
 int64_t producer_snapshot_load(struct producer_table *t, int dirfd)
@@ -255,7 +366,8 @@ int64_t producer_snapshot_load(struct producer_table *t, int dirfd)
 		return -1;
 	}
 	buf = malloc((size_t)size); /* style: allow snapshot (slow path) */
-	if (!buf || pread(fd, buf, (size_t)size, 0) != size || be32_load(buf) != SNAP_MAGIC ||
+	if (!buf || pread(fd, buf, (size_t)size, 0) != size || /* style: allow start-up: the partition opens */
+	    be32_load(buf) != SNAP_MAGIC ||
 	    (be16_load(buf + 4) != 1 && be16_load(buf + 4) != 2) ||
 	    be32_load(buf + size - 4) != batch_crc32c(buf, (size_t)size - 4)) {
 		free(buf);

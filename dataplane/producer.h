@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "dataplane/kafka_errors.h"
+#include "storage/store.h"
 
 #define PRODUCER_BATCHES 5          /* what librdkafka and Kafka keep in flight */
 
@@ -60,11 +61,39 @@ struct producer_entry *producer_entry(struct producer_table *t, int64_t pid, int
 void producer_expire(struct producer_table *t, int64_t now_ms, int64_t ttl_ms);
 void producer_table_free(struct producer_table *t);
 
-/* Snapshots: the table as of log offset `covered` in "<dir>/producers.snapshot"
- * (written to a temporary name, synced, renamed). Load fills an empty
- * table and returns the offset it covers, or -1 (none, or unreadable: the
- * caller scans the log instead). Slow path: blocking file I/O. */
-int producer_snapshot_save(const struct producer_table *t, int dirfd, int64_t covered);
+/* Snapshots: the table as of log offset `covered` in "<dir>/producers.snapshot".
+ * A save runs on the shard's ring, one step per completion: open the
+ * temporary name, write, fdatasync, close, rename over the snapshot. The
+ * rename comes only after the data is durable, so a crash at any step
+ * leaves the previous snapshot whole (or none): a restart reads a snapshot
+ * only if every byte of it reached the disk. Nothing acknowledged depends
+ * on a snapshot: it only spares a restart the scan of the log, and a
+ * restart without it scans. */
+struct producer_snap {
+	struct store_call call;      /* the step in flight completes here */
+	struct store *st;            /* borrowed: the shard's */
+	int dirfd;                   /* borrowed: the log's directory, open until done */
+	int fd;                      /* the temporary file, -1 when closed */
+	int step;
+	int busy;                    /* a save in flight: another must wait for done */
+	int err;                     /* 0, or the -errno of the step that failed */
+	int64_t covered;
+	uint8_t *buf;                /* the serialized table, heap, freed before done */
+	size_t len, at;
+	void (*done)(struct producer_snap *s);   /* the save ended (err says how) */
+	void *arg;
+};
+
+/* Serialize t and start saving it (t may change from then on). 0: done
+ * will run; -errno: nothing started, done will not run. @thread shard */
+int producer_snapshot_start(struct producer_snap *s, const struct producer_table *t, struct store *st,
+			    int dirfd, int64_t covered);
+/* Start, then poll the store until the save ends (closing, tests): 0 or
+ * -errno. @thread shard */
+int producer_snapshot_save(const struct producer_table *t, struct store *st, int dirfd, int64_t covered);
+/* Fill an empty table from the snapshot and return the offset it covers,
+ * or -1 (none, or unreadable: the caller scans the log instead). Start-up
+ * only (the partition opens): blocking file I/O. */
 int64_t producer_snapshot_load(struct producer_table *t, int dirfd);
 
 /* The last sequence of a batch whose first is `first` and that holds

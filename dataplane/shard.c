@@ -318,6 +318,8 @@ static int shard_compact(struct shard *sh, int may_start)
 		return 0;
 	}
 	rc = compactor_step(sh->compactor, p->pl, sh->compress, sh->now_ms);
+	if (rc == COMPACT_WAIT)
+		return 0;   /* its I/O is in flight: the completion wakes the loop */
 	if (rc <= 0) {
 		if (rc < 0)
 			shard_stat_add(&sh->stats.compact_errors, 1);   /* the segment stays as it was */

@@ -147,6 +147,8 @@ struct shard {
 	struct part *retired_parts;  /* of deleted topics: kept until exit */
 	uint8_t **rbufs;             /* free disk-read buffers */
 	int nrbufs;
+	struct lo_item *lo_wait;     /* ListOffsets-by-time lookups waiting for a read buffer (FIFO) */
+	struct lo_item *lo_wait_tail;
 	int64_t now_ms;              /* the turn's wall clock, for timestamps and retention */
 	struct shard_msg *backlog;   /* messages that found a full ring */
 	int backlog_len, backlog_cap;

@@ -1,10 +1,12 @@
 /* storage/compact.h — the log cleaner for cleanup.policy=compact.
  *
  * Thread: the shard owning the partition, from a slow-path timer. The work
- * is cut into steps: step 0 builds the key map over the sealed segments,
- * each later step rewrites one sealed segment, so appends wait at most one
- * step (bounded by log.segment.bytes of reading; compacted topics should
- * use moderate segment sizes).
+ * is cut into steps: the first steps build the key map over the sealed
+ * segments, the later ones rewrite them one by one; each step handles what
+ * one read buffer holds and leaves its I/O (O_DIRECT reads of the segment,
+ * writes and fdatasync of "<segment>.cleaned", the rename over the
+ * segment) in flight on the shard's ring, so the shard never blocks on the
+ * cleaner's disk traffic.
  * Owns: its key map (a hash table of 128-bit key hashes -> latest offset)
  * and scratch buffers, allocated when a pass starts and freed at its end.
  * Semantics: the newest record per key wins; tombstones (null values) are
@@ -39,14 +41,25 @@ struct compactor;
 int compactor_create(struct compactor **out);
 void compactor_destroy(struct compactor *cp);
 
-/* One step of a pass over pl. Returns 1 while the pass has more steps,
- * 0 when it is done (call again later for a new pass), or -errno. */
+/* A step's read, write, fdatasync or rename is in flight on the shard's
+ * ring: call compactor_step again once its completion came back (it wakes
+ * the loop); until then a step returns COMPACT_WAIT and does nothing. */
+#define COMPACT_WAIT 2
+
+/* One step of a pass over pl: it works on what rbuf holds (at most about
+ * 2 * message.max.bytes of the segment) and submits the next I/O. Returns
+ * 1 while the pass has more steps, COMPACT_WAIT, 0 when it is done (call
+ * again later for a new pass), or -errno (the segment stays as it was).
+ * Call it with no SQE prepared and not submitted: the last step of a
+ * segment replaces its file descriptor. @thread shard */
 int compactor_step(struct compactor *cp, struct plog *pl, struct compress_ctx *cc, int64_t now_ms);
 
-/* Abandon the pass in progress (its log is closing); frees its buffers.
- * The next step starts a new pass. */
+/* Abandon the pass in progress (its log is closing or gone: it is not
+ * touched again); frees its buffers, once an I/O in flight came back. The
+ * next step starts a new pass. */
 void compactor_reset(struct compactor *cp);
-/* Run whole passes until done (tests and tools). */
+/* Run whole passes until done, polling the store while I/O is in flight
+ * (tests and tools). */
 int compactor_run(struct compactor *cp, struct plog *pl, struct compress_ctx *cc, int64_t now_ms);
 
 const struct compact_stats *compactor_stats(const struct compactor *cp);

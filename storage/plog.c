@@ -253,7 +253,7 @@ int plog_chunk_start(struct plog *pl, uint32_t need)
 		 * append after the partition was evicted under memory pressure
 		 * (as plog_open loads it), never on a hot partition's path. */
 		if (seg->flushed < seg->end ||
-		    pread(seg->fd, c->mem, 4096, (off_t)base) < (ssize_t)head) {
+		    pread(seg->fd, c->mem, 4096, (off_t)base) < (ssize_t)head) { /* style: allow blocking: tail reload after eviction, not yet on the ring */
 			tail_chunk_put(&pl->st->tail, c);
 			return -EIO;
 		}

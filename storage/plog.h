@@ -254,8 +254,37 @@ int plog_read_sync(struct plog *pl, struct plog_read *rd);
  * start-up scans of the newest batches. */
 int64_t plog_offset_near_end(const struct plog *pl, uint64_t window);
 
-/* ListOffsets by timestamp: the first record with timestamp >= ts.
- * -ENOENT if none. Slow path: reads the disk synchronously. */
+/* ListOffsets by timestamp: the first record with timestamp >= ts. A walk
+ * of plog_reads (the tail, or O_DIRECT reads on the shard's ring into buf):
+ * segments whose max timestamp is below ts are skipped, the others are read
+ * from their time index's start on, batch by batch, to the log end offset.
+ * Nothing blocks: a read that needs the disk returns to the loop and the
+ * walk goes on from its completion. */
+struct plog_time {
+	/* in */
+	int64_t ts;
+	uint8_t *buf;                /* 4 KiB aligned, for disk reads; borrowed until done */
+	uint32_t buf_cap;            /* at least 2 * message.max.bytes + 64 KiB to read any batch */
+	void (*done)(struct plog_time *q);   /* a walk that returned 0 ends here */
+	void *arg;
+	/* out */
+	int64_t offset;              /* the record's offset (>= log start) */
+	int64_t timestamp;           /* its timestamp */
+	int err;                     /* 0 found; -ENOENT none; or -errno of a read */
+	/* internal */
+	struct plog *pl;
+	struct plog_read rd;
+	int64_t at;                  /* next offset to read */
+	int64_t seg_base;            /* base offset of the segment being walked (not a pointer:
+				      * retention may delete it while a read is in flight) */
+};
+
+/* 1: complete now (q->err and q->offset say); 0: a disk read is in flight
+ * and q->done will be called once. The plog must stay open until then.
+ * @thread shard */
+int plog_find_time(struct plog *pl, struct plog_time *q);
+/* Synchronous convenience for tests and tools (it allocates a read buffer
+ * and polls the store until the walk ends): 0 found, -ENOENT, -errno. */
 int plog_offset_for_time(struct plog *pl, int64_t ts, int64_t *offset, int64_t *timestamp);
 
 /* DeleteRecords: move the log start offset to `offset` (-1, and only -1:

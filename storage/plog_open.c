@@ -101,7 +101,7 @@ void segment_seal_index(struct plog *pl, struct segment *seg)
 	};
 	char name[48], path[4200];
 
-	if (pl->cfg.durability != PLOG_DUR_SYNC && fdatasync(seg->fd) < 0)
+	if (pl->cfg.durability != PLOG_DUR_SYNC && fdatasync(seg->fd) < 0) /* style: allow blocking: at roll, not yet on the ring */
 		return;
 	segment_index_path(seg, name, sizeof(name));
 	snprintf(path, sizeof(path), "%s/%s", pl->dir, name);
@@ -147,7 +147,7 @@ const uint8_t *seg_scan_peek(struct seg_scan *sc, size_t need, int *err)
 		}
 		if (start + want > align_up4k(sc->limit))
 			want = align_up4k(sc->limit) - start;
-		r = pread(sc->fd, sc->buf, want, (off_t)start);
+		r = pread(sc->fd, sc->buf, want, (off_t)start); /* style: allow start-up: recovery's scan */
 		if (r < 0) {
 			*err = -errno;
 			return NULL;
@@ -305,13 +305,13 @@ static int plog_write_small(struct plog *pl, const char *name, const char *text)
 	fd = openat(plog_dirfd(pl), tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
-	if (write(fd, text, n) != (ssize_t)n || fsync(fd) < 0)
+	if (write(fd, text, n) != (ssize_t)n || fsync(fd) < 0) /* style: allow blocking: log start / checkpoint file, not yet on the ring */
 		rc = -EIO;
 	close(fd);
 	if (!rc && renameat(plog_dirfd(pl), tmp, plog_dirfd(pl), name) < 0)
 		rc = -errno;
 	if (!rc)
-		fsync(plog_dirfd(pl));
+		fsync(plog_dirfd(pl)); /* style: allow blocking: the same file's directory entry */
 	return rc;
 }
 
@@ -418,7 +418,7 @@ static int segment_move_aside(struct plog *pl, struct segment *seg, uint64_t fro
 	if (in < 0 || out < 0)
 		rc = -errno;
 	while (!rc && from < to) {
-		ssize_t r = pread(in, buf, to - from < chunk ? (size_t)(to - from) : chunk, (off_t)from);
+		ssize_t r = pread(in, buf, to - from < chunk ? (size_t)(to - from) : chunk, (off_t)from); /* style: allow start-up: recovery moves damage aside */
 
 		if (r <= 0) {
 			rc = r < 0 ? -errno : 0;
@@ -428,7 +428,7 @@ static int segment_move_aside(struct plog *pl, struct segment *seg, uint64_t fro
 			rc = -EIO;
 		from += (uint64_t)r;
 	}
-	if (!rc && fsync(out) < 0)
+	if (!rc && fsync(out) < 0) /* style: allow start-up: recovery moves damage aside */
 		rc = -errno;
 	if (in >= 0)
 		close(in);
@@ -732,7 +732,7 @@ static int plog_recover(struct plog *pl)
 		if (fd >= 0) {
 			uint8_t *b = NULL;
 
-			if (!posix_memalign((void **)&b, 4096, 4096) && pread(fd, b, 4096, 0) >= BATCH_HEADER_SIZE &&
+			if (!posix_memalign((void **)&b, 4096, 4096) && pread(fd, b, 4096, 0) >= BATCH_HEADER_SIZE && /* style: allow start-up: recovery */
 			    batch_length(b) >= BATCH_HEADER_SIZE - BATCH_LOG_OVERHEAD && b[OF_Magic] == 2 &&
 			    batch_base_offset(b) == expect && n > 0)
 				keep = 1;
@@ -876,7 +876,7 @@ static int plog_load_tail_block(struct plog *pl)
 	c = tail_chunk_get(&pl->st->tail, TAIL_CHUNK_MIN_SHIFT, 4096);
 	if (!c)
 		return -ENOBUFS;
-	if (pread(seg->fd, c->mem, 4096, (off_t)base) < (ssize_t)head) {
+	if (pread(seg->fd, c->mem, 4096, (off_t)base) < (ssize_t)head) { /* style: allow start-up: the log opens */
 		tail_chunk_put(&pl->st->tail, c);
 		return -EIO;
 	}
@@ -992,7 +992,7 @@ static int segment_checkpoint_prefix(struct plog *pl, struct segment *seg)
 	}
 	if (!tr.end_pos)
 		return 0;
-	if (pl->cfg.durability != PLOG_DUR_SYNC && fdatasync(seg->fd) < 0)
+	if (pl->cfg.durability != PLOG_DUR_SYNC && fdatasync(seg->fd) < 0) /* style: allow blocking: plog_checkpoint, not yet on the ring */
 		return -errno;
 	segment_index_path(seg, name, sizeof(name));
 	snprintf(path, sizeof(path), "%s/%s", pl->dir, name);

@@ -281,66 +281,182 @@ static int64_t record_for_time(const uint8_t *b, int64_t ts, int64_t *rts)
 	return -1;
 }
 
+/* The offset to start a segment's walk from: the last indexed batch at or
+ * before the time index's position for ts (every batch before that
+ * position has max timestamp < ts). */
+static int64_t time_start_offset(const struct segment *seg, int64_t ts)
+{
+	uint32_t pos = seg_index_lookup_time(&seg->ix, ts), lo = 0, hi = seg->ix.n_off;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (seg->ix.off[mid].position <= pos)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return seg->base_offset + (lo ? seg->ix.off[lo - 1].rel_offset : 0);
+}
+
+/* Place q->at in a segment that can hold ts: the one it is in, or on entering
+ * a new segment the first from there whose max timestamp reaches ts, from
+ * its time index on. 0 if no segment is left. */
+static int time_seek(struct plog *pl, struct plog_time *q)
+{
+	struct segment *seg;
+
+	if (q->at < pl->log_start)
+		q->at = pl->log_start;
+	if (q->at >= pl->next_offset)
+		return 0;
+	seg = segment_for_offset(pl, q->at);
+	if (!seg)
+		seg = pl->seg_head;
+	if (seg && seg->base_offset == q->seg_base)
+		return 1;
+	while (seg && (seg->max_timestamp == INT64_MIN || seg->max_timestamp < q->ts))
+		seg = seg->next;
+	if (!seg)
+		return 0;
+	q->seg_base = seg->base_offset;
+	if (seg->base_offset > q->at)
+		q->at = seg->base_offset;
+	{
+		int64_t from = time_start_offset(seg, q->ts);
+
+		if (from > q->at)
+			q->at = from;
+	}
+	if (q->at < pl->log_start)
+		q->at = pl->log_start;
+	return q->at < pl->next_offset;
+}
+
+/* Look through the batches a read returned. 1: the walk ended (q->err);
+ * 0: go on from q->at. */
+static int time_scan(struct plog *pl, struct plog_time *q)
+{
+	struct plog_read *rd = &q->rd;
+	uint32_t at = 0;
+
+	if (rd->err) {
+		q->err = rd->err;
+		plog_read_release(rd);
+		return 1;
+	}
+	if (!rd->bytes) {
+		/* nothing readable from here in this segment: the next one */
+		struct segment *seg = segment_for_offset(pl, q->at);
+
+		plog_read_release(rd);
+		if (!seg || !seg->next) {
+			q->err = -ENOENT;
+			return 1;
+		}
+		q->at = seg->next->base_offset;
+		return 0;
+	}
+	while (at + BATCH_HEADER_SIZE <= rd->bytes) {
+		const uint8_t *b = rd->data + at;
+		uint32_t size = batch_size(b);
+
+		if (size > rd->bytes - at)
+			break;
+		if (batch_max_timestamp(b) >= q->ts) {
+			int64_t o = record_for_time(b, q->ts, &q->timestamp);
+
+			if (o >= 0) {
+				q->offset = o < pl->log_start ? pl->log_start : o;
+				q->err = 0;
+				plog_read_release(rd);
+				return 1;
+			}
+		}
+		if (batch_last_offset(b) + 1 > q->at)
+			q->at = batch_last_offset(b) + 1;
+		at += size;
+	}
+	plog_read_release(rd);
+	return 0;
+}
+
+static void time_read_done(struct plog_read *rd);
+
+/* Read on until a read goes to the disk (0) or the walk ends (1). */
+static int time_walk(struct plog *pl, struct plog_time *q)
+{
+	for (;;) {
+		int rc;
+
+		if (!time_seek(pl, q)) {
+			q->err = -ENOENT;
+			return 1;
+		}
+		memset(&q->rd, 0, sizeof(q->rd));
+		q->rd.offset = q->at;
+		q->rd.max_offset = pl->next_offset;
+		q->rd.max_bytes = q->buf_cap > (128u << 10) ? q->buf_cap / 2 : 65536;
+		q->rd.buf = q->buf;
+		q->rd.buf_cap = q->buf_cap;
+		q->rd.done = time_read_done;
+		q->rd.arg = q;
+		rc = plog_read(pl, &q->rd);
+		if (rc == 0)
+			return 0;
+		if (rc < 0) {
+			q->err = rc;
+			return 1;
+		}
+		if (time_scan(pl, q))
+			return 1;
+	}
+}
+
+static void time_read_done(struct plog_read *rd)
+{
+	struct plog_time *q = rd->arg;
+	struct plog *pl = q->pl;
+
+	if (time_scan(pl, q) || time_walk(pl, q))
+		q->done(q);
+}
+
+int plog_find_time(struct plog *pl, struct plog_time *q)
+{
+	q->pl = pl;
+	q->offset = -1;
+	q->timestamp = -1;
+	q->err = 0;
+	q->at = pl->log_start;
+	q->seg_base = INT64_MIN;
+	return time_walk(pl, q);
+}
+
+static void time_sync_done(struct plog_time *q)
+{
+	*(int *)q->arg = 1;
+}
+
 int plog_offset_for_time(struct plog *pl, int64_t ts, int64_t *offset, int64_t *timestamp)
 {
-	for (struct segment *seg = pl->seg_head; seg; seg = seg->next) {
-		struct seg_scan sc;
-		uint64_t pos;
-		int rc, err;
-		const uint8_t *h;
+	struct plog_time q = { .ts = ts, .done = time_sync_done };
+	int finished = 0;
+	size_t cap = align_up4k(pl->cfg.max_batch * 2ull + 65536);
 
-		if (seg->max_timestamp == INT64_MIN || seg->max_timestamp < ts)
-			continue;
-		pos = seg_index_lookup_time(&seg->ix, ts);
-		/* scan from the disk copy up to what is flushed, then the tail */
-		if ((rc = seg_scan_init(&sc, seg->fd, pos, seg->flushed,
-					align_up4k(pl->cfg.max_batch * 2ull + 8192))) < 0)
-			return rc;
-		while ((h = seg_scan_peek(&sc, BATCH_LOG_OVERHEAD + 5, &err))) {
-			uint32_t size = batch_size(h);
-
-			if (batch_length(h) < BATCH_HEADER_SIZE - BATCH_LOG_OVERHEAD ||
-			    !(h = seg_scan_peek(&sc, size, &err)))
-				break;
-			if (batch_base_offset(h) >= pl->log_start && batch_max_timestamp(h) >= ts) {
-				int64_t o = record_for_time(h, ts, timestamp);
-
-				if (o >= 0) {
-					*offset = o < pl->log_start ? pl->log_start : o;
-					seg_scan_fini(&sc);
-					return 0;
-				}
-			}
-			sc.pos += size;
-		}
-		pos = sc.pos;
-		seg_scan_fini(&sc);
-		/* the unflushed rest lives in the tail */
-		for (struct tail_chunk *c = pl->chunk_head; c; c = c->next) {
-			uint64_t p;
-
-			if (c->seg != seg)
-				continue;
-			p = c->file_base + c->data_start;
-			if (p < pos)
-				p = pos;
-			while (p + BATCH_HEADER_SIZE <= c->file_base + c->len) {
-				const uint8_t *b = c->mem + (p - c->file_base);
-
-				if (batch_max_timestamp(b) >= ts) {
-					int64_t o = record_for_time(b, ts, timestamp);
-
-					if (o >= 0) {
-						*offset = o;
-						return 0;
-					}
-				}
-				p += batch_size(b);
-			}
-			pos = p;
-		}
-	}
-	return -ENOENT;
+	q.arg = &finished;
+	if (posix_memalign((void **)&q.buf, 4096, cap))
+		return -ENOMEM;
+	q.buf_cap = (uint32_t)cap;
+	if (plog_find_time(pl, &q) == 0)
+		while (!finished)
+			store_poll(pl->st, 1);
+	free(q.buf);
+	if (q.err)
+		return q.err;
+	*offset = q.offset;
+	*timestamp = q.timestamp;
+	return 0;
 }
 
 int64_t plog_offset_near_end(const struct plog *pl, uint64_t window)

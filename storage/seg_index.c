@@ -150,7 +150,7 @@ int seg_index_save(const struct seg_index *ix, const char *path, const struct se
 	}
 	if (write(fd, buf, size) != (ssize_t)size)
 		rc = -EIO;
-	else if (fdatasync(fd) < 0)
+	else if (fdatasync(fd) < 0) /* style: allow blocking: index save at roll/checkpoint, not yet on the ring */
 		rc = -errno;
 	close(fd);
 	if (!rc && rename(tmp, path) < 0)
@@ -173,7 +173,7 @@ int seg_index_load(struct seg_index *ix, const char *path, int64_t base_offset,
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (pread(fd, hdr, sizeof(hdr), 0) != sizeof(hdr) ||
+	if (pread(fd, hdr, sizeof(hdr), 0) != sizeof(hdr) || /* style: allow start-up: the log opens */
 	    be32_load(hdr + OF_IDX_Magic) != SEG_INDEX_MAGIC ||
 	    be16_load(hdr + OF_IDX_Version) != SEG_INDEX_VERSION ||
 	    (int64_t)be64_load(hdr + OF_IDX_BaseOffset) != base_offset) {
@@ -192,7 +192,7 @@ int seg_index_load(struct seg_index *ix, const char *path, int64_t base_offset,
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (pread(fd, body, blen, SEG_INDEX_HEADER_SIZE) != (ssize_t)blen) {
+	if (pread(fd, body, blen, SEG_INDEX_HEADER_SIZE) != (ssize_t)blen) { /* style: allow start-up: the log opens */
 		rc = -EBADMSG;
 		goto out;
 	}

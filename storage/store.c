@@ -71,6 +71,13 @@ struct io_uring_sqe *store_sqe(struct store *st)
 	return sqe;
 }
 
+void store_call_submit(struct store *st, struct io_uring_sqe *sqe, struct store_call *call)
+{
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)call | STORE_OP_CALL);
+	st->inflight++;
+	io_uring_submit(st->ring);
+}
+
 int store_flush(struct store *st)
 {
 	struct plog *pl = st->dirty_head, *keep_head = NULL, *keep_tail = NULL, *next;
@@ -124,6 +131,9 @@ void store_complete(struct store *st, struct io_uring_cqe *cqe)
 		break;
 	case STORE_OP_PREP:
 		plog_prep_done(ptr, cqe->res);
+		break;
+	case STORE_OP_CALL:
+		((struct store_call *)ptr)->done(ptr, cqe->res);
 		break;
 	}
 }

@@ -22,14 +22,23 @@
 #include "storage/tail.h"
 
 /* user_data = pointer | op. Pointers are 8-byte aligned, so ops 1..7 fit in
- * the low bits; 1..4 are storage's, 5..7 are left to the shard. */
+ * the low bits; 1..4 and 6 are storage's, 5 and 7 are left to the shard. */
 enum store_op {
 	STORE_OP_WRITE = 1,     /* struct plog_write: O_DIRECT segment write */
 	STORE_OP_FALLOC = 2,    /* struct segment: extent preallocation */
 	STORE_OP_READ = 3,      /* struct plog_read: O_DIRECT read */
 	STORE_OP_PREP = 4,      /* struct plog: next segment's first extent */
+	STORE_OP_CALL = 6,      /* struct store_call: an op with its own completion */
 };
 #define STORE_OP_MASK 7ull
+
+/* A storage operation of the slow path on the shard's ring (a producer
+ * snapshot's write, its fdatasync, its rename; a compaction's): the
+ * completion calls done(call, cqe->res) on the shard. The struct is the
+ * caller's and must live until done runs; one SQE in flight per call. */
+struct store_call {
+	void (*done)(struct store_call *call, int res);
+} __attribute__((aligned(8)));
 
 struct plog;
 
@@ -93,7 +102,7 @@ static inline int store_owns_cqe(uint64_t user_data)
 {
 	uint64_t op = user_data & STORE_OP_MASK;
 
-	return op >= STORE_OP_WRITE && op <= STORE_OP_PREP;
+	return (op >= STORE_OP_WRITE && op <= STORE_OP_PREP) || op == STORE_OP_CALL;
 }
 
 /* Queue a partition for the next group commit. @thread shard */
@@ -118,5 +127,9 @@ void store_drain(struct store *st);
 
 /* Get an SQE, submitting pending ones if the SQ is full. */
 struct io_uring_sqe *store_sqe(struct store *st);
+
+/* Tag a prepared SQE with `call` and submit it: its completion calls
+ * call->done. @thread shard */
+void store_call_submit(struct store *st, struct io_uring_sqe *sqe, struct store_call *call);
 
 #endif

@@ -367,6 +367,94 @@ Test(plog, index_lookup_by_offset_and_time)
 	plog_close(pl);
 }
 
+/* ListOffsets by timestamp through the asynchronous walk (plog_find_time):
+ * the right offset whether the batches are in the tail or only on disk,
+ * across segments, before the first record, after the last, and from disk
+ * alone after a restart (the tail is empty then). */
+struct time_seen {
+	int calls;
+};
+
+static void time_done(struct plog_time *q)
+{
+	((struct time_seen *)q->arg)->calls++;
+}
+
+/* Run one lookup to its end; *went_async says whether a read hit the disk. */
+static int find_time(struct plog *pl, int64_t ts, int64_t *off, int64_t *rts, int *went_async)
+{
+	struct time_seen seen = { 0 };
+	struct plog_time q = { .ts = ts, .buf = rbuf, .buf_cap = RBUF_CAP, .done = time_done, .arg = &seen };
+	int rc = plog_find_time(pl, &q);
+
+	cr_assert(rc == 0 || rc == 1, "plog_find_time: %d", rc);
+	if (rc == 0)
+		while (!seen.calls)
+			store_poll(&st, 1);
+	cr_assert_eq(seen.calls, rc == 0 ? 1 : 0, "done called %d times", seen.calls);
+	if (went_async)
+		*went_async |= rc == 0;
+	*off = q.offset;
+	*rts = q.timestamp;
+	return q.err;
+}
+
+Test(plog, offset_for_time_async)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	int64_t off, ts;
+	int disk = 0;
+
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 16 * 1024;
+	cfg.durability = PLOG_DUR_WRITE;
+	pl = open_log(&cfg);
+	/* batch i: 3 records with timestamps 10000 + 10*i + {0,1,2} */
+	for (int i = 0; i < 300; i++)
+		append(pl, i, 3, 100, 10000 + 10 * i);
+	/* some still only in the tail */
+	for (int i = 0; i < 300; i += 23) {
+		cr_assert_eq(find_time(pl, 10000 + 10 * i + 2, &off, &ts, NULL), 0);
+		cr_assert_eq(off, i * 3 + 2);
+		cr_assert_eq(ts, 10000 + 10 * i + 2);
+	}
+	store_drain(&st);
+	cr_assert_gt(plog_segment_count(pl), 5);
+	for (int i = 0; i < 300; i += 29) {
+		cr_assert_eq(find_time(pl, 10000 + 10 * i + 1, &off, &ts, NULL), 0);
+		cr_assert_eq(off, i * 3 + 1, "batch %d: %lld", i, (long long)off);
+		cr_assert_eq(find_time(pl, 10000 + 10 * i + 5, &off, &ts, NULL), 0);
+		cr_assert_eq(off, (i + 1) * 3, "between batches %d: %lld", i, (long long)off);
+		cr_assert_eq(ts, 10000 + 10 * (i + 1));
+	}
+	/* before the first record: the first; after the last: none */
+	cr_assert_eq(find_time(pl, 0, &off, &ts, NULL), 0);
+	cr_assert_eq(off, 0);
+	cr_assert_eq(ts, 10000);
+	cr_assert_eq(find_time(pl, 10000 + 10 * 299 + 2, &off, &ts, NULL), 0);
+	cr_assert_eq(off, 899);
+	cr_assert_eq(find_time(pl, 10000 + 10 * 299 + 3, &off, &ts, NULL), -ENOENT);
+	cr_assert_eq(off, -1);
+	plog_close(pl);
+
+	/* after a restart everything is on disk: the walk reads through the ring */
+	pl = open_log(&cfg);
+	for (int i = 0; i < 300; i += 31) {
+		cr_assert_eq(find_time(pl, 10000 + 10 * i, &off, &ts, &disk), 0);
+		cr_assert_eq(off, i * 3, "after restart, batch %d: %lld", i, (long long)off);
+		cr_assert_eq(ts, 10000 + 10 * i);
+	}
+	cr_assert(disk, "no lookup went to the disk");
+	cr_assert_eq(find_time(pl, -5, &off, &ts, NULL), 0);
+	cr_assert_eq(off, 0);
+	cr_assert_eq(find_time(pl, 99999999, &off, &ts, NULL), -ENOENT);
+	/* the synchronous wrapper agrees */
+	cr_assert_eq(plog_offset_for_time(pl, 10000 + 10 * 150 + 1, &off, &ts), 0);
+	cr_assert_eq(off, 451);
+	plog_close(pl);
+}
+
 static int64_t durable_seen;
 static void on_durable(struct plog *pl, int64_t off, int err, void *arg)
 {

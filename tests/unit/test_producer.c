@@ -2,12 +2,26 @@
  * duplicates, gaps, epochs, the wrap, the 5-batch window, growth, expiry and
  * snapshots. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "dataplane/producer.h"
+
+/* the ring the snapshots are saved on */
+static struct store *test_store(void)
+{
+	static struct store st;
+	static int ready;
+
+	if (!ready) {
+		cr_assert_eq(store_init(&st, NULL, 1u << 20), 0);
+		ready = 1;
+	}
+	return &st;
+}
 
 static void rec(struct producer_table *t, int64_t pid, int16_t epoch, int32_t first, int32_t n, int64_t base,
 		int64_t now)
@@ -88,7 +102,7 @@ Test(producer, snapshot_round_trip_and_corruption)
 	for (int i = 0; i < 6; i++)
 		rec(&t, 42, 3, i, 1, 100 + i, 9);
 	rec(&t, 43, 0, 0, 5, 200, 9);
-	cr_assert_eq(producer_snapshot_save(&t, dfd, 205), 0);
+	cr_assert_eq(producer_snapshot_save(&t, test_store(), dfd, 205), 0);
 	cr_assert_eq(producer_snapshot_load(&u, dfd), 205);
 	cr_assert_eq(u.n, 2);
 	cr_assert_eq(check(&u, 42, 3, 5, 1, &d), PRODUCER_DUPLICATE);
@@ -142,7 +156,7 @@ Test(producer, open_transactions_snapshot_and_never_expire)
 	producer_expire(&t, 1000000, 1000);
 	cr_assert_eq(t.n, 2, "only the producer without a transaction expires");
 	cr_assert_null(producer_entry(&t, 9, 0, 0));
-	cr_assert_eq(producer_snapshot_save(&t, dfd, 70), 0);
+	cr_assert_eq(producer_snapshot_save(&t, test_store(), dfd, 70), 0);
 	cr_assert_eq(producer_snapshot_load(&u, dfd), 70);
 	e = producer_entry(&u, 7, 0, 0);
 	cr_assert(e && e->txn_first == 50 && e->epoch == 1, "the open transaction's first offset");
@@ -153,4 +167,59 @@ Test(producer, open_transactions_snapshot_and_never_expire)
 	unlinkat(dfd, "producers.snapshot", 0);
 	close(dfd);
 	rmdir(dir);
+}
+
+/* A save on the ring: the previous snapshot stays whole and is what a
+ * restart reads until the new one is synced and renamed over it; a save
+ * that fails (the directory is gone) leaves nothing half-written. */
+static void snap_done(struct producer_snap *s)
+{
+	(*(int *)s->arg)++;
+}
+
+Test(producer, snapshot_on_the_ring_replaces_the_old_only_when_durable)
+{
+	struct producer_table t = { 0 }, u = { 0 };
+	struct producer_snap s = { .done = snap_done };
+	struct store *st = test_store();
+	char dir[] = "/tmp/sluice-producer-XXXXXX";
+	int dfd, calls = 0;
+
+	cr_assert_not_null(mkdtemp(dir));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	cr_assert_geq(dfd, 0);
+	for (int64_t pid = 0; pid < 3000; pid++)
+		rec(&t, pid, 1, 0, 2, pid * 2, 9);
+	cr_assert_eq(producer_snapshot_save(&t, st, dfd, 6000), 0);
+	rec(&t, 5000, 0, 0, 1, 6000, 9);
+	s.arg = &calls;
+	cr_assert_eq(producer_snapshot_start(&s, &t, st, dfd, 6001), 0);
+	cr_assert(s.busy);
+	cr_assert_eq(producer_snapshot_start(&s, &t, st, dfd, 6001), -EBUSY, "one save at a time");
+	/* the table may change while the save is in flight: it was copied */
+	rec(&t, 6000, 0, 0, 1, 6001, 9);
+	cr_assert_eq(producer_snapshot_load(&u, dfd), 6000, "the old snapshot until the rename");
+	producer_table_free(&u);
+	while (!calls)
+		store_poll(st, 1);
+	cr_assert_eq(calls, 1);
+	cr_assert_eq(s.err, 0);
+	cr_assert(!s.busy);
+	cr_assert_eq(producer_snapshot_load(&u, dfd), 6001);
+	cr_assert_eq(u.n, 3001);
+	cr_assert_null(producer_entry(&u, 6000, 0, 0), "taken after the start");
+	producer_table_free(&u);
+	cr_assert_eq(faccessat(dfd, "producers.snapshot.tmp", F_OK, 0), -1, "no temporary left");
+
+	/* the directory goes away: the save fails at its first step, no done
+	 * is lost and nothing is left behind */
+	unlinkat(dfd, "producers.snapshot", 0);
+	cr_assert_eq(rmdir(dir), 0);
+	cr_assert_eq(producer_snapshot_start(&s, &t, st, dfd, 6002), 0);
+	while (calls < 2)
+		store_poll(st, 1);
+	cr_assert_lt(s.err, 0);
+	cr_assert(!s.busy);
+	close(dfd);
+	producer_table_free(&t);
 }
