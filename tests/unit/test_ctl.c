@@ -32,6 +32,7 @@ static struct shard_msg to_shard_slots[RING_SLOTS], to_ctl_slots[RING_SLOTS];
 static char *dir;
 static uint64_t now = T0;
 static int peer = -1;
+static int short_retention;   /* the ctl_expiry suite: offsets kept 1 minute */
 
 static int64_t wall_at(uint64_t t)
 {
@@ -107,6 +108,10 @@ static void setup(void)
 	set("admin.listen", "");                        /* no admin endpoint */
 	set("offsets.topic.num.partitions", "1");
 	set("transaction.state.log.num.partitions", "1");
+	if (short_retention) {
+		set("offsets.retention.minutes", "1");
+		set("offsets.retention.check.interval.ms", "1000");
+	}
 	b.cfg = cfg;
 	snprintf(b.set.listen_host, sizeof(b.set.listen_host), "127.0.0.1");
 	snprintf(b.set.adv_host, sizeof(b.set.adv_host), "127.0.0.1");
@@ -407,20 +412,12 @@ static void join_and_sync(const char *group, int32_t session_ms)
 	cr_assert_eq(sr->Assignment.len, (int32_t)sizeof(meta));
 }
 
-Test(ctl, group_join_sync_commit_and_fetch)
+static int16_t commit(int64_t offset)
 {
 	struct kafka_offset_commit_request cq;
 	struct kafka_offset_commit_request_offset_commit_request_topic ct;
 	struct kafka_offset_commit_request_offset_commit_request_partition cp;
 	const struct kafka_offset_commit_response *cr;
-	struct kafka_offset_fetch_request fq;
-	struct kafka_offset_fetch_request_offset_fetch_request_topic ft;
-	int32_t part0 = 0;
-	const struct kafka_offset_fetch_response *fr;
-
-	connect_client();
-	create_topic("t", 1);
-	join_and_sync("g", 30000);
 
 	kafka_offset_commit_request_init(&cq);
 	cq.GroupId = kstr("g");
@@ -428,7 +425,7 @@ Test(ctl, group_join_sync_commit_and_fetch)
 	cq.MemberId = kstr(member);
 	cq.RetentionTimeMs = -1;
 	cp.PartitionIndex = 0;
-	cp.CommittedOffset = 42;
+	cp.CommittedOffset = offset;
 	cp.CommittedLeaderEpoch = -1;
 	cp.CommittedMetadata = kstr("m");
 	ct.Name = kstr("t");
@@ -438,8 +435,17 @@ Test(ctl, group_join_sync_commit_and_fetch)
 	cq.Topics.count = 1;
 	cr = call(KAFKA_OFFSET_COMMIT_KEY, 2, &cq);
 	cr_assert_eq(cr->Topics.count, 1);
-	cr_assert_eq(cr->Topics.items[0].Partitions.items[0].ErrorCode, 0, "OffsetCommit: %d",
-		     cr->Topics.items[0].Partitions.items[0].ErrorCode);
+	cr_assert_eq(cr->Topics.items[0].Partitions.count, 1);
+	return cr->Topics.items[0].Partitions.items[0].ErrorCode;
+}
+
+/* The group's committed offset of t-0 (-1: none). */
+static int64_t committed(void)
+{
+	struct kafka_offset_fetch_request fq;
+	struct kafka_offset_fetch_request_offset_fetch_request_topic ft;
+	int32_t part0 = 0;
+	const struct kafka_offset_fetch_response *fr;
 
 	kafka_offset_fetch_request_init(&fq);
 	fq.GroupId = kstr("g");
@@ -452,7 +458,17 @@ Test(ctl, group_join_sync_commit_and_fetch)
 	cr_assert_eq(fr->Topics.count, 1);
 	cr_assert_eq(fr->Topics.items[0].Partitions.count, 1);
 	cr_assert_eq(fr->Topics.items[0].Partitions.items[0].ErrorCode, 0);
-	cr_assert_eq(fr->Topics.items[0].Partitions.items[0].CommittedOffset, 42);
+	return fr->Topics.items[0].Partitions.items[0].CommittedOffset;
+}
+
+Test(ctl, group_join_sync_commit_and_fetch)
+{
+	connect_client();
+	create_topic("t", 1);
+	join_and_sync("g", 30000);
+	cr_assert_eq(commit(42), 0, "OffsetCommit");
+	cr_assert_eq(committed(), 42);
+	cr_assert_eq(group_coord_stats(ctl_groups(ctl))->commits, 1);
 }
 
 /* ---- (e) a member's session timeout, on the injected clock only ------- */
@@ -482,5 +498,42 @@ Test(ctl, session_timeout_expires_a_member_when_the_clock_moves)
 	cr_assert_eq(heartbeat(), 0, "expired before its session timeout");
 	/* 7 s with no heartbeat: the tick of that turn removes it */
 	advance_ms(7000);
+	cr_assert_eq(group_coord_stats(ctl_groups(ctl))->members_expired, 1, "expired by that turn's tick");
 	cr_assert_eq(heartbeat(), 25, "UNKNOWN_MEMBER_ID after the session timed out");
+}
+
+/* ---- offsets expiry, on the injected wall clock ----------------------- */
+
+static int offset_expired(void)
+{
+	return group_coord_stats(ctl_groups(ctl))->offsets_expired == 1;
+}
+
+static void setup_expiry(void)
+{
+	short_retention = 1;
+	setup();
+}
+
+TestSuite(ctl_expiry, .init = setup_expiry, .fini = teardown, .timeout = 60);
+
+Test(ctl_expiry, an_empty_groups_offsets_expire_after_the_retention)
+{
+	connect_client();
+	create_topic("t", 1);
+	join_and_sync("g", 6000);
+	cr_assert_eq(commit(7), 0, "OffsetCommit");
+	/* the member's session ends: the group is empty from now */
+	advance_ms(7000);
+	cr_assert_eq(group_coord_stats(ctl_groups(ctl))->members_expired, 1);
+	cr_assert_eq(committed(), 7);
+	/* 50 s empty: kept (offsets.retention.minutes=1) */
+	advance_ms(50000);
+	cr_assert_eq(committed(), 7, "expired before offsets.retention.minutes");
+	/* past a minute empty, at the next check: gone */
+	advance_ms(12000);
+	/* the tombstone is written to __consumer_offsets; the offset goes
+	 * once it is durable (the disk, in real time) */
+	cr_assert(run_until(offset_expired), "kept past offsets.retention.minutes");
+	cr_assert_eq(committed(), -1);
 }
