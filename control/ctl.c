@@ -99,6 +99,11 @@ struct ctl {
 	int admin_port;              /* its port (0: off), set before ready */
 	struct pub_block *pubs;      /* every partition's published block, freed at exit */
 	int64_t started_ms;          /* wall clock at start (uptime) */
+	/* the loop: the turn's clock (ctl_poll's), what the idle policy needs */
+	int64_t now_ms;              /* monotonic ms of this turn */
+	int64_t wall;                /* wall-clock ms of this turn */
+	int timeout;                 /* ms to the next timer, after the turn */
+	uint32_t parked_left;        /* messages still parked after the turn */
 };
 
 /* Published blocks of partitions (struct part_pub): allocated here when a
@@ -1454,15 +1459,20 @@ static void ctl_report_cycles(struct broker *b)
 	fflush(stdout);
 }
 
-static void *ctl_main(void *arg)
+/* Start-up: the metadata log, the coordinators, the internal topics in
+ * the metadata log, the admin endpoint, and the replay started (every
+ * topic's partitions opening on their shards). The replay finishes in
+ * later turns; ctl_is_ready says when. 0, or -errno with the start-up
+ * error set (ctl_wait_ready reports it). */
+int ctl_init(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 {
-	struct ctl *ctl = arg;
 	struct broker *b = ctl->b;
 	struct ctl_op *op;
 	int rc, n;
 
-	pthread_setname_np(pthread_self(), "sluice-ctl");
-	ctl->started_ms = wall_ms();
+	ctl->now_ms = (int64_t)(now_ns / 1000000);
+	ctl->wall = now_ms;
+	ctl->started_ms = wall_ms();   /* uptime: the real clock */
 	rc = metalog_open(b->set.data_dir, b->set.node_id, &ctl->ml);
 	if (rc < 0) {
 		pthread_mutex_lock(&ctl->lock);
@@ -1472,13 +1482,13 @@ static void *ctl_main(void *arg)
 			 b->set.data_dir, strerror(-rc));
 		pthread_cond_broadcast(&ctl->cond);
 		pthread_mutex_unlock(&ctl->lock);
-		return NULL;
+		return rc;
 	}
 	snprintf(b->set.cluster_id, sizeof(b->set.cluster_id), "%s", metalog_cluster_id(ctl->ml));
 	/* the broker configs changed at run time, before any topic is built */
 	if ((rc = ctl_build_cfg(ctl, &ctl->eff)) < 0) {
 		ctl_set_ready(ctl, rc, "out of memory building the broker config");
-		return NULL;
+		return rc;
 	}
 	if (group_coord_create(ctl, b, ctl->cfg, &ctl->gc) < 0 ||
 	    txn_coord_create(ctl, b, ctl->cfg, ctl->gc, &ctl->tc) < 0)
@@ -1492,7 +1502,7 @@ static void *ctl_main(void *arg)
 		rc = metalog_create_topic(ctl->ml, TXN_STATE_TOPIC, np, k, v, 2, NULL);
 		if (rc < 0) {
 			ctl_set_ready(ctl, rc, "cannot create " TXN_STATE_TOPIC " in the metadata log");
-			return NULL;
+			return rc;
 		}
 	}
 	if (!metalog_topic(ctl->ml, GROUP_OFFSETS_TOPIC)) {
@@ -1504,7 +1514,7 @@ static void *ctl_main(void *arg)
 		rc = metalog_create_topic(ctl->ml, GROUP_OFFSETS_TOPIC, np, k, v, 2, NULL);
 		if (rc < 0) {
 			ctl_set_ready(ctl, rc, "cannot create " GROUP_OFFSETS_TOPIC " in the metadata log");
-			return NULL;
+			return rc;
 		}
 	}
 	/* the admin endpoint, once the metadata log is open: /v1/health says
@@ -1515,7 +1525,7 @@ static void *ctl_main(void *arg)
 		rc = admin_http_start(ctl, b, ctl->cfg, &ctl->admin, aerr, sizeof(aerr));
 		if (rc < 0) {
 			ctl_set_ready(ctl, rc, aerr);
-			return NULL;
+			return rc;
 		}
 		if (aerr[0])
 			fprintf(stderr, "sluiced: %s\n", aerr);
@@ -1546,62 +1556,90 @@ static void *ctl_main(void *arg)
 	}
 	if (op->pending == 0)
 		ctl_op_step(ctl, op);
+	return 0;
+}
 
-	while (!ctl->stop) {
-		struct shard_msg m;
-		int work = 0, timeout;
-		uint32_t parked;
-		struct pollfd pfd[2] = { { .fd = ctl->wake_fd, .events = POLLIN },
-					 { .fd = ctl->admin ? admin_http_fd(ctl->admin) : -1, .events = POLLIN } };
+/* One turn with the given clock: parked messages first (they are older
+ * than anything sent below), the shards' rings, reclamation, the
+ * coordinators' timers and the admin endpoint's requests. Returns the
+ * work done (messages sent or handled); 0 lets the idle policy sleep
+ * until ctl->timeout. */
+int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
+{
+	struct broker *b = ctl->b;
+	struct shard_msg m;
+	int work = 0, timeout;
 
-		/* parked messages first: they are older than anything sent below */
-		work += ctl_flush_parked(ctl, &parked);
-		for (int from = 0; from < b->set.nshards; from++)
-			while (spsc_pop(b->rings[from][broker_ctl_index(b)], &m)) {
-				m.fn(ctl, &m);
-				work++;
-			}
-		ctl_reclaim(ctl);
-		if (b->stopping)
-			group_stopping(ctl->gc);
-		if (__atomic_exchange_n(&b->report_groups, 0, __ATOMIC_ACQ_REL)) {
-			txn_report(ctl->tc);
-			group_report(ctl->gc);
-			ctl_report_cycles(b);
+	ctl->now_ms = (int64_t)(now_ns / 1000000);
+	ctl->wall = now_ms;
+	work += ctl_flush_parked(ctl, &ctl->parked_left);
+	for (int from = 0; from < b->set.nshards; from++)
+		while (spsc_pop(b->rings[from][broker_ctl_index(b)], &m)) {
+			m.fn(ctl, &m);
+			work++;
 		}
-		timeout = group_tick(ctl->gc, 100);
-		timeout = txn_tick(ctl->tc, timeout);
-		if (ctl->admin) {
-			/* the admin endpoint's requests run here, on this thread */
-			admin_http_run(ctl->admin);
-			timeout = admin_http_timeout(ctl->admin, timeout);
-		}
-		if (work)
-			continue;
-		if (parked && timeout > 1)
-			timeout = 1;   /* a shard frees ring slots without waking us */
-		__atomic_store_n(&ctl->sleeping, 1, __ATOMIC_SEQ_CST);
-		for (int from = 0; from < b->set.nshards; from++)
-			if (!spsc_empty(b->rings[from][broker_ctl_index(b)]))
-				work = 1;
-		if (!work && poll(pfd, 2, timeout) > 0 && (pfd[0].revents & POLLIN)) {
-			uint64_t v;
-
-			if (read(ctl->wake_fd, &v, sizeof(v)) < 0) {
-				/* EAGAIN: raced with another reader; nothing to do */
-			}
-		}
-		__atomic_store_n(&ctl->sleeping, 0, __ATOMIC_SEQ_CST);
+	ctl_reclaim(ctl);
+	if (b->stopping)
+		group_stopping(ctl->gc);
+	if (__atomic_exchange_n(&b->report_groups, 0, __ATOMIC_ACQ_REL)) {
+		txn_report(ctl->tc);
+		group_report(ctl->gc);
+		ctl_report_cycles(b);
 	}
+	timeout = group_tick(ctl->gc, ctl->now_ms, 100);
+	timeout = txn_tick(ctl->tc, ctl->now_ms, ctl->wall, timeout);
+	if (ctl->admin) {
+		/* the admin endpoint's requests run here, on this thread */
+		admin_http_run(ctl->admin);
+		timeout = admin_http_timeout(ctl->admin, timeout);
+	}
+	ctl->timeout = timeout;
+	return work;
+}
+
+/* The idle policy, after a turn that did no work: sleep in poll() on the
+ * wake eventfd and the admin endpoint's socket until the next timer
+ * (ctl->timeout), or 1 ms while messages are parked (a shard frees ring
+ * slots without waking us). The sleeping word is set first and the rings
+ * looked at again, so a shard that sends after that wakes us. */
+void ctl_idle(struct ctl *ctl)
+{
+	struct broker *b = ctl->b;
+	int timeout = ctl->timeout, work = 0;
+	struct pollfd pfd[2] = { { .fd = ctl->wake_fd, .events = POLLIN },
+				 { .fd = ctl->admin ? admin_http_fd(ctl->admin) : -1, .events = POLLIN } };
+
+	if (ctl->parked_left && timeout > 1)
+		timeout = 1;
+	__atomic_store_n(&ctl->sleeping, 1, __ATOMIC_SEQ_CST);
+	for (int from = 0; from < b->set.nshards; from++)
+		if (!spsc_empty(b->rings[from][broker_ctl_index(b)]))
+			work = 1;
+	if (!work && poll(pfd, 2, timeout) > 0 && (pfd[0].revents & POLLIN)) {
+		uint64_t v;
+
+		if (read(ctl->wake_fd, &v, sizeof(v)) < 0) {
+			/* EAGAIN: raced with another reader; nothing to do */
+		}
+	}
+	__atomic_store_n(&ctl->sleeping, 0, __ATOMIC_SEQ_CST);
+}
+
+/* After the last turn, the shards stopped: the admin endpoint, the
+ * metadata log and the coordinators closed; the snapshot, its topics and
+ * what is retired freed (their partitions were closed by the shards). */
+void ctl_fini(struct ctl *ctl)
+{
+	struct broker *b = ctl->b;
+
 	admin_http_stop(ctl->admin);
 	ctl->admin = NULL;
 	metalog_close(ctl->ml);
+	ctl->ml = NULL;
 	txn_coord_destroy(ctl->tc);
 	ctl->tc = NULL;
 	group_coord_destroy(ctl->gc);
 	ctl->gc = NULL;
-	/* the shards have stopped: free the snapshot, its topics and what is
-	 * retired (their partitions were closed by the shards) */
 	{
 		struct md_snapshot *md = b->md;
 		struct config *mdcfg = md ? (struct config *)md->cfg : NULL;
@@ -1637,9 +1675,35 @@ static void *ctl_main(void *arg)
 			free(pb);
 		}
 		/* the shards have stopped: nobody is left to take these */
-		for (int i = 0; i < b->set.nshards; i++)
+		for (int i = 0; i < b->set.nshards; i++) {
 			free(ctl->park[i].q);
+			ctl->park[i].q = NULL;
+			ctl->park[i].len = ctl->park[i].cap = 0;
+		}
 	}
+}
+
+static uint64_t ctl_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The thread: start-up, then one clock per turn, a turn, and the idle
+ * policy when the turn found nothing to do; teardown once stopped. */
+static void *ctl_main(void *arg)
+{
+	struct ctl *ctl = arg;
+
+	pthread_setname_np(pthread_self(), "sluice-ctl");
+	if (ctl_init(ctl, ctl_mono_ns(), wall_ms()) < 0)
+		return NULL;
+	while (!ctl->stop)
+		if (ctl_poll(ctl, ctl_mono_ns(), wall_ms()) == 0)
+			ctl_idle(ctl);
+	ctl_fini(ctl);
 	return NULL;
 }
 
@@ -1658,7 +1722,17 @@ int64_t ctl_started_ms(const struct ctl *ctl)
 	return ctl->started_ms;
 }
 
-int ctl_start(struct broker *b, struct config *cfg, struct ctl **out)
+int64_t ctl_now_ms(const struct ctl *ctl)
+{
+	return ctl->now_ms;
+}
+
+int64_t ctl_wall_ms(const struct ctl *ctl)
+{
+	return ctl->wall;
+}
+
+int ctl_create(struct broker *b, struct config *cfg, struct ctl **out)
 {
 	struct ctl *ctl = calloc(1, sizeof(*ctl));
 	int idx = broker_ctl_index(b);
@@ -1668,14 +1742,43 @@ int ctl_start(struct broker *b, struct config *cfg, struct ctl **out)
 	ctl->b = b;
 	ctl->cfg = cfg;
 	ctl->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ctl->wake_fd < 0) {
+		free(ctl);
+		return -errno;
+	}
 	pthread_mutex_init(&ctl->lock, NULL);
 	pthread_cond_init(&ctl->cond, NULL);
 	b->wake_fd[idx] = ctl->wake_fd;
 	b->sleeping[idx] = &ctl->sleeping;
 	b->ctl = ctl;
 	the_ctl = ctl;
+	*out = ctl;
+	return 0;
+}
+
+void ctl_destroy(struct ctl *ctl)
+{
+	if (!ctl)
+		return;
+	if (the_ctl == ctl)
+		the_ctl = NULL;
+	if (ctl->b->ctl == ctl)
+		ctl->b->ctl = NULL;
+	close(ctl->wake_fd);
+	pthread_mutex_destroy(&ctl->lock);
+	pthread_cond_destroy(&ctl->cond);
+	free(ctl);
+}
+
+int ctl_start(struct broker *b, struct config *cfg, struct ctl **out)
+{
+	struct ctl *ctl;
+	int rc = ctl_create(b, cfg, &ctl);
+
+	if (rc < 0)
+		return rc;
 	if (pthread_create(&ctl->thread, NULL, ctl_main, ctl)) {
-		free(ctl);
+		ctl_destroy(ctl);
 		return -EAGAIN;
 	}
 	*out = ctl;
@@ -1707,6 +1810,5 @@ void ctl_stop(struct ctl *ctl)
 		}
 	}
 	pthread_join(ctl->thread, NULL);
-	close(ctl->wake_fd);
-	free(ctl);
+	ctl_destroy(ctl);
 }

@@ -52,10 +52,39 @@ struct ctl;
 
 /* @thread main. Start the control thread: it opens the metadata log,
  * replays it, opens every partition on its shard and publishes the first
- * snapshot; ctl_wait_ready returns 0 then, or -errno with err filled. */
+ * snapshot; ctl_wait_ready returns 0 then, or -errno with err filled.
+ * ctl_stop (once the shards have stopped) ends the thread and frees. */
 int ctl_start(struct broker *b, struct config *cfg, struct ctl **out);
 int ctl_wait_ready(struct ctl *ctl, char *err, size_t errlen);
 void ctl_stop(struct ctl *ctl);
+
+/* The control thread's state without its thread, for a caller that runs
+ * the loop itself (the unit tests, several loops in one OS thread, as
+ * Aeron tests its conductor). ctl_create registers it with the broker
+ * (its wake eventfd and sleeping word, b->ctl); cfg is borrowed until
+ * ctl_destroy. @thread main. */
+int ctl_create(struct broker *b, struct config *cfg, struct ctl **out);
+void ctl_destroy(struct ctl *ctl);
+/* @thread ctl. Start-up: the metadata log, the coordinators, the admin
+ * endpoint (off when admin.listen is ""), and the replay started; it ends
+ * in later turns (ctl_is_ready). 0, or -errno (ctl_wait_ready has the
+ * message). now_ns: monotonic ns; now_ms: wall-clock ms. */
+int ctl_init(struct ctl *ctl, uint64_t now_ns, int64_t now_ms);
+/* @thread ctl. One turn of the loop with the given clock: parked
+ * messages, the shards' rings, the coordinators' timers, the admin
+ * endpoint. Returns the work done; 0 means the idle policy may sleep. */
+int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms);
+/* @thread ctl. The thread's idle policy after a turn with no work: poll()
+ * on the wake eventfd and the admin socket until the next timer is due. */
+void ctl_idle(struct ctl *ctl);
+/* @thread ctl. Teardown after the last turn, once the shards stopped. */
+void ctl_fini(struct ctl *ctl);
+/* @thread ctl. The turn's clock, as given to ctl_poll (or ctl_init):
+ * monotonic ms, for deadlines; wall-clock ms, for timestamps and
+ * expiry. Everything on the control thread that compares times uses
+ * these, never the system clock, so a test can move time. */
+int64_t ctl_now_ms(const struct ctl *ctl);
+int64_t ctl_wall_ms(const struct ctl *ctl);
 
 /* @thread ctl. Send a message to thread `to`; a full ring parks it and
  * the control thread's loop sends it later, in order (never dropped,

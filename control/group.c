@@ -225,7 +225,7 @@ struct group *group_new(struct group_coord *gc, const char *id)
 
 	g->id = sdup(id);
 	g->state = G_EMPTY;
-	g->empty_since = wall_ms();
+	g->empty_since = ctl_wall_ms(gc->ctl);
 	hmap_put(&gc->groups, hmap_hash_str(id), g);
 	return g;
 }
@@ -557,7 +557,7 @@ static void member_remove(struct group_coord *gc, struct group *g, struct gmembe
 
 static void prepare_rebalance(struct group_coord *gc, struct group *g, enum group_rebalance_cause cause)
 {
-	int64_t now = mono_ms();
+	int64_t now = ctl_now_ms(gc->ctl);
 	int32_t rt = 0;
 
 	if (g->state == G_COMPLETING) {
@@ -628,7 +628,7 @@ static char *select_protocol(const struct group *g)
 
 static void complete_join(struct group_coord *gc, struct group *g)
 {
-	int64_t now = mono_ms();
+	int64_t now = ctl_now_ms(gc->ctl);
 
 	/* members that did not rejoin in time are out; so are ids handed out
 	 * with MEMBER_ID_REQUIRED that never came back */
@@ -650,7 +650,7 @@ static void complete_join(struct group_coord *gc, struct group *g)
 	g->protocol = NULL;
 	if (!g->members) {
 		g->state = G_EMPTY;
-		g->empty_since = wall_ms();
+		g->empty_since = ctl_wall_ms(gc->ctl);
 		free(g->leader);
 		g->leader = NULL;
 		owners_clear(g);
@@ -670,7 +670,7 @@ static void complete_join(struct group_coord *gc, struct group *g)
 
 static void maybe_complete_join(struct group_coord *gc, struct group *g)
 {
-	int64_t now = mono_ms();
+	int64_t now = ctl_now_ms(gc->ctl);
 
 	if (g->state != G_PREPARING)
 		return;
@@ -835,7 +835,7 @@ static void handle_join(struct group_coord *gc, struct kafka_ctx *ctx)
 				g->leader = sdup(old->id);
 			old->session_ms = q->SessionTimeoutMs;
 			old->rebalance_ms = rebalance_ms;
-			old->deadline = mono_ms() + old->session_ms;
+			old->deadline = ctl_now_ms(gc->ctl) + old->session_ms;
 			free(old->client_id);
 			old->client_id = kdup(ctx->req.header.ClientId);
 			if (!old->client_id)
@@ -862,7 +862,7 @@ static void handle_join(struct group_coord *gc, struct kafka_ctx *ctx)
 			struct gpending *p = xcalloc(1, sizeof(*p));
 
 			p->id = new_member_id(ctx, q->GroupInstanceId);
-			p->deadline = mono_ms() + q->SessionTimeoutMs;
+			p->deadline = ctl_now_ms(gc->ctl) + q->SessionTimeoutMs;
 			p->next = g->pending;
 			g->pending = p;
 			join_error(gc, ctx, KERR_MEMBER_ID_REQUIRED, p->id);
@@ -897,7 +897,7 @@ static void handle_join(struct group_coord *gc, struct kafka_ctx *ctx)
 			m->join = ctx;
 			m->session_ms = q->SessionTimeoutMs;
 			m->rebalance_ms = rebalance_ms;
-			m->deadline = mono_ms() + m->session_ms;
+			m->deadline = ctl_now_ms(gc->ctl) + m->session_ms;
 			if ((g->state == G_STABLE || g->state == G_COMPLETING) && member_same_protocols(m, q) &&
 			    !(g->state == G_STABLE && g->leader && !strcmp(g->leader, m->id))) {
 				/* a follower rejoining with nothing changed: current
@@ -913,7 +913,7 @@ static void handle_join(struct group_coord *gc, struct kafka_ctx *ctx)
 	}
 	m->session_ms = q->SessionTimeoutMs;
 	m->rebalance_ms = rebalance_ms;
-	m->deadline = mono_ms() + m->session_ms;
+	m->deadline = ctl_now_ms(gc->ctl) + m->session_ms;
 	m->join = ctx;
 	if (!g->ptype)
 		g->ptype = kdup(q->ProtocolType);
@@ -924,7 +924,7 @@ static void handle_join(struct group_coord *gc, struct kafka_ctx *ctx)
 	if (g->state == G_PREPARING && g->delay_deadline) {
 		/* the first rebalance of an empty group waits a little longer
 		 * for each newcomer (group.initial.rebalance.delay.ms) */
-		int64_t d = mono_ms() + gc->initial_delay;
+		int64_t d = ctl_now_ms(gc->ctl) + gc->initial_delay;
 
 		g->delay_deadline = d < g->rebalance_deadline ? d : g->rebalance_deadline;
 	}
@@ -973,7 +973,7 @@ static void handle_sync(struct group_coord *gc, struct kafka_ctx *ctx)
 		sync_answer(gc, ctx, KERR_ILLEGAL_GENERATION, NULL, 0);
 		return;
 	}
-	m->deadline = mono_ms() + m->session_ms;
+	m->deadline = ctl_now_ms(gc->ctl) + m->session_ms;
 	switch (g->state) {
 	case G_PREPARING:
 		sync_answer(gc, ctx, KERR_REBALANCE_IN_PROGRESS, NULL, 0);
@@ -1057,7 +1057,7 @@ static void handle_heartbeat(struct group_coord *gc, struct kafka_ctx *ctx)
 	else if (q->GenerationId != g->generation)
 		r->ErrorCode = KERR_ILLEGAL_GENERATION;
 	else {
-		m->deadline = mono_ms() + m->session_ms;
+		m->deadline = ctl_now_ms(gc->ctl) + m->session_ms;
 		r->ErrorCode = g->state == G_PREPARING ? KERR_REBALANCE_IN_PROGRESS : 0;
 	}
 	group_reply(gc, ctx);
@@ -1315,9 +1315,9 @@ int group_submit(struct kafka_ctx *ctx)
 
 /* ---- timers ------------------------------------------------------------------ */
 
-int group_tick(struct group_coord *gc, int max_ms)
+int group_tick(struct group_coord *gc, int64_t now_ms, int max_ms)
 {
-	int64_t now = mono_ms(), next = now + max_ms;
+	int64_t now = now_ms, next = now + max_ms;
 
 	/* heartbeats only move deadlines later: without a membership change
 	 * the last scan's earliest deadline still holds */
@@ -1412,7 +1412,7 @@ int group_coord_create(struct ctl *ctl, struct broker *b, const struct config *c
 									 : config_int(cfg, "offsets.retention.minutes") * 60000;
 	gc->retention_check_ms = config_int(cfg, "offsets.retention.check.interval.ms");
 	gc->max_meta = (int32_t)config_int(cfg, "offset.metadata.max.bytes");
-	gc->next_expiry = mono_ms() + gc->retention_check_ms;
+	gc->next_expiry = ctl_now_ms(gc->ctl) + gc->retention_check_ms;
 	*out = gc;
 	return 0;
 }

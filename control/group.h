@@ -81,9 +81,10 @@ void group_set_offsets_topic(struct group_coord *gc, const struct md_topic *t);
 /* Read every offsets partition back (on their owner shards); `done` runs on
  * the control thread when all are in. Returns how many are outstanding. */
 int group_replay(struct group_coord *gc, void (*done)(struct ctl *ctl));
-/* Timers: session timeouts, rebalance completion, offsets expiry. Returns
- * the milliseconds until the next deadline (at most max_ms). */
-int group_tick(struct group_coord *gc, int max_ms);
+/* Timers: session timeouts, rebalance completion, offsets expiry, at
+ * now_ms (the turn's monotonic clock, ctl_now_ms). Returns the
+ * milliseconds until the next deadline (at most max_ms). */
+int group_tick(struct group_coord *gc, int64_t now_ms, int max_ms);
 /* The broker is stopping: answer every waiting JoinGroup/SyncGroup with
  * NOT_COORDINATOR (clients find the coordinator again) and refuse new
  * membership requests; commits still complete. */

@@ -97,7 +97,7 @@ static void shard_lag_query(void *self, struct shard_msg *m)
 
 static void report_print(struct group_coord *gc)
 {
-	int64_t now = wall_ms();
+	int64_t now = ctl_wall_ms(gc->ctl);
 	int ng = 0, np = 0;
 
 	for (uint32_t i = 0; i < gc->groups.cap; i++) {

@@ -144,7 +144,7 @@ static int offsets_write(struct group_coord *gc, struct group *g, struct kafka_c
 	struct batch_builder bb;
 	struct gwrite *gw;
 	size_t cap = 128;
-	int64_t now = wall_ms();
+	int64_t now = ctl_wall_ms(gc->ctl);
 	ssize_t len;
 	uint8_t *kv;
 
@@ -237,7 +237,7 @@ void group_handle_commit(struct group_coord *gc, struct kafka_ctx *ctx)
 	int16_t gerr = 0;
 	int total = 0, n = 0;
 	struct gentry *e;
-	int64_t now = wall_ms();
+	int64_t now = ctl_wall_ms(gc->ctl);
 
 	kafka_offset_commit_response_init(r);
 	ctx->resp = r;
@@ -292,7 +292,7 @@ void group_handle_commit(struct group_coord *gc, struct kafka_ctx *ctx)
 			gc->st.commit_refused_rebalance++;
 		}
 		if (m && !gerr)
-			m->deadline = mono_ms() + m->session_ms;
+			m->deadline = ctl_now_ms(gc->ctl) + m->session_ms;
 	}
 	if (gerr && gerr != KERR_INVALID_GROUP_ID)
 		gc->st.commit_refused += (uint64_t)total;
@@ -370,7 +370,7 @@ void group_handle_txn_commit(struct group_coord *gc, struct kafka_ctx *ctx)
 	int16_t gerr = 0;
 	int total = 0, n = 0;
 	struct gentry *e;
-	int64_t now = wall_ms();
+	int64_t now = ctl_wall_ms(gc->ctl);
 	char gid[512];
 
 	kafka_txn_offset_commit_response_init(r);
@@ -736,7 +736,7 @@ void group_handle_offset_delete(struct group_coord *gc, struct kafka_ctx *ctx)
 
 void group_offsets_expire(struct group_coord *gc)
 {
-	int64_t now = wall_ms();
+	int64_t now = ctl_wall_ms(gc->ctl);
 
 	for (uint32_t i = 0; i < gc->groups.cap; i++) {
 		struct group *g = gc->groups.v[i];

@@ -387,7 +387,7 @@ static void render_groups(struct ctl *ctl, struct broker *b, struct textbuf *t)
 		{ "group_oldest_unconsumed_age_seconds",
 		  "Age of the oldest record the group has not consumed (0: caught up)." },
 	};
-	struct group_walk w = { t, 0, wall_ms() };
+	struct group_walk w = { t, 0, ctl_wall_ms(ctl) };
 	const struct group_stats *s;
 
 	if (!gc)
@@ -437,8 +437,8 @@ static void render_groups(struct ctl *ctl, struct broker *b, struct textbuf *t)
 	 * METRICS_LAG_SCAN_MS (each asks the owner shards to read one batch
 	 * per lagging partition), none once the broker stops (the shards may
 	 * be gone and their rings never drain) */
-	if (!__atomic_load_n(&b->stopping, __ATOMIC_RELAXED) && mono_ms() - last_lag_scan_ms >= METRICS_LAG_SCAN_MS) {
-		last_lag_scan_ms = mono_ms();
+	if (!__atomic_load_n(&b->stopping, __ATOMIC_RELAXED) && ctl_now_ms(ctl) - last_lag_scan_ms >= METRICS_LAG_SCAN_MS) {
+		last_lag_scan_ms = ctl_now_ms(ctl);
 		group_lag_scan(gc);
 	}
 }

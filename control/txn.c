@@ -257,8 +257,8 @@ static int state_write(struct txn_coord *tc, struct txn *t, int tombstone, int n
 		vl += put64(v + vl, t->last_wall);
 		vl += put64(v + vl, t->start_wall);
 	}
-	batch_builder_init(&bb, batch, cap * 2, wall_ms());
-	if (batch_builder_add(&bb, 0, wall_ms(), k, (int32_t)kl, tombstone ? NULL : v, tombstone ? -1 : (int32_t)vl,
+	batch_builder_init(&bb, batch, cap * 2, ctl_wall_ms(tc->ctl));
+	if (batch_builder_add(&bb, 0, ctl_wall_ms(tc->ctl), k, (int32_t)kl, tombstone ? NULL : v, tombstone ? -1 : (int32_t)vl,
 			      NULL, 0, 0) < 0 ||
 	    (len = batch_builder_finish(&bb, 0, -1, -1, -1, -1)) < 0)
 		abort();   /* cap is an upper bound */
@@ -424,7 +424,7 @@ static void markers_done(struct txn_coord *tc, struct txn *t)
 {
 	for (int i = 0; i < t->ntp; i++)
 		if (!t->tp[i].marked) {
-			t->retry_at = mono_ms() + MARKER_RETRY_MS;   /* txn_tick writes them again */
+			t->retry_at = ctl_now_ms(tc->ctl) + MARKER_RETRY_MS;   /* txn_tick writes them again */
 			tc->st.marker_retries++;
 			return;
 		}
@@ -434,7 +434,7 @@ static void markers_done(struct txn_coord *tc, struct txn *t)
 	else
 		tc->st.aborted++;
 	t->state = t->commit ? TS_COMPLETE_COMMIT : TS_COMPLETE_ABORT;
-	t->last_wall = wall_ms();
+	t->last_wall = ctl_wall_ms(tc->ctl);
 	tp_clear(t);
 	t->busy = 0;
 	t->err = 0;
@@ -466,7 +466,7 @@ static void txn_end(struct txn_coord *tc, struct txn *t, int commit)
 	t->busy = 1;
 	t->commit = commit;
 	t->state = commit ? TS_PREPARE_COMMIT : TS_PREPARE_ABORT;
-	t->last_wall = wall_ms();
+	t->last_wall = ctl_wall_ms(tc->ctl);
 	t->err = 0;
 	t->then = prepared;
 	if (state_write(tc, t, 0, 1) < 0) {
@@ -586,7 +586,7 @@ static void handle_init(struct txn_coord *tc, struct kafka_ctx *ctx)
 	t->timeout_ms = q->TransactionTimeoutMs;
 	t->state = TS_EMPTY;
 	tp_clear(t);
-	t->last_wall = wall_ms();
+	t->last_wall = ctl_wall_ms(tc->ctl);
 	t->busy = 1;
 	t->err = 0;
 	t->ctx = ctx;
@@ -634,8 +634,8 @@ static int16_t open_txn(struct txn_coord *tc, struct txn *t, const struct kafka_
 	}
 	tp_clear(t);
 	t->state = TS_ONGOING;
-	t->start_wall = t->last_wall = wall_ms();
-	t->start_mono = mono_ms();
+	t->start_wall = t->last_wall = ctl_wall_ms(tc->ctl);
+	t->start_mono = ctl_now_ms(tc->ctl);
 	t->begin_ns = ctx->recv_ns;
 	t->conn_ns = ctx->conn_ns;
 	tc->st.begun++;
@@ -685,7 +685,7 @@ static void add_and_register(struct txn_coord *tc, struct txn *t, struct kafka_c
 	t->err = 0;
 	t->ctx = ctx;
 	t->from = rq->from;
-	t->last_wall = wall_ms();
+	t->last_wall = ctl_wall_ms(tc->ctl);
 	t->then = add_written;
 	if (state_write(tc, t, 0, 1) < 0) {
 		t->err = KERR_COORDINATOR_NOT_AVAILABLE;
@@ -1059,7 +1059,7 @@ static void replay_chunk(struct ctl *ctl, const uint8_t *buf, uint32_t len, int3
 static void replay_end(struct ctl *ctl)
 {
 	struct txn_coord *tc = ctl_txns(ctl);
-	int64_t now = mono_ms();
+	int64_t now = ctl_now_ms(tc->ctl);
 
 	tc->registering = 1;
 	for (uint32_t i = 0; i < tc->txns.cap; i++) {
@@ -1098,9 +1098,9 @@ void txn_replay(struct txn_coord *tc, void (*done)(struct ctl *ctl))
 
 /* ---- timers ------------------------------------------------------------------------ */
 
-int txn_tick(struct txn_coord *tc, int max_ms)
+int txn_tick(struct txn_coord *tc, int64_t now_ms, int64_t wall, int max_ms)
 {
-	int64_t now = mono_ms(), wall = 0;
+	int64_t now = now_ms;
 	int64_t next = now + max_ms;
 	int check = now >= tc->next_check;
 
@@ -1132,8 +1132,6 @@ int txn_tick(struct txn_coord *tc, int max_ms)
 			}
 		}
 		if (check && !t->busy && t->state != TS_ONGOING) {
-			if (!wall)
-				wall = wall_ms();
 			if (wall - t->last_wall > tc->expiration_ms) {
 				/* idle for transactional.id.expiration.ms: forgotten
 				 * (slot i now holds a shifted entry: look again) */
@@ -1152,7 +1150,7 @@ int txn_tick(struct txn_coord *tc, int max_ms)
 
 void txn_report(struct txn_coord *tc)
 {
-	int64_t now = mono_ms(), wall = wall_ms();
+	int64_t now = ctl_now_ms(tc->ctl), wall = ctl_wall_ms(tc->ctl);
 	int n = 0;
 
 	fprintf(stderr, "sluiced: transactions: %llu begun, %llu committed, %llu aborted (%llu timed out), "
@@ -1197,7 +1195,7 @@ int txn_coord_create(struct ctl *ctl, struct broker *b, const struct config *cfg
 	tc->max_timeout_ms = (int32_t)config_int(cfg, "transaction.max.timeout.ms");
 	tc->expiration_ms = config_int(cfg, "transactional.id.expiration.ms");
 	tc->check_ms = config_int(cfg, "transaction.abort.timed.out.transaction.cleanup.interval.ms");
-	tc->next_check = mono_ms() + tc->check_ms;
+	tc->next_check = ctl_now_ms(tc->ctl) + tc->check_ms;
 	*out = tc;
 	return 0;
 }

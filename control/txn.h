@@ -71,9 +71,10 @@ void txn_set_state_topic(struct txn_coord *tc, const struct md_topic *t);
  * partitions and restart the markers of prepared ones; `done` runs on the
  * control thread when the broker may serve. */
 void txn_replay(struct txn_coord *tc, void (*done)(struct ctl *ctl));
-/* Timers: timed-out transactions, marker retries, expired ids. Returns
- * the milliseconds until the next one (at most max_ms). */
-int txn_tick(struct txn_coord *tc, int max_ms);
+/* Timers: timed-out transactions, marker retries, expired ids, at now_ms
+ * (monotonic) and wall (wall-clock ms), the turn's clock. Returns the
+ * milliseconds until the next one (at most max_ms). */
+int txn_tick(struct txn_coord *tc, int64_t now_ms, int64_t wall, int max_ms);
 const struct txn_stats *txn_coord_stats(const struct txn_coord *tc);
 /* Print the counters and every open transaction (id, state, producer,
  * age, partitions) to stderr; sluiced does this on SIGUSR1. */

@@ -1,0 +1,539 @@
+/* tests/unit/test_ctl.c — the control thread polled as a plain struct:
+ * a broker of one shard and the control thread's state, no thread
+ * started, both loops driven turn by turn from the test's thread with an
+ * injected clock (as Aeron tests its conductor). Requests arrive as raw
+ * Kafka frames on a socketpair connection to the shard; the admin ones
+ * and the group's cross the rings to the control thread and back. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control/config.h"
+#include "control/ctl.h"
+#include "control/group.h"
+#include "dataplane/kafka/kafka_codec.h"
+#include "dataplane/part.h"
+#include "dataplane/shard_internal.h"
+#include "helpers.h"
+
+#define T0 1000000000ull              /* the injected monotonic clock's start (ns) */
+#define WALL0 1700000000000ll         /* the injected wall clock at T0 (ms) */
+#define MS 1000000ull
+
+static struct broker b;
+static struct config *cfg;
+static struct shard *sh;
+static struct ctl *ctl;
+static struct spsc ring_to_shard, ring_to_ctl;
+static struct shard_msg to_shard_slots[RING_SLOTS], to_ctl_slots[RING_SLOTS];
+static char *dir;
+static uint64_t now = T0;
+static int peer = -1;
+static int short_retention;   /* the ctl_expiry suite: offsets kept 1 minute */
+
+static int64_t wall_at(uint64_t t)
+{
+	return WALL0 + (int64_t)((t - T0) / MS);
+}
+
+/* One turn of the broker at `t`: the shard, then the control thread,
+ * again until neither has work. The clock does not move. */
+static int turn(uint64_t t)
+{
+	int total = 0;
+
+	for (int i = 0; i < 100000; i++) {
+		int w = shard_poll(sh, t, wall_at(t)) + ctl_poll(ctl, t, wall_at(t));
+
+		if (!w)
+			break;
+		total += w;
+	}
+	return total;
+}
+
+/* Turns at the current clock until `done` holds or 10 s of real time
+ * pass. The clock the broker sees stays put; when neither loop has work
+ * the shard's idle policy waits for its I/O (the disk and the socket
+ * complete in real time), as the thread would. */
+static int run_until(int (*done)(void))
+{
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int w = turn(now);
+
+		if (done())
+			return 1;
+		if (!w)
+			shard_idle(sh);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (t1.tv_sec - t0.tv_sec > 10)
+			return done();
+	}
+}
+
+/* Move the clock and turn once at the new time. */
+static void advance_ms(uint64_t ms)
+{
+	now += ms * MS;
+	turn(now);
+}
+
+static int is_ready(void)
+{
+	return ctl_is_ready(ctl);
+}
+
+static void set(const char *k, const char *v)
+{
+	char err[256];
+
+	cr_assert_eq(config_set(cfg, k, v, "test", err, sizeof(err)), 0, "%s: %s", k, err);
+}
+
+static void setup(void)
+{
+	char err[256];
+
+	memset(&b, 0, sizeof(b));
+	now = T0;
+	dir = test_tmpdir();
+	cr_assert_eq(config_create(&cfg), 0);
+	set("log.dirs", dir);
+	set("admin.listen", "");                        /* no admin endpoint */
+	set("offsets.topic.num.partitions", "1");
+	set("transaction.state.log.num.partitions", "1");
+	if (short_retention) {
+		set("offsets.retention.minutes", "1");
+		set("offsets.retention.check.interval.ms", "1000");
+	}
+	b.cfg = cfg;
+	snprintf(b.set.listen_host, sizeof(b.set.listen_host), "127.0.0.1");
+	snprintf(b.set.adv_host, sizeof(b.set.adv_host), "127.0.0.1");
+	b.set.adv_port = 9092;
+	b.set.node_id = 1;
+	b.set.nshards = 1;
+	b.set.num_partitions = 1;
+	b.set.max_request_bytes = 100u << 20;
+	b.set.message_max_bytes = 1u << 20;
+	b.set.queued_max_request_bytes = -1;
+	b.set.max_connections = 1000;
+	b.set.max_connections_per_ip = 1000;
+	b.set.connections_max_idle_ms = -1;
+	b.set.tail_budget = 64u << 20;
+	b.set.retention_check_ms = 300000;
+	b.set.producer_ttl_ms = 86400000;
+	snprintf(b.set.data_dir, sizeof(b.set.data_dir), "%s", dir);
+	spsc_init(&ring_to_shard, to_shard_slots, RING_SLOTS);
+	spsc_init(&ring_to_ctl, to_ctl_slots, RING_SLOTS);
+	b.rings[1][0] = &ring_to_shard;
+	b.rings[0][1] = &ring_to_ctl;
+
+	cr_assert_eq(shard_create(&b, 0, &sh, err, sizeof(err)), 0, "shard_create: %s", err);
+	b.shards[0] = sh;
+	cr_assert_eq(shard_thread_init(sh), 0);
+	cr_assert_eq(ctl_create(&b, cfg, &ctl), 0);
+	cr_assert_eq(ctl_init(ctl, now, wall_at(now)), 0);
+	cr_assert(run_until(is_ready), "the control thread never became ready");
+	__atomic_store_n(&b.serving, 1, __ATOMIC_RELEASE);
+}
+
+static void teardown(void)
+{
+	if (peer >= 0)
+		close(peer);
+	peer = -1;
+	if (sh) {
+		/* as sluiced stops: the shards first, then the control thread */
+		__atomic_store_n(&b.stopping, 1, __ATOMIC_RELAXED);
+		for (int i = 0; i < 100000 && !shard_done(sh); i++) {
+			now += MS;
+			if (turn(now) == 0)
+				shard_idle(sh);
+		}
+		shard_thread_fini(sh);
+		ctl_fini(ctl);
+		shard_destroy(sh);
+		ctl_destroy(ctl);
+		sh = NULL;
+		ctl = NULL;
+	}
+	config_destroy(cfg);
+	test_rmrf(dir);
+	free(dir);
+}
+
+TestSuite(ctl, .init = setup, .fini = teardown, .timeout = 60);
+
+/* ---- raw frames over a connection ------------------------------------ */
+
+static uint8_t resp[1 << 16];
+static size_t resp_len;
+static uint8_t arena_mem[1 << 16];
+static struct kafka_arena arena;
+static int32_t next_corr = 1;
+
+static void connect_client(void)
+{
+	int sv[2];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	peer = sv[1];
+	conn_on_accept(sh, sv[0], IORING_CQE_F_MORE);
+	cr_assert_not_null(sh->conns);
+}
+
+static void send_request(int16_t key, int16_t version, const void *body)
+{
+	static uint8_t frame[1 << 16];
+	struct kafka_request req;
+	struct kafka_writer w;
+
+	memset(&req, 0, sizeof(req));
+	req.header.RequestApiKey = key;
+	req.header.RequestApiVersion = version;
+	req.header.CorrelationId = next_corr++;
+	req.header.ClientId = (struct kafka_str){ "unit", 4 };
+	req.api = kafka_api_find(key);
+	req.header_version = kafka_request_header_version(req.api, version);
+	req.body = (void *)body;
+	kafka_writer_init(&w, frame, sizeof(frame));
+	cr_assert_eq(kafka_request_encode(&w, &req), 0);
+	cr_assert_eq(write(peer, frame, w.len), (ssize_t)w.len);
+	resp_len = 0;
+}
+
+static int response_arrived(void)
+{
+	ssize_t n = recv(peer, resp + resp_len, sizeof(resp) - resp_len, MSG_DONTWAIT);
+
+	if (n > 0)
+		resp_len += (size_t)n;
+	return resp_len >= 4 && resp_len >= 4 + (size_t)be32_load(resp);
+}
+
+/* The answer to the last request, decoded (its body in the arena). */
+static const void *response(int16_t key, int16_t version)
+{
+	struct kafka_response out;
+
+	cr_assert(run_until(response_arrived), "no response to api %d", key);
+	cr_assert_eq((int32_t)be32_load(resp + 4), next_corr - 1, "correlation id");
+	kafka_arena_init(&arena, arena_mem, sizeof(arena_mem));
+	cr_assert_eq(kafka_response_decode(resp + 4, resp_len - 4, key, version, &arena, &out), 0);
+	return out.body;
+}
+
+static const void *call(int16_t key, int16_t version, const void *body)
+{
+	send_request(key, version, body);
+	return response(key, version);
+}
+
+static struct kafka_str kstr(const char *s)
+{
+	return (struct kafka_str){ s, (int32_t)strlen(s) };
+}
+
+static int parts_on_shard(void)
+{
+	int n = 0;
+
+	for (struct part *p = sh->parts; p; p = p->next)
+		n++;
+	return n;
+}
+
+/* ---- (a) start-up ---------------------------------------------------- */
+
+Test(ctl, starts_up_with_the_metadata_log_and_the_internal_topics)
+{
+	struct md_snapshot *md = broker_md(&b);
+	const struct md_topic *off, *txn;
+
+	cr_assert(ctl_is_ready(ctl));
+	cr_assert_neq(b.set.cluster_id[0], 0, "the metadata log gave the cluster id");
+	cr_assert_not_null(md);
+	off = md_find(md, "__consumer_offsets", 18);
+	txn = md_find(md, "__transaction_state", 19);
+	cr_assert_not_null(off);
+	cr_assert_not_null(txn);
+	cr_assert_eq(off->nparts, 1);
+	cr_assert_not_null(off->parts[0].part, "opened on its shard");
+	cr_assert_not_null(txn->parts[0].part, "opened on its shard");
+	cr_assert_eq(parts_on_shard(), 2);
+	cr_assert_eq(ctl_now_ms(ctl), (int64_t)(now / MS), "the turn's clock is the injected one");
+	cr_assert_eq(ctl_wall_ms(ctl), wall_at(now));
+}
+
+/* ---- (b) CreateTopics and DeleteTopics through the control thread ---- */
+
+static void create_topic(const char *name, int32_t nparts)
+{
+	struct kafka_create_topics_request q;
+	struct kafka_create_topics_request_creatable_topic t;
+	const struct kafka_create_topics_response *r;
+
+	kafka_create_topics_request_init(&q);
+	memset(&t, 0, sizeof(t));
+	t.Name = kstr(name);
+	t.NumPartitions = nparts;
+	t.ReplicationFactor = 1;
+	q.Topics.items = &t;
+	q.Topics.count = 1;
+	q.timeoutMs = 30000;
+	r = call(KAFKA_CREATE_TOPICS_KEY, 2, &q);
+	cr_assert_eq(r->Topics.count, 1);
+	cr_assert_eq(r->Topics.items[0].ErrorCode, 0, "CreateTopics: %d %.*s", r->Topics.items[0].ErrorCode,
+		     r->Topics.items[0].ErrorMessage.len > 0 ? r->Topics.items[0].ErrorMessage.len : 0,
+		     r->Topics.items[0].ErrorMessage.ptr);
+}
+
+Test(ctl, create_and_delete_topics_open_and_close_partitions)
+{
+	struct kafka_delete_topics_request dq;
+	struct kafka_str name = kstr("t");
+	const struct kafka_delete_topics_response *dr;
+	const struct md_topic *t;
+
+	connect_client();
+	create_topic("t", 3);
+	t = md_find(broker_md(&b), "t", 1);
+	cr_assert_not_null(t, "published in the snapshot");
+	cr_assert_eq(t->nparts, 3);
+	for (int i = 0; i < 3; i++)
+		cr_assert_not_null(t->parts[i].part, "partition %d opened on the shard", i);
+	cr_assert_eq(parts_on_shard(), 2 + 3);
+
+	kafka_delete_topics_request_init(&dq);
+	dq.TopicNames.items = &name;
+	dq.TopicNames.count = 1;
+	dq.TimeoutMs = 30000;
+	dr = call(KAFKA_DELETE_TOPICS_KEY, 1, &dq);
+	cr_assert_eq(dr->Responses.count, 1);
+	cr_assert_eq(dr->Responses.items[0].ErrorCode, 0);
+	cr_assert_null(md_find(broker_md(&b), "t", 1), "gone from the snapshot");
+	cr_assert_eq(parts_on_shard(), 2, "its partitions closed on the shard");
+}
+
+/* ---- (c) a produce and its acknowledgement --------------------------- */
+
+Test(ctl, produce_to_a_created_topic_is_acknowledged)
+{
+	static uint8_t batch[4096];
+	struct kafka_produce_request q;
+	struct kafka_produce_request_topic_produce_data td;
+	struct kafka_produce_request_partition_produce_data pd;
+	const struct kafka_produce_response *r;
+	uint32_t blen;
+
+	connect_client();
+	create_topic("t", 1);
+	blen = test_batch(batch, sizeof(batch), 0, 3, 20, 0, WALL0);
+	kafka_produce_request_init(&q);
+	q.Acks = -1;
+	q.TimeoutMs = 30000;
+	pd.Index = 0;
+	pd.Records = (struct kafka_bytes){ batch, (int32_t)blen };
+	td.Name = kstr("t");
+	td.PartitionData.items = &pd;
+	td.PartitionData.count = 1;
+	q.TopicData.items = &td;
+	q.TopicData.count = 1;
+	r = call(KAFKA_PRODUCE_KEY, 7, &q);
+	cr_assert_eq(r->Responses.count, 1);
+	cr_assert_eq(r->Responses.items[0].PartitionResponses.count, 1);
+	cr_assert_eq(r->Responses.items[0].PartitionResponses.items[0].ErrorCode, 0);
+	cr_assert_eq(r->Responses.items[0].PartitionResponses.items[0].BaseOffset, 0);
+	cr_assert_eq(md_find(broker_md(&b), "t", 1)->parts[0].part->pl->next_offset, 3);
+}
+
+/* ---- (d) a group: join, sync, commit, fetch -------------------------- */
+
+static char member[256];
+static int32_t generation;
+static uint64_t joins_before;
+
+static int join_arrived(void)
+{
+	return group_coord_stats(ctl_groups(ctl))->joins > joins_before;
+}
+
+static void join_and_sync(const char *group, int32_t session_ms)
+{
+	struct kafka_join_group_request jq;
+	struct kafka_join_group_request_join_group_request_protocol proto;
+	const struct kafka_join_group_response *jr;
+	struct kafka_sync_group_request sq;
+	struct kafka_sync_group_request_sync_group_request_assignment as;
+	const struct kafka_sync_group_response *sr;
+	static const uint8_t meta[] = { 0, 0, 0, 0, 0, 1, 0, 1, 't', 0, 0, 0, 0 };
+
+	kafka_join_group_request_init(&jq);
+	jq.GroupId = kstr(group);
+	jq.SessionTimeoutMs = session_ms;
+	jq.RebalanceTimeoutMs = 10000;
+	jq.MemberId = kstr("");
+	jq.ProtocolType = kstr("consumer");
+	proto.Name = kstr("range");
+	proto.Metadata = (struct kafka_bytes){ meta, (int32_t)sizeof(meta) };
+	jq.Protocols.items = &proto;
+	jq.Protocols.count = 1;
+	joins_before = group_coord_stats(ctl_groups(ctl))->joins;
+	send_request(KAFKA_JOIN_GROUP_KEY, 2, &jq);
+	cr_assert(run_until(join_arrived), "the JoinGroup never reached the coordinator");
+	/* the first rebalance of an empty group waits for
+	 * group.initial.rebalance.delay.ms (3 s) of the injected clock */
+	advance_ms(2999);
+	cr_assert_not(response_arrived(), "joined before the initial delay");
+	advance_ms(2);
+	jr = response(KAFKA_JOIN_GROUP_KEY, 2);
+	cr_assert_eq(jr->ErrorCode, 0, "JoinGroup: %d", jr->ErrorCode);
+	cr_assert_gt(jr->MemberId.len, 0);
+	cr_assert_eq(jr->Leader.len, jr->MemberId.len);
+	snprintf(member, sizeof(member), "%.*s", jr->MemberId.len, jr->MemberId.ptr);
+	generation = jr->GenerationId;
+
+	kafka_sync_group_request_init(&sq);
+	sq.GroupId = kstr(group);
+	sq.GenerationId = generation;
+	sq.MemberId = kstr(member);
+	as.MemberId = kstr(member);
+	as.Assignment = (struct kafka_bytes){ meta, (int32_t)sizeof(meta) };
+	sq.Assignments.items = &as;
+	sq.Assignments.count = 1;
+	sr = call(KAFKA_SYNC_GROUP_KEY, 1, &sq);
+	cr_assert_eq(sr->ErrorCode, 0, "SyncGroup: %d", sr->ErrorCode);
+	cr_assert_eq(sr->Assignment.len, (int32_t)sizeof(meta));
+}
+
+static int16_t commit(int64_t offset)
+{
+	struct kafka_offset_commit_request cq;
+	struct kafka_offset_commit_request_offset_commit_request_topic ct;
+	struct kafka_offset_commit_request_offset_commit_request_partition cp;
+	const struct kafka_offset_commit_response *cr;
+
+	kafka_offset_commit_request_init(&cq);
+	cq.GroupId = kstr("g");
+	cq.GenerationIdOrMemberEpoch = generation;
+	cq.MemberId = kstr(member);
+	cq.RetentionTimeMs = -1;
+	cp.PartitionIndex = 0;
+	cp.CommittedOffset = offset;
+	cp.CommittedLeaderEpoch = -1;
+	cp.CommittedMetadata = kstr("m");
+	ct.Name = kstr("t");
+	ct.Partitions.items = &cp;
+	ct.Partitions.count = 1;
+	cq.Topics.items = &ct;
+	cq.Topics.count = 1;
+	cr = call(KAFKA_OFFSET_COMMIT_KEY, 2, &cq);
+	cr_assert_eq(cr->Topics.count, 1);
+	cr_assert_eq(cr->Topics.items[0].Partitions.count, 1);
+	return cr->Topics.items[0].Partitions.items[0].ErrorCode;
+}
+
+/* The group's committed offset of t-0 (-1: none). */
+static int64_t committed(void)
+{
+	struct kafka_offset_fetch_request fq;
+	struct kafka_offset_fetch_request_offset_fetch_request_topic ft;
+	int32_t part0 = 0;
+	const struct kafka_offset_fetch_response *fr;
+
+	kafka_offset_fetch_request_init(&fq);
+	fq.GroupId = kstr("g");
+	ft.Name = kstr("t");
+	ft.PartitionIndexes.items = &part0;
+	ft.PartitionIndexes.count = 1;
+	fq.Topics.items = &ft;
+	fq.Topics.count = 1;
+	fr = call(KAFKA_OFFSET_FETCH_KEY, 1, &fq);
+	cr_assert_eq(fr->Topics.count, 1);
+	cr_assert_eq(fr->Topics.items[0].Partitions.count, 1);
+	cr_assert_eq(fr->Topics.items[0].Partitions.items[0].ErrorCode, 0);
+	return fr->Topics.items[0].Partitions.items[0].CommittedOffset;
+}
+
+Test(ctl, group_join_sync_commit_and_fetch)
+{
+	connect_client();
+	create_topic("t", 1);
+	join_and_sync("g", 30000);
+	cr_assert_eq(commit(42), 0, "OffsetCommit");
+	cr_assert_eq(committed(), 42);
+	cr_assert_eq(group_coord_stats(ctl_groups(ctl))->commits, 1);
+}
+
+/* ---- (e) a member's session timeout, on the injected clock only ------- */
+
+static int16_t heartbeat(void)
+{
+	struct kafka_heartbeat_request hq;
+	const struct kafka_heartbeat_response *hr;
+
+	kafka_heartbeat_request_init(&hq);
+	hq.GroupId = kstr("g");
+	hq.GenerationId = generation;
+	hq.MemberId = kstr(member);
+	hr = call(KAFKA_HEARTBEAT_KEY, 1, &hq);
+	return hr->ErrorCode;
+}
+
+Test(ctl, session_timeout_expires_a_member_when_the_clock_moves)
+{
+	connect_client();
+	join_and_sync("g", 6000);
+	/* 5 s later (within the session) a heartbeat keeps it */
+	advance_ms(5000);
+	cr_assert_eq(heartbeat(), 0, "the member is alive within its session");
+	/* 5.9 s after that heartbeat: still in */
+	advance_ms(5900);
+	cr_assert_eq(heartbeat(), 0, "expired before its session timeout");
+	/* 7 s with no heartbeat: the tick of that turn removes it */
+	advance_ms(7000);
+	cr_assert_eq(group_coord_stats(ctl_groups(ctl))->members_expired, 1, "expired by that turn's tick");
+	cr_assert_eq(heartbeat(), 25, "UNKNOWN_MEMBER_ID after the session timed out");
+}
+
+/* ---- offsets expiry, on the injected wall clock ----------------------- */
+
+static int offset_expired(void)
+{
+	return group_coord_stats(ctl_groups(ctl))->offsets_expired == 1;
+}
+
+static void setup_expiry(void)
+{
+	short_retention = 1;
+	setup();
+}
+
+TestSuite(ctl_expiry, .init = setup_expiry, .fini = teardown, .timeout = 60);
+
+Test(ctl_expiry, an_empty_groups_offsets_expire_after_the_retention)
+{
+	connect_client();
+	create_topic("t", 1);
+	join_and_sync("g", 6000);
+	cr_assert_eq(commit(7), 0, "OffsetCommit");
+	/* the member's session ends: the group is empty from now */
+	advance_ms(7000);
+	cr_assert_eq(group_coord_stats(ctl_groups(ctl))->members_expired, 1);
+	cr_assert_eq(committed(), 7);
+	/* 50 s empty: kept (offsets.retention.minutes=1) */
+	advance_ms(50000);
+	cr_assert_eq(committed(), 7, "expired before offsets.retention.minutes");
+	/* past a minute empty, at the next check: gone */
+	advance_ms(12000);
+	/* the tombstone is written to __consumer_offsets; the offset goes
+	 * once it is durable (the disk, in real time) */
+	cr_assert(run_until(offset_expired), "kept past offsets.retention.minutes");
+	cr_assert_eq(committed(), -1);
+}
