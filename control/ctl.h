@@ -89,6 +89,11 @@ int64_t ctl_new_producer_id(struct ctl *ctl);
 
 struct md_partition;
 struct md_topic;
+struct part_proxy;
+/* @thread ctl. Fill px as the control thread's side of the partition
+ * proxy (dataplane/part_proxy.h): it sends with the parking ctl_send and
+ * the completions run on this thread with self = ctl. Returns px. */
+struct part_proxy *ctl_part_proxy(struct ctl *ctl, struct part_proxy *px);
 /* @thread ctl. Append `batch` (len bytes, malloc'd; taken) to the
  * partition on its owner shard; done(ctl, cookie, base offset, 0 or
  * -errno) runs on the control thread once it is durable or failed. 0, or
