@@ -23,6 +23,7 @@
 #include "control/hmap.h"
 #include "dataplane/kafka/kafka_msgs.h"
 #include "dataplane/kafka_errors.h"
+#include "dataplane/part_proxy.h"
 #include "dataplane/shard.h"
 
 enum gstate { G_EMPTY, G_PREPARING, G_COMPLETING, G_STABLE, G_DEAD };
@@ -125,6 +126,7 @@ struct gwrite {
 	struct gentry *e;
 	int remove_group;             /* DeleteGroups: drop the group once durable */
 	int64_t txn_pid;              /* TxnOffsetCommit: the producer; -1: plain offsets */
+	struct part_append_req req;   /* the append on the owner (batch borrowed until done) */
 };
 
 struct group_coord {

@@ -18,6 +18,7 @@
 #include "dataplane/part.h"
 #include "dataplane/part_proxy.h"
 #include "dataplane/shard.h"
+#include "storage/batch.h"
 #include "storage/batch_format.h"
 
 static void shard_proxy_send(void *ctx, int to, const struct shard_msg *m)
@@ -219,6 +220,153 @@ static void owner_append(void *self, struct shard_msg *m)
 void part_proxy_append(struct part_proxy *px, int owner, struct part *p, struct part_append_req *req)
 {
 	struct shard_msg m = { .fn = owner_append, .p = { p, req }, .v = { px->from } };
+
+	px->send(px->ctx, owner, &m);
+}
+
+/* ---- transactions ----------------------------------------------------- */
+
+/* On the owner: p[0] the part, p[1] done, p[2] cookie; v[0] the sender,
+ * v[1] pid, v[2] epoch, v[3] since_ns. */
+static void owner_txn_begin(void *self, struct shard_msg *m)
+{
+	owner_answer(self, m, part_txn_begin(m->p[0], m->v[1], (int16_t)m->v[2], (uint64_t)m->v[3]));
+}
+
+void part_proxy_txn_begin(struct part_proxy *px, int owner, struct part *p, int64_t pid, int16_t epoch,
+			  uint64_t since_ns, part_done done, void *cookie)
+{
+	struct shard_msg m = { .fn = owner_txn_begin, .p = { p, FN(done), cookie },
+			       .v = { px->from, pid, epoch, (int64_t)since_ns } };
+
+	px->send(px->ctx, owner, &m);
+}
+
+/* On the sender: p[0] the request; v[0] the marker's offset, v[1] the
+ * result. */
+static void marker_answered(void *self, struct shard_msg *m)
+{
+	struct part_marker_req *req = m->p[0];
+
+	req->done(self, req->cookie, m->v[0], (int)m->v[1]);
+}
+
+/* On the owner: p[0] the part, p[1] the request; v[0] the sender. */
+static void owner_txn_marker(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[0];
+	struct part_marker_req *req = m->p[1];
+	int to = (int)m->v[0];
+	int64_t off = -1;
+	int rc = part_txn_marker(p, req->pid, req->epoch, req->commit, 0, &off);
+
+	if (rc == 0) {
+		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = off, .from = to,
+				      .ctx = (struct kafka_ctx *)req, .notify = marker_answered };
+
+		if (part_wait_ack(p, &w) == 0) {
+			part_progress(p);
+			return;
+		}
+		rc = -ENOBUFS;
+	}
+	{
+		struct shard_msg r = { .fn = marker_answered, .p = { req }, .v = { -1, rc == -ENOENT ? 0 : rc } };
+
+		shard_send(sh, to, &r);
+	}
+}
+
+void part_proxy_txn_marker(struct part_proxy *px, int owner, struct part *p, struct part_marker_req *req)
+{
+	struct shard_msg m = { .fn = owner_txn_marker, .p = { p, req }, .v = { px->from } };
+
+	px->send(px->ctx, owner, &m);
+}
+
+/* ---- lag -------------------------------------------------------------- */
+
+/* On the sender: p[0] the request. */
+static void lag_answered(void *self, struct shard_msg *m)
+{
+	struct part_lag_req *q = m->p[0];
+
+	q->done(self, q->cookie, q->hw, q->ts);
+}
+
+/* @thread owner */
+static void lag_reply(struct part_lag_req *q)
+{
+	struct shard_msg r = { .fn = lag_answered, .p = { q } };
+
+	shard_send(q->sh, q->from, &r);
+}
+
+/* The first batch at the committed offset is in: its timestamp is the
+ * oldest unconsumed record's (the batch's first record's for CreateTime,
+ * the broker's for LogAppendTime). @thread owner */
+static void lag_read_done(struct plog_read *rd)
+{
+	struct part_lag_req *q = rd->arg;
+
+	if (!rd->err && rd->bytes >= BATCH_HEADER_SIZE)
+		q->ts = (batch_attributes(rd->data) & BATCH_ATTR_LOG_APPEND_TIME) ? batch_max_timestamp(rd->data)
+										  : batch_base_timestamp(rd->data);
+	plog_read_release(rd);
+	if (q->buf)
+		q->sh->rbufs[q->sh->nrbufs++] = q->buf;
+	q->buf = NULL;
+	lag_reply(q);
+}
+
+/* On the owner: the partition's high watermark, and the timestamp of the
+ * first record not consumed (a read of one batch, from the tail or
+ * asynchronously from disk). p[0] the part, p[1] the request; v[0] the
+ * sender. */
+static void owner_lag(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[0];
+	struct part_lag_req *q = m->p[1];
+	int64_t from;
+	int rc;
+
+	q->sh = sh;
+	q->from = (int)m->v[0];
+	q->hw = -1;
+	q->ts = -1;
+	q->buf = NULL;
+	if (!p || p->deleted || !p->pl) {
+		lag_reply(q);
+		return;
+	}
+	q->hw = p->pl->high_watermark;
+	from = q->committed < p->pl->log_start ? p->pl->log_start : q->committed;
+	if (from >= q->hw || !sh->nrbufs) {
+		lag_reply(q);   /* caught up (or no read buffer free: no age this time) */
+		return;
+	}
+	memset(&q->rd, 0, sizeof(q->rd));
+	q->buf = sh->rbufs[--sh->nrbufs];
+	q->rd.offset = from;
+	q->rd.max_offset = q->hw;
+	q->rd.max_bytes = 1;        /* one batch: the first is always whole */
+	q->rd.buf = q->buf;
+	q->rd.buf_cap = SHARD_RBUF_SIZE;
+	q->rd.done = lag_read_done;
+	q->rd.arg = q;
+	rc = plog_read(p->pl, &q->rd);
+	if (rc == 0)
+		return;                 /* from disk: lag_read_done runs later */
+	if (rc < 0)
+		q->rd.err = rc;
+	lag_read_done(&q->rd);
+}
+
+void part_proxy_lag(struct part_proxy *px, int owner, struct part *p, struct part_lag_req *req)
+{
+	struct shard_msg m = { .fn = owner_lag, .p = { p, req }, .v = { px->from } };
 
 	px->send(px->ctx, owner, &m);
 }

@@ -99,6 +99,53 @@ struct part_append_req {
  * @thread sender */
 void part_proxy_append(struct part_proxy *px, int owner, struct part *p, struct part_append_req *req);
 
+/* ---- transactions ---- */
+
+/* The coordinator added p to producer pid's transaction (epoch, begun at
+ * since_ns, the coordinator's clock): the owner takes its transactional
+ * batches from now on. done's err is 0 or a Kafka error (part_txn_begin).
+ * @thread sender */
+void part_proxy_txn_begin(struct part_proxy *px, int owner, struct part *p, int64_t pid, int16_t epoch,
+			  uint64_t since_ns, part_done done, void *cookie);
+
+/* One transaction marker, in the sender's memory, borrowed until done. */
+struct part_marker_req {
+	int64_t pid;
+	int16_t epoch;
+	int commit;                  /* COMMIT, else ABORT */
+	part_append_done done;       /* base: the marker's offset; err 0 also when p was deleted */
+	void *cookie;
+};
+
+/* Write pid's COMMIT or ABORT marker to p and call req->done once it is
+ * durable. @thread sender */
+void part_proxy_txn_marker(struct part_proxy *px, int owner, struct part *p, struct part_marker_req *req);
+
+/* ---- lag ---- */
+
+/* hw: the high watermark (-1: the partition is gone); oldest_ts: the
+ * timestamp of the first record at or after the committed offset (-1:
+ * caught up, or no read buffer was free this time). */
+typedef void (*part_lag_done)(void *self, void *cookie, int64_t hw, int64_t oldest_ts);
+
+/* One lag query, in the sender's memory, borrowed until done runs; the
+ * owner keeps its read in it (the fields after "owner's"). */
+struct part_lag_req {
+	int64_t committed;
+	part_lag_done done;
+	void *cookie;
+	/* owner's */
+	int64_t hw, ts;
+	int from;
+	struct shard *sh;
+	struct plog_read rd;
+	uint8_t *buf;
+};
+
+/* p's high watermark and the age of its first record at req->committed
+ * (one batch read, from the tail or from disk). @thread sender */
+void part_proxy_lag(struct part_proxy *px, int owner, struct part *p, struct part_lag_req *req);
+
 /* ---- reading back ---- */
 
 /* A chunk of whole batches of partition `index` (buf valid during the
