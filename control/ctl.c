@@ -21,9 +21,9 @@
 #include "control/group.h"
 #include "control/txn.h"
 #include "control/metalog.h"
+#include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part_proxy.h"
-#include "dataplane/shard.h"
 #include "dataplane/topic_name.h"
 #include "storage/batch_format.h"
 
@@ -207,7 +207,7 @@ static void ctl_reclaim(struct ctl *ctl)
 	struct retired **pp = &ctl->retired;
 
 	for (int i = 0; i < b->set.nshards; i++) {
-		uint64_t v = __atomic_load_n(&b->shards[i]->md_seen, __ATOMIC_ACQUIRE);
+		uint64_t v = broker_shard_md_seen(b, i);
 
 		if (v < seen)
 			seen = v;
@@ -1170,7 +1170,7 @@ static void ctl_producer_id(void *self, struct shard_msg *m)
 	ctl_reply(ctl, m->p[0], (int)m->v[0]);
 }
 
-static void ctl_producer_id_for(void *self, struct shard_msg *m)
+void ctl_producer_id_msg(void *self, struct shard_msg *m)
 {
 	struct ctl *ctl = self;
 	struct shard_msg r = { .fn = (void (*)(void *, struct shard_msg *))m->p[1], .p = { m->p[0] },
@@ -1179,29 +1179,20 @@ static void ctl_producer_id_for(void *self, struct shard_msg *m)
 	ctl_send_msg(ctl, (int)m->v[0], &r);
 }
 
-void ctl_producer_id_async(struct shard *sh, void *cookie, void (*done)(void *self, struct shard_msg *m))
-{
-	struct shard_msg m = { .fn = ctl_producer_id_for, .p = { cookie, (void *)done }, .v = { sh->id } };
-
-	shard_send(sh, broker_ctl_index(sh->b), &m);
-}
-
 void ctl_producer_id_submit(struct kafka_ctx *ctx, int64_t *out)
 {
-	struct shard *sh = ctx->sh;
-	struct shard_msg m = { .fn = ctl_producer_id, .p = { ctx, out }, .v = { sh->id } };
+	struct shard_msg m = { .fn = ctl_producer_id, .p = { ctx, out }, .v = { kafka_ctx_shard_id(ctx) } };
 
-	shard_send(sh, broker_ctl_index(sh->b), &m);
+	kafka_ctx_send_ctl(ctx, &m);
 }
 
 void ctl_submit(struct kafka_ctx *ctx, struct ctl_req *req)
 {
-	struct shard *sh = ctx->sh;
 	struct shard_msg m = { .fn = ctl_handle, .p = { req } };
 
 	req->ctx = ctx;
-	req->from = sh->id;
-	shard_send(sh, broker_ctl_index(sh->b), &m);
+	req->from = kafka_ctx_shard_id(ctx);
+	kafka_ctx_send_ctl(ctx, &m);
 }
 
 /* ---- internal logs: appends and start-up reads ------------------------ */
@@ -1304,7 +1295,7 @@ static void ctl_report_cycles(struct broker *b)
 	size_t at = 0;
 
 	for (int i = 0; i < b->set.nshards; i++) {
-		uint64_t c = __atomic_load_n(&b->shards[i]->stats.busy_cycles, __ATOMIC_RELAXED);
+		uint64_t c = broker_shard_busy_cycles(b, i);
 
 		total += c;
 		if (at < sizeof(line))

@@ -22,9 +22,9 @@
 #include "control/group.h"
 #include "control/hmap.h"
 #include "dataplane/kafka/kafka_msgs.h"
+#include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part_proxy.h"
-#include "dataplane/shard.h"
 
 enum gstate { G_EMPTY, G_PREPARING, G_COMPLETING, G_STABLE, G_DEAD };
 /* Kafka's names of the states (ListGroups, DescribeGroups). */

@@ -12,10 +12,10 @@
 #include "control/hmap.h"
 #include "control/txn.h"
 #include "dataplane/coord.h"
+#include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part_proxy.h"
 #include "dataplane/producer.h"
-#include "dataplane/shard.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
 
@@ -916,11 +916,11 @@ int txn_submit(struct kafka_ctx *ctx)
 		kafka_ctx_abort(ctx);
 		return 0;
 	}
-	rq->from = ctx->sh->id;
+	rq->from = kafka_ctx_shard_id(ctx);
 	ctx->state = rq;
 	ctx->pending = 1;
 	ctx->resume = txn_resume;
-	shard_send(ctx->sh, broker_ctl_index(ctx->sh->b), &m);
+	kafka_ctx_send_ctl(ctx, &m);
 	return 0;
 }
 

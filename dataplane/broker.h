@@ -196,4 +196,11 @@ const struct md_topic *md_find(const struct md_snapshot *md, const char *name, i
 __attribute__((warn_unused_result))
 int broker_send(struct broker *b, int from, int to, const struct shard_msg *m);
 
+/* @thread any (the control thread). What the control thread reads of
+ * shard i, a word the shard writes: the metadata version it last loaded
+ * (acquire: quiescent-state reclamation) and its busy cycles so far
+ * (relaxed: a report). */
+uint64_t broker_shard_md_seen(const struct broker *b, int i);
+uint64_t broker_shard_busy_cycles(const struct broker *b, int i);
+
 #endif
