@@ -15,7 +15,6 @@
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part_proxy.h"
-#include "dataplane/producer.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
 
