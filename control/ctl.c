@@ -21,9 +21,9 @@
 #include "control/group.h"
 #include "control/txn.h"
 #include "control/metalog.h"
+#include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
-#include "dataplane/part.h"
-#include "dataplane/shard.h"
+#include "dataplane/part_proxy.h"
 #include "dataplane/topic_name.h"
 #include "storage/batch_format.h"
 
@@ -51,7 +51,24 @@ struct ctl_op {
 	uint8_t *made_rm;
 	int nmade, made_cap;
 	int dropping;                /* failed: the opened partitions are closing */
+	/* start-up: what recovery read of the partitions opened (their open
+	 * reports, summed as they answer) */
+	struct ctl_recovery_sum {
+		int segments, segments_trusted, damaged;
+		uint64_t bytes_scanned, bytes_trusted;
+	} rec;
+	int rec_parts;
 	struct ctl_op *next;
+};
+
+/* One partition open in flight: the cookie of part_proxy_open, freed when
+ * it answers. */
+struct ctl_open {
+	struct ctl_op *op;
+	char *dir;                   /* malloc'd; kept in op->made if the open made it */
+	struct md_topic *t;
+	struct md_partition *mp;
+	struct part_open_report rep; /* filled on the owner */
 };
 
 struct retired {
@@ -195,7 +212,7 @@ static void ctl_reclaim(struct ctl *ctl)
 	struct retired **pp = &ctl->retired;
 
 	for (int i = 0; i < b->set.nshards; i++) {
-		uint64_t v = __atomic_load_n(&b->shards[i]->md_seen, __ATOMIC_ACQUIRE);
+		uint64_t v = broker_shard_md_seen(b, i);
 
 		if (v < seen)
 			seen = v;
@@ -273,6 +290,19 @@ void ctl_send_msg(struct ctl *ctl, int to, const struct shard_msg *m)
 	ctl_send(ctl, to, m);
 }
 
+static void ctl_proxy_send(void *ctx, int to, const struct shard_msg *m)
+{
+	ctl_send(ctx, to, m);
+}
+
+struct part_proxy *ctl_part_proxy(struct ctl *ctl, struct part_proxy *px)
+{
+	px->from = broker_ctl_index(ctl->b);
+	px->send = ctl_proxy_send;
+	px->ctx = ctl;
+	return px;
+}
+
 struct txn_coord *ctl_txns(struct ctl *ctl)
 {
 	return ctl->tc;
@@ -285,30 +315,30 @@ struct group_coord *ctl_groups(struct ctl *ctl)
 
 static void ctl_op_step(struct ctl *ctl, struct ctl_op *op);
 
-static void ctl_part_done(void *self, struct shard_msg *m)
+/* A close or a config change answered (they do not fail). */
+static void ctl_part_done(void *self, void *cookie, int err)
 {
 	struct ctl *ctl = self;
-	struct ctl_op *op = m->p[0];
+	struct ctl_op *op = cookie;
 
-	if (m->v[0] < 0 && !op->failed) {
-		op->failed = 1;
-		snprintf(op->fail_msg, sizeof(op->fail_msg), "cannot open partition %s: %s",
-			 (const char *)m->p[1], strerror((int)-m->v[0]));
-	}
+	(void)err;
 	if (--op->pending == 0)
 		ctl_op_step(ctl, op);
 }
 
-/* A partition open answered: v[0] its result, v[1] whether it made the
- * directory (p[1], allocated by topic_open_parts), p[2] the topic. */
-static void ctl_part_opened(void *self, struct shard_msg *m)
+/* A partition open answered (its directory, allocated by topic_open_parts,
+ * and its report are the cookie's): keep the directory it made, count
+ * what recovery read and say what it cut or moved aside. */
+static void ctl_part_opened(void *self, void *cookie, struct part *p, int err, const struct part_open_report *rep)
 {
 	struct ctl *ctl = self;
-	struct ctl_op *op = m->p[0];
-	char *dir = m->p[1];
+	struct ctl_open *o = cookie;
+	struct ctl_op *op = o->op;
+	char *dir = o->dir;
 
+	(void)p;
 	ctl->fd_opening--;
-	if (m->v[1] && op->req) {
+	if (rep->made && op->req) {
 		/* kept: removed again if the topic is dropped (ctl_drop_failed) */
 		if (op->nmade == op->made_cap) {
 			op->made_cap = op->made_cap ? op->made_cap * 2 : 64;
@@ -319,62 +349,30 @@ static void ctl_part_opened(void *self, struct shard_msg *m)
 				abort();   /* the control thread cannot go on without memory */
 		}
 		op->made[op->nmade] = dir;
-		op->made_for[op->nmade] = m->p[2];
+		op->made_for[op->nmade] = o->t;
 		op->made_rm[op->nmade++] = 0;
 		dir = NULL;
 	}
-	if (m->v[0] < 0 && !op->failed) {
+	if (err < 0 && !op->failed) {
 		op->failed = 1;
 		snprintf(op->fail_msg, sizeof(op->fail_msg), "cannot open partition %s: %s",
-			 (const char *)m->p[1], strerror((int)-m->v[0]));
+			 o->dir, strerror(-err));
+	}
+	if (err == 0 && !op->req) {
+		/* start-up: what recovery read, cut or found damaged */
+		op->rec_parts++;
+		op->rec.segments += rep->segments;
+		op->rec.segments_trusted += rep->segments_trusted;
+		op->rec.bytes_scanned += rep->bytes_scanned;
+		op->rec.bytes_trusted += rep->bytes_trusted;
+		op->rec.damaged += rep->damaged;
+		if (rep->noteworthy)
+			fprintf(stderr, "sluiced: recovered %s-%d: %s\n", o->t->name, o->mp->index, rep->line);
 	}
 	free(dir);
+	free(o);
 	if (--op->pending == 0)
 		ctl_op_step(ctl, op);
-}
-
-/* On the owner shard: open a partition's log. */
-static void shard_open_part(void *self, struct shard_msg *m)
-{
-	struct shard *sh = self;
-	struct md_topic *t = m->p[1];
-	struct md_partition *mp = m->p[2];
-	char *dir = m->p[3];
-	struct part *p = NULL;
-	struct stat st;
-	int made = stat(dir, &st) < 0 && errno == ENOENT;
-	int rc = part_open(sh, dir, t->name, mp->index, &t->cfg, &p);
-	struct shard_msg r = { .fn = ctl_part_opened, .p = { m->p[0], dir, t }, .v = { rc, made } };
-
-	if (rc == -EUCLEAN && sh->st.problem[0])
-		fprintf(stderr, "sluiced: partition %s-%d cannot be opened: %s\n", t->name, mp->index,
-			sh->st.problem);
-	if (rc == 0) {
-		mp->part = p;
-		p->pub = mp->pub;
-		part_publish(p);
-		p->next = sh->parts;
-		sh->parts = p;
-	}
-	shard_send(sh, broker_ctl_index(sh->b), &r);   /* parks when the ring is full */
-}
-
-/* On the owner shard: close a deleted partition's log. */
-static void shard_close_part(void *self, struct shard_msg *m)
-{
-	struct shard *sh = self;
-	struct part *p = m->p[1];
-	struct shard_msg r = { .fn = ctl_part_done, .p = { m->p[0], NULL }, .v = { 0 } };
-
-	for (struct part **pp = &sh->parts; *pp; pp = &(*pp)->next)
-		if (*pp == p) {
-			*pp = p->next;
-			break;
-		}
-	part_retire(p);
-	p->next = sh->retired_parts;   /* freed when the shard exits */
-	sh->retired_parts = p;
-	shard_send(sh, broker_ctl_index(sh->b), &r);   /* parks when the ring is full */
 }
 
 static void shard_ctl_reply(void *self, struct shard_msg *m)
@@ -452,15 +450,14 @@ static struct md_topic *topic_build(struct ctl *ctl, const struct meta_topic *mt
 static void topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic *t, int32_t from)
 {
 	for (int32_t i = from; i < t->nparts; i++) {
-		char *dir;
-		struct shard_msg m = { .fn = shard_open_part };
+		struct ctl_open *o = xcalloc(1, sizeof(*o));
+		struct part_proxy px;
 
-		if (asprintf(&dir, "%s/%s-%d", ctl->b->set.data_dir, t->name, i) < 0)
+		if (asprintf(&o->dir, "%s/%s-%d", ctl->b->set.data_dir, t->name, i) < 0)
 			abort();
-		m.p[0] = op;
-		m.p[1] = t;
-		m.p[2] = &t->parts[i];
-		m.p[3] = dir;
+		o->op = op;
+		o->t = t;
+		o->mp = &t->parts[i];
 		if (!t->parts[i].pub) {
 			struct pub_block *pb = aligned_alloc(64, sizeof(*pb));
 
@@ -473,7 +470,8 @@ static void topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic
 		}
 		op->pending++;
 		ctl->fd_opening++;
-		ctl_send(ctl, t->parts[i].shard, &m);
+		part_proxy_open(ctl_part_proxy(ctl, &px), t->parts[i].shard, o->dir, t, o->mp, &o->rep,
+				ctl_part_opened, o);
 	}
 }
 
@@ -533,31 +531,14 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 	return remove(path);
 }
 
-/* On the owner shard: close a partition of a topic that is dropped (never
- * published), then answer (the directories go once all are closed). */
-static void shard_close_part_dropped(void *self, struct shard_msg *m)
-{
-	struct shard *sh = self;
-	struct part *p = m->p[1];
-	struct shard_msg r = { .fn = ctl_part_done, .p = { m->p[0], NULL }, .v = { 0 } };
-
-	for (struct part **pp = &sh->parts; *pp; pp = &(*pp)->next)
-		if (*pp == p) {
-			*pp = p->next;
-			break;
-		}
-	part_close(p);
-	shard_send(sh, broker_ctl_index(sh->b), &r);
-}
-
 static void ctl_close_dropped(struct ctl *ctl, struct ctl_op *op, struct md_partition *mp)
 {
-	struct shard_msg cm = { .fn = shard_close_part_dropped, .p = { op, mp->part } };
+	struct part_proxy px;
 
 	if (!mp->part)
 		return;
 	op->pending++;
-	ctl_send(ctl, mp->shard, &cm);
+	part_proxy_close(ctl_part_proxy(ctl, &px), mp->shard, mp->part, ctl_part_done, op);
 }
 
 /* A topic some of whose partitions could not be opened (too many open
@@ -699,27 +680,11 @@ static void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 		/* start-up: say what recovery cut or found damaged, partition
 		 * by partition, and what it read (the shards handed the logs
 		 * over through the ring: safe to read) */
-		struct plog_recovery sum = { 0 };
-		int nparts = 0;
+		/* start-up: the per-partition lines went out as the opens
+		 * answered (ctl_part_opened); now the sum */
+		const struct ctl_recovery_sum sum = op->rec;
+		int nparts = op->rec_parts;
 
-		for (int i = 0; i < op->ncreated; i++)
-			for (int32_t j = 0; j < op->created[i]->nparts; j++) {
-				struct part *p = op->created[i]->parts[j].part;
-				char line[1024];
-
-				if (!p || !p->pl)
-					continue;
-				nparts++;
-				sum.segments += p->pl->recovery.segments;
-				sum.segments_trusted += p->pl->recovery.segments_trusted;
-				sum.bytes_scanned += p->pl->recovery.bytes_scanned;
-				sum.bytes_trusted += p->pl->recovery.bytes_trusted;
-				sum.damaged += p->pl->recovery.damaged;
-				if (!p->pl->recovery.truncated_reason && !p->pl->recovery.damaged)
-					continue;
-				plog_recovery_describe(p->pl, line, sizeof(line));
-				fprintf(stderr, "sluiced: recovered %s-%d: %s\n", op->created[i]->name, j, line);
-			}
 		fprintf(stderr, "sluiced: recovery: %d partitions, %d segments, %d taken from checkpoints "
 			"unread (%llu bytes), %llu bytes scanned, %d damaged ranges moved aside\n",
 			nparts, sum.segments, sum.segments_trusted, (unsigned long long)sum.bytes_trusted,
@@ -784,23 +749,6 @@ static void warn_ignored(const char *topic, const char *key, const char *value)
 	if (why && value)
 		fprintf(stderr, "sluiced: warning: topic %s: %s=%s is accepted and ignored: %s\n", topic, key, value,
 			why);
-}
-
-/* On the owner shard: a partition's storage settings changed. */
-static void shard_set_part_cfg(void *self, struct shard_msg *m)
-{
-	struct shard *sh = self;
-	struct part *p = m->p[1];
-	const struct plog_config *cfg = m->p[2];
-	struct shard_msg r = { .fn = ctl_part_done, .p = { m->p[0], NULL }, .v = { 0 } };
-
-	if (p && p->pl) {
-		/* segment size applies from the next segment on */
-		p->pl->cfg = *cfg;
-		if (p->pl->cfg.initial_extent > p->pl->cfg.segment_bytes)
-			p->pl->cfg.initial_extent = p->pl->cfg.segment_bytes;
-	}
-	shard_send(sh, broker_ctl_index(sh->b), &r);   /* parks when the ring is full */
 }
 
 /* CreatePartitions and AlterConfigs: a new snapshot entry for the topic
@@ -904,10 +852,11 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 		topic_open_parts(ctl, op, nt, t->nparts);
 	} else {
 		for (int32_t i = 0; i < nt->nparts; i++) {
-			struct shard_msg m = { .fn = shard_set_part_cfg, .p = { op, nt->parts[i].part, &nt->cfg } };
+			struct part_proxy px;
 
 			op->pending++;
-			ctl_send(ctl, nt->parts[i].shard, &m);
+			part_proxy_set_config(ctl_part_proxy(ctl, &px), nt->parts[i].shard, nt->parts[i].part,
+					      &nt->cfg, ctl_part_done, op);
 		}
 	}
 }
@@ -945,7 +894,7 @@ static int ctl_build_cfg(struct ctl *ctl, struct config **out)
 /* AlterConfigs / IncrementalAlterConfigs on the broker resource: the
  * cluster-wide topic defaults, written to the metadata log, then every
  * topic rebuilt (a new snapshot entry; its partitions get the new storage
- * settings through shard_set_part_cfg) so the topics without an override
+ * settings through part_proxy_set_config) so the topics without an override
  * follow. Keys that cannot change at run time are refused as Kafka refuses
  * them (INVALID_REQUEST, "Cannot update these configs dynamically"). */
 static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req *req, struct ctl_topic *ct)
@@ -1049,10 +998,11 @@ static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req
 		op->created_for[op->ncreated] = NULL;
 		op->created[op->ncreated++] = nt;
 		for (int32_t p = 0; p < nt->nparts; p++) {
-			struct shard_msg m = { .fn = shard_set_part_cfg, .p = { op, nt->parts[p].part, &nt->cfg } };
+			struct part_proxy px;
 
 			op->pending++;
-			ctl_send(ctl, nt->parts[p].shard, &m);
+			part_proxy_set_config(ctl_part_proxy(ctl, &px), nt->parts[p].shard, nt->parts[p].part,
+					      &nt->cfg, ctl_part_done, op);
 		}
 	}
 }
@@ -1184,12 +1134,12 @@ static void ctl_handle(void *self, struct shard_msg *m)
 	for (int i = 0; i < op->ndeleted; i++)
 		for (int32_t j = 0; j < op->deleted[i]->nparts; j++) {
 			struct md_partition *mp = &op->deleted[i]->parts[j];
-			struct shard_msg cm = { .fn = shard_close_part, .p = { op, mp->part } };
+			struct part_proxy px;
 
 			if (!mp->part)
 				continue;
 			op->pending++;
-			ctl_send(ctl, mp->shard, &cm);
+			part_proxy_retire(ctl_part_proxy(ctl, &px), mp->shard, mp->part, ctl_part_done, op);
 		}
 	if (op->pending == 0)
 		ctl_op_step(ctl, op);
@@ -1225,7 +1175,7 @@ static void ctl_producer_id(void *self, struct shard_msg *m)
 	ctl_reply(ctl, m->p[0], (int)m->v[0]);
 }
 
-static void ctl_producer_id_for(void *self, struct shard_msg *m)
+void ctl_producer_id_msg(void *self, struct shard_msg *m)
 {
 	struct ctl *ctl = self;
 	struct shard_msg r = { .fn = (void (*)(void *, struct shard_msg *))m->p[1], .p = { m->p[0] },
@@ -1234,82 +1184,45 @@ static void ctl_producer_id_for(void *self, struct shard_msg *m)
 	ctl_send_msg(ctl, (int)m->v[0], &r);
 }
 
-void ctl_producer_id_async(struct shard *sh, void *cookie, void (*done)(void *self, struct shard_msg *m))
-{
-	struct shard_msg m = { .fn = ctl_producer_id_for, .p = { cookie, (void *)done }, .v = { sh->id } };
-
-	shard_send(sh, broker_ctl_index(sh->b), &m);
-}
-
 void ctl_producer_id_submit(struct kafka_ctx *ctx, int64_t *out)
 {
-	struct shard *sh = ctx->sh;
-	struct shard_msg m = { .fn = ctl_producer_id, .p = { ctx, out }, .v = { sh->id } };
+	struct shard_msg m = { .fn = ctl_producer_id, .p = { ctx, out }, .v = { kafka_ctx_shard_id(ctx) } };
 
-	shard_send(sh, broker_ctl_index(sh->b), &m);
+	kafka_ctx_send_ctl(ctx, &m);
 }
 
 void ctl_submit(struct kafka_ctx *ctx, struct ctl_req *req)
 {
-	struct shard *sh = ctx->sh;
 	struct shard_msg m = { .fn = ctl_handle, .p = { req } };
 
 	req->ctx = ctx;
-	req->from = sh->id;
-	shard_send(sh, broker_ctl_index(sh->b), &m);
+	req->from = kafka_ctx_shard_id(ctx);
+	kafka_ctx_send_ctl(ctx, &m);
 }
 
 /* ---- internal logs: appends and start-up reads ------------------------ */
 
 struct ctl_append {
+	struct part_append_req req;  /* the proxy's request: batch, done, cookie */
 	void (*done)(struct ctl *ctl, void *cookie, int64_t base, int err);
 	void *cookie;
 	uint8_t *batch;
 };
 
-static void ctl_appended(void *self, struct shard_msg *m)
+static void ctl_appended(void *self, void *cookie, int64_t base, int err)
 {
-	struct ctl_append *ca = m->p[0];
+	struct ctl_append *ca = cookie;
 
-	ca->done(self, ca->cookie, m->v[0], (int)m->v[1]);
+	ca->done(self, ca->cookie, base, err);
 	free(ca->batch);
 	free(ca);
-}
-
-/* On the owner shard: append, answer the control thread once durable. */
-static void shard_log_append(void *self, struct shard_msg *m)
-{
-	struct shard *sh = self;
-	struct part *p = m->p[0];
-	struct ctl_append *ca = m->p[1];
-	int64_t base = -1;
-	int rc = p->deleted ? -ENOENT : plog_append(p->pl, ca->batch, (uint32_t)m->v[0], &base);
-
-	if (rc == -ENOBUFS) {
-		store_flush(&sh->st);
-		rc = plog_append(p->pl, ca->batch, (uint32_t)m->v[0], &base);
-	}
-	if (rc == 0) {
-		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = base, .from = (int)m->v[1],
-				      .ctx = (struct kafka_ctx *)ca, .notify = ctl_appended };
-
-		if (part_wait_ack(p, &w) == 0) {
-			part_progress(p);
-			return;
-		}
-		rc = -ENOBUFS;
-	}
-	{
-		struct shard_msg r = { .fn = ctl_appended, .p = { ca }, .v = { -1, rc } };
-
-		shard_send(sh, (int)m->v[1], &r);
-	}
 }
 
 int ctl_log_append(struct ctl *ctl, const struct md_partition *mp, uint8_t *batch, uint32_t len,
 		   void (*done)(struct ctl *ctl, void *cookie, int64_t base, int err), void *cookie)
 {
 	struct ctl_append *ca = calloc(1, sizeof(*ca));
+	struct part_proxy px;
 
 	if (!mp || !mp->part || !ca) {
 		free(ca);
@@ -1319,12 +1232,8 @@ int ctl_log_append(struct ctl *ctl, const struct md_partition *mp, uint8_t *batc
 	ca->done = done;
 	ca->cookie = cookie;
 	ca->batch = batch;
-	{
-		struct shard_msg m = { .fn = shard_log_append, .p = { mp->part, ca },
-				       .v = { len, broker_ctl_index(ctl->b) } };
-
-		ctl_send_msg(ctl, mp->shard, &m);
-	}
+	ca->req = (struct part_append_req){ .batch = batch, .len = len, .done = ctl_appended, .cookie = ca };
+	part_proxy_append(ctl_part_proxy(ctl, &px), mp->shard, mp->part, &ca->req);
 	return 0;
 }
 
@@ -1334,77 +1243,20 @@ struct ctl_read {
 	int left;
 };
 
-static void ctl_read_chunk(void *self, struct shard_msg *m)
+static void ctl_read_chunk(void *self, void *cookie, const uint8_t *buf, uint32_t len, int32_t index)
 {
-	struct ctl_read *cr = m->p[1];
+	struct ctl_read *cr = cookie;
 
-	cr->chunk(self, m->p[0], (uint32_t)m->v[0], (int32_t)m->v[1]);
-	free(m->p[0]);
+	cr->chunk(self, buf, len, index);
 }
 
-static void ctl_read_end(void *self, struct shard_msg *m)
+static void ctl_read_end(void *self, void *cookie)
 {
-	struct ctl_read *cr = m->p[0];
+	struct ctl_read *cr = cookie;
 
 	if (--cr->left == 0) {
 		cr->end(self);
 		free(cr);
-	}
-}
-
-/* On the owner shard, at start: read the partition from its start to its
- * end and send it over in chunks (a one-time synchronous read before the
- * broker says it is ready). */
-static void shard_read_part(void *self, struct shard_msg *m)
-{
-	struct shard *sh = self;
-	struct part *p = m->p[0];
-	struct ctl_read *cr = m->p[1];
-	int to = (int)m->v[0];
-	uint32_t cap = 1u << 20;
-	uint8_t *rb = aligned_alloc(4096, cap + 4096); /* style: allow start-up replay */
-	int64_t off = p->pl->log_start;
-
-	while (rb && off < p->pl->high_watermark) {
-		struct plog_read rd = { .offset = off, .max_offset = p->pl->high_watermark, .max_bytes = cap,
-					.buf = rb, .buf_cap = cap + 4096 };
-		int rc = plog_read_sync(p->pl, &rd);
-		uint8_t *copy;
-		uint32_t at = 0;
-		int64_t next = off;
-
-		if (rc < 0 || rd.bytes == 0) {
-			if (rc < 0)
-				fprintf(stderr, "sluiced: reading %s-%d at offset %lld back at start: %s\n",
-					p->topic, p->index, (long long)off, strerror(-rc));
-			plog_read_release(&rd);
-			break;
-		}
-		while (at + BATCH_LOG_OVERHEAD <= rd.bytes && batch_size(rd.data + at) <= rd.bytes - at) {
-			next = batch_last_offset(rd.data + at) + 1;
-			at += batch_size(rd.data + at);
-		}
-		copy = malloc(at ? at : 1); /* style: allow start-up replay */
-		if (!copy) {
-			plog_read_release(&rd);
-			break;
-		}
-		memcpy(copy, rd.data, at);
-		plog_read_release(&rd);
-		{
-			struct shard_msg c = { .fn = ctl_read_chunk, .p = { copy, cr }, .v = { at, p->index } };
-
-			shard_send(sh, to, &c);
-		}
-		if (next <= off)
-			break;
-		off = next;
-	}
-	free(rb);
-	{
-		struct shard_msg e = { .fn = ctl_read_end, .p = { cr } };
-
-		shard_send(sh, to, &e);
 	}
 }
 
@@ -1426,11 +1278,11 @@ int ctl_read_topic(struct ctl *ctl, const struct md_topic *t,
 	cr->end = end;
 	cr->left = n;
 	for (int32_t i = 0; i < t->nparts; i++) {
-		struct shard_msg m = { .fn = shard_read_part, .p = { t->parts[i].part, cr },
-				       .v = { broker_ctl_index(ctl->b) } };
+		struct part_proxy px;
 
 		if (t->parts[i].part)
-			ctl_send_msg(ctl, t->parts[i].shard, &m);
+			part_proxy_read(ctl_part_proxy(ctl, &px), t->parts[i].shard, t->parts[i].part, 0, INT64_MAX,
+					ctl_read_chunk, ctl_read_end, cr);
 	}
 	return n;
 }
@@ -1448,7 +1300,7 @@ static void ctl_report_cycles(struct broker *b)
 	size_t at = 0;
 
 	for (int i = 0; i < b->set.nshards; i++) {
-		uint64_t c = __atomic_load_n(&b->shards[i]->stats.busy_cycles, __ATOMIC_RELAXED);
+		uint64_t c = broker_shard_busy_cycles(b, i);
 
 		total += c;
 		if (at < sizeof(line))

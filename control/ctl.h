@@ -3,7 +3,7 @@
  * metadata snapshot. The slow path: it never touches record data.
  *
  * Thread: its own (@thread ctl); shards reach it only through the rings
- * (ctl_submit). Errors: 0 or -errno; Kafka errors in the request results.
+ * (ctl_submit and the rest of dataplane/coord.h). Errors: 0 or -errno; Kafka errors in the request results.
  */
 #ifndef SLUICE_CTL_H
 #define SLUICE_CTL_H
@@ -11,42 +11,10 @@
 #include <stdint.h>
 
 #include "dataplane/broker.h"
-#include "dataplane/kafka/kafka_wire.h"
+#include "dataplane/coord.h"
 
 struct config;
 struct kafka_ctx;
-
-enum ctl_kind { CTL_CREATE = 1, CTL_DELETE, CTL_AUTO_CREATE, CTL_CREATE_PARTITIONS, CTL_ALTER_CONFIGS };
-
-/* AlterConfigs operations (IncrementalAlterConfigs' numbering). */
-enum ctl_config_op { CTL_CFG_SET = 0, CTL_CFG_DELETE = 1 };
-
-/* One topic of an admin request; lives in the requesting shard's arena
- * until the reply. */
-struct ctl_topic {
-	struct kafka_str name;
-	int32_t partitions;          /* -1: num.partitions */
-	int16_t replication;         /* -1: default.replication.factor */
-	int nconfigs;
-	struct kafka_str *keys;
-	struct kafka_str *values;
-	int8_t *ops;                 /* CTL_ALTER_CONFIGS: per key; NULL = all SET */
-	int replace;                 /* CTL_ALTER_CONFIGS: overrides not named are removed */
-	int broker;                  /* CTL_ALTER_CONFIGS: the broker resource, name "" (the
-				      * cluster-wide default) or this node's id */
-	int16_t preset;              /* refused by the shard already: the answer */
-	int16_t error;               /* out */
-	char message[200];           /* out */
-};
-
-struct ctl_req {
-	int kind;
-	int validate_only;
-	int n;
-	struct ctl_topic *topics;
-	struct kafka_ctx *ctx;       /* on shard `from` */
-	int from;
-};
 
 struct ctl;
 
@@ -118,6 +86,11 @@ int64_t ctl_new_producer_id(struct ctl *ctl);
 
 struct md_partition;
 struct md_topic;
+struct part_proxy;
+/* @thread ctl. Fill px as the control thread's side of the partition
+ * proxy (dataplane/part_proxy.h): it sends with the parking ctl_send and
+ * the completions run on this thread with self = ctl. Returns px. */
+struct part_proxy *ctl_part_proxy(struct ctl *ctl, struct part_proxy *px);
 /* @thread ctl. Append `batch` (len bytes, malloc'd; taken) to the
  * partition on its owner shard; done(ctl, cookie, base offset, 0 or
  * -errno) runs on the control thread once it is durable or failed. 0, or
@@ -132,19 +105,5 @@ int ctl_read_topic(struct ctl *ctl, const struct md_topic *t,
 		   void (*chunk)(struct ctl *ctl, const uint8_t *buf, uint32_t len, int32_t part),
 		   void (*end)(struct ctl *ctl));
 
-/* @thread shard. A new producer id for an idempotent producer (unique
- * across restarts: handed out from blocks reserved in the metadata log);
- * *out is filled (-1 on failure) before ctx gets kafka_ctx_sub_done. */
-void ctl_producer_id_submit(struct kafka_ctx *ctx, int64_t *out);
-
-struct shard;
-/* @thread shard. A new producer id for the native protocol's sessions:
- * done runs on shard sh with m->p[0] = cookie, m->v[0] = the id or
- * -errno. */
-void ctl_producer_id_async(struct shard *sh, void *cookie, void (*done)(void *self, struct shard_msg *m));
-
-/* @thread shard. Hand an admin request to the control thread; the shard's
- * ctx gets kafka_ctx_sub_done when it is answered. */
-void ctl_submit(struct kafka_ctx *ctx, struct ctl_req *req);
 
 #endif

@@ -4,14 +4,12 @@
  * dispatch, timers and life. Committed offsets: group_offsets.c; start-up
  * replay: group_replay.c; lag scan and report: group_lag.c; shared state:
  * group_internal.h. */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
-#include <sys/socket.h>
 #include <time.h>
 
 #include "control/config.h"
@@ -23,8 +21,6 @@
 #include "control/txn.h"
 #include "dataplane/coord.h"
 #include "dataplane/kafka_errors.h"
-#include "dataplane/part.h"
-#include "dataplane/shard.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
 
@@ -1289,27 +1285,15 @@ int group_submit(struct kafka_ctx *ctx)
 		return 0;
 	}
 	memset(call, 0, sizeof(*call));
-	call->from = ctx->sh->id;
-	if (ctx->req.header.RequestApiKey == KAFKA_JOIN_GROUP_KEY) {
+	call->from = kafka_ctx_shard_id(ctx);
+	if (ctx->req.header.RequestApiKey == KAFKA_JOIN_GROUP_KEY)
 		/* the member's host, as DescribeGroups shows it (Kafka's
 		 * spelling: "/127.0.0.1"); read here, where the socket lives */
-		struct sockaddr_storage sa;
-		socklen_t sl = sizeof(sa);
-
-		if (getpeername(ctx->c->fd, (struct sockaddr *)&sa, &sl) == 0) {
-			call->host[0] = '/';
-			if (sa.ss_family == AF_INET)
-				inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, call->host + 1,
-					  sizeof(call->host) - 1);
-			else if (sa.ss_family == AF_INET6)
-				inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sa)->sin6_addr, call->host + 1,
-					  sizeof(call->host) - 1);
-		}
-	}
+		kafka_ctx_peer_host(ctx, call->host, sizeof(call->host));
 	ctx->state = call;
 	ctx->pending = 1;
 	ctx->resume = group_resume;
-	shard_send(ctx->sh, broker_ctl_index(ctx->sh->b), &m);
+	kafka_ctx_send_ctl(ctx, &m);
 	return 0;
 }
 

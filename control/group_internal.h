@@ -22,8 +22,9 @@
 #include "control/group.h"
 #include "control/hmap.h"
 #include "dataplane/kafka/kafka_msgs.h"
+#include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
-#include "dataplane/shard.h"
+#include "dataplane/part_proxy.h"
 
 enum gstate { G_EMPTY, G_PREPARING, G_COMPLETING, G_STABLE, G_DEAD };
 /* Kafka's names of the states (ListGroups, DescribeGroups). */
@@ -125,6 +126,7 @@ struct gwrite {
 	struct gentry *e;
 	int remove_group;             /* DeleteGroups: drop the group once durable */
 	int64_t txn_pid;              /* TxnOffsetCommit: the producer; -1: plain offsets */
+	struct part_append_req req;   /* the append on the owner (batch borrowed until done) */
 };
 
 struct group_coord {

@@ -9,91 +9,16 @@
 #include "control/ctl.h"
 #include "control/cutil.h"
 #include "control/group_internal.h"
-#include "dataplane/part.h"
-#include "dataplane/shard.h"
-#include "storage/batch.h"
+#include "dataplane/part_proxy.h"
 
 /* ---- lag: high watermark and oldest unconsumed record ------------------------ */
 
 struct lagq {
+	struct part_lag_req req;      /* the query on the owner */
 	struct group_coord *gc;
 	char *group, *topic;
 	int32_t part;
-	int64_t committed;
-	int64_t hw, ts;               /* out */
-	int to;                       /* the control thread */
-	struct shard *sh;
-	struct plog_read rd;
-	uint8_t *buf;
 };
-
-static void lag_result(void *self, struct shard_msg *m);
-
-/* @thread shard */
-static void lag_reply(struct lagq *q)
-{
-	struct shard_msg r = { .fn = lag_result, .p = { q } };
-
-	shard_send(q->sh, q->to, &r);
-}
-
-/* The first batch at the committed offset is in: its timestamp is the
- * oldest unconsumed record's (the batch's first record's for CreateTime,
- * the broker's for LogAppendTime). @thread shard */
-static void lag_read_done(struct plog_read *rd)
-{
-	struct lagq *q = rd->arg;
-
-	if (!rd->err && rd->bytes >= BATCH_HEADER_SIZE)
-		q->ts = (batch_attributes(rd->data) & BATCH_ATTR_LOG_APPEND_TIME) ? batch_max_timestamp(rd->data)
-										  : batch_base_timestamp(rd->data);
-	plog_read_release(rd);
-	if (q->buf)
-		q->sh->rbufs[q->sh->nrbufs++] = q->buf;
-	q->buf = NULL;
-	lag_reply(q);
-}
-
-/* On the owner shard: the partition's high watermark, and the timestamp of
- * the first record not consumed (a read of one batch, from the tail or
- * asynchronously from disk). @thread shard */
-static void shard_lag_query(void *self, struct shard_msg *m)
-{
-	struct shard *sh = self;
-	struct part *p = m->p[0];
-	struct lagq *q = m->p[1];
-	int64_t from;
-	int rc;
-
-	q->sh = sh;
-	q->hw = -1;
-	q->ts = -1;
-	if (!p || p->deleted || !p->pl) {
-		lag_reply(q);
-		return;
-	}
-	q->hw = p->pl->high_watermark;
-	from = q->committed < p->pl->log_start ? p->pl->log_start : q->committed;
-	if (from >= q->hw || !sh->nrbufs) {
-		lag_reply(q);   /* caught up (or no read buffer free: no age this time) */
-		return;
-	}
-	memset(&q->rd, 0, sizeof(q->rd));
-	q->buf = sh->rbufs[--sh->nrbufs];
-	q->rd.offset = from;
-	q->rd.max_offset = q->hw;
-	q->rd.max_bytes = 1;        /* one batch: the first is always whole */
-	q->rd.buf = q->buf;
-	q->rd.buf_cap = SHARD_RBUF_SIZE;
-	q->rd.done = lag_read_done;
-	q->rd.arg = q;
-	rc = plog_read(p->pl, &q->rd);
-	if (rc == 0)
-		return;                 /* from disk: lag_read_done runs later */
-	if (rc < 0)
-		q->rd.err = rc;
-	lag_read_done(&q->rd);
-}
 
 static void report_print(struct group_coord *gc)
 {
@@ -153,17 +78,17 @@ static void report_print(struct group_coord *gc)
 static void lag_scan_done(struct group_coord *gc);
 
 /* On the control thread: one partition's answer. */
-static void lag_result(void *self, struct shard_msg *m)
+static void lag_result(void *self, void *cookie, int64_t hw, int64_t oldest_ts)
 {
-	struct lagq *q = m->p[0];
+	struct lagq *q = cookie;
 	struct group_coord *gc = q->gc;
 	struct group *g = group_find(gc, q->group);
 	struct goffset *o = g ? group_offset_find(g, q->topic, q->part) : NULL;
 
 	(void)self;
-	if (o && o->offset == q->committed) {
-		o->hw = q->hw;
-		o->oldest_ts = q->ts;
+	if (o && o->offset == q->req.committed) {
+		o->hw = hw;
+		o->oldest_ts = oldest_ts;
 	}
 	free(q->group);
 	free(q->topic);
@@ -214,13 +139,15 @@ void group_lag_scan(struct group_coord *gc)
 			q->group = sdup(g->id);
 			q->topic = sdup(o->topic);
 			q->part = o->part;
-			q->committed = o->offset;
-			q->to = broker_ctl_index(gc->b);
+			q->req.committed = o->offset;
+			q->req.done = lag_result;
+			q->req.cookie = q;
 			gc->lag_queries++;
 			{
-				struct shard_msg m = { .fn = shard_lag_query, .p = { t->parts[o->part].part, q } };
+				struct part_proxy px;
 
-				ctl_send_msg(gc->ctl, t->parts[o->part].shard, &m);
+				part_proxy_lag(ctl_part_proxy(gc->ctl, &px), t->parts[o->part].shard,
+					       t->parts[o->part].part, &q->req);
 			}
 		}
 	}

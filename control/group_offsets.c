@@ -11,8 +11,7 @@
 #include "control/cutil.h"
 #include "control/group_internal.h"
 #include "control/txn.h"
-#include "dataplane/part.h"
-#include "dataplane/shard.h"
+#include "dataplane/part_proxy.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
 
@@ -25,7 +24,7 @@ static int32_t offsets_partition(const struct group_coord *gc, const char *group
 }
 
 
-static void offsets_appended(void *self, struct shard_msg *m);
+static void offsets_appended(void *self, void *cookie, int64_t base, int err);
 
 /* A transaction's offset, durable in the log, waiting for the marker. */
 void group_txn_pending_set(struct group *g, int64_t pid, struct gentry *e)
@@ -52,48 +51,17 @@ void group_txn_pending_set(struct group *g, int64_t pid, struct gentry *e)
 	x->ts = e->ts;
 }
 
-/* On the owner shard of an offsets partition: append and have the
- * completion sent to the control thread once durable. @thread shard */
-static void shard_offsets_append(void *self, struct shard_msg *m)
-{
-	struct shard *sh = self;
-	struct part *p = m->p[0];
-	struct gwrite *gw = m->p[1];
-	int64_t base = -1;
-	int rc = p->deleted ? -ENOENT : plog_append(p->pl, gw->batch, (uint32_t)m->v[0], &base);
-
-	if (rc == -ENOBUFS) {
-		store_flush(&sh->st);
-		rc = plog_append(p->pl, gw->batch, (uint32_t)m->v[0], &base);
-	}
-	if (rc == 0) {
-		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = base, .from = (int)m->v[1],
-				      .ctx = (struct kafka_ctx *)gw, .notify = offsets_appended };
-
-		if (part_wait_ack(p, &w) == 0) {
-			part_progress(p);
-			return;
-		}
-		rc = -ENOBUFS;
-	}
-	{
-		struct shard_msg r = { .fn = offsets_appended, .p = { gw }, .v = { -1, rc } };
-
-		shard_send(sh, (int)m->v[1], &r);
-	}
-}
-
 static void call_write_done(struct group_coord *gc, struct kafka_ctx *ctx);
 
 /* On the control thread: an offsets batch is durable (or failed). */
-static void offsets_appended(void *self, struct shard_msg *m)
+static void offsets_appended(void *self, void *cookie, int64_t base, int err)
 {
-	struct gwrite *gw = m->p[0];
+	struct gwrite *gw = cookie;
 	struct group_coord *gc = gw->gc;
 	struct group *g = gw->g;
-	int err = (int)m->v[1];
 
 	(void)self;
+	(void)base;
 	for (int i = 0; i < gw->n; i++) {
 		struct gentry *e = &gw->e[i];
 
@@ -203,10 +171,11 @@ static int offsets_write(struct group_coord *gc, struct group *g, struct kafka_c
 		group_call_of(ctx)->writes++;
 	g->writes++;
 	{
-		struct shard_msg m = { .fn = shard_offsets_append, .p = { mp->part, gw },
-				       .v = { len, broker_ctl_index(gc->b) } };
+		struct part_proxy px;
 
-		ctl_send_msg(gc->ctl, mp->shard, &m);
+		gw->req = (struct part_append_req){ .batch = gw->batch, .len = (uint32_t)len,
+						    .done = offsets_appended, .cookie = gw };
+		part_proxy_append(ctl_part_proxy(gc->ctl, &px), mp->shard, mp->part, &gw->req);
 	}
 	return 0;
 }

@@ -7,7 +7,6 @@
 #include "control/ctl.h"
 #include "control/cutil.h"
 #include "control/group_internal.h"
-#include "dataplane/shard.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
 

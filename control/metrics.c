@@ -18,7 +18,6 @@
 #include "dataplane/broker.h"
 #include "dataplane/kafka/kafka_msgs.h"
 #include "storage/lathist.h"
-#include "dataplane/part.h"
 #include "dataplane/shard.h"
 #include "dataplane/spsc.h"
 

@@ -12,10 +12,9 @@
 #include "control/hmap.h"
 #include "control/txn.h"
 #include "dataplane/coord.h"
+#include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
-#include "dataplane/part.h"
-#include "dataplane/producer.h"
-#include "dataplane/shard.h"
+#include "dataplane/part_proxy.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
 
@@ -34,6 +33,7 @@ struct txn_tp {
 	int32_t part;
 	uint8_t marked;               /* this transaction's marker is durable here */
 	struct txn *t;                /* back pointer while a marker is in flight */
+	struct part_marker_req marker;   /* the marker on the owner (cookie: this) */
 };
 
 struct txn {
@@ -160,7 +160,7 @@ static void tp_add(struct txn *t, const char *topic, size_t tlen, int32_t part)
 		if (!t->tp)
 			abort();
 	}
-	t->tp[t->ntp++] = (struct txn_tp){ kdup((struct kafka_str){ topic, (int32_t)tlen }), part, 0, NULL };
+	t->tp[t->ntp++] = (struct txn_tp){ .topic = kdup((struct kafka_str){ topic, (int32_t)tlen }), .part = part };
 }
 
 static const struct md_partition *tp_md(struct txn_coord *tc, const struct txn_tp *tp)
@@ -294,27 +294,15 @@ static void state_written(struct ctl *ctl, void *cookie, int64_t base, int err)
 
 /* ---- registrations on the partitions' owner shards ------------------------------ */
 
-static void registered(void *self, struct shard_msg *m);
-
-static void shard_register(void *self, struct shard_msg *m)
-{
-	struct shard *sh = self;
-	struct part *p = m->p[0];
-	int err = part_txn_begin(p, m->v[0], (int16_t)m->v[1], (uint64_t)m->v[2]);
-	struct shard_msg r = { .fn = registered, .p = { m->p[1] }, .v = { err } };
-
-	shard_send(sh, (int)m->v[3], &r);
-}
-
 static void registrations_done(struct txn_coord *tc, struct txn *t);
 
-static void registered(void *self, struct shard_msg *m)
+static void registered(void *self, void *cookie, int err)
 {
 	struct txn_coord *tc = ctl_txns(self);
-	struct txn *t = m->p[0];
+	struct txn *t = cookie;
 
-	if (m->v[0] && !t->err)
-		t->err = (int16_t)m->v[0];
+	if (err && !t->err)
+		t->err = (int16_t)err;
 	if (--t->pending == 0)
 		registrations_done(tc, t);
 }
@@ -328,13 +316,13 @@ static void register_new(struct txn_coord *tc, struct txn *t)
 	t->pending = 1;
 	for (int i = from; i < t->ntp; i++) {
 		const struct md_partition *mp = tp_md(tc, &t->tp[i]);
-		struct shard_msg m = { .fn = shard_register, .p = { mp ? mp->part : NULL, t },
-				       .v = { t->pid, t->epoch, (int64_t)t->begin_ns, broker_ctl_index(tc->b) } };
+		struct part_proxy px;
 
 		if (!mp)
 			continue;   /* deleted meanwhile: nothing to write there */
 		t->pending++;
-		ctl_send_msg(tc->ctl, mp->shard, &m);
+		part_proxy_txn_begin(ctl_part_proxy(tc->ctl, &px), mp->shard, mp->part, t->pid, t->epoch, t->begin_ns,
+				     registered, t);
 	}
 	t->nregistered = t->ntp;
 	if (--t->pending == 0)
@@ -343,42 +331,17 @@ static void register_new(struct txn_coord *tc, struct txn *t)
 
 /* ---- markers -------------------------------------------------------------------- */
 
-static void marker_done(void *self, struct shard_msg *m);
-
-static void shard_marker(void *self, struct shard_msg *m)
-{
-	struct shard *sh = self;
-	struct part *p = m->p[0];
-	struct txn_tp *tp = m->p[1];
-	int to = (int)m->v[2];
-	int64_t off = -1;
-	int rc = part_txn_marker(p, m->v[0], (int16_t)(m->v[1] & 0xffff), (int)(m->v[1] >> 16), 0, &off);
-
-	if (rc == 0) {
-		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = off, .from = to,
-				      .ctx = (struct kafka_ctx *)tp, .notify = marker_done };
-
-		if (part_wait_ack(p, &w) == 0) {
-			part_progress(p);
-			return;
-		}
-		rc = -ENOBUFS;
-	}
-	{
-		struct shard_msg r = { .fn = marker_done, .p = { tp }, .v = { -1, rc == -ENOENT ? 0 : rc } };
-
-		shard_send(sh, to, &r);
-	}
-}
+static void marker_done(void *self, void *cookie, int64_t off, int err);
 
 static void markers_done(struct txn_coord *tc, struct txn *t);
 
-static void marker_done(void *self, struct shard_msg *m)
+static void marker_done(void *self, void *cookie, int64_t off, int err)
 {
 	struct txn_coord *tc = ctl_txns(self);
-	struct txn_tp *tp = m->p[0];
+	struct txn_tp *tp = cookie;
 	struct txn *t = tp->t;
-	int err = (int)m->v[1];
+
+	(void)off;
 
 	if (err) {
 		fprintf(stderr, "sluiced: transactional id %s: writing the %s marker to %s-%d failed: %s (retried)\n",
@@ -409,11 +372,11 @@ static void send_markers(struct txn_coord *tc, struct txn *t)
 		tp->t = t;
 		t->pending++;
 		{
-			struct shard_msg m = { .fn = shard_marker, .p = { mp->part, tp },
-					       .v = { t->pid, (int64_t)(uint16_t)t->epoch | ((int64_t)t->commit << 16),
-						      broker_ctl_index(tc->b) } };
+			struct part_proxy px;
 
-			ctl_send_msg(tc->ctl, mp->shard, &m);
+			tp->marker = (struct part_marker_req){ .pid = t->pid, .epoch = t->epoch, .commit = t->commit,
+							       .done = marker_done, .cookie = tp };
+			part_proxy_txn_marker(ctl_part_proxy(tc->ctl, &px), mp->shard, mp->part, &tp->marker);
 		}
 	}
 	if (--t->pending == 0)
@@ -952,11 +915,11 @@ int txn_submit(struct kafka_ctx *ctx)
 		kafka_ctx_abort(ctx);
 		return 0;
 	}
-	rq->from = ctx->sh->id;
+	rq->from = kafka_ctx_shard_id(ctx);
 	ctx->state = rq;
 	ctx->pending = 1;
 	ctx->resume = txn_resume;
-	shard_send(ctx->sh, broker_ctl_index(ctx->sh->b), &m);
+	kafka_ctx_send_ctl(ctx, &m);
 	return 0;
 }
 

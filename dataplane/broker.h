@@ -33,7 +33,26 @@
 #define RING_SLOTS 4096
 
 struct part;   /* a partition as its owner shard holds it (dataplane/part.h) */
-struct part_pub;   /* what the owner publishes of it for metrics (dataplane/part.h) */
+/* What the owner shard publishes of a partition for the control thread's
+ * metrics (control/metrics.c). Written only by the owner shard with
+ * relaxed atomic stores (part_publish, the produce path), read by the
+ * control thread with relaxed loads: each 64-bit word is a value the shard
+ * wrote, the set is not one snapshot (a scrape never stops a shard). The
+ * control thread allocates it (md_partition.pub) and frees it only at exit,
+ * after the shards have stopped; one cache line of its own. */
+struct part_pub {
+	int64_t log_start;
+	int64_t log_end;
+	int64_t high_watermark;
+	int64_t last_stable;
+	int64_t size_bytes;
+	int64_t segments;
+	int64_t err;                 /* the log's -errno, 0: healthy */
+	uint64_t produce_batches;
+	uint64_t produce_records;
+	uint64_t produce_bytes;
+	uint64_t fetch_bytes;
+} __attribute__((aligned(64)));
 
 struct md_partition {
 	int32_t index;
@@ -176,5 +195,12 @@ const struct md_topic *md_find(const struct md_snapshot *md, const char *name, i
  * hence warn_unused_result. */
 __attribute__((warn_unused_result))
 int broker_send(struct broker *b, int from, int to, const struct shard_msg *m);
+
+/* @thread any (the control thread). What the control thread reads of
+ * shard i, a word the shard writes: the metadata version it last loaded
+ * (acquire: quiescent-state reclamation) and its busy cycles so far
+ * (relaxed: a report). */
+uint64_t broker_shard_md_seen(const struct broker *b, int i);
+uint64_t broker_shard_busy_cycles(const struct broker *b, int i);
 
 #endif

@@ -9,6 +9,8 @@
  * (@thread shard) and sends the request to the control thread through the
  * ring; the coordinator answers through the request's resume, on that
  * shard again.
+ * The control thread's part (ctl_submit, producer ids) is implemented in
+ * control/ctl.c.
  * Owns: nothing. The request (ctx and its arena) stays the shard's; the
  * connection is muted until the answer comes back.
  * Errors: return 0 (the request is taken, or already answered with a
@@ -17,7 +19,12 @@
 #ifndef SLUICE_COORD_H
 #define SLUICE_COORD_H
 
+#include <stdint.h>
+
+#include "dataplane/kafka/kafka_wire.h"
+
 struct kafka_ctx;
+struct shard_msg;
 
 /* @thread shard: OffsetCommit, OffsetFetch, JoinGroup, Heartbeat,
  * LeaveGroup, SyncGroup, DescribeGroups, ListGroups, DeleteGroups,
@@ -27,5 +34,56 @@ int group_submit(struct kafka_ctx *ctx);
 /* @thread shard: InitProducerId with a transactional id, AddPartitionsToTxn,
  * AddOffsetsToTxn, EndTxn: to the transaction coordinator (control/txn.c). */
 int txn_submit(struct kafka_ctx *ctx);
+
+/* ---- the control thread: topic administration and producer ids (control/ctl.c) ---- */
+
+enum ctl_kind { CTL_CREATE = 1, CTL_DELETE, CTL_AUTO_CREATE, CTL_CREATE_PARTITIONS, CTL_ALTER_CONFIGS };
+
+/* AlterConfigs operations (IncrementalAlterConfigs' numbering). */
+enum ctl_config_op { CTL_CFG_SET = 0, CTL_CFG_DELETE = 1 };
+
+/* One topic of an admin request; lives in the requesting shard's arena
+ * until the reply. */
+struct ctl_topic {
+	struct kafka_str name;
+	int32_t partitions;          /* -1: num.partitions */
+	int16_t replication;         /* -1: default.replication.factor */
+	int nconfigs;
+	struct kafka_str *keys;
+	struct kafka_str *values;
+	int8_t *ops;                 /* CTL_ALTER_CONFIGS: per key; NULL = all SET */
+	int replace;                 /* CTL_ALTER_CONFIGS: overrides not named are removed */
+	int broker;                  /* CTL_ALTER_CONFIGS: the broker resource, name "" (the
+				      * cluster-wide default) or this node's id */
+	int16_t preset;              /* refused by the shard already: the answer */
+	int16_t error;               /* out */
+	char message[200];           /* out */
+};
+
+struct ctl_req {
+	int kind;
+	int validate_only;
+	int n;
+	struct ctl_topic *topics;
+	struct kafka_ctx *ctx;       /* on shard `from` */
+	int from;
+};
+
+/* @thread shard. Hand an admin request to the control thread; the shard's
+ * ctx gets kafka_ctx_sub_done when it is answered. */
+void ctl_submit(struct kafka_ctx *ctx, struct ctl_req *req);
+
+/* @thread shard. A new producer id for an idempotent producer (unique
+ * across restarts: handed out from blocks reserved in the metadata log);
+ * *out is filled (-1 on failure) before ctx gets kafka_ctx_sub_done. */
+void ctl_producer_id_submit(struct kafka_ctx *ctx, int64_t *out);
+
+/* @thread ctl. The message a shard sends to the control thread (with its
+ * parking shard_send) for a new producer id outside a request (the native
+ * protocol's sessions): m->p[0] a cookie, m->p[1] the completion, a
+ * void (*)(void *self, struct shard_msg *m), m->v[0] the shard. The
+ * completion runs on that shard with m->p[0] = cookie, m->v[0] = the id
+ * or -errno. */
+void ctl_producer_id_msg(void *self, struct shard_msg *m);
 
 #endif

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "control/ctl.h"
 #include "dataplane/coord.h"
 #include "dataplane/handlers.h"
 #include "dataplane/kafka_errors.h"

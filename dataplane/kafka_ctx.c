@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
 
 #include "dataplane/handlers.h"
 #include "dataplane/kafka_errors.h"
@@ -357,3 +359,33 @@ uint64_t kafka_ctx_run_parked(struct shard *sh, int all)
 	return nearest;
 }
 
+
+/* ---- what a coordinator's shard-side half uses ----------------------- */
+
+int kafka_ctx_shard_id(const struct kafka_ctx *ctx)
+{
+	return ctx->sh->id;
+}
+
+void kafka_ctx_send_ctl(struct kafka_ctx *ctx, const struct shard_msg *m)
+{
+	shard_send(ctx->sh, broker_ctl_index(ctx->sh->b), m);
+}
+
+void kafka_ctx_peer_host(const struct kafka_ctx *ctx, char *buf, size_t n)
+{
+	struct sockaddr_storage sa;
+	socklen_t sl = sizeof(sa);
+
+	if (n < 2)
+		return;
+	buf[0] = 0;
+	if (getpeername(ctx->c->fd, (struct sockaddr *)&sa, &sl) < 0)
+		return;
+	buf[0] = '/';
+	buf[1] = 0;
+	if (sa.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, buf + 1, (socklen_t)(n - 1));
+	else if (sa.ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sa)->sin6_addr, buf + 1, (socklen_t)(n - 1));
+}

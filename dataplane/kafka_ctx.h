@@ -107,4 +107,16 @@ int kafka_ctx_hold(struct kafka_ctx *ctx, int owner, struct plog_read *rd);
 void kafka_ctx_park(struct kafka_ctx *ctx, uint64_t deadline_ns);
 void kafka_ctx_unpark(struct kafka_ctx *ctx);
 
+/* ---- what a coordinator's shard-side half uses (dataplane/coord.h) ---- */
+
+struct shard_msg;
+/* @thread shard. The shard the request lives on (where its answer goes). */
+int kafka_ctx_shard_id(const struct kafka_ctx *ctx);
+/* @thread shard. Send m to the control thread from the request's shard;
+ * a full ring parks it (shard_send), never drops it. */
+void kafka_ctx_send_ctl(struct kafka_ctx *ctx, const struct shard_msg *m);
+/* @thread shard. The peer's address as Kafka spells it ("/127.0.0.1"),
+ * "" when unknown. */
+void kafka_ctx_peer_host(const struct kafka_ctx *ctx, char *buf, size_t n);
+
 #endif

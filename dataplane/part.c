@@ -264,3 +264,33 @@ void part_progress(struct part *p)
 	p->last_hw = hw;
 	part_publish(p);
 }
+
+/* ---- internal records (the coordinators' own logs, through part_proxy.c) ---- */
+
+void part_append_internal(struct part *p, const uint8_t *batch, uint32_t len, int from, void *ctx,
+			  void (*notify)(void *self, struct shard_msg *m))
+{
+	struct shard *sh = p->sh;
+	int64_t base = -1;
+	int rc = p->deleted ? -ENOENT : plog_append(p->pl, batch, len, &base);
+
+	if (rc == -ENOBUFS) {
+		store_flush(&sh->st);
+		rc = plog_append(p->pl, batch, len, &base);
+	}
+	if (rc == 0) {
+		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = base, .from = from,
+				      .ctx = ctx, .notify = notify };
+
+		if (part_wait_ack(p, &w) == 0) {
+			part_progress(p);
+			return;
+		}
+		rc = -ENOBUFS;
+	}
+	{
+		struct shard_msg r = { .fn = notify, .p = { ctx }, .v = { -1, rc } };
+
+		shard_send(sh, from, &r);
+	}
+}

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "dataplane/broker.h"
 #include "dataplane/producer.h"
 #include "storage/plog.h"
 
@@ -34,27 +35,6 @@ struct ack_wait {
 struct part_aborted {
 	int64_t pid, first, last;
 };
-
-/* What the owner shard publishes of a partition for the control thread's
- * metrics (control/metrics.c). Written only by the owner shard with
- * relaxed atomic stores (part_publish, the produce path), read by the
- * control thread with relaxed loads: each 64-bit word is a value the shard
- * wrote, the set is not one snapshot (a scrape never stops a shard). The
- * control thread allocates it (md_partition.pub) and frees it only at exit,
- * after the shards have stopped; one cache line of its own. */
-struct part_pub {
-	int64_t log_start;
-	int64_t log_end;
-	int64_t high_watermark;
-	int64_t last_stable;
-	int64_t size_bytes;
-	int64_t segments;
-	int64_t err;                 /* the log's -errno, 0: healthy */
-	uint64_t produce_batches;
-	uint64_t produce_records;
-	uint64_t produce_bytes;
-	uint64_t fetch_bytes;
-} __attribute__((aligned(64)));
 
 struct part {
 	struct plog *pl;
@@ -108,6 +88,16 @@ int part_wait_ack(struct part *p, const struct ack_wait *w);
 /* Complete what durability allows and wake watchers; called after appends
  * and from the durability callback. */
 void part_progress(struct part *p);
+
+/* ---- internal records (the coordinators' own logs) ---- */
+
+/* Append a batch of internal records and have `notify` run on thread
+ * `from` once it is durable: m->p[0] = ctx, m->v = { base offset, 0 }; or
+ * at once with m->v = { -1, -errno } when the append fails (-ENOENT: the
+ * partition was deleted; a full store is flushed and tried once more).
+ * batch is borrowed until notify has run. @thread owner */
+void part_append_internal(struct part *p, const uint8_t *batch, uint32_t len, int from, void *ctx,
+			  void (*notify)(void *self, struct shard_msg *m));
 
 /* ---- transactions (dataplane/part_txn.c) ---- */
 

@@ -14,7 +14,7 @@
 
 #include <rte_lcore.h>
 
-#include "control/ctl.h"
+#include "dataplane/coord.h"
 #include "dataplane/dpdk_port.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/native/native_broker.h"
@@ -312,7 +312,12 @@ static void on_hello(struct native_shard *ns, const struct native_msg *m, const 
 	s->last_ns = ns->sh->now_ns;
 	snprintf(s->name, sizeof(s->name), "%.*s", (int)m->data_len, (const char *)m->data);
 	ns->st.sessions_opened++;
-	ctl_producer_id_async(ns->sh, (void *)(uintptr_t)s->id, hello_pid);
+	{
+		struct shard_msg m = { .fn = ctl_producer_id_msg, .p = { (void *)(uintptr_t)s->id, (void *)hello_pid },
+				       .v = { ns->sh->id } };
+
+		shard_send(ns->sh, broker_ctl_index(ns->sh->b), &m);   /* parks when the ring is full */
+	}
 }
 
 /* ---- PRODUCE --------------------------------------------------------------------------- */

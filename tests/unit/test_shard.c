@@ -135,7 +135,7 @@ Test(shard, timer_table_is_bounded)
 
 static int opened = -1000;
 
-/* on the shard, as the control thread's shard_open_part does */
+/* on the shard, as part_proxy_open's owner side does (dataplane/part_proxy.c) */
 static void open_part_msg(void *self, struct shard_msg *m)
 {
 	struct shard *s = self;

@@ -1,0 +1,459 @@
+/* dataplane/part_proxy.c — the typed operations on a partition's owner
+ * (see part_proxy.h): each request is one ring message to the owner, which
+ * runs the owner-side function below and answers with a trampoline that
+ * calls the sender's typed completion on the sender's thread.
+ *
+ * Message layouts (fixed-size {fn, p[4], v[4]}): a request carries the
+ * sender's index, its completion and cookie; function pointers and cookies
+ * travel as pointers or as intptr_t in v[] when p[] is full.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "dataplane/broker.h"
+#include "dataplane/part.h"
+#include "dataplane/part_proxy.h"
+#include "dataplane/shard.h"
+#include "storage/batch.h"
+#include "storage/batch_format.h"
+
+static void shard_proxy_send(void *ctx, int to, const struct shard_msg *m)
+{
+	shard_send(ctx, to, m);   /* parks when the ring is full */
+}
+
+void part_proxy_init_shard(struct part_proxy *px, struct shard *sh)
+{
+	px->from = sh->id;
+	px->send = shard_proxy_send;
+	px->ctx = sh;
+}
+
+static void *fn_ptr(void (*fn)(void))
+{
+	return (void *)fn;
+}
+
+#define FN(f) fn_ptr((void (*)(void))(f))
+
+/* ---- open ------------------------------------------------------------- */
+
+/* On the sender: p[0] done, p[1] cookie, p[2] the part, p[3] the report;
+ * v[0] the result. */
+static void open_answered(void *self, struct shard_msg *m)
+{
+	part_open_done done = (part_open_done)m->p[0];
+
+	done(self, m->p[1], m->p[2], (int)m->v[0], m->p[3]);
+}
+
+/* On the owner: p[0] dir, p[1] topic, p[2] md_partition, p[3] report;
+ * v[0] sender, v[1] done, v[2] cookie. */
+static void owner_open(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	const char *dir = m->p[0];
+	struct md_topic *t = m->p[1];
+	struct md_partition *mp = m->p[2];
+	struct part_open_report *rep = m->p[3];
+	struct part *p = NULL;
+	struct stat st;
+	int rc;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->made = stat(dir, &st) < 0 && errno == ENOENT;
+	rc = part_open(sh, dir, t->name, mp->index, &t->cfg, &p);
+	if (rc == -EUCLEAN && sh->st.problem[0])
+		fprintf(stderr, "sluiced: partition %s-%d cannot be opened: %s\n", t->name, /* style: allow open failure */
+			mp->index, sh->st.problem);
+	if (rc == 0) {
+		const struct plog_recovery *r = &p->pl->recovery;
+
+		mp->part = p;
+		p->pub = mp->pub;
+		part_publish(p);
+		p->next = sh->parts;
+		sh->parts = p;
+		rep->segments = r->segments;
+		rep->segments_trusted = r->segments_trusted;
+		rep->bytes_scanned = r->bytes_scanned;
+		rep->bytes_trusted = r->bytes_trusted;
+		rep->damaged = r->damaged;
+		rep->noteworthy = r->truncated_reason || r->damaged;
+		if (rep->noteworthy)
+			plog_recovery_describe(p->pl, rep->line, sizeof(rep->line));
+	}
+	{
+		struct shard_msg r = { .fn = open_answered,
+				       .p = { (void *)(intptr_t)m->v[1], (void *)(intptr_t)m->v[2], p, rep },
+				       .v = { rc } };
+
+		shard_send(sh, (int)m->v[0], &r);
+	}
+}
+
+void part_proxy_open(struct part_proxy *px, int owner, const char *dir, struct md_topic *t,
+		     struct md_partition *mp, struct part_open_report *rep, part_open_done done, void *cookie)
+{
+	struct shard_msg m = { .fn = owner_open,
+			       .p = { (void *)dir, t, mp, rep },
+			       .v = { px->from, (intptr_t)FN(done), (intptr_t)cookie } };
+
+	px->send(px->ctx, owner, &m);
+}
+
+/* ---- close, config ---------------------------------------------------- */
+
+/* On the sender: p[0] done, p[1] cookie; v[0] the result. */
+static void done_answered(void *self, struct shard_msg *m)
+{
+	part_done done = (part_done)m->p[0];
+
+	done(self, m->p[1], (int)m->v[0]);
+}
+
+/* On the owner: answer a request whose p[1] is done, p[2] the cookie,
+ * v[0] the sender. */
+static void owner_answer(struct shard *sh, struct shard_msg *m, int err)
+{
+	struct shard_msg r = { .fn = done_answered, .p = { m->p[1], m->p[2] }, .v = { err } };
+
+	shard_send(sh, (int)m->v[0], &r);   /* parks when the ring is full */
+}
+
+static void owner_unlink(struct shard *sh, struct part *p)
+{
+	for (struct part **pp = &sh->parts; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+}
+
+/* On the owner: p[0] the part. */
+static void owner_retire(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[0];
+
+	owner_unlink(sh, p);
+	part_retire(p);
+	p->next = sh->retired_parts;   /* freed when the shard exits */
+	sh->retired_parts = p;
+	owner_answer(sh, m, 0);
+}
+
+static void owner_close(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[0];
+
+	owner_unlink(sh, p);
+	part_close(p);
+	owner_answer(sh, m, 0);
+}
+
+/* On the owner: p[0] the part, p[3] the config. */
+static void owner_set_config(void *self, struct shard_msg *m)
+{
+	struct part *p = m->p[0];
+	const struct plog_config *cfg = m->p[3];
+
+	if (p && p->pl) {
+		/* segment size applies from the next segment on */
+		p->pl->cfg = *cfg;
+		if (p->pl->cfg.initial_extent > p->pl->cfg.segment_bytes)
+			p->pl->cfg.initial_extent = p->pl->cfg.segment_bytes;
+	}
+	owner_answer(self, m, 0);
+}
+
+static void send_part_op(struct part_proxy *px, int owner, void (*fn)(void *, struct shard_msg *), struct part *p,
+			 void *arg, part_done done, void *cookie)
+{
+	struct shard_msg m = { .fn = fn, .p = { p, FN(done), cookie, arg }, .v = { px->from } };
+
+	px->send(px->ctx, owner, &m);
+}
+
+void part_proxy_retire(struct part_proxy *px, int owner, struct part *p, part_done done, void *cookie)
+{
+	send_part_op(px, owner, owner_retire, p, NULL, done, cookie);
+}
+
+void part_proxy_close(struct part_proxy *px, int owner, struct part *p, part_done done, void *cookie)
+{
+	send_part_op(px, owner, owner_close, p, NULL, done, cookie);
+}
+
+void part_proxy_set_config(struct part_proxy *px, int owner, struct part *p, const struct plog_config *cfg,
+			   part_done done, void *cookie)
+{
+	send_part_op(px, owner, owner_set_config, p, (void *)cfg, done, cookie);
+}
+
+/* ---- internal records ------------------------------------------------- */
+
+/* On the sender (from the owner's durability or at once on failure):
+ * p[0] the request, v[0] the base offset, v[1] the result. */
+static void append_answered(void *self, struct shard_msg *m)
+{
+	struct part_append_req *req = m->p[0];
+
+	req->done(self, req->cookie, m->v[0], (int)m->v[1]);
+}
+
+/* On the owner: p[0] the part, p[1] the request; v[0] the sender. */
+static void owner_append(void *self, struct shard_msg *m)
+{
+	struct part *p = m->p[0];
+	struct part_append_req *req = m->p[1];
+
+	(void)self;
+	part_append_internal(p, req->batch, req->len, (int)m->v[0], req, append_answered);
+}
+
+void part_proxy_append(struct part_proxy *px, int owner, struct part *p, struct part_append_req *req)
+{
+	struct shard_msg m = { .fn = owner_append, .p = { p, req }, .v = { px->from } };
+
+	px->send(px->ctx, owner, &m);
+}
+
+/* ---- transactions ----------------------------------------------------- */
+
+/* On the owner: p[0] the part, p[1] done, p[2] cookie; v[0] the sender,
+ * v[1] pid, v[2] epoch, v[3] since_ns. */
+static void owner_txn_begin(void *self, struct shard_msg *m)
+{
+	owner_answer(self, m, part_txn_begin(m->p[0], m->v[1], (int16_t)m->v[2], (uint64_t)m->v[3]));
+}
+
+void part_proxy_txn_begin(struct part_proxy *px, int owner, struct part *p, int64_t pid, int16_t epoch,
+			  uint64_t since_ns, part_done done, void *cookie)
+{
+	struct shard_msg m = { .fn = owner_txn_begin, .p = { p, FN(done), cookie },
+			       .v = { px->from, pid, epoch, (int64_t)since_ns } };
+
+	px->send(px->ctx, owner, &m);
+}
+
+/* On the sender: p[0] the request; v[0] the marker's offset, v[1] the
+ * result. */
+static void marker_answered(void *self, struct shard_msg *m)
+{
+	struct part_marker_req *req = m->p[0];
+
+	req->done(self, req->cookie, m->v[0], (int)m->v[1]);
+}
+
+/* On the owner: p[0] the part, p[1] the request; v[0] the sender. */
+static void owner_txn_marker(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[0];
+	struct part_marker_req *req = m->p[1];
+	int to = (int)m->v[0];
+	int64_t off = -1;
+	int rc = part_txn_marker(p, req->pid, req->epoch, req->commit, 0, &off);
+
+	if (rc == 0) {
+		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = off, .from = to,
+				      .ctx = (struct kafka_ctx *)req, .notify = marker_answered };
+
+		if (part_wait_ack(p, &w) == 0) {
+			part_progress(p);
+			return;
+		}
+		rc = -ENOBUFS;
+	}
+	{
+		struct shard_msg r = { .fn = marker_answered, .p = { req }, .v = { -1, rc == -ENOENT ? 0 : rc } };
+
+		shard_send(sh, to, &r);
+	}
+}
+
+void part_proxy_txn_marker(struct part_proxy *px, int owner, struct part *p, struct part_marker_req *req)
+{
+	struct shard_msg m = { .fn = owner_txn_marker, .p = { p, req }, .v = { px->from } };
+
+	px->send(px->ctx, owner, &m);
+}
+
+/* ---- lag -------------------------------------------------------------- */
+
+/* On the sender: p[0] the request. */
+static void lag_answered(void *self, struct shard_msg *m)
+{
+	struct part_lag_req *q = m->p[0];
+
+	q->done(self, q->cookie, q->hw, q->ts);
+}
+
+/* @thread owner */
+static void lag_reply(struct part_lag_req *q)
+{
+	struct shard_msg r = { .fn = lag_answered, .p = { q } };
+
+	shard_send(q->sh, q->from, &r);
+}
+
+/* The first batch at the committed offset is in: its timestamp is the
+ * oldest unconsumed record's (the batch's first record's for CreateTime,
+ * the broker's for LogAppendTime). @thread owner */
+static void lag_read_done(struct plog_read *rd)
+{
+	struct part_lag_req *q = rd->arg;
+
+	if (!rd->err && rd->bytes >= BATCH_HEADER_SIZE)
+		q->ts = (batch_attributes(rd->data) & BATCH_ATTR_LOG_APPEND_TIME) ? batch_max_timestamp(rd->data)
+										  : batch_base_timestamp(rd->data);
+	plog_read_release(rd);
+	if (q->buf)
+		q->sh->rbufs[q->sh->nrbufs++] = q->buf;
+	q->buf = NULL;
+	lag_reply(q);
+}
+
+/* On the owner: the partition's high watermark, and the timestamp of the
+ * first record not consumed (a read of one batch, from the tail or
+ * asynchronously from disk). p[0] the part, p[1] the request; v[0] the
+ * sender. */
+static void owner_lag(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[0];
+	struct part_lag_req *q = m->p[1];
+	int64_t from;
+	int rc;
+
+	q->sh = sh;
+	q->from = (int)m->v[0];
+	q->hw = -1;
+	q->ts = -1;
+	q->buf = NULL;
+	if (!p || p->deleted || !p->pl) {
+		lag_reply(q);
+		return;
+	}
+	q->hw = p->pl->high_watermark;
+	from = q->committed < p->pl->log_start ? p->pl->log_start : q->committed;
+	if (from >= q->hw || !sh->nrbufs) {
+		lag_reply(q);   /* caught up (or no read buffer free: no age this time) */
+		return;
+	}
+	memset(&q->rd, 0, sizeof(q->rd));
+	q->buf = sh->rbufs[--sh->nrbufs];
+	q->rd.offset = from;
+	q->rd.max_offset = q->hw;
+	q->rd.max_bytes = 1;        /* one batch: the first is always whole */
+	q->rd.buf = q->buf;
+	q->rd.buf_cap = SHARD_RBUF_SIZE;
+	q->rd.done = lag_read_done;
+	q->rd.arg = q;
+	rc = plog_read(p->pl, &q->rd);
+	if (rc == 0)
+		return;                 /* from disk: lag_read_done runs later */
+	if (rc < 0)
+		q->rd.err = rc;
+	lag_read_done(&q->rd);
+}
+
+void part_proxy_lag(struct part_proxy *px, int owner, struct part *p, struct part_lag_req *req)
+{
+	struct shard_msg m = { .fn = owner_lag, .p = { p, req }, .v = { px->from } };
+
+	px->send(px->ctx, owner, &m);
+}
+
+/* ---- reading back ----------------------------------------------------- */
+
+/* On the sender: p[0] the chunk (the owner's copy, freed here), p[1]
+ * chunk fn, p[2] cookie; v[0] length, v[1] partition index. */
+static void chunk_answered(void *self, struct shard_msg *m)
+{
+	part_range_chunk chunk = (part_range_chunk)m->p[1];
+
+	chunk(self, m->p[2], m->p[0], (uint32_t)m->v[0], (int32_t)m->v[1]);
+	free(m->p[0]);   /* style: allow start-up replay */
+}
+
+/* On the sender: p[0] end fn, p[1] cookie. */
+static void end_answered(void *self, struct shard_msg *m)
+{
+	part_range_end end = (part_range_end)m->p[0];
+
+	end(self, m->p[1]);
+}
+
+/* On the owner, at start: read the range and send it over in chunks (a
+ * one-time synchronous read before the broker says it is ready).
+ * p[0] the part, p[1] chunk fn, p[2] end fn, p[3] cookie; v[0] sender,
+ * v[1] from, v[2] to. */
+static void owner_read(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = m->p[0];
+	int to = (int)m->v[0];
+	int64_t end = m->v[2] < p->pl->high_watermark ? m->v[2] : p->pl->high_watermark;
+	uint32_t cap = 1u << 20;
+	uint8_t *rb = aligned_alloc(4096, cap + 4096); /* style: allow start-up replay */
+	int64_t off = m->v[1] > p->pl->log_start ? m->v[1] : p->pl->log_start;
+
+	while (rb && off < end) {
+		struct plog_read rd = { .offset = off, .max_offset = end, .max_bytes = cap,
+					.buf = rb, .buf_cap = cap + 4096 };
+		int rc = plog_read_sync(p->pl, &rd);
+		uint8_t *copy;
+		uint32_t at = 0;
+		int64_t next = off;
+
+		if (rc < 0 || rd.bytes == 0) {
+			if (rc < 0)
+				fprintf(stderr, "sluiced: reading %s-%d at offset %lld back at start: %s\n", /* style: allow start-up */
+					p->topic, p->index, (long long)off, strerror(-rc));
+			plog_read_release(&rd);
+			break;
+		}
+		while (at + BATCH_LOG_OVERHEAD <= rd.bytes && batch_size(rd.data + at) <= rd.bytes - at) {
+			next = batch_last_offset(rd.data + at) + 1;
+			at += batch_size(rd.data + at);
+		}
+		copy = malloc(at ? at : 1); /* style: allow start-up replay */
+		if (!copy) {
+			plog_read_release(&rd);
+			break;
+		}
+		memcpy(copy, rd.data, at);
+		plog_read_release(&rd);
+		{
+			struct shard_msg c = { .fn = chunk_answered, .p = { copy, m->p[1], m->p[3] },
+					       .v = { at, p->index } };
+
+			shard_send(sh, to, &c);
+		}
+		if (next <= off)
+			break;
+		off = next;
+	}
+	free(rb); /* style: allow start-up replay */
+	{
+		struct shard_msg e = { .fn = end_answered, .p = { m->p[2], m->p[3] } };
+
+		shard_send(sh, to, &e);
+	}
+}
+
+void part_proxy_read(struct part_proxy *px, int owner, struct part *p, int64_t from, int64_t to,
+		     part_range_chunk chunk, part_range_end end, void *cookie)
+{
+	struct shard_msg m = { .fn = owner_read, .p = { p, FN(chunk), FN(end), cookie },
+			       .v = { px->from, from, to } };
+
+	px->send(px->ctx, owner, &m);
+}

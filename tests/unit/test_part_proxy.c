@@ -1,0 +1,350 @@
+/* tests/unit/test_part_proxy.c — the partition proxy (dataplane/part_proxy.h):
+ * one shard polled in the test's thread with an injected clock, the test
+ * thread standing in for the control thread, the sender. Each operation
+ * goes to the owner as one ring message; its completion comes back over
+ * the other ring and runs here, on the sender's side, with self = the
+ * sender's object. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dataplane/part.h"
+#include "dataplane/part_proxy.h"
+#include "dataplane/shard_internal.h"
+#include "helpers.h"
+#include "storage/batch.h"
+#include "storage/batch_format.h"
+
+static struct broker b;
+static struct shard *sh;
+static struct spsc to_shard, to_ctl;
+static struct shard_msg to_shard_slots[RING_SLOTS], to_ctl_slots[RING_SLOTS];
+static int ctl_sleeping;
+static char *dir;
+static char pdir[4200];
+
+static struct md_partition mpart = { .index = 0, .shard = 0 };
+static struct md_topic *topics[1];
+static struct md_topic topic;
+static struct md_snapshot md = { .version = 1, .ntopics = 1, .topics = topics };
+
+#define T0 1000000000ull
+
+/* the sender: "the control thread", whose object is `sender` */
+static int sender;
+static struct part_proxy px;
+static int calls;          /* completions run on the sender's side */
+
+static void test_send(void *ctx, int to, const struct shard_msg *m)
+{
+	cr_assert_eq(ctx, &sender);
+	cr_assert_eq(broker_send(&b, broker_ctl_index(&b), to, m), 0, "the test's ring is never full");
+}
+
+static void setup(void)
+{
+	char err[256];
+
+	memset(&b, 0, sizeof(b));
+	snprintf(b.set.listen_host, sizeof(b.set.listen_host), "127.0.0.1");
+	b.set.nshards = 1;
+	b.set.max_request_bytes = 100u << 20;
+	b.set.message_max_bytes = 1u << 20;
+	b.set.queued_max_request_bytes = -1;
+	b.set.max_connections = 1000;
+	b.set.max_connections_per_ip = 1000;
+	b.set.connections_max_idle_ms = -1;
+	b.set.tail_budget = 64u << 20;
+	b.set.retention_check_ms = 300000;
+	b.set.producer_ttl_ms = 86400000;
+	dir = test_tmpdir();
+	snprintf(b.set.data_dir, sizeof(b.set.data_dir), "%s", dir);
+	snprintf(pdir, sizeof(pdir), "%s/t-0", dir);
+	spsc_init(&to_shard, to_shard_slots, RING_SLOTS);
+	spsc_init(&to_ctl, to_ctl_slots, RING_SLOTS);
+	b.rings[1][0] = &to_shard;
+	b.rings[0][1] = &to_ctl;
+	b.wake_fd[1] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	b.sleeping[1] = &ctl_sleeping;
+
+	topic.name = "t";
+	topic.name_len = 1;
+	topic.nparts = 1;
+	topic.parts = &mpart;
+	topic.max_message_bytes = 1u << 20;
+	plog_config_defaults(&topic.cfg);
+	topics[0] = &topic;
+	mpart.part = NULL;
+	b.md = &md;
+
+	cr_assert_eq(shard_create(&b, 0, &sh, err, sizeof(err)), 0, "shard_create: %s", err);
+	b.shards[0] = sh;
+	cr_assert_eq(shard_thread_init(sh), 0);
+	px = (struct part_proxy){ .from = broker_ctl_index(&b), .send = test_send, .ctx = &sender };
+	calls = 0;
+}
+
+static void teardown(void)
+{
+	if (sh) {
+		__atomic_store_n(&b.stopping, 1, __ATOMIC_RELAXED);
+		for (int i = 0; i < 1000 && !shard_done(sh); i++)
+			if (shard_poll(sh, T0 + 60000000000ull + (uint64_t)i, 0) == 0)
+				shard_idle(sh);
+		shard_thread_fini(sh);
+		shard_destroy(sh);
+		sh = NULL;
+	}
+	close(b.wake_fd[1]);
+	test_rmrf(dir);
+	free(dir);
+}
+
+TestSuite(part_proxy, .init = setup, .fini = teardown, .timeout = 60);
+
+/* Turns of the shard until `want` completions have run here (or 5000
+ * turns); the clock moves 1 ms a turn. Messages the shard sent to the
+ * sender run between turns, in the test's thread: the sender's loop. */
+static uint64_t now = T0;
+static void run_until(int want)
+{
+	for (int i = 0; i < 5000 && calls < want; i++) {
+		struct shard_msg m;
+
+		now += 1000000;
+		if (shard_poll(sh, now, 1700000000000 + (int64_t)(now / 1000000)) == 0)
+			shard_idle(sh);
+		while (spsc_pop(&to_ctl, &m))
+			m.fn(&sender, &m);
+	}
+	cr_assert_geq(calls, want, "the completion never came");
+}
+
+/* ---- completions -------------------------------------------------------- */
+
+static struct part *opened;
+static int open_err = -1000;
+static struct part_open_report report;
+
+static void on_open(void *self, void *cookie, struct part *p, int err, const struct part_open_report *rep)
+{
+	cr_assert_eq(self, &sender, "runs on the sender's side");
+	cr_assert_eq(cookie, &opened);
+	cr_assert_eq(rep, &report);
+	opened = p;
+	open_err = err;
+	calls++;
+}
+
+static int done_err = -1000;
+
+static void on_done(void *self, void *cookie, int err)
+{
+	cr_assert_eq(self, &sender);
+	cr_assert_eq(cookie, &done_err);
+	done_err = err;
+	calls++;
+}
+
+static int64_t appended[8];
+static int append_err[8];
+
+static void on_appended(void *self, void *cookie, int64_t base, int err)
+{
+	int i = (int)(intptr_t)cookie;
+
+	cr_assert_eq(self, &sender);
+	appended[i] = base;
+	append_err[i] = err;
+	calls++;
+}
+
+static int64_t read_offsets[64];
+static int nread, read_ends;
+
+static void on_chunk(void *self, void *cookie, const uint8_t *buf, uint32_t len, int32_t index)
+{
+	cr_assert_eq(self, &sender);
+	cr_assert_eq(cookie, &nread);
+	cr_assert_eq(index, 0);
+	for (uint32_t at = 0; at + BATCH_LOG_OVERHEAD <= len; at += batch_size(buf + at)) {
+		cr_assert_lt(nread, 64);
+		read_offsets[nread++] = batch_base_offset(buf + at);
+	}
+}
+
+static void on_end(void *self, void *cookie)
+{
+	cr_assert_eq(self, &sender);
+	cr_assert_eq(cookie, &nread);
+	read_ends++;
+	calls++;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static void open_partition(void)
+{
+	int want = calls + 1;
+
+	part_proxy_open(&px, 0, pdir, &topic, &mpart, &report, on_open, &opened);
+	cr_assert_eq(calls, want - 1, "nothing runs before the shard's turn");
+	run_until(want);
+	cr_assert_eq(open_err, 0, "open: %d", open_err);
+	cr_assert_not_null(opened);
+	cr_assert_eq(mpart.part, opened, "the owner set md_partition.part");
+	cr_assert_eq(sh->parts, opened, "and linked it into its list");
+}
+
+/* A batch of n records with keys "k<i>". */
+static uint8_t *make_batch(int n, uint32_t *len)
+{
+	size_t cap = 256 + (size_t)n * 64;
+	uint8_t *buf = calloc(1, cap);
+	struct batch_builder bb;
+	ssize_t l;
+
+	cr_assert_not_null(buf);
+	batch_builder_init(&bb, buf, cap, 1700000000000);
+	for (int i = 0; i < n; i++) {
+		char k[16];
+		int kl = snprintf(k, sizeof(k), "k%d", i);
+
+		cr_assert_eq(batch_builder_add(&bb, i, 1700000000000, k, kl, "v", 1, NULL, 0, 0), 0);
+	}
+	l = batch_builder_finish(&bb, 0, -1, -1, -1, -1);
+	cr_assert_gt(l, 0);
+	*len = (uint32_t)l;
+	return buf;
+}
+
+/* ---- the tests ---------------------------------------------------------- */
+
+Test(part_proxy, open_reports_a_new_directory_and_a_clean_recovery)
+{
+	open_partition();
+	cr_assert_eq(report.made, 1, "the directory did not exist");
+	cr_assert_eq(report.noteworthy, 0);
+	cr_assert_eq(report.damaged, 0);
+}
+
+Test(part_proxy, open_append_read_configure_close)
+{
+	struct part_append_req req[3];
+	uint8_t *batch[3];
+	int counts[3] = { 3, 1, 5 };
+	int64_t want_base = 0;
+	struct plog_config cfg;
+
+	open_partition();
+
+	/* three appends in flight at once: each durable with its base offset */
+	for (int i = 0; i < 3; i++) {
+		batch[i] = make_batch(counts[i], &req[i].len);
+		req[i].batch = batch[i];
+		req[i].done = on_appended;
+		req[i].cookie = (void *)(intptr_t)i;
+		appended[i] = -2;
+		part_proxy_append(&px, 0, opened, &req[i]);
+	}
+	run_until(calls + 3);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(append_err[i], 0, "append %d: %d", i, append_err[i]);
+		cr_assert_eq(appended[i], want_base, "append %d at %lld, wanted %lld", i, (long long)appended[i],
+			     (long long)want_base);
+		want_base += counts[i];
+	}
+	cr_assert_geq(opened->pl->high_watermark, want_base, "durable before the completion");
+
+	/* the range back: all three batches, then the end */
+	nread = 0;
+	read_ends = 0;
+	part_proxy_read(&px, 0, opened, 0, INT64_MAX, on_chunk, on_end, &nread);
+	run_until(calls + 1);
+	cr_assert_eq(read_ends, 1);
+	cr_assert_eq(nread, 3);
+	cr_assert_eq(read_offsets[0], 0);
+	cr_assert_eq(read_offsets[1], 3);
+	cr_assert_eq(read_offsets[2], 4);
+
+	/* a range that starts at the second batch */
+	nread = 0;
+	part_proxy_read(&px, 0, opened, 3, INT64_MAX, on_chunk, on_end, &nread);
+	run_until(calls + 1);
+	cr_assert_eq(nread, 2);
+	cr_assert_eq(read_offsets[0], 3);
+
+	/* new settings: the owner takes them (segment size bounds the extent) */
+	cfg = topic.cfg;
+	cfg.segment_bytes = 1u << 20;
+	cfg.initial_extent = 4u << 20;
+	done_err = -1000;
+	part_proxy_set_config(&px, 0, opened, &cfg, on_done, &done_err);
+	run_until(calls + 1);
+	cr_assert_eq(done_err, 0);
+	cr_assert_eq(opened->pl->cfg.segment_bytes, 1u << 20);
+	cr_assert_eq(opened->pl->cfg.initial_extent, 1u << 20);
+
+	/* close: out of the owner's list */
+	done_err = -1000;
+	part_proxy_close(&px, 0, opened, on_done, &done_err);
+	run_until(calls + 1);
+	cr_assert_eq(done_err, 0);
+	cr_assert_null(sh->parts, "the owner's list no longer holds it");
+	mpart.part = NULL;
+	for (int i = 0; i < 3; i++)
+		free(batch[i]);
+}
+
+Test(part_proxy, append_to_a_retired_partition_fails_with_enoent)
+{
+	struct part_append_req req;
+	uint8_t *batch;
+
+	open_partition();
+	done_err = -1000;
+	part_proxy_retire(&px, 0, opened, on_done, &done_err);
+	run_until(calls + 1);
+	cr_assert_eq(done_err, 0);
+	cr_assert_null(sh->parts);
+	cr_assert_eq(sh->retired_parts, opened, "kept until the shard exits");
+
+	batch = make_batch(1, &req.len);
+	req.batch = batch;
+	req.done = on_appended;
+	req.cookie = (void *)(intptr_t)0;
+	part_proxy_append(&px, 0, opened, &req);
+	run_until(calls + 1);
+	cr_assert_eq(append_err[0], -ENOENT);
+	cr_assert_eq(appended[0], -1);
+	free(batch);
+}
+
+Test(part_proxy, reopen_reports_what_recovery_read)
+{
+	struct part_append_req req;
+	uint8_t *batch;
+
+	open_partition();
+	batch = make_batch(4, &req.len);
+	req.batch = batch;
+	req.done = on_appended;
+	req.cookie = (void *)(intptr_t)0;
+	part_proxy_append(&px, 0, opened, &req);
+	run_until(calls + 1);
+	cr_assert_eq(append_err[0], 0);
+	done_err = -1000;
+	part_proxy_close(&px, 0, opened, on_done, &done_err);
+	run_until(calls + 1);
+	free(batch);
+
+	memset(&report, 0xff, sizeof(report));
+	open_partition();
+	cr_assert_eq(report.made, 0, "the directory was there");
+	cr_assert_geq(report.segments, 1);
+	cr_assert_eq(report.noteworthy, 0);
+	cr_assert_eq(opened->pl->next_offset, 4);
+}
