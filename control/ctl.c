@@ -1603,10 +1603,26 @@ int ctl_create(struct broker *b, struct config *cfg, struct ctl **out)
 	b->wake_fd[idx] = ctl->wake_fd;
 	b->sleeping[idx] = &ctl->sleeping;
 	b->ctl = ctl;
+	b->coord = &ctl_coord_ops;
 	the_ctl = ctl;
 	*out = ctl;
 	return 0;
 }
+
+/* What the shards reach of the control plane (dataplane/coord.h). */
+const struct coord_ops ctl_coord_ops = {
+	.group_submit = group_submit,
+	.txn_submit = txn_submit,
+	.ctl_submit = ctl_submit,
+	.producer_id_submit = ctl_producer_id_submit,
+	.producer_id_msg = ctl_producer_id_msg,
+	.config_dynamic = config_dynamic,
+	.topic_config_key_at = topic_config_key_at,
+	.topic_config_broker_key = topic_config_broker_key,
+	.topic_config_default = topic_config_default,
+	.config_source = config_source,
+	.config_foreach = config_foreach,
+};
 
 void ctl_destroy(struct ctl *ctl)
 {

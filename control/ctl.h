@@ -106,4 +106,11 @@ int ctl_read_topic(struct ctl *ctl, const struct md_topic *t,
 		   void (*end)(struct ctl *ctl));
 
 
+/* The control plane's side of dataplane/coord.h: what the shards reach
+ * through coord_ops (ctl_coord_ops, set in struct broker by ctl_create). */
+void ctl_submit(struct kafka_ctx *ctx, struct ctl_req *req);
+void ctl_producer_id_submit(struct kafka_ctx *ctx, int64_t *out);
+void ctl_producer_id_msg(void *self, struct shard_msg *m);
+extern const struct coord_ops ctl_coord_ops;
+
 #endif

@@ -130,8 +130,10 @@ void group_txn_end(struct group_coord *gc, int32_t opart, int64_t pid, int commi
 /* @thread shard: free a response's memory once it is encoded. */
 void group_mem_free(struct gmem *m);
 
-/* group_submit (@thread shard: hand a decoded group request to the
- * coordinator; the response comes back through the request's resume) is
- * declared on the shards' side, in dataplane/coord.h. */
+struct kafka_ctx;
+/* @thread shard: hand a decoded group request to the coordinator; the
+ * response comes back through the request's resume. The shards reach it
+ * as coord_ops.group_submit (dataplane/coord.h), never by name. */
+int group_submit(struct kafka_ctx *ctx);
 
 #endif

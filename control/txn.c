@@ -923,9 +923,6 @@ int txn_submit(struct kafka_ctx *ctx)
 	return 0;
 }
 
-int kafka_handle_add_partitions_to_txn(struct kafka_ctx *ctx) { return txn_submit(ctx); }
-int kafka_handle_add_offsets_to_txn(struct kafka_ctx *ctx) { return txn_submit(ctx); }
-int kafka_handle_end_txn(struct kafka_ctx *ctx) { return txn_submit(ctx); }
 
 /* ---- replay ---------------------------------------------------------------------- */
 

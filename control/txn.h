@@ -85,8 +85,10 @@ void txn_report(struct txn_coord *tc);
 int16_t txn_check_offsets(struct txn_coord *tc, struct kafka_str id, int64_t pid, int16_t epoch, int32_t opart,
 			  uint64_t recv_ns);
 
-/* txn_submit (@thread shard: InitProducerId with a transactional id,
- * AddPartitionsToTxn, AddOffsetsToTxn, EndTxn) is declared on the shards'
- * side, in dataplane/coord.h. */
+struct kafka_ctx;
+/* @thread shard: InitProducerId with a transactional id,
+ * AddPartitionsToTxn, AddOffsetsToTxn, EndTxn. The shards reach it as
+ * coord_ops.txn_submit (dataplane/coord.h), never by name. */
+int txn_submit(struct kafka_ctx *ctx);
 
 #endif

@@ -126,6 +126,7 @@ struct broker_settings {
 
 struct shard;
 struct ctl;
+struct coord_ops;
 struct dpdk_port;
 
 /* What every shard shares about its connections: written by all shards,
@@ -172,6 +173,8 @@ struct broker {
 	int serving;                  /* set once the metadata is replayed: shards accept */
 	int drained;                  /* shards stopped with no connection left */
 	struct broker_conns conns;    /* see struct broker_conns */
+	const struct coord_ops *coord;/* the layer above's callbacks (dataplane/coord.h): set by
+				       * the control thread's creation, before the shards serve */
 };
 
 /* The thread index of the control thread in rings[][]. */

@@ -1,9 +1,13 @@
-/* dataplane/coord.h — what the shards ask of the coordinators: the entry
- * points a Kafka handler calls to hand a whole request to the group or the
- * transaction coordinator on the control thread. Declared here, on the
- * shards' side, so that a handler needs no control/ header (layers call
- * down: dataplane never includes control/); control/group.c and
- * control/txn.c implement them.
+/* dataplane/coord.h — what the shards ask of the layer above them: the
+ * entry points a Kafka handler calls to hand a whole request to the group
+ * or the transaction coordinator or the control thread, and the config key
+ * table's lookups DescribeConfigs needs. The layer above hands them down
+ * as a table of callbacks (struct coord_ops, in struct broker, set before
+ * any shard serves), so dataplane/ neither includes a control/ header nor
+ * calls a function only control/ defines: layers call down, and a layer
+ * that must reach the one above uses the callbacks it was given.
+ * control/ctl.c fills the table (ctl_coord_ops) from control/group.c,
+ * control/txn.c, control/ctl.c and control/config.c.
  *
  * Thread: each function is called on the shard that owns the connection
  * (@thread shard) and sends the request to the control thread through the
@@ -25,15 +29,6 @@
 
 struct kafka_ctx;
 struct shard_msg;
-
-/* @thread shard: OffsetCommit, OffsetFetch, JoinGroup, Heartbeat,
- * LeaveGroup, SyncGroup, DescribeGroups, ListGroups, DeleteGroups,
- * OffsetDelete, TxnOffsetCommit: to the group coordinator (control/group.c). */
-int group_submit(struct kafka_ctx *ctx);
-
-/* @thread shard: InitProducerId with a transactional id, AddPartitionsToTxn,
- * AddOffsetsToTxn, EndTxn: to the transaction coordinator (control/txn.c). */
-int txn_submit(struct kafka_ctx *ctx);
 
 /* ---- the control thread: topic administration and producer ids (control/ctl.c) ---- */
 
@@ -69,21 +64,45 @@ struct ctl_req {
 	int from;
 };
 
-/* @thread shard. Hand an admin request to the control thread; the shard's
- * ctx gets kafka_ctx_sub_done when it is answered. */
-void ctl_submit(struct kafka_ctx *ctx, struct ctl_req *req);
+struct config;
 
-/* @thread shard. A new producer id for an idempotent producer (unique
- * across restarts: handed out from blocks reserved in the metadata log);
- * *out is filled (-1 on failure) before ctx gets kafka_ctx_sub_done. */
-void ctl_producer_id_submit(struct kafka_ctx *ctx, int64_t *out);
+/* The callbacks the layer above gives the shards. Read-only once set. */
+struct coord_ops {
+	/* @thread shard: OffsetCommit, OffsetFetch, JoinGroup, Heartbeat,
+	 * LeaveGroup, SyncGroup, DescribeGroups, ListGroups, DeleteGroups,
+	 * OffsetDelete, TxnOffsetCommit: to the group coordinator. */
+	int (*group_submit)(struct kafka_ctx *ctx);
+	/* @thread shard: InitProducerId with a transactional id,
+	 * AddPartitionsToTxn, AddOffsetsToTxn, EndTxn: to the transaction
+	 * coordinator. */
+	int (*txn_submit)(struct kafka_ctx *ctx);
+	/* @thread shard. Hand an admin request to the control thread; the
+	 * shard's ctx gets kafka_ctx_sub_done when it is answered. */
+	void (*ctl_submit)(struct kafka_ctx *ctx, struct ctl_req *req);
+	/* @thread shard. A new producer id for an idempotent producer (unique
+	 * across restarts: handed out from blocks reserved in the metadata
+	 * log); *out is filled (-1 on failure) before ctx gets
+	 * kafka_ctx_sub_done. */
+	void (*producer_id_submit)(struct kafka_ctx *ctx, int64_t *out);
+	/* @thread ctl. The message fn a shard sends to the control thread (with
+	 * its parking shard_send) for a new producer id outside a request (the
+	 * native protocol's sessions): m->p[0] a cookie, m->p[1] the
+	 * completion, a void (*)(void *self, struct shard_msg *m), m->v[0] the
+	 * shard. The completion runs on that shard with m->p[0] = cookie,
+	 * m->v[0] = the id or -errno. */
+	void (*producer_id_msg)(void *self, struct shard_msg *m);
 
-/* @thread ctl. The message a shard sends to the control thread (with its
- * parking shard_send) for a new producer id outside a request (the native
- * protocol's sessions): m->p[0] a cookie, m->p[1] the completion, a
- * void (*)(void *self, struct shard_msg *m), m->v[0] the shard. The
- * completion runs on that shard with m->p[0] = cookie, m->v[0] = the id
- * or -errno. */
-void ctl_producer_id_msg(void *self, struct shard_msg *m);
+	/* The config key table, for DescribeConfigs on the shards (pure
+	 * lookups, any thread; the config itself comes from the snapshot). */
+	int (*config_dynamic)(const char *key);
+	const char *(*topic_config_key_at)(int i);
+	const char *(*topic_config_broker_key)(const char *key);
+	const char *(*topic_config_default)(const struct config *c, const char *key);
+	const char *(*config_source)(const struct config *c, const char *key);
+	void (*config_foreach)(const struct config *c,
+			       void (*fn)(const char *key, const char *value, const char *source, int is_default,
+					  void *arg),
+			       void *arg);
+};
 
 #endif

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "control/config.h"
+#include "dataplane/coord.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
 #include "dataplane/shard.h"
@@ -64,7 +64,7 @@ static void broker_entry(const char *key, const char *value, const char *source,
 	e->Value = str(value);
 	/* the topic defaults change at run time (AlterConfigs on the broker
 	 * resource); the rest is read at start */
-	e->ReadOnly = !config_dynamic(key);
+	e->ReadOnly = !w->ctx->sh->b->coord->config_dynamic(key);
 	e->IsDefault = is_default;
 	e->ConfigSource = is_default ? SRC_DEFAULT : source_of(source);
 	e->Synonyms.count = 0;
@@ -107,7 +107,7 @@ int kafka_handle_describe_configs(struct kafka_ctx *ctx)
 				rr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 				continue;
 			}
-			while (topic_config_key_at(nk))
+			while (ctx->sh->b->coord->topic_config_key_at(nk))
 				nk++;
 			rr->Configs.items = ALLOC(ctx, struct kafka_describe_configs_response_describe_configs_resource_result,
 						  nk + t->nconfigs);
@@ -117,7 +117,7 @@ int kafka_handle_describe_configs(struct kafka_ctx *ctx)
 			}
 			rr->Configs.count = 0;
 			for (int k = 0; k < nk; k++) {
-				const char *key = topic_config_key_at(k), *val = NULL;
+				const char *key = ctx->sh->b->coord->topic_config_key_at(k), *val = NULL;
 				struct kafka_describe_configs_response_describe_configs_resource_result *e;
 
 				if (!wanted(res, key))
@@ -132,11 +132,11 @@ int kafka_handle_describe_configs(struct kafka_ctx *ctx)
 					e->Value = str(val);
 					e->ConfigSource = SRC_TOPIC;
 				} else {
-					const char *bk = topic_config_broker_key(key);
+					const char *bk = ctx->sh->b->coord->topic_config_broker_key(key);
 
-					e->Value = str(topic_config_default(cfg, key));
+					e->Value = str(ctx->sh->b->coord->topic_config_default(cfg, key));
 					e->IsDefault = true;
-					e->ConfigSource = bk ? source_of(config_source(cfg, bk)) : SRC_DEFAULT;
+					e->ConfigSource = bk ? source_of(ctx->sh->b->coord->config_source(cfg, bk)) : SRC_DEFAULT;
 				}
 				e->Synonyms.count = 0;
 			}
@@ -145,7 +145,7 @@ int kafka_handle_describe_configs(struct kafka_ctx *ctx)
 			for (int j = 0; j < t->nconfigs; j++) {
 				struct kafka_describe_configs_response_describe_configs_resource_result *e;
 
-				if (topic_config_broker_key(t->config_keys[j]) || !wanted(res, t->config_keys[j]))
+				if (ctx->sh->b->coord->topic_config_broker_key(t->config_keys[j]) || !wanted(res, t->config_keys[j]))
 					continue;
 				e = &rr->Configs.items[rr->Configs.count++];
 				memset(e, 0, sizeof(*e));
@@ -162,7 +162,7 @@ int kafka_handle_describe_configs(struct kafka_ctx *ctx)
 				kafka_ctx_abort(ctx);
 				return 0;
 			}
-			config_foreach(cfg, broker_entry, &w);
+			ctx->sh->b->coord->config_foreach(cfg, broker_entry, &w);
 			rr->Configs.items = w.items;
 			rr->Configs.count = w.n;
 		} else {

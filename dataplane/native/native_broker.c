@@ -313,7 +313,7 @@ static void on_hello(struct native_shard *ns, const struct native_msg *m, const 
 	snprintf(s->name, sizeof(s->name), "%.*s", (int)m->data_len, (const char *)m->data);
 	ns->st.sessions_opened++;
 	{
-		struct shard_msg m = { .fn = ctl_producer_id_msg, .p = { (void *)(uintptr_t)s->id, (void *)hello_pid },
+		struct shard_msg m = { .fn = ns->sh->b->coord->producer_id_msg, .p = { (void *)(uintptr_t)s->id, (void *)hello_pid },
 				       .v = { ns->sh->id } };
 
 		shard_send(ns->sh, broker_ctl_index(ns->sh->b), &m);   /* parks when the ring is full */
