@@ -239,12 +239,7 @@ static int64_t part_append_all(struct shard *sh, struct part *p, const uint8_t *
 				      &b, &stored);
 		if (rc < 0)
 			return rc;
-		rc = plog_append(p->pl, b, stored, &base);
-		if (rc == -ENOBUFS) {
-			/* tail memory full: write what is buffered and retry once */
-			store_flush(&sh->st);
-			rc = plog_append(p->pl, b, stored, &base);
-		}
+		rc = part_append_flush(p, b, stored, &base);
 		/* A later batch that cannot be appended fails the whole request:
 		 * the batches before it are in the log, and the client, told
 		 * of the failure, sends them again (at least once, as a Kafka

@@ -206,6 +206,21 @@ void part_retire(struct part *p)
 	p->ack_cap = 0;
 }
 
+int part_append_flush(struct part *p, const uint8_t *batch, uint32_t len, int64_t *base)
+{
+	int rc;
+
+	if (p->deleted)
+		return -ENOENT;
+	rc = plog_append(p->pl, batch, len, base);
+	if (rc == -ENOBUFS) {
+		/* tail memory full: write what is buffered and retry once */
+		store_flush(&p->sh->st);
+		rc = plog_append(p->pl, batch, len, base);
+	}
+	return rc;
+}
+
 int part_wait_ack(struct part *p, const struct ack_wait *w)
 {
 	if (p->deleted)

@@ -103,6 +103,13 @@ void part_snapshot_producers(struct part *p);
 void part_produce_native(struct shard *sh, struct part *p, int owner, const uint8_t *rec, uint32_t len, int acks,
 			 void *cookie, void (*done)(void *self, struct shard_msg *m));
 
+/* Append one batch of len bytes to p's log; when the tail memory is full
+ * (-ENOBUFS), write what is buffered (store_flush) and retry once. *base
+ * is where it landed. 0 or -errno (plog_append's). The one append of the
+ * produce paths, the transaction markers and the coordinators' internal
+ * records. @thread owner */
+int part_append_flush(struct part *p, const uint8_t *batch, uint32_t len, int64_t *base);
+
 /* Register a produce waiting for durability. -ENOBUFS if the queue is full. */
 int part_wait_ack(struct part *p, const struct ack_wait *w);
 /* Complete what durability allows and wake watchers; called after appends

@@ -245,11 +245,7 @@ int part_txn_marker(struct part *p, int64_t pid, int16_t epoch, int commit, int3
 	if (batch_builder_add(&bb, 0, p->sh->now_ms, key, 4, val, 6, NULL, 0, 0) < 0 ||
 	    (len = batch_builder_finish(&bb, BATCH_ATTR_TRANSACTIONAL | BATCH_ATTR_CONTROL, -1, pid, epoch, -1)) < 0)
 		return -EINVAL;
-	rc = plog_append(p->pl, buf, (uint32_t)len, offset);
-	if (rc == -ENOBUFS) {
-		store_flush(&p->sh->st);
-		rc = plog_append(p->pl, buf, (uint32_t)len, offset);
-	}
+	rc = part_append_flush(p, buf, (uint32_t)len, offset);
 	if (rc < 0)
 		return rc;
 	p->txn_markers++;
