@@ -192,16 +192,32 @@ static int16_t batch_err_to_kafka(int err)
 	}
 }
 
+int16_t part_err_to_kafka(int err)
+{
+	switch (err) {
+	case 0:
+		return KERR_NONE;
+	case PART_ERR_OUT_OF_ORDER:
+		return KERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
+	case PART_ERR_OLD_EPOCH:
+		return KERR_INVALID_PRODUCER_EPOCH;
+	case PART_ERR_TXN_STATE:
+		return KERR_INVALID_TXN_STATE;
+	default:
+		return err < 0 ? kafka_append_error(err) : KERR_UNKNOWN_SERVER_ERROR;
+	}
+}
+
 void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t base, int err, int64_t log_start)
 {
 	struct kafka_produce_response_partition_produce_response *pr = slot;
 
 	if (pr) {
 		if (err > 0) {
-			pr->ErrorCode = (int16_t)err;   /* a Kafka error (idempotence) */
+			pr->ErrorCode = part_err_to_kafka(err);   /* idempotence, transactions */
 			pr->BaseOffset = -1;
 		} else if (err) {
-			pr->ErrorCode = kafka_append_error(err);
+			pr->ErrorCode = part_err_to_kafka(err);
 			pr->BaseOffset = -1;
 			/* counted by the shard that answers */
 			shard_stat_add(&sh->stats.produce_rejected[pr->ErrorCode == KERR_MESSAGE_TOO_LARGE ?
@@ -311,7 +327,7 @@ static void produce_on_owner(struct shard *sh, struct part *p, const uint8_t *re
 		/* a transactional batch: the partition must be in the producer's
 		 * ongoing transaction (KIP-890's verification), asked before
 		 * anything else so a fenced or late write is never taken */
-		int v = !txn ? 0 : notify ? KERR_INVALID_TXN_STATE : part_txn_check(p, pid, epoch, ctx->recv_ns);
+		int v = !txn ? 0 : notify ? PART_ERR_TXN_STATE : part_txn_check(p, pid, epoch, ctx->recv_ns);
 
 		if (!v)
 			v = producer_check(&p->producers, pid, epoch, first, last, &dup);
@@ -323,9 +339,9 @@ static void produce_on_owner(struct shard *sh, struct part *p, const uint8_t *re
 		} else if (v > 0) {
 			kerr = v;
 			base = -1;
-			shard_stat_add(&sh->stats.produce_rejected[v == KERR_OUT_OF_ORDER_SEQUENCE_NUMBER
-					? SHARD_REJECT_SEQUENCE : v == KERR_INVALID_PRODUCER_EPOCH || v == KERR_PRODUCER_FENCED
-					? SHARD_REJECT_EPOCH : SHARD_REJECT_TXN], 1);
+			shard_stat_add(&sh->stats.produce_rejected[v == PART_ERR_OUT_OF_ORDER ? SHARD_REJECT_SEQUENCE
+								   : v == PART_ERR_OLD_EPOCH ? SHARD_REJECT_EPOCH
+								   : SHARD_REJECT_TXN], 1);
 		} else {
 			base = part_append_all(sh, p, rec, len, &need, &log_start);
 			if (base >= 0 && producer_record(&p->producers, pid, epoch, first, last, base,
@@ -341,7 +357,7 @@ static void produce_on_owner(struct shard *sh, struct part *p, const uint8_t *re
 			      .notify = notify };
 
 	if (base < 0) {
-		/* nothing appended: report now (a Kafka error as itself) */
+		/* nothing appended: report now (a partition's refusal as itself) */
 		produce_report(sh, from, ctx, slot, notify, -1, kerr ? kerr : base, -1);
 		return;
 	}

@@ -16,6 +16,15 @@ struct shard;
 struct shard_msg;
 struct kafka_ctx;
 
+/* Why a partition refuses a produce, beside -errno: positive, so that one
+ * int carries either. No Kafka codes on the owner: the handlers map these
+ * at their edge (part_err_to_kafka, dataplane/handlers.h). */
+enum part_err {
+	PART_ERR_OUT_OF_ORDER = PRODUCER_OUT_OF_ORDER,   /* idempotence: a sequence gap */
+	PART_ERR_OLD_EPOCH = PRODUCER_OLD_EPOCH,         /* an older producer epoch: fenced */
+	PART_ERR_TXN_STATE = 3,                          /* a transactional batch outside its transaction */
+};
+
 /* A produce waiting until durable_offset >= need. */
 struct ack_wait {
 	int64_t need;
@@ -98,7 +107,7 @@ void part_snapshot_producers(struct part *p);
  * p (owned by shard `owner`) as Produce does — duplicates acknowledged
  * with their first offset, once durable unless acks is 0. done runs on
  * sh with m->p[0] = cookie, m->v[0] = base offset (-1 on error), m->v[1]
- * = 0, a Kafka error (positive) or -errno, m->v[2] = the log start. rec
+ * = 0, an enum part_err (positive) or -errno, m->v[2] = the log start. rec
  * must stay valid until done runs. @thread shard sh */
 void part_produce_native(struct shard *sh, struct part *p, int owner, const uint8_t *rec, uint32_t len, int acks,
 			 void *cookie, void (*done)(void *self, struct shard_msg *m));
@@ -167,7 +176,7 @@ static inline void part_publish(struct part *p)
  * on. 0 or a Kafka error. */
 int part_txn_begin(struct part *p, int64_t pid, int16_t epoch, uint64_t since_ns);
 /* May a transactional batch of (pid, epoch) received at recv_ns be
- * appended? 0 or a Kafka error (INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE). */
+ * appended? 0 or an enum part_err (PART_ERR_OLD_EPOCH, PART_ERR_TXN_STATE). */
 int part_txn_check(struct part *p, int64_t pid, int16_t epoch, uint64_t recv_ns);
 /* A transactional batch of pid was appended at base. */
 void part_txn_appended(struct part *p, int64_t pid, int64_t base);

@@ -16,6 +16,7 @@
 
 #include "control/ctl.h"
 #include "dataplane/dpdk_port.h"
+#include "dataplane/handlers.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/native/native_broker.h"
 #include "dataplane/netstack.h"
@@ -323,13 +324,9 @@ static void produce_done(void *self, struct shard_msg *m)
 	struct native_shard *ns = pd->ns;
 	struct nsession *s = session_of(ns, pd->session);
 	int64_t base = m->v[0], err = m->v[1];
-	int16_t kerr = 0;
+	int16_t kerr = part_err_to_kafka((int)err);
 
 	(void)self;
-	if (err > 0)
-		kerr = (int16_t)err;
-	else if (err < 0)
-		kerr = kafka_append_error((int)err);
 	if (kerr)
 		ns->st.produce_errors++;
 	if (s) {
