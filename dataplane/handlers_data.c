@@ -545,7 +545,7 @@ struct fetch_item {
 	int owner;
 	int64_t offset;
 	int32_t max_bytes;
-	struct plog_read rd;
+	struct part_read_req rq;         /* the read on the owner (its data: rq.rd) */
 	struct kafka_ctx *ctx;
 	int16_t err;
 	int64_t hw, log_start, lso;
@@ -559,17 +559,6 @@ struct fetch_state {
 	struct fetch_item *items;
 };
 
-static void lo_buf_free(struct shard *sh);
-
-static void rbuf_put(struct shard *sh, uint8_t *buf)
-{
-	if (buf) {
-		sh->rbufs[sh->nrbufs++] = buf;
-		if (sh->lo_wait)
-			lo_buf_free(sh);
-	}
-}
-
 /* On the owner shard: drop a tail chunk reference and return a read
  * buffer. The message carries the values themselves: the plog_read they
  * came from lives in the requesting connection's arena, which is reused as
@@ -580,7 +569,7 @@ static void fetch_release_on_owner(void *self, struct shard_msg *m)
 
 	if (m->p[0])
 		tail_chunk_unref(&sh->st.tail, m->p[0]);
-	rbuf_put(sh, m->p[1]);
+	part_rbuf_put(sh, m->p[1]);
 }
 
 void fetch_release_hold(struct shard *sh, struct data_hold *h)
@@ -609,12 +598,12 @@ static void fetch_read_finished(struct fetch_item *it)
 		it->lso = part_lso(it->part);
 	}
 	it->ab_n = 0;
-	if (it->isolation && it->rd.bytes && it->part->naborted) {
+	if (it->isolation && it->rq.rd.bytes && it->part->naborted) {
 		/* the aborted transactions whose records the data may hold */
 		int64_t end = it->offset;
 
-		for (uint32_t at = 0; at + BATCH_HEADER_SIZE <= it->rd.bytes; at += batch_size(it->rd.data + at))
-			end = batch_last_offset(it->rd.data + at);
+		for (uint32_t at = 0; at + BATCH_HEADER_SIZE <= it->rq.rd.bytes; at += batch_size(it->rq.rd.data + at))
+			end = batch_last_offset(it->rq.rd.data + at);
 		it->ab_n = part_txn_aborted(it->part, it->offset, end, it->ab_pid, it->ab_first, it->ab_cap);
 	}
 	if (ctx->sh == owner) {
@@ -628,63 +617,41 @@ static void fetch_read_finished(struct fetch_item *it)
 	}
 }
 
-static void fetch_disk_done(struct plog_read *rd)
+/* The owner's read ended: its outcome as the partition's Kafka error. */
+static void fetch_read_done(void *cookie, struct part_read_req *rq, int err)
 {
-	struct fetch_item *it = rd->arg;
+	struct fetch_item *it = cookie;
 
-	if (rd->err) {
+	(void)rq;
+	switch (err) {
+	case 0:
+		break;
+	case -ENOENT:
+		it->err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		it->hw = it->log_start = -1;
+		break;
+	case -ERANGE:
+		it->err = KERR_OFFSET_OUT_OF_RANGE;
+		break;
+	case -EAGAIN:
+		break;                      /* nothing this time: the consumer asks again */
+	default:
 		it->err = KERR_KAFKA_STORAGE_ERROR;
-		rd->bytes = 0;
 	}
 	fetch_read_finished(it);
 }
 
-/* Reads that need the disk take a buffer from the owner's pool first. */
+/* On the owner: the read (part_read: from the tail, or from the disk into
+ * one of the shard's read buffers). */
 static void fetch_on_owner_buf(void *self, struct shard_msg *m)
 {
-	struct shard *sh = self;
 	struct fetch_item *it = m->p[0];
-	struct plog *pl = it->part->pl;
-	int rc;
 
-	if (it->part->deleted) {
-		memset(&it->rd, 0, sizeof(it->rd));
-		it->err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
-		it->hw = it->log_start = -1;
-		fetch_read_finished(it);
-		return;
-	}
-	memset(&it->rd, 0, sizeof(it->rd));
-	it->rd.offset = it->offset;
-	/* read_committed: nothing at or past the last stable offset */
-	it->rd.max_offset = it->isolation ? part_lso(it->part) : pl->high_watermark;
-	it->rd.max_bytes = (uint32_t)(it->max_bytes > 0 ? it->max_bytes : 1);
-	if (it->rd.max_bytes > SHARD_RBUF_SIZE - 128 * 1024)
-		it->rd.max_bytes = SHARD_RBUF_SIZE - 128 * 1024;
-	it->rd.done = fetch_disk_done;
-	it->rd.arg = it;
-	if (it->offset < pl->log_start || it->offset > pl->next_offset) {
-		it->err = KERR_OFFSET_OUT_OF_RANGE;
-		fetch_read_finished(it);
-		return;
-	}
-	if (sh->nrbufs) {
-		it->rd.buf = sh->rbufs[--sh->nrbufs];
-		it->rd.buf_cap = SHARD_RBUF_SIZE;
-	}
-	rc = plog_read(pl, &it->rd);
-	if (rc == 0)
-		return;                     /* disk read in flight */
-	if (rc < 0) {
-		it->err = rc == -ERANGE ? KERR_OFFSET_OUT_OF_RANGE : 0;
-		it->rd.bytes = 0;
-	}
-	if (it->rd.from_tail || rc != 1 || !it->rd.bytes) {
-		/* the buffer was not needed */
-		rbuf_put(sh, it->rd.buf);
-		it->rd.buf = NULL;
-	}
-	fetch_read_finished(it);
+	(void)self;
+	it->rq.offset = it->offset;
+	it->rq.max_bytes = it->max_bytes > 0 ? (uint32_t)it->max_bytes : 0;
+	it->rq.isolation = it->isolation;
+	part_read(it->part, &it->rq, fetch_read_done, it);
 }
 
 static int fetch_round(struct kafka_ctx *ctx);
@@ -735,9 +702,9 @@ static int fetch_complete(struct kafka_ctx *ctx)
 	if (again) {
 		for (int i = 0; i < fs->n; i++) {
 			struct fetch_item *it = &fs->items[i];
-			struct data_hold h = { it->owner, &it->rd };
+			struct data_hold h = { it->owner, &it->rq.rd };
 
-			if (it->part && (it->rd.bytes || it->rd.buf || it->rd.chunk))
+			if (it->part && (it->rq.rd.bytes || it->rq.rd.buf || it->rq.rd.chunk))
 				fetch_release_hold(sh, &h);
 		}
 		return fetch_round(ctx);
@@ -767,16 +734,16 @@ static int fetch_complete(struct kafka_ctx *ctx)
 			it->pd->AbortedTransactions.count = it->ab_n;
 		}
 		it->pd->Records = (struct kafka_bytes){ NULL, 0 };
-		if (it->rd.bytes) {
-			uint32_t n = fetch_fit(it->rd.data, it->rd.bytes, (int64_t)q->MaxBytes - total, total == 0);
+		if (it->rq.rd.bytes) {
+			uint32_t n = fetch_fit(it->rq.rd.data, it->rq.rd.bytes, (int64_t)q->MaxBytes - total, total == 0);
 
 			if (n) {
-				it->pd->Records = (struct kafka_bytes){ it->rd.data, (int32_t)n };
+				it->pd->Records = (struct kafka_bytes){ it->rq.rd.data, (int32_t)n };
 				total += n;
 			}
 		}
-		if (it->rd.bytes || it->rd.buf)
-			kafka_ctx_hold(ctx, it->owner, &it->rd);
+		if (it->rq.rd.bytes || it->rq.rd.buf)
+			kafka_ctx_hold(ctx, it->owner, &it->rq.rd);
 	}
 	if (!ctx->final && total < (q->MinBytes > 0 ? q->MinBytes : 1) && q->MaxWaitMs > 0) {
 		/* long-poll: let go of the data, watch the partitions, wait */
@@ -965,7 +932,7 @@ struct lo_item {
 	struct kafka_ctx *ctx;
 	int isolation;
 	struct plog_time q;              /* by timestamp: the walk on the owner */
-	struct lo_item *wait_next;       /* in the owner's sh->lo_wait */
+	struct rbuf_wait wait;           /* waiting for one of the owner's read buffers */
 };
 
 static void lo_done_msg(void *self, struct shard_msg *m)
@@ -988,11 +955,11 @@ static void lo_answered(struct shard *sh, struct lo_item *it)
 	}
 }
 
-/* The walk by timestamp ended: answer, and give the buffer back (plainly:
- * the waiters are started by lo_buf_free's loop, not from in here). */
+/* The walk by timestamp ended: answer, and give the buffer back. */
 static void lo_time_finish(struct shard *sh, struct lo_item *it)
 {
 	struct plog_time *q = &it->q;
+	uint8_t *buf = q->buf;
 
 	if (q->err == 0) {
 		it->pr->Offset = q->offset;
@@ -1000,24 +967,28 @@ static void lo_time_finish(struct shard *sh, struct lo_item *it)
 	} else {
 		it->pr->Offset = -1;
 	}
-	sh->rbufs[sh->nrbufs++] = q->buf;
 	q->buf = NULL;
-	lo_answered(sh, it);
+	lo_answered(sh, it);          /* it may be gone after this */
+	part_rbuf_put(sh, buf);
 }
 
 /* A walk that went to the disk ended, from its read's completion. */
 static void lo_time_done(struct plog_time *q)
 {
 	struct lo_item *it = q->arg;
-	struct shard *sh = it->part->sh;
+	lo_time_finish(it->part->sh, it);
+}
 
-	lo_time_finish(sh, it);
-	if (sh->lo_wait)
-		lo_buf_free(sh);
+static void lo_time_start(struct shard *sh, struct lo_item *it);
+
+/* A read buffer is free for a lookup that waited. */
+static void lo_buf_ready(struct shard *sh, struct rbuf_wait *w)
+{
+	lo_time_start(sh, (struct lo_item *)((char *)w - offsetof(struct lo_item, wait)));
 }
 
 /* By timestamp: a walk of reads on the owner's ring, into one of its read
- * buffers (a lookup without one waits in sh->lo_wait for the next freed). */
+ * buffers (a lookup without one waits for the next freed: part_rbuf_wait). */
 static void lo_time_start(struct shard *sh, struct lo_item *it)
 {
 	if (it->part->deleted || !it->part->pl) {
@@ -1026,33 +997,18 @@ static void lo_time_start(struct shard *sh, struct lo_item *it)
 		lo_answered(sh, it);
 		return;
 	}
-	if (!sh->nrbufs) {
-		it->wait_next = NULL;
-		if (sh->lo_wait_tail)
-			sh->lo_wait_tail->wait_next = it;
-		else
-			sh->lo_wait = it;
-		sh->lo_wait_tail = it;
+	uint8_t *buf = part_rbuf_take(sh);
+
+	if (!buf) {
+		it->wait.ready = lo_buf_ready;
+		part_rbuf_wait(sh, &it->wait);
 		return;
 	}
-	it->q = (struct plog_time){ .ts = it->ts, .buf = sh->rbufs[--sh->nrbufs],
-				    .buf_cap = SHARD_RBUF_SIZE, .done = lo_time_done, .arg = it };
+	it->q = (struct plog_time){ .ts = it->ts, .buf = buf, .buf_cap = SHARD_RBUF_SIZE, .done = lo_time_done,
+				    .arg = it };
 	if (plog_find_time(it->part->pl, &it->q) == 0)
 		return;                     /* a disk read in flight */
 	lo_time_finish(sh, it);
-}
-
-/* A read buffer came back: start the lookups waiting for one. */
-static void lo_buf_free(struct shard *sh)
-{
-	while (sh->nrbufs && sh->lo_wait) {
-		struct lo_item *it = sh->lo_wait;
-
-		sh->lo_wait = it->wait_next;
-		if (!sh->lo_wait)
-			sh->lo_wait_tail = NULL;
-		lo_time_start(sh, it);
-	}
 }
 
 static void lo_on_owner(void *self, struct shard_msg *m)

@@ -221,6 +221,97 @@ int part_append_flush(struct part *p, const uint8_t *batch, uint32_t len, int64_
 	return rc;
 }
 
+uint8_t *part_rbuf_take(struct shard *sh)
+{
+	return sh->nrbufs ? sh->rbufs[--sh->nrbufs] : NULL;
+}
+
+void part_rbuf_put(struct shard *sh, uint8_t *buf)
+{
+	if (!buf)
+		return;
+	sh->rbufs[sh->nrbufs++] = buf;
+	if (sh->rbuf_waking)
+		return;   /* the loop below, further up the stack, goes on */
+	sh->rbuf_waking = 1;
+	while (sh->nrbufs && sh->rbuf_wait) {
+		struct rbuf_wait *w = sh->rbuf_wait;
+
+		sh->rbuf_wait = w->next;
+		if (!sh->rbuf_wait)
+			sh->rbuf_wait_tail = NULL;
+		w->ready(sh, w);
+	}
+	sh->rbuf_waking = 0;
+}
+
+void part_rbuf_wait(struct shard *sh, struct rbuf_wait *w)
+{
+	w->next = NULL;
+	if (sh->rbuf_wait_tail)
+		sh->rbuf_wait_tail->next = w;
+	else
+		sh->rbuf_wait = w;
+	sh->rbuf_wait_tail = w;
+}
+
+static void part_read_disk_done(struct plog_read *rd)
+{
+	struct part_read_req *rq = rd->arg;
+
+	if (rd->err)
+		rd->bytes = 0;
+	rq->done(rq->cookie, rq, rd->err == -EAGAIN ? -EIO : rd->err);
+}
+
+void part_read(struct part *p, struct part_read_req *rq, part_read_done done, void *cookie)
+{
+	struct shard *sh = p->sh;
+	struct plog *pl = p->pl;
+	int rc;
+
+	memset(&rq->rd, 0, sizeof(rq->rd));
+	rq->p = p;
+	rq->done = done;
+	rq->cookie = cookie;
+	if (p->deleted || !pl) {
+		done(cookie, rq, -ENOENT);
+		return;
+	}
+	rq->rd.offset = rq->offset;
+	/* read_committed: nothing at or past the last stable offset */
+	rq->rd.max_offset = rq->isolation ? part_lso(p) : pl->high_watermark;
+	rq->rd.max_bytes = rq->max_bytes ? rq->max_bytes : 1;
+	if (rq->rd.max_bytes > SHARD_RBUF_SIZE - 128 * 1024)
+		rq->rd.max_bytes = SHARD_RBUF_SIZE - 128 * 1024;
+	rq->rd.done = part_read_disk_done;
+	rq->rd.arg = rq;
+	if (rq->offset < pl->log_start || rq->offset > pl->next_offset) {
+		done(cookie, rq, -ERANGE);
+		return;
+	}
+	if ((rq->rd.buf = part_rbuf_take(sh)))
+		rq->rd.buf_cap = SHARD_RBUF_SIZE;
+	rc = plog_read(pl, &rq->rd);
+	if (rc == 0)
+		return;                     /* disk read in flight: part_read_disk_done */
+	if (rc < 0)
+		rq->rd.bytes = 0;
+	if (rq->rd.from_tail || rc != 1 || !rq->rd.bytes) {
+		/* the buffer was not needed */
+		part_rbuf_put(sh, rq->rd.buf);
+		rq->rd.buf = NULL;
+	}
+	done(cookie, rq, rc >= 0 ? 0 : rc == -ERANGE ? -ERANGE : -EAGAIN);
+}
+
+void part_read_release(struct part_read_req *rq)
+{
+	plog_read_release(&rq->rd);
+	part_rbuf_put(rq->p->sh, rq->rd.buf);
+	rq->rd.buf = NULL;
+}
+
 int part_wait_ack(struct part *p, const struct ack_wait *w)
 {
 	if (p->deleted)

@@ -125,6 +125,57 @@ int part_wait_ack(struct part *p, const struct ack_wait *w);
  * and from the durability callback. */
 void part_progress(struct part *p);
 
+/* ---- reads on the owner ---- */
+
+/* The shard's read buffers (SHARD_RBUF_SIZE, 4 KiB aligned, made at shard
+ * start): one pool for every read that may go to the disk (Fetch, the
+ * native FETCH, ListOffsets by time, the lag scan). @thread owner shard */
+struct rbuf_wait {
+	struct rbuf_wait *next;
+	/* a buffer is free: ready takes it (part_rbuf_take) */
+	void (*ready)(struct shard *sh, struct rbuf_wait *w);
+};
+/* A free buffer, or NULL when none is. */
+uint8_t *part_rbuf_take(struct shard *sh);
+/* Give a buffer back (NULL: nothing) and start the waiters it lets run. */
+void part_rbuf_put(struct shard *sh, uint8_t *buf);
+/* Wait for a buffer (FIFO): w->ready runs from a later part_rbuf_put. */
+void part_rbuf_wait(struct shard *sh, struct rbuf_wait *w);
+
+struct part_read_req;
+/* A read ended: err 0 (rq->rd.data, rq->rd.bytes: whole batches, maybe
+ * none), -ENOENT (the partition was deleted), -ERANGE (offset outside
+ * [log_start, next_offset]), -EAGAIN (the read could not start: a disk
+ * read without a free buffer, or the ring full; nothing this time) or the
+ * disk's -errno (rq->rd.err). */
+typedef void (*part_read_done)(void *cookie, struct part_read_req *rq, int err);
+
+struct part_read_req {
+	/* in */
+	int64_t offset;
+	uint32_t max_bytes;          /* 0 reads one batch; at most SHARD_RBUF_SIZE - 128 KiB */
+	int isolation;               /* 1: read_committed, up to the last stable offset */
+	/* out: the read; its data is held by rd.chunk (a tail chunk) or rd.buf
+	 * (a read buffer) until part_read_release, or the caller's own release
+	 * on the owner (tail_chunk_unref, part_rbuf_put) */
+	struct plog_read rd;
+	/* internal */
+	struct part *p;
+	part_read_done done;
+	void *cookie;
+};
+
+/* Read from p's log on its owner: from the tail, or from the disk into a
+ * read buffer taken from the shard's pool (none free: from the tail only).
+ * done(cookie, rq, err) runs once, from inside part_read when the read
+ * completes at once, else from the disk read's completion; rq must stay
+ * valid until then. Used by Fetch, the native FETCH and the lag scan.
+ * @thread owner shard */
+void part_read(struct part *p, struct part_read_req *rq, part_read_done done, void *cookie);
+/* Drop what a completed read holds (the tail reference, the read buffer).
+ * @thread owner shard */
+void part_read_release(struct part_read_req *rq);
+
 /* ---- transactions (dataplane/part_txn.c) ---- */
 
 /* Load "aborted.txns" (partition open, before the producer scan): returns 1
