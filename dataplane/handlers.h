@@ -1,8 +1,8 @@
 /* dataplane/handlers.h — what the Kafka request handlers
- * (dataplane/handlers_*.c) offer the rest of the shard: the completions the
- * partitions call when a produce is durable or new data arrives, the
- * release of a fetch's data holds, and the topic auto-creation one handler
- * asks of another.
+ * (dataplane/handlers_*.c) offer the rest of the shard: the map of a
+ * partition's produce outcome to Kafka's codes, the wake of long-polls
+ * when new data arrives, the release of a fetch's data holds, and the
+ * topic auto-creation one handler asks of another.
  *
  * Thread: the shard (@thread shard): each runs on the shard named below,
  * directly or as a ring message ({fn, arg}, STYLE 15).
@@ -27,14 +27,6 @@ struct shard_msg;
  * enum part_err (positive) or -errno (kafka_append_error). The one map at
  * the edge, for Produce and the native PRODUCE. */
 int16_t part_err_to_kafka(int err);
-
-/* @thread shard (the connection's): one partition of a produce is done:
- * at base (err 0), or refused with an enum part_err or -errno; log_start
- * for the response. The
- * owner shard calls it directly when it is the connection's shard, else
- * sends produce_ack_msg (p = { ctx, slot }, v = { base, err, log_start }). */
-void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t base, int err, int64_t log_start);
-void produce_ack_msg(void *self, struct shard_msg *m);
 
 /* @thread shard (the requesting one): a partition a long-polling Fetch
  * watches has new data (or is gone): wake the shard's parked requests. */

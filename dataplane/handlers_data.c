@@ -12,7 +12,6 @@
 #include "dataplane/shard.h"
 #include "dataplane/topic_name.h"
 #include "storage/batch.h"
-#include "storage/recompress.h"
 
 
 static const struct md_partition *md_part(const struct md_topic *t, int32_t idx)
@@ -167,10 +166,10 @@ int kafka_handle_metadata(struct kafka_ctx *ctx)
 
 /* ---- Produce ---------------------------------------------------------- */
 
+/* Where a partition's outcome goes: the request and its response slot. */
 struct produce_part {
+	struct kafka_ctx *ctx;
 	struct kafka_produce_response_partition_produce_response *pr;
-	const uint8_t *records;
-	uint32_t len;
 };
 
 static int16_t batch_err_to_kafka(int err)
@@ -208,7 +207,10 @@ int16_t part_err_to_kafka(int err)
 	}
 }
 
-void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t base, int err, int64_t log_start)
+/* On the connection's shard: one partition of a produce is done: at base
+ * (err 0), or refused with an enum part_err or -errno. */
+static void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t base, int err,
+			int64_t log_start)
 {
 	struct kafka_produce_response_partition_produce_response *pr = slot;
 
@@ -230,169 +232,33 @@ void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t ba
 	kafka_ctx_sub_done(ctx);
 }
 
-void produce_ack_msg(void *self, struct shard_msg *m)
+static void produce_ack_msg(void *self, struct shard_msg *m)
 {
 	produce_ack(self, m->p[0], m->p[1], m->v[0], (int)m->v[1], m->v[2]);
 }
 
-/* Append the (validated) batches of one partition on its owner shard.
- * Returns the base offset or -errno; *need is the offset that must become
- * durable. */
-static int64_t part_append_all(struct shard *sh, struct part *p, const uint8_t *rec, uint32_t len,
-			       int64_t *need, int64_t *log_start)
+/* On the owner: the partition's outcome, back to the request's shard. */
+static void produce_route(struct shard *owner, void *cookie, int64_t base, int64_t log_start, int err)
 {
-	int64_t first = -1, base;
-	uint32_t at = 0;
-	int rc;
+	struct produce_part *pp = cookie;
 
-	while (at < len) {
-		uint32_t size = batch_size(rec + at), stored;
-		const uint8_t *b;
-
-		/* compression.type: the batch in the topic's codec (as sent
-		 * unless the topic asks for another one) */
-		rc = recompress_batch(sh->recompress, p->pl->cfg.compression, p->pl->cfg.max_batch, rec + at, size,
-				      &b, &stored);
-		if (rc < 0)
-			return rc;
-		rc = part_append_flush(p, b, stored, &base);
-		/* A later batch that cannot be appended fails the whole request:
-		 * the batches before it are in the log, and the client, told
-		 * of the failure, sends them again (at least once, as a Kafka
-		 * broker's own partial failures are) — never a success for
-		 * batches that are not in the log. */
-		if (rc < 0)
-			return rc;
-		if (first < 0)
-			first = base;
-		at += size;
-		shard_stat_add(&sh->stats.produce_batches, 1);
-		shard_stat_add(&sh->stats.produce_records, (uint64_t)batch_records_count(rec + at - size));
-		if (p->pub) {
-			part_pub_add(&p->pub->produce_batches, 1);
-			part_pub_add(&p->pub->produce_records, (uint64_t)batch_records_count(rec + at - size));
-		}
-	}
-	shard_stat_add(&sh->stats.produce_bytes, (uint64_t)(len));
-	if (p->pub)
-		part_pub_add(&p->pub->produce_bytes, len);
-	*need = p->pl->next_offset;
-	*log_start = p->pl->log_start;
-	return first;
-}
-
-typedef void produce_done_fn(void *self, struct shard_msg *m);
-
-/* Report a produce's outcome to the shard `from`: a Kafka request's slot
- * (notify NULL), or notify(cookie) for the native path. */
-static void produce_report(struct shard *sh, int from, struct kafka_ctx *ctx, void *slot, produce_done_fn *notify,
-			   int64_t base, int64_t err, int64_t log_start)
-{
-	if (notify) {
-		struct shard_msg m = { .fn = notify, .p = { ctx }, .v = { base, err, log_start } };
-
-		if (from == sh->id)
-			notify(sh, &m);
-		else
-			shard_send(sh, from, &m);
-	} else if (from == sh->id) {
-		produce_ack(sh, ctx, slot, base, (int)err, log_start);
+	if (pp->ctx->sh == owner) {
+		produce_ack(owner, pp->ctx, pp->pr, base, err, log_start);
 	} else {
-		struct shard_msg m = { .fn = produce_ack_msg, .p = { ctx, slot }, .v = { base, err, log_start } };
+		struct shard_msg m = { .fn = produce_ack_msg, .p = { pp->ctx, pp->pr }, .v = { base, err, log_start } };
 
-		shard_send(sh, from, &m);
+		shard_send(owner, pp->ctx->sh->id, &m);
 	}
 }
 
-/* On the owner shard: append and arrange the acknowledgement. With notify
- * (the native path) ctx is the caller's cookie, not a Kafka request. */
-static void produce_on_owner(struct shard *sh, struct part *p, const uint8_t *rec, uint32_t len, int acks,
-			     int from, struct kafka_ctx *ctx, void *slot, produce_done_fn *notify)
-{
-	int64_t need = 0, log_start = 0, base;
-	int64_t pid = len >= BATCH_HEADER_SIZE ? batch_producer_id(rec) : -1;
-	int kerr = 0;
-
-	if (p->deleted) {
-		base = -ENOENT;
-	} else if (pid >= 0) {
-		/* an idempotent producer (one batch: checked on the
-		 * connection's shard): a batch sent again is acknowledged again
-		 * with its first offset, not appended twice */
-		int16_t epoch = batch_producer_epoch(rec);
-		int32_t first = batch_base_sequence(rec);
-		int32_t last = producer_seq_add(first, batch_last_offset_delta(rec));
-		struct producer_batch dup;
-		int txn = (batch_attributes(rec) & BATCH_ATTR_TRANSACTIONAL) != 0;
-		/* a transactional batch: the partition must be in the producer's
-		 * ongoing transaction (KIP-890's verification), asked before
-		 * anything else so a fenced or late write is never taken */
-		int v = !txn ? 0 : notify ? PART_ERR_TXN_STATE : part_txn_check(p, pid, epoch, ctx->recv_ns);
-
-		if (!v)
-			v = producer_check(&p->producers, pid, epoch, first, last, &dup);
-		if (v == PRODUCER_DUPLICATE) {
-			base = dup.base_offset;
-			need = dup.last_offset + 1;
-			log_start = p->pl->log_start;
-			shard_stat_add(&sh->stats.produce_duplicates, 1);
-		} else if (v > 0) {
-			kerr = v;
-			base = -1;
-			shard_stat_add(&sh->stats.produce_rejected[v == PART_ERR_OUT_OF_ORDER ? SHARD_REJECT_SEQUENCE
-								   : v == PART_ERR_OLD_EPOCH ? SHARD_REJECT_EPOCH
-								   : SHARD_REJECT_TXN], 1);
-		} else {
-			base = part_append_all(sh, p, rec, len, &need, &log_start);
-			if (base >= 0 && producer_record(&p->producers, pid, epoch, first, last, base,
-							 base + batch_last_offset_delta(rec), sh->now_ms) < 0)
-				shard_stat_add(&sh->stats.producer_state_full, 1);   /* appended; a resend would append again */
-			if (base >= 0 && txn)
-				part_txn_appended(p, pid, base);
-		}
-	} else {
-		base = part_append_all(sh, p, rec, len, &need, &log_start);
-	}
-	struct ack_wait w = { .need = need, .base_offset = base, .from = from, .ctx = ctx, .slot = slot,
-			      .notify = notify };
-
-	if (base < 0) {
-		/* nothing appended: report now (a partition's refusal as itself) */
-		produce_report(sh, from, ctx, slot, notify, -1, kerr ? kerr : base, -1);
-		return;
-	}
-	if (acks == 0 || part_wait_ack(p, &w) < 0) {
-		/* acks=0: the data is copied, the frame may go */
-		produce_report(sh, from, ctx, slot, notify, base, 0, log_start);
-		part_progress(p);
-		return;
-	}
-	part_progress(p);   /* memory durability: already there */
-}
-
+/* On the owner shard of a partition another shard's request writes. */
 static void produce_remote_msg(void *self, struct shard_msg *m)
 {
-	produce_on_owner(self, m->p[0], m->p[1], (uint32_t)m->v[0], (int)m->v[1], (int)m->v[2], m->p[2], m->p[3],
-			 NULL);
-}
+	struct part_produce_req req = { .rec = m->p[1], .len = (uint32_t)m->v[0], .acks = (int)m->v[1],
+					.recv_ns = (uint64_t)m->v[2] };
 
-static void produce_native_msg(void *self, struct shard_msg *m)
-{
-	produce_on_owner(self, m->p[0], m->p[1], (uint32_t)m->v[0], (int)m->v[1], (int)m->v[2], m->p[2], NULL,
-			 (produce_done_fn *)m->p[3]);
-}
-
-void part_produce_native(struct shard *sh, struct part *p, int owner, const uint8_t *rec, uint32_t len, int acks,
-			 void *cookie, void (*done)(void *self, struct shard_msg *m))
-{
-	if (owner == sh->id) {
-		produce_on_owner(sh, p, rec, len, acks, sh->id, cookie, NULL, done);
-	} else {
-		struct shard_msg m = { .fn = produce_native_msg, .p = { p, (void *)rec, cookie, (void *)done },
-				       .v = { len, acks, sh->id } };
-
-		shard_send(sh, owner, &m);
-	}
+	(void)self;
+	part_produce(m->p[0], &req, produce_route, m->p[2]);
 }
 
 static int produce_finish(struct kafka_ctx *ctx)
@@ -435,6 +301,7 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 		struct kafka_produce_response_topic_produce_response *rt = &r->Responses.items[i];
 		const struct md_topic *t = td->Name.len > 0 ? md_find(md, td->Name.ptr, td->Name.len) : NULL;
 		int np = td->PartitionData.count < 0 ? 0 : td->PartitionData.count;
+		struct produce_part *pps;
 
 		rt->Name = td->Name;
 		rt->PartitionResponses.items = ALLOC(ctx, struct kafka_produce_response_partition_produce_response, np);
@@ -443,6 +310,11 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 			return 0;
 		}
 		rt->PartitionResponses.count = np;
+		pps = ALLOC(ctx, struct produce_part, np);
+		if (!pps) {
+			kafka_ctx_abort(ctx);
+			return 0;
+		}
 		for (int j = 0; j < np; j++) {
 			struct kafka_produce_request_partition_produce_data *pd = &td->PartitionData.items[j];
 			struct kafka_produce_response_partition_produce_response *pr = &rt->PartitionResponses.items[j];
@@ -523,11 +395,15 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 				continue;
 			}
 			ctx->pending++;
+			pps[j] = (struct produce_part){ .ctx = ctx, .pr = pr };
 			if (mp->shard == sh->id) {
-				produce_on_owner(sh, mp->part, rec, len, q->Acks, sh->id, ctx, pr, NULL);
+				struct part_produce_req req = { .rec = rec, .len = len, .acks = q->Acks,
+								.recv_ns = ctx->recv_ns };
+
+				part_produce(mp->part, &req, produce_route, &pps[j]);
 			} else {
-				struct shard_msg m = { .fn = produce_remote_msg, .p = { mp->part, (void *)rec, ctx, pr },
-						       .v = { len, q->Acks, sh->id } };
+				struct shard_msg m = { .fn = produce_remote_msg, .p = { mp->part, (void *)rec, &pps[j] },
+						       .v = { len, q->Acks, (int64_t)ctx->recv_ns } };
 
 				shard_send(sh, mp->shard, &m);
 			}

@@ -25,16 +25,25 @@ enum part_err {
 	PART_ERR_TXN_STATE = 3,                          /* a transactional batch outside its transaction */
 };
 
+/* A produce is done, on the owner: at base (err 0; a batch sent again: its
+ * first offset), or refused (base -1) with an enum part_err or -errno;
+ * log_start for the answer. Whoever asked routes it back to its own shard
+ * (a message): the partition knows no Kafka request nor native session.
+ * @thread owner shard */
+typedef void (*part_produce_done)(struct shard *owner, void *cookie, int64_t base, int64_t log_start, int err);
+
 /* A produce waiting until durable_offset >= need. */
 struct ack_wait {
 	int64_t need;
 	int64_t base_offset;
-	int from;                   /* shard of the connection */
-	struct kafka_ctx *ctx;      /* on shard `from` */
-	void *slot;                 /* the partition response to fill, on `from` */
-	/* Internal appends (the group coordinator's offsets): when set, the
-	 * completion goes to thread `from` (any thread, the control thread
-	 * included) as this message, p[0] = ctx, v = { base_offset, err }. */
+	part_produce_done done;     /* with cookie: part_produce's callers */
+	void *cookie;
+	/* Internal appends (control/: the coordinators' records), done NULL:
+	 * the completion goes to thread `from` (any thread, the control
+	 * thread included) as this message, p[0] = ctx, v = { base_offset,
+	 * err, log_start }. */
+	int from;
+	struct kafka_ctx *ctx;
 	void (*notify)(void *self, struct shard_msg *m);
 };
 
@@ -103,14 +112,26 @@ void part_retire(struct part *p);
  * nothing was appended since the last. @thread owner shard */
 void part_snapshot_producers(struct part *p);
 
-/* The native path: append one validated batch of an idempotent producer to
- * p (owned by shard `owner`) as Produce does — duplicates acknowledged
- * with their first offset, once durable unless acks is 0. done runs on
- * sh with m->p[0] = cookie, m->v[0] = base offset (-1 on error), m->v[1]
- * = 0, an enum part_err (positive) or -errno, m->v[2] = the log start. rec
- * must stay valid until done runs. @thread shard sh */
-void part_produce_native(struct shard *sh, struct part *p, int owner, const uint8_t *rec, uint32_t len, int acks,
-			 void *cookie, void (*done)(void *self, struct shard_msg *m));
+/* One partition's records to append, validated on the connection's shard
+ * (batch_validate, the records of compressed batches; an idempotent
+ * producer's one batch with its sequence). */
+struct part_produce_req {
+	const uint8_t *rec;          /* valid during the call: the append copies it */
+	uint32_t len;
+	int acks;                    /* 0: done once appended, without waiting for durability */
+	uint64_t recv_ns;            /* when the request came (a transaction's late write) */
+};
+
+/* A produce on the owner: the idempotent producer's sequence and epoch
+ * (producer.c; a batch sent again is answered with its first offset, not
+ * appended twice), a transactional batch's transaction (part_txn_check),
+ * the topic's compression.type (recompress, in the shard's scratch), the
+ * append (part_append_flush), then the wait for durability unless acks is
+ * 0. A later batch that cannot be appended fails the whole request. done
+ * runs once, on the owner: from inside part_produce when settled at once,
+ * else from part_progress. The one produce of Produce and the native
+ * PRODUCE. @thread owner shard */
+void part_produce(struct part *p, const struct part_produce_req *req, part_produce_done done, void *cookie);
 
 /* Append one batch of len bytes to p's log; when the tail memory is full
  * (-ENOBUFS), write what is buffered (store_flush) and retry once. *base

@@ -340,6 +340,29 @@ static void produce_done(void *self, struct shard_msg *m)
 	ns->pending_free = pd;
 }
 
+/* On the owner: the batch's outcome, back to the session's shard. */
+static void produce_route(struct shard *owner, void *cookie, int64_t base, int64_t log_start, int err)
+{
+	struct npending *pd = cookie;
+	struct shard_msg m = { .fn = produce_done, .p = { pd }, .v = { base, err, log_start } };
+
+	if (pd->ns->sh == owner)
+		produce_done(owner, &m);
+	else
+		shard_send(owner, pd->ns->sh->id, &m);
+}
+
+/* On the owner shard of the batch's partition (rec stays in the session
+ * shard's buffer until produce_done gives it back). */
+static void produce_on_owner(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part_produce_req req = { .rec = m->p[1], .len = (uint32_t)m->v[0], .acks = (int)m->v[1],
+					.recv_ns = sh->now_ns };
+
+	part_produce(m->p[0], &req, produce_route, m->p[2]);
+}
+
 /* A whole batch (in buf) of session s: validate as Produce does, then
  * append through the owner. Takes buf. */
 static void produce_batch(struct native_shard *ns, struct nsession *s, const struct native_msg *m, struct nbuf *buf,
@@ -392,8 +415,17 @@ static void produce_batch(struct native_shard *ns, struct nsession *s, const str
 	buf->p = NULL;
 	s->in_flight += len;
 	ns->st.batches++;
-	part_produce_native(ns->sh, t->parts[m->partition].part, t->parts[m->partition].shard, batch, len,
-			    m->acks ? m->acks : 1, pd, produce_done);
+	if (t->parts[m->partition].shard == ns->sh->id) {
+		struct part_produce_req req = { .rec = batch, .len = len, .acks = pd->acks ? pd->acks : 1,
+						.recv_ns = ns->sh->now_ns };
+
+		part_produce(t->parts[m->partition].part, &req, produce_route, pd);
+	} else {
+		struct shard_msg o = { .fn = produce_on_owner, .p = { t->parts[m->partition].part, (void *)batch, pd },
+				       .v = { len, pd->acks ? pd->acks : 1 } };
+
+		shard_send(ns->sh, t->parts[m->partition].shard, &o);
+	}
 }
 
 static struct nreasm *reasm_find(struct native_shard *ns, const struct native_msg *m)
