@@ -1,8 +1,13 @@
-/* dataplane/part.h — a partition as its owner shard holds it: the log, the
- * produce requests waiting for durability, and who to wake when its high
- * watermark moves.
+/* dataplane/part.h — a partition as its owner shard holds it: the log, its
+ * whole produce (part_produce: the checks, the append, the wait for
+ * durability) and its reads (part_read, with the shard's read buffers),
+ * and who to wake when its high watermark moves.
  *
- * Thread: the owner shard only. Other shards reach it through messages.
+ * Thread: the owner shard only. Other shards reach it through messages;
+ * each caller routes the answer back to its own shard from the callback
+ * it gives.
+ * Errors: -errno, or a partition's own reason (enum part_err, positive);
+ * never a Kafka code: the handlers choose those at their edge.
  */
 #ifndef SLUICE_PART_H
 #define SLUICE_PART_H
