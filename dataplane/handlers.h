@@ -1,15 +1,16 @@
 /* dataplane/handlers.h — what the Kafka request handlers
- * (dataplane/handlers_*.c) offer the rest of the shard: the completions the
- * partitions call when a produce is durable or new data arrives, the
- * release of a fetch's data holds, and the topic auto-creation one handler
- * asks of another.
+ * (dataplane/handlers_*.c) offer the rest of the shard: the map of a
+ * partition's produce outcome to Kafka's codes, the wake of long-polls
+ * when new data arrives, the release of a fetch's data holds, and the
+ * topic auto-creation one handler asks of another.
  *
  * Thread: the shard (@thread shard): each runs on the shard named below,
  * directly or as a ring message ({fn, arg}, STYLE 15).
  * Owns: nothing of its own; the request (struct kafka_ctx) stays its
  * connection's shard's.
- * Errors: err arguments are -errno (mapped to Kafka codes here, at the
- * handler edge); the functions return nothing.
+ * Errors: err arguments are -errno or a partition's enum part_err (mapped
+ * to Kafka codes here, at the handler edge: part_err_to_kafka); the
+ * functions return nothing.
  */
 #ifndef SLUICE_HANDLERS_H
 #define SLUICE_HANDLERS_H
@@ -22,12 +23,10 @@ struct kafka_str;
 struct shard;
 struct shard_msg;
 
-/* @thread shard (the connection's): one partition of a produce is done:
- * at base (err 0), or refused with -errno; log_start for the response. The
- * owner shard calls it directly when it is the connection's shard, else
- * sends produce_ack_msg (p = { ctx, slot }, v = { base, err, log_start }). */
-void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t base, int err, int64_t log_start);
-void produce_ack_msg(void *self, struct shard_msg *m);
+/* @thread any: the Kafka code for a partition's produce outcome: 0, an
+ * enum part_err (positive) or -errno (kafka_append_error). The one map at
+ * the edge, for Produce and the native PRODUCE. */
+int16_t part_err_to_kafka(int err);
 
 /* @thread shard (the requesting one): a partition a long-polling Fetch
  * watches has new data (or is gone): wake the shard's parked requests. */

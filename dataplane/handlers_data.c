@@ -12,7 +12,6 @@
 #include "dataplane/shard.h"
 #include "dataplane/topic_name.h"
 #include "storage/batch.h"
-#include "storage/recompress.h"
 
 
 static const struct md_partition *md_part(const struct md_topic *t, int32_t idx)
@@ -167,10 +166,10 @@ int kafka_handle_metadata(struct kafka_ctx *ctx)
 
 /* ---- Produce ---------------------------------------------------------- */
 
+/* Where a partition's outcome goes: the request and its response slot. */
 struct produce_part {
+	struct kafka_ctx *ctx;
 	struct kafka_produce_response_partition_produce_response *pr;
-	const uint8_t *records;
-	uint32_t len;
 };
 
 static int16_t batch_err_to_kafka(int err)
@@ -192,16 +191,35 @@ static int16_t batch_err_to_kafka(int err)
 	}
 }
 
-void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t base, int err, int64_t log_start)
+int16_t part_err_to_kafka(int err)
+{
+	switch (err) {
+	case 0:
+		return KERR_NONE;
+	case PART_ERR_OUT_OF_ORDER:
+		return KERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
+	case PART_ERR_OLD_EPOCH:
+		return KERR_INVALID_PRODUCER_EPOCH;
+	case PART_ERR_TXN_STATE:
+		return KERR_INVALID_TXN_STATE;
+	default:
+		return err < 0 ? kafka_append_error(err) : KERR_UNKNOWN_SERVER_ERROR;
+	}
+}
+
+/* On the connection's shard: one partition of a produce is done: at base
+ * (err 0), or refused with an enum part_err or -errno. */
+static void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t base, int err,
+			int64_t log_start)
 {
 	struct kafka_produce_response_partition_produce_response *pr = slot;
 
 	if (pr) {
 		if (err > 0) {
-			pr->ErrorCode = (int16_t)err;   /* a Kafka error (idempotence) */
+			pr->ErrorCode = part_err_to_kafka(err);   /* idempotence, transactions */
 			pr->BaseOffset = -1;
 		} else if (err) {
-			pr->ErrorCode = kafka_append_error(err);
+			pr->ErrorCode = part_err_to_kafka(err);
 			pr->BaseOffset = -1;
 			/* counted by the shard that answers */
 			shard_stat_add(&sh->stats.produce_rejected[pr->ErrorCode == KERR_MESSAGE_TOO_LARGE ?
@@ -214,174 +232,33 @@ void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t ba
 	kafka_ctx_sub_done(ctx);
 }
 
-void produce_ack_msg(void *self, struct shard_msg *m)
+static void produce_ack_msg(void *self, struct shard_msg *m)
 {
 	produce_ack(self, m->p[0], m->p[1], m->v[0], (int)m->v[1], m->v[2]);
 }
 
-/* Append the (validated) batches of one partition on its owner shard.
- * Returns the base offset or -errno; *need is the offset that must become
- * durable. */
-static int64_t part_append_all(struct shard *sh, struct part *p, const uint8_t *rec, uint32_t len,
-			       int64_t *need, int64_t *log_start)
+/* On the owner: the partition's outcome, back to the request's shard. */
+static void produce_route(struct shard *owner, void *cookie, int64_t base, int64_t log_start, int err)
 {
-	int64_t first = -1, base;
-	uint32_t at = 0;
-	int rc;
+	struct produce_part *pp = cookie;
 
-	while (at < len) {
-		uint32_t size = batch_size(rec + at), stored;
-		const uint8_t *b;
-
-		/* compression.type: the batch in the topic's codec (as sent
-		 * unless the topic asks for another one) */
-		rc = recompress_batch(sh->recompress, p->pl->cfg.compression, p->pl->cfg.max_batch, rec + at, size,
-				      &b, &stored);
-		if (rc < 0)
-			return rc;
-		rc = plog_append(p->pl, b, stored, &base);
-		if (rc == -ENOBUFS) {
-			/* tail memory full: write what is buffered and retry once */
-			store_flush(&sh->st);
-			rc = plog_append(p->pl, b, stored, &base);
-		}
-		/* A later batch that cannot be appended fails the whole request:
-		 * the batches before it are in the log, and the client, told
-		 * of the failure, sends them again (at least once, as a Kafka
-		 * broker's own partial failures are) — never a success for
-		 * batches that are not in the log. */
-		if (rc < 0)
-			return rc;
-		if (first < 0)
-			first = base;
-		at += size;
-		shard_stat_add(&sh->stats.produce_batches, 1);
-		shard_stat_add(&sh->stats.produce_records, (uint64_t)batch_records_count(rec + at - size));
-		if (p->pub) {
-			part_pub_add(&p->pub->produce_batches, 1);
-			part_pub_add(&p->pub->produce_records, (uint64_t)batch_records_count(rec + at - size));
-		}
-	}
-	shard_stat_add(&sh->stats.produce_bytes, (uint64_t)(len));
-	if (p->pub)
-		part_pub_add(&p->pub->produce_bytes, len);
-	*need = p->pl->next_offset;
-	*log_start = p->pl->log_start;
-	return first;
-}
-
-typedef void produce_done_fn(void *self, struct shard_msg *m);
-
-/* Report a produce's outcome to the shard `from`: a Kafka request's slot
- * (notify NULL), or notify(cookie) for the native path. */
-static void produce_report(struct shard *sh, int from, struct kafka_ctx *ctx, void *slot, produce_done_fn *notify,
-			   int64_t base, int64_t err, int64_t log_start)
-{
-	if (notify) {
-		struct shard_msg m = { .fn = notify, .p = { ctx }, .v = { base, err, log_start } };
-
-		if (from == sh->id)
-			notify(sh, &m);
-		else
-			shard_send(sh, from, &m);
-	} else if (from == sh->id) {
-		produce_ack(sh, ctx, slot, base, (int)err, log_start);
+	if (pp->ctx->sh == owner) {
+		produce_ack(owner, pp->ctx, pp->pr, base, err, log_start);
 	} else {
-		struct shard_msg m = { .fn = produce_ack_msg, .p = { ctx, slot }, .v = { base, err, log_start } };
+		struct shard_msg m = { .fn = produce_ack_msg, .p = { pp->ctx, pp->pr }, .v = { base, err, log_start } };
 
-		shard_send(sh, from, &m);
+		shard_send(owner, pp->ctx->sh->id, &m);
 	}
 }
 
-/* On the owner shard: append and arrange the acknowledgement. With notify
- * (the native path) ctx is the caller's cookie, not a Kafka request. */
-static void produce_on_owner(struct shard *sh, struct part *p, const uint8_t *rec, uint32_t len, int acks,
-			     int from, struct kafka_ctx *ctx, void *slot, produce_done_fn *notify)
-{
-	int64_t need = 0, log_start = 0, base;
-	int64_t pid = len >= BATCH_HEADER_SIZE ? batch_producer_id(rec) : -1;
-	int kerr = 0;
-
-	if (p->deleted) {
-		base = -ENOENT;
-	} else if (pid >= 0) {
-		/* an idempotent producer (one batch: checked on the
-		 * connection's shard): a batch sent again is acknowledged again
-		 * with its first offset, not appended twice */
-		int16_t epoch = batch_producer_epoch(rec);
-		int32_t first = batch_base_sequence(rec);
-		int32_t last = producer_seq_add(first, batch_last_offset_delta(rec));
-		struct producer_batch dup;
-		int txn = (batch_attributes(rec) & BATCH_ATTR_TRANSACTIONAL) != 0;
-		/* a transactional batch: the partition must be in the producer's
-		 * ongoing transaction (KIP-890's verification), asked before
-		 * anything else so a fenced or late write is never taken */
-		int v = !txn ? 0 : notify ? KERR_INVALID_TXN_STATE : part_txn_check(p, pid, epoch, ctx->recv_ns);
-
-		if (!v)
-			v = producer_check(&p->producers, pid, epoch, first, last, &dup);
-		if (v == PRODUCER_DUPLICATE) {
-			base = dup.base_offset;
-			need = dup.last_offset + 1;
-			log_start = p->pl->log_start;
-			shard_stat_add(&sh->stats.produce_duplicates, 1);
-		} else if (v > 0) {
-			kerr = v;
-			base = -1;
-			shard_stat_add(&sh->stats.produce_rejected[v == KERR_OUT_OF_ORDER_SEQUENCE_NUMBER
-					? SHARD_REJECT_SEQUENCE : v == KERR_INVALID_PRODUCER_EPOCH || v == KERR_PRODUCER_FENCED
-					? SHARD_REJECT_EPOCH : SHARD_REJECT_TXN], 1);
-		} else {
-			base = part_append_all(sh, p, rec, len, &need, &log_start);
-			if (base >= 0 && producer_record(&p->producers, pid, epoch, first, last, base,
-							 base + batch_last_offset_delta(rec), sh->now_ms) < 0)
-				shard_stat_add(&sh->stats.producer_state_full, 1);   /* appended; a resend would append again */
-			if (base >= 0 && txn)
-				part_txn_appended(p, pid, base);
-		}
-	} else {
-		base = part_append_all(sh, p, rec, len, &need, &log_start);
-	}
-	struct ack_wait w = { .need = need, .base_offset = base, .from = from, .ctx = ctx, .slot = slot,
-			      .notify = notify };
-
-	if (base < 0) {
-		/* nothing appended: report now (a Kafka error as itself) */
-		produce_report(sh, from, ctx, slot, notify, -1, kerr ? kerr : base, -1);
-		return;
-	}
-	if (acks == 0 || part_wait_ack(p, &w) < 0) {
-		/* acks=0: the data is copied, the frame may go */
-		produce_report(sh, from, ctx, slot, notify, base, 0, log_start);
-		part_progress(p);
-		return;
-	}
-	part_progress(p);   /* memory durability: already there */
-}
-
+/* On the owner shard of a partition another shard's request writes. */
 static void produce_remote_msg(void *self, struct shard_msg *m)
 {
-	produce_on_owner(self, m->p[0], m->p[1], (uint32_t)m->v[0], (int)m->v[1], (int)m->v[2], m->p[2], m->p[3],
-			 NULL);
-}
+	struct part_produce_req req = { .rec = m->p[1], .len = (uint32_t)m->v[0], .acks = (int)m->v[1],
+					.recv_ns = (uint64_t)m->v[2] };
 
-static void produce_native_msg(void *self, struct shard_msg *m)
-{
-	produce_on_owner(self, m->p[0], m->p[1], (uint32_t)m->v[0], (int)m->v[1], (int)m->v[2], m->p[2], NULL,
-			 (produce_done_fn *)m->p[3]);
-}
-
-void part_produce_native(struct shard *sh, struct part *p, int owner, const uint8_t *rec, uint32_t len, int acks,
-			 void *cookie, void (*done)(void *self, struct shard_msg *m))
-{
-	if (owner == sh->id) {
-		produce_on_owner(sh, p, rec, len, acks, sh->id, cookie, NULL, done);
-	} else {
-		struct shard_msg m = { .fn = produce_native_msg, .p = { p, (void *)rec, cookie, (void *)done },
-				       .v = { len, acks, sh->id } };
-
-		shard_send(sh, owner, &m);
-	}
+	(void)self;
+	part_produce(m->p[0], &req, produce_route, m->p[2]);
 }
 
 static int produce_finish(struct kafka_ctx *ctx)
@@ -424,6 +301,7 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 		struct kafka_produce_response_topic_produce_response *rt = &r->Responses.items[i];
 		const struct md_topic *t = td->Name.len > 0 ? md_find(md, td->Name.ptr, td->Name.len) : NULL;
 		int np = td->PartitionData.count < 0 ? 0 : td->PartitionData.count;
+		struct produce_part *pps;
 
 		rt->Name = td->Name;
 		rt->PartitionResponses.items = ALLOC(ctx, struct kafka_produce_response_partition_produce_response, np);
@@ -432,6 +310,11 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 			return 0;
 		}
 		rt->PartitionResponses.count = np;
+		pps = ALLOC(ctx, struct produce_part, np);
+		if (!pps) {
+			kafka_ctx_abort(ctx);
+			return 0;
+		}
 		for (int j = 0; j < np; j++) {
 			struct kafka_produce_request_partition_produce_data *pd = &td->PartitionData.items[j];
 			struct kafka_produce_response_partition_produce_response *pr = &rt->PartitionResponses.items[j];
@@ -512,11 +395,15 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 				continue;
 			}
 			ctx->pending++;
+			pps[j] = (struct produce_part){ .ctx = ctx, .pr = pr };
 			if (mp->shard == sh->id) {
-				produce_on_owner(sh, mp->part, rec, len, q->Acks, sh->id, ctx, pr, NULL);
+				struct part_produce_req req = { .rec = rec, .len = len, .acks = q->Acks,
+								.recv_ns = ctx->recv_ns };
+
+				part_produce(mp->part, &req, produce_route, &pps[j]);
 			} else {
-				struct shard_msg m = { .fn = produce_remote_msg, .p = { mp->part, (void *)rec, ctx, pr },
-						       .v = { len, q->Acks, sh->id } };
+				struct shard_msg m = { .fn = produce_remote_msg, .p = { mp->part, (void *)rec, &pps[j] },
+						       .v = { len, q->Acks, (int64_t)ctx->recv_ns } };
 
 				shard_send(sh, mp->shard, &m);
 			}
@@ -534,7 +421,7 @@ struct fetch_item {
 	int owner;
 	int64_t offset;
 	int32_t max_bytes;
-	struct plog_read rd;
+	struct part_read_req rq;         /* the read on the owner (its data: rq.rd) */
 	struct kafka_ctx *ctx;
 	int16_t err;
 	int64_t hw, log_start, lso;
@@ -548,17 +435,6 @@ struct fetch_state {
 	struct fetch_item *items;
 };
 
-static void lo_buf_free(struct shard *sh);
-
-static void rbuf_put(struct shard *sh, uint8_t *buf)
-{
-	if (buf) {
-		sh->rbufs[sh->nrbufs++] = buf;
-		if (sh->lo_wait)
-			lo_buf_free(sh);
-	}
-}
-
 /* On the owner shard: drop a tail chunk reference and return a read
  * buffer. The message carries the values themselves: the plog_read they
  * came from lives in the requesting connection's arena, which is reused as
@@ -569,7 +445,7 @@ static void fetch_release_on_owner(void *self, struct shard_msg *m)
 
 	if (m->p[0])
 		tail_chunk_unref(&sh->st.tail, m->p[0]);
-	rbuf_put(sh, m->p[1]);
+	part_rbuf_put(sh, m->p[1]);
 }
 
 void fetch_release_hold(struct shard *sh, struct data_hold *h)
@@ -598,12 +474,12 @@ static void fetch_read_finished(struct fetch_item *it)
 		it->lso = part_lso(it->part);
 	}
 	it->ab_n = 0;
-	if (it->isolation && it->rd.bytes && it->part->naborted) {
+	if (it->isolation && it->rq.rd.bytes && it->part->naborted) {
 		/* the aborted transactions whose records the data may hold */
 		int64_t end = it->offset;
 
-		for (uint32_t at = 0; at + BATCH_HEADER_SIZE <= it->rd.bytes; at += batch_size(it->rd.data + at))
-			end = batch_last_offset(it->rd.data + at);
+		for (uint32_t at = 0; at + BATCH_HEADER_SIZE <= it->rq.rd.bytes; at += batch_size(it->rq.rd.data + at))
+			end = batch_last_offset(it->rq.rd.data + at);
 		it->ab_n = part_txn_aborted(it->part, it->offset, end, it->ab_pid, it->ab_first, it->ab_cap);
 	}
 	if (ctx->sh == owner) {
@@ -617,63 +493,41 @@ static void fetch_read_finished(struct fetch_item *it)
 	}
 }
 
-static void fetch_disk_done(struct plog_read *rd)
+/* The owner's read ended: its outcome as the partition's Kafka error. */
+static void fetch_read_done(void *cookie, struct part_read_req *rq, int err)
 {
-	struct fetch_item *it = rd->arg;
+	struct fetch_item *it = cookie;
 
-	if (rd->err) {
+	(void)rq;
+	switch (err) {
+	case 0:
+		break;
+	case -ENOENT:
+		it->err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		it->hw = it->log_start = -1;
+		break;
+	case -ERANGE:
+		it->err = KERR_OFFSET_OUT_OF_RANGE;
+		break;
+	case -EAGAIN:
+		break;                      /* nothing this time: the consumer asks again */
+	default:
 		it->err = KERR_KAFKA_STORAGE_ERROR;
-		rd->bytes = 0;
 	}
 	fetch_read_finished(it);
 }
 
-/* Reads that need the disk take a buffer from the owner's pool first. */
+/* On the owner: the read (part_read: from the tail, or from the disk into
+ * one of the shard's read buffers). */
 static void fetch_on_owner_buf(void *self, struct shard_msg *m)
 {
-	struct shard *sh = self;
 	struct fetch_item *it = m->p[0];
-	struct plog *pl = it->part->pl;
-	int rc;
 
-	if (it->part->deleted) {
-		memset(&it->rd, 0, sizeof(it->rd));
-		it->err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
-		it->hw = it->log_start = -1;
-		fetch_read_finished(it);
-		return;
-	}
-	memset(&it->rd, 0, sizeof(it->rd));
-	it->rd.offset = it->offset;
-	/* read_committed: nothing at or past the last stable offset */
-	it->rd.max_offset = it->isolation ? part_lso(it->part) : pl->high_watermark;
-	it->rd.max_bytes = (uint32_t)(it->max_bytes > 0 ? it->max_bytes : 1);
-	if (it->rd.max_bytes > SHARD_RBUF_SIZE - 128 * 1024)
-		it->rd.max_bytes = SHARD_RBUF_SIZE - 128 * 1024;
-	it->rd.done = fetch_disk_done;
-	it->rd.arg = it;
-	if (it->offset < pl->log_start || it->offset > pl->next_offset) {
-		it->err = KERR_OFFSET_OUT_OF_RANGE;
-		fetch_read_finished(it);
-		return;
-	}
-	if (sh->nrbufs) {
-		it->rd.buf = sh->rbufs[--sh->nrbufs];
-		it->rd.buf_cap = SHARD_RBUF_SIZE;
-	}
-	rc = plog_read(pl, &it->rd);
-	if (rc == 0)
-		return;                     /* disk read in flight */
-	if (rc < 0) {
-		it->err = rc == -ERANGE ? KERR_OFFSET_OUT_OF_RANGE : 0;
-		it->rd.bytes = 0;
-	}
-	if (it->rd.from_tail || rc != 1 || !it->rd.bytes) {
-		/* the buffer was not needed */
-		rbuf_put(sh, it->rd.buf);
-		it->rd.buf = NULL;
-	}
-	fetch_read_finished(it);
+	(void)self;
+	it->rq.offset = it->offset;
+	it->rq.max_bytes = it->max_bytes > 0 ? (uint32_t)it->max_bytes : 0;
+	it->rq.isolation = it->isolation;
+	part_read(it->part, &it->rq, fetch_read_done, it);
 }
 
 static int fetch_round(struct kafka_ctx *ctx);
@@ -724,9 +578,9 @@ static int fetch_complete(struct kafka_ctx *ctx)
 	if (again) {
 		for (int i = 0; i < fs->n; i++) {
 			struct fetch_item *it = &fs->items[i];
-			struct data_hold h = { it->owner, &it->rd };
+			struct data_hold h = { it->owner, &it->rq.rd };
 
-			if (it->part && (it->rd.bytes || it->rd.buf || it->rd.chunk))
+			if (it->part && (it->rq.rd.bytes || it->rq.rd.buf || it->rq.rd.chunk))
 				fetch_release_hold(sh, &h);
 		}
 		return fetch_round(ctx);
@@ -756,16 +610,16 @@ static int fetch_complete(struct kafka_ctx *ctx)
 			it->pd->AbortedTransactions.count = it->ab_n;
 		}
 		it->pd->Records = (struct kafka_bytes){ NULL, 0 };
-		if (it->rd.bytes) {
-			uint32_t n = fetch_fit(it->rd.data, it->rd.bytes, (int64_t)q->MaxBytes - total, total == 0);
+		if (it->rq.rd.bytes) {
+			uint32_t n = fetch_fit(it->rq.rd.data, it->rq.rd.bytes, (int64_t)q->MaxBytes - total, total == 0);
 
 			if (n) {
-				it->pd->Records = (struct kafka_bytes){ it->rd.data, (int32_t)n };
+				it->pd->Records = (struct kafka_bytes){ it->rq.rd.data, (int32_t)n };
 				total += n;
 			}
 		}
-		if (it->rd.bytes || it->rd.buf)
-			kafka_ctx_hold(ctx, it->owner, &it->rd);
+		if (it->rq.rd.bytes || it->rq.rd.buf)
+			kafka_ctx_hold(ctx, it->owner, &it->rq.rd);
 	}
 	if (!ctx->final && total < (q->MinBytes > 0 ? q->MinBytes : 1) && q->MaxWaitMs > 0) {
 		/* long-poll: let go of the data, watch the partitions, wait */
@@ -954,7 +808,7 @@ struct lo_item {
 	struct kafka_ctx *ctx;
 	int isolation;
 	struct plog_time q;              /* by timestamp: the walk on the owner */
-	struct lo_item *wait_next;       /* in the owner's sh->lo_wait */
+	struct rbuf_wait wait;           /* waiting for one of the owner's read buffers */
 };
 
 static void lo_done_msg(void *self, struct shard_msg *m)
@@ -977,11 +831,11 @@ static void lo_answered(struct shard *sh, struct lo_item *it)
 	}
 }
 
-/* The walk by timestamp ended: answer, and give the buffer back (plainly:
- * the waiters are started by lo_buf_free's loop, not from in here). */
+/* The walk by timestamp ended: answer, and give the buffer back. */
 static void lo_time_finish(struct shard *sh, struct lo_item *it)
 {
 	struct plog_time *q = &it->q;
+	uint8_t *buf = q->buf;
 
 	if (q->err == 0) {
 		it->pr->Offset = q->offset;
@@ -989,24 +843,28 @@ static void lo_time_finish(struct shard *sh, struct lo_item *it)
 	} else {
 		it->pr->Offset = -1;
 	}
-	sh->rbufs[sh->nrbufs++] = q->buf;
 	q->buf = NULL;
-	lo_answered(sh, it);
+	lo_answered(sh, it);          /* it may be gone after this */
+	part_rbuf_put(sh, buf);
 }
 
 /* A walk that went to the disk ended, from its read's completion. */
 static void lo_time_done(struct plog_time *q)
 {
 	struct lo_item *it = q->arg;
-	struct shard *sh = it->part->sh;
+	lo_time_finish(it->part->sh, it);
+}
 
-	lo_time_finish(sh, it);
-	if (sh->lo_wait)
-		lo_buf_free(sh);
+static void lo_time_start(struct shard *sh, struct lo_item *it);
+
+/* A read buffer is free for a lookup that waited. */
+static void lo_buf_ready(struct shard *sh, struct rbuf_wait *w)
+{
+	lo_time_start(sh, (struct lo_item *)((char *)w - offsetof(struct lo_item, wait)));
 }
 
 /* By timestamp: a walk of reads on the owner's ring, into one of its read
- * buffers (a lookup without one waits in sh->lo_wait for the next freed). */
+ * buffers (a lookup without one waits for the next freed: part_rbuf_wait). */
 static void lo_time_start(struct shard *sh, struct lo_item *it)
 {
 	if (it->part->deleted || !it->part->pl) {
@@ -1015,33 +873,18 @@ static void lo_time_start(struct shard *sh, struct lo_item *it)
 		lo_answered(sh, it);
 		return;
 	}
-	if (!sh->nrbufs) {
-		it->wait_next = NULL;
-		if (sh->lo_wait_tail)
-			sh->lo_wait_tail->wait_next = it;
-		else
-			sh->lo_wait = it;
-		sh->lo_wait_tail = it;
+	uint8_t *buf = part_rbuf_take(sh);
+
+	if (!buf) {
+		it->wait.ready = lo_buf_ready;
+		part_rbuf_wait(sh, &it->wait);
 		return;
 	}
-	it->q = (struct plog_time){ .ts = it->ts, .buf = sh->rbufs[--sh->nrbufs],
-				    .buf_cap = SHARD_RBUF_SIZE, .done = lo_time_done, .arg = it };
+	it->q = (struct plog_time){ .ts = it->ts, .buf = buf, .buf_cap = SHARD_RBUF_SIZE, .done = lo_time_done,
+				    .arg = it };
 	if (plog_find_time(it->part->pl, &it->q) == 0)
 		return;                     /* a disk read in flight */
 	lo_time_finish(sh, it);
-}
-
-/* A read buffer came back: start the lookups waiting for one. */
-static void lo_buf_free(struct shard *sh)
-{
-	while (sh->nrbufs && sh->lo_wait) {
-		struct lo_item *it = sh->lo_wait;
-
-		sh->lo_wait = it->wait_next;
-		if (!sh->lo_wait)
-			sh->lo_wait_tail = NULL;
-		lo_time_start(sh, it);
-	}
 }
 
 static void lo_on_owner(void *self, struct shard_msg *m)

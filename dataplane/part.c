@@ -12,6 +12,7 @@
 #include "dataplane/part.h"
 #include "dataplane/shard.h"
 #include "storage/batch_format.h"
+#include "storage/recompress.h"
 
 #define ACK_RING 4096
 #define PART_PRODUCER_SCAN (16ull << 20)   /* bytes of the newest batches read at open */
@@ -206,6 +207,223 @@ void part_retire(struct part *p)
 	p->ack_cap = 0;
 }
 
+/* Append the (validated) batches of one partition on its owner shard.
+ * Returns the base offset or -errno; *need is the offset that must become
+ * durable. */
+static int64_t part_append_all(struct shard *sh, struct part *p, const uint8_t *rec, uint32_t len,
+			       int64_t *need, int64_t *log_start)
+{
+	int64_t first = -1, base;
+	uint32_t at = 0;
+	int rc;
+
+	while (at < len) {
+		uint32_t size = batch_size(rec + at), stored;
+		const uint8_t *b;
+
+		/* compression.type: the batch in the topic's codec (as sent
+		 * unless the topic asks for another one) */
+		rc = recompress_batch(sh->recompress, p->pl->cfg.compression, p->pl->cfg.max_batch, rec + at, size,
+				      &b, &stored);
+		if (rc < 0)
+			return rc;
+		rc = part_append_flush(p, b, stored, &base);
+		/* A later batch that cannot be appended fails the whole request:
+		 * the batches before it are in the log, and the client, told
+		 * of the failure, sends them again (at least once, as a Kafka
+		 * broker's own partial failures are) — never a success for
+		 * batches that are not in the log. */
+		if (rc < 0)
+			return rc;
+		if (first < 0)
+			first = base;
+		at += size;
+		shard_stat_add(&sh->stats.produce_batches, 1);
+		shard_stat_add(&sh->stats.produce_records, (uint64_t)batch_records_count(rec + at - size));
+		if (p->pub) {
+			part_pub_add(&p->pub->produce_batches, 1);
+			part_pub_add(&p->pub->produce_records, (uint64_t)batch_records_count(rec + at - size));
+		}
+	}
+	shard_stat_add(&sh->stats.produce_bytes, (uint64_t)(len));
+	if (p->pub)
+		part_pub_add(&p->pub->produce_bytes, len);
+	*need = p->pl->next_offset;
+	*log_start = p->pl->log_start;
+	return first;
+}
+
+void part_produce(struct part *p, const struct part_produce_req *req, part_produce_done done, void *cookie)
+{
+	struct shard *sh = p->sh;
+	const uint8_t *rec = req->rec;
+	uint32_t len = req->len;
+	int64_t need = 0, log_start = 0, base;
+	int64_t pid = len >= BATCH_HEADER_SIZE ? batch_producer_id(rec) : -1;
+	int perr = 0;
+
+	if (p->deleted) {
+		base = -ENOENT;
+	} else if (pid >= 0) {
+		/* an idempotent producer (one batch: checked on the
+		 * connection's shard): a batch sent again is acknowledged again
+		 * with its first offset, not appended twice */
+		int16_t epoch = batch_producer_epoch(rec);
+		int32_t first = batch_base_sequence(rec);
+		int32_t last = producer_seq_add(first, batch_last_offset_delta(rec));
+		struct producer_batch dup;
+		int txn = (batch_attributes(rec) & BATCH_ATTR_TRANSACTIONAL) != 0;
+		/* a transactional batch: the partition must be in the producer's
+		 * ongoing transaction (KIP-890's verification), asked before
+		 * anything else so a fenced or late write is never taken */
+		int v = txn ? part_txn_check(p, pid, epoch, req->recv_ns) : 0;
+
+		if (!v)
+			v = producer_check(&p->producers, pid, epoch, first, last, &dup);
+		if (v == PRODUCER_DUPLICATE) {
+			base = dup.base_offset;
+			need = dup.last_offset + 1;
+			log_start = p->pl->log_start;
+			shard_stat_add(&sh->stats.produce_duplicates, 1);
+		} else if (v > 0) {
+			perr = v;
+			base = -1;
+			shard_stat_add(&sh->stats.produce_rejected[v == PART_ERR_OUT_OF_ORDER ? SHARD_REJECT_SEQUENCE
+								   : v == PART_ERR_OLD_EPOCH ? SHARD_REJECT_EPOCH
+								   : SHARD_REJECT_TXN], 1);
+		} else {
+			base = part_append_all(sh, p, rec, len, &need, &log_start);
+			if (base >= 0 && producer_record(&p->producers, pid, epoch, first, last, base,
+							 base + batch_last_offset_delta(rec), sh->now_ms) < 0)
+				shard_stat_add(&sh->stats.producer_state_full, 1);   /* appended; a resend would append again */
+			if (base >= 0 && txn)
+				part_txn_appended(p, pid, base);
+		}
+	} else {
+		base = part_append_all(sh, p, rec, len, &need, &log_start);
+	}
+	struct ack_wait w = { .need = need, .base_offset = base, .done = done, .cookie = cookie };
+
+	if (base < 0) {
+		/* nothing appended: answer now (a partition's refusal as itself) */
+		done(sh, cookie, -1, -1, perr ? perr : (int)base);
+		return;
+	}
+	if (req->acks == 0 || part_wait_ack(p, &w) < 0) {
+		/* acks=0: the data is copied, the frame may go */
+		done(sh, cookie, base, log_start, 0);
+		part_progress(p);
+		return;
+	}
+	part_progress(p);   /* memory durability: already there */
+}
+
+int part_append_flush(struct part *p, const uint8_t *batch, uint32_t len, int64_t *base)
+{
+	int rc;
+
+	if (p->deleted)
+		return -ENOENT;
+	rc = plog_append(p->pl, batch, len, base);
+	if (rc == -ENOBUFS) {
+		/* tail memory full: write what is buffered and retry once */
+		store_flush(&p->sh->st);
+		rc = plog_append(p->pl, batch, len, base);
+	}
+	return rc;
+}
+
+uint8_t *part_rbuf_take(struct shard *sh)
+{
+	return sh->nrbufs ? sh->rbufs[--sh->nrbufs] : NULL;
+}
+
+void part_rbuf_put(struct shard *sh, uint8_t *buf)
+{
+	if (!buf)
+		return;
+	sh->rbufs[sh->nrbufs++] = buf;
+	if (sh->rbuf_waking)
+		return;   /* the loop below, further up the stack, goes on */
+	sh->rbuf_waking = 1;
+	while (sh->nrbufs && sh->rbuf_wait) {
+		struct rbuf_wait *w = sh->rbuf_wait;
+
+		sh->rbuf_wait = w->next;
+		if (!sh->rbuf_wait)
+			sh->rbuf_wait_tail = NULL;
+		w->ready(sh, w);
+	}
+	sh->rbuf_waking = 0;
+}
+
+void part_rbuf_wait(struct shard *sh, struct rbuf_wait *w)
+{
+	w->next = NULL;
+	if (sh->rbuf_wait_tail)
+		sh->rbuf_wait_tail->next = w;
+	else
+		sh->rbuf_wait = w;
+	sh->rbuf_wait_tail = w;
+}
+
+static void part_read_disk_done(struct plog_read *rd)
+{
+	struct part_read_req *rq = rd->arg;
+
+	if (rd->err)
+		rd->bytes = 0;
+	rq->done(rq->cookie, rq, rd->err == -EAGAIN ? -EIO : rd->err);
+}
+
+void part_read(struct part *p, struct part_read_req *rq, part_read_done done, void *cookie)
+{
+	struct shard *sh = p->sh;
+	struct plog *pl = p->pl;
+	int rc;
+
+	memset(&rq->rd, 0, sizeof(rq->rd));
+	rq->p = p;
+	rq->done = done;
+	rq->cookie = cookie;
+	if (p->deleted || !pl) {
+		done(cookie, rq, -ENOENT);
+		return;
+	}
+	rq->rd.offset = rq->offset;
+	/* read_committed: nothing at or past the last stable offset */
+	rq->rd.max_offset = rq->isolation ? part_lso(p) : pl->high_watermark;
+	rq->rd.max_bytes = rq->max_bytes ? rq->max_bytes : 1;
+	if (rq->rd.max_bytes > SHARD_RBUF_SIZE - 128 * 1024)
+		rq->rd.max_bytes = SHARD_RBUF_SIZE - 128 * 1024;
+	rq->rd.done = part_read_disk_done;
+	rq->rd.arg = rq;
+	if (rq->offset < pl->log_start || rq->offset > pl->next_offset) {
+		done(cookie, rq, -ERANGE);
+		return;
+	}
+	if ((rq->rd.buf = part_rbuf_take(sh)))
+		rq->rd.buf_cap = SHARD_RBUF_SIZE;
+	rc = plog_read(pl, &rq->rd);
+	if (rc == 0)
+		return;                     /* disk read in flight: part_read_disk_done */
+	if (rc < 0)
+		rq->rd.bytes = 0;
+	if (rq->rd.from_tail || rc != 1 || !rq->rd.bytes) {
+		/* the buffer was not needed */
+		part_rbuf_put(sh, rq->rd.buf);
+		rq->rd.buf = NULL;
+	}
+	done(cookie, rq, rc >= 0 ? 0 : rc == -ERANGE ? -ERANGE : -EAGAIN);
+}
+
+void part_read_release(struct part_read_req *rq)
+{
+	plog_read_release(&rq->rd);
+	part_rbuf_put(rq->p->sh, rq->rd.buf);
+	rq->rd.buf = NULL;
+}
+
 int part_wait_ack(struct part *p, const struct ack_wait *w)
 {
 	if (p->deleted)
@@ -227,21 +445,17 @@ void part_progress(struct part *p)
 
 		if (!err && w->need > hw)
 			break;
-		if (w->notify) {
+		if (w->done) {
+			w->done(sh, w->cookie, w->base_offset, p->pl->log_start, err);
+		} else {
+			/* an internal append (control/): its message to thread `from` */
 			struct shard_msg m = { .fn = w->notify, .p = { w->ctx },
 					       .v = { w->base_offset, err, p->pl->log_start } };
 
 			if (w->from == sh->id)
-				w->notify(sh, &m);   /* the native path, on its own shard */
+				w->notify(sh, &m);
 			else
 				shard_send(sh, w->from, &m);
-		} else if (w->from == sh->id) {
-			produce_ack(sh, w->ctx, w->slot, w->base_offset, err, p->pl->log_start);
-		} else {
-			struct shard_msg m = { .fn = produce_ack_msg, .p = { w->ctx, w->slot },
-					       .v = { w->base_offset, err, p->pl->log_start } };
-
-			shard_send(sh, w->from, &m);
 		}
 		p->ack_head++;
 	}
@@ -272,12 +486,8 @@ void part_append_internal(struct part *p, const uint8_t *batch, uint32_t len, in
 {
 	struct shard *sh = p->sh;
 	int64_t base = -1;
-	int rc = p->deleted ? -ENOENT : plog_append(p->pl, batch, len, &base);
+	int rc = part_append_flush(p, batch, len, &base);
 
-	if (rc == -ENOBUFS) {
-		store_flush(&sh->st);
-		rc = plog_append(p->pl, batch, len, &base);
-	}
 	if (rc == 0) {
 		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = base, .from = from,
 				      .ctx = ctx, .notify = notify };

@@ -1,8 +1,13 @@
-/* dataplane/part.h — a partition as its owner shard holds it: the log, the
- * produce requests waiting for durability, and who to wake when its high
- * watermark moves.
+/* dataplane/part.h — a partition as its owner shard holds it: the log, its
+ * whole produce (part_produce: the checks, the append, the wait for
+ * durability) and its reads (part_read, with the shard's read buffers),
+ * and who to wake when its high watermark moves.
  *
- * Thread: the owner shard only. Other shards reach it through messages.
+ * Thread: the owner shard only. Other shards reach it through messages;
+ * each caller routes the answer back to its own shard from the callback
+ * it gives.
+ * Errors: -errno, or a partition's own reason (enum part_err, positive);
+ * never a Kafka code: the handlers choose those at their edge.
  */
 #ifndef SLUICE_PART_H
 #define SLUICE_PART_H
@@ -17,16 +22,34 @@ struct shard;
 struct shard_msg;
 struct kafka_ctx;
 
+/* Why a partition refuses a produce, beside -errno: positive, so that one
+ * int carries either. No Kafka codes on the owner: the handlers map these
+ * at their edge (part_err_to_kafka, dataplane/handlers.h). */
+enum part_err {
+	PART_ERR_OUT_OF_ORDER = PRODUCER_OUT_OF_ORDER,   /* idempotence: a sequence gap */
+	PART_ERR_OLD_EPOCH = PRODUCER_OLD_EPOCH,         /* an older producer epoch: fenced */
+	PART_ERR_TXN_STATE = 3,                          /* a transactional batch outside its transaction */
+};
+
+/* A produce is done, on the owner: at base (err 0; a batch sent again: its
+ * first offset), or refused (base -1) with an enum part_err or -errno;
+ * log_start for the answer. Whoever asked routes it back to its own shard
+ * (a message): the partition knows no Kafka request nor native session.
+ * @thread owner shard */
+typedef void (*part_produce_done)(struct shard *owner, void *cookie, int64_t base, int64_t log_start, int err);
+
 /* A produce waiting until durable_offset >= need. */
 struct ack_wait {
 	int64_t need;
 	int64_t base_offset;
-	int from;                   /* shard of the connection */
-	struct kafka_ctx *ctx;      /* on shard `from` */
-	void *slot;                 /* the partition response to fill, on `from` */
-	/* Internal appends (the group coordinator's offsets): when set, the
-	 * completion goes to thread `from` (any thread, the control thread
-	 * included) as this message, p[0] = ctx, v = { base_offset, err }. */
+	part_produce_done done;     /* with cookie: part_produce's callers */
+	void *cookie;
+	/* Internal appends (control/: the coordinators' records), done NULL:
+	 * the completion goes to thread `from` (any thread, the control
+	 * thread included) as this message, p[0] = ctx, v = { base_offset,
+	 * err, log_start }. */
+	int from;
+	struct kafka_ctx *ctx;
 	void (*notify)(void *self, struct shard_msg *m);
 };
 
@@ -74,14 +97,33 @@ void part_retire(struct part *p);
  * nothing was appended since the last. @thread owner shard */
 void part_snapshot_producers(struct part *p);
 
-/* The native path: append one validated batch of an idempotent producer to
- * p (owned by shard `owner`) as Produce does — duplicates acknowledged
- * with their first offset, once durable unless acks is 0. done runs on
- * sh with m->p[0] = cookie, m->v[0] = base offset (-1 on error), m->v[1]
- * = 0, a Kafka error (positive) or -errno, m->v[2] = the log start. rec
- * must stay valid until done runs. @thread shard sh */
-void part_produce_native(struct shard *sh, struct part *p, int owner, const uint8_t *rec, uint32_t len, int acks,
-			 void *cookie, void (*done)(void *self, struct shard_msg *m));
+/* One partition's records to append, validated on the connection's shard
+ * (batch_validate, the records of compressed batches; an idempotent
+ * producer's one batch with its sequence). */
+struct part_produce_req {
+	const uint8_t *rec;          /* valid during the call: the append copies it */
+	uint32_t len;
+	int acks;                    /* 0: done once appended, without waiting for durability */
+	uint64_t recv_ns;            /* when the request came (a transaction's late write) */
+};
+
+/* A produce on the owner: the idempotent producer's sequence and epoch
+ * (producer.c; a batch sent again is answered with its first offset, not
+ * appended twice), a transactional batch's transaction (part_txn_check),
+ * the topic's compression.type (recompress, in the shard's scratch), the
+ * append (part_append_flush), then the wait for durability unless acks is
+ * 0. A later batch that cannot be appended fails the whole request. done
+ * runs once, on the owner: from inside part_produce when settled at once,
+ * else from part_progress. The one produce of Produce and the native
+ * PRODUCE. @thread owner shard */
+void part_produce(struct part *p, const struct part_produce_req *req, part_produce_done done, void *cookie);
+
+/* Append one batch of len bytes to p's log; when the tail memory is full
+ * (-ENOBUFS), write what is buffered (store_flush) and retry once. *base
+ * is where it landed. 0 or -errno (plog_append's). The one append of the
+ * produce paths, the transaction markers and the coordinators' internal
+ * records. @thread owner */
+int part_append_flush(struct part *p, const uint8_t *batch, uint32_t len, int64_t *base);
 
 /* Register a produce waiting for durability. -ENOBUFS if the queue is full. */
 int part_wait_ack(struct part *p, const struct ack_wait *w);
@@ -98,6 +140,57 @@ void part_progress(struct part *p);
  * batch is borrowed until notify has run. @thread owner */
 void part_append_internal(struct part *p, const uint8_t *batch, uint32_t len, int from, void *ctx,
 			  void (*notify)(void *self, struct shard_msg *m));
+
+/* ---- reads on the owner ---- */
+
+/* The shard's read buffers (SHARD_RBUF_SIZE, 4 KiB aligned, made at shard
+ * start): one pool for every read that may go to the disk (Fetch, the
+ * native FETCH, ListOffsets by time, the lag scan). @thread owner shard */
+struct rbuf_wait {
+	struct rbuf_wait *next;
+	/* a buffer is free: ready takes it (part_rbuf_take) */
+	void (*ready)(struct shard *sh, struct rbuf_wait *w);
+};
+/* A free buffer, or NULL when none is. */
+uint8_t *part_rbuf_take(struct shard *sh);
+/* Give a buffer back (NULL: nothing) and start the waiters it lets run. */
+void part_rbuf_put(struct shard *sh, uint8_t *buf);
+/* Wait for a buffer (FIFO): w->ready runs from a later part_rbuf_put. */
+void part_rbuf_wait(struct shard *sh, struct rbuf_wait *w);
+
+struct part_read_req;
+/* A read ended: err 0 (rq->rd.data, rq->rd.bytes: whole batches, maybe
+ * none), -ENOENT (the partition was deleted), -ERANGE (offset outside
+ * [log_start, next_offset]), -EAGAIN (the read could not start: a disk
+ * read without a free buffer, or the ring full; nothing this time) or the
+ * disk's -errno (rq->rd.err). */
+typedef void (*part_read_done)(void *cookie, struct part_read_req *rq, int err);
+
+struct part_read_req {
+	/* in */
+	int64_t offset;
+	uint32_t max_bytes;          /* 0 reads one batch; at most SHARD_RBUF_SIZE - 128 KiB */
+	int isolation;               /* 1: read_committed, up to the last stable offset */
+	/* out: the read; its data is held by rd.chunk (a tail chunk) or rd.buf
+	 * (a read buffer) until part_read_release, or the caller's own release
+	 * on the owner (tail_chunk_unref, part_rbuf_put) */
+	struct plog_read rd;
+	/* internal */
+	struct part *p;
+	part_read_done done;
+	void *cookie;
+};
+
+/* Read from p's log on its owner: from the tail, or from the disk into a
+ * read buffer taken from the shard's pool (none free: from the tail only).
+ * done(cookie, rq, err) runs once, from inside part_read when the read
+ * completes at once, else from the disk read's completion; rq must stay
+ * valid until then. Used by Fetch, the native FETCH and the lag scan.
+ * @thread owner shard */
+void part_read(struct part *p, struct part_read_req *rq, part_read_done done, void *cookie);
+/* Drop what a completed read holds (the tail reference, the read buffer).
+ * @thread owner shard */
+void part_read_release(struct part_read_req *rq);
 
 /* ---- transactions (dataplane/part_txn.c) ---- */
 
@@ -150,7 +243,7 @@ static inline void part_publish(struct part *p)
  * on. 0 or a Kafka error. */
 int part_txn_begin(struct part *p, int64_t pid, int16_t epoch, uint64_t since_ns);
 /* May a transactional batch of (pid, epoch) received at recv_ns be
- * appended? 0 or a Kafka error (INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE). */
+ * appended? 0 or an enum part_err (PART_ERR_OLD_EPOCH, PART_ERR_TXN_STATE). */
 int part_txn_check(struct part *p, int64_t pid, int16_t epoch, uint64_t recv_ns);
 /* A transactional batch of pid was appended at base. */
 void part_txn_appended(struct part *p, int64_t pid, int64_t base);

@@ -314,8 +314,7 @@ static void lag_read_done(struct plog_read *rd)
 		q->ts = (batch_attributes(rd->data) & BATCH_ATTR_LOG_APPEND_TIME) ? batch_max_timestamp(rd->data)
 										  : batch_base_timestamp(rd->data);
 	plog_read_release(rd);
-	if (q->buf)
-		q->sh->rbufs[q->sh->nrbufs++] = q->buf;
+	part_rbuf_put(q->sh, q->buf);   /* and start the reads waiting for one */
 	q->buf = NULL;
 	lag_reply(q);
 }
@@ -343,12 +342,11 @@ static void owner_lag(void *self, struct shard_msg *m)
 	}
 	q->hw = p->pl->high_watermark;
 	from = q->committed < p->pl->log_start ? p->pl->log_start : q->committed;
-	if (from >= q->hw || !sh->nrbufs) {
+	if (from >= q->hw || !(q->buf = part_rbuf_take(sh))) {
 		lag_reply(q);   /* caught up (or no read buffer free: no age this time) */
 		return;
 	}
 	memset(&q->rd, 0, sizeof(q->rd));
-	q->buf = sh->rbufs[--sh->nrbufs];
 	q->rd.offset = from;
 	q->rd.max_offset = q->hw;
 	q->rd.max_bytes = 1;        /* one batch: the first is always whole */

@@ -206,12 +206,12 @@ int part_txn_check(struct part *p, int64_t pid, int16_t epoch, uint64_t recv_ns)
 	const struct producer_entry *e = producer_entry(&p->producers, pid, epoch, 0);
 
 	if (e && epoch < e->epoch)
-		return KERR_INVALID_PRODUCER_EPOCH;   /* fenced */
+		return PART_ERR_OLD_EPOCH;   /* fenced */
 	if (!e || !e->txn_open || epoch != e->epoch)
-		return KERR_INVALID_TXN_STATE;        /* the partition is not in its transaction */
+		return PART_ERR_TXN_STATE;    /* the partition is not in its transaction */
 	if (recv_ns < e->txn_since_ns)
-		return KERR_INVALID_TXN_STATE;        /* sent before this transaction began: a late
-						       * write of an earlier one */
+		return PART_ERR_TXN_STATE;    /* sent before this transaction began: a late
+					       * write of an earlier one */
 	return 0;
 }
 
@@ -245,11 +245,7 @@ int part_txn_marker(struct part *p, int64_t pid, int16_t epoch, int commit, int3
 	if (batch_builder_add(&bb, 0, p->sh->now_ms, key, 4, val, 6, NULL, 0, 0) < 0 ||
 	    (len = batch_builder_finish(&bb, BATCH_ATTR_TRANSACTIONAL | BATCH_ATTR_CONTROL, -1, pid, epoch, -1)) < 0)
 		return -EINVAL;
-	rc = plog_append(p->pl, buf, (uint32_t)len, offset);
-	if (rc == -ENOBUFS) {
-		store_flush(&p->sh->st);
-		rc = plog_append(p->pl, buf, (uint32_t)len, offset);
-	}
+	rc = part_append_flush(p, buf, (uint32_t)len, offset);
 	if (rc < 0)
 		return rc;
 	p->txn_markers++;

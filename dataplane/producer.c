@@ -47,9 +47,9 @@ int producer_check(const struct producer_table *t, int64_t pid, int16_t epoch, i
 	if (!e)
 		return PRODUCER_APPEND;
 	if (epoch < e->epoch)
-		return KERR_INVALID_PRODUCER_EPOCH;   /* a zombie of an older epoch */
+		return PRODUCER_OLD_EPOCH;   /* a zombie of an older epoch */
 	if (epoch > e->epoch)
-		return first_seq == 0 ? PRODUCER_APPEND : KERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
+		return first_seq == 0 ? PRODUCER_APPEND : PRODUCER_OUT_OF_ORDER;
 	for (int i = 0; i < e->n; i++) {
 		const struct producer_batch *b = &e->b[(e->head + i) % PRODUCER_BATCHES];
 
@@ -62,7 +62,7 @@ int producer_check(const struct producer_table *t, int64_t pid, int16_t epoch, i
 		return PRODUCER_APPEND;
 	newest = &e->b[(e->head + e->n - 1) % PRODUCER_BATCHES];
 	if (first_seq != producer_seq_add(newest->last_seq, 1))
-		return KERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
+		return PRODUCER_OUT_OF_ORDER;
 	return PRODUCER_APPEND;
 }
 

@@ -6,15 +6,15 @@
  * is refused.
  *
  * Thread: the partition's owner shard only. Owns: its table (allocated
- * per producer id, never per batch). Errors: Kafka error codes (positive)
- * from producer_check.
+ * per producer id, never per batch). Errors: producer_check's verdicts
+ * (enum producer_verdict, no Kafka codes: the handlers map them at their
+ * edge through the partition's enum part_err); -errno elsewhere.
  */
 #ifndef SLUICE_PRODUCER_H
 #define SLUICE_PRODUCER_H
 
 #include <stdint.h>
 
-#include "dataplane/kafka_errors.h"
 #include "storage/store.h"
 
 #define PRODUCER_BATCHES 5          /* what librdkafka and Kafka keep in flight */
@@ -42,11 +42,16 @@ struct producer_table {
 	uint32_t cap, n;                /* cap: power of two or 0 */
 };
 
-enum producer_verdict { PRODUCER_APPEND = 0, PRODUCER_DUPLICATE = -1 };
+enum producer_verdict {
+	PRODUCER_APPEND = 0,
+	PRODUCER_DUPLICATE = -1,
+	PRODUCER_OUT_OF_ORDER = 1,   /* a gap in the sequence, or a new epoch not from 0 */
+	PRODUCER_OLD_EPOCH = 2,      /* a zombie of an older epoch */
+};
 
 /* Judge a batch of producer `pid`: PRODUCER_APPEND, PRODUCER_DUPLICATE (the
- * batch was appended before: *dup says where), or a Kafka error
- * (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH). A producer id
+ * batch was appended before: *dup says where), PRODUCER_OUT_OF_ORDER or
+ * PRODUCER_OLD_EPOCH (refused). A producer id
  * the table does not know is accepted (its state expired or predates
  * what recovery read back). */
 int producer_check(const struct producer_table *t, int64_t pid, int16_t epoch, int32_t first_seq,

@@ -147,8 +147,9 @@ struct shard {
 	struct part *retired_parts;  /* of deleted topics: kept until exit */
 	uint8_t **rbufs;             /* free disk-read buffers */
 	int nrbufs;
-	struct lo_item *lo_wait;     /* ListOffsets-by-time lookups waiting for a read buffer (FIFO) */
-	struct lo_item *lo_wait_tail;
+	struct rbuf_wait *rbuf_wait; /* reads waiting for a read buffer (FIFO, dataplane/part.h) */
+	struct rbuf_wait *rbuf_wait_tail;
+	int rbuf_waking;             /* part_rbuf_put is starting waiters */
 	int64_t now_ms;              /* the turn's wall clock, for timestamps and retention */
 	struct shard_msg *backlog;   /* messages that found a full ring */
 	int backlog_len, backlog_cap;

@@ -16,6 +16,7 @@
 
 #include "dataplane/coord.h"
 #include "dataplane/dpdk_port.h"
+#include "dataplane/handlers.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/native/native_broker.h"
 #include "dataplane/netstack.h"
@@ -102,7 +103,7 @@ struct nfetch {                       /* a FETCH being read on its owner shard *
 	uint16_t max_dg;
 	int isolation;
 	int64_t offset;
-	struct plog_read rd;
+	struct part_read_req rq;          /* the read (part_read); its data: rq.rd */
 	/* the answer, fixed by the owner before any shard sends it */
 	int16_t err;
 	int64_t hw, ls, lso;
@@ -328,13 +329,9 @@ static void produce_done(void *self, struct shard_msg *m)
 	struct native_shard *ns = pd->ns;
 	struct nsession *s = session_of(ns, pd->session);
 	int64_t base = m->v[0], err = m->v[1];
-	int16_t kerr = 0;
+	int16_t kerr = part_err_to_kafka((int)err);
 
 	(void)self;
-	if (err > 0)
-		kerr = (int16_t)err;
-	else if (err < 0)
-		kerr = kafka_append_error((int)err);
 	if (kerr)
 		ns->st.produce_errors++;
 	if (s) {
@@ -346,6 +343,29 @@ static void produce_done(void *self, struct shard_msg *m)
 	buf_put(ns, &pd->buf);
 	pd->next_free = ns->pending_free;
 	ns->pending_free = pd;
+}
+
+/* On the owner: the batch's outcome, back to the session's shard. */
+static void produce_route(struct shard *owner, void *cookie, int64_t base, int64_t log_start, int err)
+{
+	struct npending *pd = cookie;
+	struct shard_msg m = { .fn = produce_done, .p = { pd }, .v = { base, err, log_start } };
+
+	if (pd->ns->sh == owner)
+		produce_done(owner, &m);
+	else
+		shard_send(owner, pd->ns->sh->id, &m);
+}
+
+/* On the owner shard of the batch's partition (rec stays in the session
+ * shard's buffer until produce_done gives it back). */
+static void produce_on_owner(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part_produce_req req = { .rec = m->p[1], .len = (uint32_t)m->v[0], .acks = (int)m->v[1],
+					.recv_ns = sh->now_ns };
+
+	part_produce(m->p[0], &req, produce_route, m->p[2]);
 }
 
 /* A whole batch (in buf) of session s: validate as Produce does, then
@@ -400,8 +420,17 @@ static void produce_batch(struct native_shard *ns, struct nsession *s, const str
 	buf->p = NULL;
 	s->in_flight += len;
 	ns->st.batches++;
-	part_produce_native(ns->sh, t->parts[m->partition].part, t->parts[m->partition].shard, batch, len,
-			    m->acks ? m->acks : 1, pd, produce_done);
+	if (t->parts[m->partition].shard == ns->sh->id) {
+		struct part_produce_req req = { .rec = batch, .len = len, .acks = pd->acks ? pd->acks : 1,
+						.recv_ns = ns->sh->now_ns };
+
+		part_produce(t->parts[m->partition].part, &req, produce_route, pd);
+	} else {
+		struct shard_msg o = { .fn = produce_on_owner, .p = { t->parts[m->partition].part, (void *)batch, pd },
+				       .v = { len, pd->acks ? pd->acks : 1 } };
+
+		shard_send(ns->sh, t->parts[m->partition].shard, &o);
+	}
 }
 
 static struct nreasm *reasm_find(struct native_shard *ns, const struct native_msg *m)
@@ -564,10 +593,10 @@ static int16_t fetch_aborted_check(const struct nfetch *f)
 {
 	int64_t end = f->offset;
 
-	if (!f->isolation || !f->rd.bytes || !f->part->naborted)
+	if (!f->isolation || !f->rq.rd.bytes || !f->part->naborted)
 		return 0;
-	for (uint32_t at = 0; at + BATCH_HEADER_SIZE <= f->rd.bytes; at += batch_size(f->rd.data + at))
-		end = batch_last_offset(f->rd.data + at);
+	for (uint32_t at = 0; at + BATCH_HEADER_SIZE <= f->rq.rd.bytes; at += batch_size(f->rq.rd.data + at))
+		end = batch_last_offset(f->rq.rd.data + at);
 	return part_txn_aborted(f->part, f->offset, end, NULL, NULL, 0) > 0 ? KERR_INVALID_REQUEST : 0;
 }
 
@@ -576,8 +605,8 @@ static int16_t fetch_aborted_check(const struct nfetch *f)
 static void fetch_emit(struct native_shard *ns, const struct nfetch *f)
 {
 	const struct part *p = f->part;
-	const uint8_t *data = f->err ? NULL : f->rd.data;
-	uint32_t total = f->err ? 0 : f->rd.bytes;
+	const uint8_t *data = f->err ? NULL : f->rq.rd.data;
+	uint32_t total = f->err ? 0 : f->rq.rd.bytes;
 	size_t tl = strlen(p->topic);
 	uint32_t room = native_fetch_data_room(f->max_dg, tl);
 	uint16_t count = (uint16_t)(total ? (total + room - 1) / room : 0);
@@ -600,18 +629,16 @@ static void fetch_emit(struct native_shard *ns, const struct nfetch *f)
 }
 
 /* On the owner: the read buffer goes back, the slot is free. */
-static void fetch_release(struct native_shard *ns, struct nfetch *f)
+static void fetch_release(struct nfetch *f)
 {
-	plog_read_release(&f->rd);
-	if (f->rd.buf)
-		ns->sh->rbufs[ns->sh->nrbufs++] = f->rd.buf;
-	f->rd.buf = NULL;
+	part_read_release(&f->rq);
 	f->used = 0;
 }
 
 static void fetch_released(void *self, struct shard_msg *m)
 {
-	fetch_release(((struct shard *)self)->native, m->p[0]);
+	(void)self;
+	fetch_release(m->p[0]);
 }
 
 /* On the session's shard: send the owner's answer from our queue, then
@@ -648,14 +675,18 @@ static void fetch_send(struct native_shard *ns, struct nfetch *f, int16_t err)
 		return;
 	}
 	fetch_emit(ns, f);
-	fetch_release(ns, f);
+	fetch_release(f);
 }
 
-static void fetch_disk_done(struct plog_read *rd)
+/* The owner's read ended (part_read): its outcome as the Kafka code the
+ * FETCH_DATA carries. */
+static void fetch_read_done(void *cookie, struct part_read_req *rq, int err)
 {
-	struct nfetch *f = rd->arg;
+	struct nfetch *f = cookie;
 
-	fetch_send(f->ns, f, rd->err ? KERR_KAFKA_STORAGE_ERROR : 0);
+	(void)rq;
+	fetch_send(f->ns, f, !err ? 0 : err == -ENOENT ? KERR_UNKNOWN_TOPIC_OR_PARTITION
+				: err == -ERANGE ? KERR_OFFSET_OUT_OF_RANGE : KERR_KAFKA_STORAGE_ERROR);
 }
 
 /* On the partition's owner: read and answer. */
@@ -667,7 +698,6 @@ static void fetch_on_owner(void *self, struct shard_msg *m)
 	struct nfetch *f = NULL;
 	uint32_t max_bytes = (uint32_t)m->v[1];
 	int isolation = (int)((m->v[1] >> 48) & 1);
-	int rc;
 
 	for (int i = 0; i < FETCH_SLOTS && !f; i++)
 		if (!ns->fetch[i].used)
@@ -689,29 +719,10 @@ static void fetch_on_owner(void *self, struct shard_msg *m)
 	f->isolation = isolation;
 	f->offset = m->v[0];
 	ns->st.fetches++;
-	if (p->deleted || !p->pl) {
-		fetch_send(ns, f, KERR_UNKNOWN_TOPIC_OR_PARTITION);
-		return;
-	}
-	if (m->v[0] < p->pl->log_start || m->v[0] > p->pl->next_offset) {
-		fetch_send(ns, f, KERR_OFFSET_OUT_OF_RANGE);
-		return;
-	}
-	f->rd.offset = m->v[0];
-	f->rd.max_offset = isolation ? part_lso(p) : p->pl->high_watermark;
-	f->rd.max_bytes = max_bytes ? max_bytes : 1;
-	if (f->rd.max_bytes > SHARD_RBUF_SIZE - 128 * 1024)
-		f->rd.max_bytes = SHARD_RBUF_SIZE - 128 * 1024;
-	f->rd.done = fetch_disk_done;
-	f->rd.arg = f;
-	if (sh->nrbufs) {
-		f->rd.buf = sh->rbufs[--sh->nrbufs];
-		f->rd.buf_cap = SHARD_RBUF_SIZE;
-	}
-	rc = plog_read(p->pl, &f->rd);
-	if (rc == 0)
-		return;   /* from the disk: fetch_disk_done */
-	fetch_send(ns, f, rc < 0 ? (rc == -ERANGE ? KERR_OFFSET_OUT_OF_RANGE : KERR_KAFKA_STORAGE_ERROR) : 0);
+	f->rq.offset = m->v[0];
+	f->rq.max_bytes = max_bytes;
+	f->rq.isolation = isolation;
+	part_read(p, &f->rq, fetch_read_done, f);
 }
 
 static void on_fetch(struct native_shard *ns, struct nsession *s, const struct native_msg *m)

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dataplane/kafka_errors.h"
 #include "dataplane/native/native_client.h"
 #include "dataplane/native/sluice_native.h"
 #include "dataplane/producer.h"
@@ -167,7 +168,8 @@ static void mock_batch(struct mock *k, const struct native_msg *m, uint8_t *batc
 			base = dup.base_offset;
 			k->duplicates++;
 		} else {
-			err = (int16_t)v;
+			/* the broker's edge: a verdict as its Kafka code */
+			err = v == PRODUCER_OUT_OF_ORDER ? KERR_OUT_OF_ORDER_SEQUENCE_NUMBER : KERR_INVALID_PRODUCER_EPOCH;
 		}
 	}
 	if (err)

@@ -45,13 +45,13 @@ Test(producer, duplicates_gaps_and_epochs)
 	cr_assert_eq(check(&t, 7, 0, 0, 3, &d), PRODUCER_DUPLICATE);
 	cr_assert(d.base_offset == 100 && d.last_offset == 102);
 	cr_assert_eq(check(&t, 7, 0, 3, 1, &d), PRODUCER_APPEND);
-	cr_assert_eq(check(&t, 7, 0, 4, 1, &d), KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
-	cr_assert_eq(check(&t, 7, 0, 1, 2, &d), KERR_OUT_OF_ORDER_SEQUENCE_NUMBER, "a different batch shape");
+	cr_assert_eq(check(&t, 7, 0, 4, 1, &d), PRODUCER_OUT_OF_ORDER);
+	cr_assert_eq(check(&t, 7, 0, 1, 2, &d), PRODUCER_OUT_OF_ORDER, "a different batch shape");
 	cr_assert_eq(check(&t, 7, 1, 0, 1, &d), PRODUCER_APPEND, "a new epoch from 0");
-	cr_assert_eq(check(&t, 7, 1, 5, 1, &d), KERR_OUT_OF_ORDER_SEQUENCE_NUMBER, "a new epoch not from 0");
+	cr_assert_eq(check(&t, 7, 1, 5, 1, &d), PRODUCER_OUT_OF_ORDER, "a new epoch not from 0");
 	rec(&t, 7, 1, 0, 1, 103, 2);
-	cr_assert_eq(check(&t, 7, 0, 3, 1, &d), KERR_INVALID_PRODUCER_EPOCH);
-	cr_assert_eq(check(&t, 7, 0, 0, 3, &d), KERR_INVALID_PRODUCER_EPOCH, "the old epoch's batch is fenced");
+	cr_assert_eq(check(&t, 7, 0, 3, 1, &d), PRODUCER_OLD_EPOCH);
+	cr_assert_eq(check(&t, 7, 0, 0, 3, &d), PRODUCER_OLD_EPOCH, "the old epoch's batch is fenced");
 	producer_table_free(&t);
 }
 
@@ -64,7 +64,7 @@ Test(producer, five_batch_window_and_wrap)
 		rec(&t, 1, 0, i * 2, 2, 10 + i * 2, 1);
 	for (int i = 2; i < 7; i++)
 		cr_assert_eq(check(&t, 1, 0, i * 2, 2, &d), PRODUCER_DUPLICATE, "batch %d is in the window", i);
-	cr_assert_eq(check(&t, 1, 0, 0, 2, &d), KERR_OUT_OF_ORDER_SEQUENCE_NUMBER, "batch 0 left the window");
+	cr_assert_eq(check(&t, 1, 0, 0, 2, &d), PRODUCER_OUT_OF_ORDER, "batch 0 left the window");
 	rec(&t, 2, 0, INT32_MAX - 1, 3, 0, 1);   /* INT32_MAX-1, INT32_MAX, 0 */
 	cr_assert_eq(check(&t, 2, 0, 1, 1, &d), PRODUCER_APPEND, "after the wrap the next is 1");
 	cr_assert_eq(check(&t, 2, 0, INT32_MAX - 1, 3, &d), PRODUCER_DUPLICATE);
@@ -108,7 +108,7 @@ Test(producer, snapshot_round_trip_and_corruption)
 	cr_assert_eq(check(&u, 42, 3, 5, 1, &d), PRODUCER_DUPLICATE);
 	cr_assert_eq(d.base_offset, 105);
 	cr_assert_eq(check(&u, 42, 3, 6, 1, &d), PRODUCER_APPEND);
-	cr_assert_eq(check(&u, 42, 2, 6, 1, &d), KERR_INVALID_PRODUCER_EPOCH, "the epoch came back");
+	cr_assert_eq(check(&u, 42, 2, 6, 1, &d), PRODUCER_OLD_EPOCH, "the epoch came back");
 	cr_assert_eq(check(&u, 43, 0, 0, 5, &d), PRODUCER_DUPLICATE);
 	producer_table_free(&u);
 	{
