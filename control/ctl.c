@@ -1611,17 +1611,17 @@ int ctl_create(struct broker *b, struct config *cfg, struct ctl **out)
 
 /* What the shards reach of the control plane (dataplane/coord.h). */
 const struct coord_ops ctl_coord_ops = {
-	.group_submit = group_submit,
-	.txn_submit = txn_submit,
-	.ctl_submit = ctl_submit,
-	.producer_id_submit = ctl_producer_id_submit,
+	.submit_group = group_submit,
+	.submit_txn = txn_submit,
+	.submit_admin = ctl_submit,
+	.submit_producer_id = ctl_producer_id_submit,
 	.producer_id_msg = ctl_producer_id_msg,
-	.config_dynamic = config_dynamic,
-	.topic_config_key_at = topic_config_key_at,
-	.topic_config_broker_key = topic_config_broker_key,
-	.topic_config_default = topic_config_default,
-	.config_source = config_source,
-	.config_foreach = config_foreach,
+	.key_dynamic = config_dynamic,
+	.topic_key_at = topic_config_key_at,
+	.topic_broker_key = topic_config_broker_key,
+	.topic_default = topic_config_default,
+	.key_source = config_source,
+	.foreach_key = config_foreach,
 };
 
 void ctl_destroy(struct ctl *ctl)

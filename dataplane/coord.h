@@ -71,19 +71,19 @@ struct coord_ops {
 	/* @thread shard: OffsetCommit, OffsetFetch, JoinGroup, Heartbeat,
 	 * LeaveGroup, SyncGroup, DescribeGroups, ListGroups, DeleteGroups,
 	 * OffsetDelete, TxnOffsetCommit: to the group coordinator. */
-	int (*group_submit)(struct kafka_ctx *ctx);
+	int (*submit_group)(struct kafka_ctx *ctx);
 	/* @thread shard: InitProducerId with a transactional id,
 	 * AddPartitionsToTxn, AddOffsetsToTxn, EndTxn: to the transaction
 	 * coordinator. */
-	int (*txn_submit)(struct kafka_ctx *ctx);
+	int (*submit_txn)(struct kafka_ctx *ctx);
 	/* @thread shard. Hand an admin request to the control thread; the
 	 * shard's ctx gets kafka_ctx_sub_done when it is answered. */
-	void (*ctl_submit)(struct kafka_ctx *ctx, struct ctl_req *req);
+	void (*submit_admin)(struct kafka_ctx *ctx, struct ctl_req *req);
 	/* @thread shard. A new producer id for an idempotent producer (unique
 	 * across restarts: handed out from blocks reserved in the metadata
 	 * log); *out is filled (-1 on failure) before ctx gets
 	 * kafka_ctx_sub_done. */
-	void (*producer_id_submit)(struct kafka_ctx *ctx, int64_t *out);
+	void (*submit_producer_id)(struct kafka_ctx *ctx, int64_t *out);
 	/* @thread ctl. The message fn a shard sends to the control thread (with
 	 * its parking shard_send) for a new producer id outside a request (the
 	 * native protocol's sessions): m->p[0] a cookie, m->p[1] the
@@ -94,12 +94,12 @@ struct coord_ops {
 
 	/* The config key table, for DescribeConfigs on the shards (pure
 	 * lookups, any thread; the config itself comes from the snapshot). */
-	int (*config_dynamic)(const char *key);
-	const char *(*topic_config_key_at)(int i);
-	const char *(*topic_config_broker_key)(const char *key);
-	const char *(*topic_config_default)(const struct config *c, const char *key);
-	const char *(*config_source)(const struct config *c, const char *key);
-	void (*config_foreach)(const struct config *c,
+	int (*key_dynamic)(const char *key);
+	const char *(*topic_key_at)(int i);
+	const char *(*topic_broker_key)(const char *key);
+	const char *(*topic_default)(const struct config *c, const char *key);
+	const char *(*key_source)(const struct config *c, const char *key);
+	void (*foreach_key)(const struct config *c,
 			       void (*fn)(const char *key, const char *value, const char *source, int is_default,
 					  void *arg),
 			       void *arg);

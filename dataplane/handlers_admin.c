@@ -31,7 +31,7 @@ static int submit(struct kafka_ctx *ctx, struct ctl_req *req, int (*resume)(stru
 	ctx->state = req;
 	ctx->pending = 1;
 	ctx->resume = resume;
-	ctx->sh->b->coord->ctl_submit(ctx, req);
+	ctx->sh->b->coord->submit_admin(ctx, req);
 	return 0;
 }
 
@@ -50,7 +50,7 @@ void ctl_request_auto_create(struct kafka_ctx *ctx, struct kafka_str *names, int
 		req->topics[i].partitions = -1;
 		req->topics[i].replication = -1;
 	}
-	ctx->sh->b->coord->ctl_submit(ctx, req);
+	ctx->sh->b->coord->submit_admin(ctx, req);
 }
 
 /* ---- CreateTopics ----------------------------------------------------- */
@@ -392,7 +392,7 @@ int kafka_handle_init_producer_id(struct kafka_ctx *ctx)
 	struct pid_state *ps;
 
 	if (q->TransactionalId.len > 0)
-		return ctx->sh->b->coord->txn_submit(ctx);   /* the transaction coordinator's */
+		return ctx->sh->b->coord->submit_txn(ctx);   /* the transaction coordinator's */
 	r = ALLOC(ctx, struct kafka_init_producer_id_response, 1);
 	ps = ALLOC(ctx, struct pid_state, 1);
 	if (!r || !ps) {
@@ -414,6 +414,6 @@ int kafka_handle_init_producer_id(struct kafka_ctx *ctx)
 	ctx->state = ps;
 	ctx->pending = 1;
 	ctx->resume = init_producer_id_resume;
-	ctx->sh->b->coord->producer_id_submit(ctx, &ps->pid);
+	ctx->sh->b->coord->submit_producer_id(ctx, &ps->pid);
 	return 0;
 }

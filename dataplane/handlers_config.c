@@ -12,8 +12,8 @@
 
 
 /* Kafka's ConfigSource values. */
-enum { SRC_TOPIC = 1, SRC_DYNAMIC_BROKER = 2, SRC_DYNAMIC_DEFAULT_BROKER = 3, SRC_STATIC_BROKER = 4,
-       SRC_DEFAULT = 5 };
+enum { CFG_SRC_TOPIC = 1, CFG_SRC_DYNAMIC_BROKER = 2, CFG_SRC_DYNAMIC_DEFAULT_BROKER = 3, CFG_SRC_STATIC_BROKER = 4,
+       CFG_SRC_DEFAULT = 5 };
 
 /* A broker key's source (config_source: "default", "dynamic-default",
  * "dynamic-broker" as control/ctl.c sets them at run time, else the file
@@ -21,12 +21,12 @@ enum { SRC_TOPIC = 1, SRC_DYNAMIC_BROKER = 2, SRC_DYNAMIC_DEFAULT_BROKER = 3, SR
 static int8_t source_of(const char *source)
 {
 	if (!source || !strcmp(source, "default"))
-		return SRC_DEFAULT;
+		return CFG_SRC_DEFAULT;
 	if (!strcmp(source, "dynamic-default"))
-		return SRC_DYNAMIC_DEFAULT_BROKER;
+		return CFG_SRC_DYNAMIC_DEFAULT_BROKER;
 	if (!strcmp(source, "dynamic-broker"))
-		return SRC_DYNAMIC_BROKER;
-	return SRC_STATIC_BROKER;
+		return CFG_SRC_DYNAMIC_BROKER;
+	return CFG_SRC_STATIC_BROKER;
 }
 
 static struct kafka_str str(const char *s)
@@ -64,9 +64,9 @@ static void broker_entry(const char *key, const char *value, const char *source,
 	e->Value = str(value);
 	/* the topic defaults change at run time (AlterConfigs on the broker
 	 * resource); the rest is read at start */
-	e->ReadOnly = !w->ctx->sh->b->coord->config_dynamic(key);
+	e->ReadOnly = !w->ctx->sh->b->coord->key_dynamic(key);
 	e->IsDefault = is_default;
-	e->ConfigSource = is_default ? SRC_DEFAULT : source_of(source);
+	e->ConfigSource = is_default ? CFG_SRC_DEFAULT : source_of(source);
 	e->Synonyms.count = 0;
 }
 
@@ -107,7 +107,7 @@ int kafka_handle_describe_configs(struct kafka_ctx *ctx)
 				rr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 				continue;
 			}
-			while (ctx->sh->b->coord->topic_config_key_at(nk))
+			while (ctx->sh->b->coord->topic_key_at(nk))
 				nk++;
 			rr->Configs.items = ALLOC(ctx, struct kafka_describe_configs_response_describe_configs_resource_result,
 						  nk + t->nconfigs);
@@ -117,7 +117,7 @@ int kafka_handle_describe_configs(struct kafka_ctx *ctx)
 			}
 			rr->Configs.count = 0;
 			for (int k = 0; k < nk; k++) {
-				const char *key = ctx->sh->b->coord->topic_config_key_at(k), *val = NULL;
+				const char *key = ctx->sh->b->coord->topic_key_at(k), *val = NULL;
 				struct kafka_describe_configs_response_describe_configs_resource_result *e;
 
 				if (!wanted(res, key))
@@ -130,13 +130,13 @@ int kafka_handle_describe_configs(struct kafka_ctx *ctx)
 				e->Name = str(key);
 				if (val) {
 					e->Value = str(val);
-					e->ConfigSource = SRC_TOPIC;
+					e->ConfigSource = CFG_SRC_TOPIC;
 				} else {
-					const char *bk = ctx->sh->b->coord->topic_config_broker_key(key);
+					const char *bk = ctx->sh->b->coord->topic_broker_key(key);
 
-					e->Value = str(ctx->sh->b->coord->topic_config_default(cfg, key));
+					e->Value = str(ctx->sh->b->coord->topic_default(cfg, key));
 					e->IsDefault = true;
-					e->ConfigSource = bk ? source_of(ctx->sh->b->coord->config_source(cfg, bk)) : SRC_DEFAULT;
+					e->ConfigSource = bk ? source_of(ctx->sh->b->coord->key_source(cfg, bk)) : CFG_SRC_DEFAULT;
 				}
 				e->Synonyms.count = 0;
 			}
@@ -145,13 +145,13 @@ int kafka_handle_describe_configs(struct kafka_ctx *ctx)
 			for (int j = 0; j < t->nconfigs; j++) {
 				struct kafka_describe_configs_response_describe_configs_resource_result *e;
 
-				if (ctx->sh->b->coord->topic_config_broker_key(t->config_keys[j]) || !wanted(res, t->config_keys[j]))
+				if (ctx->sh->b->coord->topic_broker_key(t->config_keys[j]) || !wanted(res, t->config_keys[j]))
 					continue;
 				e = &rr->Configs.items[rr->Configs.count++];
 				memset(e, 0, sizeof(*e));
 				e->Name = str(t->config_keys[j]);
 				e->Value = str(t->config_values[j]);
-				e->ConfigSource = SRC_TOPIC;
+				e->ConfigSource = CFG_SRC_TOPIC;
 				e->Synonyms.count = 0;
 			}
 		} else if (res->ResourceType == 4) {
@@ -162,7 +162,7 @@ int kafka_handle_describe_configs(struct kafka_ctx *ctx)
 				kafka_ctx_abort(ctx);
 				return 0;
 			}
-			ctx->sh->b->coord->config_foreach(cfg, broker_entry, &w);
+			ctx->sh->b->coord->foreach_key(cfg, broker_entry, &w);
 			rr->Configs.items = w.items;
 			rr->Configs.count = w.n;
 		} else {

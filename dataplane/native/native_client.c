@@ -180,7 +180,7 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int64_t wall_ms(void)
+static int64_t client_wall_ms(void)
 {
 	struct timespec ts;
 
@@ -1229,7 +1229,7 @@ int sluice_produce(struct sluice_client *c, const char *topic, int32_t partition
 	p = part_find(c, topic, tl, partition);
 	if (!p && !(p = part_get(c, topic, tl, partition)))
 		return -ENOMEM;
-	ts = wall_ms();
+	ts = client_wall_ms();
 	b = p->open;
 	if (b) {
 		need = native_record_size(ts - b->base_ts, b->count, kl, vl);
