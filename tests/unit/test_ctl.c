@@ -17,6 +17,7 @@
 #include "dataplane/kafka/kafka_codec.h"
 #include "dataplane/part.h"
 #include "dataplane/shard_internal.h"
+#include "broker_fixture.h"
 #include "helpers.h"
 
 #define T0 1000000000ull              /* the injected monotonic clock's start (ns) */
@@ -113,22 +114,7 @@ static void setup(void)
 		set("offsets.retention.check.interval.ms", "1000");
 	}
 	b.cfg = cfg;
-	snprintf(b.set.listen_host, sizeof(b.set.listen_host), "127.0.0.1");
-	snprintf(b.set.adv_host, sizeof(b.set.adv_host), "127.0.0.1");
-	b.set.adv_port = 9092;
-	b.set.node_id = 1;
-	b.set.nshards = 1;
-	b.set.num_partitions = 1;
-	b.set.max_request_bytes = 100u << 20;
-	b.set.message_max_bytes = 1u << 20;
-	b.set.queued_max_request_bytes = -1;
-	b.set.max_connections = 1000;
-	b.set.max_connections_per_ip = 1000;
-	b.set.connections_max_idle_ms = -1;
-	b.set.tail_budget = 64u << 20;
-	b.set.retention_check_ms = 300000;
-	b.set.producer_ttl_ms = 86400000;
-	snprintf(b.set.data_dir, sizeof(b.set.data_dir), "%s", dir);
+	test_broker_settings(&b.set, dir, -1);
 	spsc_init(&ring_to_shard, to_shard_slots, RING_SLOTS);
 	spsc_init(&ring_to_ctl, to_ctl_slots, RING_SLOTS);
 	b.rings[1][0] = &ring_to_shard;

@@ -14,6 +14,7 @@
 #include "dataplane/part.h"
 #include "dataplane/part_proxy.h"
 #include "dataplane/shard_internal.h"
+#include "broker_fixture.h"
 #include "helpers.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
@@ -49,19 +50,8 @@ static void setup(void)
 	char err[256];
 
 	memset(&b, 0, sizeof(b));
-	snprintf(b.set.listen_host, sizeof(b.set.listen_host), "127.0.0.1");
-	b.set.nshards = 1;
-	b.set.max_request_bytes = 100u << 20;
-	b.set.message_max_bytes = 1u << 20;
-	b.set.queued_max_request_bytes = -1;
-	b.set.max_connections = 1000;
-	b.set.max_connections_per_ip = 1000;
-	b.set.connections_max_idle_ms = -1;
-	b.set.tail_budget = 64u << 20;
-	b.set.retention_check_ms = 300000;
-	b.set.producer_ttl_ms = 86400000;
 	dir = test_tmpdir();
-	snprintf(b.set.data_dir, sizeof(b.set.data_dir), "%s", dir);
+	test_broker_settings(&b.set, dir, -1);
 	snprintf(pdir, sizeof(pdir), "%s/t-0", dir);
 	spsc_init(&to_shard, to_shard_slots, RING_SLOTS);
 	spsc_init(&to_ctl, to_ctl_slots, RING_SLOTS);

@@ -13,6 +13,7 @@
 
 #include "dataplane/part.h"
 #include "dataplane/shard_internal.h"
+#include "broker_fixture.h"
 #include "helpers.h"
 
 static struct broker b;
@@ -37,20 +38,8 @@ static void setup(void)
 	char err[256];
 
 	memset(&b, 0, sizeof(b));
-	snprintf(b.set.listen_host, sizeof(b.set.listen_host), "127.0.0.1");
-	b.set.listen_port = 0;
-	b.set.nshards = 1;
-	b.set.max_request_bytes = 100u << 20;
-	b.set.message_max_bytes = 1u << 20;
-	b.set.queued_max_request_bytes = -1;
-	b.set.max_connections = 1000;
-	b.set.max_connections_per_ip = 1000;
-	b.set.connections_max_idle_ms = idle_ms;
-	b.set.tail_budget = 64u << 20;
-	b.set.retention_check_ms = 300000;
-	b.set.producer_ttl_ms = 86400000;
 	dir = test_tmpdir();
-	snprintf(b.set.data_dir, sizeof(b.set.data_dir), "%s", dir);
+	test_broker_settings(&b.set, dir, idle_ms);
 	spsc_init(&to_shard, to_shard_slots, RING_SLOTS);
 	spsc_init(&to_ctl, to_ctl_slots, RING_SLOTS);
 	b.rings[1][0] = &to_shard;
