@@ -336,7 +336,8 @@ static void ctl_part_opened(void *self, void *cookie, struct part *p, int err, c
 	struct ctl_op *op = o->op;
 	char *dir = o->dir;
 
-	(void)p;
+	if (err == 0)
+		o->mp->part = p;     /* the snapshot entry is the control thread's own */
 	ctl->fd_opening--;
 	if (rep->made && op->req) {
 		/* kept: removed again if the topic is dropped (ctl_drop_failed) */

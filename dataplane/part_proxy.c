@@ -73,7 +73,9 @@ static void owner_open(void *self, struct shard_msg *m)
 	if (rc == 0) {
 		const struct plog_recovery *r = &p->pl->recovery;
 
-		mp->part = p;
+		/* the handle goes back in the answer; the sender keeps it in its
+		 * own md_partition (nothing here writes the sender's memory but
+		 * the report it lent) */
 		p->pub = mp->pub;
 		part_publish(p);
 		p->next = sh->parts;

@@ -54,13 +54,15 @@ struct part_open_report {
 	char line[1024];             /* plog_recovery_describe, when noteworthy */
 };
 
-/* p: the opened partition (NULL on error), already set in mp->part and
- * linked into the owner's list. */
+/* p: the opened partition (NULL on error), for the sender to keep in mp->part;
+ * it is already linked into the owner's list. */
 typedef void (*part_open_done)(void *self, void *cookie, struct part *p, int err,
 			       const struct part_open_report *rep);
 
 /* Open partition mp of topic t in dir on shard owner (t->cfg, mp->pub).
- * dir, t, mp and rep are borrowed until done; rep is filled on the owner.
+ * dir, t, mp and rep are borrowed until done and only read on the owner,
+ * except rep, which it fills; the opened partition comes back as done's
+ * `p`, a handle the sender stores in its own md_partition.
  * @thread sender */
 void part_proxy_open(struct part_proxy *px, int owner, const char *dir, struct md_topic *t,
 		     struct md_partition *mp, struct part_open_report *rep, part_open_done done, void *cookie);
