@@ -302,44 +302,54 @@ static bool xerial_header_at(const uint8_t *p, size_t len)
 	return len >= XERIAL_MAGIC_LEN && memcmp(p, XERIAL_MAGIC, XERIAL_MAGIC_LEN) == 0;
 }
 
+/* The next snappy block of a xerial stream (snappy-java's framing) from
+ * *pos: 1 with *block and *blen set and *pos past it, 0 at the end,
+ * -EBADMSG when the framing lies. A concatenated stream's header where a
+ * length should be is skipped, as snappy-java reads it (its first byte 0x82
+ * makes the int32 negative). *pos starts past the first header. */
+static int xerial_next(const uint8_t *src, size_t in_len, size_t *pos, const uint8_t **block, uint32_t *blen)
+{
+	while (*pos < in_len) {
+		if (in_len - *pos < 4)
+			return -EBADMSG;
+		if (xerial_header_at(src + *pos, in_len - *pos)) {
+			if (in_len - *pos < XERIAL_HDR_LEN)
+				return -EBADMSG;
+			*pos += XERIAL_HDR_LEN;
+			continue;
+		}
+		*blen = load_be32(src + *pos);
+		*pos += 4;
+		if (*blen == 0 || *blen > in_len - *pos)
+			return -EBADMSG;
+		*block = src + *pos;
+		*pos += *blen;
+		return 1;
+	}
+	return 0;
+}
+
 static ssize_t snappy_decode(const void *in, size_t in_len, void *out, size_t out_cap)
 {
-	const uint8_t *src = in;
+	const uint8_t *src = in, *block;
 	uint8_t *dst = out;
-	size_t pos, used = 0;
+	size_t pos = XERIAL_HDR_LEN, used = 0;
+	uint32_t blen;
+	int rc;
 
 	/* As snappy-java and librdkafka: no magic means one raw snappy block. */
 	if (!xerial_header_at(src, in_len))
 		return snappy_raw_decode(src, in_len, dst, out_cap);
 	if (in_len < XERIAL_HDR_LEN)
 		return -EBADMSG;
-	pos = XERIAL_HDR_LEN;
+	while ((rc = xerial_next(src, in_len, &pos, &block, &blen)) > 0) {
+		ssize_t n = snappy_raw_decode(block, blen, dst + used, out_cap - used);
 
-	while (pos < in_len) {
-		uint32_t blen;
-		ssize_t n;
-
-		if (in_len - pos < 4)
-			return -EBADMSG;
-		/* snappy-java reads a concatenated stream's header in place of a
-		 * length (its first byte 0x82 makes the int32 negative). */
-		if (xerial_header_at(src + pos, in_len - pos)) {
-			if (in_len - pos < XERIAL_HDR_LEN)
-				return -EBADMSG;
-			pos += XERIAL_HDR_LEN;
-			continue;
-		}
-		blen = load_be32(src + pos);
-		pos += 4;
-		if (blen == 0 || blen > in_len - pos)
-			return -EBADMSG;
-		n = snappy_raw_decode(src + pos, blen, dst + used, out_cap - used);
 		if (n < 0)
 			return n;
 		used += (size_t)n;
-		pos += blen;
 	}
-	return (ssize_t)used;
+	return rc < 0 ? rc : (ssize_t)used;
 }
 
 /* ---- lz4 (LZ4 frame) ---- */
@@ -715,34 +725,19 @@ static int snappy_block_stream(struct compress_ctx *ctx, const uint8_t *in, size
 
 static int snappy_stream(struct compress_ctx *ctx, const uint8_t *src, size_t in_len, struct dstream *ds)
 {
-	size_t pos;
+	const uint8_t *block;
+	size_t pos = XERIAL_HDR_LEN;
+	uint32_t blen;
 	int rc;
 
 	if (!xerial_header_at(src, in_len))
 		return snappy_block_stream(ctx, src, in_len, ds);
 	if (in_len < XERIAL_HDR_LEN)
 		return -EBADMSG;
-	pos = XERIAL_HDR_LEN;
-	while (pos < in_len) {
-		uint32_t blen;
-
-		if (in_len - pos < 4)
-			return -EBADMSG;
-		if (xerial_header_at(src + pos, in_len - pos)) {
-			if (in_len - pos < XERIAL_HDR_LEN)
-				return -EBADMSG;
-			pos += XERIAL_HDR_LEN;
-			continue;
-		}
-		blen = load_be32(src + pos);
-		pos += 4;
-		if (blen == 0 || blen > in_len - pos)
-			return -EBADMSG;
-		if ((rc = snappy_block_stream(ctx, src + pos, blen, ds)) < 0)
+	while ((rc = xerial_next(src, in_len, &pos, &block, &blen)) > 0)
+		if ((rc = snappy_block_stream(ctx, block, blen, ds)) < 0)
 			return rc;
-		pos += blen;
-	}
-	return 0;
+	return rc;
 }
 
 ssize_t compress_decode_stream(struct compress_ctx *ctx, int codec, const void *in, size_t in_len,
