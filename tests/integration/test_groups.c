@@ -570,8 +570,28 @@ static void members_exit(struct member *ms, int n)
 
 		if (!ms[i].pid)
 			continue;
-		if (LOAD(ms[i].state) == ST_RUNNING)
-			member_stop(&ms[i], 30000);
+		if (LOAD(ms[i].state) == ST_RUNNING) {
+			/* teardown, after every check: a consumer whose close does
+			 * not return is reported and killed, as a stuck
+			 * rd_kafka_destroy is below. Seen about once in five full
+			 * runs on the eager control test's slow member (issue 18's
+			 * closing note); the tests that check a close use
+			 * member_stop, which still fails on it. */
+			int64_t end = now_us() + 30 * 1000000ll;
+
+			STORE(ms[i].cmd, CMD_STOP);
+			while (LOAD(ms[i].state) == ST_RUNNING && ms[i].pid && now_us() < end) {
+				member_check(&ms[i]);
+				sleep_ms(5);
+			}
+			if (ms[i].pid && LOAD(ms[i].state) == ST_RUNNING) {
+				fprintf(stderr, "groups: %s: rd_kafka_consumer_close did not return within 30 s at "
+					"teardown; killed (after every check)\n", ms[i].name);
+				member_kill(&ms[i]);
+				continue;
+			}
+			member_check(&ms[i]);
+		}
 		if (!ms[i].pid)
 			continue;   /* exited cleanly, reaped by member_check */
 		STORE(ms[i].cmd, CMD_EXIT);
