@@ -66,15 +66,6 @@ int ctl_is_ready(const struct ctl *ctl);
 /* @thread main, once ctl_wait_ready returned 0: the admin endpoint's
  * port, 0 when it is off. */
 int ctl_admin_port(const struct ctl *ctl);
-/* @thread any. File descriptors in use (/proc/self/fd) and the limit
- * (RLIMIT_NOFILE, soft); 0, or -errno when they cannot be read. */
-int ctl_fd_usage(int64_t *in_use, int64_t *limit);
-/* Descriptors a CreateTopics or CreatePartitions leaves unclaimed for
- * connections, segments and the broker's own files. */
-static inline int64_t ctl_fd_reserve(int64_t limit)
-{
-	return 256 + limit / 32;
-}
 /* @thread ctl. Wall-clock ms when the control thread started (uptime). */
 int64_t ctl_started_ms(const struct ctl *ctl);
 /* @thread ctl. The group and transaction coordinators. */

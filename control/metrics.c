@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "control/ctl.h"
+#include "control/fd_budget.h"
 #include "version.h"   /* SLUICE_GIT_COMMIT: build/gen/, written by control/module.mk */
 #include "control/cutil.h"
 #include "control/group.h"
@@ -548,8 +549,8 @@ int metrics_health(struct ctl *ctl, struct broker *b, struct textbuf *t)
 		 * partitions are about to fail */
 		int64_t in_use, limit;
 
-		if (ctl_fd_usage(&in_use, &limit) == 0 && limit != INT64_MAX &&
-		    limit - in_use < ctl_fd_reserve(limit) / 4) {
+		if (fd_usage(&in_use, &limit) == 0 && limit != INT64_MAX &&
+		    limit - in_use < fd_reserve(limit) / 4) {
 			textbuf_printf(t, "%s\"file descriptors: %lld of the limit of %lld in use (RLIMIT_NOFILE): "
 				       "raise ulimit -n\"", strcmp(status, "ready") || nfailed ? ", " : "",
 				       (long long)in_use, (long long)limit);

@@ -194,7 +194,7 @@ const struct md_topic *md_find(const struct md_snapshot *md, const char *name, i
 /* Send a message from thread `from` to thread `to` and wake it if it
  * sleeps. -ENOBUFS if the ring is full: the caller parks the message on
  * its own side, in order, and retries from its loop (shard_send,
- * control/ctl.c ctl_send); a message between threads is never dropped,
+ * control/ctl_msg.c ctl_send); a message between threads is never dropped,
  * hence warn_unused_result. */
 __attribute__((warn_unused_result))
 int broker_send(struct broker *b, int from, int to, const struct shard_msg *m);

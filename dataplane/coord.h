@@ -7,14 +7,14 @@
  * calls a function only control/ defines: layers call down, and a layer
  * that must reach the one above uses the callbacks it was given.
  * control/ctl.c fills the table (ctl_coord_ops) from control/group.c,
- * control/txn.c, control/ctl.c and control/config.c.
+ * control/txn.c, control/ctl_admin.c, control/ctl.c and control/config.c.
  *
  * Thread: each function is called on the shard that owns the connection
  * (@thread shard) and sends the request to the control thread through the
  * ring; the coordinator answers through the request's resume, on that
  * shard again.
- * The control thread's part (ctl_submit, producer ids) is implemented in
- * control/ctl.c.
+ * The control thread's part is implemented in control/ctl_admin.c
+ * (ctl_submit) and control/ctl.c (producer ids).
  * Owns: nothing. The request (ctx and its arena) stays the shard's; the
  * connection is muted until the answer comes back.
  * Errors: return 0 (the request is taken, or already answered with a
@@ -30,7 +30,7 @@
 struct kafka_ctx;
 struct shard_msg;
 
-/* ---- the control thread: topic administration and producer ids (control/ctl.c) ---- */
+/* ---- the control thread: topic administration and producer ids (control/ctl_admin.c, control/ctl.c) ---- */
 
 enum ctl_kind { CTL_CREATE = 1, CTL_DELETE, CTL_AUTO_CREATE, CTL_CREATE_PARTITIONS, CTL_ALTER_CONFIGS };
 

@@ -1,0 +1,435 @@
+/* control/ctl_admin.c — the topic and config requests of the Kafka API
+ * (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs and
+ * IncrementalAlterConfigs), validated and written to the metadata log
+ * (see control/ctl_internal.h for how the control thread is split). */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control/config.h"
+#include "control/ctl_internal.h"
+#include "control/group.h"
+#include "control/metalog.h"
+#include "control/txn.h"
+#include "dataplane/kafka_ctx.h"
+#include "dataplane/kafka_errors.h"
+#include "dataplane/topic_name.h"
+
+
+/* An internal topic is the broker's own log: no client request may create,
+ * delete, grow or reconfigure one (Kafka's INVALID_REQUEST, "Creation of
+ * internal topic ... is prohibited"). */
+static void refuse_internal(int kind, const char *name, struct ctl_topic *ct)
+{
+	ct->error = KERR_INVALID_REQUEST;
+	if (kind == CTL_CREATE || kind == CTL_AUTO_CREATE)
+		snprintf(ct->message, sizeof(ct->message), "Creation of internal topic %.40s is prohibited", name);
+	else if (kind == CTL_DELETE)
+		snprintf(ct->message, sizeof(ct->message),
+			 "%.40s is an internal topic (%s); it cannot be deleted", name,
+			 !strcmp(name, GROUP_OFFSETS_TOPIC) ? "the committed offsets of every group"
+			 : !strcmp(name, TXN_STATE_TOPIC)   ? "the state of every transaction"
+							    : "the metadata log");
+	else if (kind == CTL_CREATE_PARTITIONS)
+		snprintf(ct->message, sizeof(ct->message),
+			 "%.40s is an internal topic; its partition count is fixed (%s)", name,
+			 !strcmp(name, GROUP_OFFSETS_TOPIC) ? "offsets.topic.num.partitions"
+			 : !strcmp(name, TXN_STATE_TOPIC)   ? "transaction.state.log.num.partitions"
+							    : "one partition");
+	else
+		snprintf(ct->message, sizeof(ct->message),
+			 "%.40s is an internal topic; its configuration is the broker's (docs/configuration.md)",
+			 name);
+}
+
+/* A wire string (borrowed, not NUL-terminated, -1 = null) as a C string. */
+static void kstr_copy(char *dst, size_t n, struct kafka_str s)
+{
+	snprintf(dst, n, "%.*s", s.len > 0 ? s.len : 0, s.ptr ? s.ptr : "");
+}
+
+/* A key Kafka users set that Sluice accepts and ignores: say so in the
+ * log, as Kafka 3.x does for message.format.version. */
+static void warn_ignored(const char *topic, const char *key, const char *value)
+{
+	const char *why = topic_config_ignored(key);
+
+	if (why && value)
+		fprintf(stderr, "sluiced: warning: topic %s: %s=%s is accepted and ignored: %s\n", topic, key, value,
+			why);
+}
+
+/* CreatePartitions and AlterConfigs: a new snapshot entry for the topic
+ * (the old one is retired, its logs stay open). */
+static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req *req, struct ctl_topic *ct,
+			     const char *name)
+{
+	const struct md_topic *t = md_find(ctl->b->md, ct->name.ptr, ct->name.len);
+	const struct meta_topic *mt;
+	struct md_topic *nt;
+	int rc = 0;
+
+	if (!t) {
+		ct->error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		snprintf(ct->message, sizeof(ct->message), "unknown topic");
+		return;
+	}
+	for (int i = 0; i < op->nreplaced; i++)
+		if (op->replaced[i] == t) {
+			ct->error = KERR_INVALID_REQUEST;
+			snprintf(ct->message, sizeof(ct->message), "topic named twice in one request");
+			return;
+		}
+	if (req->kind == CTL_CREATE_PARTITIONS) {
+		if (ct->partitions <= t->nparts || ct->partitions > 100000) {
+			ct->error = KERR_INVALID_PARTITIONS;
+			snprintf(ct->message, sizeof(ct->message),
+				 "topic has %d partitions: the new count must be larger (and at most 100000), got %d",
+				 t->nparts, ct->partitions);
+			return;
+		}
+		if (ctl_fd_claim(ctl, op, ct, ct->partitions - t->nparts) < 0)
+			return;
+		if (req->validate_only)
+			return;
+		/* the metadata log gets the new count once every new partition
+		 * has opened (ctl_commit_partitions): a failure leaves no trace */
+	} else {
+		char k[256], v[4096];
+
+		/* validate everything before changing anything */
+		for (int j = 0; j < ct->nconfigs; j++) {
+			kstr_copy(k, sizeof(k), ct->keys[j]);
+			kstr_copy(v, sizeof(v), ct->values[j]);
+			if ((!ct->ops || ct->ops[j] == CTL_CFG_SET) &&
+			    topic_config_validate(k, v, ct->message, sizeof(ct->message)) < 0) {
+				ct->error = KERR_INVALID_CONFIG;
+				return;
+			}
+			if (ct->ops && ct->ops[j] != CTL_CFG_SET && ct->ops[j] != CTL_CFG_DELETE) {
+				ct->error = KERR_INVALID_CONFIG;
+				snprintf(ct->message, sizeof(ct->message), "APPEND and SUBTRACT apply to list configs only");
+				return;
+			}
+		}
+		if (req->validate_only)
+			return;
+		if (ct->replace) {
+			/* AlterConfigs: what is not named goes back to its default */
+			for (int i = 0; i < t->nconfigs && rc >= 0; i++) {
+				int named = 0;
+
+				for (int j = 0; j < ct->nconfigs; j++)
+					named |= kafka_str_eq(ct->keys[j], t->config_keys[i]);
+				if (!named)
+					rc = metalog_set_config(ctl->ml, name, t->config_keys[i], NULL);
+			}
+		}
+		for (int j = 0; j < ct->nconfigs && rc >= 0; j++) {
+			kstr_copy(k, sizeof(k), ct->keys[j]);
+			kstr_copy(v, sizeof(v), ct->values[j]);
+			rc = metalog_set_config(ctl->ml, name, k,
+						(ct->ops && ct->ops[j] == CTL_CFG_DELETE) ? NULL : v);
+			if (rc >= 0 && (!ct->ops || ct->ops[j] == CTL_CFG_SET))
+				warn_ignored(name, k, v);
+		}
+	}
+	if (rc < 0) {
+		ct->error = rc == -EINVAL || rc == -ENOENT ? KERR_INVALID_CONFIG : KERR_UNKNOWN_SERVER_ERROR;
+		snprintf(ct->message, sizeof(ct->message), "metadata log: %s", strerror(-rc));
+		return;
+	}
+	mt = metalog_topic(ctl->ml, name);
+	if (req->kind == CTL_CREATE_PARTITIONS) {
+		/* what the metadata log will hold (PARTITIONS bumps the epoch) */
+		struct meta_topic grown = *mt;
+
+		grown.partitions = ct->partitions;
+		grown.leader_epoch++;
+		nt = ctl_topic_build(ctl, &grown);
+	} else {
+		nt = ctl_topic_build(ctl, mt);
+	}
+	/* existing partitions keep their owner and log */
+	for (int32_t i = 0; i < t->nparts && i < nt->nparts; i++)
+		nt->parts[i] = t->parts[i];
+	op->replaced[op->nreplaced++] = (struct md_topic *)t;
+	op->created_for[op->ncreated] = ct;
+	op->created[op->ncreated++] = nt;
+	if (req->kind == CTL_CREATE_PARTITIONS) {
+		ctl_topic_open_parts(ctl, op, nt, t->nparts);
+	} else {
+		for (int32_t i = 0; i < nt->nparts; i++) {
+			struct part_proxy px;
+
+			op->pending++;
+			part_proxy_set_config(ctl_part_proxy(ctl, &px), nt->parts[i].shard, nt->parts[i].part,
+					      &nt->cfg, ctl_part_done, op);
+		}
+	}
+}
+
+/* AlterConfigs / IncrementalAlterConfigs on the broker resource: the
+ * cluster-wide topic defaults, written to the metadata log, then every
+ * topic rebuilt (a new snapshot entry; its partitions get the new storage
+ * settings through part_proxy_set_config) so the topics without an override
+ * follow. Keys that cannot change at run time are refused as Kafka refuses
+ * them (INVALID_REQUEST, "Cannot update these configs dynamically"). */
+static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req *req, struct ctl_topic *ct)
+{
+	const struct md_snapshot *md = ctl->b->md;
+	char name[64], k[256], v[4096];
+	int32_t scope = META_SCOPE_CLUSTER;
+	struct config *eff;
+	int rc = 0, n;
+
+	kstr_copy(name, sizeof(name), ct->name);
+	if (name[0]) {
+		char *end;
+		long id = strtol(name, &end, 10);
+
+		if (*end || id != ctl->b->set.node_id) {
+			ct->error = KERR_INVALID_REQUEST;
+			snprintf(ct->message, sizeof(ct->message),
+				 "unknown broker '%.40s': this is node %d (\"\" names the cluster-wide default)", name,
+				 ctl->b->set.node_id);
+			return;
+		}
+		scope = ctl->b->set.node_id;
+	}
+	for (int j = 0; j < ct->nconfigs; j++) {
+		int del = (ct->ops && ct->ops[j] == CTL_CFG_DELETE) || ct->values[j].len < 0;
+
+		if (ct->ops && ct->ops[j] != CTL_CFG_SET && ct->ops[j] != CTL_CFG_DELETE) {
+			ct->error = KERR_INVALID_CONFIG;
+			snprintf(ct->message, sizeof(ct->message), "APPEND and SUBTRACT apply to list configs only");
+			return;
+		}
+		kstr_copy(k, sizeof(k), ct->keys[j]);
+		kstr_copy(v, sizeof(v), ct->values[j]);
+		rc = config_dynamic_validate(k, del ? NULL : v, ct->message, sizeof(ct->message));
+		if (rc < 0) {
+			ct->error = rc == -EPERM ? KERR_INVALID_REQUEST : KERR_INVALID_CONFIG;
+			return;
+		}
+	}
+	if (req->validate_only)
+		return;
+	rc = 0;
+	if (ct->replace) {
+		/* AlterConfigs: what is not named goes back to the static value */
+		int32_t sc;
+		const char *ek, *ev;
+
+		for (int i = 0; rc >= 0 && metalog_broker_config_at(ctl->ml, i, &sc, &ek, &ev) == 0;) {
+			int named = 0;
+
+			for (int j = 0; j < ct->nconfigs; j++)
+				named |= kafka_str_eq(ct->keys[j], ek);
+			if (sc == scope && !named) {
+				snprintf(k, sizeof(k), "%s", ek);
+				rc = metalog_set_broker_config(ctl->ml, scope, k, NULL);
+			} else {
+				i++;
+			}
+		}
+	}
+	for (int j = 0; j < ct->nconfigs && rc >= 0; j++) {
+		int del = (ct->ops && ct->ops[j] == CTL_CFG_DELETE) || ct->values[j].len < 0;
+
+		kstr_copy(k, sizeof(k), ct->keys[j]);
+		kstr_copy(v, sizeof(v), ct->values[j]);
+		rc = metalog_set_broker_config(ctl->ml, scope, k, del ? NULL : v);
+	}
+	if (rc >= 0)
+		rc = ctl_build_cfg(ctl, &eff);
+	if (rc < 0) {
+		ct->error = KERR_UNKNOWN_SERVER_ERROR;
+		snprintf(ct->message, sizeof(ct->message), "metadata log: %s", strerror(-rc));
+		return;
+	}
+	/* an effective config no snapshot has carried yet is nobody's */
+	if (md && ctl->eff != md->cfg)
+		config_destroy(ctl->eff);
+	ctl->eff = eff;
+	if (!md)
+		return;
+	n = op->ncreated + md->ntopics + 1;
+	op->created = realloc(op->created, (size_t)n * sizeof(*op->created));
+	op->created_for = realloc(op->created_for, (size_t)n * sizeof(*op->created_for));
+	op->replaced = realloc(op->replaced, (size_t)(op->nreplaced + md->ntopics + 1) * sizeof(*op->replaced));
+	if (!op->created || !op->created_for || !op->replaced)
+		abort();   /* the control thread's own bookkeeping */
+	for (int i = 0; i < md->ntopics; i++) {
+		struct md_topic *t = md->topics[i], *nt;
+		const struct meta_topic *mt = metalog_topic(ctl->ml, t->name);
+		int done = 0;
+
+		for (int j = 0; j < op->nreplaced; j++)
+			done |= op->replaced[j] == t;
+		if (done || !mt)
+			continue;
+		nt = ctl_topic_build(ctl, mt);
+		for (int32_t p = 0; p < t->nparts && p < nt->nparts; p++)
+			nt->parts[p] = t->parts[p];
+		op->replaced[op->nreplaced++] = t;
+		op->created_for[op->ncreated] = NULL;
+		op->created[op->ncreated++] = nt;
+		for (int32_t p = 0; p < nt->nparts; p++) {
+			struct part_proxy px;
+
+			op->pending++;
+			part_proxy_set_config(ctl_part_proxy(ctl, &px), nt->parts[p].shard, nt->parts[p].part,
+					      &nt->cfg, ctl_part_done, op);
+		}
+	}
+}
+
+static void ctl_handle(void *self, struct shard_msg *m)
+{
+	struct ctl *ctl = self;
+	struct ctl_req *req = m->p[0];
+	struct ctl_op *op = calloc(1, sizeof(*op));
+	struct md_snapshot *md = ctl->b->md;
+
+	op->req = req;
+	op->fd_free = INT64_MIN;
+	op->created = calloc((size_t)req->n + 1, sizeof(*op->created));
+	op->deleted = calloc((size_t)req->n + 1, sizeof(*op->deleted));
+	op->replaced = calloc((size_t)req->n + 1, sizeof(*op->replaced));
+	op->created_for = calloc((size_t)req->n + 1, sizeof(*op->created_for));
+	op->drop = calloc((size_t)req->n + 1, 1);
+	for (int i = 0; i < req->n; i++) {
+		struct ctl_topic *ct = &req->topics[i];
+		char name[256];
+
+		ct->error = 0;
+		if (ct->preset) {
+			ct->error = ct->preset;
+			continue;
+		}
+		ct->message[0] = 0;
+		if (req->kind == CTL_ALTER_CONFIGS && ct->broker) {
+			ctl_change_broker(ctl, op, req, ct);
+			continue;
+		}
+		if (!topic_name_valid(ct->name.ptr, ct->name.len)) {
+			ct->error = KERR_INVALID_TOPIC_EXCEPTION;
+			snprintf(ct->message, sizeof(ct->message),
+				 "topic names are 1-249 characters of [a-zA-Z0-9._-], not '.' or '..'");
+			continue;
+		}
+		memcpy(name, ct->name.ptr, (size_t)ct->name.len);
+		name[ct->name.len] = 0;
+		if (topic_name_internal(ct->name.ptr, ct->name.len)) {
+			/* a group's partition is its id's hash modulo the count, a
+			 * transaction's likewise; the metadata log is no topic */
+			refuse_internal(req->kind, name, ct);
+			continue;
+		}
+		if (req->kind == CTL_CREATE_PARTITIONS || req->kind == CTL_ALTER_CONFIGS) {
+			ctl_change_topic(ctl, op, req, ct, name);
+			continue;
+		}
+		if (req->kind == CTL_DELETE) {
+			const struct md_topic *t = md_find(md, ct->name.ptr, ct->name.len);
+
+			if (!t || metalog_delete_topic(ctl->ml, name) < 0) {
+				ct->error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+				continue;
+			}
+			op->deleted[op->ndeleted++] = (struct md_topic *)t;
+			continue;
+		}
+		/* create */
+		int32_t np = ct->partitions == -1 ? (int32_t)config_int(ctl->cfg, "num.partitions") : ct->partitions;
+		const char *keys[64], *vals[64];
+		char kbuf[64][256], vbuf[64][256];
+		int bad = 0;
+
+		if (md_find(md, ct->name.ptr, ct->name.len)) {
+			ct->error = KERR_TOPIC_ALREADY_EXISTS;
+			snprintf(ct->message, sizeof(ct->message), "topic already exists: %.150s", name);
+			continue;
+		}
+		if (np <= 0 || np > 100000) {
+			/* Kafka: -1 is the default, anything else below 1 is refused */
+			ct->error = KERR_INVALID_PARTITIONS;
+			snprintf(ct->message, sizeof(ct->message),
+				 "number of partitions must be 1..100000 (or -1 for num.partitions), got %d", np);
+			continue;
+		}
+		if (ct->replication != -1 && ct->replication < 1) {
+			ct->error = KERR_INVALID_REPLICATION_FACTOR;
+			snprintf(ct->message, sizeof(ct->message),
+				 "replication factor must be at least 1 (or -1 for default.replication.factor), got %d",
+				 ct->replication);
+			continue;
+		}
+		if (ct->replication > 1) {
+			ct->error = KERR_INVALID_REPLICATION_FACTOR;
+			snprintf(ct->message, sizeof(ct->message),
+				 "replication factor %d is larger than the 1 broker of this cluster", ct->replication);
+			continue;
+		}
+		if (ct->nconfigs > 64) {
+			ct->error = KERR_INVALID_CONFIG;
+			snprintf(ct->message, sizeof(ct->message), "too many configs");
+			continue;
+		}
+		if (ctl_fd_claim(ctl, op, ct, np) < 0)
+			continue;
+		for (int j = 0; j < ct->nconfigs && !bad; j++) {
+			struct kafka_str k = ct->keys[j], v = ct->values[j];
+
+			kstr_copy(kbuf[j], sizeof(kbuf[j]), k);
+			kstr_copy(vbuf[j], sizeof(vbuf[j]), v);
+			keys[j] = kbuf[j];
+			vals[j] = vbuf[j];
+			if (topic_config_validate(keys[j], vals[j], ct->message, sizeof(ct->message)) < 0) {
+				ct->error = KERR_INVALID_CONFIG;
+				bad = 1;
+			}
+		}
+		if (bad || req->validate_only)
+			continue;
+		const struct meta_topic *mt;
+		int rc = metalog_create_topic(ctl->ml, name, np, keys, vals, ct->nconfigs, &mt);
+
+		if (rc < 0) {
+			ct->error = rc == -EEXIST ? KERR_TOPIC_ALREADY_EXISTS : KERR_UNKNOWN_SERVER_ERROR;
+			snprintf(ct->message, sizeof(ct->message), "metadata log: %s", strerror(-rc));
+			continue;
+		}
+		struct md_topic *t = ctl_topic_build(ctl, mt);
+
+		for (int j = 0; j < ct->nconfigs; j++)
+			warn_ignored(name, keys[j], vals[j]);
+		op->created_for[op->ncreated] = ct;
+		op->created[op->ncreated++] = t;
+		ctl_topic_open_parts(ctl, op, t, 0);
+	}
+	for (int i = 0; i < op->ndeleted; i++)
+		for (int32_t j = 0; j < op->deleted[i]->nparts; j++) {
+			struct md_partition *mp = &op->deleted[i]->parts[j];
+			struct part_proxy px;
+
+			if (!mp->part)
+				continue;
+			op->pending++;
+			part_proxy_retire(ctl_part_proxy(ctl, &px), mp->shard, mp->part, ctl_part_done, op);
+		}
+	if (op->pending == 0)
+		ctl_op_step(ctl, op);
+}
+
+void ctl_submit(struct kafka_ctx *ctx, struct ctl_req *req)
+{
+	struct shard_msg m = { .fn = ctl_handle, .p = { req } };
+
+	req->ctx = ctx;
+	req->from = kafka_ctx_shard_id(ctx);
+	kafka_ctx_send_ctl(ctx, &m);
+}

@@ -1,0 +1,171 @@
+/* control/ctl_internal.h — the control thread's own state, shared by
+ * the files that make it up and by nothing else:
+ *   ctl_msg.c    its way out: messages to the shards (parked on a full
+ *                ring), the partition proxy, the internal logs, the clock
+ *   ctl_topic.c  the metadata snapshot and the operations that open,
+ *                close and reconfigure partitions on their owner shards
+ *   ctl_admin.c  the topic and config requests of the Kafka API
+ *   ctl.c        the thread: start-up, the loop, producer ids
+ * Each builds only on those listed above it.
+ *
+ * Thread: everything here is the control thread's (@thread ctl), except
+ * the start-up handshake (lock, cond, ready, init_err, init_msg), which
+ * the main thread reads under lock. Shards never see these structs.
+ */
+#ifndef SLUICE_CTL_INTERNAL_H
+#define SLUICE_CTL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "control/ctl.h"
+#include "dataplane/part_proxy.h"
+
+struct config;
+struct metalog;
+struct meta_topic;
+struct ctl_req;
+struct ctl_topic;
+
+/* An operation in progress: waiting for shards to open or close
+ * partitions. */
+struct ctl_op {
+	struct ctl_req *req;         /* NULL at start-up */
+	int pending;
+	int failed;
+	char fail_msg[200];
+	struct md_topic **created;
+	struct ctl_topic **created_for;  /* the request's entry of each */
+	uint8_t *drop;               /* of each: drop it although it opened */
+	int ncreated;
+	struct md_topic **deleted;
+	int ndeleted;
+	struct md_topic **replaced;  /* superseded by a new struct; logs stay */
+	int nreplaced;
+	int64_t fd_free;             /* descriptors this request may still claim; INT64_MIN: not counted yet */
+	int64_t fd_limit;            /* RLIMIT_NOFILE when counted */
+	/* directories this request's opens made (they did not exist before),
+	 * each with the topic it is for: removed if that topic is dropped */
+	char **made;
+	struct md_topic **made_for;
+	uint8_t *made_rm;
+	int nmade, made_cap;
+	int dropping;                /* failed: the opened partitions are closing */
+	/* start-up: what recovery read of the partitions opened (their open
+	 * reports, summed as they answer) */
+	struct ctl_recovery_sum {
+		int segments, segments_trusted, damaged;
+		uint64_t bytes_scanned, bytes_trusted;
+	} rec;
+	int rec_parts;
+	/* start-up (req NULL): called once every open answered, before op
+	 * is freed */
+	void (*started)(struct ctl *ctl, struct ctl_op *op);
+	struct ctl_op *next;
+};
+
+/* One partition open in flight: the cookie of part_proxy_open, freed when
+ * it answers. */
+struct ctl_open {
+	struct ctl_op *op;
+	char *dir;                   /* malloc'd; kept in op->made if the open made it */
+	struct md_topic *t;
+	struct md_partition *mp;
+	struct part_open_report rep; /* filled on the owner */
+};
+
+struct retired {
+	uint64_t version;            /* free once every shard has seen it */
+	struct md_snapshot *snap;    /* the old snapshot (its topics array) */
+	struct md_topic *topic;      /* a deleted topic */
+	struct config *cfg;          /* a broker config replaced at run time */
+	struct retired *next;
+};
+
+/* Messages the control thread could not put on a full ring, oldest
+ * first (a FIFO per destination, so a shard sees the control thread's
+ * messages in the order they were sent). The loop retries them before
+ * anything else each turn; nothing is ever dropped. Control thread only. */
+struct ctl_park {
+	struct shard_msg *q;         /* cap slots, a power of two; NULL when cap is 0 */
+	uint32_t head, len, cap;
+};
+
+struct ctl {
+	struct broker *b;
+	struct ctl_park park[BROKER_MAX_SHARDS];
+	uint64_t parked;             /* messages parked so far (a full ring) */
+	int64_t fd_opening;          /* partition opens sent, not answered yet */
+	struct config *cfg;          /* static: the file and --set */
+	struct config *eff;          /* in effect: cfg, then the run-time changes (metalog) */
+	struct metalog *ml;
+	pthread_t thread;
+	int wake_fd;
+	int sleeping;
+	int stop;
+	uint64_t version;
+	struct retired *retired;
+	struct group_coord *gc;
+	struct txn_coord *tc;
+	int64_t pid_next, pid_end;   /* producer ids reserved in the metadata log, not handed out */
+	/* start-up handshake */
+	pthread_mutex_t lock;        /* start-up only, never on the data path */
+	pthread_cond_t cond;
+	int ready;
+	int init_err;
+	char init_msg[8192];
+	/* the admin endpoint (control/admin_http.c), NULL when off */
+	struct admin_http *admin;
+	int admin_port;              /* its port (0: off), set before ready */
+	struct pub_block *pubs;      /* every partition's published block, freed at exit */
+	int64_t started_ms;          /* wall clock at start (uptime) */
+	/* the loop: the turn's clock (ctl_poll's), what the idle policy needs */
+	int64_t now_ms;              /* monotonic ms of this turn */
+	int64_t wall;                /* wall-clock ms of this turn */
+	int timeout;                 /* ms to the next timer, after the turn */
+	uint32_t parked_left;        /* messages still parked after the turn */
+};
+
+/* Published blocks of partitions (struct part_pub): allocated here when a
+ * partition is opened, never freed before the shards have stopped (a
+ * shard may still write one until it closes the log). */
+struct pub_block {
+	struct pub_block *next;
+	struct part_pub pub;
+};
+
+/* ---- ctl_msg.c ---------------------------------------------------------- */
+
+/* Retry parked messages, oldest first, until a ring is full again.
+ * Returns how many went out; *left is how many still wait. */
+int ctl_flush_parked(struct ctl *ctl, uint32_t *left);
+
+/* ---- ctl_topic.c -------------------------------------------------------- */
+
+/* Build the snapshot entry of a topic from the metadata log (its
+ * partitions placed on shards, none opened yet). */
+struct md_topic *ctl_topic_build(struct ctl *ctl, const struct meta_topic *mt);
+void ctl_topic_free(struct md_topic *t);
+/* Ask the owner shards to open partitions [from, t->nparts) of t, each
+ * counted in op->pending. */
+void ctl_topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic *t, int32_t from);
+/* The part_proxy completion of a close, a retire or a config change:
+ * one less pending; the op steps on when none is left. */
+void ctl_part_done(void *self, void *cookie, int err);
+/* Every partition of op answered: commit, drop what failed, publish the
+ * new snapshot, remove deleted topics' files, answer (or op->started at
+ * start-up), free op. */
+void ctl_op_step(struct ctl *ctl, struct ctl_op *op);
+/* Claim descriptors for `need` new partitions of ct, or refuse ct
+ * (INVALID_PARTITIONS, naming the limit): 0 or -1. */
+int ctl_fd_claim(struct ctl *ctl, struct ctl_op *op, struct ctl_topic *ct, int64_t need);
+/* The broker config in effect: static, then the metadata log's
+ * run-time changes (cluster-wide, then this node's). 0 or -errno. */
+int ctl_build_cfg(struct ctl *ctl, struct config **out);
+/* Free snapshots and topics no shard can still be looking at. */
+void ctl_reclaim(struct ctl *ctl);
+/* Teardown, the shards stopped: the snapshot, its topics, what is
+ * retired and the published blocks. */
+void ctl_topics_fini(struct ctl *ctl);
+
+#endif

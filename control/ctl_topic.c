@@ -1,0 +1,508 @@
+/* control/ctl_topic.c — the metadata snapshot the shards read, and the operations that
+ * open, close and reconfigure partitions on their owner shards
+ * (see control/ctl_internal.h for how the control thread is split). */
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include "control/config.h"
+#include "control/ctl_internal.h"
+#include "control/cutil.h"
+#include "control/fd_budget.h"
+#include "control/metalog.h"
+#include "dataplane/kafka_errors.h"
+#include "dataplane/topic_name.h"
+
+
+/* ---- snapshots -------------------------------------------------------- */
+
+static int topic_cmp(const void *a, const void *b)
+{
+	const struct md_topic *x = *(const struct md_topic *const *)a, *y = *(const struct md_topic *const *)b;
+	int32_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
+	int c = memcmp(x->name, y->name, (size_t)n);
+
+	return c ? c : (x->name_len > y->name_len) - (x->name_len < y->name_len);
+}
+
+/* Publish old + added - removed. */
+static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct md_topic **del, int ndel,
+			struct md_topic **rep, int nrep)
+{
+	struct broker *b = ctl->b;
+	struct md_snapshot *old = b->md, *md = calloc(1, sizeof(*md));
+	int n = 0, cap = (old ? old->ntopics : 0) + nadd;
+
+	md->topics = calloc((size_t)(cap ? cap : 1), sizeof(*md->topics));
+	for (int i = 0; old && i < old->ntopics; i++) {
+		int gone = 0;
+
+		for (int j = 0; j < ndel; j++)
+			gone |= old->topics[i] == del[j];
+		for (int j = 0; j < nrep; j++)
+			gone |= old->topics[i] == rep[j];
+		if (!gone)
+			md->topics[n++] = old->topics[i];
+	}
+	for (int i = 0; i < nadd; i++)
+		md->topics[n++] = add[i];
+	md->ntopics = n;
+	qsort(md->topics, (size_t)n, sizeof(*md->topics), topic_cmp);
+	md->version = ++ctl->version;
+	md->cfg = ctl->eff;
+	__atomic_store_n(&b->md, md, __ATOMIC_RELEASE);
+	if (old) {
+		struct retired *r = calloc(1, sizeof(*r));
+
+		r->version = md->version;
+		r->snap = old;
+		if (old->cfg != md->cfg)
+			r->cfg = (struct config *)old->cfg;
+		r->next = ctl->retired;
+		ctl->retired = r;
+	}
+	for (int j = 0; j < ndel + nrep; j++) {
+		struct retired *r = calloc(1, sizeof(*r));
+
+		r->version = md->version;
+		r->topic = j < ndel ? del[j] : rep[j - ndel];
+		r->next = ctl->retired;
+		ctl->retired = r;
+	}
+}
+
+void ctl_topic_free(struct md_topic *t)
+{
+	for (int i = 0; i < t->nconfigs; i++) {
+		free(t->config_keys[i]);
+		free(t->config_values[i]);
+	}
+	free(t->config_keys);
+	free(t->config_values);
+	free(t->parts);
+	free(t->name);
+	free(t);
+}
+
+/* Free what no shard can still be looking at. Parked requests keep
+ * partition pointers, never snapshot pointers, across loop turns. */
+void ctl_reclaim(struct ctl *ctl)
+{
+	struct broker *b = ctl->b;
+	uint64_t seen = UINT64_MAX;
+	struct retired **pp = &ctl->retired;
+
+	for (int i = 0; i < b->set.nshards; i++) {
+		uint64_t v = broker_shard_md_seen(b, i);
+
+		if (v < seen)
+			seen = v;
+	}
+	while (*pp) {
+		struct retired *r = *pp;
+
+		if (r->version <= seen) {
+			*pp = r->next;
+			if (r->snap) {
+				free(r->snap->topics);
+				free(r->snap);
+			}
+			if (r->topic)
+				ctl_topic_free(r->topic);
+			config_destroy(r->cfg);
+			free(r);
+		} else {
+			pp = &r->next;
+		}
+	}
+}
+
+/* A close or a config change answered (they do not fail). */
+void ctl_part_done(void *self, void *cookie, int err)
+{
+	struct ctl *ctl = self;
+	struct ctl_op *op = cookie;
+
+	(void)err;
+	if (--op->pending == 0)
+		ctl_op_step(ctl, op);
+}
+
+/* A partition open answered (its directory, allocated by topic_open_parts,
+ * and its report are the cookie's): keep the directory it made, count
+ * what recovery read and say what it cut or moved aside. */
+static void ctl_part_opened(void *self, void *cookie, struct part *p, int err, const struct part_open_report *rep)
+{
+	struct ctl *ctl = self;
+	struct ctl_open *o = cookie;
+	struct ctl_op *op = o->op;
+	char *dir = o->dir;
+
+	if (err == 0)
+		o->mp->part = p;     /* the snapshot entry is the control thread's own */
+	ctl->fd_opening--;
+	if (rep->made && op->req) {
+		/* kept: removed again if the topic is dropped (ctl_drop_failed) */
+		if (op->nmade == op->made_cap) {
+			op->made_cap = op->made_cap ? op->made_cap * 2 : 64;
+			op->made = realloc(op->made, (size_t)op->made_cap * sizeof(*op->made));
+			op->made_for = realloc(op->made_for, (size_t)op->made_cap * sizeof(*op->made_for));
+			op->made_rm = realloc(op->made_rm, (size_t)op->made_cap);
+			if (!op->made || !op->made_for || !op->made_rm)
+				abort();   /* the control thread cannot go on without memory */
+		}
+		op->made[op->nmade] = dir;
+		op->made_for[op->nmade] = o->t;
+		op->made_rm[op->nmade++] = 0;
+		dir = NULL;
+	}
+	if (err < 0 && !op->failed) {
+		op->failed = 1;
+		snprintf(op->fail_msg, sizeof(op->fail_msg), "cannot open partition %s: %s",
+			 o->dir, strerror(-err));
+	}
+	if (err == 0 && !op->req) {
+		/* start-up: what recovery read, cut or found damaged */
+		op->rec_parts++;
+		op->rec.segments += rep->segments;
+		op->rec.segments_trusted += rep->segments_trusted;
+		op->rec.bytes_scanned += rep->bytes_scanned;
+		op->rec.bytes_trusted += rep->bytes_trusted;
+		op->rec.damaged += rep->damaged;
+		if (rep->noteworthy)
+			fprintf(stderr, "sluiced: recovered %s-%d: %s\n", o->t->name, o->mp->index, rep->line);
+	}
+	free(dir);
+	free(o);
+	if (--op->pending == 0)
+		ctl_op_step(ctl, op);
+}
+
+static int32_t place(const struct md_topic *t, int32_t idx, int nshards)
+{
+	uint32_t h = 2166136261u;
+
+	for (int32_t i = 0; i < t->name_len; i++)
+		h = (h ^ (uint8_t)t->name[i]) * 16777619u;
+	return (int32_t)((h + (uint32_t)idx) % (uint32_t)nshards);
+}
+
+/* Build the snapshot entry of a topic from the metadata log. */
+struct md_topic *ctl_topic_build(struct ctl *ctl, const struct meta_topic *mt)
+{
+	struct md_topic *t = calloc(1, sizeof(*t));
+	const char **k, **v;
+
+	t->name = strdup(mt->name);
+	t->name_len = (int32_t)strlen(mt->name);
+	memcpy(t->id, mt->id, 16);
+	t->nparts = mt->partitions;
+	t->parts = calloc((size_t)mt->partitions, sizeof(*t->parts));
+	t->nconfigs = mt->nconfigs;
+	t->config_keys = calloc((size_t)(mt->nconfigs + 1), sizeof(char *));
+	t->config_values = calloc((size_t)(mt->nconfigs + 1), sizeof(char *));
+	k = calloc((size_t)(mt->nconfigs + 1), sizeof(char *));
+	v = calloc((size_t)(mt->nconfigs + 1), sizeof(char *));
+	for (int i = 0; i < mt->nconfigs; i++) {
+		t->config_keys[i] = strdup(mt->config_keys[i]);
+		t->config_values[i] = strdup(mt->config_values[i]);
+		k[i] = t->config_keys[i];
+		v[i] = t->config_values[i];
+	}
+	topic_config_to_plog(ctl->eff, k, v, mt->nconfigs, &t->cfg);
+	free(k);
+	free(v);
+	{
+		const char *mmb = NULL, *tst = NULL;
+
+		for (int i = 0; i < t->nconfigs; i++) {
+			if (!strcmp(t->config_keys[i], "max.message.bytes"))
+				mmb = t->config_values[i];
+			if (!strcmp(t->config_keys[i], "message.timestamp.type"))
+				tst = t->config_values[i];
+		}
+		t->max_message_bytes = (uint32_t)(mmb ? strtoul(mmb, NULL, 10)
+						     : (unsigned long)config_int(ctl->eff, "message.max.bytes"));
+		t->log_append_time = tst ? !strcmp(tst, "LogAppendTime")
+				     : config_int(ctl->eff, "log.message.timestamp.type") == CONFIG_TS_LOG_APPEND_TIME;
+		t->cfg.max_batch = t->max_message_bytes + 64;
+	}
+	t->internal = topic_name_internal(t->name, t->name_len);
+	for (int32_t i = 0; i < t->nparts; i++) {
+		t->parts[i].index = i;
+		t->parts[i].shard = place(t, i, ctl->b->set.nshards);
+		t->parts[i].leader_epoch = mt->leader_epoch;
+	}
+	return t;
+}
+
+/* Ask the owner shards to open partitions [from, t->nparts). */
+void ctl_topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic *t, int32_t from)
+{
+	for (int32_t i = from; i < t->nparts; i++) {
+		struct ctl_open *o = xcalloc(1, sizeof(*o));
+		struct part_proxy px;
+
+		if (asprintf(&o->dir, "%s/%s-%d", ctl->b->set.data_dir, t->name, i) < 0)
+			abort();
+		o->op = op;
+		o->t = t;
+		o->mp = &t->parts[i];
+		if (!t->parts[i].pub) {
+			struct pub_block *pb = aligned_alloc(64, sizeof(*pb));
+
+			if (!pb)
+				abort();
+			memset(pb, 0, sizeof(*pb));
+			pb->next = ctl->pubs;
+			ctl->pubs = pb;
+			t->parts[i].pub = &pb->pub;
+		}
+		op->pending++;
+		ctl->fd_opening++;
+		part_proxy_open(ctl_part_proxy(ctl, &px), t->parts[i].shard, o->dir, t, o->mp, &o->rep,
+				ctl_part_opened, o);
+	}
+}
+
+/* Claim descriptors for `need` new partitions (one each: the active
+ * segment's file; more come with more segments, out of the reserve), or
+ * refuse the topic before anything is written or opened. Counted once per
+ * request; opens still in flight from earlier requests count as used. */
+int ctl_fd_claim(struct ctl *ctl, struct ctl_op *op, struct ctl_topic *ct, int64_t need)
+{
+	int64_t in_use, limit = 0;
+
+	if (op->fd_free == INT64_MIN) {
+		if (fd_usage(&in_use, &limit) < 0) {
+			op->fd_free = INT64_MAX;   /* cannot tell: the opens will */
+			return 0;
+		}
+		op->fd_limit = limit;
+		op->fd_free = limit == INT64_MAX ? INT64_MAX
+			      : limit - in_use - ctl->fd_opening - fd_reserve(limit);
+	}
+	limit = op->fd_limit;
+	if (need <= op->fd_free) {
+		op->fd_free -= op->fd_free == INT64_MAX ? 0 : need;
+		return 0;
+	}
+	ct->error = KERR_INVALID_PARTITIONS;
+	snprintf(ct->message, sizeof(ct->message),
+		 "%d partitions need %d file descriptors; %d are free of the limit of %d (RLIMIT_NOFILE) "
+		 "beyond %d kept in reserve: raise ulimit -n or LimitNOFILE=",
+		 (int)need, (int)need, (int)(op->fd_free > 0 ? op->fd_free : 0), (int)limit, (int)fd_reserve(limit));
+	return -1;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void ctl_close_dropped(struct ctl *ctl, struct ctl_op *op, struct md_partition *mp)
+{
+	struct part_proxy px;
+
+	if (!mp->part)
+		return;
+	op->pending++;
+	part_proxy_close(ctl_part_proxy(ctl, &px), mp->shard, mp->part, ctl_part_done, op);
+}
+
+/* A topic some of whose partitions could not be opened (too many open
+ * files, a full or failing disk) is not published: its opened partitions
+ * are closed again (op->pending counts the answers), the directories its
+ * opens made are marked for removal, and the request gets the error. */
+static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
+{
+	for (int i = 0; i < op->ncreated; i++) {
+		struct md_topic *t = op->created[i];
+		int bad = 0;
+
+		for (int32_t j = 0; j < t->nparts; j++)
+			bad |= !t->parts[j].part;
+		if (!bad && !op->drop[i])
+			continue;
+		if (op->created_for[i]) {
+			struct ctl_topic *ct = op->created_for[i];
+
+			ct->error = KERR_KAFKA_STORAGE_ERROR;
+			snprintf(ct->message, sizeof(ct->message), "%s", op->fail_msg);
+		}
+		for (int j = 0; j < op->nreplaced; j++) {
+			struct md_topic *old = op->replaced[j];
+
+			if (old && !strcmp(old->name, t->name)) {
+				/* CreatePartitions: the old layout stays; only the new
+				 * partitions that did open are closed */
+				for (int32_t k = old->nparts; k < t->nparts; k++)
+					ctl_close_dropped(ctl, op, &t->parts[k]);
+				for (int32_t k = 0; k < old->nparts; k++)
+					t->parts[k].part = NULL;   /* still owned by the old struct */
+				op->replaced[j] = op->replaced[--op->nreplaced];
+				goto dropped;
+			}
+		}
+		if (op->req && op->req->kind != CTL_CREATE_PARTITIONS)
+			metalog_delete_topic(ctl->ml, t->name);
+		for (int32_t k = 0; k < t->nparts; k++)
+			ctl_close_dropped(ctl, op, &t->parts[k]);
+dropped:
+		for (int k = 0; k < op->nmade; k++)
+			op->made_rm[k] |= op->made_for[k] == t;
+		fprintf(stderr, "sluiced: topic %s not created: %s\n", t->name, op->fail_msg);
+		ctl_topic_free(t);
+		op->created[i] = op->created[op->ncreated - 1];
+		op->created_for[i] = op->created_for[op->ncreated - 1];
+		op->drop[i] = op->drop[op->ncreated - 1];
+		op->ncreated--;
+		i--;
+	}
+}
+
+/* CreatePartitions: every new partition of a topic opened; now the
+ * metadata log says so. A topic whose record cannot be written is dropped
+ * like one whose partitions did not open. */
+static void ctl_commit_partitions(struct ctl *ctl, struct ctl_op *op)
+{
+	for (int i = 0; i < op->ncreated; i++) {
+		struct md_topic *t = op->created[i];
+		int opened = 1, rc;
+
+		for (int32_t j = 0; j < t->nparts; j++)
+			opened &= t->parts[j].part != NULL;
+		if (!opened)
+			continue;
+		rc = metalog_add_partitions(ctl->ml, t->name, t->nparts);
+		if (rc == 0)
+			continue;
+		op->drop[i] = 1;
+		if (!op->failed) {
+			op->failed = 1;
+			snprintf(op->fail_msg, sizeof(op->fail_msg), "metadata log: %s", strerror(-rc));
+		}
+	}
+}
+
+void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
+{
+	struct ctl_req *req = op->req;
+
+	if (req && req->kind == CTL_CREATE_PARTITIONS && !op->dropping)
+		ctl_commit_partitions(ctl, op);
+	if (op->failed && req && !op->dropping) {
+		op->dropping = 1;
+		ctl_drop_failed(ctl, op);
+		if (op->pending)
+			return;   /* again when the shards have closed them */
+	}
+	/* a dropped topic's directories that its opens made (closed now) */
+	for (int i = 0; i < op->nmade; i++) {
+		if (op->made_rm[i])
+			nftw(op->made[i], rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		free(op->made[i]);
+	}
+	free(op->made);
+	free(op->made_for);
+	free(op->made_rm);
+
+	ctl_publish(ctl, op->created, op->ncreated, op->deleted, op->ndeleted, op->replaced, op->nreplaced);
+	/* deleted topics: their logs are closed, remove the files */
+	for (int i = 0; i < op->ndeleted; i++)
+		for (int32_t j = 0; j < op->deleted[i]->nparts; j++) {
+			char dir[4400];
+
+			snprintf(dir, sizeof(dir), "%s/%s-%d", ctl->b->set.data_dir, op->deleted[i]->name, j);
+			nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		}
+	if (req)
+		ctl_reply(ctl, req->ctx, req->from);
+	else
+		op->started(ctl, op);   /* start-up: ctl.c goes on from here */
+	free(op->created);
+	free(op->created_for);
+	free(op->drop);
+	free(op->deleted);
+	free(op->replaced);
+	free(op);
+}
+
+/* The broker config in effect: the static one (file, --set), then the
+ * cluster-wide defaults changed at run time, then this node's own. A
+ * record the static config now refuses (a key made static, a value out of
+ * a new range) is skipped with a warning. */
+int ctl_build_cfg(struct ctl *ctl, struct config **out)
+{
+	struct config *c;
+	int rc = config_dup(ctl->cfg, &c);
+
+	if (rc < 0)
+		return rc;
+	for (int pass = 0; pass < 2; pass++) {
+		int32_t scope;
+		const char *k, *v;
+
+		for (int i = 0; metalog_broker_config_at(ctl->ml, i, &scope, &k, &v) == 0; i++) {
+			char err[512];
+
+			if (pass == 0 ? scope != META_SCOPE_CLUSTER : scope != ctl->b->set.node_id)
+				continue;
+			if (!config_dynamic(k) ||
+			    config_set(c, k, v, pass ? "dynamic-broker" : "dynamic-default", err, sizeof(err)) < 0)
+				fprintf(stderr, "sluiced: warning: broker config %s=%s of the metadata log not applied\n",
+					k, v);
+		}
+	}
+	*out = c;
+	return 0;
+}
+
+/* Teardown, the shards stopped: the snapshot, its topics, what is
+ * retired, the effective configs and the published blocks. */
+void ctl_topics_fini(struct ctl *ctl)
+{
+	struct broker *b = ctl->b;
+	struct md_snapshot *md = b->md;
+	struct config *mdcfg = md ? (struct config *)md->cfg : NULL;
+
+	for (int i = 0; md && i < md->ntopics; i++)
+		ctl_topic_free(md->topics[i]);
+	if (md) {
+		free(md->topics);
+		free(md);
+	}
+	b->md = NULL;
+	while (ctl->retired) {
+		struct retired *r = ctl->retired;
+
+		ctl->retired = r->next;
+		if (r->snap) {
+			free(r->snap->topics);
+			free(r->snap);
+		}
+		if (r->topic)
+			ctl_topic_free(r->topic);
+		config_destroy(r->cfg);
+		free(r);
+	}
+	if (mdcfg != ctl->eff)
+		config_destroy(mdcfg);
+	config_destroy(ctl->eff);
+	ctl->eff = NULL;
+	while (ctl->pubs) {
+		struct pub_block *pb = ctl->pubs;
+
+		ctl->pubs = pb->next;
+		free(pb);
+	}
+}
