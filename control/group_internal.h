@@ -146,6 +146,8 @@ struct group_coord {
 	int lag_queries;              /* outstanding in the current lag scan */
 	int report_wanted;            /* print the report when the scan completes (SIGUSR1) */
 	struct group_stats st;
+	group_txn_check_fn *txn_check;  /* the transaction coordinator's (group_set_txn_check) */
+	void *txn_check_arg;
 };
 
 static inline char *sdup(const char *s)
@@ -231,5 +233,16 @@ void group_txn_pending_set(struct group *g, int64_t pid, struct gentry *e);
 /* Tombstones for the offsets of empty groups older than
  * offsets.retention.minutes. */
 void group_offsets_expire(struct group_coord *gc);
+
+/* group_table.c: what the membership state machine (group.c) does to
+ * the tables besides finding and adding. */
+void group_owners_clear(struct group *g);
+void group_owners_add(struct group *g, struct gmember *m);
+void group_owners_drop_member(struct group *g, struct gmember *m);
+void group_member_free(struct gmember *m);
+void group_member_set_protocols(struct gmember *m, const struct kafka_join_group_request *q);
+int group_member_same_protocols(const struct gmember *m, const struct kafka_join_group_request *q);
+struct kafka_bytes group_bytes(struct group_call *call, const uint8_t *b, int32_t n);
+struct kafka_bytes group_bytes_ref(struct group_call *call, uint8_t *blob, int32_t n);
 
 #endif

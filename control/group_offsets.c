@@ -10,7 +10,6 @@
 #include "control/ctl.h"
 #include "control/cutil.h"
 #include "control/group_internal.h"
-#include "control/txn.h"
 #include "dataplane/part_proxy.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
@@ -354,8 +353,9 @@ void group_handle_txn_commit(struct group_coord *gc, struct kafka_ctx *ctx)
 	} else {
 		memcpy(gid, q->GroupId.ptr, (size_t)q->GroupId.len);
 		gid[q->GroupId.len] = 0;
-		gerr = txn_check_offsets(ctl_txns(gc->ctl), q->TransactionalId, q->ProducerId, q->ProducerEpoch,
-					 offsets_partition(gc, gid), ctx->recv_ns);
+		gerr = gc->txn_check ? gc->txn_check(gc->txn_check_arg, q->TransactionalId, q->ProducerId,
+						     q->ProducerEpoch, offsets_partition(gc, gid), ctx->recv_ns)
+				     : KERR_COORDINATOR_NOT_AVAILABLE;
 	}
 	if (!gerr && ver >= 3 && (g = group_find(gc, gid))) {
 		/* KIP-447: the consumer's group metadata travels with the
@@ -420,6 +420,12 @@ void group_handle_txn_commit(struct group_coord *gc, struct kafka_ctx *ctx)
 			free(e);
 		group_reply(gc, ctx);
 	}
+}
+
+void group_set_txn_check(struct group_coord *gc, group_txn_check_fn *fn, void *arg)
+{
+	gc->txn_check = fn;
+	gc->txn_check_arg = arg;
 }
 
 int32_t group_offsets_partition(const struct group_coord *gc, const char *group)

@@ -812,6 +812,12 @@ int16_t txn_check_offsets(struct txn_coord *tc, struct kafka_str id, int64_t pid
 	return 0;
 }
 
+static int16_t txn_offsets_check(void *arg, struct kafka_str id, int64_t pid, int16_t epoch, int32_t opart,
+				 uint64_t recv_ns)
+{
+	return txn_check_offsets(arg, id, pid, epoch, opart, recv_ns);
+}
+
 /* ---- dispatch ------------------------------------------------------------------- */
 
 static void txn_msg(void *self, struct shard_msg *m)
@@ -1152,6 +1158,7 @@ int txn_coord_create(struct ctl *ctl, struct broker *b, const struct config *cfg
 	tc->b = b;
 	tc->cfg = cfg;
 	tc->gc = gc;
+	group_set_txn_check(gc, txn_offsets_check, tc);
 	tc->max_timeout_ms = (int32_t)config_int(cfg, "transaction.max.timeout.ms");
 	tc->expiration_ms = config_int(cfg, "transactional.id.expiration.ms");
 	tc->check_ms = config_int(cfg, "transaction.abort.timed.out.transaction.cleanup.interval.ms");
