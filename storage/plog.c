@@ -1,6 +1,7 @@
 /* storage/plog.c — partition log: append, group-commit writes, reads. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,12 +26,9 @@ void plog_config_defaults(struct plog_config *cfg)
 	cfg->compression = -1;
 }
 
-static inline uint64_t user_data(void *p, enum store_op op)
-{
-	return (uint64_t)(uintptr_t)p | (uint64_t)op;
-}
-
 /* ---- preallocation ---------------------------------------------------- */
+
+static void segment_falloc_done(struct store_call *call, int res);
 
 void segment_maybe_falloc(struct plog *pl, struct segment *seg)
 {
@@ -57,16 +55,17 @@ void segment_maybe_falloc(struct plog *pl, struct segment *seg)
 	if (!len || !(sqe = store_sqe(st)))
 		return;
 	io_uring_prep_fallocate(sqe, seg->fd, 0, seg->alloc, len);
-	io_uring_sqe_set_data64(sqe, user_data(seg, STORE_OP_FALLOC));
+	seg->falloc_call.done = segment_falloc_done;
+	store_call_prep(st, sqe, &seg->falloc_call);
 	seg->falloc_inflight = 1;
 	seg->last_falloc_ns = st->now_ns;
 	seg->extent = len;
-	st->inflight++;
 	st->stats.fallocs++;
 }
 
-void segment_falloc_done(struct segment *seg, int res)
+static void segment_falloc_done(struct store_call *call, int res)
 {
+	struct segment *seg = (struct segment *)((char *)call - offsetof(struct segment, falloc_call));
 	struct plog *pl = seg->owner;
 
 	seg->falloc_inflight = 0;
@@ -103,13 +102,14 @@ static void plog_maybe_prepare(struct plog *pl)
 	if (!(sqe = store_sqe(pl->st)))
 		return;
 	io_uring_prep_fallocate(sqe, fd, 0, 0, pl->cfg.initial_extent);
-	io_uring_sqe_set_data64(sqe, user_data(pl, STORE_OP_PREP));
+	store_call_prep(pl->st, sqe, &pl->prep_call);
 	pl->prep_inflight = 1;
-	pl->st->inflight++;
 }
 
-void plog_prep_done(struct plog *pl, int res)
+static void plog_prep_done(struct store_call *call, int res)
 {
+	struct plog *pl = (struct plog *)((char *)call - offsetof(struct plog, prep_call));
+
 	pl->prep_inflight = 0;
 	if (res >= 0)
 		pl->next_alloc = pl->cfg.initial_extent;
@@ -360,7 +360,7 @@ int plog_append(struct plog *pl, const uint8_t *batch, uint32_t size, int64_t *b
 	}
 	segment_maybe_falloc(pl, seg);
 	plog_maybe_prepare(pl);
-	store_mark_dirty(pl->st, pl);
+	store_mark_dirty(pl->st, &pl->flush);
 	return 0;
 }
 
@@ -414,7 +414,7 @@ static struct segment *seg_unsubmitted(struct plog *pl)
 	return NULL;
 }
 
-int plog_has_unsubmitted(const struct plog *pl)
+static int plog_has_unsubmitted(const struct plog *pl)
 {
 	return !plog_failed(pl) && seg_unsubmitted((struct plog *)pl) != NULL;
 }
@@ -502,7 +502,7 @@ static int plog_queue_write(struct plog *pl, struct segment *seg, int first)
 		return 0;
 	io_uring_prep_writev2(sqe, seg->fd, w->iov, (unsigned)n, from,
 			      pl->cfg.durability == PLOG_DUR_SYNC ? RWF_DSYNC : 0);
-	io_uring_sqe_set_data64(sqe, user_data(w, STORE_OP_WRITE));
+	store_call_prep(pl->st, sqe, &w->call);
 	w->pl = pl;
 	w->seg = seg;
 	w->pos = from;
@@ -521,14 +521,16 @@ static int plog_queue_write(struct plog *pl, struct segment *seg, int first)
 	pl->inflight_end = w->end;
 	pl->inflight_bytes = w->bytes;
 	pl->inflight_next_offset = w->next_offset;
-	pl->st->inflight++;
 	store_stat_add(&pl->st->stats.writes, 1);
 	store_stat_add(&pl->st->stats.write_bytes, w->bytes);
 	return 1;
 }
 
-int plog_flush_prepare(struct plog *pl)
+/* The log as a flusher of the store: queue its next writes (up to the free
+ * ring slots); returns the number of write SQEs prepared. */
+static int plog_flush_prepare(struct store_flusher *f)
 {
+	struct plog *pl = (struct plog *)((char *)f - offsetof(struct plog, flush));
 	struct segment *seg;
 	int n = 0;
 
@@ -551,7 +553,8 @@ static void plog_fail(struct plog *pl, int err)
 		pl->on_durable(pl, pl->durable_offset, err, pl->durable_arg);
 }
 
-void plog_write_slot_done(struct plog_write *w, int res)
+/* The write in ring slot w completed with res. */
+static void plog_write_slot_done(struct plog_write *w, int res)
 {
 	struct plog *pl = w->pl;
 	int advanced = 0;
@@ -598,7 +601,27 @@ void plog_write_slot_done(struct plog_write *w, int res)
 	}
 	plog_chunks_reclaim(pl);
 	if (plog_has_unsubmitted(pl))
-		store_mark_dirty(pl->st, pl);
+		store_mark_dirty(pl->st, &pl->flush);
+}
+
+static void plog_write_call_done(struct store_call *call, int res)
+{
+	plog_write_slot_done((struct plog_write *)((char *)call - offsetof(struct plog_write, call)), res);
+}
+
+/* 1 if the log has bytes no write has been submitted for yet. */
+static int plog_flush_pending(const struct store_flusher *f)
+{
+	return plog_has_unsubmitted((const struct plog *)((const char *)f - offsetof(struct plog, flush)));
+}
+
+void plog_init_callbacks(struct plog *pl)
+{
+	pl->flush.prepare = plog_flush_prepare;
+	pl->flush.pending = plog_flush_pending;
+	pl->prep_call.done = plog_prep_done;
+	for (unsigned k = 0; k < PLOG_MAX_WRITES; k++)
+		pl->wr[k].call.done = plog_write_call_done;
 }
 
 void plog_write_done(struct plog *pl, int res)

@@ -903,6 +903,7 @@ int plog_open(struct store *st, const char *dir, const struct plog_config *cfg, 
 	if (!pl)
 		return -ENOMEM;
 	pl->st = st;
+	plog_init_callbacks(pl);
 	pl->cfg = *cfg;
 	if (pl->cfg.initial_extent < 4096)
 		pl->cfg.initial_extent = 4096;
@@ -1054,8 +1055,8 @@ void plog_close(struct plog *pl)
 	 * gets its index, the active one too, and the log its durable high
 	 * watermark. A log only marked closing (-ESHUTDOWN) does all that. */
 	if (was_open) {
-		while (!plog_failed(pl) && (pl->inflight || pl->prep_inflight || pl->dirty)) {
-			store_mark_dirty(st, pl);
+		while (!plog_failed(pl) && (pl->inflight || pl->prep_inflight || pl->flush.dirty)) {
+			store_mark_dirty(st, &pl->flush);
 			store_poll(st, 1);
 		}
 		for (struct segment *s = pl->seg_head; s; s = s->next)
@@ -1064,21 +1065,8 @@ void plog_close(struct plog *pl)
 		if (!plog_failed(pl))
 			plog_checkpoint(pl);
 	}
-	/* unlink from the store's dirty list */
-	if (pl->dirty) {
-		struct plog **pp = &st->dirty_head, *prev = NULL;
-
-		while (*pp && *pp != pl) {
-			prev = *pp;
-			pp = &(*pp)->dirty_next;
-		}
-		if (*pp) {
-			*pp = pl->dirty_next;
-			if (st->dirty_tail == pl)
-				st->dirty_tail = prev;
-		}
-		pl->dirty = 0;
-	}
+	/* off the store's dirty list */
+	store_unmark_dirty(st, &pl->flush);
 	pl->closed = 1;
 	plog_dir_release(pl);
 	plog_free(pl);

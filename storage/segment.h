@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "storage/seg_index.h"
+#include "storage/store.h"
 
 struct segment {
 	int64_t base_offset;
@@ -26,6 +27,7 @@ struct segment {
 	uint8_t index_saved;       /* "<base>.index" matches this segment */
 	uint8_t falloc_inflight;
 	uint8_t dead;              /* removed from the log, freed when idle */
+	struct store_call falloc_call;   /* the preallocation in flight */
 	struct seg_index ix;
 	struct segment *next, *prev;
 	struct plog *owner;
