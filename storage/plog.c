@@ -121,7 +121,7 @@ static void plog_prep_done(struct store_call *call, int res)
 
 static void chunk_link(struct plog *pl, struct tail_chunk *c)
 {
-	c->owner = pl;
+	c->owner = &pl->chunk_owner;
 	c->prev = pl->chunk_tail;
 	c->next = NULL;
 	if (pl->chunk_tail)
@@ -160,20 +160,21 @@ static int chunk_clean(const struct plog *pl, const struct tail_chunk *c)
 	return c != pl->chunk_tail || (!pl->inflight && !pl->err);
 }
 
-void plog_chunk_evict(struct plog *pl, struct tail_chunk *c)
+static struct plog *chunk_owner_log(struct tail_owner *o)
 {
-	chunk_unlink(pl, c);
+	return (struct plog *)((char *)o - offsetof(struct plog, chunk_owner));
 }
 
-void plog_chunk_released(struct tail_pool *tp, struct tail_chunk *c)
+/* The pool evicts c: it leaves the log's list. */
+static void chunk_evict(struct tail_owner *o, struct tail_chunk *c)
 {
-	struct plog *pl = c->owner;
+	chunk_unlink(chunk_owner_log(o), c);
+}
 
-	if (!pl) {                     /* detached while referenced */
-		tail_chunk_put(tp, c);
-		return;
-	}
-	if (chunk_clean(pl, c))
+/* The last read reference of c went: evictable once clean. */
+static void chunk_released(struct tail_owner *o, struct tail_pool *tp, struct tail_chunk *c)
+{
+	if (chunk_clean(chunk_owner_log(o), c))
 		tail_fifo_add(tp, c);
 }
 
@@ -619,6 +620,8 @@ void plog_init_callbacks(struct plog *pl)
 {
 	pl->flush.prepare = plog_flush_prepare;
 	pl->flush.pending = plog_flush_pending;
+	pl->chunk_owner.evict = chunk_evict;
+	pl->chunk_owner.released = chunk_released;
 	pl->prep_call.done = plog_prep_done;
 	for (unsigned k = 0; k < PLOG_MAX_WRITES; k++)
 		pl->wr[k].call.done = plog_write_call_done;

@@ -139,6 +139,7 @@ struct plog {
 
 	/* group commit: up to PLOG_MAX_WRITES writes in flight, ring wr[] */
 	struct store_flusher flush;  /* on the store's dirty list while it has bytes to write */
+	struct tail_owner chunk_owner;   /* what the tail pool calls back for its chunks */
 	struct store_call prep_call; /* the next segment's first extent */
 	uint8_t inflight;            /* writes in the ring (in flight or done, not retired) */
 	uint8_t prep_inflight;
@@ -306,7 +307,5 @@ int plog_segment_count(const struct plog *pl);
 /* Internal to storage: */
 /* The oldest write in flight completed with res (one write at a time). */
 void plog_write_done(struct plog *pl, int res);
-void plog_chunk_evict(struct plog *pl, struct tail_chunk *c);
-void plog_chunk_released(struct tail_pool *tp, struct tail_chunk *c);
 
 #endif

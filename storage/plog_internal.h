@@ -36,8 +36,8 @@ static inline void plog_dir_release(struct plog *pl)
 	}
 }
 
-/* Set the callbacks the store calls (group commit, completions): once,
- * before the log is used. */
+/* Set the callbacks the store and the tail pool call (group commit,
+ * completions, chunk eviction): once, before the log is used. */
 void plog_init_callbacks(struct plog *pl);
 /* fd >= 0 && prepared: the prepared ".next.log", renamed to its segment
  * name; fd >= 0 && !prepared: an existing segment file (recovery); fd < 0:

@@ -887,7 +887,7 @@ static int plog_load_tail_block(struct plog *pl)
 	c->data_start = head;   /* earlier batches are read from disk */
 	c->first_offset = c->end_offset = pl->next_offset;
 	c->born_ns = pl->st->now_ns;
-	c->owner = pl;
+	c->owner = &pl->chunk_owner;
 	c->prev = pl->chunk_tail;
 	pl->chunk_head = pl->chunk_tail = c;
 	/* on disk already: evictable until the partition is written again */
