@@ -1,4 +1,6 @@
-/* storage/plog.c — partition log: append, group-commit writes, reads. */
+/* storage/plog.c — partition log: its segment list, append, group-commit
+ * writes (a flusher of the store), tail chunks (an owner of the pool),
+ * free. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -30,7 +32,7 @@ void plog_config_defaults(struct plog_config *cfg)
 
 static void segment_falloc_done(struct store_call *call, int res);
 
-void segment_maybe_falloc(struct plog *pl, struct segment *seg)
+static void segment_maybe_falloc(struct plog *pl, struct segment *seg)
 {
 	struct store *st = pl->st;
 	struct io_uring_sqe *sqe;
@@ -115,6 +117,42 @@ static void plog_prep_done(struct store_call *call, int res)
 		pl->next_alloc = pl->cfg.initial_extent;
 	if (pl->closed)          /* closed meanwhile */
 		plog_free(pl);
+}
+
+/* ---- segments --------------------------------------------------------- */
+
+int plog_segment_add(struct plog *pl, int64_t base, int fd, uint64_t alloc, int prepared, struct segment **out)
+{
+	struct segment *seg;
+	int rc = segment_create(plog_dirfd(pl), base, fd, prepared ? PLOG_NEXT_NAME : NULL, alloc,
+				pl->cfg.initial_extent, &seg);
+
+	if (rc < 0)
+		return rc;
+	seg->owner = pl;
+	seg->prev = pl->seg_tail;
+	if (pl->seg_tail)
+		pl->seg_tail->next = seg;
+	else
+		pl->seg_head = seg;
+	pl->seg_tail = seg;
+	if (!seg->alloc)
+		segment_maybe_falloc(pl, seg);
+	*out = seg;
+	return 0;
+}
+
+void plog_segment_unlink(struct plog *pl, struct segment *seg)
+{
+	if (seg->prev)
+		seg->prev->next = seg->next;
+	else
+		pl->seg_head = seg->next;
+	if (seg->next)
+		seg->next->prev = seg->prev;
+	else
+		pl->seg_tail = seg->prev;
+	seg->next = seg->prev = NULL;
 }
 
 /* ---- tail chunks ------------------------------------------------------ */
@@ -287,7 +325,7 @@ static int plog_roll(struct plog *pl)
 		 * only reserves space early. */
 		alloc = 0;
 	}
-	rc = segment_create(pl, pl->next_offset, fd, alloc, fd >= 0, &seg);
+	rc = plog_segment_add(pl, pl->next_offset, fd, alloc, fd >= 0, &seg);
 	if (rc < 0)
 		return rc;
 	pl->next_fd = -1;
@@ -295,7 +333,7 @@ static int plog_roll(struct plog *pl)
 	old->sealed = 1;
 	/* rolled after its last write landed: no completion will seal it */
 	if (old->flushed >= old->end && !old->index_saved)
-		segment_seal_index(pl, old);
+		plog_seal_segment(pl, old);
 	plog_dir_release(pl);
 	/* the old segment's last chunk may become clean once written */
 	return 0;
@@ -587,7 +625,7 @@ static void plog_write_slot_done(struct plog_write *w, int res)
 		}
 		/* the segment's last write retired: its index is a checkpoint */
 		if (seg->sealed && seg->flushed >= seg->end && !seg->index_saved)
-			segment_seal_index(pl, seg);
+			plog_seal_segment(pl, seg);
 	}
 	if (advanced && !plog_failed(pl)) {
 		if (pl->cfg.durability != PLOG_DUR_MEMORY)
@@ -655,4 +693,27 @@ int plog_segment_count(const struct plog *pl)
 	for (struct segment *s = pl->seg_head; s; s = s->next)
 		n++;
 	return n;
+}
+
+/* ---- free ------------------------------------------------------------- */
+
+void plog_free(struct plog *pl)
+{
+	if (pl->inflight || pl->prep_inflight)
+		return;                /* the completion frees it */
+	plog_chunks_drop(pl, NULL);
+	while (pl->seg_head) {
+		struct segment *s = pl->seg_head;
+
+		plog_segment_unlink(pl, s);
+		segment_free(s);
+	}
+	if (pl->next_fd >= 0) {
+		close(pl->next_fd);
+		if (!pl->closed || plog_dirfd(pl) >= 0)
+			unlinkat(plog_dirfd(pl), PLOG_NEXT_NAME, 0);
+	}
+	plog_dir_release(pl);
+	free(pl->dir);
+	free(pl);
 }
