@@ -538,7 +538,7 @@ static int clean_swap(struct compactor *cp, struct plog *pl, struct segment *s)
 		s->next_offset = cp->next;    /* never moves back: offsets are not reused */
 	s->max_timestamp = cp->max_ts;
 	s->index_saved = 0;
-	segment_seal_index(pl, s);
+	plog_seal_segment(pl, s);
 	cp->stats.segments_cleaned++;
 	plog_dir_release(pl);
 	return 0;

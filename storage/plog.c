@@ -1,6 +1,9 @@
-/* storage/plog.c — partition log: append, group-commit writes, reads. */
+/* storage/plog.c — partition log: its segment list, append, group-commit
+ * writes (a flusher of the store), tail chunks (an owner of the pool),
+ * free. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,14 +28,11 @@ void plog_config_defaults(struct plog_config *cfg)
 	cfg->compression = -1;
 }
 
-static inline uint64_t user_data(void *p, enum store_op op)
-{
-	return (uint64_t)(uintptr_t)p | (uint64_t)op;
-}
-
 /* ---- preallocation ---------------------------------------------------- */
 
-void segment_maybe_falloc(struct plog *pl, struct segment *seg)
+static void segment_falloc_done(struct store_call *call, int res);
+
+static void segment_maybe_falloc(struct plog *pl, struct segment *seg)
 {
 	struct store *st = pl->st;
 	struct io_uring_sqe *sqe;
@@ -57,16 +57,17 @@ void segment_maybe_falloc(struct plog *pl, struct segment *seg)
 	if (!len || !(sqe = store_sqe(st)))
 		return;
 	io_uring_prep_fallocate(sqe, seg->fd, 0, seg->alloc, len);
-	io_uring_sqe_set_data64(sqe, user_data(seg, STORE_OP_FALLOC));
+	seg->falloc_call.done = segment_falloc_done;
+	store_call_prep(st, sqe, &seg->falloc_call);
 	seg->falloc_inflight = 1;
 	seg->last_falloc_ns = st->now_ns;
 	seg->extent = len;
-	st->inflight++;
 	st->stats.fallocs++;
 }
 
-void segment_falloc_done(struct segment *seg, int res)
+static void segment_falloc_done(struct store_call *call, int res)
 {
+	struct segment *seg = (struct segment *)((char *)call - offsetof(struct segment, falloc_call));
 	struct plog *pl = seg->owner;
 
 	seg->falloc_inflight = 0;
@@ -103,13 +104,14 @@ static void plog_maybe_prepare(struct plog *pl)
 	if (!(sqe = store_sqe(pl->st)))
 		return;
 	io_uring_prep_fallocate(sqe, fd, 0, 0, pl->cfg.initial_extent);
-	io_uring_sqe_set_data64(sqe, user_data(pl, STORE_OP_PREP));
+	store_call_prep(pl->st, sqe, &pl->prep_call);
 	pl->prep_inflight = 1;
-	pl->st->inflight++;
 }
 
-void plog_prep_done(struct plog *pl, int res)
+static void plog_prep_done(struct store_call *call, int res)
 {
+	struct plog *pl = (struct plog *)((char *)call - offsetof(struct plog, prep_call));
+
 	pl->prep_inflight = 0;
 	if (res >= 0)
 		pl->next_alloc = pl->cfg.initial_extent;
@@ -117,11 +119,47 @@ void plog_prep_done(struct plog *pl, int res)
 		plog_free(pl);
 }
 
+/* ---- segments --------------------------------------------------------- */
+
+int plog_segment_add(struct plog *pl, int64_t base, int fd, uint64_t alloc, int prepared, struct segment **out)
+{
+	struct segment *seg;
+	int rc = segment_create(plog_dirfd(pl), base, fd, prepared ? PLOG_NEXT_NAME : NULL, alloc,
+				pl->cfg.initial_extent, &seg);
+
+	if (rc < 0)
+		return rc;
+	seg->owner = pl;
+	seg->prev = pl->seg_tail;
+	if (pl->seg_tail)
+		pl->seg_tail->next = seg;
+	else
+		pl->seg_head = seg;
+	pl->seg_tail = seg;
+	if (!seg->alloc)
+		segment_maybe_falloc(pl, seg);
+	*out = seg;
+	return 0;
+}
+
+void plog_segment_unlink(struct plog *pl, struct segment *seg)
+{
+	if (seg->prev)
+		seg->prev->next = seg->next;
+	else
+		pl->seg_head = seg->next;
+	if (seg->next)
+		seg->next->prev = seg->prev;
+	else
+		pl->seg_tail = seg->prev;
+	seg->next = seg->prev = NULL;
+}
+
 /* ---- tail chunks ------------------------------------------------------ */
 
 static void chunk_link(struct plog *pl, struct tail_chunk *c)
 {
-	c->owner = pl;
+	c->owner = &pl->chunk_owner;
 	c->prev = pl->chunk_tail;
 	c->next = NULL;
 	if (pl->chunk_tail)
@@ -160,20 +198,21 @@ static int chunk_clean(const struct plog *pl, const struct tail_chunk *c)
 	return c != pl->chunk_tail || (!pl->inflight && !pl->err);
 }
 
-void plog_chunk_evict(struct plog *pl, struct tail_chunk *c)
+static struct plog *chunk_owner_log(struct tail_owner *o)
 {
-	chunk_unlink(pl, c);
+	return (struct plog *)((char *)o - offsetof(struct plog, chunk_owner));
 }
 
-void plog_chunk_released(struct tail_pool *tp, struct tail_chunk *c)
+/* The pool evicts c: it leaves the log's list. */
+static void chunk_evict(struct tail_owner *o, struct tail_chunk *c)
 {
-	struct plog *pl = c->owner;
+	chunk_unlink(chunk_owner_log(o), c);
+}
 
-	if (!pl) {                     /* detached while referenced */
-		tail_chunk_put(tp, c);
-		return;
-	}
-	if (chunk_clean(pl, c))
+/* The last read reference of c went: evictable once clean. */
+static void chunk_released(struct tail_owner *o, struct tail_pool *tp, struct tail_chunk *c)
+{
+	if (chunk_clean(chunk_owner_log(o), c))
 		tail_fifo_add(tp, c);
 }
 
@@ -286,7 +325,7 @@ static int plog_roll(struct plog *pl)
 		 * only reserves space early. */
 		alloc = 0;
 	}
-	rc = segment_create(pl, pl->next_offset, fd, alloc, fd >= 0, &seg);
+	rc = plog_segment_add(pl, pl->next_offset, fd, alloc, fd >= 0, &seg);
 	if (rc < 0)
 		return rc;
 	pl->next_fd = -1;
@@ -294,7 +333,7 @@ static int plog_roll(struct plog *pl)
 	old->sealed = 1;
 	/* rolled after its last write landed: no completion will seal it */
 	if (old->flushed >= old->end && !old->index_saved)
-		segment_seal_index(pl, old);
+		plog_seal_segment(pl, old);
 	plog_dir_release(pl);
 	/* the old segment's last chunk may become clean once written */
 	return 0;
@@ -360,7 +399,7 @@ int plog_append(struct plog *pl, const uint8_t *batch, uint32_t size, int64_t *b
 	}
 	segment_maybe_falloc(pl, seg);
 	plog_maybe_prepare(pl);
-	store_mark_dirty(pl->st, pl);
+	store_mark_dirty(pl->st, &pl->flush);
 	return 0;
 }
 
@@ -414,7 +453,7 @@ static struct segment *seg_unsubmitted(struct plog *pl)
 	return NULL;
 }
 
-int plog_has_unsubmitted(const struct plog *pl)
+static int plog_has_unsubmitted(const struct plog *pl)
 {
 	return !plog_failed(pl) && seg_unsubmitted((struct plog *)pl) != NULL;
 }
@@ -502,7 +541,7 @@ static int plog_queue_write(struct plog *pl, struct segment *seg, int first)
 		return 0;
 	io_uring_prep_writev2(sqe, seg->fd, w->iov, (unsigned)n, from,
 			      pl->cfg.durability == PLOG_DUR_SYNC ? RWF_DSYNC : 0);
-	io_uring_sqe_set_data64(sqe, user_data(w, STORE_OP_WRITE));
+	store_call_prep(pl->st, sqe, &w->call);
 	w->pl = pl;
 	w->seg = seg;
 	w->pos = from;
@@ -521,14 +560,16 @@ static int plog_queue_write(struct plog *pl, struct segment *seg, int first)
 	pl->inflight_end = w->end;
 	pl->inflight_bytes = w->bytes;
 	pl->inflight_next_offset = w->next_offset;
-	pl->st->inflight++;
 	store_stat_add(&pl->st->stats.writes, 1);
 	store_stat_add(&pl->st->stats.write_bytes, w->bytes);
 	return 1;
 }
 
-int plog_flush_prepare(struct plog *pl)
+/* The log as a flusher of the store: queue its next writes (up to the free
+ * ring slots); returns the number of write SQEs prepared. */
+static int plog_flush_prepare(struct store_flusher *f)
 {
+	struct plog *pl = (struct plog *)((char *)f - offsetof(struct plog, flush));
 	struct segment *seg;
 	int n = 0;
 
@@ -551,7 +592,8 @@ static void plog_fail(struct plog *pl, int err)
 		pl->on_durable(pl, pl->durable_offset, err, pl->durable_arg);
 }
 
-void plog_write_slot_done(struct plog_write *w, int res)
+/* The write in ring slot w completed with res. */
+static void plog_write_slot_done(struct plog_write *w, int res)
 {
 	struct plog *pl = w->pl;
 	int advanced = 0;
@@ -583,7 +625,7 @@ void plog_write_slot_done(struct plog_write *w, int res)
 		}
 		/* the segment's last write retired: its index is a checkpoint */
 		if (seg->sealed && seg->flushed >= seg->end && !seg->index_saved)
-			segment_seal_index(pl, seg);
+			plog_seal_segment(pl, seg);
 	}
 	if (advanced && !plog_failed(pl)) {
 		if (pl->cfg.durability != PLOG_DUR_MEMORY)
@@ -598,7 +640,29 @@ void plog_write_slot_done(struct plog_write *w, int res)
 	}
 	plog_chunks_reclaim(pl);
 	if (plog_has_unsubmitted(pl))
-		store_mark_dirty(pl->st, pl);
+		store_mark_dirty(pl->st, &pl->flush);
+}
+
+static void plog_write_call_done(struct store_call *call, int res)
+{
+	plog_write_slot_done((struct plog_write *)((char *)call - offsetof(struct plog_write, call)), res);
+}
+
+/* 1 if the log has bytes no write has been submitted for yet. */
+static int plog_flush_pending(const struct store_flusher *f)
+{
+	return plog_has_unsubmitted((const struct plog *)((const char *)f - offsetof(struct plog, flush)));
+}
+
+void plog_init_callbacks(struct plog *pl)
+{
+	pl->flush.prepare = plog_flush_prepare;
+	pl->flush.pending = plog_flush_pending;
+	pl->chunk_owner.evict = chunk_evict;
+	pl->chunk_owner.released = chunk_released;
+	pl->prep_call.done = plog_prep_done;
+	for (unsigned k = 0; k < PLOG_MAX_WRITES; k++)
+		pl->wr[k].call.done = plog_write_call_done;
 }
 
 void plog_write_done(struct plog *pl, int res)
@@ -629,4 +693,27 @@ int plog_segment_count(const struct plog *pl)
 	for (struct segment *s = pl->seg_head; s; s = s->next)
 		n++;
 	return n;
+}
+
+/* ---- free ------------------------------------------------------------- */
+
+void plog_free(struct plog *pl)
+{
+	if (pl->inflight || pl->prep_inflight)
+		return;                /* the completion frees it */
+	plog_chunks_drop(pl, NULL);
+	while (pl->seg_head) {
+		struct segment *s = pl->seg_head;
+
+		plog_segment_unlink(pl, s);
+		segment_free(s);
+	}
+	if (pl->next_fd >= 0) {
+		close(pl->next_fd);
+		if (!pl->closed || plog_dirfd(pl) >= 0)
+			unlinkat(plog_dirfd(pl), PLOG_NEXT_NAME, 0);
+	}
+	plog_dir_release(pl);
+	free(pl->dir);
+	free(pl);
 }

@@ -66,8 +66,8 @@ void plog_config_defaults(struct plog_config *cfg);
 struct plog;
 typedef void plog_durable_fn(struct plog *pl, int64_t durable_offset, int err, void *arg);
 
-/* One O_DIRECT write in flight; a slot of the partition's write ring. The
- * CQE's user_data points here (STORE_OP_WRITE).
+/* One O_DIRECT write in flight; a slot of the partition's write ring. Its
+ * completion comes back through `call`.
  * Invariants (the ordering hazard of O_DIRECT: two writes in flight over
  * the same 4 KiB block may land in either order):
  *  - the ring holds writes in submission order, which is file order
@@ -80,6 +80,7 @@ typedef void plog_durable_fn(struct plog *pl, int64_t durable_offset, int err, v
  *    every write before it completed, so durable offsets advance in order
  *    even though completions arrive in any order. */
 struct plog_write {
+	struct store_call call;      /* the write's completion */
 	struct plog *pl;             /* borrowed: the owner */
 	struct segment *seg;         /* borrowed: stays alive while in the ring */
 	uint64_t pos;                /* file position, 4 KiB aligned */
@@ -137,8 +138,10 @@ struct plog {
 	int err;                     /* 0, or the -errno that failed the log */
 
 	/* group commit: up to PLOG_MAX_WRITES writes in flight, ring wr[] */
+	struct store_flusher flush;  /* on the store's dirty list while it has bytes to write */
+	struct tail_owner chunk_owner;   /* what the tail pool calls back for its chunks */
+	struct store_call prep_call; /* the next segment's first extent */
 	uint8_t inflight;            /* writes in the ring (in flight or done, not retired) */
-	uint8_t dirty;
 	uint8_t prep_inflight;
 	uint8_t wr_head;             /* oldest write of the ring */
 	uint8_t inflight_max;        /* most writes ever in flight at once */
@@ -147,7 +150,6 @@ struct plog {
 	uint64_t inflight_end;       /* logical end covered by the write */
 	uint64_t inflight_bytes;
 	int64_t inflight_next_offset;
-	struct plog *dirty_next;
 	struct iovec iov[PLOG_MAX_IOV];   /* PLOG_WRITE_IOV per ring slot */
 	struct plog_write wr[PLOG_MAX_WRITES];
 
@@ -231,6 +233,7 @@ struct plog_read {
 	int err;
 	int from_tail;
 	/* internal */
+	struct store_call call;      /* a disk read's completion */
 	struct plog *pl;
 	struct tail_chunk *chunk;    /* referenced while data points into it */
 	struct segment *seg;
@@ -302,19 +305,7 @@ uint64_t plog_size(const struct plog *pl);
 int plog_segment_count(const struct plog *pl);
 
 /* Internal to storage: */
-/* Queue this partition's next writes (up to the free ring slots); returns
- * the number of write SQEs prepared. */
-int plog_flush_prepare(struct plog *pl);
-/* 1 if the partition has bytes no write has been submitted for yet. */
-int plog_has_unsubmitted(const struct plog *pl);
-/* The write in ring slot w completed with res. */
-void plog_write_slot_done(struct plog_write *w, int res);
 /* The oldest write in flight completed with res (one write at a time). */
 void plog_write_done(struct plog *pl, int res);
-void plog_read_done(struct plog_read *rd, int res);
-void plog_prep_done(struct plog *pl, int res);
-void segment_falloc_done(struct segment *seg, int res);
-void plog_chunk_evict(struct plog *pl, struct tail_chunk *c);
-void plog_chunk_released(struct tail_pool *tp, struct tail_chunk *c);
 
 #endif

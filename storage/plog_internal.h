@@ -36,13 +36,22 @@ static inline void plog_dir_release(struct plog *pl)
 	}
 }
 
-/* fd >= 0 && prepared: the prepared ".next.log", renamed to its segment
- * name; fd >= 0 && !prepared: an existing segment file (recovery); fd < 0:
- * create the file. */
-int segment_create(struct plog *pl, int64_t base, int fd, uint64_t alloc, int prepared, struct segment **out);
-void segment_free(struct segment *seg);
-void segment_seal_index(struct plog *pl, struct segment *seg);
-void segment_maybe_falloc(struct plog *pl, struct segment *seg);
+/* Set the callbacks the store and the tail pool call (group commit,
+ * completions, chunk eviction): once, before the log is used. */
+void plog_init_callbacks(struct plog *pl);
+/* A new segment at the end of the log (segment_create, linked, its first
+ * extent asked for): fd >= 0 && prepared: the prepared ".next.log",
+ * renamed to its segment name; fd >= 0 && !prepared: an existing segment
+ * file (recovery); fd < 0: create the file. */
+int plog_segment_add(struct plog *pl, int64_t base, int fd, uint64_t alloc, int prepared, struct segment **out);
+/* Take a segment off the log's list (it is not freed). */
+void plog_segment_unlink(struct plog *pl, struct segment *seg);
+/* segment_seal_index in the log's directory, after fdatasync unless every
+ * write is already synchronous. */
+static inline void plog_seal_segment(struct plog *pl, struct segment *seg)
+{
+	segment_seal_index(seg, pl->dir, pl->cfg.durability != PLOG_DUR_SYNC);
+}
 void plog_free(struct plog *pl);
 int plog_chunk_start(struct plog *pl, uint32_t need);
 void plog_chunks_reclaim(struct plog *pl);

@@ -1,5 +1,5 @@
-/* storage/plog_open.c — segment lifecycle, recovery on open, close,
- * retention. Runs at start-up and on slow-path timers; may block. */
+/* storage/plog_open.c — recovery on open, checkpoints, close, retention
+ * and DeleteRecords. Runs at start-up and on slow-path timers; may block. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,101 +13,6 @@
 #include "storage/batch.h"
 #include "storage/plog.h"
 #include "storage/plog_internal.h"
-
-/* ---- segments --------------------------------------------------------- */
-
-static void segment_index_path(const struct segment *seg, char *buf, size_t n)
-{
-	snprintf(buf, n, "%020" PRId64 ".index", seg->base_offset);
-}
-
-int segment_create(struct plog *pl, int64_t base, int fd, uint64_t alloc, int prepared, struct segment **out)
-{
-	struct segment *seg = calloc(1, sizeof(*seg)); /* style: allow once per segment */
-
-	if (!seg)
-		return -ENOMEM;
-	snprintf(seg->name, sizeof(seg->name), "%020" PRId64 ".log", base);
-	if (fd >= 0 && prepared) {
-		/* the prepared next segment: give it its name */
-		if (renameat(plog_dirfd(pl), PLOG_NEXT_NAME, plog_dirfd(pl), seg->name) < 0) {
-			close(fd);
-			fd = -1;
-		}
-	}
-	if (fd < 0) {
-		fd = openat(plog_dirfd(pl), seg->name, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0644);
-		if (fd < 0) {
-			int e = -errno;
-
-			free(seg);
-			return e;
-		}
-		alloc = 0;
-	}
-	seg->fd = fd;
-	seg->base_offset = base;
-	seg->next_offset = base;
-	seg->max_timestamp = INT64_MIN;
-	seg->alloc = alloc;
-	seg->extent = pl->cfg.initial_extent;
-	seg->owner = pl;
-	seg_index_init(&seg->ix);
-	seg->prev = pl->seg_tail;
-	if (pl->seg_tail)
-		pl->seg_tail->next = seg;
-	else
-		pl->seg_head = seg;
-	pl->seg_tail = seg;
-	if (!alloc)
-		segment_maybe_falloc(pl, seg);
-	*out = seg;
-	return 0;
-}
-
-void segment_free(struct segment *seg)
-{
-	if (seg->falloc_inflight) {    /* freed by the completion */
-		seg->dead = 1;
-		return;
-	}
-	if (seg->fd >= 0)
-		close(seg->fd);
-	seg_index_fini(&seg->ix);
-	free(seg);
-}
-
-static void segment_unlink_list(struct plog *pl, struct segment *seg)
-{
-	if (seg->prev)
-		seg->prev->next = seg->next;
-	else
-		pl->seg_head = seg->next;
-	if (seg->next)
-		seg->next->prev = seg->prev;
-	else
-		pl->seg_tail = seg->prev;
-	seg->next = seg->prev = NULL;
-}
-
-/* A sealed segment fully on disk gets its index file, a recovery
- * checkpoint. In write mode the data is made power-safe first, so the
- * index never vouches for bytes a power loss could take. */
-void segment_seal_index(struct plog *pl, struct segment *seg)
-{
-	struct seg_index_trailer tr = {
-		.base_offset = seg->base_offset, .next_offset = seg->next_offset,
-		.end_pos = seg->end, .max_timestamp = seg->max_timestamp,
-	};
-	char name[48], path[4200];
-
-	if (pl->cfg.durability != PLOG_DUR_SYNC && fdatasync(seg->fd) < 0) /* style: allow blocking: at roll, not yet on the ring */
-		return;
-	segment_index_path(seg, name, sizeof(name));
-	snprintf(path, sizeof(path), "%s/%s", pl->dir, name);
-	if (seg_index_save(&seg->ix, path, &tr) == 0)
-		seg->index_saved = 1;
-}
 
 /* ---- the sequential scanner ------------------------------------------- */
 
@@ -476,7 +381,7 @@ static int segment_keep_prefix(struct plog *pl, struct segment *seg, int64_t to,
 	seg->flushed = seg->end;
 	seg->sealed = 1;
 	seg->index_saved = 0;
-	segment_seal_index(pl, seg);   /* the next start trusts the prefix */
+	plog_seal_segment(pl, seg);   /* the next start trusts the prefix */
 	return 0;
 }
 
@@ -623,7 +528,7 @@ static int plog_recover(struct plog *pl)
 			close(fd);
 			goto out;
 		}
-		if ((rc = segment_create(pl, bases[i], fd, stb.st_size ? (uint64_t)stb.st_size : 4096, 0, &seg)) < 0)
+		if ((rc = plog_segment_add(pl, bases[i], fd, stb.st_size ? (uint64_t)stb.st_size : 4096, 0, &seg)) < 0)
 			goto out;
 		seg->alloc = (uint64_t)stb.st_size;
 		expect = bases[i];
@@ -675,7 +580,7 @@ static int plog_recover(struct plog *pl)
 					struct segment *ns;
 
 					/* the log goes on from the floor: a new segment */
-					if ((rc = segment_create(pl, to, -1, 0, 0, &ns)) < 0)
+					if ((rc = plog_segment_add(pl, to, -1, 0, 0, &ns)) < 0)
 						goto out;
 				}
 				continue;
@@ -694,7 +599,7 @@ static int plog_recover(struct plog *pl)
 		}
 		if (!last) {
 			seg->sealed = 1;
-			segment_seal_index(pl, seg);
+			plog_seal_segment(pl, seg);
 		}
 	}
 	/* The active segment: cut everything after the valid end so no stale
@@ -755,7 +660,7 @@ static int plog_recover(struct plog *pl)
 				while (pl->seg_head) {
 					struct segment *s = pl->seg_head;
 
-					segment_unlink_list(pl, s);
+					plog_segment_unlink(pl, s);
 					segment_free(s);
 				}
 				memset(&pl->recovery, 0, sizeof(pl->recovery));
@@ -768,7 +673,7 @@ static int plog_recover(struct plog *pl)
 	if (!pl->seg_head) {
 		struct segment *seg;
 
-		if ((rc = segment_create(pl, 0, -1, 0, 0, &seg)) < 0)
+		if ((rc = plog_segment_add(pl, 0, -1, 0, 0, &seg)) < 0)
 			goto out;
 		expect = 0;
 	}
@@ -785,7 +690,7 @@ static int plog_recover(struct plog *pl)
 		if ((rc = segment_keep_prefix(pl, seg, pl->recovery.checkpoint_hw, reason)) < 0)
 			goto out;
 		pl->recovery.truncated_reason = 0;
-		if ((rc = segment_create(pl, pl->recovery.checkpoint_hw, -1, 0, 0, &ns)) < 0)
+		if ((rc = plog_segment_add(pl, pl->recovery.checkpoint_hw, -1, 0, 0, &ns)) < 0)
 			goto out;
 	}
 	pl->log_start = pl->seg_head->base_offset;
@@ -887,7 +792,7 @@ static int plog_load_tail_block(struct plog *pl)
 	c->data_start = head;   /* earlier batches are read from disk */
 	c->first_offset = c->end_offset = pl->next_offset;
 	c->born_ns = pl->st->now_ns;
-	c->owner = pl;
+	c->owner = &pl->chunk_owner;
 	c->prev = pl->chunk_tail;
 	pl->chunk_head = pl->chunk_tail = c;
 	/* on disk already: evictable until the partition is written again */
@@ -903,6 +808,7 @@ int plog_open(struct store *st, const char *dir, const struct plog_config *cfg, 
 	if (!pl)
 		return -ENOMEM;
 	pl->st = st;
+	plog_init_callbacks(pl);
 	pl->cfg = *cfg;
 	if (pl->cfg.initial_extent < 4096)
 		pl->cfg.initial_extent = 4096;
@@ -939,27 +845,6 @@ fail:
 	pl->err = rc;      /* nothing is written or checkpointed on the way out */
 	plog_close(pl);
 	return rc;
-}
-
-void plog_free(struct plog *pl)
-{
-	if (pl->inflight || pl->prep_inflight)
-		return;                /* the completion frees it */
-	plog_chunks_drop(pl, NULL);
-	while (pl->seg_head) {
-		struct segment *s = pl->seg_head;
-
-		segment_unlink_list(pl, s);
-		segment_free(s);
-	}
-	if (pl->next_fd >= 0) {
-		close(pl->next_fd);
-		if (!pl->closed || plog_dirfd(pl) >= 0)
-			unlinkat(plog_dirfd(pl), PLOG_NEXT_NAME, 0);
-	}
-	plog_dir_release(pl);
-	free(pl->dir);
-	free(pl);
 }
 
 /* The active segment's index for its written prefix: up to the last
@@ -1014,7 +899,7 @@ int plog_checkpoint(struct plog *pl)
 	/* every sealed segment wholly on disk has its index */
 	for (struct segment *s = pl->seg_head; s && s != tail; s = s->next)
 		if (s->sealed && s->flushed >= s->end && !s->index_saved) {
-			segment_seal_index(pl, s);
+			plog_seal_segment(pl, s);
 			if (!s->index_saved)
 				rc = -EIO;
 		}
@@ -1054,8 +939,8 @@ void plog_close(struct plog *pl)
 	 * gets its index, the active one too, and the log its durable high
 	 * watermark. A log only marked closing (-ESHUTDOWN) does all that. */
 	if (was_open) {
-		while (!plog_failed(pl) && (pl->inflight || pl->prep_inflight || pl->dirty)) {
-			store_mark_dirty(st, pl);
+		while (!plog_failed(pl) && (pl->inflight || pl->prep_inflight || pl->flush.dirty)) {
+			store_mark_dirty(st, &pl->flush);
 			store_poll(st, 1);
 		}
 		for (struct segment *s = pl->seg_head; s; s = s->next)
@@ -1064,21 +949,8 @@ void plog_close(struct plog *pl)
 		if (!plog_failed(pl))
 			plog_checkpoint(pl);
 	}
-	/* unlink from the store's dirty list */
-	if (pl->dirty) {
-		struct plog **pp = &st->dirty_head, *prev = NULL;
-
-		while (*pp && *pp != pl) {
-			prev = *pp;
-			pp = &(*pp)->dirty_next;
-		}
-		if (*pp) {
-			*pp = pl->dirty_next;
-			if (st->dirty_tail == pl)
-				st->dirty_tail = prev;
-		}
-		pl->dirty = 0;
-	}
+	/* off the store's dirty list */
+	store_unmark_dirty(st, &pl->flush);
 	pl->closed = 1;
 	plog_dir_release(pl);
 	plog_free(pl);
@@ -1113,7 +985,7 @@ int plog_delete_records(struct plog *pl, int64_t offset)
 			break;
 		plog_chunks_drop(pl, seg);
 		segment_delete_files(pl, seg);
-		segment_unlink_list(pl, seg);
+		plog_segment_unlink(pl, seg);
 		segment_free(seg);
 	}
 	plog_dir_release(pl);
@@ -1149,7 +1021,7 @@ int plog_retain(struct plog *pl, int64_t now_ms)
 		plog_chunks_drop(pl, seg);
 		total -= seg->end;
 		segment_delete_files(pl, seg);
-		segment_unlink_list(pl, seg);
+		plog_segment_unlink(pl, seg);
 		pl->log_start = pl->seg_head->base_offset > pl->log_start ? pl->seg_head->base_offset
 									    : pl->log_start;
 		segment_free(seg);

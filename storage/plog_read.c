@@ -1,6 +1,7 @@
 /* storage/plog_read.c — reads by offset (tail or O_DIRECT disk reads) and
  * lookups by timestamp. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -98,6 +99,8 @@ static int read_from_tail(struct plog *pl, struct plog_read *rd)
 	}
 }
 
+static void plog_read_done(struct store_call *call, int res);
+
 static int submit_disk_read(struct plog *pl, struct plog_read *rd)
 {
 	struct io_uring_sqe *sqe = store_sqe(pl->st);
@@ -105,10 +108,9 @@ static int submit_disk_read(struct plog *pl, struct plog_read *rd)
 	if (!sqe)
 		return -EBUSY;
 	io_uring_prep_read(sqe, rd->seg->fd, rd->buf, rd->rd_len, rd->rd_pos);
-	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)rd | STORE_OP_READ);
-	pl->st->inflight++;
+	rd->call.done = plog_read_done;
 	store_stat_add(&pl->st->stats.reads, 1);
-	io_uring_submit(pl->st->ring);
+	store_call_submit(pl->st, sqe, &rd->call);
 	return 0;
 }
 
@@ -170,8 +172,10 @@ int plog_read(struct plog *pl, struct plog_read *rd)
 	return submit_disk_read(pl, rd) < 0 ? -EBUSY : 0;
 }
 
-void plog_read_done(struct plog_read *rd, int res)
+/* A disk read landed. */
+static void plog_read_done(struct store_call *call, int res)
 {
+	struct plog_read *rd = (struct plog_read *)((char *)call - offsetof(struct plog_read, call));
 	struct plog *pl = rd->pl;
 	uint32_t skip, need, avail;
 	int incomplete;

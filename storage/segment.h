@@ -4,13 +4,20 @@
  * O_DIRECT) and its index. File "<dir>/<20-digit base offset>.log"; the
  * space after `end` is preallocated zeros, so the true end is found by
  * reading (recovery), never by the file size.
+ * segment.c creates, seals and frees the file and knows nothing of the log
+ * above it: the partition log (plog.c) links its segments into its list,
+ * preallocates their extents on the shard's ring (falloc_call) and says
+ * where they live.
+ * Errors: 0 or -errno.
  */
 #ifndef SLUICE_SEGMENT_H
 #define SLUICE_SEGMENT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "storage/seg_index.h"
+#include "storage/store.h"
 
 struct segment {
 	int64_t base_offset;
@@ -26,13 +33,34 @@ struct segment {
 	uint8_t index_saved;       /* "<base>.index" matches this segment */
 	uint8_t falloc_inflight;
 	uint8_t dead;              /* removed from the log, freed when idle */
+	struct store_call falloc_call;   /* the preallocation in flight */
 	struct seg_index ix;
 	struct segment *next, *prev;
-	struct plog *owner;
+	struct plog *owner;        /* borrowed: the log whose list holds it (the
+				    * log's to follow; segment.c never does) */
 	char name[32];             /* "<20 digits>.log" */
 };
 
 static inline uint64_t align_down4k(uint64_t v) { return v & ~4095ull; }
 static inline uint64_t align_up4k(uint64_t v) { return (v + 4095) & ~4095ull; }
+
+/* The segment with base offset `base` in the directory dirfd, on no list:
+ *  - fd >= 0, from != NULL: the prepared file `from` (open as fd) is renamed
+ *    to the segment's name (if that fails, fd is closed and the file created);
+ *  - fd >= 0, from == NULL: an existing segment file (recovery);
+ *  - fd < 0: create the file (and alloc is 0).
+ * extent: the size of its first preallocation. @thread shard */
+int segment_create(int dirfd, int64_t base, int fd, const char *from, uint64_t alloc, uint64_t extent,
+		   struct segment **out);
+/* Close and free; with a preallocation in flight, only marked dead (the
+ * completion frees it). @thread shard */
+void segment_free(struct segment *seg);
+/* A sealed segment fully on disk gets its index file "<base>.index" in
+ * `dir`, a recovery checkpoint; sync: fdatasync its data first, so the
+ * index never vouches for bytes a power loss could take (write mode).
+ * Slow path: blocks. @thread shard */
+void segment_seal_index(struct segment *seg, const char *dir, int sync);
+/* "<20 digits>.index" of the segment. */
+void segment_index_path(const struct segment *seg, char *buf, size_t n);
 
 #endif

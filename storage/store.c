@@ -1,10 +1,9 @@
-/* storage/store.c — per-shard storage engine: group commit and completion
- * dispatch. */
+/* storage/store.c — per-shard storage engine: group commit over its
+ * flushers and completion dispatch to each op's own callback. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "storage/plog.h"
 #include "storage/store.h"
 
 int store_init(struct store *st, struct io_uring *ring, size_t tail_budget)
@@ -47,17 +46,35 @@ void store_fini(struct store *st)
 	st->owns_ring = 0;
 }
 
-void store_mark_dirty(struct store *st, struct plog *pl)
+void store_mark_dirty(struct store *st, struct store_flusher *f)
 {
-	if (pl->dirty)
+	if (f->dirty)
 		return;
-	pl->dirty = 1;
-	pl->dirty_next = NULL;
+	f->dirty = 1;
+	f->dirty_next = NULL;
 	if (st->dirty_tail)
-		st->dirty_tail->dirty_next = pl;
+		st->dirty_tail->dirty_next = f;
 	else
-		st->dirty_head = pl;
-	st->dirty_tail = pl;
+		st->dirty_head = f;
+	st->dirty_tail = f;
+}
+
+void store_unmark_dirty(struct store *st, struct store_flusher *f)
+{
+	struct store_flusher **pp = &st->dirty_head, *prev = NULL;
+
+	if (!f->dirty)
+		return;
+	while (*pp && *pp != f) {
+		prev = *pp;
+		pp = &(*pp)->dirty_next;
+	}
+	if (*pp) {
+		*pp = f->dirty_next;
+		if (st->dirty_tail == f)
+			st->dirty_tail = prev;
+	}
+	f->dirty = 0;
 }
 
 struct io_uring_sqe *store_sqe(struct store *st)
@@ -73,34 +90,33 @@ struct io_uring_sqe *store_sqe(struct store *st)
 
 void store_call_submit(struct store *st, struct io_uring_sqe *sqe, struct store_call *call)
 {
-	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)call | STORE_OP_CALL);
-	st->inflight++;
+	store_call_prep(st, sqe, call);
 	io_uring_submit(st->ring);
 }
 
 int store_flush(struct store *st)
 {
-	struct plog *pl = st->dirty_head, *keep_head = NULL, *keep_tail = NULL, *next;
+	struct store_flusher *f = st->dirty_head, *keep_head = NULL, *keep_tail = NULL, *next;
 	int n = 0;
 
 	st->dirty_head = st->dirty_tail = NULL;
-	for (; pl; pl = next) {
-		next = pl->dirty_next;
-		pl->dirty_next = NULL;
-		pl->dirty = 0;
-		n += plog_flush_prepare(pl);
-		if (!pl->dirty && plog_has_unsubmitted(pl)) {
+	for (; f; f = next) {
+		next = f->dirty_next;
+		f->dirty_next = NULL;
+		f->dirty = 0;
+		n += f->prepare(f);
+		if (!f->dirty && f->pending(f)) {
 			/* ring full, or its partial block still in flight: retry
 			 * (first) once a write completes */
-			pl->dirty = 1;
+			f->dirty = 1;
 			if (keep_tail)
-				keep_tail->dirty_next = pl;
+				keep_tail->dirty_next = f;
 			else
-				keep_head = pl;
-			keep_tail = pl;
+				keep_head = f;
+			keep_tail = f;
 		}
 	}
-	/* partitions still waiting go first next time */
+	/* flushers still waiting go first next time */
 	if (keep_head) {
 		keep_tail->dirty_next = st->dirty_head;
 		st->dirty_head = keep_head;
@@ -116,26 +132,10 @@ int store_flush(struct store *st)
 
 void store_complete(struct store *st, struct io_uring_cqe *cqe)
 {
-	void *ptr = (void *)(uintptr_t)(cqe->user_data & ~STORE_OP_MASK);
+	struct store_call *call = (struct store_call *)(uintptr_t)(cqe->user_data & ~STORE_OP_MASK);
 
 	st->inflight--;
-	switch (cqe->user_data & STORE_OP_MASK) {
-	case STORE_OP_WRITE:
-		plog_write_slot_done(ptr, cqe->res);
-		break;
-	case STORE_OP_FALLOC:
-		segment_falloc_done(ptr, cqe->res);
-		break;
-	case STORE_OP_READ:
-		plog_read_done(ptr, cqe->res);
-		break;
-	case STORE_OP_PREP:
-		plog_prep_done(ptr, cqe->res);
-		break;
-	case STORE_OP_CALL:
-		((struct store_call *)ptr)->done(ptr, cqe->res);
-		break;
-	}
+	call->done(call, cqe->res);
 }
 
 int store_poll(struct store *st, int wait)

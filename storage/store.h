@@ -1,15 +1,21 @@
 /* storage/store.h — one shard's storage engine: its io_uring (borrowed from
  * the shard, or owned in tests and tools), its tail memory, and group commit.
+ * It knows nothing of what it writes: the partition logs above it hand it
+ * their operations with a completion each (struct store_call) and join
+ * group commit as flush participants (struct store_flusher).
  *
  * Thread: the owning shard only. The module creates no threads and takes
  * no locks.
- * Owns: the tail pool and the list of dirty partitions.
- * Group commit: store_flush() turns every dirty partition of the shard into
- * O_DIRECT write SQEs (up to PLOG_MAX_WRITES in flight per partition, never
- * two over the same 4 KiB block) and submits them all with one
- * io_uring_submit.
+ * Owns: the tail pool and the list of dirty flushers (each borrowed: it is
+ * embedded in its partition log, which takes itself off the list before it
+ * is freed).
+ * Group commit: store_flush() asks every dirty flusher to turn its unwritten
+ * bytes into O_DIRECT write SQEs (a partition log: up to PLOG_MAX_WRITES in
+ * flight, never two over the same 4 KiB block) and submits them all with
+ * one io_uring_submit.
  * Completions come back through store_complete(), called by the shard loop
- * for every CQE whose user_data carries a storage op (store_owns_cqe).
+ * for every CQE whose user_data carries a storage op (store_owns_cqe); each
+ * calls the completion its op carries.
  * Errors: 0/count or -errno.
  */
 #ifndef SLUICE_STORE_H
@@ -22,25 +28,37 @@
 #include "storage/tail.h"
 
 /* user_data = pointer | op. Pointers are 8-byte aligned, so ops 1..7 fit in
- * the low bits; 1..4 and 6 are storage's, 5 and 7 are left to the shard. */
+ * the low bits; 6 is storage's, 5 and 7 are left to the shard. */
 enum store_op {
-	STORE_OP_WRITE = 1,     /* struct plog_write: O_DIRECT segment write */
-	STORE_OP_FALLOC = 2,    /* struct segment: extent preallocation */
-	STORE_OP_READ = 3,      /* struct plog_read: O_DIRECT read */
-	STORE_OP_PREP = 4,      /* struct plog: next segment's first extent */
 	STORE_OP_CALL = 6,      /* struct store_call: an op with its own completion */
 };
 #define STORE_OP_MASK 7ull
 
-/* A storage operation of the slow path on the shard's ring (a producer
- * snapshot's write, its fdatasync, its rename; a compaction's): the
- * completion calls done(call, cqe->res) on the shard. The struct is the
- * caller's and must live until done runs; one SQE in flight per call. */
+/* A storage operation on the shard's ring, with its completion: the CQE
+ * calls done(call, cqe->res) on the shard, and done finds its op as the
+ * struct that embeds `call` (a partition log's write slot or next segment's
+ * preallocation, a segment's extent, a read; on the slow path a producer
+ * snapshot's write, fdatasync or rename, a compaction's step). The struct
+ * is the caller's and must live until done runs; one SQE in flight per
+ * call. Nothing is allocated per operation. */
 struct store_call {
 	void (*done)(struct store_call *call, int res);
 } __attribute__((aligned(8)));
 
-struct plog;
+/* A participant of group commit (a partition log): embedded in its owner,
+ * which sets both functions before its first store_mark_dirty.
+ * store_flush takes each dirty flusher off the list and calls prepare:
+ * queue its next writes (store_sqe, store_call_prep; the flush submits
+ * them) and return how many SQEs it prepared. One that prepare did not
+ * mark dirty again but that is still pending (bytes no write was submitted
+ * for: its writes in flight are at their limit, or a partial block is
+ * still being written) stays on the list and goes first next time. */
+struct store_flusher {
+	int (*prepare)(struct store_flusher *f);
+	int (*pending)(const struct store_flusher *f);
+	struct store_flusher *dirty_next;
+	uint8_t dirty;             /* on the store's list */
+};
 
 /* Counters of the store, written by the owner shard only; those the
  * control thread reads for /metrics (writes, write_bytes, reads,
@@ -78,8 +96,8 @@ struct store {
 	struct io_uring own_ring;
 	int owns_ring;
 	struct tail_pool tail;
-	struct plog *dirty_head;   /* partitions with unwritten data */
-	struct plog *dirty_tail;
+	struct store_flusher *dirty_head;   /* flushers with unwritten data */
+	struct store_flusher *dirty_tail;
 	unsigned inflight;         /* storage SQEs not yet completed */
 	struct store_cqe *foreign; /* the shard's completions seen by store_poll */
 	unsigned nforeign, foreign_cap;
@@ -89,7 +107,7 @@ struct store {
 	 * every earlier write of the log landed): written by the owner only,
 	 * read by the control thread (storage/lathist.h) */
 	struct lathist write_lat;
-	/* why the last plog_open refused (-EUCLEAN): the file and what to do,
+	/* why the last partition log refused to open (-EUCLEAN): the file and what to do,
 	 * for the caller's message; "" otherwise. Owner thread only. */
 	char problem[512];
 };
@@ -100,18 +118,19 @@ void store_fini(struct store *st);
 
 static inline int store_owns_cqe(uint64_t user_data)
 {
-	uint64_t op = user_data & STORE_OP_MASK;
-
-	return (op >= STORE_OP_WRITE && op <= STORE_OP_PREP) || op == STORE_OP_CALL;
+	return (user_data & STORE_OP_MASK) == STORE_OP_CALL;
 }
 
-/* Queue a partition for the next group commit. @thread shard */
-void store_mark_dirty(struct store *st, struct plog *pl);
-
-/* Group commit: prepare the writes of every dirty partition (as many as
- * its ring of PLOG_MAX_WRITES and the block-overlap rule allow) and submit
- * them all at once. Returns the number of writes submitted.
+/* Queue a flusher for the next group commit (once: a dirty one stays where
+ * it is). @thread shard */
+void store_mark_dirty(struct store *st, struct store_flusher *f);
+/* Take a flusher off the list, if it is on it (its owner closes).
  * @thread shard */
+void store_unmark_dirty(struct store *st, struct store_flusher *f);
+
+/* Group commit: let every dirty flusher prepare its writes (as many as it
+ * may have in flight) and submit them all at once. Returns the number of
+ * writes submitted. @thread shard */
 int store_flush(struct store *st);
 
 /* Handle one storage CQE. @thread shard */
@@ -128,8 +147,16 @@ void store_drain(struct store *st);
 /* Get an SQE, submitting pending ones if the SQ is full. */
 struct io_uring_sqe *store_sqe(struct store *st);
 
-/* Tag a prepared SQE with `call` and submit it: its completion calls
+/* Tag a prepared SQE with `call` and count it in flight; it is submitted
+ * with the next submission (a group commit's). Its completion calls
  * call->done. @thread shard */
+static inline void store_call_prep(struct store *st, struct io_uring_sqe *sqe, struct store_call *call)
+{
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)call | STORE_OP_CALL);
+	st->inflight++;
+}
+
+/* store_call_prep, and submit it now. @thread shard */
 void store_call_submit(struct store *st, struct io_uring_sqe *sqe, struct store_call *call);
 
 #endif

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "storage/tail.h"
-#include "storage/plog.h"
 
 void tail_pool_init(struct tail_pool *tp, size_t budget)
 {
@@ -81,7 +80,7 @@ static int tail_make_room(struct tail_pool *tp, size_t bytes, int k)
 		struct tail_chunk *c = tp->fifo_head;
 
 		tail_fifo_del(tp, c);
-		plog_chunk_evict(c->owner, c);
+		c->owner->evict(c->owner, c);
 		tp->evictions++;
 		tail_chunk_put(tp, c);
 		if (c->shift - TAIL_CHUNK_MIN_SHIFT == k)
@@ -159,7 +158,10 @@ void tail_chunk_put(struct tail_pool *tp, struct tail_chunk *c)
 
 void tail_chunk_unref(struct tail_pool *tp, struct tail_chunk *c)
 {
-	if (--c->refs == 0)
-		plog_chunk_released(tp, c);
-
+	if (--c->refs)
+		return;
+	if (!c->owner)                 /* detached while referenced */
+		tail_chunk_put(tp, c);
+	else
+		c->owner->released(c->owner, tp, c);
 }

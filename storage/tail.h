@@ -10,6 +10,9 @@
  * of recent data are served from it without a copy.
  * Errors: tail_chunk_get returns NULL when the budget is spent and nothing
  * can be evicted; the caller reports -ENOBUFS (back-pressure).
+ * The pool knows nothing of partitions: a chunk's owner (a partition log)
+ * links it into its own list and gives the pool, in c->owner, the
+ * callbacks it needs (struct tail_owner).
  *
  * Invariants: a chunk is on exactly one of {a size-class free list, its
  * partition's chunk list}. A chunk on a partition list is on the shard's
@@ -30,8 +33,22 @@
 #define TAIL_CHUNK_MAX_SHIFT 24   /* 16 MiB: a 1 MiB batch always fits */
 #define TAIL_NCLASS (TAIL_CHUNK_MAX_SHIFT - TAIL_CHUNK_MIN_SHIFT + 1)
 
-struct plog;
 struct segment;
+struct tail_chunk;
+struct tail_pool;
+
+/* Whoever links chunks into a list of its own (a partition log) embeds
+ * one of these, sets both callbacks, and points c->owner at it. A chunk
+ * whose owner let go of it while it was referenced (c->owner NULL) goes
+ * back to its free list at its last release. @thread shard */
+struct tail_owner {
+	/* The pool evicts c (clean, already off the FIFO) and reuses it as
+	 * soon as this returns: take it off the owner's list. */
+	void (*evict)(struct tail_owner *o, struct tail_chunk *c);
+	/* The last read reference of c went: put it on the FIFO
+	 * (tail_fifo_add) if it is clean. */
+	void (*released)(struct tail_owner *o, struct tail_pool *tp, struct tail_chunk *c);
+};
 
 struct tail_chunk {
 	uint8_t *mem;              /* 4 KiB aligned, cap bytes */
@@ -42,7 +59,7 @@ struct tail_chunk {
 	int64_t first_offset;      /* offset of the first batch starting here */
 	int64_t end_offset;        /* offset after the last batch here */
 	struct segment *seg;       /* borrowed: the segment this chunk maps */
-	struct plog *owner;
+	struct tail_owner *owner;  /* borrowed: whose list it is on; NULL if none */
 	struct tail_chunk *next;   /* partition list, oldest first; or free list */
 	struct tail_chunk *prev;
 	struct tail_chunk *fifo_next; /* shard clean FIFO (evictable) */
