@@ -14,7 +14,8 @@
  * ring; the coordinator answers through the request's resume, on that
  * shard again.
  * The control thread's part (ctl_submit, producer ids) is implemented in
- * control/ctl.c.
+ * control/ctl.c; the shard's own helpers below (building an admin request,
+ * auto-creation) in dataplane/coord.c.
  * Owns: nothing. The request (ctx and its arena) stays the shard's; the
  * connection is muted until the answer comes back.
  * Errors: return 0 (the request is taken, or already answered with a
@@ -104,5 +105,14 @@ struct coord_ops {
 					  void *arg),
 			       void *arg);
 };
+
+/* @thread shard: an admin request of `kind` for n topics, zeroed, in the
+ * request's arena; NULL when the arena is full. */
+struct ctl_req *ctl_req_new(struct kafka_ctx *ctx, int kind, int n);
+
+/* @thread shard: Metadata named topics that do not exist: ask the control
+ * thread to create them (auto.create.topics.enable) through submit_admin;
+ * the request resumes (ctx->resume, set by the caller) when it has. */
+void ctl_request_auto_create(struct kafka_ctx *ctx, struct kafka_str *names, int n);
 
 #endif

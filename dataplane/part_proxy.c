@@ -17,7 +17,7 @@
 #include "dataplane/broker.h"
 #include "dataplane/part.h"
 #include "dataplane/part_proxy.h"
-#include "dataplane/shard.h"
+#include "dataplane/shard_core.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
 
@@ -232,7 +232,7 @@ void part_proxy_append(struct part_proxy *px, int owner, struct part *p, struct 
  * v[1] pid, v[2] epoch, v[3] since_ns. */
 static void owner_txn_begin(void *self, struct shard_msg *m)
 {
-	owner_answer(self, m, part_txn_begin(m->p[0], m->v[1], (int16_t)m->v[2], (uint64_t)m->v[3]));
+	owner_answer(self, m, part_begin_txn(m->p[0], m->v[1], (int16_t)m->v[2], (uint64_t)m->v[3]));
 }
 
 void part_proxy_txn_begin(struct part_proxy *px, int owner, struct part *p, int64_t pid, int16_t epoch,
@@ -261,7 +261,7 @@ static void owner_txn_marker(void *self, struct shard_msg *m)
 	struct part_marker_req *req = m->p[1];
 	int to = (int)m->v[0];
 	int64_t off = -1;
-	int rc = part_txn_marker(p, req->pid, req->epoch, req->commit, 0, &off);
+	int rc = part_append_marker(p, req->pid, req->epoch, req->commit, 0, &off);
 
 	if (rc == 0) {
 		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = off, .from = to,
