@@ -334,7 +334,7 @@ int part_append_flush(struct part *p, const uint8_t *batch, uint32_t len, int64_
 int part_begin_txn(struct part *p, int64_t pid, int16_t epoch, uint64_t since_ns)
 {
 	if (p->deleted)
-		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		return -ENOENT;
 	return part_txn_begin(&p->txn, pid, epoch, since_ns, p->sh->now_ms);
 }
 

@@ -216,7 +216,8 @@ static inline void part_publish(struct part *p)
 }
 /* The coordinator added this partition to producer pid's transaction
  * (epoch, begun at since_ns): its transactional batches are taken from now
- * on. 0 or a Kafka error. @thread owner */
+ * on. 0, -ENOENT (the partition was deleted), PART_ERR_OLD_EPOCH (a newer
+ * epoch of pid is known) or PART_ERR_PRODUCERS_FULL. @thread owner */
 int part_begin_txn(struct part *p, int64_t pid, int16_t epoch, uint64_t since_ns);
 /* Append the COMMIT or ABORT marker of pid's transaction; *offset is where.
  * 0 or -errno (-ENOENT: deleted; plog_append's). @thread owner */

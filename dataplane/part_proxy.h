@@ -105,7 +105,9 @@ void part_proxy_append(struct part_proxy *px, int owner, struct part *p, struct 
 
 /* The coordinator added p to producer pid's transaction (epoch, begun at
  * since_ns, the coordinator's clock): the owner takes its transactional
- * batches from now on. done's err is 0 or a Kafka error (part_txn_begin).
+ * batches from now on. done's err is 0, -errno or an enum part_err
+ * (part_txn_begin's); the coordinator chooses the Kafka code
+ * (part_err_to_kafka, dataplane/part_err.h).
  * @thread sender */
 void part_proxy_txn_begin(struct part_proxy *px, int owner, struct part *p, int64_t pid, int16_t epoch,
 			  uint64_t since_ns, part_done done, void *cookie);

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dataplane/kafka_errors.h"
 #include "dataplane/part_err.h"
 #include "dataplane/part_txn.h"
 #include "storage/batch.h"
@@ -183,9 +182,9 @@ int part_txn_begin(struct part_txn *t, int64_t pid, int16_t epoch, uint64_t sinc
 	struct producer_entry *e = producer_entry(t->producers, pid, epoch, 1);
 
 	if (!e)
-		return KERR_COORDINATOR_NOT_AVAILABLE;
+		return PART_ERR_PRODUCERS_FULL;
 	if (epoch < e->epoch)
-		return KERR_INVALID_PRODUCER_EPOCH;
+		return PART_ERR_OLD_EPOCH;
 	if (epoch > e->epoch) {
 		e->epoch = epoch;   /* sequences start over with the new epoch */
 		e->n = e->head = 0;

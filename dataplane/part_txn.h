@@ -19,8 +19,8 @@
  * write a small file (slow path: once per transaction, never per batch).
  * Owns: the aborted index (aborted[]); it borrows the partition's producer
  * table and the log's directory name.
- * Errors: 0, -errno, or an enum part_err (dataplane/part_err.h); and a
- * Kafka code from part_txn_begin.
+ * Errors: 0, -errno, or an enum part_err (dataplane/part_err.h); never a
+ * Kafka code.
  */
 #ifndef SLUICE_PART_TXN_H
 #define SLUICE_PART_TXN_H
@@ -71,7 +71,8 @@ void part_txn_relso(struct part_txn *t);
 
 /* The coordinator added the partition to producer pid's transaction
  * (epoch, begun at since_ns): its transactional batches are taken from now
- * on (now_ms: the producer's activity). 0 or a Kafka error. */
+ * on (now_ms: the producer's activity). 0, PART_ERR_OLD_EPOCH (a newer
+ * epoch of pid is known) or PART_ERR_PRODUCERS_FULL. */
 int part_txn_begin(struct part_txn *t, int64_t pid, int16_t epoch, uint64_t since_ns, int64_t now_ms);
 /* May a transactional batch of (pid, epoch) received at recv_ns be
  * appended? 0 or an enum part_err (PART_ERR_OLD_EPOCH, PART_ERR_TXN_STATE). */
