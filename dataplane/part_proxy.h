@@ -20,6 +20,7 @@
 
 #include <stdint.h>
 
+#include "dataplane/part.h"
 #include "storage/plog.h"
 
 struct part;
@@ -142,12 +143,12 @@ struct part_lag_req {
 	int64_t hw, ts;
 	int from;
 	struct shard *sh;
-	struct plog_read rd;
-	uint8_t *buf;
+	struct part_read_req rq;     /* the read (part_read) */
 };
 
 /* p's high watermark and the age of its first record at req->committed
- * (one batch read, from the tail or from disk). @thread sender */
+ * (one batch read by the owner's one read path, part_read: from the tail,
+ * or from disk into one of its read buffers). @thread sender */
 void part_proxy_lag(struct part_proxy *px, int owner, struct part *p, struct part_lag_req *req);
 
 /* ---- reading back ---- */
