@@ -14,6 +14,7 @@
 #include "dataplane/coord.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
+#include "dataplane/part_err.h"
 #include "dataplane/part_proxy.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
@@ -302,7 +303,7 @@ static void registered(void *self, void *cookie, int err)
 	struct txn *t = cookie;
 
 	if (err && !t->err)
-		t->err = (int16_t)err;
+		t->err = part_err_to_kafka(err);   /* the partition's reason, as Kafka says it */
 	if (--t->pending == 0)
 		registrations_done(tc, t);
 }

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include "dataplane/broker.h"
-#include "dataplane/shard.h"
 
 int broker_send(struct broker *b, int from, int to, const struct shard_msg *m)
 {
@@ -51,10 +50,10 @@ const struct md_topic *md_find(const struct md_snapshot *md, const char *name, i
 
 uint64_t broker_shard_md_seen(const struct broker *b, int i)
 {
-	return __atomic_load_n(&b->shards[i]->md_seen, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(b->md_seen[i], __ATOMIC_ACQUIRE);
 }
 
 uint64_t broker_shard_busy_cycles(const struct broker *b, int i)
 {
-	return __atomic_load_n(&b->shards[i]->stats.busy_cycles, __ATOMIC_RELAXED);
+	return __atomic_load_n(b->busy_cycles[i], __ATOMIC_RELAXED);
 }

@@ -12,8 +12,10 @@
  *   release store and read by shards with an acquire load;
  * - serving, stopping, report_groups, drained: flags (see each field);
  * - conns: atomics shared by every shard (struct broker_conns);
- * - each thread's own `md_seen` and `sleeping` words, which live in the
- *   thread's struct, reached here through `sleeping[]`.
+ * - each thread's own `md_seen` and `sleeping` words (and a shard's busy
+ *   cycles), which live in the thread's struct, reached here through
+ *   `sleeping[]`, `md_seen[]` and `busy_cycles[]` (set when the shard is
+ *   created).
  *
  * Metadata snapshots are immutable: the control thread builds a new one for
  * every change and swaps the pointer. A shard records the version it last
@@ -167,6 +169,8 @@ struct broker {
 	struct spsc *rings[BROKER_MAX_SHARDS + 1][BROKER_MAX_SHARDS + 1];
 	int wake_fd[BROKER_MAX_SHARDS + 1];      /* eventfd of each thread */
 	int *sleeping[BROKER_MAX_SHARDS + 1];    /* each thread's sleeping word */
+	const uint64_t *md_seen[BROKER_MAX_SHARDS];     /* each shard's md_seen word */
+	const uint64_t *busy_cycles[BROKER_MAX_SHARDS]; /* each shard's stats.busy_cycles */
 	struct md_snapshot *md;       /* published snapshot */
 	volatile int stopping;        /* set by the signal handler path */
 	int report_groups;            /* SIGUSR1: the control thread prints the groups */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "dataplane/shard_internal.h"
+#include "dataplane/conn.h"
+#include "dataplane/kafka/kafka_codec.h"
 #include "storage/batch_format.h"
 
 /* Kernel 6.2 uapi; liburing 2.3's own copy of io_uring.h predates them. */
@@ -34,7 +36,11 @@ static void shard_pbuf_return(struct shard *sh, int bid);
 static void req_mem_release(struct broker *b, int64_t n);
 static void conn_ip_release(struct broker *b, int slot);
 static int conn_reserve(struct conn *c, uint32_t need);
-static void conn_send_head(struct conn *c, struct kafka_ctx *ctx);
+static void conn_send_head(struct conn *c, struct conn_req *r);
+static void conn_process(struct conn *c);
+static void conn_arm_recv(struct conn *c);
+static void conn_recv_done(struct io_op *op, int res, unsigned flags);
+static void conn_send_done(struct io_op *op, int res, unsigned flags);
 
 static void conn_free(struct conn *c)
 {
@@ -50,11 +56,8 @@ static void conn_free(struct conn *c)
 	free(c->out);
 	free(c->iov);
 	for (int i = 0; i < CONN_PIPE; i++)
-		if (c->pipe[i]) {
-			kafka_ctx_fini(c->pipe[i]);
-			if (c->pipe[i] != &c->ctx)
-				free(c->pipe[i]);
-		}
+		if (c->pipe[i])
+			c->ops->fini(c->pipe[i]);
 	free(c);
 }
 
@@ -263,13 +266,9 @@ void conn_close(struct conn *c)
 	c->closing = 1;
 	if (c->mem_wait)
 		conn_memq_remove(c);
-	if (c->busy == 1 && c->pipe[c->phead]->parked) {
-		/* a long-poll holds nothing in flight: end it here (the caller
+	if (c->busy == 1 && c->ops->cancel(c->pipe[c->phead])) {
+		/* a long-poll holds nothing in flight: it ended here (the caller
 		 * frees the connection); a Fetch is never pipelined */
-		struct kafka_ctx *ctx = c->pipe[c->phead];
-
-		kafka_ctx_unpark(ctx);
-		kafka_ctx_release_holds(ctx);
 		c->busy = 0;
 		shard_stat_add(&c->sh->stats.requests_inflight, (uint64_t)-1);
 		c->phead = 0;
@@ -315,6 +314,11 @@ void conn_free_zombies(struct shard *sh)
 	}
 }
 
+static void conn_accept_done(struct io_op *op, int res, unsigned flags)
+{
+	conn_on_accept((struct shard *)((char *)op - offsetof(struct shard, accept_op)), res, flags);
+}
+
 void conn_arm_accept(struct shard *sh)
 {
 	struct io_uring_sqe *sqe = shard_sqe(sh);
@@ -322,6 +326,7 @@ void conn_arm_accept(struct shard *sh)
 	if (!sqe)
 		return;
 	io_uring_prep_multishot_accept(sqe, sh->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	sh->accept_op.done = conn_accept_done;
 	io_set(sqe, &sh->accept_op);
 }
 
@@ -426,13 +431,9 @@ void conn_on_accept(struct shard *sh, int res, unsigned flags)
 	c->active_ns = sh->now_ns;
 	c->ip_slot = slot;
 	c->vbid = -1;    /* input buffers come from the shard's ring until a frame is split */
-	c->recv_op.kind = IO_RECV;
-	c->recv_op.c = c;
-	c->send_op.kind = IO_SEND;
-	c->send_op.c = c;
-	c->ctx.sh = sh;
-	c->ctx.c = c;
-	c->pipe[0] = &c->ctx;
+	c->ops = sh->conn_ops;
+	c->recv_op.done = conn_recv_done;
+	c->send_op.done = conn_send_done;
 	c->next = sh->conns;
 	if (sh->conns)
 		sh->conns->prev = c;
@@ -474,7 +475,7 @@ static int conn_reserve(struct conn *c, uint32_t need);
  * whole frames are decoded right there, so an idle connection holds no
  * input buffer; the connection's own buffer only assembles a frame split
  * across receives. */
-void conn_arm_recv(struct conn *c)
+static void conn_arm_recv(struct conn *c)
 {
 	struct shard *sh = c->sh;
 	struct io_uring_sqe *sqe;
@@ -570,7 +571,7 @@ static int conn_view_end(struct conn *c)
 	return rc;
 }
 
-void conn_on_recv(struct conn *c, int res, unsigned flags)
+static void conn_on_recv(struct conn *c, int res, unsigned flags)
 {
 	c->recv_op.inflight = 0;
 	if (res == -ENOBUFS && !c->closing) {
@@ -627,7 +628,7 @@ static int conn_reserve(struct conn *c, uint32_t need)
 
 /* ---- frames: taken up as the pipeline admits them --------------------- */
 
-void conn_process(struct conn *c)
+static void conn_process(struct conn *c)
 {
 	while (!c->closing && c->busy < CONN_PIPE) {
 		int view = c->vbid >= 0;
@@ -664,11 +665,12 @@ void conn_process(struct conn *c)
 				c->want = 4 + (uint32_t)size;
 			break;
 		}
-		if (c->busy && !kafka_ctx_may_follow(c->pipe[c->phead], p + 4))
+		if (c->busy && !c->ops->may_follow(c->pipe[c->phead], p + 4))
 			break;
-		struct kafka_ctx *ctx = kafka_ctx_next(c);
+		int slot = (c->phead + c->busy) % CONN_PIPE;
+		struct conn_req *r = c->pipe[slot] ? c->pipe[slot] : (c->pipe[slot] = c->ops->slot_new(c));
 
-		if (!ctx) {
+		if (!r) {
 			if (!c->busy) {
 				conn_close(c);
 				conn_maybe_free(c);
@@ -683,7 +685,7 @@ void conn_process(struct conn *c)
 			c->voff += 4 + (uint32_t)size;
 		else
 			c->in_off += 4 + (uint32_t)size;
-		kafka_ctx_dispatch(ctx, p + 4, (uint32_t)size);
+		c->ops->dispatch(r, p + 4, (uint32_t)size);
 	}
 	if (!c->busy && c->vbid >= 0 && !c->zombie && conn_view_end(c) < 0) {
 		conn_close(c);
@@ -715,46 +717,75 @@ static void conn_send_more(struct conn *c)
 	io_set(sqe, &c->send_op);
 }
 
-static void response_encode(struct kafka_ctx *ctx, struct kafka_writer *w,
-			    int16_t key, int16_t ver, int32_t corr)
+/* The head request is over: its response was sent (or it had none, or
+ * the connection is closing). The next one's response may go out. */
+static void conn_end_head(struct conn *c)
 {
-	if (ctx->only_error)
-		kafka_error_response_encode(w, key, ver, corr, ctx->only_error);
-	else
-		kafka_response_encode(w, key, ver, corr, ctx->resp);
-}
+	struct conn_req *r = c->pipe[c->phead];
 
-static void conn_send_head(struct conn *c, struct kafka_ctx *ctx);
+	c->ops->end(r);
+	r->ready = 0;
+	c->active_ns = c->sh->now_ns;
+	c->phead = (c->phead + 1) % CONN_PIPE;
+	c->busy--;
+	shard_stat_add(&c->sh->stats.requests_inflight, (uint64_t)-1);
+	if (c->busy) {
+		conn_process(c);   /* a full pipeline takes the next produce */
+		conn_pump(c);
+		return;
+	}
+	c->phead = 0;   /* an idle connection starts over at its first slot */
+	if (c->closing) {
+		conn_maybe_free(c);
+		return;
+	}
+	conn_process(c);
+	if (c->peer_closed) {
+		if (!c->busy) {
+			conn_close(c);
+			conn_maybe_free(c);
+		}
+		return;
+	}
+	conn_arm_recv(c);
+}
 
 /* Send what is next in request order: the head's response once it is
  * built; requests without one (acks=0) end as their turn comes. */
 void conn_pump(struct conn *c)
 {
 	while (c->busy && !c->sending) {
-		struct kafka_ctx *ctx = c->pipe[c->phead];
+		struct conn_req *r = c->pipe[c->phead];
 
-		if (!ctx->ready)
+		if (!r->ready)
 			return;
-		if (ctx->no_response || c->closing) {
-			kafka_ctx_end(ctx);   /* pumps the rest itself */
+		if (r->no_response || c->closing) {
+			conn_end_head(c);   /* pumps the rest itself */
 			return;
 		}
-		conn_send_head(c, ctx);
+		conn_send_head(c, r);
 		return;
 	}
 }
 
-static void conn_send_head(struct conn *c, struct kafka_ctx *ctx)
+void conn_abort(struct conn *c, struct conn_req *r)
+{
+	shard_stat_add(&c->sh->stats.bad_frames, 1);
+	conn_close(c);
+	r->ready = 1;
+	r->no_response = 1;
+	conn_pump(c);
+}
+
+static void conn_send_head(struct conn *c, struct conn_req *r)
 {
 	struct kafka_writer w;
-	int16_t key = ctx->req.header.RequestApiKey, ver = ctx->req.header.RequestApiVersion;
-	int32_t corr = ctx->req.header.CorrelationId;
 	int n;
 
 	kafka_writer_init_measure(&w, true);
-	response_encode(ctx, &w, key, ver, corr);
+	c->ops->encode(r, &w);
 	if (w.err) {
-		kafka_ctx_abort(ctx);
+		conn_abort(c, r);
 		return;
 	}
 	if (w.len > c->out_cap) {
@@ -768,14 +799,14 @@ static void conn_send_head(struct conn *c, struct kafka_ctx *ctx)
 		c->iov_cap = c->iov ? w.iov_cnt + 1 : 0;
 	}
 	if (!c->out || !c->iov) {
-		kafka_ctx_abort(ctx);
+		conn_abort(c, r);
 		return;
 	}
 	kafka_writer_init_iov(&w, c->out, c->out_cap, c->iov, c->iov_cap);
-	response_encode(ctx, &w, key, ver, corr);
+	c->ops->encode(r, &w);
 	n = kafka_writer_finish(&w);
 	if (n < 0) {
-		kafka_ctx_abort(ctx);
+		conn_abort(c, r);
 		return;
 	}
 	if (n == 0) {
@@ -802,10 +833,10 @@ static void conn_sent(struct conn *c)
 		c->out = NULL;
 		c->out_cap = 0;
 	}
-	kafka_ctx_end(c->pipe[c->phead]);
+	conn_end_head(c);
 }
 
-void conn_on_send(struct conn *c, int res, unsigned flags)
+static void conn_on_send(struct conn *c, int res, unsigned flags)
 {
 	if (flags & IORING_CQE_F_NOTIF) {
 		/* the kernel is done with the zero-copy pages */
@@ -876,4 +907,16 @@ void conn_on_send(struct conn *c, int res, unsigned flags)
 		return;
 	}
 	conn_sent(c);
+}
+
+/* ---- completions (io_op.done, called by the loop) --------------------- */
+
+static void conn_recv_done(struct io_op *op, int res, unsigned flags)
+{
+	conn_on_recv((struct conn *)((char *)op - offsetof(struct conn, recv_op)), res, flags);
+}
+
+static void conn_send_done(struct io_op *op, int res, unsigned flags)
+{
+	conn_on_send((struct conn *)((char *)op - offsetof(struct conn, send_op)), res, flags);
 }

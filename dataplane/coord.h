@@ -7,14 +7,16 @@
  * calls a function only control/ defines: layers call down, and a layer
  * that must reach the one above uses the callbacks it was given.
  * control/ctl.c fills the table (ctl_coord_ops) from control/group.c,
- * control/txn.c, control/ctl_admin.c, control/ctl.c and control/config.c.
+ * control/txn.c, control/ctl_admin.c, control/ctl_pid.c and control/config.c.
  *
  * Thread: each function is called on the shard that owns the connection
  * (@thread shard) and sends the request to the control thread through the
  * ring; the coordinator answers through the request's resume, on that
  * shard again.
  * The control thread's part is implemented in control/ctl_admin.c
- * (ctl_submit) and control/ctl.c (producer ids).
+ * (ctl_submit) and control/ctl_pid.c (producer ids); the shard's own
+ * helpers below (building an admin request, auto-creation) in
+ * dataplane/coord.c.
  * Owns: nothing. The request (ctx and its arena) stays the shard's; the
  * connection is muted until the answer comes back.
  * Errors: return 0 (the request is taken, or already answered with a
@@ -30,7 +32,7 @@
 struct kafka_ctx;
 struct shard_msg;
 
-/* ---- the control thread: topic administration and producer ids (control/ctl_admin.c, control/ctl.c) ---- */
+/* ---- the control thread: topic administration and producer ids (control/ctl_admin.c, control/ctl_pid.c) ---- */
 
 enum ctl_kind { CTL_CREATE = 1, CTL_DELETE, CTL_AUTO_CREATE, CTL_CREATE_PARTITIONS, CTL_ALTER_CONFIGS };
 
@@ -104,5 +106,14 @@ struct coord_ops {
 					  void *arg),
 			       void *arg);
 };
+
+/* @thread shard: an admin request of `kind` for n topics, zeroed, in the
+ * request's arena; NULL when the arena is full. */
+struct ctl_req *ctl_req_new(struct kafka_ctx *ctx, int kind, int n);
+
+/* @thread shard: Metadata named topics that do not exist: ask the control
+ * thread to create them (auto.create.topics.enable) through submit_admin;
+ * the request resumes (ctx->resume, set by the caller) when it has. */
+void ctl_request_auto_create(struct kafka_ctx *ctx, struct kafka_str *names, int n);
 
 #endif

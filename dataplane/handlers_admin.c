@@ -5,26 +5,9 @@
 #include <string.h>
 
 #include "dataplane/coord.h"
-#include "dataplane/handlers.h"
+#include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
-#include "dataplane/shard.h"
 
-
-static struct ctl_req *req_new(struct kafka_ctx *ctx, int kind, int n)
-{
-	struct ctl_req *req = ALLOC(ctx, struct ctl_req, 1);
-
-	if (!req)
-		return NULL;
-	memset(req, 0, sizeof(*req));
-	req->kind = kind;
-	req->n = n;
-	req->topics = ALLOC(ctx, struct ctl_topic, n);
-	if (!req->topics)
-		return NULL;
-	memset(req->topics, 0, sizeof(*req->topics) * (size_t)(n > 0 ? n : 1));
-	return req;
-}
 
 static int submit(struct kafka_ctx *ctx, struct ctl_req *req, int (*resume)(struct kafka_ctx *))
 {
@@ -33,24 +16,6 @@ static int submit(struct kafka_ctx *ctx, struct ctl_req *req, int (*resume)(stru
 	ctx->resume = resume;
 	ctx->sh->b->coord->submit_admin(ctx, req);
 	return 0;
-}
-
-/* ---- auto-creation from Metadata -------------------------------------- */
-
-void ctl_request_auto_create(struct kafka_ctx *ctx, struct kafka_str *names, int n)
-{
-	struct ctl_req *req = req_new(ctx, CTL_AUTO_CREATE, n);
-
-	if (!req) {
-		kafka_ctx_sub_done(ctx);
-		return;
-	}
-	for (int i = 0; i < n; i++) {
-		req->topics[i].name = names[i];
-		req->topics[i].partitions = -1;
-		req->topics[i].replication = -1;
-	}
-	ctx->sh->b->coord->submit_admin(ctx, req);
 }
 
 /* ---- CreateTopics ----------------------------------------------------- */
@@ -90,7 +55,7 @@ int kafka_handle_create_topics(struct kafka_ctx *ctx)
 {
 	struct kafka_create_topics_request *q = ctx->req.body;
 	int n = q->Topics.count < 0 ? 0 : q->Topics.count;
-	struct ctl_req *req = req_new(ctx, CTL_CREATE, n);
+	struct ctl_req *req = ctl_req_new(ctx, CTL_CREATE, n);
 
 	if (!req) {
 		kafka_ctx_abort(ctx);
@@ -155,7 +120,7 @@ int kafka_handle_delete_topics(struct kafka_ctx *ctx)
 {
 	struct kafka_delete_topics_request *q = ctx->req.body;
 	int n = q->TopicNames.count < 0 ? 0 : q->TopicNames.count;
-	struct ctl_req *req = req_new(ctx, CTL_DELETE, n);
+	struct ctl_req *req = ctl_req_new(ctx, CTL_DELETE, n);
 
 	if (!req) {
 		kafka_ctx_abort(ctx);
@@ -198,7 +163,7 @@ int kafka_handle_create_partitions(struct kafka_ctx *ctx)
 {
 	struct kafka_create_partitions_request *q = ctx->req.body;
 	int n = q->Topics.count < 0 ? 0 : q->Topics.count;
-	struct ctl_req *req = req_new(ctx, CTL_CREATE_PARTITIONS, n);
+	struct ctl_req *req = ctl_req_new(ctx, CTL_CREATE_PARTITIONS, n);
 
 	if (!req) {
 		kafka_ctx_abort(ctx);
@@ -252,7 +217,7 @@ int kafka_handle_alter_configs(struct kafka_ctx *ctx)
 {
 	struct kafka_alter_configs_request *q = ctx->req.body;
 	int n = q->Resources.count < 0 ? 0 : q->Resources.count;
-	struct ctl_req *req = req_new(ctx, CTL_ALTER_CONFIGS, n);
+	struct ctl_req *req = ctl_req_new(ctx, CTL_ALTER_CONFIGS, n);
 
 	if (!req) {
 		kafka_ctx_abort(ctx);
@@ -324,7 +289,7 @@ int kafka_handle_incremental_alter_configs(struct kafka_ctx *ctx)
 {
 	struct kafka_incremental_alter_configs_request *q = ctx->req.body;
 	int n = q->Resources.count < 0 ? 0 : q->Resources.count;
-	struct ctl_req *req = req_new(ctx, CTL_ALTER_CONFIGS, n);
+	struct ctl_req *req = ctl_req_new(ctx, CTL_ALTER_CONFIGS, n);
 
 	if (!req) {
 		kafka_ctx_abort(ctx);

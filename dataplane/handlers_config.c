@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "dataplane/coord.h"
+#include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
-#include "dataplane/shard.h"
 #include "dataplane/topic_name.h"
 
 

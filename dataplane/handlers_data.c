@@ -5,11 +5,12 @@
 #include <errno.h>
 #include <string.h>
 
-#include "dataplane/handlers.h"
+#include "dataplane/coord.h"
+#include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
 #include "dataplane/producer.h"
-#include "dataplane/shard.h"
+#include "dataplane/shard_core.h"
 #include "dataplane/topic_name.h"
 #include "storage/batch.h"
 
@@ -188,22 +189,6 @@ static int16_t batch_err_to_kafka(int err)
 		return KERR_UNSUPPORTED_COMPRESSION_TYPE;
 	default:
 		return KERR_CORRUPT_MESSAGE;
-	}
-}
-
-int16_t part_err_to_kafka(int err)
-{
-	switch (err) {
-	case 0:
-		return KERR_NONE;
-	case PART_ERR_OUT_OF_ORDER:
-		return KERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
-	case PART_ERR_OLD_EPOCH:
-		return KERR_INVALID_PRODUCER_EPOCH;
-	case PART_ERR_TXN_STATE:
-		return KERR_INVALID_TXN_STATE;
-	default:
-		return err < 0 ? kafka_append_error(err) : KERR_UNKNOWN_SERVER_ERROR;
 	}
 }
 
@@ -448,7 +433,9 @@ static void fetch_release_on_owner(void *self, struct shard_msg *m)
 	part_rbuf_put(sh, m->p[1]);
 }
 
-void fetch_release_hold(struct shard *sh, struct data_hold *h)
+/* A fetch response's hold (kafka_ctx_hold): its data goes back to the
+ * owner. */
+static void fetch_release_hold(struct shard *sh, struct data_hold *h)
 {
 	struct plog_read *rd = h->rd;
 	struct shard_msg m = { .fn = fetch_release_on_owner, .p = { rd->chunk, rd->buf } };
@@ -474,13 +461,13 @@ static void fetch_read_finished(struct fetch_item *it)
 		it->lso = part_lso(it->part);
 	}
 	it->ab_n = 0;
-	if (it->isolation && it->rq.rd.bytes && it->part->naborted) {
+	if (it->isolation && it->rq.rd.bytes && it->part->txn.naborted) {
 		/* the aborted transactions whose records the data may hold */
 		int64_t end = it->offset;
 
 		for (uint32_t at = 0; at + BATCH_HEADER_SIZE <= it->rq.rd.bytes; at += batch_size(it->rq.rd.data + at))
 			end = batch_last_offset(it->rq.rd.data + at);
-		it->ab_n = part_txn_aborted(it->part, it->offset, end, it->ab_pid, it->ab_first, it->ab_cap);
+		it->ab_n = part_txn_aborted(&it->part->txn, it->offset, end, it->ab_pid, it->ab_first, it->ab_cap);
 	}
 	if (ctx->sh == owner) {
 		struct shard_msg m = { .p = { it } };
@@ -578,7 +565,7 @@ static int fetch_complete(struct kafka_ctx *ctx)
 	if (again) {
 		for (int i = 0; i < fs->n; i++) {
 			struct fetch_item *it = &fs->items[i];
-			struct data_hold h = { it->owner, &it->rq.rd };
+			struct data_hold h = { it->owner, &it->rq.rd, fetch_release_hold };
 
 			if (it->part && (it->rq.rd.bytes || it->rq.rd.buf || it->rq.rd.chunk))
 				fetch_release_hold(sh, &h);
@@ -619,15 +606,13 @@ static int fetch_complete(struct kafka_ctx *ctx)
 			}
 		}
 		if (it->rq.rd.bytes || it->rq.rd.buf)
-			kafka_ctx_hold(ctx, it->owner, &it->rq.rd);
+			kafka_ctx_hold(ctx, it->owner, &it->rq.rd, fetch_release_hold);
 	}
 	if (!ctx->final && total < (q->MinBytes > 0 ? q->MinBytes : 1) && q->MaxWaitMs > 0) {
 		/* long-poll: let go of the data, watch the partitions, wait */
 		uint64_t deadline = ctx->started_ns + (uint64_t)q->MaxWaitMs * 1000000ull;
 
-		for (int i = 0; i < ctx->nholds; i++)
-			fetch_release_hold(sh, &ctx->holds[i]);
-		ctx->nholds = 0;
+		kafka_ctx_release_holds(ctx);
 		if (deadline > sh->now_ns) {
 			for (int i = 0; i < fs->n; i++) {
 				struct fetch_item *it = &fs->items[i];
@@ -666,7 +651,7 @@ static int fetch_round(struct kafka_ctx *ctx)
 	struct fetch_state *fs = ctx->state;
 	struct shard *sh = ctx->sh;
 
-	if (ctx->deadline_ns && sh->now_ns >= ctx->deadline_ns)
+	if (ctx->park.deadline_ns && sh->now_ns >= ctx->park.deadline_ns)
 		ctx->final = 1;
 	ctx->pending = 1;
 	ctx->resume = fetch_complete;
@@ -695,7 +680,7 @@ static void fetch_watch_msg(void *self, struct shard_msg *m)
 		if (from == sh->id) {
 			shard_wake_parked(sh);
 		} else {
-			struct shard_msg w = { .fn = fetch_wake_msg };
+			struct shard_msg w = { .fn = shard_wake_parked_msg };
 
 			shard_send(sh, from, &w);
 		}
@@ -708,12 +693,6 @@ static void fetch_watch_msg(void *self, struct shard_msg *m)
 		part_progress(p);
 	}
 	(void)sh;
-}
-
-void fetch_wake_msg(void *self, struct shard_msg *m)
-{
-	(void)m;
-	shard_wake_parked(self);
 }
 
 int kafka_handle_fetch(struct kafka_ctx *ctx)
@@ -795,7 +774,7 @@ int kafka_handle_fetch(struct kafka_ctx *ctx)
 	}
 	ctx->resp = r;
 	ctx->state = fs;
-	ctx->deadline_ns = 0;
+	ctx->park.deadline_ns = 0;
 	return fetch_round(ctx);
 }
 

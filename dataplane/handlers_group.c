@@ -5,7 +5,7 @@
  * node this broker coordinates every group and transaction.
  * @thread shard */
 #include "dataplane/coord.h"
-#include "dataplane/shard.h"
+#include "dataplane/kafka_ctx.h"
 
 int kafka_handle_offset_commit(struct kafka_ctx *ctx) { return ctx->sh->b->coord->submit_group(ctx); }
 int kafka_handle_offset_fetch(struct kafka_ctx *ctx) { return ctx->sh->b->coord->submit_group(ctx); }

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
+#include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
-#include "dataplane/shard.h"
 
 static void fill_partition(struct kafka_describe_log_dirs_response_describe_log_dirs_partition *p,
 			   const struct md_partition *mp)

@@ -1,7 +1,8 @@
 /* dataplane/kafka_ctx.c — a request in progress: its memory, dispatch
  * through the ApiKey table, the pipeline of one connection (which request
- * may follow which), its end in request order, holds, long-poll parking.
- * See dataplane/kafka_ctx.h. */
+ * may follow which), its end, holds, long-poll parking, its response's
+ * encoding; and the table through which its connection calls it
+ * (kafka_ctx_conn_ops). See dataplane/kafka_ctx.h. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -9,9 +10,8 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 
-#include "dataplane/handlers.h"
+#include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
-#include "dataplane/shard_internal.h"
 #include "storage/batch_format.h"
 
 #define CONN_ARENA_MIN (1u << 20)
@@ -63,24 +63,27 @@ static int ctx_arena(struct kafka_ctx *ctx, size_t want)
 	return ctx->arena_mem ? 0 : -ENOMEM;
 }
 
-/* The next request slot of the pipeline (allocated once per slot and
- * connection, kept until the connection goes). */
-struct kafka_ctx *kafka_ctx_next(struct conn *c)
+static struct kafka_ctx *ctx_of(const struct conn_req *r)
 {
-	int slot = (c->phead + c->busy) % CONN_PIPE;
-
-	if (!c->pipe[slot]) {
-		c->pipe[slot] = calloc(1, sizeof(struct kafka_ctx)); /* style: allow per connection */
-		if (!c->pipe[slot])
-			return NULL;
-		c->pipe[slot]->sh = c->sh;
-		c->pipe[slot]->c = c;
-	}
-	return c->pipe[slot];
+	return (struct kafka_ctx *)((char *)r - offsetof(struct kafka_ctx, cr));
 }
 
-void kafka_ctx_dispatch(struct kafka_ctx *ctx, const uint8_t *frame, uint32_t len)
+/* A new request slot of the pipeline (made once per slot and connection,
+ * kept until the connection goes). */
+static struct conn_req *ctx_slot_new(struct conn *c)
 {
+	struct kafka_ctx *ctx = calloc(1, sizeof(*ctx)); /* style: allow per connection */
+
+	if (!ctx)
+		return NULL;
+	ctx->sh = c->sh;
+	ctx->c = c;
+	return &ctx->cr;
+}
+
+static void ctx_dispatch(struct conn_req *r, const uint8_t *frame, uint32_t len)
+{
+	struct kafka_ctx *ctx = ctx_of(r);
 	struct conn *c = ctx->c;
 	struct shard *sh = c->sh;
 	int rc;
@@ -95,12 +98,12 @@ void kafka_ctx_dispatch(struct kafka_ctx *ctx, const uint8_t *frame, uint32_t le
 	ctx->nholds = 0;
 	ctx->holds = NULL;
 	ctx->holds_cap = 0;
-	ctx->parked = 0;
+	ctx->park.parked = 0;
 	ctx->final = 0;
 	ctx->parked_once = 0;
 	ctx->only_error = 0;
-	ctx->ready = 0;
-	ctx->no_response = 0;
+	ctx->cr.ready = 0;
+	ctx->cr.no_response = 0;
 	ctx->cleanup = NULL;
 	ctx->cleanup_arg = NULL;
 	ctx->started_ns = sh->now_ns;
@@ -108,7 +111,7 @@ void kafka_ctx_dispatch(struct kafka_ctx *ctx, const uint8_t *frame, uint32_t le
 	ctx->recv_ns = shard_mono_ns();
 	ctx->conn_ns = c->accept_ns;
 	/* the first slot takes any request; the others only produces */
-	if (ctx_arena(ctx, (size_t)len * 4 + (ctx == &c->ctx ? CONN_ARENA_MIN : CONN_ARENA_PIPE)) < 0) {
+	if (ctx_arena(ctx, (size_t)len * 4 + (&ctx->cr == c->pipe[0] ? CONN_ARENA_MIN : CONN_ARENA_PIPE)) < 0) {
 		kafka_ctx_abort(ctx);
 		return;
 	}
@@ -164,9 +167,9 @@ static int16_t frame_api_key(const uint8_t *frame)
  * rebalance it waits behind has made it stale (Kafka judges it late and
  * refuses it, and librdkafka then drops the member's partitions), and a
  * LeaveGroup of a closing member takes effect at once. */
-int kafka_ctx_may_follow(const struct kafka_ctx *hctx, const uint8_t *frame)
+static int ctx_may_follow(const struct conn_req *r, const uint8_t *frame)
 {
-	int16_t head = hctx->req.header.RequestApiKey, next = frame_api_key(frame);
+	int16_t head = ctx_of(r)->req.header.RequestApiKey, next = frame_api_key(frame);
 
 	if (head == KAFKA_PRODUCE_KEY)
 		return next == KAFKA_PRODUCE_KEY;
@@ -176,12 +179,14 @@ int kafka_ctx_may_follow(const struct kafka_ctx *hctx, const uint8_t *frame)
 	return 0;
 }
 
-void kafka_ctx_fini(struct kafka_ctx *ctx)
+/* The connection goes: the slot's memory with it. */
+static void ctx_fini(struct conn_req *r)
 {
+	struct kafka_ctx *ctx = ctx_of(r);
+
 	ctx_more_free(ctx);
 	free(ctx->arena_mem);
-	ctx->arena_mem = NULL;
-	ctx->arena_cap = 0;
+	free(ctx);
 }
 
 /* ---- responses -------------------------------------------------------- */
@@ -189,23 +194,21 @@ void kafka_ctx_fini(struct kafka_ctx *ctx)
 void kafka_ctx_release_holds(struct kafka_ctx *ctx)
 {
 	for (int i = 0; i < ctx->nholds; i++)
-		fetch_release_hold(ctx->sh, &ctx->holds[i]);
+		ctx->holds[i].release(ctx->sh, &ctx->holds[i]);
 	ctx->nholds = 0;
 }
 
-
-/* The head request is over: its response was sent (or it had none, or
- * the connection is closing). The next one's response may go out. */
-void kafka_ctx_end(struct kafka_ctx *ctx)
+/* The request's turn is over (its response sent, none, or the connection
+ * closing): what it holds goes back; its connection lets the next go. */
+static void ctx_end(struct conn_req *r)
 {
-	struct conn *c = ctx->c;
+	struct kafka_ctx *ctx = ctx_of(r);
 
 	kafka_ctx_release_holds(ctx);
 	if (ctx->cleanup) {
 		ctx->cleanup(ctx);
 		ctx->cleanup = NULL;
 	}
-	ctx->ready = 0;
 	ctx_more_free(ctx);
 	if (ctx->arena_cap > CONN_ARENA_KEEP) {
 		/* a large request's arena goes back with it */
@@ -213,30 +216,42 @@ void kafka_ctx_end(struct kafka_ctx *ctx)
 		ctx->arena_mem = NULL;
 		ctx->arena_cap = 0;
 	}
-	c->active_ns = c->sh->now_ns;
-	c->phead = (c->phead + 1) % CONN_PIPE;
-	c->busy--;
-	shard_stat_add(&c->sh->stats.requests_inflight, (uint64_t)-1);
-	if (c->busy) {
-		conn_process(c);   /* a full pipeline takes the next produce */
-		conn_pump(c);
-		return;
-	}
-	c->phead = 0;   /* an idle connection starts over at its first slot */
-	if (c->closing) {
-		conn_maybe_free(c);
-		return;
-	}
-	conn_process(c);
-	if (c->peer_closed) {
-		if (!c->busy) {
-			conn_close(c);
-			conn_maybe_free(c);
-		}
-		return;
-	}
-	conn_arm_recv(c);
 }
+
+/* The connection closes: a long poll holds nothing in flight and ends
+ * here. */
+static int ctx_cancel(struct conn_req *r)
+{
+	struct kafka_ctx *ctx = ctx_of(r);
+
+	if (!ctx->park.parked)
+		return 0;
+	shard_unpark(ctx->sh, &ctx->park);
+	kafka_ctx_release_holds(ctx);
+	return 1;
+}
+
+static void ctx_encode(struct conn_req *r, struct kafka_writer *w)
+{
+	struct kafka_ctx *ctx = ctx_of(r);
+	int16_t key = ctx->req.header.RequestApiKey, ver = ctx->req.header.RequestApiVersion;
+	int32_t corr = ctx->req.header.CorrelationId;
+
+	if (ctx->only_error)
+		kafka_error_response_encode(w, key, ver, corr, ctx->only_error);
+	else
+		kafka_response_encode(w, key, ver, corr, ctx->resp);
+}
+
+const struct conn_ops kafka_ctx_conn_ops = {
+	.slot_new = ctx_slot_new,
+	.may_follow = ctx_may_follow,
+	.dispatch = ctx_dispatch,
+	.encode = ctx_encode,
+	.end = ctx_end,
+	.cancel = ctx_cancel,
+	.fini = ctx_fini,
+};
 
 /* The request's latency into the shard's histograms (its loop clock). */
 static void shard_observe(struct kafka_ctx *ctx)
@@ -261,31 +276,26 @@ static void shard_observe(struct kafka_ctx *ctx)
 void kafka_ctx_done(struct kafka_ctx *ctx)
 {
 	shard_observe(ctx);
-	ctx->ready = 1;
-	ctx->no_response = 1;
+	ctx->cr.ready = 1;
+	ctx->cr.no_response = 1;
 	conn_pump(ctx->c);
 }
 
 void kafka_ctx_abort(struct kafka_ctx *ctx)
 {
-	struct conn *c = ctx->c;
-
-	shard_stat_add(&c->sh->stats.bad_frames, 1);
 	kafka_ctx_release_holds(ctx);
-	conn_close(c);
-	ctx->ready = 1;
-	ctx->no_response = 1;
-	conn_pump(c);
+	conn_abort(ctx->c, &ctx->cr);
 }
 
 void kafka_ctx_respond(struct kafka_ctx *ctx)
 {
 	shard_observe(ctx);
-	ctx->ready = 1;
+	ctx->cr.ready = 1;
 	conn_pump(ctx->c);
 }
 
-int kafka_ctx_hold(struct kafka_ctx *ctx, int owner, struct plog_read *rd)
+int kafka_ctx_hold(struct kafka_ctx *ctx, int owner, struct plog_read *rd,
+		   void (*release)(struct shard *sh, struct data_hold *h))
 {
 	if (ctx->nholds == ctx->holds_cap) {
 		int ncap = ctx->holds_cap ? ctx->holds_cap * 2 : 16;
@@ -298,7 +308,7 @@ int kafka_ctx_hold(struct kafka_ctx *ctx, int owner, struct plog_read *rd)
 		ctx->holds = n;
 		ctx->holds_cap = ncap;
 	}
-	ctx->holds[ctx->nholds++] = (struct data_hold){ owner, rd };
+	ctx->holds[ctx->nholds++] = (struct data_hold){ owner, rd, release };
 	return 0;
 }
 
@@ -308,57 +318,28 @@ void kafka_ctx_sub_done(struct kafka_ctx *ctx)
 		ctx->resume(ctx);
 }
 
+/* Woken: the deadline passed, a watched partition moved, or the shard
+ * stops (final). A request whose connection closed meanwhile just ends. */
+static void ctx_wake(struct shard_park *pk, int final)
+{
+	struct kafka_ctx *ctx = (struct kafka_ctx *)((char *)pk - offsetof(struct kafka_ctx, park));
+
+	if (final)
+		ctx->final = 1;
+	if (ctx->c->closing) {
+		ctx->cr.ready = 1;
+		ctx->cr.no_response = 1;
+		conn_pump(ctx->c);
+		return;
+	}
+	ctx->resume(ctx);
+}
+
 void kafka_ctx_park(struct kafka_ctx *ctx, uint64_t deadline_ns)
 {
-	struct shard *sh = ctx->sh;
-
-	ctx->deadline_ns = deadline_ns;
-	ctx->parked = 1;
-	ctx->park_prev = NULL;
-	ctx->park_next = sh->parked;
-	if (sh->parked)
-		sh->parked->park_prev = ctx;
-	sh->parked = ctx;
+	ctx->park.wake = ctx_wake;
+	shard_park(ctx->sh, &ctx->park, deadline_ns);
 }
-
-void kafka_ctx_unpark(struct kafka_ctx *ctx)
-{
-	struct shard *sh = ctx->sh;
-
-	if (!ctx->parked)
-		return;
-	if (ctx->park_prev)
-		ctx->park_prev->park_next = ctx->park_next;
-	else
-		sh->parked = ctx->park_next;
-	if (ctx->park_next)
-		ctx->park_next->park_prev = ctx->park_prev;
-	ctx->parked = 0;
-}
-
-/* Wake parked requests: all of them when `all`, else those past their
- * deadline. Returns the nearest remaining deadline (0: none). */
-uint64_t kafka_ctx_run_parked(struct shard *sh, int all)
-{
-	struct kafka_ctx *ctx = sh->parked, *next;
-	uint64_t nearest = 0;
-
-	for (; ctx; ctx = next) {
-		next = ctx->park_next;
-		if (all || ctx->deadline_ns <= sh->now_ns || ctx->c->closing) {
-			kafka_ctx_unpark(ctx);
-			if (ctx->c->closing) {
-				kafka_ctx_end(ctx);
-				continue;
-			}
-			ctx->resume(ctx);
-		} else if (!nearest || ctx->deadline_ns < nearest) {
-			nearest = ctx->deadline_ns;
-		}
-	}
-	return nearest;
-}
-
 
 /* ---- what a coordinator's shard-side half uses ----------------------- */
 

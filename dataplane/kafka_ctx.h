@@ -1,7 +1,9 @@
 /* dataplane/kafka_ctx.h — a request in progress on a connection: its
  * memory (an arena, and blocks beyond it), its dispatch through the ApiKey
  * table, the data its response holds, its parking for a long poll, and its
- * end, in request order, on its connection (dataplane/conn.h).
+ * response's encoding. It sits above the connection (dataplane/conn.h),
+ * which takes frames up and sends responses in request order, and tells
+ * this pipeline through kafka_ctx_conn_ops (struct conn_ops).
  *
  * Thread: the shard's own (@thread shard), all of it: a request lives on
  * the shard whose connection took it up; another shard's part of it comes
@@ -16,22 +18,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dataplane/conn.h"
 #include "dataplane/kafka/kafka_codec.h"
+#include "dataplane/shard_core.h"
 
-struct shard;
-struct conn;
 struct plog_read;
 
 /* A data reference a response holds until it is sent: a tail chunk or a
- * disk read buffer, on this shard or on its owner shard. */
+ * disk read buffer, on this shard or on its owner shard; `release` (the
+ * handler's, given with kafka_ctx_hold) gives it back. */
 struct data_hold {
 	int shard;                  /* owner shard */
 	struct plog_read *rd;       /* on the owner; released there */
+	void (*release)(struct shard *sh, struct data_hold *h);
 };
 
 /* The request in progress on a connection (one at a time, like Kafka:
  * the connection is muted until the response is queued). */
 struct kafka_ctx {
+	struct conn_req cr;                 /* the connection's view: ready, no_response */
 	struct shard *sh;
 	struct conn *c;
 	struct kafka_request req;
@@ -41,17 +46,13 @@ struct kafka_ctx {
 	int (*resume)(struct kafka_ctx *);  /* when pending drops to 0 */
 	void *resp;                         /* response body, in the arena */
 	void *state;                        /* handler state, in the arena */
-	uint64_t deadline_ns;
-	int parked;                         /* long-poll waiting */
-	struct kafka_ctx *park_next, *park_prev;
+	struct shard_park park;             /* long-poll waiting (park.parked), until park.deadline_ns */
 	struct data_hold *holds;            /* in the arena */
 	int nholds, holds_cap;
 	int final;                          /* long-poll over: answer now */
 	int16_t only_error;                 /* nonzero: answer just this error */
 	void (*cleanup)(struct kafka_ctx *);/* when the request ends (its response sent or dropped) */
 	void *cleanup_arg;
-	int ready;                          /* response built (or none): send in order */
-	int no_response;                    /* acks=0: nothing to send */
 	int parked_once;                    /* a fetch that long-polled (metrics) */
 	uint64_t started_ns;
 	uint64_t recv_ns;                   /* CLOCK_MONOTONIC when the frame was taken up: orders
@@ -100,12 +101,22 @@ static inline void *kafka_ctx_alloc(struct kafka_ctx *ctx, size_t n)
 	return p ? p : kafka_ctx_alloc_more(ctx, n);
 }
 
-/* Keep `rd` (on shard `owner`) until the response is sent. */
-int kafka_ctx_hold(struct kafka_ctx *ctx, int owner, struct plog_read *rd);
+/* Keep `rd` (on shard `owner`) until the response is sent; then (or when
+ * the request lets go of its holds early) release(ctx->sh, hold) gives it
+ * back. */
+int kafka_ctx_hold(struct kafka_ctx *ctx, int owner, struct plog_read *rd,
+		   void (*release)(struct shard *sh, struct data_hold *h));
+/* Give back every hold now (a long poll lets go of its data). */
+void kafka_ctx_release_holds(struct kafka_ctx *ctx);
 
-/* Park a request until its deadline or a wake on one of its partitions. */
+/* Park a request until its deadline or a wake on one of its partitions
+ * (shard_wake_parked): then ctx->resume runs, with ctx->final set when the
+ * shard stops. */
 void kafka_ctx_park(struct kafka_ctx *ctx, uint64_t deadline_ns);
-void kafka_ctx_unpark(struct kafka_ctx *ctx);
+
+/* @thread shard. What a connection tells its requests (given to the shards
+ * by the loop, dataplane/shard.c). */
+extern const struct conn_ops kafka_ctx_conn_ops;
 
 /* ---- what a coordinator's shard-side half uses (dataplane/coord.h) ---- */
 

@@ -8,9 +8,8 @@
 #include <time.h>
 #include <string.h>
 
-#include "dataplane/handlers.h"
 #include "dataplane/part.h"
-#include "dataplane/shard.h"
+#include "dataplane/shard_core.h"
 #include "storage/batch_format.h"
 #include "storage/recompress.h"
 
@@ -34,8 +33,8 @@ static void part_rebuild_producers(struct part *p)
 	struct plog *pl = p->pl;
 	int64_t off = plog_offset_near_end(pl, PART_PRODUCER_SCAN), covered = -1;
 	int dfd = open(pl->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int txn = part_txn_load(p);
-	uint32_t had = p->naborted;
+	int txn = part_txn_load(&p->txn, pl->log_start, pl->next_offset);
+	uint32_t had = p->txn.naborted;
 	uint8_t *buf;
 	/* A rebuilt producer counts as active now, as an append counts it at
 	 * the broker's clock (not the batch's CreateTime, which a client sets:
@@ -63,7 +62,7 @@ static void part_rebuild_producers(struct part *p)
 	else if (txn)
 		off = pl->log_start;   /* transactions: every open one must be found */
 	if (off >= pl->next_offset) {
-		part_txn_relso(p);
+		part_txn_relso(&p->txn);
 		return;
 	}
 	buf = aligned_alloc(4096, SHARD_RBUF_SIZE); /* style: allow partition setup */
@@ -80,7 +79,7 @@ static void part_rebuild_producers(struct part *p)
 		while (at + BATCH_HEADER_SIZE <= rd.bytes && batch_size(rd.data + at) <= rd.bytes - at) {
 			const uint8_t *b = rd.data + at;
 
-			part_txn_scan(p, b);
+			part_txn_scan(&p->txn, b);
 			if (batch_producer_id(b) >= 0 && !(batch_attributes(b) & BATCH_ATTR_CONTROL) &&
 			    batch_base_sequence(b) >= 0)
 				producer_record(&p->producers, batch_producer_id(b), batch_producer_epoch(b),
@@ -96,7 +95,7 @@ static void part_rebuild_producers(struct part *p)
 		off = next;
 	}
 	free(buf);
-	part_txn_scanned(p, had);
+	part_txn_scanned(&p->txn, had);
 }
 
 int part_open(struct shard *sh, const char *dir, const char *topic, int32_t index,
@@ -123,7 +122,7 @@ int part_open(struct shard *sh, const char *dir, const char *topic, int32_t inde
 	snprintf(p->topic, sizeof(p->topic), "%s", topic);
 	p->last_hw = p->pl->high_watermark;
 	p->snap_covered = -1;
-	p->txn_lso = INT64_MAX;
+	part_txn_init(&p->txn, &p->producers, p->pl->dir, p->topic, index);
 	plog_set_durable_cb(p->pl, part_durable, p);
 	part_rebuild_producers(p);
 	*out = p;
@@ -147,7 +146,7 @@ void part_snapshot_producers(struct part *p)
 
 	if (!p->pl || p->deleted || p->snap.busy || p->pl->next_offset == p->snap_covered)
 		return;   /* nothing appended since the last snapshot, or one is being saved */
-	part_txn_trim(p);
+	part_txn_trim(&p->txn, p->pl->log_start);
 	dfd = open(p->pl->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return;
@@ -184,7 +183,7 @@ void part_close(struct part *p)
 	}
 	plog_close(p->pl);
 	producer_table_free(&p->producers);
-	free(p->aborted);
+	part_txn_free(&p->txn);
 	free(p->acks);
 	free(p);
 }
@@ -196,10 +195,7 @@ void part_retire(struct part *p)
 	part_snap_wait(p);
 	plog_close(p->pl);
 	producer_table_free(&p->producers);
-	free(p->aborted);
-	p->aborted = NULL;
-	p->naborted = p->aborted_cap = 0;
-	p->txn_lso = INT64_MAX;
+	part_txn_free(&p->txn);
 	p->pl = NULL;
 	p->deleted = 1;
 	free(p->acks);
@@ -276,7 +272,7 @@ void part_produce(struct part *p, const struct part_produce_req *req, part_produ
 		/* a transactional batch: the partition must be in the producer's
 		 * ongoing transaction (KIP-890's verification), asked before
 		 * anything else so a fenced or late write is never taken */
-		int v = txn ? part_txn_check(p, pid, epoch, req->recv_ns) : 0;
+		int v = txn ? part_txn_check(&p->txn, pid, epoch, req->recv_ns) : 0;
 
 		if (!v)
 			v = producer_check(&p->producers, pid, epoch, first, last, &dup);
@@ -297,7 +293,7 @@ void part_produce(struct part *p, const struct part_produce_req *req, part_produ
 							 base + batch_last_offset_delta(rec), sh->now_ms) < 0)
 				shard_stat_add(&sh->stats.producer_state_full, 1);   /* appended; a resend would append again */
 			if (base >= 0 && txn)
-				part_txn_appended(p, pid, base);
+				part_txn_appended(&p->txn, pid, base);
 		}
 	} else {
 		base = part_append_all(sh, p, rec, len, &need, &log_start);
@@ -332,6 +328,36 @@ int part_append_flush(struct part *p, const uint8_t *batch, uint32_t len, int64_
 	}
 	return rc;
 }
+
+/* ---- transactions ---------------------------------------------------- */
+
+int part_begin_txn(struct part *p, int64_t pid, int16_t epoch, uint64_t since_ns)
+{
+	if (p->deleted)
+		return -ENOENT;
+	return part_txn_begin(&p->txn, pid, epoch, since_ns, p->sh->now_ms);
+}
+
+int part_append_marker(struct part *p, int64_t pid, int16_t epoch, int commit, int32_t coordinator_epoch,
+		       int64_t *offset)
+{
+	uint8_t buf[128];
+	ssize_t len;
+	int rc;
+
+	if (p->deleted)
+		return -ENOENT;
+	len = part_txn_marker_build(buf, sizeof(buf), pid, epoch, commit, coordinator_epoch, p->sh->now_ms);
+	if (len < 0)
+		return (int)len;
+	rc = part_append_flush(p, buf, (uint32_t)len, offset);
+	if (rc < 0)
+		return rc;
+	part_txn_marked(&p->txn, pid, epoch, commit, *offset, p->sh->now_ms);
+	return 0;
+}
+
+/* ---- reads ------------------------------------------------------------ */
 
 uint8_t *part_rbuf_take(struct shard *sh)
 {
@@ -469,7 +495,7 @@ void part_progress(struct part *p)
 			if (i == sh->id) {
 				shard_wake_parked(sh);
 			} else {
-				struct shard_msg m = { .fn = fetch_wake_msg };
+				struct shard_msg m = { .fn = shard_wake_parked_msg };
 
 				shard_send(sh, i, &m);
 			}

@@ -15,6 +15,8 @@
 #include <stdint.h>
 
 #include "dataplane/broker.h"
+#include "dataplane/part_err.h"
+#include "dataplane/part_txn.h"
 #include "dataplane/producer.h"
 #include "storage/plog.h"
 
@@ -22,14 +24,10 @@ struct shard;
 struct shard_msg;
 struct kafka_ctx;
 
-/* Why a partition refuses a produce, beside -errno: positive, so that one
- * int carries either. No Kafka codes on the owner: the handlers map these
- * at their edge (part_err_to_kafka, dataplane/handlers.h). */
-enum part_err {
-	PART_ERR_OUT_OF_ORDER = PRODUCER_OUT_OF_ORDER,   /* idempotence: a sequence gap */
-	PART_ERR_OLD_EPOCH = PRODUCER_OLD_EPOCH,         /* an older producer epoch: fenced */
-	PART_ERR_TXN_STATE = 3,                          /* a transactional batch outside its transaction */
-};
+/* Why a partition refuses a produce, beside -errno: enum part_err
+ * (dataplane/part_err.h), positive, so that one int carries either. No
+ * Kafka codes on the owner: the handlers map these at their edge
+ * (part_err_to_kafka, beside the enum). */
 
 /* A produce is done, on the owner: at base (err 0; a batch sent again: its
  * first offset), or refused (base -1) with an enum part_err or -errno;
@@ -53,12 +51,6 @@ struct ack_wait {
 	void (*notify)(void *self, struct shard_msg *m);
 };
 
-/* An aborted transaction of one producer: its records lie in
- * [first, last) and its ABORT marker is at `last`. */
-struct part_aborted {
-	int64_t pid, first, last;
-};
-
 struct part {
 	struct plog *pl;
 	struct part_pub *pub;       /* NULL when nobody reads it (tests, tools) */
@@ -75,12 +67,7 @@ struct part {
 	struct producer_table producers;   /* idempotent producers' last batches */
 	int64_t snap_covered;       /* log offset the last producer snapshot covers, -1: none */
 	struct producer_snap snap;  /* the snapshot being saved on the ring (snap.busy) */
-	/* transactions (dataplane/part_txn.c) */
-	struct part_aborted *aborted;   /* aborted transactions, in marker order */
-	uint32_t naborted, aborted_cap;
-	int64_t txn_lso;            /* first offset of the oldest open transaction, INT64_MAX: none */
-	int txn_seen;               /* the partition has had transactions ("aborted.txns" exists) */
-	uint64_t txn_markers;       /* markers written */
+	struct part_txn txn;        /* its transactions (dataplane/part_txn.h) */
 	struct part *next;          /* the owner shard's list */
 };
 
@@ -192,25 +179,14 @@ void part_read(struct part *p, struct part_read_req *rq, part_read_done done, vo
  * @thread owner shard */
 void part_read_release(struct part_read_req *rq);
 
-/* ---- transactions (dataplane/part_txn.c) ---- */
+/* ---- transactions (the state: p->txn, dataplane/part_txn.h) ---- */
 
-/* Load "aborted.txns" (partition open, before the producer scan): returns 1
- * when the partition has had transactions (then the scan must read every
- * batch after the snapshot). */
-int part_txn_load(struct part *p);
-/* The scan at open saw batch b: track open transactions and aborts. */
-void part_txn_scan(struct part *p, const uint8_t *b);
-/* The open scan is over: persist the aborts it found beyond the first
- * `had` (those the file missed) and compute the LSO. */
-void part_txn_scanned(struct part *p, uint32_t had);
-/* Recompute the LSO cache from the producer table. */
-void part_txn_relso(struct part *p);
 /* Last stable offset: below it no transaction is open. */
 static inline int64_t part_lso(const struct part *p)
 {
 	int64_t hw = p->pl ? p->pl->high_watermark : 0;
 
-	return p->txn_lso < hw ? p->txn_lso : hw;
+	return p->txn.lso < hw ? p->txn.lso : hw;
 }
 
 /* A counter of the published block: the owner's plain add, stored so that
@@ -240,23 +216,12 @@ static inline void part_publish(struct part *p)
 }
 /* The coordinator added this partition to producer pid's transaction
  * (epoch, begun at since_ns): its transactional batches are taken from now
- * on. 0 or a Kafka error. */
-int part_txn_begin(struct part *p, int64_t pid, int16_t epoch, uint64_t since_ns);
-/* May a transactional batch of (pid, epoch) received at recv_ns be
- * appended? 0 or an enum part_err (PART_ERR_OLD_EPOCH, PART_ERR_TXN_STATE). */
-int part_txn_check(struct part *p, int64_t pid, int16_t epoch, uint64_t recv_ns);
-/* A transactional batch of pid was appended at base. */
-void part_txn_appended(struct part *p, int64_t pid, int64_t base);
-/* Write the COMMIT or ABORT marker of pid's transaction; *offset is where.
- * 0 or -errno (plog_append's). */
-int part_txn_marker(struct part *p, int64_t pid, int16_t epoch, int commit, int32_t coordinator_epoch,
-		    int64_t *offset);
-/* Aborted transactions a read_committed fetch of [from, to] must know:
- * marker at or after `from`, first offset at or before `to`. Fills up to
- * cap into pid[]/first[] and returns how many there are. */
-int part_txn_aborted(const struct part *p, int64_t from, int64_t to, int64_t *pid, int64_t *first, int cap);
-/* Retention moved the log start: forget aborts wholly before it (and
- * rewrite the file). Slow path. */
-void part_txn_trim(struct part *p);
+ * on. 0, -ENOENT (the partition was deleted), PART_ERR_OLD_EPOCH (a newer
+ * epoch of pid is known) or PART_ERR_PRODUCERS_FULL. @thread owner */
+int part_begin_txn(struct part *p, int64_t pid, int16_t epoch, uint64_t since_ns);
+/* Append the COMMIT or ABORT marker of pid's transaction; *offset is where.
+ * 0 or -errno (-ENOENT: deleted; plog_append's). @thread owner */
+int part_append_marker(struct part *p, int64_t pid, int16_t epoch, int commit, int32_t coordinator_epoch,
+		       int64_t *offset);
 
 #endif

@@ -17,7 +17,7 @@
 #include "dataplane/broker.h"
 #include "dataplane/part.h"
 #include "dataplane/part_proxy.h"
-#include "dataplane/shard.h"
+#include "dataplane/shard_core.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
 
@@ -232,7 +232,7 @@ void part_proxy_append(struct part_proxy *px, int owner, struct part *p, struct 
  * v[1] pid, v[2] epoch, v[3] since_ns. */
 static void owner_txn_begin(void *self, struct shard_msg *m)
 {
-	owner_answer(self, m, part_txn_begin(m->p[0], m->v[1], (int16_t)m->v[2], (uint64_t)m->v[3]));
+	owner_answer(self, m, part_begin_txn(m->p[0], m->v[1], (int16_t)m->v[2], (uint64_t)m->v[3]));
 }
 
 void part_proxy_txn_begin(struct part_proxy *px, int owner, struct part *p, int64_t pid, int16_t epoch,
@@ -261,7 +261,7 @@ static void owner_txn_marker(void *self, struct shard_msg *m)
 	struct part_marker_req *req = m->p[1];
 	int to = (int)m->v[0];
 	int64_t off = -1;
-	int rc = part_txn_marker(p, req->pid, req->epoch, req->commit, 0, &off);
+	int rc = part_append_marker(p, req->pid, req->epoch, req->commit, 0, &off);
 
 	if (rc == 0) {
 		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = off, .from = to,
@@ -307,22 +307,21 @@ static void lag_reply(struct part_lag_req *q)
 
 /* The first batch at the committed offset is in: its timestamp is the
  * oldest unconsumed record's (the batch's first record's for CreateTime,
- * the broker's for LogAppendTime). @thread owner */
-static void lag_read_done(struct plog_read *rd)
+ * the broker's for LogAppendTime). Nothing read (-EAGAIN: no read buffer
+ * was free for a disk read; an error): no age this time. @thread owner */
+static void lag_read_done(void *cookie, struct part_read_req *rq, int err)
 {
-	struct part_lag_req *q = rd->arg;
+	struct part_lag_req *q = cookie;
 
-	if (!rd->err && rd->bytes >= BATCH_HEADER_SIZE)
-		q->ts = (batch_attributes(rd->data) & BATCH_ATTR_LOG_APPEND_TIME) ? batch_max_timestamp(rd->data)
-										  : batch_base_timestamp(rd->data);
-	plog_read_release(rd);
-	part_rbuf_put(q->sh, q->buf);   /* and start the reads waiting for one */
-	q->buf = NULL;
+	if (!err && rq->rd.bytes >= BATCH_HEADER_SIZE)
+		q->ts = (batch_attributes(rq->rd.data) & BATCH_ATTR_LOG_APPEND_TIME) ? batch_max_timestamp(rq->rd.data)
+										      : batch_base_timestamp(rq->rd.data);
+	part_read_release(rq);   /* and start the reads waiting for a read buffer */
 	lag_reply(q);
 }
 
 /* On the owner: the partition's high watermark, and the timestamp of the
- * first record not consumed (a read of one batch, from the tail or
+ * first record not consumed (part_read of one batch, from the tail or
  * asynchronously from disk). p[0] the part, p[1] the request; v[0] the
  * sender. */
 static void owner_lag(void *self, struct shard_msg *m)
@@ -330,38 +329,24 @@ static void owner_lag(void *self, struct shard_msg *m)
 	struct shard *sh = self;
 	struct part *p = m->p[0];
 	struct part_lag_req *q = m->p[1];
-	int64_t from;
-	int rc;
 
 	q->sh = sh;
 	q->from = (int)m->v[0];
 	q->hw = -1;
 	q->ts = -1;
-	q->buf = NULL;
 	if (!p || p->deleted || !p->pl) {
 		lag_reply(q);
 		return;
 	}
 	q->hw = p->pl->high_watermark;
-	from = q->committed < p->pl->log_start ? p->pl->log_start : q->committed;
-	if (from >= q->hw || !(q->buf = part_rbuf_take(sh))) {
-		lag_reply(q);   /* caught up (or no read buffer free: no age this time) */
+	q->rq.offset = q->committed < p->pl->log_start ? p->pl->log_start : q->committed;
+	if (q->rq.offset >= q->hw) {
+		lag_reply(q);   /* caught up */
 		return;
 	}
-	memset(&q->rd, 0, sizeof(q->rd));
-	q->rd.offset = from;
-	q->rd.max_offset = q->hw;
-	q->rd.max_bytes = 1;        /* one batch: the first is always whole */
-	q->rd.buf = q->buf;
-	q->rd.buf_cap = SHARD_RBUF_SIZE;
-	q->rd.done = lag_read_done;
-	q->rd.arg = q;
-	rc = plog_read(p->pl, &q->rd);
-	if (rc == 0)
-		return;                 /* from disk: lag_read_done runs later */
-	if (rc < 0)
-		q->rd.err = rc;
-	lag_read_done(&q->rd);
+	q->rq.max_bytes = 0;        /* one batch: the first is always whole */
+	q->rq.isolation = 0;        /* up to the high watermark */
+	part_read(p, &q->rq, lag_read_done, q);
 }
 
 void part_proxy_lag(struct part_proxy *px, int owner, struct part *p, struct part_lag_req *req)

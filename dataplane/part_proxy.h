@@ -20,6 +20,7 @@
 
 #include <stdint.h>
 
+#include "dataplane/part.h"
 #include "storage/plog.h"
 
 struct part;
@@ -105,7 +106,9 @@ void part_proxy_append(struct part_proxy *px, int owner, struct part *p, struct 
 
 /* The coordinator added p to producer pid's transaction (epoch, begun at
  * since_ns, the coordinator's clock): the owner takes its transactional
- * batches from now on. done's err is 0 or a Kafka error (part_txn_begin).
+ * batches from now on. done's err is 0, -errno or an enum part_err
+ * (part_txn_begin's); the coordinator chooses the Kafka code
+ * (part_err_to_kafka, dataplane/part_err.h).
  * @thread sender */
 void part_proxy_txn_begin(struct part_proxy *px, int owner, struct part *p, int64_t pid, int16_t epoch,
 			  uint64_t since_ns, part_done done, void *cookie);
@@ -140,12 +143,12 @@ struct part_lag_req {
 	int64_t hw, ts;
 	int from;
 	struct shard *sh;
-	struct plog_read rd;
-	uint8_t *buf;
+	struct part_read_req rq;     /* the read (part_read) */
 };
 
 /* p's high watermark and the age of its first record at req->committed
- * (one batch read, from the tail or from disk). @thread sender */
+ * (one batch read by the owner's one read path, part_read: from the tail,
+ * or from disk into one of its read buffers). @thread sender */
 void part_proxy_lag(struct part_proxy *px, int owner, struct part *p, struct part_lag_req *req);
 
 /* ---- reading back ---- */

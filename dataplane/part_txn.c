@@ -1,21 +1,6 @@
 /* dataplane/part_txn.c — a partition's side of transactions, on its owner
- * shard: which producers have a transaction open here and since which
- * offset (the last stable offset follows from it), the COMMIT/ABORT markers
- * the coordinator has written, and the index of aborted transactions that
- * read_committed fetches return.
- *
- * The index lives in memory and in "aborted.txns" next to the log: one
- * 24-byte record (pid, first offset, marker offset; big-endian) per abort,
- * appended when the marker is appended. At open the file is read, entries
- * the log no longer holds are dropped, and the scan of the batches after
- * the producer snapshot adds the aborts the file missed (a crash between
- * the marker and the file write). The file's presence also says that the
- * partition has had transactions: its open scan then reads everything
- * after the snapshot, so no open transaction is missed.
- *
- * Thread: the owner shard. Aborts and the first transaction of a partition
- * write a small file (slow path: once per transaction, never per batch).
- */
+ * shard: open transactions, the last stable offset, markers and the
+ * aborted index with its file (see dataplane/part_txn.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -24,9 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dataplane/kafka_errors.h"
-#include "dataplane/part.h"
-#include "dataplane/shard.h"
+#include "dataplane/part_err.h"
+#include "dataplane/part_txn.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
 
@@ -34,35 +18,35 @@
 #define ABORTED_TMP "aborted.txns.tmp"
 #define ABORTED_REC 24
 
-static int aborted_push(struct part *p, int64_t pid, int64_t first, int64_t last)
+static int aborted_push(struct part_txn *t, int64_t pid, int64_t first, int64_t last)
 {
-	if (p->naborted && p->aborted[p->naborted - 1].last >= last)
+	if (t->naborted && t->aborted[t->naborted - 1].last >= last)
 		return 0;   /* known already (file and scan overlap) */
-	if (p->naborted == p->aborted_cap) {
-		uint32_t cap = p->aborted_cap ? p->aborted_cap * 2 : 16;
-		struct part_aborted *a = realloc(p->aborted, sizeof(*a) * cap); /* style: allow per aborted transaction, amortized */
+	if (t->naborted == t->cap) {
+		uint32_t cap = t->cap ? t->cap * 2 : 16;
+		struct part_aborted *a = realloc(t->aborted, sizeof(*a) * cap); /* style: allow per aborted transaction, amortized */
 
 		if (!a)
 			return -ENOMEM;
-		p->aborted = a;
-		p->aborted_cap = cap;
+		t->aborted = a;
+		t->cap = cap;
 	}
-	p->aborted[p->naborted++] = (struct part_aborted){ pid, first, last };
+	t->aborted[t->naborted++] = (struct part_aborted){ pid, first, last };
 	return 0;
 }
 
-static void aborted_file_add(struct part *p, const struct part_aborted *a)
+static void aborted_file_add(struct part_txn *t, const struct part_aborted *a)
 {
 	char path[4200];
 	uint8_t rec[ABORTED_REC];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/" ABORTED_FILE, p->pl->dir);
+	snprintf(path, sizeof(path), "%s/" ABORTED_FILE, t->dir);
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		fprintf(stderr, /* style: allow slow path: a failed file open, once per abort */
 			"sluiced: %s-%d: cannot open %s: %s (the abort is found again by the scan at the next start)\n",
-			p->topic, p->index, path, strerror(errno));
+			t->topic, t->index, path, strerror(errno));
 		return;
 	}
 	if (a) {
@@ -72,31 +56,50 @@ static void aborted_file_add(struct part *p, const struct part_aborted *a)
 		if (write(fd, rec, sizeof(rec)) != (ssize_t)sizeof(rec))
 			fprintf(stderr, /* style: allow slow path: a failed write, once per abort */
 				"sluiced: %s-%d: writing %s failed (the abort is found again by the scan at the next start)\n",
-				p->topic, p->index, path);
+				t->topic, t->index, path);
 	}
 	close(fd);
 }
 
-int part_txn_load(struct part *p)
+void part_txn_init(struct part_txn *t, struct producer_table *producers, const char *dir, const char *topic,
+		   int32_t index)
+{
+	memset(t, 0, sizeof(*t));
+	t->producers = producers;
+	t->dir = dir;
+	t->topic = topic;
+	t->index = index;
+	t->lso = INT64_MAX;
+}
+
+void part_txn_free(struct part_txn *t)
+{
+	free(t->aborted);
+	t->aborted = NULL;
+	t->naborted = t->cap = 0;
+	t->lso = INT64_MAX;
+}
+
+int part_txn_load(struct part_txn *t, int64_t log_start, int64_t next_offset)
 {
 	char path[4200];
 	uint8_t rec[ABORTED_REC];
 	int fd;
 
-	p->txn_lso = INT64_MAX;
-	snprintf(path, sizeof(path), "%s/" ABORTED_FILE, p->pl->dir);
+	t->lso = INT64_MAX;
+	snprintf(path, sizeof(path), "%s/" ABORTED_FILE, t->dir);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	p->txn_seen = 1;
+	t->seen = 1;
 	while (read(fd, rec, sizeof(rec)) == (ssize_t)sizeof(rec)) {
 		int64_t pid = (int64_t)be64_load(rec), first = (int64_t)be64_load(rec + 8),
 			last = (int64_t)be64_load(rec + 16);
 
 		/* a marker a crash took back, or one retention removed */
-		if (last >= p->pl->next_offset || last < p->pl->log_start || first > last)
+		if (last >= next_offset || last < log_start || first > last)
 			continue;
-		if (aborted_push(p, pid, first, last) < 0)
+		if (aborted_push(t, pid, first, last) < 0)
 			break;
 	}
 	close(fd);
@@ -117,18 +120,18 @@ static int marker_type(const uint8_t *b)
 	return (int16_t)be16_load(rv.key + 2);
 }
 
-static void txn_close(struct part *p, struct producer_entry *e, int commit, int64_t marker)
+static void txn_close(struct part_txn *t, struct producer_entry *e, int commit, int64_t marker)
 {
-	if (!commit && e->txn_first >= 0 && aborted_push(p, e->pid, e->txn_first, marker) < 0)
+	if (!commit && e->txn_first >= 0 && aborted_push(t, e->pid, e->txn_first, marker) < 0)
 		fprintf(stderr, /* style: allow slow path: out of memory, once per abort */
 			"sluiced: %s-%d: no memory for the aborted transaction index: producer %lld's "
 			"aborted records at %lld..%lld stay visible to read_committed consumers\n",
-			p->topic, p->index, (long long)e->pid, (long long)e->txn_first, (long long)marker);
+			t->topic, t->index, (long long)e->pid, (long long)e->txn_first, (long long)marker);
 	e->txn_first = -1;
 	e->txn_open = 0;
 }
 
-void part_txn_scan(struct part *p, const uint8_t *b)
+void part_txn_scan(struct part_txn *t, const uint8_t *b)
 {
 	uint16_t a = batch_attributes(b);
 	int64_t pid = batch_producer_id(b);
@@ -136,15 +139,15 @@ void part_txn_scan(struct part *p, const uint8_t *b)
 
 	if (!(a & BATCH_ATTR_TRANSACTIONAL) || pid < 0)
 		return;
-	p->txn_seen = 1;
-	e = producer_entry(&p->producers, pid, batch_producer_epoch(b), 1);
+	t->seen = 1;
+	e = producer_entry(t->producers, pid, batch_producer_epoch(b), 1);
 	if (!e)
 		return;
 	if (a & BATCH_ATTR_CONTROL) {
 		int type = marker_type(b);
 
 		if (type == 0 || type == 1)
-			txn_close(p, e, type == 1, batch_base_offset(b));
+			txn_close(t, e, type == 1, batch_base_offset(b));
 		if (batch_producer_epoch(b) > e->epoch) {
 			e->epoch = batch_producer_epoch(b);
 			e->n = e->head = 0;
@@ -154,56 +157,53 @@ void part_txn_scan(struct part *p, const uint8_t *b)
 	}
 }
 
-void part_txn_scanned(struct part *p, uint32_t had)
+void part_txn_scanned(struct part_txn *t, uint32_t had)
 {
-	if (p->txn_seen && had == p->naborted)
-		aborted_file_add(p, NULL);   /* (re)create the mark */
-	for (uint32_t i = had; i < p->naborted; i++)
-		aborted_file_add(p, &p->aborted[i]);
-	part_txn_relso(p);
+	if (t->seen && had == t->naborted)
+		aborted_file_add(t, NULL);   /* (re)create the mark */
+	for (uint32_t i = had; i < t->naborted; i++)
+		aborted_file_add(t, &t->aborted[i]);
+	part_txn_relso(t);
 }
 
-void part_txn_relso(struct part *p)
+void part_txn_relso(struct part_txn *t)
 {
-	const struct producer_table *t = &p->producers;
+	const struct producer_table *pt = t->producers;
 	int64_t lso = INT64_MAX;
 
-	for (uint32_t i = 0; i < t->cap; i++)
-		if (t->e[i].pid >= 0 && t->e[i].txn_first >= 0 && t->e[i].txn_first < lso)
-			lso = t->e[i].txn_first;
-	p->txn_lso = lso;
+	for (uint32_t i = 0; i < pt->cap; i++)
+		if (pt->e[i].pid >= 0 && pt->e[i].txn_first >= 0 && pt->e[i].txn_first < lso)
+			lso = pt->e[i].txn_first;
+	t->lso = lso;
 }
 
-int part_txn_begin(struct part *p, int64_t pid, int16_t epoch, uint64_t since_ns)
+int part_txn_begin(struct part_txn *t, int64_t pid, int16_t epoch, uint64_t since_ns, int64_t now_ms)
 {
-	struct producer_entry *e;
+	struct producer_entry *e = producer_entry(t->producers, pid, epoch, 1);
 
-	if (p->deleted)
-		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
-	e = producer_entry(&p->producers, pid, epoch, 1);
 	if (!e)
-		return KERR_COORDINATOR_NOT_AVAILABLE;
+		return PART_ERR_PRODUCERS_FULL;
 	if (epoch < e->epoch)
-		return KERR_INVALID_PRODUCER_EPOCH;
+		return PART_ERR_OLD_EPOCH;
 	if (epoch > e->epoch) {
 		e->epoch = epoch;   /* sequences start over with the new epoch */
 		e->n = e->head = 0;
 	}
 	e->txn_open = 1;
 	e->txn_since_ns = since_ns;
-	e->last_ms = p->sh->now_ms;
-	if (!p->txn_seen) {
+	e->last_ms = now_ms;
+	if (!t->seen) {
 		/* the first transaction here: from now on the open scan reads
 		 * everything after the snapshot */
-		aborted_file_add(p, NULL);
-		p->txn_seen = 1;
+		aborted_file_add(t, NULL);
+		t->seen = 1;
 	}
 	return 0;
 }
 
-int part_txn_check(struct part *p, int64_t pid, int16_t epoch, uint64_t recv_ns)
+int part_txn_check(const struct part_txn *t, int64_t pid, int16_t epoch, uint64_t recv_ns)
 {
-	const struct producer_entry *e = producer_entry(&p->producers, pid, epoch, 0);
+	const struct producer_entry *e = producer_entry(t->producers, pid, epoch, 0);
 
 	if (e && epoch < e->epoch)
 		return PART_ERR_OLD_EPOCH;   /* fenced */
@@ -215,43 +215,43 @@ int part_txn_check(struct part *p, int64_t pid, int16_t epoch, uint64_t recv_ns)
 	return 0;
 }
 
-void part_txn_appended(struct part *p, int64_t pid, int64_t base)
+void part_txn_appended(struct part_txn *t, int64_t pid, int64_t base)
 {
-	struct producer_entry *e = producer_entry(&p->producers, pid, 0, 0);
+	struct producer_entry *e = producer_entry(t->producers, pid, 0, 0);
 
 	if (e && e->txn_first < 0) {
 		e->txn_first = base;
-		if (base < p->txn_lso)
-			p->txn_lso = base;
+		if (base < t->lso)
+			t->lso = base;
 	}
 }
 
-int part_txn_marker(struct part *p, int64_t pid, int16_t epoch, int commit, int32_t coordinator_epoch,
-		    int64_t *offset)
+ssize_t part_txn_marker_build(uint8_t *buf, size_t cap, int64_t pid, int16_t epoch, int commit,
+			      int32_t coordinator_epoch, int64_t now_ms)
 {
-	uint8_t buf[128], key[4], val[6];
+	uint8_t key[4], val[6];
 	struct batch_builder bb;
-	struct producer_entry *e;
 	ssize_t len;
-	int rc;
 
-	if (p->deleted)
-		return -ENOENT;
 	be16_store(key, 0);
 	be16_store(key + 2, commit ? 1 : 0);
 	be16_store(val, 0);
 	be32_store(val + 2, (uint32_t)coordinator_epoch);
-	batch_builder_init(&bb, buf, sizeof(buf), p->sh->now_ms);
-	if (batch_builder_add(&bb, 0, p->sh->now_ms, key, 4, val, 6, NULL, 0, 0) < 0 ||
+	batch_builder_init(&bb, buf, cap, now_ms);
+	if (batch_builder_add(&bb, 0, now_ms, key, 4, val, 6, NULL, 0, 0) < 0 ||
 	    (len = batch_builder_finish(&bb, BATCH_ATTR_TRANSACTIONAL | BATCH_ATTR_CONTROL, -1, pid, epoch, -1)) < 0)
 		return -EINVAL;
-	rc = part_append_flush(p, buf, (uint32_t)len, offset);
-	if (rc < 0)
-		return rc;
-	p->txn_markers++;
-	e = producer_entry(&p->producers, pid, epoch, 1);
+	return len;
+}
+
+void part_txn_marked(struct part_txn *t, int64_t pid, int16_t epoch, int commit, int64_t offset, int64_t now_ms)
+{
+	struct producer_entry *e;
+
+	t->markers++;
+	e = producer_entry(t->producers, pid, epoch, 1);
 	if (e) {
-		uint32_t had = p->naborted;
+		uint32_t had = t->naborted;
 
 		if (epoch > e->epoch) {
 			/* the coordinator fenced the producer (a timeout): its
@@ -259,30 +259,29 @@ int part_txn_marker(struct part *p, int64_t pid, int16_t epoch, int commit, int3
 			e->epoch = epoch;
 			e->n = e->head = 0;
 		}
-		e->last_ms = p->sh->now_ms;
-		txn_close(p, e, commit, *offset);
-		if (p->naborted > had)
-			aborted_file_add(p, &p->aborted[p->naborted - 1]);
+		e->last_ms = now_ms;
+		txn_close(t, e, commit, offset);
+		if (t->naborted > had)
+			aborted_file_add(t, &t->aborted[t->naborted - 1]);
 	}
-	part_txn_relso(p);
-	return 0;
+	part_txn_relso(t);
 }
 
-int part_txn_aborted(const struct part *p, int64_t from, int64_t to, int64_t *pid, int64_t *first, int cap)
+int part_txn_aborted(const struct part_txn *t, int64_t from, int64_t to, int64_t *pid, int64_t *first, int cap)
 {
-	uint32_t lo = 0, hi = p->naborted;
+	uint32_t lo = 0, hi = t->naborted;
 	int n = 0;
 
 	while (lo < hi) {   /* the first abort whose marker is at or after `from` */
 		uint32_t mid = (lo + hi) / 2;
 
-		if (p->aborted[mid].last < from)
+		if (t->aborted[mid].last < from)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (uint32_t i = lo; i < p->naborted; i++) {
-		const struct part_aborted *a = &p->aborted[i];
+	for (uint32_t i = lo; i < t->naborted; i++) {
+		const struct part_aborted *a = &t->aborted[i];
 
 		if (a->first > to)
 			continue;
@@ -295,31 +294,29 @@ int part_txn_aborted(const struct part *p, int64_t from, int64_t to, int64_t *pi
 	return n;
 }
 
-void part_txn_trim(struct part *p)
+void part_txn_trim(struct part_txn *t, int64_t log_start)
 {
 	uint32_t drop = 0;
 	char path[4200], tmp[4200];
 	int fd;
 
-	if (!p->pl)
-		return;
-	while (drop < p->naborted && p->aborted[drop].last < p->pl->log_start)
+	while (drop < t->naborted && t->aborted[drop].last < log_start)
 		drop++;
 	if (!drop)
 		return;
-	memmove(p->aborted, p->aborted + drop, sizeof(*p->aborted) * (p->naborted - drop));
-	p->naborted -= drop;
-	snprintf(path, sizeof(path), "%s/" ABORTED_FILE, p->pl->dir);
-	snprintf(tmp, sizeof(tmp), "%s/" ABORTED_TMP, p->pl->dir);
+	memmove(t->aborted, t->aborted + drop, sizeof(*t->aborted) * (t->naborted - drop));
+	t->naborted -= drop;
+	snprintf(path, sizeof(path), "%s/" ABORTED_FILE, t->dir);
+	snprintf(tmp, sizeof(tmp), "%s/" ABORTED_TMP, t->dir);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;
-	for (uint32_t i = 0; i < p->naborted; i++) {
+	for (uint32_t i = 0; i < t->naborted; i++) {
 		uint8_t rec[ABORTED_REC];
 
-		be64_store(rec, (uint64_t)p->aborted[i].pid);
-		be64_store(rec + 8, (uint64_t)p->aborted[i].first);
-		be64_store(rec + 16, (uint64_t)p->aborted[i].last);
+		be64_store(rec, (uint64_t)t->aborted[i].pid);
+		be64_store(rec + 8, (uint64_t)t->aborted[i].first);
+		be64_store(rec + 16, (uint64_t)t->aborted[i].last);
 		if (write(fd, rec, sizeof(rec)) != (ssize_t)sizeof(rec)) {
 			close(fd);
 			unlink(tmp);

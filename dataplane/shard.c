@@ -1,11 +1,14 @@
-/* dataplane/shard.c — the shard: creation, its io_uring, the rings to
- * and from other threads, and the loop (shard_poll and its driver).
- * Connections are dataplane/conn.c, their requests dataplane/kafka_ctx.c. */
+/* dataplane/shard.c — the shard: creation, its io_uring, the rings from
+ * other threads, and the loop (shard_poll and its driver), which
+ * dispatches completions (io_op.done) and ring messages (their fn) to
+ * everything below it. What they all build on is dataplane/shard_core.c;
+ * connections are dataplane/conn.c, their requests dataplane/kafka_ctx.c. */
 #include <errno.h>
 #include <poll.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dataplane/part.h"
+#include "dataplane/conn.h"
+#include "dataplane/kafka_ctx.h"
 #include "dataplane/native/native_broker.h"
-#include "dataplane/shard_internal.h"
+#include "dataplane/part.h"
+#include "dataplane/shard.h"
 #include "storage/recompress.h"
 #include "storage/batch_format.h"
 #include "storage/compact.h"
@@ -26,6 +31,8 @@
 /* ---- setup ------------------------------------------------------------ */
 
 static int shard_timers_init(struct shard *sh);
+static void shard_wake_done(struct io_op *op, int res, unsigned flags);
+static void shard_native_done(struct io_op *op, int res, unsigned flags);
 
 static int listen_socket(const char *host, int port, char *err, size_t errlen)
 {
@@ -156,9 +163,9 @@ int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t
 		shard_destroy(sh);
 		return rc;
 	}
-	sh->accept_op.kind = IO_ACCEPT;
-	sh->wake_op.kind = IO_WAKE;
-	sh->native_op.kind = IO_NATIVE;
+	sh->wake_op.done = shard_wake_done;
+	sh->native_op.done = shard_native_done;
+	sh->conn_ops = &kafka_ctx_conn_ops;   /* connections tell the request pipeline */
 	if ((b->set.native_port || b->dpdk) &&
 	    (rc = native_shard_open(sh, b->set.native_host, b->set.native_port, err, errlen)) < 0) {
 		shard_destroy(sh);
@@ -166,6 +173,8 @@ int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t
 	}
 	b->wake_fd[id] = sh->wake_fd;
 	b->sleeping[id] = &sh->sleeping;
+	b->md_seen[id] = &sh->md_seen;
+	b->busy_cycles[id] = &sh->stats.busy_cycles;
 	*out = sh;
 	return 0;
 }
@@ -195,46 +204,6 @@ void shard_destroy(struct shard *sh)
 
 /* ---- messages --------------------------------------------------------- */
 
-void shard_send(struct shard *sh, int to, const struct shard_msg *m)
-{
-	if (to == sh->id) {
-		struct shard_msg copy = *m;
-
-		copy.fn(sh, &copy);
-		return;
-	}
-	if (sh->backlog_len == 0 && broker_send(sh->b, sh->id, to, m) == 0)
-		return;
-	/* ring full: park in order and retry next loop turn (never spin) */
-	shard_stat_add(&sh->stats.ring_full, 1);
-	if (sh->backlog_len == sh->backlog_cap) {
-		int ncap = sh->backlog_cap ? sh->backlog_cap * 2 : 64;
-		struct shard_msg *nb = realloc(sh->backlog, (size_t)ncap * sizeof(*nb)); /* style: allow rare overflow */
-		int *nt = realloc(sh->backlog_to, (size_t)ncap * sizeof(*nt)); /* style: allow rare overflow */
-
-		if (!nb || !nt)
-			abort();
-		sh->backlog = nb;
-		sh->backlog_to = nt;
-		sh->backlog_cap = ncap;
-	}
-	sh->backlog[sh->backlog_len] = *m;
-	sh->backlog_to[sh->backlog_len++] = to;
-}
-
-static void shard_flush_backlog(struct shard *sh)
-{
-	int i = 0;
-
-	while (i < sh->backlog_len && broker_send(sh->b, sh->id, sh->backlog_to[i], &sh->backlog[i]) == 0)
-		i++;
-	if (i) {
-		memmove(sh->backlog, sh->backlog + i, (size_t)(sh->backlog_len - i) * sizeof(*sh->backlog));
-		memmove(sh->backlog_to, sh->backlog_to + i, (size_t)(sh->backlog_len - i) * sizeof(int));
-		sh->backlog_len -= i;
-	}
-}
-
 static int shard_drain_rings(struct shard *sh)
 {
 	struct broker *b = sh->b;
@@ -263,11 +232,6 @@ static int shard_rings_empty(struct shard *sh)
 }
 
 /* ---- the loop --------------------------------------------------------- */
-
-void shard_wake_parked(struct shard *sh)
-{
-	kafka_ctx_run_parked(sh, 1);
-}
 
 static void shard_arm_wake(struct shard *sh)
 {
@@ -364,6 +328,23 @@ static void shard_arm_native(struct shard *sh)
 	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)&sh->native_op | SHARD_OP_IO);
 }
 
+static void shard_wake_done(struct io_op *op, int res, unsigned flags)
+{
+	(void)res;
+	(void)flags;
+	op->inflight = 0;
+	shard_arm_wake((struct shard *)((char *)op - offsetof(struct shard, wake_op)));
+}
+
+static void shard_native_done(struct io_op *op, int res, unsigned flags)
+{
+	(void)res;
+	/* datagrams wait: the loop reads them (native_shard_poll) */
+	if (!(flags & IORING_CQE_F_MORE))
+		shard_arm_native((struct shard *)((char *)op - offsetof(struct shard, native_op)));
+}
+
+/* A completion: the store's, or an io_op's, whose owner's done runs. */
 static void shard_complete(struct shard *sh, struct io_uring_cqe *cqe)
 {
 	struct io_op *op;
@@ -375,26 +356,7 @@ static void shard_complete(struct shard *sh, struct io_uring_cqe *cqe)
 		return;
 	}
 	op = (struct io_op *)(uintptr_t)(cqe->user_data & ~7ull);
-	switch (op->kind) {
-	case IO_ACCEPT:
-		conn_on_accept(sh, cqe->res, cqe->flags);
-		break;
-	case IO_RECV:
-		conn_on_recv(op->c, cqe->res, cqe->flags);
-		break;
-	case IO_SEND:
-		conn_on_send(op->c, cqe->res, cqe->flags);
-		break;
-	case IO_WAKE:
-		op->inflight = 0;
-		shard_arm_wake(sh);
-		break;
-	case IO_NATIVE:
-		/* datagrams wait: the loop reads them (native_shard_poll) */
-		if (!(cqe->flags & IORING_CQE_F_MORE))
-			shard_arm_native(sh);
-		break;
-	}
+	op->done(op, cqe->res, cqe->flags);
 }
 
 /* The provided-buffer ring for receives (registered by the ring's own
@@ -611,9 +573,7 @@ static void shard_begin_stop(struct shard *sh)
 		conn_maybe_free(c);
 	}
 	/* long-polls answer now with what they have */
-	for (struct kafka_ctx *ctx = sh->parked; ctx; ctx = ctx->park_next)
-		ctx->final = 1;
-	kafka_ctx_run_parked(sh, 1);
+	shard_stop_parked(sh);
 }
 
 /* DPDK busy-polling (dpdk.poll.sleep.us 0): the loop never sleeps. */
@@ -681,7 +641,7 @@ int shard_poll(struct shard *sh, uint64_t now_ns, int64_t now_ms)
 		work += native_shard_poll(sh);
 	}
 	shard_run_timers(sh);
-	sh->next_parked_ns = sh->parked ? kafka_ctx_run_parked(sh, 0) : 0;
+	sh->next_parked_ns = sh->parked ? shard_run_parked(sh, 0) : 0;
 	work += store_flush(&sh->st);
 	if (b->stopping && !sh->stop)
 		shard_begin_stop(sh);

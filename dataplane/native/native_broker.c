@@ -16,13 +16,12 @@
 
 #include "dataplane/coord.h"
 #include "dataplane/dpdk_port.h"
-#include "dataplane/handlers.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/native/native_broker.h"
 #include "dataplane/netstack.h"
 #include "dataplane/part.h"
 #include "dataplane/producer.h"
-#include "dataplane/shard.h"
+#include "dataplane/shard_core.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
 
@@ -593,11 +592,11 @@ static int16_t fetch_aborted_check(const struct nfetch *f)
 {
 	int64_t end = f->offset;
 
-	if (!f->isolation || !f->rq.rd.bytes || !f->part->naborted)
+	if (!f->isolation || !f->rq.rd.bytes || !f->part->txn.naborted)
 		return 0;
 	for (uint32_t at = 0; at + BATCH_HEADER_SIZE <= f->rq.rd.bytes; at += batch_size(f->rq.rd.data + at))
 		end = batch_last_offset(f->rq.rd.data + at);
-	return part_txn_aborted(f->part, f->offset, end, NULL, NULL, 0) > 0 ? KERR_INVALID_REQUEST : 0;
+	return part_txn_aborted(&f->part->txn, f->offset, end, NULL, NULL, 0) > 0 ? KERR_INVALID_REQUEST : 0;
 }
 
 /* The FETCH_DATA train of f from ns's transport (the owner's, or the

@@ -14,9 +14,10 @@
 #include "control/config.h"
 #include "control/ctl.h"
 #include "control/group.h"
+#include "dataplane/conn.h"
 #include "dataplane/kafka/kafka_codec.h"
 #include "dataplane/part.h"
-#include "dataplane/shard_internal.h"
+#include "dataplane/shard.h"
 #include "broker_fixture.h"
 #include "helpers.h"
 

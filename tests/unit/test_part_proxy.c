@@ -13,7 +13,7 @@
 
 #include "dataplane/part.h"
 #include "dataplane/part_proxy.h"
-#include "dataplane/shard_internal.h"
+#include "dataplane/shard.h"
 #include "broker_fixture.h"
 #include "helpers.h"
 #include "storage/batch.h"

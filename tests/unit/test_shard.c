@@ -11,8 +11,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "dataplane/conn.h"
+#include "dataplane/kafka/kafka_codec.h"
 #include "dataplane/part.h"
-#include "dataplane/shard_internal.h"
+#include "dataplane/shard.h"
 #include "broker_fixture.h"
 #include "helpers.h"
 

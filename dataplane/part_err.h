@@ -1,0 +1,48 @@
+/* dataplane/part_err.h — why a partition refuses, beside -errno (enum
+ * part_err), and the one map of a partition's outcome to Kafka's codes
+ * (part_err_to_kafka), used at the edges that answer Kafka clients:
+ * Produce, the native PRODUCE, and the transaction coordinator's
+ * registration of a partition (part_txn_begin, through part_proxy).
+ *
+ * Thread: any (constants and a pure function); owns nothing.
+ * Errors: the partition's own reasons are positive, so that one int
+ * carries either them or -errno; never a Kafka code on the owner.
+ */
+#ifndef SLUICE_PART_ERR_H
+#define SLUICE_PART_ERR_H
+
+#include <stdint.h>
+
+#include "dataplane/kafka_errors.h"
+#include "dataplane/producer.h"
+
+/* Why a partition refuses a produce or a transaction, beside -errno. */
+enum part_err {
+	PART_ERR_OUT_OF_ORDER = PRODUCER_OUT_OF_ORDER,   /* idempotence: a sequence gap */
+	PART_ERR_OLD_EPOCH = PRODUCER_OLD_EPOCH,         /* an older producer epoch: fenced */
+	PART_ERR_TXN_STATE = 3,                          /* a transactional batch outside its transaction */
+	PART_ERR_PRODUCERS_FULL = 4,                     /* the producer table cannot grow (no memory):
+							  * a transaction cannot begin here now */
+};
+
+/* @thread any: the Kafka code for a partition's outcome: 0, an enum
+ * part_err (positive) or -errno (kafka_append_error). */
+static inline int16_t part_err_to_kafka(int err)
+{
+	switch (err) {
+	case 0:
+		return KERR_NONE;
+	case PART_ERR_OUT_OF_ORDER:
+		return KERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
+	case PART_ERR_OLD_EPOCH:
+		return KERR_INVALID_PRODUCER_EPOCH;
+	case PART_ERR_TXN_STATE:
+		return KERR_INVALID_TXN_STATE;
+	case PART_ERR_PRODUCERS_FULL:
+		return KERR_COORDINATOR_NOT_AVAILABLE;   /* retriable: the client tries again */
+	default:
+		return err < 0 ? kafka_append_error(err) : KERR_UNKNOWN_SERVER_ERROR;
+	}
+}
+
+#endif
