@@ -3,7 +3,7 @@
  * rebalances), ListGroups and DescribeGroups, the response memory, request
  * dispatch, timers and life. Committed offsets: group_offsets.c; start-up
  * replay: group_replay.c; lag scan and report: group_lag.c; shared state:
- * group_internal.h. */
+ * group_table.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@
 #include "control/ctl.h"
 #include "control/cutil.h"
 #include "control/group.h"
-#include "control/group_internal.h"
+#include "control/group_table.h"
 #include "control/hmap.h"
 #include "control/txn.h"
 #include "dataplane/coord.h"

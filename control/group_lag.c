@@ -8,7 +8,7 @@
 
 #include "control/ctl.h"
 #include "control/cutil.h"
-#include "control/group_internal.h"
+#include "control/group_table.h"
 #include "dataplane/part_proxy.h"
 
 /* ---- lag: high watermark and oldest unconsumed record ------------------------ */

@@ -9,7 +9,7 @@
 
 #include "control/ctl.h"
 #include "control/cutil.h"
-#include "control/group_internal.h"
+#include "control/group_table.h"
 #include "dataplane/part_proxy.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"

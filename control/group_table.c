@@ -4,7 +4,7 @@
  * (group_alloc and friends). The membership state machine (group.c) and
  * the committed offsets (group_offsets.c) build on it. @thread ctl, but
  * for the protocol blobs' reference counts (see struct gblob).
- * Shared state: group_internal.h. */
+ * Shared state: group_table.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +12,7 @@
 #include "control/ctl.h"
 #include "control/cutil.h"
 #include "control/group.h"
-#include "control/group_internal.h"
+#include "control/group_table.h"
 #include "control/hmap.h"
 #include "dataplane/kafka_ctx.h"
 

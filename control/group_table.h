@@ -1,4 +1,4 @@
-/* control/group_internal.h — shared between control/group*.c only: the
+/* control/group_table.h — shared between control/group*.c only: the
  * coordinator's state (groups, members, committed offsets, writes in
  * flight) and the helpers the membership, offsets, replay and lag files
  * call on it.
@@ -11,8 +11,8 @@
  * Errors: Kafka error codes (int16_t) into responses; -errno elsewhere;
  * out of memory aborts (control-thread bookkeeping, as xcalloc).
  */
-#ifndef SLUICE_GROUP_INTERNAL_H
-#define SLUICE_GROUP_INTERNAL_H
+#ifndef SLUICE_GROUP_TABLE_H
+#define SLUICE_GROUP_TABLE_H
 
 #include <stdint.h>
 #include <stdlib.h>
