@@ -91,12 +91,28 @@ static int check_ipv4_port_or_empty(const char *v)
 static const struct config_key keys[] = {
 	{ "listeners", CONFIG_LIST, "PLAINTEXT://127.0.0.1:9092", .check = check_listener,
 	  .flags = CK_NONEMPTY,
-	  .doc = "Kafka listeners, NAME://host:port, comma-separated; the first one is bound. "
+	  .doc = "Kafka listeners, NAME://host:port, comma-separated; the first one whose name is not in "
+		 "controller.listener.names is bound for clients. "
 		 "An empty host binds all interfaces." },
 	{ "advertised.listeners", CONFIG_LIST, "", .check = check_listener,
 	  .doc = "Listeners returned to clients in Metadata. Empty: the same as listeners." },
 	{ "node.id", CONFIG_INT, "1", 0, I32MAX, .alias = "broker.id",
 	  .doc = "This broker's node id." },
+	{ "process.roles", CONFIG_LIST, "broker,controller", .flags = CK_NONEMPTY,
+	  .doc = "This node's roles, as Kafka's KRaft mode: broker, controller, or broker,controller. "
+		 "Sluice runs one node today, a combined broker and controller (a quorum of one); "
+		 "a broker-only or controller-only node is refused at start (exit 2) until replication "
+		 "lands (docs/cluster.md)." },
+	{ "controller.quorum.voters", CONFIG_LIST, "",
+	  .doc = "The metadata quorum's voters, ID@HOST:PORT comma-separated. Empty: this node alone. "
+		 "Today it may name only this node (node.id); a list naming other nodes is refused at "
+		 "start (exit 2) rather than run a lone node that believes it is a cluster." },
+	{ "controller.listener.names", CONFIG_LIST, "CONTROLLER",
+	  .doc = "Names of the listeners entries the controller uses; they are not served to Kafka "
+		 "clients, and a voter's port must be its controller listener's. (A quorum of one "
+		 "opens no controller port.)" },
+	{ "broker.rack", CONFIG_STRING, "",
+	  .doc = "This broker's rack, returned in Metadata (empty: none, null on the wire)." },
 	{ "log.dirs", CONFIG_LIST, "./data", .alias = "log.dir", .flags = CK_NONEMPTY,
 	  .doc = "Data directory (topic partitions and the metadata log)." },
 	{ "num.partitions", CONFIG_INT, "1", 1, I32MAX,

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "control/config.h"
+#include "control/node_role.h"
 #include "control/ctl.h"
 #include "dataplane/native/native_broker.h"
 #include "dataplane/shard.h"
@@ -140,8 +141,9 @@ int main(int argc, char **argv)
 	struct config *cfg;
 	struct broker *b;
 	struct ctl *ctl;
-	char err[1024], lhost[256];
-	int lport, rc, nshards;
+	char err[1024];
+	struct node_role role;
+	int rc, nshards;
 	sigset_t sigs;
 
 	if (config_create(&cfg) < 0)
@@ -232,20 +234,20 @@ int main(int argc, char **argv)
 				return 2;
 			}
 	}
+	/* this node's place in the cluster: roles, voters, which listener
+	 * is the clients' (exit 2 naming the key on a contradiction) */
+	if (node_role_check(cfg, &role, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sluiced: %s\n", err);
+		config_destroy(cfg);
+		return 2;
+	}
 	b = calloc(1, sizeof(*b));
 	b->cfg = cfg;
-	if (config_listener(config_str(cfg, "listeners"), lhost, sizeof(lhost), &lport) < 0) {
-		fprintf(stderr, "sluiced: listeners: cannot parse '%s' (expected PLAINTEXT://HOST:PORT)\n",
-			config_str(cfg, "listeners"));
-		return 2;
-	}
-	snprintf(b->set.listen_host, sizeof(b->set.listen_host), "%s", lhost);
-	b->set.listen_port = lport;
-	if (config_listener(config_advertised_listeners(cfg), b->set.adv_host, sizeof(b->set.adv_host),
-			    &b->set.adv_port) < 0) {
-		fprintf(stderr, "sluiced: advertised.listeners: cannot parse '%s'\n", config_advertised_listeners(cfg));
-		return 2;
-	}
+	snprintf(b->set.listen_host, sizeof(b->set.listen_host), "%s", role.listen_host);
+	b->set.listen_port = role.listen_port;
+	snprintf(b->set.adv_host, sizeof(b->set.adv_host), "%s", role.adv_host);
+	b->set.adv_port = role.adv_port;
+	snprintf(b->set.rack, sizeof(b->set.rack), "%s", role.rack);
 	if (!strcmp(b->set.adv_host, "0.0.0.0") || !b->set.adv_host[0])
 		gethostname(b->set.adv_host, sizeof(b->set.adv_host));
 	b->set.node_id = (int32_t)config_int(cfg, "node.id");
@@ -326,7 +328,7 @@ int main(int argc, char **argv)
 
 		/* a broker that just died (SIGKILL) frees its port when the
 		 * kernel tears its rings down: give that a second */
-		for (int tries = 0; (probe = shard_probe_port(lhost, lport, err, sizeof(err))) == -EADDRINUSE &&
+		for (int tries = 0; (probe = shard_probe_port(role.listen_host, role.listen_port, err, sizeof(err))) == -EADDRINUSE &&
 				    tries < 50; tries++)
 			usleep(20000);
 		if (probe < 0) {

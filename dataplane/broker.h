@@ -97,6 +97,7 @@ struct broker_settings {
 	char adv_host[256];
 	int adv_port;
 	int32_t node_id;
+	char rack[256];               /* broker.rack; "" = none */
 	char data_dir[4096];
 	int nshards;
 	int32_t num_partitions;

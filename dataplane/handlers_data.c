@@ -105,7 +105,8 @@ static int metadata_respond(struct kafka_ctx *ctx)
 	br->NodeId = b->set.node_id;
 	br->Host = (struct kafka_str){ b->set.adv_host, (int32_t)strlen(b->set.adv_host) };
 	br->Port = b->set.adv_port;
-	br->Rack = (struct kafka_str){ NULL, -1 };
+	br->Rack = b->set.rack[0] ? (struct kafka_str){ b->set.rack, (int32_t)strlen(b->set.rack) }
+				  : (struct kafka_str){ NULL, -1 };
 	r->Brokers.items = br;
 	r->Brokers.count = 1;
 	r->ClusterId = (struct kafka_str){ b->set.cluster_id, (int32_t)strlen(b->set.cluster_id) };

@@ -23,6 +23,8 @@ TEST_SCRIPTS += tests/integration/test_produce_raw.py
 # DeleteRecords offsets, CreateTopics counts, unimplemented listener
 # protocols, illegal names in Metadata, Fetch max_bytes, ListGroups v4
 TEST_SCRIPTS += tests/integration/test_kafka_rules.py
+# Kafka's KRaft settings: a cluster's config is refused, a one-node one serves
+TEST_SCRIPTS += tests/integration/test_cluster_config.py
 # recovery with a real broker: clean-stop checkpoints, recovery points after
 # SIGKILL, damage in a middle segment, a missing segment, a damaged metadata log
 TEST_SCRIPTS += tests/integration/test_recovery_broker.py

@@ -1,0 +1,62 @@
+/* control/node_role.h — this node's place in the cluster, from Kafka's
+ * settings: process.roles (broker, controller, or both), node.id against
+ * controller.quorum.voters ("id@host:port,..."), the controller listener
+ * (a listeners entry whose name is in controller.listener.names) and
+ * broker.rack. Checked once at start-up, before anything is opened: a
+ * configuration that contradicts itself is refused with one line naming
+ * the key (sluiced exits 2).
+ *
+ * Today Sluice runs one node: a combined broker and controller that is a
+ * quorum of one. A voter list naming only this node is that quorum; one
+ * naming other nodes, a broker-only or a controller-only node are refused
+ * (they need the replication and metadata quorum of docs/cluster.md), so a
+ * Kafka cluster's config never starts a lone node that believes it is a
+ * cluster of one.
+ *
+ * Thread: main, at start-up (pure: reads the frozen config).
+ * Errors: 0, or -EINVAL with err naming the key and what to do.
+ */
+#ifndef SLUICE_NODE_ROLE_H
+#define SLUICE_NODE_ROLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct config;
+
+#define NODE_ROLE_MAX_VOTERS 64
+
+struct node_voter {
+	int32_t id;
+	char host[256];
+	int port;
+};
+
+struct node_role {
+	int broker;                   /* process.roles has broker */
+	int controller;               /* ... has controller */
+	int nvoters;                  /* 0: the voter list is empty (this node alone) */
+	struct node_voter voters[NODE_ROLE_MAX_VOTERS];
+	/* the Kafka listener clients connect to: the first entry of listeners
+	 * that is not a controller listener */
+	char listen_host[256];
+	int listen_port;
+	/* what Metadata returns: the first entry of advertised.listeners (or
+	 * listeners) that is not a controller listener */
+	char adv_host[256];
+	int adv_port;
+	/* the controller listener, if listeners has one (port 0: none) */
+	char ctl_host[256];
+	int ctl_port;
+	char rack[256];               /* broker.rack; "" = none (null in Metadata) */
+};
+
+/* Fill r from c, or refuse. */
+int node_role_check(const struct config *c, struct node_role *r, char *err, size_t errlen);
+
+/* Parse controller.quorum.voters ("id@host:port,..."; "" gives 0 voters).
+ * -EINVAL, with err naming the entry, for a bad entry, a repeated id or a
+ * repeated host:port; -E2BIG past NODE_ROLE_MAX_VOTERS. */
+int node_voters_parse(const char *s, struct node_voter *v, int max, int *n, char *err, size_t errlen);
+
+#endif

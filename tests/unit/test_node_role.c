@@ -1,0 +1,145 @@
+/* tests/unit/test_node_role.c — this node's place in the cluster from
+ * Kafka's settings: process.roles, controller.quorum.voters,
+ * controller.listener.names and the listeners they pick; every refusal
+ * names its key, and the configurations a lone node can honour pass. */
+#include <errno.h>
+#include <string.h>
+
+#include "control/config.h"
+#include "control/node_role.h"
+#include "tests/unit/helpers.h"
+
+static struct config *c;
+static struct node_role r;
+static char err[512];
+
+static void setup(void)
+{
+	cr_assert_eq(config_create(&c), 0);
+	err[0] = 0;
+}
+
+static void teardown(void)
+{
+	config_destroy(c);
+}
+
+static void set(const char *k, const char *v)
+{
+	char e[512];
+
+	cr_assert_eq(config_set(c, k, v, "test", e, sizeof(e)), 0, "%s=%s: %s", k, v, e);
+}
+
+/* Refused, and the message names `key`. */
+static void refused(const char *key)
+{
+	cr_assert_eq(node_role_check(c, &r, err, sizeof(err)), -EINVAL, "accepted; expected a refusal naming %s",
+		     key);
+	cr_assert(strstr(err, key), "'%s' does not name %s", err, key);
+}
+
+TestSuite(node_role, .init = setup, .fini = teardown);
+
+Test(node_role, defaults_are_one_combined_node)
+{
+	cr_assert_eq(node_role_check(c, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert(r.broker && r.controller);
+	cr_assert_eq(r.nvoters, 0);
+	cr_assert_str_eq(r.listen_host, "127.0.0.1");
+	cr_assert_eq(r.listen_port, 9092);
+	cr_assert_eq(r.adv_port, 9092);
+	cr_assert_eq(r.ctl_port, 0);
+	cr_assert_str_eq(r.rack, "");
+}
+
+Test(node_role, a_quorum_of_one_with_its_controller_listener)
+{
+	set("node.id", "4");
+	set("controller.quorum.voters", "4@127.0.0.1:19093");
+	set("listeners", "CONTROLLER://127.0.0.1:19093, PLAINTEXT://127.0.0.1:19092");
+	set("broker.rack", "rack-a");
+	cr_assert_eq(node_role_check(c, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(r.nvoters, 1);
+	cr_assert_eq(r.voters[0].id, 4);
+	cr_assert_eq(r.voters[0].port, 19093);
+	/* the client listener is the first that is not the controller's */
+	cr_assert_eq(r.listen_port, 19092);
+	cr_assert_eq(r.adv_port, 19092);
+	cr_assert_eq(r.ctl_port, 19093);
+	cr_assert_str_eq(r.rack, "rack-a");
+}
+
+Test(node_role, node_id_zero_is_a_voter_id)
+{
+	set("node.id", "0");
+	set("controller.quorum.voters", "0@localhost:9093");
+	cr_assert_eq(node_role_check(c, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(r.voters[0].id, 0);
+}
+
+Test(node_role, roles_that_need_other_nodes_are_refused)
+{
+	set("process.roles", "broker");
+	refused("process.roles");
+	set("process.roles", "controller");
+	refused("process.roles");
+	set("process.roles", "broker,broker");
+	refused("process.roles");
+	cr_assert(strstr(err, "twice"), "%s", err);
+	set("process.roles", "broker,zookeeper");
+	refused("process.roles");
+	set("process.roles", "controller, broker");
+	cr_assert_eq(node_role_check(c, &r, err, sizeof(err)), 0, "%s", err);
+}
+
+Test(node_role, voters_naming_other_nodes_are_refused)
+{
+	set("controller.quorum.voters", "1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095");
+	refused("controller.quorum.voters");
+	cr_assert(strstr(err, "3 voters"), "%s", err);
+}
+
+Test(node_role, a_node_outside_the_voters_is_refused)
+{
+	set("node.id", "7");
+	set("controller.quorum.voters", "1@127.0.0.1:9093");
+	refused("node.id");
+}
+
+Test(node_role, bad_voter_entries_are_refused)
+{
+	const char *bad[] = { "x@127.0.0.1:9093", "1127.0.0.1:9093", "@127.0.0.1:9093", "1@127.0.0.1",
+			      "1@127.0.0.1:0", "-1@127.0.0.1:9093", "1@127.0.0.1:9093,1@127.0.0.1:9094",
+			      "1@127.0.0.1:9093,2@127.0.0.1:9093" };
+
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		set("controller.quorum.voters", bad[i]);
+		refused("controller.quorum.voters");
+	}
+}
+
+Test(node_role, listeners_the_controller_takes_are_not_the_clients)
+{
+	set("listeners", "CONTROLLER://127.0.0.1:9093");
+	refused("listeners");
+	set("listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9092");
+	refused("listeners");
+	/* a voter's port is its controller listener's */
+	set("listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9095");
+	set("controller.quorum.voters", "1@127.0.0.1:9093");
+	refused("controller.quorum.voters");
+	/* other names for the controller listener */
+	set("controller.listener.names", "QUORUM");
+	set("listeners", "QUORUM://127.0.0.1:9093,PLAINTEXT://127.0.0.1:9092");
+	cr_assert_eq(node_role_check(c, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(r.listen_port, 9092);
+	cr_assert_eq(r.ctl_port, 9093);
+	/* advertised listeners: the controller's is never given to clients */
+	set("advertised.listeners", "QUORUM://10.0.0.1:9093");
+	refused("advertised.listeners");
+	set("advertised.listeners", "QUORUM://10.0.0.1:9093,PLAINTEXT://10.0.0.1:9092");
+	cr_assert_eq(node_role_check(c, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(r.adv_host, "10.0.0.1");
+	cr_assert_eq(r.adv_port, 9092);
+}
