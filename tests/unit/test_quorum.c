@@ -333,6 +333,8 @@ Test(quorum_fixture, three_nodes_apply_one_sequence_through_a_kill_and_a_snapsho
 	for (int i = 0; i < 3; i++) {
 		assert_records(&st[i], 60, i == (int)l1 ? "revived node" : "node");
 		cr_assert_eq(qf[i].restored, (uint64_t)st[i].restores);
+		/* apply's index is raft's: the last record is its last entry */
+		cr_assert_eq(st[i].v[59].index, raft_last_applied(raft_fixture_get(&f, (unsigned)i)));
 	}
 	assert_same(&st[0], &st[1], "nodes 0 and 1");
 	assert_same(&st[0], &st[2], "nodes 0 and 2");
