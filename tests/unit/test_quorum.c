@@ -43,6 +43,7 @@ struct state {
 	struct rec *v;
 	int n, cap;
 	int restores;
+	uint64_t restored_last; /* the last record's index in the last snapshot restored */
 	int32_t leader;         /* as leader_changed last said */
 	int am_leader, leader_calls;
 };
@@ -133,6 +134,7 @@ static int rec_restore(void *arg, const void *buf, size_t len)
 		off += l;
 	}
 	s->restores++;
+	s->restored_last = s->n ? s->v[s->n - 1].index : 0;
 	return 0;
 }
 
@@ -726,12 +728,54 @@ static bool transfer_is_done(void *arg)
 	return ((struct transfer_wait *)arg)->done;
 }
 
+/* raft_uv has written a snapshot in dir (a "snapshot-T-I-S.meta" file).
+ * Taking one is asynchronous: it waits for the open segment to be closed
+ * and is written by the threadpool, and a close before then drops it. */
+static bool snapshot_written(void *arg)
+{
+	DIR *d = opendir(arg);
+	struct dirent *e;
+	bool found = false;
+
+	cr_assert(d);
+	while ((e = readdir(d)) && !found)
+		found = !strncmp(e->d_name, "snapshot-", 9) && strstr(e->d_name, ".meta");
+	closedir(d);
+	return found;
+}
+
+/* raft_uv has written a snapshot of index >= min in dir
+ * ("snapshot-TERM-INDEX-MSECS.meta"). */
+struct snap_past {
+	const char *dir;
+	uint64_t min;
+};
+
+static bool snapshot_past(void *arg)
+{
+	struct snap_past *sp = arg;
+	DIR *d = opendir(sp->dir);
+	struct dirent *e;
+	bool found = false;
+
+	cr_assert(d);
+	while ((e = readdir(d)) && !found) {
+		unsigned long long term, index, ms;
+
+		found = strstr(e->d_name, ".meta") &&
+			sscanf(e->d_name, "snapshot-%llu-%llu-%llu", &term, &index, &ms) == 3 && index >= sp->min;
+	}
+	closedir(d);
+	return found;
+}
+
 Test(quorum, three_voters_replicate_fail_over_take_a_node_back_and_hand_over)
 {
 	struct pending bar = { 0 };
 	char name[32];
 	int l1, l2, l3, f, rc;
 	struct transfer_wait tw = { 0 };
+	uint64_t l1_last;
 
 	cluster_init(3);
 	for (int i = 0; i < 3; i++)
@@ -761,6 +805,7 @@ Test(quorum, three_voters_replicate_fail_over_take_a_node_back_and_hand_over)
 	assert_same(&C.m[l1].st, &C.m[(l1 + 2) % 3].st, "leader and the other follower");
 
 	/* the leader closes: the other two elect one of them, which commits */
+	l1_last = C.m[l1].st.v[199].index;
 	member_close(l1);
 	l2 = wait_leader(l1);
 	cr_assert_neq(l2, l1);
@@ -768,18 +813,24 @@ Test(quorum, three_voters_replicate_fail_over_take_a_node_back_and_hand_over)
 	cr_assert_eq(quorum_barrier(C.m[l2].q, pending_done, &bar), 0);
 	cr_assert(run_until(pending_is_done, &bar, WAIT_MS));
 	cr_assert_eq(bar.err, 0);
-	propose_records(l2, 200, 1);
-	wait_applied(201);
+	propose_records(l2, 200, 100);
+	wait_applied(300);
 
-	/* the old leader comes back on its directory (restoring its own
-	 * snapshot: 200 records passed the threshold of 64) and catches up */
+	/* the old leader comes back on its directory, 100 entries behind a
+	 * leader whose log was cut after a snapshot (threshold 64, trailing
+	 * 16): it catches up through an InstallSnapshot over TCP, then the
+	 * entries after it */
+	cr_assert(run_until(snapshot_past, &(struct snap_past){ C.dirs[l2], l1_last + 16 }, WAIT_MS),
+		  "the leader wrote no snapshot past index %llu", (unsigned long long)l1_last + 16);
 	member_open(l1);
-	wait_applied(201);
+	wait_applied(300);
 	for (int i = 0; i < 3; i++) {
 		snprintf(name, sizeof(name), i == l1 ? "reopened node %d" : "node %d", i);
-		assert_records(&C.m[i].st, 201, name);
+		assert_records(&C.m[i].st, 300, name);
 	}
-	cr_assert_geq(C.m[l1].st.restores, 1, "the reopened node did not restore its snapshot");
+	cr_assert_gt(C.m[l1].st.restored_last, l1_last,
+		     "the reopened node restored no snapshot of the leader's (last restored index %llu, its own "
+		     "last %llu)", (unsigned long long)C.m[l1].st.restored_last, (unsigned long long)l1_last);
 	assert_same(&C.m[l2].st, &C.m[l1].st, "the leader and the reopened node");
 	assert_same(&C.m[l2].st, &C.m[3 - l1 - l2].st, "the leader and the follower");
 
@@ -789,10 +840,10 @@ Test(quorum, three_voters_replicate_fail_over_take_a_node_back_and_hand_over)
 	cr_assert_neq(tw.leader, C.voters[l2].node_id, "leadership did not move away");
 	l3 = wait_leader(l2);
 	cr_assert_neq(l3, l2);
-	propose_records(l3, 201, 1);
-	wait_applied(202);
+	propose_records(l3, 300, 1);
+	wait_applied(301);
 	for (int i = 0; i < 3; i++)
-		assert_records(&C.m[i].st, 202, "after the transfer");
+		assert_records(&C.m[i].st, 301, "after the transfer");
 	for (int i = 0; i < 3; i++)
 		member_close(i);
 }
@@ -802,22 +853,6 @@ static bool am_leader(void *arg)
 	struct member *m = arg;
 
 	return m->q && m->st.am_leader && quorum_is_leader(m->q);
-}
-
-/* raft_uv has written a snapshot in dir (a "snapshot-T-I-S.meta" file).
- * Taking one is asynchronous: it waits for the open segment to be closed
- * and is written by the threadpool, and a close before then drops it. */
-static bool snapshot_written(void *arg)
-{
-	DIR *d = opendir(arg);
-	struct dirent *e;
-	bool found = false;
-
-	cr_assert(d);
-	while ((e = readdir(d)) && !found)
-		found = !strncmp(e->d_name, "snapshot-", 9) && strstr(e->d_name, ".meta");
-	closedir(d);
-	return found;
 }
 
 /* A quorum of one: commits alone, and after a restart applies the same
