@@ -195,6 +195,16 @@ static void voters_text(const struct quorum_config *cfg, char *buf, size_t cap)
 	}
 }
 
+static unsigned election_ms(const struct quorum_config *cfg)
+{
+	return cfg->election_timeout_ms ? cfg->election_timeout_ms : 1000;
+}
+
+static unsigned heartbeat_ms(const struct quorum_config *cfg)
+{
+	return cfg->heartbeat_timeout_ms ? cfg->heartbeat_timeout_ms : 100;
+}
+
 static int config_check(const struct quorum_config *cfg, char *err, size_t errlen)
 {
 	if (!cfg->dir || !cfg->dir[0])
@@ -237,10 +247,10 @@ static int config_check(const struct quorum_config *cfg, char *err, size_t errle
 		voters_text(cfg, vs, sizeof(vs));
 		return errf(err, errlen, -EINVAL, "node id %d is not one of the voters (%s)", cfg->node_id, vs);
 	}
-	if (cfg->election_timeout_ms && cfg->heartbeat_timeout_ms &&
-	    cfg->heartbeat_timeout_ms >= cfg->election_timeout_ms)
+	/* raft_start asserts it (an assert Debian's build compiles out) */
+	if (heartbeat_ms(cfg) >= election_ms(cfg))
 		return errf(err, errlen, -EINVAL, "the heartbeat timeout (%u ms) must be below the election timeout (%u ms)",
-			    cfg->heartbeat_timeout_ms, cfg->election_timeout_ms);
+			    heartbeat_ms(cfg), election_ms(cfg));
 	return 0;
 }
 
@@ -460,8 +470,8 @@ int quorum_open(const struct quorum_config *cfg, const struct quorum_ops *ops, v
 	}
 	quorum_fsm_bind(&q->fsm, &q->raft);
 	q->raft.data = q;
-	raft_set_election_timeout(&q->raft, cfg->election_timeout_ms ? cfg->election_timeout_ms : 1000);
-	raft_set_heartbeat_timeout(&q->raft, cfg->heartbeat_timeout_ms ? cfg->heartbeat_timeout_ms : 100);
+	raft_set_election_timeout(&q->raft, election_ms(cfg));
+	raft_set_heartbeat_timeout(&q->raft, heartbeat_ms(cfg));
 	raft_set_install_snapshot_timeout(&q->raft, cfg->install_snapshot_timeout_ms ?
 					  cfg->install_snapshot_timeout_ms : 5000);
 	raft_set_snapshot_threshold(&q->raft, cfg->snapshot_threshold ? cfg->snapshot_threshold : 1024);

@@ -937,6 +937,19 @@ Test(quorum, a_node_not_among_the_voters_is_refused)
 	cr_assert(strstr(err, "7") && strstr(err, "voters"), "message: %s", err);
 }
 
+Test(quorum, a_heartbeat_not_below_the_election_timeout_is_refused)
+{
+	struct quorum_config cfg;
+	char err[512] = "";
+
+	cluster_init(1);
+	cfg = config_of(0);
+	cfg.election_timeout_ms = 0;            /* the default, 1000 */
+	cfg.heartbeat_timeout_ms = 1000;
+	cr_assert_eq(open_fails(&cfg, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "heartbeat"), "message: %s", err);
+}
+
 Test(quorum, a_voter_that_is_not_ipv4_is_refused)
 {
 	const char *bad[] = { "localhost", "::1", "10.0.0", "" };
