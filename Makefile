@@ -17,7 +17,10 @@ SAN     ?=
 OPT     ?= -O2
 
 CC      := gcc
-PKGS    := liburing libisal liblz4 libzstd snappy libmicrohttpd
+# raft: libraft 0.15, the metadata quorum's consensus (control/quorum.c);
+# its raft.pc names no Requires, so libuv (its loop) is listed beside it,
+# and liblz4 (its snapshot compression) is already here.
+PKGS    := liburing libisal liblz4 libzstd snappy libmicrohttpd raft libuv
 SETUP_STAMP := build/.setup-stamp
 
 ifeq ($(V),1)

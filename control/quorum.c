@@ -1,0 +1,762 @@
+/* control/quorum.c — the Raft quorum that keeps the metadata log: libraft
+ * 0.15 (raft_uv on disk, raft_uv_tcp between the voters) on a libuv loop
+ * of its own, driven by the control thread. See quorum.h.
+ *
+ * Driving libuv from someone else's loop — what to respect (each point was
+ * seen with the installed libraft 0.15.0 and libuv 1.44.2):
+ *  - The clock. libraft reads the loop's cached time (uv_now), which only
+ *    uv_run and uv_update_time move. raft_init probes the directory and
+ *    raft_bootstrap and the log load fsync: seconds can pass on a slow disk
+ *    before raft_start, so uv_update_time comes right before it, or raft
+ *    starts with a stale clock and its first timers fire at once. Every
+ *    quorum_poll updates the time before its uv_run(UV_RUN_NOWAIT).
+ *  - Sleeping. uv_backend_fd is an epoll fd, level-triggered: poll() on it
+ *    beside our own fds loses nothing. uv_backend_timeout is 0 while libuv
+ *    has pending or closing work, else its next timer (raft's tick every
+ *    heartbeat_timeout ms, so ~10 wake-ups a second when idle), -1 with no
+ *    timer at all; sleeping longer than it says starves raft's timers.
+ *  - Blocking. uv_run(NOWAIT) never waits for an event, but raft work in it
+ *    does block the control thread: the term/vote metadata fsyncs at every
+ *    election, the io_destroy of a full segment's kernel AIO context
+ *    (25-40 ms), a snapshot (this FSM's is synchronous), and the log load
+ *    inside quorum_open. The control thread's timers wait meanwhile.
+ *  - Threads and signals. libuv's threadpool (4 threads,
+ *    UV_THREADPOOL_SIZE) is process-wide and starts at the first
+ *    uv_queue_work (raft_uv's first segment preparation), from this thread:
+ *    its threads inherit this thread's signal mask, so they must be blocked
+ *    here already (sluiced's main blocks TERM/INT/PIPE/USR1 before it
+ *    starts any thread, and the control thread inherits that). libuv writes
+ *    to TCP with plain write() (no MSG_NOSIGNAL): SIGPIPE must stay blocked
+ *    or ignored in the process.
+ *  - Randomness. raft_uv_init calls srand() and libraft uses the
+ *    process-wide rand(): nothing else in the broker may rely on rand().
+ *  - Closing. raft_close is asynchronous (pending disk writes finish); only
+ *    in its callback are the raft_uv and TCP objects freed, and the loop is
+ *    closed once uv_run says nothing is left (quorum_poll keeps turning).
+ *
+ * libraft 0.15 faults this module works around:
+ *  - A restarted follower that is taking its own snapshot answers the
+ *    leader's InstallSnapshot with RAFT_BUSY; the leader drops that answer
+ *    and retries only after install_snapshot_timeout (30 s by default):
+ *    catch-up stalled 30 s in 3 of ~90 restarts. The default here is 5 s.
+ *  - No entry is appended on election: the layer above runs
+ *    quorum_barrier when it becomes leader (see quorum_ops.leader_changed).
+ *  - No lock on the directory: flock on it here, for as long as it is open.
+ *  - No state-change callback: quorum_poll compares the leader after each
+ *    turn and tells leader_changed.
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <raft.h>
+#include <raft/uv.h>
+#include <uv.h>
+
+#include "control/quorum.h"
+#include "control/quorum_fsm.h"
+
+/* The file this module keeps beside raft_uv's: who the directory belongs
+ * to (raft_uv lists only its own names and leaves other files alone). */
+#define QUORUM_ID_FILE "sluice-quorum"
+#define QUORUM_ID_VERSION "sluice-quorum 1"
+#define QUORUM_RECORD_MAX (1 << 20)
+#define QUORUM_HOST_MAX 16              /* "255.255.255.255" */
+#define QUORUM_CLUSTER_ID_MAX 255
+
+enum quorum_state {
+	QUORUM_OPEN,
+	QUORUM_CLOSE_ASKED,     /* quorum_close ran; raft_close at the next poll */
+	QUORUM_CLOSING,         /* raft_close runs (disk writes finishing) */
+	QUORUM_DRAINING,        /* raft closed; the loop's handles closing */
+};
+
+struct quorum {
+	/* libraft and libuv hold pointers into these: q never moves */
+	uv_loop_t loop;
+	struct raft_uv_transport transport;
+	struct raft_io io;
+	struct raft raft;
+	struct quorum_fsm fsm;
+	struct raft_transfer transfer;  /* one at a time; its send may outlive
+					 * the transfer, so it lives in q */
+	void (*transfer_done)(void *cookie, int32_t leader);  /* NULL: none running */
+	void *transfer_cookie;
+
+	const struct quorum_ops *ops;   /* borrowed, as is arg */
+	void *arg;
+	int32_t node_id;
+	int lock_fd;                    /* the directory, flocked */
+	enum quorum_state state;
+	void (*close_done)(void *arg);
+	void *close_arg;
+	int32_t told_leader;            /* as last given to leader_changed */
+	int told_am_leader;
+	uint64_t ran;                   /* done and transfer callbacks run */
+};
+
+struct quorum_prop {
+	struct raft_apply req;
+	quorum_done_fn done;
+	void *cookie;
+	struct quorum *q;
+};
+
+struct quorum_bar {
+	struct raft_barrier req;
+	quorum_done_fn done;
+	void *cookie;
+	struct quorum *q;
+};
+
+static int errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+/* libraft's codes at this edge (the list is in quorum.h). */
+static int quorum_errno(int rv)
+{
+	switch (rv) {
+	case 0:
+		return 0;
+	case RAFT_NOTLEADER:
+		return -QUORUM_ENOTLEADER;
+	case RAFT_LEADERSHIPLOST:
+		return -QUORUM_ELOST;
+	case RAFT_SHUTDOWN:
+		return -ESHUTDOWN;
+	case RAFT_NOMEM:
+		return -ENOMEM;
+	case RAFT_TOOBIG:
+		return -EMSGSIZE;
+	case RAFT_NOSPACE:
+		return -ENOSPC;
+	case RAFT_BUSY:
+		return -EBUSY;
+	case RAFT_NOTFOUND:
+		return -ENOENT;
+	case RAFT_BADID:
+	case RAFT_INVALID:
+		return -EINVAL;
+	case RAFT_MALFORMED:
+		return -EPROTO;
+	default:
+		return -EIO;
+	}
+}
+
+/* ------------------------------------------------ the configuration */
+
+static const struct quorum_voter *voter_of(const struct quorum_config *cfg, int32_t node_id)
+{
+	for (int i = 0; i < cfg->nvoters; i++)
+		if (cfg->voters[i].node_id == node_id)
+			return &cfg->voters[i];
+	return NULL;
+}
+
+/* "0@127.0.0.1:9093,1@..." in node id order: the voter set as the
+ * identity file keeps it and as messages name it. */
+static void voters_text(const struct quorum_config *cfg, char *buf, size_t cap)
+{
+	size_t off = 0;
+	int32_t last = -1;
+
+	buf[0] = 0;
+	for (int k = 0; k < cfg->nvoters; k++) {
+		const struct quorum_voter *next = NULL;
+
+		for (int i = 0; i < cfg->nvoters; i++)
+			if (cfg->voters[i].node_id > last &&
+			    (!next || cfg->voters[i].node_id < next->node_id))
+				next = &cfg->voters[i];
+		if (!next || off >= cap)
+			break;
+		off += (size_t)snprintf(buf + off, cap - off, "%s%d@%s:%u", k ? "," : "",
+					next->node_id, next->host, next->port);
+		last = next->node_id;
+	}
+}
+
+static unsigned election_ms(const struct quorum_config *cfg)
+{
+	return cfg->election_timeout_ms ? cfg->election_timeout_ms : 1000;
+}
+
+static unsigned heartbeat_ms(const struct quorum_config *cfg)
+{
+	return cfg->heartbeat_timeout_ms ? cfg->heartbeat_timeout_ms : 100;
+}
+
+static int config_check(const struct quorum_config *cfg, char *err, size_t errlen)
+{
+	if (!cfg->dir || !cfg->dir[0])
+		return errf(err, errlen, -EINVAL, "no directory for the quorum's log");
+	if (cfg->node_id < 0)
+		return errf(err, errlen, -EINVAL, "node id %d is negative", cfg->node_id);
+	if (!cfg->cluster_id || !cfg->cluster_id[0] || strlen(cfg->cluster_id) > QUORUM_CLUSTER_ID_MAX)
+		return errf(err, errlen, -EINVAL, "the cluster id must be 1 to %d characters",
+			    QUORUM_CLUSTER_ID_MAX);
+	for (const char *c = cfg->cluster_id; *c; c++)
+		if (*c <= ' ' || *c > '~')
+			return errf(err, errlen, -EINVAL, "the cluster id '%s' has a space or a control character",
+				    cfg->cluster_id);
+	if (cfg->nvoters < 1 || !cfg->voters)
+		return errf(err, errlen, -EINVAL, "no voters");
+	for (int i = 0; i < cfg->nvoters; i++) {
+		const struct quorum_voter *v = &cfg->voters[i];
+		struct in_addr a;
+
+		if (v->node_id < 0)
+			return errf(err, errlen, -EINVAL, "voter %d: the node id is negative", v->node_id);
+		if (!v->host || strlen(v->host) >= QUORUM_HOST_MAX || inet_pton(AF_INET, v->host, &a) != 1)
+			return errf(err, errlen, -EINVAL,
+				    "voter %d: host '%s' is not a dotted-quad IPv4 address (libraft 0.15 takes "
+				    "no host names and no IPv6: give the address)",
+				    v->node_id, v->host ? v->host : "");
+		if (v->port == 0)
+			return errf(err, errlen, -EINVAL, "voter %d: port 0", v->node_id);
+		for (int j = 0; j < i; j++) {
+			if (cfg->voters[j].node_id == v->node_id)
+				return errf(err, errlen, -EINVAL, "voter %d is named twice", v->node_id);
+			if (cfg->voters[j].port == v->port && !strcmp(cfg->voters[j].host, v->host))
+				return errf(err, errlen, -EINVAL, "voters %d and %d have the same address %s:%u",
+					    cfg->voters[j].node_id, v->node_id, v->host, v->port);
+		}
+	}
+	if (!voter_of(cfg, cfg->node_id)) {
+		char vs[512];
+
+		voters_text(cfg, vs, sizeof(vs));
+		return errf(err, errlen, -EINVAL, "node id %d is not one of the voters (%s)", cfg->node_id, vs);
+	}
+	/* raft_start asserts it (an assert Debian's build compiles out) */
+	if (heartbeat_ms(cfg) >= election_ms(cfg))
+		return errf(err, errlen, -EINVAL, "the heartbeat timeout (%u ms) must be below the election timeout (%u ms)",
+			    heartbeat_ms(cfg), election_ms(cfg));
+	return 0;
+}
+
+/* ------------------------------------------------ the directory */
+
+/* The identity file's whole text for cfg. */
+static void id_text(const struct quorum_config *cfg, char *buf, size_t cap)
+{
+	char vs[2048];
+
+	voters_text(cfg, vs, sizeof(vs));
+	snprintf(buf, cap, "%s\ncluster.id %s\nvoters %s\n", QUORUM_ID_VERSION, cfg->cluster_id, vs);
+}
+
+/* The value of the line "<key> <value>" in text, or "" (copied). */
+static void id_field(const char *text, const char *key, char *out, size_t cap)
+{
+	size_t kl = strlen(key);
+	const char *p = text;
+
+	out[0] = 0;
+	while (p && *p) {
+		if (!strncmp(p, key, kl) && p[kl] == ' ') {
+			const char *v = p + kl + 1, *e = strchr(v, '\n');
+			size_t l = e ? (size_t)(e - v) : strlen(v);
+
+			snprintf(out, cap, "%.*s", (int)(l < cap ? l : cap - 1), v);
+			return;
+		}
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+}
+
+static int file_exists(int dirfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dirfd, name, &st, 0) == 0;
+}
+
+/* Write the identity file: a new name, fsync, rename, fsync the directory. */
+static int id_write(int dirfd, const char *dir, const char *text, char *err, size_t errlen)
+{
+	size_t len = strlen(text);
+	int fd, rc = 0;
+
+	fd = openat(dirfd, QUORUM_ID_FILE ".new", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return errf(err, errlen, -errno, "%s/%s.new: %s", dir, QUORUM_ID_FILE, strerror(errno));
+	if (write(fd, text, len) != (ssize_t)len || fsync(fd) < 0)
+		rc = -(errno ? errno : EIO);
+	close(fd);
+	if (!rc && renameat(dirfd, QUORUM_ID_FILE ".new", dirfd, QUORUM_ID_FILE) < 0)
+		rc = -errno;
+	if (!rc && fsync(dirfd) < 0)
+		rc = -errno;
+	if (rc)
+		return errf(err, errlen, rc, "%s/%s: %s", dir, QUORUM_ID_FILE, strerror(-rc));
+	return 0;
+}
+
+/* The directory belongs to this cluster and voter set: check the identity
+ * file, or write it when the directory holds no raft state yet. */
+static int id_check(int dirfd, const struct quorum_config *cfg, char *err, size_t errlen)
+{
+	char want[4096], have[4096], a[2048], b[2048];
+	ssize_t n;
+	int fd;
+
+	id_text(cfg, want, sizeof(want));
+	fd = openat(dirfd, QUORUM_ID_FILE, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno != ENOENT)
+		return errf(err, errlen, -errno, "%s/%s: %s", cfg->dir, QUORUM_ID_FILE, strerror(errno));
+	if (fd < 0) {
+		if (file_exists(dirfd, "metadata1") || file_exists(dirfd, "metadata2"))
+			return errf(err, errlen, -EINVAL,
+				    "%s holds a raft log but no %s file naming its cluster and voters: it was "
+				    "not made by this quorum; move it away to start afresh",
+				    cfg->dir, QUORUM_ID_FILE);
+		return id_write(dirfd, cfg->dir, want, err, errlen);
+	}
+	n = read(fd, have, sizeof(have) - 1);
+	close(fd);
+	if (n < 0)
+		return errf(err, errlen, -EIO, "%s/%s: %s", cfg->dir, QUORUM_ID_FILE, strerror(errno));
+	have[n] = 0;
+	if (!strcmp(have, want))
+		return 0;
+	id_field(have, "cluster.id", a, sizeof(a));
+	if (strcmp(a, cfg->cluster_id))
+		return errf(err, errlen, -EINVAL,
+			    "%s belongs to cluster id '%s', not '%s': this node's directory is of another cluster",
+			    cfg->dir, a, cfg->cluster_id);
+	id_field(have, "voters", a, sizeof(a));
+	voters_text(cfg, b, sizeof(b));
+	if (strcmp(a, b))
+		return errf(err, errlen, -EINVAL,
+			    "%s was made for the voters %s, not %s (the voter set of an existing quorum "
+			    "cannot be changed by configuration)",
+			    cfg->dir, a, b);
+	return errf(err, errlen, -EINVAL, "%s/%s is not a file this version understands (first line: %.40s)",
+		    cfg->dir, QUORUM_ID_FILE, have);
+}
+
+/* Create (if needed), lock and check the directory: the locked fd, or -errno. */
+static int dir_claim(const struct quorum_config *cfg, char *err, size_t errlen)
+{
+	int fd, rc;
+
+	if (mkdir(cfg->dir, 0755) < 0 && errno != EEXIST)
+		return errf(err, errlen, -errno, "cannot create %s: %s", cfg->dir, strerror(errno));
+	fd = open(cfg->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errf(err, errlen, -errno, "cannot open %s: %s", cfg->dir, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		close(fd);
+		return errf(err, errlen, rc, "%s is in use (locked by another open quorum: another process or "
+			    "node on the same directory?)", cfg->dir);
+	}
+	rc = id_check(fd, cfg, err, errlen);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/* ------------------------------------------------ open */
+
+static void quorum_raft_closed(struct raft *r);
+
+/* After a failed raft_init: no handle was started; free and close. */
+static void quorum_abandon_io(struct quorum *q)
+{
+	raft_uv_close(&q->io);
+	raft_uv_tcp_close(&q->transport);
+	uv_run(&q->loop, UV_RUN_DEFAULT);
+	uv_loop_close(&q->loop);
+}
+
+/* After a failed bootstrap or start: close raft and run the loop until
+ * nothing is left (blocking: quorum_open has not returned yet). */
+static void quorum_abandon_raft(struct quorum *q)
+{
+	q->state = QUORUM_CLOSING;
+	raft_close(&q->raft, quorum_raft_closed);
+	while (uv_run(&q->loop, UV_RUN_DEFAULT) != 0)
+		;
+	uv_loop_close(&q->loop);
+}
+
+int quorum_open(const struct quorum_config *cfg, const struct quorum_ops *ops, void *arg,
+		struct quorum **out, char *err, size_t errlen)
+{
+	const struct quorum_voter *self;
+	struct raft_configuration conf;
+	struct quorum *q;
+	char addr[64];
+	int rc, rv;
+
+	*out = NULL;
+	if (err && errlen)
+		err[0] = 0;
+	if (!ops || !ops->apply || !ops->snapshot || !ops->restore)
+		return errf(err, errlen, -EINVAL, "apply, snapshot and restore callbacks are needed");
+	rc = config_check(cfg, err, errlen);
+	if (rc < 0)
+		return rc;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	q->ops = ops;
+	q->arg = arg;
+	q->node_id = cfg->node_id;
+	q->told_leader = -1;
+	q->lock_fd = dir_claim(cfg, err, errlen);
+	if (q->lock_fd < 0) {
+		rc = q->lock_fd;
+		free(q);
+		return rc;
+	}
+	self = voter_of(cfg, cfg->node_id);
+	snprintf(addr, sizeof(addr), "%s:%u", self->host, self->port);
+
+	rv = uv_loop_init(&q->loop);
+	if (rv != 0) {
+		rc = errf(err, errlen, -EIO, "uv_loop_init: %s", uv_strerror(rv));
+		goto err_lock;
+	}
+	rv = raft_uv_tcp_init(&q->transport, &q->loop);
+	if (rv != 0) {
+		rc = errf(err, errlen, quorum_errno(rv), "raft_uv_tcp_init: %s", raft_strerror(rv));
+		uv_loop_close(&q->loop);
+		goto err_lock;
+	}
+	rv = raft_uv_init(&q->io, &q->loop, cfg->dir, &q->transport);
+	if (rv != 0) {
+		rc = errf(err, errlen, quorum_errno(rv), "raft_uv_init %s: %s", cfg->dir, q->io.errmsg);
+		raft_uv_tcp_close(&q->transport);
+		uv_loop_close(&q->loop);
+		goto err_lock;
+	}
+	raft_uv_set_connect_retry_delay(&q->io, cfg->connect_retry_ms ? cfg->connect_retry_ms : 250);
+	quorum_fsm_init(&q->fsm, ops, arg);
+	/* raft ids must be > 0 and Kafka's node.id may be 0 */
+	rv = raft_init(&q->raft, &q->io, &q->fsm.fsm, (raft_id)cfg->node_id + 1, addr);
+	if (rv != 0) {
+		/* raft_init's message is in the raft struct, the io's when the
+		 * directory probe failed (e.g. no O_DIRECT) */
+		rc = errf(err, errlen, quorum_errno(rv), "cannot use %s: %s", cfg->dir,
+			  q->raft.errmsg[0] ? q->raft.errmsg : q->io.errmsg);
+		quorum_abandon_io(q);
+		goto err_lock;
+	}
+	quorum_fsm_bind(&q->fsm, &q->raft);
+	q->raft.data = q;
+	raft_set_election_timeout(&q->raft, election_ms(cfg));
+	raft_set_heartbeat_timeout(&q->raft, heartbeat_ms(cfg));
+	raft_set_install_snapshot_timeout(&q->raft, cfg->install_snapshot_timeout_ms ?
+					  cfg->install_snapshot_timeout_ms : 5000);
+	raft_set_snapshot_threshold(&q->raft, cfg->snapshot_threshold ? cfg->snapshot_threshold : 1024);
+	/* 0.15's header says 128 and its code sets 2048: say which */
+	raft_set_snapshot_trailing(&q->raft, cfg->snapshot_trailing ? cfg->snapshot_trailing : 2048);
+	raft_set_pre_vote(&q->raft, cfg->pre_vote != 0);
+
+	/* Every voter bootstraps the same configuration; on a directory that
+	 * has a log already, raft refuses (RAFT_CANTBOOTSTRAP) and the log's
+	 * configuration stands (the identity file said it is this one). */
+	raft_configuration_init(&conf);
+	rv = 0;
+	for (int i = 0; i < cfg->nvoters && rv == 0; i++) {
+		char a[64];
+
+		snprintf(a, sizeof(a), "%s:%u", cfg->voters[i].host, cfg->voters[i].port);
+		rv = raft_configuration_add(&conf, (raft_id)cfg->voters[i].node_id + 1, a, RAFT_VOTER);
+	}
+	if (rv == 0)
+		rv = raft_bootstrap(&q->raft, &conf);
+	raft_configuration_close(&conf);
+	if (rv != 0 && rv != RAFT_CANTBOOTSTRAP) {
+		rc = errf(err, errlen, quorum_errno(rv), "cannot bootstrap the quorum in %s: %s", cfg->dir,
+			  raft_errmsg(&q->raft));
+		quorum_abandon_raft(q);
+		goto err_lock;
+	}
+	uv_update_time(&q->loop);
+	rv = raft_start(&q->raft);
+	if (rv != 0) {
+		/* a port in use shows as RAFT_IOERR with no message */
+		rc = errf(err, errlen, quorum_errno(rv), "cannot start the quorum on %s (listening on %s): %s%s%s",
+			  cfg->dir, addr, raft_strerror(rv), raft_errmsg(&q->raft)[0] ? ": " : "",
+			  raft_errmsg(&q->raft));
+		quorum_abandon_raft(q);
+		goto err_lock;
+	}
+	*out = q;
+	return 0;
+
+err_lock:
+	close(q->lock_fd);
+	free(q);
+	return rc;
+}
+
+/* ------------------------------------------------ the loop */
+
+int quorum_fd(const struct quorum *q)
+{
+	return uv_backend_fd(&q->loop);
+}
+
+/* raft_leader says 0 on a leader while it transfers leadership; this
+ * node leads until the transfer ends, and says so. */
+static int32_t leader_of(const struct quorum *q)
+{
+	struct raft *r = (struct raft *)&q->raft;
+	raft_id id;
+	const char *address;
+
+	if (raft_state(r) == RAFT_LEADER)
+		return q->node_id;
+	raft_leader(r, &id, &address);
+	return id ? (int32_t)(id - 1) : -1;
+}
+
+int32_t quorum_leader(const struct quorum *q)
+{
+	return q->state == QUORUM_OPEN ? leader_of(q) : -1;
+}
+
+int32_t quorum_node_id(const struct quorum *q)
+{
+	return q->node_id;
+}
+
+int quorum_is_leader(const struct quorum *q)
+{
+	return q->state == QUORUM_OPEN && raft_state((struct raft *)&q->raft) == RAFT_LEADER;
+}
+
+int quorum_error(const struct quorum *q, uint64_t *index)
+{
+	if (index)
+		*index = q->fsm.failed ? q->fsm.failed_index : 0;
+	return q->fsm.failed;
+}
+
+static int leader_moved(const struct quorum *q)
+{
+	return leader_of(q) != q->told_leader || quorum_is_leader(q) != q->told_am_leader;
+}
+
+int quorum_timeout_ms(const struct quorum *q)
+{
+	if (q->state == QUORUM_CLOSE_ASKED || (q->state == QUORUM_OPEN && leader_moved(q)))
+		return 0;
+	return uv_backend_timeout(&q->loop);
+}
+
+/* The loop is closed: unlock, tell, free. */
+static void quorum_finish(struct quorum *q)
+{
+	void (*done)(void *) = q->close_done;
+	void *arg = q->close_arg;
+
+	close(q->lock_fd);
+	free(q);
+	if (done)
+		done(arg);
+}
+
+static void quorum_close_handle(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+int quorum_poll(struct quorum *q)
+{
+	uint64_t before = q->fsm.applied + q->fsm.restored + q->ran;
+	int alive, work = 0;
+
+	if (q->state == QUORUM_CLOSE_ASKED) {
+		/* here, outside raft's own callbacks: pending proposals fail
+		 * (QUORUM_ELOST), disk writes finish, then quorum_raft_closed */
+		q->state = QUORUM_CLOSING;
+		raft_close(&q->raft, quorum_raft_closed);
+		work++;
+	}
+	uv_update_time(&q->loop);
+	alive = uv_run(&q->loop, UV_RUN_NOWAIT);
+	if (q->state == QUORUM_DRAINING && !alive) {
+		if (uv_loop_close(&q->loop) == 0) {
+			quorum_finish(q);
+			return work + 1;
+		}
+		/* a handle left open (none is expected): close it, try again */
+		uv_walk(&q->loop, quorum_close_handle, NULL);
+		return work + 1;
+	}
+	if (q->state == QUORUM_OPEN && leader_moved(q)) {
+		q->told_leader = leader_of(q);
+		q->told_am_leader = quorum_is_leader(q);
+		if (q->ops->leader_changed)
+			q->ops->leader_changed(q->arg, q->told_leader, q->told_am_leader);
+		work++;
+	}
+	return work + (int)(q->fsm.applied + q->fsm.restored + q->ran - before);
+}
+
+/* ------------------------------------------------ proposals */
+
+static void quorum_applied(struct raft_apply *req, int status, void *result)
+{
+	struct quorum_prop *p = req->data;
+
+	(void)result;
+	p->q->ran++;
+	p->done(p->cookie, req->index, quorum_errno(status));
+	free(p);
+}
+
+int quorum_propose(struct quorum *q, const void *buf, size_t len, quorum_done_fn done, void *cookie)
+{
+	struct raft_buffer b;
+	struct quorum_prop *p;
+	int rv;
+
+	if (q->state != QUORUM_OPEN)
+		return -ESHUTDOWN;
+	if (len > QUORUM_RECORD_MAX)
+		return -EMSGSIZE;
+	if (raft_state(&q->raft) != RAFT_LEADER)
+		return -QUORUM_ENOTLEADER;
+	p = malloc(sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	/* framed: raft_uv needs lengths in multiples of 8 (quorum_fsm.h) */
+	if (quorum_fsm_frame(buf, len, &b) < 0) {
+		free(p);
+		return -ENOMEM;
+	}
+	p->req.data = p;
+	p->done = done;
+	p->cookie = cookie;
+	p->q = q;
+	/* on 0 raft owns b.base (raft_malloc'd); else it is still ours */
+	rv = raft_apply(&q->raft, &p->req, &b, 1, quorum_applied);
+	if (rv != 0) {
+		raft_free(b.base);
+		free(p);
+		return quorum_errno(rv);
+	}
+	return 0;
+}
+
+static void quorum_barrier_done(struct raft_barrier *req, int status)
+{
+	struct quorum_bar *p = req->data;
+
+	p->q->ran++;
+	p->done(p->cookie, req->index, quorum_errno(status));
+	free(p);
+}
+
+int quorum_barrier(struct quorum *q, quorum_done_fn done, void *cookie)
+{
+	struct quorum_bar *p;
+	int rv;
+
+	if (q->state != QUORUM_OPEN)
+		return -ESHUTDOWN;
+	if (raft_state(&q->raft) != RAFT_LEADER)
+		return -QUORUM_ENOTLEADER;
+	p = malloc(sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->req.data = p;
+	p->done = done;
+	p->cookie = cookie;
+	p->q = q;
+	rv = raft_barrier(&q->raft, &p->req, quorum_barrier_done);
+	if (rv != 0) {
+		free(p);
+		return quorum_errno(rv);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------ transfer, close */
+
+static void quorum_transferred(struct raft_transfer *req)
+{
+	struct quorum *q = req->data;
+	void (*done)(void *, int32_t) = q->transfer_done;
+
+	q->transfer_done = NULL;
+	q->ran++;
+	if (done)
+		done(q->transfer_cookie, leader_of(q));
+}
+
+int quorum_transfer(struct quorum *q, int32_t to, void (*done)(void *cookie, int32_t leader), void *cookie)
+{
+	int rv;
+
+	if (q->state != QUORUM_OPEN)
+		return -ESHUTDOWN;
+	if (raft_state(&q->raft) != RAFT_LEADER)
+		return -QUORUM_ENOTLEADER;
+	if (q->transfer_done)
+		return -EBUSY;
+	if (to >= 0 && to == q->node_id)
+		return -EINVAL;
+	memset(&q->transfer, 0, sizeof(q->transfer));
+	q->transfer.data = q;
+	q->transfer_done = done;
+	q->transfer_cookie = cookie;
+	rv = raft_transfer(&q->raft, &q->transfer, to < 0 ? 0 : (raft_id)to + 1, quorum_transferred);
+	if (rv != 0) {
+		q->transfer_done = NULL;
+		return quorum_errno(rv);
+	}
+	return 0;
+}
+
+/* raft is closed (its files too): free the backends; the loop drains in
+ * the next quorum_poll turns. */
+static void quorum_raft_closed(struct raft *r)
+{
+	struct quorum *q = r->data;
+
+	raft_uv_close(&q->io);
+	raft_uv_tcp_close(&q->transport);
+	q->state = QUORUM_DRAINING;
+}
+
+void quorum_close(struct quorum *q, void (*done)(void *arg), void *arg)
+{
+	if (q->state != QUORUM_OPEN)
+		return;
+	q->close_done = done;
+	q->close_arg = arg;
+	q->state = QUORUM_CLOSE_ASKED;
+}

@@ -1,0 +1,174 @@
+/* control/quorum.h — the Raft quorum that keeps the metadata log (DESIGN 6):
+ * the controller nodes (Kafka's controller.quorum.voters) agree on one
+ * sequence of opaque records, and every node applies that sequence, in
+ * order, to a state the layer above owns. One node is a quorum of one, on
+ * the same code path. The consensus is Debian's libraft 0.15 (raft_uv: its
+ * own log files and TCP between the voters, on a libuv loop of its own);
+ * this module configures it, locks and checks its directory, adapts its
+ * state machine to the callbacks below (control/quorum_fsm.c) and lets the
+ * control thread drive its loop beside its own (quorum_fd,
+ * quorum_timeout_ms, quorum_poll). It knows nothing of what the records
+ * say: the layer above (the metadata log) gives it struct quorum_ops.
+ *
+ * Thread: the control thread (@thread ctl) for every function and every
+ * callback; nothing here locks. libuv's threadpool (process-wide, started
+ * by the first segment preparation) does some of raft_uv's file work, and
+ * its threads inherit the signal mask of the thread that started it (see
+ * the note in quorum.c).
+ * Owns: its libuv loop (never the default loop), the raft_uv and TCP
+ * transports, the struct raft, the flock on its directory, and every
+ * pending proposal until its done callback ran.
+ * Errors: 0 or -errno. libraft's codes are mapped at this edge:
+ *   QUORUM_ENOTLEADER (-EREMOTE): this node is not the leader (RAFT_NOTLEADER);
+ *     nothing was appended; propose on the leader (quorum_leader).
+ *   QUORUM_ELOST (-ECONNABORTED): leadership was lost after the record was
+ *     appended (RAFT_LEADERSHIPLOST, also at quorum_close): the outcome is
+ *     unknown; the next leader may still commit it, and then every node,
+ *     this one included, applies it.
+ *   -ESHUTDOWN: the quorum is closing; -EMSGSIZE (RAFT_TOOBIG); -ENOMEM;
+ *   -ENOSPC (RAFT_NOSPACE); -EBUSY (RAFT_BUSY, a transfer already running);
+ *   -ENOENT (RAFT_NOTFOUND: no other voter); -EINVAL (RAFT_BADID, bad
+ *   arguments); -EIO for anything else (RAFT_IOERR, RAFT_CORRUPT, ...).
+ * quorum_open's errors: -EINVAL (the configuration, or a directory made for
+ * another cluster id or voter set), -EBUSY (the directory is locked by
+ * another open), -EIO/-ENOSPC/... from the disk; err names what is wrong.
+ */
+#ifndef SLUICE_QUORUM_H
+#define SLUICE_QUORUM_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define QUORUM_ENOTLEADER EREMOTE
+#define QUORUM_ELOST ECONNABORTED
+
+/* The callbacks of the layer above (its state), all @thread ctl, all with
+ * the arg given to quorum_open. They may run inside quorum_open (restore of
+ * the last snapshot; a quorum of one applies its whole log at once) and
+ * inside quorum_poll. Any of them, and any done callback, may call
+ * quorum_close (it takes effect at the next quorum_poll); apply, snapshot
+ * and restore must not propose (do it from a done callback or the next
+ * turn). */
+struct quorum_ops {
+	/* Every committed record, in log order, on every node (the leader
+	 * included), exactly once per open: after a restart the log is applied
+	 * again from the last snapshot the state was restored from. index is
+	 * raft's log index (increasing, with gaps where raft keeps entries of
+	 * its own). It cannot fail: libraft would retry a failing entry
+	 * forever, so a record that cannot be read must stop the node. buf is
+	 * borrowed for the call. */
+	void (*apply)(void *arg, uint64_t index, const void *buf, size_t len);
+	/* The whole state, for raft to keep instead of the log before it:
+	 * *buf malloc()ed, handed to the quorum (it frees it). The caller owns
+	 * the format. 0, or -errno (raft tries again at the next threshold). */
+	int (*snapshot)(void *arg, void **buf, size_t *len);
+	/* Replace the state with one snapshot() produced (on this node or the
+	 * leader's); buf borrowed for the call. -errno only for bytes it cannot
+	 * read (at open: quorum_open fails with -EPROTO). */
+	int (*restore)(void *arg, const void *buf, size_t len);
+	/* The leader this node knows changed: its node id or -1 (none known),
+	 * and whether it is this node. A new leader should quorum_barrier()
+	 * before it serves reads of the state: libraft 0.15 appends no entry
+	 * of its own on election, so entries of earlier terms are not known
+	 * committed until it does. NULL: not told. */
+	void (*leader_changed)(void *arg, int32_t leader, int am_leader);
+};
+
+struct quorum_voter {
+	int32_t node_id;        /* Kafka node.id, >= 0 (raft's id is node_id + 1) */
+	const char *host;       /* dotted-quad IPv4: libraft takes no names, no IPv6 */
+	uint16_t port;
+};
+
+/* Borrowed by quorum_open for the call only. Zero timeouts take the
+ * defaults in brackets. */
+struct quorum_config {
+	int32_t node_id;                /* this node: one of voters[] */
+	const char *dir;                /* raft_uv's own directory (created; its
+					 * parent must exist), e.g.
+					 * <log.dirs>/__cluster_metadata-raft */
+	const struct quorum_voter *voters;
+	int nvoters;
+	const char *cluster_id;         /* written in dir once, checked at every open */
+	unsigned election_timeout_ms;   /* [1000] randomised 1x..2x by raft */
+	unsigned heartbeat_timeout_ms;  /* [100] also raft's tick; < election */
+	unsigned install_snapshot_timeout_ms; /* [5000] see quorum.c */
+	unsigned connect_retry_ms;      /* [250] reconnect to a voter that is down */
+	unsigned snapshot_threshold;    /* [1024] entries between snapshots */
+	unsigned snapshot_trailing;     /* [2048] entries kept after a snapshot */
+	int pre_vote;                   /* 1: a returning node cannot disrupt a leader */
+};
+
+struct quorum;
+
+/* @thread ctl. Lock and check cfg->dir, start raft on a loop of its own:
+ * bootstraps the voters' configuration when the directory is new, then
+ * loads the log (restore, and for a quorum of one apply, run here). ops
+ * and arg are borrowed until the close's done has run. 0 and *out, or
+ * -errno with err (if errlen) naming what is wrong: a node id not among
+ * the voters, a voter host that is not IPv4, a directory of another cluster
+ * id or voter set (all -EINVAL), a directory another open holds (-EBUSY). */
+int quorum_open(const struct quorum_config *cfg, const struct quorum_ops *ops, void *arg,
+		struct quorum **out, char *err, size_t errlen);
+
+/* @thread ctl. The control loop's part: poll() quorum_fd for POLLIN beside
+ * the thread's own fds, for at most quorum_timeout_ms (-1: no deadline of
+ * its own; 0: call quorum_poll now), then call quorum_poll, which runs the
+ * loop once without blocking (its timers, disk completions and sockets,
+ * so the callbacks above and the done callbacks) and tells leader_changed.
+ * quorum_poll returns the callbacks it ran (0: the turn found nothing).
+ * libraft's clock is libuv's (CLOCK_MONOTONIC, read by quorum_poll), not
+ * the clock a test gives ctl_poll. */
+int quorum_fd(const struct quorum *q);
+int quorum_timeout_ms(const struct quorum *q);
+int quorum_poll(struct quorum *q);
+
+/* done(cookie, index, err): index is the record's log index, err 0 once it
+ * is committed and applied on this node (apply has run for it), or -errno. */
+typedef void (*quorum_done_fn)(void *cookie, uint64_t index, int err);
+
+/* @thread ctl. Propose one record (copied, and framed: raft_uv needs
+ * entries in multiples of 8 bytes, see quorum_fsm.h; apply gets the bytes
+ * given here): appended on the leader, replicated, and once a majority has
+ * it, applied on every node; then done runs here. 0 (done will run
+ * exactly once, at the latest during quorum_close), or -errno and done
+ * never runs: QUORUM_ENOTLEADER on a follower, -ESHUTDOWN once closing,
+ * -EMSGSIZE over 1 MiB, -ENOMEM. */
+int quorum_propose(struct quorum *q, const void *buf, size_t len, quorum_done_fn done,
+		   void *cookie);
+/* @thread ctl. A barrier entry: done (index of the barrier) runs once every
+ * entry before it, of any term, is committed and applied here. Same
+ * errors as quorum_propose. */
+int quorum_barrier(struct quorum *q, quorum_done_fn done, void *cookie);
+
+/* @thread ctl. The leader this node knows (node id), or -1. */
+int32_t quorum_leader(const struct quorum *q);
+/* @thread ctl. This node's id and whether it is the leader. */
+int32_t quorum_node_id(const struct quorum *q);
+int quorum_is_leader(const struct quorum *q);
+
+/* @thread ctl. 0, or -EPROTO once a committed record's frame did not parse
+ * on this node (written by another version, or damaged past raft's CRC):
+ * apply is not called for it nor for anything after it (rather than skip
+ * a record the other nodes applied); *index (if not NULL) is its index.
+ * The caller stops the node. */
+int quorum_error(const struct quorum *q, uint64_t *index);
+
+/* @thread ctl. Controlled shutdown of a leader: hand leadership to voter
+ * `to` (node id), or to the most up-to-date other voter with to = -1, before
+ * closing. done(cookie, leader) runs once the target leads or an election
+ * timeout has passed, with the leader this node then knows (-1: none yet).
+ * 0, QUORUM_ENOTLEADER, -EBUSY (a transfer is running), -ENOENT (no
+ * other voter), -EINVAL (to is not another voter), -ESHUTDOWN. */
+int quorum_transfer(struct quorum *q, int32_t to, void (*done)(void *cookie, int32_t leader),
+		    void *cookie);
+
+/* @thread ctl. Close: raft stops (pending proposals' done run with
+ * QUORUM_ELOST, a transfer's done runs), its files are closed, then its
+ * loop; then done(arg) runs, from quorum_poll, and q is freed right after
+ * it returns: the caller keeps calling quorum_poll until done ran and
+ * never touches q after. The directory is unlocked before done. */
+void quorum_close(struct quorum *q, void (*done)(void *arg), void *arg);
+
+#endif
