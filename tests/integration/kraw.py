@@ -1,5 +1,7 @@
 """kraw: a minimal raw Kafka client for the group tests (struct, classic
-non-flexible encodings only: request header v1, response header v0).
+non-flexible encodings: request header v1, response header v0; the
+flexible ones' varints and compact strings are helpers below, for the
+tests that frame a flexible request themselves).
 
     c = Conn(b.bootstrap)
     r = c.join_group("g", protocols=[("range", subscription(["t"]))])
@@ -141,6 +143,49 @@ class R:
             raise ValueError("%d bytes left over in the response" % (len(self.b) - self.o))
 
 
+# ---- flexible encodings (KIP-482): unsigned varints, compact strings ---------
+
+def uvarint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def read_uvarint(r):
+    v = shift = 0
+    while True:
+        b = r.b[r.o]
+        r.o += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return v
+
+
+def compact_str(s):
+    s = s.encode()
+    return uvarint(len(s) + 1) + s
+
+
+def read_compact_str(r):
+    """A compact (nullable) string: None for null."""
+    n = read_uvarint(r) - 1
+    if n < 0:
+        return None
+    v = r.b[r.o:r.o + n]
+    if len(v) != n:
+        raise ValueError("string truncated")
+    v = v.decode()
+    r.o += n
+    return v
+
+
 # ---- the consumer protocol (opaque bytes inside JoinGroup/SyncGroup) -------
 
 def subscription(topics, user_data=None):
@@ -203,6 +248,18 @@ class Conn:
 
     def request(self, api, ver, w):
         return self.recv(self.send(api, ver, w.b))
+
+    def request_flex(self, api, ver, body):
+        """A flexible request (header v2: no tagged fields) of the bytes
+        `body`; the response after its header v1's (empty) tagged fields."""
+        self.corr += 1
+        hdr = W().i16(api).i16(ver).i32(self.corr).str(self.client_id).b + b"\x00"
+        msg = bytes(hdr) + bytes(body)
+        self.s.sendall(struct.pack(">i", len(msg)) + msg)
+        r = self.recv(self.corr)
+        if read_uvarint(r) != 0:
+            raise ValueError("tagged fields in the response header")
+        return r
 
     # ---- APIs --------------------------------------------------------------
 

@@ -33,7 +33,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import SLUICED, broker, free_port, main, skip, temp_dir, test  # noqa: E402
-from kraw import R, W  # noqa: E402
+from kraw import R, W, compact_str, read_compact_str, read_uvarint, uvarint  # noqa: E402
 from ktxn import READ_UNCOMMITTED, TConn, batch, new_topic, plain  # noqa: E402
 
 OFFSET_OUT_OF_RANGE = 1
@@ -129,53 +129,11 @@ def end_offset(c, name, partition=0):
 
 # ---- flexible encodings (ListGroups v4) ----------------------------------------
 
-def uvarint(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def read_uvarint(r):
-    v = shift = 0
-    while True:
-        b = r.b[r.o]
-        r.o += 1
-        v |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return v
-
-
-def compact_str(s):
-    s = s.encode()
-    return uvarint(len(s) + 1) + s
-
-
-def read_compact_str(r):
-    n = read_uvarint(r) - 1
-    v = r.b[r.o:r.o + n].decode()
-    r.o += n
-    return v
-
-
 def list_groups_v4(c, states):
     """ListGroups v4 (flexible: request header v2, response header v1):
     (error, {group: (protocol type, state)})."""
     body = uvarint(len(states) + 1) + b"".join(compact_str(s) for s in states) + b"\x00"
-    c.corr += 1
-    hdr = W().i16(LIST_GROUPS).i16(4).i32(c.corr).str(c.client_id).b + b"\x00"
-    msg = bytes(hdr) + body
-    c.s.sendall(len(msg).to_bytes(4, "big") + msg)
-    n = int.from_bytes(c._recvn(4), "big")
-    r = R(c._recvn(n))
-    assert r.i32() == c.corr
-    assert read_uvarint(r) == 0          # response header tagged fields
+    r = c.request_flex(LIST_GROUPS, 4, body)
     r.i32()                              # throttle
     err = r.i16()
     groups = {}
