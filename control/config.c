@@ -112,7 +112,7 @@ static const struct config_key keys[] = {
 		 "clients, and a voter's port must be its controller listener's. (A quorum of one "
 		 "opens no controller port.)" },
 	{ "broker.rack", CONFIG_STRING, "",
-	  .doc = "This broker's rack, returned in Metadata (empty: none, null on the wire)." },
+	  .doc = "This broker's rack, returned in Metadata and DescribeCluster (empty: none, null on the wire)." },
 	{ "log.dirs", CONFIG_LIST, "./data", .alias = "log.dir", .flags = CK_NONEMPTY,
 	  .doc = "Data directory (topic partitions and the metadata log)." },
 	{ "num.partitions", CONFIG_INT, "1", 1, I32MAX,

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "dataplane/cluster_view.h"
 #include "dataplane/coord.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
@@ -94,6 +95,7 @@ static int metadata_respond(struct kafka_ctx *ctx)
 		ALLOC(ctx, struct kafka_metadata_response_metadata_response_broker, 1);
 	struct broker *b = ctx->sh->b;
 	struct md_snapshot *md = broker_md(b);
+	struct cluster_node self;
 	int all = q->Topics.count < 0 || (q->Topics.count == 0 && ctx->req.header.RequestApiVersion == 0);
 	int n = all ? (md ? md->ntopics : 0) : q->Topics.count;
 
@@ -102,15 +104,15 @@ static int metadata_respond(struct kafka_ctx *ctx)
 		return 0;
 	}
 	kafka_metadata_response_init(r);
-	br->NodeId = b->set.node_id;
-	br->Host = (struct kafka_str){ b->set.adv_host, (int32_t)strlen(b->set.adv_host) };
-	br->Port = b->set.adv_port;
-	br->Rack = b->set.rack[0] ? (struct kafka_str){ b->set.rack, (int32_t)strlen(b->set.rack) }
-				  : (struct kafka_str){ NULL, -1 };
+	cluster_view_self(b, &self);
+	br->NodeId = self.id;
+	br->Host = self.host;
+	br->Port = self.port;
+	br->Rack = self.rack;
 	r->Brokers.items = br;
 	r->Brokers.count = 1;
-	r->ClusterId = (struct kafka_str){ b->set.cluster_id, (int32_t)strlen(b->set.cluster_id) };
-	r->ControllerId = b->set.node_id;
+	r->ClusterId = cluster_view_id(b);
+	r->ControllerId = cluster_view_controller(b);
 	r->Topics.items = ALLOC(ctx, struct kafka_metadata_response_metadata_response_topic, n);
 	if (!r->Topics.items) {
 		kafka_ctx_abort(ctx);
@@ -983,9 +985,12 @@ int kafka_handle_find_coordinator(struct kafka_ctx *ctx)
 		r->Host = (struct kafka_str){ "", 0 };
 		r->Port = -1;
 	} else {
-		r->NodeId = b->set.node_id;
-		r->Host = (struct kafka_str){ b->set.adv_host, (int32_t)strlen(b->set.adv_host) };
-		r->Port = b->set.adv_port;
+		struct cluster_node self;
+
+		cluster_view_self(b, &self);   /* every coordinator is this node */
+		r->NodeId = self.id;
+		r->Host = self.host;
+		r->Port = self.port;
 		r->ErrorMessage = (struct kafka_str){ NULL, -1 };
 	}
 	ctx->resp = r;

@@ -7908,6 +7908,193 @@ static void kafka_offset_delete_response_encode_any(struct kafka_writer *w, int1
 	kafka_offset_delete_response_encode(w, version, m);
 }
 
+/* ---- DescribeClusterRequest ---- */
+
+void kafka_describe_cluster_request_init(struct kafka_describe_cluster_request *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->EndpointType = (int8_t)1LL;
+}
+
+int kafka_describe_cluster_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_cluster_request *m)
+{
+
+	if (version < 0 || version > 1)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_describe_cluster_request_init(m);
+	(void)a;
+	(void)version;
+	m->IncludeClusterAuthorizedOperations = kafka_cursor_bool(c);
+	if (version == 1) {
+		m->EndpointType = kafka_cursor_int8(c);
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+void kafka_describe_cluster_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_cluster_request *m)
+{
+	(void)version;
+	if (version < 0 || version > 1) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_bool(w, m->IncludeClusterAuthorizedOperations);
+	if (version == 1) {
+		kafka_writer_int8(w, m->EndpointType);
+	}
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_describe_cluster_request_init_any(void *m)
+{
+	kafka_describe_cluster_request_init(m);
+}
+
+static int kafka_describe_cluster_request_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_describe_cluster_request_decode(c, a, version, m);
+}
+
+static void kafka_describe_cluster_request_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_describe_cluster_request_encode(w, version, m);
+}
+
+/* ---- DescribeClusterResponse ---- */
+
+static void kafka_describe_cluster_response_describe_cluster_broker_init(struct kafka_describe_cluster_response_describe_cluster_broker *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Host = (struct kafka_str){ "", 0 };
+	m->Rack = (struct kafka_str){ NULL, -1 };
+}
+
+
+void kafka_describe_cluster_response_init(struct kafka_describe_cluster_response *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ErrorMessage = (struct kafka_str){ NULL, -1 };
+	m->EndpointType = (int8_t)1LL;
+	m->ClusterId = (struct kafka_str){ "", 0 };
+	m->ControllerId = (int32_t)-1LL;
+	m->ClusterAuthorizedOperations = (int32_t)-2147483648LL;
+}
+
+static int kafka_describe_cluster_response_describe_cluster_broker_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_cluster_response_describe_cluster_broker *m)
+{
+	kafka_describe_cluster_response_describe_cluster_broker_init(m);
+	(void)a;
+	(void)version;
+	m->BrokerId = kafka_cursor_int32(c);
+	m->Host = kafka_cursor_string(c, true, false);
+	m->Port = kafka_cursor_int32(c);
+	m->Rack = kafka_cursor_string(c, true, true);
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_describe_cluster_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_cluster_response *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 1)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_describe_cluster_response_init(m);
+	(void)a;
+	(void)version;
+	m->ThrottleTimeMs = kafka_cursor_int32(c);
+	m->ErrorCode = kafka_cursor_int16(c);
+	m->ErrorMessage = kafka_cursor_string(c, true, true);
+	if (version == 1) {
+		m->EndpointType = kafka_cursor_int8(c);
+	}
+	m->ClusterId = kafka_cursor_string(c, true, false);
+	m->ControllerId = kafka_cursor_int32(c);
+	n = kafka_cursor_array_len(c, true, false, 11);
+	m->Brokers.count = n;
+	m->Brokers.items = NULL;
+	if (n > 0) {
+		m->Brokers.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Brokers.items));
+		if (!m->Brokers.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_describe_cluster_response_describe_cluster_broker_decode(c, a, version, &m->Brokers.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	m->ClusterAuthorizedOperations = kafka_cursor_int32(c);
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_describe_cluster_response_describe_cluster_broker_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_cluster_response_describe_cluster_broker *m)
+{
+	(void)version;
+	kafka_writer_int32(w, m->BrokerId);
+	kafka_writer_string(w, m->Host, true, false);
+	kafka_writer_int32(w, m->Port);
+	kafka_writer_string(w, m->Rack, true, true);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_describe_cluster_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_cluster_response *m)
+{
+	(void)version;
+	if (version < 0 || version > 1) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_int32(w, m->ThrottleTimeMs);
+	kafka_writer_int16(w, m->ErrorCode);
+	kafka_writer_string(w, m->ErrorMessage, true, true);
+	if (version == 1) {
+		kafka_writer_int8(w, m->EndpointType);
+	}
+	kafka_writer_string(w, m->ClusterId, true, false);
+	kafka_writer_int32(w, m->ControllerId);
+	kafka_writer_len(w, m->Brokers.count, true, true, false);
+	for (int32_t i = 0; i < m->Brokers.count; i++)
+		kafka_describe_cluster_response_describe_cluster_broker_encode(w, version, &m->Brokers.items[i]);
+	kafka_writer_int32(w, m->ClusterAuthorizedOperations);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_describe_cluster_response_init_any(void *m)
+{
+	kafka_describe_cluster_response_init(m);
+}
+
+static int kafka_describe_cluster_response_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_describe_cluster_response_decode(c, a, version, m);
+}
+
+static void kafka_describe_cluster_response_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_describe_cluster_response_encode(w, version, m);
+}
+
 /* ---- RequestHeader ---- */
 
 void kafka_request_header_init(struct kafka_request_header *m)
@@ -8408,6 +8595,10 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 	  kafka_offset_delete_request_init_any, kafka_offset_delete_request_decode_any, kafka_offset_delete_request_encode_any },
 	{ "OffsetDeleteResponse", 47, 0, 0, -1, sizeof(struct kafka_offset_delete_response),
 	  kafka_offset_delete_response_init_any, kafka_offset_delete_response_decode_any, kafka_offset_delete_response_encode_any },
+	{ "DescribeClusterRequest", 60, 0, 1, 0, sizeof(struct kafka_describe_cluster_request),
+	  kafka_describe_cluster_request_init_any, kafka_describe_cluster_request_decode_any, kafka_describe_cluster_request_encode_any },
+	{ "DescribeClusterResponse", 60, 0, 1, 0, sizeof(struct kafka_describe_cluster_response),
+	  kafka_describe_cluster_response_init_any, kafka_describe_cluster_response_decode_any, kafka_describe_cluster_response_encode_any },
 	{ "RequestHeader", -1, 0, 2, 2, sizeof(struct kafka_request_header),
 	  kafka_request_header_init_any, kafka_request_header_decode_any, kafka_request_header_encode_any },
 	{ "ResponseHeader", -1, 0, 1, 1, sizeof(struct kafka_response_header),
@@ -8454,6 +8645,7 @@ int kafka_handle_create_partitions(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_delete_groups(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_incremental_alter_configs(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_offset_delete(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_describe_cluster(struct kafka_ctx *ctx) __attribute__((weak));
 
 const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	/* key, name, min, max, first flexible, advertised min-max, advertised (README note) */
@@ -8491,6 +8683,7 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_msg_descs[62], &kafka_msg_descs[63], kafka_handle_delete_groups }, /* optional */
 	{ 44, "IncrementalAlterConfigs", 0, 1, 1, 0, 1, true, &kafka_msg_descs[64], &kafka_msg_descs[65], kafka_handle_incremental_alter_configs }, /* topic configs (broker issue) */
 	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[66], &kafka_msg_descs[67], kafka_handle_offset_delete }, /* optional */
+	{ 60, "DescribeCluster", 0, 1, 0, 0, 1, true, &kafka_msg_descs[68], &kafka_msg_descs[69], kafka_handle_describe_cluster }, /* this node: ControllerId and the one broker; v1 EndpointType 1 (brokers) */
 };
 
 const struct kafka_array_bound kafka_array_bounds[] = {
@@ -8590,6 +8783,7 @@ const struct kafka_array_bound kafka_array_bounds[] = {
 	{ "OffsetDeleteRequest.Topics", sizeof(struct kafka_offset_delete_request_offset_delete_request_topic), 6 },
 	{ "OffsetDeleteResponse.OffsetDeleteResponseTopic.Partitions", sizeof(struct kafka_offset_delete_response_offset_delete_response_partition), 6 },
 	{ "OffsetDeleteResponse.Topics", sizeof(struct kafka_offset_delete_response_offset_delete_response_topic), 6 },
+	{ "DescribeClusterResponse.Brokers", sizeof(struct kafka_describe_cluster_response_describe_cluster_broker), 11 },
 	{ "ConsumerProtocolSubscription.TopicPartition.Partitions", sizeof(int32_t), 4 },
 	{ "ConsumerProtocolSubscription.Topics", sizeof(struct kafka_str), 2 },
 	{ "ConsumerProtocolSubscription.OwnedPartitions", sizeof(struct kafka_consumer_protocol_subscription_topic_partition), 6 },
@@ -9232,6 +9426,7 @@ const struct kafka_api *kafka_api_find(int16_t api_key)
 	case 42: return &kafka_apis[31];
 	case 44: return &kafka_apis[32];
 	case 47: return &kafka_apis[33];
+	case 60: return &kafka_apis[34];
 	default: return NULL;
 	}
 }

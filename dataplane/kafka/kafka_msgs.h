@@ -2297,6 +2297,64 @@ int kafka_offset_delete_response_decode(struct kafka_cursor *c, struct kafka_are
 void kafka_offset_delete_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_offset_delete_response *m);
 
+/* ---- DescribeClusterRequest (api key 60, versions 0-1) ---- */
+
+/* DescribeClusterRequest, versions 0-1, flexible from v0. */
+struct kafka_describe_cluster_request {
+	/* Whether to include cluster authorized operations. (v0+) */
+	bool IncludeClusterAuthorizedOperations;
+	/* The endpoint type to describe. 1=brokers, 2=controllers. (v1+) */
+	int8_t EndpointType;
+};
+
+void kafka_describe_cluster_request_init(struct kafka_describe_cluster_request *m);
+int kafka_describe_cluster_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_cluster_request *m);
+void kafka_describe_cluster_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_cluster_request *m);
+
+/* ---- DescribeClusterResponse (api key 60, versions 0-1) ---- */
+
+struct kafka_describe_cluster_response_describe_cluster_broker {
+	/* The broker ID. (v0+) */
+	int32_t BrokerId;
+	/* The broker hostname. (v0+) */
+	struct kafka_str Host;
+	/* The broker port. (v0+) */
+	int32_t Port;
+	/* The rack of the broker, or null if it has not been assigned to a rack. (v0+, nullable) */
+	struct kafka_str Rack;
+};
+
+/* DescribeClusterResponse, versions 0-1, flexible from v0. */
+struct kafka_describe_cluster_response {
+	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
+	int32_t ThrottleTimeMs;
+	/* The top-level error code, or 0 if there was no error (v0+) */
+	int16_t ErrorCode;
+	/* The top-level error message, or null if there was no error. (v0+, nullable) */
+	struct kafka_str ErrorMessage;
+	/* The endpoint type that was described. 1=brokers, 2=controllers. (v1+) */
+	int8_t EndpointType;
+	/* The cluster ID that responding broker belongs to. (v0+) */
+	struct kafka_str ClusterId;
+	/* The ID of the controller broker. (v0+) */
+	int32_t ControllerId;
+	/* Each broker in the response. (v0+) */
+	struct {
+		struct kafka_describe_cluster_response_describe_cluster_broker *items;
+		int32_t count; /* -1: null */
+	} Brokers;
+	/* 32-bit bitfield to represent authorized operations for this cluster. (v0+) */
+	int32_t ClusterAuthorizedOperations;
+};
+
+void kafka_describe_cluster_response_init(struct kafka_describe_cluster_response *m);
+int kafka_describe_cluster_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_cluster_response *m);
+void kafka_describe_cluster_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_cluster_response *m);
+
 /* ---- RequestHeader (versions 0-2) ---- */
 
 /* RequestHeader, versions 0-2, flexible from v2. */
@@ -2491,9 +2549,10 @@ enum kafka_api_key {
 	KAFKA_DELETE_GROUPS_KEY = 42,
 	KAFKA_INCREMENTAL_ALTER_CONFIGS_KEY = 44,
 	KAFKA_OFFSET_DELETE_KEY = 47,
+	KAFKA_DESCRIBE_CLUSTER_KEY = 60,
 };
 
-#define KAFKA_API_COUNT 34
+#define KAFKA_API_COUNT 35
 
 extern const struct kafka_api kafka_apis[KAFKA_API_COUNT];
 extern const struct kafka_msg_desc kafka_msg_descs[];

@@ -25,6 +25,9 @@ TEST_SCRIPTS += tests/integration/test_produce_raw.py
 TEST_SCRIPTS += tests/integration/test_kafka_rules.py
 # Kafka's KRaft settings: a cluster's config is refused, a one-node one serves
 TEST_SCRIPTS += tests/integration/test_cluster_config.py
+# DescribeCluster v0-1 over raw frames: the cluster Metadata describes, the
+# rack, the authorized operations, the refused endpoint types
+TEST_SCRIPTS += tests/integration/test_describe_cluster.py
 # recovery with a real broker: clean-stop checkpoints, recovery points after
 # SIGKILL, damage in a middle segment, a missing segment, a damaged metadata log
 TEST_SCRIPTS += tests/integration/test_recovery_broker.py

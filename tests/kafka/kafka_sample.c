@@ -5753,6 +5753,134 @@ static bool equal_any_kafka_offset_delete_response(const void *a, const void *b)
 	return equal_kafka_offset_delete_response(a, b);
 }
 
+static void sample_kafka_describe_cluster_request(struct kafka_sample *s, int16_t version, struct kafka_describe_cluster_request *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_cluster_request_init(m);
+	m->IncludeClusterAuthorizedOperations = kafka_sample_bool(s);
+	if (version == 1) {
+		m->EndpointType = kafka_sample_int8(s);
+	}
+}
+
+static bool equal_kafka_describe_cluster_request(const struct kafka_describe_cluster_request *a, const struct kafka_describe_cluster_request *b)
+{
+	if (a->IncludeClusterAuthorizedOperations != b->IncludeClusterAuthorizedOperations)
+		return kafka_sample_differs("DescribeClusterRequest.IncludeClusterAuthorizedOperations");
+	if (a->EndpointType != b->EndpointType)
+		return kafka_sample_differs("DescribeClusterRequest.EndpointType");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_describe_cluster_request(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_describe_cluster_request *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_describe_cluster_request(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_describe_cluster_request(const void *a, const void *b)
+{
+	return equal_kafka_describe_cluster_request(a, b);
+}
+
+static void kafka_describe_cluster_response_describe_cluster_broker_init_(struct kafka_describe_cluster_response_describe_cluster_broker *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Host = (struct kafka_str){ "", 0 };
+	m->Rack = (struct kafka_str){ NULL, -1 };
+}
+
+static void sample_kafka_describe_cluster_response_describe_cluster_broker(struct kafka_sample *s, int16_t version, struct kafka_describe_cluster_response_describe_cluster_broker *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_cluster_response_describe_cluster_broker_init_(m);
+	m->BrokerId = kafka_sample_int32(s);
+	m->Host = kafka_sample_string(s, false);
+	m->Port = kafka_sample_int32(s);
+	m->Rack = kafka_sample_string(s, true);
+}
+
+static void sample_kafka_describe_cluster_response(struct kafka_sample *s, int16_t version, struct kafka_describe_cluster_response *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_cluster_response_init(m);
+	m->ThrottleTimeMs = kafka_sample_int32(s);
+	m->ErrorCode = kafka_sample_int16(s);
+	m->ErrorMessage = kafka_sample_string(s, true);
+	if (version == 1) {
+		m->EndpointType = kafka_sample_int8(s);
+	}
+	m->ClusterId = kafka_sample_string(s, false);
+	m->ControllerId = kafka_sample_int32(s);
+	m->Brokers.count = kafka_sample_count(s, false);
+	m->Brokers.items = m->Brokers.count > 0 ? kafka_sample_alloc(s, (size_t)m->Brokers.count * sizeof(*m->Brokers.items)) : NULL;
+	for (int32_t i = 0; i < m->Brokers.count; i++)
+		sample_kafka_describe_cluster_response_describe_cluster_broker(s, version, &m->Brokers.items[i]);
+	m->ClusterAuthorizedOperations = kafka_sample_int32(s);
+}
+
+static bool equal_kafka_describe_cluster_response_describe_cluster_broker(const struct kafka_describe_cluster_response_describe_cluster_broker *a, const struct kafka_describe_cluster_response_describe_cluster_broker *b)
+{
+	if (a->BrokerId != b->BrokerId)
+		return kafka_sample_differs("DescribeClusterBroker.BrokerId");
+	if (!kafka_sample_str_equal(a->Host, b->Host))
+		return kafka_sample_differs("DescribeClusterBroker.Host");
+	if (a->Port != b->Port)
+		return kafka_sample_differs("DescribeClusterBroker.Port");
+	if (!kafka_sample_str_equal(a->Rack, b->Rack))
+		return kafka_sample_differs("DescribeClusterBroker.Rack");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_describe_cluster_response(const struct kafka_describe_cluster_response *a, const struct kafka_describe_cluster_response *b)
+{
+	if (a->ThrottleTimeMs != b->ThrottleTimeMs)
+		return kafka_sample_differs("DescribeClusterResponse.ThrottleTimeMs");
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("DescribeClusterResponse.ErrorCode");
+	if (!kafka_sample_str_equal(a->ErrorMessage, b->ErrorMessage))
+		return kafka_sample_differs("DescribeClusterResponse.ErrorMessage");
+	if (a->EndpointType != b->EndpointType)
+		return kafka_sample_differs("DescribeClusterResponse.EndpointType");
+	if (!kafka_sample_str_equal(a->ClusterId, b->ClusterId))
+		return kafka_sample_differs("DescribeClusterResponse.ClusterId");
+	if (a->ControllerId != b->ControllerId)
+		return kafka_sample_differs("DescribeClusterResponse.ControllerId");
+	if (a->Brokers.count != b->Brokers.count)
+		return kafka_sample_differs("DescribeClusterResponse.Brokers.count");
+	for (int32_t i = 0; i < a->Brokers.count; i++) {
+		if (!equal_kafka_describe_cluster_response_describe_cluster_broker(&a->Brokers.items[i], &b->Brokers.items[i]))
+			return false;
+	}
+	if (a->ClusterAuthorizedOperations != b->ClusterAuthorizedOperations)
+		return kafka_sample_differs("DescribeClusterResponse.ClusterAuthorizedOperations");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_describe_cluster_response(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_describe_cluster_response *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_describe_cluster_response(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_describe_cluster_response(const void *a, const void *b)
+{
+	return equal_kafka_describe_cluster_response(a, b);
+}
+
 static void sample_kafka_request_header(struct kafka_sample *s, int16_t version, struct kafka_request_header *m)
 {
 	(void)s;
@@ -6066,6 +6194,8 @@ static const struct kafka_sample_desc kafka_sample_descs[] = {
 	{ "IncrementalAlterConfigsResponse", sample_any_kafka_incremental_alter_configs_response, equal_any_kafka_incremental_alter_configs_response },
 	{ "OffsetDeleteRequest", sample_any_kafka_offset_delete_request, equal_any_kafka_offset_delete_request },
 	{ "OffsetDeleteResponse", sample_any_kafka_offset_delete_response, equal_any_kafka_offset_delete_response },
+	{ "DescribeClusterRequest", sample_any_kafka_describe_cluster_request, equal_any_kafka_describe_cluster_request },
+	{ "DescribeClusterResponse", sample_any_kafka_describe_cluster_response, equal_any_kafka_describe_cluster_response },
 	{ "RequestHeader", sample_any_kafka_request_header, equal_any_kafka_request_header },
 	{ "ResponseHeader", sample_any_kafka_response_header, equal_any_kafka_response_header },
 	{ "ConsumerProtocolSubscription", sample_any_kafka_consumer_protocol_subscription, equal_any_kafka_consumer_protocol_subscription },

@@ -1,0 +1,95 @@
+/* dataplane/handlers_cluster.c — DescribeCluster (KIP-700; v1's
+ * EndpointType, KIP-919): the cluster id, the controller and the brokers,
+ * as Metadata gives them (dataplane/cluster_view.h). This listener is a
+ * broker's: it describes the brokers (EndpointType 1) and refuses the rest
+ * as Kafka's broker listener does.
+ *
+ * @thread shard (any shard answers; nothing is asked of another thread).
+ */
+#include <limits.h>
+#include <stdio.h>
+
+#include "dataplane/cluster_view.h"
+#include "dataplane/kafka_ctx.h"
+#include "dataplane/kafka_errors.h"
+
+/* DescribeCluster's EndpointType (org.apache.kafka.clients.admin.EndpointType) */
+enum { ENDPOINT_BROKER = 1, ENDPOINT_CONTROLLER = 2 };
+
+/* AclOperation codes (org.apache.kafka.common.acl.AclOperation) */
+enum {
+	ACL_CREATE = 5,
+	ACL_ALTER = 7,
+	ACL_DESCRIBE = 8,
+	ACL_CLUSTER_ACTION = 9,
+	ACL_DESCRIBE_CONFIGS = 10,
+	ACL_ALTER_CONFIGS = 11,
+	ACL_IDEMPOTENT_WRITE = 12,
+};
+
+/* What a client may do to the cluster resource. With no authorizer (Sluice
+ * has none) Kafka allows every operation that resource supports, and
+ * answers that set as a bit field when asked. */
+#define CLUSTER_AUTHORIZED_OPS \
+	((1 << ACL_CREATE) | (1 << ACL_ALTER) | (1 << ACL_DESCRIBE) | (1 << ACL_CLUSTER_ACTION) | \
+	 (1 << ACL_DESCRIBE_CONFIGS) | (1 << ACL_ALTER_CONFIGS) | (1 << ACL_IDEMPOTENT_WRITE))
+
+#define MISMATCHED_MSG "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+
+/* A request for another endpoint type: Kafka's error and message, and
+ * nothing else (the cluster id empty, the controller -1, no brokers). v0
+ * cannot ask (its EndpointType is the default, 1). 0, or -ENOMEM. */
+static int refuse_endpoint(struct kafka_ctx *ctx, struct kafka_describe_cluster_response *r, int8_t type)
+{
+	char *msg;
+
+	if (type == ENDPOINT_CONTROLLER) {
+		r->ErrorCode = KERR_MISMATCHED_ENDPOINT_TYPE;
+		r->ErrorMessage = (struct kafka_str){ MISMATCHED_MSG, (int32_t)sizeof(MISMATCHED_MSG) - 1 };
+		return 0;
+	}
+	msg = ALLOC(ctx, char, 48);
+	if (!msg)
+		return -ENOMEM;
+	r->ErrorCode = KERR_UNSUPPORTED_ENDPOINT_TYPE;
+	r->ErrorMessage = (struct kafka_str){ msg, snprintf(msg, 48, "Unsupported endpoint type %d", type) };
+	return 0;
+}
+
+int kafka_handle_describe_cluster(struct kafka_ctx *ctx)
+{
+	struct kafka_describe_cluster_request *q = ctx->req.body;
+	struct kafka_describe_cluster_response *r = ALLOC(ctx, struct kafka_describe_cluster_response, 1);
+	struct kafka_describe_cluster_response_describe_cluster_broker *br =
+		ALLOC(ctx, struct kafka_describe_cluster_response_describe_cluster_broker, 1);
+	const struct broker *b = ctx->sh->b;
+	struct cluster_node self;
+
+	if (!r || !br) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	kafka_describe_cluster_response_init(r);
+	ctx->resp = r;
+	if (q->EndpointType != ENDPOINT_BROKER) {
+		if (refuse_endpoint(ctx, r, q->EndpointType) < 0) {
+			kafka_ctx_abort(ctx);
+			return 0;
+		}
+		kafka_ctx_respond(ctx);
+		return 0;
+	}
+	cluster_view_self(b, &self);
+	br->BrokerId = self.id;
+	br->Host = self.host;
+	br->Port = self.port;
+	br->Rack = self.rack;
+	r->Brokers.items = br;
+	r->Brokers.count = 1;
+	r->EndpointType = ENDPOINT_BROKER;
+	r->ClusterId = cluster_view_id(b);
+	r->ControllerId = cluster_view_controller(b);
+	r->ClusterAuthorizedOperations = q->IncludeClusterAuthorizedOperations ? CLUSTER_AUTHORIZED_OPS : INT_MIN;
+	kafka_ctx_respond(ctx);
+	return 0;
+}
