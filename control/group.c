@@ -19,6 +19,7 @@
 #include "control/group_table.h"
 #include "control/hmap.h"
 #include "control/txn.h"
+#include "dataplane/acl_ops.h"
 #include "dataplane/coord.h"
 #include "dataplane/kafka_errors.h"
 #include "storage/batch.h"
@@ -727,7 +728,8 @@ static void handle_describe(struct group_coord *gc, struct kafka_ctx *ctx)
 
 		rg->GroupId = group_str(call, gid ? gid : "");
 		free(gid);
-		rg->AuthorizedOperations = INT32_MIN;
+		/* no authorizer: every operation a group supports, when asked */
+		rg->AuthorizedOperations = q->IncludeAuthorizedOperations ? ACL_GROUP_OPS : INT32_MIN;
 		rg->Members.items = GALLOC(call, struct kafka_describe_groups_response_described_group_member,
 					   g ? g->nmembers : 0);
 		if (kempty(q->Groups.items[i])) {

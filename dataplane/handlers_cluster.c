@@ -9,30 +9,13 @@
 #include <limits.h>
 #include <stdio.h>
 
+#include "dataplane/acl_ops.h"
 #include "dataplane/cluster_view.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 
 /* DescribeCluster's EndpointType (org.apache.kafka.clients.admin.EndpointType) */
 enum { ENDPOINT_BROKER = 1, ENDPOINT_CONTROLLER = 2 };
-
-/* AclOperation codes (org.apache.kafka.common.acl.AclOperation) */
-enum {
-	ACL_CREATE = 5,
-	ACL_ALTER = 7,
-	ACL_DESCRIBE = 8,
-	ACL_CLUSTER_ACTION = 9,
-	ACL_DESCRIBE_CONFIGS = 10,
-	ACL_ALTER_CONFIGS = 11,
-	ACL_IDEMPOTENT_WRITE = 12,
-};
-
-/* What a client may do to the cluster resource. With no authorizer (Sluice
- * has none) Kafka allows every operation that resource supports, and
- * answers that set as a bit field when asked. */
-#define CLUSTER_AUTHORIZED_OPS \
-	((1 << ACL_CREATE) | (1 << ACL_ALTER) | (1 << ACL_DESCRIBE) | (1 << ACL_CLUSTER_ACTION) | \
-	 (1 << ACL_DESCRIBE_CONFIGS) | (1 << ACL_ALTER_CONFIGS) | (1 << ACL_IDEMPOTENT_WRITE))
 
 #define MISMATCHED_MSG "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
 
@@ -89,7 +72,7 @@ int kafka_handle_describe_cluster(struct kafka_ctx *ctx)
 	r->EndpointType = ENDPOINT_BROKER;
 	r->ClusterId = cluster_view_id(b);
 	r->ControllerId = cluster_view_controller(b);
-	r->ClusterAuthorizedOperations = q->IncludeClusterAuthorizedOperations ? CLUSTER_AUTHORIZED_OPS : INT_MIN;
+	r->ClusterAuthorizedOperations = q->IncludeClusterAuthorizedOperations ? ACL_CLUSTER_OPS : INT_MIN;
 	kafka_ctx_respond(ctx);
 	return 0;
 }

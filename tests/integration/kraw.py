@@ -408,18 +408,30 @@ class Conn:
         r.done()
         return err, dict(groups)
 
-    def describe_groups(self, groups, ver=0):
-        r = self.request(DESCRIBE_GROUPS, ver, W().array(groups, W.str))
+    def describe_groups(self, groups, ver=0, include_ops=False):
+        """ver 0-4 (non-flexible); include_ops: v3+'s
+        IncludeAuthorizedOperations, answered per group as .ops"""
+        w = W().array(groups, W.str)
+        if ver >= 3:
+            w.i8(1 if include_ops else 0)
+        r = self.request(DESCRIBE_GROUPS, ver, w)
         if ver >= 1:
             r.i32()
 
         def member(r):
-            return NS(member_id=r.str(), client_id=r.str(), client_host=r.str(),
-                      metadata=r.bytes(), assignment=r.bytes())
+            m = NS(member_id=r.str())
+            if ver >= 4:
+                m.instance_id = r.str()
+            m.client_id, m.client_host = r.str(), r.str()
+            m.metadata, m.assignment = r.bytes(), r.bytes()
+            return m
 
         def group(r):
-            return NS(error=r.i16(), group_id=r.str(), state=r.str(), protocol_type=r.str(),
-                      protocol=r.str(), members=r.array(member))
+            g = NS(error=r.i16(), group_id=r.str(), state=r.str(), protocol_type=r.str(),
+                   protocol=r.str(), members=r.array(member))
+            if ver >= 3:
+                g.ops = r.i32()
+            return g
         res = r.array(group)
         r.done()
         return {g.group_id: g for g in res}

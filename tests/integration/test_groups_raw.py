@@ -104,6 +104,13 @@ def baseline_join_sync_commit_fetch():
         m = d.members[0]
         assert m.client_id == "kraw" and "127.0.0.1" in m.client_host, m
         assert m.metadata == st.sub and m.assignment == assignment({TOPIC: [0, 1]}), m
+        # v3+: authorized operations only when asked; with no authorizer,
+        # as Kafka without one, every operation a group supports: READ,
+        # DESCRIBE, DELETE (328); until 2026-12-01 never answered
+        assert c.describe_groups(["g"], ver=4)["g"].ops == -2147483648
+        d = c.describe_groups(["g"], ver=4, include_ops=True)["g"]
+        assert d.ops == (1 << 3) | (1 << 8) | (1 << 6), d.ops
+        assert d.state == "Stable" and d.members[0].member_id == st.member, d
         check_after(b, st)
 
 

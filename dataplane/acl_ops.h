@@ -1,0 +1,32 @@
+/* dataplane/acl_ops.h — Kafka's ACL operation codes
+ * (org.apache.kafka.common.acl.AclOperation) and the operations each
+ * resource type supports, as the "authorized operations" bit fields of
+ * DescribeCluster, DescribeGroups and Metadata carry them. Sluice has no
+ * authorizer yet: as Kafka without one, it allows every operation a
+ * resource supports and answers that set when a request asks.
+ * Thread: any (constants only). */
+#ifndef SLUICE_ACL_OPS_H
+#define SLUICE_ACL_OPS_H
+
+enum acl_op {
+	ACL_READ = 3,
+	ACL_WRITE = 4,
+	ACL_CREATE = 5,
+	ACL_DELETE = 6,
+	ACL_ALTER = 7,
+	ACL_DESCRIBE = 8,
+	ACL_CLUSTER_ACTION = 9,
+	ACL_DESCRIBE_CONFIGS = 10,
+	ACL_ALTER_CONFIGS = 11,
+	ACL_IDEMPOTENT_WRITE = 12,
+};
+
+/* The cluster resource: CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,
+ * DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE. */
+#define ACL_CLUSTER_OPS \
+	((1 << ACL_CREATE) | (1 << ACL_ALTER) | (1 << ACL_DESCRIBE) | (1 << ACL_CLUSTER_ACTION) | \
+	 (1 << ACL_DESCRIBE_CONFIGS) | (1 << ACL_ALTER_CONFIGS) | (1 << ACL_IDEMPOTENT_WRITE))
+/* A group: READ, DESCRIBE, DELETE (328). */
+#define ACL_GROUP_OPS ((1 << ACL_READ) | (1 << ACL_DESCRIBE) | (1 << ACL_DELETE))
+
+#endif
