@@ -433,8 +433,10 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 		if (dry)
 			return 0;
 		/* every block is the ids between the last one and this */
-		if (out)
+		if (out) {
 			out->pid_start = ml->next_producer_id;
+			out->pid_end = next;
+		}
 		ml->next_producer_id = next;
 		return 0;
 	}
@@ -495,7 +497,7 @@ int metalog_apply(struct metalog *ml, const void *rec, size_t len, struct metalo
 	int rc = rec_split(rec, len, &type, &val, &vlen);
 
 	if (out)
-		*out = (struct metalog_applied){ .type = type, .pid_start = -1 };
+		*out = (struct metalog_applied){ .type = type, .pid_start = -1, .pid_end = -1 };
 	if (rc < 0)
 		return rc;
 	return record_apply(ml, type, val, vlen, 0, out);

@@ -85,12 +85,12 @@ struct metalog_rec {
 void metalog_rec_free(struct metalog_rec *r);
 
 /* What an applied record did: its type, the topic it made or changed (or
- * NULL), and for PRODUCER_IDS the first id of the block it reserved (the
- * ids from the previous block's end to the record's, whoever built it). */
+ * NULL), and for PRODUCER_IDS the block it reserved (the ids from the
+ * previous block's end to the record's, whoever built it; else -1). */
 struct metalog_applied {
 	int16_t type;
 	const struct meta_topic *topic;
-	int64_t pid_start;
+	int64_t pid_start, pid_end;   /* the block is [pid_start, pid_end) */
 };
 
 /* Builders: the record of one change, validated against the image as the
