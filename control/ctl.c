@@ -102,20 +102,75 @@ static void ctl_report_cycles(struct broker *b)
 	fflush(stdout);
 }
 
+static void ctl_init_serve(struct ctl *ctl);
+
+/* Start-up, once the metadata log is open: the internal topics it lacks,
+ * then the first producer id block, then ctl_init_serve. Each step is a
+ * proposal; `left` counts those in flight. */
+struct ctl_init_step {
+	int left;
+	int err;
+	const char *what;
+};
+
+static void ctl_init_pids(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
+{
+	(void)cookie;
+	ctl->pid_reserving = 0;
+	if (err < 0) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "cannot reserve producer ids in the metadata log: %s", strerror(-err));
+		ctl_set_ready(ctl, err, msg);
+		return;
+	}
+	ctl->pid_next = a->pid_start;
+	ctl->pid_end = a->pid_end;
+	ctl_init_serve(ctl);
+}
+
+static void ctl_init_topic_done(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
+{
+	struct ctl_init_step *st = cookie;
+	struct metalog_rec r;
+
+	(void)a;
+	if (err < 0 && !st->err) {
+		st->err = err;
+		st->what = a && a->topic ? a->topic->name : st->what;
+	}
+	if (--st->left)
+		return;
+	err = st->err;
+	free(st);
+	if (err < 0) {
+		ctl_set_ready(ctl, err, "cannot create the internal topics in the metadata log");
+		return;
+	}
+	/* producer ids come in blocks reserved ahead (ctl_pid.c): the first */
+	if ((err = metalog_build_producer_ids(ctl->ml, CTL_PID_BLOCK, &r)) < 0) {
+		ctl_init_pids(ctl, NULL, err, NULL);
+		return;
+	}
+	ctl->pid_reserving = 1;
+	ctl_meta_propose(ctl, &r, ctl_init_pids, NULL);
+}
+
 /* Start-up: the metadata log, the coordinators, the internal topics in
  * the metadata log, the admin endpoint, and the replay started (every
- * topic's partitions opening on their shards). The replay finishes in
- * later turns; ctl_is_ready says when. 0, or -errno with the start-up
- * error set (ctl_wait_ready reports it). */
+ * topic's partitions opening on their shards). The internal topics and
+ * the replay finish in later turns; ctl_is_ready says when. 0, or -errno
+ * with the start-up error set (ctl_wait_ready reports it). */
 int ctl_init(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 {
 	struct broker *b = ctl->b;
-	struct ctl_op *op;
-	int rc, n;
+	struct ctl_init_step *st;
+	int rc;
 
 	ctl->now_ms = (int64_t)(now_ns / 1000000);
 	ctl->wall = now_ms;
 	ctl->started_ms = wall_ms();   /* uptime: the real clock */
+	ctl->pid_spare = -1;
 	rc = metalog_open(b->set.data_dir, b->set.node_id, &ctl->ml);
 	if (rc < 0) {
 		pthread_mutex_lock(&ctl->lock);
@@ -136,30 +191,44 @@ int ctl_init(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 	if (group_coord_create(ctl, b, ctl->cfg, &ctl->gc) < 0 ||
 	    txn_coord_create(ctl, b, ctl->cfg, ctl->gc, &ctl->tc) < 0)
 		abort();
-	if (!metalog_topic(ctl->ml, TXN_STATE_TOPIC)) {
-		/* the transaction coordinator's log: compacted, Kafka's defaults */
+	if (!(st = calloc(1, sizeof(*st))))
+		abort();
+	st->left = 1;   /* this function's own, released below */
+	{
+		/* the internal topics' logs: compacted, Kafka's defaults (the
+		 * transaction coordinator's first, then the group coordinator's) */
 		static const char *const k[] = { "cleanup.policy", "segment.bytes" };
 		static const char *const v[] = { "compact", "104857600" };
-		int32_t np = (int32_t)config_int(ctl->cfg, "transaction.state.log.num.partitions");
+		const char *names[2] = { TXN_STATE_TOPIC, GROUP_OFFSETS_TOPIC };
+		const char *counts[2] = { "transaction.state.log.num.partitions", "offsets.topic.num.partitions" };
 
-		rc = metalog_create_topic(ctl->ml, TXN_STATE_TOPIC, np, k, v, 2, NULL);
-		if (rc < 0) {
-			ctl_set_ready(ctl, rc, "cannot create " TXN_STATE_TOPIC " in the metadata log");
-			return rc;
+		for (int i = 0; i < 2; i++) {
+			struct metalog_rec r;
+
+			if (metalog_topic(ctl->ml, names[i]))
+				continue;
+			st->left++;
+			st->what = names[i];
+			rc = metalog_build_topic(ctl->ml, names[i], (int32_t)config_int(ctl->cfg, counts[i]), k, v, 2,
+						 &r);
+			if (rc < 0)
+				ctl_meta_refuse(ctl, rc, ctl_init_topic_done, st);
+			else
+				ctl_meta_propose(ctl, &r, ctl_init_topic_done, st);
 		}
 	}
-	if (!metalog_topic(ctl->ml, GROUP_OFFSETS_TOPIC)) {
-		/* the group coordinator's log: compacted, Kafka's defaults */
-		static const char *const k[] = { "cleanup.policy", "segment.bytes" };
-		static const char *const v[] = { "compact", "104857600" };
-		int32_t np = (int32_t)config_int(ctl->cfg, "offsets.topic.num.partitions");
+	ctl_init_topic_done(ctl, st, 0, NULL);
+	return 0;
+}
 
-		rc = metalog_create_topic(ctl->ml, GROUP_OFFSETS_TOPIC, np, k, v, 2, NULL);
-		if (rc < 0) {
-			ctl_set_ready(ctl, rc, "cannot create " GROUP_OFFSETS_TOPIC " in the metadata log");
-			return rc;
-		}
-	}
+/* Start-up, the metadata in place: the admin endpoint, then every topic's
+ * partitions opening on their shards (ctl_started once they have). */
+static void ctl_init_serve(struct ctl *ctl)
+{
+	struct broker *b = ctl->b;
+	struct ctl_op *op;
+	int rc, n;
+
 	/* the admin endpoint, once the metadata log is open: /v1/health says
 	 * "recovering" while the partitions open */
 	{
@@ -168,7 +237,7 @@ int ctl_init(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 		rc = admin_http_start(ctl, b, ctl->cfg, &ctl->admin, aerr, sizeof(aerr));
 		if (rc < 0) {
 			ctl_set_ready(ctl, rc, aerr);
-			return rc;
+			return;
 		}
 		if (aerr[0])
 			fprintf(stderr, "sluiced: %s\n", aerr);
@@ -200,7 +269,6 @@ int ctl_init(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 	}
 	if (op->pending == 0)
 		ctl_op_step(ctl, op);
-	return 0;
 }
 
 /* One turn with the given clock: parked messages first (they are older
@@ -217,6 +285,8 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 	ctl->now_ms = (int64_t)(now_ns / 1000000);
 	ctl->wall = now_ms;
 	work += ctl_flush_parked(ctl, &ctl->parked_left);
+	/* the continuations of applied records */
+	work += ctl_meta_poll(ctl);
 	for (int from = 0; from < b->set.nshards; from++)
 		while (spsc_pop(b->rings[from][broker_ctl_index(b)], &m)) {
 			m.fn(ctl, &m);
@@ -255,6 +325,8 @@ void ctl_idle(struct ctl *ctl)
 
 	if (ctl->parked_left && timeout > 1)
 		timeout = 1;
+	if (ctl_meta_waiting(ctl))
+		timeout = 0;
 	__atomic_store_n(&ctl->sleeping, 1, __ATOMIC_SEQ_CST);
 	for (int from = 0; from < b->set.nshards; from++)
 		if (!spsc_empty(b->rings[from][broker_ctl_index(b)]))
@@ -278,6 +350,7 @@ void ctl_fini(struct ctl *ctl)
 
 	admin_http_stop(ctl->admin);
 	ctl->admin = NULL;
+	ctl_meta_fini(ctl);
 	metalog_close(ctl->ml);
 	ctl->ml = NULL;
 	txn_coord_destroy(ctl->tc);

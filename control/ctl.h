@@ -71,8 +71,9 @@ int64_t ctl_started_ms(const struct ctl *ctl);
 /* @thread ctl. The group and transaction coordinators. */
 struct group_coord *ctl_groups(struct ctl *ctl);
 struct txn_coord *ctl_txns(struct ctl *ctl);
-/* @thread ctl. A producer id never handed out before (blocks reserved in
- * the metadata log), or -errno. */
+/* @thread ctl. A producer id never handed out before (blocks reserved
+ * ahead in the metadata log), or -errno (-EAGAIN: a whole block went out
+ * before the next one was applied). */
 int64_t ctl_new_producer_id(struct ctl *ctl);
 
 struct md_partition;

@@ -18,6 +18,74 @@
 #include "dataplane/topic_name.h"
 
 
+/* One entry of a request whose records are proposed: the continuation
+ * runs once all of them were applied (or one was refused). Counted once
+ * in op->pending until then. */
+struct ctl_prop {
+	struct ctl_op *op;
+	struct ctl_req *req;
+	struct ctl_topic *ct;
+	char name[256];
+	int32_t scope;               /* broker configs */
+	int left;                    /* records not answered yet */
+	int err;                     /* the first refusal */
+	void (*cont)(struct ctl *ctl, struct ctl_prop *p);
+};
+
+static void ctl_prop_done(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
+{
+	struct ctl_prop *p = cookie;
+	struct ctl_op *op = p->op;
+
+	(void)a;
+	if (err < 0 && !p->err)
+		p->err = err;
+	if (--p->left)
+		return;
+	p->cont(ctl, p);
+	free(p);
+	if (--op->pending == 0)
+		ctl_op_step(ctl, op);
+}
+
+/* Propose recs[0..n) (taken) for one entry; p->cont runs once all were
+ * answered. n 0: it runs at the next turn all the same. */
+static void ctl_prop_start(struct ctl *ctl, struct ctl_prop *p, struct metalog_rec *recs, int n)
+{
+	p->op->pending++;
+	p->left = n ? n : 1;
+	if (!n)
+		ctl_meta_refuse(ctl, 0, ctl_prop_done, p);
+	for (int i = 0; i < n; i++)
+		ctl_meta_propose(ctl, &recs[i], ctl_prop_done, p);
+}
+
+static struct ctl_prop *ctl_prop_new(struct ctl_op *op, struct ctl_req *req, struct ctl_topic *ct, const char *name,
+				     void (*cont)(struct ctl *ctl, struct ctl_prop *p))
+{
+	struct ctl_prop *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		abort();   /* the control thread's own bookkeeping */
+	p->op = op;
+	p->req = req;
+	p->ct = ct;
+	p->cont = cont;
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	return p;
+}
+
+/* An entry named by an earlier entry of the same request that was not
+ * refused: Kafka answers the second INVALID_REQUEST. */
+static int ctl_named_before(const struct ctl_req *req, const struct ctl_topic *ct)
+{
+	for (const struct ctl_topic *o = req->topics; o < ct; o++)
+		if (!o->error && !o->broker && o->name.len == ct->name.len &&
+		    !memcmp(o->name.ptr, ct->name.ptr, (size_t)ct->name.len))
+			return 1;
+	return 0;
+}
+
 /* An internal topic is the broker's own log: no client request may create,
  * delete, grow or reconfigure one (Kafka's INVALID_REQUEST, "Creation of
  * internal topic ... is prohibited"). */
@@ -61,8 +129,11 @@ static void warn_ignored(const char *topic, const char *key, const char *value)
 			why);
 }
 
+static void ctl_topic_configured(struct ctl *ctl, struct ctl_prop *p);
+
 /* CreatePartitions and AlterConfigs: a new snapshot entry for the topic
- * (the old one is retired, its logs stay open). */
+ * (the old one is retired, its logs stay open). AlterConfigs proposes its
+ * records and goes on in ctl_topic_configured once they were applied. */
 static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req *req, struct ctl_topic *ct,
 			     const char *name)
 {
@@ -76,12 +147,11 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 		snprintf(ct->message, sizeof(ct->message), "unknown topic");
 		return;
 	}
-	for (int i = 0; i < op->nreplaced; i++)
-		if (op->replaced[i] == t) {
-			ct->error = KERR_INVALID_REQUEST;
-			snprintf(ct->message, sizeof(ct->message), "topic named twice in one request");
-			return;
-		}
+	if (ctl_named_before(req, ct)) {
+		ct->error = KERR_INVALID_REQUEST;
+		snprintf(ct->message, sizeof(ct->message), "topic named twice in one request");
+		return;
+	}
 	if (req->kind == CTL_CREATE_PARTITIONS) {
 		if (ct->partitions <= t->nparts || ct->partitions > 100000) {
 			ct->error = KERR_INVALID_PARTITIONS;
@@ -96,78 +166,127 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 			return;
 		/* the metadata log gets the new count once every new partition
 		 * has opened (ctl_commit_partitions): a failure leaves no trace */
-	} else {
-		char k[256], v[4096];
-
-		/* validate everything before changing anything */
-		for (int j = 0; j < ct->nconfigs; j++) {
-			kstr_copy(k, sizeof(k), ct->keys[j]);
-			kstr_copy(v, sizeof(v), ct->values[j]);
-			if ((!ct->ops || ct->ops[j] == CTL_CFG_SET) &&
-			    topic_config_validate(k, v, ct->message, sizeof(ct->message)) < 0) {
-				ct->error = KERR_INVALID_CONFIG;
-				return;
-			}
-			if (ct->ops && ct->ops[j] != CTL_CFG_SET && ct->ops[j] != CTL_CFG_DELETE) {
-				ct->error = KERR_INVALID_CONFIG;
-				snprintf(ct->message, sizeof(ct->message), "APPEND and SUBTRACT apply to list configs only");
-				return;
-			}
-		}
-		if (req->validate_only)
+		mt = metalog_topic(ctl->ml, name);
+		if (!mt) {
+			ct->error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+			snprintf(ct->message, sizeof(ct->message), "unknown topic");
 			return;
-		if (ct->replace) {
-			/* AlterConfigs: what is not named goes back to its default */
-			for (int i = 0; i < t->nconfigs && rc >= 0; i++) {
-				int named = 0;
-
-				for (int j = 0; j < ct->nconfigs; j++)
-					named |= kafka_str_eq(ct->keys[j], t->config_keys[i]);
-				if (!named)
-					rc = metalog_set_config(ctl->ml, name, t->config_keys[i], NULL);
-			}
 		}
-		for (int j = 0; j < ct->nconfigs && rc >= 0; j++) {
-			kstr_copy(k, sizeof(k), ct->keys[j]);
-			kstr_copy(v, sizeof(v), ct->values[j]);
-			rc = metalog_set_config(ctl->ml, name, k,
-						(ct->ops && ct->ops[j] == CTL_CFG_DELETE) ? NULL : v);
-			if (rc >= 0 && (!ct->ops || ct->ops[j] == CTL_CFG_SET))
-				warn_ignored(name, k, v);
-		}
-	}
-	if (rc < 0) {
-		ct->error = rc == -EINVAL || rc == -ENOENT ? KERR_INVALID_CONFIG : KERR_UNKNOWN_SERVER_ERROR;
-		snprintf(ct->message, sizeof(ct->message), "metadata log: %s", strerror(-rc));
-		return;
-	}
-	mt = metalog_topic(ctl->ml, name);
-	if (req->kind == CTL_CREATE_PARTITIONS) {
 		/* what the metadata log will hold (PARTITIONS bumps the epoch) */
 		struct meta_topic grown = *mt;
 
 		grown.partitions = ct->partitions;
 		grown.leader_epoch++;
 		nt = ctl_topic_build(ctl, &grown);
-	} else {
-		nt = ctl_topic_build(ctl, mt);
+		/* existing partitions keep their owner and log */
+		for (int32_t i = 0; i < t->nparts && i < nt->nparts; i++)
+			nt->parts[i] = t->parts[i];
+		op->replaced[op->nreplaced++] = (struct md_topic *)t;
+		op->created_for[op->ncreated] = ct;
+		op->created[op->ncreated++] = nt;
+		ctl_topic_open_parts(ctl, op, nt, t->nparts);
+		return;
 	}
+	char k[256], v[4096];
+	struct metalog_rec *recs;
+	int n = 0;
+
+	/* validate everything before changing anything */
+	for (int j = 0; j < ct->nconfigs; j++) {
+		kstr_copy(k, sizeof(k), ct->keys[j]);
+		kstr_copy(v, sizeof(v), ct->values[j]);
+		if ((!ct->ops || ct->ops[j] == CTL_CFG_SET) &&
+		    topic_config_validate(k, v, ct->message, sizeof(ct->message)) < 0) {
+			ct->error = KERR_INVALID_CONFIG;
+			return;
+		}
+		if (ct->ops && ct->ops[j] != CTL_CFG_SET && ct->ops[j] != CTL_CFG_DELETE) {
+			ct->error = KERR_INVALID_CONFIG;
+			snprintf(ct->message, sizeof(ct->message), "APPEND and SUBTRACT apply to list configs only");
+			return;
+		}
+	}
+	if (req->validate_only)
+		return;
+	/* the records, all built before any is proposed */
+	if (!(recs = calloc((size_t)t->nconfigs + (size_t)ct->nconfigs + 1, sizeof(*recs))))
+		abort();
+	if (ct->replace) {
+		/* AlterConfigs: what is not named goes back to its default */
+		for (int i = 0; i < t->nconfigs && rc >= 0; i++) {
+			int named = 0;
+
+			for (int j = 0; j < ct->nconfigs; j++)
+				named |= kafka_str_eq(ct->keys[j], t->config_keys[i]);
+			if (!named && (rc = metalog_build_config(ctl->ml, name, t->config_keys[i], NULL, &recs[n])) == 0)
+				n += recs[n].len > 0;
+		}
+	}
+	for (int j = 0; j < ct->nconfigs && rc >= 0; j++) {
+		kstr_copy(k, sizeof(k), ct->keys[j]);
+		kstr_copy(v, sizeof(v), ct->values[j]);
+		rc = metalog_build_config(ctl->ml, name, k, (ct->ops && ct->ops[j] == CTL_CFG_DELETE) ? NULL : v,
+					  &recs[n]);
+		if (rc == 0)
+			n += recs[n].len > 0;
+	}
+	if (rc < 0) {
+		for (int i = 0; i < n; i++)
+			metalog_rec_free(&recs[i]);
+		free(recs);
+		ct->error = rc == -EINVAL || rc == -ENOENT ? KERR_INVALID_CONFIG : KERR_UNKNOWN_SERVER_ERROR;
+		snprintf(ct->message, sizeof(ct->message), "metadata log: %s", strerror(-rc));
+		return;
+	}
+	ctl_prop_start(ctl, ctl_prop_new(op, req, ct, name, ctl_topic_configured), recs, n);
+	free(recs);
+}
+
+/* AlterConfigs on a topic: its records were applied (or one was refused):
+ * the topic's new snapshot entry, its partitions told the new config. */
+static void ctl_topic_configured(struct ctl *ctl, struct ctl_prop *p)
+{
+	struct ctl_op *op = p->op;
+	struct ctl_topic *ct = p->ct;
+	const struct md_topic *t = md_find(ctl->b->md, p->name, (int)strlen(p->name));
+	const struct meta_topic *mt = metalog_topic(ctl->ml, p->name);
+	struct md_topic *nt;
+
+	if (p->err < 0) {
+		ct->error = p->err == -EINVAL || p->err == -ENOENT ? KERR_INVALID_CONFIG : KERR_UNKNOWN_SERVER_ERROR;
+		snprintf(ct->message, sizeof(ct->message), "metadata log: %s", strerror(-p->err));
+		if (!mt || !t)
+			return;   /* deleted meanwhile */
+	}
+	if (!mt || !t) {
+		ct->error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		snprintf(ct->message, sizeof(ct->message), "unknown topic");
+		return;
+	}
+	for (int j = 0; j < ct->nconfigs; j++) {
+		char k[256], v[4096];
+
+		kstr_copy(k, sizeof(k), ct->keys[j]);
+		kstr_copy(v, sizeof(v), ct->values[j]);
+		if (!p->err && (!ct->ops || ct->ops[j] == CTL_CFG_SET))
+			warn_ignored(p->name, k, v);
+	}
+	for (int i = 0; i < op->nreplaced; i++)
+		if (op->replaced[i] == t)
+			return;   /* the broker's change of this request rebuilt it already */
+	nt = ctl_topic_build(ctl, mt);
 	/* existing partitions keep their owner and log */
 	for (int32_t i = 0; i < t->nparts && i < nt->nparts; i++)
 		nt->parts[i] = t->parts[i];
 	op->replaced[op->nreplaced++] = (struct md_topic *)t;
 	op->created_for[op->ncreated] = ct;
 	op->created[op->ncreated++] = nt;
-	if (req->kind == CTL_CREATE_PARTITIONS) {
-		ctl_topic_open_parts(ctl, op, nt, t->nparts);
-	} else {
-		for (int32_t i = 0; i < nt->nparts; i++) {
-			struct part_proxy px;
+	for (int32_t i = 0; i < nt->nparts; i++) {
+		struct part_proxy px;
 
-			op->pending++;
-			part_proxy_set_config(ctl_part_proxy(ctl, &px), nt->parts[i].shard, nt->parts[i].part,
-					      &nt->cfg, ctl_part_done, op);
-		}
+		op->pending++;
+		part_proxy_set_config(ctl_part_proxy(ctl, &px), nt->parts[i].shard, nt->parts[i].part, &nt->cfg,
+				      ctl_part_done, op);
 	}
 }
 
@@ -177,13 +296,15 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
  * settings through part_proxy_set_config) so the topics without an override
  * follow. Keys that cannot change at run time are refused as Kafka refuses
  * them (INVALID_REQUEST, "Cannot update these configs dynamically"). */
+static void ctl_broker_configured(struct ctl *ctl, struct ctl_prop *p);
+
 static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req *req, struct ctl_topic *ct)
 {
-	const struct md_snapshot *md = ctl->b->md;
 	char name[64], k[256], v[4096];
 	int32_t scope = META_SCOPE_CLUSTER;
-	struct config *eff;
-	int rc = 0, n;
+	struct metalog_rec *recs;
+	struct ctl_prop *p;
+	int rc = 0, n = 0, nb = 0;
 
 	kstr_copy(name, sizeof(name), ct->name);
 	if (name[0]) {
@@ -217,23 +338,28 @@ static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req
 	}
 	if (req->validate_only)
 		return;
-	rc = 0;
+	/* the records, all built before any is proposed */
+	{
+		int32_t sc;
+		const char *ek, *ev;
+
+		while (metalog_broker_config_at(ctl->ml, nb, &sc, &ek, &ev) == 0)
+			nb++;
+	}
+	if (!(recs = calloc((size_t)nb + (size_t)ct->nconfigs + 1, sizeof(*recs))))
+		abort();
 	if (ct->replace) {
 		/* AlterConfigs: what is not named goes back to the static value */
 		int32_t sc;
 		const char *ek, *ev;
 
-		for (int i = 0; rc >= 0 && metalog_broker_config_at(ctl->ml, i, &sc, &ek, &ev) == 0;) {
+		for (int i = 0; rc >= 0 && metalog_broker_config_at(ctl->ml, i, &sc, &ek, &ev) == 0; i++) {
 			int named = 0;
 
 			for (int j = 0; j < ct->nconfigs; j++)
 				named |= kafka_str_eq(ct->keys[j], ek);
-			if (sc == scope && !named) {
-				snprintf(k, sizeof(k), "%s", ek);
-				rc = metalog_set_broker_config(ctl->ml, scope, k, NULL);
-			} else {
-				i++;
-			}
+			if (sc == scope && !named && (rc = metalog_build_broker_config(ctl->ml, scope, ek, NULL, &recs[n])) == 0)
+				n += recs[n].len > 0;
 		}
 	}
 	for (int j = 0; j < ct->nconfigs && rc >= 0; j++) {
@@ -241,8 +367,35 @@ static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req
 
 		kstr_copy(k, sizeof(k), ct->keys[j]);
 		kstr_copy(v, sizeof(v), ct->values[j]);
-		rc = metalog_set_broker_config(ctl->ml, scope, k, del ? NULL : v);
+		if ((rc = metalog_build_broker_config(ctl->ml, scope, k, del ? NULL : v, &recs[n])) == 0)
+			n += recs[n].len > 0;
 	}
+	if (rc < 0) {
+		for (int i = 0; i < n; i++)
+			metalog_rec_free(&recs[i]);
+		free(recs);
+		ct->error = KERR_UNKNOWN_SERVER_ERROR;
+		snprintf(ct->message, sizeof(ct->message), "metadata log: %s", strerror(-rc));
+		return;
+	}
+	p = ctl_prop_new(op, req, ct, name, ctl_broker_configured);
+	p->scope = scope;
+	ctl_prop_start(ctl, p, recs, n);
+	free(recs);
+}
+
+/* The broker's records were applied (or one was refused): the broker
+ * config in effect rebuilt, then every topic (a new snapshot entry; its
+ * partitions get the new storage settings) so those without an override
+ * follow. */
+static void ctl_broker_configured(struct ctl *ctl, struct ctl_prop *p)
+{
+	const struct md_snapshot *md = ctl->b->md;
+	struct ctl_op *op = p->op;
+	struct ctl_topic *ct = p->ct;
+	struct config *eff;
+	int rc = p->err, n;
+
 	if (rc >= 0)
 		rc = ctl_build_cfg(ctl, &eff);
 	if (rc < 0) {
@@ -284,6 +437,62 @@ static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req
 			part_proxy_set_config(ctl_part_proxy(ctl, &px), nt->parts[p].shard, nt->parts[p].part,
 					      &nt->cfg, ctl_part_done, op);
 		}
+	}
+}
+
+/* CreateTopics: the TOPIC record was applied (or refused: a topic of that
+ * name was created meanwhile): its snapshot entry, its partitions opening. */
+static void ctl_topic_created(struct ctl *ctl, struct ctl_prop *p)
+{
+	struct ctl_op *op = p->op;
+	struct ctl_topic *ct = p->ct;
+	const struct meta_topic *mt = metalog_topic(ctl->ml, p->name);
+	struct md_topic *t;
+
+	if (p->err < 0 || !mt) {
+		int err = p->err < 0 ? p->err : -ENOENT;
+
+		ct->error = err == -EEXIST ? KERR_TOPIC_ALREADY_EXISTS : KERR_UNKNOWN_SERVER_ERROR;
+		snprintf(ct->message, sizeof(ct->message), err == -EEXIST ? "topic already exists: %.150s"
+			 : "metadata log: %.150s", err == -EEXIST ? p->name : strerror(-err));
+		return;
+	}
+	t = ctl_topic_build(ctl, mt);
+	for (int j = 0; j < ct->nconfigs; j++) {
+		char k[256], v[256];
+
+		kstr_copy(k, sizeof(k), ct->keys[j]);
+		kstr_copy(v, sizeof(v), ct->values[j]);
+		warn_ignored(p->name, k, v);
+	}
+	op->created_for[op->ncreated] = ct;
+	op->created[op->ncreated++] = t;
+	ctl_topic_open_parts(ctl, op, t, 0);
+}
+
+/* DeleteTopics: the REMOVE_TOPIC record was applied (or refused: deleted
+ * meanwhile): the topic's partitions retired on their shards. */
+static void ctl_topic_deleted(struct ctl *ctl, struct ctl_prop *p)
+{
+	struct ctl_op *op = p->op;
+	struct md_topic *t = (struct md_topic *)md_find(ctl->b->md, p->name, (int)strlen(p->name));
+
+	if (p->err < 0 || !t) {
+		p->ct->error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		return;
+	}
+	for (int i = 0; i < op->ndeleted; i++)
+		if (op->deleted[i] == t)
+			return;
+	op->deleted[op->ndeleted++] = t;
+	for (int32_t j = 0; j < t->nparts; j++) {
+		struct md_partition *mp = &t->parts[j];
+		struct part_proxy px;
+
+		if (!mp->part)
+			continue;
+		op->pending++;
+		part_proxy_retire(ctl_part_proxy(ctl, &px), mp->shard, mp->part, ctl_part_done, op);
 	}
 }
 
@@ -335,12 +544,13 @@ static void ctl_handle(void *self, struct shard_msg *m)
 		}
 		if (req->kind == CTL_DELETE) {
 			const struct md_topic *t = md_find(md, ct->name.ptr, ct->name.len);
+			struct metalog_rec r;
 
-			if (!t || metalog_delete_topic(ctl->ml, name) < 0) {
+			if (!t || metalog_build_delete_topic(ctl->ml, name, &r) < 0) {
 				ct->error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 				continue;
 			}
-			op->deleted[op->ndeleted++] = (struct md_topic *)t;
+			ctl_prop_start(ctl, ctl_prop_new(op, req, ct, name, ctl_topic_deleted), &r, 1);
 			continue;
 		}
 		/* create */
@@ -395,32 +605,16 @@ static void ctl_handle(void *self, struct shard_msg *m)
 		}
 		if (bad || req->validate_only)
 			continue;
-		const struct meta_topic *mt;
-		int rc = metalog_create_topic(ctl->ml, name, np, keys, vals, ct->nconfigs, &mt);
+		struct metalog_rec r;
+		int rc = metalog_build_topic(ctl->ml, name, np, keys, vals, ct->nconfigs, &r);
 
 		if (rc < 0) {
 			ct->error = rc == -EEXIST ? KERR_TOPIC_ALREADY_EXISTS : KERR_UNKNOWN_SERVER_ERROR;
 			snprintf(ct->message, sizeof(ct->message), "metadata log: %s", strerror(-rc));
 			continue;
 		}
-		struct md_topic *t = ctl_topic_build(ctl, mt);
-
-		for (int j = 0; j < ct->nconfigs; j++)
-			warn_ignored(name, keys[j], vals[j]);
-		op->created_for[op->ncreated] = ct;
-		op->created[op->ncreated++] = t;
-		ctl_topic_open_parts(ctl, op, t, 0);
+		ctl_prop_start(ctl, ctl_prop_new(op, req, ct, name, ctl_topic_created), &r, 1);
 	}
-	for (int i = 0; i < op->ndeleted; i++)
-		for (int32_t j = 0; j < op->deleted[i]->nparts; j++) {
-			struct md_partition *mp = &op->deleted[i]->parts[j];
-			struct part_proxy px;
-
-			if (!mp->part)
-				continue;
-			op->pending++;
-			part_proxy_retire(ctl_part_proxy(ctl, &px), mp->shard, mp->part, ctl_part_done, op);
-		}
 	if (op->pending == 0)
 		ctl_op_step(ctl, op);
 }

@@ -2,6 +2,8 @@
  * the files that make it up and by nothing else:
  *   ctl_msg.c    its way out: messages to the shards (parked on a full
  *                ring), the partition proxy, the internal logs, the clock
+ *   ctl_meta.c   changes to the metadata: a record proposed, its
+ *                continuation run once it was applied (or refused)
  *   ctl_topic.c  the metadata snapshot and the operations that open,
  *                close and reconfigure partitions on their owner shards
  *   ctl_admin.c  the topic and config requests of the Kafka API
@@ -26,6 +28,9 @@ struct metalog;
 struct meta_topic;
 struct ctl_req;
 struct ctl_topic;
+struct metalog_rec;
+struct metalog_applied;
+struct ctl_meta_done;
 
 /* An operation in progress: waiting for shards to open or close
  * partitions. */
@@ -51,6 +56,7 @@ struct ctl_op {
 	uint8_t *made_rm;
 	int nmade, made_cap;
 	int dropping;                /* failed: the opened partitions are closing */
+	int committed;               /* CreatePartitions: the new counts are proposed */
 	/* start-up: what recovery read of the partitions opened (their open
 	 * reports, summed as they answer) */
 	struct ctl_recovery_sum {
@@ -108,6 +114,10 @@ struct ctl {
 	struct group_coord *gc;
 	struct txn_coord *tc;
 	int64_t pid_next, pid_end;   /* producer ids reserved in the metadata log, not handed out */
+	int64_t pid_spare, pid_spare_end; /* a spare block reserved ahead (pid_spare -1: none) */
+	int pid_reserving;           /* a block's record is proposed, not applied yet */
+	/* ctl_meta.c: completions of proposed records, oldest first */
+	struct ctl_meta_done *meta_head, *meta_tail;
 	/* start-up handshake */
 	pthread_mutex_t lock;        /* start-up only, never on the data path */
 	pthread_cond_t cond;
@@ -139,6 +149,28 @@ struct pub_block {
 /* Retry parked messages, oldest first, until a ring is full again.
  * Returns how many went out; *left is how many still wait. */
 int ctl_flush_parked(struct ctl *ctl, uint32_t *left);
+
+/* ---- ctl_pid.c (producer ids) -------------------------------------------- */
+#define CTL_PID_BLOCK 1000   /* ids a PRODUCER_IDS record reserves */
+
+/* ---- ctl_meta.c --------------------------------------------------------- */
+/* The continuation of a proposed record: err 0 once it is applied (a says
+ * what it did), or -errno: the record no longer applied to the image when
+ * its turn came (metalog_apply's -EEXIST, -ENOENT, -EINVAL), or the log
+ * failed (-EIO, ...): the image is unchanged. */
+typedef void (*ctl_meta_done_fn)(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a);
+/* Propose rec (taken: freed here). done runs exactly once, from a later
+ * ctl_meta_poll, never inside this call. rec->len 0 (nothing to write):
+ * done runs with 0. */
+void ctl_meta_propose(struct ctl *ctl, struct metalog_rec *rec, ctl_meta_done_fn done, void *cookie);
+/* done with err, from a later ctl_meta_poll (a record that could not be
+ * built: the caller's continuation runs as for a refused one). */
+void ctl_meta_refuse(struct ctl *ctl, int err, ctl_meta_done_fn done, void *cookie);
+/* Each turn: the continuations due; returns how many ran. */
+int ctl_meta_poll(struct ctl *ctl);
+/* Continuations wait for the next turn (the loop must not sleep). */
+int ctl_meta_waiting(const struct ctl *ctl);
+void ctl_meta_fini(struct ctl *ctl);
 
 /* ---- ctl_topic.c -------------------------------------------------------- */
 

@@ -2,7 +2,12 @@
  * handed out one by one, never twice (a restart continues after the last
  * reserved block); asked for by the transaction coordinator and, through
  * the ring, by the shards (InitProducerId of an idempotent producer).
+ * A block is reserved ahead: start-up reserves the first (ctl.c), and once
+ * half of the current one is handed out the next is proposed, so a caller
+ * never waits for a record to be applied (-EAGAIN only if a whole block
+ * went out before the next was applied).
  * @thread ctl, except ctl_producer_id_submit (@thread shard). */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,23 +15,50 @@
 #include "control/metalog.h"
 #include "dataplane/kafka_ctx.h"
 
-#define CTL_PID_BLOCK 1000
+static void ctl_pid_reserved(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
+{
+	(void)cookie;
+	ctl->pid_reserving = 0;
+	if (err < 0) {
+		fprintf(stderr, "sluiced: cannot reserve producer ids in the metadata log: %s\n", strerror(-err));
+		return;
+	}
+	if (ctl->pid_next == ctl->pid_end) {
+		ctl->pid_next = a->pid_start;
+		ctl->pid_end = a->pid_end;
+	} else {
+		ctl->pid_spare = a->pid_start;
+		ctl->pid_spare_end = a->pid_end;
+	}
+}
+
+/* Propose the next block unless one is reserved or on its way. */
+static void ctl_pid_reserve(struct ctl *ctl)
+{
+	struct metalog_rec r;
+	int rc;
+
+	if (ctl->pid_reserving || ctl->pid_spare >= 0)
+		return;
+	if ((rc = metalog_build_producer_ids(ctl->ml, CTL_PID_BLOCK, &r)) < 0) {
+		fprintf(stderr, "sluiced: cannot reserve producer ids in the metadata log: %s\n", strerror(-rc));
+		return;
+	}
+	ctl->pid_reserving = 1;
+	ctl_meta_propose(ctl, &r, ctl_pid_reserved, NULL);
+}
 
 int64_t ctl_new_producer_id(struct ctl *ctl)
 {
-	if (ctl->pid_next == ctl->pid_end) {
-		/* reserve the next block first: an id is never handed out twice,
-		 * a restart continues after the last reserved block */
-		int64_t start = metalog_next_producer_ids(ctl->ml, CTL_PID_BLOCK);
-
-		if (start < 0) {
-			fprintf(stderr, "sluiced: cannot reserve producer ids in the metadata log: %s\n",
-				strerror((int)-start));
-			return start;
-		}
-		ctl->pid_next = start;
-		ctl->pid_end = start + CTL_PID_BLOCK;
+	if (ctl->pid_next == ctl->pid_end && ctl->pid_spare >= 0) {
+		ctl->pid_next = ctl->pid_spare;
+		ctl->pid_end = ctl->pid_spare_end;
+		ctl->pid_spare = -1;
 	}
+	if (ctl->pid_end - ctl->pid_next <= CTL_PID_BLOCK / 2)
+		ctl_pid_reserve(ctl);
+	if (ctl->pid_next == ctl->pid_end)
+		return -EAGAIN;   /* the next block is not applied yet */
 	return ctl->pid_next++;
 }
 

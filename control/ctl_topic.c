@@ -319,6 +319,9 @@ static void ctl_close_dropped(struct ctl *ctl, struct ctl_op *op, struct md_part
 	part_proxy_close(ctl_part_proxy(ctl, &px), mp->shard, mp->part, ctl_part_done, op);
 }
 
+static void ctl_step_propose(struct ctl *ctl, struct ctl_op *op, const char *name, int partitions,
+			     struct metalog_rec *r, int rc);
+
 /* A topic some of whose partitions could not be opened (too many open
  * files, a full or failing disk) is not published: its opened partitions
  * are closed again (op->pending counts the answers), the directories its
@@ -353,8 +356,12 @@ static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
 				goto dropped;
 			}
 		}
-		if (op->req && op->req->kind != CTL_CREATE_PARTITIONS)
-			metalog_delete_topic(ctl->ml, t->name);
+		if (op->req && op->req->kind != CTL_CREATE_PARTITIONS) {
+			struct metalog_rec r;
+			int rc = metalog_build_delete_topic(ctl->ml, t->name, &r);
+
+			ctl_step_propose(ctl, op, t->name, 0, &r, rc);
+		}
 		for (int32_t k = 0; k < t->nparts; k++)
 			ctl_close_dropped(ctl, op, &t->parts[k]);
 dropped:
@@ -370,27 +377,73 @@ dropped:
 	}
 }
 
+/* A record of ctl_op_step's own (the new count of CreatePartitions, the
+ * removal of a topic that was not created), answered: the op steps on
+ * once none is left. */
+struct ctl_step_rec {
+	struct ctl_op *op;
+	char name[256];
+	int partitions;              /* 1: a PARTITIONS record (else REMOVE_TOPIC) */
+};
+
+static void ctl_step_rec_done(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
+{
+	struct ctl_step_rec *sr = cookie;
+	struct ctl_op *op = sr->op;
+
+	(void)a;
+	if (err < 0 && sr->partitions) {
+		/* the topic is dropped like one whose partitions did not open */
+		for (int i = 0; i < op->ncreated; i++)
+			if (!strcmp(op->created[i]->name, sr->name))
+				op->drop[i] = 1;
+		if (!op->failed) {
+			op->failed = 1;
+			snprintf(op->fail_msg, sizeof(op->fail_msg), "metadata log: %s", strerror(-err));
+		}
+	} else if (err < 0) {
+		fprintf(stderr, "sluiced: topic %s not created, but its record could not be removed from the "
+				"metadata log: %s\n", sr->name, strerror(-err));
+	}
+	free(sr);
+	if (--op->pending == 0)
+		ctl_op_step(ctl, op);
+}
+
+static void ctl_step_propose(struct ctl *ctl, struct ctl_op *op, const char *name, int partitions,
+			     struct metalog_rec *r, int rc)
+{
+	struct ctl_step_rec *sr = calloc(1, sizeof(*sr));
+
+	if (!sr)
+		abort();   /* the control thread's own bookkeeping */
+	sr->op = op;
+	sr->partitions = partitions;
+	snprintf(sr->name, sizeof(sr->name), "%s", name);
+	op->pending++;
+	if (rc < 0)
+		ctl_meta_refuse(ctl, rc, ctl_step_rec_done, sr);
+	else
+		ctl_meta_propose(ctl, r, ctl_step_rec_done, sr);
+}
+
 /* CreatePartitions: every new partition of a topic opened; now the
- * metadata log says so. A topic whose record cannot be written is dropped
- * like one whose partitions did not open. */
+ * metadata log says so (a proposal each, counted in op->pending). A topic
+ * whose record is refused is dropped like one whose partitions did not
+ * open. */
 static void ctl_commit_partitions(struct ctl *ctl, struct ctl_op *op)
 {
 	for (int i = 0; i < op->ncreated; i++) {
 		struct md_topic *t = op->created[i];
+		struct metalog_rec r;
 		int opened = 1, rc;
 
 		for (int32_t j = 0; j < t->nparts; j++)
 			opened &= t->parts[j].part != NULL;
 		if (!opened)
 			continue;
-		rc = metalog_add_partitions(ctl->ml, t->name, t->nparts);
-		if (rc == 0)
-			continue;
-		op->drop[i] = 1;
-		if (!op->failed) {
-			op->failed = 1;
-			snprintf(op->fail_msg, sizeof(op->fail_msg), "metadata log: %s", strerror(-rc));
-		}
+		rc = metalog_build_partitions(ctl->ml, t->name, t->nparts, &r);
+		ctl_step_propose(ctl, op, t->name, 1, &r, rc);
 	}
 }
 
@@ -398,8 +451,12 @@ void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 {
 	struct ctl_req *req = op->req;
 
-	if (req && req->kind == CTL_CREATE_PARTITIONS && !op->dropping)
+	if (req && req->kind == CTL_CREATE_PARTITIONS && !op->dropping && !op->committed) {
+		op->committed = 1;
 		ctl_commit_partitions(ctl, op);
+		if (op->pending)
+			return;   /* again when the records were applied */
+	}
 	if (op->failed && req && !op->dropping) {
 		op->dropping = 1;
 		ctl_drop_failed(ctl, op);

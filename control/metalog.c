@@ -24,10 +24,12 @@
 
 struct metalog {
 	struct store st;          /* private io_uring of the control thread */
+	int has_store;            /* 0: an image without a file (metalog_image_new) */
 	struct plog *pl;
 	int err;                  /* 0, or the -errno that failed the log (STYLE 7) */
 	int32_t node_id;
 	int have_node;
+	int32_t node_rec;         /* the node id the NODE record names */
 	char cluster_id[23];
 	int64_t next_producer_id; /* first id not yet handed out */
 	int64_t records;          /* replayed at open */
@@ -306,14 +308,21 @@ static int broker_config_put(struct metalog *ml, int32_t scope, char *key, char 
 }
 
 /* Apply one record to the image: the only place the image changes, used
- * by both replay and live mutations. -EPROTO: malformed or contradicting
- * the image. */
-static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, size_t len)
+ * by replay, by the local file's commits and by metalog_apply. dry: only
+ * say whether it applies, change nothing. -EPROTO: malformed (an unknown
+ * type or version, a field that does not parse); a well-formed record that
+ * no longer applies to the image changes nothing and says why: -EEXIST
+ * (the topic's name or id is live, a second NODE record), -ENOENT (no live
+ * topic with that id), -EINVAL (partitions not more than now, producer ids
+ * not beyond the last block); -ENOMEM. out (may be NULL) gets what the
+ * record did. */
+static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, size_t len, int dry,
+			struct metalog_applied *out)
 {
 	struct dec d = { val, val + len, 0 };
 	uint8_t id[16];
 	int isnull, at, rc = 0;
-	struct meta_topic *t;
+	struct meta_topic *t = NULL;
 
 	if (dec_u8(&d) != META_FORMAT_VERSION)
 		return -EPROTO;
@@ -350,17 +359,19 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 			if ((rc = topic_config_put(t, k, v)) < 0)
 				d.err = rc;
 		}
-		if (!d.err && (find_live(ml, t->name, NULL, NULL) || find_live(ml, NULL, t->id, NULL)))
-			d.err = -EPROTO;
 		if (!d.err && d.p != d.end)
 			d.err = -EPROTO;
-		if (!d.err)
+		if (!d.err && (find_live(ml, t->name, NULL, NULL) || find_live(ml, NULL, t->id, NULL)))
+			d.err = -EEXIST;
+		if (!d.err && !dry)
 			d.err = grow(&ml->live, &ml->cap_live, ml->nlive + 1);
-		if (d.err) {
+		if (d.err || dry) {
 			topic_free(t);
 			return d.err;
 		}
 		ml->live[ml->nlive++] = t;
+		if (out)
+			out->topic = t;
 		return 0;
 	}
 	case META_REC_PARTITIONS: {
@@ -368,10 +379,18 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 
 		dec_id(&d, id);
 		n = (int32_t)dec_be(&d, 4);
-		if (d.err || d.p != d.end || !(t = find_live(ml, NULL, id, NULL)) || n <= t->partitions)
+		if (d.err || d.p != d.end)
 			return -EPROTO;
+		if (!(t = find_live(ml, NULL, id, NULL)))
+			return -ENOENT;
+		if (n <= t->partitions)
+			return -EINVAL;
+		if (dry)
+			return 0;
 		t->partitions = n;
 		t->leader_epoch++;
+		if (out)
+			out->topic = t;
 		return 0;
 	}
 	case META_REC_CONFIG: {
@@ -380,17 +399,23 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 		dec_id(&d, id);
 		k = dec_str(&d, &isnull);
 		v = dec_str(&d, &isnull);
-		if (d.err || !k || d.p != d.end || !(t = find_live(ml, NULL, id, NULL))) {
+		if (d.err || !k || d.p != d.end || !(t = find_live(ml, NULL, id, NULL)) || dry) {
 			free(k);
 			free(v);
-			return d.err ? d.err : -EPROTO;
+			return d.err ? d.err : !k || d.p != d.end ? -EPROTO : !t ? -ENOENT : 0;
 		}
+		if (out)
+			out->topic = t;
 		return topic_config_put(t, k, v);
 	}
 	case META_REC_REMOVE_TOPIC:
 		dec_id(&d, id);
-		if (d.err || d.p != d.end || !(t = find_live(ml, NULL, id, &at)))
+		if (d.err || d.p != d.end)
 			return -EPROTO;
+		if (!(t = find_live(ml, NULL, id, &at)))
+			return -ENOENT;
+		if (dry)
+			return 0;
 		if ((rc = grow(&ml->dead, &ml->cap_dead, ml->ndead + 1)) < 0)
 			return rc;
 		t->deleted = 1;
@@ -401,8 +426,17 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 	case META_REC_PRODUCER_IDS: {
 		int64_t next = dec_be(&d, 8);
 
-		if (d.err || d.p != d.end || next < ml->next_producer_id)
+		if (d.err || d.p != d.end)
 			return -EPROTO;
+		if (next <= ml->next_producer_id)
+			return -EINVAL;
+		if (dry)
+			return 0;
+		/* every block is the ids between the last one and this */
+		if (out) {
+			out->pid_start = ml->next_producer_id;
+			out->pid_end = next;
+		}
 		ml->next_producer_id = next;
 		return 0;
 	}
@@ -410,14 +444,15 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 		int32_t node = (int32_t)dec_be(&d, 4);
 		char *cid = dec_str(&d, &isnull);
 
-		if (d.err || !cid || strlen(cid) != 22 || d.p != d.end || ml->have_node) {
+		if (d.err || !cid || strlen(cid) != 22 || d.p != d.end || ml->have_node || dry) {
+			rc = d.err ? d.err : !cid || strlen(cid) != 22 || d.p != d.end ? -EPROTO
+			     : ml->have_node ? -EEXIST : 0;
 			free(cid);
-			return d.err ? d.err : -EPROTO;
+			return rc;
 		}
-		if (node != ml->node_id) {
-			free(cid);
-			return -EINVAL;   /* this data directory belongs to another node */
-		}
+		/* the node that wrote it: metalog_open refuses a local log of
+		 * another node */
+		ml->node_rec = node;
 		memcpy(ml->cluster_id, cid, 23);
 		free(cid);
 		ml->have_node = 1;
@@ -427,10 +462,10 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 		int32_t scope = (int32_t)dec_be(&d, 4);
 		char *k = dec_str(&d, &isnull), *v = dec_str(&d, &isnull);
 
-		if (d.err || !k || d.p != d.end) {
+		if (d.err || !k || d.p != d.end || dry) {
 			free(k);
 			free(v);
-			return d.err ? d.err : -EPROTO;
+			return d.err ? d.err : !k || d.p != d.end ? -EPROTO : 0;
 		}
 		return broker_config_put(ml, scope, k, v);
 	}
@@ -439,23 +474,78 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 	}
 }
 
-/* ---- writing ------------------------------------------------------------- */
+/* ---- records ------------------------------------------------------------ */
 
-/* Append one record, wait until it is durable, then apply it. */
-static int record_commit(struct metalog *ml, int16_t type, const struct enc *e)
+/* A record's bytes: int16 type (big-endian), then the value. */
+static int rec_split(const void *rec, size_t len, int16_t *type, const uint8_t **val, size_t *vlen)
+{
+	const uint8_t *b = rec;
+
+	if (!rec || len < 3)
+		return -EPROTO;
+	*type = (int16_t)(b[0] << 8 | b[1]);
+	*val = b + 2;
+	*vlen = len - 2;
+	return 0;
+}
+
+int metalog_apply(struct metalog *ml, const void *rec, size_t len, struct metalog_applied *out)
+{
+	const uint8_t *val = NULL;
+	size_t vlen = 0;
+	int16_t type = 0;
+	int rc = rec_split(rec, len, &type, &val, &vlen);
+
+	if (out)
+		*out = (struct metalog_applied){ .type = type, .pid_start = -1, .pid_end = -1 };
+	if (rc < 0)
+		return rc;
+	return record_apply(ml, type, val, vlen, 0, out);
+}
+
+int metalog_check(const struct metalog *ml, const void *rec, size_t len)
+{
+	const uint8_t *val = NULL;
+	size_t vlen = 0;
+	int16_t type = 0;
+	int rc = rec_split(rec, len, &type, &val, &vlen);
+
+	/* dry: record_apply changes nothing */
+	return rc < 0 ? rc : record_apply((struct metalog *)ml, type, val, vlen, 1, NULL);
+}
+
+void metalog_rec_free(struct metalog_rec *r)
+{
+	free(r->buf);
+	r->buf = NULL;
+	r->len = 0;
+}
+
+/* The local file: append one record, wait until it is durable, then apply
+ * it. A record that does not apply is not written. */
+int metalog_commit(struct metalog *ml, const void *rec, size_t len, struct metalog_applied *out)
 {
 	struct batch_builder bb;
-	uint8_t key[2] = { (uint8_t)((uint16_t)type >> 8), (uint8_t)type };
+	const uint8_t *val;
+	size_t vlen;
+	int16_t type;
 	int64_t base;
 	ssize_t size;
 	int rc;
 
 	if (ml->err)
 		return ml->err;
-	if (e->err)
-		return e->err;
+	if (!ml->pl)
+		return -EOPNOTSUPP;   /* the image of a quorum: propose instead */
+	if ((rc = rec_split(rec, len, &type, &val, &vlen)) < 0)
+		return rc;
+	if ((rc = metalog_check(ml, rec, len)) < 0)
+		return rc;
+	uint8_t key[2] = { (uint8_t)((uint16_t)type >> 8), (uint8_t)type };
+
 	batch_builder_init(&bb, ml->bbuf, META_BATCH_CAP, 0);
-	if (batch_builder_add(&bb, 0, 0, key, 2, e->p, (int32_t)e->len, NULL, 0, 0) < 0 ||
+	if (vlen > META_MAX_RECORD ||
+	    batch_builder_add(&bb, 0, 0, key, 2, val, (int32_t)vlen, NULL, 0, 0) < 0 ||
 	    (size = batch_builder_finish(&bb, 0, -1, -1, -1, -1)) < 0)
 		return -EMSGSIZE;
 	while ((rc = plog_append(ml->pl, ml->bbuf, (uint32_t)size, &base)) == -ENOBUFS)
@@ -474,13 +564,27 @@ static int record_commit(struct metalog *ml, int16_t type, const struct enc *e)
 		ml->err = rc;   /* failed until reopened: the image stays as it was */
 		return rc;
 	}
-	rc = record_apply(ml, type, e->p, e->len);
+	rc = record_apply(ml, type, val, vlen, 0, out);
 	if (rc < 0)
 		ml->err = rc;   /* durable but not in the image: failed until reopened (replay applies it) */
 	return rc;
 }
 
-#define ENC_INIT(ml, buf) { (buf), 0, META_MAX_RECORD, 0 }
+/* Finish a record built in e (type first): a malloc()ed copy in *out. */
+static int rec_finish(const struct enc *e, struct metalog_rec *out)
+{
+	out->buf = NULL;
+	out->len = 0;
+	if (e->err)
+		return e->err;
+	if (!(out->buf = malloc(e->len)))
+		return -ENOMEM;
+	memcpy(out->buf, e->p, e->len);
+	out->len = e->len;
+	return 0;
+}
+
+#define ENC_INIT(ml, buf) { (buf), 0, META_MAX_RECORD + 2, 0 }
 
 static void random_id(uint8_t id[16])
 {
@@ -520,6 +624,8 @@ static void base64url(const uint8_t id[16], char out[23])
 	out[n++] = a[(acc << (6 - bits)) & 63];   /* 128 = 21*6 + 2 */
 	out[n] = 0;
 }
+
+static int build_commit(struct metalog *ml, int rc, struct metalog_rec *r, struct metalog_applied *out);
 
 /* ---- public -------------------------------------------------------------- */
 
@@ -581,8 +687,13 @@ static int replay(struct metalog *ml)
 				}
 				int16_t type = (int16_t)(rv.key[0] << 8 | rv.key[1]);
 
-				if ((rc = record_apply(ml, type, rv.value, (size_t)rv.value_len)) < 0)
+				/* the file holds only records that applied when
+				 * written: one that does not is damage */
+				rc = record_apply(ml, type, rv.value, (size_t)rv.value_len, 0, NULL);
+				if (rc < 0) {
+					rc = rc == -ENOMEM ? rc : -EPROTO;
 					break;
+				}
 				ml->records++;
 			}
 			if (rc < 0)
@@ -629,6 +740,7 @@ int metalog_open(const char *data_dir, int32_t node_id, struct metalog **out)
 		free(ml);
 		return rc;
 	}
+	ml->has_store = 1;
 	plog_config_defaults(&cfg);
 	cfg.segment_bytes = 64u << 20;
 	cfg.max_batch = META_BATCH_CAP;
@@ -658,20 +770,32 @@ int metalog_open(const char *data_dir, int32_t node_id, struct metalog **out)
 		return rc;
 	}
 	free(path);
+	if (ml->have_node && ml->node_rec != node_id) {
+		metalog_close(ml);
+		return -EINVAL;   /* this data directory belongs to another node */
+	}
 	if (!ml->have_node) {
-		uint8_t id[16];
-		char cid[23];
-		struct enc e = ENC_INIT(ml, ml->rbuf);
+		struct metalog_rec r;
 
-		random_id(id);
-		base64url(id, cid);
-		enc_u8(&e, META_FORMAT_VERSION);
-		enc_i32(&e, node_id);
-		enc_str(&e, cid);
-		if ((rc = record_commit(ml, META_REC_NODE, &e)) < 0) {
+		if ((rc = build_commit(ml, metalog_build_node(ml, &r), &r, NULL)) < 0) {
 			metalog_close(ml);
 			return rc;
 		}
+	}
+	*out = ml;
+	return 0;
+}
+
+int metalog_image_new(int32_t node_id, struct metalog **out)
+{
+	struct metalog *ml = calloc(1, sizeof(*ml));
+
+	if (!ml)
+		return -ENOMEM;
+	ml->node_id = node_id;
+	if (posix_memalign((void **)&ml->rbuf, 4096, META_READ_CAP)) {
+		free(ml);
+		return -ENOMEM;
 	}
 	*out = ml;
 	return 0;
@@ -683,7 +807,8 @@ void metalog_close(struct metalog *ml)
 		return;
 	if (ml->pl)
 		plog_close(ml->pl);
-	store_fini(&ml->st);
+	if (ml->has_store)
+		store_fini(&ml->st);
 	for (int i = 0; i < ml->nlive; i++)
 		topic_free(ml->live[i]);
 	for (int i = 0; i < ml->ndead; i++)
@@ -735,14 +860,23 @@ const struct meta_topic *metalog_topic_at(const struct metalog *ml, int i)
 	return i >= 0 && i < ml->nlive ? ml->live[i] : NULL;
 }
 
-int metalog_create_topic(struct metalog *ml, const char *name, int32_t partitions,
-			 const char *const *keys, const char *const *values, int n,
-			 const struct meta_topic **out)
+/* Each builder validates against the image, then encodes its record: the
+ * type, the version byte, the fields. */
+static void enc_type(struct enc *e, int16_t type)
+{
+	enc_i16(e, type);
+	enc_u8(e, META_FORMAT_VERSION);
+}
+
+int metalog_build_topic(const struct metalog *ml, const char *name, int32_t partitions,
+			const char *const *keys, const char *const *values, int n, struct metalog_rec *out)
 {
 	struct enc e = ENC_INIT(ml, ml->rbuf);
 	uint8_t id[16];
 	int rc;
 
+	out->buf = NULL;
+	out->len = 0;
 	if (!metalog_topic_name_valid(name) || partitions < 1 || n < 0)
 		return -EINVAL;
 	if (find_live(ml, name, NULL, NULL))
@@ -759,7 +893,7 @@ int metalog_create_topic(struct metalog *ml, const char *name, int32_t partition
 	do
 		random_id(id);
 	while (find_live(ml, NULL, id, NULL));
-	enc_u8(&e, META_FORMAT_VERSION);
+	enc_type(&e, META_REC_TOPIC);
 	enc_str(&e, name);
 	enc_bytes(&e, id, 16);
 	enc_i32(&e, partitions);
@@ -769,46 +903,50 @@ int metalog_create_topic(struct metalog *ml, const char *name, int32_t partition
 		enc_str(&e, keys[i]);
 		enc_str(&e, values[i]);
 	}
-	if ((rc = record_commit(ml, META_REC_TOPIC, &e)) < 0)
-		return rc;
-	if (out)
-		*out = ml->live[ml->nlive - 1];
-	return 0;
+	return rec_finish(&e, out);
 }
 
-int metalog_delete_topic(struct metalog *ml, const char *name)
+int metalog_build_delete_topic(const struct metalog *ml, const char *name, struct metalog_rec *out)
 {
 	struct enc e = ENC_INIT(ml, ml->rbuf);
 	struct meta_topic *t = name ? find_live(ml, name, NULL, NULL) : NULL;
 
+	out->buf = NULL;
+	out->len = 0;
 	if (!t)
 		return -ENOENT;
-	enc_u8(&e, META_FORMAT_VERSION);
+	enc_type(&e, META_REC_REMOVE_TOPIC);
 	enc_bytes(&e, t->id, 16);
-	return record_commit(ml, META_REC_REMOVE_TOPIC, &e);
+	return rec_finish(&e, out);
 }
 
-int metalog_add_partitions(struct metalog *ml, const char *name, int32_t new_total)
+int metalog_build_partitions(const struct metalog *ml, const char *name, int32_t new_total,
+			     struct metalog_rec *out)
 {
 	struct enc e = ENC_INIT(ml, ml->rbuf);
 	struct meta_topic *t = name ? find_live(ml, name, NULL, NULL) : NULL;
 
+	out->buf = NULL;
+	out->len = 0;
 	if (!t)
 		return -ENOENT;
 	if (new_total <= t->partitions)
 		return -EINVAL;
-	enc_u8(&e, META_FORMAT_VERSION);
+	enc_type(&e, META_REC_PARTITIONS);
 	enc_bytes(&e, t->id, 16);
 	enc_i32(&e, new_total);
-	return record_commit(ml, META_REC_PARTITIONS, &e);
+	return rec_finish(&e, out);
 }
 
-int metalog_set_config(struct metalog *ml, const char *name, const char *key, const char *value)
+int metalog_build_config(const struct metalog *ml, const char *name, const char *key, const char *value,
+			 struct metalog_rec *out)
 {
 	struct enc e = ENC_INIT(ml, ml->rbuf);
 	struct meta_topic *t = name ? find_live(ml, name, NULL, NULL) : NULL;
 	int rc, have = 0;
 
+	out->buf = NULL;
+	out->len = 0;
 	if (!t || !key)
 		return -ENOENT;
 	if (value) {
@@ -822,18 +960,21 @@ int metalog_set_config(struct metalog *ml, const char *name, const char *key, co
 		if (!have)
 			return 0;
 	}
-	enc_u8(&e, META_FORMAT_VERSION);
+	enc_type(&e, META_REC_CONFIG);
 	enc_bytes(&e, t->id, 16);
 	enc_str(&e, key);
 	enc_str(&e, value);
-	return record_commit(ml, META_REC_CONFIG, &e);
+	return rec_finish(&e, out);
 }
 
-int metalog_set_broker_config(struct metalog *ml, int32_t scope, const char *key, const char *value)
+int metalog_build_broker_config(const struct metalog *ml, int32_t scope, const char *key, const char *value,
+				struct metalog_rec *out)
 {
 	struct enc e = ENC_INIT(ml, ml->rbuf);
 	int rc, have = 0;
 
+	out->buf = NULL;
+	out->len = 0;
 	if (!key)
 		return -ENOENT;
 	if ((rc = config_dynamic_validate(key, value, NULL, 0)) < 0)
@@ -844,11 +985,94 @@ int metalog_set_broker_config(struct metalog *ml, int32_t scope, const char *key
 		if (!have)
 			return 0;
 	}
-	enc_u8(&e, META_FORMAT_VERSION);
+	enc_type(&e, META_REC_BROKER_CONFIG);
 	enc_i32(&e, scope);
 	enc_str(&e, key);
 	enc_str(&e, value);
-	return record_commit(ml, META_REC_BROKER_CONFIG, &e);
+	return rec_finish(&e, out);
+}
+
+int metalog_build_producer_ids(const struct metalog *ml, int32_t block, struct metalog_rec *out)
+{
+	struct enc e = ENC_INIT(ml, ml->rbuf);
+	int64_t start = ml->next_producer_id;
+
+	out->buf = NULL;
+	out->len = 0;
+	if (block < 1 || start > INT64_MAX - block)
+		return -EINVAL;
+	enc_type(&e, META_REC_PRODUCER_IDS);
+	enc_i64(&e, start + block);
+	return rec_finish(&e, out);
+}
+
+int metalog_build_node(const struct metalog *ml, struct metalog_rec *out)
+{
+	struct enc e = ENC_INIT(ml, ml->rbuf);
+	uint8_t id[16];
+	char cid[23];
+
+	out->buf = NULL;
+	out->len = 0;
+	if (ml->have_node)
+		return -EEXIST;
+	random_id(id);
+	base64url(id, cid);
+	enc_type(&e, META_REC_NODE);
+	enc_i32(&e, ml->node_id);
+	enc_str(&e, cid);
+	return rec_finish(&e, out);
+}
+
+/* ---- the local file's synchronous changes: build, then commit ----------- */
+
+static int build_commit(struct metalog *ml, int rc, struct metalog_rec *r, struct metalog_applied *out)
+{
+	if (rc == 0 && r->len)
+		rc = metalog_commit(ml, r->buf, r->len, out);
+	metalog_rec_free(r);
+	return rc;
+}
+
+int metalog_create_topic(struct metalog *ml, const char *name, int32_t partitions,
+			 const char *const *keys, const char *const *values, int n,
+			 const struct meta_topic **out)
+{
+	struct metalog_rec r;
+	struct metalog_applied a = { 0 };
+	int rc = build_commit(ml, metalog_build_topic(ml, name, partitions, keys, values, n, &r), &r, &a);
+
+	if (rc == 0 && out)
+		*out = a.topic;
+	return rc;
+}
+
+int metalog_delete_topic(struct metalog *ml, const char *name)
+{
+	struct metalog_rec r;
+
+	return build_commit(ml, metalog_build_delete_topic(ml, name, &r), &r, NULL);
+}
+
+int metalog_add_partitions(struct metalog *ml, const char *name, int32_t new_total)
+{
+	struct metalog_rec r;
+
+	return build_commit(ml, metalog_build_partitions(ml, name, new_total, &r), &r, NULL);
+}
+
+int metalog_set_config(struct metalog *ml, const char *name, const char *key, const char *value)
+{
+	struct metalog_rec r;
+
+	return build_commit(ml, metalog_build_config(ml, name, key, value, &r), &r, NULL);
+}
+
+int metalog_set_broker_config(struct metalog *ml, int32_t scope, const char *key, const char *value)
+{
+	struct metalog_rec r;
+
+	return build_commit(ml, metalog_build_broker_config(ml, scope, key, value, &r), &r, NULL);
 }
 
 int metalog_broker_config_at(const struct metalog *ml, int i, int32_t *scope, const char **key,
@@ -864,15 +1088,141 @@ int metalog_broker_config_at(const struct metalog *ml, int i, int32_t *scope, co
 
 int64_t metalog_next_producer_ids(struct metalog *ml, int32_t block)
 {
-	struct enc e = ENC_INIT(ml, ml->rbuf);
-	int64_t start = ml->next_producer_id;
+	struct metalog_rec r;
+	struct metalog_applied a = { 0 };
+	int rc = build_commit(ml, metalog_build_producer_ids(ml, block, &r), &r, &a);
+
+	return rc < 0 ? rc : a.pid_start;
+}
+
+/* ---- snapshots ----------------------------------------------------------- */
+
+#define SNAP_MAGIC "SLMETA01"
+
+/* One record of the snapshot: uint32 length (big-endian), the record. */
+static int snap_put(FILE *f, const struct enc *e)
+{
+	uint8_t l[4] = { (uint8_t)(e->len >> 24), (uint8_t)(e->len >> 16), (uint8_t)(e->len >> 8),
+			 (uint8_t)e->len };
+
+	if (e->err)
+		return e->err;
+	return fwrite(l, 4, 1, f) == 1 && fwrite(e->p, e->len, 1, f) == 1 ? 0 : -ENOMEM;
+}
+
+int metalog_snapshot(const struct metalog *ml, void **buf, size_t *len)
+{
+	char *mem = NULL;
+	size_t mlen = 0;
+	FILE *f = open_memstream(&mem, &mlen);
+	uint8_t *tmp = malloc(META_MAX_RECORD + 2);
+	int rc = f && tmp ? 0 : -ENOMEM;
+
+	if (!rc && fwrite(SNAP_MAGIC, 8, 1, f) != 1)
+		rc = -ENOMEM;
+	if (!rc && ml->have_node) {
+		struct enc e = { tmp, 0, META_MAX_RECORD + 2, 0 };
+
+		enc_type(&e, META_REC_NODE);
+		enc_i32(&e, ml->node_rec);
+		enc_str(&e, ml->cluster_id);
+		rc = snap_put(f, &e);
+	}
+	for (int i = 0; !rc && i < ml->nlive; i++) {
+		const struct meta_topic *t = ml->live[i];
+		struct enc e = { tmp, 0, META_MAX_RECORD + 2, 0 };
+
+		enc_type(&e, META_REC_TOPIC);
+		enc_str(&e, t->name);
+		enc_bytes(&e, t->id, 16);
+		enc_i32(&e, t->partitions);
+		enc_i32(&e, t->leader_epoch);
+		enc_i32(&e, t->nconfigs);
+		for (int j = 0; j < t->nconfigs; j++) {
+			enc_str(&e, t->config_keys[j]);
+			enc_str(&e, t->config_values[j]);
+		}
+		rc = snap_put(f, &e);
+	}
+	for (int i = 0; !rc && i < ml->nbcfg; i++) {
+		struct enc e = { tmp, 0, META_MAX_RECORD + 2, 0 };
+
+		enc_type(&e, META_REC_BROKER_CONFIG);
+		enc_i32(&e, ml->bcfg[i].scope);
+		enc_str(&e, ml->bcfg[i].key);
+		enc_str(&e, ml->bcfg[i].value);
+		rc = snap_put(f, &e);
+	}
+	if (!rc && ml->next_producer_id > 0) {
+		struct enc e = { tmp, 0, META_MAX_RECORD + 2, 0 };
+
+		enc_type(&e, META_REC_PRODUCER_IDS);
+		enc_i64(&e, ml->next_producer_id);
+		rc = snap_put(f, &e);
+	}
+	free(tmp);
+	if (f && fclose(f) != 0 && !rc)
+		rc = -ENOMEM;
+	if (rc) {
+		free(mem);
+		return rc;
+	}
+	*buf = mem;
+	*len = mlen;
+	return 0;
+}
+
+/* The image emptied: live topics move to the dead list (borrowed pointers
+ * stay valid until close), broker configs, cluster id and producer ids go. */
+static int image_reset(struct metalog *ml)
+{
+	int rc = grow(&ml->dead, &ml->cap_dead, ml->ndead + ml->nlive);
+
+	if (rc < 0)
+		return rc;
+	for (int i = 0; i < ml->nlive; i++) {
+		ml->live[i]->deleted = 1;
+		ml->dead[ml->ndead++] = ml->live[i];
+	}
+	ml->nlive = 0;
+	for (int i = 0; i < ml->nbcfg; i++) {
+		free(ml->bcfg[i].key);
+		free(ml->bcfg[i].value);
+	}
+	ml->nbcfg = 0;
+	ml->have_node = 0;
+	ml->node_rec = 0;
+	ml->cluster_id[0] = 0;
+	ml->next_producer_id = 0;
+	return 0;
+}
+
+int metalog_restore(struct metalog *ml, const void *buf, size_t len)
+{
+	const uint8_t *p = buf, *end = p + len;
 	int rc;
 
-	if (block < 1 || start > INT64_MAX - block)
-		return -EINVAL;
-	enc_u8(&e, META_FORMAT_VERSION);
-	enc_i64(&e, start + block);
-	if ((rc = record_commit(ml, META_REC_PRODUCER_IDS, &e)) < 0)
+	if (len < 8 || memcmp(p, SNAP_MAGIC, 8))
+		return -EPROTO;
+	if ((rc = image_reset(ml)) < 0)
 		return rc;
-	return start;
+	for (p += 8; p < end;) {
+		uint32_t n;
+
+		if (end - p < 4)
+			return -EPROTO;
+		n = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+		p += 4;
+		if ((size_t)(end - p) < n)
+			return -EPROTO;
+		if ((rc = metalog_apply(ml, p, n, NULL)) < 0)
+			return rc == -ENOMEM ? rc : -EPROTO;
+		p += n;
+	}
+	return 0;
+}
+
+int64_t metalog_next_producer_id(const struct metalog *ml)
+{
+	return ml->next_producer_id;
 }

@@ -6,9 +6,10 @@
  * Thread: the control thread only (@thread control); nothing here locks.
  * Owns: its own struct store (a private io_uring), the plog in
  * "<data dir>/__cluster_metadata-0/" (durability sync), and the image.
- * Durability: every mutating call returns only after its record is durable
- * (written with RWF_DSYNC) and changes the image only after that; on any
- * error the image is unchanged. After an I/O error the metalog is failed:
+ * Durability: every mutating call (and metalog_commit) returns only after
+ * its record is durable (written with RWF_DSYNC) and changes the image only
+ * after that; on any error the image is unchanged. The builders and
+ * metalog_apply below split a change so that a quorum can carry it. After an I/O error the metalog is failed:
  * every later mutation returns the same -errno (STYLE 7) until reopened.
  * Errors: 0 or -errno. -EEXIST, -ENOENT (no such topic), -EINVAL (bad name,
  * count or config), -EMSGSIZE (record too large), -EPROTO (the log holds a
@@ -39,6 +40,7 @@
 #ifndef SLUICE_METALOG_H
 #define SLUICE_METALOG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum metalog_record {
@@ -66,10 +68,70 @@ struct meta_topic {
 	int deleted;
 };
 
+/* ---- records: build, then apply ------------------------------------------
+ * A change is made in two steps, so the same bytes can go to the local
+ * file or to the quorum (control/quorum.h) and be applied on every node:
+ * a builder validates it against the image and encodes its record; then
+ * metalog_commit (the local file) or the quorum's apply callback
+ * (metalog_apply) applies it, in log order. A record's bytes: int16 type
+ * (big-endian), then the value as above. Applying re-validates against the
+ * image (the same on every node): a record that no longer applies (a topic
+ * created twice by racing proposals, a topic deleted meanwhile) changes
+ * nothing and says why. */
+struct metalog_rec {
+	uint8_t *buf;              /* malloc()ed; metalog_rec_free */
+	size_t len;                /* 0 (buf NULL): nothing to write, the image already says it */
+};
+void metalog_rec_free(struct metalog_rec *r);
+
+/* What an applied record did: its type, the topic it made or changed (or
+ * NULL), and for PRODUCER_IDS the block it reserved (the ids from the
+ * previous block's end to the record's, whoever built it; else -1). */
+struct metalog_applied {
+	int16_t type;
+	const struct meta_topic *topic;
+	int64_t pid_start, pid_end;   /* the block is [pid_start, pid_end) */
+};
+
+/* Builders: the record of one change, validated against the image as the
+ * mutators below say (the same errors); 0 with out->len == 0 when there
+ * is nothing to write. @thread control */
+int metalog_build_topic(const struct metalog *ml, const char *name, int32_t partitions,
+			const char *const *keys, const char *const *values, int n, struct metalog_rec *out);
+int metalog_build_delete_topic(const struct metalog *ml, const char *name, struct metalog_rec *out);
+int metalog_build_partitions(const struct metalog *ml, const char *name, int32_t new_total,
+			     struct metalog_rec *out);
+int metalog_build_config(const struct metalog *ml, const char *name, const char *key, const char *value,
+			 struct metalog_rec *out);
+int metalog_build_broker_config(const struct metalog *ml, int32_t scope, const char *key, const char *value,
+				struct metalog_rec *out);
+int metalog_build_producer_ids(const struct metalog *ml, int32_t block, struct metalog_rec *out);
+/* The NODE record with a new cluster id; -EEXIST once the image has one. */
+int metalog_build_node(const struct metalog *ml, struct metalog_rec *out);
+
+/* Apply one record to the image: 0 (out, if not NULL, says what it did),
+ * or -errno and the image is unchanged: -EPROTO a record this version
+ * cannot read (the caller stops: the nodes would diverge), or a record
+ * that no longer applies: -EEXIST (the topic's name or id is live, a
+ * second NODE record), -ENOENT (no live topic with that id), -EINVAL
+ * (partitions not more than now, producer ids not beyond the last block);
+ * -ENOMEM. */
+int metalog_apply(struct metalog *ml, const void *rec, size_t len, struct metalog_applied *out);
+/* Whether it would apply (the same answer, nothing changed). */
+int metalog_check(const struct metalog *ml, const void *rec, size_t len);
+/* The local file: a record that applies is appended, made durable, then
+ * applied (returns once it is); one that does not apply is not written
+ * (metalog_check's error). -EOPNOTSUPP on an image without a file. */
+int metalog_commit(struct metalog *ml, const void *rec, size_t len, struct metalog_applied *out);
+
 /* Open "<data_dir>/__cluster_metadata-0" (creating data_dir and the log if
  * needed) and replay it. On first start writes the NODE record with a new
  * cluster id. -EINVAL if the log belongs to another node id. @thread control */
 int metalog_open(const char *data_dir, int32_t node_id, struct metalog **out);
+/* An empty image without a file, for records a quorum carries (applied
+ * with metalog_apply, restored with metalog_restore; metalog_commit says
+ * -EOPNOTSUPP). Its cluster id is "" until a NODE record is applied. */
+int metalog_image_new(int32_t node_id, struct metalog **out);
 void metalog_close(struct metalog *ml);
 
 /* 22-char base64url of a random uuid, like Kafka. */
@@ -114,6 +176,20 @@ int metalog_broker_config_at(const struct metalog *ml, int i, int32_t *scope, co
 /* Reserve `block` (>= 1) producer ids; returns the first id of the block
  * (>= 0) once durable, or -errno. Blocks never repeat, across restarts too. */
 int64_t metalog_next_producer_ids(struct metalog *ml, int32_t block);
+
+/* The whole image as bytes (*buf malloc()ed): "SLMETA01", then records
+ * (uint32 big-endian length, record) that rebuild it: NODE, each live
+ * topic as a TOPIC record with its partitions, leader epoch and configs,
+ * each broker config, PRODUCER_IDS. What a quorum keeps instead of the log
+ * before it. 0 or -ENOMEM. */
+int metalog_snapshot(const struct metalog *ml, void **buf, size_t *len);
+/* Replace the image with a snapshot's: -EPROTO for bytes it cannot read
+ * (the image is then partial: the caller stops), -ENOMEM. Topics of the
+ * old image stay valid as borrowed pointers (deleted = 1). */
+int metalog_restore(struct metalog *ml, const void *buf, size_t len);
+
+/* The first producer id no block has reserved yet. */
+int64_t metalog_next_producer_id(const struct metalog *ml);
 
 /* Records replayed at open (for logs and tests). */
 int64_t metalog_records(const struct metalog *ml);

@@ -435,3 +435,181 @@ Test(metalog, truncated_or_damaged_log_is_refused)
 		cr_assert_eq(system(cmd), 0);
 	}
 }
+
+/* Build, then apply: the records the local file commits, applied in the
+ * same order to an image without a file (as every node of a quorum
+ * applies them), give the same image, byte for byte. */
+Test(metalog, records_applied_elsewhere_give_the_same_image)
+{
+	struct metalog *ml = open_ml(), *img;
+	struct metalog_rec r;
+	struct metalog_applied a;
+	const char *k[] = { "retention.ms" }, *v[] = { "1000" };
+	void *snap;
+	size_t slen;
+	char *want, *got;
+
+	cr_assert_eq(metalog_image_new(1, &img), 0);
+	cr_assert_str_eq(metalog_cluster_id(img), "");
+	/* the NODE record the open wrote reaches the image as a snapshot */
+	cr_assert_eq(metalog_snapshot(ml, &snap, &slen), 0);
+	cr_assert_eq(metalog_restore(img, snap, slen), 0);
+	free(snap);
+#define BOTH(build)                                                                  \
+	do {                                                                         \
+		cr_assert_eq(build, 0);                                              \
+		cr_assert_gt(r.len, 0);                                              \
+		cr_assert_eq(metalog_commit(ml, r.buf, r.len, NULL), 0);             \
+		cr_assert_eq(metalog_apply(img, r.buf, r.len, &a), 0);               \
+		metalog_rec_free(&r);                                                \
+	} while (0)
+	BOTH(metalog_build_topic(ml, "a", 3, k, v, 1, &r));
+	cr_assert_eq(a.type, META_REC_TOPIC);
+	cr_assert_str_eq(a.topic->name, "a");
+	BOTH(metalog_build_topic(ml, "b", 1, NULL, NULL, 0, &r));
+	BOTH(metalog_build_partitions(ml, "a", 5, &r));
+	BOTH(metalog_build_config(ml, "a", "retention.ms", "2000", &r));
+	BOTH(metalog_build_config(ml, "b", "cleanup.policy", "compact", &r));
+	BOTH(metalog_build_delete_topic(ml, "b", &r));
+	BOTH(metalog_build_broker_config(ml, META_SCOPE_CLUSTER, "log.retention.ms", "5000", &r));
+	BOTH(metalog_build_producer_ids(ml, 1000, &r));
+	cr_assert_eq(a.pid_start, 0);
+	BOTH(metalog_build_producer_ids(ml, 1000, &r));
+	cr_assert_eq(a.pid_start, 1000);
+#undef BOTH
+	/* deleting an absent override: nothing to write */
+	cr_assert_eq(metalog_build_config(ml, "a", "segment.ms", NULL, &r), 0);
+	cr_assert_eq(r.len, 0);
+	want = image(ml);
+	got = image(img);
+	cr_assert_str_eq(got, want);
+	cr_assert_eq(metalog_next_producer_id(img), 2000);
+	cr_assert_eq(metalog_commit(img, "x", 1, NULL), -EOPNOTSUPP);
+	free(got);
+	/* and the file replays to it too */
+	metalog_close(ml);
+	ml = open_ml();
+	got = image(ml);
+	cr_assert_str_eq(got, want);
+	cr_assert_eq(metalog_next_producer_id(ml), 2000);
+	free(got);
+	free(want);
+	metalog_close(ml);
+	metalog_close(img);
+}
+
+/* Racing proposals: two records built from the same image; the first to
+ * be applied wins, the second no longer applies, changes nothing and says
+ * why; the local file does not write it. */
+Test(metalog, a_record_that_no_longer_applies_changes_nothing)
+{
+	struct metalog *ml = open_ml();
+	struct metalog_rec r1, r2;
+	struct metalog_applied a;
+	int64_t nrec;
+	char *before, *after;
+
+	cr_assert_eq(metalog_build_topic(ml, "x", 1, NULL, NULL, 0, &r1), 0);
+	cr_assert_eq(metalog_build_topic(ml, "x", 2, NULL, NULL, 0, &r2), 0);
+	cr_assert_eq(metalog_apply(ml, r1.buf, r1.len, NULL), 0);
+	before = image(ml);
+	cr_assert_eq(metalog_check(ml, r2.buf, r2.len), -EEXIST);
+	cr_assert_eq(metalog_apply(ml, r2.buf, r2.len, NULL), -EEXIST);
+	cr_assert_eq(metalog_commit(ml, r2.buf, r2.len, NULL), -EEXIST);
+	/* the same record twice (its id is live) */
+	cr_assert_eq(metalog_apply(ml, r1.buf, r1.len, NULL), -EEXIST);
+	metalog_rec_free(&r1);
+	metalog_rec_free(&r2);
+
+	cr_assert_eq(metalog_build_partitions(ml, "x", 4, &r1), 0);
+	cr_assert_eq(metalog_build_partitions(ml, "x", 3, &r2), 0);
+	cr_assert_eq(metalog_apply(ml, r1.buf, r1.len, NULL), 0);
+	cr_assert_eq(metalog_apply(ml, r2.buf, r2.len, NULL), -EINVAL);
+	metalog_rec_free(&r1);
+	metalog_rec_free(&r2);
+
+	cr_assert_eq(metalog_build_producer_ids(ml, 10, &r1), 0);
+	cr_assert_eq(metalog_build_producer_ids(ml, 10, &r2), 0);
+	cr_assert_eq(metalog_apply(ml, r1.buf, r1.len, &a), 0);
+	cr_assert_eq(a.pid_start, 0);
+	cr_assert_eq(metalog_apply(ml, r2.buf, r2.len, NULL), -EINVAL);
+	cr_assert_eq(metalog_next_producer_id(ml), 10);
+	metalog_rec_free(&r1);
+	metalog_rec_free(&r2);
+
+	cr_assert_eq(metalog_build_delete_topic(ml, "x", &r1), 0);
+	cr_assert_eq(metalog_build_config(ml, "x", "retention.ms", "5", &r2), 0);
+	cr_assert_eq(metalog_apply(ml, r1.buf, r1.len, NULL), 0);
+	cr_assert_eq(metalog_apply(ml, r1.buf, r1.len, NULL), -ENOENT);
+	cr_assert_eq(metalog_apply(ml, r2.buf, r2.len, NULL), -ENOENT);
+	metalog_rec_free(&r1);
+	metalog_rec_free(&r2);
+
+	cr_assert_eq(metalog_build_node(ml, &r1), -EEXIST);
+	free(before);
+
+	/* what the file holds is what a commit wrote: nothing above */
+	cr_assert_eq(metalog_create_topic(ml, "y", 1, NULL, NULL, 0, NULL), 0);
+	before = image(ml);
+	nrec = 0;
+	metalog_close(ml);
+	ml = open_ml();
+	nrec = metalog_records(ml);
+	cr_assert_eq(nrec, 2, "NODE and y: %lld records", (long long)nrec);
+	after = image(ml);
+	cr_assert_str_eq(after, before);
+	/* bytes that are no record */
+	cr_assert_eq(metalog_apply(ml, "\x00", 1, NULL), -EPROTO);
+	cr_assert_eq(metalog_apply(ml, "\x00\x63\x01", 3, NULL), -EPROTO);
+	cr_assert_eq(metalog_apply(ml, "\x00\x05\x02", 3, NULL), -EPROTO);
+	free(before);
+	free(after);
+	metalog_close(ml);
+}
+
+/* A snapshot is the image: restored into an empty image it gives the same
+ * topics (ids, partitions, leader epochs, configs), broker configs,
+ * cluster id and producer-id position; bytes that are no snapshot are
+ * refused. */
+Test(metalog, snapshot_restores_the_same_image)
+{
+	struct metalog *ml = open_ml(), *img;
+	const struct meta_topic *old;
+	void *snap;
+	size_t slen;
+	char *want, *got;
+
+	cr_assert_eq(metalog_create_topic(ml, "a", 2, NULL, NULL, 0, NULL), 0);
+	cr_assert_eq(metalog_create_topic(ml, "b", 1, NULL, NULL, 0, NULL), 0);
+	cr_assert_eq(metalog_create_topic(ml, "c", 1, NULL, NULL, 0, NULL), 0);
+	cr_assert_eq(metalog_add_partitions(ml, "a", 6), 0);
+	cr_assert_eq(metalog_set_config(ml, "a", "retention.ms", "77"), 0);
+	cr_assert_eq(metalog_delete_topic(ml, "b"), 0);
+	cr_assert_eq(metalog_set_broker_config(ml, 1, "log.retention.ms", "5000"), 0);
+	cr_assert_eq(metalog_next_producer_ids(ml, 1000), 0);
+	want = image(ml);
+	cr_assert_eq(metalog_snapshot(ml, &snap, &slen), 0);
+	cr_assert_eq(metalog_image_new(1, &img), 0);
+	cr_assert_eq(metalog_create_topic(img, "z", 1, NULL, NULL, 0, NULL), -EOPNOTSUPP);
+	cr_assert_eq(metalog_restore(img, snap, slen), 0);
+	got = image(img);
+	cr_assert_str_eq(got, want);
+	cr_assert_eq(metalog_topic(img, "a")->leader_epoch, 1);
+	cr_assert_eq(metalog_next_producer_id(img), 1000);
+	free(got);
+	/* restoring again replaces the image; borrowed topics stay readable */
+	old = metalog_topic(img, "a");
+	cr_assert_eq(metalog_restore(img, snap, slen), 0);
+	cr_assert_eq(old->deleted, 1);
+	cr_assert_str_eq(old->name, "a");
+	got = image(img);
+	cr_assert_str_eq(got, want);
+	free(got);
+	/* not a snapshot; a snapshot cut short */
+	cr_assert_eq(metalog_restore(img, "nonsense", 8), -EPROTO);
+	cr_assert_eq(metalog_restore(img, snap, slen - 3), -EPROTO);
+	free(snap);
+	free(want);
+	metalog_close(img);
+	metalog_close(ml);
+}
