@@ -71,17 +71,22 @@ static void segment_falloc_done(struct store_call *call, int res)
 	struct plog *pl = seg->owner;
 
 	seg->falloc_inflight = 0;
+	if (res < 0)
+		seg->st->stats.falloc_errors++;
+	if (seg->dead) {
+		/* taken off its log (retention, DeleteRecords, close) while the
+		 * fallocate ran: the log may be gone, the segment goes now */
+		segment_free(seg);
+		return;
+	}
 	if (res < 0) {
 		/* Not fatal: writes still extend the file. ENOSPC shows up on
 		 * the write itself. */
-		pl->st->stats.falloc_errors++;
 		seg->extent = 0;   /* stop trying on this segment */
 		seg->alloc = pl->cfg.segment_bytes;
 		return;
 	}
 	seg->alloc += seg->extent;
-	if (seg->dead)
-		segment_free(seg);
 }
 
 /* Prepare the next segment's file while the current one fills, so a roll
@@ -130,6 +135,7 @@ int plog_segment_add(struct plog *pl, int64_t base, int fd, uint64_t alloc, int 
 	if (rc < 0)
 		return rc;
 	seg->owner = pl;
+	seg->st = pl->st;
 	seg->prev = pl->seg_tail;
 	if (pl->seg_tail)
 		pl->seg_tail->next = seg;
@@ -699,8 +705,8 @@ int plog_segment_count(const struct plog *pl)
 
 void plog_free(struct plog *pl)
 {
-	if (pl->inflight || pl->prep_inflight)
-		return;                /* the completion frees it */
+	if (pl->inflight || pl->prep_inflight || pl->reads)
+		return;                /* the last completion frees it */
 	plog_chunks_drop(pl, NULL);
 	while (pl->seg_head) {
 		struct segment *s = pl->seg_head;

@@ -145,6 +145,8 @@ struct plog {
 	uint8_t prep_inflight;
 	uint8_t wr_head;             /* oldest write of the ring */
 	uint8_t inflight_max;        /* most writes ever in flight at once */
+	uint32_t reads;              /* disk reads in flight (plog_read): a closed log is
+				      * freed after the last */
 	/* the newest write submitted (kept for tools that looked at them) */
 	struct segment *inflight_seg;
 	uint64_t inflight_end;       /* logical end covered by the write */
@@ -236,6 +238,7 @@ struct plog_read {
 	struct store_call call;      /* a disk read's completion */
 	struct plog *pl;
 	struct tail_chunk *chunk;    /* referenced while data points into it */
+	struct tail_pool *tail;      /* the chunk's pool (the release needs no log) */
 	struct segment *seg;
 	uint64_t rd_pos;
 	uint32_t rd_len;

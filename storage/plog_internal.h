@@ -52,7 +52,22 @@ static inline void plog_seal_segment(struct plog *pl, struct segment *seg)
 {
 	segment_seal_index(seg, pl->dir, pl->cfg.durability != PLOG_DUR_SYNC);
 }
+/* Free the log, or, with an operation still in flight (a write, the next
+ * segment's preparation, a disk read...), leave it to the last completion
+ * (pl->closed says it is closed). */
 void plog_free(struct plog *pl);
+/* Something still uses the segment: a response points into its tail
+ * memory, or a disk read of it is in flight. Retention, DeleteRecords and
+ * the cleaner's swap leave it for a later pass. */
+static inline int plog_segment_busy(const struct plog *pl, const struct segment *seg)
+{
+	if (seg->reads)
+		return 1;
+	for (const struct tail_chunk *c = pl->chunk_head; c; c = c->next)
+		if (c->seg == seg && c->refs)
+			return 1;
+	return 0;
+}
 int plog_chunk_start(struct plog *pl, uint32_t need);
 void plog_chunks_reclaim(struct plog *pl);
 void plog_chunks_drop(struct plog *pl, struct segment *only);

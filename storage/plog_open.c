@@ -977,12 +977,9 @@ int plog_delete_records(struct plog *pl, int64_t offset)
 	while (pl->seg_head != pl->seg_tail && pl->seg_head->next_offset <= offset &&
 	       pl->seg_head->flushed >= pl->seg_head->end) {
 		struct segment *seg = pl->seg_head;
-		int busy = 0;
 
-		for (struct tail_chunk *c = pl->chunk_head; c; c = c->next)
-			busy |= c->seg == seg && c->refs;
-		if (busy)
-			break;
+		if (plog_segment_busy(pl, seg))
+			break;             /* the next retention pass deletes it */
 		plog_chunks_drop(pl, seg);
 		segment_delete_files(pl, seg);
 		plog_segment_unlink(pl, seg);
@@ -1001,7 +998,7 @@ int plog_retain(struct plog *pl, int64_t now_ms)
 
 	for (;;) {
 		struct segment *seg = pl->seg_head;
-		int expired, oversize, busy = 0;
+		int expired, oversize, below;
 
 		if (!seg || seg == pl->seg_tail || !seg->sealed || seg->flushed < seg->end)
 			break;
@@ -1009,15 +1006,12 @@ int plog_retain(struct plog *pl, int64_t now_ms)
 			  seg->max_timestamp < now_ms - pl->cfg.retention_ms;
 		oversize = pl->cfg.retention_bytes >= 0 &&
 			   total - seg->end >= (uint64_t)pl->cfg.retention_bytes;
-		if (pl->cfg.compact && !oversize && !expired)
+		/* wholly below the log start (DeleteRecords found it busy) */
+		below = seg->next_offset <= pl->log_start;
+		if (!expired && !oversize && !below)
 			break;
-		if (!expired && !oversize)
-			break;
-		for (struct tail_chunk *c = pl->chunk_head; c; c = c->next)
-			if (c->seg == seg && c->refs)
-				busy = 1;
-		if (busy)
-			break;             /* a response still points into it: next time */
+		if (plog_segment_busy(pl, seg))
+			break;             /* a response or a disk read still uses it: next time */
 		plog_chunks_drop(pl, seg);
 		total -= seg->end;
 		segment_delete_files(pl, seg);

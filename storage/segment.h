@@ -33,11 +33,14 @@ struct segment {
 	uint8_t index_saved;       /* "<base>.index" matches this segment */
 	uint8_t falloc_inflight;
 	uint8_t dead;              /* removed from the log, freed when idle */
+	uint32_t reads;            /* the log's disk reads in flight on it: it is neither
+				    * deleted nor swapped (retention, the cleaner) until they end */
 	struct store_call falloc_call;   /* the preallocation in flight */
 	struct seg_index ix;
 	struct segment *next, *prev;
 	struct plog *owner;        /* borrowed: the log whose list holds it (the
 				    * log's to follow; segment.c never does) */
+	struct store *st;          /* borrowed: the shard's store (outlives every log) */
 	char name[32];             /* "<20 digits>.log" */
 };
 

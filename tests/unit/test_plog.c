@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "storage/plog.h"
+#include "storage/plog_internal.h"
 #include "tests/unit/helpers.h"
 
 static uint8_t bbuf[2 << 20];
@@ -706,4 +707,143 @@ Test(plog, batch_larger_than_the_tail_budget_is_too_large)
 	store_drain(&st);
 	cr_assert_eq(check_all(pl, 0, 1), 1);
 	plog_close(pl);
+}
+
+/* ---- operations in flight when the log goes away ---------------------- */
+
+struct read_seen {
+	int calls;
+	int err;
+	uint32_t bytes;
+};
+
+static void read_seen_done(struct plog_read *rd)
+{
+	struct read_seen *s = rd->arg;
+
+	s->calls++;
+	s->err = rd->err;
+	s->bytes = rd->bytes;
+}
+
+/* 100 batches, closed and opened again: the tail then holds only the
+ * partial last block, so a read from offset 0 goes to the disk. */
+static struct plog *open_log_on_disk(struct plog_config *cfg)
+{
+	struct plog *pl;
+
+	plog_config_defaults(cfg);
+	cfg->segment_bytes = 64 * 1024;
+	pl = open_log(cfg);
+	for (int i = 0; i < 100; i++)
+		append(pl, i, 2, 300, 1000 + i);
+	store_drain(&st);
+	plog_close(pl);
+	return open_log(cfg);
+}
+
+/* Regression: a Fetch's disk read still in flight when its partition is
+ * deleted (plog_close) completed against the freed log and segment (a
+ * use-after-free the sanitizer build reports). The read must end once,
+ * with an error, and the log be freed only after it. */
+Test(plog, disk_read_in_flight_when_the_log_closes)
+{
+	struct plog_config cfg;
+	struct plog *pl = open_log_on_disk(&cfg);
+	struct read_seen seen = { 0 };
+	struct plog_read rd = { .offset = 0, .max_offset = pl->high_watermark, .max_bytes = 64 * 1024,
+				.buf = rbuf, .buf_cap = RBUF_CAP, .done = read_seen_done, .arg = &seen };
+
+	cr_assert_eq(plog_read(pl, &rd), 0, "the read goes to the disk");
+	plog_close(pl);                 /* the partition is deleted meanwhile */
+	store_drain(&st);
+	cr_assert_eq(seen.calls, 1, "the read ends once");
+	cr_assert_neq(seen.err, 0, "a read of a closed log reports it");
+	cr_assert_eq(seen.bytes, 0);
+}
+
+/* The same for ListOffsets by timestamp: its walk reads from the disk. */
+Test(plog, time_lookup_in_flight_when_the_log_closes)
+{
+	struct plog_config cfg;
+	struct plog *pl = open_log_on_disk(&cfg);
+	struct time_seen seen = { 0 };
+	struct plog_time q = { .ts = 1050, .buf = rbuf, .buf_cap = RBUF_CAP, .done = time_done, .arg = &seen };
+
+	cr_assert_eq(plog_find_time(pl, &q), 0, "the walk goes to the disk");
+	plog_close(pl);
+	store_drain(&st);
+	cr_assert_eq(seen.calls, 1, "the walk ends once");
+	cr_assert_neq(q.err, 0);
+}
+
+/* Regression: retention deleted a segment a disk read was still reading
+ * (its completion then read the freed segment). The segment stays until
+ * the read is over; the read returns its batches; the next retention pass
+ * deletes it. */
+Test(plog, retention_waits_for_a_disk_read_of_the_segment)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	struct read_seen seen = { 0 };
+
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 16 * 1024;
+	cfg.retention_ms = 1000;
+	pl = open_log(&cfg);
+	for (int i = 0; i < 100; i++)
+		append(pl, i, 2, 300, i < 50 ? 1000 : 100000);
+	store_drain(&st);
+	plog_close(pl);
+	pl = open_log(&cfg);
+	int64_t first_end = pl->seg_head->next_offset;
+	struct plog_read rd = { .offset = 0, .max_offset = pl->high_watermark, .max_bytes = 1,
+				.buf = rbuf, .buf_cap = RBUF_CAP, .done = read_seen_done, .arg = &seen };
+
+	cr_assert_eq(plog_read(pl, &rd), 0, "the read goes to the disk");
+	int gone = plog_retain(pl, 50000);
+	cr_assert_lt(pl->log_start, first_end, "the segment being read is still there");
+	store_drain(&st);
+	cr_assert_eq(seen.calls, 1);
+	cr_assert_eq(seen.err, 0);
+	cr_assert_gt(seen.bytes, 0);
+	cr_assert_eq(batch_base_offset(rd.data), 0);
+	gone += plog_retain(pl, 50000);
+	cr_assert_gt(gone, 0);
+	cr_assert_geq(pl->log_start, first_end, "deleted once the read was over");
+	plog_close(pl);
+}
+
+/* Regression: a preallocation that fails after its segment was taken off
+ * the log (retention, DeleteRecords) and the log was closed read the freed
+ * log in its completion (and leaked the segment). The state is reached
+ * directly: a new log's first extent is asked for but not yet submitted;
+ * the segment's descriptor is made read-only so the fallocate fails
+ * (EBADF); the segment is taken off the log as retention does it and the
+ * log, failed (nothing left to write), is closed; then the completion
+ * comes. */
+Test(plog, failed_preallocation_after_the_log_is_gone)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	struct segment *seg;
+	char path[4400];
+	int ro;
+
+	plog_config_defaults(&cfg);
+	pl = open_log(&cfg);
+	seg = pl->seg_head;
+	cr_assert(seg->falloc_inflight, "the first extent is asked for at creation");
+	snprintf(path, sizeof(path), "%s/%s", dir, seg->name);
+	ro = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(ro, 0);
+	cr_assert_eq(dup2(ro, seg->fd), seg->fd);
+	close(ro);
+	plog_segment_unlink(pl, seg);
+	segment_free(seg);            /* in flight: only marked dead */
+	pl->err = -EIO;
+	plog_close(pl);
+	uint64_t errors = st.stats.falloc_errors;
+	store_drain(&st);
+	cr_assert_eq(st.stats.falloc_errors, errors + 1, "the preallocation failed");
 }
