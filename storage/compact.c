@@ -230,7 +230,9 @@ static int batch_records(struct compactor *cp, struct compress_ctx *cc, const ui
 
 static int segment_cleanable(const struct plog *pl, const struct segment *s, int64_t upto)
 {
-	if (!s->sealed || s->flushed < s->end || s->base_offset >= upto || s == pl->seg_tail)
+	/* its index written first (the log's file work, on the ring): an
+	 * index write of the old file must not land after the swap */
+	if (!s->sealed || s->flushed < s->end || !s->index_saved || s->base_offset >= upto || s == pl->seg_tail)
 		return 0;
 	/* a response still points into its tail memory, or a read is in
 	 * flight: next pass */

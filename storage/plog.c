@@ -598,11 +598,28 @@ static void plog_fail(struct plog *pl, int err)
 		pl->on_durable(pl, pl->durable_offset, err, pl->durable_arg);
 }
 
+void plog_durable_advance(struct plog *pl)
+{
+	/* A sealed segment's index is written before what it holds, and what
+	 * follows, is acknowledged (the blocking seal this replaces ran before
+	 * the acknowledgement): a crash after an acknowledgement then finds
+	 * every sealed segment below it checkpointed and reads only what
+	 * follows. The segments before it are acknowledged meanwhile. */
+	int64_t to = pl->written_offset < pl->files.seal_gate ? pl->written_offset : pl->files.seal_gate;
+
+	if (plog_failed(pl) || to <= pl->durable_offset)
+		return;
+	pl->durable_offset = to;
+	if (pl->cfg.durability != PLOG_DUR_MEMORY)
+		pl->high_watermark = pl->durable_offset;
+	if (pl->on_durable)
+		pl->on_durable(pl, pl->durable_offset, 0, pl->durable_arg);
+}
+
 /* The write in ring slot w completed with res. */
 static void plog_write_slot_done(struct plog_write *w, int res)
 {
 	struct plog *pl = w->pl;
-	int advanced = 0;
 
 	w->done = 1;
 	w->res = res;
@@ -625,20 +642,13 @@ static void plog_write_slot_done(struct plog_write *w, int res)
 		lathist_add(&pl->st->write_lat, pl->st->now_ns > h->queued_ns ? pl->st->now_ns - h->queued_ns : 0);
 		if (h->end > seg->flushed)
 			seg->flushed = h->end;
-		if (h->next_offset > pl->durable_offset) {
-			pl->durable_offset = h->next_offset;
-			advanced = 1;
-		}
+		if (h->next_offset > pl->written_offset)
+			pl->written_offset = h->next_offset;
 		/* the segment's last write retired: its index is a checkpoint */
 		if (seg->sealed && seg->flushed >= seg->end && !seg->index_saved)
 			plog_seal_segment(pl, seg);
 	}
-	if (advanced && !plog_failed(pl)) {
-		if (pl->cfg.durability != PLOG_DUR_MEMORY)
-			pl->high_watermark = pl->durable_offset;
-		if (pl->on_durable)
-			pl->on_durable(pl, pl->durable_offset, 0, pl->durable_arg);
-	}
+	plog_durable_advance(pl);
 	if (pl->closed) {           /* closed while writes were in flight */
 		if (!pl->inflight)
 			plog_free(pl);
@@ -705,7 +715,7 @@ int plog_segment_count(const struct plog *pl)
 
 void plog_free(struct plog *pl)
 {
-	if (pl->inflight || pl->prep_inflight || pl->reads)
+	if (pl->inflight || pl->prep_inflight || pl->reads || pl->files.job)
 		return;                /* the last completion frees it */
 	plog_chunks_drop(pl, NULL);
 	while (pl->seg_head) {

@@ -140,10 +140,15 @@ void store_complete(struct store *st, struct io_uring_cqe *cqe)
 
 int store_poll(struct store *st, int wait)
 {
+	store_flush(st);
+	return store_reap(st, wait);
+}
+
+int store_reap(struct store *st, int wait)
+{
 	struct io_uring_cqe *cqe;
 	unsigned head, n = 0;
 
-	store_flush(st);
 	if (wait && st->inflight)
 		io_uring_submit_and_wait(st->ring, 1);
 	else

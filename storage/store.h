@@ -37,8 +37,10 @@ enum store_op {
 /* A storage operation on the shard's ring, with its completion: the CQE
  * calls done(call, cqe->res) on the shard, and done finds its op as the
  * struct that embeds `call` (a partition log's write slot or next segment's
- * preallocation, a segment's extent, a read; on the slow path a producer
- * snapshot's write, fdatasync or rename, a compaction's step). The struct
+ * preallocation, a segment's extent, a read; on the slow path a small
+ * file's save step (file_save: a
+ * segment index, a checkpoint), a producer snapshot's write, fdatasync or
+ * rename, a compaction's step). The struct
  * is the caller's and must live until done runs; one SQE in flight per
  * call. Nothing is allocated per operation. */
 struct store_call {
@@ -140,6 +142,10 @@ void store_complete(struct store *st, struct io_uring_cqe *cqe);
  * wait for at least one if wait != 0 and anything is in flight. Returns the
  * number of completions handled. */
 int store_poll(struct store *st, int wait);
+
+/* store_poll without the flush: only what is in flight completes (a wait
+ * for one operation that must not write anything new meanwhile). */
+int store_reap(struct store *st, int wait);
 
 /* Run store_poll until nothing is in flight or dirty. */
 void store_drain(struct store *st);

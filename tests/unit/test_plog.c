@@ -596,7 +596,7 @@ Test(plog, idle_partitions_cost_little)
 static int64_t burst_base[BURST_MAX], burst_seg[BURST_MAX];
 static uint64_t burst_pos[BURST_MAX];
 static uint32_t burst_size[BURST_MAX];
-static int burst_n, burst_calls, burst_checked;
+static int burst_n, burst_calls, burst_checked, burst_indexed;
 static int64_t burst_durable;
 static const char *burst_dir;
 
@@ -613,6 +613,16 @@ static void on_burst_durable(struct plog *pl, int64_t off, int err, void *arg)
 	cr_assert_leq(off, pl->next_offset);
 	burst_durable = off;
 	burst_calls++;
+	/* a sealed segment is acknowledged only once its index is written
+	 * (after its data's fdatasync): a crash then reads only what follows */
+	for (const struct segment *s = pl->seg_head; s && s != pl->seg_tail; s = s->next) {
+		if (s->next_offset > off)
+			break;
+		snprintf(path, sizeof(path), "%s/%020lld.index", burst_dir, (long long)s->base_offset);
+		cr_assert_eq(access(path, F_OK), 0, "offset %lld acknowledged before the index of %s", (long long)off,
+			     s->name);
+		burst_indexed++;
+	}
 	/* the last batch wholly below the durable offset */
 	for (i = burst_n - 1; i >= 0 && burst_base[i] + 10 > off; i--)
 		;
@@ -643,7 +653,7 @@ static void burst_run(int durability, int batches)
 	cr_assert_eq(plog_open(&st, sub, &cfg, &pl), 0);
 	plog_set_durable_cb(pl, on_burst_durable, NULL);
 	burst_dir = sub;
-	burst_n = burst_calls = burst_checked = 0;
+	burst_n = burst_calls = burst_checked = burst_indexed = 0;
 	burst_durable = 0;
 	st.stats.max_inflight_writes = 0;
 	cr_assert_leq(batches, BURST_MAX);
@@ -667,6 +677,7 @@ static void burst_run(int durability, int batches)
 	cr_assert_eq(pl->high_watermark, pl->next_offset);
 	cr_assert_eq(burst_durable, pl->next_offset, "the last report covers everything");
 	cr_assert_gt(burst_checked, 3, "reports checked against the disk: %d", burst_checked);
+	cr_assert_gt(burst_indexed, 0, "sealed segments checked for their index");
 	cr_assert_eq(check_all(pl, 0, 10), (int64_t)batches * 10);
 	plog_close(pl);
 	cr_assert_eq(plog_open(&st, sub, &cfg, &pl), 0);
@@ -846,4 +857,203 @@ Test(plog, failed_preallocation_after_the_log_is_gone)
 	uint64_t errors = st.stats.falloc_errors;
 	store_drain(&st);
 	cr_assert_eq(st.stats.falloc_errors, errors + 1, "the preallocation failed");
+}
+
+/* ---- the log's small files, on the ring ------------------------------- */
+
+/* The text of dir/name ("" if absent). */
+static const char *file_text(const char *name)
+{
+	static char buf[256];
+	char path[4400];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	buf[0] = 0;
+	if (!(f = fopen(path, "r")))
+		return buf;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return buf;
+}
+
+static int file_there(const char *name)
+{
+	char path[4400];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return access(path, F_OK) == 0;
+}
+
+static int64_t checkpoint_hw(void)
+{
+	const char *t = file_text("recovery-checkpoint");
+
+	return strncmp(t, "sluice-checkpoint 1 hw ", 23) ? -1 : strtoll(t + 23, NULL, 10);
+}
+
+/* A roll's index and a checkpoint are written on the ring: the calls
+ * return at once, the files appear only as completions are reaped (none
+ * is written while nothing polls), and then say the right thing. */
+Test(plog, index_and_checkpoint_are_written_on_the_ring)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	char idx[48];
+
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 16 * 1024;
+	pl = open_log(&cfg);
+	uint32_t size = test_batch(bbuf, sizeof(bbuf), 0, 1, 1000, 7, 1000);
+	int i = 0;
+
+	for (; pl->seg_tail->end + size <= cfg.segment_bytes; i++)
+		append(pl, i, 1, 1000, 1000 + i);
+	store_drain(&st);
+	cr_assert_eq(plog_segment_count(pl), 1);
+	snprintf(idx, sizeof(idx), "%020d.index", 0);
+	cr_assert(!file_there(idx));
+	/* the roll: the old segment is wholly written, its index is due now */
+	append(pl, i, 1, 1000, 1000 + i);
+	cr_assert_eq(plog_segment_count(pl), 2);
+	cr_assert(!file_there(idx), "written while the append ran");
+	store_drain(&st);
+	cr_assert(file_there(idx), "the sealed segment's index");
+	cr_assert(pl->seg_head->index_saved);
+
+	store_drain(&st);
+	cr_assert_eq(checkpoint_hw(), -1);
+	cr_assert_eq(plog_checkpoint(pl), 0);
+	cr_assert_eq(checkpoint_hw(), -1, "written while plog_checkpoint ran");
+	store_drain(&st);
+	cr_assert_eq(checkpoint_hw(), pl->next_offset);
+	cr_assert_eq(pl->checkpointed, pl->next_offset);
+	/* nothing new: nothing written */
+	cr_assert_eq(plog_checkpoint_sync(pl), 0);
+	cr_assert_eq(checkpoint_hw(), pl->next_offset);
+	cr_assert(!file_there("recovery-checkpoint.tmp"));
+	plog_close(pl);
+}
+
+/* The checkpoint never claims offsets whose data may not be synced: a
+ * sealed segment whose index could not be written (its temporary name is
+ * taken by a directory) caps the watermark at its base. Once the index
+ * can be written, the next checkpoint writes it and goes to the end. */
+Test(plog, checkpoint_stops_below_a_segment_without_its_index)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	char tmp[4400];
+	int64_t blocked;
+
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 16 * 1024;
+	pl = open_log(&cfg);
+	for (int i = 0; plog_segment_count(pl) < 2; i++)
+		append(pl, i, 1, 1000, 1000 + i);
+	blocked = pl->seg_tail->base_offset;
+	snprintf(tmp, sizeof(tmp), "%s/%020lld.index.tmp", dir, (long long)blocked);
+	cr_assert_eq(mkdir(tmp, 0755), 0);
+	for (int i = (int)pl->next_offset; plog_segment_count(pl) < 4; i++)
+		append(pl, i, 1, 1000, 1000 + i);
+	store_drain(&st);
+	cr_assert_eq(plog_checkpoint_sync(pl), 0);
+	cr_assert(!pl->seg_head->next->index_saved, "its index could not be written");
+	cr_assert(pl->seg_head->next->next->index_saved, "the later ones were");
+	cr_assert_eq(checkpoint_hw(), blocked, "checkpoint at %lld, the segment without index starts at %lld",
+		     (long long)checkpoint_hw(), (long long)blocked);
+	cr_assert_eq(rmdir(tmp), 0);
+	cr_assert_eq(plog_checkpoint_sync(pl), 0);
+	cr_assert(pl->seg_head->next->index_saved);
+	cr_assert_eq(checkpoint_hw(), pl->next_offset);
+	plog_close(pl);
+}
+
+struct del_seen {
+	int calls;
+	int err;
+};
+
+static void del_done(struct plog_delete *d)
+{
+	struct del_seen *s = d->arg;
+
+	s->calls++;
+	s->err = d->err;
+}
+
+/* DeleteRecords answers once the new start is durable ("log-start-offset"
+ * written on the ring): not before; two requests in flight are answered
+ * after one save of the larger; whole segments below go; a restart keeps
+ * the start; outside [log start, high watermark] nothing happens. */
+Test(plog, delete_records_answers_once_the_start_is_durable)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	struct del_seen s1 = { 0 }, s2 = { 0 }, s3 = { 0 };
+	struct plog_delete d1 = { .offset = 30, .done = del_done, .arg = &s1 };
+	struct plog_delete d2 = { .offset = 45, .done = del_done, .arg = &s2 };
+	struct plog_delete d3 = { .offset = 1000, .done = del_done, .arg = &s3 };
+	int segs;
+
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 16 * 1024;
+	pl = open_log(&cfg);
+	for (int i = 0; i < 60; i++)
+		append(pl, i, 1, 1000, 1000 + i);
+	store_drain(&st);
+	segs = plog_segment_count(pl);
+	cr_assert_gt(segs, 3);
+	cr_assert_eq(plog_delete_records(pl, &d1), 0);
+	cr_assert_eq(plog_delete_records(pl, &d2), 0);
+	cr_assert_eq(plog_delete_records(pl, &d3), 1);
+	cr_assert_eq(d3.err, -ERANGE);
+	cr_assert_eq(s1.calls + s2.calls + s3.calls, 0, "answered before the start was saved");
+	cr_assert_eq(pl->log_start, 0);
+	store_drain(&st);
+	cr_assert_eq(s1.calls, 1);
+	cr_assert_eq(s2.calls, 1);
+	cr_assert_eq(s1.err, 0);
+	cr_assert_eq(s2.err, 0);
+	cr_assert_eq(pl->log_start, 45);
+	cr_assert_eq(strtoll(file_text("log-start-offset"), NULL, 10), 45);
+	cr_assert_lt(plog_segment_count(pl), segs, "whole segments below the start went");
+	cr_assert_leq(pl->seg_head->base_offset, 45);
+	cr_assert_eq(check_all(pl, 45, 1), 60);
+	cr_assert_eq(plog_delete_records_sync(pl, 40), -ERANGE, "below the start");
+	cr_assert_eq(plog_delete_records_sync(pl, -1), 0);
+	cr_assert_eq(pl->log_start, 60);
+	plog_close(pl);
+	pl = open_log(&cfg);
+	cr_assert_eq(pl->log_start, 60);
+	plog_close(pl);
+}
+
+/* A file beside the log: written whole on the ring, later saves of the
+ * same name after earlier ones (the last wins), plog_saving_file true
+ * until the last is in place, no temporary file left. */
+Test(plog, files_saved_beside_the_log)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+
+	plog_config_defaults(&cfg);
+	pl = open_log(&cfg);
+	cr_assert_eq(plog_saving_file(pl, "state.bin"), 0);
+	cr_assert_eq(plog_save_file(pl, "state.bin", "first\n", 6), 0);
+	cr_assert_eq(plog_save_file(pl, "other.bin", "x", 1), 0);
+	cr_assert_eq(plog_save_file(pl, "state.bin", "second\n", 7), 0);
+	cr_assert_eq(plog_saving_file(pl, "state.bin"), 1);
+	cr_assert(!file_there("state.bin"), "written while plog_save_file ran");
+	store_drain(&st);
+	cr_assert_eq(plog_saving_file(pl, "state.bin"), 0);
+	cr_assert_str_eq(file_text("state.bin"), "second\n");
+	cr_assert_str_eq(file_text("other.bin"), "x");
+	cr_assert(!file_there("state.bin.tmp"));
+	cr_assert_eq(plog_save_file(pl, "empty.bin", NULL, 0), 0);
+	plog_close(pl);                 /* the close waits for it */
+	cr_assert(file_there("empty.bin"));
+	cr_assert_str_eq(file_text("empty.bin"), "");
 }
