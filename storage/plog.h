@@ -185,8 +185,16 @@ struct plog {
 	struct store_flusher flush;  /* on the store's dirty list while it has bytes to write */
 	struct tail_owner chunk_owner;   /* what the tail pool calls back for its chunks */
 	struct store_call prep_call; /* the next segment's first extent */
+	struct store_call reload_call;   /* the partial block read back (plog_chunk_start) */
+	struct tail_chunk *reload_room;  /* the chunk whose last page it is read into, or */
+	struct tail_chunk *reload_page;  /* a page of the pool it is read into */
+	struct segment *reload_seg;  /* where it lives */
+	uint64_t reload_base;
+	uint32_t reload_head;        /* its bytes before the segment's end then */
 	uint8_t inflight;            /* writes in the ring (in flight or done, not retired) */
 	uint8_t prep_inflight;
+	uint8_t reload_inflight;     /* the partial block of an evicted tail is read back:
+				      * no write is submitted until it is in */
 	uint8_t wr_head;             /* oldest write of the ring */
 	uint8_t inflight_max;        /* most writes ever in flight at once */
 	uint32_t reads;              /* disk reads in flight (plog_read): a closed log is

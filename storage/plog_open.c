@@ -807,7 +807,8 @@ void plog_close(struct plog *pl)
 	 * gets its index, the active one too, and the log its durable high
 	 * watermark. A log only marked closing (-ESHUTDOWN) does all that. */
 	if (was_open) {
-		while (!plog_failed(pl) && (pl->inflight || pl->prep_inflight || pl->flush.dirty)) {
+		while (!plog_failed(pl) && (pl->inflight || pl->prep_inflight || pl->reload_inflight ||
+					    pl->flush.dirty)) {
 			store_mark_dirty(st, &pl->flush);
 			store_poll(st, 1);
 		}

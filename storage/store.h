@@ -37,8 +37,8 @@ enum store_op {
 /* A storage operation on the shard's ring, with its completion: the CQE
  * calls done(call, cqe->res) on the shard, and done finds its op as the
  * struct that embeds `call` (a partition log's write slot or next segment's
- * preallocation, a segment's extent, a read; on the slow path a small
- * file's save step (file_save: a
+ * preallocation, a segment's extent, a read, the read-back of an evicted
+ * partial block; on the slow path a small file's save step (file_save: a
  * segment index, a checkpoint), a producer snapshot's write, fdatasync or
  * rename, a compaction's step). The struct
  * is the caller's and must live until done runs; one SQE in flight per

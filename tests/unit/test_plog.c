@@ -859,6 +859,96 @@ Test(plog, failed_preallocation_after_the_log_is_gone)
 	cr_assert_eq(st.stats.falloc_errors, errors + 1, "the preallocation failed");
 }
 
+/* ---- the partial block of an evicted partition, read back ------------- */
+
+/* Append one record of vlen bytes, batch `seq`, without polling; its base
+ * offset must be `seq`. */
+static void append_now(struct plog *pl, int64_t seq, int vlen)
+{
+	int64_t base;
+	uint32_t size = test_batch(bbuf, sizeof(bbuf), seq, 1, vlen, 0, 1000 + seq);
+	int rc = plog_append(pl, bbuf, size, &base);
+
+	cr_assert_eq(rc, 0, "append %lld: %s", (long long)seq, strerror(-rc));
+	cr_assert_eq(base, seq);
+}
+
+/* A partition whose last chunk was evicted appends again at once; its
+ * partial block is read back while later appends go on, one of them into a
+ * new chunk that starts in that same block; everything is written after
+ * the block came back, the bytes on disk are whole (reopened, read from
+ * the files) and every batch reads back. */
+Test(plog, evicted_partial_block_comes_back_under_later_appends)
+{
+	struct plog_config cfg;
+	struct plog *a, *b;
+
+	store_fini(&st);
+	cr_assert_eq(store_init(&st, NULL, 256 * 1024), 0);
+	plog_config_defaults(&cfg);
+	a = open_log_at(&cfg, 0);
+	b = open_log_at(&cfg, 1);
+	append_now(a, 0, 1000);               /* a's partial block: ~1 KB */
+	store_drain(&st);
+	/* b's writes take the whole budget: a's last chunk is evicted */
+	for (int i = 0; i < 60; i++)
+		cr_assert_eq(append_bounded(b, i, 12000), 0);
+	store_drain(&st);
+	cr_assert_null(a->chunk_head, "a's last chunk was evicted");
+	uint64_t reloads = st.tail.reloads;
+
+	append_now(a, 1, 500);                /* reads the block back */
+	append_now(a, 2, 14000);              /* a new chunk, from the same block */
+	append_now(a, 3, 300);
+	cr_assert_eq(a->durable_offset, 1, "nothing new is durable before the block is back");
+	store_drain(&st);
+	cr_assert_eq(st.tail.reloads, reloads + 1, "one read of the block");
+	cr_assert_eq(a->high_watermark, 4);
+	cr_assert_eq(check_all(a, 0, 1), 4);
+	plog_close(a);
+	a = open_log_at(&cfg, 0);
+	cr_assert_eq(a->recovery.truncated_reason, 0);
+	cr_assert_eq(a->next_offset, 4);
+	cr_assert_eq(check_all(a, 0, 1), 4);
+	cr_assert_eq(check_all(b, 0, 1), 60);
+	plog_close(a);
+	plog_close(b);
+}
+
+/* The chunk taken for the next append evicts the partition's own last
+ * chunk (the oldest clean one) and has no room left for the block read
+ * back: the read goes into a page of its own, taken from the pool. */
+Test(plog, partial_block_read_back_into_a_page_of_its_own)
+{
+	struct plog_config cfg;
+	struct plog *a, *b;
+
+	store_fini(&st);
+	cr_assert_eq(store_init(&st, NULL, 32 * 1024), 0);
+	plog_config_defaults(&cfg);
+	a = open_log_at(&cfg, 0);
+	b = open_log_at(&cfg, 1);
+	append_now(a, 0, 12000);
+	store_drain(&st);
+	append_now(b, 0, 12000);
+	store_drain(&st);
+	uint64_t reloads = st.tail.reloads, evictions = st.tail.evictions;
+
+	append_now(a, 1, 12000);
+	store_drain(&st);
+	cr_assert_eq(st.tail.reloads, reloads + 1);
+	cr_assert_geq(st.tail.evictions, evictions + 2, "a's chunk and b's");
+	cr_assert_leq(st.tail.used + st.tail.cached, 32 * 1024);
+	cr_assert_eq(check_all(a, 0, 1), 2);
+	plog_close(a);
+	a = open_log_at(&cfg, 0);
+	cr_assert_eq(a->recovery.truncated_reason, 0);
+	cr_assert_eq(check_all(a, 0, 1), 2);
+	cr_assert_eq(check_all(b, 0, 1), 1);
+	plog_close(a);
+	plog_close(b);
+}
+
 /* ---- the log's small files, on the ring ------------------------------- */
 
 /* The text of dir/name ("" if absent). */
