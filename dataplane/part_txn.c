@@ -14,7 +14,9 @@
  * after the snapshot, so no open transaction is missed.
  *
  * Thread: the owner shard. Aborts and the first transaction of a partition
- * write a small file (slow path: once per transaction, never per batch).
+ * write a small file (slow path: once per transaction, never per batch);
+ * the list's rewrite when retention trims it goes on the shard's ring
+ * (plog_save_file), and an abort added meanwhile rewrites it after that.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +33,6 @@
 #include "storage/batch_format.h"
 
 #define ABORTED_FILE "aborted.txns"
-#define ABORTED_TMP "aborted.txns.tmp"
 #define ABORTED_REC 24
 
 static int aborted_push(struct part *p, int64_t pid, int64_t first, int64_t last)
@@ -51,12 +52,37 @@ static int aborted_push(struct part *p, int64_t pid, int64_t first, int64_t last
 	return 0;
 }
 
+/* The whole list written over the file, on the shard's ring (the log's
+ * file work: "aborted.txns.tmp" written, fdatasync'ed, renamed over it). */
+static void aborted_file_rewrite(struct part *p)
+{
+	size_t len = (size_t)p->naborted * ABORTED_REC;
+	uint8_t *buf = malloc(len ? len : 1); /* style: allow slow path: the list's rewrite, once per trim */
+
+	if (!buf)
+		return;
+	for (uint32_t i = 0; i < p->naborted; i++) {
+		be64_store(buf + i * ABORTED_REC, (uint64_t)p->aborted[i].pid);
+		be64_store(buf + i * ABORTED_REC + 8, (uint64_t)p->aborted[i].first);
+		be64_store(buf + i * ABORTED_REC + 16, (uint64_t)p->aborted[i].last);
+	}
+	plog_save_file(p->pl, ABORTED_FILE, buf, len);   /* copied */
+	free(buf);
+}
+
 static void aborted_file_add(struct part *p, const struct part_aborted *a)
 {
 	char path[4200];
 	uint8_t rec[ABORTED_REC];
 	int fd;
 
+	if (plog_saving_file(p->pl, ABORTED_FILE)) {
+		/* a rewrite is queued or running: appended to the old file, the
+		 * record would be lost at its rename; the whole list goes after
+		 * it instead */
+		aborted_file_rewrite(p);
+		return;
+	}
 	snprintf(path, sizeof(path), "%s/" ABORTED_FILE, p->pl->dir);
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0) {
@@ -298,8 +324,6 @@ int part_txn_aborted(const struct part *p, int64_t from, int64_t to, int64_t *pi
 void part_txn_trim(struct part *p)
 {
 	uint32_t drop = 0;
-	char path[4200], tmp[4200];
-	int fd;
 
 	if (!p->pl)
 		return;
@@ -309,26 +333,5 @@ void part_txn_trim(struct part *p)
 		return;
 	memmove(p->aborted, p->aborted + drop, sizeof(*p->aborted) * (p->naborted - drop));
 	p->naborted -= drop;
-	snprintf(path, sizeof(path), "%s/" ABORTED_FILE, p->pl->dir);
-	snprintf(tmp, sizeof(tmp), "%s/" ABORTED_TMP, p->pl->dir);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return;
-	for (uint32_t i = 0; i < p->naborted; i++) {
-		uint8_t rec[ABORTED_REC];
-
-		be64_store(rec, (uint64_t)p->aborted[i].pid);
-		be64_store(rec + 8, (uint64_t)p->aborted[i].first);
-		be64_store(rec + 16, (uint64_t)p->aborted[i].last);
-		if (write(fd, rec, sizeof(rec)) != (ssize_t)sizeof(rec)) {
-			close(fd);
-			unlink(tmp);
-			return;
-		}
-	}
-	if (fdatasync(fd) == 0) /* style: allow blocking: the aborted list's rewrite on the retention tick, not yet on the ring */
-		rename(tmp, path);
-	else
-		unlink(tmp);
-	close(fd);
+	aborted_file_rewrite(p);
 }
