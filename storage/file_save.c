@@ -21,6 +21,7 @@ static void finish(struct file_save *fs, int err)
 	if (fs->dirfd >= 0)
 		close(fs->dirfd);
 	fs->dirfd = -1;
+	store_slot_give(fs->st);   /* (a save waiting for it starts now) */
 	fs->done(fs, err);
 }
 
@@ -119,6 +120,16 @@ static void step_done(struct store_call *call, int res)
 		finish(fs, rc > 0 ? 0 : rc);
 }
 
+/* A slow-path slot came free for a save that waited: its first step. */
+static void slot_ready(struct store_slot_wait *w)
+{
+	struct file_save *fs = (struct file_save *)((char *)w - offsetof(struct file_save, slot));
+	int rc = submit(fs);
+
+	if (rc < 0)
+		finish(fs, rc);
+}
+
 int file_save_start(struct file_save *fs, struct store *st, const char *dir, const char *name,
 		    const void *buf, size_t len, int sync_fd, int flags,
 		    void (*done)(struct file_save *fs, int err))
@@ -146,6 +157,10 @@ int file_save_start(struct file_save *fs, struct store *st, const char *dir, con
 	fs->step = next_step(fs, FS_SYNC_DATA);
 	if (fs->step == FS_DONE)
 		return -EINVAL;        /* nothing to do */
-	rc = submit(fs);
+	fs->slot.ready = slot_ready;
+	if (!store_slot_take(st, &fs->slot))
+		return 0;              /* slot_ready starts it */
+	if ((rc = submit(fs)) < 0)
+		store_slot_give(st);
 	return rc < 0 ? rc : 0;
 }

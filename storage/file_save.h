@@ -18,7 +18,9 @@
  *
  * Thread: the shard that owns the store (or the thread of a private
  * store). No locks; nothing is allocated (the bytes and the directory name
- * are the caller's until done).
+ * are the caller's until done). At most STORE_SLOW_SLOTS saves of a store
+ * run at once (each holds two descriptors: the directory, the file); the
+ * others wait their turn.
  * Knows nothing of partition logs: whoever embeds it gives it its done.
  */
 #ifndef SLUICE_FILE_SAVE_H
@@ -36,6 +38,7 @@ enum {
 
 struct file_save {
 	struct store_call call;    /* the step in flight completes here */
+	struct store_slot_wait slot;   /* waiting for a slow-path slot of the store */
 	struct store *st;          /* borrowed */
 	const char *dir;           /* borrowed until done: the directory's path */
 	const uint8_t *buf;        /* borrowed until done */
@@ -51,7 +54,9 @@ struct file_save {
 };
 
 /* Start saving len bytes of buf as dir/name. sync_fd >= 0: fdatasync that
- * file first. name NULL: only that sync. 0: done will run (from a
+ * file first. name NULL: only that sync. The save holds one of the store's
+ * slow-path slots from its first step to its last (store_slot_take): with
+ * all taken it starts when one is given back. 0: done will run (from a
  * completion, never from inside this call); -errno: nothing started.
  * @thread store owner */
 int file_save_start(struct file_save *fs, struct store *st, const char *dir, const char *name,

@@ -1147,3 +1147,46 @@ Test(plog, files_saved_beside_the_log)
 	cr_assert(file_there("empty.bin"));
 	cr_assert_str_eq(file_text("empty.bin"), "");
 }
+
+/* Every partition's checkpoint at once (the retention tick) keeps at most
+ * STORE_SLOW_SLOTS saves running (two descriptors each); the others wait
+ * their turn and all end written. */
+Test(plog, many_checkpoints_at_once_take_turns)
+{
+	enum { N = 40 };
+	struct plog_config cfg;
+	static struct plog *pls[N];
+	int waiting = 0;
+
+	plog_config_defaults(&cfg);
+	for (int i = 0; i < N; i++) {
+		pls[i] = open_log_at(&cfg, i);
+		append(pls[i], 0, 3, 100, 1000);
+	}
+	store_drain(&st);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(plog_checkpoint(pls[i]), 0);
+	cr_assert_eq(st.slow_slots, STORE_SLOW_SLOTS);
+	for (struct store_slot_wait *w = st.slot_head; w; w = w->next)
+		waiting++;
+	cr_assert_eq(waiting, N - STORE_SLOW_SLOTS);
+	while (st.inflight) {
+		store_poll(&st, 1);
+		cr_assert_leq(st.slow_slots, STORE_SLOW_SLOTS);
+	}
+	cr_assert_eq(st.slow_slots, 0);
+	cr_assert_null(st.slot_head);
+	for (int i = 0; i < N; i++) {
+		char path[4400];
+		FILE *f;
+		char line[128] = "";
+
+		cr_assert_eq(pls[i]->checkpointed, 3, "log %d", i);
+		snprintf(path, sizeof(path), "%s/p%d/recovery-checkpoint", dir, i);
+		cr_assert_not_null(f = fopen(path, "r"));
+		cr_assert_not_null(fgets(line, sizeof(line), f));
+		fclose(f);
+		cr_assert_str_eq(line, "sluice-checkpoint 1 hw 3\n");
+		plog_close(pls[i]);
+	}
+}
