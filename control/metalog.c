@@ -559,7 +559,7 @@ int metalog_commit(struct metalog *ml, const void *rec, size_t len, struct metal
 	 * then tells a damaged log from a crash mid-append (a failed
 	 * checkpoint only weakens that check; the change is durable) */
 	if (rc == 0)
-		(void)plog_checkpoint(ml->pl);
+		(void)plog_checkpoint_sync(ml->pl);
 	if (rc < 0) {
 		ml->err = rc;   /* failed until reopened: the image stays as it was */
 		return rc;

@@ -182,6 +182,7 @@ struct dr_item {
 	struct part *part;
 	int64_t offset;
 	struct kafka_ctx *ctx;
+	struct plog_delete del;      /* on the owner: the new start being saved */
 };
 
 static void dr_done_msg(void *self, struct shard_msg *m)
@@ -190,12 +191,9 @@ static void dr_done_msg(void *self, struct shard_msg *m)
 	kafka_ctx_sub_done(((struct dr_item *)m->p[0])->ctx);
 }
 
-static void dr_on_owner(void *self, struct shard_msg *m)
+/* On the owner: the partition's answer, back to the request. */
+static void dr_answer(struct shard *sh, struct dr_item *it, int rc)
 {
-	struct shard *sh = self;
-	struct dr_item *it = m->p[0];
-	int rc = it->part->deleted ? -ENOENT : plog_delete_records(it->part->pl, it->offset);
-
 	it->pr->ErrorCode = rc == 0 ? 0 : rc == -ERANGE ? KERR_OFFSET_OUT_OF_RANGE
 			    : rc == -ENOENT ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_KAFKA_STORAGE_ERROR;
 	it->pr->LowWatermark = it->part->pl ? it->part->pl->log_start : -1;
@@ -206,6 +204,29 @@ static void dr_on_owner(void *self, struct shard_msg *m)
 
 		shard_send(sh, it->ctx->sh->id, &r);
 	}
+}
+
+/* On the owner: the new log start is durable (or its save failed). */
+static void dr_saved(struct plog_delete *d)
+{
+	struct dr_item *it = d->arg;
+
+	dr_answer(it->part->sh, it, d->err);
+}
+
+static void dr_on_owner(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct dr_item *it = m->p[0];
+	int rc = -ENOENT;
+
+	if (!it->part->deleted) {
+		it->del = (struct plog_delete){ .offset = it->offset, .done = dr_saved, .arg = it };
+		if (plog_delete_records(it->part->pl, &it->del) == 0)
+			return;          /* saved on the ring: dr_saved answers */
+		rc = it->del.err;
+	}
+	dr_answer(sh, it, rc);
 }
 
 static int dr_finish(struct kafka_ctx *ctx)
@@ -271,7 +292,7 @@ int kafka_handle_delete_records(struct kafka_ctx *ctx)
 				kafka_ctx_abort(ctx);
 				return 0;
 			}
-			*it = (struct dr_item){ pr, t->parts[idx].part, qt->Partitions.items[j].Offset, ctx };
+			*it = (struct dr_item){ .pr = pr, .part = t->parts[idx].part, .offset = qt->Partitions.items[j].Offset, .ctx = ctx };
 			ctx->pending++;
 			struct shard_msg m = { .fn = dr_on_owner, .p = { it } };
 			shard_send(sh, t->parts[idx].shard, &m);

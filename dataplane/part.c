@@ -122,7 +122,7 @@ int part_open(struct shard *sh, const char *dir, const char *topic, int32_t inde
 	snprintf(p->topic, sizeof(p->topic), "%s", topic);
 	p->last_hw = p->pl->high_watermark;
 	p->snap_covered = -1;
-	part_txn_init(&p->txn, &p->producers, p->pl->dir, p->topic, index);
+	part_txn_init(&p->txn, &p->producers, p->pl, p->topic, index);
 	plog_set_durable_cb(p->pl, part_durable, p);
 	part_rebuild_producers(p);
 	*out = p;

@@ -1,6 +1,23 @@
 /* dataplane/part_txn.c — a partition's side of transactions, on its owner
- * shard: open transactions, the last stable offset, markers and the
- * aborted index with its file (see dataplane/part_txn.h). */
+ * shard: which producers have a transaction open here and since which
+ * offset (the last stable offset follows from it), the COMMIT/ABORT markers
+ * the coordinator has written, and the index of aborted transactions that
+ * read_committed fetches return.
+ *
+ * The index lives in memory and in "aborted.txns" next to the log: one
+ * 24-byte record (pid, first offset, marker offset; big-endian) per abort,
+ * appended when the marker is appended. At open the file is read, entries
+ * the log no longer holds are dropped, and the scan of the batches after
+ * the producer snapshot adds the aborts the file missed (a crash between
+ * the marker and the file write). The file's presence also says that the
+ * partition has had transactions: its open scan then reads everything
+ * after the snapshot, so no open transaction is missed.
+ *
+ * Thread: the owner shard. Aborts and the first transaction of a partition
+ * write a small file (slow path: once per transaction, never per batch);
+ * the list's rewrite when retention trims it goes on the shard's ring
+ * (plog_save_file), and an abort added meanwhile rewrites it after that.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -13,9 +30,9 @@
 #include "dataplane/part_txn.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
+#include "storage/plog.h"
 
 #define ABORTED_FILE "aborted.txns"
-#define ABORTED_TMP "aborted.txns.tmp"
 #define ABORTED_REC 24
 
 static int aborted_push(struct part_txn *t, int64_t pid, int64_t first, int64_t last)
@@ -35,12 +52,37 @@ static int aborted_push(struct part_txn *t, int64_t pid, int64_t first, int64_t 
 	return 0;
 }
 
+/* The whole list written over the file, on the shard's ring (the log's
+ * file work: "aborted.txns.tmp" written, fdatasync'ed, renamed over it). */
+static void aborted_file_rewrite(struct part_txn *t)
+{
+	size_t len = (size_t)t->naborted * ABORTED_REC;
+	uint8_t *buf = malloc(len ? len : 1); /* style: allow slow path: the list's rewrite, once per trim */
+
+	if (!buf)
+		return;
+	for (uint32_t i = 0; i < t->naborted; i++) {
+		be64_store(buf + i * ABORTED_REC, (uint64_t)t->aborted[i].pid);
+		be64_store(buf + i * ABORTED_REC + 8, (uint64_t)t->aborted[i].first);
+		be64_store(buf + i * ABORTED_REC + 16, (uint64_t)t->aborted[i].last);
+	}
+	plog_save_file(t->pl, ABORTED_FILE, buf, len);   /* copied */
+	free(buf);
+}
+
 static void aborted_file_add(struct part_txn *t, const struct part_aborted *a)
 {
 	char path[4200];
 	uint8_t rec[ABORTED_REC];
 	int fd;
 
+	if (plog_saving_file(t->pl, ABORTED_FILE)) {
+		/* a rewrite is queued or running: appended to the old file, the
+		 * record would be lost at its rename; the whole list goes after
+		 * it instead */
+		aborted_file_rewrite(t);
+		return;
+	}
 	snprintf(path, sizeof(path), "%s/" ABORTED_FILE, t->dir);
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0) {
@@ -61,12 +103,13 @@ static void aborted_file_add(struct part_txn *t, const struct part_aborted *a)
 	close(fd);
 }
 
-void part_txn_init(struct part_txn *t, struct producer_table *producers, const char *dir, const char *topic,
+void part_txn_init(struct part_txn *t, struct producer_table *producers, struct plog *pl, const char *topic,
 		   int32_t index)
 {
 	memset(t, 0, sizeof(*t));
 	t->producers = producers;
-	t->dir = dir;
+	t->pl = pl;
+	t->dir = pl->dir;
 	t->topic = topic;
 	t->index = index;
 	t->lso = INT64_MAX;
@@ -297,8 +340,6 @@ int part_txn_aborted(const struct part_txn *t, int64_t from, int64_t to, int64_t
 void part_txn_trim(struct part_txn *t, int64_t log_start)
 {
 	uint32_t drop = 0;
-	char path[4200], tmp[4200];
-	int fd;
 
 	while (drop < t->naborted && t->aborted[drop].last < log_start)
 		drop++;
@@ -306,26 +347,5 @@ void part_txn_trim(struct part_txn *t, int64_t log_start)
 		return;
 	memmove(t->aborted, t->aborted + drop, sizeof(*t->aborted) * (t->naborted - drop));
 	t->naborted -= drop;
-	snprintf(path, sizeof(path), "%s/" ABORTED_FILE, t->dir);
-	snprintf(tmp, sizeof(tmp), "%s/" ABORTED_TMP, t->dir);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return;
-	for (uint32_t i = 0; i < t->naborted; i++) {
-		uint8_t rec[ABORTED_REC];
-
-		be64_store(rec, (uint64_t)t->aborted[i].pid);
-		be64_store(rec + 8, (uint64_t)t->aborted[i].first);
-		be64_store(rec + 16, (uint64_t)t->aborted[i].last);
-		if (write(fd, rec, sizeof(rec)) != (ssize_t)sizeof(rec)) {
-			close(fd);
-			unlink(tmp);
-			return;
-		}
-	}
-	if (fdatasync(fd) == 0) /* style: allow blocking: the aborted list's rewrite on the retention tick, not yet on the ring */
-		rename(tmp, path);
-	else
-		unlink(tmp);
-	close(fd);
+	aborted_file_rewrite(t);
 }

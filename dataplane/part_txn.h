@@ -37,8 +37,11 @@ struct part_aborted {
 	int64_t pid, first, last;
 };
 
+struct plog;
+
 struct part_txn {
 	struct producer_table *producers;   /* the partition's: its entries carry the open transactions */
+	struct plog *pl;            /* the partition's log: its file saves go on the ring */
 	const char *dir;            /* the log's directory ("aborted.txns" is there) */
 	const char *topic;          /* the partition's name, for messages */
 	int32_t index;
@@ -49,9 +52,10 @@ struct part_txn {
 	uint64_t markers;           /* markers written */
 };
 
-/* Before the log's open scan: the producer table, the directory and the
- * name (borrowed for the partition's life); nothing open, nothing aborted. */
-void part_txn_init(struct part_txn *t, struct producer_table *producers, const char *dir, const char *topic,
+/* Before the log's open scan: the producer table, the log (its directory
+ * holds "aborted.txns") and the name (borrowed for the partition's life);
+ * nothing open, nothing aborted. */
+void part_txn_init(struct part_txn *t, struct producer_table *producers, struct plog *pl, const char *topic,
 		   int32_t index);
 /* Give back the index (the log is closed); nothing open. */
 void part_txn_free(struct part_txn *t);

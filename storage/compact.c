@@ -230,13 +230,13 @@ static int batch_records(struct compactor *cp, struct compress_ctx *cc, const ui
 
 static int segment_cleanable(const struct plog *pl, const struct segment *s, int64_t upto)
 {
-	if (!s->sealed || s->flushed < s->end || s->base_offset >= upto || s == pl->seg_tail)
+	/* its index written first (the log's file work, on the ring): an
+	 * index write of the old file must not land after the swap */
+	if (!s->sealed || s->flushed < s->end || !s->index_saved || s->base_offset >= upto || s == pl->seg_tail)
 		return 0;
-	/* a response still points into its tail memory: next pass */
-	for (const struct tail_chunk *c = pl->chunk_head; c; c = c->next)
-		if (c->seg == s && c->refs)
-			return 0;
-	return 1;
+	/* a response still points into its tail memory, or a read is in
+	 * flight: next pass */
+	return !plog_segment_busy(pl, s);
 }
 
 /* Rebuild batch b with only the records to keep. Returns the new size, 0 to
@@ -586,10 +586,10 @@ static int clean_step(struct compactor *cp, struct plog *pl, struct compress_ctx
 		return io_submit(cp, IO_RENAME, sqe, 0);
 	}
 	case W_SWAP:
-		/* a response still points into its tail memory: later */
-		for (const struct tail_chunk *c = pl->chunk_head; c; c = c->next)
-			if (c->seg == s && c->refs)
-				return 1;
+		/* a response still points into its tail memory, or a read of
+		 * the old file is in flight: later */
+		if (plog_segment_busy(pl, s))
+			return 1;
 		return clean_swap(cp, pl, s);
 	}
 	return -EINVAL;

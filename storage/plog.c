@@ -71,17 +71,22 @@ static void segment_falloc_done(struct store_call *call, int res)
 	struct plog *pl = seg->owner;
 
 	seg->falloc_inflight = 0;
+	if (res < 0)
+		seg->st->stats.falloc_errors++;
+	if (seg->dead) {
+		/* taken off its log (retention, DeleteRecords, close) while the
+		 * fallocate ran: the log may be gone, the segment goes now */
+		segment_free(seg);
+		return;
+	}
 	if (res < 0) {
 		/* Not fatal: writes still extend the file. ENOSPC shows up on
 		 * the write itself. */
-		pl->st->stats.falloc_errors++;
 		seg->extent = 0;   /* stop trying on this segment */
 		seg->alloc = pl->cfg.segment_bytes;
 		return;
 	}
 	seg->alloc += seg->extent;
-	if (seg->dead)
-		segment_free(seg);
 }
 
 /* Prepare the next segment's file while the current one fills, so a roll
@@ -130,6 +135,7 @@ int plog_segment_add(struct plog *pl, int64_t base, int fd, uint64_t alloc, int 
 	if (rc < 0)
 		return rc;
 	seg->owner = pl;
+	seg->st = pl->st;
 	seg->prev = pl->seg_tail;
 	if (pl->seg_tail)
 		pl->seg_tail->next = seg;
@@ -190,7 +196,7 @@ static void chunk_unlink(struct plog *pl, struct tail_chunk *c)
  * 16 MiB after a burst of large batches) forever, and once those filled
  * the pool no partition could append at all (-ENOBUFS on every produce).
  * The next append to an evicted partition reads its partial block back
- * from the file (plog_chunk_start). */
+ * from the file, on the ring (plog_chunk_start). */
 static int chunk_clean(const struct plog *pl, const struct tail_chunk *c)
 {
 	if (c->seg->flushed < c->file_base + c->len)
@@ -244,9 +250,61 @@ void plog_chunks_drop(struct plog *pl, struct segment *only)
 	}
 }
 
+static void plog_reload_done(struct store_call *call, int res);
+
+/* Bytes of c appends may fill: all of it, but the last page while the
+ * partial block is read back into it. */
+static inline uint32_t chunk_room(const struct plog *pl, const struct tail_chunk *c)
+{
+	return pl->reload_room == c ? c->cap - 4096 : c->cap;
+}
+
+/* Read the active segment's partial block [base, base + head) back for c:
+ * the chunk that held it was evicted, which only happens once it is on
+ * disk and no write of the log is in flight. The read goes on the ring
+ * into a page of its own: the last 4 KiB of c, kept free of appends until
+ * the block is back, or a page from the pool when c has no room for it.
+ * Its completion copies the block into every chunk that starts with it.
+ * Meanwhile appends go on after the block, and the log submits no write.
+ * 0, or -errno with nothing started. */
+static int reload_start(struct plog *pl, struct segment *seg, struct tail_chunk *c, uint64_t base, uint32_t head,
+			uint32_t need)
+{
+	struct io_uring_sqe *sqe;
+	uint8_t *page;
+
+	if (seg->flushed < seg->end || pl->reload_inflight)
+		return -EIO;           /* cannot be: an evicted chunk was on disk, and the log idle */
+	if (c->cap >= (uint64_t)head + need + 4096) {
+		page = c->mem + c->cap - 4096;
+		pl->reload_room = c;
+	} else {
+		pl->reload_page = tail_chunk_get(&pl->st->tail, TAIL_CHUNK_MIN_SHIFT, 4096);
+		if (!pl->reload_page)
+			return -ENOBUFS;
+		page = pl->reload_page->mem;
+	}
+	if (!(sqe = store_sqe(pl->st))) {
+		if (pl->reload_page)
+			tail_chunk_put(&pl->st->tail, pl->reload_page);
+		pl->reload_page = NULL;
+		pl->reload_room = NULL;
+		return -ENOBUFS;
+	}
+	io_uring_prep_read(sqe, seg->fd, page, 4096, base);
+	pl->reload_seg = seg;
+	pl->reload_base = base;
+	pl->reload_head = head;
+	pl->reload_inflight = 1;
+	store_stat_add(&pl->st->tail.reloads, 1);
+	store_call_submit(pl->st, sqe, &pl->reload_call);
+	return 0;
+}
+
 /* Start a new chunk for the active segment at its logical end. The bytes of
- * the partial block before the end are copied in, so every chunk maps a
- * 4 KiB-aligned file range and is written with O_DIRECT as it is. */
+ * the partial block before the end are copied in (or read back, when the
+ * chunk that held them was evicted), so every chunk maps a 4 KiB-aligned
+ * file range and is written with O_DIRECT as it is. */
 int plog_chunk_start(struct plog *pl, uint32_t need)
 {
 	struct segment *seg = pl->seg_tail;
@@ -256,6 +314,9 @@ int plog_chunk_start(struct plog *pl, uint32_t need)
 	unsigned shift = pl->chunk_shift;
 	/* the previous chunk holds the partial block, unless it was evicted */
 	int copy = head && prev && prev->seg == seg && prev->file_base + prev->len == seg->end;
+	/* evicted: the block is read back into the chunk's last page */
+	size_t page = head && !copy && (uint64_t)head + need + 4096 <= (1u << TAIL_CHUNK_MAX_SHIFT) ? 4096 : 0;
+	int rc;
 
 	/* grow the chunk size while the previous one filled within a second */
 	if (prev && prev->seg == seg && pl->st->now_ns - prev->born_ns < 1000000000ull)
@@ -267,9 +328,9 @@ int plog_chunk_start(struct plog *pl, uint32_t need)
 	/* no single partition takes more than a quarter of the shard's budget */
 	while (shift > TAIL_CHUNK_MIN_SHIFT && ((size_t)4 << shift) > pl->st->tail.budget)
 		shift--;
-	c = tail_chunk_get(&pl->st->tail, shift, (size_t)head + need);
+	c = tail_chunk_get(&pl->st->tail, shift, (size_t)head + need + page);
 	if (!c && shift > TAIL_CHUNK_MIN_SHIFT)   /* the smallest chunk that fits */
-		c = tail_chunk_get(&pl->st->tail, TAIL_CHUNK_MIN_SHIFT, (size_t)head + need);
+		c = tail_chunk_get(&pl->st->tail, TAIL_CHUNK_MIN_SHIFT, (size_t)head + need + page);
 	if (!c)
 		return -ENOBUFS;
 	pl->chunk_shift = c->shift;
@@ -284,19 +345,12 @@ int plog_chunk_start(struct plog *pl, uint32_t need)
 	if (pl->chunk_tail != prev)
 		prev = NULL;
 	if (copy && prev) {
+		/* (while prev's own block is being read back, the bytes before
+		 * its data are not there yet: the read's completion fills both) */
 		memcpy(c->mem, prev->mem + (base - prev->file_base), head);
-	} else if (head) {
-		/* The chunk holding the partial block was evicted, which only
-		 * happens once it is on disk and no write is in flight: read the
-		 * block back. A blocking 4 KiB pread, but only on the first
-		 * append after the partition was evicted under memory pressure
-		 * (as plog_open loads it), never on a hot partition's path. */
-		if (seg->flushed < seg->end ||
-		    pread(seg->fd, c->mem, 4096, (off_t)base) < (ssize_t)head) { /* style: allow blocking: tail reload after eviction, not yet on the ring */
-			tail_chunk_put(&pl->st->tail, c);
-			return -EIO;
-		}
-		store_stat_add(&pl->st->tail.reloads, 1);
+	} else if (head && (rc = reload_start(pl, seg, c, base, head, need)) < 0) {
+		tail_chunk_put(&pl->st->tail, c);
+		return rc;
 	}
 	chunk_link(pl, c);
 	/* the previous chunk stops being the last one: it may become clean */
@@ -364,7 +418,7 @@ int plog_append(struct plog *pl, const uint8_t *batch, uint32_t size, int64_t *b
 		c = pl->chunk_tail;
 	}
 	if (!c || c->seg != seg || c->file_base + c->len != seg->end ||
-	    c->len + size > c->cap) {
+	    c->len + size > chunk_room(pl, c)) {
 		if ((rc = plog_chunk_start(pl, size)) < 0)
 			return rc;
 		c = pl->chunk_tail;
@@ -573,8 +627,8 @@ static int plog_flush_prepare(struct store_flusher *f)
 	struct segment *seg;
 	int n = 0;
 
-	if (plog_failed(pl))
-		return 0;
+	if (plog_failed(pl) || pl->reload_inflight)
+		return 0;              /* (the block read back marks the log dirty) */
 	while (pl->inflight < PLOG_MAX_WRITES && (seg = seg_unsubmitted(pl))) {
 		if (!plog_queue_write(pl, seg, n == 0))
 			break;
@@ -592,11 +646,28 @@ static void plog_fail(struct plog *pl, int err)
 		pl->on_durable(pl, pl->durable_offset, err, pl->durable_arg);
 }
 
+void plog_durable_advance(struct plog *pl)
+{
+	/* A sealed segment's index is written before what it holds, and what
+	 * follows, is acknowledged (the blocking seal this replaces ran before
+	 * the acknowledgement): a crash after an acknowledgement then finds
+	 * every sealed segment below it checkpointed and reads only what
+	 * follows. The segments before it are acknowledged meanwhile. */
+	int64_t to = pl->written_offset < pl->files.seal_gate ? pl->written_offset : pl->files.seal_gate;
+
+	if (plog_failed(pl) || to <= pl->durable_offset)
+		return;
+	pl->durable_offset = to;
+	if (pl->cfg.durability != PLOG_DUR_MEMORY)
+		pl->high_watermark = pl->durable_offset;
+	if (pl->on_durable)
+		pl->on_durable(pl, pl->durable_offset, 0, pl->durable_arg);
+}
+
 /* The write in ring slot w completed with res. */
 static void plog_write_slot_done(struct plog_write *w, int res)
 {
 	struct plog *pl = w->pl;
-	int advanced = 0;
 
 	w->done = 1;
 	w->res = res;
@@ -619,20 +690,13 @@ static void plog_write_slot_done(struct plog_write *w, int res)
 		lathist_add(&pl->st->write_lat, pl->st->now_ns > h->queued_ns ? pl->st->now_ns - h->queued_ns : 0);
 		if (h->end > seg->flushed)
 			seg->flushed = h->end;
-		if (h->next_offset > pl->durable_offset) {
-			pl->durable_offset = h->next_offset;
-			advanced = 1;
-		}
+		if (h->next_offset > pl->written_offset)
+			pl->written_offset = h->next_offset;
 		/* the segment's last write retired: its index is a checkpoint */
 		if (seg->sealed && seg->flushed >= seg->end && !seg->index_saved)
 			plog_seal_segment(pl, seg);
 	}
-	if (advanced && !plog_failed(pl)) {
-		if (pl->cfg.durability != PLOG_DUR_MEMORY)
-			pl->high_watermark = pl->durable_offset;
-		if (pl->on_durable)
-			pl->on_durable(pl, pl->durable_offset, 0, pl->durable_arg);
-	}
+	plog_durable_advance(pl);
 	if (pl->closed) {           /* closed while writes were in flight */
 		if (!pl->inflight)
 			plog_free(pl);
@@ -648,10 +712,44 @@ static void plog_write_call_done(struct store_call *call, int res)
 	plog_write_slot_done((struct plog_write *)((char *)call - offsetof(struct plog_write, call)), res);
 }
 
-/* 1 if the log has bytes no write has been submitted for yet. */
+/* The partial block came back (reload_start): into every chunk that starts
+ * with it, then the log's writes may go. A failed read fails the log: the
+ * bytes appended after the block cannot be written without it. */
+static void plog_reload_done(struct store_call *call, int res)
+{
+	struct plog *pl = (struct plog *)((char *)call - offsetof(struct plog, reload_call));
+	const uint8_t *page = pl->reload_page ? pl->reload_page->mem
+					       : pl->reload_room->mem + pl->reload_room->cap - 4096;
+
+	pl->reload_inflight = 0;
+	if (res >= (int)pl->reload_head)
+		for (struct tail_chunk *c = pl->chunk_head; c; c = c->next)
+			if (c->seg == pl->reload_seg && c->file_base == pl->reload_base)
+				memcpy(c->mem, page, pl->reload_head);
+	if (pl->reload_page)
+		tail_chunk_put(&pl->st->tail, pl->reload_page);
+	pl->reload_page = NULL;
+	pl->reload_room = NULL;
+	pl->reload_seg = NULL;
+	if (res < (int)pl->reload_head) {
+		store_stat_add(&pl->st->stats.io_errors, 1);
+		plog_fail(pl, res < 0 ? res : -EIO);
+	}
+	if (pl->closed) {          /* closed (failed) while the block was read */
+		plog_free(pl);
+		return;
+	}
+	if (plog_has_unsubmitted(pl))
+		store_mark_dirty(pl->st, &pl->flush);
+}
+
+/* 1 if the log has bytes no write has been submitted for yet (and may
+ * submit them: not while its partial block is read back). */
 static int plog_flush_pending(const struct store_flusher *f)
 {
-	return plog_has_unsubmitted((const struct plog *)((const char *)f - offsetof(struct plog, flush)));
+	const struct plog *pl = (const struct plog *)((const char *)f - offsetof(struct plog, flush));
+
+	return !pl->reload_inflight && plog_has_unsubmitted(pl);
 }
 
 void plog_init_callbacks(struct plog *pl)
@@ -661,6 +759,7 @@ void plog_init_callbacks(struct plog *pl)
 	pl->chunk_owner.evict = chunk_evict;
 	pl->chunk_owner.released = chunk_released;
 	pl->prep_call.done = plog_prep_done;
+	pl->reload_call.done = plog_reload_done;
 	for (unsigned k = 0; k < PLOG_MAX_WRITES; k++)
 		pl->wr[k].call.done = plog_write_call_done;
 }
@@ -699,8 +798,8 @@ int plog_segment_count(const struct plog *pl)
 
 void plog_free(struct plog *pl)
 {
-	if (pl->inflight || pl->prep_inflight)
-		return;                /* the completion frees it */
+	if (pl->inflight || pl->prep_inflight || pl->reload_inflight || pl->reads || pl->files.job)
+		return;                /* the last completion frees it */
 	plog_chunks_drop(pl, NULL);
 	while (pl->seg_head) {
 		struct segment *s = pl->seg_head;

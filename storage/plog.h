@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "storage/file_save.h"
 #include "storage/segment.h"
 #include "storage/store.h"
 #include "storage/tail.h"
@@ -117,6 +118,47 @@ struct plog_recovery {
 	int64_t lost_from, lost_to;
 };
 
+/* DeleteRecords (plog_delete_records): the caller's, until done. */
+struct plog_delete {
+	/* in */
+	int64_t offset;              /* the new log start; -1: the high watermark */
+	void (*done)(struct plog_delete *d);   /* when the call returned 0 */
+	void *arg;
+	/* out */
+	int err;                     /* 0, -ERANGE, -ENOENT (closed), or the save's -errno */
+	/* internal */
+	struct plog_delete *next;
+};
+
+struct plog;
+struct plog_file;
+
+/* The log's small files, written on the shard's ring one at a time
+ * (storage/plog_files.c): segment indexes, "recovery-checkpoint",
+ * "log-start-offset", files saved beside the log. */
+struct plog_files {
+	struct file_save fs;         /* the save in flight */
+	uint8_t job;                 /* what it is for; 0: none runs */
+	uint8_t running;             /* started once the log is open */
+	uint8_t ckpt_wanted;         /* a checkpoint was asked for */
+
+	int whole;                   /* the index being written covers its whole segment */
+	struct segment *seg;         /* the segment whose index is written (seg->saving) */
+	uint64_t seg_end;            /* its end when the index was taken */
+	uint8_t *buf;                /* the index image being written: heap, freed at the end */
+	char text[96];               /* a small file's line */
+	int64_t hw;                  /* the checkpoint's durable high watermark */
+	int64_t seal_gate;           /* base of the oldest sealed segment whose index is due
+				      * or being written, INT64_MAX: none; nothing at or
+				      * above it is acknowledged (plog_durable_advance) */
+	uint64_t ckpt_asked, ckpt_started, ckpt_done;   /* checkpoints asked, begun, ended */
+	int ckpt_err;                /* how the last one ended */
+	struct plog_delete *del_head, *del_tail;   /* DeleteRecords waiting */
+	int64_t del_target;          /* the start being saved */
+	struct plog_file *file_head, *file_tail, *file_cur;   /* queued, being saved */
+	void (*kick)(struct plog *pl);   /* more work may be ready (set once open) */
+};
+
 struct plog {
 	struct store *st;            /* borrowed: the owning shard's store */
 	struct plog_config cfg;
@@ -133,6 +175,8 @@ struct plog {
 	int64_t log_start;           /* first offset still in the log */
 	int64_t next_offset;         /* log end offset (LEO) */
 	int64_t durable_offset;      /* everything below is durable per cfg.durability */
+	int64_t written_offset;      /* what retired writes reached; durable_offset follows
+				      * it up to files.seal_gate */
 	int64_t high_watermark;      /* visible to consumers */
 	int32_t leader_epoch;
 	int err;                     /* 0, or the -errno that failed the log */
@@ -141,10 +185,20 @@ struct plog {
 	struct store_flusher flush;  /* on the store's dirty list while it has bytes to write */
 	struct tail_owner chunk_owner;   /* what the tail pool calls back for its chunks */
 	struct store_call prep_call; /* the next segment's first extent */
+	struct store_call reload_call;   /* the partial block read back (plog_chunk_start) */
+	struct tail_chunk *reload_room;  /* the chunk whose last page it is read into, or */
+	struct tail_chunk *reload_page;  /* a page of the pool it is read into */
+	struct segment *reload_seg;  /* where it lives */
+	uint64_t reload_base;
+	uint32_t reload_head;        /* its bytes before the segment's end then */
 	uint8_t inflight;            /* writes in the ring (in flight or done, not retired) */
 	uint8_t prep_inflight;
+	uint8_t reload_inflight;     /* the partial block of an evicted tail is read back:
+				      * no write is submitted until it is in */
 	uint8_t wr_head;             /* oldest write of the ring */
 	uint8_t inflight_max;        /* most writes ever in flight at once */
+	uint32_t reads;              /* disk reads in flight (plog_read): a closed log is
+				      * freed after the last */
 	/* the newest write submitted (kept for tools that looked at them) */
 	struct segment *inflight_seg;
 	uint64_t inflight_end;       /* logical end covered by the write */
@@ -162,6 +216,7 @@ struct plog {
 	uint64_t bytes_appended;
 	uint64_t batches_appended;
 	int64_t checkpointed;        /* hw last written to "recovery-checkpoint", -1 none */
+	struct plog_files files;
 	struct plog_recovery recovery;
 };
 
@@ -182,12 +237,18 @@ struct plog {
  * between others); st->problem names the file and what to do, and
  * nothing was changed on disk. @thread shard (setup) */
 int plog_open(struct store *st, const char *dir, const struct plog_config *cfg, struct plog **out);
-/* Recovery point: write the index of every sealed segment that lacks one
- * and of the active segment's written prefix (after fdatasync in write
- * mode), and "recovery-checkpoint" with the durable high watermark. The
- * next open scans only what was appended after it. Slow path: blocks on
- * fdatasync/fsync. 0, or -errno (the log failed, or a write failed). */
+/* Recovery point, on the shard's ring (nothing blocks): the index of every
+ * sealed segment that lacks one, then the active segment's fdatasync, in
+ * write mode, and its index for the written prefix, then
+ * "recovery-checkpoint" with the durable high watermark taken before that
+ * sync, capped below any earlier segment whose index (written after its
+ * own sync) is not in place. The next open scans only what was appended
+ * after it. 0: queued (after the log's other file work); -errno: the log
+ * failed or is closed. */
 int plog_checkpoint(struct plog *pl);
+/* plog_checkpoint, then wait for it (reaping completions, flushing no
+ * write meanwhile): tests, tools and the metadata log. 0 or -errno. */
+int plog_checkpoint_sync(struct plog *pl);
 /* What recovery found and cut, as one line for the broker's log (no
  * newline): segments and batches kept, bytes scanned, where the last
  * segment was cut and why (batch_strerror), bytes cut after it, segments
@@ -196,9 +257,12 @@ int plog_checkpoint(struct plog *pl);
  * @thread any (reads pl->recovery and pl->seg_tail only) */
 int plog_recovery_describe(const struct plog *pl, char *buf, size_t len);
 /* Write all buffered data, checkpoint (plog_checkpoint), close. Blocks
- * until the writes complete. A log marked closing (err == -ESHUTDOWN:
- * appends refused, waiters answered) still writes and checkpoints; only a
- * failed log (any other err) skips it. */
+ * (polling the store) until the writes, the checkpoint and the log's other
+ * file work complete. A log marked closing (err == -ESHUTDOWN: appends
+ * refused, waiters answered) still writes and checkpoints; only a failed
+ * log (any other err) skips it. A disk read still in flight ends with
+ * -ENOENT, and the log is freed after it (and after its other operations
+ * in flight). */
 void plog_close(struct plog *pl);
 
 /* Append one validated RecordBatch v2 (size bytes). Stamps BaseOffset and
@@ -236,6 +300,7 @@ struct plog_read {
 	struct store_call call;      /* a disk read's completion */
 	struct plog *pl;
 	struct tail_chunk *chunk;    /* referenced while data points into it */
+	struct tail_pool *tail;      /* the chunk's pool (the release needs no log) */
 	struct segment *seg;
 	uint64_t rd_pos;
 	uint32_t rd_len;
@@ -290,11 +355,23 @@ int plog_find_time(struct plog *pl, struct plog_time *q);
  * and polls the store until the walk ends): 0 found, -ENOENT, -errno. */
 int plog_offset_for_time(struct plog *pl, int64_t ts, int64_t *offset, int64_t *timestamp);
 
-/* DeleteRecords: move the log start offset to `offset` (-1, and only -1:
- * the high watermark), persisted, and delete the segments wholly below it.
- * -ERANGE (nothing deleted) outside [log start, high watermark]. Slow path
- * (fsync). */
-int plog_delete_records(struct plog *pl, int64_t offset);
+/* DeleteRecords: move the log start offset to d->offset (-1, and only -1:
+ * the high watermark), persisted ("log-start-offset", on the shard's
+ * ring), then delete the segments wholly below it. 1: done now (d->err:
+ * 0, or -ERANGE outside [log start, high watermark]: nothing deleted);
+ * 0: d->done runs once the start is durable (d->err 0) or its save failed
+ * (the start did not move). */
+int plog_delete_records(struct plog *pl, struct plog_delete *d);
+/* The same, waiting (tests, tools): 0 or -errno. */
+int plog_delete_records_sync(struct plog *pl, int64_t offset);
+
+/* A small file "<dir>/<name>" beside the log (name up to 39 bytes), written
+ * whole and durably on the shard's ring after the log's other file work:
+ * "<name>.tmp" written, fdatasync'ed, renamed over it; a crash leaves the
+ * old file or the new. The bytes are copied. 0: queued; -errno. */
+int plog_save_file(struct plog *pl, const char *name, const void *data, size_t len);
+/* 1 while a save of `name` is queued or running. */
+int plog_saving_file(const struct plog *pl, const char *name);
 
 /* Retention by time and size, whole sealed segments. Returns the number of
  * segments deleted. */

@@ -5,6 +5,13 @@
 #include "storage/plog.h"
 
 #define PLOG_NEXT_NAME ".next.log"
+#define PLOG_LOG_START_FILE "log-start-offset"
+/* "recovery-checkpoint": the durable high watermark, Kafka's recovery-point
+ * checkpoint. One line: "sluice-checkpoint 1 hw <offset>". Every offset
+ * below hw was acknowledged (or could have been) and written power-safe
+ * before the file was: recovery never lets the log end fall below it. */
+#define PLOG_CHECKPOINT_FILE "recovery-checkpoint"
+#define PLOG_CHECKPOINT_TAG "sluice-checkpoint 1 hw "
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,16 +53,61 @@ void plog_init_callbacks(struct plog *pl);
 int plog_segment_add(struct plog *pl, int64_t base, int fd, uint64_t alloc, int prepared, struct segment **out);
 /* Take a segment off the log's list (it is not freed). */
 void plog_segment_unlink(struct plog *pl, struct segment *seg);
-/* segment_seal_index in the log's directory, after fdatasync unless every
- * write is already synchronous. */
+/* seg is sealed and wholly on disk: its index file is written by the log's
+ * file work (plog_files.c), on the ring, after the fdatasync of its data
+ * (unless every write already was synchronous); what it holds and what
+ * follows is acknowledged after that (files.seal_gate). Through the log's hook: plog.c is below
+ * plog_files.c. Before the log is open (recovery) the work waits for
+ * plog_files_start. */
 static inline void plog_seal_segment(struct plog *pl, struct segment *seg)
 {
-	segment_seal_index(seg, pl->dir, pl->cfg.durability != PLOG_DUR_SYNC);
+	/* (the file work finds it by its state: sealed, flushed, no index) */
+	if (seg->base_offset < pl->files.seal_gate)
+		pl->files.seal_gate = seg->base_offset;
+	if (pl->files.kick)
+		pl->files.kick(pl);
 }
+/* Acknowledge what retired writes reached (durable_offset, the high
+ * watermark, the callback), up to the first sealed segment whose index is
+ * due. */
+void plog_durable_advance(struct plog *pl);
+/* Free the log, or, with an operation still in flight (a write, the next
+ * segment's preparation, a disk read...), leave it to the last completion
+ * (pl->closed says it is closed). */
 void plog_free(struct plog *pl);
+/* The segment's index is due: sealed, wholly written, its index not (yet)
+ * written, and the last try did not fail. */
+static inline int plog_index_due(const struct segment *seg)
+{
+	return seg->sealed && seg->flushed >= seg->end && !seg->index_saved && !seg->save_failed;
+}
+
+/* Something still uses the segment: a response points into its tail
+ * memory, a disk read of it is in flight, or its index is due or being
+ * written (acknowledgements wait for it). Retention, DeleteRecords and the
+ * cleaner leave it for a later pass. */
+static inline int plog_segment_busy(const struct plog *pl, const struct segment *seg)
+{
+	if (seg->reads || seg->saving || plog_index_due(seg))
+		return 1;
+	for (const struct tail_chunk *c = pl->chunk_head; c; c = c->next)
+		if (c->seg == seg && c->refs)
+			return 1;
+	return 0;
+}
 int plog_chunk_start(struct plog *pl, uint32_t need);
 void plog_chunks_reclaim(struct plog *pl);
 void plog_chunks_drop(struct plog *pl, struct segment *only);
+
+/* The log's file work (plog_files.c). */
+/* Start it once the log is open (what recovery left to write goes first). */
+void plog_files_start(struct plog *pl);
+/* Begin the next piece of work if none runs. */
+void plog_files_run(struct plog *pl);
+/* Poll the store until no work is left (closing, opening). */
+void plog_files_wait(struct plog *pl);
+/* Delete the segments wholly below the log start that nothing uses. */
+void plog_drop_below_start(struct plog *pl);
 
 /* Synchronous sequential reader over a segment file (recovery, time
  * lookups, the cleaner): large aligned preads on the O_DIRECT fd. */

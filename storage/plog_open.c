@@ -1,5 +1,8 @@
-/* storage/plog_open.c — recovery on open, checkpoints, close, retention
- * and DeleteRecords. Runs at start-up and on slow-path timers; may block. */
+/* storage/plog_open.c — recovery on open, close and retention. Recovery
+ * runs while the log opens and may block; close waits (polling the store)
+ * for the log's writes and file work; retention runs on the slow-path
+ * timer (its unlinks). Checkpoints and DeleteRecords are the log's file
+ * work (plog_files.c). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -171,22 +174,10 @@ static int64_t *push_base(int64_t *arr, size_t *n, size_t *cap, int64_t b)
 	return arr;
 }
 
-/* Remove a segment's files from disk. */
-static void segment_delete_files(struct plog *pl, struct segment *seg)
-{
-	char name[48];
-
-	unlinkat(plog_dirfd(pl), seg->name, 0);
-	segment_index_path(seg, name, sizeof(name));
-	unlinkat(plog_dirfd(pl), name, 0);
-}
-
-#define LOG_START_FILE "log-start-offset"
-
 static int64_t plog_read_log_start(struct plog *pl)
 {
 	char buf[64];
-	int fd = openat(plog_dirfd(pl), LOG_START_FILE, O_RDONLY | O_CLOEXEC);
+	int fd = openat(plog_dirfd(pl), PLOG_LOG_START_FILE, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
 	if (fd < 0)
@@ -199,48 +190,10 @@ static int64_t plog_read_log_start(struct plog *pl)
 	return strtoll(buf, NULL, 10);
 }
 
-/* A small file written whole: tmp, fsync, rename, directory fsync. */
-static int plog_write_small(struct plog *pl, const char *name, const char *text)
-{
-	char tmp[64];
-	int fd, rc = 0;
-	size_t n = strlen(text);
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-	fd = openat(plog_dirfd(pl), tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, text, n) != (ssize_t)n || fsync(fd) < 0) /* style: allow blocking: log start / checkpoint file, not yet on the ring */
-		rc = -EIO;
-	close(fd);
-	if (!rc && renameat(plog_dirfd(pl), tmp, plog_dirfd(pl), name) < 0)
-		rc = -errno;
-	if (!rc)
-		fsync(plog_dirfd(pl)); /* style: allow blocking: the same file's directory entry */
-	return rc;
-}
-
-/* Persist the log start offset: slow path. */
-static int plog_write_log_start(struct plog *pl, int64_t off)
-{
-	char buf[64];
-
-	snprintf(buf, sizeof(buf), "%" PRId64 "\n", off);
-	return plog_write_small(pl, LOG_START_FILE, buf);
-}
-
-/* "recovery-checkpoint": the durable high watermark, Kafka's
- * recovery-point checkpoint. One line: "sluice-checkpoint 1 hw <offset>".
- * Every offset below hw was acknowledged (or could have been) and written
- * power-safe before the file was: recovery never lets the log end fall
- * below it. */
-#define CHECKPOINT_FILE "recovery-checkpoint"
-#define CHECKPOINT_TAG "sluice-checkpoint 1 hw "
-
 static int64_t plog_read_checkpoint(struct plog *pl)
 {
 	char buf[96];
-	int fd = openat(plog_dirfd(pl), CHECKPOINT_FILE, O_RDONLY | O_CLOEXEC);
+	int fd = openat(plog_dirfd(pl), PLOG_CHECKPOINT_FILE, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 	char *end;
 	long long v;
@@ -249,23 +202,15 @@ static int64_t plog_read_checkpoint(struct plog *pl)
 		return -1;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
-	if (n <= (ssize_t)strlen(CHECKPOINT_TAG))
+	if (n <= (ssize_t)strlen(PLOG_CHECKPOINT_TAG))
 		return -1;
 	buf[n] = 0;
-	if (strncmp(buf, CHECKPOINT_TAG, strlen(CHECKPOINT_TAG)))
+	if (strncmp(buf, PLOG_CHECKPOINT_TAG, strlen(PLOG_CHECKPOINT_TAG)))
 		return -1;
-	v = strtoll(buf + strlen(CHECKPOINT_TAG), &end, 10);
-	if (end == buf + strlen(CHECKPOINT_TAG) || *end != '\n' || v < 0)
+	v = strtoll(buf + strlen(PLOG_CHECKPOINT_TAG), &end, 10);
+	if (end == buf + strlen(PLOG_CHECKPOINT_TAG) || *end != '\n' || v < 0)
 		return -1;
 	return v;
-}
-
-static int plog_write_checkpoint(struct plog *pl, int64_t hw)
-{
-	char buf[96];
-
-	snprintf(buf, sizeof(buf), CHECKPOINT_TAG "%" PRId64 "\n", hw);
-	return plog_write_small(pl, CHECKPOINT_FILE, buf);
 }
 
 /* Delete the files of segments bases[from..n). */
@@ -468,7 +413,7 @@ static int plog_recover(struct plog *pl)
 		snprintf(hw, sizeof(hw), "%" PRId64, pl->recovery.checkpoint_hw);
 		rc = plog_refuse(pl, "every segment file of %s is missing (%s says offsets below %s were "
 				 "written): restore the files (from a backup), or move the directory aside "
-				 "to start the partition empty", CHECKPOINT_FILE, hw);
+				 "to start the partition empty", PLOG_CHECKPOINT_FILE, hw);
 		goto out;
 	}
 
@@ -702,7 +647,7 @@ static int plog_recover(struct plog *pl)
 			pl->log_start = ck;
 	}
 	pl->next_offset = pl->seg_tail->next_offset;
-	pl->durable_offset = pl->next_offset;
+	pl->durable_offset = pl->written_offset = pl->next_offset;
 	pl->high_watermark = pl->next_offset;
 	pl->checkpointed = pl->recovery.checkpoint_hw;
 out:
@@ -819,6 +764,7 @@ int plog_open(struct store *st, const char *dir, const struct plog_config *cfg, 
 		pl->cfg.index_interval = 4096;
 	pl->next_fd = -1;
 	pl->chunk_shift = TAIL_CHUNK_MIN_SHIFT;
+	pl->files.seal_gate = INT64_MAX;
 	pl->dir = strdup(dir);
 	if (!pl->dir) {
 		free(pl);
@@ -838,95 +784,17 @@ int plog_open(struct store *st, const char *dir, const struct plog_config *cfg, 
 	if ((rc = plog_load_tail_block(pl)) < 0)
 		goto fail;
 	plog_dir_release(pl);
+	/* the indexes recovery left to write (segments it scanned, a damaged
+	 * one's prefix), on the ring; the open waits for them, as it waited
+	 * for its reads */
+	plog_files_start(pl);
+	plog_files_wait(pl);
 	*out = pl;
 	return 0;
 fail:
 	pl->next_fd = -1;
 	pl->err = rc;      /* nothing is written or checkpointed on the way out */
 	plog_close(pl);
-	return rc;
-}
-
-/* The active segment's index for its written prefix: up to the last
- * indexed batch boundary at or below what is flushed (exact: a batch
- * starts there). 1 if saved for the whole segment. */
-static int segment_checkpoint_prefix(struct plog *pl, struct segment *seg)
-{
-	struct seg_index ix = seg->ix;   /* a shallow view: entries below end_pos */
-	struct seg_index_trailer tr = {
-		.base_offset = seg->base_offset, .max_timestamp = seg->max_timestamp,
-	};
-	char name[48], path[4200];
-	int whole = seg->flushed >= seg->end;
-
-	if (whole) {
-		tr.end_pos = seg->end;
-		tr.next_offset = seg->next_offset;
-	} else {
-		uint32_t k = ix.n_off;
-
-		while (k && ix.off[k - 1].position > seg->flushed)
-			k--;
-		if (!k)
-			return 0;
-		tr.end_pos = ix.off[k - 1].position;
-		tr.next_offset = seg->base_offset + ix.off[k - 1].rel_offset;
-		ix.n_off = k - 1;
-		while (ix.n_time && ix.time[ix.n_time - 1].position >= tr.end_pos)
-			ix.n_time--;
-	}
-	if (!tr.end_pos)
-		return 0;
-	if (pl->cfg.durability != PLOG_DUR_SYNC && fdatasync(seg->fd) < 0) /* style: allow blocking: plog_checkpoint, not yet on the ring */
-		return -errno;
-	segment_index_path(seg, name, sizeof(name));
-	snprintf(path, sizeof(path), "%s/%s", pl->dir, name);
-	if (seg_index_save(&ix, path, &tr) < 0)
-		return -EIO;
-	return whole;
-}
-
-int plog_checkpoint(struct plog *pl)
-{
-	struct segment *tail = pl->seg_tail;
-	int64_t hw;
-	int rc = 0;
-
-	if (plog_failed(pl))
-		return pl->err;
-	if (!tail)
-		return 0;
-	/* every sealed segment wholly on disk has its index */
-	for (struct segment *s = pl->seg_head; s && s != tail; s = s->next)
-		if (s->sealed && s->flushed >= s->end && !s->index_saved) {
-			plog_seal_segment(pl, s);
-			if (!s->index_saved)
-				rc = -EIO;
-		}
-	/* the durable high watermark: what is on disk (power-safe after the
-	 * fdatasync below), never what only memory holds */
-	hw = pl->cfg.durability == PLOG_DUR_MEMORY ? -1 : pl->durable_offset;
-	if (!tail->index_saved && tail->flushed) {
-		int whole = segment_checkpoint_prefix(pl, tail);
-
-		if (whole < 0)
-			return whole;
-		if (whole > 0)
-			tail->index_saved = 1;
-	}
-	if (pl->cfg.durability == PLOG_DUR_MEMORY)
-		hw = tail->flushed >= tail->end ? tail->next_offset : tail->base_offset;
-	if (hw < pl->checkpointed)
-		hw = pl->checkpointed;   /* never lower it */
-	if (hw > pl->checkpointed || (hw > 0 && pl->checkpointed < 0)) {
-		int w = plog_write_checkpoint(pl, hw);
-
-		if (w < 0)
-			rc = w;
-		else
-			pl->checkpointed = hw;
-	}
-	plog_dir_release(pl);
 	return rc;
 }
 
@@ -939,7 +807,8 @@ void plog_close(struct plog *pl)
 	 * gets its index, the active one too, and the log its durable high
 	 * watermark. A log only marked closing (-ESHUTDOWN) does all that. */
 	if (was_open) {
-		while (!plog_failed(pl) && (pl->inflight || pl->prep_inflight || pl->flush.dirty)) {
+		while (!plog_failed(pl) && (pl->inflight || pl->prep_inflight || pl->reload_inflight ||
+					    pl->flush.dirty)) {
 			store_mark_dirty(st, &pl->flush);
 			store_poll(st, 1);
 		}
@@ -948,48 +817,16 @@ void plog_close(struct plog *pl)
 				store_poll(st, 1);
 		if (!plog_failed(pl))
 			plog_checkpoint(pl);
+		/* the file work queued (a failed log's too: DeleteRecords and
+		 * files saved beside it are answered) */
+		plog_files_wait(pl);
 	}
 	/* off the store's dirty list */
 	store_unmark_dirty(st, &pl->flush);
 	pl->closed = 1;
+	pl->files.running = 0;        /* a late write completion starts nothing */
 	plog_dir_release(pl);
 	plog_free(pl);
-}
-
-/* ---- DeleteRecords ---------------------------------------------------- */
-
-int plog_delete_records(struct plog *pl, int64_t offset)
-{
-	int rc;
-
-	/* only -1 means the high watermark; anything else outside [log start,
-	 * high watermark] deletes nothing (-1001 used to delete everything) */
-	if (offset == -1)
-		offset = pl->high_watermark;
-	if (offset < pl->log_start || offset > pl->high_watermark)
-		return -ERANGE;
-	if (offset == pl->log_start)
-		return 0;
-	if ((rc = plog_write_log_start(pl, offset)) < 0)
-		return rc;
-	pl->log_start = offset;
-	/* whole segments below the new start go now */
-	while (pl->seg_head != pl->seg_tail && pl->seg_head->next_offset <= offset &&
-	       pl->seg_head->flushed >= pl->seg_head->end) {
-		struct segment *seg = pl->seg_head;
-		int busy = 0;
-
-		for (struct tail_chunk *c = pl->chunk_head; c; c = c->next)
-			busy |= c->seg == seg && c->refs;
-		if (busy)
-			break;
-		plog_chunks_drop(pl, seg);
-		segment_delete_files(pl, seg);
-		plog_segment_unlink(pl, seg);
-		segment_free(seg);
-	}
-	plog_dir_release(pl);
-	return 0;
 }
 
 /* ---- retention -------------------------------------------------------- */
@@ -1001,7 +838,7 @@ int plog_retain(struct plog *pl, int64_t now_ms)
 
 	for (;;) {
 		struct segment *seg = pl->seg_head;
-		int expired, oversize, busy = 0;
+		int expired, oversize, below;
 
 		if (!seg || seg == pl->seg_tail || !seg->sealed || seg->flushed < seg->end)
 			break;
@@ -1009,18 +846,15 @@ int plog_retain(struct plog *pl, int64_t now_ms)
 			  seg->max_timestamp < now_ms - pl->cfg.retention_ms;
 		oversize = pl->cfg.retention_bytes >= 0 &&
 			   total - seg->end >= (uint64_t)pl->cfg.retention_bytes;
-		if (pl->cfg.compact && !oversize && !expired)
+		/* wholly below the log start (DeleteRecords found it busy) */
+		below = seg->next_offset <= pl->log_start;
+		if (!expired && !oversize && !below)
 			break;
-		if (!expired && !oversize)
-			break;
-		for (struct tail_chunk *c = pl->chunk_head; c; c = c->next)
-			if (c->seg == seg && c->refs)
-				busy = 1;
-		if (busy)
-			break;             /* a response still points into it: next time */
+		if (plog_segment_busy(pl, seg))
+			break;             /* a response or a disk read still uses it: next time */
 		plog_chunks_drop(pl, seg);
 		total -= seg->end;
-		segment_delete_files(pl, seg);
+		segment_remove_files(plog_dirfd(pl), seg);
 		plog_segment_unlink(pl, seg);
 		pl->log_start = pl->seg_head->base_offset > pl->log_start ? pl->seg_head->base_offset
 									    : pl->log_start;

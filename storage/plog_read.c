@@ -92,6 +92,7 @@ static int read_from_tail(struct plog *pl, struct plog_read *rd)
 			return 0;
 		rd->data = c->mem + (pos - c->file_base) + skip;
 		rd->chunk = c;
+		rd->tail = &pl->st->tail;
 		rd->from_tail = 1;
 		tail_chunk_ref(&pl->st->tail, c);
 		store_stat_add(&pl->st->tail.hits, 1);
@@ -101,6 +102,8 @@ static int read_from_tail(struct plog *pl, struct plog_read *rd)
 
 static void plog_read_done(struct store_call *call, int res);
 
+/* A disk read in flight holds its segment (retention and the cleaner's
+ * swap wait for seg->reads) and its log (plog_free waits for pl->reads). */
 static int submit_disk_read(struct plog *pl, struct plog_read *rd)
 {
 	struct io_uring_sqe *sqe = store_sqe(pl->st);
@@ -109,6 +112,8 @@ static int submit_disk_read(struct plog *pl, struct plog_read *rd)
 		return -EBUSY;
 	io_uring_prep_read(sqe, rd->seg->fd, rd->buf, rd->rd_len, rd->rd_pos);
 	rd->call.done = plog_read_done;
+	rd->seg->reads++;
+	pl->reads++;
 	store_stat_add(&pl->st->stats.reads, 1);
 	store_call_submit(pl->st, sqe, &rd->call);
 	return 0;
@@ -126,6 +131,8 @@ int plog_read(struct plog *pl, struct plog_read *rd)
 	rd->chunk = NULL;
 	rd->from_tail = 0;
 	rd->retried = 0;
+	if (pl->closed)
+		return -ENOENT;        /* closed, freed once its reads are over */
 	if (rd->offset < pl->log_start || rd->offset > pl->next_offset)
 		return -ERANGE;
 	if (rd->max_offset > pl->next_offset)
@@ -172,22 +179,42 @@ int plog_read(struct plog *pl, struct plog_read *rd)
 	return submit_disk_read(pl, rd) < 0 ? -EBUSY : 0;
 }
 
-/* A disk read landed. */
+/* The read is over: its completion runs, then the log lets go of it (a
+ * log closed meanwhile is freed after its last read). */
+static void read_end(struct plog *pl, struct plog_read *rd)
+{
+	if (rd->done)
+		rd->done(rd);
+	if (!--pl->reads && pl->closed)
+		plog_free(pl);
+}
+
+/* A disk read landed. Until read_end the log holds it in pl->reads, also
+ * across a read submitted again from here (which holds its own). */
 static void plog_read_done(struct store_call *call, int res)
 {
 	struct plog_read *rd = (struct plog_read *)((char *)call - offsetof(struct plog_read, call));
 	struct plog *pl = rd->pl;
+	struct segment *seg = rd->seg;
 	uint32_t skip, need, avail;
 	int incomplete;
 
+	seg->reads--;
+	if (pl->closed) {
+		/* the log was closed (its partition deleted) while the read was
+		 * in flight: nothing is served from it */
+		rd->err = -ENOENT;
+		rd->bytes = 0;
+		goto done;
+	}
 	if (res < 0) {
 		rd->err = res;
 		goto done;
 	}
 	store_stat_add(&pl->st->stats.read_bytes, (uint64_t)res);
 	avail = (uint32_t)res;
-	if (rd->rd_pos + avail > rd->seg->flushed)
-		avail = rd->seg->flushed > rd->rd_pos ? (uint32_t)(rd->seg->flushed - rd->rd_pos) : 0;
+	if (rd->rd_pos + avail > seg->flushed)
+		avail = seg->flushed > rd->rd_pos ? (uint32_t)(seg->flushed - rd->rd_pos) : 0;
 	if (avail <= rd->skip) {
 		rd->bytes = 0;
 		goto done;
@@ -206,35 +233,38 @@ static void plog_read_done(struct store_call *call, int res)
 		rd->skip = (uint32_t)(start - align_down4k(start));
 		rd->rd_pos = align_down4k(start);
 		rd->rd_len = len;
-		if (submit_disk_read(pl, rd) == 0)
+		if (submit_disk_read(pl, rd) == 0) {
+			pl->reads--;       /* the new read holds the log */
 			return;
+		}
 		rd->err = -EBUSY;
 		goto done;
 	}
-	if (!rd->bytes && !incomplete && rd->rd_pos + (uint64_t)res >= rd->seg->end && rd->seg->next) {
+	if (!rd->bytes && !incomplete && rd->rd_pos + (uint64_t)res >= seg->end && seg->next) {
 		/* nothing at or after the offset in this segment (a compacted
 		 * log has gaps): go on with the next segment */
 		int rc;
 
-		if (rd->offset < rd->seg->next->base_offset)
-			rd->offset = rd->seg->next->base_offset;
+		if (rd->offset < seg->next->base_offset)
+			rd->offset = seg->next->base_offset;
 		rc = plog_read(pl, rd);
-		if (rc == 0)
+		if (rc == 0) {
+			pl->reads--;       /* the new read holds the log */
 			return;
+		}
 		if (rc < 0)
 			rd->err = rc;
 		goto done;
 	}
 	rd->data = rd->buf + rd->skip + skip;
 done:
-	if (rd->done)
-		rd->done(rd);
+	read_end(pl, rd);
 }
 
 void plog_read_release(struct plog_read *rd)
 {
 	if (rd->chunk) {
-		tail_chunk_unref(&rd->pl->st->tail, rd->chunk);
+		tail_chunk_unref(rd->tail, rd->chunk);   /* not through rd->pl: the log may be gone */
 		rd->chunk = NULL;
 	}
 }

@@ -108,15 +108,13 @@ void seg_index_truncate(struct seg_index *ix, uint32_t pos)
 	ix->last_ts = ix->n_time ? ix->time[ix->n_time - 1].timestamp : INT64_MIN;
 }
 
-int seg_index_save(const struct seg_index *ix, const char *path, const struct seg_index_trailer *tr)
+int seg_index_encode(const struct seg_index *ix, const struct seg_index_trailer *tr, uint8_t **out, size_t *len)
 {
 	size_t size = SEG_INDEX_HEADER_SIZE + (size_t)ix->n_off * SEG_INDEX_OFF_ENTRY_SIZE +
 		      (size_t)ix->n_time * SEG_INDEX_TIME_ENTRY_SIZE;
 	uint8_t *buf = calloc(1, size); /* style: allow once per segment */
-	char tmp[4200];
 	uint8_t *p;
 	uint32_t crc;
-	int fd, rc = 0;
 
 	if (!buf)
 		return -ENOMEM;
@@ -141,25 +139,9 @@ int seg_index_save(const struct seg_index *ix, const char *path, const struct se
 	crc = batch_crc32c(buf, OF_IDX_Crc);
 	crc = crc32_iscsi(buf + SEG_INDEX_HEADER_SIZE, (int)(size - SEG_INDEX_HEADER_SIZE), crc ^ 0xffffffffu) ^ 0xffffffffu;
 	be32_store(buf + OF_IDX_Crc, crc);
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (write(fd, buf, size) != (ssize_t)size)
-		rc = -EIO;
-	else if (fdatasync(fd) < 0) /* style: allow blocking: index save at roll/checkpoint, not yet on the ring */
-		rc = -errno;
-	close(fd);
-	if (!rc && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc)
-		unlink(tmp);
-out:
-	free(buf);
-	return rc;
+	*out = buf;
+	*len = size;
+	return 0;
 }
 
 int seg_index_load(struct seg_index *ix, const char *path, int64_t base_offset,

@@ -5,9 +5,10 @@
  * Memory grows by doubling, so a segment reallocates O(log n) times in its
  * life, never per batch in steady state.
  * On disk (seg_index_format): "<base>.index" holds both arrays and a
- * trailer with the valid end of the segment; it is written when a sealed
- * segment is fully on disk and at clean shutdown, and is a recovery
- * checkpoint: everything before trailer.end_pos is complete and valid.
+ * trailer with the valid end of the segment; it is written (by the log, on
+ * the shard's ring) when a sealed segment is fully on disk and at clean
+ * shutdown, and is a recovery checkpoint: everything before
+ * trailer.end_pos is complete and valid.
  * Errors: 0 or -errno.
  */
 #ifndef SLUICE_SEG_INDEX_H
@@ -81,9 +82,10 @@ struct seg_index_trailer {
 	int64_t max_timestamp;
 };
 
-/* Write "<path>" atomically (tmp + rename). @thread shard (segment seal;
- * once per segment, blocking). */
-int seg_index_save(const struct seg_index *ix, const char *path, const struct seg_index_trailer *tr);
+/* The file image of the index with its trailer, in a buffer allocated
+ * here (once per segment) that the caller frees; it is written on the
+ * shard's ring (storage/file_save.h). 0 or -ENOMEM. @thread shard */
+int seg_index_encode(const struct seg_index *ix, const struct seg_index_trailer *tr, uint8_t **out, size_t *len);
 /* Load and verify; -EBADMSG if the file is damaged, -ENOENT if absent. */
 int seg_index_load(struct seg_index *ix, const char *path, int64_t base_offset,
 		   struct seg_index_trailer *tr);

@@ -1,5 +1,5 @@
 /* storage/segment.c — a segment file: create (or take the prepared one),
- * seal with its index, free. */
+ * the image of its index, free. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -62,18 +62,44 @@ void segment_free(struct segment *seg)
 	free(seg);
 }
 
-void segment_seal_index(struct segment *seg, const char *dir, int sync)
+void segment_remove_files(int dirfd, const struct segment *seg)
 {
-	struct seg_index_trailer tr = {
-		.base_offset = seg->base_offset, .next_offset = seg->next_offset,
-		.end_pos = seg->end, .max_timestamp = seg->max_timestamp,
-	};
-	char name[48], path[4200];
+	char name[48];
 
-	if (sync && fdatasync(seg->fd) < 0) /* style: allow blocking: at roll, not yet on the ring */
-		return;
+	unlinkat(dirfd, seg->name, 0);
 	segment_index_path(seg, name, sizeof(name));
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (seg_index_save(&seg->ix, path, &tr) == 0)
-		seg->index_saved = 1;
+	unlinkat(dirfd, name, 0);
+}
+
+int segment_index_image(const struct segment *seg, uint64_t upto, uint8_t **buf, size_t *len, int *whole)
+{
+	struct seg_index ix = seg->ix;   /* a shallow view: the prefix's entries */
+	struct seg_index_trailer tr = {
+		.base_offset = seg->base_offset, .max_timestamp = seg->max_timestamp,
+	};
+
+	*buf = NULL;
+	*len = 0;
+	*whole = upto >= seg->end;
+	if (*whole) {
+		tr.end_pos = seg->end;
+		tr.next_offset = seg->next_offset;
+	} else {
+		/* up to the last indexed batch boundary at or below upto (exact:
+		 * a batch starts there) */
+		uint32_t k = ix.n_off;
+
+		while (k && ix.off[k - 1].position > upto)
+			k--;
+		if (!k)
+			return 0;
+		tr.end_pos = ix.off[k - 1].position;
+		tr.next_offset = seg->base_offset + ix.off[k - 1].rel_offset;
+		ix.n_off = k - 1;
+		while (ix.n_time && ix.time[ix.n_time - 1].position >= tr.end_pos)
+			ix.n_time--;
+		if (!tr.end_pos)
+			return 0;
+	}
+	return seg_index_encode(&ix, &tr, buf, len);
 }

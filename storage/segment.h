@@ -4,10 +4,11 @@
  * O_DIRECT) and its index. File "<dir>/<20-digit base offset>.log"; the
  * space after `end` is preallocated zeros, so the true end is found by
  * reading (recovery), never by the file size.
- * segment.c creates, seals and frees the file and knows nothing of the log
- * above it: the partition log (plog.c) links its segments into its list,
- * preallocates their extents on the shard's ring (falloc_call) and says
- * where they live.
+ * segment.c creates the file, makes the image of its index and frees it,
+ * and knows nothing of the log above it: the partition log (plog.c) links
+ * its segments into its list, preallocates their extents on the shard's
+ * ring (falloc_call) and says where they live; the log's file work
+ * (plog_files.c) writes their index files on the ring.
  * Errors: 0 or -errno.
  */
 #ifndef SLUICE_SEGMENT_H
@@ -31,13 +32,19 @@ struct segment {
 	int fd;
 	uint8_t sealed;            /* no more appends; rolled */
 	uint8_t index_saved;       /* "<base>.index" matches this segment */
+	uint8_t saving;            /* its data's fdatasync and index write are in flight:
+				    * it stays, and its descriptor, until they end */
+	uint8_t save_failed;       /* the last try failed: again at the next checkpoint */
 	uint8_t falloc_inflight;
 	uint8_t dead;              /* removed from the log, freed when idle */
+	uint32_t reads;            /* the log's disk reads in flight on it: it is neither
+				    * deleted nor swapped (retention, the cleaner) until they end */
 	struct store_call falloc_call;   /* the preallocation in flight */
 	struct seg_index ix;
 	struct segment *next, *prev;
 	struct plog *owner;        /* borrowed: the log whose list holds it (the
 				    * log's to follow; segment.c never does) */
+	struct store *st;          /* borrowed: the shard's store (outlives every log) */
 	char name[32];             /* "<20 digits>.log" */
 };
 
@@ -55,11 +62,18 @@ int segment_create(int dirfd, int64_t base, int fd, const char *from, uint64_t a
 /* Close and free; with a preallocation in flight, only marked dead (the
  * completion frees it). @thread shard */
 void segment_free(struct segment *seg);
-/* A sealed segment fully on disk gets its index file "<base>.index" in
- * `dir`, a recovery checkpoint; sync: fdatasync its data first, so the
- * index never vouches for bytes a power loss could take (write mode).
- * Slow path: blocks. @thread shard */
-void segment_seal_index(struct segment *seg, const char *dir, int sync);
+/* The image of the segment's index file ("<base>.index", a recovery
+ * checkpoint) for its bytes up to `upto`, which must be on disk: the whole
+ * segment when upto >= end (*whole = 1), else the prefix up to the last
+ * indexed batch boundary at or below upto. 0 with *buf NULL when there is
+ * no such prefix; -ENOMEM. The buffer (allocated here, once per segment)
+ * is the caller's to free once written: the log writes it on the shard's
+ * ring (storage/file_save.h), after the fdatasync of the data it vouches
+ * for. @thread shard */
+int segment_index_image(const struct segment *seg, uint64_t upto, uint8_t **buf, size_t *len, int *whole);
+/* Remove the segment's files (data, then index) from the directory dirfd
+ * (retention, DeleteRecords; the slow path's unlinks). @thread shard */
+void segment_remove_files(int dirfd, const struct segment *seg);
 /* "<20 digits>.index" of the segment. */
 void segment_index_path(const struct segment *seg, char *buf, size_t n);
 

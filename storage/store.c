@@ -94,6 +94,36 @@ void store_call_submit(struct store *st, struct io_uring_sqe *sqe, struct store_
 	io_uring_submit(st->ring);
 }
 
+int store_slot_take(struct store *st, struct store_slot_wait *w)
+{
+	if (st->slow_slots < STORE_SLOW_SLOTS && !st->slot_head) {
+		st->slow_slots++;
+		return 1;
+	}
+	w->next = NULL;
+	if (st->slot_tail)
+		st->slot_tail->next = w;
+	else
+		st->slot_head = w;
+	st->slot_tail = w;
+	return 0;
+}
+
+void store_slot_give(struct store *st)
+{
+	struct store_slot_wait *w = st->slot_head;
+
+	if (!w) {
+		st->slow_slots--;
+		return;
+	}
+	/* the slot goes straight to the oldest waiter */
+	st->slot_head = w->next;
+	if (!st->slot_head)
+		st->slot_tail = NULL;
+	w->ready(w);
+}
+
 int store_flush(struct store *st)
 {
 	struct store_flusher *f = st->dirty_head, *keep_head = NULL, *keep_tail = NULL, *next;
@@ -140,10 +170,15 @@ void store_complete(struct store *st, struct io_uring_cqe *cqe)
 
 int store_poll(struct store *st, int wait)
 {
+	store_flush(st);
+	return store_reap(st, wait);
+}
+
+int store_reap(struct store *st, int wait)
+{
 	struct io_uring_cqe *cqe;
 	unsigned head, n = 0;
 
-	store_flush(st);
 	if (wait && st->inflight)
 		io_uring_submit_and_wait(st->ring, 1);
 	else

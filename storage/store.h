@@ -37,8 +37,10 @@ enum store_op {
 /* A storage operation on the shard's ring, with its completion: the CQE
  * calls done(call, cqe->res) on the shard, and done finds its op as the
  * struct that embeds `call` (a partition log's write slot or next segment's
- * preallocation, a segment's extent, a read; on the slow path a producer
- * snapshot's write, fdatasync or rename, a compaction's step). The struct
+ * preallocation, a segment's extent, a read, the read-back of an evicted
+ * partial block; on the slow path a small file's save step (file_save: a
+ * segment index, a checkpoint), a producer snapshot's write, fdatasync or
+ * rename, a compaction's step). The struct
  * is the caller's and must live until done runs; one SQE in flight per
  * call. Nothing is allocated per operation. */
 struct store_call {
@@ -58,6 +60,17 @@ struct store_flusher {
 	int (*pending)(const struct store_flusher *f);
 	struct store_flusher *dirty_next;
 	uint8_t dirty;             /* on the store's list */
+};
+
+/* Slow-path chains of operations (a small file's save: storage/file_save.h)
+ * each hold one of a few slots from their first step to their last, so a
+ * burst of them (every partition's checkpoint on the retention tick) keeps
+ * a bounded number of files open and of syncs in flight; the others wait
+ * their turn, oldest first. */
+#define STORE_SLOW_SLOTS 8
+struct store_slot_wait {
+	void (*ready)(struct store_slot_wait *w);   /* the slot is yours now */
+	struct store_slot_wait *next;
 };
 
 /* Counters of the store, written by the owner shard only; those the
@@ -99,6 +112,8 @@ struct store {
 	struct store_flusher *dirty_head;   /* flushers with unwritten data */
 	struct store_flusher *dirty_tail;
 	unsigned inflight;         /* storage SQEs not yet completed */
+	unsigned slow_slots;       /* slots held (STORE_SLOW_SLOTS at most) */
+	struct store_slot_wait *slot_head, *slot_tail;   /* waiting for one, borrowed */
 	struct store_cqe *foreign; /* the shard's completions seen by store_poll */
 	unsigned nforeign, foreign_cap;
 	uint64_t now_ns;           /* set by the loop; handlers never read the clock */
@@ -140,6 +155,17 @@ void store_complete(struct store *st, struct io_uring_cqe *cqe);
  * wait for at least one if wait != 0 and anything is in flight. Returns the
  * number of completions handled. */
 int store_poll(struct store *st, int wait);
+
+/* Take a slow-path slot: 1, it is yours; 0, w->ready runs once one is
+ * given back (w is the caller's until then). @thread shard */
+int store_slot_take(struct store *st, struct store_slot_wait *w);
+/* Give a slot back; the oldest waiter gets it (its ready runs now).
+ * @thread shard */
+void store_slot_give(struct store *st);
+
+/* store_poll without the flush: only what is in flight completes (a wait
+ * for one operation that must not write anything new meanwhile). */
+int store_reap(struct store *st, int wait);
 
 /* Run store_poll until nothing is in flight or dirty. */
 void store_drain(struct store *st);

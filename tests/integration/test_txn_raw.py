@@ -701,6 +701,60 @@ def state_survives_restart():
                 markers(f.batches)
 
 
+def delete_records(c, name, partition, offset):
+    """DeleteRecords v0: (error, low watermark)."""
+    w = kraw.W().array([name], lambda w, n: w.str(n).array([(partition, offset)],
+                                                          lambda w, po: w.i32(po[0]).i64(po[1])))
+    w.i32(30000)
+    r = c.request(21, 0, w)
+    r.i32()
+    res = r.array(lambda r: (r.str(), r.array(lambda r: (r.i32(), r.i64(), r.i16()))))
+    r.done()
+    _, parts = res[0]
+    return parts[0][2], parts[0][1]
+
+
+@test
+def aborted_list_trimmed_on_the_retention_tick():
+    """Three aborted transactions (markers at 1, 3, 5) are three records of
+    aborted.txns. DeleteRecords to 4 and a fourth abort (marker at 7): the
+    retention tick (200 ms) forgets the aborts wholly below the log start
+    and rewrites the file (on the shard's ring) with the other two. After
+    a SIGTERM restart, read_committed from 4 still gets both."""
+    settings = dict(SETTINGS)
+    settings["log.retention.check.interval.ms"] = 200
+    with broker(settings=settings) as b:
+        path = os.path.join(b.data_dir, "tt-0", "aborted.txns")
+
+        def size_becomes(n):
+            deadline = time.monotonic() + HANG_GUARD
+            while not (os.path.exists(path) and os.path.getsize(path) == n):
+                assert time.monotonic() < deadline, (n, os.path.getsize(path) if os.path.exists(path) else None)
+                time.sleep(0.05)
+
+        with TConn(b.bootstrap) as c:
+            new_topic(c, "tt")
+            p = Producer(c, "tx-tt")
+            for i in range(3):
+                p.add("tt", [0])
+                assert p.produce("tt", 0, [b"a%d" % i]).error == 0
+                assert p.end(False) == 0
+            size_becomes(3 * 24)
+            assert delete_records(c, "tt", 0, 4) == (0, 4)
+            p.add("tt", [0])
+            assert p.produce("tt", 0, [b"a3"]).error == 0
+            assert p.end(False) == 0
+            size_becomes(2 * 24)
+            assert not os.path.exists(path + ".tmp")
+            f = c.fetch1("tt", 0, 4, READ_COMMITTED)
+            assert (f.hw, f.lso, f.aborted) == (8, 8, [(p.pid, 4), (p.pid, 6)]), f
+        b.restart(hard=False)
+        with TConn(b.bootstrap) as c:
+            f = c.fetch1("tt", 0, 4, READ_COMMITTED)
+            assert (f.hw, f.lso, f.aborted) == (8, 8, [(p.pid, 4), (p.pid, 6)]), f
+        assert os.path.getsize(path) == 2 * 24
+
+
 @test
 def crc32c_and_batch_self_check():
     """The test's own encoders: CRC-32C of "123456789" is 0xE3069283, and a

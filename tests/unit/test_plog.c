@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "storage/plog.h"
+#include "storage/plog_internal.h"
 #include "tests/unit/helpers.h"
 
 static uint8_t bbuf[2 << 20];
@@ -595,7 +596,7 @@ Test(plog, idle_partitions_cost_little)
 static int64_t burst_base[BURST_MAX], burst_seg[BURST_MAX];
 static uint64_t burst_pos[BURST_MAX];
 static uint32_t burst_size[BURST_MAX];
-static int burst_n, burst_calls, burst_checked;
+static int burst_n, burst_calls, burst_checked, burst_indexed;
 static int64_t burst_durable;
 static const char *burst_dir;
 
@@ -612,6 +613,16 @@ static void on_burst_durable(struct plog *pl, int64_t off, int err, void *arg)
 	cr_assert_leq(off, pl->next_offset);
 	burst_durable = off;
 	burst_calls++;
+	/* a sealed segment is acknowledged only once its index is written
+	 * (after its data's fdatasync): a crash then reads only what follows */
+	for (const struct segment *s = pl->seg_head; s && s != pl->seg_tail; s = s->next) {
+		if (s->next_offset > off)
+			break;
+		snprintf(path, sizeof(path), "%s/%020lld.index", burst_dir, (long long)s->base_offset);
+		cr_assert_eq(access(path, F_OK), 0, "offset %lld acknowledged before the index of %s", (long long)off,
+			     s->name);
+		burst_indexed++;
+	}
 	/* the last batch wholly below the durable offset */
 	for (i = burst_n - 1; i >= 0 && burst_base[i] + 10 > off; i--)
 		;
@@ -642,7 +653,7 @@ static void burst_run(int durability, int batches)
 	cr_assert_eq(plog_open(&st, sub, &cfg, &pl), 0);
 	plog_set_durable_cb(pl, on_burst_durable, NULL);
 	burst_dir = sub;
-	burst_n = burst_calls = burst_checked = 0;
+	burst_n = burst_calls = burst_checked = burst_indexed = 0;
 	burst_durable = 0;
 	st.stats.max_inflight_writes = 0;
 	cr_assert_leq(batches, BURST_MAX);
@@ -666,6 +677,7 @@ static void burst_run(int durability, int batches)
 	cr_assert_eq(pl->high_watermark, pl->next_offset);
 	cr_assert_eq(burst_durable, pl->next_offset, "the last report covers everything");
 	cr_assert_gt(burst_checked, 3, "reports checked against the disk: %d", burst_checked);
+	cr_assert_gt(burst_indexed, 0, "sealed segments checked for their index");
 	cr_assert_eq(check_all(pl, 0, 10), (int64_t)batches * 10);
 	plog_close(pl);
 	cr_assert_eq(plog_open(&st, sub, &cfg, &pl), 0);
@@ -706,4 +718,475 @@ Test(plog, batch_larger_than_the_tail_budget_is_too_large)
 	store_drain(&st);
 	cr_assert_eq(check_all(pl, 0, 1), 1);
 	plog_close(pl);
+}
+
+/* ---- operations in flight when the log goes away ---------------------- */
+
+struct read_seen {
+	int calls;
+	int err;
+	uint32_t bytes;
+};
+
+static void read_seen_done(struct plog_read *rd)
+{
+	struct read_seen *s = rd->arg;
+
+	s->calls++;
+	s->err = rd->err;
+	s->bytes = rd->bytes;
+}
+
+/* 100 batches, closed and opened again: the tail then holds only the
+ * partial last block, so a read from offset 0 goes to the disk. */
+static struct plog *open_log_on_disk(struct plog_config *cfg)
+{
+	struct plog *pl;
+
+	plog_config_defaults(cfg);
+	cfg->segment_bytes = 64 * 1024;
+	pl = open_log(cfg);
+	for (int i = 0; i < 100; i++)
+		append(pl, i, 2, 300, 1000 + i);
+	store_drain(&st);
+	plog_close(pl);
+	return open_log(cfg);
+}
+
+/* Regression: a Fetch's disk read still in flight when its partition is
+ * deleted (plog_close) completed against the freed log and segment (a
+ * use-after-free the sanitizer build reports). The read must end once,
+ * with an error, and the log be freed only after it. */
+Test(plog, disk_read_in_flight_when_the_log_closes)
+{
+	struct plog_config cfg;
+	struct plog *pl = open_log_on_disk(&cfg);
+	struct read_seen seen = { 0 };
+	struct plog_read rd = { .offset = 0, .max_offset = pl->high_watermark, .max_bytes = 64 * 1024,
+				.buf = rbuf, .buf_cap = RBUF_CAP, .done = read_seen_done, .arg = &seen };
+
+	cr_assert_eq(plog_read(pl, &rd), 0, "the read goes to the disk");
+	plog_close(pl);                 /* the partition is deleted meanwhile */
+	store_drain(&st);
+	cr_assert_eq(seen.calls, 1, "the read ends once");
+	cr_assert_neq(seen.err, 0, "a read of a closed log reports it");
+	cr_assert_eq(seen.bytes, 0);
+}
+
+/* The same for ListOffsets by timestamp: its walk reads from the disk. */
+Test(plog, time_lookup_in_flight_when_the_log_closes)
+{
+	struct plog_config cfg;
+	struct plog *pl = open_log_on_disk(&cfg);
+	struct time_seen seen = { 0 };
+	struct plog_time q = { .ts = 1050, .buf = rbuf, .buf_cap = RBUF_CAP, .done = time_done, .arg = &seen };
+
+	cr_assert_eq(plog_find_time(pl, &q), 0, "the walk goes to the disk");
+	plog_close(pl);
+	store_drain(&st);
+	cr_assert_eq(seen.calls, 1, "the walk ends once");
+	cr_assert_neq(q.err, 0);
+}
+
+/* Regression: retention deleted a segment a disk read was still reading
+ * (its completion then read the freed segment). The segment stays until
+ * the read is over; the read returns its batches; the next retention pass
+ * deletes it. */
+Test(plog, retention_waits_for_a_disk_read_of_the_segment)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	struct read_seen seen = { 0 };
+
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 16 * 1024;
+	cfg.retention_ms = 1000;
+	pl = open_log(&cfg);
+	for (int i = 0; i < 100; i++)
+		append(pl, i, 2, 300, i < 50 ? 1000 : 100000);
+	store_drain(&st);
+	plog_close(pl);
+	pl = open_log(&cfg);
+	int64_t first_end = pl->seg_head->next_offset;
+	struct plog_read rd = { .offset = 0, .max_offset = pl->high_watermark, .max_bytes = 1,
+				.buf = rbuf, .buf_cap = RBUF_CAP, .done = read_seen_done, .arg = &seen };
+
+	cr_assert_eq(plog_read(pl, &rd), 0, "the read goes to the disk");
+	int gone = plog_retain(pl, 50000);
+	cr_assert_lt(pl->log_start, first_end, "the segment being read is still there");
+	store_drain(&st);
+	cr_assert_eq(seen.calls, 1);
+	cr_assert_eq(seen.err, 0);
+	cr_assert_gt(seen.bytes, 0);
+	cr_assert_eq(batch_base_offset(rd.data), 0);
+	gone += plog_retain(pl, 50000);
+	cr_assert_gt(gone, 0);
+	cr_assert_geq(pl->log_start, first_end, "deleted once the read was over");
+	plog_close(pl);
+}
+
+/* Regression: a preallocation that fails after its segment was taken off
+ * the log (retention, DeleteRecords) and the log was closed read the freed
+ * log in its completion (and leaked the segment). The state is reached
+ * directly: a new log's first extent is asked for but not yet submitted;
+ * the segment's descriptor is made read-only so the fallocate fails
+ * (EBADF); the segment is taken off the log as retention does it and the
+ * log, failed (nothing left to write), is closed; then the completion
+ * comes. */
+Test(plog, failed_preallocation_after_the_log_is_gone)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	struct segment *seg;
+	char path[4400];
+	int ro;
+
+	plog_config_defaults(&cfg);
+	pl = open_log(&cfg);
+	seg = pl->seg_head;
+	cr_assert(seg->falloc_inflight, "the first extent is asked for at creation");
+	snprintf(path, sizeof(path), "%s/%s", dir, seg->name);
+	ro = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(ro, 0);
+	cr_assert_eq(dup2(ro, seg->fd), seg->fd);
+	close(ro);
+	plog_segment_unlink(pl, seg);
+	segment_free(seg);            /* in flight: only marked dead */
+	pl->err = -EIO;
+	plog_close(pl);
+	uint64_t errors = st.stats.falloc_errors;
+	store_drain(&st);
+	cr_assert_eq(st.stats.falloc_errors, errors + 1, "the preallocation failed");
+}
+
+/* ---- the partial block of an evicted partition, read back ------------- */
+
+/* Append one record of vlen bytes, batch `seq`, without polling; its base
+ * offset must be `seq`. */
+static void append_now(struct plog *pl, int64_t seq, int vlen)
+{
+	int64_t base;
+	uint32_t size = test_batch(bbuf, sizeof(bbuf), seq, 1, vlen, 0, 1000 + seq);
+	int rc = plog_append(pl, bbuf, size, &base);
+
+	cr_assert_eq(rc, 0, "append %lld: %s", (long long)seq, strerror(-rc));
+	cr_assert_eq(base, seq);
+}
+
+/* A partition whose last chunk was evicted appends again at once; its
+ * partial block is read back while later appends go on, one of them into a
+ * new chunk that starts in that same block; everything is written after
+ * the block came back, the bytes on disk are whole (reopened, read from
+ * the files) and every batch reads back. */
+Test(plog, evicted_partial_block_comes_back_under_later_appends)
+{
+	struct plog_config cfg;
+	struct plog *a, *b;
+
+	store_fini(&st);
+	cr_assert_eq(store_init(&st, NULL, 256 * 1024), 0);
+	plog_config_defaults(&cfg);
+	a = open_log_at(&cfg, 0);
+	b = open_log_at(&cfg, 1);
+	append_now(a, 0, 1000);               /* a's partial block: ~1 KB */
+	store_drain(&st);
+	/* b's writes take the whole budget: a's last chunk is evicted */
+	for (int i = 0; i < 60; i++)
+		cr_assert_eq(append_bounded(b, i, 12000), 0);
+	store_drain(&st);
+	cr_assert_null(a->chunk_head, "a's last chunk was evicted");
+	uint64_t reloads = st.tail.reloads;
+
+	append_now(a, 1, 500);                /* reads the block back */
+	append_now(a, 2, 14000);              /* a new chunk, from the same block */
+	append_now(a, 3, 300);
+	cr_assert_eq(a->durable_offset, 1, "nothing new is durable before the block is back");
+	store_drain(&st);
+	cr_assert_eq(st.tail.reloads, reloads + 1, "one read of the block");
+	cr_assert_eq(a->high_watermark, 4);
+	cr_assert_eq(check_all(a, 0, 1), 4);
+	plog_close(a);
+	a = open_log_at(&cfg, 0);
+	cr_assert_eq(a->recovery.truncated_reason, 0);
+	cr_assert_eq(a->next_offset, 4);
+	cr_assert_eq(check_all(a, 0, 1), 4);
+	cr_assert_eq(check_all(b, 0, 1), 60);
+	plog_close(a);
+	plog_close(b);
+}
+
+/* The chunk taken for the next append evicts the partition's own last
+ * chunk (the oldest clean one) and has no room left for the block read
+ * back: the read goes into a page of its own, taken from the pool. */
+Test(plog, partial_block_read_back_into_a_page_of_its_own)
+{
+	struct plog_config cfg;
+	struct plog *a, *b;
+
+	store_fini(&st);
+	cr_assert_eq(store_init(&st, NULL, 32 * 1024), 0);
+	plog_config_defaults(&cfg);
+	a = open_log_at(&cfg, 0);
+	b = open_log_at(&cfg, 1);
+	append_now(a, 0, 12000);
+	store_drain(&st);
+	append_now(b, 0, 12000);
+	store_drain(&st);
+	uint64_t reloads = st.tail.reloads, evictions = st.tail.evictions;
+
+	append_now(a, 1, 12000);
+	store_drain(&st);
+	cr_assert_eq(st.tail.reloads, reloads + 1);
+	cr_assert_geq(st.tail.evictions, evictions + 2, "a's chunk and b's");
+	cr_assert_leq(st.tail.used + st.tail.cached, 32 * 1024);
+	cr_assert_eq(check_all(a, 0, 1), 2);
+	plog_close(a);
+	a = open_log_at(&cfg, 0);
+	cr_assert_eq(a->recovery.truncated_reason, 0);
+	cr_assert_eq(check_all(a, 0, 1), 2);
+	cr_assert_eq(check_all(b, 0, 1), 1);
+	plog_close(a);
+	plog_close(b);
+}
+
+/* ---- the log's small files, on the ring ------------------------------- */
+
+/* The text of dir/name ("" if absent). */
+static const char *file_text(const char *name)
+{
+	static char buf[256];
+	char path[4400];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	buf[0] = 0;
+	if (!(f = fopen(path, "r")))
+		return buf;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return buf;
+}
+
+static int file_there(const char *name)
+{
+	char path[4400];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return access(path, F_OK) == 0;
+}
+
+static int64_t checkpoint_hw(void)
+{
+	const char *t = file_text("recovery-checkpoint");
+
+	return strncmp(t, "sluice-checkpoint 1 hw ", 23) ? -1 : strtoll(t + 23, NULL, 10);
+}
+
+/* A roll's index and a checkpoint are written on the ring: the calls
+ * return at once, the files appear only as completions are reaped (none
+ * is written while nothing polls), and then say the right thing. */
+Test(plog, index_and_checkpoint_are_written_on_the_ring)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	char idx[48];
+
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 16 * 1024;
+	pl = open_log(&cfg);
+	uint32_t size = test_batch(bbuf, sizeof(bbuf), 0, 1, 1000, 7, 1000);
+	int i = 0;
+
+	for (; pl->seg_tail->end + size <= cfg.segment_bytes; i++)
+		append(pl, i, 1, 1000, 1000 + i);
+	store_drain(&st);
+	cr_assert_eq(plog_segment_count(pl), 1);
+	snprintf(idx, sizeof(idx), "%020d.index", 0);
+	cr_assert(!file_there(idx));
+	/* the roll: the old segment is wholly written, its index is due now */
+	append(pl, i, 1, 1000, 1000 + i);
+	cr_assert_eq(plog_segment_count(pl), 2);
+	cr_assert(!file_there(idx), "written while the append ran");
+	store_drain(&st);
+	cr_assert(file_there(idx), "the sealed segment's index");
+	cr_assert(pl->seg_head->index_saved);
+
+	store_drain(&st);
+	cr_assert_eq(checkpoint_hw(), -1);
+	cr_assert_eq(plog_checkpoint(pl), 0);
+	cr_assert_eq(checkpoint_hw(), -1, "written while plog_checkpoint ran");
+	store_drain(&st);
+	cr_assert_eq(checkpoint_hw(), pl->next_offset);
+	cr_assert_eq(pl->checkpointed, pl->next_offset);
+	/* nothing new: nothing written */
+	cr_assert_eq(plog_checkpoint_sync(pl), 0);
+	cr_assert_eq(checkpoint_hw(), pl->next_offset);
+	cr_assert(!file_there("recovery-checkpoint.tmp"));
+	plog_close(pl);
+}
+
+/* The checkpoint never claims offsets whose data may not be synced: a
+ * sealed segment whose index could not be written (its temporary name is
+ * taken by a directory) caps the watermark at its base. Once the index
+ * can be written, the next checkpoint writes it and goes to the end. */
+Test(plog, checkpoint_stops_below_a_segment_without_its_index)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	char tmp[4400];
+	int64_t blocked;
+
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 16 * 1024;
+	pl = open_log(&cfg);
+	for (int i = 0; plog_segment_count(pl) < 2; i++)
+		append(pl, i, 1, 1000, 1000 + i);
+	blocked = pl->seg_tail->base_offset;
+	snprintf(tmp, sizeof(tmp), "%s/%020lld.index.tmp", dir, (long long)blocked);
+	cr_assert_eq(mkdir(tmp, 0755), 0);
+	for (int i = (int)pl->next_offset; plog_segment_count(pl) < 4; i++)
+		append(pl, i, 1, 1000, 1000 + i);
+	store_drain(&st);
+	cr_assert_eq(plog_checkpoint_sync(pl), 0);
+	cr_assert(!pl->seg_head->next->index_saved, "its index could not be written");
+	cr_assert(pl->seg_head->next->next->index_saved, "the later ones were");
+	cr_assert_eq(checkpoint_hw(), blocked, "checkpoint at %lld, the segment without index starts at %lld",
+		     (long long)checkpoint_hw(), (long long)blocked);
+	cr_assert_eq(rmdir(tmp), 0);
+	cr_assert_eq(plog_checkpoint_sync(pl), 0);
+	cr_assert(pl->seg_head->next->index_saved);
+	cr_assert_eq(checkpoint_hw(), pl->next_offset);
+	plog_close(pl);
+}
+
+struct del_seen {
+	int calls;
+	int err;
+};
+
+static void del_done(struct plog_delete *d)
+{
+	struct del_seen *s = d->arg;
+
+	s->calls++;
+	s->err = d->err;
+}
+
+/* DeleteRecords answers once the new start is durable ("log-start-offset"
+ * written on the ring): not before; two requests in flight are answered
+ * after one save of the larger; whole segments below go; a restart keeps
+ * the start; outside [log start, high watermark] nothing happens. */
+Test(plog, delete_records_answers_once_the_start_is_durable)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	struct del_seen s1 = { 0 }, s2 = { 0 }, s3 = { 0 };
+	struct plog_delete d1 = { .offset = 30, .done = del_done, .arg = &s1 };
+	struct plog_delete d2 = { .offset = 45, .done = del_done, .arg = &s2 };
+	struct plog_delete d3 = { .offset = 1000, .done = del_done, .arg = &s3 };
+	int segs;
+
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 16 * 1024;
+	pl = open_log(&cfg);
+	for (int i = 0; i < 60; i++)
+		append(pl, i, 1, 1000, 1000 + i);
+	store_drain(&st);
+	segs = plog_segment_count(pl);
+	cr_assert_gt(segs, 3);
+	cr_assert_eq(plog_delete_records(pl, &d1), 0);
+	cr_assert_eq(plog_delete_records(pl, &d2), 0);
+	cr_assert_eq(plog_delete_records(pl, &d3), 1);
+	cr_assert_eq(d3.err, -ERANGE);
+	cr_assert_eq(s1.calls + s2.calls + s3.calls, 0, "answered before the start was saved");
+	cr_assert_eq(pl->log_start, 0);
+	store_drain(&st);
+	cr_assert_eq(s1.calls, 1);
+	cr_assert_eq(s2.calls, 1);
+	cr_assert_eq(s1.err, 0);
+	cr_assert_eq(s2.err, 0);
+	cr_assert_eq(pl->log_start, 45);
+	cr_assert_eq(strtoll(file_text("log-start-offset"), NULL, 10), 45);
+	cr_assert_lt(plog_segment_count(pl), segs, "whole segments below the start went");
+	cr_assert_leq(pl->seg_head->base_offset, 45);
+	cr_assert_eq(check_all(pl, 45, 1), 60);
+	cr_assert_eq(plog_delete_records_sync(pl, 40), -ERANGE, "below the start");
+	cr_assert_eq(plog_delete_records_sync(pl, -1), 0);
+	cr_assert_eq(pl->log_start, 60);
+	plog_close(pl);
+	pl = open_log(&cfg);
+	cr_assert_eq(pl->log_start, 60);
+	plog_close(pl);
+}
+
+/* A file beside the log: written whole on the ring, later saves of the
+ * same name after earlier ones (the last wins), plog_saving_file true
+ * until the last is in place, no temporary file left. */
+Test(plog, files_saved_beside_the_log)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+
+	plog_config_defaults(&cfg);
+	pl = open_log(&cfg);
+	cr_assert_eq(plog_saving_file(pl, "state.bin"), 0);
+	cr_assert_eq(plog_save_file(pl, "state.bin", "first\n", 6), 0);
+	cr_assert_eq(plog_save_file(pl, "other.bin", "x", 1), 0);
+	cr_assert_eq(plog_save_file(pl, "state.bin", "second\n", 7), 0);
+	cr_assert_eq(plog_saving_file(pl, "state.bin"), 1);
+	cr_assert(!file_there("state.bin"), "written while plog_save_file ran");
+	store_drain(&st);
+	cr_assert_eq(plog_saving_file(pl, "state.bin"), 0);
+	cr_assert_str_eq(file_text("state.bin"), "second\n");
+	cr_assert_str_eq(file_text("other.bin"), "x");
+	cr_assert(!file_there("state.bin.tmp"));
+	cr_assert_eq(plog_save_file(pl, "empty.bin", NULL, 0), 0);
+	plog_close(pl);                 /* the close waits for it */
+	cr_assert(file_there("empty.bin"));
+	cr_assert_str_eq(file_text("empty.bin"), "");
+}
+
+/* Every partition's checkpoint at once (the retention tick) keeps at most
+ * STORE_SLOW_SLOTS saves running (two descriptors each); the others wait
+ * their turn and all end written. */
+Test(plog, many_checkpoints_at_once_take_turns)
+{
+	enum { N = 40 };
+	struct plog_config cfg;
+	static struct plog *pls[N];
+	int waiting = 0;
+
+	plog_config_defaults(&cfg);
+	for (int i = 0; i < N; i++) {
+		pls[i] = open_log_at(&cfg, i);
+		append(pls[i], 0, 3, 100, 1000);
+	}
+	store_drain(&st);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(plog_checkpoint(pls[i]), 0);
+	cr_assert_eq(st.slow_slots, STORE_SLOW_SLOTS);
+	for (struct store_slot_wait *w = st.slot_head; w; w = w->next)
+		waiting++;
+	cr_assert_eq(waiting, N - STORE_SLOW_SLOTS);
+	while (st.inflight) {
+		store_poll(&st, 1);
+		cr_assert_leq(st.slow_slots, STORE_SLOW_SLOTS);
+	}
+	cr_assert_eq(st.slow_slots, 0);
+	cr_assert_null(st.slot_head);
+	for (int i = 0; i < N; i++) {
+		char path[4400];
+		FILE *f;
+		char line[128] = "";
+
+		cr_assert_eq(pls[i]->checkpointed, 3, "log %d", i);
+		snprintf(path, sizeof(path), "%s/p%d/recovery-checkpoint", dir, i);
+		cr_assert_not_null(f = fopen(path, "r"));
+		cr_assert_not_null(fgets(line, sizeof(line), f));
+		fclose(f);
+		cr_assert_str_eq(line, "sluice-checkpoint 1 hw 3\n");
+		plog_close(pls[i]);
+	}
 }

@@ -664,7 +664,7 @@ Test(recovery, crash_scans_only_after_the_recovery_point)
 	{
 		char p3[4400];
 
-		cr_assert_eq(plog_checkpoint(pl2), 0);
+		cr_assert_eq(plog_checkpoint_sync(pl2), 0);
 		snprintf(p3, sizeof(p3), "%s/rp-crash2", dir);
 		sh("cp -a '%s' '%s'", p2, p3);
 		plog_close(pl2);
@@ -854,7 +854,7 @@ Test(recovery, checkpoint_of_a_partly_written_active_segment)
 	for (int i = 30; i < 40; i++)
 		cr_assert_eq(plog_append(pl, b, test_batch(b, sizeof(b), i, 3, 300, 2, 10), &base), 0);
 	cr_assert_lt(pl->seg_tail->flushed, pl->seg_tail->end);
-	cr_assert_eq(plog_checkpoint(pl), 0);
+	cr_assert_eq(plog_checkpoint_sync(pl), 0);
 	sh("cp -a '%s' '%s'", p1, p2);
 	plog_close(pl);
 	plog_config_defaults(&cfg);
