@@ -49,6 +49,7 @@ struct ctl_op {
 	int nreplaced;
 	int64_t fd_free;             /* descriptors this request may still claim; INT64_MIN: not counted yet */
 	int64_t fd_limit;            /* RLIMIT_NOFILE when counted */
+	int64_t fd_claimed;          /* descriptors claimed, whose opens are not sent yet */
 	/* directories this request's opens made (they did not exist before),
 	 * each with the topic it is for: removed if that topic is dropped */
 	char **made;
@@ -102,6 +103,8 @@ struct ctl {
 	struct ctl_park park[BROKER_MAX_SHARDS];
 	uint64_t parked;             /* messages parked so far (a full ring) */
 	int64_t fd_opening;          /* partition opens sent, not answered yet */
+	int64_t fd_claimed;          /* claimed by requests whose opens are not sent yet (their
+				      * records are still being applied): counted as used */
 	struct config *cfg;          /* static: the file and --set */
 	struct config *eff;          /* in effect: cfg, then the run-time changes (metalog) */
 	struct metalog *ml;

@@ -266,6 +266,11 @@ void ctl_topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic *t
 		}
 		op->pending++;
 		ctl->fd_opening++;
+		if (op->fd_claimed > 0) {
+			/* the claim becomes an open in flight */
+			op->fd_claimed--;
+			ctl->fd_claimed--;
+		}
 		part_proxy_open(ctl_part_proxy(ctl, &px), t->parts[i].shard, o->dir, t, o->mp, &o->rep,
 				ctl_part_opened, o);
 	}
@@ -274,7 +279,10 @@ void ctl_topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic *t
 /* Claim descriptors for `need` new partitions (one each: the active
  * segment's file; more come with more segments, out of the reserve), or
  * refuse the topic before anything is written or opened. Counted once per
- * request; opens still in flight from earlier requests count as used. */
+ * request; opens still in flight from earlier requests count as used, and
+ * so do earlier claims whose opens are not sent yet (a create opens its
+ * partitions once its record is applied, turns later: two creates that
+ * each fit alone must not both pass). */
 int ctl_fd_claim(struct ctl *ctl, struct ctl_op *op, struct ctl_topic *ct, int64_t need)
 {
 	int64_t in_use, limit = 0;
@@ -286,11 +294,15 @@ int ctl_fd_claim(struct ctl *ctl, struct ctl_op *op, struct ctl_topic *ct, int64
 		}
 		op->fd_limit = limit;
 		op->fd_free = limit == INT64_MAX ? INT64_MAX
-			      : limit - in_use - ctl->fd_opening - fd_reserve(limit);
+			      : limit - in_use - ctl->fd_opening - ctl->fd_claimed - fd_reserve(limit);
 	}
 	limit = op->fd_limit;
 	if (need <= op->fd_free) {
-		op->fd_free -= op->fd_free == INT64_MAX ? 0 : need;
+		if (op->fd_free != INT64_MAX) {
+			op->fd_free -= need;
+			op->fd_claimed += need;
+			ctl->fd_claimed += need;
+		}
 		return 0;
 	}
 	ct->error = KERR_INVALID_PARTITIONS;
@@ -486,6 +498,9 @@ void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 		ctl_reply(ctl, req->ctx, req->from);
 	else
 		op->started(ctl, op);   /* start-up: ctl.c goes on from here */
+	/* what was claimed and never opened (validate_only, a refused
+	 * record, a failed create) is free again */
+	ctl->fd_claimed -= op->fd_claimed;
 	free(op->created);
 	free(op->created_for);
 	free(op->drop);
