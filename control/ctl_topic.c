@@ -90,6 +90,20 @@ void ctl_topic_free(struct md_topic *t)
 	free(t);
 }
 
+/* What a retired entry holds: an old snapshot's array, a topic no longer
+ * published, a replaced broker config. */
+static void retired_free(struct retired *r)
+{
+	if (r->snap) {
+		free(r->snap->topics);
+		free(r->snap);
+	}
+	if (r->topic)
+		ctl_topic_free(r->topic);
+	config_destroy(r->cfg);
+	free(r);
+}
+
 /* Free what no shard can still be looking at. Parked requests keep
  * partition pointers, never snapshot pointers, across loop turns. */
 void ctl_reclaim(struct ctl *ctl)
@@ -109,14 +123,7 @@ void ctl_reclaim(struct ctl *ctl)
 
 		if (r->version <= seen) {
 			*pp = r->next;
-			if (r->snap) {
-				free(r->snap->topics);
-				free(r->snap);
-			}
-			if (r->topic)
-				ctl_topic_free(r->topic);
-			config_destroy(r->cfg);
-			free(r);
+			retired_free(r);
 		} else {
 			pp = &r->next;
 		}
@@ -558,14 +565,7 @@ void ctl_topics_fini(struct ctl *ctl)
 		struct retired *r = ctl->retired;
 
 		ctl->retired = r->next;
-		if (r->snap) {
-			free(r->snap->topics);
-			free(r->snap);
-		}
-		if (r->topic)
-			ctl_topic_free(r->topic);
-		config_destroy(r->cfg);
-		free(r);
+		retired_free(r);
 	}
 	if (mdcfg != ctl->eff)
 		config_destroy(mdcfg);
