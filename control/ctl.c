@@ -156,41 +156,57 @@ static void ctl_init_topic_done(struct ctl *ctl, void *cookie, int err, const st
 	ctl_meta_propose(ctl, &r, ctl_init_pids, NULL);
 }
 
-/* Start-up: the metadata log, the coordinators, the internal topics in
- * the metadata log, the admin endpoint, and the replay started (every
- * topic's partitions opening on their shards). The internal topics and
- * the replay finish in later turns; ctl_is_ready says when. 0, or -errno
+static void ctl_init_meta(struct ctl *ctl, int err, const char *msg);
+
+/* Start-up: the metadata quorum opened (its log replayed into the image);
+ * the rest runs once this node leads it (ctl_init_meta). 0, or -errno
  * with the start-up error set (ctl_wait_ready reports it). */
 int ctl_init(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 {
-	struct broker *b = ctl->b;
-	struct ctl_init_step *st;
+	char err[1024] = "";
 	int rc;
 
 	ctl->now_ms = (int64_t)(now_ns / 1000000);
 	ctl->wall = now_ms;
 	ctl->started_ms = wall_ms();   /* uptime: the real clock */
 	ctl->pid_spare = -1;
-	rc = metalog_open(b->set.data_dir, b->set.node_id, &ctl->ml);
+	/* the coordinators: their timers run in every turn from now on */
+	if (group_coord_create(ctl, ctl->b, ctl->cfg, &ctl->gc) < 0 ||
+	    txn_coord_create(ctl, ctl->b, ctl->cfg, ctl->gc, &ctl->tc) < 0)
+		abort();
+	rc = ctl_quorum_open(ctl, ctl_init_meta, err, sizeof(err));
 	if (rc < 0) {
-		pthread_mutex_lock(&ctl->lock);
-		ctl->ready = 1;
-		ctl->init_err = rc;
-		snprintf(ctl->init_msg, sizeof(ctl->init_msg), "cannot open the metadata log in %s: %s",
-			 b->set.data_dir, strerror(-rc));
-		pthread_cond_broadcast(&ctl->cond);
-		pthread_mutex_unlock(&ctl->lock);
+		char msg[5400];
+
+		snprintf(msg, sizeof(msg), "cannot open the metadata log in %s: %s", ctl->b->set.data_dir,
+			 err[0] ? err : strerror(-rc));
+		ctl_set_ready(ctl, rc, msg);
 		return rc;
+	}
+	return 0;
+}
+
+/* Start-up, the metadata image caught up with the quorum: the
+ * coordinators, the internal topics in the metadata log, the admin
+ * endpoint, and the replay started (every topic's partitions opening on
+ * their shards). The internal topics and the replay finish in later
+ * turns; ctl_is_ready says when. */
+static void ctl_init_meta(struct ctl *ctl, int err, const char *msg)
+{
+	struct broker *b = ctl->b;
+	struct ctl_init_step *st;
+	int rc;
+
+	if (err < 0) {
+		ctl_set_ready(ctl, err, msg);
+		return;
 	}
 	snprintf(b->set.cluster_id, sizeof(b->set.cluster_id), "%s", metalog_cluster_id(ctl->ml));
 	/* the broker configs changed at run time, before any topic is built */
 	if ((rc = ctl_build_cfg(ctl, &ctl->eff)) < 0) {
 		ctl_set_ready(ctl, rc, "out of memory building the broker config");
-		return rc;
+		return;
 	}
-	if (group_coord_create(ctl, b, ctl->cfg, &ctl->gc) < 0 ||
-	    txn_coord_create(ctl, b, ctl->cfg, ctl->gc, &ctl->tc) < 0)
-		abort();
 	if (!(st = calloc(1, sizeof(*st))))
 		abort();
 	st->left = 1;   /* this function's own, released below */
@@ -218,7 +234,6 @@ int ctl_init(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 		}
 	}
 	ctl_init_topic_done(ctl, st, 0, NULL);
-	return 0;
 }
 
 /* Start-up, the metadata in place: the admin endpoint, then every topic's
@@ -285,7 +300,9 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 	ctl->now_ms = (int64_t)(now_ns / 1000000);
 	ctl->wall = now_ms;
 	work += ctl_flush_parked(ctl, &ctl->parked_left);
-	/* the continuations of applied records */
+	/* the metadata quorum: records committed and applied, then the
+	 * continuations of those this node proposed */
+	work += ctl_quorum_poll(ctl);
 	work += ctl_meta_poll(ctl);
 	for (int from = 0; from < b->set.nshards; from++)
 		while (spsc_pop(b->rings[from][broker_ctl_index(b)], &m)) {
@@ -320,10 +337,12 @@ void ctl_idle(struct ctl *ctl)
 {
 	struct broker *b = ctl->b;
 	int timeout = ctl->timeout, work = 0;
-	struct pollfd pfd[2] = { { .fd = ctl->wake_fd, .events = POLLIN },
-				 { .fd = ctl->admin ? admin_http_fd(ctl->admin) : -1, .events = POLLIN } };
+	struct pollfd pfd[3] = { { .fd = ctl->wake_fd, .events = POLLIN },
+				 { .fd = ctl->admin ? admin_http_fd(ctl->admin) : -1, .events = POLLIN },
+				 { .fd = ctl_quorum_fd(ctl), .events = POLLIN } };
 
-	if (ctl->parked_left && timeout > 1)
+	timeout = ctl_quorum_timeout(ctl, timeout);
+	if (ctl->parked_left && (timeout > 1 || timeout < 0))
 		timeout = 1;
 	if (ctl_meta_waiting(ctl))
 		timeout = 0;
@@ -331,7 +350,7 @@ void ctl_idle(struct ctl *ctl)
 	for (int from = 0; from < b->set.nshards; from++)
 		if (!spsc_empty(b->rings[from][broker_ctl_index(b)]))
 			work = 1;
-	if (!work && poll(pfd, 2, timeout) > 0 && (pfd[0].revents & POLLIN)) {
+	if (!work && poll(pfd, 3, timeout) > 0 && (pfd[0].revents & POLLIN)) {
 		uint64_t v;
 
 		if (read(ctl->wake_fd, &v, sizeof(v)) < 0) {
@@ -350,6 +369,7 @@ void ctl_fini(struct ctl *ctl)
 
 	admin_http_stop(ctl->admin);
 	ctl->admin = NULL;
+	ctl_quorum_close(ctl);
 	ctl_meta_fini(ctl);
 	metalog_close(ctl->ml);
 	ctl->ml = NULL;

@@ -20,7 +20,9 @@ struct ctl;
 
 /* @thread main. Start the control thread: it opens the metadata log,
  * replays it, opens every partition on its shard and publishes the first
- * snapshot; ctl_wait_ready returns 0 then, or -errno with err filled.
+ * snapshot; ctl_wait_ready returns 0 then, or -errno with err filled
+ * (-EINVAL: the configuration contradicts the data directory, and err
+ * names the key).
  * ctl_stop (once the shards have stopped) ends the thread and frees. */
 int ctl_start(struct broker *b, struct config *cfg, struct ctl **out);
 int ctl_wait_ready(struct ctl *ctl, char *err, size_t errlen);

@@ -30,7 +30,42 @@ struct ctl_prop {
 	int left;                    /* records not answered yet */
 	int err;                     /* the first refusal */
 	void (*cont)(struct ctl *ctl, struct ctl_prop *p);
+	struct ctl_prop *next;       /* op->held */
 };
+
+static void ctl_broker_configured(struct ctl *ctl, struct ctl_prop *p);
+
+/* An AlterConfigs request's entries wait for each other: their records
+ * apply in log order, turns after they were proposed, and a broker
+ * entry's continuation rebuilds every topic from the image and the new
+ * broker config. So the continuations run only once every record of the
+ * request is applied, the broker's first (every topic rebuilt with the
+ * request's topic changes and the new defaults), then each topic's (which
+ * skips a topic the broker's already rebuilt). Run one at a time, as they
+ * came, a topic's continuation could build it before the broker's new
+ * defaults (and then be skipped by the broker's rebuild), or the broker's
+ * rebuild could run before a topic's records applied and skip them. */
+static void ctl_prop_release(struct ctl *ctl, struct ctl_op *op)
+{
+	for (int broker = 1; broker >= 0; broker--) {
+		struct ctl_prop **pp = &op->held;
+
+		while (*pp) {
+			struct ctl_prop *p = *pp;
+
+			if ((p->cont == ctl_broker_configured) != broker) {
+				pp = &p->next;
+				continue;
+			}
+			*pp = p->next;
+			p->cont(ctl, p);
+			free(p);
+			op->pending--;
+		}
+	}
+	if (op->pending == 0)
+		ctl_op_step(ctl, op);
+}
 
 static void ctl_prop_done(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
 {
@@ -42,6 +77,16 @@ static void ctl_prop_done(struct ctl *ctl, void *cookie, int err, const struct m
 		p->err = err;
 	if (--p->left)
 		return;
+	if (op->req && op->req->kind == CTL_ALTER_CONFIGS) {
+		struct ctl_prop **tail = &op->held;
+
+		while (*tail)
+			tail = &(*tail)->next;
+		*tail = p;   /* in request order */
+		if (--op->props_open == 0)
+			ctl_prop_release(ctl, op);
+		return;
+	}
 	p->cont(ctl, p);
 	free(p);
 	if (--op->pending == 0)
@@ -53,6 +98,7 @@ static void ctl_prop_done(struct ctl *ctl, void *cookie, int err, const struct m
 static void ctl_prop_start(struct ctl *ctl, struct ctl_prop *p, struct metalog_rec *recs, int n)
 {
 	p->op->pending++;
+	p->op->props_open++;
 	p->left = n ? n : 1;
 	if (!n)
 		ctl_meta_refuse(ctl, 0, ctl_prop_done, p);
@@ -296,7 +342,6 @@ static void ctl_topic_configured(struct ctl *ctl, struct ctl_prop *p)
  * settings through part_proxy_set_config) so the topics without an override
  * follow. Keys that cannot change at run time are refused as Kafka refuses
  * them (INVALID_REQUEST, "Cannot update these configs dynamically"). */
-static void ctl_broker_configured(struct ctl *ctl, struct ctl_prop *p);
 
 static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req *req, struct ctl_topic *ct)
 {

@@ -2,6 +2,8 @@
  * the files that make it up and by nothing else:
  *   ctl_msg.c    its way out: messages to the shards (parked on a full
  *                ring), the partition proxy, the internal logs, the clock
+ *   ctl_quorum.c the metadata log on the Raft quorum: the image follows
+ *                the committed records; start-up, import, proposals
  *   ctl_meta.c   changes to the metadata: a record proposed, its
  *                continuation run once it was applied (or refused)
  *   ctl_topic.c  the metadata snapshot and the operations that open,
@@ -31,6 +33,8 @@ struct ctl_topic;
 struct metalog_rec;
 struct metalog_applied;
 struct ctl_meta_done;
+struct ctl_quorum;
+struct ctl_prop;
 
 /* An operation in progress: waiting for shards to open or close
  * partitions. */
@@ -65,6 +69,10 @@ struct ctl_op {
 		uint64_t bytes_scanned, bytes_trusted;
 	} rec;
 	int rec_parts;
+	/* ctl_admin.c: entries whose records are proposed and not all
+	 * applied, and (AlterConfigs) those applied, held until every one is */
+	int props_open;
+	struct ctl_prop *held;
 	/* start-up (req NULL): called once every open answered, before op
 	 * is freed */
 	void (*started)(struct ctl *ctl, struct ctl_op *op);
@@ -121,6 +129,8 @@ struct ctl {
 	int pid_reserving;           /* a block's record is proposed, not applied yet */
 	/* ctl_meta.c: completions of proposed records, oldest first */
 	struct ctl_meta_done *meta_head, *meta_tail;
+	/* ctl_quorum.c: the metadata log's quorum (NULL after ctl_fini) */
+	struct ctl_quorum *cq;
 	/* start-up handshake */
 	pthread_mutex_t lock;        /* start-up only, never on the data path */
 	pthread_cond_t cond;
@@ -155,6 +165,32 @@ int ctl_flush_parked(struct ctl *ctl, uint32_t *left);
 
 /* ---- ctl_pid.c (producer ids) -------------------------------------------- */
 #define CTL_PID_BLOCK 1000   /* ids a PRODUCER_IDS record reserves */
+
+/* ---- ctl_quorum.c --------------------------------------------------------- */
+/* Open the metadata quorum (<log.dirs>/__cluster_metadata-raft) and replay
+ * its log into a new image (ctl->ml). ready(ctl, 0, NULL) runs from a later
+ * ctl_quorum_poll once this node leads, every earlier record is applied,
+ * an older broker's log is imported and the cluster id is in the image;
+ * ready(ctl, -errno, msg) if that fails. 0, or -errno with err filled:
+ * -EINVAL when the configuration contradicts the directory (the message
+ * names the key). */
+int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, const char *msg), char *err,
+		    size_t errlen);
+/* A proposal's continuation: err 0 once applied here (a: what it did), or
+ * the record no longer applied (metalog_apply's error), or the quorum's
+ * error (QUORUM_ELOST, -ESHUTDOWN, ...). Runs from ctl_quorum_poll or
+ * ctl_quorum_close. */
+typedef void (*ctl_quorum_done_fn)(void *cookie, int err, const struct metalog_applied *a);
+/* 0 (done will run exactly once), or -errno and done never runs. */
+int ctl_quorum_propose(struct ctl *ctl, const void *rec, size_t len, ctl_quorum_done_fn done, void *cookie);
+/* The loop's part: run the quorum once (work done); its fd for poll() and
+ * the timeout given (ms, -1 none) shortened to the quorum's next timer. */
+int ctl_quorum_poll(struct ctl *ctl);
+int ctl_quorum_fd(const struct ctl *ctl);
+int ctl_quorum_timeout(const struct ctl *ctl, int timeout);
+/* Close the quorum (its pending proposals end with QUORUM_ELOST), waiting
+ * for its disk writes; frees ctl->cq. */
+void ctl_quorum_close(struct ctl *ctl);
 
 /* ---- ctl_meta.c --------------------------------------------------------- */
 /* The continuation of a proposed record: err 0 once it is applied (a says

@@ -5,11 +5,10 @@
  * order; a record that no longer applies there (a topic created twice by
  * racing proposals) is a no-op whose proposer gets the error.
  *
- * Underneath: the metadata log's local file (metalog_commit: the record is
- * durable and applied before ctl_meta_propose returns). Either way `done`
- * runs later, from ctl_meta_poll (a turn of the loop), never inside
- * ctl_meta_propose, so the callers are written as they will run over a
- * quorum (the record applied on every node, the done on the proposer).
+ * Underneath: the Raft quorum (ctl_quorum.c): the record is committed by
+ * a majority of the voters (durable on each), applied on every node in log
+ * order, and `done` runs on the proposer from ctl_meta_poll (a turn of the
+ * loop), never inside ctl_meta_propose.
  * @thread ctl */
 #include <errno.h>
 #include <stdlib.h>
@@ -44,15 +43,43 @@ static void ctl_meta_complete(struct ctl *ctl, ctl_meta_done_fn done, void *cook
 	ctl->meta_tail = d;
 }
 
+/* A proposal in flight: whose continuation to queue once it is applied. */
+struct ctl_meta_wait {
+	struct ctl *ctl;
+	ctl_meta_done_fn done;
+	void *cookie;
+};
+
+static void ctl_meta_applied(void *cookie, int err, const struct metalog_applied *a)
+{
+	struct ctl_meta_wait *w = cookie;
+
+	ctl_meta_complete(w->ctl, w->done, w->cookie, err, a);
+	free(w);
+}
+
 void ctl_meta_propose(struct ctl *ctl, struct metalog_rec *rec, ctl_meta_done_fn done, void *cookie)
 {
-	struct metalog_applied a = { 0 };
-	int rc = 0;
+	static const struct metalog_applied nothing = { 0 };
+	struct ctl_meta_wait *w;
+	int rc;
 
-	if (rec->len)
-		rc = metalog_commit(ctl->ml, rec->buf, rec->len, &a);
+	if (!rec->len) {
+		/* nothing to write: the image already says it */
+		ctl_meta_complete(ctl, done, cookie, 0, &nothing);
+		return;
+	}
+	if (!(w = malloc(sizeof(*w))))
+		abort();   /* the control thread's own bookkeeping */
+	w->ctl = ctl;
+	w->done = done;
+	w->cookie = cookie;
+	rc = ctl_quorum_propose(ctl, rec->buf, rec->len, ctl_meta_applied, w);
 	metalog_rec_free(rec);
-	ctl_meta_complete(ctl, done, cookie, rc, rc == 0 ? &a : NULL);
+	if (rc < 0) {
+		free(w);
+		ctl_meta_complete(ctl, done, cookie, rc, NULL);
+	}
 }
 
 void ctl_meta_refuse(struct ctl *ctl, int err, ctl_meta_done_fn done, void *cookie)

@@ -1006,22 +1006,36 @@ int metalog_build_producer_ids(const struct metalog *ml, int32_t block, struct m
 	return rec_finish(&e, out);
 }
 
-int metalog_build_node(const struct metalog *ml, struct metalog_rec *out)
+void metalog_new_cluster_id(char out[23])
+{
+	uint8_t id[16];
+
+	random_id(id);
+	base64url(id, out);
+}
+
+int metalog_build_node_for(const struct metalog *ml, const char *cluster_id, struct metalog_rec *out)
 {
 	struct enc e = ENC_INIT(ml, ml->rbuf);
-	uint8_t id[16];
-	char cid[23];
 
 	out->buf = NULL;
 	out->len = 0;
 	if (ml->have_node)
 		return -EEXIST;
-	random_id(id);
-	base64url(id, cid);
+	if (!cluster_id || strlen(cluster_id) != 22)
+		return -EINVAL;
 	enc_type(&e, META_REC_NODE);
 	enc_i32(&e, ml->node_id);
-	enc_str(&e, cid);
+	enc_str(&e, cluster_id);
 	return rec_finish(&e, out);
+}
+
+int metalog_build_node(const struct metalog *ml, struct metalog_rec *out)
+{
+	char cid[23];
+
+	metalog_new_cluster_id(cid);
+	return metalog_build_node_for(ml, cid, out);
 }
 
 /* ---- the local file's synchronous changes: build, then commit ----------- */
@@ -1197,15 +1211,14 @@ static int image_reset(struct metalog *ml)
 	return 0;
 }
 
-int metalog_restore(struct metalog *ml, const void *buf, size_t len)
+int metalog_snapshot_each(const void *buf, size_t len, int (*fn)(void *arg, const void *rec, size_t len),
+			  void *arg)
 {
 	const uint8_t *p = buf, *end = p + len;
 	int rc;
 
 	if (len < 8 || memcmp(p, SNAP_MAGIC, 8))
 		return -EPROTO;
-	if ((rc = image_reset(ml)) < 0)
-		return rc;
 	for (p += 8; p < end;) {
 		uint32_t n;
 
@@ -1215,11 +1228,29 @@ int metalog_restore(struct metalog *ml, const void *buf, size_t len)
 		p += 4;
 		if ((size_t)(end - p) < n)
 			return -EPROTO;
-		if ((rc = metalog_apply(ml, p, n, NULL)) < 0)
-			return rc == -ENOMEM ? rc : -EPROTO;
+		if ((rc = fn(arg, p, n)) < 0)
+			return rc;
 		p += n;
 	}
 	return 0;
+}
+
+static int restore_one(void *arg, const void *rec, size_t len)
+{
+	int rc = metalog_apply(arg, rec, len, NULL);
+
+	return rc < 0 ? (rc == -ENOMEM ? rc : -EPROTO) : 0;
+}
+
+int metalog_restore(struct metalog *ml, const void *buf, size_t len)
+{
+	int rc;
+
+	if (len < 8 || memcmp(buf, SNAP_MAGIC, 8))
+		return -EPROTO;
+	if ((rc = image_reset(ml)) < 0)
+		return rc;
+	return metalog_snapshot_each(buf, len, restore_one, ml);
 }
 
 int64_t metalog_next_producer_id(const struct metalog *ml)

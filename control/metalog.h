@@ -108,6 +108,12 @@ int metalog_build_broker_config(const struct metalog *ml, int32_t scope, const c
 int metalog_build_producer_ids(const struct metalog *ml, int32_t block, struct metalog_rec *out);
 /* The NODE record with a new cluster id; -EEXIST once the image has one. */
 int metalog_build_node(const struct metalog *ml, struct metalog_rec *out);
+/* ... with the given one (22 characters, as metalog_new_cluster_id makes:
+ * else -EINVAL). */
+int metalog_build_node_for(const struct metalog *ml, const char *cluster_id, struct metalog_rec *out);
+/* A new cluster id: 22-char base64url of a random uuid, NUL-terminated.
+ * @thread any */
+void metalog_new_cluster_id(char out[23]);
 
 /* Apply one record to the image: 0 (out, if not NULL, says what it did),
  * or -errno and the image is unchanged: -EPROTO a record this version
@@ -187,6 +193,11 @@ int metalog_snapshot(const struct metalog *ml, void **buf, size_t *len);
  * (the image is then partial: the caller stops), -ENOMEM. Topics of the
  * old image stay valid as borrowed pointers (deleted = 1). */
 int metalog_restore(struct metalog *ml, const void *buf, size_t len);
+
+/* Each record of a snapshot, in order: fn's first error stops the walk
+ * and is returned; -EPROTO for bytes that are not a snapshot. @thread any */
+int metalog_snapshot_each(const void *buf, size_t len, int (*fn)(void *arg, const void *rec, size_t len),
+			  void *arg);
 
 /* The first producer id no block has reserved yet. */
 int64_t metalog_next_producer_id(const struct metalog *ml);

@@ -99,6 +99,7 @@ struct quorum {
 	int32_t told_leader;            /* as last given to leader_changed */
 	int told_am_leader;
 	uint64_t ran;                   /* done and transfer callbacks run */
+	int local;                      /* a quorum of one on port 0: no sockets */
 };
 
 struct quorum_prop {
@@ -231,8 +232,9 @@ static int config_check(const struct quorum_config *cfg, char *err, size_t errle
 				    "voter %d: host '%s' is not a dotted-quad IPv4 address (libraft 0.15 takes "
 				    "no host names and no IPv6: give the address)",
 				    v->node_id, v->host ? v->host : "");
-		if (v->port == 0)
-			return errf(err, errlen, -EINVAL, "voter %d: port 0", v->node_id);
+		if (v->port == 0 && cfg->nvoters > 1)
+			return errf(err, errlen, -EINVAL, "voter %d: port 0 (only a quorum of one, which "
+				    "opens no socket, has no port)", v->node_id);
 		for (int j = 0; j < i; j++) {
 			if (cfg->voters[j].node_id == v->node_id)
 				return errf(err, errlen, -EINVAL, "voter %d is named twice", v->node_id);
@@ -357,6 +359,33 @@ static int id_check(int dirfd, const struct quorum_config *cfg, char *err, size_
 		    cfg->dir, QUORUM_ID_FILE, have);
 }
 
+int quorum_identity_read(const char *dir, char *cluster_id, size_t cidcap, char *voters, size_t vcap)
+{
+	char path[4096], have[4096];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, QUORUM_ID_FILE);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, have, sizeof(have) - 1);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	have[n] = 0;
+	if (strncmp(have, QUORUM_ID_VERSION "\n", strlen(QUORUM_ID_VERSION) + 1))
+		return -EPROTO;
+	id_field(have, "cluster.id", cluster_id, cidcap);
+	id_field(have, "voters", voters, vcap);
+	return 0;
+}
+
+void quorum_voters_text(const struct quorum_config *cfg, char *buf, size_t cap)
+{
+	voters_text(cfg, buf, cap);
+}
+
 /* Create (if needed), lock and check the directory: the locked fd, or -errno. */
 static int dir_claim(const struct quorum_config *cfg, char *err, size_t errlen)
 {
@@ -381,6 +410,58 @@ static int dir_claim(const struct quorum_config *cfg, char *err, size_t errlen)
 	return fd;
 }
 
+/* ------------------------------------------------ a quorum of one's transport */
+
+/* A quorum of one (its only voter on port 0) talks to nobody: raft_uv
+ * still wants a transport, and this one opens no socket, so a one-node
+ * broker listens on no port of its own for the quorum. raft never
+ * connects (there is no other voter) and nobody can connect to it. */
+static int local_init(struct raft_uv_transport *t, raft_id id, const char *address)
+{
+	(void)t;
+	(void)id;
+	(void)address;
+	return 0;
+}
+
+static int local_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
+{
+	(void)t;
+	(void)cb;
+	return 0;
+}
+
+static int local_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, raft_id id,
+			 const char *address, raft_uv_connect_cb cb)
+{
+	(void)req;
+	(void)id;
+	(void)cb;
+	snprintf(t->errmsg, sizeof(t->errmsg), "a quorum of one connects to nobody (asked for %s)", address);
+	return RAFT_NOCONNECTION;
+}
+
+static void local_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
+{
+	if (cb)
+		cb(t);
+}
+
+static void transport_init_local(struct raft_uv_transport *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->init = local_init;
+	t->listen = local_listen;
+	t->connect = local_connect;
+	t->close = local_close;
+}
+
+static void transport_close(struct quorum *q)
+{
+	if (!q->local)
+		raft_uv_tcp_close(&q->transport);
+}
+
 /* ------------------------------------------------ open */
 
 static void quorum_raft_closed(struct raft *r);
@@ -389,7 +470,7 @@ static void quorum_raft_closed(struct raft *r);
 static void quorum_abandon_io(struct quorum *q)
 {
 	raft_uv_close(&q->io);
-	raft_uv_tcp_close(&q->transport);
+	transport_close(q);
 	uv_run(&q->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&q->loop);
 }
@@ -443,7 +524,12 @@ int quorum_open(const struct quorum_config *cfg, const struct quorum_ops *ops, v
 		rc = errf(err, errlen, -EIO, "uv_loop_init: %s", uv_strerror(rv));
 		goto err_lock;
 	}
-	rv = raft_uv_tcp_init(&q->transport, &q->loop);
+	q->local = cfg->nvoters == 1 && self->port == 0;
+	rv = 0;
+	if (q->local)
+		transport_init_local(&q->transport);
+	else
+		rv = raft_uv_tcp_init(&q->transport, &q->loop);
 	if (rv != 0) {
 		rc = errf(err, errlen, quorum_errno(rv), "raft_uv_tcp_init: %s", raft_strerror(rv));
 		uv_loop_close(&q->loop);
@@ -452,7 +538,7 @@ int quorum_open(const struct quorum_config *cfg, const struct quorum_ops *ops, v
 	rv = raft_uv_init(&q->io, &q->loop, cfg->dir, &q->transport);
 	if (rv != 0) {
 		rc = errf(err, errlen, quorum_errno(rv), "raft_uv_init %s: %s", cfg->dir, q->io.errmsg);
-		raft_uv_tcp_close(&q->transport);
+		transport_close(q);
 		uv_loop_close(&q->loop);
 		goto err_lock;
 	}
@@ -503,8 +589,9 @@ int quorum_open(const struct quorum_config *cfg, const struct quorum_ops *ops, v
 	rv = raft_start(&q->raft);
 	if (rv != 0) {
 		/* a port in use shows as RAFT_IOERR with no message */
-		rc = errf(err, errlen, quorum_errno(rv), "cannot start the quorum on %s (listening on %s): %s%s%s",
-			  cfg->dir, addr, raft_strerror(rv), raft_errmsg(&q->raft)[0] ? ": " : "",
+		rc = errf(err, errlen, quorum_errno(rv), "cannot start the quorum on %s (%s%s): %s%s%s",
+			  cfg->dir, q->local ? "a quorum of one, no socket" : "listening on ", q->local ? "" : addr,
+			  raft_strerror(rv), raft_errmsg(&q->raft)[0] ? ": " : "",
 			  raft_errmsg(&q->raft));
 		quorum_abandon_raft(q);
 		goto err_lock;
@@ -542,6 +629,11 @@ static int32_t leader_of(const struct quorum *q)
 int32_t quorum_leader(const struct quorum *q)
 {
 	return q->state == QUORUM_OPEN ? leader_of(q) : -1;
+}
+
+uint64_t quorum_last_index(const struct quorum *q)
+{
+	return raft_last_index((struct raft *)&q->raft);
 }
 
 int32_t quorum_node_id(const struct quorum *q)
@@ -748,7 +840,7 @@ static void quorum_raft_closed(struct raft *r)
 	struct quorum *q = r->data;
 
 	raft_uv_close(&q->io);
-	raft_uv_tcp_close(&q->transport);
+	transport_close(q);
 	q->state = QUORUM_DRAINING;
 }
 

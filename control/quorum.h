@@ -78,7 +78,8 @@ struct quorum_ops {
 struct quorum_voter {
 	int32_t node_id;        /* Kafka node.id, >= 0 (raft's id is node_id + 1) */
 	const char *host;       /* dotted-quad IPv4: libraft takes no names, no IPv6 */
-	uint16_t port;
+	uint16_t port;          /* 0 only for a quorum of one: it opens no
+				 * socket (nobody to talk to) */
 };
 
 /* Borrowed by quorum_open for the call only. Zero timeouts take the
@@ -144,6 +145,8 @@ int quorum_barrier(struct quorum *q, quorum_done_fn done, void *cookie);
 
 /* @thread ctl. The leader this node knows (node id), or -1. */
 int32_t quorum_leader(const struct quorum *q);
+/* @thread ctl. The index of the last entry of this node's log (0: empty). */
+uint64_t quorum_last_index(const struct quorum *q);
 /* @thread ctl. This node's id and whether it is the leader. */
 int32_t quorum_node_id(const struct quorum *q);
 int quorum_is_leader(const struct quorum *q);
@@ -154,6 +157,15 @@ int quorum_is_leader(const struct quorum *q);
  * a record the other nodes applied); *index (if not NULL) is its index.
  * The caller stops the node. */
 int quorum_error(const struct quorum *q, uint64_t *index);
+
+/* @thread any. What a directory says it belongs to (the identity file
+ * quorum_open writes into it): 0 with its cluster id and voter set (as
+ * quorum_voters_text writes it), -ENOENT for a directory without one
+ * (new), -EPROTO for a file this version cannot read, -errno. */
+int quorum_identity_read(const char *dir, char *cluster_id, size_t cidcap, char *voters, size_t vcap);
+/* @thread any. cfg's voter set as the identity file keeps it:
+ * "0@127.0.0.1:9093,1@..." in node id order. */
+void quorum_voters_text(const struct quorum_config *cfg, char *buf, size_t cap);
 
 /* @thread ctl. Controlled shutdown of a leader: hand leadership to voter
  * `to` (node id), or to the most up-to-date other voter with to = -1, before

@@ -360,7 +360,10 @@ int main(int argc, char **argv)
 	if ((rc = ctl_start(b, cfg, &ctl)) < 0 || (rc = ctl_wait_ready(ctl, err, sizeof(err))) < 0) {
 		fprintf(stderr, "sluiced: %s\n", err);
 		stop_shards(b);
-		return 1;
+		/* -EINVAL: the configuration contradicts the data directory
+		 * (another node id, cluster or voter set): the message names
+		 * the key */
+		return rc == -EINVAL ? 2 : 1;
 	}
 	/* the metadata is in place: the shards start accepting */
 	__atomic_store_n(&b->serving, 1, __ATOMIC_RELEASE);
@@ -407,8 +410,13 @@ int main(int argc, char **argv)
 				free(b->rings[i][j]->slots);
 				free(b->rings[i][j]);
 			}
+	rc = __atomic_load_n(&b->fatal, __ATOMIC_ACQUIRE);
 	free(b);
 	config_destroy(cfg);
+	if (rc) {
+		fprintf(stderr, "sluiced: stopped after a fatal error (above)\n");
+		return 1;
+	}
 	fprintf(stderr, "sluiced: stopped cleanly\n");
 	return 0;
 }

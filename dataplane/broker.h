@@ -175,6 +175,8 @@ struct broker {
 	struct md_snapshot *md;       /* published snapshot */
 	volatile int stopping;        /* set by the signal handler path */
 	int report_groups;            /* SIGUSR1: the control thread prints the groups */
+	int fatal;                    /* the control thread stops the node (it raised
+				       * SIGTERM): sluiced exits 1 */
 	int serving;                  /* set once the metadata is replayed: shards accept */
 	int drained;                  /* shards stopped with no connection left */
 	struct broker_conns conns;    /* see struct broker_conns */

@@ -69,3 +69,7 @@ TEST_SCRIPTS += tests/integration/test_sluicectl.py
 # AlterConfigs / IncrementalAlterConfigs changing the cluster-wide defaults
 # at run time and across a restart
 TEST_SCRIPTS += tests/integration/test_topic_configs.py
+# The metadata log on the Raft quorum: every kind of change after a restart
+# and a SIGKILL, producer ids across restarts, the in-place upgrade of an
+# older data directory (and its redo), another node.id refused
+TEST_SCRIPTS += tests/integration/test_metadata_quorum.py

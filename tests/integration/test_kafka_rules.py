@@ -178,7 +178,7 @@ def reserved_names_are_refused_everywhere():
         assert md["user"][0] == 0, md
         assert end_offset(c, "user") == 3
         c.close()
-        assert os.path.isdir(os.path.join(b.data_dir, "__cluster_metadata-0"))
+        assert os.path.isdir(os.path.join(b.data_dir, "__cluster_metadata-raft"))
 
 
 @test

@@ -238,26 +238,56 @@ def missing_middle_segment_stops_the_broker():
         print("    " + [ln for ln in msg.splitlines() if "cannot be opened" in ln][0])
 
 
+def raft_segments(md):
+    """The metadata quorum's closed segments ("<first>-<last>"), by first index."""
+    segs = [p for p in glob.glob(os.path.join(md, "*-*")) if re.match(r"^\d+-\d+$", os.path.basename(p))]
+    return sorted(segs, key=lambda p: int(os.path.basename(p).split("-")[0]))
+
+
 @test
 def damaged_metadata_log_stops_the_broker():
-    """(e) A metadata log truncated to 100 bytes, or with a damaged run:
-    the broker exits non-zero naming the file and what to do, instead of
-    starting ready with every topic gone."""
-    for kind in ("truncated", "damaged"):
+    """(e) The metadata quorum's log (__cluster_metadata-raft) with a
+    segment truncated to 100 bytes, with a damaged run in a sealed segment,
+    or (after a SIGKILL) a damaged entry in the open segment, which libraft
+    alone would drop as a torn write together with every record after it:
+    the broker exits non-zero naming the directory and what to do, instead
+    of starting ready with topics gone. Without the check of the last
+    applied index (sluice-applied) the third case starts without the
+    topic: shown by removing that file."""
+    for kind in ("truncated", "damaged", "torn", "torn-unchecked"):
         with broker() as b:
             create(b)
             produce(b, 10, "f")
-            b.stop()
-            md = os.path.join(b.data_dir, "__cluster_metadata-0")
-            seg = sorted(glob.glob(os.path.join(md, "*.log")))[0]
-            if kind == "truncated":
-                os.truncate(seg, 100)
-            else:
-                for ix in glob.glob(os.path.join(md, "*.index")):
-                    os.unlink(ix)    # as after a crash: recovery reads the log
+            md = os.path.join(b.data_dir, "__cluster_metadata-raft")
+            if kind.startswith("torn"):
+                b.kill()
+                seg = os.path.join(md, "open-1")
+                with open(seg, "rb") as f:
+                    data = f.read(1 << 16)
+                at = data.find(b"\x00\x03" + TOPIC.encode())
+                assert at > 0, "the topic's record is not in %s" % seg
                 with open(seg, "r+b") as f:
-                    f.seek(150)
-                    f.write(b"\xa5" * 16)
+                    f.seek(at)
+                    f.write(b"\xa5" * 4)
+                if kind == "torn-unchecked":
+                    os.unlink(os.path.join(md, "sluice-applied"))
+                    b.start()
+                    a = AdminClient({"bootstrap.servers": b.bootstrap})
+                    topics = a.list_topics(timeout=30).topics
+                    assert TOPIC not in topics, "the damaged record was read: the case proves nothing"
+                    print("    without sluice-applied: started, topic %s gone (%d topics)" % (TOPIC, len(topics)))
+                    continue
+            else:
+                b.stop()
+                segs = raft_segments(md)
+                assert segs, os.listdir(md)
+                seg = max(segs, key=os.path.getsize)
+                if kind == "truncated":
+                    os.truncate(seg, 100)
+                else:
+                    with open(seg, "r+b") as f:
+                        f.seek(150)
+                        f.write(b"\xa5" * 16)
             try:
                 b.start()
             except BrokerError as e:

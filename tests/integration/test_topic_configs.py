@@ -67,14 +67,20 @@ def describe(b, rtype, name):
 def incremental(b, rtype, name, ops):
     """IncrementalAlterConfigs v0 over raw frames: ops = [(key, op, value)];
     returns (error code, message)."""
+    return incremental_many(b, [(rtype, name, ops)])[0]
+
+
+def incremental_many(b, resources):
+    """One IncrementalAlterConfigs v0 request for several resources
+    [(type, name, ops)], in that order: [(error code, message)] of each."""
     with TConn(b.bootstrap) as c:
-        w = W().array([(rtype, name, ops)], lambda w, r: w.i8(r[0]).str(r[1]).array(
+        w = W().array(resources, lambda w, r: w.i8(r[0]).str(r[1]).array(
             r[2], lambda w, o: w.str(o[0]).i8(o[1]).str(o[2]))).i8(0)
         r = c.request(INCREMENTAL_ALTER_CONFIGS, 0, w)
         r.i32()
         res = r.array(lambda r: (r.i16(), r.str(), r.i8(), r.str()))
         r.done()
-        return res[0][0], res[0][1]
+        return [(x[0], x[1]) for x in res]
 
 
 def produce(b, topic, values, codec, idempotent=False):
@@ -306,6 +312,32 @@ def broker_defaults_change_at_run_time_and_survive_a_restart():
         assert describe(b, ConfigResource.Type.TOPIC, "plain")["retention.ms"].value == "604800000"
         b.restart()
         assert describe(b, ConfigResource.Type.TOPIC, "plain")["retention.ms"].value == "604800000"
+
+
+@test
+def one_request_for_the_broker_and_a_topic_reaches_the_partitions_in_either_order():
+    """One IncrementalAlterConfigs with a broker entry and a topic entry:
+    the records apply turns after they are proposed (the metadata quorum),
+    and whichever entry comes first, the topic's partitions end with both
+    changes: the topic's own override (broker entry first) and the new
+    broker default (topic entry first). What the partitions use is read
+    from the codec of the batches they store, not from DescribeConfigs."""
+    with broker() as b:
+        for name in ("bfirst", "tfirst", "plain"):
+            assert create(b, name) is None
+        # broker first: the topic's override must win on its partitions
+        assert incremental_many(b, [(RES_BROKER, "", [("compression.type", OP_SET, "gzip")]),
+                                    (RES_TOPIC, "bfirst", [("compression.type", OP_SET, "zstd")])]) == \
+            [(0, None), (0, None)]
+        # topic first: the broker's new default must reach this topic too
+        assert incremental_many(b, [(RES_TOPIC, "tfirst", [("retention.ms", OP_SET, "3600000")]),
+                                    (RES_BROKER, "", [("compression.type", OP_SET, "lz4")])]) == \
+            [(0, None), (0, None)]
+        for name, codec in (("bfirst", "zstd"), ("tfirst", "lz4"), ("plain", "lz4")):
+            produce(b, name, vals(name, 20), "none")
+            got = {x[0] for x in stored_batches(b, name)}
+            assert got == {CODEC[codec]}, (name, codec, got)
+        assert describe(b, ConfigResource.Type.TOPIC, "tfirst")["retention.ms"].value == "3600000"
 
 
 @test

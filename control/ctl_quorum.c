@@ -1,0 +1,606 @@
+/* control/ctl_quorum.c — the metadata log on the Raft quorum
+ * (control/quorum.h): the image (control/metalog.h, without a file of its
+ * own) is what the quorum's committed records build, applied in log order
+ * (metalog_apply) on every node; a proposer's continuation (ctl_meta.c)
+ * runs once its record was applied here, with what applying it did.
+ *
+ * The quorum's log lives in <log.dirs>/__cluster_metadata-raft. A broker
+ * started without controller.quorum.voters is a quorum of one: voter
+ * <node.id>@127.0.0.1:0, a transport without sockets (it has nobody to talk
+ * to), elected at once; the same code path as a cluster's quorum.
+ *
+ * Start-up, in turns of the loop: open (the log replayed into the image),
+ * the election (leader_changed), a barrier (every record of earlier terms
+ * applied here), the one-time import of an older broker's metadata log,
+ * the NODE record on a new directory; then ctl.c's start-up goes on
+ * (ctl_quorum_open's `ready`).
+ *
+ * Import: a data directory written before the quorum (the local file
+ * __cluster_metadata-0, control/metalog.c) is read once, its image
+ * proposed as records (the same ones a snapshot rebuilds it from: NODE,
+ * TOPIC, BROKER_CONFIG, PRODUCER_IDS), and the old directory renamed to
+ * __cluster_metadata-0.imported once every record is committed. A crash
+ * before the rename leaves both: the next start removes the quorum's
+ * half-made directory and imports again.
+ *
+ * Lost records: libraft reads a damaged entry in its open segment as a
+ * write torn by a crash, and drops it and everything after it. On a
+ * cluster the leader sends them again; a quorum of one would start without
+ * records it had applied (and acknowledged). So this node notes the last
+ * index it applied in sluice-applied beside raft's files (a plain write,
+ * no fsync: it only ever lags the log, whose entries are durable before
+ * they are applied), and a quorum of one whose log ends before that index
+ * refuses to start, naming the directory.
+ *
+ * @thread ctl: everything here, the quorum's callbacks included.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control/config.h"
+#include "control/ctl_internal.h"
+#include "control/metalog.h"
+#include "control/node_role.h"
+#include "control/quorum.h"
+
+#define CQ_DIR "__cluster_metadata-raft"
+#define CQ_OLD_DIR "__cluster_metadata-0"
+#define CQ_OLD_DONE "__cluster_metadata-0.imported"
+#define CQ_APPLIED "sluice-applied"
+
+struct ctl_quorum {
+	struct quorum *q;
+	struct ctl *ctl;
+	char dir[4200];
+	char cluster_id[23];            /* the directory's (its identity file) */
+	/* the record applied last (its proposer's done runs right after) */
+	uint64_t last_index;
+	int last_rc;
+	struct metalog_applied last;
+	int failed;                     /* a record this node cannot apply: stopping */
+	/* start-up */
+	void (*ready)(struct ctl *ctl, int err, const char *msg);
+	int started;                    /* ready has run */
+	int barrier_sent;
+	void *import_buf;               /* the older broker's image, as a snapshot */
+	size_t import_len;
+	int import_left, import_err;
+	int64_t import_records;
+	int closed;
+	int applied_fd;                 /* sluice-applied, -1 until started */
+	uint64_t applied_max, applied_written;
+};
+
+/* A proposal in flight: its proposer's continuation. */
+struct cq_wait {
+	struct ctl_quorum *cq;
+	ctl_quorum_done_fn done;
+	void *cookie;
+};
+
+static void cq_start_failed(struct ctl_quorum *cq, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void cq_start_failed(struct ctl_quorum *cq, int err, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (cq->started)
+		return;
+	cq->started = 1;
+	cq->ready(cq->ctl, err, msg);
+}
+
+/* ---- the quorum's callbacks: the image follows the log ------------------ */
+
+/* A record this node cannot apply: the nodes would diverge. Stop (the
+ * broker exits 1 through its signal path) rather than serve a state the
+ * others do not have. */
+static void cq_fail(struct ctl_quorum *cq, uint64_t index, int rc)
+{
+	if (cq->failed)
+		return;
+	cq->failed = rc;
+	fprintf(stderr, "sluiced: fatal: the metadata record at index %llu of %s cannot be applied by this "
+		"version (%s): stopping rather than diverge from the quorum; upgrade this node or restore "
+		"its metadata directory from another voter\n",
+		(unsigned long long)index, cq->dir, strerror(-rc));
+	if (!cq->started) {
+		cq_start_failed(cq, -EPROTO, "the metadata log in %s holds a record this version cannot apply "
+				"(index %llu)", cq->dir, (unsigned long long)index);
+		return;
+	}
+	__atomic_store_n(&cq->ctl->b->fatal, 1, __ATOMIC_RELEASE);
+	kill(getpid(), SIGTERM);
+}
+
+static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
+{
+	struct ctl_quorum *cq = arg;
+	struct metalog_applied a = { 0 };
+	int rc;
+
+	if (cq->failed)
+		return;
+	rc = metalog_apply(cq->ctl->ml, buf, len, &a);
+	if (rc == -EPROTO || rc == -ENOMEM) {
+		cq_fail(cq, index, rc);
+		return;
+	}
+	/* any other error: the record no longer applies (a race between two
+	 * proposals); a no-op on every node, its proposer is told why */
+	cq->last_index = index;
+	cq->last_rc = rc;
+	cq->last = a;
+	if (index > cq->applied_max)
+		cq->applied_max = index;
+}
+
+static int cq_snapshot(void *arg, void **buf, size_t *len)
+{
+	struct ctl_quorum *cq = arg;
+
+	return metalog_snapshot(cq->ctl->ml, buf, len);
+}
+
+static int cq_restore(void *arg, const void *buf, size_t len)
+{
+	struct ctl_quorum *cq = arg;
+
+	return metalog_restore(cq->ctl->ml, buf, len);
+}
+
+static void cq_started(struct ctl_quorum *cq);
+
+static void cq_barrier_done(void *cookie, uint64_t index, int err)
+{
+	struct ctl_quorum *cq = cookie;
+
+	(void)index;
+	cq->barrier_sent = 0;
+	if (err < 0) {
+		/* leadership lost meanwhile: the next leader_changed tries again */
+		if (err != -QUORUM_ELOST && err != -ESHUTDOWN)
+			cq_start_failed(cq, err, "the metadata quorum in %s failed its first barrier: %s", cq->dir,
+					strerror(-err));
+		return;
+	}
+	if (!cq->started)
+		cq_started(cq);
+}
+
+static void cq_leader_changed(void *arg, int32_t leader, int am_leader)
+{
+	struct ctl_quorum *cq = arg;
+	int rc;
+
+	(void)leader;
+	if (!am_leader || cq->barrier_sent || cq->started)
+		return;
+	/* libraft appends nothing on election: until a barrier of this term
+	 * is applied, records of earlier terms may be committed unseen */
+	rc = quorum_barrier(cq->q, cq_barrier_done, cq);
+	if (rc == 0)
+		cq->barrier_sent = 1;
+	else if (rc != -QUORUM_ENOTLEADER)
+		cq_start_failed(cq, rc, "the metadata quorum in %s cannot start: %s", cq->dir, strerror(-rc));
+}
+
+static const struct quorum_ops cq_ops = {
+	.apply = cq_apply,
+	.snapshot = cq_snapshot,
+	.restore = cq_restore,
+	.leader_changed = cq_leader_changed,
+};
+
+/* ---- proposals ----------------------------------------------------------- */
+
+static void cq_done(void *cookie, uint64_t index, int err)
+{
+	struct cq_wait *w = cookie;
+	struct ctl_quorum *cq = w->cq;
+	const struct metalog_applied *a = NULL;
+
+	if (err == 0) {
+		/* libraft runs a proposal's done right after its apply */
+		if (cq->last_index == index) {
+			err = cq->last_rc;
+			a = err == 0 ? &cq->last : NULL;
+		} else {
+			err = cq->failed ? cq->failed : -EIO;
+		}
+	}
+	w->done(w->cookie, err, a);
+	free(w);
+}
+
+int ctl_quorum_propose(struct ctl *ctl, const void *rec, size_t len, ctl_quorum_done_fn done, void *cookie)
+{
+	struct ctl_quorum *cq = ctl->cq;
+	struct cq_wait *w;
+	int rc;
+
+	if (!cq || !cq->q)
+		return -ESHUTDOWN;
+	if (cq->failed)
+		return cq->failed;
+	if (!(w = malloc(sizeof(*w))))
+		return -ENOMEM;
+	w->cq = cq;
+	w->done = done;
+	w->cookie = cookie;
+	rc = quorum_propose(cq->q, rec, len, cq_done, w);
+	if (rc < 0)
+		free(w);
+	return rc;
+}
+
+/* ---- the one-time import of an older broker's metadata log --------------- */
+
+static void cq_import_finish(struct ctl_quorum *cq)
+{
+	struct broker *b = cq->ctl->b;
+	char from[4200], to[4200];
+	int dfd;
+
+	free(cq->import_buf);
+	cq->import_buf = NULL;
+	if (cq->import_err < 0) {
+		cq_start_failed(cq, cq->import_err, "cannot import the metadata log of %s/%s into %s: %s",
+				b->set.data_dir, CQ_OLD_DIR, cq->dir, strerror(-cq->import_err));
+		return;
+	}
+	snprintf(from, sizeof(from), "%s/%s", b->set.data_dir, CQ_OLD_DIR);
+	snprintf(to, sizeof(to), "%s/%s", b->set.data_dir, CQ_OLD_DONE);
+	if (rename(from, to) < 0) {
+		cq_start_failed(cq, -errno, "imported %s but cannot rename it to %s: %s", from, to, strerror(errno));
+		return;
+	}
+	dfd = open(b->set.data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		if (fsync(dfd) < 0) {
+			/* the rename is redone by a later start if it was lost */
+		}
+		close(dfd);
+	}
+	fprintf(stderr, "sluiced: upgraded the data directory: imported the metadata log of %s (%lld records "
+		"rebuilding its image) into the metadata quorum's log %s; the old log is kept as %s and is no "
+		"longer read\n",
+		from, (long long)cq->import_records, cq->dir, to);
+	cq_started(cq);
+}
+
+static void cq_import_done(void *cookie, uint64_t index, int err)
+{
+	struct ctl_quorum *cq = cookie;
+
+	if (err == 0 && cq->last_index == index)
+		err = cq->last_rc;
+	if (err < 0 && !cq->import_err)
+		cq->import_err = err;
+	if (--cq->import_left == 0)
+		cq_import_finish(cq);
+}
+
+static int cq_import_one(void *arg, const void *rec, size_t len)
+{
+	struct ctl_quorum *cq = arg;
+	int rc = quorum_propose(cq->q, rec, len, cq_import_done, cq);
+
+	if (rc == 0) {
+		cq->import_left++;
+		cq->import_records++;
+	}
+	return rc;
+}
+
+/* ---- start-up ------------------------------------------------------------ */
+
+/* Elected and caught up: import what an older broker left, write the
+ * NODE record on a new directory, then hand over to ctl.c. */
+static void cq_started(struct ctl_quorum *cq)
+{
+	struct ctl *ctl = cq->ctl;
+	const char *have;
+	int rc;
+
+	if (cq->import_buf) {
+		cq->import_left = 1;   /* this function's own, released below */
+		rc = metalog_snapshot_each(cq->import_buf, cq->import_len, cq_import_one, cq);
+		if (rc < 0 && !cq->import_err)
+			cq->import_err = rc;
+		if (--cq->import_left == 0)
+			cq_import_finish(cq);
+		return;
+	}
+	have = metalog_cluster_id(ctl->ml);
+	if (!have[0]) {
+		struct metalog_rec r;
+
+		rc = metalog_build_node_for(ctl->ml, cq->cluster_id, &r);
+		if (rc == 0) {
+			rc = quorum_propose(cq->q, r.buf, r.len, cq_barrier_done, cq);
+			metalog_rec_free(&r);
+			if (rc == 0)
+				return;   /* back here once applied */
+		}
+		cq_start_failed(cq, rc, "cannot write the cluster id into the metadata log %s: %s", cq->dir,
+				strerror(-rc));
+		return;
+	}
+	if (strcmp(have, cq->cluster_id)) {
+		cq_start_failed(cq, -EINVAL, "the metadata log in %s says cluster id %s and its identity file %s: "
+				"the directory is damaged or was assembled from two clusters",
+				cq->dir, have, cq->cluster_id);
+		return;
+	}
+	cq->started = 1;
+	cq->ready(ctl, 0, NULL);
+}
+
+/* The last index applied here, as noted in sluice-applied (0: none). */
+static uint64_t applied_read(const char *dir)
+{
+	char path[4300], buf[32] = "";
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, CQ_APPLIED);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return strtoull(buf, NULL, 10);
+}
+
+/* Note the last index applied (each turn that applied something). */
+static void applied_note(struct ctl_quorum *cq)
+{
+	char buf[32];
+	int n;
+
+	if (cq->applied_fd < 0 || cq->applied_max <= cq->applied_written)
+		return;
+	n = snprintf(buf, sizeof(buf), "%020llu\n", (unsigned long long)cq->applied_max);
+	if (pwrite(cq->applied_fd, buf, (size_t)n, 0) == n)
+		cq->applied_written = cq->applied_max;
+}
+
+/* Remove a directory of plain files (a half-made quorum directory). */
+static int rm_flat_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int rc = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && unlinkat(dirfd(d), e->d_name, 0) < 0)
+			rc = -errno;
+	closedir(d);
+	if (rc == 0 && rmdir(path) < 0)
+		rc = -errno;
+	return rc;
+}
+
+static int dir_exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Read an older broker's metadata log into cq->import_buf (a snapshot of
+ * its image); its cluster id is the directory's. */
+static int cq_read_old(struct ctl_quorum *cq, const char *data_dir, int32_t node_id, char *err, size_t errlen)
+{
+	struct metalog *old;
+	int rc = metalog_open(data_dir, node_id, &old);
+
+	if (rc == -EINVAL) {
+		snprintf(err, errlen, "node.id: the metadata log in %s/%s was written by another node than %d: "
+			 "start this node with its own node.id, or give it its own log.dirs",
+			 data_dir, CQ_OLD_DIR, node_id);
+		return rc;
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot read the metadata log in %s/%s to import it: %s", data_dir, CQ_OLD_DIR,
+			 strerror(-rc));
+		return rc;
+	}
+	snprintf(cq->cluster_id, sizeof(cq->cluster_id), "%s", metalog_cluster_id(old));
+	rc = metalog_snapshot(old, &cq->import_buf, &cq->import_len);
+	metalog_close(old);
+	if (rc < 0)
+		snprintf(err, errlen, "cannot read the metadata log in %s/%s to import it: %s", data_dir, CQ_OLD_DIR,
+			 strerror(-rc));
+	return rc;
+}
+
+int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, const char *msg), char *err,
+		    size_t errlen)
+{
+	struct broker *b = ctl->b;
+	struct ctl_quorum *cq;
+	struct quorum_voter self = { .node_id = b->set.node_id, .host = "127.0.0.1", .port = 0 };
+	struct quorum_config qc = { 0 };
+	char old[4200], vhave[2048], vwant[2048], cid[256];
+	int rc;
+
+	if (!(cq = calloc(1, sizeof(*cq))))
+		return -ENOMEM;
+	cq->applied_fd = -1;
+	cq->ctl = ctl;
+	cq->ready = ready;
+	ctl->cq = cq;
+	snprintf(cq->dir, sizeof(cq->dir), "%s/%s", b->set.data_dir, CQ_DIR);
+	snprintf(old, sizeof(old), "%s/%s", b->set.data_dir, CQ_OLD_DIR);
+	qc.node_id = b->set.node_id;
+	qc.dir = cq->dir;
+	qc.voters = &self;
+	qc.nvoters = 1;
+
+	rc = quorum_identity_read(cq->dir, cid, sizeof(cid), vhave, sizeof(vhave));
+	if (rc == 0 && dir_exists(old)) {
+		/* an import that did not finish: start it again */
+		fprintf(stderr, "sluiced: %s was being imported into %s when the broker stopped: importing "
+			"again\n", old, cq->dir);
+		if ((rc = rm_flat_dir(cq->dir)) < 0) {
+			snprintf(err, errlen, "cannot remove the half-made %s: %s", cq->dir, strerror(-rc));
+			return rc;
+		}
+		rc = -ENOENT;
+	}
+	if (rc == 0) {
+		quorum_voters_text(&qc, vwant, sizeof(vwant));
+		if (strcmp(vhave, vwant)) {
+			snprintf(err, errlen, "node.id: %s belongs to the quorum %s, not to node %d (%s): start this "
+				 "node with the node.id it was made with, or give it its own log.dirs",
+				 cq->dir, vhave, b->set.node_id, vwant);
+			return -EINVAL;
+		}
+		if (strlen(cid) != 22) {
+			snprintf(err, errlen, "%s names cluster id '%s', which no Sluice node makes (22 "
+				 "characters): the directory is damaged", cq->dir, cid);
+			return -EPROTO;
+		}
+		memcpy(cq->cluster_id, cid, 23);
+	} else if (rc == -ENOENT) {
+		if (dir_exists(old)) {
+			if ((rc = cq_read_old(cq, b->set.data_dir, b->set.node_id, err, errlen)) < 0)
+				return rc;
+		} else {
+			metalog_new_cluster_id(cq->cluster_id);
+		}
+	} else {
+		snprintf(err, errlen, "cannot read the identity of %s: %s", cq->dir, strerror(-rc));
+		return rc;
+	}
+	qc.cluster_id = cq->cluster_id;
+	if ((rc = metalog_image_new(b->set.node_id, &ctl->ml)) < 0) {
+		snprintf(err, errlen, "out of memory for the metadata image");
+		return rc;
+	}
+	rc = quorum_open(&qc, &cq_ops, cq, &cq->q, err, errlen);
+	if (rc == -EIO || rc == -EPROTO) {
+		size_t l = strlen(err);
+
+		/* libraft could not read its log: say what to do */
+		snprintf(err + l, errlen - l, ". The metadata log is damaged. Restore %s from a backup (or, to "
+			 "start this node with no topics, move that directory aside)", cq->dir);
+	}
+	if (rc < 0)
+		return rc;
+	if (cq->failed) {
+		/* a record of the replayed log cannot be applied here */
+		snprintf(err, errlen, "the metadata log in %s holds a record this version cannot apply", cq->dir);
+		return cq->failed;
+	}
+	{
+		uint64_t had = applied_read(cq->dir), last = quorum_last_index(cq->q);
+		char path[4300];
+
+		if (last < had) {
+			snprintf(err, errlen, "the metadata log is damaged: %s ends at index %llu but this node had "
+				 "applied records up to index %llu (libraft dropped a damaged entry and what followed "
+				 "as a torn write). Restore %s from a backup (or, to start this node with no topics, "
+				 "move that directory aside)",
+				 cq->dir, (unsigned long long)last, (unsigned long long)had, cq->dir);
+			return -EIO;
+		}
+		snprintf(path, sizeof(path), "%s/%s", cq->dir, CQ_APPLIED);
+		cq->applied_fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		cq->applied_written = had;
+	}
+	return 0;
+}
+
+int ctl_quorum_poll(struct ctl *ctl)
+{
+	struct ctl_quorum *cq = ctl->cq;
+	int work;
+
+	if (!cq || !cq->q)
+		return 0;
+	work = quorum_poll(cq->q);
+	applied_note(cq);
+	return work;
+}
+
+int ctl_quorum_fd(const struct ctl *ctl)
+{
+	const struct ctl_quorum *cq = ctl->cq;
+
+	return cq && cq->q ? quorum_fd(cq->q) : -1;
+}
+
+int ctl_quorum_timeout(const struct ctl *ctl, int timeout)
+{
+	const struct ctl_quorum *cq = ctl->cq;
+	int t;
+
+	if (!cq || !cq->q)
+		return timeout;
+	t = quorum_timeout_ms(cq->q);
+	if (t >= 0 && (timeout < 0 || t < timeout))
+		return t;
+	return timeout;
+}
+
+static void cq_closed(void *arg)
+{
+	struct ctl_quorum *cq = arg;
+
+	cq->closed = 1;
+	cq->q = NULL;
+}
+
+void ctl_quorum_close(struct ctl *ctl)
+{
+	struct ctl_quorum *cq = ctl->cq;
+	struct timespec t0, t;
+
+	if (!cq)
+		return;
+	if (cq->q) {
+		quorum_close(cq->q, cq_closed, cq);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		/* raft finishes its disk writes and closes its files: seconds at
+		 * most, then the process goes on without it (its log is
+		 * consistent at every write) */
+		while (!cq->closed) {
+			struct pollfd p = { .fd = quorum_fd(cq->q), .events = POLLIN };
+			int to = quorum_timeout_ms(cq->q);
+
+			poll(&p, 1, to < 0 || to > 100 ? 100 : to);
+			quorum_poll(cq->q);
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			if (!cq->closed && t.tv_sec - t0.tv_sec > 10) {
+				fprintf(stderr, "sluiced: the metadata quorum did not close within 10 s: leaving it\n");
+				break;
+			}
+		}
+	}
+	applied_note(cq);
+	if (cq->applied_fd >= 0)
+		close(cq->applied_fd);
+	free(cq->import_buf);
+	free(cq);
+	ctl->cq = NULL;
+}
