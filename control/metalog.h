@@ -4,8 +4,11 @@
  * image is the replay of the log.
  *
  * Thread: the control thread only (@thread control); nothing here locks.
- * Owns: its own struct store (a private io_uring), the plog in
- * "<data dir>/__cluster_metadata-0/" (durability sync), and the image.
+ * Owns: the image; and for a log opened with metalog_open (the local file
+ * of brokers before the metadata quorum, read today only to import it:
+ * control/ctl_quorum.c) its own struct store (a private io_uring) and the
+ * plog in "<data dir>/__cluster_metadata-0/" (durability sync). The broker
+ * keeps its image with metalog_image_new, built by the quorum's records.
  * Durability: every mutating call (and metalog_commit) returns only after
  * its record is durable (written with RWF_DSYNC) and changes the image only
  * after that; on any error the image is unchanged. The builders and
