@@ -111,6 +111,12 @@ static const struct config_key keys[] = {
 	  .doc = "Names of the listeners entries the controller uses; they are not served to Kafka "
 		 "clients, and a voter's port must be its controller listener's. (A quorum of one "
 		 "opens no controller port.)" },
+	{ "broker.session.timeout.ms", CONFIG_INT, "9000", 100, I32MAX,
+	  .doc = "The active controller fences a broker that sent no heartbeat for this long (a "
+		 "BROKER_FENCE record in the metadata log); Kafka's default." },
+	{ "broker.heartbeat.interval.ms", CONFIG_INT, "2000", 10, I32MAX,
+	  .doc = "How often a broker heartbeats to the active controller (below "
+		 "broker.session.timeout.ms); Kafka's default." },
 	{ "broker.rack", CONFIG_STRING, "",
 	  .doc = "This broker's rack, returned in Metadata and DescribeCluster (empty: none, null on the wire)." },
 	{ "log.dirs", CONFIG_LIST, "./data", .alias = "log.dir", .flags = CK_NONEMPTY,

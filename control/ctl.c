@@ -104,6 +104,15 @@ static void ctl_report_cycles(struct broker *b)
 
 static void ctl_init_serve(struct ctl *ctl);
 
+static void ctl_init_registered(struct ctl *ctl, int err, const char *msg)
+{
+	if (err < 0) {
+		ctl_set_ready(ctl, err, msg);
+		return;
+	}
+	ctl_init_serve(ctl);
+}
+
 /* Start-up, once the metadata log is open: the internal topics it lacks,
  * then the first producer id block, then ctl_init_serve. Each step is a
  * proposal; `left` counts those in flight. */
@@ -126,7 +135,8 @@ static void ctl_init_pids(struct ctl *ctl, void *cookie, int err, const struct m
 	}
 	ctl->pid_next = a->pid_start;
 	ctl->pid_end = a->pid_end;
-	ctl_init_serve(ctl);
+	/* registered and unfenced as a broker, then serve */
+	ctl_brokers_start(ctl, ctl_init_registered);
 }
 
 static void ctl_init_topic_done(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
@@ -319,6 +329,7 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 	}
 	timeout = group_tick(ctl->gc, ctl->now_ms, 100);
 	timeout = txn_tick(ctl->tc, ctl->now_ms, ctl->wall, timeout);
+	timeout = ctl_brokers_tick(ctl, timeout);
 	if (ctl->admin) {
 		/* the admin endpoint's requests run here, on this thread */
 		admin_http_run(ctl->admin);
@@ -371,6 +382,7 @@ void ctl_fini(struct ctl *ctl)
 	ctl->admin = NULL;
 	ctl_quorum_close(ctl);
 	ctl_meta_fini(ctl);
+	ctl_brokers_fini(ctl);
 	metalog_close(ctl->ml);
 	ctl->ml = NULL;
 	txn_coord_destroy(ctl->tc);

@@ -68,6 +68,17 @@ int ctl_is_ready(const struct ctl *ctl);
 /* @thread main, once ctl_wait_ready returned 0: the admin endpoint's
  * port, 0 when it is off. */
 int ctl_admin_port(const struct ctl *ctl);
+/* @thread ctl. This node as a broker (control/ctl_brokers.c): its broker
+ * epoch (-1 before it registered), whether it is fenced, the brokers
+ * registered and fenced in the metadata, and the fencing changes this
+ * node made as the active controller. */
+struct ctl_broker_state {
+	int64_t epoch;
+	int self_fenced;
+	int registered, fenced;
+	uint64_t fenced_total, unfenced_total;
+};
+void ctl_brokers_state(const struct ctl *ctl, struct ctl_broker_state *st);
 /* @thread ctl. Wall-clock ms when the control thread started (uptime). */
 int64_t ctl_started_ms(const struct ctl *ctl);
 /* @thread ctl. The group and transaction coordinators. */

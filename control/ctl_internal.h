@@ -6,6 +6,8 @@
  *                the committed records; start-up, import, proposals
  *   ctl_meta.c   changes to the metadata: a record proposed, its
  *                continuation run once it was applied (or refused)
+ *   ctl_brokers.c this node as a broker (registration, heartbeats) and
+ *                the active controller's fencing of brokers
  *   ctl_topic.c  the metadata snapshot and the operations that open,
  *                close and reconfigure partitions on their owner shards
  *   ctl_admin.c  the topic and config requests of the Kafka API
@@ -35,6 +37,7 @@ struct metalog_applied;
 struct ctl_meta_done;
 struct ctl_quorum;
 struct ctl_prop;
+struct ctl_brokers;
 
 /* An operation in progress: waiting for shards to open or close
  * partitions. */
@@ -131,6 +134,9 @@ struct ctl {
 	struct ctl_meta_done *meta_head, *meta_tail;
 	/* ctl_quorum.c: the metadata log's quorum (NULL after ctl_fini) */
 	struct ctl_quorum *cq;
+	/* ctl_brokers.c: registration, heartbeats, fencing (NULL until start-up
+	 * reaches it) */
+	struct ctl_brokers *brokers;
 	/* start-up handshake */
 	pthread_mutex_t lock;        /* start-up only, never on the data path */
 	pthread_cond_t cond;
@@ -210,6 +216,20 @@ int ctl_meta_poll(struct ctl *ctl);
 /* Continuations wait for the next turn (the loop must not sleep). */
 int ctl_meta_waiting(const struct ctl *ctl);
 void ctl_meta_fini(struct ctl *ctl);
+
+/* ---- ctl_brokers.c ------------------------------------------------------ */
+/* Start-up: register this node as a broker; ready(ctl, 0, NULL) once it is
+ * registered and unfenced (from a later turn), or ready(ctl, -errno, msg). */
+void ctl_brokers_start(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, const char *msg));
+/* Each turn: heartbeats due, sessions expired; returns timeout shortened
+ * to the next heartbeat. */
+int ctl_brokers_tick(struct ctl *ctl, int timeout);
+void ctl_brokers_fini(struct ctl *ctl);
+/* A heartbeat from broker id at epoch, on the active controller (what
+ * Kafka's BrokerHeartbeat carries): its session starts again, and a
+ * registered, fenced broker is unfenced (a record). -ESTALE: id is not
+ * registered at that epoch (it registered again since, or never). */
+int ctl_controller_heartbeat(struct ctl *ctl, int32_t id, int64_t epoch);
 
 /* ---- ctl_topic.c -------------------------------------------------------- */
 

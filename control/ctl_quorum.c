@@ -136,7 +136,7 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 
 	if (cq->failed)
 		return;
-	rc = metalog_apply(cq->ctl->ml, buf, len, &a);
+	rc = metalog_apply_at(cq->ctl->ml, (int64_t)index, buf, len, &a);
 	if (rc == -EPROTO || rc == -ENOMEM) {
 		cq_fail(cq, index, rc);
 		return;

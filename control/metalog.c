@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 
 #include "control/config.h"
+#include "control/meta_brokers.h"
+#include "control/metalog_codec.h"
 #include "storage/batch.h"
 #include "storage/plog.h"
 
@@ -46,143 +48,11 @@ struct metalog {
 		char *key, *value;
 	} *bcfg;
 	int nbcfg, cap_bcfg;
+	struct meta_brokers brokers;   /* REGISTER_BROKER, BROKER_FENCE, UNREGISTER_BROKER */
+	int64_t apply_index;      /* the log index of the record being applied (0: none) */
 	uint8_t *bbuf;            /* batch being built */
 	uint8_t *rbuf;            /* replay reads, 4 KiB aligned */
 };
-
-/* ---- encoding ---------------------------------------------------------- */
-
-struct enc {
-	uint8_t *p;
-	size_t len, cap;
-	int err;
-};
-
-static void enc_bytes(struct enc *e, const void *b, size_t n)
-{
-	if (e->err || e->len + n > e->cap) {
-		e->err = -EMSGSIZE;
-		return;
-	}
-	memcpy(e->p + e->len, b, n);
-	e->len += n;
-}
-
-static void enc_u8(struct enc *e, uint8_t v) { enc_bytes(e, &v, 1); }
-
-static void enc_i16(struct enc *e, int16_t v)
-{
-	uint8_t b[2] = { (uint8_t)((uint16_t)v >> 8), (uint8_t)v };
-
-	enc_bytes(e, b, 2);
-}
-
-static void enc_i32(struct enc *e, int32_t v)
-{
-	uint8_t b[4];
-
-	for (int i = 0; i < 4; i++)
-		b[i] = (uint8_t)((uint32_t)v >> (24 - 8 * i));
-	enc_bytes(e, b, 4);
-}
-
-static void enc_i64(struct enc *e, int64_t v)
-{
-	uint8_t b[8];
-
-	for (int i = 0; i < 8; i++)
-		b[i] = (uint8_t)((uint64_t)v >> (56 - 8 * i));
-	enc_bytes(e, b, 8);
-}
-
-static void enc_str(struct enc *e, const char *s)
-{
-	size_t n;
-
-	if (!s) {
-		enc_i16(e, -1);
-		return;
-	}
-	n = strlen(s);
-	if (n > INT16_MAX) {
-		e->err = -EMSGSIZE;
-		return;
-	}
-	enc_i16(e, (int16_t)n);
-	enc_bytes(e, s, n);
-}
-
-/* Bounds-checked reader that keeps the first error (STYLE 8). */
-struct dec {
-	const uint8_t *p, *end;
-	int err;
-};
-
-static int dec_need(struct dec *d, size_t n)
-{
-	if (d->err || (size_t)(d->end - d->p) < n) {
-		d->err = -EPROTO;
-		return 0;
-	}
-	return 1;
-}
-
-static uint8_t dec_u8(struct dec *d)
-{
-	return dec_need(d, 1) ? *d->p++ : 0;
-}
-
-static int64_t dec_be(struct dec *d, int n)
-{
-	uint64_t v = 0;
-
-	if (!dec_need(d, (size_t)n))
-		return 0;
-	for (int i = 0; i < n; i++)
-		v = v << 8 | *d->p++;
-	if (n < 8 && (v & (1ull << (8 * n - 1))))
-		v |= ~0ull << (8 * n);   /* sign-extend */
-	return (int64_t)v;
-}
-
-static void dec_id(struct dec *d, uint8_t id[16])
-{
-	if (dec_need(d, 16)) {
-		memcpy(id, d->p, 16);
-		d->p += 16;
-	} else {
-		memset(id, 0, 16);
-	}
-}
-
-/* malloc'd string; *isnull set for a null one (returns NULL). */
-static char *dec_str(struct dec *d, int *isnull)
-{
-	int64_t n = dec_be(d, 2);
-	char *s;
-
-	*isnull = 0;
-	if (d->err)
-		return NULL;
-	if (n < 0) {
-		if (n != -1)
-			d->err = -EPROTO;
-		*isnull = n == -1;
-		return NULL;
-	}
-	if (!dec_need(d, (size_t)n))
-		return NULL;
-	if (memchr(d->p, 0, (size_t)n)) {
-		d->err = -EPROTO;
-		return NULL;
-	}
-	if (!(s = strndup((const char *)d->p, (size_t)n))) {
-		d->err = -ENOMEM;
-		return NULL;
-	}
-	d->p += n;
-	return s;
-}
 
 /* ---- the image ----------------------------------------------------------- */
 
@@ -469,6 +339,19 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 		}
 		return broker_config_put(ml, scope, k, v);
 	}
+	case META_REC_REGISTER_BROKER:
+	case META_REC_BROKER_FENCE:
+	case META_REC_UNREGISTER_BROKER:
+		rc = meta_brokers_apply(&ml->brokers, type, &d, ml->apply_index, dry);
+		if (rc == 0 && out) {
+			struct dec d2 = { val + 1, val + len, 0 };
+			const struct meta_broker *b;
+
+			out->broker = (int32_t)dec_be(&d2, 4);
+			b = meta_brokers_find(&ml->brokers, out->broker);
+			out->broker_epoch = b ? b->epoch : -1;
+		}
+		return rc;
 	default:
 		return -EPROTO;
 	}
@@ -489,7 +372,7 @@ static int rec_split(const void *rec, size_t len, int16_t *type, const uint8_t *
 	return 0;
 }
 
-int metalog_apply(struct metalog *ml, const void *rec, size_t len, struct metalog_applied *out)
+int metalog_apply_at(struct metalog *ml, int64_t index, const void *rec, size_t len, struct metalog_applied *out)
 {
 	const uint8_t *val = NULL;
 	size_t vlen = 0;
@@ -497,10 +380,19 @@ int metalog_apply(struct metalog *ml, const void *rec, size_t len, struct metalo
 	int rc = rec_split(rec, len, &type, &val, &vlen);
 
 	if (out)
-		*out = (struct metalog_applied){ .type = type, .pid_start = -1, .pid_end = -1 };
+		*out = (struct metalog_applied){ .type = type, .pid_start = -1, .pid_end = -1, .broker = -1,
+						 .broker_epoch = -1 };
 	if (rc < 0)
 		return rc;
-	return record_apply(ml, type, val, vlen, 0, out);
+	ml->apply_index = index;
+	rc = record_apply(ml, type, val, vlen, 0, out);
+	ml->apply_index = 0;
+	return rc;
+}
+
+int metalog_apply(struct metalog *ml, const void *rec, size_t len, struct metalog_applied *out)
+{
+	return metalog_apply_at(ml, 0, rec, len, out);
 }
 
 int metalog_check(const struct metalog *ml, const void *rec, size_t len)
@@ -571,19 +463,6 @@ int metalog_commit(struct metalog *ml, const void *rec, size_t len, struct metal
 }
 
 /* Finish a record built in e (type first): a malloc()ed copy in *out. */
-static int rec_finish(const struct enc *e, struct metalog_rec *out)
-{
-	out->buf = NULL;
-	out->len = 0;
-	if (e->err)
-		return e->err;
-	if (!(out->buf = malloc(e->len)))
-		return -ENOMEM;
-	memcpy(out->buf, e->p, e->len);
-	out->len = e->len;
-	return 0;
-}
-
 #define ENC_INIT(ml, buf) { (buf), 0, META_MAX_RECORD + 2, 0 }
 
 static void random_id(uint8_t id[16])
@@ -820,6 +699,7 @@ void metalog_close(struct metalog *ml)
 		free(ml->bcfg[i].value);
 	}
 	free(ml->bcfg);
+	meta_brokers_reset(&ml->brokers);
 	free(ml->bbuf);
 	free(ml->rbuf);
 	free(ml);
@@ -858,14 +738,6 @@ int metalog_topic_count(const struct metalog *ml)
 const struct meta_topic *metalog_topic_at(const struct metalog *ml, int i)
 {
 	return i >= 0 && i < ml->nlive ? ml->live[i] : NULL;
-}
-
-/* Each builder validates against the image, then encodes its record: the
- * type, the version byte, the fields. */
-static void enc_type(struct enc *e, int16_t type)
-{
-	enc_i16(e, type);
-	enc_u8(e, META_FORMAT_VERSION);
 }
 
 int metalog_build_topic(const struct metalog *ml, const char *name, int32_t partitions,
@@ -1038,6 +910,74 @@ int metalog_build_node(const struct metalog *ml, struct metalog_rec *out)
 	return metalog_build_node_for(ml, cid, out);
 }
 
+int metalog_build_register_broker(const struct metalog *ml, int32_t id, const uint8_t incarnation[16],
+				  const char *host, int32_t port, const char *rack, struct metalog_rec *out)
+{
+	struct enc e = ENC_INIT(ml, ml->rbuf);
+
+	out->buf = NULL;
+	out->len = 0;
+	if (id < 0 || !host || port < 0 || port > 65535)
+		return -EINVAL;
+	enc_type(&e, META_REC_REGISTER_BROKER);
+	enc_i32(&e, id);
+	enc_bytes(&e, incarnation, 16);
+	enc_i64(&e, -1);         /* the epoch: this record's log index */
+	enc_str(&e, host);
+	enc_i32(&e, port);
+	enc_str(&e, rack && rack[0] ? rack : NULL);
+	return rec_finish(&e, out);
+}
+
+int metalog_build_broker_fence(const struct metalog *ml, int32_t id, int64_t epoch, int fenced,
+			       struct metalog_rec *out)
+{
+	struct enc e = ENC_INIT(ml, ml->rbuf);
+	const struct meta_broker *b = meta_brokers_find(&ml->brokers, id);
+
+	out->buf = NULL;
+	out->len = 0;
+	if (!b || b->epoch != epoch)
+		return -ENOENT;
+	if (b->fenced == !!fenced)
+		return 0;                /* nothing to write */
+	enc_type(&e, META_REC_BROKER_FENCE);
+	enc_i32(&e, id);
+	enc_i64(&e, epoch);
+	enc_u8(&e, fenced ? 1 : 0);
+	return rec_finish(&e, out);
+}
+
+int metalog_build_unregister_broker(const struct metalog *ml, int32_t id, int64_t epoch, struct metalog_rec *out)
+{
+	struct enc e = ENC_INIT(ml, ml->rbuf);
+	const struct meta_broker *b = meta_brokers_find(&ml->brokers, id);
+
+	out->buf = NULL;
+	out->len = 0;
+	if (!b || b->epoch != epoch)
+		return -ENOENT;
+	enc_type(&e, META_REC_UNREGISTER_BROKER);
+	enc_i32(&e, id);
+	enc_i64(&e, epoch);
+	return rec_finish(&e, out);
+}
+
+const struct meta_broker *metalog_broker(const struct metalog *ml, int32_t id)
+{
+	return meta_brokers_find(&ml->brokers, id);
+}
+
+int metalog_broker_count(const struct metalog *ml)
+{
+	return ml->brokers.n;
+}
+
+const struct meta_broker *metalog_broker_at(const struct metalog *ml, int i)
+{
+	return i >= 0 && i < ml->brokers.n ? &ml->brokers.b[i] : NULL;
+}
+
 /* ---- the local file's synchronous changes: build, then commit ----------- */
 
 static int build_commit(struct metalog *ml, int rc, struct metalog_rec *r, struct metalog_applied *out)
@@ -1124,6 +1064,11 @@ static int snap_put(FILE *f, const struct enc *e)
 	return fwrite(l, 4, 1, f) == 1 && fwrite(e->p, e->len, 1, f) == 1 ? 0 : -ENOMEM;
 }
 
+static int snap_put_cb(void *arg, struct enc *e)
+{
+	return snap_put(arg, e);
+}
+
 int metalog_snapshot(const struct metalog *ml, void **buf, size_t *len)
 {
 	char *mem = NULL;
@@ -1167,6 +1112,11 @@ int metalog_snapshot(const struct metalog *ml, void **buf, size_t *len)
 		enc_str(&e, ml->bcfg[i].value);
 		rc = snap_put(f, &e);
 	}
+	if (!rc) {
+		struct enc e = { tmp, 0, META_MAX_RECORD + 2, 0 };
+
+		rc = meta_brokers_snapshot(&ml->brokers, &e, snap_put_cb, f);
+	}
 	if (!rc && ml->next_producer_id > 0) {
 		struct enc e = { tmp, 0, META_MAX_RECORD + 2, 0 };
 
@@ -1204,6 +1154,7 @@ static int image_reset(struct metalog *ml)
 		free(ml->bcfg[i].value);
 	}
 	ml->nbcfg = 0;
+	meta_brokers_reset(&ml->brokers);
 	ml->have_node = 0;
 	ml->node_rec = 0;
 	ml->cluster_id[0] = 0;

@@ -38,6 +38,15 @@
  *                   id), key, value (null = delete): a broker config
  *                   changed at run time (AlterConfigs on the broker
  *                   resource)
+ *   8 REGISTER_BROKER   int32 broker id, id incarnation (random per process
+ *                   start), int64 broker epoch (-1 as proposed: the
+ *                   record's own log index; a snapshot writes the
+ *                   epoch), host, int32 port (the client listener), rack
+ *                   (null: none). A broker starts fenced.
+ *   9 BROKER_FENCE  int32 broker id, int64 epoch, int8 fenced (1) or
+ *                   unfenced (0)
+ *  10 UNREGISTER_BROKER int32 broker id, int64 epoch
+ * (control/meta_brokers.h keeps the brokers.)
  * A reader refuses (-EPROTO) a version byte or record type it does not know.
  */
 #ifndef SLUICE_METALOG_H
@@ -54,7 +63,11 @@ enum metalog_record {
 	META_REC_PRODUCER_IDS = 5,
 	META_REC_NODE = 6,
 	META_REC_BROKER_CONFIG = 7,
+	META_REC_REGISTER_BROKER = 8,
+	META_REC_BROKER_FENCE = 9,
+	META_REC_UNREGISTER_BROKER = 10,
 };
+struct meta_broker;
 #define META_SCOPE_CLUSTER (-1)
 #define META_FORMAT_VERSION 1
 #define META_TOPIC_NAME_MAX 249
@@ -94,6 +107,8 @@ struct metalog_applied {
 	int16_t type;
 	const struct meta_topic *topic;
 	int64_t pid_start, pid_end;   /* the block is [pid_start, pid_end) */
+	int32_t broker;               /* broker records: its id and epoch (else -1) */
+	int64_t broker_epoch;
 };
 
 /* Builders: the record of one change, validated against the image as the
@@ -118,6 +133,20 @@ int metalog_build_node_for(const struct metalog *ml, const char *cluster_id, str
  * @thread any */
 void metalog_new_cluster_id(char out[23]);
 
+/* Broker records (control/meta_brokers.h): a registration (epoch: the
+ * record's log index once applied), a change of fencing (0 with out->len
+ * 0 when the broker is in that state already; -ENOENT for another epoch),
+ * a removal. */
+int metalog_build_register_broker(const struct metalog *ml, int32_t id, const uint8_t incarnation[16],
+				  const char *host, int32_t port, const char *rack, struct metalog_rec *out);
+int metalog_build_broker_fence(const struct metalog *ml, int32_t id, int64_t epoch, int fenced,
+			       struct metalog_rec *out);
+int metalog_build_unregister_broker(const struct metalog *ml, int32_t id, int64_t epoch, struct metalog_rec *out);
+/* The registered brokers, by id (NULL: none). */
+const struct meta_broker *metalog_broker(const struct metalog *ml, int32_t id);
+int metalog_broker_count(const struct metalog *ml);
+const struct meta_broker *metalog_broker_at(const struct metalog *ml, int i);
+
 /* Apply one record to the image: 0 (out, if not NULL, says what it did),
  * or -errno and the image is unchanged: -EPROTO a record this version
  * cannot read (the caller stops: the nodes would diverge), or a record
@@ -126,6 +155,10 @@ void metalog_new_cluster_id(char out[23]);
  * (partitions not more than now, producer ids not beyond the last block);
  * -ENOMEM. */
 int metalog_apply(struct metalog *ml, const void *rec, size_t len, struct metalog_applied *out);
+/* ... at log index `index` (> 0: a REGISTER_BROKER proposed with epoch -1
+ * takes it as its broker epoch; metalog_apply passes 0, and such a record
+ * is then -EINVAL). What the quorum's apply calls. */
+int metalog_apply_at(struct metalog *ml, int64_t index, const void *rec, size_t len, struct metalog_applied *out);
 /* Whether it would apply (the same answer, nothing changed). */
 int metalog_check(const struct metalog *ml, const void *rec, size_t len);
 /* The local file: a record that applies is appended, made durable, then

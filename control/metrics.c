@@ -85,6 +85,25 @@ static void render_process(struct ctl *ctl, struct broker *b, struct textbuf *t)
 	textbuf_printf(t, "sluice_process_open_fds %d\n", nfd);
 	fam(t, "process_uptime_seconds", "gauge", "Seconds since the broker started.");
 	textbuf_printf(t, "sluice_process_uptime_seconds %.3f\n", (double)(wall_ms() - ctl_started_ms(ctl)) / 1000.0);
+	{
+		struct ctl_broker_state bs;
+
+		ctl_brokers_state(ctl, &bs);
+		textbuf_printf(t, "# HELP sluice_broker_epoch This broker's epoch: the metadata log index of its "
+			       "registration at this start (-1 before it registered).\n# TYPE sluice_broker_epoch gauge\n"
+			       "sluice_broker_epoch %lld\n", (long long)bs.epoch);
+		textbuf_printf(t, "# HELP sluice_broker_fenced Whether this broker is fenced in the metadata.\n"
+			       "# TYPE sluice_broker_fenced gauge\nsluice_broker_fenced %d\n", bs.self_fenced);
+		textbuf_printf(t, "# HELP sluice_brokers Brokers registered in the metadata, by state.\n"
+			       "# TYPE sluice_brokers gauge\nsluice_brokers{state=\"unfenced\"} %d\n"
+			       "sluice_brokers{state=\"fenced\"} %d\n", bs.registered - bs.fenced, bs.fenced);
+		textbuf_printf(t, "# HELP sluice_controller_broker_fencings_total Brokers this node fenced (a missed "
+			       "session) or unfenced (a heartbeat) as the active controller.\n"
+			       "# TYPE sluice_controller_broker_fencings_total counter\n"
+			       "sluice_controller_broker_fencings_total{change=\"fenced\"} %llu\n"
+			       "sluice_controller_broker_fencings_total{change=\"unfenced\"} %llu\n",
+			       (unsigned long long)bs.fenced_total, (unsigned long long)bs.unfenced_total);
+	}
 	fam(t, "shards", "gauge", "Shards (pinned data-path threads) of the broker.");
 	textbuf_printf(t, "sluice_shards %d\n", b->set.nshards);
 }

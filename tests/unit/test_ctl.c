@@ -13,6 +13,9 @@
 
 #include "control/config.h"
 #include "control/ctl.h"
+#include "control/ctl_internal.h"
+#include "control/meta_brokers.h"
+#include "control/metalog.h"
 #include "control/group.h"
 #include "dataplane/conn.h"
 #include "dataplane/kafka/kafka_codec.h"
@@ -487,6 +490,106 @@ Test(ctl, session_timeout_expires_a_member_when_the_clock_moves)
 	advance_ms(7000);
 	cr_assert_eq(group_coord_stats(ctl_groups(ctl))->members_expired, 1, "expired by that turn's tick");
 	cr_assert_eq(heartbeat(), 25, "UNKNOWN_MEMBER_ID after the session timed out");
+}
+
+/* ---- brokers: registration, heartbeats, fencing ----------------------- */
+
+static int proposed_done, proposed_err;
+
+static void proposed(struct ctl *c, void *cookie, int err, const struct metalog_applied *a)
+{
+	(void)c;
+	(void)cookie;
+	(void)a;
+	proposed_err = err;
+	proposed_done = 1;
+}
+
+static int is_proposed(void)
+{
+	return proposed_done;
+}
+
+/* Register broker id with a new incarnation (what BrokerRegistration
+ * will carry to the active controller): its epoch, or -errno. */
+static int64_t register_broker(int32_t id, uint8_t tag)
+{
+	uint8_t inc[16] = { tag, (uint8_t)id };
+	struct metalog_rec r;
+	const struct meta_broker *mb;
+
+	cr_assert_eq(metalog_build_register_broker(ctl->ml, id, inc, "127.0.0.1", 9000 + id, "r2", &r), 0);
+	proposed_done = 0;
+	ctl_meta_propose(ctl, &r, proposed, NULL);
+	cr_assert(run_until(is_proposed), "the registration was never applied");
+	if (proposed_err < 0)
+		return proposed_err;
+	mb = metalog_broker(ctl->ml, id);
+	cr_assert_not_null(mb);
+	return mb->epoch;
+}
+
+static int32_t watched;
+
+static int watched_unfenced(void)
+{
+	const struct meta_broker *mb = metalog_broker(ctl->ml, watched);
+
+	return mb && !mb->fenced;
+}
+
+static int watched_fenced(void)
+{
+	const struct meta_broker *mb = metalog_broker(ctl->ml, watched);
+
+	return mb && mb->fenced;
+}
+
+Test(ctl, brokers_register_heartbeat_and_are_fenced_after_a_missed_session)
+{
+	struct ctl_broker_state st;
+	int64_t e2, e2b;
+
+	/* this node registered at start and is unfenced: it serves */
+	ctl_brokers_state(ctl, &st);
+	cr_assert_gt(st.epoch, 0);
+	cr_assert_eq(st.self_fenced, 0);
+	cr_assert_eq(st.registered, 1);
+	/* a second broker registers: fenced until its first heartbeat */
+	e2 = register_broker(2, 1);
+	cr_assert_gt(e2, st.epoch, "the broker epoch is the registration's log index");
+	watched = 2;
+	cr_assert(watched_fenced());
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	cr_assert(run_until(watched_unfenced), "a heartbeat did not unfence the registered broker");
+	/* heartbeats within the session (9 s) keep it; this node heartbeats
+	 * itself every 2 s as the clock moves */
+	for (int i = 0; i < 4; i++) {
+		advance_ms(2000);
+		cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	}
+	advance_ms(100);
+	cr_assert(watched_unfenced(), "fenced within its session");
+	/* 10 s without one: fenced, by a record; this node is not */
+	for (int i = 0; i < 5; i++)
+		advance_ms(2000);
+	cr_assert(run_until(watched_fenced), "a broker silent for a whole session was not fenced");
+	ctl_brokers_state(ctl, &st);
+	cr_assert_eq(st.self_fenced, 0, "this node heartbeats itself and stays unfenced");
+	cr_assert_eq(st.fenced, 1);
+	cr_assert_geq(st.fenced_total, 1);
+	/* a heartbeat unfences it again */
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	cr_assert(run_until(watched_unfenced));
+	/* a restart of broker 2 registers again: a larger epoch, fenced, and
+	 * the old epoch's heartbeats are stale */
+	e2b = register_broker(2, 2);
+	cr_assert_gt(e2b, e2);
+	cr_assert(watched_fenced());
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), -ESTALE);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 7, 1), -ESTALE, "an unknown broker");
+	/* the same incarnation twice is refused */
+	cr_assert_eq(register_broker(2, 2), -EEXIST);
 }
 
 /* ---- offsets expiry, on the injected wall clock ----------------------- */

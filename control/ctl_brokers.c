@@ -1,0 +1,269 @@
+/* control/ctl_brokers.c — brokers and the active controller, Kafka's way
+ * (KIP-631): at every start this node registers as a broker (a
+ * REGISTER_BROKER record with a new incarnation; its broker epoch is the
+ * record's log index, so a restart gets a larger one) and starts fenced;
+ * it heartbeats every broker.heartbeat.interval.ms; the active controller
+ * unfences a broker whose heartbeat finds its registration applied, and
+ * fences (BROKER_FENCE) one whose heartbeats stopped for
+ * broker.session.timeout.ms. Fencing and unfencing are records, so every
+ * node sees the same brokers; heartbeats are not (the controller keeps
+ * them in memory, and a new active controller gives every broker a full
+ * session from its election).
+ *
+ * Today every node is a combined broker and controller in a quorum of
+ * one: the broker's heartbeat reaches its own controller by a call here,
+ * where a cluster's will travel as BrokerHeartbeat to the active
+ * controller. A broker serves once it is unfenced.
+ *
+ * @thread ctl
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "control/config.h"
+#include "control/ctl_internal.h"
+#include "control/meta_brokers.h"
+#include "control/metalog.h"
+
+/* The active controller's memory of one broker's heartbeats. */
+struct ctl_hb {
+	int32_t id;
+	int64_t epoch;
+	int64_t last_ms;                /* monotonic ms of its last heartbeat */
+	int changing;                   /* a fence or unfence of it in flight */
+};
+
+struct ctl_brokers {
+	/* this node as a broker */
+	uint8_t incarnation[16];
+	int64_t epoch;                  /* 0 until registered */
+	int proposing;                  /* a record of ours is in flight */
+	void (*ready)(struct ctl *ctl, int err, const char *msg);
+	int64_t next_hb_ms;
+	/* this node as the active controller */
+	struct ctl_hb *hb;
+	int nhb, cap_hb;
+	int fencing;                    /* fence records in flight */
+	uint64_t fenced_total, unfenced_total;
+};
+
+static struct ctl_hb *hb_of(struct ctl_brokers *cb, int32_t id, int64_t now_ms)
+{
+	for (int i = 0; i < cb->nhb; i++)
+		if (cb->hb[i].id == id)
+			return &cb->hb[i];
+	if (cb->nhb == cb->cap_hb) {
+		int cap = cb->cap_hb ? cb->cap_hb * 2 : 8;
+		struct ctl_hb *n = realloc(cb->hb, (size_t)cap * sizeof(*n));
+
+		if (!n)
+			abort();   /* the control thread's own bookkeeping */
+		cb->hb = n;
+		cb->cap_hb = cap;
+	}
+	cb->hb[cb->nhb] = (struct ctl_hb){ .id = id, .epoch = -1, .last_ms = now_ms };
+	return &cb->hb[cb->nhb++];
+}
+
+/* ---- the active controller ------------------------------------------------ */
+
+static void fence_done(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
+{
+	struct ctl_brokers *cb = ctl->brokers;
+	int fenced = (int)((intptr_t)cookie & 1);
+	int32_t id = (int32_t)((intptr_t)cookie >> 1);
+
+	(void)a;
+	cb->fencing--;
+	hb_of(cb, id, ctl->now_ms)->changing = 0;
+	if (err == 0) {
+		if (fenced)
+			cb->fenced_total++;
+		else
+			cb->unfenced_total++;
+	}
+	if (!fenced && cb->ready && cb->epoch > 0) {
+		const struct meta_broker *me = metalog_broker(ctl->ml, ctl->b->set.node_id);
+
+		if (me && me->epoch == cb->epoch && !me->fenced) {
+			void (*ready)(struct ctl *, int, const char *) = cb->ready;
+
+			cb->ready = NULL;
+			ready(ctl, 0, NULL);
+		}
+	}
+}
+
+static void propose_fence(struct ctl *ctl, int32_t id, int64_t epoch, int fenced)
+{
+	struct ctl_hb *h = hb_of(ctl->brokers, id, ctl->now_ms);
+	struct metalog_rec r;
+
+	if (h->changing)
+		return;   /* one change of a broker at a time */
+	if (metalog_build_broker_fence(ctl->ml, id, epoch, fenced, &r) < 0 || !r.len) {
+		metalog_rec_free(&r);
+		return;
+	}
+	h->changing = 1;
+	ctl->brokers->fencing++;
+	ctl_meta_propose(ctl, &r, fence_done, (void *)((intptr_t)id << 1 | (fenced ? 1 : 0)));
+}
+
+int ctl_controller_heartbeat(struct ctl *ctl, int32_t id, int64_t epoch)
+{
+	struct ctl_brokers *cb = ctl->brokers;
+	const struct meta_broker *b = metalog_broker(ctl->ml, id);
+	struct ctl_hb *h;
+
+	if (!b || b->epoch != epoch)
+		return -ESTALE;
+	h = hb_of(cb, id, ctl->now_ms);
+	h->epoch = epoch;
+	h->last_ms = ctl->now_ms;
+	if (b->fenced)
+		propose_fence(ctl, id, epoch, 0);
+	return 0;
+}
+
+/* Fence every unfenced broker whose heartbeats stopped for a session. */
+static void controller_check_sessions(struct ctl *ctl, int64_t session_ms)
+{
+	struct ctl_brokers *cb = ctl->brokers;
+
+	for (int i = 0; i < metalog_broker_count(ctl->ml); i++) {
+		const struct meta_broker *b = metalog_broker_at(ctl->ml, i);
+		struct ctl_hb *h;
+
+		if (b->fenced)
+			continue;
+		h = hb_of(cb, b->id, ctl->now_ms);   /* new: a full session from now */
+		if (h->changing)
+			continue;
+		if (h->epoch != b->epoch) {
+			h->epoch = b->epoch;
+			h->last_ms = ctl->now_ms;
+			continue;
+		}
+		if (ctl->now_ms - h->last_ms >= session_ms) {
+			fprintf(stderr, "sluiced: broker %d (epoch %lld) sent no heartbeat for %lld ms "
+				"(broker.session.timeout.ms %lld): fenced\n",
+				b->id, (long long)b->epoch, (long long)(ctl->now_ms - h->last_ms), (long long)session_ms);
+			propose_fence(ctl, b->id, b->epoch, 1);
+		}
+	}
+}
+
+/* ---- this node as a broker ------------------------------------------------- */
+
+static void heartbeat(struct ctl *ctl)
+{
+	struct ctl_brokers *cb = ctl->brokers;
+
+	if (cb->epoch <= 0)
+		return;
+	if (ctl_controller_heartbeat(ctl, ctl->b->set.node_id, cb->epoch) == -ESTALE)
+		fprintf(stderr, "sluiced: this broker's registration (epoch %lld) is no longer the "
+			"controller's\n", (long long)cb->epoch);
+}
+
+static void registered(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
+{
+	struct ctl_brokers *cb = ctl->brokers;
+	char msg[256];
+
+	(void)cookie;
+	cb->proposing = 0;
+	if (err < 0) {
+		void (*ready)(struct ctl *, int, const char *) = cb->ready;
+
+		snprintf(msg, sizeof(msg), "cannot register this broker in the metadata log: %s", strerror(-err));
+		cb->ready = NULL;
+		if (ready)
+			ready(ctl, err, msg);
+		return;
+	}
+	cb->epoch = a->broker_epoch;
+	cb->next_hb_ms = ctl->now_ms;
+	heartbeat(ctl);   /* unfences it: ready runs once that is applied */
+}
+
+void ctl_brokers_start(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, const char *msg))
+{
+	struct broker *b = ctl->b;
+	struct ctl_brokers *cb = calloc(1, sizeof(*cb));
+	struct metalog_rec r;
+	int rc;
+
+	if (!cb)
+		abort();   /* the control thread's own bookkeeping */
+	ctl->brokers = cb;
+	cb->ready = ready;
+	if (getrandom(cb->incarnation, sizeof(cb->incarnation), 0) != (ssize_t)sizeof(cb->incarnation)) {
+		/* no entropy: the clock still makes each start's differ */
+		int64_t t = ctl->wall;
+
+		memcpy(cb->incarnation, &t, sizeof(t));
+	}
+	rc = metalog_build_register_broker(ctl->ml, b->set.node_id, cb->incarnation, b->set.adv_host,
+					   b->set.adv_port, b->set.rack, &r);
+	if (rc < 0) {
+		ctl_meta_refuse(ctl, rc, registered, NULL);
+		return;
+	}
+	cb->proposing = 1;
+	ctl_meta_propose(ctl, &r, registered, NULL);
+}
+
+int ctl_brokers_tick(struct ctl *ctl, int timeout)
+{
+	struct ctl_brokers *cb = ctl->brokers;
+	int64_t interval, session, wait;
+
+	if (!cb || cb->epoch <= 0)
+		return timeout;
+	interval = config_int(ctl->cfg, "broker.heartbeat.interval.ms");
+	session = config_int(ctl->cfg, "broker.session.timeout.ms");
+	if (ctl->now_ms >= cb->next_hb_ms) {
+		heartbeat(ctl);
+		cb->next_hb_ms = ctl->now_ms + interval;
+	}
+	controller_check_sessions(ctl, session);
+	wait = cb->next_hb_ms - ctl->now_ms;
+	if (wait < 0)
+		wait = 0;
+	return timeout < 0 || wait < timeout ? (int)wait : timeout;
+}
+
+void ctl_brokers_state(const struct ctl *ctl, struct ctl_broker_state *st)
+{
+	const struct ctl_brokers *cb = ctl->brokers;
+
+	memset(st, 0, sizeof(*st));
+	st->epoch = -1;
+	if (!cb)
+		return;
+	st->epoch = cb->epoch > 0 ? cb->epoch : -1;
+	st->fenced_total = cb->fenced_total;
+	st->unfenced_total = cb->unfenced_total;
+	for (int i = 0; i < metalog_broker_count(ctl->ml); i++) {
+		const struct meta_broker *b = metalog_broker_at(ctl->ml, i);
+
+		st->registered++;
+		st->fenced += b->fenced;
+		if (b->id == ctl->b->set.node_id)
+			st->self_fenced = b->fenced;
+	}
+}
+
+void ctl_brokers_fini(struct ctl *ctl)
+{
+	if (!ctl->brokers)
+		return;
+	free(ctl->brokers->hb);
+	free(ctl->brokers);
+	ctl->brokers = NULL;
+}
