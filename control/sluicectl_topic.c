@@ -862,8 +862,7 @@ static const struct opt_spec topic_addp_opts[] = {
 const struct cmd topic_cmds[] = {
 	{ "topic", "list", "", "every topic with its partition count", topic_list_opts,
 	  "sluicectl topic list\nsluicectl topic list --internal --format json", cmd_topic_list },
-	{ "topic", "describe", "TOPIC...", "per partition: leader, replicas, ISR (under-replicated and under-min-ISR "
-	  "marked), offsets, size on disk, owning shard",
+	{ "topic", "describe", "TOPIC...", "per partition: leader, replicas, ISR (short ones marked), offsets, size, shard",
 	  no_opts, "sluicectl topic describe orders\nsluicectl topic describe orders payments --format json",
 	  cmd_topic_describe },
 	{ "topic", "create", "TOPIC", "create a topic", topic_create_opts,
