@@ -1,8 +1,9 @@
 /* control/sluicectl.c — the operator's CLI: argument parsing, --help and
- * bash completion from one command table, and the cluster command. Topics:
- * sluicectl_topic.c; groups: sluicectl_group.c; records:
- * sluicectl_record.c; what they all use: sluicectl_cmd.c (lookups, options,
- * messages) and sluicectl_fetch.c. See sluicectl.h. */
+ * bash completion from one command table. Cluster: sluicectl_cluster.c
+ * (its rules: sluicectl_rules.c); topics: sluicectl_topic.c; groups:
+ * sluicectl_group.c; records: sluicectl_record.c; what they all use:
+ * sluicectl_cmd.c (lookups, options, messages) and sluicectl_fetch.c. See
+ * sluicectl.h. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,178 +16,6 @@
 
 #define DEFAULT_BOOTSTRAP "127.0.0.1:9092"
 #define DEFAULT_TIMEOUT_MS 10000
-
-/* ---- cluster info -------------------------------------------------------- */
-
-/* What the admin endpoint says about the broker it serves: its shard count
- * (/v1/shards) and health (/v1/health), and which node that is. */
-struct admin_view {
-	int32_t node;               /* -1: the endpoint answered for no known node */
-	int64_t shards;             /* -1 unknown */
-	char health[32];            /* "" unknown */
-	char reasons[512];          /* /v1/health's first reason, when not ready */
-};
-
-static void admin_view_get(struct ctl *c, const struct kafka_metadata_response *md, struct admin_view *v)
-{
-	static const char unknown[] = "shards and health shown as unknown";
-	struct http_reply r;
-	int st;
-
-	v->node = -1;
-	v->shards = -1;
-	v->health[0] = v->reasons[0] = 0;
-	st = ctl_admin_get(c, "/v1/shards", unknown, &r);
-	if (st == 200) {
-		int64_t n = 0;
-
-		for (const char *p = strstr(r.body, "\"shard\":"); p; p = strstr(p + 1, "\"shard\":"))
-			n++;
-		v->shards = n;
-	}
-	http_reply_fini(&r);
-	st = ctl_admin_get(c, "/v1/health", unknown, &r);
-	if (st == 200 || st == 503) {
-		const char *rs = strstr(r.body, "\"reasons\"");
-		size_t n = 0;
-
-		json_get_str(r.body, r.body + r.len, "status", v->health, sizeof v->health);
-		if (rs && (rs = strchr(rs, '[')) && rs[1] == '"')   /* the first reason */
-			for (rs += 2; *rs && *rs != '"' && n + 1 < sizeof v->reasons; rs++)
-				v->reasons[n++] = *rs == '\\' && rs[1] ? *++rs : *rs;
-		v->reasons[n] = 0;
-	}
-	http_reply_fini(&r);
-	v->node = ctl_admin_node(c, unknown);
-	if (v->node < 0 && !c->admin_down && md->Brokers.count == 1)
-		v->node = md->Brokers.items[0].NodeId;   /* no node.id in /v1/config: the only broker */
-}
-
-static int cmd_cluster_info(struct ctl *c, const struct args *a)
-{
-	struct kafka_metadata_response *md;
-	struct kclient *k;
-	int64_t parts = 0, under = 0, offline = 0, internal = 0;
-	struct admin_view av;
-
-	(void)a;
-	md = ctl_metadata(c, NULL, 0);
-	k = ctl_client(c);
-	admin_view_get(c, md, &av);
-	for (int32_t i = 0; i < md->Topics.count; i++) {
-		const struct kafka_metadata_response_metadata_response_topic *t = &md->Topics.items[i];
-
-		internal += t->IsInternal;
-		for (int32_t j = 0; j < t->Partitions.count; j++) {
-			const struct kafka_metadata_response_metadata_response_partition *p = &t->Partitions.items[j];
-
-			parts++;
-			under += p->IsrNodes.count < p->ReplicaNodes.count;
-			offline += p->LeaderId < 0;
-		}
-	}
-	if (c->json) {
-		json_obj_begin(NULL);
-		json_strn("cluster_id", md->ClusterId.ptr, md->ClusterId.len);
-		json_int("controller_id", md->ControllerId);
-		json_arr_begin("brokers");
-		for (int32_t i = 0; i < md->Brokers.count; i++) {
-			const struct kafka_metadata_response_metadata_response_broker *b = &md->Brokers.items[i];
-
-			json_obj_begin(NULL);
-			json_int("node_id", b->NodeId);
-			json_strn("host", b->Host.ptr, b->Host.len);
-			json_int("port", b->Port);
-			json_strn("rack", b->Rack.ptr, b->Rack.len);
-			if (b->NodeId == av.node && av.shards >= 0)
-				json_int("shards", av.shards);
-			else
-				json_null("shards");
-			json_str("health", b->NodeId == av.node && av.health[0] ? av.health : NULL);
-			json_obj_end();
-		}
-		json_arr_end();
-		json_int("topics", md->Topics.count);
-		json_int("internal_topics", internal);
-		json_int("partitions", parts);
-		json_int("under_replicated_partitions", under);
-		json_int("offline_partitions", offline);
-		json_arr_begin("api_versions");
-		for (int i = 0; i < KCLIENT_MAX_KEY; i++) {
-			const struct kafka_api *api = kafka_api_find((int16_t)i);
-
-			if (k->vmax[i] < 0)
-				continue;
-			json_obj_begin(NULL);
-			json_int("api_key", i);
-			json_str("name", api ? api->name : NULL);
-			json_int("min_version", k->vmin[i]);
-			json_int("max_version", k->vmax[i]);
-			json_obj_end();
-		}
-		json_arr_end();
-		json_obj_end();
-		json_end();
-		return 0;
-	}
-	{
-		struct table t;
-		static const char *heads[] = { "FIELD", "VALUE" };
-		int napis = 0;
-
-		for (int i = 0; i < KCLIENT_MAX_KEY; i++)
-			napis += k->vmax[i] >= 0;
-		table_init(&t, 2, heads);
-		table_add(&t, "cluster id", kstr(md->ClusterId));
-		table_add(&t, "controller", fmt("%d", md->ControllerId));
-		table_add(&t, "brokers", fmt("%d", md->Brokers.count));
-		table_add(&t, "topics", fmt("%d (%lld internal)", md->Topics.count, (long long)internal));
-		table_add(&t, "partitions", fmt("%lld", (long long)parts));
-		table_add(&t, "under-replicated partitions", fmt("%lld", (long long)under));
-		table_add(&t, "offline partitions", fmt("%lld", (long long)offline));
-		table_add(&t, "Kafka APIs served", fmt("%d (bootstrap %s:%d)", napis, k->host, k->port));
-		table_print(&t);
-		table_fini(&t);
-	}
-	{
-		struct table t;
-		static const char *heads[] = { "BROKER", "HOST", "PORT", "RACK", "SHARDS", "HEALTH" };
-
-		putchar('\n');
-		table_init(&t, 6, heads);
-		table_right(&t, 0);
-		table_right(&t, 2);
-		table_right(&t, 4);
-		for (int32_t i = 0; i < md->Brokers.count; i++) {
-			const struct kafka_metadata_response_metadata_response_broker *b = &md->Brokers.items[i];
-			bool mine = b->NodeId == av.node;
-
-			table_add(&t, fmt("%d%s", b->NodeId, b->NodeId == md->ControllerId ? "*" : ""),
-				  kstr(b->Host), fmt("%d", b->Port), b->Rack.len >= 0 ? kstr(b->Rack) : "-",
-				  mine && av.shards >= 0 ? fmt("%lld", (long long)av.shards) : "?",
-				  mine && av.health[0] ? av.health : "?");
-		}
-		table_print(&t);
-		table_fini(&t);
-		if (md->Brokers.count > 1 && av.node >= 0)
-			printf("(* controller; shards and health from the admin endpoint %s:%d, broker %d's; "
-			       "? for the others)\n", c->admin_host, c->admin_port, av.node);
-		else
-			printf("(* controller%s)\n", av.shards < 0 ? "; ?: the admin endpoint did not answer" : "");
-		if (av.reasons[0])
-			printf("health: %s\n", av.reasons);
-	}
-	return 0;
-}
-
-/* ---- the command table -------------------------------------------------- */
-
-static const struct opt_spec no_opts[] = { { NULL, 0, NULL, NULL } };
-
-static const struct cmd base_cmds[] = {
-	{ "cluster", "info", "", "brokers, controller, topic and partition counts, health", no_opts,
-	  "sluicectl cluster info\nsluicectl -b 10.0.0.5:9092 cluster info --format json", cmd_cluster_info },
-};
 
 static const struct opt_spec global_opts[] = {
 	{ "brokers", 'b', "HOST:PORT,...", "bootstrap brokers (default: $SLUICE_BROKERS, then 127.0.0.1:9092)" },
@@ -204,8 +33,8 @@ static int n_cmds;
 
 static void cmds_init(void)
 {
-	for (size_t i = 0; i < sizeof base_cmds / sizeof base_cmds[0]; i++)
-		all_cmds[n_cmds++] = &base_cmds[i];
+	for (int i = 0; i < cluster_ncmds; i++)
+		all_cmds[n_cmds++] = &cluster_cmds[i];
 	for (int i = 0; i < topic_ncmds; i++)
 		all_cmds[n_cmds++] = &topic_cmds[i];
 	for (int i = 0; i < group_ncmds; i++)

@@ -180,6 +180,7 @@ struct ctl {
 	struct kclient nodes[8];    /* other brokers (leaders, coordinators) */
 	int32_t node_ids[8];
 	int nnodes;
+	char node_err[512];         /* why the last ctl_node_try failed */
 	/* The broker's HTTP admin endpoint (sluicectl_admin.c): --admin, else
 	 * $SLUICE_ADMIN, else the bootstrap broker's host, port 9644. */
 	const char *admin;          /* HOST:PORT as given, or NULL */
@@ -206,6 +207,11 @@ struct kclient *ctl_client(struct ctl *c);
 /* The connection to broker node_id at host:port (the bootstrap one when
  * the address is the same). Exits 1 when it cannot connect. */
 struct kclient *ctl_node(struct ctl *c, int32_t node_id, struct kafka_str host, int32_t port);
+/* The same, NULL instead of exiting when it cannot connect (the reason
+ * is in the returned slot's err: see ctl_node_err). */
+struct kclient *ctl_node_try(struct ctl *c, int32_t node_id, struct kafka_str host, int32_t port);
+/* Why the last ctl_node_try failed. */
+const char *ctl_node_err(struct ctl *c);
 /* Version or exit 1 naming the API the broker does not serve. */
 int16_t ctl_version(struct ctl *c, struct kclient *k, int16_t api_key, int16_t want_max);
 /* Call or exit 1 with the transport error. */
@@ -232,6 +238,23 @@ struct kafka_metadata_response *ctl_metadata(struct ctl *c, const char *const *t
 int ctl_list_offsets(struct ctl *c, const struct kafka_metadata_response_metadata_response_topic *t,
 		     int64_t timestamp, int64_t *out, int16_t *err);
 
+/* The replication settings of a topic as DescribeConfigs gives them:
+ * min.insync.replicas and unclean.leader.election.enable, each -1 when
+ * not read, and whether it is set on the topic (else a broker default).
+ * A broker that leaves unclean.leader.election.enable out of a topic's
+ * answer has it unset: 0, not on the topic. */
+struct topic_repl {
+	int32_t min_isr;
+	bool min_isr_on_topic;
+	int unclean;
+	bool unclean_on_topic;
+};
+/* @thread main. One DescribeConfigs on the bootstrap broker for the n
+ * topics named: out[i] for names[i]. Never exits: a broker that does not
+ * serve DescribeConfigs or fails leaves the values -1 (returns -ENOTSUP
+ * or -EIO; else 0). */
+int ctl_topic_repl(struct ctl *c, const struct kafka_str *names, int n, struct topic_repl *out);
+
 /* The Java partitioner's hash (murmur2, seed 0x9747b28c). */
 uint32_t murmur2(const void *key, size_t len);
 static inline int32_t murmur2_partition(const void *key, size_t len, int32_t n)
@@ -239,8 +262,10 @@ static inline int32_t murmur2_partition(const void *key, size_t len, int32_t n)
 	return (int32_t)((murmur2(key, len) & 0x7fffffff) % (uint32_t)n);
 }
 
-/* The command tables of sluicectl_topic.c, sluicectl_group.c and
- * sluicectl_record.c; sluicectl.c lists them after its own. */
+/* The command tables of sluicectl_cluster.c, sluicectl_topic.c,
+ * sluicectl_group.c and sluicectl_record.c; sluicectl.c lists them. */
+extern const struct cmd cluster_cmds[];
+extern const int cluster_ncmds;
 extern const struct cmd topic_cmds[];
 extern const int topic_ncmds;
 extern const struct cmd group_cmds[];

@@ -212,7 +212,7 @@ struct kclient *ctl_client(struct ctl *c)
 	exit(EXIT_KAFKA);
 }
 
-struct kclient *ctl_node(struct ctl *c, int32_t node_id, struct kafka_str host, int32_t port)
+struct kclient *ctl_node_try(struct ctl *c, int32_t node_id, struct kafka_str host, int32_t port)
 {
 	struct kclient *boot = ctl_client(c);
 	const char *h = kstr(host);
@@ -225,14 +225,29 @@ struct kclient *ctl_node(struct ctl *c, int32_t node_id, struct kafka_str host, 
 	if (c->nnodes == (int)(sizeof c->nodes / sizeof c->nodes[0]))
 		return boot;
 	if (kclient_open(&c->nodes[c->nnodes], h, port, c->timeout_ms)) {
-		fprintf(stderr, "sluicectl: %s: broker %d: %s\n  what to do: ", c->cmd, node_id,
-			c->nodes[c->nnodes].err);
+		snprintf(c->node_err, sizeof c->node_err, "%s", c->nodes[c->nnodes].err);
+		return NULL;
+	}
+	c->node_ids[c->nnodes] = node_id;
+	return &c->nodes[c->nnodes++];
+}
+
+const char *ctl_node_err(struct ctl *c)
+{
+	return c->node_err;
+}
+
+struct kclient *ctl_node(struct ctl *c, int32_t node_id, struct kafka_str host, int32_t port)
+{
+	struct kclient *k = ctl_node_try(c, node_id, host, port);
+
+	if (!k) {
+		fprintf(stderr, "sluicectl: %s: broker %d: %s\n  what to do: ", c->cmd, node_id, c->node_err);
 		wrap(stderr, 14, 4, fmt("check that broker %d is up and that its advertised.listeners are "
 					"reachable from here", node_id));
 		exit(EXIT_KAFKA);
 	}
-	c->node_ids[c->nnodes] = node_id;
-	return &c->nodes[c->nnodes++];
+	return k;
 }
 
 int16_t ctl_version(struct ctl *c, struct kclient *k, int16_t api_key, int16_t want_max)
@@ -359,6 +374,69 @@ int ctl_list_offsets(struct ctl *c, const struct kafka_metadata_response_metadat
 	}
 	free(done);
 	return *err ? -EIO : 0;
+}
+
+int ctl_topic_repl(struct ctl *c, const struct kafka_str *names, int n, struct topic_repl *out)
+{
+	static const struct kafka_str keys[] = { { "min.insync.replicas", 19 },
+						 { "unclean.leader.election.enable", 30 } };
+	struct kclient *k = ctl_client(c);
+	struct kafka_describe_configs_request req;
+	struct kafka_describe_configs_request_describe_configs_resource *res;
+	struct kafka_describe_configs_response *resp;
+	int v = kclient_version(k, KAFKA_DESCRIBE_CONFIGS_KEY, 2);
+
+	for (int i = 0; i < n; i++)
+		out[i] = (struct topic_repl){ -1, false, -1, false };
+	if (v < 0)
+		return -ENOTSUP;
+	if (n <= 0)
+		return 0;
+	res = calloc((size_t)n, sizeof *res);
+	if (!res)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		res[i].ResourceType = 2;   /* TOPIC */
+		res[i].ResourceName = names[i];
+		res[i].ConfigurationKeys.items = (struct kafka_str *)keys;
+		res[i].ConfigurationKeys.count = 2;
+	}
+	kafka_describe_configs_request_init(&req);
+	req.Resources.items = res;
+	req.Resources.count = n;
+	if (kclient_call(k, KAFKA_DESCRIBE_CONFIGS_KEY, (int16_t)v, &req, false, (void **)&resp)) {
+		free(res);
+		return -EIO;
+	}
+	free(res);
+	for (int32_t i = 0; i < resp->Results.count; i++) {
+		const struct kafka_describe_configs_response_describe_configs_result *r = &resp->Results.items[i];
+		struct topic_repl *o = NULL;
+
+		for (int j = 0; j < n && !o; j++)
+			if (r->ResourceName.len == names[j].len &&
+			    !memcmp(r->ResourceName.ptr, names[j].ptr, (size_t)names[j].len))
+				o = &out[j];
+		if (!o || r->ErrorCode)
+			continue;
+		o->unclean = 0;   /* absent: not set (Kafka's default, false) */
+		for (int32_t j = 0; j < r->Configs.count; j++) {
+			const struct kafka_describe_configs_response_describe_configs_resource_result *e =
+				&r->Configs.items[j];
+			bool on_topic = v >= 1 ? e->ConfigSource == 1 : !e->IsDefault;
+			int64_t x;
+
+			if (kafka_str_eq(e->Name, "min.insync.replicas") && e->Value.len > 0 &&
+			    parse_i64(kstr(e->Value), 0, INT32_MAX, &x)) {
+				o->min_isr = (int32_t)x;
+				o->min_isr_on_topic = on_topic;
+			} else if (kafka_str_eq(e->Name, "unclean.leader.election.enable") && e->Value.len > 0) {
+				o->unclean = kafka_str_eq(e->Value, "true");
+				o->unclean_on_topic = on_topic;
+			}
+		}
+	}
+	return 0;
 }
 
 /* ---- options ------------------------------------------------------------- */

@@ -1,5 +1,6 @@
 /* control/sluicectl_topic.c — the topic commands: list, describe (per
- * partition: leader, replicas, ISR, offsets, size on disk, owning shard),
+ * partition: leader, replicas, ISR, offsets, size on disk, owning shard;
+ * under-replicated and under-min-ISR partitions marked and counted),
  * create, delete, alter-config, describe-config, add-partitions (with its
  * key sampling). See sluicectl.h. */
 #include <errno.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "control/sluicectl.h"
+#include "control/sluicectl_rules.h"
 
 /* The topic named `name` in a Metadata answer, or exit 1 naming its error. */
 static const struct kafka_metadata_response_metadata_response_topic *
@@ -241,6 +243,8 @@ static const char *human_bytes(int64_t v)
 static int cmd_topic_describe(struct ctl *c, const struct args *a)
 {
 	struct kafka_metadata_response *md;
+	struct kafka_str *names;
+	struct topic_repl *repl;
 	int rc = 0;
 
 	if (a->npos < 1)
@@ -249,6 +253,11 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 	for (int i = 0; i < a->npos; i++)   /* every topic known before anything is printed */
 		if (!md_topic(c, md, a->pos[i], &rc))
 			return rc;
+	names = calloc((unsigned)a->npos, sizeof *names);
+	repl = calloc((unsigned)a->npos, sizeof *repl);
+	for (int i = 0; i < a->npos; i++)
+		names[i] = (struct kafka_str){ a->pos[i], (int32_t)strlen(a->pos[i]) };
+	ctl_topic_repl(c, names, a->npos, repl);   /* min.insync.replicas; -1 when not read */
 	if (c->json) {
 		json_obj_begin(NULL);
 		json_arr_begin("topics");
@@ -260,6 +269,7 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 		int32_t *shard;
 		int16_t err1, err2;
 		int szrc;
+		int32_t min_isr = repl[i].min_isr, n_under = 0, n_under_min = 0;
 
 		if (!t)
 			break;
@@ -274,10 +284,24 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 		ctl_list_offsets(c, t, -1, hw, &err2);
 		szrc = topic_sizes(c, t, size);
 		topic_admin(c, t, shard, log_end);
+		for (int32_t j = 0; j < n; j++) {
+			const struct kafka_metadata_response_metadata_response_partition *p = &t->Partitions.items[j];
+			struct cc_partition cp = { p->PartitionIndex, p->LeaderId, p->ReplicaNodes.items,
+						   p->ReplicaNodes.count, p->IsrNodes.items, p->IsrNodes.count };
+
+			n_under += cc_under_replicated(&cp);
+			n_under_min += cc_under_min_isr(&cp, min_isr);
+		}
 		if (c->json) {
 			json_obj_begin(NULL);
 			json_strn("name", t->Name.ptr, t->Name.len);
 			json_bool("internal", t->IsInternal);
+			json_int_or_null("min_insync_replicas", min_isr);
+			json_int("under_replicated_partitions", n_under);
+			if (min_isr >= 0)
+				json_int("under_min_isr_partitions", n_under_min);
+			else
+				json_null("under_min_isr_partitions");
 			json_arr_begin("partitions");
 		} else {
 			printf("%stopic %s: %d partition(s), replication factor %d%s\n", i ? "\n" : "",
@@ -294,6 +318,9 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 				table_right(&tb, col);
 		for (int32_t j = 0; j < n; j++) {
 			const struct kafka_metadata_response_metadata_response_partition *p = &t->Partitions.items[j];
+			struct cc_partition cp = { p->PartitionIndex, p->LeaderId, p->ReplicaNodes.items,
+						   p->ReplicaNodes.count, p->IsrNodes.items, p->IsrNodes.count };
+			bool under = cc_under_replicated(&cp), under_min = cc_under_min_isr(&cp, min_isr);
 
 			if (c->json) {
 				json_obj_begin(NULL);
@@ -301,6 +328,8 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 				json_int("leader", p->LeaderId);
 				json_int_list("replicas", p->ReplicaNodes.items, p->ReplicaNodes.count);
 				json_int_list("isr", p->IsrNodes.items, p->IsrNodes.count);
+				json_bool("under_replicated", under);
+				json_bool("under_min_isr", under_min);
 				json_int_list("offline_replicas", p->OfflineReplicas.items,
 					      p->OfflineReplicas.count > 0 ? p->OfflineReplicas.count : 0);
 				json_int_or_null("log_start_offset", start[j]);
@@ -316,7 +345,8 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 			} else {
 				table_add(&tb, fmt("%d", p->PartitionIndex), fmt("%d", p->LeaderId),
 					  int_list(p->ReplicaNodes.items, p->ReplicaNodes.count),
-					  int_list(p->IsrNodes.items, p->IsrNodes.count),
+					  fmt("%s%s%s", int_list(p->IsrNodes.items, p->IsrNodes.count), under ? "*" : "",
+					      under_min ? "!" : ""),
 					  start[j] >= 0 ? fmt("%lld", (long long)start[j]) : "?",
 					  hw[j] >= 0 ? fmt("%lld", (long long)hw[j]) : "?",
 					  log_end[j] >= 0 ? fmt("%lld", (long long)log_end[j]) : "?",
@@ -328,6 +358,11 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 			json_obj_end();
 		} else {
 			table_print(&tb);
+			printf("under-replicated: %d (ISR*), under min.insync.replicas", n_under);
+			if (min_isr >= 0)
+				printf(" %d: %d (ISR!)\n", min_isr, n_under_min);
+			else
+				printf(": ? (min.insync.replicas not read)\n");
 		}
 		table_fini(&tb);
 		if ((err1 || err2) && !c->json)
@@ -342,6 +377,8 @@ static int cmd_topic_describe(struct ctl *c, const struct args *a)
 		free(log_end);
 		free(shard);
 	}
+	free(names);
+	free(repl);
 	if (c->json && !rc) {
 		json_arr_end();
 		json_obj_end();
@@ -825,7 +862,7 @@ static const struct opt_spec topic_addp_opts[] = {
 const struct cmd topic_cmds[] = {
 	{ "topic", "list", "", "every topic with its partition count", topic_list_opts,
 	  "sluicectl topic list\nsluicectl topic list --internal --format json", cmd_topic_list },
-	{ "topic", "describe", "TOPIC...", "per partition: leader, replicas, ISR, offsets, size on disk, owning shard",
+	{ "topic", "describe", "TOPIC...", "per partition: leader, replicas, ISR (short ones marked), offsets, size, shard",
 	  no_opts, "sluicectl topic describe orders\nsluicectl topic describe orders payments --format json",
 	  cmd_topic_describe },
 	{ "topic", "create", "TOPIC", "create a topic", topic_create_opts,

@@ -7908,6 +7908,527 @@ static void kafka_offset_delete_response_encode_any(struct kafka_writer *w, int1
 	kafka_offset_delete_response_encode(w, version, m);
 }
 
+/* ---- DescribeQuorumRequest ---- */
+
+static void kafka_describe_quorum_request_partition_data_init(struct kafka_describe_quorum_request_partition_data *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static void kafka_describe_quorum_request_topic_data_init(struct kafka_describe_quorum_request_topic_data *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->TopicName = (struct kafka_str){ "", 0 };
+}
+
+
+
+void kafka_describe_quorum_request_init(struct kafka_describe_quorum_request *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static int kafka_describe_quorum_request_partition_data_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_quorum_request_partition_data *m)
+{
+	kafka_describe_quorum_request_partition_data_init(m);
+	(void)a;
+	(void)version;
+	m->PartitionIndex = kafka_cursor_int32(c);
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_describe_quorum_request_topic_data_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_quorum_request_topic_data *m)
+{
+	int rc;
+	int32_t n;
+	kafka_describe_quorum_request_topic_data_init(m);
+	(void)a;
+	(void)version;
+	m->TopicName = kafka_cursor_string(c, true, false);
+	n = kafka_cursor_array_len(c, true, false, 5);
+	m->Partitions.count = n;
+	m->Partitions.items = NULL;
+	if (n > 0) {
+		m->Partitions.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Partitions.items));
+		if (!m->Partitions.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_describe_quorum_request_partition_data_decode(c, a, version, &m->Partitions.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_describe_quorum_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_quorum_request *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 2)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_describe_quorum_request_init(m);
+	(void)a;
+	(void)version;
+	n = kafka_cursor_array_len(c, true, false, 3);
+	m->Topics.count = n;
+	m->Topics.items = NULL;
+	if (n > 0) {
+		m->Topics.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Topics.items));
+		if (!m->Topics.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_describe_quorum_request_topic_data_decode(c, a, version, &m->Topics.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_describe_quorum_request_partition_data_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_quorum_request_partition_data *m)
+{
+	(void)version;
+	kafka_writer_int32(w, m->PartitionIndex);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_describe_quorum_request_topic_data_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_quorum_request_topic_data *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->TopicName, true, false);
+	kafka_writer_len(w, m->Partitions.count, true, true, false);
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		kafka_describe_quorum_request_partition_data_encode(w, version, &m->Partitions.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_describe_quorum_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_quorum_request *m)
+{
+	(void)version;
+	if (version < 0 || version > 2) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_len(w, m->Topics.count, true, true, false);
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		kafka_describe_quorum_request_topic_data_encode(w, version, &m->Topics.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_describe_quorum_request_init_any(void *m)
+{
+	kafka_describe_quorum_request_init(m);
+}
+
+static int kafka_describe_quorum_request_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_describe_quorum_request_decode(c, a, version, m);
+}
+
+static void kafka_describe_quorum_request_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_describe_quorum_request_encode(w, version, m);
+}
+
+/* ---- DescribeQuorumResponse ---- */
+
+static void kafka_describe_quorum_response_replica_state_init(struct kafka_describe_quorum_response_replica_state *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->LastFetchTimestamp = (int64_t)-1LL;
+	m->LastCaughtUpTimestamp = (int64_t)-1LL;
+}
+
+static void kafka_describe_quorum_response_partition_data_init(struct kafka_describe_quorum_response_partition_data *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_describe_quorum_response_topic_data_init(struct kafka_describe_quorum_response_topic_data *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->TopicName = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_describe_quorum_response_listener_init(struct kafka_describe_quorum_response_listener *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+	m->Host = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_describe_quorum_response_node_init(struct kafka_describe_quorum_response_node *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+
+
+
+
+
+void kafka_describe_quorum_response_init(struct kafka_describe_quorum_response *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+}
+
+static int kafka_describe_quorum_response_replica_state_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_quorum_response_replica_state *m)
+{
+	kafka_describe_quorum_response_replica_state_init(m);
+	(void)a;
+	(void)version;
+	m->ReplicaId = kafka_cursor_int32(c);
+	if (version == 2) {
+		m->ReplicaDirectoryId = kafka_cursor_uuid(c);
+	}
+	m->LogEndOffset = kafka_cursor_int64(c);
+	if (version >= 1) {
+		m->LastFetchTimestamp = kafka_cursor_int64(c);
+	}
+	if (version >= 1) {
+		m->LastCaughtUpTimestamp = kafka_cursor_int64(c);
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_describe_quorum_response_partition_data_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_quorum_response_partition_data *m)
+{
+	int rc;
+	int32_t n;
+	kafka_describe_quorum_response_partition_data_init(m);
+	(void)a;
+	(void)version;
+	m->PartitionIndex = kafka_cursor_int32(c);
+	m->ErrorCode = kafka_cursor_int16(c);
+	if (version == 2) {
+		m->ErrorMessage = kafka_cursor_string(c, true, version == 2);
+	}
+	m->LeaderId = kafka_cursor_int32(c);
+	m->LeaderEpoch = kafka_cursor_int32(c);
+	m->HighWatermark = kafka_cursor_int64(c);
+	n = kafka_cursor_array_len(c, true, false, 13);
+	m->CurrentVoters.count = n;
+	m->CurrentVoters.items = NULL;
+	if (n > 0) {
+		m->CurrentVoters.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->CurrentVoters.items));
+		if (!m->CurrentVoters.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_describe_quorum_response_replica_state_decode(c, a, version, &m->CurrentVoters.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	n = kafka_cursor_array_len(c, true, false, 13);
+	m->Observers.count = n;
+	m->Observers.items = NULL;
+	if (n > 0) {
+		m->Observers.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Observers.items));
+		if (!m->Observers.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_describe_quorum_response_replica_state_decode(c, a, version, &m->Observers.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_describe_quorum_response_topic_data_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_quorum_response_topic_data *m)
+{
+	int rc;
+	int32_t n;
+	kafka_describe_quorum_response_topic_data_init(m);
+	(void)a;
+	(void)version;
+	m->TopicName = kafka_cursor_string(c, true, false);
+	n = kafka_cursor_array_len(c, true, false, 25);
+	m->Partitions.count = n;
+	m->Partitions.items = NULL;
+	if (n > 0) {
+		m->Partitions.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Partitions.items));
+		if (!m->Partitions.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_describe_quorum_response_partition_data_decode(c, a, version, &m->Partitions.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_describe_quorum_response_listener_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_quorum_response_listener *m)
+{
+	kafka_describe_quorum_response_listener_init(m);
+	(void)a;
+	(void)version;
+	if (version == 2) {
+		m->Name = kafka_cursor_string(c, true, false);
+	}
+	if (version == 2) {
+		m->Host = kafka_cursor_string(c, true, false);
+	}
+	if (version == 2) {
+		m->Port = kafka_cursor_uint16(c);
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_describe_quorum_response_node_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_quorum_response_node *m)
+{
+	int rc;
+	int32_t n;
+	kafka_describe_quorum_response_node_init(m);
+	(void)a;
+	(void)version;
+	if (version == 2) {
+		m->NodeId = kafka_cursor_int32(c);
+	}
+	if (version == 2) {
+		n = kafka_cursor_array_len(c, true, false, 5);
+		m->Listeners.count = n;
+		m->Listeners.items = NULL;
+		if (n > 0) {
+			m->Listeners.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Listeners.items));
+			if (!m->Listeners.items)
+				return kafka_cursor_fail(c, -ENOBUFS);
+			for (int32_t i = 0; i < n; i++) {
+				rc = kafka_describe_quorum_response_listener_decode(c, a, version, &m->Listeners.items[i]);
+				if (rc)
+					return rc;
+			}
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_describe_quorum_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_quorum_response *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 2)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_describe_quorum_response_init(m);
+	(void)a;
+	(void)version;
+	m->ErrorCode = kafka_cursor_int16(c);
+	if (version == 2) {
+		m->ErrorMessage = kafka_cursor_string(c, true, version == 2);
+	}
+	n = kafka_cursor_array_len(c, true, false, 3);
+	m->Topics.count = n;
+	m->Topics.items = NULL;
+	if (n > 0) {
+		m->Topics.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Topics.items));
+		if (!m->Topics.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_describe_quorum_response_topic_data_decode(c, a, version, &m->Topics.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version == 2) {
+		n = kafka_cursor_array_len(c, true, false, 6);
+		m->Nodes.count = n;
+		m->Nodes.items = NULL;
+		if (n > 0) {
+			m->Nodes.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Nodes.items));
+			if (!m->Nodes.items)
+				return kafka_cursor_fail(c, -ENOBUFS);
+			for (int32_t i = 0; i < n; i++) {
+				rc = kafka_describe_quorum_response_node_decode(c, a, version, &m->Nodes.items[i]);
+				if (rc)
+					return rc;
+			}
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_describe_quorum_response_replica_state_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_quorum_response_replica_state *m)
+{
+	(void)version;
+	kafka_writer_int32(w, m->ReplicaId);
+	if (version == 2) {
+		kafka_writer_uuid(w, m->ReplicaDirectoryId);
+	}
+	kafka_writer_int64(w, m->LogEndOffset);
+	if (version >= 1) {
+		kafka_writer_int64(w, m->LastFetchTimestamp);
+	}
+	if (version >= 1) {
+		kafka_writer_int64(w, m->LastCaughtUpTimestamp);
+	}
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_describe_quorum_response_partition_data_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_quorum_response_partition_data *m)
+{
+	(void)version;
+	kafka_writer_int32(w, m->PartitionIndex);
+	kafka_writer_int16(w, m->ErrorCode);
+	if (version == 2) {
+		kafka_writer_string(w, m->ErrorMessage, true, version == 2);
+	}
+	kafka_writer_int32(w, m->LeaderId);
+	kafka_writer_int32(w, m->LeaderEpoch);
+	kafka_writer_int64(w, m->HighWatermark);
+	kafka_writer_len(w, m->CurrentVoters.count, true, true, false);
+	for (int32_t i = 0; i < m->CurrentVoters.count; i++)
+		kafka_describe_quorum_response_replica_state_encode(w, version, &m->CurrentVoters.items[i]);
+	kafka_writer_len(w, m->Observers.count, true, true, false);
+	for (int32_t i = 0; i < m->Observers.count; i++)
+		kafka_describe_quorum_response_replica_state_encode(w, version, &m->Observers.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_describe_quorum_response_topic_data_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_quorum_response_topic_data *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->TopicName, true, false);
+	kafka_writer_len(w, m->Partitions.count, true, true, false);
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		kafka_describe_quorum_response_partition_data_encode(w, version, &m->Partitions.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_describe_quorum_response_listener_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_quorum_response_listener *m)
+{
+	(void)version;
+	if (version == 2) {
+		kafka_writer_string(w, m->Name, true, false);
+	}
+	if (version == 2) {
+		kafka_writer_string(w, m->Host, true, false);
+	}
+	if (version == 2) {
+		kafka_writer_uint16(w, m->Port);
+	}
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_describe_quorum_response_node_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_quorum_response_node *m)
+{
+	(void)version;
+	if (version == 2) {
+		kafka_writer_int32(w, m->NodeId);
+	}
+	if (version == 2) {
+		kafka_writer_len(w, m->Listeners.count, true, true, false);
+		for (int32_t i = 0; i < m->Listeners.count; i++)
+			kafka_describe_quorum_response_listener_encode(w, version, &m->Listeners.items[i]);
+	}
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_describe_quorum_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_quorum_response *m)
+{
+	(void)version;
+	if (version < 0 || version > 2) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_int16(w, m->ErrorCode);
+	if (version == 2) {
+		kafka_writer_string(w, m->ErrorMessage, true, version == 2);
+	}
+	kafka_writer_len(w, m->Topics.count, true, true, false);
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		kafka_describe_quorum_response_topic_data_encode(w, version, &m->Topics.items[i]);
+	if (version == 2) {
+		kafka_writer_len(w, m->Nodes.count, true, true, false);
+		for (int32_t i = 0; i < m->Nodes.count; i++)
+			kafka_describe_quorum_response_node_encode(w, version, &m->Nodes.items[i]);
+	}
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_describe_quorum_response_init_any(void *m)
+{
+	kafka_describe_quorum_response_init(m);
+}
+
+static int kafka_describe_quorum_response_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_describe_quorum_response_decode(c, a, version, m);
+}
+
+static void kafka_describe_quorum_response_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_describe_quorum_response_encode(w, version, m);
+}
+
 /* ---- DescribeClusterRequest ---- */
 
 void kafka_describe_cluster_request_init(struct kafka_describe_cluster_request *m)
@@ -8595,6 +9116,10 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 	  kafka_offset_delete_request_init_any, kafka_offset_delete_request_decode_any, kafka_offset_delete_request_encode_any },
 	{ "OffsetDeleteResponse", 47, 0, 0, -1, sizeof(struct kafka_offset_delete_response),
 	  kafka_offset_delete_response_init_any, kafka_offset_delete_response_decode_any, kafka_offset_delete_response_encode_any },
+	{ "DescribeQuorumRequest", 55, 0, 2, 0, sizeof(struct kafka_describe_quorum_request),
+	  kafka_describe_quorum_request_init_any, kafka_describe_quorum_request_decode_any, kafka_describe_quorum_request_encode_any },
+	{ "DescribeQuorumResponse", 55, 0, 2, 0, sizeof(struct kafka_describe_quorum_response),
+	  kafka_describe_quorum_response_init_any, kafka_describe_quorum_response_decode_any, kafka_describe_quorum_response_encode_any },
 	{ "DescribeClusterRequest", 60, 0, 1, 0, sizeof(struct kafka_describe_cluster_request),
 	  kafka_describe_cluster_request_init_any, kafka_describe_cluster_request_decode_any, kafka_describe_cluster_request_encode_any },
 	{ "DescribeClusterResponse", 60, 0, 1, 0, sizeof(struct kafka_describe_cluster_response),
@@ -8645,6 +9170,7 @@ int kafka_handle_create_partitions(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_delete_groups(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_incremental_alter_configs(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_offset_delete(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_describe_quorum(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_describe_cluster(struct kafka_ctx *ctx) __attribute__((weak));
 
 const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
@@ -8683,7 +9209,8 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_msg_descs[62], &kafka_msg_descs[63], kafka_handle_delete_groups }, /* optional */
 	{ 44, "IncrementalAlterConfigs", 0, 1, 1, 0, 1, true, &kafka_msg_descs[64], &kafka_msg_descs[65], kafka_handle_incremental_alter_configs }, /* topic configs (broker issue) */
 	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[66], &kafka_msg_descs[67], kafka_handle_offset_delete }, /* optional */
-	{ 60, "DescribeCluster", 0, 1, 0, 0, 1, true, &kafka_msg_descs[68], &kafka_msg_descs[69], kafka_handle_describe_cluster }, /* this node: ControllerId and the one broker; v1 EndpointType 1 (brokers) */
+	{ 55, "DescribeQuorum", 0, 2, 0, 0, 2, true, &kafka_msg_descs[68], &kafka_msg_descs[69], kafka_handle_describe_quorum }, /* codec only (sluicectl cluster info asks it); advertised once a handler serves it */
+	{ 60, "DescribeCluster", 0, 1, 0, 0, 1, true, &kafka_msg_descs[70], &kafka_msg_descs[71], kafka_handle_describe_cluster }, /* this node: ControllerId and the one broker; v1 EndpointType 1 (brokers) */
 };
 
 const struct kafka_array_bound kafka_array_bounds[] = {
@@ -8783,6 +9310,14 @@ const struct kafka_array_bound kafka_array_bounds[] = {
 	{ "OffsetDeleteRequest.Topics", sizeof(struct kafka_offset_delete_request_offset_delete_request_topic), 6 },
 	{ "OffsetDeleteResponse.OffsetDeleteResponseTopic.Partitions", sizeof(struct kafka_offset_delete_response_offset_delete_response_partition), 6 },
 	{ "OffsetDeleteResponse.Topics", sizeof(struct kafka_offset_delete_response_offset_delete_response_topic), 6 },
+	{ "DescribeQuorumRequest.TopicData.Partitions", sizeof(struct kafka_describe_quorum_request_partition_data), 5 },
+	{ "DescribeQuorumRequest.Topics", sizeof(struct kafka_describe_quorum_request_topic_data), 3 },
+	{ "DescribeQuorumResponse.PartitionData.CurrentVoters", sizeof(struct kafka_describe_quorum_response_replica_state), 13 },
+	{ "DescribeQuorumResponse.PartitionData.Observers", sizeof(struct kafka_describe_quorum_response_replica_state), 13 },
+	{ "DescribeQuorumResponse.TopicData.Partitions", sizeof(struct kafka_describe_quorum_response_partition_data), 25 },
+	{ "DescribeQuorumResponse.Node.Listeners", sizeof(struct kafka_describe_quorum_response_listener), 5 },
+	{ "DescribeQuorumResponse.Topics", sizeof(struct kafka_describe_quorum_response_topic_data), 3 },
+	{ "DescribeQuorumResponse.Nodes", sizeof(struct kafka_describe_quorum_response_node), 6 },
 	{ "DescribeClusterResponse.Brokers", sizeof(struct kafka_describe_cluster_response_describe_cluster_broker), 11 },
 	{ "ConsumerProtocolSubscription.TopicPartition.Partitions", sizeof(int32_t), 4 },
 	{ "ConsumerProtocolSubscription.Topics", sizeof(struct kafka_str), 2 },
@@ -9426,7 +9961,8 @@ const struct kafka_api *kafka_api_find(int16_t api_key)
 	case 42: return &kafka_apis[31];
 	case 44: return &kafka_apis[32];
 	case 47: return &kafka_apis[33];
-	case 60: return &kafka_apis[34];
+	case 55: return &kafka_apis[34];
+	case 60: return &kafka_apis[35];
 	default: return NULL;
 	}
 }

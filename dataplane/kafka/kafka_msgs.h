@@ -2297,6 +2297,131 @@ int kafka_offset_delete_response_decode(struct kafka_cursor *c, struct kafka_are
 void kafka_offset_delete_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_offset_delete_response *m);
 
+/* ---- DescribeQuorumRequest (api key 55, versions 0-2) ---- */
+
+struct kafka_describe_quorum_request_partition_data {
+	/* The partition index. (v0+) */
+	int32_t PartitionIndex;
+};
+
+struct kafka_describe_quorum_request_topic_data {
+	/* The topic name. (v0+) */
+	struct kafka_str TopicName;
+	/* (v0+) */
+	struct {
+		struct kafka_describe_quorum_request_partition_data *items;
+		int32_t count; /* -1: null */
+	} Partitions;
+};
+
+/* DescribeQuorumRequest, versions 0-2, flexible from v0. */
+struct kafka_describe_quorum_request {
+	/* (v0+) */
+	struct {
+		struct kafka_describe_quorum_request_topic_data *items;
+		int32_t count; /* -1: null */
+	} Topics;
+};
+
+void kafka_describe_quorum_request_init(struct kafka_describe_quorum_request *m);
+int kafka_describe_quorum_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_quorum_request *m);
+void kafka_describe_quorum_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_quorum_request *m);
+
+/* ---- DescribeQuorumResponse (api key 55, versions 0-2) ---- */
+
+struct kafka_describe_quorum_response_replica_state {
+	/* (v0+) */
+	int32_t ReplicaId;
+	/* (v2+) */
+	struct kafka_uuid ReplicaDirectoryId;
+	/* The last known log end offset of the follower or -1 if it is unknown (v0+) */
+	int64_t LogEndOffset;
+	/* The last known leader wall clock time time when a follower fetched from the leader. This is reported as -1 both for the current leader or if it is unknown for a voter (v1+) */
+	int64_t LastFetchTimestamp;
+	/* The leader wall clock append time of the offset for which the follower made the most recent fetch request. This is reported as the current time for the leader and -1 if unknown for a voter (v1+) */
+	int64_t LastCaughtUpTimestamp;
+};
+
+struct kafka_describe_quorum_response_partition_data {
+	/* The partition index. (v0+) */
+	int32_t PartitionIndex;
+	/* (v0+) */
+	int16_t ErrorCode;
+	/* The error message, or null if there was no error. (v2+, nullable) */
+	struct kafka_str ErrorMessage;
+	/* The ID of the current leader or -1 if the leader is unknown. (v0+) */
+	int32_t LeaderId;
+	/* The latest known leader epoch (v0+) */
+	int32_t LeaderEpoch;
+	/* (v0+) */
+	int64_t HighWatermark;
+	/* (v0+) */
+	struct {
+		struct kafka_describe_quorum_response_replica_state *items;
+		int32_t count; /* -1: null */
+	} CurrentVoters;
+	/* (v0+) */
+	struct {
+		struct kafka_describe_quorum_response_replica_state *items;
+		int32_t count; /* -1: null */
+	} Observers;
+};
+
+struct kafka_describe_quorum_response_topic_data {
+	/* The topic name. (v0+) */
+	struct kafka_str TopicName;
+	/* (v0+) */
+	struct {
+		struct kafka_describe_quorum_response_partition_data *items;
+		int32_t count; /* -1: null */
+	} Partitions;
+};
+
+struct kafka_describe_quorum_response_listener {
+	/* The name of the endpoint (v2+) */
+	struct kafka_str Name;
+	/* The hostname (v2+) */
+	struct kafka_str Host;
+	/* The port (v2+) */
+	uint16_t Port;
+};
+
+struct kafka_describe_quorum_response_node {
+	/* The ID of the associated node (v2+) */
+	int32_t NodeId;
+	/* The listeners of this controller (v2+) */
+	struct {
+		struct kafka_describe_quorum_response_listener *items;
+		int32_t count; /* -1: null */
+	} Listeners;
+};
+
+/* DescribeQuorumResponse, versions 0-2, flexible from v0. */
+struct kafka_describe_quorum_response {
+	/* The top level error code. (v0+) */
+	int16_t ErrorCode;
+	/* The error message, or null if there was no error. (v2+, nullable) */
+	struct kafka_str ErrorMessage;
+	/* (v0+) */
+	struct {
+		struct kafka_describe_quorum_response_topic_data *items;
+		int32_t count; /* -1: null */
+	} Topics;
+	/* (v2+) */
+	struct {
+		struct kafka_describe_quorum_response_node *items;
+		int32_t count; /* -1: null */
+	} Nodes;
+};
+
+void kafka_describe_quorum_response_init(struct kafka_describe_quorum_response *m);
+int kafka_describe_quorum_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_quorum_response *m);
+void kafka_describe_quorum_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_quorum_response *m);
+
 /* ---- DescribeClusterRequest (api key 60, versions 0-1) ---- */
 
 /* DescribeClusterRequest, versions 0-1, flexible from v0. */
@@ -2549,10 +2674,11 @@ enum kafka_api_key {
 	KAFKA_DELETE_GROUPS_KEY = 42,
 	KAFKA_INCREMENTAL_ALTER_CONFIGS_KEY = 44,
 	KAFKA_OFFSET_DELETE_KEY = 47,
+	KAFKA_DESCRIBE_QUORUM_KEY = 55,
 	KAFKA_DESCRIBE_CLUSTER_KEY = 60,
 };
 
-#define KAFKA_API_COUNT 35
+#define KAFKA_API_COUNT 36
 
 extern const struct kafka_api kafka_apis[KAFKA_API_COUNT];
 extern const struct kafka_msg_desc kafka_msg_descs[];

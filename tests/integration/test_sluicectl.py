@@ -117,7 +117,7 @@ def help_and_usage_exit_codes():
         helps.append(out)
         for verb in re.findall(r"^  ([a-z-]+)", out.split("verbs:")[1], re.M):
             helps.append(ctl(None, noun, verb, "--help")[0])
-    assert len(helps) == 20, len(helps)
+    assert len(helps) == 21, len(helps)
     for h in helps:
         assert max(len(l) for l in h.splitlines()) <= 80, h
     ctl(None, rc=2)
@@ -205,6 +205,153 @@ def admin_endpoint_unreachable_leaves_fields_unknown():
         # something that is not the admin endpoint (the Kafka port): unknown too
         _, err = ctl(b, "--admin", b.bootstrap, "--timeout", "2000", "topic", "describe", "t")
         assert err.count("admin endpoint %s" % b.bootstrap) == 1, err
+
+
+def check_json(b, *args):
+    """cluster check --format json: (exit status, parsed output)."""
+    cmd = [SLUICECTL, "-b", b.bootstrap, "--admin", b.settings["admin.listen"], "--format", "json",
+           "cluster", "check"] + list(args)
+    p = run(cmd, check=False)
+    assert p.stderr == b"", p.stderr
+    return p.returncode, json.loads(p.stdout)
+
+
+def findings(out, code, topic=None):
+    return [f for f in out["findings"] if f["finding"] == code and (topic is None or f["topic"] == topic)]
+
+
+@test
+def cluster_check_names_what_one_broker_can_lose():
+    """One broker with the defaults, plus topics set up to trip each finding
+    one node can: replication factor 1 (every topic), min.insync.replicas 1
+    (the broker default, inherited), unclean election on a topic,
+    min.insync.replicas 2 on a one-replica topic (>= the replication factor,
+    and an ISR below it), the internal topics on one replica. Exit 1; each
+    finding with its severity, where, what is at risk and the setting; what
+    does not apply is not reported, and a fixed setting drops its finding."""
+    with broker(settings=settings()) as b:
+        ctl(b, "topic", "create", "plain", "-p", "2")
+        ctl(b, "topic", "create", "unclean", "-c", "unclean.leader.election.enable=true")
+        ctl(b, "topic", "create", "strict", "-p", "2", "-c", "min.insync.replicas=2")
+        rc, out = check_json(b)
+        assert rc == 1 and out["exit_status"] == 1, (rc, out)
+        assert (out["brokers"], out["topics"]) == (1, 5), out
+        sev = {(f["finding"], f["topic"], f["broker"]): f["severity"] for f in out["findings"]}
+        assert sev[("few-brokers", None, None)] == "data-loss", sev
+        # the broker's default min.insync.replicas (1), and every topic inheriting it
+        f = findings(out, "min-insync-replicas-1")
+        assert {(x["topic"], x["broker"]) for x in f} == {
+            (None, 1), ("plain", None), ("unclean", None), ("__consumer_offsets", None),
+            ("__transaction_state", None)}, f
+        for x in f:
+            assert x["severity"] == "data-loss" and (x["setting"], x["value"]) == ("min.insync.replicas", "2"), x
+            assert "acks=all" in x["risk"] and "no protection" in x["risk"], x
+        assert "the broker default" in findings(out, "min-insync-replicas-1", "plain")[0]["what"]
+        # replication factor 1: the user topics, and the internal ones with their own keys
+        f = findings(out, "replication-factor")
+        assert sorted(x["topic"] for x in f) == ["plain", "strict", "unclean"], f
+        assert all(x["partitions"] is None and x["value"] == "3" for x in f), f
+        f = {x["topic"]: x for x in findings(out, "internal-topic-replication")}
+        assert f["__consumer_offsets"]["setting"] == "offsets.topic.replication.factor", f
+        assert f["__transaction_state"]["setting"] == "transaction.state.log.replication.factor", f
+        assert "committed offsets" in f["__consumer_offsets"]["risk"], f
+        # unclean election on the topic, not on the others
+        f = findings(out, "unclean-leader-election")
+        assert [(x["topic"], x["severity"], x["setting"], x["value"]) for x in f] == [
+            ("unclean", "data-loss", "unclean.leader.election.enable", "false")], f
+        assert "set on the topic" in f[0]["what"], f
+        # min.insync.replicas 2 on one replica: acks=all is never acknowledged
+        f = findings(out, "min-insync-replicas-ge-rf")
+        assert [(x["topic"], x["severity"], x["value"]) for x in f] == [("strict", "availability", "1")], f
+        assert "never" in f[0]["risk"], f
+        f = findings(out, "under-min-isr")
+        assert [(x["topic"], x["partitions"]) for x in f] == [("strict", [0, 1])], f
+        assert "NOT_ENOUGH_REPLICAS" in f[0]["risk"], f
+        # absent: strict's own min.insync.replicas is 2; nothing under-replicated,
+        # offline or on racks; no warnings
+        assert not findings(out, "min-insync-replicas-1", "strict"), out
+        for code in ("under-replicated", "offline-partitions", "replicas-one-rack", "one-rack", "rack-missing",
+                     "broker-unreachable", "settings-unknown"):
+            assert not findings(out, code), (code, out)
+        assert out["warning"] == 0 and out["data_loss"] + out["availability"] == len(out["findings"]), out
+        # the same in text, every line within 80 columns
+        text, err = ctl(b, "cluster", "check", rc=1)
+        assert err == "", err
+        words = " ".join(text.split())   # long lines wrap at 80 columns: compare words
+        assert "[data-loss] topic unclean: unclean.leader.election.enable=true (set on the topic)" in words, text
+        assert "setting: unclean.leader.election.enable=false" in words, text
+        assert "[availability] topic strict, partitions 0,1:" in words, text
+        assert "setting: offsets.topic.replication.factor=3" in words, text
+        assert re.search(r"^\[data-loss\] cluster: 1 broker\(s\), fewer than 3$", text, re.M), text
+        assert re.search(r"\d+ data-loss, 2 availability, 0 warning: exit 1", text), text
+        assert max(len(l) for l in text.splitlines()) <= 80, text
+        # data-loss findings come first
+        sevs = re.findall(r"^\[([a-z-]+)\]", text, re.M)
+        assert sevs == sorted(sevs, key=lambda s: ["data-loss", "availability", "warning"].index(s)), sevs
+        # fixing a setting drops its finding (and only it)
+        ctl(b, "topic", "alter-config", "unclean", "--set", "unclean.leader.election.enable=false")
+        ctl(b, "topic", "alter-config", "strict", "--set", "min.insync.replicas=1")
+        rc, after = check_json(b)
+        assert rc == 1 and not findings(after, "unclean-leader-election"), after
+        assert not findings(after, "min-insync-replicas-ge-rf") and not findings(after, "under-min-isr"), after
+        assert findings(after, "min-insync-replicas-1", "strict")[0]["what"] == \
+            "min.insync.replicas 1 (set on the topic)", after
+        assert len(after["findings"]) == len(out["findings"]) - 2, (out, after)
+        # usage and connection errors keep their exit codes
+        ctl(b, "cluster", "check", "--bogus", rc=2)
+        _, err = ctl(None, "-b", "127.0.0.1:%d" % free_port(), "cluster", "check", rc=1)
+        assert "no broker reachable" in err, err
+
+
+@test
+def cluster_check_follows_the_broker_default():
+    """min.insync.replicas=2 as the broker's default: no min.insync.replicas 1
+    finding at all, and every one-replica topic inherits a value it can never
+    meet (named as the broker default)."""
+    with broker(settings=dict(settings(), **{"min.insync.replicas": 2})) as b:
+        ctl(b, "topic", "create", "t")
+        rc, out = check_json(b)
+        assert rc == 1, out
+        assert not findings(out, "min-insync-replicas-1"), out
+        f = findings(out, "min-insync-replicas-ge-rf", "t")
+        assert len(f) == 1 and "(the broker default)" in f[0]["what"], f
+        assert {x["topic"] for x in findings(out, "min-insync-replicas-ge-rf")} == {
+            "t", "__consumer_offsets", "__transaction_state"}, out
+
+
+@test
+def topic_describe_marks_and_counts_under_min_isr():
+    """topic describe: ISR smaller than min.insync.replicas is marked (ISR!)
+    and counted, per partition in JSON; a topic at its settings has none."""
+    with broker(settings=settings()) as b:
+        ctl(b, "topic", "create", "strict", "-p", "2", "-c", "min.insync.replicas=2")
+        ctl(b, "topic", "create", "fine", "-p", "2")
+        d = {t["name"]: t for t in ctl(b, "topic", "describe", "strict", "fine", fmt="json")["topics"]}
+        assert (d["strict"]["min_insync_replicas"], d["strict"]["under_min_isr_partitions"]) == (2, 2), d
+        assert (d["fine"]["min_insync_replicas"], d["fine"]["under_min_isr_partitions"]) == (1, 0), d
+        for name, want in (("strict", True), ("fine", False)):
+            assert d[name]["under_replicated_partitions"] == 0, d
+            for p in d[name]["partitions"]:
+                assert (p["under_min_isr"], p["under_replicated"]) == (want, False), p
+        out, _ = ctl(b, "topic", "describe", "strict")
+        assert re.search(r"^\s+0\s+1\s+1\s+1!\s", out, re.M), out
+        assert "under-replicated: 0 (ISR*), under min.insync.replicas 2: 2 (ISR!)" in out, out
+        out, _ = ctl(b, "topic", "describe", "fine")
+        assert not re.search(r"^\s+\d+\s+1\s+1\s+1!", out, re.M) and "under min.insync.replicas 1: 0 (ISR!)" in out, out
+
+
+@test
+def cluster_info_says_when_describe_quorum_is_not_served():
+    """cluster info: the controller per broker, and the quorum section: null
+    with the reason when the broker does not advertise DescribeQuorum (55)."""
+    with broker(settings=settings()) as b:
+        info = ctl(b, "cluster", "info", fmt="json")
+        assert [x["controller"] for x in info["brokers"]] == [True], info
+        assert 55 not in [a["api_key"] for a in info["api_versions"]], info
+        assert info["quorum"] is None, info
+        assert info["quorum_error"] == "DescribeQuorum not served by this broker", info
+        out, _ = ctl(b, "cluster", "info")
+        assert "quorum: DescribeQuorum not served by this broker (%s)" % b.bootstrap in out, out
 
 
 @test

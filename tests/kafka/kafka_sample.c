@@ -5753,6 +5753,362 @@ static bool equal_any_kafka_offset_delete_response(const void *a, const void *b)
 	return equal_kafka_offset_delete_response(a, b);
 }
 
+static void kafka_describe_quorum_request_partition_data_init_(struct kafka_describe_quorum_request_partition_data *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static void kafka_describe_quorum_request_topic_data_init_(struct kafka_describe_quorum_request_topic_data *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->TopicName = (struct kafka_str){ "", 0 };
+}
+
+static void sample_kafka_describe_quorum_request_partition_data(struct kafka_sample *s, int16_t version, struct kafka_describe_quorum_request_partition_data *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_quorum_request_partition_data_init_(m);
+	m->PartitionIndex = kafka_sample_int32(s);
+}
+
+static void sample_kafka_describe_quorum_request_topic_data(struct kafka_sample *s, int16_t version, struct kafka_describe_quorum_request_topic_data *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_quorum_request_topic_data_init_(m);
+	m->TopicName = kafka_sample_string(s, false);
+	m->Partitions.count = kafka_sample_count(s, false);
+	m->Partitions.items = m->Partitions.count > 0 ? kafka_sample_alloc(s, (size_t)m->Partitions.count * sizeof(*m->Partitions.items)) : NULL;
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		sample_kafka_describe_quorum_request_partition_data(s, version, &m->Partitions.items[i]);
+}
+
+static void sample_kafka_describe_quorum_request(struct kafka_sample *s, int16_t version, struct kafka_describe_quorum_request *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_quorum_request_init(m);
+	m->Topics.count = kafka_sample_count(s, false);
+	m->Topics.items = m->Topics.count > 0 ? kafka_sample_alloc(s, (size_t)m->Topics.count * sizeof(*m->Topics.items)) : NULL;
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		sample_kafka_describe_quorum_request_topic_data(s, version, &m->Topics.items[i]);
+}
+
+static bool equal_kafka_describe_quorum_request_partition_data(const struct kafka_describe_quorum_request_partition_data *a, const struct kafka_describe_quorum_request_partition_data *b)
+{
+	if (a->PartitionIndex != b->PartitionIndex)
+		return kafka_sample_differs("PartitionData.PartitionIndex");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_describe_quorum_request_topic_data(const struct kafka_describe_quorum_request_topic_data *a, const struct kafka_describe_quorum_request_topic_data *b)
+{
+	if (!kafka_sample_str_equal(a->TopicName, b->TopicName))
+		return kafka_sample_differs("TopicData.TopicName");
+	if (a->Partitions.count != b->Partitions.count)
+		return kafka_sample_differs("TopicData.Partitions.count");
+	for (int32_t i = 0; i < a->Partitions.count; i++) {
+		if (!equal_kafka_describe_quorum_request_partition_data(&a->Partitions.items[i], &b->Partitions.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_describe_quorum_request(const struct kafka_describe_quorum_request *a, const struct kafka_describe_quorum_request *b)
+{
+	if (a->Topics.count != b->Topics.count)
+		return kafka_sample_differs("DescribeQuorumRequest.Topics.count");
+	for (int32_t i = 0; i < a->Topics.count; i++) {
+		if (!equal_kafka_describe_quorum_request_topic_data(&a->Topics.items[i], &b->Topics.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_describe_quorum_request(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_describe_quorum_request *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_describe_quorum_request(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_describe_quorum_request(const void *a, const void *b)
+{
+	return equal_kafka_describe_quorum_request(a, b);
+}
+
+static void kafka_describe_quorum_response_replica_state_init_(struct kafka_describe_quorum_response_replica_state *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->LastFetchTimestamp = (int64_t)-1LL;
+	m->LastCaughtUpTimestamp = (int64_t)-1LL;
+}
+
+static void kafka_describe_quorum_response_partition_data_init_(struct kafka_describe_quorum_response_partition_data *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_describe_quorum_response_topic_data_init_(struct kafka_describe_quorum_response_topic_data *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->TopicName = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_describe_quorum_response_listener_init_(struct kafka_describe_quorum_response_listener *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+	m->Host = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_describe_quorum_response_node_init_(struct kafka_describe_quorum_response_node *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static void sample_kafka_describe_quorum_response_replica_state(struct kafka_sample *s, int16_t version, struct kafka_describe_quorum_response_replica_state *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_quorum_response_replica_state_init_(m);
+	m->ReplicaId = kafka_sample_int32(s);
+	if (version == 2) {
+		m->ReplicaDirectoryId = kafka_sample_uuid(s);
+	}
+	m->LogEndOffset = kafka_sample_int64(s);
+	if (version >= 1) {
+		m->LastFetchTimestamp = kafka_sample_int64(s);
+	}
+	if (version >= 1) {
+		m->LastCaughtUpTimestamp = kafka_sample_int64(s);
+	}
+}
+
+static void sample_kafka_describe_quorum_response_partition_data(struct kafka_sample *s, int16_t version, struct kafka_describe_quorum_response_partition_data *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_quorum_response_partition_data_init_(m);
+	m->PartitionIndex = kafka_sample_int32(s);
+	m->ErrorCode = kafka_sample_int16(s);
+	if (version == 2) {
+		m->ErrorMessage = kafka_sample_string(s, version == 2);
+	}
+	m->LeaderId = kafka_sample_int32(s);
+	m->LeaderEpoch = kafka_sample_int32(s);
+	m->HighWatermark = kafka_sample_int64(s);
+	m->CurrentVoters.count = kafka_sample_count(s, false);
+	m->CurrentVoters.items = m->CurrentVoters.count > 0 ? kafka_sample_alloc(s, (size_t)m->CurrentVoters.count * sizeof(*m->CurrentVoters.items)) : NULL;
+	for (int32_t i = 0; i < m->CurrentVoters.count; i++)
+		sample_kafka_describe_quorum_response_replica_state(s, version, &m->CurrentVoters.items[i]);
+	m->Observers.count = kafka_sample_count(s, false);
+	m->Observers.items = m->Observers.count > 0 ? kafka_sample_alloc(s, (size_t)m->Observers.count * sizeof(*m->Observers.items)) : NULL;
+	for (int32_t i = 0; i < m->Observers.count; i++)
+		sample_kafka_describe_quorum_response_replica_state(s, version, &m->Observers.items[i]);
+}
+
+static void sample_kafka_describe_quorum_response_topic_data(struct kafka_sample *s, int16_t version, struct kafka_describe_quorum_response_topic_data *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_quorum_response_topic_data_init_(m);
+	m->TopicName = kafka_sample_string(s, false);
+	m->Partitions.count = kafka_sample_count(s, false);
+	m->Partitions.items = m->Partitions.count > 0 ? kafka_sample_alloc(s, (size_t)m->Partitions.count * sizeof(*m->Partitions.items)) : NULL;
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		sample_kafka_describe_quorum_response_partition_data(s, version, &m->Partitions.items[i]);
+}
+
+static void sample_kafka_describe_quorum_response_listener(struct kafka_sample *s, int16_t version, struct kafka_describe_quorum_response_listener *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_quorum_response_listener_init_(m);
+	if (version == 2) {
+		m->Name = kafka_sample_string(s, false);
+	}
+	if (version == 2) {
+		m->Host = kafka_sample_string(s, false);
+	}
+	if (version == 2) {
+		m->Port = kafka_sample_uint16(s);
+	}
+}
+
+static void sample_kafka_describe_quorum_response_node(struct kafka_sample *s, int16_t version, struct kafka_describe_quorum_response_node *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_quorum_response_node_init_(m);
+	if (version == 2) {
+		m->NodeId = kafka_sample_int32(s);
+	}
+	if (version == 2) {
+		m->Listeners.count = kafka_sample_count(s, false);
+		m->Listeners.items = m->Listeners.count > 0 ? kafka_sample_alloc(s, (size_t)m->Listeners.count * sizeof(*m->Listeners.items)) : NULL;
+		for (int32_t i = 0; i < m->Listeners.count; i++)
+			sample_kafka_describe_quorum_response_listener(s, version, &m->Listeners.items[i]);
+	}
+}
+
+static void sample_kafka_describe_quorum_response(struct kafka_sample *s, int16_t version, struct kafka_describe_quorum_response *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_quorum_response_init(m);
+	m->ErrorCode = kafka_sample_int16(s);
+	if (version == 2) {
+		m->ErrorMessage = kafka_sample_string(s, version == 2);
+	}
+	m->Topics.count = kafka_sample_count(s, false);
+	m->Topics.items = m->Topics.count > 0 ? kafka_sample_alloc(s, (size_t)m->Topics.count * sizeof(*m->Topics.items)) : NULL;
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		sample_kafka_describe_quorum_response_topic_data(s, version, &m->Topics.items[i]);
+	if (version == 2) {
+		m->Nodes.count = kafka_sample_count(s, false);
+		m->Nodes.items = m->Nodes.count > 0 ? kafka_sample_alloc(s, (size_t)m->Nodes.count * sizeof(*m->Nodes.items)) : NULL;
+		for (int32_t i = 0; i < m->Nodes.count; i++)
+			sample_kafka_describe_quorum_response_node(s, version, &m->Nodes.items[i]);
+	}
+}
+
+static bool equal_kafka_describe_quorum_response_replica_state(const struct kafka_describe_quorum_response_replica_state *a, const struct kafka_describe_quorum_response_replica_state *b)
+{
+	if (a->ReplicaId != b->ReplicaId)
+		return kafka_sample_differs("ReplicaState.ReplicaId");
+	if (memcmp(&a->ReplicaDirectoryId, &b->ReplicaDirectoryId, sizeof(a->ReplicaDirectoryId)))
+		return kafka_sample_differs("ReplicaState.ReplicaDirectoryId");
+	if (a->LogEndOffset != b->LogEndOffset)
+		return kafka_sample_differs("ReplicaState.LogEndOffset");
+	if (a->LastFetchTimestamp != b->LastFetchTimestamp)
+		return kafka_sample_differs("ReplicaState.LastFetchTimestamp");
+	if (a->LastCaughtUpTimestamp != b->LastCaughtUpTimestamp)
+		return kafka_sample_differs("ReplicaState.LastCaughtUpTimestamp");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_describe_quorum_response_partition_data(const struct kafka_describe_quorum_response_partition_data *a, const struct kafka_describe_quorum_response_partition_data *b)
+{
+	if (a->PartitionIndex != b->PartitionIndex)
+		return kafka_sample_differs("PartitionData.PartitionIndex");
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("PartitionData.ErrorCode");
+	if (!kafka_sample_str_equal(a->ErrorMessage, b->ErrorMessage))
+		return kafka_sample_differs("PartitionData.ErrorMessage");
+	if (a->LeaderId != b->LeaderId)
+		return kafka_sample_differs("PartitionData.LeaderId");
+	if (a->LeaderEpoch != b->LeaderEpoch)
+		return kafka_sample_differs("PartitionData.LeaderEpoch");
+	if (a->HighWatermark != b->HighWatermark)
+		return kafka_sample_differs("PartitionData.HighWatermark");
+	if (a->CurrentVoters.count != b->CurrentVoters.count)
+		return kafka_sample_differs("PartitionData.CurrentVoters.count");
+	for (int32_t i = 0; i < a->CurrentVoters.count; i++) {
+		if (!equal_kafka_describe_quorum_response_replica_state(&a->CurrentVoters.items[i], &b->CurrentVoters.items[i]))
+			return false;
+	}
+	if (a->Observers.count != b->Observers.count)
+		return kafka_sample_differs("PartitionData.Observers.count");
+	for (int32_t i = 0; i < a->Observers.count; i++) {
+		if (!equal_kafka_describe_quorum_response_replica_state(&a->Observers.items[i], &b->Observers.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_describe_quorum_response_topic_data(const struct kafka_describe_quorum_response_topic_data *a, const struct kafka_describe_quorum_response_topic_data *b)
+{
+	if (!kafka_sample_str_equal(a->TopicName, b->TopicName))
+		return kafka_sample_differs("TopicData.TopicName");
+	if (a->Partitions.count != b->Partitions.count)
+		return kafka_sample_differs("TopicData.Partitions.count");
+	for (int32_t i = 0; i < a->Partitions.count; i++) {
+		if (!equal_kafka_describe_quorum_response_partition_data(&a->Partitions.items[i], &b->Partitions.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_describe_quorum_response_listener(const struct kafka_describe_quorum_response_listener *a, const struct kafka_describe_quorum_response_listener *b)
+{
+	if (!kafka_sample_str_equal(a->Name, b->Name))
+		return kafka_sample_differs("Listener.Name");
+	if (!kafka_sample_str_equal(a->Host, b->Host))
+		return kafka_sample_differs("Listener.Host");
+	if (a->Port != b->Port)
+		return kafka_sample_differs("Listener.Port");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_describe_quorum_response_node(const struct kafka_describe_quorum_response_node *a, const struct kafka_describe_quorum_response_node *b)
+{
+	if (a->NodeId != b->NodeId)
+		return kafka_sample_differs("Node.NodeId");
+	if (a->Listeners.count != b->Listeners.count)
+		return kafka_sample_differs("Node.Listeners.count");
+	for (int32_t i = 0; i < a->Listeners.count; i++) {
+		if (!equal_kafka_describe_quorum_response_listener(&a->Listeners.items[i], &b->Listeners.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_describe_quorum_response(const struct kafka_describe_quorum_response *a, const struct kafka_describe_quorum_response *b)
+{
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("DescribeQuorumResponse.ErrorCode");
+	if (!kafka_sample_str_equal(a->ErrorMessage, b->ErrorMessage))
+		return kafka_sample_differs("DescribeQuorumResponse.ErrorMessage");
+	if (a->Topics.count != b->Topics.count)
+		return kafka_sample_differs("DescribeQuorumResponse.Topics.count");
+	for (int32_t i = 0; i < a->Topics.count; i++) {
+		if (!equal_kafka_describe_quorum_response_topic_data(&a->Topics.items[i], &b->Topics.items[i]))
+			return false;
+	}
+	if (a->Nodes.count != b->Nodes.count)
+		return kafka_sample_differs("DescribeQuorumResponse.Nodes.count");
+	for (int32_t i = 0; i < a->Nodes.count; i++) {
+		if (!equal_kafka_describe_quorum_response_node(&a->Nodes.items[i], &b->Nodes.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_describe_quorum_response(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_describe_quorum_response *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_describe_quorum_response(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_describe_quorum_response(const void *a, const void *b)
+{
+	return equal_kafka_describe_quorum_response(a, b);
+}
+
 static void sample_kafka_describe_cluster_request(struct kafka_sample *s, int16_t version, struct kafka_describe_cluster_request *m)
 {
 	(void)s;
@@ -6194,6 +6550,8 @@ static const struct kafka_sample_desc kafka_sample_descs[] = {
 	{ "IncrementalAlterConfigsResponse", sample_any_kafka_incremental_alter_configs_response, equal_any_kafka_incremental_alter_configs_response },
 	{ "OffsetDeleteRequest", sample_any_kafka_offset_delete_request, equal_any_kafka_offset_delete_request },
 	{ "OffsetDeleteResponse", sample_any_kafka_offset_delete_response, equal_any_kafka_offset_delete_response },
+	{ "DescribeQuorumRequest", sample_any_kafka_describe_quorum_request, equal_any_kafka_describe_quorum_request },
+	{ "DescribeQuorumResponse", sample_any_kafka_describe_quorum_response, equal_any_kafka_describe_quorum_response },
 	{ "DescribeClusterRequest", sample_any_kafka_describe_cluster_request, equal_any_kafka_describe_cluster_request },
 	{ "DescribeClusterResponse", sample_any_kafka_describe_cluster_response, equal_any_kafka_describe_cluster_response },
 	{ "RequestHeader", sample_any_kafka_request_header, equal_any_kafka_request_header },
