@@ -452,6 +452,7 @@ const struct coord_ops ctl_coord_ops = {
 	.submit_txn = txn_submit,
 	.submit_admin = ctl_submit,
 	.submit_producer_id = ctl_producer_id_submit,
+	.submit_quorum = ctl_quorum_submit,
 	.producer_id_msg = ctl_producer_id_msg,
 	.key_dynamic = config_dynamic,
 	.topic_key_at = topic_config_key_at,

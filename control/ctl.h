@@ -79,6 +79,17 @@ struct ctl_broker_state {
 	uint64_t fenced_total, unfenced_total;
 };
 void ctl_brokers_state(const struct ctl *ctl, struct ctl_broker_state *st);
+/* @thread shard. DescribeQuorum: the control thread fills *out, then ctx
+ * resumes (dataplane/coord.h submit_quorum). */
+void ctl_quorum_submit(struct kafka_ctx *ctx, struct coord_quorum *out);
+/* @thread ctl. Metadata records' latency from proposed to applied on this
+ * node (NULL before the quorum opened). */
+struct lathist;
+const struct lathist *ctl_quorum_commit_latency(const struct ctl *ctl);
+/* @thread ctl. The metadata quorum as DescribeQuorum and the metrics show
+ * it (control/quorum.h): 0, or -ESHUTDOWN (not open; st says leader -1). */
+struct quorum_view;
+int ctl_quorum_describe(const struct ctl *ctl, struct quorum_view *st);
 /* @thread ctl. Wall-clock ms when the control thread started (uptime). */
 int64_t ctl_started_ms(const struct ctl *ctl);
 /* @thread ctl. The group and transaction coordinators. */

@@ -52,6 +52,8 @@
 #include "control/metalog.h"
 #include "control/node_role.h"
 #include "control/quorum.h"
+#include "dataplane/kafka_ctx.h"
+#include "storage/lathist.h"
 
 #define CQ_DIR "__cluster_metadata-raft"
 #define CQ_OLD_DIR "__cluster_metadata-0"
@@ -77,6 +79,7 @@ struct ctl_quorum {
 	int import_left, import_err;
 	int64_t import_records;
 	int closed;
+	struct lathist commit_lat;      /* proposed to applied, on this node */
 	int applied_fd;                 /* sluice-applied, -1 until started */
 	uint64_t applied_max, applied_written;
 };
@@ -84,9 +87,18 @@ struct ctl_quorum {
 /* A proposal in flight: its proposer's continuation. */
 struct cq_wait {
 	struct ctl_quorum *cq;
+	uint64_t t0_ns;
 	ctl_quorum_done_fn done;
 	void *cookie;
 };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void cq_start_failed(struct ctl_quorum *cq, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -224,6 +236,7 @@ static void cq_done(void *cookie, uint64_t index, int err)
 			err = cq->failed ? cq->failed : -EIO;
 		}
 	}
+	lathist_add(&cq->commit_lat, mono_ns() - w->t0_ns);
 	w->done(w->cookie, err, a);
 	free(w);
 }
@@ -241,6 +254,7 @@ int ctl_quorum_propose(struct ctl *ctl, const void *rec, size_t len, ctl_quorum_
 	if (!(w = malloc(sizeof(*w))))
 		return -ENOMEM;
 	w->cq = cq;
+	w->t0_ns = mono_ns();
 	w->done = done;
 	w->cookie = cookie;
 	rc = quorum_propose(cq->q, rec, len, cq_done, w);
@@ -529,6 +543,52 @@ int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, con
 		cq->applied_written = had;
 	}
 	return 0;
+}
+
+int ctl_quorum_describe(const struct ctl *ctl, struct quorum_view *st)
+{
+	const struct ctl_quorum *cq = ctl->cq;
+
+	if (!cq || !cq->q) {
+		memset(st, 0, sizeof(*st));
+		st->leader = -1;
+		return -ESHUTDOWN;
+	}
+	quorum_describe(cq->q, st);
+	return 0;
+}
+
+const struct lathist *ctl_quorum_commit_latency(const struct ctl *ctl)
+{
+	return ctl->cq ? &ctl->cq->commit_lat : NULL;
+}
+
+/* On the control thread: fill a shard's DescribeQuorum answer. */
+static void cq_describe_msg(void *self, struct shard_msg *m)
+{
+	struct ctl *ctl = self;
+	struct coord_quorum *out = m->p[1];
+	struct quorum_view st;
+
+	memset(out, 0, sizeof(*out));
+	out->err = ctl_quorum_describe(ctl, &st);
+	out->leader = st.leader;
+	out->epoch = (int32_t)st.term;
+	out->high_watermark = (int64_t)st.commit_index;
+	out->now_ms = ctl->wall;
+	for (int i = 0; i < st.nvoters && i < COORD_QUORUM_MAX_VOTERS; i++) {
+		out->voters[i].id = st.voters[i].node_id;
+		out->voters[i].log_end = st.voters[i].log_end;
+		out->nvoters++;
+	}
+	ctl_reply(ctl, m->p[0], (int)m->v[0]);
+}
+
+void ctl_quorum_submit(struct kafka_ctx *ctx, struct coord_quorum *out)
+{
+	struct shard_msg m = { .fn = cq_describe_msg, .p = { ctx, out }, .v = { kafka_ctx_shard_id(ctx) } };
+
+	kafka_ctx_send_ctl(ctx, &m);
 }
 
 int ctl_quorum_poll(struct ctl *ctl)

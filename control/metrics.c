@@ -15,6 +15,7 @@
 #include "version.h"   /* SLUICE_GIT_COMMIT: build/gen/, written by control/module.mk */
 #include "control/cutil.h"
 #include "control/group.h"
+#include "control/quorum.h"
 #include "control/textbuf.h"
 #include "dataplane/broker.h"
 #include "dataplane/kafka/kafka_msgs.h"
@@ -524,9 +525,38 @@ static void render_hists(struct broker *b, struct textbuf *t)
 		}
 }
 
+/* The metadata quorum this node is a voter of (control/ctl_quorum.c). */
+static void render_quorum(struct ctl *ctl, struct textbuf *t)
+{
+	struct quorum_view st;
+	const struct lathist *h = ctl_quorum_commit_latency(ctl);
+
+	ctl_quorum_describe(ctl, &st);
+	fam(t, "controller_quorum_leader", "gauge", "The metadata quorum's leader (node id, -1: none known).");
+	textbuf_printf(t, "sluice_controller_quorum_leader %d\n", st.leader);
+	fam(t, "controller_quorum_is_leader", "gauge", "1 while this node leads the metadata quorum (the active controller).");
+	textbuf_printf(t, "sluice_controller_quorum_is_leader %d\n", st.am_leader);
+	fam(t, "controller_quorum_epoch", "gauge", "The metadata quorum's epoch (raft's term): one more per election.");
+	textbuf_printf(t, "sluice_controller_quorum_epoch %llu\n", (unsigned long long)st.term);
+	fam(t, "controller_quorum_voters", "gauge", "Voters of the metadata quorum.");
+	textbuf_printf(t, "sluice_controller_quorum_voters %d\n", st.nvoters);
+	fam(t, "controller_quorum_index", "gauge", "The metadata log on this node by index: its last entry (log_end), "
+	    "the last known committed (committed: Kafka's high watermark) and the last applied to the image.");
+	textbuf_printf(t, "sluice_controller_quorum_index{index=\"log_end\"} %llu\n", (unsigned long long)st.last_index);
+	textbuf_printf(t, "sluice_controller_quorum_index{index=\"committed\"} %llu\n",
+		       (unsigned long long)st.commit_index);
+	textbuf_printf(t, "sluice_controller_quorum_index{index=\"applied\"} %llu\n", (unsigned long long)st.last_applied);
+	if (h) {
+		fam(t, "controller_commit_latency_seconds", "histogram", "A metadata record this node proposed, to "
+		    "applied here (committed by a majority of the voters, durable on each); buckets within 1/8.");
+		hist_series(t, "controller_commit_latency_seconds", "node=\"self\"", h, 1);
+	}
+}
+
 void metrics_render(struct ctl *ctl, struct broker *b, struct textbuf *t)
 {
 	render_process(ctl, b, t);
+	render_quorum(ctl, t);
 	render_shards(b, t);
 	render_hists(b, t);
 	render_partitions(b, t);

@@ -631,6 +631,28 @@ int32_t quorum_leader(const struct quorum *q)
 	return q->state == QUORUM_OPEN ? leader_of(q) : -1;
 }
 
+void quorum_describe(const struct quorum *q, struct quorum_view *st)
+{
+	struct raft *r = (struct raft *)&q->raft;
+
+	memset(st, 0, sizeof(*st));
+	st->leader = quorum_leader(q);
+	st->am_leader = quorum_is_leader(q);
+	st->term = r->current_term;
+	st->commit_index = r->commit_index;
+	st->last_applied = r->last_applied;
+	st->last_index = raft_last_index(r);
+	for (unsigned i = 0; i < r->configuration.n && st->nvoters < QUORUM_MAX_VOTERS; i++) {
+		const struct raft_server *s = &r->configuration.servers[i];
+
+		if (s->role != RAFT_VOTER)
+			continue;
+		st->voters[st->nvoters].node_id = (int32_t)(s->id - 1);
+		st->voters[st->nvoters].log_end = (int32_t)(s->id - 1) == q->node_id ? (int64_t)st->last_index : -1;
+		st->nvoters++;
+	}
+}
+
 uint64_t quorum_last_index(const struct quorum *q)
 {
 	return raft_last_index((struct raft *)&q->raft);

@@ -145,6 +145,25 @@ int quorum_barrier(struct quorum *q, quorum_done_fn done, void *cookie);
 
 /* @thread ctl. The leader this node knows (node id), or -1. */
 int32_t quorum_leader(const struct quorum *q);
+/* What DescribeQuorum and the metrics show. Raft's log indexes start at
+ * 1, so an index is also a count of entries: commit_index is Kafka's high
+ * watermark, last_index this node's log end offset. */
+#define QUORUM_MAX_VOTERS 64
+struct quorum_view {
+	int32_t leader;                 /* node id, -1: none known */
+	int am_leader;
+	uint64_t term;                  /* Kafka's leader epoch of the quorum */
+	uint64_t commit_index, last_applied, last_index;
+	int nvoters;
+	struct {
+		int32_t node_id;
+		int64_t log_end;        /* -1: unknown (libraft 0.15 keeps the
+					 * leader's view of followers private) */
+	} voters[QUORUM_MAX_VOTERS];
+};
+/* @thread ctl. */
+void quorum_describe(const struct quorum *q, struct quorum_view *st);
+
 /* @thread ctl. The index of the last entry of this node's log (0: empty). */
 uint64_t quorum_last_index(const struct quorum *q);
 /* @thread ctl. This node's id and whether it is the leader. */

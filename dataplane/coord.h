@@ -68,6 +68,23 @@ struct ctl_req {
 
 struct config;
 
+/* DescribeQuorum's answer, filled by the control thread for a shard: the
+ * metadata quorum's leader, its epoch (raft's term), high watermark (the
+ * commit index) and each voter's log end offset (-1: unknown). */
+#define COORD_QUORUM_MAX_VOTERS 64
+struct coord_quorum {
+	int err;                     /* 0, or -errno (the quorum is not open) */
+	int32_t leader;              /* -1: none known */
+	int32_t epoch;
+	int64_t high_watermark;
+	int64_t now_ms;              /* the leader's wall clock, for LastCaughtUpTimestamp */
+	int nvoters;
+	struct {
+		int32_t id;
+		int64_t log_end;
+	} voters[COORD_QUORUM_MAX_VOTERS];
+};
+
 /* The callbacks the layer above gives the shards. Read-only once set. */
 struct coord_ops {
 	/* @thread shard: OffsetCommit, OffsetFetch, JoinGroup, Heartbeat,
@@ -86,6 +103,9 @@ struct coord_ops {
 	 * log); *out is filled (-1 on failure) before ctx gets
 	 * kafka_ctx_sub_done. */
 	void (*submit_producer_id)(struct kafka_ctx *ctx, int64_t *out);
+	/* @thread shard. DescribeQuorum: *out is filled before ctx gets
+	 * kafka_ctx_sub_done. */
+	void (*submit_quorum)(struct kafka_ctx *ctx, struct coord_quorum *out);
 	/* @thread ctl. The message fn a shard sends to the control thread (with
 	 * its parking shard_send) for a new producer id outside a request (the
 	 * native protocol's sessions): m->p[0] a cookie, m->p[1] the

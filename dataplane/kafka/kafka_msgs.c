@@ -9209,7 +9209,7 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_msg_descs[62], &kafka_msg_descs[63], kafka_handle_delete_groups }, /* optional */
 	{ 44, "IncrementalAlterConfigs", 0, 1, 1, 0, 1, true, &kafka_msg_descs[64], &kafka_msg_descs[65], kafka_handle_incremental_alter_configs }, /* topic configs (broker issue) */
 	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[66], &kafka_msg_descs[67], kafka_handle_offset_delete }, /* optional */
-	{ 55, "DescribeQuorum", 0, 2, 0, 0, 2, true, &kafka_msg_descs[68], &kafka_msg_descs[69], kafka_handle_describe_quorum }, /* codec only (sluicectl cluster info asks it); advertised once a handler serves it */
+	{ 55, "DescribeQuorum", 0, 2, 0, 0, 2, true, &kafka_msg_descs[68], &kafka_msg_descs[69], kafka_handle_describe_quorum }, /* the metadata quorum: leader, epoch, high watermark, voters (kafka-metadata-quorum, sluicectl cluster info) */
 	{ 60, "DescribeCluster", 0, 1, 0, 0, 1, true, &kafka_msg_descs[70], &kafka_msg_descs[71], kafka_handle_describe_cluster }, /* this node: ControllerId and the one broker; v1 EndpointType 1 (brokers) */
 };
 

@@ -225,6 +225,83 @@ def racing_creates_and_deletes_leave_the_served_topics_and_the_log_agreeing():
         print("    %d of 3 names alive after the race: %s" % (len(served), served))
 
 
+def describe_quorum(port, ver, topic="__cluster_metadata", partition=0):
+    """DescribeQuorum over raw frames (flexible from v0): (top error,
+    partition error, leader, epoch, high watermark, [(voter, log end,
+    last fetch, last caught up)], [node ids] (v2))."""
+    from kraw import Conn, compact_str, read_compact_str, read_uvarint, uvarint, W
+    body = uvarint(2) + compact_str(topic) + uvarint(2) + W().i32(partition).b + b"\x00" + b"\x00" + b"\x00"
+    with Conn("127.0.0.1:%d" % port) as c:
+        r = c.request_flex(55, ver, body)
+        top = r.i16()
+        if ver >= 2:
+            read_compact_str(r)
+        assert read_uvarint(r) == 2, "one topic"
+        assert read_compact_str(r) == "__cluster_metadata"
+        assert read_uvarint(r) == 2, "one partition"
+        assert r.i32() == 0
+        perr = r.i16()
+        if ver >= 2:
+            read_compact_str(r)
+        leader, epoch, hw = r.i32(), r.i32(), r.i64()
+
+        def replicas():
+            out = []
+            for _ in range(read_uvarint(r) - 1):
+                rid = r.i32()
+                if ver >= 2:
+                    r.o += 16
+                leo = r.i64()
+                lf = lc = None
+                if ver >= 1:
+                    lf, lc = r.i64(), r.i64()
+                assert read_uvarint(r) == 0
+                out.append((rid, leo, lf, lc))
+            return out
+        voters = replicas()
+        observers = replicas()
+        assert not observers, observers
+        assert read_uvarint(r) == 0
+        assert read_uvarint(r) == 0
+        nodes = []
+        if ver >= 2:
+            for _ in range(read_uvarint(r) - 1):
+                nodes.append(r.i32())
+                assert read_uvarint(r) == 1, "a quorum of one has no controller listener"
+                assert read_uvarint(r) == 0
+        assert read_uvarint(r) == 0
+        return top, perr, leader, epoch, hw, voters, nodes
+
+
+@test
+def describe_quorum_shows_the_quorum_of_one_and_its_high_watermark_moving():
+    """DescribeQuorum v0-v2 (what kafka-metadata-quorum asks): this node
+    leads and is the only voter; its log end is the high watermark; a
+    CreateTopics moves both; another partition gets UNKNOWN_TOPIC_OR_PARTITION;
+    /metrics says the same and counts the commit latency."""
+    import urllib.request
+    with broker(settings={"admin.listen": "127.0.0.1:%d" % free_port()}) as b:
+        for ver in (0, 1, 2):
+            top, perr, leader, epoch, hw, voters, nodes = describe_quorum(b.port, ver)
+            assert (top, perr, leader) == (0, 0, 1) and epoch >= 1 and hw >= 1, (ver, top, perr, leader, epoch, hw)
+            assert [v[0] for v in voters] == [1] and voters[0][1] == hw, voters
+            if ver >= 1:
+                assert voters[0][2] == -1 and voters[0][3] > 0, voters
+            if ver >= 2:
+                assert nodes == [1], nodes
+        change(b, "create_topics", [NewTopic("moves", 1, 1)])
+        _, _, _, epoch2, hw2, voters2, _ = describe_quorum(b.port, 1)
+        assert hw2 > hw and voters2[0][1] == hw2 and epoch2 == epoch, (hw, hw2, voters2)
+        assert describe_quorum(b.port, 0, partition=1)[1] == 3, "UNKNOWN_TOPIC_OR_PARTITION"
+        assert describe_quorum(b.port, 0, topic="other")[1] == 3
+        admin_port = b.settings["admin.listen"].rsplit(":", 1)[1]
+        m = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % admin_port, timeout=30).read().decode()
+        assert "sluice_controller_quorum_leader 1\n" in m and "sluice_controller_quorum_is_leader 1\n" in m, m
+        assert 'sluice_controller_quorum_index{index="committed"} %d\n' % hw2 in m, m
+        count = [ln for ln in m.splitlines() if ln.startswith("sluice_controller_commit_latency_seconds_count")]
+        assert count and int(count[0].split()[-1]) >= 5, count
+
+
 def fixture_broker():
     """A Broker on a copy of the older broker's data directory."""
     work = temp_dir()

@@ -341,17 +341,21 @@ def topic_describe_marks_and_counts_under_min_isr():
 
 
 @test
-def cluster_info_says_when_describe_quorum_is_not_served():
-    """cluster info: the controller per broker, and the quorum section: null
-    with the reason when the broker does not advertise DescribeQuorum (55)."""
+def cluster_info_shows_the_metadata_quorum():
+    """cluster info: the controller per broker, and the quorum section from
+    DescribeQuorum (55): a quorum of one, this node its leader and only
+    voter, its log end the high watermark (nothing uncommitted)."""
     with broker(settings=settings()) as b:
         info = ctl(b, "cluster", "info", fmt="json")
         assert [x["controller"] for x in info["brokers"]] == [True], info
-        assert 55 not in [a["api_key"] for a in info["api_versions"]], info
-        assert info["quorum"] is None, info
-        assert info["quorum_error"] == "DescribeQuorum not served by this broker", info
+        assert 55 in [a["api_key"] for a in info["api_versions"]], info
+        q = info["quorum"]
+        assert q and info["quorum_error"] is None, info
+        assert q["leader_id"] == 1 and q["leader_epoch"] >= 1 and q["high_watermark"] >= 1, q
+        assert [v["node_id"] for v in q["voters"]] == [1] and q["observers"] == [], q
+        assert q["voters"][0]["log_end_offset"] == q["high_watermark"] and q["voters"][0]["lag"] == 0, q
         out, _ = ctl(b, "cluster", "info")
-        assert "quorum: DescribeQuorum not served by this broker (%s)" % b.bootstrap in out, out
+        assert "quorum: leader 1, epoch %d, high watermark" % q["leader_epoch"] in out, out
 
 
 @test
