@@ -111,6 +111,11 @@ static const struct config_key keys[] = {
 	  .doc = "Names of the listeners entries the controller uses; they are not served to Kafka "
 		 "clients, and a voter's port must be its controller listener's. (A quorum of one "
 		 "opens no controller port.)" },
+	{ "cluster.id", CONFIG_STRING, "",
+	  .doc = "The cluster this node belongs to (what `kafka-storage format -t` gives a Kafka node): "
+		 "22 characters of base64url. Empty: a new data directory makes one, an existing one "
+		 "keeps its own. Set: a new data directory takes it, and a directory of another "
+		 "cluster is refused at start (exit 2)." },
 	{ "broker.session.timeout.ms", CONFIG_INT, "9000", 100, I32MAX,
 	  .doc = "The active controller fences a broker that sent no heartbeat for this long (a "
 		 "BROKER_FENCE record in the metadata log); Kafka's default." },

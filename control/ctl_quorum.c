@@ -413,6 +413,19 @@ static int rm_flat_dir(const char *path)
 	return rc;
 }
 
+/* 22 characters of base64url: what metalog_new_cluster_id makes and
+ * Kafka's cluster ids are. */
+static int cluster_id_valid(const char *s)
+{
+	if (strlen(s) != 22)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '-' ||
+		      *s == '_'))
+			return 0;
+	return 1;
+}
+
 static int dir_exists(const char *path)
 {
 	struct stat st;
@@ -455,6 +468,7 @@ int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, con
 	struct quorum_voter self = { .node_id = b->set.node_id, .host = "127.0.0.1", .port = 0 };
 	struct quorum_config qc = { 0 };
 	char old[4200], vhave[2048], vwant[2048], cid[256];
+	const char *want_cid;
 	int rc;
 
 	if (!(cq = calloc(1, sizeof(*cq))))
@@ -481,6 +495,12 @@ int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, con
 		}
 		rc = -ENOENT;
 	}
+	want_cid = config_str(ctl->cfg, "cluster.id");
+	if (want_cid[0] && !cluster_id_valid(want_cid)) {
+		snprintf(err, errlen, "cluster.id: '%s' is not a cluster id (22 characters of base64url, as "
+			 "sluiced prints at start and Kafka's kafka-storage random-uuid makes)", want_cid);
+		return -EINVAL;
+	}
 	if (rc == 0) {
 		quorum_voters_text(&qc, vwant, sizeof(vwant));
 		if (strcmp(vhave, vwant)) {
@@ -499,12 +519,20 @@ int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, con
 		if (dir_exists(old)) {
 			if ((rc = cq_read_old(cq, b->set.data_dir, b->set.node_id, err, errlen)) < 0)
 				return rc;
+		} else if (want_cid[0]) {
+			memcpy(cq->cluster_id, want_cid, 23);
 		} else {
 			metalog_new_cluster_id(cq->cluster_id);
 		}
 	} else {
 		snprintf(err, errlen, "cannot read the identity of %s: %s", cq->dir, strerror(-rc));
 		return rc;
+	}
+	if (want_cid[0] && strcmp(want_cid, cq->cluster_id)) {
+		snprintf(err, errlen, "cluster.id: this node is configured for cluster %s, but its data directory %s "
+			 "belongs to cluster %s: give it the data directory of that cluster, or the cluster.id "
+			 "its directory has", want_cid, b->set.data_dir, cq->cluster_id);
+		return -EINVAL;
 	}
 	qc.cluster_id = cq->cluster_id;
 	if ((rc = metalog_image_new(b->set.node_id, &ctl->ml)) < 0) {

@@ -386,6 +386,46 @@ def another_node_id_on_the_directory_exits_2_naming_node_id():
         b.start()   # still the original node's
 
 
+def start_exit(data_dir, *sets):
+    """sluiced on data_dir with --set each of sets: (exit code, stderr)
+    when it exits before serving; ("ready", None) after stopping it once it
+    served."""
+    cmd = [SLUICED, "--data-dir", data_dir, "--listen", "127.0.0.1:%d" % free_port(), "--shards", "1"]
+    for s in sets:
+        cmd += ["--set", s]
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    line = p.stdout.readline()
+    if b"listening on" in line:
+        p.terminate()
+        p.communicate(timeout=60)
+        return "ready", line.decode()
+    _, err = p.communicate(timeout=60)
+    return p.returncode, err.decode()
+
+
+@test
+def a_node_configured_for_another_cluster_exits_2_naming_cluster_id():
+    """cluster.id (Kafka's kafka-storage format -t): a new data directory
+    takes it; a directory of another cluster is refused with exit 2 naming
+    the key; the directory's own id, or none, starts; a malformed one is
+    refused before anything is written."""
+    work = temp_dir()
+    try:
+        d1 = os.path.join(work, "d1")
+        rc, line = start_exit(d1, "cluster.id=MkU3OEVBNTcwNTJENDM2Qk")
+        assert rc == "ready" and line.rstrip().endswith("cluster MkU3OEVBNTcwNTJENDM2Qk)"), (rc, line)
+        rc, err = start_exit(d1, "cluster.id=AAAAAAAAAAAAAAAAAAAAAA")
+        assert rc == 2 and "cluster.id" in err and "MkU3OEVBNTcwNTJENDM2Qk" in err, (rc, err)
+        assert start_exit(d1, "cluster.id=MkU3OEVBNTcwNTJENDM2Qk")[0] == "ready"
+        assert start_exit(d1)[0] == "ready"
+        d2 = os.path.join(work, "d2")
+        rc, err = start_exit(d2, "cluster.id=not-an-id")
+        assert rc == 2 and "cluster.id" in err, (rc, err)
+        assert not os.path.exists(os.path.join(d2, "__cluster_metadata-raft")), os.listdir(d2)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 if __name__ == "__main__":
     try:
         main("metadata-quorum")
