@@ -180,7 +180,9 @@ static const struct config_key keys[] = {
 		 "that has not arrived whole (slowloris). One with a request in progress, or waiting for "
 		 "queued.max.request.bytes, is not idle. -1: never." },
 	{ "min.insync.replicas", CONFIG_INT, "1", 1, I32MAX, .topic = "min.insync.replicas",
-	  .doc = "Replicas that must have a batch before acks=all succeeds." },
+	  .doc = "Replicas that must be in sync (ISR) for acks=all: a partition with fewer refuses "
+		 "acks=all writes with NOT_ENOUGH_REPLICAS before appending them, as Kafka does (one "
+		 "broker: its ISR is that broker)." },
 	{ "log.retention.check.interval.ms", CONFIG_LONG, "300000", 1, I64MAX,
 	  .doc = "How often retention runs." },
 	{ "log.durability", CONFIG_ENUM, "write", .values = durability_values, .topic = "durability",

@@ -623,10 +623,14 @@ static void ctl_handle(void *self, struct shard_msg *m)
 				 ct->replication);
 			continue;
 		}
-		if (ct->replication > 1) {
+		if ((ct->replication == -1 ? config_int(ctl->eff, "default.replication.factor") : ct->replication) > 1) {
+			/* Kafka: more replicas than brokers is refused, the default's too */
 			ct->error = KERR_INVALID_REPLICATION_FACTOR;
 			snprintf(ct->message, sizeof(ct->message),
-				 "replication factor %d is larger than the 1 broker of this cluster", ct->replication);
+				 "replication factor %d%s is larger than the 1 broker of this cluster",
+				 ct->replication == -1 ? (int)config_int(ctl->eff, "default.replication.factor")
+						       : ct->replication,
+				 ct->replication == -1 ? " (default.replication.factor)" : "");
 			continue;
 		}
 		if (ct->nconfigs > 64) {

@@ -226,9 +226,11 @@ struct md_topic *ctl_topic_build(struct ctl *ctl, const struct meta_topic *mt)
 	free(k);
 	free(v);
 	{
-		const char *mmb = NULL, *tst = NULL;
+		const char *mmb = NULL, *tst = NULL, *mir = NULL;
 
 		for (int i = 0; i < t->nconfigs; i++) {
+			if (!strcmp(t->config_keys[i], "min.insync.replicas"))
+				mir = t->config_values[i];
 			if (!strcmp(t->config_keys[i], "max.message.bytes"))
 				mmb = t->config_values[i];
 			if (!strcmp(t->config_keys[i], "message.timestamp.type"))
@@ -239,6 +241,7 @@ struct md_topic *ctl_topic_build(struct ctl *ctl, const struct meta_topic *mt)
 		t->log_append_time = tst ? !strcmp(tst, "LogAppendTime")
 				     : config_int(ctl->eff, "log.message.timestamp.type") == CONFIG_TS_LOG_APPEND_TIME;
 		t->cfg.max_batch = t->max_message_bytes + 64;
+		t->min_insync = (int32_t)(mir ? strtol(mir, NULL, 10) : config_int(ctl->eff, "min.insync.replicas"));
 	}
 	t->internal = topic_name_internal(t->name, t->name_len);
 	for (int32_t i = 0; i < t->nparts; i++) {

@@ -66,6 +66,15 @@ struct md_partition {
 				   * control thread, which frees it only at exit */
 };
 
+/* The in-sync replicas of a partition this broker leads: this broker
+ * alone while Sluice runs one node (replication brings the ISR from the
+ * metadata log). acks=all is refused below the topic's min_insync. */
+static inline int32_t md_part_isr_size(const struct md_partition *mp)
+{
+	(void)mp;
+	return 1;
+}
+
 struct md_topic {
 	char *name;
 	int32_t name_len;
@@ -75,6 +84,7 @@ struct md_topic {
 	struct plog_config cfg;   /* effective storage config */
 	uint32_t max_message_bytes;
 	int log_append_time;      /* message.timestamp.type=LogAppendTime */
+	int32_t min_insync;       /* min.insync.replicas in effect (the topic's, or the broker's) */
 	int internal;
 	int nconfigs;             /* overrides, for DescribeConfigs */
 	char **config_keys;

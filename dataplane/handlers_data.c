@@ -329,6 +329,10 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 				err = KERR_INVALID_TOPIC_EXCEPTION;
 			else if (!len)
 				err = KERR_CORRUPT_MESSAGE;
+			else if (q->Acks == -1 && md_part_isr_size(mp) < t->min_insync)
+				/* Kafka's rule, before anything is appended: acks=all
+				 * needs min.insync.replicas replicas in sync */
+				err = KERR_NOT_ENOUGH_REPLICAS;
 			/* every batch is checked before any is appended: a partition's
 			 * records are taken whole or not at all */
 			while (!err && at < len) {

@@ -415,5 +415,36 @@ def list_groups_v4_gives_states_and_filters_by_them():
         c.close()
 
 
+@test
+def acks_all_needs_min_insync_replicas_in_sync():
+    """Kafka's rule: acks=all is refused with NOT_ENOUGH_REPLICAS (19),
+    before anything is appended, when the partition has fewer in-sync
+    replicas than min.insync.replicas (the topic's, or the broker's). On one
+    node the ISR is this broker, so 2 refuses every acks=all write; acks=1
+    and acks=0 are not asked. A default.replication.factor above the one
+    broker refuses a create that takes the default, as Kafka does."""
+    NOT_ENOUGH_REPLICAS, INVALID_REPLICATION_FACTOR = 19, 38
+    with broker() as b:
+        c = TConn(b.bootstrap)
+        assert create_topics(c, "strict", configs=[("min.insync.replicas", "2")])[0] == 0
+        assert create_topics(c, "loose")[0] == 0
+        assert c.produce_many({("strict", 0): plain([b"x"])}, acks=-1)[("strict", 0)].error == NOT_ENOUGH_REPLICAS
+        assert c.produce_many({("strict", 0): plain([b"y"])}, acks=1)[("strict", 0)].error == 0
+        assert c.produce_many({("loose", 0): plain([b"z"])}, acks=-1)[("loose", 0)].error == 0
+        # nothing of the refused write was appended: one record in strict
+        r = c.fetch({("strict", 0): 0}, READ_UNCOMMITTED)[("strict", 0)]
+        assert r.error == 0 and r.hw == 1, (r.error, r.hw)
+        c.close()
+    with broker(settings={"min.insync.replicas": "2", "default.replication.factor": "3"}) as b:
+        c = TConn(b.bootstrap)
+        assert create_topics(c, "plain")[0] == 0, "an explicit replication factor 1 is created"
+        assert create_topics(c, "own", configs=[("min.insync.replicas", "1")])[0] == 0
+        err, msg = create_topics(c, "dflt", replication=-1)
+        assert err == INVALID_REPLICATION_FACTOR and "default.replication.factor" in msg, (err, msg)
+        assert c.produce_many({("plain", 0): plain([b"x"])}, acks=-1)[("plain", 0)].error == NOT_ENOUGH_REPLICAS
+        assert c.produce_many({("own", 0): plain([b"x"])}, acks=-1)[("own", 0)].error == 0
+        c.close()
+
+
 if __name__ == "__main__":
     main("kafka_rules")
