@@ -572,35 +572,29 @@ static int cmp_base(const void *a, const void *b)
 }
 
 /* The byte position in the segment file fd (size bytes) of the first
- * batch at or after offset `to`, or the end of its valid batches. */
-static int redo_find_cut(const struct plog *pl, int fd, uint64_t size, int64_t to, uint64_t *cut)
+ * batch at or after offset `to`, or the end of its whole batches: a walk
+ * of the batch headers (buffered reads at open; the kept prefix is
+ * validated by recovery's scan after). */
+static int redo_find_cut(int fd, uint64_t size, int64_t to, uint64_t *cut)
 {
-	struct seg_scan sc;
-	size_t cap = align_up4k((uint64_t)pl->cfg.max_batch * 2 + 8192);
-	int rc, err;
+	uint64_t pos = 0;
+	uint8_t h[BATCH_HEADER_SIZE];
 
-	if (cap < (4u << 20))
-		cap = 4u << 20;
-	if ((rc = seg_scan_init(&sc, fd, 0, size, cap)) < 0)
-		return rc;
 	for (;;) {
-		const uint8_t *h = seg_scan_peek(&sc, BATCH_LOG_OVERHEAD + 5, &err);
-		uint32_t bsize;
+		ssize_t r = pread(fd, h, sizeof(h), (off_t)pos); /* style: allow start-up: the open finishes a cut */
 
-		if (!h || (batch_length(h) == 0 && batch_base_offset(h) == 0))
-			break;          /* the end, zeros, or a read error: cut no further */
-		if (batch_length(h) < BATCH_HEADER_SIZE - BATCH_LOG_OVERHEAD)
-			break;
-		bsize = batch_size(h);
+		if (r < 0)
+			return -errno;
+		if (r < (ssize_t)sizeof(h) || (batch_length(h) == 0 && batch_base_offset(h) == 0) ||
+		    batch_length(h) < BATCH_HEADER_SIZE - BATCH_LOG_OVERHEAD)
+			break;          /* the end, or zeros: cut no further */
 		/* a batch holding `to` cannot be (the cut was checked on a
 		 * boundary): were it there, it goes too */
-		if (batch_base_offset(h) >= to || !(h = seg_scan_peek(&sc, bsize, &err)) ||
-		    batch_last_offset(h) >= to)
+		if (batch_base_offset(h) >= to || batch_last_offset(h) >= to || pos + batch_size(h) > size)
 			break;
-		sc.pos += bsize;
+		pos += batch_size(h);
 	}
-	*cut = sc.pos;
-	seg_scan_fini(&sc);
+	*cut = pos;
 	return 0;
 }
 
@@ -725,16 +719,16 @@ int plog_truncate_redo(struct plog *pl)
 	if (s > 0) {
 		/* the segment holding the cut: its index, then its bytes */
 		struct stat stb;
-		uint64_t cut;
+		uint64_t cut = 0;
 
 		snprintf(name, sizeof(name), "%020" PRId64 ".index", bases[s - 1]);
 		if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
 			goto fail;
 		snprintf(name, sizeof(name), "%020" PRId64 ".log", bases[s - 1]);
-		fd = openat(dfd, name, O_RDWR | O_DIRECT | O_CLOEXEC);
+		fd = openat(dfd, name, O_RDWR | O_CLOEXEC);
 		if (fd < 0)
 			goto fail;
-		if (fstat(fd, &stb) < 0 || (rc = redo_find_cut(pl, fd, (uint64_t)stb.st_size, to, &cut)) < 0 ||
+		if (fstat(fd, &stb) < 0 || (rc = redo_find_cut(fd, (uint64_t)stb.st_size, to, &cut)) < 0 ||
 		    (cut < (uint64_t)stb.st_size && ftruncate(fd, (off_t)cut) < 0) ||
 		    fsync(fd) < 0) { /* style: allow start-up: the open finishes a cut */
 			rc = rc < 0 ? rc : -errno;
