@@ -275,7 +275,8 @@ void plog_close(struct plog *pl);
  * the leader epoch in the stored copy and returns the base offset in
  * *base_offset. -ENOBUFS: tail memory exhausted (retry after a flush);
  * -EROFS: the log failed; -EMSGSIZE: larger than a segment, the largest
- * chunk or the shard's tail memory (shard.tail.memory.bytes). */
+ * chunk or the shard's tail memory (shard.tail.memory.bytes); -EBUSY: a
+ * truncation runs (storage/plog_replica.h). */
 int plog_append(struct plog *pl, const uint8_t *batch, uint32_t size, int64_t *base_offset);
 
 /* Durability callback: called when durable_offset advances or the log
