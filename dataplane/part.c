@@ -28,7 +28,7 @@ static void part_durable(struct plog *pl, int64_t durable, int err, void *arg)
  * PART_PRODUCER_SCAN bytes of the active segment): what a producer resends
  * after a restart is then still recognised. A one-time read while the
  * partition opens. */
-static void part_rebuild_producers(struct part *p)
+void part_rebuild_producers(struct part *p)
 {
 	struct plog *pl = p->pl;
 	int64_t off = plog_offset_near_end(pl, PART_PRODUCER_SCAN), covered = -1;

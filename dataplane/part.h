@@ -78,6 +78,14 @@ void part_close(struct part *p);
  * parked on other shards may still name it; they see `deleted`. */
 void part_retire(struct part *p);
 
+/* Idempotent producer state, open transactions and the aborted index from
+ * the log, as the partition's open does: "producers.snapshot" if it still
+ * fits the log, then a scan of the newest batches (all of them once the
+ * partition has had transactions). On an empty table and index (open, or
+ * after a truncation: dataplane/part_replica.c). Blocking reads, as at
+ * open. @thread owner shard */
+void part_rebuild_producers(struct part *p);
+
 /* Start saving the idempotent producer state next to the log, on the
  * shard's ring (producer_snapshot_start); snap_covered moves when the
  * snapshot is renamed into place. Nothing if a save is in flight or

@@ -310,6 +310,45 @@ void part_txn_marked(struct part_txn *t, int64_t pid, int16_t epoch, int commit,
 	part_txn_relso(t);
 }
 
+void part_txn_replicated(struct part_txn *t, const uint8_t *b, int64_t now_ms)
+{
+	uint16_t a = batch_attributes(b);
+	uint32_t had = t->naborted;
+	int seen = t->seen;
+	struct producer_entry *e;
+
+	if (!(a & BATCH_ATTR_TRANSACTIONAL) || batch_producer_id(b) < 0)
+		return;
+	part_txn_scan(t, b);
+	e = producer_entry(t->producers, batch_producer_id(b), 0, 0);
+	if (e)
+		e->last_ms = now_ms;
+	if (!seen)
+		aborted_file_add(t, NULL);   /* the first transaction here: the mark */
+	for (uint32_t i = had; i < t->naborted; i++)
+		aborted_file_add(t, &t->aborted[i]);
+	if (a & BATCH_ATTR_CONTROL) {
+		t->markers++;
+		part_txn_relso(t);
+	} else if (e && e->txn_first >= 0 && e->txn_first < t->lso) {
+		t->lso = e->txn_first;
+	}
+}
+
+void part_txn_truncated(struct part_txn *t, int64_t offset)
+{
+	uint32_t keep = t->naborted;
+
+	while (keep && t->aborted[keep - 1].last >= offset)
+		keep--;
+	t->naborted = keep;
+	/* rewritten even when the list kept all: the file may hold a record
+	 * the open left out (its marker was past the log end a crash left),
+	 * which the log growing again past it would bring back */
+	if (t->seen)
+		aborted_file_rewrite(t);
+}
+
 int part_txn_aborted(const struct part_txn *t, int64_t from, int64_t to, int64_t *pid, int64_t *first, int cap)
 {
 	uint32_t lo = 0, hi = t->naborted;

@@ -92,6 +92,18 @@ ssize_t part_txn_marker_build(uint8_t *buf, size_t cap, int64_t pid, int16_t epo
  * (an abort goes into the index and the file). */
 void part_txn_marked(struct part_txn *t, int64_t pid, int16_t epoch, int commit, int64_t offset, int64_t now_ms);
 
+/* A follower appended batch b as its leader wrote it: a transactional
+ * batch opens its producer's transaction here, a COMMIT or ABORT marker
+ * closes it (an abort goes into the index and "aborted.txns", as
+ * part_txn_marked does on the leader). now_ms: the producer's activity. */
+void part_txn_replicated(struct part_txn *t, const uint8_t *b, int64_t now_ms);
+/* The log is about to be cut back to `offset`: the aborts whose marker is
+ * at or after it are forgotten and the file rewritten with the rest, once
+ * the partition has had transactions (queued on the log's
+ * file work, which the cut lets finish first). Open transactions are
+ * found again by the rebuild after the cut. */
+void part_txn_truncated(struct part_txn *t, int64_t offset);
+
 /* Aborted transactions a read_committed fetch of [from, to] must know:
  * marker at or after `from`, first offset at or before `to`. Fills up to
  * cap into pid[]/first[] and returns how many there are. */

@@ -393,18 +393,23 @@ static int plog_roll(struct plog *pl)
 	return 0;
 }
 
-int plog_append(struct plog *pl, const uint8_t *batch, uint32_t size, int64_t *base_offset)
+int plog_append_bytes(struct plog *pl, const uint8_t *batch, uint32_t size, int stamp, int64_t *base_offset)
 {
 	struct segment *seg = pl->seg_tail;
 	struct tail_chunk *c = pl->chunk_tail;
-	int32_t lod = batch_last_offset_delta(batch);
 	int64_t max_ts = batch_max_timestamp(batch);
+	/* a leader's batch lands at the log end; a follower's where the
+	 * leader put it (its set was checked to start at or after the end) */
+	int64_t base = stamp ? pl->next_offset : batch_base_offset(batch);
+	int64_t next = base + batch_last_offset_delta(batch) + 1;
 	uint64_t pos;
 	uint8_t *dst;
 	int rc;
 
 	if (pl->err)
 		return -EROFS;
+	if (pl->trunc)
+		return -EBUSY;
 	/* a batch no chunk can hold — beyond the largest chunk, or more than
 	 * the shard's whole tail memory (with the partial block before it) —
 	 * can never be appended: refused for good, not "retry later" */
@@ -429,19 +434,21 @@ int plog_append(struct plog *pl, const uint8_t *batch, uint32_t size, int64_t *b
 	pos = seg->end;
 	dst = c->mem + (pos - c->file_base);
 	memcpy(dst, batch, size);
-	batch_set_base_offset(dst, pl->next_offset);
-	batch_set_leader_epoch(dst, pl->leader_epoch);
-	*base_offset = pl->next_offset;
+	if (stamp) {
+		batch_set_base_offset(dst, base);
+		batch_set_leader_epoch(dst, pl->leader_epoch);
+	}
+	*base_offset = base;
 
 	if (max_ts > seg->max_timestamp)
 		seg->max_timestamp = max_ts;
-	rc = seg_index_add(&seg->ix, (uint32_t)(pl->next_offset - seg->base_offset), (uint32_t)pos,
+	rc = seg_index_add(&seg->ix, (uint32_t)(base - seg->base_offset), (uint32_t)pos,
 			   seg->max_timestamp, pl->cfg.index_interval, 0);
 	(void)rc; /* a missing sparse entry only costs a longer scan */
 	c->len += size;
 	seg->end += size;
 	seg->index_saved = 0;   /* an index file on disk is now only a prefix checkpoint */
-	pl->next_offset += (int64_t)lod + 1;
+	pl->next_offset = next;
 	seg->next_offset = pl->next_offset;
 	c->end_offset = pl->next_offset;
 	pl->bytes_appended += size;
@@ -455,6 +462,11 @@ int plog_append(struct plog *pl, const uint8_t *batch, uint32_t size, int64_t *b
 	plog_maybe_prepare(pl);
 	store_mark_dirty(pl->st, &pl->flush);
 	return 0;
+}
+
+int plog_append(struct plog *pl, const uint8_t *batch, uint32_t size, int64_t *base_offset)
+{
+	return plog_append_bytes(pl, batch, size, 1, base_offset);
 }
 
 /* ---- group commit writes ---------------------------------------------- */

@@ -65,6 +65,7 @@ void plog_config_defaults(struct plog_config *cfg);
 #define PLOG_HOT_BYTES (128u << 10)
 
 struct plog;
+struct plog_truncate;
 typedef void plog_durable_fn(struct plog *pl, int64_t durable_offset, int err, void *arg);
 
 /* One O_DIRECT write in flight; a slot of the partition's write ring. Its
@@ -116,6 +117,8 @@ struct plog_recovery {
 	uint64_t damaged_pos;        /* its byte range moved aside */
 	uint64_t damaged_end;
 	int64_t lost_from, lost_to;
+	int truncate_redone;         /* a cut a crash interrupted was finished first, */
+	int64_t truncate_to;         /* back to this offset */
 };
 
 /* DeleteRecords (plog_delete_records): the caller's, until done. */
@@ -141,6 +144,7 @@ struct plog_files {
 	uint8_t job;                 /* what it is for; 0: none runs */
 	uint8_t running;             /* started once the log is open */
 	uint8_t ckpt_wanted;         /* a checkpoint was asked for */
+	uint8_t held;                /* a truncation cuts the log: no work starts */
 
 	int whole;                   /* the index being written covers its whole segment */
 	struct segment *seg;         /* the segment whose index is written (seg->saving) */
@@ -212,6 +216,8 @@ struct plog {
 
 	plog_durable_fn *on_durable;
 	void *durable_arg;
+	struct plog_truncate *trunc; /* a truncation in progress (storage/plog_replica.h):
+				      * appends wait (-EBUSY) */
 
 	uint64_t bytes_appended;
 	uint64_t batches_appended;
@@ -269,7 +275,8 @@ void plog_close(struct plog *pl);
  * the leader epoch in the stored copy and returns the base offset in
  * *base_offset. -ENOBUFS: tail memory exhausted (retry after a flush);
  * -EROFS: the log failed; -EMSGSIZE: larger than a segment, the largest
- * chunk or the shard's tail memory (shard.tail.memory.bytes). */
+ * chunk or the shard's tail memory (shard.tail.memory.bytes); -EBUSY: a
+ * truncation runs (storage/plog_replica.h). */
 int plog_append(struct plog *pl, const uint8_t *batch, uint32_t size, int64_t *base_offset);
 
 /* Durability callback: called when durable_offset advances or the log

@@ -456,7 +456,7 @@ void plog_files_run(struct plog *pl)
 {
 	struct plog_files *f = &pl->files;
 
-	while (f->job == JOB_NONE && f->running) {
+	while (f->job == JOB_NONE && f->running && !f->held) {
 		struct segment *s;
 
 		if (!plog_failed(pl) && (s = seal_next(pl))) {

@@ -43,6 +43,22 @@ static inline void plog_dir_release(struct plog *pl)
 	}
 }
 
+/* "truncate-to": a truncation's commit point (storage/plog_replica.c).
+ * One line: "sluice-truncate 1 to <offset>". While it exists the next
+ * open first cuts the log back to that offset (plog_truncate_redo). */
+#define PLOG_TRUNCATE_FILE "truncate-to"
+#define PLOG_TRUNCATE_TAG "sluice-truncate 1 to "
+
+/* Append one batch of size bytes at the log end (plog_append's body):
+ * stamp: the leader's append, the base offset and leader epoch are set in
+ * the stored copy; else the bytes are kept as they are, the batch's own
+ * base offset (at or after the log end, checked by the caller) is where
+ * it lands (plog_append_replica). *base_offset: where. */
+int plog_append_bytes(struct plog *pl, const uint8_t *batch, uint32_t size, int stamp, int64_t *base_offset);
+/* At open, before recovery: finish a truncation whose "truncate-to" a
+ * crash left (blocking file work, as recovery's). 0 or -errno. */
+int plog_truncate_redo(struct plog *pl);
+
 /* Set the callbacks the store and the tail pool call (group commit,
  * completions, chunk eviction): once, before the log is used. */
 void plog_init_callbacks(struct plog *pl);

@@ -779,7 +779,8 @@ int plog_open(struct store *st, const char *dir, const struct plog_config *cfg, 
 		rc = -errno;
 		goto fail;
 	}
-	if ((rc = plog_recover(pl)) < 0)
+	/* a truncation a crash interrupted is finished first (plog_replica.c) */
+	if ((rc = plog_truncate_redo(pl)) < 0 || (rc = plog_recover(pl)) < 0)
 		goto fail;
 	if ((rc = plog_load_tail_block(pl)) < 0)
 		goto fail;
@@ -807,6 +808,8 @@ void plog_close(struct plog *pl)
 	 * gets its index, the active one too, and the log its durable high
 	 * watermark. A log only marked closing (-ESHUTDOWN) does all that. */
 	if (was_open) {
+		while (pl->trunc)         /* a truncation ends first (its done runs) */
+			store_poll(st, 1);
 		while (!plog_failed(pl) && (pl->inflight || pl->prep_inflight || pl->reload_inflight ||
 					    pl->flush.dirty)) {
 			store_mark_dirty(st, &pl->flush);

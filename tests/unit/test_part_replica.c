@@ -1,0 +1,212 @@
+/* tests/unit/test_part_replica.c — a partition as a follower holds it
+ * (dataplane/part_replica.h), on a shard polled as a plain struct: the
+ * leader's produce (an idempotent producer, a transaction and its abort)
+ * copied into a follower, which then knows each producer's sequences and
+ * the aborted index as the leader does; a cut that takes a producer's
+ * batches and an abort marker away gives them back (a sequence cut away
+ * is accepted again, the transaction is open again), also after the log
+ * grows again past the old end and the partition restarts after a crash. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dataplane/part.h"
+#include "dataplane/part_replica.h"
+#include "dataplane/shard.h"
+#include "dataplane/shard_core.h"
+#include "broker_fixture.h"
+#include "helpers.h"
+
+static struct broker b;
+static struct shard *sh;
+static char *dir;
+static uint8_t *rbuf;
+static struct plog_config cfg;
+
+static void setup(void)
+{
+	char err[256];
+
+	memset(&b, 0, sizeof(b));
+	dir = test_tmpdir();
+	test_broker_settings(&b.set, dir, -1);
+	b.wake_fd[1] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	cr_assert_eq(shard_create(&b, 0, &sh, err, sizeof(err)), 0, "shard_create: %s", err);
+	b.shards[0] = sh;
+	cr_assert_eq(shard_thread_init(sh), 0);
+	cr_assert_eq(posix_memalign((void **)&rbuf, 4096, 4u << 20), 0);
+	plog_config_defaults(&cfg);
+	cfg.segment_bytes = 16 * 1024;
+}
+
+static void teardown(void)
+{
+	shard_thread_fini(sh);
+	shard_destroy(sh);
+	sh = NULL;
+	close(b.wake_fd[1]);
+	test_rmrf(dir);
+	free(dir);
+	free(rbuf);
+}
+
+TestSuite(part_replica, .init = setup, .fini = teardown, .timeout = 120);
+
+static struct part *open_part(const char *name)
+{
+	char path[4300];
+	struct part *p;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	rc = part_open(sh, path, name, 0, &cfg, &p);
+	cr_assert_eq(rc, 0, "part_open %s: %d", name, rc);
+	return p;
+}
+
+static int64_t last_base;
+static int last_err;
+
+static void produced(struct shard *owner, void *cookie, int64_t base, int64_t log_start, int err)
+{
+	(void)owner;
+	(void)cookie;
+	(void)log_start;
+	last_base = base;
+	last_err = err;
+}
+
+/* Produce one record of producer pid (epoch 0) with sequence seq;
+ * transactional when txn. Returns its offset. */
+static int64_t produce(struct part *p, int64_t pid, int32_t seq, int txn)
+{
+	uint8_t buf[512];
+	struct batch_builder bb;
+	ssize_t len;
+	struct part_produce_req req = { .rec = buf, .acks = 0, .recv_ns = 10 };
+
+	batch_builder_init(&bb, buf, sizeof(buf), 1000 + seq);
+	cr_assert_eq(batch_builder_add(&bb, 0, 1000 + seq, "k", 1, "value", 5, NULL, 0, 0), 0);
+	len = batch_builder_finish(&bb, txn ? BATCH_ATTR_TRANSACTIONAL : 0, -1, pid, 0, seq);
+	cr_assert_gt(len, 0);
+	req.len = (uint32_t)len;
+	last_err = -1000;
+	part_produce(p, &req, produced, NULL);
+	cr_assert_eq(last_err, 0, "produce pid %lld seq %d: %d", (long long)pid, seq, last_err);
+	return last_base;
+}
+
+/* Copy the leader's log [from, its end) into the follower. */
+static void replicate(struct part *l, struct part *f, int64_t from)
+{
+	int64_t off = from;
+
+	store_drain(&sh->st);
+	while (off < l->pl->next_offset) {
+		struct plog_read rd = { .offset = off, .max_offset = l->pl->next_offset, .max_bytes = 64 * 1024,
+					.buf = rbuf, .buf_cap = 4u << 20 };
+		uint32_t appended;
+
+		cr_assert_eq(plog_read_sync(l->pl, &rd), 1);
+		cr_assert_eq(part_append_replica(f, rd.data, rd.bytes, &appended), 0);
+		cr_assert_eq(appended, rd.bytes);
+		off = f->pl->next_offset;
+		plog_read_release(&rd);
+	}
+	store_drain(&sh->st);
+}
+
+static int verdict(struct part *p, int64_t pid, int32_t seq, struct producer_batch *dup)
+{
+	return producer_check(&p->producers, pid, 0, seq, seq, dup);
+}
+
+/* Leader: producer 5's sequences 0-4 (offsets 0-4), producer 9's
+ * transaction (5, 6) and its ABORT marker (7), producer 5's 5-9 (8-12). */
+static void lead(struct part *l)
+{
+	int64_t marker;
+
+	for (int s = 0; s < 5; s++)
+		cr_assert_eq(produce(l, 5, s, 0), s);
+	cr_assert_eq(part_begin_txn(l, 9, 0, 1), 0);
+	cr_assert_eq(produce(l, 9, 0, 1), 5);
+	cr_assert_eq(produce(l, 9, 1, 1), 6);
+	cr_assert_eq(part_append_marker(l, 9, 0, 0, 0, &marker), 0);
+	cr_assert_eq(marker, 7);
+	for (int s = 5; s < 10; s++)
+		cr_assert_eq(produce(l, 5, s, 0), 3 + s);
+	store_drain(&sh->st);
+}
+
+Test(part_replica, follower_knows_producers_and_aborts_as_the_leader)
+{
+	struct part *l = open_part("leader"), *f = open_part("follower");
+	struct producer_batch d;
+	int64_t pid[4], first[4];
+
+	lead(l);
+	replicate(l, f, 0);
+	cr_assert_eq(f->pl->next_offset, 13);
+	cr_assert_eq(verdict(f, 5, 9, &d), PRODUCER_DUPLICATE, "a resend of the last batch is known");
+	cr_assert_eq(d.base_offset, 12);
+	cr_assert_eq(verdict(f, 5, 10, &d), PRODUCER_APPEND);
+	cr_assert_eq(verdict(f, 5, 11, &d), PRODUCER_OUT_OF_ORDER);
+	cr_assert_eq(part_txn_aborted(&f->txn, 0, 13, pid, first, 4), 1);
+	cr_assert_eq(pid[0], 9);
+	cr_assert_eq(first[0], 5);
+	cr_assert_eq(f->txn.lso, l->txn.lso);
+	cr_assert_eq(f->txn.lso, INT64_MAX, "no transaction open");
+	part_close(l);
+	part_close(f);
+	/* the follower's files say the same after a reopen */
+	f = open_part("follower");
+	cr_assert_eq(verdict(f, 5, 9, &d), PRODUCER_DUPLICATE);
+	cr_assert_eq(part_txn_aborted(&f->txn, 0, 13, pid, first, 4), 1);
+	part_close(f);
+}
+
+Test(part_replica, a_cut_gives_back_sequences_and_reopens_a_transaction)
+{
+	struct part *l = open_part("leader"), *f = open_part("follower");
+	struct producer_batch d;
+	int64_t pid[4], first[4], end;
+
+	lead(l);
+	replicate(l, f, 0);
+	/* a snapshot that covers the whole log: the cut must not leave it */
+	part_snapshot_producers(f);
+	while (f->snap.busy)
+		store_poll(&sh->st, 1);
+	cr_assert_eq(f->snap_covered, 13);
+
+	cr_assert_eq(part_truncate_to_sync(f, 7, 0), 0);   /* the ABORT marker and after */
+	cr_assert_eq(f->pl->next_offset, 7);
+	cr_assert_eq(verdict(f, 5, 5, &d), PRODUCER_APPEND, "sequence 5 was cut away: accepted again");
+	cr_assert_eq(verdict(f, 5, 9, &d), PRODUCER_OUT_OF_ORDER, "sequence 9 is no longer known");
+	cr_assert_eq(verdict(f, 5, 4, &d), PRODUCER_DUPLICATE);
+	cr_assert_eq(part_txn_aborted(&f->txn, 0, 100, pid, first, 4), 0, "the abort was cut away");
+	cr_assert_eq(f->txn.lso, 5, "producer 9's transaction is open again");
+
+	/* the follower goes on (a new leader's batches: here its own) past
+	 * the old end, then reopens: neither the old snapshot nor the old
+	 * abort comes back */
+	for (int s = 5; s < 15; s++)
+		produce(f, 5, s, 0);
+	store_drain(&sh->st);
+	end = f->pl->next_offset;
+	cr_assert_gt(end, 13);
+	/* a crash now (everything written): no snapshot or checkpoint at close */
+	f->pl->err = -EIO;
+	part_close(f);
+	f = open_part("follower");
+	cr_assert_eq(f->pl->next_offset, end);
+	cr_assert_eq(verdict(f, 5, 14, &d), PRODUCER_DUPLICATE);
+	cr_assert_eq(part_txn_aborted(&f->txn, 0, end, pid, first, 4), 0);
+	cr_assert_eq(f->txn.lso, 5);
+	part_close(f);
+	part_close(l);
+}
