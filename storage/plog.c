@@ -432,6 +432,8 @@ int plog_append(struct plog *pl, const uint8_t *batch, uint32_t size, int64_t *b
 	batch_set_base_offset(dst, pl->next_offset);
 	batch_set_leader_epoch(dst, pl->leader_epoch);
 	*base_offset = pl->next_offset;
+	if (__builtin_expect(pl->leader_epoch != pl->epochs.latest, 0))
+		plog_epochs_note(pl, pl->next_offset);   /* the first batch of an epoch */
 
 	if (max_ts > seg->max_timestamp)
 		seg->max_timestamp = max_ts;
@@ -813,6 +815,8 @@ void plog_free(struct plog *pl)
 			unlinkat(plog_dirfd(pl), PLOG_NEXT_NAME, 0);
 	}
 	plog_dir_release(pl);
+	epoch_cache_fini(&pl->epochs.c);
+	free(pl->epochs.img);
 	free(pl->dir);
 	free(pl);
 }
