@@ -151,8 +151,13 @@ static void ctl_part_opened(void *self, void *cookie, struct part *p, int err, c
 	struct ctl_op *op = o->op;
 	char *dir = o->dir;
 
-	if (err == 0)
+	if (err == 0) {
 		o->mp->part = p;     /* the snapshot entry is the control thread's own */
+		/* the log holds a later epoch than the metadata log: Metadata
+		 * says the one the partition stamps */
+		if (rep->leader_epoch > o->mp->leader_epoch)
+			o->mp->leader_epoch = rep->leader_epoch;
+	}
 	ctl->fd_opening--;
 	if (rep->made && op->req) {
 		/* kept: removed again if the topic is dropped (ctl_drop_failed) */

@@ -78,6 +78,7 @@ static void metadata_fill_topic(struct kafka_ctx *ctx, struct kafka_metadata_res
 		p->ErrorCode = 0;
 		p->PartitionIndex = i;
 		p->LeaderId = node;
+		p->LeaderEpoch = t->parts[i].leader_epoch;   /* v7+: the epoch the partition stamps */
 		p->ReplicaNodes.items = one;
 		p->ReplicaNodes.count = 1;
 		p->IsrNodes.items = one;
@@ -420,6 +421,11 @@ struct fetch_item {
 	int isolation;                   /* 1: read_committed */
 	int64_t *ab_pid, *ab_first;      /* aborted transactions of the range (filled on the owner) */
 	int ab_cap, ab_n;
+	int32_t current_epoch;           /* v9+: the client's leader epoch, -1: none (KIP-320) */
+	int32_t last_fetched_epoch;      /* v12+: the epoch of the last batch it has, -1: none */
+	int32_t div_epoch;               /* the log diverges from the fetcher's after this epoch... */
+	int64_t div_end;                 /* ...at this offset; div_epoch -1: it does not */
+	int urgent;                      /* an epoch error or a divergence: answer without waiting */
 };
 
 struct fetch_state {
@@ -462,12 +468,17 @@ static void fetch_read_finished(struct fetch_item *it)
 	struct shard *owner = it->part->sh;
 	struct kafka_ctx *ctx = it->ctx;
 
-	if (it->part->pl) {
+	if (it->part->pl && !it->urgent) {
 		it->hw = it->part->pl->high_watermark;
 		it->log_start = it->part->pl->log_start;
 		it->lso = part_lso(it->part);
 	}
 	it->ab_n = 0;
+	if (it->urgent && it->div_epoch >= 0 && it->part->pl) {
+		it->hw = it->part->pl->high_watermark;
+		it->log_start = it->part->pl->log_start;
+		it->lso = part_lso(it->part);
+	}
 	if (it->isolation && it->rq.rd.bytes && it->part->txn.naborted) {
 		/* the aborted transactions whose records the data may hold */
 		int64_t end = it->offset;
@@ -511,6 +522,52 @@ static void fetch_read_done(void *cookie, struct part_read_req *rq, int err)
 	fetch_read_finished(it);
 }
 
+/* On the owner, before the read: the client's leader epoch (KIP-320) and,
+ * from a fetcher that says which epoch its last batch carried, whether its
+ * log diverges from this one (Kafka's Partition.fetchRecords): the epoch's
+ * end offset here is below the fetch offset, or this log knows only an
+ * older epoch. Then no records: the error, or the diverging epoch and its
+ * end offset, for the fetcher to truncate to (KIP-595's fetch path for
+ * followers, and KIP-320's check). 1: answered so. */
+static int fetch_epoch_check(struct fetch_item *it)
+{
+	struct plog *pl = it->part->pl;
+	int err;
+
+	it->div_epoch = -1;
+	it->div_end = -1;
+	it->urgent = 0;
+	if (it->part->deleted || !pl)
+		return 0;                   /* part_read answers that */
+	if ((err = part_epoch_check(it->current_epoch, pl->leader_epoch)) != 0) {
+		it->err = part_err_to_kafka(err);
+		it->hw = it->log_start = it->lso = -1;
+		it->urgent = 1;
+		return 1;
+	}
+	if (it->last_fetched_epoch < 0)
+		return 0;
+	{
+		int32_t epoch;
+		int64_t end;
+
+		plog_epoch_end_offset(pl, it->last_fetched_epoch, &epoch, &end);
+		if (end < 0 || epoch < 0 || it->offset < pl->log_start) {
+			it->err = KERR_OFFSET_OUT_OF_RANGE;
+			it->hw = it->log_start = it->lso = -1;
+			it->urgent = 1;
+			return 1;
+		}
+		if (epoch < it->last_fetched_epoch || end < it->offset) {
+			it->div_epoch = epoch;
+			it->div_end = end;
+			it->urgent = 1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* On the owner: the read (part_read: from the tail, or from the disk into
  * one of the shard's read buffers). */
 static void fetch_on_owner_buf(void *self, struct shard_msg *m)
@@ -518,6 +575,11 @@ static void fetch_on_owner_buf(void *self, struct shard_msg *m)
 	struct fetch_item *it = m->p[0];
 
 	(void)self;
+	if (fetch_epoch_check(it)) {
+		it->rq.rd.bytes = 0;
+		fetch_read_finished(it);
+		return;
+	}
 	it->rq.offset = it->offset;
 	it->rq.max_bytes = it->max_bytes > 0 ? (uint32_t)it->max_bytes : 0;
 	it->rq.isolation = it->isolation;
@@ -552,7 +614,7 @@ static int fetch_complete(struct kafka_ctx *ctx)
 	struct fetch_state *fs = ctx->state;
 	struct shard *sh = ctx->sh;
 	int64_t total = 0;
-	int again = 0;
+	int again = 0, urgent = 0;
 
 	for (int i = 0; i < fs->n; i++) {
 		struct fetch_item *it = &fs->items[i];
@@ -585,6 +647,11 @@ static int fetch_complete(struct kafka_ctx *ctx)
 		if (!it->part)
 			continue;
 		it->pd->ErrorCode = it->err;
+		if (it->div_epoch >= 0) {
+			it->pd->DivergingEpoch.Epoch = it->div_epoch;
+			it->pd->DivergingEpoch.EndOffset = it->div_end;
+		}
+		urgent |= it->urgent;
 		it->pd->HighWatermark = it->hw;
 		it->pd->LastStableOffset = it->lso;
 		it->pd->LogStartOffset = it->log_start;
@@ -615,7 +682,8 @@ static int fetch_complete(struct kafka_ctx *ctx)
 		if (it->rq.rd.bytes || it->rq.rd.buf)
 			kafka_ctx_hold(ctx, it->owner, &it->rq.rd, fetch_release_hold);
 	}
-	if (!ctx->final && total < (q->MinBytes > 0 ? q->MinBytes : 1) && q->MaxWaitMs > 0) {
+	/* (an epoch error or a divergence is answered at once, as Kafka does) */
+	if (!ctx->final && !urgent && total < (q->MinBytes > 0 ? q->MinBytes : 1) && q->MaxWaitMs > 0) {
 		/* long-poll: let go of the data, watch the partitions, wait */
 		uint64_t deadline = ctx->started_ns + (uint64_t)q->MaxWaitMs * 1000000ull;
 
@@ -756,6 +824,10 @@ int kafka_handle_fetch(struct kafka_ctx *ctx)
 			pd->LogStartOffset = -1;
 			pd->AbortedTransactions.count = q->IsolationLevel ? 0 : -1;
 			pd->PreferredReadReplica = -1;
+			/* v12's tagged fields: written only when they differ from these */
+			pd->DivergingEpoch.Epoch = pd->CurrentLeader.LeaderId = pd->CurrentLeader.LeaderEpoch = -1;
+			pd->DivergingEpoch.EndOffset = pd->SnapshotId.EndOffset = -1;
+			pd->SnapshotId.Epoch = -1;
 			pd->Records = (struct kafka_bytes){ NULL, 0 };
 			it->pd = pd;
 			it->ctx = ctx;
@@ -767,6 +839,9 @@ int kafka_handle_fetch(struct kafka_ctx *ctx)
 			it->owner = mp->shard;
 			it->offset = fp->FetchOffset;
 			it->max_bytes = fp->PartitionMaxBytes;
+			it->current_epoch = fp->CurrentLeaderEpoch;   /* -1 before v9 */
+			it->last_fetched_epoch = fp->LastFetchedEpoch; /* -1 before v12 */
+			it->div_epoch = -1;
 			it->isolation = q->IsolationLevel == 1;
 			if (it->isolation) {
 				it->ab_cap = 16;
@@ -793,6 +868,7 @@ struct lo_item {
 	int64_t ts;
 	struct kafka_ctx *ctx;
 	int isolation;
+	int32_t current_epoch;           /* v4+: the client's leader epoch, -1: none (KIP-320) */
 	struct plog_time q;              /* by timestamp: the walk on the owner */
 	struct rbuf_wait wait;           /* waiting for one of the owner's read buffers */
 };
@@ -826,6 +902,8 @@ static void lo_time_finish(struct shard *sh, struct lo_item *it)
 	if (q->err == 0) {
 		it->pr->Offset = q->offset;
 		it->pr->Timestamp = q->timestamp;
+		if (it->part->pl)
+			it->pr->LeaderEpoch = plog_epoch_for_offset(it->part->pl, q->offset);
 	} else {
 		it->pr->Offset = -1;
 	}
@@ -878,16 +956,22 @@ static void lo_on_owner(void *self, struct shard_msg *m)
 	struct shard *sh = self;
 	struct lo_item *it = m->p[0];
 	struct plog *pl = it->part->pl;
+	int err;
 
 	it->pr->Timestamp = -1;
 	if (it->part->deleted) {
 		it->pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 		it->pr->Offset = -1;
+	} else if ((err = part_epoch_check(it->current_epoch, pl->leader_epoch)) != 0) {
+		it->pr->ErrorCode = part_err_to_kafka(err);   /* KIP-320 */
+		it->pr->Offset = -1;
 	} else if (it->ts == -1) {
 		/* read_committed sees the log end at the last stable offset */
 		it->pr->Offset = it->isolation == 1 ? part_lso(it->part) : pl->high_watermark;
+		it->pr->LeaderEpoch = pl->leader_epoch;        /* v4+, as Kafka answers the latest */
 	} else if (it->ts == -2) {
 		it->pr->Offset = pl->log_start;
+		it->pr->LeaderEpoch = plog_epoch_for_offset(pl, pl->log_start);
 	} else {
 		lo_time_start(sh, it);
 		return;
@@ -945,6 +1029,7 @@ int kafka_handle_list_offsets(struct kafka_ctx *ctx)
 			pr->ErrorCode = 0;
 			pr->Timestamp = -1;
 			pr->Offset = -1;
+			pr->LeaderEpoch = -1;
 			if (!mp) {
 				pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 				continue;
@@ -955,7 +1040,8 @@ int kafka_handle_list_offsets(struct kafka_ctx *ctx)
 				return 0;
 			}
 			*it = (struct lo_item){ .pr = pr, .part = mp->part, .ts = qp->Timestamp, .ctx = ctx,
-						 .isolation = q->IsolationLevel };
+						 .isolation = q->IsolationLevel,
+						 .current_epoch = qp->CurrentLeaderEpoch };   /* -1 before v4 */
 			ctx->pending++;
 			struct shard_msg m = { .fn = lo_on_owner, .p = { it } };
 			shard_send(sh, mp->shard, &m);

@@ -23,10 +23,25 @@ enum part_err {
 	PART_ERR_TXN_STATE = 3,                          /* a transactional batch outside its transaction */
 	PART_ERR_PRODUCERS_FULL = 4,                     /* the producer table cannot grow (no memory):
 							  * a transaction cannot begin here now */
+	PART_ERR_FENCED_EPOCH = 5,                       /* KIP-320: the client's leader epoch is older */
+	PART_ERR_UNKNOWN_EPOCH = 6,                      /* KIP-320: the client's leader epoch is newer */
 };
 
 /* @thread any: the Kafka code for a partition's outcome: 0, an enum
  * part_err (positive) or -errno (kafka_append_error). */
+static inline int16_t part_err_to_kafka(int err);
+
+/* @thread any: a request's current leader epoch (Fetch v9+, ListOffsets
+ * v4+, OffsetForLeaderEpoch v2+) against the partition's (KIP-320): 0
+ * when it is -1 (no check) or equal, PART_ERR_FENCED_EPOCH when older,
+ * PART_ERR_UNKNOWN_EPOCH when newer (the broker has not learnt it yet). */
+static inline int part_epoch_check(int32_t current, int32_t partition_epoch)
+{
+	if (current == -1 || current == partition_epoch)
+		return 0;
+	return current < partition_epoch ? PART_ERR_FENCED_EPOCH : PART_ERR_UNKNOWN_EPOCH;
+}
+
 static inline int16_t part_err_to_kafka(int err)
 {
 	switch (err) {
@@ -40,6 +55,10 @@ static inline int16_t part_err_to_kafka(int err)
 		return KERR_INVALID_TXN_STATE;
 	case PART_ERR_PRODUCERS_FULL:
 		return KERR_COORDINATOR_NOT_AVAILABLE;   /* retriable: the client tries again */
+	case PART_ERR_FENCED_EPOCH:
+		return KERR_FENCED_LEADER_EPOCH;
+	case PART_ERR_UNKNOWN_EPOCH:
+		return KERR_UNKNOWN_LEADER_EPOCH;
 	default:
 		return err < 0 ? kafka_append_error(err) : KERR_UNKNOWN_SERVER_ERROR;
 	}

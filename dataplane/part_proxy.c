@@ -77,6 +77,9 @@ static void owner_open(void *self, struct shard_msg *m)
 		 * own md_partition (nothing here writes the sender's memory but
 		 * the report it lent) */
 		p->pub = mp->pub;
+		/* the metadata's epoch, unless the log already holds a later one */
+		plog_set_leader_epoch(p->pl, mp->leader_epoch);
+		rep->leader_epoch = p->pl->leader_epoch;
 		part_publish(p);
 		p->next = sh->parts;
 		sh->parts = p;
@@ -85,7 +88,7 @@ static void owner_open(void *self, struct shard_msg *m)
 		rep->bytes_scanned = r->bytes_scanned;
 		rep->bytes_trusted = r->bytes_trusted;
 		rep->damaged = r->damaged;
-		rep->noteworthy = r->truncated_reason || r->damaged;
+		rep->noteworthy = r->truncated_reason || r->damaged || r->epochs_rebuilt;
 		if (rep->noteworthy)
 			plog_recovery_describe(p->pl, rep->line, sizeof(rep->line));
 	}
@@ -178,6 +181,22 @@ static void send_part_op(struct part_proxy *px, int owner, void (*fn)(void *, st
 			 void *arg, part_done done, void *cookie)
 {
 	struct shard_msg m = { .fn = fn, .p = { p, FN(done), cookie, arg }, .v = { px->from } };
+
+	px->send(px->ctx, owner, &m);
+}
+
+/* On the owner: p[0] the part, v[1] the epoch. */
+static void owner_set_leader_epoch(void *self, struct shard_msg *m)
+{
+	struct part *p = m->p[0];
+
+	owner_answer(self, m, p->deleted || !p->pl ? -ENOENT : plog_set_leader_epoch(p->pl, (int32_t)m->v[1]));
+}
+
+void part_proxy_set_leader_epoch(struct part_proxy *px, int owner, struct part *p, int32_t epoch,
+				 part_done done, void *cookie)
+{
+	struct shard_msg m = { .fn = owner_set_leader_epoch, .p = { p, FN(done), cookie }, .v = { px->from, epoch } };
 
 	px->send(px->ctx, owner, &m);
 }

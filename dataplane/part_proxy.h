@@ -52,6 +52,8 @@ struct part_open_report {
 	int noteworthy;              /* recovery cut or moved something aside: see line */
 	int segments, segments_trusted, damaged;
 	uint64_t bytes_scanned, bytes_trusted;
+	int32_t leader_epoch;        /* the epoch the partition runs at: the metadata
+				      * entry's, or its log's when that is higher */
 	char line[1024];             /* plog_recovery_describe, when noteworthy */
 };
 
@@ -60,7 +62,8 @@ struct part_open_report {
 typedef void (*part_open_done)(void *self, void *cookie, struct part *p, int err,
 			       const struct part_open_report *rep);
 
-/* Open partition mp of topic t in dir on shard owner (t->cfg, mp->pub).
+/* Open partition mp of topic t in dir on shard owner (t->cfg, mp->pub),
+ * leading at mp->leader_epoch (or the log's latest epoch, if higher).
  * dir, t, mp and rep are borrowed until done and only read on the owner,
  * except rep, which it fills; the opened partition comes back as done's
  * `p`, a handle the sender stores in its own md_partition.
@@ -82,6 +85,14 @@ void part_proxy_close(struct part_proxy *px, int owner, struct part *p, part_don
  * segment). cfg is borrowed until done. @thread sender */
 void part_proxy_set_config(struct part_proxy *px, int owner, struct part *p, const struct plog_config *cfg,
 			   part_done done, void *cookie);
+
+/* The partition's leader epoch moves to `epoch` (every leader change): the
+ * batches appended after carry it, and its leader-epoch cache records
+ * where it began (plog_set_leader_epoch). done's err: 0; -ESTALE: lower
+ * than the partition's epoch (nothing changed); -EINVAL: negative;
+ * -ENOENT: the partition was deleted. @thread sender */
+void part_proxy_set_leader_epoch(struct part_proxy *px, int owner, struct part *p, int32_t epoch,
+				 part_done done, void *cookie);
 
 /* ---- internal records ---- */
 

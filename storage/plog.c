@@ -439,6 +439,10 @@ int plog_append_bytes(struct plog *pl, const uint8_t *batch, uint32_t size, int 
 		batch_set_leader_epoch(dst, pl->leader_epoch);
 	}
 	*base_offset = base;
+	/* the first batch of an epoch (a follower's replica append assigned
+	 * the leader's epochs already: plog_replica.c) */
+	if (__builtin_expect(pl->leader_epoch != pl->epochs.latest, 0))
+		plog_epochs_note(pl, base);
 
 	if (max_ts > seg->max_timestamp)
 		seg->max_timestamp = max_ts;
@@ -825,6 +829,8 @@ void plog_free(struct plog *pl)
 			unlinkat(plog_dirfd(pl), PLOG_NEXT_NAME, 0);
 	}
 	plog_dir_release(pl);
+	epoch_cache_fini(&pl->epochs.c);
+	free(pl->epochs.img);
 	free(pl->dir);
 	free(pl);
 }

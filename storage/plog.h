@@ -21,6 +21,7 @@
 #include <sys/uio.h>
 
 #include "storage/file_save.h"
+#include "storage/plog_epochs.h"
 #include "storage/segment.h"
 #include "storage/store.h"
 #include "storage/tail.h"
@@ -119,6 +120,10 @@ struct plog_recovery {
 	int64_t lost_from, lost_to;
 	int truncate_redone;         /* a cut a crash interrupted was finished first, */
 	int64_t truncate_to;         /* back to this offset */
+	/* "leader-epoch-checkpoint" was missing (1) or damaged (2) and was
+	 * rebuilt from the batches of every segment (epochs_batches read) */
+	int epochs_rebuilt;
+	int64_t epochs_batches;
 };
 
 /* DeleteRecords (plog_delete_records): the caller's, until done. */
@@ -182,7 +187,7 @@ struct plog {
 	int64_t written_offset;      /* what retired writes reached; durable_offset follows
 				      * it up to files.seal_gate */
 	int64_t high_watermark;      /* visible to consumers */
-	int32_t leader_epoch;
+	int32_t leader_epoch;        /* stamped into each batch appended (plog_epochs.h) */
 	int err;                     /* 0, or the -errno that failed the log */
 
 	/* group commit: up to PLOG_MAX_WRITES writes in flight, ring wr[] */
@@ -223,6 +228,7 @@ struct plog {
 	uint64_t batches_appended;
 	int64_t checkpointed;        /* hw last written to "recovery-checkpoint", -1 none */
 	struct plog_files files;
+	struct plog_epochs epochs;   /* the leader-epoch cache and its file (plog_epochs.h) */
 	struct plog_recovery recovery;
 };
 

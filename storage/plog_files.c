@@ -1,6 +1,9 @@
 /* storage/plog_files.c — the small files of a running log, written on the
  * shard's ring (storage/file_save.h) one at a time, in this order of
  * priority:
+ *   0. "leader-epoch-checkpoint" when the leader-epoch cache changed
+ *      (plog_epochs.h), ahead of any index that could vouch for the batch
+ *      that changed it;
  *   1. the index of each sealed segment wholly on disk, oldest first, after
  *      the fdatasync of its data (a recovery point: the next open trusts the
  *      segment unread);
@@ -30,7 +33,7 @@
 #include "storage/plog.h"
 #include "storage/plog_internal.h"
 
-enum { JOB_NONE, JOB_SEAL, JOB_CKPT_TAIL, JOB_CKPT_FILE, JOB_LOG_START, JOB_FILE };
+enum { JOB_NONE, JOB_SEAL, JOB_CKPT_TAIL, JOB_CKPT_FILE, JOB_LOG_START, JOB_FILE, JOB_EPOCHS };
 
 /* A file saved beside the log, queued (plog_save_file). */
 struct plog_file {
@@ -54,6 +57,26 @@ static int save(struct plog *pl, int job, const char *name, const void *buf, siz
 	if (rc == 0)
 		pl->files.job = (uint8_t)job;
 	return rc;
+}
+
+/* ---- 0. the leader epochs ------------------------------------------- */
+
+/* Write "leader-epoch-checkpoint" (synced, and its directory: it is in
+ * place before any later file is). 0: started; 1: not (tried again with
+ * the next checkpoint). */
+static int epochs_begin(struct plog *pl)
+{
+	size_t len;
+	int rc;
+
+	pl->epochs.due = 0;
+	if ((rc = plog_epochs_image(pl, &len)) == 0)
+		rc = save(pl, JOB_EPOCHS, EPOCH_CACHE_FILE, pl->epochs.img, len, -1, FILE_SAVE_SYNC_DIR);
+	if (rc < 0) {
+		plog_epochs_saved(pl, rc);
+		return 1;
+	}
+	return 0;
 }
 
 /* ---- 1. segment indexes ----------------------------------------------- */
@@ -191,6 +214,7 @@ static void log_start_end(struct plog *pl, int err)
 
 	if (!err && target > pl->log_start) {
 		pl->log_start = target;
+		plog_epochs_truncate_start(pl, target);
 		plog_drop_below_start(pl);
 	}
 	log_start_answer(pl, target, err);
@@ -379,9 +403,10 @@ int plog_checkpoint(struct plog *pl)
 		return pl->err;
 	if (pl->closed)
 		return -ENOENT;
-	/* indexes that failed get another try, first */
+	/* indexes (and the epochs' file) that failed get another try, first */
 	for (struct segment *s = pl->seg_head; s; s = s->next)
 		s->save_failed = 0;
+	pl->epochs.failed = 0;
 	f->ckpt_wanted = 1;
 	f->ckpt_asked++;
 	plog_files_run(pl);
@@ -437,6 +462,9 @@ static void files_done(struct file_save *fs, int err)
 		free(f->file_cur);
 		f->file_cur = NULL;
 		break;
+	case JOB_EPOCHS:
+		plog_epochs_saved(pl, err);
+		break;
 	}
 	plog_files_run(pl);
 	/* what waited for an index goes, up to the next one due */
@@ -459,6 +487,10 @@ void plog_files_run(struct plog *pl)
 	while (f->job == JOB_NONE && f->running && !f->held) {
 		struct segment *s;
 
+		if (pl->epochs.due && !pl->epochs.failed && !plog_failed(pl)) {
+			epochs_begin(pl);
+			continue;
+		}
 		if (!plog_failed(pl) && (s = seal_next(pl))) {
 			if (seal_start(pl, s, JOB_SEAL, s->end) != 0)
 				s->save_failed = 1;

@@ -106,6 +106,9 @@ static int segment_scan(struct plog *pl, struct segment *seg, struct seg_scan *s
 		}
 		if (batch_leader_epoch(h) > pl->leader_epoch)
 			pl->leader_epoch = batch_leader_epoch(h);
+		/* the epochs of what no checkpoint vouched for (plog_epochs.h) */
+		if (epoch_cache_assign(&pl->epochs.c, batch_leader_epoch(h), batch_base_offset(h)) > 0)
+			pl->epochs.due = 1;
 		seg_index_add(&seg->ix, (uint32_t)(batch_base_offset(h) - seg->base_offset),
 			      (uint32_t)sc->pos,
 			      bi.max_timestamp > seg->max_timestamp ? bi.max_timestamp : seg->max_timestamp,
@@ -211,6 +214,84 @@ static int64_t plog_read_checkpoint(struct plog *pl)
 	if (end == buf + strlen(PLOG_CHECKPOINT_TAG) || *end != '\n' || v < 0)
 		return -1;
 	return v;
+}
+
+/* ---- the leader epochs ------------------------------------------------ */
+
+/* Load "leader-epoch-checkpoint" into the cache: 0, -ENOENT (none) or
+ * -EINVAL (damaged: the cache is empty). */
+static int plog_epochs_load(struct plog *pl)
+{
+	char buf[8192], *big = NULL;
+	int fd = openat(plog_dirfd(pl), EPOCH_CACHE_FILE, O_RDONLY | O_CLOEXEC);
+	struct stat stb;
+	ssize_t n;
+	int rc;
+
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT : -EINVAL;
+	if (fstat(fd, &stb) < 0 || stb.st_size > (1 << 26)) {
+		close(fd);
+		return -EINVAL;
+	}
+	if ((size_t)stb.st_size >= sizeof(buf) && !(big = malloc((size_t)stb.st_size + 1))) { /* style: allow recovery */
+		close(fd);
+		return -ENOMEM;
+	}
+	n = read(fd, big ? big : buf, big ? (size_t)stb.st_size + 1 : sizeof(buf));
+	close(fd);
+	rc = n < 0 ? -EINVAL : epoch_cache_parse(&pl->epochs.c, big ? big : buf, (size_t)n);
+	free(big);
+	return rc == -ENOMEM ? rc : rc ? -EINVAL : 0;
+}
+
+/* The cache from every batch header of every segment (the file was missing
+ * or damaged): one sequential read of the log, once. */
+static int plog_epochs_rebuild(struct plog *pl, size_t cap)
+{
+	epoch_cache_clear(&pl->epochs.c);
+	for (struct segment *seg = pl->seg_head; seg; seg = seg->next) {
+		struct seg_scan sc;
+		const uint8_t *h;
+		int err = 0, rc;
+
+		if ((rc = seg_scan_init(&sc, seg->fd, 0, seg->end, cap)) < 0)
+			return rc;
+		while ((h = seg_scan_peek(&sc, BATCH_LOG_OVERHEAD + 5, &err)) && batch_length(h) > 0) {
+			epoch_cache_assign(&pl->epochs.c, batch_leader_epoch(h), batch_base_offset(h));
+			pl->recovery.epochs_batches++;
+			sc.pos += batch_size(h);
+		}
+		seg_scan_fini(&sc);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* After recovery: the cache as the file left it and the scanned batches
+ * added to it, or rebuilt; cut to the log's offsets; the log's epoch at
+ * least its latest. Saved (the open's file work) when it changed. */
+static int plog_epochs_recover(struct plog *pl, int loaded, size_t cap)
+{
+	struct plog_epochs *e = &pl->epochs;
+	int rc, changed = 0;
+
+	if (loaded < 0) {
+		pl->recovery.epochs_rebuilt = loaded == -ENOENT ? 1 : 2;
+		if ((rc = plog_epochs_rebuild(pl, cap)) < 0)
+			return rc;
+		changed = e->c.n > 0 || loaded != -ENOENT;
+		if (!pl->recovery.epochs_batches && loaded == -ENOENT)
+			pl->recovery.epochs_rebuilt = 0;   /* an empty log: nothing to say */
+	}
+	changed |= epoch_cache_truncate_end(&e->c, pl->next_offset) > 0;
+	changed |= epoch_cache_truncate_start(&e->c, pl->log_start) > 0;
+	e->latest = epoch_cache_latest(&e->c);
+	if (e->latest > pl->leader_epoch)
+		pl->leader_epoch = e->latest;
+	e->due |= (uint8_t)changed;
+	return 0;
 }
 
 /* Delete the files of segments bases[from..n). */
@@ -696,6 +777,16 @@ int plog_recovery_describe(const struct plog *pl, char *buf, size_t len)
 	if (m < 0)
 		return -EINVAL;
 	n += m;
+	if (r->epochs_rebuilt) {
+		m = snprintf(buf ? buf + ((size_t)n < len ? (size_t)n : len) : NULL,
+			     (size_t)n < len ? len - (size_t)n : 0,
+			     "; %s %s: rebuilt from %" PRId64 " batch%s (%u epoch%s)", EPOCH_CACHE_FILE,
+			     r->epochs_rebuilt == 1 ? "missing" : "damaged", r->epochs_batches,
+			     r->epochs_batches == 1 ? "" : "es", pl->epochs.c.n, pl->epochs.c.n == 1 ? "" : "s");
+		if (m < 0)
+			return -EINVAL;
+		n += m;
+	}
 	if (r->damaged) {
 		m = snprintf(buf ? buf + ((size_t)n < len ? (size_t)n : len) : NULL,
 			     (size_t)n < len ? len - (size_t)n : 0,
@@ -748,7 +839,7 @@ static int plog_load_tail_block(struct plog *pl)
 int plog_open(struct store *st, const char *dir, const struct plog_config *cfg, struct plog **out)
 {
 	struct plog *pl = calloc(1, sizeof(*pl)); /* style: allow partition setup */
-	int rc;
+	int rc, loaded;
 
 	if (!pl)
 		return -ENOMEM;
@@ -765,6 +856,7 @@ int plog_open(struct store *st, const char *dir, const struct plog_config *cfg, 
 	pl->next_fd = -1;
 	pl->chunk_shift = TAIL_CHUNK_MIN_SHIFT;
 	pl->files.seal_gate = INT64_MAX;
+	pl->epochs.latest = EPOCH_UNDEFINED;
 	pl->dir = strdup(dir);
 	if (!pl->dir) {
 		free(pl);
@@ -780,7 +872,16 @@ int plog_open(struct store *st, const char *dir, const struct plog_config *cfg, 
 		goto fail;
 	}
 	/* a truncation a crash interrupted is finished first (plog_replica.c) */
-	if ((rc = plog_truncate_redo(pl)) < 0 || (rc = plog_recover(pl)) < 0)
+	if ((rc = plog_truncate_redo(pl)) < 0)
+		goto fail;
+	loaded = plog_epochs_load(pl);
+	if (loaded == -ENOMEM) {
+		rc = loaded;
+		goto fail;
+	}
+	if ((rc = plog_recover(pl)) < 0)
+		goto fail;
+	if ((rc = plog_epochs_recover(pl, loaded, align_up4k(pl->cfg.max_batch * 2ull + 8192))) < 0)
 		goto fail;
 	if ((rc = plog_load_tail_block(pl)) < 0)
 		goto fail;
@@ -864,6 +965,8 @@ int plog_retain(struct plog *pl, int64_t now_ms)
 		segment_free(seg);
 		n++;
 	}
+	if (n)
+		plog_epochs_truncate_start(pl, pl->log_start);
 	plog_dir_release(pl);
 	return n;
 }

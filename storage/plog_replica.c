@@ -42,6 +42,7 @@
 #include "storage/batch.h"
 #include "storage/plog.h"
 #include "storage/plog_internal.h"
+#include "storage/plog_epochs.h"
 #include "storage/plog_replica.h"
 
 /* liburing 2.3 knows neither the opcode (Linux 6.9) nor its prep helper:
@@ -51,25 +52,24 @@ static_assert(IORING_OP_SENDMSG_ZC == 48, "io_uring opcodes as the kernel number
 
 /* ---- the leader-epoch cache's place ----------------------------------- */
 
-/* LEADER-EPOCH CACHE: the batch at start_offset opens leader epoch
- * `epoch`, above every epoch the log held. The leader-epoch cache is told
- * here (Kafka's LeaderEpochFileCache.assign); until it exists the log
- * keeps the newest epoch only, as recovery does. */
+/* The batch at start_offset opens leader epoch `epoch`, above every
+ * epoch the log held: the leader-epoch cache is told (Kafka's
+ * LeaderEpochFileCache.assign; storage/plog_epochs.h). -ENOMEM there: the
+ * append that follows tries again (plog_epochs_note). */
 static void replica_epoch_opened(struct plog *pl, int32_t epoch, int64_t start_offset)
 {
-	(void)start_offset;
 	pl->leader_epoch = epoch;
+	plog_epochs_assign(pl, epoch, start_offset);
 }
 
-/* LEADER-EPOCH CACHE: the log was cut back to `offset` (in memory; on disk
+/* The log was cut back to `offset` (in memory; on disk
  * it follows): the cache drops the epochs that start at or after it
  * (Kafka's truncateFromEnd). pl->leader_epoch stays: the newest epoch
  * seen, and a follower's next batches come from a leader of that epoch or
  * a later one. */
 static void replica_epoch_truncated(struct plog *pl, int64_t offset)
 {
-	(void)pl;
-	(void)offset;
+	plog_epochs_truncate_end(pl, offset);
 }
 
 /* ---- append ----------------------------------------------------------- */

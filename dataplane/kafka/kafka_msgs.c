@@ -317,6 +317,7 @@ static void kafka_fetch_request_fetch_partition_init(struct kafka_fetch_request_
 {
 	memset(m, 0, sizeof(*m));
 	m->CurrentLeaderEpoch = (int32_t)-1LL;
+	m->LastFetchedEpoch = (int32_t)-1LL;
 	m->LogStartOffset = (int64_t)-1LL;
 }
 
@@ -338,6 +339,7 @@ static void kafka_fetch_request_forgotten_topic_init(struct kafka_fetch_request_
 void kafka_fetch_request_init(struct kafka_fetch_request *m)
 {
 	memset(m, 0, sizeof(*m));
+	m->ClusterId = (struct kafka_str){ NULL, -1 };
 	m->ReplicaId = (int32_t)-1LL;
 	m->MaxBytes = (int32_t)2147483647LL;
 	m->SessionEpoch = (int32_t)-1LL;
@@ -355,10 +357,16 @@ static int kafka_fetch_request_fetch_partition_decode(struct kafka_cursor *c, st
 		m->CurrentLeaderEpoch = kafka_cursor_int32(c);
 	}
 	m->FetchOffset = kafka_cursor_int64(c);
+	if (version == 12) {
+		m->LastFetchedEpoch = kafka_cursor_int32(c);
+	}
 	if (version >= 5) {
 		m->LogStartOffset = kafka_cursor_int64(c);
 	}
 	m->PartitionMaxBytes = kafka_cursor_int32(c);
+	if (version == 12) {
+		kafka_codec_skip_tags(c);
+	}
 	return c->err;
 }
 
@@ -370,8 +378,8 @@ static int kafka_fetch_request_fetch_topic_decode(struct kafka_cursor *c, struct
 	kafka_fetch_request_fetch_topic_init(m);
 	(void)a;
 	(void)version;
-	m->Topic = kafka_cursor_string(c, false, false);
-	n = kafka_cursor_array_len(c, false, false, 16);
+	m->Topic = kafka_cursor_string(c, version == 12, false);
+	n = kafka_cursor_array_len(c, version == 12, false, 16);
 	m->Partitions.count = n;
 	m->Partitions.items = NULL;
 	if (n > 0) {
@@ -384,6 +392,9 @@ static int kafka_fetch_request_fetch_topic_decode(struct kafka_cursor *c, struct
 				return rc;
 		}
 	}
+	if (version == 12) {
+		kafka_codec_skip_tags(c);
+	}
 	return c->err;
 }
 
@@ -395,10 +406,10 @@ static int kafka_fetch_request_forgotten_topic_decode(struct kafka_cursor *c, st
 	(void)a;
 	(void)version;
 	if (version >= 7) {
-		m->Topic = kafka_cursor_string(c, false, false);
+		m->Topic = kafka_cursor_string(c, version == 12, false);
 	}
 	if (version >= 7) {
-		n = kafka_cursor_array_len(c, false, false, 4);
+		n = kafka_cursor_array_len(c, version == 12, false, 4);
 		m->Partitions.count = n;
 		m->Partitions.items = NULL;
 		if (n > 0) {
@@ -410,6 +421,9 @@ static int kafka_fetch_request_forgotten_topic_decode(struct kafka_cursor *c, st
 			}
 		}
 	}
+	if (version == 12) {
+		kafka_codec_skip_tags(c);
+	}
 	return c->err;
 }
 
@@ -419,7 +433,7 @@ int kafka_fetch_request_decode(struct kafka_cursor *c, struct kafka_arena *a, in
 	int rc;
 	int32_t n;
 
-	if (version < 4 || version > 11)
+	if (version < 4 || version > 12)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_fetch_request_init(m);
 	(void)a;
@@ -435,7 +449,7 @@ int kafka_fetch_request_decode(struct kafka_cursor *c, struct kafka_arena *a, in
 	if (version >= 7) {
 		m->SessionEpoch = kafka_cursor_int32(c);
 	}
-	n = kafka_cursor_array_len(c, false, false, 6);
+	n = kafka_cursor_array_len(c, version == 12, false, 3);
 	m->Topics.count = n;
 	m->Topics.items = NULL;
 	if (n > 0) {
@@ -449,7 +463,7 @@ int kafka_fetch_request_decode(struct kafka_cursor *c, struct kafka_arena *a, in
 		}
 	}
 	if (version >= 7) {
-		n = kafka_cursor_array_len(c, false, false, 6);
+		n = kafka_cursor_array_len(c, version == 12, false, 3);
 		m->ForgottenTopicsData.count = n;
 		m->ForgottenTopicsData.items = NULL;
 		if (n > 0) {
@@ -463,8 +477,30 @@ int kafka_fetch_request_decode(struct kafka_cursor *c, struct kafka_arena *a, in
 			}
 		}
 	}
-	if (version == 11) {
-		m->RackId = kafka_cursor_string(c, false, false);
+	if (version >= 11) {
+		m->RackId = kafka_cursor_string(c, version == 12, false);
+	}
+	if (version == 12) {
+		uint32_t ntags = kafka_cursor_uvarint(c);
+
+		for (uint32_t t = 0; t < ntags && !c->err; t++) {
+			uint32_t tag = kafka_cursor_uvarint(c);
+			uint32_t size = kafka_cursor_uvarint(c);
+			struct kafka_cursor sub;
+
+			kafka_cursor_sub(c, size, &sub);
+			switch (tag) {
+			case 0:
+				if (!(version == 12))
+					break;
+				m->ClusterId = kafka_cursor_string(&sub, version == 12, version == 12);
+				if (sub.err || sub.p != sub.end)
+					return kafka_cursor_fail(c, -EBADMSG);
+				break;
+			default: /* unknown tag: skipped */
+				break;
+			}
+		}
 	}
 	return c->err;
 }
@@ -478,20 +514,29 @@ static void kafka_fetch_request_fetch_partition_encode(struct kafka_writer *w, i
 		kafka_writer_int32(w, m->CurrentLeaderEpoch);
 	}
 	kafka_writer_int64(w, m->FetchOffset);
+	if (version == 12) {
+		kafka_writer_int32(w, m->LastFetchedEpoch);
+	}
 	if (version >= 5) {
 		kafka_writer_int64(w, m->LogStartOffset);
 	}
 	kafka_writer_int32(w, m->PartitionMaxBytes);
+	if (version == 12) {
+		kafka_writer_uvarint(w, 0);
+	}
 }
 
 static void kafka_fetch_request_fetch_topic_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_fetch_request_fetch_topic *m)
 {
 	(void)version;
-	kafka_writer_string(w, m->Topic, false, false);
-	kafka_writer_len(w, m->Partitions.count, false, true, false);
+	kafka_writer_string(w, m->Topic, version == 12, false);
+	kafka_writer_len(w, m->Partitions.count, version == 12, true, false);
 	for (int32_t i = 0; i < m->Partitions.count; i++)
 		kafka_fetch_request_fetch_partition_encode(w, version, &m->Partitions.items[i]);
+	if (version == 12) {
+		kafka_writer_uvarint(w, 0);
+	}
 }
 
 static void kafka_fetch_request_forgotten_topic_encode(struct kafka_writer *w, int16_t version,
@@ -499,12 +544,15 @@ static void kafka_fetch_request_forgotten_topic_encode(struct kafka_writer *w, i
 {
 	(void)version;
 	if (version >= 7) {
-		kafka_writer_string(w, m->Topic, false, false);
+		kafka_writer_string(w, m->Topic, version == 12, false);
 	}
 	if (version >= 7) {
-		kafka_writer_len(w, m->Partitions.count, false, true, false);
+		kafka_writer_len(w, m->Partitions.count, version == 12, true, false);
 		for (int32_t i = 0; i < m->Partitions.count; i++)
 			kafka_writer_int32(w, m->Partitions.items[i]);
+	}
+	if (version == 12) {
+		kafka_writer_uvarint(w, 0);
 	}
 }
 
@@ -512,7 +560,7 @@ void kafka_fetch_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_fetch_request *m)
 {
 	(void)version;
-	if (version < 4 || version > 11) {
+	if (version < 4 || version > 12) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
@@ -527,16 +575,32 @@ void kafka_fetch_request_encode(struct kafka_writer *w, int16_t version,
 	if (version >= 7) {
 		kafka_writer_int32(w, m->SessionEpoch);
 	}
-	kafka_writer_len(w, m->Topics.count, false, true, false);
+	kafka_writer_len(w, m->Topics.count, version == 12, true, false);
 	for (int32_t i = 0; i < m->Topics.count; i++)
 		kafka_fetch_request_fetch_topic_encode(w, version, &m->Topics.items[i]);
 	if (version >= 7) {
-		kafka_writer_len(w, m->ForgottenTopicsData.count, false, true, false);
+		kafka_writer_len(w, m->ForgottenTopicsData.count, version == 12, true, false);
 		for (int32_t i = 0; i < m->ForgottenTopicsData.count; i++)
 			kafka_fetch_request_forgotten_topic_encode(w, version, &m->ForgottenTopicsData.items[i]);
 	}
-	if (version == 11) {
-		kafka_writer_string(w, m->RackId, false, false);
+	if (version >= 11) {
+		kafka_writer_string(w, m->RackId, version == 12, false);
+	}
+	if (version == 12) {
+		uint32_t ntags = 0;
+		struct kafka_writer mw;
+
+		if ((version == 12) && m->ClusterId.len >= 0)
+			ntags++;
+		kafka_writer_uvarint(w, ntags);
+		if ((version == 12) && m->ClusterId.len >= 0) {
+			kafka_writer_uvarint(w, 0);
+			kafka_writer_init_measure(&mw, false);
+			kafka_writer_string(&mw, m->ClusterId, version == 12, version == 12);
+			kafka_writer_uvarint(w, (uint32_t)mw.total);
+			kafka_writer_string(w, m->ClusterId, version == 12, version == 12);
+		}
+		(void)mw;
 	}
 }
 
@@ -557,6 +621,27 @@ static void kafka_fetch_request_encode_any(struct kafka_writer *w, int16_t versi
 
 /* ---- FetchResponse ---- */
 
+static void kafka_fetch_response_epoch_end_offset_init(struct kafka_fetch_response_epoch_end_offset *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Epoch = (int32_t)-1LL;
+	m->EndOffset = (int64_t)-1LL;
+}
+
+static void kafka_fetch_response_leader_id_and_epoch_init(struct kafka_fetch_response_leader_id_and_epoch *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->LeaderId = (int32_t)-1LL;
+	m->LeaderEpoch = (int32_t)-1LL;
+}
+
+static void kafka_fetch_response_snapshot_id_init(struct kafka_fetch_response_snapshot_id *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->EndOffset = (int64_t)-1LL;
+	m->Epoch = (int32_t)-1LL;
+}
+
 static void kafka_fetch_response_aborted_transaction_init(struct kafka_fetch_response_aborted_transaction *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -567,6 +652,9 @@ static void kafka_fetch_response_partition_data_init(struct kafka_fetch_response
 	memset(m, 0, sizeof(*m));
 	m->LastStableOffset = (int64_t)-1LL;
 	m->LogStartOffset = (int64_t)-1LL;
+	kafka_fetch_response_epoch_end_offset_init(&m->DivergingEpoch);
+	kafka_fetch_response_leader_id_and_epoch_init(&m->CurrentLeader);
+	kafka_fetch_response_snapshot_id_init(&m->SnapshotId);
 	m->PreferredReadReplica = (int32_t)-1LL;
 	m->Records = (struct kafka_bytes){ (const uint8_t *)"", 0 };
 }
@@ -580,9 +668,62 @@ static void kafka_fetch_response_fetchable_topic_response_init(struct kafka_fetc
 
 
 
+
+
+
 void kafka_fetch_response_init(struct kafka_fetch_response *m)
 {
 	memset(m, 0, sizeof(*m));
+}
+
+static int kafka_fetch_response_epoch_end_offset_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_fetch_response_epoch_end_offset *m)
+{
+	kafka_fetch_response_epoch_end_offset_init(m);
+	(void)a;
+	(void)version;
+	if (version == 12) {
+		m->Epoch = kafka_cursor_int32(c);
+	}
+	if (version == 12) {
+		m->EndOffset = kafka_cursor_int64(c);
+	}
+	if (version == 12) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_fetch_response_leader_id_and_epoch_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_fetch_response_leader_id_and_epoch *m)
+{
+	kafka_fetch_response_leader_id_and_epoch_init(m);
+	(void)a;
+	(void)version;
+	if (version == 12) {
+		m->LeaderId = kafka_cursor_int32(c);
+	}
+	if (version == 12) {
+		m->LeaderEpoch = kafka_cursor_int32(c);
+	}
+	if (version == 12) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_fetch_response_snapshot_id_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_fetch_response_snapshot_id *m)
+{
+	kafka_fetch_response_snapshot_id_init(m);
+	(void)a;
+	(void)version;
+	m->EndOffset = kafka_cursor_int64(c);
+	m->Epoch = kafka_cursor_int32(c);
+	if (version == 12) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
 }
 
 static int kafka_fetch_response_aborted_transaction_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
@@ -593,6 +734,9 @@ static int kafka_fetch_response_aborted_transaction_decode(struct kafka_cursor *
 	(void)version;
 	m->ProducerId = kafka_cursor_int64(c);
 	m->FirstOffset = kafka_cursor_int64(c);
+	if (version == 12) {
+		kafka_codec_skip_tags(c);
+	}
 	return c->err;
 }
 
@@ -611,7 +755,7 @@ static int kafka_fetch_response_partition_data_decode(struct kafka_cursor *c, st
 	if (version >= 5) {
 		m->LogStartOffset = kafka_cursor_int64(c);
 	}
-	n = kafka_cursor_array_len(c, false, true, 16);
+	n = kafka_cursor_array_len(c, version == 12, true, 16);
 	m->AbortedTransactions.count = n;
 	m->AbortedTransactions.items = NULL;
 	if (n > 0) {
@@ -624,10 +768,52 @@ static int kafka_fetch_response_partition_data_decode(struct kafka_cursor *c, st
 				return rc;
 		}
 	}
-	if (version == 11) {
+	if (version >= 11) {
 		m->PreferredReadReplica = kafka_cursor_int32(c);
 	}
-	m->Records = kafka_cursor_bytes(c, false, true);
+	m->Records = kafka_cursor_bytes(c, version == 12, true);
+	if (version == 12) {
+		uint32_t ntags = kafka_cursor_uvarint(c);
+
+		for (uint32_t t = 0; t < ntags && !c->err; t++) {
+			uint32_t tag = kafka_cursor_uvarint(c);
+			uint32_t size = kafka_cursor_uvarint(c);
+			struct kafka_cursor sub;
+
+			kafka_cursor_sub(c, size, &sub);
+			switch (tag) {
+			case 0:
+				if (!(version == 12))
+					break;
+				rc = kafka_fetch_response_epoch_end_offset_decode(&sub, a, version, &m->DivergingEpoch);
+				if (rc)
+					return rc;
+				if (sub.err || sub.p != sub.end)
+					return kafka_cursor_fail(c, -EBADMSG);
+				break;
+			case 1:
+				if (!(version == 12))
+					break;
+				rc = kafka_fetch_response_leader_id_and_epoch_decode(&sub, a, version, &m->CurrentLeader);
+				if (rc)
+					return rc;
+				if (sub.err || sub.p != sub.end)
+					return kafka_cursor_fail(c, -EBADMSG);
+				break;
+			case 2:
+				if (!(version == 12))
+					break;
+				rc = kafka_fetch_response_snapshot_id_decode(&sub, a, version, &m->SnapshotId);
+				if (rc)
+					return rc;
+				if (sub.err || sub.p != sub.end)
+					return kafka_cursor_fail(c, -EBADMSG);
+				break;
+			default: /* unknown tag: skipped */
+				break;
+			}
+		}
+	}
 	return c->err;
 }
 
@@ -639,8 +825,8 @@ static int kafka_fetch_response_fetchable_topic_response_decode(struct kafka_cur
 	kafka_fetch_response_fetchable_topic_response_init(m);
 	(void)a;
 	(void)version;
-	m->Topic = kafka_cursor_string(c, false, false);
-	n = kafka_cursor_array_len(c, false, false, 30);
+	m->Topic = kafka_cursor_string(c, version == 12, false);
+	n = kafka_cursor_array_len(c, version == 12, false, 30);
 	m->Partitions.count = n;
 	m->Partitions.items = NULL;
 	if (n > 0) {
@@ -653,6 +839,9 @@ static int kafka_fetch_response_fetchable_topic_response_decode(struct kafka_cur
 				return rc;
 		}
 	}
+	if (version == 12) {
+		kafka_codec_skip_tags(c);
+	}
 	return c->err;
 }
 
@@ -662,7 +851,7 @@ int kafka_fetch_response_decode(struct kafka_cursor *c, struct kafka_arena *a, i
 	int rc;
 	int32_t n;
 
-	if (version < 4 || version > 11)
+	if (version < 4 || version > 12)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_fetch_response_init(m);
 	(void)a;
@@ -674,7 +863,7 @@ int kafka_fetch_response_decode(struct kafka_cursor *c, struct kafka_arena *a, i
 	if (version >= 7) {
 		m->SessionId = kafka_cursor_int32(c);
 	}
-	n = kafka_cursor_array_len(c, false, false, 6);
+	n = kafka_cursor_array_len(c, version == 12, false, 3);
 	m->Responses.count = n;
 	m->Responses.items = NULL;
 	if (n > 0) {
@@ -687,7 +876,51 @@ int kafka_fetch_response_decode(struct kafka_cursor *c, struct kafka_arena *a, i
 				return rc;
 		}
 	}
+	if (version == 12) {
+		kafka_codec_skip_tags(c);
+	}
 	return c->err;
+}
+
+static void kafka_fetch_response_epoch_end_offset_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_fetch_response_epoch_end_offset *m)
+{
+	(void)version;
+	if (version == 12) {
+		kafka_writer_int32(w, m->Epoch);
+	}
+	if (version == 12) {
+		kafka_writer_int64(w, m->EndOffset);
+	}
+	if (version == 12) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_fetch_response_leader_id_and_epoch_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_fetch_response_leader_id_and_epoch *m)
+{
+	(void)version;
+	if (version == 12) {
+		kafka_writer_int32(w, m->LeaderId);
+	}
+	if (version == 12) {
+		kafka_writer_int32(w, m->LeaderEpoch);
+	}
+	if (version == 12) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_fetch_response_snapshot_id_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_fetch_response_snapshot_id *m)
+{
+	(void)version;
+	kafka_writer_int64(w, m->EndOffset);
+	kafka_writer_int32(w, m->Epoch);
+	if (version == 12) {
+		kafka_writer_uvarint(w, 0);
+	}
 }
 
 static void kafka_fetch_response_aborted_transaction_encode(struct kafka_writer *w, int16_t version,
@@ -696,6 +929,9 @@ static void kafka_fetch_response_aborted_transaction_encode(struct kafka_writer 
 	(void)version;
 	kafka_writer_int64(w, m->ProducerId);
 	kafka_writer_int64(w, m->FirstOffset);
+	if (version == 12) {
+		kafka_writer_uvarint(w, 0);
+	}
 }
 
 static void kafka_fetch_response_partition_data_encode(struct kafka_writer *w, int16_t version,
@@ -709,30 +945,67 @@ static void kafka_fetch_response_partition_data_encode(struct kafka_writer *w, i
 	if (version >= 5) {
 		kafka_writer_int64(w, m->LogStartOffset);
 	}
-	kafka_writer_len(w, m->AbortedTransactions.count, false, true, true);
+	kafka_writer_len(w, m->AbortedTransactions.count, version == 12, true, true);
 	for (int32_t i = 0; i < m->AbortedTransactions.count; i++)
 		kafka_fetch_response_aborted_transaction_encode(w, version, &m->AbortedTransactions.items[i]);
-	if (version == 11) {
+	if (version >= 11) {
 		kafka_writer_int32(w, m->PreferredReadReplica);
 	}
-	kafka_writer_records(w, m->Records, false, true);
+	kafka_writer_records(w, m->Records, version == 12, true);
+	if (version == 12) {
+		uint32_t ntags = 0;
+		struct kafka_writer mw;
+
+		if ((version == 12) && (m->DivergingEpoch.Epoch != (int32_t)-1LL || m->DivergingEpoch.EndOffset != (int64_t)-1LL))
+			ntags++;
+		if ((version == 12) && (m->CurrentLeader.LeaderId != (int32_t)-1LL || m->CurrentLeader.LeaderEpoch != (int32_t)-1LL))
+			ntags++;
+		if ((version == 12) && (m->SnapshotId.EndOffset != (int64_t)-1LL || m->SnapshotId.Epoch != (int32_t)-1LL))
+			ntags++;
+		kafka_writer_uvarint(w, ntags);
+		if ((version == 12) && (m->DivergingEpoch.Epoch != (int32_t)-1LL || m->DivergingEpoch.EndOffset != (int64_t)-1LL)) {
+			kafka_writer_uvarint(w, 0);
+			kafka_writer_init_measure(&mw, false);
+			kafka_fetch_response_epoch_end_offset_encode(&mw, version, &m->DivergingEpoch);
+			kafka_writer_uvarint(w, (uint32_t)mw.total);
+			kafka_fetch_response_epoch_end_offset_encode(w, version, &m->DivergingEpoch);
+		}
+		if ((version == 12) && (m->CurrentLeader.LeaderId != (int32_t)-1LL || m->CurrentLeader.LeaderEpoch != (int32_t)-1LL)) {
+			kafka_writer_uvarint(w, 1);
+			kafka_writer_init_measure(&mw, false);
+			kafka_fetch_response_leader_id_and_epoch_encode(&mw, version, &m->CurrentLeader);
+			kafka_writer_uvarint(w, (uint32_t)mw.total);
+			kafka_fetch_response_leader_id_and_epoch_encode(w, version, &m->CurrentLeader);
+		}
+		if ((version == 12) && (m->SnapshotId.EndOffset != (int64_t)-1LL || m->SnapshotId.Epoch != (int32_t)-1LL)) {
+			kafka_writer_uvarint(w, 2);
+			kafka_writer_init_measure(&mw, false);
+			kafka_fetch_response_snapshot_id_encode(&mw, version, &m->SnapshotId);
+			kafka_writer_uvarint(w, (uint32_t)mw.total);
+			kafka_fetch_response_snapshot_id_encode(w, version, &m->SnapshotId);
+		}
+		(void)mw;
+	}
 }
 
 static void kafka_fetch_response_fetchable_topic_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_fetch_response_fetchable_topic_response *m)
 {
 	(void)version;
-	kafka_writer_string(w, m->Topic, false, false);
-	kafka_writer_len(w, m->Partitions.count, false, true, false);
+	kafka_writer_string(w, m->Topic, version == 12, false);
+	kafka_writer_len(w, m->Partitions.count, version == 12, true, false);
 	for (int32_t i = 0; i < m->Partitions.count; i++)
 		kafka_fetch_response_partition_data_encode(w, version, &m->Partitions.items[i]);
+	if (version == 12) {
+		kafka_writer_uvarint(w, 0);
+	}
 }
 
 void kafka_fetch_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_fetch_response *m)
 {
 	(void)version;
-	if (version < 4 || version > 11) {
+	if (version < 4 || version > 12) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
@@ -743,9 +1016,12 @@ void kafka_fetch_response_encode(struct kafka_writer *w, int16_t version,
 	if (version >= 7) {
 		kafka_writer_int32(w, m->SessionId);
 	}
-	kafka_writer_len(w, m->Responses.count, false, true, false);
+	kafka_writer_len(w, m->Responses.count, version == 12, true, false);
 	for (int32_t i = 0; i < m->Responses.count; i++)
 		kafka_fetch_response_fetchable_topic_response_encode(w, version, &m->Responses.items[i]);
+	if (version == 12) {
+		kafka_writer_uvarint(w, 0);
+	}
 }
 
 static void kafka_fetch_response_init_any(void *m)
@@ -768,6 +1044,7 @@ static void kafka_fetch_response_encode_any(struct kafka_writer *w, int16_t vers
 static void kafka_list_offsets_request_list_offsets_partition_init(struct kafka_list_offsets_request_list_offsets_partition *m)
 {
 	memset(m, 0, sizeof(*m));
+	m->CurrentLeaderEpoch = (int32_t)-1LL;
 }
 
 static void kafka_list_offsets_request_list_offsets_topic_init(struct kafka_list_offsets_request_list_offsets_topic *m)
@@ -790,6 +1067,9 @@ static int kafka_list_offsets_request_list_offsets_partition_decode(struct kafka
 	(void)a;
 	(void)version;
 	m->PartitionIndex = kafka_cursor_int32(c);
+	if (version == 4) {
+		m->CurrentLeaderEpoch = kafka_cursor_int32(c);
+	}
 	m->Timestamp = kafka_cursor_int64(c);
 	return c->err;
 }
@@ -825,7 +1105,7 @@ int kafka_list_offsets_request_decode(struct kafka_cursor *c, struct kafka_arena
 	int rc;
 	int32_t n;
 
-	if (version < 1 || version > 3)
+	if (version < 1 || version > 4)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_list_offsets_request_init(m);
 	(void)a;
@@ -855,6 +1135,9 @@ static void kafka_list_offsets_request_list_offsets_partition_encode(struct kafk
 {
 	(void)version;
 	kafka_writer_int32(w, m->PartitionIndex);
+	if (version == 4) {
+		kafka_writer_int32(w, m->CurrentLeaderEpoch);
+	}
 	kafka_writer_int64(w, m->Timestamp);
 }
 
@@ -872,7 +1155,7 @@ void kafka_list_offsets_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_list_offsets_request *m)
 {
 	(void)version;
-	if (version < 1 || version > 3) {
+	if (version < 1 || version > 4) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
@@ -907,6 +1190,7 @@ static void kafka_list_offsets_response_list_offsets_partition_response_init(str
 	memset(m, 0, sizeof(*m));
 	m->Timestamp = (int64_t)-1LL;
 	m->Offset = (int64_t)-1LL;
+	m->LeaderEpoch = (int32_t)-1LL;
 }
 
 static void kafka_list_offsets_response_list_offsets_topic_response_init(struct kafka_list_offsets_response_list_offsets_topic_response *m)
@@ -932,6 +1216,9 @@ static int kafka_list_offsets_response_list_offsets_partition_response_decode(st
 	m->ErrorCode = kafka_cursor_int16(c);
 	m->Timestamp = kafka_cursor_int64(c);
 	m->Offset = kafka_cursor_int64(c);
+	if (version == 4) {
+		m->LeaderEpoch = kafka_cursor_int32(c);
+	}
 	return c->err;
 }
 
@@ -966,7 +1253,7 @@ int kafka_list_offsets_response_decode(struct kafka_cursor *c, struct kafka_aren
 	int rc;
 	int32_t n;
 
-	if (version < 1 || version > 3)
+	if (version < 1 || version > 4)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_list_offsets_response_init(m);
 	(void)a;
@@ -998,6 +1285,9 @@ static void kafka_list_offsets_response_list_offsets_partition_response_encode(s
 	kafka_writer_int16(w, m->ErrorCode);
 	kafka_writer_int64(w, m->Timestamp);
 	kafka_writer_int64(w, m->Offset);
+	if (version == 4) {
+		kafka_writer_int32(w, m->LeaderEpoch);
+	}
 }
 
 static void kafka_list_offsets_response_list_offsets_topic_response_encode(struct kafka_writer *w, int16_t version,
@@ -1014,7 +1304,7 @@ void kafka_list_offsets_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_list_offsets_response *m)
 {
 	(void)version;
-	if (version < 1 || version > 3) {
+	if (version < 1 || version > 4) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
@@ -1072,7 +1362,7 @@ int kafka_metadata_request_decode(struct kafka_cursor *c, struct kafka_arena *a,
 	int rc;
 	int32_t n;
 
-	if (version < 0 || version > 6)
+	if (version < 0 || version > 7)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_metadata_request_init(m);
 	(void)a;
@@ -1107,7 +1397,7 @@ void kafka_metadata_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_metadata_request *m)
 {
 	(void)version;
-	if (version < 0 || version > 6) {
+	if (version < 0 || version > 7) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
@@ -1146,6 +1436,7 @@ static void kafka_metadata_response_metadata_response_broker_init(struct kafka_m
 static void kafka_metadata_response_metadata_response_partition_init(struct kafka_metadata_response_metadata_response_partition *m)
 {
 	memset(m, 0, sizeof(*m));
+	m->LeaderEpoch = (int32_t)-1LL;
 }
 
 static void kafka_metadata_response_metadata_response_topic_init(struct kafka_metadata_response_metadata_response_topic *m)
@@ -1189,6 +1480,9 @@ static int kafka_metadata_response_metadata_response_partition_decode(struct kaf
 	m->ErrorCode = kafka_cursor_int16(c);
 	m->PartitionIndex = kafka_cursor_int32(c);
 	m->LeaderId = kafka_cursor_int32(c);
+	if (version == 7) {
+		m->LeaderEpoch = kafka_cursor_int32(c);
+	}
 	n = kafka_cursor_array_len(c, false, false, 4);
 	m->ReplicaNodes.count = n;
 	m->ReplicaNodes.items = NULL;
@@ -1262,7 +1556,7 @@ int kafka_metadata_response_decode(struct kafka_cursor *c, struct kafka_arena *a
 	int rc;
 	int32_t n;
 
-	if (version < 0 || version > 6)
+	if (version < 0 || version > 7)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_metadata_response_init(m);
 	(void)a;
@@ -1324,6 +1618,9 @@ static void kafka_metadata_response_metadata_response_partition_encode(struct ka
 	kafka_writer_int16(w, m->ErrorCode);
 	kafka_writer_int32(w, m->PartitionIndex);
 	kafka_writer_int32(w, m->LeaderId);
+	if (version == 7) {
+		kafka_writer_int32(w, m->LeaderEpoch);
+	}
 	kafka_writer_len(w, m->ReplicaNodes.count, false, true, false);
 	for (int32_t i = 0; i < m->ReplicaNodes.count; i++)
 		kafka_writer_int32(w, m->ReplicaNodes.items[i]);
@@ -1355,7 +1652,7 @@ void kafka_metadata_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_metadata_response *m)
 {
 	(void)version;
-	if (version < 0 || version > 6) {
+	if (version < 0 || version > 7) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
@@ -4541,6 +4838,330 @@ static int kafka_init_producer_id_response_decode_any(struct kafka_cursor *c, st
 static void kafka_init_producer_id_response_encode_any(struct kafka_writer *w, int16_t version, const void *m)
 {
 	kafka_init_producer_id_response_encode(w, version, m);
+}
+
+/* ---- OffsetForLeaderEpochRequest ---- */
+
+static void kafka_offset_for_leader_epoch_request_offset_for_leader_partition_init(struct kafka_offset_for_leader_epoch_request_offset_for_leader_partition *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->CurrentLeaderEpoch = (int32_t)-1LL;
+}
+
+static void kafka_offset_for_leader_epoch_request_offset_for_leader_topic_init(struct kafka_offset_for_leader_epoch_request_offset_for_leader_topic *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Topic = (struct kafka_str){ "", 0 };
+}
+
+
+
+void kafka_offset_for_leader_epoch_request_init(struct kafka_offset_for_leader_epoch_request *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ReplicaId = (int32_t)-2LL;
+}
+
+static int kafka_offset_for_leader_epoch_request_offset_for_leader_partition_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_offset_for_leader_epoch_request_offset_for_leader_partition *m)
+{
+	kafka_offset_for_leader_epoch_request_offset_for_leader_partition_init(m);
+	(void)a;
+	(void)version;
+	m->Partition = kafka_cursor_int32(c);
+	if (version >= 2) {
+		m->CurrentLeaderEpoch = kafka_cursor_int32(c);
+	}
+	m->LeaderEpoch = kafka_cursor_int32(c);
+	if (version == 4) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_offset_for_leader_epoch_request_offset_for_leader_topic_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_offset_for_leader_epoch_request_offset_for_leader_topic *m)
+{
+	int rc;
+	int32_t n;
+	kafka_offset_for_leader_epoch_request_offset_for_leader_topic_init(m);
+	(void)a;
+	(void)version;
+	m->Topic = kafka_cursor_string(c, version == 4, false);
+	n = kafka_cursor_array_len(c, version == 4, false, 8);
+	m->Partitions.count = n;
+	m->Partitions.items = NULL;
+	if (n > 0) {
+		m->Partitions.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Partitions.items));
+		if (!m->Partitions.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_offset_for_leader_epoch_request_offset_for_leader_partition_decode(c, a, version, &m->Partitions.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version == 4) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_offset_for_leader_epoch_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_offset_for_leader_epoch_request *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 4)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_offset_for_leader_epoch_request_init(m);
+	(void)a;
+	(void)version;
+	if (version >= 3) {
+		m->ReplicaId = kafka_cursor_int32(c);
+	}
+	n = kafka_cursor_array_len(c, version == 4, false, 3);
+	m->Topics.count = n;
+	m->Topics.items = NULL;
+	if (n > 0) {
+		m->Topics.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Topics.items));
+		if (!m->Topics.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_offset_for_leader_epoch_request_offset_for_leader_topic_decode(c, a, version, &m->Topics.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version == 4) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_offset_for_leader_epoch_request_offset_for_leader_partition_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_offset_for_leader_epoch_request_offset_for_leader_partition *m)
+{
+	(void)version;
+	kafka_writer_int32(w, m->Partition);
+	if (version >= 2) {
+		kafka_writer_int32(w, m->CurrentLeaderEpoch);
+	}
+	kafka_writer_int32(w, m->LeaderEpoch);
+	if (version == 4) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_offset_for_leader_epoch_request_offset_for_leader_topic_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_offset_for_leader_epoch_request_offset_for_leader_topic *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Topic, version == 4, false);
+	kafka_writer_len(w, m->Partitions.count, version == 4, true, false);
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		kafka_offset_for_leader_epoch_request_offset_for_leader_partition_encode(w, version, &m->Partitions.items[i]);
+	if (version == 4) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_offset_for_leader_epoch_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_offset_for_leader_epoch_request *m)
+{
+	(void)version;
+	if (version < 0 || version > 4) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	if (version >= 3) {
+		kafka_writer_int32(w, m->ReplicaId);
+	}
+	kafka_writer_len(w, m->Topics.count, version == 4, true, false);
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		kafka_offset_for_leader_epoch_request_offset_for_leader_topic_encode(w, version, &m->Topics.items[i]);
+	if (version == 4) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_offset_for_leader_epoch_request_init_any(void *m)
+{
+	kafka_offset_for_leader_epoch_request_init(m);
+}
+
+static int kafka_offset_for_leader_epoch_request_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_offset_for_leader_epoch_request_decode(c, a, version, m);
+}
+
+static void kafka_offset_for_leader_epoch_request_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_offset_for_leader_epoch_request_encode(w, version, m);
+}
+
+/* ---- OffsetForLeaderEpochResponse ---- */
+
+static void kafka_offset_for_leader_epoch_response_epoch_end_offset_init(struct kafka_offset_for_leader_epoch_response_epoch_end_offset *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->LeaderEpoch = (int32_t)-1LL;
+	m->EndOffset = (int64_t)-1LL;
+}
+
+static void kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result_init(struct kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Topic = (struct kafka_str){ "", 0 };
+}
+
+
+
+void kafka_offset_for_leader_epoch_response_init(struct kafka_offset_for_leader_epoch_response *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static int kafka_offset_for_leader_epoch_response_epoch_end_offset_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_offset_for_leader_epoch_response_epoch_end_offset *m)
+{
+	kafka_offset_for_leader_epoch_response_epoch_end_offset_init(m);
+	(void)a;
+	(void)version;
+	m->ErrorCode = kafka_cursor_int16(c);
+	m->Partition = kafka_cursor_int32(c);
+	if (version >= 1) {
+		m->LeaderEpoch = kafka_cursor_int32(c);
+	}
+	m->EndOffset = kafka_cursor_int64(c);
+	if (version == 4) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result *m)
+{
+	int rc;
+	int32_t n;
+	kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result_init(m);
+	(void)a;
+	(void)version;
+	m->Topic = kafka_cursor_string(c, version == 4, false);
+	n = kafka_cursor_array_len(c, version == 4, false, 14);
+	m->Partitions.count = n;
+	m->Partitions.items = NULL;
+	if (n > 0) {
+		m->Partitions.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Partitions.items));
+		if (!m->Partitions.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_offset_for_leader_epoch_response_epoch_end_offset_decode(c, a, version, &m->Partitions.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version == 4) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_offset_for_leader_epoch_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_offset_for_leader_epoch_response *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 4)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_offset_for_leader_epoch_response_init(m);
+	(void)a;
+	(void)version;
+	if (version >= 2) {
+		m->ThrottleTimeMs = kafka_cursor_int32(c);
+	}
+	n = kafka_cursor_array_len(c, version == 4, false, 3);
+	m->Topics.count = n;
+	m->Topics.items = NULL;
+	if (n > 0) {
+		m->Topics.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Topics.items));
+		if (!m->Topics.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result_decode(c, a, version, &m->Topics.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version == 4) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_offset_for_leader_epoch_response_epoch_end_offset_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_offset_for_leader_epoch_response_epoch_end_offset *m)
+{
+	(void)version;
+	kafka_writer_int16(w, m->ErrorCode);
+	kafka_writer_int32(w, m->Partition);
+	if (version >= 1) {
+		kafka_writer_int32(w, m->LeaderEpoch);
+	}
+	kafka_writer_int64(w, m->EndOffset);
+	if (version == 4) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Topic, version == 4, false);
+	kafka_writer_len(w, m->Partitions.count, version == 4, true, false);
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		kafka_offset_for_leader_epoch_response_epoch_end_offset_encode(w, version, &m->Partitions.items[i]);
+	if (version == 4) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_offset_for_leader_epoch_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_offset_for_leader_epoch_response *m)
+{
+	(void)version;
+	if (version < 0 || version > 4) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	if (version >= 2) {
+		kafka_writer_int32(w, m->ThrottleTimeMs);
+	}
+	kafka_writer_len(w, m->Topics.count, version == 4, true, false);
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result_encode(w, version, &m->Topics.items[i]);
+	if (version == 4) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_offset_for_leader_epoch_response_init_any(void *m)
+{
+	kafka_offset_for_leader_epoch_response_init(m);
+}
+
+static int kafka_offset_for_leader_epoch_response_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_offset_for_leader_epoch_response_decode(c, a, version, m);
+}
+
+static void kafka_offset_for_leader_epoch_response_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_offset_for_leader_epoch_response_encode(w, version, m);
 }
 
 /* ---- AddPartitionsToTxnRequest ---- */
@@ -8984,17 +9605,17 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 	  kafka_produce_request_init_any, kafka_produce_request_decode_any, kafka_produce_request_encode_any },
 	{ "ProduceResponse", 0, 0, 7, 9, sizeof(struct kafka_produce_response),
 	  kafka_produce_response_init_any, kafka_produce_response_decode_any, kafka_produce_response_encode_any },
-	{ "FetchRequest", 1, 4, 11, 12, sizeof(struct kafka_fetch_request),
+	{ "FetchRequest", 1, 4, 12, 12, sizeof(struct kafka_fetch_request),
 	  kafka_fetch_request_init_any, kafka_fetch_request_decode_any, kafka_fetch_request_encode_any },
-	{ "FetchResponse", 1, 4, 11, 12, sizeof(struct kafka_fetch_response),
+	{ "FetchResponse", 1, 4, 12, 12, sizeof(struct kafka_fetch_response),
 	  kafka_fetch_response_init_any, kafka_fetch_response_decode_any, kafka_fetch_response_encode_any },
-	{ "ListOffsetsRequest", 2, 1, 3, 6, sizeof(struct kafka_list_offsets_request),
+	{ "ListOffsetsRequest", 2, 1, 4, 6, sizeof(struct kafka_list_offsets_request),
 	  kafka_list_offsets_request_init_any, kafka_list_offsets_request_decode_any, kafka_list_offsets_request_encode_any },
-	{ "ListOffsetsResponse", 2, 1, 3, 6, sizeof(struct kafka_list_offsets_response),
+	{ "ListOffsetsResponse", 2, 1, 4, 6, sizeof(struct kafka_list_offsets_response),
 	  kafka_list_offsets_response_init_any, kafka_list_offsets_response_decode_any, kafka_list_offsets_response_encode_any },
-	{ "MetadataRequest", 3, 0, 6, 9, sizeof(struct kafka_metadata_request),
+	{ "MetadataRequest", 3, 0, 7, 9, sizeof(struct kafka_metadata_request),
 	  kafka_metadata_request_init_any, kafka_metadata_request_decode_any, kafka_metadata_request_encode_any },
-	{ "MetadataResponse", 3, 0, 6, 9, sizeof(struct kafka_metadata_response),
+	{ "MetadataResponse", 3, 0, 7, 9, sizeof(struct kafka_metadata_response),
 	  kafka_metadata_response_init_any, kafka_metadata_response_decode_any, kafka_metadata_response_encode_any },
 	{ "OffsetCommitRequest", 8, 2, 7, 8, sizeof(struct kafka_offset_commit_request),
 	  kafka_offset_commit_request_init_any, kafka_offset_commit_request_decode_any, kafka_offset_commit_request_encode_any },
@@ -9056,6 +9677,10 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 	  kafka_init_producer_id_request_init_any, kafka_init_producer_id_request_decode_any, kafka_init_producer_id_request_encode_any },
 	{ "InitProducerIdResponse", 22, 0, 4, 2, sizeof(struct kafka_init_producer_id_response),
 	  kafka_init_producer_id_response_init_any, kafka_init_producer_id_response_decode_any, kafka_init_producer_id_response_encode_any },
+	{ "OffsetForLeaderEpochRequest", 23, 0, 4, 4, sizeof(struct kafka_offset_for_leader_epoch_request),
+	  kafka_offset_for_leader_epoch_request_init_any, kafka_offset_for_leader_epoch_request_decode_any, kafka_offset_for_leader_epoch_request_encode_any },
+	{ "OffsetForLeaderEpochResponse", 23, 0, 4, 4, sizeof(struct kafka_offset_for_leader_epoch_response),
+	  kafka_offset_for_leader_epoch_response_init_any, kafka_offset_for_leader_epoch_response_decode_any, kafka_offset_for_leader_epoch_response_encode_any },
 	{ "AddPartitionsToTxnRequest", 24, 0, 1, 3, sizeof(struct kafka_add_partitions_to_txn_request),
 	  kafka_add_partitions_to_txn_request_init_any, kafka_add_partitions_to_txn_request_decode_any, kafka_add_partitions_to_txn_request_encode_any },
 	{ "AddPartitionsToTxnResponse", 24, 0, 1, 3, sizeof(struct kafka_add_partitions_to_txn_response),
@@ -9155,6 +9780,7 @@ int kafka_handle_create_topics(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_delete_topics(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_delete_records(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_init_producer_id(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_offset_for_leader_epoch(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_add_partitions_to_txn(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_add_offsets_to_txn(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_end_txn(struct kafka_ctx *ctx) __attribute__((weak));
@@ -9176,9 +9802,9 @@ int kafka_handle_describe_cluster(struct kafka_ctx *ctx) __attribute__((weak));
 const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	/* key, name, min, max, first flexible, advertised min-max, advertised (README note) */
 	{ 0, "Produce", 0, 7, 9, 0, 7, true, &kafka_msg_descs[0], &kafka_msg_descs[1], kafka_handle_produce }, /* 0-7: librdkafka <= 2.11 sends gzip, snappy and lz4 only to a broker whose Produce minimum is 0 */
-	{ 1, "Fetch", 4, 11, 12, 4, 11, true, &kafka_msg_descs[2], &kafka_msg_descs[3], kafka_handle_fetch },
-	{ 2, "ListOffsets", 1, 3, 6, 1, 3, true, &kafka_msg_descs[4], &kafka_msg_descs[5], kafka_handle_list_offsets },
-	{ 3, "Metadata", 0, 6, 9, 0, 6, true, &kafka_msg_descs[6], &kafka_msg_descs[7], kafka_handle_metadata },
+	{ 1, "Fetch", 4, 12, 12, 4, 12, true, &kafka_msg_descs[2], &kafka_msg_descs[3], kafka_handle_fetch }, /* 9+: current leader epoch (KIP-320); 12: last fetched epoch, diverging epoch */
+	{ 2, "ListOffsets", 1, 4, 6, 1, 4, true, &kafka_msg_descs[4], &kafka_msg_descs[5], kafka_handle_list_offsets }, /* 4: current leader epoch (KIP-320) */
+	{ 3, "Metadata", 0, 7, 9, 0, 7, true, &kafka_msg_descs[6], &kafka_msg_descs[7], kafka_handle_metadata }, /* 7: leader epoch (KIP-320) */
 	{ 8, "OffsetCommit", 2, 7, 8, 2, 7, true, &kafka_msg_descs[8], &kafka_msg_descs[9], kafka_handle_offset_commit },
 	{ 9, "OffsetFetch", 1, 5, 6, 1, 5, true, &kafka_msg_descs[10], &kafka_msg_descs[11], kafka_handle_offset_fetch },
 	{ 10, "FindCoordinator", 0, 2, 3, 0, 2, true, &kafka_msg_descs[12], &kafka_msg_descs[13], kafka_handle_find_coordinator },
@@ -9194,23 +9820,24 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 20, "DeleteTopics", 0, 3, 4, 0, 3, true, &kafka_msg_descs[32], &kafka_msg_descs[33], kafka_handle_delete_topics },
 	{ 21, "DeleteRecords", 0, 1, 2, 0, 1, true, &kafka_msg_descs[34], &kafka_msg_descs[35], kafka_handle_delete_records }, /* optional */
 	{ 22, "InitProducerId", 0, 4, 2, 0, 4, true, &kafka_msg_descs[36], &kafka_msg_descs[37], kafka_handle_init_producer_id }, /* 0-1 (0-4 with flex) */
-	{ 24, "AddPartitionsToTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[38], &kafka_msg_descs[39], kafka_handle_add_partitions_to_txn },
-	{ 25, "AddOffsetsToTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[40], &kafka_msg_descs[41], kafka_handle_add_offsets_to_txn },
-	{ 26, "EndTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[42], &kafka_msg_descs[43], kafka_handle_end_txn },
-	{ 28, "TxnOffsetCommit", 0, 3, 3, 0, 3, true, &kafka_msg_descs[44], &kafka_msg_descs[45], kafka_handle_txn_offset_commit }, /* 0-2 (0-3 with flex) */
-	{ 29, "DescribeAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[46], &kafka_msg_descs[47], kafka_handle_describe_acls }, /* leave out */
-	{ 30, "CreateAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[48], &kafka_msg_descs[49], kafka_handle_create_acls }, /* leave out */
-	{ 31, "DeleteAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[50], &kafka_msg_descs[51], kafka_handle_delete_acls }, /* leave out */
-	{ 32, "DescribeConfigs", 0, 2, 4, 0, 2, true, &kafka_msg_descs[52], &kafka_msg_descs[53], kafka_handle_describe_configs },
-	{ 33, "AlterConfigs", 0, 1, 2, 0, 1, true, &kafka_msg_descs[54], &kafka_msg_descs[55], kafka_handle_alter_configs }, /* optional */
-	{ 35, "DescribeLogDirs", 0, 4, 2, 0, 4, true, &kafka_msg_descs[56], &kafka_msg_descs[57], kafka_handle_describe_log_dirs }, /* sizes on disk, from the partitions' published blocks */
-	{ 36, "SaslAuthenticate", 0, 1, 2, 0, 1, false, &kafka_msg_descs[58], &kafka_msg_descs[59], kafka_handle_sasl_authenticate }, /* SASL only */
-	{ 37, "CreatePartitions", 0, 1, 2, 0, 1, true, &kafka_msg_descs[60], &kafka_msg_descs[61], kafka_handle_create_partitions }, /* optional */
-	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_msg_descs[62], &kafka_msg_descs[63], kafka_handle_delete_groups }, /* optional */
-	{ 44, "IncrementalAlterConfigs", 0, 1, 1, 0, 1, true, &kafka_msg_descs[64], &kafka_msg_descs[65], kafka_handle_incremental_alter_configs }, /* topic configs (broker issue) */
-	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[66], &kafka_msg_descs[67], kafka_handle_offset_delete }, /* optional */
-	{ 55, "DescribeQuorum", 0, 2, 0, 0, 2, true, &kafka_msg_descs[68], &kafka_msg_descs[69], kafka_handle_describe_quorum }, /* the metadata quorum: leader, epoch, high watermark, voters (kafka-metadata-quorum, sluicectl cluster info) */
-	{ 60, "DescribeCluster", 0, 1, 0, 0, 1, true, &kafka_msg_descs[70], &kafka_msg_descs[71], kafka_handle_describe_cluster }, /* this node: ControllerId and the one broker; v1 EndpointType 1 (brokers) */
+	{ 23, "OffsetForLeaderEpoch", 0, 4, 4, 0, 4, true, &kafka_msg_descs[38], &kafka_msg_descs[39], kafka_handle_offset_for_leader_epoch }, /* KIP-101/279/320: the end offset of a leader epoch */
+	{ 24, "AddPartitionsToTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[40], &kafka_msg_descs[41], kafka_handle_add_partitions_to_txn },
+	{ 25, "AddOffsetsToTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[42], &kafka_msg_descs[43], kafka_handle_add_offsets_to_txn },
+	{ 26, "EndTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[44], &kafka_msg_descs[45], kafka_handle_end_txn },
+	{ 28, "TxnOffsetCommit", 0, 3, 3, 0, 3, true, &kafka_msg_descs[46], &kafka_msg_descs[47], kafka_handle_txn_offset_commit }, /* 0-2 (0-3 with flex) */
+	{ 29, "DescribeAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[48], &kafka_msg_descs[49], kafka_handle_describe_acls }, /* leave out */
+	{ 30, "CreateAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[50], &kafka_msg_descs[51], kafka_handle_create_acls }, /* leave out */
+	{ 31, "DeleteAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[52], &kafka_msg_descs[53], kafka_handle_delete_acls }, /* leave out */
+	{ 32, "DescribeConfigs", 0, 2, 4, 0, 2, true, &kafka_msg_descs[54], &kafka_msg_descs[55], kafka_handle_describe_configs },
+	{ 33, "AlterConfigs", 0, 1, 2, 0, 1, true, &kafka_msg_descs[56], &kafka_msg_descs[57], kafka_handle_alter_configs }, /* optional */
+	{ 35, "DescribeLogDirs", 0, 4, 2, 0, 4, true, &kafka_msg_descs[58], &kafka_msg_descs[59], kafka_handle_describe_log_dirs }, /* sizes on disk, from the partitions' published blocks */
+	{ 36, "SaslAuthenticate", 0, 1, 2, 0, 1, false, &kafka_msg_descs[60], &kafka_msg_descs[61], kafka_handle_sasl_authenticate }, /* SASL only */
+	{ 37, "CreatePartitions", 0, 1, 2, 0, 1, true, &kafka_msg_descs[62], &kafka_msg_descs[63], kafka_handle_create_partitions }, /* optional */
+	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_msg_descs[64], &kafka_msg_descs[65], kafka_handle_delete_groups }, /* optional */
+	{ 44, "IncrementalAlterConfigs", 0, 1, 1, 0, 1, true, &kafka_msg_descs[66], &kafka_msg_descs[67], kafka_handle_incremental_alter_configs }, /* topic configs (broker issue) */
+	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[68], &kafka_msg_descs[69], kafka_handle_offset_delete }, /* optional */
+	{ 55, "DescribeQuorum", 0, 2, 0, 0, 2, true, &kafka_msg_descs[70], &kafka_msg_descs[71], kafka_handle_describe_quorum }, /* the metadata quorum: leader, epoch, high watermark, voters (kafka-metadata-quorum, sluicectl cluster info) */
+	{ 60, "DescribeCluster", 0, 1, 0, 0, 1, true, &kafka_msg_descs[72], &kafka_msg_descs[73], kafka_handle_describe_cluster }, /* this node: ControllerId and the one broker; v1 EndpointType 1 (brokers) */
 };
 
 const struct kafka_array_bound kafka_array_bounds[] = {
@@ -9220,11 +9847,11 @@ const struct kafka_array_bound kafka_array_bounds[] = {
 	{ "ProduceResponse.Responses", sizeof(struct kafka_produce_response_topic_produce_response), 6 },
 	{ "FetchRequest.FetchTopic.Partitions", sizeof(struct kafka_fetch_request_fetch_partition), 16 },
 	{ "FetchRequest.ForgottenTopic.Partitions", sizeof(int32_t), 4 },
-	{ "FetchRequest.Topics", sizeof(struct kafka_fetch_request_fetch_topic), 6 },
-	{ "FetchRequest.ForgottenTopicsData", sizeof(struct kafka_fetch_request_forgotten_topic), 6 },
+	{ "FetchRequest.Topics", sizeof(struct kafka_fetch_request_fetch_topic), 3 },
+	{ "FetchRequest.ForgottenTopicsData", sizeof(struct kafka_fetch_request_forgotten_topic), 3 },
 	{ "FetchResponse.PartitionData.AbortedTransactions", sizeof(struct kafka_fetch_response_aborted_transaction), 16 },
 	{ "FetchResponse.FetchableTopicResponse.Partitions", sizeof(struct kafka_fetch_response_partition_data), 30 },
-	{ "FetchResponse.Responses", sizeof(struct kafka_fetch_response_fetchable_topic_response), 6 },
+	{ "FetchResponse.Responses", sizeof(struct kafka_fetch_response_fetchable_topic_response), 3 },
 	{ "ListOffsetsRequest.ListOffsetsTopic.Partitions", sizeof(struct kafka_list_offsets_request_list_offsets_partition), 12 },
 	{ "ListOffsetsRequest.Topics", sizeof(struct kafka_list_offsets_request_list_offsets_topic), 6 },
 	{ "ListOffsetsResponse.ListOffsetsTopicResponse.Partitions", sizeof(struct kafka_list_offsets_response_list_offsets_partition_response), 22 },
@@ -9269,6 +9896,10 @@ const struct kafka_array_bound kafka_array_bounds[] = {
 	{ "DeleteRecordsRequest.Topics", sizeof(struct kafka_delete_records_request_delete_records_topic), 6 },
 	{ "DeleteRecordsResponse.DeleteRecordsTopicResult.Partitions", sizeof(struct kafka_delete_records_response_delete_records_partition_result), 14 },
 	{ "DeleteRecordsResponse.Topics", sizeof(struct kafka_delete_records_response_delete_records_topic_result), 6 },
+	{ "OffsetForLeaderEpochRequest.OffsetForLeaderTopic.Partitions", sizeof(struct kafka_offset_for_leader_epoch_request_offset_for_leader_partition), 8 },
+	{ "OffsetForLeaderEpochRequest.Topics", sizeof(struct kafka_offset_for_leader_epoch_request_offset_for_leader_topic), 3 },
+	{ "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.Partitions", sizeof(struct kafka_offset_for_leader_epoch_response_epoch_end_offset), 14 },
+	{ "OffsetForLeaderEpochResponse.Topics", sizeof(struct kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result), 3 },
 	{ "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic.Partitions", sizeof(int32_t), 4 },
 	{ "AddPartitionsToTxnRequest.V3AndBelowTopics", sizeof(struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic), 6 },
 	{ "AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.ResultsByPartition", sizeof(struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_partition_result), 6 },
@@ -9946,23 +10577,24 @@ const struct kafka_api *kafka_api_find(int16_t api_key)
 	case 20: return &kafka_apis[16];
 	case 21: return &kafka_apis[17];
 	case 22: return &kafka_apis[18];
-	case 24: return &kafka_apis[19];
-	case 25: return &kafka_apis[20];
-	case 26: return &kafka_apis[21];
-	case 28: return &kafka_apis[22];
-	case 29: return &kafka_apis[23];
-	case 30: return &kafka_apis[24];
-	case 31: return &kafka_apis[25];
-	case 32: return &kafka_apis[26];
-	case 33: return &kafka_apis[27];
-	case 35: return &kafka_apis[28];
-	case 36: return &kafka_apis[29];
-	case 37: return &kafka_apis[30];
-	case 42: return &kafka_apis[31];
-	case 44: return &kafka_apis[32];
-	case 47: return &kafka_apis[33];
-	case 55: return &kafka_apis[34];
-	case 60: return &kafka_apis[35];
+	case 23: return &kafka_apis[19];
+	case 24: return &kafka_apis[20];
+	case 25: return &kafka_apis[21];
+	case 26: return &kafka_apis[22];
+	case 28: return &kafka_apis[23];
+	case 29: return &kafka_apis[24];
+	case 30: return &kafka_apis[25];
+	case 31: return &kafka_apis[26];
+	case 32: return &kafka_apis[27];
+	case 33: return &kafka_apis[28];
+	case 35: return &kafka_apis[29];
+	case 36: return &kafka_apis[30];
+	case 37: return &kafka_apis[31];
+	case 42: return &kafka_apis[32];
+	case 44: return &kafka_apis[33];
+	case 47: return &kafka_apis[34];
+	case 55: return &kafka_apis[35];
+	case 60: return &kafka_apis[36];
 	default: return NULL;
 	}
 }

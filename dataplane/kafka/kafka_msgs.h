@@ -110,7 +110,7 @@ int kafka_produce_response_decode(struct kafka_cursor *c, struct kafka_arena *a,
 void kafka_produce_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_produce_response *m);
 
-/* ---- FetchRequest (api key 1, versions 4-11) ---- */
+/* ---- FetchRequest (api key 1, versions 4-12) ---- */
 
 struct kafka_fetch_request_fetch_partition {
 	/* The partition index. (v4+) */
@@ -119,6 +119,8 @@ struct kafka_fetch_request_fetch_partition {
 	int32_t CurrentLeaderEpoch;
 	/* The message offset. (v4+) */
 	int64_t FetchOffset;
+	/* The epoch of the last fetched record or -1 if there is none (v12+) */
+	int32_t LastFetchedEpoch;
 	/* The earliest available offset of the follower replica.  The field is only used when the request is sent by the follower. (v5+) */
 	int64_t LogStartOffset;
 	/* The maximum bytes to fetch from this partition.  See KIP-74 for cases where this limit may not be honored. (v4+) */
@@ -145,8 +147,10 @@ struct kafka_fetch_request_forgotten_topic {
 	} Partitions;
 };
 
-/* FetchRequest, versions 4-11, flexible from v12. */
+/* FetchRequest, versions 4-12, flexible from v12. */
 struct kafka_fetch_request {
+	/* The clusterId if known. This is used to validate metadata fetches prior to broker registration. (v12+, nullable, tag 0) */
+	struct kafka_str ClusterId;
 	/* The broker ID of the follower, of -1 if this request is from a consumer. (v4+) */
 	int32_t ReplicaId;
 	/* The maximum time in milliseconds to wait for the response. (v4+) */
@@ -181,7 +185,28 @@ int kafka_fetch_request_decode(struct kafka_cursor *c, struct kafka_arena *a, in
 void kafka_fetch_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_fetch_request *m);
 
-/* ---- FetchResponse (api key 1, versions 4-11) ---- */
+/* ---- FetchResponse (api key 1, versions 4-12) ---- */
+
+struct kafka_fetch_response_epoch_end_offset {
+	/* (v12+) */
+	int32_t Epoch;
+	/* (v12+) */
+	int64_t EndOffset;
+};
+
+struct kafka_fetch_response_leader_id_and_epoch {
+	/* The ID of the current leader or -1 if the leader is unknown. (v12+) */
+	int32_t LeaderId;
+	/* The latest known leader epoch (v12+) */
+	int32_t LeaderEpoch;
+};
+
+struct kafka_fetch_response_snapshot_id {
+	/* (v4+) */
+	int64_t EndOffset;
+	/* (v4+) */
+	int32_t Epoch;
+};
 
 struct kafka_fetch_response_aborted_transaction {
 	/* The producer id associated with the aborted transaction. (v4+) */
@@ -201,6 +226,12 @@ struct kafka_fetch_response_partition_data {
 	int64_t LastStableOffset;
 	/* The current log start offset. (v5+) */
 	int64_t LogStartOffset;
+	/* In case divergence is detected based on the `LastFetchedEpoch` and `FetchOffset` in the request, this field indicates the largest epoch and its end offset such that subsequent records are known to diverge (v12+, tag 0) */
+	struct kafka_fetch_response_epoch_end_offset DivergingEpoch;
+	/* (v12+, tag 1) */
+	struct kafka_fetch_response_leader_id_and_epoch CurrentLeader;
+	/* In the case of fetching an offset less than the LogStartOffset, this is the end offset and epoch that should be used in the FetchSnapshot request. (v12+, tag 2) */
+	struct kafka_fetch_response_snapshot_id SnapshotId;
 	/* The aborted transactions. (v4+, nullable) */
 	struct {
 		struct kafka_fetch_response_aborted_transaction *items;
@@ -222,7 +253,7 @@ struct kafka_fetch_response_fetchable_topic_response {
 	} Partitions;
 };
 
-/* FetchResponse, versions 4-11, flexible from v12. */
+/* FetchResponse, versions 4-12, flexible from v12. */
 struct kafka_fetch_response {
 	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v4+) */
 	int32_t ThrottleTimeMs;
@@ -243,11 +274,13 @@ int kafka_fetch_response_decode(struct kafka_cursor *c, struct kafka_arena *a, i
 void kafka_fetch_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_fetch_response *m);
 
-/* ---- ListOffsetsRequest (api key 2, versions 1-3) ---- */
+/* ---- ListOffsetsRequest (api key 2, versions 1-4) ---- */
 
 struct kafka_list_offsets_request_list_offsets_partition {
 	/* The partition index. (v1+) */
 	int32_t PartitionIndex;
+	/* The current leader epoch. (v4+) */
+	int32_t CurrentLeaderEpoch;
 	/* The current timestamp. (v1+) */
 	int64_t Timestamp;
 };
@@ -262,7 +295,7 @@ struct kafka_list_offsets_request_list_offsets_topic {
 	} Partitions;
 };
 
-/* ListOffsetsRequest, versions 1-3, flexible from v6. */
+/* ListOffsetsRequest, versions 1-4, flexible from v6. */
 struct kafka_list_offsets_request {
 	/* The broker ID of the requester, or -1 if this request is being made by a normal consumer. (v1+) */
 	int32_t ReplicaId;
@@ -281,7 +314,7 @@ int kafka_list_offsets_request_decode(struct kafka_cursor *c, struct kafka_arena
 void kafka_list_offsets_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_list_offsets_request *m);
 
-/* ---- ListOffsetsResponse (api key 2, versions 1-3) ---- */
+/* ---- ListOffsetsResponse (api key 2, versions 1-4) ---- */
 
 struct kafka_list_offsets_response_list_offsets_partition_response {
 	/* The partition index. (v1+) */
@@ -292,6 +325,8 @@ struct kafka_list_offsets_response_list_offsets_partition_response {
 	int64_t Timestamp;
 	/* The returned offset. (v1+) */
 	int64_t Offset;
+	/* (v4+) */
+	int32_t LeaderEpoch;
 };
 
 struct kafka_list_offsets_response_list_offsets_topic_response {
@@ -304,7 +339,7 @@ struct kafka_list_offsets_response_list_offsets_topic_response {
 	} Partitions;
 };
 
-/* ListOffsetsResponse, versions 1-3, flexible from v6. */
+/* ListOffsetsResponse, versions 1-4, flexible from v6. */
 struct kafka_list_offsets_response {
 	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v2+) */
 	int32_t ThrottleTimeMs;
@@ -321,14 +356,14 @@ int kafka_list_offsets_response_decode(struct kafka_cursor *c, struct kafka_aren
 void kafka_list_offsets_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_list_offsets_response *m);
 
-/* ---- MetadataRequest (api key 3, versions 0-6) ---- */
+/* ---- MetadataRequest (api key 3, versions 0-7) ---- */
 
 struct kafka_metadata_request_metadata_request_topic {
 	/* The topic name. (v0+) */
 	struct kafka_str Name;
 };
 
-/* MetadataRequest, versions 0-6, flexible from v9. */
+/* MetadataRequest, versions 0-7, flexible from v9. */
 struct kafka_metadata_request {
 	/* The topics to fetch metadata for. (v0+, nullable) */
 	struct {
@@ -345,7 +380,7 @@ int kafka_metadata_request_decode(struct kafka_cursor *c, struct kafka_arena *a,
 void kafka_metadata_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_metadata_request *m);
 
-/* ---- MetadataResponse (api key 3, versions 0-6) ---- */
+/* ---- MetadataResponse (api key 3, versions 0-7) ---- */
 
 struct kafka_metadata_response_metadata_response_broker {
 	/* The broker ID. (v0+) */
@@ -365,6 +400,8 @@ struct kafka_metadata_response_metadata_response_partition {
 	int32_t PartitionIndex;
 	/* The ID of the leader broker. (v0+) */
 	int32_t LeaderId;
+	/* The leader epoch of this partition. (v7+) */
+	int32_t LeaderEpoch;
 	/* The set of all nodes that host this partition. (v0+) */
 	struct {
 		int32_t *items;
@@ -396,7 +433,7 @@ struct kafka_metadata_response_metadata_response_topic {
 	} Partitions;
 };
 
-/* MetadataResponse, versions 0-6, flexible from v9. */
+/* MetadataResponse, versions 0-7, flexible from v9. */
 struct kafka_metadata_response {
 	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v3+) */
 	int32_t ThrottleTimeMs;
@@ -1311,6 +1348,84 @@ int kafka_init_producer_id_response_decode(struct kafka_cursor *c, struct kafka_
 		struct kafka_init_producer_id_response *m);
 void kafka_init_producer_id_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_init_producer_id_response *m);
+
+/* ---- OffsetForLeaderEpochRequest (api key 23, versions 0-4) ---- */
+
+struct kafka_offset_for_leader_epoch_request_offset_for_leader_partition {
+	/* The partition index. (v0+) */
+	int32_t Partition;
+	/* An epoch used to fence consumers/replicas with old metadata. If the epoch provided by the client is larger than the current epoch known to the broker, then the UNKNOWN_LEADER_EPOCH error code will be returned. If the provided epoch is smaller, then the FENCED_LEADER_EPOCH error code will be returned. (v2+) */
+	int32_t CurrentLeaderEpoch;
+	/* The epoch to look up an offset for. (v0+) */
+	int32_t LeaderEpoch;
+};
+
+struct kafka_offset_for_leader_epoch_request_offset_for_leader_topic {
+	/* The topic name. (v0+) */
+	struct kafka_str Topic;
+	/* Each partition to get offsets for. (v0+) */
+	struct {
+		struct kafka_offset_for_leader_epoch_request_offset_for_leader_partition *items;
+		int32_t count; /* -1: null */
+	} Partitions;
+};
+
+/* OffsetForLeaderEpochRequest, versions 0-4, flexible from v4. */
+struct kafka_offset_for_leader_epoch_request {
+	/* The broker ID of the follower, of -1 if this request is from a consumer. (v3+) */
+	int32_t ReplicaId;
+	/* Each topic to get offsets for. (v0+) */
+	struct {
+		struct kafka_offset_for_leader_epoch_request_offset_for_leader_topic *items;
+		int32_t count; /* -1: null */
+	} Topics;
+};
+
+void kafka_offset_for_leader_epoch_request_init(struct kafka_offset_for_leader_epoch_request *m);
+int kafka_offset_for_leader_epoch_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_offset_for_leader_epoch_request *m);
+void kafka_offset_for_leader_epoch_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_offset_for_leader_epoch_request *m);
+
+/* ---- OffsetForLeaderEpochResponse (api key 23, versions 0-4) ---- */
+
+struct kafka_offset_for_leader_epoch_response_epoch_end_offset {
+	/* The error code 0, or if there was no error. (v0+) */
+	int16_t ErrorCode;
+	/* The partition index. (v0+) */
+	int32_t Partition;
+	/* The leader epoch of the partition. (v1+) */
+	int32_t LeaderEpoch;
+	/* The end offset of the epoch. (v0+) */
+	int64_t EndOffset;
+};
+
+struct kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result {
+	/* The topic name. (v0+) */
+	struct kafka_str Topic;
+	/* Each partition in the topic we fetched offsets for. (v0+) */
+	struct {
+		struct kafka_offset_for_leader_epoch_response_epoch_end_offset *items;
+		int32_t count; /* -1: null */
+	} Partitions;
+};
+
+/* OffsetForLeaderEpochResponse, versions 0-4, flexible from v4. */
+struct kafka_offset_for_leader_epoch_response {
+	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v2+) */
+	int32_t ThrottleTimeMs;
+	/* Each topic we fetched offsets for. (v0+) */
+	struct {
+		struct kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result *items;
+		int32_t count; /* -1: null */
+	} Topics;
+};
+
+void kafka_offset_for_leader_epoch_response_init(struct kafka_offset_for_leader_epoch_response *m);
+int kafka_offset_for_leader_epoch_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_offset_for_leader_epoch_response *m);
+void kafka_offset_for_leader_epoch_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_offset_for_leader_epoch_response *m);
 
 /* ---- AddPartitionsToTxnRequest (api key 24, versions 0-1) ---- */
 
@@ -2659,6 +2774,7 @@ enum kafka_api_key {
 	KAFKA_DELETE_TOPICS_KEY = 20,
 	KAFKA_DELETE_RECORDS_KEY = 21,
 	KAFKA_INIT_PRODUCER_ID_KEY = 22,
+	KAFKA_OFFSET_FOR_LEADER_EPOCH_KEY = 23,
 	KAFKA_ADD_PARTITIONS_TO_TXN_KEY = 24,
 	KAFKA_ADD_OFFSETS_TO_TXN_KEY = 25,
 	KAFKA_END_TXN_KEY = 26,
@@ -2678,7 +2794,7 @@ enum kafka_api_key {
 	KAFKA_DESCRIBE_CLUSTER_KEY = 60,
 };
 
-#define KAFKA_API_COUNT 36
+#define KAFKA_API_COUNT 37
 
 extern const struct kafka_api kafka_apis[KAFKA_API_COUNT];
 extern const struct kafka_msg_desc kafka_msg_descs[];

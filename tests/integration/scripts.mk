@@ -19,6 +19,9 @@ TEST_SCRIPTS += tests/integration/test_txn_clients.py
 # Produce over raw frames: several batches for one partition in one request,
 # a batch larger than the shard's tail memory
 TEST_SCRIPTS += tests/integration/test_produce_raw.py
+# leader epochs (raw OffsetForLeaderEpoch, Fetch v9-12, ListOffsets v4,
+# Metadata v7) and a librdkafka consumer through an epoch change
+TEST_SCRIPTS += tests/integration/test_leader_epochs.py
 # Kafka's rules at the edges over raw frames (issue 17): reserved names,
 # DeleteRecords offsets, CreateTopics counts, unimplemented listener
 # protocols, illegal names in Metadata, Fetch max_bytes, ListGroups v4

@@ -234,6 +234,7 @@ static void kafka_fetch_request_fetch_partition_init_(struct kafka_fetch_request
 {
 	memset(m, 0, sizeof(*m));
 	m->CurrentLeaderEpoch = (int32_t)-1LL;
+	m->LastFetchedEpoch = (int32_t)-1LL;
 	m->LogStartOffset = (int64_t)-1LL;
 }
 
@@ -259,6 +260,9 @@ static void sample_kafka_fetch_request_fetch_partition(struct kafka_sample *s, i
 		m->CurrentLeaderEpoch = kafka_sample_int32(s);
 	}
 	m->FetchOffset = kafka_sample_int64(s);
+	if (version == 12) {
+		m->LastFetchedEpoch = kafka_sample_int32(s);
+	}
 	if (version >= 5) {
 		m->LogStartOffset = kafka_sample_int64(s);
 	}
@@ -298,6 +302,9 @@ static void sample_kafka_fetch_request(struct kafka_sample *s, int16_t version, 
 	(void)s;
 	(void)version;
 	kafka_fetch_request_init(m);
+	if ((version == 12) && kafka_sample_coin(s)) {
+		m->ClusterId = kafka_sample_string(s, version == 12);
+	}
 	m->ReplicaId = kafka_sample_int32(s);
 	m->MaxWaitMs = kafka_sample_int32(s);
 	m->MinBytes = kafka_sample_int32(s);
@@ -319,7 +326,7 @@ static void sample_kafka_fetch_request(struct kafka_sample *s, int16_t version, 
 		for (int32_t i = 0; i < m->ForgottenTopicsData.count; i++)
 			sample_kafka_fetch_request_forgotten_topic(s, version, &m->ForgottenTopicsData.items[i]);
 	}
-	if (version == 11) {
+	if (version >= 11) {
 		m->RackId = kafka_sample_string(s, false);
 	}
 }
@@ -332,6 +339,8 @@ static bool equal_kafka_fetch_request_fetch_partition(const struct kafka_fetch_r
 		return kafka_sample_differs("FetchPartition.CurrentLeaderEpoch");
 	if (a->FetchOffset != b->FetchOffset)
 		return kafka_sample_differs("FetchPartition.FetchOffset");
+	if (a->LastFetchedEpoch != b->LastFetchedEpoch)
+		return kafka_sample_differs("FetchPartition.LastFetchedEpoch");
 	if (a->LogStartOffset != b->LogStartOffset)
 		return kafka_sample_differs("FetchPartition.LogStartOffset");
 	if (a->PartitionMaxBytes != b->PartitionMaxBytes)
@@ -373,6 +382,8 @@ static bool equal_kafka_fetch_request_forgotten_topic(const struct kafka_fetch_r
 
 static bool equal_kafka_fetch_request(const struct kafka_fetch_request *a, const struct kafka_fetch_request *b)
 {
+	if (!kafka_sample_str_equal(a->ClusterId, b->ClusterId))
+		return kafka_sample_differs("FetchRequest.ClusterId");
 	if (a->ReplicaId != b->ReplicaId)
 		return kafka_sample_differs("FetchRequest.ReplicaId");
 	if (a->MaxWaitMs != b->MaxWaitMs)
@@ -419,6 +430,27 @@ static bool equal_any_kafka_fetch_request(const void *a, const void *b)
 	return equal_kafka_fetch_request(a, b);
 }
 
+static void kafka_fetch_response_epoch_end_offset_init_(struct kafka_fetch_response_epoch_end_offset *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Epoch = (int32_t)-1LL;
+	m->EndOffset = (int64_t)-1LL;
+}
+
+static void kafka_fetch_response_leader_id_and_epoch_init_(struct kafka_fetch_response_leader_id_and_epoch *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->LeaderId = (int32_t)-1LL;
+	m->LeaderEpoch = (int32_t)-1LL;
+}
+
+static void kafka_fetch_response_snapshot_id_init_(struct kafka_fetch_response_snapshot_id *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->EndOffset = (int64_t)-1LL;
+	m->Epoch = (int32_t)-1LL;
+}
+
 static void kafka_fetch_response_aborted_transaction_init_(struct kafka_fetch_response_aborted_transaction *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -429,6 +461,9 @@ static void kafka_fetch_response_partition_data_init_(struct kafka_fetch_respons
 	memset(m, 0, sizeof(*m));
 	m->LastStableOffset = (int64_t)-1LL;
 	m->LogStartOffset = (int64_t)-1LL;
+	kafka_fetch_response_epoch_end_offset_init_(&m->DivergingEpoch);
+	kafka_fetch_response_leader_id_and_epoch_init_(&m->CurrentLeader);
+	kafka_fetch_response_snapshot_id_init_(&m->SnapshotId);
 	m->PreferredReadReplica = (int32_t)-1LL;
 	m->Records = (struct kafka_bytes){ (const uint8_t *)"", 0 };
 }
@@ -437,6 +472,41 @@ static void kafka_fetch_response_fetchable_topic_response_init_(struct kafka_fet
 {
 	memset(m, 0, sizeof(*m));
 	m->Topic = (struct kafka_str){ "", 0 };
+}
+
+static void sample_kafka_fetch_response_epoch_end_offset(struct kafka_sample *s, int16_t version, struct kafka_fetch_response_epoch_end_offset *m)
+{
+	(void)s;
+	(void)version;
+	kafka_fetch_response_epoch_end_offset_init_(m);
+	if (version == 12) {
+		m->Epoch = kafka_sample_int32(s);
+	}
+	if (version == 12) {
+		m->EndOffset = kafka_sample_int64(s);
+	}
+}
+
+static void sample_kafka_fetch_response_leader_id_and_epoch(struct kafka_sample *s, int16_t version, struct kafka_fetch_response_leader_id_and_epoch *m)
+{
+	(void)s;
+	(void)version;
+	kafka_fetch_response_leader_id_and_epoch_init_(m);
+	if (version == 12) {
+		m->LeaderId = kafka_sample_int32(s);
+	}
+	if (version == 12) {
+		m->LeaderEpoch = kafka_sample_int32(s);
+	}
+}
+
+static void sample_kafka_fetch_response_snapshot_id(struct kafka_sample *s, int16_t version, struct kafka_fetch_response_snapshot_id *m)
+{
+	(void)s;
+	(void)version;
+	kafka_fetch_response_snapshot_id_init_(m);
+	m->EndOffset = kafka_sample_int64(s);
+	m->Epoch = kafka_sample_int32(s);
 }
 
 static void sample_kafka_fetch_response_aborted_transaction(struct kafka_sample *s, int16_t version, struct kafka_fetch_response_aborted_transaction *m)
@@ -460,11 +530,20 @@ static void sample_kafka_fetch_response_partition_data(struct kafka_sample *s, i
 	if (version >= 5) {
 		m->LogStartOffset = kafka_sample_int64(s);
 	}
+	if ((version == 12) && kafka_sample_coin(s)) {
+		sample_kafka_fetch_response_epoch_end_offset(s, version, &m->DivergingEpoch);
+	}
+	if ((version == 12) && kafka_sample_coin(s)) {
+		sample_kafka_fetch_response_leader_id_and_epoch(s, version, &m->CurrentLeader);
+	}
+	if ((version == 12) && kafka_sample_coin(s)) {
+		sample_kafka_fetch_response_snapshot_id(s, version, &m->SnapshotId);
+	}
 	m->AbortedTransactions.count = kafka_sample_count(s, true);
 	m->AbortedTransactions.items = m->AbortedTransactions.count > 0 ? kafka_sample_alloc(s, (size_t)m->AbortedTransactions.count * sizeof(*m->AbortedTransactions.items)) : NULL;
 	for (int32_t i = 0; i < m->AbortedTransactions.count; i++)
 		sample_kafka_fetch_response_aborted_transaction(s, version, &m->AbortedTransactions.items[i]);
-	if (version == 11) {
+	if (version >= 11) {
 		m->PreferredReadReplica = kafka_sample_int32(s);
 	}
 	m->Records = kafka_sample_bytes(s, true);
@@ -500,6 +579,39 @@ static void sample_kafka_fetch_response(struct kafka_sample *s, int16_t version,
 		sample_kafka_fetch_response_fetchable_topic_response(s, version, &m->Responses.items[i]);
 }
 
+static bool equal_kafka_fetch_response_epoch_end_offset(const struct kafka_fetch_response_epoch_end_offset *a, const struct kafka_fetch_response_epoch_end_offset *b)
+{
+	if (a->Epoch != b->Epoch)
+		return kafka_sample_differs("EpochEndOffset.Epoch");
+	if (a->EndOffset != b->EndOffset)
+		return kafka_sample_differs("EpochEndOffset.EndOffset");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_fetch_response_leader_id_and_epoch(const struct kafka_fetch_response_leader_id_and_epoch *a, const struct kafka_fetch_response_leader_id_and_epoch *b)
+{
+	if (a->LeaderId != b->LeaderId)
+		return kafka_sample_differs("LeaderIdAndEpoch.LeaderId");
+	if (a->LeaderEpoch != b->LeaderEpoch)
+		return kafka_sample_differs("LeaderIdAndEpoch.LeaderEpoch");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_fetch_response_snapshot_id(const struct kafka_fetch_response_snapshot_id *a, const struct kafka_fetch_response_snapshot_id *b)
+{
+	if (a->EndOffset != b->EndOffset)
+		return kafka_sample_differs("SnapshotId.EndOffset");
+	if (a->Epoch != b->Epoch)
+		return kafka_sample_differs("SnapshotId.Epoch");
+	(void)a;
+	(void)b;
+	return true;
+}
+
 static bool equal_kafka_fetch_response_aborted_transaction(const struct kafka_fetch_response_aborted_transaction *a, const struct kafka_fetch_response_aborted_transaction *b)
 {
 	if (a->ProducerId != b->ProducerId)
@@ -523,6 +635,12 @@ static bool equal_kafka_fetch_response_partition_data(const struct kafka_fetch_r
 		return kafka_sample_differs("PartitionData.LastStableOffset");
 	if (a->LogStartOffset != b->LogStartOffset)
 		return kafka_sample_differs("PartitionData.LogStartOffset");
+	if (!equal_kafka_fetch_response_epoch_end_offset(&a->DivergingEpoch, &b->DivergingEpoch))
+		return false;
+	if (!equal_kafka_fetch_response_leader_id_and_epoch(&a->CurrentLeader, &b->CurrentLeader))
+		return false;
+	if (!equal_kafka_fetch_response_snapshot_id(&a->SnapshotId, &b->SnapshotId))
+		return false;
 	if (a->AbortedTransactions.count != b->AbortedTransactions.count)
 		return kafka_sample_differs("PartitionData.AbortedTransactions.count");
 	for (int32_t i = 0; i < a->AbortedTransactions.count; i++) {
@@ -588,6 +706,7 @@ static bool equal_any_kafka_fetch_response(const void *a, const void *b)
 static void kafka_list_offsets_request_list_offsets_partition_init_(struct kafka_list_offsets_request_list_offsets_partition *m)
 {
 	memset(m, 0, sizeof(*m));
+	m->CurrentLeaderEpoch = (int32_t)-1LL;
 }
 
 static void kafka_list_offsets_request_list_offsets_topic_init_(struct kafka_list_offsets_request_list_offsets_topic *m)
@@ -602,6 +721,9 @@ static void sample_kafka_list_offsets_request_list_offsets_partition(struct kafk
 	(void)version;
 	kafka_list_offsets_request_list_offsets_partition_init_(m);
 	m->PartitionIndex = kafka_sample_int32(s);
+	if (version == 4) {
+		m->CurrentLeaderEpoch = kafka_sample_int32(s);
+	}
 	m->Timestamp = kafka_sample_int64(s);
 }
 
@@ -636,6 +758,8 @@ static bool equal_kafka_list_offsets_request_list_offsets_partition(const struct
 {
 	if (a->PartitionIndex != b->PartitionIndex)
 		return kafka_sample_differs("ListOffsetsPartition.PartitionIndex");
+	if (a->CurrentLeaderEpoch != b->CurrentLeaderEpoch)
+		return kafka_sample_differs("ListOffsetsPartition.CurrentLeaderEpoch");
 	if (a->Timestamp != b->Timestamp)
 		return kafka_sample_differs("ListOffsetsPartition.Timestamp");
 	(void)a;
@@ -693,6 +817,7 @@ static void kafka_list_offsets_response_list_offsets_partition_response_init_(st
 	memset(m, 0, sizeof(*m));
 	m->Timestamp = (int64_t)-1LL;
 	m->Offset = (int64_t)-1LL;
+	m->LeaderEpoch = (int32_t)-1LL;
 }
 
 static void kafka_list_offsets_response_list_offsets_topic_response_init_(struct kafka_list_offsets_response_list_offsets_topic_response *m)
@@ -710,6 +835,9 @@ static void sample_kafka_list_offsets_response_list_offsets_partition_response(s
 	m->ErrorCode = kafka_sample_int16(s);
 	m->Timestamp = kafka_sample_int64(s);
 	m->Offset = kafka_sample_int64(s);
+	if (version == 4) {
+		m->LeaderEpoch = kafka_sample_int32(s);
+	}
 }
 
 static void sample_kafka_list_offsets_response_list_offsets_topic_response(struct kafka_sample *s, int16_t version, struct kafka_list_offsets_response_list_offsets_topic_response *m)
@@ -748,6 +876,8 @@ static bool equal_kafka_list_offsets_response_list_offsets_partition_response(co
 		return kafka_sample_differs("ListOffsetsPartitionResponse.Timestamp");
 	if (a->Offset != b->Offset)
 		return kafka_sample_differs("ListOffsetsPartitionResponse.Offset");
+	if (a->LeaderEpoch != b->LeaderEpoch)
+		return kafka_sample_differs("ListOffsetsPartitionResponse.LeaderEpoch");
 	(void)a;
 	(void)b;
 	return true;
@@ -871,6 +1001,7 @@ static void kafka_metadata_response_metadata_response_broker_init_(struct kafka_
 static void kafka_metadata_response_metadata_response_partition_init_(struct kafka_metadata_response_metadata_response_partition *m)
 {
 	memset(m, 0, sizeof(*m));
+	m->LeaderEpoch = (int32_t)-1LL;
 }
 
 static void kafka_metadata_response_metadata_response_topic_init_(struct kafka_metadata_response_metadata_response_topic *m)
@@ -900,6 +1031,9 @@ static void sample_kafka_metadata_response_metadata_response_partition(struct ka
 	m->ErrorCode = kafka_sample_int16(s);
 	m->PartitionIndex = kafka_sample_int32(s);
 	m->LeaderId = kafka_sample_int32(s);
+	if (version == 7) {
+		m->LeaderEpoch = kafka_sample_int32(s);
+	}
 	m->ReplicaNodes.count = kafka_sample_count(s, false);
 	m->ReplicaNodes.items = m->ReplicaNodes.count > 0 ? kafka_sample_alloc(s, (size_t)m->ReplicaNodes.count * sizeof(*m->ReplicaNodes.items)) : NULL;
 	for (int32_t i = 0; i < m->ReplicaNodes.count; i++)
@@ -979,6 +1113,8 @@ static bool equal_kafka_metadata_response_metadata_response_partition(const stru
 		return kafka_sample_differs("MetadataResponsePartition.PartitionIndex");
 	if (a->LeaderId != b->LeaderId)
 		return kafka_sample_differs("MetadataResponsePartition.LeaderId");
+	if (a->LeaderEpoch != b->LeaderEpoch)
+		return kafka_sample_differs("MetadataResponsePartition.LeaderEpoch");
 	if (a->ReplicaNodes.count != b->ReplicaNodes.count)
 		return kafka_sample_differs("MetadataResponsePartition.ReplicaNodes.count");
 	for (int32_t i = 0; i < a->ReplicaNodes.count; i++) {
@@ -3285,6 +3421,222 @@ static void *sample_any_kafka_init_producer_id_response(struct kafka_sample *s, 
 static bool equal_any_kafka_init_producer_id_response(const void *a, const void *b)
 {
 	return equal_kafka_init_producer_id_response(a, b);
+}
+
+static void kafka_offset_for_leader_epoch_request_offset_for_leader_partition_init_(struct kafka_offset_for_leader_epoch_request_offset_for_leader_partition *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->CurrentLeaderEpoch = (int32_t)-1LL;
+}
+
+static void kafka_offset_for_leader_epoch_request_offset_for_leader_topic_init_(struct kafka_offset_for_leader_epoch_request_offset_for_leader_topic *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Topic = (struct kafka_str){ "", 0 };
+}
+
+static void sample_kafka_offset_for_leader_epoch_request_offset_for_leader_partition(struct kafka_sample *s, int16_t version, struct kafka_offset_for_leader_epoch_request_offset_for_leader_partition *m)
+{
+	(void)s;
+	(void)version;
+	kafka_offset_for_leader_epoch_request_offset_for_leader_partition_init_(m);
+	m->Partition = kafka_sample_int32(s);
+	if (version >= 2) {
+		m->CurrentLeaderEpoch = kafka_sample_int32(s);
+	}
+	m->LeaderEpoch = kafka_sample_int32(s);
+}
+
+static void sample_kafka_offset_for_leader_epoch_request_offset_for_leader_topic(struct kafka_sample *s, int16_t version, struct kafka_offset_for_leader_epoch_request_offset_for_leader_topic *m)
+{
+	(void)s;
+	(void)version;
+	kafka_offset_for_leader_epoch_request_offset_for_leader_topic_init_(m);
+	m->Topic = kafka_sample_string(s, false);
+	m->Partitions.count = kafka_sample_count(s, false);
+	m->Partitions.items = m->Partitions.count > 0 ? kafka_sample_alloc(s, (size_t)m->Partitions.count * sizeof(*m->Partitions.items)) : NULL;
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		sample_kafka_offset_for_leader_epoch_request_offset_for_leader_partition(s, version, &m->Partitions.items[i]);
+}
+
+static void sample_kafka_offset_for_leader_epoch_request(struct kafka_sample *s, int16_t version, struct kafka_offset_for_leader_epoch_request *m)
+{
+	(void)s;
+	(void)version;
+	kafka_offset_for_leader_epoch_request_init(m);
+	if (version >= 3) {
+		m->ReplicaId = kafka_sample_int32(s);
+	}
+	m->Topics.count = kafka_sample_count(s, false);
+	m->Topics.items = m->Topics.count > 0 ? kafka_sample_alloc(s, (size_t)m->Topics.count * sizeof(*m->Topics.items)) : NULL;
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		sample_kafka_offset_for_leader_epoch_request_offset_for_leader_topic(s, version, &m->Topics.items[i]);
+}
+
+static bool equal_kafka_offset_for_leader_epoch_request_offset_for_leader_partition(const struct kafka_offset_for_leader_epoch_request_offset_for_leader_partition *a, const struct kafka_offset_for_leader_epoch_request_offset_for_leader_partition *b)
+{
+	if (a->Partition != b->Partition)
+		return kafka_sample_differs("OffsetForLeaderPartition.Partition");
+	if (a->CurrentLeaderEpoch != b->CurrentLeaderEpoch)
+		return kafka_sample_differs("OffsetForLeaderPartition.CurrentLeaderEpoch");
+	if (a->LeaderEpoch != b->LeaderEpoch)
+		return kafka_sample_differs("OffsetForLeaderPartition.LeaderEpoch");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_offset_for_leader_epoch_request_offset_for_leader_topic(const struct kafka_offset_for_leader_epoch_request_offset_for_leader_topic *a, const struct kafka_offset_for_leader_epoch_request_offset_for_leader_topic *b)
+{
+	if (!kafka_sample_str_equal(a->Topic, b->Topic))
+		return kafka_sample_differs("OffsetForLeaderTopic.Topic");
+	if (a->Partitions.count != b->Partitions.count)
+		return kafka_sample_differs("OffsetForLeaderTopic.Partitions.count");
+	for (int32_t i = 0; i < a->Partitions.count; i++) {
+		if (!equal_kafka_offset_for_leader_epoch_request_offset_for_leader_partition(&a->Partitions.items[i], &b->Partitions.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_offset_for_leader_epoch_request(const struct kafka_offset_for_leader_epoch_request *a, const struct kafka_offset_for_leader_epoch_request *b)
+{
+	if (a->ReplicaId != b->ReplicaId)
+		return kafka_sample_differs("OffsetForLeaderEpochRequest.ReplicaId");
+	if (a->Topics.count != b->Topics.count)
+		return kafka_sample_differs("OffsetForLeaderEpochRequest.Topics.count");
+	for (int32_t i = 0; i < a->Topics.count; i++) {
+		if (!equal_kafka_offset_for_leader_epoch_request_offset_for_leader_topic(&a->Topics.items[i], &b->Topics.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_offset_for_leader_epoch_request(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_offset_for_leader_epoch_request *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_offset_for_leader_epoch_request(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_offset_for_leader_epoch_request(const void *a, const void *b)
+{
+	return equal_kafka_offset_for_leader_epoch_request(a, b);
+}
+
+static void kafka_offset_for_leader_epoch_response_epoch_end_offset_init_(struct kafka_offset_for_leader_epoch_response_epoch_end_offset *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->LeaderEpoch = (int32_t)-1LL;
+	m->EndOffset = (int64_t)-1LL;
+}
+
+static void kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result_init_(struct kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Topic = (struct kafka_str){ "", 0 };
+}
+
+static void sample_kafka_offset_for_leader_epoch_response_epoch_end_offset(struct kafka_sample *s, int16_t version, struct kafka_offset_for_leader_epoch_response_epoch_end_offset *m)
+{
+	(void)s;
+	(void)version;
+	kafka_offset_for_leader_epoch_response_epoch_end_offset_init_(m);
+	m->ErrorCode = kafka_sample_int16(s);
+	m->Partition = kafka_sample_int32(s);
+	if (version >= 1) {
+		m->LeaderEpoch = kafka_sample_int32(s);
+	}
+	m->EndOffset = kafka_sample_int64(s);
+}
+
+static void sample_kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result(struct kafka_sample *s, int16_t version, struct kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result *m)
+{
+	(void)s;
+	(void)version;
+	kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result_init_(m);
+	m->Topic = kafka_sample_string(s, false);
+	m->Partitions.count = kafka_sample_count(s, false);
+	m->Partitions.items = m->Partitions.count > 0 ? kafka_sample_alloc(s, (size_t)m->Partitions.count * sizeof(*m->Partitions.items)) : NULL;
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		sample_kafka_offset_for_leader_epoch_response_epoch_end_offset(s, version, &m->Partitions.items[i]);
+}
+
+static void sample_kafka_offset_for_leader_epoch_response(struct kafka_sample *s, int16_t version, struct kafka_offset_for_leader_epoch_response *m)
+{
+	(void)s;
+	(void)version;
+	kafka_offset_for_leader_epoch_response_init(m);
+	if (version >= 2) {
+		m->ThrottleTimeMs = kafka_sample_int32(s);
+	}
+	m->Topics.count = kafka_sample_count(s, false);
+	m->Topics.items = m->Topics.count > 0 ? kafka_sample_alloc(s, (size_t)m->Topics.count * sizeof(*m->Topics.items)) : NULL;
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		sample_kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result(s, version, &m->Topics.items[i]);
+}
+
+static bool equal_kafka_offset_for_leader_epoch_response_epoch_end_offset(const struct kafka_offset_for_leader_epoch_response_epoch_end_offset *a, const struct kafka_offset_for_leader_epoch_response_epoch_end_offset *b)
+{
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("EpochEndOffset.ErrorCode");
+	if (a->Partition != b->Partition)
+		return kafka_sample_differs("EpochEndOffset.Partition");
+	if (a->LeaderEpoch != b->LeaderEpoch)
+		return kafka_sample_differs("EpochEndOffset.LeaderEpoch");
+	if (a->EndOffset != b->EndOffset)
+		return kafka_sample_differs("EpochEndOffset.EndOffset");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result(const struct kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result *a, const struct kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result *b)
+{
+	if (!kafka_sample_str_equal(a->Topic, b->Topic))
+		return kafka_sample_differs("OffsetForLeaderTopicResult.Topic");
+	if (a->Partitions.count != b->Partitions.count)
+		return kafka_sample_differs("OffsetForLeaderTopicResult.Partitions.count");
+	for (int32_t i = 0; i < a->Partitions.count; i++) {
+		if (!equal_kafka_offset_for_leader_epoch_response_epoch_end_offset(&a->Partitions.items[i], &b->Partitions.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_offset_for_leader_epoch_response(const struct kafka_offset_for_leader_epoch_response *a, const struct kafka_offset_for_leader_epoch_response *b)
+{
+	if (a->ThrottleTimeMs != b->ThrottleTimeMs)
+		return kafka_sample_differs("OffsetForLeaderEpochResponse.ThrottleTimeMs");
+	if (a->Topics.count != b->Topics.count)
+		return kafka_sample_differs("OffsetForLeaderEpochResponse.Topics.count");
+	for (int32_t i = 0; i < a->Topics.count; i++) {
+		if (!equal_kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result(&a->Topics.items[i], &b->Topics.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_offset_for_leader_epoch_response(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_offset_for_leader_epoch_response *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_offset_for_leader_epoch_response(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_offset_for_leader_epoch_response(const void *a, const void *b)
+{
+	return equal_kafka_offset_for_leader_epoch_response(a, b);
 }
 
 static void kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic_init_(struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic *m)
@@ -6520,6 +6872,8 @@ static const struct kafka_sample_desc kafka_sample_descs[] = {
 	{ "DeleteRecordsResponse", sample_any_kafka_delete_records_response, equal_any_kafka_delete_records_response },
 	{ "InitProducerIdRequest", sample_any_kafka_init_producer_id_request, equal_any_kafka_init_producer_id_request },
 	{ "InitProducerIdResponse", sample_any_kafka_init_producer_id_response, equal_any_kafka_init_producer_id_response },
+	{ "OffsetForLeaderEpochRequest", sample_any_kafka_offset_for_leader_epoch_request, equal_any_kafka_offset_for_leader_epoch_request },
+	{ "OffsetForLeaderEpochResponse", sample_any_kafka_offset_for_leader_epoch_response, equal_any_kafka_offset_for_leader_epoch_response },
 	{ "AddPartitionsToTxnRequest", sample_any_kafka_add_partitions_to_txn_request, equal_any_kafka_add_partitions_to_txn_request },
 	{ "AddPartitionsToTxnResponse", sample_any_kafka_add_partitions_to_txn_response, equal_any_kafka_add_partitions_to_txn_response },
 	{ "AddOffsetsToTxnRequest", sample_any_kafka_add_offsets_to_txn_request, equal_any_kafka_add_offsets_to_txn_request },

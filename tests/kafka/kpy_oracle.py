@@ -46,6 +46,8 @@ def classes():
 # by hand against ../shared/kafka-protocol/messages); the oracle reports
 # them instead of failing on them.
 KNOWN_DEFECTS = {
+    ("req", 2, 4): "OffsetRequest_v4 declares current_leader_epoch Int64 (JSON: CurrentLeaderEpoch "
+                   "int32, 4+)",
     ("resp", 10, 1): "GroupCoordinatorResponse_v1 lacks ThrottleTimeMs (JSON: versions 1+)",
     ("resp", 15, 3): "DescribeGroupsResponse_v3 puts authorized_operations at top level "
                      "(JSON: AuthorizedOperations inside each DescribedGroup, 3+)",
@@ -96,6 +98,8 @@ def encode(d, per):
     rnd = random.Random(20240917)
     n = 0
     for (kind, key, ver), cls in sorted(classes().items()):
+        if (kind, key, ver) in KNOWN_DEFECTS:
+            continue               # its bytes are not Kafka's: nothing to hand Sluice
         for i in range(per):
             vals = value(cls.SCHEMA, rnd)
             obj = cls(*vals)

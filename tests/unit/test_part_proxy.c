@@ -340,3 +340,69 @@ Test(part_proxy, reopen_reports_what_recovery_read)
 	cr_assert_eq(report.noteworthy, 0);
 	cr_assert_eq(opened->pl->next_offset, 4);
 }
+
+/* The leader epoch: the partition opens at its metadata entry's epoch (or
+ * its log's, when that is higher), and the sender moves it through the
+ * proxy: stamped into the batches appended after, kept in the epoch cache;
+ * a lower epoch is refused, a retired partition answers -ENOENT. */
+Test(part_proxy, the_leader_epoch_is_set_through_the_proxy)
+{
+	struct part_append_req req;
+	uint8_t *batch;
+	int32_t e;
+	int64_t end;
+
+	mpart.leader_epoch = 2;
+	open_partition();
+	cr_assert_eq(report.leader_epoch, 2, "opens at the metadata's epoch");
+	cr_assert_eq(opened->pl->leader_epoch, 2);
+	batch = make_batch(4, &req.len);
+	req.batch = batch;
+	req.done = on_appended;
+	req.cookie = (void *)(intptr_t)0;
+	part_proxy_append(&px, 0, opened, &req);
+	run_until(calls + 1);
+	cr_assert_eq(append_err[0], 0);
+
+	done_err = -1000;
+	part_proxy_set_leader_epoch(&px, 0, opened, 5, on_done, &done_err);
+	cr_assert_eq(opened->pl->leader_epoch, 2, "nothing changes before the owner's turn");
+	run_until(calls + 1);
+	cr_assert_eq(done_err, 0);
+	cr_assert_eq(opened->pl->leader_epoch, 5);
+	plog_epoch_end_offset(opened->pl, 2, &e, &end);
+	cr_assert_eq(e, 2);
+	cr_assert_eq(end, 4, "epoch 2 ended where 5 began");
+	part_proxy_append(&px, 0, opened, &req);
+	run_until(calls + 1);
+	cr_assert_eq(appended[0], 4);
+	plog_epoch_end_offset(opened->pl, 5, &e, &end);
+	cr_assert_eq(e, 5);
+	cr_assert_eq(end, 8);
+
+	done_err = -1000;
+	part_proxy_set_leader_epoch(&px, 0, opened, 4, on_done, &done_err);
+	run_until(calls + 1);
+	cr_assert_eq(done_err, -ESTALE, "a lower epoch is refused");
+	cr_assert_eq(opened->pl->leader_epoch, 5);
+
+	/* reopened with an older metadata entry: the log's epoch wins */
+	done_err = -1000;
+	part_proxy_close(&px, 0, opened, on_done, &done_err);
+	run_until(calls + 1);
+	mpart.part = NULL;
+	mpart.leader_epoch = 1;
+	open_partition();
+	cr_assert_eq(report.leader_epoch, 5);
+	cr_assert_eq(opened->pl->leader_epoch, 5);
+
+	done_err = -1000;
+	part_proxy_retire(&px, 0, opened, on_done, &done_err);
+	run_until(calls + 1);
+	done_err = -1000;
+	part_proxy_set_leader_epoch(&px, 0, opened, 9, on_done, &done_err);
+	run_until(calls + 1);
+	cr_assert_eq(done_err, -ENOENT);
+	mpart.leader_epoch = 0;
+	free(batch);
+}
