@@ -43,6 +43,7 @@ struct ctl_brokers {
 	int proposing;                  /* a record of ours is in flight */
 	void (*ready)(struct ctl *ctl, int err, const char *msg);
 	int64_t next_hb_ms;
+	int64_t interval_ms, session_ms;   /* broker.heartbeat.interval.ms, broker.session.timeout.ms */
 	/* this node as the active controller */
 	struct ctl_hb *hb;
 	int nhb, cap_hb;
@@ -202,6 +203,8 @@ void ctl_brokers_start(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, 
 		abort();   /* the control thread's own bookkeeping */
 	ctl->brokers = cb;
 	cb->ready = ready;
+	cb->interval_ms = config_int(ctl->cfg, "broker.heartbeat.interval.ms");
+	cb->session_ms = config_int(ctl->cfg, "broker.session.timeout.ms");
 	if (getrandom(cb->incarnation, sizeof(cb->incarnation), 0) != (ssize_t)sizeof(cb->incarnation)) {
 		/* no entropy: the clock still makes each start's differ */
 		int64_t t = ctl->wall;
@@ -221,17 +224,15 @@ void ctl_brokers_start(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, 
 int ctl_brokers_tick(struct ctl *ctl, int timeout)
 {
 	struct ctl_brokers *cb = ctl->brokers;
-	int64_t interval, session, wait;
+	int64_t wait;
 
 	if (!cb || cb->epoch <= 0)
 		return timeout;
-	interval = config_int(ctl->cfg, "broker.heartbeat.interval.ms");
-	session = config_int(ctl->cfg, "broker.session.timeout.ms");
 	if (ctl->now_ms >= cb->next_hb_ms) {
 		heartbeat(ctl);
-		cb->next_hb_ms = ctl->now_ms + interval;
+		cb->next_hb_ms = ctl->now_ms + cb->interval_ms;
 	}
-	controller_check_sessions(ctl, session);
+	controller_check_sessions(ctl, cb->session_ms);
 	wait = cb->next_hb_ms - ctl->now_ms;
 	if (wait < 0)
 		wait = 0;
