@@ -127,7 +127,7 @@ int part_txn_load(struct part_txn *t, int64_t log_start, int64_t next_offset)
 {
 	char path[4200];
 	uint8_t rec[ABORTED_REC];
-	int fd;
+	int fd, stale = 0;
 
 	t->lso = INT64_MAX;
 	snprintf(path, sizeof(path), "%s/" ABORTED_FILE, t->dir);
@@ -139,13 +139,21 @@ int part_txn_load(struct part_txn *t, int64_t log_start, int64_t next_offset)
 		int64_t pid = (int64_t)be64_load(rec), first = (int64_t)be64_load(rec + 8),
 			last = (int64_t)be64_load(rec + 16);
 
-		/* a marker a crash took back, or one retention removed */
-		if (last >= next_offset || last < log_start || first > last)
+		/* a marker a crash took back (its record was written, the
+		 * marker was not), or one retention removed */
+		if (last >= next_offset || last < log_start || first > last) {
+			stale += last >= next_offset;
 			continue;
+		}
 		if (aborted_push(t, pid, first, last) < 0)
 			break;
 	}
 	close(fd);
+	/* a record past the log's end must leave the file too: once the log
+	 * grows past its offsets again, the next open would take it for an
+	 * abort of records that were never aborted */
+	if (stale)
+		aborted_file_rewrite(t);
 	return 1;
 }
 

@@ -210,3 +210,51 @@ Test(part_replica, a_cut_gives_back_sequences_and_reopens_a_transaction)
 	part_close(f);
 	part_close(l);
 }
+
+/* A crash after an abort's record reached aborted.txns and before its
+ * marker reached the log: the record is past the recovered end. It must
+ * leave the file at that open, or it comes back as an abort of other
+ * records once the log grows past its offsets again. */
+Test(part_replica, an_abort_record_past_the_log_end_leaves_the_file_at_open)
+{
+	struct part *p = open_part("stale");
+	int64_t pid[4], first[4], end;
+	char path[4300];
+	uint8_t rec[24];
+	struct stat st;
+	int fd;
+
+	lead(p);                     /* producer 9's abort: 5..7 in the file */
+	end = p->pl->next_offset;
+	p->pl->err = -EIO;           /* a crash: nothing more at close */
+	part_close(p);
+	/* the record of an abort whose marker (at end + 4) never landed */
+	snprintf(path, sizeof(path), "%s/stale/aborted.txns", dir);
+	be64_store(rec, 77);
+	be64_store(rec + 8, (uint64_t)end + 2);
+	be64_store(rec + 16, (uint64_t)end + 4);
+	fd = open(path, O_WRONLY | O_APPEND);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, rec, sizeof(rec)), (ssize_t)sizeof(rec));
+	close(fd);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_size, 48);
+
+	p = open_part("stale");
+	store_drain(&sh->st);
+	cr_assert_eq(part_txn_aborted(&p->txn, 0, end, pid, first, 4), 1, "the real abort stays");
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_size, 24, "the stale record left the file");
+	/* the log grows past the stale record's offsets, then a crash and an
+	 * open: producer 77's records there were never aborted */
+	for (int s = 10; s < 20; s++)
+		produce(p, 5, s, 0);
+	store_drain(&sh->st);
+	cr_assert_gt(p->pl->next_offset, end + 4);
+	p->pl->err = -EIO;
+	part_close(p);
+	p = open_part("stale");
+	cr_assert_eq(part_txn_aborted(&p->txn, 0, p->pl->next_offset, pid, first, 4), 1, "no abort came back");
+	cr_assert_eq(pid[0], 9);
+	part_close(p);
+}
