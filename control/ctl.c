@@ -20,6 +20,7 @@
 #include "control/group.h"
 #include "control/txn.h"
 #include "control/metalog.h"
+#include "control/placement.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/topic_name.h"
 
@@ -229,18 +230,31 @@ static void ctl_init_meta(struct ctl *ctl, int err, const char *msg)
 		const char *counts[2] = { "transaction.state.log.num.partitions", "offsets.topic.num.partitions" };
 
 		for (int i = 0; i < 2; i++) {
-			struct metalog_rec r;
+			struct placement_broker *pb;
+			struct metalog_rec *recs = NULL;
+			int32_t np = (int32_t)config_int(ctl->cfg, counts[i]), *placed = NULL;
+			int nrecs = 0, avail, nb = ctl_place_brokers(ctl, &pb);
 
+			free(pb);
 			if (metalog_topic(ctl->ml, names[i]))
 				continue;
-			st->left++;
 			st->what = names[i];
-			rc = metalog_build_topic(ctl->ml, names[i], (int32_t)config_int(ctl->cfg, counts[i]), k, v, 2,
-						 &r);
-			if (rc < 0)
+			/* Kafka: min(3, brokers) replicas; this node leads them
+			 * all (the coordinators live here) */
+			rc = ctl_place(ctl, names[i], 0, np, nb < 3 ? nb : 3, 1, &placed, &avail);
+			if (rc == 0)
+				rc = metalog_build_topic_placed(ctl->ml, names[i], np, k, v, 2, nb < 3 ? nb : 3, placed,
+								&recs, &nrecs);
+			free(placed);
+			if (rc < 0) {
+				st->left++;
 				ctl_meta_refuse(ctl, rc, ctl_init_topic_done, st);
-			else
-				ctl_meta_propose(ctl, &r, ctl_init_topic_done, st);
+				continue;
+			}
+			st->left += nrecs;
+			for (int j = 0; j < nrecs; j++)
+				ctl_meta_propose(ctl, &recs[j], ctl_init_topic_done, st);
+			free(recs);
 		}
 	}
 	ctl_init_topic_done(ctl, st, 0, NULL);
@@ -313,6 +327,10 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 	/* the metadata quorum: records committed and applied, then the
 	 * continuations of those this node proposed */
 	work += ctl_quorum_poll(ctl);
+	if (ctl->brokers_changed) {
+		ctl->brokers_changed = 0;
+		ctl_publish_brokers(ctl);
+	}
 	work += ctl_meta_poll(ctl);
 	for (int from = 0; from < b->set.nshards; from++)
 		while (spsc_pop(b->rings[from][broker_ctl_index(b)], &m)) {

@@ -10,8 +10,11 @@
 
 #include "control/config.h"
 #include "control/ctl_internal.h"
+#include "control/cutil.h"
 #include "control/group.h"
+#include "control/meta_parts.h"
 #include "control/metalog.h"
+#include "control/placement.h"
 #include "control/txn.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
@@ -175,6 +178,49 @@ static void warn_ignored(const char *topic, const char *key, const char *value)
 			why);
 }
 
+/* CreateTopics and CreatePartitions: rf replicas of n partitions can be
+ * placed: an explicit assignment names only unfenced registered brokers
+ * (INVALID_REPLICA_ASSIGNMENT), a replication factor is at most their
+ * count (INVALID_REPLICATION_FACTOR, the default's too), as Kafka says.
+ * 0, or -1 with ct->error set. */
+static int ctl_check_replicas(struct ctl *ctl, struct ctl_topic *ct, int rf, int32_t n)
+{
+	struct placement_broker *pb;
+	int nb = ctl_place_brokers(ctl, &pb), rc = 0;
+	int32_t bad = -1;
+
+	if (ct->assign) {
+		if (ct->nassign != n)
+			rc = -ERANGE;
+		else
+			rc = placement_check(pb, nb, n, ct->assign_rf, ct->assign, &bad);
+		free(pb);
+		if (rc == 0)
+			return 0;
+		ct->error = KERR_INVALID_REPLICA_ASSIGNMENT;
+		if (rc == -ENOENT)
+			snprintf(ct->message, sizeof(ct->message),
+				 "The manual partition assignment includes broker %d, but no such broker is registered "
+				 "and unfenced.", bad);
+		else if (rc == -EINVAL)
+			snprintf(ct->message, sizeof(ct->message),
+				 "The manual partition assignment includes the broker %d more than once.", bad);
+		else
+			snprintf(ct->message, sizeof(ct->message),
+				 "the manual partition assignment names %d partitions, the request adds %d",
+				 ct->nassign, n);
+		return -1;
+	}
+	free(pb);
+	if (rf <= nb)
+		return 0;
+	/* Kafka: more replicas than brokers is refused, the default's too */
+	ct->error = KERR_INVALID_REPLICATION_FACTOR;
+	snprintf(ct->message, sizeof(ct->message), "Replication factor: %d%s larger than available brokers: %d.", rf,
+		 ct->replication == -1 ? " (default.replication.factor)" : "", nb);
+	return -1;
+}
+
 static void ctl_topic_configured(struct ctl *ctl, struct ctl_prop *p);
 
 /* CreatePartitions and AlterConfigs: a new snapshot entry for the topic
@@ -206,27 +252,57 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 				 t->nparts, ct->partitions);
 			return;
 		}
-		if (ctl_fd_claim(ctl, op, ct, ct->partitions - t->nparts) < 0)
-			return;
-		if (req->validate_only)
-			return;
-		/* the metadata log gets the new count once every new partition
-		 * has opened (ctl_commit_partitions): a failure leaves no trace */
 		mt = metalog_topic(ctl->ml, name);
-		if (!mt) {
+		if (!mt || mt->partitions != t->nparts) {
 			ct->error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 			snprintf(ct->message, sizeof(ct->message), "unknown topic");
 			return;
 		}
-		/* what the metadata log will hold (PARTITIONS bumps the epoch) */
+		/* as many replicas as the first partition has */
+		int rf = ct->assign ? ct->assign_rf : mt->parts[0].nreplicas, avail;
+		int32_t add = ct->partitions - t->nparts, *placed = NULL;
+
+		if (ctl_check_replicas(ctl, ct, rf, add) < 0)
+			return;
+		if (ctl_fd_claim(ctl, op, ct, add) < 0)
+			return;
+		if (req->validate_only)
+			return;
+		if (!ct->assign && (rc = ctl_place(ctl, name, t->nparts, add, rf, 0, &placed, &avail)) < 0) {
+			ct->error = KERR_INVALID_REPLICATION_FACTOR;
+			snprintf(ct->message, sizeof(ct->message), "Replication factor: %d larger than available "
+				 "brokers: %d.", rf, avail);
+			return;
+		}
+		/* the metadata log gets the new count and placement once every
+		 * new partition has opened (ctl_commit_partitions): a failure
+		 * leaves no trace. What it will hold: PARTITIONS bumps the
+		 * topic's epoch (and the epoch of partitions placed the old
+		 * way), the new partitions as placed, at epoch 0. */
 		struct meta_topic grown = *mt;
+		const int32_t *ids = ct->assign ? ct->assign : placed;
 
 		grown.partitions = ct->partitions;
 		grown.leader_epoch++;
+		grown.parts = xcalloc((size_t)ct->partitions, sizeof(*grown.parts));
+		for (int32_t i = 0; i < ct->partitions; i++) {
+			struct meta_part *gp = &grown.parts[i];
+
+			if (i < t->nparts) {
+				*gp = mt->parts[i];
+				if (gp->legacy)
+					gp->leader_epoch = grown.leader_epoch;
+				continue;
+			}
+			gp->replicas = gp->isr = (int32_t *)&ids[(size_t)(i - t->nparts) * rf];
+			gp->nreplicas = gp->nisr = (int16_t)rf;
+			gp->leader = gp->replicas[0];
+		}
 		nt = ctl_topic_build(ctl, &grown);
+		free(grown.parts);
+		free(placed);
 		/* existing partitions keep their owner and log */
-		for (int32_t i = 0; i < t->nparts && i < nt->nparts; i++)
-			nt->parts[i] = t->parts[i];
+		ctl_topic_keep(nt, t);
 		op->replaced[op->nreplaced++] = (struct md_topic *)t;
 		op->created_for[op->ncreated] = ct;
 		op->created[op->ncreated++] = nt;
@@ -322,14 +398,15 @@ static void ctl_topic_configured(struct ctl *ctl, struct ctl_prop *p)
 			return;   /* the broker's change of this request rebuilt it already */
 	nt = ctl_topic_build(ctl, mt);
 	/* existing partitions keep their owner and log */
-	for (int32_t i = 0; i < t->nparts && i < nt->nparts; i++)
-		nt->parts[i] = t->parts[i];
+	ctl_topic_keep(nt, t);
 	op->replaced[op->nreplaced++] = (struct md_topic *)t;
 	op->created_for[op->ncreated] = ct;
 	op->created[op->ncreated++] = nt;
 	for (int32_t i = 0; i < nt->nparts; i++) {
 		struct part_proxy px;
 
+		if (!nt->parts[i].part)
+			continue;   /* not open on this node */
 		op->pending++;
 		part_proxy_set_config(ctl_part_proxy(ctl, &px), nt->parts[i].shard, nt->parts[i].part, &nt->cfg,
 				      ctl_part_done, op);
@@ -470,14 +547,15 @@ static void ctl_broker_configured(struct ctl *ctl, struct ctl_prop *p)
 		if (done || !mt)
 			continue;
 		nt = ctl_topic_build(ctl, mt);
-		for (int32_t p = 0; p < t->nparts && p < nt->nparts; p++)
-			nt->parts[p] = t->parts[p];
+		ctl_topic_keep(nt, t);
 		op->replaced[op->nreplaced++] = t;
 		op->created_for[op->ncreated] = NULL;
 		op->created[op->ncreated++] = nt;
 		for (int32_t p = 0; p < nt->nparts; p++) {
 			struct part_proxy px;
 
+			if (!nt->parts[p].part)
+				continue;   /* not open on this node */
 			op->pending++;
 			part_proxy_set_config(ctl_part_proxy(ctl, &px), nt->parts[p].shard, nt->parts[p].part,
 					      &nt->cfg, ctl_part_done, op);
@@ -623,16 +701,11 @@ static void ctl_handle(void *self, struct shard_msg *m)
 				 ct->replication);
 			continue;
 		}
-		if ((ct->replication == -1 ? config_int(ctl->eff, "default.replication.factor") : ct->replication) > 1) {
-			/* Kafka: more replicas than brokers is refused, the default's too */
-			ct->error = KERR_INVALID_REPLICATION_FACTOR;
-			snprintf(ct->message, sizeof(ct->message),
-				 "replication factor %d%s is larger than the 1 broker of this cluster",
-				 ct->replication == -1 ? (int)config_int(ctl->eff, "default.replication.factor")
-						       : ct->replication,
-				 ct->replication == -1 ? " (default.replication.factor)" : "");
+		int rf = ct->replication == -1 ? (int)config_int(ctl->eff, "default.replication.factor")
+					       : ct->replication;
+
+		if (ctl_check_replicas(ctl, ct, rf, np) < 0)
 			continue;
-		}
 		if (ct->nconfigs > 64) {
 			ct->error = KERR_INVALID_CONFIG;
 			snprintf(ct->message, sizeof(ct->message), "too many configs");
@@ -654,15 +727,22 @@ static void ctl_handle(void *self, struct shard_msg *m)
 		}
 		if (bad || req->validate_only)
 			continue;
-		struct metalog_rec r;
-		int rc = metalog_build_topic(ctl->ml, name, np, keys, vals, ct->nconfigs, &r);
+		struct metalog_rec *recs = NULL;
+		int32_t *placed = NULL;
+		int nrecs = 0, avail;
+		int rc = ct->assign ? 0 : ctl_place(ctl, name, 0, np, rf, 0, &placed, &avail);
 
+		if (rc == 0)
+			rc = metalog_build_topic_placed(ctl->ml, name, np, keys, vals, ct->nconfigs, rf,
+							ct->assign ? ct->assign : placed, &recs, &nrecs);
+		free(placed);
 		if (rc < 0) {
 			ct->error = rc == -EEXIST ? KERR_TOPIC_ALREADY_EXISTS : KERR_UNKNOWN_SERVER_ERROR;
 			snprintf(ct->message, sizeof(ct->message), "metadata log: %s", strerror(-rc));
 			continue;
 		}
-		ctl_prop_start(ctl, ctl_prop_new(op, req, ct, name, ctl_topic_created), &r, 1);
+		ctl_prop_start(ctl, ctl_prop_new(op, req, ct, name, ctl_topic_created), recs, nrecs);
+		free(recs);
 	}
 	if (op->pending == 0)
 		ctl_op_step(ctl, op);

@@ -137,6 +137,7 @@ struct ctl {
 	/* ctl_brokers.c: registration, heartbeats, fencing (NULL until start-up
 	 * reaches it) */
 	struct ctl_brokers *brokers;
+	int brokers_changed;         /* a broker record was applied: publish the brokers */
 	/* start-up handshake */
 	pthread_mutex_t lock;        /* start-up only, never on the data path */
 	pthread_cond_t cond;
@@ -233,10 +234,31 @@ int ctl_controller_heartbeat(struct ctl *ctl, int32_t id, int64_t epoch);
 
 /* ---- ctl_topic.c -------------------------------------------------------- */
 
+/* The brokers new replicas may go to (*out xcalloc()ed, the count
+ * returned): the unfenced registered ones, and this node, which serves
+ * (registered, or at first start not yet: the internal topics come
+ * first). Racks are borrowed from the image until it changes. */
+struct placement_broker;
+int ctl_place_brokers(struct ctl *ctl, struct placement_broker **out);
+/* Place partitions [first, first + n) of topic name with rf replicas each
+ * (control/placement.h): 0 and *out (malloc()ed, n x rf ids), or
+ * -ENOSPC (more replicas than brokers) / -EINVAL; *avail gets the number
+ * of brokers. pin_self: this node is every partition's first replica
+ * (the internal topics: their coordinators stay on this node). */
+int ctl_place(struct ctl *ctl, const char *name, int32_t first, int32_t n, int rf, int pin_self, int32_t **out,
+	      int *avail);
 /* Build the snapshot entry of a topic from the metadata log (its
  * partitions placed on shards, none opened yet). */
 struct md_topic *ctl_topic_build(struct ctl *ctl, const struct meta_topic *mt);
 void ctl_topic_free(struct md_topic *t);
+/* A new snapshot with the same topics and the image's brokers now (a
+ * broker registered, fenced or unfenced); nothing before the first. */
+void ctl_publish_brokers(struct ctl *ctl);
+/* Whether this node is a replica of mp (it opens only those). */
+int ctl_part_hosted(const struct ctl *ctl, const struct md_partition *mp);
+/* A new entry nt of topic t keeps t's open partitions (their shard, log
+ * and published block; replicas and ISR are nt's own, from the image). */
+void ctl_topic_keep(struct md_topic *nt, const struct md_topic *t);
 /* Ask the owner shards to open partitions [from, t->nparts) of t, each
  * counted in op->pending. */
 void ctl_topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic *t, int32_t from);

@@ -155,6 +155,8 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	}
 	/* any other error: the record no longer applies (a race between two
 	 * proposals); a no-op on every node, its proposer is told why */
+	if (rc == 0 && a.broker >= 0)
+		cq->ctl->brokers_changed = 1;   /* the snapshot's brokers (ctl_poll) */
 	cq->last_index = index;
 	cq->last_rc = rc;
 	cq->last = a;
@@ -173,6 +175,7 @@ static int cq_restore(void *arg, const void *buf, size_t len)
 {
 	struct ctl_quorum *cq = arg;
 
+	cq->ctl->brokers_changed = 1;   /* the snapshot's brokers (ctl_poll) */
 	return metalog_restore(cq->ctl->ml, buf, len);
 }
 

@@ -15,7 +15,10 @@
 #include "control/ctl_internal.h"
 #include "control/cutil.h"
 #include "control/fd_budget.h"
+#include "control/meta_brokers.h"
+#include "control/meta_parts.h"
 #include "control/metalog.h"
+#include "control/placement.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/topic_name.h"
 
@@ -54,6 +57,20 @@ static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct
 		md->topics[n++] = add[i];
 	md->ntopics = n;
 	qsort(md->topics, (size_t)n, sizeof(*md->topics), topic_cmp);
+	/* the brokers clients may be sent to: registered and unfenced */
+	md->brokers = xcalloc((size_t)metalog_broker_count(ctl->ml) + 1, sizeof(*md->brokers));
+	for (int i = 0; i < metalog_broker_count(ctl->ml); i++) {
+		const struct meta_broker *mb = metalog_broker_at(ctl->ml, i);
+		struct md_broker *o = &md->brokers[md->nbrokers];
+
+		if (mb->fenced)
+			continue;
+		o->id = mb->id;
+		o->port = mb->port;
+		snprintf(o->host, sizeof(o->host), "%s", mb->host);
+		snprintf(o->rack, sizeof(o->rack), "%s", mb->rack);
+		md->nbrokers++;
+	}
 	md->version = ++ctl->version;
 	md->cfg = ctl->eff;
 	__atomic_store_n(&b->md, md, __ATOMIC_RELEASE);
@@ -77,6 +94,12 @@ static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct
 	}
 }
 
+void ctl_publish_brokers(struct ctl *ctl)
+{
+	if (ctl->b->md)
+		ctl_publish(ctl, NULL, 0, NULL, 0, NULL, 0);
+}
+
 void ctl_topic_free(struct md_topic *t)
 {
 	for (int i = 0; i < t->nconfigs; i++) {
@@ -86,8 +109,23 @@ void ctl_topic_free(struct md_topic *t)
 	free(t->config_keys);
 	free(t->config_values);
 	free(t->parts);
+	free(t->ids);
 	free(t->name);
 	free(t);
+}
+
+int ctl_part_hosted(const struct ctl *ctl, const struct md_partition *mp)
+{
+	return md_part_hosted(mp, ctl->b->set.node_id);
+}
+
+void ctl_topic_keep(struct md_topic *nt, const struct md_topic *t)
+{
+	for (int32_t i = 0; i < t->nparts && i < nt->nparts; i++) {
+		nt->parts[i].shard = t->parts[i].shard;
+		nt->parts[i].part = t->parts[i].part;
+		nt->parts[i].pub = t->parts[i].pub;
+	}
 }
 
 /* What a retired entry holds: an old snapshot's array, a topic no longer
@@ -96,6 +134,7 @@ static void retired_free(struct retired *r)
 {
 	if (r->snap) {
 		free(r->snap->topics);
+		free(r->snap->brokers);
 		free(r->snap);
 	}
 	if (r->topic)
@@ -205,6 +244,67 @@ static int32_t place(const struct md_topic *t, int32_t idx, int nshards)
 	return (int32_t)((h + (uint32_t)idx) % (uint32_t)nshards);
 }
 
+/* ---- placement across brokers ----------------------------------------- */
+
+int ctl_place_brokers(struct ctl *ctl, struct placement_broker **out)
+{
+	int n = metalog_broker_count(ctl->ml), k = 0, self = 0;
+	struct placement_broker *b = xcalloc((size_t)n + 1, sizeof(*b));
+
+	for (int i = 0; i < n; i++) {
+		const struct meta_broker *mb = metalog_broker_at(ctl->ml, i);
+
+		if (mb->fenced && mb->id != ctl->b->set.node_id)
+			continue;
+		self |= mb->id == ctl->b->set.node_id;
+		b[k++] = (struct placement_broker){ mb->id, mb->rack };
+	}
+	if (!self)
+		b[k++] = (struct placement_broker){ ctl->b->set.node_id, ctl->b->set.rack };
+	*out = b;
+	return k;
+}
+
+/* Kafka draws the start at random; a hash of the name spreads topics'
+ * first leaders as well and gives the same answer on every retry. */
+static uint32_t place_start(const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *name; name++)
+		h = (h ^ (uint8_t)*name) * 16777619u;
+	return h;
+}
+
+int ctl_place(struct ctl *ctl, const char *name, int32_t first, int32_t n, int rf, int pin_self, int32_t **out,
+	      int *avail)
+{
+	struct placement_broker *b;
+	int nb = ctl_place_brokers(ctl, &b), rc;
+	int32_t *ids = xcalloc((size_t)n * (size_t)(rf > 0 ? rf : 1), sizeof(*ids));
+
+	*avail = nb;
+	rc = placement_assign(b, nb, first, n, rf, place_start(name), ids);
+	free(b);
+	if (rc < 0) {
+		free(ids);
+		return rc;
+	}
+	for (int32_t p = 0; pin_self && p < n; p++) {
+		int32_t *r = &ids[(size_t)p * rf], self = ctl->b->set.node_id;
+		int at = rf - 1;
+
+		for (int i = 0; i < rf; i++)
+			if (r[i] == self)
+				at = i;
+		/* this node first: it leads (the coordinators stay here) */
+		memmove(r + 1, r, (size_t)at * sizeof(*r));
+		r[0] = self;
+	}
+	*out = ids;
+	return 0;
+}
+
 /* Build the snapshot entry of a topic from the metadata log. */
 struct md_topic *ctl_topic_build(struct ctl *ctl, const struct meta_topic *mt)
 {
@@ -249,10 +349,30 @@ struct md_topic *ctl_topic_build(struct ctl *ctl, const struct meta_topic *mt)
 		t->min_insync = (int32_t)(mir ? strtol(mir, NULL, 10) : config_int(ctl->eff, "min.insync.replicas"));
 	}
 	t->internal = topic_name_internal(t->name, t->name_len);
-	for (int32_t i = 0; i < t->nparts; i++) {
-		t->parts[i].index = i;
-		t->parts[i].shard = place(t, i, ctl->b->set.nshards);
-		t->parts[i].leader_epoch = mt->leader_epoch;
+	{
+		size_t nids = 0;
+		int32_t *at;
+
+		for (int32_t i = 0; i < t->nparts; i++)
+			nids += (size_t)mt->parts[i].nreplicas + (size_t)mt->parts[i].nisr;
+		at = t->ids = xcalloc(nids + 1, sizeof(*t->ids));
+		for (int32_t i = 0; i < t->nparts; i++) {
+			const struct meta_part *p = &mt->parts[i];
+			struct md_partition *mp = &t->parts[i];
+
+			mp->index = i;
+			mp->shard = place(t, i, ctl->b->set.nshards);
+			mp->leader_epoch = p->leader_epoch;
+			mp->leader = p->leader;
+			mp->nreplicas = p->nreplicas;
+			mp->nisr = p->nisr;
+			memcpy(at, p->replicas, (size_t)p->nreplicas * sizeof(*at));
+			mp->replicas = at;
+			at += p->nreplicas;
+			memcpy(at, p->isr, (size_t)p->nisr * sizeof(*at));
+			mp->isr = at;
+			at += p->nisr;
+		}
 	}
 	return t;
 }
@@ -261,8 +381,12 @@ struct md_topic *ctl_topic_build(struct ctl *ctl, const struct meta_topic *mt)
 void ctl_topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic *t, int32_t from)
 {
 	for (int32_t i = from; i < t->nparts; i++) {
-		struct ctl_open *o = xcalloc(1, sizeof(*o));
+		struct ctl_open *o;
 		struct part_proxy px;
+
+		if (!ctl_part_hosted(ctl, &t->parts[i]))
+			continue;   /* another broker's: not opened here */
+		o = xcalloc(1, sizeof(*o));
 
 		if (asprintf(&o->dir, "%s/%s-%d", ctl->b->set.data_dir, t->name, i) < 0)
 			abort();
@@ -360,7 +484,7 @@ static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
 		int bad = 0;
 
 		for (int32_t j = 0; j < t->nparts; j++)
-			bad |= !t->parts[j].part;
+			bad |= !t->parts[j].part && ctl_part_hosted(ctl, &t->parts[j]);
 		if (!bad && !op->drop[i])
 			continue;
 		if (op->created_for[i]) {
@@ -466,11 +590,32 @@ static void ctl_commit_partitions(struct ctl *ctl, struct ctl_op *op)
 		int opened = 1, rc;
 
 		for (int32_t j = 0; j < t->nparts; j++)
-			opened &= t->parts[j].part != NULL;
+			opened &= t->parts[j].part != NULL || !ctl_part_hosted(ctl, &t->parts[j]);
 		if (!opened)
 			continue;
-		rc = metalog_build_partitions(ctl->ml, t->name, t->nparts, &r);
-		ctl_step_propose(ctl, op, t->name, 1, &r, rc);
+		/* the new count, then the placement of the new partitions (as
+		 * ctl_admin.c built them into t) */
+		const struct meta_topic *mt = metalog_topic(ctl->ml, t->name);
+		struct metalog_rec *recs = NULL;
+		int nrecs = 0, rf = mt && mt->partitions < t->nparts ? t->parts[mt->partitions].nreplicas : 0;
+		int32_t from = mt ? mt->partitions : 0, *ids = NULL;
+
+		rc = mt ? 0 : -ENOENT;
+		if (rc == 0 && from < t->nparts) {
+			ids = xcalloc((size_t)(t->nparts - from) * (size_t)rf, sizeof(*ids));
+			for (int32_t j = from; j < t->nparts; j++)
+				memcpy(&ids[(size_t)(j - from) * rf], t->parts[j].replicas, (size_t)rf * sizeof(*ids));
+		}
+		if (rc == 0)
+			rc = metalog_build_partitions_placed(ctl->ml, t->name, t->nparts, rf, ids, &recs, &nrecs);
+		free(ids);
+		if (rc < 0) {
+			ctl_step_propose(ctl, op, t->name, 1, &r, rc);
+			continue;
+		}
+		for (int k = 0; k < nrecs; k++)
+			ctl_step_propose(ctl, op, t->name, 1, &recs[k], 0);
+		free(recs);
 	}
 }
 
@@ -566,6 +711,7 @@ void ctl_topics_fini(struct ctl *ctl)
 		ctl_topic_free(md->topics[i]);
 	if (md) {
 		free(md->topics);
+		free(md->brokers);
 		free(md);
 	}
 	b->md = NULL;

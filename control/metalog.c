@@ -14,6 +14,7 @@
 
 #include "control/config.h"
 #include "control/meta_brokers.h"
+#include "control/meta_parts.h"
 #include "control/metalog_codec.h"
 #include "storage/batch.h"
 #include "storage/plog.h"
@@ -64,7 +65,15 @@ static void topic_free(struct meta_topic *t)
 	}
 	free(t->config_keys);
 	free(t->config_values);
+	meta_parts_free(t);
 	free(t);
+}
+
+/* The node a TOPIC or PARTITIONS record without PARTITION records places
+ * its partitions on: the one that wrote the log (the NODE record's). */
+static int32_t legacy_node(const struct metalog *ml)
+{
+	return ml->have_node ? ml->node_rec : ml->node_id;
 }
 
 static struct meta_topic *find_live(const struct metalog *ml, const char *name, const uint8_t *id, int *at)
@@ -235,6 +244,8 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 			d.err = -EEXIST;
 		if (!d.err && !dry)
 			d.err = grow(&ml->live, &ml->cap_live, ml->nlive + 1);
+		if (!d.err && !dry)
+			d.err = meta_parts_legacy(t, 0, legacy_node(ml));
 		if (d.err || dry) {
 			topic_free(t);
 			return d.err;
@@ -257,12 +268,30 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 			return -EINVAL;
 		if (dry)
 			return 0;
+		int32_t was = t->partitions;
+
 		t->partitions = n;
 		t->leader_epoch++;
+		if ((rc = meta_parts_legacy(t, was, legacy_node(ml))) < 0) {
+			t->partitions = was;
+			t->leader_epoch--;
+			return rc;
+		}
 		if (out)
 			out->topic = t;
 		return 0;
 	}
+	case META_REC_PARTITION:
+	case META_REC_PARTITION_CHANGE:
+		dec_id(&d, id);
+		if (d.err)
+			return -EPROTO;
+		if (!(t = find_live(ml, NULL, id, NULL)))
+			return -ENOENT;
+		rc = meta_parts_apply(t, type, &d, dry);
+		if (rc == 0 && out)
+			out->topic = t;
+		return rc;
 	case META_REC_CONFIG: {
 		char *k, *v;
 
@@ -810,6 +839,155 @@ int metalog_build_partitions(const struct metalog *ml, const char *name, int32_t
 	return rec_finish(&e, out);
 }
 
+void metalog_recs_free(struct metalog_rec *recs, int n)
+{
+	for (int i = 0; recs && i < n; i++)
+		metalog_rec_free(&recs[i]);
+	free(recs);
+}
+
+/* The PARTITION records placing partitions [first, first + count) of the
+ * topic `id` on replicas (rf each, the first the leader, all in sync,
+ * epochs 0), appended to recs[*n..): as many as keep each under the
+ * record limit. recs has room for them (part_records_max). */
+static int part_records_per(int rf)
+{
+	return (int)((META_MAX_RECORD - 64) / META_PART_BYTES(rf));
+}
+
+static int part_records(const struct metalog *ml, const uint8_t id[16], int32_t first, int32_t count, int rf,
+			const int32_t *replicas, struct metalog_rec *recs, int *n)
+{
+	int per = part_records_per(rf);
+
+	for (int32_t i = 0; i < count; i += per) {
+		struct enc e = ENC_INIT(ml, ml->rbuf);
+		int32_t k = count - i < per ? count - i : per;
+		int rc;
+
+		enc_type(&e, META_REC_PARTITION);
+		enc_bytes(&e, id, 16);
+		enc_i32(&e, first + i);
+		enc_i32(&e, k);
+		for (int32_t j = i; j < i + k; j++)
+			meta_part_encode(&e, replicas[(size_t)j * rf], 0, 0, &replicas[(size_t)j * rf], rf,
+					 &replicas[(size_t)j * rf], rf);
+		if ((rc = rec_finish(&e, &recs[*n])) < 0)
+			return rc;
+		(*n)++;
+	}
+	return 0;
+}
+
+static int placement_valid(int32_t count, int rf, const int32_t *replicas)
+{
+	if (rf < 1 || rf > META_MAX_REPLICAS || !replicas)
+		return 0;
+	for (int32_t i = 0; i < count; i++) {
+		const int32_t *r = &replicas[(size_t)i * rf];
+
+		if (!meta_part_valid(r[0], r, rf, r, rf))
+			return 0;
+	}
+	return 1;
+}
+
+/* One record (first), then the PARTITION records of count partitions. */
+static int placed_records(const struct metalog *ml, struct metalog_rec *first, const uint8_t id[16], int32_t from,
+			  int32_t count, int rf, const int32_t *replicas, struct metalog_rec **recs, int *nrecs)
+{
+	int max = 1 + (count + part_records_per(rf) - 1) / part_records_per(rf), n = 1, rc;
+	struct metalog_rec *r = calloc((size_t)max, sizeof(*r));
+
+	if (!r) {
+		metalog_rec_free(first);
+		return -ENOMEM;
+	}
+	r[0] = *first;
+	if ((rc = part_records(ml, id, from, count, rf, replicas, r, &n)) < 0) {
+		metalog_recs_free(r, n);
+		return rc;
+	}
+	*recs = r;
+	*nrecs = n;
+	return 0;
+}
+
+int metalog_build_topic_placed(const struct metalog *ml, const char *name, int32_t partitions,
+			       const char *const *keys, const char *const *values, int n, int rf,
+			       const int32_t *replicas, struct metalog_rec **recs, int *nrecs)
+{
+	struct metalog_rec t;
+	int rc;
+
+	*recs = NULL;
+	*nrecs = 0;
+	if (partitions >= 1 && !placement_valid(partitions, rf, replicas))
+		return -EINVAL;
+	if ((rc = metalog_build_topic(ml, name, partitions, keys, values, n, &t)) < 0)
+		return rc;
+	/* the id the TOPIC record carries: after type, version and name */
+	uint8_t id[16];
+
+	memcpy(id, t.buf + 3 + 2 + strlen(name), 16);
+	return placed_records(ml, &t, id, 0, partitions, rf, replicas, recs, nrecs);
+}
+
+int metalog_build_partitions_placed(const struct metalog *ml, const char *name, int32_t new_total, int rf,
+				    const int32_t *replicas, struct metalog_rec **recs, int *nrecs)
+{
+	struct meta_topic *t = name ? find_live(ml, name, NULL, NULL) : NULL;
+	struct metalog_rec r;
+	int rc;
+
+	*recs = NULL;
+	*nrecs = 0;
+	if (t && new_total > t->partitions && !placement_valid(new_total - t->partitions, rf, replicas))
+		return -EINVAL;
+	if ((rc = metalog_build_partitions(ml, name, new_total, &r)) < 0)
+		return rc;
+	return placed_records(ml, &r, t->id, t->partitions, new_total - t->partitions, rf, replicas, recs, nrecs);
+}
+
+int metalog_build_partition_change(const struct metalog *ml, const char *name, int32_t partition, int32_t leader,
+				   const int32_t *isr, int nisr, const int32_t *replicas, int nreplicas,
+				   struct metalog_rec *out)
+{
+	struct enc e = ENC_INIT(ml, ml->rbuf);
+	struct meta_topic *t = name ? find_live(ml, name, NULL, NULL) : NULL;
+	const struct meta_part *p;
+	int same;
+
+	out->buf = NULL;
+	out->len = 0;
+	if (!t)
+		return -ENOENT;
+	if (partition < 0 || partition >= t->partitions || leader < -2 || nisr > META_MAX_REPLICAS ||
+	    nreplicas > META_MAX_REPLICAS || (isr && nisr < 0) || (replicas && nreplicas < 1))
+		return -EINVAL;
+	p = &t->parts[partition];
+	if (!meta_part_valid(leader == -2 ? p->leader : leader, replicas ? replicas : p->replicas,
+			     replicas ? nreplicas : p->nreplicas, isr ? isr : p->isr, isr ? nisr : p->nisr))
+		return -EINVAL;
+	same = (leader == -2 || leader == p->leader) &&
+	       (!isr || (nisr == p->nisr && !memcmp(isr, p->isr, (size_t)nisr * sizeof(*isr)))) &&
+	       (!replicas || (nreplicas == p->nreplicas &&
+			      !memcmp(replicas, p->replicas, (size_t)nreplicas * sizeof(*replicas))));
+	if (same)
+		return 0;                /* nothing to write */
+	enc_type(&e, META_REC_PARTITION_CHANGE);
+	enc_bytes(&e, t->id, 16);
+	enc_i32(&e, partition);
+	enc_i32(&e, leader);
+	enc_i16(&e, isr ? (int16_t)nisr : -1);
+	for (int i = 0; isr && i < nisr; i++)
+		enc_i32(&e, isr[i]);
+	enc_i16(&e, replicas ? (int16_t)nreplicas : -1);
+	for (int i = 0; replicas && i < nreplicas; i++)
+		enc_i32(&e, replicas[i]);
+	return rec_finish(&e, out);
+}
+
 int metalog_build_config(const struct metalog *ml, const char *name, const char *key, const char *value,
 			 struct metalog_rec *out)
 {
@@ -1102,6 +1280,8 @@ int metalog_snapshot(const struct metalog *ml, void **buf, size_t *len)
 			enc_str(&e, t->config_values[j]);
 		}
 		rc = snap_put(f, &e);
+		if (!rc)
+			rc = meta_parts_snapshot(t, &e, META_MAX_RECORD, snap_put_cb, f);
 	}
 	for (int i = 0; !rc && i < ml->nbcfg; i++) {
 		struct enc e = { tmp, 0, META_MAX_RECORD + 2, 0 };

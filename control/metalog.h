@@ -46,7 +46,27 @@
  *   9 BROKER_FENCE  int32 broker id, int64 epoch, int8 fenced (1) or
  *                   unfenced (0)
  *  10 UNREGISTER_BROKER int32 broker id, int64 epoch
- * (control/meta_brokers.h keeps the brokers.)
+ *  11 PARTITION     id, int32 first partition, int32 count, then count x
+ *                   (int32 leader (-1: none), int32 leader epoch, int32
+ *                   partition epoch, replicas, ISR), where a list of
+ *                   brokers is int16 n + n x int32 id; the first replica
+ *                   is the preferred leader. The placement of partitions
+ *                   [first, first + count) of the topic, as created
+ *                   (Kafka's PartitionRecord, for a run of partitions: a
+ *                   topic's partitions take as many records as keep each
+ *                   under the 1 MiB record limit, 100,000 partitions of 3
+ *                   replicas four). Written after the TOPIC record (or
+ *                   the PARTITIONS record) that made them.
+ *  12 PARTITION_CHANGE id, int32 partition, int32 leader (-2: unchanged),
+ *                   ISR (n -1: unchanged), replicas (n -1: unchanged):
+ *                   bumps the partition epoch; a new leader bumps the
+ *                   leader epoch (Kafka's PartitionChangeRecord)
+ * (control/meta_brokers.h keeps the brokers, control/meta_parts.h the
+ * partitions.) A TOPIC record with no PARTITION record after it, as
+ * brokers before these records wrote them, has every partition on the node
+ * the NODE record names (replicas and ISR that node, its leader), at the
+ * topic's leader epoch; partitions a PARTITIONS record adds with no
+ * PARTITION record likewise.
  * A reader refuses (-EPROTO) a version byte or record type it does not know.
  */
 #ifndef SLUICE_METALOG_H
@@ -66,8 +86,11 @@ enum metalog_record {
 	META_REC_REGISTER_BROKER = 8,
 	META_REC_BROKER_FENCE = 9,
 	META_REC_UNREGISTER_BROKER = 10,
+	META_REC_PARTITION = 11,
+	META_REC_PARTITION_CHANGE = 12,
 };
 struct meta_broker;
+struct meta_part;
 #define META_SCOPE_CLUSTER (-1)
 #define META_FORMAT_VERSION 1
 #define META_TOPIC_NAME_MAX 249
@@ -79,6 +102,8 @@ struct meta_topic {
 	uint8_t id[16];                /* random UUID, v4 */
 	int32_t partitions;
 	int32_t leader_epoch;          /* bumped when partitions are added */
+	struct meta_part *parts;       /* partitions entries (control/meta_parts.h) */
+	int32_t parts_cap;
 	int nconfigs;
 	char **config_keys, **config_values;   /* overrides only */
 	int deleted;
@@ -119,6 +144,25 @@ int metalog_build_topic(const struct metalog *ml, const char *name, int32_t part
 int metalog_build_delete_topic(const struct metalog *ml, const char *name, struct metalog_rec *out);
 int metalog_build_partitions(const struct metalog *ml, const char *name, int32_t new_total,
 			     struct metalog_rec *out);
+/* ... placed: the TOPIC (or PARTITIONS) record, then the PARTITION
+ * records placing each new partition i (0 for the first new one) on
+ * replicas[i * rf .. i * rf + rf) (the first its leader, all in sync,
+ * epochs 0): *recs (malloc()ed, metalog_recs_free) has *nrecs records,
+ * to propose in order. -EINVAL: rf outside 1..META_MAX_REPLICAS, a
+ * negative or repeated broker in a partition. */
+int metalog_build_topic_placed(const struct metalog *ml, const char *name, int32_t partitions,
+			       const char *const *keys, const char *const *values, int n, int rf,
+			       const int32_t *replicas, struct metalog_rec **recs, int *nrecs);
+int metalog_build_partitions_placed(const struct metalog *ml, const char *name, int32_t new_total, int rf,
+				    const int32_t *replicas, struct metalog_rec **recs, int *nrecs);
+void metalog_recs_free(struct metalog_rec *recs, int n);
+/* A PARTITION_CHANGE: leader -2 unchanged; isr / replicas NULL unchanged.
+ * 0 with out->len 0 when it changes nothing; -ENOENT (no topic),
+ * -EINVAL (no such partition, or a state that does not hold: an ISR
+ * member or leader that is not a replica). */
+int metalog_build_partition_change(const struct metalog *ml, const char *name, int32_t partition, int32_t leader,
+				   const int32_t *isr, int nisr, const int32_t *replicas, int nreplicas,
+				   struct metalog_rec *out);
 int metalog_build_config(const struct metalog *ml, const char *name, const char *key, const char *value,
 			 struct metalog_rec *out);
 int metalog_build_broker_config(const struct metalog *ml, int32_t scope, const char *key, const char *value,
@@ -221,8 +265,9 @@ int64_t metalog_next_producer_ids(struct metalog *ml, int32_t block);
 
 /* The whole image as bytes (*buf malloc()ed): "SLMETA01", then records
  * (uint32 big-endian length, record) that rebuild it: NODE, each live
- * topic as a TOPIC record with its partitions, leader epoch and configs,
- * each broker config, PRODUCER_IDS. What a quorum keeps instead of the log
+ * topic as a TOPIC record with its partitions, leader epoch and configs
+ * followed by the PARTITION records of its placed partitions, each broker
+ * config, each broker, PRODUCER_IDS. What a quorum keeps instead of the log
  * before it. 0 or -ENOMEM. */
 int metalog_snapshot(const struct metalog *ml, void **buf, size_t *len);
 /* Replace the image with a snapshot's: -EPROTO for bytes it cannot read

@@ -666,6 +666,13 @@ int metrics_partition_json(struct ctl *ctl, struct broker *b, const char *topic,
 			       (unsigned long long)LD(u->produce_batches), (unsigned long long)LD(u->produce_records),
 			       (unsigned long long)LD(u->produce_bytes),
 			       LD(u->err) ? strerror((int)-LD(u->err)) : "");
-	textbuf_printf(t, ", \"replicas\": [%d], \"isr\": [%d]}\n", b->set.node_id, b->set.node_id);
+	/* the metadata log's (on one node: this node) */
+	textbuf_printf(t, ", \"replicas\": [");
+	for (int32_t i = 0; i < mp->nreplicas; i++)
+		textbuf_printf(t, "%s%d", i ? ", " : "", mp->replicas[i]);
+	textbuf_printf(t, "], \"isr\": [");
+	for (int32_t i = 0; i < mp->nisr; i++)
+		textbuf_printf(t, "%s%d", i ? ", " : "", mp->isr[i]);
+	textbuf_printf(t, "]}\n");
 	return 0;
 }

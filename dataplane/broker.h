@@ -58,21 +58,24 @@ struct part_pub {
 
 struct md_partition {
 	int32_t index;
-	int32_t shard;            /* owner shard */
+	int32_t shard;            /* owner shard (on this node) */
 	int32_t leader_epoch;
-	struct part *part;        /* dereferenced only by the owner shard */
+	int32_t leader;           /* the broker id leading it, -1: none */
+	int32_t nreplicas, nisr;
+	const int32_t *replicas;  /* broker ids, the preferred leader first; and the ISR: */
+	const int32_t *isr;       /* both in the topic's md_topic.ids */
+	struct part *part;        /* dereferenced only by the owner shard; NULL on a
+				   * node that is no replica of it (it is not opened there) */
 	struct part_pub *pub;     /* written by the owner shard, read by the control
 				   * thread (metrics); allocated and freed by the
 				   * control thread, which frees it only at exit */
 };
 
-/* The in-sync replicas of a partition this broker leads: this broker
- * alone while Sluice runs one node (replication brings the ISR from the
- * metadata log). acks=all is refused below the topic's min_insync. */
+/* The in-sync replicas of a partition (the metadata log's ISR; on one
+ * node, this broker). acks=all is refused below the topic's min_insync. */
 static inline int32_t md_part_isr_size(const struct md_partition *mp)
 {
-	(void)mp;
-	return 1;
+	return mp->nisr;
 }
 
 struct md_topic {
@@ -81,6 +84,7 @@ struct md_topic {
 	uint8_t id[16];
 	int32_t nparts;
 	struct md_partition *parts;
+	int32_t *ids;             /* every partition's replicas and ISR (parts[i].replicas) */
 	struct plog_config cfg;   /* effective storage config */
 	uint32_t max_message_bytes;
 	int log_append_time;      /* message.timestamp.type=LogAppendTime */
@@ -91,10 +95,22 @@ struct md_topic {
 	char **config_values;
 };
 
+/* A registered, unfenced broker as clients reach it (the metadata log's
+ * REGISTER_BROKER record). */
+struct md_broker {
+	int32_t id;
+	int32_t port;
+	char host[256];
+	char rack[256];           /* "" = none */
+};
+
 struct md_snapshot {
 	uint64_t version;
 	int ntopics;
 	struct md_topic **topics; /* sorted by name */
+	int nbrokers;
+	struct md_broker *brokers;/* the unfenced registered brokers, by id (this node too once
+				   * registered); freed with the snapshot */
 	const struct config *cfg; /* the broker config in effect: static, then the cluster-wide
 				   * defaults changed at run time; read-only, retired with the
 				   * snapshot (NULL: broker->cfg) */
@@ -207,6 +223,35 @@ static inline struct md_snapshot *broker_md(struct broker *b)
 
 /* Lookup by name in a snapshot (binary search). */
 const struct md_topic *md_find(const struct md_snapshot *md, const char *name, int32_t len);
+
+/* Whether node `self` holds a replica of mp. */
+static inline int md_part_hosted(const struct md_partition *mp, int32_t self)
+{
+	for (int32_t i = 0; i < mp->nreplicas; i++)
+		if (mp->replicas[i] == self)
+			return 1;
+	return 0;
+}
+
+/* Partition idx of t for a client's request on node `self`: 0 and *out
+ * when this node leads it and has it open; else the Kafka error:
+ * UNKNOWN_TOPIC_OR_PARTITION (3: no such partition, or its log is not
+ * open), NOT_LEADER_OR_FOLLOWER (6: another broker leads it, or none
+ * does: the client refreshes its metadata and goes there). Reads the
+ * snapshot only: no lock, no allocation. */
+static inline int16_t md_part_led(const struct md_topic *t, int32_t idx, int32_t self,
+				  const struct md_partition **out)
+{
+	*out = NULL;
+	if (!t || idx < 0 || idx >= t->nparts)
+		return 3;
+	if (t->parts[idx].leader != self)
+		return 6;
+	if (!t->parts[idx].part)
+		return 3;
+	*out = &t->parts[idx];
+	return 0;
+}
 
 /* Send a message from thread `from` to thread `to` and wake it if it
  * sleeps. -ENOBUFS if the ring is full: the caller parks the message on

@@ -23,3 +23,25 @@ int32_t cluster_view_controller(const struct broker *b)
 {
 	return b->set.node_id;   /* a combined broker and controller, a quorum of one */
 }
+
+int cluster_view_brokers(const struct broker *b, const struct md_snapshot *md, struct cluster_node *out, int cap)
+{
+	int n = 0;
+
+	if (cap < 1)
+		return 0;
+	cluster_view_self(b, &out[n++]);
+	for (int i = 0; md && i < md->nbrokers && n < cap; i++) {
+		const struct md_broker *o = &md->brokers[i];
+
+		if (o->id == b->set.node_id)
+			continue;
+		out[n].id = o->id;
+		out[n].host = (struct kafka_str){ o->host, (int32_t)strlen(o->host) };
+		out[n].port = o->port;
+		out[n].rack = o->rack[0] ? (struct kafka_str){ o->rack, (int32_t)strlen(o->rack) }
+					 : (struct kafka_str){ NULL, -1 };
+		n++;
+	}
+	return n;
+}

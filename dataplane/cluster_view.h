@@ -3,8 +3,10 @@
  * addresses. Metadata, DescribeCluster and FindCoordinator all take it from
  * here, so they never disagree.
  *
- * Sluice runs one node today, a combined broker and controller (a quorum
- * of one): the cluster is this node, and its controller is this node.
+ * The brokers are this node and every other broker the metadata log has
+ * registered and not fenced (the published snapshot's, dataplane/broker.h);
+ * on one node, this node alone, as its settings say. The controller is
+ * this node (a combined broker and controller).
  *
  * Thread: any shard (@thread shard). Owns nothing: the strings point into
  * the broker's settings (struct broker_settings), read-only once the shards
@@ -30,6 +32,13 @@ struct cluster_node {
 
 /* @thread shard. This node as clients reach it. */
 void cluster_view_self(const struct broker *b, struct cluster_node *n);
+struct md_snapshot;
+/* @thread shard. The brokers clients may be sent to, at most cap: this
+ * node first (from its settings), then every other unfenced registered
+ * broker of md (NULL: none), by id. Returns how many were filled; the
+ * strings of the others point into md, valid for the shard's loop turn
+ * (as the topic names a response borrows from it). */
+int cluster_view_brokers(const struct broker *b, const struct md_snapshot *md, struct cluster_node *out, int cap);
 /* @thread shard. The cluster id (Metadata v2+, DescribeCluster). */
 struct kafka_str cluster_view_id(const struct broker *b);
 /* @thread shard. The controller's node id: this node. */

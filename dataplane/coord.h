@@ -45,6 +45,11 @@ struct ctl_topic {
 	struct kafka_str name;
 	int32_t partitions;          /* -1: num.partitions */
 	int16_t replication;         /* -1: default.replication.factor */
+	const int32_t *assign;       /* explicit replicas (CreateTopics' and CreatePartitions'
+				      * Assignments), assign_rf per partition in partition
+				      * order (the request's arena); NULL: the controller places */
+	int32_t nassign;             /* partitions assigned */
+	int32_t assign_rf;
 	int nconfigs;
 	struct kafka_str *keys;
 	struct kafka_str *values;

@@ -51,6 +51,51 @@ static int create_topics_done(struct kafka_ctx *ctx)
 	return 0;
 }
 
+/* An explicit assignment as one array, partition by partition: each
+ * partition index 0..n-1 once, every partition with as many replicas (else
+ * ct->preset INVALID_REPLICA_ASSIGNMENT, Kafka's messages). -1 when the
+ * arena is full (the request aborted). */
+static int assign_flatten(struct kafka_ctx *ctx, struct ctl_topic *ct,
+			  const struct kafka_create_topics_request_creatable_replica_assignment *a, int32_t n)
+{
+	int32_t rf = a[0].BrokerIds.count, *ids;
+
+	if (rf < 1) {
+		ct->preset = KERR_INVALID_REPLICA_ASSIGNMENT;
+		snprintf(ct->message, sizeof(ct->message),
+			 "The manual partition assignment includes an empty replica list.");
+		return 0;
+	}
+	if (!(ids = ALLOC(ctx, int32_t, (size_t)n * (size_t)rf))) {
+		kafka_ctx_abort(ctx);
+		return -1;
+	}
+	for (int32_t i = 0; i < n; i++)
+		ids[(size_t)i * rf] = -1;
+	for (int32_t i = 0; i < n; i++) {
+		int32_t p = a[i].PartitionIndex;
+
+		if (a[i].BrokerIds.count != rf) {
+			ct->preset = KERR_INVALID_REPLICA_ASSIGNMENT;
+			snprintf(ct->message, sizeof(ct->message),
+				 "All partitions in the manual partition assignment must have the same number of "
+				 "replicas.");
+			return 0;
+		}
+		if (p < 0 || p >= n || ids[(size_t)p * rf] != -1) {
+			ct->preset = KERR_INVALID_REPLICA_ASSIGNMENT;
+			snprintf(ct->message, sizeof(ct->message),
+				 "partitions should be a consecutive 0-based integer sequence");
+			return 0;
+		}
+		memcpy(&ids[(size_t)p * rf], a[i].BrokerIds.items, (size_t)rf * sizeof(*ids));
+	}
+	ct->assign = ids;
+	ct->nassign = n;
+	ct->assign_rf = rf;
+	return 0;
+}
+
 int kafka_handle_create_topics(struct kafka_ctx *ctx)
 {
 	struct kafka_create_topics_request *q = ctx->req.body;
@@ -71,8 +116,18 @@ int kafka_handle_create_topics(struct kafka_ctx *ctx)
 		ct->partitions = t->NumPartitions;
 		ct->replication = t->ReplicationFactor;
 		if (t->Assignments.count > 0) {
-			/* manual assignment: partitions = its size, one broker */
+			/* manual assignment: partitions = its size (the controller
+			 * checks its brokers) */
+			if (t->NumPartitions != -1 || t->ReplicationFactor != -1) {
+				ct->preset = KERR_INVALID_REQUEST;
+				snprintf(ct->message, sizeof(ct->message),
+					 "Both numPartitions or replicationFactor and replicasAssignments were set. "
+					 "Both cannot be used at the same time.");
+			} else if (assign_flatten(ctx, ct, t->Assignments.items, t->Assignments.count) < 0) {
+				return 0;
+			}
 			ct->partitions = t->Assignments.count;
+			ct->replication = (int16_t)ct->assign_rf;
 		}
 		ct->nconfigs = nc;
 		ct->keys = ALLOC(ctx, struct kafka_str, nc);

@@ -43,12 +43,14 @@ int kafka_handle_describe_cluster(struct kafka_ctx *ctx)
 {
 	struct kafka_describe_cluster_request *q = ctx->req.body;
 	struct kafka_describe_cluster_response *r = ALLOC(ctx, struct kafka_describe_cluster_response, 1);
+	struct broker *b = ctx->sh->b;
+	const struct md_snapshot *md = broker_md(b);
+	int cap = 1 + (md ? md->nbrokers : 0), nb;
 	struct kafka_describe_cluster_response_describe_cluster_broker *br =
-		ALLOC(ctx, struct kafka_describe_cluster_response_describe_cluster_broker, 1);
-	const struct broker *b = ctx->sh->b;
-	struct cluster_node self;
+		ALLOC(ctx, struct kafka_describe_cluster_response_describe_cluster_broker, cap);
+	struct cluster_node *nodes = ALLOC(ctx, struct cluster_node, cap);
 
-	if (!r || !br) {
+	if (!r || !br || !nodes) {
 		kafka_ctx_abort(ctx);
 		return 0;
 	}
@@ -62,13 +64,15 @@ int kafka_handle_describe_cluster(struct kafka_ctx *ctx)
 		kafka_ctx_respond(ctx);
 		return 0;
 	}
-	cluster_view_self(b, &self);
-	br->BrokerId = self.id;
-	br->Host = self.host;
-	br->Port = self.port;
-	br->Rack = self.rack;
+	nb = cluster_view_brokers(b, md, nodes, cap);
+	for (int i = 0; i < nb; i++) {
+		br[i].BrokerId = nodes[i].id;
+		br[i].Host = nodes[i].host;
+		br[i].Port = nodes[i].port;
+		br[i].Rack = nodes[i].rack;
+	}
 	r->Brokers.items = br;
-	r->Brokers.count = 1;
+	r->Brokers.count = nb;
 	r->EndpointType = ENDPOINT_BROKER;
 	r->ClusterId = cluster_view_id(b);
 	r->ControllerId = cluster_view_controller(b);

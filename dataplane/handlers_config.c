@@ -274,12 +274,14 @@ int kafka_handle_delete_records(struct kafka_ctx *ctx)
 			struct kafka_delete_records_response_delete_records_partition_result *pr = &rt->Partitions.items[j];
 			int32_t idx = qt->Partitions.items[j].PartitionIndex;
 			struct dr_item *it;
+			const struct md_partition *mp;
+			int16_t led = md_part_led(t, idx, sh->b->set.node_id, &mp);
 
 			pr->PartitionIndex = idx;
 			pr->LowWatermark = -1;
 			pr->ErrorCode = 0;
-			if (!t || idx < 0 || idx >= t->nparts || !t->parts[idx].part) {
-				pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+			if (!mp) {
+				pr->ErrorCode = led;   /* unknown, or led by another broker */
 				continue;
 			}
 			if (t->internal) {

@@ -16,12 +16,6 @@
 #include "storage/batch.h"
 
 
-static const struct md_partition *md_part(const struct md_topic *t, int32_t idx)
-{
-	if (!t || idx < 0 || idx >= t->nparts || !t->parts[idx].part)
-		return NULL;
-	return &t->parts[idx];
-}
 
 /* ---- ApiVersions ------------------------------------------------------ */
 
@@ -49,8 +43,6 @@ int kafka_handle_api_versions(struct kafka_ctx *ctx)
 static void metadata_fill_topic(struct kafka_ctx *ctx, struct kafka_metadata_response_metadata_response_topic *rt,
 				const struct md_topic *t, struct kafka_str name)
 {
-	int32_t node = ctx->sh->b->set.node_id;
-
 	rt->Name = name;
 	rt->IsInternal = false;
 	rt->Partitions.count = 0;
@@ -65,24 +57,25 @@ static void metadata_fill_topic(struct kafka_ctx *ctx, struct kafka_metadata_res
 	rt->ErrorCode = 0;
 	rt->IsInternal = t->internal;
 	rt->Partitions.items = ALLOC(ctx, struct kafka_metadata_response_metadata_response_partition, t->nparts);
-	int32_t *one = ALLOC(ctx, int32_t, 1);
-	if (!rt->Partitions.items || !one) {
+	if (!rt->Partitions.items) {
 		rt->ErrorCode = KERR_UNKNOWN_SERVER_ERROR;
 		return;
 	}
-	*one = node;
 	rt->Partitions.count = t->nparts;
 	for (int32_t i = 0; i < t->nparts; i++) {
 		struct kafka_metadata_response_metadata_response_partition *p = &rt->Partitions.items[i];
+		const struct md_partition *mp = &t->parts[i];
 
-		p->ErrorCode = 0;
+		/* the lists borrow the snapshot's arrays (read-only; valid for
+		 * this turn, as the names) */
+		p->ErrorCode = mp->leader < 0 ? KERR_LEADER_NOT_AVAILABLE : 0;
 		p->PartitionIndex = i;
-		p->LeaderId = node;
-		p->LeaderEpoch = t->parts[i].leader_epoch;   /* v7+: the epoch the partition stamps */
-		p->ReplicaNodes.items = one;
-		p->ReplicaNodes.count = 1;
-		p->IsrNodes.items = one;
-		p->IsrNodes.count = 1;
+		p->LeaderId = mp->leader;
+		p->LeaderEpoch = mp->leader_epoch;   /* v7+: the epoch the partition stamps */
+		p->ReplicaNodes.items = (int32_t *)mp->replicas;
+		p->ReplicaNodes.count = mp->nreplicas;
+		p->IsrNodes.items = (int32_t *)mp->isr;
+		p->IsrNodes.count = mp->nisr;
 		p->OfflineReplicas.items = NULL;
 		p->OfflineReplicas.count = 0;
 	}
@@ -92,26 +85,29 @@ static int metadata_respond(struct kafka_ctx *ctx)
 {
 	struct kafka_metadata_request *q = ctx->req.body;
 	struct kafka_metadata_response *r = ALLOC(ctx, struct kafka_metadata_response, 1);
-	struct kafka_metadata_response_metadata_response_broker *br =
-		ALLOC(ctx, struct kafka_metadata_response_metadata_response_broker, 1);
 	struct broker *b = ctx->sh->b;
 	struct md_snapshot *md = broker_md(b);
-	struct cluster_node self;
+	int cap = 1 + (md ? md->nbrokers : 0), nb;
+	struct kafka_metadata_response_metadata_response_broker *br =
+		ALLOC(ctx, struct kafka_metadata_response_metadata_response_broker, cap);
+	struct cluster_node *nodes = ALLOC(ctx, struct cluster_node, cap);
 	int all = q->Topics.count < 0 || (q->Topics.count == 0 && ctx->req.header.RequestApiVersion == 0);
 	int n = all ? (md ? md->ntopics : 0) : q->Topics.count;
 
-	if (!r || !br) {
+	if (!r || !br || !nodes) {
 		kafka_ctx_abort(ctx);
 		return 0;
 	}
 	kafka_metadata_response_init(r);
-	cluster_view_self(b, &self);
-	br->NodeId = self.id;
-	br->Host = self.host;
-	br->Port = self.port;
-	br->Rack = self.rack;
+	nb = cluster_view_brokers(b, md, nodes, cap);
+	for (int i = 0; i < nb; i++) {
+		br[i].NodeId = nodes[i].id;
+		br[i].Host = nodes[i].host;
+		br[i].Port = nodes[i].port;
+		br[i].Rack = nodes[i].rack;
+	}
 	r->Brokers.items = br;
-	r->Brokers.count = 1;
+	r->Brokers.count = nb;
 	r->ClusterId = cluster_view_id(b);
 	r->ControllerId = cluster_view_controller(b);
 	r->Topics.items = ALLOC(ctx, struct kafka_metadata_response_metadata_response_topic, n);
@@ -307,7 +303,8 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 		for (int j = 0; j < np; j++) {
 			struct kafka_produce_request_partition_produce_data *pd = &td->PartitionData.items[j];
 			struct kafka_produce_response_partition_produce_response *pr = &rt->PartitionResponses.items[j];
-			const struct md_partition *mp = md_part(t, pd->Index);
+			const struct md_partition *mp;
+			int16_t led = md_part_led(t, pd->Index, sh->b->set.node_id, &mp);
 			const uint8_t *rec = pd->Records.ptr;
 			uint32_t len = pd->Records.len > 0 ? (uint32_t)pd->Records.len : 0, at = 0;
 			int16_t err = 0;
@@ -324,7 +321,7 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 				 * so librdkafka <= 2.11 enables its codecs; refused here */
 				err = KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT;
 			else if (!mp)
-				err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+				err = led;   /* unknown, or led by another broker */
 			else if (t->internal)
 				/* like Kafka: clients do not write the coordinator's logs */
 				err = KERR_INVALID_TOPIC_EXCEPTION;
@@ -814,7 +811,8 @@ int kafka_handle_fetch(struct kafka_ctx *ctx)
 		for (int j = 0; j < np; j++, k++) {
 			struct kafka_fetch_request_fetch_partition *fp = &ft->Partitions.items[j];
 			struct kafka_fetch_response_partition_data *pd = &rt->Partitions.items[j];
-			const struct md_partition *mp = md_part(t, fp->Partition);
+			const struct md_partition *mp;
+			int16_t led = md_part_led(t, fp->Partition, ctx->sh->b->set.node_id, &mp);
 			struct fetch_item *it = &fs->items[k];
 
 			memset(pd, 0, sizeof(*pd));
@@ -832,7 +830,7 @@ int kafka_handle_fetch(struct kafka_ctx *ctx)
 			it->pd = pd;
 			it->ctx = ctx;
 			if (!mp) {
-				pd->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+				pd->ErrorCode = led;
 				continue;
 			}
 			it->part = mp->part;
@@ -1022,7 +1020,8 @@ int kafka_handle_list_offsets(struct kafka_ctx *ctx)
 		for (int j = 0; j < np; j++) {
 			struct kafka_list_offsets_request_list_offsets_partition *qp = &qt->Partitions.items[j];
 			struct kafka_list_offsets_response_list_offsets_partition_response *pr = &rt->Partitions.items[j];
-			const struct md_partition *mp = md_part(t, qp->PartitionIndex);
+			const struct md_partition *mp;
+			int16_t led = md_part_led(t, qp->PartitionIndex, ctx->sh->b->set.node_id, &mp);
 			struct lo_item *it;
 
 			pr->PartitionIndex = qp->PartitionIndex;
@@ -1031,7 +1030,7 @@ int kafka_handle_list_offsets(struct kafka_ctx *ctx)
 			pr->Offset = -1;
 			pr->LeaderEpoch = -1;
 			if (!mp) {
-				pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+				pr->ErrorCode = led;
 				continue;
 			}
 			it = ALLOC(ctx, struct lo_item, 1);

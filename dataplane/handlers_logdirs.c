@@ -42,7 +42,7 @@ static int fill_topic(struct kafka_ctx *ctx, struct kafka_describe_log_dirs_resp
 	for (int i = 0; i < n; i++) {
 		int32_t idx = want ? want[i] : i;
 
-		if (idx < 0 || idx >= t->nparts)
+		if (idx < 0 || idx >= t->nparts || !md_part_hosted(&t->parts[idx], ctx->sh->b->set.node_id))
 			continue;   /* Kafka leaves out partitions it does not hold */
 		fill_partition(&rt->Partitions.items[rt->Partitions.count++], &t->parts[idx]);
 	}

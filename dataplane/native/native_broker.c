@@ -379,8 +379,11 @@ static void produce_batch(struct native_shard *ns, struct nsession *s, const str
 	int16_t err = 0;
 	int rc;
 
-	if (!t || m->partition >= t->nparts || !t->parts[m->partition].part) {
-		err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	const struct md_partition *mp;
+	int16_t led = md_part_led(t, (int32_t)m->partition, ns->sh->b->set.node_id, &mp);
+
+	if (!mp) {
+		err = led;   /* unknown, or led by another broker */
 	} else if (t->internal) {
 		err = KERR_INVALID_TOPIC_EXCEPTION;
 	} else if ((rc = batch_validate(batch, len, t->max_message_bytes, BATCH_V_PRODUCE, &bi)) < 0 ||
@@ -731,11 +734,12 @@ static void on_fetch(struct native_shard *ns, struct nsession *s, const struct n
 	const struct md_partition *mp;
 	struct shard_msg f = { .fn = fetch_on_owner };
 
-	if (!t || m->partition >= t->nparts || !(mp = &t->parts[m->partition])->part) {
+	int16_t led = md_part_led(t, (int32_t)m->partition, ns->sh->b->set.node_id, &mp);
+
+	if (!mp) {
 		send_to(ns, &s->peer, ns->tx,
 			native_write_fetch_data(ns->tx, sizeof(ns->tx), s->id, m->request, m->topic, m->topic_len,
-						m->partition, KERR_UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1, 0, 0, 0, 0,
-						NULL, 0));
+						m->partition, led, -1, -1, -1, 0, 0, 0, 0, NULL, 0));
 		return;
 	}
 	f.p[0] = mp->part;

@@ -241,6 +241,63 @@ def create_topics_refuses_counts_below_one_other_than_minus_one():
         c.close()
 
 
+def create_topics_assigned(c, name, assignment):
+    """CreateTopics v1 with an explicit assignment ([brokers] per partition,
+    in order): (error, message)."""
+    def topic(w, _):
+        w.str(name).i32(-1).i16(-1)
+        w.array(list(enumerate(assignment)), lambda w, pa: w.i32(pa[0]).array(pa[1], W.i32))
+        w.array([], None)
+    w = W().array([name], topic).i32(30000).i8(0)
+    r = c.request(CREATE_TOPICS, 1, w)
+    res = r.array(lambda r: (r.str(), r.i16(), r.str()))
+    r.done()
+    return res[0][1], res[0][2]
+
+
+def partition_leaders(c, name):
+    """Metadata v4 of one topic: [(leader, replicas, isr)] by partition."""
+    r = c.request(METADATA, 4, W().array([name], W.str).i8(0))
+    r.i32()
+    brokers = r.array(lambda r: (r.i32(), r.str(), r.i32(), r.str()))
+    r.str()
+    r.i32()
+    topics = r.array(lambda r: (r.i16(), r.str(), r.i8(),
+                                r.array(lambda r: (r.i16(), r.i32(), r.i32(), r.array(R.i32), r.array(R.i32)))))
+    r.done()
+    parts = sorted(topics[0][3], key=lambda p: p[1])
+    return brokers, [(leader, reps, isr) for _e, _i, leader, reps, isr in parts]
+
+
+@test
+def replicas_beyond_the_brokers_or_on_an_unknown_broker_are_refused():
+    """Kafka's rules for placement, on one broker: a replication factor of 2
+    is INVALID_REPLICATION_FACTOR (38, "larger than available brokers: 1");
+    an explicit assignment naming broker 9 is INVALID_REPLICA_ASSIGNMENT
+    (39); one naming this broker is created there, and Metadata shows this
+    broker as the leader, the replicas and the ISR of every partition."""
+    INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT = 38, 39
+    with broker() as b:
+        c = TConn(b.bootstrap)
+        err, msg = create_topics(c, "two", 3, 2)
+        assert err == INVALID_REPLICATION_FACTOR and "larger than available brokers: 1" in msg, (err, msg)
+        brokers, _ = partition_leaders(c, "__consumer_offsets")
+        assert len(brokers) == 1, brokers
+        me = brokers[0][0]
+        err, msg = create_topics_assigned(c, "nine", [[me], [9]])
+        assert err == INVALID_REPLICA_ASSIGNMENT and "broker 9" in msg, (err, msg)
+        err, msg = create_topics_assigned(c, "twice", [[me, me]])
+        assert err == INVALID_REPLICA_ASSIGNMENT, (err, msg)
+        err, msg = create_topics_assigned(c, "mine", [[me], [me], [me]])
+        assert err == 0, (err, msg)
+        _, md = metadata(c, ["two", "nine", "mine"])
+        assert md["two"][0] == UNKNOWN_TOPIC_OR_PARTITION and md["nine"][0] == UNKNOWN_TOPIC_OR_PARTITION, md
+        _, parts = partition_leaders(c, "mine")
+        assert parts == [(me, [me], [me])] * 3, parts
+        assert c.produce_many({("mine", 2): plain([b"x"])}, acks=-1)[("mine", 2)].error == 0
+        c.close()
+
+
 @test
 def listeners_with_unimplemented_security_protocols_stop_the_start():
     for proto in ("SSL", "SASL_SSL", "SASL_PLAINTEXT"):

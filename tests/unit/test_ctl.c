@@ -592,6 +592,191 @@ Test(ctl, brokers_register_heartbeat_and_are_fenced_after_a_missed_session)
 	cr_assert_eq(register_broker(2, 2), -EEXIST);
 }
 
+/* ---- placement across brokers ------------------------------------------ */
+
+/* CreateTopics of name: its error code (the message in msg). rf -1 with
+ * assign: an explicit assignment, one broker per partition. */
+static int16_t create_topic_rf(const char *name, int32_t nparts, int16_t rf, const int32_t *assign, char *msg,
+			       size_t msglen)
+{
+	struct kafka_create_topics_request q;
+	struct kafka_create_topics_request_creatable_topic t;
+	struct kafka_create_topics_request_creatable_replica_assignment as[8];
+	const struct kafka_create_topics_response *r;
+
+	kafka_create_topics_request_init(&q);
+	memset(&t, 0, sizeof(t));
+	t.Name = kstr(name);
+	t.NumPartitions = assign ? -1 : nparts;
+	t.ReplicationFactor = rf;
+	for (int i = 0; assign && i < nparts; i++) {
+		as[i].PartitionIndex = i;
+		as[i].BrokerIds.items = (int32_t *)&assign[i];
+		as[i].BrokerIds.count = 1;
+	}
+	t.Assignments.items = assign ? as : NULL;
+	t.Assignments.count = assign ? nparts : 0;
+	q.Topics.items = &t;
+	q.Topics.count = 1;
+	q.timeoutMs = 30000;
+	r = call(KAFKA_CREATE_TOPICS_KEY, 2, &q);
+	cr_assert_eq(r->Topics.count, 1);
+	snprintf(msg, msglen, "%.*s", r->Topics.items[0].ErrorMessage.len > 0 ? r->Topics.items[0].ErrorMessage.len : 0,
+		 r->Topics.items[0].ErrorMessage.ptr ? r->Topics.items[0].ErrorMessage.ptr : "");
+	return r->Topics.items[0].ErrorCode;
+}
+
+/* A produce of one batch to name-idx: its error code. */
+static int16_t produce_to(const char *name, int32_t idx)
+{
+	static uint8_t batch[4096];
+	struct kafka_produce_request q;
+	struct kafka_produce_request_topic_produce_data td;
+	struct kafka_produce_request_partition_produce_data pd;
+	const struct kafka_produce_response *r;
+	uint32_t blen = test_batch(batch, sizeof(batch), 0, 1, 20, 0, WALL0);
+
+	kafka_produce_request_init(&q);
+	q.Acks = 1;
+	q.TimeoutMs = 30000;
+	pd.Index = idx;
+	pd.Records = (struct kafka_bytes){ batch, (int32_t)blen };
+	td.Name = kstr(name);
+	td.PartitionData.items = &pd;
+	td.PartitionData.count = 1;
+	q.TopicData.items = &td;
+	q.TopicData.count = 1;
+	r = call(KAFKA_PRODUCE_KEY, 7, &q);
+	cr_assert_eq(r->Responses.count, 1);
+	cr_assert_eq(r->Responses.items[0].PartitionResponses.count, 1);
+	return r->Responses.items[0].PartitionResponses.items[0].ErrorCode;
+}
+
+/* A fetch of name-idx from offset 0: its error code. */
+static int16_t fetch_from(const char *name, int32_t idx)
+{
+	struct kafka_fetch_request q;
+	struct kafka_fetch_request_fetch_topic ft;
+	struct kafka_fetch_request_fetch_partition fp;
+	const struct kafka_fetch_response *r;
+
+	kafka_fetch_request_init(&q);
+	q.ReplicaId = -1;
+	q.MaxWaitMs = 0;
+	q.MinBytes = 0;
+	q.MaxBytes = 1 << 20;
+	memset(&fp, 0, sizeof(fp));
+	fp.Partition = idx;
+	fp.FetchOffset = 0;
+	fp.PartitionMaxBytes = 1 << 16;
+	fp.CurrentLeaderEpoch = -1;
+	fp.LogStartOffset = -1;
+	memset(&ft, 0, sizeof(ft));
+	ft.Topic = kstr(name);
+	ft.Partitions.items = &fp;
+	ft.Partitions.count = 1;
+	q.Topics.items = &ft;
+	q.Topics.count = 1;
+	r = call(KAFKA_FETCH_KEY, 4, &q);
+	cr_assert_eq(r->Responses.count, 1);
+	cr_assert_eq(r->Responses.items[0].Partitions.count, 1);
+	return r->Responses.items[0].Partitions.items[0].ErrorCode;
+}
+
+Test(ctl, partitions_are_placed_across_unfenced_brokers_and_only_this_nodes_open)
+{
+	int32_t self = b.set.node_id, lead[2] = { 0, 0 }, other = -1, mine = -1;
+	const struct kafka_metadata_response *mr;
+	struct kafka_metadata_request mq;
+	struct kafka_metadata_request_metadata_request_topic mt;
+	const struct md_topic *t;
+	char msg[256];
+	int64_t e2;
+	static const int32_t nine[2] = { 1, 9 };
+
+	cr_assert_neq(self, 2);
+	connect_client();
+	/* one broker: a second replica is refused, as Kafka refuses it */
+	cr_assert_eq(create_topic_rf("two", 1, 2, NULL, msg, sizeof(msg)), KERR_INVALID_REPLICATION_FACTOR);
+	cr_assert(strstr(msg, "larger than available brokers: 1"), "%s", msg);
+	/* broker 2 registers; fenced, it takes no replica */
+	e2 = register_broker(2, 1);
+	watched = 2;
+	cr_assert_eq(create_topic_rf("two", 1, 2, NULL, msg, sizeof(msg)), KERR_INVALID_REPLICATION_FACTOR);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	cr_assert(run_until(watched_unfenced));
+	/* 4 partitions, 1 replica: 2 on each broker */
+	create_topic("t", 4);
+	t = md_find(broker_md(&b), "t", 1);
+	cr_assert_not_null(t);
+	for (int i = 0; i < 4; i++) {
+		const struct md_partition *mp = &t->parts[i];
+
+		cr_assert_eq(mp->nreplicas, 1);
+		cr_assert_eq(mp->nisr, 1);
+		cr_assert_eq(mp->replicas[0], mp->leader);
+		cr_assert_eq(mp->isr[0], mp->leader);
+		cr_assert(mp->leader == self || mp->leader == 2, "partition %d led by %d", i, mp->leader);
+		lead[mp->leader == 2]++;
+		if (mp->leader == self) {
+			cr_assert_not_null(mp->part, "partition %d is this node's: opened", i);
+			mine = i;
+		} else {
+			cr_assert_null(mp->part, "partition %d is broker 2's: not opened here", i);
+			other = i;
+		}
+	}
+	cr_assert_eq(lead[0], 2, "this node leads %d of 4", lead[0]);
+	cr_assert_eq(lead[1], 2, "broker 2 leads %d of 4", lead[1]);
+	cr_assert_eq(parts_on_shard(), 2 + 2, "only this node's partitions open on the shard");
+	/* the data path: this node's partition served, broker 2's sent away */
+	cr_assert_eq(produce_to("t", mine), 0);
+	cr_assert_eq(produce_to("t", other), KERR_NOT_LEADER_OR_FOLLOWER);
+	cr_assert_eq(fetch_from("t", mine), 0);
+	cr_assert_eq(fetch_from("t", other), KERR_NOT_LEADER_OR_FOLLOWER);
+	cr_assert_eq(produce_to("t", 4), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	/* Metadata: both brokers, each partition's leader, replicas, ISR */
+	kafka_metadata_request_init(&mq);
+	memset(&mt, 0, sizeof(mt));
+	mt.Name = kstr("t");
+	mq.Topics.items = &mt;
+	mq.Topics.count = 1;
+	mr = call(KAFKA_METADATA_KEY, 6, &mq);
+	cr_assert_eq(mr->Brokers.count, 2);
+	cr_assert_eq(mr->Brokers.items[0].NodeId, self);
+	cr_assert_eq(mr->Brokers.items[1].NodeId, 2);
+	cr_assert_eq(mr->Brokers.items[1].Port, 9002);
+	cr_assert_eq(mr->Brokers.items[1].Rack.len, 2);
+	cr_assert_eq(memcmp(mr->Brokers.items[1].Rack.ptr, "r2", 2), 0);
+	cr_assert_eq(mr->Topics.count, 1);
+	cr_assert_eq(mr->Topics.items[0].Partitions.count, 4);
+	for (int i = 0; i < 4; i++) {
+		const struct kafka_metadata_response_metadata_response_partition *p =
+			&mr->Topics.items[0].Partitions.items[i];
+
+		cr_assert_eq(p->LeaderId, t->parts[p->PartitionIndex].leader, "partition %d", p->PartitionIndex);
+		cr_assert_eq(p->ReplicaNodes.count, 1);
+		cr_assert_eq(p->ReplicaNodes.items[0], p->LeaderId);
+		cr_assert_eq(p->IsrNodes.count, 1);
+	}
+	/* two brokers now take two replicas; a third is refused */
+	cr_assert_eq(create_topic_rf("two", 2, 2, NULL, msg, sizeof(msg)), 0, "%s", msg);
+	t = md_find(broker_md(&b), "two", 3);
+	cr_assert_eq(t->parts[0].nreplicas, 2);
+	cr_assert_not_null(t->parts[0].part, "a follower replica is opened too");
+	cr_assert_not_null(t->parts[1].part);
+	cr_assert_eq(create_topic_rf("three", 1, 3, NULL, msg, sizeof(msg)), KERR_INVALID_REPLICATION_FACTOR);
+	/* an explicit assignment naming an unknown broker */
+	cr_assert_eq(create_topic_rf("nine", 2, -1, nine, msg, sizeof(msg)), KERR_INVALID_REPLICA_ASSIGNMENT);
+	cr_assert(strstr(msg, "broker 9"), "%s", msg);
+	/* fenced again: broker 2 leaves the Metadata's brokers */
+	for (int i = 0; i < 5; i++)
+		advance_ms(2000);
+	cr_assert(run_until(watched_fenced));
+	mr = call(KAFKA_METADATA_KEY, 6, &mq);
+	cr_assert_eq(mr->Brokers.count, 1);
+}
+
 /* ---- offsets expiry, on the injected wall clock ----------------------- */
 
 static int offset_expired(void)

@@ -27,7 +27,9 @@ static int ctl_sleeping;
 static char *dir;
 static char pdir[4200];
 
-static struct md_partition mpart = { .index = 0, .shard = 0 };
+static const int32_t node1[1] = { 1 };   /* the fixture's node id: it leads the partition */
+static struct md_partition mpart = { .index = 0, .shard = 0, .leader = 1, .nreplicas = 1, .nisr = 1,
+				     .replicas = node1, .isr = node1 };
 static struct md_topic *topics[1];
 static struct md_topic topic;
 static struct md_snapshot md = { .version = 1, .ntopics = 1, .topics = topics };

@@ -1,0 +1,250 @@
+/* control/meta_parts.c — the partitions of a topic in the metadata image:
+ * their placement and change records applied in log order. See
+ * meta_parts.h. @thread ctl */
+#include "control/meta_parts.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control/metalog.h"
+#include "control/metalog_codec.h"
+
+int meta_part_has(const int32_t *ids, int n, int32_t id)
+{
+	for (int i = 0; i < n; i++)
+		if (ids[i] == id)
+			return 1;
+	return 0;
+}
+
+/* Set p's ids (copied); -ENOMEM leaves p as it was. */
+static int part_set_ids(struct meta_part *p, const int32_t *replicas, int nr, const int32_t *isr, int ni)
+{
+	int32_t *ids = malloc((size_t)(nr + ni + 1) * sizeof(*ids));
+
+	if (!ids)
+		return -ENOMEM;
+	memcpy(ids, replicas, (size_t)nr * sizeof(*ids));
+	memcpy(ids + nr, isr, (size_t)ni * sizeof(*ids));
+	free(p->replicas);
+	p->replicas = ids;
+	p->isr = ids + nr;
+	p->nreplicas = (int16_t)nr;
+	p->nisr = (int16_t)ni;
+	return 0;
+}
+
+int meta_parts_legacy(struct meta_topic *t, int32_t from, int32_t writer)
+{
+	if (t->partitions > t->parts_cap) {
+		struct meta_part *n = realloc(t->parts, (size_t)t->partitions * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		memset(n + t->parts_cap, 0, (size_t)(t->partitions - t->parts_cap) * sizeof(*n));
+		t->parts = n;
+		t->parts_cap = t->partitions;
+	}
+	for (int32_t i = 0; i < from; i++)
+		if (t->parts[i].legacy)
+			t->parts[i].leader_epoch = t->leader_epoch;
+	for (int32_t i = from; i < t->partitions; i++) {
+		struct meta_part *p = &t->parts[i];
+
+		if (part_set_ids(p, &writer, 1, &writer, 1) < 0)
+			return -ENOMEM;
+		p->leader = writer;
+		p->leader_epoch = t->leader_epoch;
+		p->partition_epoch = 0;
+		p->legacy = 1;
+	}
+	return 0;
+}
+
+void meta_parts_free(struct meta_topic *t)
+{
+	for (int32_t i = 0; i < t->parts_cap; i++)
+		free(t->parts[i].replicas);
+	free(t->parts);
+	t->parts = NULL;
+	t->parts_cap = 0;
+}
+
+/* A list of broker ids: int16 count (-1: none, when allowed), ids. */
+static int dec_ids(struct dec *d, int32_t *ids, int allow_null)
+{
+	int n = (int)dec_be(d, 2);
+
+	if (d->err)
+		return -1;
+	if (n < 0 && !(allow_null && n == -1)) {
+		d->err = -EPROTO;
+		return -1;
+	}
+	if (n > META_MAX_REPLICAS) {
+		d->err = -EPROTO;
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		ids[i] = (int32_t)dec_be(d, 4);
+	return d->err ? -1 : n;
+}
+
+/* A partition's state that can be applied: replicas distinct and not
+ * negative, at least one; the ISR a subset of them, distinct; the leader
+ * -1 or in the ISR (Kafka elects only from it; an empty ISR leaves none). */
+int meta_part_valid(int32_t leader, const int32_t *r, int nr, const int32_t *isr, int ni)
+{
+	if (nr < 1 || ni < 0)
+		return 0;
+	for (int i = 0; i < nr; i++)
+		if (r[i] < 0 || meta_part_has(r, i, r[i]))
+			return 0;
+	for (int i = 0; i < ni; i++)
+		if (!meta_part_has(r, nr, isr[i]) || meta_part_has(isr, i, isr[i]))
+			return 0;
+	return leader == -1 || meta_part_has(isr, ni, leader);
+}
+
+static int apply_partition(struct meta_topic *t, struct dec *d, int dry)
+{
+	int32_t first = (int32_t)dec_be(d, 4), count = (int32_t)dec_be(d, 4);
+	int32_t r[META_MAX_REPLICAS], isr[META_MAX_REPLICAS];
+	struct dec start;
+
+	if (d->err || count < 1 || first < 0)
+		return d->err ? d->err : -EPROTO;
+	if (first > t->partitions - count)
+		return -EINVAL;
+	start = *d;
+	/* every entry checked before any is applied: all or nothing */
+	for (int pass = 0; pass < (dry ? 1 : 2); pass++) {
+		*d = start;
+		for (int32_t i = 0; i < count; i++) {
+			int32_t leader = (int32_t)dec_be(d, 4), le = (int32_t)dec_be(d, 4), pe = (int32_t)dec_be(d, 4);
+			int nr = dec_ids(d, r, 0), ni = dec_ids(d, isr, 0);
+
+			if (d->err)
+				return d->err;
+			if (!meta_part_valid(leader, r, nr, isr, ni) || le < 0 || pe < 0)
+				return -EINVAL;
+			if (pass == 1) {
+				struct meta_part *p = &t->parts[first + i];
+
+				if (part_set_ids(p, r, nr, isr, ni) < 0)
+					return -ENOMEM;
+				p->leader = leader;
+				p->leader_epoch = le;
+				p->partition_epoch = pe;
+				p->legacy = 0;
+			}
+		}
+		if (d->p != d->end)
+			return -EPROTO;
+	}
+	return 0;
+}
+
+static int apply_change(struct meta_topic *t, struct dec *d, int dry)
+{
+	int32_t idx = (int32_t)dec_be(d, 4), leader = (int32_t)dec_be(d, 4);
+	int32_t r[META_MAX_REPLICAS], isr[META_MAX_REPLICAS];
+	int ni = dec_ids(d, isr, 1), nr = dec_ids(d, r, 1);
+	struct meta_part *p;
+
+	if (d->err || d->p != d->end || leader < -2)
+		return d->err ? d->err : -EPROTO;
+	if (idx < 0 || idx >= t->partitions)
+		return -EINVAL;
+	p = &t->parts[idx];
+	if (leader == -2)
+		leader = p->leader;
+	if (ni < 0) {
+		ni = p->nisr;
+		memcpy(isr, p->isr, (size_t)ni * sizeof(*isr));
+	}
+	if (nr < 0) {
+		nr = p->nreplicas;
+		memcpy(r, p->replicas, (size_t)nr * sizeof(*r));
+	}
+	if (!meta_part_valid(leader, r, nr, isr, ni))
+		return -EINVAL;
+	if (dry)
+		return 0;
+	if (part_set_ids(p, r, nr, isr, ni) < 0)
+		return -ENOMEM;
+	if (leader != p->leader)
+		p->leader_epoch++;
+	p->leader = leader;
+	p->partition_epoch++;
+	p->legacy = 0;
+	return 0;
+}
+
+int meta_parts_apply(struct meta_topic *t, int16_t type, struct dec *d, int dry)
+{
+	if (type == META_REC_PARTITION)
+		return apply_partition(t, d, dry);
+	if (type == META_REC_PARTITION_CHANGE)
+		return apply_change(t, d, dry);
+	return -EPROTO;
+}
+
+static void enc_ids(struct enc *e, const int32_t *ids, int n)
+{
+	enc_i16(e, (int16_t)n);
+	for (int i = 0; i < n; i++)
+		enc_i32(e, ids[i]);
+}
+
+void meta_part_encode(struct enc *e, int32_t leader, int32_t leader_epoch, int32_t partition_epoch,
+		      const int32_t *replicas, int nreplicas, const int32_t *isr, int nisr)
+{
+	enc_i32(e, leader);
+	enc_i32(e, leader_epoch);
+	enc_i32(e, partition_epoch);
+	enc_ids(e, replicas, nreplicas);
+	enc_ids(e, isr, nisr);
+}
+
+void meta_parts_encode(struct enc *e, const struct meta_topic *t, int32_t first, int32_t count)
+{
+	enc_i32(e, first);
+	enc_i32(e, count);
+	for (int32_t i = first; i < first + count; i++) {
+		const struct meta_part *p = &t->parts[i];
+
+		meta_part_encode(e, p->leader, p->leader_epoch, p->partition_epoch, p->replicas, p->nreplicas,
+				 p->isr, p->nisr);
+	}
+}
+
+int meta_parts_snapshot(const struct meta_topic *t, struct enc *e, size_t cap,
+			int (*put)(void *arg, struct enc *e), void *arg)
+{
+	int rc = 0;
+
+	for (int32_t i = 0; !rc && i < t->partitions;) {
+		size_t bytes = 3 + 16 + 8;   /* type, version, id, first, count */
+		int32_t n = 0;
+
+		if (t->parts[i].legacy) {
+			i++;
+			continue;
+		}
+		while (i + n < t->partitions && !t->parts[i + n].legacy &&
+		       bytes + META_PART_BYTES(t->parts[i + n].nreplicas) <= cap) {
+			bytes += META_PART_BYTES(t->parts[i + n].nreplicas);
+			n++;
+		}
+		e->len = 0;
+		e->err = 0;
+		enc_type(e, META_REC_PARTITION);
+		enc_bytes(e, t->id, 16);
+		meta_parts_encode(e, t, i, n);
+		rc = put(arg, e);
+		i += n;
+	}
+	return rc;
+}

@@ -1,0 +1,351 @@
+/* tests/unit/test_meta_parts.c — the partitions in the metadata image
+ * (control/meta_parts.h): PARTITION and PARTITION_CHANGE records applied,
+ * refused when they do not hold, carried by a snapshot; the records of a
+ * log written before them (a TOPIC and PARTITIONS alone) read as every
+ * partition on the node that wrote it at the topic's epoch; 100,000
+ * partitions take records under the 1 MiB limit. */
+#include <errno.h>
+
+#include "control/meta_parts.h"
+#include "control/metalog.h"
+#include "tests/unit/helpers.h"
+
+static char *dir;
+
+static void setup(void)
+{
+	dir = test_tmpdir();
+}
+
+static void teardown(void)
+{
+	test_rmrf(dir);
+	free(dir);
+}
+
+TestSuite(meta_parts, .init = setup, .fini = teardown, .timeout = 120);
+
+/* Every partition of every topic as text. */
+static char *parts_image(const struct metalog *ml)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	for (int i = 0; i < metalog_topic_count(ml); i++) {
+		const struct meta_topic *t = metalog_topic_at(ml, i);
+
+		fprintf(f, "%s e=%d\n", t->name, t->leader_epoch);
+		for (int32_t j = 0; j < t->partitions; j++) {
+			const struct meta_part *p = &t->parts[j];
+
+			fprintf(f, " %d: leader %d le %d pe %d legacy %d r", j, p->leader, p->leader_epoch,
+				p->partition_epoch, p->legacy);
+			for (int k = 0; k < p->nreplicas; k++)
+				fprintf(f, " %d", p->replicas[k]);
+			fprintf(f, " isr");
+			for (int k = 0; k < p->nisr; k++)
+				fprintf(f, " %d", p->isr[k]);
+			fputc('\n', f);
+		}
+	}
+	fclose(f);
+	return buf;
+}
+
+static void apply_all(struct metalog *ml, struct metalog_rec *recs, int n)
+{
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(metalog_apply(ml, recs[i].buf, recs[i].len, NULL), 0, "record %d", i);
+	metalog_recs_free(recs, n);
+}
+
+static struct metalog *image_with_node(int32_t writer)
+{
+	struct metalog *ml;
+	struct metalog_rec r;
+
+	cr_assert_eq(metalog_image_new(writer, &ml), 0);
+	cr_assert_eq(metalog_build_node(ml, &r), 0);
+	cr_assert_eq(metalog_apply(ml, r.buf, r.len, NULL), 0);
+	metalog_rec_free(&r);
+	return ml;
+}
+
+Test(meta_parts, a_placed_topic_and_its_changes)
+{
+	struct metalog *ml = image_with_node(1);
+	struct metalog_rec *recs, r;
+	int n;
+	static const int32_t placed[4 * 2] = { 1, 2, 2, 1, 1, 2, 2, 1 };
+	const struct meta_topic *t;
+	const struct meta_part *p;
+
+	cr_assert_eq(metalog_build_topic_placed(ml, "t", 4, NULL, NULL, 0, 2, placed, &recs, &n), 0);
+	cr_assert_eq(n, 2, "TOPIC and one PARTITION record");
+	apply_all(ml, recs, n);
+	t = metalog_topic(ml, "t");
+	for (int i = 0; i < 4; i++) {
+		p = &t->parts[i];
+		cr_assert_eq(p->legacy, 0);
+		cr_assert_eq(p->leader, placed[i * 2]);
+		cr_assert_eq(p->nreplicas, 2);
+		cr_assert_eq(p->nisr, 2);
+		cr_assert_eq(p->replicas[1], placed[i * 2 + 1]);
+		cr_assert_eq(p->leader_epoch, 0);
+		cr_assert_eq(p->partition_epoch, 0);
+	}
+	/* the ISR shrinks: the partition epoch moves, the leader's does not */
+	int32_t isr1[1] = { 1 };
+
+	cr_assert_eq(metalog_build_partition_change(ml, "t", 0, -2, isr1, 1, NULL, 0, &r), 0);
+	cr_assert_gt(r.len, 0);
+	cr_assert_eq(metalog_apply(ml, r.buf, r.len, NULL), 0);
+	metalog_rec_free(&r);
+	p = &t->parts[0];
+	cr_assert_eq(p->nisr, 1);
+	cr_assert_eq(p->partition_epoch, 1);
+	cr_assert_eq(p->leader_epoch, 0);
+	/* a new leader (in the ISR): both epochs move */
+	int32_t isr2[1] = { 2 };
+
+	cr_assert_eq(metalog_build_partition_change(ml, "t", 1, 1, isr2, 1, NULL, 0, &r), -EINVAL,
+		     "a leader outside the ISR");
+	cr_assert_eq(metalog_build_partition_change(ml, "t", 1, 1, NULL, 0, NULL, 0, &r), 0);
+	cr_assert_eq(metalog_apply(ml, r.buf, r.len, NULL), 0);
+	metalog_rec_free(&r);
+	p = &t->parts[1];
+	cr_assert_eq(p->leader, 1);
+	cr_assert_eq(p->leader_epoch, 1);
+	cr_assert_eq(p->partition_epoch, 1);
+	/* replicas change (a reassignment's end) */
+	int32_t rep[1] = { 1 };
+
+	cr_assert_eq(metalog_build_partition_change(ml, "t", 1, -2, rep, 1, rep, 1, &r), 0);
+	cr_assert_eq(metalog_apply(ml, r.buf, r.len, NULL), 0);
+	metalog_rec_free(&r);
+	cr_assert_eq(p->nreplicas, 1);
+	cr_assert_eq(p->partition_epoch, 2);
+	/* nothing to change: nothing to write */
+	cr_assert_eq(metalog_build_partition_change(ml, "t", 1, 1, rep, 1, NULL, 0, &r), 0);
+	cr_assert_eq(r.len, 0);
+	/* refusals */
+	cr_assert_eq(metalog_build_partition_change(ml, "t", 4, 1, NULL, 0, NULL, 0, &r), -EINVAL);
+	cr_assert_eq(metalog_build_partition_change(ml, "nope", 0, 1, NULL, 0, NULL, 0, &r), -ENOENT);
+	int32_t dup[2] = { 1, 1 };
+
+	cr_assert_eq(metalog_build_topic_placed(ml, "u", 1, NULL, NULL, 0, 2, dup, &recs, &n), -EINVAL);
+	/* a change for a topic deleted meanwhile no longer applies */
+	cr_assert_eq(metalog_build_partition_change(ml, "t", 2, -2, isr1, 1, NULL, 0, &r), 0);
+	struct metalog_rec del;
+
+	cr_assert_eq(metalog_build_delete_topic(ml, "t", &del), 0);
+	cr_assert_eq(metalog_apply(ml, del.buf, del.len, NULL), 0);
+	cr_assert_eq(metalog_apply(ml, r.buf, r.len, NULL), -ENOENT);
+	metalog_rec_free(&del);
+	metalog_rec_free(&r);
+	metalog_close(ml);
+}
+
+Test(meta_parts, create_partitions_places_only_the_new_ones)
+{
+	struct metalog *ml = image_with_node(1);
+	struct metalog_rec *recs;
+	int n;
+	static const int32_t first[2] = { 1, 2 }, more[3] = { 2, 1, 2 };
+	const struct meta_topic *t;
+
+	cr_assert_eq(metalog_build_topic_placed(ml, "t", 2, NULL, NULL, 0, 1, first, &recs, &n), 0);
+	apply_all(ml, recs, n);
+	cr_assert_eq(metalog_build_partitions_placed(ml, "t", 5, 1, more, &recs, &n), 0);
+	cr_assert_eq(n, 2, "PARTITIONS and one PARTITION record");
+	apply_all(ml, recs, n);
+	t = metalog_topic(ml, "t");
+	cr_assert_eq(t->partitions, 5);
+	for (int i = 0; i < 5; i++) {
+		cr_assert_eq(t->parts[i].leader, i < 2 ? first[i] : more[i - 2], "partition %d", i);
+		cr_assert_eq(t->parts[i].leader_epoch, 0, "placed partitions keep their own epoch");
+		cr_assert_eq(t->parts[i].legacy, 0);
+	}
+	cr_assert_eq(metalog_build_partitions_placed(ml, "t", 5, 1, more, &recs, &n), -EINVAL);
+	metalog_close(ml);
+}
+
+/* A log written before partition records: TOPIC, PARTITIONS alone. */
+Test(meta_parts, records_of_an_older_broker_put_every_partition_on_its_node)
+{
+	struct metalog *ml, *img;
+	const struct meta_topic *t;
+	void *snap;
+	size_t slen;
+	char *want, *got;
+
+	cr_assert_eq(metalog_open(dir, 3, &ml), 0);
+	cr_assert_eq(metalog_create_topic(ml, "old", 2, NULL, NULL, 0, NULL), 0);
+	cr_assert_eq(metalog_add_partitions(ml, "old", 3), 0);
+	metalog_close(ml);
+	cr_assert_eq(metalog_open(dir, 3, &ml), 0);
+	t = metalog_topic(ml, "old");
+	cr_assert_eq(t->leader_epoch, 1);
+	for (int i = 0; i < 3; i++) {
+		const struct meta_part *p = &t->parts[i];
+
+		cr_assert_eq(p->legacy, 1);
+		cr_assert_eq(p->leader, 3, "the node that wrote the log");
+		cr_assert_eq(p->nreplicas, 1);
+		cr_assert_eq(p->replicas[0], 3);
+		cr_assert_eq(p->nisr, 1);
+		cr_assert_eq(p->isr[0], 3);
+		cr_assert_eq(p->leader_epoch, 1, "the topic's epoch, as before: partition %d", i);
+	}
+	/* imported into an image of another node: still the writer's */
+	want = parts_image(ml);
+	cr_assert_eq(metalog_snapshot(ml, &snap, &slen), 0);
+	cr_assert_eq(metalog_image_new(5, &img), 0);
+	cr_assert_eq(metalog_restore(img, snap, slen), 0);
+	got = parts_image(img);
+	cr_assert_str_eq(got, want);
+	free(got);
+	free(want);
+	free(snap);
+	metalog_close(img);
+	metalog_close(ml);
+}
+
+Test(meta_parts, snapshot_carries_placed_and_legacy_partitions)
+{
+	struct metalog *ml = image_with_node(1), *img;
+	struct metalog_rec *recs, r;
+	int n;
+	static const int32_t pl[3 * 2] = { 1, 2, 2, 1, 1, 2 };
+	int32_t isr[1] = { 2 };
+	void *snap;
+	size_t slen;
+	char *want, *got;
+
+	cr_assert_eq(metalog_build_topic_placed(ml, "p", 3, NULL, NULL, 0, 2, pl, &recs, &n), 0);
+	apply_all(ml, recs, n);
+	cr_assert_eq(metalog_build_topic(ml, "legacy", 2, NULL, NULL, 0, &r), 0);
+	cr_assert_eq(metalog_apply(ml, r.buf, r.len, NULL), 0);
+	metalog_rec_free(&r);
+	cr_assert_eq(metalog_build_partitions(ml, "legacy", 4, &r), 0);
+	cr_assert_eq(metalog_apply(ml, r.buf, r.len, NULL), 0);
+	metalog_rec_free(&r);
+	cr_assert_eq(metalog_build_partition_change(ml, "p", 1, -2, isr, 1, NULL, 0, &r), 0);
+	cr_assert_eq(metalog_apply(ml, r.buf, r.len, NULL), 0);
+	metalog_rec_free(&r);
+	want = parts_image(ml);
+	cr_assert_eq(metalog_snapshot(ml, &snap, &slen), 0);
+	cr_assert_eq(metalog_image_new(1, &img), 0);
+	cr_assert_eq(metalog_restore(img, snap, slen), 0);
+	got = parts_image(img);
+	cr_assert_str_eq(got, want);
+	free(got);
+	/* a later PARTITIONS record moves the legacy epochs alike on both */
+	cr_assert_eq(metalog_build_partitions(ml, "legacy", 5, &r), 0);
+	cr_assert_eq(metalog_apply(ml, r.buf, r.len, NULL), 0);
+	cr_assert_eq(metalog_apply(img, r.buf, r.len, NULL), 0);
+	metalog_rec_free(&r);
+	free(want);
+	want = parts_image(ml);
+	got = parts_image(img);
+	cr_assert_str_eq(got, want);
+	cr_assert(strstr(want, " 3: leader 1 le 2 pe 0 legacy 1"), "%s", want);
+	free(got);
+	free(want);
+	free(snap);
+	metalog_close(img);
+	metalog_close(ml);
+}
+
+Test(meta_parts, a_hundred_thousand_partitions_fit_the_record_limit)
+{
+	struct metalog *ml = image_with_node(1), *img;
+	struct metalog_rec *recs;
+	int n;
+	int32_t *pl = malloc(100000 * 3 * sizeof(*pl));
+	void *snap;
+	size_t slen;
+	char *want, *got;
+
+	for (int i = 0; i < 100000; i++)
+		for (int r = 0; r < 3; r++)
+			pl[i * 3 + r] = (i + r) % 5;
+	cr_assert_eq(metalog_build_topic_placed(ml, "big", 100000, NULL, NULL, 0, 3, pl, &recs, &n), 0);
+	cr_assert_geq(n, 5, "100,000 partitions of 3 replicas in %d records", n);
+	for (int i = 0; i < n; i++)
+		cr_assert_leq(recs[i].len, (1u << 20) + 2, "record %d: %zu bytes", i, recs[i].len);
+	apply_all(ml, recs, n);
+	cr_assert_eq(metalog_topic(ml, "big")->parts[99999].replicas[2], (99999 + 2) % 5);
+	want = parts_image(ml);
+	cr_assert_eq(metalog_snapshot(ml, &snap, &slen), 0);
+	cr_assert_eq(metalog_image_new(1, &img), 0);
+	cr_assert_eq(metalog_restore(img, snap, slen), 0);
+	got = parts_image(img);
+	cr_assert_str_eq(got, want);
+	free(got);
+	free(want);
+	free(snap);
+	free(pl);
+	metalog_close(img);
+	metalog_close(ml);
+}
+
+Test(meta_parts, malformed_or_impossible_records_are_refused)
+{
+	struct metalog *ml = image_with_node(1);
+	struct metalog_rec *recs;
+	int n;
+	static const int32_t pl[2] = { 1, 2 };
+	const struct meta_topic *t;
+	char *before, *after;
+
+	cr_assert_eq(metalog_build_topic_placed(ml, "t", 2, NULL, NULL, 0, 1, pl, &recs, &n), 0);
+	/* the PARTITION record before its topic: no such topic */
+	cr_assert_eq(metalog_apply(ml, recs[1].buf, recs[1].len, NULL), -ENOENT);
+	apply_all(ml, recs, n);
+	t = metalog_topic(ml, "t");
+	before = parts_image(ml);
+	/* hand-made: partition 1..2 of a 2-partition topic; a leader not a
+	 * replica; a cut-short record */
+	uint8_t rec[64];
+	size_t len = 0;
+#define PUT32(v)                                                                      \
+	do {                                                                          \
+		uint32_t x_ = (uint32_t)(v);                                          \
+		rec[len++] = (uint8_t)(x_ >> 24);                                     \
+		rec[len++] = (uint8_t)(x_ >> 16);                                     \
+		rec[len++] = (uint8_t)(x_ >> 8);                                      \
+		rec[len++] = (uint8_t)x_;                                             \
+	} while (0)
+#define PUT16(v)                                                                      \
+	do {                                                                          \
+		rec[len++] = (uint8_t)((uint16_t)(v) >> 8);                           \
+		rec[len++] = (uint8_t)(v);                                            \
+	} while (0)
+	for (int variant = 0; variant < 3; variant++) {
+		len = 0;
+		PUT16(META_REC_PARTITION);
+		rec[len++] = 1;
+		memcpy(rec + len, t->id, 16);
+		len += 16;
+		PUT32(variant == 0 ? 1 : 0);
+		PUT32(variant == 0 ? 2 : 1);
+		PUT32(variant == 1 ? 7 : 1);     /* leader */
+		PUT32(0);
+		PUT32(0);
+		PUT16(1);
+		PUT32(1);
+		PUT16(1);
+		PUT32(1);
+		if (variant == 2)
+			len -= 3;
+		cr_assert_eq(metalog_apply(ml, rec, len, NULL), variant == 2 ? -EPROTO : -EINVAL, "variant %d",
+			     variant);
+	}
+	after = parts_image(ml);
+	cr_assert_str_eq(after, before, "a refused record changed the image");
+	free(before);
+	free(after);
+	metalog_close(ml);
+}
