@@ -3,7 +3,8 @@
  * REGISTER_BROKER record with a new incarnation; its broker epoch is the
  * record's log index, so a restart gets a larger one) and starts fenced;
  * it heartbeats every broker.heartbeat.interval.ms; the active controller
- * unfences a broker whose heartbeat finds its registration applied, and
+ * unfences a broker whose heartbeat finds its registration applied (and
+ * the partitions it leads take a new leader epoch: LEADER_RESTARTED), and
  * fences (BROKER_FENCE) one whose heartbeats stopped for
  * broker.session.timeout.ms. Fencing and unfencing are records, so every
  * node sees the same brokers; heartbeats are not (the controller keeps
@@ -41,6 +42,7 @@ struct ctl_brokers {
 	uint8_t incarnation[16];
 	int64_t epoch;                  /* 0 until registered */
 	int proposing;                  /* a record of ours is in flight */
+	int restarting;                 /* LEADER_RESTARTED proposed, not applied */
 	void (*ready)(struct ctl *ctl, int err, const char *msg);
 	int64_t next_hb_ms;
 	int64_t interval_ms, session_ms;   /* broker.heartbeat.interval.ms, broker.session.timeout.ms */
@@ -71,6 +73,8 @@ static struct ctl_hb *hb_of(struct ctl_brokers *cb, int32_t id, int64_t now_ms)
 
 /* ---- the active controller ------------------------------------------------ */
 
+static void leaders_restart(struct ctl *ctl);
+
 static void fence_done(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
 {
 	struct ctl_brokers *cb = ctl->brokers;
@@ -86,16 +90,51 @@ static void fence_done(struct ctl *ctl, void *cookie, int err, const struct meta
 		else
 			cb->unfenced_total++;
 	}
-	if (!fenced && cb->ready && cb->epoch > 0) {
+	if (!fenced && cb->ready && cb->epoch > 0 && !cb->restarting) {
 		const struct meta_broker *me = metalog_broker(ctl->ml, ctl->b->set.node_id);
 
-		if (me && me->epoch == cb->epoch && !me->fenced) {
-			void (*ready)(struct ctl *, int, const char *) = cb->ready;
-
-			cb->ready = NULL;
-			ready(ctl, 0, NULL);
-		}
+		if (me && me->epoch == cb->epoch && !me->fenced)
+			leaders_restart(ctl);
 	}
+}
+
+/* This broker's start, registered and unfenced: its partitions take a new
+ * leader epoch (LEADER_RESTARTED), as Kafka's controller gives a restarted
+ * leader, so a client or follower that read from the previous incarnation
+ * tells the two apart (KIP-101/320: a crash may have cut what the old one
+ * had not made durable). Then it serves. */
+static void leaders_restarted(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
+{
+	struct ctl_brokers *cb = ctl->brokers;
+	void (*ready)(struct ctl *, int, const char *) = cb->ready;
+	char msg[256];
+
+	(void)cookie;
+	(void)a;
+	cb->restarting = 0;
+	cb->ready = NULL;
+	if (!ready)
+		return;
+	if (err < 0) {
+		snprintf(msg, sizeof(msg), "cannot give this broker's partitions their new leader epoch in the "
+			 "metadata log: %s", strerror(-err));
+		ready(ctl, err, msg);
+		return;
+	}
+	ready(ctl, 0, NULL);
+}
+
+static void leaders_restart(struct ctl *ctl)
+{
+	struct ctl_brokers *cb = ctl->brokers;
+	struct metalog_rec r;
+	int rc = metalog_build_leader_restarted(ctl->ml, ctl->b->set.node_id, cb->epoch, &r);
+
+	cb->restarting = 1;
+	if (rc < 0)
+		ctl_meta_refuse(ctl, rc, leaders_restarted, NULL);
+	else
+		ctl_meta_propose(ctl, &r, leaders_restarted, NULL);
 }
 
 static void propose_fence(struct ctl *ctl, int32_t id, int64_t epoch, int fenced)

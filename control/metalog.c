@@ -281,6 +281,46 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 			out->topic = t;
 		return 0;
 	}
+	case META_REC_LEADER_RESTARTED: {
+		int32_t broker = (int32_t)dec_be(&d, 4);
+		int64_t bepoch = dec_be(&d, 8);
+		const struct meta_broker *mb;
+
+		if (d.err || d.p != d.end)
+			return d.err ? d.err : -EPROTO;
+		mb = meta_brokers_find(&ml->brokers, broker);
+		if (!mb || mb->epoch != bepoch)
+			return -ENOENT;   /* stale: it registered again since */
+		if (dry)
+			return 0;
+		for (int i = 0; i < ml->nlive; i++) {
+			struct meta_topic *lt = ml->live[i];
+			int legacy = 0;
+
+			for (int32_t j = 0; j < lt->partitions; j++) {
+				struct meta_part *p = &lt->parts[j];
+
+				if (p->leader != broker)
+					continue;
+				if (p->legacy) {
+					legacy = 1;
+					continue;
+				}
+				p->leader_epoch++;
+				p->partition_epoch++;
+			}
+			if (legacy) {
+				/* legacy partitions follow their topic's epoch */
+				lt->leader_epoch++;
+				for (int32_t j = 0; j < lt->partitions; j++)
+					if (lt->parts[j].legacy)
+						lt->parts[j].leader_epoch = lt->leader_epoch;
+			}
+		}
+		if (out)
+			out->broker = broker, out->broker_epoch = bepoch;
+		return 0;
+	}
 	case META_REC_PARTITION:
 	case META_REC_PARTITION_CHANGE:
 		dec_id(&d, id);
@@ -1136,6 +1176,21 @@ int metalog_build_unregister_broker(const struct metalog *ml, int32_t id, int64_
 	if (!b || b->epoch != epoch)
 		return -ENOENT;
 	enc_type(&e, META_REC_UNREGISTER_BROKER);
+	enc_i32(&e, id);
+	enc_i64(&e, epoch);
+	return rec_finish(&e, out);
+}
+
+int metalog_build_leader_restarted(const struct metalog *ml, int32_t id, int64_t epoch, struct metalog_rec *out)
+{
+	struct enc e = ENC_INIT(ml, ml->rbuf);
+	const struct meta_broker *b = meta_brokers_find(&ml->brokers, id);
+
+	out->buf = NULL;
+	out->len = 0;
+	if (!b || b->epoch != epoch)
+		return -ENOENT;
+	enc_type(&e, META_REC_LEADER_RESTARTED);
 	enc_i32(&e, id);
 	enc_i64(&e, epoch);
 	return rec_finish(&e, out);

@@ -6,11 +6,12 @@ v0-4, Fetch v9-12 with a current leader epoch and a last fetched epoch,
 ListOffsets v4, Metadata v7; then a librdkafka consumer (confluent-kafka)
 through a topic whose partition's epoch moved.
 
-How an epoch moves on one node today: CreatePartitions bumps the topic's
-epoch in the metadata log; the new partitions open at it, and the existing
-ones take it when they open next (a restart). So "e" has partition 0 at
-epoch 0 with offsets 0-5, then (after CreatePartitions and a restart)
-partition 0 at epoch 1 from offset 6 on, and partition 1 at epoch 1."""
+How an epoch moves on one node, as Kafka's controller moves it: a broker's
+start (a new registration) gives every partition it leads a new leader
+epoch (a LEADER_RESTARTED record); a partition CreatePartitions adds starts
+at epoch 0. So "e" has partition 0 at epoch 0 with offsets 0-5, then
+(after CreatePartitions and a restart) partition 0 at epoch 1 from offset
+6 on, and partition 1 at epoch 1."""
 
 import os
 import struct
@@ -183,14 +184,15 @@ def metadata_epochs(c, topic, ver=7):
 
 @test
 def metadata_v7_carries_each_partitions_epoch():
-    """Partition 0 at 0 before CreatePartitions, the new partition 1 at the
-    topic's new epoch 1 at once, partition 0 at 1 once it reopened."""
+    """Partition 0 at 0 before CreatePartitions, the new partition 1 at 0
+    (Kafka's), both at 1 once the broker restarted (a new leader epoch for
+    every partition a restarted broker leads)."""
     with broker() as b:
         c = TConn(b.bootstrap)
         new_topic(c, "e")
         assert metadata_epochs(c, "e") == {0: (0, 0)}
         create_partitions(c, "e", 2)
-        assert metadata_epochs(c, "e") == {0: (0, 0), 1: (0, 1)}
+        assert metadata_epochs(c, "e") == {0: (0, 0), 1: (0, 0)}
         c.close()
         b.restart()
         with TConn(b.bootstrap) as c:
@@ -373,7 +375,9 @@ def file_soon(path, timeout=10):
 @test
 def the_epochs_are_kept_in_leader_epoch_checkpoint():
     """Kafka's text format in the partition directory; deleted, it is rebuilt
-    from the batches on the next start, and the start says so."""
+    from the batches on the next start, and the start says so. That start
+    is the broker's third: its new leader epoch (2) begins at the log end
+    (10), as Kafka's new leader assigns its epoch at its log end offset."""
     with broker() as b:
         moved(b).close()
         path = os.path.join(b.data_dir, "e-0", "leader-epoch-checkpoint")
@@ -385,9 +389,8 @@ def the_epochs_are_kept_in_leader_epoch_checkpoint():
         b.start()
         with open(b.log_path, "rb") as f:
             log = f.read().decode()
-        assert "leader-epoch-checkpoint missing: rebuilt from 4 batches (2 epochs)" in log, log
-        with open(path) as f:
-            assert f.read() == "0\n2\n0 0\n1 6\n"
+        assert "leader-epoch-checkpoint missing: rebuilt from 4 batches" in log, log
+        assert file_soon(path) == "0\n3\n0 0\n1 6\n2 10\n"
         with TConn(b.bootstrap) as c:
             assert ofle(c, 2, [("e", 0, 0)])[("e", 0)] == (NONE, 0, 6)
 

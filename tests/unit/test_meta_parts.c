@@ -349,3 +349,58 @@ Test(meta_parts, malformed_or_impossible_records_are_refused)
 	free(after);
 	metalog_close(ml);
 }
+
+/* LEADER_RESTARTED: a restarted broker's partitions take a new leader
+ * epoch (placed ones each, legacy ones through their topic), another
+ * broker's do not, and a stale registration is refused. */
+Test(meta_parts, a_restarted_leader_gives_its_partitions_a_new_epoch)
+{
+	struct metalog *ml;
+	struct metalog_rec r, *recs;
+	int n;
+	uint8_t inc[16] = { 1 };
+	const int32_t placed[] = { 1, 2, 2, 1 };   /* p0 led by 1, p1 by 2 */
+	const struct meta_topic *t, *old;
+
+	/* a legacy topic written by node 1, then the image of a quorum */
+	cr_assert_eq(metalog_open(dir, 1, &ml), 0);
+	cr_assert_eq(metalog_create_topic(ml, "old", 2, NULL, NULL, 0, NULL), 0);
+	cr_assert_eq(metalog_build_register_broker(ml, 1, inc, "127.0.0.1", 9092, NULL, &r), 0);
+	cr_assert_eq(metalog_apply_at(ml, 40, r.buf, r.len, NULL), 0);
+	metalog_rec_free(&r);
+	cr_assert_eq(metalog_build_topic_placed(ml, "t", 2, NULL, NULL, 0, 2, placed, &recs, &n), 0);
+	apply_all(ml, recs, n);
+	t = metalog_topic(ml, "t");
+	old = metalog_topic(ml, "old");
+	cr_assert_eq(t->parts[0].leader, 1);
+	cr_assert_eq(t->parts[1].leader, 2);
+
+	cr_assert_eq(metalog_build_leader_restarted(ml, 1, 39, &r), -ENOENT, "not its registration");
+	cr_assert_eq(metalog_build_leader_restarted(ml, 1, 40, &r), 0);
+	cr_assert_eq(metalog_apply(ml, r.buf, r.len, NULL), 0);
+	cr_assert_eq(t->parts[0].leader_epoch, 1, "led by the restarted broker");
+	cr_assert_eq(t->parts[0].partition_epoch, 1);
+	cr_assert_eq(t->parts[1].leader_epoch, 0, "led by another broker");
+	cr_assert_eq(old->leader_epoch, 1, "a legacy topic follows its topic epoch");
+	cr_assert_eq(old->parts[0].leader_epoch, 1);
+	cr_assert_eq(old->parts[1].leader_epoch, 1);
+	/* applied again (a second start at the same registration cannot
+	 * happen; the record itself is not idempotent, each is a start) */
+	cr_assert_eq(metalog_apply(ml, r.buf, r.len, NULL), 0);
+	cr_assert_eq(t->parts[0].leader_epoch, 2);
+	metalog_rec_free(&r);
+	/* a record of an older registration is stale once it registered again */
+	inc[0] = 2;
+	cr_assert_eq(metalog_build_leader_restarted(ml, 1, 40, &r), 0);
+	{
+		struct metalog_rec r2;
+
+		cr_assert_eq(metalog_build_register_broker(ml, 1, inc, "127.0.0.1", 9092, NULL, &r2), 0);
+		cr_assert_eq(metalog_apply_at(ml, 50, r2.buf, r2.len, NULL), 0);
+		metalog_rec_free(&r2);
+	}
+	cr_assert_eq(metalog_apply(ml, r.buf, r.len, NULL), -ENOENT);
+	cr_assert_eq(t->parts[0].leader_epoch, 2, "nothing changed");
+	metalog_rec_free(&r);
+	metalog_close(ml);
+}
