@@ -1147,8 +1147,11 @@ int metalog_build_register_broker(const struct metalog *ml, int32_t id, const ui
 	return rec_finish(&e, out);
 }
 
-int metalog_build_broker_fence(const struct metalog *ml, int32_t id, int64_t epoch, int fenced,
-			       struct metalog_rec *out)
+/* A record about broker id at its registration `epoch` (-ENOENT when that
+ * is not its registration in the image): type, id, epoch, then the fenced
+ * byte when fenced >= 0. */
+static int build_broker_rec(const struct metalog *ml, int16_t type, int32_t id, int64_t epoch, int fenced,
+			    struct metalog_rec *out)
 {
 	struct enc e = ENC_INIT(ml, ml->rbuf);
 	const struct meta_broker *b = meta_brokers_find(&ml->brokers, id);
@@ -1157,43 +1160,30 @@ int metalog_build_broker_fence(const struct metalog *ml, int32_t id, int64_t epo
 	out->len = 0;
 	if (!b || b->epoch != epoch)
 		return -ENOENT;
-	if (b->fenced == !!fenced)
+	if (type == META_REC_BROKER_FENCE && b->fenced == !!fenced)
 		return 0;                /* nothing to write */
-	enc_type(&e, META_REC_BROKER_FENCE);
+	enc_type(&e, type);
 	enc_i32(&e, id);
 	enc_i64(&e, epoch);
-	enc_u8(&e, fenced ? 1 : 0);
+	if (fenced >= 0)
+		enc_u8(&e, fenced ? 1 : 0);
 	return rec_finish(&e, out);
+}
+
+int metalog_build_broker_fence(const struct metalog *ml, int32_t id, int64_t epoch, int fenced,
+			       struct metalog_rec *out)
+{
+	return build_broker_rec(ml, META_REC_BROKER_FENCE, id, epoch, fenced ? 1 : 0, out);
 }
 
 int metalog_build_unregister_broker(const struct metalog *ml, int32_t id, int64_t epoch, struct metalog_rec *out)
 {
-	struct enc e = ENC_INIT(ml, ml->rbuf);
-	const struct meta_broker *b = meta_brokers_find(&ml->brokers, id);
-
-	out->buf = NULL;
-	out->len = 0;
-	if (!b || b->epoch != epoch)
-		return -ENOENT;
-	enc_type(&e, META_REC_UNREGISTER_BROKER);
-	enc_i32(&e, id);
-	enc_i64(&e, epoch);
-	return rec_finish(&e, out);
+	return build_broker_rec(ml, META_REC_UNREGISTER_BROKER, id, epoch, -1, out);
 }
 
 int metalog_build_leader_restarted(const struct metalog *ml, int32_t id, int64_t epoch, struct metalog_rec *out)
 {
-	struct enc e = ENC_INIT(ml, ml->rbuf);
-	const struct meta_broker *b = meta_brokers_find(&ml->brokers, id);
-
-	out->buf = NULL;
-	out->len = 0;
-	if (!b || b->epoch != epoch)
-		return -ENOENT;
-	enc_type(&e, META_REC_LEADER_RESTARTED);
-	enc_i32(&e, id);
-	enc_i64(&e, epoch);
-	return rec_finish(&e, out);
+	return build_broker_rec(ml, META_REC_LEADER_RESTARTED, id, epoch, -1, out);
 }
 
 const struct meta_broker *metalog_broker(const struct metalog *ml, int32_t id)
