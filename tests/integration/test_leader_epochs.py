@@ -360,16 +360,26 @@ def list_offsets_v4_checks_and_answers_the_epoch():
 
 # ---- the checkpoint file ------------------------------------------------------
 
-def file_soon(path, timeout=10):
+def file_soon(path, want=None, timeout=10):
+    """The file's text once it exists (and, with want, once it says that:
+    the file is saved on the shard's ring after the append, and an open
+    may save it twice, rebuilt and then with the new epoch), or the last
+    text read when the time is up."""
     deadline = time.monotonic() + timeout
+    text = None
     while True:
         try:
             with open(path) as f:
-                return f.read()
+                text = f.read()
+            if want is None or text == want:
+                return text
         except FileNotFoundError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+            pass
+        if time.monotonic() > deadline:
+            if text is None:
+                raise FileNotFoundError(path)
+            return text
+        time.sleep(0.05)
 
 
 @test
@@ -381,16 +391,16 @@ def the_epochs_are_kept_in_leader_epoch_checkpoint():
     with broker() as b:
         moved(b).close()
         path = os.path.join(b.data_dir, "e-0", "leader-epoch-checkpoint")
-        assert file_soon(path) == "0\n2\n0 0\n1 6\n"
+        assert file_soon(path, "0\n2\n0 0\n1 6\n") == "0\n2\n0 0\n1 6\n"
         # (written on the shard's ring after the append, not before its answer)
-        assert file_soon(os.path.join(b.data_dir, "e-1", "leader-epoch-checkpoint")) == "0\n1\n1 0\n"
+        assert file_soon(os.path.join(b.data_dir, "e-1", "leader-epoch-checkpoint"), "0\n1\n1 0\n") == "0\n1\n1 0\n"
         b.stop()
         os.unlink(path)
         b.start()
         with open(b.log_path, "rb") as f:
             log = f.read().decode()
         assert "leader-epoch-checkpoint missing: rebuilt from 4 batches" in log, log
-        assert file_soon(path) == "0\n3\n0 0\n1 6\n2 10\n"
+        assert file_soon(path, "0\n3\n0 0\n1 6\n2 10\n") == "0\n3\n0 0\n1 6\n2 10\n"
         with TConn(b.bootstrap) as c:
             assert ofle(c, 2, [("e", 0, 0)])[("e", 0)] == (NONE, 0, 6)
 
