@@ -11,10 +11,12 @@
  * them in memory, and a new active controller gives every broker a full
  * session from its election).
  *
- * Today every node is a combined broker and controller in a quorum of
- * one: the broker's heartbeat reaches its own controller by a call here,
- * where a cluster's will travel as BrokerHeartbeat to the active
- * controller. A broker serves once it is unfenced.
+ * Every node is a combined broker and controller: on the node that leads
+ * the quorum the broker's heartbeat reaches its own controller by a call
+ * here; on the others it travels on the controller channel
+ * (ctl_channel.c) to the active controller, which serves it with the same
+ * call. Only the active controller fences. A broker serves once it is
+ * unfenced.
  *
  * @thread ctl
  */
@@ -50,6 +52,7 @@ struct ctl_brokers {
 	struct ctl_hb *hb;
 	int nhb, cap_hb;
 	int fencing;                    /* fence records in flight */
+	int was_leader;                 /* led the quorum at the last tick */
 	uint64_t fenced_total, unfenced_total;
 };
 
@@ -199,15 +202,45 @@ static void controller_check_sessions(struct ctl *ctl, int64_t session_ms)
 
 /* ---- this node as a broker ------------------------------------------------- */
 
-static void heartbeat(struct ctl *ctl)
+static void heartbeat_stale(const struct ctl_brokers *cb)
+{
+	fprintf(stderr, "sluiced: this broker's registration (epoch %lld) is no longer the controller's\n",
+		(long long)cb->epoch);
+}
+
+static void heartbeat_answered(void *cookie, int err, int fenced)
+{
+	struct ctl *ctl = cookie;
+
+	(void)fenced;
+	if (err == -ESTALE && ctl->brokers)
+		heartbeat_stale(ctl->brokers);
+}
+
+/* The active controller here serves another node's heartbeat. */
+static int heartbeat_serve(struct ctl *ctl, int32_t id, int64_t epoch, int *fenced)
+{
+	const struct meta_broker *b;
+	int rc = ctl_controller_heartbeat(ctl, id, epoch);
+
+	b = metalog_broker(ctl->ml, id);
+	*fenced = !b || b->fenced;
+	return rc;
+}
+
+/* 0, or -ENOTCONN: no controller to send it to now. */
+static int heartbeat(struct ctl *ctl)
 {
 	struct ctl_brokers *cb = ctl->brokers;
+	struct ctl_channel *ch = ctl_quorum_channel(ctl);
 
 	if (cb->epoch <= 0)
-		return;
+		return 0;
+	if (ch && !ctl_quorum_is_leader(ctl))
+		return ctl_channel_heartbeat(ch, ctl->b->set.node_id, cb->epoch, heartbeat_answered, ctl);
 	if (ctl_controller_heartbeat(ctl, ctl->b->set.node_id, cb->epoch) == -ESTALE)
-		fprintf(stderr, "sluiced: this broker's registration (epoch %lld) is no longer the "
-			"controller's\n", (long long)cb->epoch);
+		heartbeat_stale(cb);
+	return 0;
 }
 
 static void registered(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
@@ -242,6 +275,9 @@ void ctl_brokers_start(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, 
 		abort();   /* the control thread's own bookkeeping */
 	ctl->brokers = cb;
 	cb->ready = ready;
+	cb->was_leader = ctl_quorum_is_leader(ctl);
+	if (ctl_quorum_channel(ctl))
+		ctl_channel_serve_heartbeats(ctl_quorum_channel(ctl), heartbeat_serve);
 	cb->interval_ms = config_int(ctl->cfg, "broker.heartbeat.interval.ms");
 	cb->session_ms = config_int(ctl->cfg, "broker.session.timeout.ms");
 	if (getrandom(cb->incarnation, sizeof(cb->incarnation), 0) != (ssize_t)sizeof(cb->incarnation)) {
@@ -267,11 +303,22 @@ int ctl_brokers_tick(struct ctl *ctl, int timeout)
 
 	if (!cb || cb->epoch <= 0)
 		return timeout;
-	if (ctl->now_ms >= cb->next_hb_ms) {
-		heartbeat(ctl);
-		cb->next_hb_ms = ctl->now_ms + cb->interval_ms;
+	if (ctl->now_ms >= cb->next_hb_ms)
+		cb->next_hb_ms = ctl->now_ms + (heartbeat(ctl) == -ENOTCONN ? 200 : cb->interval_ms);
+	if (cb->ready && !cb->restarting && !cb->proposing) {
+		/* unfenced by a controller on another node (on this one,
+		 * fence_done got there first) */
+		const struct meta_broker *me = metalog_broker(ctl->ml, ctl->b->set.node_id);
+
+		if (me && me->epoch == cb->epoch && !me->fenced)
+			leaders_restart(ctl);
 	}
-	controller_check_sessions(ctl, cb->session_ms);
+	if (ctl_quorum_is_leader(ctl)) {
+		if (!cb->was_leader)
+			cb->nhb = 0;   /* a new active controller: a full session for every broker */
+		controller_check_sessions(ctl, cb->session_ms);
+	}
+	cb->was_leader = ctl_quorum_is_leader(ctl);
 	wait = cb->next_hb_ms - ctl->now_ms;
 	if (wait < 0)
 		wait = 0;
