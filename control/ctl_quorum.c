@@ -227,9 +227,10 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	cq->last_rc = rc;
 	cq->last = a;
 	if (cq->ch) {
-		ctl_channel_applied(cq->ch, index, rc, rc == 0 ? &a : NULL);
+		/* before ctl_channel_applied, whose continuations drop theirs */
 		if (rc == 0 && a.type == META_REC_TOPIC && a.topic && own_find(cq, rec_hash(buf, len)) < 0)
 			follow_note(cq->ctl, a.topic->id);
+		ctl_channel_applied(cq->ch, index, rc, rc == 0 ? &a : NULL);
 	}
 	if (index > cq->applied_max)
 		cq->applied_max = index;

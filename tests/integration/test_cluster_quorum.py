@@ -7,7 +7,8 @@ that does (docs/cluster.md, "Several nodes").
 
 - Three nodes: DescribeQuorum on each shows the three voters and one
   leader; Metadata on each lists the three brokers; a topic created through
-  one node is on every node with the same replicas; producer id blocks
+  one node is on every node with the same replicas, and topics created
+  through each node are listed once on every node; producer id blocks
   reserved by different nodes never overlap.
 - SIGKILL of the quorum's leader: the other two elect a new one, a topic
   created through a survivor afterwards is seen by both, and the killed
@@ -143,6 +144,18 @@ def replicas(port, topic):
     return {p: sorted(m.replicas) for p, m in t.partitions.items()}
 
 
+SLUICECTL = os.path.join(os.path.dirname(SLUICED), "sluicectl")
+
+
+def topic_names(port):
+    """Every topic Metadata lists, as listed (a topic served twice shows twice)."""
+    import json
+    p = subprocess.run([SLUICECTL, "-b", "127.0.0.1:%d" % port, "--format", "json", "topic", "list"],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert p.returncode == 0, p.stderr.decode()
+    return sorted(t["name"] for t in json.loads(p.stdout)["topics"])
+
+
 def create_topic(port, name, partitions, rf):
     a = AdminClient({"bootstrap.servers": "127.0.0.1:%d" % port})
     a.create_topics([NewTopic(name, partitions, rf)], operation_timeout=30)[name].result(60)
@@ -174,6 +187,14 @@ def three_nodes_serve_one_metadata_and_survive_the_loss_of_the_leader():
         assert len(want) == 6 and all(len(r) == 3 for r in want.values()), want
         for n in (2, 3):
             until("cq-a on node %d as on node 1" % n, lambda: replicas(c.port(n), "cq-a") == want)
+
+        # a topic created through each node: listed once on every node
+        for n in (1, 2, 3):
+            create_topic(c.port(n), "cq-from-%d" % n, 2, 3)
+        mine = ["cq-a", "cq-from-1", "cq-from-2", "cq-from-3"]
+        for n in (1, 2, 3):
+            until("the four topics listed once each on node %d" % n,
+                  lambda: [t for t in topic_names(c.port(n)) if t.startswith("cq-")] == mine)
 
         # producer ids: each node hands out ids from blocks of its own
         pids = {n: [init_producer_id(c.port(n)) for _ in range(5)] for n in (1, 2, 3)}
