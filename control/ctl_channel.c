@@ -12,11 +12,13 @@
  *             metalog_apply re-validates in log order).
  *   HEARTBEAT a broker's heartbeat (ctl_controller_heartbeat on the
  *             leader), answered: 0 or ESTALE, and whether it is fenced.
+ *             It carries the sender's last raft log index: the leader's
+ *             watch for libraft 0.15's stuck follower (below).
  *
  * A frame: u32 length of what follows, u8 type, u64 request id, then
  *   PROPOSE        the record
  *   PROPOSE_RESP   i32 errno (0, or positive), u64 log index (0: none)
- *   HEARTBEAT      i32 broker id, i64 broker epoch
+ *   HEARTBEAT      i32 broker id, i64 broker epoch, u64 last log index
  *   HEARTBEAT_RESP i32 errno, u8 fenced
  * all little-endian. A node keeps one connection to the leader it knows
  * (reconnecting when the leader changes or the connection breaks) and
@@ -27,6 +29,14 @@
  * leadership is QUORUM_ELOST for its proposer, as on a leader that lost its
  * leadership: the record may still be committed, and then every node
  * applies it (the callers treat it so already).
+ *
+ * The stuck follower (docs/dependencies.md, libraft's caveats): libraft
+ * 0.15 can take a follower's stale answer for its match index and never
+ * send it the entries it lacks while one leader lasts. The leader compares
+ * each node's last index, as its heartbeat says, with the match index it
+ * believed one heartbeat earlier: a node below it twice in a row is stuck,
+ * and the leader hands its leadership over (quorum_transfer), which ends
+ * it, as the simulation's watchdog does.
  *
  * @thread ctl
  */
@@ -54,6 +64,7 @@
 #define CH_HB_MS 5000                   /* a heartbeat's answer, at most */
 #define CH_RETRY_MS 200                 /* reconnect, or resend after "not leader" */
 #define CH_RING 512                     /* applied outcomes kept for late answers */
+#define CH_STUCK 2                      /* heartbeats below the match index: stuck */
 
 enum ch_state { RQ_QUEUED, RQ_SENT, RQ_WAIT };
 
@@ -98,8 +109,17 @@ struct ch_outcome {
 	struct metalog_applied a;
 };
 
+/* The leader's view of one node's log, from its heartbeats. */
+struct ch_peer {
+	int32_t node;
+	uint64_t match;                 /* the match index at its last heartbeat */
+	int below;                      /* heartbeats in a row below the one before */
+};
+
 struct ctl_channel {
 	struct ctl *ctl;
+	struct ch_peer *peers;          /* nvoters of them */
+	uint64_t stuck_transfers;
 	struct quorum *q;               /* NULL until bound */
 	int32_t self;
 	struct ctl_channel_voter *voters;
@@ -358,6 +378,36 @@ static void served(void *cookie, uint64_t index, int err)
 	free(sv);
 }
 
+static void stuck_transferred(void *cookie, int32_t leader)
+{
+	(void)cookie;
+	fprintf(stderr, "sluiced: metadata quorum: leadership handed over (now %d)\n", leader);
+}
+
+/* A node's heartbeat says its log ends at `last`: is it the stuck follower? */
+static void watch_follower(struct ctl_channel *ch, int32_t node, uint64_t last)
+{
+	struct ch_peer *p = NULL;
+	uint64_t match;
+
+	for (int i = 0; i < ch->nvoters; i++)
+		if (ch->peers[i].node == node)
+			p = &ch->peers[i];
+	if (!p || quorum_follower_match(ch->q, node, &match) < 0)
+		return;
+	p->below = p->match && last < p->match ? p->below + 1 : 0;
+	p->match = match;
+	if (p->below < CH_STUCK)
+		return;
+	fprintf(stderr, "sluiced: metadata quorum: node %d's log ends at %llu, below the %llu this leader "
+		"believes it has (libraft 0.15's stuck follower): handing leadership over\n",
+		node, (unsigned long long)last, (unsigned long long)p->match);
+	for (int i = 0; i < ch->nvoters; i++)
+		ch->peers[i].below = 0;
+	if (quorum_transfer(ch->q, -1, stuck_transferred, NULL) == 0)
+		ch->stuck_transfers++;
+}
+
 static void serve_frame(struct ch_conn *c, int type, uint64_t id, const char *p, size_t len)
 {
 	struct ctl_channel *ch = c->ch;
@@ -389,6 +439,8 @@ static void serve_frame(struct ch_conn *c, int type, uint64_t id, const char *p,
 			rc = -EAGAIN;   /* this node's controller is not serving yet */
 		else
 			rc = ch->serve_hb(ch->ctl, (int32_t)get32(p), (int64_t)get64(p + 4), &fenced);
+		if (len >= 20 && ch->q && quorum_is_leader(ch->q))
+			watch_follower(ch, c->peer, get64(p + 12));
 		put32(b, (uint32_t)(rc < 0 ? -rc : rc));
 		b[4] = (char)(fenced != 0);
 		conn_send(c, CH_HEARTBEAT_RESP, id, b, sizeof(b), NULL, 0);
@@ -496,10 +548,11 @@ static void req_send(struct ctl_channel *ch, struct ch_req *r)
 		ch->forwarded++;
 		conn_send(ch->out, CH_PROPOSE, r->id, r->rec, r->len, NULL, 0);
 	} else {
-		char b[12];
+		char b[20];
 
 		put32(b, (uint32_t)r->hb_id);
 		put64(b + 4, (uint64_t)r->hb_epoch);
+		put64(b + 12, quorum_last_index(ch->q));
 		conn_send(ch->out, CH_HEARTBEAT, r->id, b, sizeof(b), NULL, 0);
 	}
 }
@@ -662,6 +715,11 @@ int ctl_channel_tick(struct ctl_channel *ch)
 		return 0;
 	leader = quorum_leader(ch->q);
 	am = quorum_is_leader(ch->q);
+	for (int i = 0; !am && i < ch->nvoters; i++) {
+		/* a later leadership of this node starts its watch afresh */
+		ch->peers[i].match = 0;
+		ch->peers[i].below = 0;
+	}
 	if (ch->out && (am || leader != ch->out_peer)) {
 		/* the leader moved: what was sent there has no answer */
 		conn_close(ch->out);
@@ -708,11 +766,15 @@ int ctl_channel_create(struct ctl *ctl, int32_t self, const struct ctl_channel_v
 {
 	struct ctl_channel *ch = calloc(1, sizeof(*ch));
 
-	if (!ch || !(ch->voters = calloc((size_t)n, sizeof(*v)))) {
+	if (!ch || !(ch->voters = calloc((size_t)n, sizeof(*v))) || !(ch->peers = calloc((size_t)n, sizeof(*ch->peers)))) {
+		if (ch)
+			free(ch->voters);
 		free(ch);
 		return -ENOMEM;
 	}
 	memcpy(ch->voters, v, (size_t)n * sizeof(*v));
+	for (int i = 0; i < n; i++)
+		ch->peers[i].node = v[i].id;
 	ch->nvoters = n;
 	ch->ctl = ctl;
 	ch->self = self;
@@ -733,6 +795,7 @@ void ctl_channel_stats(const struct ctl_channel *ch, struct ctl_channel_stats *s
 	st->forwarded = ch->forwarded;
 	st->served = ch->served;
 	st->lost = ch->lost;
+	st->stuck_transfers = ch->stuck_transfers;
 	st->connected = ch->out != NULL;
 }
 
@@ -757,5 +820,6 @@ void ctl_channel_free(struct ctl_channel *ch)
 	if (!ch)
 		return;
 	free(ch->voters);
+	free(ch->peers);
 	free(ch);
 }

@@ -226,7 +226,7 @@ void ctl_channel_applied(struct ctl_channel *ch, uint64_t index, int rc, const s
 /* Each turn: follow the leader (connect, resend, expire). Work done. */
 int ctl_channel_tick(struct ctl_channel *ch);
 struct ctl_channel_stats {
-	uint64_t forwarded, served, lost;
+	uint64_t forwarded, served, lost, stuck_transfers;
 	int connected;
 };
 void ctl_channel_stats(const struct ctl_channel *ch, struct ctl_channel_stats *st);

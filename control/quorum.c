@@ -664,6 +664,20 @@ uint64_t quorum_last_index(const struct quorum *q)
 	return raft_last_index((struct raft *)&q->raft);
 }
 
+int quorum_follower_match(const struct quorum *q, int32_t node, uint64_t *match)
+{
+	const struct raft *r = &q->raft;
+
+	if (!quorum_is_leader(q))
+		return -QUORUM_ENOTLEADER;
+	for (unsigned i = 0; i < r->configuration.n; i++)
+		if (r->configuration.servers[i].id == (raft_id)node + 1) {
+			*match = r->leader_state.progress[i].match_index;
+			return 0;
+		}
+	return -ENOENT;
+}
+
 int32_t quorum_node_id(const struct quorum *q)
 {
 	return q->node_id;

@@ -175,6 +175,10 @@ void quorum_describe(const struct quorum *q, struct quorum_view *st);
 
 /* @thread ctl. The index of the last entry of this node's log (0: empty). */
 uint64_t quorum_last_index(const struct quorum *q);
+/* @thread ctl. On the leader: the highest index it believes voter `node`
+ * stored (raft's match index). 0, QUORUM_ENOTLEADER, -ENOENT (no such
+ * voter). */
+int quorum_follower_match(const struct quorum *q, int32_t node, uint64_t *match);
 /* @thread ctl. This node's id and whether it is the leader. */
 int32_t quorum_node_id(const struct quorum *q);
 int quorum_is_leader(const struct quorum *q);
