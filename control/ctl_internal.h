@@ -225,10 +225,6 @@ void ctl_channel_serve_heartbeats(struct ctl_channel *ch,
 void ctl_channel_applied(struct ctl_channel *ch, uint64_t index, int rc, const struct metalog_applied *a);
 /* Each turn: follow the leader (connect, resend, expire). Work done. */
 int ctl_channel_tick(struct ctl_channel *ch);
-struct ctl_channel_stats {
-	uint64_t forwarded, served, lost, stuck_transfers;
-	int connected;
-};
 void ctl_channel_stats(const struct ctl_channel *ch, struct ctl_channel_stats *st);
 /* Close its connections, end its requests (before the quorum closes);
  * free once the quorum has closed (its loop ran the closes). */

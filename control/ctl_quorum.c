@@ -821,6 +821,11 @@ int ctl_quorum_is_leader(const struct ctl *ctl)
 	return ctl->cq && ctl->cq->q && quorum_is_leader(ctl->cq->q);
 }
 
+void ctl_quorum_channel_stats(const struct ctl *ctl, struct ctl_channel_stats *st)
+{
+	ctl_channel_stats(ctl->cq ? ctl->cq->ch : NULL, st);
+}
+
 struct ctl_channel *ctl_quorum_channel(const struct ctl *ctl)
 {
 	return ctl->cq ? ctl->cq->ch : NULL;

@@ -58,6 +58,17 @@ class Cluster:
     def port(self, node):
         return self.ports[node - 1]
 
+    def metric(self, node, line_start):
+        """The value of the first /metrics line of node starting with line_start."""
+        import urllib.request
+        props = open(os.path.join(self.dir, "n%d" % node, "server.properties")).read()
+        admin = re.search(r"admin.listen=(\S+)", props).group(1)
+        body = urllib.request.urlopen("http://%s/metrics" % admin, timeout=30).read().decode()
+        for line in body.splitlines():
+            if line.startswith(line_start):
+                return float(line.rsplit(" ", 1)[1])
+        raise AssertionError("no %s in node %d's metrics" % (line_start, node))
+
     def close(self):
         subprocess.run([CLUSTER, "stop", "--dir", self.dir], stdin=subprocess.DEVNULL, timeout=120)
         shutil.rmtree(os.path.dirname(self.dir), ignore_errors=True)
@@ -195,6 +206,11 @@ def three_nodes_serve_one_metadata_and_survive_the_loss_of_the_leader():
         for n in (1, 2, 3):
             until("the four topics listed once each on node %d" % n,
                   lambda: [t for t in topic_names(c.port(n)) if t.startswith("cq-")] == mine)
+        # a node that does not lead forwarded them on the channel it holds to the leader
+        other = [n for n in (1, 2, 3) if n != leader][0]
+        assert c.metric(other, 'sluice_controller_channel_requests_total{kind="forwarded"}') >= 1
+        assert c.metric(other, "sluice_controller_channel_connected") == 1
+        assert c.metric(leader, 'sluice_controller_channel_requests_total{kind="served"}') >= 1
 
         # producer ids: each node hands out ids from blocks of its own
         pids = {n: [init_producer_id(c.port(n)) for _ in range(5)] for n in (1, 2, 3)}
