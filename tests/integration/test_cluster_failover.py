@@ -1,0 +1,164 @@
+#!/usr/bin/python3
+"""Replicated partitions survive the loss of a leader (issue 19's first
+cluster test; docs/replication.md).
+
+Three sluiced processes on loopback (scripts/cluster), a topic of 6
+partitions with replication factor 3 and min.insync.replicas=2. An
+idempotent librdkafka producer (acks=all) sends keyed records while the
+node leading partition 0 is killed with SIGKILL and later restarted:
+
+- every acknowledged record is read back exactly once, and no record at
+  all is read twice (idempotence across the leader change);
+- per key, the records are in the order they were sent;
+- the restarted node rejoins every partition's ISR, and at the end the
+  three copies of every partition are the same bytes (the restarted node
+  cut what it had that the new leader did not: a follower's log is the
+  leader's batches as they are).
+
+Run: /usr/bin/python3 tests/integration/test_cluster_failover.py [test ...]
+SLUICE_FAILOVER_RECORDS changes the count (default 200000).
+"""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import main, test  # noqa: E402
+from cluster import Cluster, create_topic, log_batches, partitions, until  # noqa: E402
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
+
+RECORDS = int(os.environ.get("SLUICE_FAILOVER_RECORDS", "200000"))
+KEYS = 500
+TOPIC = "failover"
+NPARTS = 6
+
+
+def all_in_sync(bootstrap, n):
+    ps = partitions(bootstrap, TOPIC)
+    return ps and len(ps) == NPARTS and all(l >= 0 and len(isr) == n for l, _r, isr in ps.values())
+
+
+def produce(c, victim_at, restart_at, on_kill, on_restart):
+    """Send RECORDS keyed records; returns (acked, errors): acked maps
+    (key, seq) to (partition, offset)."""
+    acked = {}
+    errors = []
+
+    def dr(err, msg):
+        key = msg.key().decode()
+        seq = int(msg.value().split(b":")[1])
+        if err is not None:
+            errors.append((key, seq, str(err)))
+        else:
+            acked[(key, seq)] = (msg.partition(), msg.offset())
+
+    p = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True, "acks": "all",
+                  "linger.ms": 5, "message.timeout.ms": 180000, "batch.num.messages": 2000,
+                  "queue.buffering.max.messages": 200000, "topic.metadata.refresh.interval.ms": 1000})
+    seqs = [0] * KEYS
+    killed = restarted = False
+    for i in range(RECORDS):
+        k = i % KEYS
+        while True:
+            try:
+                p.produce(TOPIC, key=b"k%04d" % k, value=b"k%04d:%d:" % (k, seqs[k]) + b"x" * 80,
+                          on_delivery=dr)
+                break
+            except BufferError:
+                p.poll(0.05)
+        seqs[k] += 1
+        if i % 1000 == 0:
+            p.poll(0)
+        if not killed and len(acked) >= victim_at:
+            on_kill()
+            killed = True
+        if killed and not restarted and i >= restart_at:
+            on_restart()
+            restarted = True
+    left = p.flush(240)
+    assert left == 0, "%d records still unanswered after 240 s" % left
+    if not killed:
+        on_kill()
+    if not restarted:
+        on_restart()
+    return acked, errors
+
+
+def read_all(bootstrap):
+    """Every record of the topic, per partition, up to its high watermark."""
+    cons = Consumer({"bootstrap.servers": bootstrap, "group.id": "failover-check",
+                     "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+    ends = {}
+    for part in range(NPARTS):
+        lo, hi = cons.get_watermark_offsets(TopicPartition(TOPIC, part), timeout=30)
+        ends[part] = hi
+    cons.assign([TopicPartition(TOPIC, part, 0) for part in range(NPARTS)])
+    got = {part: [] for part in range(NPARTS)}
+    done = {part for part in range(NPARTS) if ends[part] == 0}
+    deadline = time.monotonic() + 180
+    while len(done) < NPARTS:
+        assert time.monotonic() < deadline, "reading back: %r of %r" % (
+            {p: len(v) for p, v in got.items()}, ends)
+        for m in cons.consume(2000, 1.0):
+            if m.error():
+                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
+                continue
+            got[m.partition()].append((m.offset(), m.key().decode(), int(m.value().split(b":")[1])))
+            if m.offset() + 1 >= ends[m.partition()]:
+                done.add(m.partition())
+    cons.close()
+    return got
+
+
+@test
+def an_acknowledged_record_survives_the_leaders_sigkill_exactly_once_and_the_copies_end_identical():
+    sets = ["min.insync.replicas=2", "default.replication.factor=3", "replica.lag.time.max.ms=10000",
+            "broker.session.timeout.ms=6000"]
+    with Cluster(3, sets=sets) as c:
+        create_topic(c.bootstrap, TOPIC, NPARTS, 3)
+        until("every partition led with 3 in sync", lambda: all_in_sync(c.bootstrap, 3))
+        victim = partitions(c.bootstrap, TOPIC)[0][0]
+        state = {}
+
+        def kill():
+            c.kill(victim)
+            state["killed"] = time.monotonic()
+
+        def restart():
+            c.restart(victim)
+
+        acked, errors = produce(c, RECORDS // 4, RECORDS * 3 // 5, kill, restart)
+        print("  %d acknowledged, %d failed (node %d killed and restarted)" % (len(acked), len(errors), victim))
+        until("the restarted node back in every ISR", lambda: all_in_sync(c.bootstrap, 3), timeout=120)
+
+        got = read_all(c.bootstrap)
+        seen = {}
+        for part, recs in got.items():
+            last = {}
+            for off, key, seq in recs:
+                assert (key, seq) not in seen, "record %s:%d read twice (partition %d offsets %d and %d)" % (
+                    key, seq, part, seen[(key, seq)][1], off)
+                seen[(key, seq)] = (part, off)
+                assert last.get(key, -1) < seq, "key %s out of order in partition %d: %d after %d" % (
+                    key, part, seq, last[key])
+                last[key] = seq
+        lost = [ks for ks in acked if ks not in seen]
+        assert not lost, "%d acknowledged records lost, e.g. %r" % (len(lost), lost[:5])
+        moved = [(ks, acked[ks], seen[ks]) for ks in acked if acked[ks] != seen[ks]]
+        assert not moved, "acknowledged at one offset, read at another: %r" % moved[:5]
+
+        c.stop()
+        for part in range(NPARTS):
+            copies = [log_batches(os.path.join(c.data_dir(n), "%s-%d" % (TOPIC, part))) for n in (1, 2, 3)]
+            for n in (2, 3):
+                assert copies[n - 1] == copies[0], (
+                    "partition %d: node %d's log (%d batches) differs from node 1's (%d batches)" % (
+                        part, n, len(copies[n - 1]), len(copies[0])))
+            total = sum(len(b) for b in copies[0])
+            assert total > 0, "partition %d is empty" % part
+
+
+if __name__ == "__main__":
+    main("test_cluster_failover")
