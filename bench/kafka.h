@@ -1,6 +1,7 @@
 /* bench/kafka.h — what the librdkafka benchmarks share (bench_kafka.c
- * defines it, bench_groups.c uses it): the broker a run starts and stops,
- * client configuration, topic creation, option parsing helpers.
+ * defines it; bench_groups.c, bench_rebalance.c and bench_commit.c use
+ * it): the broker a run starts and stops, client configuration, topic
+ * creation, option parsing helpers.
  *
  * Thread: broker_* and create_topics from one thread (the benchmark's main
  * thread); base_conf/conf_set/check_cluster from any thread.

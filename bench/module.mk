@@ -1,6 +1,7 @@
-# bench/: build/sluice-bench, one subcommand per bench_*.c file, dispatched
-# by the table in bench/bench_main.c; and the probes scripts/hwprobe runs,
-# one program per bench/hwprobe_*.c (build/hwprobe-disk, -net, -memif).
+# bench/: build/sluice-bench, one subcommand per bench_*.c file (rebalance
+# and commit share their options, in bench_groups.c), dispatched by the
+# table in bench/bench_main.c; and the probes scripts/hwprobe runs, one
+# program per bench/hwprobe_*.c (build/hwprobe-disk, -net, -memif).
 BENCH_SRCS := $(filter-out bench/hwprobe_%.c,$(wildcard bench/*.c))
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/obj/%.o)
 BIN_TARGETS += $(BUILD)/sluice-bench
