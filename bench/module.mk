@@ -12,7 +12,9 @@ $(BUILD)/sluice-bench: $(BENCH_OBJS) $(BUILD)/libsluice_core.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_SAN) $^ -o $@ $(LDLIBS)
 
-# bench_kafka.c drives the broker through librdkafka.
+# bench_kafka.c (and kafka_broker.c, kafka_client.c, kafka_run.c, which
+# the other benchmarks share through kafka.h) drives the broker through
+# librdkafka.
 $(BUILD)/sluice-bench: LDLIBS += $(shell pkg-config --libs rdkafka)
 
 # bench_native.c drives the broker with the native client library (linked
