@@ -208,7 +208,7 @@ int broker_start(struct broker *br, int shards, const struct opts *o)
 	}
 }
 
-/* SIGTERM, wait; returns -1 if it did not exit cleanly in time. */
+/* The shards' busy cycles so far (kafka.h). */
 int broker_busy_cycles(struct broker *br, uint64_t *cycles)
 {
 	char line[2048];
@@ -244,6 +244,7 @@ int broker_busy_cycles(struct broker *br, uint64_t *cycles)
 	return -ETIMEDOUT;
 }
 
+/* SIGTERM, wait; returns -1 if it did not exit cleanly in time. */
 int broker_stop(struct broker *br)
 {
 	int st = 0, rc = 0;
