@@ -79,6 +79,15 @@ struct ctl_broker_state {
 	uint64_t fenced_total, unfenced_total;
 };
 void ctl_brokers_state(const struct ctl *ctl, struct ctl_broker_state *st);
+/* @thread ctl. Leader elections (control/ctl_elect.c): those this node
+ * made as the active controller since it started (a partition given a
+ * leader; unclean: one out of sync), and the partitions without a leader
+ * in the metadata image now (offline). */
+struct ctl_elect_state {
+	uint64_t elections_total, unclean_total;
+	int64_t offline;
+};
+void ctl_elect_state(const struct ctl *ctl, struct ctl_elect_state *st);
 /* @thread shard. DescribeQuorum: the control thread fills *out, then ctx
  * resumes (dataplane/coord.h submit_quorum). */
 void ctl_quorum_submit(struct kafka_ctx *ctx, struct coord_quorum *out);
