@@ -474,6 +474,7 @@ const struct coord_ops ctl_coord_ops = {
 	.submit_admin = ctl_submit,
 	.submit_producer_id = ctl_producer_id_submit,
 	.submit_quorum = ctl_quorum_submit,
+	.submit_elect = ctl_elect_submit,
 	.producer_id_msg = ctl_producer_id_msg,
 	.key_dynamic = config_dynamic,
 	.topic_key_at = topic_config_key_at,

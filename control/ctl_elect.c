@@ -31,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "control/config.h"
 #include "control/ctl_internal.h"
@@ -40,9 +42,22 @@
 #include "control/meta_parts.h"
 #include "control/metalog.h"
 #include "control/quorum.h"
+#include "dataplane/coord.h"
+#include "dataplane/kafka_ctx.h"
+#include "dataplane/kafka_errors.h"
 #include "dataplane/part_proxy.h"
 
+enum shutdown_phase {
+	SHUT_NONE,                   /* not asked */
+	SHUT_MOVING,                 /* this node is fenced: its leaderships move */
+	SHUT_TRANSFER,               /* the metadata quorum's leadership to move */
+	SHUT_TRANSFERRING,           /* ... moving */
+	SHUT_DONE,
+};
+
 struct ctl_elect {
+	enum shutdown_phase shut;
+	int64_t shut_logged;         /* partitions last said to be waited for */
 	int scan_wanted;             /* brokers changed, or this node leads now */
 	int inflight;                /* PARTITION_CHANGE records proposed, not applied */
 	int dirty;                   /* partition records applied: the snapshot follows */
@@ -174,6 +189,8 @@ static void elect_scan(struct ctl *ctl)
 			elect_in(ctl, mt, j, live, nlive, &in);
 			if (!election_on_brokers(&in, &out))
 				continue;
+			if (out.leader < 0 && in.leader >= 0 && ctl_elect_shutting_down(ctl, in.leader))
+				continue;   /* nowhere to move: it leads until it is gone */
 			if (elect_propose(ctl, mt, j, &out, change_done,
 					      (void *)(intptr_t)((out.leader_changed && out.leader >= 0) |
 								 (out.unclean ? 2 : 0))) == 0)
@@ -251,6 +268,155 @@ static void elect_republish(struct ctl *ctl)
 	free(rep);
 }
 
+/* ---- controlled shutdown ------------------------------------------------ */
+
+/* Partitions this node leads that another live ISR member could lead. */
+static int64_t movable(struct ctl *ctl)
+{
+	int32_t self = ctl->b->set.node_id, *live;
+	int nlive = live_brokers(ctl, &live);
+	int64_t n = 0;
+
+	for (int i = 0; i < metalog_topic_count(ctl->ml); i++) {
+		const struct meta_topic *mt = metalog_topic_at(ctl->ml, i);
+
+		for (int32_t j = 0; j < mt->partitions; j++) {
+			const struct meta_part *p = &mt->parts[j];
+
+			if (p->leader != self)
+				continue;
+			for (int k = 0; k < p->nisr; k++)
+				if (p->isr[k] != self && election_has(live, nlive, p->isr[k])) {
+					n++;
+					break;
+				}
+		}
+	}
+	free(live);
+	return n;
+}
+
+static void shutdown_fenced(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
+{
+	(void)cookie;
+	(void)a;
+	if (err < 0) {
+		fprintf(stderr, "sluiced: controlled shutdown: cannot fence this broker in the metadata log (%s): "
+			"its partitions keep their leader until its session ends\n", strerror(-err));
+		ce_of(ctl)->shut = SHUT_TRANSFER;
+	}
+}
+
+static void transferred(void *cookie, int32_t leader)
+{
+	struct ctl *ctl = cookie;
+
+	fprintf(stderr, "sluiced: controlled shutdown: the metadata quorum's leader is now %d\n", leader);
+	ce_of(ctl)->shut = SHUT_DONE;
+}
+
+/* The steps of a controlled shutdown, each turn once asked. */
+static void shutdown_step(struct ctl *ctl)
+{
+	struct ctl_elect *ce = ce_of(ctl);
+	int32_t self = ctl->b->set.node_id;
+
+	if (ce->shut == SHUT_NONE) {
+		const struct meta_broker *me = metalog_broker(ctl->ml, self);
+		int32_t *live;
+		int nlive = live_brokers(ctl, &live), others = nlive - election_has(live, nlive, self);
+		int64_t n = movable(ctl);
+		struct metalog_rec r;
+
+		free(live);
+		ce->shut = SHUT_TRANSFER;
+		if (!me || !others || !n)
+			return;   /* nowhere to move anything (one node): exit as before */
+		/* not live from now: no heartbeat unfences it again */
+		if (ce->nshutting == ce->cap_shutting) {
+			ce->cap_shutting = ce->cap_shutting ? 2 * ce->cap_shutting : 4;
+			if (!(ce->shutting = realloc(ce->shutting, (size_t)ce->cap_shutting * sizeof(*ce->shutting))))
+				abort();   /* the control thread's own bookkeeping */
+		}
+		ce->shutting[ce->nshutting++] = self;
+		fprintf(stderr, "sluiced: controlled shutdown: moving the leadership of %lld partitions to other "
+			"in-sync replicas\n", (long long)n);
+		ce->shut = SHUT_MOVING;
+		ce->shut_logged = n;
+		__atomic_store_n(&ctl->shutdown_waiting, n, __ATOMIC_RELAXED);
+		ce->scan_wanted = 1;
+		if (metalog_build_broker_fence(ctl->ml, self, me->epoch, 1, &r) < 0)
+			metalog_rec_free(&r);
+		else
+			ctl_meta_propose(ctl, &r, shutdown_fenced, NULL);
+		return;
+	}
+	if (ce->shut == SHUT_MOVING) {
+		int64_t n = movable(ctl);
+
+		__atomic_store_n(&ctl->shutdown_waiting, n, __ATOMIC_RELAXED);
+		if (n && n != ce->shut_logged) {
+			fprintf(stderr, "sluiced: controlled shutdown: waiting for %lld partitions to change leader\n",
+				(long long)n);
+			ce->shut_logged = n;
+		}
+		if (!n && !ce->inflight)
+			ce->shut = SHUT_TRANSFER;
+		return;
+	}
+	if (ce->shut == SHUT_TRANSFER) {
+		int rc = ctl_quorum_leads(ctl) ? ctl_quorum_transfer(ctl, transferred, ctl) : -ENOENT;
+
+		if (rc == 0) {
+			fprintf(stderr, "sluiced: controlled shutdown: handing the metadata quorum's leadership to "
+				"another voter\n");
+			ce->shut = SHUT_TRANSFERRING;   /* until transferred runs */
+			return;
+		}
+		ce->shut = SHUT_DONE;   /* -ENOENT: no other voter */
+	}
+	if (ce->shut == SHUT_DONE)
+		__atomic_store_n(&ctl->shutdown_settled, 1, __ATOMIC_RELEASE);
+}
+
+void ctl_shutdown_ask(struct ctl *ctl)
+{
+	uint64_t one = 1;
+
+	__atomic_store_n(&ctl->shutdown_asked, 1, __ATOMIC_RELEASE);
+	if (write(ctl->wake_fd, &one, sizeof(one)) < 0) {
+		/* the counter is full: it wakes anyway */
+	}
+}
+
+int ctl_shutdown_settled(struct ctl *ctl)
+{
+	return __atomic_load_n(&ctl->shutdown_settled, __ATOMIC_ACQUIRE);
+}
+
+void ctl_shutdown_controlled(struct ctl *ctl, int timeout_ms)
+{
+	struct timespec t0, t;
+
+	ctl_shutdown_ask(ctl);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int64_t ms;
+
+		if (ctl_shutdown_settled(ctl))
+			return;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+		if (ms >= timeout_ms) {
+			fprintf(stderr, "sluiced: controlled shutdown: stopped waiting after %d ms (%lld partitions "
+				"still led here: they get a new leader once this broker's session ends)\n", timeout_ms,
+				(long long)__atomic_load_n(&ctl->shutdown_waiting, __ATOMIC_RELAXED));
+			return;
+		}
+		usleep(5000);
+	}
+}
+
 void ctl_elect_tick(struct ctl *ctl)
 {
 	struct ctl_elect *ce = ce_of(ctl);
@@ -269,6 +435,13 @@ void ctl_elect_tick(struct ctl *ctl)
 		ce->scan_wanted = 0;
 		elect_scan(ctl);
 	}
+	while (__atomic_load_n(&ctl->shutdown_asked, __ATOMIC_ACQUIRE) && !ctl_shutdown_settled(ctl)) {
+		enum shutdown_phase was = ce->shut;
+
+		shutdown_step(ctl);
+		if (ce->shut == was)
+			break;   /* waiting: a later turn goes on */
+	}
 }
 
 void ctl_elect_state(const struct ctl *ctl, struct ctl_elect_state *st)
@@ -284,4 +457,104 @@ void ctl_elect_state(const struct ctl *ctl, struct ctl_elect_state *st)
 		for (int32_t j = 0; j < mt->partitions; j++)
 			st->offline += mt->parts[j].leader < 0;
 	}
+}
+
+/* ---- ElectLeaders --------------------------------------------------------- */
+
+/* One request in flight: its records proposed, not all applied. */
+struct elect_req {
+	struct kafka_ctx *ctx;
+	int from;
+	int pending;
+};
+
+struct elect_one {
+	struct elect_req *er;
+	struct coord_elect_part *part;
+	int how;                     /* bit 1: unclean */
+};
+
+static void req_done(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
+{
+	struct elect_one *o = cookie;
+	struct elect_req *er = o->er;
+	struct ctl_elect *ce = ce_of(ctl);
+
+	(void)a;
+	if (err < 0) {
+		/* the image moved on since it was built: the client may ask again */
+		o->part->err = err == -ENOENT ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_ELIGIBLE_LEADERS_NOT_AVAILABLE;
+	} else {
+		ce->elections++;
+		if (o->how & 2)
+			ce->unclean++;
+	}
+	free(o);
+	if (--er->pending == 0) {
+		ctl_reply(ctl, er->ctx, er->from);
+		free(er);
+	}
+}
+
+static void elect_msg(void *self, struct shard_msg *m)
+{
+	struct ctl *ctl = self;
+	struct coord_elect *req = m->p[1];
+	struct elect_req *er = xcalloc(1, sizeof(*er));
+	int32_t *live;
+	int nlive = live_brokers(ctl, &live), active = ctl_elect_active(ctl);
+
+	er->ctx = m->p[0];
+	er->from = (int)m->v[0];
+	er->pending = 1;   /* until every part is looked at */
+	for (int i = 0; i < req->n; i++) {
+		struct coord_elect_part *p = &req->parts[i];
+		char name[META_TOPIC_NAME_MAX + 1];
+		const struct meta_topic *mt = NULL;
+		struct election_in in;
+		struct election_out out;
+		enum election_result res;
+		struct elect_one *o;
+
+		if (!active) {
+			p->err = KERR_NOT_CONTROLLER;
+			continue;
+		}
+		if (p->topic_len > 0 && p->topic_len <= META_TOPIC_NAME_MAX) {
+			memcpy(name, p->topic, (size_t)p->topic_len);
+			name[p->topic_len] = '\0';
+			mt = metalog_topic(ctl->ml, name);
+		}
+		if (!mt || p->partition < 0 || p->partition >= mt->partitions) {
+			p->err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+			continue;
+		}
+		elect_in(ctl, mt, p->partition, live, nlive, &in);
+		res = req->type == 1 ? election_unclean(&in, &out) : election_preferred(&in, &out);
+		p->err = (int16_t)res;
+		if (res != ELECTION_DONE)
+			continue;
+		o = xcalloc(1, sizeof(*o));
+		o->er = er;
+		o->part = p;
+		o->how = out.unclean ? 2 : 0;
+		if (elect_propose(ctl, mt, p->partition, &out, req_done, o) < 0) {
+			free(o);
+			p->err = KERR_ELECTION_NOT_NEEDED;
+			continue;
+		}
+		er->pending++;
+	}
+	free(live);
+	if (--er->pending == 0) {
+		ctl_reply(ctl, er->ctx, er->from);
+		free(er);
+	}
+}
+
+void ctl_elect_submit(struct kafka_ctx *ctx, struct coord_elect *req)
+{
+	struct shard_msg m = { .fn = elect_msg, .p = { ctx, req }, .v = { kafka_ctx_shard_id(ctx) } };
+
+	kafka_ctx_send_ctl(ctx, &m);
 }

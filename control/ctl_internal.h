@@ -148,6 +148,9 @@ struct ctl {
 	struct ctl_elect *elect;
 	unsigned elect_due;          /* CTL_ELECT_PUBLISH | CTL_ELECT_SCAN */
 	int ops_open;                /* topic operations (struct ctl_op) in flight */
+	/* controlled shutdown: asked by the main thread, settled by this one */
+	int shutdown_asked, shutdown_settled;
+	int64_t shutdown_waiting;    /* partitions whose leadership is still to move */
 	/* start-up handshake */
 	pthread_mutex_t lock;        /* start-up only, never on the data path */
 	pthread_cond_t cond;
@@ -208,6 +211,9 @@ int ctl_quorum_timeout(const struct ctl *ctl, int timeout);
 /* Whether this node leads the quorum and has started serving (its first
  * barrier applied). */
 int ctl_quorum_leads(const struct ctl *ctl);
+/* Hand the quorum's leadership to another voter (controlled shutdown):
+ * quorum_transfer's answer; done(cookie, leader) runs once it moved. */
+int ctl_quorum_transfer(struct ctl *ctl, void (*done)(void *cookie, int32_t leader), void *cookie);
 /* Close the quorum (its pending proposals end with QUORUM_ELOST), waiting
  * for its disk writes; frees ctl->cq. */
 void ctl_quorum_close(struct ctl *ctl);

@@ -651,6 +651,15 @@ int ctl_quorum_leads(const struct ctl *ctl)
 	return cq && cq->q && cq->started && !cq->closed && quorum_is_leader(cq->q);
 }
 
+int ctl_quorum_transfer(struct ctl *ctl, void (*done)(void *cookie, int32_t leader), void *cookie)
+{
+	struct ctl_quorum *cq = ctl->cq;
+
+	if (!cq || !cq->q || cq->closed)
+		return -ESHUTDOWN;
+	return quorum_transfer(cq->q, -1, done, cookie);
+}
+
 int ctl_quorum_fd(const struct ctl *ctl)
 {
 	const struct ctl_quorum *cq = ctl->cq;

@@ -949,6 +949,66 @@ Test(ctl, fencing_a_broker_moves_its_leaderships_and_unfencing_brings_offline_pa
 	cr_assert_eq(st.elections_total, 5);
 }
 
+static int shutdown_settled(void)
+{
+	return ctl_shutdown_settled(ctl);
+}
+
+Test(ctl, a_controlled_shutdown_moves_leadership_to_other_isr_members_first)
+{
+	int32_t s = b.set.node_id;
+	const int32_t two[6] = { s, 2, /* */ s, 3, /* */ 2, s }, solo[1] = { s }, only2[1] = { 2 }, only3[1] = { 3 };
+	int64_t e2, e3;
+
+	connect_client();
+	e2 = register_broker(2, 1);
+	e3 = register_broker(3, 1);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3), 0);
+	watched = 3;
+	cr_assert(run_until(watched_unfenced));
+	cr_assert_eq(create_assigned("m", 3, 2, two, NULL, NULL), 0);
+	cr_assert_eq(create_assigned("alone", 1, 1, solo, NULL, NULL), 0);
+	cr_assert_eq(image_part("m", 0)->leader, s);
+	ctl_shutdown_ask(ctl);
+	cr_assert(run_until(shutdown_settled), "the controlled shutdown never settled");
+	/* m-0 and m-1 led by this node: moved to their other ISR member, this
+	 * node out of the ISR; m-2 (a follower here) keeps its leader */
+	wait_led("m", 0, 2);
+	cr_assert_eq(image_part("m", 0)->leader_epoch, 1);
+	assert_isr("m", 0, 1, only2);
+	wait_led("m", 1, 3);
+	assert_isr("m", 1, 1, only3);
+	wait_led("m", 2, 2);
+	assert_isr("m", 2, 1, only2);
+	/* alone-0 has nowhere to go: this node leads it until it is gone */
+	wait_led("alone", 0, s);
+	cr_assert_eq(image_part("alone", 0)->leader_epoch, 0);
+	/* this broker is fenced, and its own heartbeats do not unfence it */
+	watched = s;
+	cr_assert(watched_fenced());
+	for (int i = 0; i < 3; i++) {
+		advance_ms(2000);
+		cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+		cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3), 0);
+	}
+	cr_assert(watched_fenced(), "a heartbeat unfenced a broker shutting down");
+}
+
+Test(ctl, a_controlled_shutdown_of_a_lone_broker_changes_nothing)
+{
+	int32_t s = b.set.node_id;
+
+	connect_client();
+	create_topic("t", 2);
+	ctl_shutdown_ask(ctl);
+	cr_assert(run_until(shutdown_settled));
+	cr_assert_eq(image_part("t", 0)->leader, s);
+	cr_assert_eq(image_part("t", 0)->leader_epoch, 0);
+	watched = s;
+	cr_assert(watched_unfenced(), "nowhere to move: not fenced");
+}
+
 /* ---- offsets expiry, on the injected wall clock ----------------------- */
 
 static int offset_expired(void)
