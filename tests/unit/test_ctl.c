@@ -949,6 +949,82 @@ Test(ctl, fencing_a_broker_moves_its_leaderships_and_unfencing_brings_offline_pa
 	cr_assert_eq(st.elections_total, 5);
 }
 
+/* ElectLeaders v2 of one partition: its error code. */
+static int16_t elect_one(const char *name, int32_t idx, int8_t type)
+{
+	struct kafka_elect_leaders_request q;
+	struct kafka_elect_leaders_request_topic_partitions tp;
+	const struct kafka_elect_leaders_response *r;
+
+	kafka_elect_leaders_request_init(&q);
+	memset(&tp, 0, sizeof(tp));
+	tp.Topic = kstr(name);
+	tp.Partitions.items = &idx;
+	tp.Partitions.count = 1;
+	q.ElectionType = type;
+	q.TopicPartitions.items = &tp;
+	q.TopicPartitions.count = 1;
+	q.TimeoutMs = 30000;
+	r = call(KAFKA_ELECT_LEADERS_KEY, 2, &q);
+	cr_assert_eq(r->ErrorCode, 0);
+	cr_assert_eq(r->ReplicaElectionResults.count, 1);
+	cr_assert_eq(r->ReplicaElectionResults.items[0].PartitionResult.count, 1);
+	cr_assert_eq(r->ReplicaElectionResults.items[0].PartitionResult.items[0].PartitionId, idx);
+	return r->ReplicaElectionResults.items[0].PartitionResult.items[0].ErrorCode;
+}
+
+Test(ctl, elect_leaders_moves_to_the_preferred_replica_or_elects_an_unclean_one)
+{
+	int32_t s = b.set.node_id;
+	const int32_t pref[2] = { 2, s }, two[2] = { 2, 3 }, both[2] = { 2, s }, only2[1] = { 2 }, only3[1] = { 3 };
+	struct ctl_elect_state st;
+	int64_t e2, e3;
+
+	connect_client();
+	e2 = register_broker(2, 1);
+	e3 = register_broker(3, 1);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3), 0);
+	watched = 3;
+	cr_assert(run_until(watched_unfenced));
+	cr_assert_eq(create_assigned("p", 1, 2, pref, NULL, NULL), 0);
+	cr_assert_eq(create_assigned("c", 1, 2, two, NULL, NULL), 0);
+	set_isr("c", 0, 1, only2);
+	cr_assert_eq(elect_one("p", 0, 0), KERR_ELECTION_NOT_NEEDED, "the preferred replica leads");
+	cr_assert_eq(elect_one("c", 0, 1), KERR_ELECTION_NOT_NEEDED, "a live leader: no unclean election");
+	cr_assert_eq(elect_one("nope", 0, 0), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	cr_assert_eq(elect_one("p", 5, 0), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	/* broker 2 fenced: p-0 moves to this node, c-0 goes offline */
+	for (int i = 0; i < 5; i++) {
+		advance_ms(2000);
+		cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3), 0);
+	}
+	wait_led("p", 0, s);
+	wait_led("c", 0, -1);
+	cr_assert_eq(elect_one("p", 0, 0), KERR_PREFERRED_LEADER_NOT_AVAILABLE, "broker 2 is fenced");
+	/* c-0: an unclean election elects broker 3, out of sync */
+	cr_assert_eq(elect_one("c", 0, 1), 0);
+	cr_assert_eq(image_part("c", 0)->leader, 3, "answered once applied");
+	cr_assert_eq(md_find(broker_md(&b), "c", 1)->parts[0].leader, 3, "... and published");
+	assert_isr("c", 0, 1, only3);
+	ctl_elect_state(ctl, &st);
+	cr_assert_eq(st.unclean_total, 1);
+	/* broker 2 back, but out of p-0's ISR: not preferred yet */
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	watched = 2;
+	cr_assert(run_until(watched_unfenced));
+	cr_assert_eq(elect_one("p", 0, 0), KERR_PREFERRED_LEADER_NOT_AVAILABLE, "broker 2 is not in sync");
+	/* in sync again (its leader's ISR change): the preferred election
+	 * moves p-0 back to broker 2 at a new epoch */
+	set_isr("p", 0, 2, both);
+	cr_assert_eq(elect_one("p", 0, 0), 0);
+	cr_assert_eq(image_part("p", 0)->leader, 2);
+	cr_assert_eq(image_part("p", 0)->leader_epoch, 2);
+	wait_led("p", 0, 2);
+	cr_assert_eq(produce_to("p", 0), KERR_NOT_LEADER_OR_FOLLOWER, "broker 2 leads p-0 again");
+	cr_assert_eq(elect_one("p", 0, 0), KERR_ELECTION_NOT_NEEDED);
+}
+
 static int shutdown_settled(void)
 {
 	return ctl_shutdown_settled(ctl);
