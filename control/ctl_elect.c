@@ -110,12 +110,26 @@ static int live_brokers(struct ctl *ctl, int32_t **out)
 	return k;
 }
 
+#define UNCLEAN_KEY "unclean.leader.election.enable"
+
 int ctl_elect_unclean_enabled(const struct ctl *ctl, const struct meta_topic *mt)
 {
+	int32_t scope;
+	const char *k, *v;
+	int on = config_int(ctl->cfg, UNCLEAN_KEY) != 0;
+
 	for (int i = 0; i < mt->nconfigs; i++)
-		if (!strcmp(mt->config_keys[i], "unclean.leader.election.enable") && mt->config_values[i])
+		if (!strcmp(mt->config_keys[i], UNCLEAN_KEY) && mt->config_values[i])
 			return !strcasecmp(mt->config_values[i], "true");
-	return config_int(ctl->eff, "unclean.leader.election.enable") != 0;
+	/* the broker's: static, then the image's run-time changes (cluster-wide,
+	 * then this node's), read from the image itself, which a change reaches
+	 * before the broker config in effect is rebuilt */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; metalog_broker_config_at(ctl->ml, i, &scope, &k, &v) == 0; i++)
+			if ((pass == 0 ? scope == META_SCOPE_CLUSTER : scope == ctl->b->set.node_id) &&
+			    !strcmp(k, UNCLEAN_KEY) && v)
+				on = !strcasecmp(v, "true");
+	return on;
 }
 
 static void elect_in(struct ctl *ctl, const struct meta_topic *mt, int32_t idx, const int32_t *live, int nlive,

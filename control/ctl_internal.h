@@ -255,9 +255,10 @@ int ctl_controller_heartbeat(struct ctl *ctl, int32_t id, int64_t epoch);
 /* What ctl_quorum.c notes in ctl->elect_due for the next turn (data, not
  * a call: the quorum is below the elections). PUBLISH: partition records
  * were applied (every node): the snapshot follows the image. SCAN: a
- * broker's fencing changed, or this node became the active controller, or
- * a snapshot was installed: the active controller looks at every
- * partition. */
+ * broker's fencing changed, a topic or broker config changed (unclean
+ * leader election may be on now), this node became the active
+ * controller, or a snapshot was installed: the active controller looks at
+ * every partition. */
 #define CTL_ELECT_PUBLISH 1u
 #define CTL_ELECT_SCAN 2u
 /* Each turn, after the records applied: the snapshot follows the image,

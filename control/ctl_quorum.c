@@ -162,8 +162,9 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	 * changed */
 	if (rc == 0 && (a.type == META_REC_PARTITION_CHANGE || a.type == META_REC_LEADER_RESTARTED))
 		cq->ctl->elect_due |= CTL_ELECT_PUBLISH;
-	if (rc == 0 && (a.type == META_REC_BROKER_FENCE || a.type == META_REC_UNREGISTER_BROKER))
-		cq->ctl->elect_due |= CTL_ELECT_SCAN;
+	if (rc == 0 && (a.type == META_REC_BROKER_FENCE || a.type == META_REC_UNREGISTER_BROKER ||
+			a.type == META_REC_CONFIG || a.type == META_REC_BROKER_CONFIG))
+		cq->ctl->elect_due |= CTL_ELECT_SCAN;   /* unclean.leader.election.enable may be on now */
 	cq->last_index = index;
 	cq->last_rc = rc;
 	cq->last = a;

@@ -869,6 +869,18 @@ static void set_isr(const char *name, int32_t idx, int n, const int32_t *ids)
 	cr_assert_eq(proposed_err, 0);
 }
 
+/* A topic config set by a record (what AlterConfigs proposes). */
+static void set_config(const char *name, const char *key, const char *value)
+{
+	struct metalog_rec r;
+
+	cr_assert_eq(metalog_build_config(ctl->ml, name, key, value, &r), 0);
+	proposed_done = 0;
+	ctl_meta_propose(ctl, &r, proposed, NULL);
+	cr_assert(run_until(is_proposed));
+	cr_assert_eq(proposed_err, 0);
+}
+
 Test(ctl, fencing_a_broker_moves_its_leaderships_and_unfencing_brings_offline_partitions_back)
 {
 	int32_t s = b.set.node_id;
@@ -891,9 +903,11 @@ Test(ctl, fencing_a_broker_moves_its_leaderships_and_unfencing_brings_offline_pa
 	cr_assert_eq(create_assigned("solo", 1, 1, solo, NULL, NULL), 0);
 	cr_assert_eq(create_assigned("u", 1, 2, two, "unclean.leader.election.enable", "true"), 0);
 	cr_assert_eq(create_assigned("c", 1, 2, two, NULL, NULL), 0);
-	/* u-0 and c-0: broker 3 fell out of sync (the leader's ISR change) */
+	cr_assert_eq(create_assigned("late", 1, 2, two, NULL, NULL), 0);
+	/* u-0, c-0 and late-0: broker 3 fell out of sync (the leader's ISR change) */
 	set_isr("u", 0, 1, only2);
 	set_isr("c", 0, 1, only2);
+	set_isr("late", 0, 1, only2);
 	cr_assert_eq(image_part("e", 0)->leader, 2);
 	cr_assert_eq(image_part("e", 0)->leader_epoch, 0);
 	cr_assert_eq(produce_to("e", 0), KERR_NOT_LEADER_OR_FOLLOWER, "broker 2 leads e-0");
@@ -931,10 +945,15 @@ Test(ctl, fencing_a_broker_moves_its_leaderships_and_unfencing_brings_offline_pa
 	/* u-0: unclean on the topic: broker 3, out of sync, leads alone */
 	wait_led("u", 0, 3);
 	assert_isr("u", 0, 1, only3);
+	wait_led("late", 0, -1);
 	ctl_elect_state(ctl, &st);
-	cr_assert_eq(st.offline, 2);
+	cr_assert_eq(st.offline, 3);
 	cr_assert_eq(st.elections_total, 3, "e-0, e-1, u-0");
 	cr_assert_eq(st.unclean_total, 1);
+	/* unclean turned on for an offline partition's topic: elected then */
+	set_config("late", "unclean.leader.election.enable", "true");
+	wait_led("late", 0, 3);
+	assert_isr("late", 0, 1, only3);
 	/* broker 2 back: the offline partitions it is in sync for come back */
 	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
 	cr_assert(run_until(watched_unfenced));
@@ -946,7 +965,8 @@ Test(ctl, fencing_a_broker_moves_its_leaderships_and_unfencing_brings_offline_pa
 	cr_assert_eq(image_part("e", 0)->leader, s);
 	ctl_elect_state(ctl, &st);
 	cr_assert_eq(st.offline, 0);
-	cr_assert_eq(st.elections_total, 5);
+	cr_assert_eq(st.elections_total, 6);
+	cr_assert_eq(st.unclean_total, 2);
 }
 
 /* ElectLeaders v2 of one partition: its error code. */
