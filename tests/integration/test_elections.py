@@ -12,7 +12,8 @@ node, checked against what Kafka answers:
 - v2 (flexible) answers the same;
 - the leader epochs are unchanged (nothing was elected) and /metrics shows
   the elections and offline partitions;
-- `sluicectl leader elect` prints the results as JSON and exits 0.
+- `sluicectl leader elect` prints the results (a table, or JSON) and exits
+  0, 1 for a partition it could not elect, 2 for bad usage.
 """
 
 import json
@@ -147,6 +148,11 @@ def elect_leaders_on_one_node_finds_nothing_to_elect():
         p = subprocess.run([SLUICECTL, "-b", b.bootstrap, "leader", "elect", "--partition", "1"],
                            capture_output=True, text=True, timeout=60)
         assert p.returncode == 2, "--partition without --topic is bad usage"
+        p = subprocess.run([SLUICECTL, "-b", b.bootstrap, "leader", "elect", "--topic", "nope", "--partition", "0"],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in p.stderr, (p.returncode, p.stdout, p.stderr)
+        assert "not needed" in subprocess.run([SLUICECTL, "-b", b.bootstrap, "leader", "elect", "--topic", "a"],
+                                              capture_output=True, text=True, timeout=60).stdout
 
 
 if __name__ == "__main__":
