@@ -183,6 +183,10 @@ static const struct config_key keys[] = {
 	  .doc = "Replicas that must be in sync (ISR) for acks=all: a partition with fewer refuses "
 		 "acks=all writes with NOT_ENOUGH_REPLICAS before appending them, as Kafka does (one "
 		 "broker: its ISR is that broker)." },
+	{ "unclean.leader.election.enable", CONFIG_BOOL, "false", .topic = "unclean.leader.election.enable",
+	  .doc = "When no live replica of a partition is in sync, elect the first live replica out of sync "
+		 "(records the ISR had acknowledged may be lost) rather than leave the partition offline "
+		 "until an in-sync replica comes back, as Kafka does. A topic's setting overrides it." },
 	{ "log.retention.check.interval.ms", CONFIG_LONG, "300000", 1, I64MAX,
 	  .doc = "How often retention runs." },
 	{ "log.durability", CONFIG_ENUM, "write", .values = durability_values, .topic = "durability",
@@ -287,8 +291,6 @@ static const struct topic_only topic_only_keys[] = {
 	  "one broker: there is no replication to throttle" },
 	{ "leader.replication.throttled.replicas", TK_IGNORED, 's', 0, NULL,
 	  "one broker: there is no replication to throttle" },
-	{ "unclean.leader.election.enable", TK_IGNORED, 'b', 0, NULL,
-	  "one broker: there is no other replica to elect" },
 	{ "local.retention.ms", TK_IGNORED, 'n', -2, NULL,
 	  "applies only with remote.storage.enable=true, as in Kafka" },
 	{ "local.retention.bytes", TK_IGNORED, 'n', -2, NULL,

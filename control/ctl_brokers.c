@@ -203,8 +203,8 @@ static void heartbeat(struct ctl *ctl)
 {
 	struct ctl_brokers *cb = ctl->brokers;
 
-	if (cb->epoch <= 0)
-		return;
+	if (cb->epoch <= 0 || ctl_elect_shutting_down(ctl, ctl->b->set.node_id))
+		return;   /* a controlled shutdown fenced it: no heartbeat unfences it */
 	if (ctl_controller_heartbeat(ctl, ctl->b->set.node_id, cb->epoch) == -ESTALE)
 		fprintf(stderr, "sluiced: this broker's registration (epoch %lld) is no longer the "
 			"controller's\n", (long long)cb->epoch);

@@ -157,6 +157,14 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	 * proposals); a no-op on every node, its proposer is told why */
 	if (rc == 0 && a.broker >= 0)
 		cq->ctl->brokers_changed = 1;   /* the snapshot's brokers (ctl_poll) */
+	/* ctl_elect.c: the snapshot follows partition records; the active
+	 * controller looks again at every partition when a broker's fencing
+	 * changed */
+	if (rc == 0 && (a.type == META_REC_PARTITION_CHANGE || a.type == META_REC_LEADER_RESTARTED))
+		cq->ctl->elect_due |= CTL_ELECT_PUBLISH;
+	if (rc == 0 && (a.type == META_REC_BROKER_FENCE || a.type == META_REC_UNREGISTER_BROKER ||
+			a.type == META_REC_CONFIG || a.type == META_REC_BROKER_CONFIG))
+		cq->ctl->elect_due |= CTL_ELECT_SCAN;   /* unclean.leader.election.enable may be on now */
 	cq->last_index = index;
 	cq->last_rc = rc;
 	cq->last = a;
@@ -176,6 +184,7 @@ static int cq_restore(void *arg, const void *buf, size_t len)
 	struct ctl_quorum *cq = arg;
 
 	cq->ctl->brokers_changed = 1;   /* the snapshot's brokers (ctl_poll) */
+	cq->ctl->elect_due |= CTL_ELECT_PUBLISH | CTL_ELECT_SCAN;
 	return metalog_restore(cq->ctl->ml, buf, len);
 }
 
@@ -204,6 +213,8 @@ static void cq_leader_changed(void *arg, int32_t leader, int am_leader)
 	int rc;
 
 	(void)leader;
+	if (am_leader)
+		cq->ctl->elect_due |= CTL_ELECT_SCAN;   /* a new active controller looks again */
 	if (!am_leader || cq->barrier_sent || cq->started)
 		return;
 	/* libraft appends nothing on election: until a barrier of this term
@@ -632,6 +643,22 @@ int ctl_quorum_poll(struct ctl *ctl)
 	work = quorum_poll(cq->q);
 	applied_note(cq);
 	return work;
+}
+
+int ctl_quorum_leads(const struct ctl *ctl)
+{
+	const struct ctl_quorum *cq = ctl->cq;
+
+	return cq && cq->q && cq->started && !cq->closed && quorum_is_leader(cq->q);
+}
+
+int ctl_quorum_transfer(struct ctl *ctl, void (*done)(void *cookie, int32_t leader), void *cookie)
+{
+	struct ctl_quorum *cq = ctl->cq;
+
+	if (!cq || !cq->q || cq->closed)
+		return -ESHUTDOWN;
+	return quorum_transfer(cq->q, -1, done, cookie);
 }
 
 int ctl_quorum_fd(const struct ctl *ctl)
