@@ -142,9 +142,11 @@ struct ctl {
 	 * reaches it) */
 	struct ctl_brokers *brokers;
 	int init_retries;            /* start-up steps run again (ctl.c) */
-	/* ctl_quorum.c: ids of topics other nodes created (their TOPIC
-	 * records applied here), for ctl_follow.c to serve */
+	/* ctl_quorum.c: ids of topics other nodes created or deleted (their
+	 * TOPIC or REMOVE_TOPIC records applied here; follow_gone[i] 1 for a
+	 * delete), for ctl_follow.c to serve or retire */
 	uint8_t (*follow)[16];
+	uint8_t *follow_gone;
 	int nfollow, cap_follow;
 	int brokers_changed;         /* a broker record was applied: publish the brokers */
 	/* start-up handshake */

@@ -143,8 +143,9 @@ static void own_drop(struct ctl_quorum *cq, uint64_t h)
 		cq->own[i] = cq->own[--cq->nown];
 }
 
-/* Another node's TOPIC record was applied here: ctl_follow.c serves it. */
-static void follow_note(struct ctl *ctl, const uint8_t id[16])
+/* Another node's TOPIC (gone 0) or REMOVE_TOPIC (gone 1) record was
+ * applied here: ctl_follow.c serves the topic, or retires it. */
+static void follow_note(struct ctl *ctl, const uint8_t id[16], int gone)
 {
 	if (ctl->nfollow == ctl->cap_follow) {
 		int cap = ctl->cap_follow ? ctl->cap_follow * 2 : 16;
@@ -155,6 +156,10 @@ static void follow_note(struct ctl *ctl, const uint8_t id[16])
 		ctl->follow = n;
 		ctl->cap_follow = cap;
 	}
+	ctl->follow_gone = realloc(ctl->follow_gone, (size_t)ctl->cap_follow);
+	if (!ctl->follow_gone)
+		abort();
+	ctl->follow_gone[ctl->nfollow] = (uint8_t)gone;
 	memcpy(ctl->follow[ctl->nfollow++], id, 16);
 }
 
@@ -229,7 +234,11 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	if (cq->ch) {
 		/* before ctl_channel_applied, whose continuations drop theirs */
 		if (rc == 0 && a.type == META_REC_TOPIC && a.topic && own_find(cq, rec_hash(buf, len)) < 0)
-			follow_note(cq->ctl, a.topic->id);
+			follow_note(cq->ctl, a.topic->id, 0);
+		/* REMOVE_TOPIC: its type (int16) and format version (u8), then
+		 * the topic's id (metalog_codec.h enc_type) */
+		if (rc == 0 && a.type == META_REC_REMOVE_TOPIC && len >= 19 && own_find(cq, rec_hash(buf, len)) < 0)
+			follow_note(cq->ctl, (const uint8_t *)buf + 3, 1);
 		ctl_channel_applied(cq->ch, index, rc, rc == 0 ? &a : NULL);
 	}
 	if (index > cq->applied_max)
