@@ -10,9 +10,10 @@
  * partitions on their shards, then the topic leaves the snapshot and its
  * directories go, as a DeleteTopics here does.
  *
- * Not followed yet (docs/cluster.md): another node's partition additions
- * and topic config changes (each node serves them after its next restart,
- * which rebuilds everything from the image).
+ * Not followed yet (docs/cluster.md): another node's partition additions,
+ * topic and broker config changes and partitions' leader epochs (each node
+ * serves them after its next restart, which rebuilds everything from the
+ * image).
  *
  * @thread ctl
  */
