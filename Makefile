@@ -61,7 +61,7 @@ CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 CORE_LIB  := $(BUILD)/libsluice_core.a
 UNIT_BINS := $(UNIT_TESTS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all run test unit-test bench check-style check-layers codegen clean setup distclean install
+.PHONY: all run cluster test unit-test bench check-style check-layers codegen clean setup distclean install
 .DEFAULT_GOAL := all
 
 all: $(CORE_LIB) $(BIN_TARGETS)
@@ -106,6 +106,12 @@ test: all check-style check-layers unit-test
 # Extra flags: make run ARGS='--set log.durability=sync'
 run: all
 	$(BUILD)/sluiced $(ARGS)
+
+# N nodes (default 3) forming one cluster on free loopback ports (every
+# node a broker and a voter); prints the bootstrap servers. Stop it with
+# scripts/cluster stop. Extra flags: make cluster N=5 ARGS='--shards 2'
+cluster: all
+	scripts/cluster start $(or $(N),3) $(ARGS)
 
 bench: all
 

@@ -123,10 +123,22 @@ struct ctl_init_step {
 	const char *what;
 };
 
+/* Start-up on a quorum of several: another node's start changed the same
+ * metadata first (its internal topics, its producer id block, applied
+ * before ours), or the leader was lost with our record: the step runs
+ * again against the image as it is now. */
+#define CTL_INIT_RETRIES 5
+
+static void ctl_init_pid_block(struct ctl *ctl);
+
 static void ctl_init_pids(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
 {
 	(void)cookie;
 	ctl->pid_reserving = 0;
+	if (err < 0 && err != -ENOMEM && ctl_quorum_channel(ctl) && ctl->init_retries++ < CTL_INIT_RETRIES) {
+		ctl_init_pid_block(ctl);
+		return;
+	}
 	if (err < 0) {
 		char msg[256];
 
@@ -140,10 +152,25 @@ static void ctl_init_pids(struct ctl *ctl, void *cookie, int err, const struct m
 	ctl_brokers_start(ctl, ctl_init_registered);
 }
 
+static void ctl_init_topics(struct ctl *ctl);
+
+static void ctl_init_pid_block(struct ctl *ctl)
+{
+	struct metalog_rec r;
+	int err;
+
+	/* producer ids come in blocks reserved ahead (ctl_pid.c): the first */
+	if ((err = metalog_build_producer_ids(ctl->ml, CTL_PID_BLOCK, &r)) < 0) {
+		ctl_init_pids(ctl, NULL, err, NULL);
+		return;
+	}
+	ctl->pid_reserving = 1;
+	ctl_meta_propose(ctl, &r, ctl_init_pids, NULL);
+}
+
 static void ctl_init_topic_done(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
 {
 	struct ctl_init_step *st = cookie;
-	struct metalog_rec r;
 
 	(void)a;
 	if (err < 0 && !st->err) {
@@ -154,17 +181,15 @@ static void ctl_init_topic_done(struct ctl *ctl, void *cookie, int err, const st
 		return;
 	err = st->err;
 	free(st);
+	if (err < 0 && err != -ENOMEM && ctl_quorum_channel(ctl) && ctl->init_retries++ < CTL_INIT_RETRIES) {
+		ctl_init_topics(ctl);   /* what is there now is skipped */
+		return;
+	}
 	if (err < 0) {
 		ctl_set_ready(ctl, err, "cannot create the internal topics in the metadata log");
 		return;
 	}
-	/* producer ids come in blocks reserved ahead (ctl_pid.c): the first */
-	if ((err = metalog_build_producer_ids(ctl->ml, CTL_PID_BLOCK, &r)) < 0) {
-		ctl_init_pids(ctl, NULL, err, NULL);
-		return;
-	}
-	ctl->pid_reserving = 1;
-	ctl_meta_propose(ctl, &r, ctl_init_pids, NULL);
+	ctl_init_pid_block(ctl);
 }
 
 static void ctl_init_meta(struct ctl *ctl, int err, const char *msg);
@@ -205,7 +230,6 @@ int ctl_init(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 static void ctl_init_meta(struct ctl *ctl, int err, const char *msg)
 {
 	struct broker *b = ctl->b;
-	struct ctl_init_step *st;
 	int rc;
 
 	if (err < 0) {
@@ -218,6 +242,15 @@ static void ctl_init_meta(struct ctl *ctl, int err, const char *msg)
 		ctl_set_ready(ctl, rc, "out of memory building the broker config");
 		return;
 	}
+	ctl_init_topics(ctl);
+}
+
+/* Start-up: the internal topics the image lacks. */
+static void ctl_init_topics(struct ctl *ctl)
+{
+	struct ctl_init_step *st;
+	int rc;
+
 	if (!(st = calloc(1, sizeof(*st))))
 		abort();
 	st->left = 1;   /* this function's own, released below */
@@ -334,6 +367,8 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 	}
 	ctl_elect_tick(ctl);
 	work += ctl_meta_poll(ctl);
+	/* after the continuations: what this node proposed it serves itself */
+	work += ctl_follow_poll(ctl);
 	for (int from = 0; from < b->set.nshards; from++)
 		while (spsc_pop(b->rings[from][broker_ctl_index(b)], &m)) {
 			m.fn(ctl, &m);
@@ -404,6 +439,7 @@ void ctl_fini(struct ctl *ctl)
 	ctl_meta_fini(ctl);
 	ctl_brokers_fini(ctl);
 	ctl_elect_fini(ctl);
+	ctl_follow_fini(ctl);
 	metalog_close(ctl->ml);
 	ctl->ml = NULL;
 	txn_coord_destroy(ctl->tc);

@@ -114,6 +114,16 @@ const struct lathist *ctl_quorum_commit_latency(const struct ctl *ctl);
  * it (control/quorum.h): 0, or -ESHUTDOWN (not open; st says leader -1). */
 struct quorum_view;
 int ctl_quorum_describe(const struct ctl *ctl, struct quorum_view *st);
+/* @thread ctl. The controller channel as the metrics show it (all 0 for a
+ * node alone): records forwarded to the quorum's leader, requests served as
+ * the leader, forwarded records whose answer was lost, leadership handed
+ * over for a stuck follower, and whether this node is connected to the
+ * leader now. */
+struct ctl_channel_stats {
+	uint64_t forwarded, served, lost, stuck_transfers;
+	int connected;
+};
+void ctl_quorum_channel_stats(const struct ctl *ctl, struct ctl_channel_stats *st);
 /* @thread ctl. Wall-clock ms when the control thread started (uptime). */
 int64_t ctl_started_ms(const struct ctl *ctl);
 /* @thread ctl. The group and transaction coordinators. */

@@ -11,10 +11,12 @@
  * them in memory, and a new active controller gives every broker a full
  * session from its election).
  *
- * Today every node is a combined broker and controller in a quorum of
- * one: the broker's heartbeat reaches its own controller by a call here,
- * where a cluster's will travel as BrokerHeartbeat to the active
- * controller. A broker serves once it is unfenced.
+ * Every node is a combined broker and controller: on the node that leads
+ * the quorum the broker's heartbeat reaches its own controller by a call
+ * here; on the others it travels on the controller channel
+ * (ctl_channel.c) to the active controller, which serves it with the same
+ * call. Only the active controller fences. A broker serves once it is
+ * unfenced.
  *
  * @thread ctl
  */
@@ -28,6 +30,7 @@
 #include "control/ctl_internal.h"
 #include "control/meta_brokers.h"
 #include "control/metalog.h"
+#include "control/quorum.h"
 
 /* The active controller's memory of one broker's heartbeats. */
 struct ctl_hb {
@@ -43,6 +46,7 @@ struct ctl_brokers {
 	int64_t epoch;                  /* 0 until registered */
 	int proposing;                  /* a record of ours is in flight */
 	int restarting;                 /* LEADER_RESTARTED proposed, not applied */
+	int retries;                    /* registrations whose outcome was lost */
 	void (*ready)(struct ctl *ctl, int err, const char *msg);
 	int64_t next_hb_ms;
 	int64_t interval_ms, session_ms;   /* broker.heartbeat.interval.ms, broker.session.timeout.ms */
@@ -50,6 +54,7 @@ struct ctl_brokers {
 	struct ctl_hb *hb;
 	int nhb, cap_hb;
 	int fencing;                    /* fence records in flight */
+	int was_leader;                 /* led the quorum at the last tick */
 	uint64_t fenced_total, unfenced_total;
 };
 
@@ -112,6 +117,10 @@ static void leaders_restarted(struct ctl *ctl, void *cookie, int err, const stru
 	(void)cookie;
 	(void)a;
 	cb->restarting = 0;
+	if ((err == -QUORUM_ELOST || err == -ETIMEDOUT) && ready && ctl_quorum_channel(ctl) && cb->retries++ < 5) {
+		leaders_restart(ctl);   /* a cluster's leader went with the answer */
+		return;
+	}
 	cb->ready = NULL;
 	if (!ready)
 		return;
@@ -199,16 +208,48 @@ static void controller_check_sessions(struct ctl *ctl, int64_t session_ms)
 
 /* ---- this node as a broker ------------------------------------------------- */
 
-static void heartbeat(struct ctl *ctl)
+static void heartbeat_stale(const struct ctl_brokers *cb)
+{
+	fprintf(stderr, "sluiced: this broker's registration (epoch %lld) is no longer the controller's\n",
+		(long long)cb->epoch);
+}
+
+static void heartbeat_answered(void *cookie, int err, int fenced)
+{
+	struct ctl *ctl = cookie;
+
+	(void)fenced;
+	if (err == -ESTALE && ctl->brokers)
+		heartbeat_stale(ctl->brokers);
+}
+
+/* The active controller here serves another node's heartbeat. */
+static int heartbeat_serve(struct ctl *ctl, int32_t id, int64_t epoch, int *fenced)
+{
+	const struct meta_broker *b;
+	int rc = ctl_controller_heartbeat(ctl, id, epoch);
+
+	b = metalog_broker(ctl->ml, id);
+	*fenced = !b || b->fenced;
+	return rc;
+}
+
+/* 0, or -ENOTCONN: no controller to send it to now. */
+static int heartbeat(struct ctl *ctl)
 {
 	struct ctl_brokers *cb = ctl->brokers;
+	struct ctl_channel *ch = ctl_quorum_channel(ctl);
 
 	if (cb->epoch <= 0 || ctl_elect_shutting_down(ctl, ctl->b->set.node_id))
-		return;   /* a controlled shutdown fenced it: no heartbeat unfences it */
+		return 0;   /* a controlled shutdown fenced it: no heartbeat unfences it */
+	if (ch && !ctl_quorum_is_leader(ctl))
+		return ctl_channel_heartbeat(ch, ctl->b->set.node_id, cb->epoch, heartbeat_answered, ctl);
 	if (ctl_controller_heartbeat(ctl, ctl->b->set.node_id, cb->epoch) == -ESTALE)
-		fprintf(stderr, "sluiced: this broker's registration (epoch %lld) is no longer the "
-			"controller's\n", (long long)cb->epoch);
+		heartbeat_stale(cb);
+	return 0;
 }
+
+static void register_propose(struct ctl *ctl);
 
 static void registered(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
 {
@@ -217,6 +258,12 @@ static void registered(struct ctl *ctl, void *cookie, int err, const struct meta
 
 	(void)cookie;
 	cb->proposing = 0;
+	if ((err == -QUORUM_ELOST || err == -ETIMEDOUT) && ctl_quorum_channel(ctl) && cb->retries++ < 5) {
+		/* a cluster's leader went with the answer: register again, as
+		 * a new incarnation (the lost one, if applied, is superseded) */
+		register_propose(ctl);
+		return;
+	}
 	if (err < 0) {
 		void (*ready)(struct ctl *, int, const char *) = cb->ready;
 
@@ -233,17 +280,28 @@ static void registered(struct ctl *ctl, void *cookie, int err, const struct meta
 
 void ctl_brokers_start(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, const char *msg))
 {
-	struct broker *b = ctl->b;
 	struct ctl_brokers *cb = calloc(1, sizeof(*cb));
-	struct metalog_rec r;
-	int rc;
 
 	if (!cb)
 		abort();   /* the control thread's own bookkeeping */
 	ctl->brokers = cb;
 	cb->ready = ready;
+	cb->was_leader = ctl_quorum_is_leader(ctl);
+	if (ctl_quorum_channel(ctl))
+		ctl_channel_serve_heartbeats(ctl_quorum_channel(ctl), heartbeat_serve);
 	cb->interval_ms = config_int(ctl->cfg, "broker.heartbeat.interval.ms");
 	cb->session_ms = config_int(ctl->cfg, "broker.session.timeout.ms");
+	register_propose(ctl);
+}
+
+/* A REGISTER_BROKER record with a new incarnation. */
+static void register_propose(struct ctl *ctl)
+{
+	struct ctl_brokers *cb = ctl->brokers;
+	struct broker *b = ctl->b;
+	struct metalog_rec r;
+	int rc;
+
 	if (getrandom(cb->incarnation, sizeof(cb->incarnation), 0) != (ssize_t)sizeof(cb->incarnation)) {
 		/* no entropy: the clock still makes each start's differ */
 		int64_t t = ctl->wall;
@@ -267,11 +325,22 @@ int ctl_brokers_tick(struct ctl *ctl, int timeout)
 
 	if (!cb || cb->epoch <= 0)
 		return timeout;
-	if (ctl->now_ms >= cb->next_hb_ms) {
-		heartbeat(ctl);
-		cb->next_hb_ms = ctl->now_ms + cb->interval_ms;
+	if (ctl->now_ms >= cb->next_hb_ms)
+		cb->next_hb_ms = ctl->now_ms + (heartbeat(ctl) == -ENOTCONN ? 200 : cb->interval_ms);
+	if (cb->ready && !cb->restarting && !cb->proposing) {
+		/* unfenced by a controller on another node (on this one,
+		 * fence_done got there first) */
+		const struct meta_broker *me = metalog_broker(ctl->ml, ctl->b->set.node_id);
+
+		if (me && me->epoch == cb->epoch && !me->fenced)
+			leaders_restart(ctl);
 	}
-	controller_check_sessions(ctl, cb->session_ms);
+	if (ctl_quorum_is_leader(ctl)) {
+		if (!cb->was_leader)
+			cb->nhb = 0;   /* a new active controller: a full session for every broker */
+		controller_check_sessions(ctl, cb->session_ms);
+	}
+	cb->was_leader = ctl_quorum_is_leader(ctl);
 	wait = cb->next_hb_ms - ctl->now_ms;
 	if (wait < 0)
 		wait = 0;

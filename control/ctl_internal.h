@@ -2,6 +2,9 @@
  * the files that make it up and by nothing else:
  *   ctl_msg.c    its way out: messages to the shards (parked on a full
  *                ring), the partition proxy, the internal logs, the clock
+ *   ctl_channel.c the controller channel: proposals and heartbeats of a
+ *                node that does not lead the quorum, sent to the one that
+ *                does, and served there
  *   ctl_quorum.c the metadata log on the Raft quorum: the image follows
  *                the committed records; start-up, import, proposals
  *   ctl_meta.c   changes to the metadata: a record proposed, its
@@ -13,6 +16,7 @@
  *   ctl_topic.c  the metadata snapshot and the operations that open,
  *                close and reconfigure partitions on their owner shards
  *   ctl_admin.c  the topic and config requests of the Kafka API
+ *   ctl_follow.c the topics other nodes created, served here too
  *   ctl.c        the thread: start-up, the loop, producer ids
  * Each builds only on those listed above it.
  *
@@ -142,6 +146,13 @@ struct ctl {
 	/* ctl_brokers.c: registration, heartbeats, fencing (NULL until start-up
 	 * reaches it) */
 	struct ctl_brokers *brokers;
+	int init_retries;            /* start-up steps run again (ctl.c) */
+	/* ctl_quorum.c: ids of topics other nodes created or deleted (their
+	 * TOPIC or REMOVE_TOPIC records applied here; follow_gone[i] 1 for a
+	 * delete), for ctl_follow.c to serve or retire */
+	uint8_t (*follow)[16];
+	uint8_t *follow_gone;
+	int nfollow, cap_follow;
 	int brokers_changed;         /* a broker record was applied: publish the brokers */
 	/* ctl_elect.c: elections, the snapshot following partition records;
 	 * elect_due is set by ctl_quorum.c as records are applied */
@@ -186,6 +197,55 @@ int ctl_flush_parked(struct ctl *ctl, uint32_t *left);
 /* ---- ctl_pid.c (producer ids) -------------------------------------------- */
 #define CTL_PID_BLOCK 1000   /* ids a PRODUCER_IDS record reserves */
 
+/* A proposal's continuation: err 0 once applied here (a: what it did), or
+ * the record no longer applied (metalog_apply's error), or the quorum's
+ * error (QUORUM_ELOST, -ESHUTDOWN, ...). Runs from ctl_quorum_poll or
+ * ctl_quorum_close. */
+typedef void (*ctl_quorum_done_fn)(void *cookie, int err, const struct metalog_applied *a);
+
+/* ---- ctl_channel.c -------------------------------------------------------- */
+struct ctl_channel;
+struct quorum;
+struct uv_stream_s;
+
+struct ctl_channel_voter {
+	int32_t id;
+	char address[300];           /* "host:port": its controller port */
+};
+/* A heartbeat's answer: err 0, -ESTALE (another registration is the
+ * controller's), -ENOTCONN/-ETIMEDOUT/QUORUM_ELOST (no answer: send the
+ * next one), -EAGAIN (the controller does not serve yet); fenced as the
+ * controller's image says. */
+typedef void (*ctl_channel_hb_fn)(void *cookie, int err, int fenced);
+
+/* Made before the quorum opens (its accepts need it), bound once it has. */
+int ctl_channel_create(struct ctl *ctl, int32_t self, const struct ctl_channel_voter *v, int n,
+		       struct ctl_channel **out);
+void ctl_channel_bind(struct ctl_channel *ch, struct quorum *q);
+/* The quorum's channel_accept (arg: the channel). */
+void ctl_channel_accept(void *arg, struct uv_stream_s *s, int32_t node);
+/* Forward a record to the leader: done runs once this node applied it
+ * (ctl_quorum_done_fn's errors), or with QUORUM_ELOST (sent, the answer
+ * lost with the connection or the leadership), -ETIMEDOUT (no leader for
+ * 30 s), -ESHUTDOWN. 0, or -ESHUTDOWN and done never runs. */
+int ctl_channel_propose(struct ctl_channel *ch, const void *rec, size_t len, ctl_quorum_done_fn done,
+			void *cookie);
+/* A broker heartbeat to the leader: 0 (done runs once), or -ENOTCONN (not
+ * connected to a leader now) / -ESHUTDOWN and done never runs. */
+int ctl_channel_heartbeat(struct ctl_channel *ch, int32_t id, int64_t epoch, ctl_channel_hb_fn done, void *cookie);
+/* What serves heartbeats here while this node leads (ctl_brokers.c's). */
+void ctl_channel_serve_heartbeats(struct ctl_channel *ch,
+				  int (*fn)(struct ctl *ctl, int32_t id, int64_t epoch, int *fenced));
+/* Every record applied here, in log order (from the quorum's apply). */
+void ctl_channel_applied(struct ctl_channel *ch, uint64_t index, int rc, const struct metalog_applied *a);
+/* Each turn: follow the leader (connect, resend, expire). Work done. */
+int ctl_channel_tick(struct ctl_channel *ch);
+void ctl_channel_stats(const struct ctl_channel *ch, struct ctl_channel_stats *st);
+/* Close its connections, end its requests (before the quorum closes);
+ * free once the quorum has closed (its loop ran the closes). */
+void ctl_channel_close(struct ctl_channel *ch);
+void ctl_channel_free(struct ctl_channel *ch);
+
 /* ---- ctl_quorum.c --------------------------------------------------------- */
 /* Open the metadata quorum (<log.dirs>/__cluster_metadata-raft) and replay
  * its log into a new image (ctl->ml). ready(ctl, 0, NULL) runs from a later
@@ -196,12 +256,9 @@ int ctl_flush_parked(struct ctl *ctl, uint32_t *left);
  * names the key). */
 int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, const char *msg), char *err,
 		    size_t errlen);
-/* A proposal's continuation: err 0 once applied here (a: what it did), or
- * the record no longer applied (metalog_apply's error), or the quorum's
- * error (QUORUM_ELOST, -ESHUTDOWN, ...). Runs from ctl_quorum_poll or
- * ctl_quorum_close. */
-typedef void (*ctl_quorum_done_fn)(void *cookie, int err, const struct metalog_applied *a);
-/* 0 (done will run exactly once), or -errno and done never runs. */
+/* 0 (done will run exactly once), or -errno and done never runs. On a
+ * node that does not lead a quorum of several, the record goes to the
+ * leader over the controller channel (ctl_channel_propose). */
 int ctl_quorum_propose(struct ctl *ctl, const void *rec, size_t len, ctl_quorum_done_fn done, void *cookie);
 /* The loop's part: run the quorum once (work done); its fd for poll() and
  * the timeout given (ms, -1 none) shortened to the quorum's next timer. */
@@ -217,6 +274,10 @@ int ctl_quorum_transfer(struct ctl *ctl, void (*done)(void *cookie, int32_t lead
 /* Close the quorum (its pending proposals end with QUORUM_ELOST), waiting
  * for its disk writes; frees ctl->cq. */
 void ctl_quorum_close(struct ctl *ctl);
+/* Whether this node leads the quorum (a one-node broker: once started). */
+int ctl_quorum_is_leader(const struct ctl *ctl);
+/* The controller channel (NULL for a quorum of one). */
+struct ctl_channel *ctl_quorum_channel(const struct ctl *ctl);
 
 /* ---- ctl_meta.c --------------------------------------------------------- */
 /* The continuation of a proposed record: err 0 once it is applied (a says
@@ -324,5 +385,10 @@ void ctl_reclaim(struct ctl *ctl);
 /* Teardown, the shards stopped: the snapshot, its topics, what is
  * retired and the published blocks. */
 void ctl_topics_fini(struct ctl *ctl);
+
+/* ---- ctl_follow.c ------------------------------------------------------- */
+/* Serve the topics other nodes created (ctl->follow), once placed. Work done. */
+int ctl_follow_poll(struct ctl *ctl);
+void ctl_follow_fini(struct ctl *ctl);
 
 #endif

@@ -34,9 +34,11 @@
  *
  * @thread ctl: everything here, the quorum's callbacks included.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <stdarg.h>
 #include <poll.h>
 #include <signal.h>
@@ -82,15 +84,84 @@ struct ctl_quorum {
 	struct lathist commit_lat;      /* proposed to applied, on this node */
 	int applied_fd;                 /* sluice-applied, -1 until started */
 	uint64_t applied_max, applied_written;
+	/* a quorum of several: the controller channel, and this node's part */
+	struct ctl_channel *ch;
+	int nvoters;
+	/* this node's proposals in flight (a hash of each record): a record
+	 * applied that is none of them is another node's (ctl->follow) */
+	uint64_t *own;
+	int nown, cap_own;
 };
 
 /* A proposal in flight: its proposer's continuation. */
 struct cq_wait {
 	struct ctl_quorum *cq;
+	uint64_t hash;                  /* of the record (cq->own) */
 	uint64_t t0_ns;
 	ctl_quorum_done_fn done;
 	void *cookie;
 };
+
+/* FNV-1a of a record: which applied records are this node's own. */
+static uint64_t rec_hash(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint64_t h = 14695981039346656037ull;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h ^ len;
+}
+
+static void own_add(struct ctl_quorum *cq, uint64_t h)
+{
+	if (cq->nown == cq->cap_own) {
+		int cap = cq->cap_own ? cq->cap_own * 2 : 16;
+		uint64_t *n = realloc(cq->own, (size_t)cap * sizeof(*n));
+
+		if (!n)
+			abort();   /* the control thread's own bookkeeping */
+		cq->own = n;
+		cq->cap_own = cap;
+	}
+	cq->own[cq->nown++] = h;
+}
+
+static int own_find(const struct ctl_quorum *cq, uint64_t h)
+{
+	for (int i = 0; i < cq->nown; i++)
+		if (cq->own[i] == h)
+			return i;
+	return -1;
+}
+
+static void own_drop(struct ctl_quorum *cq, uint64_t h)
+{
+	int i = own_find(cq, h);
+
+	if (i >= 0)
+		cq->own[i] = cq->own[--cq->nown];
+}
+
+/* Another node's TOPIC (gone 0) or REMOVE_TOPIC (gone 1) record was
+ * applied here: ctl_follow.c serves the topic, or retires it. */
+static void follow_note(struct ctl *ctl, const uint8_t id[16], int gone)
+{
+	if (ctl->nfollow == ctl->cap_follow) {
+		int cap = ctl->cap_follow ? ctl->cap_follow * 2 : 16;
+		uint8_t(*n)[16] = realloc(ctl->follow, (size_t)cap * sizeof(*n));
+
+		if (!n)
+			abort();   /* the control thread's own bookkeeping */
+		ctl->follow = n;
+		ctl->cap_follow = cap;
+	}
+	ctl->follow_gone = realloc(ctl->follow_gone, (size_t)ctl->cap_follow);
+	if (!ctl->follow_gone)
+		abort();
+	ctl->follow_gone[ctl->nfollow] = (uint8_t)gone;
+	memcpy(ctl->follow[ctl->nfollow++], id, 16);
+}
 
 static uint64_t mono_ns(void)
 {
@@ -168,6 +239,16 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	cq->last_index = index;
 	cq->last_rc = rc;
 	cq->last = a;
+	if (cq->ch) {
+		/* before ctl_channel_applied, whose continuations drop theirs */
+		if (rc == 0 && a.type == META_REC_TOPIC && a.topic && own_find(cq, rec_hash(buf, len)) < 0)
+			follow_note(cq->ctl, a.topic->id, 0);
+		/* REMOVE_TOPIC: its type (int16) and format version (u8), then
+		 * the topic's id (metalog_codec.h enc_type) */
+		if (rc == 0 && a.type == META_REC_REMOVE_TOPIC && len >= 19 && own_find(cq, rec_hash(buf, len)) < 0)
+			follow_note(cq->ctl, (const uint8_t *)buf + 3, 1);
+		ctl_channel_applied(cq->ch, index, rc, rc == 0 ? &a : NULL);
+	}
 	if (index > cq->applied_max)
 		cq->applied_max = index;
 }
@@ -251,6 +332,18 @@ static void cq_done(void *cookie, uint64_t index, int err)
 		}
 	}
 	lathist_add(&cq->commit_lat, mono_ns() - w->t0_ns);
+	own_drop(cq, w->hash);
+	w->done(w->cookie, err, a);
+	free(w);
+}
+
+/* A record forwarded to the leader: applied here (or failed). */
+static void cq_forwarded(void *cookie, int err, const struct metalog_applied *a)
+{
+	struct cq_wait *w = cookie;
+
+	lathist_add(&w->cq->commit_lat, mono_ns() - w->t0_ns);
+	own_drop(w->cq, w->hash);
 	w->done(w->cookie, err, a);
 	free(w);
 }
@@ -271,9 +364,15 @@ int ctl_quorum_propose(struct ctl *ctl, const void *rec, size_t len, ctl_quorum_
 	w->t0_ns = mono_ns();
 	w->done = done;
 	w->cookie = cookie;
-	rc = quorum_propose(cq->q, rec, len, cq_done, w);
+	w->hash = cq->ch ? rec_hash(rec, len) : 0;
+	if (cq->ch && !quorum_is_leader(cq->q))
+		rc = ctl_channel_propose(cq->ch, rec, len, cq_forwarded, w);
+	else
+		rc = quorum_propose(cq->q, rec, len, cq_done, w);
 	if (rc < 0)
 		free(w);
+	else if (cq->ch)
+		own_add(cq, w->hash);
 	return rc;
 }
 
@@ -474,6 +573,60 @@ static int cq_read_old(struct ctl_quorum *cq, const char *data_dir, int32_t node
 	return rc;
 }
 
+/* A voter's host as raft takes it: dotted-quad IPv4 (names resolved here,
+ * once, at start). */
+static int cq_resolve(const char *host, char *out, size_t cap)
+{
+	static const struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *ai = NULL;
+	int rc = getaddrinfo(host, NULL, &hints, &ai);
+
+	if (rc != 0 || !ai)
+		return -EHOSTUNREACH;
+	inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)ai->ai_addr)->sin_addr, out, (socklen_t)cap);
+	freeaddrinfo(ai);
+	return 0;
+}
+
+/* controller.quorum.voters naming several nodes: the quorum's voters
+ * (every node, on its controller port) and the controller channel. A
+ * list of one (or none) leaves qc as it is: a quorum of one, no socket. */
+static int cq_cluster_voters(struct ctl_quorum *cq, struct quorum_config *qc, char *err, size_t errlen)
+{
+	static struct node_voter nv[NODE_ROLE_MAX_VOTERS];       /* start-up only */
+	static struct quorum_voter qv[NODE_ROLE_MAX_VOTERS];
+	static char hosts[NODE_ROLE_MAX_VOTERS][INET_ADDRSTRLEN];
+	struct ctl_channel_voter cv[NODE_ROLE_MAX_VOTERS];
+	int n, rc;
+
+	rc = node_voters_parse(config_str(cq->ctl->cfg, "controller.quorum.voters"), nv, NODE_ROLE_MAX_VOTERS, &n,
+			       err, errlen);
+	if (rc < 0)
+		return rc;
+	cq->nvoters = n;
+	if (n <= 1)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		if (cq_resolve(nv[i].host, hosts[i], sizeof(hosts[i])) < 0) {
+			snprintf(err, errlen, "controller.quorum.voters: the host '%s' of node %d does not resolve to "
+				 "an IPv4 address", nv[i].host, nv[i].id);
+			return -EINVAL;
+		}
+		qv[i] = (struct quorum_voter){ .node_id = nv[i].id, .host = hosts[i], .port = (uint16_t)nv[i].port };
+		cv[i].id = nv[i].id;
+		snprintf(cv[i].address, sizeof(cv[i].address), "%.64s:%d", hosts[i], nv[i].port);
+	}
+	if ((rc = ctl_channel_create(cq->ctl, qc->node_id, cv, n, &cq->ch)) < 0) {
+		snprintf(err, errlen, "out of memory for the controller channel");
+		return rc;
+	}
+	qc->voters = qv;
+	qc->nvoters = n;
+	qc->channel_accept = ctl_channel_accept;
+	qc->channel_arg = cq->ch;
+	return 0;
+}
+
 int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, const char *msg), char *err,
 		    size_t errlen)
 {
@@ -497,6 +650,8 @@ int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, con
 	qc.dir = cq->dir;
 	qc.voters = &self;
 	qc.nvoters = 1;
+	if ((rc = cq_cluster_voters(cq, &qc, err, errlen)) < 0)
+		return rc;
 
 	rc = quorum_identity_read(cq->dir, cid, sizeof(cid), vhave, sizeof(vhave));
 	if (rc == 0 && dir_exists(old)) {
@@ -530,6 +685,12 @@ int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, con
 		}
 		memcpy(cq->cluster_id, cid, 23);
 	} else if (rc == -ENOENT) {
+		if (dir_exists(old) && cq->nvoters > 1) {
+			snprintf(err, errlen, "controller.quorum.voters: %s holds the metadata log of a one-node "
+				 "broker, which is imported only into a quorum of one: start it once alone (no voters) "
+				 "to import it, or give this node an empty log.dirs", old);
+			return -EINVAL;
+		}
 		if (dir_exists(old)) {
 			if ((rc = cq_read_old(cq, b->set.data_dir, b->set.node_id, err, errlen)) < 0)
 				return rc;
@@ -554,6 +715,8 @@ int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, con
 		return rc;
 	}
 	rc = quorum_open(&qc, &cq_ops, cq, &cq->q, err, errlen);
+	if (rc == 0 && cq->ch)
+		ctl_channel_bind(cq->ch, cq->q);
 	if (rc == -EIO || rc == -EPROTO) {
 		size_t l = strlen(err);
 
@@ -633,6 +796,30 @@ void ctl_quorum_submit(struct kafka_ctx *ctx, struct coord_quorum *out)
 	kafka_ctx_send_ctl(ctx, &m);
 }
 
+/* A quorum of several: a node that does not lead starts once it knows a
+ * leader and has applied what that leader said is committed, the cluster
+ * id included (the leader writes it on a new cluster). */
+static void cq_follower_start(struct ctl_quorum *cq)
+{
+	struct quorum_view v;
+	const char *have;
+
+	if (cq->started || cq->failed || !cq->ch || quorum_is_leader(cq->q) || quorum_leader(cq->q) < 0)
+		return;
+	quorum_describe(cq->q, &v);
+	have = metalog_cluster_id(cq->ctl->ml);
+	if (!v.commit_index || v.last_applied < v.commit_index || !have[0])
+		return;
+	if (strcmp(have, cq->cluster_id)) {
+		cq_start_failed(cq, -EINVAL, "cluster.id: the metadata quorum's log says cluster id %s, but this "
+				"node's directory %s was made for %s: the voters are of two clusters",
+				have, cq->dir, cq->cluster_id);
+		return;
+	}
+	cq->started = 1;
+	cq->ready(cq->ctl, 0, NULL);
+}
+
 int ctl_quorum_poll(struct ctl *ctl)
 {
 	struct ctl_quorum *cq = ctl->cq;
@@ -641,6 +828,10 @@ int ctl_quorum_poll(struct ctl *ctl)
 	if (!cq || !cq->q)
 		return 0;
 	work = quorum_poll(cq->q);
+	if (cq->q && cq->ch) {
+		cq_follower_start(cq);
+		work += ctl_channel_tick(cq->ch);
+	}
 	applied_note(cq);
 	return work;
 }
@@ -659,6 +850,21 @@ int ctl_quorum_transfer(struct ctl *ctl, void (*done)(void *cookie, int32_t lead
 	if (!cq || !cq->q || cq->closed)
 		return -ESHUTDOWN;
 	return quorum_transfer(cq->q, -1, done, cookie);
+}
+
+int ctl_quorum_is_leader(const struct ctl *ctl)
+{
+	return ctl->cq && ctl->cq->q && quorum_is_leader(ctl->cq->q);
+}
+
+void ctl_quorum_channel_stats(const struct ctl *ctl, struct ctl_channel_stats *st)
+{
+	ctl_channel_stats(ctl->cq ? ctl->cq->ch : NULL, st);
+}
+
+struct ctl_channel *ctl_quorum_channel(const struct ctl *ctl)
+{
+	return ctl->cq ? ctl->cq->ch : NULL;
 }
 
 int ctl_quorum_fd(const struct ctl *ctl)
@@ -696,6 +902,8 @@ void ctl_quorum_close(struct ctl *ctl)
 
 	if (!cq)
 		return;
+	if (cq->ch)
+		ctl_channel_close(cq->ch);
 	if (cq->q) {
 		quorum_close(cq->q, cq_closed, cq);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -719,6 +927,8 @@ void ctl_quorum_close(struct ctl *ctl)
 	if (cq->applied_fd >= 0)
 		close(cq->applied_fd);
 	free(cq->import_buf);
+	free(cq->own);
+	ctl_channel_free(cq->ch);
 	free(cq);
 	ctl->cq = NULL;
 }

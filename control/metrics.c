@@ -120,6 +120,30 @@ static void render_process(struct ctl *ctl, struct broker *b, struct textbuf *t)
 		    "live replica in sync): they take no writes and serve no reads.");
 		textbuf_printf(t, "sluice_controller_offline_partitions %lld\n", (long long)es.offline);
 	}
+	{
+		struct ctl_channel_stats cs;
+
+		ctl_quorum_channel_stats(ctl, &cs);
+		textbuf_printf(t, "# HELP sluice_controller_channel_requests_total Controller channel requests: "
+			       "records this node forwarded to the quorum's leader, requests it served as the "
+			       "leader, forwarded records whose answer was lost with the connection or leadership.\n"
+			       "# TYPE sluice_controller_channel_requests_total counter\n"
+			       "sluice_controller_channel_requests_total{kind=\"forwarded\"} %llu\n"
+			       "sluice_controller_channel_requests_total{kind=\"served\"} %llu\n"
+			       "sluice_controller_channel_requests_total{kind=\"lost\"} %llu\n",
+			       (unsigned long long)cs.forwarded, (unsigned long long)cs.served,
+			       (unsigned long long)cs.lost);
+		textbuf_printf(t, "# HELP sluice_controller_channel_connected Whether this node is connected to "
+			       "the quorum's leader on the controller channel (0 on the leader and alone).\n"
+			       "# TYPE sluice_controller_channel_connected gauge\n"
+			       "sluice_controller_channel_connected %d\n", cs.connected);
+		textbuf_printf(t, "# HELP sluice_controller_stuck_follower_transfers_total Leadership this node "
+			       "handed over as the leader because a follower's log ended below what it believed "
+			       "the follower had (libraft 0.15's stuck follower).\n"
+			       "# TYPE sluice_controller_stuck_follower_transfers_total counter\n"
+			       "sluice_controller_stuck_follower_transfers_total %llu\n",
+			       (unsigned long long)cs.stuck_transfers);
+	}
 	fam(t, "shards", "gauge", "Shards (pinned data-path threads) of the broker.");
 	textbuf_printf(t, "sluice_shards %d\n", b->set.nshards);
 }

@@ -148,9 +148,9 @@ int node_role_check(const struct config *c, struct node_role *r, char *err, size
 	}
 	if (!r->broker || !r->controller) {
 		snprintf(err, errlen,
-			 "process.roles=%s: a node that is only a %s needs other nodes for the %s, and Sluice runs "
-			 "one node today (a combined broker and controller: process.roles=broker,controller); "
-			 "see docs/cluster.md", roles, r->broker ? "broker" : "controller",
+			 "process.roles=%s: Sluice runs combined nodes only (every node a broker and a voter of the "
+			 "metadata quorum: process.roles=broker,controller); a node that is only a %s would need "
+			 "other nodes for the %s; see docs/cluster.md", roles, r->broker ? "broker" : "controller",
 			 r->broker ? "metadata quorum" : "data");
 		return -EINVAL;
 	}
@@ -168,11 +168,11 @@ int node_role_check(const struct config *c, struct node_role *r, char *err, size
 			 config_str(c, "controller.quorum.voters"));
 		return -EINVAL;
 	}
-	if (r->nvoters > 1) {
+	if (r->nvoters > 1 && !config_str(c, "cluster.id")[0]) {
 		snprintf(err, errlen,
-			 "controller.quorum.voters names %d voters: Sluice runs one node today (a quorum of one: "
-			 "leave it empty or name only node %d); a quorum of several nodes comes with replication, "
-			 "see docs/cluster.md", r->nvoters, node);
+			 "cluster.id: controller.quorum.voters names %d voters, and every node of a cluster must be "
+			 "given the same cluster.id (22 characters of base64url, as Kafka's kafka-storage "
+			 "random-uuid prints); see docs/cluster.md", r->nvoters);
 		return -EINVAL;
 	}
 	rc = pick_listener("listeners", config_str(c, "listeners"), names, 0, r->listen_host,
@@ -191,6 +191,14 @@ int node_role_check(const struct config *c, struct node_role *r, char *err, size
 		return rc;
 	if (rc == 0)
 		r->ctl_port = 0;
+	if (rc == 0 && r->nvoters > 1) {
+		snprintf(err, errlen,
+			 "listeners: controller.quorum.voters names %d voters, so this node needs its controller "
+			 "listener (a listeners entry named in controller.listener.names=%s, e.g. "
+			 "CONTROLLER://%s:%d) on its voter port, which carries the quorum and the controller channel",
+			 r->nvoters, names, self->host, self->port);
+		return -EINVAL;
+	}
 	if (r->ctl_port && r->ctl_port == r->listen_port) {
 		snprintf(err, errlen, "listeners: the controller listener and the client listener share port %d",
 			 r->ctl_port);

@@ -6,12 +6,12 @@
  * configuration that contradicts itself is refused with one line naming
  * the key (sluiced exits 2).
  *
- * Today Sluice runs one node: a combined broker and controller that is a
- * quorum of one. A voter list naming only this node is that quorum; one
- * naming other nodes, a broker-only or a controller-only node are refused
- * (they need the replication and metadata quorum of docs/cluster.md), so a
- * Kafka cluster's config never starts a lone node that believes it is a
- * cluster of one.
+ * Every node is a combined broker and controller (broker-only and
+ * controller-only nodes are refused). An empty voter list, or one naming
+ * only this node, is a quorum of one (no socket for the quorum); a list
+ * naming several nodes is a cluster: this node must be among them, have
+ * its controller listener on its voter port (it carries raft and the
+ * controller channel: control/quorum_transport.h) and a cluster.id.
  *
  * Thread: main, at start-up (pure: reads the frozen config).
  * Errors: 0, or -EINVAL with err naming the key and what to do.

@@ -1,6 +1,8 @@
 /* control/quorum.c — the Raft quorum that keeps the metadata log: libraft
- * 0.15 (raft_uv on disk, raft_uv_tcp between the voters) on a libuv loop
- * of its own, driven by the control thread. See quorum.h.
+ * 0.15 (raft_uv on disk; between the voters the controller port's
+ * transport, control/quorum_transport.c, which also carries the controller
+ * channel) on a libuv loop of its own, driven by the control thread. See
+ * quorum.h.
  *
  * Driving libuv from someone else's loop — what to respect (each point was
  * seen with the installed libraft 0.15.0 and libuv 1.44.2):
@@ -61,6 +63,7 @@
 
 #include "control/quorum.h"
 #include "control/quorum_fsm.h"
+#include "control/quorum_transport.h"
 
 /* The file this module keeps beside raft_uv's: who the directory belongs
  * to (raft_uv lists only its own names and leaves other files alone). */
@@ -100,6 +103,7 @@ struct quorum {
 	int told_am_leader;
 	uint64_t ran;                   /* done and transfer callbacks run */
 	int local;                      /* a quorum of one on port 0: no sockets */
+	struct qt_ops channel;          /* the controller channel's accepts */
 };
 
 struct quorum_prop {
@@ -459,7 +463,7 @@ static void transport_init_local(struct raft_uv_transport *t)
 static void transport_close(struct quorum *q)
 {
 	if (!q->local)
-		raft_uv_tcp_close(&q->transport);
+		qt_fini(&q->transport);
 }
 
 /* ------------------------------------------------ open */
@@ -509,6 +513,8 @@ int quorum_open(const struct quorum_config *cfg, const struct quorum_ops *ops, v
 	q->ops = ops;
 	q->arg = arg;
 	q->node_id = cfg->node_id;
+	q->channel.channel_accept = cfg->channel_accept;
+	q->channel.arg = cfg->channel_arg;
 	q->told_leader = -1;
 	q->lock_fd = dir_claim(cfg, err, errlen);
 	if (q->lock_fd < 0) {
@@ -529,9 +535,9 @@ int quorum_open(const struct quorum_config *cfg, const struct quorum_ops *ops, v
 	if (q->local)
 		transport_init_local(&q->transport);
 	else
-		rv = raft_uv_tcp_init(&q->transport, &q->loop);
+		rv = qt_init(&q->transport, &q->loop, &q->channel);
 	if (rv != 0) {
-		rc = errf(err, errlen, quorum_errno(rv), "raft_uv_tcp_init: %s", raft_strerror(rv));
+		rc = errf(err, errlen, quorum_errno(rv), "the controller port's transport: %s", raft_strerror(rv));
 		uv_loop_close(&q->loop);
 		goto err_lock;
 	}
@@ -656,6 +662,20 @@ void quorum_describe(const struct quorum *q, struct quorum_view *st)
 uint64_t quorum_last_index(const struct quorum *q)
 {
 	return raft_last_index((struct raft *)&q->raft);
+}
+
+int quorum_follower_match(const struct quorum *q, int32_t node, uint64_t *match)
+{
+	const struct raft *r = &q->raft;
+
+	if (!quorum_is_leader(q))
+		return -QUORUM_ENOTLEADER;
+	for (unsigned i = 0; i < r->configuration.n; i++)
+		if (r->configuration.servers[i].id == (raft_id)node + 1) {
+			*match = r->leader_state.progress[i].match_index;
+			return 0;
+		}
+	return -ENOENT;
 }
 
 int32_t quorum_node_id(const struct quorum *q)
@@ -816,6 +836,18 @@ int quorum_barrier(struct quorum *q, quorum_done_fn done, void *cookie)
 		return quorum_errno(rv);
 	}
 	return 0;
+}
+
+/* ------------------------------------------------ the controller channel */
+
+int quorum_channel_connect(struct quorum *q, const char *address,
+			   void (*done)(void *arg, struct uv_stream_s *stream, int status), void *arg)
+{
+	if (q->state != QUORUM_OPEN)
+		return -ESHUTDOWN;
+	if (q->local)
+		return -ENOTCONN;
+	return qt_channel_connect(&q->transport, address, q->node_id, done, arg);
 }
 
 /* ------------------------------------------------ transfer, close */

@@ -3,7 +3,9 @@
  * sequence of opaque records, and every node applies that sequence, in
  * order, to a state the layer above owns. One node is a quorum of one, on
  * the same code path. The consensus is Debian's libraft 0.15 (raft_uv: its
- * own log files and TCP between the voters, on a libuv loop of its own);
+ * own log files; between the voters the controller port's transport,
+ * control/quorum_transport.h, which also carries the controller channel;
+ * on a libuv loop of its own);
  * this module configures it, locks and checks its directory, adapts its
  * state machine to the callbacks below (control/quorum_fsm.c) and lets the
  * control thread drive its loop beside its own (quorum_fd,
@@ -15,8 +17,8 @@
  * by the first segment preparation) does some of raft_uv's file work, and
  * its threads inherit the signal mask of the thread that started it (see
  * the note in quorum.c).
- * Owns: its libuv loop (never the default loop), the raft_uv and TCP
- * transports, the struct raft, the flock on its directory, and every
+ * Owns: its libuv loop (never the default loop), the raft_uv and the
+ * controller port's transport, the struct raft, the flock on its directory, and every
  * pending proposal until its done callback ran.
  * Errors: 0 or -errno. libraft's codes are mapped at this edge:
  *   QUORUM_ENOTLEADER (-EREMOTE): this node is not the leader (RAFT_NOTLEADER);
@@ -39,6 +41,8 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct uv_stream_s;
 
 #define QUORUM_ENOTLEADER EREMOTE
 #define QUORUM_ELOST ECONNABORTED
@@ -99,6 +103,11 @@ struct quorum_config {
 	unsigned snapshot_threshold;    /* [1024] entries between snapshots */
 	unsigned snapshot_trailing;     /* [2048] entries kept after a snapshot */
 	int pre_vote;                   /* 1: a returning node cannot disrupt a leader */
+	/* The controller channel's connections accepted on this voter's port
+	 * (quorum_transport.h's channel_accept: the stream is the callee's),
+	 * with channel_arg; NULL: refused. Not for a quorum of one. */
+	void (*channel_accept)(void *arg, struct uv_stream_s *stream, int32_t node);
+	void *channel_arg;
 };
 
 struct quorum;
@@ -166,6 +175,10 @@ void quorum_describe(const struct quorum *q, struct quorum_view *st);
 
 /* @thread ctl. The index of the last entry of this node's log (0: empty). */
 uint64_t quorum_last_index(const struct quorum *q);
+/* @thread ctl. On the leader: the highest index it believes voter `node`
+ * stored (raft's match index). 0, QUORUM_ENOTLEADER, -ENOENT (no such
+ * voter). */
+int quorum_follower_match(const struct quorum *q, int32_t node, uint64_t *match);
 /* @thread ctl. This node's id and whether it is the leader. */
 int32_t quorum_node_id(const struct quorum *q);
 int quorum_is_leader(const struct quorum *q);
@@ -185,6 +198,15 @@ int quorum_identity_read(const char *dir, char *cluster_id, size_t cidcap, char 
 /* @thread any. cfg's voter set as the identity file keeps it:
  * "0@127.0.0.1:9093,1@..." in node id order. */
 void quorum_voters_text(const struct quorum_config *cfg, char *buf, size_t cap);
+
+/* @thread ctl. Connect to another voter's controller port ("host:port")
+ * for the controller channel: done(arg, stream, 0) with the connected
+ * stream (raft_malloc'ed, the caller's: uv_close it, raft_free it in the
+ * close callback), or done(arg, NULL, -errno); it runs exactly once, at the
+ * latest while the quorum closes (-ECANCELED). 0, or -errno and done never
+ * runs: -ESHUTDOWN once closing, -ENOTCONN for a quorum of one. */
+int quorum_channel_connect(struct quorum *q, const char *address,
+			   void (*done)(void *arg, struct uv_stream_s *stream, int status), void *arg);
 
 /* @thread ctl. Controlled shutdown of a leader: hand leadership to voter
  * `to` (node id), or to the most up-to-date other voter with to = -1, before

@@ -26,8 +26,13 @@ TEST_SCRIPTS += tests/integration/test_leader_epochs.py
 # DeleteRecords offsets, CreateTopics counts, unimplemented listener
 # protocols, illegal names in Metadata, Fetch max_bytes, ListGroups v4
 TEST_SCRIPTS += tests/integration/test_kafka_rules.py
-# Kafka's KRaft settings: a cluster's config is refused, a one-node one serves
+# Kafka's KRaft settings: what Sluice cannot honour is refused, a one-node
+# config serves
 TEST_SCRIPTS += tests/integration/test_cluster_config.py
+# three sluiced processes (scripts/cluster) form one metadata quorum: the
+# same brokers and topics on every node, producer id blocks apart, the
+# leader killed and replaced, the killed node catching up
+TEST_SCRIPTS += tests/integration/test_cluster_quorum.py
 # DescribeCluster v0-1 over raw frames: the cluster Metadata describes, the
 # rack, the authorized operations, the refused endpoint types
 TEST_SCRIPTS += tests/integration/test_describe_cluster.py

@@ -2,13 +2,13 @@
 """Kafka's KRaft settings against a real sluiced: process.roles,
 controller.quorum.voters, controller.listener.names and broker.rack.
 
-Sluice runs one node today, a combined broker and controller that is a
-quorum of one. A Kafka cluster's config (three voters, a broker-only or a
-controller-only node) must stop the start with exit 2 and a line naming the
-key, never start a lone node that believes it is the whole cluster; a
-one-node KRaft config (its own id as the only voter, a CONTROLLER listener)
-must start, serve clients on the client listener only, and give its rack in
-Metadata."""
+Every Sluice node is a combined broker and controller. A config Sluice
+cannot honour (a broker-only or a controller-only node, three voters
+without the cluster.id every node of a cluster must share) must stop the
+start with exit 2 and a line naming the key; a one-node KRaft config (its
+own id as the only voter, a CONTROLLER listener) must start, serve clients
+on the client listener only, and give its rack in Metadata. Clusters of
+several nodes: test_cluster_quorum.py."""
 
 import os
 import subprocess
@@ -40,13 +40,13 @@ def start_fails(props, key):
 
 
 @test
-def a_three_node_kraft_config_does_not_start_a_lone_node():
+def a_three_node_kraft_config_without_a_cluster_id_is_refused():
     c, p = free_port(), free_port()
     err = start_fails("process.roles=broker,controller\nnode.id=1\n"
                       "controller.quorum.voters=1@127.0.0.1:%d,2@127.0.0.1:%d,3@127.0.0.1:%d\n"
                       "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d\n"
                       "controller.listener.names=CONTROLLER\n" % (c, free_port(), free_port(), p, c),
-                      "controller.quorum.voters")
+                      "cluster.id")
     assert "3 voters" in err, err
 
 

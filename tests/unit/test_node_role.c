@@ -1,7 +1,8 @@
 /* tests/unit/test_node_role.c — this node's place in the cluster from
  * Kafka's settings: process.roles, controller.quorum.voters,
  * controller.listener.names and the listeners they pick; every refusal
- * names its key, and the configurations a lone node can honour pass. */
+ * names its key, and the configurations a node can honour (alone, or one
+ * of a cluster) pass. */
 #include <errno.h>
 #include <string.h>
 
@@ -93,11 +94,26 @@ Test(node_role, roles_that_need_other_nodes_are_refused)
 	cr_assert_eq(node_role_check(c, &r, err, sizeof(err)), 0, "%s", err);
 }
 
-Test(node_role, voters_naming_other_nodes_are_refused)
+Test(node_role, a_cluster_needs_its_controller_listener_and_a_cluster_id)
 {
 	set("controller.quorum.voters", "1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095");
-	refused("controller.quorum.voters");
+	refused("cluster.id");
 	cr_assert(strstr(err, "3 voters"), "%s", err);
+	set("cluster.id", "MkU3OEVBNTcwNTJENDM2Qk");
+	refused("listeners");
+	cr_assert(strstr(err, "9093"), "%s", err);
+	set("listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9094");
+	refused("controller.quorum.voters");
+	set("listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093");
+	cr_assert_eq(node_role_check(c, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(r.nvoters, 3);
+	cr_assert_eq(r.ctl_port, 9093);
+	cr_assert_eq(r.listen_port, 9092);
+	/* names are taken (resolved when the quorum opens) */
+	set("controller.quorum.voters", "1@localhost:9093,2@localhost:9094,3@localhost:9095");
+	cr_assert_eq(node_role_check(c, &r, err, sizeof(err)), 0, "%s", err);
+	set("node.id", "4");
+	refused("node.id");
 }
 
 Test(node_role, a_node_outside_the_voters_is_refused)

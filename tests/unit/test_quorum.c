@@ -10,7 +10,8 @@
  * driven by a test loop that polls their fds as the control thread would:
  * three voters replicate 200 records, fail over, take the old leader back
  * and hand leadership over; a quorum of one commits and replays (log, or
- * snapshot then log) after a restart; what quorum_open refuses.
+ * snapshot then log) after a restart; what quorum_open refuses; one
+ * voter port carrying raft and the controller channel (its handshake).
  *
  * Each node's "state" here is the list of records it applied, with their
  * indexes; a snapshot is that whole list. Checks compare the lists record
@@ -18,6 +19,7 @@
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <endian.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <raft.h>
@@ -29,6 +31,7 @@
 
 #include "control/quorum.h"
 #include "control/quorum_fsm.h"
+#include "control/quorum_transport.h"
 #include "helpers.h"
 
 /* ------------------------------------------------------ a node's state */
@@ -1026,4 +1029,160 @@ Test(quorum, a_port_in_use_fails_the_open_and_names_the_address)
 	member_open(0);     /* the directory was left usable and unlocked */
 	cr_assert(run_until(am_leader, &C.m[0], WAIT_MS));
 	member_close(0);
+}
+
+/* ------------------------------------------------ the controller port */
+
+/* What the controller channel's side of a voter's port received. */
+struct chan_seen {
+	int accepted;
+	int32_t node;
+	uv_stream_t *stream;
+	char buf[64];
+	size_t got;
+	int connected, connect_status;
+	uv_stream_t *out;
+};
+
+static struct chan_seen seen;
+
+static void chan_accept(void *arg, struct uv_stream_s *stream, int32_t node)
+{
+	struct chan_seen *s = arg;
+
+	s->accepted++;
+	s->node = node;
+	s->stream = stream;
+}
+
+static void chan_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct chan_seen *s = h->data;
+
+	(void)suggested;
+	buf->base = s->buf + s->got;
+	buf->len = sizeof(s->buf) - s->got;
+}
+
+static void chan_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+	struct chan_seen *s = st->data;
+
+	(void)buf;
+	if (n > 0)
+		s->got += (size_t)n;
+}
+
+static void chan_connected(void *arg, struct uv_stream_s *stream, int status)
+{
+	struct chan_seen *s = arg;
+
+	s->connected++;
+	s->connect_status = status;
+	s->out = stream;
+}
+
+static void stream_free(uv_handle_t *h)
+{
+	raft_free(h);
+}
+
+static bool chan_accepted(void *arg)
+{
+	return ((struct chan_seen *)arg)->accepted > 0;
+}
+
+static bool chan_read_8(void *arg)
+{
+	return ((struct chan_seen *)arg)->got >= 8;
+}
+
+static bool chan_dialled(void *arg)
+{
+	struct chan_seen *s = arg;
+
+	return s->connected > 0 && s->accepted > 0;
+}
+
+static int raw_connect(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				 .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+/* The peer closed fd (the test loop turning meanwhile). */
+static bool raw_closed(void *arg)
+{
+	int fd = *(int *)arg;
+	char c;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && recv(fd, &c, 1, MSG_DONTWAIT) == 0;
+}
+
+/* One port per voter carries raft and the controller channel: a channel
+ * handshake is told from raft's by its first u64, the channel's owner gets
+ * the stream with exactly the bytes after the handshake still unread, a
+ * first u64 that is neither is closed, quorum_channel_connect reaches
+ * another voter's channel side as its node id, and raft elects a leader
+ * over the same ports meanwhile. */
+Test(quorum, one_port_carries_raft_and_the_controller_channel)
+{
+	struct quorum_config cfg;
+	uint64_t hs[2] = { htole64(QT_CHANNEL_MAGIC), htole64(7) }, junk = htole64(0xdeadbeefull);
+	char msg[24], addr[64], err[512] = "";
+	int fd, bad;
+
+	memset(&seen, 0, sizeof(seen));
+	cluster_init(2);
+	for (int i = 0; i < 2; i++) {
+		cfg = config_of(i);
+		cfg.channel_accept = chan_accept;
+		cfg.channel_arg = &seen;
+		C.m[i].st.leader = -1;
+		cr_assert_eq(quorum_open(&cfg, &rec_ops, &C.m[i].st, &C.m[i].q, err, sizeof(err)), 0, "%s", err);
+	}
+	/* handshake and the first bytes of the channel in one write */
+	fd = raw_connect(C.voters[0].port);
+	memcpy(msg, hs, 16);
+	memcpy(msg + 16, "hello!!!", 8);
+	cr_assert_eq(write(fd, msg, sizeof(msg)), (ssize_t)sizeof(msg));
+	cr_assert(run_until(chan_accepted, &seen, WAIT_MS), "the channel connection was not handed over");
+	cr_assert_eq(seen.node, 7);
+	seen.stream->data = &seen;
+	cr_assert_eq(uv_read_start(seen.stream, chan_alloc, chan_read), 0);
+	cr_assert(run_until(chan_read_8, &seen, WAIT_MS), "the bytes after the handshake were not there");
+	cr_assert_eq(seen.got, 8);
+	cr_assert_eq(memcmp(seen.buf, "hello!!!", 8), 0);
+	uv_close((uv_handle_t *)seen.stream, stream_free);
+	close(fd);
+
+	/* neither raft nor the channel: closed, nobody told */
+	bad = raw_connect(C.voters[0].port);
+	cr_assert_eq(write(bad, &junk, sizeof(junk)), (ssize_t)sizeof(junk));
+	cr_assert(run_until(raw_closed, &bad, WAIT_MS), "a connection of neither kind was kept");
+	cr_assert_eq(seen.accepted, 1);
+	close(bad);
+
+	/* voter 1 dials voter 0's channel */
+	memset(&seen, 0, sizeof(seen));
+	snprintf(addr, sizeof(addr), "localhost:%u", C.voters[0].port);
+	cr_assert_eq(quorum_channel_connect(C.m[1].q, addr, chan_connected, &seen), 0);
+	cr_assert(run_until(chan_dialled, &seen, WAIT_MS), "the channel connect did not complete");
+	cr_assert_eq(seen.connect_status, 0);
+	cr_assert_eq(seen.node, 1);
+	uv_close((uv_handle_t *)seen.stream, stream_free);
+	uv_close((uv_handle_t *)seen.out, stream_free);
+
+	/* raft on the same ports */
+	wait_leader(-1);
+	propose_records(wait_leader(-1), 0, 5);
+	wait_applied(5);
+	member_close(0);
+	member_close(1);
 }

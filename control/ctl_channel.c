@@ -1,0 +1,825 @@
+/* control/ctl_channel.c — the controller channel: what a node's control
+ * thread asks of the active controller (the quorum's leader) over the
+ * controller port (control/quorum_transport.h tells its connections from
+ * raft's), on the quorum's libuv loop, never blocking:
+ *
+ *   PROPOSE   a metadata record from a node that does not lead the
+ *             quorum; the leader proposes it and answers with its log
+ *             index (or an error: "not leader", nothing was appended, and
+ *             the sender retries on the next leader). The proposer's
+ *             continuation runs once its own node has applied that index,
+ *             with what applying it did there (the same on every node:
+ *             metalog_apply re-validates in log order).
+ *   HEARTBEAT a broker's heartbeat (ctl_controller_heartbeat on the
+ *             leader), answered: 0 or ESTALE, and whether it is fenced.
+ *             It carries the sender's last raft log index: the leader's
+ *             watch for libraft 0.15's stuck follower (below).
+ *
+ * A frame: u32 length of what follows, u8 type, u64 request id, then
+ *   PROPOSE        the record
+ *   PROPOSE_RESP   i32 errno (0, or positive), u64 log index (0: none)
+ *   HEARTBEAT      i32 broker id, i64 broker epoch, u64 last log index
+ *   HEARTBEAT_RESP i32 errno, u8 fenced
+ * all little-endian. A node keeps one connection to the leader it knows
+ * (reconnecting when the leader changes or the connection breaks) and
+ * answers the requests of every node that connected to it.
+ *
+ * Outcomes: a proposal not yet sent waits (at most CH_QUEUE_MS) for a
+ * leader; one sent whose answer is lost with its connection or with the
+ * leadership is QUORUM_ELOST for its proposer, as on a leader that lost its
+ * leadership: the record may still be committed, and then every node
+ * applies it (the callers treat it so already).
+ *
+ * The stuck follower (docs/dependencies.md, libraft's caveats): libraft
+ * 0.15 can take a follower's stale answer for its match index and never
+ * send it the entries it lacks while one leader lasts. The leader compares
+ * each node's last index, as its heartbeat says, with the match index it
+ * believed one heartbeat earlier: a node below it twice in a row is stuck,
+ * and the leader hands its leadership over (quorum_transfer), which ends
+ * it, as the simulation's watchdog does.
+ *
+ * @thread ctl
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <raft.h>
+#include <uv.h>
+
+#include "control/ctl_internal.h"
+#include "control/metalog.h"
+#include "control/quorum.h"
+
+#define CH_PROPOSE 1
+#define CH_PROPOSE_RESP 2
+#define CH_HEARTBEAT 3
+#define CH_HEARTBEAT_RESP 4
+
+#define CH_HDR 13                       /* u32 length, u8 type, u64 id */
+#define CH_FRAME_MAX ((2u << 20) + 64)  /* a record is at most 1 MiB */
+#define CH_QUEUE_MS 30000               /* a proposal waits this long for a leader */
+#define CH_HB_MS 5000                   /* a heartbeat's answer, at most */
+#define CH_RETRY_MS 200                 /* reconnect, or resend after "not leader" */
+#define CH_RING 512                     /* applied outcomes kept for late answers */
+#define CH_STUCK 2                      /* heartbeats below the match index: stuck */
+
+enum ch_state { RQ_QUEUED, RQ_SENT, RQ_WAIT };
+
+/* A request of this node to the leader. */
+struct ch_req {
+	struct ch_req *next;
+	uint64_t id;
+	int type;
+	enum ch_state state;
+	void *rec;                      /* PROPOSE: the record (kept to resend) */
+	size_t len;
+	int32_t hb_id;
+	int64_t hb_epoch;
+	uint64_t conn;                  /* RQ_SENT: on which connection */
+	uint64_t index;                 /* RQ_WAIT: applied here at */
+	int64_t not_before_ms, deadline_ms;
+	ctl_quorum_done_fn done;
+	ctl_channel_hb_fn hb_done;
+	void *cookie;
+};
+
+struct ch_conn {
+	struct ctl_channel *ch;
+	struct ch_conn *next;
+	uv_stream_t *s;                 /* raft_malloc'ed (the transport's) */
+	uint64_t id;
+	int32_t peer;                   /* node id */
+	int closing;
+	char *rbuf;
+	size_t rlen, rcap;
+};
+
+struct ch_write {
+	uv_write_t w;
+	uv_buf_t b;
+	char data[];
+};
+
+struct ch_outcome {
+	uint64_t index;
+	int rc;
+	struct metalog_applied a;
+};
+
+/* The leader's view of one node's log, from its heartbeats. */
+struct ch_peer {
+	int32_t node;
+	uint64_t match;                 /* the match index at its last heartbeat */
+	int below;                      /* heartbeats in a row below the one before */
+};
+
+struct ctl_channel {
+	struct ctl *ctl;
+	struct ch_peer *peers;          /* nvoters of them */
+	uint64_t stuck_transfers;
+	struct quorum *q;               /* NULL until bound */
+	int32_t self;
+	struct ctl_channel_voter *voters;
+	int nvoters;
+	struct ch_conn *conns;
+	uint64_t next_conn, next_req;
+	struct ch_conn *out;            /* to the leader, NULL: none */
+	int32_t out_peer;
+	int connecting;
+	int32_t connect_peer;
+	int64_t retry_at_ms;
+	struct ch_req *reqs;
+	struct ch_outcome ring[CH_RING];
+	uint64_t applied_max;
+	int (*serve_hb)(struct ctl *ctl, int32_t id, int64_t epoch, int *fenced);
+	int closed;
+	uint64_t forwarded, served, lost;
+};
+
+/* ---- bytes ---------------------------------------------------------------- */
+
+static void put32(char *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+
+static void put64(char *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+
+static uint32_t get32(const char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return le32toh(v);
+}
+
+static uint64_t get64(const char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+/* ---- connections ---------------------------------------------------------- */
+
+static void conn_close(struct ch_conn *c);
+
+static struct ch_conn *conn_by_id(struct ctl_channel *ch, uint64_t id)
+{
+	for (struct ch_conn *c = ch->conns; c; c = c->next)
+		if (c->id == id && !c->closing)
+			return c;
+	return NULL;
+}
+
+static void written(uv_write_t *w, int status)
+{
+	(void)status;   /* a failed write shows as a read error or EOF too */
+	free(w->data);
+}
+
+/* Send one frame: type, id, then a and b (either may be empty). */
+static void conn_send(struct ch_conn *c, int type, uint64_t id, const void *a, size_t alen, const void *b,
+		      size_t blen)
+{
+	size_t n = CH_HDR + alen + blen;
+	struct ch_write *w;
+
+	if (c->closing)
+		return;
+	if (!(w = malloc(sizeof(*w) + n)))
+		abort();   /* the control thread's own bookkeeping */
+	put32(w->data, (uint32_t)(n - 4));
+	w->data[4] = (char)type;
+	put64(w->data + 5, id);
+	if (alen)
+		memcpy(w->data + CH_HDR, a, alen);
+	if (blen)
+		memcpy(w->data + CH_HDR + alen, b, blen);
+	w->w.data = w;
+	w->b = uv_buf_init(w->data, (unsigned)n);
+	if (uv_write(&w->w, c->s, &w->b, 1, written) < 0) {
+		free(w);
+		conn_close(c);
+	}
+}
+
+static void req_complete(struct ctl_channel *ch, struct ch_req *r, int err, const struct metalog_applied *a);
+
+/* The connection to the leader is gone: what was sent on it has no answer. */
+static void out_lost(struct ctl_channel *ch, struct ch_conn *c)
+{
+	struct ch_req **pp = &ch->reqs;
+
+	if (ch->out == c)
+		ch->out = NULL;
+	ch->retry_at_ms = ch->ctl->now_ms + CH_RETRY_MS;
+	while (*pp) {
+		struct ch_req *r = *pp;
+
+		if (r->state == RQ_SENT && r->conn == c->id) {
+			*pp = r->next;
+			if (r->type == CH_PROPOSE)
+				ch->lost++;
+			req_complete(ch, r, r->type == CH_PROPOSE ? -QUORUM_ELOST : -ENOTCONN, NULL);
+			continue;
+		}
+		pp = &r->next;
+	}
+}
+
+static void conn_closed(uv_handle_t *h)
+{
+	struct ch_conn *c = h->data;
+	struct ctl_channel *ch = c->ch;
+	struct ch_conn **pp = &ch->conns;
+
+	while (*pp && *pp != c)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = c->next;
+	raft_free(c->s);
+	free(c->rbuf);
+	free(c);
+}
+
+static void conn_close(struct ch_conn *c)
+{
+	if (c->closing)
+		return;
+	c->closing = 1;
+	out_lost(c->ch, c);
+	uv_close((uv_handle_t *)c->s, conn_closed);
+}
+
+static void conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct ch_conn *c = h->data;
+
+	(void)suggested;
+	if (c->rcap - c->rlen < 4096) {
+		size_t cap = c->rcap ? c->rcap * 2 : 65536;
+		char *n = realloc(c->rbuf, cap);
+
+		if (!n)
+			abort();   /* the control thread's own bookkeeping */
+		c->rbuf = n;
+		c->rcap = cap;
+	}
+	buf->base = c->rbuf + c->rlen;
+	buf->len = c->rcap - c->rlen;
+}
+
+static void serve_frame(struct ch_conn *c, int type, uint64_t id, const char *p, size_t len);
+static void answer_frame(struct ctl_channel *ch, int type, uint64_t id, const char *p, size_t len);
+
+static void conn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct ch_conn *c = s->data;
+	size_t off = 0;
+
+	(void)buf;
+	if (n == 0)
+		return;
+	if (n < 0) {
+		conn_close(c);
+		return;
+	}
+	c->rlen += (size_t)n;
+	while (!c->closing && c->rlen - off >= 4) {
+		uint32_t len = get32(c->rbuf + off);
+
+		if (len < CH_HDR - 4 || len > CH_FRAME_MAX) {
+			conn_close(c);
+			return;
+		}
+		if (c->rlen - off < 4 + (size_t)len)
+			break;
+		if (c == c->ch->out)
+			answer_frame(c->ch, (uint8_t)c->rbuf[off + 4], get64(c->rbuf + off + 5),
+				     c->rbuf + off + CH_HDR, len + 4 - CH_HDR);
+		else
+			serve_frame(c, (uint8_t)c->rbuf[off + 4], get64(c->rbuf + off + 5), c->rbuf + off + CH_HDR,
+				    len + 4 - CH_HDR);
+		off += 4 + (size_t)len;
+	}
+	if (c->closing)
+		return;
+	memmove(c->rbuf, c->rbuf + off, c->rlen - off);
+	c->rlen -= off;   /* conn_alloc grows the buffer for a longer frame */
+}
+
+static struct ch_conn *conn_new(struct ctl_channel *ch, uv_stream_t *s, int32_t peer)
+{
+	struct ch_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		abort();   /* the control thread's own bookkeeping */
+	c->ch = ch;
+	c->s = s;
+	c->id = ++ch->next_conn;
+	c->peer = peer;
+	s->data = c;
+	c->next = ch->conns;
+	ch->conns = c;
+	if (uv_read_start(s, conn_alloc, conn_read) < 0)
+		conn_close(c);
+	return c;
+}
+
+static void stream_freed(uv_handle_t *h)
+{
+	raft_free(h);
+}
+
+void ctl_channel_accept(void *arg, struct uv_stream_s *s, int32_t node)
+{
+	struct ctl_channel *ch = arg;
+
+	if (ch->closed) {
+		uv_close((uv_handle_t *)s, stream_freed);
+		return;
+	}
+	conn_new(ch, s, node);
+}
+
+/* ---- the leader's side ----------------------------------------------------- */
+
+struct ch_serving {
+	struct ctl_channel *ch;
+	uint64_t conn, id;
+};
+
+static void answer_propose(struct ch_conn *c, uint64_t id, int err, uint64_t index)
+{
+	char b[12];
+
+	put32(b, (uint32_t)(err < 0 ? -err : err));
+	put64(b + 4, index);
+	conn_send(c, CH_PROPOSE_RESP, id, b, sizeof(b), NULL, 0);
+}
+
+static void served(void *cookie, uint64_t index, int err)
+{
+	struct ch_serving *sv = cookie;
+	struct ch_conn *c = conn_by_id(sv->ch, sv->conn);
+
+	if (c)
+		answer_propose(c, sv->id, err, err == 0 ? index : 0);
+	free(sv);
+}
+
+static void stuck_transferred(void *cookie, int32_t leader)
+{
+	(void)cookie;
+	fprintf(stderr, "sluiced: metadata quorum: leadership handed over (now %d)\n", leader);
+}
+
+/* A node's heartbeat says its log ends at `last`: is it the stuck follower? */
+static void watch_follower(struct ctl_channel *ch, int32_t node, uint64_t last)
+{
+	struct ch_peer *p = NULL;
+	uint64_t match;
+
+	for (int i = 0; i < ch->nvoters; i++)
+		if (ch->peers[i].node == node)
+			p = &ch->peers[i];
+	if (!p || quorum_follower_match(ch->q, node, &match) < 0)
+		return;
+	p->below = p->match && last < p->match ? p->below + 1 : 0;
+	p->match = match;
+	if (p->below < CH_STUCK)
+		return;
+	fprintf(stderr, "sluiced: metadata quorum: node %d's log ends at %llu, below the %llu this leader "
+		"believes it has (libraft 0.15's stuck follower): handing leadership over\n",
+		node, (unsigned long long)last, (unsigned long long)p->match);
+	for (int i = 0; i < ch->nvoters; i++)
+		ch->peers[i].below = 0;
+	if (quorum_transfer(ch->q, -1, stuck_transferred, NULL) == 0)
+		ch->stuck_transfers++;
+}
+
+static void serve_frame(struct ch_conn *c, int type, uint64_t id, const char *p, size_t len)
+{
+	struct ctl_channel *ch = c->ch;
+
+	ch->served++;
+	if (type == CH_PROPOSE) {
+		struct ch_serving *sv;
+		int rc;
+
+		if (!ch->q || !quorum_is_leader(ch->q)) {
+			answer_propose(c, id, -QUORUM_ENOTLEADER, 0);
+			return;
+		}
+		if (!(sv = malloc(sizeof(*sv))))
+			abort();
+		*sv = (struct ch_serving){ ch, c->id, id };
+		rc = quorum_propose(ch->q, p, len, served, sv);
+		if (rc < 0) {
+			free(sv);
+			answer_propose(c, id, rc, 0);
+		}
+	} else if (type == CH_HEARTBEAT && len >= 12) {
+		int fenced = 1, rc;
+		char b[5];
+
+		if (!ch->q || !quorum_is_leader(ch->q))
+			rc = -QUORUM_ENOTLEADER;
+		else if (!ch->serve_hb)
+			rc = -EAGAIN;   /* this node's controller is not serving yet */
+		else
+			rc = ch->serve_hb(ch->ctl, (int32_t)get32(p), (int64_t)get64(p + 4), &fenced);
+		if (len >= 20 && ch->q && quorum_is_leader(ch->q))
+			watch_follower(ch, c->peer, get64(p + 12));
+		put32(b, (uint32_t)(rc < 0 ? -rc : rc));
+		b[4] = (char)(fenced != 0);
+		conn_send(c, CH_HEARTBEAT_RESP, id, b, sizeof(b), NULL, 0);
+	} else {
+		conn_close(c);   /* not a request this version knows */
+	}
+}
+
+/* ---- this node's requests --------------------------------------------------- */
+
+static void req_free(struct ch_req *r)
+{
+	free(r->rec);
+	free(r);
+}
+
+static void req_unlink(struct ctl_channel *ch, struct ch_req *r)
+{
+	struct ch_req **pp = &ch->reqs;
+
+	while (*pp && *pp != r)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = r->next;
+}
+
+/* r is unlinked already. */
+static void req_complete(struct ctl_channel *ch, struct ch_req *r, int err, const struct metalog_applied *a)
+{
+	(void)ch;
+	if (r->type == CH_PROPOSE)
+		r->done(r->cookie, err, a);
+	else
+		r->hb_done(r->cookie, err, 1);
+	req_free(r);
+}
+
+static struct ch_req *req_by_id(struct ctl_channel *ch, uint64_t id)
+{
+	for (struct ch_req *r = ch->reqs; r; r = r->next)
+		if (r->id == id)
+			return r;
+	return NULL;
+}
+
+static const struct ch_outcome *outcome_of(const struct ctl_channel *ch, uint64_t index)
+{
+	const struct ch_outcome *o = &ch->ring[index % CH_RING];
+
+	return o->index == index ? o : NULL;
+}
+
+/* The leader answered a proposal (or this node, leading now, proposed it). */
+static void req_answered(struct ctl_channel *ch, struct ch_req *r, int err, uint64_t index)
+{
+	const struct ch_outcome *o;
+
+	if (err == -QUORUM_ENOTLEADER || err == -ESHUTDOWN) {
+		/* nothing was appended: again, on the next leader */
+		r->state = RQ_QUEUED;
+		r->not_before_ms = ch->ctl->now_ms + CH_RETRY_MS;
+		return;
+	}
+	if (err < 0 || index == 0) {
+		req_unlink(ch, r);
+		req_complete(ch, r, err < 0 ? err : -EIO, NULL);
+		return;
+	}
+	if ((o = outcome_of(ch, index))) {
+		req_unlink(ch, r);
+		req_complete(ch, r, o->rc, o->rc == 0 ? &o->a : NULL);
+		return;
+	}
+	if (index <= ch->applied_max) {
+		/* applied here so long ago that its outcome is forgotten, or
+		 * through a snapshot */
+		req_unlink(ch, r);
+		req_complete(ch, r, -ESTALE, NULL);
+		return;
+	}
+	r->state = RQ_WAIT;
+	r->index = index;
+}
+
+static void answer_frame(struct ctl_channel *ch, int type, uint64_t id, const char *p, size_t len)
+{
+	struct ch_req *r = req_by_id(ch, id);
+
+	if (!r || r->state != RQ_SENT)
+		return;   /* timed out meanwhile */
+	if (type == CH_PROPOSE_RESP && len >= 12 && r->type == CH_PROPOSE) {
+		req_answered(ch, r, -(int)get32(p), get64(p + 4));
+	} else if (type == CH_HEARTBEAT_RESP && len >= 5 && r->type == CH_HEARTBEAT) {
+		req_unlink(ch, r);
+		r->hb_done(r->cookie, -(int)get32(p), p[4] != 0);
+		req_free(r);
+	}
+}
+
+static void req_send(struct ctl_channel *ch, struct ch_req *r)
+{
+	r->state = RQ_SENT;
+	r->conn = ch->out->id;
+	if (r->type == CH_PROPOSE) {
+		ch->forwarded++;
+		conn_send(ch->out, CH_PROPOSE, r->id, r->rec, r->len, NULL, 0);
+	} else {
+		char b[20];
+
+		put32(b, (uint32_t)r->hb_id);
+		put64(b + 4, (uint64_t)r->hb_epoch);
+		put64(b + 12, quorum_last_index(ch->q));
+		conn_send(ch->out, CH_HEARTBEAT, r->id, b, sizeof(b), NULL, 0);
+	}
+}
+
+struct ch_local {
+	struct ctl_channel *ch;
+	uint64_t id;
+};
+
+static void local_done(void *cookie, uint64_t index, int err)
+{
+	struct ch_local *l = cookie;
+	struct ch_req *r = req_by_id(l->ch, l->id);
+
+	if (r && r->state == RQ_SENT)
+		req_answered(l->ch, r, err, index);
+	free(l);
+}
+
+/* This node leads now: propose what waited for a leader here. */
+static void req_propose_here(struct ctl_channel *ch, struct ch_req *r)
+{
+	struct ch_local *l = malloc(sizeof(*l));
+	int rc;
+
+	if (!l)
+		abort();
+	*l = (struct ch_local){ ch, r->id };
+	r->state = RQ_SENT;
+	r->conn = 0;
+	rc = quorum_propose(ch->q, r->rec, r->len, local_done, l);
+	if (rc < 0) {
+		free(l);
+		req_answered(ch, r, rc, 0);
+	}
+}
+
+static struct ch_req *req_new(struct ctl_channel *ch, int type)
+{
+	struct ch_req *r = calloc(1, sizeof(*r)), **pp = &ch->reqs;
+
+	if (!r)
+		abort();
+	r->id = ++ch->next_req;
+	r->type = type;
+	while (*pp)
+		pp = &(*pp)->next;   /* in order: oldest first */
+	*pp = r;
+	return r;
+}
+
+int ctl_channel_propose(struct ctl_channel *ch, const void *rec, size_t len, ctl_quorum_done_fn done,
+			void *cookie)
+{
+	struct ch_req *r;
+
+	if (ch->closed)
+		return -ESHUTDOWN;
+	r = req_new(ch, CH_PROPOSE);
+	if (!(r->rec = malloc(len ? len : 1)))
+		abort();
+	memcpy(r->rec, rec, len);
+	r->len = len;
+	r->done = done;
+	r->cookie = cookie;
+	r->state = RQ_QUEUED;
+	r->deadline_ms = ch->ctl->now_ms + CH_QUEUE_MS;
+	if (ch->out)
+		req_send(ch, r);
+	return 0;
+}
+
+int ctl_channel_heartbeat(struct ctl_channel *ch, int32_t id, int64_t epoch, ctl_channel_hb_fn done, void *cookie)
+{
+	struct ch_req *r;
+
+	if (ch->closed)
+		return -ESHUTDOWN;
+	if (!ch->out)
+		return -ENOTCONN;
+	r = req_new(ch, CH_HEARTBEAT);
+	r->hb_id = id;
+	r->hb_epoch = epoch;
+	r->hb_done = done;
+	r->cookie = cookie;
+	r->deadline_ms = ch->ctl->now_ms + CH_HB_MS;
+	req_send(ch, r);
+	return 0;
+}
+
+void ctl_channel_serve_heartbeats(struct ctl_channel *ch,
+				  int (*fn)(struct ctl *ctl, int32_t id, int64_t epoch, int *fenced))
+{
+	ch->serve_hb = fn;
+}
+
+void ctl_channel_applied(struct ctl_channel *ch, uint64_t index, int rc, const struct metalog_applied *a)
+{
+	struct ch_outcome *o = &ch->ring[index % CH_RING];
+	struct ch_req **pp = &ch->reqs;
+
+	o->index = index;
+	o->rc = rc;
+	if (a)
+		o->a = *a;
+	else
+		memset(&o->a, 0, sizeof(o->a));
+	if (index > ch->applied_max)
+		ch->applied_max = index;
+	while (*pp) {
+		struct ch_req *r = *pp;
+
+		if (r->state == RQ_WAIT && r->index <= index) {
+			*pp = r->next;
+			/* below index: passed over (a snapshot restored) */
+			req_complete(ch, r, r->index == index ? rc : -ESTALE, r->index == index && rc == 0 ? a : NULL);
+			continue;
+		}
+		pp = &r->next;
+	}
+}
+
+/* ---- the connection to the leader ------------------------------------------ */
+
+static void out_connected(void *arg, struct uv_stream_s *s, int status)
+{
+	struct ctl_channel *ch = arg;
+	int32_t leader;
+
+	ch->connecting = 0;
+	if (status < 0 || !s) {
+		ch->retry_at_ms = ch->ctl->now_ms + CH_RETRY_MS;
+		return;
+	}
+	leader = ch->q && !ch->closed ? quorum_leader(ch->q) : -1;
+	if (ch->closed || leader != ch->connect_peer || ch->out) {
+		uv_close((uv_handle_t *)s, stream_freed);
+		return;
+	}
+	ch->out = conn_new(ch, s, ch->connect_peer);
+	ch->out_peer = ch->connect_peer;
+}
+
+static const char *address_of(const struct ctl_channel *ch, int32_t node)
+{
+	for (int i = 0; i < ch->nvoters; i++)
+		if (ch->voters[i].id == node)
+			return ch->voters[i].address;
+	return NULL;
+}
+
+int ctl_channel_tick(struct ctl_channel *ch)
+{
+	int64_t now = ch->ctl->now_ms;
+	int32_t leader;
+	int am, work = 0;
+	struct ch_req **pp;
+
+	if (!ch->q || ch->closed)
+		return 0;
+	leader = quorum_leader(ch->q);
+	am = quorum_is_leader(ch->q);
+	for (int i = 0; !am && i < ch->nvoters; i++) {
+		/* a later leadership of this node starts its watch afresh */
+		ch->peers[i].match = 0;
+		ch->peers[i].below = 0;
+	}
+	if (ch->out && (am || leader != ch->out_peer)) {
+		/* the leader moved: what was sent there has no answer */
+		conn_close(ch->out);
+		work++;
+	}
+	if (!am && leader >= 0 && !ch->out && !ch->connecting && now >= ch->retry_at_ms) {
+		const char *addr = address_of(ch, leader);
+
+		if (addr && quorum_channel_connect(ch->q, addr, out_connected, ch) == 0) {
+			ch->connecting = 1;
+			ch->connect_peer = leader;
+			work++;
+		}
+	}
+	pp = &ch->reqs;
+	while (*pp) {
+		struct ch_req *r = *pp;
+
+		if ((r->state == RQ_QUEUED || (r->type == CH_HEARTBEAT && r->state == RQ_SENT)) &&
+		    now >= r->deadline_ms) {
+			*pp = r->next;
+			req_complete(ch, r, -ETIMEDOUT, NULL);
+			work++;
+			continue;
+		}
+		if (r->state == RQ_QUEUED && now >= r->not_before_ms) {
+			if (am) {
+				req_propose_here(ch, r);
+				work++;
+			} else if (ch->out) {
+				req_send(ch, r);
+				work++;
+			}
+		}
+		pp = &r->next;
+	}
+	return work;
+}
+
+/* ---- life ------------------------------------------------------------------ */
+
+int ctl_channel_create(struct ctl *ctl, int32_t self, const struct ctl_channel_voter *v, int n,
+		       struct ctl_channel **out)
+{
+	struct ctl_channel *ch = calloc(1, sizeof(*ch));
+
+	if (!ch || !(ch->voters = calloc((size_t)n, sizeof(*v))) || !(ch->peers = calloc((size_t)n, sizeof(*ch->peers)))) {
+		if (ch)
+			free(ch->voters);
+		free(ch);
+		return -ENOMEM;
+	}
+	memcpy(ch->voters, v, (size_t)n * sizeof(*v));
+	for (int i = 0; i < n; i++)
+		ch->peers[i].node = v[i].id;
+	ch->nvoters = n;
+	ch->ctl = ctl;
+	ch->self = self;
+	*out = ch;
+	return 0;
+}
+
+void ctl_channel_bind(struct ctl_channel *ch, struct quorum *q)
+{
+	ch->q = q;
+}
+
+void ctl_channel_stats(const struct ctl_channel *ch, struct ctl_channel_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!ch)
+		return;
+	st->forwarded = ch->forwarded;
+	st->served = ch->served;
+	st->lost = ch->lost;
+	st->stuck_transfers = ch->stuck_transfers;
+	st->connected = ch->out != NULL;
+}
+
+void ctl_channel_close(struct ctl_channel *ch)
+{
+	if (ch->closed)
+		return;
+	ch->closed = 1;
+	for (struct ch_conn *c = ch->conns; c; c = c->next)
+		conn_close(c);
+	while (ch->reqs) {
+		struct ch_req *r = ch->reqs;
+
+		ch->reqs = r->next;
+		req_complete(ch, r, r->state == RQ_SENT ? -QUORUM_ELOST : -ESHUTDOWN, NULL);
+	}
+	ch->q = NULL;
+}
+
+void ctl_channel_free(struct ctl_channel *ch)
+{
+	if (!ch)
+		return;
+	free(ch->voters);
+	free(ch->peers);
+	free(ch);
+}

@@ -1,0 +1,539 @@
+/* control/quorum_transport.c — the controller port: libraft's connections
+ * and the controller channel's on one listener (see quorum_transport.h).
+ *
+ * The libraft side follows raft_uv_tcp 0.15 (uv_tcp_listen.c,
+ * uv_tcp_connect.c): the same handshake bytes, the same ownership (a
+ * connect's stream goes to its callback, an accepted one to the accept
+ * callback, both raft_malloc'ed; libraft closes them and frees them with
+ * raft_free), the same close (stop listening, abort what is still in its
+ * handshake, cancel the connects, then tell).
+ *
+ * A connection in its handshake reads into a buffer exactly as long as
+ * what is still missing of the handshake: libuv reads at most the buffer
+ * it is given, so nothing of what the peer sends next is consumed here.
+ *
+ * @thread ctl (the quorum's libuv loop)
+ */
+#include <endian.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control/quorum_transport.h"
+
+#define QT_ADDRESS_MAX 1024
+#define QT_BACKLOG 128
+
+struct qt;
+
+/* A connection accepted, its handshake being read. */
+struct qt_in {
+	struct qt *t;
+	struct qt_in *prev, *next;
+	uv_tcp_t *tcp;                  /* raft_malloc'ed: handed over as is */
+	uint64_t pre[3];                /* the first u64s, little-endian */
+	size_t got, want;               /* bytes of pre read, and needed */
+	char *addr;                     /* raft's address (raft_malloc'ed) */
+	size_t addr_len, addr_got;      /* addr != NULL: reading it */
+	int closing;
+};
+
+/* A connect in flight: resolve, connect, write the handshake. */
+struct qt_out {
+	struct qt *t;
+	struct qt_out *prev, *next;
+	uv_getaddrinfo_t gai;
+	uv_connect_t conn;
+	uv_write_t wr;
+	uv_tcp_t *tcp;                  /* NULL while resolving */
+	uv_buf_t hs;                    /* the handshake (raft_malloc'ed) */
+	int resolving;
+	int aborted;                    /* closing its tcp (or cancelling the
+					 * resolve): the close finishes it */
+	int status;                     /* what done will be told */
+	struct raft_uv_connect *req;    /* libraft's, or: */
+	qt_connect_fn done;             /* the channel's */
+	void *arg;
+};
+
+struct qt {
+	struct raft_uv_transport *tr;
+	uv_loop_t *loop;
+	const struct qt_ops *ops;       /* borrowed */
+	raft_id id;
+	char address[QT_ADDRESS_MAX];
+	uv_tcp_t listener;
+	int listener_open;              /* listener initialised, not closed */
+	raft_uv_accept_cb accept_cb;
+	int closing;
+	raft_uv_transport_close_cb close_cb;
+	int closes;                     /* uv_close callbacks to come */
+	struct qt_in *in;               /* handshakes being read */
+	struct qt_out *out;             /* connects in flight */
+};
+
+static void qt_maybe_closed(struct qt *t)
+{
+	raft_uv_transport_close_cb cb = t->close_cb;
+
+	if (!t->closing || !cb || t->closes || t->in || t->out)
+		return;
+	t->close_cb = NULL;
+	cb(t->tr);
+}
+
+int qt_split(const char *address, char *host, size_t hostcap, char *port, size_t portcap)
+{
+	const char *c = strrchr(address, ':');
+	size_t hl;
+
+	if (!c || c == address || !c[1] || strlen(c + 1) >= portcap)
+		return -EINVAL;
+	hl = (size_t)(c - address);
+	if (hl >= hostcap)
+		return -EINVAL;
+	memcpy(host, address, hl);
+	host[hl] = 0;
+	snprintf(port, portcap, "%s", c + 1);
+	return 0;
+}
+
+/* ---- accepting --------------------------------------------------------- */
+
+static void in_unlink(struct qt_in *in)
+{
+	struct qt *t = in->t;
+
+	if (in->prev)
+		in->prev->next = in->next;
+	else
+		t->in = in->next;
+	if (in->next)
+		in->next->prev = in->prev;
+	in->prev = in->next = NULL;
+}
+
+static void in_closed(uv_handle_t *h)
+{
+	struct qt_in *in = h->data;
+	struct qt *t = in->t;
+
+	raft_free(in->tcp);
+	raft_free(in->addr);
+	in_unlink(in);
+	free(in);
+	t->closes--;
+	qt_maybe_closed(t);
+}
+
+static void in_abort(struct qt_in *in)
+{
+	if (in->closing)
+		return;
+	in->closing = 1;
+	in->t->closes++;
+	uv_close((uv_handle_t *)in->tcp, in_closed);
+}
+
+static void in_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct qt_in *in = h->data;
+
+	(void)suggested;
+	if (in->addr) {
+		buf->base = in->addr + in->addr_got;
+		buf->len = in->addr_len - in->addr_got;
+	} else {
+		buf->base = (char *)in->pre + in->got;
+		buf->len = in->want - in->got;
+	}
+}
+
+/* The handshake is read: hand the stream over. */
+static void in_handover(struct qt_in *in, int channel)
+{
+	struct qt *t = in->t;
+	uv_stream_t *s = (uv_stream_t *)in->tcp;
+
+	uv_read_stop(s);
+	in_unlink(in);
+	s->data = NULL;
+	if (channel) {
+		t->ops->channel_accept(t->ops->arg, s, (int32_t)le64toh(in->pre[1]));
+	} else {
+		t->accept_cb(t->tr, le64toh(in->pre[1]), in->addr, s);
+		raft_free(in->addr);
+	}
+	free(in);
+}
+
+static void in_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct qt_in *in = s->data;
+
+	(void)buf;
+	if (n == 0)
+		return;
+	if (n < 0 || in->t->closing) {
+		in_abort(in);
+		return;
+	}
+	if (in->addr) {
+		in->addr_got += (size_t)n;
+		if (in->addr_got < in->addr_len)
+			return;
+		in->addr[in->addr_len - 1] = 0;
+		in_handover(in, 0);
+		return;
+	}
+	in->got += (size_t)n;
+	if (in->got < in->want)
+		return;
+	if (in->want == 8) {
+		uint64_t kind = le64toh(in->pre[0]);
+
+		if (kind == QT_RAFT_PROTOCOL && in->t->accept_cb) {
+			in->want = 24;
+		} else if (kind == QT_CHANNEL_MAGIC && in->t->ops && in->t->ops->channel_accept) {
+			in->want = 16;
+		} else {
+			in_abort(in);   /* not ours, or nobody to take it */
+		}
+		return;
+	}
+	if (in->want == 16) {
+		in_handover(in, 1);
+		return;
+	}
+	in->addr_len = (size_t)le64toh(in->pre[2]);
+	if (in->addr_len == 0 || in->addr_len > QT_ADDRESS_MAX || !(in->addr = raft_malloc(in->addr_len))) {
+		in_abort(in);
+		return;
+	}
+}
+
+static void qt_listen_cb(uv_stream_t *server, int status)
+{
+	struct qt *t = server->data;
+	struct qt_in *in;
+
+	if (status < 0 || t->closing)
+		return;
+	if (!(in = calloc(1, sizeof(*in))))
+		return;
+	if (!(in->tcp = raft_malloc(sizeof(*in->tcp)))) {
+		free(in);
+		return;
+	}
+	in->t = t;
+	in->want = 8;
+	uv_tcp_init(t->loop, in->tcp);
+	in->tcp->data = in;
+	in->next = t->in;
+	if (t->in)
+		t->in->prev = in;
+	t->in = in;
+	if (uv_accept(server, (uv_stream_t *)in->tcp) < 0 ||
+	    uv_read_start((uv_stream_t *)in->tcp, in_alloc, in_read) < 0)
+		in_abort(in);
+}
+
+/* ---- connecting -------------------------------------------------------- */
+
+static void out_finish(struct qt_out *o, uv_stream_t *s)
+{
+	struct qt *t = o->t;
+
+	if (o->prev)
+		o->prev->next = o->next;
+	else
+		t->out = o->next;
+	if (o->next)
+		o->next->prev = o->prev;
+	raft_free(o->hs.base);
+	if (o->req)
+		o->req->cb(o->req, s, s ? 0 : t->closing ? RAFT_CANCELED : RAFT_NOCONNECTION);
+	else
+		o->done(o->arg, s, s ? 0 : t->closing ? -ECANCELED : (o->status < 0 ? o->status : -EIO));
+	free(o);
+	qt_maybe_closed(t);
+}
+
+static void out_closed(uv_handle_t *h)
+{
+	struct qt_out *o = h->data;
+
+	raft_free(o->tcp);
+	o->tcp = NULL;
+	o->t->closes--;
+	out_finish(o, NULL);
+}
+
+static void out_fail(struct qt_out *o, int status)
+{
+	if (o->aborted)
+		return;
+	o->aborted = 1;
+	if (!o->status)
+		o->status = status;
+	if (o->resolving) {
+		uv_cancel((uv_req_t *)&o->gai);   /* its callback finishes o */
+		return;
+	}
+	o->t->closes++;
+	uv_close((uv_handle_t *)o->tcp, out_closed);
+}
+
+static void out_written(uv_write_t *w, int status)
+{
+	struct qt_out *o = w->data;
+	uv_stream_t *s = (uv_stream_t *)o->tcp;
+
+	if (o->aborted)
+		return;   /* out_closed finishes it */
+	if (status < 0) {
+		out_fail(o, status);
+		return;
+	}
+	o->tcp = NULL;
+	s->data = NULL;
+	out_finish(o, s);
+}
+
+static void out_connected(uv_connect_t *c, int status)
+{
+	struct qt_out *o = c->data;
+	int rc;
+
+	if (o->aborted)
+		return;
+	if (status < 0) {
+		out_fail(o, status);
+		return;
+	}
+	o->wr.data = o;
+	rc = uv_write(&o->wr, (uv_stream_t *)o->tcp, &o->hs, 1, out_written);
+	if (rc < 0)
+		out_fail(o, rc);
+}
+
+static void out_resolved(uv_getaddrinfo_t *g, int status, struct addrinfo *res)
+{
+	struct qt_out *o = g->data;
+	struct qt *t = o->t;
+	int rc;
+
+	o->resolving = 0;
+	if (o->aborted || t->closing || status < 0 || !res) {
+		if (res)
+			uv_freeaddrinfo(res);
+		if (!o->status)
+			o->status = status < 0 ? status : -ECANCELED;
+		out_finish(o, NULL);
+		return;
+	}
+	o->tcp = raft_malloc(sizeof(*o->tcp));
+	if (!o->tcp) {
+		uv_freeaddrinfo(res);
+		o->status = -ENOMEM;
+		out_finish(o, NULL);
+		return;
+	}
+	uv_tcp_init(t->loop, o->tcp);
+	o->tcp->data = o;
+	o->conn.data = o;
+	uv_tcp_nodelay(o->tcp, 1);
+	rc = uv_tcp_connect(&o->conn, o->tcp, res->ai_addr, out_connected);
+	uv_freeaddrinfo(res);
+	if (rc < 0)
+		out_fail(o, rc);
+}
+
+/* Start a connect with the handshake hs (raft_malloc'ed, taken). */
+static int out_start(struct qt *t, const char *address, uv_buf_t hs, struct qt_out **out)
+{
+	static const struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+	char host[QT_ADDRESS_MAX], port[16];
+	struct qt_out *o;
+	int rc;
+
+	if (qt_split(address, host, sizeof(host), port, sizeof(port)) < 0) {
+		raft_free(hs.base);
+		return -EINVAL;
+	}
+	if (!(o = calloc(1, sizeof(*o)))) {
+		raft_free(hs.base);
+		return -ENOMEM;
+	}
+	o->t = t;
+	o->hs = hs;
+	o->gai.data = o;
+	rc = uv_getaddrinfo(t->loop, &o->gai, out_resolved, host, port, &hints);
+	if (rc < 0) {
+		raft_free(hs.base);
+		free(o);
+		return rc;
+	}
+	o->resolving = 1;
+	o->next = t->out;
+	if (t->out)
+		t->out->prev = o;
+	t->out = o;
+	*out = o;
+	return 0;
+}
+
+static int qt_connect(struct raft_uv_transport *tr, struct raft_uv_connect *req, raft_id id, const char *address,
+		      raft_uv_connect_cb cb)
+{
+	struct qt *t = tr->impl;
+	size_t alen = (strlen(t->address) + 1 + 7) / 8 * 8;
+	uv_buf_t hs = { .len = 24 + alen };
+	struct qt_out *o;
+	uint64_t *u;
+	int rc;
+
+	(void)id;
+	if (t->closing)
+		return RAFT_CANCELED;
+	if (!(hs.base = raft_calloc(1, hs.len)))
+		return RAFT_NOMEM;
+	u = (uint64_t *)(void *)hs.base;
+	u[0] = htole64(QT_RAFT_PROTOCOL);
+	u[1] = htole64(t->id);
+	u[2] = htole64(alen);
+	memcpy(hs.base + 24, t->address, strlen(t->address));
+	req->cb = cb;
+	rc = out_start(t, address, hs, &o);
+	if (rc < 0) {
+		snprintf(tr->errmsg, sizeof(tr->errmsg), "connect to %.200s: %s", address,
+			 rc == -EINVAL ? "not HOST:PORT" : uv_strerror(rc));
+		return rc == -ENOMEM ? RAFT_NOMEM : RAFT_NOCONNECTION;
+	}
+	o->req = req;
+	return 0;
+}
+
+int qt_channel_connect(struct raft_uv_transport *tr, const char *address, int32_t from, qt_connect_fn done, void *arg)
+{
+	struct qt *t = tr->impl;
+	uv_buf_t hs = { .len = 16 };
+	struct qt_out *o;
+	uint64_t *u;
+	int rc;
+
+	if (!t || t->closing)
+		return -ESHUTDOWN;
+	if (!(hs.base = raft_calloc(1, hs.len)))
+		return -ENOMEM;
+	u = (uint64_t *)(void *)hs.base;
+	u[0] = htole64(QT_CHANNEL_MAGIC);
+	u[1] = htole64((uint64_t)(int64_t)from);
+	rc = out_start(t, address, hs, &o);
+	if (rc < 0)
+		return rc;
+	o->done = done;
+	o->arg = arg;
+	return 0;
+}
+
+/* ---- the transport's methods ------------------------------------------- */
+
+static int qt_tr_init(struct raft_uv_transport *tr, raft_id id, const char *address)
+{
+	struct qt *t = tr->impl;
+
+	if (strlen(address) >= sizeof(t->address))
+		return RAFT_INVALID;
+	t->id = id;
+	snprintf(t->address, sizeof(t->address), "%s", address);
+	return 0;
+}
+
+static void listener_closed(uv_handle_t *h)
+{
+	struct qt *t = h->data;
+
+	t->closes--;
+	qt_maybe_closed(t);
+}
+
+static int qt_tr_listen(struct raft_uv_transport *tr, raft_uv_accept_cb cb)
+{
+	static const struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM,
+					       .ai_flags = AI_PASSIVE };
+	struct qt *t = tr->impl;
+	char host[QT_ADDRESS_MAX], port[16];
+	struct addrinfo *ai = NULL;
+	int rc;
+
+	t->accept_cb = cb;
+	if (qt_split(t->address, host, sizeof(host), port, sizeof(port)) < 0) {
+		snprintf(tr->errmsg, sizeof(tr->errmsg), "%.200s is not HOST:PORT", t->address);
+		return RAFT_INVALID;
+	}
+	/* start-up only (raft_start): a blocking resolve is fine here */
+	rc = getaddrinfo(host, port, &hints, &ai);
+	if (rc != 0 || !ai) {
+		snprintf(tr->errmsg, sizeof(tr->errmsg), "cannot resolve %.200s: %s", t->address, gai_strerror(rc));
+		return RAFT_IOERR;
+	}
+	uv_tcp_init(t->loop, &t->listener);
+	t->listener.data = t;
+	t->listener_open = 1;
+	rc = uv_tcp_bind(&t->listener, ai->ai_addr, 0);
+	freeaddrinfo(ai);
+	if (rc == 0)
+		rc = uv_listen((uv_stream_t *)&t->listener, QT_BACKLOG, qt_listen_cb);
+	if (rc < 0) {
+		snprintf(tr->errmsg, sizeof(tr->errmsg), "cannot listen on %.200s: %s", t->address, uv_strerror(rc));
+		return RAFT_IOERR;
+	}
+	return 0;
+}
+
+static void qt_tr_close(struct raft_uv_transport *tr, raft_uv_transport_close_cb cb)
+{
+	struct qt *t = tr->impl;
+
+	t->closing = 1;
+	t->close_cb = cb;
+	if (t->listener_open) {
+		t->listener_open = 0;
+		t->closes++;
+		uv_close((uv_handle_t *)&t->listener, listener_closed);
+	}
+	for (struct qt_in *in = t->in; in; in = in->next)
+		in_abort(in);
+	for (struct qt_out *o = t->out, *next; o; o = next) {
+		next = o->next;   /* out_fail may finish o (never: it waits for a callback) */
+		out_fail(o, -ECANCELED);
+	}
+	qt_maybe_closed(t);
+}
+
+int qt_init(struct raft_uv_transport *tr, uv_loop_t *loop, const struct qt_ops *ops)
+{
+	struct qt *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return RAFT_NOMEM;
+	memset(tr, 0, sizeof(*tr));
+	t->tr = tr;
+	t->loop = loop;
+	t->ops = ops;
+	tr->impl = t;
+	tr->init = qt_tr_init;
+	tr->listen = qt_tr_listen;
+	tr->connect = qt_connect;
+	tr->close = qt_tr_close;
+	return 0;
+}
+
+void qt_fini(struct raft_uv_transport *tr)
+{
+	free(tr->impl);
+	tr->impl = NULL;
+}

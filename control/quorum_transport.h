@@ -1,0 +1,69 @@
+/* control/quorum_transport.h — the controller port: one TCP listener per
+ * voter that carries both libraft's connections and the controller
+ * channel's (control/ctl_channel.c), told apart by the first u64 a
+ * connecting side writes:
+ *
+ *   raft:    u64 1 (raft_uv_tcp's protocol), u64 raft id, u64 address
+ *            length (padded to 8), the address (NUL-ended, padded): the
+ *            handshake raft_uv_tcp writes, so libraft's own peers and ours
+ *            speak the same bytes;
+ *   channel: u64 QT_CHANNEL_MAGIC, u64 the connecting node's node.id.
+ *
+ * All u64 little-endian (libraft's byteFlip64). The accepting side reads
+ * exactly the handshake's bytes (nothing past them, which belong to the
+ * stream's new owner), then hands a raft connection to libraft's accept
+ * callback (libraft owns the stream from then on and frees it with
+ * raft_free: streams are raft_malloc'ed here) and a channel connection
+ * to qt_ops.channel_accept. Connecting resolves host names (uv_getaddrinfo
+ * on the loop's threadpool), which raft_uv_tcp 0.15 does not.
+ *
+ * Thread: the control thread (@thread ctl), on the quorum's libuv loop:
+ * every function and callback. Owns: its listener, the connections still in
+ * their handshake, the connects in flight; not the streams it handed over.
+ * Errors: libraft's codes (RAFT_NOMEM, RAFT_IOERR, RAFT_NOCONNECTION,
+ * RAFT_CANCELED) from the raft_uv_transport methods; -errno from qt_*.
+ */
+#ifndef SLUICE_QUORUM_TRANSPORT_H
+#define SLUICE_QUORUM_TRANSPORT_H
+
+#include <stdint.h>
+
+#include <raft.h>
+#include <raft/uv.h>
+#include <uv.h>
+
+#define QT_RAFT_PROTOCOL 1ull
+#define QT_CHANNEL_MAGIC 0x314e4843434c53ull   /* "SLCCHN1" little-endian */
+
+struct qt_ops {
+	/* A channel connection whose handshake was read: stream is
+	 * raft_malloc'ed, reading stopped; the callee owns it (uv_close it,
+	 * then raft_free it in the close callback). node: the peer's node.id.
+	 * NULL: channel connections are refused (closed). */
+	void (*channel_accept)(void *arg, uv_stream_t *stream, int32_t node);
+	void *arg;
+};
+
+/* @thread ctl. Fill t (raft_uv_init's transport) for loop; ops borrowed
+ * until qt_fini. 0 or RAFT_NOMEM. */
+int qt_init(struct raft_uv_transport *t, uv_loop_t *loop, const struct qt_ops *ops);
+/* @thread ctl. Free what qt_init made, once the transport's close callback
+ * ran (raft_uv_close) or it was never started. */
+void qt_fini(struct raft_uv_transport *t);
+
+/* done(arg, stream, status): status 0 and a connected stream
+ * (raft_malloc'ed, the caller's: uv_close, then raft_free) whose
+ * handshake was written; or a negative libuv code and NULL (-ECANCELED
+ * when the transport closed meanwhile). */
+typedef void (*qt_connect_fn)(void *arg, uv_stream_t *stream, int status);
+/* @thread ctl. Connect to "host:port" for the controller channel, as node
+ * `from`. 0 (done runs exactly once, at the latest when the transport
+ * closes) or -errno (-ESHUTDOWN once closing; done never runs). */
+int qt_channel_connect(struct raft_uv_transport *t, const char *address, int32_t from, qt_connect_fn done,
+		       void *arg);
+
+/* "host:port" (the last ':' splits; [v6]:port is not taken) into host and
+ * port text. 0 or -EINVAL. */
+int qt_split(const char *address, char *host, size_t hostcap, char *port, size_t portcap);
+
+#endif

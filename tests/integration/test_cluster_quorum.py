@@ -1,0 +1,285 @@
+#!/usr/bin/python3
+"""Several sluiced processes form one cluster (scripts/cluster): every node
+a broker and a voter of the metadata quorum, raft and the controller
+channel on each node's controller port; a node that does not lead the
+quorum forwards its metadata records and its broker heartbeats to the one
+that does (docs/cluster.md, "Several nodes").
+
+- Three nodes: DescribeQuorum on each shows the three voters and one
+  leader; Metadata on each lists the three brokers; a topic created through
+  one node is on every node with the same replicas, topics created
+  through each node are listed once on every node, one deleted through a
+  node leaves every node; producer id blocks
+  reserved by different nodes never overlap.
+- SIGKILL of the quorum's leader: the other two elect a new one, a topic
+  created through a survivor afterwards is seen by both, and the killed
+  node, restarted, catches up (sees it too).
+- A node restarted with another cluster.id, or with a node.id that is not
+  among the voters, exits 2 naming the key.
+
+The data path between nodes (followers fetching) is not part of this: only
+metadata is checked.
+
+Run: /usr/bin/python3 tests/integration/test_cluster_quorum.py [test ...]
+"""
+
+import os
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import SLUICED, main, temp_dir, test  # noqa: E402
+
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLUSTER = os.path.join(HERE, "..", "..", "scripts", "cluster")
+WAIT = 60
+
+
+class Cluster:
+    def __init__(self, n):
+        self.dir = os.path.join(temp_dir(), "cluster")
+        self.n = n
+        self.run("start", str(n))
+        self.ports = [int(p.rsplit(":", 1)[1]) for p in self.run("bootstrap").strip().split(",")]
+
+    def run(self, *args):
+        p = subprocess.run([CLUSTER] + list(args) + ["--dir", self.dir], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=180,
+                           env=dict(os.environ, SLUICED=SLUICED))
+        assert p.returncode == 0, (args, p.returncode, p.stderr.decode())
+        return p.stdout.decode()
+
+    def port(self, node):
+        return self.ports[node - 1]
+
+    def metric(self, node, line_start):
+        """The value of the first /metrics line of node starting with line_start."""
+        import urllib.request
+        props = open(os.path.join(self.dir, "n%d" % node, "server.properties")).read()
+        admin = re.search(r"admin.listen=(\S+)", props).group(1)
+        body = urllib.request.urlopen("http://%s/metrics" % admin, timeout=30).read().decode()
+        for line in body.splitlines():
+            if line.startswith(line_start):
+                return float(line.rsplit(" ", 1)[1])
+        raise AssertionError("no %s in node %d's metrics" % (line_start, node))
+
+    def close(self):
+        subprocess.run([CLUSTER, "stop", "--dir", self.dir], stdin=subprocess.DEVNULL, timeout=120)
+        shutil.rmtree(os.path.dirname(self.dir), ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.close()
+        return False
+
+
+def recv_exact(s, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        assert chunk, "connection closed"
+        buf += chunk
+    return buf
+
+
+def request(port, body):
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    try:
+        s.sendall(struct.pack(">i", len(body)) + body)
+        n = struct.unpack(">i", recv_exact(s, 4))[0]
+        return recv_exact(s, n)
+    finally:
+        s.close()
+
+
+def init_producer_id(port):
+    """InitProducerId v1 (no transactional id): the producer id."""
+    body = struct.pack(">hhih", 22, 1, 7, 2) + b"cq" + struct.pack(">hi", -1, 60000)
+    corr, throttle, err, pid, epoch = struct.unpack(">iihqh", request(port, body)[:20])
+    assert corr == 7 and err == 0, (corr, err)
+    return pid
+
+
+def describe_quorum(port):
+    """DescribeQuorum v0 (flexible): (leader, epoch, [voter ids])."""
+    from kraw import Conn, compact_str, read_compact_str, read_uvarint, uvarint, W
+    body = uvarint(2) + compact_str("__cluster_metadata") + uvarint(2) + W().i32(0).b + b"\x00" * 3
+    with Conn("127.0.0.1:%d" % port) as c:
+        r = c.request_flex(55, 0, body)
+        assert r.i16() == 0
+        assert read_uvarint(r) == 2 and read_compact_str(r) == "__cluster_metadata"
+        assert read_uvarint(r) == 2 and r.i32() == 0
+        assert r.i16() == 0
+        leader, epoch, _hw = r.i32(), r.i32(), r.i64()
+        voters = []
+        for _ in range(read_uvarint(r) - 1):
+            voters.append(r.i32())
+            r.i64()
+            assert read_uvarint(r) == 0
+        return leader, epoch, sorted(voters)
+
+
+def until(what, fn, timeout=WAIT):
+    """fn() until it returns something true (exceptions retried); its value."""
+    end = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < end:
+        try:
+            v = fn()
+            if v:
+                return v
+            last = v
+        except Exception as e:  # noqa: BLE001 - a node mid-election
+            last = e
+        time.sleep(0.3)
+    raise AssertionError("%s: not within %d s (last: %r)" % (what, timeout, last))
+
+
+def metadata(port):
+    a = AdminClient({"bootstrap.servers": "127.0.0.1:%d" % port})
+    return a.list_topics(timeout=20)
+
+
+def replicas(port, topic):
+    t = metadata(port).topics.get(topic)
+    if t is None or t.error is not None or not t.partitions:
+        return None
+    return {p: sorted(m.replicas) for p, m in t.partitions.items()}
+
+
+SLUICECTL = os.path.join(os.path.dirname(SLUICED), "sluicectl")
+
+
+def topic_names(port):
+    """Every topic Metadata lists, as listed (a topic served twice shows twice)."""
+    import json
+    p = subprocess.run([SLUICECTL, "-b", "127.0.0.1:%d" % port, "--format", "json", "topic", "list"],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert p.returncode == 0, p.stderr.decode()
+    return sorted(t["name"] for t in json.loads(p.stdout)["topics"])
+
+
+def create_topic(port, name, partitions, rf):
+    a = AdminClient({"bootstrap.servers": "127.0.0.1:%d" % port})
+    a.create_topics([NewTopic(name, partitions, rf)], operation_timeout=30)[name].result(60)
+
+
+def agreed_leader(c, nodes):
+    """Every node of nodes names the same leader, one of nodes, and 3 voters."""
+    seen = set()
+    for n in nodes:
+        leader, _epoch, voters = describe_quorum(c.port(n))
+        assert voters == [1, 2, 3], voters
+        seen.add(leader)
+    if len(seen) == 1 and next(iter(seen)) in nodes:
+        return next(iter(seen))
+    return None
+
+
+@test
+def three_nodes_serve_one_metadata_and_survive_the_loss_of_the_leader():
+    with Cluster(3) as c:
+        leader = until("one leader agreed on by the three", lambda: agreed_leader(c, [1, 2, 3]))
+        for n in (1, 2, 3):
+            md = metadata(c.port(n))
+            assert sorted(md.brokers) == [1, 2, 3], (n, md.brokers)
+
+        # a topic created through node 1 is on every node, same replicas
+        create_topic(c.port(1), "cq-a", 6, 3)
+        want = until("cq-a on node 1", lambda: replicas(c.port(1), "cq-a"))
+        assert len(want) == 6 and all(len(r) == 3 for r in want.values()), want
+        for n in (2, 3):
+            until("cq-a on node %d as on node 1" % n, lambda: replicas(c.port(n), "cq-a") == want)
+
+        # a topic created through each node: listed once on every node
+        for n in (1, 2, 3):
+            create_topic(c.port(n), "cq-from-%d" % n, 2, 3)
+        mine = ["cq-a", "cq-from-1", "cq-from-2", "cq-from-3"]
+        for n in (1, 2, 3):
+            until("the four topics listed once each on node %d" % n,
+                  lambda: [t for t in topic_names(c.port(n)) if t.startswith("cq-")] == mine)
+        # a topic deleted through one node leaves every node
+        a = AdminClient({"bootstrap.servers": "127.0.0.1:%d" % c.port(2)})
+        a.delete_topics(["cq-from-2"], operation_timeout=30)["cq-from-2"].result(60)
+        mine.remove("cq-from-2")
+        for n in (1, 2, 3):
+            until("cq-from-2 gone from node %d" % n,
+                  lambda: [t for t in topic_names(c.port(n)) if t.startswith("cq-")] == mine)
+        # a node that does not lead forwarded them on the channel it holds to the leader
+        other = [n for n in (1, 2, 3) if n != leader][0]
+        assert c.metric(other, 'sluice_controller_channel_requests_total{kind="forwarded"}') >= 1
+        assert c.metric(other, "sluice_controller_channel_connected") == 1
+        assert c.metric(leader, 'sluice_controller_channel_requests_total{kind="served"}') >= 1
+
+        # producer ids: each node hands out ids from blocks of its own
+        pids = {n: [init_producer_id(c.port(n)) for _ in range(5)] for n in (1, 2, 3)}
+        allp = [p for v in pids.values() for p in v]
+        assert len(set(allp)) == len(allp), pids
+        spans = sorted((min(v), max(v)) for v in pids.values())
+        for (lo1, hi1), (lo2, hi2) in zip(spans, spans[1:]):
+            assert hi1 < lo2, ("producer id blocks overlap", pids)
+
+        # the leader dies; the two others elect one of themselves
+        c.run("kill", str(leader))
+        rest = [n for n in (1, 2, 3) if n != leader]
+        new = until("a new leader among %s" % rest, lambda: agreed_leader(c, rest))
+        assert new != leader
+        until("cq-b created through node %d" % rest[0],
+              lambda: create_topic(c.port(rest[0]), "cq-b", 2, 1) or True)
+        for n in rest:
+            until("cq-b on node %d" % n, lambda: replicas(c.port(n), "cq-b"))
+        print("    leader %d killed, node %d leads now" % (leader, new))
+
+        # the killed node comes back and catches up
+        c.run("restart", str(leader))
+        until("cq-b on the restarted node %d" % leader, lambda: replicas(c.port(leader), "cq-b"))
+        until("the restarted node agrees on the leader", lambda: agreed_leader(c, [1, 2, 3]))
+        assert replicas(c.port(leader), "cq-a") == want
+        until("3 brokers on the restarted node", lambda: sorted(metadata(c.port(leader)).brokers) == [1, 2, 3])
+
+
+def start_exit_code(props_path):
+    p = subprocess.run([SLUICED, "--config", props_path, "--shards", "1"], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    return p.returncode, p.stderr.decode()
+
+
+@test
+def a_node_of_another_cluster_id_or_outside_the_voters_exits_2_naming_the_key():
+    with Cluster(3) as c:
+        props = os.path.join(c.dir, "n3", "server.properties")
+        subprocess.run([CLUSTER, "kill", "3", "--dir", c.dir], check=True, timeout=60)
+        text = open(props).read()
+        bad = os.path.join(c.dir, "bad.properties")
+
+        with open(bad, "w") as f:
+            f.write(re.sub(r"cluster.id=.*", "cluster.id=AAAAAAAAAAAAAAAAAAAAAA", text))
+        rc, err = start_exit_code(bad)
+        assert rc == 2 and "cluster.id" in err, (rc, err)
+
+        with open(bad, "w") as f:
+            f.write(re.sub(r"node.id=.*", "node.id=7", text))
+        rc, err = start_exit_code(bad)
+        assert rc == 2 and "node.id" in err, (rc, err)
+
+        with open(bad, "w") as f:
+            f.write(re.sub(r"cluster.id=.*\n", "", text))
+        rc, err = start_exit_code(bad)
+        assert rc == 2 and "cluster.id" in err, (rc, err)
+
+        # the node itself is still fine
+        c.run("restart", "3")
+        until("3 brokers on node 3", lambda: sorted(metadata(c.port(3)).brokers) == [1, 2, 3])
+
+
+if __name__ == "__main__":
+    main("test_cluster_quorum")
