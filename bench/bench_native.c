@@ -7,7 +7,7 @@
  * delivery reports (sluice_poll / rd_kafka_poll); librdkafka adds its own
  * threads.
  *
- * Each path gets a fresh broker (build/sluiced, as bench_kafka.c starts
+ * Each path gets a fresh broker (build/sluiced, as kafka_broker.c starts
  * it: free TCP port, temporary data directory, removed at the end) with
  * `--set log.durability=<--durability>` and a fresh topic of --partitions
  * partitions created through Kafka's API. Then --records records of 100
@@ -23,7 +23,7 @@
  *           --compare). The client is an idempotent producer; the broker
  *           acknowledges a batch once it is durable per log.durability.
  *   tcp     librdkafka, enable.idempotence=true, acks=all, linger.ms=5,
- *           batch.size 1 MB (bench_kafka.c's produce settings): acknowledged
+ *           batch.size 1 MB (kafka_run.c's produce settings): acknowledged
  *           by the same rule.
  *
  * Time runs from the first produce call to the last delivery report. Ack

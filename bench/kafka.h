@@ -1,9 +1,14 @@
-/* bench/kafka.h — what the librdkafka benchmarks share (bench_kafka.c
- * defines it, bench_groups.c uses it): the broker a run starts and stops,
- * client configuration, topic creation, option parsing helpers.
+/* bench/kafka.h — what the librdkafka benchmarks share: the broker a run
+ * starts and stops (kafka_broker.c), client configuration, topic creation
+ * and deletion (kafka_client.c), the loads kafka_produce, kafka_consume
+ * and kafka_e2e (kafka_run.c), option parsing helpers (bench_kafka.c,
+ * beside the options of produce|consume|e2e|idle). The consumer-group
+ * benchmarks (bench_groups.c, bench_rebalance.c, bench_commit.c), the
+ * suite and the other benchmarks use it.
  *
- * Thread: broker_* and create_topics from one thread (the benchmark's main
- * thread); base_conf/conf_set/check_cluster from any thread.
+ * Thread: broker_start/stop/busy_cycles and create_topics from one thread
+ * (the benchmark's main thread); broker_alive also from the thread that
+ * runs a load; base_conf/conf_set/check_cluster from any thread.
  */
 #ifndef SLUICE_BENCH_KAFKA_H
 #define SLUICE_BENCH_KAFKA_H

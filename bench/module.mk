@@ -1,6 +1,7 @@
-# bench/: build/sluice-bench, one subcommand per bench_*.c file, dispatched
-# by the table in bench/bench_main.c; and the probes scripts/hwprobe runs,
-# one program per bench/hwprobe_*.c (build/hwprobe-disk, -net, -memif).
+# bench/: build/sluice-bench, one subcommand per bench_*.c file (rebalance
+# and commit share their options, in bench_groups.c), dispatched by the
+# table in bench/bench_main.c; and the probes scripts/hwprobe runs, one
+# program per bench/hwprobe_*.c (build/hwprobe-disk, -net, -memif).
 BENCH_SRCS := $(filter-out bench/hwprobe_%.c,$(wildcard bench/*.c))
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/obj/%.o)
 BIN_TARGETS += $(BUILD)/sluice-bench
@@ -11,7 +12,9 @@ $(BUILD)/sluice-bench: $(BENCH_OBJS) $(BUILD)/libsluice_core.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_SAN) $^ -o $@ $(LDLIBS)
 
-# bench_kafka.c drives the broker through librdkafka.
+# bench_kafka.c (and kafka_broker.c, kafka_client.c, kafka_run.c, which
+# the other benchmarks share through kafka.h) drives the broker through
+# librdkafka.
 $(BUILD)/sluice-bench: LDLIBS += $(shell pkg-config --libs rdkafka)
 
 # bench_native.c drives the broker with the native client library (linked

@@ -100,22 +100,24 @@ static const struct config_key keys[] = {
 	  .doc = "This broker's node id." },
 	{ "process.roles", CONFIG_LIST, "broker,controller", .flags = CK_NONEMPTY,
 	  .doc = "This node's roles, as Kafka's KRaft mode: broker, controller, or broker,controller. "
-		 "Sluice runs one node today, a combined broker and controller (a quorum of one); "
-		 "a broker-only or controller-only node is refused at start (exit 2) until replication "
-		 "lands (docs/cluster.md)." },
+		 "Every Sluice node is a combined broker and controller (alone, or a voter of a cluster's "
+		 "metadata quorum); a broker-only or controller-only node is refused at start (exit 2) "
+		 "(docs/cluster.md)." },
 	{ "controller.quorum.voters", CONFIG_LIST, "",
-	  .doc = "The metadata quorum's voters, ID@HOST:PORT comma-separated. Empty: this node alone. "
-		 "Today it may name only this node (node.id); a list naming other nodes is refused at "
-		 "start (exit 2) rather than run a lone node that believes it is a cluster." },
+	  .doc = "The metadata quorum's voters, ID@HOST:PORT comma-separated (HOST an IPv4 address or a "
+		 "name resolved at start). Empty, or naming only this node: this node alone. Naming "
+		 "several: a cluster, every node a voter; this node's node.id must be among them, its "
+		 "controller listener on its voter port, and cluster.id set (docs/cluster.md)." },
 	{ "controller.listener.names", CONFIG_LIST, "CONTROLLER",
 	  .doc = "Names of the listeners entries the controller uses; they are not served to Kafka "
-		 "clients, and a voter's port must be its controller listener's. (A quorum of one "
-		 "opens no controller port.)" },
+		 "clients, and a voter's port must be its controller listener's: it carries the metadata "
+		 "quorum and the controller channel. (A quorum of one opens no controller port.)" },
 	{ "cluster.id", CONFIG_STRING, "",
 	  .doc = "The cluster this node belongs to (what `kafka-storage format -t` gives a Kafka node): "
 		 "22 characters of base64url. Empty: a new data directory makes one, an existing one "
 		 "keeps its own. Set: a new data directory takes it, and a directory of another "
-		 "cluster is refused at start (exit 2)." },
+		 "cluster is refused at start (exit 2). Required, the same on every node, when "
+		 "controller.quorum.voters names several nodes." },
 	{ "broker.session.timeout.ms", CONFIG_INT, "9000", 100, I32MAX,
 	  .doc = "The active controller fences a broker that sent no heartbeat for this long (a "
 		 "BROKER_FENCE record in the metadata log); Kafka's default." },
@@ -183,6 +185,10 @@ static const struct config_key keys[] = {
 	  .doc = "Replicas that must be in sync (ISR) for acks=all: a partition with fewer refuses "
 		 "acks=all writes with NOT_ENOUGH_REPLICAS before appending them, as Kafka does (one "
 		 "broker: its ISR is that broker)." },
+	{ "unclean.leader.election.enable", CONFIG_BOOL, "false", .topic = "unclean.leader.election.enable",
+	  .doc = "When no live replica of a partition is in sync, elect the first live replica out of sync "
+		 "(records the ISR had acknowledged may be lost) rather than leave the partition offline "
+		 "until an in-sync replica comes back, as Kafka does. A topic's setting overrides it." },
 	{ "log.retention.check.interval.ms", CONFIG_LONG, "300000", 1, I64MAX,
 	  .doc = "How often retention runs." },
 	{ "log.durability", CONFIG_ENUM, "write", .values = durability_values, .topic = "durability",
@@ -287,8 +293,6 @@ static const struct topic_only topic_only_keys[] = {
 	  "one broker: there is no replication to throttle" },
 	{ "leader.replication.throttled.replicas", TK_IGNORED, 's', 0, NULL,
 	  "one broker: there is no replication to throttle" },
-	{ "unclean.leader.election.enable", TK_IGNORED, 'b', 0, NULL,
-	  "one broker: there is no other replica to elect" },
 	{ "local.retention.ms", TK_IGNORED, 'n', -2, NULL,
 	  "applies only with remote.storage.enable=true, as in Kafka" },
 	{ "local.retention.bytes", TK_IGNORED, 'n', -2, NULL,

@@ -317,6 +317,7 @@ static void ctl_init_serve(struct ctl *ctl)
 	}
 	/* replay: every topic's partitions open on their shards */
 	op = calloc(1, sizeof(*op));
+	ctl->ops_open++;
 	op->started = ctl_started;
 	n = metalog_topic_count(ctl->ml);
 	op->created = calloc((size_t)n + 1, sizeof(*op->created));
@@ -364,6 +365,7 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 		ctl->brokers_changed = 0;
 		ctl_publish_brokers(ctl);
 	}
+	ctl_elect_tick(ctl);
 	work += ctl_meta_poll(ctl);
 	/* after the continuations: what this node proposed it serves itself */
 	work += ctl_follow_poll(ctl);
@@ -436,6 +438,7 @@ void ctl_fini(struct ctl *ctl)
 	ctl_quorum_close(ctl);
 	ctl_meta_fini(ctl);
 	ctl_brokers_fini(ctl);
+	ctl_elect_fini(ctl);
 	ctl_follow_fini(ctl);
 	metalog_close(ctl->ml);
 	ctl->ml = NULL;
@@ -507,6 +510,7 @@ const struct coord_ops ctl_coord_ops = {
 	.submit_admin = ctl_submit,
 	.submit_producer_id = ctl_producer_id_submit,
 	.submit_quorum = ctl_quorum_submit,
+	.submit_elect = ctl_elect_submit,
 	.producer_id_msg = ctl_producer_id_msg,
 	.key_dynamic = config_dynamic,
 	.topic_key_at = topic_config_key_at,

@@ -79,9 +79,33 @@ struct ctl_broker_state {
 	uint64_t fenced_total, unfenced_total;
 };
 void ctl_brokers_state(const struct ctl *ctl, struct ctl_broker_state *st);
+/* @thread ctl. Leader elections (control/ctl_elect.c): those this node
+ * made as the active controller since it started (a partition given a
+ * leader; unclean: one out of sync), and the partitions without a leader
+ * in the metadata image now (offline). */
+struct ctl_elect_state {
+	uint64_t elections_total, unclean_total;
+	int64_t offline;
+};
+void ctl_elect_state(const struct ctl *ctl, struct ctl_elect_state *st);
+/* @thread main. Controlled shutdown, before the shards stop: this broker
+ * is fenced in the metadata (no heartbeat unfences it again), the active
+ * controller moves the leadership of every partition it leads to another
+ * live ISR member, and once those records are applied here (or after
+ * timeout_ms, saying what is left) the metadata quorum's leadership goes
+ * to another voter if this node has it. Returns at once when no other
+ * broker is live (one node). ctl_shutdown_controlled is ask, then wait
+ * for settled. */
+void ctl_shutdown_controlled(struct ctl *ctl, int timeout_ms);
+void ctl_shutdown_ask(struct ctl *ctl);
+int ctl_shutdown_settled(struct ctl *ctl);
 /* @thread shard. DescribeQuorum: the control thread fills *out, then ctx
  * resumes (dataplane/coord.h submit_quorum). */
 void ctl_quorum_submit(struct kafka_ctx *ctx, struct coord_quorum *out);
+/* @thread shard. ElectLeaders: the control thread elects and fills each
+ * part's result, then ctx resumes (dataplane/coord.h submit_elect). */
+struct coord_elect;
+void ctl_elect_submit(struct kafka_ctx *ctx, struct coord_elect *req);
 /* @thread ctl. Metadata records' latency from proposed to applied on this
  * node (NULL before the quorum opened). */
 struct lathist;

@@ -626,6 +626,7 @@ static void ctl_handle(void *self, struct shard_msg *m)
 	struct ctl_op *op = calloc(1, sizeof(*op));
 	struct md_snapshot *md = ctl->b->md;
 
+	ctl->ops_open++;
 	op->req = req;
 	op->fd_free = INT64_MIN;
 	op->created = calloc((size_t)req->n + 1, sizeof(*op->created));

@@ -30,6 +30,7 @@
 #include "control/ctl_internal.h"
 #include "control/meta_brokers.h"
 #include "control/metalog.h"
+#include "control/quorum.h"
 
 /* The active controller's memory of one broker's heartbeats. */
 struct ctl_hb {
@@ -45,6 +46,7 @@ struct ctl_brokers {
 	int64_t epoch;                  /* 0 until registered */
 	int proposing;                  /* a record of ours is in flight */
 	int restarting;                 /* LEADER_RESTARTED proposed, not applied */
+	int retries;                    /* registrations whose outcome was lost */
 	void (*ready)(struct ctl *ctl, int err, const char *msg);
 	int64_t next_hb_ms;
 	int64_t interval_ms, session_ms;   /* broker.heartbeat.interval.ms, broker.session.timeout.ms */
@@ -115,6 +117,10 @@ static void leaders_restarted(struct ctl *ctl, void *cookie, int err, const stru
 	(void)cookie;
 	(void)a;
 	cb->restarting = 0;
+	if ((err == -QUORUM_ELOST || err == -ETIMEDOUT) && ready && ctl_quorum_channel(ctl) && cb->retries++ < 5) {
+		leaders_restart(ctl);   /* a cluster's leader went with the answer */
+		return;
+	}
 	cb->ready = NULL;
 	if (!ready)
 		return;
@@ -234,14 +240,16 @@ static int heartbeat(struct ctl *ctl)
 	struct ctl_brokers *cb = ctl->brokers;
 	struct ctl_channel *ch = ctl_quorum_channel(ctl);
 
-	if (cb->epoch <= 0)
-		return 0;
+	if (cb->epoch <= 0 || ctl_elect_shutting_down(ctl, ctl->b->set.node_id))
+		return 0;   /* a controlled shutdown fenced it: no heartbeat unfences it */
 	if (ch && !ctl_quorum_is_leader(ctl))
 		return ctl_channel_heartbeat(ch, ctl->b->set.node_id, cb->epoch, heartbeat_answered, ctl);
 	if (ctl_controller_heartbeat(ctl, ctl->b->set.node_id, cb->epoch) == -ESTALE)
 		heartbeat_stale(cb);
 	return 0;
 }
+
+static void register_propose(struct ctl *ctl);
 
 static void registered(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
 {
@@ -250,6 +258,12 @@ static void registered(struct ctl *ctl, void *cookie, int err, const struct meta
 
 	(void)cookie;
 	cb->proposing = 0;
+	if ((err == -QUORUM_ELOST || err == -ETIMEDOUT) && ctl_quorum_channel(ctl) && cb->retries++ < 5) {
+		/* a cluster's leader went with the answer: register again, as
+		 * a new incarnation (the lost one, if applied, is superseded) */
+		register_propose(ctl);
+		return;
+	}
 	if (err < 0) {
 		void (*ready)(struct ctl *, int, const char *) = cb->ready;
 
@@ -266,10 +280,7 @@ static void registered(struct ctl *ctl, void *cookie, int err, const struct meta
 
 void ctl_brokers_start(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, const char *msg))
 {
-	struct broker *b = ctl->b;
 	struct ctl_brokers *cb = calloc(1, sizeof(*cb));
-	struct metalog_rec r;
-	int rc;
 
 	if (!cb)
 		abort();   /* the control thread's own bookkeeping */
@@ -280,6 +291,17 @@ void ctl_brokers_start(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, 
 		ctl_channel_serve_heartbeats(ctl_quorum_channel(ctl), heartbeat_serve);
 	cb->interval_ms = config_int(ctl->cfg, "broker.heartbeat.interval.ms");
 	cb->session_ms = config_int(ctl->cfg, "broker.session.timeout.ms");
+	register_propose(ctl);
+}
+
+/* A REGISTER_BROKER record with a new incarnation. */
+static void register_propose(struct ctl *ctl)
+{
+	struct ctl_brokers *cb = ctl->brokers;
+	struct broker *b = ctl->b;
+	struct metalog_rec r;
+	int rc;
+
 	if (getrandom(cb->incarnation, sizeof(cb->incarnation), 0) != (ssize_t)sizeof(cb->incarnation)) {
 		/* no entropy: the clock still makes each start's differ */
 		int64_t t = ctl->wall;

@@ -11,6 +11,8 @@
  *                continuation run once it was applied (or refused)
  *   ctl_brokers.c this node as a broker (registration, heartbeats) and
  *                the active controller's fencing of brokers
+ *   ctl_elect.c  leader elections (the active controller's), and the
+ *                snapshot following the partition records applied
  *   ctl_topic.c  the metadata snapshot and the operations that open,
  *                close and reconfigure partitions on their owner shards
  *   ctl_admin.c  the topic and config requests of the Kafka API
@@ -42,6 +44,9 @@ struct ctl_meta_done;
 struct ctl_quorum;
 struct ctl_prop;
 struct ctl_brokers;
+struct ctl_elect;
+struct election_in;
+struct election_out;
 
 /* An operation in progress: waiting for shards to open or close
  * partitions. */
@@ -142,11 +147,21 @@ struct ctl {
 	 * reaches it) */
 	struct ctl_brokers *brokers;
 	int init_retries;            /* start-up steps run again (ctl.c) */
-	/* ctl_quorum.c: ids of topics other nodes created (their TOPIC
-	 * records applied here), for ctl_follow.c to serve */
+	/* ctl_quorum.c: ids of topics other nodes created or deleted (their
+	 * TOPIC or REMOVE_TOPIC records applied here; follow_gone[i] 1 for a
+	 * delete), for ctl_follow.c to serve or retire */
 	uint8_t (*follow)[16];
+	uint8_t *follow_gone;
 	int nfollow, cap_follow;
 	int brokers_changed;         /* a broker record was applied: publish the brokers */
+	/* ctl_elect.c: elections, the snapshot following partition records;
+	 * elect_due is set by ctl_quorum.c as records are applied */
+	struct ctl_elect *elect;
+	unsigned elect_due;          /* CTL_ELECT_PUBLISH | CTL_ELECT_SCAN */
+	int ops_open;                /* topic operations (struct ctl_op) in flight */
+	/* controlled shutdown: asked by the main thread, settled by this one */
+	int shutdown_asked, shutdown_settled;
+	int64_t shutdown_waiting;    /* partitions whose leadership is still to move */
 	/* start-up handshake */
 	pthread_mutex_t lock;        /* start-up only, never on the data path */
 	pthread_cond_t cond;
@@ -250,6 +265,12 @@ int ctl_quorum_propose(struct ctl *ctl, const void *rec, size_t len, ctl_quorum_
 int ctl_quorum_poll(struct ctl *ctl);
 int ctl_quorum_fd(const struct ctl *ctl);
 int ctl_quorum_timeout(const struct ctl *ctl, int timeout);
+/* Whether this node leads the quorum and has started serving (its first
+ * barrier applied). */
+int ctl_quorum_leads(const struct ctl *ctl);
+/* Hand the quorum's leadership to another voter (controlled shutdown):
+ * quorum_transfer's answer; done(cookie, leader) runs once it moved. */
+int ctl_quorum_transfer(struct ctl *ctl, void (*done)(void *cookie, int32_t leader), void *cookie);
 /* Close the quorum (its pending proposals end with QUORUM_ELOST), waiting
  * for its disk writes; frees ctl->cq. */
 void ctl_quorum_close(struct ctl *ctl);
@@ -291,6 +312,28 @@ void ctl_brokers_fini(struct ctl *ctl);
  * registered at that epoch (it registered again since, or never). */
 int ctl_controller_heartbeat(struct ctl *ctl, int32_t id, int64_t epoch);
 
+/* ---- ctl_elect.c -------------------------------------------------------- */
+/* What ctl_quorum.c notes in ctl->elect_due for the next turn (data, not
+ * a call: the quorum is below the elections). PUBLISH: partition records
+ * were applied (every node): the snapshot follows the image. SCAN: a
+ * broker's fencing changed, a topic or broker config changed (unclean
+ * leader election may be on now), this node became the active
+ * controller, or a snapshot was installed: the active controller looks at
+ * every partition. */
+#define CTL_ELECT_PUBLISH 1u
+#define CTL_ELECT_SCAN 2u
+/* Each turn, after the records applied: the snapshot follows the image,
+ * and the active controller's elections. */
+void ctl_elect_tick(struct ctl *ctl);
+void ctl_elect_fini(struct ctl *ctl);
+/* Whether broker id is shutting down (controlled shutdown: not live). */
+int ctl_elect_shutting_down(const struct ctl *ctl, int32_t id);
+/* unclean.leader.election.enable for mt: its override, else the broker's. */
+int ctl_elect_unclean_enabled(const struct ctl *ctl, const struct meta_topic *mt);
+/* Whether this node is the active controller (leads the metadata quorum,
+ * started). */
+int ctl_elect_active(const struct ctl *ctl);
+
 /* ---- ctl_topic.c -------------------------------------------------------- */
 
 /* The brokers new replicas may go to (*out xcalloc()ed, the count
@@ -313,6 +356,9 @@ void ctl_topic_free(struct md_topic *t);
 /* A new snapshot with the same topics and the image's brokers now (a
  * broker registered, fenced or unfenced); nothing before the first. */
 void ctl_publish_brokers(struct ctl *ctl);
+/* A new snapshot with add[i] in place of rep[i] (n of each): a topic
+ * rebuilt from the image, its partitions kept (ctl_topic_keep). */
+void ctl_publish_replaced(struct ctl *ctl, struct md_topic **add, struct md_topic **rep, int n);
 /* Whether this node is a replica of mp (it opens only those). */
 int ctl_part_hosted(const struct ctl *ctl, const struct md_partition *mp);
 /* A new entry nt of topic t keeps t's open partitions (their shard, log

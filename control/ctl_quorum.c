@@ -143,8 +143,9 @@ static void own_drop(struct ctl_quorum *cq, uint64_t h)
 		cq->own[i] = cq->own[--cq->nown];
 }
 
-/* Another node's TOPIC record was applied here: ctl_follow.c serves it. */
-static void follow_note(struct ctl *ctl, const uint8_t id[16])
+/* Another node's TOPIC (gone 0) or REMOVE_TOPIC (gone 1) record was
+ * applied here: ctl_follow.c serves the topic, or retires it. */
+static void follow_note(struct ctl *ctl, const uint8_t id[16], int gone)
 {
 	if (ctl->nfollow == ctl->cap_follow) {
 		int cap = ctl->cap_follow ? ctl->cap_follow * 2 : 16;
@@ -155,6 +156,10 @@ static void follow_note(struct ctl *ctl, const uint8_t id[16])
 		ctl->follow = n;
 		ctl->cap_follow = cap;
 	}
+	ctl->follow_gone = realloc(ctl->follow_gone, (size_t)ctl->cap_follow);
+	if (!ctl->follow_gone)
+		abort();
+	ctl->follow_gone[ctl->nfollow] = (uint8_t)gone;
 	memcpy(ctl->follow[ctl->nfollow++], id, 16);
 }
 
@@ -223,13 +228,25 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	 * proposals); a no-op on every node, its proposer is told why */
 	if (rc == 0 && a.broker >= 0)
 		cq->ctl->brokers_changed = 1;   /* the snapshot's brokers (ctl_poll) */
+	/* ctl_elect.c: the snapshot follows partition records; the active
+	 * controller looks again at every partition when a broker's fencing
+	 * changed */
+	if (rc == 0 && (a.type == META_REC_PARTITION_CHANGE || a.type == META_REC_LEADER_RESTARTED))
+		cq->ctl->elect_due |= CTL_ELECT_PUBLISH;
+	if (rc == 0 && (a.type == META_REC_BROKER_FENCE || a.type == META_REC_UNREGISTER_BROKER ||
+			a.type == META_REC_CONFIG || a.type == META_REC_BROKER_CONFIG))
+		cq->ctl->elect_due |= CTL_ELECT_SCAN;   /* unclean.leader.election.enable may be on now */
 	cq->last_index = index;
 	cq->last_rc = rc;
 	cq->last = a;
 	if (cq->ch) {
 		/* before ctl_channel_applied, whose continuations drop theirs */
 		if (rc == 0 && a.type == META_REC_TOPIC && a.topic && own_find(cq, rec_hash(buf, len)) < 0)
-			follow_note(cq->ctl, a.topic->id);
+			follow_note(cq->ctl, a.topic->id, 0);
+		/* REMOVE_TOPIC: its type (int16) and format version (u8), then
+		 * the topic's id (metalog_codec.h enc_type) */
+		if (rc == 0 && a.type == META_REC_REMOVE_TOPIC && len >= 19 && own_find(cq, rec_hash(buf, len)) < 0)
+			follow_note(cq->ctl, (const uint8_t *)buf + 3, 1);
 		ctl_channel_applied(cq->ch, index, rc, rc == 0 ? &a : NULL);
 	}
 	if (index > cq->applied_max)
@@ -248,6 +265,7 @@ static int cq_restore(void *arg, const void *buf, size_t len)
 	struct ctl_quorum *cq = arg;
 
 	cq->ctl->brokers_changed = 1;   /* the snapshot's brokers (ctl_poll) */
+	cq->ctl->elect_due |= CTL_ELECT_PUBLISH | CTL_ELECT_SCAN;
 	return metalog_restore(cq->ctl->ml, buf, len);
 }
 
@@ -276,6 +294,8 @@ static void cq_leader_changed(void *arg, int32_t leader, int am_leader)
 	int rc;
 
 	(void)leader;
+	if (am_leader)
+		cq->ctl->elect_due |= CTL_ELECT_SCAN;   /* a new active controller looks again */
 	if (!am_leader || cq->barrier_sent || cq->started)
 		return;
 	/* libraft appends nothing on election: until a barrier of this term
@@ -814,6 +834,22 @@ int ctl_quorum_poll(struct ctl *ctl)
 	}
 	applied_note(cq);
 	return work;
+}
+
+int ctl_quorum_leads(const struct ctl *ctl)
+{
+	const struct ctl_quorum *cq = ctl->cq;
+
+	return cq && cq->q && cq->started && !cq->closed && quorum_is_leader(cq->q);
+}
+
+int ctl_quorum_transfer(struct ctl *ctl, void (*done)(void *cookie, int32_t leader), void *cookie)
+{
+	struct ctl_quorum *cq = ctl->cq;
+
+	if (!cq || !cq->q || cq->closed)
+		return -ESHUTDOWN;
+	return quorum_transfer(cq->q, -1, done, cookie);
 }
 
 int ctl_quorum_is_leader(const struct ctl *ctl)

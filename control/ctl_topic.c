@@ -100,6 +100,11 @@ void ctl_publish_brokers(struct ctl *ctl)
 		ctl_publish(ctl, NULL, 0, NULL, 0, NULL, 0);
 }
 
+void ctl_publish_replaced(struct ctl *ctl, struct md_topic **add, struct md_topic **rep, int n)
+{
+	ctl_publish(ctl, add, n, NULL, 0, rep, n);
+}
+
 void ctl_topic_free(struct md_topic *t)
 {
 	for (int i = 0; i < t->nconfigs; i++) {
@@ -667,6 +672,7 @@ void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 	free(op->deleted);
 	free(op->replaced);
 	free(op);
+	ctl->ops_open--;
 }
 
 /* The broker config in effect: the static one (file, --set), then the

@@ -106,6 +106,21 @@ static void render_process(struct ctl *ctl, struct broker *b, struct textbuf *t)
 			       (unsigned long long)bs.fenced_total, (unsigned long long)bs.unfenced_total);
 	}
 	{
+		struct ctl_elect_state es;
+
+		ctl_elect_state(ctl, &es);
+		fam(t, "controller_leader_elections_total", "counter", "Partitions this node gave a new leader as the "
+		    "active controller (a fenced leader, an offline partition back, ElectLeaders).");
+		textbuf_printf(t, "sluice_controller_leader_elections_total %llu\n", (unsigned long long)es.elections_total);
+		fam(t, "controller_unclean_leader_elections_total", "counter", "Of those, leaders elected out of sync "
+		    "(unclean.leader.election.enable, or an unclean ElectLeaders): records the ISR had may be lost.");
+		textbuf_printf(t, "sluice_controller_unclean_leader_elections_total %llu\n",
+			       (unsigned long long)es.unclean_total);
+		fam(t, "controller_offline_partitions", "gauge", "Partitions without a leader in the metadata (no "
+		    "live replica in sync): they take no writes and serve no reads.");
+		textbuf_printf(t, "sluice_controller_offline_partitions %lld\n", (long long)es.offline);
+	}
+	{
 		struct ctl_channel_stats cs;
 
 		ctl_quorum_channel_stats(ctl, &cs);

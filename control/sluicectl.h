@@ -262,7 +262,7 @@ static inline int32_t murmur2_partition(const void *key, size_t len, int32_t n)
 	return (int32_t)((murmur2(key, len) & 0x7fffffff) % (uint32_t)n);
 }
 
-/* The command tables of sluicectl_cluster.c, sluicectl_topic.c,
+/* The command tables of sluicectl_cluster.c, sluicectl_topic.c, sluicectl_leader.c,
  * sluicectl_group.c and sluicectl_record.c; sluicectl.c lists them. */
 extern const struct cmd cluster_cmds[];
 extern const int cluster_ncmds;
@@ -272,6 +272,8 @@ extern const struct cmd group_cmds[];
 extern const int group_ncmds;
 extern const struct cmd record_cmds[];
 extern const int record_ncmds;
+extern const struct cmd leader_cmds[];
+extern const int leader_ncmds;
 
 /* Fetch helper shared by consume and add-partitions' key sampling. One
  * record handed to the callback; return non-zero to stop. */

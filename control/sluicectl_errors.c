@@ -42,6 +42,9 @@ static const struct {
 	{ KERR_INVALID_REPLICA_ASSIGNMENT, "the replica assignment names unknown brokers or repeats one" },
 	{ KERR_INVALID_CONFIG, "check the key and value against the configuration table (docs/configuration.md, `sluicectl topic describe-config NAME --all`)" },
 	{ KERR_NOT_CONTROLLER, "the controller moved; retry" },
+	{ KERR_PREFERRED_LEADER_NOT_AVAILABLE, "the preferred replica is not live or not in sync; bring it back "
+	  "(sluicectl topic describe shows the ISR) and retry" },
+	{ KERR_ELIGIBLE_LEADERS_NOT_AVAILABLE, "no replica of the partition is live; start one of its brokers" },
 	{ KERR_INVALID_REQUEST, "the broker refused the request as malformed or not allowed (internal topics cannot be changed)" },
 	{ KERR_POLICY_VIOLATION, "a broker policy refused the change" },
 	{ KERR_OUT_OF_ORDER_SEQUENCE_NUMBER, "an idempotent producer lost a batch; restart the producer" },

@@ -398,6 +398,8 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+	/* leadership of this broker's partitions moves to other brokers first */
+	ctl_shutdown_controlled(ctl, 5000);
 	fprintf(stderr, "sluiced: shutting down: finishing in-flight requests, writing buffered data\n");
 	stop_shards(b);
 	ctl_stop(ctl);

@@ -90,6 +90,22 @@ struct coord_quorum {
 	} voters[COORD_QUORUM_MAX_VOTERS];
 };
 
+/* ElectLeaders, for the control thread: each partition named (the shard
+ * lists every partition for a request naming none), its result filled
+ * there (a Kafka error code, 0: elected). The arrays are the shard's,
+ * borrowed until ctx gets kafka_ctx_sub_done; names are copies. */
+struct coord_elect_part {
+	const char *topic;
+	int32_t topic_len;
+	int32_t partition;
+	int16_t err;
+};
+struct coord_elect {
+	int type;                    /* 0: preferred, 1: unclean */
+	int n;
+	struct coord_elect_part *parts;
+};
+
 /* The callbacks the layer above gives the shards. Read-only once set. */
 struct coord_ops {
 	/* @thread shard: OffsetCommit, OffsetFetch, JoinGroup, Heartbeat,
@@ -111,6 +127,9 @@ struct coord_ops {
 	/* @thread shard. DescribeQuorum: *out is filled before ctx gets
 	 * kafka_ctx_sub_done. */
 	void (*submit_quorum)(struct kafka_ctx *ctx, struct coord_quorum *out);
+	/* @thread shard. ElectLeaders: each part's err is filled (the records
+	 * applied) before ctx gets kafka_ctx_sub_done. */
+	void (*submit_elect)(struct kafka_ctx *ctx, struct coord_elect *req);
 	/* @thread ctl. The message fn a shard sends to the control thread (with
 	 * its parking shard_send) for a new producer id outside a request (the
 	 * native protocol's sessions): m->p[0] a cookie, m->p[1] the

@@ -8004,6 +8004,286 @@ static void kafka_delete_groups_response_encode_any(struct kafka_writer *w, int1
 	kafka_delete_groups_response_encode(w, version, m);
 }
 
+/* ---- ElectLeadersRequest ---- */
+
+static void kafka_elect_leaders_request_topic_partitions_init(struct kafka_elect_leaders_request_topic_partitions *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Topic = (struct kafka_str){ "", 0 };
+}
+
+
+void kafka_elect_leaders_request_init(struct kafka_elect_leaders_request *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->TimeoutMs = (int32_t)60000LL;
+}
+
+static int kafka_elect_leaders_request_topic_partitions_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_elect_leaders_request_topic_partitions *m)
+{
+	int32_t n;
+	kafka_elect_leaders_request_topic_partitions_init(m);
+	(void)a;
+	(void)version;
+	m->Topic = kafka_cursor_string(c, version == 2, false);
+	n = kafka_cursor_array_len(c, version == 2, false, 4);
+	m->Partitions.count = n;
+	m->Partitions.items = NULL;
+	if (n > 0) {
+		m->Partitions.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Partitions.items));
+		if (!m->Partitions.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			m->Partitions.items[i] = kafka_cursor_int32(c);
+		}
+	}
+	if (version == 2) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_elect_leaders_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_elect_leaders_request *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 2)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_elect_leaders_request_init(m);
+	(void)a;
+	(void)version;
+	if (version >= 1) {
+		m->ElectionType = kafka_cursor_int8(c);
+	}
+	n = kafka_cursor_array_len(c, version == 2, true, 3);
+	m->TopicPartitions.count = n;
+	m->TopicPartitions.items = NULL;
+	if (n > 0) {
+		m->TopicPartitions.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->TopicPartitions.items));
+		if (!m->TopicPartitions.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_elect_leaders_request_topic_partitions_decode(c, a, version, &m->TopicPartitions.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	m->TimeoutMs = kafka_cursor_int32(c);
+	if (version == 2) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_elect_leaders_request_topic_partitions_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_elect_leaders_request_topic_partitions *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Topic, version == 2, false);
+	kafka_writer_len(w, m->Partitions.count, version == 2, true, false);
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		kafka_writer_int32(w, m->Partitions.items[i]);
+	if (version == 2) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_elect_leaders_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_elect_leaders_request *m)
+{
+	(void)version;
+	if (version < 0 || version > 2) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	if (version >= 1) {
+		kafka_writer_int8(w, m->ElectionType);
+	}
+	kafka_writer_len(w, m->TopicPartitions.count, version == 2, true, true);
+	for (int32_t i = 0; i < m->TopicPartitions.count; i++)
+		kafka_elect_leaders_request_topic_partitions_encode(w, version, &m->TopicPartitions.items[i]);
+	kafka_writer_int32(w, m->TimeoutMs);
+	if (version == 2) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_elect_leaders_request_init_any(void *m)
+{
+	kafka_elect_leaders_request_init(m);
+}
+
+static int kafka_elect_leaders_request_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_elect_leaders_request_decode(c, a, version, m);
+}
+
+static void kafka_elect_leaders_request_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_elect_leaders_request_encode(w, version, m);
+}
+
+/* ---- ElectLeadersResponse ---- */
+
+static void kafka_elect_leaders_response_partition_result_init(struct kafka_elect_leaders_response_partition_result *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_elect_leaders_response_replica_election_result_init(struct kafka_elect_leaders_response_replica_election_result *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Topic = (struct kafka_str){ "", 0 };
+}
+
+
+
+void kafka_elect_leaders_response_init(struct kafka_elect_leaders_response *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static int kafka_elect_leaders_response_partition_result_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_elect_leaders_response_partition_result *m)
+{
+	kafka_elect_leaders_response_partition_result_init(m);
+	(void)a;
+	(void)version;
+	m->PartitionId = kafka_cursor_int32(c);
+	m->ErrorCode = kafka_cursor_int16(c);
+	m->ErrorMessage = kafka_cursor_string(c, version == 2, true);
+	if (version == 2) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_elect_leaders_response_replica_election_result_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_elect_leaders_response_replica_election_result *m)
+{
+	int rc;
+	int32_t n;
+	kafka_elect_leaders_response_replica_election_result_init(m);
+	(void)a;
+	(void)version;
+	m->Topic = kafka_cursor_string(c, version == 2, false);
+	n = kafka_cursor_array_len(c, version == 2, false, 8);
+	m->PartitionResult.count = n;
+	m->PartitionResult.items = NULL;
+	if (n > 0) {
+		m->PartitionResult.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->PartitionResult.items));
+		if (!m->PartitionResult.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_elect_leaders_response_partition_result_decode(c, a, version, &m->PartitionResult.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version == 2) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_elect_leaders_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_elect_leaders_response *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 2)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_elect_leaders_response_init(m);
+	(void)a;
+	(void)version;
+	m->ThrottleTimeMs = kafka_cursor_int32(c);
+	if (version >= 1) {
+		m->ErrorCode = kafka_cursor_int16(c);
+	}
+	n = kafka_cursor_array_len(c, version == 2, false, 3);
+	m->ReplicaElectionResults.count = n;
+	m->ReplicaElectionResults.items = NULL;
+	if (n > 0) {
+		m->ReplicaElectionResults.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->ReplicaElectionResults.items));
+		if (!m->ReplicaElectionResults.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_elect_leaders_response_replica_election_result_decode(c, a, version, &m->ReplicaElectionResults.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version == 2) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_elect_leaders_response_partition_result_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_elect_leaders_response_partition_result *m)
+{
+	(void)version;
+	kafka_writer_int32(w, m->PartitionId);
+	kafka_writer_int16(w, m->ErrorCode);
+	kafka_writer_string(w, m->ErrorMessage, version == 2, true);
+	if (version == 2) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_elect_leaders_response_replica_election_result_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_elect_leaders_response_replica_election_result *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Topic, version == 2, false);
+	kafka_writer_len(w, m->PartitionResult.count, version == 2, true, false);
+	for (int32_t i = 0; i < m->PartitionResult.count; i++)
+		kafka_elect_leaders_response_partition_result_encode(w, version, &m->PartitionResult.items[i]);
+	if (version == 2) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_elect_leaders_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_elect_leaders_response *m)
+{
+	(void)version;
+	if (version < 0 || version > 2) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_int32(w, m->ThrottleTimeMs);
+	if (version >= 1) {
+		kafka_writer_int16(w, m->ErrorCode);
+	}
+	kafka_writer_len(w, m->ReplicaElectionResults.count, version == 2, true, false);
+	for (int32_t i = 0; i < m->ReplicaElectionResults.count; i++)
+		kafka_elect_leaders_response_replica_election_result_encode(w, version, &m->ReplicaElectionResults.items[i]);
+	if (version == 2) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_elect_leaders_response_init_any(void *m)
+{
+	kafka_elect_leaders_response_init(m);
+}
+
+static int kafka_elect_leaders_response_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_elect_leaders_response_decode(c, a, version, m);
+}
+
+static void kafka_elect_leaders_response_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_elect_leaders_response_encode(w, version, m);
+}
+
 /* ---- IncrementalAlterConfigsRequest ---- */
 
 static void kafka_incremental_alter_configs_request_alterable_config_init(struct kafka_incremental_alter_configs_request_alterable_config *m)
@@ -9733,6 +10013,10 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 	  kafka_delete_groups_request_init_any, kafka_delete_groups_request_decode_any, kafka_delete_groups_request_encode_any },
 	{ "DeleteGroupsResponse", 42, 0, 1, 2, sizeof(struct kafka_delete_groups_response),
 	  kafka_delete_groups_response_init_any, kafka_delete_groups_response_decode_any, kafka_delete_groups_response_encode_any },
+	{ "ElectLeadersRequest", 43, 0, 2, 2, sizeof(struct kafka_elect_leaders_request),
+	  kafka_elect_leaders_request_init_any, kafka_elect_leaders_request_decode_any, kafka_elect_leaders_request_encode_any },
+	{ "ElectLeadersResponse", 43, 0, 2, 2, sizeof(struct kafka_elect_leaders_response),
+	  kafka_elect_leaders_response_init_any, kafka_elect_leaders_response_decode_any, kafka_elect_leaders_response_encode_any },
 	{ "IncrementalAlterConfigsRequest", 44, 0, 1, 1, sizeof(struct kafka_incremental_alter_configs_request),
 	  kafka_incremental_alter_configs_request_init_any, kafka_incremental_alter_configs_request_decode_any, kafka_incremental_alter_configs_request_encode_any },
 	{ "IncrementalAlterConfigsResponse", 44, 0, 1, 1, sizeof(struct kafka_incremental_alter_configs_response),
@@ -9794,6 +10078,7 @@ int kafka_handle_describe_log_dirs(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_create_partitions(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_delete_groups(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_elect_leaders(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_incremental_alter_configs(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_offset_delete(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_describe_quorum(struct kafka_ctx *ctx) __attribute__((weak));
@@ -9834,10 +10119,11 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 36, "SaslAuthenticate", 0, 1, 2, 0, 1, false, &kafka_msg_descs[60], &kafka_msg_descs[61], kafka_handle_sasl_authenticate }, /* SASL only */
 	{ 37, "CreatePartitions", 0, 1, 2, 0, 1, true, &kafka_msg_descs[62], &kafka_msg_descs[63], kafka_handle_create_partitions }, /* optional */
 	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_msg_descs[64], &kafka_msg_descs[65], kafka_handle_delete_groups }, /* optional */
-	{ 44, "IncrementalAlterConfigs", 0, 1, 1, 0, 1, true, &kafka_msg_descs[66], &kafka_msg_descs[67], kafka_handle_incremental_alter_configs }, /* topic configs (broker issue) */
-	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[68], &kafka_msg_descs[69], kafka_handle_offset_delete }, /* optional */
-	{ 55, "DescribeQuorum", 0, 2, 0, 0, 2, true, &kafka_msg_descs[70], &kafka_msg_descs[71], kafka_handle_describe_quorum }, /* the metadata quorum: leader, epoch, high watermark, voters (kafka-metadata-quorum, sluicectl cluster info) */
-	{ 60, "DescribeCluster", 0, 1, 0, 0, 1, true, &kafka_msg_descs[72], &kafka_msg_descs[73], kafka_handle_describe_cluster }, /* this node: ControllerId and the one broker; v1 EndpointType 1 (brokers) */
+	{ 43, "ElectLeaders", 0, 2, 2, 0, 2, true, &kafka_msg_descs[66], &kafka_msg_descs[67], kafka_handle_elect_leaders }, /* preferred (0) and unclean (1) elections, answered by the active controller (kafka-leader-election, sluicectl leader elect) */
+	{ 44, "IncrementalAlterConfigs", 0, 1, 1, 0, 1, true, &kafka_msg_descs[68], &kafka_msg_descs[69], kafka_handle_incremental_alter_configs }, /* topic configs (broker issue) */
+	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[70], &kafka_msg_descs[71], kafka_handle_offset_delete }, /* optional */
+	{ 55, "DescribeQuorum", 0, 2, 0, 0, 2, true, &kafka_msg_descs[72], &kafka_msg_descs[73], kafka_handle_describe_quorum }, /* the metadata quorum: leader, epoch, high watermark, voters (kafka-metadata-quorum, sluicectl cluster info) */
+	{ 60, "DescribeCluster", 0, 1, 0, 0, 1, true, &kafka_msg_descs[74], &kafka_msg_descs[75], kafka_handle_describe_cluster }, /* this node: ControllerId and the one broker; v1 EndpointType 1 (brokers) */
 };
 
 const struct kafka_array_bound kafka_array_bounds[] = {
@@ -9934,6 +10220,10 @@ const struct kafka_array_bound kafka_array_bounds[] = {
 	{ "CreatePartitionsResponse.Results", sizeof(struct kafka_create_partitions_response_create_partitions_topic_result), 6 },
 	{ "DeleteGroupsRequest.GroupsNames", sizeof(struct kafka_str), 2 },
 	{ "DeleteGroupsResponse.Results", sizeof(struct kafka_delete_groups_response_deletable_group_result), 4 },
+	{ "ElectLeadersRequest.TopicPartitions.Partitions", sizeof(int32_t), 4 },
+	{ "ElectLeadersRequest.TopicPartitions", sizeof(struct kafka_elect_leaders_request_topic_partitions), 3 },
+	{ "ElectLeadersResponse.ReplicaElectionResult.PartitionResult", sizeof(struct kafka_elect_leaders_response_partition_result), 8 },
+	{ "ElectLeadersResponse.ReplicaElectionResults", sizeof(struct kafka_elect_leaders_response_replica_election_result), 3 },
 	{ "IncrementalAlterConfigsRequest.AlterConfigsResource.Configs", sizeof(struct kafka_incremental_alter_configs_request_alterable_config), 4 },
 	{ "IncrementalAlterConfigsRequest.Resources", sizeof(struct kafka_incremental_alter_configs_request_alter_configs_resource), 4 },
 	{ "IncrementalAlterConfigsResponse.Responses", sizeof(struct kafka_incremental_alter_configs_response_alter_configs_resource_response), 6 },
@@ -10591,10 +10881,11 @@ const struct kafka_api *kafka_api_find(int16_t api_key)
 	case 36: return &kafka_apis[30];
 	case 37: return &kafka_apis[31];
 	case 42: return &kafka_apis[32];
-	case 44: return &kafka_apis[33];
-	case 47: return &kafka_apis[34];
-	case 55: return &kafka_apis[35];
-	case 60: return &kafka_apis[36];
+	case 43: return &kafka_apis[33];
+	case 44: return &kafka_apis[34];
+	case 47: return &kafka_apis[35];
+	case 55: return &kafka_apis[36];
+	case 60: return &kafka_apis[37];
 	default: return NULL;
 	}
 }

@@ -2270,6 +2270,77 @@ int kafka_delete_groups_response_decode(struct kafka_cursor *c, struct kafka_are
 void kafka_delete_groups_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_delete_groups_response *m);
 
+/* ---- ElectLeadersRequest (api key 43, versions 0-2) ---- */
+
+struct kafka_elect_leaders_request_topic_partitions {
+	/* The name of a topic. (v0+) */
+	struct kafka_str Topic;
+	/* The partitions of this topic whose leader should be elected. (v0+) */
+	struct {
+		int32_t *items;
+		int32_t count; /* -1: null */
+	} Partitions;
+};
+
+/* ElectLeadersRequest, versions 0-2, flexible from v2. */
+struct kafka_elect_leaders_request {
+	/* Type of elections to conduct for the partition. A value of '0' elects the preferred replica. A value of '1' elects the first live replica if there are no in-sync replica. (v1+) */
+	int8_t ElectionType;
+	/* The topic partitions to elect leaders. (v0+, nullable) */
+	struct {
+		struct kafka_elect_leaders_request_topic_partitions *items;
+		int32_t count; /* -1: null */
+	} TopicPartitions;
+	/* The time in ms to wait for the election to complete. (v0+) */
+	int32_t TimeoutMs;
+};
+
+void kafka_elect_leaders_request_init(struct kafka_elect_leaders_request *m);
+int kafka_elect_leaders_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_elect_leaders_request *m);
+void kafka_elect_leaders_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_elect_leaders_request *m);
+
+/* ---- ElectLeadersResponse (api key 43, versions 0-2) ---- */
+
+struct kafka_elect_leaders_response_partition_result {
+	/* The partition id (v0+) */
+	int32_t PartitionId;
+	/* The result error, or zero if there was no error. (v0+) */
+	int16_t ErrorCode;
+	/* The result message, or null if there was no error. (v0+, nullable) */
+	struct kafka_str ErrorMessage;
+};
+
+struct kafka_elect_leaders_response_replica_election_result {
+	/* The topic name (v0+) */
+	struct kafka_str Topic;
+	/* The results for each partition (v0+) */
+	struct {
+		struct kafka_elect_leaders_response_partition_result *items;
+		int32_t count; /* -1: null */
+	} PartitionResult;
+};
+
+/* ElectLeadersResponse, versions 0-2, flexible from v2. */
+struct kafka_elect_leaders_response {
+	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
+	int32_t ThrottleTimeMs;
+	/* The top level response error code. (v1+) */
+	int16_t ErrorCode;
+	/* The election results, or an empty array if the requester did not have permission and the request asks for all partitions. (v0+) */
+	struct {
+		struct kafka_elect_leaders_response_replica_election_result *items;
+		int32_t count; /* -1: null */
+	} ReplicaElectionResults;
+};
+
+void kafka_elect_leaders_response_init(struct kafka_elect_leaders_response *m);
+int kafka_elect_leaders_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_elect_leaders_response *m);
+void kafka_elect_leaders_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_elect_leaders_response *m);
+
 /* ---- IncrementalAlterConfigsRequest (api key 44, versions 0-1) ---- */
 
 struct kafka_incremental_alter_configs_request_alterable_config {
@@ -2788,13 +2859,14 @@ enum kafka_api_key {
 	KAFKA_SASL_AUTHENTICATE_KEY = 36,
 	KAFKA_CREATE_PARTITIONS_KEY = 37,
 	KAFKA_DELETE_GROUPS_KEY = 42,
+	KAFKA_ELECT_LEADERS_KEY = 43,
 	KAFKA_INCREMENTAL_ALTER_CONFIGS_KEY = 44,
 	KAFKA_OFFSET_DELETE_KEY = 47,
 	KAFKA_DESCRIBE_QUORUM_KEY = 55,
 	KAFKA_DESCRIBE_CLUSTER_KEY = 60,
 };
 
-#define KAFKA_API_COUNT 37
+#define KAFKA_API_COUNT 38
 
 extern const struct kafka_api kafka_apis[KAFKA_API_COUNT];
 extern const struct kafka_msg_desc kafka_msg_descs[];

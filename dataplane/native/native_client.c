@@ -1,8 +1,9 @@
 /* dataplane/native/native_client.c — libsluice_native's engine (API in
  * sluice_native.h, transports in native_client.h): the session (HELLO),
  * the idempotent producer (batches per partition, sequences, resends,
- * credits, delivery reports) and the fetcher (reassembly of FETCH_DATA,
- * records of RecordBatch v2).
+ * credits, delivery reports) and sluice_fetch; the client's state is in
+ * native_client_state.h, a fetch answer's reassembly and records in
+ * native_client_fetch.c.
  *
  * Producing. sluice_produce appends a record to its partition's open
  * batch (pool buffers, no allocation per record). A batch is sealed when
@@ -35,140 +36,15 @@
 #include <string.h>
 #include <time.h>
 
-#include <isa-l/crc.h>
-
 #include "dataplane/kafka_errors.h"
 #include "dataplane/native/native_client.h"
+#include "dataplane/native/native_client_state.h"
 #include "storage/batch_format.h"
 #include "storage/compress.h"
 
 #define WINDOW_MAX 5                  /* the broker keeps 5 batches per producer for dedup */
-#define REQS_KEPT 8                   /* sends of a batch whose refusals are tracked */
-#define RX_BURST 64
 #define HELLO_RTO_NS 100000000ull     /* first HELLO resend after 100 ms, then doubling */
 #define INITIAL_RTO_NS 50000000ull    /* resend timer before any round trip was measured */
-
-/* ---- state --------------------------------------------------------------------------- */
-
-struct npart;
-
-/* A batch: sealed bytes (header written at seal, identity and CRC at its
- * first send), the opaques of its records, and its send state. Lives in
- * its partition's list from seal to completion, then in the done list
- * until reported, then in the free list. */
-struct nbatch {
-	struct nbatch *next;
-	struct npart *part;
-	uint8_t *buf;
-	uint32_t cap, len;
-	void **opaque;
-	uint32_t max_records;
-	int32_t count;
-	int64_t base_ts, max_ts;      /* ms */
-	uint64_t open_ns;             /* first record: linger and delivery timeout */
-	/* identity, stamped at the first send (sends == 0: not stamped) */
-	int64_t pid;
-	int16_t epoch;
-	int32_t base_seq;
-	/* sending */
-	uint32_t sends;               /* sends with this identity */
-	uint64_t sent_ns, due_ns;     /* last send; next resend */
-	uint32_t reqs[REQS_KEPT];     /* request numbers of the first sends */
-	uint8_t refused;              /* bit i: reqs[i] was refused (not appended) */
-	uint8_t credited;             /* counted in credits_used */
-	uint8_t ooo;                  /* OUT_OF_ORDER: resend when the one before is acknowledged */
-	uint8_t acked, failed;
-	uint8_t codec;                /* the records' compression (attributes) */
-	int err;
-	int64_t base_offset;
-};
-
-/* A partition the client produced to: its open batch, its sealed batches
- * in sequence order (sent ones first), its producer epoch and sequence. */
-struct npart {
-	char topic[NATIVE_MAX_TOPIC + 1];
-	uint8_t topic_len;
-	int32_t partition;
-	uint32_t hash;
-	struct npart *hnext;          /* hash chain */
-	struct npart *anext;          /* active list (open batch or batches in the list) */
-	uint8_t active;
-	uint8_t confirmed;            /* acknowledged once in this (pid, epoch): window open */
-	int16_t epoch;
-	int64_t pid;                  /* the producer id next_seq belongs to */
-	int32_t next_seq;
-	struct nbatch *open;
-	struct nbatch *head, *tail;
-};
-
-struct nfetch {
-	int active, complete;
-	char topic[NATIVE_MAX_TOPIC + 1];
-	uint8_t topic_len;
-	int32_t partition;
-	int64_t offset;
-	uint32_t max_bytes;
-	uint8_t isolation;
-	uint32_t first_request, request, ans_request;
-	int have;
-	uint32_t total;
-	uint16_t count, got;
-	int16_t err;
-	int64_t hw, log_start, lso;
-	uint64_t bits[NATIVE_MAX_FRAGMENTS / 64];
-	uint8_t *buf;
-	uint32_t cap;
-};
-
-enum { S_HELLO = 1, S_OPEN = 2 };
-
-struct sluice_client {
-	struct native_transport *t;
-	struct sluice_config cfg;
-	char client_id[256];
-	char last_error[256];
-	int failed;
-	/* session */
-	int state;
-	uint32_t session;
-	uint32_t hello_request;
-	uint64_t hello_due, hello_rto;
-	int64_t pid;                  /* -1 before the first HELLO_ACK */
-	uint32_t credits, credits_used;
-	uint16_t max_dg, shards;
-	uint32_t batch_limit;         /* bytes a batch may reach (batch_bytes, credits, fragments) */
-	uint32_t next_request;
-	/* round trip of acknowledgements */
-	uint64_t srtt_ns, rttvar_ns;
-	int have_rtt;
-	/* partitions */
-	struct npart **htab;
-	uint32_t hcap, nparts;
-	struct npart *recent[64];     /* by partition % 64: the last looked up (parts live until close) */
-	struct npart *active;
-	/* batches */
-	struct nbatch *free_batches;
-	uint64_t batch_mem, batch_mem_max;
-	uint32_t batch_cap, batch_records;
-	struct nbatch *done_head, *done_tail;
-	size_t outq;
-	/* compression: the codec contexts (made on first use), a scratch
-	 * batch for the producer, the decompressed records of a fetch */
-	struct compress_ctx *zctx;
-	uint8_t *zbuf;
-	size_t zbuf_cap;
-	uint8_t *arena;
-	size_t arena_len, arena_cap;
-	/* fetch */
-	struct nfetch fetch;
-	struct sluice_record *recs;
-	size_t recs_cap;
-	struct sluice_stats st;
-	int defeat_dedup;
-	uint64_t now;
-	uint64_t next_wake;
-	struct native_dgram rx[RX_BURST];
-};
 
 /* ---- small helpers ---------------------------------------------------------------------- */
 
@@ -188,12 +64,6 @@ static int64_t client_wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* a is before b in request-number order (wrapping) */
-static int req_before(uint32_t a, uint32_t b)
-{
-	return (int32_t)(a - b) < 0;
-}
-
 static uint32_t next_req(struct sluice_client *c)
 {
 	if (++c->next_request == 0)
@@ -205,11 +75,6 @@ static void wake_at(struct sluice_client *c, uint64_t at)
 {
 	if (at < c->next_wake)
 		c->next_wake = at;
-}
-
-static uint32_t crc32c(const uint8_t *p, size_t n)
-{
-	return crc32_iscsi((unsigned char *)p, (int)n, 0xffffffffu) ^ 0xffffffffu;
 }
 
 static void set_error(struct sluice_client *c, const char *what, const uint8_t *msg, size_t n)
@@ -851,66 +716,6 @@ static void on_hello_ack(struct sluice_client *c, const struct native_msg *m)
 		on_new_pid(c);
 }
 
-static void on_fetch_data(struct sluice_client *c, const struct native_msg *m)
-{
-	struct nfetch *f = &c->fetch;
-	uint32_t room = native_fetch_data_room(c->max_dg, m->topic_len);
-
-	if (!f->active || f->complete || m->partition != f->partition || m->topic_len != f->topic_len ||
-	    memcmp(m->topic, f->topic, f->topic_len) || req_before(m->request, f->first_request)) {
-		c->st.rx_stale++;
-		return;
-	}
-	if (f->have && (m->total_len != f->total || m->frag_count != f->count)) {
-		/* another answer (the log grew, or an error): the newest wins */
-		if (req_before(m->request, f->ans_request)) {
-			c->st.rx_stale++;
-			return;
-		}
-		f->have = 0;
-	}
-	if (!f->have) {
-		if (m->total_len > f->cap) {
-			uint8_t *nb = realloc(f->buf, m->total_len); /* style: allow fetch buffer, grows rarely */
-
-			if (!nb)
-				return;
-			f->buf = nb;
-			f->cap = m->total_len;
-		}
-		f->have = 1;
-		f->total = m->total_len;
-		f->count = m->frag_count;
-		f->got = 0;
-		memset(f->bits, 0, sizeof(f->bits));
-		f->ans_request = m->request;
-	}
-	if (!req_before(m->request, f->ans_request)) {
-		f->ans_request = m->request;
-		f->err = m->error;
-		f->hw = m->high_watermark;
-		f->log_start = m->log_start;
-		f->lso = m->last_stable;
-	}
-	if (m->frag_count == 0) {
-		/* an empty answer (end of the log) or an error */
-		f->complete = 1;
-		return;
-	}
-	if ((uint64_t)m->frag_index * room != m->frag_offset ||
-	    (m->frag_index + 1 < m->frag_count ? m->data_len != room
-					       : (uint64_t)m->frag_offset + m->data_len != m->total_len)) {
-		c->st.rx_unreadable++;
-		return;
-	}
-	if (f->bits[m->frag_index / 64] & (1ull << (m->frag_index % 64)))
-		return;
-	memcpy(f->buf + m->frag_offset, m->data, m->data_len);
-	f->bits[m->frag_index / 64] |= 1ull << (m->frag_index % 64);
-	if (++f->got == f->count)
-		f->complete = 1;
-}
-
 static void on_datagram(struct sluice_client *c, const uint8_t *dg, uint32_t len)
 {
 	struct native_msg m;
@@ -929,7 +734,7 @@ static void on_datagram(struct sluice_client *c, const uint8_t *dg, uint32_t len
 		on_produce_ack(c, &m);
 		break;
 	case NATIVE_FETCH_DATA:
-		on_fetch_data(c, &m);
+		native_client_on_fetch_data(c, &m);
 		break;
 	case NATIVE_ERROR:
 		on_error(c, &m);
@@ -1301,65 +1106,6 @@ size_t sluice_outq_len(const struct sluice_client *c)
 
 /* ---- fetch -------------------------------------------------------------------------------------- */
 
-int native_records_parse(const uint8_t *records, size_t len, int32_t count, int64_t base_offset,
-			 int64_t base_timestamp, int64_t max_timestamp, int log_append_time, struct sluice_record *out)
-{
-	const uint8_t *p = records, *end = records + len;
-
-	for (int32_t i = 0; i < count; i++) {
-		int64_t rlen, tsd, od, kl, vl, hc, x;
-		const uint8_t *rend, *q;
-		size_t k;
-		struct sluice_record *r = &out[i];
-
-		if (!(k = native_varint_get(p, end, &rlen)) || rlen < 0 || rlen > end - p - (int64_t)k)
-			return -EPROTO;
-		q = p + k;
-		rend = q + rlen;
-		if (q >= rend)
-			return -EPROTO;
-		q++;   /* attributes */
-		if (!(k = native_varint_get(q, rend, &tsd)))
-			return -EPROTO;
-		q += k;
-		if (!(k = native_varint_get(q, rend, &od)))
-			return -EPROTO;
-		q += k;
-		if (!(k = native_varint_get(q, rend, &kl)) || kl < -1 || kl > rend - q - (int64_t)k)
-			return -EPROTO;
-		q += k;
-		r->key = kl >= 0 ? q : NULL;
-		r->key_len = (int32_t)kl;
-		q += kl > 0 ? kl : 0;
-		if (!(k = native_varint_get(q, rend, &vl)) || vl < -1 || vl > rend - q - (int64_t)k)
-			return -EPROTO;
-		q += k;
-		r->value = vl >= 0 ? q : NULL;
-		r->value_len = (int32_t)vl;
-		q += vl > 0 ? vl : 0;
-		if (!(k = native_varint_get(q, rend, &hc)) || hc < 0)
-			return -EPROTO;
-		q += k;
-		r->headers = q;
-		for (int64_t h = 0; h < hc; h++) {
-			for (int part = 0; part < 2; part++) {
-				if (!(k = native_varint_get(q, rend, &x)) || x < -1 || x > rend - q - (int64_t)k ||
-				    (part == 0 && x < 0))
-					return -EPROTO;
-				q += k + (x > 0 ? (size_t)x : 0);
-			}
-		}
-		if (q != rend)
-			return -EPROTO;
-		r->headers_len = (uint32_t)(rend - (const uint8_t *)r->headers);
-		r->header_count = (int32_t)hc;
-		r->offset = base_offset + od;
-		r->timestamp = log_append_time ? max_timestamp : base_timestamp + tsd;
-		p = rend;
-	}
-	return count;
-}
-
 static int send_fetch(struct sluice_client *c)
 {
 	struct nfetch *f = &c->fetch;
@@ -1376,127 +1122,6 @@ static int send_fetch(struct sluice_client *c)
 				     f->isolation));
 	flush_tx(c);
 	return 1;
-}
-
-static void rebase(const void **ptr, const uint8_t *old, size_t len, uint8_t *now)
-{
-	if (*ptr && (const uint8_t *)*ptr >= old && (const uint8_t *)*ptr <= old + len)
-		*ptr = now + ((const uint8_t *)*ptr - old);
-}
-
-/* Decompress a batch's records at the end of the arena (grown as needed;
- * records 0..n already parsed into it follow it). Returns the bytes, or
- * -EPROTO for data the codec refuses, -EPROTONOSUPPORT for an unknown
- * codec, -ENOMEM. */
-static ssize_t fetch_decompress(struct sluice_client *c, int codec, const uint8_t *in, size_t len, size_t n)
-{
-	ssize_t z;
-
-	if (codec >= COMPRESS__COUNT)
-		return -EPROTONOSUPPORT;
-	if (!c->zctx && compress_ctx_create(&c->zctx) < 0)
-		return -ENOMEM;
-	for (;;) {
-		size_t cap;
-		uint8_t *old = c->arena, *nw;
-
-		z = c->arena ? compress_decode(c->zctx, codec, in, len, c->arena + c->arena_len, c->arena_cap - c->arena_len)
-			     : -ENOBUFS;
-		if (z != -ENOBUFS)
-			return z < 0 ? -EPROTO : z;
-		cap = c->arena_cap ? c->arena_cap * 2 : 1 << 20;
-		while (cap < c->arena_len + 4 * len)
-			cap *= 2;
-		if (cap > (size_t)1 << 31)
-			return -EPROTO;   /* a decompression bomb */
-		nw = realloc(c->arena, cap); /* style: allow grows rarely, not per record */
-		if (!nw)
-			return -ENOMEM;
-		c->arena = nw;
-		c->arena_cap = cap;
-		for (size_t i = 0; old && old != nw && i < n; i++) {
-			rebase(&c->recs[i].key, old, c->arena_len, nw);
-			rebase(&c->recs[i].value, old, c->arena_len, nw);
-			rebase(&c->recs[i].headers, old, c->arena_len, nw);
-		}
-	}
-}
-
-/* The records of the whole answer in f->buf, from f->offset on. */
-static int fetch_records(struct sluice_client *c, struct sluice_fetch_result *res)
-{
-	struct nfetch *f = &c->fetch;
-	const uint8_t *p = f->buf, *end = f->buf + f->total;
-	size_t n = 0;
-
-	res->next_offset = f->offset;
-	c->arena_len = 0;
-	while (end - p >= BATCH_HEADER_SIZE) {
-		uint32_t size = batch_size(p);
-		int32_t count = batch_records_count(p);
-		uint16_t attr = batch_attributes(p);
-		int64_t base = batch_base_offset(p);
-		const uint8_t *records;
-		size_t rlen;
-		int rc;
-
-		if (batch_length(p) < BATCH_HEADER_SIZE - BATCH_LOG_OVERHEAD || size > (size_t)(end - p) ||
-		    p[OF_Magic] != BATCH_MAGIC_V2 || count < 0)
-			return -EPROTO;
-		if (be32_load(p + OF_Crc) != crc32c(p + OF_Attributes, size - OF_Attributes))
-			return -EPROTO;
-		if (attr & BATCH_ATTR_CONTROL) {
-			res->next_offset = batch_last_offset(p) + 1;
-			p += size;
-			continue;
-		}
-		records = p + BATCH_HEADER_SIZE;
-		rlen = size - BATCH_HEADER_SIZE;
-		if (attr & BATCH_ATTR_CODEC_MASK) {
-			ssize_t z = fetch_decompress(c, attr & BATCH_ATTR_CODEC_MASK, records, rlen, n);
-
-			if (z < 0) {
-				if (n)
-					break;   /* the records so far; this batch next time */
-				res->next_offset = base;
-				return (int)z;
-			}
-			records = c->arena + c->arena_len;
-			rlen = (size_t)z;
-			c->arena_len += rlen;
-		}
-		if (n + (size_t)count > c->recs_cap) {
-			size_t cap = c->recs_cap ? c->recs_cap : 1024;
-			struct sluice_record *nr;
-
-			while (cap < n + (size_t)count)
-				cap *= 2;
-			nr = realloc(c->recs, cap * sizeof(*nr)); /* style: allow grows rarely, not per record */
-			if (!nr)
-				return -ENOMEM;
-			c->recs = nr;
-			c->recs_cap = cap;
-		}
-		rc = native_records_parse(records, rlen, count, base,
-					  batch_base_timestamp(p), batch_max_timestamp(p),
-					  !!(attr & BATCH_ATTR_LOG_APPEND_TIME), c->recs + n);
-		if (rc < 0)
-			return rc;
-		/* records before the offset asked for (the batch starts earlier) */
-		{
-			size_t keep = n;
-
-			for (size_t i = n; i < n + (size_t)count; i++)
-				if (c->recs[i].offset >= f->offset)
-					c->recs[keep++] = c->recs[i];
-			n = keep;
-		}
-		res->next_offset = batch_last_offset(p) + 1;
-		p += size;
-	}
-	res->records = c->recs;
-	res->count = n;
-	return (int)n;
 }
 
 int sluice_fetch(struct sluice_client *c, const char *topic, int32_t partition, int64_t offset, uint32_t max_bytes,
@@ -1567,7 +1192,7 @@ int sluice_fetch(struct sluice_client *c, const char *topic, int32_t partition, 
 		res->next_offset = offset;
 		return 0;
 	}
-	rc = fetch_records(c, res);
+	rc = native_client_fetch_records(c, res);
 	return rc;
 }
 

@@ -36,6 +36,9 @@ TEST_SCRIPTS += tests/integration/test_cluster_quorum.py
 # DescribeCluster v0-1 over raw frames: the cluster Metadata describes, the
 # rack, the authorized operations, the refused endpoint types
 TEST_SCRIPTS += tests/integration/test_describe_cluster.py
+# ElectLeaders 0-2 over raw frames on one node (nothing to elect: every
+# partition led by its preferred replica), the metrics, sluicectl leader elect
+TEST_SCRIPTS += tests/integration/test_elections.py
 # recovery with a real broker: clean-stop checkpoints, recovery points after
 # SIGKILL, damage in a middle segment, a missing segment, a damaged metadata log
 TEST_SCRIPTS += tests/integration/test_recovery_broker.py

@@ -7,8 +7,9 @@ that does (docs/cluster.md, "Several nodes").
 
 - Three nodes: DescribeQuorum on each shows the three voters and one
   leader; Metadata on each lists the three brokers; a topic created through
-  one node is on every node with the same replicas, and topics created
-  through each node are listed once on every node; producer id blocks
+  one node is on every node with the same replicas, topics created
+  through each node are listed once on every node, one deleted through a
+  node leaves every node; producer id blocks
   reserved by different nodes never overlap.
 - SIGKILL of the quorum's leader: the other two elect a new one, a topic
   created through a survivor afterwards is seen by both, and the killed
@@ -205,6 +206,13 @@ def three_nodes_serve_one_metadata_and_survive_the_loss_of_the_leader():
         mine = ["cq-a", "cq-from-1", "cq-from-2", "cq-from-3"]
         for n in (1, 2, 3):
             until("the four topics listed once each on node %d" % n,
+                  lambda: [t for t in topic_names(c.port(n)) if t.startswith("cq-")] == mine)
+        # a topic deleted through one node leaves every node
+        a = AdminClient({"bootstrap.servers": "127.0.0.1:%d" % c.port(2)})
+        a.delete_topics(["cq-from-2"], operation_timeout=30)["cq-from-2"].result(60)
+        mine.remove("cq-from-2")
+        for n in (1, 2, 3):
+            until("cq-from-2 gone from node %d" % n,
                   lambda: [t for t in topic_names(c.port(n)) if t.startswith("cq-")] == mine)
         # a node that does not lead forwarded them on the channel it holds to the leader
         other = [n for n in (1, 2, 3) if n != leader][0]

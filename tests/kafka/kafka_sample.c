@@ -5730,6 +5730,191 @@ static bool equal_any_kafka_delete_groups_response(const void *a, const void *b)
 	return equal_kafka_delete_groups_response(a, b);
 }
 
+static void kafka_elect_leaders_request_topic_partitions_init_(struct kafka_elect_leaders_request_topic_partitions *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Topic = (struct kafka_str){ "", 0 };
+}
+
+static void sample_kafka_elect_leaders_request_topic_partitions(struct kafka_sample *s, int16_t version, struct kafka_elect_leaders_request_topic_partitions *m)
+{
+	(void)s;
+	(void)version;
+	kafka_elect_leaders_request_topic_partitions_init_(m);
+	m->Topic = kafka_sample_string(s, false);
+	m->Partitions.count = kafka_sample_count(s, false);
+	m->Partitions.items = m->Partitions.count > 0 ? kafka_sample_alloc(s, (size_t)m->Partitions.count * sizeof(*m->Partitions.items)) : NULL;
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		m->Partitions.items[i] = kafka_sample_int32(s);
+}
+
+static void sample_kafka_elect_leaders_request(struct kafka_sample *s, int16_t version, struct kafka_elect_leaders_request *m)
+{
+	(void)s;
+	(void)version;
+	kafka_elect_leaders_request_init(m);
+	if (version >= 1) {
+		m->ElectionType = kafka_sample_int8(s);
+	}
+	m->TopicPartitions.count = kafka_sample_count(s, true);
+	m->TopicPartitions.items = m->TopicPartitions.count > 0 ? kafka_sample_alloc(s, (size_t)m->TopicPartitions.count * sizeof(*m->TopicPartitions.items)) : NULL;
+	for (int32_t i = 0; i < m->TopicPartitions.count; i++)
+		sample_kafka_elect_leaders_request_topic_partitions(s, version, &m->TopicPartitions.items[i]);
+	m->TimeoutMs = kafka_sample_int32(s);
+}
+
+static bool equal_kafka_elect_leaders_request_topic_partitions(const struct kafka_elect_leaders_request_topic_partitions *a, const struct kafka_elect_leaders_request_topic_partitions *b)
+{
+	if (!kafka_sample_str_equal(a->Topic, b->Topic))
+		return kafka_sample_differs("TopicPartitions.Topic");
+	if (a->Partitions.count != b->Partitions.count)
+		return kafka_sample_differs("TopicPartitions.Partitions.count");
+	for (int32_t i = 0; i < a->Partitions.count; i++) {
+		if (memcmp(&a->Partitions.items[i], &b->Partitions.items[i], sizeof(a->Partitions.items[i])))
+			return kafka_sample_differs("TopicPartitions.Partitions[]");
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_elect_leaders_request(const struct kafka_elect_leaders_request *a, const struct kafka_elect_leaders_request *b)
+{
+	if (a->ElectionType != b->ElectionType)
+		return kafka_sample_differs("ElectLeadersRequest.ElectionType");
+	if (a->TopicPartitions.count != b->TopicPartitions.count)
+		return kafka_sample_differs("ElectLeadersRequest.TopicPartitions.count");
+	for (int32_t i = 0; i < a->TopicPartitions.count; i++) {
+		if (!equal_kafka_elect_leaders_request_topic_partitions(&a->TopicPartitions.items[i], &b->TopicPartitions.items[i]))
+			return false;
+	}
+	if (a->TimeoutMs != b->TimeoutMs)
+		return kafka_sample_differs("ElectLeadersRequest.TimeoutMs");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_elect_leaders_request(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_elect_leaders_request *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_elect_leaders_request(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_elect_leaders_request(const void *a, const void *b)
+{
+	return equal_kafka_elect_leaders_request(a, b);
+}
+
+static void kafka_elect_leaders_response_partition_result_init_(struct kafka_elect_leaders_response_partition_result *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_elect_leaders_response_replica_election_result_init_(struct kafka_elect_leaders_response_replica_election_result *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Topic = (struct kafka_str){ "", 0 };
+}
+
+static void sample_kafka_elect_leaders_response_partition_result(struct kafka_sample *s, int16_t version, struct kafka_elect_leaders_response_partition_result *m)
+{
+	(void)s;
+	(void)version;
+	kafka_elect_leaders_response_partition_result_init_(m);
+	m->PartitionId = kafka_sample_int32(s);
+	m->ErrorCode = kafka_sample_int16(s);
+	m->ErrorMessage = kafka_sample_string(s, true);
+}
+
+static void sample_kafka_elect_leaders_response_replica_election_result(struct kafka_sample *s, int16_t version, struct kafka_elect_leaders_response_replica_election_result *m)
+{
+	(void)s;
+	(void)version;
+	kafka_elect_leaders_response_replica_election_result_init_(m);
+	m->Topic = kafka_sample_string(s, false);
+	m->PartitionResult.count = kafka_sample_count(s, false);
+	m->PartitionResult.items = m->PartitionResult.count > 0 ? kafka_sample_alloc(s, (size_t)m->PartitionResult.count * sizeof(*m->PartitionResult.items)) : NULL;
+	for (int32_t i = 0; i < m->PartitionResult.count; i++)
+		sample_kafka_elect_leaders_response_partition_result(s, version, &m->PartitionResult.items[i]);
+}
+
+static void sample_kafka_elect_leaders_response(struct kafka_sample *s, int16_t version, struct kafka_elect_leaders_response *m)
+{
+	(void)s;
+	(void)version;
+	kafka_elect_leaders_response_init(m);
+	m->ThrottleTimeMs = kafka_sample_int32(s);
+	if (version >= 1) {
+		m->ErrorCode = kafka_sample_int16(s);
+	}
+	m->ReplicaElectionResults.count = kafka_sample_count(s, false);
+	m->ReplicaElectionResults.items = m->ReplicaElectionResults.count > 0 ? kafka_sample_alloc(s, (size_t)m->ReplicaElectionResults.count * sizeof(*m->ReplicaElectionResults.items)) : NULL;
+	for (int32_t i = 0; i < m->ReplicaElectionResults.count; i++)
+		sample_kafka_elect_leaders_response_replica_election_result(s, version, &m->ReplicaElectionResults.items[i]);
+}
+
+static bool equal_kafka_elect_leaders_response_partition_result(const struct kafka_elect_leaders_response_partition_result *a, const struct kafka_elect_leaders_response_partition_result *b)
+{
+	if (a->PartitionId != b->PartitionId)
+		return kafka_sample_differs("PartitionResult.PartitionId");
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("PartitionResult.ErrorCode");
+	if (!kafka_sample_str_equal(a->ErrorMessage, b->ErrorMessage))
+		return kafka_sample_differs("PartitionResult.ErrorMessage");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_elect_leaders_response_replica_election_result(const struct kafka_elect_leaders_response_replica_election_result *a, const struct kafka_elect_leaders_response_replica_election_result *b)
+{
+	if (!kafka_sample_str_equal(a->Topic, b->Topic))
+		return kafka_sample_differs("ReplicaElectionResult.Topic");
+	if (a->PartitionResult.count != b->PartitionResult.count)
+		return kafka_sample_differs("ReplicaElectionResult.PartitionResult.count");
+	for (int32_t i = 0; i < a->PartitionResult.count; i++) {
+		if (!equal_kafka_elect_leaders_response_partition_result(&a->PartitionResult.items[i], &b->PartitionResult.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_elect_leaders_response(const struct kafka_elect_leaders_response *a, const struct kafka_elect_leaders_response *b)
+{
+	if (a->ThrottleTimeMs != b->ThrottleTimeMs)
+		return kafka_sample_differs("ElectLeadersResponse.ThrottleTimeMs");
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("ElectLeadersResponse.ErrorCode");
+	if (a->ReplicaElectionResults.count != b->ReplicaElectionResults.count)
+		return kafka_sample_differs("ElectLeadersResponse.ReplicaElectionResults.count");
+	for (int32_t i = 0; i < a->ReplicaElectionResults.count; i++) {
+		if (!equal_kafka_elect_leaders_response_replica_election_result(&a->ReplicaElectionResults.items[i], &b->ReplicaElectionResults.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_elect_leaders_response(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_elect_leaders_response *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_elect_leaders_response(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_elect_leaders_response(const void *a, const void *b)
+{
+	return equal_kafka_elect_leaders_response(a, b);
+}
+
 static void kafka_incremental_alter_configs_request_alterable_config_init_(struct kafka_incremental_alter_configs_request_alterable_config *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -6900,6 +7085,8 @@ static const struct kafka_sample_desc kafka_sample_descs[] = {
 	{ "CreatePartitionsResponse", sample_any_kafka_create_partitions_response, equal_any_kafka_create_partitions_response },
 	{ "DeleteGroupsRequest", sample_any_kafka_delete_groups_request, equal_any_kafka_delete_groups_request },
 	{ "DeleteGroupsResponse", sample_any_kafka_delete_groups_response, equal_any_kafka_delete_groups_response },
+	{ "ElectLeadersRequest", sample_any_kafka_elect_leaders_request, equal_any_kafka_elect_leaders_request },
+	{ "ElectLeadersResponse", sample_any_kafka_elect_leaders_response, equal_any_kafka_elect_leaders_response },
 	{ "IncrementalAlterConfigsRequest", sample_any_kafka_incremental_alter_configs_request, equal_any_kafka_incremental_alter_configs_request },
 	{ "IncrementalAlterConfigsResponse", sample_any_kafka_incremental_alter_configs_response, equal_any_kafka_incremental_alter_configs_response },
 	{ "OffsetDeleteRequest", sample_any_kafka_offset_delete_request, equal_any_kafka_offset_delete_request },

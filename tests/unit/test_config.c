@@ -349,7 +349,7 @@ Test(config, topic_config_validation)
 
 	while (topic_config_key_at(n))
 		n++;
-	cr_assert_eq(n, 11);
+	cr_assert_eq(n, 12);
 	cr_assert_str_eq(topic_config_broker_key("max.message.bytes"), "message.max.bytes");
 	cr_assert_str_eq(topic_config_broker_key("durability"), "log.durability");
 }
@@ -424,7 +424,7 @@ Test(config, kafka_topic_keys_ignored_or_refused)
 {
 	static const char *ignored[][2] = {
 		{ "message.format.version", "2.8" }, { "preallocate", "true" }, { "segment.index.bytes", "10485760" },
-		{ "unclean.leader.election.enable", "false" }, { "min.cleanable.dirty.ratio", "0.5" },
+		{ "leader.replication.throttled.replicas", "*" }, { "min.cleanable.dirty.ratio", "0.5" },
 		{ "local.retention.ms", "-2" }, { "message.downconversion.enable", "true" },
 		{ "follower.replication.throttled.replicas", "*" }, { "file.delete.delay.ms", "60000" },
 	};

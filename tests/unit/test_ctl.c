@@ -15,6 +15,7 @@
 #include "control/ctl.h"
 #include "control/ctl_internal.h"
 #include "control/meta_brokers.h"
+#include "control/meta_parts.h"
 #include "control/metalog.h"
 #include "control/group.h"
 #include "dataplane/conn.h"
@@ -775,6 +776,333 @@ Test(ctl, partitions_are_placed_across_unfenced_brokers_and_only_this_nodes_open
 	cr_assert(run_until(watched_fenced));
 	mr = call(KAFKA_METADATA_KEY, 6, &mq);
 	cr_assert_eq(mr->Brokers.count, 1);
+}
+
+/* ---- leader elections ---------------------------------------------------- */
+
+/* CreateTopics of name with an explicit assignment: nparts partitions of rf
+ * replicas (ids[p * rf ..]), an optional config; its error code. */
+static int16_t create_assigned(const char *name, int32_t nparts, int rf, const int32_t *ids, const char *key,
+			       const char *value)
+{
+	struct kafka_create_topics_request q;
+	struct kafka_create_topics_request_creatable_topic t;
+	struct kafka_create_topics_request_creatable_replica_assignment as[8];
+	struct kafka_create_topics_request_creatable_topic_config c;
+	const struct kafka_create_topics_response *r;
+
+	kafka_create_topics_request_init(&q);
+	memset(&t, 0, sizeof(t));
+	t.Name = kstr(name);
+	t.NumPartitions = -1;
+	t.ReplicationFactor = -1;
+	for (int i = 0; i < nparts; i++) {
+		as[i].PartitionIndex = i;
+		as[i].BrokerIds.items = (int32_t *)&ids[i * rf];
+		as[i].BrokerIds.count = rf;
+	}
+	t.Assignments.items = as;
+	t.Assignments.count = nparts;
+	if (key) {
+		c.Name = kstr(key);
+		c.Value = kstr(value);
+		t.Configs.items = &c;
+		t.Configs.count = 1;
+	}
+	q.Topics.items = &t;
+	q.Topics.count = 1;
+	q.timeoutMs = 30000;
+	r = call(KAFKA_CREATE_TOPICS_KEY, 2, &q);
+	cr_assert_eq(r->Topics.count, 1);
+	return r->Topics.items[0].ErrorCode;
+}
+
+static const struct meta_part *image_part(const char *name, int32_t idx)
+{
+	const struct meta_topic *mt = metalog_topic(ctl->ml, name);
+
+	cr_assert_not_null(mt, "%s", name);
+	return &mt->parts[idx];
+}
+
+/* what run_until waits for: partition want_topic-want_idx led by want_leader */
+static const char *want_topic;
+static int32_t want_idx, want_leader;
+
+static int part_led(void)
+{
+	const struct meta_part *p = image_part(want_topic, want_idx);
+	const struct md_topic *t = md_find(broker_md(&b), want_topic, (int32_t)strlen(want_topic));
+
+	/* the image, and the snapshot the shards read, both say it */
+	return p->leader == want_leader && t && t->parts[want_idx].leader == want_leader &&
+	       t->parts[want_idx].leader_epoch == p->leader_epoch;
+}
+
+static void wait_led(const char *name, int32_t idx, int32_t leader)
+{
+	want_topic = name;
+	want_idx = idx;
+	want_leader = leader;
+	cr_assert(run_until(part_led), "%s-%d never led by %d (leader %d)", name, idx, leader,
+		  image_part(name, idx)->leader);
+}
+
+static void assert_isr(const char *name, int32_t idx, int n, const int32_t *ids)
+{
+	const struct meta_part *p = image_part(name, idx);
+
+	cr_assert_eq(p->nisr, n, "%s-%d: ISR of %d, want %d", name, idx, p->nisr, n);
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(p->isr[i], ids[i], "%s-%d: ISR[%d] %d, want %d", name, idx, i, p->isr[i], ids[i]);
+}
+
+/* ISR of name-idx set to ids by a record (what a leader asks for). */
+static void set_isr(const char *name, int32_t idx, int n, const int32_t *ids)
+{
+	struct metalog_rec r;
+
+	cr_assert_eq(metalog_build_partition_change(ctl->ml, name, idx, -2, ids, n, NULL, 0, &r), 0);
+	proposed_done = 0;
+	ctl_meta_propose(ctl, &r, proposed, NULL);
+	cr_assert(run_until(is_proposed));
+	cr_assert_eq(proposed_err, 0);
+}
+
+/* A topic config set by a record (what AlterConfigs proposes). */
+static void set_config(const char *name, const char *key, const char *value)
+{
+	struct metalog_rec r;
+
+	cr_assert_eq(metalog_build_config(ctl->ml, name, key, value, &r), 0);
+	proposed_done = 0;
+	ctl_meta_propose(ctl, &r, proposed, NULL);
+	cr_assert(run_until(is_proposed));
+	cr_assert_eq(proposed_err, 0);
+}
+
+Test(ctl, fencing_a_broker_moves_its_leaderships_and_unfencing_brings_offline_partitions_back)
+{
+	int32_t s = b.set.node_id;
+	const int32_t e[9] = { 2, s, 3, /* */ 2, 3, s, /* */ 3, 2, s }, solo[1] = { 2 }, two[2] = { 2, 3 };
+	const int32_t only2[1] = { 2 }, only3[1] = { 3 }, s3[2] = { s, 3 }, s_3[2] = { 3, s };
+	struct ctl_elect_state st;
+	int64_t e2, e3;
+
+	cr_assert(s != 2 && s != 3);
+	connect_client();
+	e2 = register_broker(2, 1);
+	e3 = register_broker(3, 1);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3), 0);
+	watched = 2;
+	cr_assert(run_until(watched_unfenced));
+	watched = 3;
+	cr_assert(run_until(watched_unfenced));
+	cr_assert_eq(create_assigned("e", 3, 3, e, NULL, NULL), 0);
+	cr_assert_eq(create_assigned("solo", 1, 1, solo, NULL, NULL), 0);
+	cr_assert_eq(create_assigned("u", 1, 2, two, "unclean.leader.election.enable", "true"), 0);
+	cr_assert_eq(create_assigned("c", 1, 2, two, NULL, NULL), 0);
+	cr_assert_eq(create_assigned("late", 1, 2, two, NULL, NULL), 0);
+	/* u-0, c-0 and late-0: broker 3 fell out of sync (the leader's ISR change) */
+	set_isr("u", 0, 1, only2);
+	set_isr("c", 0, 1, only2);
+	set_isr("late", 0, 1, only2);
+	cr_assert_eq(image_part("e", 0)->leader, 2);
+	cr_assert_eq(image_part("e", 0)->leader_epoch, 0);
+	cr_assert_eq(produce_to("e", 0), KERR_NOT_LEADER_OR_FOLLOWER, "broker 2 leads e-0");
+	ctl_elect_state(ctl, &st);
+	cr_assert_eq(st.offline, 0);
+	/* broker 2 goes silent for a session; 3 and this node heartbeat */
+	for (int i = 0; i < 5; i++) {
+		advance_ms(2000);
+		cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3), 0);
+	}
+	watched = 2;
+	cr_assert(run_until(watched_fenced), "broker 2 was not fenced");
+	/* e-0: the next replica in the ISR, this node, leads at epoch 1 */
+	wait_led("e", 0, s);
+	cr_assert_eq(image_part("e", 0)->leader_epoch, 1);
+	cr_assert_eq(image_part("e", 0)->partition_epoch, 1);
+	assert_isr("e", 0, 2, s3);
+	cr_assert_eq(produce_to("e", 0), 0, "this node leads e-0 now: it takes writes");
+	/* e-1: replicas order (3 before this node) */
+	wait_led("e", 1, 3);
+	cr_assert_eq(image_part("e", 1)->leader_epoch, 1);
+	assert_isr("e", 1, 2, s_3);
+	/* e-2: 3 leads still; 2 leaves its ISR: the partition epoch only */
+	wait_led("e", 2, 3);
+	cr_assert_eq(image_part("e", 2)->leader_epoch, 0);
+	cr_assert_eq(image_part("e", 2)->partition_epoch, 1);
+	assert_isr("e", 2, 2, s_3);
+	/* solo-0 and c-0: no live replica in sync, unclean off: offline, the
+	 * last ISR member kept */
+	wait_led("solo", 0, -1);
+	assert_isr("solo", 0, 1, only2);
+	wait_led("c", 0, -1);
+	assert_isr("c", 0, 1, only2);
+	cr_assert_eq(image_part("c", 0)->leader_epoch, 1);
+	/* u-0: unclean on the topic: broker 3, out of sync, leads alone */
+	wait_led("u", 0, 3);
+	assert_isr("u", 0, 1, only3);
+	wait_led("late", 0, -1);
+	ctl_elect_state(ctl, &st);
+	cr_assert_eq(st.offline, 3);
+	cr_assert_eq(st.elections_total, 3, "e-0, e-1, u-0");
+	cr_assert_eq(st.unclean_total, 1);
+	/* unclean turned on for an offline partition's topic: elected then */
+	set_config("late", "unclean.leader.election.enable", "true");
+	wait_led("late", 0, 3);
+	assert_isr("late", 0, 1, only3);
+	/* broker 2 back: the offline partitions it is in sync for come back */
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	cr_assert(run_until(watched_unfenced));
+	wait_led("solo", 0, 2);
+	cr_assert_eq(image_part("solo", 0)->leader_epoch, 2);
+	wait_led("c", 0, 2);
+	cr_assert_eq(image_part("c", 0)->leader_epoch, 2);
+	/* nothing moves back on its own: that is a preferred election */
+	cr_assert_eq(image_part("e", 0)->leader, s);
+	ctl_elect_state(ctl, &st);
+	cr_assert_eq(st.offline, 0);
+	cr_assert_eq(st.elections_total, 6);
+	cr_assert_eq(st.unclean_total, 2);
+}
+
+/* ElectLeaders v2 of one partition: its error code. */
+static int16_t elect_one(const char *name, int32_t idx, int8_t type)
+{
+	struct kafka_elect_leaders_request q;
+	struct kafka_elect_leaders_request_topic_partitions tp;
+	const struct kafka_elect_leaders_response *r;
+
+	kafka_elect_leaders_request_init(&q);
+	memset(&tp, 0, sizeof(tp));
+	tp.Topic = kstr(name);
+	tp.Partitions.items = &idx;
+	tp.Partitions.count = 1;
+	q.ElectionType = type;
+	q.TopicPartitions.items = &tp;
+	q.TopicPartitions.count = 1;
+	q.TimeoutMs = 30000;
+	r = call(KAFKA_ELECT_LEADERS_KEY, 2, &q);
+	cr_assert_eq(r->ErrorCode, 0);
+	cr_assert_eq(r->ReplicaElectionResults.count, 1);
+	cr_assert_eq(r->ReplicaElectionResults.items[0].PartitionResult.count, 1);
+	cr_assert_eq(r->ReplicaElectionResults.items[0].PartitionResult.items[0].PartitionId, idx);
+	return r->ReplicaElectionResults.items[0].PartitionResult.items[0].ErrorCode;
+}
+
+Test(ctl, elect_leaders_moves_to_the_preferred_replica_or_elects_an_unclean_one)
+{
+	int32_t s = b.set.node_id;
+	const int32_t pref[2] = { 2, s }, two[2] = { 2, 3 }, both[2] = { 2, s }, only2[1] = { 2 }, only3[1] = { 3 };
+	struct ctl_elect_state st;
+	int64_t e2, e3;
+
+	connect_client();
+	e2 = register_broker(2, 1);
+	e3 = register_broker(3, 1);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3), 0);
+	watched = 3;
+	cr_assert(run_until(watched_unfenced));
+	cr_assert_eq(create_assigned("p", 1, 2, pref, NULL, NULL), 0);
+	cr_assert_eq(create_assigned("c", 1, 2, two, NULL, NULL), 0);
+	set_isr("c", 0, 1, only2);
+	cr_assert_eq(elect_one("p", 0, 0), KERR_ELECTION_NOT_NEEDED, "the preferred replica leads");
+	cr_assert_eq(elect_one("c", 0, 1), KERR_ELECTION_NOT_NEEDED, "a live leader: no unclean election");
+	cr_assert_eq(elect_one("nope", 0, 0), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	cr_assert_eq(elect_one("p", 5, 0), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	/* broker 2 fenced: p-0 moves to this node, c-0 goes offline */
+	for (int i = 0; i < 5; i++) {
+		advance_ms(2000);
+		cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3), 0);
+	}
+	wait_led("p", 0, s);
+	wait_led("c", 0, -1);
+	cr_assert_eq(elect_one("p", 0, 0), KERR_PREFERRED_LEADER_NOT_AVAILABLE, "broker 2 is fenced");
+	/* c-0: an unclean election elects broker 3, out of sync */
+	cr_assert_eq(elect_one("c", 0, 1), 0);
+	cr_assert_eq(image_part("c", 0)->leader, 3, "answered once applied");
+	cr_assert_eq(md_find(broker_md(&b), "c", 1)->parts[0].leader, 3, "... and published");
+	assert_isr("c", 0, 1, only3);
+	ctl_elect_state(ctl, &st);
+	cr_assert_eq(st.unclean_total, 1);
+	/* broker 2 back, but out of p-0's ISR: not preferred yet */
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	watched = 2;
+	cr_assert(run_until(watched_unfenced));
+	cr_assert_eq(elect_one("p", 0, 0), KERR_PREFERRED_LEADER_NOT_AVAILABLE, "broker 2 is not in sync");
+	/* in sync again (its leader's ISR change): the preferred election
+	 * moves p-0 back to broker 2 at a new epoch */
+	set_isr("p", 0, 2, both);
+	cr_assert_eq(elect_one("p", 0, 0), 0);
+	cr_assert_eq(image_part("p", 0)->leader, 2);
+	cr_assert_eq(image_part("p", 0)->leader_epoch, 2);
+	wait_led("p", 0, 2);
+	cr_assert_eq(produce_to("p", 0), KERR_NOT_LEADER_OR_FOLLOWER, "broker 2 leads p-0 again");
+	cr_assert_eq(elect_one("p", 0, 0), KERR_ELECTION_NOT_NEEDED);
+}
+
+static int shutdown_settled(void)
+{
+	return ctl_shutdown_settled(ctl);
+}
+
+Test(ctl, a_controlled_shutdown_moves_leadership_to_other_isr_members_first)
+{
+	int32_t s = b.set.node_id;
+	const int32_t two[6] = { s, 2, /* */ s, 3, /* */ 2, s }, solo[1] = { s }, only2[1] = { 2 }, only3[1] = { 3 };
+	int64_t e2, e3;
+
+	connect_client();
+	e2 = register_broker(2, 1);
+	e3 = register_broker(3, 1);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3), 0);
+	watched = 3;
+	cr_assert(run_until(watched_unfenced));
+	cr_assert_eq(create_assigned("m", 3, 2, two, NULL, NULL), 0);
+	cr_assert_eq(create_assigned("alone", 1, 1, solo, NULL, NULL), 0);
+	cr_assert_eq(image_part("m", 0)->leader, s);
+	ctl_shutdown_ask(ctl);
+	cr_assert(run_until(shutdown_settled), "the controlled shutdown never settled");
+	/* m-0 and m-1 led by this node: moved to their other ISR member, this
+	 * node out of the ISR; m-2 (a follower here) keeps its leader */
+	wait_led("m", 0, 2);
+	cr_assert_eq(image_part("m", 0)->leader_epoch, 1);
+	assert_isr("m", 0, 1, only2);
+	wait_led("m", 1, 3);
+	assert_isr("m", 1, 1, only3);
+	wait_led("m", 2, 2);
+	assert_isr("m", 2, 1, only2);
+	/* alone-0 has nowhere to go: this node leads it until it is gone */
+	wait_led("alone", 0, s);
+	cr_assert_eq(image_part("alone", 0)->leader_epoch, 0);
+	/* this broker is fenced, and its own heartbeats do not unfence it */
+	watched = s;
+	cr_assert(watched_fenced());
+	for (int i = 0; i < 3; i++) {
+		advance_ms(2000);
+		cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+		cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3), 0);
+	}
+	cr_assert(watched_fenced(), "a heartbeat unfenced a broker shutting down");
+}
+
+Test(ctl, a_controlled_shutdown_of_a_lone_broker_changes_nothing)
+{
+	int32_t s = b.set.node_id;
+
+	connect_client();
+	create_topic("t", 2);
+	ctl_shutdown_ask(ctl);
+	cr_assert(run_until(shutdown_settled));
+	cr_assert_eq(image_part("t", 0)->leader, s);
+	cr_assert_eq(image_part("t", 0)->leader_epoch, 0);
+	watched = s;
+	cr_assert(watched_unfenced(), "nowhere to move: not fenced");
 }
 
 /* ---- offsets expiry, on the injected wall clock ----------------------- */

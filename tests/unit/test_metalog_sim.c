@@ -93,6 +93,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/election.h"
+#include "control/meta_parts.h"
 #include "control/metalog.h"
 #include "control/quorum_fsm.h"
 
@@ -151,6 +153,7 @@ struct sim {
 	unsigned seed;
 	uint64_t rng;
 	enum sim_fault fault;
+	struct metalog_rec next;        /* a placed topic's PARTITION record, proposed next */
 	bool fault_done, trace;
 	unsigned threshold, trailing;
 	bool pre_vote;
@@ -684,6 +687,11 @@ static void build_random(struct sim *sim, const struct metalog *ml, struct metal
 	unsigned kind = rnd(sim, 100);
 
 	memset(r, 0, sizeof(*r));
+	if (sim->next.len) {
+		*r = sim->next;
+		memset(&sim->next, 0, sizeof(sim->next));
+		return;
+	}
 	if (kind < 30 || !t) {
 		const char *k[1], *v[1];
 		int n = 0;
@@ -694,7 +702,36 @@ static void build_random(struct sim *sim, const struct metalog *ml, struct metal
 			v[0] = topic_value(sim, k[0], val, sizeof(val));
 			n = 1;
 		}
-		(void)metalog_build_topic(ml, name, (int32_t)rnd_range(sim, 1, 4), k, v, n, r);
+		if (rnd(sim, 2)) {
+			(void)metalog_build_topic(ml, name, (int32_t)rnd_range(sim, 1, 4), k, v, n, r);
+		} else {
+			/* placed: the TOPIC record, then its PARTITION record */
+			int32_t nparts = (int32_t)rnd_range(sim, 1, 4), ids[4 * MAXS];
+			int rf = (int)rnd_range(sim, 1, (unsigned)sim->n), nrecs = 0;
+			struct metalog_rec *recs = NULL;
+
+			for (int32_t q = 0; q < nparts; q++) {
+				int32_t *x = &ids[q * rf], perm[MAXS];
+
+				for (int i = 0; i < sim->n; i++)
+					perm[i] = i;
+				for (int i = sim->n - 1; i > 0; i--) {
+					int j = (int)rnd(sim, (unsigned)i + 1);
+					int32_t y = perm[i];
+
+					perm[i] = perm[j];
+					perm[j] = y;
+				}
+				memcpy(x, perm, (size_t)rf * sizeof(*x));
+			}
+			if (metalog_build_topic_placed(ml, name, nparts, k, v, n, rf, ids, &recs, &nrecs) == 0 &&
+			    nrecs == 2) {
+				*r = recs[0];
+				sim->next = recs[1];
+				memset(recs, 0, 2 * sizeof(*recs));
+			}
+			metalog_recs_free(recs, nrecs);
+		}
 	} else if (kind < 42) {
 		(void)metalog_build_delete_topic(ml, t->name, r);
 	} else if (kind < 54) {
@@ -714,8 +751,29 @@ static void build_random(struct sim *sim, const struct metalog *ml, struct metal
 			(void)metalog_build_broker_config(ml, scope, "compression.type",
 							  rnd(sim, 4) ? (rnd(sim, 2) ? "gzip" : "lz4") : NULL, r);
 		}
-	} else {
+	} else if (kind < 91) {
 		(void)metalog_build_producer_ids(ml, (int32_t)rnd_range(sim, 1, 1000), r);
+	} else {
+		/* an election, as the active controller makes one: some brokers
+		 * live, the partition's leader and ISR chosen by the rules */
+		const struct meta_part *p = &t->parts[rnd(sim, (unsigned)t->partitions)];
+		int32_t live[MAXS + 1];
+		int nlive = 0;
+		struct election_in in;
+		struct election_out out;
+
+		if (p->legacy)
+			return;   /* on each image's own node until a record places it */
+		for (int i = 0; i < sim->n; i++)
+			if (rnd(sim, 2))
+				live[nlive++] = i;
+		in = (struct election_in){ .replicas = p->replicas, .nreplicas = p->nreplicas, .isr = p->isr,
+					   .nisr = p->nisr, .leader = p->leader, .live = live, .nlive = nlive,
+					   .unclean = (int)rnd(sim, 2) };
+		if (election_on_brokers(&in, &out))
+			(void)metalog_build_partition_change(ml, t->name, (int32_t)(p - t->parts),
+							     out.leader_changed ? out.leader : -2,
+							     out.isr_changed ? out.isr : NULL, out.nisr, NULL, 0, r);
 	}
 }
 
@@ -991,7 +1049,11 @@ static void final_check(struct sim *sim)
 	struct metalog *oracle;
 	int64_t (*blocks)[2] = calloc(sim->logcap + 1, sizeof(*blocks));
 	uint8_t (*ids)[16] = calloc(sim->logcap + 1, sizeof(*ids));
-	int nb = 0, ni = 0;
+	struct leadership {
+		uint8_t id[16];
+		int32_t partition, epoch, leader;
+	} *led = calloc(sim->logcap + 1, sizeof(*led));
+	int nb = 0, ni = 0, nl = 0;
 	void *want = NULL;
 	size_t wlen = 0;
 
@@ -1015,6 +1077,25 @@ static void final_check(struct sim *sim)
 		}
 		if (rc == 0 && a.type == META_REC_TOPIC)
 			memcpy(ids[ni++], a.topic->id, 16);
+		if (rc == 0 && a.type == META_REC_PARTITION_CHANGE) {
+			/* one leader per partition and leader epoch, whatever the
+			 * elections: every change of leader bumps it (the record:
+			 * type, version, topic id, int32 partition) */
+			const uint8_t *b = e->rec;
+			int32_t p = (int32_t)((uint32_t)b[19] << 24 | (uint32_t)b[20] << 16 | (uint32_t)b[21] << 8 | b[22]);
+			const struct meta_part *mp = &a.topic->parts[p];
+
+			for (int k = 0; k < nl; k++)
+				if (!memcmp(led[k].id, a.topic->id, 16) && led[k].partition == p &&
+				    led[k].epoch == mp->leader_epoch && led[k].leader != mp->leader)
+					sim_fail(sim, "partition %d of %s at leader epoch %d led by %d and by %d", p,
+						 a.topic->name, mp->leader_epoch, led[k].leader, mp->leader);
+			memcpy(led[nl].id, a.topic->id, 16);
+			led[nl].partition = p;
+			led[nl].epoch = mp->leader_epoch;
+			led[nl].leader = mp->leader;
+			nl++;
+		}
 	}
 	pid_blocks_check(sim, (const int64_t (*)[2])blocks, nb);
 	topic_ids_check(sim, (const uint8_t (*)[16])ids, ni);
@@ -1033,6 +1114,7 @@ static void final_check(struct sim *sim)
 	metalog_close(oracle);
 	free(blocks);
 	free(ids);
+	free(led);
 }
 
 /* FAULT_ROLLBACK: server i's image becomes the replay of the log up to
@@ -1120,6 +1202,7 @@ static int sim_run(struct sim *sim, int n, unsigned seed, enum sim_fault fault)
 /* Close the fixture (pending proposals' callbacks run) and free. */
 static void sim_free(struct sim *sim)
 {
+	metalog_rec_free(&sim->next);
 	raft_fixture_close(&sim->f);
 	for (int i = 0; i < sim->n; i++)
 		metalog_close(sim->s[i].ml);

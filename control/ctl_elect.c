@@ -1,0 +1,574 @@
+/* control/ctl_elect.c — leader elections (Kafka's KRaft controller,
+ * without KIP-966): the active controller keeps every partition led by a
+ * live broker (registered, unfenced, not shutting down), by the rules of
+ * control/election.h, through PARTITION_CHANGE records; and every node's
+ * published snapshot follows the partition records applied.
+ *
+ * - When a broker is fenced, unfenced or unregistered (its record
+ *   applied), and when this node becomes the active controller (the
+ *   previous one may have left a fencing half-followed), the controller
+ *   looks at every partition: a broker that is not live leaves the ISR
+ *   (unless it is the last member), a partition whose leader is not live
+ *   takes the first live ISR member in replicas order, or with
+ *   unclean.leader.election.enable the first live replica; else it is
+ *   offline (leader -1) until a member of its ISR comes back. One record
+ *   per partition changed; the next look waits until they are applied, so
+ *   every record is built against an image that has the previous ones.
+ * - This node, the active controller, counts as live unless it is
+ *   shutting down: it is fenced only for the moment its own registration
+ *   takes at start (LEADER_RESTARTED then gives its partitions their new
+ *   epoch: control/ctl_brokers.c).
+ * - Every node: a PARTITION_CHANGE or LEADER_RESTARTED applied makes the
+ *   published snapshot follow the image (each topic whose leaders, epochs
+ *   or ISR differ is rebuilt and replaced; it waits while a topic
+ *   operation is in flight, as that operation holds the topics it
+ *   replaces), and a partition this node now leads takes its new leader
+ *   epoch on its shard (part_proxy_set_leader_epoch).
+ *
+ * @thread ctl
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control/config.h"
+#include "control/ctl_internal.h"
+#include "control/cutil.h"
+#include "control/election.h"
+#include "control/meta_brokers.h"
+#include "control/meta_parts.h"
+#include "control/metalog.h"
+#include "control/quorum.h"
+#include "dataplane/coord.h"
+#include "dataplane/kafka_ctx.h"
+#include "dataplane/kafka_errors.h"
+#include "dataplane/part_proxy.h"
+
+enum shutdown_phase {
+	SHUT_NONE,                   /* not asked */
+	SHUT_MOVING,                 /* this node is fenced: its leaderships move */
+	SHUT_TRANSFER,               /* the metadata quorum's leadership to move */
+	SHUT_TRANSFERRING,           /* ... moving */
+	SHUT_DONE,
+};
+
+struct ctl_elect {
+	enum shutdown_phase shut;
+	int64_t shut_logged;         /* partitions last said to be waited for */
+	int scan_wanted;             /* brokers changed, or this node leads now */
+	int inflight;                /* PARTITION_CHANGE records proposed, not applied */
+	int dirty;                   /* partition records applied: the snapshot follows */
+	int32_t *shutting;           /* brokers shutting down (not live) */
+	int nshutting, cap_shutting;
+	uint64_t elections, unclean;
+};
+
+static struct ctl_elect *ce_of(struct ctl *ctl)
+{
+	if (!ctl->elect && !(ctl->elect = calloc(1, sizeof(*ctl->elect))))
+		abort();   /* the control thread's own bookkeeping */
+	return ctl->elect;
+}
+
+void ctl_elect_fini(struct ctl *ctl)
+{
+	if (!ctl->elect)
+		return;
+	free(ctl->elect->shutting);
+	free(ctl->elect);
+	ctl->elect = NULL;
+}
+
+int ctl_elect_shutting_down(const struct ctl *ctl, int32_t id)
+{
+	const struct ctl_elect *ce = ctl->elect;
+
+	return ce && election_has(ce->shutting, ce->nshutting, id);
+}
+
+/* The live brokers (*out malloc()ed, the count returned). */
+static int live_brokers(struct ctl *ctl, int32_t **out)
+{
+	int n = metalog_broker_count(ctl->ml), k = 0;
+	int32_t self = ctl->b->set.node_id, *ids = malloc(((size_t)n + 1) * sizeof(*ids));
+
+	if (!ids)
+		abort();   /* the control thread's own bookkeeping */
+	for (int i = 0; i < n; i++) {
+		const struct meta_broker *mb = metalog_broker_at(ctl->ml, i);
+
+		if ((mb->fenced && mb->id != self) || ctl_elect_shutting_down(ctl, mb->id))
+			continue;
+		ids[k++] = mb->id;
+	}
+	if (!metalog_broker(ctl->ml, self) && !ctl_elect_shutting_down(ctl, self))
+		ids[k++] = self;   /* not registered yet: at start, before its record */
+	*out = ids;
+	return k;
+}
+
+#define UNCLEAN_KEY "unclean.leader.election.enable"
+
+int ctl_elect_unclean_enabled(const struct ctl *ctl, const struct meta_topic *mt)
+{
+	int32_t scope;
+	const char *k, *v;
+	int on = config_int(ctl->cfg, UNCLEAN_KEY) != 0;
+
+	for (int i = 0; i < mt->nconfigs; i++)
+		if (!strcmp(mt->config_keys[i], UNCLEAN_KEY) && mt->config_values[i])
+			return !strcasecmp(mt->config_values[i], "true");
+	/* the broker's: static, then the image's run-time changes (cluster-wide,
+	 * then this node's), read from the image itself, which a change reaches
+	 * before the broker config in effect is rebuilt */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; metalog_broker_config_at(ctl->ml, i, &scope, &k, &v) == 0; i++)
+			if ((pass == 0 ? scope == META_SCOPE_CLUSTER : scope == ctl->b->set.node_id) &&
+			    !strcmp(k, UNCLEAN_KEY) && v)
+				on = !strcasecmp(v, "true");
+	return on;
+}
+
+static void elect_in(struct ctl *ctl, const struct meta_topic *mt, int32_t idx, const int32_t *live, int nlive,
+		  struct election_in *in)
+{
+	const struct meta_part *p = &mt->parts[idx];
+
+	in->replicas = p->replicas;
+	in->nreplicas = p->nreplicas;
+	in->isr = p->isr;
+	in->nisr = p->nisr;
+	in->leader = p->leader;
+	in->live = live;
+	in->nlive = nlive;
+	in->unclean = ctl_elect_unclean_enabled(ctl, mt);
+}
+
+/* cookie: bit 0 the leader changes, bit 1 an unclean election */
+static void change_done(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
+{
+	struct ctl_elect *ce = ce_of(ctl);
+	intptr_t how = (intptr_t)cookie;
+
+	(void)a;
+	ce->inflight--;
+	if (err < 0) {
+		/* the image moved on (a topic deleted, a newer change): look again */
+		ce->scan_wanted = 1;
+		return;
+	}
+	if (how & 1)
+		ce->elections++;
+	if (how & 2)
+		ce->unclean++;
+}
+
+static int elect_propose(struct ctl *ctl, const struct meta_topic *mt, int32_t idx, const struct election_out *out,
+		      ctl_meta_done_fn done, void *cookie)
+{
+	struct metalog_rec r;
+	int rc = metalog_build_partition_change(ctl->ml, mt->name, idx, out->leader_changed ? out->leader : -2,
+						out->isr_changed ? out->isr : NULL, out->nisr, NULL, 0, &r);
+
+	if (rc < 0 || !r.len) {
+		metalog_rec_free(&r);
+		return rc < 0 ? rc : -EALREADY;
+	}
+	if (out->leader_changed)
+		fprintf(stderr, "sluiced: partition %s-%d: leader %d -> %d%s\n", mt->name, idx,
+			mt->parts[idx].leader, out->leader,
+			out->unclean ? " (unclean: out of sync)" : out->leader < 0 ? " (offline: no live replica in sync)"
+			: "");
+	ctl_meta_propose(ctl, &r, done, cookie);
+	return 0;
+}
+
+/* The active controller's look at every partition. */
+static void elect_scan(struct ctl *ctl)
+{
+	struct ctl_elect *ce = ce_of(ctl);
+	int32_t *live;
+	int nlive = live_brokers(ctl, &live);
+
+	for (int i = 0; i < metalog_topic_count(ctl->ml); i++) {
+		const struct meta_topic *mt = metalog_topic_at(ctl->ml, i);
+
+		for (int32_t j = 0; j < mt->partitions; j++) {
+			struct election_in in;
+			struct election_out out;
+
+			elect_in(ctl, mt, j, live, nlive, &in);
+			if (!election_on_brokers(&in, &out))
+				continue;
+			if (out.leader < 0 && in.leader >= 0 && ctl_elect_shutting_down(ctl, in.leader))
+				continue;   /* nowhere to move: it leads until it is gone */
+			if (elect_propose(ctl, mt, j, &out, change_done,
+					      (void *)(intptr_t)((out.leader_changed && out.leader >= 0) |
+								 (out.unclean ? 2 : 0))) == 0)
+				ce->inflight++;
+		}
+	}
+	free(live);
+}
+
+int ctl_elect_active(const struct ctl *ctl)
+{
+	return ctl_quorum_leads(ctl);
+}
+
+/* Whether the published topic t says what the image's mt says. */
+static int topic_current(const struct md_topic *t, const struct meta_topic *mt)
+{
+	if (t->nparts != mt->partitions)
+		return 1;   /* partitions being added: their operation publishes */
+	for (int32_t i = 0; i < t->nparts; i++) {
+		const struct md_partition *mp = &t->parts[i];
+		const struct meta_part *p = &mt->parts[i];
+
+		if (mp->leader != p->leader || mp->leader_epoch < p->leader_epoch || mp->nisr != p->nisr ||
+		    memcmp(mp->isr, p->isr, (size_t)p->nisr * sizeof(*p->isr)))
+			return 0;
+	}
+	return 1;
+}
+
+static void epoch_set(void *self, void *cookie, int err)
+{
+	(void)self;
+	(void)cookie;
+	(void)err;   /* -ESTALE: the log was there already; -ENOENT: deleted since */
+}
+
+/* The snapshot follows the image: every topic that differs, rebuilt. */
+static void elect_republish(struct ctl *ctl)
+{
+	const struct md_snapshot *md = ctl->b->md;
+	struct md_topic **add, **rep;
+	int n = 0;
+
+	if (!md || !md->ntopics)
+		return;
+	add = xcalloc((size_t)md->ntopics, sizeof(*add));
+	rep = xcalloc((size_t)md->ntopics, sizeof(*rep));
+	for (int i = 0; i < md->ntopics; i++) {
+		struct md_topic *t = md->topics[i];
+		const struct meta_topic *mt = metalog_topic(ctl->ml, t->name);
+		struct md_topic *nt;
+
+		if (!mt || topic_current(t, mt))
+			continue;
+		nt = ctl_topic_build(ctl, mt);
+		ctl_topic_keep(nt, t);
+		for (int32_t j = 0; j < nt->nparts; j++) {
+			struct md_partition *np = &nt->parts[j];
+			const struct md_partition *op = &t->parts[j];
+			struct part_proxy px;
+
+			if (np->leader == op->leader && np->leader_epoch < op->leader_epoch)
+				np->leader_epoch = op->leader_epoch;   /* the log's, when it was higher */
+			if (np->part && np->leader == ctl->b->set.node_id && np->leader_epoch > op->leader_epoch)
+				part_proxy_set_leader_epoch(ctl_part_proxy(ctl, &px), np->shard, np->part,
+							    np->leader_epoch, epoch_set, NULL);
+		}
+		add[n] = nt;
+		rep[n++] = t;
+	}
+	if (n)
+		ctl_publish_replaced(ctl, add, rep, n);
+	free(add);
+	free(rep);
+}
+
+/* ---- controlled shutdown ------------------------------------------------ */
+
+/* Partitions this node leads that another live ISR member could lead. */
+static int64_t movable(struct ctl *ctl)
+{
+	int32_t self = ctl->b->set.node_id, *live;
+	int nlive = live_brokers(ctl, &live);
+	int64_t n = 0;
+
+	for (int i = 0; i < metalog_topic_count(ctl->ml); i++) {
+		const struct meta_topic *mt = metalog_topic_at(ctl->ml, i);
+
+		for (int32_t j = 0; j < mt->partitions; j++) {
+			const struct meta_part *p = &mt->parts[j];
+
+			if (p->leader != self)
+				continue;
+			for (int k = 0; k < p->nisr; k++)
+				if (p->isr[k] != self && election_has(live, nlive, p->isr[k])) {
+					n++;
+					break;
+				}
+		}
+	}
+	free(live);
+	return n;
+}
+
+static void shutdown_fenced(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
+{
+	(void)cookie;
+	(void)a;
+	if (err < 0) {
+		fprintf(stderr, "sluiced: controlled shutdown: cannot fence this broker in the metadata log (%s): "
+			"its partitions keep their leader until its session ends\n", strerror(-err));
+		ce_of(ctl)->shut = SHUT_TRANSFER;
+	}
+}
+
+static void transferred(void *cookie, int32_t leader)
+{
+	struct ctl *ctl = cookie;
+
+	fprintf(stderr, "sluiced: controlled shutdown: the metadata quorum's leader is now %d\n", leader);
+	ce_of(ctl)->shut = SHUT_DONE;
+}
+
+/* The steps of a controlled shutdown, each turn once asked. */
+static void shutdown_step(struct ctl *ctl)
+{
+	struct ctl_elect *ce = ce_of(ctl);
+	int32_t self = ctl->b->set.node_id;
+
+	if (ce->shut == SHUT_NONE) {
+		const struct meta_broker *me = metalog_broker(ctl->ml, self);
+		int32_t *live;
+		int nlive = live_brokers(ctl, &live), others = nlive - election_has(live, nlive, self);
+		int64_t n = movable(ctl);
+		struct metalog_rec r;
+
+		free(live);
+		ce->shut = SHUT_TRANSFER;
+		if (!me || !others || !n)
+			return;   /* nowhere to move anything (one node): exit as before */
+		/* not live from now: no heartbeat unfences it again */
+		if (ce->nshutting == ce->cap_shutting) {
+			ce->cap_shutting = ce->cap_shutting ? 2 * ce->cap_shutting : 4;
+			if (!(ce->shutting = realloc(ce->shutting, (size_t)ce->cap_shutting * sizeof(*ce->shutting))))
+				abort();   /* the control thread's own bookkeeping */
+		}
+		ce->shutting[ce->nshutting++] = self;
+		fprintf(stderr, "sluiced: controlled shutdown: moving the leadership of %lld partitions to other "
+			"in-sync replicas\n", (long long)n);
+		ce->shut = SHUT_MOVING;
+		ce->shut_logged = n;
+		__atomic_store_n(&ctl->shutdown_waiting, n, __ATOMIC_RELAXED);
+		ce->scan_wanted = 1;
+		if (metalog_build_broker_fence(ctl->ml, self, me->epoch, 1, &r) < 0)
+			metalog_rec_free(&r);
+		else
+			ctl_meta_propose(ctl, &r, shutdown_fenced, NULL);
+		return;
+	}
+	if (ce->shut == SHUT_MOVING) {
+		int64_t n = movable(ctl);
+
+		__atomic_store_n(&ctl->shutdown_waiting, n, __ATOMIC_RELAXED);
+		if (n && n != ce->shut_logged) {
+			fprintf(stderr, "sluiced: controlled shutdown: waiting for %lld partitions to change leader\n",
+				(long long)n);
+			ce->shut_logged = n;
+		}
+		if (!n && !ce->inflight)
+			ce->shut = SHUT_TRANSFER;
+		return;
+	}
+	if (ce->shut == SHUT_TRANSFER) {
+		int rc = ctl_quorum_leads(ctl) ? ctl_quorum_transfer(ctl, transferred, ctl) : -ENOENT;
+
+		if (rc == 0) {
+			fprintf(stderr, "sluiced: controlled shutdown: handing the metadata quorum's leadership to "
+				"another voter\n");
+			ce->shut = SHUT_TRANSFERRING;   /* until transferred runs */
+			return;
+		}
+		ce->shut = SHUT_DONE;   /* -ENOENT: no other voter */
+	}
+	if (ce->shut == SHUT_DONE)
+		__atomic_store_n(&ctl->shutdown_settled, 1, __ATOMIC_RELEASE);
+}
+
+void ctl_shutdown_ask(struct ctl *ctl)
+{
+	uint64_t one = 1;
+
+	__atomic_store_n(&ctl->shutdown_asked, 1, __ATOMIC_RELEASE);
+	if (write(ctl->wake_fd, &one, sizeof(one)) < 0) {
+		/* the counter is full: it wakes anyway */
+	}
+}
+
+int ctl_shutdown_settled(struct ctl *ctl)
+{
+	return __atomic_load_n(&ctl->shutdown_settled, __ATOMIC_ACQUIRE);
+}
+
+void ctl_shutdown_controlled(struct ctl *ctl, int timeout_ms)
+{
+	struct timespec t0, t;
+
+	ctl_shutdown_ask(ctl);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int64_t ms;
+
+		if (ctl_shutdown_settled(ctl))
+			return;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+		if (ms >= timeout_ms) {
+			fprintf(stderr, "sluiced: controlled shutdown: stopped waiting after %d ms (%lld partitions "
+				"still led here: they get a new leader once this broker's session ends)\n", timeout_ms,
+				(long long)__atomic_load_n(&ctl->shutdown_waiting, __ATOMIC_RELAXED));
+			return;
+		}
+		usleep(5000);
+	}
+}
+
+void ctl_elect_tick(struct ctl *ctl)
+{
+	struct ctl_elect *ce = ce_of(ctl);
+
+	if (ctl->elect_due & CTL_ELECT_PUBLISH)
+		ce->dirty = 1;
+	if (ctl->elect_due & CTL_ELECT_SCAN)
+		ce->scan_wanted = 1;
+	ctl->elect_due = 0;
+
+	if (ce->dirty && !ctl->ops_open) {
+		ce->dirty = 0;
+		elect_republish(ctl);
+	}
+	if (ce->scan_wanted && !ce->inflight && ctl->brokers && ctl_elect_active(ctl)) {
+		ce->scan_wanted = 0;
+		elect_scan(ctl);
+	}
+	while (__atomic_load_n(&ctl->shutdown_asked, __ATOMIC_ACQUIRE) && !ctl_shutdown_settled(ctl)) {
+		enum shutdown_phase was = ce->shut;
+
+		shutdown_step(ctl);
+		if (ce->shut == was)
+			break;   /* waiting: a later turn goes on */
+	}
+}
+
+void ctl_elect_state(const struct ctl *ctl, struct ctl_elect_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (ctl->elect) {
+		st->elections_total = ctl->elect->elections;
+		st->unclean_total = ctl->elect->unclean;
+	}
+	for (int i = 0; ctl->ml && i < metalog_topic_count(ctl->ml); i++) {
+		const struct meta_topic *mt = metalog_topic_at(ctl->ml, i);
+
+		for (int32_t j = 0; j < mt->partitions; j++)
+			st->offline += mt->parts[j].leader < 0;
+	}
+}
+
+/* ---- ElectLeaders --------------------------------------------------------- */
+
+/* One request in flight: its records proposed, not all applied. */
+struct elect_req {
+	struct kafka_ctx *ctx;
+	int from;
+	int pending;
+};
+
+struct elect_one {
+	struct elect_req *er;
+	struct coord_elect_part *part;
+	int how;                     /* bit 1: unclean */
+};
+
+static void req_done(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
+{
+	struct elect_one *o = cookie;
+	struct elect_req *er = o->er;
+	struct ctl_elect *ce = ce_of(ctl);
+
+	(void)a;
+	if (err < 0) {
+		/* the image moved on since it was built: the client may ask again */
+		o->part->err = err == -ENOENT ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_ELIGIBLE_LEADERS_NOT_AVAILABLE;
+	} else {
+		ce->elections++;
+		if (o->how & 2)
+			ce->unclean++;
+	}
+	free(o);
+	if (--er->pending == 0) {
+		ctl_reply(ctl, er->ctx, er->from);
+		free(er);
+	}
+}
+
+static void elect_msg(void *self, struct shard_msg *m)
+{
+	struct ctl *ctl = self;
+	struct coord_elect *req = m->p[1];
+	struct elect_req *er = xcalloc(1, sizeof(*er));
+	int32_t *live;
+	int nlive = live_brokers(ctl, &live), active = ctl_elect_active(ctl);
+
+	er->ctx = m->p[0];
+	er->from = (int)m->v[0];
+	er->pending = 1;   /* until every part is looked at */
+	for (int i = 0; i < req->n; i++) {
+		struct coord_elect_part *p = &req->parts[i];
+		char name[META_TOPIC_NAME_MAX + 1];
+		const struct meta_topic *mt = NULL;
+		struct election_in in;
+		struct election_out out;
+		enum election_result res;
+		struct elect_one *o;
+
+		if (!active) {
+			p->err = KERR_NOT_CONTROLLER;
+			continue;
+		}
+		if (p->topic_len > 0 && p->topic_len <= META_TOPIC_NAME_MAX) {
+			memcpy(name, p->topic, (size_t)p->topic_len);
+			name[p->topic_len] = '\0';
+			mt = metalog_topic(ctl->ml, name);
+		}
+		if (!mt || p->partition < 0 || p->partition >= mt->partitions) {
+			p->err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+			continue;
+		}
+		elect_in(ctl, mt, p->partition, live, nlive, &in);
+		res = req->type == 1 ? election_unclean(&in, &out) : election_preferred(&in, &out);
+		p->err = (int16_t)res;
+		if (res != ELECTION_DONE)
+			continue;
+		o = xcalloc(1, sizeof(*o));
+		o->er = er;
+		o->part = p;
+		o->how = out.unclean ? 2 : 0;
+		if (elect_propose(ctl, mt, p->partition, &out, req_done, o) < 0) {
+			free(o);
+			p->err = KERR_ELECTION_NOT_NEEDED;
+			continue;
+		}
+		er->pending++;
+	}
+	free(live);
+	if (--er->pending == 0) {
+		ctl_reply(ctl, er->ctx, er->from);
+		free(er);
+	}
+}
+
+void ctl_elect_submit(struct kafka_ctx *ctx, struct coord_elect *req)
+{
+	struct shard_msg m = { .fn = elect_msg, .p = { ctx, req }, .v = { kafka_ctx_shard_id(ctx) } };
+
+	kafka_ctx_send_ctl(ctx, &m);
+}

@@ -1,0 +1,364 @@
+/* tests/unit/test_ctl_channel.c — the controller channel (control/
+ * ctl_channel.c) between three real quorums (raft_uv in temporary
+ * directories, each voter's controller port on loopback) in this process,
+ * driven by a test loop as the control threads would drive them:
+ *
+ * - a record proposed on a node that does not lead goes to the leader,
+ *   which proposes it; the proposer's continuation runs once its own node
+ *   applied that index, with what applying it did there;
+ * - a heartbeat from a node that does not lead is served by the leader's
+ *   handler and answered (0 and unfenced, or ESTALE);
+ * - a proposal made while the leader is gone waits for the next leader and
+ *   is applied once, on every node.
+ *
+ * The state machine here is the list of records each node applied; the
+ * "what applying it did" is the index it was applied at. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "control/ctl_internal.h"
+#include "control/metalog.h"
+#include "control/quorum.h"
+#include "helpers.h"
+
+#define N 3
+#define WAIT_MS 30000
+
+struct node {
+	struct quorum *q;
+	struct ctl *ctl;                /* a stub: the channel reads its clock */
+	struct ctl_channel *ch;
+	char dir[512];
+	uint16_t port;
+	char *applied[256];             /* what it applied, by index */
+	int closed;
+};
+
+static struct node nodes[N];
+static char *base;
+
+/* what the leader's heartbeat handler saw, and answers */
+static int32_t hb_id = -1;
+static int64_t hb_epoch = -1;
+static int hb_answer;
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint16_t free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+static void node_apply(void *arg, uint64_t index, const void *buf, size_t len)
+{
+	struct node *n = arg;
+	struct metalog_applied a = { .type = META_REC_PRODUCER_IDS, .pid_start = (int64_t)index };
+
+	cr_assert_lt(index, 256);
+	n->applied[index] = strndup(buf, len);
+	ctl_channel_applied(n->ch, index, 0, &a);
+}
+
+static int node_snapshot(void *arg, void **buf, size_t *len)
+{
+	(void)arg;
+	*buf = malloc(1);
+	*len = 0;
+	return 0;
+}
+
+static int node_restore(void *arg, const void *buf, size_t len)
+{
+	(void)arg;
+	(void)buf;
+	(void)len;
+	return 0;
+}
+
+static const struct quorum_ops ops = { .apply = node_apply, .snapshot = node_snapshot, .restore = node_restore };
+
+static int turn(void)
+{
+	struct pollfd p[N];
+	int np = 0, timeout = 50, work = 0;
+
+	for (int i = 0; i < N; i++) {
+		int t;
+
+		if (!nodes[i].q)
+			continue;
+		t = quorum_timeout_ms(nodes[i].q);
+		if (t >= 0 && t < timeout)
+			timeout = t;
+		p[np].fd = quorum_fd(nodes[i].q);
+		p[np++].events = POLLIN;
+	}
+	if (np)
+		poll(p, (nfds_t)np, timeout);
+	for (int i = 0; i < N; i++) {
+		if (!nodes[i].q)
+			continue;
+		nodes[i].ctl->now_ms = (int64_t)mono_ms();
+		work += quorum_poll(nodes[i].q);
+		if (nodes[i].q && !nodes[i].closed)
+			work += ctl_channel_tick(nodes[i].ch);
+	}
+	return work;
+}
+
+static bool run_until(bool (*cond)(void *), void *arg)
+{
+	uint64_t end = mono_ms() + WAIT_MS;
+
+	while (!cond(arg)) {
+		if (mono_ms() > end)
+			return false;
+		turn();
+	}
+	return true;
+}
+
+static void node_closed(void *arg)
+{
+	((struct node *)arg)->q = NULL;
+}
+
+static bool is_closed(void *arg)
+{
+	return ((struct node *)arg)->q == NULL;
+}
+
+static void node_close(struct node *n)
+{
+	if (!n->q)
+		return;
+	n->closed = 1;
+	ctl_channel_close(n->ch);
+	quorum_close(n->q, node_closed, n);
+	cr_assert(run_until(is_closed, n), "a node did not close");
+}
+
+static void setup(void)
+{
+	struct quorum_voter v[N];
+	struct ctl_channel_voter cv[N];
+
+	signal(SIGPIPE, SIG_IGN);
+	memset(nodes, 0, sizeof(nodes));
+	base = test_tmpdir();
+	for (int i = 0; i < N; i++) {
+		nodes[i].port = free_port();
+		snprintf(nodes[i].dir, sizeof(nodes[i].dir), "%s/n%d", base, i);
+		v[i] = (struct quorum_voter){ .node_id = i, .host = "127.0.0.1", .port = nodes[i].port };
+		cv[i].id = i;
+		snprintf(cv[i].address, sizeof(cv[i].address), "127.0.0.1:%u", nodes[i].port);
+	}
+	for (int i = 0; i < N; i++) {
+		struct quorum_config cfg = {
+			.node_id = i, .dir = nodes[i].dir, .voters = v, .nvoters = N, .cluster_id = "chan-test",
+			.election_timeout_ms = 1000, .heartbeat_timeout_ms = 100, .connect_retry_ms = 100,
+			.pre_vote = 1, .channel_accept = ctl_channel_accept,
+		};
+		char err[512] = "";
+
+		nodes[i].ctl = calloc(1, sizeof(*nodes[i].ctl));
+		nodes[i].ctl->now_ms = (int64_t)mono_ms();
+		cr_assert_eq(ctl_channel_create(nodes[i].ctl, i, cv, N, &nodes[i].ch), 0);
+		cfg.channel_arg = nodes[i].ch;
+		cr_assert_eq(quorum_open(&cfg, &ops, &nodes[i], &nodes[i].q, err, sizeof(err)), 0, "%s", err);
+		ctl_channel_bind(nodes[i].ch, nodes[i].q);
+	}
+}
+
+static void teardown(void)
+{
+	for (int i = 0; i < N; i++)
+		node_close(&nodes[i]);
+	for (int i = 0; i < N; i++) {
+		ctl_channel_free(nodes[i].ch);
+		free(nodes[i].ctl);
+		for (int k = 0; k < 256; k++)
+			free(nodes[i].applied[k]);
+	}
+	test_rmrf(base);
+	free(base);
+}
+
+TestSuite(ctl_channel, .init = setup, .fini = teardown, .timeout = 120);
+
+/* Every open node names the same leader, which knows it leads. */
+static bool agreed(void *arg)
+{
+	int *leader = arg, l = -2;
+
+	for (int i = 0; i < N; i++) {
+		if (!nodes[i].q)
+			continue;
+		if (quorum_leader(nodes[i].q) < 0 || (l != -2 && quorum_leader(nodes[i].q) != l))
+			return false;
+		l = quorum_leader(nodes[i].q);
+	}
+	if (l < 0 || !nodes[l].q || !quorum_is_leader(nodes[l].q))
+		return false;
+	*leader = l;
+	return true;
+}
+
+/* A follower's channel holds its connection to the leader. */
+static bool connected(void *arg)
+{
+	struct ctl_channel_stats st;
+
+	ctl_channel_stats(((struct node *)arg)->ch, &st);
+	return st.connected;
+}
+
+struct outcome {
+	int done, err;
+	int64_t index;                  /* pid_start: the index it was applied at */
+	struct node *at;                /* the proposer */
+	char *seen;                     /* what its node had applied there, when done ran */
+};
+
+static void proposed(void *cookie, int err, const struct metalog_applied *a)
+{
+	struct outcome *o = cookie;
+
+	o->done++;
+	o->err = err;
+	o->index = a ? a->pid_start : -1;
+	if (a && a->pid_start > 0 && a->pid_start < 256 && o->at->applied[a->pid_start])
+		o->seen = strdup(o->at->applied[a->pid_start]);
+}
+
+static bool is_done(void *arg)
+{
+	return ((struct outcome *)arg)->done > 0;
+}
+
+struct hb {
+	int done, err, fenced;
+};
+
+static void hb_answered(void *cookie, int err, int fenced)
+{
+	struct hb *h = cookie;
+
+	h->done++;
+	h->err = err;
+	h->fenced = fenced;
+}
+
+static bool hb_done(void *arg)
+{
+	return ((struct hb *)arg)->done > 0;
+}
+
+static int serve_hb(struct ctl *ctl, int32_t id, int64_t epoch, int *fenced)
+{
+	(void)ctl;
+	hb_id = id;
+	hb_epoch = epoch;
+	*fenced = 0;
+	return hb_answer;
+}
+
+/* How many nodes applied rec, and at one index on all of them. */
+static int applied_on(const char *rec, int64_t *index)
+{
+	int count = 0;
+
+	for (int i = 0; i < N; i++)
+		for (int k = 1; k < 256; k++)
+			if (nodes[i].applied[k] && !strcmp(nodes[i].applied[k], rec)) {
+				if (count && *index != k)
+					return -1;
+				*index = k;
+				count++;
+			}
+	return count;
+}
+
+Test(ctl_channel, a_follower_proposes_through_the_leader_and_heartbeats_to_it)
+{
+	struct outcome o = { 0 };
+	struct hb h = { 0 };
+	int leader = -1, f;
+	int64_t at = 0;
+
+	cr_assert(run_until(agreed, &leader), "no leader");
+	f = (leader + 1) % N;
+	cr_assert(run_until(connected, &nodes[f]), "node %d did not connect to the leader's channel", f);
+
+	o.at = &nodes[f];
+	cr_assert_eq(ctl_channel_propose(nodes[f].ch, "forwarded-1", 11, proposed, &o), 0);
+	cr_assert(run_until(is_done, &o), "the forwarded proposal never completed");
+	cr_assert_eq(o.err, 0, "err %d", o.err);
+	cr_assert_gt(o.index, 0);
+	/* the continuation ran once the proposer's own node had applied it */
+	cr_assert(o.seen && !strcmp(o.seen, "forwarded-1"), "applied at %lld on the proposer: %s",
+		  (long long)o.index, o.seen ? o.seen : "(nothing yet)");
+	free(o.seen);
+	cr_assert_geq(applied_on("forwarded-1", &at), 2);
+	cr_assert_eq(at, o.index);
+
+	/* heartbeats: the leader's handler, then its answer */
+	ctl_channel_serve_heartbeats(nodes[leader].ch, serve_hb);
+	hb_answer = 0;
+	cr_assert_eq(ctl_channel_heartbeat(nodes[f].ch, 5, 77, hb_answered, &h), 0);
+	cr_assert(run_until(hb_done, &h), "no heartbeat answer");
+	cr_assert_eq(h.err, 0);
+	cr_assert_eq(h.fenced, 0);
+	cr_assert_eq(hb_id, 5);
+	cr_assert_eq(hb_epoch, 77);
+	memset(&h, 0, sizeof(h));
+	hb_answer = -ESTALE;
+	cr_assert_eq(ctl_channel_heartbeat(nodes[f].ch, 5, 76, hb_answered, &h), 0);
+	cr_assert(run_until(hb_done, &h), "no heartbeat answer");
+	cr_assert_eq(h.err, -ESTALE);
+}
+
+Test(ctl_channel, a_proposal_made_without_a_leader_goes_to_the_next_one)
+{
+	struct outcome o = { 0 };
+	int leader = -1, f, next = -1;
+	int64_t at = 0;
+
+	cr_assert(run_until(agreed, &leader), "no leader");
+	f = (leader + 1) % N;
+	node_close(&nodes[leader]);
+	/* the leader is gone: the follower's proposal waits for the next */
+	o.at = &nodes[f];
+	cr_assert_eq(ctl_channel_propose(nodes[f].ch, "after-the-leader", 16, proposed, &o), 0);
+	cr_assert(run_until(is_done, &o), "the proposal never completed");
+	cr_assert_eq(o.err, 0, "err %d", o.err);
+	cr_assert(o.seen && !strcmp(o.seen, "after-the-leader"));
+	free(o.seen);
+	cr_assert(run_until(agreed, &next), "no next leader");
+	cr_assert_neq(next, leader);
+	/* once, at one index, on both nodes left */
+	for (uint64_t end = mono_ms() + 5000; applied_on("after-the-leader", &at) < 2 && mono_ms() < end;)
+		turn();
+	cr_assert_eq(applied_on("after-the-leader", &at), 2);
+	cr_assert_eq(at, o.index);
+}
