@@ -331,6 +331,10 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 		ctl->brokers_changed = 0;
 		ctl_publish_brokers(ctl);
 	}
+	if (ctl->roles_changed) {
+		ctl->roles_changed = 0;
+		ctl_roles_refresh(ctl);
+	}
 	work += ctl_meta_poll(ctl);
 	for (int from = 0; from < b->set.nshards; from++)
 		while (spsc_pop(b->rings[from][broker_ctl_index(b)], &m)) {

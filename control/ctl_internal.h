@@ -8,6 +8,9 @@
  *                continuation run once it was applied (or refused)
  *   ctl_brokers.c this node as a broker (registration, heartbeats) and
  *                the active controller's fencing of brokers
+ *   ctl_roles.c  what this node is for each partition it hosts (leader,
+ *                follower), told to the owner shards; the leaders' ISR
+ *                changes proposed
  *   ctl_topic.c  the metadata snapshot and the operations that open,
  *                close and reconfigure partitions on their owner shards
  *   ctl_admin.c  the topic and config requests of the Kafka API
@@ -138,6 +141,7 @@ struct ctl {
 	 * reaches it) */
 	struct ctl_brokers *brokers;
 	int brokers_changed;         /* a broker record was applied: publish the brokers */
+	int roles_changed;           /* a partition record was applied: roles (ctl_roles.c) */
 	/* start-up handshake */
 	pthread_mutex_t lock;        /* start-up only, never on the data path */
 	pthread_cond_t cond;
@@ -162,6 +166,9 @@ struct ctl {
 struct pub_block {
 	struct pub_block *next;
 	struct part_pub pub;
+	/* ctl_roles.c: the role last sent to the owner (role_set 0: none) */
+	int role_set;
+	int32_t role_leader, role_epoch, role_pepoch;
 };
 
 /* ---- ctl_msg.c ---------------------------------------------------------- */
@@ -231,6 +238,15 @@ void ctl_brokers_fini(struct ctl *ctl);
  * registered, fenced broker is unfenced (a record). -ESTALE: id is not
  * registered at that epoch (it registered again since, or never). */
 int ctl_controller_heartbeat(struct ctl *ctl, int32_t id, int64_t epoch);
+
+/* ---- ctl_roles.c -------------------------------------------------------- */
+/* Tell mp's owner what this node is for it (dataplane/part_role.h), from
+ * the image, unless it was told that already; at_open: nothing for a
+ * partition alone (the open gave it the one-node way). */
+void ctl_role_send(struct ctl *ctl, const struct md_topic *t, const struct md_partition *mp, int at_open);
+/* A partition record was applied: every hosted, open partition whose
+ * leader, epoch or ISR moved in the image gets its new role. */
+void ctl_roles_refresh(struct ctl *ctl);
 
 /* ---- ctl_topic.c -------------------------------------------------------- */
 

@@ -157,6 +157,9 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	 * proposals); a no-op on every node, its proposer is told why */
 	if (rc == 0 && a.broker >= 0)
 		cq->ctl->brokers_changed = 1;   /* the snapshot's brokers (ctl_poll) */
+	if (rc == 0 && (a.type == META_REC_PARTITION || a.type == META_REC_PARTITION_CHANGE ||
+			a.type == META_REC_LEADER_RESTARTED))
+		cq->ctl->roles_changed = 1;     /* the partitions' roles (ctl_poll) */
 	cq->last_index = index;
 	cq->last_rc = rc;
 	cq->last = a;

@@ -196,6 +196,7 @@ static void ctl_part_opened(void *self, void *cookie, struct part *p, int err, c
 		 * says the one the partition stamps */
 		if (rep->leader_epoch > o->mp->leader_epoch)
 			o->mp->leader_epoch = rep->leader_epoch;
+		ctl_role_send(ctl, o->t, o->mp, 1);   /* leader or follower (ctl_roles.c) */
 	}
 	ctl->fd_opening--;
 	if (rep->made && op->req) {

@@ -15,11 +15,13 @@
 #include "control/ctl.h"
 #include "control/ctl_internal.h"
 #include "control/meta_brokers.h"
+#include "control/meta_parts.h"
 #include "control/metalog.h"
 #include "control/group.h"
 #include "dataplane/conn.h"
 #include "dataplane/kafka/kafka_codec.h"
 #include "dataplane/part.h"
+#include "dataplane/part_role.h"
 #include "dataplane/shard.h"
 #include "broker_fixture.h"
 #include "helpers.h"
@@ -775,6 +777,76 @@ Test(ctl, partitions_are_placed_across_unfenced_brokers_and_only_this_nodes_open
 	cr_assert(run_until(watched_fenced));
 	mr = call(KAFKA_METADATA_KEY, 6, &mq);
 	cr_assert_eq(mr->Brokers.count, 1);
+}
+
+/* ---- replication roles and the ISR ------------------------------------ */
+
+static const struct meta_part *image_part(const char *name, int32_t idx)
+{
+	const struct meta_topic *mt = metalog_topic(ctl->ml, name);
+
+	return mt && idx < mt->partitions ? &mt->parts[idx] : NULL;
+}
+
+static int32_t led_here = -1;
+
+static int shrunk(void)
+{
+	const struct meta_part *p = image_part("two", led_here);
+	const struct md_topic *t = md_find(broker_md(&b), "two", 3);
+	const struct part *pt = t ? t->parts[led_here].part : NULL;
+
+	return p && p->nisr == 1 && pt && pt->role && pt->role->nisr == 1 && !pt->role->f[0].in_isr;
+}
+
+Test(ctl, roles_reach_the_owner_and_a_follower_that_never_fetches_leaves_the_isr)
+{
+	int32_t self = b.set.node_id;
+	const struct md_topic *t;
+	char msg[256];
+	int64_t e2;
+
+	connect_client();
+	e2 = register_broker(2, 1);
+	watched = 2;
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	cr_assert(run_until(watched_unfenced));
+	create_topic("alone", 1);
+	t = md_find(broker_md(&b), "alone", 5);
+	cr_assert_null(t->parts[0].part->role, "a partition alone: no role, the one-node way");
+	cr_assert_eq(create_topic_rf("two", 2, 2, NULL, msg, sizeof(msg)), 0, "%s", msg);
+	turn(now);
+	t = md_find(broker_md(&b), "two", 3);
+	for (int32_t i = 0; i < 2; i++) {
+		const struct part_role *r = t->parts[i].part->role;
+
+		cr_assert_not_null(r, "partition %d has its role", i);
+		cr_assert_eq(r->self, self);
+		if (t->parts[i].leader == self) {
+			led_here = i;
+			cr_assert(r->leading);
+			cr_assert_eq(r->nf, 1);
+			cr_assert_eq(r->f[0].id, 2);
+			cr_assert(r->f[0].in_isr);
+			cr_assert_eq(r->nisr, 2);
+		} else {
+			cr_assert(!r->leading);
+			cr_assert_eq(r->leader, 2);
+			cr_assert_str_eq(r->leader_host, "127.0.0.1");
+			cr_assert_eq(r->leader_port, 9002, "broker 2's registered listener");
+		}
+	}
+	cr_assert_geq(led_here, 0);
+	/* broker 2 never fetches: after replica.lag.time.max.ms the leader
+	 * asks it out, the control thread proposes the PARTITION_CHANGE, and
+	 * the new ISR comes back to the owner as a role */
+	for (int i = 0; i < 29; i++)
+		advance_ms(1000);
+	cr_assert_eq(image_part("two", led_here)->nisr, 2, "within the lag time");
+	for (int i = 0; i < 3; i++)
+		advance_ms(1000);
+	cr_assert(run_until(shrunk), "the ISR did not shrink to the leader");
+	cr_assert_eq(image_part("two", led_here)->isr[0], self, "the leader stays in its ISR");
 }
 
 /* ---- offsets expiry, on the injected wall clock ----------------------- */
