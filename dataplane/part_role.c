@@ -9,6 +9,7 @@
 #include "dataplane/part.h"
 #include "dataplane/part_role.h"
 #include "dataplane/shard_core.h"
+#include "storage/plog_epochs.h"
 
 static int has_id(const int32_t *ids, int n, int32_t id)
 {
@@ -114,6 +115,20 @@ int part_role_set(struct part *p, const struct part_role_msg *m)
 
 
 
+/* Whether follower f may join the ISR (Kafka's isFollowerInSync): it
+ * reached the high watermark and has what this leadership began with
+ * (the current epoch's start offset). */
+static int may_join(const struct part *p, const struct part_follower *f)
+{
+	int32_t e;
+	int64_t start;
+
+	if (f->leo < 0 || f->leo < p->role->hw)
+		return 0;
+	plog_epoch_end_offset(p->pl, p->role->leader_epoch - 1, &e, &start);
+	return e < 0 || start < 0 || f->leo >= start;
+}
+
 static void ask_isr(struct part *p, struct part_follower *f, int join, uint64_t now)
 {
 	struct part_role *r = p->role;
@@ -150,7 +165,7 @@ int part_role_replica_fetch(struct part *p, int32_t id, int64_t offset, uint64_t
 		if (f->in_isr)
 			part_progress(p);    /* the high watermark may move: acks answered */
 	}
-	if (!f->in_isr && !f->reported && offset >= r->hw)
+	if (!f->in_isr && !f->reported && may_join(p, f))
 		ask_isr(p, f, 1, now_ns);   /* caught up with the ISR: back in */
 	return 0;
 }
@@ -190,7 +205,7 @@ void part_role_tick(struct part *p, uint64_t now_ns, uint64_t lag_ns)
 			continue;            /* asked; the answer comes as a role */
 		if (f->in_isr && now_ns - f->caught_up_ns > lag_ns)
 			ask_isr(p, f, 0, now_ns);   /* replica.lag.time.max.ms without catching up */
-		else if (!f->in_isr && f->leo >= r->hw && f->leo >= 0)
+		else if (!f->in_isr && may_join(p, f))
 			ask_isr(p, f, 1, now_ns);   /* asked again: the first was refused or lost */
 		else
 			f->reported = 0;

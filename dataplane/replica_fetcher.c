@@ -25,6 +25,7 @@
 #define BACKOFF_MAX_NS 1000000000ull      /* replica.fetch.backoff.ms */
 #define PART_RETRY_NS 500000000ull        /* a partition the leader refused: asked again after */
 #define IN_CAP (REPLICA_FETCH_MAX_BYTES + (1u << 20))
+#define SOCKET_TIMEOUT_NS 30000000000ull   /* replica.socket.timeout.ms: no answer, a new connection */
 
 enum { RF_IDLE, RF_CONNECTING, RF_READY, RF_SENDING, RF_WAITING, RF_CLOSING };
 
@@ -45,6 +46,7 @@ struct replica_fetcher {
 	size_t arena_cap;
 	int32_t corr;
 	uint64_t retry_ns, backoff_ns;
+	uint64_t sent_ns;            /* the request in flight was sent (shard clock) */
 	struct replica_fetcher *next;
 };
 
@@ -427,6 +429,7 @@ static int rf_send_fetch(struct replica_fetcher *f)
 	f->out_len = (uint32_t)w.len;
 	f->out_sent = 0;
 	f->state = RF_SENDING;
+	f->sent_ns = f->sh->now_ns;
 	rf_arm_send(f);
 	return 1;
 }
@@ -519,6 +522,9 @@ int replica_fetchers_poll(struct shard *sh)
 			work++;
 		} else if (f->state == RF_READY && !sh->stop) {
 			work += rf_send_fetch(f);
+		} else if ((f->state == RF_SENDING || f->state == RF_WAITING) &&
+			   sh->now_ns - f->sent_ns > SOCKET_TIMEOUT_NS + REPLICA_FETCH_WAIT_MS * 1000000ull) {
+			rf_fail(f);   /* a leader gone without a word: connect again */
 		}
 		pp = &f->next;
 	}

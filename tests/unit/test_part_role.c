@@ -5,7 +5,7 @@
  * waits for it and acks=1 only for the leader's own write; a replica
  * fetch from a broker that is not a follower is refused; a follower that
  * does not catch up is asked out of the ISR and one that caught up back
- * in; acks=all fails when its time is out and when the leader becomes a
+ * in, not before it has the current epoch's start; acks=all fails when its time is out and when the leader becomes a
  * follower; a follower's high watermark is the least of its leader's and
  * its own log end; a partition alone keeps the one-node way. */
 #include <criterion/criterion.h>
@@ -273,4 +273,29 @@ Test(part_role, a_followers_high_watermark_is_its_leaders_within_its_own_log)
 	p->role->hw = 100;
 	part_progress(p);
 	cr_assert_eq(p->pl->high_watermark, 0, "nothing of its own yet");
+}
+
+Test(part_role, a_follower_joins_the_isr_only_with_what_the_leadership_began_with)
+{
+	struct part *p = open_part("t-0");
+	const int32_t isr12[] = { 1, 2 };
+
+	/* a follower (of 2) with three records its leader never said were
+	 * committed: its high watermark stays 0 */
+	set_role(p, 2, 0, three, 3, three, 3);
+	for (int i = 0; i < 3; i++)
+		produce(p, 0, 30000, i);
+	store_drain(&sh->st);
+	cr_assert_eq(p->pl->high_watermark, 0);
+	/* elected at epoch 5 (it starts at offset 3), broker 3 out of the ISR */
+	set_role(p, 1, 5, three, 3, isr12, 2);
+	cr_assert_eq(p->pl->leader_epoch, 5);
+	asks = 0;
+	cr_assert_eq(part_role_replica_fetch(p, 3, 1, sh->now_ns), 0);
+	cr_assert_eq(asks, 0, "at the high watermark but below the epoch's start: not in sync");
+	part_role_tick(p, sh->now_ns, 30000ull * 1000000ull);
+	cr_assert_eq(asks, 0);
+	cr_assert_eq(part_role_replica_fetch(p, 3, 3, sh->now_ns), 0);
+	cr_assert_eq(asks, 1, "it has the epoch's start: asked in");
+	cr_assert_eq(ask_join, 1);
 }
