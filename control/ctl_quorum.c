@@ -179,6 +179,7 @@ static int cq_restore(void *arg, const void *buf, size_t len)
 	struct ctl_quorum *cq = arg;
 
 	cq->ctl->brokers_changed = 1;   /* the snapshot's brokers (ctl_poll) */
+	cq->ctl->roles_changed = 1;     /* the partitions' roles (ctl_poll) */
 	return metalog_restore(cq->ctl->ml, buf, len);
 }
 

@@ -12,7 +12,10 @@
  * Thread: the control thread (@thread ctl). The role messages it sends are
  * malloc()ed here and freed when the owner answers.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +32,24 @@
 static struct pub_block *pub_block_of(struct part_pub *pub)
 {
 	return (struct pub_block *)((char *)pub - offsetof(struct pub_block, pub));
+}
+
+/* The leader's registered host as a dotted IPv4 address: the shard's
+ * fetcher does no name lookups (they block), so the control thread does
+ * it here, once per role sent; a name that does not resolve is passed on
+ * (the fetcher retries and says nothing connects). */
+static void leader_address(const char *host, char *out, size_t cap)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res = NULL;
+	struct in_addr a;
+
+	snprintf(out, cap, "%s", host);
+	if (!host[0] || inet_pton(AF_INET, host, &a) == 1)
+		return;
+	if (getaddrinfo(host, NULL, &hints, &res) == 0 && res) {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr, out, (socklen_t)cap);
+		freeaddrinfo(res);
+	}
 }
 
 static void role_answered(void *self, void *cookie, int err)
@@ -123,7 +144,7 @@ void ctl_role_send(struct ctl *ctl, const struct md_topic *t, const struct md_pa
 		const struct meta_broker *b = metalog_broker(ctl->ml, p->leader);
 
 		if (b) {
-			snprintf(r->leader_host, sizeof(r->leader_host), "%s", b->host);
+			leader_address(b->host, r->leader_host, sizeof(r->leader_host));
 			r->leader_port = b->port;
 		}
 	}

@@ -493,6 +493,10 @@ void part_fail_acks(struct part *p, int err, int all, uint64_t now_ns)
 	while (p->ack_head != p->ack_tail) {
 		struct ack_wait *w = &p->acks[p->ack_head % p->ack_cap];
 
+		if (w->durable_only == 2) {
+			p->ack_head++;   /* answered already */
+			continue;
+		}
 		if (!all && !(w->deadline_ms && (int32_t)((uint32_t)(now_ns / 1000000) - w->deadline_ms) >= 0))
 			break;
 		p->ack_head++;
@@ -510,9 +514,30 @@ void part_progress(struct part *p)
 		part_role_hw(p);   /* the ISR's, or the leader's as a follower knows it */
 	hw = p->pl->high_watermark;
 	durable = p->pl->durable_offset;
+	if (p->role && !err) {
+		/* acks=1 behind an acks=all still waiting for the ISR: answered
+		 * once durable (the needs grow along the queue: a prefix) */
+		if ((int32_t)(p->ack_durable - p->ack_head) < 0)
+			p->ack_durable = p->ack_head;
+		while (p->ack_durable != p->ack_tail) {
+			struct ack_wait *w = &p->acks[p->ack_durable % p->ack_cap];
+
+			if (w->need > durable)
+				break;
+			p->ack_durable++;
+			if (w->durable_only == 1) {
+				w->durable_only = 2;
+				ack_answer(p, w, 0);
+			}
+		}
+	}
 	while (p->ack_head != p->ack_tail) {
 		struct ack_wait *w = &p->acks[p->ack_head % p->ack_cap];
 
+		if (w->durable_only == 2) {
+			p->ack_head++;   /* answered already */
+			continue;
+		}
 		if (!err && w->need > (w->durable_only ? durable : hw))
 			break;
 		p->ack_head++;

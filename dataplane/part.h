@@ -49,7 +49,8 @@ struct ack_wait {
 	 * thread included) as this message, p[0] = ctx, v = { base_offset,
 	 * err, log_start }. */
 	int16_t from;
-	uint8_t durable_only;       /* acks=1 */
+	uint8_t durable_only;       /* acks=1; 2: answered already (with a role: it was durable
+				     * before an acks=all ahead of it had the ISR) */
 	uint32_t deadline_ms;       /* acks=all with followers: fails with PART_ERR_TIMED_OUT from
 				     * this shard-clock ms on (wrapping: compared as a difference);
 				     * 0: none. (All three in what was padding: the ring's size
@@ -66,6 +67,8 @@ struct part {
 	char topic[256];
 	struct ack_wait *acks;      /* ring, oldest first */
 	uint32_t ack_head, ack_tail, ack_cap;
+	uint32_t ack_durable;       /* with a role: the acks below it were looked at for their
+				     * durability (acks=1 answered then, out of queue order) */
 	uint64_t watchers;          /* shards with long-polls on this partition */
 	int64_t last_hw;
 	int deleted;                /* its topic was deleted: the log is closed */
