@@ -8,7 +8,9 @@
  * sides and an acks=all produce answered only once the follower has the
  * records durable; a follower whose tail diverges (an older epoch's
  * records the leader never had) cuts it from the leader's DivergingEpoch
- * and then copies the leader's log. */
+ * and then copies the leader's log; a leader address nothing listens on
+ * is tried again after a back-off, and a new address in a new role is
+ * followed. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -249,4 +251,40 @@ Test(replica_fetcher, a_divergent_tail_is_cut_and_the_leaders_log_copied)
 	cr_assert_eq(plog_epoch_for_offset(follower->pl, 0), 1, "offset 0 is the leader's epoch-1 record");
 	cr_assert_eq(end, 0, "epoch 0 ends where epoch 1 starts: nothing of it is left");
 	cr_assert_eq(leader->pl->high_watermark, 2);
+}
+
+static int reconnected_twice(void)
+{
+	return sh->stats.repl_reconnects >= 2;
+}
+
+static int copied_one(void)
+{
+	return follower->pl->next_offset == 1 && follower->pl->durable_offset == 1;
+}
+
+Test(replica_fetcher, a_leader_that_is_not_there_is_tried_again_then_followed_at_its_new_address)
+{
+	struct part_role_msg m = { .self = 2, .leader = 1, .leader_epoch = 0, .nreplicas = 2, .nisr = 2,
+				   .replicas = { 1, 2 }, .isr = { 1, 2 }, .isr_to = 1 };
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+
+	/* a port nothing listens on: taken, then given back */
+	cr_assert_eq(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(s, (struct sockaddr *)&a, &alen), 0);
+	close(s);
+	role(leader, 1, 0);
+	produce(leader, 1, "x");
+	snprintf(m.leader_host, sizeof(m.leader_host), "localhost");
+	m.leader_port = ntohs(a.sin_port);
+	cr_assert_eq(part_role_set(follower, &m), 0);
+	run_until(reconnected_twice);
+	cr_assert_geq(sh->stats.repl_reconnects, 2, "refused, and tried again after its back-off");
+	cr_assert_eq(follower->pl->next_offset, 0);
+	/* the leader's registration moved: the new role's address is used */
+	role(follower, 2, 0);
+	run_until(copied_one);
+	cr_assert_eq(follower->pl->next_offset, 1);
 }
