@@ -142,6 +142,7 @@ struct ctl {
 	struct ctl_brokers *brokers;
 	int brokers_changed;         /* a broker record was applied: publish the brokers */
 	int roles_changed;           /* a partition record was applied: roles (ctl_roles.c) */
+	int roles_pending;           /* opened before their records: roles once published */
 	/* start-up handshake */
 	pthread_mutex_t lock;        /* start-up only, never on the data path */
 	pthread_cond_t cond;
@@ -240,10 +241,10 @@ void ctl_brokers_fini(struct ctl *ctl);
 int ctl_controller_heartbeat(struct ctl *ctl, int32_t id, int64_t epoch);
 
 /* ---- ctl_roles.c -------------------------------------------------------- */
-/* Tell mp's owner what this node is for it (dataplane/part_role.h), from
- * the image, unless it was told that already; at_open: nothing for a
- * partition alone (the open gave it the one-node way). */
-void ctl_role_send(struct ctl *ctl, const struct md_topic *t, const struct md_partition *mp, int at_open);
+/* mp was opened: tell its owner what this node is for it
+ * (dataplane/part_role.h), from the image; nothing for a partition alone
+ * (the open gave it the one-node way, and no lookup is made). */
+void ctl_role_opened(struct ctl *ctl, const struct md_topic *t, const struct md_partition *mp);
 /* A partition record was applied: every hosted, open partition whose
  * leader, epoch or ISR moved in the image gets its new role. */
 void ctl_roles_refresh(struct ctl *ctl);

@@ -110,28 +110,34 @@ static void isr_change(void *self, struct shard_msg *m)
 	ctl_meta_propose(ctl, &rec, isr_changed, NULL);
 }
 
-void ctl_role_send(struct ctl *ctl, const struct md_topic *t, const struct md_partition *mp, int at_open)
+/* Tell mp's owner the image's role for it unless told already. role_set:
+ * 0 not looked at yet, 1 sent (the fields say what), 2 alone and nothing
+ * sent (the one-node way: no message). */
+static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct md_partition *mp)
 {
-	const struct meta_topic *mt = metalog_topic(ctl->ml, t->name);
 	const struct meta_part *p;
 	struct pub_block *pb;
 	struct part_role_msg *r;
 	struct part_proxy px;
 	int32_t self = ctl->b->set.node_id;
+	int alone;
 
 	if (!mt || mp->index >= mt->partitions || !mp->part || !mp->pub)
 		return;
 	p = &mt->parts[mp->index];
 	pb = pub_block_of(mp->pub);
-	if (pb->role_set && pb->role_leader == p->leader && pb->role_epoch == p->leader_epoch &&
+	alone = p->leader == self && p->nreplicas == 1;
+	if (alone && pb->role_set != 1) {
+		pb->role_set = 2;            /* alone, as it opened: nothing to tell */
+		return;
+	}
+	if (pb->role_set == 1 && pb->role_leader == p->leader && pb->role_epoch == p->leader_epoch &&
 	    pb->role_pepoch == p->partition_epoch)
 		return;                      /* told already */
 	pb->role_set = 1;
 	pb->role_leader = p->leader;
 	pb->role_epoch = p->leader_epoch;
 	pb->role_pepoch = p->partition_epoch;
-	if (at_open && p->leader == self && p->nreplicas == 1)
-		return;                      /* alone: what the open gave it */
 	r = xcalloc(1, sizeof(*r));
 	r->self = self;
 	r->leader = p->leader;
@@ -153,12 +159,38 @@ void ctl_role_send(struct ctl *ctl, const struct md_topic *t, const struct md_pa
 	part_proxy_set_role(ctl_part_proxy(ctl, &px), mp->shard, mp->part, r, role_answered, r);
 }
 
+void ctl_role_opened(struct ctl *ctl, const struct md_topic *t, const struct md_partition *mp)
+{
+	const struct meta_topic *mt;
+
+	if (mp->leader == ctl->b->set.node_id && mp->nreplicas == 1) {
+		/* alone (the snapshot entry says so; no lookup: one node opens
+		 * every partition this way) */
+		if (mp->pub)
+			pub_block_of(mp->pub)->role_set = 2;
+		return;
+	}
+	mt = metalog_topic(ctl->ml, t->name);
+	if (!mt || mp->index >= mt->partitions) {
+		/* added partitions whose records come after their opens
+		 * (CreatePartitions): once published */
+		ctl->roles_pending = 1;
+		return;
+	}
+	role_send(ctl, mt, mp);
+}
+
 void ctl_roles_refresh(struct ctl *ctl)
 {
 	const struct md_snapshot *md = ctl->b->md;
+	int n = metalog_topic_count(ctl->ml);
 
-	for (int i = 0; md && i < md->ntopics; i++)
-		for (int32_t j = 0; j < md->topics[i]->nparts; j++)
-			if (md->topics[i]->parts[j].part)
-				ctl_role_send(ctl, md->topics[i], &md->topics[i]->parts[j], 0);
+	for (int i = 0; md && i < n; i++) {
+		const struct meta_topic *mt = metalog_topic_at(ctl->ml, i);
+		const struct md_topic *t = md_find(md, mt->name, (int32_t)strlen(mt->name));
+
+		for (int32_t j = 0; t && j < t->nparts && j < mt->partitions; j++)
+			if (t->parts[j].part)
+				role_send(ctl, mt, &t->parts[j]);
+	}
 }

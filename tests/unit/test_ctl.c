@@ -837,6 +837,30 @@ Test(ctl, roles_reach_the_owner_and_a_follower_that_never_fetches_leaves_the_isr
 		}
 	}
 	cr_assert_geq(led_here, 0);
+	/* a partition CreatePartitions adds (opened before its records are
+	 * applied) gets its role once published */
+	{
+		struct kafka_create_partitions_request q;
+		struct kafka_create_partitions_request_create_partitions_topic ct;
+		const struct kafka_create_partitions_response *cr;
+
+		kafka_create_partitions_request_init(&q);
+		memset(&ct, 0, sizeof(ct));
+		ct.Name = kstr("two");
+		ct.Count = 3;
+		ct.Assignments.count = -1;
+		q.Topics.items = &ct;
+		q.Topics.count = 1;
+		q.TimeoutMs = 30000;
+		cr = call(KAFKA_CREATE_PARTITIONS_KEY, 1, &q);
+		cr_assert_eq(cr->Results.items[0].ErrorCode, 0);
+		turn(now);
+		t = md_find(broker_md(&b), "two", 3);
+		cr_assert_eq(t->nparts, 3);
+		cr_assert_not_null(t->parts[2].part);
+		cr_assert_not_null(t->parts[2].part->role, "the added partition has its role");
+		cr_assert_eq(t->parts[2].part->role->leading, t->parts[2].leader == self);
+	}
 	/* broker 2 never fetches: after replica.lag.time.max.ms the leader
 	 * asks it out, the control thread proposes the PARTITION_CHANGE, and
 	 * the new ISR comes back to the owner as a role */
