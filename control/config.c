@@ -224,6 +224,9 @@ static const struct config_key keys[] = {
 	  .doc = "How often transactions open longer than their transaction.timeout.ms are aborted (their producer is fenced) and idle transactional ids expired." },
 	{ "transaction.state.log.num.partitions", CONFIG_INT, "50", 1, I32MAX,
 	  .doc = "Partitions of __transaction_state (fixed once created)." },
+	{ "replica.lag.time.max.ms", CONFIG_LONG, "30000", 1, I64MAX,
+	  .doc = "How long a follower may go without catching up to the leader's log end before the "
+		 "leader takes it out of the ISR (a PARTITION_CHANGE in the metadata log), as Kafka does." },
 	{ "producer.id.expiration.ms", CONFIG_INT, "86400000", 1, I32MAX,
 	  .doc = "How long an idle producer id's state is kept." },
 	{ "native.listen", CONFIG_STRING, "", .check = check_hostport_or_empty,

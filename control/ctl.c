@@ -366,6 +366,10 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 		ctl_publish_brokers(ctl);
 	}
 	ctl_elect_tick(ctl);
+	if (ctl->roles_changed) {
+		ctl->roles_changed = 0;
+		ctl_roles_refresh(ctl);
+	}
 	work += ctl_meta_poll(ctl);
 	/* after the continuations: what this node proposed it serves itself */
 	work += ctl_follow_poll(ctl);

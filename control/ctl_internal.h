@@ -13,6 +13,9 @@
  *                the active controller's fencing of brokers
  *   ctl_elect.c  leader elections (the active controller's), and the
  *                snapshot following the partition records applied
+ *   ctl_roles.c  what this node is for each partition it hosts (leader,
+ *                follower), told to the owner shards; the leaders' ISR
+ *                changes proposed
  *   ctl_topic.c  the metadata snapshot and the operations that open,
  *                close and reconfigure partitions on their owner shards
  *   ctl_admin.c  the topic and config requests of the Kafka API
@@ -162,6 +165,8 @@ struct ctl {
 	/* controlled shutdown: asked by the main thread, settled by this one */
 	int shutdown_asked, shutdown_settled;
 	int64_t shutdown_waiting;    /* partitions whose leadership is still to move */
+	int roles_changed;           /* a partition record was applied: roles (ctl_roles.c) */
+	int roles_pending;           /* opened before their records: roles once published */
 	/* start-up handshake */
 	pthread_mutex_t lock;        /* start-up only, never on the data path */
 	pthread_cond_t cond;
@@ -186,6 +191,9 @@ struct ctl {
 struct pub_block {
 	struct pub_block *next;
 	struct part_pub pub;
+	/* ctl_roles.c: the role last sent to the owner (role_set 0: none) */
+	int role_set;
+	int32_t role_leader, role_epoch, role_pepoch;
 };
 
 /* ---- ctl_msg.c ---------------------------------------------------------- */
@@ -333,6 +341,14 @@ int ctl_elect_unclean_enabled(const struct ctl *ctl, const struct meta_topic *mt
 /* Whether this node is the active controller (leads the metadata quorum,
  * started). */
 int ctl_elect_active(const struct ctl *ctl);
+/* ---- ctl_roles.c -------------------------------------------------------- */
+/* mp was opened: tell its owner what this node is for it
+ * (dataplane/part_role.h), from the image; nothing for a partition alone
+ * (the open gave it the one-node way, and no lookup is made). */
+void ctl_role_opened(struct ctl *ctl, const struct md_topic *t, const struct md_partition *mp);
+/* A partition record was applied: every hosted, open partition whose
+ * leader, epoch or ISR moved in the image gets its new role. */
+void ctl_roles_refresh(struct ctl *ctl);
 
 /* ---- ctl_topic.c -------------------------------------------------------- */
 

@@ -236,6 +236,9 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	if (rc == 0 && (a.type == META_REC_BROKER_FENCE || a.type == META_REC_UNREGISTER_BROKER ||
 			a.type == META_REC_CONFIG || a.type == META_REC_BROKER_CONFIG))
 		cq->ctl->elect_due |= CTL_ELECT_SCAN;   /* unclean.leader.election.enable may be on now */
+	if (rc == 0 && (a.type == META_REC_PARTITION || a.type == META_REC_PARTITION_CHANGE ||
+			a.type == META_REC_LEADER_RESTARTED))
+		cq->ctl->roles_changed = 1;     /* the partitions' roles (ctl_poll) */
 	cq->last_index = index;
 	cq->last_rc = rc;
 	cq->last = a;
@@ -266,6 +269,7 @@ static int cq_restore(void *arg, const void *buf, size_t len)
 
 	cq->ctl->brokers_changed = 1;   /* the snapshot's brokers (ctl_poll) */
 	cq->ctl->elect_due |= CTL_ELECT_PUBLISH | CTL_ELECT_SCAN;
+	cq->ctl->roles_changed = 1;     /* the partitions' roles (ctl_poll) */
 	return metalog_restore(cq->ctl->ml, buf, len);
 }
 

@@ -201,6 +201,7 @@ static void ctl_part_opened(void *self, void *cookie, struct part *p, int err, c
 		 * says the one the partition stamps */
 		if (rep->leader_epoch > o->mp->leader_epoch)
 			o->mp->leader_epoch = rep->leader_epoch;
+		ctl_role_opened(ctl, o->t, o->mp);   /* leader or follower (ctl_roles.c) */
 	}
 	ctl->fd_opening--;
 	if (rep->made && op->req) {
@@ -651,6 +652,10 @@ void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 	free(op->made_rm);
 
 	ctl_publish(ctl, op->created, op->ncreated, op->deleted, op->ndeleted, op->replaced, op->nreplaced);
+	if (ctl->roles_pending) {
+		ctl->roles_pending = 0;
+		ctl->roles_changed = 1;   /* partitions opened before their records: their roles now */
+	}
 	/* deleted topics: their logs are closed, remove the files */
 	for (int i = 0; i < op->ndeleted; i++)
 		for (int32_t j = 0; j < op->deleted[i]->nparts; j++) {

@@ -226,6 +226,17 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	SF("fetch_bytes_total", "counter", "Record bytes returned by Fetch.", fetch_bytes);
 	SF("fetch_long_poll_waits_total", "counter", "Fetches answered after waiting for data (long poll).",
 	   fetch_waits);
+	SF("replication_bytes_in_total", "counter",
+	   "Record batch bytes this node's followers appended from their leaders' fetch answers.", repl_bytes_in);
+	SF("replication_bytes_out_total", "counter", "Record batch bytes sent to followers' replica fetches.",
+	   repl_bytes_out);
+	SF("replication_fetch_errors_total", "counter",
+	   "Partitions a leader's fetch answer refused (fenced or unknown epoch, not the leader, out of range).",
+	   repl_errors);
+	SF("replication_truncations_total", "counter",
+	   "Divergent log tails a follower cut at its leader's diverging epoch.", repl_truncations);
+	SF("replication_reconnects_total", "counter", "Fetcher connections to a leader lost and made again.",
+	   repl_reconnects);
 	SF("retention_segments_deleted_total", "counter",
 	   "Sealed segments removed by time or size retention (the log start moves: partition_log_start_offset).",
 	   retention_segments_deleted);
@@ -324,6 +335,28 @@ static int part_failed(const struct part_pub *u)
 	return err != 0 && err != -ESHUTDOWN;
 }
 
+/* A 0/1 gauge per partition: its ISR below its replicas (min 0), or
+ * below the topic's min.insync.replicas (min 1). */
+static void part_flag(struct textbuf *t, const struct md_snapshot *md, const char *name, const char *help, int min)
+{
+	fam(t, name, "gauge", help);
+	for (int k = 0; md && k < md->ntopics; k++) {
+		const struct md_topic *tp = md->topics[k];
+
+		for (int32_t i = 0; i < tp->nparts; i++) {
+			const struct part_pub *u = tp->parts[i].pub;
+			int64_t isr;
+
+			if (!u)
+				continue;
+			isr = LD(u->isr_size);
+			textbuf_printf(t, "sluice_%s", name);
+			label_part(t, tp, i);
+			textbuf_printf(t, " %d\n", min ? isr < tp->min_insync : isr < LD(u->replicas));
+		}
+	}
+}
+
 static void render_partitions(struct broker *b, struct textbuf *t)
 {
 	const struct md_snapshot *md = b->md;
@@ -341,7 +374,17 @@ static void render_partitions(struct broker *b, struct textbuf *t)
 	PF("partition_produce_records_total", "counter", "Records appended to the partition by Produce.",
 	   produce_records);
 	PF("partition_produce_bytes_total", "counter", "Bytes appended to the partition by Produce.", produce_bytes);
+	PF("partition_isr_size", "gauge", "In-sync replicas of the partition, as this node's role says (1 on one node).",
+	   isr_size);
+	PF("partition_replicas", "gauge", "Replicas of the partition.", replicas);
+	PF("partition_follower_lag_offsets", "gauge",
+	   "On its leader: the largest gap between the log end and a follower's fetch offset (0 elsewhere).",
+	   follower_lag);
 #undef PF
+	part_flag(t, md, "partition_under_replicated", "1 when the partition's ISR is smaller than its replicas, else 0.",
+		  0);
+	part_flag(t, md, "partition_under_min_isr",
+		  "1 when the partition's ISR is smaller than min.insync.replicas (acks=all refused), else 0.", 1);
 	fam(t, "partition_failed", "gauge", "1 when the partition's log failed (an I/O error), else 0.");
 	for (int k = 0; md && k < md->ntopics; k++) {
 		const struct md_topic *tp = md->topics[k];

@@ -282,6 +282,7 @@ int main(int argc, char **argv)
 			(long long)b->set.queued_max_request_bytes, b->set.max_request_bytes);
 	b->set.retention_check_ms = config_int(cfg, "log.retention.check.interval.ms");
 	b->set.producer_ttl_ms = config_int(cfg, "producer.id.expiration.ms");
+	b->set.replica_lag_ms = config_int(cfg, "replica.lag.time.max.ms");
 	if (*config_str(cfg, "native.listen") &&
 	    config_hostport(config_str(cfg, "native.listen"), b->set.native_host, sizeof(b->set.native_host),
 			    &b->set.native_port) < 0) {

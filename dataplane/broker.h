@@ -54,6 +54,12 @@ struct part_pub {
 	uint64_t produce_records;
 	uint64_t produce_bytes;
 	uint64_t fetch_bytes;
+	/* replication (dataplane/part_role.h): the ISR and replicas the
+	 * owner's role says (0 before the open), and on a leader the largest
+	 * gap between its log end and a follower's fetch offset */
+	int64_t isr_size;
+	int64_t replicas;
+	int64_t follower_lag;
 } __attribute__((aligned(64)));
 
 struct md_partition {
@@ -137,6 +143,7 @@ struct broker_settings {
 	size_t tail_budget;           /* per shard */
 	int64_t retention_check_ms;
 	int64_t producer_ttl_ms;      /* producer.id.expiration.ms */
+	int64_t replica_lag_ms;       /* replica.lag.time.max.ms: a follower that long behind leaves the ISR */
 	char native_host[64];         /* native.listen: the native protocol over UDP; "" = off */
 	int native_port;
 	uint32_t native_credits;      /* native.session.credits.bytes */

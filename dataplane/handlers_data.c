@@ -10,6 +10,7 @@
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
+#include "dataplane/part_role.h"
 #include "dataplane/producer.h"
 #include "dataplane/shard_core.h"
 #include "dataplane/topic_name.h"
@@ -240,7 +241,7 @@ static void produce_route(struct shard *owner, void *cookie, int64_t base, int64
 static void produce_remote_msg(void *self, struct shard_msg *m)
 {
 	struct part_produce_req req = { .rec = m->p[1], .len = (uint32_t)m->v[0], .acks = (int)m->v[1],
-					.recv_ns = (uint64_t)m->v[2] };
+					.recv_ns = (uint64_t)m->v[2], .timeout_ms = (int32_t)m->v[3] };
 
 	(void)self;
 	part_produce(m->p[0], &req, produce_route, m->p[2]);
@@ -388,12 +389,12 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 			pps[j] = (struct produce_part){ .ctx = ctx, .pr = pr };
 			if (mp->shard == sh->id) {
 				struct part_produce_req req = { .rec = rec, .len = len, .acks = q->Acks,
-								.recv_ns = ctx->recv_ns };
+								.recv_ns = ctx->recv_ns, .timeout_ms = q->TimeoutMs };
 
 				part_produce(mp->part, &req, produce_route, &pps[j]);
 			} else {
 				struct shard_msg m = { .fn = produce_remote_msg, .p = { mp->part, (void *)rec, &pps[j] },
-						       .v = { len, q->Acks, (int64_t)ctx->recv_ns } };
+						       .v = { len, q->Acks, (int64_t)ctx->recv_ns, q->TimeoutMs } };
 
 				shard_send(sh, mp->shard, &m);
 			}
@@ -423,11 +424,14 @@ struct fetch_item {
 	int32_t div_epoch;               /* the log diverges from the fetcher's after this epoch... */
 	int64_t div_end;                 /* ...at this offset; div_epoch -1: it does not */
 	int urgent;                      /* an epoch error or a divergence: answer without waiting */
+	int32_t replica;                 /* a follower's replica fetch: its broker id; -1: a consumer */
+	int hw_news;                     /* replica: a high watermark it was not told yet */
 };
 
 struct fetch_state {
 	int n;
 	struct fetch_item *items;
+	int refused;                     /* a replica fetch refused before any read: answer now */
 };
 
 /* On the owner shard: drop a tail chunk reference and return a read
@@ -475,6 +479,12 @@ static void fetch_read_finished(struct fetch_item *it)
 		it->hw = it->part->pl->high_watermark;
 		it->log_start = it->part->pl->log_start;
 		it->lso = part_lso(it->part);
+	}
+	if (it->replica >= 0 && it->part->pl && !it->urgent) {
+		/* the follower learns the high watermark (its own is the
+		 * least of that and its log end) */
+		it->hw_news = part_role_fetch_ready(it->part, it->replica, INT64_MAX);
+		part_role_note_sent(it->part, it->replica, it->hw);
 	}
 	if (it->isolation && it->rq.rd.bytes && it->part->txn.naborted) {
 		/* the aborted transactions whose records the data may hold */
@@ -580,6 +590,20 @@ static void fetch_on_owner_buf(void *self, struct shard_msg *m)
 	it->rq.offset = it->offset;
 	it->rq.max_bytes = it->max_bytes > 0 ? (uint32_t)it->max_bytes : 0;
 	it->rq.isolation = it->isolation;
+	if (it->replica >= 0) {
+		/* a follower's fetch: its offset is its durable log end (the
+		 * high watermark follows); it reads up to the log end */
+		if (part_role_replica_fetch(it->part, it->replica, it->offset, it->part->sh->now_ns) < 0) {
+			/* not a follower of this leader (yet): Kafka's answer */
+			it->err = it->current_epoch >= 0 ? KERR_UNKNOWN_LEADER_EPOCH : KERR_NOT_LEADER_OR_FOLLOWER;
+			it->hw = it->log_start = it->lso = -1;
+			it->urgent = 1;
+			it->rq.rd.bytes = 0;
+			fetch_read_finished(it);
+			return;
+		}
+		it->rq.isolation = 2;
+	}
 	part_read(it->part, &it->rq, fetch_read_done, it);
 }
 
@@ -611,7 +635,7 @@ static int fetch_complete(struct kafka_ctx *ctx)
 	struct fetch_state *fs = ctx->state;
 	struct shard *sh = ctx->sh;
 	int64_t total = 0;
-	int again = 0, urgent = 0;
+	int again = 0, urgent = fs->refused;
 
 	for (int i = 0; i < fs->n; i++) {
 		struct fetch_item *it = &fs->items[i];
@@ -648,7 +672,7 @@ static int fetch_complete(struct kafka_ctx *ctx)
 			it->pd->DivergingEpoch.Epoch = it->div_epoch;
 			it->pd->DivergingEpoch.EndOffset = it->div_end;
 		}
-		urgent |= it->urgent;
+		urgent |= it->urgent | it->hw_news;
 		it->pd->HighWatermark = it->hw;
 		it->pd->LastStableOffset = it->lso;
 		it->pd->LogStartOffset = it->log_start;
@@ -674,6 +698,8 @@ static int fetch_complete(struct kafka_ctx *ctx)
 			if (n) {
 				it->pd->Records = (struct kafka_bytes){ it->rq.rd.data, (int32_t)n };
 				total += n;
+				if (it->replica >= 0)
+					shard_stat_add(&sh->stats.repl_bytes_out, n);
 			}
 		}
 		if (it->rq.rd.bytes || it->rq.rd.buf)
@@ -689,7 +715,7 @@ static int fetch_complete(struct kafka_ctx *ctx)
 			for (int i = 0; i < fs->n; i++) {
 				struct fetch_item *it = &fs->items[i];
 				struct shard_msg m = { .fn = fetch_watch_msg, .p = { it->part },
-						       .v = { sh->id, it->offset, it->isolation } };
+						       .v = { sh->id, it->offset, it->isolation, it->replica } };
 
 				if (it->part)
 					shard_send(sh, it->owner, &m);
@@ -758,6 +784,13 @@ static void fetch_watch_msg(void *self, struct shard_msg *m)
 		}
 		return;
 	}
+	if (m->v[3] >= 0 && p->role) {
+		/* a follower's: woken when the log end or the high watermark moves */
+		p->role->fetch_watchers |= 1ull << from;
+		if (part_role_fetch_ready(p, (int32_t)m->v[3], m->v[1]))
+			part_role_wake_now(p);
+		return;
+	}
 	p->watchers |= 1ull << from;
 	if ((m->v[2] ? part_lso(p) : p->pl->high_watermark) > m->v[1]) {
 		/* data arrived meanwhile: wake now */
@@ -794,6 +827,7 @@ int kafka_handle_fetch(struct kafka_ctx *ctx)
 	}
 	memset(fs->items, 0, sizeof(*fs->items) * (size_t)(total ? total : 1));
 	fs->n = total;
+	fs->refused = 0;
 	r->Responses.count = q->Topics.count < 0 ? 0 : q->Topics.count;
 	for (int i = 0; i < r->Responses.count; i++) {
 		struct kafka_fetch_request_fetch_topic *ft = &q->Topics.items[i];
@@ -833,14 +867,24 @@ int kafka_handle_fetch(struct kafka_ctx *ctx)
 				pd->ErrorCode = led;
 				continue;
 			}
+			if (q->ReplicaId >= 0 &&
+			    (q->ReplicaId == ctx->sh->b->set.node_id || !md_part_hosted(mp, q->ReplicaId))) {
+				/* Kafka's Partition.followerReplicaOrThrow: not one of
+				 * its replicas (yet, when it names the current epoch) */
+				pd->ErrorCode = fp->CurrentLeaderEpoch >= 0 ? KERR_UNKNOWN_LEADER_EPOCH
+									   : KERR_NOT_LEADER_OR_FOLLOWER;
+				fs->refused = 1;   /* as Kafka: an error answers at once */
+				continue;
+			}
 			it->part = mp->part;
 			it->owner = mp->shard;
+			it->replica = q->ReplicaId >= 0 ? q->ReplicaId : -1;
 			it->offset = fp->FetchOffset;
 			it->max_bytes = fp->PartitionMaxBytes;
 			it->current_epoch = fp->CurrentLeaderEpoch;   /* -1 before v9 */
 			it->last_fetched_epoch = fp->LastFetchedEpoch; /* -1 before v12 */
 			it->div_epoch = -1;
-			it->isolation = q->IsolationLevel == 1;
+			it->isolation = q->IsolationLevel == 1 && it->replica < 0;
 			if (it->isolation) {
 				it->ab_cap = 16;
 				it->ab_pid = ALLOC(ctx, int64_t, it->ab_cap);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dataplane/part.h"
+#include "dataplane/part_role.h"
 #include "dataplane/shard_core.h"
 #include "storage/batch_format.h"
 #include "storage/recompress.h"
@@ -184,6 +185,7 @@ void part_close(struct part *p)
 	plog_close(p->pl);
 	producer_table_free(&p->producers);
 	part_txn_free(&p->txn);
+	part_role_free(p);
 	free(p->acks);
 	free(p);
 }
@@ -196,6 +198,7 @@ void part_retire(struct part *p)
 	plog_close(p->pl);
 	producer_table_free(&p->producers);
 	part_txn_free(&p->txn);
+	part_role_free(p);
 	p->pl = NULL;
 	p->deleted = 1;
 	free(p->acks);
@@ -298,8 +301,14 @@ void part_produce(struct part *p, const struct part_produce_req *req, part_produ
 	} else {
 		base = part_append_all(sh, p, rec, len, &need, &log_start);
 	}
-	struct ack_wait w = { .need = need, .base_offset = base, .done = done, .cookie = cookie };
+	struct ack_wait w = { .need = need, .base_offset = base, .done = done, .cookie = cookie,
+			      .durable_only = req->acks == 1,
+			      .deadline_ms = req->acks == -1 && req->timeout_ms > 0 && p->role
+					     ? (uint32_t)((req->recv_ns + (uint64_t)req->timeout_ms * 1000000ull) / 1000000)
+					     : 0 };
 
+	if (w.deadline_ms == 0 && req->acks == -1 && req->timeout_ms > 0 && p->role)
+		w.deadline_ms = 1;   /* (0 is "none") */
 	if (base < 0) {
 		/* nothing appended: answer now (a partition's refusal as itself) */
 		done(sh, cookie, -1, -1, perr ? perr : (int)base);
@@ -417,8 +426,9 @@ void part_read(struct part *p, struct part_read_req *rq, part_read_done done, vo
 		return;
 	}
 	rq->rd.offset = rq->offset;
-	/* read_committed: nothing at or past the last stable offset */
-	rq->rd.max_offset = rq->isolation ? part_lso(p) : pl->high_watermark;
+	/* 2: a follower's replica fetch, up to the log end (Kafka's
+	 * FetchLogEnd); 1: read_committed; 0: the high watermark */
+	rq->rd.max_offset = rq->isolation == 2 ? pl->next_offset : rq->isolation ? part_lso(p) : pl->high_watermark;
 	rq->rd.max_bytes = rq->max_bytes ? rq->max_bytes : 1;
 	if (rq->rd.max_bytes > SHARD_RBUF_SIZE - 128 * 1024)
 		rq->rd.max_bytes = SHARD_RBUF_SIZE - 128 * 1024;
@@ -460,30 +470,78 @@ int part_wait_ack(struct part *p, const struct ack_wait *w)
 	return 0;
 }
 
-void part_progress(struct part *p)
+static void ack_answer(struct part *p, const struct ack_wait *w, int err)
 {
 	struct shard *sh = p->sh;
-	int64_t hw = p->pl->high_watermark;
-	int err = p->pl->err;
 
+	if (w->done) {
+		w->done(sh, w->cookie, err > 0 ? -1 : w->base_offset, p->pl->log_start, err);
+	} else {
+		/* an internal append (control/): its message to thread `from` */
+		struct shard_msg m = { .fn = w->notify, .p = { w->ctx },
+				       .v = { err > 0 ? -1 : w->base_offset, err, p->pl->log_start } };
+
+		if (w->from == sh->id)
+			w->notify(sh, &m);
+		else
+			shard_send(sh, w->from, &m);
+	}
+}
+
+void part_fail_acks(struct part *p, int err, int all, uint64_t now_ns)
+{
 	while (p->ack_head != p->ack_tail) {
 		struct ack_wait *w = &p->acks[p->ack_head % p->ack_cap];
 
-		if (!err && w->need > hw)
-			break;
-		if (w->done) {
-			w->done(sh, w->cookie, w->base_offset, p->pl->log_start, err);
-		} else {
-			/* an internal append (control/): its message to thread `from` */
-			struct shard_msg m = { .fn = w->notify, .p = { w->ctx },
-					       .v = { w->base_offset, err, p->pl->log_start } };
-
-			if (w->from == sh->id)
-				w->notify(sh, &m);
-			else
-				shard_send(sh, w->from, &m);
+		if (w->durable_only == 2) {
+			p->ack_head++;   /* answered already */
+			continue;
 		}
+		if (!all && !(w->deadline_ms && (int32_t)((uint32_t)(now_ns / 1000000) - w->deadline_ms) >= 0))
+			break;
 		p->ack_head++;
+		ack_answer(p, w, err);
+	}
+}
+
+void part_progress(struct part *p)
+{
+	struct shard *sh = p->sh;
+	int64_t hw, durable;
+	int err = p->pl->err;
+
+	if (p->role)
+		part_role_hw(p);   /* the ISR's, or the leader's as a follower knows it */
+	hw = p->pl->high_watermark;
+	durable = p->pl->durable_offset;
+	if (p->role && !err) {
+		/* acks=1 behind an acks=all still waiting for the ISR: answered
+		 * once durable (the needs grow along the queue: a prefix) */
+		if ((int32_t)(p->ack_durable - p->ack_head) < 0)
+			p->ack_durable = p->ack_head;
+		while (p->ack_durable != p->ack_tail) {
+			struct ack_wait *w = &p->acks[p->ack_durable % p->ack_cap];
+
+			if (w->need > durable)
+				break;
+			p->ack_durable++;
+			if (w->durable_only == 1) {
+				w->durable_only = 2;
+				ack_answer(p, w, 0);
+			}
+		}
+	}
+	while (p->ack_head != p->ack_tail) {
+		struct ack_wait *w = &p->acks[p->ack_head % p->ack_cap];
+
+		if (w->durable_only == 2) {
+			p->ack_head++;   /* answered already */
+			continue;
+		}
+		if (!err && w->need > (w->durable_only ? durable : hw))
+			break;
+		p->ack_head++;
+		ack_answer(p, w, err);
 	}
 	if (hw != p->last_hw && p->watchers) {
 		uint64_t wmask = p->watchers;
@@ -502,6 +560,8 @@ void part_progress(struct part *p)
 		}
 	}
 	p->last_hw = hw;
+	if (p->role)
+		part_role_wake(p);   /* replica fetches: the log end moved */
 	part_publish(p);
 }
 
@@ -515,7 +575,7 @@ void part_append_internal(struct part *p, const uint8_t *batch, uint32_t len, in
 	int rc = part_append_flush(p, batch, len, &base);
 
 	if (rc == 0) {
-		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = base, .from = from,
+		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = base, .from = (int16_t)from,
 				      .ctx = ctx, .notify = notify };
 
 		if (part_wait_ack(p, &w) == 0) {

@@ -36,7 +36,9 @@ struct kafka_ctx;
  * @thread owner shard */
 typedef void (*part_produce_done)(struct shard *owner, void *cookie, int64_t base, int64_t log_start, int err);
 
-/* A produce waiting until durable_offset >= need. */
+/* A produce waiting until the high watermark (acks=all, internal
+ * appends), or only the leader's own durable log end (acks=1:
+ * durable_only), reaches need. */
 struct ack_wait {
 	int64_t need;
 	int64_t base_offset;
@@ -46,7 +48,13 @@ struct ack_wait {
 	 * the completion goes to thread `from` (any thread, the control
 	 * thread included) as this message, p[0] = ctx, v = { base_offset,
 	 * err, log_start }. */
-	int from;
+	int16_t from;
+	uint8_t durable_only;       /* acks=1; 2: answered already (with a role: it was durable
+				     * before an acks=all ahead of it had the ISR) */
+	uint32_t deadline_ms;       /* acks=all with followers: fails with PART_ERR_TIMED_OUT from
+				     * this shard-clock ms on (wrapping: compared as a difference);
+				     * 0: none. (All three in what was padding: the ring's size
+				     * per partition stays.) */
 	struct kafka_ctx *ctx;
 	void (*notify)(void *self, struct shard_msg *m);
 };
@@ -59,6 +67,8 @@ struct part {
 	char topic[256];
 	struct ack_wait *acks;      /* ring, oldest first */
 	uint32_t ack_head, ack_tail, ack_cap;
+	uint32_t ack_durable;       /* with a role: the acks below it were looked at for their
+				     * durability (acks=1 answered then, out of queue order) */
 	uint64_t watchers;          /* shards with long-polls on this partition */
 	int64_t last_hw;
 	int deleted;                /* its topic was deleted: the log is closed */
@@ -68,6 +78,8 @@ struct part {
 	int64_t snap_covered;       /* log offset the last producer snapshot covers, -1: none */
 	struct producer_snap snap;  /* the snapshot being saved on the ring (snap.busy) */
 	struct part_txn txn;        /* its transactions (dataplane/part_txn.h) */
+	struct part_role *role;     /* leader with followers, or follower (dataplane/part_role.h);
+				     * NULL: alone, the one-node broker's way */
 	struct part *next;          /* the owner shard's list */
 };
 
@@ -98,8 +110,10 @@ void part_snapshot_producers(struct part *p);
 struct part_produce_req {
 	const uint8_t *rec;          /* valid during the call: the append copies it */
 	uint32_t len;
-	int acks;                    /* 0: done once appended, without waiting for durability */
+	int acks;                    /* 0: done once appended, without waiting for durability;
+				      * 1: the leader's own write; -1: the ISR's (the high watermark) */
 	uint64_t recv_ns;            /* when the request came (a transaction's late write) */
+	int32_t timeout_ms;          /* acks=all: REQUEST_TIMED_OUT after it (<= 0: none) */
 };
 
 /* A produce on the owner: the idempotent producer's sequence and epoch
@@ -125,6 +139,10 @@ int part_wait_ack(struct part *p, const struct ack_wait *w);
 /* Complete what durability allows and wake watchers; called after appends
  * and from the durability callback. */
 void part_progress(struct part *p);
+/* Answer the waiting produces from the oldest while `all` or their
+ * deadline passed (now_ns), with err (an enum part_err): a leader that
+ * stopped leading, acks=all out of time. @thread owner */
+void part_fail_acks(struct part *p, int err, int all, uint64_t now_ns);
 
 /* ---- internal records (the coordinators' own logs) ---- */
 
@@ -165,7 +183,8 @@ struct part_read_req {
 	/* in */
 	int64_t offset;
 	uint32_t max_bytes;          /* 0 reads one batch; at most SHARD_RBUF_SIZE - 128 KiB */
-	int isolation;               /* 1: read_committed, up to the last stable offset */
+	int isolation;               /* 1: read_committed, up to the last stable offset;
+				      * 2: a follower's, up to the log end */
 	/* out: the read; its data is held by rd.chunk (a tail chunk) or rd.buf
 	 * (a read buffer) until part_read_release, or the caller's own release
 	 * on the owner (tail_chunk_unref, part_rbuf_put) */

@@ -25,6 +25,8 @@ enum part_err {
 							  * a transaction cannot begin here now */
 	PART_ERR_FENCED_EPOCH = 5,                       /* KIP-320: the client's leader epoch is older */
 	PART_ERR_UNKNOWN_EPOCH = 6,                      /* KIP-320: the client's leader epoch is newer */
+	PART_ERR_NOT_LEADER = 7,                         /* this node stopped leading before the ISR had it */
+	PART_ERR_TIMED_OUT = 8,                          /* acks=all: the ISR did not have it in time */
 };
 
 /* @thread any: the Kafka code for a partition's outcome: 0, an enum
@@ -59,6 +61,10 @@ static inline int16_t part_err_to_kafka(int err)
 		return KERR_FENCED_LEADER_EPOCH;
 	case PART_ERR_UNKNOWN_EPOCH:
 		return KERR_UNKNOWN_LEADER_EPOCH;
+	case PART_ERR_NOT_LEADER:
+		return KERR_NOT_LEADER_OR_FOLLOWER;
+	case PART_ERR_TIMED_OUT:
+		return KERR_REQUEST_TIMED_OUT;
 	default:
 		return err < 0 ? kafka_append_error(err) : KERR_UNKNOWN_SERVER_ERROR;
 	}

@@ -17,6 +17,7 @@
 #include "dataplane/broker.h"
 #include "dataplane/part.h"
 #include "dataplane/part_proxy.h"
+#include "dataplane/part_role.h"
 #include "dataplane/shard_core.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
@@ -77,6 +78,11 @@ static void owner_open(void *self, struct shard_msg *m)
 		 * own md_partition (nothing here writes the sender's memory but
 		 * the report it lent) */
 		p->pub = mp->pub;
+		if (p->pub) {
+			/* what the metadata says until a role says more */
+			__atomic_store_n(&p->pub->isr_size, (int64_t)mp->nisr, __ATOMIC_RELAXED);
+			__atomic_store_n(&p->pub->replicas, (int64_t)mp->nreplicas, __ATOMIC_RELAXED);
+		}
 		/* the metadata's epoch, unless the log already holds a later one */
 		plog_set_leader_epoch(p->pl, mp->leader_epoch);
 		rep->leader_epoch = p->pl->leader_epoch;
@@ -201,6 +207,20 @@ void part_proxy_set_leader_epoch(struct part_proxy *px, int owner, struct part *
 	px->send(px->ctx, owner, &m);
 }
 
+/* On the owner: p[0] the part, p[3] the role. */
+static void owner_set_role(void *self, struct shard_msg *m)
+{
+	struct part *p = m->p[0];
+
+	owner_answer(self, m, part_role_set(p, m->p[3]));
+}
+
+void part_proxy_set_role(struct part_proxy *px, int owner, struct part *p, const struct part_role_msg *m,
+			 part_done done, void *cookie)
+{
+	send_part_op(px, owner, owner_set_role, p, (void *)m, done, cookie);
+}
+
 void part_proxy_retire(struct part_proxy *px, int owner, struct part *p, part_done done, void *cookie)
 {
 	send_part_op(px, owner, owner_retire, p, NULL, done, cookie);
@@ -283,7 +303,7 @@ static void owner_txn_marker(void *self, struct shard_msg *m)
 	int rc = part_append_marker(p, req->pid, req->epoch, req->commit, 0, &off);
 
 	if (rc == 0) {
-		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = off, .from = to,
+		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = off, .from = (int16_t)to,
 				      .ctx = (struct kafka_ctx *)req, .notify = marker_answered };
 
 		if (part_wait_ack(p, &w) == 0) {

@@ -94,6 +94,13 @@ void part_proxy_set_config(struct part_proxy *px, int owner, struct part *p, con
 void part_proxy_set_leader_epoch(struct part_proxy *px, int owner, struct part *p, int32_t epoch,
 				 part_done done, void *cookie);
 
+/* What this node is for p (dataplane/part_role.h): leader with its
+ * replicas and ISR, or follower of a leader at its address, at an epoch.
+ * m is borrowed until done. done's err: part_role_set's. @thread sender */
+struct part_role_msg;
+void part_proxy_set_role(struct part_proxy *px, int owner, struct part *p, const struct part_role_msg *m,
+			 part_done done, void *cookie);
+
 /* ---- internal records ---- */
 
 /* base: the first offset of the appended batch, -1 on error. */

@@ -22,6 +22,8 @@
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/native/native_broker.h"
 #include "dataplane/part.h"
+#include "dataplane/part_role.h"
+#include "dataplane/replica_fetcher.h"
 #include "dataplane/shard.h"
 #include "storage/recompress.h"
 #include "storage/batch_format.h"
@@ -463,6 +465,17 @@ static void shard_retention_tick(struct shard *sh)
 		}
 }
 
+/* Replication: followers out of sync past replica.lag.time.max.ms leave
+ * the ISR, acks=all past its timeout fails (nothing on one node). */
+static void shard_repl_tick(struct shard *sh)
+{
+	if (!sh->repl_parts)
+		return;
+	for (struct part *p = sh->parts; p; p = p->next)
+		if (p->role)
+			part_role_tick(p, sh->now_ns, (uint64_t)sh->b->set.replica_lag_ms * 1000000ull);
+}
+
 /* The cleaner looks for a partition to clean (shard_compact, next turn). */
 static void shard_compact_tick(struct shard *sh)
 {
@@ -491,6 +504,8 @@ static int shard_timers_init(struct shard *sh)
 	 * starts on the turn after retention ran, as it always did) */
 	if ((rc = shard_timer_add(sh, 0, retention, SHARD_TIMER_NO_WAKE, shard_retention_tick)) < 0 ||
 	    (rc = shard_timer_add(sh, 0, retention, SHARD_TIMER_NO_WAKE, shard_compact_tick)) < 0)
+		return rc;
+	if ((rc = shard_timer_add(sh, 0, 100000000ull, SHARD_TIMER_NO_WAKE, shard_repl_tick)) < 0)
 		return rc;
 	return 0;
 }
@@ -633,6 +648,8 @@ int shard_poll(struct shard *sh, uint64_t now_ns, int64_t now_ms)
 		sh->compact_due = 0;
 	}
 	work += shard_drain_rings(sh);
+	if (sh->repl_parts || sh->fetchers)
+		work += replica_fetchers_poll(sh);   /* followers: their leaders' fetchers */
 	if (sh->native && !sh->stop && __atomic_load_n(&b->serving, __ATOMIC_ACQUIRE)) {
 		if (!sh->native_armed) {
 			sh->native_armed = 1;
@@ -721,6 +738,7 @@ int shard_done(const struct shard *sh)
 
 void shard_thread_fini(struct shard *sh)
 {
+	replica_fetchers_fini(sh);   /* their connections: nothing fetches any more */
 	/* make appended data durable and checkpoint every log */
 	store_drain(&sh->st);
 	conn_free_zombies(sh);

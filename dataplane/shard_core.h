@@ -64,6 +64,11 @@ struct shard_stats {
 	uint64_t fetch_requests;
 	uint64_t produce_rejected[7];       /* partitions' batches refused, by enum shard_reject */
 	uint64_t fetch_waits;               /* fetches answered after a long-poll wait */
+	uint64_t repl_bytes_in;             /* replication: batch bytes a follower appended */
+	uint64_t repl_bytes_out;            /* replication: batch bytes sent to followers' fetches */
+	uint64_t repl_errors;               /* replication: partition errors in fetch answers */
+	uint64_t repl_truncations;          /* replication: divergent tails cut */
+	uint64_t repl_reconnects;           /* replication: fetcher connections lost */
 	uint64_t requests_inflight;         /* taken up, not ended (a gauge: +1/-1) */
 	uint64_t uring_sqes;                /* SQEs taken on the shard's ring (shard and storage) */
 	uint64_t uring_cqes;                /* completions reaped from it */
@@ -186,6 +191,9 @@ struct shard {
 	struct shard_park *parked;   /* waiting for a deadline or data (long-polling fetches) */
 	struct part *parts;          /* partitions this shard owns */
 	struct part *retired_parts;  /* of deleted topics: kept until exit */
+	int repl_parts;              /* partitions with a role (dataplane/part_role.h): 0 on one node */
+	int roles_changed;           /* a partition took a role: the fetchers look (replica_fetcher.c) */
+	struct replica_fetcher *fetchers;   /* one per leader followed (dataplane/replica_fetcher.h) */
 	uint8_t **rbufs;             /* free disk-read buffers */
 	int nrbufs;
 	struct rbuf_wait *rbuf_wait; /* reads waiting for a read buffer (FIFO, dataplane/part.h) */

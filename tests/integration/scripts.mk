@@ -22,6 +22,9 @@ TEST_SCRIPTS += tests/integration/test_produce_raw.py
 # leader epochs (raw OffsetForLeaderEpoch, Fetch v9-12, ListOffsets v4,
 # Metadata v7) and a librdkafka consumer through an epoch change
 TEST_SCRIPTS += tests/integration/test_leader_epochs.py
+# replication on one node: a replica Fetch from a broker that is no replica
+# is refused, acks=all and acks=1 answer as before, the scrape's ISR
+TEST_SCRIPTS += tests/integration/test_replication.py
 # Kafka's rules at the edges over raw frames (issue 17): reserved names,
 # DeleteRecords offsets, CreateTopics counts, unimplemented listener
 # protocols, illegal names in Metadata, Fetch max_bytes, ListGroups v4

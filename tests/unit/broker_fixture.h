@@ -30,6 +30,7 @@ static inline void test_broker_settings(struct broker_settings *s, const char *d
 	s->tail_budget = 64u << 20;
 	s->retention_check_ms = 300000;
 	s->producer_ttl_ms = 86400000;
+	s->replica_lag_ms = 30000;
 	snprintf(s->data_dir, sizeof(s->data_dir), "%s", dir);
 }
 

@@ -21,6 +21,7 @@
 #include "dataplane/conn.h"
 #include "dataplane/kafka/kafka_codec.h"
 #include "dataplane/part.h"
+#include "dataplane/part_role.h"
 #include "dataplane/shard.h"
 #include "broker_fixture.h"
 #include "helpers.h"
@@ -1103,6 +1104,93 @@ Test(ctl, a_controlled_shutdown_of_a_lone_broker_changes_nothing)
 	cr_assert_eq(image_part("t", 0)->leader_epoch, 0);
 	watched = s;
 	cr_assert(watched_unfenced(), "nowhere to move: not fenced");
+}
+
+/* ---- replication roles and the ISR ------------------------------------ */
+
+static int32_t led_here = -1;
+
+static int shrunk(void)
+{
+	const struct meta_part *p = image_part("two", led_here);
+	const struct md_topic *t = md_find(broker_md(&b), "two", 3);
+	const struct part *pt = t ? t->parts[led_here].part : NULL;
+
+	return p && p->nisr == 1 && pt && pt->role && pt->role->nisr == 1 && !pt->role->f[0].in_isr;
+}
+
+Test(ctl, roles_reach_the_owner_and_a_follower_that_never_fetches_leaves_the_isr)
+{
+	int32_t self = b.set.node_id;
+	const struct md_topic *t;
+	char msg[256];
+	int64_t e2;
+
+	connect_client();
+	e2 = register_broker(2, 1);
+	watched = 2;
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	cr_assert(run_until(watched_unfenced));
+	create_topic("alone", 1);
+	t = md_find(broker_md(&b), "alone", 5);
+	cr_assert_null(t->parts[0].part->role, "a partition alone: no role, the one-node way");
+	cr_assert_eq(create_topic_rf("two", 2, 2, NULL, msg, sizeof(msg)), 0, "%s", msg);
+	turn(now);
+	t = md_find(broker_md(&b), "two", 3);
+	for (int32_t i = 0; i < 2; i++) {
+		const struct part_role *r = t->parts[i].part->role;
+
+		cr_assert_not_null(r, "partition %d has its role", i);
+		cr_assert_eq(r->self, self);
+		if (t->parts[i].leader == self) {
+			led_here = i;
+			cr_assert(r->leading);
+			cr_assert_eq(r->nf, 1);
+			cr_assert_eq(r->f[0].id, 2);
+			cr_assert(r->f[0].in_isr);
+			cr_assert_eq(r->nisr, 2);
+		} else {
+			cr_assert(!r->leading);
+			cr_assert_eq(r->leader, 2);
+			cr_assert_str_eq(r->leader_host, "127.0.0.1");
+			cr_assert_eq(r->leader_port, 9002, "broker 2's registered listener");
+		}
+	}
+	cr_assert_geq(led_here, 0);
+	/* a partition CreatePartitions adds (opened before its records are
+	 * applied) gets its role once published */
+	{
+		struct kafka_create_partitions_request q;
+		struct kafka_create_partitions_request_create_partitions_topic ct;
+		const struct kafka_create_partitions_response *cr;
+
+		kafka_create_partitions_request_init(&q);
+		memset(&ct, 0, sizeof(ct));
+		ct.Name = kstr("two");
+		ct.Count = 3;
+		ct.Assignments.count = -1;
+		q.Topics.items = &ct;
+		q.Topics.count = 1;
+		q.TimeoutMs = 30000;
+		cr = call(KAFKA_CREATE_PARTITIONS_KEY, 1, &q);
+		cr_assert_eq(cr->Results.items[0].ErrorCode, 0);
+		turn(now);
+		t = md_find(broker_md(&b), "two", 3);
+		cr_assert_eq(t->nparts, 3);
+		cr_assert_not_null(t->parts[2].part);
+		cr_assert_not_null(t->parts[2].part->role, "the added partition has its role");
+		cr_assert_eq(t->parts[2].part->role->leading, t->parts[2].leader == self);
+	}
+	/* broker 2 never fetches: after replica.lag.time.max.ms the leader
+	 * asks it out, the control thread proposes the PARTITION_CHANGE, and
+	 * the new ISR comes back to the owner as a role */
+	for (int i = 0; i < 29; i++)
+		advance_ms(1000);
+	cr_assert_eq(image_part("two", led_here)->nisr, 2, "within the lag time");
+	for (int i = 0; i < 3; i++)
+		advance_ms(1000);
+	cr_assert(run_until(shrunk), "the ISR did not shrink to the leader");
+	cr_assert_eq(image_part("two", led_here)->isr[0], self, "the leader stays in its ISR");
 }
 
 /* ---- offsets expiry, on the injected wall clock ----------------------- */

@@ -1,0 +1,196 @@
+/* control/ctl_roles.c — what this node is for each partition it hosts,
+ * told to the owner shards (part_proxy_set_role, dataplane/part_role.h):
+ * leader with its replicas and ISR, or follower of a leader at its client
+ * listener, at the image's leader epoch. Sent when a partition opens (none
+ * for a partition alone: the one-node broker's way) and when an applied
+ * PARTITION, PARTITION_CHANGE or LEADER_RESTARTED record moved a hosted
+ * partition's leader, epoch or ISR. And the leader's side of Kafka's
+ * AlterPartition: a leader shard asks to take a follower out of the ISR
+ * or back in; the change is proposed as a PARTITION_CHANGE, and the
+ * leader uses the new ISR once it comes back as a role.
+ *
+ * Thread: the control thread (@thread ctl). The role messages it sends are
+ * malloc()ed here and freed when the owner answers.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control/ctl_internal.h"
+#include "control/cutil.h"
+#include "control/meta_brokers.h"
+#include "control/meta_parts.h"
+#include "control/metalog.h"
+#include "dataplane/part_proxy.h"
+#include "dataplane/part_role.h"
+
+static struct pub_block *pub_block_of(struct part_pub *pub)
+{
+	return (struct pub_block *)((char *)pub - offsetof(struct pub_block, pub));
+}
+
+/* The leader's registered host as a dotted IPv4 address: the shard's
+ * fetcher does no name lookups (they block), so the control thread does
+ * it here, once per role sent; a name that does not resolve is passed on
+ * (the fetcher retries and says nothing connects). */
+static void leader_address(const char *host, char *out, size_t cap)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res = NULL;
+	struct in_addr a;
+
+	snprintf(out, cap, "%s", host);
+	if (!host[0] || inet_pton(AF_INET, host, &a) == 1)
+		return;
+	if (getaddrinfo(host, NULL, &hints, &res) == 0 && res) {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr, out, (socklen_t)cap);
+		freeaddrinfo(res);
+	}
+}
+
+static void role_answered(void *self, void *cookie, int err)
+{
+	(void)self;
+	if (err < 0 && err != -ENOENT)
+		fprintf(stderr, "sluiced: a partition could not take its replication role: %s\n", strerror(-err));
+	free(cookie);
+}
+
+static void isr_changed(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
+{
+	(void)ctl;
+	(void)cookie;
+	(void)a;
+	/* refused (a newer change won the race) or lost: the leader asks
+	 * again after replica.lag.time.max.ms if it still should */
+	(void)err;
+}
+
+/* From a leader shard: m->p[0] the partition's handle; v[0] its index,
+ * v[1] the broker, v[2] 1 to add it to the ISR, 0 to remove it, v[3] the
+ * leader epoch the leader asked at. */
+static void isr_change(void *self, struct shard_msg *m)
+{
+	struct ctl *ctl = self;
+	const struct md_snapshot *md = ctl->b->md;
+	int32_t idx = (int32_t)m->v[0], id = (int32_t)m->v[1], self_id = ctl->b->set.node_id;
+	const struct md_topic *t = NULL;
+	const struct meta_topic *mt;
+	const struct meta_part *p;
+	int32_t isr[META_MAX_REPLICAS];
+	int n = 0;
+	struct metalog_rec rec = { 0 };
+
+	for (int i = 0; md && i < md->ntopics && !t; i++)
+		if (idx >= 0 && idx < md->topics[i]->nparts && md->topics[i]->parts[idx].part == m->p[0])
+			t = md->topics[i];
+	if (!t || !(mt = metalog_topic(ctl->ml, t->name)) || idx >= mt->partitions)
+		return;                      /* gone meanwhile */
+	p = &mt->parts[idx];
+	if (p->leader != self_id || p->leader_epoch != (int32_t)m->v[3])
+		return;                      /* no longer this leadership's to change */
+	for (int i = 0; i < p->nisr; i++)
+		if (m->v[2] || p->isr[i] != id)
+			isr[n++] = p->isr[i];
+	if (m->v[2]) {
+		if (!meta_part_has(p->replicas, p->nreplicas, id) || meta_part_has(p->isr, p->nisr, id))
+			return;
+		isr[n++] = id;
+	} else if (id == self_id || n == p->nisr) {
+		return;                      /* the leader stays in its ISR */
+	}
+	if (metalog_build_partition_change(ctl->ml, t->name, idx, -2, isr, n, NULL, 0, &rec) < 0 || !rec.len) {
+		metalog_rec_free(&rec);
+		return;
+	}
+	ctl_meta_propose(ctl, &rec, isr_changed, NULL);
+}
+
+/* Tell mp's owner the image's role for it unless told already. role_set:
+ * 0 not looked at yet, 1 sent (the fields say what), 2 alone and nothing
+ * sent (the one-node way: no message). */
+static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct md_partition *mp)
+{
+	const struct meta_part *p;
+	struct pub_block *pb;
+	struct part_role_msg *r;
+	struct part_proxy px;
+	int32_t self = ctl->b->set.node_id;
+	int alone;
+
+	if (!mt || mp->index >= mt->partitions || !mp->part || !mp->pub)
+		return;
+	p = &mt->parts[mp->index];
+	pb = pub_block_of(mp->pub);
+	alone = p->leader == self && p->nreplicas == 1;
+	if (alone && pb->role_set != 1) {
+		pb->role_set = 2;            /* alone, as it opened: nothing to tell */
+		return;
+	}
+	if (pb->role_set == 1 && pb->role_leader == p->leader && pb->role_epoch == p->leader_epoch &&
+	    pb->role_pepoch == p->partition_epoch)
+		return;                      /* told already */
+	pb->role_set = 1;
+	pb->role_leader = p->leader;
+	pb->role_epoch = p->leader_epoch;
+	pb->role_pepoch = p->partition_epoch;
+	r = xcalloc(1, sizeof(*r));
+	r->self = self;
+	r->leader = p->leader;
+	r->leader_epoch = p->leader_epoch > mp->leader_epoch ? p->leader_epoch : mp->leader_epoch;
+	r->nreplicas = p->nreplicas < PART_ROLE_MAX_REPLICAS ? p->nreplicas : PART_ROLE_MAX_REPLICAS;
+	r->nisr = p->nisr < PART_ROLE_MAX_REPLICAS ? p->nisr : PART_ROLE_MAX_REPLICAS;
+	memcpy(r->replicas, p->replicas, (size_t)r->nreplicas * sizeof(r->replicas[0]));
+	memcpy(r->isr, p->isr, (size_t)r->nisr * sizeof(r->isr[0]));
+	if (p->leader >= 0 && p->leader != self) {
+		const struct meta_broker *b = metalog_broker(ctl->ml, p->leader);
+
+		if (b) {
+			leader_address(b->host, r->leader_host, sizeof(r->leader_host));
+			r->leader_port = b->port;
+		}
+	}
+	r->isr_change = isr_change;
+	r->isr_to = broker_ctl_index(ctl->b);
+	part_proxy_set_role(ctl_part_proxy(ctl, &px), mp->shard, mp->part, r, role_answered, r);
+}
+
+void ctl_role_opened(struct ctl *ctl, const struct md_topic *t, const struct md_partition *mp)
+{
+	const struct meta_topic *mt;
+
+	if (mp->leader == ctl->b->set.node_id && mp->nreplicas == 1) {
+		/* alone (the snapshot entry says so; no lookup: one node opens
+		 * every partition this way) */
+		if (mp->pub)
+			pub_block_of(mp->pub)->role_set = 2;
+		return;
+	}
+	mt = metalog_topic(ctl->ml, t->name);
+	if (!mt || mp->index >= mt->partitions) {
+		/* added partitions whose records come after their opens
+		 * (CreatePartitions): once published */
+		ctl->roles_pending = 1;
+		return;
+	}
+	role_send(ctl, mt, mp);
+}
+
+void ctl_roles_refresh(struct ctl *ctl)
+{
+	const struct md_snapshot *md = ctl->b->md;
+	int n = metalog_topic_count(ctl->ml);
+
+	for (int i = 0; md && i < n; i++) {
+		const struct meta_topic *mt = metalog_topic_at(ctl->ml, i);
+		const struct md_topic *t = md_find(md, mt->name, (int32_t)strlen(mt->name));
+
+		for (int32_t j = 0; t && j < t->nparts && j < mt->partitions; j++)
+			if (t->parts[j].part)
+				role_send(ctl, mt, &t->parts[j]);
+	}
+}

@@ -1,0 +1,90 @@
+/* dataplane/part_hw.c — a partition's high watermark under its role (see
+ * part_role.h): the ISR's least log end on a leader, the leader's within
+ * its own durable log end on a follower, and the replica fetches woken
+ * when it or the log end moves. What part.c calls on every progress;
+ * below part_role.c, which calls part.c. @thread owner shard */
+#include <stdlib.h>
+
+#include "dataplane/part.h"
+#include "dataplane/part_role.h"
+#include "dataplane/shard_core.h"
+
+void part_role_free(struct part *p)
+{
+	if (!p->role)
+		return;
+	free(p->role);
+	p->role = NULL;
+	p->sh->repl_parts--;
+}
+
+void part_role_hw(struct part *p)
+{
+	struct part_role *r = p->role;
+	struct plog *pl = p->pl;
+	int64_t hw = pl->durable_offset;
+
+	if (r->leading) {
+		int64_t lag = 0;
+
+		for (int i = 0; i < r->nf; i++) {
+			int64_t behind = pl->next_offset - (r->f[i].leo > 0 ? r->f[i].leo : 0);
+
+			if (r->f[i].in_isr && r->f[i].leo < hw)
+				hw = r->f[i].leo;
+			if (behind > lag)
+				lag = behind;
+		}
+		if (p->pub)
+			__atomic_store_n(&p->pub->follower_lag, lag, __ATOMIC_RELAXED);
+		if (hw < r->hw)
+			hw = r->hw;          /* never back: consumers may have read below it */
+		if (hw > pl->next_offset)
+			hw = pl->next_offset;
+		r->hw = hw;
+	} else if (r->hw < hw) {
+		hw = r->hw;
+	}
+	pl->high_watermark = hw;
+}
+
+static void wake_shards(struct shard *sh, uint64_t mask)
+{
+	for (int i = 0; mask; i++, mask >>= 1) {
+		if (!(mask & 1))
+			continue;
+		if (i == sh->id) {
+			shard_wake_parked(sh);
+		} else {
+			struct shard_msg m = { .fn = shard_wake_parked_msg };
+
+			shard_send(sh, i, &m);
+		}
+	}
+}
+
+void part_role_wake_now(struct part *p)
+{
+	uint64_t mask = p->role ? p->role->fetch_watchers : 0;
+
+	if (mask) {
+		p->role->fetch_watchers = 0;
+		wake_shards(p->sh, mask);
+	}
+}
+
+void part_role_wake(struct part *p)
+{
+	struct part_role *r = p->role;
+
+	if (!r->leading || (r->last_leo == p->pl->next_offset && r->last_hw == p->pl->high_watermark))
+		return;
+	r->last_leo = p->pl->next_offset;
+	r->last_hw = p->pl->high_watermark;
+	if (r->fetch_watchers) {
+		uint64_t mask = r->fetch_watchers;
+
+		r->fetch_watchers = 0;
+		wake_shards(p->sh, mask);
+	}
+}

@@ -1,0 +1,135 @@
+/* dataplane/part_role.h — what this node is for a partition in the
+ * cluster (Kafka's Partition leader and follower state), on its owner:
+ * - a leader with followers keeps each follower's log end offset (its
+ *   replica fetch offset, which it sends only once everything below is
+ *   durable on it) and when it was last caught up; the high watermark is
+ *   the least of the ISR's log ends, the leader's own being its durable
+ *   log end, so an acks=all produce is answered once every ISR member has
+ *   written its records (O_DIRECT completed);
+ * - a follower keeps its leader (broker, address, epoch) and the leader's
+ *   high watermark: its own is the least of that and its durable log end.
+ * A partition alone (this node its only replica, leading) has no role
+ * (p->role NULL) and runs as the one-node broker always did: the high
+ * watermark is the durable log end.
+ *
+ * The control thread sends the role (part_proxy_set_role) when the image
+ * says what this node is; the leader tells it (a message whose fn the role
+ * carries: a callback it was given) when a follower should leave or join
+ * the ISR; the new ISR comes back as a role once the metadata log has it.
+ *
+ * The code: part_role.c (the role taken, the followers' fetches, the ISR
+ * asked for) and part_hw.c (the high watermark and the wakes part.c runs
+ * on every progress, below part.c).
+ *
+ * Thread: the owner shard only (@thread owner); struct part_role_msg is the
+ * sender's, read on the owner until the proxy's done runs.
+ * Allocates: one struct part_role per role change (never per batch or
+ * fetch). Errors: -errno.
+ */
+#ifndef SLUICE_PART_ROLE_H
+#define SLUICE_PART_ROLE_H
+
+#include <stdint.h>
+
+struct part;
+struct shard;
+struct shard_msg;
+
+#define PART_ROLE_MAX_REPLICAS 64    /* replicas of one partition (the metadata log's bound) */
+
+/* What the control thread says this node is for a partition. */
+struct part_role_msg {
+	int32_t self;                /* this node's id */
+	int32_t leader;              /* the leading broker, -1: none */
+	int32_t leader_epoch;
+	int32_t nreplicas, nisr;
+	int32_t replicas[PART_ROLE_MAX_REPLICAS];
+	int32_t isr[PART_ROLE_MAX_REPLICAS];
+	char leader_host[256];       /* a follower's leader's client listener */
+	int32_t leader_port;
+	/* The leader's ISR proposal to the control thread: sent there as
+	 * { .fn = isr_change, .p = { part }, .v = { index, broker, join,
+	 * leader_epoch } } (join 1: add broker, 0: remove it). */
+	void (*isr_change)(void *self, struct shard_msg *m);
+	int isr_to;                  /* the thread that receives it */
+};
+
+/* One follower as its leader sees it (Kafka's Replica). */
+struct part_follower {
+	int32_t id;
+	uint8_t in_isr;
+	uint8_t reported;            /* an ISR change was asked for it, not yet applied */
+	int64_t leo;                 /* its last fetch offset: its durable log end (-1: unknown) */
+	int64_t hw_sent;             /* the high watermark its last answer carried */
+	int64_t fetch_leader_leo;    /* the leader's log end at its previous fetch */
+	uint64_t fetch_ns;           /* its previous fetch */
+	uint64_t caught_up_ns;       /* the last time it had everything the leader had */
+	uint64_t reported_ns;
+};
+
+struct part_role {
+	int leading;                 /* 1: this node leads; 0: it follows `leader` */
+	int32_t self, leader, leader_epoch;
+	char leader_host[256];
+	int32_t leader_port;
+	int64_t hw;                  /* leader: its high watermark (never moves back);
+				      * follower: the leader's, as its last answer said */
+	int64_t last_leo, last_hw;   /* leader: the log end and high watermark the replica
+				      * fetches were last woken for */
+	uint64_t fetch_watchers;     /* shards with replica fetches parked on it */
+	void (*isr_change)(void *self, struct shard_msg *m);
+	int isr_to;
+	int32_t fetch_epoch;         /* follower: the epoch its fetch in flight was sent at */
+	uint64_t retry_ns;           /* follower: the leader refused it; asked again after */
+	int nisr;                    /* ISR members, this node included */
+	int nf;
+	struct part_follower f[];    /* the other replicas */
+};
+
+/* Take the role m says (on the owner): a partition alone has none; a
+ * leader's followers keep what they had when its epoch stays; a leader's
+ * epoch moves the log's (plog_set_leader_epoch). Then the high watermark
+ * follows (part_progress). 0, -ENOENT (deleted), -ENOMEM, -EINVAL (a
+ * message that names no replica). @thread owner */
+int part_role_set(struct part *p, const struct part_role_msg *m);
+
+/* Drop the role (the partition closes or is retired). @thread owner */
+void part_role_free(struct part *p);
+
+/* The high watermark the role allows, into p->pl->high_watermark: a
+ * leader's, the least of its durable log end and its ISR followers' log
+ * ends, never below what it was; a follower's, the least of its leader's
+ * and its durable log end. Called at the top of part_progress when p has
+ * a role. @thread owner */
+void part_role_hw(struct part *p);
+
+/* After part_progress woke what the high watermark allows: replica
+ * fetches parked on the partition wake when its log end or its high
+ * watermark moved (a follower learns it at once). @thread owner */
+void part_role_wake(struct part *p);
+
+/* Wake the replica fetches parked on p now. @thread owner */
+void part_role_wake_now(struct part *p);
+
+/* A replica fetch from broker id at offset (its durable log end), at
+ * now_ns: its log end and caught-up time move, the high watermark follows
+ * (acks waiting are answered), and a follower out of the ISR that reached
+ * the high watermark is proposed back in. 0, or -ENOENT when id is not a
+ * follower of this leader (not a replica, or this node does not lead).
+ * @thread owner */
+int part_role_replica_fetch(struct part *p, int32_t id, int64_t offset, uint64_t now_ns);
+
+/* Whether a replica fetch parked at offset should answer now: data past
+ * offset, or a high watermark newer than its last answer's. */
+int part_role_fetch_ready(const struct part *p, int32_t id, int64_t offset);
+
+/* The leader's periodic check (every few hundred ms): ISR followers that
+ * have not caught up for lag_ns are proposed out of the ISR; acks=all
+ * produces past their deadline fail with -ETIMEDOUT. @thread owner */
+void part_role_tick(struct part *p, uint64_t now_ns, uint64_t lag_ns);
+
+/* The high watermark a follower's replica fetch answer carries, noted
+ * as sent. @thread owner */
+void part_role_note_sent(struct part *p, int32_t id, int64_t hw);
+
+#endif

@@ -1,0 +1,290 @@
+/* tests/unit/test_replica_fetcher.c — a follower's fetcher against a real
+ * leader: one shard polled in the test's thread (its clock injected) holds
+ * the leader's partition "t-0", published in the metadata with replicas
+ * {1, 2}, and broker 2's copy of it in another directory; the fetcher
+ * connects over TCP to the shard's own client listener, as it would to
+ * another node's. Checked: the Fetch it builds (ReplicaId, epochs, offsets
+ * of durable log ends), the records copied, the high watermarks of both
+ * sides and an acks=all produce answered only once the follower has the
+ * records durable; a follower whose tail diverges (an older epoch's
+ * records the leader never had) cuts it from the leader's DivergingEpoch
+ * and then copies the leader's log; a leader address nothing listens on
+ * is tried again after a back-off, and a new address in a new role is
+ * followed. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dataplane/kafka/kafka_codec.h"
+#include "dataplane/kafka/kafka_msgs.h"
+#include "dataplane/part.h"
+#include "dataplane/part_role.h"
+#include "dataplane/replica_fetcher.h"
+#include "dataplane/shard.h"
+#include "dataplane/shard_core.h"
+#include "storage/batch.h"
+#include "storage/plog_epochs.h"
+#include "broker_fixture.h"
+#include "helpers.h"
+
+static struct broker b;
+static struct shard *sh;
+static struct spsc to_shard, to_ctl;
+static struct shard_msg to_shard_slots[RING_SLOTS], to_ctl_slots[RING_SLOTS];
+static int ctl_sleeping;
+static char *dir;
+
+static const int32_t both[2] = { 1, 2 };
+static struct md_partition mpart = { .index = 0, .shard = 0, .leader = 1, .nreplicas = 2, .nisr = 2,
+				     .replicas = both, .isr = both };
+static struct md_topic *topics[1];
+static struct md_topic topic;
+static struct md_snapshot md = { .version = 1, .ntopics = 1, .topics = topics };
+static struct part *leader, *follower;
+static int port;
+
+#define T0 1000000000ull
+static uint64_t now = T0;
+
+static struct part *open_part(const char *sub)
+{
+	char path[4300];
+	struct part *p;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, sub);
+	cr_assert_eq(part_open(sh, path, "t", 0, &topic.cfg, &p), 0);
+	p->next = sh->parts;
+	sh->parts = p;
+	return p;
+}
+
+static void setup(void)
+{
+	char err[256];
+	struct sockaddr_in a;
+	socklen_t alen = sizeof(a);
+
+	memset(&b, 0, sizeof(b));
+	dir = test_tmpdir();
+	test_broker_settings(&b.set, dir, -1);
+	spsc_init(&to_shard, to_shard_slots, RING_SLOTS);
+	spsc_init(&to_ctl, to_ctl_slots, RING_SLOTS);
+	b.rings[1][0] = &to_shard;
+	b.rings[0][1] = &to_ctl;
+	b.wake_fd[1] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	b.sleeping[1] = &ctl_sleeping;
+	topic.name = "t";
+	topic.name_len = 1;
+	topic.nparts = 1;
+	topic.parts = &mpart;
+	topic.max_message_bytes = 1u << 20;
+	plog_config_defaults(&topic.cfg);
+	topics[0] = &topic;
+	b.md = &md;
+	cr_assert_eq(shard_create(&b, 0, &sh, err, sizeof(err)), 0, "shard_create: %s", err);
+	b.shards[0] = sh;
+	cr_assert_eq(shard_thread_init(sh), 0);
+	cr_assert_eq(getsockname(sh->listen_fd, (struct sockaddr *)&a, &alen), 0);
+	port = ntohs(a.sin_port);
+	b.serving = 1;
+	now = T0;
+	sh->now_ns = now;
+	leader = open_part("t-0");
+	{
+		char d2[4200];
+
+		snprintf(d2, sizeof(d2), "%s/node2", dir);
+		cr_assert_eq(mkdir(d2, 0755), 0);
+	}
+	follower = open_part("node2/t-0");
+	mpart.part = leader;
+}
+
+static void teardown(void)
+{
+	__atomic_store_n(&b.stopping, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < 1000 && !shard_done(sh); i++)
+		if (shard_poll(sh, now + 60000000000ull + (uint64_t)i, 0) == 0)
+			shard_idle(sh);
+	shard_thread_fini(sh);
+	shard_destroy(sh);
+	sh = NULL;
+	close(b.wake_fd[1]);
+	test_rmrf(dir);
+	free(dir);
+}
+
+TestSuite(replica_fetcher, .init = setup, .fini = teardown, .timeout = 60);
+
+static void role(struct part *p, int32_t self, int32_t epoch)
+{
+	struct part_role_msg m = { .self = self, .leader = 1, .leader_epoch = epoch, .nreplicas = 2, .nisr = 2,
+				   .replicas = { 1, 2 }, .isr = { 1, 2 }, .isr_to = 1 };
+
+	snprintf(m.leader_host, sizeof(m.leader_host), "127.0.0.1");
+	m.leader_port = port;
+	cr_assert_eq(part_role_set(p, &m), 0);
+}
+
+static int answered, answer_err;
+static int64_t answer_base;
+
+static void produced(struct shard *owner, void *cookie, int64_t base, int64_t log_start, int err)
+{
+	(void)owner;
+	(void)cookie;
+	(void)log_start;
+	answered++;
+	answer_err = err;
+	answer_base = base;
+}
+
+static void produce(struct part *p, int acks, const char *value)
+{
+	uint8_t buf[512];
+	struct batch_builder bb;
+	ssize_t len;
+	struct part_produce_req req = { .rec = buf, .acks = acks, .recv_ns = now, .timeout_ms = 30000 };
+
+	batch_builder_init(&bb, buf, sizeof(buf), 1000);
+	cr_assert_eq(batch_builder_add(&bb, 0, 1000, "k", 1, value, strlen(value), NULL, 0, 0), 0);
+	len = batch_builder_finish(&bb, 0, -1, -1, -1, -1);
+	cr_assert_gt(len, 0);
+	req.len = (uint32_t)len;
+	part_produce(p, &req, produced, NULL);
+}
+
+/* Turns until done() holds or 5 s of real time; 1 ms of clock a turn. */
+static void run_until(int (*done)(void))
+{
+	for (int i = 0; i < 5000 && !done(); i++) {
+		now += 1000000;
+		if (shard_poll(sh, now, 1700000000000 + (int64_t)(now / 1000000)) == 0)
+			shard_idle(sh);
+	}
+}
+
+static int caught_up(void)
+{
+	return answered == 3 && follower->pl->high_watermark == 3;
+}
+
+Test(replica_fetcher, the_fetch_names_the_followers_durable_log_end_and_epoch)
+{
+	static uint8_t frame[4096], arena[65536];
+	struct kafka_writer w;
+	struct kafka_request req;
+	struct kafka_arena a;
+	const struct kafka_fetch_request *q;
+
+	role(follower, 2, 3);
+	produce(follower, 0, "mine");       /* appended, not durable yet */
+	kafka_writer_init(&w, frame, sizeof(frame));
+	cr_assert_eq(replica_fetch_build(sh, 1, 7, &w), 0, "nothing while an append is not durable");
+	store_drain(&sh->st);
+	kafka_writer_init(&w, frame, sizeof(frame));
+	cr_assert_eq(replica_fetch_build(sh, 1, 7, &w), 1);
+	cr_assert_eq(replica_fetch_build(sh, 9, 7, &w), 0, "nothing is followed from broker 9");
+	kafka_arena_init(&a, arena, sizeof(arena));
+	cr_assert_eq(kafka_request_decode(frame + 4, w.len - 4, &a, &req), 0);
+	cr_assert_eq(req.header.RequestApiKey, KAFKA_FETCH_KEY);
+	cr_assert_eq(req.header.RequestApiVersion, REPLICA_FETCH_VERSION);
+	cr_assert_eq(req.header.CorrelationId, 7);
+	q = req.body;
+	cr_assert_eq(q->ReplicaId, 2);
+	cr_assert_eq(q->Topics.count, 1);
+	cr_assert_eq(q->Topics.items[0].Partitions.items[0].FetchOffset, 1, "its durable log end");
+	cr_assert_eq(q->Topics.items[0].Partitions.items[0].CurrentLeaderEpoch, 3);
+	cr_assert_eq(q->Topics.items[0].Partitions.items[0].LastFetchedEpoch, 0, "its last batch's epoch");
+}
+
+Test(replica_fetcher, acks_all_is_answered_once_the_follower_has_it_durable)
+{
+	role(leader, 1, 0);
+	role(follower, 2, 0);
+	for (int i = 0; i < 3; i++)
+		produce(leader, i == 2 ? -1 : 1, "value");
+	run_until(caught_up);
+	cr_assert_eq(answered, 3);
+	cr_assert_eq(answer_err, 0);
+	cr_assert_eq(answer_base, 2);
+	cr_assert_eq(follower->pl->next_offset, 3, "the three records copied");
+	cr_assert_geq(follower->pl->durable_offset, 3);
+	cr_assert_eq(leader->pl->high_watermark, 3, "the follower fetched from 3: it has 0-2 durable");
+	cr_assert_eq(follower->pl->high_watermark, 3, "the leader's, told in its answer");
+	cr_assert_eq(leader->role->f[0].leo, 3);
+	cr_assert_gt(sh->stats.repl_bytes_in, 0);
+	cr_assert_eq(sh->stats.repl_bytes_in, sh->stats.repl_bytes_out);
+}
+
+static int diverged_and_copied(void)
+{
+	return follower->pl->next_offset == 2 && follower->pl->durable_offset == 2 &&
+	       follower->pl->high_watermark == 2;
+}
+
+Test(replica_fetcher, a_divergent_tail_is_cut_and_the_leaders_log_copied)
+{
+	int32_t e;
+	int64_t end;
+
+	/* broker 2 led at epoch 0 and wrote a record nobody else has */
+	produce(follower, 1, "lost");
+	store_drain(&sh->st);
+	cr_assert_eq(follower->pl->next_offset, 1);
+	/* broker 1 leads at epoch 1 and writes two */
+	role(leader, 1, 1);
+	produce(leader, 1, "a");
+	produce(leader, 1, "b");
+	store_drain(&sh->st);
+	answered = 0;
+	role(follower, 2, 1);
+	run_until(diverged_and_copied);
+	cr_assert_eq(sh->stats.repl_truncations, 1, "the epoch-0 record was cut");
+	cr_assert_eq(follower->pl->next_offset, 2);
+	plog_epoch_end_offset(follower->pl, 0, &e, &end);
+	cr_assert_eq(plog_epoch_for_offset(follower->pl, 0), 1, "offset 0 is the leader's epoch-1 record");
+	cr_assert_eq(end, 0, "epoch 0 ends where epoch 1 starts: nothing of it is left");
+	cr_assert_eq(leader->pl->high_watermark, 2);
+}
+
+static int reconnected_twice(void)
+{
+	return sh->stats.repl_reconnects >= 2;
+}
+
+static int copied_one(void)
+{
+	return follower->pl->next_offset == 1 && follower->pl->durable_offset == 1;
+}
+
+Test(replica_fetcher, a_leader_that_is_not_there_is_tried_again_then_followed_at_its_new_address)
+{
+	struct part_role_msg m = { .self = 2, .leader = 1, .leader_epoch = 0, .nreplicas = 2, .nisr = 2,
+				   .replicas = { 1, 2 }, .isr = { 1, 2 }, .isr_to = 1 };
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+
+	/* a port nothing listens on: taken, then given back */
+	cr_assert_eq(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(s, (struct sockaddr *)&a, &alen), 0);
+	close(s);
+	role(leader, 1, 0);
+	produce(leader, 1, "x");
+	snprintf(m.leader_host, sizeof(m.leader_host), "localhost");
+	m.leader_port = ntohs(a.sin_port);
+	cr_assert_eq(part_role_set(follower, &m), 0);
+	run_until(reconnected_twice);
+	cr_assert_geq(sh->stats.repl_reconnects, 2, "refused, and tried again after its back-off");
+	cr_assert_eq(follower->pl->next_offset, 0);
+	/* the leader's registration moved: the new role's address is used */
+	role(follower, 2, 0);
+	run_until(copied_one);
+	cr_assert_eq(follower->pl->next_offset, 1);
+}
