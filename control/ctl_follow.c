@@ -50,6 +50,7 @@ static void serve(struct ctl *ctl, const struct meta_topic *mt)
 	if (!op || !(op->created = calloc(1, sizeof(*op->created))) ||
 	    !(op->created_for = calloc(1, sizeof(*op->created_for))))
 		abort();   /* the control thread's own bookkeeping */
+	ctl->ops_open++;   /* ctl_op_step's end counts it out */
 	op->started = ctl_follow_opened;
 	t = ctl_topic_build(ctl, mt);
 	op->created[op->ncreated++] = t;
@@ -75,6 +76,7 @@ static void retire(struct ctl *ctl, struct md_topic *t)
 
 	if (!op || !(op->deleted = calloc(1, sizeof(*op->deleted))))
 		abort();   /* the control thread's own bookkeeping */
+	ctl->ops_open++;   /* ctl_op_step's end counts it out */
 	op->started = ctl_follow_opened;
 	op->deleted[op->ndeleted++] = t;
 	for (int32_t j = 0; j < t->nparts; j++) {
