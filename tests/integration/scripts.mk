@@ -42,6 +42,9 @@ TEST_SCRIPTS += tests/integration/test_cluster_quorum.py
 # copies); a leader paused past its session acknowledges nothing it took
 # while deposed
 TEST_SCRIPTS += tests/integration/test_cluster_failover.py
+# kafka-python, kcat and kafkajs produce (acks=all) through a leader's
+# SIGKILL and read every record back once, in order
+TEST_SCRIPTS += tests/integration/test_cluster_clients.py
 # DescribeCluster v0-1 over raw frames: the cluster Metadata describes, the
 # rack, the authorized operations, the refused endpoint types
 TEST_SCRIPTS += tests/integration/test_describe_cluster.py
