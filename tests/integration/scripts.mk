@@ -36,6 +36,15 @@ TEST_SCRIPTS += tests/integration/test_cluster_config.py
 # same brokers and topics on every node, producer id blocks apart, the
 # leader killed and replaced, the killed node catching up
 TEST_SCRIPTS += tests/integration/test_cluster_quorum.py
+# three nodes, replication factor 3, min.insync.replicas=2: an idempotent
+# acks=all producer's 200,000 keyed records through the SIGKILL and restart
+# of a leader (every acknowledged record once, per-key order, identical
+# copies); a leader paused past its session acknowledges nothing it took
+# while deposed
+TEST_SCRIPTS += tests/integration/test_cluster_failover.py
+# kafka-python, kcat and kafkajs produce (acks=all) through a leader's
+# SIGKILL and read every record back once, in order
+TEST_SCRIPTS += tests/integration/test_cluster_clients.py
 # DescribeCluster v0-1 over raw frames: the cluster Metadata describes, the
 # rack, the authorized operations, the refused endpoint types
 TEST_SCRIPTS += tests/integration/test_describe_cluster.py

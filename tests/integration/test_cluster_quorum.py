@@ -25,62 +25,16 @@ Run: /usr/bin/python3 tests/integration/test_cluster_quorum.py [test ...]
 
 import os
 import re
-import shutil
 import socket
 import struct
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SLUICED, main, temp_dir, test  # noqa: E402
+from harness import SLUICED, main, test  # noqa: E402
+from cluster import Cluster, until  # noqa: E402
 
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-CLUSTER = os.path.join(HERE, "..", "..", "scripts", "cluster")
-WAIT = 60
-
-
-class Cluster:
-    def __init__(self, n):
-        self.dir = os.path.join(temp_dir(), "cluster")
-        self.n = n
-        self.run("start", str(n))
-        self.ports = [int(p.rsplit(":", 1)[1]) for p in self.run("bootstrap").strip().split(",")]
-
-    def run(self, *args):
-        p = subprocess.run([CLUSTER] + list(args) + ["--dir", self.dir], stdin=subprocess.DEVNULL,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=180,
-                           env=dict(os.environ, SLUICED=SLUICED))
-        assert p.returncode == 0, (args, p.returncode, p.stderr.decode())
-        return p.stdout.decode()
-
-    def port(self, node):
-        return self.ports[node - 1]
-
-    def metric(self, node, line_start):
-        """The value of the first /metrics line of node starting with line_start."""
-        import urllib.request
-        props = open(os.path.join(self.dir, "n%d" % node, "server.properties")).read()
-        admin = re.search(r"admin.listen=(\S+)", props).group(1)
-        body = urllib.request.urlopen("http://%s/metrics" % admin, timeout=30).read().decode()
-        for line in body.splitlines():
-            if line.startswith(line_start):
-                return float(line.rsplit(" ", 1)[1])
-        raise AssertionError("no %s in node %d's metrics" % (line_start, node))
-
-    def close(self):
-        subprocess.run([CLUSTER, "stop", "--dir", self.dir], stdin=subprocess.DEVNULL, timeout=120)
-        shutil.rmtree(os.path.dirname(self.dir), ignore_errors=True)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        self.close()
-        return False
-
 
 def recv_exact(s, n):
     buf = b""
@@ -126,22 +80,6 @@ def describe_quorum(port):
             r.i64()
             assert read_uvarint(r) == 0
         return leader, epoch, sorted(voters)
-
-
-def until(what, fn, timeout=WAIT):
-    """fn() until it returns something true (exceptions retried); its value."""
-    end = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < end:
-        try:
-            v = fn()
-            if v:
-                return v
-            last = v
-        except Exception as e:  # noqa: BLE001 - a node mid-election
-            last = e
-        time.sleep(0.3)
-    raise AssertionError("%s: not within %d s (last: %r)" % (what, timeout, last))
 
 
 def metadata(port):
@@ -257,7 +195,7 @@ def start_exit_code(props_path):
 def a_node_of_another_cluster_id_or_outside_the_voters_exits_2_naming_the_key():
     with Cluster(3) as c:
         props = os.path.join(c.dir, "n3", "server.properties")
-        subprocess.run([CLUSTER, "kill", "3", "--dir", c.dir], check=True, timeout=60)
+        c.kill(3)
         text = open(props).read()
         bad = os.path.join(c.dir, "bad.properties")
 

@@ -1,0 +1,156 @@
+"""A cluster of sluiced processes for the tests (scripts/cluster underneath):
+each node a broker and a voter on free loopback ports with its own data
+directory, all under one temporary directory removed at close.
+
+    with Cluster(3, sets=["min.insync.replicas=2"]) as c:
+        c.port(1)            # node 1's Kafka port
+        c.bootstrap          # "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"
+        c.kill(2); c.restart(2)
+        c.data_dir(2)        # node 2's log.dirs
+
+until(what, fn) retries fn (exceptions included) until it returns something
+true, or fails naming what it waited for.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import time
+
+from harness import SLUICED, temp_dir
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLUSTER = os.path.join(HERE, "..", "..", "scripts", "cluster")
+WAIT = 60
+
+
+class Cluster:
+    def __init__(self, n, sets=(), shards=1):
+        self.dir = os.path.join(temp_dir(), "cluster")
+        self.n = n
+        args = ["start", str(n), "--shards", str(shards)]
+        for s in sets:
+            args += ["--set", s]
+        try:
+            self.run(*args)
+        except BaseException:
+            self.close()
+            raise
+        self.bootstrap = self.run("bootstrap").strip()
+        self.ports = [int(p.rsplit(":", 1)[1]) for p in self.bootstrap.split(",")]
+
+    def run(self, *args, timeout=180):
+        p = subprocess.run([CLUSTER] + list(args) + ["--dir", self.dir], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+                           env=dict(os.environ, SLUICED=SLUICED))
+        assert p.returncode == 0, (args, p.returncode, p.stderr.decode())
+        return p.stdout.decode()
+
+    def port(self, node):
+        return self.ports[node - 1]
+
+    def node_of_port(self, port):
+        return self.ports.index(port) + 1
+
+    def data_dir(self, node):
+        return os.path.join(self.dir, "n%d" % node, "data")
+
+    def log(self, node):
+        try:
+            with open(os.path.join(self.dir, "n%d" % node, "sluiced.log"), errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def pid(self, node):
+        """The node's running pid (scripts/cluster status), or None."""
+        for line in self.run("status").splitlines():
+            f = line.split()
+            if f and f[0] == str(node):
+                return int(f[1]) if f[1].isdigit() and f[2] == "running" else None
+        return None
+
+    def kill(self, node):
+        self.run("kill", str(node))
+
+    def restart(self, node):
+        self.run("restart", str(node))
+
+    def metric(self, node, line_start):
+        """The value of the first /metrics line of node starting with line_start."""
+        import urllib.request
+        props = open(os.path.join(self.dir, "n%d" % node, "server.properties")).read()
+        admin = re.search(r"admin.listen=(\S+)", props).group(1)
+        body = urllib.request.urlopen("http://%s/metrics" % admin, timeout=30).read().decode()
+        for line in body.splitlines():
+            if line.startswith(line_start):
+                return float(line.rsplit(" ", 1)[1])
+        raise AssertionError("no %s in node %d's metrics" % (line_start, node))
+
+    def stop(self):
+        """SIGTERM every node, keep the directories (to read the logs)."""
+        subprocess.run([CLUSTER, "stop", "--keep", "--dir", self.dir], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, timeout=120)
+
+    def close(self):
+        subprocess.run([CLUSTER, "stop", "--dir", self.dir], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, timeout=120)
+        shutil.rmtree(os.path.dirname(self.dir), ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.close()
+        return False
+
+
+def until(what, fn, timeout=WAIT):
+    """fn() until it returns something true (exceptions retried); its value."""
+    end = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < end:
+        try:
+            v = fn()
+            if v:
+                return v
+            last = v
+        except Exception as e:  # noqa: BLE001 - a node mid-election
+            last = e
+        time.sleep(0.3)
+    raise AssertionError("%s: not within %d s (last: %r)" % (what, timeout, last))
+
+
+def partitions(bootstrap, topic):
+    """{partition: (leader, replicas, isrs)} from Metadata, or None."""
+    from confluent_kafka.admin import AdminClient
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=20)
+    t = md.topics.get(topic)
+    if t is None or t.error is not None or not t.partitions:
+        return None
+    return {p: (m.leader, sorted(m.replicas), sorted(m.isrs)) for p, m in t.partitions.items()}
+
+
+def create_topic(bootstrap, name, nparts, rf, config=None):
+    from confluent_kafka.admin import AdminClient, NewTopic
+    a = AdminClient({"bootstrap.servers": bootstrap})
+    a.create_topics([NewTopic(name, nparts, rf, config=config or {})],
+                    operation_timeout=30)[name].result(60)
+
+
+def log_batches(part_dir):
+    """The record batches of one partition directory's segments, in offset
+    order, as bytes (a preallocated segment ends at its first zero length)."""
+    out = []
+    for name in sorted(f for f in os.listdir(part_dir) if f.endswith(".log")):
+        with open(os.path.join(part_dir, name), "rb") as f:
+            data = f.read()
+        pos = 0
+        while pos + 12 <= len(data):
+            blen = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
+            if blen <= 0 or pos + 12 + blen > len(data):
+                break
+            out.append(data[pos:pos + 12 + blen])
+            pos += 12 + blen
+    return out

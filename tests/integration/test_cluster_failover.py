@@ -1,0 +1,259 @@
+#!/usr/bin/python3
+"""Replicated partitions survive the loss of a leader (issue 19's first
+cluster test; docs/replication.md).
+
+Three sluiced processes on loopback (scripts/cluster), a topic of 6
+partitions with replication factor 3 and min.insync.replicas=2. An
+idempotent librdkafka producer (acks=all) sends keyed records while the
+node leading partition 0 is killed with SIGKILL and later restarted:
+
+- every acknowledged record is read back exactly once, and no record at
+  all is read twice (idempotence across the leader change);
+- per key, the records are in the order they were sent;
+- the restarted node rejoins every partition's ISR, and at the end the
+  three copies of every partition are the same bytes (the restarted node
+  cut what it had that the new leader did not: a follower's log is the
+  leader's batches as they are).
+
+A leader paused (SIGSTOP) past broker.session.timeout.ms is replaced; a
+Produce (acks=all) waiting in its socket while it was deposed is answered
+with an error after SIGCONT, never acknowledged, and is in no copy of the
+log; what the new leader acknowledged is all there is.
+
+Run: /usr/bin/python3 tests/integration/test_cluster_failover.py [test ...]
+SLUICE_FAILOVER_RECORDS changes the count (default 200000).
+"""
+
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import main, test  # noqa: E402
+from cluster import Cluster, create_topic, log_batches, partitions, until  # noqa: E402
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
+
+RECORDS = int(os.environ.get("SLUICE_FAILOVER_RECORDS", "200000"))
+KEYS = 500
+TOPIC = "failover"
+NPARTS = 6
+
+
+def all_in_sync(bootstrap, n):
+    ps = partitions(bootstrap, TOPIC)
+    return ps and len(ps) == NPARTS and all(l >= 0 and len(isr) == n for l, _r, isr in ps.values())
+
+
+def produce(c, victim, t0):
+    """Send RECORDS keyed records, killing victim (SIGKILL) once a quarter is
+    acknowledged, restarting it once partition 0 has another leader and a
+    tenth more is acknowledged. Returns (acked, errors, failover): acked
+    maps (key, seq) to (partition, offset); failover is the time from the
+    SIGKILL to the first acknowledgement of partition 0 by its successor."""
+    acked = {}
+    errors = []
+    st = {"phase": 0}
+
+    def dr(err, msg):
+        key = msg.key().decode()
+        seq = int(msg.value().split(b":")[1])
+        if err is not None:
+            errors.append((key, seq, str(err)))
+            return
+        acked[(key, seq)] = (msg.partition(), msg.offset())
+        # the successor's first: acks in flight from the old leader arrive
+        # within milliseconds of the kill; a successor needs a session
+        if msg.partition() == 0 and st["phase"] >= 1 and "first" not in st and \
+                time.monotonic() > st["killed"] + 0.2:
+            st["first"] = time.monotonic()
+
+    def step():
+        now = time.monotonic()
+        if st["phase"] == 0 and len(acked) >= RECORDS // 4:
+            c.kill(victim)
+            st["killed"] = time.monotonic()
+            st["phase"] = 1
+        elif st["phase"] == 1 and now - st.get("looked", 0) > 0.5:
+            st["looked"] = now
+            try:
+                leader = partitions(c.bootstrap, TOPIC)[0][0]
+            except Exception:  # noqa: BLE001 - mid-election
+                return
+            if leader not in (-1, victim):
+                st["phase"] = 2
+                st["acked_at_election"] = len(acked)
+        elif st["phase"] == 2 and "first" in st and len(acked) >= st["acked_at_election"] + RECORDS // 10:
+            c.restart(victim)
+            st["phase"] = 3
+
+    p = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True, "acks": "all",
+                  "linger.ms": 5, "message.timeout.ms": 180000, "batch.num.messages": 2000,
+                  "queue.buffering.max.messages": 20000, "topic.metadata.refresh.interval.ms": 1000})
+    seqs = [0] * KEYS
+    for i in range(RECORDS):
+        k = i % KEYS
+        while True:
+            try:
+                p.produce(TOPIC, key=b"k%04d" % k, value=b"k%04d:%d:" % (k, seqs[k]) + b"x" * 80,
+                          on_delivery=dr)
+                break
+            except BufferError:
+                p.poll(0.05)
+                step()
+        seqs[k] += 1
+        if i % 1000 == 0:
+            p.poll(0)
+            step()
+    while st["phase"] < 3 and time.monotonic() - t0 < 300:
+        p.poll(0.1)
+        step()
+    left = p.flush(240)
+    assert left == 0, "%d records still unanswered after 240 s" % left
+    assert st["phase"] == 3, "partition 0 never got a new leader after its leader's SIGKILL (phase %d)" % st["phase"]
+    return acked, errors, st["first"] - st["killed"]
+
+
+def read_all(bootstrap):
+    """Every record of the topic, per partition, up to its high watermark."""
+    cons = Consumer({"bootstrap.servers": bootstrap, "group.id": "failover-check",
+                     "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+    ends = {}
+    for part in range(NPARTS):
+        lo, hi = cons.get_watermark_offsets(TopicPartition(TOPIC, part), timeout=30)
+        ends[part] = hi
+    cons.assign([TopicPartition(TOPIC, part, 0) for part in range(NPARTS)])
+    got = {part: [] for part in range(NPARTS)}
+    done = {part for part in range(NPARTS) if ends[part] == 0}
+    deadline = time.monotonic() + 180
+    while len(done) < NPARTS:
+        assert time.monotonic() < deadline, "reading back: %r of %r" % (
+            {p: len(v) for p, v in got.items()}, ends)
+        for m in cons.consume(2000, 1.0):
+            if m.error():
+                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
+                continue
+            got[m.partition()].append((m.offset(), m.key().decode(), int(m.value().split(b":")[1])))
+            if m.offset() + 1 >= ends[m.partition()]:
+                done.add(m.partition())
+    cons.close()
+    return got
+
+
+@test
+def an_acknowledged_record_survives_the_leaders_sigkill_exactly_once_and_the_copies_end_identical():
+    sets = ["min.insync.replicas=2", "default.replication.factor=3", "replica.lag.time.max.ms=10000",
+            "broker.session.timeout.ms=6000"]
+    with Cluster(3, sets=sets) as c:
+        create_topic(c.bootstrap, TOPIC, NPARTS, 3)
+        until("every partition led with 3 in sync", lambda: all_in_sync(c.bootstrap, 3))
+        victim = partitions(c.bootstrap, TOPIC)[0][0]
+        acked, errors, failover = produce(c, victim, time.monotonic())
+        print("  %d acknowledged, %d failed; node %d killed, partition 0's first write acknowledged by its "
+              "successor %.2f s after the SIGKILL (broker.session.timeout.ms=6000); restarted" % (
+                  len(acked), len(errors), victim, failover))
+        until("the restarted node back in every ISR", lambda: all_in_sync(c.bootstrap, 3), timeout=120)
+
+        got = read_all(c.bootstrap)
+        seen = {}
+        for part, recs in got.items():
+            last = {}
+            for off, key, seq in recs:
+                assert (key, seq) not in seen, "record %s:%d read twice (partition %d offsets %d and %d)" % (
+                    key, seq, part, seen[(key, seq)][1], off)
+                seen[(key, seq)] = (part, off)
+                assert last.get(key, -1) < seq, "key %s out of order in partition %d: %d after %d" % (
+                    key, part, seq, last[key])
+                last[key] = seq
+        lost = [ks for ks in acked if ks not in seen]
+        assert not lost, "%d acknowledged records lost, e.g. %r" % (len(lost), lost[:5])
+        moved = [(ks, acked[ks], seen[ks]) for ks in acked if acked[ks] != seen[ks]]
+        assert not moved, "acknowledged at one offset, read at another: %r" % moved[:5]
+
+        c.stop()
+        for part in range(NPARTS):
+            copies = [log_batches(os.path.join(c.data_dir(n), "%s-%d" % (TOPIC, part))) for n in (1, 2, 3)]
+            for n in (2, 3):
+                assert copies[n - 1] == copies[0], (
+                    "partition %d: node %d's log (%d batches) differs from node 1's (%d batches)" % (
+                        part, n, len(copies[n - 1]), len(copies[0])))
+            total = sum(len(b) for b in copies[0])
+            assert total > 0, "partition %d is empty" % part
+
+
+def produce_acked(bootstrap, topic, values):
+    """values through an acks=all producer: the ones acknowledged."""
+    acked = []
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "message.timeout.ms": 60000})
+    for v in values:
+        p.produce(topic, value=v, partition=0,
+                  on_delivery=lambda err, m: acked.append(m.value()) if err is None else None)
+    assert p.flush(90) == 0
+    return acked
+
+
+def read_values(bootstrap, topic):
+    cons = Consumer({"bootstrap.servers": bootstrap, "group.id": "paused-check", "enable.auto.commit": False})
+    _lo, hi = cons.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+    cons.assign([TopicPartition(topic, 0, 0)])
+    out = []
+    deadline = time.monotonic() + 60
+    while len(out) < hi:
+        assert time.monotonic() < deadline, "read %d of %d" % (len(out), hi)
+        for m in cons.consume(1000, 1.0):
+            if not m.error():
+                out.append(m.value())
+    cons.close()
+    return out
+
+
+@test
+def a_leader_paused_past_its_session_is_replaced_and_what_it_took_while_deposed_is_never_acknowledged():
+    from kraw import Conn, W
+    from ktxn import batch
+    sets = ["min.insync.replicas=2", "default.replication.factor=3", "broker.session.timeout.ms=4000"]
+    with Cluster(3, sets=sets) as c:
+        topic = "paused"
+        create_topic(c.bootstrap, topic, 1, 3)
+        until("3 in sync", lambda: (lambda ps: ps and ps[0][0] > 0 and len(ps[0][2]) == 3)(
+            partitions(c.bootstrap, topic)))
+        old = partitions(c.bootstrap, topic)[0][0]
+        others = ",".join("127.0.0.1:%d" % c.port(n) for n in (1, 2, 3) if n != old)
+        before = produce_acked(c.bootstrap, topic, [b"before-%d" % i for i in range(100)])
+        assert len(before) == 100
+        pid = c.pid(old)
+        conn = Conn("127.0.0.1:%d" % c.port(old), timeout=90)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            # a Produce (acks=all) waiting in the paused leader's socket
+            w = W().str(None).i16(-1).i32(30000)   # v7: transactional id, acks, timeout
+            w.array([topic], lambda w, t: w.str(t).array(
+                [0], lambda w, p: w.i32(p).bytes(batch([b"deposed-%d" % i for i in range(10)]))))
+            corr = conn.send(0, 7, w.b)
+            until("a new leader while %d is paused" % old,
+                  lambda: partitions(others, topic)[0][0] not in (-1, old), timeout=60)
+            after = produce_acked(others, topic, [b"after-%d" % i for i in range(100)])
+            assert len(after) == 100, "the new leader acknowledged %d of 100" % len(after)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        r = conn.recv(corr)
+        conn.close()
+        r.i32()                               # topics
+        assert r.str() == topic
+        r.i32()                               # partitions
+        idx, err = r.i32(), r.i16()
+        assert idx == 0 and err != 0, "the deposed leader acknowledged a write (error %d)" % err
+        print("  the deposed leader answered error %d" % err)
+        until("node %d back in the ISR" % old, lambda: len(partitions(c.bootstrap, topic)[0][2]) == 3, timeout=90)
+        vals = read_values(c.bootstrap, topic)
+        assert not [v for v in vals if v.startswith(b"deposed-")], "a deposed leader's write is readable"
+        assert vals == before + after, "read %d records, acknowledged %d" % (len(vals), len(before + after))
+        c.stop()
+        copies = [b"".join(log_batches(os.path.join(c.data_dir(n), "%s-0" % topic))) for n in (1, 2, 3)]
+        assert copies[0] == copies[1] == copies[2], "the three copies differ (%r bytes)" % [len(x) for x in copies]
+        assert b"deposed-" not in copies[old - 1], "node %d kept what it took while deposed" % old
+
+
+if __name__ == "__main__":
+    main("test_cluster_failover")
