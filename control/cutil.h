@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "dataplane/kafka/kafka_wire.h"
+#include "dataplane/topic_name.h"
 #include "storage/batch_format.h"
 
 static inline int64_t mono_ms(void)
@@ -66,16 +67,11 @@ static inline size_t putstr(uint8_t *p, const char *s)
 	return 2 + n;
 }
 
-/* The partition of n that Kafka gives key `s`: Java's String.hashCode,
- * absolute value, modulo n (group ids and transactional ids are mostly
- * ASCII, where the UTF-16 hash is the byte hash). */
+/* The partition of n that Kafka gives the NUL-terminated key s
+ * (dataplane/topic_name.h). */
 static inline int32_t java_key_partition(const char *s, int32_t n)
 {
-	int32_t h = 0;
-
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-		h = (int32_t)(31u * (uint32_t)h + *p);
-	return (int32_t)((h == INT32_MIN ? 0 : (h < 0 ? -h : h)) % (n > 0 ? n : 1));
+	return topic_key_partition(s, strlen(s), n);
 }
 
 #endif

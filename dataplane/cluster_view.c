@@ -4,6 +4,7 @@
 
 #include "dataplane/broker.h"
 #include "dataplane/cluster_view.h"
+#include "dataplane/topic_name.h"
 
 void cluster_view_self(const struct broker *b, struct cluster_node *n)
 {
@@ -22,6 +23,37 @@ struct kafka_str cluster_view_id(const struct broker *b)
 int32_t cluster_view_controller(const struct broker *b)
 {
 	return b->set.node_id;   /* a combined broker and controller, a quorum of one */
+}
+
+int16_t cluster_view_coordinator(const struct broker *b, const struct md_snapshot *md, int8_t key_type,
+				 const char *key, size_t len, struct cluster_node *out)
+{
+	const char *topic = key_type == 1 ? TOPIC_TRANSACTION_STATE : TOPIC_CONSUMER_OFFSETS;
+	const struct md_topic *t = md ? md_find(md, topic, (int32_t)strlen(topic)) : NULL;
+	int32_t leader;
+
+	if (!t || t->nparts < 1) {
+		cluster_view_self(b, out);
+		return 0;
+	}
+	leader = t->parts[topic_key_partition(key, len, t->nparts)].leader;
+	if (leader == b->set.node_id) {
+		cluster_view_self(b, out);
+		return 0;
+	}
+	for (int i = 0; leader >= 0 && i < md->nbrokers; i++) {
+		const struct md_broker *o = &md->brokers[i];
+
+		if (o->id != leader)
+			continue;
+		out->id = o->id;
+		out->host = (struct kafka_str){ o->host, (int32_t)strlen(o->host) };
+		out->port = o->port;
+		out->rack = o->rack[0] ? (struct kafka_str){ o->rack, (int32_t)strlen(o->rack) }
+				       : (struct kafka_str){ NULL, -1 };
+		return 0;
+	}
+	return 15;   /* COORDINATOR_NOT_AVAILABLE: the client asks again */
 }
 
 int cluster_view_brokers(const struct broker *b, const struct md_snapshot *md, struct cluster_node *out, int cap)

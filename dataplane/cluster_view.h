@@ -39,6 +39,15 @@ struct md_snapshot;
  * strings of the others point into md, valid for the shard's loop turn
  * (as the topic names a response borrows from it). */
 int cluster_view_brokers(const struct broker *b, const struct md_snapshot *md, struct cluster_node *out, int cap);
+/* @thread shard. Where FindCoordinator sends key (key_type 0: a group id,
+ * 1: a transactional id): the leader of the key's partition of its internal
+ * topic (__consumer_offsets, __transaction_state), as Kafka's partitionFor
+ * picks it, so that every node names the same coordinator; this node while
+ * the topic is not in md yet (its first start). 0 and *out (strings as
+ * cluster_view_brokers'), or COORDINATOR_NOT_AVAILABLE (15): the partition
+ * has no leader now, or its leader is not a broker md lists. */
+int16_t cluster_view_coordinator(const struct broker *b, const struct md_snapshot *md, int8_t key_type,
+				 const char *key, size_t len, struct cluster_node *out);
 /* @thread shard. The cluster id (Metadata v2+, DescribeCluster). */
 struct kafka_str cluster_view_id(const struct broker *b);
 /* @thread shard. The controller's node id: this node. */

@@ -1096,10 +1096,10 @@ int kafka_handle_list_offsets(struct kafka_ctx *ctx)
 
 /* ---- FindCoordinator -------------------------------------------------- */
 
-/* One node: it coordinates every group and every transactional id. (The
- * coordinators themselves arrive with the groups and transactions issues;
- * librdkafka also reads FindCoordinator v0 as the sign of a broker that
- * takes LZ4.) */
+/* The coordinator of a group or transactional id is the leader of its
+ * partition of the internal topic (cluster_view_coordinator), the same
+ * answer on every node. (librdkafka also reads FindCoordinator v0 as the
+ * sign of a broker that takes LZ4.) */
 int kafka_handle_find_coordinator(struct kafka_ctx *ctx)
 {
 	struct kafka_find_coordinator_request *q = ctx->req.body;
@@ -1118,13 +1118,21 @@ int kafka_handle_find_coordinator(struct kafka_ctx *ctx)
 		r->Host = (struct kafka_str){ "", 0 };
 		r->Port = -1;
 	} else {
-		struct cluster_node self;
+		struct cluster_node c;
+		int16_t err = cluster_view_coordinator(b, broker_md(b), (int8_t)q->KeyType, q->Key.ptr,
+						       q->Key.len > 0 ? (size_t)q->Key.len : 0, &c);
 
-		cluster_view_self(b, &self);   /* every coordinator is this node */
-		r->NodeId = self.id;
-		r->Host = self.host;
-		r->Port = self.port;
 		r->ErrorMessage = (struct kafka_str){ NULL, -1 };
+		if (err) {
+			r->ErrorCode = err;
+			r->NodeId = -1;
+			r->Host = (struct kafka_str){ "", 0 };
+			r->Port = -1;
+		} else {
+			r->NodeId = c.id;
+			r->Host = c.host;
+			r->Port = c.port;
+		}
 	}
 	ctx->resp = r;
 	kafka_ctx_respond(ctx);

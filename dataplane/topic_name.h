@@ -19,6 +19,21 @@
 
 #define TOPIC_NAME_MAX 249
 #define TOPIC_CLUSTER_METADATA "__cluster_metadata"
+#define TOPIC_CONSUMER_OFFSETS "__consumer_offsets"
+#define TOPIC_TRANSACTION_STATE "__transaction_state"
+
+/* The partition of n that Kafka gives a group id or transactional id s of
+ * len bytes (its partitionFor): Java's String.hashCode, Kafka's Utils.abs
+ * (0 for INT32_MIN), modulo n (ids are mostly ASCII, where the UTF-16 hash
+ * is the byte hash). */
+static inline int32_t topic_key_partition(const char *s, size_t len, int32_t n)
+{
+	int32_t h = 0;
+
+	for (size_t i = 0; i < len; i++)
+		h = (int32_t)(31u * (uint32_t)h + (unsigned char)s[i]);
+	return (int32_t)((h == INT32_MIN ? 0 : (h < 0 ? -h : h)) % (n > 0 ? n : 1));
+}
 
 /* Kafka's legal topic name: 1-249 characters of [a-zA-Z0-9._-], not "."
  * or "..". `len` bytes at `p` (not NUL-terminated). */
@@ -41,7 +56,7 @@ static inline int topic_name_valid(const char *p, int32_t len)
 /* 1 when the name is one of the broker's internal topics. */
 static inline int topic_name_internal(const char *p, int32_t len)
 {
-	static const char *const internal[] = { TOPIC_CLUSTER_METADATA, "__consumer_offsets", "__transaction_state" };
+	static const char *const internal[] = { TOPIC_CLUSTER_METADATA, TOPIC_CONSUMER_OFFSETS, TOPIC_TRANSACTION_STATE };
 
 	if (!p || len <= 0)
 		return 0;

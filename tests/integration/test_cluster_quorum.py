@@ -29,6 +29,7 @@ import socket
 import struct
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import SLUICED, main, test  # noqa: E402
@@ -183,6 +184,54 @@ def three_nodes_serve_one_metadata_and_survive_the_loss_of_the_leader():
         until("the restarted node agrees on the leader", lambda: agreed_leader(c, [1, 2, 3]))
         assert replicas(c.port(leader), "cq-a") == want
         until("3 brokers on the restarted node", lambda: sorted(metadata(c.port(leader)).brokers) == [1, 2, 3])
+
+
+def java_partition(key, n):
+    h = 0
+    for ch in key.encode():
+        h = (31 * h + ch) & 0xFFFFFFFF
+    h = h - (1 << 32) if h >= 1 << 31 else h
+    return (0 if h == -(1 << 31) else abs(h)) % n
+
+
+@test
+def every_node_names_the_same_coordinator_the_leader_of_the_keys_internal_partition():
+    from kraw import Conn
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    with Cluster(3) as c:
+        md = metadata(c.port(1))
+        for topic, kt in (("__consumer_offsets", 0), ("__transaction_state", 1)):
+            leaders = {p: m.leader for p, m in md.topics[topic].partitions.items()}
+            for key in ("g1", "orders-consumers", "txn-7", "x" * 40):
+                want = leaders[java_partition(key, len(leaders))]
+                for n in (1, 2, 3):
+                    with Conn("127.0.0.1:%d" % c.port(n)) as k:
+                        r = k.find_coordinator(key, ver=1, key_type=kt)
+                    assert r.error == 0 and r.node == want, (topic, key, n, r, want)
+                    assert r.port == c.port(want), (r, c.ports)
+        # a consumer group through every node: its commits read back through another
+        create_topic(c.port(2), "grp", 2, 3)
+        p = Producer({"bootstrap.servers": "127.0.0.1:%d" % c.port(3), "acks": "all"})
+        for i in range(100):
+            p.produce("grp", value=b"%d" % i, partition=i % 2)
+        assert p.flush(30) == 0
+        boot = ",".join("127.0.0.1:%d" % x for x in c.ports)
+        cons = Consumer({"bootstrap.servers": boot, "group.id": "cq-group", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+        cons.subscribe(["grp"])
+        got = 0
+        end = time.monotonic() + 60
+        while got < 100 and time.monotonic() < end:
+            for m in cons.consume(100, 1.0):
+                if not m.error():
+                    got += 1
+        assert got == 100, got
+        cons.commit(asynchronous=False)
+        cons.close()
+        other = Consumer({"bootstrap.servers": "127.0.0.1:%d" % c.port(1), "group.id": "cq-group"})
+        committed = other.committed([TopicPartition("grp", 0), TopicPartition("grp", 1)], timeout=30)
+        other.close()
+        assert sorted(tp.offset for tp in committed) == [50, 50], committed
 
 
 def start_exit_code(props_path):
