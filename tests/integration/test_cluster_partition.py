@@ -16,6 +16,15 @@ replica.lag.time.max.ms=3000.
   the heal L follows again (back in the ISR) and every acknowledged record
   is read once, in order, and what was sent to L is in no node's log.
 
+- Jepsen's order: L's followers stop fetching from it first (their
+  connections to its Kafka port cut, the quorum's untouched), so the ISR
+  shrinks to L alone, then L is cut off and the majority elects a replica
+  out of sync (unclean.leader.election.enable=true). With
+  min.insync.replicas=2, L refuses acks=all (NOT_ENOUGH_REPLICAS) and
+  nothing is lost; a topic with min.insync.replicas=1 on the same leader
+  has L acknowledge alone, and after the heal that acknowledged record is
+  gone: Kafka's 2013 loss, which shows the checks can catch it.
+
 Run: /usr/bin/python3 tests/integration/test_cluster_partition.py [test ...]
 """
 
@@ -163,6 +172,63 @@ def a_leader_cut_off_from_the_other_brokers_acknowledges_nothing_at_acks_all():
         assert logs[1] == logs[2] == logs[3], "the three copies differ (%r bytes)" % [len(x) for x in logs.values()]
 
 
+@test
+def with_the_isr_shrunk_to_the_leader_min_insync_replicas_2_refuses_what_1_acknowledges_and_loses():
+    need_netns()
+    with Cluster(3, sets=SETS + ["unclean.leader.election.enable=true"], netns=True) as c:
+        # the same leader for both: created one after the other, the second
+        # moved to the first's leader by a preferred election if needed
+        create_topic(c.bootstrap, "safe", 1, 3)
+        until("safe: 3 in sync", lambda: in_sync(c.bootstrap, "safe", 3))
+        old = leader_isr(c.bootstrap, "safe")[0]
+        others = [n for n in (1, 2, 3) if n != old]
+        create_topic_on(c, "unsafe", old, others, {"min.insync.replicas": "1"})
+        until("unsafe: 3 in sync, led by %d" % old,
+              lambda: in_sync(c.bootstrap, "unsafe", 3) and leader_isr(c.bootstrap, "unsafe")[0] == old)
+        before = {t: produce_acked(c.bootstrap, t, [b"before-%d" % i for i in range(50)]) for t in ("safe", "unsafe")}
+        assert all(len(v) == 50 for v in before.values())
+
+        # the followers stop fetching from node `old` (their connections to
+        # its Kafka port cut; the quorum's are not): after
+        # replica.lag.time.max.ms the ISRs shrink to it alone
+        c.isolate(old, port=c.port(old))
+        until("both ISRs shrunk to node %d" % old,
+              lambda: all(leader_isr(c.addr(old), t) == (old, [old]) for t in ("safe", "unsafe")), timeout=30)
+        # then it is cut off from the other nodes altogether
+        c.isolate(old)
+        sent = {t: RawProduce(c.addr(old), t, [b"cut-%s-%d" % (t.encode(), i) for i in range(5)], 5000)
+                for t in ("safe", "unsafe")}
+        errs = {t: p.answer() for t, p in sent.items()}
+        print("  node %d alone in the ISR and cut off answered %r" % (old, errs))
+        assert errs["safe"] == NOT_ENOUGH_REPLICAS, \
+            "min.insync.replicas=2, the ISR the leader alone: answered %r, not NOT_ENOUGH_REPLICAS" % errs["safe"]
+        assert errs["unsafe"] == 0, \
+            "min.insync.replicas=1: the leader alone did not acknowledge (answered %r)" % errs["unsafe"]
+        alone = [b"cut-unsafe-%d" % i for i in range(5)]
+
+        peers = ",".join(c.addr(n) for n in others)
+        for t in ("safe", "unsafe"):
+            until("%s: an unclean leader among the majority" % t,
+                  lambda: leader_isr(peers, t)[0] in others, timeout=40)
+        after = {t: produce_acked(peers, t, [b"after-%d" % i for i in range(50)]) for t in ("safe", "unsafe")}
+        assert all(len(v) == 50 for v in after.values()), {t: len(v) for t, v in after.items()}
+
+        c.heal(old)
+        for t in ("safe", "unsafe"):
+            rejoined(c, t, old)
+        vals = {t: read_values(c.bootstrap, t) for t in ("safe", "unsafe")}
+        assert vals["safe"] == before["safe"] + after["safe"], "safe: read %d, acknowledged %d" % (
+            len(vals["safe"]), len(before["safe"] + after["safe"]))
+        lost = [v for v in alone if v not in vals["unsafe"]]
+        print("  min.insync.replicas=1: %d of the %d records node %d acknowledged alone are gone after the heal" % (
+            len(lost), len(alone), old))
+        assert lost == alone, "the lone leader's acknowledged writes survived: %r" % vals["unsafe"]
+        assert vals["unsafe"] == before["unsafe"] + after["unsafe"]
+        c.stop()
+        for n, data in logs_of(c, "safe").items():
+            assert b"cut-" not in data, "node %d's log holds a write min.insync.replicas=2 refused" % n
+
+
 def rejoined(c, topic, old):
     """Wait until node old follows again: the others' Metadata and its own
     name the same leader, not old, with all three in the ISR."""
@@ -188,6 +254,14 @@ def describe(c, topic, n):
         i = b.find(b"-", 61)
         out.append((base, epoch, count, b[max(61, i - 8):i + 4]))
     return out
+
+
+def create_topic_on(c, topic, leader, others, config):
+    """topic (1 partition) with leader as its preferred replica."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    a = AdminClient({"bootstrap.servers": c.bootstrap})
+    nt = NewTopic(topic, 1, replica_assignment=[[leader] + others], config=config)
+    a.create_topics([nt], operation_timeout=30)[topic].result(60)
 
 
 if __name__ == "__main__":
