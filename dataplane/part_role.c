@@ -205,8 +205,11 @@ void part_role_tick(struct part *p, uint64_t now_ns, uint64_t lag_ns)
 			continue;            /* asked; the answer comes as a role */
 		if (f->in_isr && now_ns - f->caught_up_ns > lag_ns)
 			ask_isr(p, f, 0, now_ns);   /* replica.lag.time.max.ms without catching up */
-		else if (!f->in_isr && may_join(p, f))
+		else if (!f->in_isr && f->fetch_ns && now_ns - f->fetch_ns <= lag_ns && may_join(p, f))
 			ask_isr(p, f, 1, now_ns);   /* asked again: the first was refused or lost */
+		/* (only one that still fetches, as Kafka expands on a fetch: one cut
+		 * off keeps the log end it had, which the high watermark it holds
+		 * back does not pass, and it would be asked in and out for ever) */
 		else
 			f->reported = 0;
 	}

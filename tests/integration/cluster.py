@@ -3,10 +3,14 @@ each node a broker and a voter on free loopback ports with its own data
 directory, all under one temporary directory removed at close.
 
     with Cluster(3, sets=["min.insync.replicas=2"]) as c:
-        c.port(1)            # node 1's Kafka port
+        c.port(1)            # node 1's Kafka port (c.addr(1): host:port)
         c.bootstrap          # "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"
         c.kill(2); c.restart(2)
         c.data_dir(2)        # node 2's log.dirs
+
+    Cluster(3, netns=True) puts each node in its own network namespace
+    (scripts/cluster --netns, root only); c.isolate(1) cuts node 1 off from
+    the others, c.heal(1) joins it again.
 
 until(what, fn) retries fn (exceptions included) until it returns something
 true, or fails naming what it waited for.
@@ -26,10 +30,10 @@ WAIT = 60
 
 
 class Cluster:
-    def __init__(self, n, sets=(), shards=1):
+    def __init__(self, n, sets=(), shards=1, netns=False):
         self.dir = os.path.join(temp_dir(), "cluster")
         self.n = n
-        args = ["start", str(n), "--shards", str(shards)]
+        args = ["start", str(n), "--shards", str(shards)] + (["--netns"] if netns else [])
         for s in sets:
             args += ["--set", s]
         try:
@@ -38,7 +42,8 @@ class Cluster:
             self.close()
             raise
         self.bootstrap = self.run("bootstrap").strip()
-        self.ports = [int(p.rsplit(":", 1)[1]) for p in self.bootstrap.split(",")]
+        self.addrs = self.bootstrap.split(",")
+        self.ports = [int(p.rsplit(":", 1)[1]) for p in self.addrs]
 
     def run(self, *args, timeout=180):
         p = subprocess.run([CLUSTER] + list(args) + ["--dir", self.dir], stdin=subprocess.DEVNULL,
@@ -52,6 +57,18 @@ class Cluster:
 
     def node_of_port(self, port):
         return self.ports.index(port) + 1
+
+    def addr(self, node):
+        """The node's Kafka listener, host:port."""
+        return self.addrs[node - 1]
+
+    def isolate(self, node, port=None):
+        """(netns) Cut node off from the other nodes (only their connections
+        to its port, if given); the test still reaches it."""
+        self.run("isolate", str(node), *(["--port", str(port)] if port else []))
+
+    def heal(self, node):
+        self.run("heal", str(node))
 
     def data_dir(self, node):
         return os.path.join(self.dir, "n%d" % node, "data")

@@ -5,7 +5,8 @@
  * waits for it and acks=1 only for the leader's own write; a replica
  * fetch from a broker that is not a follower is refused; a follower that
  * does not catch up is asked out of the ISR and one that caught up back
- * in, not before it has the current epoch's start; acks=all fails when its time is out and when the leader becomes a
+ * in, not before it has the current epoch's start, nor once it stopped
+ * fetching; acks=all fails when its time is out and when the leader becomes a
  * follower; a follower's high watermark is the least of its leader's and
  * its own log end; a partition alone keeps the one-node way. */
 #include <criterion/criterion.h>
@@ -238,6 +239,41 @@ Test(part_role, a_lagging_follower_is_asked_out_of_the_isr_and_back_in)
 	cr_assert_eq(part_role_replica_fetch(p, 3, 1, sh->now_ns), 0);
 	cr_assert_eq(asks, 2);
 	cr_assert_eq(ask_broker, 3);
+	cr_assert_eq(ask_join, 1);
+}
+
+Test(part_role, a_follower_that_stopped_fetching_is_not_asked_back_in)
+{
+	struct part *p = open_part("t-0");
+	const int32_t isr13[] = { 1, 3 };
+	uint64_t lag = 3000ull * 1000000ull;
+
+	set_role(p, 1, 4, three, 3, three, 3);
+	cr_assert_eq(part_role_replica_fetch(p, 2, 0, sh->now_ns), 0);
+	cr_assert_eq(part_role_replica_fetch(p, 3, 0, sh->now_ns), 0);
+	/* 2 is cut off; 3 fetches on */
+	asks = 0;
+	for (int i = 0; i < 2; i++) {
+		sh->now_ns += lag / 2 + 1000000;
+		cr_assert_eq(part_role_replica_fetch(p, 3, 0, sh->now_ns), 0);
+		part_role_tick(p, sh->now_ns, lag);
+	}
+	cr_assert_eq(asks, 1);
+	cr_assert_eq(ask_broker, 2);
+	cr_assert_eq(ask_join, 0);
+	set_role(p, 1, 4, three, 3, isr13, 2);
+	/* its log end is still the high watermark, but it fetches no more */
+	for (int i = 0; i < 4; i++) {
+		sh->now_ns += lag / 2 + 1000000;
+		cr_assert_eq(part_role_replica_fetch(p, 3, 0, sh->now_ns), 0);
+		part_role_tick(p, sh->now_ns, lag);
+	}
+	cr_assert_eq(asks, 1, "a follower cut off is not asked back in (asked %d, last broker %d join %d)",
+		     asks, ask_broker, ask_join);
+	/* it fetches again: in */
+	cr_assert_eq(part_role_replica_fetch(p, 2, 0, sh->now_ns), 0);
+	cr_assert_eq(asks, 2);
+	cr_assert_eq(ask_broker, 2);
 	cr_assert_eq(ask_join, 1);
 }
 
