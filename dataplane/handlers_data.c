@@ -241,7 +241,8 @@ static void produce_route(struct shard *owner, void *cookie, int64_t base, int64
 static void produce_remote_msg(void *self, struct shard_msg *m)
 {
 	struct part_produce_req req = { .rec = m->p[1], .len = (uint32_t)m->v[0], .acks = (int)m->v[1],
-					.recv_ns = (uint64_t)m->v[2], .timeout_ms = (int32_t)m->v[3] };
+					.recv_ns = (uint64_t)m->v[2], .timeout_ms = (int32_t)m->v[3],
+					.min_insync = (int32_t)((uint64_t)m->v[0] >> 32) };
 
 	(void)self;
 	part_produce(m->p[0], &req, produce_route, m->p[2]);
@@ -389,12 +390,15 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 			pps[j] = (struct produce_part){ .ctx = ctx, .pr = pr };
 			if (mp->shard == sh->id) {
 				struct part_produce_req req = { .rec = rec, .len = len, .acks = q->Acks,
-								.recv_ns = ctx->recv_ns, .timeout_ms = q->TimeoutMs };
+								.recv_ns = ctx->recv_ns, .timeout_ms = q->TimeoutMs,
+								.min_insync = t->min_insync };
 
 				part_produce(mp->part, &req, produce_route, &pps[j]);
 			} else {
 				struct shard_msg m = { .fn = produce_remote_msg, .p = { mp->part, (void *)rec, &pps[j] },
-						       .v = { len, q->Acks, (int64_t)ctx->recv_ns, q->TimeoutMs } };
+						       /* v[0]: the length, min.insync.replicas above it */
+						       .v = { (int64_t)((uint64_t)len | (uint64_t)(uint32_t)t->min_insync << 32),
+							      q->Acks, (int64_t)ctx->recv_ns, q->TimeoutMs } };
 
 				shard_send(sh, mp->shard, &m);
 			}

@@ -303,6 +303,9 @@ void part_produce(struct part *p, const struct part_produce_req *req, part_produ
 	}
 	struct ack_wait w = { .need = need, .base_offset = base, .done = done, .cookie = cookie,
 			      .durable_only = req->acks == 1,
+			      .min_isr = req->acks == -1 && p->role
+					 ? (uint8_t)(req->min_insync > 255 ? 255 : req->min_insync < 0 ? 0 : req->min_insync)
+					 : 0,
 			      .deadline_ms = req->acks == -1 && req->timeout_ms > 0 && p->role
 					     ? (uint32_t)((req->recv_ns + (uint64_t)req->timeout_ms * 1000000ull) / 1000000)
 					     : 0 };
@@ -541,7 +544,11 @@ void part_progress(struct part *p)
 		if (!err && w->need > (w->durable_only ? durable : hw))
 			break;
 		p->ack_head++;
-		ack_answer(p, w, err);
+		/* Kafka's DelayedProduce: the ISR had it, but a leader whose ISR
+		 * shrank below min.insync.replicas meanwhile (it alone, cut off)
+		 * does not call that acknowledged */
+		ack_answer(p, w, err ? err : w->min_isr && p->role && p->role->nisr < w->min_isr
+						? PART_ERR_AFTER_APPEND : 0);
 	}
 	if (hw != p->last_hw && p->watchers) {
 		uint64_t wmask = p->watchers;

@@ -51,9 +51,11 @@ struct ack_wait {
 	int16_t from;
 	uint8_t durable_only;       /* acks=1; 2: answered already (with a role: it was durable
 				     * before an acks=all ahead of it had the ISR) */
+	uint8_t min_isr;            /* acks=all with followers: min.insync.replicas (255 at most)
+				     * the ISR must still have when the high watermark passes */
 	uint32_t deadline_ms;       /* acks=all with followers: fails with PART_ERR_TIMED_OUT from
 				     * this shard-clock ms on (wrapping: compared as a difference);
-				     * 0: none. (All three in what was padding: the ring's size
+				     * 0: none. (All four in what was padding: the ring's size
 				     * per partition stays.) */
 	struct kafka_ctx *ctx;
 	void (*notify)(void *self, struct shard_msg *m);
@@ -114,6 +116,10 @@ struct part_produce_req {
 				      * 1: the leader's own write; -1: the ISR's (the high watermark) */
 	uint64_t recv_ns;            /* when the request came (a transaction's late write) */
 	int32_t timeout_ms;          /* acks=all: REQUEST_TIMED_OUT after it (<= 0: none) */
+	int32_t min_insync;          /* acks=all: the topic's min.insync.replicas; with followers,
+				      * answered NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR has
+				      * shrunk below it by the time the high watermark passes the
+				      * batch (Kafka's DelayedProduce); 0: no check */
 };
 
 /* A produce on the owner: the idempotent producer's sequence and epoch

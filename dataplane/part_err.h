@@ -27,6 +27,8 @@ enum part_err {
 	PART_ERR_UNKNOWN_EPOCH = 6,                      /* KIP-320: the client's leader epoch is newer */
 	PART_ERR_NOT_LEADER = 7,                         /* this node stopped leading before the ISR had it */
 	PART_ERR_TIMED_OUT = 8,                          /* acks=all: the ISR did not have it in time */
+	PART_ERR_AFTER_APPEND = 9,                       /* acks=all: the ISR had it, but had shrunk
+							  * below min.insync.replicas meanwhile */
 };
 
 /* @thread any: the Kafka code for a partition's outcome: 0, an enum
@@ -65,6 +67,8 @@ static inline int16_t part_err_to_kafka(int err)
 		return KERR_NOT_LEADER_OR_FOLLOWER;
 	case PART_ERR_TIMED_OUT:
 		return KERR_REQUEST_TIMED_OUT;
+	case PART_ERR_AFTER_APPEND:
+		return KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND;
 	default:
 		return err < 0 ? kafka_append_error(err) : KERR_UNKNOWN_SERVER_ERROR;
 	}

@@ -82,13 +82,14 @@ static void produced(struct shard *owner, void *cookie, int64_t base, int64_t lo
 	answer_base[i] = base;
 }
 
-/* One record with acks, answered into slot i. */
-static void produce(struct part *p, int acks, int32_t timeout_ms, int i)
+/* One record with acks and min.insync.replicas, answered into slot i. */
+static void produce_min(struct part *p, int acks, int32_t timeout_ms, int32_t min_insync, int i)
 {
 	uint8_t buf[512];
 	struct batch_builder bb;
 	ssize_t len;
-	struct part_produce_req req = { .rec = buf, .acks = acks, .recv_ns = sh->now_ns, .timeout_ms = timeout_ms };
+	struct part_produce_req req = { .rec = buf, .acks = acks, .recv_ns = sh->now_ns, .timeout_ms = timeout_ms,
+					.min_insync = min_insync };
 
 	batch_builder_init(&bb, buf, sizeof(buf), 1000);
 	cr_assert_eq(batch_builder_add(&bb, 0, 1000, "k", 1, "value", 5, NULL, 0, 0), 0);
@@ -97,6 +98,12 @@ static void produce(struct part *p, int acks, int32_t timeout_ms, int i)
 	req.len = (uint32_t)len;
 	answered[i] = 0;
 	part_produce(p, &req, produced, (void *)(intptr_t)i);
+}
+
+/* One record with acks (no min.insync.replicas check), into slot i. */
+static void produce(struct part *p, int acks, int32_t timeout_ms, int i)
+{
+	produce_min(p, acks, timeout_ms, 0, i);
 }
 
 /* ISR changes the leader asked for (its isr_change, run inline: the
@@ -167,6 +174,33 @@ Test(part_role, the_high_watermark_is_the_least_of_the_isr_log_ends)
 	/* a fetch past the log end teaches nothing */
 	cr_assert_eq(part_role_replica_fetch(p, 3, 99, sh->now_ns), 0);
 	cr_assert_eq(p->role->f[1].leo, 5);
+}
+
+/* Kafka's DelayedProduce: an acks=all batch the high watermark passed
+ * while the ISR had shrunk below min.insync.replicas is not acknowledged
+ * (the leader alone, cut off from its followers, shrank it to itself). */
+Test(part_role, acks_all_past_the_high_watermark_with_an_isr_below_min_insync_is_not_enough_replicas)
+{
+	struct part *p = open_part("t-0");
+	const int32_t alone[1] = { 1 };
+
+	set_role(p, 1, 0, three, 3, three, 3);
+	produce_min(p, -1, 30000, 2, 0);
+	store_drain(&sh->st);
+	cr_assert_eq(answered[0], 0, "waits for the ISR");
+	/* the ISR shrinks to the leader: the high watermark is its own log end */
+	set_role(p, 1, 0, three, 3, alone, 1);
+	store_drain(&sh->st);
+	cr_assert_eq(p->pl->high_watermark, 1);
+	cr_assert_eq(answered[0], 1);
+	cr_assert_eq(answer_err[0], PART_ERR_AFTER_APPEND, "acknowledged by the leader alone (%d)", answer_err[0]);
+	cr_assert_eq(part_err_to_kafka(PART_ERR_AFTER_APPEND), KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND);
+	/* min.insync.replicas 1: the leader alone is enough */
+	produce_min(p, -1, 30000, 1, 1);
+	store_drain(&sh->st);
+	cr_assert_eq(answered[1], 1);
+	cr_assert_eq(answer_err[1], 0);
+	cr_assert_eq(answer_base[1], 1);
 }
 
 Test(part_role, acks_1_waits_only_for_the_leaders_own_write)
