@@ -240,6 +240,7 @@ def round_kill(d, admin, load, r):
            "kill_call_s": t_kill_done, "meta_s": watch.done()}
     if took is None:
         res["logs"] = {n: log_tail(d, n) for n in (1, 2, 3) if n != ld}
+    res["isr_down"] = isr0(admin)
     cluster(d, "restart", str(ld))
     res["isr_whole_s"] = wait_whole(admin)
     return res
@@ -270,9 +271,18 @@ def round_sigterm(d, admin, load, r):
            "exit_s": exit_s, "meta_s": watch.done()}
     if took is None:
         res["logs"] = {n: log_tail(d, n) for n in (1, 2, 3)}
+    res["isr_down"] = isr0(admin)
     cluster(d, "restart", str(ld))
     res["isr_whole_s"] = wait_whole(admin)
     return res
+
+
+def isr0(admin):
+    try:
+        ps = partitions(admin)
+        return sorted(ps[0].isrs) if ps and 0 in ps else None
+    except KafkaException:
+        return None
 
 
 def fmt_s(v):
@@ -286,7 +296,8 @@ def report(res):
              fmt_s(res["meta_s"])))
     if res["kind"] == "sigterm":
         line += ", process exited after %s" % fmt_s(res["exit_s"])
-    line += ", ISR whole again %s after the restart" % fmt_s(res["isr_whole_s"])
+    line += ", ISR of partition 0 while down %s, whole again %s after the restart" % (
+        res["isr_down"], fmt_s(res["isr_whole_s"]))
     print(line, flush=True)
     for n, lines in res.get("logs", {}).items():
         for l in lines:
