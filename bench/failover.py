@@ -28,6 +28,7 @@ unless the cluster or the producer cannot run at all. The cluster and its
 directory go at the end, also on Ctrl-C.
 """
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -43,6 +44,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLUSTER = os.path.join(HERE, "scripts", "cluster")
+SLUICECTL = os.environ.get("SLUICECTL", os.path.join(HERE, "build", "sluicectl"))
 TOPIC = "failover"
 SESSION_TIMEOUT_S = 9.0          # broker.session.timeout.ms's default
 KILL_TARGET_S = SESSION_TIMEOUT_S + 1.0
@@ -135,6 +137,17 @@ def partitions(admin):
     return t.partitions
 
 
+def controller(bootstrap):
+    """The active controller: the quorum's leader by DescribeQuorum
+    (sluicectl cluster info; Metadata's ControllerId names the node asked)."""
+    try:
+        p = subprocess.run([SLUICECTL, "-b", bootstrap, "--format", "json", "cluster", "info"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=10)
+        return int((json.loads(p.stdout).get("quorum") or {}).get("leader_id", -1))
+    except (subprocess.SubprocessError, ValueError):
+        return -1
+
+
 def leader0(admin):
     try:
         ps = partitions(admin)
@@ -194,13 +207,15 @@ def steady(load, seconds=1.0):
     return False
 
 
-def log_tail(d, node, pattern_words=("elect", "fenc", "leader", "isr", "shutdown", "error", "warn")):
+def log_tail(d, node, pattern_words=("elect", "fenc", "leader", "isr", "shutdown", "error", "warn"),
+             all_lines=False):
     path = os.path.join(d, "n%d" % node, "sluiced.log")
     try:
         lines = open(path, errors="replace").read().splitlines()
     except OSError:
         return []
-    return [l for l in lines if any(w in l.lower() for w in pattern_words)][-6:]
+    got = [l for l in lines if any(w in l.lower() for w in pattern_words)]
+    return got if all_lines else got[-6:]
 
 
 class LeaderWatch:
@@ -227,8 +242,28 @@ class LeaderWatch:
         return self.s
 
 
+def fence_lines(d, node, seen):
+    """The surviving nodes' new log lines saying node was fenced (seen: the
+    count of such lines each node had before)."""
+    out = []
+    for n in (1, 2, 3):
+        if n == node:
+            continue
+        lines = [l for l in log_tail(d, n, ("sent no heartbeat",), all_lines=True)
+                 if "broker %d " % node in l]
+        out += ["n%d: %s" % (n, l.strip()) for l in lines[seen.get(n, 0):]]
+    return out
+
+
+def fence_counts(d, node):
+    return {n: len([l for l in log_tail(d, n, ("sent no heartbeat",), all_lines=True) if "broker %d " % node in l])
+            for n in (1, 2, 3) if n != node}
+
+
 def round_kill(d, admin, load, r):
     ld = leader0(admin)
+    ctl = controller(load.bootstrap)
+    seen = fence_counts(d, ld)
     t0 = now()
     watch = LeaderWatch(load.bootstrap, ld, t0)
     cluster(d, "kill", str(ld))
@@ -237,7 +272,8 @@ def round_kill(d, admin, load, r):
     gap = longest_gap(load.snapshot(), t0, now())
     new = leader0(admin)
     res = {"kind": "kill", "round": r, "node": ld, "successor": new, "s": took, "gap": gap,
-           "kill_call_s": t_kill_done, "meta_s": watch.done()}
+           "kill_call_s": t_kill_done, "meta_s": watch.done(), "controller": ctl == ld,
+           "fenced": fence_lines(d, ld, seen)}
     if took is None:
         res["logs"] = {n: log_tail(d, n) for n in (1, 2, 3) if n != ld}
     res["isr_down"] = isr0(admin)
@@ -248,6 +284,7 @@ def round_kill(d, admin, load, r):
 
 def round_sigterm(d, admin, load, r):
     ld = leader0(admin)
+    ctl = controller(load.bootstrap)
     pid = pids(d)[ld]
     acks = load.snapshot()
     last = acks[-1][1] if acks else -1
@@ -268,7 +305,7 @@ def round_sigterm(d, admin, load, r):
     gap = longest_gap(load.snapshot(), t0, now())
     new = leader0(admin)
     res = {"kind": "sigterm", "round": r, "node": ld, "successor": new, "s": took, "gap": gap,
-           "exit_s": exit_s, "meta_s": watch.done()}
+           "exit_s": exit_s, "meta_s": watch.done(), "controller": ctl == ld}
     if took is None:
         res["logs"] = {n: log_tail(d, n) for n in (1, 2, 3)}
     res["isr_down"] = isr0(admin)
@@ -290,15 +327,17 @@ def fmt_s(v):
 
 
 def report(res):
-    line = ("%-7s round %d: node %d -> %s: first successor ack %s, longest ack gap %.3f s, "
+    line = ("%-7s round %d: node %d%s -> %s: first successor ack %s, longest ack gap %.3f s, "
             "metadata names the successor after %s" %
-            (res["kind"], res["round"], res["node"], res["successor"], fmt_s(res["s"]), res["gap"],
-             fmt_s(res["meta_s"])))
+            (res["kind"], res["round"], res["node"], " (the active controller)" if res["controller"] else "",
+             res["successor"], fmt_s(res["s"]), res["gap"], fmt_s(res["meta_s"])))
     if res["kind"] == "sigterm":
         line += ", process exited after %s" % fmt_s(res["exit_s"])
     line += ", ISR of partition 0 while down %s, whole again %s after the restart" % (
         res["isr_down"], fmt_s(res["isr_whole_s"]))
     print(line, flush=True)
+    for l in res.get("fenced", []):
+        print("    " + l)
     for n, lines in res.get("logs", {}).items():
         for l in lines:
             print("    n%d: %s" % (n, l))
