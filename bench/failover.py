@@ -371,6 +371,9 @@ def main():
     o = ap.parse_args()
     if o.rounds < 1 or o.rate < 1:
         ap.error("--rounds and --rate must be at least 1")
+    # also SIGINT: a shell without job control starts a background job
+    # with it ignored, and Python keeps it so
+    signal.signal(signal.SIGINT, on_term)
     signal.signal(signal.SIGTERM, on_term)
     d = tempfile.mkdtemp(prefix="sluice-failover-")
     started = False

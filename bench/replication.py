@@ -72,6 +72,9 @@ def main():
     o = ap.parse_args()
     if o.pairs < 1:
         ap.error("--pairs must be at least 1")
+    # also SIGINT: a shell without job control starts a background job
+    # with it ignored, and Python keeps it so
+    signal.signal(signal.SIGINT, on_term)
     signal.signal(signal.SIGTERM, on_term)
     d = tempfile.mkdtemp(prefix="sluice-replication-")
     started = False
