@@ -112,6 +112,9 @@ static void usage(FILE *f, const char *cmd)
 		"  --records N             records (default 5000000; suffix K/M)\n"
 		"  --size BYTES            record value size (default 100)\n"
 		"  --partitions P          partitions of the topic (default 6; idle: 100)\n"
+		"  --replication-factor N  produce, consume, e2e: replicas of each of the\n"
+		"                          topic's partitions (default 1; N > 1 needs a\n"
+		"                          cluster of N nodes: --bootstrap)\n"
 		"  --topics T              idle: topics (default 100)\n"
 		"  --acks N                0, 1 or -1 (default 1)\n"
 		"  --compression CODEC     none|gzip|snappy|lz4|zstd (default none)\n"
@@ -173,6 +176,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->records = 5000000;
 	o->size = 100;
 	o->partitions = 6;
+	o->replication_factor = 1;
 	o->topics = 100;
 	o->acks = 1;
 	o->shards = 0;
@@ -241,6 +245,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return bad_option(o->cmd, name, "expects a count in [1, 100000]");
 			o->partitions = (int)v;
 			parts_set = 1;
+		} else if (!strcmp(name, "--replication-factor")) {
+			if (parse_count(val, &v) < 0 || v < 1 || v > 16)
+				return bad_option(o->cmd, name, "expects a count in [1, 16]");
+			o->replication_factor = (int)v;
 		} else if (!strcmp(name, "--topics")) {
 			if (parse_count(val, &v) < 0 || v < 1 || v > 10000)
 				return bad_option(o->cmd, name, "expects a count in [1, 10000]");
@@ -278,6 +286,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	}
 	if (o->mode == M_IDLE && !parts_set)
 		o->partitions = 100;
+	if (o->replication_factor > 1 && (o->mode == M_IDLE || !o->bootstrap))
+		return bad_option(o->cmd, "--replication-factor", "more than 1 only for produce, consume and "
+				  "e2e against a cluster (--bootstrap)");
 	if (o->compare_shards && (o->bootstrap || (o->mode != M_PRODUCE && o->mode != M_CONSUME)))
 		return bad_option(o->cmd, "--compare-shards", "only for produce and consume, with our own broker");
 	if (o->transactional || o->compare_transactional) {
@@ -329,14 +340,16 @@ static pid_t rss_pid(const struct opts *o, const struct broker *br)
 
 static void print_header(const struct opts *o, const struct broker *br, const char *extra)
 {
-	char shards[400];
+	char shards[400], rf[40] = "";
 
 	if (br->shards < 0)
 		snprintf(shards, sizeof(shards), "external broker %s", br->bootstrap);
 	else
 		snprintf(shards, sizeof(shards), "shards=%d%s", br->shards, br->shards ? "" : " (one per core)");
-	printf("# sluice-bench %s: %d-byte records, %d partitions, acks=%d, compression=%s, %s%s%s; "
-	       "MB = 10^6 bytes of record values; latency in ms\n", o->cmd, o->size, o->partitions, o->acks,
+	if (o->replication_factor > 1)
+		snprintf(rf, sizeof(rf), " (replication factor %d)", o->replication_factor);
+	printf("# sluice-bench %s: %d-byte records, %d partitions%s, acks=%d, compression=%s, %s%s%s; "
+	       "MB = 10^6 bytes of record values; latency in ms\n", o->cmd, o->size, o->partitions, rf, o->acks,
 	       o->compression, shards, extra ? ", " : "", extra ? extra : "");
 }
 
@@ -380,7 +393,7 @@ static int produce_consume(const struct opts *o, int shards, int consume, struct
 		char topic[64];
 
 		snprintf(topic, sizeof(topic), "bench-%d-%d", (int)getpid(), (int)(bench_now_ns() % 100000));
-		if (!(rc = create_topics(br->bootstrap, topic, 1, 1, o->partitions)))
+		if (!(rc = create_topics_rf(br->bootstrap, topic, 1, 1, o->partitions, o->replication_factor)))
 			rc = kafka_produce(o, br, topic, o->records, pr, consume ? "consume: pre-produce" : "produce");
 		if (!rc && consume)
 			rc = kafka_consume(o, br, topic, pr->records, cr, "consume");
@@ -557,7 +570,7 @@ static int cmd_e2e(const struct opts *o)
 	if ((rc = open_broker(o, &br, o->shards)) < 0)
 		return 1;
 	snprintf(topic, sizeof(topic), "e2e-%d-%d", (int)getpid(), (int)(bench_now_ns() % 100000));
-	if (!(rc = create_topics(br.bootstrap, topic, 1, 1, o->partitions)))
+	if (!(rc = create_topics_rf(br.bootstrap, topic, 1, 1, o->partitions, o->replication_factor)))
 		rc = kafka_e2e(o, &br, topic, r);
 	if (!o->bootstrap && (rc2 = broker_stop(&br)) && !rc)
 		rc = rc2;

@@ -34,6 +34,7 @@ struct opts {
 	uint64_t records;
 	int size;
 	int partitions;
+	int replication_factor;      /* of the topic produce/consume/e2e create */
 	int topics;
 	int acks;
 	int shards;
@@ -131,6 +132,9 @@ rd_kafka_conf_t *base_conf(const char *bootstrap, struct client_errs *errs);
 /* n topics "<prefix>-<i>" (or prefix itself if single) with p partitions;
  * waits until metadata shows them all with leaders. */
 int create_topics(const char *bootstrap, const char *prefix, int n, int single, int p);
+/* The same with rf replicas a partition; also waits until every partition's
+ * ISR holds all rf (a cluster's acks=all is then answered from the start). */
+int create_topics_rf(const char *bootstrap, const char *prefix, int n, int single, int p, int rf);
 /* Delete one topic (its log files go with it): 0 or -errno. */
 int delete_topic(const char *bootstrap, const char *name);
 int check_cluster(rd_kafka_t *rk, const struct broker *br);

@@ -80,6 +80,11 @@ static rd_kafka_t *admin_client(const char *bootstrap, struct client_errs *errs)
 
 int create_topics(const char *bootstrap, const char *prefix, int n, int single, int p)
 {
+	return create_topics_rf(bootstrap, prefix, n, single, p, 1);
+}
+
+int create_topics_rf(const char *bootstrap, const char *prefix, int n, int single, int p, int rf)
+{
 	struct client_errs errs = { 0 };
 	rd_kafka_t *rk = admin_client(bootstrap, &errs);
 	char err[256];
@@ -104,7 +109,7 @@ int create_topics(const char *bootstrap, const char *prefix, int n, int single, 
 				snprintf(name, sizeof(name), "%s", prefix);
 			else
 				snprintf(name, sizeof(name), "%s-%d", prefix, at + i);
-			nt[i] = rd_kafka_NewTopic_new(name, p, 1, err, sizeof(err));
+			nt[i] = rd_kafka_NewTopic_new(name, p, rf, err, sizeof(err));
 		}
 		rd_kafka_CreateTopics(rk, nt, (size_t)k, ao, q);
 		ev = rd_kafka_queue_poll(q, (READY_TIMEOUT + 5) * 1000);
@@ -138,7 +143,8 @@ int create_topics(const char *bootstrap, const char *prefix, int n, int single, 
 		rd_kafka_NewTopic_destroy_array(nt, (size_t)k);
 		rd_kafka_AdminOptions_destroy(ao);
 	}
-	/* every partition of every topic has a leader in metadata */
+	/* every partition of every topic has a leader and rf in-sync replicas
+	 * in metadata */
 	for (uint64_t deadline = bench_now_ns() + READY_TIMEOUT * 1000000000ull; !rc;) {
 		const struct rd_kafka_metadata *md;
 		int ok = 0;
@@ -150,7 +156,8 @@ int create_topics(const char *bootstrap, const char *prefix, int n, int single, 
 				int good = md->topics[i].err == 0 && md->topics[i].partition_cnt == p;
 
 				for (int j = 0; good && j < md->topics[i].partition_cnt; j++)
-					good = md->topics[i].partitions[j].leader >= 0;
+					good = md->topics[i].partitions[j].leader >= 0 &&
+					       md->topics[i].partitions[j].isr_cnt >= rf;
 				if (good && !strncmp(t, prefix, pl) &&
 				    (single ? t[pl] == 0 : t[pl] == '-'))
 					ok++;

@@ -428,6 +428,8 @@ static int topic_partitions(rd_kafka_t *rk, rd_kafka_topic_t *rkt)
 		fprintf(stderr, "kafka: consumer: metadata: %s\n", rd_kafka_err2str(err));
 		return -EIO;
 	}
+	if (md->topic_cnt == 1 && md->topics[0].err)
+		n = -EAGAIN;    /* unknown here yet, or no leader */
 	if (md->topic_cnt == 1 && !md->topics[0].err) {
 		n = md->topics[0].partition_cnt;
 		for (int j = 0; j < md->topics[0].partition_cnt; j++)
@@ -474,7 +476,11 @@ static int consumer_open(struct consumer *c, const struct opts *o, const struct 
 	 * does to learn its partitions: rd_kafka_metadata connects at once,
 	 * where waiting in rd_kafka_clusterid waits for librdkafka's 1 s timer
 	 * (sparse connections: nothing else asks for a connection yet). */
-	if ((rc = topic_partitions(c->rk, c->rkt)) != o->partitions) {
+	/* another node of a cluster may not know the new topic yet: asked
+	 * again for up to 10 s */
+	for (int tries = 0; (rc = topic_partitions(c->rk, c->rkt)) == -EAGAIN && tries < 100; tries++)
+		usleep(100000);
+	if (rc != o->partitions) {
 		if (rc >= 0)
 			fprintf(stderr, "kafka: consumer: topic %s has %d partitions, expected %d\n", topic,
 				rc, o->partitions);
@@ -497,11 +503,26 @@ static int consumer_open(struct consumer *c, const struct opts *o, const struct 
 		if (consumer_has(c, p))
 			rd_kafka_topic_partition_list_add(offs, topic, p)->offset = start;
 	if (start == RD_KAFKA_OFFSET_BEGINNING || start == RD_KAFKA_OFFSET_END) {
-		rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(c->rk, offs, 10000);
+		rd_kafka_resp_err_t e;
 
-		for (int i = 0; !e && i < offs->cnt; i++)
-			e = offs->elems[i].err ? offs->elems[i].err :
-			    offs->elems[i].offset < 0 ? RD_KAFKA_RESP_ERR__NO_OFFSET : 0;
+		/* In a cluster a new partition's leader may answer before it
+		 * applied the topic's records (metadata from another node said
+		 * it leads), and the client's own metadata may lag: asked again
+		 * for up to 10 s, as a client retries. */
+		for (int tries = 0;; tries++) {
+			for (int i = 0; i < offs->cnt; i++)
+				offs->elems[i].offset = start;
+			e = rd_kafka_offsets_for_times(c->rk, offs, 10000);
+			for (int i = 0; !e && i < offs->cnt; i++)
+				e = offs->elems[i].err ? offs->elems[i].err :
+				    offs->elems[i].offset < 0 ? RD_KAFKA_RESP_ERR__NO_OFFSET : 0;
+			if (tries >= 100 || (e != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART &&
+					     e != RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION &&
+					     e != RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION &&
+					     e != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE))
+				break;
+			usleep(100000);
+		}
 		if (e) {
 			fprintf(stderr, "kafka: consumer: offsets of %s: %s\n", topic, rd_kafka_err2str(e));
 			rd_kafka_topic_partition_list_destroy(offs);

@@ -27,6 +27,12 @@ $(BUILD)/sluice-bench: LDLIBS += $(shell pkg-config --libs libisal liblz4 libzst
 # through libnats
 $(BUILD)/sluice-bench: LDLIBS += $(shell pkg-config --libs hiredis libnats)
 
+# Scripts beside the program, run by hand (docs/benchmarks.md says how):
+# bench/metadata_latency.py: a metadata change's latency, raw frames, one node
+# bench/txn_latency.py: a transaction's latency through confluent-kafka
+# bench/replication.py: acks=all on RF 3 against acks=1 on RF 1, 3-node cluster
+# bench/failover.py: a producer's wait when partition 0's leader is killed or stopped
+
 # sluice-bench produce runs against its own broker and prints its rows.
 TEST_SCRIPTS += tests/bench_kafka_smoke.sh
 # sluice-bench scrape (the admin endpoint's cost), small, end to end.
