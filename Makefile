@@ -61,7 +61,7 @@ CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 CORE_LIB  := $(BUILD)/libsluice_core.a
 UNIT_BINS := $(UNIT_TESTS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all run cluster test unit-test bench check-style check-layers codegen clean setup distclean install
+.PHONY: cluster-faults all run cluster test unit-test bench check-style check-layers codegen clean setup distclean install
 .DEFAULT_GOAL := all
 
 all: $(CORE_LIB) $(BIN_TARGETS)
@@ -112,6 +112,11 @@ run: all
 # scripts/cluster stop. Extra flags: make cluster N=5 ARGS='--shards 2'
 cluster: all
 	scripts/cluster start $(or $(N),3) $(ARGS)
+
+# Cluster fault tests kept out of `make test` while they fail (their files
+# say why): today the paused leader's (docs/replication.md, Known defect)
+cluster-faults: all
+	/usr/bin/python3 tests/integration/test_cluster_pause.py
 
 bench: all
 

@@ -39,8 +39,8 @@ TEST_SCRIPTS += tests/integration/test_cluster_quorum.py
 # three nodes, replication factor 3, min.insync.replicas=2: an idempotent
 # acks=all producer's 200,000 keyed records through the SIGKILL and restart
 # of a leader (every acknowledged record once, per-key order, identical
-# copies); a leader paused past its session acknowledges nothing it took
-# while deposed
+# copies). The paused leader's test is `make cluster-faults` (Known defect
+# in docs/replication.md)
 TEST_SCRIPTS += tests/integration/test_cluster_failover.py
 # a real network partition (scripts/cluster --netns; root, else skipped):
 # a leader cut off from the other nodes acknowledges nothing at acks=all
