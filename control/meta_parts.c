@@ -151,13 +151,22 @@ static int apply_change(struct meta_topic *t, struct dec *d, int dry)
 	int32_t idx = (int32_t)dec_be(d, 4), leader = (int32_t)dec_be(d, 4);
 	int32_t r[META_MAX_REPLICAS], isr[META_MAX_REPLICAS];
 	int ni = dec_ids(d, isr, 1), nr = dec_ids(d, r, 1);
+	int32_t g_leader = 0, g_le = 0, g_pe = 0;
+	int guarded = d->p != d->end;   /* records written before the guard have none */
 	struct meta_part *p;
 
+	if (guarded) {
+		g_leader = (int32_t)dec_be(d, 4);
+		g_le = (int32_t)dec_be(d, 4);
+		g_pe = (int32_t)dec_be(d, 4);
+	}
 	if (d->err || d->p != d->end || leader < -2)
 		return d->err ? d->err : -EPROTO;
 	if (idx < 0 || idx >= t->partitions)
 		return -EINVAL;
 	p = &t->parts[idx];
+	if (guarded && (p->leader != g_leader || p->leader_epoch != g_le || p->partition_epoch != g_pe))
+		return -ESTALE;              /* built against a state since changed: a no-op */
 	if (leader == -2)
 		leader = p->leader;
 	if (ni < 0) {

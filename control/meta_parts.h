@@ -17,7 +17,9 @@
  * Thread: the control thread (@thread ctl), as the image. Each partition
  * owns its id array. Errors: 0 or -errno, as metalog_apply's: -EPROTO for
  * bytes it cannot read, -EINVAL (a partition out of range, an ISR member
- * or leader that is not a replica, a broker twice), -ENOMEM.
+ * or leader that is not a replica, a broker twice), -ENOMEM, -ESTALE (a
+ * PARTITION_CHANGE whose guard, the leader and epochs it was built
+ * against, no longer holds: a no-op).
  */
 #ifndef SLUICE_META_PARTS_H
 #define SLUICE_META_PARTS_H

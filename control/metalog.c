@@ -1025,6 +1025,11 @@ int metalog_build_partition_change(const struct metalog *ml, const char *name, i
 	enc_i16(&e, replicas ? (int16_t)nreplicas : -1);
 	for (int i = 0; replicas && i < nreplicas; i++)
 		enc_i32(&e, replicas[i]);
+	/* the guard: the state it was built against (Kafka's AlterPartition
+	 * leader and partition epochs); applied to any other, it is refused */
+	enc_i32(&e, p->leader);
+	enc_i32(&e, p->leader_epoch);
+	enc_i32(&e, p->partition_epoch);
 	return rec_finish(&e, out);
 }
 

@@ -166,7 +166,9 @@ int metalog_build_partitions_placed(const struct metalog *ml, const char *name, 
 				    const int32_t *replicas, struct metalog_rec **recs, int *nrecs);
 void metalog_recs_free(struct metalog_rec *recs, int n);
 /* A PARTITION_CHANGE: leader -2 unchanged; isr / replicas NULL unchanged.
- * 0 with out->len 0 when it changes nothing; -ENOENT (no topic),
+ * It carries the partition's leader, leader epoch and partition epoch in
+ * this image as its guard: applied where they differ, it is refused
+ * (-ESTALE, a no-op). 0 with out->len 0 when it changes nothing; -ENOENT (no topic),
  * -EINVAL (no such partition, or a state that does not hold: an ISR
  * member or leader that is not a replica). */
 int metalog_build_partition_change(const struct metalog *ml, const char *name, int32_t partition, int32_t leader,

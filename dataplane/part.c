@@ -263,6 +263,12 @@ void part_produce(struct part *p, const struct part_produce_req *req, part_produ
 
 	if (p->deleted) {
 		base = -ENOENT;
+	} else if (req->acks != 0 && p->ack_tail - p->ack_head == p->ack_cap) {
+		/* as many answers waiting as the ring holds (a follower far
+		 * behind, thousands of producers): refused before the append,
+		 * never answered before what acks asked for (REQUEST_TIMED_OUT:
+		 * the client sends it again) */
+		base = -ENOBUFS;
 	} else if (pid >= 0) {
 		/* an idempotent producer (one batch: checked on the
 		 * connection's shard): a batch sent again is acknowledged again
@@ -317,9 +323,16 @@ void part_produce(struct part *p, const struct part_produce_req *req, part_produ
 		done(sh, cookie, -1, -1, perr ? perr : (int)base);
 		return;
 	}
-	if (req->acks == 0 || part_wait_ack(p, &w) < 0) {
+	if (req->acks == 0) {
 		/* acks=0: the data is copied, the frame may go */
 		done(sh, cookie, base, log_start, 0);
+		part_progress(p);
+		return;
+	}
+	if (part_wait_ack(p, &w) < 0) {
+		/* (checked above: not reached) in the log, but never called
+		 * acknowledged before acks is met */
+		done(sh, cookie, -1, -1, -ENOBUFS);
 		part_progress(p);
 		return;
 	}

@@ -11,6 +11,10 @@
 #include "dataplane/shard_core.h"
 #include "storage/plog_epochs.h"
 
+/* An ask back into the ISR that brought no role (refused: the broker was
+ * still fenced, KIP-841) is asked again after this, not the lag time. */
+#define JOIN_RETRY_NS 1000000000ull
+
 static int has_id(const int32_t *ids, int n, int32_t id)
 {
 	for (int i = 0; i < n; i++)
@@ -201,7 +205,7 @@ void part_role_tick(struct part *p, uint64_t now_ns, uint64_t lag_ns)
 	for (int i = 0; i < r->nf; i++) {
 		struct part_follower *f = &r->f[i];
 
-		if (f->reported && now_ns - f->reported_ns < lag_ns)
+		if (f->reported && now_ns - f->reported_ns < (f->in_isr || lag_ns < JOIN_RETRY_NS ? lag_ns : JOIN_RETRY_NS))
 			continue;            /* asked; the answer comes as a role */
 		if (f->in_isr && now_ns - f->caught_up_ns > lag_ns)
 			ask_isr(p, f, 0, now_ns);   /* replica.lag.time.max.ms without catching up */

@@ -39,9 +39,11 @@ TEST_SCRIPTS += tests/integration/test_cluster_quorum.py
 # three nodes, replication factor 3, min.insync.replicas=2: an idempotent
 # acks=all producer's 200,000 keyed records through the SIGKILL and restart
 # of a leader (every acknowledged record once, per-key order, identical
-# copies). The paused leader's test is `make cluster-faults` (Known defect
-# in docs/replication.md)
+# copies)
 TEST_SCRIPTS += tests/integration/test_cluster_failover.py
+# a leader paused (SIGSTOP) past its session is replaced; the Produce
+# (acks=all) waiting in its socket is refused after SIGCONT and in no copy
+TEST_SCRIPTS += tests/integration/test_cluster_pause.py
 # a real network partition (scripts/cluster --netns; root, else skipped):
 # a leader cut off from the other nodes acknowledges nothing at acks=all
 # with min.insync.replicas=2 while the majority elects another; after the

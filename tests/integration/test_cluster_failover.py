@@ -15,8 +15,7 @@ node leading partition 0 is killed with SIGKILL and later restarted:
   cut what it had that the new leader did not: a follower's log is the
   leader's batches as they are).
 
-The paused leader's test is tests/integration/test_cluster_pause.py (make
-cluster-faults).
+The paused leader's test is tests/integration/test_cluster_pause.py.
 
 Run: /usr/bin/python3 tests/integration/test_cluster_failover.py [test ...]
 SLUICE_FAILOVER_RECORDS changes the count (default 200000).

@@ -147,6 +147,51 @@ Test(meta_parts, a_placed_topic_and_its_changes)
 	metalog_close(ml);
 }
 
+/* A change carries the state it was built against: a deposed leader's
+ * ISR change, built on its stale image after a pause, is a no-op where the
+ * controller has moved the partition on (without the guard it would apply
+ * and put the deposed leader back into the ISR: the record after the
+ * guard's 12 bytes are cut, as written before it, shows that). */
+Test(meta_parts, a_change_built_against_a_state_since_changed_is_refused)
+{
+	struct metalog *ml = image_with_node(1);
+	struct metalog_rec *recs, stale, elect, again;
+	int n;
+	static const int32_t placed[3] = { 1, 2, 3 };
+	static const int32_t shrunk[2] = { 1, 2 }, fenced[2] = { 2, 3 };
+	const struct meta_part *p;
+
+	cr_assert_eq(metalog_build_topic_placed(ml, "t", 1, NULL, NULL, 0, 3, placed, &recs, &n), 0);
+	apply_all(ml, recs, n);
+	p = &metalog_topic(ml, "t")->parts[0];
+	cr_assert_eq(p->leader, 1);
+	/* the leader (1), paused, asks 3 out: built against leader 1, epochs 0/0 */
+	cr_assert_eq(metalog_build_partition_change(ml, "t", 0, -2, shrunk, 2, NULL, 0, &stale), 0);
+	/* the controller fenced 1 meanwhile: 2 leads, ISR {2,3} */
+	cr_assert_eq(metalog_build_partition_change(ml, "t", 0, 2, fenced, 2, NULL, 0, &elect), 0);
+	cr_assert_eq(metalog_apply(ml, elect.buf, elect.len, NULL), 0);
+	cr_assert_eq(metalog_check(ml, stale.buf, stale.len), -ESTALE, "refused at the proposal's check");
+	cr_assert_eq(metalog_apply(ml, stale.buf, stale.len, NULL), -ESTALE);
+	cr_assert_eq(p->leader, 2);
+	cr_assert_eq(p->nisr, 2);
+	cr_assert_eq(p->isr[0], 2, "the deposed leader stays out of the ISR");
+	cr_assert_eq(p->isr[1], 3);
+	cr_assert_eq(p->leader_epoch, 1);
+	cr_assert_eq(p->partition_epoch, 1);
+	/* the same change without its guard (a record from before it) applies:
+	 * what the guard prevents */
+	cr_assert_eq(metalog_apply(ml, stale.buf, stale.len - 12, NULL), 0);
+	cr_assert_eq(p->isr[0], 1, "unguarded, the stale change put node 1 back");
+	/* built against the current state, the same kind of change applies */
+	cr_assert_eq(metalog_build_partition_change(ml, "t", 0, -2, fenced, 2, NULL, 0, &again), 0);
+	cr_assert_eq(metalog_apply(ml, again.buf, again.len, NULL), 0);
+	cr_assert_eq(p->isr[0], 2);
+	metalog_rec_free(&stale);
+	metalog_rec_free(&elect);
+	metalog_rec_free(&again);
+	metalog_close(ml);
+}
+
 Test(meta_parts, create_partitions_places_only_the_new_ones)
 {
 	struct metalog *ml = image_with_node(1);

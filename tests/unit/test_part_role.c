@@ -371,3 +371,57 @@ Test(part_role, a_follower_joins_the_isr_only_with_what_the_leadership_began_wit
 	cr_assert_eq(asks, 1, "it has the epoch's start: asked in");
 	cr_assert_eq(ask_join, 1);
 }
+
+/* Answers counted by outcome (for many produces). */
+static int many_ok, many_err, many_last_err;
+
+static void produced_many(struct shard *owner, void *cookie, int64_t base, int64_t log_start, int err)
+{
+	(void)owner;
+	(void)cookie;
+	(void)base;
+	(void)log_start;
+	if (err)
+		many_err++, many_last_err = err;
+	else
+		many_ok++;
+}
+
+/* More acks=all produces waiting than the partition's answer ring holds:
+ * the one past it is refused before its append (REQUEST_TIMED_OUT), and
+ * none is called acknowledged before the ISR has it (the ring's overflow
+ * used to answer as acks=0 did: success, unreplicated). */
+Test(part_role, acks_all_past_the_answer_ring_is_refused_not_acknowledged)
+{
+	struct part *p = open_part("t-0");
+	uint8_t buf[512];
+	struct batch_builder bb;
+	ssize_t len;
+	int64_t end;
+
+	set_role(p, 1, 0, three, 3, three, 3);
+	batch_builder_init(&bb, buf, sizeof(buf), 1000);
+	cr_assert_eq(batch_builder_add(&bb, 0, 1000, "k", 1, "value", 5, NULL, 0, 0), 0);
+	len = batch_builder_finish(&bb, 0, -1, -1, -1, -1);
+	cr_assert_gt(len, 0);
+	many_ok = many_err = 0;
+	for (uint32_t i = 0; i <= p->ack_cap; i++) {
+		struct part_produce_req req = { .rec = buf, .len = (uint32_t)len, .acks = -1, .recv_ns = sh->now_ns,
+						.timeout_ms = 30000 };
+
+		part_produce(p, &req, produced_many, NULL);
+		if (i % 256 == 0)
+			store_drain(&sh->st);
+	}
+	store_drain(&sh->st);
+	cr_assert_eq(many_ok, 0, "%d answered as acknowledged before the ISR had them", many_ok);
+	cr_assert_eq(many_err, 1, "the one past the ring");
+	cr_assert_eq(kafka_append_error(many_last_err), KERR_REQUEST_TIMED_OUT);
+	end = p->pl->next_offset;
+	cr_assert_eq(end, (int64_t)p->ack_cap, "the refused one was not appended");
+	/* the followers catch up: every waiting one is acknowledged */
+	cr_assert_eq(part_role_replica_fetch(p, 2, end, sh->now_ns), 0);
+	cr_assert_eq(part_role_replica_fetch(p, 3, end, sh->now_ns), 0);
+	store_drain(&sh->st);
+	cr_assert_eq(many_ok, (int)p->ack_cap);
+}
