@@ -101,8 +101,8 @@ static void isr_change(void *self, struct shard_msg *m)
 
 		if (!meta_part_has(p->replicas, p->nreplicas, id) || meta_part_has(p->isr, p->nisr, id))
 			return;
-		if (!mb || mb->fenced || ctl_elect_shutting_down(ctl, id))
-			return;                  /* KIP-841: a fenced or departing broker stays out */
+		if (!mb || mb->fenced)
+			return;                  /* KIP-841: a fenced broker stays out */
 		isr[n++] = id;
 	} else if (id == self_id || n == p->nisr) {
 		return;                      /* the leader stays in its ISR */
