@@ -411,12 +411,18 @@ def explicit_port_in_use_is_an_error():
 def default_port_in_use_turns_endpoint_off():
     """admin.listen left at its default (127.0.0.1:9644) on a port another
     process holds: the broker starts and serves, without the endpoint."""
+    # the test holds the port itself: another process that holds it now
+    # (another test's broker) may let it go while this broker starts
     hold = socket.socket()
-    try:
-        hold.bind(("127.0.0.1", 9644))
-        hold.listen(1)
-    except OSError:
-        pass   # held already by someone else: the same situation
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            hold.bind(("127.0.0.1", 9644))
+            hold.listen(1)
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "127.0.0.1:9644 stayed held by another process for 60 s"
+            time.sleep(0.5)
     try:
         with broker() as b:
             p = KafkaProducer(bootstrap_servers=b.bootstrap, acks="all", **COMMON)
