@@ -414,6 +414,7 @@ def default_port_in_use_turns_endpoint_off():
     # the test holds the port itself: another process that holds it now
     # (another test's broker) may let it go while this broker starts
     hold = socket.socket()
+    hold.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # past TIME_WAIT, never beside a listener
     deadline = time.monotonic() + 60
     while True:
         try:
