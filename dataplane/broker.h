@@ -56,10 +56,13 @@ struct part_pub {
 	uint64_t fetch_bytes;
 	/* replication (dataplane/part_role.h): the ISR and replicas the
 	 * owner's role says (0 before the open), and on a leader the largest
-	 * gap between its log end and a follower's fetch offset */
+	 * gap between its log end and a follower's fetch offset, and the
+	 * longest a follower behind it has not been caught up (ms, Kafka's
+	 * lastCaughtUpTimeMs; refreshed on progress and the role's tick) */
 	int64_t isr_size;
 	int64_t replicas;
 	int64_t follower_lag;
+	int64_t follower_lag_ms;
 } __attribute__((aligned(64)));
 
 struct md_partition {

@@ -55,6 +55,7 @@ int part_role_set(struct part *p, const struct part_role_msg *m)
 		__atomic_store_n(&p->pub->isr_size, (int64_t)m->nisr, __ATOMIC_RELAXED);
 		__atomic_store_n(&p->pub->replicas, (int64_t)m->nreplicas, __ATOMIC_RELAXED);
 		__atomic_store_n(&p->pub->follower_lag, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->pub->follower_lag_ms, 0, __ATOMIC_RELAXED);
 	}
 	if (leading && m->nreplicas == 1) {
 		/* alone: the one-node broker's way */
@@ -213,5 +214,6 @@ void part_role_tick(struct part *p, uint64_t now_ns, uint64_t lag_ns)
 		else
 			f->reported = 0;
 	}
+	part_role_publish_lag_ms(p, now_ns);   /* it grows while nothing moves */
 	part_fail_acks(p, PART_ERR_TIMED_OUT, 0, now_ns);
 }

@@ -108,6 +108,13 @@ void part_role_hw(struct part *p);
  * watermark moved (a follower learns it at once). @thread owner */
 void part_role_wake(struct part *p);
 
+/* The leader's follower lag in milliseconds into p->pub (Kafka's
+ * lastCaughtUpTimeMs as a gauge): the longest a follower that has not
+ * everything the leader has (its fetch offset below the log end) has not
+ * been caught up, at now_ns; 0 when every follower has it all. Run by
+ * part_role_hw and part_role_tick. @thread owner */
+void part_role_publish_lag_ms(struct part *p, uint64_t now_ns);
+
 /* Wake the replica fetches parked on p now. @thread owner */
 void part_role_wake_now(struct part *p);
 
