@@ -218,6 +218,9 @@ struct broker {
 	struct broker_conns conns;    /* see struct broker_conns */
 	const struct coord_ops *coord;/* the layer above's callbacks (dataplane/coord.h): set by
 				       * the control thread's creation, before the shards serve */
+	int32_t controller_id;        /* the active controller (the metadata quorum's leader), -1:
+				       * not known; the control thread stores it (relaxed) on each
+				       * leader change, the shards read it (Metadata's ControllerId) */
 };
 
 /* The thread index of the control thread in rings[][]. */

@@ -6,7 +6,9 @@ quorum forwards its metadata records and its broker heartbeats to the one
 that does (docs/cluster.md, "Several nodes").
 
 - Three nodes: DescribeQuorum on each shows the three voters and one
-  leader; Metadata on each lists the three brokers; a topic created through
+  leader; Metadata on each lists the three brokers, and Metadata and
+  DescribeCluster on each name the quorum's leader the controller (also
+  after it changed); a topic created through
   one node is on every node with the same replicas, topics created
   through each node are listed once on every node, one deleted through a
   node leaves every node; producer id blocks
@@ -112,6 +114,21 @@ def create_topic(port, name, partitions, rf):
     a.create_topics([NewTopic(name, partitions, rf)], operation_timeout=30)[name].result(60)
 
 
+def controllers(c, nodes):
+    """{node: (Metadata's ControllerId, DescribeCluster v0's ControllerId)}."""
+    from kraw import Conn, read_compact_str
+    out = {}
+    for n in nodes:
+        with Conn("127.0.0.1:%d" % c.port(n)) as k:
+            r = k.request_flex(60, 0, b"\x00\x00")   # DescribeCluster v0
+            r.i32()
+            assert r.i16() == 0
+            read_compact_str(r)
+            read_compact_str(r)
+            out[n] = (metadata(c.port(n)).controller_id, r.i32())
+    return out
+
+
 def agreed_leader(c, nodes):
     """Every node of nodes names the same leader, one of nodes, and 3 voters."""
     seen = set()
@@ -131,6 +148,10 @@ def three_nodes_serve_one_metadata_and_survive_the_loss_of_the_leader():
         for n in (1, 2, 3):
             md = metadata(c.port(n))
             assert sorted(md.brokers) == [1, 2, 3], (n, md.brokers)
+        # the ControllerId every node answers is the active controller's
+        # (the quorum's leader), not its own
+        until("every node names %d the controller" % leader,
+              lambda: controllers(c, [1, 2, 3]) == {n: (leader, leader) for n in (1, 2, 3)})
 
         # a topic created through node 1 is on every node, same replicas
         create_topic(c.port(1), "cq-a", 6, 3)
@@ -177,6 +198,8 @@ def three_nodes_serve_one_metadata_and_survive_the_loss_of_the_leader():
         for n in rest:
             until("cq-b on node %d" % n, lambda: replicas(c.port(n), "cq-b"))
         print("    leader %d killed, node %d leads now" % (leader, new))
+        until("the survivors name %d the controller" % new,
+              lambda: controllers(c, rest) == {n: (new, new) for n in rest})
 
         # the killed node comes back and catches up
         c.run("restart", str(leader))
