@@ -8,7 +8,9 @@ that does (docs/cluster.md, "Several nodes").
 - Three nodes: DescribeQuorum on each shows the three voters and one
   leader; Metadata on each lists the three brokers, and Metadata and
   DescribeCluster on each name the quorum's leader the controller (also
-  after it changed); a topic created through
+  after it changed); sluicectl on any node with no --admin finds each
+  broker's admin endpoint (topic describe's log ends and shards, cluster
+  info's shards and health); a topic created through
   one node is on every node with the same replicas, topics created
   through each node are listed once on every node, one deleted through a
   node leaves every node; producer id blocks
@@ -159,6 +161,26 @@ def three_nodes_serve_one_metadata_and_survive_the_loss_of_the_leader():
         assert len(want) == 6 and all(len(r) == 3 for r in want.values()), want
         for n in (2, 3):
             until("cq-a on node %d as on node 1" % n, lambda: replicas(c.port(n), "cq-a") == want)
+
+        # sluicectl on any node with no --admin: each broker's own endpoint
+        # (the admin.listen it reports; scripts/cluster gives each a free
+        # port, never 9644), so every partition's log end and shard and
+        # every broker's shards and health are known, and no note
+        import json
+        env = {k: v for k, v in os.environ.items() if k != "SLUICE_ADMIN"}
+        for n in (1, 2, 3):
+            p = subprocess.run([SLUICECTL, "-b", c.addr(n), "--format", "json", "topic", "describe", "cq-a"],
+                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, env=env)
+            assert p.returncode == 0 and p.stderr == "", (n, p.returncode, p.stderr)
+            ps = json.loads(p.stdout)["topics"][0]["partitions"]
+            assert len(ps) == 6 and all(x["log_end_offset"] == 0 and x["shard"] == 0 for x in ps), (n, ps)
+            assert {x["leader"] for x in ps} == {1, 2, 3}, ps   # placement spreads the leaders
+            p = subprocess.run([SLUICECTL, "-b", c.addr(n), "--format", "json", "cluster", "info"],
+                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, env=env)
+            assert p.returncode == 0 and p.stderr == "", (n, p.returncode, p.stderr)
+            brokers = json.loads(p.stdout)["brokers"]
+            assert [(b["node_id"], b["shards"], b["health"]) for b in sorted(brokers, key=lambda b: b["node_id"])] \
+                == [(1, 1, "ready"), (2, 1, "ready"), (3, 1, "ready")], brokers
 
         # a topic created through each node: listed once on every node
         for n in (1, 2, 3):
