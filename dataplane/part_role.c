@@ -193,16 +193,23 @@ void part_role_note_sent(struct part *p, int32_t id, int64_t hw)
 		f->hw_sent = hw;
 }
 
+/* A join asked and not answered (refused: the broker is fenced, as one
+ * starting is until its heartbeat is applied; or lost) is asked again after
+ * this, as Kafka's leader tries the expansion again on a later fetch; a
+ * removal after the lag time. */
+#define PART_ROLE_JOIN_RETRY_NS 1000000000ull
+
 void part_role_tick(struct part *p, uint64_t now_ns, uint64_t lag_ns)
 {
 	struct part_role *r = p->role;
+	uint64_t join_again = lag_ns < PART_ROLE_JOIN_RETRY_NS ? lag_ns : PART_ROLE_JOIN_RETRY_NS;
 
 	if (!r || !r->leading || !p->pl)
 		return;
 	for (int i = 0; i < r->nf; i++) {
 		struct part_follower *f = &r->f[i];
 
-		if (f->reported && now_ns - f->reported_ns < lag_ns)
+		if (f->reported && now_ns - f->reported_ns < (f->in_isr ? lag_ns : join_again))
 			continue;            /* asked; the answer comes as a role */
 		if (f->in_isr && now_ns - f->caught_up_ns > lag_ns)
 			ask_isr(p, f, 0, now_ns);   /* replica.lag.time.max.ms without catching up */

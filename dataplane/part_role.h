@@ -131,8 +131,11 @@ int part_role_replica_fetch(struct part *p, int32_t id, int64_t offset, uint64_t
 int part_role_fetch_ready(const struct part *p, int32_t id, int64_t offset);
 
 /* The leader's periodic check (every few hundred ms): ISR followers that
- * have not caught up for lag_ns are proposed out of the ISR; acks=all
- * produces past their deadline fail with -ETIMEDOUT. @thread owner */
+ * have not caught up for lag_ns are proposed out of the ISR (asked again
+ * after lag_ns if no role answered); a follower out of it that fetches
+ * and may join, asked in and not answered for a second (the control
+ * thread refuses a fenced broker), is asked again; acks=all produces past
+ * their deadline fail with -ETIMEDOUT. @thread owner */
 void part_role_tick(struct part *p, uint64_t now_ns, uint64_t lag_ns);
 
 /* The high watermark a follower's replica fetch answer carries, noted

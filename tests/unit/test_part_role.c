@@ -281,6 +281,14 @@ Test(part_role, a_lagging_follower_is_asked_out_of_the_isr_and_back_in)
 	cr_assert_eq(ask_join, 1);
 	part_role_tick(p, sh->now_ns + 1000000, lag);
 	cr_assert_eq(pub.follower_lag_ms, 0, "every follower has the log end");
+	cr_assert_eq(asks, 2, "the join is in flight");
+	/* no role came back (refused: a fenced broker): asked again after a
+	 * second, not after the lag time */
+	sh->now_ns += 1100000000ull;
+	cr_assert_eq(part_role_replica_fetch(p, 3, 1, sh->now_ns), 0);
+	part_role_tick(p, sh->now_ns, lag);
+	cr_assert_eq(asks, 3);
+	cr_assert_eq(ask_join, 1);
 	p->pub = NULL;
 }
 
