@@ -495,17 +495,18 @@ static int cluster_cmd(const char *dir, char *out, size_t outlen, const char *co
 	return rc == 0 ? 0 : rc < 0 ? rc : -EIO;
 }
 
-/* Three nodes (scripts/cluster start 3 in dir, one shard each unless
- * --shards; --emulate: each node in a network namespace of its own,
+/* Three nodes (scripts/cluster start 3 in dir, each with the one-node
+ * broker's --shards; --emulate: each node in a network namespace of its own,
  * scripts/cluster --netns, both ends of its link shaped to the profile's
- * NIC rate as the one broker's veth is). br->bootstrap names them. */
+ * NIC rate as the one broker's veth is, and all three in the one broker's
+ * disk cgroup). br->bootstrap names them. */
 static int cluster_up(struct suite *s, struct result *r, const char *dir, struct broker *br)
 {
 	char out[1024], shards[16], k[16] = "", path[1200], err[512];
 	FILE *f;
 	int rc;
 
-	snprintf(shards, sizeof(shards), "%d", s->shards > 0 ? s->shards : 1);
+	snprintf(shards, sizeof(shards), "%d", s->shards);   /* as the one node's (0: one per core) */
 	rc = cluster_cmd(dir, out, sizeof(out), (const char *const[]){ "start", "3", "--shards", shards,
 								s->emulating ? "--netns" : NULL, NULL });
 	if (rc < 0) {
@@ -537,6 +538,23 @@ static int cluster_up(struct suite *s, struct result *r, const char *dir, struct
 		}
 		fprintf(stderr, "suite: %s: nodes in namespaces sluice%sn1..3, each link shaped to %g Gb/s\n",
 			r->sc->name, k, s->em.nic_gbps);
+	}
+	/* the one broker's disk cgroup (its throttle) holds the three nodes
+	 * too: the same cap, for the three together, as for the one-node row */
+	for (int i = 1; i <= 3 && s->emulating && s->em.cgroup[0]; i++) {
+		char pid[32] = "";
+
+		snprintf(path, sizeof(path), "%s/n%d/pid", dir, i);
+		if ((f = fopen(path, "r"))) {
+			if (!fgets(pid, sizeof(pid), f))
+				pid[0] = 0;
+			fclose(f);
+		}
+		snprintf(path, sizeof(path), "%s/cgroup.procs", s->em.cgroup);
+		if (!pid[0] || !(f = fopen(path, "w")) || fputs(pid, f) < 0 || fclose(f) != 0) {
+			fail(r, -EIO, "putting node %d (pid %s) into %s failed", i, pid, path);
+			return -EIO;
+		}
 	}
 	memset(br, 0, sizeof(*br));
 	if ((rc = cluster_cmd(dir, br->bootstrap, sizeof(br->bootstrap), (const char *const[]){ "bootstrap", NULL })) < 0 ||
