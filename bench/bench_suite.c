@@ -467,105 +467,11 @@ static int sc_k14_prodcons(struct suite *s, struct result *r)
 
 /* ---- Kafka 2014 with replication: three nodes -------------------------------- */
 
-static void repo_root(char *buf, size_t len);
-
 /* The post's single-producer rows with a topic of 6 partitions x 3
  * replicas on three brokers: acks=1 ("3x asynchronous replication") and
  * acks=all ("3x synchronous"). */
 #define K14_REF_ASYNC3        786980.0
 #define K14_REF_SYNC3         421823.0
-
-/* scripts/cluster ARGS (up to five; NULL-terminated) --dir dir; its output
- * into out. 0 or -EIO (out says why). */
-static int cluster_cmd(const char *dir, char *out, size_t outlen, const char *const args[])
-{
-	char root[700], script[800];
-	const char *argv[16];
-	int n = 0, rc;
-
-	repo_root(root, sizeof(root));
-	snprintf(script, sizeof(script), "%s/scripts/cluster", root);
-	argv[n++] = script;
-	for (int i = 0; args[i] && i < 5; i++)
-		argv[n++] = args[i];
-	argv[n++] = "--dir";
-	argv[n++] = dir;
-	argv[n] = NULL;
-	rc = emulate_run(argv, out, outlen);
-	return rc == 0 ? 0 : rc < 0 ? rc : -EIO;
-}
-
-/* Three nodes (scripts/cluster start 3 in dir, each with the one-node
- * broker's --shards; --emulate: each node in a network namespace of its own,
- * scripts/cluster --netns, both ends of its link shaped to the profile's
- * NIC rate as the one broker's veth is, and all three in the one broker's
- * disk cgroup). br->bootstrap names them. */
-static int cluster_up(struct suite *s, struct result *r, const char *dir, struct broker *br)
-{
-	char out[1024], shards[16], k[16] = "", path[1200], err[512];
-	FILE *f;
-	int rc;
-
-	snprintf(shards, sizeof(shards), "%d", s->shards);   /* as the one node's (0: one per core) */
-	rc = cluster_cmd(dir, out, sizeof(out), (const char *const[]){ "start", "3", "--shards", shards,
-								s->emulating ? "--netns" : NULL, NULL });
-	if (rc < 0) {
-		fail(r, rc, "scripts/cluster start 3: %s", out);
-		return rc;
-	}
-	if (s->emulating && s->em.nic_gbps > 0) {
-		snprintf(path, sizeof(path), "%s/netns", dir);
-		if ((f = fopen(path, "r"))) {
-			if (!fgets(k, sizeof(k), f))
-				k[0] = 0;
-			fclose(f);
-		}
-		k[strcspn(k, "\n")] = 0;
-		for (int i = 1; i <= 3 && k[0]; i++) {
-			char ns[32], veth[32];
-
-			snprintf(ns, sizeof(ns), "sluice%sn%d", k, i);
-			snprintf(veth, sizeof(veth), "sluice%sv%d", k, i);
-			if ((rc = emulate_shape_link(NULL, veth, s->em.nic_gbps, err, sizeof(err))) < 0 ||
-			    (rc = emulate_shape_link(ns, "eth0", s->em.nic_gbps, err, sizeof(err))) < 0) {
-				fail(r, rc, "shaping node %d's link: %s", i, err);
-				return rc;
-			}
-		}
-		if (!k[0]) {
-			fail(r, -EIO, "scripts/cluster --netns left no %s", path);
-			return -EIO;
-		}
-		fprintf(stderr, "suite: %s: nodes in namespaces sluice%sn1..3, each link shaped to %g Gb/s\n",
-			r->sc->name, k, s->em.nic_gbps);
-	}
-	/* the one broker's disk cgroup (its throttle) holds the three nodes
-	 * too: the same cap, for the three together, as for the one-node row */
-	for (int i = 1; i <= 3 && s->emulating && s->em.cgroup[0]; i++) {
-		char pid[32] = "";
-
-		snprintf(path, sizeof(path), "%s/n%d/pid", dir, i);
-		if ((f = fopen(path, "r"))) {
-			if (!fgets(pid, sizeof(pid), f))
-				pid[0] = 0;
-			fclose(f);
-		}
-		snprintf(path, sizeof(path), "%s/cgroup.procs", s->em.cgroup);
-		if (!pid[0] || !(f = fopen(path, "w")) || fputs(pid, f) < 0 || fclose(f) != 0) {
-			fail(r, -EIO, "putting node %d (pid %s) into %s failed", i, pid, path);
-			return -EIO;
-		}
-	}
-	memset(br, 0, sizeof(*br));
-	if ((rc = cluster_cmd(dir, br->bootstrap, sizeof(br->bootstrap), (const char *const[]){ "bootstrap", NULL })) < 0 ||
-	    !br->bootstrap[0]) {
-		fail(r, rc < 0 ? rc : -EIO, "scripts/cluster bootstrap: %s", br->bootstrap);
-		return rc < 0 ? rc : -EIO;
-	}
-	br->pid = 0;              /* not ours to watch: scripts/cluster runs them */
-	br->out_fd = -1;
-	return 0;
-}
 
 static int sc_k14_replicated(struct suite *s, struct result *r)
 {
@@ -579,7 +485,7 @@ static int sc_k14_replicated(struct suite *s, struct result *r)
 		{ -1, "1 producer, 3x sync replication (acks=all)", K14_REF_SYNC3, "0.513" },
 	};
 	struct broker cl;
-	char dir[300], out[1024];
+	char dir[300], out[1024], k[16];
 	const char *base = getenv("SLUICE_TEST_DIR") && *getenv("SLUICE_TEST_DIR") ? getenv("SLUICE_TEST_DIR")
 										    : "/var/tmp";
 	int rc = 0;
@@ -594,11 +500,17 @@ static int sc_k14_replicated(struct suite *s, struct result *r)
 		fail(r, -errno, "mkdtemp %s: %s", dir, strerror(errno));
 		return r->rc;
 	}
-	if (cluster_up(s, r, dir, &cl) < 0) {
-		cluster_cmd(dir, out, sizeof(out), (const char *const[]){ "stop", NULL });
+	memset(&cl, 0, sizeof(cl));   /* pid 0: not ours to watch (scripts/cluster runs them) */
+	if ((rc = suite_cluster_start(dir, s->shards, s->emulating ? &s->em : NULL, cl.bootstrap,
+				      sizeof(cl.bootstrap), k, sizeof(k), out, sizeof(out))) < 0) {
+		fail(r, rc, "three nodes: %s", out);
+		suite_cluster_stop(dir, out, sizeof(out));
 		rmdir(dir);
 		return r->rc;
 	}
+	if (k[0])
+		fprintf(stderr, "suite: %s: nodes in namespaces sluice%sn1..3, each link shaped to %g Gb/s\n",
+			r->sc->name, k, s->em.nic_gbps);
 	for (int i = 0; i < 2 && !bench_interrupted; i++) {
 		struct client c;
 		char topic[64];
@@ -627,7 +539,7 @@ static int sc_k14_replicated(struct suite *s, struct result *r)
 			 "row (Kafka 2014: %s); ack p99 %.1f ms", s->emulating ? " --netns, each link shaped" : "",
 			 s->k14_rps > 0 ? w->rps / s->k14_rps : NAN, runs[i].kafka, w->p99);
 	}
-	if (cluster_cmd(dir, out, sizeof(out), (const char *const[]){ "stop", NULL }) < 0 && !r->rc)
+	if (suite_cluster_stop(dir, out, sizeof(out)) < 0 && !r->rc)
 		fail(r, -EIO, "scripts/cluster stop: %s", out);
 	rmdir(dir);   /* stop removed what was in it */
 	if (r->rc)
@@ -1287,8 +1199,7 @@ static void usage(FILE *f)
 		fprintf(f, "  %-16s %s\n", scenarios[i].name, scenarios[i].title);
 }
 
-/* The repository's root: build/sluice-bench's directory's parent. */
-static void repo_root(char *buf, size_t len)
+void suite_repo_root(char *buf, size_t len)
 {
 	char self[800];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -1419,7 +1330,7 @@ static int parse_args(struct suite *s, int argc, char **argv, int *want)
 		s->peer_records = s->records / 4 > 6 ? s->records / 4 : 6;
 	if (profile && emulate && strcmp(profile, emulate))
 		return bad_option("suite", "--emulate", "is the profile: not with another --profile");
-	repo_root(root, sizeof(root));
+	suite_repo_root(root, sizeof(root));
 	if (emulate)
 		profile = emulate;
 	if (profile)
