@@ -12,6 +12,10 @@
  *   k14-consumers3  (bench/suite_ref below: the post's machines, which
  *   k14-prodcons    rows ran on three brokers with replication)
  *   k14-latency
+ *   k14-replicated  the post's 3x async and sync replication rows: three
+ *                   nodes (scripts/cluster; --emulate: --netns, each
+ *                   node's link shaped), RF 3, acks=1 and acks=all, as
+ *                   ratios to the one-node producer row of the same run
  *   size-sweep      records/s and MB/s from 10 B to 100 KB records
  *   partition-sweep records/s from 1 to 10,000 partitions
  *   acks            acks=0, 1, all
@@ -458,6 +462,92 @@ static int sc_k14_prodcons(struct suite *s, struct result *r)
 	row_rate(w, c[1].run.records, c[1].run.bytes, c[1].run.seconds);
 		consume_limit(s, w);
 	snprintf(w->note, sizeof(w->note), "the consumer's own rate (Kafka's post gives the producer's)");
+	return 0;
+}
+
+/* ---- Kafka 2014 with replication: three nodes -------------------------------- */
+
+/* The post's single-producer rows with a topic of 6 partitions x 3
+ * replicas on three brokers: acks=1 ("3x asynchronous replication") and
+ * acks=all ("3x synchronous"). */
+#define K14_REF_ASYNC3        786980.0
+#define K14_REF_SYNC3         421823.0
+
+static int sc_k14_replicated(struct suite *s, struct result *r)
+{
+	static const struct {
+		int acks;
+		const char *label;
+		double ref;
+		const char *kafka;
+	} runs[2] = {
+		{ 1, "1 producer, 3x async replication (acks=1)", K14_REF_ASYNC3, "0.958" },
+		{ -1, "1 producer, 3x sync replication (acks=all)", K14_REF_SYNC3, "0.513" },
+	};
+	struct broker cl;
+	char dir[300], out[1024], k[16];
+	const char *base = getenv("SLUICE_TEST_DIR") && *getenv("SLUICE_TEST_DIR") ? getenv("SLUICE_TEST_DIR")
+										    : "/var/tmp";
+	int rc = 0;
+
+	/* the one-node row of the same run: k14-producer's when it ran */
+	if (!(s->k14_rps > 0) && k14_producers(s, r, 1, K14_REF_PRODUCER) < 0)
+		return r->rc;
+	if (r->nrows)
+		snprintf(r->rows[0].label, sizeof(r->rows[0].label), "1 producer, one node, no replication");
+	snprintf(dir, sizeof(dir), "%s/sluice-suite-cluster-XXXXXX", base);
+	if (!mkdtemp(dir)) {
+		fail(r, -errno, "mkdtemp %s: %s", dir, strerror(errno));
+		return r->rc;
+	}
+	memset(&cl, 0, sizeof(cl));   /* pid 0: not ours to watch (scripts/cluster runs them) */
+	if ((rc = suite_cluster_start(dir, s->shards, s->emulating ? &s->em : NULL, cl.bootstrap,
+				      sizeof(cl.bootstrap), k, sizeof(k), out, sizeof(out))) < 0) {
+		fail(r, rc, "three nodes: %s", out);
+		suite_cluster_stop(dir, out, sizeof(out));
+		rmdir(dir);
+		return r->rc;
+	}
+	if (k[0])
+		fprintf(stderr, "suite: %s: nodes in namespaces sluice%sn1..3, each link shaped to %g Gb/s\n",
+			r->sc->name, k, s->em.nic_gbps);
+	for (int i = 0; i < 2 && !bench_interrupted; i++) {
+		struct client c;
+		char topic[64];
+		uint64_t recs, bytes;
+		double secs;
+		struct row *w;
+
+		snprintf(topic, sizeof(topic), "suite-%s-%d-%d", r->sc->name, (int)getpid(), s->topic_seq++);
+		if ((rc = create_topics_rf(cl.bootstrap, topic, 1, 1, K14_PARTS, 3)) < 0) {
+			fail(r, rc, "creating topic %s (%d partitions x 3 replicas): %s", topic, K14_PARTS,
+			     strerror(-rc));
+			break;
+		}
+		client_init(&c, s, &cl, topic, s->records, 0, runs[i].acks == 1 ? "producer acks=1" : "producer acks=all");
+		c.o.acks = runs[i].acks;
+		rc = run_clients(&c, 1, r, &recs, &bytes, &secs);
+		drop_topic(&cl, topic);
+		if (rc < 0)
+			break;
+		w = row_new(r, "%s", runs[i].label);
+		row_rate(w, recs, bytes, secs);
+		produce_limit(s, w, 0);
+		w->ref_rps = runs[i].ref;
+		w->p99 = (double)hist_percentile(&c.run.lat, 99) / 1e6;
+		snprintf(w->note, sizeof(w->note), "three nodes (scripts/cluster%s), RF 3; %.3f of the one-node "
+			 "row (Kafka 2014: %s); ack p99 %.1f ms", s->emulating ? " --netns, each link shaped" : "",
+			 s->k14_rps > 0 ? w->rps / s->k14_rps : NAN, runs[i].kafka, w->p99);
+	}
+	if (suite_cluster_stop(dir, out, sizeof(out)) < 0 && !r->rc)
+		fail(r, -EIO, "scripts/cluster stop: %s", out);
+	rmdir(dir);   /* stop removed what was in it */
+	if (r->rc)
+		return r->rc;
+	snprintf(r->summary, sizeof(r->summary), "RF 3 on three nodes against one node in the same run: acks=1 "
+		 "%.3f (Kafka 2014: 0.958), acks=all %.3f (Kafka 2014: 0.513)",
+		 r->nrows >= 3 ? r->rows[r->nrows - 2].rps / s->k14_rps : NAN,
+		 r->nrows >= 3 ? r->rows[r->nrows - 1].rps / s->k14_rps : NAN);
 	return 0;
 }
 
@@ -1063,6 +1153,7 @@ static const struct scenario scenarios[] = {
 	{ "k14-consumers3", "Kafka 2014: three consumers", sc_k14_consumers3 },
 	{ "k14-prodcons", "Kafka 2014: producer and consumer at once", sc_k14_prodcons },
 	{ "k14-latency", "Kafka 2014: end-to-end latency", sc_k14_latency },
+	{ "k14-replicated", "Kafka 2014: one producer, 3x replication on three nodes", sc_k14_replicated },
 	{ "size-sweep", "Record size sweep", sc_size_sweep },
 	{ "partition-sweep", "Partition count sweep", sc_partition_sweep },
 	{ "acks", "acks=0, 1, all", sc_acks },
@@ -1108,8 +1199,7 @@ static void usage(FILE *f)
 		fprintf(f, "  %-16s %s\n", scenarios[i].name, scenarios[i].title);
 }
 
-/* The repository's root: build/sluice-bench's directory's parent. */
-static void repo_root(char *buf, size_t len)
+void suite_repo_root(char *buf, size_t len)
 {
 	char self[800];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -1240,7 +1330,7 @@ static int parse_args(struct suite *s, int argc, char **argv, int *want)
 		s->peer_records = s->records / 4 > 6 ? s->records / 4 : 6;
 	if (profile && emulate && strcmp(profile, emulate))
 		return bad_option("suite", "--emulate", "is the profile: not with another --profile");
-	repo_root(root, sizeof(root));
+	suite_repo_root(root, sizeof(root));
 	if (emulate)
 		profile = emulate;
 	if (profile)

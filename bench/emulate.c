@@ -318,6 +318,16 @@ static int tbf_add(const char *ns, const char *dev, double gbps, char *err, size
 	return cmd(argv, err, errlen);
 }
 
+int emulate_shape_link(const char *ns, const char *dev, double gbps, char *err, size_t errlen)
+{
+	return tbf_add(ns, dev, gbps, err, errlen);
+}
+
+int emulate_run(const char *const argv[], char *out, size_t outlen)
+{
+	return run(argv, out, outlen);
+}
+
 /* 10.213.X.Y/30: one of 16384 /30s chosen by pid, host .Y+1, broker .Y+2.
  * A private range little used by hand; two suites whose pids are 16384
  * apart would share a subnet (each veth still routes its own /30 route:

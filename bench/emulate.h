@@ -49,6 +49,16 @@ struct emulation {
  * 0, or -errno with err saying what failed and what to do. */
 int emulate_setup(const struct hw_profile *p, const char *data_dir, struct emulation *em, char *err,
 		  size_t errlen);
+/* Shape one link of a machine the suite did not set up (a node of
+ * scripts/cluster --netns, each its own machine): tbf at gbps on dev, in
+ * network namespace ns (NULL: this one), as setup shapes the broker's
+ * veth. The qdisc goes with the device. 0, or -errno with err saying what
+ * failed. */
+int emulate_shape_link(const char *ns, const char *dev, double gbps, char *err, size_t errlen);
+/* Run argv (argv[0] a path, or a tool found as iproute2's are) with its
+ * stdout and stderr into out (newlines as spaces, trimmed). 0 when it
+ * exits 0, its exit status, or -errno when it cannot be started. */
+int emulate_run(const char *const argv[], char *out, size_t outlen);
 /* Remove everything setup made; safe to call twice or after a failed setup. */
 void emulate_teardown(struct emulation *em);
 /* Remove the namespaces, veths, cgroups and mounts named sluice-em-PID (see

@@ -97,6 +97,20 @@ struct scenario {
 	int (*run)(struct suite *s, struct result *r);
 };
 
+/* The repository's root: build/sluice-bench's directory's parent. */
+void suite_repo_root(char *buf, size_t len);
+
+/* bench/suite_cluster.c: three nodes (scripts/cluster start 3 in dir, an
+ * empty directory, with --shards shards; em non-NULL: --netns, each node's
+ * link shaped to em's NIC rate, the nodes in em's disk cgroup). Their
+ * bootstrap servers into bootstrap; k the namespaces' K (sluice<K>n<ID>,
+ * "" without em). 0, or -errno with err saying what failed (stop it still). */
+int suite_cluster_start(const char *dir, int shards, const struct emulation *em, char *bootstrap, size_t blen,
+			char *k, size_t klen, char *err, size_t errlen);
+/* scripts/cluster stop: SIGTERM the nodes, remove what is in dir (and the
+ * namespaces). 0, or -errno with err its output. */
+int suite_cluster_stop(const char *dir, char *err, size_t errlen);
+
 /* Write DIR/report.md, DIR/results.json and the plots (gnuplot; a plot
  * that cannot be drawn is said in the report, not an error). The report's
  * headline goes to stdout too. 0, or -errno when a file cannot be written. */

@@ -184,12 +184,12 @@ static void plot_one(const struct suite *s, struct result *r, char *why, size_t 
 static void headline(const struct suite *s, FILE *f)
 {
 	static const char *const k14[] = { "k14-producer", "k14-producers3", "k14-consumer", "k14-consumers3",
-					   "k14-prodcons" };
+					   "k14-prodcons", "k14-replicated" };
 	const struct result *lat = find(s, "k14-latency"), *peers = find(s, "peers");
 	char a[32], b[32], c[32], d[32], e[32];
 	int any = 0;
 
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 6; i++) {
 		const struct result *r = find(s, k14[i]);
 
 		if (!r || r->rc || !r->nrows)
@@ -223,7 +223,8 @@ static void headline(const struct suite *s, FILE *f)
 		fprintf(f, "\nKafka 2014: J. Kreps, \"Benchmarking Apache Kafka: 2 Million Writes Per Second "
 			"(On Three Cheap Machines)\", LinkedIn, 2014 (hw-profiles/kafka-2014.conf); its "
 			"three-producer and consumer rows ran on three brokers with replication, Sluice's on one "
-			"node. Latency ratios: lower is better.\n\n");
+			"node; its replication rows on three brokers, Sluice's on three nodes of this machine "
+			"(k14-replicated). Latency ratios: lower is better.\n\n");
 	if (peers && peers->peers[0].ran) {
 		const struct peer_fig *p = peers->peers;
 

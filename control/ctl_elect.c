@@ -284,24 +284,30 @@ static void elect_republish(struct ctl *ctl)
 
 /* ---- controlled shutdown ------------------------------------------------ */
 
-/* Partitions this node leads that another live ISR member could lead. */
-static int64_t movable(struct ctl *ctl)
+/* Partitions whose ISR this node is in with another live member: the
+ * controller's look takes it out of them once it is fenced (election.h:
+ * a broker that is not live leaves the ISR unless no live member is left),
+ * and moves the leadership of those it leads to that member. *leads: how
+ * many of them it leads. */
+static int64_t leavable(struct ctl *ctl, int64_t *leads)
 {
 	int32_t self = ctl->b->set.node_id, *live;
 	int nlive = live_brokers(ctl, &live);
 	int64_t n = 0;
 
+	*leads = 0;
 	for (int i = 0; i < metalog_topic_count(ctl->ml); i++) {
 		const struct meta_topic *mt = metalog_topic_at(ctl->ml, i);
 
 		for (int32_t j = 0; j < mt->partitions; j++) {
 			const struct meta_part *p = &mt->parts[j];
 
-			if (p->leader != self)
+			if (!election_has(p->isr, p->nisr, self))
 				continue;
 			for (int k = 0; k < p->nisr; k++)
 				if (p->isr[k] != self && election_has(live, nlive, p->isr[k])) {
 					n++;
+					*leads += p->leader == self;
 					break;
 				}
 		}
@@ -339,13 +345,13 @@ static void shutdown_step(struct ctl *ctl)
 		const struct meta_broker *me = metalog_broker(ctl->ml, self);
 		int32_t *live;
 		int nlive = live_brokers(ctl, &live), others = nlive - election_has(live, nlive, self);
-		int64_t n = movable(ctl);
+		int64_t leads, n = leavable(ctl, &leads);
 		struct metalog_rec r;
 
 		free(live);
 		ce->shut = SHUT_TRANSFER;
 		if (!me || !others || !n)
-			return;   /* nowhere to move anything (one node): exit as before */
+			return;   /* in no ISR another live broker is in (one node): exit as before */
 		/* not live from now: no heartbeat unfences it again */
 		if (ce->nshutting == ce->cap_shutting) {
 			ce->cap_shutting = ce->cap_shutting ? 2 * ce->cap_shutting : 4;
@@ -353,8 +359,13 @@ static void shutdown_step(struct ctl *ctl)
 				abort();   /* the control thread's own bookkeeping */
 		}
 		ce->shutting[ce->nshutting++] = self;
-		fprintf(stderr, "sluiced: controlled shutdown: moving the leadership of %lld partitions to other "
-			"in-sync replicas\n", (long long)n);
+		/* Kafka's controlled shutdown: fenced, this broker leaves every
+		 * ISR (so that no acks=all waits for it until
+		 * replica.lag.time.max.ms) and its leaderships move, each one
+		 * PARTITION_CHANGE of the controller's; a leader asking it back
+		 * in is refused while it is fenced (control/ctl_roles.c) */
+		fprintf(stderr, "sluiced: controlled shutdown: leaving the ISR of %lld partitions, moving the "
+			"leadership of %lld of them to other in-sync replicas\n", (long long)n, (long long)leads);
 		ce->shut = SHUT_MOVING;
 		ce->shut_logged = n;
 		__atomic_store_n(&ctl->shutdown_waiting, n, __ATOMIC_RELAXED);
@@ -366,12 +377,12 @@ static void shutdown_step(struct ctl *ctl)
 		return;
 	}
 	if (ce->shut == SHUT_MOVING) {
-		int64_t n = movable(ctl);
+		int64_t leads, n = leavable(ctl, &leads);
 
 		__atomic_store_n(&ctl->shutdown_waiting, n, __ATOMIC_RELAXED);
 		if (n && n != ce->shut_logged) {
-			fprintf(stderr, "sluiced: controlled shutdown: waiting for %lld partitions to change leader\n",
-				(long long)n);
+			fprintf(stderr, "sluiced: controlled shutdown: waiting for %lld partitions to leave the ISR "
+				"(%lld to change leader)\n", (long long)n, (long long)leads);
 			ce->shut_logged = n;
 		}
 		if (!n && !ce->inflight)
@@ -423,7 +434,8 @@ void ctl_shutdown_controlled(struct ctl *ctl, int timeout_ms)
 		ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
 		if (ms >= timeout_ms) {
 			fprintf(stderr, "sluiced: controlled shutdown: stopped waiting after %d ms (%lld partitions "
-				"still led here: they get a new leader once this broker's session ends)\n", timeout_ms,
+				"still have this broker in their ISR: it leaves them, and those it leads get a new "
+				"leader, once its session ends)\n", timeout_ms,
 				(long long)__atomic_load_n(&ctl->shutdown_waiting, __ATOMIC_RELAXED));
 			return;
 		}

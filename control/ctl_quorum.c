@@ -297,7 +297,8 @@ static void cq_leader_changed(void *arg, int32_t leader, int am_leader)
 	struct ctl_quorum *cq = arg;
 	int rc;
 
-	(void)leader;
+	/* Metadata's and DescribeCluster's ControllerId (the shards read it) */
+	__atomic_store_n(&cq->ctl->b->controller_id, leader, __ATOMIC_RELAXED);
 	if (am_leader)
 		cq->ctl->elect_due |= CTL_ELECT_SCAN;   /* a new active controller looks again */
 	if (!am_leader || cq->barrier_sent || cq->started)

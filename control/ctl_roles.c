@@ -97,12 +97,15 @@ static void isr_change(void *self, struct shard_msg *m)
 		if (m->v[2] || p->isr[i] != id)
 			isr[n++] = p->isr[i];
 	if (m->v[2]) {
-		const struct meta_broker *mb = metalog_broker(ctl->ml, id);
+		const struct meta_broker *b = metalog_broker(ctl->ml, id);
 
 		if (!meta_part_has(p->replicas, p->nreplicas, id) || meta_part_has(p->isr, p->nisr, id))
 			return;
-		if (!mb || mb->fenced)
-			return;                  /* KIP-841: a fenced broker stays out */
+		/* Kafka's INELIGIBLE_REPLICA (KIP-841): a fenced broker (one in
+		 * its controlled shutdown still fetches) does not join; the
+		 * leader asks again, after the lag time, once it is unfenced */
+		if (!b || b->fenced)
+			return;
 		isr[n++] = id;
 	} else if (id == self_id || n == p->nisr) {
 		return;                      /* the leader stays in its ISR */

@@ -380,6 +380,9 @@ static void render_partitions(struct broker *b, struct textbuf *t)
 	PF("partition_follower_lag_offsets", "gauge",
 	   "On its leader: the largest gap between the log end and a follower's fetch offset (0 elsewhere).",
 	   follower_lag);
+	PF("partition_follower_lag_ms", "gauge",
+	   "On its leader: the longest a follower behind the log end has not been caught up, in ms (0 elsewhere).",
+	   follower_lag_ms);
 #undef PF
 	part_flag(t, md, "partition_under_replicated", "1 when the partition's ISR is smaller than its replicas, else 0.",
 		  0);

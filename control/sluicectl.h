@@ -142,6 +142,14 @@ int ctl_admin_get(struct ctl *c, const char *path, const char *unknown, struct h
 /* The node id the endpoint speaks for (its node.id from /v1/config), -1
  * when unknown or unreachable. */
 int32_t ctl_admin_node(struct ctl *c, const char *unknown);
+/* @thread main. GET path from broker node's admin endpoint: with the
+ * default address (no --admin nor $SLUICE_ADMIN) every broker's, at the
+ * admin.listen it reports of itself (DescribeConfigs of its BROKER
+ * resource, asked of it); with an address given, only that endpoint's
+ * node (-ENOENT for the others). The bootstrap broker's endpoint as
+ * ctl_admin_get; another broker's that cannot be reached is -errno (one
+ * note on stderr for all of them) and not asked again. */
+int ctl_admin_get_node(struct ctl *c, int32_t node, const char *path, const char *unknown, struct http_reply *r);
 
 /* ---- Kafka errors (control/sluicectl_errors.c) ------------------------ */
 
@@ -192,6 +200,15 @@ struct ctl {
 	bool admin_node_known;
 	int32_t admin_node;         /* its node.id (/v1/config); -1 unknown */
 	char admin_err[600];
+	bool admin_default;         /* the address was the bootstrap broker's admin.listen */
+	struct {                    /* other brokers' endpoints (default address only) */
+		int32_t id;
+		char host[256];
+		int port;           /* 0: it reports none */
+		bool down;
+	} admin_others[8];
+	int nadmin_others;
+	bool admin_others_noted;
 };
 
 struct cmd {
@@ -299,6 +316,9 @@ int ctl_fetch_range(struct ctl *c, const struct kafka_metadata_response_metadata
 
 /* The connection to broker `leader` as the last Metadata answer names it. */
 struct kclient *ctl_leader(struct ctl *c, int32_t leader);
+/* The connection to broker id as the last Metadata answer names it; NULL
+ * when it names none or it cannot be reached (never exits). */
+struct kclient *ctl_node_of(struct ctl *c, int32_t id);
 
 /* Group helpers (sluicectl_group.c): `__names group` for completion; the
  * committed offset of every partition of topic (out[i] for the i-th

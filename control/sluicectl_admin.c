@@ -259,9 +259,118 @@ bool json_get_str(const char *s, const char *end, const char *key, char *out, si
 
 #define ADMIN_DEFAULT_PORT 9644
 
-/* Resolve the address once: --admin, else $SLUICE_ADMIN, else the host of
- * the bootstrap broker that answered, port 9644. false: bad HOST:PORT (a
- * usage error, reported). */
+/* The bootstrap broker's node id from a Metadata answer: the broker whose
+ * host and port are the ones connected to, else the only one on that port;
+ * -1 when none is. */
+static int32_t boot_node_id(const struct kclient *k, const struct kafka_metadata_response *md)
+{
+	int32_t id = -1, on_port = 0;
+
+	for (int32_t i = 0; i < md->Brokers.count; i++) {
+		const struct kafka_metadata_response_metadata_response_broker *b = &md->Brokers.items[i];
+
+		if (b->Port != k->port)
+			continue;
+		if (kafka_str_eq(b->Host, k->host))
+			return b->NodeId;
+		id = b->NodeId;
+		on_port++;
+	}
+	return on_port == 1 ? id : -1;
+}
+
+/* The admin.listen broker node reports of itself (DescribeConfigs of its
+ * BROKER resource, asked of it on k, as Kafka answers a broker's resource
+ * only there) into *out; false when it reports none (not a Sluice broker,
+ * or the request fails). */
+static bool admin_listen_of(struct kclient *k, int32_t node, char *out, size_t cap)
+{
+	static const struct kafka_str key = { "admin.listen", 12 };
+	struct kclient_mem *mark = k->mem;   /* the answer is copied out, then freed */
+	struct kafka_describe_configs_request req;
+	struct kafka_describe_configs_request_describe_configs_resource res;
+	struct kafka_describe_configs_response *resp;
+	int vd = kclient_version(k, KAFKA_DESCRIBE_CONFIGS_KEY, 2);
+	char name[16];
+	bool found = false;
+
+	if (vd < 0)
+		return false;
+	snprintf(name, sizeof name, "%d", node);
+	memset(&res, 0, sizeof res);
+	res.ResourceType = 4;   /* BROKER */
+	res.ResourceName = (struct kafka_str){ name, (int32_t)strlen(name) };
+	res.ConfigurationKeys.items = (struct kafka_str *)&key;
+	res.ConfigurationKeys.count = 1;
+	kafka_describe_configs_request_init(&req);
+	req.Resources.items = &res;
+	req.Resources.count = 1;
+	if (!kclient_call(k, KAFKA_DESCRIBE_CONFIGS_KEY, (int16_t)vd, &req, false, (void **)&resp) &&
+	    resp->Results.count == 1 && !resp->Results.items[0].ErrorCode) {
+		for (int32_t j = 0; j < resp->Results.items[0].Configs.count; j++) {
+			const struct kafka_describe_configs_response_describe_configs_resource_result *e =
+				&resp->Results.items[0].Configs.items[j];
+
+			if (kafka_str_eq(e->Name, "admin.listen") && e->Value.len >= 0 &&
+			    (size_t)e->Value.len < cap) {
+				memcpy(out, e->Value.ptr, (size_t)e->Value.len);
+				out[e->Value.len] = 0;
+				found = true;
+			}
+		}
+	}
+	kclient_release_to(k, mark);
+	return found;
+}
+
+/* The bootstrap broker's admin.listen (its node id from a Metadata of no
+ * topic); false as admin_listen_of. */
+static bool boot_admin_listen(struct ctl *c, char *out, size_t cap, int32_t *node)
+{
+	struct kclient *k = ctl_client(c);
+	struct kclient_mem *mark = k->mem;
+	struct kafka_metadata_request mreq;
+	struct kafka_metadata_request_metadata_request_topic none;
+	struct kafka_metadata_response *md;
+	int vm = kclient_version(k, KAFKA_METADATA_KEY, 6);
+
+	*node = -1;
+	if (vm < 1)
+		return false;
+	kafka_metadata_request_init(&mreq);
+	mreq.Topics.items = &none;   /* no topic: the brokers only */
+	mreq.Topics.count = 0;
+	mreq.AllowAutoTopicCreation = false;
+	if (!kclient_call(k, KAFKA_METADATA_KEY, (int16_t)vm, &mreq, false, (void **)&md))
+		*node = boot_node_id(k, md);
+	kclient_release_to(k, mark);
+	return *node >= 0 && admin_listen_of(k, *node, out, cap);
+}
+
+/* admin.listen's HOST:PORT into host (a wildcard or no host: dflt) and
+ * *port; false when it is off or not HOST:PORT. */
+static bool admin_listen_split(char *listen, const char *dflt, char *host, size_t cap, int *port)
+{
+	char *colon = strrchr(listen, ':');
+	int64_t p;
+
+	if (!listen[0] || !colon || !parse_i64(colon + 1, 1, 65535, &p))
+		return false;
+	*colon = 0;
+	if (listen[0] == '[' && colon[-1] == ']') {
+		colon[-1] = 0;
+		memmove(listen, listen + 1, strlen(listen));
+	}
+	snprintf(host, cap, "%s", listen[0] && strcmp(listen, "0.0.0.0") && strcmp(listen, "::") ? listen : dflt);
+	*port = (int)p;
+	return true;
+}
+
+/* Resolve the address once: --admin, else $SLUICE_ADMIN, else the
+ * admin.listen the bootstrap broker that answered reports of itself (a
+ * wildcard host: the bootstrap host), else (a broker that reports none)
+ * that broker's host, port 9644. false: bad HOST:PORT (a usage error,
+ * reported). */
 static bool admin_resolve(struct ctl *c)
 {
 	const char *s = c->admin;
@@ -272,9 +381,21 @@ static bool admin_resolve(struct ctl *c)
 		return true;
 	if (!s) {
 		struct kclient *k = ctl_client(c);
+		char listen[300];
+		int32_t node;
 
 		snprintf(c->admin_host, sizeof c->admin_host, "%s", k->host);
 		c->admin_port = ADMIN_DEFAULT_PORT;
+		if (!boot_admin_listen(c, listen, sizeof listen, &node))
+			return true;
+		c->admin_default = true;
+		c->admin_node = node;   /* the endpoint's node: the bootstrap broker */
+		c->admin_node_known = true;
+		if (!admin_listen_split(listen, k->host, c->admin_host, sizeof c->admin_host, &c->admin_port)) {
+			c->admin_down = true;   /* the endpoint is off there: nothing to ask */
+			snprintf(c->admin_err, sizeof c->admin_err, "broker %d's admin.listen is '%s' (off)", node,
+				 listen);
+		}
 		return true;
 	}
 	colon = strrchr(s, ':');
@@ -316,6 +437,10 @@ int ctl_admin_get(struct ctl *c, const char *path, const char *unknown, struct h
 		return -EHOSTUNREACH;
 	}
 	admin_resolve(c);
+	if (c->admin_down) {         /* the broker says its endpoint is off */
+		admin_note(c, unknown);
+		return -EHOSTUNREACH;
+	}
 	rc = http_get(c->admin_host, c->admin_port, path, c->timeout_ms, r);
 	if (rc < 0) {
 		c->admin_down = true;
@@ -332,6 +457,55 @@ int ctl_admin_get(struct ctl *c, const char *path, const char *unknown, struct h
 		return -EPROTO;
 	}
 	return r->status;
+}
+
+int ctl_admin_get_node(struct ctl *c, int32_t node, const char *path, const char *unknown, struct http_reply *r)
+{
+	int32_t self = ctl_admin_node(c, unknown);
+	struct kclient *k;
+	char listen[300];
+	int i, rc;
+
+	memset(r, 0, sizeof *r);
+	if (node < 0 || self < 0 || node == self)
+		return self >= 0 && node < 0 ? -ENOENT : ctl_admin_get(c, path, unknown, r);
+	if (!c->admin_default)
+		return -ENOENT;              /* an address given: that endpoint's node only */
+	for (i = 0; i < c->nadmin_others && c->admin_others[i].id != node; i++)
+		;
+	if (i == c->nadmin_others) {
+		if (i == (int)(sizeof c->admin_others / sizeof c->admin_others[0]))
+			return -ENOENT;
+		c->nadmin_others++;
+		c->admin_others[i].id = node;
+		c->admin_others[i].port = 0;
+		c->admin_others[i].down = true;
+		k = ctl_node_of(c, node);
+		if (k && admin_listen_of(k, node, listen, sizeof listen) &&
+		    admin_listen_split(listen, k->host, c->admin_others[i].host, sizeof c->admin_others[i].host,
+				       &c->admin_others[i].port))
+			c->admin_others[i].down = false;
+		else
+			snprintf(r->err, sizeof r->err, "no admin.listen from broker %d", node);
+	}
+	rc = c->admin_others[i].down ? -EHOSTUNREACH
+		: http_get(c->admin_others[i].host, c->admin_others[i].port, path, c->timeout_ms, r);
+	if (rc == 0 && r->status != 200 && r->status != 503 && r->status != 404)
+		rc = -EPROTO;
+	if (rc < 0 && !c->admin_others[i].down) {
+		c->admin_others[i].down = true;
+		if (!c->admin_others_noted) {
+			c->admin_others_noted = true;
+			fprintf(stderr, "sluicectl: %s: ", c->cmd);
+			wrap(stderr, 13 + (int)strlen(c->cmd), 4,
+			     fmt("broker %d's admin endpoint %s:%d: GET %s: %s; %s", node, c->admin_others[i].host,
+				 c->admin_others[i].port, path, r->err[0] ? r->err : "not the admin endpoint",
+				 unknown));
+		}
+	}
+	if (rc < 0)
+		http_reply_fini(r);
+	return rc < 0 ? rc : r->status;
 }
 
 int32_t ctl_admin_node(struct ctl *c, const char *unknown)

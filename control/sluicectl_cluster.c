@@ -56,6 +56,35 @@ static void admin_view_get(struct ctl *c, const struct kafka_metadata_response *
 		v->node = md->Brokers.items[0].NodeId;   /* no node.id in /v1/config: the only broker */
 }
 
+/* Another broker's view from its own endpoint (the default address only:
+ * ctl_admin_get_node); unknown fields stay unknown. */
+static void admin_view_node(struct ctl *c, int32_t node, struct admin_view *v)
+{
+	static const char unknown[] = "its shards and health shown as unknown";
+	struct http_reply r;
+	int st;
+
+	v->node = -1;
+	v->shards = -1;
+	v->health[0] = v->reasons[0] = 0;
+	st = ctl_admin_get_node(c, node, "/v1/shards", unknown, &r);
+	if (st == 200) {
+		int64_t n = 0;
+
+		for (const char *p = strstr(r.body, "\"shard\":"); p; p = strstr(p + 1, "\"shard\":"))
+			n++;
+		v->shards = n;
+		v->node = node;
+	}
+	http_reply_fini(&r);
+	st = ctl_admin_get_node(c, node, "/v1/health", unknown, &r);
+	if (st == 200 || st == 503) {
+		json_get_str(r.body, r.body + r.len, "status", v->health, sizeof v->health);
+		v->node = node;
+	}
+	http_reply_fini(&r);
+}
+
 /* The metadata quorum (DescribeQuorum, asked of the bootstrap broker,
  * which answers or forwards to the active controller): NULL when the
  * broker does not advertise it; borrowed from the client's memory. */
@@ -155,13 +184,26 @@ static int cmd_cluster_info(struct ctl *c, const struct args *a)
 	struct kafka_metadata_response *md;
 	struct kclient *k;
 	int64_t parts = 0, under = 0, offline = 0, internal = 0;
-	struct admin_view av;
+	struct admin_view av, *views;
+	int32_t others_known = 0;
 
 	(void)a;
 	md = ctl_metadata(c, NULL, 0);
 	k = ctl_client(c);
 	q = quorum_get(c, &qerr);
 	admin_view_get(c, md, &av);
+	views = calloc((size_t)md->Brokers.count + 1, sizeof *views);
+	for (int32_t i = 0; i < md->Brokers.count; i++) {
+		int32_t id = md->Brokers.items[i].NodeId;
+
+		if (id == av.node)
+			views[i] = av;
+		else if (av.node >= 0 && c->admin_default)
+			admin_view_node(c, id, &views[i]);   /* its own endpoint */
+		else
+			views[i] = (struct admin_view){ .node = -1, .shards = -1 };
+		others_known += id != av.node && views[i].node == id;
+	}
 	for (int32_t i = 0; i < md->Topics.count; i++) {
 		const struct kafka_metadata_response_metadata_response_topic *t = &md->Topics.items[i];
 
@@ -188,11 +230,11 @@ static int cmd_cluster_info(struct ctl *c, const struct args *a)
 			json_int("port", b->Port);
 			json_strn("rack", b->Rack.ptr, b->Rack.len);
 			json_bool("controller", b->NodeId == md->ControllerId);
-			if (b->NodeId == av.node && av.shards >= 0)
-				json_int("shards", av.shards);
+			if (b->NodeId == views[i].node && views[i].shards >= 0)
+				json_int("shards", views[i].shards);
 			else
 				json_null("shards");
-			json_str("health", b->NodeId == av.node && av.health[0] ? av.health : NULL);
+			json_str("health", b->NodeId == views[i].node && views[i].health[0] ? views[i].health : NULL);
 			json_obj_end();
 		}
 		json_arr_end();
@@ -230,6 +272,7 @@ static int cmd_cluster_info(struct ctl *c, const struct args *a)
 		json_arr_end();
 		json_obj_end();
 		json_end();
+		free(views);
 		return 0;
 	}
 	{
@@ -262,16 +305,20 @@ static int cmd_cluster_info(struct ctl *c, const struct args *a)
 		table_right(&t, 4);
 		for (int32_t i = 0; i < md->Brokers.count; i++) {
 			const struct kafka_metadata_response_metadata_response_broker *b = &md->Brokers.items[i];
-			bool mine = b->NodeId == av.node;
+			const struct admin_view *v = &views[i];
+			bool mine = b->NodeId == v->node;
 
 			table_add(&t, fmt("%d%s", b->NodeId, b->NodeId == md->ControllerId ? "*" : ""),
 				  kstr(b->Host), fmt("%d", b->Port), b->Rack.len >= 0 ? kstr(b->Rack) : "-",
-				  mine && av.shards >= 0 ? fmt("%lld", (long long)av.shards) : "?",
-				  mine && av.health[0] ? av.health : "?");
+				  mine && v->shards >= 0 ? fmt("%lld", (long long)v->shards) : "?",
+				  mine && v->health[0] ? v->health : "?");
 		}
 		table_print(&t);
 		table_fini(&t);
-		if (md->Brokers.count > 1 && av.node >= 0)
+		if (md->Brokers.count > 1 && av.node >= 0 && c->admin_default)
+			printf("(* controller; shards and health from each broker's admin endpoint (its admin.listen)%s)\n",
+			       others_known < md->Brokers.count - 1 ? "; ?: it did not answer" : "");
+		else if (md->Brokers.count > 1 && av.node >= 0)
 			printf("(* controller; shards and health from the admin endpoint %s:%d, broker %d's; "
 			       "? for the others)\n", c->admin_host, c->admin_port, av.node);
 		else
@@ -289,6 +336,7 @@ static int cmd_cluster_info(struct ctl *c, const struct args *a)
 	} else {
 		printf("quorum: DescribeQuorum answered %s\n", kerr_name(qerr));
 	}
+	free(views);
 	return 0;
 }
 

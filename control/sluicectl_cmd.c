@@ -314,6 +314,17 @@ struct kclient *ctl_leader(struct ctl *c, int32_t leader)
 	return ctl_client(c);
 }
 
+struct kclient *ctl_node_of(struct ctl *c, int32_t id)
+{
+	for (int32_t i = 0; last_md && i < last_md->Brokers.count; i++) {
+		const struct kafka_metadata_response_metadata_response_broker *b = &last_md->Brokers.items[i];
+
+		if (b->NodeId == id)
+			return ctl_node_try(c, b->NodeId, b->Host, b->Port);
+	}
+	return NULL;
+}
+
 int ctl_list_offsets(struct ctl *c, const struct kafka_metadata_response_metadata_response_topic *t,
 		     int64_t timestamp, int64_t *out, int16_t *err)
 {

@@ -203,16 +203,19 @@ static void topic_admin(struct ctl *c, const struct kafka_metadata_response_meta
 	}
 	if (n)
 		node = ctl_admin_node(c, unknown);
-	for (int32_t j = 0; j < n && !c->admin_down; j++) {
+	for (int32_t j = 0; j < n && !(node < 0 && c->admin_down); j++) {
 		const struct kafka_metadata_response_metadata_response_partition *p = &t->Partitions.items[j];
 		struct http_reply r;
 		char path[400];
 		int64_t v;
+		int st;
 
-		if (node >= 0 && p->LeaderId != node)
-			continue;   /* another broker's: its endpoint is not the one asked */
 		snprintf(path, sizeof path, "/v1/partitions/%s/%d", kstr(t->Name), p->PartitionIndex);
-		if (ctl_admin_get(c, path, unknown, &r) == 200) {
+		/* the leader's endpoint (another broker's is asked only with the
+		 * default address: each broker's own admin.listen) */
+		st = node >= 0 ? ctl_admin_get_node(c, p->LeaderId, path, unknown, &r)
+			: ctl_admin_get(c, path, unknown, &r);
+		if (st == 200) {
 			if (json_get_i64(r.body, r.body + r.len, "shard", &v) && v >= 0 && v <= INT32_MAX)
 				shard[j] = (int32_t)v;
 			if (json_get_i64(r.body, r.body + r.len, "log_end_offset", &v) && v >= 0)

@@ -243,6 +243,7 @@ int main(int argc, char **argv)
 	}
 	b = calloc(1, sizeof(*b));
 	b->cfg = cfg;
+	b->controller_id = -1;     /* until the quorum names its leader */
 	snprintf(b->set.listen_host, sizeof(b->set.listen_host), "%s", role.listen_host);
 	b->set.listen_port = role.listen_port;
 	snprintf(b->set.adv_host, sizeof(b->set.adv_host), "%s", role.adv_host);

@@ -56,10 +56,13 @@ struct part_pub {
 	uint64_t fetch_bytes;
 	/* replication (dataplane/part_role.h): the ISR and replicas the
 	 * owner's role says (0 before the open), and on a leader the largest
-	 * gap between its log end and a follower's fetch offset */
+	 * gap between its log end and a follower's fetch offset, and the
+	 * longest a follower behind it has not been caught up (ms, Kafka's
+	 * lastCaughtUpTimeMs; refreshed on progress and the role's tick) */
 	int64_t isr_size;
 	int64_t replicas;
 	int64_t follower_lag;
+	int64_t follower_lag_ms;
 } __attribute__((aligned(64)));
 
 struct md_partition {
@@ -215,6 +218,9 @@ struct broker {
 	struct broker_conns conns;    /* see struct broker_conns */
 	const struct coord_ops *coord;/* the layer above's callbacks (dataplane/coord.h): set by
 				       * the control thread's creation, before the shards serve */
+	int32_t controller_id;        /* the active controller (the metadata quorum's leader), -1:
+				       * not known; the control thread stores it (relaxed) on each
+				       * leader change, the shards read it (Metadata's ControllerId) */
 };
 
 /* The thread index of the control thread in rings[][]. */

@@ -20,9 +20,16 @@ struct kafka_str cluster_view_id(const struct broker *b)
 	return (struct kafka_str){ b->set.cluster_id, (int32_t)strlen(b->set.cluster_id) };
 }
 
-int32_t cluster_view_controller(const struct broker *b)
+int32_t cluster_view_controller(const struct broker *b, const struct md_snapshot *md)
 {
-	return b->set.node_id;   /* a combined broker and controller, a quorum of one */
+	int32_t id = __atomic_load_n(&b->controller_id, __ATOMIC_RELAXED);
+
+	if (id < 0 || id == b->set.node_id)
+		return b->set.node_id;
+	for (int i = 0; md && i < md->nbrokers; i++)
+		if (md->brokers[i].id == id)
+			return id;
+	return b->set.node_id;   /* not a registered broker (yet): a client could not reach it */
 }
 
 int16_t cluster_view_coordinator(const struct broker *b, const struct md_snapshot *md, int8_t key_type,

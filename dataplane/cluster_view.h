@@ -50,7 +50,10 @@ int16_t cluster_view_coordinator(const struct broker *b, const struct md_snapsho
 				 const char *key, size_t len, struct cluster_node *out);
 /* @thread shard. The cluster id (Metadata v2+, DescribeCluster). */
 struct kafka_str cluster_view_id(const struct broker *b);
-/* @thread shard. The controller's node id: this node. */
-int32_t cluster_view_controller(const struct broker *b);
+/* @thread shard. The controller's node id (Metadata's and DescribeCluster's
+ * ControllerId): the active controller, the metadata quorum's leader, when
+ * it is known and a broker md lists (every node is both here, so a client
+ * reaches it); else this node (one node; an election under way). */
+int32_t cluster_view_controller(const struct broker *b, const struct md_snapshot *md);
 
 #endif

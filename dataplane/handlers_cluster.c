@@ -75,7 +75,7 @@ int kafka_handle_describe_cluster(struct kafka_ctx *ctx)
 	r->Brokers.count = nb;
 	r->EndpointType = ENDPOINT_BROKER;
 	r->ClusterId = cluster_view_id(b);
-	r->ControllerId = cluster_view_controller(b);
+	r->ControllerId = cluster_view_controller(b, md);
 	r->ClusterAuthorizedOperations = q->IncludeClusterAuthorizedOperations ? ACL_CLUSTER_OPS : INT_MIN;
 	kafka_ctx_respond(ctx);
 	return 0;

@@ -110,7 +110,7 @@ static int metadata_respond(struct kafka_ctx *ctx)
 	r->Brokers.items = br;
 	r->Brokers.count = nb;
 	r->ClusterId = cluster_view_id(b);
-	r->ControllerId = cluster_view_controller(b);
+	r->ControllerId = cluster_view_controller(b, md);
 	r->Topics.items = ALLOC(ctx, struct kafka_metadata_response_metadata_response_topic, n);
 	if (!r->Topics.items) {
 		kafka_ctx_abort(ctx);

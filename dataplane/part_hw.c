@@ -35,8 +35,10 @@ void part_role_hw(struct part *p)
 			if (behind > lag)
 				lag = behind;
 		}
-		if (p->pub)
+		if (p->pub) {
 			__atomic_store_n(&p->pub->follower_lag, lag, __ATOMIC_RELAXED);
+			part_role_publish_lag_ms(p, p->sh->now_ns);
+		}
 		if (hw < r->hw)
 			hw = r->hw;          /* never back: consumers may have read below it */
 		if (hw > pl->next_offset)
@@ -46,6 +48,26 @@ void part_role_hw(struct part *p)
 		hw = r->hw;
 	}
 	pl->high_watermark = hw;
+}
+
+void part_role_publish_lag_ms(struct part *p, uint64_t now_ns)
+{
+	const struct part_role *r = p->role;
+	int64_t ms = 0;
+
+	if (!p->pub || !r || !r->leading || !p->pl)
+		return;
+	for (int i = 0; i < r->nf; i++) {
+		const struct part_follower *f = &r->f[i];
+		int64_t behind;
+
+		if (f->leo >= p->pl->next_offset || now_ns <= f->caught_up_ns)
+			continue;            /* it has everything: no lag */
+		behind = (int64_t)((now_ns - f->caught_up_ns) / 1000000u);
+		if (behind > ms)
+			ms = behind;
+	}
+	__atomic_store_n(&p->pub->follower_lag_ms, ms, __ATOMIC_RELAXED);
 }
 
 static void wake_shards(struct shard *sh, uint64_t mask)

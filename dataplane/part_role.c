@@ -11,10 +11,6 @@
 #include "dataplane/shard_core.h"
 #include "storage/plog_epochs.h"
 
-/* An ask back into the ISR that brought no role (refused: the broker was
- * still fenced, KIP-841) is asked again after this, not the lag time. */
-#define JOIN_RETRY_NS 1000000000ull
-
 static int has_id(const int32_t *ids, int n, int32_t id)
 {
 	for (int i = 0; i < n; i++)
@@ -59,6 +55,7 @@ int part_role_set(struct part *p, const struct part_role_msg *m)
 		__atomic_store_n(&p->pub->isr_size, (int64_t)m->nisr, __ATOMIC_RELAXED);
 		__atomic_store_n(&p->pub->replicas, (int64_t)m->nreplicas, __ATOMIC_RELAXED);
 		__atomic_store_n(&p->pub->follower_lag, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->pub->follower_lag_ms, 0, __ATOMIC_RELAXED);
 	}
 	if (leading && m->nreplicas == 1) {
 		/* alone: the one-node broker's way */
@@ -196,16 +193,23 @@ void part_role_note_sent(struct part *p, int32_t id, int64_t hw)
 		f->hw_sent = hw;
 }
 
+/* A join asked and not answered (refused: the broker is fenced, as one
+ * starting is until its heartbeat is applied; or lost) is asked again after
+ * this, as Kafka's leader tries the expansion again on a later fetch; a
+ * removal after the lag time. */
+#define PART_ROLE_JOIN_RETRY_NS 1000000000ull
+
 void part_role_tick(struct part *p, uint64_t now_ns, uint64_t lag_ns)
 {
 	struct part_role *r = p->role;
+	uint64_t join_again = lag_ns < PART_ROLE_JOIN_RETRY_NS ? lag_ns : PART_ROLE_JOIN_RETRY_NS;
 
 	if (!r || !r->leading || !p->pl)
 		return;
 	for (int i = 0; i < r->nf; i++) {
 		struct part_follower *f = &r->f[i];
 
-		if (f->reported && now_ns - f->reported_ns < (f->in_isr || lag_ns < JOIN_RETRY_NS ? lag_ns : JOIN_RETRY_NS))
+		if (f->reported && now_ns - f->reported_ns < (f->in_isr ? lag_ns : join_again))
 			continue;            /* asked; the answer comes as a role */
 		if (f->in_isr && now_ns - f->caught_up_ns > lag_ns)
 			ask_isr(p, f, 0, now_ns);   /* replica.lag.time.max.ms without catching up */
@@ -217,5 +221,6 @@ void part_role_tick(struct part *p, uint64_t now_ns, uint64_t lag_ns)
 		else
 			f->reported = 0;
 	}
+	part_role_publish_lag_ms(p, now_ns);   /* it grows while nothing moves */
 	part_fail_acks(p, PART_ERR_TIMED_OUT, 0, now_ns);
 }

@@ -108,6 +108,13 @@ void part_role_hw(struct part *p);
  * watermark moved (a follower learns it at once). @thread owner */
 void part_role_wake(struct part *p);
 
+/* The leader's follower lag in milliseconds into p->pub (Kafka's
+ * lastCaughtUpTimeMs as a gauge): the longest a follower that has not
+ * everything the leader has (its fetch offset below the log end) has not
+ * been caught up, at now_ns; 0 when every follower has it all. Run by
+ * part_role_hw and part_role_tick. @thread owner */
+void part_role_publish_lag_ms(struct part *p, uint64_t now_ns);
+
 /* Wake the replica fetches parked on p now. @thread owner */
 void part_role_wake_now(struct part *p);
 
@@ -124,8 +131,11 @@ int part_role_replica_fetch(struct part *p, int32_t id, int64_t offset, uint64_t
 int part_role_fetch_ready(const struct part *p, int32_t id, int64_t offset);
 
 /* The leader's periodic check (every few hundred ms): ISR followers that
- * have not caught up for lag_ns are proposed out of the ISR; acks=all
- * produces past their deadline fail with -ETIMEDOUT. @thread owner */
+ * have not caught up for lag_ns are proposed out of the ISR (asked again
+ * after lag_ns if no role answered); a follower out of it that fetches
+ * and may join, asked in and not answered for a second (the control
+ * thread refuses a fenced broker), is asked again; acks=all produces past
+ * their deadline fail with -ETIMEDOUT. @thread owner */
 void part_role_tick(struct part *p, uint64_t now_ns, uint64_t lag_ns);
 
 /* The high watermark a follower's replica fetch answer carries, noted

@@ -6,7 +6,10 @@
 # every rate row given as a fraction of the profile's limit, the peers'
 # ratios, and PNG plots; it leaves no run directory, server or namespace
 # behind. Then --emulate with the Kafka 2014 profile (root: network
-# namespace, veth shaped to 1 Gb/s): the row is bound by the shaped NIC.
+# namespace, veth shaped to 1 Gb/s): the row is bound by the shaped NIC;
+# k14-replicated's three nodes (on loopback in the first run) are each in
+# a namespace of its own behind its own shaped link (scripts/cluster
+# --netns).
 # Bad input: an unknown scenario and a profile with a bad key are refused
 # with exit 2 and a message naming them. Figures are not checked (they are
 # for benchmarks, not tests).
@@ -27,14 +30,14 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 out=$work/out
 if timeout 300 build/sluice-bench suite --quick --profile hw-profiles/commodity-2026.conf \
     --records 20000 --seconds 0.3 --stored 20M --backlog 0.5 --rate 2000 --out "$out" \
-    k14-producer k14-consumers3 k14-latency size-sweep stored-data backlog-drain peers \
+    k14-producer k14-consumers3 k14-latency k14-replicated size-sweep stored-data backlog-drain peers \
     >"$work/stdout" 2>"$work/stderr"; then
   ok
 else
   bad "suite exited $?"; tail -30 "$work/stderr"
 fi
-grep -q '^suite: \[7/7\] peers' "$work/stderr" && ok || bad "no progress line for scenario 7 of 7"
-for s in k14-producer k14-consumers3 k14-latency size-sweep stored-data backlog-drain peers; do
+grep -q '^suite: \[8/8\] peers' "$work/stderr" && ok || bad "no progress line for scenario 8 of 8"
+for s in k14-producer k14-consumers3 k14-latency k14-replicated size-sweep stored-data backlog-drain peers; do
   grep -q "^## $s — " "$out/report.md" 2>/dev/null && ok || bad "report.md has no section for $s"
 done
 grep -q '^| Kafka 2014 row' "$out/report.md" && ok || bad "report.md has no Kafka 2014 headline table"
@@ -44,7 +47,7 @@ import json, sys, os
 out = sys.argv[1]
 d = json.load(open(os.path.join(out, "results.json")))
 names = [s["name"] for s in d["scenarios"]]
-assert names == ["k14-producer", "k14-consumers3", "k14-latency", "size-sweep", "stored-data",
+assert names == ["k14-producer", "k14-consumers3", "k14-latency", "k14-replicated", "size-sweep", "stored-data",
                  "backlog-drain", "peers"], names
 for s in d["scenarios"]:
     assert s["status"] == "ok", (s["name"], s["error"])
@@ -57,6 +60,10 @@ assert k["k14-producer"]["rows"][0]["kafka_2014"]["records_per_s"] == 821557
 lat = k["k14-latency"]["rows"][0]
 assert lat["p99_ms"] is not None and lat["kafka_2014"]["p99_ms"] == 3
 assert len(k["size-sweep"]["series"]["points"]) == 5
+# three nodes, RF 3, acks=1 and acks=all against k14-producer's one-node row
+rep = k["k14-replicated"]["rows"]
+assert [r["kafka_2014"]["records_per_s"] for r in rep] == [786980, 421823], rep
+assert all(r["records_per_s"] and "of the one-node row" in r["note"] for r in rep), rep
 peers = k["peers"]["peers"]
 assert [p["name"] for p in peers] == ["sluice", "redis-streams", "nats-jetstream"], peers
 assert all(p["ran"] and p["produce_records_per_s"] and p["consume_records_per_s"] and p["e2e_p99_ms"] is not None
@@ -78,7 +85,7 @@ if [ "$(id -u)" -ne 0 ]; then
 else
   eout=$work/emulated
   if timeout 120 build/sluice-bench suite --emulate hw-profiles/kafka-2014.conf --records 20000 \
-      --out "$eout" k14-producer >"$work/estdout" 2>"$work/estderr"; then
+      --out "$eout" k14-producer k14-replicated >"$work/estdout" 2>"$work/estderr"; then
     ok
   else
     bad "suite --emulate exited $?"; tail -20 "$work/estderr"
@@ -91,9 +98,17 @@ assert e and e["nic_gbps"] == 1 and e["netns"].startswith("sluice-em-"), e
 row = d["scenarios"][0]["rows"][0]
 assert d["scenarios"][0]["status"] == "ok", d["scenarios"][0]
 assert row["binds"] == "NIC (shaped)" and abs(row["limit_MB_per_s"] - 125) < 1e-6, row
+# the three nodes, each in its namespace behind its own shaped link
+rep = d["scenarios"][1]
+assert rep["name"] == "k14-replicated" and rep["status"] == "ok", rep
+assert len(rep["rows"]) == 2 and all("each link shaped" in r["note"] for r in rep["rows"]), rep["rows"]
 PYEOF
   then ok; else bad "the emulated run's results.json is not as set up"; fi
   ip netns list | grep -q "sluice-em-" && bad "a sluice-em-* namespace is left: $(ip netns list)" || ok
+  # the cluster's (other runs on the machine may have clusters of their own)
+  k=$(sed -n 's/.*nodes in namespaces sluice\([0-9]*\)n1\.\.3.*/\1/p' "$work/estderr")
+  [ -n "$k" ] && ok || bad "no line naming k14-replicated's namespaces"
+  [ -n "$k" ] && ip netns list | grep -q "^sluice${k}n" && bad "namespace sluice${k}n* is left: $(ip netns list)" || ok
 fi
 
 # 3. bad input

@@ -10,7 +10,11 @@ node leading partition 0 is killed with SIGKILL and later restarted:
 - every acknowledged record is read back exactly once, and no record at
   all is read twice (idempotence across the leader change);
 - per key, the records are in the order they were sent;
-- the restarted node rejoins every partition's ISR, and at the end the
+- the restarted node rejoins every partition's ISR; then another node
+  leading partitions is SIGTERMed (a controlled shutdown): once it has
+  exited it is in no ISR and leads nothing, acks=all records are answered
+  without it at once, and on the leaders its follower lag in milliseconds
+  grows; it restarts and rejoins; at the end the
   three copies of every partition are the same bytes (the restarted node
   cut what it had that the new leader did not: a follower's log is the
   leader's batches as they are).
@@ -137,6 +141,53 @@ def read_all(bootstrap):
     return got
 
 
+def sigterm_leaves_every_isr_and_its_lag_grows(c):
+    """SIGTERM (a controlled shutdown) of a node that leads partitions: by
+    the time it has exited it is in no ISR (its leaderships moved), long
+    before replica.lag.time.max.ms (10 s here); acks=all records are
+    answered at once without it; on the leaders its follower lag in ms grows
+    while records arrive it does not have. Then it restarts and rejoins."""
+    import signal
+    import urllib.request
+    ps = partitions(c.bootstrap, TOPIC)
+    node = ps[1][0]                   # partition 1's leader
+    pid = c.pid(node)
+    t0 = time.monotonic()
+    os.kill(pid, signal.SIGTERM)
+    while c.pid(node) is not None:
+        assert time.monotonic() - t0 < 30, "node %d still runs 30 s after SIGTERM" % node
+        time.sleep(0.05)
+    exited = time.monotonic() - t0
+    rest = [n for n in (1, 2, 3) if n != node]
+    boot = ",".join(c.addr(n) for n in rest)
+    ps = partitions(boot, TOPIC)
+    assert all(node not in isr and lead in rest for lead, _r, isr in ps.values()), (
+        "node %d in an ISR or leading right after its controlled shutdown (%.2f s): %r" % (node, exited, ps))
+    p = Producer({"bootstrap.servers": boot, "acks": "all", "linger.ms": 5, "message.timeout.ms": 30000})
+    t1 = time.monotonic()
+    for i in range(NPARTS * 50):
+        p.produce(TOPIC, partition=i % NPARTS, key=b"sigterm", value=b"sigterm:%d:" % i)   # read_all's form
+    assert p.flush(30) == 0
+    acked = time.monotonic() - t1
+    assert acked < 5, "acks=all without the stopped node took %.2f s" % acked
+
+    def lag_ms(n, part):
+        props = open(os.path.join(c.dir, "n%d" % n, "server.properties")).read()
+        admin = [ln.split("=", 1)[1] for ln in props.splitlines() if ln.startswith("admin.listen=")][0]
+        body = urllib.request.urlopen("http://%s/metrics" % admin, timeout=30).read().decode()
+        key = 'sluice_partition_follower_lag_ms{topic="%s",partition="%d",' % (TOPIC, part)
+        return [float(ln.rsplit(" ", 1)[1]) for ln in body.splitlines() if ln.startswith(key)][0]
+    lead = ps[0][0]
+    first = lag_ms(lead, 0)
+    time.sleep(1)
+    second = lag_ms(lead, 0)
+    assert 0 < first < second, "partition 0's follower lag on its leader %d: %r then %r ms" % (lead, first, second)
+    print("  node %d SIGTERMed: exited after %.2f s in no ISR; %d acks=all records answered in %.2f s; its "
+          "follower lag on node %d %.0f then %.0f ms" % (node, exited, NPARTS * 50, acked, lead, first, second))
+    c.restart(node)
+    until("node %d back in every ISR" % node, lambda: all_in_sync(c.bootstrap, 3), timeout=120)
+
+
 @test
 def an_acknowledged_record_survives_the_leaders_sigkill_exactly_once_and_the_copies_end_identical():
     sets = ["min.insync.replicas=2", "default.replication.factor=3", "replica.lag.time.max.ms=10000",
@@ -150,6 +201,7 @@ def an_acknowledged_record_survives_the_leaders_sigkill_exactly_once_and_the_cop
               "successor %.2f s after the SIGKILL (broker.session.timeout.ms=6000); restarted" % (
                   len(acked), len(errors), victim, failover))
         until("the restarted node back in every ISR", lambda: all_in_sync(c.bootstrap, 3), timeout=120)
+        sigterm_leaves_every_isr_and_its_lag_grows(c)
 
         got = read_all(c.bootstrap)
         seen = {}

@@ -6,7 +6,11 @@ quorum forwards its metadata records and its broker heartbeats to the one
 that does (docs/cluster.md, "Several nodes").
 
 - Three nodes: DescribeQuorum on each shows the three voters and one
-  leader; Metadata on each lists the three brokers; a topic created through
+  leader; Metadata on each lists the three brokers, and Metadata and
+  DescribeCluster on each name the quorum's leader the controller (also
+  after it changed); sluicectl on any node with no --admin finds each
+  broker's admin endpoint (topic describe's log ends and shards, cluster
+  info's shards and health); a topic created through
   one node is on every node with the same replicas, topics created
   through each node are listed once on every node, one deleted through a
   node leaves every node; producer id blocks
@@ -112,6 +116,21 @@ def create_topic(port, name, partitions, rf):
     a.create_topics([NewTopic(name, partitions, rf)], operation_timeout=30)[name].result(60)
 
 
+def controllers(c, nodes):
+    """{node: (Metadata's ControllerId, DescribeCluster v0's ControllerId)}."""
+    from kraw import Conn, read_compact_str
+    out = {}
+    for n in nodes:
+        with Conn("127.0.0.1:%d" % c.port(n)) as k:
+            r = k.request_flex(60, 0, b"\x00\x00")   # DescribeCluster v0
+            r.i32()
+            assert r.i16() == 0
+            read_compact_str(r)
+            read_compact_str(r)
+            out[n] = (metadata(c.port(n)).controller_id, r.i32())
+    return out
+
+
 def agreed_leader(c, nodes):
     """Every node of nodes names the same leader, one of nodes, and 3 voters."""
     seen = set()
@@ -131,6 +150,10 @@ def three_nodes_serve_one_metadata_and_survive_the_loss_of_the_leader():
         for n in (1, 2, 3):
             md = metadata(c.port(n))
             assert sorted(md.brokers) == [1, 2, 3], (n, md.brokers)
+        # the ControllerId every node answers is the active controller's
+        # (the quorum's leader), not its own
+        until("every node names %d the controller" % leader,
+              lambda: controllers(c, [1, 2, 3]) == {n: (leader, leader) for n in (1, 2, 3)})
 
         # a topic created through node 1 is on every node, same replicas
         create_topic(c.port(1), "cq-a", 6, 3)
@@ -138,6 +161,26 @@ def three_nodes_serve_one_metadata_and_survive_the_loss_of_the_leader():
         assert len(want) == 6 and all(len(r) == 3 for r in want.values()), want
         for n in (2, 3):
             until("cq-a on node %d as on node 1" % n, lambda: replicas(c.port(n), "cq-a") == want)
+
+        # sluicectl on any node with no --admin: each broker's own endpoint
+        # (the admin.listen it reports; scripts/cluster gives each a free
+        # port, never 9644), so every partition's log end and shard and
+        # every broker's shards and health are known, and no note
+        import json
+        env = {k: v for k, v in os.environ.items() if k != "SLUICE_ADMIN"}
+        for n in (1, 2, 3):
+            p = subprocess.run([SLUICECTL, "-b", c.addr(n), "--format", "json", "topic", "describe", "cq-a"],
+                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, env=env)
+            assert p.returncode == 0 and p.stderr == "", (n, p.returncode, p.stderr)
+            ps = json.loads(p.stdout)["topics"][0]["partitions"]
+            assert len(ps) == 6 and all(x["log_end_offset"] == 0 and x["shard"] == 0 for x in ps), (n, ps)
+            assert {x["leader"] for x in ps} == {1, 2, 3}, ps   # placement spreads the leaders
+            p = subprocess.run([SLUICECTL, "-b", c.addr(n), "--format", "json", "cluster", "info"],
+                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, env=env)
+            assert p.returncode == 0 and p.stderr == "", (n, p.returncode, p.stderr)
+            brokers = json.loads(p.stdout)["brokers"]
+            assert [(b["node_id"], b["shards"], b["health"]) for b in sorted(brokers, key=lambda b: b["node_id"])] \
+                == [(1, 1, "ready"), (2, 1, "ready"), (3, 1, "ready")], brokers
 
         # a topic created through each node: listed once on every node
         for n in (1, 2, 3):
@@ -177,6 +220,8 @@ def three_nodes_serve_one_metadata_and_survive_the_loss_of_the_leader():
         for n in rest:
             until("cq-b on node %d" % n, lambda: replicas(c.port(n), "cq-b"))
         print("    leader %d killed, node %d leads now" % (leader, new))
+        until("the survivors name %d the controller" % new,
+              lambda: controllers(c, rest) == {n: (new, new) for n in rest})
 
         # the killed node comes back and catches up
         c.run("restart", str(leader))

@@ -113,7 +113,7 @@ def free_port():
 @test
 def the_scrape_says_one_node_is_its_own_isr():
     """sluice_partition_isr_size 1, replicas 1, not under-replicated nor under
-    min ISR, follower lag 0, no replication bytes: one node is its ISR."""
+    min ISR, follower lag 0 (offsets and ms), no replication bytes: one node is its ISR."""
     port = free_port()
     with broker(settings={"admin.listen": "127.0.0.1:%d" % port}) as b:
         c = TConn(b.bootstrap)
@@ -131,6 +131,7 @@ def the_scrape_says_one_node_is_its_own_isr():
         assert value("partition_under_replicated") == 0
         assert value("partition_under_min_isr") == 0
         assert value("partition_follower_lag_offsets") == 0
+        assert value("partition_follower_lag_ms") == 0
         for fam in ("replication_bytes_in_total", "replication_bytes_out_total"):
             got = [ln for ln in body.splitlines() if ln.startswith("sluice_%s{" % fam)]
             assert got and all(ln.endswith(" 0") for ln in got), got

@@ -241,7 +241,9 @@ Test(part_role, a_lagging_follower_is_asked_out_of_the_isr_and_back_in)
 	struct part *p = open_part("t-0");
 	const int32_t isr_less_3[] = { 1, 2 };
 	uint64_t lag = 30000ull * 1000000ull;
+	static struct part_pub pub;
 
+	p->pub = &pub;                      /* the scrape's words */
 	set_role(p, 1, 4, three, 3, three, 3);
 	cr_assert_eq(p->pl->leader_epoch, 4, "a leader's epoch moves the log's");
 	produce(p, -1, 120000, 0);          /* (its timeout outlasts the lag time) */
@@ -255,6 +257,9 @@ Test(part_role, a_lagging_follower_is_asked_out_of_the_isr_and_back_in)
 	sh->now_ns += lag / 2 + 1000000;
 	part_role_tick(p, sh->now_ns, lag);
 	cr_assert_eq(asks, 1, "3 has not caught up for the lag time");
+	cr_assert_eq(pub.follower_lag, 1, "3 lacks one record");
+	cr_assert_eq(pub.follower_lag_ms, 30001, "3 not caught up since the role began: %lld ms",
+		     (long long)pub.follower_lag_ms);
 	cr_assert_eq(ask_broker, 3);
 	cr_assert_eq(ask_join, 0);
 	cr_assert_eq(ask_epoch, 4);
@@ -274,6 +279,17 @@ Test(part_role, a_lagging_follower_is_asked_out_of_the_isr_and_back_in)
 	cr_assert_eq(asks, 2);
 	cr_assert_eq(ask_broker, 3);
 	cr_assert_eq(ask_join, 1);
+	part_role_tick(p, sh->now_ns + 1000000, lag);
+	cr_assert_eq(pub.follower_lag_ms, 0, "every follower has the log end");
+	cr_assert_eq(asks, 2, "the join is in flight");
+	/* no role came back (refused: a fenced broker): asked again after a
+	 * second, not after the lag time */
+	sh->now_ns += 1100000000ull;
+	cr_assert_eq(part_role_replica_fetch(p, 3, 1, sh->now_ns), 0);
+	part_role_tick(p, sh->now_ns, lag);
+	cr_assert_eq(asks, 3);
+	cr_assert_eq(ask_join, 1);
+	p->pub = NULL;
 }
 
 Test(part_role, a_follower_that_stopped_fetching_is_not_asked_back_in)
