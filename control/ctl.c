@@ -39,6 +39,9 @@ static void ctl_set_ready(struct ctl *ctl, int err, const char *msg)
 /* Transactions are back: serve. */
 static void ctl_txns_replayed(struct ctl *ctl)
 {
+	/* from now on the coordinators follow their partitions' leaders */
+	ctl->coord_started = 1;
+	ctl_coord_refresh(ctl);
 	ctl_set_ready(ctl, 0, NULL);
 }
 
@@ -65,11 +68,6 @@ static void ctl_started(struct ctl *ctl, struct ctl_op *op)
 		"unread (%llu bytes), %llu bytes scanned, %d damaged ranges moved aside\n",
 		nparts, sum.segments, sum.segments_trusted, (unsigned long long)sum.bytes_trusted,
 		(unsigned long long)sum.bytes_scanned, sum.damaged);
-	for (int i = 0; i < op->ncreated; i++)
-		if (!strcmp(op->created[i]->name, GROUP_OFFSETS_TOPIC))
-			group_set_offsets_topic(ctl->gc, op->created[i]);
-		else if (!strcmp(op->created[i]->name, TXN_STATE_TOPIC))
-			txn_set_state_topic(ctl->tc, op->created[i]);
 	if (op->failed) {
 		ctl_set_ready(ctl, -EIO, op->fail_msg);
 	} else if (group_replay(ctl->gc, ctl_replayed) == 0) {
@@ -370,6 +368,7 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 		ctl->roles_changed = 0;
 		ctl_roles_refresh(ctl);
 	}
+	ctl_coord_refresh(ctl);
 	work += ctl_meta_poll(ctl);
 	/* after the continuations: what this node proposed it serves itself */
 	work += ctl_follow_poll(ctl);

@@ -167,6 +167,8 @@ struct ctl {
 	int64_t shutdown_waiting;    /* partitions whose leadership is still to move */
 	int roles_changed;           /* a partition record was applied: roles (ctl_roles.c) */
 	int roles_pending;           /* opened before their records: roles once published */
+	int coord_started;           /* the coordinators' start-up replay is done: they follow
+				      * the internal partitions' leaders (ctl_coord_refresh) */
 	/* start-up handshake */
 	pthread_mutex_t lock;        /* start-up only, never on the data path */
 	pthread_cond_t cond;
@@ -349,6 +351,12 @@ void ctl_role_opened(struct ctl *ctl, const struct md_topic *t, const struct md_
 /* A partition record was applied: every hosted, open partition whose
  * leader, epoch or ISR moved in the image gets its new role. */
 void ctl_roles_refresh(struct ctl *ctl);
+/* The group and transaction coordinators follow the leaders of their
+ * internal partitions (__consumer_offsets, __transaction_state): each
+ * partition open here whose image leader is this node is theirs to load,
+ * each other one to drop (group_lead, txn_lead; the role went to the shard
+ * first). Every loop turn once they started; cheap when nothing moved. */
+void ctl_coord_refresh(struct ctl *ctl);
 
 /* ---- ctl_topic.c -------------------------------------------------------- */
 

@@ -579,7 +579,9 @@ void part_append_internal(struct part *p, const uint8_t *batch, uint32_t len, in
 {
 	struct shard *sh = p->sh;
 	int64_t base = -1;
-	int rc = part_append_flush(p, batch, len, &base);
+	/* a coordinator writes only where this node leads: a follower's log
+	 * is its leader's batches as they are (-EREMOTE: led elsewhere) */
+	int rc = p->role && !p->role->leading ? -EREMOTE : part_append_flush(p, batch, len, &base);
 
 	if (rc == 0) {
 		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = base, .from = (int16_t)from,
