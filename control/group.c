@@ -326,7 +326,7 @@ static void handle_join(struct group_coord *gc, struct kafka_ctx *ctx)
 	struct group *g;
 	struct gmember *m;
 	char gid[512];
-	int16_t err;
+	int16_t err = 0;
 
 	gc->st.joins++;
 	if (gc->stopping || (err = group_key_err(gc, q->GroupId))) {
