@@ -175,7 +175,8 @@ static int offsets_write(struct group_coord *gc, struct group *g, struct kafka_c
 		struct part_proxy px;
 
 		gw->req = (struct part_append_req){ .batch = gw->batch, .len = (uint32_t)len,
-						    .done = offsets_appended, .cookie = gw };
+						    .done = offsets_appended, .cookie = gw,
+						    .min_insync = t->min_insync };
 		part_proxy_append(ctl_part_proxy(gc->ctl, &px), mp->shard, mp->part, &gw->req);
 	}
 	return 0;

@@ -294,7 +294,7 @@ static int state_write(struct txn_coord *tc, struct txn *t, int tombstone, int n
 	    (len = batch_builder_finish(&bb, 0, -1, -1, -1, -1)) < 0)
 		abort();   /* cap is an upper bound */
 	free(k);
-	return ctl_log_append(tc->ctl, &st->parts[idx], batch, (uint32_t)len, state_written,
+	return ctl_log_append(tc->ctl, &st->parts[idx], st->min_insync, batch, (uint32_t)len, state_written,
 			      tombstone || !notify ? NULL : t);
 }
 

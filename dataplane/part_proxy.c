@@ -255,7 +255,7 @@ static void owner_append(void *self, struct shard_msg *m)
 	struct part_append_req *req = m->p[1];
 
 	(void)self;
-	part_append_internal(p, req->batch, req->len, (int)m->v[0], req, append_answered);
+	part_append_internal(p, req->batch, req->len, req->min_insync, (int)m->v[0], req, append_answered);
 }
 
 void part_proxy_append(struct part_proxy *px, int owner, struct part *p, struct part_append_req *req)

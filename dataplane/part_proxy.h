@@ -113,10 +113,15 @@ struct part_append_req {
 	uint32_t len;
 	part_append_done done;
 	void *cookie;
+	int32_t min_insync;          /* the topic's min.insync.replicas (0: none): acknowledged
+				      * only while the ISR has that many, as acks=all */
 };
 
-/* Append req->batch to p and call req->done once it is durable (or the
- * append failed: -ENOENT for a deleted partition, the log's -errno).
+/* Append req->batch to p and call req->done once the high watermark
+ * passes it (or the append failed: -ENOENT for a deleted partition,
+ * -EREMOTE where this node follows, the log's -errno; an enum part_err:
+ * this node stopped leading first, or PART_ERR_AFTER_APPEND when the ISR
+ * shrank below req->min_insync).
  * @thread sender */
 void part_proxy_append(struct part_proxy *px, int owner, struct part *p, struct part_append_req *req);
 
