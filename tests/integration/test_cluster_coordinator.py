@@ -23,7 +23,10 @@ partition; V is killed with SIGKILL mid-run:
   kill, is still fenced by the new coordinator (the epoch it lost to is in
   the replicated __transaction_state), and so is the copier's own
   instance once a newer one calls init_transactions; nothing a zombie
-  sent is read.
+  sent is read;
+- both survivors name the successor in FindCoordinator (group and
+  transactional id); the other survivor answers the group's OffsetFetch
+  and Heartbeat with NOT_COORDINATOR, the successor with the offset.
 
 A transaction's partitions must be led by its coordinator's node
 (docs/transactions.md, Not done: markers to partitions another node leads
@@ -53,6 +56,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import main, test  # noqa: E402
 from cluster import Cluster, until  # noqa: E402
+import kraw  # noqa: E402
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -116,6 +120,7 @@ class Copier(threading.Thread):
         self.commits = 0
         self.aborts = 0
         self.error = None
+        self.last_error = None
         self.stop = False
         self.producer = None
 
@@ -160,6 +165,7 @@ class Copier(threading.Thread):
                 self.position = max(tp.offset for tp in pos)
             except KafkaException as e:
                 err = e.args[0]
+                self.last_error = err
                 if err.txn_requires_abort() or err.retriable():
                     self.aborts += 1
                     try:
@@ -301,11 +307,26 @@ def group_and_copier_keep_their_guarantees_through_their_coordinators_sigkill():
               lambda: copier.error or grouper.error or
               (copier.position >= RECORDS // 3 and len(grouper.acked) >= 3), timeout=90)
         assert not copier.error and not grouper.error, (copier.error, grouper.error)
+        # the same successor for all four: every replica in sync now
+        def isrs():
+            md = admin.list_topics(timeout=10)
+            return {(t, p): sorted(md.topics[t].partitions[p].isrs)
+                    for t, p in (("A", 0), ("B", 0), ("__consumer_offsets", opart), ("__transaction_state", tpart))}
+        print("  in sync before the kill: %r" % isrs())
+        until("every replica of A, B and the coordinator partitions in sync",
+              lambda: all(len(v) == 3 for v in isrs().values()), timeout=30)
         acked_before = grouper.acked[-1]
         copied_before = copier.position
         t_kill = time.monotonic()
         c.kill(victim)
-        until("the copier done", lambda: copier.error or copier.position >= RECORDS, timeout=120)
+        try:
+            until("the copier done", lambda: copier.error or copier.position >= RECORDS, timeout=120)
+        except AssertionError:
+            for n in (1, 2, 3):
+                print("  node %d's log:\n%s" % (n, "\n".join(c.log(n).splitlines()[-40:])))
+            raise AssertionError("the copier did not finish: at %d of %d, %d transactions, %d aborted, "
+                                 "last error %r" % (copier.position, RECORDS, copier.commits, copier.aborts,
+                                                    copier.last_error))
         assert not copier.error, "copier: %r" % copier.error
         grouper.join(120)
         assert not grouper.is_alive() and not grouper.error, "group: %r" % grouper.error
@@ -332,6 +353,26 @@ def group_and_copier_keep_their_guarantees_through_their_coordinators_sigkill():
         final = committed(c.bootstrap, plain_group)
         assert final == grouper.acked[-1], "committed %r, last acknowledged %r" % (final, grouper.acked[-1])
         assert final >= acked_before
+
+        # NOT_COORDINATOR sends clients to the right node: both survivors
+        # name the successor; the other one refuses the group's requests
+        successor_node = successor["A"]
+        for n in (1, 2, 3):
+            if n == victim:
+                continue
+            with kraw.Conn(c.addr(n)) as k:
+                fc = k.find_coordinator(plain_group, ver=1, key_type=0)
+                ft = k.find_coordinator(txn_id, ver=1, key_type=1)
+                assert (fc.error, fc.node, ft.error, ft.node) == (0, successor_node, 0, successor_node), (
+                    n, fc, ft)
+                out, top = k.offset_fetch(plain_group, {"A": [0]}, ver=2)
+                if n == successor_node:
+                    assert top == 0 and out[("A", 0)][0] == final, (n, top, out)
+                else:
+                    assert top == kraw.NOT_COORDINATOR and out[("A", 0)][2] == kraw.NOT_COORDINATOR, (
+                        n, top, out)
+                    hb = k.heartbeat(plain_group, 1, "nobody")
+                    assert hb == kraw.NOT_COORDINATOR, (n, hb)
 
         # the copier's output: every record of A once
         got = read_committed_b(c.bootstrap)
