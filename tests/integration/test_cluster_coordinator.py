@@ -34,16 +34,17 @@ are not written yet), so A, B, the group's and the copier's internal
 partitions all get the same replica order: after the kill, the same
 survivor leads them all.
 
-Shown to catch the fault (checked by hand on 2026-12-02, not a switch of
-the broker): with the load on election taken out (group_lead and txn_lead
-marking a partition loaded without reading it back), one run failed with
-"B holds 8100 records: 2100 duplicates" (the copier's group had no
-committed offset after the move and copied A from its start again), and
-a second, with the copier's completion judged by its committed position,
-with "the copier done: not within 120 s" (the new coordinator did not
-know the copier's producer). Coordinator writes at acks=1 were not tried:
-a coordinator's appends wait for the high watermark in the partition's
-own code (dataplane/part.c part_append_internal), with no switch.
+Shown to catch the fault (checked by hand on 2026-12-02 with this test,
+not a switch of the broker): with the load on election taken out
+(group_lead and txn_lead marking a partition loaded without reading it
+back) it fails with "the committed offset went back from 2500 to -1001"
+(the new coordinator knew no offset of the group; the copier, whose
+committed offset was lost too, ran 164 transactions for 120 batches, so B
+would have held records twice). An earlier version of the test failed so
+with "B holds 8100 records: 2100 duplicates". Coordinator writes at acks=1
+were not tried: a coordinator's appends wait for the high watermark in
+the partition's own code (dataplane/part.c part_append_internal), with no
+switch to turn that off.
 
 Run: /usr/bin/python3 tests/integration/test_cluster_coordinator.py
 """
