@@ -954,24 +954,6 @@ int group_coord_create(struct ctl *ctl, struct broker *b, const struct config *c
 	return 0;
 }
 
-const struct md_topic *group_offsets_topic(const struct group_coord *gc)
-{
-	const struct md_snapshot *md = gc->b->md;
-
-	return md ? md_find(md, GROUP_OFFSETS_TOPIC, (int32_t)strlen(GROUP_OFFSETS_TOPIC)) : NULL;
-}
-
-int16_t group_key_err(const struct group_coord *gc, struct kafka_str id)
-{
-	char gid[512];
-
-	if (id.len <= 0 || id.len >= (int32_t)sizeof(gid))
-		return 0;
-	memcpy(gid, id.ptr, (size_t)id.len);
-	gid[id.len] = 0;
-	return coord_load_err(&gc->load, group_offsets_partition(gc, gid));
-}
-
 int32_t group_partitions_loaded(const struct group_coord *gc)
 {
 	return gc->load.loaded;

@@ -16,12 +16,30 @@
 
 /* ---- offsets: persistence ---------------------------------------------------- */
 
+const struct md_topic *group_offsets_topic(const struct group_coord *gc)
+{
+	const struct md_snapshot *md = gc->b->md;
+
+	return md ? md_find(md, GROUP_OFFSETS_TOPIC, (int32_t)strlen(GROUP_OFFSETS_TOPIC)) : NULL;
+}
+
 /* Java's String.hashCode over the group id, as Kafka picks the partition. */
 static int32_t offsets_partition(const struct group_coord *gc, const char *group)
 {
 	const struct md_topic *t = group_offsets_topic(gc);
 
 	return java_key_partition(group, t ? t->nparts : 1);
+}
+
+int16_t group_key_err(const struct group_coord *gc, struct kafka_str id)
+{
+	char gid[512];
+
+	if (id.len <= 0 || id.len >= (int32_t)sizeof(gid))
+		return 0;
+	memcpy(gid, id.ptr, (size_t)id.len);
+	gid[id.len] = 0;
+	return coord_load_err(&gc->load, offsets_partition(gc, gid));
 }
 
 

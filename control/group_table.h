@@ -198,6 +198,8 @@ static inline struct group_call *group_call_of(struct kafka_ctx *ctx)
 }
 
 /* ---- groups, members, committed offsets (group.c) ---- */
+/* Answer g's waiting JoinGroup and SyncGroup calls with err. */
+void group_answer_waiting(struct group_coord *gc, struct group *g, int16_t err);
 /* The group of that id, or NULL; group_findk takes a wire string. */
 struct group *group_find(struct group_coord *gc, const char *id);
 struct group *group_findk(struct group_coord *gc, struct kafka_str id);
@@ -225,6 +227,7 @@ static inline int group_offset_cmp(const void *a, const void *b)
 	return c ? c : (x->part > y->part) - (x->part < y->part);
 }
 
+/* ---- the offsets topic and its partitions' keys (group_offsets.c) ---- */
 /* The offsets topic in the published snapshot (looked up each time: a
  * leader change republishes it), or NULL before it exists. */
 const struct md_topic *group_offsets_topic(const struct group_coord *gc);
@@ -233,8 +236,6 @@ const struct md_topic *group_offsets_topic(const struct group_coord *gc);
  * COORDINATOR_NOT_AVAILABLE); 0 for an empty or overlong id (the handler
  * refuses it as it did). */
 int16_t group_key_err(const struct group_coord *gc, struct kafka_str id);
-/* Answer g's waiting JoinGroup and SyncGroup calls with err. */
-void group_answer_waiting(struct group_coord *gc, struct group *g, int16_t err);
 
 /* ---- committed offsets (group_offsets.c) ---- */
 void group_handle_commit(struct group_coord *gc, struct kafka_ctx *ctx);
