@@ -7,7 +7,10 @@
  * partition's leader, epoch or ISR. And the leader's side of Kafka's
  * AlterPartition: a leader shard asks to take a follower out of the ISR
  * or back in; the change is proposed as a PARTITION_CHANGE, and the
- * leader uses the new ISR once it comes back as a role.
+ * leader uses the new ISR once it comes back as a role. And, once a role
+ * went out, the group and transaction coordinators told which of their
+ * internal partitions this node leads now (ctl_coord_refresh: they load
+ * or drop them).
  *
  * Thread: the control thread (@thread ctl). The role messages it sends are
  * malloc()ed here and freed when the owner answers.
