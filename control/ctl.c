@@ -39,6 +39,9 @@ static void ctl_set_ready(struct ctl *ctl, int err, const char *msg)
 /* Transactions are back: serve. */
 static void ctl_txns_replayed(struct ctl *ctl)
 {
+	/* from now on the coordinators follow their partitions' leaders */
+	ctl->coord_started = 1;
+	ctl_coord_refresh(ctl);
 	ctl_set_ready(ctl, 0, NULL);
 }
 
@@ -65,11 +68,6 @@ static void ctl_started(struct ctl *ctl, struct ctl_op *op)
 		"unread (%llu bytes), %llu bytes scanned, %d damaged ranges moved aside\n",
 		nparts, sum.segments, sum.segments_trusted, (unsigned long long)sum.bytes_trusted,
 		(unsigned long long)sum.bytes_scanned, sum.damaged);
-	for (int i = 0; i < op->ncreated; i++)
-		if (!strcmp(op->created[i]->name, GROUP_OFFSETS_TOPIC))
-			group_set_offsets_topic(ctl->gc, op->created[i]);
-		else if (!strcmp(op->created[i]->name, TXN_STATE_TOPIC))
-			txn_set_state_topic(ctl->tc, op->created[i]);
 	if (op->failed) {
 		ctl_set_ready(ctl, -EIO, op->fail_msg);
 	} else if (group_replay(ctl->gc, ctl_replayed) == 0) {
@@ -245,7 +243,8 @@ static void ctl_init_meta(struct ctl *ctl, int err, const char *msg)
 	ctl_init_topics(ctl);
 }
 
-/* Start-up: the internal topics the image lacks. */
+/* Start-up: the internal topics the image lacks (a node alone; a
+ * cluster's wait for its brokers: ctl_internal_topics_tick). */
 static void ctl_init_topics(struct ctl *ctl)
 {
 	struct ctl_init_step *st;
@@ -254,7 +253,7 @@ static void ctl_init_topics(struct ctl *ctl)
 	if (!(st = calloc(1, sizeof(*st))))
 		abort();
 	st->left = 1;   /* this function's own, released below */
-	{
+	if (!ctl_quorum_channel(ctl)) {
 		/* the internal topics' logs: compacted, Kafka's defaults (the
 		 * transaction coordinator's first, then the group coordinator's) */
 		static const char *const k[] = { "cleanup.policy", "segment.bytes" };
@@ -291,6 +290,65 @@ static void ctl_init_topics(struct ctl *ctl)
 		}
 	}
 	ctl_init_topic_done(ctl, st, 0, NULL);
+}
+
+/* ---- a cluster's internal topics ---------------------------------------- */
+
+static void internal_applied(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
+{
+	(void)cookie;
+	if (err < 0)
+		fprintf(stderr, "sluiced: creating the internal topic %s: %s (tried again)\n",
+			a && a->topic ? a->topic->name : "", strerror(-err));
+	else if (a && a->type == META_REC_TOPIC && a->topic)
+		ctl_follow_note(ctl, a->topic->id, 0);   /* served here as on the other nodes (once) */
+	ctl->internal_inflight--;
+}
+
+void ctl_internal_topics_tick(struct ctl *ctl)
+{
+	static const char *const k[] = { "cleanup.policy", "segment.bytes" };
+	static const char *const v[] = { "compact", "104857600" };
+	static const char *const names[2] = { TXN_STATE_TOPIC, GROUP_OFFSETS_TOPIC };
+	static const char *const counts[2] = { "transaction.state.log.num.partitions", "offsets.topic.num.partitions" };
+	int nvoters, want, nb;
+	struct placement_broker *pb;
+
+	if (!ctl->coord_started || ctl->internal_inflight || ctl->now_ms < ctl->internal_next ||
+	    !ctl_quorum_channel(ctl) || (metalog_topic(ctl->ml, names[0]) && metalog_topic(ctl->ml, names[1])) ||
+	    !ctl_elect_active(ctl))
+		return;
+	ctl->internal_next = ctl->now_ms + 500;
+	nvoters = ctl_quorum_voters(ctl);
+	want = nvoters < 3 ? nvoters : 3;
+	nb = ctl_place_brokers(ctl, &pb);
+	free(pb);
+	if (nb < want)
+		return;   /* Kafka: not below offsets.topic.replication.factor's brokers */
+	for (int i = 0; i < 2; i++) {
+		struct metalog_rec *recs = NULL;
+		int32_t np = (int32_t)config_int(ctl->cfg, counts[i]), *placed = NULL;
+		int nrecs = 0, avail, rf = nb < 3 ? nb : 3, rc;
+
+		if (metalog_topic(ctl->ml, names[i]))
+			continue;
+		/* leaders spread over the brokers, as Kafka places them: the
+		 * coordinators follow (ctl_coord_refresh) */
+		rc = ctl_place(ctl, names[i], 0, np, rf, 0, &placed, &avail);
+		if (rc == 0)
+			rc = metalog_build_topic_placed(ctl->ml, names[i], np, k, v, 2, rf, placed, &recs, &nrecs);
+		free(placed);
+		if (rc < 0) {
+			fprintf(stderr, "sluiced: cannot place the internal topic %s: %s\n", names[i], strerror(-rc));
+			continue;
+		}
+		fprintf(stderr, "sluiced: creating the internal topic %s: %d partitions, %d replicas each\n", names[i],
+			np, rf);
+		ctl->internal_inflight += nrecs;
+		for (int j = 0; j < nrecs; j++)
+			ctl_meta_propose(ctl, &recs[j], internal_applied, NULL);
+		free(recs);
+	}
 }
 
 /* Start-up, the metadata in place: the admin endpoint, then every topic's
@@ -370,6 +428,8 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 		ctl->roles_changed = 0;
 		ctl_roles_refresh(ctl);
 	}
+	ctl_internal_topics_tick(ctl);
+	ctl_coord_refresh(ctl);
 	work += ctl_meta_poll(ctl);
 	/* after the continuations: what this node proposed it serves itself */
 	work += ctl_follow_poll(ctl);

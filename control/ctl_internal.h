@@ -167,6 +167,10 @@ struct ctl {
 	int64_t shutdown_waiting;    /* partitions whose leadership is still to move */
 	int roles_changed;           /* a partition record was applied: roles (ctl_roles.c) */
 	int roles_pending;           /* opened before their records: roles once published */
+	int internal_inflight;       /* a cluster's internal topics: records in flight */
+	int64_t internal_next;       /* monotonic ms: look again for their creation then */
+	int coord_started;           /* the coordinators' start-up replay is done: they follow
+				      * the internal partitions' leaders (ctl_coord_refresh) */
 	/* start-up handshake */
 	pthread_mutex_t lock;        /* start-up only, never on the data path */
 	pthread_cond_t cond;
@@ -286,6 +290,12 @@ void ctl_quorum_close(struct ctl *ctl);
 int ctl_quorum_is_leader(const struct ctl *ctl);
 /* The controller channel (NULL for a quorum of one). */
 struct ctl_channel *ctl_quorum_channel(const struct ctl *ctl);
+/* controller.quorum.voters' count (0 or 1: this node alone). */
+int ctl_quorum_voters(const struct ctl *ctl);
+/* A TOPIC (gone 0) or REMOVE_TOPIC (gone 1) record of topic id was
+ * applied that no operation here serves: ctl_follow.c serves the topic
+ * (opens the partitions placed here), or retires it. */
+void ctl_follow_note(struct ctl *ctl, const uint8_t id[16], int gone);
 
 /* ---- ctl_meta.c --------------------------------------------------------- */
 /* The continuation of a proposed record: err 0 once it is applied (a says
@@ -349,6 +359,17 @@ void ctl_role_opened(struct ctl *ctl, const struct md_topic *t, const struct md_
 /* A partition record was applied: every hosted, open partition whose
  * leader, epoch or ISR moved in the image gets its new role. */
 void ctl_roles_refresh(struct ctl *ctl);
+/* The group and transaction coordinators follow the leaders of their
+ * internal partitions (__consumer_offsets, __transaction_state): each
+ * partition open here whose image leader is this node is theirs to load,
+ * each other one to drop (group_lead, txn_lead; the role went to the shard
+ * first). Every loop turn once they started; cheap when nothing moved. */
+void ctl_coord_refresh(struct ctl *ctl);
+/* A cluster's internal topics (ctl.c): made by the active controller once
+ * min(3, voters) brokers are registered and unfenced, with min(3, those
+ * brokers) replicas (Kafka's offsets.topic.replication.factor); a node
+ * alone makes them at its first start instead. Every loop turn. */
+void ctl_internal_topics_tick(struct ctl *ctl);
 
 /* ---- ctl_topic.c -------------------------------------------------------- */
 

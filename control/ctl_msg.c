@@ -119,8 +119,8 @@ static void ctl_appended(void *self, void *cookie, int64_t base, int err)
 	free(ca);
 }
 
-int ctl_log_append(struct ctl *ctl, const struct md_partition *mp, uint8_t *batch, uint32_t len,
-		   void (*done)(struct ctl *ctl, void *cookie, int64_t base, int err), void *cookie)
+int ctl_log_append(struct ctl *ctl, const struct md_partition *mp, int32_t min_insync, uint8_t *batch,
+		   uint32_t len, void (*done)(struct ctl *ctl, void *cookie, int64_t base, int err), void *cookie)
 {
 	struct ctl_append *ca = calloc(1, sizeof(*ca));
 	struct part_proxy px;
@@ -133,7 +133,8 @@ int ctl_log_append(struct ctl *ctl, const struct md_partition *mp, uint8_t *batc
 	ca->done = done;
 	ca->cookie = cookie;
 	ca->batch = batch;
-	ca->req = (struct part_append_req){ .batch = batch, .len = len, .done = ctl_appended, .cookie = ca };
+	ca->req = (struct part_append_req){ .batch = batch, .len = len, .done = ctl_appended, .cookie = ca,
+					    .min_insync = min_insync };
 	part_proxy_append(ctl_part_proxy(ctl, &px), mp->shard, mp->part, &ca->req);
 	return 0;
 }

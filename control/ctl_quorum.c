@@ -145,7 +145,7 @@ static void own_drop(struct ctl_quorum *cq, uint64_t h)
 
 /* Another node's TOPIC (gone 0) or REMOVE_TOPIC (gone 1) record was
  * applied here: ctl_follow.c serves the topic, or retires it. */
-static void follow_note(struct ctl *ctl, const uint8_t id[16], int gone)
+void ctl_follow_note(struct ctl *ctl, const uint8_t id[16], int gone)
 {
 	if (ctl->nfollow == ctl->cap_follow) {
 		int cap = ctl->cap_follow ? ctl->cap_follow * 2 : 16;
@@ -245,11 +245,11 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	if (cq->ch) {
 		/* before ctl_channel_applied, whose continuations drop theirs */
 		if (rc == 0 && a.type == META_REC_TOPIC && a.topic && own_find(cq, rec_hash(buf, len)) < 0)
-			follow_note(cq->ctl, a.topic->id, 0);
+			ctl_follow_note(cq->ctl, a.topic->id, 0);
 		/* REMOVE_TOPIC: its type (int16) and format version (u8), then
 		 * the topic's id (metalog_codec.h enc_type) */
 		if (rc == 0 && a.type == META_REC_REMOVE_TOPIC && len >= 19 && own_find(cq, rec_hash(buf, len)) < 0)
-			follow_note(cq->ctl, (const uint8_t *)buf + 3, 1);
+			ctl_follow_note(cq->ctl, (const uint8_t *)buf + 3, 1);
 		ctl_channel_applied(cq->ch, index, rc, rc == 0 ? &a : NULL);
 	}
 	if (index > cq->applied_max)
@@ -865,6 +865,11 @@ int ctl_quorum_is_leader(const struct ctl *ctl)
 void ctl_quorum_channel_stats(const struct ctl *ctl, struct ctl_channel_stats *st)
 {
 	ctl_channel_stats(ctl->cq ? ctl->cq->ch : NULL, st);
+}
+
+int ctl_quorum_voters(const struct ctl *ctl)
+{
+	return ctl->cq ? ctl->cq->nvoters : 0;
 }
 
 struct ctl_channel *ctl_quorum_channel(const struct ctl *ctl)

@@ -7,7 +7,10 @@
  * partition's leader, epoch or ISR. And the leader's side of Kafka's
  * AlterPartition: a leader shard asks to take a follower out of the ISR
  * or back in; the change is proposed as a PARTITION_CHANGE, and the
- * leader uses the new ISR once it comes back as a role.
+ * leader uses the new ISR once it comes back as a role. And, once a role
+ * went out, the group and transaction coordinators told which of their
+ * internal partitions this node leads now (ctl_coord_refresh: they load
+ * or drop them).
  *
  * Thread: the control thread (@thread ctl). The role messages it sends are
  * malloc()ed here and freed when the owner answers.
@@ -23,6 +26,8 @@
 
 #include "control/ctl_internal.h"
 #include "control/cutil.h"
+#include "control/group.h"
+#include "control/txn.h"
 #include "control/meta_brokers.h"
 #include "control/meta_parts.h"
 #include "control/metalog.h"
@@ -199,5 +204,28 @@ void ctl_roles_refresh(struct ctl *ctl)
 		for (int32_t j = 0; t && j < t->nparts && j < mt->partitions; j++)
 			if (t->parts[j].part)
 				role_send(ctl, mt, &t->parts[j]);
+	}
+}
+
+void ctl_coord_refresh(struct ctl *ctl)
+{
+	static const char *const names[2] = { GROUP_OFFSETS_TOPIC, TXN_STATE_TOPIC };
+	const struct md_snapshot *md = ctl->b->md;
+	int32_t self = ctl->b->set.node_id;
+
+	if (!ctl->coord_started || !md)
+		return;
+	for (int k = 0; k < 2; k++) {
+		const struct meta_topic *mt = metalog_topic(ctl->ml, names[k]);
+		const struct md_topic *t = md_find(md, names[k], (int32_t)strlen(names[k]));
+
+		for (int32_t i = 0; mt && t && i < t->nparts && i < mt->partitions; i++) {
+			int leads = mt->parts[i].leader == self && t->parts[i].part;
+
+			if (k == 0)
+				group_lead(ctl->gc, i, leads);
+			else
+				txn_lead(ctl->tc, i, leads);
+		}
 	}
 }

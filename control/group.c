@@ -326,10 +326,11 @@ static void handle_join(struct group_coord *gc, struct kafka_ctx *ctx)
 	struct group *g;
 	struct gmember *m;
 	char gid[512];
+	int16_t err = 0;
 
 	gc->st.joins++;
-	if (gc->stopping) {
-		join_error(gc, ctx, KERR_NOT_COORDINATOR, NULL);
+	if (gc->stopping || (err = group_key_err(gc, q->GroupId))) {
+		join_error(gc, ctx, gc->stopping ? KERR_NOT_COORDINATOR : err, NULL);
 		return;
 	}
 	if (kempty(q->GroupId) || q->GroupId.len >= (int32_t)sizeof(gid)) {
@@ -492,8 +493,8 @@ static void handle_sync(struct group_coord *gc, struct kafka_ctx *ctx)
 	struct gmember *m;
 
 	gc->st.syncs++;
-	if (gc->stopping) {
-		sync_answer(gc, ctx, KERR_NOT_COORDINATOR, NULL, 0);
+	if (gc->stopping || group_key_err(gc, q->GroupId)) {
+		sync_answer(gc, ctx, gc->stopping ? KERR_NOT_COORDINATOR : group_key_err(gc, q->GroupId), NULL, 0);
 		return;
 	}
 	if (kempty(q->GroupId)) {
@@ -534,7 +535,8 @@ static void handle_sync(struct group_coord *gc, struct kafka_ctx *ctx)
 	m->sync = ctx;
 	if (!g->leader || strcmp(g->leader, m->id))
 		return;   /* a follower waits for the leader's assignment */
-	if (assignment_bytes(q) > (int64_t)(gc->otopic ? gc->otopic->max_message_bytes : 1048588)) {
+	if (assignment_bytes(q) > (int64_t)(group_offsets_topic(gc) ? group_offsets_topic(gc)->max_message_bytes
+								     : 1048588)) {
 		/* Kafka keeps the assignment in one record of the offsets topic
 		 * and answers a too-large one with UNKNOWN_SERVER_ERROR to
 		 * everyone, then rebalances */
@@ -591,6 +593,8 @@ static void handle_heartbeat(struct group_coord *gc, struct kafka_ctx *ctx)
 	ctx->resp = r;
 	if (kempty(q->GroupId))
 		r->ErrorCode = KERR_INVALID_GROUP_ID;
+	else if ((r->ErrorCode = group_key_err(gc, q->GroupId)))
+		;   /* not coordinated here */
 	else if (!m)
 		r->ErrorCode = g && group_member_by_instance(g, q->GroupInstanceId) ? KERR_FENCED_INSTANCE_ID
 									       : KERR_UNKNOWN_MEMBER_ID;
@@ -619,8 +623,8 @@ static void handle_leave(struct group_coord *gc, struct kafka_ctx *ctx)
 	ctx->resp = r;
 	r->Members.count = ver >= 3 ? (n > 0 ? n : 0) : 0;
 	r->Members.items = GALLOC(call, struct kafka_leave_group_response_member_response, r->Members.count);
-	if (kempty(q->GroupId)) {
-		r->ErrorCode = KERR_INVALID_GROUP_ID;
+	if (kempty(q->GroupId) || group_key_err(gc, q->GroupId)) {
+		r->ErrorCode = kempty(q->GroupId) ? KERR_INVALID_GROUP_ID : group_key_err(gc, q->GroupId);
 		r->Members.count = 0;
 		group_reply(gc, ctx);
 		return;
@@ -732,8 +736,9 @@ static void handle_describe(struct group_coord *gc, struct kafka_ctx *ctx)
 		rg->AuthorizedOperations = q->IncludeAuthorizedOperations ? ACL_GROUP_OPS : INT32_MIN;
 		rg->Members.items = GALLOC(call, struct kafka_describe_groups_response_described_group_member,
 					   g ? g->nmembers : 0);
-		if (kempty(q->Groups.items[i])) {
-			rg->ErrorCode = KERR_INVALID_GROUP_ID;
+		if (kempty(q->Groups.items[i]) || group_key_err(gc, q->Groups.items[i])) {
+			rg->ErrorCode = kempty(q->Groups.items[i]) ? KERR_INVALID_GROUP_ID
+								   : group_key_err(gc, q->Groups.items[i]);
 			rg->GroupState = group_str(call, "");
 			rg->ProtocolType = group_str(call, "");
 			rg->ProtocolData = group_str(call, "");
@@ -908,19 +913,20 @@ void group_stopping(struct group_coord *gc)
 	if (gc->stopping)
 		return;
 	gc->stopping = 1;
-	for (uint32_t i = 0; i < gc->groups.cap; i++) {
-		struct group *g = gc->groups.v[i];
+	for (uint32_t i = 0; i < gc->groups.cap; i++)
+		if (gc->groups.v[i])
+			group_answer_waiting(gc, gc->groups.v[i], KERR_NOT_COORDINATOR);
+}
 
-		if (!g)
-			continue;
-		for (struct gmember *m = g->members; m; m = m->next) {
-			if (m->join)
-				join_error(gc, m->join, KERR_NOT_COORDINATOR, m->id);
-			if (m->sync)
-				sync_answer(gc, m->sync, KERR_NOT_COORDINATOR, NULL, 0);
-			m->join = NULL;
-			m->sync = NULL;
-		}
+void group_answer_waiting(struct group_coord *gc, struct group *g, int16_t err)
+{
+	for (struct gmember *m = g->members; m; m = m->next) {
+		if (m->join)
+			join_error(gc, m->join, err, m->id);
+		if (m->sync)
+			sync_answer(gc, m->sync, err, NULL, 0);
+		m->join = NULL;
+		m->sync = NULL;
 	}
 }
 
@@ -948,9 +954,9 @@ int group_coord_create(struct ctl *ctl, struct broker *b, const struct config *c
 	return 0;
 }
 
-void group_set_offsets_topic(struct group_coord *gc, const struct md_topic *t)
+int32_t group_partitions_loaded(const struct group_coord *gc)
 {
-	gc->otopic = t;
+	return gc->load.loaded;
 }
 
 const struct group_stats *group_coord_stats(const struct group_coord *gc)
@@ -966,5 +972,6 @@ void group_coord_destroy(struct group_coord *gc)
 		if (gc->groups.v[i])
 			group_free(gc->groups.v[i]);
 	hmap_free(&gc->groups);
+	coord_load_fini(&gc->load);
 	free(gc);
 }

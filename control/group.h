@@ -15,9 +15,12 @@
  * in Kafka's own format (key version 1: group, topic, partition; value
  * version 3: offset, leader epoch, metadata, commit timestamp; a null value
  * deletes), partition chosen by the Java hash of the group id as Kafka
- * does. A commit is answered once its batch is durable on the partition's
- * owner shard; the in-memory cache the coordinator answers OffsetFetch from
- * is updated then. At start the partitions are read back (group_replay).
+ * does. A commit is answered once its batch is past the partition's high
+ * watermark (acks=all: every in-sync replica has it; durable here on one
+ * node); the in-memory cache the coordinator answers OffsetFetch from is
+ * updated then. The coordinator of a group is the leader of its partition:
+ * a partition is read back when this node becomes its leader (or at start,
+ * alone here) and dropped when it stops (group_lead, group_replay).
  *
  * Errors: Kafka error codes in the responses; -errno elsewhere.
  */
@@ -61,6 +64,9 @@ struct group_stats {
 	uint64_t members_expired;         /* session timeouts */
 	uint64_t offsets_expired;
 	uint64_t replayed_records;
+	uint64_t partitions_loaded;       /* __consumer_offsets partitions read back (start-up and
+					   * leadership gained) */
+	uint64_t groups_unloaded;         /* groups dropped with a partition this node stopped leading */
 };
 
 /* What a request holds while the coordinator has it; in the request's
@@ -75,12 +81,21 @@ struct group_call {
 /* @thread ctl */
 int group_coord_create(struct ctl *ctl, struct broker *b, const struct config *cfg, struct group_coord **out);
 void group_coord_destroy(struct group_coord *gc);
-/* The offsets topic as published (its partitions' owners); called when it
- * is opened at start. */
-void group_set_offsets_topic(struct group_coord *gc, const struct md_topic *t);
-/* Read every offsets partition back (on their owner shards); `done` runs on
- * the control thread when all are in. Returns how many are outstanding. */
+/* Start-up: read back the offsets partitions alone on this node (the
+ * one-node broker's: every one) on their owner shards; `done` runs on the
+ * control thread when all are in. Returns how many are outstanding (0:
+ * done is not called). Partitions with replicas wait for group_lead. */
 int group_replay(struct group_coord *gc, void (*done)(struct ctl *ctl));
+/* Whether this node leads offsets partition idx now (the metadata image;
+ * control/ctl_roles.c tells, after the partition's role went to its shard):
+ * gained, the partition's groups and offsets are read back up to its log
+ * end (requests for them get COORDINATOR_LOAD_IN_PROGRESS meanwhile); lost,
+ * they are dropped (NOT_COORDINATOR from then on). Group requests for a
+ * partition not loaded here are refused so; clients find the coordinator
+ * again. */
+void group_lead(struct group_coord *gc, int32_t idx, int leads);
+/* Partitions of __consumer_offsets coordinated here (loaded). */
+int32_t group_partitions_loaded(const struct group_coord *gc);
 /* Timers: session timeouts, rebalance completion, offsets expiry, at
  * now_ms (the turn's monotonic clock, ctl_now_ms). Returns the
  * milliseconds until the next deadline (at most max_ms). */

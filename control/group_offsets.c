@@ -16,10 +16,30 @@
 
 /* ---- offsets: persistence ---------------------------------------------------- */
 
+const struct md_topic *group_offsets_topic(const struct group_coord *gc)
+{
+	const struct md_snapshot *md = gc->b->md;
+
+	return md ? md_find(md, GROUP_OFFSETS_TOPIC, (int32_t)strlen(GROUP_OFFSETS_TOPIC)) : NULL;
+}
+
 /* Java's String.hashCode over the group id, as Kafka picks the partition. */
 static int32_t offsets_partition(const struct group_coord *gc, const char *group)
 {
-	return java_key_partition(group, gc->otopic ? gc->otopic->nparts : 1);
+	const struct md_topic *t = group_offsets_topic(gc);
+
+	return java_key_partition(group, t ? t->nparts : 1);
+}
+
+int16_t group_key_err(const struct group_coord *gc, struct kafka_str id)
+{
+	char gid[512];
+
+	if (id.len <= 0 || id.len >= (int32_t)sizeof(gid))
+		return 0;
+	memcpy(gid, id.ptr, (size_t)id.len);
+	gid[id.len] = 0;
+	return coord_load_err(&gc->load, offsets_partition(gc, gid));
 }
 
 
@@ -105,7 +125,7 @@ static void offsets_appended(void *self, void *cookie, int64_t base, int err)
 static int offsets_write(struct group_coord *gc, struct group *g, struct kafka_ctx *ctx, struct gentry *e, int n,
 			 int remove_group, int64_t txn_pid, int16_t txn_epoch)
 {
-	const struct md_topic *t = gc->otopic;
+	const struct md_topic *t = group_offsets_topic(gc);
 	int32_t idx = offsets_partition(gc, g->id);
 	const struct md_partition *mp;
 	struct batch_builder bb;
@@ -173,7 +193,8 @@ static int offsets_write(struct group_coord *gc, struct group *g, struct kafka_c
 		struct part_proxy px;
 
 		gw->req = (struct part_append_req){ .batch = gw->batch, .len = (uint32_t)len,
-						    .done = offsets_appended, .cookie = gw };
+						    .done = offsets_appended, .cookie = gw,
+						    .min_insync = t->min_insync };
 		part_proxy_append(ctl_part_proxy(gc->ctl, &px), mp->shard, mp->part, &gw->req);
 	}
 	return 0;
@@ -218,6 +239,8 @@ void group_handle_commit(struct group_coord *gc, struct kafka_ctx *ctx)
 	 * the member, then its generation, then the group's state) */
 	if (kempty(q->GroupId) || q->GroupId.len >= 512) {
 		gerr = KERR_INVALID_GROUP_ID;
+	} else if ((gerr = group_key_err(gc, q->GroupId))) {
+		g = NULL;   /* not coordinated here (or still loading) */
 	} else if (!g) {
 		if (q->GenerationIdOrMemberEpoch < 0) {
 			char gid[512];
@@ -350,7 +373,7 @@ void group_handle_txn_commit(struct group_coord *gc, struct kafka_ctx *ctx)
 		total += q->Topics.items[i].Partitions.count > 0 ? q->Topics.items[i].Partitions.count : 0;
 	if (kempty(q->GroupId) || q->GroupId.len >= (int32_t)sizeof(gid)) {
 		gerr = KERR_INVALID_GROUP_ID;
-	} else {
+	} else if (!(gerr = group_key_err(gc, q->GroupId))) {
 		memcpy(gid, q->GroupId.ptr, (size_t)q->GroupId.len);
 		gid[q->GroupId.len] = 0;
 		gerr = gc->txn_check ? gc->txn_check(gc->txn_check_arg, q->TransactionalId, q->ProducerId,
@@ -478,10 +501,35 @@ void group_handle_fetch(struct group_coord *gc, struct kafka_ctx *ctx)
 	const struct kafka_offset_fetch_request *q = ctx->req.body;
 	struct group_call *call = group_call_of(ctx);
 	struct kafka_offset_fetch_response *r = GALLOC(call, struct kafka_offset_fetch_response, 1);
-	struct group *g = group_findk(gc, q->GroupId);
+	int16_t kerr = group_key_err(gc, q->GroupId);
+	struct group *g = kerr ? NULL : group_findk(gc, q->GroupId);
 
 	kafka_offset_fetch_response_init(r);
 	ctx->resp = r;
+	if (kerr) {
+		/* not coordinated here, or loading: the top-level error (v2+)
+		 * and every partition's (v0-1 have only those) */
+		r->ErrorCode = kerr;
+		r->Topics.count = q->Topics.count > 0 ? q->Topics.count : 0;
+		r->Topics.items = GALLOC(call, struct kafka_offset_fetch_response_offset_fetch_response_topic,
+					 r->Topics.count);
+		for (int32_t i = 0; i < r->Topics.count; i++) {
+			const struct kafka_offset_fetch_request_offset_fetch_request_topic *qt = &q->Topics.items[i];
+			struct kafka_offset_fetch_response_offset_fetch_response_topic *rt = &r->Topics.items[i];
+			int32_t np = qt->PartitionIndexes.count > 0 ? qt->PartitionIndexes.count : 0;
+
+			rt->Name = group_kcopy(call, qt->Name.len >= 0 ? qt->Name : (struct kafka_str){ "", 0 });
+			rt->Partitions.count = np;
+			rt->Partitions.items = GALLOC(call, struct kafka_offset_fetch_response_offset_fetch_response_partition,
+						      np);
+			for (int32_t j = 0; j < np; j++) {
+				fetch_partition(call, NULL, NULL, qt->PartitionIndexes.items[j], &rt->Partitions.items[j]);
+				rt->Partitions.items[j].ErrorCode = kerr;
+			}
+		}
+		group_reply(gc, ctx);
+		return;
+	}
 	if (kempty(q->GroupId)) {
 		r->ErrorCode = KERR_INVALID_GROUP_ID;
 		r->Topics.items = GALLOC(call, struct kafka_offset_fetch_response_offset_fetch_response_topic, 0);
@@ -585,6 +633,8 @@ void group_handle_delete_groups(struct group_coord *gc, struct kafka_ctx *ctx)
 			rr->ErrorCode = KERR_INVALID_GROUP_ID;
 			continue;
 		}
+		if ((rr->ErrorCode = group_key_err(gc, q->GroupsNames.items[i])))
+			continue;   /* not coordinated here */
 		if (!g || g->dead) {
 			rr->ErrorCode = KERR_GROUP_ID_NOT_FOUND;
 			continue;
@@ -655,6 +705,10 @@ void group_handle_offset_delete(struct group_coord *gc, struct kafka_ctx *ctx)
 		group_reply(gc, ctx);
 		return;
 	}
+	if ((r->ErrorCode = group_key_err(gc, q->GroupId))) {
+		group_reply(gc, ctx);
+		return;
+	}
 	if (!g) {
 		r->ErrorCode = KERR_GROUP_ID_NOT_FOUND;
 		group_reply(gc, ctx);
@@ -718,8 +772,9 @@ void group_offsets_expire(struct group_coord *gc)
 		struct gentry *e;
 		int n = 0;
 
-		if (!g || g->members || g->state != G_EMPTY || g->writes)
-			continue;
+		if (!g || g->members || g->state != G_EMPTY || g->writes ||
+		    coord_load_err(&gc->load, offsets_partition(gc, g->id)))
+			continue;   /* (a partition still loading: not all read yet) */
 		e = xcalloc(g->offsets.n, sizeof(*e));
 		for (uint32_t j = 0; j < g->offsets.cap; j++) {
 			struct goffset *o = g->offsets.v[j];

@@ -1,12 +1,15 @@
-/* control/group_replay.c — reading __consumer_offsets back at start (see
- * group.h, group_replay): each record sets or deletes a committed offset,
- * or holds a transactional one until its marker. @thread ctl. */
+/* control/group_replay.c — reading __consumer_offsets back (see group.h,
+ * group_replay and group_lead): each record sets or deletes a committed
+ * offset, or holds a transactional one until its marker; and the groups of
+ * a partition this node stopped leading dropped. Partition by partition,
+ * under the generations of control/coord_load.h. @thread ctl. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "control/ctl.h"
 #include "control/cutil.h"
 #include "control/group_table.h"
+#include "dataplane/part_proxy.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
 
@@ -96,13 +99,32 @@ out:
 	free(meta);
 }
 
-/* On the control thread: a chunk of whole batches of offsets partition
- * `part` read back. A transaction's offsets wait for its marker. */
-static void replay_chunk(struct ctl *ctl, const uint8_t *buf, uint32_t len, int32_t part)
+/* A replay's cookie: the partition and the load generation it reads for. */
+static void *load_cookie(int32_t part, uint32_t gen)
 {
-	struct group_coord *gc = ctl_groups(ctl);
+	return (void *)(uintptr_t)(((uint64_t)gen << 32) | (uint32_t)part);
+}
+
+static int32_t cookie_part(void *cookie)
+{
+	return (int32_t)(uint32_t)(uintptr_t)cookie;
+}
+
+static uint32_t cookie_gen(void *cookie)
+{
+	return (uint32_t)((uint64_t)(uintptr_t)cookie >> 32);
+}
+
+/* On the control thread: a chunk of whole batches of offsets partition
+ * `part` read back. A transaction's offsets wait for its marker. A chunk
+ * of a load a leadership change overtook is dropped. */
+static void replay_chunk(void *self, void *cookie, const uint8_t *buf, uint32_t len, int32_t part)
+{
+	struct group_coord *gc = ctl_groups(self);
 	uint32_t at = 0;
 
+	if (!coord_load_current(&gc->load, cookie_part(cookie), cookie_gen(cookie)))
+		return;
 	while (at + BATCH_LOG_OVERHEAD <= len) {
 		const uint8_t *b = buf + at;
 		uint32_t size = batch_size(b);
@@ -129,17 +151,103 @@ static void replay_chunk(struct ctl *ctl, const uint8_t *buf, uint32_t len, int3
 	}
 }
 
-static void replay_end(struct ctl *ctl)
+/* The groups of offsets partition p, dropped (not led here any more, or a
+ * load overtaken): waiting JoinGroup/SyncGroup calls are answered with
+ * NOT_COORDINATOR (the clients find the new coordinator), the groups leave
+ * the table (freed once no write is in flight). */
+static void unload_partition(struct group_coord *gc, int32_t p)
 {
-	struct group_coord *gc = ctl_groups(ctl);
+	struct group **drop = xcalloc(gc->groups.n + 1, sizeof(*drop));
+	uint32_t n = 0;
 
-	if (gc->replay_done)
-		gc->replay_done(ctl);
+	for (uint32_t i = 0; i < gc->groups.cap; i++) {
+		struct group *g = gc->groups.v[i];
+
+		if (g && group_offsets_partition(gc, g->id) == p)
+			drop[n++] = g;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		group_answer_waiting(gc, drop[i], KERR_NOT_COORDINATOR);
+		group_remove(gc, drop[i]);
+	}
+	gc->st.groups_unloaded += n;
+	free(drop);
+}
+
+static void replay_end(void *self, void *cookie)
+{
+	struct group_coord *gc = ctl_groups(self);
+	int32_t p = cookie_part(cookie);
+	int startup = gc->replays > 0;
+
+	if (!coord_load_done(&gc->load, p, cookie_gen(cookie))) {
+		/* overtaken: what it read goes unless a newer load has the
+		 * partition (its own chunks come after this end) */
+		if (coord_load_err(&gc->load, p) == KERR_NOT_COORDINATOR)
+			unload_partition(gc, p);
+	} else {
+		gc->st.partitions_loaded++;
+	}
+	if (startup && --gc->replays == 0 && gc->replay_done)
+		gc->replay_done(gc->ctl);
+}
+
+/* Start reading partition idx back (up to its high watermark at start-up,
+ * to its log end when this node has just been elected its leader). */
+static void load_partition(struct group_coord *gc, const struct md_partition *mp, int32_t idx, uint32_t gen,
+			   int64_t to)
+{
+	struct part_proxy px;
+
+	part_proxy_read(ctl_part_proxy(gc->ctl, &px), mp->shard, mp->part, 0, to, replay_chunk, replay_end,
+			load_cookie(idx, gen));
 }
 
 int group_replay(struct group_coord *gc, void (*done)(struct ctl *ctl))
 {
+	const struct md_topic *t = group_offsets_topic(gc);
+	int32_t self = gc->b->set.node_id;
+	int n = 0;
+
 	gc->replay_done = done;
-	return ctl_read_topic(gc->ctl, gc->otopic, replay_chunk, replay_end);
+	if (!t || coord_load_resize(&gc->load, t->nparts) < 0)
+		return 0;
+	/* at start only the partitions alone here (the one-node broker's
+	 * way, where serving waits for them); those with replicas load when
+	 * this node is their leader (group_lead) */
+	gc->replays = 1;
+	for (int32_t i = 0; i < t->nparts; i++) {
+		const struct md_partition *mp = &t->parts[i];
+		uint32_t gen;
+
+		if (!mp->part || mp->leader != self || mp->nreplicas != 1 ||
+		    coord_load_lead(&gc->load, i, 1, &gen) != COORD_LOAD)
+			continue;
+		gc->replays++;
+		n++;
+		load_partition(gc, mp, i, gen, INT64_MAX);
+	}
+	gc->replays--;
+	return n;
 }
 
+void group_lead(struct group_coord *gc, int32_t idx, int leads)
+{
+	const struct md_topic *t = group_offsets_topic(gc);
+	uint32_t gen;
+
+	if (!t || coord_load_resize(&gc->load, t->nparts) < 0 || idx >= t->nparts)
+		return;
+	if (leads && !t->parts[idx].part)
+		return;   /* not open here yet: once it is */
+	switch (coord_load_lead(&gc->load, idx, leads, &gen)) {
+	case COORD_LOAD:
+		load_partition(gc, &t->parts[idx], idx, gen, PART_READ_LOG_END);
+		break;
+	case COORD_UNLOAD:
+		unload_partition(gc, idx);
+		break;
+	default:
+		break;
+	}
+}

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/coord_load.h"
 #include "control/cutil.h"
 #include "control/group.h"
 #include "control/hmap.h"
@@ -133,15 +134,17 @@ struct group_coord {
 	struct ctl *ctl;
 	struct broker *b;
 	const struct config *cfg;
-	struct hmap groups;           /* struct group */
-	const struct md_topic *otopic;
+	struct hmap groups;           /* struct group: only those of partitions loaded here
+				       * (or loading: read back so far) */
+	struct coord_load load;       /* which __consumer_offsets partitions this node
+				       * coordinates (control/coord_load.h) */
 	int32_t min_session, max_session, max_size, initial_delay;
 	int64_t retention_ms, retention_check_ms, next_expiry;
 	int32_t max_meta;
 	int stopping;
 	int dirty;                    /* membership changed: deadlines may be earlier */
 	int64_t next_due;             /* the earliest deadline at the last scan */
-	int replays;
+	int replays;                  /* start-up reads outstanding */
 	void (*replay_done)(struct ctl *ctl);
 	int lag_queries;              /* outstanding in the current lag scan */
 	int report_wanted;            /* print the report when the scan completes (SIGUSR1) */
@@ -195,6 +198,8 @@ static inline struct group_call *group_call_of(struct kafka_ctx *ctx)
 }
 
 /* ---- groups, members, committed offsets (group.c) ---- */
+/* Answer g's waiting JoinGroup and SyncGroup calls with err. */
+void group_answer_waiting(struct group_coord *gc, struct group *g, int16_t err);
 /* The group of that id, or NULL; group_findk takes a wire string. */
 struct group *group_find(struct group_coord *gc, const char *id);
 struct group *group_findk(struct group_coord *gc, struct kafka_str id);
@@ -221,6 +226,16 @@ static inline int group_offset_cmp(const void *a, const void *b)
 
 	return c ? c : (x->part > y->part) - (x->part < y->part);
 }
+
+/* ---- the offsets topic and its partitions' keys (group_offsets.c) ---- */
+/* The offsets topic in the published snapshot (looked up each time: a
+ * leader change republishes it), or NULL before it exists. */
+const struct md_topic *group_offsets_topic(const struct group_coord *gc);
+/* 0 when the group's partition is coordinated here, else the Kafka error
+ * for its requests (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+ * COORDINATOR_NOT_AVAILABLE); 0 for an empty or overlong id (the handler
+ * refuses it as it did). */
+int16_t group_key_err(const struct group_coord *gc, struct kafka_str id);
 
 /* ---- committed offsets (group_offsets.c) ---- */
 void group_handle_commit(struct group_coord *gc, struct kafka_ctx *ctx);

@@ -17,6 +17,7 @@
 #include "control/group.h"
 #include "control/quorum.h"
 #include "control/textbuf.h"
+#include "control/txn.h"
 #include "dataplane/broker.h"
 #include "dataplane/kafka/kafka_msgs.h"
 #include "storage/lathist.h"
@@ -538,6 +539,12 @@ static void render_groups(struct ctl *ctl, struct broker *b, struct textbuf *t)
 		       (unsigned long long)s->commit_refused_fenced);
 	fam(t, "group_offsets_expired_total", "counter", "Committed offsets removed by offsets.retention.minutes.");
 	textbuf_printf(t, "sluice_group_offsets_expired_total %llu\n", (unsigned long long)s->offsets_expired);
+	fam(t, "coordinator_partitions_loaded", "gauge",
+	    "Internal partitions this node coordinates (leads and has read back), by coordinator (group: "
+	    "__consumer_offsets, transaction: __transaction_state).");
+	textbuf_printf(t, "sluice_coordinator_partitions_loaded{coordinator=\"group\"} %d\n"
+		       "sluice_coordinator_partitions_loaded{coordinator=\"transaction\"} %d\n",
+		       group_partitions_loaded(gc), ctl_txns(ctl) ? txn_partitions_loaded(ctl_txns(ctl)) : 0);
 	/* answers land before the next scrape. At most one scan per
 	 * METRICS_LAG_SCAN_MS (each asks the owner shards to read one batch
 	 * per lagging partition), none once the broker stops (the shards may

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "control/config.h"
+#include "control/coord_load.h"
 #include "control/ctl.h"
 #include "control/cutil.h"
 #include "control/group.h"
@@ -62,6 +63,7 @@ struct txn {
 	struct kafka_ctx *ctx;        /* the request waiting, or NULL */
 	int from;                     /* its shard */
 	void (*then)(struct txn_coord *tc, struct txn *t);   /* after the state write */
+	struct txn *orphan_next;      /* unloaded while busy: on tc->orphans until idle */
 };
 
 struct txn_coord {
@@ -69,11 +71,16 @@ struct txn_coord {
 	struct broker *b;
 	const struct config *cfg;
 	struct group_coord *gc;
-	const struct md_topic *stopic;
-	struct hmap txns;             /* struct txn, by transactional id */
+	struct hmap txns;             /* struct txn, by transactional id: those of the
+				       * __transaction_state partitions loaded here (or loading) */
+	struct coord_load load;       /* which partitions this node coordinates
+				       * (control/coord_load.h) */
+	struct txn *orphans;          /* of partitions unloaded while a write, registration
+				       * or marker was in flight: freed once idle */
 	int32_t max_timeout_ms;
 	int64_t expiration_ms, check_ms, next_check;
-	int replays, registering;
+	int replays, registering;     /* start-up: partitions being read, Ongoing transactions
+				       * registering again (plus one hold while reading) */
 	void (*replay_done)(struct ctl *ctl);
 	struct txn_stats st;
 };
@@ -174,10 +181,33 @@ static const struct md_partition *tp_md(struct txn_coord *tc, const struct txn_t
 	return &mt->parts[tp->part];
 }
 
+/* __transaction_state in the published snapshot (looked up each time: a
+ * leader change republishes it), or NULL before it exists. */
+static const struct md_topic *state_topic(const struct txn_coord *tc)
+{
+	const struct md_snapshot *md = tc->b->md;
+
+	return md ? md_find(md, TXN_STATE_TOPIC, (int32_t)strlen(TXN_STATE_TOPIC)) : NULL;
+}
+
 /* Java's String.hashCode over the id, as Kafka picks the partition. */
 static int32_t state_partition(const struct txn_coord *tc, const char *id)
 {
-	return java_key_partition(id, tc->stopic ? tc->stopic->nparts : 1);
+	const struct md_topic *st = state_topic(tc);
+
+	return java_key_partition(id, st ? st->nparts : 1);
+}
+
+/* 0 when id's partition is coordinated here, else the Kafka error. */
+static int16_t key_err(const struct txn_coord *tc, struct kafka_str id)
+{
+	char buf[512];
+
+	if (id.len <= 0 || id.len >= (int32_t)sizeof(buf))
+		return 0;   /* the handler answers as it did */
+	memcpy(buf, id.ptr, (size_t)id.len);
+	buf[id.len] = 0;
+	return coord_load_err(&tc->load, state_partition(tc, buf));
 }
 
 static void reply(struct txn_coord *tc, struct txn *t)
@@ -205,7 +235,7 @@ static void state_written(struct ctl *ctl, void *cookie, int64_t base, int err);
  * t->then runs once durable (unless tombstone). */
 static int state_write(struct txn_coord *tc, struct txn *t, int tombstone, int notify)
 {
-	const struct md_topic *st = tc->stopic;
+	const struct md_topic *st = state_topic(tc);
 	int32_t idx = state_partition(tc, t->id);
 	size_t cap = 256 + 2 * strlen(t->id), kl = 0, vl = 0;
 	struct batch_builder bb;
@@ -264,7 +294,7 @@ static int state_write(struct txn_coord *tc, struct txn *t, int tombstone, int n
 	    (len = batch_builder_finish(&bb, 0, -1, -1, -1, -1)) < 0)
 		abort();   /* cap is an upper bound */
 	free(k);
-	return ctl_log_append(tc->ctl, &st->parts[idx], batch, (uint32_t)len, state_written,
+	return ctl_log_append(tc->ctl, &st->parts[idx], st->min_insync, batch, (uint32_t)len, state_written,
 			      tombstone || !notify ? NULL : t);
 }
 
@@ -801,8 +831,14 @@ int16_t txn_check_offsets(struct txn_coord *tc, struct kafka_str id, int64_t pid
 			  uint64_t recv_ns)
 {
 	struct txn *t = txn_find(tc, id);
-	int16_t err = check_producer(tc, t, pid, epoch);
+	int16_t err = key_err(tc, id);
 
+	if (err)
+		/* the transactional id is coordinated elsewhere (a transaction
+		 * across coordinators is not supported: see docs/transactions.md)
+		 * or loading here: retriable either way */
+		return err == KERR_COORDINATOR_LOAD_IN_PROGRESS ? err : KERR_COORDINATOR_NOT_AVAILABLE;
+	err = check_producer(tc, t, pid, epoch);
 	if (err == KERR_CONCURRENT_TRANSACTIONS && t->state == TS_ONGOING)
 		err = 0;   /* registrations of other partitions in flight */
 	if (err)
@@ -825,7 +861,45 @@ static void txn_msg(void *self, struct shard_msg *m)
 {
 	struct txn_coord *tc = ctl_txns(self);
 	struct kafka_ctx *ctx = m->p[0];
+	int16_t err = 0;
 
+	/* the transactional id's partition of __transaction_state must be
+	 * coordinated here (led and loaded): else NOT_COORDINATOR or
+	 * COORDINATOR_LOAD_IN_PROGRESS, and the client finds it again */
+	switch (ctx->req.header.RequestApiKey) {
+	case KAFKA_INIT_PRODUCER_ID_KEY:
+		if ((err = key_err(tc, ((struct kafka_init_producer_id_request *)ctx->req.body)->TransactionalId))) {
+			struct kafka_init_producer_id_response *r = ctx->resp;
+
+			r->ErrorCode = err;
+			r->ProducerId = -1;
+			r->ProducerEpoch = -1;
+		}
+		break;
+	case KAFKA_ADD_PARTITIONS_TO_TXN_KEY:
+		if ((err = key_err(tc, ((struct kafka_add_partitions_to_txn_request *)ctx->req.body)
+					       ->V3AndBelowTransactionalId))) {
+			struct kafka_add_partitions_to_txn_response *r = ctx->resp;
+
+			for (int i = 0; i < r->ResultsByTopicV3AndBelow.count; i++)
+				for (int j = 0; j < r->ResultsByTopicV3AndBelow.items[i].ResultsByPartition.count; j++)
+					r->ResultsByTopicV3AndBelow.items[i].ResultsByPartition.items[j].PartitionErrorCode =
+						err;
+		}
+		break;
+	case KAFKA_ADD_OFFSETS_TO_TXN_KEY:
+		if ((err = key_err(tc, ((struct kafka_add_offsets_to_txn_request *)ctx->req.body)->TransactionalId)))
+			((struct kafka_add_offsets_to_txn_response *)ctx->resp)->ErrorCode = err;
+		break;
+	case KAFKA_END_TXN_KEY:
+		if ((err = key_err(tc, ((struct kafka_end_txn_request *)ctx->req.body)->TransactionalId)))
+			((struct kafka_end_txn_response *)ctx->resp)->ErrorCode = err;
+		break;
+	}
+	if (err) {
+		answer_now(tc, ctx);
+		return;
+	}
 	switch (ctx->req.header.RequestApiKey) {
 	case KAFKA_INIT_PRODUCER_ID_KEY: handle_init(tc, ctx); break;
 	case KAFKA_ADD_PARTITIONS_TO_TXN_KEY: handle_add_partitions(tc, ctx); break;
@@ -999,12 +1073,30 @@ static void replay_record(struct txn_coord *tc, const struct record_view *rv)
 	}
 }
 
-static void replay_chunk(struct ctl *ctl, const uint8_t *buf, uint32_t len, int32_t part)
+/* A replay's cookie: the partition and the load generation it reads for. */
+static void *load_cookie(int32_t part, uint32_t gen)
 {
-	struct txn_coord *tc = ctl_txns(ctl);
+	return (void *)(uintptr_t)(((uint64_t)gen << 32) | (uint32_t)part);
+}
+
+static int32_t cookie_part(void *cookie)
+{
+	return (int32_t)(uint32_t)(uintptr_t)cookie;
+}
+
+static uint32_t cookie_gen(void *cookie)
+{
+	return (uint32_t)((uint64_t)(uintptr_t)cookie >> 32);
+}
+
+static void replay_chunk(void *self, void *cookie, const uint8_t *buf, uint32_t len, int32_t part)
+{
+	struct txn_coord *tc = ctl_txns(self);
 	uint32_t at = 0;
 
 	(void)part;
+	if (!coord_load_current(&tc->load, cookie_part(cookie), cookie_gen(cookie)))
+		return;   /* a load a leadership change overtook */
 	while (at + BATCH_LOG_OVERHEAD <= len) {
 		const uint8_t *b = buf + at;
 		uint32_t size = batch_size(b);
@@ -1022,17 +1114,42 @@ static void replay_chunk(struct ctl *ctl, const uint8_t *buf, uint32_t len, int3
 	}
 }
 
-/* Everything is read back: finish what the last run left. */
-static void replay_end(struct ctl *ctl)
+/* The transactions of partition p, dropped (this node stopped leading
+ * it): an idle one is freed; one with a write, registration or marker in
+ * flight leaves the table for the orphans, freed once idle (its
+ * completions still name it; what it writes where this node no longer
+ * leads fails). Its waiting request is answered NOT_COORDINATOR then. */
+static void unload_partition(struct txn_coord *tc, int32_t p)
 {
-	struct txn_coord *tc = ctl_txns(ctl);
+	for (uint32_t i = 0; i < tc->txns.cap;) {
+		struct txn *t = tc->txns.v[i];
+
+		if (!t || state_partition(tc, t->id) != p) {
+			i++;
+			continue;
+		}
+		hmap_del_at(&tc->txns, i);   /* slot i now holds a shifted entry: look again */
+		if (t->busy || t->pending || t->then || t->ctx) {
+			t->orphan_next = tc->orphans;
+			tc->orphans = t;
+		} else {
+			txn_free(t);
+		}
+	}
+}
+
+/* Partition p is read back: finish what its last coordinator left, as
+ * Kafka's coordinator does on load: a PrepareCommit/PrepareAbort
+ * transaction gets its markers (rolled forward), an Ongoing one has its
+ * partitions take its batches again (it is aborted if it times out). */
+static void load_finish(struct txn_coord *tc, int32_t p)
+{
 	int64_t now = ctl_now_ms(tc->ctl);
 
-	tc->registering = 1;
 	for (uint32_t i = 0; i < tc->txns.cap; i++) {
 		struct txn *t = tc->txns.v[i];
 
-		if (!t)
+		if (!t || t->busy || state_partition(tc, t->id) != p)
 			continue;
 		if (t->state == TS_PREPARE_COMMIT || t->state == TS_PREPARE_ABORT) {
 			/* decided, markers perhaps not all written: write them */
@@ -1048,19 +1165,87 @@ static void replay_end(struct ctl *ctl)
 			t->begin_ns = 0;
 			t->busy = 1;
 			t->nregistered = 0;
-			tc->registering++;
+			if (tc->replays)
+				tc->registering++;   /* start-up waits for it */
 			register_new(tc, t);
 		}
 	}
-	if (--tc->registering == 0 && tc->replay_done)
+}
+
+static void replay_end(void *self, void *cookie)
+{
+	struct txn_coord *tc = ctl_txns(self);
+	int32_t p = cookie_part(cookie);
+
+	if (coord_load_done(&tc->load, p, cookie_gen(cookie))) {
+		tc->st.partitions_loaded++;
+		load_finish(tc, p);
+	} else if (coord_load_err(&tc->load, p) == KERR_NOT_COORDINATOR) {
+		unload_partition(tc, p);   /* overtaken: what it read goes */
+	}
+	if (tc->replays && --tc->replays == 0 && --tc->registering == 0 && tc->replay_done)
 		tc->replay_done(tc->ctl);
+}
+
+static void load_partition(struct txn_coord *tc, const struct md_partition *mp, int32_t idx, uint32_t gen,
+			   int64_t to)
+{
+	struct part_proxy px;
+
+	part_proxy_read(ctl_part_proxy(tc->ctl, &px), mp->shard, mp->part, 0, to, replay_chunk, replay_end,
+			load_cookie(idx, gen));
 }
 
 void txn_replay(struct txn_coord *tc, void (*done)(struct ctl *ctl))
 {
+	const struct md_topic *st = state_topic(tc);
+	int32_t self = tc->b->set.node_id;
+
 	tc->replay_done = done;
-	if (ctl_read_topic(tc->ctl, tc->stopic, replay_chunk, replay_end) == 0)
-		replay_end(tc->ctl);
+	/* at start only the partitions alone here (the one-node broker's
+	 * way, where serving waits for them); those with replicas load when
+	 * this node is their leader (txn_lead) */
+	tc->registering = 1;   /* held until every start-up partition is in */
+	tc->replays = 1;
+	if (st && coord_load_resize(&tc->load, st->nparts) == 0)
+		for (int32_t i = 0; i < st->nparts; i++) {
+			const struct md_partition *mp = &st->parts[i];
+			uint32_t gen;
+
+			if (!mp->part || mp->leader != self || mp->nreplicas != 1 ||
+			    coord_load_lead(&tc->load, i, 1, &gen) != COORD_LOAD)
+				continue;
+			tc->replays++;
+			load_partition(tc, mp, i, gen, INT64_MAX);
+		}
+	if (--tc->replays == 0 && --tc->registering == 0 && tc->replay_done)
+		tc->replay_done(tc->ctl);
+}
+
+void txn_lead(struct txn_coord *tc, int32_t idx, int leads)
+{
+	const struct md_topic *st = state_topic(tc);
+	uint32_t gen;
+
+	if (!st || coord_load_resize(&tc->load, st->nparts) < 0 || idx >= st->nparts)
+		return;
+	if (leads && !st->parts[idx].part)
+		return;   /* not open here yet: once it is */
+	switch (coord_load_lead(&tc->load, idx, leads, &gen)) {
+	case COORD_LOAD:
+		load_partition(tc, &st->parts[idx], idx, gen, PART_READ_LOG_END);
+		break;
+	case COORD_UNLOAD:
+		unload_partition(tc, idx);
+		break;
+	default:
+		break;
+	}
+}
+
+int32_t txn_partitions_loaded(const struct txn_coord *tc)
+{
+	return tc->load.loaded;
 }
 
 /* ---- timers ------------------------------------------------------------------------ */
@@ -1075,11 +1260,30 @@ int txn_tick(struct txn_coord *tc, int64_t now_ms, int64_t wall, int max_ms)
 		tc->next_check = now + tc->check_ms;
 	if (tc->next_check < next)
 		next = tc->next_check;
+	/* transactions of partitions unloaded while busy: freed once idle; a
+	 * marker retry is left to the new coordinator (it rolls forward) */
+	for (struct txn **pp = &tc->orphans; *pp;) {
+		struct txn *t = *pp;
+
+		if (t->retry_at && !t->pending) {
+			t->retry_at = 0;
+			t->busy = 0;
+			if (t->ctx && t->ctx->req.header.RequestApiKey == KAFKA_END_TXN_KEY)
+				((struct kafka_end_txn_response *)t->ctx->resp)->ErrorCode = KERR_NOT_COORDINATOR;
+			reply(tc, t);
+		}
+		if (t->busy || t->pending || t->then || t->ctx) {
+			pp = &t->orphan_next;
+			continue;
+		}
+		*pp = t->orphan_next;
+		txn_free(t);
+	}
 	for (uint32_t i = 0; i < tc->txns.cap;) {
 		struct txn *t = tc->txns.v[i];
 
-		if (!t) {
-			i++;
+		if (!t || coord_load_err(&tc->load, state_partition(tc, t->id))) {
+			i++;   /* (a partition still loading: not all read yet) */
 			continue;
 		}
 		if (t->retry_at && now >= t->retry_at && t->busy && !t->pending) {
@@ -1168,10 +1372,6 @@ int txn_coord_create(struct ctl *ctl, struct broker *b, const struct config *cfg
 	return 0;
 }
 
-void txn_set_state_topic(struct txn_coord *tc, const struct md_topic *t)
-{
-	tc->stopic = t;
-}
 
 const struct txn_stats *txn_coord_stats(const struct txn_coord *tc)
 {
@@ -1186,5 +1386,12 @@ void txn_coord_destroy(struct txn_coord *tc)
 		if (tc->txns.v[i])
 			txn_free(tc->txns.v[i]);
 	hmap_free(&tc->txns);
+	while (tc->orphans) {
+		struct txn *t = tc->orphans;
+
+		tc->orphans = t->orphan_next;
+		txn_free(t);
+	}
+	coord_load_fini(&tc->load);
 	free(tc);
 }

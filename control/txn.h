@@ -15,9 +15,14 @@
  * durable before the partitions' owner shards are told to take the
  * producer's transactional batches) -> PrepareCommit/PrepareAbort (durable
  * before any marker) -> markers durable in every partition -> EndTxn
- * answered -> CompleteCommit/CompleteAbort. At start the log is read back:
- * a Prepare* transaction gets its markers again, an Ongoing one has its
- * partitions registered again (and is aborted when it times out).
+ * answered -> CompleteCommit/CompleteAbort. The coordinator of an id is
+ * the leader of its partition: the partition is read back when this node
+ * becomes its leader (at start when alone here): a Prepare* transaction
+ * gets its markers again, an Ongoing one has its partitions registered
+ * again (and is aborted when it times out); every state write waits for
+ * the partition's high watermark (acks=all), so the epoch a fenced
+ * producer lost to is on every in-sync replica before InitProducerId
+ * answers.
  *
  * Fencing. InitProducerId bumps the epoch of a transactional id (its older
  * producer gets INVALID_PRODUCER_EPOCH from then on, in every partition
@@ -60,17 +65,28 @@ struct txn_stats {
 	uint64_t markers, marker_retries;
 	uint64_t late_refused;             /* requests of an earlier transaction */
 	uint64_t replayed_records;
+	uint64_t partitions_loaded;        /* partitions read back (start-up and leadership gained) */
 };
 
 /* @thread ctl */
 int txn_coord_create(struct ctl *ctl, struct broker *b, const struct config *cfg, struct group_coord *gc,
 		     struct txn_coord **out);
 void txn_coord_destroy(struct txn_coord *tc);
-void txn_set_state_topic(struct txn_coord *tc, const struct md_topic *t);
-/* Read __transaction_state back, re-register ongoing transactions on their
- * partitions and restart the markers of prepared ones; `done` runs on the
- * control thread when the broker may serve. */
+/* Start-up: read back the __transaction_state partitions alone on this
+ * node (the one-node broker's: every one), re-register their ongoing
+ * transactions on their partitions and restart the markers of prepared
+ * ones; `done` runs on the control thread when the broker may serve.
+ * Partitions with replicas wait for txn_lead. */
 void txn_replay(struct txn_coord *tc, void (*done)(struct ctl *ctl));
+/* Whether this node leads __transaction_state partition idx now (the
+ * metadata image, told by control/ctl_roles.c): gained, its transactional
+ * ids are read back up to the log end and their transactions finished as
+ * at start (Prepare* rolled forward, Ongoing registered again); requests
+ * for them get COORDINATOR_LOAD_IN_PROGRESS meanwhile. Lost, they are
+ * dropped and get NOT_COORDINATOR. */
+void txn_lead(struct txn_coord *tc, int32_t idx, int leads);
+/* Partitions of __transaction_state coordinated here (loaded). */
+int32_t txn_partitions_loaded(const struct txn_coord *tc);
 /* Timers: timed-out transactions, marker retries, expired ids, at now_ms
  * (monotonic) and wall (wall-clock ms), the turn's clock. Returns the
  * milliseconds until the next one (at most max_ms). */

@@ -43,9 +43,10 @@ int cluster_view_brokers(const struct broker *b, const struct md_snapshot *md, s
  * 1: a transactional id): the leader of the key's partition of its internal
  * topic (__consumer_offsets, __transaction_state), as Kafka's partitionFor
  * picks it, so that every node names the same coordinator; this node while
- * the topic is not in md yet (its first start). 0 and *out (strings as
- * cluster_view_brokers'), or COORDINATOR_NOT_AVAILABLE (15): the partition
- * has no leader now, or its leader is not a broker md lists. */
+ * the topic is not in md yet on one node (its first start). 0 and *out
+ * (strings as cluster_view_brokers'), or COORDINATOR_NOT_AVAILABLE (15):
+ * the partition has no leader now, its leader is not a broker md lists,
+ * or (several brokers) the topic is not made yet. */
 int16_t cluster_view_coordinator(const struct broker *b, const struct md_snapshot *md, int8_t key_type,
 				 const char *key, size_t len, struct cluster_node *out);
 /* @thread shard. The cluster id (Metadata v2+, DescribeCluster). */

@@ -587,15 +587,19 @@ void part_progress(struct part *p)
 
 /* ---- internal records (the coordinators' own logs, through part_proxy.c) ---- */
 
-void part_append_internal(struct part *p, const uint8_t *batch, uint32_t len, int from, void *ctx,
-			  void (*notify)(void *self, struct shard_msg *m))
+void part_append_internal(struct part *p, const uint8_t *batch, uint32_t len, int32_t min_insync, int from,
+			  void *ctx, void (*notify)(void *self, struct shard_msg *m))
 {
 	struct shard *sh = p->sh;
 	int64_t base = -1;
-	int rc = part_append_flush(p, batch, len, &base);
+	/* a coordinator writes only where this node leads: a follower's log
+	 * is its leader's batches as they are (-EREMOTE: led elsewhere) */
+	int rc = p->role && !p->role->leading ? -EREMOTE : part_append_flush(p, batch, len, &base);
 
 	if (rc == 0) {
 		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = base, .from = (int16_t)from,
+				      .min_isr = p->role ? (uint8_t)(min_insync > 255 ? 255 : min_insync < 0 ? 0 : min_insync)
+							 : 0,
 				      .ctx = ctx, .notify = notify };
 
 		if (part_wait_ack(p, &w) == 0) {

@@ -153,12 +153,17 @@ void part_fail_acks(struct part *p, int err, int all, uint64_t now_ns);
 /* ---- internal records (the coordinators' own logs) ---- */
 
 /* Append a batch of internal records and have `notify` run on thread
- * `from` once it is durable: m->p[0] = ctx, m->v = { base offset, 0 }; or
- * at once with m->v = { -1, -errno } when the append fails (-ENOENT: the
- * partition was deleted; a full store is flushed and tried once more).
+ * `from` once the high watermark passes it (acks=all: every ISR member
+ * has it; durable here for a partition alone): m->p[0] = ctx, m->v =
+ * { base offset, 0 }; with m->v[1] an enum part_err when this node stopped
+ * leading first; or at once with m->v = { -1, -errno } when the append
+ * fails (-ENOENT: the partition was deleted; -EREMOTE: this node follows
+ * it; a full store is flushed and tried once more). min_insync (0: none):
+ * with followers, PART_ERR_AFTER_APPEND when the ISR shrank below it
+ * before the high watermark passed, as an acks=all produce's.
  * batch is borrowed until notify has run. @thread owner */
-void part_append_internal(struct part *p, const uint8_t *batch, uint32_t len, int from, void *ctx,
-			  void (*notify)(void *self, struct shard_msg *m));
+void part_append_internal(struct part *p, const uint8_t *batch, uint32_t len, int32_t min_insync, int from,
+			  void *ctx, void (*notify)(void *self, struct shard_msg *m));
 
 /* ---- reads on the owner ---- */
 

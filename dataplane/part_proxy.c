@@ -255,7 +255,7 @@ static void owner_append(void *self, struct shard_msg *m)
 	struct part_append_req *req = m->p[1];
 
 	(void)self;
-	part_append_internal(p, req->batch, req->len, (int)m->v[0], req, append_answered);
+	part_append_internal(p, req->batch, req->len, req->min_insync, (int)m->v[0], req, append_answered);
 }
 
 void part_proxy_append(struct part_proxy *px, int owner, struct part *p, struct part_append_req *req)
@@ -300,7 +300,8 @@ static void owner_txn_marker(void *self, struct shard_msg *m)
 	struct part_marker_req *req = m->p[1];
 	int to = (int)m->v[0];
 	int64_t off = -1;
-	int rc = part_append_marker(p, req->pid, req->epoch, req->commit, 0, &off);
+	int rc = p->role && !p->role->leading ? -EREMOTE
+					      : part_append_marker(p, req->pid, req->epoch, req->commit, 0, &off);
 
 	if (rc == 0) {
 		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = off, .from = (int16_t)to,
@@ -415,8 +416,9 @@ static void end_answered(void *self, struct shard_msg *m)
 	end(self, m->p[1]);
 }
 
-/* On the owner, at start: read the range and send it over in chunks (a
- * one-time synchronous read before the broker says it is ready).
+/* On the owner, at start or when a coordinator takes over an internal
+ * partition: read the range and send it over in chunks (a synchronous
+ * read: the internal topics are compacted and small).
  * p[0] the part, p[1] chunk fn, p[2] end fn, p[3] cookie; v[0] sender,
  * v[1] from, v[2] to. */
 static void owner_read(void *self, struct shard_msg *m)
@@ -424,10 +426,14 @@ static void owner_read(void *self, struct shard_msg *m)
 	struct shard *sh = self;
 	struct part *p = m->p[0];
 	int to = (int)m->v[0];
-	int64_t end = m->v[2] < p->pl->high_watermark ? m->v[2] : p->pl->high_watermark;
+	/* to < 0: the log end (a coordinator loading the partition it now
+	 * leads, as Kafka's does: its own log, acknowledged or not yet) */
+	int64_t end = p->deleted ? 0
+		      : m->v[2] < 0 ? p->pl->next_offset
+		      : m->v[2] < p->pl->high_watermark ? m->v[2] : p->pl->high_watermark;
 	uint32_t cap = 1u << 20;
-	uint8_t *rb = aligned_alloc(4096, cap + 4096); /* style: allow start-up replay */
-	int64_t off = m->v[1] > p->pl->log_start ? m->v[1] : p->pl->log_start;
+	uint8_t *rb = end > 0 ? aligned_alloc(4096, cap + 4096) : NULL; /* style: allow start-up replay */
+	int64_t off = p->deleted ? 0 : m->v[1] > p->pl->log_start ? m->v[1] : p->pl->log_start;
 
 	while (rb && off < end) {
 		struct plog_read rd = { .offset = off, .max_offset = end, .max_bytes = cap,

@@ -113,10 +113,15 @@ struct part_append_req {
 	uint32_t len;
 	part_append_done done;
 	void *cookie;
+	int32_t min_insync;          /* the topic's min.insync.replicas (0: none): acknowledged
+				      * only while the ISR has that many, as acks=all */
 };
 
-/* Append req->batch to p and call req->done once it is durable (or the
- * append failed: -ENOENT for a deleted partition, the log's -errno).
+/* Append req->batch to p and call req->done once the high watermark
+ * passes it (or the append failed: -ENOENT for a deleted partition,
+ * -EREMOTE where this node follows, the log's -errno; an enum part_err:
+ * this node stopped leading first, or PART_ERR_AFTER_APPEND when the ISR
+ * shrank below req->min_insync).
  * @thread sender */
 void part_proxy_append(struct part_proxy *px, int owner, struct part *p, struct part_append_req *req);
 
@@ -177,9 +182,13 @@ typedef void (*part_range_chunk)(void *self, void *cookie, const uint8_t *buf, u
 typedef void (*part_range_end)(void *self, void *cookie);
 
 /* Read p's batches covering [from, to), clamped to [log start, high
- * watermark), in chunks of whole batches, with a synchronous read (start-up
- * only: the replay of an internal topic before the broker is ready).
- * @thread sender */
+ * watermark), in chunks of whole batches, with a synchronous read (the
+ * replay of an internal topic: at start-up before the broker is ready, or
+ * by a coordinator when this node takes over one of its partitions).
+ * to = PART_READ_LOG_END: up to the log end, past the high watermark (a
+ * new leader's own log: what its predecessor acknowledged is there, while
+ * its high watermark may not have caught up yet). @thread sender */
+#define PART_READ_LOG_END (-1)
 void part_proxy_read(struct part_proxy *px, int owner, struct part *p, int64_t from, int64_t to,
 		     part_range_chunk chunk, part_range_end end, void *cookie);
 

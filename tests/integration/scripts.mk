@@ -55,6 +55,11 @@ TEST_SCRIPTS += tests/integration/test_cluster_partition.py
 # kafka-python, kcat and kafkajs produce (acks=all) through a leader's
 # SIGKILL and read every record back once, in order
 TEST_SCRIPTS += tests/integration/test_cluster_clients.py
+# the group and transaction coordinators move with their internal
+# partitions' leaders: a consumer group and a transactional copier through
+# the SIGKILL of the node leading their coordinator partitions (no
+# committed offset back, every record copied once, the zombie fenced)
+TEST_SCRIPTS += tests/integration/test_cluster_coordinator.py
 # DescribeCluster v0-1 over raw frames: the cluster Metadata describes, the
 # rack, the authorized operations, the refused endpoint types
 TEST_SCRIPTS += tests/integration/test_describe_cluster.py
