@@ -73,7 +73,7 @@ void native_repl_free(struct native_repl *r)
 	if (!r)
 		return;
 	for (int i = 0; i < RSLOTS; i++)
-		if (r->slot[i].used && !r->slot[i].parked)
+		if (r->slot[i].used && !r->slot[i].parked && r->slot[i].rq.p)
 			part_read_release(&r->slot[i].rq);
 	free(r);
 }
@@ -116,7 +116,8 @@ static void rfetch_emit(struct native_repl *r, const struct rfetch *f)
 
 static void rfetch_release(struct rfetch *f)
 {
-	part_read_release(&f->rq);
+	if (f->rq.p)
+		part_read_release(&f->rq);   /* an answer without a read has nothing to give back */
 	f->used = 0;
 }
 
