@@ -23,6 +23,9 @@ follower has them durable, and the follower fetches them natively:
 - both copies of every partition are the same bytes;
 - each node's exit line shows REPLICA_FETCH served and REPLICA_DATA taken.
 
+Three nodes and a leader's SIGKILL: test_dpdk_replication_failover.py
+(make itest-dpdk-replication, ~40 s: not in make test).
+
 Not skippable: as root with DPDK built in, a node whose EAL or port does
 not start fails the test (run it as root; it refuses to run otherwise).
 
@@ -43,6 +46,13 @@ from confluent_kafka import Producer  # noqa: E402
 TOPIC = "dpdkrepl"
 NPARTS = 2
 RECORDS = int(os.environ.get("SLUICE_DPDK_REPL_RECORDS", "20000"))
+
+
+def eal_dirs_gone(tag):
+    """sluiced leaves its EAL runtime directory; the test's go."""
+    for d in os.listdir("/var/run/dpdk") if os.path.isdir("/var/run/dpdk") else []:
+        if d.startswith(tag + "-"):
+            shutil.rmtree(os.path.join("/var/run/dpdk", d), ignore_errors=True)
 
 
 def dpdk_sets(base):
@@ -128,6 +138,7 @@ def records_reach_the_follower_through_the_dpdk_replication_queues():
         if c:
             c.close()
         shutil.rmtree(base, ignore_errors=True)
+        eal_dirs_gone("sdr%d" % os.getpid())
 
 
 if __name__ == "__main__":
