@@ -689,15 +689,9 @@ static void rf_free(struct replica_fetcher *f)
 }
 
 /* The leader's transport: native where this shard has a DPDK replication
- * pair and the leader registered a native replication address, else TCP.
- * Nodes of one shard only, for now: between nodes of two shards some
- * partitions' fetches went unanswered in the tests (memif and net_tap;
- * the cause is not found: docs/replication.md, Over DPDK), so a node of
- * several shards keeps TCP. */
+ * pair and the leader registered a native replication address, else TCP. */
 static const struct rf_transport *rf_transport_for(struct shard *sh, const struct part_role *r)
 {
-	if (sh->b->set.nshards != 1)
-		return &tcp_transport;
 	return native_repl_max_datagram(sh) && r->leader_repl_port > 0 ? &native_transport : &tcp_transport;
 }
 

@@ -39,7 +39,8 @@ itest-native-dpdk: $(BUILD)/itests/test_native_dpdk $(BUILD)/sluiced
 # DPDK (net_memif, --no-huge --no-pci), replication factor 2: an acks=all
 # producer's records reach the followers through the shards' replication
 # queue pairs (native REPLICA_FETCH), counted only by that path, identical
-# copies (~12 s; root, and it fails rather than skips without DPDK).
+# copies, nodes of two shards (~8 s; root, and it fails rather than skips
+# without DPDK).
 # make itest-dpdk-replication adds test_dpdk_replication_failover.py: three
 # nodes on net_tap bridged, a leader's SIGKILL, the survivors following its
 # successor natively, the killed node catching up (~40 s: not in make test)

@@ -3,13 +3,13 @@
 (docs/replication.md, docs/native-protocol.md: REPLICA_FETCH and
 REPLICA_DATA).
 
-Two sluiced processes (scripts/cluster, one shard each), each with
+Two sluiced processes (scripts/cluster, two shards each), each with
 `dpdk.enable` on a net_memif port (node 1 the memif server, node 2 the
 client, on one socket: pair i of one joins pair i of the other, so each
-shard's replication pair reaches the other node's; node 2 is started
-again once node 1 listens, as a memif client connects only at its
-start), --no-huge --no-pci. A
-topic of 2 partitions, replication factor 2, min.insync.replicas=2: an
+shard's replication pair reaches the other node's shard's; node 2 starts
+a second after node 1, as a memif client connects only at its start),
+--no-huge --no-pci. A
+topic of 4 partitions, replication factor 2, min.insync.replicas=2: an
 acks=all librdkafka producer's records are acknowledged only once the
 follower has them durable, and the follower fetches them natively:
 
@@ -44,7 +44,8 @@ from cluster import Cluster, create_topic, log_batches, partitions, until  # noq
 from confluent_kafka import Producer  # noqa: E402
 
 TOPIC = "dpdkrepl"
-NPARTS = 2
+NPARTS = 4
+SHARDS = 2
 RECORDS = int(os.environ.get("SLUICE_DPDK_REPL_RECORDS", "20000"))
 
 
@@ -67,7 +68,8 @@ def dpdk_sets(base):
 
 
 def metric(c, node, name):
-    return c.metric(node, "sluice_%s{shard=\"0\"}" % name)
+    """The node's counter, summed over its shards."""
+    return sum(c.metric(node, "sluice_%s{shard=\"%d\"}" % (name, s)) for s in range(SHARDS))
 
 
 @test
@@ -76,13 +78,9 @@ def records_reach_the_follower_through_the_dpdk_replication_queues():
     base = temp_dir()
     c = None
     try:
-        c = Cluster(2, base=base, sets=["dpdk.enable=true", "dpdk.prefix.length=24", "dpdk.poll.sleep.us=50",
+        c = Cluster(2, base=base, shards=SHARDS, stagger=1, sets=["dpdk.enable=true", "dpdk.prefix.length=24", "dpdk.poll.sleep.us=50",
                                          "min.insync.replicas=2"],
                     node_sets=dpdk_sets(base))
-        # DPDK 22.11's memif client connects once, at its port's start: node
-        # 2 started beside node 1, maybe before node 1's server listened;
-        # started again, it joins node 1's socket
-        c.restart(2)
         for n in (1, 2):
             assert re.search(r"sluiced: dpdk: .*net_memif", c.log(n)), "node %d opened no memif port: %s" % (
                 n, c.log(n)[-2000:])
@@ -130,7 +128,9 @@ def records_reach_the_follower_through_the_dpdk_replication_queues():
         for n in (1, 2):
             line = [x for x in c.log(n).splitlines() if "replication: " in x and "REPLICA_FETCH served" in x]
             assert line, "node %d printed no native replication counters" % n
-            print("  node %d: %s" % (n, line[-1][line[-1].index("replication: "):]), flush=True)
+            for x in line[-SHARDS:]:
+                print("  node %d %s: %s" % (n, re.search(r"native shard \d+", x).group(0),
+                                             x[x.index("replication: "):]), flush=True)
         served = sum(int(re.search(r"replication: (\d+) REPLICA_FETCH served", x).group(1))
                      for n in (1, 2) for x in c.log(n).splitlines() if "REPLICA_FETCH served" in x)
         assert served > 0
