@@ -116,8 +116,19 @@ def three_nodes_on_tap_a_leader_killed_the_followers_fetch_natively_from_its_suc
                 p.flush(60)
                 victim = partitions(c.bootstrap, TOPIC)[0][0]
                 c.kill(victim)
-                until("partition 0 led by another node",
-                      lambda: (lambda m: m and m[0][0] not in (-1, victim))(partitions(c.bootstrap, TOPIC)))
+                seen = []
+
+                def moved():
+                    m = partitions(c.bootstrap, TOPIC)
+                    seen[:] = [m]
+                    return m and m[0][0] not in (-1, victim)
+
+                try:
+                    until("partition 0 led by another node", moved)
+                except AssertionError:
+                    print("  after killing node %d: %r; acked %d of %d, errors %r" % (victim, seen, acked[0], i,
+                                                                                    errors[:2]), flush=True)
+                    raise
             while True:
                 try:
                     p.produce(TOPIC, value=b"v%08d" % i, key=b"k%d" % (i % 50), on_delivery=done)
