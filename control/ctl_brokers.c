@@ -308,8 +308,11 @@ static void register_propose(struct ctl *ctl)
 
 		memcpy(cb->incarnation, &t, sizeof(t));
 	}
-	rc = metalog_build_register_broker(ctl->ml, b->set.node_id, cb->incarnation, b->set.adv_host,
-					   b->set.adv_port, b->set.rack, &r);
+	/* with DPDK, followers fetch from this node's shards' replication
+	 * queue pairs at dpdk.listen (native REPLICA_FETCH) */
+	rc = metalog_build_register_broker_repl(ctl->ml, b->set.node_id, cb->incarnation, b->set.adv_host,
+						b->set.adv_port, b->set.rack, b->dpdk ? b->set.dpdk_ip : 0,
+						b->dpdk ? b->set.dpdk_udp_port : 0, &r);
 	if (rc < 0) {
 		ctl_meta_refuse(ctl, rc, registered, NULL);
 		return;

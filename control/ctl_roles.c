@@ -164,6 +164,8 @@ static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct
 		if (b) {
 			leader_address(b->host, r->leader_host, sizeof(r->leader_host));
 			r->leader_port = b->port;
+			r->leader_repl_ip = b->repl_ip;
+			r->leader_repl_port = b->repl_port;
 		}
 	}
 	r->isr_change = isr_change;

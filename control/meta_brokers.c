@@ -62,7 +62,8 @@ static int apply_register(struct meta_brokers *mb, struct dec *d, int64_t index,
 	uint8_t inc[16];
 	int64_t epoch;
 	char *host, *rack;
-	int32_t port;
+	int32_t port, repl_port = 0;
+	uint32_t repl_ip = 0;
 	int isnull, rc = 0;
 	const struct meta_broker *old;
 	struct meta_broker *b;
@@ -72,7 +73,13 @@ static int apply_register(struct meta_brokers *mb, struct dec *d, int64_t index,
 	host = dec_str(d, &isnull);
 	port = (int32_t)dec_be(d, 4);
 	rack = dec_str(d, &isnull);
-	if (d->err || d->p != d->end || !host || id < 0 || port < 0 || port > 65535 ||
+	if (!d->err && d->p != d->end) {
+		/* the native replication address (optional, last) */
+		repl_ip = (uint32_t)dec_be(d, 4);
+		repl_port = (int32_t)dec_be(d, 4);
+	}
+	if (d->err || d->p != d->end || !host || id < 0 || port < 0 || port > 65535 || repl_port < 0 ||
+	    repl_port > 65535 ||
 	    strlen(host) >= sizeof(b->host) || (rack && strlen(rack) >= sizeof(b->rack)))
 		rc = d->err ? d->err : -EPROTO;
 	if (!rc && epoch < 0)
@@ -91,6 +98,8 @@ static int apply_register(struct meta_brokers *mb, struct dec *d, int64_t index,
 			strcpy(b->host, host);
 			b->port = port;
 			strcpy(b->rack, rack ? rack : "");
+			b->repl_ip = repl_ip;
+			b->repl_port = repl_port;
 			b->fenced = 1;
 		}
 	}
@@ -143,6 +152,10 @@ int meta_brokers_snapshot(const struct meta_brokers *mb, struct enc *e, int (*pu
 		enc_str(e, b->host);
 		enc_i32(e, b->port);
 		enc_str(e, b->rack[0] ? b->rack : NULL);
+		if (b->repl_port > 0) {
+			enc_i32(e, (int32_t)b->repl_ip);
+			enc_i32(e, b->repl_port);
+		}
 		rc = put(arg, e);
 		if (rc || b->fenced)
 			continue;

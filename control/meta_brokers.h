@@ -30,6 +30,12 @@ struct meta_broker {
 	int32_t port;
 	char rack[256];              /* "" = none */
 	int fenced;
+	/* its native replication address (dpdk.listen: the shards' replication
+	 * queue pairs), network order; port 0: none, followers fetch over TCP.
+	 * Written after the rack only when set, so a broker without DPDK
+	 * registers with the same bytes as before. */
+	uint32_t repl_ip;
+	int32_t repl_port;
 };
 
 struct meta_brokers {

@@ -1136,11 +1136,18 @@ int metalog_build_node(const struct metalog *ml, struct metalog_rec *out)
 int metalog_build_register_broker(const struct metalog *ml, int32_t id, const uint8_t incarnation[16],
 				  const char *host, int32_t port, const char *rack, struct metalog_rec *out)
 {
+	return metalog_build_register_broker_repl(ml, id, incarnation, host, port, rack, 0, 0, out);
+}
+
+int metalog_build_register_broker_repl(const struct metalog *ml, int32_t id, const uint8_t incarnation[16],
+				       const char *host, int32_t port, const char *rack, uint32_t repl_ip,
+				       int32_t repl_port, struct metalog_rec *out)
+{
 	struct enc e = ENC_INIT(ml, ml->rbuf);
 
 	out->buf = NULL;
 	out->len = 0;
-	if (id < 0 || !host || port < 0 || port > 65535)
+	if (id < 0 || !host || port < 0 || port > 65535 || repl_port < 0 || repl_port > 65535)
 		return -EINVAL;
 	enc_type(&e, META_REC_REGISTER_BROKER);
 	enc_i32(&e, id);
@@ -1149,6 +1156,10 @@ int metalog_build_register_broker(const struct metalog *ml, int32_t id, const ui
 	enc_str(&e, host);
 	enc_i32(&e, port);
 	enc_str(&e, rack && rack[0] ? rack : NULL);
+	if (repl_port > 0) {
+		enc_i32(&e, (int32_t)repl_ip);
+		enc_i32(&e, repl_port);
+	}
 	return rec_finish(&e, out);
 }
 

@@ -194,6 +194,11 @@ void metalog_new_cluster_id(char out[23]);
  * a removal. */
 int metalog_build_register_broker(const struct metalog *ml, int32_t id, const uint8_t incarnation[16],
 				  const char *host, int32_t port, const char *rack, struct metalog_rec *out);
+/* The same with the broker's native replication address (repl_ip network
+ * order, repl_port 0: none, the record as above). */
+int metalog_build_register_broker_repl(const struct metalog *ml, int32_t id, const uint8_t incarnation[16],
+				       const char *host, int32_t port, const char *rack, uint32_t repl_ip,
+				       int32_t repl_port, struct metalog_rec *out);
 int metalog_build_broker_fence(const struct metalog *ml, int32_t id, int64_t epoch, int fenced,
 			       struct metalog_rec *out);
 int metalog_build_unregister_broker(const struct metalog *ml, int32_t id, int64_t epoch, struct metalog_rec *out);

@@ -236,8 +236,15 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	   repl_errors);
 	SF("replication_truncations_total", "counter",
 	   "Divergent log tails a follower cut at its leader's diverging epoch.", repl_truncations);
-	SF("replication_reconnects_total", "counter", "Fetcher connections to a leader lost and made again.",
-	   repl_reconnects);
+	SF("replication_reconnects_total", "counter",
+	   "Fetcher connections to a leader lost and made again (native transport: a partition's REPLICA_FETCH or "
+	   "its answer lost, asked again).", repl_reconnects);
+	SF("replication_native_bytes_in_total", "counter",
+	   "Of replication_bytes_in_total, what came over the shards' DPDK replication queues (native REPLICA_DATA).",
+	   repl_native_bytes_in);
+	SF("replication_native_bytes_out_total", "counter",
+	   "Record batch bytes sent to followers over the shards' DPDK replication queues (native REPLICA_DATA).",
+	   repl_native_bytes_out);
 	SF("retention_segments_deleted_total", "counter",
 	   "Sealed segments removed by time or size retention (the log start moves: partition_log_start_offset).",
 	   retention_segments_deleted);

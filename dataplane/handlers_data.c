@@ -542,41 +542,14 @@ static void fetch_read_done(void *cookie, struct part_read_req *rq, int err)
  * followers, and KIP-320's check). 1: answered so. */
 static int fetch_epoch_check(struct fetch_item *it)
 {
-	struct plog *pl = it->part->pl;
-	int err;
-
-	it->div_epoch = -1;
-	it->div_end = -1;
 	it->urgent = 0;
-	if (it->part->deleted || !pl)
-		return 0;                   /* part_read answers that */
-	if ((err = part_epoch_check(it->current_epoch, pl->leader_epoch)) != 0) {
-		it->err = part_err_to_kafka(err);
-		it->hw = it->log_start = it->lso = -1;
-		it->urgent = 1;
-		return 1;
-	}
-	if (it->last_fetched_epoch < 0)
+	if (!part_fetch_epoch_check(it->part, it->current_epoch, it->last_fetched_epoch, it->offset, &it->err,
+				    &it->div_epoch, &it->div_end))
 		return 0;
-	{
-		int32_t epoch;
-		int64_t end;
-
-		plog_epoch_end_offset(pl, it->last_fetched_epoch, &epoch, &end);
-		if (end < 0 || epoch < 0 || it->offset < pl->log_start) {
-			it->err = KERR_OFFSET_OUT_OF_RANGE;
-			it->hw = it->log_start = it->lso = -1;
-			it->urgent = 1;
-			return 1;
-		}
-		if (epoch < it->last_fetched_epoch || end < it->offset) {
-			it->div_epoch = epoch;
-			it->div_end = end;
-			it->urgent = 1;
-			return 1;
-		}
-	}
-	return 0;
+	if (it->err)
+		it->hw = it->log_start = it->lso = -1;
+	it->urgent = 1;
+	return 1;
 }
 
 /* On the owner: the read (part_read: from the tail, or from the disk into

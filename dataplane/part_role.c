@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
+#include "dataplane/part_err.h"
 #include "dataplane/part_role.h"
 #include "dataplane/shard_core.h"
 #include "storage/plog_epochs.h"
@@ -75,6 +77,8 @@ int part_role_set(struct part *p, const struct part_role_msg *m)
 	memcpy(r->leader_host, m->leader_host, sizeof(r->leader_host));
 	r->leader_host[sizeof(r->leader_host) - 1] = 0;
 	r->leader_port = m->leader_port;
+	r->leader_repl_ip = m->leader_repl_ip;
+	r->leader_repl_port = m->leader_repl_port;
 	r->isr_change = m->isr_change;
 	r->isr_to = m->isr_to;
 	r->hw = p->pl->high_watermark;   /* what the previous role allowed */
@@ -168,6 +172,38 @@ int part_role_replica_fetch(struct part *p, int32_t id, int64_t offset, uint64_t
 	}
 	if (!f->in_isr && !f->reported && may_join(p, f))
 		ask_isr(p, f, 1, now_ns);   /* caught up with the ISR: back in */
+	return 0;
+}
+
+int part_fetch_epoch_check(const struct part *p, int32_t current_epoch, int32_t last_epoch, int64_t offset,
+			   int16_t *err, int32_t *div_epoch, int64_t *div_end)
+{
+	const struct plog *pl = p->pl;
+	int32_t epoch;
+	int64_t end;
+	int e;
+
+	*err = 0;
+	*div_epoch = -1;
+	*div_end = -1;
+	if (p->deleted || !pl)
+		return 0;                   /* the read answers that */
+	if ((e = part_epoch_check(current_epoch, pl->leader_epoch)) != 0) {
+		*err = part_err_to_kafka(e);
+		return 1;
+	}
+	if (last_epoch < 0)
+		return 0;
+	plog_epoch_end_offset(pl, last_epoch, &epoch, &end);
+	if (end < 0 || epoch < 0 || offset < pl->log_start) {
+		*err = KERR_OFFSET_OUT_OF_RANGE;
+		return 1;
+	}
+	if (epoch < last_epoch || end < offset) {
+		*div_epoch = epoch;
+		*div_end = end;
+		return 1;
+	}
 	return 0;
 }
 

@@ -47,6 +47,8 @@ struct part_role_msg {
 	int32_t isr[PART_ROLE_MAX_REPLICAS];
 	char leader_host[256];       /* a follower's leader's client listener */
 	int32_t leader_port;
+	uint32_t leader_repl_ip;     /* its native replication address (network order), */
+	int32_t leader_repl_port;    /* port 0: none (the leader runs no DPDK) */
 	/* The leader's ISR proposal to the control thread: sent there as
 	 * { .fn = isr_change, .p = { part }, .v = { index, broker, join,
 	 * leader_epoch } } (join 1: add broker, 0: remove it). */
@@ -72,6 +74,8 @@ struct part_role {
 	int32_t self, leader, leader_epoch;
 	char leader_host[256];
 	int32_t leader_port;
+	uint32_t leader_repl_ip;
+	int32_t leader_repl_port;
 	int64_t hw;                  /* leader: its high watermark (never moves back);
 				      * follower: the leader's, as its last answer said */
 	int64_t last_leo, last_hw;   /* leader: the log end and high watermark the replica
@@ -125,6 +129,20 @@ void part_role_wake_now(struct part *p);
  * follower of this leader (not a replica, or this node does not lead).
  * @thread owner */
 int part_role_replica_fetch(struct part *p, int32_t id, int64_t offset, uint64_t now_ns);
+
+/* A fetch's leader-epoch check on the owner, before it reads (Kafka's
+ * Partition.fetchRecords; one rule for a consumer's Fetch, a follower's
+ * Fetch over TCP and its native REPLICA_FETCH): current_epoch (-1: none)
+ * against the log's (KIP-320: *err FENCED_LEADER_EPOCH or
+ * UNKNOWN_LEADER_EPOCH); then, from last_epoch (the epoch of the fetcher's
+ * last batch, -1: none), whether its log diverges from this one (KIP-279):
+ * this log knows no such epoch or the offset is below the log start
+ * (*err OFFSET_OUT_OF_RANGE), or the epoch's end here is below the fetch
+ * offset or only an older epoch is known (*div_epoch, *div_end: where the
+ * fetcher cuts). 1: answer so, at once and without records; 0: read
+ * (*err 0, *div_epoch -1). @thread owner */
+int part_fetch_epoch_check(const struct part *p, int32_t current_epoch, int32_t last_epoch, int64_t offset,
+			   int16_t *err, int32_t *div_epoch, int64_t *div_end);
 
 /* Whether a replica fetch parked at offset should answer now: data past
  * offset, or a high watermark newer than its last answer's. */

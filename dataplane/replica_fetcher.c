@@ -13,6 +13,7 @@
 #include "dataplane/kafka/kafka_codec.h"
 #include "dataplane/kafka/kafka_msgs.h"
 #include "dataplane/kafka_errors.h"
+#include "dataplane/native/native_repl.h"
 #include "dataplane/part.h"
 #include "dataplane/part_replica.h"
 #include "dataplane/part_role.h"
@@ -27,13 +28,56 @@
 #define IN_CAP (REPLICA_FETCH_MAX_BYTES + (1u << 20))
 #define SOCKET_TIMEOUT_NS 30000000000ull   /* replica.socket.timeout.ms: no answer, a new connection */
 
+/* The native transport: partitions asked at once, each its own
+ * REPLICA_FETCH and answer (reassembled in a slot of the fetcher's input
+ * buffer); an answer lost is asked again after the leader's wait and this. */
+#define NSLOTS 8
+#define NSLOT_CAP (IN_CAP / NSLOTS)
+#define NATIVE_PART_BYTES (256u << 10)      /* a REPLICA_DATA train of at most ~180 1500-byte frames */
+#define NATIVE_LOSS_NS 250000000ull
+
 enum { RF_IDLE, RF_CONNECTING, RF_READY, RF_SENDING, RF_WAITING, RF_CLOSING };
+
+struct replica_fetcher;
+
+/* How a fetcher reaches its leader (the seam between the follower's state
+ * machine, shared, and the wire): Kafka's Fetch over a TCP connection, or
+ * the native REPLICA_FETCH on the shard's DPDK replication queue pair.
+ * Both ask with rf_ask_of and take answers with rf_take. */
+struct rf_transport {
+	const char *name;
+	/* the loop's turn: connect, ask, time out; the work done */
+	int (*poll)(struct replica_fetcher *f);
+	/* nobody follows the leader any more, or another transport takes
+	 * over: let go; 1 once nothing is in flight (f may be freed) */
+	int (*release)(struct replica_fetcher *f);
+};
+
+/* A partition asked over the native transport. */
+struct rf_nslot {
+	int used;
+	const struct part *p;         /* compared, never read: the answer names its partition */
+	uint32_t request;
+	int64_t offset;
+	uint64_t sent_ns;
+	uint32_t total;
+	uint16_t count, got;
+	int16_t err;
+	int32_t div_epoch;
+	int64_t div_end, hw;
+	uint8_t *buf;                 /* NSLOT_CAP bytes of the fetcher's input buffer */
+	uint64_t bits[NATIVE_MAX_FRAGMENTS / 64];
+};
 
 struct replica_fetcher {
 	struct shard *sh;
 	int32_t leader;
+	const struct rf_transport *tr;
 	char host[256];
 	int32_t port;
+	uint32_t repl_ip;            /* native: the leader's dpdk.listen (network order) */
+	uint16_t repl_port;
+	struct rf_nslot nslot[NSLOTS];
 	int fd;
 	int state;
 	struct io_op conn_op, send_op, recv_op;
@@ -63,6 +107,25 @@ static int ready(const struct part *p, uint64_t now)
 	return p->pl->durable_offset == p->pl->next_offset && !p->pl->err && now >= p->role->retry_ns;
 }
 
+/* What the follower asks of its leader for p (either transport): its
+ * durable log end, the epoch of its last batch, its current leader epoch,
+ * noted as the epoch of the fetch in flight. */
+struct rf_ask {
+	int32_t leader_epoch, last_epoch;
+	int64_t offset, log_start;
+};
+
+static void rf_ask_of(struct part *p, struct rf_ask *a)
+{
+	const struct plog *pl = p->pl;
+
+	p->role->fetch_epoch = p->role->leader_epoch;
+	a->leader_epoch = p->role->leader_epoch;
+	a->offset = pl->next_offset;
+	a->last_epoch = pl->next_offset > pl->log_start ? plog_epoch_for_offset(pl, pl->next_offset - 1) : -1;
+	a->log_start = pl->log_start;
+}
+
 int replica_fetch_build(struct shard *sh, int32_t leader, int32_t corr, struct kafka_writer *w)
 {
 	struct kafka_fetch_request q;
@@ -75,20 +138,18 @@ int replica_fetch_build(struct shard *sh, int32_t leader, int32_t corr, struct k
 	/* one topic entry per partition (the request allows repeats); at
 	 * most 64 partitions a request, the rest on the next */
 	for (struct part *p = sh->parts; p && n < 64; p = p->next) {
-		struct plog *pl;
+		struct rf_ask a;
 
 		if (!follows(p, leader) || !ready(p, sh->now_ns))
 			continue;
-		pl = p->pl;
 		self = p->role->self;
-		p->role->fetch_epoch = p->role->leader_epoch;
+		rf_ask_of(p, &a);
 		parts[n] = (struct kafka_fetch_request_fetch_partition){
 			.Partition = p->index,
-			.CurrentLeaderEpoch = p->role->leader_epoch,
-			.FetchOffset = pl->next_offset,
-			.LastFetchedEpoch = pl->next_offset > pl->log_start ? plog_epoch_for_offset(pl, pl->next_offset - 1)
-									    : -1,
-			.LogStartOffset = pl->log_start,
+			.CurrentLeaderEpoch = a.leader_epoch,
+			.FetchOffset = a.offset,
+			.LastFetchedEpoch = a.last_epoch,
+			.LogStartOffset = a.log_start,
 			.PartitionMaxBytes = REPLICA_FETCH_PART_BYTES,
 		};
 		topics[n].Topic = (struct kafka_str){ p->topic, (int32_t)strlen(p->topic) };
@@ -151,6 +212,52 @@ static int cut_divergent(struct part *p, int32_t epoch, int64_t end)
 	return part_truncate_to_sync(p, to, p->pl->log_start);
 }
 
+/* One partition's answer (either transport), as Kafka's Fetch carries it. */
+struct rf_answer {
+	int16_t err;
+	int32_t div_epoch;               /* -1: none */
+	int64_t div_end, hw;
+	const uint8_t *records;
+	uint32_t len;
+};
+
+/* Take p's answer: an error (asked again after a pause), a diverging
+ * epoch (the tail cut, then asked again), or records appended as they are
+ * and the leader's high watermark. The bytes appended. */
+static int64_t rf_take(struct shard *sh, struct part *p, const struct rf_answer *a)
+{
+	uint32_t appended = 0;
+	int rc;
+
+	if (a->err) {
+		/* fenced, unknown epoch, not the leader, out of range:
+		 * a new role or the leader's catching up settles it */
+		p->role->retry_ns = sh->now_ns + PART_RETRY_NS;
+		shard_stat_add(&sh->stats.repl_errors, 1);
+		return 0;
+	}
+	if (a->div_epoch >= 0) {
+		if (cut_divergent(p, a->div_epoch, a->div_end) < 0) {
+			p->role->retry_ns = sh->now_ns + PART_RETRY_NS;
+			return 0;
+		}
+		shard_stat_add(&sh->stats.repl_truncations, 1);
+		return 0;                    /* fetch again from the cut */
+	}
+	if (a->len > 0) {
+		rc = part_append_replica(p, a->records, a->len, &appended);
+		if (rc < 0 && rc != -EILSEQ) {
+			p->role->retry_ns = sh->now_ns + PART_RETRY_NS;
+			shard_stat_add(&sh->stats.repl_errors, 1);
+			return appended;
+		}
+	}
+	if (a->hw >= 0 && a->hw > p->role->hw)
+		p->role->hw = a->hw;
+	part_progress(p);                    /* min(leader's, own durable end) */
+	return appended;
+}
+
 int64_t replica_fetch_apply(struct shard *sh, int32_t leader, const struct kafka_fetch_response *r)
 {
 	int64_t total = 0;
@@ -161,38 +268,14 @@ int64_t replica_fetch_apply(struct shard *sh, int32_t leader, const struct kafka
 		for (int32_t j = 0; j < t->Partitions.count; j++) {
 			const struct kafka_fetch_response_partition_data *d = &t->Partitions.items[j];
 			struct part *p = find_part(sh, leader, t->Topic, d->PartitionIndex);
-			uint32_t appended = 0;
-			int rc;
+			struct rf_answer a = { .err = d->ErrorCode, .div_epoch = d->DivergingEpoch.Epoch,
+					       .div_end = d->DivergingEpoch.EndOffset, .hw = d->HighWatermark,
+					       .records = d->Records.ptr,
+					       .len = d->Records.len > 0 ? (uint32_t)d->Records.len : 0 };
 
 			if (!p || p->role->fetch_epoch != p->role->leader_epoch)
 				continue;            /* not followed any more, or a new epoch since */
-			if (d->ErrorCode) {
-				/* fenced, unknown epoch, not the leader, out of range:
-				 * a new role or the leader's catching up settles it */
-				p->role->retry_ns = sh->now_ns + PART_RETRY_NS;
-				shard_stat_add(&sh->stats.repl_errors, 1);
-				continue;
-			}
-			if (d->DivergingEpoch.Epoch >= 0) {
-				if ((rc = cut_divergent(p, d->DivergingEpoch.Epoch, d->DivergingEpoch.EndOffset)) < 0) {
-					p->role->retry_ns = sh->now_ns + PART_RETRY_NS;
-					continue;
-				}
-				shard_stat_add(&sh->stats.repl_truncations, 1);
-				continue;            /* fetch again from the cut */
-			}
-			if (d->Records.len > 0) {
-				rc = part_append_replica(p, d->Records.ptr, (uint32_t)d->Records.len, &appended);
-				total += appended;
-				if (rc < 0 && rc != -EILSEQ) {
-					p->role->retry_ns = sh->now_ns + PART_RETRY_NS;
-					shard_stat_add(&sh->stats.repl_errors, 1);
-					continue;
-				}
-			}
-			if (d->HighWatermark >= 0 && d->HighWatermark > p->role->hw)
-				p->role->hw = d->HighWatermark;
-			part_progress(p);         /* min(leader's, own durable end) */
+			total += rf_take(sh, p, &a);
 		}
 	}
 	shard_stat_add(&sh->stats.repl_bytes_in, (uint64_t)total);
@@ -434,6 +517,159 @@ static int rf_send_fetch(struct replica_fetcher *f)
 	return 1;
 }
 
+/* ---- the TCP transport: Kafka's Fetch on a connection of its own ----------- */
+
+static int tcp_poll(struct replica_fetcher *f)
+{
+	struct shard *sh = f->sh;
+
+	if (f->state == RF_IDLE && !sh->stop && sh->now_ns >= f->retry_ns) {
+		rf_connect(f);
+		return 1;
+	}
+	if (f->state == RF_READY && !sh->stop)
+		return rf_send_fetch(f);
+	if ((f->state == RF_SENDING || f->state == RF_WAITING) &&
+	    sh->now_ns - f->sent_ns > SOCKET_TIMEOUT_NS + REPLICA_FETCH_WAIT_MS * 1000000ull)
+		rf_fail(f);   /* a leader gone without a word: connect again */
+	return 0;
+}
+
+static int tcp_release(struct replica_fetcher *f)
+{
+	if (f->state != RF_IDLE && f->state != RF_READY)
+		return 0;     /* a fetch in flight: its answer first */
+	if (f->state == RF_READY)
+		rf_close(f);
+	return f->state == RF_IDLE;
+}
+
+static const struct rf_transport tcp_transport = { "tcp", tcp_poll, tcp_release };
+
+/* ---- the native transport: REPLICA_FETCH on the DPDK replication pair ------- */
+
+static struct rf_nslot *nslot_of(struct replica_fetcher *f, const struct part *p)
+{
+	for (int i = 0; i < NSLOTS; i++)
+		if (f->nslot[i].used && f->nslot[i].p == p)
+			return &f->nslot[i];
+	return NULL;
+}
+
+/* Ask every partition that is ready and has no fetch in flight (each on
+ * its own: one partition's held fetch never delays another's). */
+static int native_poll(struct replica_fetcher *f)
+{
+	struct shard *sh = f->sh;
+	uint16_t max_dg = native_repl_max_datagram(sh);
+	int work = 0;
+
+	for (int i = 0; i < NSLOTS; i++)
+		if (f->nslot[i].used &&
+		    sh->now_ns - f->nslot[i].sent_ns > REPLICA_FETCH_WAIT_MS * 1000000ull + NATIVE_LOSS_NS) {
+			f->nslot[i].used = 0;   /* a datagram lost either way: asked again */
+			shard_stat_add(&sh->stats.repl_reconnects, 1);
+		}
+	if (sh->stop || !max_dg)
+		return 0;
+	for (struct part *p = sh->parts; p; p = p->next) {
+		struct rf_nslot *s = NULL;
+		struct rf_ask a;
+		struct native_replica_fetch q;
+
+		if (!follows(p, f->leader) || !ready(p, sh->now_ns) || nslot_of(f, p))
+			continue;
+		for (int i = 0; i < NSLOTS && !s; i++)
+			if (!f->nslot[i].used)
+				s = &f->nslot[i];
+		if (!s)
+			break;                   /* the rest once answers come */
+		rf_ask_of(p, &a);
+		q = (struct native_replica_fetch){ .replica_id = p->role->self, .partition = p->index,
+						   .leader_epoch = a.leader_epoch, .last_epoch = a.last_epoch,
+						   .offset = a.offset, .log_start = a.log_start,
+						   .max_bytes = NATIVE_PART_BYTES, .max_wait_ms = REPLICA_FETCH_WAIT_MS,
+						   .max_datagram = max_dg };
+		f->corr = (f->corr + 1) & 0xffffff;
+		s->used = 1;
+		s->p = p;
+		s->request = (uint32_t)sh->id << 24 | (uint32_t)f->corr;
+		s->offset = a.offset;
+		s->sent_ns = sh->now_ns;
+		s->got = s->count = 0;
+		/* a frame the ring could not take is a lost datagram: the slot
+		 * times out and the partition is asked again */
+		(void)native_repl_send(sh, f->repl_ip, f->repl_port, s->request, p->topic, strlen(p->topic), &q);
+		work++;
+	}
+	return work;
+}
+
+static int native_release(struct replica_fetcher *f)
+{
+	for (int i = 0; i < NSLOTS; i++)
+		f->nslot[i].used = 0;    /* answers still on the way are strays */
+	if (f->fd >= 0 && f->state == RF_READY)
+		rf_close(f);             /* a TCP connection from before */
+	return f->fd < 0;
+}
+
+static const struct rf_transport native_transport = { "native", native_poll, native_release };
+
+/* One REPLICA_DATA for this shard (native_repl's receiver): into its
+ * slot; the whole answer taken as the TCP path takes a partition's. */
+static void native_data(void *arg, const struct native_msg *m)
+{
+	struct shard *sh = arg;
+	struct replica_fetcher *f;
+	struct rf_nslot *s = NULL;
+	struct part *p;
+	struct rf_answer a;
+	int64_t n;
+
+	for (f = sh->fetchers; f && !s; f = s ? f : f->next)
+		for (int i = 0; i < NSLOTS && !s; i++)
+			if (f->tr == &native_transport && f->nslot[i].used && f->nslot[i].request == m->request)
+				s = &f->nslot[i];
+	if (!s || m->offset != s->offset)
+		return;                          /* an answer nobody waits for now */
+	if (!s->got) {
+		s->total = m->total_len;
+		s->count = m->frag_count ? m->frag_count : 1;
+		s->err = m->error;
+		s->div_epoch = m->last_epoch;
+		s->div_end = m->div_end;
+		s->hw = m->high_watermark;
+		memset(s->bits, 0, sizeof(s->bits));
+		if (s->total > NSLOT_CAP) {
+			/* one batch above what a slot holds (KIP-74's large first
+			 * batch): not over this transport; counted, asked again */
+			s->used = 0;
+			shard_stat_add(&sh->stats.repl_errors, 1);
+			return;
+		}
+	} else if (m->total_len != s->total || (m->frag_count ? m->frag_count : 1) != s->count) {
+		return;                          /* not this answer's */
+	}
+	if (s->bits[m->frag_index / 64] & (1ull << (m->frag_index % 64)))
+		return;                          /* a duplicate */
+	s->bits[m->frag_index / 64] |= 1ull << (m->frag_index % 64);
+	if (m->data_len)
+		memcpy(s->buf + m->frag_offset, m->data, m->data_len);
+	if (++s->got < s->count)
+		return;
+	s->used = 0;
+	p = find_part(sh, f->leader, (struct kafka_str){ m->topic, m->topic_len }, m->partition);
+	if (!p || p != s->p || p->role->fetch_epoch != p->role->leader_epoch || m->leader_epoch != p->role->leader_epoch ||
+	    p->pl->next_offset != s->offset)
+		return;                          /* not followed any more, a new epoch, or moved on */
+	a = (struct rf_answer){ .err = s->err, .div_epoch = s->div_epoch, .div_end = s->div_end, .hw = s->hw,
+				.records = s->buf, .len = s->total };
+	n = rf_take(sh, p, &a);
+	shard_stat_add(&sh->stats.repl_bytes_in, (uint64_t)n);
+	shard_stat_add(&sh->stats.repl_native_bytes_in, (uint64_t)n);
+}
+
 /* ---- the shard's fetchers ---------------------------------------------- */
 
 static struct replica_fetcher *rf_find(struct shard *sh, int32_t leader)
@@ -452,22 +688,32 @@ static void rf_free(struct replica_fetcher *f)
 	free(f);
 }
 
+/* The leader's transport: native where this shard has a DPDK replication
+ * pair and the leader registered a native replication address, else TCP. */
+static const struct rf_transport *rf_transport_for(struct shard *sh, const struct part_role *r)
+{
+	return native_repl_max_datagram(sh) && r->leader_repl_port > 0 ? &native_transport : &tcp_transport;
+}
+
 /* Fetchers for every leader a partition follows; its address as the
  * role says (a new address closes the connection). */
 static void rf_discover(struct shard *sh)
 {
 	for (struct part *p = sh->parts; p; p = p->next) {
 		const struct part_role *r = p->role;
+		const struct rf_transport *tr;
 		struct replica_fetcher *f;
 
 		if (!r || r->leading || r->leader < 0 || r->leader_port <= 0)
 			continue;
+		tr = rf_transport_for(sh, r);
 		if (!(f = rf_find(sh, r->leader))) {
 			f = calloc(1, sizeof(*f)); /* style: allow a new leader followed */
 			if (!f)
 				return;
 			f->sh = sh;
 			f->leader = r->leader;
+			f->tr = tr;
 			f->fd = -1;
 			f->conn_op.done = rf_connected;
 			f->send_op.done = rf_sent;
@@ -478,14 +724,25 @@ static void rf_discover(struct shard *sh)
 				free(f);
 				return;
 			}
+			for (int i = 0; i < NSLOTS; i++)
+				f->nslot[i].buf = f->in + (size_t)i * NSLOT_CAP;
 			f->next = sh->fetchers;
 			sh->fetchers = f;
+			if (tr == &native_transport)
+				native_repl_set_receiver(sh, native_data, sh);
 		}
-		if (strcmp(f->host, r->leader_host) || f->port != r->leader_port) {
+		if (strcmp(f->host, r->leader_host) || f->port != r->leader_port || f->tr != tr ||
+		    f->repl_ip != r->leader_repl_ip || f->repl_port != (uint16_t)r->leader_repl_port) {
 			snprintf(f->host, sizeof(f->host), "%s", r->leader_host);
 			f->port = r->leader_port;
+			f->repl_ip = r->leader_repl_ip;
+			f->repl_port = (uint16_t)r->leader_repl_port;
+			(void)f->tr->release(f);
 			if (f->fd >= 0)
 				rf_close(f);
+			f->tr = tr;
+			if (tr == &native_transport)
+				native_repl_set_receiver(sh, native_data, sh);
 			f->retry_ns = 0;
 		}
 	}
@@ -508,24 +765,12 @@ int replica_fetchers_poll(struct shard *sh)
 		rf_discover(sh);
 	}
 	for (struct replica_fetcher **pp = &sh->fetchers, *f; (f = *pp);) {
-		if ((f->state == RF_IDLE || f->state == RF_READY) && !rf_followed(sh, f->leader)) {
-			if (f->state == RF_READY)
-				rf_close(f);
-			if (f->state == RF_IDLE) {
-				*pp = f->next;   /* nobody follows it any more */
-				rf_free(f);
-				continue;
-			}
+		if (!rf_followed(sh, f->leader) && f->tr->release(f)) {
+			*pp = f->next;   /* nobody follows it any more */
+			rf_free(f);
+			continue;
 		}
-		if (f->state == RF_IDLE && !sh->stop && sh->now_ns >= f->retry_ns) {
-			rf_connect(f);
-			work++;
-		} else if (f->state == RF_READY && !sh->stop) {
-			work += rf_send_fetch(f);
-		} else if ((f->state == RF_SENDING || f->state == RF_WAITING) &&
-			   sh->now_ns - f->sent_ns > SOCKET_TIMEOUT_NS + REPLICA_FETCH_WAIT_MS * 1000000ull) {
-			rf_fail(f);   /* a leader gone without a word: connect again */
-		}
+		work += f->tr->poll(f);
 		pp = &f->next;
 	}
 	return work;
@@ -533,6 +778,7 @@ int replica_fetchers_poll(struct shard *sh)
 
 void replica_fetchers_fini(struct shard *sh)
 {
+	native_repl_set_receiver(sh, NULL, NULL);
 	while (sh->fetchers) {
 		struct replica_fetcher *f = sh->fetchers;
 

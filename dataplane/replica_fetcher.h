@@ -12,10 +12,19 @@
  * is durable. A lost connection is made again after a back-off (100 ms,
  * doubling to replica.fetch.backoff 1 s).
  *
+ * Two transports behind one seam (struct rf_transport in the .c): that
+ * TCP connection, or, where the shard has a DPDK replication queue pair
+ * and the leader registered a native replication address, the native
+ * protocol's REPLICA_FETCH on that pair (dataplane/native/native_repl.h:
+ * each partition asked on its own, its REPLICA_DATA reassembled in one of
+ * 8 slots of the fetcher's input buffer, asked again when lost). Both ask
+ * with the same fields and take an answer with the same code.
+ *
  * Thread: the owner shard (@thread shard): the loop calls
  * replica_fetchers_poll each turn while it holds partitions with a role.
  * Allocates: a fetcher, its buffers (grown for a larger answer, rare)
- * when a leader is first followed; nothing per fetch or batch.
+ * when a leader is first followed; nothing per fetch or batch (either
+ * transport).
  */
 #ifndef SLUICE_REPLICA_FETCHER_H
 #define SLUICE_REPLICA_FETCHER_H

@@ -69,6 +69,8 @@ struct shard_stats {
 	uint64_t repl_errors;               /* replication: partition errors in fetch answers */
 	uint64_t repl_truncations;          /* replication: divergent tails cut */
 	uint64_t repl_reconnects;           /* replication: fetcher connections lost */
+	uint64_t repl_native_bytes_in;      /* replication: of repl_bytes_in, what came by DPDK (REPLICA_DATA) */
+	uint64_t repl_native_bytes_out;     /* replication: record bytes sent in REPLICA_DATA */
 	uint64_t requests_inflight;         /* taken up, not ended (a gauge: +1/-1) */
 	uint64_t uring_sqes;                /* SQEs taken on the shard's ring (shard and storage) */
 	uint64_t uring_cqes;                /* completions reaped from it */
@@ -172,6 +174,7 @@ struct shard {
 	const struct conn_ops *conn_ops;  /* what connections tell the request pipeline (dataplane/conn.h),
 					   * given by the loop at creation */
 	struct native_shard *native;  /* the native datagram protocol (native.listen), or NULL */
+	struct native_repl *native_repl; /* replication on its DPDK replication pair (native_repl.h), or NULL */
 	int native_armed;
 	uint64_t last_enter_ns;       /* DPDK busy-polling: the last io_uring_enter */
 	/* the cleaner (cleanup.policy=compact), made on first need */

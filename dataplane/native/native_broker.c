@@ -18,6 +18,7 @@
 #include "dataplane/dpdk_port.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/native/native_broker.h"
+#include "dataplane/native/native_repl.h"
 #include "dataplane/netstack.h"
 #include "dataplane/part.h"
 #include "dataplane/producer.h"
@@ -42,6 +43,7 @@ struct npeer {
 	uint32_t ip;                  /* network order */
 	uint16_t port;                /* host order */
 	uint8_t dpdk;                 /* 1: the DPDK port; 0: the kernel's UDP socket */
+	uint8_t q;                    /* DPDK: the queue pair it answers by (1: replication) */
 };
 
 struct nsession {
@@ -137,6 +139,8 @@ struct native_shard {
 	 * (net_tap, whose kernel picks the queue: until replication uses the
 	 * pair, such a flow is still served), one stack each */
 	int dpdk;
+	int client_on_repl;           /* client flows may arrive on the replication pair (net_tap) */
+	struct native_repl *repl;     /* replication over the replication pair (native_repl.h) */
 	struct dpdk_queue dq[2];
 	struct netstack *net[2];
 	uint16_t dpdk_udp_port;
@@ -206,19 +210,20 @@ static void buf_put(struct native_shard *ns, struct nbuf *b)
 /* A lost datagram is something the protocol already copes with (the
  * producer resends, the reader asks again): a full socket buffer or TX
  * ring drops and counts, never waits. */
-static void send_to(struct native_shard *ns, const struct npeer *to, const uint8_t *dg, int len)
+static int send_to(struct native_shard *ns, const struct npeer *to, const uint8_t *dg, int len)
 {
 	int rc;
 
 	if (len <= 0)
-		return;
+		return len < 0 ? len : -EINVAL;
 	if (to->dpdk) {
-		rc = netstack_udp_send(ns->net[0], to->ip, to->port, ns->dpdk_udp_port, dg, (uint32_t)len, ns->sh->now_ns);
+		struct netstack *net = ns->net[to->q && ns->net[1] ? 1 : 0];
+
+		rc = netstack_udp_send(net, to->ip, to->port, ns->dpdk_udp_port, dg, (uint32_t)len, ns->sh->now_ns);
 		if (rc == -ENOSPC) {
 			/* a long FETCH_DATA train: hand what is queued to the port */
-			netstack_flush(ns->net[0]);
-			rc = netstack_udp_send(ns->net[0], to->ip, to->port, ns->dpdk_udp_port, dg, (uint32_t)len,
-					       ns->sh->now_ns);
+			netstack_flush(net);
+			rc = netstack_udp_send(net, to->ip, to->port, ns->dpdk_udp_port, dg, (uint32_t)len, ns->sh->now_ns);
 		}
 	} else {
 		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(to->port),
@@ -230,7 +235,17 @@ static void send_to(struct native_shard *ns, const struct npeer *to, const uint8
 		ns->st.send_errors++;
 	else
 		ns->st.datagrams_out++;
+	return rc < 0 ? -EAGAIN : 0;
 }
+
+/* native_repl's way out: a replication datagram on the pair it names. */
+static int repl_send(struct shard *sh, const struct native_repl_peer *to, const uint8_t *dg, int len)
+{
+	struct npeer p = { .ip = to->ip, .port = to->port, .dpdk = 1, .q = to->q };
+
+	return send_to(sh->native, &p, dg, len);
+}
+
 
 static void send_error(struct native_shard *ns, const struct npeer *to, uint32_t session, uint32_t request,
 		       int16_t err, uint8_t about, const char *msg)
@@ -304,6 +319,7 @@ static void on_hello(struct native_shard *ns, const struct native_msg *m, const 
 		return;
 	}
 	s->peer = *from;
+	s->peer.q = 0;                /* a client's answers: its shard's client pair */
 	s->pid = -1;
 	s->credits = m->credits && m->credits < ns->credits_max ? m->credits : ns->credits_max;
 	s->in_flight = 0;
@@ -772,6 +788,20 @@ static void on_datagram(struct native_shard *ns, uint8_t **rxbuf, size_t len, co
 				   len > NH_TYPE ? (*rxbuf)[NH_TYPE] : 0, native_reject_name(rc));
 		return;
 	}
+	if (m.type == NATIVE_REPLICA_FETCH || m.type == NATIVE_REPLICA_DATA) {
+		struct native_repl_peer rp = { .ip = from->ip, .port = from->port, .q = from->q };
+
+		if (!from->dpdk || !ns->repl) {
+			ns->st.rejected[NATIVE_E_TYPE]++;   /* replication runs on the DPDK replication pairs only */
+			return;
+		}
+		native_repl_datagram(ns->sh, &m, &rp);
+		return;
+	}
+	if (from->dpdk && from->q && !ns->client_on_repl) {
+		ns->st.rejected[NATIVE_E_TYPE]++;   /* the replication pair carries no client flow here */
+		return;
+	}
 	if (m.type == NATIVE_HELLO) {
 		on_hello(ns, &m, from);
 		return;
@@ -810,7 +840,7 @@ static void dpdk_forwarded(void *self, struct shard_msg *m)
 	struct shard *sh = self;
 	struct native_shard *ns = sh->native;
 	struct rte_mbuf *mb = m->p[0];
-	struct npeer from = { .ip = (uint32_t)m->v[1], .port = (uint16_t)m->v[2], .dpdk = 1 };
+	struct npeer from = { .ip = (uint32_t)m->v[1], .port = (uint16_t)m->v[2], .dpdk = 1, .q = (uint8_t)m->v[3] };
 	uint32_t len = (uint32_t)m->v[0];
 
 	memcpy(ns->drx, m->p[1], len);
@@ -824,17 +854,24 @@ static void dpdk_forwarded(void *self, struct shard_msg *m)
 static int dpdk_on_udp(void *arg, const uint8_t *payload, uint32_t len, uint32_t src_ip, uint16_t src_port,
 		       struct rte_mbuf *m)
 {
-	struct native_shard *ns = arg;
-	struct npeer from = { .ip = src_ip, .port = src_port, .dpdk = 1 };
+	struct native_arp_cb *cb = arg;
+	struct native_shard *ns = cb->ns;
+	struct npeer from = { .ip = src_ip, .port = src_port, .dpdk = 1, .q = (uint8_t)cb->q };
 
 	if (len > DG_BUF)
 		len = DG_BUF;   /* native_parse refuses it by its own length */
-	if (len >= NATIVE_HEADER && be16_load(payload + NH_MAGIC) == NATIVE_MAGIC && payload[NH_TYPE] != NATIVE_HELLO) {
-		int owner = (int)(be32_load(payload + NH_SESSION) >> 24);
+	if (len >= NATIVE_HEADER && be16_load(payload + NH_MAGIC) == NATIVE_MAGIC && payload[NH_TYPE] != NATIVE_HELLO &&
+	    payload[NH_TYPE] != NATIVE_REPLICA_FETCH) {
+		/* a session's datagram goes to the session's shard; a
+		 * REPLICA_DATA to its fetcher's (the request's top byte); a
+		 * REPLICA_FETCH is served where it came in (its answer leaves
+		 * by this pair) */
+		int owner = payload[NH_TYPE] == NATIVE_REPLICA_DATA ? (int)(be32_load(payload + NH_REQUEST) >> 24)
+								    : (int)(be32_load(payload + NH_SESSION) >> 24);
 
 		if (owner != ns->sh->id && owner < ns->sh->b->set.nshards) {
 			struct shard_msg f = { .fn = dpdk_forwarded, .p = { m, (void *)payload },
-					       .v = { len, src_ip, src_port } };
+					       .v = { len, src_ip, src_port, cb->q } };
 
 			ns->st.forwarded++;
 			shard_send(ns->sh, owner, &f);
@@ -906,6 +943,8 @@ int native_shard_poll(struct shard *sh)
 		return 0;
 	if (ns->dpdk)
 		total += dpdk_poll(ns);
+	if (ns->repl)
+		total += native_repl_poll(sh);
 	for (int round = 0; ns->fd >= 0 && round < 4; round++) {
 		for (int i = 0; i < RX_BATCH; i++) {
 			ns->iov[i] = (struct iovec){ ns->rx[i], DG_BUF };
@@ -983,6 +1022,8 @@ int native_shard_describe(const struct shard *sh, char *buf, size_t len)
 
 	if (sh->native->dpdk && n >= 0 && (size_t)n < len)
 		n += dpdk_describe(sh->native, buf + n, len - (size_t)n);
+	if (sh->native->repl && n >= 0 && (size_t)n < len)
+		n += native_repl_describe(sh, buf + n, len - (size_t)n);
 	return n;
 }
 
@@ -1040,8 +1081,6 @@ static int dpdk_shard_open(struct native_shard *ns, char *err, size_t errlen)
 	for (int q = 0; q < 2; q++) {
 		struct netstack_config c;
 
-		if (q == 1 && !port->any_queue)
-			break;   /* the replication pair carries no client flow: left to replication */
 		rc = dpdk_port_queue(port, (uint16_t)ns->sh->id, q, &ns->dq[q]);
 		if (rc == -ENOENT && q == 1)
 			break;   /* no replication pairs on this port (its notes say why) */
@@ -1064,8 +1103,8 @@ static int dpdk_shard_open(struct native_shard *ns, char *err, size_t errlen)
 		c.tx = dpdk_queue_tx;
 		c.tx_arg = &ns->dq[q];
 		c.on_udp = dpdk_on_udp;
-		c.udp_arg = ns;
 		ns->arp_cb[q] = (struct native_arp_cb){ ns, q };
+		c.udp_arg = &ns->arp_cb[q];
 		c.on_arp = dpdk_on_arp;
 		c.arp_arg = &ns->arp_cb[q];
 		ns->net[q] = calloc(1, sizeof(*ns->net[q])); /* style: allow shard setup */
@@ -1080,6 +1119,17 @@ static int dpdk_shard_open(struct native_shard *ns, char *err, size_t errlen)
 	}
 	ns->dpdk = 1;
 	ns->dpdk_udp_port = set->dpdk_udp_port;
+	ns->client_on_repl = port->any_queue;
+	if (ns->net[1]) {
+		/* replication over the replication pair: the largest datagram
+		 * its MTU carries (IPv4 and UDP headers off) */
+		uint32_t mtu = ns->dq[1].mtu ? ns->dq[1].mtu : 1500;
+		uint32_t dg = mtu - 28 < NATIVE_MAX_DATAGRAM ? mtu - 28 : NATIVE_MAX_DATAGRAM;
+
+		if (!(ns->repl = native_repl_new(ns->sh, repl_send, (uint16_t)dg)))
+			return -ENOMEM;
+		ns->sh->native_repl = ns->repl;
+	}
 	return 0;
 }
 
@@ -1157,6 +1207,8 @@ void native_shard_close(struct shard *sh)
 		return;
 	if (ns->fd >= 0)
 		close(ns->fd);
+	sh->native_repl = NULL;
+	native_repl_free(ns->repl);
 	for (int q = 0; q < 2; q++)
 		if (ns->net[q]) {
 			netstack_fini(ns->net[q]);

@@ -19,6 +19,12 @@
  * (tail or disk) and sends the FETCH_DATA datagrams itself from its own
  * socket on the same port.
  *
+ * REPLICA_FETCH and REPLICA_DATA (broker to broker, on any pair, the
+ * replication pair where the port keeps flows apart) go to native_repl.c
+ * (dataplane/native/native_repl.h), which answers by the pair they came
+ * on; client datagrams on the replication pair are served only where the
+ * port may put client flows there (net_tap).
+ *
  * Thread: the owning shard (@thread shard), except native_shard_open
  * (@thread main, at shard creation). Owns: its socket, session table,
  * buffer pools (allocated at open, never per datagram). Errors: -errno;

@@ -9,7 +9,7 @@
 #include "storage/batch_format.h"
 
 static const char *const type_names[] = { "?", "HELLO", "HELLO_ACK", "PRODUCE", "PRODUCE_ACK",
-					  "FETCH", "FETCH_DATA", "ERROR" };
+					  "FETCH", "FETCH_DATA", "ERROR", "REPLICA_FETCH", "REPLICA_DATA" };
 static const char *const reject_names[] = { "ok", "short datagram", "bad magic", "unknown version",
 					    "length field disagrees with the datagram", "bad CRC",
 					    "unknown type", "bad topic name", "fragment fields do not add up",
@@ -178,6 +178,57 @@ int native_parse(const uint8_t *dg, size_t len, int check_crc, struct native_msg
 			return NERR_FIXED + m->data_len > len ? -NATIVE_E_SHORT : -NATIVE_E_LENGTH;
 		m->data = dg + NERR_FIXED;
 		return 0;
+	case NATIVE_REPLICA_FETCH:
+		if ((rc = fixed(len, NRFETCH_FIXED)) < 0)
+			return rc;
+		if (dg[NRFETCH_RVERSION] != NATIVE_REPLICA_VERSION)
+			return -NATIVE_E_VERSION;
+		if ((rc = topic_at(dg, len, NRFETCH_TOPIC_LEN, NRFETCH_FIXED, m)) < 0)
+			return rc;
+		m->max_datagram = be16_load(dg + NRFETCH_MAX_DATAGRAM);
+		m->replica_id = (int32_t)be32_load(dg + NRFETCH_REPLICA);
+		m->partition = (int32_t)be32_load(dg + NRFETCH_PARTITION);
+		m->leader_epoch = (int32_t)be32_load(dg + NRFETCH_LEADER_EPOCH);
+		m->last_epoch = (int32_t)be32_load(dg + NRFETCH_LAST_EPOCH);
+		m->offset = (int64_t)be64_load(dg + NRFETCH_OFFSET);
+		m->log_start = (int64_t)be64_load(dg + NRFETCH_LOG_START);
+		m->max_bytes = be32_load(dg + NRFETCH_MAX_BYTES);
+		m->max_wait_ms = be32_load(dg + NRFETCH_MAX_WAIT);
+		if (len != NRFETCH_FIXED + (size_t)m->topic_len)
+			return -NATIVE_E_LENGTH;
+		if (m->session || m->replica_id < 0 || m->partition < 0 || m->offset < 0 || m->leader_epoch < -1 ||
+		    m->last_epoch < -1 || m->max_datagram < NATIVE_MIN_DATAGRAM ||
+		    m->max_datagram > NATIVE_MAX_DATAGRAM || m->max_wait_ms > 60000)
+			return -NATIVE_E_FIELD;
+		return 0;
+	case NATIVE_REPLICA_DATA:
+		if ((rc = fixed(len, NRDATA_FIXED)) < 0)
+			return rc;
+		if (dg[NRDATA_RVERSION] != NATIVE_REPLICA_VERSION)
+			return -NATIVE_E_VERSION;
+		if ((rc = topic_at(dg, len, NRDATA_TOPIC_LEN, NRDATA_FIXED, m)) < 0)
+			return rc;
+		m->error = (int16_t)be16_load(dg + NRDATA_ERROR);
+		m->partition = (int32_t)be32_load(dg + NRDATA_PARTITION);
+		m->leader_epoch = (int32_t)be32_load(dg + NRDATA_LEADER_EPOCH);
+		m->last_epoch = (int32_t)be32_load(dg + NRDATA_DIV_EPOCH);
+		m->div_end = (int64_t)be64_load(dg + NRDATA_DIV_END);
+		m->high_watermark = (int64_t)be64_load(dg + NRDATA_HIGH_WATERMARK);
+		m->log_start = (int64_t)be64_load(dg + NRDATA_LOG_START);
+		m->offset = (int64_t)be64_load(dg + NRDATA_OFFSET);
+		m->total_len = be32_load(dg + NRDATA_TOTAL_LEN);
+		m->frag_offset = be32_load(dg + NRDATA_FRAG_OFFSET);
+		m->frag_index = be16_load(dg + NRDATA_FRAG_INDEX);
+		m->frag_count = be16_load(dg + NRDATA_FRAG_COUNT);
+		at = NRDATA_FIXED + m->topic_len;
+		m->data = dg + at;
+		m->data_len = (uint32_t)(len - at);
+		if (m->session || m->partition < 0 || m->offset < 0 || m->last_epoch < -1)
+			return -NATIVE_E_FIELD;
+		if (m->frag_count > NATIVE_MAX_FRAGMENTS || (m->frag_count && m->frag_index >= m->frag_count) ||
+		    (uint64_t)m->frag_offset + m->data_len > m->total_len || (m->total_len && !m->frag_count))
+			return -NATIVE_E_FRAGMENT;
+		return 0;
 	default:
 		return -NATIVE_E_TYPE;
 	}
@@ -341,4 +392,53 @@ int native_write_error(uint8_t *buf, size_t cap, uint32_t session, uint32_t requ
 	if (n)
 		memmove(buf + NERR_FIXED, message, n);
 	return seal(buf, NERR_FIXED + n, NATIVE_ERROR, session, request);
+}
+
+int native_write_replica_fetch(uint8_t *buf, size_t cap, uint32_t request, const char *topic, size_t topic_len,
+			       const struct native_replica_fetch *f)
+{
+	size_t len = NRFETCH_FIXED + topic_len;
+
+	if (cap < len)
+		return -ENOSPC;
+	if (put_topic(buf, NRFETCH_TOPIC_LEN, NRFETCH_FIXED, topic, topic_len) < 0)
+		return -EINVAL;
+	buf[NRFETCH_RVERSION] = NATIVE_REPLICA_VERSION;
+	be16_store(buf + NRFETCH_MAX_DATAGRAM, f->max_datagram);
+	be32_store(buf + NRFETCH_REPLICA, (uint32_t)f->replica_id);
+	be32_store(buf + NRFETCH_PARTITION, (uint32_t)f->partition);
+	be32_store(buf + NRFETCH_LEADER_EPOCH, (uint32_t)f->leader_epoch);
+	be32_store(buf + NRFETCH_LAST_EPOCH, (uint32_t)f->last_epoch);
+	be64_store(buf + NRFETCH_OFFSET, (uint64_t)f->offset);
+	be64_store(buf + NRFETCH_LOG_START, (uint64_t)f->log_start);
+	be32_store(buf + NRFETCH_MAX_BYTES, f->max_bytes);
+	be32_store(buf + NRFETCH_MAX_WAIT, f->max_wait_ms);
+	return seal(buf, len, NATIVE_REPLICA_FETCH, 0, request);
+}
+
+int native_write_replica_data(uint8_t *buf, size_t cap, uint32_t request, const char *topic, size_t topic_len,
+			      const struct native_replica_data *d, const uint8_t *data, uint32_t n)
+{
+	size_t len = NRDATA_FIXED + topic_len + n;
+
+	if (cap < len)
+		return -ENOSPC;
+	if (put_topic(buf, NRDATA_TOPIC_LEN, NRDATA_FIXED, topic, topic_len) < 0)
+		return -EINVAL;
+	buf[NRDATA_RVERSION] = NATIVE_REPLICA_VERSION;
+	be16_store(buf + NRDATA_ERROR, (uint16_t)d->error);
+	be32_store(buf + NRDATA_PARTITION, (uint32_t)d->partition);
+	be32_store(buf + NRDATA_LEADER_EPOCH, (uint32_t)d->leader_epoch);
+	be32_store(buf + NRDATA_DIV_EPOCH, (uint32_t)d->div_epoch);
+	be64_store(buf + NRDATA_DIV_END, (uint64_t)d->div_end);
+	be64_store(buf + NRDATA_HIGH_WATERMARK, (uint64_t)d->high_watermark);
+	be64_store(buf + NRDATA_LOG_START, (uint64_t)d->log_start);
+	be64_store(buf + NRDATA_OFFSET, (uint64_t)d->offset);
+	be32_store(buf + NRDATA_TOTAL_LEN, d->total_len);
+	be32_store(buf + NRDATA_FRAG_OFFSET, d->frag_offset);
+	be16_store(buf + NRDATA_FRAG_INDEX, d->frag_index);
+	be16_store(buf + NRDATA_FRAG_COUNT, d->frag_count);
+	if (n)
+		memmove(buf + NRDATA_FIXED + topic_len, data, n);
+	return seal(buf, len, NATIVE_REPLICA_DATA, 0, request);
 }

@@ -62,7 +62,13 @@ enum native_type {
 	NATIVE_FETCH = 5,
 	NATIVE_FETCH_DATA = 6,
 	NATIVE_ERROR = 7,
+	NATIVE_REPLICA_FETCH = 8,     /* broker -> broker: a follower's fetch (replication) */
+	NATIVE_REPLICA_DATA = 9,      /* broker -> broker: the leader's answer */
 };
+
+/* The replication messages' own version (their first body byte): a
+ * receiver refuses another (NATIVE_E_VERSION) without touching the rest. */
+#define NATIVE_REPLICA_VERSION 1
 
 /* ---- header --------------------------------------------------------------- */
 #define NH_MAGIC 0
@@ -213,6 +219,81 @@ enum native_type {
 #define NERR_MSG_LEN 23
 #define NERR_FIXED 25
 
+/* ---- REPLICA_FETCH (follower broker -> leader broker) ----------------------------------
+ * Kafka's replica Fetch for one partition, on the shards' replication queue
+ * pairs (dpdk.enable). No session (the header's is 0): the leader checks
+ * the replica id against the partition's replicas as the Fetch handler
+ * does, and answers to the datagram's source address by the queue it came
+ * on. The request number's top byte is the follower's shard (its answer is
+ * handed to that shard wherever it lands).
+ *    20  1  rversion     NATIVE_REPLICA_VERSION
+ *    21  1  topic_len
+ *    22  2  max_datagram the largest REPLICA_DATA datagram the follower takes
+ *    24  4  replica_id   the follower's broker id (>= 0)
+ *    28  4  partition
+ *    32  4  leader_epoch the follower's current leader epoch (KIP-320)
+ *    36  4  last_epoch   the epoch of its last batch, -1: none (KIP-279, Fetch v12's
+ *                        LastFetchedEpoch)
+ *    40  8  offset       the fetch offset: the follower's durable log end (it asks
+ *                        only once everything below is durable on it)
+ *    48  8  log_start    the follower's log start
+ *    56  4  max_bytes    data per answer (a first batch above it is sent whole)
+ *    60  4  max_wait_ms  the leader may hold the fetch this long when it has nothing new
+ *    64  -  topic
+ */
+#define NRFETCH_RVERSION 20
+#define NRFETCH_TOPIC_LEN 21
+#define NRFETCH_MAX_DATAGRAM 22
+#define NRFETCH_REPLICA 24
+#define NRFETCH_PARTITION 28
+#define NRFETCH_LEADER_EPOCH 32
+#define NRFETCH_LAST_EPOCH 36
+#define NRFETCH_OFFSET 40
+#define NRFETCH_LOG_START 48
+#define NRFETCH_MAX_BYTES 56
+#define NRFETCH_MAX_WAIT 60
+#define NRFETCH_FIXED 64
+
+/* ---- REPLICA_DATA (leader broker -> follower broker): the answer, split over datagrams ---
+ * What Kafka's Fetch answers a follower for one partition: an error, or a
+ * diverging epoch (and no records), or the records from the fetch offset
+ * up to the leader's log end, with the high watermark.
+ *    20  1  rversion
+ *    21  1  topic_len
+ *    22  2  error        a Kafka error code
+ *    24  4  partition
+ *    28  4  leader_epoch the fetch's, echoed (an answer to an older epoch is dropped)
+ *    32  4  div_epoch    DivergingEpoch: -1 none; else the follower cuts its log
+ *    36  8  div_end      ...at the least of this and its own end of div_epoch
+ *    44  8  high_watermark
+ *    52  8  log_start
+ *    60  8  offset       the fetch offset, echoed
+ *    68  4  total_len    bytes of batches in the whole answer
+ *    72  4  frag_offset
+ *    76  2  frag_index
+ *    78  2  frag_count   0 or 1 for an answer without data
+ *    80  -  topic
+ *     .  -  data
+ */
+#define NRDATA_RVERSION 20
+#define NRDATA_TOPIC_LEN 21
+#define NRDATA_ERROR 22
+#define NRDATA_PARTITION 24
+#define NRDATA_LEADER_EPOCH 28
+#define NRDATA_DIV_EPOCH 32
+#define NRDATA_DIV_END 36
+#define NRDATA_HIGH_WATERMARK 44
+#define NRDATA_LOG_START 52
+#define NRDATA_OFFSET 60
+#define NRDATA_TOTAL_LEN 68
+#define NRDATA_FRAG_OFFSET 72
+#define NRDATA_FRAG_INDEX 76
+#define NRDATA_FRAG_COUNT 78
+#define NRDATA_FIXED 80
+
+static_assert(NRFETCH_FIXED == NRFETCH_MAX_WAIT + 4, "REPLICA_FETCH layout");
+static_assert(NRDATA_FIXED == NRDATA_FRAG_COUNT + 2, "REPLICA_DATA layout");
+static_assert(NRDATA_FIXED + NATIVE_MAX_TOPIC + 61 <= NATIVE_MIN_DATAGRAM, "REPLICA_DATA likewise");
 static_assert(NHELLO_FIXED == NHELLO_NAME_LEN + 1, "HELLO layout");
 static_assert(NHACK_FIXED == NHACK_PRODUCER_ID + 8, "HELLO_ACK layout");
 static_assert(NPROD_FIXED == NPROD_FRAG_COUNT + 2, "PRODUCE layout");
@@ -266,6 +347,30 @@ struct native_msg {
 	const uint8_t *data;          /* PRODUCE: fragment; FETCH_DATA: data; HELLO: name;
 				       * ERROR: message */
 	uint32_t data_len;
+	/* REPLICA_FETCH, REPLICA_DATA (offset: the fetch offset; max_datagram,
+	 * max_bytes, log_start, high_watermark, error, fragments as above) */
+	int32_t replica_id;
+	int32_t leader_epoch;
+	int32_t last_epoch;           /* REPLICA_FETCH: last fetched; REPLICA_DATA: diverging */
+	int64_t div_end;
+	uint32_t max_wait_ms;
+};
+
+/* The fields of a REPLICA_FETCH and of a REPLICA_DATA datagram, for the
+ * writers (native_msg's names). */
+struct native_replica_fetch {
+	int32_t replica_id, partition, leader_epoch, last_epoch;
+	int64_t offset, log_start;
+	uint32_t max_bytes, max_wait_ms;
+	uint16_t max_datagram;
+};
+
+struct native_replica_data {
+	int16_t error;
+	int32_t partition, leader_epoch, div_epoch;
+	int64_t div_end, high_watermark, log_start, offset;
+	uint32_t total_len, frag_offset;
+	uint16_t frag_index, frag_count;
 };
 
 /* Check and read a datagram of len bytes: 0, or -NATIVE_E_*. The CRC is
@@ -299,6 +404,10 @@ int native_write_fetch_data(uint8_t *buf, size_t cap, uint32_t session, uint32_t
 			    uint16_t frag_index, uint16_t frag_count, const uint8_t *data, uint32_t n);
 int native_write_error(uint8_t *buf, size_t cap, uint32_t session, uint32_t request, int16_t error,
 		       uint8_t about, const char *message);
+int native_write_replica_fetch(uint8_t *buf, size_t cap, uint32_t request, const char *topic, size_t topic_len,
+			       const struct native_replica_fetch *f);
+int native_write_replica_data(uint8_t *buf, size_t cap, uint32_t request, const char *topic, size_t topic_len,
+			      const struct native_replica_data *d, const uint8_t *data, uint32_t n);
 
 /* How many bytes of batch data fit in one PRODUCE / FETCH_DATA datagram
  * of max_datagram bytes for a topic of topic_len bytes. */
@@ -310,6 +419,11 @@ static inline uint32_t native_produce_room(uint16_t max_datagram, size_t topic_l
 static inline uint32_t native_fetch_data_room(uint16_t max_datagram, size_t topic_len)
 {
 	return (uint32_t)(max_datagram - NDATA_FIXED - topic_len);
+}
+
+static inline uint32_t native_replica_data_room(uint16_t max_datagram, size_t topic_len)
+{
+	return (uint32_t)(max_datagram - NRDATA_FIXED - topic_len);
 }
 
 /* The CRC a datagram of len bytes (>= NATIVE_HEADER) must carry. */

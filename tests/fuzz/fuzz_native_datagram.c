@@ -62,6 +62,21 @@ static int rewrite(const struct native_msg *m)
 		memcpy(text, m->data, m->data_len);
 		text[m->data_len] = 0;
 		return native_write_error(out, sizeof(out), m->session, m->request, m->error, m->about, text);
+	case NATIVE_REPLICA_FETCH: {
+		struct native_replica_fetch f = { m->replica_id, m->partition, m->leader_epoch, m->last_epoch,
+						  m->offset, m->log_start, m->max_bytes, m->max_wait_ms,
+						  m->max_datagram };
+
+		return native_write_replica_fetch(out, sizeof(out), m->request, m->topic, m->topic_len, &f);
+	}
+	case NATIVE_REPLICA_DATA: {
+		struct native_replica_data d = { m->error, m->partition, m->leader_epoch, m->last_epoch,
+						 m->div_end, m->high_watermark, m->log_start, m->offset,
+						 m->total_len, m->frag_offset, m->frag_index, m->frag_count };
+
+		return native_write_replica_data(out, sizeof(out), m->request, m->topic, m->topic_len, &d, m->data,
+						 m->data_len);
+	}
 	}
 	return -1;
 }

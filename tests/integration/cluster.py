@@ -8,6 +8,10 @@ directory, all under one temporary directory removed at close.
         c.kill(2); c.restart(2)
         c.data_dir(2)        # node 2's log.dirs
 
+    Cluster(2, node_sets=[(1, "k=v")]) gives node 1 a setting of its own;
+    base= names the temporary directory to use (made by the caller);
+    stagger=S starts each node S seconds after the one before.
+
     Cluster(3, netns=True) puts each node in its own network namespace
     (scripts/cluster --netns, root only); c.isolate(1) cuts node 1 off from
     the others, c.heal(1) joins it again.
@@ -30,12 +34,16 @@ WAIT = 60
 
 
 class Cluster:
-    def __init__(self, n, sets=(), shards=1, netns=False):
-        self.dir = os.path.join(temp_dir(), "cluster")
+    def __init__(self, n, sets=(), shards=1, netns=False, node_sets=(), base=None, stagger=None):
+        self.dir = os.path.join(base or temp_dir(), "cluster")
         self.n = n
         args = ["start", str(n), "--shards", str(shards)] + (["--netns"] if netns else [])
         for s in sets:
             args += ["--set", s]
+        for node, s in node_sets:
+            args += ["--node-set", str(node), s]
+        if stagger:
+            args += ["--stagger", str(stagger)]
         try:
             self.run(*args)
         except BaseException:

@@ -34,3 +34,19 @@ test: $(BUILD)/itests/test_native_dpdk
 # run only this suite
 itest-native-dpdk: $(BUILD)/itests/test_native_dpdk $(BUILD)/sluiced
 	$(Q)tests/integration/run-dpdk.sh test_native_dpdk
+
+# tests/integration/test_dpdk_replication.py: two sluiced nodes, each on
+# DPDK (net_memif, --no-huge --no-pci), replication factor 2: an acks=all
+# producer's records reach the followers through the shards' replication
+# queue pairs (native REPLICA_FETCH), counted only by that path, identical
+# copies, nodes of two shards (~8 s; root, and it fails rather than skips
+# without DPDK).
+# make itest-dpdk-replication adds test_dpdk_replication_failover.py: three
+# nodes on net_tap bridged, a leader's SIGKILL, the survivors following its
+# successor natively, the killed node catching up (~40 s: not in make test)
+TEST_SCRIPTS += tests/integration/test_dpdk_replication.py
+
+.PHONY: itest-dpdk-replication
+itest-dpdk-replication: all
+	$(Q)/usr/bin/python3 tests/integration/test_dpdk_replication.py
+	$(Q)/usr/bin/python3 tests/integration/test_dpdk_replication_failover.py

@@ -2,10 +2,12 @@
  * of change survives close and reopen exactly, the cluster id is stable, a
  * torn last record loses only that change, topic names follow Kafka's
  * rule, 1,000 topics replay, producer id blocks never repeat. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "control/meta_brokers.h"
 #include "control/metalog.h"
 #include "tests/unit/helpers.h"
 
@@ -610,6 +612,50 @@ Test(metalog, snapshot_restores_the_same_image)
 	cr_assert_eq(metalog_restore(img, snap, slen - 3), -EPROTO);
 	free(snap);
 	free(want);
+	metalog_close(img);
+	metalog_close(ml);
+}
+
+/* A broker's native replication address (its dpdk.listen) travels in its
+ * registration, after the rack and only when it has one: a broker without
+ * DPDK registers with the bytes it always did; both survive a snapshot. */
+Test(metalog, a_registration_carries_the_native_replication_address)
+{
+	struct metalog *ml = open_ml(), *img;
+	struct metalog_rec r, plain;
+	uint8_t inc[16] = { 1 };
+	const struct meta_broker *b;
+	void *snap;
+	size_t slen;
+
+	cr_assert_eq(metalog_build_register_broker(ml, 2, inc, "127.0.0.1", 9092, "r1", &plain), 0);
+	cr_assert_eq(metalog_build_register_broker_repl(ml, 2, inc, "127.0.0.1", 9092, "r1", 0, 0, &r), 0);
+	cr_assert_eq(r.len, plain.len, "no address: the same record as before");
+	cr_assert_eq(memcmp(r.buf, plain.buf, r.len), 0);
+	metalog_rec_free(&r);
+	metalog_rec_free(&plain);
+	cr_assert_eq(metalog_build_register_broker_repl(ml, 2, inc, "127.0.0.1", 9092, "r1", htonl(0x0a4d0002), 70000,
+							&r), -EINVAL);
+	cr_assert_eq(metalog_build_register_broker_repl(ml, 2, inc, "127.0.0.1", 9092, "r1", htonl(0x0a4d0002), 9095,
+							&r), 0);
+	cr_assert_eq(metalog_apply_at(ml, 30, r.buf, r.len, NULL), 0);
+	metalog_rec_free(&r);
+	inc[0] = 3;
+	cr_assert_eq(metalog_build_register_broker(ml, 3, inc, "127.0.0.1", 9093, NULL, &r), 0);
+	cr_assert_eq(metalog_apply_at(ml, 31, r.buf, r.len, NULL), 0);
+	metalog_rec_free(&r);
+	b = metalog_broker(ml, 2);
+	cr_assert(b && b->repl_ip == htonl(0x0a4d0002) && b->repl_port == 9095 && !strcmp(b->rack, "r1"));
+	b = metalog_broker(ml, 3);
+	cr_assert(b && b->repl_ip == 0 && b->repl_port == 0);
+	cr_assert_eq(metalog_snapshot(ml, &snap, &slen), 0);
+	cr_assert_eq(metalog_image_new(1, &img), 0);
+	cr_assert_eq(metalog_restore(img, snap, slen), 0);
+	b = metalog_broker(img, 2);
+	cr_assert(b && b->repl_ip == htonl(0x0a4d0002) && b->repl_port == 9095 && b->epoch == 30);
+	b = metalog_broker(img, 3);
+	cr_assert(b && b->repl_port == 0);
+	free(snap);
 	metalog_close(img);
 	metalog_close(ml);
 }

@@ -171,12 +171,14 @@ Test(native_format, header_rejections)
 Test(native_format, mutations_never_accepted_with_crc)
 {
 	uint8_t good[NATIVE_MAX_DATAGRAM], frag[700];
-	int lens[7], k = 0;
-	uint8_t *dgs[7];
+	int lens[9], k = 0;
+	uint8_t *dgs[9];
 	struct native_msg m;
+	struct native_replica_fetch rf = { 2, 0, 5, 4, 100, 0, 1 << 20, 500, 1472 };
+	struct native_replica_data rd = { 0, 0, 5, -1, -1, 90, 0, 100, 700, 0, 0, 1 };
 
 	memset(frag, 0x5a, sizeof(frag));
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < 9; i++)
 		dgs[i] = malloc(NATIVE_MAX_DATAGRAM);
 	lens[k] = native_write_hello(dgs[k], NATIVE_MAX_DATAGRAM, 1, 1000, 1472, "c");
 	k++;
@@ -192,6 +194,10 @@ Test(native_format, mutations_never_accepted_with_crc)
 					  frag, 700);
 	k++;
 	lens[k] = native_write_error(dgs[k], NATIVE_MAX_DATAGRAM, 2, 4, 3, NATIVE_FETCH, "unknown topic");
+	k++;
+	lens[k] = native_write_replica_fetch(dgs[k], NATIVE_MAX_DATAGRAM, 7, "t", 1, &rf);
+	k++;
+	lens[k] = native_write_replica_data(dgs[k], NATIVE_MAX_DATAGRAM, 7, "t", 1, &rd, frag, 700);
 	k++;
 	srand(1);
 	for (int t = 0; t < k; t++) {
@@ -215,6 +221,70 @@ Test(native_format, mutations_never_accepted_with_crc)
 			free(copy);
 		}
 	}
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < 9; i++)
 		free(dgs[i]);
+}
+
+/* The replication messages: every field there and back, their own
+ * version, and what a follower or a leader must never send. */
+Test(native_format, replica_fetch_and_data)
+{
+	struct native_msg m;
+	uint8_t data[300];
+	struct native_replica_fetch f = { .replica_id = 3, .partition = 7, .leader_epoch = 12, .last_epoch = 11,
+					  .offset = 123456789012LL, .log_start = 40, .max_bytes = 1u << 20,
+					  .max_wait_ms = 500, .max_datagram = 8972 };
+	struct native_replica_data d = { .error = 0, .partition = 7, .leader_epoch = 12, .div_epoch = 9,
+					 .div_end = 5000, .high_watermark = 6000, .log_start = 40,
+					 .offset = 123456789012LL, .total_len = 900, .frag_offset = 600,
+					 .frag_index = 2, .frag_count = 3 };
+	int n;
+
+	memset(data, 0xcd, sizeof(data));
+	n = native_write_replica_fetch(buf, sizeof(buf), 0x01000009, "orders", 6, &f);
+	cr_assert_eq(n, NRFETCH_FIXED + 6);
+	cr_assert_eq(native_parse(buf, (size_t)n, 1, &m), 0);
+	cr_assert(m.type == NATIVE_REPLICA_FETCH && m.session == 0 && m.request == 0x01000009 && m.replica_id == 3 &&
+		  m.partition == 7 && m.leader_epoch == 12 && m.last_epoch == 11 && m.offset == 123456789012LL &&
+		  m.log_start == 40 && m.max_bytes == 1u << 20 && m.max_wait_ms == 500 && m.max_datagram == 8972);
+	cr_assert(m.topic_len == 6 && !memcmp(m.topic, "orders", 6));
+	cr_assert_str_eq(native_type_name(NATIVE_REPLICA_FETCH), "REPLICA_FETCH");
+
+	/* another replication version: refused before anything else is read */
+	buf[NRFETCH_RVERSION] = 2;
+	be32_store(buf + NH_CRC, native_crc(buf, (size_t)n));
+	cr_assert_eq(native_parse(buf, (size_t)n, 1, &m), -NATIVE_E_VERSION);
+	f.replica_id = -1;   /* a consumer's id is no follower's */
+	n = native_write_replica_fetch(buf, sizeof(buf), 1, "orders", 6, &f);
+	cr_assert_eq(native_parse(buf, (size_t)n, 1, &m), -NATIVE_E_FIELD);
+	f.replica_id = 3;
+	f.max_datagram = 1000;   /* below what every Ethernet carries */
+	n = native_write_replica_fetch(buf, sizeof(buf), 1, "orders", 6, &f);
+	cr_assert_eq(native_parse(buf, (size_t)n, 1, &m), -NATIVE_E_FIELD);
+	f.max_datagram = 1472;
+	n = native_write_replica_fetch(buf, sizeof(buf), 1, "orders", 6, &f);
+	be32_store(buf + NH_SESSION, 5);   /* replication has no session */
+	be32_store(buf + NH_CRC, native_crc(buf, (size_t)n));
+	cr_assert_eq(native_parse(buf, (size_t)n, 1, &m), -NATIVE_E_FIELD);
+
+	n = native_write_replica_data(buf, sizeof(buf), 77, "orders", 6, &d, data, sizeof(data));
+	cr_assert_eq(native_parse(buf, (size_t)n, 1, &m), 0);
+	cr_assert(m.type == NATIVE_REPLICA_DATA && m.request == 77 && m.error == 0 && m.partition == 7 &&
+		  m.leader_epoch == 12 && m.last_epoch == 9 && m.div_end == 5000 && m.high_watermark == 6000 &&
+		  m.log_start == 40 && m.offset == 123456789012LL && m.total_len == 900 && m.frag_offset == 600 &&
+		  m.frag_index == 2 && m.frag_count == 3 && m.data_len == 300 && m.data[299] == 0xcd);
+	d.total_len = 800;   /* the fragment runs past the answer */
+	n = native_write_replica_data(buf, sizeof(buf), 77, "orders", 6, &d, data, sizeof(data));
+	cr_assert_eq(native_parse(buf, (size_t)n, 1, &m), -NATIVE_E_FRAGMENT);
+	/* an answer with nothing new, and one that only says where to cut */
+	d = (struct native_replica_data){ .partition = 7, .leader_epoch = 12, .div_epoch = -1, .div_end = -1,
+					  .high_watermark = 6000, .offset = 6000 };
+	n = native_write_replica_data(buf, sizeof(buf), 78, "orders", 6, &d, NULL, 0);
+	cr_assert_eq(native_parse(buf, (size_t)n, 1, &m), 0);
+	cr_assert(m.data_len == 0 && m.total_len == 0 && m.last_epoch == -1);
+	d.error = 74;   /* FENCED_LEADER_EPOCH */
+	n = native_write_replica_data(buf, sizeof(buf), 79, "orders", 6, &d, NULL, 0);
+	cr_assert_eq(native_parse(buf, (size_t)n, 1, &m), 0);
+	cr_assert_eq(m.error, 74);
+	cr_assert_eq(native_write_replica_data(buf, 40, 79, "orders", 6, &d, NULL, 0), -ENOSPC);
 }

@@ -12,6 +12,7 @@
  * is tried again after a back-off, and a new address in a new role is
  * followed. */
 #include <criterion/criterion.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <string.h>
@@ -22,6 +23,8 @@
 
 #include "dataplane/kafka/kafka_codec.h"
 #include "dataplane/kafka/kafka_msgs.h"
+#include "dataplane/native/native_format.h"
+#include "dataplane/native/native_repl.h"
 #include "dataplane/part.h"
 #include "dataplane/part_role.h"
 #include "dataplane/replica_fetcher.h"
@@ -287,4 +290,266 @@ Test(replica_fetcher, a_leader_that_is_not_there_is_tried_again_then_followed_at
 	role(follower, 2, 0);
 	run_until(copied_one);
 	cr_assert_eq(follower->pl->next_offset, 1);
+}
+
+/* ---- the native transport (REPLICA_FETCH / REPLICA_DATA) ----------------
+ * The shard's native replication state on a wire of the test's: what it
+ * sends is queued whole, as datagrams, and delivered to the same shard on
+ * the next turn (both ends of a DPDK queue pair joined, as net_memif and
+ * net_ring do; the port itself runs in test_dpdk_replication.py). Every
+ * datagram goes through the real writer and parser. */
+
+static uint8_t wire[512][NATIVE_MAX_DATAGRAM];
+static int wire_len[512], nwire, wire_sent, wire_drop_every;
+static int lost;
+
+static int wire_send(struct shard *s, const struct native_repl_peer *to, const uint8_t *dg, int len)
+{
+	(void)s;
+	cr_assert_eq(to->q, 1, "replication leaves by the replication pair");
+	if (len <= 0 || nwire == 512)
+		return -ENOBUFS;
+	memcpy(wire[nwire], dg, (size_t)len);
+	wire_len[nwire++] = len;
+	return 0;
+}
+
+static void wire_deliver(void)
+{
+	static uint8_t cur[NATIVE_MAX_DATAGRAM];
+	int n = nwire;
+
+	for (int i = 0; i < n; i++) {
+		struct native_msg m;
+		struct native_repl_peer from = { .ip = htonl(0x0a4d0002), .port = 9095, .q = 1 };
+		int len = wire_len[i];
+
+		memcpy(cur, wire[i], (size_t)len);
+		if (wire_drop_every && ++wire_sent % wire_drop_every == 0) {
+			lost++;
+			continue;                /* lost on the way */
+		}
+		cr_assert_eq(native_parse(cur, (size_t)len, 1, &m), 0);
+		native_repl_datagram(sh, &m, &from);
+	}
+	memmove(wire, wire[n], (size_t)(nwire - n) * sizeof(wire[0]));
+	memmove(wire_len, wire_len + n, (size_t)(nwire - n) * sizeof(wire_len[0]));
+	nwire -= n;
+}
+
+static void native_on(void)
+{
+	nwire = wire_sent = wire_drop_every = lost = 0;
+	sh->native_repl = native_repl_new(sh, wire_send, 1472);
+	cr_assert_not_null(sh->native_repl);
+}
+
+static void native_off(void)
+{
+	replica_fetchers_fini(sh);
+	native_repl_free(sh->native_repl);
+	sh->native_repl = NULL;
+}
+
+static void native_role(struct part *p, int32_t self, int32_t epoch)
+{
+	struct part_role_msg m = { .self = self, .leader = 1, .leader_epoch = epoch, .nreplicas = 2, .nisr = 2,
+				   .replicas = { 1, 2 }, .isr = { 1, 2 }, .isr_to = 1 };
+
+	snprintf(m.leader_host, sizeof(m.leader_host), "127.0.0.1");
+	m.leader_port = port;
+	m.leader_repl_ip = htonl(0x0a4d0001);
+	m.leader_repl_port = 9095;
+	cr_assert_eq(part_role_set(p, &m), 0);
+}
+
+/* Turns until done() holds or 8 s of the injected clock; 1 ms of clock a
+ * turn; the shard's idle wait only while a write is in flight (else it
+ * sleeps to its next deadline: the leader's 500 ms hold and the
+ * fetcher's 750 ms loss timeout would cost real time turn after turn). */
+static void run_native_until(int (*done)(void))
+{
+	for (int i = 0; i < 8000 && !done(); i++) {
+		now += 1000000;
+		wire_deliver();
+		if (shard_poll(sh, now, 1700000000000 + (int64_t)(now / 1000000)) != 0)
+			continue;
+		if (leader->pl->durable_offset < leader->pl->next_offset ||
+		    follower->pl->durable_offset < follower->pl->next_offset)
+			shard_idle(sh);   /* a write in flight: its completion wakes it */
+		else
+			usleep(200);
+	}
+}
+
+/* A batch of one record of `size` bytes (larger than a datagram: the
+ * answer comes in fragments). */
+static void produce_big(struct part *p, int acks, size_t size)
+{
+	static uint8_t buf[16384], value[12000];
+	struct batch_builder bb;
+	ssize_t len;
+	struct part_produce_req req = { .rec = buf, .acks = acks, .recv_ns = now, .timeout_ms = 30000 };
+
+	memset(value, 'a' + (int)(now % 26), sizeof(value));
+	batch_builder_init(&bb, buf, sizeof(buf), 1000);
+	cr_assert_eq(batch_builder_add(&bb, 0, 1000, "k", 1, value, size, NULL, 0, 0), 0);
+	len = batch_builder_finish(&bb, 0, -1, -1, -1, -1);
+	cr_assert_gt(len, 0);
+	req.len = (uint32_t)len;
+	part_produce(p, &req, produced, NULL);
+}
+
+static void read_done(void *cookie, struct part_read_req *rq, int err)
+{
+	(void)rq;
+	cr_assert_eq(err, 0);
+	*(int *)cookie = 1;
+}
+
+/* The same batches, byte for byte, in both logs (read from each owner). */
+static void same_logs(int64_t upto)
+{
+	struct part_read_req a = { .offset = 0, .max_bytes = 1u << 20, .isolation = 2 };
+	struct part_read_req c = { .offset = 0, .max_bytes = 1u << 20, .isolation = 2 };
+	int done_a = 0, done_c = 0;
+
+	(void)upto;
+	part_read(leader, &a, read_done, &done_a);
+	part_read(follower, &c, read_done, &done_c);
+	for (int i = 0; i < 2000 && (!done_a || !done_c); i++)
+		if (shard_poll(sh, now, 1700000000000) == 0)
+			shard_idle(sh);
+	cr_assert(done_a && done_c);
+	cr_assert_gt(a.rd.bytes, 0);
+	cr_assert_eq(a.rd.bytes, c.rd.bytes);
+	cr_assert_eq(memcmp(a.rd.data, c.rd.data, a.rd.bytes), 0, "the follower's log is the leader's batches");
+	part_read_release(&a);
+	part_read_release(&c);
+}
+
+static int caught_up_big(void)
+{
+	return answered == 3 && follower->pl->high_watermark == 3 && follower->pl->durable_offset == 3;
+}
+
+Test(replica_fetcher, native_acks_all_is_answered_once_the_follower_has_it_durable)
+{
+	native_on();
+	native_role(leader, 1, 0);
+	native_role(follower, 2, 0);
+	for (int i = 0; i < 3; i++)
+		produce_big(leader, i == 2 ? -1 : 1, 3000 + (size_t)i * 4000);   /* 3, 7 and 11 KB: fragments */
+	run_native_until(caught_up_big);
+	cr_assert_eq(answered, 3, "answered %d; follower %lld/%lld hw %lld; leader %lld/%lld hw %lld; wire %d", answered,
+		     (long long)follower->pl->next_offset, (long long)follower->pl->durable_offset,
+		     (long long)follower->pl->high_watermark, (long long)leader->pl->next_offset,
+		     (long long)leader->pl->durable_offset, (long long)leader->pl->high_watermark, wire_sent);
+	cr_assert_eq(answer_err, 0);
+	cr_assert_eq(follower->pl->next_offset, 3);
+	cr_assert_eq(leader->pl->high_watermark, 3, "the follower's native fetch from 3 moved it");
+	cr_assert_eq(follower->pl->high_watermark, 3);
+	cr_assert_gt(sh->stats.repl_native_bytes_in, 21000);
+	cr_assert_eq(sh->stats.repl_native_bytes_in, sh->stats.repl_bytes_in, "all of it natively");
+	cr_assert_eq(sh->stats.repl_native_bytes_out, sh->stats.repl_native_bytes_in);
+	cr_assert_eq(sh->stats.repl_bytes_out, 0, "no Fetch over TCP served");
+	cr_assert_eq(sh->stats.repl_reconnects, 0, "nothing lost, nothing asked twice");
+	same_logs(3);
+	native_off();
+}
+
+static int diverged_and_copied_natively(void)
+{
+	return follower->pl->next_offset == 2 && follower->pl->durable_offset == 2 &&
+	       follower->pl->high_watermark == 2;
+}
+
+Test(replica_fetcher, native_a_divergent_tail_is_cut_and_the_leaders_log_copied)
+{
+	int32_t e;
+	int64_t end;
+
+	native_on();
+	produce(follower, 1, "lost");
+	store_drain(&sh->st);
+	native_role(leader, 1, 1);
+	produce(leader, 1, "a");
+	produce(leader, 1, "b");
+	store_drain(&sh->st);
+	native_role(follower, 2, 1);
+	run_native_until(diverged_and_copied_natively);
+	cr_assert_eq(sh->stats.repl_truncations, 1, "the epoch-0 record was cut at REPLICA_DATA's diverging epoch");
+	cr_assert_eq(follower->pl->next_offset, 2);
+	plog_epoch_end_offset(follower->pl, 0, &e, &end);
+	cr_assert_eq(plog_epoch_for_offset(follower->pl, 0), 1);
+	cr_assert_eq(end, 0);
+	same_logs(2);
+	native_off();
+}
+
+Test(replica_fetcher, native_lost_datagrams_are_asked_for_again)
+{
+	native_on();
+	wire_drop_every = 11;   /* one datagram in 11, either way (an answer of 9 gets through on a later ask) */
+	native_role(leader, 1, 0);
+	native_role(follower, 2, 0);
+	for (int i = 0; i < 3; i++)
+		produce_big(leader, i == 2 ? -1 : 1, 3000 + (size_t)i * 4000);
+	run_native_until(caught_up_big);
+	cr_assert_gt(lost, 0);
+	cr_assert_eq(answered, 3);
+	cr_assert_eq(answer_err, 0);
+	cr_assert_eq(follower->pl->high_watermark, 3);
+	cr_assert_gt(sh->stats.repl_reconnects, 0, "an answer lost: the partition asked again after the wait");
+	same_logs(3);
+	native_off();
+}
+
+/* One REPLICA_FETCH to the leader, its one answer read back. */
+static void ask(struct native_replica_fetch *q, uint32_t request, struct native_msg *m)
+{
+	nwire = 0;
+	cr_assert_eq(native_repl_send(sh, htonl(0x0a4d0001), 9095, request, "t", 1, q), 0);
+	cr_assert_eq(nwire, 1);
+	cr_assert_eq(native_parse(wire[0], (size_t)wire_len[0], 1, m), 0);
+	cr_assert_eq(m->type, NATIVE_REPLICA_FETCH);
+	nwire = 0;
+	native_repl_datagram(sh, m, &(struct native_repl_peer){ .ip = 1, .port = 2, .q = 1 });
+	cr_assert_eq(nwire, 1, "answered at once");
+	cr_assert_eq(native_parse(wire[0], (size_t)wire_len[0], 1, m), 0);
+	cr_assert_eq(m->type, NATIVE_REPLICA_DATA);
+	cr_assert_eq(m->request, request);
+	cr_assert_eq(m->total_len, 0);
+}
+
+Test(replica_fetcher, native_fetches_refused_as_the_fetch_handler_refuses_them)
+{
+	struct native_replica_fetch q = { .replica_id = 9, .partition = 0, .leader_epoch = -1, .last_epoch = -1,
+					  .offset = 0, .max_bytes = 1024, .max_wait_ms = 0, .max_datagram = 1472 };
+	struct native_msg m;
+
+	native_on();
+	native_role(leader, 1, 3);
+	/* Kafka's followerReplicaOrThrow: a broker that is no replica */
+	ask(&q, 0x42, &m);
+	cr_assert_eq(m.error, 6, "NOT_LEADER_OR_FOLLOWER without an epoch");
+	q.leader_epoch = 3;
+	ask(&q, 0x43, &m);
+	cr_assert_eq(m.error, 75, "UNKNOWN_LEADER_EPOCH naming one");
+	/* the follower's current epoch against the leader's (KIP-320) */
+	q.replica_id = 2;
+	q.leader_epoch = 1;
+	ask(&q, 0x44, &m);
+	cr_assert_eq(m.error, 74, "FENCED_LEADER_EPOCH: the follower's is older");
+	q.leader_epoch = 7;
+	ask(&q, 0x45, &m);
+	cr_assert_eq(m.error, 75, "UNKNOWN_LEADER_EPOCH: newer than the leader's");
+	/* an epoch this log never had: out of range, as the Fetch handler says */
+	q.leader_epoch = 3;
+	q.last_epoch = 2;
+	q.offset = 0;
+	ask(&q, 0x46, &m);
+	cr_assert_eq(m.error, 1, "OFFSET_OUT_OF_RANGE, error %d", m.error);
+	cr_assert_eq(sh->stats.repl_native_bytes_out, 0);
+	native_off();
 }

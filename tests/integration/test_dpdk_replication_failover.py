@@ -1,0 +1,171 @@
+#!/usr/bin/python3
+"""Replication over DPDK through a leader's loss (docs/replication.md,
+Over DPDK): three sluiced nodes on net_tap ports whose kernel sides a
+bridge joins (in a network namespace of the test's, removed at the end),
+replication factor 3, min.insync.replicas=2. The leader of partition 0 is
+killed with SIGKILL halfway through an acks=all producer's records:
+
+- every record is acknowledged;
+- the survivors followed the successor natively: their replication bytes
+  all counted by the native path, no replica Fetch served over TCP;
+- the killed node, restarted (its tap back on the bridge), catches up
+  natively, and the three copies of every partition are the same bytes.
+
+`make itest-dpdk-replication` (~40 s, with test_dpdk_replication.py; not
+in make test, whose budget is spent). Root; it fails, never skips, when
+DPDK cannot start.
+
+Run: /usr/bin/python3 tests/integration/test_dpdk_replication_failover.py
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import main, temp_dir, test  # noqa: E402
+from cluster import Cluster, create_topic, log_batches, partitions, until  # noqa: E402
+
+from confluent_kafka import Producer  # noqa: E402
+
+TOPIC = "dpdkfail"
+RECORDS = int(os.environ.get("SLUICE_DPDK_REPL_RECORDS", "20000"))
+
+
+def metric(c, node, name):
+    return c.metric(node, "sluice_%s{shard=\"0\"}" % name)
+
+
+def eal_dirs_gone(tag):
+    """sluiced leaves its EAL runtime directory; the test's go."""
+    for d in os.listdir("/var/run/dpdk") if os.path.isdir("/var/run/dpdk") else []:
+        if d.startswith(tag + "-"):
+            shutil.rmtree(os.path.join("/var/run/dpdk", d), ignore_errors=True)
+
+
+def ip(*args):
+    subprocess.run(["ip"] + list(args), check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.PIPE, timeout=30)
+
+
+class Switch:
+    """A bridge in a network namespace of its own (no host firewall between
+    the nodes) joining the kernel sides of the nodes' net_tap ports. DPDK's
+    net_tap gives its kernel side the port's own MAC: the bridge would take
+    frames to that MAC as its own, so each kernel side gets another."""
+
+    def __init__(self, tag):
+        self.ns = tag + "sw"
+        ip("netns", "add", self.ns)
+        ip("-n", self.ns, "link", "add", "br0", "type", "bridge")
+        ip("-n", self.ns, "link", "set", "br0", "up")
+
+    def join(self, iface, k):
+        end = time.monotonic() + 30
+        while subprocess.run(["ip", "link", "show", iface], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL).returncode:
+            assert time.monotonic() < end, "no interface %s: the node's tap port did not start" % iface
+            time.sleep(0.1)
+        ip("link", "set", iface, "netns", self.ns)
+        ip("-n", self.ns, "link", "set", iface, "address", "02:00:5e:00:00:%02x" % k)
+        ip("-n", self.ns, "link", "set", iface, "master", "br0", "up")
+
+    def close(self):
+        subprocess.run(["ip", "netns", "del", self.ns], stderr=subprocess.DEVNULL)
+
+
+@test
+def three_nodes_on_tap_a_leader_killed_the_followers_fetch_natively_from_its_successor():
+    assert os.geteuid() == 0, "DPDK over net_tap needs root: this test does not skip"
+    tag = "sdt%d" % (os.getpid() % 100000)
+    net = "10.79.%d" % (os.getpid() % 200)
+    base = temp_dir()
+    sw = Switch(tag)
+    c = None
+    try:
+        node_sets = []
+        for n in (1, 2, 3):
+            eal = ("--no-huge -m 256 --no-pci --no-telemetry --file-prefix=%s-%d --vdev=net_tap0,iface=%s%d"
+                   % (tag, n, tag, n))
+            node_sets += [(n, "dpdk.eal.args=" + eal), (n, "dpdk.listen=%s.%d:9095" % (net, n))]
+        joiner = threading.Thread(target=lambda: [sw.join("%s%d" % (tag, n), n) for n in (1, 2, 3)])
+        joiner.start()   # the taps appear as the nodes start
+        c = Cluster(3, base=base, node_sets=node_sets,
+                    sets=["dpdk.enable=true", "dpdk.prefix.length=24", "dpdk.poll.sleep.us=50",
+                          "min.insync.replicas=2", "broker.session.timeout.ms=4000"])
+        joiner.join()
+        create_topic(c.bootstrap, TOPIC, 3, 3)
+        until("three replicas in every ISR",
+              lambda: (lambda m: m and all(len(v[2]) == 3 for v in m.values()))(partitions(c.bootstrap, TOPIC)))
+        errors, acked = [], [0]
+
+        def done(err, msg):
+            if err:
+                errors.append(err)
+            else:
+                acked[0] += 1
+
+        p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "enable.idempotence": True,
+                      "linger.ms": 5, "message.timeout.ms": 60000})
+        half = RECORDS // 2
+        for i in range(RECORDS):
+            if i == half:
+                p.flush(60)
+                victim = partitions(c.bootstrap, TOPIC)[0][0]
+                c.kill(victim)
+                seen = []
+
+                def moved():
+                    m = partitions(c.bootstrap, TOPIC)
+                    seen[:] = [m]
+                    return m and m[0][0] not in (-1, victim)
+
+                try:
+                    until("partition 0 led by another node", moved)
+                except AssertionError:
+                    print("  after killing node %d: %r; acked %d of %d, errors %r" % (victim, seen, acked[0], i,
+                                                                                    errors[:2]), flush=True)
+                    raise
+            while True:
+                try:
+                    p.produce(TOPIC, value=b"v%08d" % i, key=b"k%d" % (i % 50), on_delivery=done)
+                    break
+                except BufferError:
+                    p.poll(0.05)
+            p.poll(0)
+        assert p.flush(90) == 0, "records not acknowledged in 90 s"
+        assert not errors and acked[0] == RECORDS, (acked[0], errors[:3])
+        live = [n for n in (1, 2, 3) if n != victim]
+        native_in = sum(metric(c, n, "replication_native_bytes_in_total") for n in live)
+        all_in = sum(metric(c, n, "replication_bytes_in_total") for n in live)
+        tcp_out = sum(metric(c, n, "replication_bytes_out_total") for n in live)
+        print("  %d records acks=all, node %d killed halfway; survivors' follower bytes %d, native %d, "
+              "Fetch served %d" % (RECORDS, victim, all_in, native_in, tcp_out), flush=True)
+        assert native_in > RECORDS * 9 and native_in == all_in and tcp_out == 0, (native_in, all_in, tcp_out)
+        # the killed node back: its tap again on the switch; it catches up natively
+        c.restart(victim)
+        sw.join("%s%d" % (tag, victim), victim)
+        until("the restarted node back in every ISR",
+              lambda: (lambda m: m and all(len(v[2]) == 3 for v in m.values()))(partitions(c.bootstrap, TOPIC)),
+              timeout=60)
+        for part in range(3):
+            until("partition %d the same bytes on the three nodes" % part,
+                  lambda: (lambda a, b, d: a and a == b == d)(
+                      *[log_batches(os.path.join(c.data_dir(n), "%s-%d" % (TOPIC, part))) for n in (1, 2, 3)]),
+                  timeout=30)
+        assert metric(c, victim, "replication_native_bytes_in_total") > 0, "the restarted node fetched over TCP"
+        assert metric(c, victim, "replication_native_bytes_in_total") == metric(
+            c, victim, "replication_bytes_in_total")
+    finally:
+        if c:
+            c.close()
+        sw.close()
+        shutil.rmtree(base, ignore_errors=True)
+        eal_dirs_gone(tag)
+
+
+if __name__ == "__main__":
+    main("dpdk_replication_failover")
