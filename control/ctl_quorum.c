@@ -231,13 +231,18 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	/* ctl_elect.c: the snapshot follows partition records; the active
 	 * controller looks again at every partition when a broker's fencing
 	 * changed */
-	if (rc == 0 && (a.type == META_REC_PARTITION_CHANGE || a.type == META_REC_LEADER_RESTARTED))
+	if (rc == 0 && (a.type == META_REC_PARTITION_CHANGE || a.type == META_REC_LEADER_RESTARTED ||
+			a.type == META_REC_PARTITION_REASSIGN))
 		cq->ctl->elect_due |= CTL_ELECT_PUBLISH;
+	/* ctl_reassign.c: reassignments to step on, replicas to open or remove here */
+	if (rc == 0 && (a.type == META_REC_PARTITION_CHANGE || a.type == META_REC_PARTITION_REASSIGN ||
+			a.type == META_REC_BROKER_FENCE))
+		cq->ctl->reassign_due = 1;
 	if (rc == 0 && (a.type == META_REC_BROKER_FENCE || a.type == META_REC_UNREGISTER_BROKER ||
 			a.type == META_REC_CONFIG || a.type == META_REC_BROKER_CONFIG))
 		cq->ctl->elect_due |= CTL_ELECT_SCAN;   /* unclean.leader.election.enable may be on now */
 	if (rc == 0 && (a.type == META_REC_PARTITION || a.type == META_REC_PARTITION_CHANGE ||
-			a.type == META_REC_LEADER_RESTARTED))
+			a.type == META_REC_LEADER_RESTARTED || a.type == META_REC_PARTITION_REASSIGN))
 		cq->ctl->roles_changed = 1;     /* the partitions' roles (ctl_poll) */
 	cq->last_index = index;
 	cq->last_rc = rc;
@@ -270,6 +275,7 @@ static int cq_restore(void *arg, const void *buf, size_t len)
 	cq->ctl->brokers_changed = 1;   /* the snapshot's brokers (ctl_poll) */
 	cq->ctl->elect_due |= CTL_ELECT_PUBLISH | CTL_ELECT_SCAN;
 	cq->ctl->roles_changed = 1;     /* the partitions' roles (ctl_poll) */
+	cq->ctl->reassign_due = 1;
 	return metalog_restore(cq->ctl->ml, buf, len);
 }
 
@@ -298,8 +304,10 @@ static void cq_leader_changed(void *arg, int32_t leader, int am_leader)
 	int rc;
 
 	(void)leader;
-	if (am_leader)
+	if (am_leader) {
 		cq->ctl->elect_due |= CTL_ELECT_SCAN;   /* a new active controller looks again */
+		cq->ctl->reassign_due = 1;
+	}
 	if (!am_leader || cq->barrier_sent || cq->started)
 		return;
 	/* libraft appends nothing on election: until a barrier of this term
