@@ -234,9 +234,10 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	if (rc == 0 && (a.type == META_REC_PARTITION_CHANGE || a.type == META_REC_LEADER_RESTARTED ||
 			a.type == META_REC_PARTITION_REASSIGN))
 		cq->ctl->elect_due |= CTL_ELECT_PUBLISH;
-	/* ctl_reassign.c: reassignments to step on, replicas to open or remove here */
+	/* ctl_reassign.c: reassignments to step on, replicas to open or remove
+	 * here, the replication throttle */
 	if (rc == 0 && (a.type == META_REC_PARTITION_CHANGE || a.type == META_REC_PARTITION_REASSIGN ||
-			a.type == META_REC_BROKER_FENCE))
+			a.type == META_REC_BROKER_FENCE || a.type == META_REC_BROKER_CONFIG))
 		cq->ctl->reassign_due = 1;
 	if (rc == 0 && (a.type == META_REC_BROKER_FENCE || a.type == META_REC_UNREGISTER_BROKER ||
 			a.type == META_REC_CONFIG || a.type == META_REC_BROKER_CONFIG))

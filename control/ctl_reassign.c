@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/config.h"
 #include "control/ctl_internal.h"
 #include "control/cutil.h"
 #include "control/meta_brokers.h"
@@ -42,6 +43,7 @@
 #define ALTER_TRIES 3                /* a record refused for a newer epoch: built again */
 
 struct ctl_reassign {
+	int throttle_read;           /* the throttle was read from the image once */
 	int inflight;                /* completions proposed, not applied */
 	int scan_wanted;
 	int host_wanted;             /* replicas this node gains or loses: look */
@@ -80,6 +82,14 @@ static int build(struct ctl *ctl, const char *name, int32_t idx, const struct re
 	return metalog_build_partition_reassign(ctl->ml, name, idx, pl->leader, pl->nisr < 0 ? NULL : pl->isr,
 						pl->nisr, pl->replicas, pl->nreplicas, pl->adding, pl->nadding,
 						pl->removing, pl->nremoving, r);
+}
+
+static const char *fmt_rate(int64_t r)
+{
+	static char buf[96];
+
+	snprintf(buf, sizeof(buf), "%lld bytes/s for the replicas reassignments add", (long long)r);
+	return buf;
 }
 
 /* ---- the active controller: completions --------------------------------- */
@@ -223,11 +233,48 @@ static void hosting_scan(struct ctl *ctl)
 	}
 }
 
+/* A rate key of this node: static, then the image's run-time changes
+ * (cluster-wide, then this node's), read from the image itself: every
+ * node follows a change as its record is applied. */
+static int64_t rate_of(struct ctl *ctl, const char *key)
+{
+	int64_t rate = config_int(ctl->cfg, key);
+	int32_t scope;
+	const char *k, *v;
+
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; metalog_broker_config_at(ctl->ml, i, &scope, &k, &v) == 0; i++)
+			if ((pass == 0 ? scope == META_SCOPE_CLUSTER : scope == ctl->b->set.node_id) && !strcmp(k, key) &&
+			    v)
+				rate = strtoll(v, NULL, 10);
+	return rate;
+}
+
+/* The replication throttle the shards' fetchers apply (the least of the
+ * two keys: Sluice enforces both at the follower). */
+static void throttle_publish(struct ctl *ctl)
+{
+	int64_t l = rate_of(ctl, "leader.replication.throttled.rate");
+	int64_t f = rate_of(ctl, "follower.replication.throttled.rate");
+	int64_t r = l < f ? l : f;
+
+	if (r <= 0 || r == INT64_MAX)
+		r = 0;
+	if (__atomic_load_n(&ctl->b->repl_throttle_bps, __ATOMIC_RELAXED) != r)
+		fprintf(stderr, "sluiced: replication throttle: %s\n", r ? fmt_rate(r) : "none");
+	__atomic_store_n(&ctl->b->repl_throttle_bps, r, __ATOMIC_RELAXED);
+}
+
 void ctl_reassign_tick(struct ctl *ctl)
 {
 	struct ctl_reassign *cr = cr_of(ctl);
 
+	if (!cr->throttle_read && ctl->ml) {
+		cr->throttle_read = 1;
+		throttle_publish(ctl);
+	}
 	if (ctl->reassign_due) {
+		throttle_publish(ctl);
 		ctl->reassign_due = 0;
 		cr->scan_wanted = 1;
 		cr->host_wanted = 1;

@@ -215,6 +215,10 @@ struct broker {
 	struct broker_conns conns;    /* see struct broker_conns */
 	const struct coord_ops *coord;/* the layer above's callbacks (dataplane/coord.h): set by
 				       * the control thread's creation, before the shards serve */
+	int64_t repl_throttle_bps;    /* the replication throttle of this node (bytes/s, the least
+				       * of leader. and follower.replication.throttled.rate; 0:
+				       * none), for the replicas reassignments add: written by the
+				       * control thread, read by the shards' fetchers (relaxed) */
 };
 
 /* The thread index of the control thread in rings[][]. */

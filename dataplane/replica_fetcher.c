@@ -71,6 +71,12 @@ int replica_fetch_build(struct shard *sh, int32_t leader, int32_t corr, struct k
 	struct kafka_request req;
 	int n = 0;
 	int32_t self = -1;
+	/* the node's throttle, each shard its share; read once a request */
+	int64_t rate = __atomic_load_n(&sh->b->repl_throttle_bps, __ATOMIC_RELAXED), avail;
+
+	if (rate > 0 && rate != REPL_THROTTLE_NONE)
+		rate = rate / sh->b->set.nshards > 0 ? rate / sh->b->set.nshards : 1;
+	avail = repl_throttle_avail(&sh->repl_throttle, rate, sh->now_ns);
 
 	/* one topic entry per partition (the request allows repeats); at
 	 * most 64 partitions a request, the rest on the next */
@@ -79,6 +85,8 @@ int replica_fetch_build(struct shard *sh, int32_t leader, int32_t corr, struct k
 
 		if (!follows(p, leader) || !ready(p, sh->now_ns))
 			continue;
+		if (p->role->throttled && avail <= 0)
+			continue;                /* its budget spent: asked once it fills */
 		pl = p->pl;
 		self = p->role->self;
 		p->role->fetch_epoch = p->role->leader_epoch;
@@ -89,7 +97,8 @@ int replica_fetch_build(struct shard *sh, int32_t leader, int32_t corr, struct k
 			.LastFetchedEpoch = pl->next_offset > pl->log_start ? plog_epoch_for_offset(pl, pl->next_offset - 1)
 									    : -1,
 			.LogStartOffset = pl->log_start,
-			.PartitionMaxBytes = REPLICA_FETCH_PART_BYTES,
+			.PartitionMaxBytes = p->role->throttled && avail < REPLICA_FETCH_PART_BYTES
+				? (int32_t)avail : (int32_t)REPLICA_FETCH_PART_BYTES,
 		};
 		topics[n].Topic = (struct kafka_str){ p->topic, (int32_t)strlen(p->topic) };
 		topics[n].Partitions.items = &parts[n];
@@ -184,6 +193,8 @@ int64_t replica_fetch_apply(struct shard *sh, int32_t leader, const struct kafka
 			if (d->Records.len > 0) {
 				rc = part_append_replica(p, d->Records.ptr, (uint32_t)d->Records.len, &appended);
 				total += appended;
+				if (p->role->throttled)
+					repl_throttle_spend(&sh->repl_throttle, d->Records.len);
 				if (rc < 0 && rc != -EILSEQ) {
 					p->role->retry_ns = sh->now_ns + PART_RETRY_NS;
 					shard_stat_add(&sh->stats.repl_errors, 1);
