@@ -110,7 +110,7 @@ struct coord_elect {
  * control thread. Alter: each partition named with its target replicas
  * (ntarget -1: cancel), its result filled there (err, a Kafka code, and
  * msg, NUL-terminated, empty for none). List: each partition named (all:
- * every one), and the control thread sets found to a malloc()ed array of
+ * every one), and the control thread sets found to an array (its malloc) of
  * nfound reassignments in progress, which the shard frees once copied.
  * The arrays are the shard's, borrowed until ctx gets kafka_ctx_sub_done;
  * names are copies. */
