@@ -189,7 +189,8 @@ def reassignments_move_replicas_cancel_refuse_bad_input_and_a_broker_is_decommis
         until("node 3 opened its copy", lambda: dirs_of(c, 3, "cancelled") == ["cancelled-0"])
         top, res = alter(c.addr(3), [("cancelled", 0, None)])
         assert (top, res) == (NONE, {("cancelled", 0): (NONE, None)}), (top, res)
-        assert listing(c.addr(1)) == {}
+        assert listing(c.addr(3)) == {}, "answered once applied on the node asked"
+        until("no reassignment listed on any node", lambda: all(listing(c.addr(n)) == {} for n in (1, 2, 3)))
         until("replicas back to 1,2", lambda: partitions(c.bootstrap, "cancelled")[0] == (1, [1, 2], [1, 2]))
         until("node 3's copy removed", lambda: dirs_of(c, 3, "cancelled") == [])
         r = sluicectl(c, "partition", "reassign", "--unthrottle")
@@ -237,7 +238,7 @@ def reassignments_move_replicas_cancel_refuse_bad_input_and_a_broker_is_decommis
             stop.set()
             t.join()
         assert not errors, errors[:5]
-        assert listing(c.addr(1)) == {}
+        assert listing(c.addr(2)) == {}, "sluicectl waited for it on node 2"
         leader, reps, isr = partitions(c.bootstrap, "moved")[0]
         assert reps == [2, 3] and leader in (2, 3), (leader, reps, isr)
         until("node 1's copy removed", lambda: dirs_of(c, 1, "moved") == [])
@@ -252,6 +253,8 @@ def reassignments_move_replicas_cancel_refuse_bad_input_and_a_broker_is_decommis
         a.create_topics([NewTopic("spread", 3, replica_assignment=[[1, 2], [3, 1], [2, 3]])])["spread"].result(30)
         until("spread in sync", lambda: all(len(v[2]) == 2 for v in partitions(c.bootstrap, "spread").values()))
         a.create_topics([NewTopic("wide", 1, replica_assignment=[[1, 2, 3]])])["wide"].result(30)
+        until("wide in sync, as node 2 (sluicectl's) serves it",
+              lambda: (partitions(c.addr(2), "wide") or {}).get(0, (0, 0, []))[2] == [1, 2, 3])
         r = sluicectl(c, "broker", "decommission", "1")
         assert r.returncode == 1 and b"wide-0 has 3 replicas" in r.stderr, (r.returncode, r.stderr)
         assert partitions(c.bootstrap, "spread")[0][1] == [1, 2], "a refused decommission moved nothing"
