@@ -158,6 +158,30 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* The replicas of topic/partition in a Metadata answer (n, or -1). */
+static int md_replicas(const struct kafka_metadata_response *md, const char *topic, int32_t partition, int32_t *out,
+		       int32_t *leader)
+{
+	for (int32_t i = 0; i < md->Topics.count; i++) {
+		const struct kafka_metadata_response_metadata_response_topic *t = &md->Topics.items[i];
+
+		if (t->Name.len != (int32_t)strlen(topic) || memcmp(t->Name.ptr, topic, (size_t)t->Name.len))
+			continue;
+		for (int32_t j = 0; j < t->Partitions.count; j++) {
+			const struct kafka_metadata_response_metadata_response_partition *p = &t->Partitions.items[j];
+			int n = p->ReplicaNodes.count < MAX_RF ? p->ReplicaNodes.count : MAX_RF;
+
+			if (p->PartitionIndex != partition)
+				continue;
+			memcpy(out, p->ReplicaNodes.items, (size_t)n * sizeof(*out));
+			if (leader)
+				*leader = p->LeaderId;
+			return n;
+		}
+	}
+	return -1;
+}
+
 /* Wait until none of the moves (those started: err 0) is in progress, at
  * most max_s seconds, saying on stderr how many are left as it changes.
  * 0 done, 1 the wait ran out. */
@@ -181,36 +205,30 @@ static int wait_moves(struct ctl *c, const struct move *moves, int n, int64_t ma
 			fprintf(stderr, "sluicectl: %d of %d partitions moved, %d still catching up (%.1f s)\n",
 				started - left, started, left, (double)(now_ms() - t0) / 1000.0);
 		last = left;
-		if (!left)
+		if (!left) {
+			/* the broker's Metadata follows the records it applied
+			 * a turn later: the report shows the replicas as moved */
+			for (int tries = 0; tries < 20; tries++) {
+				struct kafka_metadata_response *md = ctl_metadata(c, NULL, 0);
+				int stale = 0;
+
+				for (int i = 0; i < n; i++) {
+					int32_t now[MAX_RF];
+					int nn = md_replicas(md, moves[i].topic, moves[i].partition, now, NULL);
+
+					stale |= !moves[i].err && (nn != moves[i].ntarget ||
+								   memcmp(now, moves[i].target, (size_t)nn * sizeof(*now)));
+				}
+				if (!stale)
+					break;
+				sleep_ms(100);
+			}
 			return 0;
+		}
 		if (now_ms() - t0 > max_s * 1000)
 			return 1;
 		sleep_ms(POLL_MS);
 	}
-}
-
-/* The replicas of topic/partition in a Metadata answer (n, or -1). */
-static int md_replicas(const struct kafka_metadata_response *md, const char *topic, int32_t partition, int32_t *out,
-		       int32_t *leader)
-{
-	for (int32_t i = 0; i < md->Topics.count; i++) {
-		const struct kafka_metadata_response_metadata_response_topic *t = &md->Topics.items[i];
-
-		if (t->Name.len != (int32_t)strlen(topic) || memcmp(t->Name.ptr, topic, (size_t)t->Name.len))
-			continue;
-		for (int32_t j = 0; j < t->Partitions.count; j++) {
-			const struct kafka_metadata_response_metadata_response_partition *p = &t->Partitions.items[j];
-			int n = p->ReplicaNodes.count < MAX_RF ? p->ReplicaNodes.count : MAX_RF;
-
-			if (p->PartitionIndex != partition)
-				continue;
-			memcpy(out, p->ReplicaNodes.items, (size_t)n * sizeof(*out));
-			if (leader)
-				*leader = p->LeaderId;
-			return n;
-		}
-	}
-	return -1;
 }
 
 static void json_ids(const char *key, const int32_t *ids, int n)

@@ -12,7 +12,8 @@ decommission`.
   exist;
 - a reassignment of a partition with 10 MiB from {1,2} to {2,3} under a
   replication throttle of 2 MB/s shows in ListPartitionReassignments
-  (replicas 2,3,1, adding 3, removing 1) while node 3 catches up; a cancel
+  (replicas 2,3,1, adding 3, removing 1) while node 3 catches up, node 3
+  having less than 7 MiB of it after 2 s; a cancel
   (null replicas) brings back {1,2}, List empty, and node 3's copy is
   removed;
 - `sluicectl partition reassign` moves another partition from {1,2} to
@@ -178,6 +179,7 @@ def reassignments_move_replicas_cancel_refuse_bad_input_and_a_broker_is_decommis
 
         # ---- in progress, then cancelled -------------------------------
         fill(c.bootstrap, "cancelled", 10)
+        t0 = time.monotonic()
         r = sluicectl(c, "partition", "reassign", "--topic", "cancelled", "--partition", "0", "--replicas", "2,3",
                       "--throttle", "2000000", "--no-wait", "--format", "json")
         assert r.returncode == 0, r.stderr.decode()
@@ -187,6 +189,11 @@ def reassignments_move_replicas_cancel_refuse_bad_input_and_a_broker_is_decommis
             listing(c.addr(n)).get(("cancelled", 0)) == ([2, 3, 1], [3], [1]) for n in (1, 2, 3)))
         assert listing(c.addr(1), [("cancelled", [0])]) == {("cancelled", 0): ([2, 3, 1], [3], [1])}, seen
         until("node 3 opened its copy", lambda: dirs_of(c, 3, "cancelled") == ["cancelled-0"])
+        time.sleep(max(0.0, t0 + 2.0 - time.monotonic()))
+        copied = sum(len(b) for b in log_batches(os.path.join(c.data_dir(3), "cancelled-0")))
+        # 2 s at 2 MB/s, and at most one batch beyond the budget: not the 10 MiB
+        assert 0 < copied < 7 << 20, "node 3 copied %d bytes in 2 s at 2 MB/s" % copied
+        print("  throttled at 2 MB/s: %.1f MiB copied in the first 2 s" % (copied / (1 << 20)))
         top, res = alter(c.addr(3), [("cancelled", 0, None)])
         assert (top, res) == (NONE, {("cancelled", 0): (NONE, None)}), (top, res)
         assert listing(c.addr(3)) == {}, "answered once applied on the node asked"
@@ -259,16 +266,23 @@ def reassignments_move_replicas_cancel_refuse_bad_input_and_a_broker_is_decommis
         assert r.returncode == 1 and b"wide-0 has 3 replicas" in r.stderr, (r.returncode, r.stderr)
         assert partitions(c.bootstrap, "spread")[0][1] == [1, 2], "a refused decommission moved nothing"
         # a removal alone (no replica added) completes at once
-        assert alter(c.addr(1), [("wide", 0, [3, 2])])[1] == {("wide", 0): (NONE, None)}
-        until("wide on 3,2", lambda: partitions(c.bootstrap, "wide")[0][1] == [2, 3] and listing(c.addr(1)) == {})
+        # (node 1 may apply the topic's records after node 2: asked again,
+        # a target the replicas already are is nothing to do)
+        until("the removal taken by node 1", lambda: alter(c.addr(1), [("wide", 0, [3, 2])]) == (
+            NONE, {("wide", 0): (NONE, None)}))
+        until("wide on 3,2 on node 2, nothing in progress",
+              lambda: partitions(c.addr(2), "wide")[0][1] == [2, 3] and listing(c.addr(2)) == {})
         r = sluicectl(c, "broker", "decommission", "1", "--format", "json")
         assert r.returncode == 0, r.stderr.decode()
         out = json.loads(r.stdout)
         assert out["broker"] == 1 and out["complete"] is True and out["failed"] == 0, out
         assert {(p["topic"], p["partition"]) for p in out["partitions"]} >= {("spread", 0), ("spread", 1)}, out
-        md = AdminClient({"bootstrap.servers": c.bootstrap}).list_topics(timeout=20)
-        holding = [(t, p) for t, tm in md.topics.items() for p, pm in tm.partitions.items() if 1 in pm.replicas]
-        assert not holding, holding[:5]
+
+        def holding(node):
+            md = AdminClient({"bootstrap.servers": c.addr(node)}).list_topics(timeout=20)
+            return [(t, p) for t, tm in md.topics.items() for p, pm in tm.partitions.items() if 1 in pm.replicas]
+        assert not holding(2), holding(2)[:5]   # sluicectl's node: it waited for it there
+        until("node 1 in no partition on any node", lambda: not any(holding(n) for n in (1, 2, 3)))
         c.stop()
         copies = [log_batches(os.path.join(c.data_dir(n), "moved-0")) for n in (2, 3)]
         assert copies[0] == copies[1] and len(copies[0]) > 10, (len(copies[0]), len(copies[1]))
