@@ -539,7 +539,7 @@ static int cmd_broker_decommission(struct ctl *c, const struct args *a)
 	struct kafka_metadata_response *md;
 	struct brk *bs;
 	struct move *moves;
-	int nb = 0, n = 0, cap = 0, known = 0, bad, rc;
+	int nb = 0, n = 0, cap = 0, known = 0, self_listed = 0, bad, rc;
 	const char *throttle = throttle_opt(c, a, &bad);
 	int64_t id;
 
@@ -555,6 +555,7 @@ static int cmd_broker_decommission(struct ctl *c, const struct args *a)
 		const struct kafka_metadata_response_metadata_response_broker *b = &md->Brokers.items[i];
 
 		known |= b->NodeId == (int32_t)id;
+		self_listed |= b->NodeId == (int32_t)id;   /* a fenced broker is not listed */
 		bs[nb].id = b->NodeId;
 		snprintf(bs[nb].rack, sizeof bs[nb].rack, "%s", b->Rack.len > 0 ? kstr(b->Rack) : "");
 		nb++;
@@ -580,12 +581,12 @@ static int cmd_broker_decommission(struct ctl *c, const struct args *a)
 			if (!has(p->ReplicaNodes.items, nr, (int32_t)id))
 				continue;
 			known = 1;
-			if (nr > nb - 1) {
+			if (nr > nb - self_listed) {
 				free(bs);
 				free(moves);
 				return ctl_fail(c, "broker %lld cannot be decommissioned: %s-%d has %d replicas and only %d "
 						"other brokers are live: add a broker or lower the replication factor first",
-						(long long)id, kstr(t->Name), p->PartitionIndex, nr, nb - 1);
+						(long long)id, kstr(t->Name), p->PartitionIndex, nr, nb - self_listed);
 			}
 			if (n == cap) {
 				cap = cap ? cap * 2 : 16;
