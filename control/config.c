@@ -19,6 +19,7 @@ enum {
 	CK_RET_UNIT = 0x1,   /* log.retention.minutes / .hours: resolved into .ms */
 	CK_NONEMPTY = 0x2,   /* an empty value is invalid */
 	CK_SET = 0x4,        /* enum whose values are sets of base words ("compact,delete") */
+	CK_DYNAMIC = 0x8,    /* a broker config changed at run time that no topic has */
 };
 
 struct config_key {
@@ -227,6 +228,13 @@ static const struct config_key keys[] = {
 	{ "replica.lag.time.max.ms", CONFIG_LONG, "30000", 1, I64MAX,
 	  .doc = "How long a follower may go without catching up to the leader's log end before the "
 		 "leader takes it out of the ISR (a PARTITION_CHANGE in the metadata log), as Kafka does." },
+	{ "leader.replication.throttled.rate", CONFIG_LONG, "9223372036854775807", 1, I64MAX, .flags = CK_DYNAMIC,
+	  .doc = "Bytes per second a leader sends to the replicas a reassignment adds (their replica "
+		 "fetches), as Kafka's; set at run time (sluicectl partition reassign --throttle)." },
+	{ "follower.replication.throttled.rate", CONFIG_LONG, "9223372036854775807", 1, I64MAX,
+	  .flags = CK_DYNAMIC,
+	  .doc = "Bytes per second a replica a reassignment adds fetches from its leader, as Kafka's; "
+		 "set at run time (sluicectl partition reassign --throttle)." },
 	{ "producer.id.expiration.ms", CONFIG_INT, "86400000", 1, I32MAX,
 	  .doc = "How long an idle producer id's state is kept." },
 	{ "native.listen", CONFIG_STRING, "", .check = check_hostport_or_empty,
@@ -667,7 +675,7 @@ int config_dynamic(const char *key)
 {
 	int i = key_find(key);
 
-	return i >= 0 && keys[i].topic != NULL;
+	return i >= 0 && (keys[i].topic != NULL || (keys[i].flags & CK_DYNAMIC));
 }
 
 static int key_validate(const struct config_key *k, const char *name, const char *value,
@@ -683,7 +691,7 @@ int config_dynamic_validate(const char *key, const char *value, char *err, size_
 		errf(err, errlen, "unknown configuration key '%s'", key);
 		return -ENOENT;
 	}
-	if (!keys[i].topic) {
+	if (!keys[i].topic && !(keys[i].flags & CK_DYNAMIC)) {
 		errf(err, errlen, "Cannot update these configs dynamically: %s (read at start: change the config "
 		     "file and restart)", key);
 		return -EPERM;

@@ -424,6 +424,7 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 		ctl_publish_brokers(ctl);
 	}
 	ctl_elect_tick(ctl);
+	ctl_reassign_tick(ctl);
 	if (ctl->roles_changed) {
 		ctl->roles_changed = 0;
 		ctl_roles_refresh(ctl);
@@ -503,6 +504,7 @@ void ctl_fini(struct ctl *ctl)
 	ctl_meta_fini(ctl);
 	ctl_brokers_fini(ctl);
 	ctl_elect_fini(ctl);
+	ctl_reassign_fini(ctl);
 	ctl_follow_fini(ctl);
 	metalog_close(ctl->ml);
 	ctl->ml = NULL;
@@ -575,6 +577,7 @@ const struct coord_ops ctl_coord_ops = {
 	.submit_producer_id = ctl_producer_id_submit,
 	.submit_quorum = ctl_quorum_submit,
 	.submit_elect = ctl_elect_submit,
+	.submit_reassign = ctl_reassign_submit,
 	.producer_id_msg = ctl_producer_id_msg,
 	.key_dynamic = config_dynamic,
 	.topic_key_at = topic_config_key_at,

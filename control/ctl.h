@@ -106,6 +106,18 @@ void ctl_quorum_submit(struct kafka_ctx *ctx, struct coord_quorum *out);
  * part's result, then ctx resumes (dataplane/coord.h submit_elect). */
 struct coord_elect;
 void ctl_elect_submit(struct kafka_ctx *ctx, struct coord_elect *req);
+/* @thread shard. Partition reassignments (control/ctl_reassign.c): the
+ * control thread starts, cancels or lists them and fills req, then ctx
+ * resumes (dataplane/coord.h submit_reassign). */
+struct coord_reassign;
+void ctl_reassign_submit(struct kafka_ctx *ctx, struct coord_reassign *req);
+/* @thread ctl. Partitions with a reassignment in progress in the image,
+ * and reassignments this node completed as the active controller. */
+struct ctl_reassign_state {
+	int64_t reassigning;
+	uint64_t completed_total;
+};
+void ctl_reassign_state(const struct ctl *ctl, struct ctl_reassign_state *st);
 /* @thread ctl. Metadata records' latency from proposed to applied on this
  * node (NULL before the quorum opened). */
 struct lathist;

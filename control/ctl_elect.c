@@ -219,7 +219,8 @@ int ctl_elect_active(const struct ctl *ctl)
 	return ctl_quorum_leads(ctl);
 }
 
-/* Whether the published topic t says what the image's mt says. */
+/* Whether the published topic t says what the image's mt says (leaders,
+ * epochs, ISR and replicas: a replica fetch is checked against them). */
 static int topic_current(const struct md_topic *t, const struct meta_topic *mt)
 {
 	if (t->nparts != mt->partitions)
@@ -229,7 +230,8 @@ static int topic_current(const struct md_topic *t, const struct meta_topic *mt)
 		const struct meta_part *p = &mt->parts[i];
 
 		if (mp->leader != p->leader || mp->leader_epoch < p->leader_epoch || mp->nisr != p->nisr ||
-		    memcmp(mp->isr, p->isr, (size_t)p->nisr * sizeof(*p->isr)))
+		    memcmp(mp->isr, p->isr, (size_t)p->nisr * sizeof(*p->isr)) || mp->nreplicas != p->nreplicas ||
+		    memcmp(mp->replicas, p->replicas, (size_t)p->nreplicas * sizeof(*p->replicas)))
 			return 0;
 	}
 	return 1;

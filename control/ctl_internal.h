@@ -20,6 +20,9 @@
  *                close and reconfigure partitions on their owner shards
  *   ctl_admin.c  the topic and config requests of the Kafka API
  *   ctl_follow.c the topics other nodes created, served here too
+ *   ctl_reassign.c partition reassignments (KIP-455): started, listed,
+ *                completed by the active controller; replicas this node
+ *                gains opened, those it loses removed
  *   ctl.c        the thread: start-up, the loop, producer ids
  * Each builds only on those listed above it.
  *
@@ -162,6 +165,10 @@ struct ctl {
 	struct ctl_elect *elect;
 	unsigned elect_due;          /* CTL_ELECT_PUBLISH | CTL_ELECT_SCAN */
 	int ops_open;                /* topic operations (struct ctl_op) in flight */
+	/* ctl_reassign.c: reassignments, and replicas this node gains or
+	 * loses; reassign_due is set by ctl_quorum.c as records are applied */
+	struct ctl_reassign *reassign;
+	int reassign_due;
 	/* controlled shutdown: asked by the main thread, settled by this one */
 	int shutdown_asked, shutdown_settled;
 	int64_t shutdown_waiting;    /* partitions whose leadership is still to move */
@@ -351,6 +358,13 @@ int ctl_elect_unclean_enabled(const struct ctl *ctl, const struct meta_topic *mt
 /* Whether this node is the active controller (leads the metadata quorum,
  * started). */
 int ctl_elect_active(const struct ctl *ctl);
+/* ---- ctl_reassign.c ----------------------------------------------------- */
+/* Each turn, after the elections: the active controller completes the
+ * reassignments whose adding replicas are all in the ISR; every node
+ * opens the partitions it became a replica of and removes those it no
+ * longer is one of. */
+void ctl_reassign_tick(struct ctl *ctl);
+void ctl_reassign_fini(struct ctl *ctl);
 /* ---- ctl_roles.c -------------------------------------------------------- */
 /* mp was opened: tell its owner what this node is for it
  * (dataplane/part_role.h), from the image; nothing for a partition alone
@@ -401,8 +415,9 @@ int ctl_part_hosted(const struct ctl *ctl, const struct md_partition *mp);
 /* A new entry nt of topic t keeps t's open partitions (their shard, log
  * and published block; replicas and ISR are nt's own, from the image). */
 void ctl_topic_keep(struct md_topic *nt, const struct md_topic *t);
-/* Ask the owner shards to open partitions [from, t->nparts) of t, each
- * counted in op->pending. */
+/* Ask the owner shards to open partitions [from, t->nparts) of t that
+ * this node hosts and that are not open already, each counted in
+ * op->pending. */
 void ctl_topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic *t, int32_t from);
 /* The part_proxy completion of a close, a retire or a config change:
  * one less pending; the op steps on when none is left. */

@@ -231,13 +231,19 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	/* ctl_elect.c: the snapshot follows partition records; the active
 	 * controller looks again at every partition when a broker's fencing
 	 * changed */
-	if (rc == 0 && (a.type == META_REC_PARTITION_CHANGE || a.type == META_REC_LEADER_RESTARTED))
+	if (rc == 0 && (a.type == META_REC_PARTITION_CHANGE || a.type == META_REC_LEADER_RESTARTED ||
+			a.type == META_REC_PARTITION_REASSIGN))
 		cq->ctl->elect_due |= CTL_ELECT_PUBLISH;
+	/* ctl_reassign.c: reassignments to step on, replicas to open or remove
+	 * here, the replication throttle */
+	if (rc == 0 && (a.type == META_REC_PARTITION_CHANGE || a.type == META_REC_PARTITION_REASSIGN ||
+			a.type == META_REC_BROKER_FENCE || a.type == META_REC_BROKER_CONFIG))
+		cq->ctl->reassign_due = 1;
 	if (rc == 0 && (a.type == META_REC_BROKER_FENCE || a.type == META_REC_UNREGISTER_BROKER ||
 			a.type == META_REC_CONFIG || a.type == META_REC_BROKER_CONFIG))
 		cq->ctl->elect_due |= CTL_ELECT_SCAN;   /* unclean.leader.election.enable may be on now */
 	if (rc == 0 && (a.type == META_REC_PARTITION || a.type == META_REC_PARTITION_CHANGE ||
-			a.type == META_REC_LEADER_RESTARTED))
+			a.type == META_REC_LEADER_RESTARTED || a.type == META_REC_PARTITION_REASSIGN))
 		cq->ctl->roles_changed = 1;     /* the partitions' roles (ctl_poll) */
 	cq->last_index = index;
 	cq->last_rc = rc;
@@ -270,6 +276,7 @@ static int cq_restore(void *arg, const void *buf, size_t len)
 	cq->ctl->brokers_changed = 1;   /* the snapshot's brokers (ctl_poll) */
 	cq->ctl->elect_due |= CTL_ELECT_PUBLISH | CTL_ELECT_SCAN;
 	cq->ctl->roles_changed = 1;     /* the partitions' roles (ctl_poll) */
+	cq->ctl->reassign_due = 1;
 	return metalog_restore(cq->ctl->ml, buf, len);
 }
 
@@ -299,8 +306,10 @@ static void cq_leader_changed(void *arg, int32_t leader, int am_leader)
 
 	/* Metadata's and DescribeCluster's ControllerId (the shards read it) */
 	__atomic_store_n(&cq->ctl->b->controller_id, leader, __ATOMIC_RELAXED);
-	if (am_leader)
+	if (am_leader) {
 		cq->ctl->elect_due |= CTL_ELECT_SCAN;   /* a new active controller looks again */
+		cq->ctl->reassign_due = 1;
+	}
 	if (!am_leader || cq->barrier_sent || cq->started)
 		return;
 	/* libraft appends nothing on election: until a barrier of this term

@@ -137,6 +137,8 @@ static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct
 	if (!mt || mp->index >= mt->partitions || !mp->part || !mp->pub)
 		return;
 	p = &mt->parts[mp->index];
+	if (!meta_part_has(p->replicas, p->nreplicas, self))
+		return;                      /* no longer a replica here: retired (ctl_reassign.c) */
 	pb = pub_block_of(mp->pub);
 	alone = p->leader == self && p->nreplicas == 1;
 	if (alone && pb->role_set != 1) {
@@ -168,6 +170,7 @@ static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct
 			r->leader_repl_port = b->repl_port;
 		}
 	}
+	r->throttled = meta_part_has(p->moving, p->nadding, self);
 	r->isr_change = isr_change;
 	r->isr_to = broker_ctl_index(ctl->b);
 	part_proxy_set_role(ctl_part_proxy(ctl, &px), mp->shard, mp->part, r, role_answered, r);

@@ -383,15 +383,16 @@ struct md_topic *ctl_topic_build(struct ctl *ctl, const struct meta_topic *mt)
 	return t;
 }
 
-/* Ask the owner shards to open partitions [from, t->nparts). */
+/* Ask the owner shards to open partitions [from, t->nparts) this node
+ * hosts and has not opened. */
 void ctl_topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic *t, int32_t from)
 {
 	for (int32_t i = from; i < t->nparts; i++) {
 		struct ctl_open *o;
 		struct part_proxy px;
 
-		if (!ctl_part_hosted(ctl, &t->parts[i]))
-			continue;   /* another broker's: not opened here */
+		if (!ctl_part_hosted(ctl, &t->parts[i]) || t->parts[i].part)
+			continue;   /* another broker's (not opened here), or open already */
 		o = xcalloc(1, sizeof(*o));
 
 		if (asprintf(&o->dir, "%s/%s-%d", ctl->b->set.data_dir, t->name, i) < 0)

@@ -62,10 +62,30 @@ int meta_parts_legacy(struct meta_topic *t, int32_t from, int32_t writer)
 	return 0;
 }
 
+/* Set p's reassignment (copied; n 0 and 0: none); -ENOMEM leaves p as it was. */
+static int part_set_moving(struct meta_part *p, const int32_t *adding, int na, const int32_t *removing, int nr)
+{
+	int32_t *ids = NULL;
+
+	if (na + nr > 0) {
+		if (!(ids = malloc((size_t)(na + nr) * sizeof(*ids))))
+			return -ENOMEM;
+		memcpy(ids, adding, (size_t)na * sizeof(*ids));
+		memcpy(ids + na, removing, (size_t)nr * sizeof(*ids));
+	}
+	free(p->moving);
+	p->moving = ids;
+	p->nadding = (int16_t)na;
+	p->nremoving = (int16_t)nr;
+	return 0;
+}
+
 void meta_parts_free(struct meta_topic *t)
 {
-	for (int32_t i = 0; i < t->parts_cap; i++)
+	for (int32_t i = 0; i < t->parts_cap; i++) {
 		free(t->parts[i].replicas);
+		free(t->parts[i].moving);
+	}
 	free(t->parts);
 	t->parts = NULL;
 	t->parts_cap = 0;
@@ -138,6 +158,7 @@ static int apply_partition(struct meta_topic *t, struct dec *d, int dry)
 				p->leader_epoch = le;
 				p->partition_epoch = pe;
 				p->legacy = 0;
+				part_set_moving(p, NULL, 0, NULL, 0);   /* a new placement */
 			}
 		}
 		if (d->p != d->end)
@@ -191,12 +212,71 @@ static int apply_change(struct meta_topic *t, struct dec *d, int dry)
 	return 0;
 }
 
+/* adding and removing: distinct, each a replica, none in both. */
+static int moving_valid(const int32_t *r, int nr, const int32_t *a, int na, const int32_t *m, int nm)
+{
+	for (int i = 0; i < na; i++)
+		if (!meta_part_has(r, nr, a[i]) || meta_part_has(a, i, a[i]))
+			return 0;
+	for (int i = 0; i < nm; i++)
+		if (!meta_part_has(r, nr, m[i]) || meta_part_has(m, i, m[i]) || meta_part_has(a, na, m[i]))
+			return 0;
+	return 1;
+}
+
+/* PARTITION_REASSIGN: a PARTITION_CHANGE built at a partition epoch (-1:
+ * any), with the reassignment's adding and removing replicas. One that
+ * changes neither leader, ISR nor replicas (a snapshot's note) moves no
+ * epoch. */
+static int apply_reassign(struct meta_topic *t, struct dec *d, int dry)
+{
+	int32_t idx = (int32_t)dec_be(d, 4), pe = (int32_t)dec_be(d, 4), leader = (int32_t)dec_be(d, 4);
+	int32_t r[META_MAX_REPLICAS], isr[META_MAX_REPLICAS], add[META_MAX_REPLICAS], rm[META_MAX_REPLICAS];
+	int ni = dec_ids(d, isr, 1), nr = dec_ids(d, r, 1), na = dec_ids(d, add, 0), nm = dec_ids(d, rm, 0);
+	int note = leader == -2 && ni < 0 && nr < 0;
+	struct meta_part *p;
+
+	if (d->err || d->p != d->end || leader < -2 || pe < -1)
+		return d->err ? d->err : -EPROTO;
+	if (idx < 0 || idx >= t->partitions)
+		return -EINVAL;
+	p = &t->parts[idx];
+	if (pe >= 0 && pe != p->partition_epoch)
+		return -ESTALE;
+	if (leader == -2)
+		leader = p->leader;
+	if (ni < 0) {
+		ni = p->nisr;
+		memcpy(isr, p->isr, (size_t)ni * sizeof(*isr));
+	}
+	if (nr < 0) {
+		nr = p->nreplicas;
+		memcpy(r, p->replicas, (size_t)nr * sizeof(*r));
+	}
+	if (!meta_part_valid(leader, r, nr, isr, ni) || !moving_valid(r, nr, add, na, rm, nm))
+		return -EINVAL;
+	if (dry)
+		return 0;
+	if (part_set_moving(p, add, na, rm, nm) < 0 || part_set_ids(p, r, nr, isr, ni) < 0)
+		return -ENOMEM;
+	if (note)
+		return 0;
+	if (leader != p->leader)
+		p->leader_epoch++;
+	p->leader = leader;
+	p->partition_epoch++;
+	p->legacy = 0;
+	return 0;
+}
+
 int meta_parts_apply(struct meta_topic *t, int16_t type, struct dec *d, int dry)
 {
 	if (type == META_REC_PARTITION)
 		return apply_partition(t, d, dry);
 	if (type == META_REC_PARTITION_CHANGE)
 		return apply_change(t, d, dry);
+	if (type == META_REC_PARTITION_REASSIGN)
+		return apply_reassign(t, d, dry);
 	return -EPROTO;
 }
 
@@ -205,6 +285,32 @@ static void enc_ids(struct enc *e, const int32_t *ids, int n)
 	enc_i16(e, (int16_t)n);
 	for (int i = 0; i < n; i++)
 		enc_i32(e, ids[i]);
+}
+
+int meta_parts_snapshot_reassign(const struct meta_topic *t, struct enc *e,
+				 int (*put)(void *arg, struct enc *e), void *arg)
+{
+	int rc = 0;
+
+	for (int32_t i = 0; !rc && i < t->partitions; i++) {
+		const struct meta_part *p = &t->parts[i];
+
+		if (p->legacy || !meta_part_reassigning(p))
+			continue;
+		e->len = 0;
+		e->err = 0;
+		enc_type(e, META_REC_PARTITION_REASSIGN);
+		enc_bytes(e, t->id, 16);
+		enc_i32(e, i);
+		enc_i32(e, -1);
+		enc_i32(e, -2);
+		enc_i16(e, -1);
+		enc_i16(e, -1);
+		enc_ids(e, p->moving, p->nadding);
+		enc_ids(e, p->moving + p->nadding, p->nremoving);
+		rc = put(arg, e);
+	}
+	return rc;
 }
 
 void meta_part_encode(struct enc *e, int32_t leader, int32_t leader_epoch, int32_t partition_epoch,

@@ -19,7 +19,8 @@
  * bytes it cannot read, -EINVAL (a partition out of range, an ISR member
  * or leader that is not a replica, a broker twice), -ENOMEM, -ESTALE (a
  * PARTITION_CHANGE whose guard, the leader and epochs it was built
- * against, no longer holds: a no-op).
+ * against, no longer holds, or a PARTITION_REASSIGN built at another
+ * partition epoch: a no-op).
  */
 #ifndef SLUICE_META_PARTS_H
 #define SLUICE_META_PARTS_H
@@ -41,6 +42,12 @@ struct meta_part {
 	int32_t *replicas;           /* malloc()ed: nreplicas ids, then the nisr of the ISR */
 	int32_t *isr;                /* = replicas + nreplicas */
 	int legacy;                  /* placed by no record: on the writer node, the topic's epoch */
+	/* a reassignment in progress (KIP-455): the replicas being added
+	 * (catching up, not yet all in the ISR) and those that leave once
+	 * they are; both among replicas. moving is malloc()ed (nadding ids,
+	 * then the nremoving), NULL when none is in progress */
+	int16_t nadding, nremoving;
+	int32_t *moving;
 };
 
 /* The bytes one partition takes in a PARTITION record with rf replicas
@@ -51,7 +58,7 @@ struct meta_part {
  * `writer` (t->parts grown to t->partitions): -ENOMEM. Those below from
  * that are legacy follow the topic's epoch again. */
 int meta_parts_legacy(struct meta_topic *t, int32_t from, int32_t writer);
-/* Apply a PARTITION or PARTITION_CHANGE record to t (d is past the topic
+/* Apply a PARTITION, PARTITION_CHANGE or PARTITION_REASSIGN record to t (d is past the topic
  * id). dry: check only. */
 int meta_parts_apply(struct meta_topic *t, int16_t type, struct dec *d, int dry);
 /* Encode a PARTITION record's partitions [first, first + count) of t
@@ -64,11 +71,21 @@ void meta_part_encode(struct enc *e, int32_t leader, int32_t leader_epoch, int32
  * cap value bytes: put(arg, e) per record. First error returned. */
 int meta_parts_snapshot(const struct meta_topic *t, struct enc *e, size_t cap,
 			int (*put)(void *arg, struct enc *e), void *arg);
+/* Each partition of t with a reassignment in progress as a
+ * PARTITION_REASSIGN record that notes it (no epoch moves): put(arg, e)
+ * per record, after meta_parts_snapshot's. First error returned. */
+int meta_parts_snapshot_reassign(const struct meta_topic *t, struct enc *e,
+				 int (*put)(void *arg, struct enc *e), void *arg);
 /* Free the partitions of t. */
 void meta_parts_free(struct meta_topic *t);
 /* Whether a state holds: replicas distinct, not negative, at least one;
  * the ISR a subset of them, distinct; the leader -1 or in the ISR. */
 int meta_part_valid(int32_t leader, const int32_t *replicas, int nreplicas, const int32_t *isr, int nisr);
+/* Whether a reassignment of p is in progress. */
+static inline int meta_part_reassigning(const struct meta_part *p)
+{
+	return p->nadding > 0 || p->nremoving > 0;
+}
 /* Whether broker id is a replica / in the ISR of p. */
 int meta_part_has(const int32_t *ids, int n, int32_t id);
 

@@ -323,6 +323,7 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 	}
 	case META_REC_PARTITION:
 	case META_REC_PARTITION_CHANGE:
+	case META_REC_PARTITION_REASSIGN:
 		dec_id(&d, id);
 		if (d.err)
 			return -EPROTO;
@@ -1033,6 +1034,53 @@ int metalog_build_partition_change(const struct metalog *ml, const char *name, i
 	return rec_finish(&e, out);
 }
 
+int metalog_build_partition_reassign(const struct metalog *ml, const char *name, int32_t partition, int32_t leader,
+				     const int32_t *isr, int nisr, const int32_t *replicas, int nreplicas,
+				     const int32_t *adding, int nadding, const int32_t *removing, int nremoving,
+				     struct metalog_rec *out)
+{
+	struct enc e = ENC_INIT(ml, ml->rbuf);
+	struct meta_topic *t = name ? find_live(ml, name, NULL, NULL) : NULL;
+	const struct meta_part *p;
+
+	out->buf = NULL;
+	out->len = 0;
+	if (!t)
+		return -ENOENT;
+	if (partition < 0 || partition >= t->partitions || leader < -2 || !replicas || nreplicas < 1 ||
+	    nreplicas > META_MAX_REPLICAS || (isr && (nisr < 0 || nisr > META_MAX_REPLICAS)) || nadding < 0 ||
+	    nremoving < 0 || nadding > nreplicas || nremoving > nreplicas)
+		return -EINVAL;
+	p = &t->parts[partition];
+	if (!meta_part_valid(leader == -2 ? p->leader : leader, replicas, nreplicas, isr ? isr : p->isr,
+			     isr ? nisr : p->nisr))
+		return -EINVAL;
+	for (int i = 0; i < nadding + nremoving; i++) {
+		int32_t id = i < nadding ? adding[i] : removing[i - nadding];
+
+		if (!meta_part_has(replicas, nreplicas, id))
+			return -EINVAL;
+	}
+	enc_type(&e, META_REC_PARTITION_REASSIGN);
+	enc_bytes(&e, t->id, 16);
+	enc_i32(&e, partition);
+	enc_i32(&e, p->partition_epoch);
+	enc_i32(&e, leader);
+	enc_i16(&e, isr ? (int16_t)nisr : -1);
+	for (int i = 0; isr && i < nisr; i++)
+		enc_i32(&e, isr[i]);
+	enc_i16(&e, (int16_t)nreplicas);
+	for (int i = 0; i < nreplicas; i++)
+		enc_i32(&e, replicas[i]);
+	enc_i16(&e, (int16_t)nadding);
+	for (int i = 0; i < nadding; i++)
+		enc_i32(&e, adding[i]);
+	enc_i16(&e, (int16_t)nremoving);
+	for (int i = 0; i < nremoving; i++)
+		enc_i32(&e, removing[i]);
+	return rec_finish(&e, out);
+}
+
 int metalog_build_config(const struct metalog *ml, const char *name, const char *key, const char *value,
 			 struct metalog_rec *out)
 {
@@ -1343,6 +1391,8 @@ int metalog_snapshot(const struct metalog *ml, void **buf, size_t *len)
 		rc = snap_put(f, &e);
 		if (!rc)
 			rc = meta_parts_snapshot(t, &e, META_MAX_RECORD, snap_put_cb, f);
+		if (!rc)
+			rc = meta_parts_snapshot_reassign(t, &e, snap_put_cb, f);
 	}
 	for (int i = 0; !rc && i < ml->nbcfg; i++) {
 		struct enc e = { tmp, 0, META_MAX_RECORD + 2, 0 };

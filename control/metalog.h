@@ -69,6 +69,15 @@
  *                   and elects the new one (another): one record here,
  *                   whatever the number of partitions, so a restart of a
  *                   broker with 100,000 partitions costs one record.
+ *  14 PARTITION_REASSIGN id, int32 partition, int32 partition epoch
+ *                   it was built at (-1: any; another is refused,
+ *                   -ESTALE), int32 leader (-2: unchanged), ISR and
+ *                   replicas (n -1: unchanged), adding replicas, removing
+ *                   replicas: a reassignment (KIP-455) started, replaced,
+ *                   completed or cancelled (adding and removing empty: none
+ *                   in progress). Bumps the epochs as PARTITION_CHANGE,
+ *                   unless leader, ISR and replicas are all unchanged (a
+ *                   snapshot's note of a reassignment in progress).
  * (control/meta_brokers.h keeps the brokers, control/meta_parts.h the
  * partitions.) A TOPIC record with no PARTITION record after it, as
  * brokers before these records wrote them, has every partition on the node
@@ -97,6 +106,7 @@ enum metalog_record {
 	META_REC_PARTITION = 11,
 	META_REC_PARTITION_CHANGE = 12,
 	META_REC_LEADER_RESTARTED = 13,
+	META_REC_PARTITION_REASSIGN = 14,
 };
 struct meta_broker;
 struct meta_part;
@@ -174,6 +184,13 @@ void metalog_recs_free(struct metalog_rec *recs, int n);
 int metalog_build_partition_change(const struct metalog *ml, const char *name, int32_t partition, int32_t leader,
 				   const int32_t *isr, int nisr, const int32_t *replicas, int nreplicas,
 				   struct metalog_rec *out);
+/* A PARTITION_REASSIGN built at the partition's epoch now: leader -2
+ * unchanged, isr NULL unchanged, replicas required; adding and removing
+ * (n 0: none) among the replicas. -ENOENT, -EINVAL as above. */
+int metalog_build_partition_reassign(const struct metalog *ml, const char *name, int32_t partition, int32_t leader,
+				     const int32_t *isr, int nisr, const int32_t *replicas, int nreplicas,
+				     const int32_t *adding, int nadding, const int32_t *removing, int nremoving,
+				     struct metalog_rec *out);
 int metalog_build_config(const struct metalog *ml, const char *name, const char *key, const char *value,
 			 struct metalog_rec *out);
 int metalog_build_broker_config(const struct metalog *ml, int32_t scope, const char *key, const char *value,

@@ -122,6 +122,18 @@ static void render_process(struct ctl *ctl, struct broker *b, struct textbuf *t)
 		textbuf_printf(t, "sluice_controller_offline_partitions %lld\n", (long long)es.offline);
 	}
 	{
+		struct ctl_reassign_state rs;
+
+		ctl_reassign_state(ctl, &rs);
+		fam(t, "controller_reassigning_partitions", "gauge", "Partitions with a reassignment in progress in "
+		    "the metadata (their adding replicas catching up).");
+		textbuf_printf(t, "sluice_controller_reassigning_partitions %lld\n", (long long)rs.reassigning);
+		fam(t, "controller_reassignments_completed_total", "counter", "Reassignments this node completed as "
+		    "the active controller (every adding replica in the ISR, the removed ones gone).");
+		textbuf_printf(t, "sluice_controller_reassignments_completed_total %llu\n",
+			       (unsigned long long)rs.completed_total);
+	}
+	{
 		struct ctl_channel_stats cs;
 
 		ctl_quorum_channel_stats(ctl, &cs);

@@ -43,6 +43,8 @@ static void cmds_init(void)
 		all_cmds[n_cmds++] = &record_cmds[i];
 	for (int i = 0; i < leader_ncmds; i++)
 		all_cmds[n_cmds++] = &leader_cmds[i];
+	for (int i = 0; i < reassign_ncmds; i++)
+		all_cmds[n_cmds++] = &reassign_cmds[i];
 }
 
 

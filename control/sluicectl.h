@@ -291,6 +291,8 @@ extern const struct cmd record_cmds[];
 extern const int record_ncmds;
 extern const struct cmd leader_cmds[];
 extern const int leader_ncmds;
+extern const struct cmd reassign_cmds[];
+extern const int reassign_ncmds;
 
 /* Fetch helper shared by consume and add-partitions' key sampling. One
  * record handed to the callback; return non-zero to stop. */

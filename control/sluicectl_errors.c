@@ -44,6 +44,7 @@ static const struct {
 	{ KERR_NOT_CONTROLLER, "the controller moved; retry" },
 	{ KERR_PREFERRED_LEADER_NOT_AVAILABLE, "the preferred replica is not live or not in sync; bring it back "
 	  "(sluicectl topic describe shows the ISR) and retry" },
+	{ KERR_NO_REASSIGNMENT_IN_PROGRESS, "the partition is not being reassigned: nothing to cancel" },
 	{ KERR_ELIGIBLE_LEADERS_NOT_AVAILABLE, "no replica of the partition is live; start one of its brokers" },
 	{ KERR_INVALID_REQUEST, "the broker refused the request as malformed or not allowed (internal topics cannot be changed)" },
 	{ KERR_POLICY_VIOLATION, "a broker policy refused the change" },

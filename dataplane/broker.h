@@ -221,6 +221,10 @@ struct broker {
 	int32_t controller_id;        /* the active controller (the metadata quorum's leader), -1:
 				       * not known; the control thread stores it (relaxed) on each
 				       * leader change, the shards read it (Metadata's ControllerId) */
+	int64_t repl_throttle_bps;    /* the replication throttle of this node (bytes/s, the least
+				       * of leader. and follower.replication.throttled.rate; 0:
+				       * none), for the replicas reassignments add: written by the
+				       * control thread, read by the shards' fetchers (relaxed) */
 };
 
 /* The thread index of the control thread in rings[][]. */

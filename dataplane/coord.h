@@ -106,6 +106,39 @@ struct coord_elect {
 	struct coord_elect_part *parts;
 };
 
+/* AlterPartitionReassignments and ListPartitionReassignments, for the
+ * control thread. Alter: each partition named with its target replicas
+ * (ntarget -1: cancel), its result filled there (err, a Kafka code, and
+ * msg, NUL-terminated, empty for none). List: each partition named (all:
+ * every one), and the control thread sets found to an array (its malloc) of
+ * nfound reassignments in progress, which the shard frees once copied.
+ * The arrays are the shard's, borrowed until ctx gets kafka_ctx_sub_done;
+ * names are copies. */
+#define COORD_REASSIGN_MAX 64        /* replicas of a partition */
+struct coord_reassign_part {
+	const char *topic;
+	int32_t topic_len;
+	int32_t partition;
+	const int32_t *target;
+	int32_t ntarget;             /* -1: cancel */
+	int16_t err;
+	char msg[120];
+};
+struct coord_reassign_found {
+	char topic[256];
+	int32_t partition;
+	int16_t nreplicas, nadding, nremoving;
+	int32_t replicas[COORD_REASSIGN_MAX], adding[COORD_REASSIGN_MAX], removing[COORD_REASSIGN_MAX];
+};
+struct coord_reassign {
+	int list;                    /* 0: alter, 1: list */
+	int all;                     /* list: every partition (parts unused) */
+	int n;
+	struct coord_reassign_part *parts;
+	struct coord_reassign_found *found;
+	int nfound;
+};
+
 /* The callbacks the layer above gives the shards. Read-only once set. */
 struct coord_ops {
 	/* @thread shard: OffsetCommit, OffsetFetch, JoinGroup, Heartbeat,
@@ -130,6 +163,10 @@ struct coord_ops {
 	/* @thread shard. ElectLeaders: each part's err is filled (the records
 	 * applied) before ctx gets kafka_ctx_sub_done. */
 	void (*submit_elect)(struct kafka_ctx *ctx, struct coord_elect *req);
+	/* @thread shard. AlterPartitionReassignments and
+	 * ListPartitionReassignments: req is filled (the records applied)
+	 * before ctx gets kafka_ctx_sub_done. */
+	void (*submit_reassign)(struct kafka_ctx *ctx, struct coord_reassign *req);
 	/* @thread ctl. The message fn a shard sends to the control thread (with
 	 * its parking shard_send) for a new producer id outside a request (the
 	 * native protocol's sessions): m->p[0] a cookie, m->p[1] the

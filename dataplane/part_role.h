@@ -54,6 +54,9 @@ struct part_role_msg {
 	 * leader_epoch } } (join 1: add broker, 0: remove it). */
 	void (*isr_change)(void *self, struct shard_msg *m);
 	int isr_to;                  /* the thread that receives it */
+	/* a follower that is an adding replica of a reassignment: its
+	 * fetches take the replication throttle (replica_fetcher.c) */
+	int throttled;
 };
 
 /* One follower as its leader sees it (Kafka's Replica). */
@@ -85,6 +88,7 @@ struct part_role {
 	int isr_to;
 	int32_t fetch_epoch;         /* follower: the epoch its fetch in flight was sent at */
 	uint64_t retry_ns;           /* follower: the leader refused it; asked again after */
+	int throttled;               /* follower: an adding replica (part_role_msg's) */
 	int nisr;                    /* ISR members, this node included */
 	int nf;
 	struct part_follower f[];    /* the other replicas */

@@ -126,6 +126,17 @@ static void rf_ask_of(struct part *p, struct rf_ask *a)
 	a->log_start = pl->log_start;
 }
 
+/* The bytes the reassignments' replicas may still fetch now: the node's
+ * throttle, each shard its share (either transport; read once a round). */
+static int64_t rf_throttle_avail(struct shard *sh)
+{
+	int64_t rate = __atomic_load_n(&sh->b->repl_throttle_bps, __ATOMIC_RELAXED);
+
+	if (rate > 0 && rate != REPL_THROTTLE_NONE)
+		rate = rate / sh->b->set.nshards > 0 ? rate / sh->b->set.nshards : 1;
+	return repl_throttle_avail(&sh->repl_throttle, rate, sh->now_ns);
+}
+
 int replica_fetch_build(struct shard *sh, int32_t leader, int32_t corr, struct kafka_writer *w)
 {
 	struct kafka_fetch_request q;
@@ -134,6 +145,7 @@ int replica_fetch_build(struct shard *sh, int32_t leader, int32_t corr, struct k
 	struct kafka_request req;
 	int n = 0;
 	int32_t self = -1;
+	int64_t avail = rf_throttle_avail(sh);
 
 	/* one topic entry per partition (the request allows repeats); at
 	 * most 64 partitions a request, the rest on the next */
@@ -142,6 +154,8 @@ int replica_fetch_build(struct shard *sh, int32_t leader, int32_t corr, struct k
 
 		if (!follows(p, leader) || !ready(p, sh->now_ns))
 			continue;
+		if (p->role->throttled && avail <= 0)
+			continue;                /* its budget spent: asked once it fills */
 		self = p->role->self;
 		rf_ask_of(p, &a);
 		parts[n] = (struct kafka_fetch_request_fetch_partition){
@@ -150,7 +164,8 @@ int replica_fetch_build(struct shard *sh, int32_t leader, int32_t corr, struct k
 			.FetchOffset = a.offset,
 			.LastFetchedEpoch = a.last_epoch,
 			.LogStartOffset = a.log_start,
-			.PartitionMaxBytes = REPLICA_FETCH_PART_BYTES,
+			.PartitionMaxBytes = p->role->throttled && avail < REPLICA_FETCH_PART_BYTES
+				? (int32_t)avail : (int32_t)REPLICA_FETCH_PART_BYTES,
 		};
 		topics[n].Topic = (struct kafka_str){ p->topic, (int32_t)strlen(p->topic) };
 		topics[n].Partitions.items = &parts[n];
@@ -246,6 +261,8 @@ static int64_t rf_take(struct shard *sh, struct part *p, const struct rf_answer 
 	}
 	if (a->len > 0) {
 		rc = part_append_replica(p, a->records, a->len, &appended);
+		if (p->role->throttled)
+			repl_throttle_spend(&sh->repl_throttle, a->len);
 		if (rc < 0 && rc != -EILSEQ) {
 			p->role->retry_ns = sh->now_ns + PART_RETRY_NS;
 			shard_stat_add(&sh->stats.repl_errors, 1);
@@ -563,6 +580,7 @@ static int native_poll(struct replica_fetcher *f)
 	struct shard *sh = f->sh;
 	uint16_t max_dg = native_repl_max_datagram(sh);
 	int work = 0;
+	int64_t avail;
 
 	for (int i = 0; i < NSLOTS; i++)
 		if (f->nslot[i].used &&
@@ -572,6 +590,7 @@ static int native_poll(struct replica_fetcher *f)
 		}
 	if (sh->stop || !max_dg)
 		return 0;
+	avail = rf_throttle_avail(sh);
 	for (struct part *p = sh->parts; p; p = p->next) {
 		struct rf_nslot *s = NULL;
 		struct rf_ask a;
@@ -579,6 +598,8 @@ static int native_poll(struct replica_fetcher *f)
 
 		if (!follows(p, f->leader) || !ready(p, sh->now_ns) || nslot_of(f, p))
 			continue;
+		if (p->role->throttled && avail <= 0)
+			continue;                /* its budget spent: asked once it fills */
 		for (int i = 0; i < NSLOTS && !s; i++)
 			if (!f->nslot[i].used)
 				s = &f->nslot[i];

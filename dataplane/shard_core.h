@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "dataplane/broker.h"
+#include "dataplane/repl_throttle.h"
 #include "storage/lathist.h"
 #include "storage/store.h"
 
@@ -197,6 +198,7 @@ struct shard {
 	int repl_parts;              /* partitions with a role (dataplane/part_role.h): 0 on one node */
 	int roles_changed;           /* a partition took a role: the fetchers look (replica_fetcher.c) */
 	struct replica_fetcher *fetchers;   /* one per leader followed (dataplane/replica_fetcher.h) */
+	struct repl_throttle repl_throttle; /* the fetchers' budget for throttled partitions */
 	uint8_t **rbufs;             /* free disk-read buffers */
 	int nrbufs;
 	struct rbuf_wait *rbuf_wait; /* reads waiting for a read buffer (FIFO, dataplane/part.h) */

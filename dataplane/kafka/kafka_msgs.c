@@ -8546,6 +8546,639 @@ static void kafka_incremental_alter_configs_response_encode_any(struct kafka_wri
 	kafka_incremental_alter_configs_response_encode(w, version, m);
 }
 
+/* ---- AlterPartitionReassignmentsRequest ---- */
+
+static void kafka_alter_partition_reassignments_request_reassignable_partition_init(struct kafka_alter_partition_reassignments_request_reassignable_partition *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Replicas.count = -1;
+}
+
+static void kafka_alter_partition_reassignments_request_reassignable_topic_init(struct kafka_alter_partition_reassignments_request_reassignable_topic *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+}
+
+
+
+void kafka_alter_partition_reassignments_request_init(struct kafka_alter_partition_reassignments_request *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->TimeoutMs = (int32_t)60000LL;
+}
+
+static int kafka_alter_partition_reassignments_request_reassignable_partition_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_alter_partition_reassignments_request_reassignable_partition *m)
+{
+	int32_t n;
+	kafka_alter_partition_reassignments_request_reassignable_partition_init(m);
+	(void)a;
+	(void)version;
+	m->PartitionIndex = kafka_cursor_int32(c);
+	n = kafka_cursor_array_len(c, true, true, 4);
+	m->Replicas.count = n;
+	m->Replicas.items = NULL;
+	if (n > 0) {
+		m->Replicas.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Replicas.items));
+		if (!m->Replicas.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			m->Replicas.items[i] = kafka_cursor_int32(c);
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_alter_partition_reassignments_request_reassignable_topic_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_alter_partition_reassignments_request_reassignable_topic *m)
+{
+	int rc;
+	int32_t n;
+	kafka_alter_partition_reassignments_request_reassignable_topic_init(m);
+	(void)a;
+	(void)version;
+	m->Name = kafka_cursor_string(c, true, false);
+	n = kafka_cursor_array_len(c, true, false, 6);
+	m->Partitions.count = n;
+	m->Partitions.items = NULL;
+	if (n > 0) {
+		m->Partitions.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Partitions.items));
+		if (!m->Partitions.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_alter_partition_reassignments_request_reassignable_partition_decode(c, a, version, &m->Partitions.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_alter_partition_reassignments_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_alter_partition_reassignments_request *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 0)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_alter_partition_reassignments_request_init(m);
+	(void)a;
+	(void)version;
+	m->TimeoutMs = kafka_cursor_int32(c);
+	n = kafka_cursor_array_len(c, true, false, 3);
+	m->Topics.count = n;
+	m->Topics.items = NULL;
+	if (n > 0) {
+		m->Topics.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Topics.items));
+		if (!m->Topics.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_alter_partition_reassignments_request_reassignable_topic_decode(c, a, version, &m->Topics.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_alter_partition_reassignments_request_reassignable_partition_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_alter_partition_reassignments_request_reassignable_partition *m)
+{
+	(void)version;
+	kafka_writer_int32(w, m->PartitionIndex);
+	kafka_writer_len(w, m->Replicas.count, true, true, true);
+	for (int32_t i = 0; i < m->Replicas.count; i++)
+		kafka_writer_int32(w, m->Replicas.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_alter_partition_reassignments_request_reassignable_topic_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_alter_partition_reassignments_request_reassignable_topic *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Name, true, false);
+	kafka_writer_len(w, m->Partitions.count, true, true, false);
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		kafka_alter_partition_reassignments_request_reassignable_partition_encode(w, version, &m->Partitions.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_alter_partition_reassignments_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_alter_partition_reassignments_request *m)
+{
+	(void)version;
+	if (version < 0 || version > 0) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_int32(w, m->TimeoutMs);
+	kafka_writer_len(w, m->Topics.count, true, true, false);
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		kafka_alter_partition_reassignments_request_reassignable_topic_encode(w, version, &m->Topics.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_alter_partition_reassignments_request_init_any(void *m)
+{
+	kafka_alter_partition_reassignments_request_init(m);
+}
+
+static int kafka_alter_partition_reassignments_request_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_alter_partition_reassignments_request_decode(c, a, version, m);
+}
+
+static void kafka_alter_partition_reassignments_request_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_alter_partition_reassignments_request_encode(w, version, m);
+}
+
+/* ---- AlterPartitionReassignmentsResponse ---- */
+
+static void kafka_alter_partition_reassignments_response_reassignable_partition_response_init(struct kafka_alter_partition_reassignments_response_reassignable_partition_response *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_alter_partition_reassignments_response_reassignable_topic_response_init(struct kafka_alter_partition_reassignments_response_reassignable_topic_response *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+}
+
+
+
+void kafka_alter_partition_reassignments_response_init(struct kafka_alter_partition_reassignments_response *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+}
+
+static int kafka_alter_partition_reassignments_response_reassignable_partition_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_alter_partition_reassignments_response_reassignable_partition_response *m)
+{
+	kafka_alter_partition_reassignments_response_reassignable_partition_response_init(m);
+	(void)a;
+	(void)version;
+	m->PartitionIndex = kafka_cursor_int32(c);
+	m->ErrorCode = kafka_cursor_int16(c);
+	m->ErrorMessage = kafka_cursor_string(c, true, true);
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_alter_partition_reassignments_response_reassignable_topic_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_alter_partition_reassignments_response_reassignable_topic_response *m)
+{
+	int rc;
+	int32_t n;
+	kafka_alter_partition_reassignments_response_reassignable_topic_response_init(m);
+	(void)a;
+	(void)version;
+	m->Name = kafka_cursor_string(c, true, false);
+	n = kafka_cursor_array_len(c, true, false, 8);
+	m->Partitions.count = n;
+	m->Partitions.items = NULL;
+	if (n > 0) {
+		m->Partitions.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Partitions.items));
+		if (!m->Partitions.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_alter_partition_reassignments_response_reassignable_partition_response_decode(c, a, version, &m->Partitions.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_alter_partition_reassignments_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_alter_partition_reassignments_response *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 0)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_alter_partition_reassignments_response_init(m);
+	(void)a;
+	(void)version;
+	m->ThrottleTimeMs = kafka_cursor_int32(c);
+	m->ErrorCode = kafka_cursor_int16(c);
+	m->ErrorMessage = kafka_cursor_string(c, true, true);
+	n = kafka_cursor_array_len(c, true, false, 3);
+	m->Responses.count = n;
+	m->Responses.items = NULL;
+	if (n > 0) {
+		m->Responses.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Responses.items));
+		if (!m->Responses.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_alter_partition_reassignments_response_reassignable_topic_response_decode(c, a, version, &m->Responses.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_alter_partition_reassignments_response_reassignable_partition_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_alter_partition_reassignments_response_reassignable_partition_response *m)
+{
+	(void)version;
+	kafka_writer_int32(w, m->PartitionIndex);
+	kafka_writer_int16(w, m->ErrorCode);
+	kafka_writer_string(w, m->ErrorMessage, true, true);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_alter_partition_reassignments_response_reassignable_topic_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_alter_partition_reassignments_response_reassignable_topic_response *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Name, true, false);
+	kafka_writer_len(w, m->Partitions.count, true, true, false);
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		kafka_alter_partition_reassignments_response_reassignable_partition_response_encode(w, version, &m->Partitions.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_alter_partition_reassignments_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_alter_partition_reassignments_response *m)
+{
+	(void)version;
+	if (version < 0 || version > 0) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_int32(w, m->ThrottleTimeMs);
+	kafka_writer_int16(w, m->ErrorCode);
+	kafka_writer_string(w, m->ErrorMessage, true, true);
+	kafka_writer_len(w, m->Responses.count, true, true, false);
+	for (int32_t i = 0; i < m->Responses.count; i++)
+		kafka_alter_partition_reassignments_response_reassignable_topic_response_encode(w, version, &m->Responses.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_alter_partition_reassignments_response_init_any(void *m)
+{
+	kafka_alter_partition_reassignments_response_init(m);
+}
+
+static int kafka_alter_partition_reassignments_response_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_alter_partition_reassignments_response_decode(c, a, version, m);
+}
+
+static void kafka_alter_partition_reassignments_response_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_alter_partition_reassignments_response_encode(w, version, m);
+}
+
+/* ---- ListPartitionReassignmentsRequest ---- */
+
+static void kafka_list_partition_reassignments_request_list_partition_reassignments_topics_init(struct kafka_list_partition_reassignments_request_list_partition_reassignments_topics *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+}
+
+
+void kafka_list_partition_reassignments_request_init(struct kafka_list_partition_reassignments_request *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->TimeoutMs = (int32_t)60000LL;
+	m->Topics.count = -1;
+}
+
+static int kafka_list_partition_reassignments_request_list_partition_reassignments_topics_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_list_partition_reassignments_request_list_partition_reassignments_topics *m)
+{
+	int32_t n;
+	kafka_list_partition_reassignments_request_list_partition_reassignments_topics_init(m);
+	(void)a;
+	(void)version;
+	m->Name = kafka_cursor_string(c, true, false);
+	n = kafka_cursor_array_len(c, true, false, 4);
+	m->PartitionIndexes.count = n;
+	m->PartitionIndexes.items = NULL;
+	if (n > 0) {
+		m->PartitionIndexes.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->PartitionIndexes.items));
+		if (!m->PartitionIndexes.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			m->PartitionIndexes.items[i] = kafka_cursor_int32(c);
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_list_partition_reassignments_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_list_partition_reassignments_request *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 0)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_list_partition_reassignments_request_init(m);
+	(void)a;
+	(void)version;
+	m->TimeoutMs = kafka_cursor_int32(c);
+	n = kafka_cursor_array_len(c, true, true, 3);
+	m->Topics.count = n;
+	m->Topics.items = NULL;
+	if (n > 0) {
+		m->Topics.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Topics.items));
+		if (!m->Topics.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_list_partition_reassignments_request_list_partition_reassignments_topics_decode(c, a, version, &m->Topics.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_list_partition_reassignments_request_list_partition_reassignments_topics_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_list_partition_reassignments_request_list_partition_reassignments_topics *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Name, true, false);
+	kafka_writer_len(w, m->PartitionIndexes.count, true, true, false);
+	for (int32_t i = 0; i < m->PartitionIndexes.count; i++)
+		kafka_writer_int32(w, m->PartitionIndexes.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_list_partition_reassignments_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_list_partition_reassignments_request *m)
+{
+	(void)version;
+	if (version < 0 || version > 0) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_int32(w, m->TimeoutMs);
+	kafka_writer_len(w, m->Topics.count, true, true, true);
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		kafka_list_partition_reassignments_request_list_partition_reassignments_topics_encode(w, version, &m->Topics.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_list_partition_reassignments_request_init_any(void *m)
+{
+	kafka_list_partition_reassignments_request_init(m);
+}
+
+static int kafka_list_partition_reassignments_request_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_list_partition_reassignments_request_decode(c, a, version, m);
+}
+
+static void kafka_list_partition_reassignments_request_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_list_partition_reassignments_request_encode(w, version, m);
+}
+
+/* ---- ListPartitionReassignmentsResponse ---- */
+
+static void kafka_list_partition_reassignments_response_ongoing_partition_reassignment_init(struct kafka_list_partition_reassignments_response_ongoing_partition_reassignment *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static void kafka_list_partition_reassignments_response_ongoing_topic_reassignment_init(struct kafka_list_partition_reassignments_response_ongoing_topic_reassignment *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+}
+
+
+
+void kafka_list_partition_reassignments_response_init(struct kafka_list_partition_reassignments_response *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+}
+
+static int kafka_list_partition_reassignments_response_ongoing_partition_reassignment_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_list_partition_reassignments_response_ongoing_partition_reassignment *m)
+{
+	int32_t n;
+	kafka_list_partition_reassignments_response_ongoing_partition_reassignment_init(m);
+	(void)a;
+	(void)version;
+	m->PartitionIndex = kafka_cursor_int32(c);
+	n = kafka_cursor_array_len(c, true, false, 4);
+	m->Replicas.count = n;
+	m->Replicas.items = NULL;
+	if (n > 0) {
+		m->Replicas.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Replicas.items));
+		if (!m->Replicas.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			m->Replicas.items[i] = kafka_cursor_int32(c);
+		}
+	}
+	n = kafka_cursor_array_len(c, true, false, 4);
+	m->AddingReplicas.count = n;
+	m->AddingReplicas.items = NULL;
+	if (n > 0) {
+		m->AddingReplicas.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->AddingReplicas.items));
+		if (!m->AddingReplicas.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			m->AddingReplicas.items[i] = kafka_cursor_int32(c);
+		}
+	}
+	n = kafka_cursor_array_len(c, true, false, 4);
+	m->RemovingReplicas.count = n;
+	m->RemovingReplicas.items = NULL;
+	if (n > 0) {
+		m->RemovingReplicas.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->RemovingReplicas.items));
+		if (!m->RemovingReplicas.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			m->RemovingReplicas.items[i] = kafka_cursor_int32(c);
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_list_partition_reassignments_response_ongoing_topic_reassignment_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_list_partition_reassignments_response_ongoing_topic_reassignment *m)
+{
+	int rc;
+	int32_t n;
+	kafka_list_partition_reassignments_response_ongoing_topic_reassignment_init(m);
+	(void)a;
+	(void)version;
+	m->Name = kafka_cursor_string(c, true, false);
+	n = kafka_cursor_array_len(c, true, false, 8);
+	m->Partitions.count = n;
+	m->Partitions.items = NULL;
+	if (n > 0) {
+		m->Partitions.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Partitions.items));
+		if (!m->Partitions.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_list_partition_reassignments_response_ongoing_partition_reassignment_decode(c, a, version, &m->Partitions.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_list_partition_reassignments_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_list_partition_reassignments_response *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 0)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_list_partition_reassignments_response_init(m);
+	(void)a;
+	(void)version;
+	m->ThrottleTimeMs = kafka_cursor_int32(c);
+	m->ErrorCode = kafka_cursor_int16(c);
+	m->ErrorMessage = kafka_cursor_string(c, true, true);
+	n = kafka_cursor_array_len(c, true, false, 3);
+	m->Topics.count = n;
+	m->Topics.items = NULL;
+	if (n > 0) {
+		m->Topics.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Topics.items));
+		if (!m->Topics.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_list_partition_reassignments_response_ongoing_topic_reassignment_decode(c, a, version, &m->Topics.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_list_partition_reassignments_response_ongoing_partition_reassignment_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_list_partition_reassignments_response_ongoing_partition_reassignment *m)
+{
+	(void)version;
+	kafka_writer_int32(w, m->PartitionIndex);
+	kafka_writer_len(w, m->Replicas.count, true, true, false);
+	for (int32_t i = 0; i < m->Replicas.count; i++)
+		kafka_writer_int32(w, m->Replicas.items[i]);
+	kafka_writer_len(w, m->AddingReplicas.count, true, true, false);
+	for (int32_t i = 0; i < m->AddingReplicas.count; i++)
+		kafka_writer_int32(w, m->AddingReplicas.items[i]);
+	kafka_writer_len(w, m->RemovingReplicas.count, true, true, false);
+	for (int32_t i = 0; i < m->RemovingReplicas.count; i++)
+		kafka_writer_int32(w, m->RemovingReplicas.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_list_partition_reassignments_response_ongoing_topic_reassignment_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_list_partition_reassignments_response_ongoing_topic_reassignment *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Name, true, false);
+	kafka_writer_len(w, m->Partitions.count, true, true, false);
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		kafka_list_partition_reassignments_response_ongoing_partition_reassignment_encode(w, version, &m->Partitions.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_list_partition_reassignments_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_list_partition_reassignments_response *m)
+{
+	(void)version;
+	if (version < 0 || version > 0) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_int32(w, m->ThrottleTimeMs);
+	kafka_writer_int16(w, m->ErrorCode);
+	kafka_writer_string(w, m->ErrorMessage, true, true);
+	kafka_writer_len(w, m->Topics.count, true, true, false);
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		kafka_list_partition_reassignments_response_ongoing_topic_reassignment_encode(w, version, &m->Topics.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_list_partition_reassignments_response_init_any(void *m)
+{
+	kafka_list_partition_reassignments_response_init(m);
+}
+
+static int kafka_list_partition_reassignments_response_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_list_partition_reassignments_response_decode(c, a, version, m);
+}
+
+static void kafka_list_partition_reassignments_response_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_list_partition_reassignments_response_encode(w, version, m);
+}
+
 /* ---- OffsetDeleteRequest ---- */
 
 static void kafka_offset_delete_request_offset_delete_request_partition_init(struct kafka_offset_delete_request_offset_delete_request_partition *m)
@@ -10021,6 +10654,14 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 	  kafka_incremental_alter_configs_request_init_any, kafka_incremental_alter_configs_request_decode_any, kafka_incremental_alter_configs_request_encode_any },
 	{ "IncrementalAlterConfigsResponse", 44, 0, 1, 1, sizeof(struct kafka_incremental_alter_configs_response),
 	  kafka_incremental_alter_configs_response_init_any, kafka_incremental_alter_configs_response_decode_any, kafka_incremental_alter_configs_response_encode_any },
+	{ "AlterPartitionReassignmentsRequest", 45, 0, 0, 0, sizeof(struct kafka_alter_partition_reassignments_request),
+	  kafka_alter_partition_reassignments_request_init_any, kafka_alter_partition_reassignments_request_decode_any, kafka_alter_partition_reassignments_request_encode_any },
+	{ "AlterPartitionReassignmentsResponse", 45, 0, 0, 0, sizeof(struct kafka_alter_partition_reassignments_response),
+	  kafka_alter_partition_reassignments_response_init_any, kafka_alter_partition_reassignments_response_decode_any, kafka_alter_partition_reassignments_response_encode_any },
+	{ "ListPartitionReassignmentsRequest", 46, 0, 0, 0, sizeof(struct kafka_list_partition_reassignments_request),
+	  kafka_list_partition_reassignments_request_init_any, kafka_list_partition_reassignments_request_decode_any, kafka_list_partition_reassignments_request_encode_any },
+	{ "ListPartitionReassignmentsResponse", 46, 0, 0, 0, sizeof(struct kafka_list_partition_reassignments_response),
+	  kafka_list_partition_reassignments_response_init_any, kafka_list_partition_reassignments_response_decode_any, kafka_list_partition_reassignments_response_encode_any },
 	{ "OffsetDeleteRequest", 47, 0, 0, -1, sizeof(struct kafka_offset_delete_request),
 	  kafka_offset_delete_request_init_any, kafka_offset_delete_request_decode_any, kafka_offset_delete_request_encode_any },
 	{ "OffsetDeleteResponse", 47, 0, 0, -1, sizeof(struct kafka_offset_delete_response),
@@ -10080,6 +10721,8 @@ int kafka_handle_create_partitions(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_delete_groups(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_elect_leaders(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_incremental_alter_configs(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_alter_partition_reassignments(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_list_partition_reassignments(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_offset_delete(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_describe_quorum(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_describe_cluster(struct kafka_ctx *ctx) __attribute__((weak));
@@ -10121,9 +10764,11 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_msg_descs[64], &kafka_msg_descs[65], kafka_handle_delete_groups }, /* optional */
 	{ 43, "ElectLeaders", 0, 2, 2, 0, 2, true, &kafka_msg_descs[66], &kafka_msg_descs[67], kafka_handle_elect_leaders }, /* preferred (0) and unclean (1) elections, answered by the active controller (kafka-leader-election, sluicectl leader elect) */
 	{ 44, "IncrementalAlterConfigs", 0, 1, 1, 0, 1, true, &kafka_msg_descs[68], &kafka_msg_descs[69], kafka_handle_incremental_alter_configs }, /* topic configs (broker issue) */
-	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[70], &kafka_msg_descs[71], kafka_handle_offset_delete }, /* optional */
-	{ 55, "DescribeQuorum", 0, 2, 0, 0, 2, true, &kafka_msg_descs[72], &kafka_msg_descs[73], kafka_handle_describe_quorum }, /* the metadata quorum: leader, epoch, high watermark, voters (kafka-metadata-quorum, sluicectl cluster info) */
-	{ 60, "DescribeCluster", 0, 1, 0, 0, 1, true, &kafka_msg_descs[74], &kafka_msg_descs[75], kafka_handle_describe_cluster }, /* this node: ControllerId and the one broker; v1 EndpointType 1 (brokers) */
+	{ 45, "AlterPartitionReassignments", 0, 0, 0, 0, 0, true, &kafka_msg_descs[70], &kafka_msg_descs[71], kafka_handle_alter_partition_reassignments }, /* KIP-455: move a partition's replicas (adding replicas catch up, then removed ones leave), null cancels; the active controller's (kafka-reassign-partitions, sluicectl partition reassign) */
+	{ 46, "ListPartitionReassignments", 0, 0, 0, 0, 0, true, &kafka_msg_descs[72], &kafka_msg_descs[73], kafka_handle_list_partition_reassignments }, /* KIP-455: the reassignments in progress, their adding and removing replicas */
+	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[74], &kafka_msg_descs[75], kafka_handle_offset_delete }, /* optional */
+	{ 55, "DescribeQuorum", 0, 2, 0, 0, 2, true, &kafka_msg_descs[76], &kafka_msg_descs[77], kafka_handle_describe_quorum }, /* the metadata quorum: leader, epoch, high watermark, voters (kafka-metadata-quorum, sluicectl cluster info) */
+	{ 60, "DescribeCluster", 0, 1, 0, 0, 1, true, &kafka_msg_descs[78], &kafka_msg_descs[79], kafka_handle_describe_cluster }, /* this node: ControllerId and the one broker; v1 EndpointType 1 (brokers) */
 };
 
 const struct kafka_array_bound kafka_array_bounds[] = {
@@ -10227,6 +10872,18 @@ const struct kafka_array_bound kafka_array_bounds[] = {
 	{ "IncrementalAlterConfigsRequest.AlterConfigsResource.Configs", sizeof(struct kafka_incremental_alter_configs_request_alterable_config), 4 },
 	{ "IncrementalAlterConfigsRequest.Resources", sizeof(struct kafka_incremental_alter_configs_request_alter_configs_resource), 4 },
 	{ "IncrementalAlterConfigsResponse.Responses", sizeof(struct kafka_incremental_alter_configs_response_alter_configs_resource_response), 6 },
+	{ "AlterPartitionReassignmentsRequest.ReassignablePartition.Replicas", sizeof(int32_t), 4 },
+	{ "AlterPartitionReassignmentsRequest.ReassignableTopic.Partitions", sizeof(struct kafka_alter_partition_reassignments_request_reassignable_partition), 6 },
+	{ "AlterPartitionReassignmentsRequest.Topics", sizeof(struct kafka_alter_partition_reassignments_request_reassignable_topic), 3 },
+	{ "AlterPartitionReassignmentsResponse.ReassignableTopicResponse.Partitions", sizeof(struct kafka_alter_partition_reassignments_response_reassignable_partition_response), 8 },
+	{ "AlterPartitionReassignmentsResponse.Responses", sizeof(struct kafka_alter_partition_reassignments_response_reassignable_topic_response), 3 },
+	{ "ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics.PartitionIndexes", sizeof(int32_t), 4 },
+	{ "ListPartitionReassignmentsRequest.Topics", sizeof(struct kafka_list_partition_reassignments_request_list_partition_reassignments_topics), 3 },
+	{ "ListPartitionReassignmentsResponse.OngoingPartitionReassignment.Replicas", sizeof(int32_t), 4 },
+	{ "ListPartitionReassignmentsResponse.OngoingPartitionReassignment.AddingReplicas", sizeof(int32_t), 4 },
+	{ "ListPartitionReassignmentsResponse.OngoingPartitionReassignment.RemovingReplicas", sizeof(int32_t), 4 },
+	{ "ListPartitionReassignmentsResponse.OngoingTopicReassignment.Partitions", sizeof(struct kafka_list_partition_reassignments_response_ongoing_partition_reassignment), 8 },
+	{ "ListPartitionReassignmentsResponse.Topics", sizeof(struct kafka_list_partition_reassignments_response_ongoing_topic_reassignment), 3 },
 	{ "OffsetDeleteRequest.OffsetDeleteRequestTopic.Partitions", sizeof(struct kafka_offset_delete_request_offset_delete_request_partition), 4 },
 	{ "OffsetDeleteRequest.Topics", sizeof(struct kafka_offset_delete_request_offset_delete_request_topic), 6 },
 	{ "OffsetDeleteResponse.OffsetDeleteResponseTopic.Partitions", sizeof(struct kafka_offset_delete_response_offset_delete_response_partition), 6 },
@@ -10883,9 +11540,11 @@ const struct kafka_api *kafka_api_find(int16_t api_key)
 	case 42: return &kafka_apis[32];
 	case 43: return &kafka_apis[33];
 	case 44: return &kafka_apis[34];
-	case 47: return &kafka_apis[35];
-	case 55: return &kafka_apis[36];
-	case 60: return &kafka_apis[37];
+	case 45: return &kafka_apis[35];
+	case 46: return &kafka_apis[36];
+	case 47: return &kafka_apis[37];
+	case 55: return &kafka_apis[38];
+	case 60: return &kafka_apis[39];
 	default: return NULL;
 	}
 }

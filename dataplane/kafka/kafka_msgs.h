@@ -2411,6 +2411,169 @@ int kafka_incremental_alter_configs_response_decode(struct kafka_cursor *c, stru
 void kafka_incremental_alter_configs_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_incremental_alter_configs_response *m);
 
+/* ---- AlterPartitionReassignmentsRequest (api key 45, versions 0-0) ---- */
+
+struct kafka_alter_partition_reassignments_request_reassignable_partition {
+	/* The partition index. (v0+) */
+	int32_t PartitionIndex;
+	/* The replicas to place the partitions on, or null to cancel a pending reassignment for this partition. (v0+, nullable) */
+	struct {
+		int32_t *items;
+		int32_t count; /* -1: null */
+	} Replicas;
+};
+
+struct kafka_alter_partition_reassignments_request_reassignable_topic {
+	/* The topic name. (v0+) */
+	struct kafka_str Name;
+	/* The partitions to reassign. (v0+) */
+	struct {
+		struct kafka_alter_partition_reassignments_request_reassignable_partition *items;
+		int32_t count; /* -1: null */
+	} Partitions;
+};
+
+/* AlterPartitionReassignmentsRequest, versions 0-0, flexible from v0. */
+struct kafka_alter_partition_reassignments_request {
+	/* The time in ms to wait for the request to complete. (v0+) */
+	int32_t TimeoutMs;
+	/* The topics to reassign. (v0+) */
+	struct {
+		struct kafka_alter_partition_reassignments_request_reassignable_topic *items;
+		int32_t count; /* -1: null */
+	} Topics;
+};
+
+void kafka_alter_partition_reassignments_request_init(struct kafka_alter_partition_reassignments_request *m);
+int kafka_alter_partition_reassignments_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_alter_partition_reassignments_request *m);
+void kafka_alter_partition_reassignments_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_alter_partition_reassignments_request *m);
+
+/* ---- AlterPartitionReassignmentsResponse (api key 45, versions 0-0) ---- */
+
+struct kafka_alter_partition_reassignments_response_reassignable_partition_response {
+	/* The partition index. (v0+) */
+	int32_t PartitionIndex;
+	/* The error code for this partition, or 0 if there was no error. (v0+) */
+	int16_t ErrorCode;
+	/* The error message for this partition, or null if there was no error. (v0+, nullable) */
+	struct kafka_str ErrorMessage;
+};
+
+struct kafka_alter_partition_reassignments_response_reassignable_topic_response {
+	/* The topic name (v0+) */
+	struct kafka_str Name;
+	/* The responses to partitions to reassign (v0+) */
+	struct {
+		struct kafka_alter_partition_reassignments_response_reassignable_partition_response *items;
+		int32_t count; /* -1: null */
+	} Partitions;
+};
+
+/* AlterPartitionReassignmentsResponse, versions 0-0, flexible from v0. */
+struct kafka_alter_partition_reassignments_response {
+	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
+	int32_t ThrottleTimeMs;
+	/* The top-level error code, or 0 if there was no error. (v0+) */
+	int16_t ErrorCode;
+	/* The top-level error message, or null if there was no error. (v0+, nullable) */
+	struct kafka_str ErrorMessage;
+	/* The responses to topics to reassign. (v0+) */
+	struct {
+		struct kafka_alter_partition_reassignments_response_reassignable_topic_response *items;
+		int32_t count; /* -1: null */
+	} Responses;
+};
+
+void kafka_alter_partition_reassignments_response_init(struct kafka_alter_partition_reassignments_response *m);
+int kafka_alter_partition_reassignments_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_alter_partition_reassignments_response *m);
+void kafka_alter_partition_reassignments_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_alter_partition_reassignments_response *m);
+
+/* ---- ListPartitionReassignmentsRequest (api key 46, versions 0-0) ---- */
+
+struct kafka_list_partition_reassignments_request_list_partition_reassignments_topics {
+	/* The topic name (v0+) */
+	struct kafka_str Name;
+	/* The partitions to list partition reassignments for. (v0+) */
+	struct {
+		int32_t *items;
+		int32_t count; /* -1: null */
+	} PartitionIndexes;
+};
+
+/* ListPartitionReassignmentsRequest, versions 0-0, flexible from v0. */
+struct kafka_list_partition_reassignments_request {
+	/* The time in ms to wait for the request to complete. (v0+) */
+	int32_t TimeoutMs;
+	/* The topics to list partition reassignments for, or null to list everything. (v0+, nullable) */
+	struct {
+		struct kafka_list_partition_reassignments_request_list_partition_reassignments_topics *items;
+		int32_t count; /* -1: null */
+	} Topics;
+};
+
+void kafka_list_partition_reassignments_request_init(struct kafka_list_partition_reassignments_request *m);
+int kafka_list_partition_reassignments_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_list_partition_reassignments_request *m);
+void kafka_list_partition_reassignments_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_list_partition_reassignments_request *m);
+
+/* ---- ListPartitionReassignmentsResponse (api key 46, versions 0-0) ---- */
+
+struct kafka_list_partition_reassignments_response_ongoing_partition_reassignment {
+	/* The index of the partition. (v0+) */
+	int32_t PartitionIndex;
+	/* The current replica set. (v0+) */
+	struct {
+		int32_t *items;
+		int32_t count; /* -1: null */
+	} Replicas;
+	/* The set of replicas we are currently adding. (v0+) */
+	struct {
+		int32_t *items;
+		int32_t count; /* -1: null */
+	} AddingReplicas;
+	/* The set of replicas we are currently removing. (v0+) */
+	struct {
+		int32_t *items;
+		int32_t count; /* -1: null */
+	} RemovingReplicas;
+};
+
+struct kafka_list_partition_reassignments_response_ongoing_topic_reassignment {
+	/* The topic name. (v0+) */
+	struct kafka_str Name;
+	/* The ongoing reassignments for each partition. (v0+) */
+	struct {
+		struct kafka_list_partition_reassignments_response_ongoing_partition_reassignment *items;
+		int32_t count; /* -1: null */
+	} Partitions;
+};
+
+/* ListPartitionReassignmentsResponse, versions 0-0, flexible from v0. */
+struct kafka_list_partition_reassignments_response {
+	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
+	int32_t ThrottleTimeMs;
+	/* The top-level error code, or 0 if there was no error (v0+) */
+	int16_t ErrorCode;
+	/* The top-level error message, or null if there was no error. (v0+, nullable) */
+	struct kafka_str ErrorMessage;
+	/* The ongoing reassignments for each topic. (v0+) */
+	struct {
+		struct kafka_list_partition_reassignments_response_ongoing_topic_reassignment *items;
+		int32_t count; /* -1: null */
+	} Topics;
+};
+
+void kafka_list_partition_reassignments_response_init(struct kafka_list_partition_reassignments_response *m);
+int kafka_list_partition_reassignments_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_list_partition_reassignments_response *m);
+void kafka_list_partition_reassignments_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_list_partition_reassignments_response *m);
+
 /* ---- OffsetDeleteRequest (api key 47, versions 0-0) ---- */
 
 struct kafka_offset_delete_request_offset_delete_request_partition {
@@ -2861,12 +3024,14 @@ enum kafka_api_key {
 	KAFKA_DELETE_GROUPS_KEY = 42,
 	KAFKA_ELECT_LEADERS_KEY = 43,
 	KAFKA_INCREMENTAL_ALTER_CONFIGS_KEY = 44,
+	KAFKA_ALTER_PARTITION_REASSIGNMENTS_KEY = 45,
+	KAFKA_LIST_PARTITION_REASSIGNMENTS_KEY = 46,
 	KAFKA_OFFSET_DELETE_KEY = 47,
 	KAFKA_DESCRIBE_QUORUM_KEY = 55,
 	KAFKA_DESCRIBE_CLUSTER_KEY = 60,
 };
 
-#define KAFKA_API_COUNT 38
+#define KAFKA_API_COUNT 40
 
 extern const struct kafka_api kafka_apis[KAFKA_API_COUNT];
 extern const struct kafka_msg_desc kafka_msg_descs[];

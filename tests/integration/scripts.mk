@@ -66,6 +66,10 @@ TEST_SCRIPTS += tests/integration/test_describe_cluster.py
 # ElectLeaders 0-2 over raw frames on one node (nothing to elect: every
 # partition led by its preferred replica), the metrics, sluicectl leader elect
 TEST_SCRIPTS += tests/integration/test_elections.py
+# partition reassignments on three nodes (KIP-455 over raw frames, a move
+# under an acks=all producer, a cancel, bad input, the throttle, sluicectl
+# partition reassign and broker decommission): about 12 s
+TEST_SCRIPTS += tests/integration/test_cluster_reassign.py
 # recovery with a real broker: clean-stop checkpoints, recovery points after
 # SIGKILL, damage in a middle segment, a missing segment, a damaged metadata log
 TEST_SCRIPTS += tests/integration/test_recovery_broker.py

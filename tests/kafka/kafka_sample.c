@@ -6094,6 +6094,424 @@ static bool equal_any_kafka_incremental_alter_configs_response(const void *a, co
 	return equal_kafka_incremental_alter_configs_response(a, b);
 }
 
+static void kafka_alter_partition_reassignments_request_reassignable_partition_init_(struct kafka_alter_partition_reassignments_request_reassignable_partition *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Replicas.count = -1;
+}
+
+static void kafka_alter_partition_reassignments_request_reassignable_topic_init_(struct kafka_alter_partition_reassignments_request_reassignable_topic *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+}
+
+static void sample_kafka_alter_partition_reassignments_request_reassignable_partition(struct kafka_sample *s, int16_t version, struct kafka_alter_partition_reassignments_request_reassignable_partition *m)
+{
+	(void)s;
+	(void)version;
+	kafka_alter_partition_reassignments_request_reassignable_partition_init_(m);
+	m->PartitionIndex = kafka_sample_int32(s);
+	m->Replicas.count = kafka_sample_count(s, true);
+	m->Replicas.items = m->Replicas.count > 0 ? kafka_sample_alloc(s, (size_t)m->Replicas.count * sizeof(*m->Replicas.items)) : NULL;
+	for (int32_t i = 0; i < m->Replicas.count; i++)
+		m->Replicas.items[i] = kafka_sample_int32(s);
+}
+
+static void sample_kafka_alter_partition_reassignments_request_reassignable_topic(struct kafka_sample *s, int16_t version, struct kafka_alter_partition_reassignments_request_reassignable_topic *m)
+{
+	(void)s;
+	(void)version;
+	kafka_alter_partition_reassignments_request_reassignable_topic_init_(m);
+	m->Name = kafka_sample_string(s, false);
+	m->Partitions.count = kafka_sample_count(s, false);
+	m->Partitions.items = m->Partitions.count > 0 ? kafka_sample_alloc(s, (size_t)m->Partitions.count * sizeof(*m->Partitions.items)) : NULL;
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		sample_kafka_alter_partition_reassignments_request_reassignable_partition(s, version, &m->Partitions.items[i]);
+}
+
+static void sample_kafka_alter_partition_reassignments_request(struct kafka_sample *s, int16_t version, struct kafka_alter_partition_reassignments_request *m)
+{
+	(void)s;
+	(void)version;
+	kafka_alter_partition_reassignments_request_init(m);
+	m->TimeoutMs = kafka_sample_int32(s);
+	m->Topics.count = kafka_sample_count(s, false);
+	m->Topics.items = m->Topics.count > 0 ? kafka_sample_alloc(s, (size_t)m->Topics.count * sizeof(*m->Topics.items)) : NULL;
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		sample_kafka_alter_partition_reassignments_request_reassignable_topic(s, version, &m->Topics.items[i]);
+}
+
+static bool equal_kafka_alter_partition_reassignments_request_reassignable_partition(const struct kafka_alter_partition_reassignments_request_reassignable_partition *a, const struct kafka_alter_partition_reassignments_request_reassignable_partition *b)
+{
+	if (a->PartitionIndex != b->PartitionIndex)
+		return kafka_sample_differs("ReassignablePartition.PartitionIndex");
+	if (a->Replicas.count != b->Replicas.count)
+		return kafka_sample_differs("ReassignablePartition.Replicas.count");
+	for (int32_t i = 0; i < a->Replicas.count; i++) {
+		if (memcmp(&a->Replicas.items[i], &b->Replicas.items[i], sizeof(a->Replicas.items[i])))
+			return kafka_sample_differs("ReassignablePartition.Replicas[]");
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_alter_partition_reassignments_request_reassignable_topic(const struct kafka_alter_partition_reassignments_request_reassignable_topic *a, const struct kafka_alter_partition_reassignments_request_reassignable_topic *b)
+{
+	if (!kafka_sample_str_equal(a->Name, b->Name))
+		return kafka_sample_differs("ReassignableTopic.Name");
+	if (a->Partitions.count != b->Partitions.count)
+		return kafka_sample_differs("ReassignableTopic.Partitions.count");
+	for (int32_t i = 0; i < a->Partitions.count; i++) {
+		if (!equal_kafka_alter_partition_reassignments_request_reassignable_partition(&a->Partitions.items[i], &b->Partitions.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_alter_partition_reassignments_request(const struct kafka_alter_partition_reassignments_request *a, const struct kafka_alter_partition_reassignments_request *b)
+{
+	if (a->TimeoutMs != b->TimeoutMs)
+		return kafka_sample_differs("AlterPartitionReassignmentsRequest.TimeoutMs");
+	if (a->Topics.count != b->Topics.count)
+		return kafka_sample_differs("AlterPartitionReassignmentsRequest.Topics.count");
+	for (int32_t i = 0; i < a->Topics.count; i++) {
+		if (!equal_kafka_alter_partition_reassignments_request_reassignable_topic(&a->Topics.items[i], &b->Topics.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_alter_partition_reassignments_request(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_alter_partition_reassignments_request *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_alter_partition_reassignments_request(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_alter_partition_reassignments_request(const void *a, const void *b)
+{
+	return equal_kafka_alter_partition_reassignments_request(a, b);
+}
+
+static void kafka_alter_partition_reassignments_response_reassignable_partition_response_init_(struct kafka_alter_partition_reassignments_response_reassignable_partition_response *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_alter_partition_reassignments_response_reassignable_topic_response_init_(struct kafka_alter_partition_reassignments_response_reassignable_topic_response *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+}
+
+static void sample_kafka_alter_partition_reassignments_response_reassignable_partition_response(struct kafka_sample *s, int16_t version, struct kafka_alter_partition_reassignments_response_reassignable_partition_response *m)
+{
+	(void)s;
+	(void)version;
+	kafka_alter_partition_reassignments_response_reassignable_partition_response_init_(m);
+	m->PartitionIndex = kafka_sample_int32(s);
+	m->ErrorCode = kafka_sample_int16(s);
+	m->ErrorMessage = kafka_sample_string(s, true);
+}
+
+static void sample_kafka_alter_partition_reassignments_response_reassignable_topic_response(struct kafka_sample *s, int16_t version, struct kafka_alter_partition_reassignments_response_reassignable_topic_response *m)
+{
+	(void)s;
+	(void)version;
+	kafka_alter_partition_reassignments_response_reassignable_topic_response_init_(m);
+	m->Name = kafka_sample_string(s, false);
+	m->Partitions.count = kafka_sample_count(s, false);
+	m->Partitions.items = m->Partitions.count > 0 ? kafka_sample_alloc(s, (size_t)m->Partitions.count * sizeof(*m->Partitions.items)) : NULL;
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		sample_kafka_alter_partition_reassignments_response_reassignable_partition_response(s, version, &m->Partitions.items[i]);
+}
+
+static void sample_kafka_alter_partition_reassignments_response(struct kafka_sample *s, int16_t version, struct kafka_alter_partition_reassignments_response *m)
+{
+	(void)s;
+	(void)version;
+	kafka_alter_partition_reassignments_response_init(m);
+	m->ThrottleTimeMs = kafka_sample_int32(s);
+	m->ErrorCode = kafka_sample_int16(s);
+	m->ErrorMessage = kafka_sample_string(s, true);
+	m->Responses.count = kafka_sample_count(s, false);
+	m->Responses.items = m->Responses.count > 0 ? kafka_sample_alloc(s, (size_t)m->Responses.count * sizeof(*m->Responses.items)) : NULL;
+	for (int32_t i = 0; i < m->Responses.count; i++)
+		sample_kafka_alter_partition_reassignments_response_reassignable_topic_response(s, version, &m->Responses.items[i]);
+}
+
+static bool equal_kafka_alter_partition_reassignments_response_reassignable_partition_response(const struct kafka_alter_partition_reassignments_response_reassignable_partition_response *a, const struct kafka_alter_partition_reassignments_response_reassignable_partition_response *b)
+{
+	if (a->PartitionIndex != b->PartitionIndex)
+		return kafka_sample_differs("ReassignablePartitionResponse.PartitionIndex");
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("ReassignablePartitionResponse.ErrorCode");
+	if (!kafka_sample_str_equal(a->ErrorMessage, b->ErrorMessage))
+		return kafka_sample_differs("ReassignablePartitionResponse.ErrorMessage");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_alter_partition_reassignments_response_reassignable_topic_response(const struct kafka_alter_partition_reassignments_response_reassignable_topic_response *a, const struct kafka_alter_partition_reassignments_response_reassignable_topic_response *b)
+{
+	if (!kafka_sample_str_equal(a->Name, b->Name))
+		return kafka_sample_differs("ReassignableTopicResponse.Name");
+	if (a->Partitions.count != b->Partitions.count)
+		return kafka_sample_differs("ReassignableTopicResponse.Partitions.count");
+	for (int32_t i = 0; i < a->Partitions.count; i++) {
+		if (!equal_kafka_alter_partition_reassignments_response_reassignable_partition_response(&a->Partitions.items[i], &b->Partitions.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_alter_partition_reassignments_response(const struct kafka_alter_partition_reassignments_response *a, const struct kafka_alter_partition_reassignments_response *b)
+{
+	if (a->ThrottleTimeMs != b->ThrottleTimeMs)
+		return kafka_sample_differs("AlterPartitionReassignmentsResponse.ThrottleTimeMs");
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("AlterPartitionReassignmentsResponse.ErrorCode");
+	if (!kafka_sample_str_equal(a->ErrorMessage, b->ErrorMessage))
+		return kafka_sample_differs("AlterPartitionReassignmentsResponse.ErrorMessage");
+	if (a->Responses.count != b->Responses.count)
+		return kafka_sample_differs("AlterPartitionReassignmentsResponse.Responses.count");
+	for (int32_t i = 0; i < a->Responses.count; i++) {
+		if (!equal_kafka_alter_partition_reassignments_response_reassignable_topic_response(&a->Responses.items[i], &b->Responses.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_alter_partition_reassignments_response(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_alter_partition_reassignments_response *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_alter_partition_reassignments_response(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_alter_partition_reassignments_response(const void *a, const void *b)
+{
+	return equal_kafka_alter_partition_reassignments_response(a, b);
+}
+
+static void kafka_list_partition_reassignments_request_list_partition_reassignments_topics_init_(struct kafka_list_partition_reassignments_request_list_partition_reassignments_topics *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+}
+
+static void sample_kafka_list_partition_reassignments_request_list_partition_reassignments_topics(struct kafka_sample *s, int16_t version, struct kafka_list_partition_reassignments_request_list_partition_reassignments_topics *m)
+{
+	(void)s;
+	(void)version;
+	kafka_list_partition_reassignments_request_list_partition_reassignments_topics_init_(m);
+	m->Name = kafka_sample_string(s, false);
+	m->PartitionIndexes.count = kafka_sample_count(s, false);
+	m->PartitionIndexes.items = m->PartitionIndexes.count > 0 ? kafka_sample_alloc(s, (size_t)m->PartitionIndexes.count * sizeof(*m->PartitionIndexes.items)) : NULL;
+	for (int32_t i = 0; i < m->PartitionIndexes.count; i++)
+		m->PartitionIndexes.items[i] = kafka_sample_int32(s);
+}
+
+static void sample_kafka_list_partition_reassignments_request(struct kafka_sample *s, int16_t version, struct kafka_list_partition_reassignments_request *m)
+{
+	(void)s;
+	(void)version;
+	kafka_list_partition_reassignments_request_init(m);
+	m->TimeoutMs = kafka_sample_int32(s);
+	m->Topics.count = kafka_sample_count(s, true);
+	m->Topics.items = m->Topics.count > 0 ? kafka_sample_alloc(s, (size_t)m->Topics.count * sizeof(*m->Topics.items)) : NULL;
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		sample_kafka_list_partition_reassignments_request_list_partition_reassignments_topics(s, version, &m->Topics.items[i]);
+}
+
+static bool equal_kafka_list_partition_reassignments_request_list_partition_reassignments_topics(const struct kafka_list_partition_reassignments_request_list_partition_reassignments_topics *a, const struct kafka_list_partition_reassignments_request_list_partition_reassignments_topics *b)
+{
+	if (!kafka_sample_str_equal(a->Name, b->Name))
+		return kafka_sample_differs("ListPartitionReassignmentsTopics.Name");
+	if (a->PartitionIndexes.count != b->PartitionIndexes.count)
+		return kafka_sample_differs("ListPartitionReassignmentsTopics.PartitionIndexes.count");
+	for (int32_t i = 0; i < a->PartitionIndexes.count; i++) {
+		if (memcmp(&a->PartitionIndexes.items[i], &b->PartitionIndexes.items[i], sizeof(a->PartitionIndexes.items[i])))
+			return kafka_sample_differs("ListPartitionReassignmentsTopics.PartitionIndexes[]");
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_list_partition_reassignments_request(const struct kafka_list_partition_reassignments_request *a, const struct kafka_list_partition_reassignments_request *b)
+{
+	if (a->TimeoutMs != b->TimeoutMs)
+		return kafka_sample_differs("ListPartitionReassignmentsRequest.TimeoutMs");
+	if (a->Topics.count != b->Topics.count)
+		return kafka_sample_differs("ListPartitionReassignmentsRequest.Topics.count");
+	for (int32_t i = 0; i < a->Topics.count; i++) {
+		if (!equal_kafka_list_partition_reassignments_request_list_partition_reassignments_topics(&a->Topics.items[i], &b->Topics.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_list_partition_reassignments_request(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_list_partition_reassignments_request *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_list_partition_reassignments_request(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_list_partition_reassignments_request(const void *a, const void *b)
+{
+	return equal_kafka_list_partition_reassignments_request(a, b);
+}
+
+static void kafka_list_partition_reassignments_response_ongoing_partition_reassignment_init_(struct kafka_list_partition_reassignments_response_ongoing_partition_reassignment *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static void kafka_list_partition_reassignments_response_ongoing_topic_reassignment_init_(struct kafka_list_partition_reassignments_response_ongoing_topic_reassignment *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+}
+
+static void sample_kafka_list_partition_reassignments_response_ongoing_partition_reassignment(struct kafka_sample *s, int16_t version, struct kafka_list_partition_reassignments_response_ongoing_partition_reassignment *m)
+{
+	(void)s;
+	(void)version;
+	kafka_list_partition_reassignments_response_ongoing_partition_reassignment_init_(m);
+	m->PartitionIndex = kafka_sample_int32(s);
+	m->Replicas.count = kafka_sample_count(s, false);
+	m->Replicas.items = m->Replicas.count > 0 ? kafka_sample_alloc(s, (size_t)m->Replicas.count * sizeof(*m->Replicas.items)) : NULL;
+	for (int32_t i = 0; i < m->Replicas.count; i++)
+		m->Replicas.items[i] = kafka_sample_int32(s);
+	m->AddingReplicas.count = kafka_sample_count(s, false);
+	m->AddingReplicas.items = m->AddingReplicas.count > 0 ? kafka_sample_alloc(s, (size_t)m->AddingReplicas.count * sizeof(*m->AddingReplicas.items)) : NULL;
+	for (int32_t i = 0; i < m->AddingReplicas.count; i++)
+		m->AddingReplicas.items[i] = kafka_sample_int32(s);
+	m->RemovingReplicas.count = kafka_sample_count(s, false);
+	m->RemovingReplicas.items = m->RemovingReplicas.count > 0 ? kafka_sample_alloc(s, (size_t)m->RemovingReplicas.count * sizeof(*m->RemovingReplicas.items)) : NULL;
+	for (int32_t i = 0; i < m->RemovingReplicas.count; i++)
+		m->RemovingReplicas.items[i] = kafka_sample_int32(s);
+}
+
+static void sample_kafka_list_partition_reassignments_response_ongoing_topic_reassignment(struct kafka_sample *s, int16_t version, struct kafka_list_partition_reassignments_response_ongoing_topic_reassignment *m)
+{
+	(void)s;
+	(void)version;
+	kafka_list_partition_reassignments_response_ongoing_topic_reassignment_init_(m);
+	m->Name = kafka_sample_string(s, false);
+	m->Partitions.count = kafka_sample_count(s, false);
+	m->Partitions.items = m->Partitions.count > 0 ? kafka_sample_alloc(s, (size_t)m->Partitions.count * sizeof(*m->Partitions.items)) : NULL;
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		sample_kafka_list_partition_reassignments_response_ongoing_partition_reassignment(s, version, &m->Partitions.items[i]);
+}
+
+static void sample_kafka_list_partition_reassignments_response(struct kafka_sample *s, int16_t version, struct kafka_list_partition_reassignments_response *m)
+{
+	(void)s;
+	(void)version;
+	kafka_list_partition_reassignments_response_init(m);
+	m->ThrottleTimeMs = kafka_sample_int32(s);
+	m->ErrorCode = kafka_sample_int16(s);
+	m->ErrorMessage = kafka_sample_string(s, true);
+	m->Topics.count = kafka_sample_count(s, false);
+	m->Topics.items = m->Topics.count > 0 ? kafka_sample_alloc(s, (size_t)m->Topics.count * sizeof(*m->Topics.items)) : NULL;
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		sample_kafka_list_partition_reassignments_response_ongoing_topic_reassignment(s, version, &m->Topics.items[i]);
+}
+
+static bool equal_kafka_list_partition_reassignments_response_ongoing_partition_reassignment(const struct kafka_list_partition_reassignments_response_ongoing_partition_reassignment *a, const struct kafka_list_partition_reassignments_response_ongoing_partition_reassignment *b)
+{
+	if (a->PartitionIndex != b->PartitionIndex)
+		return kafka_sample_differs("OngoingPartitionReassignment.PartitionIndex");
+	if (a->Replicas.count != b->Replicas.count)
+		return kafka_sample_differs("OngoingPartitionReassignment.Replicas.count");
+	for (int32_t i = 0; i < a->Replicas.count; i++) {
+		if (memcmp(&a->Replicas.items[i], &b->Replicas.items[i], sizeof(a->Replicas.items[i])))
+			return kafka_sample_differs("OngoingPartitionReassignment.Replicas[]");
+	}
+	if (a->AddingReplicas.count != b->AddingReplicas.count)
+		return kafka_sample_differs("OngoingPartitionReassignment.AddingReplicas.count");
+	for (int32_t i = 0; i < a->AddingReplicas.count; i++) {
+		if (memcmp(&a->AddingReplicas.items[i], &b->AddingReplicas.items[i], sizeof(a->AddingReplicas.items[i])))
+			return kafka_sample_differs("OngoingPartitionReassignment.AddingReplicas[]");
+	}
+	if (a->RemovingReplicas.count != b->RemovingReplicas.count)
+		return kafka_sample_differs("OngoingPartitionReassignment.RemovingReplicas.count");
+	for (int32_t i = 0; i < a->RemovingReplicas.count; i++) {
+		if (memcmp(&a->RemovingReplicas.items[i], &b->RemovingReplicas.items[i], sizeof(a->RemovingReplicas.items[i])))
+			return kafka_sample_differs("OngoingPartitionReassignment.RemovingReplicas[]");
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_list_partition_reassignments_response_ongoing_topic_reassignment(const struct kafka_list_partition_reassignments_response_ongoing_topic_reassignment *a, const struct kafka_list_partition_reassignments_response_ongoing_topic_reassignment *b)
+{
+	if (!kafka_sample_str_equal(a->Name, b->Name))
+		return kafka_sample_differs("OngoingTopicReassignment.Name");
+	if (a->Partitions.count != b->Partitions.count)
+		return kafka_sample_differs("OngoingTopicReassignment.Partitions.count");
+	for (int32_t i = 0; i < a->Partitions.count; i++) {
+		if (!equal_kafka_list_partition_reassignments_response_ongoing_partition_reassignment(&a->Partitions.items[i], &b->Partitions.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_list_partition_reassignments_response(const struct kafka_list_partition_reassignments_response *a, const struct kafka_list_partition_reassignments_response *b)
+{
+	if (a->ThrottleTimeMs != b->ThrottleTimeMs)
+		return kafka_sample_differs("ListPartitionReassignmentsResponse.ThrottleTimeMs");
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("ListPartitionReassignmentsResponse.ErrorCode");
+	if (!kafka_sample_str_equal(a->ErrorMessage, b->ErrorMessage))
+		return kafka_sample_differs("ListPartitionReassignmentsResponse.ErrorMessage");
+	if (a->Topics.count != b->Topics.count)
+		return kafka_sample_differs("ListPartitionReassignmentsResponse.Topics.count");
+	for (int32_t i = 0; i < a->Topics.count; i++) {
+		if (!equal_kafka_list_partition_reassignments_response_ongoing_topic_reassignment(&a->Topics.items[i], &b->Topics.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_list_partition_reassignments_response(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_list_partition_reassignments_response *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_list_partition_reassignments_response(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_list_partition_reassignments_response(const void *a, const void *b)
+{
+	return equal_kafka_list_partition_reassignments_response(a, b);
+}
+
 static void kafka_offset_delete_request_offset_delete_request_partition_init_(struct kafka_offset_delete_request_offset_delete_request_partition *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -7089,6 +7507,10 @@ static const struct kafka_sample_desc kafka_sample_descs[] = {
 	{ "ElectLeadersResponse", sample_any_kafka_elect_leaders_response, equal_any_kafka_elect_leaders_response },
 	{ "IncrementalAlterConfigsRequest", sample_any_kafka_incremental_alter_configs_request, equal_any_kafka_incremental_alter_configs_request },
 	{ "IncrementalAlterConfigsResponse", sample_any_kafka_incremental_alter_configs_response, equal_any_kafka_incremental_alter_configs_response },
+	{ "AlterPartitionReassignmentsRequest", sample_any_kafka_alter_partition_reassignments_request, equal_any_kafka_alter_partition_reassignments_request },
+	{ "AlterPartitionReassignmentsResponse", sample_any_kafka_alter_partition_reassignments_response, equal_any_kafka_alter_partition_reassignments_response },
+	{ "ListPartitionReassignmentsRequest", sample_any_kafka_list_partition_reassignments_request, equal_any_kafka_list_partition_reassignments_request },
+	{ "ListPartitionReassignmentsResponse", sample_any_kafka_list_partition_reassignments_response, equal_any_kafka_list_partition_reassignments_response },
 	{ "OffsetDeleteRequest", sample_any_kafka_offset_delete_request, equal_any_kafka_offset_delete_request },
 	{ "OffsetDeleteResponse", sample_any_kafka_offset_delete_response, equal_any_kafka_offset_delete_response },
 	{ "DescribeQuorumRequest", sample_any_kafka_describe_quorum_request, equal_any_kafka_describe_quorum_request },
