@@ -209,6 +209,9 @@ static const struct config_key keys[] = {
 	  .doc = "Most members a consumer group may have; a JoinGroup beyond it gets GROUP_MAX_SIZE_REACHED." },
 	{ "offsets.topic.num.partitions", CONFIG_INT, "50", 1, I32MAX,
 	  .doc = "Partitions of __consumer_offsets." },
+	{ "offsets.topic.replication.factor", CONFIG_INT, "3", 1, 32767,
+	  .doc = "Replicas of each __consumer_offsets partition: the least of it and the cluster's voters (Kafka "
+		 "refuses to create the topic below it; Sluice waits until that many brokers are registered)." },
 	{ "offsets.retention.minutes", CONFIG_INT, "10080", 1, I32MAX,
 	  .doc = "How long committed offsets of an empty group are kept." },
 	{ "offsets.retention.ms", CONFIG_LONG, "-1", -1, I64MAX,
@@ -225,6 +228,9 @@ static const struct config_key keys[] = {
 	  .doc = "How often transactions open longer than their transaction.timeout.ms are aborted (their producer is fenced) and idle transactional ids expired." },
 	{ "transaction.state.log.num.partitions", CONFIG_INT, "50", 1, I32MAX,
 	  .doc = "Partitions of __transaction_state (fixed once created)." },
+	{ "transaction.state.log.replication.factor", CONFIG_INT, "3", 1, 32767,
+	  .doc = "Replicas of each __transaction_state partition: the least of it and the cluster's voters, as "
+		 "offsets.topic.replication.factor." },
 	{ "replica.lag.time.max.ms", CONFIG_LONG, "30000", 1, I64MAX,
 	  .doc = "How long a follower may go without catching up to the leader's log end before the "
 		 "leader takes it out of the ISR (a PARTITION_CHANGE in the metadata log), as Kafka does." },

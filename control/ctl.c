@@ -311,7 +311,9 @@ void ctl_internal_topics_tick(struct ctl *ctl)
 	static const char *const v[] = { "compact", "104857600" };
 	static const char *const names[2] = { TXN_STATE_TOPIC, GROUP_OFFSETS_TOPIC };
 	static const char *const counts[2] = { "transaction.state.log.num.partitions", "offsets.topic.num.partitions" };
-	int nvoters, want, nb;
+	static const char *const rfs[2] = { "transaction.state.log.replication.factor",
+					    "offsets.topic.replication.factor" };
+	int nvoters, want = 1, nb;
 	struct placement_broker *pb;
 
 	if (!ctl->coord_started || ctl->internal_inflight || ctl->now_ms < ctl->internal_next ||
@@ -320,7 +322,14 @@ void ctl_internal_topics_tick(struct ctl *ctl)
 		return;
 	ctl->internal_next = ctl->now_ms + 500;
 	nvoters = ctl_quorum_voters(ctl);
-	want = nvoters < 3 ? nvoters : 3;
+	for (int i = 0; i < 2; i++) {
+		int rf = (int)config_int(ctl->cfg, rfs[i]);
+
+		if (rf > nvoters)
+			rf = nvoters;
+		if (rf > want)
+			want = rf;
+	}
 	nb = ctl_place_brokers(ctl, &pb);
 	free(pb);
 	if (nb < want)
@@ -328,10 +337,12 @@ void ctl_internal_topics_tick(struct ctl *ctl)
 	for (int i = 0; i < 2; i++) {
 		struct metalog_rec *recs = NULL;
 		int32_t np = (int32_t)config_int(ctl->cfg, counts[i]), *placed = NULL;
-		int nrecs = 0, avail, rf = nb < 3 ? nb : 3, rc;
+		int nrecs = 0, avail, rf = (int)config_int(ctl->cfg, rfs[i]), rc;
 
 		if (metalog_topic(ctl->ml, names[i]))
 			continue;
+		if (rf > nb)
+			rf = nb;             /* offsets.topic.replication.factor, up to the brokers */
 		/* leaders spread over the brokers, as Kafka places them: the
 		 * coordinators follow (ctl_coord_refresh) */
 		rc = ctl_place(ctl, names[i], 0, np, rf, 0, &placed, &avail);

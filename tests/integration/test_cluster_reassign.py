@@ -149,7 +149,10 @@ def read_back(bootstrap, topic, end):
 
 @test
 def reassignments_move_replicas_cancel_refuse_bad_input_and_a_broker_is_decommissioned():
-    sets = ["replica.lag.time.max.ms=10000", "broker.session.timeout.ms=6000"]
+    # the internal topics on two replicas, so that two brokers can hold
+    # every partition once node 1 is decommissioned
+    sets = ["replica.lag.time.max.ms=10000", "broker.session.timeout.ms=6000",
+            "offsets.topic.replication.factor=2", "transaction.state.log.replication.factor=2"]
     with Cluster(3, sets=sets) as c:
         a = AdminClient({"bootstrap.servers": c.bootstrap})
         fs = a.create_topics([NewTopic(t, 1, replica_assignment=[[1, 2]]) for t in ("cancelled", "moved")])
@@ -170,7 +173,10 @@ def reassignments_move_replicas_cancel_refuse_bad_input_and_a_broker_is_decommis
         assert res[("cancelled", 0)][0] == INVALID_REPLICA_ASSIGNMENT, res
         assert res[("nosuch", 0)][0] == UNKNOWN_TOPIC_OR_PARTITION, res
         assert res[("moved", 7)][0] == UNKNOWN_TOPIC_OR_PARTITION, res
-        assert alter(c.addr(2), [("moved", 0, [])])[1][("moved", 0)][0] == INVALID_REPLICA_ASSIGNMENT
+        # (node 2 may apply the topics' records after node 1 did)
+        until("node 2 knows moved-0", lambda: (partitions(c.addr(2), "moved") or {}).get(0, (0, []))[1] == [1, 2])
+        got = alter(c.addr(2), [("moved", 0, [])])
+        assert got[1][("moved", 0)][0] == INVALID_REPLICA_ASSIGNMENT, got
         assert alter(c.addr(3), [("moved", 0, None)])[1][("moved", 0)] == (
             NO_REASSIGNMENT_IN_PROGRESS, "No reassignment is in progress for topic moved partition 0")
         assert listing(c.addr(1)) == {}
