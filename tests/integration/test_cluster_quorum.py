@@ -244,7 +244,15 @@ def every_node_names_the_same_coordinator_the_leader_of_the_keys_internal_partit
     from kraw import Conn
     from confluent_kafka import Consumer, Producer, TopicPartition
     with Cluster(3) as c:
-        md = metadata(c.port(1))
+        # a cluster's internal topics are made by the active controller once
+        # enough brokers are registered: until then no coordinator is named
+        internal = ("__consumer_offsets", "__transaction_state")
+
+        def led_everywhere():
+            mds = [metadata(c.port(n)) for n in (1, 2, 3)]
+            return all(t in m.topics and all(p.leader > 0 for p in m.topics[t].partitions.values())
+                       for m in mds for t in internal) and mds[0]
+        md = until("the internal topics led, as every node sees them", led_everywhere)
         for topic, kt in (("__consumer_offsets", 0), ("__transaction_state", 1)):
             leaders = {p: m.leader for p, m in md.topics[topic].partitions.items()}
             for key in ("g1", "orders-consumers", "txn-7", "x" * 40):
