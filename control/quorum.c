@@ -55,6 +55,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,9 @@ struct quorum {
 	void *close_arg;
 	uint64_t close_by;              /* uv_now: raft_close then, writes in flight or not */
 	int backends_freed;             /* raft_uv and the transport, once drained */
+	void (*uv_io_close)(struct raft_io *io, raft_io_close_cb cb);   /* raft_uv's own */
+	raft_io_close_cb raft_io_closed;        /* raft's, run once */
+	int io_closed;
 	int32_t told_leader;            /* as last given to leader_changed */
 	int told_am_leader;
 	uint64_t ran;                   /* done and transfer callbacks run */
@@ -477,6 +481,28 @@ static void transport_close(struct quorum *q)
 
 static void quorum_raft_closed(struct raft *r);
 
+/* raft_uv's close callback, to raft at most once: raft_uv 0.15 may call
+ * it again from a later completion (it never clears it), and raft's
+ * callback closes the log and frees its configuration each time (a
+ * double free, or a read through freed memory). */
+static void quorum_io_closed(struct raft_io *io)
+{
+	struct quorum *q = (struct quorum *)((char *)io - offsetof(struct quorum, io));
+
+	if (q->io_closed)
+		return;
+	q->io_closed = 1;
+	q->raft_io_closed(io);
+}
+
+static void quorum_io_close(struct raft_io *io, raft_io_close_cb cb)
+{
+	struct quorum *q = (struct quorum *)((char *)io - offsetof(struct quorum, io));
+
+	q->raft_io_closed = cb;
+	q->uv_io_close(io, quorum_io_closed);
+}
+
 /* raft is closed and the loop has nothing left of raft_uv (no handle, no
  * request, no callback to come): free the backends. Never inside
  * raft's close callback: raft_uv may still have callbacks queued on the
@@ -574,6 +600,8 @@ int quorum_open(const struct quorum_config *cfg, const struct quorum_ops *ops, v
 		goto err_lock;
 	}
 	raft_uv_set_connect_retry_delay(&q->io, cfg->connect_retry_ms ? cfg->connect_retry_ms : 250);
+	q->uv_io_close = q->io.close;
+	q->io.close = quorum_io_close;
 	quorum_fsm_init(&q->fsm, ops, arg);
 	/* raft ids must be > 0 and Kafka's node.id may be 0 */
 	rv = raft_init(&q->raft, &q->io, &q->fsm.fsm, (raft_id)cfg->node_id + 1, addr);
