@@ -32,9 +32,10 @@
  *    or ignored in the process.
  *  - Randomness. raft_uv_init calls srand() and libraft uses the
  *    process-wide rand(): nothing else in the broker may rely on rand().
- *  - Closing. raft_close is asynchronous (pending disk writes finish); only
- *    in its callback are the raft_uv and TCP objects freed, and the loop is
- *    closed once uv_run says nothing is left (quorum_poll keeps turning).
+ *  - Closing. raft_close is asynchronous (pending disk writes finish); once
+ *    its callback ran and uv_run says nothing is left, the raft_uv and TCP
+ *    objects are freed, and the loop is closed once it is empty again
+ *    (quorum_poll keeps turning).
  *
  * libraft 0.15 faults this module works around:
  *  - A restarted follower that is taking its own snapshot answers the
@@ -44,12 +45,17 @@
  *  - No entry is appended on election: the layer above runs
  *    quorum_barrier when it becomes leader (see quorum_ops.leader_changed).
  *  - No lock on the directory: flock on it here, for as long as it is open.
+ *  - raft_close while a log append is still being written faults (SIGSEGV
+ *    in the log's reference table, from the append's callback run inside
+ *    the close): quorum_close waits until raft's last_stored reaches its
+ *    last index (5 s at most) before raft_close.
  *  - No state-change callback: quorum_poll compares the leader after each
  *    turn and tells leader_changed.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,9 +81,9 @@
 
 enum quorum_state {
 	QUORUM_OPEN,
-	QUORUM_CLOSE_ASKED,     /* quorum_close ran; raft_close at the next poll */
+	QUORUM_CLOSE_ASKED,     /* quorum_close ran; raft_close once no write is in flight */
 	QUORUM_CLOSING,         /* raft_close runs (disk writes finishing) */
-	QUORUM_DRAINING,        /* raft closed; the loop's handles closing */
+	QUORUM_DRAINING,        /* raft closed; the loop drains, the backends are freed, their handles close */
 };
 
 struct quorum {
@@ -99,6 +105,11 @@ struct quorum {
 	enum quorum_state state;
 	void (*close_done)(void *arg);
 	void *close_arg;
+	uint64_t close_by;              /* uv_now: raft_close then, writes in flight or not */
+	int backends_freed;             /* raft_uv and the transport, once drained */
+	void (*uv_io_close)(struct raft_io *io, raft_io_close_cb cb);   /* raft_uv's own */
+	raft_io_close_cb raft_io_closed;        /* raft's, run once */
+	int io_closed;
 	int32_t told_leader;            /* as last given to leader_changed */
 	int told_am_leader;
 	uint64_t ran;                   /* done and transfer callbacks run */
@@ -470,6 +481,43 @@ static void transport_close(struct quorum *q)
 
 static void quorum_raft_closed(struct raft *r);
 
+/* raft_uv's close callback, to raft at most once: raft_uv 0.15 may call
+ * it again from a later completion (it never clears it), and raft's
+ * callback closes the log and frees its configuration each time (a
+ * double free, or a read through freed memory). */
+static void quorum_io_closed(struct raft_io *io)
+{
+	struct quorum *q = (struct quorum *)((char *)io - offsetof(struct quorum, io));
+
+	if (q->io_closed)
+		return;
+	q->io_closed = 1;
+	q->raft_io_closed(io);
+}
+
+static void quorum_io_close(struct raft_io *io, raft_io_close_cb cb)
+{
+	struct quorum *q = (struct quorum *)((char *)io - offsetof(struct quorum, io));
+
+	q->raft_io_closed = cb;
+	q->uv_io_close(io, quorum_io_closed);
+}
+
+/* raft is closed and the loop has nothing left of raft_uv (no handle, no
+ * request, no callback to come): free the backends. Never inside
+ * raft's close callback: raft_uv may still have callbacks queued on the
+ * loop that look at its memory (freed there, a later one read freed
+ * memory and called the close callback again: SIGSEGV in libraft's
+ * close callback, seen under load). */
+static void quorum_free_backends(struct quorum *q)
+{
+	if (q->backends_freed)
+		return;
+	q->backends_freed = 1;
+	raft_uv_close(&q->io);
+	transport_close(q);
+}
+
 /* After a failed raft_init: no handle was started; free and close. */
 static void quorum_abandon_io(struct quorum *q)
 {
@@ -485,6 +533,9 @@ static void quorum_abandon_raft(struct quorum *q)
 {
 	q->state = QUORUM_CLOSING;
 	raft_close(&q->raft, quorum_raft_closed);
+	while (uv_run(&q->loop, UV_RUN_DEFAULT) != 0)
+		;
+	quorum_free_backends(q);
 	while (uv_run(&q->loop, UV_RUN_DEFAULT) != 0)
 		;
 	uv_loop_close(&q->loop);
@@ -549,6 +600,8 @@ int quorum_open(const struct quorum_config *cfg, const struct quorum_ops *ops, v
 		goto err_lock;
 	}
 	raft_uv_set_connect_retry_delay(&q->io, cfg->connect_retry_ms ? cfg->connect_retry_ms : 250);
+	q->uv_io_close = q->io.close;
+	q->io.close = quorum_io_close;
 	quorum_fsm_init(&q->fsm, ops, arg);
 	/* raft ids must be > 0 and Kafka's node.id may be 0 */
 	rv = raft_init(&q->raft, &q->io, &q->fsm.fsm, (raft_id)cfg->node_id + 1, addr);
@@ -700,10 +753,23 @@ static int leader_moved(const struct quorum *q)
 	return leader_of(q) != q->told_leader || quorum_is_leader(q) != q->told_am_leader;
 }
 
+/* An entry appended to raft's log and not yet on disk: its write is in
+ * flight (raft_uv, on libuv's threadpool). */
+static int quorum_writing(struct quorum *q)
+{
+	return q->raft.last_stored < raft_last_index(&q->raft);
+}
+
 int quorum_timeout_ms(const struct quorum *q)
 {
-	if (q->state == QUORUM_CLOSE_ASKED || (q->state == QUORUM_OPEN && leader_moved(q)))
+	if (q->state == QUORUM_OPEN && leader_moved(q))
 		return 0;
+	if (q->state == QUORUM_CLOSE_ASKED) {
+		/* waiting for a write: its completion wakes the loop's fd */
+		int t = uv_backend_timeout(&q->loop);
+
+		return quorum_writing((struct quorum *)q) ? (t < 0 || t > 10 ? 10 : t) : 0;
+	}
 	return uv_backend_timeout(&q->loop);
 }
 
@@ -731,16 +797,25 @@ int quorum_poll(struct quorum *q)
 	uint64_t before = q->fsm.applied + q->fsm.restored + q->ran;
 	int alive, work = 0;
 
-	if (q->state == QUORUM_CLOSE_ASKED) {
-		/* here, outside raft's own callbacks: pending proposals fail
-		 * (QUORUM_ELOST), disk writes finish, then quorum_raft_closed */
+	uv_update_time(&q->loop);
+	if (q->state == QUORUM_CLOSE_ASKED && (!quorum_writing(q) || uv_now(&q->loop) >= q->close_by)) {
+		/* here, outside raft's own callbacks, and with no log write in
+		 * flight: libraft 0.15's raft_close with an append still being
+		 * written ends that append from inside the close, and its
+		 * callback's release of the entries reads NULL in the log's
+		 * reference table (SIGSEGV, seen under load). Pending proposals
+		 * fail (QUORUM_ELOST), then quorum_raft_closed. */
 		q->state = QUORUM_CLOSING;
 		raft_close(&q->raft, quorum_raft_closed);
 		work++;
 	}
-	uv_update_time(&q->loop);
 	alive = uv_run(&q->loop, UV_RUN_NOWAIT);
 	if (q->state == QUORUM_DRAINING && !alive) {
+		if (!q->backends_freed) {
+			/* the transport's handles close in the next turns */
+			quorum_free_backends(q);
+			return work + 1;
+		}
 		if (uv_loop_close(&q->loop) == 0) {
 			quorum_finish(q);
 			return work + 1;
@@ -887,14 +962,12 @@ int quorum_transfer(struct quorum *q, int32_t to, void (*done)(void *cookie, int
 	return 0;
 }
 
-/* raft is closed (its files too): free the backends; the loop drains in
- * the next quorum_poll turns. */
+/* raft is closed (its files too): the loop drains in the next quorum_poll
+ * turns, then the backends are freed (quorum_free_backends). */
 static void quorum_raft_closed(struct raft *r)
 {
 	struct quorum *q = r->data;
 
-	raft_uv_close(&q->io);
-	transport_close(q);
 	q->state = QUORUM_DRAINING;
 }
 
@@ -904,5 +977,9 @@ void quorum_close(struct quorum *q, void (*done)(void *arg), void *arg)
 		return;
 	q->close_done = done;
 	q->close_arg = arg;
+	/* no proposal is taken any more: what is being written finishes (a
+	 * disk that never answers: close anyway after 5 s) */
+	uv_update_time(&q->loop);
+	q->close_by = uv_now(&q->loop) + 5000;
 	q->state = QUORUM_CLOSE_ASKED;
 }

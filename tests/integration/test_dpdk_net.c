@@ -867,10 +867,30 @@ static void memif_poll(void)
 	}
 }
 
+/* Block until the parent writes or closes go_fd: meanwhile nothing polls
+ * the port. */
+static void memif_wait_go(int go_fd)
+{
+	char c;
+
+	while (read(go_fd, &c, 1) < 0 && errno == EINTR)
+		;
+}
+
 /* role: 0 server, 1 client. The server writes its MAC to ready_fd once
  * its port listens (a memif client's start fails without a server); the
- * client gets it as server_mac. Returns the exit code. */
-static int memif_scenario(int role, const char *sock, int tag, int ready_fd,
+ * client gets it as server_mac. Returns the exit code.
+ *
+ * The end: net_memif tears a connection down on the EAL's interrupt
+ * thread when the peer goes (memif_disconnect unmaps the shared regions)
+ * while an RX burst on the lcore may be reading a ring in them: a burst
+ * that runs then faults (SIGSEGV in eth_memif_rx, seen under load). So
+ * nobody polls while the other side leaves: the client says it is done
+ * (ready_fd), the parent stops the server (SIGTERM), the server says it
+ * stopped polling (ready_fd) and waits; the parent lets the client close
+ * its port and exit (go_fd), then the server, which closes its own once
+ * its interrupt thread has seen the link go down. */
+static int memif_scenario(int role, const char *sock, int tag, int ready_fd, int go_fd,
 			  const struct rte_ether_addr *server_mac)
 {
 	char prefix[64], args[512], err[512], runtime[128], who[32];
@@ -933,6 +953,10 @@ static int memif_scenario(int role, const char *sock, int tag, int ready_fd,
 
 		while (!memif_stop && now_ns() < end)
 			memif_poll();
+		/* polling stopped: the client may go now */
+		if (write(ready_fd, "s", 1) != 1)
+			printf("note: ready pipe: %s\n", strerror(errno));
+		memif_wait_go(go_fd);
 	} else {
 		uint64_t end = now_ns() + 20000000000ull, t0;
 		struct rte_eth_link link;
@@ -986,6 +1010,25 @@ static int memif_scenario(int role, const char *sock, int tag, int ready_fd,
 			      (unsigned long long)s.arp_tx_replies);
 		if (failed)
 			rc = 1;
+	}
+	if (role == 1) {
+		/* done polling: the parent stops the server before we leave */
+		if (write(ready_fd, "c", 1) != 1)
+			printf("note: done pipe: %s\n", strerror(errno));
+		memif_wait_go(go_fd);
+	} else {
+		/* the client has gone: its disconnect runs on our interrupt
+		 * thread; let it take the link down before our own close */
+		struct rte_eth_link link;
+		uint64_t end = now_ns() + 5000000000ull;
+
+		for (;;) {
+			memset(&link, 0, sizeof(link));
+			rte_eth_link_get_nowait(side.port.port_id, &link);
+			if (link.link_status != RTE_ETH_LINK_UP || now_ns() >= end)
+				break;
+			usleep(1000);
+		}
 	}
 	for (int i = 0; i < side.nq; i++)
 		netstack_fini(&side.ns[i]);
@@ -1051,17 +1094,29 @@ struct memif_arg {
 	int role;
 	char sock[108];
 	int tag;
-	int ready[2];
+	int ready[2];   /* child to parent: the server's MAC, then "stopped polling"; the client's "done" */
+	int go[2];      /* parent to child: go on (written or closed) */
 	struct rte_ether_addr server_mac;
 };
 
+static struct memif_arg sa, ca;
+
 static int memif_child(void *arg)
 {
-	struct memif_arg *a = arg;
+	struct memif_arg *a = arg, *o = a == &sa ? &ca : &sa;
 
 	signal(SIGTERM, on_term);
+	/* only the parent holds the other child's pipes: an end of file
+	 * there says that child died */
+	for (int i = 0; i < 2; i++) {
+		if (o->ready[i] > 2)
+			close(o->ready[i]);
+		if (o->go[i] > 2)
+			close(o->go[i]);
+	}
 	close(a->ready[0]);
-	return memif_scenario(a->role, a->sock, a->tag, a->ready[1], &a->server_mac);
+	close(a->go[1]);
+	return memif_scenario(a->role, a->sock, a->tag, a->ready[1], a->go[0], &a->server_mac);
 }
 
 int main(int argc, char **argv)
@@ -1099,7 +1154,6 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!strcmp(only, "all") || !strcmp(only, "memif")) {
-		static struct memif_arg sa, ca;
 		pid_t ps, pcl;
 
 		sa.role = 0;
@@ -1107,29 +1161,38 @@ int main(int argc, char **argv)
 		sa.tag = ca.tag = getpid();
 		snprintf(sa.sock, sizeof(sa.sock), "/run/sluice-itest-memif-%d.sock", (int)getpid());
 		memcpy(ca.sock, sa.sock, sizeof(ca.sock));
-		if (pipe(sa.ready) < 0) {
+		if (pipe(sa.ready) < 0 || pipe(sa.go) < 0 || pipe(ca.ready) < 0 || pipe(ca.go) < 0) {
 			fails++;
 		} else if (run_child(memif_child, &sa, &ps) < 0) {
 			fails++;
 		} else {
 			int rcs, rcc = 0;
+			char c;
 
 			close(sa.ready[1]);
-			ca.ready[0] = open("/dev/null", O_RDONLY);
-			ca.ready[1] = open("/dev/null", O_WRONLY);
+			close(sa.go[0]);
 			/* the client once the server listens; nothing if the server gave up */
 			if (read(sa.ready[0], ca.server_mac.addr_bytes, 6) == 6) {
 				if (run_child(memif_child, &ca, &pcl) < 0) {
 					fails++;
 				} else {
+					close(ca.ready[1]);
+					close(ca.go[0]);
+					/* the client's traffic is over (or it died): stop
+					 * the server polling before the client leaves */
+					if (read(ca.ready[0], &c, 1) < 0)
+						printf("note: client pipe: %s\n", strerror(errno));
+					kill(ps, SIGTERM);
+					if (read(sa.ready[0], &c, 1) < 0)
+						printf("note: server pipe: %s\n", strerror(errno));
+					close(ca.go[1]);
 					waitpid(pcl, &st, 0);
 					rcc = status_rc(st);
 				}
 			}
 			close(sa.ready[0]);
-			close(ca.ready[0]);
-			close(ca.ready[1]);
 			kill(ps, SIGTERM);
+			close(sa.go[1]);
 			waitpid(ps, &st, 0);
 			rcs = status_rc(st);
 			skipped += rcc == SKIP_EXIT || rcs == SKIP_EXIT;

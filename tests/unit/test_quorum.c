@@ -897,6 +897,45 @@ Test(quorum, one_voter_restores_a_snapshot_then_the_rest_after_a_restart)
 	one_voter_restart(16, 4, 1);
 }
 
+static bool replayed(void *arg)
+{
+	return C.m[0].st.n >= *(int *)arg;
+}
+
+/* A quorum of one closed right after proposals, their log writes still
+ * in flight (as sluiced stops while the control thread proposes): the
+ * close completes, every proposal's callback runs once, and a reopen
+ * replays what was acknowledged. libraft closed in the middle of a write
+ * (or its backend freed inside its close callback) crashed here under
+ * load; 20 rounds. */
+Test(quorum, a_close_with_writes_in_flight_finishes_them_and_answers_every_proposal)
+{
+	int acked = 0;
+
+	cluster_init(1);
+	for (int round = 0; round < 20; round++) {
+		struct pending p[8];
+		char rec[16];
+
+		memset(p, 0, sizeof(p));
+		member_open(0);
+		cr_assert(run_until(am_leader, &C.m[0], WAIT_MS), "round %d: no leader", round);
+		cr_assert(run_until(replayed, &acked, WAIT_MS), "round %d: %d of %d acknowledged records replayed",
+			  round, C.m[0].st.n, acked);
+		for (int k = 0; k < 8; k++) {
+			int len = snprintf(rec, sizeof(rec), "r%02d-%d", round, k);
+
+			cr_assert_eq(quorum_propose(C.m[0].q, rec, (size_t)len, pending_done, &p[k]), 0);
+		}
+		quorum_poll(C.m[0].q);      /* the appends start */
+		member_close(0);
+		for (int k = 0; k < 8; k++) {
+			cr_assert(p[k].done, "round %d: proposal %d never answered", round, k);
+			acked += p[k].err == 0;
+		}
+	}
+}
+
 Test(quorum, a_locked_directory_refuses_a_second_open)
 {
 	struct quorum_config cfg;
