@@ -1,6 +1,6 @@
 /* control/meta_parts.c — the partitions of a topic in the metadata image:
- * their placement and change records applied in log order. See
- * meta_parts.h. @thread ctl */
+ * their placement and change records applied in log order, and the
+ * change records' bodies built. See meta_parts.h. @thread ctl */
 #include "control/meta_parts.h"
 
 #include <errno.h>
@@ -362,4 +362,75 @@ int meta_parts_snapshot(const struct meta_topic *t, struct enc *e, size_t cap,
 		i += n;
 	}
 	return rc;
+}
+
+int meta_parts_build_change(struct enc *e, const struct meta_topic *t, int32_t partition, int32_t leader,
+			    const int32_t *isr, int nisr, const int32_t *replicas, int nreplicas)
+{
+	const struct meta_part *p;
+	int same;
+
+	if (partition < 0 || partition >= t->partitions || leader < -2 || nisr > META_MAX_REPLICAS ||
+	    nreplicas > META_MAX_REPLICAS || (isr && nisr < 0) || (replicas && nreplicas < 1))
+		return -EINVAL;
+	p = &t->parts[partition];
+	if (!meta_part_valid(leader == -2 ? p->leader : leader, replicas ? replicas : p->replicas,
+			     replicas ? nreplicas : p->nreplicas, isr ? isr : p->isr, isr ? nisr : p->nisr))
+		return -EINVAL;
+	same = (leader == -2 || leader == p->leader) &&
+	       (!isr || (nisr == p->nisr && !memcmp(isr, p->isr, (size_t)nisr * sizeof(*isr)))) &&
+	       (!replicas || (nreplicas == p->nreplicas &&
+			      !memcmp(replicas, p->replicas, (size_t)nreplicas * sizeof(*replicas))));
+	if (same)
+		return 0;                /* nothing to write */
+	enc_type(e, META_REC_PARTITION_CHANGE);
+	enc_bytes(e, t->id, 16);
+	enc_i32(e, partition);
+	enc_i32(e, leader);
+	enc_i16(e, isr ? (int16_t)nisr : -1);
+	for (int i = 0; isr && i < nisr; i++)
+		enc_i32(e, isr[i]);
+	enc_i16(e, replicas ? (int16_t)nreplicas : -1);
+	for (int i = 0; replicas && i < nreplicas; i++)
+		enc_i32(e, replicas[i]);
+	/* the guard: the state it was built against (Kafka's AlterPartition
+	 * leader and partition epochs); applied to any other, it is refused */
+	enc_i32(e, p->leader);
+	enc_i32(e, p->leader_epoch);
+	enc_i32(e, p->partition_epoch);
+	return 1;
+}
+
+int meta_parts_build_reassign(struct enc *e, const struct meta_topic *t, int32_t partition, int32_t leader,
+			      const int32_t *isr, int nisr, const int32_t *replicas, int nreplicas,
+			      const int32_t *adding, int nadding, const int32_t *removing, int nremoving)
+{
+	const struct meta_part *p;
+
+	if (partition < 0 || partition >= t->partitions || leader < -2 || !replicas || nreplicas < 1 ||
+	    nreplicas > META_MAX_REPLICAS || (isr && (nisr < 0 || nisr > META_MAX_REPLICAS)) || nadding < 0 ||
+	    nremoving < 0 || nadding > nreplicas || nremoving > nreplicas)
+		return -EINVAL;
+	p = &t->parts[partition];
+	if (!meta_part_valid(leader == -2 ? p->leader : leader, replicas, nreplicas, isr ? isr : p->isr,
+			     isr ? nisr : p->nisr))
+		return -EINVAL;
+	for (int i = 0; i < nadding + nremoving; i++) {
+		int32_t id = i < nadding ? adding[i] : removing[i - nadding];
+
+		if (!meta_part_has(replicas, nreplicas, id))
+			return -EINVAL;
+	}
+	enc_type(e, META_REC_PARTITION_REASSIGN);
+	enc_bytes(e, t->id, 16);
+	enc_i32(e, partition);
+	enc_i32(e, p->partition_epoch);
+	enc_i32(e, leader);
+	enc_i16(e, isr ? (int16_t)nisr : -1);
+	for (int i = 0; isr && i < nisr; i++)
+		enc_i32(e, isr[i]);
+	enc_ids(e, replicas, nreplicas);
+	enc_ids(e, adding, nadding);
+	enc_ids(e, removing, nremoving);
+	return 0;
 }

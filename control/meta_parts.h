@@ -67,6 +67,17 @@ void meta_parts_encode(struct enc *e, const struct meta_topic *t, int32_t first,
 /* Encode one partition's state (a PARTITION record's entry). */
 void meta_part_encode(struct enc *e, int32_t leader, int32_t leader_epoch, int32_t partition_epoch,
 		      const int32_t *replicas, int nreplicas, const int32_t *isr, int nisr);
+/* The body of a PARTITION_CHANGE of t's partition (metalog.h
+ * metalog_build_partition_change has the arguments' meaning) into e, with
+ * the guard: the state it is built against. 1: written; 0: nothing would
+ * change (nothing written); -EINVAL. */
+int meta_parts_build_change(struct enc *e, const struct meta_topic *t, int32_t partition, int32_t leader,
+			    const int32_t *isr, int nisr, const int32_t *replicas, int nreplicas);
+/* The body of a PARTITION_REASSIGN (metalog_build_partition_reassign)
+ * into e: 0, or -EINVAL. */
+int meta_parts_build_reassign(struct enc *e, const struct meta_topic *t, int32_t partition, int32_t leader,
+			      const int32_t *isr, int nisr, const int32_t *replicas, int nreplicas,
+			      const int32_t *adding, int nadding, const int32_t *removing, int nremoving);
 /* Each run of placed partitions of t as PARTITION records no larger than
  * cap value bytes: put(arg, e) per record. First error returned. */
 int meta_parts_snapshot(const struct meta_topic *t, struct enc *e, size_t cap,

@@ -996,41 +996,14 @@ int metalog_build_partition_change(const struct metalog *ml, const char *name, i
 {
 	struct enc e = ENC_INIT(ml, ml->rbuf);
 	struct meta_topic *t = name ? find_live(ml, name, NULL, NULL) : NULL;
-	const struct meta_part *p;
-	int same;
+	int rc;
 
 	out->buf = NULL;
 	out->len = 0;
 	if (!t)
 		return -ENOENT;
-	if (partition < 0 || partition >= t->partitions || leader < -2 || nisr > META_MAX_REPLICAS ||
-	    nreplicas > META_MAX_REPLICAS || (isr && nisr < 0) || (replicas && nreplicas < 1))
-		return -EINVAL;
-	p = &t->parts[partition];
-	if (!meta_part_valid(leader == -2 ? p->leader : leader, replicas ? replicas : p->replicas,
-			     replicas ? nreplicas : p->nreplicas, isr ? isr : p->isr, isr ? nisr : p->nisr))
-		return -EINVAL;
-	same = (leader == -2 || leader == p->leader) &&
-	       (!isr || (nisr == p->nisr && !memcmp(isr, p->isr, (size_t)nisr * sizeof(*isr)))) &&
-	       (!replicas || (nreplicas == p->nreplicas &&
-			      !memcmp(replicas, p->replicas, (size_t)nreplicas * sizeof(*replicas))));
-	if (same)
-		return 0;                /* nothing to write */
-	enc_type(&e, META_REC_PARTITION_CHANGE);
-	enc_bytes(&e, t->id, 16);
-	enc_i32(&e, partition);
-	enc_i32(&e, leader);
-	enc_i16(&e, isr ? (int16_t)nisr : -1);
-	for (int i = 0; isr && i < nisr; i++)
-		enc_i32(&e, isr[i]);
-	enc_i16(&e, replicas ? (int16_t)nreplicas : -1);
-	for (int i = 0; replicas && i < nreplicas; i++)
-		enc_i32(&e, replicas[i]);
-	/* the guard: the state it was built against (Kafka's AlterPartition
-	 * leader and partition epochs); applied to any other, it is refused */
-	enc_i32(&e, p->leader);
-	enc_i32(&e, p->leader_epoch);
-	enc_i32(&e, p->partition_epoch);
+	if ((rc = meta_parts_build_change(&e, t, partition, leader, isr, nisr, replicas, nreplicas)) <= 0)
+		return rc;               /* an error, or nothing to write */
 	return rec_finish(&e, out);
 }
 
@@ -1041,43 +1014,15 @@ int metalog_build_partition_reassign(const struct metalog *ml, const char *name,
 {
 	struct enc e = ENC_INIT(ml, ml->rbuf);
 	struct meta_topic *t = name ? find_live(ml, name, NULL, NULL) : NULL;
-	const struct meta_part *p;
+	int rc;
 
 	out->buf = NULL;
 	out->len = 0;
 	if (!t)
 		return -ENOENT;
-	if (partition < 0 || partition >= t->partitions || leader < -2 || !replicas || nreplicas < 1 ||
-	    nreplicas > META_MAX_REPLICAS || (isr && (nisr < 0 || nisr > META_MAX_REPLICAS)) || nadding < 0 ||
-	    nremoving < 0 || nadding > nreplicas || nremoving > nreplicas)
-		return -EINVAL;
-	p = &t->parts[partition];
-	if (!meta_part_valid(leader == -2 ? p->leader : leader, replicas, nreplicas, isr ? isr : p->isr,
-			     isr ? nisr : p->nisr))
-		return -EINVAL;
-	for (int i = 0; i < nadding + nremoving; i++) {
-		int32_t id = i < nadding ? adding[i] : removing[i - nadding];
-
-		if (!meta_part_has(replicas, nreplicas, id))
-			return -EINVAL;
-	}
-	enc_type(&e, META_REC_PARTITION_REASSIGN);
-	enc_bytes(&e, t->id, 16);
-	enc_i32(&e, partition);
-	enc_i32(&e, p->partition_epoch);
-	enc_i32(&e, leader);
-	enc_i16(&e, isr ? (int16_t)nisr : -1);
-	for (int i = 0; isr && i < nisr; i++)
-		enc_i32(&e, isr[i]);
-	enc_i16(&e, (int16_t)nreplicas);
-	for (int i = 0; i < nreplicas; i++)
-		enc_i32(&e, replicas[i]);
-	enc_i16(&e, (int16_t)nadding);
-	for (int i = 0; i < nadding; i++)
-		enc_i32(&e, adding[i]);
-	enc_i16(&e, (int16_t)nremoving);
-	for (int i = 0; i < nremoving; i++)
-		enc_i32(&e, removing[i]);
+	if ((rc = meta_parts_build_reassign(&e, t, partition, leader, isr, nisr, replicas, nreplicas, adding,
+					    nadding, removing, nremoving)) < 0)
+		return rc;
 	return rec_finish(&e, out);
 }
 

@@ -268,6 +268,32 @@ static int alter_configs_done(struct kafka_ctx *ctx)
 	return 0;
 }
 
+/* One resource of an (Incremental)AlterConfigs request into ct: its name
+ * and kind, and room for its nc configs (ops too when with_ops). 1: fill
+ * them in; 0: the resource is refused already (ct->preset); -1: out of
+ * memory (the request aborted). */
+static int config_resource(struct kafka_ctx *ctx, struct ctl_topic *ct, struct kafka_str name, int8_t type,
+			   int replace, int nc, int with_ops)
+{
+	ct->name = name;
+	ct->replace = replace;
+	ct->broker = type == RESOURCE_BROKER;
+	if (type != RESOURCE_TOPIC && !ct->broker) {
+		ct->preset = KERR_INVALID_REQUEST;
+		snprintf(ct->message, sizeof(ct->message), "only TOPIC (2) and BROKER (4) resources have configs");
+		return 0;
+	}
+	ct->nconfigs = nc;
+	ct->keys = ALLOC(ctx, struct kafka_str, nc);
+	ct->values = ALLOC(ctx, struct kafka_str, nc);
+	ct->ops = with_ops ? ALLOC(ctx, int8_t, nc) : NULL;
+	if (!ct->keys || !ct->values || (with_ops && !ct->ops)) {
+		kafka_ctx_abort(ctx);
+		return -1;
+	}
+	return 1;
+}
+
 int kafka_handle_alter_configs(struct kafka_ctx *ctx)
 {
 	struct kafka_alter_configs_request *q = ctx->req.body;
@@ -283,24 +309,11 @@ int kafka_handle_alter_configs(struct kafka_ctx *ctx)
 		struct kafka_alter_configs_request_alter_configs_resource *res = &q->Resources.items[i];
 		struct ctl_topic *ct = &req->topics[i];
 		int nc = res->Configs.count < 0 ? 0 : res->Configs.count;
+		int rc = config_resource(ctx, ct, res->ResourceName, res->ResourceType, 1, nc, 0);
 
-		ct->name = res->ResourceName;
-		ct->replace = 1;
-		ct->broker = res->ResourceType == RESOURCE_BROKER;
-		if (res->ResourceType != RESOURCE_TOPIC && !ct->broker) {
-			ct->preset = KERR_INVALID_REQUEST;
-			snprintf(ct->message, sizeof(ct->message),
-				 "only TOPIC (2) and BROKER (4) resources have configs");
-			continue;
-		}
-		ct->nconfigs = nc;
-		ct->keys = ALLOC(ctx, struct kafka_str, nc);
-		ct->values = ALLOC(ctx, struct kafka_str, nc);
-		if (!ct->keys || !ct->values) {
-			kafka_ctx_abort(ctx);
+		if (rc < 0)
 			return 0;
-		}
-		for (int j = 0; j < nc; j++) {
+		for (int j = 0; rc && j < nc; j++) {
 			ct->keys[j] = res->Configs.items[j].Name;
 			ct->values[j] = res->Configs.items[j].Value;
 		}
@@ -355,25 +368,11 @@ int kafka_handle_incremental_alter_configs(struct kafka_ctx *ctx)
 		struct kafka_incremental_alter_configs_request_alter_configs_resource *res = &q->Resources.items[i];
 		struct ctl_topic *ct = &req->topics[i];
 		int nc = res->Configs.count < 0 ? 0 : res->Configs.count;
+		int rc = config_resource(ctx, ct, res->ResourceName, res->ResourceType, 0, nc, 1);
 
-		ct->name = res->ResourceName;
-		ct->replace = 0;
-		ct->broker = res->ResourceType == RESOURCE_BROKER;
-		if (res->ResourceType != RESOURCE_TOPIC && !ct->broker) {
-			ct->preset = KERR_INVALID_REQUEST;
-			snprintf(ct->message, sizeof(ct->message),
-				 "only TOPIC (2) and BROKER (4) resources have configs");
-			continue;
-		}
-		ct->nconfigs = nc;
-		ct->keys = ALLOC(ctx, struct kafka_str, nc);
-		ct->values = ALLOC(ctx, struct kafka_str, nc);
-		ct->ops = ALLOC(ctx, int8_t, nc);
-		if (!ct->keys || !ct->values || !ct->ops) {
-			kafka_ctx_abort(ctx);
+		if (rc < 0)
 			return 0;
-		}
-		for (int j = 0; j < nc; j++) {
+		for (int j = 0; rc && j < nc; j++) {
 			ct->keys[j] = res->Configs.items[j].Name;
 			ct->values[j] = res->Configs.items[j].Value;
 			ct->ops[j] = res->Configs.items[j].ConfigOperation;

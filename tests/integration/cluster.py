@@ -17,7 +17,10 @@ directory, all under one temporary directory removed at close.
     the others, c.heal(1) joins it again.
 
 until(what, fn) retries fn (exceptions included) until it returns something
-true, or fails naming what it waited for.
+true, or fails naming what it waited for; wait_isrs(bootstrap, topic, n)
+until every partition has n replicas in sync; same_logs(c, topic, nparts,
+nodes) until those nodes' copies are the same bytes; eal_dirs_gone(tag)
+removes the EAL runtime directories of a DPDK test's nodes.
 """
 
 import os
@@ -179,3 +182,28 @@ def log_batches(part_dir):
             out.append(data[pos:pos + 12 + blen])
             pos += 12 + blen
     return out
+
+
+def wait_isrs(bootstrap, topic, n, timeout=WAIT):
+    """Until every partition of topic has n replicas in its ISR."""
+    until("%d replicas in every ISR of %s" % (n, topic),
+          lambda: (lambda m: m and all(len(v[2]) == n for v in m.values()))(partitions(bootstrap, topic)),
+          timeout=timeout)
+
+
+def same_logs(c, topic, nparts, nodes, timeout=30):
+    """Until each partition's copies on nodes are the same record batches."""
+    for part in range(nparts):
+        until("partition %d the same bytes on nodes %s" % (part, list(nodes)),
+              lambda: (lambda logs: logs[0] and all(x == logs[0] for x in logs))(
+                  [log_batches(os.path.join(c.data_dir(n), "%s-%d" % (topic, part))) for n in nodes]),
+              timeout=timeout)
+
+
+def eal_dirs_gone(tag):
+    """sluiced leaves its EAL runtime directory (/var/run/dpdk/PREFIX);
+    a DPDK test's nodes' (file prefixes starting tag-) go."""
+    d = "/var/run/dpdk"
+    for e in os.listdir(d) if os.path.isdir(d) else []:
+        if e.startswith(tag + "-"):
+            shutil.rmtree(os.path.join(d, e), ignore_errors=True)

@@ -39,7 +39,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import main, temp_dir, test  # noqa: E402
-from cluster import Cluster, create_topic, log_batches, partitions, until  # noqa: E402
+from cluster import Cluster, create_topic, eal_dirs_gone, partitions, same_logs, until, wait_isrs  # noqa: E402
 
 from confluent_kafka import Producer  # noqa: E402
 
@@ -47,13 +47,6 @@ TOPIC = "dpdkrepl"
 NPARTS = 4
 SHARDS = 2
 RECORDS = int(os.environ.get("SLUICE_DPDK_REPL_RECORDS", "20000"))
-
-
-def eal_dirs_gone(tag):
-    """sluiced leaves its EAL runtime directory; the test's go."""
-    for d in os.listdir("/var/run/dpdk") if os.path.isdir("/var/run/dpdk") else []:
-        if d.startswith(tag + "-"):
-            shutil.rmtree(os.path.join("/var/run/dpdk", d), ignore_errors=True)
 
 
 def dpdk_sets(base):
@@ -85,8 +78,7 @@ def records_reach_the_follower_through_the_dpdk_replication_queues():
             assert re.search(r"sluiced: dpdk: .*net_memif", c.log(n)), "node %d opened no memif port: %s" % (
                 n, c.log(n)[-2000:])
         create_topic(c.bootstrap, TOPIC, NPARTS, 2)
-        until("both replicas in every ISR",
-              lambda: (lambda m: m and all(len(v[2]) == 2 for v in m.values()))(partitions(c.bootstrap, TOPIC)))
+        wait_isrs(c.bootstrap, TOPIC, 2)
         errors = []
         acked = [0]
 
@@ -120,10 +112,7 @@ def records_reach_the_follower_through_the_dpdk_replication_queues():
         assert native_in == tcp_in, "some replication came over TCP: %d of %d" % (tcp_in - native_in, tcp_in)
         assert native_out >= native_in and tcp_out == 0, (native_out, tcp_out)
         # byte-identical copies, once the follower has the last batch durable
-        for part in range(NPARTS):
-            until("partition %d the same bytes on both nodes" % part,
-                  lambda: (lambda a, b: a and a == b)(*[log_batches(os.path.join(c.data_dir(n), "%s-%d" % (TOPIC, part)))
-                                                       for n in (1, 2)]), timeout=20)
+        same_logs(c, TOPIC, NPARTS, (1, 2), timeout=20)
         c.stop()
         for n in (1, 2):
             line = [x for x in c.log(n).splitlines() if "replication: " in x and "REPLICA_FETCH served" in x]

@@ -27,7 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import main, temp_dir, test  # noqa: E402
-from cluster import Cluster, create_topic, log_batches, partitions, until  # noqa: E402
+from cluster import Cluster, create_topic, eal_dirs_gone, partitions, same_logs, until, wait_isrs  # noqa: E402
 
 from confluent_kafka import Producer  # noqa: E402
 
@@ -37,13 +37,6 @@ RECORDS = int(os.environ.get("SLUICE_DPDK_REPL_RECORDS", "20000"))
 
 def metric(c, node, name):
     return c.metric(node, "sluice_%s{shard=\"0\"}" % name)
-
-
-def eal_dirs_gone(tag):
-    """sluiced leaves its EAL runtime directory; the test's go."""
-    for d in os.listdir("/var/run/dpdk") if os.path.isdir("/var/run/dpdk") else []:
-        if d.startswith(tag + "-"):
-            shutil.rmtree(os.path.join("/var/run/dpdk", d), ignore_errors=True)
 
 
 def ip(*args):
@@ -98,8 +91,7 @@ def three_nodes_on_tap_a_leader_killed_the_followers_fetch_natively_from_its_suc
                           "min.insync.replicas=2", "broker.session.timeout.ms=4000"])
         joiner.join()
         create_topic(c.bootstrap, TOPIC, 3, 3)
-        until("three replicas in every ISR",
-              lambda: (lambda m: m and all(len(v[2]) == 3 for v in m.values()))(partitions(c.bootstrap, TOPIC)))
+        wait_isrs(c.bootstrap, TOPIC, 3)
         errors, acked = [], [0]
 
         def done(err, msg):
@@ -148,14 +140,8 @@ def three_nodes_on_tap_a_leader_killed_the_followers_fetch_natively_from_its_suc
         # the killed node back: its tap again on the switch; it catches up natively
         c.restart(victim)
         sw.join("%s%d" % (tag, victim), victim)
-        until("the restarted node back in every ISR",
-              lambda: (lambda m: m and all(len(v[2]) == 3 for v in m.values()))(partitions(c.bootstrap, TOPIC)),
-              timeout=60)
-        for part in range(3):
-            until("partition %d the same bytes on the three nodes" % part,
-                  lambda: (lambda a, b, d: a and a == b == d)(
-                      *[log_batches(os.path.join(c.data_dir(n), "%s-%d" % (TOPIC, part))) for n in (1, 2, 3)]),
-                  timeout=30)
+        wait_isrs(c.bootstrap, TOPIC, 3, timeout=60)
+        same_logs(c, TOPIC, 3, (1, 2, 3))
         assert metric(c, victim, "replication_native_bytes_in_total") > 0, "the restarted node fetched over TCP"
         assert metric(c, victim, "replication_native_bytes_in_total") == metric(
             c, victim, "replication_bytes_in_total")
