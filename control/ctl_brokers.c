@@ -37,6 +37,7 @@ struct ctl_hb {
 	int32_t id;
 	int64_t epoch;
 	int64_t last_ms;                /* monotonic ms of its last heartbeat */
+	int64_t grace_ms;               /* > 0: fenced after this long, not a session (took_over) */
 	int changing;                   /* a fence or unfence of it in flight */
 };
 
@@ -173,6 +174,7 @@ int ctl_controller_heartbeat(struct ctl *ctl, int32_t id, int64_t epoch)
 	h = hb_of(cb, id, ctl->now_ms);
 	h->epoch = epoch;
 	h->last_ms = ctl->now_ms;
+	h->grace_ms = 0;
 	if (b->fenced)
 		propose_fence(ctl, id, epoch, 0);
 	return 0;
@@ -197,7 +199,13 @@ static void controller_check_sessions(struct ctl *ctl, int64_t session_ms)
 			h->last_ms = ctl->now_ms;
 			continue;
 		}
-		if (ctl->now_ms - h->last_ms >= session_ms) {
+		if (h->grace_ms > 0 && ctl->now_ms - h->last_ms >= h->grace_ms) {
+			fprintf(stderr, "sluiced: broker %d (epoch %lld), whose node led the metadata quorum before "
+				"this one, sent no heartbeat within %lld ms of this node's election: fenced\n",
+				b->id, (long long)b->epoch, (long long)h->grace_ms);
+			h->grace_ms = 0;
+			propose_fence(ctl, b->id, b->epoch, 1);
+		} else if (ctl->now_ms - h->last_ms >= session_ms) {
 			fprintf(stderr, "sluiced: broker %d (epoch %lld) sent no heartbeat for %lld ms "
 				"(broker.session.timeout.ms %lld): fenced\n",
 				b->id, (long long)b->epoch, (long long)(ctl->now_ms - h->last_ms), (long long)session_ms);
@@ -230,7 +238,8 @@ static void took_over(struct ctl *ctl)
 		grace = cb->session_ms;
 	h = hb_of(cb, x, ctl->now_ms);
 	h->epoch = b->epoch;
-	h->last_ms = ctl->now_ms - cb->session_ms + grace;
+	h->last_ms = ctl->now_ms;
+	h->grace_ms = grace;
 	fprintf(stderr, "sluiced: active controller now, after node %d: broker %d is fenced unless it heartbeats "
 		"within %lld ms\n", x, x, (long long)grace);
 }
