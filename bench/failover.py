@@ -289,8 +289,11 @@ def round_kill(d, admin, load, r):
     seen = fence_counts(d, ld)
     t0 = now()
     watch = LeaderWatch(load.bootstrap, ld, t0)
+    pid = pids(d).get(ld)
     cluster(d, "kill", str(ld))
     t_kill_done = now() - t0
+    if pid is None or not exited(pid):
+        print("kill: node %d (pid %s) still runs after scripts/cluster kill" % (ld, pid), flush=True)
     took = wait_successor(load, t0, lambda t, off: t - t0 > IN_FLIGHT_S)
     gap = longest_gap(load.snapshot(), t0, now())
     new = leader0(admin)
