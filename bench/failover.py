@@ -20,6 +20,9 @@ records/s. Then, --rounds times each:
            time to the first acknowledgement whose offset is beyond the last
            one acknowledged before the SIGTERM, and the time until the
            process exited; restarted likewise.
+  kill-ctl the producer moved to a partition the active controller (the
+           metadata quorum's leader) leads, then as kill: SIGKILL of a node
+           that is both, whose successor needs a new active controller too.
 
 Each round also gives the longest gap between two acknowledgements from
 the event on (the producer's stall, whoever answered). A round with no
@@ -51,6 +54,7 @@ KILL_TARGET_S = SESSION_TIMEOUT_S + 1.0
 TERM_TARGET_S = 0.2
 IN_FLIGHT_S = 0.2
 GIVE_UP_S = 60.0
+PART = [0]                       # the partition the producer sends to and the rounds watch
 
 
 def now():
@@ -96,7 +100,7 @@ class Load:
         while not self.stop:
             if now() >= nxt:
                 try:
-                    p.produce(TOPIC, value=b"%012d" % n + b"x" * 88, partition=0, on_delivery=self.on_delivery)
+                    p.produce(TOPIC, value=b"%012d" % n + b"x" * 88, partition=PART[0], on_delivery=self.on_delivery)
                     n += 1
                 except BufferError:
                     pass
@@ -153,7 +157,7 @@ def leader0(admin):
         ps = partitions(admin)
     except KafkaException:
         return -1
-    return ps[0].leader if ps and 0 in ps else -1
+    return ps[PART[0]].leader if ps and PART[0] in ps else -1
 
 
 def wait_whole(admin, timeout=120.0):
@@ -260,18 +264,40 @@ def fence_counts(d, node):
             for n in (1, 2, 3) if n != node}
 
 
+def round_kill_ctl(d, admin, load, r):
+    """kill, of a partition the active controller leads."""
+    ctl = controller(load.bootstrap)
+    ps = partitions(admin)
+    led = sorted(p for p, m in (ps or {}).items() if m.leader == ctl)
+    if not led:
+        return None
+    PART[0] = led[0]
+    try:
+        time.sleep(1.0)          # partition 0's acks in flight land first
+        if not steady(load):
+            return None
+        res = round_kill(d, admin, load, r)
+        res["kind"] = "kill-ctl"
+        return res
+    finally:
+        PART[0] = 0
+
+
 def round_kill(d, admin, load, r):
     ld = leader0(admin)
     ctl = controller(load.bootstrap)
     seen = fence_counts(d, ld)
     t0 = now()
     watch = LeaderWatch(load.bootstrap, ld, t0)
+    pid = pids(d).get(ld)
     cluster(d, "kill", str(ld))
     t_kill_done = now() - t0
+    if pid is None or not exited(pid):
+        print("kill: node %d (pid %s) still runs after scripts/cluster kill" % (ld, pid), flush=True)
     took = wait_successor(load, t0, lambda t, off: t - t0 > IN_FLIGHT_S)
     gap = longest_gap(load.snapshot(), t0, now())
     new = leader0(admin)
-    res = {"kind": "kill", "round": r, "node": ld, "successor": new, "s": took, "gap": gap,
+    res = {"kind": "kill", "round": r, "part": PART[0], "node": ld, "successor": new, "s": took, "gap": gap,
            "kill_call_s": t_kill_done, "meta_s": watch.done(), "controller": ctl == ld,
            "fenced": fence_lines(d, ld, seen)}
     if took is None:
@@ -317,7 +343,7 @@ def round_sigterm(d, admin, load, r):
 def isr0(admin):
     try:
         ps = partitions(admin)
-        return sorted(ps[0].isrs) if ps and 0 in ps else None
+        return sorted(ps[PART[0]].isrs) if ps and PART[0] in ps else None
     except KafkaException:
         return None
 
@@ -333,8 +359,8 @@ def report(res):
              res["successor"], fmt_s(res["s"]), res["gap"], fmt_s(res["meta_s"])))
     if res["kind"] == "sigterm":
         line += ", process exited after %s" % fmt_s(res["exit_s"])
-    line += ", ISR of partition 0 while down %s, whole again %s after the restart" % (
-        res["isr_down"], fmt_s(res["isr_whole_s"]))
+    line += ", ISR of partition %d while down %s, whole again %s after the restart" % (
+        res.get("part", 0), res["isr_down"], fmt_s(res["isr_whole_s"]))
     print(line, flush=True)
     for l in res.get("fenced", []):
         print("    " + l)
@@ -398,17 +424,22 @@ def main():
         load.thread.start()
         if not steady(load):
             raise SystemExit("failover: the producer gets no acknowledgements")
-        kills, terms = [], []
+        kills, terms, ctls = [], [], []
         for r in range(1, o.rounds + 1):
-            for kind, fn, out in (("kill", round_kill, kills), ("sigterm", round_sigterm, terms)):
+            for kind, fn, out in (("kill", round_kill, kills), ("sigterm", round_sigterm, terms),
+                                  ("kill-ctl", round_kill_ctl, ctls)):
                 if leader0(admin) < 0 or not steady(load):
                     print("%-7s round %d: skipped: partition 0 has no leader or no acks for 60 s" % (kind, r))
                     continue
                 res = fn(d, admin, load, r)
+                if res is None:
+                    print("%-7s round %d: skipped: the active controller leads no partition with acks" % (kind, r))
+                    continue
                 out.append(res)
                 report(res)
         print()
         summary("kill", kills, KILL_TARGET_S)
+        summary("kill-ctl", ctls, KILL_TARGET_S)
         summary("sigterm", terms, TERM_TARGET_S)
         errs = load.errors
         print("failover producer_errors %d%s" % (len(errs), (" (first: %s)" % errs[0][1]) if errs else ""))

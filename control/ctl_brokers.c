@@ -37,6 +37,7 @@ struct ctl_hb {
 	int32_t id;
 	int64_t epoch;
 	int64_t last_ms;                /* monotonic ms of its last heartbeat */
+	int64_t grace_ms;               /* > 0: fenced after this long, not a session (took_over) */
 	int changing;                   /* a fence or unfence of it in flight */
 };
 
@@ -173,6 +174,7 @@ int ctl_controller_heartbeat(struct ctl *ctl, int32_t id, int64_t epoch)
 	h = hb_of(cb, id, ctl->now_ms);
 	h->epoch = epoch;
 	h->last_ms = ctl->now_ms;
+	h->grace_ms = 0;
 	if (b->fenced)
 		propose_fence(ctl, id, epoch, 0);
 	return 0;
@@ -197,13 +199,49 @@ static void controller_check_sessions(struct ctl *ctl, int64_t session_ms)
 			h->last_ms = ctl->now_ms;
 			continue;
 		}
-		if (ctl->now_ms - h->last_ms >= session_ms) {
+		if (h->grace_ms > 0 && ctl->now_ms - h->last_ms >= h->grace_ms) {
+			fprintf(stderr, "sluiced: broker %d (epoch %lld), whose node led the metadata quorum before "
+				"this one, sent no heartbeat within %lld ms of this node's election: fenced\n",
+				b->id, (long long)b->epoch, (long long)h->grace_ms);
+			h->grace_ms = 0;
+			propose_fence(ctl, b->id, b->epoch, 1);
+		} else if (ctl->now_ms - h->last_ms >= session_ms) {
 			fprintf(stderr, "sluiced: broker %d (epoch %lld) sent no heartbeat for %lld ms "
 				"(broker.session.timeout.ms %lld): fenced\n",
 				b->id, (long long)b->epoch, (long long)(ctl->now_ms - h->last_ms), (long long)session_ms);
 			propose_fence(ctl, b->id, b->epoch, 1);
 		}
 	}
+}
+
+/* This node became the active controller: a full session for every
+ * broker (it cannot know when they last reached the one before), except
+ * the broker of the controller it replaced. An election means the voters
+ * stopped hearing that node: it is most likely gone, and waiting a whole
+ * session more would make the loss of a leader that was also the active
+ * controller cost an election plus a session. It gets a grace of two
+ * heartbeat intervals and a second (at most the session) to heartbeat
+ * here; alive, it does (it heartbeats every interval to the leader it
+ * finds), and if it does not it is fenced then. */
+static void took_over(struct ctl *ctl)
+{
+	struct ctl_brokers *cb = ctl->brokers;
+	int32_t x = ctl_quorum_took_over(ctl);
+	const struct meta_broker *b = x >= 0 && x != ctl->b->set.node_id ? metalog_broker(ctl->ml, x) : NULL;
+	int64_t grace = 2 * cb->interval_ms + 1000;
+	struct ctl_hb *h;
+
+	cb->nhb = 0;
+	if (!b || b->fenced)
+		return;
+	if (grace > cb->session_ms)
+		grace = cb->session_ms;
+	h = hb_of(cb, x, ctl->now_ms);
+	h->epoch = b->epoch;
+	h->last_ms = ctl->now_ms;
+	h->grace_ms = grace;
+	fprintf(stderr, "sluiced: active controller now, after node %d: broker %d is fenced unless it heartbeats "
+		"within %lld ms\n", x, x, (long long)grace);
 }
 
 /* ---- this node as a broker ------------------------------------------------- */
@@ -340,7 +378,7 @@ int ctl_brokers_tick(struct ctl *ctl, int timeout)
 	}
 	if (ctl_quorum_is_leader(ctl)) {
 		if (!cb->was_leader)
-			cb->nhb = 0;   /* a new active controller: a full session for every broker */
+			took_over(ctl);
 		controller_check_sessions(ctl, cb->session_ms);
 	}
 	cb->was_leader = ctl_quorum_is_leader(ctl);

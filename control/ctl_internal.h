@@ -295,6 +295,9 @@ int ctl_quorum_transfer(struct ctl *ctl, void (*done)(void *cookie, int32_t lead
 void ctl_quorum_close(struct ctl *ctl);
 /* Whether this node leads the quorum (a one-node broker: once started). */
 int ctl_quorum_is_leader(const struct ctl *ctl);
+/* The node whose leadership of the quorum this node's last election
+ * ended (-1: none seen, or this node itself led last). */
+int32_t ctl_quorum_took_over(const struct ctl *ctl);
 /* The controller channel (NULL for a quorum of one). */
 struct ctl_channel *ctl_quorum_channel(const struct ctl *ctl);
 /* controller.quorum.voters' count (0 or 1: this node alone). */

@@ -87,6 +87,9 @@ struct ctl_quorum {
 	/* a quorum of several: the controller channel, and this node's part */
 	struct ctl_channel *ch;
 	int nvoters;
+	int32_t last_leader;            /* the last leader seen (-1: none yet) */
+	int32_t took_over;              /* whom this node's leadership replaced (-1: none, or itself) */
+	int leading;                    /* the last leader change named this node */
 	/* this node's proposals in flight (a hash of each record): a record
 	 * applied that is none of them is another node's (ctl->follow) */
 	uint64_t *own;
@@ -306,6 +309,11 @@ static void cq_leader_changed(void *arg, int32_t leader, int am_leader)
 
 	/* Metadata's and DescribeCluster's ControllerId (the shards read it) */
 	__atomic_store_n(&cq->ctl->b->controller_id, leader, __ATOMIC_RELAXED);
+	if (am_leader && !cq->leading)   /* elected: whom it replaced (not itself) */
+		cq->took_over = cq->last_leader != leader ? cq->last_leader : -1;
+	cq->leading = am_leader;
+	if (leader >= 0)
+		cq->last_leader = leader;
 	if (am_leader) {
 		cq->ctl->elect_due |= CTL_ELECT_SCAN;   /* a new active controller looks again */
 		cq->ctl->reassign_due = 1;
@@ -655,6 +663,7 @@ int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, con
 	if (!(cq = calloc(1, sizeof(*cq))))
 		return -ENOMEM;
 	cq->applied_fd = -1;
+	cq->last_leader = cq->took_over = -1;
 	cq->ctl = ctl;
 	cq->ready = ready;
 	ctl->cq = cq;
@@ -864,6 +873,11 @@ int ctl_quorum_transfer(struct ctl *ctl, void (*done)(void *cookie, int32_t lead
 	if (!cq || !cq->q || cq->closed)
 		return -ESHUTDOWN;
 	return quorum_transfer(cq->q, -1, done, cookie);
+}
+
+int32_t ctl_quorum_took_over(const struct ctl *ctl)
+{
+	return ctl->cq ? ctl->cq->took_over : -1;
 }
 
 int ctl_quorum_is_leader(const struct ctl *ctl)

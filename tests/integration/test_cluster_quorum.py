@@ -145,7 +145,9 @@ def agreed_leader(c, nodes):
 
 @test
 def three_nodes_serve_one_metadata_and_survive_the_loss_of_the_leader():
-    with Cluster(3) as c:
+    # a session far longer than the wait below: the killed active
+    # controller must be fenced by its grace (docs/cluster.md), not by it
+    with Cluster(3, sets=["broker.session.timeout.ms=60000"]) as c:
         leader = until("one leader agreed on by the three", lambda: agreed_leader(c, [1, 2, 3]))
         for n in (1, 2, 3):
             md = metadata(c.port(n))
@@ -220,6 +222,11 @@ def three_nodes_serve_one_metadata_and_survive_the_loss_of_the_leader():
         for n in rest:
             until("cq-b on node %d" % n, lambda: replicas(c.port(n), "cq-b"))
         print("    leader %d killed, node %d leads now" % (leader, new))
+        # the broker of the controller it replaced gets a grace of two
+        # heartbeat intervals and a second, not a new 60 s session
+        until("the killed node %d fenced (gone from Metadata) well within its 60 s session" % leader,
+              lambda: leader not in metadata(c.port(new)).brokers, timeout=30)
+        assert "fenced unless it heartbeats within 5000 ms" in c.log(new), c.log(new)[-2000:]
         until("the survivors name %d the controller" % new,
               lambda: controllers(c, rest) == {n: (new, new) for n in rest})
 
