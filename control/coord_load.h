@@ -53,4 +53,21 @@ int coord_load_current(const struct coord_load *cl, int32_t p, uint32_t gen);
  * COORDINATOR_NOT_AVAILABLE (15) while the topic has no partitions. */
 int16_t coord_load_err(const struct coord_load *cl, int32_t p);
 
+/* A replay's cookie (what its read callbacks get back): the partition and
+ * the load generation it reads for, and the two taken out again. */
+static inline void *coord_load_cookie(int32_t p, uint32_t gen)
+{
+	return (void *)(uintptr_t)(((uint64_t)gen << 32) | (uint32_t)p);
+}
+
+static inline int32_t coord_cookie_part(void *cookie)
+{
+	return (int32_t)(uint32_t)(uintptr_t)cookie;
+}
+
+static inline uint32_t coord_cookie_gen(void *cookie)
+{
+	return (uint32_t)((uint64_t)(uintptr_t)cookie >> 32);
+}
+
 #endif

@@ -99,22 +99,6 @@ out:
 	free(meta);
 }
 
-/* A replay's cookie: the partition and the load generation it reads for. */
-static void *load_cookie(int32_t part, uint32_t gen)
-{
-	return (void *)(uintptr_t)(((uint64_t)gen << 32) | (uint32_t)part);
-}
-
-static int32_t cookie_part(void *cookie)
-{
-	return (int32_t)(uint32_t)(uintptr_t)cookie;
-}
-
-static uint32_t cookie_gen(void *cookie)
-{
-	return (uint32_t)((uint64_t)(uintptr_t)cookie >> 32);
-}
-
 /* On the control thread: a chunk of whole batches of offsets partition
  * `part` read back. A transaction's offsets wait for its marker. A chunk
  * of a load a leadership change overtook is dropped. */
@@ -123,7 +107,7 @@ static void replay_chunk(void *self, void *cookie, const uint8_t *buf, uint32_t 
 	struct group_coord *gc = ctl_groups(self);
 	uint32_t at = 0;
 
-	if (!coord_load_current(&gc->load, cookie_part(cookie), cookie_gen(cookie)))
+	if (!coord_load_current(&gc->load, coord_cookie_part(cookie), coord_cookie_gen(cookie)))
 		return;
 	while (at + BATCH_LOG_OVERHEAD <= len) {
 		const uint8_t *b = buf + at;
@@ -177,10 +161,10 @@ static void unload_partition(struct group_coord *gc, int32_t p)
 static void replay_end(void *self, void *cookie)
 {
 	struct group_coord *gc = ctl_groups(self);
-	int32_t p = cookie_part(cookie);
+	int32_t p = coord_cookie_part(cookie);
 	int startup = gc->replays > 0;
 
-	if (!coord_load_done(&gc->load, p, cookie_gen(cookie))) {
+	if (!coord_load_done(&gc->load, p, coord_cookie_gen(cookie))) {
 		/* overtaken: what it read goes unless a newer load has the
 		 * partition (its own chunks come after this end) */
 		if (coord_load_err(&gc->load, p) == KERR_NOT_COORDINATOR)
@@ -200,7 +184,7 @@ static void load_partition(struct group_coord *gc, const struct md_partition *mp
 	struct part_proxy px;
 
 	part_proxy_read(ctl_part_proxy(gc->ctl, &px), mp->shard, mp->part, 0, to, replay_chunk, replay_end,
-			load_cookie(idx, gen));
+			coord_load_cookie(idx, gen));
 }
 
 int group_replay(struct group_coord *gc, void (*done)(struct ctl *ctl))

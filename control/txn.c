@@ -1073,29 +1073,13 @@ static void replay_record(struct txn_coord *tc, const struct record_view *rv)
 	}
 }
 
-/* A replay's cookie: the partition and the load generation it reads for. */
-static void *load_cookie(int32_t part, uint32_t gen)
-{
-	return (void *)(uintptr_t)(((uint64_t)gen << 32) | (uint32_t)part);
-}
-
-static int32_t cookie_part(void *cookie)
-{
-	return (int32_t)(uint32_t)(uintptr_t)cookie;
-}
-
-static uint32_t cookie_gen(void *cookie)
-{
-	return (uint32_t)((uint64_t)(uintptr_t)cookie >> 32);
-}
-
 static void replay_chunk(void *self, void *cookie, const uint8_t *buf, uint32_t len, int32_t part)
 {
 	struct txn_coord *tc = ctl_txns(self);
 	uint32_t at = 0;
 
 	(void)part;
-	if (!coord_load_current(&tc->load, cookie_part(cookie), cookie_gen(cookie)))
+	if (!coord_load_current(&tc->load, coord_cookie_part(cookie), coord_cookie_gen(cookie)))
 		return;   /* a load a leadership change overtook */
 	while (at + BATCH_LOG_OVERHEAD <= len) {
 		const uint8_t *b = buf + at;
@@ -1175,9 +1159,9 @@ static void load_finish(struct txn_coord *tc, int32_t p)
 static void replay_end(void *self, void *cookie)
 {
 	struct txn_coord *tc = ctl_txns(self);
-	int32_t p = cookie_part(cookie);
+	int32_t p = coord_cookie_part(cookie);
 
-	if (coord_load_done(&tc->load, p, cookie_gen(cookie))) {
+	if (coord_load_done(&tc->load, p, coord_cookie_gen(cookie))) {
 		tc->st.partitions_loaded++;
 		load_finish(tc, p);
 	} else if (coord_load_err(&tc->load, p) == KERR_NOT_COORDINATOR) {
@@ -1193,7 +1177,7 @@ static void load_partition(struct txn_coord *tc, const struct md_partition *mp, 
 	struct part_proxy px;
 
 	part_proxy_read(ctl_part_proxy(tc->ctl, &px), mp->shard, mp->part, 0, to, replay_chunk, replay_end,
-			load_cookie(idx, gen));
+			coord_load_cookie(idx, gen));
 }
 
 void txn_replay(struct txn_coord *tc, void (*done)(struct ctl *ctl))
