@@ -15,14 +15,24 @@ that does (docs/cluster.md, "Several nodes").
   through each node are listed once on every node, one deleted through a
   node leaves every node; producer id blocks
   reserved by different nodes never overlap.
+- CreatePartitions through a node that does not lead the quorum: every
+  node lists the new partitions led and in sync, and a record produced
+  with acks=all to a new partition another node leads is acknowledged and
+  copied to the three (the nodes that did not propose opened them);
+  min.insync.replicas=4 set through that node: DescribeConfigs on every
+  node says 4, another node's leader answers NOT_ENOUGH_REPLICAS; a
+  cluster-wide log.retention.ms set through it: every node's broker and
+  topic say it (docs/cluster.md, "Topics and configs other nodes
+  changed").
 - SIGKILL of the quorum's leader: the other two elect a new one, a topic
   created through a survivor afterwards is seen by both, and the killed
-  node, restarted, catches up (sees it too).
+  node, restarted, catches up (sees it too); every node serves the same
+  leader epochs (the new controller's elections).
 - A node restarted with another cluster.id, or with a node.id that is not
   among the voters, exits 2 naming the key.
 
-The data path between nodes (followers fetching) is not part of this: only
-metadata is checked.
+The data path between nodes (followers fetching) is checked only for the
+grown topic's new partition.
 
 Run: /usr/bin/python3 tests/integration/test_cluster_quorum.py [test ...]
 """
@@ -234,6 +244,20 @@ def three_nodes_serve_one_metadata_and_survive_the_loss_of_the_leader():
         until("the restarted node agrees on the leader", lambda: agreed_leader(c, [1, 2, 3]))
         assert replicas(c.port(leader), "cq-a") == want
         until("3 brokers on the restarted node", lambda: sorted(metadata(c.port(leader)).brokers) == [1, 2, 3])
+        # the leader epochs the new controller's elections gave cq-a's
+        # partitions the killed node led: every node serves them, the
+        # survivor that did not propose them too (no restart)
+        until("cq-a's leader epochs the same on every node, some moved",
+              lambda: (lambda e: len(set(e)) == 1 and max(x[1][1] for x in e[0]) > 0)(
+                  [tuple(sorted(leader_epochs(c.port(n), "cq-a").items())) for n in (1, 2, 3)]))
+
+
+def leader_epochs(port, topic):
+    """{partition: (error, leader epoch)} from Metadata v7."""
+    from kraw import Conn
+    from test_leader_epochs import metadata_epochs
+    with Conn("127.0.0.1:%d" % port) as k:
+        return metadata_epochs(k, topic)
 
 
 def describe_config(port, rtype, name, key):
