@@ -254,7 +254,10 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	cq->last = a;
 	if (cq->ch) {
 		/* before ctl_channel_applied, whose continuations drop theirs */
-		int own = own_find(cq, rec_hash(buf, len)) >= 0;
+		int noted = rc == 0 && (a.type == META_REC_TOPIC || a.type == META_REC_REMOVE_TOPIC ||
+					a.type == META_REC_PARTITIONS || a.type == META_REC_CONFIG ||
+					a.type == META_REC_BROKER_CONFIG);
+		int own = noted && own_find(cq, rec_hash(buf, len)) >= 0;
 
 		if (rc == 0 && a.type == META_REC_TOPIC && a.topic && !own)
 			ctl_follow_note(cq->ctl, a.topic->id, CTL_FOLLOW_CREATED);
