@@ -16,9 +16,10 @@
  *   node open on their shards (leader or follower, ctl_roles.c), every
  *   partition open here is told the topic's config
  *   (part_proxy_set_config), and the new entry replaces the old one.
- * - BROKER_CONFIG (AlterConfigs of the broker, cluster-wide or another
- *   node's own): the broker config in effect rebuilt (ctl_build_cfg) and
- *   every topic with it, so the topics without an override follow.
+ * - BROKER_CONFIG of the cluster-wide defaults (AlterConfigs of the
+ *   broker ""; a node's own scope is set through that node alone): the
+ *   broker config in effect rebuilt (ctl_build_cfg) and every topic with
+ *   it, so the topics without an override follow.
  * A rebuild waits while any operation is in flight (ctl->ops_open), as
  * ctl_elect.c's does: that operation holds the topics it replaces.
  * Leader epochs need nothing here: ctl_elect.c and ctl_roles.c follow
@@ -44,13 +45,20 @@ static void ctl_follow_opened(struct ctl *ctl, struct ctl_op *op)
 		fprintf(stderr, "sluiced: serving a topic another node created or grew: %s\n", op->fail_msg);
 }
 
-/* 1: mt is placed by its PARTITION records (not only its TOPIC record). */
-static int placed(const struct meta_topic *mt)
+/* 1: the partitions of mt from `from` on are placed (their PARTITION
+ * records applied). */
+static int placed_from(const struct meta_topic *mt, int32_t from)
 {
-	for (int32_t i = 0; i < mt->partitions; i++)
+	for (int32_t i = from; i < mt->partitions; i++)
 		if (mt->parts[i].legacy || mt->parts[i].nreplicas < 1)
 			return 0;
 	return 1;
+}
+
+/* 1: mt is placed by its PARTITION records (not only its TOPIC record). */
+static int placed(const struct meta_topic *mt)
+{
+	return placed_from(mt, 0);
 }
 
 static void serve(struct ctl *ctl, const struct meta_topic *mt)
@@ -101,16 +109,6 @@ static void retire(struct ctl *ctl, struct md_topic *t)
 	}
 	if (op->pending == 0)
 		ctl_op_step(ctl, op);
-}
-
-/* 1: the partitions of mt from `from` on are placed (their PARTITION
- * records applied). */
-static int placed_from(const struct meta_topic *mt, int32_t from)
-{
-	for (int32_t i = from; i < mt->partitions; i++)
-		if (mt->parts[i].legacy || mt->parts[i].nreplicas < 1)
-			return 0;
-	return 1;
 }
 
 /* The CHANGED entry of topic id, or -1. */
