@@ -301,7 +301,7 @@ static void internal_applied(struct ctl *ctl, void *cookie, int err, const struc
 		fprintf(stderr, "sluiced: creating the internal topic %s: %s (tried again)\n",
 			a && a->topic ? a->topic->name : "", strerror(-err));
 	else if (a && a->type == META_REC_TOPIC && a->topic)
-		ctl_follow_note(ctl, a->topic->id, 0);   /* served here as on the other nodes (once) */
+		ctl_follow_note(ctl, a->topic->id, CTL_FOLLOW_CREATED);   /* served here as on the other nodes (once) */
 	ctl->internal_inflight--;
 }
 

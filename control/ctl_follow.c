@@ -1,19 +1,29 @@
-/* control/ctl_follow.c — a node serves the topics other nodes created and
- * retires those they deleted: the metadata image follows every record
- * applied (ctl_quorum.c), but the snapshot the shards serve and the
- * partitions this node hosts change only through an operation
- * (ctl_topic.c). A TOPIC record another node proposed (ctl_quorum.c notes
- * its id in ctl->follow) gets one here once its PARTITION records are
- * applied too: the snapshot entry, and the partitions placed on this node
- * opening on their shards; then it is published, as at start-up. A
- * REMOVE_TOPIC record another node proposed retires the topic's
- * partitions on their shards, then the topic leaves the snapshot and its
- * directories go, as a DeleteTopics here does.
- *
- * Not followed yet (docs/cluster.md): another node's partition additions,
- * topic and broker config changes and partitions' leader epochs (each node
- * serves them after its next restart, which rebuilds everything from the
- * image).
+/* control/ctl_follow.c — a node serves the topic and config changes other
+ * nodes made: the metadata image follows every record applied
+ * (ctl_quorum.c), but the snapshot the shards serve and the partitions
+ * this node hosts change only through an operation (ctl_topic.c), and
+ * another node's operation runs there. ctl_quorum.c notes here which
+ * records applied were another node's (not this node's own proposals):
+ * - TOPIC: once its PARTITION records are applied too, the snapshot
+ *   entry, and the partitions placed on this node opening on their
+ *   shards; then it is published, as at start-up.
+ * - REMOVE_TOPIC: the topic's partitions retired on their shards, then
+ *   the topic leaves the snapshot and its directories go, as a
+ *   DeleteTopics here does.
+ * - PARTITIONS (CreatePartitions) and CONFIG (AlterConfigs of a topic):
+ *   once the PARTITION records placing the new partitions are applied,
+ *   the topic rebuilt from the image: its new partitions placed on this
+ *   node open on their shards (leader or follower, ctl_roles.c), every
+ *   partition open here is told the topic's config
+ *   (part_proxy_set_config), and the new entry replaces the old one.
+ * - BROKER_CONFIG of the cluster-wide defaults (AlterConfigs of the
+ *   broker ""; a node's own scope is set through that node alone): the
+ *   broker config in effect rebuilt (ctl_build_cfg) and every topic with
+ *   it, so the topics without an override follow.
+ * A rebuild waits while any operation is in flight (ctl->ops_open), as
+ * ctl_elect.c's does: that operation holds the topics it replaces.
+ * Leader epochs need nothing here: ctl_elect.c and ctl_roles.c follow
+ * every PARTITION_CHANGE and LEADER_RESTARTED record on every node.
  *
  * @thread ctl
  */
@@ -21,7 +31,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/config.h"
 #include "control/ctl_internal.h"
+#include "control/cutil.h"
 #include "control/meta_parts.h"
 #include "control/metalog.h"
 #include "dataplane/broker.h"
@@ -30,16 +42,23 @@ static void ctl_follow_opened(struct ctl *ctl, struct ctl_op *op)
 {
 	(void)ctl;
 	if (op->failed)
-		fprintf(stderr, "sluiced: serving a topic another node created: %s\n", op->fail_msg);
+		fprintf(stderr, "sluiced: serving a topic another node created or grew: %s\n", op->fail_msg);
+}
+
+/* 1: the partitions of mt from `from` on are placed (their PARTITION
+ * records applied). */
+static int placed_from(const struct meta_topic *mt, int32_t from)
+{
+	for (int32_t i = from; i < mt->partitions; i++)
+		if (mt->parts[i].legacy || mt->parts[i].nreplicas < 1)
+			return 0;
+	return 1;
 }
 
 /* 1: mt is placed by its PARTITION records (not only its TOPIC record). */
 static int placed(const struct meta_topic *mt)
 {
-	for (int32_t i = 0; i < mt->partitions; i++)
-		if (mt->parts[i].legacy || mt->parts[i].nreplicas < 1)
-			return 0;
-	return 1;
+	return placed_from(mt, 0);
 }
 
 static void serve(struct ctl *ctl, const struct meta_topic *mt)
@@ -92,18 +111,121 @@ static void retire(struct ctl *ctl, struct md_topic *t)
 		ctl_op_step(ctl, op);
 }
 
+/* The CHANGED entry of topic id, or -1. */
+static int changed_at(const struct ctl *ctl, const uint8_t id[16])
+{
+	for (int i = 0; i < ctl->nfollow; i++)
+		if (ctl->follow_kind[i] == CTL_FOLLOW_CHANGED && !memcmp(ctl->follow[i], id, 16))
+			return i;
+	return -1;
+}
+
+static void drop_entry(struct ctl *ctl, int i)
+{
+	ctl->nfollow--;
+	memmove(ctl->follow[i], ctl->follow[ctl->nfollow], 16);
+	ctl->follow_kind[i] = ctl->follow_kind[ctl->nfollow];
+}
+
+/* Whether served topic t is to be rebuilt now (all: every topic), with
+ * mt its image. */
+static int due(struct ctl *ctl, const struct md_topic *t, int all, const struct meta_topic **mt)
+{
+	*mt = metalog_topic_by_id(ctl->ml, t->id);
+	if ((!all && changed_at(ctl, t->id) < 0) || !*mt || (*mt)->deleted || (*mt)->partitions < t->nparts)
+		return 0;   /* unchanged, or being deleted (a REMOVE_TOPIC to follow) */
+	return placed_from(*mt, t->nparts);   /* else its new partitions' PARTITION records to come */
+}
+
+/* Rebuild the served topics other nodes grew or reconfigured (all of them
+ * after a broker config change): one operation, published once the new
+ * partitions opened and the old ones took the config. */
+static int rebuild(struct ctl *ctl)
+{
+	struct md_snapshot *md = ctl->b->md;
+	const struct meta_topic *mt;
+	struct ctl_op *op;
+	int all = ctl->follow_broker, n = 0, any = all;
+
+	/* changes of topics not served (deleted since, or whose TOPIC record
+	 * is followed still: served as the image has them) need nothing */
+	for (int i = 0; i < ctl->nfollow; i++) {
+		mt = metalog_topic_by_id(ctl->ml, ctl->follow[i]);
+		if (ctl->follow_kind[i] == CTL_FOLLOW_CHANGED && (!served(ctl, ctl->follow[i]) || !mt || mt->deleted))
+			drop_entry(ctl, i--);
+	}
+	for (int i = 0; md && i < md->ntopics && !any; i++)
+		any = due(ctl, md->topics[i], 0, &mt);
+	if (!any)
+		return 0;
+	if (all) {
+		struct config *eff;
+
+		if (ctl_build_cfg(ctl, &eff) < 0)
+			return 0;   /* no memory: again at the next turn */
+		ctl->follow_broker = 0;
+		/* an effective config no snapshot has carried yet is nobody's */
+		if (md && ctl->eff != md->cfg)
+			config_destroy(ctl->eff);
+		ctl->eff = eff;
+	}
+	op = xcalloc(1, sizeof(*op));
+	op->created = xcalloc((size_t)(md ? md->ntopics : 0) + 1, sizeof(*op->created));
+	op->created_for = xcalloc((size_t)(md ? md->ntopics : 0) + 1, sizeof(*op->created_for));
+	op->replaced = xcalloc((size_t)(md ? md->ntopics : 0) + 1, sizeof(*op->replaced));
+	ctl->ops_open++;   /* ctl_op_step's end counts it out */
+	op->started = ctl_follow_opened;
+	for (int i = 0; md && i < md->ntopics; i++) {
+		struct md_topic *t = md->topics[i], *nt;
+		int at = changed_at(ctl, t->id);
+
+		if (!due(ctl, t, all, &mt))
+			continue;
+		if (at >= 0)
+			drop_entry(ctl, at);
+		nt = ctl_topic_build(ctl, mt);
+		ctl_topic_keep(nt, t);
+		for (int32_t j = 0; j < t->nparts; j++) {
+			struct md_partition *np = &nt->parts[j];
+			struct part_proxy px;
+
+			if (np->leader == t->parts[j].leader && np->leader_epoch < t->parts[j].leader_epoch)
+				np->leader_epoch = t->parts[j].leader_epoch;   /* the log's, when it was higher */
+			if (!np->part)
+				continue;   /* not open on this node */
+			op->pending++;
+			part_proxy_set_config(ctl_part_proxy(ctl, &px), np->shard, np->part, &nt->cfg, ctl_part_done,
+					      op);
+		}
+		op->replaced[op->nreplaced++] = t;
+		op->created[op->ncreated++] = nt;
+		ctl_topic_open_parts(ctl, op, nt, t->nparts);
+		n++;
+	}
+	if (op->pending == 0)
+		ctl_op_step(ctl, op);   /* publishes (the new broker config too) */
+	return n + all;
+}
+
 int ctl_follow_poll(struct ctl *ctl)
 {
-	int work = 0, keep = 0;
+	int work = 0, keep = 0, changed = 0;
 
 	/* after start-up, which built every topic of the image it had */
-	if (!ctl->nfollow || !ctl->ready || ctl->init_err)
+	if ((!ctl->nfollow && !ctl->follow_broker) || !ctl->ready || ctl->init_err)
 		return 0;
 	for (int i = 0; i < ctl->nfollow; i++) {
 		const struct meta_topic *mt = metalog_topic_by_id(ctl->ml, ctl->follow[i]);
 		struct md_topic *t;
 
-		if (ctl->follow_gone[i]) {
+		if (ctl->follow_kind[i] == CTL_FOLLOW_CHANGED) {
+			/* rebuilt below */
+			changed = 1;
+			ctl->follow_kind[keep] = CTL_FOLLOW_CHANGED;
+			memmove(ctl->follow[keep++], ctl->follow[i], 16);
+			continue;
+		}
+		if (ctl->follow_kind[i] == CTL_FOLLOW_DELETED) {
 			if ((t = served(ctl, ctl->follow[i])) && (!mt || mt->deleted)) {
 				retire(ctl, t);
 				work++;
@@ -115,7 +237,7 @@ int ctl_follow_poll(struct ctl *ctl)
 		if (!placed(mt) || md_find(ctl->b->md, mt->name, (int32_t)strlen(mt->name))) {
 			/* its PARTITION records to come, or the topic of that
 			 * name it replaces still being retired */
-			ctl->follow_gone[keep] = 0;
+			ctl->follow_kind[keep] = CTL_FOLLOW_CREATED;
 			memmove(ctl->follow[keep++], ctl->follow[i], 16);
 			continue;
 		}
@@ -123,14 +245,16 @@ int ctl_follow_poll(struct ctl *ctl)
 		work++;
 	}
 	ctl->nfollow = keep;
+	if ((changed || ctl->follow_broker) && !ctl->ops_open)
+		work += rebuild(ctl);
 	return work;
 }
 
 void ctl_follow_fini(struct ctl *ctl)
 {
 	free(ctl->follow);
-	free(ctl->follow_gone);
+	free(ctl->follow_kind);
 	ctl->follow = NULL;
-	ctl->follow_gone = NULL;
+	ctl->follow_kind = NULL;
 	ctl->nfollow = ctl->cap_follow = 0;
 }

@@ -19,7 +19,8 @@
  *   ctl_topic.c  the metadata snapshot and the operations that open,
  *                close and reconfigure partitions on their owner shards
  *   ctl_admin.c  the topic and config requests of the Kafka API
- *   ctl_follow.c the topics other nodes created, served here too
+ *   ctl_follow.c the topic and config changes other nodes made, served
+ *                here too
  *   ctl_reassign.c partition reassignments (KIP-455): started, listed,
  *                completed by the active controller; replicas this node
  *                gains opened, those it loses removed
@@ -153,12 +154,16 @@ struct ctl {
 	 * reaches it) */
 	struct ctl_brokers *brokers;
 	int init_retries;            /* start-up steps run again (ctl.c) */
-	/* ctl_quorum.c: ids of topics other nodes created or deleted (their
-	 * TOPIC or REMOVE_TOPIC records applied here; follow_gone[i] 1 for a
-	 * delete), for ctl_follow.c to serve or retire */
+	/* ctl_quorum.c: ids of topics other nodes created, deleted, grew or
+	 * reconfigured (their TOPIC, REMOVE_TOPIC, PARTITIONS or CONFIG
+	 * records applied here; follow_kind[i] a CTL_FOLLOW_*), for
+	 * ctl_follow.c to serve, retire or rebuild; follow_broker: another
+	 * node's BROKER_CONFIG record applied (the broker config in effect and
+	 * every topic rebuilt) */
 	uint8_t (*follow)[16];
-	uint8_t *follow_gone;
+	uint8_t *follow_kind;
 	int nfollow, cap_follow;
+	int follow_broker;
 	int brokers_changed;         /* a broker record was applied: publish the brokers */
 	/* ctl_elect.c: elections, the snapshot following partition records;
 	 * elect_due is set by ctl_quorum.c as records are applied */
@@ -302,10 +307,16 @@ int32_t ctl_quorum_took_over(const struct ctl *ctl);
 struct ctl_channel *ctl_quorum_channel(const struct ctl *ctl);
 /* controller.quorum.voters' count (0 or 1: this node alone). */
 int ctl_quorum_voters(const struct ctl *ctl);
-/* A TOPIC (gone 0) or REMOVE_TOPIC (gone 1) record of topic id was
- * applied that no operation here serves: ctl_follow.c serves the topic
- * (opens the partitions placed here), or retires it. */
-void ctl_follow_note(struct ctl *ctl, const uint8_t id[16], int gone);
+/* A record of topic id was applied that no operation here serves:
+ * ctl_follow.c serves the topic (opens the partitions placed here),
+ * retires it, or rebuilds it (opens its new partitions placed here, tells
+ * its partitions the new config). */
+enum {
+	CTL_FOLLOW_CREATED,          /* TOPIC */
+	CTL_FOLLOW_DELETED,          /* REMOVE_TOPIC */
+	CTL_FOLLOW_CHANGED,          /* PARTITIONS, CONFIG */
+};
+void ctl_follow_note(struct ctl *ctl, const uint8_t id[16], int kind);
 
 /* ---- ctl_meta.c --------------------------------------------------------- */
 /* The continuation of a proposed record: err 0 once it is applied (a says
@@ -442,7 +453,10 @@ void ctl_reclaim(struct ctl *ctl);
 void ctl_topics_fini(struct ctl *ctl);
 
 /* ---- ctl_follow.c ------------------------------------------------------- */
-/* Serve the topics other nodes created (ctl->follow), once placed. Work done. */
+/* Serve the topics other nodes created (ctl->follow), once placed; retire
+ * those they deleted; rebuild those they grew or reconfigured, and every
+ * topic after their broker config changes (ctl->follow_broker), once no
+ * other operation holds the topics. Work done. */
 int ctl_follow_poll(struct ctl *ctl);
 void ctl_follow_fini(struct ctl *ctl);
 

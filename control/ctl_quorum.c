@@ -146,10 +146,14 @@ static void own_drop(struct ctl_quorum *cq, uint64_t h)
 		cq->own[i] = cq->own[--cq->nown];
 }
 
-/* Another node's TOPIC (gone 0) or REMOVE_TOPIC (gone 1) record was
- * applied here: ctl_follow.c serves the topic, or retires it. */
-void ctl_follow_note(struct ctl *ctl, const uint8_t id[16], int gone)
+/* Another node's TOPIC, REMOVE_TOPIC, PARTITIONS or CONFIG record was
+ * applied here: ctl_follow.c serves the topic, retires it or rebuilds it
+ * (once for any number of changes not followed yet). */
+void ctl_follow_note(struct ctl *ctl, const uint8_t id[16], int kind)
 {
+	for (int i = 0; kind == CTL_FOLLOW_CHANGED && i < ctl->nfollow; i++)
+		if (ctl->follow_kind[i] == CTL_FOLLOW_CHANGED && !memcmp(ctl->follow[i], id, 16))
+			return;
 	if (ctl->nfollow == ctl->cap_follow) {
 		int cap = ctl->cap_follow ? ctl->cap_follow * 2 : 16;
 		uint8_t(*n)[16] = realloc(ctl->follow, (size_t)cap * sizeof(*n));
@@ -159,10 +163,10 @@ void ctl_follow_note(struct ctl *ctl, const uint8_t id[16], int gone)
 		ctl->follow = n;
 		ctl->cap_follow = cap;
 	}
-	ctl->follow_gone = realloc(ctl->follow_gone, (size_t)ctl->cap_follow);
-	if (!ctl->follow_gone)
+	ctl->follow_kind = realloc(ctl->follow_kind, (size_t)ctl->cap_follow);
+	if (!ctl->follow_kind)
 		abort();
-	ctl->follow_gone[ctl->nfollow] = (uint8_t)gone;
+	ctl->follow_kind[ctl->nfollow] = (uint8_t)kind;
 	memcpy(ctl->follow[ctl->nfollow++], id, 16);
 }
 
@@ -253,12 +257,30 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	cq->last = a;
 	if (cq->ch) {
 		/* before ctl_channel_applied, whose continuations drop theirs */
-		if (rc == 0 && a.type == META_REC_TOPIC && a.topic && own_find(cq, rec_hash(buf, len)) < 0)
-			ctl_follow_note(cq->ctl, a.topic->id, 0);
+		int noted = rc == 0 && (a.type == META_REC_TOPIC || a.type == META_REC_REMOVE_TOPIC ||
+					a.type == META_REC_PARTITIONS || a.type == META_REC_CONFIG ||
+					a.type == META_REC_BROKER_CONFIG);
+		int own = noted && own_find(cq, rec_hash(buf, len)) >= 0;
+
+		if (rc == 0 && a.type == META_REC_TOPIC && a.topic && !own)
+			ctl_follow_note(cq->ctl, a.topic->id, CTL_FOLLOW_CREATED);
 		/* REMOVE_TOPIC: its type (int16) and format version (u8), then
 		 * the topic's id (metalog_codec.h enc_type) */
-		if (rc == 0 && a.type == META_REC_REMOVE_TOPIC && len >= 19 && own_find(cq, rec_hash(buf, len)) < 0)
-			ctl_follow_note(cq->ctl, (const uint8_t *)buf + 3, 1);
+		if (rc == 0 && a.type == META_REC_REMOVE_TOPIC && len >= 19 && !own)
+			ctl_follow_note(cq->ctl, (const uint8_t *)buf + 3, CTL_FOLLOW_DELETED);
+		/* the PARTITION records placing the new partitions come next:
+		 * ctl_follow.c waits for them */
+		if (rc == 0 && (a.type == META_REC_PARTITIONS || a.type == META_REC_CONFIG) && a.topic && !own)
+			ctl_follow_note(cq->ctl, a.topic->id, CTL_FOLLOW_CHANGED);
+		/* BROKER_CONFIG: its type and format version, then its scope
+		 * (int32): the cluster's defaults or this node's own */
+		if (rc == 0 && a.type == META_REC_BROKER_CONFIG && len >= 7 && !own) {
+			const uint8_t *sc = (const uint8_t *)buf + 3;
+			int32_t scope = (int32_t)((uint32_t)sc[0] << 24 | (uint32_t)sc[1] << 16 | (uint32_t)sc[2] << 8 | sc[3]);
+
+			if (scope == META_SCOPE_CLUSTER || scope == cq->ctl->b->set.node_id)
+				cq->ctl->follow_broker = 1;
+		}
 		ctl_channel_applied(cq->ch, index, rc, rc == 0 ? &a : NULL);
 	}
 	if (index > cq->applied_max)

@@ -15,14 +15,24 @@ that does (docs/cluster.md, "Several nodes").
   through each node are listed once on every node, one deleted through a
   node leaves every node; producer id blocks
   reserved by different nodes never overlap.
+- CreatePartitions through a node that does not lead the quorum: every
+  node lists the new partitions led and in sync, and a record produced
+  with acks=all to a new partition another node leads is acknowledged and
+  copied to the three (the nodes that did not propose opened them);
+  min.insync.replicas=4 set through that node: DescribeConfigs on every
+  node says 4, another node's leader answers NOT_ENOUGH_REPLICAS; a
+  cluster-wide log.retention.ms set through it: every node's broker and
+  topic say it (docs/cluster.md, "Topics and configs other nodes
+  changed").
 - SIGKILL of the quorum's leader: the other two elect a new one, a topic
   created through a survivor afterwards is seen by both, and the killed
-  node, restarted, catches up (sees it too).
+  node, restarted, catches up (sees it too); every node serves the same
+  leader epochs (the new controller's elections).
 - A node restarted with another cluster.id, or with a node.id that is not
   among the voters, exits 2 naming the key.
 
-The data path between nodes (followers fetching) is not part of this: only
-metadata is checked.
+The data path between nodes (followers fetching) is checked only for the
+grown topic's new partition.
 
 Run: /usr/bin/python3 tests/integration/test_cluster_quorum.py [test ...]
 """
@@ -37,9 +47,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import SLUICED, main, test  # noqa: E402
-from cluster import Cluster, until  # noqa: E402
+from cluster import Cluster, log_batches, partitions, until  # noqa: E402
 
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka import KafkaError, Producer  # noqa: E402
+from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic  # noqa: E402
 
 def recv_exact(s, n):
     buf = b""
@@ -198,6 +209,10 @@ def three_nodes_serve_one_metadata_and_survive_the_loss_of_the_leader():
         for n in (1, 2, 3):
             until("cq-from-2 gone from node %d" % n,
                   lambda: [t for t in topic_names(c.port(n)) if t.startswith("cq-")] == mine)
+        # CreatePartitions and a topic's config changed through one node:
+        # every node serves them (the others follow its records)
+        grown_and_reconfigured_through_one_node(c, [n for n in (1, 2, 3) if n != leader][-1])
+
         # a node that does not lead forwarded them on the channel it holds to the leader
         other = [n for n in (1, 2, 3) if n != leader][0]
         assert c.metric(other, 'sluice_controller_channel_requests_total{kind="forwarded"}') >= 1
@@ -236,6 +251,92 @@ def three_nodes_serve_one_metadata_and_survive_the_loss_of_the_leader():
         until("the restarted node agrees on the leader", lambda: agreed_leader(c, [1, 2, 3]))
         assert replicas(c.port(leader), "cq-a") == want
         until("3 brokers on the restarted node", lambda: sorted(metadata(c.port(leader)).brokers) == [1, 2, 3])
+        # the leader epochs the new controller's elections gave cq-a's
+        # partitions the killed node led: every node serves them, the
+        # survivor that did not propose them too (no restart)
+        until("cq-a's leader epochs the same on every node, some moved",
+              lambda: (lambda e: len(set(e)) == 1 and max(x[1][1] for x in e[0]) > 0)(
+                  [tuple(sorted(leader_epochs(c.port(n), "cq-a").items())) for n in (1, 2, 3)]))
+
+
+def leader_epochs(port, topic):
+    """{partition: (error, leader epoch)} from Metadata v7."""
+    from kraw import Conn
+    from test_leader_epochs import metadata_epochs
+    with Conn("127.0.0.1:%d" % port) as k:
+        return metadata_epochs(k, topic)
+
+
+def describe_config(port, rtype, name, key):
+    a = AdminClient({"bootstrap.servers": "127.0.0.1:%d" % port})
+    r = ConfigResource(rtype, name)
+    return a.describe_configs([r])[r].result(30)[key].value
+
+
+def incremental_set(port, rtype, name, key, value):
+    """IncrementalAlterConfigs v0 (SET) over raw frames: its error code."""
+    from kraw import Conn, W
+    with Conn("127.0.0.1:%d" % port) as k:
+        w = W().array([0], lambda w, _: w.i8(rtype).str(name).array(
+            [0], lambda w, _: w.str(key).i8(0).str(value))).i8(0)
+        r = k.request(44, 0, w)
+        r.i32()
+        res = r.array(lambda r: (r.i16(), r.str(), r.i8(), r.str()))
+        return res[0][0]
+
+
+def grown_and_reconfigured_through_one_node(c, via):
+    """cq-grow (3 partitions, 3 replicas) grows to 6 through node via:
+    every node lists the 6 led and in sync, and a record produced with
+    acks=all to a new partition another node leads is acknowledged and
+    copied to the three (each node opened the new partitions it hosts).
+    min.insync.replicas=4 set through node via: DescribeConfigs on every
+    node says 4, and another node's leader refuses acks=all
+    (NOT_ENOUGH_REPLICAS: 3 in sync)."""
+    create_topic(c.port(via), "cq-grow", 3, 3)
+    a = AdminClient({"bootstrap.servers": c.addr(via)})
+    a.create_partitions([NewPartitions("cq-grow", 6)], operation_timeout=30)["cq-grow"].result(60)
+    for n in (1, 2, 3):
+        until("cq-grow's 6 partitions led and in sync on node %d" % n,
+              lambda: (lambda m: m and sorted(m) == list(range(6)) and
+                       all(v[0] in (1, 2, 3) and len(v[2]) == 3 for v in m.values()))(
+                  partitions(c.addr(n), "cq-grow")))
+    parts = partitions(c.addr(via), "cq-grow")
+    new = [p for p in range(3, 6) if parts[p][0] != via]
+    assert new, parts   # placement spreads the new partitions' leaders
+    part = new[0]
+
+    def produce(value):
+        got = []
+        p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "retries": 0,
+                      "message.timeout.ms": 10000})
+        p.produce("cq-grow", value, partition=part, on_delivery=lambda err, msg: got.append(err))
+        p.flush(20)
+        assert len(got) == 1, got
+        return got[0]
+
+    err = produce(b"grown")
+    assert err is None, (part, parts[part], err)
+    for n in (1, 2, 3):
+        until("the record copied to node %d's cq-grow-%d" % (n, part),
+              lambda: len(log_batches(os.path.join(c.data_dir(n), "cq-grow-%d" % part))) == 1, timeout=20)
+
+    assert incremental_set(c.port(via), 2, "cq-grow", "min.insync.replicas", "4") == 0
+    for n in (1, 2, 3):
+        until("min.insync.replicas=4 on node %d" % n,
+              lambda: describe_config(c.port(n), ConfigResource.Type.TOPIC, "cq-grow",
+                                      "min.insync.replicas") == "4", timeout=20)
+    err = produce(b"refused")
+    assert err is not None and err.code() == KafkaError.NOT_ENOUGH_REPLICAS, (part, parts[part], err)
+
+    # a cluster-wide broker default: every node's broker and the topics
+    # without an override of their own follow it
+    assert incremental_set(c.port(via), 4, "", "log.retention.ms", "1234567") == 0
+    for n in (1, 2, 3):
+        until("log.retention.ms=1234567 on node %d" % n,
+              lambda: describe_config(c.port(n), ConfigResource.Type.BROKER, str(n), "log.retention.ms")
+              == "1234567" and describe_config(c.port(n), ConfigResource.Type.TOPIC, "cq-grow", "retention.ms")
+              == "1234567", timeout=20)
 
 
 def java_partition(key, n):
