@@ -51,10 +51,12 @@ void part_rebuild_producers(struct part *p)
 		covered = producer_snapshot_load(&p->producers, dfd);
 		close(dfd);
 	}
-	if (covered >= 0 && (covered > pl->next_offset || (!txn && covered < off))) {
+	if (covered >= 0 && (covered > pl->next_offset || covered < pl->log_start || (!txn && covered < off))) {
 		/* the log ends before the snapshot (a crash lost what it
-		 * covered), or more was written after it than the scan reads:
-		 * the scan alone is exact for the producers it sees */
+		 * covered), it is of a log restarted above it (plog_start_at:
+		 * a crash before its removal was durable), or more was
+		 * written after it than the scan reads: the scan alone is
+		 * exact for the producers it sees */
 		producer_table_free(&p->producers);
 		covered = -1;
 	}
