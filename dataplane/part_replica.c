@@ -147,7 +147,8 @@ int part_start_at(struct part *p, struct part_truncate *pt)
 		return 1;
 	}
 	pt->t = (struct plog_truncate){ .offset = pt->offset, .done = part_truncated, .arg = pt };
-	if (pt->offset <= pl->next_offset || pl->trunc || pl->err) {
+	if (pt->offset < 0 || (pt->offset == pl->log_start && pl->next_offset == pl->log_start) || pl->trunc ||
+	    pl->err) {
 		plog_start_at(pl, &pt->t);   /* refused: it says why */
 		pt->err = pt->t.err;
 		return 1;

@@ -61,8 +61,8 @@ int part_truncate_to(struct part *p, struct part_truncate *pt);
 /* The same, waiting (tests, tools): 0 or -errno. */
 int part_truncate_to_sync(struct part *p, int64_t offset, int64_t committed);
 
-/* Empty p's log and start it at pt->offset, above its log end (a follower
- * below its leader's log start: Kafka's truncateFullyAndStartAt), and
+/* Empty p's log and start it at pt->offset (a follower below its leader's
+ * log start: Kafka's truncateFullyAndStartAt; plog_start_at), and
  * reset the partition's state with it: "producers.snapshot" removed (as
  * for a cut), every abort dropped and "aborted.txns" rewritten empty
  * (queued before the restart, which lets it finish first), then

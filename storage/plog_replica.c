@@ -801,10 +801,12 @@ int plog_start_at(struct plog *pl, struct plog_truncate *t)
 		t->err = -EBUSY;
 		return 1;
 	}
-	if (t->offset <= pl->next_offset) {
+	if (t->offset < 0) {
 		t->err = -ERANGE;
 		return 1;
 	}
+	if (pl->next_offset == pl->log_start && t->offset == pl->log_start)
+		return 1;           /* empty and there already */
 	pl->trunc = t;
 	t->step = TR_WAIT;
 	t->wait.prepare = tr_prepare;

@@ -93,14 +93,16 @@ int plog_truncate_to(struct plog *pl, struct plog_truncate *t);
 /* The same, waiting (tests, tools): 0 or -errno. */
 int plog_truncate_to_sync(struct plog *pl, int64_t offset, int64_t committed);
 
-/* Empty the log and start it at t->offset, above its log end (Kafka's
+/* Empty the log and start it at t->offset (Kafka's
  * truncateFullyAndStartAt: a follower whose log ends below its leader's
- * log start). t->committed, t->buf and t->buf_cap are not used. Every
+ * log start; or one whose leader's log ends below this log's start).
+ * t->committed, t->buf and t->buf_cap are not used. Every
  * segment goes, the log start, log end, durable offset and high
  * watermark become t->offset, the leader-epoch cache is emptied (the
  * leader's batches fill it again) and "recovery-checkpoint" removed.
- * 1: done now (t->err: -ERANGE not above the log end, -EBUSY a truncation
- * runs, -EROFS failed or closed); 0: t->done runs once the log starts
+ * 1: done now (t->err: -ERANGE a negative offset, -EBUSY a truncation
+ * runs, -EROFS failed or closed; 0: empty and there already); 0: t->done
+ * runs once the log starts
  * there durably, or failed (t->err; a failure on disk fails the log, and
  * the next open finishes it). Appends wait (-EBUSY) from now on. As a
  * cut: the log first gets quiet (and no next segment is being

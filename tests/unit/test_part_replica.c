@@ -282,7 +282,7 @@ Test(part_replica, a_restart_at_the_leaders_log_start_resets_producers_and_abort
 	cr_assert_eq(f->txn.lso, 13);
 	cr_assert_gt(f->producers.n, 0);
 
-	cr_assert_eq(part_start_at_sync(f, 10), -ERANGE, "not above the log end");
+	cr_assert_eq(part_start_at_sync(f, -1), -ERANGE);
 	cr_assert_eq(part_start_at_sync(f, 100), 0);
 	cr_assert_eq(f->pl->log_start, 100);
 	cr_assert_eq(f->pl->next_offset, 100);

@@ -747,9 +747,7 @@ Test(replica, start_at_the_leaders_log_start_then_follow)
 	cr_assert_eq(l->log_start, ls);
 	cr_assert_gt(ls, f->next_offset);
 
-	/* below the log end, or at it: refused, nothing changes */
-	cr_assert_eq(plog_start_at_sync(f, f->next_offset), -ERANGE);
-	cr_assert_eq(plog_start_at_sync(f, 3), -ERANGE);
+	cr_assert_eq(plog_start_at_sync(f, -1), -ERANGE, "refused: nothing changes");
 	cr_assert_eq(plog_start_at_sync(f, ls), 0);
 	cr_assert_eq(f->log_start, ls);
 	cr_assert_eq(f->next_offset, ls);
@@ -803,6 +801,44 @@ Test(replica, an_empty_log_started_at_an_offset_reopens_there)
 	pl = open_sub(&st, "log", &cfg);
 	cr_assert_eq(pl->log_start, 1234);
 	cr_assert_eq(pl->next_offset, 1234);
+	/* and at a lower offset (a leader whose log ends below this start),
+	 * then at the same again (nothing to do) */
+	cr_assert_eq(plog_start_at_sync(pl, 10), 0);
+	cr_assert_eq(plog_start_at_sync(pl, 10), 0);
+	cr_assert_eq(pl->next_offset, 10);
+	plog_close(pl);
+	pl = open_sub(&st, "log", &cfg);
+	cr_assert_eq(pl->log_start, 10);
+	cr_assert_eq(pl->next_offset, 10);
+	plog_close(pl);
+}
+
+/* A log restarted at the base of one of its own segments (a name the new
+ * segment takes once the old file is gone). */
+Test(replica, start_at_the_base_of_an_old_segment)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	int64_t base;
+
+	small_cfg(&cfg);
+	pl = open_sub(&st, "log", &cfg);
+	for (int i = 0; i < 100; i++) {
+		uint32_t size = test_batch(bbuf, sizeof(bbuf), i, 2, 300, 3, 1000 + i);
+
+		while (plog_append(pl, bbuf, size, &base) == -ENOBUFS)
+			store_poll(&st, 1);
+	}
+	store_drain(&st);
+	cr_assert_gt(plog_segment_count(pl), 1);
+	base = pl->seg_tail->base_offset;
+	cr_assert_eq(plog_start_at_sync(pl, base), 0);
+	cr_assert_eq(plog_segment_count(pl), 1);
+	cr_assert_eq(pl->seg_head->end, 0);
+	plog_close(pl);
+	pl = open_sub(&st, "log", &cfg);
+	cr_assert_eq(pl->log_start, base);
+	cr_assert_eq(pl->next_offset, base);
 	plog_close(pl);
 }
 
