@@ -18,6 +18,8 @@ node leading partition 0 is killed with SIGKILL and later restarted:
   three copies of every partition are the same bytes (the restarted node
   cut what it had that the new leader did not: a follower's log is the
   leader's batches as they are);
+- every copy of every partition has its high-watermark checkpoint, at
+  most its log end;
 - while that node is stopped, DeleteRecords moves the log start of a
   second topic (one partition on all three) past its log end: restarted,
   it rejoins that ISR with a log starting at the leader's log start,
@@ -301,6 +303,13 @@ def an_acknowledged_record_survives_the_leaders_sigkill_exactly_once_and_the_cop
                         part, n, len(copies[n - 1]), len(copies[0])))
             total = sum(len(b) for b in copies[0])
             assert total > 0, "partition %d is empty" % part
+            end = next_offset(copies[0][-1])
+            for n in (1, 2, 3):
+                # the high-watermark checkpoint each replica wrote (at the latest at its clean stop)
+                with open(os.path.join(c.data_dir(n), "%s-%d" % (TOPIC, part), "high-watermark")) as f:
+                    line = f.read()
+                assert line.startswith("sluice-hw 1 ") and 0 < int(line.split()[2]) <= end, (
+                    "partition %d on node %d: high-watermark %r, log end %d" % (part, n, line, end))
         same_from_the_log_start(c, stopped, start)
 
 
