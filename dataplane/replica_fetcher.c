@@ -267,6 +267,12 @@ static int out_of_range(struct shard *sh, struct part *p, const struct rf_answer
 	} else {
 		return 0;
 	}
+	/* the leader's high watermark, as its answers give it (the one
+	 * known before may be above this log now) */
+	if (a->hw >= 0) {
+		p->role->hw = a->hw;
+		part_progress(p);
+	}
 	shard_stat_add(&sh->stats.repl_truncations, 1);
 	return 1;
 }

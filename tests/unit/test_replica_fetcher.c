@@ -662,12 +662,16 @@ Test(replica_fetcher, a_follower_past_the_leaders_end_comes_back_to_it)
 		produce(leader, 1, "x");
 	store_drain(&sh->st);
 	cr_assert_eq(part_start_at_sync(follower, 10), 0);
+	cr_assert_eq(follower->pl->high_watermark, 10);
 	role(follower, 2, 0);
-	produce(leader, 1, "y");
 	want_start = 3;
-	want_end = 4;
+	want_end = 3;
 	run_until(restarted_and_copied);
 	cr_assert_eq(follower->pl->log_start, 3);
+	cr_assert_eq(follower->role->hw, 3, "the leader's high watermark, not the one it had at 10");
+	produce(leader, 1, "y");
+	want_end = 4;
+	run_until(restarted_and_copied);
 	cr_assert_eq(follower->pl->next_offset, 4);
 	same_logs_from(3);
 }
