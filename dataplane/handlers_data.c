@@ -546,8 +546,14 @@ static int fetch_epoch_check(struct fetch_item *it)
 	if (!part_fetch_epoch_check(it->part, it->current_epoch, it->last_fetched_epoch, it->offset, &it->err,
 				    &it->div_epoch, &it->div_end))
 		return 0;
-	if (it->err)
-		it->hw = it->log_start = it->lso = -1;
+	it->hw = it->log_start = it->lso = -1;
+	if (it->err == KERR_OFFSET_OUT_OF_RANGE && it->replica >= 0) {
+		/* a follower below the log start, or past the end: it starts
+		 * its log at the log start, or cuts to the high watermark
+		 * (Kafka's follower asks ListOffsets for them) */
+		it->hw = it->part->pl->high_watermark;
+		it->log_start = it->part->pl->log_start;
+	}
 	it->urgent = 1;
 	return 1;
 }

@@ -51,10 +51,12 @@ void part_rebuild_producers(struct part *p)
 		covered = producer_snapshot_load(&p->producers, dfd);
 		close(dfd);
 	}
-	if (covered >= 0 && (covered > pl->next_offset || (!txn && covered < off))) {
+	if (covered >= 0 && (covered > pl->next_offset || covered < pl->log_start || (!txn && covered < off))) {
 		/* the log ends before the snapshot (a crash lost what it
-		 * covered), or more was written after it than the scan reads:
-		 * the scan alone is exact for the producers it sees */
+		 * covered), it is of a log restarted above it (plog_start_at:
+		 * a crash before its removal was durable), or more was
+		 * written after it than the scan reads: the scan alone is
+		 * exact for the producers it sees */
 		producer_table_free(&p->producers);
 		covered = -1;
 	}
@@ -123,6 +125,8 @@ int part_open(struct shard *sh, const char *dir, const char *topic, int32_t inde
 	snprintf(p->topic, sizeof(p->topic), "%s", topic);
 	p->last_hw = p->pl->high_watermark;
 	p->snap_covered = -1;
+	p->hw_saved = -1;
+	p->hw_ckpt = part_hw_load(p);   /* for the first role (part_role.h) */
 	part_txn_init(&p->txn, &p->producers, p->pl, p->topic, index);
 	plog_set_durable_cb(p->pl, part_durable, p);
 	part_rebuild_producers(p);
@@ -181,6 +185,7 @@ void part_close(struct part *p)
 	if (healthy) {
 		part_snapshot_producers(p);   /* nothing is appended any more: next_offset is final */
 		part_snap_wait(p);
+		part_hw_checkpoint(p);        /* written by the close's file work */
 	}
 	plog_close(p->pl);
 	producer_table_free(&p->producers);

@@ -82,6 +82,9 @@ struct part {
 	struct part_txn txn;        /* its transactions (dataplane/part_txn.h) */
 	struct part_role *role;     /* leader with followers, or follower (dataplane/part_role.h);
 				     * NULL: alone, the one-node broker's way */
+	int64_t hw_ckpt;            /* "high-watermark" as the open found it, for the first role
+				     * (part_hw_load); -1: none, or taken */
+	int64_t hw_saved;           /* the high watermark last queued to "high-watermark", -1 none */
 	struct part *next;          /* the owner shard's list */
 };
 

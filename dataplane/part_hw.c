@@ -2,8 +2,15 @@
  * part_role.h): the ISR's least log end on a leader, the leader's within
  * its own durable log end on a follower, and the replica fetches woken
  * when it or the log end moves. What part.c calls on every progress;
- * below part_role.c, which calls part.c. @thread owner shard */
+ * below part_role.c, which calls part.c. And its checkpoint,
+ * "high-watermark" (see part_role.h). @thread owner shard */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "dataplane/part.h"
 #include "dataplane/part_role.h"
@@ -109,4 +116,76 @@ void part_role_wake(struct part *p)
 		r->fetch_watchers = 0;
 		wake_shards(p->sh, mask);
 	}
+}
+
+/* ---- the checkpoint ---------------------------------------------------- */
+
+int64_t part_hw_load(const struct part *p)
+{
+	char path[4300], buf[64], *end;
+	size_t tag = strlen(PART_HW_TAG);
+	ssize_t n;
+	long long v;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/" PART_HW_FILE, p->pl->dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= (ssize_t)tag)
+		return -1;
+	buf[n] = 0;
+	if (strncmp(buf, PART_HW_TAG, tag))
+		return -1;
+	v = strtoll(buf + tag, &end, 10);
+	if (end == buf + tag || *end != '\n' || v < 0)
+		return -1;     /* renamed into place whole: never partial; unreadable is none */
+	return v;
+}
+
+void part_hw_checkpoint(struct part *p)
+{
+	struct plog *pl = p->pl;
+	char text[48];
+	int n;
+
+	if (!p->role || !pl || p->deleted || (pl->err && pl->err != -ESHUTDOWN) ||
+	    pl->high_watermark == p->hw_saved || plog_saving_file(pl, PART_HW_FILE))
+		return;
+	n = snprintf(text, sizeof(text), PART_HW_TAG "%" PRId64 "\n", pl->high_watermark);
+	if (plog_save_file(pl, PART_HW_FILE, text, (size_t)n) == 0)
+		p->hw_saved = pl->high_watermark;
+}
+
+void part_hw_role_taken(struct part *p, int alone)
+{
+	struct plog *pl = p->pl;
+	int64_t hw = p->hw_ckpt;
+
+	p->hw_ckpt = -1;
+	if (alone) {
+		if (p->hw_saved >= 0 || hw >= 0) {
+			/* a metadata call, once as the partition goes alone */
+			char path[4300];
+
+			snprintf(path, sizeof(path), "%s/" PART_HW_FILE, pl->dir);
+			unlink(path);
+			p->hw_saved = -1;
+		}
+		if (pl->high_watermark < pl->durable_offset)
+			pl->high_watermark = pl->durable_offset;   /* the one-node way */
+		return;
+	}
+	if (hw < 0)
+		return;
+	/* Kafka's: the least of the checkpoint and the log end, not below
+	 * the log start */
+	if (hw > pl->high_watermark)
+		hw = pl->high_watermark;
+	if (hw < pl->log_start)
+		hw = pl->log_start;
+	pl->high_watermark = hw;
+	p->hw_saved = hw;
 }

@@ -4,6 +4,7 @@
  * brought back. @thread owner shard */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -131,5 +132,49 @@ int part_truncate_to_sync(struct part *p, int64_t offset, int64_t committed)
 		while (!finished)
 			store_poll(&p->sh->st, 1);
 	free(pt.buf);
+	return pt.err;
+}
+
+int part_start_at(struct part *p, struct part_truncate *pt)
+{
+	struct plog *pl = p->pl;
+	int dfd, rc;
+
+	pt->err = 0;
+	pt->p = p;
+	if (p->deleted) {
+		pt->err = -ENOENT;
+		return 1;
+	}
+	pt->t = (struct plog_truncate){ .offset = pt->offset, .done = part_truncated, .arg = pt };
+	if (pt->offset < 0 || (pt->offset == pl->log_start && pl->next_offset == pl->log_start) || pl->trunc ||
+	    pl->err) {
+		plog_start_at(pl, &pt->t);   /* refused: it says why */
+		pt->err = pt->t.err;
+		return 1;
+	}
+	while (p->snap.busy)       /* a snapshot save in flight would rename over the removal */
+		store_poll(&p->sh->st, 1);
+	dfd = open(pl->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		unlinkat(dfd, PRODUCER_SNAPSHOT, 0);
+		close(dfd);
+	}
+	p->snap_covered = -1;
+	part_txn_truncated(&p->txn, INT64_MIN);
+	rc = plog_start_at(pl, &pt->t);
+	if (rc)
+		pt->err = pt->t.err;
+	return rc;
+}
+
+int part_start_at_sync(struct part *p, int64_t offset)
+{
+	int finished = 0;
+	struct part_truncate pt = { .offset = offset, .done = part_trunc_sync_done, .arg = &finished };
+
+	if (part_start_at(p, &pt) == 0)
+		while (!finished)
+			store_poll(&p->sh->st, 1);
 	return pt.err;
 }

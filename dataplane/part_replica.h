@@ -61,4 +61,21 @@ int part_truncate_to(struct part *p, struct part_truncate *pt);
 /* The same, waiting (tests, tools): 0 or -errno. */
 int part_truncate_to_sync(struct part *p, int64_t offset, int64_t committed);
 
+/* Empty p's log and start it at pt->offset (a follower below its leader's
+ * log start: Kafka's truncateFullyAndStartAt; plog_start_at), and
+ * reset the partition's state with it: "producers.snapshot" removed (as
+ * for a cut), every abort dropped and "aborted.txns" rewritten empty
+ * (queued before the restart, which lets it finish first), then
+ * plog_start_at (storage/plog_replica.h) and the producer table and
+ * transactions rebuilt from the empty log. A crash part way opens the
+ * log as it was or empty at the offset; a snapshot or abort records left
+ * from the old log lie below the new log start, which the open ignores
+ * (part_rebuild_producers). pt->committed, buf and buf_cap are not used.
+ * 1: done now (pt->err: plog_start_at's); 0: pt->done runs once the log
+ * starts there durably (pt->err). @thread owner */
+int part_start_at(struct part *p, struct part_truncate *pt);
+/* The same, waiting (the fetcher, once per fall below the leader's log
+ * start; tests): 0 or -errno. */
+int part_start_at_sync(struct part *p, int64_t offset);
+
 #endif

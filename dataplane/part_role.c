@@ -62,9 +62,12 @@ int part_role_set(struct part *p, const struct part_role_msg *m)
 	if (leading && m->nreplicas == 1) {
 		/* alone: the one-node broker's way */
 		part_role_free(p);
+		part_hw_role_taken(p, 1);
 		part_progress(p);
 		return 0;
 	}
+	if (!old)
+		part_hw_role_taken(p, 0);   /* from the checkpoint, not the log end */
 	if (leading)
 		nf = m->nreplicas - 1;
 	r = calloc(1, sizeof(*r) + (size_t)nf * sizeof(r->f[0])); /* style: allow role change */

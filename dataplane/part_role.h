@@ -111,6 +111,32 @@ void part_role_free(struct part *p);
  * a role. @thread owner */
 void part_role_hw(struct part *p);
 
+/* The high-watermark checkpoint (Kafka's replication-offset-checkpoint),
+ * one file per partition, "high-watermark" in its log's directory: one
+ * line "sluice-hw 1 <offset>". Written only while the partition has a
+ * role (one node writes none), on the owner's ring through the log's
+ * file work (plog_save_file: "<name>.tmp" written, fdatasync'ed, renamed;
+ * a crash leaves the old value or the new), by the shard's tick every
+ * PART_HW_CKPT_NS when it moved, and at a clean close; read at open and
+ * taken by the first role: the high watermark starts at the least of it
+ * and the log end (never below the log start), not at the log end. A
+ * partition alone forgets it (the file is removed: its high watermark is
+ * its durable end again). */
+#define PART_HW_FILE "high-watermark"
+#define PART_HW_TAG "sluice-hw 1 "
+#define PART_HW_CKPT_NS 5000000000ull   /* replica.high.watermark.checkpoint.interval.ms */
+/* The checkpoint in p's directory, or -1 (none, or unreadable): a
+ * blocking read, at open only. @thread owner */
+int64_t part_hw_load(const struct part *p);
+/* Queue the high watermark to "high-watermark" if p has a role and it
+ * moved since the last (nothing is written per record or batch: the
+ * shard's tick and the close call it). @thread owner */
+void part_hw_checkpoint(struct part *p);
+/* The first role after the open (not alone): the high watermark comes
+ * down to the checkpoint the open found (p->hw_ckpt). Alone: forgotten,
+ * the file removed, the high watermark the durable log end. @thread owner */
+void part_hw_role_taken(struct part *p, int alone);
+
 /* After part_progress woke what the high watermark allows: replica
  * fetches parked on the partition wake when its log end or its high
  * watermark moved (a follower learns it at once). @thread owner */

@@ -64,7 +64,7 @@ struct rf_nslot {
 	uint16_t count, got;
 	int16_t err;
 	int32_t div_epoch;
-	int64_t div_end, hw;
+	int64_t div_end, hw, ls;
 	uint8_t *buf;                 /* NSLOT_CAP bytes of the fetcher's input buffer */
 	uint64_t bits[NATIVE_MAX_FRAGMENTS / 64];
 };
@@ -232,9 +232,50 @@ struct rf_answer {
 	int16_t err;
 	int32_t div_epoch;               /* -1: none */
 	int64_t div_end, hw;
+	int64_t log_start;               /* the leader's (-1: not said) */
 	const uint8_t *records;
 	uint32_t len;
 };
+
+/* The leader answered OFFSET_OUT_OF_RANGE (Kafka's
+ * AbstractFetcherThread.handleOutOfRangeError): the fetch offset (this
+ * log's end) is below the leader's log start, which its retention or
+ * DeleteRecords moved while this node was down or behind: the log is
+ * emptied and starts at the leader's log start (truncateFullyAndStartAt);
+ * or it is past the leader's end and the epochs did not settle it: the
+ * log is cut to the leader's high watermark (at or below its end; Kafka
+ * asks ListOffsets for the end and cuts there: what lies between is
+ * fetched again, and checked by its epoch), or, that being below this
+ * log's start, emptied and started there. 1: done, fetch again; 0:
+ * neither (or it failed): pause. Waiting, as a cut: once per such fall. */
+static int out_of_range(struct shard *sh, struct part *p, const struct rf_answer *a)
+{
+	struct plog *pl = p->pl;
+	int64_t end = pl->next_offset;
+
+	if (a->log_start > end) {
+		if (part_start_at_sync(p, a->log_start) < 0)
+			return 0;
+	} else if (a->hw >= 0 && a->hw < end && a->hw >= pl->log_start) {
+		if (part_truncate_to_sync(p, a->hw, pl->log_start) < 0)
+			return 0;
+	} else if (a->hw >= 0 && a->hw < pl->log_start) {
+		/* the leader ends below this log's start (Kafka's truncateTo
+		 * below the log start): all of it goes */
+		if (part_start_at_sync(p, a->hw) < 0)
+			return 0;
+	} else {
+		return 0;
+	}
+	/* the leader's high watermark, as its answers give it (the one
+	 * known before may be above this log now) */
+	if (a->hw >= 0) {
+		p->role->hw = a->hw;
+		part_progress(p);
+	}
+	shard_stat_add(&sh->stats.repl_truncations, 1);
+	return 1;
+}
 
 /* Take p's answer: an error (asked again after a pause), a diverging
  * epoch (the tail cut, then asked again), or records appended as they are
@@ -244,9 +285,12 @@ static int64_t rf_take(struct shard *sh, struct part *p, const struct rf_answer 
 	uint32_t appended = 0;
 	int rc;
 
+	if (a->err == KERR_OFFSET_OUT_OF_RANGE && out_of_range(sh, p, a))
+		return 0;                    /* fetch again from the new end */
 	if (a->err) {
-		/* fenced, unknown epoch, not the leader, out of range:
-		 * a new role or the leader's catching up settles it */
+		/* fenced, unknown epoch, not the leader (or out of range
+		 * and not settled above): a new role or the leader's
+		 * catching up settles it */
 		p->role->retry_ns = sh->now_ns + PART_RETRY_NS;
 		shard_stat_add(&sh->stats.repl_errors, 1);
 		return 0;
@@ -287,6 +331,7 @@ int64_t replica_fetch_apply(struct shard *sh, int32_t leader, const struct kafka
 			struct part *p = find_part(sh, leader, t->Topic, d->PartitionIndex);
 			struct rf_answer a = { .err = d->ErrorCode, .div_epoch = d->DivergingEpoch.Epoch,
 					       .div_end = d->DivergingEpoch.EndOffset, .hw = d->HighWatermark,
+					       .log_start = d->LogStartOffset,
 					       .records = d->Records.ptr,
 					       .len = d->Records.len > 0 ? (uint32_t)d->Records.len : 0 };
 
@@ -661,6 +706,7 @@ static void native_data(void *arg, const struct native_msg *m)
 		s->div_epoch = m->last_epoch;
 		s->div_end = m->div_end;
 		s->hw = m->high_watermark;
+		s->ls = m->log_start;
 		memset(s->bits, 0, sizeof(s->bits));
 		if (s->total > NSLOT_CAP) {
 			/* one batch above what a slot holds (KIP-74's large first
@@ -685,7 +731,7 @@ static void native_data(void *arg, const struct native_msg *m)
 	    p->pl->next_offset != s->offset)
 		return;                          /* not followed any more, a new epoch, or moved on */
 	a = (struct rf_answer){ .err = s->err, .div_epoch = s->div_epoch, .div_end = s->div_end, .hw = s->hw,
-				.records = s->buf, .len = s->total };
+				.log_start = s->ls, .records = s->buf, .len = s->total };
 	n = rf_take(sh, p, &a);
 	shard_stat_add(&sh->stats.repl_bytes_in, (uint64_t)n);
 	shard_stat_add(&sh->stats.repl_native_bytes_in, (uint64_t)n);

@@ -476,6 +476,17 @@ static void shard_repl_tick(struct shard *sh)
 			part_role_tick(p, sh->now_ns, (uint64_t)sh->b->set.replica_lag_ms * 1000000ull);
 }
 
+/* The high-watermark checkpoints of the partitions with a role whose
+ * high watermark moved (nothing on one node). */
+static void shard_hw_tick(struct shard *sh)
+{
+	if (!sh->repl_parts)
+		return;
+	for (struct part *p = sh->parts; p; p = p->next)
+		if (p->role)
+			part_hw_checkpoint(p);
+}
+
 /* The cleaner looks for a partition to clean (shard_compact, next turn). */
 static void shard_compact_tick(struct shard *sh)
 {
@@ -505,7 +516,8 @@ static int shard_timers_init(struct shard *sh)
 	if ((rc = shard_timer_add(sh, 0, retention, SHARD_TIMER_NO_WAKE, shard_retention_tick)) < 0 ||
 	    (rc = shard_timer_add(sh, 0, retention, SHARD_TIMER_NO_WAKE, shard_compact_tick)) < 0)
 		return rc;
-	if ((rc = shard_timer_add(sh, 0, 100000000ull, SHARD_TIMER_NO_WAKE, shard_repl_tick)) < 0)
+	if ((rc = shard_timer_add(sh, 0, 100000000ull, SHARD_TIMER_NO_WAKE, shard_repl_tick)) < 0 ||
+	    (rc = shard_timer_add(sh, 0, PART_HW_CKPT_NS, SHARD_TIMER_NO_WAKE, shard_hw_tick)) < 0)
 		return rc;
 	return 0;
 }

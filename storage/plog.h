@@ -120,6 +120,9 @@ struct plog_recovery {
 	int64_t lost_from, lost_to;
 	int truncate_redone;         /* a cut a crash interrupted was finished first, */
 	int64_t truncate_to;         /* back to this offset */
+	int start_redone;            /* a restart of the log at an offset (plog_start_at) a crash
+				      * interrupted was finished first, */
+	int64_t start_at;            /* at this offset */
 	/* "leader-epoch-checkpoint" was missing (1) or damaged (2) and was
 	 * rebuilt from the batches of every segment (epochs_batches read) */
 	int epochs_rebuilt;

@@ -48,6 +48,12 @@ static inline void plog_dir_release(struct plog *pl)
  * open first cuts the log back to that offset (plog_truncate_redo). */
 #define PLOG_TRUNCATE_FILE "truncate-to"
 #define PLOG_TRUNCATE_TAG "sluice-truncate 1 to "
+/* "start-at": a restart of the whole log at an offset (plog_start_at), its
+ * commit point. One line: "sluice-start-at 1 at <offset>". While it
+ * exists the next open first empties the log and starts it there
+ * (plog_start_redo). */
+#define PLOG_START_FILE "start-at"
+#define PLOG_START_TAG "sluice-start-at 1 at "
 
 /* Append one batch of size bytes at the log end (plog_append's body):
  * stamp: the leader's append, the base offset and leader epoch are set in
@@ -58,6 +64,9 @@ int plog_append_bytes(struct plog *pl, const uint8_t *batch, uint32_t size, int 
 /* At open, before recovery: finish a truncation whose "truncate-to" a
  * crash left (blocking file work, as recovery's). 0 or -errno. */
 int plog_truncate_redo(struct plog *pl);
+/* At open, before the truncation's redo and recovery: finish a restart of
+ * the log whose "start-at" a crash left. 0 or -errno. */
+int plog_start_redo(struct plog *pl);
 
 /* Set the callbacks the store and the tail pool call (group commit,
  * completions, chunk eviction): once, before the log is used. */

@@ -697,11 +697,15 @@ static int plog_recover(struct plog *pl)
 		}
 	}
 	if (!pl->seg_head) {
+		/* an empty log starts at 0, or where "log-start-offset" says
+		 * (a log restarted there: plog_start_at) */
 		struct segment *seg;
+		int64_t base = plog_read_log_start(pl);
 
-		if ((rc = plog_segment_add(pl, 0, -1, 0, 0, &seg)) < 0)
+		base = base > 0 ? base : 0;
+		if ((rc = plog_segment_add(pl, base, -1, 0, 0, &seg)) < 0)
 			goto out;
-		expect = 0;
+		expect = base;
 	}
 	/* The log ends below the checkpoint's durable high watermark (its
 	 * last batches read as zeros, or were cut as a "torn tail" that the
@@ -871,8 +875,9 @@ int plog_open(struct store *st, const char *dir, const struct plog_config *cfg, 
 		rc = -errno;
 		goto fail;
 	}
-	/* a truncation a crash interrupted is finished first (plog_replica.c) */
-	if ((rc = plog_truncate_redo(pl)) < 0)
+	/* a restart at an offset or a truncation a crash interrupted is
+	 * finished first (plog_replica.c) */
+	if ((rc = plog_start_redo(pl)) < 0 || (rc = plog_truncate_redo(pl)) < 0)
 		goto fail;
 	loaded = plog_epochs_load(pl);
 	if (loaded == -ENOMEM) {

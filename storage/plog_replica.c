@@ -141,6 +141,20 @@ enum {
 	TR_CLOSEDIR,
 	TR_DONE,
 	TR_END,            /* a NOP on the ring: the op ends from its completion */
+	/* plog_start_at: the whole log goes, it starts again at t->offset */
+	SA_INTENT,         /* "start-at" saved: the commit point */
+	SA_OPENDIR,
+	SA_GONE_INDEX,     /* each old segment's index, newest first */
+	SA_GONE_LOG,       /* and its data */
+	SA_RENAME,         /* ".next.log" becomes the new segment */
+	SA_UNLINK_EPOCHS,  /* "leader-epoch-checkpoint" */
+	SA_UNLINK_CKPT,    /* "recovery-checkpoint" */
+	SA_LOG_START,      /* "log-start-offset" saved */
+	SA_FSYNC_DIR,
+	SA_UNLINK_INTENT,
+	SA_FSYNC_DIR2,
+	SA_CLOSEDIR,
+	SA_DONE,
 };
 
 static struct plog_truncate *tr_of_wait(const struct store_flusher *f)
@@ -157,6 +171,8 @@ static int tr_quiet(const struct plog *pl)
 
 	if (pl->inflight || pl->reload_inflight || f->job || f->file_head || f->del_head || f->ckpt_wanted)
 		return 0;
+	if (pl->trunc && pl->trunc->full && pl->prep_inflight)
+		return 0;          /* a restart takes the prepared next segment */
 	for (const struct segment *s = pl->seg_head; s; s = s->next)
 		if (s->reads || s->saving || s->falloc_inflight || s->flushed < s->end || plog_index_due(s))
 			return 0;
@@ -321,12 +337,18 @@ static void tr_advance(struct plog_truncate *t)
 	tr_run(t);
 }
 
+static void sa_advance(struct plog_truncate *t);
+
 static void tr_saved(struct file_save *fs, int err)
 {
 	struct plog_truncate *t = (struct plog_truncate *)((char *)fs - offsetof(struct plog_truncate, fs));
 
 	if (err) {
 		tr_fail(t, err);
+		return;
+	}
+	if (t->full) {
+		sa_advance(t);
 		return;
 	}
 	if (t->step == TR_CKPT)
@@ -459,6 +481,8 @@ static void tr_located(struct plog_read *rd)
 	tr_apply(t, seg);
 }
 
+static void sa_apply(struct plog_truncate *t);
+
 static int tr_prepare(struct store_flusher *f)
 {
 	struct plog_truncate *t = tr_of_wait(f);
@@ -473,6 +497,10 @@ static int tr_prepare(struct store_flusher *f)
 	}
 	if (!tr_quiet(pl))
 		return 0;       /* pending: asked again at the next flush */
+	if (t->full) {
+		sa_apply(t);
+		return 0;
+	}
 	t->step = TR_LOCATE;
 	memset(&t->rd, 0, sizeof(t->rd));
 	t->rd.offset = t->offset;
@@ -506,6 +534,7 @@ int plog_truncate_to(struct plog *pl, struct plog_truncate *t)
 
 	t->err = 0;
 	t->pl = pl;
+	t->full = 0;
 	t->gone = NULL;
 	t->dirfd = -1;
 	t->step = TR_DONE;
@@ -562,6 +591,245 @@ int plog_truncate_to_sync(struct plog *pl, int64_t offset, int64_t committed)
 	return t.err;
 }
 
+/* ---- a restart of the whole log at an offset ---------------------------- */
+
+/* Submit the current step of a restart, skipping those with nothing to do. */
+static void sa_run(struct plog_truncate *t)
+{
+	struct plog *pl = t->pl;
+	struct io_uring_sqe *sqe;
+	int n, rc;
+
+	for (;;) {
+		switch (t->step) {
+		case SA_INTENT:
+			n = snprintf(t->text, sizeof(t->text), PLOG_START_TAG "%" PRId64 "\n", t->offset);
+			rc = file_save_start(&t->fs, pl->st, pl->dir, PLOG_START_FILE, t->text, (size_t)n, -1,
+					     FILE_SAVE_FSYNC | FILE_SAVE_SYNC_DIR, tr_saved);
+			if (rc < 0)
+				tr_fail(t, rc);
+			return;
+		case SA_LOG_START:
+			n = snprintf(t->text, sizeof(t->text), "%" PRId64 "\n", t->offset);
+			rc = file_save_start(&t->fs, pl->st, pl->dir, PLOG_LOG_START_FILE, t->text, (size_t)n, -1,
+					     FILE_SAVE_FSYNC | FILE_SAVE_SYNC_DIR, tr_saved);
+			if (rc < 0)
+				tr_fail(t, rc);
+			return;
+		case SA_GONE_INDEX:
+		case SA_GONE_LOG:
+			if (!t->gone) {
+				t->step = SA_RENAME;
+				continue;
+			}
+			break;
+		case SA_DONE:
+			t->err = 0;
+			tr_finish(t);
+			return;
+		default:
+			break;
+		}
+		break;
+	}
+	if (!(sqe = store_sqe(pl->st))) {
+		tr_fail(t, -EBUSY);
+		return;
+	}
+	switch (t->step) {
+	case SA_OPENDIR:
+		io_uring_prep_openat(sqe, AT_FDCWD, pl->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+		break;
+	case SA_GONE_INDEX:
+		segment_index_path(t->gone, t->name, sizeof(t->name));
+		io_uring_prep_unlinkat(sqe, t->dirfd, t->name, 0);
+		break;
+	case SA_GONE_LOG:
+		io_uring_prep_unlinkat(sqe, t->dirfd, t->gone->name, 0);
+		break;
+	case SA_RENAME:
+		io_uring_prep_renameat(sqe, t->dirfd, PLOG_NEXT_NAME, t->dirfd, pl->seg_head->name, 0);
+		break;
+	case SA_UNLINK_EPOCHS:
+		io_uring_prep_unlinkat(sqe, t->dirfd, EPOCH_CACHE_FILE, 0);
+		break;
+	case SA_UNLINK_CKPT:
+		io_uring_prep_unlinkat(sqe, t->dirfd, PLOG_CHECKPOINT_FILE, 0);
+		break;
+	case SA_FSYNC_DIR:
+	case SA_FSYNC_DIR2:
+		io_uring_prep_fsync(sqe, t->dirfd, 0);
+		break;
+	case SA_UNLINK_INTENT:
+		io_uring_prep_unlinkat(sqe, t->dirfd, PLOG_START_FILE, 0);
+		break;
+	case SA_CLOSEDIR:
+		io_uring_prep_close(sqe, t->dirfd);
+		break;
+	}
+	store_call_submit(pl->st, sqe, &t->call);
+}
+
+static void sa_advance(struct plog_truncate *t)
+{
+	if (t->on_step)
+		t->on_step(t, t->step);
+	if (t->step == SA_GONE_LOG) {
+		struct segment *g = t->gone;
+
+		t->gone = g->next;
+		g->next = NULL;
+		segment_free(g);
+		t->step = SA_GONE_INDEX;   /* the next older segment, or on */
+	} else {
+		t->step++;
+	}
+	sa_run(t);
+}
+
+static void sa_call_done(struct store_call *call, int res)
+{
+	struct plog_truncate *t = (struct plog_truncate *)((char *)call - offsetof(struct plog_truncate, call));
+
+	switch (t->step) {
+	case TR_END:
+		tr_finish(t);
+		return;
+	case SA_OPENDIR:
+		if (res >= 0)
+			t->dirfd = res;
+		break;
+	case SA_GONE_INDEX:
+	case SA_GONE_LOG:
+	case SA_UNLINK_EPOCHS:
+	case SA_UNLINK_CKPT:
+	case SA_UNLINK_INTENT:
+		if (res == -ENOENT)
+			res = 0;     /* not there (an index never written, no epochs yet) */
+		break;
+	case SA_CLOSEDIR:
+		t->dirfd = -1;
+		res = 0;
+		break;
+	default:
+		break;
+	}
+	if (res < 0) {
+		tr_fail(t, res);
+		return;
+	}
+	sa_advance(t);
+}
+
+/* The log is quiet: in memory, every segment leaves it and an empty one
+ * at t->offset takes its place (its file ".next.log" until the commit
+ * point is durable: a crash before it finds an empty prepared segment,
+ * which recovery removes, beside the log as it was); then on disk. */
+static void sa_apply(struct plog_truncate *t)
+{
+	struct plog *pl = t->pl;
+	struct segment **gone_end = &t->gone, *seg;
+	uint64_t alloc = 0;
+	int64_t to = t->offset;
+	int fd = pl->next_fd, rc;
+
+	if (fd >= 0) {
+		alloc = pl->next_alloc;  /* the prepared next segment: empty, preallocated */
+	} else {
+		/* a metadata call, as the preparation of a next segment makes */
+		fd = openat(plog_dirfd(pl), PLOG_NEXT_NAME, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
+		plog_dir_release(pl);
+		if (fd < 0) {
+			tr_end_later(t, -errno);
+			return;
+		}
+	}
+	pl->next_fd = -1;
+	pl->next_alloc = 0;
+	while (pl->seg_tail) {
+		struct segment *g = pl->seg_tail;
+
+		plog_chunks_drop(pl, g);
+		plog_segment_unlink(pl, g);
+		*gone_end = g;
+		gone_end = &g->next;
+	}
+	if ((rc = plog_segment_add(pl, to, fd, alloc, 0, &seg)) < 0) {
+		/* nothing changed on disk: the old segments come back */
+		close(fd);
+		while (t->gone) {
+			struct segment *g = t->gone;
+
+			t->gone = g->next;
+			g->next = pl->seg_head;
+			if (pl->seg_head)
+				pl->seg_head->prev = g;
+			else
+				pl->seg_tail = g;
+			pl->seg_head = g;
+		}
+		tr_end_later(t, rc);
+		return;
+	}
+	pl->log_start = pl->next_offset = pl->written_offset = pl->durable_offset = pl->high_watermark = to;
+	pl->files.seal_gate = INT64_MAX;
+	pl->files.held = 1;
+	pl->checkpointed = -1;
+	/* the leader's batches fill the cache again from their own epochs
+	 * (replica_epoch_opened: the first one opens its epoch) */
+	epoch_cache_clear(&pl->epochs.c);
+	pl->epochs.latest = EPOCH_UNDEFINED;
+	pl->epochs.due = 0;
+	pl->leader_epoch = -1;
+	t->step = SA_INTENT;
+	sa_run(t);
+}
+
+int plog_start_at(struct plog *pl, struct plog_truncate *t)
+{
+	t->err = 0;
+	t->pl = pl;
+	t->gone = NULL;
+	t->dirfd = -1;
+	t->full = 1;
+	t->step = TR_DONE;
+	if (pl->closed || pl->err) {
+		t->err = -EROFS;
+		return 1;
+	}
+	if (pl->trunc) {
+		t->err = -EBUSY;
+		return 1;
+	}
+	if (t->offset < 0) {
+		t->err = -ERANGE;
+		return 1;
+	}
+	if (pl->next_offset == pl->log_start && t->offset == pl->log_start)
+		return 1;           /* empty and there already */
+	pl->trunc = t;
+	t->step = TR_WAIT;
+	t->wait.prepare = tr_prepare;
+	t->wait.pending = tr_pending;
+	t->wait.dirty = 0;
+	t->wait.dirty_next = NULL;
+	t->call.done = sa_call_done;
+	store_mark_dirty(pl->st, &pl->flush);   /* what is buffered is written first */
+	store_mark_dirty(pl->st, &t->wait);
+	return 0;
+}
+
+int plog_start_at_sync(struct plog *pl, int64_t offset)
+{
+	int finished = 0;
+	struct plog_truncate t = { .offset = offset, .done = trunc_sync_done, .arg = &finished };
+
+	if (plog_start_at(pl, &t) == 0)
+		while (!finished)
+			store_poll(pl->st, 1);
+	return t.err;
+}
+
 /* ---- the redo at open ------------------------------------------------- */
 
 static int cmp_base(const void *a, const void *b)
@@ -598,12 +866,13 @@ static int redo_find_cut(int fd, uint64_t size, int64_t to, uint64_t *cut)
 	return 0;
 }
 
-/* Read "truncate-to": 1 and *to, 0 none, -EUCLEAN unreadable. */
-static int redo_read_intent(struct plog *pl, int64_t *to)
+/* Read an intent file `name` ("<tag><offset>\n"): 1 and *to, 0 none,
+ * -EUCLEAN unreadable (st->problem says so, `what` naming the operation). */
+static int redo_read(struct plog *pl, const char *name, const char *tagstr, const char *what, int64_t *to)
 {
 	char buf[96], *end;
-	int fd = openat(plog_dirfd(pl), PLOG_TRUNCATE_FILE, O_RDONLY | O_CLOEXEC);
-	size_t tag = strlen(PLOG_TRUNCATE_TAG);
+	int fd = openat(plog_dirfd(pl), name, O_RDONLY | O_CLOEXEC);
+	size_t tag = strlen(tagstr);
 	ssize_t n;
 	long long v;
 
@@ -614,17 +883,23 @@ static int redo_read_intent(struct plog *pl, int64_t *to)
 	if (n > (ssize_t)tag) {
 		buf[n] = 0;
 		v = strtoll(buf + tag, &end, 10);
-		if (!strncmp(buf, PLOG_TRUNCATE_TAG, tag) && end != buf + tag && *end == '\n' && v >= 0) {
+		if (!strncmp(buf, tagstr, tag) && end != buf + tag && *end == '\n' && v >= 0) {
 			*to = v;
 			return 1;
 		}
 	}
 	/* renamed into place only once whole and synced: never partial */
 	snprintf(pl->st->problem, sizeof(pl->st->problem),
-		 "%s/" PLOG_TRUNCATE_FILE " cannot be read: a truncation of the log was begun and its "
+		 "%s/%s cannot be read: %s of the log was begun and its "
 		 "offset is unknown. Move the partition's directory aside to start it empty (a follower "
-		 "fetches it again)", pl->dir);
+		 "fetches it again)", pl->dir, name, what);
 	return -EUCLEAN;
+}
+
+/* Read "truncate-to": 1 and *to, 0 none, -EUCLEAN unreadable. */
+static int redo_read_intent(struct plog *pl, int64_t *to)
+{
+	return redo_read(pl, PLOG_TRUNCATE_FILE, PLOG_TRUNCATE_TAG, "a truncation", to);
 }
 
 /* Lower "recovery-checkpoint" to `to` if it is above it: written whole and
@@ -752,4 +1027,70 @@ fail:
 	rc = -errno;
 	free(bases);
 	return rc;
+}
+
+/* Write `text` durably as `name` in dfd: "<name>.tmp" written, fsync'ed,
+ * renamed (the caller fsyncs the directory). */
+static int redo_write_file(int dfd, const char *name, const char *text, size_t len)
+{
+	char tmp[64];
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, len) != (ssize_t)len || fsync(fd) < 0) { /* style: allow start-up: the open finishes a restart of the log */
+		close(fd);
+		return -EIO;
+	}
+	close(fd);
+	return renameat(dfd, tmp, dfd, name) < 0 ? -errno : 0;
+}
+
+int plog_start_redo(struct plog *pl)
+{
+	int dfd = plog_dirfd(pl), rc;
+	int64_t at = 0;
+	DIR *d;
+	struct dirent *de;
+	char text[32];
+	static const char *const others[] = { PLOG_NEXT_NAME, EPOCH_CACHE_FILE, PLOG_CHECKPOINT_FILE,
+					      PLOG_TRUNCATE_FILE };
+
+	if ((rc = redo_read(pl, PLOG_START_FILE, PLOG_START_TAG, "a restart at an offset", &at)) <= 0)
+		return rc;
+	if (!(d = fdopendir(dup(dfd))))
+		return -errno;
+	/* every segment and index, whatever its base (the new segment is
+	 * empty: appends wait for the end), then the files that describe
+	 * the old log's contents */
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+
+		if (!((len == 24 && !strcmp(de->d_name + 20, ".log")) ||
+		      (len == 26 && !strcmp(de->d_name + 20, ".index"))) ||
+		    strspn(de->d_name, "0123456789") != 20)
+			continue;
+		if (unlinkat(dfd, de->d_name, 0) < 0 && errno != ENOENT) {
+			rc = -errno;
+			closedir(d);
+			return rc;
+		}
+	}
+	rewinddir(d);
+	closedir(d);
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+		if (unlinkat(dfd, others[i], 0) < 0 && errno != ENOENT)
+			return -errno;
+	rc = snprintf(text, sizeof(text), "%" PRId64 "\n", at);
+	if ((rc = redo_write_file(dfd, PLOG_LOG_START_FILE, text, (size_t)rc)) < 0)
+		return rc;
+	if (fsync(dfd) < 0 || (unlinkat(dfd, PLOG_START_FILE, 0) < 0 && errno != ENOENT) || /* style: allow start-up: the open finishes a restart of the log */
+	    fsync(dfd) < 0) /* style: allow start-up: the open finishes a restart of the log */
+		return -errno;
+	pl->recovery.start_redone = 1;
+	pl->recovery.start_at = at;
+	return 0;
 }

@@ -65,7 +65,9 @@ struct plog_truncate {
 	struct store_call call;      /* the step on the ring */
 	struct file_save fs;         /* "truncate-to", "recovery-checkpoint" */
 	struct plog_read rd;
-	struct segment *gone;        /* later segments: off the log, files not yet removed */
+	struct segment *gone;        /* later segments (all of them: plog_start_at): off the
+				      * log, files not yet removed */
+	int full;                    /* plog_start_at: the whole log goes */
 	int64_t seg_base;            /* the segment cut (found by the read) */
 	uint64_t pos;                /* where */
 	int step;
@@ -90,5 +92,32 @@ struct plog_truncate {
 int plog_truncate_to(struct plog *pl, struct plog_truncate *t);
 /* The same, waiting (tests, tools): 0 or -errno. */
 int plog_truncate_to_sync(struct plog *pl, int64_t offset, int64_t committed);
+
+/* Empty the log and start it at t->offset (Kafka's
+ * truncateFullyAndStartAt: a follower whose log ends below its leader's
+ * log start; or one whose leader's log ends below this log's start).
+ * t->committed, t->buf and t->buf_cap are not used. Every
+ * segment goes, the log start, log end, durable offset and high
+ * watermark become t->offset, the leader-epoch cache is emptied (the
+ * leader's batches fill it again) and "recovery-checkpoint" removed.
+ * 1: done now (t->err: -ERANGE a negative offset, -EBUSY a truncation
+ * runs, -EROFS failed or closed; 0: empty and there already); 0: t->done
+ * runs once the log starts
+ * there durably, or failed (t->err; a failure on disk fails the log, and
+ * the next open finishes it). Appends wait (-EBUSY) from now on. As a
+ * cut: the log first gets quiet (and no next segment is being
+ * prepared); then, in memory at once, the segments leave the log and an
+ * empty segment at t->offset takes their place, its file created as
+ * ".next.log" (or the prepared one taken); on the shard's ring, nothing
+ * blocking: "start-at" saved durably (the commit point: from then on the
+ * next open finishes it, plog_start_redo), the old segments' indexes and
+ * files unlinked, newest first, ".next.log" renamed to the new segment's
+ * name, "leader-epoch-checkpoint" and "recovery-checkpoint" unlinked,
+ * "log-start-offset" saved, the directory fsync'ed, "start-at" removed,
+ * the directory fsync'ed again. A crash leaves the log as it was or
+ * empty at t->offset. @thread shard */
+int plog_start_at(struct plog *pl, struct plog_truncate *t);
+/* The same, waiting (tests, tools): 0 or -errno. */
+int plog_start_at_sync(struct plog *pl, int64_t offset);
 
 #endif

@@ -151,7 +151,10 @@ static void rfetch_send(struct native_repl *r, struct rfetch *f)
 		f->ls = p->pl->log_start;
 		if (p->role)
 			part_role_note_sent(p, f->replica, f->hw);   /* as the Fetch handler */
-	} else if (f->div_epoch >= 0 && p->pl) {
+	} else if ((f->div_epoch >= 0 || f->err == KERR_OFFSET_OUT_OF_RANGE) && p->pl) {
+		/* a diverging epoch; or a follower below the log start or past
+		 * the end, which starts its log at the log start or cuts to
+		 * the high watermark */
 		f->hw = p->pl->high_watermark;
 		f->ls = p->pl->log_start;
 	} else {

@@ -17,7 +17,14 @@ node leading partition 0 is killed with SIGKILL and later restarted:
   grows; it restarts and rejoins; at the end the
   three copies of every partition are the same bytes (the restarted node
   cut what it had that the new leader did not: a follower's log is the
-  leader's batches as they are).
+  leader's batches as they are);
+- every copy of every partition has its high-watermark checkpoint, at
+  most its log end;
+- while that node is stopped, DeleteRecords moves the log start of a
+  second topic (one partition on all three) past its log end: restarted,
+  it rejoins that ISR with a log starting at the leader's log start,
+  the same batches as the others' from there (Kafka's truncate fully
+  and start at; before, it asked again every 500 ms and never rejoined).
 
 The paused leader's test is tests/integration/test_cluster_pause.py.
 
@@ -177,6 +184,7 @@ def sigterm_leaves_every_isr_and_its_lag_grows(c):
         body = urllib.request.urlopen("http://%s/metrics" % admin, timeout=30).read().decode()
         key = 'sluice_partition_follower_lag_ms{topic="%s",partition="%d",' % (TOPIC, part)
         return [float(ln.rsplit(" ", 1)[1]) for ln in body.splitlines() if ln.startswith(key)][0]
+    start = below_the_log_start_while_away(c, node, boot)
     lead = ps[0][0]
     first = lag_ms(lead, 0)
     time.sleep(1)
@@ -186,6 +194,67 @@ def sigterm_leaves_every_isr_and_its_lag_grows(c):
           "follower lag on node %d %.0f then %.0f ms" % (node, exited, NPARTS * 50, acked, lead, first, second))
     c.restart(node)
     until("node %d back in every ISR" % node, lambda: all_in_sync(c.bootstrap, 3), timeout=120)
+    until("node %d back in %s's ISR" % (node, LS_TOPIC),
+          lambda: len(partitions(c.bootstrap, LS_TOPIC)[0][2]) == 3, timeout=60)
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "linger.ms": 5, "message.timeout.ms": 30000})
+    for i in range(50):
+        p.produce(LS_TOPIC, partition=0, value=b"after:%d" % i)
+    assert p.flush(30) == 0
+    return node, start
+
+
+LS_TOPIC = "logstart"
+
+
+def first_offset(batch):
+    return int.from_bytes(batch[0:8], "big")
+
+
+def next_offset(batch):
+    return first_offset(batch) + int.from_bytes(batch[23:27], "big") + 1
+
+
+def below_the_log_start_while_away(c, node, boot):
+    """While node is stopped: 50 more acks=all records to LS_TOPIC (one
+    partition on all three nodes, 50 written before the stop), then
+    DeleteRecords on its leader up to the high watermark: the leader's log
+    start is past node's log end. Returns that log start (node, restarted,
+    must start its log there)."""
+    import kraw
+    p = Producer({"bootstrap.servers": boot, "acks": "all", "linger.ms": 5, "message.timeout.ms": 30000})
+    for i in range(50):
+        p.produce(LS_TOPIC, partition=0, value=b"later:%d" % i)
+    assert p.flush(30) == 0
+    lead = partitions(boot, LS_TOPIC)[0][0]
+    w = kraw.W().array([LS_TOPIC], lambda w, n: w.str(n).array([(0, -1)], lambda w, po: w.i32(po[0]).i64(po[1])))
+    w.i32(30000)
+    with kraw.Conn(c.addr(lead)) as k:
+        r = k.request(21, 0, w)     # DeleteRecords v0, offset -1: the high watermark
+        r.i32()
+        res = r.array(lambda r: (r.str(), r.array(lambda r: (r.i32(), r.i64(), r.i16()))))
+    (_, low, err), = res[0][1]
+    assert err == 0 and low >= 100, (err, low)
+    mine = log_batches(os.path.join(c.data_dir(node), "%s-0" % LS_TOPIC))
+    assert mine and next_offset(mine[-1]) < low, (
+        "node %d's log of %s ends at %d, not below the leader's new log start %d" % (
+            node, LS_TOPIC, next_offset(mine[-1]) if mine else -1, low))
+    print("  %s: node %d's log ends at %d; DeleteRecords on node %d moved the log start to %d" % (
+        LS_TOPIC, node, next_offset(mine[-1]), lead, low))
+    return low
+
+
+def same_from_the_log_start(c, node, start):
+    """After the stop: node's copy of LS_TOPIC starts at the leader's log
+    start and the three copies are the same batches from there."""
+    copies = {n: log_batches(os.path.join(c.data_dir(n), "%s-0" % LS_TOPIC)) for n in (1, 2, 3)}
+    mine = copies[node]
+    assert mine and first_offset(mine[0]) == start, (
+        "node %d's log of %s starts at %d, not at the leader's log start %d" % (
+            node, LS_TOPIC, first_offset(mine[0]) if mine else -1, start))
+    for n in (1, 2, 3):
+        theirs = [b for b in copies[n] if first_offset(b) >= start]
+        assert theirs == mine, "%s: node %d's batches from %d (%d) differ from node %d's (%d)" % (
+            LS_TOPIC, n, start, len(theirs), node, len(mine))
 
 
 @test
@@ -194,14 +263,20 @@ def an_acknowledged_record_survives_the_leaders_sigkill_exactly_once_and_the_cop
             "broker.session.timeout.ms=6000"]
     with Cluster(3, sets=sets) as c:
         create_topic(c.bootstrap, TOPIC, NPARTS, 3)
+        create_topic(c.bootstrap, LS_TOPIC, 1, 3)
         until("every partition led with 3 in sync", lambda: all_in_sync(c.bootstrap, 3))
+        until("%s led with 3 in sync" % LS_TOPIC, lambda: len(partitions(c.bootstrap, LS_TOPIC)[0][2]) == 3)
+        p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "linger.ms": 5})
+        for i in range(50):
+            p.produce(LS_TOPIC, partition=0, value=b"before:%d" % i)
+        assert p.flush(30) == 0
         victim = partitions(c.bootstrap, TOPIC)[0][0]
         acked, errors, failover = produce(c, victim, time.monotonic())
         print("  %d acknowledged, %d failed; node %d killed, partition 0's first write acknowledged by its "
               "successor %.2f s after the SIGKILL (broker.session.timeout.ms=6000); restarted" % (
                   len(acked), len(errors), victim, failover))
         until("the restarted node back in every ISR", lambda: all_in_sync(c.bootstrap, 3), timeout=120)
-        sigterm_leaves_every_isr_and_its_lag_grows(c)
+        stopped, start = sigterm_leaves_every_isr_and_its_lag_grows(c)
 
         got = read_all(c.bootstrap)
         seen = {}
@@ -228,6 +303,14 @@ def an_acknowledged_record_survives_the_leaders_sigkill_exactly_once_and_the_cop
                         part, n, len(copies[n - 1]), len(copies[0])))
             total = sum(len(b) for b in copies[0])
             assert total > 0, "partition %d is empty" % part
+            end = next_offset(copies[0][-1])
+            for n in (1, 2, 3):
+                # the high-watermark checkpoint each replica wrote (at the latest at its clean stop)
+                with open(os.path.join(c.data_dir(n), "%s-%d" % (TOPIC, part), "high-watermark")) as f:
+                    line = f.read()
+                assert line.startswith("sluice-hw 1 ") and 0 < int(line.split()[2]) <= end, (
+                    "partition %d on node %d: high-watermark %r, log end %d" % (part, n, line, end))
+        same_from_the_log_start(c, stopped, start)
 
 
 if __name__ == "__main__":

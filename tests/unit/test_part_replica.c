@@ -258,3 +258,65 @@ Test(part_replica, an_abort_record_past_the_log_end_leaves_the_file_at_open)
 	cr_assert_eq(pid[0], 9);
 	part_close(p);
 }
+
+/* A follower whose leader's log now starts above its end: its log starts
+ * again there, and with it go the producers, the open transaction and
+ * the aborts of the old log; also when a crash left "start-at" with the
+ * old producer snapshot and abort records beside it. */
+Test(part_replica, a_restart_at_the_leaders_log_start_resets_producers_and_aborts)
+{
+	struct part *l = open_part("leader"), *f = open_part("follower");
+	int64_t pid[4], first[4];
+	char path[4300];
+	struct stat st;
+	int fd;
+
+	lead(l);
+	cr_assert_eq(part_begin_txn(l, 11, 0, 1), 0);
+	produce(l, 11, 0, 1);            /* a transaction left open at 13 */
+	replicate(l, f, 0);
+	part_snapshot_producers(f);
+	while (f->snap.busy)
+		store_poll(&sh->st, 1);
+	cr_assert_eq(f->snap_covered, 14);
+	cr_assert_eq(f->txn.lso, 13);
+	cr_assert_gt(f->producers.n, 0);
+
+	cr_assert_eq(part_start_at_sync(f, -1), -ERANGE);
+	cr_assert_eq(part_start_at_sync(f, 100), 0);
+	cr_assert_eq(f->pl->log_start, 100);
+	cr_assert_eq(f->pl->next_offset, 100);
+	cr_assert_eq(f->producers.n, 0, "no producer of the old log");
+	cr_assert_eq(f->txn.lso, INT64_MAX, "no transaction open");
+	cr_assert_eq(part_txn_aborted(&f->txn, 0, INT64_MAX, pid, first, 4), 0);
+	snprintf(path, sizeof(path), "%s/follower/producers.snapshot", dir);
+	cr_assert_neq(stat(path, &st), 0, "the snapshot is gone");
+	part_close(f);
+	f = open_part("follower");
+	cr_assert_eq(f->pl->log_start, 100);
+	cr_assert_eq(f->producers.n, 0);
+	cr_assert_eq(part_txn_aborted(&f->txn, 0, INT64_MAX, pid, first, 4), 0);
+	part_close(f);
+
+	/* a crash right after the commit point: the old log's snapshot and
+	 * aborts still beside it; the open ignores them */
+	f = open_part("again");
+	replicate(l, f, 0);
+	part_snapshot_producers(f);
+	while (f->snap.busy)
+		store_poll(&sh->st, 1);
+	part_close(f);
+	snprintf(path, sizeof(path), "%s/again/start-at", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "sluice-start-at 1 at 100\n", 25), 25);
+	close(fd);
+	f = open_part("again");
+	cr_assert_eq(f->pl->recovery.start_redone, 1);
+	cr_assert_eq(f->pl->log_start, 100);
+	cr_assert_eq(f->producers.n, 0, "the old snapshot is not taken");
+	cr_assert_eq(f->txn.lso, INT64_MAX);
+	cr_assert_eq(part_txn_aborted(&f->txn, 0, INT64_MAX, pid, first, 4), 0);
+	part_close(f);
+	part_close(l);
+}

@@ -441,3 +441,96 @@ Test(part_role, acks_all_past_the_answer_ring_is_refused_not_acknowledged)
 	store_drain(&sh->st);
 	cr_assert_eq(many_ok, (int)p->ack_cap);
 }
+
+static void close_part(struct part *p)
+{
+	struct part **pp = &sh->parts;
+
+	while (*pp != p)
+		pp = &(*pp)->next;
+	*pp = p->next;
+	part_close(p);
+}
+
+static int file_has(const char *sub, const char *want)
+{
+	char path[4300], buf[64] = { 0 };
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s/" PART_HW_FILE, dir, sub);
+	if (!(f = fopen(path, "r")))
+		return want == NULL;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return want && !strcmp(buf, want);
+}
+
+/* Kafka's replication-offset-checkpoint: a partition with a role writes
+ * its high watermark on the shard's tick and at a clean close; reopened,
+ * its first role starts the high watermark there (the least of it and
+ * the log end), not at the log end: as a follower, and as a leader whose
+ * followers have not fetched. Without the file (one node: none is
+ * written), the log end as before; a partition alone forgets it. */
+Test(part_role, a_restarted_partition_starts_from_its_high_watermark_checkpoint)
+{
+	struct part *p = open_part("t-0");
+	static const int32_t one[] = { 1 };
+
+	for (int i = 0; i < 5; i++)
+		produce(p, 1, 30000, i);
+	store_drain(&sh->st);
+	cr_assert_eq(p->pl->next_offset, 5);
+	part_hw_checkpoint(p);
+	cr_assert(file_has("t-0", NULL), "no role: nothing written");
+	/* a follower that learned its leader's high watermark 3 */
+	set_role(p, 2, 3, three, 3, three, 3);
+	p->role->hw = 3;
+	part_progress(p);
+	cr_assert_eq(p->pl->high_watermark, 3);
+	part_hw_checkpoint(p);
+	store_drain(&sh->st);
+	while (plog_saving_file(p->pl, PART_HW_FILE))
+		store_poll(&sh->st, 1);
+	cr_assert(file_has("t-0", PART_HW_TAG "3\n"));
+	close_part(p);
+
+	p = open_part("t-0");
+	cr_assert_eq(p->hw_ckpt, 3);
+	cr_assert_eq(p->pl->high_watermark, 5, "no role yet: as before");
+	set_role(p, 2, 3, three, 3, three, 3);
+	cr_assert_eq(p->pl->high_watermark, 3, "a follower starts from the checkpoint, not the log end");
+	p->role->hw = 4;                  /* its first fetch's answer */
+	part_progress(p);
+	cr_assert_eq(p->pl->high_watermark, 4);
+	close_part(p);                    /* a clean close writes it */
+	cr_assert(file_has("t-0", PART_HW_TAG "4\n"));
+
+	p = open_part("t-0");
+	set_role(p, 1, 4, three, 3, three, 3);
+	cr_assert_eq(p->pl->high_watermark, 4, "a leader too, until its followers fetch");
+	cr_assert_eq(part_role_replica_fetch(p, 2, 5, sh->now_ns), 0);
+	cr_assert_eq(part_role_replica_fetch(p, 3, 5, sh->now_ns), 0);
+	cr_assert_eq(p->pl->high_watermark, 5);
+	/* alone: the file goes, the high watermark is the durable end */
+	set_role(p, 1, 5, one, 1, one, 1);
+	cr_assert(file_has("t-0", NULL), "a partition alone has no checkpoint");
+	cr_assert_eq(p->pl->high_watermark, 5);
+	close_part(p);
+	cr_assert(file_has("t-0", NULL), "none written without a role");
+
+	/* a checkpoint above the log end (the log was cut since): the log end */
+	{
+		char path[4300];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/t-0/" PART_HW_FILE, dir);
+		f = fopen(path, "w");
+		fputs(PART_HW_TAG "99\n", f);
+		fclose(f);
+	}
+	p = open_part("t-0");
+	set_role(p, 2, 6, three, 3, three, 3);
+	cr_assert_eq(p->pl->high_watermark, 5);
+	close_part(p);
+}

@@ -683,3 +683,310 @@ Test(replica, an_open_finishes_a_cut_left_by_a_crash)
 	cr_assert_eq(plog_open(&st, path, &cfg, &pl), -EUCLEAN);
 	cr_assert(strstr(st.problem, PLOG_TRUNCATE_FILE), "%s", st.problem);
 }
+
+/* ---- a restart of the whole log at the leader's log start -------------- */
+
+/* The batches of a and b from `from` to their (equal) ends are the same
+ * bytes, read through each log. */
+static void same_from(struct plog *a, struct plog *b, int64_t from)
+{
+	int64_t off = from;
+
+	cr_assert_eq(a->next_offset, b->next_offset);
+	while (off < a->next_offset) {
+		struct plog_read ra = { .offset = off, .max_offset = a->next_offset, .max_bytes = 1 << 19,
+					.buf = rbuf, .buf_cap = RBUF_CAP / 2 };
+		struct plog_read rb = { .offset = off, .max_offset = b->next_offset, .max_bytes = 1 << 19,
+					.buf = rbuf + RBUF_CAP / 2, .buf_cap = RBUF_CAP / 2 };
+		uint32_t n, at = 0;
+
+		cr_assert_eq(plog_read_sync(a, &ra), 1);
+		cr_assert_eq(plog_read_sync(b, &rb), 1);
+		cr_assert_gt(ra.bytes, 0);
+		cr_assert_gt(rb.bytes, 0, "nothing at %lld", (long long)off);
+		n = ra.bytes < rb.bytes ? ra.bytes : rb.bytes;
+		/* the whole batches both reads hold */
+		while (at + BATCH_LOG_OVERHEAD <= n && batch_size(ra.data + at) <= n - at) {
+			off = batch_last_offset(ra.data + at) + 1;
+			at += batch_size(ra.data + at);
+		}
+		cr_assert_gt(at, 0);
+		cr_assert(!memcmp(ra.data, rb.data, at), "the bytes before offset %lld differ", (long long)off);
+		plog_read_release(&ra);
+		plog_read_release(&rb);
+	}
+}
+
+/* A follower that has the first 40 batches of its leader, whose log start
+ * moved (DeleteRecords) past them: the follower's log is emptied and
+ * started at the leader's log start; the leader's batches from there land
+ * byte-identical, with their epochs; a reopen finds it so. */
+Test(replica, start_at_the_leaders_log_start_then_follow)
+{
+	struct plog_config cfg;
+	struct plog *l, *f;
+	int64_t ls;
+	int32_t e;
+	int64_t end;
+
+	small_cfg(&cfg);
+	l = open_sub(&st, "leader", &cfg);
+	f = open_sub(&st, "follower", &cfg);
+	for (int i = 0; i < 300; i++) {
+		if (i == 100)
+			l->leader_epoch = 3;
+		if (i == 250)
+			l->leader_epoch = 5;
+		lead(l, i, 200 + (i * 37) % 1500);
+	}
+	replicate(l, f, 0, boundary(l, 40), 64 * 1024);
+	cr_assert_gt(plog_segment_count(f), 1);
+	cr_assert_eq(plog_checkpoint_sync(f), 0);
+	ls = boundary(l, 180);
+	cr_assert_eq(plog_delete_records_sync(l, ls), 0);
+	cr_assert_eq(l->log_start, ls);
+	cr_assert_gt(ls, f->next_offset);
+
+	cr_assert_eq(plog_start_at_sync(f, -1), -ERANGE, "refused: nothing changes");
+	cr_assert_eq(plog_start_at_sync(f, ls), 0);
+	cr_assert_eq(f->log_start, ls);
+	cr_assert_eq(f->next_offset, ls);
+	cr_assert_eq(f->durable_offset, ls);
+	cr_assert_eq(f->high_watermark, ls);
+	cr_assert_eq(plog_segment_count(f), 1);
+	cr_assert_eq(f->seg_head->base_offset, ls);
+	cr_assert_eq(f->epochs.c.n, 0, "the cache is emptied");
+	cr_assert(!file_exists(f, "00000000000000000000.log"));
+	cr_assert(!file_exists(f, "00000000000000000000.index"));
+	cr_assert(!file_exists(f, PLOG_START_FILE));
+	cr_assert(!file_exists(f, PLOG_CHECKPOINT_FILE));
+	cr_assert(!file_exists(f, PLOG_NEXT_NAME));
+	cr_assert(file_exists(f, f->seg_head->name));
+	/* the leader's batches follow, epochs and all */
+	replicate(l, f, ls, l->next_offset, 64 * 1024);
+	same_from(l, f, ls);
+	plog_epoch_end_offset(l, 3, &e, &end);
+	{
+		int32_t fe;
+		int64_t fend;
+
+		plog_epoch_end_offset(f, 3, &fe, &fend);
+		cr_assert_eq(fe, e);
+		cr_assert_eq(fend, end, "epoch 3 ends at %lld on the leader, %lld here", (long long)end,
+			     (long long)fend);
+	}
+	cr_assert_eq(plog_epoch_for_offset(f, f->next_offset - 1), 5);
+	plog_close(f);
+	f = open_sub(&st, "follower", &cfg);
+	cr_assert_eq(f->log_start, ls);
+	cr_assert_eq(f->recovery.damaged, 0);
+	cr_assert_eq(f->recovery.start_redone, 0);
+	same_from(l, f, ls);
+	cr_assert_eq(plog_epoch_for_offset(f, f->next_offset - 1), 5);
+	plog_close(l);
+	plog_close(f);
+}
+
+/* An empty log started at an offset, closed before anything is appended,
+ * opens there (its only segment is empty). */
+Test(replica, an_empty_log_started_at_an_offset_reopens_there)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+
+	small_cfg(&cfg);
+	pl = open_sub(&st, "log", &cfg);
+	cr_assert_eq(plog_start_at_sync(pl, 1234), 0);
+	plog_close(pl);
+	pl = open_sub(&st, "log", &cfg);
+	cr_assert_eq(pl->log_start, 1234);
+	cr_assert_eq(pl->next_offset, 1234);
+	/* and at a lower offset (a leader whose log ends below this start),
+	 * then at the same again (nothing to do) */
+	cr_assert_eq(plog_start_at_sync(pl, 10), 0);
+	cr_assert_eq(plog_start_at_sync(pl, 10), 0);
+	cr_assert_eq(pl->next_offset, 10);
+	plog_close(pl);
+	pl = open_sub(&st, "log", &cfg);
+	cr_assert_eq(pl->log_start, 10);
+	cr_assert_eq(pl->next_offset, 10);
+	plog_close(pl);
+}
+
+/* A log restarted at the base of one of its own segments (a name the new
+ * segment takes once the old file is gone). */
+Test(replica, start_at_the_base_of_an_old_segment)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	int64_t base;
+
+	small_cfg(&cfg);
+	pl = open_sub(&st, "log", &cfg);
+	for (int i = 0; i < 100; i++) {
+		uint32_t size = test_batch(bbuf, sizeof(bbuf), i, 2, 300, 3, 1000 + i);
+
+		while (plog_append(pl, bbuf, size, &base) == -ENOBUFS)
+			store_poll(&st, 1);
+	}
+	store_drain(&st);
+	cr_assert_gt(plog_segment_count(pl), 1);
+	base = pl->seg_tail->base_offset;
+	cr_assert_eq(plog_start_at_sync(pl, base), 0);
+	cr_assert_eq(plog_segment_count(pl), 1);
+	cr_assert_eq(pl->seg_head->end, 0);
+	plog_close(pl);
+	pl = open_sub(&st, "log", &cfg);
+	cr_assert_eq(pl->log_start, base);
+	cr_assert_eq(pl->next_offset, base);
+	plog_close(pl);
+}
+
+/* In a child: a checkpointed log of 300 two-record batches, then a restart
+ * at 10,000 that dies at step `at` (-1: right after plog_start_at
+ * returned). */
+static void child_start(const char *sub, int at, int pfd)
+{
+	struct store cst;
+	struct plog_config cfg;
+	struct plog *pl;
+	int64_t v[2];
+	int done = 0;
+	struct plog_truncate t = { .offset = 10000, .done = count_done, .arg = &done, .on_step = die_at_step };
+
+	if (store_init(&cst, NULL, 32u << 20))
+		_exit(2);
+	small_cfg(&cfg);
+	pl = open_sub(&cst, sub, &cfg);
+	for (int i = 0; i < 300; i++) {
+		int64_t base;
+		uint32_t size = test_batch(bbuf, sizeof(bbuf), i, 2, 300, 3, 1000 + i);
+
+		while (plog_append(pl, bbuf, size, &base) == -ENOBUFS)
+			store_poll(&cst, 1);
+	}
+	store_drain(&cst);
+	if (plog_checkpoint_sync(pl))
+		_exit(2);
+	v[0] = 10000;
+	v[1] = pl->next_offset;
+	if (write(pfd, v, sizeof(v)) != sizeof(v))
+		_exit(3);
+	kill_at = at;
+	if (plog_start_at(pl, &t) != 0)
+		_exit(4);
+	if (at < 0)
+		kill(getpid(), SIGKILL);
+	while (!done)
+		store_poll(&cst, 1);
+	_exit(t.err ? 5 : 0);
+}
+
+Test(replica, a_crash_at_any_step_of_a_restart_leaves_the_log_before_or_at_the_new_start)
+{
+	/* -1: before the commit point; then after each step on disk (the
+	 * restart's steps of plog_replica.c: 16 "start-at" saved ... 27 the
+	 * directory closed) */
+	for (int at = -1; at <= 27; at = at < 0 ? 16 : at + 1) {
+		char sub[32];
+		int pfd[2], status;
+		int64_t v[2];
+		pid_t pid;
+		struct plog_config cfg;
+		struct plog *pl;
+		int after;
+
+		snprintf(sub, sizeof(sub), "start%d", at + 1);
+		cr_assert_eq(pipe(pfd), 0);
+		pid = fork();
+		if (pid == 0) {
+			close(pfd[0]);
+			child_start(sub, at, pfd[1]);
+		}
+		close(pfd[1]);
+		cr_assert_eq(read(pfd[0], v, sizeof(v)), (ssize_t)sizeof(v));
+		close(pfd[0]);
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		cr_assert(WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) == 0),
+			  "step %d: child status %d", at, status);
+		small_cfg(&cfg);
+		pl = open_sub(&st, sub, &cfg);
+		after = at >= 0;
+		if (!after) {
+			cr_assert_eq(pl->next_offset, v[1], "nothing reached the disk: as before");
+			cr_assert_eq(pl->log_start, 0);
+			check_whole(pl);
+		} else {
+			cr_assert_eq(pl->log_start, v[0], "step %d: at the new start (%lld)", at,
+				     (long long)pl->log_start);
+			cr_assert_eq(pl->next_offset, v[0], "step %d: empty", at);
+			cr_assert_eq(plog_segment_count(pl), 1);
+			cr_assert_eq(pl->epochs.c.n, 0, "step %d: no epochs of the old log", at);
+		}
+		cr_assert_eq(pl->recovery.damaged, 0, "step %d", at);
+		cr_assert_eq(pl->recovery.start_redone, WIFSIGNALED(status) && at >= 16 && at < 25,
+			     "step %d: the open finished the restart iff \"start-at\" was left", at);
+		cr_assert(!file_exists(pl, PLOG_START_FILE));
+		cr_assert(!file_exists(pl, "00000000000000000000.log") || !after);
+		/* it goes on, and a second open agrees */
+		for (int i = 0; i < 20; i++) {
+			int64_t base;
+			uint32_t size = test_batch(bbuf, sizeof(bbuf), pl->next_offset / 2, 2, 300, 3, 5000 + i);
+
+			while (plog_append(pl, bbuf, size, &base) == -ENOBUFS)
+				store_poll(&st, 1);
+		}
+		store_drain(&st);
+		v[1] = pl->next_offset;
+		plog_close(pl);
+		pl = open_sub(&st, sub, &cfg);
+		cr_assert_eq(pl->next_offset, v[1]);
+		cr_assert_eq(pl->log_start, after ? v[0] : 0);
+		plog_close(pl);
+	}
+}
+
+/* The file-level view: a whole log with "start-at" beside it opens empty
+ * at that offset; an unreadable one refuses the open. */
+Test(replica, an_open_finishes_a_restart_left_by_a_crash)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	char path[4400];
+	int fd;
+
+	small_cfg(&cfg);
+	pl = open_sub(&st, "log", &cfg);
+	for (int i = 0; i < 300; i++) {
+		int64_t base;
+		uint32_t size = test_batch(bbuf, sizeof(bbuf), i, 2, 300, 3, 1000 + i);
+
+		while (plog_append(pl, bbuf, size, &base) == -ENOBUFS)
+			store_poll(&st, 1);
+	}
+	store_drain(&st);
+	cr_assert_gt(plog_segment_count(pl), 3);
+	plog_close(pl);
+	snprintf(path, sizeof(path), "%s/log/%s", dir, PLOG_START_FILE);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, PLOG_START_TAG "5000\n", strlen(PLOG_START_TAG "5000\n")),
+		     (ssize_t)strlen(PLOG_START_TAG "5000\n"));
+	close(fd);
+	pl = open_sub(&st, "log", &cfg);
+	cr_assert_eq(pl->recovery.start_redone, 1);
+	cr_assert_eq(pl->recovery.start_at, 5000);
+	cr_assert_eq(pl->log_start, 5000);
+	cr_assert_eq(pl->next_offset, 5000);
+	cr_assert_eq(plog_segment_count(pl), 1);
+	cr_assert(!file_exists(pl, PLOG_START_FILE));
+	cr_assert(!file_exists(pl, PLOG_CHECKPOINT_FILE));
+	plog_close(pl);
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	cr_assert_eq(write(fd, "garbage\n", 8), 8);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/log", dir);
+	cr_assert_eq(plog_open(&st, path, &cfg, &pl), -EUCLEAN);
+	cr_assert(strstr(st.problem, PLOG_START_FILE), "%s", st.problem);
+}

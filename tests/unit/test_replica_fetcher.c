@@ -26,6 +26,7 @@
 #include "dataplane/native/native_format.h"
 #include "dataplane/native/native_repl.h"
 #include "dataplane/part.h"
+#include "dataplane/part_replica.h"
 #include "dataplane/part_role.h"
 #include "dataplane/replica_fetcher.h"
 #include "dataplane/shard.h"
@@ -552,4 +553,125 @@ Test(replica_fetcher, native_fetches_refused_as_the_fetch_handler_refuses_them)
 	cr_assert_eq(m.error, 1, "OFFSET_OUT_OF_RANGE, error %d", m.error);
 	cr_assert_eq(sh->stats.repl_native_bytes_out, 0);
 	native_off();
+}
+
+/* ---- a follower below the leader's log start, or past its end ---------- */
+
+/* The leader alone in its ISR (its high watermark its own end). */
+static void role_alone_in_isr(struct part *p)
+{
+	struct part_role_msg m = { .self = 1, .leader = 1, .leader_epoch = 0, .nreplicas = 2, .nisr = 1,
+				   .replicas = { 1, 2 }, .isr = { 1 }, .isr_to = 1 };
+
+	snprintf(m.leader_host, sizeof(m.leader_host), "127.0.0.1");
+	m.leader_port = port;
+	cr_assert_eq(part_role_set(p, &m), 0);
+}
+
+static int64_t want_start, want_end;
+
+static int restarted_and_copied(void)
+{
+	return follower->pl->log_start == want_start && follower->pl->next_offset == want_end &&
+	       follower->pl->durable_offset == want_end && follower->pl->high_watermark == want_end;
+}
+
+/* The batches of both logs from `from` on, byte for byte. */
+static void same_logs_from(int64_t from)
+{
+	struct part_read_req a = { .offset = from, .max_bytes = 1u << 20, .isolation = 2 };
+	struct part_read_req c = { .offset = from, .max_bytes = 1u << 20, .isolation = 2 };
+	int done_a = 0, done_c = 0;
+
+	part_read(leader, &a, read_done, &done_a);
+	part_read(follower, &c, read_done, &done_c);
+	for (int i = 0; i < 2000 && (!done_a || !done_c); i++)
+		if (shard_poll(sh, now, 1700000000000) == 0)
+			shard_idle(sh);
+	cr_assert(done_a && done_c);
+	cr_assert_gt(a.rd.bytes, 0);
+	cr_assert_eq(a.rd.bytes, c.rd.bytes);
+	cr_assert_eq(memcmp(a.rd.data, c.rd.data, a.rd.bytes), 0, "the follower's log is the leader's batches");
+	part_read_release(&a);
+	part_read_release(&c);
+}
+
+/* The follower has records 0-1; while it is away the leader writes 2-6
+ * and DeleteRecords moves its log start to 5. Back, the follower is
+ * answered OFFSET_OUT_OF_RANGE with the leader's log start, empties its
+ * log, starts it at 5 and copies 5-6 (before, it asked again every
+ * 500 ms for ever). */
+static void below_the_leaders_log_start(int natively)
+{
+	if (natively) {
+		native_on();
+		native_role(leader, 1, 0);
+		native_role(follower, 2, 0);
+	} else {
+		role(leader, 1, 0);
+		role(follower, 2, 0);
+	}
+	produce(leader, 1, "a");
+	produce(leader, 1, "b");
+	want_start = 0;
+	want_end = 2;
+	natively ? run_native_until(restarted_and_copied) : run_until(restarted_and_copied);
+	cr_assert_eq(follower->pl->next_offset, 2);
+	part_role_free(follower);          /* away */
+	role_alone_in_isr(leader);
+	for (int i = 0; i < 5; i++)
+		produce(leader, 1, "later");
+	store_drain(&sh->st);
+	cr_assert_eq(leader->pl->high_watermark, 7);
+	cr_assert_eq(plog_delete_records_sync(leader->pl, 5), 0);
+	cr_assert_eq(leader->pl->log_start, 5);
+	want_start = 5;
+	want_end = 7;
+	if (natively)
+		native_role(follower, 2, 0);
+	else
+		role(follower, 2, 0);
+	natively ? run_native_until(restarted_and_copied) : run_until(restarted_and_copied);
+	cr_assert_eq(follower->pl->log_start, 5, "the follower's log starts at the leader's log start");
+	cr_assert_eq(follower->pl->next_offset, 7);
+	cr_assert_eq(sh->stats.repl_truncations, 1);
+	same_logs_from(5);
+	cr_assert_eq(plog_epoch_for_offset(follower->pl, 6), 0, "the epochs came with the batches");
+	if (natively)
+		native_off();
+}
+
+Test(replica_fetcher, a_follower_below_the_leaders_log_start_starts_its_log_there)
+{
+	below_the_leaders_log_start(0);
+}
+
+Test(replica_fetcher, native_a_follower_below_the_leaders_log_start_starts_its_log_there)
+{
+	below_the_leaders_log_start(1);
+}
+
+/* The follower's (empty) log starts at 10, above the leader's end 3 (no
+ * epoch to compare): OFFSET_OUT_OF_RANGE with the leader's high
+ * watermark, below the follower's start: its log starts again at 3 and
+ * follows. */
+Test(replica_fetcher, a_follower_past_the_leaders_end_comes_back_to_it)
+{
+	role_alone_in_isr(leader);
+	for (int i = 0; i < 3; i++)
+		produce(leader, 1, "x");
+	store_drain(&sh->st);
+	cr_assert_eq(part_start_at_sync(follower, 10), 0);
+	cr_assert_eq(follower->pl->high_watermark, 10);
+	role(follower, 2, 0);
+	want_start = 3;
+	want_end = 3;
+	run_until(restarted_and_copied);
+	cr_assert_eq(follower->pl->log_start, 3);
+	cr_assert_eq(follower->role->hw, 3, "the leader's high watermark, not the one it had at 10");
+	produce(leader, 1, "y");
+	want_end = 4;
+	run_until(restarted_and_copied);
+	cr_assert_eq(follower->pl->next_offset, 4);
+	same_logs_from(3);
 }
