@@ -4,7 +4,8 @@
  *                ring), the partition proxy, the internal logs, the clock
  *   ctl_channel.c the controller channel: proposals and heartbeats of a
  *                node that does not lead the quorum, sent to the one that
- *                does, and served there
+ *                does, and served there; a broker-only node's fetches of
+ *                the committed records
  *   ctl_quorum.c the metadata log on the Raft quorum: the image follows
  *                the committed records; start-up, import, proposals
  *   ctl_meta.c   changes to the metadata: a record proposed, its
@@ -257,6 +258,14 @@ void ctl_channel_serve_heartbeats(struct ctl_channel *ch,
 				  int (*fn)(struct ctl *ctl, int32_t id, int64_t epoch, int *fenced));
 /* Every record applied here, in log order (from the quorum's apply). */
 void ctl_channel_applied(struct ctl_channel *ch, uint64_t index, int rc, const struct metalog_applied *a);
+/* A voter: the bytes of every record applied here, in log order (kept,
+ * copied, for observers' fetches); a snapshot restored here (what is kept
+ * is dropped). Nothing on an observer. */
+void ctl_channel_keep(struct ctl_channel *ch, uint64_t index, const void *buf, size_t len);
+void ctl_channel_restored(struct ctl_channel *ch);
+/* The observers fetching from this voter (DescribeQuorum): their node ids
+ * and log ends (the index before their last fetch), at most max. */
+int ctl_channel_observers(const struct ctl_channel *ch, int32_t *ids, int64_t *log_end, int max);
 /* Each turn: follow the leader (connect, resend, expire). Work done. */
 int ctl_channel_tick(struct ctl_channel *ch);
 void ctl_channel_stats(const struct ctl_channel *ch, struct ctl_channel_stats *st);

@@ -256,6 +256,7 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 		 * the topic's id (metalog_codec.h enc_type) */
 		if (rc == 0 && a.type == META_REC_REMOVE_TOPIC && len >= 19 && own_find(cq, rec_hash(buf, len)) < 0)
 			ctl_follow_note(cq->ctl, (const uint8_t *)buf + 3, 1);
+		ctl_channel_keep(cq->ch, index, buf, len);
 		ctl_channel_applied(cq->ch, index, rc, rc == 0 ? &a : NULL);
 	}
 	if (index > cq->applied_max)
@@ -277,6 +278,8 @@ static int cq_restore(void *arg, const void *buf, size_t len)
 	cq->ctl->elect_due |= CTL_ELECT_PUBLISH | CTL_ELECT_SCAN;
 	cq->ctl->roles_changed = 1;     /* the partitions' roles (ctl_poll) */
 	cq->ctl->reassign_due = 1;
+	if (cq->ch)
+		ctl_channel_restored(cq->ch);
 	return metalog_restore(cq->ctl->ml, buf, len);
 }
 
@@ -618,7 +621,10 @@ static int cq_cluster_voters(struct ctl_quorum *cq, struct quorum_config *qc, ch
 	if (rc < 0)
 		return rc;
 	cq->nvoters = n;
-	if (n <= 1)
+	/* a node of one role is always of a cluster: a controller only has
+	 * brokers to serve (a quorum of one among them included), a broker
+	 * only the controllers to follow */
+	if (n <= 1 && !cq->ctl->b->set.controller_only && !cq->ctl->b->set.broker_only)
 		return 0;
 	for (int i = 0; i < n; i++) {
 		if (cq_resolve(nv[i].host, hosts[i], sizeof(hosts[i])) < 0) {
@@ -638,7 +644,42 @@ static int cq_cluster_voters(struct ctl_quorum *cq, struct quorum_config *qc, ch
 	qc->nvoters = n;
 	qc->channel_accept = ctl_channel_accept;
 	qc->channel_arg = cq->ch;
+	qc->observer = cq->ctl->b->set.broker_only;
 	return 0;
+}
+
+/* A broker-only node (an observer: quorum_config.observer): no raft
+ * directory; the image starts empty at every start and is rebuilt from
+ * what a voter sends (a snapshot, then the records), as a Kafka broker
+ * fetches the metadata log. Its cluster id is the configured one. */
+static int cq_open_observer(struct ctl *ctl, struct ctl_quorum *cq, struct quorum_config *qc, char *err,
+			    size_t errlen)
+{
+	struct broker *b = ctl->b;
+	const char *want_cid = config_str(ctl->cfg, "cluster.id");
+	int rc;
+
+	if (dir_exists(cq->dir)) {
+		snprintf(err, errlen, "process.roles=broker, but %s holds the metadata quorum's log of a voter: "
+			 "this data directory was a controller's; give a broker-only node a data directory of its "
+			 "own", cq->dir);
+		return -EINVAL;
+	}
+	if (!cluster_id_valid(want_cid)) {
+		snprintf(err, errlen, "cluster.id: '%s' is not a cluster id (22 characters of base64url, as "
+			 "sluiced prints at start and Kafka's kafka-storage random-uuid makes)", want_cid);
+		return -EINVAL;
+	}
+	memcpy(cq->cluster_id, want_cid, 23);
+	qc->cluster_id = cq->cluster_id;
+	if ((rc = metalog_image_new(b->set.node_id, &ctl->ml)) < 0) {
+		snprintf(err, errlen, "out of memory for the metadata image");
+		return rc;
+	}
+	rc = quorum_open(qc, &cq_ops, cq, &cq->q, err, errlen);
+	if (rc == 0)
+		ctl_channel_bind(cq->ch, cq->q);
+	return rc;
 }
 
 int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, const char *msg), char *err,
@@ -666,6 +707,8 @@ int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, con
 	qc.nvoters = 1;
 	if ((rc = cq_cluster_voters(cq, &qc, err, errlen)) < 0)
 		return rc;
+	if (qc.observer)
+		return cq_open_observer(ctl, cq, &qc, err, errlen);
 
 	rc = quorum_identity_read(cq->dir, cid, sizeof(cid), vhave, sizeof(vhave));
 	if (rc == 0 && dir_exists(old)) {
