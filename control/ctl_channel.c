@@ -24,8 +24,8 @@
  *             keeps the records it applied lately (CH_KEEP of them, at
  *             most CH_KEEP_BYTES) with their bytes; an observer that asks
  *             for an older index, or one before a snapshot this voter
- *             restored, gets the voter's image as a snapshot (its
- *             metalog_snapshot, at the voter's last applied index)
+ *             restored, gets the voter's image as a snapshot (the
+ *             quorum's state snapshot, at the voter's last applied index)
  *             instead. A fetch with nothing new waits on the voter
  *             (CH_FETCH_WAIT_MS at most) for the next record.
  *
@@ -186,7 +186,7 @@ struct ctl_channel {
 	 * every record applied past kept_base is in it, unless kept_fresh (a
 	 * snapshot was restored and no record applied since) */
 	struct ch_kept kept[CH_KEEP];
-	uint32_t kept_head, kept_len;
+	uint32_t kept_head, kept_len, keep_max;
 	size_t kept_bytes;
 	uint64_t kept_base;
 	int kept_fresh;
@@ -503,7 +503,7 @@ void ctl_channel_keep(struct ctl_channel *ch, uint64_t index, const void *buf, s
 		ch->kept_base = index - 1;
 		ch->kept_fresh = 0;
 	}
-	while (ch->kept_len && (ch->kept_len == CH_KEEP || ch->kept_bytes + len > CH_KEEP_BYTES))
+	while (ch->kept_len && (ch->kept_len >= ch->keep_max || ch->kept_bytes + len > CH_KEEP_BYTES))
 		kept_drop_oldest(ch);
 	k = &ch->kept[(ch->kept_head + ch->kept_len) % CH_KEEP];
 	if (!(k->buf = malloc(len ? len : 1)))
@@ -513,6 +513,11 @@ void ctl_channel_keep(struct ctl_channel *ch, uint64_t index, const void *buf, s
 	k->index = index;
 	ch->kept_len++;
 	ch->kept_bytes += len;
+}
+
+void ctl_channel_keep_max(struct ctl_channel *ch, uint32_t records)
+{
+	ch->keep_max = records < 1 ? 1 : records > CH_KEEP ? CH_KEEP : records;
 }
 
 void ctl_channel_restored(struct ctl_channel *ch)
@@ -541,7 +546,7 @@ static void fetch_answer(struct ctl_channel *ch, struct ch_conn *c, uint64_t id,
 		void *snap;
 		size_t slen;
 
-		if (metalog_snapshot(ch->ctl->ml, &snap, &slen) < 0) {
+		if (quorum_state_snapshot(ch->q, &snap, &slen) < 0) {
 			conn_close(c);   /* out of memory: the observer asks again */
 			return;
 		}
@@ -1107,6 +1112,7 @@ int ctl_channel_create(struct ctl *ctl, int32_t self, const struct ctl_channel_v
 			ch->observer = 0;
 	}
 	ch->nvoters = n;
+	ch->keep_max = CH_KEEP;
 	ch->ctl = ctl;
 	ch->self = self;
 	*out = ch;

@@ -263,6 +263,9 @@ void ctl_channel_applied(struct ctl_channel *ch, uint64_t index, int rc, const s
  * is dropped). Nothing on an observer. */
 void ctl_channel_keep(struct ctl_channel *ch, uint64_t index, const void *buf, size_t len);
 void ctl_channel_restored(struct ctl_channel *ch);
+/* Keep at most `records` (1 up to the default, 4096): fewer make an
+ * observer that is further behind get a snapshot. */
+void ctl_channel_keep_max(struct ctl_channel *ch, uint32_t records);
 /* The observers fetching from this voter (DescribeQuorum): their node ids
  * and log ends (the index before their last fetch), at most max. */
 int ctl_channel_observers(const struct ctl_channel *ch, int32_t *ids, int64_t *log_end, int max);

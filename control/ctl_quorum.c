@@ -843,6 +843,20 @@ static void cq_describe_msg(void *self, struct shard_msg *m)
 		out->voters[i].log_end = st.voters[i].log_end;
 		out->nvoters++;
 	}
+	if (out->err == 0 && quorum_is_observer(ctl->cq->q)) {
+		out->observers[0].id = ctl->b->set.node_id;
+		out->observers[0].log_end = (int64_t)st.last_applied;
+		out->nobservers = 1;
+	} else if (out->err == 0) {
+		int32_t ids[COORD_QUORUM_MAX_VOTERS];
+		int64_t ends[COORD_QUORUM_MAX_VOTERS];
+
+		out->nobservers = ctl_channel_observers(ctl->cq->ch, ids, ends, COORD_QUORUM_MAX_VOTERS);
+		for (int i = 0; i < out->nobservers; i++) {
+			out->observers[i].id = ids[i];
+			out->observers[i].log_end = ends[i];
+		}
+	}
 	ctl_reply(ctl, m->p[0], (int)m->v[0]);
 }
 

@@ -1064,6 +1064,11 @@ int quorum_is_observer(const struct quorum *q)
 	return q->observer;
 }
 
+int quorum_state_snapshot(struct quorum *q, void **buf, size_t *len)
+{
+	return q->ops->snapshot(q->arg, buf, len);
+}
+
 void quorum_observe_leader(struct quorum *q, int32_t leader, uint64_t term)
 {
 	if (!q->observer)

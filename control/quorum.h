@@ -232,6 +232,10 @@ int quorum_observe_restore(struct quorum *q, uint64_t index, const void *buf, si
 void quorum_observe_advance(struct quorum *q, uint64_t applied, uint64_t hw);
 /* @thread ctl. Whether q is an observer. */
 int quorum_is_observer(const struct quorum *q);
+/* @thread ctl. The state as it is now (ops->snapshot: *buf malloc()ed,
+ * the caller's), at quorum_describe's last_applied: what a voter sends an
+ * observer that asks for records it no longer keeps. 0 or -errno. */
+int quorum_state_snapshot(struct quorum *q, void **buf, size_t *len);
 
 /* @thread ctl. Controlled shutdown of a leader: hand leadership to voter
  * `to` (node id), or to the most up-to-date other voter with to = -1, before
