@@ -660,10 +660,12 @@ static void serve_frame(struct ch_conn *c, int type, uint64_t id, const char *p,
 {
 	struct ctl_channel *ch = c->ch;
 
-	ch->served++;
 	if (type == CH_FETCH && len >= 8 && ch->q && !ch->observer) {
-		serve_fetch(c, id, get64(p));
-	} else if (type == CH_PROPOSE) {
+		serve_fetch(c, id, get64(p));   /* not counted: an observer's long poll */
+		return;
+	}
+	ch->served++;
+	if (type == CH_PROPOSE) {
 		struct ch_serving *sv;
 		int rc;
 

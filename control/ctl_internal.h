@@ -392,9 +392,10 @@ void ctl_roles_refresh(struct ctl *ctl);
  * first). Every loop turn once they started; cheap when nothing moved. */
 void ctl_coord_refresh(struct ctl *ctl);
 /* A cluster's internal topics (ctl.c): made by the active controller once
- * min(3, voters) brokers are registered and unfenced, with min(3, those
- * brokers) replicas (Kafka's offsets.topic.replication.factor); a node
- * alone makes them at its first start instead. Every loop turn. */
+ * min(3, voters) brokers are registered and unfenced (a controller-only
+ * active controller: offsets.topic.replication.factor brokers), with
+ * min(3, those brokers) replicas (Kafka's offsets.topic.replication.factor);
+ * a node alone makes them at its first start instead. Every loop turn. */
 void ctl_internal_topics_tick(struct ctl *ctl);
 
 /* ---- ctl_topic.c -------------------------------------------------------- */

@@ -9,6 +9,13 @@
  * <node.id>@127.0.0.1:0, a transport without sockets (it has nobody to talk
  * to), elected at once; the same code path as a cluster's quorum.
  *
+ * A broker-only node (process.roles=broker) is no voter: its quorum is an
+ * observer (quorum_config.observer: no raft, no directory), fed by the
+ * controller channel's fetches from a voter; the records and snapshots it
+ * fetches go through the same apply and restore below. A controller-only
+ * node is a voter with the channel even as a quorum of one (its brokers
+ * reach it there).
+ *
  * Start-up, in turns of the loop: open (the log replayed into the image),
  * the election (leader_changed), a barrier (every record of earlier terms
  * applied here), the one-time import of an older broker's metadata log,

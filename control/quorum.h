@@ -6,7 +6,10 @@
  * own log files; between the voters the controller port's transport,
  * control/quorum_transport.h, which also carries the controller channel;
  * on a libuv loop of its own);
- * this module configures it, locks and checks its directory, adapts its
+ * A broker-only node is an observer instead (quorum_config.observer): no
+ * raft, only the loop and the transport's connects; the layer above feeds
+ * it the committed records it fetched (quorum_observe_*).
+ * This module configures it, locks and checks its directory, adapts its
  * state machine to the callbacks below (control/quorum_fsm.c) and lets the
  * control thread drive its loop beside its own (quorum_fd,
  * quorum_timeout_ms, quorum_poll). It knows nothing of what the records
