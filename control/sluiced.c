@@ -332,7 +332,7 @@ int main(int argc, char **argv)
 
 		/* a broker that just died (SIGKILL) frees its port when the
 		 * kernel tears its rings down: give that a second */
-		for (int tries = 0; role.listen_port &&
+		for (int tries = 0; role.broker &&
 				    (probe = shard_probe_port(role.listen_host, role.listen_port, err, sizeof(err))) == -EADDRINUSE &&
 				    tries < 50; tries++)
 			usleep(20000);

@@ -128,7 +128,7 @@ struct md_snapshot {
 
 struct broker_settings {
 	char listen_host[256];
-	int listen_port;              /* 0: no Kafka listener (a controller-only node) */
+	int listen_port;              /* unused by a controller-only node (no Kafka listener) */
 	/* process.roles: both 0 for a combined node (the default) */
 	int controller_only;          /* a voter that is no broker: never registered, hosts
 				       * nothing, no Kafka listener */

@@ -136,14 +136,14 @@ int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t
 	}
 	sh->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	/* a controller-only node serves no Kafka client: no listener */
-	rc = b->set.listen_port ? listen_socket(b->set.listen_host, b->set.listen_port, err, errlen) : -1;
-	if ((rc < 0 && b->set.listen_port) || sh->wake_fd < 0) {
+	rc = b->set.controller_only ? -1 : listen_socket(b->set.listen_host, b->set.listen_port, err, errlen);
+	if ((rc < 0 && !b->set.controller_only) || sh->wake_fd < 0) {
 		if (sh->wake_fd >= 0)
 			close(sh->wake_fd);
 		store_fini(&sh->st);
 		io_uring_queue_exit(&sh->ring);
 		free(sh);
-		return rc < 0 && b->set.listen_port ? rc : -EMFILE;
+		return rc < 0 && !b->set.controller_only ? rc : -EMFILE;
 	}
 	sh->listen_fd = rc;
 	sh->rbufs = calloc(SHARD_RBUFS, sizeof(*sh->rbufs)); /* style: allow shard setup */
