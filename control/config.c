@@ -100,15 +100,17 @@ static const struct config_key keys[] = {
 	{ "node.id", CONFIG_INT, "1", 0, I32MAX, .alias = "broker.id",
 	  .doc = "This broker's node id." },
 	{ "process.roles", CONFIG_LIST, "broker,controller", .flags = CK_NONEMPTY,
-	  .doc = "This node's roles, as Kafka's KRaft mode: broker, controller, or broker,controller. "
-		 "Every Sluice node is a combined broker and controller (alone, or a voter of a cluster's "
-		 "metadata quorum); a broker-only or controller-only node is refused at start (exit 2) "
-		 "(docs/cluster.md)." },
+	  .doc = "This node's roles, as Kafka's KRaft mode: broker, controller, or broker,controller "
+		 "(combined: alone, or a voter of a cluster's metadata quorum). controller: a voter that "
+		 "serves no Kafka client and hosts no partition (its listeners only controller listeners). "
+		 "broker: not a voter (its node.id not among controller.quorum.voters); it fetches the "
+		 "committed metadata from the voters and needs no controller listener (docs/cluster.md)." },
 	{ "controller.quorum.voters", CONFIG_LIST, "",
 	  .doc = "The metadata quorum's voters, ID@HOST:PORT comma-separated (HOST an IPv4 address or a "
-		 "name resolved at start). Empty, or naming only this node: this node alone. Naming "
-		 "several: a cluster, every node a voter; this node's node.id must be among them, its "
-		 "controller listener on its voter port, and cluster.id set (docs/cluster.md)." },
+		 "name resolved at start). Empty, or naming only this combined node: this node alone. "
+		 "Naming several, or set on a node of one role: a cluster; a controller's node.id must be "
+		 "among them (its controller listener on its voter port), a broker-only node's must not, "
+		 "and cluster.id must be set (docs/cluster.md)." },
 	{ "controller.listener.names", CONFIG_LIST, "CONTROLLER",
 	  .doc = "Names of the listeners entries the controller uses; they are not served to Kafka "
 		 "clients, and a voter's port must be its controller listener's: it carries the metadata "
@@ -118,7 +120,7 @@ static const struct config_key keys[] = {
 		 "22 characters of base64url. Empty: a new data directory makes one, an existing one "
 		 "keeps its own. Set: a new data directory takes it, and a directory of another "
 		 "cluster is refused at start (exit 2). Required, the same on every node, when "
-		 "controller.quorum.voters names several nodes." },
+		 "controller.quorum.voters names several nodes or the node has one role only." },
 	{ "broker.session.timeout.ms", CONFIG_INT, "9000", 100, I32MAX,
 	  .doc = "The active controller fences a broker that sent no heartbeat for this long (a "
 		 "BROKER_FENCE record in the metadata log); Kafka's default." },
@@ -211,7 +213,9 @@ static const struct config_key keys[] = {
 	  .doc = "Partitions of __consumer_offsets." },
 	{ "offsets.topic.replication.factor", CONFIG_INT, "3", 1, 32767,
 	  .doc = "Replicas of each __consumer_offsets partition: the least of it and the cluster's voters (Kafka "
-		 "refuses to create the topic below it; Sluice waits until that many brokers are registered)." },
+		 "refuses to create the topic below it; Sluice waits until that many brokers are registered). "
+		 "An active controller that is no broker (process.roles=controller) waits for this many "
+		 "brokers, as Kafka: set it for a cluster of fewer brokers." },
 	{ "offsets.retention.minutes", CONFIG_INT, "10080", 1, I32MAX,
 	  .doc = "How long committed offsets of an empty group are kept." },
 	{ "offsets.retention.ms", CONFIG_LONG, "-1", -1, I64MAX,

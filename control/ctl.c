@@ -313,7 +313,7 @@ void ctl_internal_topics_tick(struct ctl *ctl)
 	static const char *const counts[2] = { "transaction.state.log.num.partitions", "offsets.topic.num.partitions" };
 	static const char *const rfs[2] = { "transaction.state.log.replication.factor",
 					    "offsets.topic.replication.factor" };
-	int nvoters, want = 1, nb;
+	int nvoters, want = 1, nb, cap;
 	struct placement_broker *pb;
 
 	if (!ctl->coord_started || ctl->internal_inflight || ctl->now_ms < ctl->internal_next ||
@@ -322,11 +322,16 @@ void ctl_internal_topics_tick(struct ctl *ctl)
 		return;
 	ctl->internal_next = ctl->now_ms + 500;
 	nvoters = ctl_quorum_voters(ctl);
+	/* combined nodes: up to the voters, each a broker; an active
+	 * controller that is no broker cannot tell how many brokers are
+	 * coming, so it waits for offsets.topic.replication.factor of them
+	 * (Kafka's rule) */
+	cap = ctl->b->set.controller_only ? INT32_MAX : nvoters;
 	for (int i = 0; i < 2; i++) {
 		int rf = (int)config_int(ctl->cfg, rfs[i]);
 
-		if (rf > nvoters)
-			rf = nvoters;
+		if (rf > cap)
+			rf = cap;
 		if (rf > want)
 			want = rf;
 	}

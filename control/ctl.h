@@ -134,6 +134,9 @@ int ctl_quorum_describe(const struct ctl *ctl, struct quorum_view *st);
 struct ctl_channel_stats {
 	uint64_t forwarded, served, lost, stuck_transfers;
 	int connected;
+	/* observers' metadata fetches: sent by this one (a broker-only node),
+	 * snapshots this voter sent, snapshots this observer restored */
+	uint64_t fetches, snapshots_sent, snapshots_got;
 };
 void ctl_quorum_channel_stats(const struct ctl *ctl, struct ctl_channel_stats *st);
 /* @thread ctl. Wall-clock ms when the control thread started (uptime). */

@@ -11,12 +11,13 @@
  * them in memory, and a new active controller gives every broker a full
  * session from its election).
  *
- * Every node is a combined broker and controller: on the node that leads
- * the quorum the broker's heartbeat reaches its own controller by a call
- * here; on the others it travels on the controller channel
+ * On a combined node (broker and controller) that leads the quorum the
+ * broker's heartbeat reaches its own controller by a call here; on the
+ * others, and on broker-only nodes, it travels on the controller channel
  * (ctl_channel.c) to the active controller, which serves it with the same
  * call. Only the active controller fences. A broker serves once it is
- * unfenced.
+ * unfenced. A controller-only node (process.roles=controller) never
+ * registers: it is the active controller's half only.
  *
  * @thread ctl
  */
@@ -329,6 +330,12 @@ void ctl_brokers_start(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, 
 		ctl_channel_serve_heartbeats(ctl_quorum_channel(ctl), heartbeat_serve);
 	cb->interval_ms = config_int(ctl->cfg, "broker.heartbeat.interval.ms");
 	cb->session_ms = config_int(ctl->cfg, "broker.session.timeout.ms");
+	if (ctl->b->set.controller_only) {
+		/* never a broker: nothing to register, serve at once */
+		cb->ready = NULL;
+		ready(ctl, 0, NULL);
+		return;
+	}
 	register_propose(ctl);
 }
 
@@ -364,8 +371,18 @@ int ctl_brokers_tick(struct ctl *ctl, int timeout)
 	struct ctl_brokers *cb = ctl->brokers;
 	int64_t wait;
 
-	if (!cb || cb->epoch <= 0)
+	if (!cb || (cb->epoch <= 0 && !ctl->b->set.controller_only))
 		return timeout;
+	if (ctl->b->set.controller_only) {
+		/* no broker here: the active controller's part only */
+		if (ctl_quorum_is_leader(ctl)) {
+			if (!cb->was_leader)
+				cb->nhb = 0;
+			controller_check_sessions(ctl, cb->session_ms);
+		}
+		cb->was_leader = ctl_quorum_is_leader(ctl);
+		return timeout;
+	}
 	if (ctl->now_ms >= cb->next_hb_ms)
 		cb->next_hb_ms = ctl->now_ms + (heartbeat(ctl) == -ENOTCONN ? 200 : cb->interval_ms);
 	if (cb->ready && !cb->restarting && !cb->proposing) {

@@ -14,12 +14,33 @@
  *             leader), answered: 0 or ESTALE, and whether it is fenced.
  *             It carries the sender's last raft log index: the leader's
  *             watch for libraft 0.15's stuck follower (below).
+ *   FETCH     an observer's (a broker-only node, not a voter: Kafka's
+ *             process.roles=broker) pull of the committed metadata
+ *             records from index N on, as Kafka's brokers fetch the
+ *             metadata log from the quorum's leader. Any voter answers
+ *             with what it applied (committed records only, so every
+ *             voter's answer is a prefix of the same log) and names the
+ *             leader it knows; the observer moves to that leader. A voter
+ *             keeps the records it applied lately (CH_KEEP of them, at
+ *             most CH_KEEP_BYTES) with their bytes; an observer that asks
+ *             for an older index, or one before a snapshot this voter
+ *             restored, gets the voter's image as a snapshot (the
+ *             quorum's state snapshot, at the voter's last applied index)
+ *             instead. A fetch with nothing new waits on the voter
+ *             (CH_FETCH_WAIT_MS at most) for the next record.
  *
  * A frame: u32 length of what follows, u8 type, u64 request id, then
  *   PROPOSE        the record
  *   PROPOSE_RESP   i32 errno (0, or positive), u64 log index (0: none)
  *   HEARTBEAT      i32 broker id, i64 broker epoch, u64 last log index
  *   HEARTBEAT_RESP i32 errno, u8 fenced
+ *   FETCH          u64 the first index wanted
+ *   FETCH_RESP     i32 errno, i32 the leader the voter knows (-1: none),
+ *                  u64 its term, u64 upto (every record up to it is in
+ *                  the answer or before the index asked), u64 the voter's
+ *                  last applied index, u8 kind, then kind 0: u32 count,
+ *                  that many of (u64 index, u32 length, the record);
+ *                  kind 1: the snapshot, taken at index upto
  * all little-endian. A node keeps one connection to the leader it knows
  * (reconnecting when the leader changes or the connection breaks) and
  * answers the requests of every node that connected to it.
@@ -57,14 +78,22 @@
 #define CH_PROPOSE_RESP 2
 #define CH_HEARTBEAT 3
 #define CH_HEARTBEAT_RESP 4
+#define CH_FETCH 5
+#define CH_FETCH_RESP 6
 
 #define CH_HDR 13                       /* u32 length, u8 type, u64 id */
-#define CH_FRAME_MAX ((2u << 20) + 64)  /* a record is at most 1 MiB */
+#define CH_FRAME_MAX (64u << 20)        /* a record is at most 1 MiB; a
+					 * fetched snapshot is the image */
 #define CH_QUEUE_MS 30000               /* a proposal waits this long for a leader */
 #define CH_HB_MS 5000                   /* a heartbeat's answer, at most */
 #define CH_RETRY_MS 200                 /* reconnect, or resend after "not leader" */
 #define CH_RING 512                     /* applied outcomes kept for late answers */
 #define CH_STUCK 2                      /* heartbeats below the match index: stuck */
+#define CH_KEEP 4096                    /* records a voter keeps for observers */
+#define CH_KEEP_BYTES (16u << 20)       /* ... and their bytes, at most */
+#define CH_FETCH_BYTES (1u << 20)       /* records in one fetch's answer (one at least) */
+#define CH_FETCH_WAIT_MS 500            /* a fetch with nothing new waits this long */
+#define CH_FETCH_HDR 33                 /* FETCH_RESP's fields before the payload */
 
 enum ch_state { RQ_QUEUED, RQ_SENT, RQ_WAIT };
 
@@ -93,6 +122,8 @@ struct ch_conn {
 	uint64_t id;
 	int32_t peer;                   /* node id */
 	int closing;
+	int fetcher;                    /* an observer fetched on it (DescribeQuorum) */
+	uint64_t fetched;               /* the index before its last fetch's first */
 	char *rbuf;
 	size_t rlen, rcap;
 };
@@ -107,6 +138,20 @@ struct ch_outcome {
 	uint64_t index;
 	int rc;
 	struct metalog_applied a;
+};
+
+/* A record applied here, kept for observers' fetches. */
+struct ch_kept {
+	uint64_t index;
+	size_t len;
+	char *buf;
+};
+
+/* A fetch waiting for a record to be applied here. */
+struct ch_park {
+	struct ch_park *next;
+	uint64_t conn, id, from;
+	int64_t deadline_ms;
 };
 
 /* The leader's view of one node's log, from its heartbeats. */
@@ -137,6 +182,22 @@ struct ctl_channel {
 	int (*serve_hb)(struct ctl *ctl, int32_t id, int64_t epoch, int *fenced);
 	int closed;
 	uint64_t forwarded, served, lost;
+	/* a voter: the records applied lately (a ring, oldest at kept_head);
+	 * every record applied past kept_base is in it, unless kept_fresh (a
+	 * snapshot was restored and no record applied since) */
+	struct ch_kept kept[CH_KEEP];
+	uint32_t kept_head, kept_len, keep_max;
+	size_t kept_bytes;
+	uint64_t kept_base;
+	int kept_fresh;
+	struct ch_park *parked;
+	uint64_t snapshots_sent;
+	/* an observer (not among the voters): its one fetch in flight */
+	int observer;
+	int fetching;
+	uint64_t fetch_id;
+	int probe;                      /* the voter tried next while no leader is known */
+	uint64_t fetches, snapshots_got;
 };
 
 /* ---- bytes ---------------------------------------------------------------- */
@@ -220,8 +281,17 @@ static void out_lost(struct ctl_channel *ch, struct ch_conn *c)
 {
 	struct ch_req **pp = &ch->reqs;
 
-	if (ch->out == c)
+	if (ch->out == c) {
 		ch->out = NULL;
+		if (ch->observer) {
+			/* its fetch has no answer; a leader that went away is
+			 * forgotten, the next voter tried */
+			ch->fetching = 0;
+			ch->probe++;
+			if (ch->q && c->peer == quorum_leader(ch->q))
+				quorum_observe_leader(ch->q, -1, 0);
+		}
+	}
 	ch->retry_at_ms = ch->ctl->now_ms + CH_RETRY_MS;
 	while (*pp) {
 		struct ch_req *r = *pp;
@@ -408,10 +478,192 @@ static void watch_follower(struct ctl_channel *ch, int32_t node, uint64_t last)
 		ch->stuck_transfers++;
 }
 
+/* ---- a voter's side of an observer's fetch ---------------------------------- */
+
+static void kept_drop_oldest(struct ctl_channel *ch)
+{
+	struct ch_kept *k = &ch->kept[ch->kept_head];
+
+	ch->kept_base = k->index;
+	ch->kept_bytes -= k->len;
+	free(k->buf);
+	k->buf = NULL;
+	ch->kept_head = (ch->kept_head + 1) % CH_KEEP;
+	ch->kept_len--;
+}
+
+void ctl_channel_keep(struct ctl_channel *ch, uint64_t index, const void *buf, size_t len)
+{
+	struct ch_kept *k;
+
+	if (ch->observer)
+		return;
+	if (ch->kept_fresh) {
+		/* the first record after a snapshot: what lies between is raft's own */
+		ch->kept_base = index - 1;
+		ch->kept_fresh = 0;
+	}
+	while (ch->kept_len && (ch->kept_len >= ch->keep_max || ch->kept_bytes + len > CH_KEEP_BYTES))
+		kept_drop_oldest(ch);
+	k = &ch->kept[(ch->kept_head + ch->kept_len) % CH_KEEP];
+	if (!(k->buf = malloc(len ? len : 1)))
+		abort();   /* the control thread's own bookkeeping */
+	memcpy(k->buf, buf, len);
+	k->len = len;
+	k->index = index;
+	ch->kept_len++;
+	ch->kept_bytes += len;
+}
+
+void ctl_channel_keep_max(struct ctl_channel *ch, uint32_t records)
+{
+	ch->keep_max = records < 1 ? 1 : records > CH_KEEP ? CH_KEEP : records;
+}
+
+void ctl_channel_restored(struct ctl_channel *ch)
+{
+	while (ch->kept_len)
+		kept_drop_oldest(ch);
+	ch->kept_fresh = 1;
+}
+
+/* Answer a fetch from index `from` with what this voter applied. */
+static void fetch_answer(struct ctl_channel *ch, struct ch_conn *c, uint64_t id, uint64_t from)
+{
+	struct quorum_view v;
+	char h[CH_FETCH_HDR];
+	char *body = NULL;
+	size_t blen = 0, cap = 0;
+	uint64_t upto;
+	int kind = 0;
+
+	quorum_describe(ch->q, &v);
+	upto = v.last_applied;
+	c->fetcher = 1;
+	c->fetched = from ? from - 1 : 0;
+	if (from <= v.last_applied && (ch->kept_fresh || from <= ch->kept_base)) {
+		/* older than what is kept: the image, as a snapshot */
+		void *snap;
+		size_t slen;
+
+		if (quorum_state_snapshot(ch->q, &snap, &slen) < 0) {
+			conn_close(c);   /* out of memory: the observer asks again */
+			return;
+		}
+		body = snap;
+		blen = slen;
+		kind = 1;
+		ch->snapshots_sent++;
+	} else {
+		uint32_t n = 0;
+
+		cap = 4096;
+		if (!(body = malloc(cap)))
+			abort();
+		blen = 4;
+		for (uint32_t i = 0; i < ch->kept_len; i++) {
+			const struct ch_kept *k = &ch->kept[(ch->kept_head + i) % CH_KEEP];
+
+			if (k->index < from || k->index > v.last_applied)
+				continue;
+			if (n && blen + 12 + k->len > CH_FETCH_BYTES) {
+				upto = k->index - 1;   /* the rest in the next fetch */
+				break;
+			}
+			while (blen + 12 + k->len > cap) {
+				cap *= 2;
+				if (!(body = realloc(body, cap)))
+					abort();
+			}
+			put64(body + blen, k->index);
+			put32(body + blen + 8, (uint32_t)k->len);
+			memcpy(body + blen + 12, k->buf, k->len);
+			blen += 12 + k->len;
+			n++;
+		}
+		put32(body, n);
+	}
+	put32(h, 0);
+	put32(h + 4, (uint32_t)v.leader);
+	put64(h + 8, v.term);
+	put64(h + 16, upto);
+	put64(h + 24, v.last_applied);
+	h[32] = (char)kind;
+	conn_send(c, CH_FETCH_RESP, id, h, sizeof(h), body, blen);
+	free(body);
+}
+
+/* Answer the parked fetches that have something now, or waited long
+ * enough (then with nothing: the answer still names the leader). */
+static int fetch_unpark(struct ctl_channel *ch)
+{
+	struct ch_park **pp = &ch->parked;
+	uint64_t applied = 0;
+	int work = 0;
+
+	if (ch->parked && ch->q) {
+		struct quorum_view v;
+
+		quorum_describe(ch->q, &v);
+		applied = v.last_applied;
+	}
+	while (*pp) {
+		struct ch_park *k = *pp;
+		struct ch_conn *c = conn_by_id(ch, k->conn);
+
+		if (c && ch->q && applied < k->from && ch->ctl->now_ms < k->deadline_ms) {
+			pp = &k->next;
+			continue;
+		}
+		*pp = k->next;
+		if (c && ch->q) {
+			fetch_answer(ch, c, k->id, k->from);
+			work++;
+		}
+		free(k);
+	}
+	return work;
+}
+
+static void serve_fetch(struct ch_conn *c, uint64_t id, uint64_t from)
+{
+	struct ctl_channel *ch = c->ch;
+	struct quorum_view v;
+	struct ch_park *k;
+
+	quorum_describe(ch->q, &v);
+	if (from <= v.last_applied) {
+		fetch_answer(ch, c, id, from);
+		return;
+	}
+	c->fetcher = 1;
+	c->fetched = from - 1;
+	if (!(k = calloc(1, sizeof(*k))))
+		abort();
+	*k = (struct ch_park){ ch->parked, c->id, id, from, ch->ctl->now_ms + CH_FETCH_WAIT_MS };
+	ch->parked = k;
+}
+
+int ctl_channel_observers(const struct ctl_channel *ch, int32_t *ids, int64_t *log_end, int max)
+{
+	int n = 0;
+
+	for (const struct ch_conn *c = ch ? ch->conns : NULL; c && n < max; c = c->next)
+		if (c->fetcher && !c->closing) {
+			ids[n] = c->peer;
+			log_end[n++] = (int64_t)c->fetched;
+		}
+	return n;
+}
+
 static void serve_frame(struct ch_conn *c, int type, uint64_t id, const char *p, size_t len)
 {
 	struct ctl_channel *ch = c->ch;
 
+	if (type == CH_FETCH && len >= 8 && ch->q && !ch->observer) {
+		serve_fetch(c, id, get64(p));   /* not counted: an observer's long poll */
+		return;
+	}
 	ch->served++;
 	if (type == CH_PROPOSE) {
 		struct ch_serving *sv;
@@ -525,9 +777,76 @@ static void req_answered(struct ctl_channel *ch, struct ch_req *r, int err, uint
 	r->index = index;
 }
 
+/* ---- an observer's fetches ---------------------------------------------------- */
+
+static void fetch_send(struct ctl_channel *ch)
+{
+	char b[8];
+
+	ch->fetching = 1;
+	ch->fetch_id = ++ch->next_req;
+	ch->fetches++;
+	put64(b, quorum_last_index(ch->q) + 1);
+	conn_send(ch->out, CH_FETCH, ch->fetch_id, b, sizeof(b), NULL, 0);
+}
+
+/* A voter answered: apply the records (or the snapshot) in order. */
+static void fetch_answered(struct ctl_channel *ch, const char *p, size_t len)
+{
+	uint64_t upto, hw;
+	int32_t leader;
+
+	ch->fetching = 0;
+	if (len < CH_FETCH_HDR || get32(p) != 0) {
+		conn_close(ch->out);
+		return;
+	}
+	leader = (int32_t)get32(p + 4);
+	upto = get64(p + 16);
+	hw = get64(p + 24);
+	if (p[32] == 1) {
+		int rc = quorum_observe_restore(ch->q, upto, p + CH_FETCH_HDR, len - CH_FETCH_HDR);
+
+		if (rc < 0) {
+			fprintf(stderr, "sluiced: the metadata snapshot node %d sent (index %llu) does not read: %s\n",
+				ch->out_peer, (unsigned long long)upto, strerror(-rc));
+			conn_close(ch->out);
+			return;
+		}
+		ch->snapshots_got++;
+	} else {
+		size_t off = CH_FETCH_HDR + 4;
+		uint32_t n = len >= off ? get32(p + CH_FETCH_HDR) : 0;
+
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t index;
+			uint32_t rl;
+
+			if (len - off < 12 || len - off - 12 < (rl = get32(p + off + 8))) {
+				conn_close(ch->out);
+				return;
+			}
+			index = get64(p + off);
+			quorum_observe_apply(ch->q, index, p + off + 12, rl);
+			off += 12 + rl;
+			if (!ch->q || ch->closed)
+				return;
+		}
+	}
+	quorum_observe_advance(ch->q, upto, hw);
+	quorum_observe_leader(ch->q, leader, get64(p + 8));
+}
+
 static void answer_frame(struct ctl_channel *ch, int type, uint64_t id, const char *p, size_t len)
 {
-	struct ch_req *r = req_by_id(ch, id);
+	struct ch_req *r;
+
+	if (type == CH_FETCH_RESP) {
+		if (ch->observer && ch->fetching && id == ch->fetch_id)
+			fetch_answered(ch, p, len);
+		return;
+	}
+	r = req_by_id(ch, id);
 
 	if (!r || r->state != RQ_SENT)
 		return;   /* timed out meanwhile */
@@ -685,10 +1004,16 @@ static void out_connected(void *arg, struct uv_stream_s *s, int status)
 	ch->connecting = 0;
 	if (status < 0 || !s) {
 		ch->retry_at_ms = ch->ctl->now_ms + CH_RETRY_MS;
+		if (ch->observer && ch->q && !ch->closed) {
+			/* that voter is down: the next one, and its leader forgotten */
+			ch->probe++;
+			if (quorum_leader(ch->q) == ch->connect_peer)
+				quorum_observe_leader(ch->q, -1, 0);
+		}
 		return;
 	}
 	leader = ch->q && !ch->closed ? quorum_leader(ch->q) : -1;
-	if (ch->closed || leader != ch->connect_peer || ch->out) {
+	if (ch->closed || (leader != ch->connect_peer && !(ch->observer && leader < 0)) || ch->out) {
 		uv_close((uv_handle_t *)s, stream_freed);
 		return;
 	}
@@ -720,11 +1045,14 @@ int ctl_channel_tick(struct ctl_channel *ch)
 		ch->peers[i].match = 0;
 		ch->peers[i].below = 0;
 	}
-	if (ch->out && (am || leader != ch->out_peer)) {
-		/* the leader moved: what was sent there has no answer */
+	if (ch->out && (am || (leader != ch->out_peer && !(ch->observer && leader < 0)))) {
+		/* the leader moved: what was sent there has no answer (an
+		 * observer that knows no leader stays with the voter it has) */
 		conn_close(ch->out);
 		work++;
 	}
+	if (ch->observer && leader < 0 && ch->nvoters)
+		leader = ch->voters[ch->probe % ch->nvoters].id;   /* ask a voter which one leads */
 	if (!am && leader >= 0 && !ch->out && !ch->connecting && now >= ch->retry_at_ms) {
 		const char *addr = address_of(ch, leader);
 
@@ -734,6 +1062,12 @@ int ctl_channel_tick(struct ctl_channel *ch)
 			work++;
 		}
 	}
+	if (ch->observer && ch->out && !ch->fetching) {
+		fetch_send(ch);
+		work++;
+	}
+	if (ch->parked)
+		work += fetch_unpark(ch);
 	pp = &ch->reqs;
 	while (*pp) {
 		struct ch_req *r = *pp;
@@ -773,9 +1107,14 @@ int ctl_channel_create(struct ctl *ctl, int32_t self, const struct ctl_channel_v
 		return -ENOMEM;
 	}
 	memcpy(ch->voters, v, (size_t)n * sizeof(*v));
-	for (int i = 0; i < n; i++)
+	ch->observer = 1;
+	for (int i = 0; i < n; i++) {
 		ch->peers[i].node = v[i].id;
+		if (v[i].id == self)
+			ch->observer = 0;
+	}
 	ch->nvoters = n;
+	ch->keep_max = CH_KEEP;
 	ch->ctl = ctl;
 	ch->self = self;
 	*out = ch;
@@ -797,6 +1136,9 @@ void ctl_channel_stats(const struct ctl_channel *ch, struct ctl_channel_stats *s
 	st->lost = ch->lost;
 	st->stuck_transfers = ch->stuck_transfers;
 	st->connected = ch->out != NULL;
+	st->fetches = ch->fetches;
+	st->snapshots_sent = ch->snapshots_sent;
+	st->snapshots_got = ch->snapshots_got;
 }
 
 void ctl_channel_close(struct ctl_channel *ch)
@@ -806,6 +1148,12 @@ void ctl_channel_close(struct ctl_channel *ch)
 	ch->closed = 1;
 	for (struct ch_conn *c = ch->conns; c; c = c->next)
 		conn_close(c);
+	while (ch->parked) {
+		struct ch_park *k = ch->parked;
+
+		ch->parked = k->next;
+		free(k);
+	}
 	while (ch->reqs) {
 		struct ch_req *r = ch->reqs;
 
@@ -819,6 +1167,8 @@ void ctl_channel_free(struct ctl_channel *ch)
 {
 	if (!ch)
 		return;
+	while (ch->kept_len)
+		kept_drop_oldest(ch);
 	free(ch->voters);
 	free(ch->peers);
 	free(ch);

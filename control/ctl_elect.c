@@ -104,7 +104,7 @@ static int live_brokers(struct ctl *ctl, int32_t **out)
 			continue;
 		ids[k++] = mb->id;
 	}
-	if (!metalog_broker(ctl->ml, self) && !ctl_elect_shutting_down(ctl, self))
+	if (!metalog_broker(ctl->ml, self) && !ctl_elect_shutting_down(ctl, self) && !ctl->b->set.controller_only)
 		ids[k++] = self;   /* not registered yet: at start, before its record */
 	*out = ids;
 	return k;

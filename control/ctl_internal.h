@@ -4,7 +4,8 @@
  *                ring), the partition proxy, the internal logs, the clock
  *   ctl_channel.c the controller channel: proposals and heartbeats of a
  *                node that does not lead the quorum, sent to the one that
- *                does, and served there
+ *                does, and served there; a broker-only node's fetches of
+ *                the committed records
  *   ctl_quorum.c the metadata log on the Raft quorum: the image follows
  *                the committed records; start-up, import, proposals
  *   ctl_meta.c   changes to the metadata: a record proposed, its
@@ -262,6 +263,17 @@ void ctl_channel_serve_heartbeats(struct ctl_channel *ch,
 				  int (*fn)(struct ctl *ctl, int32_t id, int64_t epoch, int *fenced));
 /* Every record applied here, in log order (from the quorum's apply). */
 void ctl_channel_applied(struct ctl_channel *ch, uint64_t index, int rc, const struct metalog_applied *a);
+/* A voter: the bytes of every record applied here, in log order (kept,
+ * copied, for observers' fetches); a snapshot restored here (what is kept
+ * is dropped). Nothing on an observer. */
+void ctl_channel_keep(struct ctl_channel *ch, uint64_t index, const void *buf, size_t len);
+void ctl_channel_restored(struct ctl_channel *ch);
+/* Keep at most `records` (1 up to the default, 4096): fewer make an
+ * observer that is further behind get a snapshot. */
+void ctl_channel_keep_max(struct ctl_channel *ch, uint32_t records);
+/* The observers fetching from this voter (DescribeQuorum): their node ids
+ * and log ends (the index before their last fetch), at most max. */
+int ctl_channel_observers(const struct ctl_channel *ch, int32_t *ids, int64_t *log_end, int max);
 /* Each turn: follow the leader (connect, resend, expire). Work done. */
 int ctl_channel_tick(struct ctl_channel *ch);
 void ctl_channel_stats(const struct ctl_channel *ch, struct ctl_channel_stats *st);
@@ -394,9 +406,10 @@ void ctl_roles_refresh(struct ctl *ctl);
  * first). Every loop turn once they started; cheap when nothing moved. */
 void ctl_coord_refresh(struct ctl *ctl);
 /* A cluster's internal topics (ctl.c): made by the active controller once
- * min(3, voters) brokers are registered and unfenced, with min(3, those
- * brokers) replicas (Kafka's offsets.topic.replication.factor); a node
- * alone makes them at its first start instead. Every loop turn. */
+ * min(3, voters) brokers are registered and unfenced (a controller-only
+ * active controller: offsets.topic.replication.factor brokers), with
+ * min(3, those brokers) replicas (Kafka's offsets.topic.replication.factor);
+ * a node alone makes them at its first start instead. Every loop turn. */
 void ctl_internal_topics_tick(struct ctl *ctl);
 
 /* ---- ctl_topic.c -------------------------------------------------------- */

@@ -9,6 +9,13 @@
  * <node.id>@127.0.0.1:0, a transport without sockets (it has nobody to talk
  * to), elected at once; the same code path as a cluster's quorum.
  *
+ * A broker-only node (process.roles=broker) is no voter: its quorum is an
+ * observer (quorum_config.observer: no raft, no directory), fed by the
+ * controller channel's fetches from a voter; the records and snapshots it
+ * fetches go through the same apply and restore below. A controller-only
+ * node is a voter with the channel even as a quorum of one (its brokers
+ * reach it there).
+ *
  * Start-up, in turns of the loop: open (the log replayed into the image),
  * the election (leader_changed), a barrier (every record of earlier terms
  * applied here), the one-time import of an older broker's metadata log,
@@ -281,6 +288,7 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 			if (scope == META_SCOPE_CLUSTER || scope == cq->ctl->b->set.node_id)
 				cq->ctl->follow_broker = 1;
 		}
+		ctl_channel_keep(cq->ch, index, buf, len);
 		ctl_channel_applied(cq->ch, index, rc, rc == 0 ? &a : NULL);
 	}
 	if (index > cq->applied_max)
@@ -302,6 +310,8 @@ static int cq_restore(void *arg, const void *buf, size_t len)
 	cq->ctl->elect_due |= CTL_ELECT_PUBLISH | CTL_ELECT_SCAN;
 	cq->ctl->roles_changed = 1;     /* the partitions' roles (ctl_poll) */
 	cq->ctl->reassign_due = 1;
+	if (cq->ch)
+		ctl_channel_restored(cq->ch);
 	return metalog_restore(cq->ctl->ml, buf, len);
 }
 
@@ -648,7 +658,10 @@ static int cq_cluster_voters(struct ctl_quorum *cq, struct quorum_config *qc, ch
 	if (rc < 0)
 		return rc;
 	cq->nvoters = n;
-	if (n <= 1)
+	/* a node of one role is always of a cluster: a controller only has
+	 * brokers to serve (a quorum of one among them included), a broker
+	 * only the controllers to follow */
+	if (n <= 1 && !cq->ctl->b->set.controller_only && !cq->ctl->b->set.broker_only)
 		return 0;
 	for (int i = 0; i < n; i++) {
 		if (cq_resolve(nv[i].host, hosts[i], sizeof(hosts[i])) < 0) {
@@ -668,7 +681,42 @@ static int cq_cluster_voters(struct ctl_quorum *cq, struct quorum_config *qc, ch
 	qc->nvoters = n;
 	qc->channel_accept = ctl_channel_accept;
 	qc->channel_arg = cq->ch;
+	qc->observer = cq->ctl->b->set.broker_only;
 	return 0;
+}
+
+/* A broker-only node (an observer: quorum_config.observer): no raft
+ * directory; the image starts empty at every start and is rebuilt from
+ * what a voter sends (a snapshot, then the records), as a Kafka broker
+ * fetches the metadata log. Its cluster id is the configured one. */
+static int cq_open_observer(struct ctl *ctl, struct ctl_quorum *cq, struct quorum_config *qc, char *err,
+			    size_t errlen)
+{
+	struct broker *b = ctl->b;
+	const char *want_cid = config_str(ctl->cfg, "cluster.id");
+	int rc;
+
+	if (dir_exists(cq->dir)) {
+		snprintf(err, errlen, "process.roles=broker, but %s holds the metadata quorum's log of a voter: "
+			 "this data directory was a controller's; give a broker-only node a data directory of its "
+			 "own", cq->dir);
+		return -EINVAL;
+	}
+	if (!cluster_id_valid(want_cid)) {
+		snprintf(err, errlen, "cluster.id: '%s' is not a cluster id (22 characters of base64url, as "
+			 "sluiced prints at start and Kafka's kafka-storage random-uuid makes)", want_cid);
+		return -EINVAL;
+	}
+	memcpy(cq->cluster_id, want_cid, 23);
+	qc->cluster_id = cq->cluster_id;
+	if ((rc = metalog_image_new(b->set.node_id, &ctl->ml)) < 0) {
+		snprintf(err, errlen, "out of memory for the metadata image");
+		return rc;
+	}
+	rc = quorum_open(qc, &cq_ops, cq, &cq->q, err, errlen);
+	if (rc == 0)
+		ctl_channel_bind(cq->ch, cq->q);
+	return rc;
 }
 
 int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, const char *msg), char *err,
@@ -697,6 +745,8 @@ int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, con
 	qc.nvoters = 1;
 	if ((rc = cq_cluster_voters(cq, &qc, err, errlen)) < 0)
 		return rc;
+	if (qc.observer)
+		return cq_open_observer(ctl, cq, &qc, err, errlen);
 
 	rc = quorum_identity_read(cq->dir, cid, sizeof(cid), vhave, sizeof(vhave));
 	if (rc == 0 && dir_exists(old)) {
@@ -830,6 +880,20 @@ static void cq_describe_msg(void *self, struct shard_msg *m)
 		out->voters[i].id = st.voters[i].node_id;
 		out->voters[i].log_end = st.voters[i].log_end;
 		out->nvoters++;
+	}
+	if (out->err == 0 && quorum_is_observer(ctl->cq->q)) {
+		out->observers[0].id = ctl->b->set.node_id;
+		out->observers[0].log_end = (int64_t)st.last_applied;
+		out->nobservers = 1;
+	} else if (out->err == 0) {
+		int32_t ids[COORD_QUORUM_MAX_VOTERS];
+		int64_t ends[COORD_QUORUM_MAX_VOTERS];
+
+		out->nobservers = ctl_channel_observers(ctl->cq->ch, ids, ends, COORD_QUORUM_MAX_VOTERS);
+		for (int i = 0; i < out->nobservers; i++) {
+			out->observers[i].id = ids[i];
+			out->observers[i].log_end = ends[i];
+		}
 	}
 	ctl_reply(ctl, m->p[0], (int)m->v[0]);
 }

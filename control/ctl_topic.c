@@ -265,7 +265,7 @@ int ctl_place_brokers(struct ctl *ctl, struct placement_broker **out)
 		self |= mb->id == ctl->b->set.node_id;
 		b[k++] = (struct placement_broker){ mb->id, mb->rack };
 	}
-	if (!self)
+	if (!self && !ctl->b->set.controller_only)   /* a controller only hosts nothing */
 		b[k++] = (struct placement_broker){ ctl->b->set.node_id, ctl->b->set.rack };
 	*out = b;
 	return k;

@@ -146,12 +146,8 @@ int node_role_check(const struct config *c, struct node_role *r, char *err, size
 			return -EINVAL;
 		}
 	}
-	if (!r->broker || !r->controller) {
-		snprintf(err, errlen,
-			 "process.roles=%s: Sluice runs combined nodes only (every node a broker and a voter of the "
-			 "metadata quorum: process.roles=broker,controller); a node that is only a %s would need "
-			 "other nodes for the %s; see docs/cluster.md", roles, r->broker ? "broker" : "controller",
-			 r->broker ? "metadata quorum" : "data");
+	if (!r->broker && !r->controller) {
+		snprintf(err, errlen, "process.roles: empty: give broker, controller, or broker,controller");
 		return -EINVAL;
 	}
 	rc = node_voters_parse(config_str(c, "controller.quorum.voters"), r->voters, NODE_ROLE_MAX_VOTERS,
@@ -161,25 +157,49 @@ int node_role_check(const struct config *c, struct node_role *r, char *err, size
 	for (int i = 0; i < r->nvoters; i++)
 		if (r->voters[i].id == node)
 			self = &r->voters[i];
-	if (r->nvoters && !self) {
+	if (!r->nvoters && (!r->broker || !r->controller)) {
+		snprintf(err, errlen,
+			 "controller.quorum.voters: empty, and process.roles=%s: a node that is only a %s needs "
+			 "the controllers of its cluster named there (id@host:port of each); see docs/cluster.md",
+			 roles, r->broker ? "broker" : "controller");
+		return -EINVAL;
+	}
+	if (r->nvoters && r->controller && !self) {
 		snprintf(err, errlen,
 			 "node.id=%d is not among controller.quorum.voters (%.300s): a controller must be one of "
 			 "the voters; set node.id to this node's id in that list", node,
 			 config_str(c, "controller.quorum.voters"));
 		return -EINVAL;
 	}
-	if (r->nvoters > 1 && !config_str(c, "cluster.id")[0]) {
+	if (!r->controller && self) {
 		snprintf(err, errlen,
-			 "cluster.id: controller.quorum.voters names %d voters, and every node of a cluster must be "
-			 "given the same cluster.id (22 characters of base64url, as Kafka's kafka-storage "
-			 "random-uuid prints); see docs/cluster.md", r->nvoters);
+			 "node.id=%d is among controller.quorum.voters (%.300s), but process.roles=broker: a node "
+			 "that is only a broker is not a voter; give it an id of its own, or make it "
+			 "process.roles=broker,controller", node, config_str(c, "controller.quorum.voters"));
+		return -EINVAL;
+	}
+	if ((r->nvoters > 1 || !r->broker || !r->controller) && !config_str(c, "cluster.id")[0]) {
+		snprintf(err, errlen,
+			 "cluster.id: controller.quorum.voters names %d voter%s for a cluster%s, and every node of a "
+			 "cluster must be given the same cluster.id (22 characters of base64url, as Kafka's "
+			 "kafka-storage random-uuid prints); see docs/cluster.md", r->nvoters,
+			 r->nvoters == 1 ? "" : "s", r->controller && r->broker ? "" : " with nodes of one role");
 		return -EINVAL;
 	}
 	rc = pick_listener("listeners", config_str(c, "listeners"), names, 0, r->listen_host,
 			   sizeof(r->listen_host), &r->listen_port, err, errlen);
 	if (rc < 0)
 		return rc;
-	if (rc == 0) {
+	if (rc > 0 && !r->broker) {
+		snprintf(err, errlen,
+			 "listeners: process.roles=controller, so listeners must only contain controller listeners "
+			 "(named in controller.listener.names=%s), as Kafka requires; '%s:%d' is not one (a "
+			 "controller-only node serves no Kafka clients)", names, r->listen_host, r->listen_port);
+		return -EINVAL;
+	}
+	if (rc == 0)
+		r->listen_port = 0;   /* (pick_listener parsed every entry into it) */
+	if (rc == 0 && r->broker) {
 		snprintf(err, errlen,
 			 "listeners: every entry is a controller listener (named in controller.listener.names=%s): "
 			 "add one for clients, e.g. PLAINTEXT://127.0.0.1:9092", names);
@@ -191,12 +211,21 @@ int node_role_check(const struct config *c, struct node_role *r, char *err, size
 		return rc;
 	if (rc == 0)
 		r->ctl_port = 0;
-	if (rc == 0 && r->nvoters > 1) {
+	if (rc > 0 && !r->controller) {
 		snprintf(err, errlen,
-			 "listeners: controller.quorum.voters names %d voters, so this node needs its controller "
+			 "listeners: process.roles=broker, so this node runs no controller and listens on no "
+			 "controller listener (named in controller.listener.names=%s, here port %d), as Kafka "
+			 "requires: remove it; the broker reaches the controllers at controller.quorum.voters",
+			 names, r->ctl_port);
+		return -EINVAL;
+	}
+	if (rc == 0 && r->controller && (r->nvoters > 1 || !r->broker)) {
+		snprintf(err, errlen,
+			 "listeners: controller.quorum.voters names %d voter%s%s, so this node needs its controller "
 			 "listener (a listeners entry named in controller.listener.names=%s, e.g. "
 			 "CONTROLLER://%s:%d) on its voter port, which carries the quorum and the controller channel",
-			 r->nvoters, names, self->host, self->port);
+			 r->nvoters, r->nvoters == 1 ? "" : "s", r->broker ? "" : " and this node is a controller only",
+			 names, self->host, self->port);
 		return -EINVAL;
 	}
 	if (r->ctl_port && r->ctl_port == r->listen_port) {
@@ -210,6 +239,27 @@ int node_role_check(const struct config *c, struct node_role *r, char *err, size
 			 "named in controller.listener.names) is on port %d",
 			 node, self->host, self->port, r->ctl_port);
 		return -EINVAL;
+	}
+	if (!r->broker) {
+		/* no Kafka listener: what it prints and listens on is its
+		 * controller listener */
+		rc = pick_listener("advertised.listeners", config_advertised_listeners(c), names, 0, r->adv_host,
+				   sizeof(r->adv_host), &r->adv_port, err, errlen);
+		if (rc < 0)
+			return rc;
+		if (rc > 0) {
+			snprintf(err, errlen,
+				 "advertised.listeners: process.roles=controller, so it must name no listener for "
+				 "clients ('%s:%d' is one): a controller-only node serves no Kafka clients",
+				 r->adv_host, r->adv_port);
+			return -EINVAL;
+		}
+		snprintf(r->listen_host, sizeof(r->listen_host), "%s", r->ctl_host);
+		r->listen_port = 0;
+		r->adv_host[0] = 0;
+		r->adv_port = 0;
+		snprintf(r->rack, sizeof(r->rack), "%s", config_str(c, "broker.rack"));
+		return 0;
 	}
 	rc = pick_listener("advertised.listeners", config_advertised_listeners(c), names, 0, r->adv_host,
 			   sizeof(r->adv_host), &r->adv_port, err, errlen);

@@ -6,12 +6,16 @@
  * configuration that contradicts itself is refused with one line naming
  * the key (sluiced exits 2).
  *
- * Every node is a combined broker and controller (broker-only and
- * controller-only nodes are refused). An empty voter list, or one naming
- * only this node, is a quorum of one (no socket for the quorum); a list
- * naming several nodes is a cluster: this node must be among them, have
- * its controller listener on its voter port (it carries raft and the
- * controller channel: control/quorum_transport.h) and a cluster.id.
+ * A node is a combined broker and controller (the default), a controller
+ * only (a voter that serves no Kafka client: its listeners are controller
+ * listeners only, as Kafka requires) or a broker only (not a voter: its
+ * node.id must not be among the voters, it has no controller listener and
+ * reaches the controllers at their voter addresses). An empty voter list,
+ * or one naming only this combined node, is a quorum of one (no socket for
+ * the quorum); a list naming several nodes, or any node of one role, is a
+ * cluster: a controller must be among the voters and have its controller
+ * listener on its voter port (it carries raft and the controller channel:
+ * control/quorum_transport.h), and every node needs a cluster.id.
  *
  * Thread: main, at start-up (pure: reads the frozen config).
  * Errors: 0, or -EINVAL with err naming the key and what to do.
@@ -38,7 +42,7 @@ struct node_role {
 	int nvoters;                  /* 0: the voter list is empty (this node alone) */
 	struct node_voter voters[NODE_ROLE_MAX_VOTERS];
 	/* the Kafka listener clients connect to: the first entry of listeners
-	 * that is not a controller listener */
+	 * that is not a controller listener (a controller only: port 0, none) */
 	char listen_host[256];
 	int listen_port;
 	/* what Metadata returns: the first entry of advertised.listeners (or

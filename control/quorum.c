@@ -115,6 +115,12 @@ struct quorum {
 	uint64_t ran;                   /* done and transfer callbacks run */
 	int local;                      /* a quorum of one on port 0: no sockets */
 	struct qt_ops channel;          /* the controller channel's accepts */
+	/* an observer (quorum_config.observer): no raft; what a voter said */
+	int observer;
+	int32_t obs_leader;             /* -1: none known */
+	uint64_t obs_term, obs_applied, obs_hw;
+	int obs_nvoters;
+	int32_t obs_voters[QUORUM_MAX_VOTERS];
 };
 
 struct quorum_prop {
@@ -223,7 +229,7 @@ static unsigned heartbeat_ms(const struct quorum_config *cfg)
 
 static int config_check(const struct quorum_config *cfg, char *err, size_t errlen)
 {
-	if (!cfg->dir || !cfg->dir[0])
+	if (!cfg->observer && (!cfg->dir || !cfg->dir[0]))
 		return errf(err, errlen, -EINVAL, "no directory for the quorum's log");
 	if (cfg->node_id < 0)
 		return errf(err, errlen, -EINVAL, "node id %d is negative", cfg->node_id);
@@ -258,7 +264,11 @@ static int config_check(const struct quorum_config *cfg, char *err, size_t errle
 					    cfg->voters[j].node_id, v->node_id, v->host, v->port);
 		}
 	}
-	if (!voter_of(cfg, cfg->node_id)) {
+	if (cfg->observer && voter_of(cfg, cfg->node_id))
+		return errf(err, errlen, -EINVAL, "node id %d is a voter, so it cannot be an observer", cfg->node_id);
+	if (cfg->observer && cfg->nvoters > QUORUM_MAX_VOTERS)
+		return errf(err, errlen, -EINVAL, "more than %d voters", QUORUM_MAX_VOTERS);
+	if (!cfg->observer && !voter_of(cfg, cfg->node_id)) {
 		char vs[512];
 
 		voters_text(cfg, vs, sizeof(vs));
@@ -514,7 +524,8 @@ static void quorum_free_backends(struct quorum *q)
 	if (q->backends_freed)
 		return;
 	q->backends_freed = 1;
-	raft_uv_close(&q->io);
+	if (!q->observer)
+		raft_uv_close(&q->io);
 	transport_close(q);
 }
 
@@ -539,6 +550,27 @@ static void quorum_abandon_raft(struct quorum *q)
 	while (uv_run(&q->loop, UV_RUN_DEFAULT) != 0)
 		;
 	uv_loop_close(&q->loop);
+}
+
+static int observer_open(const struct quorum_config *cfg, struct quorum *q, char *err, size_t errlen)
+{
+	int rv;
+
+	q->observer = 1;
+	q->lock_fd = -1;
+	q->obs_leader = -1;
+	for (int i = 0; i < cfg->nvoters; i++)
+		q->obs_voters[q->obs_nvoters++] = cfg->voters[i].node_id;
+	rv = uv_loop_init(&q->loop);
+	if (rv != 0)
+		return errf(err, errlen, -EIO, "uv_loop_init: %s", uv_strerror(rv));
+	rv = qt_init(&q->transport, &q->loop, &q->channel);
+	if (rv != 0) {
+		uv_loop_close(&q->loop);
+		return errf(err, errlen, quorum_errno(rv), "the controller channel's transport: %s",
+			    raft_strerror(rv));
+	}
+	return 0;
 }
 
 int quorum_open(const struct quorum_config *cfg, const struct quorum_ops *ops, void *arg,
@@ -567,6 +599,15 @@ int quorum_open(const struct quorum_config *cfg, const struct quorum_ops *ops, v
 	q->channel.channel_accept = cfg->channel_accept;
 	q->channel.arg = cfg->channel_arg;
 	q->told_leader = -1;
+	if (cfg->observer) {
+		rc = observer_open(cfg, q, err, errlen);
+		if (rc < 0) {
+			free(q);
+			return rc;
+		}
+		*out = q;
+		return 0;
+	}
 	q->lock_fd = dir_claim(cfg, err, errlen);
 	if (q->lock_fd < 0) {
 		rc = q->lock_fd;
@@ -679,6 +720,8 @@ static int32_t leader_of(const struct quorum *q)
 	raft_id id;
 	const char *address;
 
+	if (q->observer)
+		return q->obs_leader;
 	if (raft_state(r) == RAFT_LEADER)
 		return q->node_id;
 	raft_leader(r, &id, &address);
@@ -696,6 +739,18 @@ void quorum_describe(const struct quorum *q, struct quorum_view *st)
 
 	memset(st, 0, sizeof(*st));
 	st->leader = quorum_leader(q);
+	if (q->observer) {
+		st->term = q->obs_term;
+		st->commit_index = q->obs_hw;
+		st->last_applied = q->obs_applied;
+		st->last_index = q->obs_applied;
+		for (int i = 0; i < q->obs_nvoters; i++) {
+			st->voters[i].node_id = q->obs_voters[i];
+			st->voters[i].log_end = -1;
+		}
+		st->nvoters = q->obs_nvoters;
+		return;
+	}
 	st->am_leader = quorum_is_leader(q);
 	st->term = r->current_term;
 	st->commit_index = r->commit_index;
@@ -714,6 +769,8 @@ void quorum_describe(const struct quorum *q, struct quorum_view *st)
 
 uint64_t quorum_last_index(const struct quorum *q)
 {
+	if (q->observer)
+		return q->obs_applied;
 	return raft_last_index((struct raft *)&q->raft);
 }
 
@@ -738,7 +795,7 @@ int32_t quorum_node_id(const struct quorum *q)
 
 int quorum_is_leader(const struct quorum *q)
 {
-	return q->state == QUORUM_OPEN && raft_state((struct raft *)&q->raft) == RAFT_LEADER;
+	return q->state == QUORUM_OPEN && !q->observer && raft_state((struct raft *)&q->raft) == RAFT_LEADER;
 }
 
 int quorum_error(const struct quorum *q, uint64_t *index)
@@ -757,6 +814,8 @@ static int leader_moved(const struct quorum *q)
  * flight (raft_uv, on libuv's threadpool). */
 static int quorum_writing(struct quorum *q)
 {
+	if (q->observer)
+		return 0;
 	return q->raft.last_stored < raft_last_index(&q->raft);
 }
 
@@ -779,7 +838,8 @@ static void quorum_finish(struct quorum *q)
 	void (*done)(void *) = q->close_done;
 	void *arg = q->close_arg;
 
-	close(q->lock_fd);
+	if (q->lock_fd >= 0)
+		close(q->lock_fd);
 	free(q);
 	if (done)
 		done(arg);
@@ -856,7 +916,7 @@ int quorum_propose(struct quorum *q, const void *buf, size_t len, quorum_done_fn
 		return -ESHUTDOWN;
 	if (len > QUORUM_RECORD_MAX)
 		return -EMSGSIZE;
-	if (raft_state(&q->raft) != RAFT_LEADER)
+	if (q->observer || raft_state(&q->raft) != RAFT_LEADER)
 		return -QUORUM_ENOTLEADER;
 	p = malloc(sizeof(*p));
 	if (!p)
@@ -896,7 +956,7 @@ int quorum_barrier(struct quorum *q, quorum_done_fn done, void *cookie)
 
 	if (q->state != QUORUM_OPEN)
 		return -ESHUTDOWN;
-	if (raft_state(&q->raft) != RAFT_LEADER)
+	if (q->observer || raft_state(&q->raft) != RAFT_LEADER)
 		return -QUORUM_ENOTLEADER;
 	p = malloc(sizeof(*p));
 	if (!p)
@@ -944,7 +1004,7 @@ int quorum_transfer(struct quorum *q, int32_t to, void (*done)(void *cookie, int
 
 	if (q->state != QUORUM_OPEN)
 		return -ESHUTDOWN;
-	if (raft_state(&q->raft) != RAFT_LEADER)
+	if (q->observer || raft_state(&q->raft) != RAFT_LEADER)
 		return -QUORUM_ENOTLEADER;
 	if (q->transfer_done)
 		return -EBUSY;
@@ -971,15 +1031,87 @@ static void quorum_raft_closed(struct raft *r)
 	q->state = QUORUM_DRAINING;
 }
 
+/* An observer's transport closed: the loop drains (quorum_poll). */
+static void observer_transport_closed(struct raft_uv_transport *t)
+{
+	struct quorum *q = (struct quorum *)((char *)t - offsetof(struct quorum, transport));
+
+	q->state = QUORUM_DRAINING;
+}
+
 void quorum_close(struct quorum *q, void (*done)(void *arg), void *arg)
 {
 	if (q->state != QUORUM_OPEN)
 		return;
 	q->close_done = done;
 	q->close_arg = arg;
+	if (q->observer) {
+		q->state = QUORUM_CLOSING;
+		q->transport.close(&q->transport, observer_transport_closed);
+		return;
+	}
 	/* no proposal is taken any more: what is being written finishes (a
 	 * disk that never answers: close anyway after 5 s) */
 	uv_update_time(&q->loop);
 	q->close_by = uv_now(&q->loop) + 5000;
 	q->state = QUORUM_CLOSE_ASKED;
+}
+
+/* ------------------------------------------------ an observer */
+
+int quorum_is_observer(const struct quorum *q)
+{
+	return q->observer;
+}
+
+int quorum_state_snapshot(struct quorum *q, void **buf, size_t *len)
+{
+	return q->ops->snapshot(q->arg, buf, len);
+}
+
+void quorum_observe_leader(struct quorum *q, int32_t leader, uint64_t term)
+{
+	if (!q->observer)
+		return;
+	q->obs_leader = leader;
+	if (term > q->obs_term)
+		q->obs_term = term;
+}
+
+int quorum_observe_apply(struct quorum *q, uint64_t index, const void *buf, size_t len)
+{
+	if (!q->observer)
+		return -EINVAL;
+	if (index <= q->obs_applied)
+		return 0;
+	q->ops->apply(q->arg, index, buf, len);
+	q->obs_applied = index;
+	q->ran++;
+	return 0;
+}
+
+int quorum_observe_restore(struct quorum *q, uint64_t index, const void *buf, size_t len)
+{
+	int rc;
+
+	if (!q->observer)
+		return -EINVAL;
+	rc = q->ops->restore(q->arg, buf, len);
+	if (rc < 0)
+		return rc;
+	q->obs_applied = index;
+	if (index > q->obs_hw)
+		q->obs_hw = index;
+	q->ran++;
+	return 0;
+}
+
+void quorum_observe_advance(struct quorum *q, uint64_t applied, uint64_t hw)
+{
+	if (!q->observer)
+		return;
+	if (applied > q->obs_applied)
+		q->obs_applied = applied;
+	if (hw > q->obs_hw)
+		q->obs_hw = hw;
 }

@@ -6,7 +6,10 @@
  * own log files; between the voters the controller port's transport,
  * control/quorum_transport.h, which also carries the controller channel;
  * on a libuv loop of its own);
- * this module configures it, locks and checks its directory, adapts its
+ * A broker-only node is an observer instead (quorum_config.observer): no
+ * raft, only the loop and the transport's connects; the layer above feeds
+ * it the committed records it fetched (quorum_observe_*).
+ * This module configures it, locks and checks its directory, adapts its
  * state machine to the callbacks below (control/quorum_fsm.c) and lets the
  * control thread drive its loop beside its own (quorum_fd,
  * quorum_timeout_ms, quorum_poll). It knows nothing of what the records
@@ -108,6 +111,13 @@ struct quorum_config {
 	 * with channel_arg; NULL: refused. Not for a quorum of one. */
 	void (*channel_accept)(void *arg, struct uv_stream_s *stream, int32_t node);
 	void *channel_arg;
+	/* 1: this node is an observer (Kafka's process.roles=broker), not a
+	 * voter: node_id is none of voters[], there is no raft and no
+	 * directory (dir is not read), only the loop and the transport's
+	 * outbound connects (quorum_channel_connect). The layer above feeds
+	 * the committed records it fetched from a voter (quorum_observe_*),
+	 * and ops->apply and ops->restore run for them as on a voter. */
+	int observer;
 };
 
 struct quorum;
@@ -207,6 +217,28 @@ void quorum_voters_text(const struct quorum_config *cfg, char *buf, size_t cap);
  * runs: -ESHUTDOWN once closing, -ENOTCONN for a quorum of one. */
 int quorum_channel_connect(struct quorum *q, const char *address,
 			   void (*done)(void *arg, struct uv_stream_s *stream, int status), void *arg);
+
+/* @thread ctl. An observer's (quorum_config.observer) view of the quorum,
+ * from what a voter answered: the leader it names (-1: none known) and its
+ * term; quorum_poll tells leader_changed when it moved. */
+void quorum_observe_leader(struct quorum *q, int32_t leader, uint64_t term);
+/* @thread ctl. An observer applies a committed record fetched from a
+ * voter: ops->apply(index, buf, len) if index is past what it applied
+ * (else nothing). -EINVAL on a voter. */
+int quorum_observe_apply(struct quorum *q, uint64_t index, const void *buf, size_t len);
+/* @thread ctl. An observer replaces its state with a voter's snapshot
+ * taken at index (ops->restore): 0, or restore's -errno. */
+int quorum_observe_restore(struct quorum *q, uint64_t index, const void *buf, size_t len);
+/* @thread ctl. An observer has every record up to `applied` (the voter
+ * said nothing else is in between), and the voter had applied up to `hw`
+ * (quorum_describe's commit_index). Neither moves back. */
+void quorum_observe_advance(struct quorum *q, uint64_t applied, uint64_t hw);
+/* @thread ctl. Whether q is an observer. */
+int quorum_is_observer(const struct quorum *q);
+/* @thread ctl. The state as it is now (ops->snapshot: *buf malloc()ed,
+ * the caller's), at quorum_describe's last_applied: what a voter sends an
+ * observer that asks for records it no longer keeps. 0 or -errno. */
+int quorum_state_snapshot(struct quorum *q, void **buf, size_t *len);
 
 /* @thread ctl. Controlled shutdown of a leader: hand leadership to voter
  * `to` (node id), or to the most up-to-date other voter with to = -1, before

@@ -246,6 +246,8 @@ int main(int argc, char **argv)
 	b->controller_id = -1;     /* until the quorum names its leader */
 	snprintf(b->set.listen_host, sizeof(b->set.listen_host), "%s", role.listen_host);
 	b->set.listen_port = role.listen_port;
+	b->set.controller_only = !role.broker;
+	b->set.broker_only = !role.controller;
 	snprintf(b->set.adv_host, sizeof(b->set.adv_host), "%s", role.adv_host);
 	b->set.adv_port = role.adv_port;
 	snprintf(b->set.rack, sizeof(b->set.rack), "%s", role.rack);
@@ -326,11 +328,12 @@ int main(int argc, char **argv)
 	/* SO_REUSEPORT would let us share the port with another broker:
 	 * first make sure nobody holds it */
 	{
-		int probe;
+		int probe = 0;
 
 		/* a broker that just died (SIGKILL) frees its port when the
 		 * kernel tears its rings down: give that a second */
-		for (int tries = 0; (probe = shard_probe_port(role.listen_host, role.listen_port, err, sizeof(err))) == -EADDRINUSE &&
+		for (int tries = 0; role.broker &&
+				    (probe = shard_probe_port(role.listen_host, role.listen_port, err, sizeof(err))) == -EADDRINUSE &&
 				    tries < 50; tries++)
 			usleep(20000);
 		if (probe < 0) {
@@ -375,9 +378,16 @@ int main(int argc, char **argv)
 		if (write(b->shards[i]->wake_fd, &one, sizeof(one)) < 0)
 			continue;   /* the counter is full: a wake-up is pending anyway */
 	}
-	printf("sluiced: listening on %s:%d (node %d, %d shard%s, data in %s, cluster %s)\n", b->set.listen_host,
-	       b->set.listen_port, b->set.node_id, nshards, nshards == 1 ? "" : "s", b->set.data_dir,
-	       b->set.cluster_id);
+	if (!role.broker)
+		/* no Kafka listener: the line scripts wait for names the
+		 * controller listener */
+		printf("sluiced: listening on %s:%d (node %d, controller only: no Kafka clients, data in %s, "
+		       "cluster %s)\n", role.ctl_host, role.ctl_port, b->set.node_id, b->set.data_dir,
+		       b->set.cluster_id);
+	else
+		printf("sluiced: listening on %s:%d (node %d, %d shard%s, data in %s, cluster %s)\n",
+		       b->set.listen_host, b->set.listen_port, b->set.node_id, nshards, nshards == 1 ? "" : "s",
+		       b->set.data_dir, b->set.cluster_id);
 	if (ctl_admin_port(ctl))
 		printf("sluiced: admin http on %s, port %d (/metrics, /v1/health)\n", config_str(cfg, "admin.listen"),
 		       ctl_admin_port(ctl));

@@ -128,7 +128,11 @@ struct md_snapshot {
 
 struct broker_settings {
 	char listen_host[256];
-	int listen_port;
+	int listen_port;              /* unused by a controller-only node (no Kafka listener) */
+	/* process.roles: both 0 for a combined node (the default) */
+	int controller_only;          /* a voter that is no broker: never registered, hosts
+				       * nothing, no Kafka listener */
+	int broker_only;              /* no voter: follows the quorum's log as an observer */
 	char adv_host[256];
 	int adv_port;
 	int32_t node_id;

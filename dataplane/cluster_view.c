@@ -40,7 +40,7 @@ int16_t cluster_view_coordinator(const struct broker *b, const struct md_snapsho
 	int32_t leader;
 
 	if (!t || t->nparts < 1) {
-		if (md && md->nbrokers > 1)
+		if ((md && md->nbrokers > 1) || b->set.broker_only)
 			return 15;   /* a cluster's: made once its brokers are up; ask again */
 		cluster_view_self(b, out);
 		return 0;

@@ -88,6 +88,13 @@ struct coord_quorum {
 		int32_t id;
 		int64_t log_end;
 	} voters[COORD_QUORUM_MAX_VOTERS];
+	/* observers (broker-only nodes, not voters): on a voter those
+	 * fetching the metadata from it; on an observer itself */
+	int nobservers;
+	struct {
+		int32_t id;
+		int64_t log_end;
+	} observers[COORD_QUORUM_MAX_VOTERS];
 };
 
 /* ElectLeaders, for the control thread: each partition named (the shard

@@ -10,9 +10,12 @@
  * indexes start at 1, so the commit index is the high watermark and a
  * voter's last index its log end offset. A voter whose progress this node
  * does not know says -1 (libraft 0.15 keeps the leader's view of its
- * followers private). Sluice has no observers yet (brokers that are not
- * voters). v2's nodes list each voter with its controller listeners: none
- * for a quorum of one, which opens no socket.
+ * followers private). Observers are the broker-only nodes (not voters):
+ * a voter lists those that fetch the metadata from it (the leader: every
+ * observer that follows it), with the log end their last fetch said; a
+ * broker-only node, asked itself, lists itself with what it applied.
+ * v2's nodes list each voter with its controller listeners: none for a
+ * quorum of one, which opens no socket.
  *
  * @thread shard (the answer is filled on the control thread).
  */
@@ -89,6 +92,22 @@ static int fill(struct kafka_ctx *ctx, struct kafka_describe_quorum_response *r,
 	}
 	p->CurrentVoters.items = v;
 	p->CurrentVoters.count = q->nvoters;
+	if (q->nobservers) {
+		struct kafka_describe_quorum_response_replica_state *o =
+			ALLOC(ctx, struct kafka_describe_quorum_response_replica_state, (size_t)q->nobservers);
+
+		if (!o)
+			return -1;
+		for (int i = 0; i < q->nobservers; i++) {
+			memset(&o[i], 0, sizeof(o[i]));
+			o[i].ReplicaId = q->observers[i].id;
+			o[i].LogEndOffset = q->observers[i].log_end;
+			o[i].LastFetchTimestamp = -1;
+			o[i].LastCaughtUpTimestamp = -1;
+		}
+		p->Observers.items = o;
+		p->Observers.count = q->nobservers;
+	}
 	r->Nodes.items = n;
 	r->Nodes.count = q->nvoters;
 	return 0;

@@ -135,14 +135,15 @@ int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t
 		return rc;
 	}
 	sh->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	rc = listen_socket(b->set.listen_host, b->set.listen_port, err, errlen);
-	if (rc < 0 || sh->wake_fd < 0) {
+	/* a controller-only node serves no Kafka client: no listener */
+	rc = b->set.controller_only ? -1 : listen_socket(b->set.listen_host, b->set.listen_port, err, errlen);
+	if ((rc < 0 && !b->set.controller_only) || sh->wake_fd < 0) {
 		if (sh->wake_fd >= 0)
 			close(sh->wake_fd);
 		store_fini(&sh->st);
 		io_uring_queue_exit(&sh->ring);
 		free(sh);
-		return rc < 0 ? rc : -EMFILE;
+		return rc < 0 && !b->set.controller_only ? rc : -EMFILE;
 	}
 	sh->listen_fd = rc;
 	sh->rbufs = calloc(SHARD_RBUFS, sizeof(*sh->rbufs)); /* style: allow shard setup */

@@ -8,6 +8,9 @@ directory, all under one temporary directory removed at close.
         c.kill(2); c.restart(2)
         c.data_dir(2)        # node 2's log.dirs
 
+    Cluster(1, brokers=2): Kafka's dedicated roles (scripts/cluster
+    --brokers): node 1 a controller only, nodes 2 and 3 brokers only; the
+    bootstrap, port() and addr() are the brokers'.
     Cluster(2, node_sets=[(1, "k=v")]) gives node 1 a setting of its own;
     base= names the temporary directory to use (made by the caller);
     stagger=S starts each node S seconds after the one before.
@@ -37,10 +40,13 @@ WAIT = 60
 
 
 class Cluster:
-    def __init__(self, n, sets=(), shards=1, netns=False, node_sets=(), base=None, stagger=None):
+    def __init__(self, n, sets=(), shards=1, netns=False, node_sets=(), base=None, stagger=None, brokers=0):
         self.dir = os.path.join(base or temp_dir(), "cluster")
-        self.n = n
+        self.n = n + brokers
+        self.first = n + 1 if brokers else 1   # the first node with a Kafka listener
         args = ["start", str(n), "--shards", str(shards)] + (["--netns"] if netns else [])
+        if brokers:
+            args += ["--brokers", str(brokers)]
         for s in sets:
             args += ["--set", s]
         for node, s in node_sets:
@@ -64,14 +70,14 @@ class Cluster:
         return p.stdout.decode()
 
     def port(self, node):
-        return self.ports[node - 1]
+        return self.ports[node - self.first]
 
     def node_of_port(self, port):
-        return self.ports.index(port) + 1
+        return self.ports.index(port) + self.first
 
     def addr(self, node):
         """The node's Kafka listener, host:port."""
-        return self.addrs[node - 1]
+        return self.addrs[node - self.first]
 
     def isolate(self, node, port=None):
         """(netns) Cut node off from the other nodes (only their connections

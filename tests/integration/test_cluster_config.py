@@ -2,13 +2,16 @@
 """Kafka's KRaft settings against a real sluiced: process.roles,
 controller.quorum.voters, controller.listener.names and broker.rack.
 
-Every Sluice node is a combined broker and controller. A config Sluice
-cannot honour (a broker-only or a controller-only node, three voters
-without the cluster.id every node of a cluster must share) must stop the
-start with exit 2 and a line naming the key; a one-node KRaft config (its
-own id as the only voter, a CONTROLLER listener) must start, serve clients
-on the client listener only, and give its rack in Metadata. Clusters of
-several nodes: test_cluster_quorum.py."""
+A node is a combined broker and controller (the default), a controller
+only or a broker only. A config Sluice cannot honour (a node of one role
+without voters, a broker-only node among the voters, a controller-only
+node with a client listener, three voters without the cluster.id every
+node of a cluster must share) must stop the start with exit 2 and a line
+naming the key; a one-node KRaft config (its own id as the only voter, a
+CONTROLLER listener) must start, serve clients on the client listener
+only, and give its rack in Metadata; one controller-only and two
+broker-only nodes serve a replicated topic, and only the brokers are named
+to clients. Clusters of combined nodes: test_cluster_quorum.py."""
 
 import os
 import subprocess
@@ -16,6 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import SLUICED, broker, free_port, main, temp_dir, test  # noqa: E402
+from cluster import Cluster, until  # noqa: E402
 
 
 def start_fails(props, key):
@@ -51,10 +55,23 @@ def a_three_node_kraft_config_without_a_cluster_id_is_refused():
 
 
 @test
-def broker_only_and_controller_only_nodes_are_refused():
-    start_fails("process.roles=broker\n", "process.roles")
-    start_fails("process.roles=controller\n", "process.roles")
+def nodes_of_one_role_are_refused_where_kafka_refuses_them():
+    cid = "cluster.id=MkU3OEVBNTcwNTJENDM2Qk\ncontroller.listener.names=CONTROLLER\n"
+    # alone: nothing to be a broker or a controller for
+    start_fails("process.roles=broker\n", "controller.quorum.voters")
+    start_fails("process.roles=controller\n", "controller.quorum.voters")
     start_fails("process.roles=broker,zookeeper\n", "process.roles")
+    c = free_port()
+    # a broker only is not a voter
+    start_fails(cid + "process.roles=broker\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:%d\n"
+                "listeners=PLAINTEXT://127.0.0.1:%d\n" % (c, free_port()), "controller.quorum.voters")
+    # a controller only serves no client (Kafka: listeners only controller listeners)
+    start_fails(cid + "process.roles=controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:%d\n"
+                "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d\n" % (c, free_port(), c),
+                "listeners")
+    # and is a voter
+    start_fails(cid + "process.roles=controller\nnode.id=2\ncontroller.quorum.voters=1@127.0.0.1:%d\n"
+                "listeners=CONTROLLER://127.0.0.1:%d\n" % (c, c), "node.id")
 
 
 @test
@@ -111,6 +128,62 @@ def a_one_node_kraft_config_serves_clients_on_the_client_listener_with_its_rack(
                 break
         cons.close()
         assert got == [b"v%d" % i for i in range(10)], got
+
+
+@test
+def one_controller_and_two_brokers_serve_a_replicated_topic_and_clients_see_only_the_brokers():
+    import json
+    import urllib.request
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    # a group's first join waits no rebalance delay
+    with Cluster(1, brokers=2, sets=["group.initial.rebalance.delay.ms=0"]) as c:
+        assert c.first == 2 and len(c.addrs) == 2, c.bootstrap
+        # the controller serves no client, but its health says ready
+        props = open(os.path.join(c.dir, "n1", "server.properties")).read()
+        assert "PLAINTEXT" not in props, props
+        admin_addr = [l.split("=", 1)[1] for l in props.splitlines() if l.startswith("admin.listen=")][0]
+        health = json.loads(urllib.request.urlopen("http://%s/v1/health" % admin_addr, timeout=30).read())
+        assert health["status"] == "ready", health
+        admin = KafkaAdminClient(bootstrap_servers=c.bootstrap, request_timeout_ms=20000)
+        try:
+            desc = admin.describe_cluster()
+            assert sorted(b["node_id"] for b in desc["brokers"]) == [2, 3], desc
+            assert desc["controller_id"] in (2, 3), ("clients are named a broker they can reach", desc)
+            admin.create_topics([NewTopic("roles", 2, 2)])
+            topics = until("the topic led", lambda: [t for t in admin.describe_topics(["roles"])
+                                                      if all(p["leader"] >= 0 for p in t["partitions"])])
+            for p in topics[0]["partitions"]:
+                assert sorted(p["replicas"]) == [2, 3], topics
+        finally:
+            admin.close()
+        prod = KafkaProducer(bootstrap_servers=c.bootstrap, acks="all")
+        for i in range(20):
+            prod.send("roles", b"r%d" % i).get(timeout=30)
+        prod.close()
+        # a group: its coordinator (FindCoordinator) is one of the brokers
+        cons = KafkaConsumer("roles", bootstrap_servers=c.bootstrap, group_id="roles-g",
+                             auto_offset_reset="earliest", consumer_timeout_ms=20000)
+        got = []
+        for m in cons:
+            got.append(m.value)
+            if len(got) == 20:
+                break
+        cons.close()
+        assert sorted(got) == sorted(b"r%d" % i for i in range(20)), got
+        # DescribeQuorum on a broker: the controller the voter, the broker an observer
+        out = subprocess.run([os.path.join(os.path.dirname(SLUICED), "sluicectl"), "-b", c.addr(3), "--format", "json",
+                              "cluster", "info"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        assert out.returncode == 0, out.stderr
+        q = json.loads(out.stdout)["quorum"]
+        assert [v["node_id"] for v in q["voters"]] == [1], q
+        assert [o["node_id"] for o in q["observers"]] == [3], q
+        # the end: the brokers' controlled shutdown, with the controller
+        # stopping at once, would wait its 5 s for nothing (not tested here)
+        import signal
+        for pid in (c.pid(2), c.pid(3)):
+            os.kill(pid, signal.SIGKILL)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@
  * - a heartbeat from a node that does not lead is served by the leader's
  *   handler and answered (0 and unfenced, or ESTALE);
  * - a proposal made while the leader is gone waits for the next leader and
- *   is applied once, on every node.
+ *   is applied once, on every node;
+ * - an observer (not a voter: a broker-only node) fetches the committed
+ *   records, a snapshot of the state first when the voters no longer keep
+ *   the records it lacks, follows the leader and proposes through it.
  *
  * The state machine here is the list of records each node applied; the
  * "what applying it did" is the index it was applied at. */
@@ -27,7 +30,9 @@
 #include "control/quorum.h"
 #include "helpers.h"
 
-#define N 3
+#define N 3                             /* voters 0..N-1 */
+#define OBS N                           /* nodes[OBS]: the observer, opened by its test */
+#define NT (N + 1)
 #define WAIT_MS 30000
 
 struct node {
@@ -40,8 +45,10 @@ struct node {
 	int closed;
 };
 
-static struct node nodes[N];
+static struct node nodes[NT];
 static char *base;
+static struct quorum_voter voters[N];
+static struct ctl_channel_voter cvoters[N];
 
 /* what the leader's heartbeat handler saw, and answers */
 static int32_t hb_id = -1;
@@ -76,22 +83,44 @@ static void node_apply(void *arg, uint64_t index, const void *buf, size_t len)
 
 	cr_assert_lt(index, 256);
 	n->applied[index] = strndup(buf, len);
+	ctl_channel_keep(n->ch, index, buf, len);
 	ctl_channel_applied(n->ch, index, 0, &a);
 }
 
+/* The state: every record applied, as "index record\n" lines. */
 static int node_snapshot(void *arg, void **buf, size_t *len)
 {
-	(void)arg;
-	*buf = malloc(1);
-	*len = 0;
+	struct node *n = arg;
+	char *b = malloc(65536);
+	size_t off = 0;
+
+	cr_assert(b);
+	for (int k = 1; k < 256; k++)
+		if (n->applied[k])
+			off += (size_t)snprintf(b + off, 65536 - off, "%d %s\n", k, n->applied[k]);
+	*buf = b;
+	*len = off;
 	return 0;
 }
 
 static int node_restore(void *arg, const void *buf, size_t len)
 {
-	(void)arg;
-	(void)buf;
-	(void)len;
+	struct node *n = arg;
+	char *text = strndup(buf, len), *save = NULL;
+
+	for (int k = 0; k < 256; k++) {
+		free(n->applied[k]);
+		n->applied[k] = NULL;
+	}
+	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		int k = atoi(l);
+
+		cr_assert(k > 0 && k < 256 && strchr(l, ' '));
+		n->applied[k] = strdup(strchr(l, ' ') + 1);
+	}
+	free(text);
+	if (n->ch)
+		ctl_channel_restored(n->ch);
 	return 0;
 }
 
@@ -99,10 +128,10 @@ static const struct quorum_ops ops = { .apply = node_apply, .snapshot = node_sna
 
 static int turn(void)
 {
-	struct pollfd p[N];
+	struct pollfd p[NT];
 	int np = 0, timeout = 50, work = 0;
 
-	for (int i = 0; i < N; i++) {
+	for (int i = 0; i < NT; i++) {
 		int t;
 
 		if (!nodes[i].q)
@@ -115,7 +144,7 @@ static int turn(void)
 	}
 	if (np)
 		poll(p, (nfds_t)np, timeout);
-	for (int i = 0; i < N; i++) {
+	for (int i = 0; i < NT; i++) {
 		if (!nodes[i].q)
 			continue;
 		nodes[i].ctl->now_ms = (int64_t)mono_ms();
@@ -160,8 +189,8 @@ static void node_close(struct node *n)
 
 static void setup(void)
 {
-	struct quorum_voter v[N];
-	struct ctl_channel_voter cv[N];
+	struct quorum_voter *v = voters;
+	struct ctl_channel_voter *cv = cvoters;
 
 	signal(SIGPIPE, SIG_IGN);
 	memset(nodes, 0, sizeof(nodes));
@@ -192,9 +221,9 @@ static void setup(void)
 
 static void teardown(void)
 {
-	for (int i = 0; i < N; i++)
+	for (int i = 0; i < NT; i++)
 		node_close(&nodes[i]);
-	for (int i = 0; i < N; i++) {
+	for (int i = 0; i < NT; i++) {
 		ctl_channel_free(nodes[i].ch);
 		free(nodes[i].ctl);
 		for (int k = 0; k < 256; k++)
@@ -361,4 +390,102 @@ Test(ctl_channel, a_proposal_made_without_a_leader_goes_to_the_next_one)
 		turn();
 	cr_assert_eq(applied_on("after-the-leader", &at), 2);
 	cr_assert_eq(at, o.index);
+}
+
+/* The observer (node OBS): no directory, not among the voters. */
+static void observer_open(void)
+{
+	struct node *o = &nodes[OBS];
+	struct quorum_config cfg = {
+		.node_id = OBS, .voters = voters, .nvoters = N, .cluster_id = "chan-test", .observer = 1,
+		.channel_accept = ctl_channel_accept,
+	};
+	char err[512] = "";
+
+	o->ctl = calloc(1, sizeof(*o->ctl));
+	o->ctl->now_ms = (int64_t)mono_ms();
+	cr_assert_eq(ctl_channel_create(o->ctl, OBS, cvoters, N, &o->ch), 0);
+	cfg.channel_arg = o->ch;
+	cr_assert_eq(quorum_open(&cfg, &ops, o, &o->q, err, sizeof(err)), 0, "%s", err);
+	ctl_channel_bind(o->ch, o->q);
+	cr_assert(quorum_is_observer(o->q));
+}
+
+/* The observer applied what voter `of` applied, at the same indexes. */
+static bool caught_up(void *arg)
+{
+	struct node *v = &nodes[*(int *)arg], *o = &nodes[OBS];
+	struct quorum_view qv;
+
+	quorum_describe(v->q, &qv);
+	if (quorum_last_index(o->q) < qv.last_applied)
+		return false;
+	for (int k = 1; k < 256; k++)
+		if ((v->applied[k] == NULL) != (o->applied[k] == NULL) ||
+		    (v->applied[k] && strcmp(v->applied[k], o->applied[k])))
+			return false;
+	return true;
+}
+
+static void leader_done(void *cookie, uint64_t index, int err)
+{
+	(void)index;
+	cr_assert_eq(err, 0);
+	(*(int *)cookie)++;
+}
+
+static bool count_is(void *arg)
+{
+	return *(int *)arg == 6;
+}
+
+static bool follows(void *arg)
+{
+	return quorum_leader(nodes[OBS].q) == *(int *)arg && connected(&nodes[OBS]);
+}
+
+Test(ctl_channel, an_observer_fetches_a_snapshot_then_the_records_and_proposes_through_the_leader)
+{
+	struct ctl_channel_stats st;
+	struct outcome o = { 0 };
+	int leader = -1, done = 0, n;
+	int32_t ids[4];
+	int64_t ends[4];
+	int64_t at = 0;
+
+	cr_assert(run_until(agreed, &leader), "no leader");
+	/* the voters keep 3 records: the observer, 6 behind, needs a snapshot */
+	for (int i = 0; i < N; i++)
+		ctl_channel_keep_max(nodes[i].ch, 3);
+	for (int i = 0; i < 6; i++) {
+		char rec[32];
+
+		snprintf(rec, sizeof(rec), "before-%d", i);
+		cr_assert_eq(quorum_propose(nodes[leader].q, rec, strlen(rec), leader_done, &done), 0);
+	}
+	cr_assert(run_until(count_is, &done), "the leader's records were not applied");
+	observer_open();
+	cr_assert(run_until(caught_up, &leader), "the observer did not catch up");
+	ctl_channel_stats(nodes[OBS].ch, &st);
+	cr_assert_eq(st.snapshots_got, 1, "the observer restored %llu snapshots", (unsigned long long)st.snapshots_got);
+	cr_assert_gt(st.fetches, 0);
+	/* it follows the leader, which lists it as an observer */
+	cr_assert(run_until(follows, &leader), "the observer does not follow the leader");
+	n = ctl_channel_observers(nodes[leader].ch, ids, ends, 4);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(ids[0], OBS);
+	/* later records come as records, at the voters' indexes */
+	o.at = &nodes[OBS];
+	cr_assert_eq(ctl_channel_propose(nodes[OBS].ch, "from-the-observer", 17, proposed, &o), 0);
+	cr_assert(run_until(is_done, &o), "the observer's proposal never completed");
+	cr_assert_eq(o.err, 0, "err %d", o.err);
+	cr_assert(o.seen && !strcmp(o.seen, "from-the-observer"));
+	free(o.seen);
+	for (uint64_t end = mono_ms() + 5000; applied_on("from-the-observer", &at) < N && mono_ms() < end;)
+		turn();
+	cr_assert_eq(applied_on("from-the-observer", &at), N);
+	cr_assert_eq(at, o.index);
+	cr_assert(run_until(caught_up, &leader), "the observer did not follow");
+	ctl_channel_stats(nodes[OBS].ch, &st);
+	cr_assert_eq(st.snapshots_got, 1, "a snapshot again where records were kept");
 }

@@ -79,18 +79,86 @@ Test(node_role, node_id_zero_is_a_voter_id)
 	cr_assert_eq(r.voters[0].id, 0);
 }
 
-Test(node_role, roles_that_need_other_nodes_are_refused)
+Test(node_role, a_node_of_one_role_needs_the_voters_and_a_cluster_id)
 {
+	/* alone (no voters), a node of one role has nobody to work with */
 	set("process.roles", "broker");
-	refused("process.roles");
+	refused("controller.quorum.voters");
 	set("process.roles", "controller");
-	refused("process.roles");
+	refused("controller.quorum.voters");
 	set("process.roles", "broker,broker");
 	refused("process.roles");
 	cr_assert(strstr(err, "twice"), "%s", err);
 	set("process.roles", "broker,zookeeper");
 	refused("process.roles");
 	set("process.roles", "controller, broker");
+	cr_assert_eq(node_role_check(c, &r, err, sizeof(err)), 0, "%s", err);
+	/* one voter is enough for a cluster of dedicated roles, which always
+	 * needs its cluster.id */
+	set("process.roles", "controller");
+	set("controller.quorum.voters", "1@127.0.0.1:9093");
+	set("listeners", "CONTROLLER://127.0.0.1:9093");
+	refused("cluster.id");
+	set("cluster.id", "MkU3OEVBNTcwNTJENDM2Qk");
+	cr_assert_eq(node_role_check(c, &r, err, sizeof(err)), 0, "%s", err);
+}
+
+Test(node_role, a_controller_only_node_listens_on_its_controller_listener_only)
+{
+	set("process.roles", "controller");
+	set("cluster.id", "MkU3OEVBNTcwNTJENDM2Qk");
+	set("controller.quorum.voters", "1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095");
+	set("listeners", "CONTROLLER://127.0.0.1:9093");
+	cr_assert_eq(node_role_check(c, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert(r.controller && !r.broker);
+	cr_assert_eq(r.ctl_port, 9093);
+	cr_assert_eq(r.listen_port, 0, "no Kafka listener");
+	cr_assert_eq(r.adv_port, 0);
+	/* Kafka: listeners must only contain controller listeners */
+	set("listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093");
+	refused("listeners");
+	cr_assert(strstr(err, "9092"), "%s", err);
+	/* ... and one it needs, on its voter port */
+	set("listeners", "CONTROLLER://127.0.0.1:9096");
+	refused("controller.quorum.voters");
+	set("listeners", "QUORUM://127.0.0.1:9093");
+	refused("listeners");
+	set("listeners", "CONTROLLER://127.0.0.1:9093");
+	set("advertised.listeners", "PLAINTEXT://10.0.0.1:9092");
+	refused("advertised.listeners");
+	set("advertised.listeners", "");
+	/* a controller is a voter */
+	set("node.id", "4");
+	refused("node.id");
+}
+
+Test(node_role, a_broker_only_node_is_not_a_voter)
+{
+	set("process.roles", "broker");
+	set("cluster.id", "MkU3OEVBNTcwNTJENDM2Qk");
+	set("controller.quorum.voters", "1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095");
+	set("node.id", "4");
+	set("listeners", "PLAINTEXT://127.0.0.1:9092");
+	cr_assert_eq(node_role_check(c, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert(r.broker && !r.controller);
+	cr_assert_eq(r.listen_port, 9092);
+	cr_assert_eq(r.adv_port, 9092);
+	cr_assert_eq(r.ctl_port, 0);
+	cr_assert_eq(r.nvoters, 3);
+	/* among the voters: refused, naming the key */
+	set("node.id", "2");
+	refused("controller.quorum.voters");
+	cr_assert(strstr(err, "node.id=2"), "%s", err);
+	set("node.id", "4");
+	/* no controller listener of its own (Kafka refuses one too) */
+	set("listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9096");
+	refused("listeners");
+	/* and one for clients */
+	set("listeners", "CONTROLLER://127.0.0.1:9096");
+	refused("listeners");
+	/* a single voter is enough */
+	set("listeners", "PLAINTEXT://127.0.0.1:9092");
+	set("controller.quorum.voters", "1@127.0.0.1:9093");
 	cr_assert_eq(node_role_check(c, &r, err, sizeof(err)), 0, "%s", err);
 }
 
