@@ -994,10 +994,14 @@ static void remote_verified(struct ctl *ctl, void *cookie, int err, const void *
 
 /* Kafka's answer to the producer for a coordinator's error (ReplicaManager
  * after AddPartitionsToTxnManager): a coordinator moving or busy is
- * retriable, NOT_ENOUGH_REPLICAS for clients that know no newer code. */
+ * retriable, NOT_ENOUGH_REPLICAS for clients that know no newer code. A
+ * producer id that is not the transactional id's is in no transaction of
+ * it: INVALID_TXN_STATE, as the partition answered it before it asked. */
 static int16_t verify_error_for_producer(int16_t err)
 {
 	switch (err) {
+	case KERR_INVALID_PRODUCER_ID_MAPPING:
+		return KERR_INVALID_TXN_STATE;
 	case KERR_COORDINATOR_NOT_AVAILABLE:
 	case KERR_NOT_COORDINATOR:
 	case KERR_COORDINATOR_LOAD_IN_PROGRESS:
