@@ -186,7 +186,9 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	buf->len = c->rcap - c->rlen;
 }
 
-/* One response message (after its size): its request completes. */
+/* One response message (after its size): its request completes (with
+ * the decode's error when it does not decode). -EPROTO: it answers nothing
+ * asked on this connection. */
 static int answer(struct pk_conn *c, const uint8_t *msg, size_t len)
 {
 	struct peer_kafka *pk = c->pk;
@@ -199,12 +201,12 @@ static int answer(struct pk_conn *c, const uint8_t *msg, size_t len)
 	int rc;
 
 	if (len < 4)
-		return -EBADMSG;
+		return -EPROTO;
 	corr = (int32_t)((uint32_t)msg[0] << 24 | (uint32_t)msg[1] << 16 | (uint32_t)msg[2] << 8 | msg[3]);
 	while (*pp && (*pp)->corr != corr)
 		pp = &(*pp)->next;
 	if (!(r = *pp))
-		return -EBADMSG;   /* an answer to nothing asked */
+		return -EPROTO;
 	*pp = r->next;
 	if (!*pp)
 		c->tail = pp;
@@ -248,8 +250,9 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		}
 		if (c->rlen - off < 4 + (size_t)len)
 			break;
-		if (answer(c, p + 4, len) == -EBADMSG && !c->reqs) {
-			/* (the request it answered, if any, has failed already) */
+		if (answer(c, p + 4, len) == -EPROTO) {
+			conn_fail(c, -EPROTO);   /* out of step with the peer */
+			return;
 		}
 		off += 4 + (size_t)len;
 	}
