@@ -20,6 +20,7 @@
 #include "control/group.h"
 #include "control/txn.h"
 #include "control/metalog.h"
+#include "control/peer_kafka.h"
 #include "control/placement.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/topic_name.h"
@@ -208,6 +209,7 @@ int ctl_init(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 	if (group_coord_create(ctl, ctl->b, ctl->cfg, &ctl->gc) < 0 ||
 	    txn_coord_create(ctl, ctl->b, ctl->cfg, ctl->gc, &ctl->tc) < 0)
 		abort();
+	ctl->peers = peer_kafka_new(ctl);
 	rc = ctl_quorum_open(ctl, ctl_init_meta, err, sizeof(err));
 	if (rc < 0) {
 		char msg[5400];
@@ -464,6 +466,7 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 		ctl_report_cycles(b);
 	}
 	timeout = group_tick(ctl->gc, ctl->now_ms, 100);
+	work += peer_kafka_tick(ctl->peers);
 	timeout = txn_tick(ctl->tc, ctl->now_ms, ctl->wall, timeout);
 	timeout = ctl_brokers_tick(ctl, timeout);
 	if (ctl->admin) {
@@ -516,7 +519,10 @@ void ctl_fini(struct ctl *ctl)
 
 	admin_http_stop(ctl->admin);
 	ctl->admin = NULL;
+	peer_kafka_close(ctl->peers);   /* its connections are on the quorum's loop */
 	ctl_quorum_close(ctl);
+	peer_kafka_free(ctl->peers);
+	ctl->peers = NULL;
 	ctl_meta_fini(ctl);
 	ctl_brokers_fini(ctl);
 	ctl_elect_fini(ctl);
@@ -589,6 +595,8 @@ int ctl_create(struct broker *b, struct config *cfg, struct ctl **out)
 const struct coord_ops ctl_coord_ops = {
 	.submit_group = group_submit,
 	.submit_txn = txn_submit,
+	.submit_txn_offsets_end = txn_offsets_end_submit,
+	.submit_txn_verify = txn_verify_submit,
 	.submit_admin = ctl_submit,
 	.submit_producer_id = ctl_producer_id_submit,
 	.submit_quorum = ctl_quorum_submit,

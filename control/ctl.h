@@ -144,6 +144,8 @@ int64_t ctl_started_ms(const struct ctl *ctl);
 /* @thread ctl. The group and transaction coordinators. */
 struct group_coord *ctl_groups(struct ctl *ctl);
 struct txn_coord *ctl_txns(struct ctl *ctl);
+/* The inter-broker Kafka client (control/peer_kafka.h), NULL before start-up. */
+struct peer_kafka *ctl_peers(struct ctl *ctl);
 /* @thread ctl. A producer id never handed out before (blocks reserved
  * ahead in the metadata log), or -errno (-EAGAIN: a whole block went out
  * before the next one was applied). */

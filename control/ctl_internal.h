@@ -144,6 +144,7 @@ struct ctl {
 	struct retired *retired;
 	struct group_coord *gc;
 	struct txn_coord *tc;
+	struct peer_kafka *peers;    /* control/peer_kafka.h: Kafka requests to other brokers */
 	int64_t pid_next, pid_end;   /* producer ids reserved in the metadata log, not handed out */
 	int64_t pid_spare, pid_spare_end; /* a spare block reserved ahead (pid_spare -1: none) */
 	int pid_reserving;           /* a block's record is proposed, not applied yet */
@@ -300,6 +301,8 @@ int ctl_quorum_propose(struct ctl *ctl, const void *rec, size_t len, ctl_quorum_
  * the timeout given (ms, -1 none) shortened to the quorum's next timer. */
 int ctl_quorum_poll(struct ctl *ctl);
 int ctl_quorum_fd(const struct ctl *ctl);
+/* The quorum's libuv loop (quorum_loop), NULL without an open quorum. */
+struct uv_loop_s *ctl_quorum_loop(struct ctl *ctl);
 int ctl_quorum_timeout(const struct ctl *ctl, int timeout);
 /* Whether this node leads the quorum and has started serving (its first
  * barrier applied). */

@@ -83,6 +83,11 @@ struct txn_coord *ctl_txns(struct ctl *ctl)
 	return ctl->tc;
 }
 
+struct peer_kafka *ctl_peers(struct ctl *ctl)
+{
+	return ctl->peers;
+}
+
 struct group_coord *ctl_groups(struct ctl *ctl)
 {
 	return ctl->gc;

@@ -986,6 +986,13 @@ struct ctl_channel *ctl_quorum_channel(const struct ctl *ctl)
 	return ctl->cq ? ctl->cq->ch : NULL;
 }
 
+struct uv_loop_s *ctl_quorum_loop(struct ctl *ctl)
+{
+	struct ctl_quorum *cq = ctl->cq;
+
+	return cq && cq->q && !cq->closed ? quorum_loop(cq->q) : NULL;
+}
+
 int ctl_quorum_fd(const struct ctl *ctl)
 {
 	const struct ctl_quorum *cq = ctl->cq;

@@ -142,12 +142,14 @@ int32_t group_offsets_partition(const struct group_coord *gc, const char *group)
  * committed offsets (commit) or are dropped (abort). */
 void group_txn_end(struct group_coord *gc, int32_t opart, int64_t pid, int commit);
 /* TxnOffsetCommit asks the transaction coordinator, which builds on this
- * one, through the check it registers here (txn_coord_create): 0, or the
- * Kafka error for the transactional id, producer and offsets partition
- * (see txn_check_offsets). Unset: every TxnOffsetCommit is refused with
- * COORDINATOR_NOT_AVAILABLE. */
-typedef int16_t group_txn_check_fn(void *arg, struct kafka_str id, int64_t pid, int16_t epoch, int32_t opart,
-				   uint64_t recv_ns);
+ * one, through the check it registers here (txn_coord_create); the check
+ * calls done(gc, cookie, err) once, then or later (the id's coordinator
+ * may be on another node): 0, or the Kafka error for the transactional id,
+ * producer and offsets partition (see txn_check_offsets). Unset: every
+ * TxnOffsetCommit is refused with COORDINATOR_NOT_AVAILABLE. */
+typedef void group_txn_checked_fn(struct group_coord *gc, void *cookie, int16_t err);
+typedef void group_txn_check_fn(void *arg, struct kafka_str id, int64_t pid, int16_t epoch, int32_t opart,
+				uint64_t recv_ns, group_txn_checked_fn *done, void *cookie);
 void group_set_txn_check(struct group_coord *gc, group_txn_check_fn *fn, void *arg);
 
 /* @thread shard: free a response's memory once it is encoded. */

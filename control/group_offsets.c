@@ -351,14 +351,42 @@ void group_handle_commit(struct group_coord *gc, struct kafka_ctx *ctx)
 /* TxnOffsetCommit: offsets inside a producer's transaction. Written now
  * (a transactional batch of the producer in __consumer_offsets), visible
  * to OffsetFetch once the transaction commits (group_txn_end). */
+static void txn_commit_checked(struct group_coord *gc, void *cookie, int16_t err);
+
 void group_handle_txn_commit(struct group_coord *gc, struct kafka_ctx *ctx)
 {
+	const struct kafka_txn_offset_commit_request *q = ctx->req.body;
+	int16_t gerr = 0;
+	char gid[512];
+
+	if (kempty(q->GroupId) || q->GroupId.len >= (int32_t)sizeof(gid)) {
+		gerr = KERR_INVALID_GROUP_ID;
+	} else if (!(gerr = group_key_err(gc, q->GroupId))) {
+		if (!gc->txn_check) {
+			gerr = KERR_COORDINATOR_NOT_AVAILABLE;
+		} else {
+			/* the transaction coordinator answers, perhaps from another
+			 * node (txn_commit_checked goes on) */
+			memcpy(gid, q->GroupId.ptr, (size_t)q->GroupId.len);
+			gid[q->GroupId.len] = 0;
+			gc->txn_check(gc->txn_check_arg, q->TransactionalId, q->ProducerId, q->ProducerEpoch,
+				      offsets_partition(gc, gid), ctx->recv_ns, txn_commit_checked, ctx);
+			return;
+		}
+	}
+	txn_commit_checked(gc, ctx, gerr);
+}
+
+/* TxnOffsetCommit once its transaction is checked (gerr: the group's or
+ * the transaction's refusal, 0: go on). */
+static void txn_commit_checked(struct group_coord *gc, void *cookie, int16_t gerr)
+{
+	struct kafka_ctx *ctx = cookie;
 	const struct kafka_txn_offset_commit_request *q = ctx->req.body;
 	int16_t ver = ctx->req.header.RequestApiVersion;
 	struct group_call *call = group_call_of(ctx);
 	struct kafka_txn_offset_commit_response *r = GALLOC(call, struct kafka_txn_offset_commit_response, 1);
 	struct group *g = NULL;
-	int16_t gerr = 0;
 	int total = 0, n = 0;
 	struct gentry *e;
 	int64_t now = ctl_wall_ms(gc->ctl);
@@ -371,14 +399,11 @@ void group_handle_txn_commit(struct group_coord *gc, struct kafka_ctx *ctx)
 				 r->Topics.count);
 	for (int32_t i = 0; i < r->Topics.count; i++)
 		total += q->Topics.items[i].Partitions.count > 0 ? q->Topics.items[i].Partitions.count : 0;
-	if (kempty(q->GroupId) || q->GroupId.len >= (int32_t)sizeof(gid)) {
-		gerr = KERR_INVALID_GROUP_ID;
-	} else if (!(gerr = group_key_err(gc, q->GroupId))) {
+	if (!gerr)
+		gerr = group_key_err(gc, q->GroupId);   /* (the check may have taken a while) */
+	if (!gerr) {
 		memcpy(gid, q->GroupId.ptr, (size_t)q->GroupId.len);
 		gid[q->GroupId.len] = 0;
-		gerr = gc->txn_check ? gc->txn_check(gc->txn_check_arg, q->TransactionalId, q->ProducerId,
-						     q->ProducerEpoch, offsets_partition(gc, gid), ctx->recv_ns)
-				     : KERR_COORDINATOR_NOT_AVAILABLE;
 	}
 	if (!gerr && ver >= 3 && (g = group_find(gc, gid))) {
 		/* KIP-447: the consumer's group metadata travels with the

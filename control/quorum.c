@@ -975,6 +975,11 @@ int quorum_barrier(struct quorum *q, quorum_done_fn done, void *cookie)
 
 /* ------------------------------------------------ the controller channel */
 
+struct uv_loop_s *quorum_loop(struct quorum *q)
+{
+	return q->state == QUORUM_OPEN ? &q->loop : NULL;
+}
+
 int quorum_channel_connect(struct quorum *q, const char *address,
 			   void (*done)(void *arg, struct uv_stream_s *stream, int status), void *arg)
 {

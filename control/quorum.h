@@ -141,6 +141,10 @@ int quorum_open(const struct quorum_config *cfg, const struct quorum_ops *ops, v
  * libraft's clock is libuv's (CLOCK_MONOTONIC, read by quorum_poll), not
  * the clock a test gives ctl_poll. */
 int quorum_fd(const struct quorum *q);
+/* @thread ctl. The loop itself, for other connections of the control
+ * thread that it drives the same way (control/peer_kafka.h); NULL unless
+ * open. Whatever is on it must be closed before quorum_close. */
+struct uv_loop_s *quorum_loop(struct quorum *q);
 int quorum_timeout_ms(const struct quorum *q);
 int quorum_poll(struct quorum *q);
 

@@ -11,6 +11,7 @@
 #include "control/cutil.h"
 #include "control/group.h"
 #include "control/hmap.h"
+#include "control/peer_kafka.h"
 #include "control/txn.h"
 #include "dataplane/coord.h"
 #include "dataplane/kafka_ctx.h"
@@ -176,9 +177,18 @@ static const struct md_partition *tp_md(struct txn_coord *tc, const struct txn_t
 	const struct md_snapshot *md = tc->b->md;
 	const struct md_topic *mt = md ? md_find(md, tp->topic, (int32_t)strlen(tp->topic)) : NULL;
 
-	if (!mt || tp->part < 0 || tp->part >= mt->nparts || !mt->parts[tp->part].part)
+	if (!mt || tp->part < 0 || tp->part >= mt->nparts)
 		return NULL;
 	return &mt->parts[tp->part];
+}
+
+/* Whether this node leads mp and has it open: its owner shard takes the
+ * registrations and markers; another node's partition gets its markers
+ * through WriteTxnMarkers and registers on a transactional produce
+ * (KIP-890's verification). */
+static int tp_here(const struct txn_coord *tc, const struct md_partition *mp)
+{
+	return mp->part && mp->leader == tc->b->set.node_id;
 }
 
 /* __transaction_state in the published snapshot (looked up each time: a
@@ -349,8 +359,9 @@ static void register_new(struct txn_coord *tc, struct txn *t)
 		const struct md_partition *mp = tp_md(tc, &t->tp[i]);
 		struct part_proxy px;
 
-		if (!mp)
-			continue;   /* deleted meanwhile: nothing to write there */
+		if (!mp || !tp_here(tc, mp))
+			continue;   /* deleted meanwhile, or led by another node: its leader asks
+				     * this coordinator when the producer writes there */
 		t->pending++;
 		part_proxy_txn_begin(ctl_part_proxy(tc->ctl, &px), mp->shard, mp->part, t->pid, t->epoch, t->begin_ns,
 				     registered, t);
@@ -374,9 +385,17 @@ static void marker_done(void *self, void *cookie, int64_t off, int err)
 
 	(void)off;
 
-	if (err) {
+	if (err == PART_ERR_OLD_EPOCH) {
+		/* the partition knows a newer epoch of the producer: this
+		 * decision is stale there (Kafka stops sending it) */
+		fprintf(stderr, "sluiced: transactional id %s: %s-%d refused the %s marker of epoch %d (it knows a "
+			"newer one): not written\n", t->id, tp->topic, tp->part, t->commit ? "COMMIT" : "ABORT",
+			t->epoch);
+		tp->marked = 1;
+	} else if (err) {
 		fprintf(stderr, "sluiced: transactional id %s: writing the %s marker to %s-%d failed: %s (retried)\n",
-			t->id, t->commit ? "COMMIT" : "ABORT", tp->topic, tp->part, strerror(-err));
+			t->id, t->commit ? "COMMIT" : "ABORT", tp->topic, tp->part,
+			err > 0 ? "refused by the partition" : strerror(-err));
 	} else {
 		tp->marked = 1;
 		tc->st.markers++;
@@ -385,6 +404,72 @@ static void marker_done(void *self, void *cookie, int64_t off, int err)
 	}
 	if (--t->pending == 0)
 		markers_done(tc, t);
+}
+
+/* The answer of the leader on another node to one marker. */
+static void remote_marker_done(struct ctl *ctl, void *cookie, int err, const void *body)
+{
+	struct txn_coord *tc = ctl_txns(ctl);
+	struct txn_tp *tp = cookie;
+	struct txn *t = tp->t;
+	const struct kafka_write_txn_markers_response *r = body;
+	int16_t kerr = KERR_UNKNOWN_SERVER_ERROR;
+
+	if (!err && r && r->Markers.count == 1 && r->Markers.items[0].Topics.count == 1 &&
+	    r->Markers.items[0].Topics.items[0].Partitions.count == 1)
+		kerr = r->Markers.items[0].Topics.items[0].Partitions.items[0].ErrorCode;
+	if (!err && kerr == KERR_NONE) {
+		tp->marked = 1;
+		tc->st.markers++;
+		tc->st.remote_markers++;
+	} else if (!err && (kerr == KERR_INVALID_PRODUCER_EPOCH || kerr == KERR_PRODUCER_FENCED)) {
+		fprintf(stderr, "sluiced: transactional id %s: %s-%d refused the %s marker of epoch %d (it knows a "
+			"newer one): not written\n", t->id, tp->topic, tp->part, t->commit ? "COMMIT" : "ABORT",
+			t->epoch);
+		tp->marked = 1;
+	} else {
+		/* NOT_LEADER_OR_FOLLOWER, the connection lost, ...: the leader
+		 * is looked up again at the retry */
+		if (err)
+			fprintf(stderr, "sluiced: transactional id %s: the %s marker to %s-%d: no answer from its "
+				"leader: %s (retried)\n", t->id, t->commit ? "COMMIT" : "ABORT", tp->topic, tp->part,
+				strerror(-err));
+		else
+			fprintf(stderr, "sluiced: transactional id %s: the %s marker to %s-%d: its leader answered "
+				"error %d (retried)\n", t->id, t->commit ? "COMMIT" : "ABORT", tp->topic, tp->part,
+				kerr);
+	}
+	if (--t->pending == 0)
+		markers_done(tc, t);
+}
+
+/* WriteTxnMarkers for tp to the node leading it: 0, or -errno (not sent:
+ * retried with the others). */
+static int send_remote_marker(struct txn_coord *tc, struct txn *t, struct txn_tp *tp, int32_t leader)
+{
+	struct kafka_write_txn_markers_request q;
+	struct kafka_write_txn_markers_request_writable_txn_marker mk;
+	struct kafka_write_txn_markers_request_writable_txn_marker_topic mt;
+	int32_t part = tp->part;
+	struct peer_kafka *pk = ctl_peers(tc->ctl);
+
+	if (!pk)
+		return -ENOTCONN;
+	kafka_write_txn_markers_request_init(&q);
+	memset(&mk, 0, sizeof(mk));
+	memset(&mt, 0, sizeof(mt));
+	mt.Name = (struct kafka_str){ tp->topic, (int32_t)strlen(tp->topic) };
+	mt.PartitionIndexes.items = &part;
+	mt.PartitionIndexes.count = 1;
+	mk.ProducerId = t->pid;
+	mk.ProducerEpoch = t->epoch;
+	mk.TransactionResult = t->commit != 0;
+	mk.Topics.items = &mt;
+	mk.Topics.count = 1;
+	mk.CoordinatorEpoch = 0;
+	q.Markers.items = &mk;
+	q.Markers.count = 1;
+	return peer_kafka_send(pk, leader, KAFKA_WRITE_TXN_MARKERS_KEY, 1, &q, remote_marker_done, tp);
 }
 
 static void send_markers(struct txn_coord *tc, struct txn *t)
@@ -401,6 +486,13 @@ static void send_markers(struct txn_coord *tc, struct txn *t)
 			continue;
 		}
 		tp->t = t;
+		if (!tp_here(tc, mp)) {
+			/* another node leads it (none: the retry looks again) */
+			if (mp->leader >= 0 && mp->leader != tc->b->set.node_id &&
+			    send_remote_marker(tc, t, tp, mp->leader) == 0)
+				t->pending++;
+			continue;
+		}
 		t->pending++;
 		{
 			struct part_proxy px;
@@ -834,9 +926,8 @@ int16_t txn_check_offsets(struct txn_coord *tc, struct kafka_str id, int64_t pid
 	int16_t err = key_err(tc, id);
 
 	if (err)
-		/* the transactional id is coordinated elsewhere (a transaction
-		 * across coordinators is not supported: see docs/transactions.md)
-		 * or loading here: retriable either way */
+		/* loading here (the id's coordinator on another node is asked
+		 * by txn_offsets_check instead): retriable */
 		return err == KERR_COORDINATOR_LOAD_IN_PROGRESS ? err : KERR_COORDINATOR_NOT_AVAILABLE;
 	err = check_producer(tc, t, pid, epoch);
 	if (err == KERR_CONCURRENT_TRANSACTIONS && t->state == TS_ONGOING)
@@ -849,10 +940,237 @@ int16_t txn_check_offsets(struct txn_coord *tc, struct kafka_str id, int64_t pid
 	return 0;
 }
 
-static int16_t txn_offsets_check(void *arg, struct kafka_str id, int64_t pid, int16_t epoch, int32_t opart,
-				 uint64_t recv_ns)
+
+/* ---- verification (KIP-890 part 1) ---------------------------------------------- */
+
+/* Whether partition topic/part is in t's ongoing transaction of producer
+ * pid at epoch: 0 or the Kafka error. recv_ns: when the asking request was
+ * taken up on this node's clock (UINT64_MAX: not known, another node's). */
+static int16_t verify_here(struct txn_coord *tc, const struct txn *t, int64_t pid, int16_t epoch,
+			   struct kafka_str topic, int32_t part, uint64_t recv_ns)
 {
-	return txn_check_offsets(arg, id, pid, epoch, opart, recv_ns);
+	if (!t || t->pid != pid)
+		return KERR_INVALID_PRODUCER_ID_MAPPING;
+	if (epoch != t->epoch)
+		return KERR_INVALID_PRODUCER_EPOCH;
+	if (t->state != TS_ONGOING || topic.len <= 0 || tp_index(t, topic.ptr, (size_t)topic.len, part) < 0)
+		return KERR_INVALID_TXN_STATE;   /* not added to this transaction */
+	if (recv_ns != UINT64_MAX && recv_ns < t->begin_ns) {
+		/* taken up before this transaction began: a late write of an
+		 * earlier one (docs/transactions.md, Late requests) */
+		tc->st.late_refused++;
+		return KERR_INVALID_TXN_STATE;
+	}
+	return 0;
+}
+
+typedef void (*txn_verified_fn)(struct txn_coord *tc, void *cookie, int16_t err, uint64_t since_ns);
+
+struct remote_verify {
+	txn_verified_fn done;
+	void *cookie;
+};
+
+/* The coordinator on another node answered AddPartitionsToTxn VerifyOnly. */
+static void remote_verified(struct ctl *ctl, void *cookie, int err, const void *body)
+{
+	struct txn_coord *tc = ctl_txns(ctl);
+	struct remote_verify *rv = cookie;
+	const struct kafka_add_partitions_to_txn_response *r = body;
+	int16_t kerr = KERR_COORDINATOR_NOT_AVAILABLE;   /* no answer: retriable */
+
+	if (!err && r) {
+		if (r->ErrorCode)
+			kerr = r->ErrorCode;
+		else if (r->ResultsByTransaction.count == 1 && r->ResultsByTransaction.items[0].TopicResults.count == 1 &&
+			 r->ResultsByTransaction.items[0].TopicResults.items[0].ResultsByPartition.count == 1)
+			kerr = r->ResultsByTransaction.items[0].TopicResults.items[0].ResultsByPartition.items[0]
+				       .PartitionErrorCode;
+	}
+	tc->st.remote_verifies++;
+	rv->done(tc, rv->cookie, kerr, 0);
+	free(rv);
+}
+
+/* Kafka's answer to the producer for a coordinator's error (ReplicaManager
+ * after AddPartitionsToTxnManager): a coordinator moving or busy is
+ * retriable, NOT_ENOUGH_REPLICAS for clients that know no newer code. A
+ * producer id that is not the transactional id's is in no transaction of
+ * it: INVALID_TXN_STATE, as the partition answered it before it asked. */
+static int16_t verify_error_for_producer(int16_t err)
+{
+	switch (err) {
+	case KERR_INVALID_PRODUCER_ID_MAPPING:
+		return KERR_INVALID_TXN_STATE;
+	case KERR_COORDINATOR_NOT_AVAILABLE:
+	case KERR_NOT_COORDINATOR:
+	case KERR_COORDINATOR_LOAD_IN_PROGRESS:
+	case KERR_CONCURRENT_TRANSACTIONS:
+		return KERR_NOT_ENOUGH_REPLICAS;
+	case KERR_PRODUCER_FENCED:
+		return KERR_INVALID_PRODUCER_EPOCH;
+	default:
+		return err;
+	}
+}
+
+/* Is topic/part in the ongoing transaction of id (pid, epoch)? Asked of
+ * this node's coordinator state when the id is coordinated here, else of
+ * the id's coordinator (the leader of its __transaction_state partition)
+ * with AddPartitionsToTxn v4 VerifyOnly. done runs once, with 0 or the
+ * Kafka code for the producer. */
+static void txn_verify(struct txn_coord *tc, struct kafka_str id, int64_t pid, int16_t epoch, struct kafka_str topic,
+		       int32_t part, uint64_t recv_ns, txn_verified_fn done, void *cookie)
+{
+	char buf[512];
+	const struct md_topic *st = state_topic(tc);
+	int16_t err;
+	int32_t idx, leader;
+
+	if (id.len <= 0 || id.len >= (int32_t)sizeof(buf) || !st) {
+		done(tc, cookie, KERR_INVALID_TXN_STATE, 0);
+		return;
+	}
+	memcpy(buf, id.ptr, (size_t)id.len);
+	buf[id.len] = 0;
+	idx = state_partition(tc, buf);
+	err = coord_load_err(&tc->load, idx);
+	if (!err) {
+		struct txn *t = txn_find(tc, id);
+
+		tc->st.verifies++;
+		err = verify_here(tc, t, pid, epoch, topic, part, recv_ns);
+		done(tc, cookie, err, err ? 0 : t->begin_ns);
+		return;
+	}
+	leader = st->parts[idx].leader;
+	if (err == KERR_NOT_COORDINATOR && leader >= 0 && leader != tc->b->set.node_id) {
+		struct kafka_add_partitions_to_txn_request q;
+		struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction tx;
+		struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic tt;
+		struct remote_verify *rv = xcalloc(1, sizeof(*rv));
+		struct peer_kafka *pk = ctl_peers(tc->ctl);
+
+		kafka_add_partitions_to_txn_request_init(&q);
+		memset(&tx, 0, sizeof(tx));
+		memset(&tt, 0, sizeof(tt));
+		tt.Name = topic;
+		tt.Partitions.items = &part;
+		tt.Partitions.count = 1;
+		tx.TransactionalId = id;
+		tx.ProducerId = pid;
+		tx.ProducerEpoch = epoch;
+		tx.VerifyOnly = true;
+		tx.Topics.items = &tt;
+		tx.Topics.count = 1;
+		q.Transactions.items = &tx;
+		q.Transactions.count = 1;
+		rv->done = done;
+		rv->cookie = cookie;
+		if (pk && peer_kafka_send(pk, leader, KAFKA_ADD_PARTITIONS_TO_TXN_KEY, 4, &q, remote_verified, rv) == 0)
+			return;
+		free(rv);
+	}
+	/* loading here, or no coordinator now: retriable */
+	done(tc, cookie, err == KERR_COORDINATOR_LOAD_IN_PROGRESS ? err : KERR_COORDINATOR_NOT_AVAILABLE, 0);
+}
+
+struct offsets_verify {
+	struct group_coord *gc;
+	group_txn_checked_fn *done;
+	void *cookie;
+};
+
+static void offsets_verified(struct txn_coord *tc, void *cookie, int16_t err, uint64_t since_ns)
+{
+	struct offsets_verify *ov = cookie;
+
+	(void)tc;
+	(void)since_ns;
+	ov->done(ov->gc, ov->cookie, err);
+	free(ov);
+}
+
+/* TxnOffsetCommit's check (group_set_txn_check): this node's state when
+ * it coordinates the id, else the id's coordinator on another node, asked
+ * whether the group's offsets partition is in the transaction (as a
+ * partition leader asks, AddPartitionsToTxn VerifyOnly). */
+static void txn_offsets_check(void *arg, struct kafka_str id, int64_t pid, int16_t epoch, int32_t opart,
+			      uint64_t recv_ns, group_txn_checked_fn *done, void *cookie)
+{
+	struct txn_coord *tc = arg;
+	struct offsets_verify *ov;
+
+	if (key_err(tc, id) != KERR_NOT_COORDINATOR) {
+		done(tc->gc, cookie, txn_check_offsets(tc, id, pid, epoch, opart, recv_ns));
+		return;
+	}
+	ov = xcalloc(1, sizeof(*ov));
+	*ov = (struct offsets_verify){ tc->gc, done, cookie };
+	txn_verify(tc, id, pid, epoch, (struct kafka_str){ GROUP_OFFSETS_TOPIC, (int32_t)strlen(GROUP_OFFSETS_TOPIC) },
+		   opart, UINT64_MAX, offsets_verified, ov);
+}
+
+/* A shard's verification (struct coord_txn_verify), answered to it. */
+static void shard_verified(struct txn_coord *tc, void *cookie, int16_t err, uint64_t since_ns)
+{
+	struct coord_txn_verify *v = cookie;
+	struct shard_msg m = { .fn = v->done, .p = { v } };
+
+	v->err = verify_error_for_producer(err);
+	v->since_ns = since_ns;
+	ctl_send_msg(tc->ctl, v->from, &m);
+}
+
+static void verify_msg(void *self, struct shard_msg *m)
+{
+	struct txn_coord *tc = ctl_txns(self);
+	struct coord_txn_verify *v = m->p[0];
+
+	txn_verify(tc, v->id, v->pid, v->epoch, v->topic, v->partition, v->recv_ns, shard_verified, v);
+}
+
+void txn_verify_submit(struct kafka_ctx *ctx, struct coord_txn_verify *v)
+{
+	struct shard_msg m = { .fn = verify_msg, .p = { v } };
+
+	kafka_ctx_send_ctl(ctx, &m);
+}
+
+/* AddPartitionsToTxn v4+ (from partition leaders): VerifyOnly answered
+ * from the state here, each transaction of the batch on its own. Adding
+ * partitions (VerifyOnly false, KIP-890 part 2) is not served:
+ * INVALID_REQUEST. */
+static void handle_verify_only(struct txn_coord *tc, struct kafka_ctx *ctx)
+{
+	struct kafka_add_partitions_to_txn_request *q = ctx->req.body;
+	struct kafka_add_partitions_to_txn_response *r = ctx->resp;
+
+	for (int i = 0; i < r->ResultsByTransaction.count; i++) {
+		struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction *tx = &q->Transactions.items[i];
+		struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_result *rr = &r->ResultsByTransaction.items[i];
+		int16_t terr = key_err(tc, tx->TransactionalId);
+		struct txn *t = terr ? NULL : txn_find(tc, tx->TransactionalId);
+
+		if (!terr && !tx->VerifyOnly)
+			terr = KERR_INVALID_REQUEST;
+		for (int j = 0; j < rr->TopicResults.count; j++) {
+			struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *rt =
+				&rr->TopicResults.items[j];
+
+			for (int k = 0; k < rt->ResultsByPartition.count; k++) {
+				struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *pr =
+					&rt->ResultsByPartition.items[k];
+
+				tc->st.verifies++;
+				pr->PartitionErrorCode =
+					terr ? terr
+					     : verify_here(tc, t, tx->ProducerId, tx->ProducerEpoch, rt->Name,
+							   pr->PartitionIndex, UINT64_MAX);
+			}
+		}
+	}
+	answer_now(tc, ctx);
 }
 
 /* ---- dispatch ------------------------------------------------------------------- */
@@ -863,6 +1181,10 @@ static void txn_msg(void *self, struct shard_msg *m)
 	struct kafka_ctx *ctx = m->p[0];
 	int16_t err = 0;
 
+	if (ctx->req.header.RequestApiKey == KAFKA_ADD_PARTITIONS_TO_TXN_KEY && ctx->req.header.RequestApiVersion >= 4) {
+		handle_verify_only(tc, ctx);
+		return;
+	}
 	/* the transactional id's partition of __transaction_state must be
 	 * coordinated here (led and loaded): else NOT_COORDINATOR or
 	 * COORDINATOR_LOAD_IN_PROGRESS, and the client finds it again */
@@ -922,6 +1244,47 @@ static int txn_resume(struct kafka_ctx *ctx)
 	return 0;
 }
 
+/* AddPartitionsToTxn v4+'s response: per transaction, per topic, per
+ * partition, as asked. -1 when the arena is full. */
+static int shape_verify_response(struct kafka_ctx *ctx, const struct kafka_add_partitions_to_txn_request *q,
+				 struct kafka_add_partitions_to_txn_response *r)
+{
+	int nx = q->Transactions.count > 0 ? q->Transactions.count : 0;
+
+	r->ResultsByTransaction.count = nx;
+	r->ResultsByTransaction.items = ALLOC(ctx, struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_result, nx);
+	if (!r->ResultsByTransaction.items)
+		return -1;
+	for (int i = 0; i < nx; i++) {
+		const struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction *tx = &q->Transactions.items[i];
+		struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_result *rr = &r->ResultsByTransaction.items[i];
+		int nt = tx->Topics.count > 0 ? tx->Topics.count : 0;
+
+		rr->TransactionalId = tx->TransactionalId;
+		rr->TopicResults.count = nt;
+		rr->TopicResults.items = ALLOC(ctx, struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result, nt);
+		if (!rr->TopicResults.items)
+			return -1;
+		for (int j = 0; j < nt; j++) {
+			const struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic *qt = &tx->Topics.items[j];
+			struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *rt = &rr->TopicResults.items[j];
+			int np = qt->Partitions.count > 0 ? qt->Partitions.count : 0;
+
+			rt->Name = qt->Name;
+			rt->ResultsByPartition.count = np;
+			rt->ResultsByPartition.items =
+				ALLOC(ctx, struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_partition_result, np);
+			if (!rt->ResultsByPartition.items)
+				return -1;
+			for (int k = 0; k < np; k++) {
+				rt->ResultsByPartition.items[k].PartitionIndex = qt->Partitions.items[k];
+				rt->ResultsByPartition.items[k].PartitionErrorCode = 0;
+			}
+		}
+	}
+	return 0;
+}
+
 /* The response, shaped like the request, in the request's arena: the
  * coordinator only fills it in. */
 static void *shape_response(struct kafka_ctx *ctx)
@@ -942,6 +1305,8 @@ static void *shape_response(struct kafka_ctx *ctx)
 		if (!r)
 			return NULL;
 		kafka_add_partitions_to_txn_response_init(r);
+		if (ctx->req.header.RequestApiVersion >= 4)
+			return shape_verify_response(ctx, q, r) < 0 ? NULL : r;
 		r->ResultsByTopicV3AndBelow.count = nt;
 		r->ResultsByTopicV3AndBelow.items =
 			ALLOC(ctx, struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result, nt);
@@ -1004,6 +1369,22 @@ int txn_submit(struct kafka_ctx *ctx)
 	return 0;
 }
 
+
+static void offsets_end_msg(void *self, struct shard_msg *m)
+{
+	struct txn_coord *tc = ctl_txns(self);
+
+	group_txn_end(tc->gc, (int32_t)m->v[1], m->v[2], (int)m->v[3]);
+	ctl_reply(tc->ctl, m->p[0], (int)m->v[0]);
+}
+
+void txn_offsets_end_submit(struct kafka_ctx *ctx, int32_t opart, int64_t pid, int commit)
+{
+	struct shard_msg m = { .fn = offsets_end_msg, .p = { ctx },
+			       .v = { kafka_ctx_shard_id(ctx), opart, pid, commit } };
+
+	kafka_ctx_send_ctl(ctx, &m);
+}
 
 /* ---- replay ---------------------------------------------------------------------- */
 

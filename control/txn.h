@@ -12,10 +12,14 @@
  * producer id, epoch, timeout, status, partitions, timestamps), partition
  * chosen by the Java hash of the transactional id. A transaction goes
  * Empty -> Ongoing (AddPartitionsToTxn / AddOffsetsToTxn: the state is
- * durable before the partitions' owner shards are told to take the
- * producer's transactional batches) -> PrepareCommit/PrepareAbort (durable
- * before any marker) -> markers durable in every partition -> EndTxn
- * answered -> CompleteCommit/CompleteAbort. The coordinator of an id is
+ * durable before the owner shards of the partitions this node leads are
+ * told to take the producer's transactional batches; a partition another
+ * node leads asks when the producer writes there: txn_verify_submit, or
+ * AddPartitionsToTxn v4 VerifyOnly from that node) -> PrepareCommit/
+ * PrepareAbort (durable before any marker) -> markers durable in every
+ * partition (written by the owner shard here, or by the leader on another
+ * node through WriteTxnMarkers, control/peer_kafka.h) -> EndTxn answered
+ * -> CompleteCommit/CompleteAbort. The coordinator of an id is
  * the leader of its partition: the partition is read back when this node
  * becomes its leader (at start when alone here): a Prepare* transaction
  * gets its markers again, an Ongoing one has its partitions registered
@@ -63,6 +67,9 @@ struct txn_stats {
 	uint64_t inits, fenced_by_init;
 	uint64_t begun, committed, aborted, timed_out;
 	uint64_t markers, marker_retries;
+	uint64_t remote_markers;           /* of them, written by other nodes (WriteTxnMarkers) */
+	uint64_t verifies;                 /* partitions verified here for a leader (KIP-890) */
+	uint64_t remote_verifies;          /* verifications asked of another node's coordinator */
 	uint64_t late_refused;             /* requests of an earlier transaction */
 	uint64_t replayed_records;
 	uint64_t partitions_loaded;        /* partitions read back (start-up and leadership gained) */
@@ -106,5 +113,21 @@ struct kafka_ctx;
  * AddPartitionsToTxn, AddOffsetsToTxn, EndTxn. The shards reach it as
  * coord_ops.txn_submit (dataplane/coord.h), never by name. */
 int txn_submit(struct kafka_ctx *ctx);
+
+/* @thread shard: WriteTxnMarkers wrote producer pid's COMMIT/ABORT marker
+ * into __consumer_offsets partition opart here: this node's group
+ * coordinator commits or drops its pending transactional offsets there
+ * (coord_ops.submit_txn_offsets_end); ctx gets kafka_ctx_sub_done after. */
+void txn_offsets_end_submit(struct kafka_ctx *ctx, int32_t opart, int64_t pid, int commit);
+
+struct coord_txn_verify;
+/* @thread shard: a transactional produce found no transaction of its
+ * producer open on a partition this node leads: is the partition in the
+ * producer's ongoing transaction (KIP-890 part 1)? Answered from this
+ * node's state when the id is coordinated here (a request taken up before
+ * the transaction began is refused, as late), else by the id's
+ * coordinator with AddPartitionsToTxn v4 VerifyOnly
+ * (coord_ops.submit_txn_verify). */
+void txn_verify_submit(struct kafka_ctx *ctx, struct coord_txn_verify *v);
 
 #endif

@@ -146,6 +146,28 @@ struct coord_reassign {
 	int nfound;
 };
 
+/* KIP-890's verification: a transactional batch reached a partition
+ * leader with no transaction of its producer open there; the transaction
+ * coordinator (this node's, or through AddPartitionsToTxn VerifyOnly the
+ * one on the id's node) says whether the partition is in the producer's
+ * ongoing transaction. In the shard's arena, borrowed until done runs. */
+struct coord_txn_verify {
+	struct kafka_str id;         /* the transactional id (the request's frame) */
+	struct kafka_str topic;
+	int32_t partition;
+	int64_t pid;
+	int16_t epoch;
+	uint64_t recv_ns;            /* when the produce was taken up */
+	int from;                    /* the shard */
+	/* @thread shard from: m->p[0] is this request, err and since_ns filled */
+	void (*done)(void *self, struct shard_msg *m);
+	void *cookie;
+	int16_t err;                 /* out: 0 in the transaction, else the Kafka code for the
+				      * producer (retriable ones as NOT_ENOUGH_REPLICAS, Kafka's) */
+	uint64_t since_ns;           /* out: when the transaction began, on this node's clock (0:
+				      * coordinated on another node) */
+};
+
 /* The callbacks the layer above gives the shards. Read-only once set. */
 struct coord_ops {
 	/* @thread shard: OffsetCommit, OffsetFetch, JoinGroup, Heartbeat,
@@ -159,6 +181,15 @@ struct coord_ops {
 	/* @thread shard. Hand an admin request to the control thread; the
 	 * shard's ctx gets kafka_ctx_sub_done when it is answered. */
 	void (*submit_admin)(struct kafka_ctx *ctx, struct ctl_req *req);
+	/* @thread shard. WriteTxnMarkers wrote a COMMIT (commit 1) or ABORT
+	 * marker of producer pid into partition opart of __consumer_offsets:
+	 * the group coordinator materialises or drops the producer's pending
+	 * transactional offsets of that partition; ctx gets
+	 * kafka_ctx_sub_done once it has. */
+	void (*submit_txn_offsets_end)(struct kafka_ctx *ctx, int32_t opart, int64_t pid, int commit);
+	/* @thread shard. Verify a transactional produce (struct
+	 * coord_txn_verify); v->done runs on v->from once answered. */
+	void (*submit_txn_verify)(struct kafka_ctx *ctx, struct coord_txn_verify *v);
 	/* @thread shard. A new producer id for an idempotent producer (unique
 	 * across restarts: handed out from blocks reserved in the metadata
 	 * log); *out is filled (-1 on failure) before ctx gets

@@ -10,6 +10,8 @@
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
+#include "dataplane/part_err.h"
+#include "dataplane/part_proxy.h"
 #include "dataplane/part_role.h"
 #include "dataplane/producer.h"
 #include "dataplane/shard_core.h"
@@ -168,11 +170,23 @@ int kafka_handle_metadata(struct kafka_ctx *ctx)
 
 /* ---- Produce ---------------------------------------------------------- */
 
-/* Where a partition's outcome goes: the request and its response slot. */
+/* Where a partition's outcome goes: the request and its response slot;
+ * what it writes (to dispatch it again once its transaction is verified). */
 struct produce_part {
 	struct kafka_ctx *ctx;
 	struct kafka_produce_response_partition_produce_response *pr;
+	struct part *part;
+	int owner;
+	const uint8_t *rec;
+	uint32_t len;
+	int32_t min_insync;
+	int verified;                    /* asked the coordinator already */
+	struct kafka_str topic;
+	struct coord_txn_verify v;       /* the verification (KIP-890), while asked */
 };
+
+static void produce_dispatch(struct shard *sh, struct produce_part *pp);
+static int produce_verify(struct shard *sh, struct produce_part *pp);
 
 static int16_t batch_err_to_kafka(int err)
 {
@@ -198,8 +212,11 @@ static int16_t batch_err_to_kafka(int err)
 static void produce_ack(struct shard *sh, struct kafka_ctx *ctx, void *slot, int64_t base, int err,
 			int64_t log_start)
 {
-	struct kafka_produce_response_partition_produce_response *pr = slot;
+	struct produce_part *pp = slot;
+	struct kafka_produce_response_partition_produce_response *pr = pp ? pp->pr : NULL;
 
+	if (err == PART_ERR_TXN_UNKNOWN && pp && produce_verify(sh, pp))
+		return;   /* the coordinator is asked; dispatched again if verified */
 	if (pr) {
 		if (err > 0) {
 			pr->ErrorCode = part_err_to_kafka(err);   /* idempotence, transactions */
@@ -229,12 +246,67 @@ static void produce_route(struct shard *owner, void *cookie, int64_t base, int64
 	struct produce_part *pp = cookie;
 
 	if (pp->ctx->sh == owner) {
-		produce_ack(owner, pp->ctx, pp->pr, base, err, log_start);
+		produce_ack(owner, pp->ctx, pp, base, err, log_start);
 	} else {
-		struct shard_msg m = { .fn = produce_ack_msg, .p = { pp->ctx, pp->pr }, .v = { base, err, log_start } };
+		struct shard_msg m = { .fn = produce_ack_msg, .p = { pp->ctx, pp }, .v = { base, err, log_start } };
 
 		shard_send(owner, pp->ctx->sh->id, &m);
 	}
+}
+
+/* ---- KIP-890: a transactional batch where no transaction of its
+ * producer is open yet ------------------------------------------------- */
+
+/* On the request's shard: the owner took the transaction (or refused). */
+static void produce_begun(void *self, void *cookie, int err)
+{
+	struct shard *sh = self;
+	struct produce_part *pp = cookie;
+
+	if (err) {
+		produce_ack(sh, pp->ctx, pp, -1, err, -1);
+		return;
+	}
+	produce_dispatch(sh, pp);
+}
+
+/* On the request's shard: the coordinator's answer. */
+static void produce_verified(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct coord_txn_verify *v = m->p[0];
+	struct produce_part *pp = v->cookie;
+	struct part_proxy px;
+
+	if (v->err) {
+		pp->pr->ErrorCode = v->err;
+		pp->pr->BaseOffset = -1;
+		shard_stat_add(&sh->stats.produce_rejected[SHARD_REJECT_TXN], 1);
+		kafka_ctx_sub_done(pp->ctx);
+		return;
+	}
+	/* in the producer's transaction: the partition takes its batches
+	 * from now on, then this one is written */
+	part_proxy_init_shard(&px, sh);
+	part_proxy_txn_begin(&px, pp->owner, pp->part, v->pid, v->epoch, v->since_ns, produce_begun, pp);
+}
+
+/* The owner knows no transaction of the batch's producer: ask its
+ * coordinator (once per partition of a request). 1 when asked. */
+static int produce_verify(struct shard *sh, struct produce_part *pp)
+{
+	struct kafka_produce_request *q = pp->ctx->req.body;
+
+	if (pp->verified || q->TransactionalId.len <= 0 || !sh->b->coord->submit_txn_verify ||
+	    pp->len < BATCH_HEADER_SIZE)
+		return 0;
+	pp->verified = 1;
+	pp->v = (struct coord_txn_verify){ .id = q->TransactionalId, .topic = pp->topic,
+					   .partition = pp->pr->Index, .pid = batch_producer_id(pp->rec),
+					   .epoch = batch_producer_epoch(pp->rec), .recv_ns = pp->ctx->recv_ns,
+					   .from = sh->id, .done = produce_verified, .cookie = pp };
+	sh->b->coord->submit_txn_verify(pp->ctx, &pp->v);
+	return 1;
 }
 
 /* On the owner shard of a partition another shard's request writes. */
@@ -387,25 +459,36 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 				continue;
 			}
 			ctx->pending++;
-			pps[j] = (struct produce_part){ .ctx = ctx, .pr = pr };
-			if (mp->shard == sh->id) {
-				struct part_produce_req req = { .rec = rec, .len = len, .acks = q->Acks,
-								.recv_ns = ctx->recv_ns, .timeout_ms = q->TimeoutMs,
-								.min_insync = t->min_insync };
-
-				part_produce(mp->part, &req, produce_route, &pps[j]);
-			} else {
-				struct shard_msg m = { .fn = produce_remote_msg, .p = { mp->part, (void *)rec, &pps[j] },
-						       /* v[0]: the length, min.insync.replicas above it */
-						       .v = { (int64_t)((uint64_t)len | (uint64_t)(uint32_t)t->min_insync << 32),
-							      q->Acks, (int64_t)ctx->recv_ns, q->TimeoutMs } };
-
-				shard_send(sh, mp->shard, &m);
-			}
+			pps[j] = (struct produce_part){ .ctx = ctx, .pr = pr, .part = mp->part, .owner = mp->shard,
+							.rec = rec, .len = len, .min_insync = t->min_insync,
+							.topic = td->Name };
+			produce_dispatch(sh, &pps[j]);
 		}
 	}
 	kafka_ctx_sub_done(ctx);
 	return 0;
+}
+
+/* A partition's records to its owner (again, after a verification). */
+static void produce_dispatch(struct shard *sh, struct produce_part *pp)
+{
+	struct kafka_ctx *ctx = pp->ctx;
+	struct kafka_produce_request *q = ctx->req.body;
+
+	if (pp->owner == sh->id) {
+		struct part_produce_req req = { .rec = pp->rec, .len = pp->len, .acks = q->Acks,
+						.recv_ns = ctx->recv_ns, .timeout_ms = q->TimeoutMs,
+						.min_insync = pp->min_insync };
+
+		part_produce(pp->part, &req, produce_route, pp);
+	} else {
+		struct shard_msg m = { .fn = produce_remote_msg, .p = { pp->part, (void *)pp->rec, pp },
+				       /* v[0]: the length, min.insync.replicas above it */
+				       .v = { (int64_t)((uint64_t)pp->len | (uint64_t)(uint32_t)pp->min_insync << 32),
+					      q->Acks, (int64_t)ctx->recv_ns, q->TimeoutMs } };
+
+		shard_send(sh, pp->owner, &m);
+	}
 }
 
 /* ---- Fetch ------------------------------------------------------------ */

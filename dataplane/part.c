@@ -375,8 +375,15 @@ int part_append_marker(struct part *p, int64_t pid, int16_t epoch, int commit, i
 	ssize_t len;
 	int rc;
 
+	const struct producer_entry *e;
+
 	if (p->deleted)
 		return -ENOENT;
+	/* a marker of an epoch older than the producer's current one is
+	 * refused, as Kafka's producer state refuses it (a stale coordinator) */
+	e = producer_entry(&p->producers, pid, epoch, 0);
+	if (e && epoch < e->epoch)
+		return PART_ERR_OLD_EPOCH;
 	len = part_txn_marker_build(buf, sizeof(buf), pid, epoch, commit, coordinator_epoch, p->sh->now_ms);
 	if (len < 0)
 		return (int)len;

@@ -261,7 +261,9 @@ static inline void part_publish(struct part *p)
  * epoch of pid is known) or PART_ERR_PRODUCERS_FULL. @thread owner */
 int part_begin_txn(struct part *p, int64_t pid, int16_t epoch, uint64_t since_ns);
 /* Append the COMMIT or ABORT marker of pid's transaction; *offset is where.
- * 0 or -errno (-ENOENT: deleted; plog_append's). @thread owner */
+ * 0, PART_ERR_OLD_EPOCH (the partition knows a newer epoch of pid: a stale
+ * coordinator's marker, refused as Kafka refuses it) or -errno (-ENOENT:
+ * deleted; plog_append's). @thread owner */
 int part_append_marker(struct part *p, int64_t pid, int16_t epoch, int commit, int32_t coordinator_epoch,
 		       int64_t *offset);
 

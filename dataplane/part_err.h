@@ -29,6 +29,9 @@ enum part_err {
 	PART_ERR_TIMED_OUT = 8,                          /* acks=all: the ISR did not have it in time */
 	PART_ERR_AFTER_APPEND = 9,                       /* acks=all: the ISR had it, but had shrunk
 							  * below min.insync.replicas meanwhile */
+	PART_ERR_TXN_UNKNOWN = 10,                       /* a transactional batch of a producer with no
+							  * transaction open here (at its epoch): the
+							  * leader asks the coordinator (KIP-890) */
 };
 
 /* @thread any: the Kafka code for a partition's outcome: 0, an enum
@@ -56,6 +59,7 @@ static inline int16_t part_err_to_kafka(int err)
 	case PART_ERR_OLD_EPOCH:
 		return KERR_INVALID_PRODUCER_EPOCH;
 	case PART_ERR_TXN_STATE:
+	case PART_ERR_TXN_UNKNOWN:
 		return KERR_INVALID_TXN_STATE;
 	case PART_ERR_PRODUCERS_FULL:
 		return KERR_COORDINATOR_NOT_AVAILABLE;   /* retriable: the client tries again */

@@ -259,7 +259,8 @@ int part_txn_check(const struct part_txn *t, int64_t pid, int16_t epoch, uint64_
 	if (e && epoch < e->epoch)
 		return PART_ERR_OLD_EPOCH;   /* fenced */
 	if (!e || !e->txn_open || epoch != e->epoch)
-		return PART_ERR_TXN_STATE;    /* the partition is not in its transaction */
+		return PART_ERR_TXN_UNKNOWN;  /* the partition is not in its transaction, as
+					       * far as it knows: its coordinator may say so */
 	if (recv_ns < e->txn_since_ns)
 		return PART_ERR_TXN_STATE;    /* sent before this transaction began: a late
 					       * write of an earlier one */

@@ -79,7 +79,10 @@ void part_txn_relso(struct part_txn *t);
  * epoch of pid is known) or PART_ERR_PRODUCERS_FULL. */
 int part_txn_begin(struct part_txn *t, int64_t pid, int16_t epoch, uint64_t since_ns, int64_t now_ms);
 /* May a transactional batch of (pid, epoch) received at recv_ns be
- * appended? 0 or an enum part_err (PART_ERR_OLD_EPOCH, PART_ERR_TXN_STATE). */
+ * appended? 0 or an enum part_err: PART_ERR_OLD_EPOCH (fenced),
+ * PART_ERR_TXN_UNKNOWN (no transaction of pid at epoch is open here: not
+ * begun here yet, or ended), PART_ERR_TXN_STATE (sent before the open
+ * transaction began: a late write of an earlier one). */
 int part_txn_check(const struct part_txn *t, int64_t pid, int16_t epoch, uint64_t recv_ns);
 /* A transactional batch of pid was appended at base. */
 void part_txn_appended(struct part_txn *t, int64_t pid, int64_t base);

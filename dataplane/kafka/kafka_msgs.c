@@ -5172,6 +5172,13 @@ static void kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic_init
 	m->Name = (struct kafka_str){ "", 0 };
 }
 
+static void kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction_init(struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->TransactionalId = (struct kafka_str){ "", 0 };
+}
+
+
 
 void kafka_add_partitions_to_txn_request_init(struct kafka_add_partitions_to_txn_request *m)
 {
@@ -5186,8 +5193,8 @@ static int kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic_decod
 	kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic_init(m);
 	(void)a;
 	(void)version;
-	m->Name = kafka_cursor_string(c, false, false);
-	n = kafka_cursor_array_len(c, false, false, 4);
+	m->Name = kafka_cursor_string(c, version >= 3, false);
+	n = kafka_cursor_array_len(c, version >= 3, false, 4);
 	m->Partitions.count = n;
 	m->Partitions.items = NULL;
 	if (n > 0) {
@@ -5198,6 +5205,50 @@ static int kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic_decod
 			m->Partitions.items[i] = kafka_cursor_int32(c);
 		}
 	}
+	if (version >= 3) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m)
+{
+	int rc;
+	int32_t n;
+	kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction_init(m);
+	(void)a;
+	(void)version;
+	if (version >= 4) {
+		m->TransactionalId = kafka_cursor_string(c, version >= 3, false);
+	}
+	if (version >= 4) {
+		m->ProducerId = kafka_cursor_int64(c);
+	}
+	if (version >= 4) {
+		m->ProducerEpoch = kafka_cursor_int16(c);
+	}
+	if (version >= 4) {
+		m->VerifyOnly = kafka_cursor_bool(c);
+	}
+	if (version >= 4) {
+		n = kafka_cursor_array_len(c, version >= 3, false, 3);
+		m->Topics.count = n;
+		m->Topics.items = NULL;
+		if (n > 0) {
+			m->Topics.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Topics.items));
+			if (!m->Topics.items)
+				return kafka_cursor_fail(c, -ENOBUFS);
+			for (int32_t i = 0; i < n; i++) {
+				rc = kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic_decode(c, a, version, &m->Topics.items[i]);
+				if (rc)
+					return rc;
+			}
+		}
+	}
+	if (version >= 3) {
+		kafka_codec_skip_tags(c);
+	}
 	return c->err;
 }
 
@@ -5207,26 +5258,52 @@ int kafka_add_partitions_to_txn_request_decode(struct kafka_cursor *c, struct ka
 	int rc;
 	int32_t n;
 
-	if (version < 0 || version > 1)
+	if (version < 0 || version > 5)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_add_partitions_to_txn_request_init(m);
 	(void)a;
 	(void)version;
-	m->V3AndBelowTransactionalId = kafka_cursor_string(c, false, false);
-	m->V3AndBelowProducerId = kafka_cursor_int64(c);
-	m->V3AndBelowProducerEpoch = kafka_cursor_int16(c);
-	n = kafka_cursor_array_len(c, false, false, 6);
-	m->V3AndBelowTopics.count = n;
-	m->V3AndBelowTopics.items = NULL;
-	if (n > 0) {
-		m->V3AndBelowTopics.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->V3AndBelowTopics.items));
-		if (!m->V3AndBelowTopics.items)
-			return kafka_cursor_fail(c, -ENOBUFS);
-		for (int32_t i = 0; i < n; i++) {
-			rc = kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic_decode(c, a, version, &m->V3AndBelowTopics.items[i]);
-			if (rc)
-				return rc;
+	if (version >= 4) {
+		n = kafka_cursor_array_len(c, version >= 3, false, 14);
+		m->Transactions.count = n;
+		m->Transactions.items = NULL;
+		if (n > 0) {
+			m->Transactions.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Transactions.items));
+			if (!m->Transactions.items)
+				return kafka_cursor_fail(c, -ENOBUFS);
+			for (int32_t i = 0; i < n; i++) {
+				rc = kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction_decode(c, a, version, &m->Transactions.items[i]);
+				if (rc)
+					return rc;
+			}
 		}
+	}
+	if (version <= 3) {
+		m->V3AndBelowTransactionalId = kafka_cursor_string(c, version >= 3, false);
+	}
+	if (version <= 3) {
+		m->V3AndBelowProducerId = kafka_cursor_int64(c);
+	}
+	if (version <= 3) {
+		m->V3AndBelowProducerEpoch = kafka_cursor_int16(c);
+	}
+	if (version <= 3) {
+		n = kafka_cursor_array_len(c, version >= 3, false, 3);
+		m->V3AndBelowTopics.count = n;
+		m->V3AndBelowTopics.items = NULL;
+		if (n > 0) {
+			m->V3AndBelowTopics.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->V3AndBelowTopics.items));
+			if (!m->V3AndBelowTopics.items)
+				return kafka_cursor_fail(c, -ENOBUFS);
+			for (int32_t i = 0; i < n; i++) {
+				rc = kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic_decode(c, a, version, &m->V3AndBelowTopics.items[i]);
+				if (rc)
+					return rc;
+			}
+		}
+	}
+	if (version >= 3) {
+		kafka_codec_skip_tags(c);
 	}
 	return c->err;
 }
@@ -5235,26 +5312,71 @@ static void kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic_enco
 		const struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic *m)
 {
 	(void)version;
-	kafka_writer_string(w, m->Name, false, false);
-	kafka_writer_len(w, m->Partitions.count, false, true, false);
+	kafka_writer_string(w, m->Name, version >= 3, false);
+	kafka_writer_len(w, m->Partitions.count, version >= 3, true, false);
 	for (int32_t i = 0; i < m->Partitions.count; i++)
 		kafka_writer_int32(w, m->Partitions.items[i]);
+	if (version >= 3) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m)
+{
+	(void)version;
+	if (version >= 4) {
+		kafka_writer_string(w, m->TransactionalId, version >= 3, false);
+	}
+	if (version >= 4) {
+		kafka_writer_int64(w, m->ProducerId);
+	}
+	if (version >= 4) {
+		kafka_writer_int16(w, m->ProducerEpoch);
+	}
+	if (version >= 4) {
+		kafka_writer_bool(w, m->VerifyOnly);
+	}
+	if (version >= 4) {
+		kafka_writer_len(w, m->Topics.count, version >= 3, true, false);
+		for (int32_t i = 0; i < m->Topics.count; i++)
+			kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic_encode(w, version, &m->Topics.items[i]);
+	}
+	if (version >= 3) {
+		kafka_writer_uvarint(w, 0);
+	}
 }
 
 void kafka_add_partitions_to_txn_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_add_partitions_to_txn_request *m)
 {
 	(void)version;
-	if (version < 0 || version > 1) {
+	if (version < 0 || version > 5) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
-	kafka_writer_string(w, m->V3AndBelowTransactionalId, false, false);
-	kafka_writer_int64(w, m->V3AndBelowProducerId);
-	kafka_writer_int16(w, m->V3AndBelowProducerEpoch);
-	kafka_writer_len(w, m->V3AndBelowTopics.count, false, true, false);
-	for (int32_t i = 0; i < m->V3AndBelowTopics.count; i++)
-		kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic_encode(w, version, &m->V3AndBelowTopics.items[i]);
+	if (version >= 4) {
+		kafka_writer_len(w, m->Transactions.count, version >= 3, true, false);
+		for (int32_t i = 0; i < m->Transactions.count; i++)
+			kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction_encode(w, version, &m->Transactions.items[i]);
+	}
+	if (version <= 3) {
+		kafka_writer_string(w, m->V3AndBelowTransactionalId, version >= 3, false);
+	}
+	if (version <= 3) {
+		kafka_writer_int64(w, m->V3AndBelowProducerId);
+	}
+	if (version <= 3) {
+		kafka_writer_int16(w, m->V3AndBelowProducerEpoch);
+	}
+	if (version <= 3) {
+		kafka_writer_len(w, m->V3AndBelowTopics.count, version >= 3, true, false);
+		for (int32_t i = 0; i < m->V3AndBelowTopics.count; i++)
+			kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic_encode(w, version, &m->V3AndBelowTopics.items[i]);
+	}
+	if (version >= 3) {
+		kafka_writer_uvarint(w, 0);
+	}
 }
 
 static void kafka_add_partitions_to_txn_request_init_any(void *m)
@@ -5285,6 +5407,13 @@ static void kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_res
 	m->Name = (struct kafka_str){ "", 0 };
 }
 
+static void kafka_add_partitions_to_txn_response_add_partitions_to_txn_result_init(struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_result *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->TransactionalId = (struct kafka_str){ "", 0 };
+}
+
+
 
 
 void kafka_add_partitions_to_txn_response_init(struct kafka_add_partitions_to_txn_response *m)
@@ -5300,6 +5429,9 @@ static int kafka_add_partitions_to_txn_response_add_partitions_to_txn_partition_
 	(void)version;
 	m->PartitionIndex = kafka_cursor_int32(c);
 	m->PartitionErrorCode = kafka_cursor_int16(c);
+	if (version >= 3) {
+		kafka_codec_skip_tags(c);
+	}
 	return c->err;
 }
 
@@ -5311,8 +5443,8 @@ static int kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_resu
 	kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result_init(m);
 	(void)a;
 	(void)version;
-	m->Name = kafka_cursor_string(c, false, false);
-	n = kafka_cursor_array_len(c, false, false, 6);
+	m->Name = kafka_cursor_string(c, version >= 3, false);
+	n = kafka_cursor_array_len(c, version >= 3, false, 6);
 	m->ResultsByPartition.count = n;
 	m->ResultsByPartition.items = NULL;
 	if (n > 0) {
@@ -5325,6 +5457,41 @@ static int kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_resu
 				return rc;
 		}
 	}
+	if (version >= 3) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_add_partitions_to_txn_response_add_partitions_to_txn_result_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_result *m)
+{
+	int rc;
+	int32_t n;
+	kafka_add_partitions_to_txn_response_add_partitions_to_txn_result_init(m);
+	(void)a;
+	(void)version;
+	if (version >= 4) {
+		m->TransactionalId = kafka_cursor_string(c, version >= 3, false);
+	}
+	if (version >= 4) {
+		n = kafka_cursor_array_len(c, version >= 3, false, 3);
+		m->TopicResults.count = n;
+		m->TopicResults.items = NULL;
+		if (n > 0) {
+			m->TopicResults.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->TopicResults.items));
+			if (!m->TopicResults.items)
+				return kafka_cursor_fail(c, -ENOBUFS);
+			for (int32_t i = 0; i < n; i++) {
+				rc = kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result_decode(c, a, version, &m->TopicResults.items[i]);
+				if (rc)
+					return rc;
+			}
+		}
+	}
+	if (version >= 3) {
+		kafka_codec_skip_tags(c);
+	}
 	return c->err;
 }
 
@@ -5334,24 +5501,47 @@ int kafka_add_partitions_to_txn_response_decode(struct kafka_cursor *c, struct k
 	int rc;
 	int32_t n;
 
-	if (version < 0 || version > 1)
+	if (version < 0 || version > 5)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_add_partitions_to_txn_response_init(m);
 	(void)a;
 	(void)version;
 	m->ThrottleTimeMs = kafka_cursor_int32(c);
-	n = kafka_cursor_array_len(c, false, false, 6);
-	m->ResultsByTopicV3AndBelow.count = n;
-	m->ResultsByTopicV3AndBelow.items = NULL;
-	if (n > 0) {
-		m->ResultsByTopicV3AndBelow.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->ResultsByTopicV3AndBelow.items));
-		if (!m->ResultsByTopicV3AndBelow.items)
-			return kafka_cursor_fail(c, -ENOBUFS);
-		for (int32_t i = 0; i < n; i++) {
-			rc = kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result_decode(c, a, version, &m->ResultsByTopicV3AndBelow.items[i]);
-			if (rc)
-				return rc;
+	if (version >= 4) {
+		m->ErrorCode = kafka_cursor_int16(c);
+	}
+	if (version >= 4) {
+		n = kafka_cursor_array_len(c, version >= 3, false, 3);
+		m->ResultsByTransaction.count = n;
+		m->ResultsByTransaction.items = NULL;
+		if (n > 0) {
+			m->ResultsByTransaction.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->ResultsByTransaction.items));
+			if (!m->ResultsByTransaction.items)
+				return kafka_cursor_fail(c, -ENOBUFS);
+			for (int32_t i = 0; i < n; i++) {
+				rc = kafka_add_partitions_to_txn_response_add_partitions_to_txn_result_decode(c, a, version, &m->ResultsByTransaction.items[i]);
+				if (rc)
+					return rc;
+			}
 		}
+	}
+	if (version <= 3) {
+		n = kafka_cursor_array_len(c, version >= 3, false, 3);
+		m->ResultsByTopicV3AndBelow.count = n;
+		m->ResultsByTopicV3AndBelow.items = NULL;
+		if (n > 0) {
+			m->ResultsByTopicV3AndBelow.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->ResultsByTopicV3AndBelow.items));
+			if (!m->ResultsByTopicV3AndBelow.items)
+				return kafka_cursor_fail(c, -ENOBUFS);
+			for (int32_t i = 0; i < n; i++) {
+				rc = kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result_decode(c, a, version, &m->ResultsByTopicV3AndBelow.items[i]);
+				if (rc)
+					return rc;
+			}
+		}
+	}
+	if (version >= 3) {
+		kafka_codec_skip_tags(c);
 	}
 	return c->err;
 }
@@ -5362,30 +5552,66 @@ static void kafka_add_partitions_to_txn_response_add_partitions_to_txn_partition
 	(void)version;
 	kafka_writer_int32(w, m->PartitionIndex);
 	kafka_writer_int16(w, m->PartitionErrorCode);
+	if (version >= 3) {
+		kafka_writer_uvarint(w, 0);
+	}
 }
 
 static void kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *m)
 {
 	(void)version;
-	kafka_writer_string(w, m->Name, false, false);
-	kafka_writer_len(w, m->ResultsByPartition.count, false, true, false);
+	kafka_writer_string(w, m->Name, version >= 3, false);
+	kafka_writer_len(w, m->ResultsByPartition.count, version >= 3, true, false);
 	for (int32_t i = 0; i < m->ResultsByPartition.count; i++)
 		kafka_add_partitions_to_txn_response_add_partitions_to_txn_partition_result_encode(w, version, &m->ResultsByPartition.items[i]);
+	if (version >= 3) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_add_partitions_to_txn_response_add_partitions_to_txn_result_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_result *m)
+{
+	(void)version;
+	if (version >= 4) {
+		kafka_writer_string(w, m->TransactionalId, version >= 3, false);
+	}
+	if (version >= 4) {
+		kafka_writer_len(w, m->TopicResults.count, version >= 3, true, false);
+		for (int32_t i = 0; i < m->TopicResults.count; i++)
+			kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result_encode(w, version, &m->TopicResults.items[i]);
+	}
+	if (version >= 3) {
+		kafka_writer_uvarint(w, 0);
+	}
 }
 
 void kafka_add_partitions_to_txn_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_add_partitions_to_txn_response *m)
 {
 	(void)version;
-	if (version < 0 || version > 1) {
+	if (version < 0 || version > 5) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
 	kafka_writer_int32(w, m->ThrottleTimeMs);
-	kafka_writer_len(w, m->ResultsByTopicV3AndBelow.count, false, true, false);
-	for (int32_t i = 0; i < m->ResultsByTopicV3AndBelow.count; i++)
-		kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result_encode(w, version, &m->ResultsByTopicV3AndBelow.items[i]);
+	if (version >= 4) {
+		kafka_writer_int16(w, m->ErrorCode);
+	}
+	if (version >= 4) {
+		kafka_writer_len(w, m->ResultsByTransaction.count, version >= 3, true, false);
+		for (int32_t i = 0; i < m->ResultsByTransaction.count; i++)
+			kafka_add_partitions_to_txn_response_add_partitions_to_txn_result_encode(w, version, &m->ResultsByTransaction.items[i]);
+	}
+	if (version <= 3) {
+		kafka_writer_len(w, m->ResultsByTopicV3AndBelow.count, version >= 3, true, false);
+		for (int32_t i = 0; i < m->ResultsByTopicV3AndBelow.count; i++)
+			kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result_encode(w, version, &m->ResultsByTopicV3AndBelow.items[i]);
+	}
+	if (version >= 3) {
+		kafka_writer_uvarint(w, 0);
+	}
 }
 
 static void kafka_add_partitions_to_txn_response_init_any(void *m)
@@ -5604,6 +5830,366 @@ static int kafka_end_txn_response_decode_any(struct kafka_cursor *c, struct kafk
 static void kafka_end_txn_response_encode_any(struct kafka_writer *w, int16_t version, const void *m)
 {
 	kafka_end_txn_response_encode(w, version, m);
+}
+
+/* ---- WriteTxnMarkersRequest ---- */
+
+static void kafka_write_txn_markers_request_writable_txn_marker_topic_init(struct kafka_write_txn_markers_request_writable_txn_marker_topic *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_write_txn_markers_request_writable_txn_marker_init(struct kafka_write_txn_markers_request_writable_txn_marker *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+
+
+void kafka_write_txn_markers_request_init(struct kafka_write_txn_markers_request *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static int kafka_write_txn_markers_request_writable_txn_marker_topic_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_write_txn_markers_request_writable_txn_marker_topic *m)
+{
+	int32_t n;
+	kafka_write_txn_markers_request_writable_txn_marker_topic_init(m);
+	(void)a;
+	(void)version;
+	m->Name = kafka_cursor_string(c, version == 1, false);
+	n = kafka_cursor_array_len(c, version == 1, false, 4);
+	m->PartitionIndexes.count = n;
+	m->PartitionIndexes.items = NULL;
+	if (n > 0) {
+		m->PartitionIndexes.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->PartitionIndexes.items));
+		if (!m->PartitionIndexes.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			m->PartitionIndexes.items[i] = kafka_cursor_int32(c);
+		}
+	}
+	if (version == 1) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_write_txn_markers_request_writable_txn_marker_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_write_txn_markers_request_writable_txn_marker *m)
+{
+	int rc;
+	int32_t n;
+	kafka_write_txn_markers_request_writable_txn_marker_init(m);
+	(void)a;
+	(void)version;
+	m->ProducerId = kafka_cursor_int64(c);
+	m->ProducerEpoch = kafka_cursor_int16(c);
+	m->TransactionResult = kafka_cursor_bool(c);
+	n = kafka_cursor_array_len(c, version == 1, false, 3);
+	m->Topics.count = n;
+	m->Topics.items = NULL;
+	if (n > 0) {
+		m->Topics.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Topics.items));
+		if (!m->Topics.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_write_txn_markers_request_writable_txn_marker_topic_decode(c, a, version, &m->Topics.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	m->CoordinatorEpoch = kafka_cursor_int32(c);
+	if (version == 1) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_write_txn_markers_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_write_txn_markers_request *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 1)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_write_txn_markers_request_init(m);
+	(void)a;
+	(void)version;
+	n = kafka_cursor_array_len(c, version == 1, false, 17);
+	m->Markers.count = n;
+	m->Markers.items = NULL;
+	if (n > 0) {
+		m->Markers.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Markers.items));
+		if (!m->Markers.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_write_txn_markers_request_writable_txn_marker_decode(c, a, version, &m->Markers.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version == 1) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_write_txn_markers_request_writable_txn_marker_topic_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_write_txn_markers_request_writable_txn_marker_topic *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Name, version == 1, false);
+	kafka_writer_len(w, m->PartitionIndexes.count, version == 1, true, false);
+	for (int32_t i = 0; i < m->PartitionIndexes.count; i++)
+		kafka_writer_int32(w, m->PartitionIndexes.items[i]);
+	if (version == 1) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_write_txn_markers_request_writable_txn_marker_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_write_txn_markers_request_writable_txn_marker *m)
+{
+	(void)version;
+	kafka_writer_int64(w, m->ProducerId);
+	kafka_writer_int16(w, m->ProducerEpoch);
+	kafka_writer_bool(w, m->TransactionResult);
+	kafka_writer_len(w, m->Topics.count, version == 1, true, false);
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		kafka_write_txn_markers_request_writable_txn_marker_topic_encode(w, version, &m->Topics.items[i]);
+	kafka_writer_int32(w, m->CoordinatorEpoch);
+	if (version == 1) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_write_txn_markers_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_write_txn_markers_request *m)
+{
+	(void)version;
+	if (version < 0 || version > 1) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_len(w, m->Markers.count, version == 1, true, false);
+	for (int32_t i = 0; i < m->Markers.count; i++)
+		kafka_write_txn_markers_request_writable_txn_marker_encode(w, version, &m->Markers.items[i]);
+	if (version == 1) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_write_txn_markers_request_init_any(void *m)
+{
+	kafka_write_txn_markers_request_init(m);
+}
+
+static int kafka_write_txn_markers_request_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_write_txn_markers_request_decode(c, a, version, m);
+}
+
+static void kafka_write_txn_markers_request_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_write_txn_markers_request_encode(w, version, m);
+}
+
+/* ---- WriteTxnMarkersResponse ---- */
+
+static void kafka_write_txn_markers_response_writable_txn_marker_partition_result_init(struct kafka_write_txn_markers_response_writable_txn_marker_partition_result *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static void kafka_write_txn_markers_response_writable_txn_marker_topic_result_init(struct kafka_write_txn_markers_response_writable_txn_marker_topic_result *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_write_txn_markers_response_writable_txn_marker_result_init(struct kafka_write_txn_markers_response_writable_txn_marker_result *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+
+
+
+void kafka_write_txn_markers_response_init(struct kafka_write_txn_markers_response *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static int kafka_write_txn_markers_response_writable_txn_marker_partition_result_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_write_txn_markers_response_writable_txn_marker_partition_result *m)
+{
+	kafka_write_txn_markers_response_writable_txn_marker_partition_result_init(m);
+	(void)a;
+	(void)version;
+	m->PartitionIndex = kafka_cursor_int32(c);
+	m->ErrorCode = kafka_cursor_int16(c);
+	if (version == 1) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_write_txn_markers_response_writable_txn_marker_topic_result_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_write_txn_markers_response_writable_txn_marker_topic_result *m)
+{
+	int rc;
+	int32_t n;
+	kafka_write_txn_markers_response_writable_txn_marker_topic_result_init(m);
+	(void)a;
+	(void)version;
+	m->Name = kafka_cursor_string(c, version == 1, false);
+	n = kafka_cursor_array_len(c, version == 1, false, 6);
+	m->Partitions.count = n;
+	m->Partitions.items = NULL;
+	if (n > 0) {
+		m->Partitions.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Partitions.items));
+		if (!m->Partitions.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_write_txn_markers_response_writable_txn_marker_partition_result_decode(c, a, version, &m->Partitions.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version == 1) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_write_txn_markers_response_writable_txn_marker_result_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_write_txn_markers_response_writable_txn_marker_result *m)
+{
+	int rc;
+	int32_t n;
+	kafka_write_txn_markers_response_writable_txn_marker_result_init(m);
+	(void)a;
+	(void)version;
+	m->ProducerId = kafka_cursor_int64(c);
+	n = kafka_cursor_array_len(c, version == 1, false, 3);
+	m->Topics.count = n;
+	m->Topics.items = NULL;
+	if (n > 0) {
+		m->Topics.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Topics.items));
+		if (!m->Topics.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_write_txn_markers_response_writable_txn_marker_topic_result_decode(c, a, version, &m->Topics.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version == 1) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_write_txn_markers_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_write_txn_markers_response *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 1)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_write_txn_markers_response_init(m);
+	(void)a;
+	(void)version;
+	n = kafka_cursor_array_len(c, version == 1, false, 10);
+	m->Markers.count = n;
+	m->Markers.items = NULL;
+	if (n > 0) {
+		m->Markers.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Markers.items));
+		if (!m->Markers.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_write_txn_markers_response_writable_txn_marker_result_decode(c, a, version, &m->Markers.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version == 1) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_write_txn_markers_response_writable_txn_marker_partition_result_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_write_txn_markers_response_writable_txn_marker_partition_result *m)
+{
+	(void)version;
+	kafka_writer_int32(w, m->PartitionIndex);
+	kafka_writer_int16(w, m->ErrorCode);
+	if (version == 1) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_write_txn_markers_response_writable_txn_marker_topic_result_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_write_txn_markers_response_writable_txn_marker_topic_result *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Name, version == 1, false);
+	kafka_writer_len(w, m->Partitions.count, version == 1, true, false);
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		kafka_write_txn_markers_response_writable_txn_marker_partition_result_encode(w, version, &m->Partitions.items[i]);
+	if (version == 1) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_write_txn_markers_response_writable_txn_marker_result_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_write_txn_markers_response_writable_txn_marker_result *m)
+{
+	(void)version;
+	kafka_writer_int64(w, m->ProducerId);
+	kafka_writer_len(w, m->Topics.count, version == 1, true, false);
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		kafka_write_txn_markers_response_writable_txn_marker_topic_result_encode(w, version, &m->Topics.items[i]);
+	if (version == 1) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_write_txn_markers_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_write_txn_markers_response *m)
+{
+	(void)version;
+	if (version < 0 || version > 1) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_len(w, m->Markers.count, version == 1, true, false);
+	for (int32_t i = 0; i < m->Markers.count; i++)
+		kafka_write_txn_markers_response_writable_txn_marker_result_encode(w, version, &m->Markers.items[i]);
+	if (version == 1) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_write_txn_markers_response_init_any(void *m)
+{
+	kafka_write_txn_markers_response_init(m);
+}
+
+static int kafka_write_txn_markers_response_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_write_txn_markers_response_decode(c, a, version, m);
+}
+
+static void kafka_write_txn_markers_response_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_write_txn_markers_response_encode(w, version, m);
 }
 
 /* ---- TxnOffsetCommitRequest ---- */
@@ -10594,9 +11180,9 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 	  kafka_offset_for_leader_epoch_request_init_any, kafka_offset_for_leader_epoch_request_decode_any, kafka_offset_for_leader_epoch_request_encode_any },
 	{ "OffsetForLeaderEpochResponse", 23, 0, 4, 4, sizeof(struct kafka_offset_for_leader_epoch_response),
 	  kafka_offset_for_leader_epoch_response_init_any, kafka_offset_for_leader_epoch_response_decode_any, kafka_offset_for_leader_epoch_response_encode_any },
-	{ "AddPartitionsToTxnRequest", 24, 0, 1, 3, sizeof(struct kafka_add_partitions_to_txn_request),
+	{ "AddPartitionsToTxnRequest", 24, 0, 5, 3, sizeof(struct kafka_add_partitions_to_txn_request),
 	  kafka_add_partitions_to_txn_request_init_any, kafka_add_partitions_to_txn_request_decode_any, kafka_add_partitions_to_txn_request_encode_any },
-	{ "AddPartitionsToTxnResponse", 24, 0, 1, 3, sizeof(struct kafka_add_partitions_to_txn_response),
+	{ "AddPartitionsToTxnResponse", 24, 0, 5, 3, sizeof(struct kafka_add_partitions_to_txn_response),
 	  kafka_add_partitions_to_txn_response_init_any, kafka_add_partitions_to_txn_response_decode_any, kafka_add_partitions_to_txn_response_encode_any },
 	{ "AddOffsetsToTxnRequest", 25, 0, 1, 3, sizeof(struct kafka_add_offsets_to_txn_request),
 	  kafka_add_offsets_to_txn_request_init_any, kafka_add_offsets_to_txn_request_decode_any, kafka_add_offsets_to_txn_request_encode_any },
@@ -10606,6 +11192,10 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 	  kafka_end_txn_request_init_any, kafka_end_txn_request_decode_any, kafka_end_txn_request_encode_any },
 	{ "EndTxnResponse", 26, 0, 1, 3, sizeof(struct kafka_end_txn_response),
 	  kafka_end_txn_response_init_any, kafka_end_txn_response_decode_any, kafka_end_txn_response_encode_any },
+	{ "WriteTxnMarkersRequest", 27, 0, 1, 1, sizeof(struct kafka_write_txn_markers_request),
+	  kafka_write_txn_markers_request_init_any, kafka_write_txn_markers_request_decode_any, kafka_write_txn_markers_request_encode_any },
+	{ "WriteTxnMarkersResponse", 27, 0, 1, 1, sizeof(struct kafka_write_txn_markers_response),
+	  kafka_write_txn_markers_response_init_any, kafka_write_txn_markers_response_decode_any, kafka_write_txn_markers_response_encode_any },
 	{ "TxnOffsetCommitRequest", 28, 0, 3, 3, sizeof(struct kafka_txn_offset_commit_request),
 	  kafka_txn_offset_commit_request_init_any, kafka_txn_offset_commit_request_decode_any, kafka_txn_offset_commit_request_encode_any },
 	{ "TxnOffsetCommitResponse", 28, 0, 3, 3, sizeof(struct kafka_txn_offset_commit_response),
@@ -10709,6 +11299,7 @@ int kafka_handle_offset_for_leader_epoch(struct kafka_ctx *ctx) __attribute__((w
 int kafka_handle_add_partitions_to_txn(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_add_offsets_to_txn(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_end_txn(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_write_txn_markers(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_txn_offset_commit(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_describe_acls(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_create_acls(struct kafka_ctx *ctx) __attribute__((weak));
@@ -10749,26 +11340,27 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 21, "DeleteRecords", 0, 1, 2, 0, 1, true, &kafka_msg_descs[34], &kafka_msg_descs[35], kafka_handle_delete_records }, /* optional */
 	{ 22, "InitProducerId", 0, 4, 2, 0, 4, true, &kafka_msg_descs[36], &kafka_msg_descs[37], kafka_handle_init_producer_id }, /* 0-1 (0-4 with flex) */
 	{ 23, "OffsetForLeaderEpoch", 0, 4, 4, 0, 4, true, &kafka_msg_descs[38], &kafka_msg_descs[39], kafka_handle_offset_for_leader_epoch }, /* KIP-101/279/320: the end offset of a leader epoch */
-	{ 24, "AddPartitionsToTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[40], &kafka_msg_descs[41], kafka_handle_add_partitions_to_txn },
+	{ 24, "AddPartitionsToTxn", 0, 5, 3, 0, 5, true, &kafka_msg_descs[40], &kafka_msg_descs[41], kafka_handle_add_partitions_to_txn }, /* 4-5: VerifyOnly, between brokers (KIP-890): a partition leader asks whether a partition is in a transaction */
 	{ 25, "AddOffsetsToTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[42], &kafka_msg_descs[43], kafka_handle_add_offsets_to_txn },
 	{ 26, "EndTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[44], &kafka_msg_descs[45], kafka_handle_end_txn },
-	{ 28, "TxnOffsetCommit", 0, 3, 3, 0, 3, true, &kafka_msg_descs[46], &kafka_msg_descs[47], kafka_handle_txn_offset_commit }, /* 0-2 (0-3 with flex) */
-	{ 29, "DescribeAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[48], &kafka_msg_descs[49], kafka_handle_describe_acls }, /* leave out */
-	{ 30, "CreateAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[50], &kafka_msg_descs[51], kafka_handle_create_acls }, /* leave out */
-	{ 31, "DeleteAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[52], &kafka_msg_descs[53], kafka_handle_delete_acls }, /* leave out */
-	{ 32, "DescribeConfigs", 0, 2, 4, 0, 2, true, &kafka_msg_descs[54], &kafka_msg_descs[55], kafka_handle_describe_configs },
-	{ 33, "AlterConfigs", 0, 1, 2, 0, 1, true, &kafka_msg_descs[56], &kafka_msg_descs[57], kafka_handle_alter_configs }, /* optional */
-	{ 35, "DescribeLogDirs", 0, 4, 2, 0, 4, true, &kafka_msg_descs[58], &kafka_msg_descs[59], kafka_handle_describe_log_dirs }, /* sizes on disk, from the partitions' published blocks */
-	{ 36, "SaslAuthenticate", 0, 1, 2, 0, 1, false, &kafka_msg_descs[60], &kafka_msg_descs[61], kafka_handle_sasl_authenticate }, /* SASL only */
-	{ 37, "CreatePartitions", 0, 1, 2, 0, 1, true, &kafka_msg_descs[62], &kafka_msg_descs[63], kafka_handle_create_partitions }, /* optional */
-	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_msg_descs[64], &kafka_msg_descs[65], kafka_handle_delete_groups }, /* optional */
-	{ 43, "ElectLeaders", 0, 2, 2, 0, 2, true, &kafka_msg_descs[66], &kafka_msg_descs[67], kafka_handle_elect_leaders }, /* preferred (0) and unclean (1) elections, answered by the active controller (kafka-leader-election, sluicectl leader elect) */
-	{ 44, "IncrementalAlterConfigs", 0, 1, 1, 0, 1, true, &kafka_msg_descs[68], &kafka_msg_descs[69], kafka_handle_incremental_alter_configs }, /* topic configs (broker issue) */
-	{ 45, "AlterPartitionReassignments", 0, 0, 0, 0, 0, true, &kafka_msg_descs[70], &kafka_msg_descs[71], kafka_handle_alter_partition_reassignments }, /* KIP-455: move a partition's replicas (adding replicas catch up, then removed ones leave), null cancels; the active controller's (kafka-reassign-partitions, sluicectl partition reassign) */
-	{ 46, "ListPartitionReassignments", 0, 0, 0, 0, 0, true, &kafka_msg_descs[72], &kafka_msg_descs[73], kafka_handle_list_partition_reassignments }, /* KIP-455: the reassignments in progress, their adding and removing replicas */
-	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[74], &kafka_msg_descs[75], kafka_handle_offset_delete }, /* optional */
-	{ 55, "DescribeQuorum", 0, 2, 0, 0, 2, true, &kafka_msg_descs[76], &kafka_msg_descs[77], kafka_handle_describe_quorum }, /* the metadata quorum: leader, epoch, high watermark, voters (kafka-metadata-quorum, sluicectl cluster info) */
-	{ 60, "DescribeCluster", 0, 1, 0, 0, 1, true, &kafka_msg_descs[78], &kafka_msg_descs[79], kafka_handle_describe_cluster }, /* this node: ControllerId and the one broker; v1 EndpointType 1 (brokers) */
+	{ 27, "WriteTxnMarkers", 0, 1, 1, 0, 1, true, &kafka_msg_descs[46], &kafka_msg_descs[47], kafka_handle_write_txn_markers }, /* between brokers: the coordinator's markers for partitions other nodes lead (no CLUSTER_ACTION check: no security yet) */
+	{ 28, "TxnOffsetCommit", 0, 3, 3, 0, 3, true, &kafka_msg_descs[48], &kafka_msg_descs[49], kafka_handle_txn_offset_commit }, /* 0-2 (0-3 with flex) */
+	{ 29, "DescribeAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[50], &kafka_msg_descs[51], kafka_handle_describe_acls }, /* leave out */
+	{ 30, "CreateAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[52], &kafka_msg_descs[53], kafka_handle_create_acls }, /* leave out */
+	{ 31, "DeleteAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[54], &kafka_msg_descs[55], kafka_handle_delete_acls }, /* leave out */
+	{ 32, "DescribeConfigs", 0, 2, 4, 0, 2, true, &kafka_msg_descs[56], &kafka_msg_descs[57], kafka_handle_describe_configs },
+	{ 33, "AlterConfigs", 0, 1, 2, 0, 1, true, &kafka_msg_descs[58], &kafka_msg_descs[59], kafka_handle_alter_configs }, /* optional */
+	{ 35, "DescribeLogDirs", 0, 4, 2, 0, 4, true, &kafka_msg_descs[60], &kafka_msg_descs[61], kafka_handle_describe_log_dirs }, /* sizes on disk, from the partitions' published blocks */
+	{ 36, "SaslAuthenticate", 0, 1, 2, 0, 1, false, &kafka_msg_descs[62], &kafka_msg_descs[63], kafka_handle_sasl_authenticate }, /* SASL only */
+	{ 37, "CreatePartitions", 0, 1, 2, 0, 1, true, &kafka_msg_descs[64], &kafka_msg_descs[65], kafka_handle_create_partitions }, /* optional */
+	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_msg_descs[66], &kafka_msg_descs[67], kafka_handle_delete_groups }, /* optional */
+	{ 43, "ElectLeaders", 0, 2, 2, 0, 2, true, &kafka_msg_descs[68], &kafka_msg_descs[69], kafka_handle_elect_leaders }, /* preferred (0) and unclean (1) elections, answered by the active controller (kafka-leader-election, sluicectl leader elect) */
+	{ 44, "IncrementalAlterConfigs", 0, 1, 1, 0, 1, true, &kafka_msg_descs[70], &kafka_msg_descs[71], kafka_handle_incremental_alter_configs }, /* topic configs (broker issue) */
+	{ 45, "AlterPartitionReassignments", 0, 0, 0, 0, 0, true, &kafka_msg_descs[72], &kafka_msg_descs[73], kafka_handle_alter_partition_reassignments }, /* KIP-455: move a partition's replicas (adding replicas catch up, then removed ones leave), null cancels; the active controller's (kafka-reassign-partitions, sluicectl partition reassign) */
+	{ 46, "ListPartitionReassignments", 0, 0, 0, 0, 0, true, &kafka_msg_descs[74], &kafka_msg_descs[75], kafka_handle_list_partition_reassignments }, /* KIP-455: the reassignments in progress, their adding and removing replicas */
+	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[76], &kafka_msg_descs[77], kafka_handle_offset_delete }, /* optional */
+	{ 55, "DescribeQuorum", 0, 2, 0, 0, 2, true, &kafka_msg_descs[78], &kafka_msg_descs[79], kafka_handle_describe_quorum }, /* the metadata quorum: leader, epoch, high watermark, voters (kafka-metadata-quorum, sluicectl cluster info) */
+	{ 60, "DescribeCluster", 0, 1, 0, 0, 1, true, &kafka_msg_descs[80], &kafka_msg_descs[81], kafka_handle_describe_cluster }, /* this node: ControllerId and the one broker; v1 EndpointType 1 (brokers) */
 };
 
 const struct kafka_array_bound kafka_array_bounds[] = {
@@ -10832,9 +11424,19 @@ const struct kafka_array_bound kafka_array_bounds[] = {
 	{ "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.Partitions", sizeof(struct kafka_offset_for_leader_epoch_response_epoch_end_offset), 14 },
 	{ "OffsetForLeaderEpochResponse.Topics", sizeof(struct kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result), 3 },
 	{ "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic.Partitions", sizeof(int32_t), 4 },
-	{ "AddPartitionsToTxnRequest.V3AndBelowTopics", sizeof(struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic), 6 },
+	{ "AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.Topics", sizeof(struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic), 3 },
+	{ "AddPartitionsToTxnRequest.Transactions", sizeof(struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction), 14 },
+	{ "AddPartitionsToTxnRequest.V3AndBelowTopics", sizeof(struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic), 3 },
 	{ "AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.ResultsByPartition", sizeof(struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_partition_result), 6 },
-	{ "AddPartitionsToTxnResponse.ResultsByTopicV3AndBelow", sizeof(struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result), 6 },
+	{ "AddPartitionsToTxnResponse.AddPartitionsToTxnResult.TopicResults", sizeof(struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result), 3 },
+	{ "AddPartitionsToTxnResponse.ResultsByTransaction", sizeof(struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_result), 3 },
+	{ "AddPartitionsToTxnResponse.ResultsByTopicV3AndBelow", sizeof(struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result), 3 },
+	{ "WriteTxnMarkersRequest.WritableTxnMarkerTopic.PartitionIndexes", sizeof(int32_t), 4 },
+	{ "WriteTxnMarkersRequest.WritableTxnMarker.Topics", sizeof(struct kafka_write_txn_markers_request_writable_txn_marker_topic), 3 },
+	{ "WriteTxnMarkersRequest.Markers", sizeof(struct kafka_write_txn_markers_request_writable_txn_marker), 17 },
+	{ "WriteTxnMarkersResponse.WritableTxnMarkerTopicResult.Partitions", sizeof(struct kafka_write_txn_markers_response_writable_txn_marker_partition_result), 6 },
+	{ "WriteTxnMarkersResponse.WritableTxnMarkerResult.Topics", sizeof(struct kafka_write_txn_markers_response_writable_txn_marker_topic_result), 3 },
+	{ "WriteTxnMarkersResponse.Markers", sizeof(struct kafka_write_txn_markers_response_writable_txn_marker_result), 10 },
 	{ "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.Partitions", sizeof(struct kafka_txn_offset_commit_request_txn_offset_commit_request_partition), 14 },
 	{ "TxnOffsetCommitRequest.Topics", sizeof(struct kafka_txn_offset_commit_request_txn_offset_commit_request_topic), 3 },
 	{ "TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.Partitions", sizeof(struct kafka_txn_offset_commit_response_txn_offset_commit_response_partition), 6 },
@@ -11528,23 +12130,24 @@ const struct kafka_api *kafka_api_find(int16_t api_key)
 	case 24: return &kafka_apis[20];
 	case 25: return &kafka_apis[21];
 	case 26: return &kafka_apis[22];
-	case 28: return &kafka_apis[23];
-	case 29: return &kafka_apis[24];
-	case 30: return &kafka_apis[25];
-	case 31: return &kafka_apis[26];
-	case 32: return &kafka_apis[27];
-	case 33: return &kafka_apis[28];
-	case 35: return &kafka_apis[29];
-	case 36: return &kafka_apis[30];
-	case 37: return &kafka_apis[31];
-	case 42: return &kafka_apis[32];
-	case 43: return &kafka_apis[33];
-	case 44: return &kafka_apis[34];
-	case 45: return &kafka_apis[35];
-	case 46: return &kafka_apis[36];
-	case 47: return &kafka_apis[37];
-	case 55: return &kafka_apis[38];
-	case 60: return &kafka_apis[39];
+	case 27: return &kafka_apis[23];
+	case 28: return &kafka_apis[24];
+	case 29: return &kafka_apis[25];
+	case 30: return &kafka_apis[26];
+	case 31: return &kafka_apis[27];
+	case 32: return &kafka_apis[28];
+	case 33: return &kafka_apis[29];
+	case 35: return &kafka_apis[30];
+	case 36: return &kafka_apis[31];
+	case 37: return &kafka_apis[32];
+	case 42: return &kafka_apis[33];
+	case 43: return &kafka_apis[34];
+	case 44: return &kafka_apis[35];
+	case 45: return &kafka_apis[36];
+	case 46: return &kafka_apis[37];
+	case 47: return &kafka_apis[38];
+	case 55: return &kafka_apis[39];
+	case 60: return &kafka_apis[40];
 	default: return NULL;
 	}
 }

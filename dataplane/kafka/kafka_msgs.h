@@ -1427,7 +1427,7 @@ int kafka_offset_for_leader_epoch_response_decode(struct kafka_cursor *c, struct
 void kafka_offset_for_leader_epoch_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_offset_for_leader_epoch_response *m);
 
-/* ---- AddPartitionsToTxnRequest (api key 24, versions 0-1) ---- */
+/* ---- AddPartitionsToTxnRequest (api key 24, versions 0-5) ---- */
 
 struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic {
 	/* The name of the topic. (v0+) */
@@ -1439,15 +1439,36 @@ struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic {
 	} Partitions;
 };
 
-/* AddPartitionsToTxnRequest, versions 0-1, flexible from v3. */
+struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction {
+	/* The transactional id corresponding to the transaction. (v4+) */
+	struct kafka_str TransactionalId;
+	/* Current producer id in use by the transactional id. (v4+) */
+	int64_t ProducerId;
+	/* Current epoch associated with the producer id. (v4+) */
+	int16_t ProducerEpoch;
+	/* Boolean to signify if we want to check if the partition is in the transaction rather than add it. (v4+) */
+	bool VerifyOnly;
+	/* The partitions to add to the transaction. (v4+) */
+	struct {
+		struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic *items;
+		int32_t count; /* -1: null */
+	} Topics;
+};
+
+/* AddPartitionsToTxnRequest, versions 0-5, flexible from v3. */
 struct kafka_add_partitions_to_txn_request {
-	/* The transactional id corresponding to the transaction. (v0+) */
+	/* List of transactions to add partitions to. (v4+) */
+	struct {
+		struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction *items;
+		int32_t count; /* -1: null */
+	} Transactions;
+	/* The transactional id corresponding to the transaction. (v0-3) */
 	struct kafka_str V3AndBelowTransactionalId;
-	/* Current producer id in use by the transactional id. (v0+) */
+	/* Current producer id in use by the transactional id. (v0-3) */
 	int64_t V3AndBelowProducerId;
-	/* Current epoch associated with the producer id. (v0+) */
+	/* Current epoch associated with the producer id. (v0-3) */
 	int16_t V3AndBelowProducerEpoch;
-	/* The partitions to add to the transaction. (v0+) */
+	/* The partitions to add to the transaction. (v0-3) */
 	struct {
 		struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic *items;
 		int32_t count; /* -1: null */
@@ -1460,7 +1481,7 @@ int kafka_add_partitions_to_txn_request_decode(struct kafka_cursor *c, struct ka
 void kafka_add_partitions_to_txn_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_add_partitions_to_txn_request *m);
 
-/* ---- AddPartitionsToTxnResponse (api key 24, versions 0-1) ---- */
+/* ---- AddPartitionsToTxnResponse (api key 24, versions 0-5) ---- */
 
 struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_partition_result {
 	/* The partition indexes. (v0+) */
@@ -1479,11 +1500,28 @@ struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result {
 	} ResultsByPartition;
 };
 
-/* AddPartitionsToTxnResponse, versions 0-1, flexible from v3. */
+struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_result {
+	/* The transactional id corresponding to the transaction. (v4+) */
+	struct kafka_str TransactionalId;
+	/* The results for each topic. (v4+) */
+	struct {
+		struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *items;
+		int32_t count; /* -1: null */
+	} TopicResults;
+};
+
+/* AddPartitionsToTxnResponse, versions 0-5, flexible from v3. */
 struct kafka_add_partitions_to_txn_response {
 	/* Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
 	int32_t ThrottleTimeMs;
-	/* The results for each topic. (v0+) */
+	/* The response top level error code. (v4+) */
+	int16_t ErrorCode;
+	/* Results categorized by transactional ID. (v4+) */
+	struct {
+		struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_result *items;
+		int32_t count; /* -1: null */
+	} ResultsByTransaction;
+	/* The results for each topic. (v0-3) */
 	struct {
 		struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *items;
 		int32_t count; /* -1: null */
@@ -1567,6 +1605,93 @@ int kafka_end_txn_response_decode(struct kafka_cursor *c, struct kafka_arena *a,
 		struct kafka_end_txn_response *m);
 void kafka_end_txn_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_end_txn_response *m);
+
+/* ---- WriteTxnMarkersRequest (api key 27, versions 0-1) ---- */
+
+struct kafka_write_txn_markers_request_writable_txn_marker_topic {
+	/* The topic name. (v0+) */
+	struct kafka_str Name;
+	/* The indexes of the partitions to write transaction markers for. (v0+) */
+	struct {
+		int32_t *items;
+		int32_t count; /* -1: null */
+	} PartitionIndexes;
+};
+
+struct kafka_write_txn_markers_request_writable_txn_marker {
+	/* The current producer ID. (v0+) */
+	int64_t ProducerId;
+	/* The current epoch associated with the producer ID. (v0+) */
+	int16_t ProducerEpoch;
+	/* The result of the transaction to write to the partitions (false = ABORT, true = COMMIT). (v0+) */
+	bool TransactionResult;
+	/* Each topic that we want to write transaction marker(s) for. (v0+) */
+	struct {
+		struct kafka_write_txn_markers_request_writable_txn_marker_topic *items;
+		int32_t count; /* -1: null */
+	} Topics;
+	/* Epoch associated with the transaction state partition hosted by this transaction coordinator (v0+) */
+	int32_t CoordinatorEpoch;
+};
+
+/* WriteTxnMarkersRequest, versions 0-1, flexible from v1. */
+struct kafka_write_txn_markers_request {
+	/* The transaction markers to be written. (v0+) */
+	struct {
+		struct kafka_write_txn_markers_request_writable_txn_marker *items;
+		int32_t count; /* -1: null */
+	} Markers;
+};
+
+void kafka_write_txn_markers_request_init(struct kafka_write_txn_markers_request *m);
+int kafka_write_txn_markers_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_write_txn_markers_request *m);
+void kafka_write_txn_markers_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_write_txn_markers_request *m);
+
+/* ---- WriteTxnMarkersResponse (api key 27, versions 0-1) ---- */
+
+struct kafka_write_txn_markers_response_writable_txn_marker_partition_result {
+	/* The partition index. (v0+) */
+	int32_t PartitionIndex;
+	/* The error code, or 0 if there was no error. (v0+) */
+	int16_t ErrorCode;
+};
+
+struct kafka_write_txn_markers_response_writable_txn_marker_topic_result {
+	/* The topic name. (v0+) */
+	struct kafka_str Name;
+	/* The results by partition. (v0+) */
+	struct {
+		struct kafka_write_txn_markers_response_writable_txn_marker_partition_result *items;
+		int32_t count; /* -1: null */
+	} Partitions;
+};
+
+struct kafka_write_txn_markers_response_writable_txn_marker_result {
+	/* The current producer ID in use by the transactional ID. (v0+) */
+	int64_t ProducerId;
+	/* The results by topic. (v0+) */
+	struct {
+		struct kafka_write_txn_markers_response_writable_txn_marker_topic_result *items;
+		int32_t count; /* -1: null */
+	} Topics;
+};
+
+/* WriteTxnMarkersResponse, versions 0-1, flexible from v1. */
+struct kafka_write_txn_markers_response {
+	/* The results for writing makers. (v0+) */
+	struct {
+		struct kafka_write_txn_markers_response_writable_txn_marker_result *items;
+		int32_t count; /* -1: null */
+	} Markers;
+};
+
+void kafka_write_txn_markers_response_init(struct kafka_write_txn_markers_response *m);
+int kafka_write_txn_markers_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_write_txn_markers_response *m);
+void kafka_write_txn_markers_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_write_txn_markers_response *m);
 
 /* ---- TxnOffsetCommitRequest (api key 28, versions 0-3) ---- */
 
@@ -3012,6 +3137,7 @@ enum kafka_api_key {
 	KAFKA_ADD_PARTITIONS_TO_TXN_KEY = 24,
 	KAFKA_ADD_OFFSETS_TO_TXN_KEY = 25,
 	KAFKA_END_TXN_KEY = 26,
+	KAFKA_WRITE_TXN_MARKERS_KEY = 27,
 	KAFKA_TXN_OFFSET_COMMIT_KEY = 28,
 	KAFKA_DESCRIBE_ACLS_KEY = 29,
 	KAFKA_CREATE_ACLS_KEY = 30,
@@ -3031,7 +3157,7 @@ enum kafka_api_key {
 	KAFKA_DESCRIBE_CLUSTER_KEY = 60,
 };
 
-#define KAFKA_API_COUNT 40
+#define KAFKA_API_COUNT 41
 
 extern const struct kafka_api kafka_apis[KAFKA_API_COUNT];
 extern const struct kafka_msg_desc kafka_msg_descs[];

@@ -28,11 +28,25 @@ partition; V is killed with SIGKILL mid-run:
   transactional id); the other survivor answers the group's OffsetFetch
   and Heartbeat with NOT_COORDINATOR, the successor with the offset.
 
-A transaction's partitions must be led by its coordinator's node
-(docs/transactions.md, Not done: markers to partitions another node leads
-are not written yet), so A, B, the group's and the copier's internal
-partitions all get the same replica order: after the kill, the same
-survivor leads them all.
+A, B, the group's and the copier's internal partitions get the same
+replica order: after the kill, the same survivor leads them all.
+
+First, on the same cluster, transactions across nodes (docs/transactions.md,
+Across nodes): a transactional id coordinated by node X writes to two
+partitions led by the other two nodes, Y and Z (the coordinator's markers
+go there by WriteTxnMarkers; the leaders ask X whether a partition is in
+the transaction, KIP-890's verification), committing some transactions
+and aborting others: a read_committed consumer reads exactly the committed
+records, once; a read_uncommitted one the aborted ones too. Then a copier,
+its id coordinated by X and its group by another node (TxnOffsetCommit
+verified with X, the offsets materialised by X's marker to that node),
+copies those partitions to two more led by Y and Z: every committed
+record once, and the group's committed offsets are those it sent. Checked
+by hand on 2026-12-02: against the build before these (SLUICED=...) the
+first commit fails with INVALID_TXN_STATE (the leaders refused the
+transactional produce); with the coordinator's WriteTxnMarkers taken out
+of control/txn.c send_markers, commit_transaction(30) times out (Y and Z
+never get a marker, EndTxn is never answered).
 
 Shown to catch the fault (checked by hand on 2026-12-02 with this test,
 not a switch of the broker): with the load on election taken out
@@ -250,6 +264,110 @@ def read_committed_b(bootstrap):
     return got
 
 
+def read_all(bootstrap, topic, nparts, isolation):
+    """Every record of topic's partitions, as a consumer at isolation reads them."""
+    c = Consumer(dict(QUIET, **{"bootstrap.servers": bootstrap, "group.id": "reader-%s" % topic,
+                                "isolation.level": isolation, "enable.auto.commit": False,
+                                "enable.partition.eof": True}))
+    c.assign([TopicPartition(topic, p, 0) for p in range(nparts)])
+    got, eof = [], set()
+    deadline = time.monotonic() + 30
+    while len(eof) < nparts:
+        assert time.monotonic() < deadline, "reading %s (%s): %d records, at EOF in %r" % (
+            topic, isolation, len(got), eof)
+        for m in c.consume(1000, 0.5):
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    eof.add(m.partition())
+                continue
+            got.append(m.value())
+    c.close()
+    return got
+
+
+def transactions_across_nodes(c, admin, parts):
+    """A transaction whose coordinator, partitions and group coordinator
+    are on different nodes (see the module's docstring)."""
+    t0 = time.monotonic()
+    tstate, offs = parts["__transaction_state"], parts["__consumer_offsets"]
+    tpart = 0
+    x = tstate[tpart][0]
+    y, z = [n for n in (1, 2, 3) if n != x]
+    opart = [p for p, (l, _r, _i) in sorted(offs.items()) if l != x][0]
+    txn_id = key_for("xtxn", tpart)
+    copy_id = key_for("xcopy", tpart, {txn_id})
+    group = key_for("xgroup", opart)
+    fs = admin.create_topics([NewTopic(t, 2, replica_assignment=[[y, z, x], [z, y, x]]) for t in ("XT", "XO")],
+                             operation_timeout=30)
+    for f in fs.values():
+        f.result(60)
+
+    def led():
+        md = admin.list_topics(timeout=10)
+        return {(t, p): md.topics[t].partitions[p].leader for t in ("XT", "XO") for p in (0, 1)}
+    until("XT and XO led by nodes %d and %d" % (y, z),
+          lambda: led() == {("XT", 0): y, ("XT", 1): z, ("XO", 0): y, ("XO", 1): z})
+    print("  across nodes: transaction coordinator %d, partitions led by %d and %d, the group's "
+          "coordinator %d" % (x, y, z, offs[opart][0]))
+
+    prod = Producer(dict(QUIET, **{"bootstrap.servers": c.bootstrap, "transactional.id": txn_id,
+                                   "linger.ms": 5}))
+    prod.init_transactions(30)
+    committed, aborted = [], []
+    for i in range(6):
+        vals = [b"x%d-%02d" % (i, j) for j in range(20)]
+        prod.begin_transaction()
+        for j, v in enumerate(vals):
+            prod.produce("XT", value=v, partition=j % 2)
+        if i % 2 == 0:
+            prod.commit_transaction(30)
+            committed += vals
+        else:
+            assert prod.flush(30) == 0   # written, then aborted
+            prod.abort_transaction(30)
+            aborted += vals
+    got = read_all(c.bootstrap, "XT", 2, "read_committed")
+    assert sorted(got) == sorted(committed), "read_committed: %d records (%d committed, %d aborted among them)" % (
+        len(got), len(set(got) & set(committed)), len(set(got) & set(aborted)))
+    got = read_all(c.bootstrap, "XT", 2, "read_uncommitted")
+    assert sorted(got) == sorted(committed + aborted), "read_uncommitted: %d of %d" % (
+        len(got), len(committed + aborted))
+
+    # the copier: its group's offsets partition led by another node than
+    # its transaction's coordinator
+    cons = Consumer(dict(QUIET, **{"bootstrap.servers": c.bootstrap, "group.id": group,
+                                   "isolation.level": "read_committed", "enable.auto.commit": False}))
+    cons.assign([TopicPartition("XT", p, 0) for p in (0, 1)])
+    cp = Producer(dict(QUIET, **{"bootstrap.servers": c.bootstrap, "transactional.id": copy_id,
+                                 "linger.ms": 5}))
+    cp.init_transactions(30)
+    copied, sent = 0, None
+    deadline = time.monotonic() + 60
+    while copied < len(committed):
+        assert time.monotonic() < deadline, "the copier: %d of %d copied" % (copied, len(committed))
+        msgs = [m for m in cons.consume(40, 0.5) if not m.error()]
+        if not msgs:
+            continue
+        cp.begin_transaction()
+        for m in msgs:
+            cp.produce("XO", value=m.value(), partition=m.partition())
+        sent = cons.position(cons.assignment())
+        cp.send_offsets_to_transaction(sent, cons.consumer_group_metadata(), 30)
+        cp.commit_transaction(30)
+        copied += len(msgs)
+    cons.close()
+    got = read_all(c.bootstrap, "XO", 2, "read_committed")
+    assert len(got) == len(set(got)) and sorted(got) == sorted(committed), (
+        "XO holds %d records, %d distinct, of %d" % (len(got), len(set(got)), len(committed)))
+    reader = Consumer(dict(QUIET, **{"bootstrap.servers": c.bootstrap, "group.id": group}))
+    have = {(tp.partition, tp.offset) for tp in reader.committed([TopicPartition("XT", p) for p in (0, 1)],
+                                                                 timeout=20)}
+    reader.close()
+    assert have == {(tp.partition, tp.offset) for tp in sent}, "committed %r, sent %r" % (have, sent)
+    print("  across nodes: %d records committed, %d aborted, copied once, in %.1f s" % (
+        len(committed), len(aborted), time.monotonic() - t0))
+
+
 @test
 def group_and_copier_keep_their_guarantees_through_their_coordinators_sigkill():
     sets = ["min.insync.replicas=2", "replica.lag.time.max.ms=10000", "broker.session.timeout.ms=6000",
@@ -257,6 +375,7 @@ def group_and_copier_keep_their_guarantees_through_their_coordinators_sigkill():
     with Cluster(3, sets=sets) as c:
         admin = AdminClient({"bootstrap.servers": c.bootstrap})
         parts = until("the internal topics led, 3 replicas in sync", lambda: internal(admin))
+        transactions_across_nodes(c, admin, parts)
         # the group's offsets partition, and the transaction state
         # partition with the same replica order: one node leads both
         opart = 0

@@ -3645,6 +3645,12 @@ static void kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic_init
 	m->Name = (struct kafka_str){ "", 0 };
 }
 
+static void kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction_init_(struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->TransactionalId = (struct kafka_str){ "", 0 };
+}
+
 static void sample_kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic(struct kafka_sample *s, int16_t version, struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic *m)
 {
 	(void)s;
@@ -3657,18 +3663,57 @@ static void sample_kafka_add_partitions_to_txn_request_add_partitions_to_txn_top
 		m->Partitions.items[i] = kafka_sample_int32(s);
 }
 
+static void sample_kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction(struct kafka_sample *s, int16_t version, struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m)
+{
+	(void)s;
+	(void)version;
+	kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction_init_(m);
+	if (version >= 4) {
+		m->TransactionalId = kafka_sample_string(s, false);
+	}
+	if (version >= 4) {
+		m->ProducerId = kafka_sample_int64(s);
+	}
+	if (version >= 4) {
+		m->ProducerEpoch = kafka_sample_int16(s);
+	}
+	if (version >= 4) {
+		m->VerifyOnly = kafka_sample_bool(s);
+	}
+	if (version >= 4) {
+		m->Topics.count = kafka_sample_count(s, false);
+		m->Topics.items = m->Topics.count > 0 ? kafka_sample_alloc(s, (size_t)m->Topics.count * sizeof(*m->Topics.items)) : NULL;
+		for (int32_t i = 0; i < m->Topics.count; i++)
+			sample_kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic(s, version, &m->Topics.items[i]);
+	}
+}
+
 static void sample_kafka_add_partitions_to_txn_request(struct kafka_sample *s, int16_t version, struct kafka_add_partitions_to_txn_request *m)
 {
 	(void)s;
 	(void)version;
 	kafka_add_partitions_to_txn_request_init(m);
-	m->V3AndBelowTransactionalId = kafka_sample_string(s, false);
-	m->V3AndBelowProducerId = kafka_sample_int64(s);
-	m->V3AndBelowProducerEpoch = kafka_sample_int16(s);
-	m->V3AndBelowTopics.count = kafka_sample_count(s, false);
-	m->V3AndBelowTopics.items = m->V3AndBelowTopics.count > 0 ? kafka_sample_alloc(s, (size_t)m->V3AndBelowTopics.count * sizeof(*m->V3AndBelowTopics.items)) : NULL;
-	for (int32_t i = 0; i < m->V3AndBelowTopics.count; i++)
-		sample_kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic(s, version, &m->V3AndBelowTopics.items[i]);
+	if (version >= 4) {
+		m->Transactions.count = kafka_sample_count(s, false);
+		m->Transactions.items = m->Transactions.count > 0 ? kafka_sample_alloc(s, (size_t)m->Transactions.count * sizeof(*m->Transactions.items)) : NULL;
+		for (int32_t i = 0; i < m->Transactions.count; i++)
+			sample_kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction(s, version, &m->Transactions.items[i]);
+	}
+	if (version <= 3) {
+		m->V3AndBelowTransactionalId = kafka_sample_string(s, false);
+	}
+	if (version <= 3) {
+		m->V3AndBelowProducerId = kafka_sample_int64(s);
+	}
+	if (version <= 3) {
+		m->V3AndBelowProducerEpoch = kafka_sample_int16(s);
+	}
+	if (version <= 3) {
+		m->V3AndBelowTopics.count = kafka_sample_count(s, false);
+		m->V3AndBelowTopics.items = m->V3AndBelowTopics.count > 0 ? kafka_sample_alloc(s, (size_t)m->V3AndBelowTopics.count * sizeof(*m->V3AndBelowTopics.items)) : NULL;
+		for (int32_t i = 0; i < m->V3AndBelowTopics.count; i++)
+			sample_kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic(s, version, &m->V3AndBelowTopics.items[i]);
+	}
 }
 
 static bool equal_kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic(const struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic *a, const struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic *b)
@@ -3686,8 +3731,35 @@ static bool equal_kafka_add_partitions_to_txn_request_add_partitions_to_txn_topi
 	return true;
 }
 
+static bool equal_kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction(const struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction *a, const struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction *b)
+{
+	if (!kafka_sample_str_equal(a->TransactionalId, b->TransactionalId))
+		return kafka_sample_differs("AddPartitionsToTxnTransaction.TransactionalId");
+	if (a->ProducerId != b->ProducerId)
+		return kafka_sample_differs("AddPartitionsToTxnTransaction.ProducerId");
+	if (a->ProducerEpoch != b->ProducerEpoch)
+		return kafka_sample_differs("AddPartitionsToTxnTransaction.ProducerEpoch");
+	if (a->VerifyOnly != b->VerifyOnly)
+		return kafka_sample_differs("AddPartitionsToTxnTransaction.VerifyOnly");
+	if (a->Topics.count != b->Topics.count)
+		return kafka_sample_differs("AddPartitionsToTxnTransaction.Topics.count");
+	for (int32_t i = 0; i < a->Topics.count; i++) {
+		if (!equal_kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic(&a->Topics.items[i], &b->Topics.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
 static bool equal_kafka_add_partitions_to_txn_request(const struct kafka_add_partitions_to_txn_request *a, const struct kafka_add_partitions_to_txn_request *b)
 {
+	if (a->Transactions.count != b->Transactions.count)
+		return kafka_sample_differs("AddPartitionsToTxnRequest.Transactions.count");
+	for (int32_t i = 0; i < a->Transactions.count; i++) {
+		if (!equal_kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction(&a->Transactions.items[i], &b->Transactions.items[i]))
+			return false;
+	}
 	if (!kafka_sample_str_equal(a->V3AndBelowTransactionalId, b->V3AndBelowTransactionalId))
 		return kafka_sample_differs("AddPartitionsToTxnRequest.V3AndBelowTransactionalId");
 	if (a->V3AndBelowProducerId != b->V3AndBelowProducerId)
@@ -3729,6 +3801,12 @@ static void kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_res
 	m->Name = (struct kafka_str){ "", 0 };
 }
 
+static void kafka_add_partitions_to_txn_response_add_partitions_to_txn_result_init_(struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_result *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->TransactionalId = (struct kafka_str){ "", 0 };
+}
+
 static void sample_kafka_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(struct kafka_sample *s, int16_t version, struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *m)
 {
 	(void)s;
@@ -3750,16 +3828,43 @@ static void sample_kafka_add_partitions_to_txn_response_add_partitions_to_txn_to
 		sample_kafka_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(s, version, &m->ResultsByPartition.items[i]);
 }
 
+static void sample_kafka_add_partitions_to_txn_response_add_partitions_to_txn_result(struct kafka_sample *s, int16_t version, struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_result *m)
+{
+	(void)s;
+	(void)version;
+	kafka_add_partitions_to_txn_response_add_partitions_to_txn_result_init_(m);
+	if (version >= 4) {
+		m->TransactionalId = kafka_sample_string(s, false);
+	}
+	if (version >= 4) {
+		m->TopicResults.count = kafka_sample_count(s, false);
+		m->TopicResults.items = m->TopicResults.count > 0 ? kafka_sample_alloc(s, (size_t)m->TopicResults.count * sizeof(*m->TopicResults.items)) : NULL;
+		for (int32_t i = 0; i < m->TopicResults.count; i++)
+			sample_kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(s, version, &m->TopicResults.items[i]);
+	}
+}
+
 static void sample_kafka_add_partitions_to_txn_response(struct kafka_sample *s, int16_t version, struct kafka_add_partitions_to_txn_response *m)
 {
 	(void)s;
 	(void)version;
 	kafka_add_partitions_to_txn_response_init(m);
 	m->ThrottleTimeMs = kafka_sample_int32(s);
-	m->ResultsByTopicV3AndBelow.count = kafka_sample_count(s, false);
-	m->ResultsByTopicV3AndBelow.items = m->ResultsByTopicV3AndBelow.count > 0 ? kafka_sample_alloc(s, (size_t)m->ResultsByTopicV3AndBelow.count * sizeof(*m->ResultsByTopicV3AndBelow.items)) : NULL;
-	for (int32_t i = 0; i < m->ResultsByTopicV3AndBelow.count; i++)
-		sample_kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(s, version, &m->ResultsByTopicV3AndBelow.items[i]);
+	if (version >= 4) {
+		m->ErrorCode = kafka_sample_int16(s);
+	}
+	if (version >= 4) {
+		m->ResultsByTransaction.count = kafka_sample_count(s, false);
+		m->ResultsByTransaction.items = m->ResultsByTransaction.count > 0 ? kafka_sample_alloc(s, (size_t)m->ResultsByTransaction.count * sizeof(*m->ResultsByTransaction.items)) : NULL;
+		for (int32_t i = 0; i < m->ResultsByTransaction.count; i++)
+			sample_kafka_add_partitions_to_txn_response_add_partitions_to_txn_result(s, version, &m->ResultsByTransaction.items[i]);
+	}
+	if (version <= 3) {
+		m->ResultsByTopicV3AndBelow.count = kafka_sample_count(s, false);
+		m->ResultsByTopicV3AndBelow.items = m->ResultsByTopicV3AndBelow.count > 0 ? kafka_sample_alloc(s, (size_t)m->ResultsByTopicV3AndBelow.count * sizeof(*m->ResultsByTopicV3AndBelow.items)) : NULL;
+		for (int32_t i = 0; i < m->ResultsByTopicV3AndBelow.count; i++)
+			sample_kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(s, version, &m->ResultsByTopicV3AndBelow.items[i]);
+	}
 }
 
 static bool equal_kafka_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(const struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *a, const struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *b)
@@ -3788,10 +3893,33 @@ static bool equal_kafka_add_partitions_to_txn_response_add_partitions_to_txn_top
 	return true;
 }
 
+static bool equal_kafka_add_partitions_to_txn_response_add_partitions_to_txn_result(const struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_result *a, const struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_result *b)
+{
+	if (!kafka_sample_str_equal(a->TransactionalId, b->TransactionalId))
+		return kafka_sample_differs("AddPartitionsToTxnResult.TransactionalId");
+	if (a->TopicResults.count != b->TopicResults.count)
+		return kafka_sample_differs("AddPartitionsToTxnResult.TopicResults.count");
+	for (int32_t i = 0; i < a->TopicResults.count; i++) {
+		if (!equal_kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(&a->TopicResults.items[i], &b->TopicResults.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
 static bool equal_kafka_add_partitions_to_txn_response(const struct kafka_add_partitions_to_txn_response *a, const struct kafka_add_partitions_to_txn_response *b)
 {
 	if (a->ThrottleTimeMs != b->ThrottleTimeMs)
 		return kafka_sample_differs("AddPartitionsToTxnResponse.ThrottleTimeMs");
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("AddPartitionsToTxnResponse.ErrorCode");
+	if (a->ResultsByTransaction.count != b->ResultsByTransaction.count)
+		return kafka_sample_differs("AddPartitionsToTxnResponse.ResultsByTransaction.count");
+	for (int32_t i = 0; i < a->ResultsByTransaction.count; i++) {
+		if (!equal_kafka_add_partitions_to_txn_response_add_partitions_to_txn_result(&a->ResultsByTransaction.items[i], &b->ResultsByTransaction.items[i]))
+			return false;
+	}
 	if (a->ResultsByTopicV3AndBelow.count != b->ResultsByTopicV3AndBelow.count)
 		return kafka_sample_differs("AddPartitionsToTxnResponse.ResultsByTopicV3AndBelow.count");
 	for (int32_t i = 0; i < a->ResultsByTopicV3AndBelow.count; i++) {
@@ -3958,6 +4086,244 @@ static void *sample_any_kafka_end_txn_response(struct kafka_sample *s, int16_t v
 static bool equal_any_kafka_end_txn_response(const void *a, const void *b)
 {
 	return equal_kafka_end_txn_response(a, b);
+}
+
+static void kafka_write_txn_markers_request_writable_txn_marker_topic_init_(struct kafka_write_txn_markers_request_writable_txn_marker_topic *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_write_txn_markers_request_writable_txn_marker_init_(struct kafka_write_txn_markers_request_writable_txn_marker *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static void sample_kafka_write_txn_markers_request_writable_txn_marker_topic(struct kafka_sample *s, int16_t version, struct kafka_write_txn_markers_request_writable_txn_marker_topic *m)
+{
+	(void)s;
+	(void)version;
+	kafka_write_txn_markers_request_writable_txn_marker_topic_init_(m);
+	m->Name = kafka_sample_string(s, false);
+	m->PartitionIndexes.count = kafka_sample_count(s, false);
+	m->PartitionIndexes.items = m->PartitionIndexes.count > 0 ? kafka_sample_alloc(s, (size_t)m->PartitionIndexes.count * sizeof(*m->PartitionIndexes.items)) : NULL;
+	for (int32_t i = 0; i < m->PartitionIndexes.count; i++)
+		m->PartitionIndexes.items[i] = kafka_sample_int32(s);
+}
+
+static void sample_kafka_write_txn_markers_request_writable_txn_marker(struct kafka_sample *s, int16_t version, struct kafka_write_txn_markers_request_writable_txn_marker *m)
+{
+	(void)s;
+	(void)version;
+	kafka_write_txn_markers_request_writable_txn_marker_init_(m);
+	m->ProducerId = kafka_sample_int64(s);
+	m->ProducerEpoch = kafka_sample_int16(s);
+	m->TransactionResult = kafka_sample_bool(s);
+	m->Topics.count = kafka_sample_count(s, false);
+	m->Topics.items = m->Topics.count > 0 ? kafka_sample_alloc(s, (size_t)m->Topics.count * sizeof(*m->Topics.items)) : NULL;
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		sample_kafka_write_txn_markers_request_writable_txn_marker_topic(s, version, &m->Topics.items[i]);
+	m->CoordinatorEpoch = kafka_sample_int32(s);
+}
+
+static void sample_kafka_write_txn_markers_request(struct kafka_sample *s, int16_t version, struct kafka_write_txn_markers_request *m)
+{
+	(void)s;
+	(void)version;
+	kafka_write_txn_markers_request_init(m);
+	m->Markers.count = kafka_sample_count(s, false);
+	m->Markers.items = m->Markers.count > 0 ? kafka_sample_alloc(s, (size_t)m->Markers.count * sizeof(*m->Markers.items)) : NULL;
+	for (int32_t i = 0; i < m->Markers.count; i++)
+		sample_kafka_write_txn_markers_request_writable_txn_marker(s, version, &m->Markers.items[i]);
+}
+
+static bool equal_kafka_write_txn_markers_request_writable_txn_marker_topic(const struct kafka_write_txn_markers_request_writable_txn_marker_topic *a, const struct kafka_write_txn_markers_request_writable_txn_marker_topic *b)
+{
+	if (!kafka_sample_str_equal(a->Name, b->Name))
+		return kafka_sample_differs("WritableTxnMarkerTopic.Name");
+	if (a->PartitionIndexes.count != b->PartitionIndexes.count)
+		return kafka_sample_differs("WritableTxnMarkerTopic.PartitionIndexes.count");
+	for (int32_t i = 0; i < a->PartitionIndexes.count; i++) {
+		if (memcmp(&a->PartitionIndexes.items[i], &b->PartitionIndexes.items[i], sizeof(a->PartitionIndexes.items[i])))
+			return kafka_sample_differs("WritableTxnMarkerTopic.PartitionIndexes[]");
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_write_txn_markers_request_writable_txn_marker(const struct kafka_write_txn_markers_request_writable_txn_marker *a, const struct kafka_write_txn_markers_request_writable_txn_marker *b)
+{
+	if (a->ProducerId != b->ProducerId)
+		return kafka_sample_differs("WritableTxnMarker.ProducerId");
+	if (a->ProducerEpoch != b->ProducerEpoch)
+		return kafka_sample_differs("WritableTxnMarker.ProducerEpoch");
+	if (a->TransactionResult != b->TransactionResult)
+		return kafka_sample_differs("WritableTxnMarker.TransactionResult");
+	if (a->Topics.count != b->Topics.count)
+		return kafka_sample_differs("WritableTxnMarker.Topics.count");
+	for (int32_t i = 0; i < a->Topics.count; i++) {
+		if (!equal_kafka_write_txn_markers_request_writable_txn_marker_topic(&a->Topics.items[i], &b->Topics.items[i]))
+			return false;
+	}
+	if (a->CoordinatorEpoch != b->CoordinatorEpoch)
+		return kafka_sample_differs("WritableTxnMarker.CoordinatorEpoch");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_write_txn_markers_request(const struct kafka_write_txn_markers_request *a, const struct kafka_write_txn_markers_request *b)
+{
+	if (a->Markers.count != b->Markers.count)
+		return kafka_sample_differs("WriteTxnMarkersRequest.Markers.count");
+	for (int32_t i = 0; i < a->Markers.count; i++) {
+		if (!equal_kafka_write_txn_markers_request_writable_txn_marker(&a->Markers.items[i], &b->Markers.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_write_txn_markers_request(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_write_txn_markers_request *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_write_txn_markers_request(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_write_txn_markers_request(const void *a, const void *b)
+{
+	return equal_kafka_write_txn_markers_request(a, b);
+}
+
+static void kafka_write_txn_markers_response_writable_txn_marker_partition_result_init_(struct kafka_write_txn_markers_response_writable_txn_marker_partition_result *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static void kafka_write_txn_markers_response_writable_txn_marker_topic_result_init_(struct kafka_write_txn_markers_response_writable_txn_marker_topic_result *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_write_txn_markers_response_writable_txn_marker_result_init_(struct kafka_write_txn_markers_response_writable_txn_marker_result *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static void sample_kafka_write_txn_markers_response_writable_txn_marker_partition_result(struct kafka_sample *s, int16_t version, struct kafka_write_txn_markers_response_writable_txn_marker_partition_result *m)
+{
+	(void)s;
+	(void)version;
+	kafka_write_txn_markers_response_writable_txn_marker_partition_result_init_(m);
+	m->PartitionIndex = kafka_sample_int32(s);
+	m->ErrorCode = kafka_sample_int16(s);
+}
+
+static void sample_kafka_write_txn_markers_response_writable_txn_marker_topic_result(struct kafka_sample *s, int16_t version, struct kafka_write_txn_markers_response_writable_txn_marker_topic_result *m)
+{
+	(void)s;
+	(void)version;
+	kafka_write_txn_markers_response_writable_txn_marker_topic_result_init_(m);
+	m->Name = kafka_sample_string(s, false);
+	m->Partitions.count = kafka_sample_count(s, false);
+	m->Partitions.items = m->Partitions.count > 0 ? kafka_sample_alloc(s, (size_t)m->Partitions.count * sizeof(*m->Partitions.items)) : NULL;
+	for (int32_t i = 0; i < m->Partitions.count; i++)
+		sample_kafka_write_txn_markers_response_writable_txn_marker_partition_result(s, version, &m->Partitions.items[i]);
+}
+
+static void sample_kafka_write_txn_markers_response_writable_txn_marker_result(struct kafka_sample *s, int16_t version, struct kafka_write_txn_markers_response_writable_txn_marker_result *m)
+{
+	(void)s;
+	(void)version;
+	kafka_write_txn_markers_response_writable_txn_marker_result_init_(m);
+	m->ProducerId = kafka_sample_int64(s);
+	m->Topics.count = kafka_sample_count(s, false);
+	m->Topics.items = m->Topics.count > 0 ? kafka_sample_alloc(s, (size_t)m->Topics.count * sizeof(*m->Topics.items)) : NULL;
+	for (int32_t i = 0; i < m->Topics.count; i++)
+		sample_kafka_write_txn_markers_response_writable_txn_marker_topic_result(s, version, &m->Topics.items[i]);
+}
+
+static void sample_kafka_write_txn_markers_response(struct kafka_sample *s, int16_t version, struct kafka_write_txn_markers_response *m)
+{
+	(void)s;
+	(void)version;
+	kafka_write_txn_markers_response_init(m);
+	m->Markers.count = kafka_sample_count(s, false);
+	m->Markers.items = m->Markers.count > 0 ? kafka_sample_alloc(s, (size_t)m->Markers.count * sizeof(*m->Markers.items)) : NULL;
+	for (int32_t i = 0; i < m->Markers.count; i++)
+		sample_kafka_write_txn_markers_response_writable_txn_marker_result(s, version, &m->Markers.items[i]);
+}
+
+static bool equal_kafka_write_txn_markers_response_writable_txn_marker_partition_result(const struct kafka_write_txn_markers_response_writable_txn_marker_partition_result *a, const struct kafka_write_txn_markers_response_writable_txn_marker_partition_result *b)
+{
+	if (a->PartitionIndex != b->PartitionIndex)
+		return kafka_sample_differs("WritableTxnMarkerPartitionResult.PartitionIndex");
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("WritableTxnMarkerPartitionResult.ErrorCode");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_write_txn_markers_response_writable_txn_marker_topic_result(const struct kafka_write_txn_markers_response_writable_txn_marker_topic_result *a, const struct kafka_write_txn_markers_response_writable_txn_marker_topic_result *b)
+{
+	if (!kafka_sample_str_equal(a->Name, b->Name))
+		return kafka_sample_differs("WritableTxnMarkerTopicResult.Name");
+	if (a->Partitions.count != b->Partitions.count)
+		return kafka_sample_differs("WritableTxnMarkerTopicResult.Partitions.count");
+	for (int32_t i = 0; i < a->Partitions.count; i++) {
+		if (!equal_kafka_write_txn_markers_response_writable_txn_marker_partition_result(&a->Partitions.items[i], &b->Partitions.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_write_txn_markers_response_writable_txn_marker_result(const struct kafka_write_txn_markers_response_writable_txn_marker_result *a, const struct kafka_write_txn_markers_response_writable_txn_marker_result *b)
+{
+	if (a->ProducerId != b->ProducerId)
+		return kafka_sample_differs("WritableTxnMarkerResult.ProducerId");
+	if (a->Topics.count != b->Topics.count)
+		return kafka_sample_differs("WritableTxnMarkerResult.Topics.count");
+	for (int32_t i = 0; i < a->Topics.count; i++) {
+		if (!equal_kafka_write_txn_markers_response_writable_txn_marker_topic_result(&a->Topics.items[i], &b->Topics.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_write_txn_markers_response(const struct kafka_write_txn_markers_response *a, const struct kafka_write_txn_markers_response *b)
+{
+	if (a->Markers.count != b->Markers.count)
+		return kafka_sample_differs("WriteTxnMarkersResponse.Markers.count");
+	for (int32_t i = 0; i < a->Markers.count; i++) {
+		if (!equal_kafka_write_txn_markers_response_writable_txn_marker_result(&a->Markers.items[i], &b->Markers.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_write_txn_markers_response(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_write_txn_markers_response *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_write_txn_markers_response(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_write_txn_markers_response(const void *a, const void *b)
+{
+	return equal_kafka_write_txn_markers_response(a, b);
 }
 
 static void kafka_txn_offset_commit_request_txn_offset_commit_request_partition_init_(struct kafka_txn_offset_commit_request_txn_offset_commit_request_partition *m)
@@ -7483,6 +7849,8 @@ static const struct kafka_sample_desc kafka_sample_descs[] = {
 	{ "AddOffsetsToTxnResponse", sample_any_kafka_add_offsets_to_txn_response, equal_any_kafka_add_offsets_to_txn_response },
 	{ "EndTxnRequest", sample_any_kafka_end_txn_request, equal_any_kafka_end_txn_request },
 	{ "EndTxnResponse", sample_any_kafka_end_txn_response, equal_any_kafka_end_txn_response },
+	{ "WriteTxnMarkersRequest", sample_any_kafka_write_txn_markers_request, equal_any_kafka_write_txn_markers_request },
+	{ "WriteTxnMarkersResponse", sample_any_kafka_write_txn_markers_response, equal_any_kafka_write_txn_markers_response },
 	{ "TxnOffsetCommitRequest", sample_any_kafka_txn_offset_commit_request, equal_any_kafka_txn_offset_commit_request },
 	{ "TxnOffsetCommitResponse", sample_any_kafka_txn_offset_commit_response, equal_any_kafka_txn_offset_commit_response },
 	{ "DescribeAclsRequest", sample_any_kafka_describe_acls_request, equal_any_kafka_describe_acls_request },

@@ -320,3 +320,52 @@ Test(part_replica, a_restart_at_the_leaders_log_start_resets_producers_and_abort
 	part_close(f);
 	part_close(l);
 }
+
+/* Produce one transactional record of pid at epoch, taken up at recv_ns:
+ * the partition's verdict (0, or an enum part_err). */
+static int produce_txn(struct part *p, int64_t pid, int16_t epoch, int32_t seq, uint64_t recv_ns)
+{
+	uint8_t buf[512];
+	struct batch_builder bb;
+	ssize_t len;
+	struct part_produce_req req = { .rec = buf, .acks = 0, .recv_ns = recv_ns };
+
+	batch_builder_init(&bb, buf, sizeof(buf), 1000 + seq);
+	cr_assert_eq(batch_builder_add(&bb, 0, 1000 + seq, "k", 1, "value", 5, NULL, 0, 0), 0);
+	len = batch_builder_finish(&bb, BATCH_ATTR_TRANSACTIONAL, -1, pid, epoch, seq);
+	cr_assert_gt(len, 0);
+	req.len = (uint32_t)len;
+	last_err = -1000;
+	part_produce(p, &req, produced, NULL);
+	return last_err;
+}
+
+/* The leader's side of transactions that WriteTxnMarkers and KIP-890's
+ * verification build on: a transactional batch of a producer with no
+ * transaction open here is PART_ERR_TXN_UNKNOWN (the handler asks the
+ * coordinator, then begins it here), a late one of the open transaction
+ * PART_ERR_TXN_STATE (refused, never asked about); a marker of an epoch
+ * older than the producer's is refused (PART_ERR_OLD_EPOCH: Kafka's
+ * INVALID_PRODUCER_EPOCH), of its epoch written. */
+Test(part_replica, unbegun_writes_ask_late_ones_and_stale_markers_are_refused)
+{
+	struct part *p = open_part("m-0");
+	int64_t marker = -1, end;
+
+	cr_assert_eq(produce_txn(p, 9, 3, 0, 50), PART_ERR_TXN_UNKNOWN);
+	cr_assert_eq(p->pl->next_offset, 0, "nothing appended");
+	cr_assert_eq(part_begin_txn(p, 9, 3, 100), 0);
+	cr_assert_eq(produce_txn(p, 9, 3, 0, 50), PART_ERR_TXN_STATE, "taken up before the transaction began");
+	cr_assert_eq(produce_txn(p, 9, 3, 0, 150), 0);
+	cr_assert_eq(produce_txn(p, 9, 2, 1, 150), PART_ERR_OLD_EPOCH);
+	end = p->pl->next_offset;
+	cr_assert_eq(part_append_marker(p, 9, 2, 1, 0, &marker), PART_ERR_OLD_EPOCH);
+	cr_assert_eq(p->pl->next_offset, end, "the stale marker is not in the log");
+	cr_assert_eq(p->txn.lso, 0, "the transaction is still open");
+	cr_assert_eq(part_append_marker(p, 9, 3, 1, 0, &marker), 0);
+	cr_assert_eq(marker, end);
+	cr_assert_eq(p->txn.lso, INT64_MAX, "closed by its marker");
+	cr_assert_eq(produce_txn(p, 9, 3, 1, 150), PART_ERR_TXN_UNKNOWN, "ended: the coordinator is asked again");
+	cr_assert_eq(part_append_marker(p, 7, 0, 0, 0, &marker), 0, "a producer it never saw: written");
+	part_close(p);
+}
