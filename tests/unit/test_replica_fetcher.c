@@ -225,6 +225,48 @@ Test(replica_fetcher, acks_all_is_answered_once_the_follower_has_it_durable)
 	cr_assert_eq(sh->stats.repl_bytes_in, sh->stats.repl_bytes_out);
 }
 
+static int first_acked(void)
+{
+	return answered == 1;
+}
+
+static int second_acked(void)
+{
+	return answered == 2;
+}
+
+static int follower_told_2(void)
+{
+	return follower->pl->high_watermark == 2;
+}
+
+/* The follower's fetch that moved the high watermark is not answered at
+ * once with that news alone (an empty round trip per move): it waits for
+ * the next records, which carry it, or answers it alone a little later. */
+Test(replica_fetcher, a_high_watermark_alone_rides_on_the_next_records)
+{
+	uint64_t fetches;
+
+	role(leader, 1, 0);
+	role(follower, 2, 0);
+	produce(leader, -1, "a");
+	run_until(first_acked);
+	cr_assert_eq(answered, 1);
+	cr_assert_eq(leader->pl->high_watermark, 1);
+	fetches = sh->stats.fetch_requests;
+	produce(leader, -1, "b");
+	run_until(second_acked);
+	cr_assert_eq(answered, 2);
+	cr_assert_eq(answer_err, 0);
+	cr_assert_eq(sh->stats.fetch_requests - fetches, 1,
+		     "one fetch from the follower after the first ack (its next records' answer carried the "
+		     "high watermark), not %llu", (unsigned long long)(sh->stats.fetch_requests - fetches));
+	cr_assert_eq(follower->pl->high_watermark, 1, "told with the records of \"b\"");
+	run_until(follower_told_2);
+	cr_assert_eq(follower->pl->high_watermark, 2, "told alone once nothing more came");
+	cr_assert_eq(leader->pl->high_watermark, 2);
+}
+
 static int diverged_and_copied(void)
 {
 	return follower->pl->next_offset == 2 && follower->pl->durable_offset == 2 &&
