@@ -519,7 +519,15 @@ struct fetch_state {
 	int n;
 	struct fetch_item *items;
 	int refused;                     /* a replica fetch refused before any read: answer now */
+	uint64_t news_ns;                /* replica: when a high watermark it was not told was
+					  * first seen (0: none); the answer goes by then + FETCH_HW_NEWS_NS */
 };
+
+/* A follower not told the latest high watermark gets it with the next
+ * records, or alone this long after the watermark moved: not at once, which
+ * would cost every follower an empty round trip each time the watermark
+ * moves (twice per produce with two followers) while records come anyway. */
+#define FETCH_HW_NEWS_NS 100000000ull
 
 /* On the owner shard: drop a tail chunk reference and return a read
  * buffer. The message carries the values themselves: the plog_read they
@@ -701,7 +709,7 @@ static int fetch_complete(struct kafka_ctx *ctx)
 	struct fetch_state *fs = ctx->state;
 	struct shard *sh = ctx->sh;
 	int64_t total = 0;
-	int again = 0, urgent = fs->refused;
+	int again = 0, urgent = fs->refused, news = 0;
 
 	for (int i = 0; i < fs->n; i++) {
 		struct fetch_item *it = &fs->items[i];
@@ -738,7 +746,8 @@ static int fetch_complete(struct kafka_ctx *ctx)
 			it->pd->DivergingEpoch.Epoch = it->div_epoch;
 			it->pd->DivergingEpoch.EndOffset = it->div_end;
 		}
-		urgent |= it->urgent | it->hw_news;
+		urgent |= it->urgent;
+		news |= it->hw_news;
 		it->pd->HighWatermark = it->hw;
 		it->pd->LastStableOffset = it->lso;
 		it->pd->LogStartOffset = it->log_start;
@@ -776,6 +785,10 @@ static int fetch_complete(struct kafka_ctx *ctx)
 		/* long-poll: let go of the data, watch the partitions, wait */
 		uint64_t deadline = ctx->started_ns + (uint64_t)q->MaxWaitMs * 1000000ull;
 
+		if (news && !fs->news_ns)
+			fs->news_ns = sh->now_ns;
+		if (fs->news_ns && fs->news_ns + FETCH_HW_NEWS_NS < deadline)
+			deadline = fs->news_ns + FETCH_HW_NEWS_NS;
 		kafka_ctx_release_holds(ctx);
 		if (deadline > sh->now_ns) {
 			for (int i = 0; i < fs->n; i++) {
@@ -851,9 +864,10 @@ static void fetch_watch_msg(void *self, struct shard_msg *m)
 		return;
 	}
 	if (m->v[3] >= 0 && p->role) {
-		/* a follower's: woken when the log end or the high watermark moves */
+		/* a follower's: woken when the log end moves (a high watermark
+		 * alone waits for records or FETCH_HW_NEWS_NS) */
 		p->role->fetch_watchers |= 1ull << from;
-		if (part_role_fetch_ready(p, (int32_t)m->v[3], m->v[1]))
+		if (!p->pl || p->pl->next_offset > m->v[1])
 			part_role_wake_now(p);
 		return;
 	}
@@ -894,6 +908,7 @@ int kafka_handle_fetch(struct kafka_ctx *ctx)
 	memset(fs->items, 0, sizeof(*fs->items) * (size_t)(total ? total : 1));
 	fs->n = total;
 	fs->refused = 0;
+	fs->news_ns = 0;
 	r->Responses.count = q->Topics.count < 0 ? 0 : q->Topics.count;
 	for (int i = 0; i < r->Responses.count; i++) {
 		struct kafka_fetch_request_fetch_topic *ft = &q->Topics.items[i];

@@ -141,6 +141,7 @@ static void owner_unlink(struct shard *sh, struct part *p)
 	for (struct part **pp = &sh->parts; *pp; pp = &(*pp)->next)
 		if (*pp == p) {
 			*pp = p->next;
+			sh->roles_changed = 1;   /* the fetchers' lists name it no more */
 			break;
 		}
 }

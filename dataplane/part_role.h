@@ -139,7 +139,8 @@ void part_hw_role_taken(struct part *p, int alone);
 
 /* After part_progress woke what the high watermark allows: replica
  * fetches parked on the partition wake when its log end or its high
- * watermark moved (a follower learns it at once). @thread owner */
+ * watermark moved (a native fetch answers the news at once; the Fetch
+ * handler's waits up to 100 ms for records to carry it). @thread owner */
 void part_role_wake(struct part *p);
 
 /* The leader's follower lag in milliseconds into p->pub (Kafka's
@@ -175,7 +176,9 @@ int part_fetch_epoch_check(const struct part *p, int32_t current_epoch, int32_t 
 			   int16_t *err, int32_t *div_epoch, int64_t *div_end);
 
 /* Whether a replica fetch parked at offset should answer now: data past
- * offset, or a high watermark newer than its last answer's. */
+ * offset, or a high watermark newer than its last answer's (the native
+ * transport's rule; the Fetch handler answers the latter late, see
+ * FETCH_HW_NEWS_NS in handlers_data.c). */
 int part_role_fetch_ready(const struct part *p, int32_t id, int64_t offset);
 
 /* The leader's periodic check (every few hundred ms): ISR followers that

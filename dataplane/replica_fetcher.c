@@ -26,6 +26,7 @@
 #define BACKOFF_MAX_NS 1000000000ull      /* replica.fetch.backoff.ms */
 #define PART_RETRY_NS 500000000ull        /* a partition the leader refused: asked again after */
 #define IN_CAP (REPLICA_FETCH_MAX_BYTES + (1u << 20))
+#define RF_MAX_PARTS 64                   /* partitions a request: the rest on the next */
 #define SOCKET_TIMEOUT_NS 30000000000ull   /* replica.socket.timeout.ms: no answer, a new connection */
 
 /* The native transport: partitions asked at once, each its own
@@ -91,6 +92,16 @@ struct replica_fetcher {
 	int32_t corr;
 	uint64_t retry_ns, backoff_ns;
 	uint64_t sent_ns;            /* the request in flight was sent (shard clock) */
+	/* the partitions that follow this leader (made again when roles or
+	 * the shard's partitions change: sh->roles_changed), so that a turn
+	 * and an answer look at these, not at every partition of the shard */
+	struct part **fp;
+	int nfp, fp_cap;
+	/* the request in flight's partitions in request order (the answer's
+	 * order): an answer's partition found without a search; cleared
+	 * with fp (a partition may be gone) */
+	struct part *asked[RF_MAX_PARTS];
+	int nasked;
 	struct replica_fetcher *next;
 };
 
@@ -137,19 +148,23 @@ static int64_t rf_throttle_avail(struct shard *sh)
 	return repl_throttle_avail(&sh->repl_throttle, rate, sh->now_ns);
 }
 
-int replica_fetch_build(struct shard *sh, int32_t leader, int32_t corr, struct kafka_writer *w)
+/* The Fetch from the partitions `from` (a list of n, or sh->parts when
+ * NULL); asked, when not NULL, gets the partitions it names in order. */
+static int rf_build(struct shard *sh, int32_t leader, struct part *const *from, int nfrom, int32_t corr,
+		    struct kafka_writer *w, struct part **asked)
 {
 	struct kafka_fetch_request q;
-	struct kafka_fetch_request_fetch_topic topics[64];
-	struct kafka_fetch_request_fetch_partition parts[64];
+	struct kafka_fetch_request_fetch_topic topics[RF_MAX_PARTS];
+	struct kafka_fetch_request_fetch_partition parts[RF_MAX_PARTS];
 	struct kafka_request req;
-	int n = 0;
+	int n = 0, i = 0;
 	int32_t self = -1;
 	int64_t avail = rf_throttle_avail(sh);
+	struct part *p = from ? (nfrom > 0 ? from[0] : NULL) : sh->parts;
 
 	/* one topic entry per partition (the request allows repeats); at
-	 * most 64 partitions a request, the rest on the next */
-	for (struct part *p = sh->parts; p && n < 64; p = p->next) {
+	 * most RF_MAX_PARTS partitions a request, the rest on the next */
+	for (; p && n < RF_MAX_PARTS; p = from ? (++i < nfrom ? from[i] : NULL) : p->next) {
 		struct rf_ask a;
 
 		if (!follows(p, leader) || !ready(p, sh->now_ns))
@@ -170,6 +185,8 @@ int replica_fetch_build(struct shard *sh, int32_t leader, int32_t corr, struct k
 		topics[n].Topic = (struct kafka_str){ p->topic, (int32_t)strlen(p->topic) };
 		topics[n].Partitions.items = &parts[n];
 		topics[n].Partitions.count = 1;
+		if (asked)
+			asked[n] = p;
 		n++;
 	}
 	if (!n)
@@ -196,6 +213,11 @@ int replica_fetch_build(struct shard *sh, int32_t leader, int32_t corr, struct k
 	if (kafka_request_encode(w, &req) < 0)
 		return -EMSGSIZE;
 	return n;
+}
+
+int replica_fetch_build(struct shard *sh, int32_t leader, int32_t corr, struct kafka_writer *w)
+{
+	return rf_build(sh, leader, NULL, 0, corr, w, NULL);
 }
 
 static struct part *find_part(struct shard *sh, int32_t leader, struct kafka_str topic, int32_t index)
@@ -319,16 +341,31 @@ static int64_t rf_take(struct shard *sh, struct part *p, const struct rf_answer 
 	return appended;
 }
 
-int64_t replica_fetch_apply(struct shard *sh, int32_t leader, const struct kafka_fetch_response *r)
+/* The partition an answer's k-th entry is about: the request's k-th when
+ * it names that one (the leader answers in request order), else found. */
+static struct part *rf_answered(struct shard *sh, int32_t leader, struct part *const *asked, int nasked, int k,
+				struct kafka_str topic, int32_t index)
+{
+	struct part *p = k < nasked ? asked[k] : NULL;
+
+	if (p && p->index == index && follows(p, leader) && (int32_t)strlen(p->topic) == topic.len &&
+	    !memcmp(p->topic, topic.ptr, (size_t)topic.len))
+		return p;
+	return find_part(sh, leader, topic, index);
+}
+
+static int64_t rf_apply(struct shard *sh, int32_t leader, const struct kafka_fetch_response *r,
+			struct part *const *asked, int nasked)
 {
 	int64_t total = 0;
+	int k = 0;
 
 	for (int32_t i = 0; i < r->Responses.count; i++) {
 		const struct kafka_fetch_response_fetchable_topic_response *t = &r->Responses.items[i];
 
-		for (int32_t j = 0; j < t->Partitions.count; j++) {
+		for (int32_t j = 0; j < t->Partitions.count; j++, k++) {
 			const struct kafka_fetch_response_partition_data *d = &t->Partitions.items[j];
-			struct part *p = find_part(sh, leader, t->Topic, d->PartitionIndex);
+			struct part *p = rf_answered(sh, leader, asked, nasked, k, t->Topic, d->PartitionIndex);
 			struct rf_answer a = { .err = d->ErrorCode, .div_epoch = d->DivergingEpoch.Epoch,
 					       .div_end = d->DivergingEpoch.EndOffset, .hw = d->HighWatermark,
 					       .log_start = d->LogStartOffset,
@@ -342,6 +379,11 @@ int64_t replica_fetch_apply(struct shard *sh, int32_t leader, const struct kafka
 	}
 	shard_stat_add(&sh->stats.repl_bytes_in, (uint64_t)total);
 	return total;
+}
+
+int64_t replica_fetch_apply(struct shard *sh, int32_t leader, const struct kafka_fetch_response *r)
+{
+	return rf_apply(sh, leader, r, NULL, 0);
 }
 
 /* ---- the connection ---------------------------------------------------- */
@@ -486,8 +528,9 @@ static void rf_answer(struct replica_fetcher *f, uint32_t len)
 		rf_fail(f);
 		return;
 	}
-	if (replica_fetch_apply(f->sh, f->leader, resp.body) < 0)
+	if (rf_apply(f->sh, f->leader, resp.body, f->asked, f->nasked) < 0)
 		shard_stat_add(&f->sh->stats.repl_errors, 1);
+	f->nasked = 0;
 	f->in_len = 0;
 	f->state = RF_READY;   /* the next once what was appended is durable */
 }
@@ -552,11 +595,14 @@ static int rf_send_fetch(struct replica_fetcher *f)
 
 	/* all at once: a partition whose append is not durable yet would
 	 * otherwise wait out the leader's long-poll for the others */
-	for (struct part *p = f->sh->parts; p; p = p->next)
+	for (int i = 0; i < f->nfp; i++) {
+		struct part *p = f->fp[i];
+
 		if (follows(p, f->leader) && f->sh->now_ns >= p->role->retry_ns && !ready(p, f->sh->now_ns))
 			return 0;
+	}
 	kafka_writer_init_measure(&w, false);
-	n = replica_fetch_build(f->sh, f->leader, f->corr + 1, &w);
+	n = rf_build(f->sh, f->leader, f->fp, f->nfp, f->corr + 1, &w, NULL);
 	if (n <= 0)
 		return 0;
 	if (w.len > f->out_cap) {
@@ -569,8 +615,9 @@ static int rf_send_fetch(struct replica_fetcher *f)
 	}
 	f->corr++;
 	kafka_writer_init(&w, f->out, f->out_cap);
-	if (replica_fetch_build(f->sh, f->leader, f->corr, &w) <= 0)
+	if ((n = rf_build(f->sh, f->leader, f->fp, f->nfp, f->corr, &w, f->asked)) <= 0)
 		return 0;
+	f->nasked = n;
 	f->out_len = (uint32_t)w.len;
 	f->out_sent = 0;
 	f->state = RF_SENDING;
@@ -636,7 +683,8 @@ static int native_poll(struct replica_fetcher *f)
 	if (sh->stop || !max_dg)
 		return 0;
 	avail = rf_throttle_avail(sh);
-	for (struct part *p = sh->parts; p; p = p->next) {
+	for (int k = 0; k < f->nfp; k++) {
+		struct part *p = f->fp[k];
 		struct rf_nslot *s = NULL;
 		struct rf_ask a;
 		struct native_replica_fetch q;
@@ -749,6 +797,7 @@ static struct replica_fetcher *rf_find(struct shard *sh, int32_t leader)
 
 static void rf_free(struct replica_fetcher *f)
 {
+	free(f->fp);
 	free(f->out);
 	free(f->in);
 	free(f->arena);
@@ -762,22 +811,51 @@ static const struct rf_transport *rf_transport_for(struct shard *sh, const struc
 	return native_repl_max_datagram(sh) && r->leader_repl_port > 0 ? &native_transport : &tcp_transport;
 }
 
+/* p follows f's leader: into f's list (grown on a role change, rare). */
+static int rf_fp_add(struct replica_fetcher *f, struct part *p)
+{
+	if (f->nfp == f->fp_cap) {
+		int cap = f->fp_cap ? f->fp_cap * 2 : 16;
+		struct part **n = realloc(f->fp, (size_t)cap * sizeof(*n)); /* style: allow role change */
+
+		if (!n)
+			return -ENOMEM;
+		f->fp = n;
+		f->fp_cap = cap;
+	}
+	f->fp[f->nfp++] = p;
+	return 0;
+}
+
 /* Fetchers for every leader a partition follows; its address as the
- * role says (a new address closes the connection). */
+ * role says (a new address closes the connection); each fetcher's list
+ * of the partitions that follow its leader made again. */
 static void rf_discover(struct shard *sh)
 {
+	for (struct replica_fetcher *f = sh->fetchers; f; f = f->next) {
+		f->nfp = 0;
+		f->nasked = 0;       /* a partition asked may be gone: found by name */
+	}
 	for (struct part *p = sh->parts; p; p = p->next) {
 		const struct part_role *r = p->role;
 		const struct rf_transport *tr;
 		struct replica_fetcher *f;
 
-		if (!r || r->leading || r->leader < 0 || r->leader_port <= 0)
+		if (!r || r->leading || r->leader < 0)
 			continue;
+		if (r->leader_port <= 0) {
+			/* no address (yet): asked on a connection already made */
+			if ((f = rf_find(sh, r->leader)) && follows(p, f->leader) && rf_fp_add(f, p) < 0)
+				sh->roles_changed = 1;
+			continue;
+		}
 		tr = rf_transport_for(sh, r);
 		if (!(f = rf_find(sh, r->leader))) {
 			f = calloc(1, sizeof(*f)); /* style: allow a new leader followed */
-			if (!f)
+			if (!f) {
+				sh->roles_changed = 1;   /* tried again next turn */
 				return;
+			}
 			f->sh = sh;
 			f->leader = r->leader;
 			f->tr = tr;
@@ -789,6 +867,7 @@ static void rf_discover(struct shard *sh)
 			f->in = malloc(f->in_cap); /* style: allow a new leader followed */
 			if (!f->in) {
 				free(f);
+				sh->roles_changed = 1;
 				return;
 			}
 			for (int i = 0; i < NSLOTS; i++)
@@ -812,13 +891,15 @@ static void rf_discover(struct shard *sh)
 				native_repl_set_receiver(sh, native_data, sh);
 			f->retry_ns = 0;
 		}
+		if (follows(p, f->leader) && rf_fp_add(f, p) < 0)
+			sh->roles_changed = 1;   /* no memory: made again next turn */
 	}
 }
 
-static int rf_followed(struct shard *sh, int32_t leader)
+static int rf_followed(const struct replica_fetcher *f)
 {
-	for (struct part *p = sh->parts; p; p = p->next)
-		if (follows(p, leader))
+	for (int i = 0; i < f->nfp; i++)
+		if (follows(f->fp[i], f->leader))
 			return 1;
 	return 0;
 }
@@ -832,7 +913,7 @@ int replica_fetchers_poll(struct shard *sh)
 		rf_discover(sh);
 	}
 	for (struct replica_fetcher **pp = &sh->fetchers, *f; (f = *pp);) {
-		if (!rf_followed(sh, f->leader) && f->tr->release(f)) {
+		if (!rf_followed(f) && f->tr->release(f)) {
 			*pp = f->next;   /* nobody follows it any more */
 			rf_free(f);
 			continue;

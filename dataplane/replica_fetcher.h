@@ -23,8 +23,9 @@
  * Thread: the owner shard (@thread shard): the loop calls
  * replica_fetchers_poll each turn while it holds partitions with a role.
  * Allocates: a fetcher, its buffers (grown for a larger answer, rare)
- * when a leader is first followed; nothing per fetch or batch (either
- * transport).
+ * when a leader is first followed, its list of the partitions following
+ * that leader (grown on a role change); nothing per fetch or batch
+ * (either transport).
  */
 #ifndef SLUICE_REPLICA_FETCHER_H
 #define SLUICE_REPLICA_FETCHER_H

@@ -196,7 +196,7 @@ struct shard {
 	struct part *parts;          /* partitions this shard owns */
 	struct part *retired_parts;  /* of deleted topics: kept until exit */
 	int repl_parts;              /* partitions with a role (dataplane/part_role.h): 0 on one node */
-	int roles_changed;           /* a partition took a role: the fetchers look (replica_fetcher.c) */
+	int roles_changed;           /* a partition took a role or left the shard: the fetchers look (replica_fetcher.c) */
 	struct replica_fetcher *fetchers;   /* one per leader followed (dataplane/replica_fetcher.h) */
 	struct repl_throttle repl_throttle; /* the fetchers' budget for throttled partitions */
 	uint8_t **rbufs;             /* free disk-read buffers */

@@ -380,7 +380,7 @@ int batch_validate(const uint8_t *buf, size_t len, uint32_t max_size, unsigned f
 	if (count < 0 || lod < 0 || (count == 0 && (flags & BATCH_V_PRODUCE)) ||
 	    ((flags & BATCH_V_PRODUCE) && count != lod + 1) || count > lod + 1)
 		return -BATCH_ERR_COUNT;
-	if ((attrs & BATCH_ATTR_CODEC_MASK) == 0) {
+	if ((attrs & BATCH_ATTR_CODEC_MASK) == 0 && !(flags & BATCH_V_NO_RECORDS)) {
 		struct record_check rc;
 		int r;
 

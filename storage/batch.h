@@ -38,6 +38,8 @@ enum batch_err {
 
 /* Validation flags. */
 #define BATCH_V_PRODUCE   0x1  /* an incoming batch: RecordsCount == LastOffsetDelta+1 and offsetDelta == i */
+#define BATCH_V_NO_RECORDS 0x2 /* the header and the CRC only, the records not walked: a follower's
+				* copy of batches its leader checked (Kafka's appendAsFollower) */
 
 struct batch_info {
 	uint32_t size;          /* bytes of this batch (BatchLength + 12) */
@@ -61,8 +63,9 @@ static inline uint32_t batch_compute_crc(const uint8_t *b, uint32_t size)
 
 /* Validate the batch at buf (len bytes available, possibly more batches
  * after it). max_size bounds the batch (0 = no bound). The records of an
- * uncompressed batch are checked as record_check does; those of a
- * compressed one are not (see batch_check_records). On success fills
+ * uncompressed batch are checked as record_check does, unless
+ * BATCH_V_NO_RECORDS; those of a compressed one are not (see
+ * batch_check_records). On success fills
  * *info and returns 0; else returns -BATCH_ERR_*. @thread any */
 int batch_validate(const uint8_t *buf, size_t len, uint32_t max_size, unsigned flags,
 		   struct batch_info *info);

@@ -92,7 +92,10 @@ int plog_append_replica(struct plog *pl, const uint8_t *batches, uint32_t len, u
 		const uint8_t *b = batches + at;
 		struct batch_info bi;
 
-		rc = batch_validate(b, len - at, pl->cfg.max_batch, 0, &bi);
+		/* whole and as the leader wrote it (its CRC): the leader
+		 * checked its records at produce, so they are not walked
+		 * here again (per record), as Kafka's follower does not */
+		rc = batch_validate(b, len - at, pl->cfg.max_batch, BATCH_V_NO_RECORDS, &bi);
 		if (rc == -BATCH_ERR_TOO_LARGE)
 			return -EMSGSIZE;
 		if (rc < 0)

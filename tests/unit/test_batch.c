@@ -100,6 +100,12 @@ Test(batch, record_framing)
 	buf[OF_Records] = 0x7e;
 	recrc(buf);
 	cr_assert_eq(batch_validate(buf, n, 0, 0, NULL), -BATCH_ERR_RECORD);
+	/* a follower's check (the leader walked the records): the header
+	 * and the CRC, which these bytes pass */
+	cr_assert_eq(batch_validate(buf, n, 0, BATCH_V_NO_RECORDS, NULL), 0);
+	buf[n - 1] ^= 0x40;
+	cr_assert_eq(batch_validate(buf, n, 0, BATCH_V_NO_RECORDS, NULL), -BATCH_ERR_CRC);
+	buf[n - 1] ^= 0x40;
 	n = test_batch(buf, sizeof(buf), 0, 3, 10, 1, 1);
 	/* trailing garbage after the last record */
 	be32_store(buf + OF_BatchLength, (uint32_t)batch_length(buf) + 1);

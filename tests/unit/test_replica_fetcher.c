@@ -10,7 +10,8 @@
  * records the leader never had) cuts it from the leader's DivergingEpoch
  * and then copies the leader's log; a leader address nothing listens on
  * is tried again after a back-off, and a new address in a new role is
- * followed. */
+ * followed; a high watermark alone rides on the next records; a
+ * partition closed while its fetch waits is not read by the answer. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,6 +28,7 @@
 #include "dataplane/native/native_repl.h"
 #include "dataplane/part.h"
 #include "dataplane/part_replica.h"
+#include "dataplane/part_proxy.h"
 #include "dataplane/part_role.h"
 #include "dataplane/replica_fetcher.h"
 #include "dataplane/shard.h"
@@ -224,6 +226,102 @@ Test(replica_fetcher, acks_all_is_answered_once_the_follower_has_it_durable)
 	cr_assert_eq(leader->role->f[0].leo, 3);
 	cr_assert_gt(sh->stats.repl_bytes_in, 0);
 	cr_assert_eq(sh->stats.repl_bytes_in, sh->stats.repl_bytes_out);
+}
+
+static int first_acked(void)
+{
+	return answered == 1;
+}
+
+static int second_acked(void)
+{
+	return answered == 2;
+}
+
+static int follower_told_2(void)
+{
+	return follower->pl->high_watermark == 2;
+}
+
+/* The follower's fetch that moved the high watermark is not answered at
+ * once with that news alone (an empty round trip per move): it waits for
+ * the next records, which carry it, or answers it alone a little later. */
+Test(replica_fetcher, a_high_watermark_alone_rides_on_the_next_records)
+{
+	uint64_t fetches;
+
+	role(leader, 1, 0);
+	role(follower, 2, 0);
+	produce(leader, -1, "a");
+	run_until(first_acked);
+	cr_assert_eq(answered, 1);
+	cr_assert_eq(leader->pl->high_watermark, 1);
+	fetches = sh->stats.fetch_requests;
+	produce(leader, -1, "b");
+	run_until(second_acked);
+	cr_assert_eq(answered, 2);
+	cr_assert_eq(answer_err, 0);
+	cr_assert_eq(sh->stats.fetch_requests - fetches, 1,
+		     "one fetch from the follower after the first ack (its next records' answer carried the "
+		     "high watermark), not %llu", (unsigned long long)(sh->stats.fetch_requests - fetches));
+	cr_assert_eq(follower->pl->high_watermark, 1, "told with the records of \"b\"");
+	run_until(follower_told_2);
+	cr_assert_eq(follower->pl->high_watermark, 2, "told alone once nothing more came");
+	cr_assert_eq(leader->pl->high_watermark, 2);
+}
+
+static int copied_a(void)
+{
+	return follower->pl->durable_offset == 1 && follower->pl->high_watermark == 1;
+}
+
+static int closed_err = 1;
+
+static void closed(void *self, void *cookie, int err)
+{
+	(void)self;
+	(void)cookie;
+	closed_err = err;
+}
+
+/* The fetcher finds an answer's partition by its place in the request; a
+ * partition closed (freed) while its fetch waits at the leader is not that
+ * place any more: the answer that then comes is taken by name, and finds
+ * nothing followed (ASan: nothing of the freed partition is read). */
+Test(replica_fetcher, a_partition_closed_while_its_fetch_waits_is_not_read_by_the_answer)
+{
+	struct part_proxy px;
+	uint64_t in, out;
+
+	role(leader, 1, 0);
+	role(follower, 2, 0);
+	produce(leader, 1, "a");
+	run_until(copied_a);
+	cr_assert_eq(follower->pl->durable_offset, 1);
+	for (int i = 0; i < 20; i++) {       /* its next fetch, from 1, waits at the leader */
+		now += 1000000;
+		(void)shard_poll(sh, now, 1700000000000 + (int64_t)(now / 1000000));
+	}
+	in = sh->stats.repl_bytes_in;
+	out = sh->stats.repl_bytes_out;
+	part_proxy_init_shard(&px, sh);
+	part_proxy_close(&px, 0, follower, closed, NULL);
+	cr_assert_eq(closed_err, 0);
+	follower = NULL;
+	produce(leader, 1, "b");             /* wakes it: answered with "b" */
+	for (int i = 0; i < 300 && answered < 2; i++) {
+		now += 1000000;
+		if (shard_poll(sh, now, 1700000000000 + (int64_t)(now / 1000000)) == 0)
+			shard_idle(sh);
+	}
+	for (int i = 0; i < 50; i++) {
+		now += 1000000;
+		(void)shard_poll(sh, now, 1700000000000 + (int64_t)(now / 1000000));
+	}
+	cr_assert_eq(answered, 2);
+	cr_assert_eq(leader->pl->next_offset, 2);
+	cr_assert_gt(sh->stats.repl_bytes_out, out, "\"b\" went out to the fetch that waited");
+	cr_assert_eq(sh->stats.repl_bytes_in, in, "and nothing was appended for the closed partition");
 }
 
 static int diverged_and_copied(void)
