@@ -61,7 +61,7 @@ CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 CORE_LIB  := $(BUILD)/libsluice_core.a
 UNIT_BINS := $(UNIT_TESTS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: cluster-faults all run cluster test unit-test bench check-style check-layers codegen clean setup distclean install
+.PHONY: cluster-faults all run cluster test test-bins test-run unit-test san-unit-bins unit-bins bench check-style check-layers codegen clean setup distclean install
 .DEFAULT_GOAL := all
 
 all: $(CORE_LIB) $(BIN_TARGETS)
@@ -93,13 +93,27 @@ $(BUILD)/tests/%: tests/unit/%.c $(CORE_LIB) | $(SETUP_STAMP)
 
 # Unit tests run in a sanitizer build of their own (build/san).
 SAN_BUILD := build/san
-unit-test: $(SETUP_STAMP)
+san-unit-bins: $(SETUP_STAMP)
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) SAN=address,undefined OPT=-O1 unit-bins
+
+unit-test: san-unit-bins
 	$(Q)scripts/run-unit-tests $(SAN_BUILD)/tests $(UNIT_TESTS:tests/unit/%.c=%)
 
 unit-bins: $(UNIT_BINS)
 
-test: all check-style check-layers unit-test
+# make test first builds everything it runs (test-bins: this build, the
+# sanitizer build, the fuzz targets, the integration programs; module.mk
+# files add theirs) as parallel jobs, TEST_JOBS of them (default: one per
+# core) unless -j was given; then it runs the checks and the suites one
+# after another.
+TEST_JOBS ?= $(shell nproc)
+test: $(SETUP_STAMP)
+	$(Q)$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(TEST_JOBS)) test-bins
+	$(Q)$(MAKE) --no-print-directory test-run
+
+test-bins: all san-unit-bins fuzz-bins
+
+test-run: check-style check-layers unit-test
 	$(Q)scripts/run-test-scripts $(TEST_SCRIPTS)
 
 # One node with embedded defaults: data in ./data, listener 127.0.0.1:9092.

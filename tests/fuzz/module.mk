@@ -1,21 +1,29 @@
 # tests/fuzz/: libFuzzer targets (clang, -fsanitize=fuzzer,address,undefined)
 # over the Kafka codec and the native protocol's datagrams. `make fuzz` runs each for FUZZ_SECONDS and grows its
 # corpus in tests/fuzz/corpus/<target>; `make test` runs tests/fuzz/smoke
-# (30 s per target, corpus read-only). Crashes land in build/fuzz/artifacts.
+# (10 s per target after a replay of its corpus, corpus read-only). Crashes land in build/fuzz/artifacts.
 FUZZ_SECONDS ?= 300
 FUZZ_TARGETS := fuzz_kafka_request fuzz_kafka_message fuzz_native_datagram
 FUZZ_BINS := $(FUZZ_TARGETS:%=build/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -I. \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_CODEC_SRCS = $(wildcard dataplane/kafka/*.c)
+FUZZ_CODEC_SRCS := $(wildcard dataplane/kafka/*.c)
+# the codec is compiled once (fuzzer-no-link: the coverage instrumentation
+# without libFuzzer's main) and linked into each Kafka target
+FUZZ_CODEC_OBJS := $(FUZZ_CODEC_SRCS:%.c=build/fuzz/obj/%.o)
 
 .PHONY: fuzz fuzz-bins
 fuzz-bins: $(FUZZ_BINS)
 
-build/fuzz/%: tests/fuzz/%.c $(FUZZ_CODEC_SRCS) $(wildcard dataplane/kafka/*.h)
+$(FUZZ_CODEC_OBJS): build/fuzz/obj/%.o: %.c $(wildcard dataplane/kafka/*.h)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ-CC $<")
-	$(Q)clang $(FUZZ_CFLAGS) $< $(FUZZ_CODEC_SRCS) -o $@
+	$(Q)clang $(subst fuzzer,fuzzer-no-link,$(FUZZ_CFLAGS)) -c $< -o $@
+
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_CODEC_OBJS) $(wildcard dataplane/kafka/*.h)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  FUZZ-CC $<")
+	$(Q)clang $(FUZZ_CFLAGS) $< $(FUZZ_CODEC_OBJS) -o $@
 
 # the native protocol's datagrams (dataplane/native/native_format.c; isa-l's CRC)
 build/fuzz/fuzz_native_datagram: tests/fuzz/fuzz_native_datagram.c dataplane/native/native_format.c \

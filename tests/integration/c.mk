@@ -17,13 +17,17 @@ $(BUILD)/itests/faultproxy: tests/integration/faultproxy.c | $(SETUP_STAMP)
 	@$(if $(Q),echo "  ITEST-CC $<")
 	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS_SAN)
 
-$(BUILD)/itests/%: tests/integration/%.c tests/integration/harness.c tests/integration/harness.h $(CORE_LIB) | $(SETUP_STAMP)
+# (CORE_LIB is defined after the module.mk files are read, and a rule's
+# prerequisites expand when it is read: the library is named directly, or a
+# parallel make links these before the library exists)
+$(BUILD)/itests/%: tests/integration/%.c tests/integration/harness.c tests/integration/harness.h \
+		$(BUILD)/libsluice_core.a | $(SETUP_STAMP)
 	$(Q)mkdir -p $(@D)
 	@$(if $(Q),echo "  ITEST-CC $<")
 	$(Q)$(CC) $(ITEST_C_CFLAGS) $< tests/integration/harness.c -o $@ $(LDFLAGS_SAN) \
 		$(CORE_LIB) $(LDLIBS) $(shell pkg-config --libs rdkafka criterion)
 
-test: itest-c-bins
+test-bins: itest-c-bins
 
 # run only the C integration suites
 itest-c: itest-c-bins

@@ -9,7 +9,7 @@ $(BUILD)/itests/test_dpdk_net: tests/integration/test_dpdk_net.c $(BUILD)/libslu
 	$(Q)$(CC) $(CFLAGS) $(DPDK_CFLAGS) $< -o $@ $(LDFLAGS_SAN) $(BUILD)/libsluice_core.a $(LDLIBS)
 
 .PHONY: itest-dpdk
-test: $(BUILD)/itests/test_dpdk_net
+test-bins: $(BUILD)/itests/test_dpdk_net
 
 # run only this suite
 itest-dpdk: $(BUILD)/itests/test_dpdk_net
@@ -29,7 +29,7 @@ $(BUILD)/itests/test_native_dpdk: tests/integration/test_native_dpdk.c $(NATIVE_
 		$(NATIVE_LIB_A) $(NATIVE_LIB_DEPS) $(shell pkg-config --libs rdkafka) -pthread
 
 .PHONY: itest-native-dpdk
-test: $(BUILD)/itests/test_native_dpdk
+test-bins: $(BUILD)/itests/test_native_dpdk
 
 # run only this suite
 itest-native-dpdk: $(BUILD)/itests/test_native_dpdk $(BUILD)/sluiced

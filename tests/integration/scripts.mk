@@ -92,7 +92,7 @@ TEST_SCRIPTS += tests/integration/test_conns.py
 # kafkajs is installed from the committed package-lock.json on first use (and
 # again whenever the lock changes), so `make test` on a fresh clone needs no
 # manual npm step. The runner is started by the `test` recipe, hence the
-# stamp is a prerequisite of `test` itself.
+# stamp is a prerequisite of `test-bins` (what `test` builds first).
 KAFKAJS_DIR := tests/integration/kafkajs
 KAFKAJS_STAMP := $(KAFKAJS_DIR)/node_modules/.stamp
 
@@ -100,7 +100,7 @@ $(KAFKAJS_STAMP): $(KAFKAJS_DIR)/package-lock.json $(KAFKAJS_DIR)/package.json |
 	$(Q)cd $(KAFKAJS_DIR) && npm ci --no-audit --no-fund
 	$(Q)touch $@
 
-test: $(KAFKAJS_STAMP)
+test-bins: $(KAFKAJS_STAMP)
 # sluicectl (build/sluicectl) against a real broker: every command, table and
 # JSON output, exit codes, error messages; cross-checked with kcat -L,
 # confluent-kafka and kafka-python
