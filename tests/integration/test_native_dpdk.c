@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -311,17 +312,33 @@ static int rig_broker(struct rig *r)
 	}
 	r->broker = pid;
 	out = fdopen(pfd[0], "r");
+	if (out)
+		setvbuf(out, NULL, _IONBF, 0);   /* nothing read ahead of what poll sees */
 	line[0] = 0;
-	while (out && fgets(line, sizeof(line), out) && !strstr(line, "listening on "))
+	/* its ready line, for at most 60 s: a broker that neither gets ready
+	 * nor exits is a failure with its log, not a hang until the alarm */
+	for (double end = now_s() + 60; out && now_s() < end;) {
+		struct pollfd pf = { .fd = pfd[0], .events = POLLIN };
+
+		if (poll(&pf, 1, 1000) <= 0)
+			continue;
+		if (!fgets(line, sizeof(line), out) || strstr(line, "listening on "))
+			break;
 		line[0] = 0;
+	}
 	if (out)
 		fclose(out);
 	if (!strstr(line, "listening on ")) {
 		int st = 0;
 
-		waitpid(pid, &st, 0);
+		if (waitpid(pid, &st, WNOHANG) == 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			check(0, "%s: sluiced printed no ready line in 60 s (killed)", r->scenario);
+		} else {
+			check(0, "%s: sluiced did not start (status %#x)", r->scenario, st);
+		}
 		r->broker = 0;
-		check(0, "%s: sluiced did not start (status %#x)", r->scenario, st);
 		rig_dump_log(r);
 		return -1;
 	}
