@@ -1,176 +1,28 @@
-/* control/txn.c — the transaction coordinator (see txn.h). */
+/* control/txn.c — the transaction coordinator's requests, state writes,
+ * registrations, markers and timers (see txn.h; its table: txn_table.h). */
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "control/config.h"
 #include "control/coord_load.h"
 #include "control/ctl.h"
 #include "control/cutil.h"
-#include "control/group.h"
 #include "control/hmap.h"
 #include "control/peer_kafka.h"
-#include "control/txn.h"
-#include "dataplane/coord.h"
+#include "control/txn_table.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
-#include "dataplane/part_err.h"
 #include "dataplane/part_proxy.h"
 #include "storage/batch.h"
-#include "storage/batch_format.h"
 
-/* Kafka's TransactionState numbering, as written in the log. */
-enum tstate { TS_EMPTY = 0, TS_ONGOING = 1, TS_PREPARE_COMMIT = 2, TS_PREPARE_ABORT = 3, TS_COMPLETE_COMMIT = 4,
-	      TS_COMPLETE_ABORT = 5, TS_DEAD = 6 };
+/* the coordinator's state and its helpers: control/txn_table.h */
 static const char *const tstate_names[] = { "Empty", "Ongoing", "PrepareCommit", "PrepareAbort",
 					    "CompleteCommit", "CompleteAbort", "Dead" };
 
-#define MARKER_RETRY_MS 1000
-
-struct txn;
-
-struct txn_tp {
-	char *topic;
-	int32_t part;
-	uint8_t marked;               /* this transaction's marker is durable here */
-	struct txn *t;                /* back pointer while a marker is in flight */
-	struct part_marker_req marker;   /* the marker on the owner (cookie: this) */
-};
-
-struct txn {
-	char *id;
-	int64_t pid;
-	int16_t epoch;
-	int16_t last_epoch;           /* the epoch before the last bump a producer asked for (KIP-360
-				       * retries), -1: none */
-	int32_t timeout_ms;
-	enum tstate state;
-	struct txn_tp *tp;
-	int ntp, tp_cap;
-	int nregistered;              /* tp[0..nregistered) are registered on their shards */
-	int64_t start_wall, last_wall; /* wall ms: the log's timestamps */
-	int64_t start_mono;           /* monotonic ms: the timeout */
-	uint64_t begin_ns;            /* recv_ns of the request that began the transaction */
-	uint64_t end_ns;              /* recv_ns of the EndTxn that ended the previous one */
-	uint64_t conn_ns;             /* newest connection (accept time) the coordinator requests
-				       * of the current transaction came on */
-	int busy;                     /* a state write, registrations or markers in flight */
-	int pending;                  /* acknowledgements outstanding */
-	int16_t err;                  /* the first error among them */
-	int commit;                   /* the decision being carried out */
-	int64_t retry_at;             /* monotonic ms: markers to write again */
-	struct kafka_ctx *ctx;        /* the request waiting, or NULL */
-	int from;                     /* its shard */
-	void (*then)(struct txn_coord *tc, struct txn *t);   /* after the state write */
-	struct txn *orphan_next;      /* unloaded while busy: on tc->orphans until idle */
-};
-
-struct txn_coord {
-	struct ctl *ctl;
-	struct broker *b;
-	const struct config *cfg;
-	struct group_coord *gc;
-	struct hmap txns;             /* struct txn, by transactional id: those of the
-				       * __transaction_state partitions loaded here (or loading) */
-	struct coord_load load;       /* which partitions this node coordinates
-				       * (control/coord_load.h) */
-	struct txn *orphans;          /* of partitions unloaded while a write, registration
-				       * or marker was in flight: freed once idle */
-	int32_t max_timeout_ms;
-	int64_t expiration_ms, check_ms, next_check;
-	int replays, registering;     /* start-up: partitions being read, Ongoing transactions
-				       * registering again (plus one hold while reading) */
-	void (*replay_done)(struct ctl *ctl);
-	struct txn_stats st;
-};
-
-struct txn_req {                      /* what a request holds while the coordinator has it */
-	int from;
-};
-
 /* ---- helpers ----------------------------------------------------------------- */
-
-static int txn_eq(const void *item, const void *key)
-{
-	const struct txn *t = item;
-	const struct kafka_str *id = key;
-
-	return strlen(t->id) == (size_t)id->len && !memcmp(t->id, id->ptr, (size_t)id->len);
-}
-
-static int txn_is(const void *item, const void *key)
-{
-	return item == key;
-}
-
-static struct txn *txn_find(struct txn_coord *tc, struct kafka_str id)
-{
-	int64_t i;
-
-	if (id.len <= 0)
-		return NULL;
-	i = hmap_find(&tc->txns, hmap_hash_mem(id.ptr, (size_t)id.len), txn_eq, &id);
-	return i < 0 ? NULL : tc->txns.v[i];
-}
-
-static struct txn *txn_new(struct txn_coord *tc, struct kafka_str id)
-{
-	struct txn *t = xcalloc(1, sizeof(*t));
-
-	t->id = kdup(id);
-	t->pid = -1;
-	t->epoch = -1;
-	t->last_epoch = -1;
-	hmap_put(&tc->txns, hmap_hash_mem(id.ptr, (size_t)id.len), t);
-	return t;
-}
-
-static void tp_clear(struct txn *t)
-{
-	for (int i = 0; i < t->ntp; i++)
-		free(t->tp[i].topic);
-	t->ntp = 0;
-	t->nregistered = 0;
-}
-
-static void txn_free(struct txn *t)
-{
-	tp_clear(t);
-	free(t->tp);
-	free(t->id);
-	free(t);
-}
-
-static void txn_unlink(struct txn_coord *tc, struct txn *t)
-{
-	int64_t i = hmap_find(&tc->txns, hmap_hash_str(t->id), txn_is, t);
-
-	if (i >= 0)
-		hmap_del_at(&tc->txns, (uint32_t)i);
-}
-
-static int tp_index(const struct txn *t, const char *topic, size_t tlen, int32_t part)
-{
-	for (int i = 0; i < t->ntp; i++)
-		if (t->tp[i].part == part && strlen(t->tp[i].topic) == tlen && !memcmp(t->tp[i].topic, topic, tlen))
-			return i;
-	return -1;
-}
-
-static void tp_add(struct txn *t, const char *topic, size_t tlen, int32_t part)
-{
-	if (tp_index(t, topic, tlen, part) >= 0)
-		return;
-	if (t->ntp == t->tp_cap) {
-		t->tp_cap = t->tp_cap ? t->tp_cap * 2 : 8;
-		t->tp = realloc(t->tp, sizeof(*t->tp) * (size_t)t->tp_cap);
-		if (!t->tp)
-			abort();
-	}
-	t->tp[t->ntp++] = (struct txn_tp){ .topic = kdup((struct kafka_str){ topic, (int32_t)tlen }), .part = part };
-}
 
 static const struct md_partition *tp_md(struct txn_coord *tc, const struct txn_tp *tp)
 {
@@ -191,35 +43,6 @@ static int tp_here(const struct txn_coord *tc, const struct md_partition *mp)
 	return mp->part && mp->leader == tc->b->set.node_id;
 }
 
-/* __transaction_state in the published snapshot (looked up each time: a
- * leader change republishes it), or NULL before it exists. */
-static const struct md_topic *state_topic(const struct txn_coord *tc)
-{
-	const struct md_snapshot *md = tc->b->md;
-
-	return md ? md_find(md, TXN_STATE_TOPIC, (int32_t)strlen(TXN_STATE_TOPIC)) : NULL;
-}
-
-/* Java's String.hashCode over the id, as Kafka picks the partition. */
-static int32_t state_partition(const struct txn_coord *tc, const char *id)
-{
-	const struct md_topic *st = state_topic(tc);
-
-	return java_key_partition(id, st ? st->nparts : 1);
-}
-
-/* 0 when id's partition is coordinated here, else the Kafka error. */
-static int16_t key_err(const struct txn_coord *tc, struct kafka_str id)
-{
-	char buf[512];
-
-	if (id.len <= 0 || id.len >= (int32_t)sizeof(buf))
-		return 0;   /* the handler answers as it did */
-	memcpy(buf, id.ptr, (size_t)id.len);
-	buf[id.len] = 0;
-	return coord_load_err(&tc->load, state_partition(tc, buf));
-}
-
 static void reply(struct txn_coord *tc, struct txn *t)
 {
 	struct kafka_ctx *ctx = t->ctx;
@@ -229,15 +52,7 @@ static void reply(struct txn_coord *tc, struct txn *t)
 		ctl_reply(tc->ctl, ctx, t->from);
 }
 
-static void answer_now(struct txn_coord *tc, struct kafka_ctx *ctx)
-{
-	struct txn_req *rq = ctx->state;
-
-	ctl_reply(tc->ctl, ctx, rq->from);
-}
-
 /* ---- the state log -------------------------------------------------------------- */
-
 
 static void state_written(struct ctl *ctl, void *cookie, int64_t base, int err);
 
@@ -245,8 +60,8 @@ static void state_written(struct ctl *ctl, void *cookie, int64_t base, int err);
  * t->then runs once durable (unless tombstone). */
 static int state_write(struct txn_coord *tc, struct txn *t, int tombstone, int notify)
 {
-	const struct md_topic *st = state_topic(tc);
-	int32_t idx = state_partition(tc, t->id);
+	const struct md_topic *st = txn_state_topic(tc);
+	int32_t idx = txn_state_partition(tc, t->id);
 	size_t cap = 256 + 2 * strlen(t->id), kl = 0, vl = 0;
 	struct batch_builder bb;
 	uint8_t *batch, *k, *v;
@@ -350,7 +165,7 @@ static void registered(void *self, void *cookie, int err)
 
 /* Tell the owners of tp[nregistered..ntp) to take t's transactional
  * batches; registrations_done when all have answered. */
-static void register_new(struct txn_coord *tc, struct txn *t)
+void txn_register_new(struct txn_coord *tc, struct txn *t)
 {
 	int from = t->nregistered;
 
@@ -472,7 +287,7 @@ static int send_remote_marker(struct txn_coord *tc, struct txn *t, struct txn_tp
 	return peer_kafka_send(pk, leader, KAFKA_WRITE_TXN_MARKERS_KEY, 1, &q, remote_marker_done, tp);
 }
 
-static void send_markers(struct txn_coord *tc, struct txn *t)
+void txn_send_markers(struct txn_coord *tc, struct txn *t)
 {
 	t->pending = 1;
 	for (int i = 0; i < t->ntp; i++) {
@@ -521,7 +336,7 @@ static void markers_done(struct txn_coord *tc, struct txn *t)
 		tc->st.aborted++;
 	t->state = t->commit ? TS_COMPLETE_COMMIT : TS_COMPLETE_ABORT;
 	t->last_wall = ctl_wall_ms(tc->ctl);
-	tp_clear(t);
+	txn_tp_clear(t);
 	t->busy = 0;
 	t->err = 0;
 	state_write(tc, t, 0, 0);   /* the next state write follows it in the same log */
@@ -542,7 +357,7 @@ static void prepared(struct txn_coord *tc, struct txn *t)
 	}
 	for (int i = 0; i < t->ntp; i++)
 		t->tp[i].marked = 0;
-	send_markers(tc, t);
+	txn_send_markers(tc, t);
 }
 
 /* Decide t's ongoing transaction: PrepareCommit/PrepareAbort durable,
@@ -611,12 +426,12 @@ static void handle_init(struct txn_coord *tc, struct kafka_ctx *ctx)
 	tc->st.inits++;
 	if (q->TransactionTimeoutMs <= 0 || q->TransactionTimeoutMs > tc->max_timeout_ms) {
 		r->ErrorCode = KERR_INVALID_TRANSACTION_TIMEOUT;
-		answer_now(tc, ctx);
+		txn_answer_now(tc, ctx);
 		return;
 	}
 	if (t && t->busy) {
 		r->ErrorCode = KERR_CONCURRENT_TRANSACTIONS;
-		answer_now(tc, ctx);
+		txn_answer_now(tc, ctx);
 		return;
 	}
 	if (ctx->req.header.RequestApiVersion >= 3 && q->ProducerId >= 0 && t && t->epoch >= 0) {
@@ -629,14 +444,14 @@ static void handle_init(struct txn_coord *tc, struct kafka_ctx *ctx)
 		if (q->ProducerId != t->pid ||
 		    (q->ProducerEpoch != t->epoch && q->ProducerEpoch != t->last_epoch)) {
 			r->ErrorCode = fenced;
-			answer_now(tc, ctx);
+			txn_answer_now(tc, ctx);
 			return;
 		}
 		if (q->ProducerEpoch == t->last_epoch && t->state != TS_ONGOING) {
 			/* a retry: the bump happened, answer it again */
 			r->ProducerId = t->pid;
 			r->ProducerEpoch = t->epoch;
-			answer_now(tc, ctx);
+			txn_answer_now(tc, ctx);
 			return;
 		}
 	}
@@ -647,13 +462,13 @@ static void handle_init(struct txn_coord *tc, struct kafka_ctx *ctx)
 		 * epoch and abort it; the client retries and gets the next one */
 		if (bump_epoch(tc, t) < 0) {
 			r->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
-			answer_now(tc, ctx);
+			txn_answer_now(tc, ctx);
 			return;
 		}
 		tc->st.fenced_by_init++;
 		txn_end(tc, t, 0);
 		r->ErrorCode = KERR_CONCURRENT_TRANSACTIONS;
-		answer_now(tc, ctx);
+		txn_answer_now(tc, ctx);
 		return;
 	}
 	{
@@ -662,7 +477,7 @@ static void handle_init(struct txn_coord *tc, struct kafka_ctx *ctx)
 
 		if (bump_epoch(tc, t) < 0) {
 			r->ErrorCode = KERR_COORDINATOR_NOT_AVAILABLE;
-			answer_now(tc, ctx);
+			txn_answer_now(tc, ctx);
 			return;
 		}
 		/* a bump the producer asked for can be retried (KIP-360) */
@@ -671,7 +486,7 @@ static void handle_init(struct txn_coord *tc, struct kafka_ctx *ctx)
 	}
 	t->timeout_ms = q->TransactionTimeoutMs;
 	t->state = TS_EMPTY;
-	tp_clear(t);
+	txn_tp_clear(t);
 	t->last_wall = ctl_wall_ms(tc->ctl);
 	t->busy = 1;
 	t->err = 0;
@@ -682,19 +497,6 @@ static void handle_init(struct txn_coord *tc, struct kafka_ctx *ctx)
 		t->err = KERR_COORDINATOR_NOT_AVAILABLE;
 		init_written(tc, t);
 	}
-}
-
-/* The producer named by a request: 0 or the Kafka error. */
-static int16_t check_producer(struct txn_coord *tc, const struct txn *t, int64_t pid, int16_t epoch)
-{
-	(void)tc;
-	if (!t || t->pid != pid)
-		return KERR_INVALID_PRODUCER_ID_MAPPING;
-	if (epoch != t->epoch)
-		return KERR_INVALID_PRODUCER_EPOCH;   /* v0-1 spell PRODUCER_FENCED so */
-	if (t->busy)
-		return KERR_CONCURRENT_TRANSACTIONS;
-	return 0;
 }
 
 /* Begin a transaction on t if none is open; late requests (taken up
@@ -718,7 +520,7 @@ static int16_t open_txn(struct txn_coord *tc, struct txn *t, const struct kafka_
 		tc->st.late_refused++;
 		return KERR_INVALID_TXN_STATE;
 	}
-	tp_clear(t);
+	txn_tp_clear(t);
 	t->state = TS_ONGOING;
 	t->start_wall = t->last_wall = ctl_wall_ms(tc->ctl);
 	t->start_mono = ctl_now_ms(tc->ctl);
@@ -734,7 +536,7 @@ static void add_written(struct txn_coord *tc, struct txn *t)
 		registrations_done(tc, t);
 		return;
 	}
-	register_new(tc, t);
+	txn_register_new(tc, t);
 }
 
 static void registrations_done(struct txn_coord *tc, struct txn *t)
@@ -786,7 +588,7 @@ static void handle_add_partitions(struct txn_coord *tc, struct kafka_ctx *ctx)
 	struct kafka_add_partitions_to_txn_response *r = ctx->resp;
 	struct txn *t = txn_find(tc, q->V3AndBelowTransactionalId);
 	const struct md_snapshot *md = tc->b->md;
-	int16_t err = check_producer(tc, t, q->V3AndBelowProducerId, q->V3AndBelowProducerEpoch);
+	int16_t err = txn_check_producer(tc, t, q->V3AndBelowProducerId, q->V3AndBelowProducerEpoch);
 	int bad = 0, added = 0;
 
 	/* partitions first: one unknown fails the request (Kafka's rule) */
@@ -814,7 +616,7 @@ static void handle_add_partitions(struct txn_coord *tc, struct kafka_ctx *ctx)
 				if (!*e)
 					*e = KERR_OPERATION_NOT_ATTEMPTED;
 			}
-		answer_now(tc, ctx);
+		txn_answer_now(tc, ctx);
 		return;
 	}
 	if (!err)
@@ -823,7 +625,7 @@ static void handle_add_partitions(struct txn_coord *tc, struct kafka_ctx *ctx)
 		for (int i = 0; i < r->ResultsByTopicV3AndBelow.count; i++)
 			for (int j = 0; j < r->ResultsByTopicV3AndBelow.items[i].ResultsByPartition.count; j++)
 				r->ResultsByTopicV3AndBelow.items[i].ResultsByPartition.items[j].PartitionErrorCode = err;
-		answer_now(tc, ctx);
+		txn_answer_now(tc, ctx);
 		return;
 	}
 	for (int i = 0; i < r->ResultsByTopicV3AndBelow.count; i++) {
@@ -833,12 +635,12 @@ static void handle_add_partitions(struct txn_coord *tc, struct kafka_ctx *ctx)
 		for (int j = 0; j < rt->ResultsByPartition.count; j++) {
 			int before = t->ntp;
 
-			tp_add(t, rt->Name.ptr, (size_t)rt->Name.len, rt->ResultsByPartition.items[j].PartitionIndex);
+			txn_tp_add(t, rt->Name.ptr, (size_t)rt->Name.len, rt->ResultsByPartition.items[j].PartitionIndex);
 			added += t->ntp > before;
 		}
 	}
 	if (!added) {
-		answer_now(tc, ctx);   /* all in the transaction already */
+		txn_answer_now(tc, ctx);   /* all in the transaction already */
 		return;
 	}
 	add_and_register(tc, t, ctx);
@@ -849,7 +651,7 @@ static void handle_add_offsets(struct txn_coord *tc, struct kafka_ctx *ctx)
 	struct kafka_add_offsets_to_txn_request *q = ctx->req.body;
 	struct kafka_add_offsets_to_txn_response *r = ctx->resp;
 	struct txn *t = txn_find(tc, q->TransactionalId);
-	int16_t err = check_producer(tc, t, q->ProducerId, q->ProducerEpoch);
+	int16_t err = txn_check_producer(tc, t, q->ProducerId, q->ProducerEpoch);
 	char group[256];
 	int32_t opart;
 	int before;
@@ -860,16 +662,16 @@ static void handle_add_offsets(struct txn_coord *tc, struct kafka_ctx *ctx)
 		err = open_txn(tc, t, ctx);
 	if (err) {
 		r->ErrorCode = err;
-		answer_now(tc, ctx);
+		txn_answer_now(tc, ctx);
 		return;
 	}
 	memcpy(group, q->GroupId.ptr, (size_t)q->GroupId.len);
 	group[q->GroupId.len] = 0;
 	opart = group_offsets_partition(tc->gc, group);
 	before = t->ntp;
-	tp_add(t, GROUP_OFFSETS_TOPIC, strlen(GROUP_OFFSETS_TOPIC), opart);
+	txn_tp_add(t, GROUP_OFFSETS_TOPIC, strlen(GROUP_OFFSETS_TOPIC), opart);
 	if (t->ntp == before) {
-		answer_now(tc, ctx);
+		txn_answer_now(tc, ctx);
 		return;
 	}
 	add_and_register(tc, t, ctx);
@@ -881,7 +683,7 @@ static void handle_end(struct txn_coord *tc, struct kafka_ctx *ctx)
 	struct kafka_end_txn_response *r = ctx->resp;
 	struct txn_req *rq = ctx->state;
 	struct txn *t = txn_find(tc, q->TransactionalId);
-	int16_t err = check_producer(tc, t, q->ProducerId, q->ProducerEpoch);
+	int16_t err = txn_check_producer(tc, t, q->ProducerId, q->ProducerEpoch);
 	int commit = q->Committed ? 1 : 0;
 
 	if (!err && t->state == TS_ONGOING && (ctx->recv_ns < t->begin_ns || ctx->conn_ns < t->conn_ns)) {
@@ -893,7 +695,7 @@ static void handle_end(struct txn_coord *tc, struct kafka_ctx *ctx)
 		 * whoever else sent it gets an error, never a false success. */
 		tc->st.late_refused++;
 		r->ErrorCode = KERR_INVALID_TXN_STATE;
-		answer_now(tc, ctx);
+		txn_answer_now(tc, ctx);
 		return;
 	}
 	if (!err) {
@@ -916,261 +718,7 @@ static void handle_end(struct txn_coord *tc, struct kafka_ctx *ctx)
 		}
 	}
 	r->ErrorCode = err;
-	answer_now(tc, ctx);
-}
-
-int16_t txn_check_offsets(struct txn_coord *tc, struct kafka_str id, int64_t pid, int16_t epoch, int32_t opart,
-			  uint64_t recv_ns)
-{
-	struct txn *t = txn_find(tc, id);
-	int16_t err = key_err(tc, id);
-
-	if (err)
-		/* loading here (the id's coordinator on another node is asked
-		 * by txn_offsets_check instead): retriable */
-		return err == KERR_COORDINATOR_LOAD_IN_PROGRESS ? err : KERR_COORDINATOR_NOT_AVAILABLE;
-	err = check_producer(tc, t, pid, epoch);
-	if (err == KERR_CONCURRENT_TRANSACTIONS && t->state == TS_ONGOING)
-		err = 0;   /* registrations of other partitions in flight */
-	if (err)
-		return err;
-	if (t->state != TS_ONGOING || recv_ns < t->begin_ns ||
-	    tp_index(t, GROUP_OFFSETS_TOPIC, strlen(GROUP_OFFSETS_TOPIC), opart) < 0)
-		return KERR_INVALID_TXN_STATE;   /* AddOffsetsToTxn first, in this transaction */
-	return 0;
-}
-
-
-/* ---- verification (KIP-890 part 1) ---------------------------------------------- */
-
-/* Whether partition topic/part is in t's ongoing transaction of producer
- * pid at epoch: 0 or the Kafka error. recv_ns: when the asking request was
- * taken up on this node's clock (UINT64_MAX: not known, another node's). */
-static int16_t verify_here(struct txn_coord *tc, const struct txn *t, int64_t pid, int16_t epoch,
-			   struct kafka_str topic, int32_t part, uint64_t recv_ns)
-{
-	if (!t || t->pid != pid)
-		return KERR_INVALID_PRODUCER_ID_MAPPING;
-	if (epoch != t->epoch)
-		return KERR_INVALID_PRODUCER_EPOCH;
-	if (t->state != TS_ONGOING || topic.len <= 0 || tp_index(t, topic.ptr, (size_t)topic.len, part) < 0)
-		return KERR_INVALID_TXN_STATE;   /* not added to this transaction */
-	if (recv_ns != UINT64_MAX && recv_ns < t->begin_ns) {
-		/* taken up before this transaction began: a late write of an
-		 * earlier one (docs/transactions.md, Late requests) */
-		tc->st.late_refused++;
-		return KERR_INVALID_TXN_STATE;
-	}
-	return 0;
-}
-
-typedef void (*txn_verified_fn)(struct txn_coord *tc, void *cookie, int16_t err, uint64_t since_ns);
-
-struct remote_verify {
-	txn_verified_fn done;
-	void *cookie;
-};
-
-/* The coordinator on another node answered AddPartitionsToTxn VerifyOnly. */
-static void remote_verified(struct ctl *ctl, void *cookie, int err, const void *body)
-{
-	struct txn_coord *tc = ctl_txns(ctl);
-	struct remote_verify *rv = cookie;
-	const struct kafka_add_partitions_to_txn_response *r = body;
-	int16_t kerr = KERR_COORDINATOR_NOT_AVAILABLE;   /* no answer: retriable */
-
-	if (!err && r) {
-		if (r->ErrorCode)
-			kerr = r->ErrorCode;
-		else if (r->ResultsByTransaction.count == 1 && r->ResultsByTransaction.items[0].TopicResults.count == 1 &&
-			 r->ResultsByTransaction.items[0].TopicResults.items[0].ResultsByPartition.count == 1)
-			kerr = r->ResultsByTransaction.items[0].TopicResults.items[0].ResultsByPartition.items[0]
-				       .PartitionErrorCode;
-	}
-	tc->st.remote_verifies++;
-	rv->done(tc, rv->cookie, kerr, 0);
-	free(rv);
-}
-
-/* Kafka's answer to the producer for a coordinator's error (ReplicaManager
- * after AddPartitionsToTxnManager): a coordinator moving or busy is
- * retriable, NOT_ENOUGH_REPLICAS for clients that know no newer code. A
- * producer id that is not the transactional id's is in no transaction of
- * it: INVALID_TXN_STATE, as the partition answered it before it asked. */
-static int16_t verify_error_for_producer(int16_t err)
-{
-	switch (err) {
-	case KERR_INVALID_PRODUCER_ID_MAPPING:
-		return KERR_INVALID_TXN_STATE;
-	case KERR_COORDINATOR_NOT_AVAILABLE:
-	case KERR_NOT_COORDINATOR:
-	case KERR_COORDINATOR_LOAD_IN_PROGRESS:
-	case KERR_CONCURRENT_TRANSACTIONS:
-		return KERR_NOT_ENOUGH_REPLICAS;
-	case KERR_PRODUCER_FENCED:
-		return KERR_INVALID_PRODUCER_EPOCH;
-	default:
-		return err;
-	}
-}
-
-/* Is topic/part in the ongoing transaction of id (pid, epoch)? Asked of
- * this node's coordinator state when the id is coordinated here, else of
- * the id's coordinator (the leader of its __transaction_state partition)
- * with AddPartitionsToTxn v4 VerifyOnly. done runs once, with 0 or the
- * Kafka code for the producer. */
-static void txn_verify(struct txn_coord *tc, struct kafka_str id, int64_t pid, int16_t epoch, struct kafka_str topic,
-		       int32_t part, uint64_t recv_ns, txn_verified_fn done, void *cookie)
-{
-	char buf[512];
-	const struct md_topic *st = state_topic(tc);
-	int16_t err;
-	int32_t idx, leader;
-
-	if (id.len <= 0 || id.len >= (int32_t)sizeof(buf) || !st) {
-		done(tc, cookie, KERR_INVALID_TXN_STATE, 0);
-		return;
-	}
-	memcpy(buf, id.ptr, (size_t)id.len);
-	buf[id.len] = 0;
-	idx = state_partition(tc, buf);
-	err = coord_load_err(&tc->load, idx);
-	if (!err) {
-		struct txn *t = txn_find(tc, id);
-
-		tc->st.verifies++;
-		err = verify_here(tc, t, pid, epoch, topic, part, recv_ns);
-		done(tc, cookie, err, err ? 0 : t->begin_ns);
-		return;
-	}
-	leader = st->parts[idx].leader;
-	if (err == KERR_NOT_COORDINATOR && leader >= 0 && leader != tc->b->set.node_id) {
-		struct kafka_add_partitions_to_txn_request q;
-		struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction tx;
-		struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic tt;
-		struct remote_verify *rv = xcalloc(1, sizeof(*rv));
-		struct peer_kafka *pk = ctl_peers(tc->ctl);
-
-		kafka_add_partitions_to_txn_request_init(&q);
-		memset(&tx, 0, sizeof(tx));
-		memset(&tt, 0, sizeof(tt));
-		tt.Name = topic;
-		tt.Partitions.items = &part;
-		tt.Partitions.count = 1;
-		tx.TransactionalId = id;
-		tx.ProducerId = pid;
-		tx.ProducerEpoch = epoch;
-		tx.VerifyOnly = true;
-		tx.Topics.items = &tt;
-		tx.Topics.count = 1;
-		q.Transactions.items = &tx;
-		q.Transactions.count = 1;
-		rv->done = done;
-		rv->cookie = cookie;
-		if (pk && peer_kafka_send(pk, leader, KAFKA_ADD_PARTITIONS_TO_TXN_KEY, 4, &q, remote_verified, rv) == 0)
-			return;
-		free(rv);
-	}
-	/* loading here, or no coordinator now: retriable */
-	done(tc, cookie, err == KERR_COORDINATOR_LOAD_IN_PROGRESS ? err : KERR_COORDINATOR_NOT_AVAILABLE, 0);
-}
-
-struct offsets_verify {
-	struct group_coord *gc;
-	group_txn_checked_fn *done;
-	void *cookie;
-};
-
-static void offsets_verified(struct txn_coord *tc, void *cookie, int16_t err, uint64_t since_ns)
-{
-	struct offsets_verify *ov = cookie;
-
-	(void)tc;
-	(void)since_ns;
-	ov->done(ov->gc, ov->cookie, err);
-	free(ov);
-}
-
-/* TxnOffsetCommit's check (group_set_txn_check): this node's state when
- * it coordinates the id, else the id's coordinator on another node, asked
- * whether the group's offsets partition is in the transaction (as a
- * partition leader asks, AddPartitionsToTxn VerifyOnly). */
-static void txn_offsets_check(void *arg, struct kafka_str id, int64_t pid, int16_t epoch, int32_t opart,
-			      uint64_t recv_ns, group_txn_checked_fn *done, void *cookie)
-{
-	struct txn_coord *tc = arg;
-	struct offsets_verify *ov;
-
-	if (key_err(tc, id) != KERR_NOT_COORDINATOR) {
-		done(tc->gc, cookie, txn_check_offsets(tc, id, pid, epoch, opart, recv_ns));
-		return;
-	}
-	ov = xcalloc(1, sizeof(*ov));
-	*ov = (struct offsets_verify){ tc->gc, done, cookie };
-	txn_verify(tc, id, pid, epoch, (struct kafka_str){ GROUP_OFFSETS_TOPIC, (int32_t)strlen(GROUP_OFFSETS_TOPIC) },
-		   opart, UINT64_MAX, offsets_verified, ov);
-}
-
-/* A shard's verification (struct coord_txn_verify), answered to it. */
-static void shard_verified(struct txn_coord *tc, void *cookie, int16_t err, uint64_t since_ns)
-{
-	struct coord_txn_verify *v = cookie;
-	struct shard_msg m = { .fn = v->done, .p = { v } };
-
-	v->err = verify_error_for_producer(err);
-	v->since_ns = since_ns;
-	ctl_send_msg(tc->ctl, v->from, &m);
-}
-
-static void verify_msg(void *self, struct shard_msg *m)
-{
-	struct txn_coord *tc = ctl_txns(self);
-	struct coord_txn_verify *v = m->p[0];
-
-	txn_verify(tc, v->id, v->pid, v->epoch, v->topic, v->partition, v->recv_ns, shard_verified, v);
-}
-
-void txn_verify_submit(struct kafka_ctx *ctx, struct coord_txn_verify *v)
-{
-	struct shard_msg m = { .fn = verify_msg, .p = { v } };
-
-	kafka_ctx_send_ctl(ctx, &m);
-}
-
-/* AddPartitionsToTxn v4+ (from partition leaders): VerifyOnly answered
- * from the state here, each transaction of the batch on its own. Adding
- * partitions (VerifyOnly false, KIP-890 part 2) is not served:
- * INVALID_REQUEST. */
-static void handle_verify_only(struct txn_coord *tc, struct kafka_ctx *ctx)
-{
-	struct kafka_add_partitions_to_txn_request *q = ctx->req.body;
-	struct kafka_add_partitions_to_txn_response *r = ctx->resp;
-
-	for (int i = 0; i < r->ResultsByTransaction.count; i++) {
-		struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_transaction *tx = &q->Transactions.items[i];
-		struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_result *rr = &r->ResultsByTransaction.items[i];
-		int16_t terr = key_err(tc, tx->TransactionalId);
-		struct txn *t = terr ? NULL : txn_find(tc, tx->TransactionalId);
-
-		if (!terr && !tx->VerifyOnly)
-			terr = KERR_INVALID_REQUEST;
-		for (int j = 0; j < rr->TopicResults.count; j++) {
-			struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *rt =
-				&rr->TopicResults.items[j];
-
-			for (int k = 0; k < rt->ResultsByPartition.count; k++) {
-				struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *pr =
-					&rt->ResultsByPartition.items[k];
-
-				tc->st.verifies++;
-				pr->PartitionErrorCode =
-					terr ? terr
-					     : verify_here(tc, t, tx->ProducerId, tx->ProducerEpoch, rt->Name,
-							   pr->PartitionIndex, UINT64_MAX);
-			}
-		}
-	}
-	answer_now(tc, ctx);
+	txn_answer_now(tc, ctx);
 }
 
 /* ---- dispatch ------------------------------------------------------------------- */
@@ -1182,7 +730,7 @@ static void txn_msg(void *self, struct shard_msg *m)
 	int16_t err = 0;
 
 	if (ctx->req.header.RequestApiKey == KAFKA_ADD_PARTITIONS_TO_TXN_KEY && ctx->req.header.RequestApiVersion >= 4) {
-		handle_verify_only(tc, ctx);
+		txn_handle_verify_only(tc, ctx);
 		return;
 	}
 	/* the transactional id's partition of __transaction_state must be
@@ -1190,7 +738,7 @@ static void txn_msg(void *self, struct shard_msg *m)
 	 * COORDINATOR_LOAD_IN_PROGRESS, and the client finds it again */
 	switch (ctx->req.header.RequestApiKey) {
 	case KAFKA_INIT_PRODUCER_ID_KEY:
-		if ((err = key_err(tc, ((struct kafka_init_producer_id_request *)ctx->req.body)->TransactionalId))) {
+		if ((err = txn_key_err(tc, ((struct kafka_init_producer_id_request *)ctx->req.body)->TransactionalId))) {
 			struct kafka_init_producer_id_response *r = ctx->resp;
 
 			r->ErrorCode = err;
@@ -1199,7 +747,7 @@ static void txn_msg(void *self, struct shard_msg *m)
 		}
 		break;
 	case KAFKA_ADD_PARTITIONS_TO_TXN_KEY:
-		if ((err = key_err(tc, ((struct kafka_add_partitions_to_txn_request *)ctx->req.body)
+		if ((err = txn_key_err(tc, ((struct kafka_add_partitions_to_txn_request *)ctx->req.body)
 					       ->V3AndBelowTransactionalId))) {
 			struct kafka_add_partitions_to_txn_response *r = ctx->resp;
 
@@ -1210,16 +758,16 @@ static void txn_msg(void *self, struct shard_msg *m)
 		}
 		break;
 	case KAFKA_ADD_OFFSETS_TO_TXN_KEY:
-		if ((err = key_err(tc, ((struct kafka_add_offsets_to_txn_request *)ctx->req.body)->TransactionalId)))
+		if ((err = txn_key_err(tc, ((struct kafka_add_offsets_to_txn_request *)ctx->req.body)->TransactionalId)))
 			((struct kafka_add_offsets_to_txn_response *)ctx->resp)->ErrorCode = err;
 		break;
 	case KAFKA_END_TXN_KEY:
-		if ((err = key_err(tc, ((struct kafka_end_txn_request *)ctx->req.body)->TransactionalId)))
+		if ((err = txn_key_err(tc, ((struct kafka_end_txn_request *)ctx->req.body)->TransactionalId)))
 			((struct kafka_end_txn_response *)ctx->resp)->ErrorCode = err;
 		break;
 	}
 	if (err) {
-		answer_now(tc, ctx);
+		txn_answer_now(tc, ctx);
 		return;
 	}
 	switch (ctx->req.header.RequestApiKey) {
@@ -1229,7 +777,7 @@ static void txn_msg(void *self, struct shard_msg *m)
 	case KAFKA_END_TXN_KEY: handle_end(tc, ctx); break;
 	default:
 		ctx->resp = NULL;
-		answer_now(tc, ctx);
+		txn_answer_now(tc, ctx);
 		break;
 	}
 }
@@ -1369,7 +917,6 @@ int txn_submit(struct kafka_ctx *ctx)
 	return 0;
 }
 
-
 static void offsets_end_msg(void *self, struct shard_msg *m)
 {
 	struct txn_coord *tc = ctl_txns(self);
@@ -1384,233 +931,6 @@ void txn_offsets_end_submit(struct kafka_ctx *ctx, int32_t opart, int64_t pid, i
 			       .v = { kafka_ctx_shard_id(ctx), opart, pid, commit } };
 
 	kafka_ctx_send_ctl(ctx, &m);
-}
-
-/* ---- replay ---------------------------------------------------------------------- */
-
-static int rd_str(const uint8_t **p, const uint8_t *end, struct kafka_str *out)
-{
-	int16_t n;
-
-	if (end - *p < 2)
-		return -1;
-	n = (int16_t)be16_load(*p);
-	*p += 2;
-	if (n < 0 || end - *p < n)
-		return -1;
-	*out = (struct kafka_str){ (const char *)*p, n };
-	*p += n;
-	return 0;
-}
-
-static void replay_record(struct txn_coord *tc, const struct record_view *rv)
-{
-	const uint8_t *k = rv->key, *kend = k + (rv->key_len > 0 ? rv->key_len : 0);
-	const uint8_t *v = rv->value, *vend = v + (rv->value_len > 0 ? rv->value_len : 0);
-	struct kafka_str id;
-	struct txn *t;
-	int32_t ntopics;
-
-	if (!k || kend - k < 2 || be16_load(k) != 0)
-		return;
-	k += 2;
-	if (rd_str(&k, kend, &id) < 0 || id.len <= 0)
-		return;
-	t = txn_find(tc, id);
-	if (!v || rv->value_len < 0) {
-		if (t) {
-			txn_unlink(tc, t);
-			txn_free(t);
-		}
-		return;
-	}
-	if (vend - v < 2 + 8 + 2 + 4 + 1 + 4 || be16_load(v) != 0)
-		return;
-	if (!t)
-		t = txn_new(tc, id);
-	tc->st.replayed_records++;
-	v += 2;
-	t->pid = (int64_t)be64_load(v);
-	t->epoch = (int16_t)be16_load(v + 8);
-	t->timeout_ms = (int32_t)be32_load(v + 10);
-	t->state = v[14] <= TS_DEAD ? (enum tstate)v[14] : TS_EMPTY;
-	ntopics = (int32_t)be32_load(v + 15);
-	v += 19;
-	tp_clear(t);
-	for (int32_t i = 0; i < ntopics; i++) {
-		struct kafka_str topic;
-		int32_t np;
-
-		if (rd_str(&v, vend, &topic) < 0 || vend - v < 4)
-			return;
-		np = (int32_t)be32_load(v);
-		v += 4;
-		for (int32_t j = 0; j < np && vend - v >= 4; j++, v += 4)
-			tp_add(t, topic.ptr, (size_t)topic.len, (int32_t)be32_load(v));
-	}
-	if (vend - v >= 16) {
-		t->last_wall = (int64_t)be64_load(v);
-		t->start_wall = (int64_t)be64_load(v + 8);
-	}
-}
-
-static void replay_chunk(void *self, void *cookie, const uint8_t *buf, uint32_t len, int32_t part)
-{
-	struct txn_coord *tc = ctl_txns(self);
-	uint32_t at = 0;
-
-	(void)part;
-	if (!coord_load_current(&tc->load, coord_cookie_part(cookie), coord_cookie_gen(cookie)))
-		return;   /* a load a leadership change overtook */
-	while (at + BATCH_LOG_OVERHEAD <= len) {
-		const uint8_t *b = buf + at;
-		uint32_t size = batch_size(b);
-		struct record_iter it;
-		struct record_view rv;
-
-		if (size > len - at || size < BATCH_HEADER_SIZE)
-			break;
-		if (!(batch_attributes(b) & (BATCH_ATTR_CODEC_MASK | BATCH_ATTR_CONTROL))) {
-			record_iter_init(&it, b + BATCH_HEADER_SIZE, size - BATCH_HEADER_SIZE, batch_records_count(b));
-			while (record_iter_next(&it, &rv) == 1)
-				replay_record(tc, &rv);
-		}
-		at += size;
-	}
-}
-
-/* The transactions of partition p, dropped (this node stopped leading
- * it): an idle one is freed; one with a write, registration or marker in
- * flight leaves the table for the orphans, freed once idle (its
- * completions still name it; what it writes where this node no longer
- * leads fails). Its waiting request is answered NOT_COORDINATOR then. */
-static void unload_partition(struct txn_coord *tc, int32_t p)
-{
-	for (uint32_t i = 0; i < tc->txns.cap;) {
-		struct txn *t = tc->txns.v[i];
-
-		if (!t || state_partition(tc, t->id) != p) {
-			i++;
-			continue;
-		}
-		hmap_del_at(&tc->txns, i);   /* slot i now holds a shifted entry: look again */
-		if (t->busy || t->pending || t->then || t->ctx) {
-			t->orphan_next = tc->orphans;
-			tc->orphans = t;
-		} else {
-			txn_free(t);
-		}
-	}
-}
-
-/* Partition p is read back: finish what its last coordinator left, as
- * Kafka's coordinator does on load: a PrepareCommit/PrepareAbort
- * transaction gets its markers (rolled forward), an Ongoing one has its
- * partitions take its batches again (it is aborted if it times out). */
-static void load_finish(struct txn_coord *tc, int32_t p)
-{
-	int64_t now = ctl_now_ms(tc->ctl);
-
-	for (uint32_t i = 0; i < tc->txns.cap; i++) {
-		struct txn *t = tc->txns.v[i];
-
-		if (!t || t->busy || state_partition(tc, t->id) != p)
-			continue;
-		if (t->state == TS_PREPARE_COMMIT || t->state == TS_PREPARE_ABORT) {
-			/* decided, markers perhaps not all written: write them */
-			t->commit = t->state == TS_PREPARE_COMMIT;
-			t->busy = 1;
-			for (int j = 0; j < t->ntp; j++)
-				t->tp[j].marked = 0;
-			send_markers(tc, t);
-		} else if (t->state == TS_ONGOING) {
-			/* the producer may go on: its partitions take its
-			 * batches again; the timeout counts from now */
-			t->start_mono = now;
-			t->begin_ns = 0;
-			t->busy = 1;
-			t->nregistered = 0;
-			if (tc->replays)
-				tc->registering++;   /* start-up waits for it */
-			register_new(tc, t);
-		}
-	}
-}
-
-static void replay_end(void *self, void *cookie)
-{
-	struct txn_coord *tc = ctl_txns(self);
-	int32_t p = coord_cookie_part(cookie);
-
-	if (coord_load_done(&tc->load, p, coord_cookie_gen(cookie))) {
-		tc->st.partitions_loaded++;
-		load_finish(tc, p);
-	} else if (coord_load_err(&tc->load, p) == KERR_NOT_COORDINATOR) {
-		unload_partition(tc, p);   /* overtaken: what it read goes */
-	}
-	if (tc->replays && --tc->replays == 0 && --tc->registering == 0 && tc->replay_done)
-		tc->replay_done(tc->ctl);
-}
-
-static void load_partition(struct txn_coord *tc, const struct md_partition *mp, int32_t idx, uint32_t gen,
-			   int64_t to)
-{
-	struct part_proxy px;
-
-	part_proxy_read(ctl_part_proxy(tc->ctl, &px), mp->shard, mp->part, 0, to, replay_chunk, replay_end,
-			coord_load_cookie(idx, gen));
-}
-
-void txn_replay(struct txn_coord *tc, void (*done)(struct ctl *ctl))
-{
-	const struct md_topic *st = state_topic(tc);
-	int32_t self = tc->b->set.node_id;
-
-	tc->replay_done = done;
-	/* at start only the partitions alone here (the one-node broker's
-	 * way, where serving waits for them); those with replicas load when
-	 * this node is their leader (txn_lead) */
-	tc->registering = 1;   /* held until every start-up partition is in */
-	tc->replays = 1;
-	if (st && coord_load_resize(&tc->load, st->nparts) == 0)
-		for (int32_t i = 0; i < st->nparts; i++) {
-			const struct md_partition *mp = &st->parts[i];
-			uint32_t gen;
-
-			if (!mp->part || mp->leader != self || mp->nreplicas != 1 ||
-			    coord_load_lead(&tc->load, i, 1, &gen) != COORD_LOAD)
-				continue;
-			tc->replays++;
-			load_partition(tc, mp, i, gen, INT64_MAX);
-		}
-	if (--tc->replays == 0 && --tc->registering == 0 && tc->replay_done)
-		tc->replay_done(tc->ctl);
-}
-
-void txn_lead(struct txn_coord *tc, int32_t idx, int leads)
-{
-	const struct md_topic *st = state_topic(tc);
-	uint32_t gen;
-
-	if (!st || coord_load_resize(&tc->load, st->nparts) < 0 || idx >= st->nparts)
-		return;
-	if (leads && !st->parts[idx].part)
-		return;   /* not open here yet: once it is */
-	switch (coord_load_lead(&tc->load, idx, leads, &gen)) {
-	case COORD_LOAD:
-		load_partition(tc, &st->parts[idx], idx, gen, PART_READ_LOG_END);
-		break;
-	case COORD_UNLOAD:
-		unload_partition(tc, idx);
-		break;
-	default:
-		break;
-	}
-}
-
-int32_t txn_partitions_loaded(const struct txn_coord *tc)
-{
-	return tc->load.loaded;
 }
 
 /* ---- timers ------------------------------------------------------------------------ */
@@ -1647,13 +967,13 @@ int txn_tick(struct txn_coord *tc, int64_t now_ms, int64_t wall, int max_ms)
 	for (uint32_t i = 0; i < tc->txns.cap;) {
 		struct txn *t = tc->txns.v[i];
 
-		if (!t || coord_load_err(&tc->load, state_partition(tc, t->id))) {
+		if (!t || coord_load_err(&tc->load, txn_state_partition(tc, t->id))) {
 			i++;   /* (a partition still loading: not all read yet) */
 			continue;
 		}
 		if (t->retry_at && now >= t->retry_at && t->busy && !t->pending) {
 			t->retry_at = 0;
-			send_markers(tc, t);
+			txn_send_markers(tc, t);
 		} else if (t->retry_at && t->retry_at < next) {
 			next = t->retry_at;
 		}
@@ -1736,7 +1056,6 @@ int txn_coord_create(struct ctl *ctl, struct broker *b, const struct config *cfg
 	*out = tc;
 	return 0;
 }
-
 
 const struct txn_stats *txn_coord_stats(const struct txn_coord *tc)
 {

@@ -43,6 +43,10 @@
  * request delayed on a connection its client gave up), is refused with
  * INVALID_TXN_STATE.
  *
+ * Files: txn_table.c (the transactions by id), txn.c (requests, state
+ * writes, registrations, markers, timers), txn_verify.c (verification),
+ * txn_replay.c (reading the state back); what they share: txn_table.h.
+ *
  * Errors: Kafka error codes in the responses; -errno elsewhere.
  */
 #ifndef SLUICE_TXN_H
