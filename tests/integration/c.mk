@@ -2,7 +2,7 @@
 # started by each test (tests/integration/harness.c). Built in the normal
 # build (not the sanitizer one: the broker under test is $(BUILD)/sluiced);
 # `make test` builds them and runs tests/integration/run-c.sh.
-ITEST_C_SUITES := test_rdkafka test_badinput test_groups test_idempotence test_txn test_native
+ITEST_C_SUITES := test_rdkafka test_badinput test_groups test_groups_fencing test_idempotence test_txn test_native
 ITEST_C_BINS := $(ITEST_C_SUITES:%=$(BUILD)/itests/%)
 ITEST_C_CFLAGS = $(CFLAGS) -DSLUICED_PATH='"$(BUILD)/sluiced"' \
 	-DFAULTPROXY_PATH='"$(BUILD)/itests/faultproxy"'

@@ -424,6 +424,36 @@ rd_kafka_t *harness_consumer(const struct broker_proc *b, const char *const *kv)
 	return rk;
 }
 
+/* A high-level (subscribing) consumer in the test process: manual
+ * commits, from the earliest offset when the group has none. */
+rd_kafka_t *harness_group_consumer(const struct broker_proc *b, const char *group, const char *topic,
+				   const char *const *kv)
+{
+	rd_kafka_conf_t *conf = harness_conf(b, kv);
+	rd_kafka_topic_partition_list_t *sub;
+	char err[512];
+	rd_kafka_t *rk;
+	const char *base[] = { "group.id", group, "enable.auto.commit", "false", "enable.auto.offset.store", "false",
+			       "auto.offset.reset", "earliest", "session.timeout.ms", "6000",
+			       "heartbeat.interval.ms", "500", "fetch.wait.max.ms", "100", "log_level",
+			       getenv("SLUICE_RDK_DEBUG") ? "7" : "0", NULL };
+
+	for (int i = 0; base[i]; i += 2)
+		if (rd_kafka_conf_set(conf, base[i], base[i + 1], err, sizeof(err)) != RD_KAFKA_CONF_OK)
+			cr_assert_fail("%s: %s", base[i], err);
+	/* kv again, so that a test can override the base settings */
+	for (int i = 0; kv && kv[i]; i += 2)
+		cr_assert_eq(rd_kafka_conf_set(conf, kv[i], kv[i + 1], err, sizeof(err)), RD_KAFKA_CONF_OK, "%s", err);
+	rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+	cr_assert_not_null(rk, "rd_kafka_new(consumer): %s", err);
+	rd_kafka_poll_set_consumer(rk);
+	sub = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_topic_partition_list_add(sub, topic, RD_KAFKA_PARTITION_UA);
+	cr_assert_eq(rd_kafka_subscribe(rk, sub), 0);
+	rd_kafka_topic_partition_list_destroy(sub);
+	return rk;
+}
+
 void harness_create_topic(rd_kafka_t *rk, const char *topic, int partitions)
 {
 	char err[512];

@@ -127,6 +127,13 @@ rd_kafka_t *harness_producer(const struct broker_proc *b, const char *const *kv,
  * enable.partition.eof=true. */
 rd_kafka_t *harness_consumer(const struct broker_proc *b, const char *const *kv);
 
+/* A high-level (subscribing) consumer of topic in group: manual commits
+ * (enable.auto.commit and auto offset store off), from the earliest offset
+ * when the group has none, 6 s sessions, 500 ms heartbeats; kv (may be
+ * NULL) overrides these. rd_kafka_poll_set_consumer done. */
+rd_kafka_t *harness_group_consumer(const struct broker_proc *b, const char *group, const char *topic,
+				   const char *const *kv);
+
 /* Create a topic through the Admin API (rd_kafka_CreateTopics) and
  * assert success. */
 void harness_create_topic(rd_kafka_t *rk, const char *topic, int partitions);

@@ -8,7 +8,7 @@ set -u
 cd "$(dirname "$0")/../.."
 build=${BUILD:-build}
 fail=0
-for s in test_rdkafka test_badinput test_groups test_idempotence test_txn test_native; do
+for s in test_rdkafka test_badinput test_groups test_groups_fencing test_idempotence test_txn test_native; do
   out=$(mktemp)
   echo "== integration: $s"
   start=$(date +%s)
