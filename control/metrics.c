@@ -664,6 +664,53 @@ static void render_quorum(struct ctl *ctl, struct textbuf *t)
 	}
 }
 
+/* The transaction coordinator's counters (control/txn.h), and its open
+ * transactions now. */
+static void render_txns(struct ctl *ctl, struct textbuf *t)
+{
+	const struct txn_coord *tc = ctl_txns(ctl);
+	const struct txn_stats *s;
+
+	if (!tc)
+		return;
+	s = txn_coord_stats(tc);
+	fam(t, "txn_init_producer_ids_total", "counter", "InitProducerId requests with a transactional id served.");
+	textbuf_printf(t, "sluice_txn_init_producer_ids_total %llu\n", (unsigned long long)s->inits);
+	fam(t, "txn_fenced_total", "counter", "Transactional producers fenced by a newer InitProducerId of their id.");
+	textbuf_printf(t, "sluice_txn_fenced_total %llu\n", (unsigned long long)s->fenced_by_init);
+	fam(t, "txn_begun_total", "counter", "Transactions begun (their first AddPartitionsToTxn or AddOffsetsToTxn).");
+	textbuf_printf(t, "sluice_txn_begun_total %llu\n", (unsigned long long)s->begun);
+	fam(t, "txn_ended_total", "counter", "Transactions ended, by result (commit, abort; aborts include timeouts).");
+	textbuf_printf(t, "sluice_txn_ended_total{result=\"commit\"} %llu\n"
+		       "sluice_txn_ended_total{result=\"abort\"} %llu\n",
+		       (unsigned long long)s->committed, (unsigned long long)s->aborted);
+	fam(t, "txn_timed_out_total", "counter", "Transactions aborted by the coordinator after transaction.timeout.ms.");
+	textbuf_printf(t, "sluice_txn_timed_out_total %llu\n", (unsigned long long)s->timed_out);
+	fam(t, "txn_open", "gauge", "Transactions open now (Ongoing, PrepareCommit or PrepareAbort) among the "
+	    "transactional ids this node coordinates: each holds back read_committed consumers of its partitions.");
+	textbuf_printf(t, "sluice_txn_open %d\n", txn_open_count(tc));
+	fam(t, "txn_markers_total", "counter", "COMMIT/ABORT markers written durably, by where (here: by this node's "
+	    "shards; other_node: WriteTxnMarkers to the partition's leader).");
+	textbuf_printf(t, "sluice_txn_markers_total{where=\"here\"} %llu\n"
+		       "sluice_txn_markers_total{where=\"other_node\"} %llu\n",
+		       (unsigned long long)(s->markers - s->remote_markers), (unsigned long long)s->remote_markers);
+	fam(t, "txn_marker_retries_total", "counter", "Markers written again after a failure (every second, the "
+	    "leader looked up again).");
+	textbuf_printf(t, "sluice_txn_marker_retries_total %llu\n", (unsigned long long)s->marker_retries);
+	fam(t, "txn_verifications_total", "counter", "KIP-890 checks that a partition is in an ongoing transaction, by "
+	    "who answered (here: this node's coordinator state; other_node: AddPartitionsToTxn VerifyOnly to the id's "
+	    "coordinator).");
+	textbuf_printf(t, "sluice_txn_verifications_total{answered=\"here\"} %llu\n"
+		       "sluice_txn_verifications_total{answered=\"other_node\"} %llu\n",
+		       (unsigned long long)s->verifies, (unsigned long long)s->remote_verifies);
+	fam(t, "txn_late_requests_refused_total", "counter", "Requests of an earlier transaction refused "
+	    "INVALID_TXN_STATE (taken up before the current transaction began).");
+	textbuf_printf(t, "sluice_txn_late_requests_refused_total %llu\n", (unsigned long long)s->late_refused);
+	fam(t, "txn_partitions_loads_total", "counter", "__transaction_state partitions read back (at start and when "
+	    "this node became their leader).");
+	textbuf_printf(t, "sluice_txn_partitions_loads_total %llu\n", (unsigned long long)s->partitions_loaded);
+}
+
 void metrics_render(struct ctl *ctl, struct broker *b, struct textbuf *t)
 {
 	render_process(ctl, b, t);
@@ -672,6 +719,7 @@ void metrics_render(struct ctl *ctl, struct broker *b, struct textbuf *t)
 	render_hists(b, t);
 	render_partitions(b, t);
 	render_groups(ctl, b, t);
+	render_txns(ctl, t);
 }
 
 /* ---- JSON ------------------------------------------------------------ */

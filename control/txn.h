@@ -103,6 +103,9 @@ int32_t txn_partitions_loaded(const struct txn_coord *tc);
  * milliseconds until the next one (at most max_ms). */
 int txn_tick(struct txn_coord *tc, int64_t now_ms, int64_t wall, int max_ms);
 const struct txn_stats *txn_coord_stats(const struct txn_coord *tc);
+/* Transactions open now (Ongoing, PrepareCommit, PrepareAbort) among the
+ * ids coordinated here. */
+int txn_open_count(const struct txn_coord *tc);
 /* Print the counters and every open transaction (id, state, producer,
  * age, partitions) to stderr; sluiced does this on SIGUSR1. */
 void txn_report(struct txn_coord *tc);

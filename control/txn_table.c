@@ -142,3 +142,15 @@ int16_t txn_check_producer(struct txn_coord *tc, const struct txn *t, int64_t pi
 		return KERR_CONCURRENT_TRANSACTIONS;
 	return 0;
 }
+
+int txn_open_count(const struct txn_coord *tc)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; i < tc->txns.cap; i++) {
+		const struct txn *t = tc->txns.v[i];
+
+		n += t && (t->state == TS_ONGOING || t->state == TS_PREPARE_COMMIT || t->state == TS_PREPARE_ABORT);
+	}
+	return n;
+}

@@ -47,6 +47,9 @@ FAMILIES = [
     "group_lag_records", "group_oldest_unconsumed_age_seconds", "group_joins_total", "group_syncs_total",
     "group_heartbeats_total", "group_leaves_total", "group_rebalances_total", "group_rebalances_started_total", "group_members_expired_total",
     "group_offset_commits_total", "group_offset_commits_refused_total", "group_offsets_expired_total",
+    "txn_init_producer_ids_total", "txn_fenced_total", "txn_begun_total", "txn_ended_total", "txn_timed_out_total",
+    "txn_open", "txn_markers_total", "txn_marker_retries_total", "txn_verifications_total",
+    "txn_late_requests_refused_total", "txn_partitions_loads_total",
     "produce_latency_seconds", "fetch_latency_seconds", "request_latency_seconds", "disk_write_latency_seconds",
 ]
 
@@ -258,6 +261,49 @@ def docs_table_matches_the_scrape():
     for name, (typ, meaning) in rows.items():
         assert typ == types[name], (name, "docs/metrics.md says", typ, "the scrape", types[name])
         assert meaning == helps[name], (name, "docs/metrics.md says", meaning, "the scrape's HELP", helps[name])
+
+
+@test
+def transaction_counters_follow_the_coordinator():
+    """The transaction coordinator's families move with what it does: two
+    transactional ids (raw InitProducerId, AddPartitionsToTxn, Produce,
+    EndTxn: ktxn.py), one transaction committed, one aborted, one left
+    open, then the first id fenced by a second InitProducerId (which aborts
+    its open transaction): each counter goes up by exactly that, and
+    sluice_txn_open reads 1, then 0."""
+    from ktxn import Producer, TConn, new_topic
+    ctx = admin_broker(settings={"transaction.max.timeout.ms": 60000})
+    with ctx as b, TConn(b.bootstrap) as c, TConn(b.bootstrap) as c2:
+        new_topic(c, "mtx")
+        m0, _ = scrape(ctx.admin)
+        p = Producer(c, "mtx-a")
+        p.add("mtx", [0])
+        assert p.produce("mtx", 0, [b"a"]).error == 0
+        assert p.end(True) == 0
+        p.add("mtx", [0])
+        assert p.produce("mtx", 0, [b"b"]).error == 0
+        assert p.end(False) == 0
+        q = Producer(c2, "mtx-b")
+        q.add("mtx", [0])
+        assert q.produce("mtx", 0, [b"c"]).error == 0
+        m1, _ = scrape(ctx.admin)
+
+        def d(m, name, **labels):
+            return total(m, name, **labels) - total(m0, name, **labels)
+        assert d(m1, "sluice_txn_init_producer_ids_total") == 2, d(m1, "sluice_txn_init_producer_ids_total")
+        assert d(m1, "sluice_txn_begun_total") == 3, d(m1, "sluice_txn_begun_total")
+        assert d(m1, "sluice_txn_ended_total", result="commit") == 1
+        assert d(m1, "sluice_txn_ended_total", result="abort") == 1
+        assert total(m1, "sluice_txn_open") == 1, total(m1, "sluice_txn_open")
+        assert d(m1, "sluice_txn_markers_total", where="here") == 2, d(m1, "sluice_txn_markers_total", where="here")
+        assert d(m1, "sluice_txn_markers_total", where="other_node") == 0
+        assert total(m1, "sluice_txn_partitions_loads_total") >= 1
+        Producer(c, "mtx-b")   # fences q: its open transaction is aborted
+        m2 = wait_for(lambda: (lambda m: m if total(m, "sluice_txn_open") == 0 else None)(scrape(ctx.admin)[0]),
+                      "the fenced transaction ended")
+        assert d(m2, "sluice_txn_fenced_total") == 1, d(m2, "sluice_txn_fenced_total")
+        assert d(m2, "sluice_txn_ended_total", result="abort") == 2
+        assert d(m2, "sluice_txn_timed_out_total") == 0
 
 
 @test
