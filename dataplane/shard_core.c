@@ -59,6 +59,7 @@ void shard_park(struct shard *sh, struct shard_park *pk, uint64_t deadline_ns)
 	if (sh->parked)
 		sh->parked->prev = pk;
 	sh->parked = pk;
+	sh->park_changes++;
 }
 
 void shard_unpark(struct shard *sh, struct shard_park *pk)
@@ -72,34 +73,59 @@ void shard_unpark(struct shard *sh, struct shard_park *pk)
 	if (pk->next)
 		pk->next->prev = pk->prev;
 	pk->parked = 0;
+	sh->park_changes++;
 }
 
+/* A wake may change the list under the walk: answer a request whose
+ * connection then closes (its other parked requests unparked, their memory
+ * freed), park again, or wake the shard's parked work itself (a message to
+ * its own shard runs at once: shard_send). So the next entry is trusted
+ * only when the list did not change during the wake; otherwise the walk
+ * starts again from the head, skipping what this pass already woke (an
+ * entry parked again by its wake waits for the next pass; its deadline
+ * counts in the nearest one returned). */
 uint64_t shard_run_parked(struct shard *sh, int all)
 {
-	struct shard_park *pk = sh->parked, *next;
-	uint64_t nearest = 0;
+	uint32_t gen = ++sh->park_gen;
+	struct shard_park *pk, *next;
+	uint64_t nearest;
 
-	for (; pk; pk = next) {
+again:
+	nearest = 0;
+	for (pk = sh->parked; pk; pk = next) {
 		next = pk->next;
-		if (all || pk->deadline_ns <= sh->now_ns) {
+		if (pk->run_gen != gen && (all || pk->deadline_ns <= sh->now_ns)) {
+			uint32_t changes;
+
 			shard_unpark(sh, pk);
+			pk->run_gen = gen;
+			changes = sh->park_changes;
 			pk->wake(pk, 0);
-		} else if (!nearest || pk->deadline_ns < nearest) {
-			nearest = pk->deadline_ns;
+			if (sh->park_changes != changes)
+				goto again;
+			continue;
 		}
+		/* still parked, or parked again by its wake in this pass */
+		if (!nearest || pk->deadline_ns < nearest)
+			nearest = pk->deadline_ns;
 	}
 	return nearest;
 }
 
 void shard_stop_parked(struct shard *sh)
 {
-	struct shard_park *pk = sh->parked, *next;
+	uint32_t gen = ++sh->park_gen;
+	struct shard_park *pk;
 
-	for (; pk; pk = next) {
-		next = pk->next;
-		shard_unpark(sh, pk);
-		pk->wake(pk, 1);
-	}
+	/* from the head each time: a wake may unpark (and free) others */
+again:
+	for (pk = sh->parked; pk; pk = pk->next)
+		if (pk->run_gen != gen) {
+			shard_unpark(sh, pk);
+			pk->run_gen = gen;
+			pk->wake(pk, 1);
+			goto again;
+		}
 }
 
 void shard_wake_parked(struct shard *sh)

@@ -135,6 +135,7 @@ struct shard_park {
 	struct shard_park *next, *prev;
 	uint64_t deadline_ns;
 	int parked;
+	uint32_t run_gen;             /* the shard_run_parked pass that last woke it */
 	/* Unparked already when it runs: the deadline passed, new data came
 	 * (final 0), or the shard stops (final 1: answer with what there is). */
 	void (*wake)(struct shard_park *pk, int final);
@@ -193,6 +194,8 @@ struct shard {
 	struct io_uring_buf_ring *pbuf_ring;  /* provided receive buffers, NULL if unsupported */
 	uint8_t *pbufs;
 	struct shard_park *parked;   /* waiting for a deadline or data (long-polling fetches) */
+	uint32_t park_gen;           /* shard_run_parked passes begun (nested ones too) */
+	uint32_t park_changes;       /* shard_park/shard_unpark calls: a wake that changed the list */
 	struct part *parts;          /* partitions this shard owns */
 	struct part *retired_parts;  /* of deleted topics: kept until exit */
 	int repl_parts;              /* partitions with a role (dataplane/part_role.h): 0 on one node */

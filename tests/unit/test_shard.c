@@ -293,3 +293,112 @@ Test(shard_idle, idle_connection_closes_after_the_injected_idle_time)
 	cr_assert_leq(t - t0, 1000000000ull + 250000000ull + 10000000ull);
 	close(sv[1]);
 }
+
+/* ---- parking: wakes that change the list under the walk ---------------- */
+
+/* Long-polling requests parked on a bare shard (no loop, no broker): each
+ * wake counts itself and does what its test says. */
+static struct shard psh;
+static struct shard_park pks[4];
+static int woken[4];
+static int nest_from = -1;   /* this entry's wake wakes the shard's parked work (a self-sent message) */
+static int free_from = -1;   /* this entry's wake unparks and poisons entry free_victim (a closed connection) */
+static int free_victim = -1;
+static int repark_from = -1; /* this entry's wake parks it again, due at once */
+
+static void count_wake(struct shard_park *pk, int final)
+{
+	int i = (int)(pk - pks);
+
+	(void)final;
+	cr_assert_neq(pk->next, (void *)0xdead, "entry %d woken after its memory was freed", i);
+	woken[i]++;
+	if (i == nest_from)
+		shard_wake_parked(&psh);
+	if (i == free_from) {
+		shard_unpark(&psh, &pks[free_victim]);
+		pks[free_victim].next = (void *)0xdead;   /* as freed memory would read */
+		pks[free_victim].wake = NULL;
+	}
+	if (i == repark_from)
+		shard_park(&psh, pk, psh.now_ns);
+}
+
+static void park_all(int n, uint64_t deadline)
+{
+	memset(&psh, 0, sizeof(psh));
+	memset(pks, 0, sizeof(pks));
+	memset(woken, 0, sizeof(woken));
+	psh.now_ns = 100;
+	/* parked in reverse: the walk meets pks[0] first */
+	for (int i = n - 1; i >= 0; i--) {
+		pks[i].wake = count_wake;
+		shard_park(&psh, &pks[i], deadline);
+	}
+}
+
+Test(shard_park, a_wake_that_wakes_the_shard_again_wakes_each_entry_once)
+{
+	/* pks[0]'s wake wakes everything parked (its own fetch sent itself a
+	 * watch message that found the partition deleted): the outer walk
+	 * must not wake pks[1..2] a second time (a second answer to one
+	 * request) */
+	nest_from = 0;
+	free_from = repark_from = -1;
+	park_all(3, 50);
+	shard_run_parked(&psh, 0);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(woken[i], 1, "entry %d woken %d times", i, woken[i]);
+	cr_assert_null(psh.parked);
+	nest_from = -1;
+}
+
+Test(shard_park, a_wake_that_frees_the_next_entry_does_not_touch_it)
+{
+	/* pks[0]'s answer closes its connection, whose other parked request
+	 * (pks[1], next in the walk) is unparked and freed */
+	free_from = 0;
+	free_victim = 1;
+	nest_from = repark_from = -1;
+	park_all(3, 50);
+	shard_run_parked(&psh, 0);
+	cr_assert_eq(woken[0], 1);
+	cr_assert_eq(woken[1], 0);
+	cr_assert_eq(woken[2], 1);
+	cr_assert_null(psh.parked);
+	free_from = -1;
+}
+
+Test(shard_park, an_entry_parked_again_by_its_wake_waits_for_the_next_pass_and_counts_as_due)
+{
+	/* pks[1] parks again, due at once: not woken twice in one pass (no
+	 * loop), and the deadline returned says to come back now */
+	repark_from = 1;
+	nest_from = free_from = -1;
+	park_all(3, 50);
+	cr_assert_eq(shard_run_parked(&psh, 0), 100);
+	cr_assert_eq(woken[0], 1);
+	cr_assert_eq(woken[1], 1);
+	cr_assert_eq(woken[2], 1);
+	cr_assert_eq(psh.parked, &pks[1]);
+	repark_from = -1;
+	shard_stop_parked(&psh);
+	cr_assert_eq(woken[1], 2);
+	cr_assert_null(psh.parked);
+}
+
+Test(shard_park, only_due_entries_wake_and_the_nearest_deadline_is_returned)
+{
+	nest_from = free_from = repark_from = -1;
+	park_all(3, 50);
+	pks[1].deadline_ns = 300;
+	pks[2].deadline_ns = 200;
+	cr_assert_eq(shard_run_parked(&psh, 0), 200);
+	cr_assert_eq(woken[0], 1);
+	cr_assert_eq(woken[1] + woken[2], 0);
+	psh.now_ns = 250;
+	cr_assert_eq(shard_run_parked(&psh, 0), 300);
+	cr_assert_eq(woken[2], 1);
+	cr_assert_eq(shard_run_parked(&psh, 1), 0);
+	cr_assert_eq(woken[1], 1);
+}
