@@ -694,6 +694,9 @@ static void render_txns(struct ctl *ctl, struct textbuf *t)
 	textbuf_printf(t, "sluice_txn_markers_total{where=\"here\"} %llu\n"
 		       "sluice_txn_markers_total{where=\"other_node\"} %llu\n",
 		       (unsigned long long)(s->markers - s->remote_markers), (unsigned long long)s->remote_markers);
+	fam(t, "txn_marker_requests_total", "counter", "WriteTxnMarkers requests sent to other nodes: one per leader "
+	    "and decision, with every partition of the transaction it leads.");
+	textbuf_printf(t, "sluice_txn_marker_requests_total %llu\n", (unsigned long long)s->remote_marker_requests);
 	fam(t, "txn_marker_retries_total", "counter", "Markers written again after a failure (every second, the "
 	    "leader looked up again).");
 	textbuf_printf(t, "sluice_txn_marker_retries_total %llu\n", (unsigned long long)s->marker_retries);

@@ -221,74 +221,143 @@ static void marker_done(void *self, void *cookie, int64_t off, int err)
 		markers_done(tc, t);
 }
 
-/* The answer of the leader on another node to one marker. */
-static void remote_marker_done(struct ctl *ctl, void *cookie, int err, const void *body)
+/* One WriteTxnMarkers request to one leader on another node: t's
+ * partitions it leads (t->tp indexes), in one request as Kafka's
+ * TransactionMarkerChannelManager sends them per broker. */
+struct remote_markers {
+	struct txn *t;
+	int n;
+	int idx[];
+};
+
+/* Partition (topic, part)'s error in a WriteTxnMarkers answer of one
+ * marker; UNKNOWN_SERVER_ERROR when the answer leaves it out. */
+static int16_t marker_answer(const struct kafka_write_txn_markers_response *r, const char *topic, int32_t part)
+{
+	size_t tlen = strlen(topic);
+
+	if (!r || r->Markers.count != 1)
+		return KERR_UNKNOWN_SERVER_ERROR;
+	for (int i = 0; i < r->Markers.items[0].Topics.count; i++) {
+		const struct kafka_write_txn_markers_response_writable_txn_marker_topic_result *rt =
+			&r->Markers.items[0].Topics.items[i];
+
+		if ((size_t)rt->Name.len != tlen || memcmp(rt->Name.ptr, topic, tlen))
+			continue;
+		for (int j = 0; j < rt->Partitions.count; j++)
+			if (rt->Partitions.items[j].PartitionIndex == part)
+				return rt->Partitions.items[j].ErrorCode;
+	}
+	return KERR_UNKNOWN_SERVER_ERROR;
+}
+
+/* The answer of the leader on another node to the markers of its
+ * partitions: each partition's error settles that partition alone. */
+static void remote_markers_done(struct ctl *ctl, void *cookie, int err, const void *body)
 {
 	struct txn_coord *tc = ctl_txns(ctl);
-	struct txn_tp *tp = cookie;
-	struct txn *t = tp->t;
-	const struct kafka_write_txn_markers_response *r = body;
-	int16_t kerr = KERR_UNKNOWN_SERVER_ERROR;
+	struct remote_markers *rm = cookie;
+	struct txn *t = rm->t;
 
-	if (!err && r && r->Markers.count == 1 && r->Markers.items[0].Topics.count == 1 &&
-	    r->Markers.items[0].Topics.items[0].Partitions.count == 1)
-		kerr = r->Markers.items[0].Topics.items[0].Partitions.items[0].ErrorCode;
-	if (!err && kerr == KERR_NONE) {
-		tp->marked = 1;
-		tc->st.markers++;
-		tc->st.remote_markers++;
-	} else if (!err && (kerr == KERR_INVALID_PRODUCER_EPOCH || kerr == KERR_PRODUCER_FENCED)) {
-		fprintf(stderr, "sluiced: transactional id %s: %s-%d refused the %s marker of epoch %d (it knows a "
-			"newer one): not written\n", t->id, tp->topic, tp->part, t->commit ? "COMMIT" : "ABORT",
-			t->epoch);
-		tp->marked = 1;
-	} else {
-		/* NOT_LEADER_OR_FOLLOWER, the connection lost, ...: the leader
-		 * is looked up again at the retry */
-		if (err)
+	for (int k = 0; k < rm->n; k++) {
+		struct txn_tp *tp = &t->tp[rm->idx[k]];
+		int16_t kerr = err ? KERR_UNKNOWN_SERVER_ERROR : marker_answer(body, tp->topic, tp->part);
+
+		if (!err && kerr == KERR_NONE) {
+			tp->marked = 1;
+			tc->st.markers++;
+			tc->st.remote_markers++;
+		} else if (!err && (kerr == KERR_INVALID_PRODUCER_EPOCH || kerr == KERR_PRODUCER_FENCED)) {
+			fprintf(stderr, "sluiced: transactional id %s: %s-%d refused the %s marker of epoch %d (it "
+				"knows a newer one): not written\n", t->id, tp->topic, tp->part,
+				t->commit ? "COMMIT" : "ABORT", t->epoch);
+			tp->marked = 1;
+		} else if (err) {
+			/* the connection lost, ...: the leader is looked up
+			 * again at the retry */
 			fprintf(stderr, "sluiced: transactional id %s: the %s marker to %s-%d: no answer from its "
 				"leader: %s (retried)\n", t->id, t->commit ? "COMMIT" : "ABORT", tp->topic, tp->part,
 				strerror(-err));
-		else
+		} else {
+			/* NOT_LEADER_OR_FOLLOWER, ...: likewise */
 			fprintf(stderr, "sluiced: transactional id %s: the %s marker to %s-%d: its leader answered "
 				"error %d (retried)\n", t->id, t->commit ? "COMMIT" : "ABORT", tp->topic, tp->part,
 				kerr);
+		}
 	}
+	free(rm);
 	if (--t->pending == 0)
 		markers_done(tc, t);
 }
 
-/* WriteTxnMarkers for tp to the node leading it: 0, or -errno (not sent:
- * retried with the others). */
-static int send_remote_marker(struct txn_coord *tc, struct txn *t, struct txn_tp *tp, int32_t leader)
+/* One WriteTxnMarkers to node leader for t's partitions idx[0..n): 0, or
+ * -errno (not sent: retried with the others). */
+static int send_remote_markers(struct txn_coord *tc, struct txn *t, const int *idx, int n, int32_t leader)
 {
 	struct kafka_write_txn_markers_request q;
 	struct kafka_write_txn_markers_request_writable_txn_marker mk;
-	struct kafka_write_txn_markers_request_writable_txn_marker_topic mt;
-	int32_t part = tp->part;
+	struct kafka_write_txn_markers_request_writable_txn_marker_topic *mt;
 	struct peer_kafka *pk = ctl_peers(tc->ctl);
+	struct remote_markers *rm;
+	int32_t *parts;
+	int *topic_of, ntopics = 0, rc;
 
 	if (!pk)
 		return -ENOTCONN;
+	mt = xcalloc((size_t)n, sizeof(*mt));
+	parts = xcalloc((size_t)n, sizeof(*parts));
+	topic_of = xcalloc((size_t)n, sizeof(*topic_of));
+	/* the partitions grouped by topic: count, then place */
+	for (int k = 0; k < n; k++) {
+		const char *name = t->tp[idx[k]].topic;
+		int j = 0;
+
+		while (j < ntopics && strcmp(mt[j].Name.ptr, name))
+			j++;
+		if (j == ntopics)
+			mt[ntopics++].Name = (struct kafka_str){ name, (int32_t)strlen(name) };
+		mt[j].PartitionIndexes.count++;
+		topic_of[k] = j;
+	}
+	for (int j = 0, at = 0; j < ntopics; at += mt[j].PartitionIndexes.count, j++) {
+		mt[j].PartitionIndexes.items = parts + at;
+		mt[j].PartitionIndexes.count = 0;
+	}
+	for (int k = 0; k < n; k++) {
+		struct kafka_write_txn_markers_request_writable_txn_marker_topic *tt = &mt[topic_of[k]];
+
+		tt->PartitionIndexes.items[tt->PartitionIndexes.count++] = t->tp[idx[k]].part;
+	}
 	kafka_write_txn_markers_request_init(&q);
 	memset(&mk, 0, sizeof(mk));
-	memset(&mt, 0, sizeof(mt));
-	mt.Name = (struct kafka_str){ tp->topic, (int32_t)strlen(tp->topic) };
-	mt.PartitionIndexes.items = &part;
-	mt.PartitionIndexes.count = 1;
 	mk.ProducerId = t->pid;
 	mk.ProducerEpoch = t->epoch;
 	mk.TransactionResult = t->commit != 0;
-	mk.Topics.items = &mt;
-	mk.Topics.count = 1;
+	mk.Topics.items = mt;
+	mk.Topics.count = ntopics;
 	mk.CoordinatorEpoch = 0;
 	q.Markers.items = &mk;
 	q.Markers.count = 1;
-	return peer_kafka_send(pk, leader, KAFKA_WRITE_TXN_MARKERS_KEY, 1, &q, remote_marker_done, tp);
+	rm = xcalloc(1, sizeof(*rm) + (size_t)n * sizeof(rm->idx[0]));
+	rm->t = t;
+	rm->n = n;
+	memcpy(rm->idx, idx, (size_t)n * sizeof(rm->idx[0]));
+	rc = peer_kafka_send(pk, leader, KAFKA_WRITE_TXN_MARKERS_KEY, 1, &q, remote_markers_done, rm);
+	if (rc < 0)
+		free(rm);
+	else
+		tc->st.remote_marker_requests++;
+	free(mt);
+	free(parts);
+	free(topic_of);
+	return rc;
 }
 
 void txn_send_markers(struct txn_coord *tc, struct txn *t)
 {
+	int32_t *remote = NULL;   /* per partition: the other node leading it, -1: none */
+	int *idx = NULL;
+
 	t->pending = 1;
 	for (int i = 0; i < t->ntp; i++) {
 		struct txn_tp *tp = &t->tp[i];
@@ -302,10 +371,17 @@ void txn_send_markers(struct txn_coord *tc, struct txn *t)
 		}
 		tp->t = t;
 		if (!tp_here(tc, mp)) {
-			/* another node leads it (none: the retry looks again) */
-			if (mp->leader >= 0 && mp->leader != tc->b->set.node_id &&
-			    send_remote_marker(tc, t, tp, mp->leader) == 0)
-				t->pending++;
+			/* another node leads it (none: the retry looks again):
+			 * sent below, one request per leader */
+			if (mp->leader >= 0 && mp->leader != tc->b->set.node_id) {
+				if (!remote) {
+					remote = xcalloc((size_t)t->ntp, sizeof(*remote));
+					idx = xcalloc((size_t)t->ntp, sizeof(*idx));
+					for (int j = 0; j < t->ntp; j++)
+						remote[j] = -1;
+				}
+				remote[i] = mp->leader;
+			}
 			continue;
 		}
 		t->pending++;
@@ -317,6 +393,22 @@ void txn_send_markers(struct txn_coord *tc, struct txn *t)
 			part_proxy_txn_marker(ctl_part_proxy(tc->ctl, &px), mp->shard, mp->part, &tp->marker);
 		}
 	}
+	for (int i = 0; remote && i < t->ntp; i++) {
+		int32_t leader = remote[i];
+		int n = 0;
+
+		if (leader < 0)
+			continue;
+		for (int j = i; j < t->ntp; j++)
+			if (remote[j] == leader) {
+				idx[n++] = j;
+				remote[j] = -1;
+			}
+		if (send_remote_markers(tc, t, idx, n, leader) == 0)
+			t->pending++;
+	}
+	free(remote);
+	free(idx);
 	if (--t->pending == 0)
 		markers_done(tc, t);
 }

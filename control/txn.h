@@ -72,6 +72,7 @@ struct txn_stats {
 	uint64_t begun, committed, aborted, timed_out;
 	uint64_t markers, marker_retries;
 	uint64_t remote_markers;           /* of them, written by other nodes (WriteTxnMarkers) */
+	uint64_t remote_marker_requests;   /* WriteTxnMarkers requests sent (one per leader and decision) */
 	uint64_t verifies;                 /* partitions verified here for a leader (KIP-890) */
 	uint64_t remote_verifies;          /* verifications asked of another node's coordinator */
 	uint64_t late_refused;             /* requests of an earlier transaction */

@@ -364,8 +364,30 @@ def transactions_across_nodes(c, admin, parts):
                                                                  timeout=20)}
     reader.close()
     assert have == {(tp.partition, tp.offset) for tp in sent}, "committed %r, sent %r" % (have, sent)
-    print("  across nodes: %d records committed, %d aborted, copied once, in %.1f s" % (
-        len(committed), len(aborted), time.monotonic() - t0))
+    # the markers go to each leader in one WriteTxnMarkers per decision:
+    # a transaction over XB's two partitions, both led by Y, costs X one
+    # request for two markers
+    fs = admin.create_topics([NewTopic("XB", 2, replica_assignment=[[y, z, x], [y, z, x]])], operation_timeout=30)
+    fs["XB"].result(60)
+    until("XB led by node %d" % y, lambda: {p.leader for p in admin.list_topics(timeout=10).topics["XB"]
+                                            .partitions.values()} == {y})
+    remote0 = c.metric(x, 'sluice_txn_markers_total{where="other_node"}')
+    requests0 = c.metric(x, "sluice_txn_marker_requests_total")
+    retries0 = c.metric(x, "sluice_txn_marker_retries_total")
+    prod.begin_transaction()
+    prod.produce("XB", value=b"b0", partition=0)
+    prod.produce("XB", value=b"b1", partition=1)
+    prod.commit_transaction(30)
+    prod.flush(30)
+    assert sorted(read_all(c.bootstrap, "XB", 2, "read_committed")) == [b"b0", b"b1"]
+    remote = c.metric(x, 'sluice_txn_markers_total{where="other_node"}') - remote0
+    requests = c.metric(x, "sluice_txn_marker_requests_total") - requests0
+    retries = c.metric(x, "sluice_txn_marker_retries_total") - retries0   # a retry round sends again
+    assert remote == 2 and 1 <= requests <= 1 + retries, "node %d: %d WriteTxnMarkers requests for %d markers " \
+        "(%d retry rounds)" % (x, requests, remote, retries)
+    print("  across nodes: %d records committed, %d aborted, copied once, in %.1f s; two partitions of one "
+          "leader marked in %d WriteTxnMarkers request" % (len(committed), len(aborted), time.monotonic() - t0,
+                                                         requests))
 
 
 @test

@@ -48,7 +48,7 @@ FAMILIES = [
     "group_heartbeats_total", "group_leaves_total", "group_rebalances_total", "group_rebalances_started_total", "group_members_expired_total",
     "group_offset_commits_total", "group_offset_commits_refused_total", "group_offsets_expired_total",
     "txn_init_producer_ids_total", "txn_fenced_total", "txn_begun_total", "txn_ended_total", "txn_timed_out_total",
-    "txn_open", "txn_markers_total", "txn_marker_retries_total", "txn_verifications_total",
+    "txn_open", "txn_markers_total", "txn_marker_requests_total", "txn_marker_retries_total", "txn_verifications_total",
     "txn_late_requests_refused_total", "txn_partitions_loads_total",
     "produce_latency_seconds", "fetch_latency_seconds", "request_latency_seconds", "disk_write_latency_seconds",
 ]
