@@ -34,6 +34,9 @@ int bench_suite(int argc, char **argv);
 int bench_free_port(int type);
 /* Remove a directory tree; a failure is reported on stderr as "who: ...". */
 void bench_rmrf(const char *path, const char *who);
+/* The repository's root: build/sluice-bench's directory's parent (".",
+ * when /proc/self/exe cannot be read). */
+void bench_repo_root(char *buf, size_t len);
 
 static inline uint64_t bench_now_ns(void)
 {

@@ -1199,23 +1199,6 @@ static void usage(FILE *f)
 		fprintf(f, "  %-16s %s\n", scenarios[i].name, scenarios[i].title);
 }
 
-void suite_repo_root(char *buf, size_t len)
-{
-	char self[800];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	char *slash;
-
-	snprintf(buf, len, ".");
-	if (n <= 0)
-		return;
-	self[n] = 0;
-	if ((slash = strrchr(self, '/')))
-		*slash = 0;
-	if ((slash = strrchr(self, '/')))
-		*slash = 0;
-	snprintf(buf, len, "%s", self);
-}
-
 static int mkdir_p(const char *path)
 {
 	char tmp[PATH_MAX];
@@ -1330,7 +1313,7 @@ static int parse_args(struct suite *s, int argc, char **argv, int *want)
 		s->peer_records = s->records / 4 > 6 ? s->records / 4 : 6;
 	if (profile && emulate && strcmp(profile, emulate))
 		return bad_option("suite", "--emulate", "is the profile: not with another --profile");
-	suite_repo_root(root, sizeof(root));
+	bench_repo_root(root, sizeof(root));
 	if (emulate)
 		profile = emulate;
 	if (profile)

@@ -42,3 +42,20 @@ void bench_rmrf(const char *path, const char *who)
 	if (nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
 		fprintf(stderr, "%s: could not remove %s: %s\n", who, path, strerror(errno));
 }
+
+void bench_repo_root(char *buf, size_t len)
+{
+	char self[800];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	snprintf(buf, len, ".");
+	if (n <= 0)
+		return;
+	self[n] = 0;
+	if ((slash = strrchr(self, '/')))
+		*slash = 0;
+	if ((slash = strrchr(self, '/')))
+		*slash = 0;
+	snprintf(buf, len, "%s", self);
+}

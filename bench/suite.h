@@ -97,9 +97,6 @@ struct scenario {
 	int (*run)(struct suite *s, struct result *r);
 };
 
-/* The repository's root: build/sluice-bench's directory's parent. */
-void suite_repo_root(char *buf, size_t len);
-
 /* bench/suite_cluster.c: three nodes (scripts/cluster start 3 in dir, an
  * empty directory, with --shards shards; em non-NULL: --netns, each node's
  * link shaped to em's NIC rate, the nodes in em's disk cgroup). Their

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/bench.h"
 #include "bench/emulate.h"
 #include "bench/suite.h"
 
@@ -23,7 +24,7 @@ static int cluster_cmd(const char *dir, char *out, size_t outlen, const char *co
 	const char *argv[16];
 	int n = 0, rc;
 
-	suite_repo_root(root, sizeof(root));
+	bench_repo_root(root, sizeof(root));
 	snprintf(script, sizeof(script), "%s/scripts/cluster", root);
 	argv[n++] = script;
 	for (int i = 0; args[i] && i < 5; i++)
