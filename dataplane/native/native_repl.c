@@ -136,8 +136,10 @@ static void rfetch_emit_remote(void *self, struct shard_msg *m)
 	struct shard_msg back = { .fn = rfetch_released, .p = { f } };
 	struct native_repl *r = repl_of(sh);
 
-	if (r)
+	if (r) {
 		rfetch_emit(r, f);
+		r->st.data_for_others++;
+	}
 	shard_send(sh, f->r->sh->id, &back);
 }
 
@@ -289,10 +291,12 @@ static void on_replica_fetch(struct native_repl *r, const struct native_msg *m, 
 	f.v[1] = (int64_t)((uint64_t)(uint32_t)m->leader_epoch << 32 | (uint32_t)m->last_epoch);
 	f.v[2] = (int64_t)((uint64_t)from->ip << 24 | (uint64_t)from->port << 8 | from->q);
 	f.v[3] = (int64_t)((uint64_t)m->request << 32 | (uint32_t)m->replica_id);
-	if (mp->shard == sh->id)
+	if (mp->shard == sh->id) {
 		rfetch_on_owner(sh, &f);
-	else
+	} else {
+		r->st.fetches_handed++;
 		shard_send(sh, mp->shard, &f);
+	}
 }
 
 int native_repl_poll(struct shard *sh)
@@ -386,10 +390,12 @@ int native_repl_describe(const struct shard *sh, char *buf, size_t len)
 		return 0;
 	return snprintf(buf, len,
 			"; replication: %llu REPLICA_FETCH served (%llu refused, %llu held, %llu without a slot), "
+			"%llu handed to another shard, %llu answered for another shard, "
 			"%llu REPLICA_DATA out (%llu record bytes), %llu REPLICA_FETCH out, %llu REPLICA_DATA in "
 			"(%llu stray)",
 			(unsigned long long)r->st.fetches_in, (unsigned long long)r->st.fetches_refused,
 			(unsigned long long)r->st.fetches_parked, (unsigned long long)r->st.fetches_busy,
+			(unsigned long long)r->st.fetches_handed, (unsigned long long)r->st.data_for_others,
 			(unsigned long long)r->st.data_out, (unsigned long long)r->st.bytes_out,
 			(unsigned long long)r->st.fetches_out, (unsigned long long)r->st.data_in,
 			(unsigned long long)r->st.data_stray);

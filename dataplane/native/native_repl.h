@@ -47,6 +47,10 @@ struct native_repl_stats {
 	uint64_t fetches_refused;     /* ...answered with an error (not a follower, epoch, range) */
 	uint64_t fetches_parked;      /* ...held for new data */
 	uint64_t fetches_busy;        /* ...dropped: every slot taken (the follower asks again) */
+	uint64_t fetches_handed;      /* leader: REPLICA_FETCH that came by this shard's queue for
+				       * another shard's partition, handed to its owner */
+	uint64_t data_for_others;     /* leader: answers of another shard's partition sent from
+				       * this shard's queue (the one the fetch came by) */
 	uint64_t data_out, bytes_out; /* leader: REPLICA_DATA datagrams and record bytes sent */
 	uint64_t fetches_out;         /* follower: REPLICA_FETCH sent */
 	uint64_t data_in;             /* follower: REPLICA_DATA taken */

@@ -43,7 +43,7 @@ itest-native-dpdk: $(BUILD)/itests/test_native_dpdk $(BUILD)/sluiced
 # without DPDK).
 # make itest-dpdk-replication adds test_dpdk_replication_failover.py: three
 # nodes on net_tap bridged, a leader's SIGKILL, the survivors following its
-# successor natively, the killed node catching up (~40 s: not in make test)
+# successor natively, the killed node catching up (~30 s: not in make test)
 TEST_SCRIPTS += tests/integration/test_dpdk_replication.py
 
 .PHONY: itest-dpdk-replication
