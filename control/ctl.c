@@ -449,6 +449,7 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 	}
 	ctl_internal_topics_tick(ctl);
 	ctl_coord_refresh(ctl);
+	ctl_admin_tick(ctl);   /* after the elections' and reassignments' turn */
 	work += ctl_meta_poll(ctl);
 	/* after the continuations: what this node proposed it serves itself */
 	work += ctl_follow_poll(ctl);

@@ -619,10 +619,8 @@ static void ctl_topic_deleted(struct ctl *ctl, struct ctl_prop *p)
 	}
 }
 
-static void ctl_handle(void *self, struct shard_msg *m)
+static void admin_start(struct ctl *ctl, struct ctl_req *req)
 {
-	struct ctl *ctl = self;
-	struct ctl_req *req = m->p[0];
 	struct ctl_op *op = calloc(1, sizeof(*op));
 	struct md_snapshot *md = ctl->b->md;
 
@@ -747,6 +745,42 @@ static void ctl_handle(void *self, struct shard_msg *m)
 	}
 	if (op->pending == 0)
 		ctl_op_step(ctl, op);
+}
+
+/* A request from a shard. Topic operations run one at a time: each
+ * builds its topics' new versions from the published snapshot and
+ * publishes them when done, so a second one started meanwhile would build
+ * on the same old versions (two versions of one topic published, the old
+ * one retired twice, a deleted topic back). One that comes while another
+ * (of any kind: an election's republish, a follow-up, a reassignment)
+ * is in flight waits in order. */
+static void ctl_handle(void *self, struct shard_msg *m)
+{
+	struct ctl *ctl = self;
+	struct ctl_req *req = m->p[0];
+
+	if (!ctl->ops_open && !ctl->admin_waiting) {
+		admin_start(ctl, req);
+		return;
+	}
+	req->next_waiting = NULL;
+	if (ctl->admin_waiting_tail)
+		ctl->admin_waiting_tail->next_waiting = req;
+	else
+		ctl->admin_waiting = req;
+	ctl->admin_waiting_tail = req;
+	ctl->admin_queued++;
+}
+
+void ctl_admin_tick(struct ctl *ctl)
+{
+	struct ctl_req *req;
+
+	while (!ctl->ops_open && (req = ctl->admin_waiting)) {
+		if (!(ctl->admin_waiting = req->next_waiting))
+			ctl->admin_waiting_tail = NULL;
+		admin_start(ctl, req);   /* may finish at once (validation, errors): then the next */
+	}
 }
 
 void ctl_submit(struct kafka_ctx *ctx, struct ctl_req *req)

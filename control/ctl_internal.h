@@ -172,6 +172,11 @@ struct ctl {
 	struct ctl_elect *elect;
 	unsigned elect_due;          /* CTL_ELECT_PUBLISH | CTL_ELECT_SCAN */
 	int ops_open;                /* topic operations (struct ctl_op) in flight */
+	/* Kafka admin requests (ctl_submit) that came while an operation was
+	 * in flight, in order: each starts once none is (ctl_admin_tick), so
+	 * no two operations ever hold the same topic */
+	struct ctl_req *admin_waiting, *admin_waiting_tail;
+	uint64_t admin_queued;       /* requests that waited there */
 	/* ctl_reassign.c: reassignments, and replicas this node gains or
 	 * loses; reassign_due is set by ctl_quorum.c as records are applied */
 	struct ctl_reassign *reassign;
@@ -436,6 +441,9 @@ struct md_topic *ctl_topic_build(struct ctl *ctl, const struct meta_topic *mt);
 void ctl_topic_free(struct md_topic *t);
 /* A new snapshot with the same topics and the image's brokers now (a
  * broker registered, fenced or unfenced); nothing before the first. */
+/* Start the admin requests that waited for the topic operations in
+ * flight, in order, once none is (control/ctl_admin.c). */
+void ctl_admin_tick(struct ctl *ctl);
 void ctl_publish_brokers(struct ctl *ctl);
 /* A new snapshot with add[i] in place of rep[i] (n of each): a topic
  * rebuilt from the image, its partitions kept (ctl_topic_keep). */

@@ -69,6 +69,7 @@ struct ctl_req {
 	struct ctl_topic *topics;
 	struct kafka_ctx *ctx;       /* on shard `from` */
 	int from;
+	struct ctl_req *next_waiting; /* the control thread's: queued behind a topic operation */
 };
 
 struct config;

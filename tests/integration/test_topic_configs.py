@@ -355,5 +355,57 @@ def read_only_broker_keys_are_refused():
         assert describe(b, ConfigResource.Type.BROKER, "1")["log.retention.ms"].value == "604800000"
 
 
+@test
+def concurrent_changes_of_one_topic_run_one_after_the_other():
+    """Three clients change one topic at once (IncrementalAlterConfigs of
+    retention.ms from two connections, in odd rounds DeleteTopics from a
+    third, all sent before any answer is read): each is answered, the
+    topic is listed once (or, deleted, not at all: a change that waited
+    behind the delete gets UNKNOWN_TOPIC_OR_PARTITION and does not bring
+    it back), its retention.ms is one of the two values, and the broker
+    stops cleanly. Each topic operation builds the topic's new version from
+    the published one: two at once on one topic published it twice and
+    retired its old version twice (the broker aborted: double free)."""
+    DELETE_TOPICS, METADATA, UNKNOWN_TOPIC = 20, 3, 3
+
+    def alter(topic, value):
+        return W().array([(RES_TOPIC, topic)], lambda w, r: w.i8(r[0]).str(r[1]).array(
+            [("retention.ms", OP_SET, value)], lambda w, o: w.str(o[0]).i8(o[1]).str(o[2]))).i8(0)
+
+    def listed(c, topic):
+        r = c.request(METADATA, 1, W().i32(-1))
+        r.array(lambda r: (r.i32(), r.str(), r.i32(), r.str()))
+        r.i32()
+        names = r.array(lambda r: (r.i16(), r.str(), r.i8(), r.array(lambda r: (
+            r.i16(), r.i32(), r.i32(), r.array(lambda r: r.i32()), r.array(lambda r: r.i32())))))
+        r.done()
+        return [t[1] for t in names].count(topic)
+
+    with broker() as b, TConn(b.bootstrap) as c0, TConn(b.bootstrap) as c1, TConn(b.bootstrap) as c2, \
+            TConn(b.bootstrap) as c3:
+        for rnd in range(4):
+            t = "cc%d" % rnd
+            assert create(b, t, partitions=32) is None
+            x = c1.send(INCREMENTAL_ALTER_CONFIGS, 0, alter(t, "1000001").b)
+            y = c2.send(INCREMENTAL_ALTER_CONFIGS, 0, alter(t, "1000002").b)
+            z = c3.send(DELETE_TOPICS, 1, W().array([t], lambda w, n: w.str(n)).i32(30000).b) if rnd % 2 else None
+            errs = []
+            for conn, corr in ((c1, x), (c2, y)):
+                r = conn.recv(corr)
+                r.i32()
+                errs.append(r.array(lambda r: (r.i16(), r.str(), r.i8(), r.str()))[0][0])
+            if z:
+                r = c3.recv(z)
+                r.i32()
+                derr = r.array(lambda r: (r.str(), r.i16()))[0][1]
+                assert derr == 0, "DeleteTopics %s: error %d" % (t, derr)
+                assert all(e in (0, UNKNOWN_TOPIC) for e in errs), errs
+                assert listed(c0, t) == 0, "%s deleted, yet Metadata lists it" % t
+            else:
+                assert errs == [0, 0], errs
+                assert listed(c0, t) == 1, "%s listed %d times" % (t, listed(c0, t))
+                assert describe(b, ConfigResource.Type.TOPIC, t)["retention.ms"].value in ("1000001", "1000002")
+
+
 if __name__ == "__main__":
     main("topic configs")
