@@ -769,7 +769,6 @@ static void ctl_handle(void *self, struct shard_msg *m)
 	else
 		ctl->admin_waiting = req;
 	ctl->admin_waiting_tail = req;
-	ctl->admin_queued++;
 }
 
 void ctl_admin_tick(struct ctl *ctl)

@@ -176,7 +176,6 @@ struct ctl {
 	 * in flight, in order: each starts once none is (ctl_admin_tick), so
 	 * no two operations ever hold the same topic */
 	struct ctl_req *admin_waiting, *admin_waiting_tail;
-	uint64_t admin_queued;       /* requests that waited there */
 	/* ctl_reassign.c: reassignments, and replicas this node gains or
 	 * loses; reassign_due is set by ctl_quorum.c as records are applied */
 	struct ctl_reassign *reassign;
