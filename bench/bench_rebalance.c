@@ -19,6 +19,9 @@
  *     again a new member subscribes in its place. Each strategy of
  *     --strategies (range,cooperative-sticky) runs this with its own group,
  *     one after the other, against the same broker, topic and producer.
+ *     Before its members subscribe, each group gets every partition's log
+ *     end committed (commit_log_end), so a partition lost before its owner
+ *     committed it resumes there, never past records nobody got.
  *     Consumers commit the positions of what they revoke synchronously in
  *     the revoke callback, so a new owner resumes where the old one
  *     stopped, and every second asynchronously (rd_kafka_commit_queue; a
@@ -1201,6 +1204,7 @@ static int run_strategy(const struct gopts *o, struct broker *br, struct produce
 		g->p[p].owner = -1;
 		g->p[p].max_off = -1;
 	}
+	rc = commit_log_end(br->bootstrap, g->group, topic, g->nparts);
 	fprintf(stderr, "%s[%s]: group %s: %d members subscribe\n", o->cmd, strategy, g->group, o->members);
 	for (int i = 0; i < o->members && !rc; i++)
 		rc = member_start(g, i);
