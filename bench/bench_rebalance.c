@@ -106,6 +106,7 @@ struct producer {
 	pthread_t th;
 	volatile int stop;
 	volatile uint64_t sent, acked, failed, behind_max_ns;
+	volatile uint64_t last_ack_ns;  /* the latest delivery report of success */
 	rd_kafka_resp_err_t first_err;
 	int rc;
 	/* written by the delivery callback (the producer thread), read by the
@@ -125,6 +126,7 @@ static void gdr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 		return;
 	}
 	p->acked++;
+	p->last_ack_ns = bench_now_ns();
 	if (m->partition >= 0 && m->partition < p->partitions && m->offset >= 0) {
 		struct acks *a = &p->ack[m->partition];
 		uint64_t now = bench_now_ns();
@@ -1061,15 +1063,22 @@ static int run_event(struct grp *g, struct producer *pr, struct broker *br, enum
 		}
 		if (now - t_start > (uint64_t)(o->timeout_s * 1e9)) {
 			stale_str(st.wait, sb, sizeof(sb));
+			int idle = 0;
+
 			pthread_mutex_lock(&g->mu);
 			stale_parts(g, now, cu, parts, sizeof(parts));
+			for (int p = 0; p < g->nparts; p++)
+				idle += g->p[p].last_prog < since;
 			pthread_mutex_unlock(&g->mu);
 			fprintf(stderr, "%s[%s] %s: the group did NOT RECOVER within %.0f s: partitions per "
-				"member %s, waiting %s, %s; partitions waiting over %.0f ms: %s\n", o->cmd,
+				"member %s, waiting %s, %s; partitions waiting over %.0f ms: %s; %d partition(s) "
+				"delivered nothing new since the last callback; the producer's last acknowledgement "
+				"%.1f s ago (%" PRIu64 " records unacknowledged)\n", o->cmd,
 				g->strategy, what, o->timeout_s, st.line, sb,
 				!leaver_done ? "the leaving member has not finished closing" :
 				last_cb ? "rebalance callbacks seen" : "no rebalance callback on any member",
-				gms(cu), parts);
+				gms(cu), parts, idle,
+				pr->last_ack_ns ? (double)(now - pr->last_ack_ns) / 1e9 : -1.0, st.unacked);
 			rc = -ETIMEDOUT;
 			goto out;
 		}
