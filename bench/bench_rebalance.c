@@ -19,6 +19,9 @@
  *     again a new member subscribes in its place. Each strategy of
  *     --strategies (range,cooperative-sticky) runs this with its own group,
  *     one after the other, against the same broker, topic and producer.
+ *     Before its members subscribe, each group gets every partition's log
+ *     end committed (commit_log_end), so a partition lost before its owner
+ *     committed it resumes there, never past records nobody got.
  *     Consumers commit the positions of what they revoke synchronously in
  *     the revoke callback, so a new owner resumes where the old one
  *     stopped, and every second asynchronously (rd_kafka_commit_queue; a
@@ -39,11 +42,21 @@
  *                  owner after its assignment, minus t0.
  *       recovered  the first 5 ms sample, at or after the last rebalance
  *                  callback of the event, where every partition is owned by
- *                  a live member and every partition's newest delivered
- *                  record was produced at most --caught-up-ms before (or
- *                  the largest staleness of the steady window, if higher),
- *                  minus t0. An event ends when this holds and no callback
- *                  came for --settle-s.
+ *                  a live member, has delivered new records since that
+ *                  callback (or t0), and has no acknowledged record that
+ *                  has waited more than --caught-up-ms to be delivered (or
+ *                  the steady window's longest wait, if higher), minus t0.
+ *                  An event ends when this holds and no callback came for
+ *                  --settle-s.
+ *     Waiting is counted from the producer's delivery report (the broker
+ *     acknowledged the record), not from rd_kafka_produce: on a loaded
+ *     machine the producer client and the broker's appends fall seconds
+ *     behind a fixed rate (every record then ages before any consumer can
+ *     have it), which is not the group's doing; a partition nobody fetches,
+ *     or a member that stops polling, still waits without bound and fails
+ *     the event, which names the partitions and their owners. The age of
+ *     the newest delivered record since rd_kafka_produce and the records
+ *     not yet acknowledged are printed beside it.
  *     Checked: no partition assigned to a member while another still owns
  *     it; no offset skipped (a new owner starting past the committed
  *     offset); duplicates are counted (redelivery of uncommitted records).
@@ -69,6 +82,20 @@
 
 /* ---- the producer thread ------------------------------------------------- */
 
+/* When a partition's records were acknowledged: entries (hi, t), oldest
+ * first, "offsets up to hi were acknowledged by t", one per ACK_STEP_NS at
+ * most (later acknowledgements in the step extend the newest entry, so an
+ * age is overstated by at most a step); when the ring is full the oldest
+ * entry goes (an age is then understated, but is ACK_RING steps at least). */
+#define ACK_RING       1024
+#define ACK_STEP_NS    5000000ull
+
+struct acks {
+	int64_t acked;              /* highest acknowledged offset, -1 none */
+	unsigned head, n;           /* next entry written; entries held */
+	struct { int64_t hi; uint64_t t; } e[ACK_RING];
+};
+
 struct producer {
 	struct client_errs errs;    /* first: the error callback's opaque */
 	const struct gopts *o;
@@ -79,8 +106,13 @@ struct producer {
 	pthread_t th;
 	volatile int stop;
 	volatile uint64_t sent, acked, failed, behind_max_ns;
+	volatile uint64_t last_ack_ns;  /* the latest delivery report of success */
 	rd_kafka_resp_err_t first_err;
 	int rc;
+	/* written by the delivery callback (the producer thread), read by the
+	 * main thread's samples */
+	pthread_mutex_t amu;
+	struct acks *ack;           /* per partition */
 };
 
 static void gdr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -91,9 +123,53 @@ static void gdr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 	if (m->err) {
 		if (!p->failed++)
 			p->first_err = m->err;
-	} else {
-		p->acked++;
+		return;
 	}
+	p->acked++;
+	p->last_ack_ns = bench_now_ns();
+	if (m->partition >= 0 && m->partition < p->partitions && m->offset >= 0) {
+		struct acks *a = &p->ack[m->partition];
+		uint64_t now = bench_now_ns();
+
+		pthread_mutex_lock(&p->amu);
+		if (m->offset > a->acked) {
+			unsigned last = (a->head + ACK_RING - 1) % ACK_RING;
+
+			a->acked = m->offset;
+			if (a->n && now - a->e[last].t < ACK_STEP_NS) {
+				a->e[last].hi = m->offset;
+			} else {
+				a->e[a->head].hi = m->offset;
+				a->e[a->head].t = now;
+				a->head = (a->head + 1) % ACK_RING;
+				if (a->n < ACK_RING)
+					a->n++;
+			}
+		}
+		pthread_mutex_unlock(&p->amu);
+	}
+}
+
+/* How long the oldest acknowledged record of partition part past
+ * delivered has waited (0: none waits); under p->amu. */
+static uint64_t ack_wait(const struct producer *p, int part, int64_t delivered, uint64_t now)
+{
+	const struct acks *a = &p->ack[part];
+	unsigned lo = 0, hi = a->n, first = (a->head + ACK_RING - a->n) % ACK_RING;
+
+	if (a->acked <= delivered || !a->n)
+		return 0;
+	while (lo < hi) {           /* the oldest entry with hi > delivered */
+		unsigned mid = (lo + hi) / 2;
+
+		if (a->e[(first + mid) % ACK_RING].hi > delivered)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (lo >= a->n)
+		return 0;
+	return now > a->e[(first + lo) % ACK_RING].t ? now - a->e[(first + lo) % ACK_RING].t : 0;
 }
 
 static void *producer_main(void *arg)
@@ -117,8 +193,9 @@ static void *producer_main(void *arg)
 				p->behind_max_ns = late;
 		}
 		while (sent < due) {
-			/* the time it is handed to the client: staleness measures the
-			 * consumers, not a producer behind its schedule */
+			/* the time it is handed to the client: the newest age leaves
+			 * out a producer behind its schedule (not the client's queue
+			 * or the broker's appends: the delivery reports time those) */
 			uint64_t ts = bench_now_ns();
 
 			memcpy(buf, &sent, 8);
@@ -157,6 +234,14 @@ static int producer_start(struct producer *p, const struct gopts *o, const struc
 	p->rate = o->rate;
 	if (!c)
 		return -EINVAL;
+	pthread_mutex_init(&p->amu, NULL);
+	p->ack = calloc((size_t)o->partitions, sizeof(*p->ack));
+	if (!p->ack) {
+		rd_kafka_conf_destroy(c);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < o->partitions; i++)
+		p->ack[i].acked = -1;
 	if (conf_set(c, "acks", "1") < 0 || conf_set(c, "linger.ms", "5") < 0 ||
 	    conf_set(c, "enable.idempotence", "false") < 0 ||
 	    conf_set(c, "queue.buffering.max.messages", "2000000") < 0 ||
@@ -241,7 +326,8 @@ struct kerr {                   /* a count of errors and the first one's text */
 struct sample {
 	uint64_t t;
 	int all_owned;
-	uint64_t stale;             /* the largest now - due time of the newest record */
+	uint64_t wait;              /* struct gstate's */
+	uint64_t min_prog;
 };
 
 struct ev_result {
@@ -258,6 +344,7 @@ struct strat_result {
 	const char *protocol;
 	double startup_s;
 	double producer_behind;     /* the producer's largest lag behind its schedule, ms */
+	uint64_t producer_unacked;  /* the most records handed to it and not acknowledged */
 	double steady_gap, steady_stale;
 	double caught_up;           /* the threshold used, ms */
 	struct ev_result ev[2];     /* leave, join */
@@ -272,6 +359,7 @@ struct grp {
 	pthread_mutex_t mu;
 	const struct gopts *o;
 	const struct broker *br;
+	struct producer *pr;
 	const char *topic;
 	char group[128];
 	const char *strategy;
@@ -281,6 +369,7 @@ struct grp {
 	struct part *p;
 	struct member m[MAX_MEMBERS];
 	uint64_t consumed;
+	uint64_t unacked_max;       /* the most records the producer had not had acknowledged */
 	uint64_t last_cb;           /* any rebalance callback */
 	/* steady window */
 	int steady;
@@ -718,38 +807,72 @@ static int member_stop(struct grp *g, int slot)
 	return 0;
 }
 
-/* Under the lock: is every partition owned by a live member, every live
- * member given something, and what is the largest staleness? */
-static void group_state(struct grp *g, uint64_t now, int *all_owned, int *all_members, uint64_t *stale,
-			char *line, size_t linesz)
+/* What a sample sees of the group. */
+struct gstate {
+	int all_owned;              /* every partition owned by a live member */
+	int all_members;            /* every live member owns some */
+	uint64_t wait;              /* the longest an acknowledged record has waited to
+				     * be delivered (UINT64_MAX: a partition never consumed) */
+	int worst;                  /* its partition, -1 none */
+	uint64_t min_prog;          /* the earliest of the partitions' latest deliveries of
+				     * new offsets (0: one never delivered) */
+	uint64_t age;               /* the oldest of the partitions' newest delivered
+				     * records, from rd_kafka_produce (0: none delivered) */
+	uint64_t unacked;           /* records handed to the producer client, not yet
+				     * acknowledged */
+	char line[256];             /* partitions per member, owned */
+};
+
+/* Under the lock: the group's state at now. Waiting is judged from the
+ * producer's acknowledgements, not from rd_kafka_produce: a producer whose
+ * client or broker falls behind (a loaded machine) ages every record before
+ * any consumer can have it, and that is not the group's doing. */
+static void group_state(struct grp *g, uint64_t now, struct gstate *st)
 {
+	struct producer *pr = g->pr;
 	int owned = 0, live = 0, with = 0;
 	size_t at = 0;
 
-	*stale = 0;
+	memset(st, 0, sizeof(*st));
+	st->worst = -1;
+	st->min_prog = UINT64_MAX;
+	pthread_mutex_lock(&pr->amu);
 	for (int p = 0; p < g->nparts; p++) {
 		struct part *ps = &g->p[p];
-		uint64_t s = ps->last_ts && now > ps->last_ts ? now - ps->last_ts : (ps->last_ts ? 0 : UINT64_MAX);
+		uint64_t w = ps->max_off < 0 ? UINT64_MAX : ack_wait(pr, p, ps->max_off, now);
 
 		if (ps->owner >= 0 && g->m[ps->owner].live)
 			owned++;
-		if (s > *stale)
-			*stale = s;
+		if (w > st->wait || st->worst < 0) {
+			st->wait = w;
+			st->worst = p;
+		}
+		if (ps->last_prog < st->min_prog)
+			st->min_prog = ps->last_prog;
+		if (ps->last_ts && now > ps->last_ts && now - ps->last_ts > st->age)
+			st->age = now - ps->last_ts;
 	}
+	pthread_mutex_unlock(&pr->amu);
+	if (!st->wait)
+		st->worst = -1;
+	st->unacked = pr->sent > pr->acked + pr->failed ? pr->sent - pr->acked - pr->failed : 0;
+	if (st->unacked > g->unacked_max)
+		g->unacked_max = st->unacked;
 	for (int i = 0; i < g->o->members; i++) {
 		if (!g->m[i].live)
 			continue;
 		live++;
 		if (g->m[i].nassigned > 0)
 			with++;
-		if (line && at < linesz)
-			at += (size_t)snprintf(line + at, linesz - at, "%s%d", live > 1 ? "," : "",
+		if (at < sizeof(st->line))
+			at += (size_t)snprintf(st->line + at, sizeof(st->line) - at, "%s%d", live > 1 ? "," : "",
 					       g->m[i].nassigned);
 	}
-	*all_owned = owned == g->nparts;
-	*all_members = with == live && live > 0;
-	if (line && at < linesz)
-		snprintf(line + at, linesz - at, "  (owned %d/%d by %d members)", owned, g->nparts, live);
+	st->all_owned = owned == g->nparts;
+	st->all_members = with == live && live > 0;
+	if (at < sizeof(st->line))
+		snprintf(st->line + at, sizeof(st->line) - at, "  (owned %d/%d by %d members)", owned, g->nparts,
+			 live);
 }
 
 static void stale_str(uint64_t stale, char *buf, size_t n)
@@ -758,6 +881,50 @@ static void stale_str(uint64_t stale, char *buf, size_t n)
 		snprintf(buf, n, "never consumed");
 	else
 		snprintf(buf, n, "%.0f ms", gms(stale));
+}
+
+/* The once-a-second progress line. */
+static void progress_line(struct grp *g, const char *what, double secs, const struct gstate *st)
+{
+	char wb[32];
+	int w = st->worst;
+
+	stale_str(st->wait, wb, sizeof(wb));
+	if (w >= 0)
+		snprintf(wb + strlen(wb), sizeof(wb) - strlen(wb), " (p%d m%d)", w, g->p[w].owner);
+	fprintf(stderr, "%s[%s] %s: %.0f s  partitions per member %s  waiting %s  newest age %.0f ms  "
+		"produced %" PRIu64 " (unacked %" PRIu64 ")  consumed %" PRIu64 "\n", g->o->cmd, g->strategy, what,
+		secs, st->line, wb, gms(st->age), (uint64_t)g->pr->acked, st->unacked, g->consumed);
+}
+
+/* Under the lock: the partitions whose acknowledged records have waited
+ * more than cu, with their owners (what a failure has to name). */
+static void stale_parts(struct grp *g, uint64_t now, uint64_t cu, char *buf, size_t n)
+{
+	size_t at = 0;
+	int k = 0;
+
+	buf[0] = 0;
+	pthread_mutex_lock(&g->pr->amu);
+	for (int p = 0; p < g->nparts && at < n; p++) {
+		struct part *ps = &g->p[p];
+		uint64_t w = ps->max_off < 0 ? UINT64_MAX : ack_wait(g->pr, p, ps->max_off, now);
+		char sb[32];
+
+		if (w <= cu)
+			continue;
+		if (k++ < 8) {
+			stale_str(w, sb, sizeof(sb));
+			at += (size_t)snprintf(buf + at, n - at, "%spartition %d (member %d, delivered up to %"
+					       PRId64 " of %" PRId64 " acknowledged) %s", k > 1 ? ", " : "", p,
+					       ps->owner, ps->max_off, g->pr->ack[p].acked, sb);
+		}
+	}
+	pthread_mutex_unlock(&g->pr->amu);
+	if (k > 8 && at < n)
+		snprintf(buf + at, n - at, " and %d more", k - 8);
+	else if (!k)
+		snprintf(buf, n, "none");
 }
 
 /* Wait until the group is stable: every partition owned by a live member,
@@ -770,32 +937,35 @@ static int wait_stable(struct grp *g, const struct producer *pr, struct broker *
 	uint64_t settle = (uint64_t)(o->settle_s * 1e9), cu = g->cu;
 
 	for (;;) {
-		uint64_t now = bench_now_ns(), stale;
-		int all_owned, all_members, ok;
-		char line[256], sb[32];
+		uint64_t now = bench_now_ns();
+		struct gstate st;
+		int ok;
+		char sb[32], parts[512];
 
 		pthread_mutex_lock(&g->mu);
-		group_state(g, now, &all_owned, &all_members, &stale, line, sizeof(line));
-		ok = all_owned && all_members && now - g->last_cb >= settle && stale <= cu;
+		group_state(g, now, &st);
+		ok = st.all_owned && st.all_members && now - g->last_cb >= settle && st.wait <= cu;
+		if (now >= next_tick)
+			progress_line(g, what, (double)(now - t0) / 1e9, &st);
 		pthread_mutex_unlock(&g->mu);
 		if (ok) {
 			*took = (double)(now - t0) / 1e9;
 			return 0;
 		}
 		if (now >= next_tick) {
-			stale_str(stale, sb, sizeof(sb));
-			fprintf(stderr, "%s[%s] %s: %.0f s  partitions per member %s  staleness %s  "
-				"produced %" PRIu64 "  consumed %" PRIu64 "\n", o->cmd, g->strategy, what,
-				(double)(now - t0) / 1e9, line, sb, (uint64_t)pr->acked, g->consumed);
 			next_tick += 1000000000ull;
 			if (!broker_alive(br))
 				return -ECHILD;
 		}
 		if (now - t0 > (uint64_t)(o->timeout_s * 1e9)) {
-			stale_str(stale, sb, sizeof(sb));
+			stale_str(st.wait, sb, sizeof(sb));
+			pthread_mutex_lock(&g->mu);
+			stale_parts(g, now, cu, parts, sizeof(parts));
+			pthread_mutex_unlock(&g->mu);
 			fprintf(stderr, "%s[%s] %s: NOT STABLE after %.0f s: partitions per member %s, "
-				"staleness %s, last rebalance callback %.1f s ago\n", o->cmd, g->strategy, what,
-				o->timeout_s, line, sb, g->last_cb ? (double)(now - g->last_cb) / 1e9 : -1.0);
+				"waiting %s, last rebalance callback %.1f s ago; partitions waiting over %.0f ms: %s\n",
+				o->cmd, g->strategy, what, o->timeout_s, st.line, sb,
+				g->last_cb ? (double)(now - g->last_cb) / 1e9 : -1.0, gms(cu), parts);
 			return -ETIMEDOUT;
 		}
 		if (bench_interrupted)
@@ -855,36 +1025,36 @@ static int run_event(struct grp *g, struct producer *pr, struct broker *br, enum
 	}
 	next_tick = t_start + 1000000000ull;
 	for (;;) {
-		uint64_t now = bench_now_ns(), stale;
-		int all_owned, all_members, done, leaver_done;
-		char line[256], sb[32];
+		uint64_t now = bench_now_ns(), since;
+		struct gstate st;
+		int done, leaver_done;
+		char sb[32], parts[512];
 
 		pthread_mutex_lock(&g->mu);
 		t0 = g->ev_t0;
-		group_state(g, now, &all_owned, &all_members, &stale, line, sizeof(line));
+		group_state(g, now, &st);
 		last_cb = g->ev_last_cb;
 		leaver_done = kind != EV_LEAVE || g->m[slot].done;
+		if (now >= next_tick)
+			progress_line(g, what, (double)(now - t_start) / 1e9, &st);
 		pthread_mutex_unlock(&g->mu);
 		if (t0 && ns < cap)
-			s[ns++] = (struct sample){ now, all_owned, stale };
-		/* recovered once after the last callback; a later callback
-		 * starts the search again */
+			s[ns++] = (struct sample){ now, st.all_owned, st.wait, st.min_prog };
+		/* recovered once after the last callback (every partition owned,
+		 * none waiting longer than cu, every one delivered new records
+		 * since); a later callback starts the search again */
 		if (last_cb != rec_cb) {
 			rec_cb = last_cb;
 			rec_t = 0;
 		}
-		if (t0 && !rec_t && all_owned && stale <= cu && now >= last_cb)
+		since = last_cb > t0 ? last_cb : t0;
+		if (t0 && !rec_t && st.all_owned && st.wait <= cu && now >= last_cb && st.min_prog >= since)
 			rec_t = now;
-		done = rec_t && leaver_done && all_owned && all_members &&
-		       now - (last_cb > t0 ? last_cb : t0) >= settle &&
+		done = rec_t && leaver_done && st.all_owned && st.all_members && now - since >= settle &&
 		       (kind == EV_LEAVE || g->m[slot].nassigned > 0);
 		if (done)
 			break;
 		if (now >= next_tick) {
-			stale_str(stale, sb, sizeof(sb));
-			fprintf(stderr, "%s[%s] %s: %.0f s  partitions per member %s  staleness %s  "
-				"produced %" PRIu64 "  consumed %" PRIu64 "\n", o->cmd, g->strategy, what,
-				(double)(now - t_start) / 1e9, line, sb, (uint64_t)pr->acked, g->consumed);
 			next_tick += 1000000000ull;
 			if (!broker_alive(br)) {
 				rc = -ECHILD;
@@ -892,11 +1062,23 @@ static int run_event(struct grp *g, struct producer *pr, struct broker *br, enum
 			}
 		}
 		if (now - t_start > (uint64_t)(o->timeout_s * 1e9)) {
-			stale_str(stale, sb, sizeof(sb));
+			stale_str(st.wait, sb, sizeof(sb));
+			int idle = 0;
+
+			pthread_mutex_lock(&g->mu);
+			stale_parts(g, now, cu, parts, sizeof(parts));
+			for (int p = 0; p < g->nparts; p++)
+				idle += g->p[p].last_prog < since;
+			pthread_mutex_unlock(&g->mu);
 			fprintf(stderr, "%s[%s] %s: the group did NOT RECOVER within %.0f s: partitions per "
-				"member %s, staleness %s, %s\n", o->cmd, g->strategy, what, o->timeout_s, line, sb,
+				"member %s, waiting %s, %s; partitions waiting over %.0f ms: %s; %d partition(s) "
+				"delivered nothing new since the last callback; the producer's last acknowledgement "
+				"%.1f s ago (%" PRIu64 " records unacknowledged)\n", o->cmd,
+				g->strategy, what, o->timeout_s, st.line, sb,
 				!leaver_done ? "the leaving member has not finished closing" :
-				last_cb ? "rebalance callbacks seen" : "no rebalance callback on any member");
+				last_cb ? "rebalance callbacks seen" : "no rebalance callback on any member",
+				gms(cu), parts, idle,
+				pr->last_ack_ns ? (double)(now - pr->last_ack_ns) / 1e9 : -1.0, st.unacked);
 			rc = -ETIMEDOUT;
 			goto out;
 		}
@@ -924,7 +1106,8 @@ static int run_event(struct grp *g, struct producer *pr, struct broker *br, enum
 	r->skipped = g->ev_skipped;
 	r->recovered = -1;
 	for (size_t i = 0; i < ns; i++)
-		if (s[i].t >= last_cb && s[i].all_owned && s[i].stale <= cu) {
+		if (s[i].t >= last_cb && s[i].all_owned && s[i].wait <= cu &&
+		    s[i].min_prog >= (last_cb > t0 ? last_cb : t0)) {
 			r->recovered = gms(s[i].t - t0);
 			break;
 		}
@@ -975,7 +1158,7 @@ out:
 	return rc;
 }
 
-/* Steady state for steady_s: the largest gap and staleness. */
+/* Steady state for steady_s: the largest gap and wait. */
 static void run_steady(struct grp *g, double *gap, double *stale_max)
 {
 	uint64_t t0 = bench_now_ns(), end = t0 + (uint64_t)(g->o->steady_s * 1e9), mx = 0;
@@ -985,14 +1168,14 @@ static void run_steady(struct grp *g, double *gap, double *stale_max)
 	g->steady_gap = 0;
 	pthread_mutex_unlock(&g->mu);
 	while (bench_now_ns() < end && !bench_interrupted) {
-		uint64_t now = bench_now_ns(), stale;
-		int a, b;
+		uint64_t now = bench_now_ns();
+		struct gstate st;
 
 		pthread_mutex_lock(&g->mu);
-		group_state(g, now, &a, &b, &stale, NULL, 0);
+		group_state(g, now, &st);
 		pthread_mutex_unlock(&g->mu);
-		if (stale > mx)
-			mx = stale;
+		if (st.wait > mx)
+			mx = st.wait;
 		sleep_ns(SAMPLE_NS);
 	}
 	pthread_mutex_lock(&g->mu);
@@ -1015,6 +1198,7 @@ static int run_strategy(const struct gopts *o, struct broker *br, struct produce
 	pthread_mutex_init(&g->mu, NULL);
 	g->o = o;
 	g->br = br;
+	g->pr = pr;
 	g->topic = topic;
 	g->strategy = strategy;
 	g->nparts = o->partitions;
@@ -1029,6 +1213,7 @@ static int run_strategy(const struct gopts *o, struct broker *br, struct produce
 		g->p[p].owner = -1;
 		g->p[p].max_off = -1;
 	}
+	rc = commit_log_end(br->bootstrap, g->group, topic, g->nparts);
 	fprintf(stderr, "%s[%s]: group %s: %d members subscribe\n", o->cmd, strategy, g->group, o->members);
 	for (int i = 0; i < o->members && !rc; i++)
 		rc = member_start(g, i);
@@ -1061,6 +1246,7 @@ static int run_strategy(const struct gopts *o, struct broker *br, struct produce
 			rc = rc2;
 	res->protocol = g->protocol;
 	res->producer_behind = gms(pr->behind_max_ns);
+	res->producer_unacked = g->unacked_max;
 	pr->behind_max_ns = 0;
 	res->overlaps = g->overlaps;
 	res->lost = g->lost;
@@ -1127,6 +1313,7 @@ static void row_d(const char *metric, int n, const struct strat_result *r, doubl
 
 GETTER(g_startup, r->startup_s)
 GETTER(g_behind, r->producer_behind)
+GETTER(g_unacked, (double)r->producer_unacked)
 GETTER(g_steady_gap, r->steady_gap)
 GETTER(g_steady_stale, r->steady_stale)
 GETTER(g_caught_up, r->caught_up)
@@ -1190,9 +1377,11 @@ static void print_rebalance(const struct gopts *o, const struct broker *br, int 
 	       br->shards < 0 ? br->bootstrap : (br->shards ? "shards set" : "shards=0 (one per core)"));
 	printf("# t0 = the member's rd_kafka_consumer_close (leave) or rd_kafka_subscribe (join)%s; gap = longest "
 	       "time between deliveries of new offsets of a partition, ending after t0; moved = owner after "
-	       "differs from owner before; recovered = every partition owned and its newest delivered record "
-	       "at most caught_up_threshold_ms old (--caught-up-ms %d, or the steady window's largest "
-	       "staleness if higher), after the last rebalance callback; times in ms\n",
+	       "differs from owner before; wait = how long a record the broker acknowledged waits to be "
+	       "delivered; recovered = after the last rebalance callback, every partition owned, delivering, "
+	       "and none waiting more than caught_up_threshold_ms (--caught-up-ms %d, or the steady window's "
+	       "longest wait if higher); producer_unacked_max = records handed to the producer client and "
+	       "not yet acknowledged; times in ms\n",
 	       o->no_jitter ? ", right after the settle window" : ", at a random point of the heartbeat interval",
 	       o->caught_up_ms);
 	printf("rebalance %-28s", "strategy");
@@ -1204,8 +1393,9 @@ static void print_rebalance(const struct gopts *o, const struct broker *br, int 
 	putchar('\n');
 	row_d("startup_stable_s", n, r, g_startup, "f"); putchar('\n');
 	row_d("producer_behind_max_ms", n, r, g_behind, "f"); putchar('\n');
+	row_d("producer_unacked_max", n, r, g_unacked, "i"); putchar('\n');
 	row_d("steady_gap_max_ms", n, r, g_steady_gap, "f"); putchar('\n');
-	row_d("steady_staleness_max_ms", n, r, g_steady_stale, "f"); putchar('\n');
+	row_d("steady_wait_max_ms", n, r, g_steady_stale, "f"); putchar('\n');
 	row_d("caught_up_threshold_ms", n, r, g_caught_up, "f"); putchar('\n');
 	row_d("leave_first_callback_ms", n, r, g_l_seen, "f"); putchar('\n');
 	row_d("leave_last_callback_ms", n, r, g_l_last, "f"); putchar('\n');
@@ -1267,6 +1457,7 @@ static int cmd_rebalance(const struct gopts *o)
 		rc = run_strategy(o, &br, &pr, topic, o->strategies[i], &res[i]);
 	if (pr.rk && (rc2 = producer_stop(&pr)) && !rc)
 		rc = rc2;
+	free(pr.ack);
 	if (!o->bootstrap && (rc2 = broker_stop(&br)) && !rc)
 		rc = rc2;
 	if (n && (rc == 0 || rc == -EBADMSG))

@@ -1,8 +1,8 @@
 /* bench/groups.h — what the consumer-group benchmarks share (internal to
  * bench/, defined in bench_groups.c): their options and the start of a
  * run, for `sluice-bench rebalance` (bench_rebalance.c) and `sluice-bench
- * commit` (bench_commit.c), the broker they run against, two small time
- * helpers.
+ * commit` (bench_commit.c), the broker they run against, a group's starting
+ * commit, two small time helpers.
  *
  * Thread: the benchmark's main thread; a struct gopts is filled once by the
  * options and only read after that (by the benchmark's threads too).
@@ -64,6 +64,10 @@ static inline void sleep_ns(uint64_t ns)
 /* o->bootstrap, or a broker of our own (broker_start with o->bo's --set
  * list); broker_stop it unless o->bootstrap. */
 int open_gbroker(const struct gopts *o, struct broker *br);
+
+/* Commit every partition of topic at its log end for group, which has no
+ * members yet (see bench_groups.c): 0 or -errno. */
+int commit_log_end(const char *bootstrap, const char *group, const char *topic, int partitions);
 
 /* `sluice-bench rebalance|commit`: parse the options (--help, a bad one:
  * the exit status), install the signal handlers, then run(o), the
