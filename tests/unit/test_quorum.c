@@ -822,8 +822,10 @@ Test(quorum, three_voters_replicate_fail_over_take_a_node_back_and_hand_over)
 	/* the old leader comes back on its directory, 100 entries behind a
 	 * leader whose log was cut after a snapshot (threshold 64, trailing
 	 * 16): it catches up through an InstallSnapshot over TCP, then the
-	 * entries after it */
-	cr_assert(run_until(snapshot_past, &(struct snap_past){ C.dirs[l2], l1_last + 16 }, WAIT_MS),
+	 * entries after it. A snapshot at index S keeps S-15..S: past
+	 * l1_last + 16, l1_last + 1 (what the old leader needs next) is gone;
+	 * at exactly l1_last + 16 the leader would still send it entries */
+	cr_assert(run_until(snapshot_past, &(struct snap_past){ C.dirs[l2], l1_last + 17 }, WAIT_MS),
 		  "the leader wrote no snapshot past index %llu", (unsigned long long)l1_last + 16);
 	member_open(l1);
 	wait_applied(300);
