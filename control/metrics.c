@@ -227,17 +227,17 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	   "version, an untrusted client certificate, no common cipher) or a bad record.", tls_failures);
 	fam(t, "tls_connections_total", "counter", "TLS connections by the record layer they got after the "
 	    "handshake: ktls (the kernel's, sends and receives stay plain io_uring operations) or openssl "
-	    "(OpenSSL's on memory buffers: the kernel or the cipher cannot).");
+	    "(OpenSSL's on memory buffers: the kernel or the cipher cannot; on a kernel without CONFIG_TLS, all).");
 	for (int i = 0; i < b->set.nshards; i++) {
 		textbuf_printf(t, "sluice_tls_connections_total{shard=\"%d\",record_layer=\"ktls\"} %llu\n", i,
 			       (unsigned long long)LD(b->shards[i]->stats.tls_record_ktls));
 		textbuf_printf(t, "sluice_tls_connections_total{shard=\"%d\",record_layer=\"openssl\"} %llu\n", i,
 			       (unsigned long long)LD(b->shards[i]->stats.tls_record_openssl));
 	}
-	if (b->tls) {
-		fam(t, "tls_reloads_total", "counter", "Reloads of the SSL listeners' certificates (SIGHUP).");
-		textbuf_printf(t, "sluice_tls_reloads_total %llu\n", (unsigned long long)tls_server_reloads(b->tls));
-	}
+	fam(t, "tls_reloads_total", "counter", "Reloads of the SSL listeners' certificates (SIGHUP); 0 without an "
+	    "SSL listener.");
+	textbuf_printf(t, "sluice_tls_reloads_total %llu\n",
+		       (unsigned long long)(b->tls ? tls_server_reloads(b->tls) : 0));
 	SF("recv_buffers_starved_total", "counter", "Receives that found the provided-buffer ring empty.",
 	   pbuf_starved);
 	SF("produce_requests_total", "counter", "Produce requests.", produce_requests);
