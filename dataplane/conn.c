@@ -354,8 +354,13 @@ static void conn_accept_failed(struct shard *sh, int li, int res, unsigned flags
 	struct broker *b = sh->b;
 	int64_t last;
 
-	if (res == -ECANCELED)
-		return;   /* ours: stopping, or the back-off below */
+	if (res == -ECANCELED) {
+		/* ours: stopping, or the back-off below; one that ends after
+		 * the back-off did is armed again here */
+		if (!sh->stop && !sh->accept_wait)
+			conn_arm_accept(sh);
+		return;
+	}
 	shard_stat_add(&sh->stats.accept_errors[res == -EMFILE ? SHARD_ACCEPT_EMFILE :
 						res == -ENFILE ? SHARD_ACCEPT_ENFILE : SHARD_ACCEPT_OTHER], 1);
 	if (res != -EMFILE && res != -ENFILE && res != -ENOBUFS && res != -ENOMEM) {
