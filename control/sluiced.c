@@ -248,6 +248,8 @@ int main(int argc, char **argv)
 	 * are told (exit 2 naming the key: SASL, a name without a protocol) */
 	if (listeners_resolve(cfg, role.broker, &b->set, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sluiced: %s\n", err);
+		free(b);
+		config_destroy(cfg);
 		return 2;
 	}
 	{
@@ -258,6 +260,8 @@ int main(int argc, char **argv)
 			rc = tls_server_create(&tc, &b->tls, err, sizeof(err));
 		if (rc < 0) {
 			fprintf(stderr, "sluiced: %s\n", err);
+			free(b);
+			config_destroy(cfg);
 			return 2;
 		}
 		if (b->tls && (rc = tls_ktls_probe()) < 0)
