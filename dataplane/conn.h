@@ -11,7 +11,12 @@
  * Thread: the shard's own (@thread shard), all of it. The only state
  * shared with other shards is the broker-wide counts in struct broker_conns
  * (atomics, dataplane/broker.h).
- * Owns: its input and output buffers and its request slots (pipe[]).
+ * A connection of an SSL listener receives and sends ciphertext with the
+ * same operations and passes it through its struct tls_conn
+ * (dataplane/tls.h); the handshake is a state of the connection, driven
+ * as bytes arrive.
+ * Owns: its input and output buffers, its request slots (pipe[]) and its
+ * TLS state (tls).
  * Errors: 0/count or -errno; a connection that fails is closed.
  */
 #ifndef SLUICE_CONN_H
