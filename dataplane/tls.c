@@ -32,6 +32,8 @@ struct tls_server {
 	SSL_CTX *old[TLS_MAX_CTXS];    /* replaced by reloads, freed at destroy (main only) */
 	int nold;
 	uint64_t reloads;
+	int reloading;                 /* a reload is under way (main's SIGHUP, or the admin call on the
+	                                * control thread): the other is refused, not waited for */
 };
 
 struct tls_conn {
@@ -321,20 +323,24 @@ int tls_server_create(const struct tls_conf *conf, struct tls_server **out, char
 int tls_server_reload(struct tls_server *s, char *err, size_t errlen)
 {
 	SSL_CTX *ctx, *cur;
-	int rc;
+	int rc, idle = 0;
 
+	if (!__atomic_compare_exchange_n(&s->reloading, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		snprintf(err, errlen, "another reload is under way");
+		return -EBUSY;
+	}
 	if (s->nold >= TLS_MAX_CTXS) {
 		snprintf(err, errlen, "%d reloads since start: restart the broker to reload again", TLS_MAX_CTXS);
-		return -ENOSPC;
+		rc = -ENOSPC;
+	} else if ((rc = ctx_build(&s->conf, &ctx, err, errlen)) == 0) {
+		cur = s->ctx;
+		__atomic_store_n(&s->ctx, ctx, __ATOMIC_RELEASE);
+		/* a shard may have loaded cur and not made its SSL yet: cur lives on */
+		s->old[s->nold++] = cur;
+		__atomic_fetch_add(&s->reloads, 1, __ATOMIC_RELAXED);
 	}
-	if ((rc = ctx_build(&s->conf, &ctx, err, errlen)) < 0)
-		return rc;
-	cur = s->ctx;
-	__atomic_store_n(&s->ctx, ctx, __ATOMIC_RELEASE);
-	/* a shard may have loaded cur and not made its SSL yet: cur lives on */
-	s->old[s->nold++] = cur;
-	__atomic_fetch_add(&s->reloads, 1, __ATOMIC_RELAXED);
-	return 0;
+	__atomic_store_n(&s->reloading, 0, __ATOMIC_RELEASE);
+	return rc;
 }
 
 uint64_t tls_server_reloads(const struct tls_server *s)

@@ -7,11 +7,13 @@
  * the kernel could take it.
  *
  * Threads: a struct tls_server is made by main at start-up (before the
- * shards serve) and reloaded by main (SIGHUP, the admin endpoint through
- * tls_server_reload): it swaps the SSL_CTX with a release store; a shard
- * takes the current one with an acquire load when it accepts, and a
- * replaced context lives until tls_server_destroy (reloads are rare), so
- * no shard ever holds a freed one. A struct tls_conn belongs to the shard
+ * shards serve) and reloaded by main (SIGHUP) or the control thread (the
+ * admin endpoint's POST /v1/tls/reload), one at a time (a second at the
+ * same moment is refused, -EBUSY): tls_server_reload swaps the SSL_CTX
+ * with a release store; a shard takes the current one with an acquire
+ * load when it accepts, and a replaced context lives until
+ * tls_server_destroy (reloads are rare), so no shard ever holds a freed
+ * one. A struct tls_conn belongs to the shard
  * of its connection (@thread shard), all of it.
  * Owns: the server its SSL_CTXs; a tls_conn its SSL (with both BIOs) and
  * its ciphertext buffers.
@@ -48,7 +50,7 @@ struct tls_conn;
 /* @thread main. Load the certificates (a bad one: -EINVAL, err naming the
  * key and file). */
 int tls_server_create(const struct tls_conf *conf, struct tls_server **out, char *err, size_t errlen);
-/* @thread main. Read the certificate, key and trust files again; new
+/* @thread main or control. Read the certificate, key and trust files again; new
  * connections use them, open ones keep theirs. On failure the old ones
  * stay. Returns 0 or -errno with err. */
 int tls_server_reload(struct tls_server *s, char *err, size_t errlen);

@@ -16,7 +16,8 @@ SSL listener on free loopback ports:
   certificate, and one whose certificate another CA signed, are refused
   while the broker goes on serving everyone else; a principal rule that
   matches no client refuses it;
-- SIGHUP rereads the certificate: a new connection gets the new one;
+- SIGHUP, and the admin endpoint's POST /v1/tls/reload, reread the
+  certificate: a new connection gets the new one; a broken file keeps the old;
 - start-up refusals name the key (exit 2): an SSL listener without a
   certificate, SASL, TLS 1.1 in ssl.enabled.protocols, replication over SSL.
 
@@ -29,6 +30,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -241,7 +243,8 @@ def sighup_reloads_the_certificate():
     try:
         ks = os.path.join(d, "keystore.pem")
         shutil.copy(cert("broker.keystore.pem"), ks)
-        with tls_broker(**{"ssl.keystore.location": ks}) as b:
+        admin = free_port()
+        with tls_broker(**{"ssl.keystore.location": ks, "admin.listen": "127.0.0.1:%d" % admin}) as b:
             ok, out = s_client(b.ssl_port)
             assert ok and "CN = localhost" in out, out
             # a new certificate for the same key pair's place: another subject
@@ -255,6 +258,16 @@ def sighup_reloads_the_certificate():
                 time.sleep(0.05)
             ok, out = s_client(b.ssl_port)
             assert ok and "CN = reloaded" in out, out
+            # the admin endpoint's call does the same
+            make_cert(certs(), "ca", "broker3", "/CN=by-admin", "DNS:localhost,IP:127.0.0.1")
+            shutil.copy(cert("broker3.keystore.pem"), ks + ".new")
+            os.rename(ks + ".new", ks)
+            r = urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%d/v1/tls/reload" % admin,
+                                                              method="POST"), timeout=HANG_GUARD)
+            assert r.status == 200 and b'"reloaded": true' in r.read()
+            ok, out = s_client(b.ssl_port)
+            assert ok and "CN = by-admin" in out, out
+            assert metric(admin, "sluice_tls_reloads_total") == 2
             # a broken file: the old certificate stays
             with open(ks, "w") as f:
                 f.write("not a certificate\n")
@@ -263,7 +276,13 @@ def sighup_reloads_the_certificate():
                 assert time.monotonic() < deadline and b.alive(), b.log_tail()
                 time.sleep(0.05)
             ok, out = s_client(b.ssl_port)
-            assert ok and "CN = reloaded" in out, out
+            assert ok and "CN = by-admin" in out, out
+            try:
+                urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%d/v1/tls/reload" % admin,
+                                                              method="POST"), timeout=HANG_GUARD)
+                assert False, "a broken certificate file reloaded"
+            except urllib.error.HTTPError as e:
+                assert e.code == 422 and b"ssl.keystore.location" in e.read(), e
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
