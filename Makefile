@@ -19,8 +19,9 @@ OPT     ?= -O2
 CC      := gcc
 # raft: libraft 0.15, the metadata quorum's consensus (control/quorum.c);
 # its raft.pc names no Requires, so libuv (its loop) is listed beside it,
-# and liblz4 (its snapshot compression) is already here.
-PKGS    := liburing libisal liblz4 libzstd snappy libmicrohttpd raft libuv
+# and liblz4 (its snapshot compression) is already here. openssl: libssl 3,
+# TLS on the SSL listeners (dataplane/tls.c).
+PKGS    := liburing libisal liblz4 libzstd snappy libmicrohttpd raft libuv openssl
 SETUP_STAMP := build/.setup-stamp
 
 ifeq ($(V),1)

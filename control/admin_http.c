@@ -16,6 +16,7 @@
 #include "control/metrics.h"
 #include "control/textbuf.h"
 #include "dataplane/broker.h"
+#include "dataplane/tls.h"
 
 /* Limits against misbehaving clients: a request's headers must fit in the
  * connection's memory (else 431), a silent connection is closed after the
@@ -140,6 +141,29 @@ static enum MHD_Result serve_partition(struct admin_http *a, struct MHD_Connecti
 	return reply(conn, MHD_HTTP_OK, "application/json", &t);
 }
 
+/* POST /v1/tls/reload: the SSL listeners' certificates, keys and trusted
+ * CAs read again, as SIGHUP does (a few milliseconds of this thread: files
+ * and key parsing). */
+static enum MHD_Result serve_tls_reload(struct admin_http *a, struct MHD_Connection *conn)
+{
+	struct textbuf t = { 0 };
+	char err[512];
+
+	if (!a->b->tls)
+		return reply_text(conn, MHD_HTTP_CONFLICT, "no SSL listener: nothing to reload");
+	if (tls_server_reload(a->b->tls, err, sizeof(err)) < 0) {
+		textbuf_printf(&t, "{\"reloaded\": false, \"error\": \"");
+		textbuf_escaped(&t, err);
+		textbuf_printf(&t, "\"}\n");
+		fprintf(stderr, "sluiced: admin: TLS reload failed, the previous certificates stay: %s\n", err);
+		return reply(conn, MHD_HTTP_UNPROCESSABLE_CONTENT, "application/json", &t);
+	}
+	fprintf(stderr, "sluiced: admin: TLS certificates reloaded\n");
+	textbuf_printf(&t, "{\"reloaded\": true, \"reloads\": %llu}\n",
+		       (unsigned long long)tls_server_reloads(a->b->tls));
+	return reply(conn, MHD_HTTP_OK, "application/json", &t);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 			      const char *version, const char *upload, size_t *upload_len, void **req_cls)
 {
@@ -158,6 +182,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return MHD_YES;
 	}
 	a->requests++;
+	if (!strcmp(url, "/v1/tls/reload") && !strcmp(method, MHD_HTTP_METHOD_POST))
+		return serve_tls_reload(a, conn);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD)) {
 		struct textbuf t = { 0 };
 		struct MHD_Response *r;

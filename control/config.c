@@ -20,6 +20,7 @@ enum {
 	CK_NONEMPTY = 0x2,   /* an empty value is invalid */
 	CK_SET = 0x4,        /* enum whose values are sets of base words ("compact,delete") */
 	CK_DYNAMIC = 0x8,    /* a broker config changed at run time that no topic has */
+	CK_SENSITIVE = 0x10, /* a password or key: never shown (DescribeConfigs, /v1/config) */
 };
 
 struct config_key {
@@ -41,6 +42,8 @@ static const char *const ts_values[] = { "CreateTime", "LogAppendTime", NULL };
 static const char *const durability_values[] = { "write", "sync", "memory", NULL };
 /* Index = the codec id of a batch's attributes (enum compress_codec);
  * "producer" (CONFIG_COMPRESSION_PRODUCER) keeps the producer's codec. */
+static const char *const pem_values[] = { "PEM", NULL };
+static const char *const client_auth_values[] = { "none", "requested", "required", NULL };
 static const char *const compression_values[] = { "uncompressed", "gzip", "snappy", "lz4", "zstd", "producer",
 						  NULL };
 
@@ -50,6 +53,11 @@ static int check_listener(const char *v)
 	int port;
 
 	return config_listener(v, host, sizeof(host), &port);
+}
+
+static int check_tls_protocol(const char *v)
+{
+	return strcmp(v, "TLSv1.2") && strcmp(v, "TLSv1.3") ? -1 : 0;
 }
 
 static int check_hostport(const char *v)
@@ -96,7 +104,54 @@ static const struct config_key keys[] = {
 		 "controller.listener.names is bound for clients. "
 		 "An empty host binds all interfaces." },
 	{ "advertised.listeners", CONFIG_LIST, "", .check = check_listener,
-	  .doc = "Listeners returned to clients in Metadata. Empty: the same as listeners." },
+	  .doc = "What Metadata tells a client of this broker, per listener name: a client is given the entry "
+		 "of the listener it connected to (a listener not named here: its listeners entry). Empty: the "
+		 "same as listeners." },
+	{ "listener.security.protocol.map", CONFIG_LIST,
+	  "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+	  .doc = "NAME:PROTOCOL pairs: the security protocol of each listener name (PLAINTEXT or SSL; "
+		 "SASL_PLAINTEXT and SASL_SSL are refused: not implemented). A controller listener not named "
+		 "here is PLAINTEXT (docs/security.md)." },
+	{ "inter.broker.listener.name", CONFIG_STRING, "",
+	  .doc = "The listener other brokers reach this one through (replication, and the address the "
+		 "metadata log registers). Empty: the first listeners entry that is no controller listener. "
+		 "It must be a PLAINTEXT listener: replication over TLS is not implemented." },
+	{ "ssl.keystore.type", CONFIG_ENUM, "PEM", .values = pem_values,
+	  .doc = "The format of the SSL listeners' certificate and key: PEM only (no JKS or PKCS12)." },
+	{ "ssl.keystore.location", CONFIG_STRING, "",
+	  .doc = "A PEM file with the SSL listeners' private key and certificate chain (the broker's "
+		 "certificate first). Either this, or ssl.keystore.certificate.chain with ssl.keystore.key, "
+		 "is needed for an SSL listener; reread on SIGHUP (docs/security.md)." },
+	{ "ssl.keystore.certificate.chain", CONFIG_STRING, "",
+	  .doc = "The certificate chain as PEM text (as Kafka's), or the path of a PEM file (Sluice)." },
+	{ "ssl.keystore.key", CONFIG_STRING, "", .flags = CK_SENSITIVE,
+	  .doc = "The private key as PEM text (as Kafka's), or the path of a PEM file (Sluice)." },
+	{ "ssl.key.password", CONFIG_STRING, "", .flags = CK_SENSITIVE,
+	  .doc = "The password of an encrypted private key. Empty: the key is not encrypted." },
+	{ "ssl.truststore.type", CONFIG_ENUM, "PEM", .values = pem_values,
+	  .doc = "The format of the trusted client CAs: PEM only." },
+	{ "ssl.truststore.location", CONFIG_STRING, "",
+	  .doc = "A PEM file of the CA certificates client certificates must chain to (ssl.client.auth); "
+		 "reread on SIGHUP." },
+	{ "ssl.truststore.certificates", CONFIG_STRING, "",
+	  .doc = "The trusted CA certificates as PEM text (as Kafka's), or the path of a PEM file." },
+	{ "ssl.client.auth", CONFIG_ENUM, "none", .values = client_auth_values,
+	  .doc = "Whether SSL listeners ask clients for a certificate: none; requested (a client without one "
+		 "is served, as User:ANONYMOUS); required (mutual TLS: a client without a certificate the "
+		 "truststore trusts is refused). The certificate's subject gives the principal "
+		 "(ssl.principal.mapping.rules)." },
+	{ "ssl.enabled.protocols", CONFIG_LIST, "TLSv1.2,TLSv1.3", .check = check_tls_protocol,
+	  .flags = CK_NONEMPTY,
+	  .doc = "The TLS versions SSL listeners accept: TLSv1.2 and/or TLSv1.3 (older ones are refused)." },
+	{ "ssl.cipher.suites", CONFIG_LIST, "",
+	  .doc = "The cipher suites SSL listeners accept, by their IANA names as Kafka's (e.g. "
+		 "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, TLS_AES_128_GCM_SHA256) or OpenSSL's. Empty: "
+		 "OpenSSL's defaults." },
+	{ "ssl.principal.mapping.rules", CONFIG_STRING, "DEFAULT",
+	  .doc = "How a client certificate's subject (RFC 2253, e.g. CN=app,O=acme) becomes the principal "
+		 "User:NAME, as Kafka's: RULE:pattern/replacement/[LU] (POSIX extended regex, $1.. its "
+		 "groups), comma-separated, the first match wins; DEFAULT: the whole subject. No match: the "
+		 "connection is refused." },
 	{ "node.id", CONFIG_INT, "1", 0, I32MAX, .alias = "broker.id",
 	  .doc = "This broker's node id." },
 	{ "process.roles", CONFIG_LIST, "broker,controller", .flags = CK_NONEMPTY,
@@ -499,6 +554,7 @@ static void allowed_text(const struct config_key *k, char *buf, size_t n)
 		break;
 	case CONFIG_LIST:
 		snprintf(buf, n, "%s", k->check == check_listener ? "a comma-separated list of NAME://host:port"
+			 : k->check == check_tls_protocol ? "a comma-separated list of TLSv1.2, TLSv1.3"
 			 : "a comma-separated list");
 		break;
 	}
@@ -992,7 +1048,7 @@ void config_foreach(const struct config *c,
 		    void *arg)
 {
 	for (int i = 0; i < NKEYS; i++)
-		fn(keys[i].name, c->slot[i].str, c->slot[i].source,
+		fn(keys[i].name, (keys[i].flags & CK_SENSITIVE) ? NULL : c->slot[i].str, c->slot[i].source,
 		   c->slot[i].source == SRC_DEFAULT, arg);
 }
 
@@ -1223,35 +1279,6 @@ int config_listener(const char *listeners, char *host, size_t hostlen, int *port
 		if (!isalnum((unsigned char)*p) && *p != '_')
 			return -EINVAL;
 	return config_hostport(sep + 3, host, hostlen, port);
-}
-
-int config_listeners_security(const char *listeners, char *err, size_t errlen)
-{
-	static const char *const unimplemented[] = { "SSL", "SASL_SSL", "SASL_PLAINTEXT" };
-	const char *p = listeners;
-
-	while (p && *p) {
-		const char *end = strchr(p, ',');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-		const char *sep;
-
-		while (n && isspace((unsigned char)*p)) {
-			p++;
-			n--;
-		}
-		sep = memmem(p, n, "://", 3);
-		for (unsigned i = 0; sep && i < sizeof(unimplemented) / sizeof(unimplemented[0]); i++)
-			if ((size_t)(sep - p) == strlen(unimplemented[i]) && !strncasecmp(p, unimplemented[i], (size_t)(sep - p))) {
-				snprintf(err, errlen,
-					 "%.*s: the %s security protocol is not implemented yet (TLS and SASL come with "
-					 "Sluice's security work); this port would serve plaintext with no credentials. "
-					 "Use PLAINTEXT://host:port, on a network you trust",
-					 (int)(n < 200 ? n : 200), p, unimplemented[i]);
-				return -ENOTSUP;
-			}
-		p = end ? end + 1 : NULL;
-	}
-	return 0;
 }
 
 static void md_cell(FILE *f, const char *s)

@@ -100,7 +100,7 @@ const char *config_source(const struct config *c, const char *key);
 
 /* Every key in table order, with value and source (DescribeConfigs,
  * /v1/config). Aliases are not listed; their values are under the primary
- * name. */
+ * name. A sensitive key's value (a password, a private key) is NULL. */
 void config_foreach(const struct config *c,
 		    void (*fn)(const char *key, const char *value, const char *source,
 			       int is_default, void *arg),
@@ -145,11 +145,6 @@ int topic_config_to_plog(const struct config *c, const char *const *keys,
  * -EINVAL for anything else (no "://", no or bad port, port > 65535),
  * -ENAMETOOLONG if host does not fit. */
 int config_listener(const char *listeners, char *host, size_t hostlen, int *port);
-/* -ENOTSUP, with err naming the listener, when one of the comma-separated
- * listeners asks for a security protocol Sluice does not implement (SSL,
- * SASL_SSL, SASL_PLAINTEXT): such a port would serve plaintext to clients
- * configured for encryption or credentials. 0 otherwise. */
-int config_listeners_security(const char *listeners, char *err, size_t errlen);
 
 /* Parse "host:port" (admin.listen). Same rules as one listener without the
  * "NAME://" prefix. */

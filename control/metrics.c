@@ -23,6 +23,7 @@
 #include "storage/lathist.h"
 #include "dataplane/shard.h"
 #include "dataplane/spsc.h"
+#include "dataplane/tls.h"
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
@@ -221,6 +222,22 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	SF("ring_full_total", "counter", "Cross-shard messages that found the ring full and were parked.",
 	   ring_full);
 	SF("send_zerocopy_total", "counter", "Responses sent with zero-copy sends.", send_zc);
+	SF("tls_handshakes_total", "counter", "TLS handshakes completed on SSL listeners.", tls_handshakes);
+	SF("tls_failures_total", "counter", "TLS connections closed by a failed handshake (an old protocol "
+	   "version, an untrusted client certificate, no common cipher) or a bad record.", tls_failures);
+	fam(t, "tls_connections_total", "counter", "TLS connections by the record layer they got after the "
+	    "handshake: ktls (the kernel's, sends and receives stay plain io_uring operations) or openssl "
+	    "(OpenSSL's on memory buffers: the kernel or the cipher cannot; on a kernel without CONFIG_TLS, all).");
+	for (int i = 0; i < b->set.nshards; i++) {
+		textbuf_printf(t, "sluice_tls_connections_total{shard=\"%d\",record_layer=\"ktls\"} %llu\n", i,
+			       (unsigned long long)LD(b->shards[i]->stats.tls_record_ktls));
+		textbuf_printf(t, "sluice_tls_connections_total{shard=\"%d\",record_layer=\"openssl\"} %llu\n", i,
+			       (unsigned long long)LD(b->shards[i]->stats.tls_record_openssl));
+	}
+	fam(t, "tls_reloads_total", "counter", "Reloads of the SSL listeners' certificates (SIGHUP); 0 without an "
+	    "SSL listener.");
+	textbuf_printf(t, "sluice_tls_reloads_total %llu\n",
+		       (unsigned long long)(b->tls ? tls_server_reloads(b->tls) : 0));
 	SF("recv_buffers_starved_total", "counter", "Receives that found the provided-buffer ring empty.",
 	   pbuf_starved);
 	SF("produce_requests_total", "counter", "Produce requests.", produce_requests);

@@ -18,10 +18,12 @@
 #include <unistd.h>
 
 #include "control/config.h"
+#include "control/listeners.h"
 #include "control/node_role.h"
 #include "control/ctl.h"
 #include "dataplane/native/native_broker.h"
 #include "dataplane/shard.h"
+#include "dataplane/tls.h"
 
 static void usage(FILE *f)
 {
@@ -223,17 +225,6 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	{
-		char serr[512];
-		const char *keys[] = { "listeners", "advertised.listeners" };
-
-		for (int i = 0; i < 2; i++)
-			if (config_listeners_security(config_str(cfg, keys[i]), serr, sizeof(serr)) < 0) {
-				fprintf(stderr, "sluiced: %s: %s\n", keys[i], serr);
-				config_destroy(cfg);
-				return 2;
-			}
-	}
 	/* this node's place in the cluster: roles, voters, which listener
 	 * is the clients' (exit 2 naming the key on a contradiction) */
 	if (node_role_check(cfg, &role, err, sizeof(err)) < 0) {
@@ -253,6 +244,30 @@ int main(int argc, char **argv)
 	snprintf(b->set.rack, sizeof(b->set.rack), "%s", role.rack);
 	if (!strcmp(b->set.adv_host, "0.0.0.0") || !b->set.adv_host[0])
 		gethostname(b->set.adv_host, sizeof(b->set.adv_host));
+	/* every client listener, its security protocol and what its clients
+	 * are told (exit 2 naming the key: SASL, a name without a protocol) */
+	if (listeners_resolve(cfg, role.broker, &b->set, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sluiced: %s\n", err);
+		free(b);
+		config_destroy(cfg);
+		return 2;
+	}
+	{
+		struct tls_conf tc;
+
+		rc = listeners_tls_conf(cfg, &b->set, &tc, err, sizeof(err));
+		if (rc > 0)
+			rc = tls_server_create(&tc, &b->tls, err, sizeof(err));
+		if (rc < 0) {
+			fprintf(stderr, "sluiced: %s\n", err);
+			free(b);
+			config_destroy(cfg);
+			return 2;
+		}
+		if (b->tls && (rc = tls_ktls_probe()) < 0)
+			fprintf(stderr, "sluiced: TLS: the record layer stays OpenSSL's: this kernel has no kTLS (%s%s)\n",
+				strerror(-rc), rc == -ENOENT ? ": built without CONFIG_TLS" : "");
+	}
 	b->set.node_id = (int32_t)config_int(cfg, "node.id");
 	snprintf(b->set.data_dir, sizeof(b->set.data_dir), "%s", config_str(cfg, "log.dirs"));
 	nshards = (int)config_int(cfg, "shards");
@@ -311,6 +326,7 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGPIPE);
 	sigaddset(&sigs, SIGUSR1);
+	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	for (int i = 0; i <= nshards; i++)
@@ -332,10 +348,14 @@ int main(int argc, char **argv)
 
 		/* a broker that just died (SIGKILL) frees its port when the
 		 * kernel tears its rings down: give that a second */
-		for (int tries = 0; role.broker &&
-				    (probe = shard_probe_port(role.listen_host, role.listen_port, err, sizeof(err))) == -EADDRINUSE &&
-				    tries < 50; tries++)
-			usleep(20000);
+		for (int i = 0; role.broker && i < (b->set.nlisteners ? b->set.nlisteners : 1) && probe >= 0; i++) {
+			const char *h = b->set.nlisteners ? b->set.listeners[i].host : role.listen_host;
+			int port = b->set.nlisteners ? b->set.listeners[i].port : role.listen_port;
+
+			for (int tries = 0; (probe = shard_probe_port(h, port, err, sizeof(err))) == -EADDRINUSE &&
+					    tries < 50; tries++)
+				usleep(20000);
+		}
 		if (probe < 0) {
 			fprintf(stderr, "sluiced: %s\n", err);
 			return 2;
@@ -388,6 +408,9 @@ int main(int argc, char **argv)
 		printf("sluiced: listening on %s:%d (node %d, %d shard%s, data in %s, cluster %s)\n",
 		       b->set.listen_host, b->set.listen_port, b->set.node_id, nshards, nshards == 1 ? "" : "s",
 		       b->set.data_dir, b->set.cluster_id);
+	for (int i = 1; role.broker && i < b->set.nlisteners; i++)
+		printf("sluiced: listener %s on %s:%d (%s)\n", b->set.listeners[i].name, b->set.listeners[i].host,
+		       b->set.listeners[i].port, b->set.listeners[i].tls ? "SSL" : "PLAINTEXT");
 	if (ctl_admin_port(ctl))
 		printf("sluiced: admin http on %s, port %d (/metrics, /v1/health)\n", config_str(cfg, "admin.listen"),
 		       ctl_admin_port(ctl));
@@ -400,6 +423,18 @@ int main(int argc, char **argv)
 			continue;
 		if (sig == SIGTERM || sig == SIGINT)
 			break;
+		if (sig == SIGHUP) {
+			/* the SSL listeners' certificates, keys and trusted CAs
+			 * read again: new connections get them */
+			if (!b->tls)
+				fprintf(stderr, "sluiced: SIGHUP: no SSL listener, nothing to reload\n");
+			else if (tls_server_reload(b->tls, err, sizeof(err)) < 0)
+				fprintf(stderr, "sluiced: SIGHUP: TLS reload failed, the previous certificates stay: %s\n",
+					err);
+			else
+				fprintf(stderr, "sluiced: SIGHUP: TLS certificates reloaded\n");
+			continue;
+		}
 		if (sig == SIGUSR1) {
 			/* the group report (lag, oldest unconsumed age) on stderr */
 			uint64_t one = 1;
@@ -418,6 +453,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nshards; i++)
 		shard_destroy(b->shards[i]);
 	native_dpdk_stop(b);
+	tls_server_destroy(b->tls);
 	for (int i = 0; i <= nshards; i++)
 		for (int j = 0; j <= nshards; j++)
 			if (b->rings[i][j]) {

@@ -34,6 +34,7 @@
 #define BROKER_MAX_SHARDS 64
 #define RING_SLOTS 4096
 
+struct tls_server;
 struct part;   /* a partition as its owner shard holds it (dataplane/part.h) */
 /* What the owner shard publishes of a partition for the control thread's
  * metrics (control/metrics.c). Written only by the owner shard with
@@ -126,15 +127,33 @@ struct md_snapshot {
 	struct md_snapshot *older;/* retired list, control thread only */
 };
 
+/* A Kafka client listener (listeners, with listener.security.protocol.map
+ * and advertised.listeners): where it binds, whether it speaks TLS, and
+ * what Metadata tells a client that connected to it. */
+#define BROKER_MAX_LISTENERS 8
+struct broker_listener {
+	char name[64];                /* the listener name (PLAINTEXT, SSL, CLIENT, ...) */
+	int tls;                      /* its security protocol is SSL */
+	char host[256];               /* bound */
+	int port;
+	char adv_host[256];           /* advertised to its clients */
+	int adv_port;
+};
+
 struct broker_settings {
 	char listen_host[256];
 	int listen_port;              /* unused by a controller-only node (no Kafka listener) */
+	/* Every client listener, the inter-broker one first (listen_host/port,
+	 * adv_host/port below are its copy). 0: the one of listen_host/port,
+	 * plaintext (the unit tests' shards). */
+	int nlisteners;
+	struct broker_listener listeners[BROKER_MAX_LISTENERS];
 	/* process.roles: both 0 for a combined node (the default) */
 	int controller_only;          /* a voter that is no broker: never registered, hosts
 				       * nothing, no Kafka listener */
 	int broker_only;              /* no voter: follows the quorum's log as an observer */
-	char adv_host[256];
-	int adv_port;
+	char adv_host[256];           /* the inter-broker listener's advertised address: what the */
+	int adv_port;                 /* metadata log registers, so what other brokers reach */
 	int32_t node_id;
 	char rack[256];               /* broker.rack; "" = none */
 	char data_dir[4096];
@@ -206,6 +225,7 @@ struct broker {
 	struct shard *shards[BROKER_MAX_SHARDS];
 	struct ctl *ctl;
 	struct dpdk_port *dpdk;       /* dpdk.enable: the started port (queue pair per shard), else NULL */
+	struct tls_server *tls;       /* an SSL listener's certificates (dataplane/tls.h), else NULL */
 	/* rings[from][to]; index nshards is the control thread */
 	struct spsc *rings[BROKER_MAX_SHARDS + 1][BROKER_MAX_SHARDS + 1];
 	int wake_fd[BROKER_MAX_SHARDS + 1];      /* eventfd of each thread */

@@ -6,11 +6,19 @@
 #include "dataplane/cluster_view.h"
 #include "dataplane/topic_name.h"
 
-void cluster_view_self(const struct broker *b, struct cluster_node *n)
+void cluster_view_self(const struct broker *b, int listener, struct cluster_node *n)
 {
+	const char *host = b->set.adv_host;
+	int port = b->set.adv_port;
+
+	if (listener > 0 && listener < b->set.nlisteners) {
+		/* as Kafka: a client is told of the listener it came through */
+		host = b->set.listeners[listener].adv_host;
+		port = b->set.listeners[listener].adv_port;
+	}
 	n->id = b->set.node_id;
-	n->host = (struct kafka_str){ b->set.adv_host, (int32_t)strlen(b->set.adv_host) };
-	n->port = b->set.adv_port;
+	n->host = (struct kafka_str){ host, (int32_t)strlen(host) };
+	n->port = port;
 	n->rack = b->set.rack[0] ? (struct kafka_str){ b->set.rack, (int32_t)strlen(b->set.rack) }
 				 : (struct kafka_str){ NULL, -1 };
 }
@@ -32,8 +40,8 @@ int32_t cluster_view_controller(const struct broker *b, const struct md_snapshot
 	return b->set.node_id;   /* not a registered broker (yet): a client could not reach it */
 }
 
-int16_t cluster_view_coordinator(const struct broker *b, const struct md_snapshot *md, int8_t key_type,
-				 const char *key, size_t len, struct cluster_node *out)
+int16_t cluster_view_coordinator(const struct broker *b, int listener, const struct md_snapshot *md,
+				 int8_t key_type, const char *key, size_t len, struct cluster_node *out)
 {
 	const char *topic = key_type == 1 ? TOPIC_TRANSACTION_STATE : TOPIC_CONSUMER_OFFSETS;
 	const struct md_topic *t = md ? md_find(md, topic, (int32_t)strlen(topic)) : NULL;
@@ -42,12 +50,12 @@ int16_t cluster_view_coordinator(const struct broker *b, const struct md_snapsho
 	if (!t || t->nparts < 1) {
 		if ((md && md->nbrokers > 1) || b->set.broker_only)
 			return 15;   /* a cluster's: made once its brokers are up; ask again */
-		cluster_view_self(b, out);
+		cluster_view_self(b, listener, out);
 		return 0;
 	}
 	leader = t->parts[topic_key_partition(key, len, t->nparts)].leader;
 	if (leader == b->set.node_id) {
-		cluster_view_self(b, out);
+		cluster_view_self(b, listener, out);
 		return 0;
 	}
 	for (int i = 0; leader >= 0 && i < md->nbrokers; i++) {
@@ -65,13 +73,14 @@ int16_t cluster_view_coordinator(const struct broker *b, const struct md_snapsho
 	return 15;   /* COORDINATOR_NOT_AVAILABLE: the client asks again */
 }
 
-int cluster_view_brokers(const struct broker *b, const struct md_snapshot *md, struct cluster_node *out, int cap)
+int cluster_view_brokers(const struct broker *b, int listener, const struct md_snapshot *md,
+			 struct cluster_node *out, int cap)
 {
 	int n = 0;
 
 	if (cap < 1)
 		return 0;
-	cluster_view_self(b, &out[n++]);
+	cluster_view_self(b, listener, &out[n++]);
 	for (int i = 0; md && i < md->nbrokers && n < cap; i++) {
 		const struct md_broker *o = &md->brokers[i];
 

@@ -30,15 +30,19 @@ struct cluster_node {
 	struct kafka_str rack;      /* broker.rack; null (len -1) when unset */
 };
 
-/* @thread shard. This node as clients reach it. */
-void cluster_view_self(const struct broker *b, struct cluster_node *n);
+/* @thread shard. This node as a client of `listener` (the index of the
+ * listener its connection came through, conn->listener) reaches it: that
+ * listener's advertised address. The other brokers are told at the
+ * address they registered (their inter-broker listener's). */
+void cluster_view_self(const struct broker *b, int listener, struct cluster_node *n);
 struct md_snapshot;
 /* @thread shard. The brokers clients may be sent to, at most cap: this
  * node first (from its settings), then every other unfenced registered
  * broker of md (NULL: none), by id. Returns how many were filled; the
  * strings of the others point into md, valid for the shard's loop turn
  * (as the topic names a response borrows from it). */
-int cluster_view_brokers(const struct broker *b, const struct md_snapshot *md, struct cluster_node *out, int cap);
+int cluster_view_brokers(const struct broker *b, int listener, const struct md_snapshot *md,
+			 struct cluster_node *out, int cap);
 /* @thread shard. Where FindCoordinator sends key (key_type 0: a group id,
  * 1: a transactional id): the leader of the key's partition of its internal
  * topic (__consumer_offsets, __transaction_state), as Kafka's partitionFor
@@ -47,8 +51,8 @@ int cluster_view_brokers(const struct broker *b, const struct md_snapshot *md, s
  * (strings as cluster_view_brokers'), or COORDINATOR_NOT_AVAILABLE (15):
  * the partition has no leader now, its leader is not a broker md lists,
  * or (several brokers) the topic is not made yet. */
-int16_t cluster_view_coordinator(const struct broker *b, const struct md_snapshot *md, int8_t key_type,
-				 const char *key, size_t len, struct cluster_node *out);
+int16_t cluster_view_coordinator(const struct broker *b, int listener, const struct md_snapshot *md,
+				 int8_t key_type, const char *key, size_t len, struct cluster_node *out);
 /* @thread shard. The cluster id (Metadata v2+, DescribeCluster). */
 struct kafka_str cluster_view_id(const struct broker *b);
 /* @thread shard. The controller's node id (Metadata's and DescribeCluster's

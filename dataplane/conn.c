@@ -16,6 +16,7 @@
 
 #include "dataplane/conn.h"
 #include "dataplane/kafka/kafka_codec.h"
+#include "dataplane/tls.h"
 #include "storage/batch_format.h"
 
 /* Kernel 6.2 uapi; liburing 2.3's own copy of io_uring.h predates them. */
@@ -41,6 +42,11 @@ static void conn_process(struct conn *c);
 static void conn_arm_recv(struct conn *c);
 static void conn_recv_done(struct io_op *op, int res, unsigned flags);
 static void conn_send_done(struct io_op *op, int res, unsigned flags);
+static void conn_sent(struct conn *c);
+static void conn_tls_recv(struct conn *c);
+static void conn_tls_on_recv(struct conn *c, int res);
+static void conn_tls_pump(struct conn *c);
+static void conn_tls_on_send(struct conn *c, int res);
 
 static void conn_free(struct conn *c)
 {
@@ -55,6 +61,7 @@ static void conn_free(struct conn *c)
 	free(c->in);
 	free(c->out);
 	free(c->iov);
+	tls_conn_free(c->tls);
 	for (int i = 0; i < CONN_PIPE; i++)
 		if (c->pipe[i])
 			c->ops->fini(c->pipe[i]);
@@ -316,18 +323,25 @@ void conn_free_zombies(struct shard *sh)
 
 static void conn_accept_done(struct io_op *op, int res, unsigned flags)
 {
-	conn_on_accept((struct shard *)((char *)op - offsetof(struct shard, accept_op)), res, flags);
+	/* op is one of the shard's accept_op[]: the listener is its index */
+	struct shard *sh = (struct shard *)((char *)op - offsetof(struct shard, accept_op) -
+					    (size_t)op->arg * sizeof(struct io_op));
+
+	conn_on_accept(sh, (int)op->arg, res, flags);
 }
 
 void conn_arm_accept(struct shard *sh)
 {
-	struct io_uring_sqe *sqe = shard_sqe(sh);
+	for (int i = 0; i < sh->nlisten; i++) {
+		struct io_uring_sqe *sqe;
 
-	if (!sqe)
-		return;
-	io_uring_prep_multishot_accept(sqe, sh->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-	sh->accept_op.done = conn_accept_done;
-	io_set(sqe, &sh->accept_op);
+		if (sh->listen_fd[i] < 0 || sh->accept_op[i].inflight || !(sqe = shard_sqe(sh)))
+			continue;
+		io_uring_prep_multishot_accept(sqe, sh->listen_fd[i], NULL, NULL, SOCK_CLOEXEC);
+		sh->accept_op[i].done = conn_accept_done;
+		sh->accept_op[i].arg = (uint8_t)i;
+		io_set(sqe, &sh->accept_op[i]);
+	}
 }
 
 /* An accept failed. Out of descriptors (or memory) it fails again at once
@@ -335,25 +349,30 @@ void conn_arm_accept(struct shard *sh)
  * and say so on stderr, broker-wide at most once a minute. Anything else
  * (a peer that reset before we took it) is counted and the accept goes
  * on. */
-static void conn_accept_failed(struct shard *sh, int res, unsigned flags)
+static void conn_accept_failed(struct shard *sh, int li, int res, unsigned flags)
 {
 	struct broker *b = sh->b;
 	int64_t last;
 
-	if (res == -ECANCELED)
-		return;   /* ours: stopping, or the back-off below */
-	shard_stat_add(&sh->stats.accept_errors[res == -EMFILE ? SHARD_ACCEPT_EMFILE :
-						res == -ENFILE ? SHARD_ACCEPT_ENFILE : SHARD_ACCEPT_OTHER], 1);
-	if (res != -EMFILE && res != -ENFILE && res != -ENOBUFS && res != -ENOMEM) {
-		if (!sh->accept_op.inflight && !sh->stop)
+	if (res == -ECANCELED) {
+		/* ours: stopping, or the back-off below; one that ends after
+		 * the back-off did is armed again here */
+		if (!sh->stop && !sh->accept_wait)
 			conn_arm_accept(sh);
 		return;
 	}
-	if (sh->accept_op.inflight && (flags & IORING_CQE_F_MORE)) {
+	shard_stat_add(&sh->stats.accept_errors[res == -EMFILE ? SHARD_ACCEPT_EMFILE :
+						res == -ENFILE ? SHARD_ACCEPT_ENFILE : SHARD_ACCEPT_OTHER], 1);
+	if (res != -EMFILE && res != -ENFILE && res != -ENOBUFS && res != -ENOMEM) {
+		if (!sh->stop && !sh->accept_wait)
+			conn_arm_accept(sh);
+		return;
+	}
+	if (sh->accept_op[li].inflight && (flags & IORING_CQE_F_MORE)) {
 		struct io_uring_sqe *sqe = shard_sqe(sh);
 
 		if (sqe) {
-			io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)&sh->accept_op | SHARD_OP_IO, 0);
+			io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)&sh->accept_op[li] | SHARD_OP_IO, 0);
 			io_uring_sqe_set_data64(sqe, 0);
 		}
 	}
@@ -386,7 +405,7 @@ static void conn_accept_failed(struct shard *sh, int res, unsigned flags)
 	}
 }
 
-void conn_on_accept(struct shard *sh, int res, unsigned flags)
+void conn_on_accept(struct shard *sh, int li, int res, unsigned flags)
 {
 	struct broker *b = sh->b;
 	struct conn *c;
@@ -394,13 +413,13 @@ void conn_on_accept(struct shard *sh, int res, unsigned flags)
 	int64_t open;
 
 	if (!(flags & IORING_CQE_F_MORE))
-		sh->accept_op.inflight = 0;
+		sh->accept_op[li].inflight = 0;
 	if (res < 0) {
-		conn_accept_failed(sh, res, flags);
+		conn_accept_failed(sh, li, res, flags);
 		return;
 	}
 	sh->accept_backoff_ns = 0;
-	if (!sh->accept_op.inflight && !sh->stop && !sh->accept_wait)
+	if (!sh->accept_op[li].inflight && !sh->stop && !sh->accept_wait)
 		conn_arm_accept(sh);
 	/* Kafka's limits: a connection over them is closed at once */
 	open = __atomic_add_fetch(&b->conns.open, 1, __ATOMIC_RELAXED);
@@ -424,12 +443,20 @@ void conn_on_accept(struct shard *sh, int res, unsigned flags)
 		close(res);
 		return;
 	}
+	if (li < b->set.nlisteners && b->set.listeners[li].tls && !(c->tls = tls_conn_new(b->tls))) {
+		__atomic_fetch_sub(&b->conns.open, 1, __ATOMIC_RELAXED);
+		conn_ip_release(b, slot);
+		free(c);
+		close(res);
+		return;
+	}
 	setsockopt(res, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->fd = res;
 	c->sh = sh;
 	c->accept_ns = shard_mono_ns();
 	c->active_ns = sh->now_ns;
 	c->ip_slot = slot;
+	c->listener = (uint8_t)li;
 	c->vbid = -1;    /* input buffers come from the shard's ring until a frame is split */
 	c->ops = sh->conn_ops;
 	c->recv_op.done = conn_recv_done;
@@ -503,7 +530,7 @@ static void conn_arm_recv(struct conn *c)
 			(void)conn_in_resize(c, keep);   /* a shrink that fails keeps the buffer */
 		}
 	}
-	if (c->in_len == 0 && sh->pbuf_ring && !c->pbuf_starved) {
+	if (c->in_len == 0 && sh->pbuf_ring && !c->pbuf_starved && !c->tls) {
 		if (!(sqe = shard_sqe(sh)))
 			return;
 		io_uring_prep_recv(sqe, c->fd, NULL, SHARD_PBUF_SIZE, 0);
@@ -537,6 +564,10 @@ static void conn_arm_recv(struct conn *c)
 	}
 	if (c->in_len == c->in_cap)
 		return;
+	if (c->tls) {
+		conn_tls_recv(c);   /* plaintext from what was received, or receive more */
+		return;
+	}
 	if (!(sqe = shard_sqe(sh)))
 		return;
 	io_uring_prep_recv(sqe, c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
@@ -571,8 +602,24 @@ static int conn_view_end(struct conn *c)
 	return rc;
 }
 
+/* The client closed its side: requests it sent before are still carried
+ * out (acks=0 produces, say), then the connection goes. */
+static void conn_peer_closed(struct conn *c)
+{
+	c->peer_closed = 1;
+	conn_process(c);
+	if (!c->busy) {
+		conn_close(c);
+		conn_maybe_free(c);
+	}
+}
+
 static void conn_on_recv(struct conn *c, int res, unsigned flags)
 {
+	if (c->tls) {
+		conn_tls_on_recv(c, res);   /* ciphertext */
+		return;
+	}
 	c->recv_op.inflight = 0;
 	if (res == -ENOBUFS && !c->closing) {
 		/* the ring ran dry: this once, receive into our own buffer */
@@ -597,14 +644,7 @@ static void conn_on_recv(struct conn *c, int res, unsigned flags)
 		}
 	}
 	if (res == 0 && !c->closing) {
-		/* the client closed its side: requests it sent before are still
-		 * carried out (acks=0 produces, say), then the connection goes */
-		c->peer_closed = 1;
-		conn_process(c);
-		if (!c->busy) {
-			conn_close(c);
-			conn_maybe_free(c);
-		}
+		conn_peer_closed(c);
 		return;
 	}
 	if (res < 0 || c->closing) {
@@ -697,9 +737,13 @@ static void conn_process(struct conn *c)
 
 static void conn_send_more(struct conn *c)
 {
-	struct io_uring_sqe *sqe = shard_sqe(c->sh);
+	struct io_uring_sqe *sqe;
 
-	if (!sqe) {
+	if (c->tls) {
+		conn_tls_pump(c);   /* encrypted, a piece at a time */
+		return;
+	}
+	if (!(sqe = shard_sqe(c->sh))) {
 		conn_close(c);
 		return;
 	}
@@ -838,6 +882,10 @@ static void conn_sent(struct conn *c)
 
 static void conn_on_send(struct conn *c, int res, unsigned flags)
 {
+	if (c->tls) {
+		conn_tls_on_send(c, res);
+		return;
+	}
 	if (flags & IORING_CQE_F_NOTIF) {
 		/* the kernel is done with the zero-copy pages */
 		if (((uint32_t)res & IORING_NOTIF_USAGE_ZC_COPIED) && !c->zc_copied) {
@@ -907,6 +955,128 @@ static void conn_on_send(struct conn *c, int res, unsigned flags)
 		return;
 	}
 	conn_sent(c);
+}
+
+/* ---- TLS (an SSL listener's connections, dataplane/tls.h) -------------- */
+
+/* TLS receives ciphertext into the connection's tls_conn and decrypts it
+ * into the input buffer, where frames are taken up as for plaintext (no
+ * provided buffers); sends encrypt the response a piece at a time into
+ * ciphertext that goes out with plain sends (no zero copy: the kernel
+ * would need kTLS for that, and has none here). The handshake goes on as
+ * bytes arrive, on the shard's ring like everything else. */
+
+/* Room in the input buffer (conn_arm_recv made it): decrypt what was
+ * received into it, else receive more ciphertext. */
+static void conn_tls_recv(struct conn *c)
+{
+	struct shard *sh = c->sh;
+	struct io_uring_sqe *sqe;
+	int n, got = 0;
+
+	while ((n = tls_conn_read(c->tls, c->in + c->in_len, c->in_cap - c->in_len)) > 0) {
+		c->in_len += (uint32_t)n;
+		got = 1;
+		if (c->in_len == c->in_cap)
+			break;
+	}
+	if (tls_conn_established(c->tls)) {
+		/* the handshake is over: the record layer stays OpenSSL's (no
+		 * kTLS in this kernel: docs/security.md) */
+		shard_stat_add(&sh->stats.tls_handshakes, 1);
+		shard_stat_add(&sh->stats.tls_record_openssl, 1);
+	}
+	if (!got && n < 0 && n != -EPIPE) {
+		/* the handshake failed (a protocol version refused, an
+		 * untrusted certificate) or a record was bad: the alert that
+		 * says why goes out first, a few bytes into an empty socket
+		 * buffer, never waited for */
+		const uint8_t *p;
+		uint32_t len = c->send_op.inflight ? 0 : tls_conn_tx(c->tls, &p);
+
+		if (len)
+			(void)send(c->fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		shard_stat_add(&sh->stats.tls_failures, 1);
+		conn_close(c);
+		conn_maybe_free(c);
+		return;
+	}
+	conn_tls_pump(c);   /* handshake messages, session tickets */
+	if (got) {
+		conn_process(c);
+		conn_arm_recv(c);
+		return;
+	}
+	if (n == 0) {
+		if (!(sqe = shard_sqe(sh)))
+			return;
+		io_uring_prep_recv(sqe, c->fd, tls_conn_rx(c->tls), TLS_RX_SIZE, 0);
+		io_set(sqe, &c->recv_op);
+		return;
+	}
+	conn_peer_closed(c);   /* close_notify: as a TCP end of file */
+}
+
+static void conn_tls_on_recv(struct conn *c, int res)
+{
+	c->recv_op.inflight = 0;
+	if (res > 0 && !c->closing && tls_conn_feed(c->tls, (uint32_t)res) == 0) {
+		conn_arm_recv(c);
+		return;
+	}
+	if (res == 0 && !c->closing) {
+		conn_peer_closed(c);
+		return;
+	}
+	conn_close(c);
+	conn_maybe_free(c);
+}
+
+/* Send the ciphertext waiting, encrypting the next piece of the head's
+ * response when none is; the response is sent once all of it is. */
+static void conn_tls_pump(struct conn *c)
+{
+	struct io_uring_sqe *sqe;
+	const uint8_t *p;
+	uint32_t n;
+
+	if (c->send_op.inflight)
+		return;
+	n = tls_conn_tx(c->tls, &p);
+	if (!n && c->sending && c->send_left) {
+		if (tls_conn_write(c->tls, &c->msg, &c->send_left, TLS_TX_SIZE - 1024) < 0) {
+			conn_close(c);
+			conn_sent(c);
+			return;
+		}
+		n = tls_conn_tx(c->tls, &p);
+	}
+	if (!n) {
+		if (c->sending && !c->send_left)
+			conn_sent(c);
+		return;
+	}
+	if (!(sqe = shard_sqe(c->sh))) {
+		conn_close(c);
+		return;
+	}
+	io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
+	io_set(sqe, &c->send_op);
+}
+
+static void conn_tls_on_send(struct conn *c, int res)
+{
+	c->send_op.inflight = 0;
+	if (res < 0 || c->closing) {
+		conn_close(c);
+		if (c->sending)
+			conn_sent(c);
+		else
+			conn_maybe_free(c);
+		return;
+	}
+	tls_conn_sent(c->tls, (uint32_t)res);
+	conn_tls_pump(c);
 }
 
 /* ---- completions (io_op.done, called by the loop) --------------------- */

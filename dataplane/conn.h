@@ -11,7 +11,12 @@
  * Thread: the shard's own (@thread shard), all of it. The only state
  * shared with other shards is the broker-wide counts in struct broker_conns
  * (atomics, dataplane/broker.h).
- * Owns: its input and output buffers and its request slots (pipe[]).
+ * A connection of an SSL listener receives and sends ciphertext with the
+ * same operations and passes it through its struct tls_conn
+ * (dataplane/tls.h); the handshake is a state of the connection, driven
+ * as bytes arrive.
+ * Owns: its input and output buffers, its request slots (pipe[]) and its
+ * TLS state (tls).
  * Errors: 0/count or -errno; a connection that fails is closed.
  */
 #ifndef SLUICE_CONN_H
@@ -24,6 +29,7 @@
 #include "dataplane/shard_core.h"
 
 struct kafka_writer;
+struct tls_conn;
 
 /* A request slot as its connection sees it: the first member of the
  * pipeline's request (struct kafka_ctx), which sets these two when the
@@ -101,10 +107,12 @@ struct conn {
 	int mem_wait;                      /* on the shard's memq: its frame waits for request memory */
 	struct conn *memq_next;
 	int ip_slot;                       /* its word in the per-address table, -1: none */
+	uint8_t listener;                  /* the listener it came through (b->set.listeners[]) */
 	uint64_t active_ns;                /* loop clock at accept and at each request's start and
 					    * end: idle since then (connections.max.idle.ms) */
 	int peer_closed;                   /* EOF read: finish what was sent, then close */
 	int zombie;                        /* unlinked, freed next loop turn */
+	struct tls_conn *tls;              /* an SSL listener's: its TLS (dataplane/tls.h), else NULL */
 	struct conn *next;                 /* shard's list */
 	struct conn *prev;
 };
@@ -115,11 +123,12 @@ struct conn {
 #define SHARD_PBUF_GROUP 1
 
 /* @thread shard, all of them. */
-/* The loop's: arm the listener's multishot accept (it completes to
- * conn_on_accept). */
+/* The loop's: arm each listener's multishot accept not armed yet (it
+ * completes to conn_on_accept). */
 void conn_arm_accept(struct shard *sh);
-/* An accept completed: res the new socket or -errno. */
-void conn_on_accept(struct shard *sh, int res, unsigned flags);
+/* An accept of listener li (b->set.listeners[li]) completed: res the new
+ * socket or -errno. */
+void conn_on_accept(struct shard *sh, int li, int res, unsigned flags);
 /* The loop's: free the connections closed since the last turn. */
 void conn_free_zombies(struct shard *sh);
 /* The loop's: request memory was given back: waiting connections read

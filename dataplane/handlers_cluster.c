@@ -64,7 +64,7 @@ int kafka_handle_describe_cluster(struct kafka_ctx *ctx)
 		kafka_ctx_respond(ctx);
 		return 0;
 	}
-	nb = cluster_view_brokers(b, md, nodes, cap);
+	nb = cluster_view_brokers(b, ctx->c->listener, md, nodes, cap);
 	for (int i = 0; i < nb; i++) {
 		br[i].BrokerId = nodes[i].id;
 		br[i].Host = nodes[i].host;

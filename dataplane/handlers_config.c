@@ -62,6 +62,7 @@ static void broker_entry(const char *key, const char *value, const char *source,
 	memset(e, 0, sizeof(*e));
 	e->Name = str(key);
 	e->Value = str(value);
+	e->IsSensitive = value == NULL;   /* a password or key (null, as Kafka sends it) */
 	/* the topic defaults change at run time (AlterConfigs on the broker
 	 * resource); the rest is read at start */
 	e->ReadOnly = !w->ctx->sh->b->coord->key_dynamic(key);

@@ -102,7 +102,7 @@ static int metadata_respond(struct kafka_ctx *ctx)
 		return 0;
 	}
 	kafka_metadata_response_init(r);
-	nb = cluster_view_brokers(b, md, nodes, cap);
+	nb = cluster_view_brokers(b, ctx->c->listener, md, nodes, cap);
 	for (int i = 0; i < nb; i++) {
 		br[i].NodeId = nodes[i].id;
 		br[i].Host = nodes[i].host;
@@ -1200,7 +1200,7 @@ int kafka_handle_find_coordinator(struct kafka_ctx *ctx)
 		r->Port = -1;
 	} else {
 		struct cluster_node c;
-		int16_t err = cluster_view_coordinator(b, broker_md(b), (int8_t)q->KeyType, q->Key.ptr,
+		int16_t err = cluster_view_coordinator(b, ctx->c->listener, broker_md(b), (int8_t)q->KeyType, q->Key.ptr,
 						       q->Key.len > 0 ? (size_t)q->Key.len : 0, &c);
 
 		r->ErrorMessage = (struct kafka_str){ NULL, -1 };

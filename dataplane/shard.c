@@ -109,7 +109,8 @@ int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t
 		return -ENOMEM;
 	sh->id = id;
 	sh->b = b;
-	sh->listen_fd = -1;
+	for (int i = 0; i < BROKER_MAX_LISTENERS; i++)
+		sh->listen_fd[i] = -1;
 	memset(&p, 0, sizeof(p));
 	/* created disabled: the shard thread enables it and so becomes its
 	 * single issuer */
@@ -135,17 +136,29 @@ int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t
 		return rc;
 	}
 	sh->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	/* a controller-only node serves no Kafka client: no listener */
-	rc = b->set.controller_only ? -1 : listen_socket(b->set.listen_host, b->set.listen_port, err, errlen);
-	if ((rc < 0 && !b->set.controller_only) || sh->wake_fd < 0) {
+	/* a controller-only node serves no Kafka client: no listener; else
+	 * one socket per client listener (SO_REUSEPORT: every shard binds
+	 * each port) */
+	rc = 0;
+	sh->nlisten = b->set.controller_only ? 0 : b->set.nlisteners ? b->set.nlisteners : 1;
+	for (int i = 0; i < sh->nlisten && rc >= 0; i++) {
+		const char *host = b->set.nlisteners ? b->set.listeners[i].host : b->set.listen_host;
+		int port = b->set.nlisteners ? b->set.listeners[i].port : b->set.listen_port;
+
+		if ((rc = listen_socket(host, port, err, errlen)) >= 0)
+			sh->listen_fd[i] = rc;
+	}
+	if (rc < 0 || sh->wake_fd < 0) {
+		for (int i = 0; i < sh->nlisten; i++)
+			if (sh->listen_fd[i] >= 0)
+				close(sh->listen_fd[i]);
 		if (sh->wake_fd >= 0)
 			close(sh->wake_fd);
 		store_fini(&sh->st);
 		io_uring_queue_exit(&sh->ring);
 		free(sh);
-		return rc < 0 && !b->set.controller_only ? rc : -EMFILE;
+		return rc < 0 ? rc : -EMFILE;
 	}
-	sh->listen_fd = rc;
 	sh->rbufs = calloc(SHARD_RBUFS, sizeof(*sh->rbufs)); /* style: allow shard setup */
 	for (int i = 0; sh->rbufs && i < SHARD_RBUFS; i++)
 		if (posix_memalign((void **)&sh->rbufs[sh->nrbufs], 4096, SHARD_RBUF_SIZE) == 0)
@@ -190,8 +203,9 @@ void shard_destroy(struct shard *sh)
 	compactor_destroy(sh->compactor);
 	compress_ctx_destroy(sh->compress);
 	recompress_destroy(sh->recompress);
-	if (sh->listen_fd >= 0)
-		close(sh->listen_fd);
+	for (int i = 0; i < sh->nlisten; i++)
+		if (sh->listen_fd[i] >= 0)
+			close(sh->listen_fd[i]);
 	close(sh->wake_fd);
 	store_fini(&sh->st);
 	io_uring_queue_exit(&sh->ring);
@@ -580,19 +594,21 @@ static int shard_reap(struct shard *sh)
 static void shard_begin_stop(struct shard *sh)
 {
 	sh->stop = 1;
-	if (sh->listen_fd >= 0) {
+	for (int i = 0; i < sh->nlisten; i++) {
 		/* the multishot accept holds the socket inside io_uring:
 		 * shutdown() stops the listening now, so the port is
 		 * free the moment we exit */
-		struct io_uring_sqe *sqe = shard_sqe(sh);
+		struct io_uring_sqe *sqe;
 
-		if (sqe && sh->accept_op.inflight) {
-			io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)&sh->accept_op | SHARD_OP_IO, 0);
+		if (sh->listen_fd[i] < 0)
+			continue;
+		if (sh->accept_op[i].inflight && (sqe = shard_sqe(sh))) {
+			io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)&sh->accept_op[i] | SHARD_OP_IO, 0);
 			io_uring_sqe_set_data64(sqe, 0);
 		}
-		shutdown(sh->listen_fd, SHUT_RDWR);
-		close(sh->listen_fd);
-		sh->listen_fd = -1;
+		shutdown(sh->listen_fd[i], SHUT_RDWR);
+		close(sh->listen_fd[i]);
+		sh->listen_fd[i] = -1;
 	}
 	for (struct conn *c = sh->conns, *nx; c; c = nx) {
 		nx = c->next;
@@ -641,15 +657,15 @@ int shard_poll(struct shard *sh, uint64_t now_ns, int64_t now_ms)
 	__atomic_store_n(&sh->md_seen, broker_md(b) ? broker_md(b)->version : 0, __ATOMIC_RELEASE);
 	if (sh->backlog_len)
 		shard_flush_backlog(sh);
-	if (!sh->accepting && !sh->stop && sh->listen_fd >= 0 && __atomic_load_n(&b->serving, __ATOMIC_ACQUIRE)) {
+	if (!sh->accepting && !sh->stop && sh->nlisten && __atomic_load_n(&b->serving, __ATOMIC_ACQUIRE)) {
 		sh->accepting = 1;
 		conn_arm_accept(sh);
 	}
-	if (sh->accept_wait && sh->now_ns >= sh->accept_retry_ns && !sh->accept_op.inflight) {
-		/* the back-off after EMFILE is over (and a cancelled
-		 * multishot accept has ended): try again */
+	if (sh->accept_wait && sh->now_ns >= sh->accept_retry_ns) {
+		/* the back-off after EMFILE is over: try again (the accepts
+		 * still armed, or a cancelled one not ended yet, are left) */
 		sh->accept_wait = 0;
-		if (!sh->stop && sh->listen_fd >= 0)
+		if (!sh->stop)
 			conn_arm_accept(sh);
 	}
 	if (sh->memq && (b->set.queued_max_request_bytes < 0 ||

@@ -59,6 +59,10 @@ struct shard_stats {
 	uint64_t fetch_bytes;
 	uint64_t send_zc;
 	uint64_t send_zc_copied;     /* connections whose zero-copy sends were copied */
+	uint64_t tls_handshakes;     /* TLS connections whose handshake completed */
+	uint64_t tls_failures;       /* TLS connections closed by a handshake or record failure */
+	uint64_t tls_record_openssl; /* TLS connections whose record layer stayed OpenSSL's */
+	uint64_t tls_record_ktls;    /* ... handed to the kernel (kTLS) */
 	uint64_t pbuf_starved;
 	uint64_t produce_records;
 	uint64_t produce_requests;
@@ -124,6 +128,7 @@ static inline void shard_stat_add(uint64_t *c, uint64_t n)
 struct io_op {
 	void (*done)(struct io_op *op, int res, unsigned flags);
 	uint8_t inflight;
+	uint8_t arg;                 /* the owner's tag (a listener's accept: its index) */
 } __attribute__((aligned(8)));
 
 /* ---- parking ------------------------------------------------------------ */
@@ -169,10 +174,11 @@ struct shard {
 	pthread_t thread;
 	struct io_uring ring;
 	struct store st;
-	int listen_fd;
+	int listen_fd[BROKER_MAX_LISTENERS];  /* one per client listener (b->set.listeners), -1: closed */
+	int nlisten;
 	int wake_fd;                 /* eventfd */
 	uint64_t wake_buf;
-	struct io_op accept_op, wake_op, native_op;
+	struct io_op accept_op[BROKER_MAX_LISTENERS], wake_op, native_op;
 	const struct conn_ops *conn_ops;  /* what connections tell the request pipeline (dataplane/conn.h),
 					   * given by the loop at creation */
 	struct native_shard *native;  /* the native datagram protocol (native.listen), or NULL */

@@ -29,6 +29,10 @@ TEST_SCRIPTS += tests/integration/test_replication.py
 # DeleteRecords offsets, CreateTopics counts, unimplemented listener
 # protocols, illegal names in Metadata, Fetch max_bytes, ListGroups v4
 TEST_SCRIPTS += tests/integration/test_kafka_rules.py
+# SSL listeners beside PLAINTEXT ones: kcat, kafka-python, confluent-kafka
+# with mutual TLS, openssl s_client refused TLS 1.0/1.1, a client of another
+# CA refused, SIGHUP reloading the certificate (certificates made by the test)
+TEST_SCRIPTS += tests/integration/test_tls.py
 # Kafka's KRaft settings: what Sluice cannot honour is refused, a one-node
 # config serves
 TEST_SCRIPTS += tests/integration/test_cluster_config.py

@@ -14,8 +14,8 @@ broker of 8c36be7 (issue 17):
 - CreateTopics: -1 means the default, any other count or replication factor
   below 1 is INVALID_PARTITIONS / INVALID_REPLICATION_FACTOR (-5 partitions
   made a topic with the default count);
-- a listener whose security protocol Sluice does not implement (SSL,
-  SASL_SSL, SASL_PLAINTEXT) stops the start (it served plaintext);
+- a listener whose security protocol Sluice does not implement (SASL_SSL,
+  SASL_PLAINTEXT) stops the start (it served plaintext);
 - Metadata for an illegal topic name is INVALID_TOPIC_EXCEPTION, so a
   producer fails at once (it got UNKNOWN_TOPIC_OR_PARTITION and waited out
   its message timeout);
@@ -300,7 +300,8 @@ def replicas_beyond_the_brokers_or_on_an_unknown_broker_are_refused():
 
 @test
 def listeners_with_unimplemented_security_protocols_stop_the_start():
-    for proto in ("SSL", "SASL_SSL", "SASL_PLAINTEXT"):
+    # (SSL is served since 2026-12-02: tests/integration/test_tls.py)
+    for proto in ("SASL_SSL", "SASL_PLAINTEXT"):
         d = temp_dir()
         try:
             port = free_port()

@@ -33,6 +33,7 @@ FAMILIES = [
     "request_memory_waits_total", "request_memory_refused_total", "request_memory_bytes",
     "request_memory_limit_bytes",
     "ring_full_total", "ring_depth", "send_zerocopy_total", "recv_buffers_starved_total",
+    "tls_handshakes_total", "tls_failures_total", "tls_connections_total", "tls_reloads_total",
     "produce_requests_total", "produce_batches_total", "produce_records_total", "produce_bytes_total",
     "produce_duplicates_total", "produce_rejected_total", "fetch_requests_total", "fetch_bytes_total",
     "fetch_long_poll_waits_total", "retention_segments_deleted_total", "compaction_passes_total",

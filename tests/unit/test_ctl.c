@@ -176,7 +176,7 @@ static void connect_client(void)
 
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	peer = sv[1];
-	conn_on_accept(sh, sv[0], IORING_CQE_F_MORE);
+	conn_on_accept(sh, 0, sv[0], IORING_CQE_F_MORE);
 	cr_assert_not_null(sh->conns);
 }
 

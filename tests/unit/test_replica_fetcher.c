@@ -95,7 +95,7 @@ static void setup(void)
 	cr_assert_eq(shard_create(&b, 0, &sh, err, sizeof(err)), 0, "shard_create: %s", err);
 	b.shards[0] = sh;
 	cr_assert_eq(shard_thread_init(sh), 0);
-	cr_assert_eq(getsockname(sh->listen_fd, (struct sockaddr *)&a, &alen), 0);
+	cr_assert_eq(getsockname(sh->listen_fd[0], (struct sockaddr *)&a, &alen), 0);
 	port = ntohs(a.sin_port);
 	b.serving = 1;
 	now = T0;

@@ -221,7 +221,7 @@ Test(shard, produce_is_acknowledged)
 	/* a client connected: the shard takes one end as if accepted */
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	peer = sv[1];
-	conn_on_accept(sh, sv[0], IORING_CQE_F_MORE);
+	conn_on_accept(sh, 0, sv[0], IORING_CQE_F_MORE);
 	cr_assert_not_null(sh->conns);
 
 	blen = test_batch(batch, sizeof(batch), 0, 3, 20, 0, 1700000000000);
@@ -280,7 +280,7 @@ Test(shard_idle, idle_connection_closes_after_the_injected_idle_time)
 
 	shard_poll(sh, T0, 0);   /* the idle timer's first run */
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	conn_on_accept(sh, sv[0], IORING_CQE_F_MORE);
+	conn_on_accept(sh, 0, sv[0], IORING_CQE_F_MORE);
 	t0 = sh->now_ns;   /* its last activity: the turn it was accepted in */
 	for (t = T0; t < T0 + 2000000000ull && !sh->stats.conns_idle_closed; t += 10000000ull) {
 		shard_poll(sh, t, 0);

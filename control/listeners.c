@@ -1,0 +1,261 @@
+/* control/listeners.c — the broker's Kafka client listeners (see
+ * control/listeners.h). @thread main */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "control/config.h"
+#include "control/listeners.h"
+#include "dataplane/broker.h"
+#include "dataplane/tls.h"
+
+/* The next comma-separated item of *pp, trimmed, into buf: 1, 0 at the
+ * end, -1 when it does not fit. */
+static int next_item(const char **pp, char *buf, size_t len)
+{
+	const char *p = *pp, *e;
+	size_t n;
+
+	while (*p == ',' || isspace((unsigned char)*p))
+		p++;
+	if (!*p)
+		return 0;
+	e = strchr(p, ',');
+	n = e ? (size_t)(e - p) : strlen(p);
+	*pp = p + n;
+	while (n && isspace((unsigned char)p[n - 1]))
+		n--;
+	if (n >= len)
+		return -1;
+	memcpy(buf, p, n);
+	buf[n] = 0;
+	return 1;
+}
+
+/* Whether name is an element of the comma-separated list. */
+static int in_list(const char *list, const char *name)
+{
+	const char *p = list;
+	char item[256];
+
+	while (next_item(&p, item, sizeof(item)) > 0)
+		if (!strcmp(item, name))
+			return 1;
+	return 0;
+}
+
+/* The protocol listener.security.protocol.map gives name, into proto; 0,
+ * -ENOENT when it names none, -EINVAL for a bad map. */
+static int map_protocol(const char *map, const char *name, char *proto, size_t len, char *err, size_t errlen)
+{
+	static const char *const known[] = { "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL" };
+	const char *p = map;
+	char item[256];
+	int rc, found = -ENOENT;
+
+	while ((rc = next_item(&p, item, sizeof(item))) != 0) {
+		char *colon = rc > 0 ? strchr(item, ':') : NULL;
+		unsigned i;
+
+		if (!colon || colon == item) {
+			snprintf(err, errlen, "listener.security.protocol.map: cannot parse '%.100s' (expected "
+				 "NAME:PROTOCOL, comma-separated)", rc > 0 ? item : "an entry too long");
+			return -EINVAL;
+		}
+		*colon = 0;
+		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			if (!strcasecmp(colon + 1, known[i]))
+				break;
+		if (i == sizeof(known) / sizeof(known[0])) {
+			snprintf(err, errlen, "listener.security.protocol.map: %s:%s: unknown security protocol "
+				 "(PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)", item, colon + 1);
+			return -EINVAL;
+		}
+		if (!strcmp(item, name) && found == -ENOENT) {
+			snprintf(proto, len, "%s", known[i]);
+			found = 0;
+		}
+	}
+	return found;
+}
+
+/* Split NAME://host:port. */
+static int parse_entry(const char *key, const char *item, char *name, size_t namelen, char *host, size_t hostlen,
+		       int *port, char *err, size_t errlen)
+{
+	const char *sep = strstr(item, "://");
+
+	if (!sep || sep == item || (size_t)(sep - item) >= namelen || config_listener(item, host, hostlen, port) < 0) {
+		snprintf(err, errlen, "%s: cannot parse '%.200s' (expected NAME://HOST:PORT)", key, item);
+		return -EINVAL;
+	}
+	memcpy(name, item, (size_t)(sep - item));
+	name[sep - item] = 0;
+	return 0;
+}
+
+int listeners_resolve(const struct config *c, int broker, struct broker_settings *set, char *err, size_t errlen)
+{
+	const char *ctl = config_str(c, "controller.listener.names");
+	const char *map = config_str(c, "listener.security.protocol.map");
+	const char *inter = config_str(c, "inter.broker.listener.name");
+	const char *p = config_str(c, "listeners");
+	struct broker_listener *l = set->listeners;
+	char item[512], proto[32];
+	int n = 0, rc, first = -1;
+
+	set->nlisteners = 0;
+	while ((rc = next_item(&p, item, sizeof(item))) != 0) {
+		struct broker_listener one = { 0 };
+
+		if (rc < 0 || parse_entry("listeners", item, one.name, sizeof(one.name), one.host, sizeof(one.host),
+					  &one.port, err, errlen) < 0) {
+			if (rc < 0)
+				snprintf(err, errlen, "listeners: an entry is too long");
+			return -EINVAL;
+		}
+		rc = map_protocol(map, one.name, proto, sizeof(proto), err, errlen);
+		if (rc == -EINVAL)
+			return rc;
+		if (rc == -ENOENT) {
+			if (in_list(ctl, one.name))
+				continue;   /* a controller listener: PLAINTEXT, as Kafka's default */
+			snprintf(err, errlen, "listeners: %s: listener.security.protocol.map gives no security protocol "
+				 "for the name %s (add %s:PLAINTEXT or %s:SSL to it)", item, one.name, one.name, one.name);
+			return -EINVAL;
+		}
+		if (!strncmp(proto, "SASL", 4)) {
+			snprintf(err, errlen, "listeners: %s: the %s security protocol is not implemented yet (SASL comes with "
+				 "Sluice's security work: docs/security.md); this port would serve clients with no "
+				 "credentials. Use PLAINTEXT or SSL", item, proto);
+			return -ENOTSUP;
+		}
+		if (in_list(ctl, one.name)) {
+			if (strcmp(proto, "PLAINTEXT")) {
+				snprintf(err, errlen, "listeners: %s: a controller listener over %s is not implemented "
+					 "(the metadata quorum speaks plaintext: docs/security.md)", item, proto);
+				return -ENOTSUP;
+			}
+			continue;
+		}
+		if (!broker)
+			continue;   /* node_role refuses a client listener on a controller only */
+		if (n == BROKER_MAX_LISTENERS) {
+			snprintf(err, errlen, "listeners: more than %d client listeners", BROKER_MAX_LISTENERS);
+			return -EINVAL;
+		}
+		for (int i = 0; i < n; i++)
+			if (!strcmp(l[i].name, one.name) || l[i].port == one.port) {
+				snprintf(err, errlen, "listeners: %s: %s", item,
+					 !strcmp(l[i].name, one.name) ? "the listener name is used twice"
+								      : "the port is another listener's");
+				return -EINVAL;
+			}
+		one.tls = !strcmp(proto, "SSL");
+		snprintf(one.adv_host, sizeof(one.adv_host), "%s", one.host);
+		one.adv_port = one.port;
+		if (*inter ? !strcmp(one.name, inter) : first < 0)
+			first = n;
+		l[n++] = one;
+	}
+	/* what each listener's clients are told */
+	p = config_advertised_listeners(c);
+	while ((rc = next_item(&p, item, sizeof(item))) != 0) {
+		char name[64], host[256];
+		int port, i;
+
+		if (rc < 0 || parse_entry("advertised.listeners", item, name, sizeof(name), host, sizeof(host), &port,
+					  err, errlen) < 0) {
+			if (rc < 0)
+				snprintf(err, errlen, "advertised.listeners: an entry is too long");
+			return -EINVAL;
+		}
+		if (in_list(ctl, name))
+			continue;
+		for (i = 0; i < n && strcmp(l[i].name, name); i++)
+			;
+		if (i == n) {
+			if (!broker)
+				continue;
+			snprintf(err, errlen, "advertised.listeners: %s: no listener is named %s in listeners", item,
+				 name);
+			return -EINVAL;
+		}
+		snprintf(l[i].adv_host, sizeof(l[i].adv_host), "%s", host);
+		l[i].adv_port = port;
+	}
+	for (int i = 0; i < n; i++)
+		if (!strcmp(l[i].adv_host, "0.0.0.0") || !l[i].adv_host[0])
+			gethostname(l[i].adv_host, sizeof(l[i].adv_host));
+	if (!broker || !n)
+		return 0;
+	if (first < 0) {
+		snprintf(err, errlen, "inter.broker.listener.name: %s is not a client listener in listeners", inter);
+		return -EINVAL;
+	}
+	if (l[first].tls) {
+		snprintf(err, errlen, "inter.broker.listener.name: %s is an SSL listener, and replication over TLS "
+			 "is not implemented yet: name a PLAINTEXT listener (docs/security.md)", l[first].name);
+		return -ENOTSUP;
+	}
+	if (first) {   /* the inter-broker listener first */
+		struct broker_listener t = l[first];
+
+		memmove(&l[1], &l[0], sizeof(l[0]) * (size_t)first);
+		l[0] = t;
+	}
+	set->nlisteners = n;
+	snprintf(set->listen_host, sizeof(set->listen_host), "%s", l[0].host);
+	set->listen_port = l[0].port;
+	snprintf(set->adv_host, sizeof(set->adv_host), "%s", l[0].adv_host);
+	set->adv_port = l[0].adv_port;
+	return 0;
+}
+
+int listeners_tls_conf(const struct config *c, const struct broker_settings *set, struct tls_conf *tc, char *err,
+		       size_t errlen)
+{
+	const char *ssl = NULL;
+	const char *p = config_str(c, "ssl.enabled.protocols");
+	char item[64];
+
+	for (int i = 0; i < set->nlisteners && !ssl; i++)
+		if (set->listeners[i].tls)
+			ssl = set->listeners[i].name;
+	if (!ssl)
+		return 0;
+	memset(tc, 0, sizeof(*tc));
+	tc->keystore_location = config_str(c, "ssl.keystore.location");
+	tc->cert_chain = config_str(c, "ssl.keystore.certificate.chain");
+	tc->key = config_str(c, "ssl.keystore.key");
+	tc->key_password = config_str(c, "ssl.key.password");
+	tc->truststore = *config_str(c, "ssl.truststore.location") ? config_str(c, "ssl.truststore.location")
+								   : config_str(c, "ssl.truststore.certificates");
+	tc->client_auth = (int)config_int(c, "ssl.client.auth");
+	tc->cipher_suites = config_str(c, "ssl.cipher.suites");
+	tc->principal_rules = config_str(c, "ssl.principal.mapping.rules");
+	while (next_item(&p, item, sizeof(item)) > 0) {
+		tc->tls12 |= !strcmp(item, "TLSv1.2");
+		tc->tls13 |= !strcmp(item, "TLSv1.3");
+	}
+	if (!*tc->keystore_location && (!*tc->cert_chain || !*tc->key)) {
+		snprintf(err, errlen, "ssl.keystore.location: the SSL listener %s needs a certificate and its key: "
+			 "set ssl.keystore.location (a PEM file with both), or ssl.keystore.certificate.chain and "
+			 "ssl.keystore.key (docs/security.md)", ssl);
+		return -EINVAL;
+	}
+	if (*tc->keystore_location && (*tc->cert_chain || *tc->key)) {
+		snprintf(err, errlen, "ssl.keystore.location: set it or ssl.keystore.certificate.chain and "
+			 "ssl.keystore.key, not both");
+		return -EINVAL;
+	}
+	if (tc->client_auth != TLS_CLIENT_AUTH_NONE && !*tc->truststore) {
+		snprintf(err, errlen, "ssl.truststore.location: ssl.client.auth=%s needs the CA certificates client "
+			 "certificates are checked against", config_str(c, "ssl.client.auth"));
+		return -EINVAL;
+	}
+	return 1;
+}

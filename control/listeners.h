@@ -1,0 +1,30 @@
+/* control/listeners.h — the broker's Kafka client listeners from Kafka's
+ * keys: listeners (NAME://host:port, comma-separated), the security
+ * protocol of each name (listener.security.protocol.map), what clients of
+ * each are told (advertised.listeners, by name) and which one other
+ * brokers use (inter.broker.listener.name). Controller listeners
+ * (controller.listener.names) are left to control/node_role.h.
+ *
+ * Thread: main, at start-up (reads the frozen config).
+ * Errors: 0, or -EINVAL / -ENOTSUP with err naming the key and what to do
+ * (sluiced exits 2).
+ */
+#ifndef SLUICE_LISTENERS_H
+#define SLUICE_LISTENERS_H
+
+#include <stddef.h>
+
+struct config;
+struct broker_settings;
+struct tls_conf;
+
+/* Fill set->listeners (the inter-broker listener first) and its copy in
+ * set->listen_host/port, adv_host/port. A node with no broker role has
+ * none. */
+int listeners_resolve(const struct config *c, int broker, struct broker_settings *set, char *err, size_t errlen);
+/* Whether set has an SSL listener; if so fill tc from the ssl.* keys
+ * (strings borrowed from c), or refuse a missing or contradicting one. */
+int listeners_tls_conf(const struct config *c, const struct broker_settings *set, struct tls_conf *tc, char *err,
+		       size_t errlen);
+
+#endif

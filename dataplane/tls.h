@@ -1,0 +1,109 @@
+/* dataplane/tls.h — TLS for the SSL listeners, with OpenSSL 3 on memory
+ * BIOs: the connection (dataplane/conn.c) receives and sends ciphertext
+ * with its ordinary io_uring operations and hands it to and takes it from
+ * here; the handshake goes on as bytes arrive, so it never blocks the
+ * shard. After the handshake the record layer stays OpenSSL's (this
+ * kernel has no kTLS: see docs/security.md); tls_ktls_probe says whether
+ * the kernel could take it.
+ *
+ * Threads: a struct tls_server is made by main at start-up (before the
+ * shards serve) and reloaded by main (SIGHUP) or the control thread (the
+ * admin endpoint's POST /v1/tls/reload), one at a time (a second at the
+ * same moment is refused, -EBUSY): tls_server_reload swaps the SSL_CTX
+ * with a release store; a shard takes the current one with an acquire
+ * load when it accepts, and a replaced context lives until
+ * tls_server_destroy (reloads are rare), so no shard ever holds a freed
+ * one. A struct tls_conn belongs to the shard
+ * of its connection (@thread shard), all of it.
+ * Owns: the server its SSL_CTXs; a tls_conn its SSL (with both BIOs) and
+ * its ciphertext buffers.
+ * Errors: 0/count or -errno, with err naming the key or file at start.
+ */
+#ifndef SLUICE_TLS_H
+#define SLUICE_TLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+/* What an SSL listener needs, as its config keys give it (strings are
+ * copied). A PEM item is either PEM text (Kafka's
+ * ssl.keystore.certificate.chain, ssl.keystore.key,
+ * ssl.truststore.certificates) or a path to a PEM file. */
+struct tls_conf {
+	const char *keystore_location;  /* ssl.keystore.location: chain and key in one file, or "" */
+	const char *cert_chain;         /* ssl.keystore.certificate.chain (text or file), or "" */
+	const char *key;                /* ssl.keystore.key (text or file), or "" */
+	const char *key_password;       /* ssl.key.password, or "" */
+	const char *truststore;         /* ssl.truststore.location or .certificates, or "" */
+	int client_auth;                /* ssl.client.auth: 0 none, 1 requested, 2 required */
+	int tls12, tls13;               /* ssl.enabled.protocols */
+	const char *cipher_suites;      /* ssl.cipher.suites (IANA or OpenSSL names, comma-separated), or "" */
+	const char *principal_rules;    /* ssl.principal.mapping.rules */
+};
+
+enum tls_client_auth { TLS_CLIENT_AUTH_NONE, TLS_CLIENT_AUTH_REQUESTED, TLS_CLIENT_AUTH_REQUIRED };
+
+struct tls_server;
+struct tls_conn;
+
+/* @thread main. Load the certificates (a bad one: -EINVAL, err naming the
+ * key and file). */
+int tls_server_create(const struct tls_conf *conf, struct tls_server **out, char *err, size_t errlen);
+/* @thread main or control. Read the certificate, key and trust files again; new
+ * connections use them, open ones keep theirs. On failure the old ones
+ * stay. Returns 0 or -errno with err. */
+int tls_server_reload(struct tls_server *s, char *err, size_t errlen);
+/* Reloads done (any thread, relaxed). */
+uint64_t tls_server_reloads(const struct tls_server *s);
+/* @thread main, after the shards stopped. */
+void tls_server_destroy(struct tls_server *s);
+
+/* Whether the kernel has the TLS upper-layer protocol (kTLS): 0 yes, or
+ * -errno (ENOENT: the kernel was built without CONFIG_TLS). */
+int tls_ktls_probe(void);
+
+/* Parse ssl.principal.mapping.rules (-EINVAL, err naming the rule). */
+int tls_principal_rules_check(const char *rules, char *err, size_t errlen);
+/* Map a subject DN ("CN=a,O=b", RFC 2253) through the rules into out:
+ * 0, or -ENOENT when no rule matches (the connection is refused, as
+ * Kafka does). */
+int tls_principal_map(const char *rules, const char *dn, char *out, size_t outlen);
+
+/* ---- a connection's TLS (@thread shard) ------------------------------- */
+
+#define TLS_RX_SIZE (17u * 1024)      /* one receive of ciphertext */
+#define TLS_TX_SIZE (64u * 1024)      /* ciphertext taken per send */
+
+/* The server side of an accepted connection; NULL without memory. */
+struct tls_conn *tls_conn_new(struct tls_server *s);
+void tls_conn_free(struct tls_conn *t);
+/* Where the next receive of ciphertext lands (TLS_RX_SIZE bytes). */
+uint8_t *tls_conn_rx(struct tls_conn *t);
+/* n bytes of ciphertext were received into tls_conn_rx: take them. */
+int tls_conn_feed(struct tls_conn *t, uint32_t n);
+/* Decrypt into buf (cap bytes, > 0), going on with the handshake as
+ * needed. Returns the plaintext bytes (> 0); 0: it needs more
+ * ciphertext; -EPIPE: the peer closed the session (close_notify);
+ * -EPROTO: a handshake or record failure (the connection closes). */
+int tls_conn_read(struct tls_conn *t, uint8_t *buf, uint32_t cap);
+/* Encrypt up to `max` bytes of plaintext from iov (advancing it past
+ * what was taken, *left lessened). Returns the plaintext bytes taken or
+ * -EPROTO. */
+int tls_conn_write(struct tls_conn *t, struct msghdr *msg, size_t *left, size_t max);
+/* Ciphertext waiting to be sent: *buf and its length (0: none). The
+ * bytes stay until tls_conn_sent. */
+uint32_t tls_conn_tx(struct tls_conn *t, const uint8_t **buf);
+/* n bytes of what tls_conn_tx gave were sent. */
+void tls_conn_sent(struct tls_conn *t, uint32_t n);
+/* The handshake is over: 1 the first time it is seen over (the caller
+ * counts it), then 0. */
+int tls_conn_established(struct tls_conn *t);
+/* The client's principal ("User:..." from its certificate through
+ * ssl.principal.mapping.rules; "User:ANONYMOUS" without one) once
+ * established. */
+const char *tls_conn_principal(const struct tls_conn *t);
+/* Why the last failure happened (OpenSSL's reason), for a counter or log. */
+const char *tls_conn_error(const struct tls_conn *t);
+
+#endif

@@ -1,0 +1,117 @@
+/* tests/unit/test_listeners.c — the client listeners from Kafka's keys
+ * (control/listeners.h): names through listener.security.protocol.map,
+ * advertised.listeners per name, the inter-broker listener first, and the
+ * refusals that name their key; and ssl.principal.mapping.rules
+ * (dataplane/tls.h) as Kafka applies them. */
+#include <errno.h>
+#include <string.h>
+
+#include "control/config.h"
+#include "control/listeners.h"
+#include "dataplane/broker.h"
+#include "dataplane/tls.h"
+#include "tests/unit/helpers.h"
+
+static struct config *c;
+static struct broker_settings set;
+static char err[512];
+
+static void setup(void)
+{
+	cr_assert_eq(config_create(&c), 0);
+	memset(&set, 0, sizeof(set));
+	err[0] = 0;
+}
+
+static void teardown(void)
+{
+	config_destroy(c);
+}
+
+static void put(const char *k, const char *v)
+{
+	cr_assert_eq(config_set(c, k, v, NULL, err, sizeof(err)), 0, "%s=%s: %s", k, v, err);
+}
+
+TestSuite(listeners, .init = setup, .fini = teardown);
+
+Test(listeners, named_listeners_with_their_protocols_and_advertised_addresses)
+{
+	put("listeners", "CLIENT://127.0.0.1:9092,SECURE://127.0.0.1:9093,CONTROLLER://127.0.0.1:9094");
+	put("listener.security.protocol.map", "CLIENT:PLAINTEXT,SECURE:SSL,CONTROLLER:PLAINTEXT");
+	put("advertised.listeners", "SECURE://public.example.com:19093");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(set.nlisteners, 2, "the controller listener is not a client's");
+	cr_assert_str_eq(set.listeners[0].name, "CLIENT");
+	cr_assert_eq(set.listeners[0].tls, 0);
+	cr_assert_str_eq(set.listeners[0].adv_host, "127.0.0.1");
+	cr_assert_str_eq(set.listeners[1].name, "SECURE");
+	cr_assert_eq(set.listeners[1].tls, 1);
+	cr_assert_str_eq(set.listeners[1].adv_host, "public.example.com");
+	cr_assert_eq(set.listeners[1].adv_port, 19093);
+	cr_assert_eq(set.listen_port, 9092);
+	cr_assert_eq(set.adv_port, 9092);
+}
+
+Test(listeners, the_inter_broker_listener_comes_first)
+{
+	put("listeners", "SSL://127.0.0.1:9093,PLAINTEXT://127.0.0.1:9092,INTERNAL://10.0.0.1:9095");
+	put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,INTERNAL:PLAINTEXT");
+	put("inter.broker.listener.name", "INTERNAL");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(set.listeners[0].name, "INTERNAL");
+	cr_assert_str_eq(set.adv_host, "10.0.0.1");
+	cr_assert_eq(set.adv_port, 9095);
+	cr_assert_str_eq(set.listeners[1].name, "SSL");
+	cr_assert_str_eq(set.listeners[2].name, "PLAINTEXT");
+}
+
+Test(listeners, refusals_name_the_key)
+{
+	put("listeners", "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093");
+	put("inter.broker.listener.name", "SSL");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -ENOTSUP);
+	cr_assert(strstr(err, "inter.broker.listener.name"), "%s", err);
+	put("inter.broker.listener.name", "NOPE");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "inter.broker.listener.name"), "%s", err);
+	put("inter.broker.listener.name", "");
+	put("listeners", "PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9093");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -ENOTSUP);
+	cr_assert(strstr(err, "listeners") && strstr(err, "SASL_SSL"), "%s", err);
+	put("listeners", "CLIENT://127.0.0.1:9092");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "listener.security.protocol.map"), "%s", err);
+	put("listener.security.protocol.map", "CLIENT:TLS");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "listener.security.protocol.map"), "%s", err);
+	put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL");
+	put("listeners", "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9092");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "port"), "%s", err);
+	put("listeners", "PLAINTEXT://127.0.0.1:9092");
+	put("advertised.listeners", "SSL://x:1");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "advertised.listeners"), "%s", err);
+	cr_assert_neq(config_set(c, "ssl.enabled.protocols", "TLSv1.1,TLSv1.2", NULL, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "ssl.enabled.protocols"), "%s", err);
+}
+
+Test(listeners, principal_mapping_rules_as_kafka)
+{
+	char out[256];
+
+	cr_assert_eq(tls_principal_map("DEFAULT", "CN=app,O=acme", out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "CN=app,O=acme");
+	cr_assert_eq(tls_principal_map("RULE:^CN=([^,]*),O=(.*)$/$1@$2/L,DEFAULT", "CN=App,O=Acme", out, sizeof(out)),
+		     0);
+	cr_assert_str_eq(out, "app@acme");
+	cr_assert_eq(tls_principal_map("RULE:^CN=([a-z]+),O=acme$/$1/U", "CN=app,O=acme", out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "APP");
+	cr_assert_eq(tls_principal_map("RULE:^CN=x$/y/", "CN=app,O=acme", out, sizeof(out)), -ENOENT,
+		     "no rule matches: refused");
+	cr_assert_eq(tls_principal_rules_check("RULE:^CN=(.*)$/$1/,DEFAULT", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(tls_principal_rules_check("RULE:^CN=(/", err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "ssl.principal.mapping.rules"), "%s", err);
+	cr_assert_eq(tls_principal_rules_check("SOMETHING", err, sizeof(err)), -EINVAL);
+}
