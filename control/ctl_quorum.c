@@ -58,6 +58,7 @@
 
 #include "control/config.h"
 #include "control/ctl_internal.h"
+#include "control/meta_diff.h"
 #include "control/metalog.h"
 #include "control/node_role.h"
 #include "control/quorum.h"
@@ -95,6 +96,7 @@ struct ctl_quorum {
 	struct ctl_channel *ch;
 	int nvoters;
 	int32_t last_leader;            /* the last leader seen (-1: none yet) */
+	uint64_t snapshots_installed;   /* snapshots installed after start-up */
 	int32_t took_over;              /* whom this node's leadership replaced (-1: none, or itself) */
 	int leading;                    /* the last leader change named this node */
 	/* this node's proposals in flight (a hash of each record): a record
@@ -302,9 +304,29 @@ static int cq_snapshot(void *arg, void **buf, size_t *len)
 	return metalog_snapshot(cq->ctl->ml, buf, len);
 }
 
+/* A topic the installed snapshot created, deleted or changed (records
+ * this node skipped): followed as each of those records would have been. */
+static void cq_restored_topic(void *arg, const uint8_t id[16], enum meta_diff_kind kind)
+{
+	struct ctl *ctl = arg;
+
+	ctl_follow_note(ctl, id, kind == META_DIFF_CREATED ? CTL_FOLLOW_CREATED :
+			kind == META_DIFF_DELETED ? CTL_FOLLOW_DELETED : CTL_FOLLOW_CHANGED);
+}
+
+/* A snapshot installed: at open (the log's), or on a running node that
+ * fell behind what the others keep (libraft's InstallSnapshot on a voter,
+ * a fetched snapshot on an observer). A running node serves what the
+ * records it skipped did: the image before and after are compared and
+ * each topic created, deleted, grown or reconfigured is followed as its
+ * record would have been (ctl_follow.c); leaders, ISR and replicas follow
+ * the image as after any partition record (the flags below). Before
+ * start-up is done nothing is noted: start-up serves the image it finds. */
 static int cq_restore(void *arg, const void *buf, size_t len)
 {
 	struct ctl_quorum *cq = arg;
+	struct meta_diff *d = NULL;
+	int rc;
 
 	cq->ctl->brokers_changed = 1;   /* the snapshot's brokers (ctl_poll) */
 	cq->ctl->elect_due |= CTL_ELECT_PUBLISH | CTL_ELECT_SCAN;
@@ -312,7 +334,18 @@ static int cq_restore(void *arg, const void *buf, size_t len)
 	cq->ctl->reassign_due = 1;
 	if (cq->ch)
 		ctl_channel_restored(cq->ch);
-	return metalog_restore(cq->ctl->ml, buf, len);
+	if (cq->started && meta_diff_take(cq->ctl->ml, &d) < 0)
+		abort();   /* the control thread's own bookkeeping */
+	rc = metalog_restore(cq->ctl->ml, buf, len);
+	if (rc == 0 && d) {
+		cq->snapshots_installed++;
+		if (meta_diff_each(d, cq->ctl->ml, cq_restored_topic, cq->ctl))
+			cq->ctl->follow_broker = 1;
+		fprintf(stderr, "sluiced: installed a metadata snapshot (this node was behind what the voters "
+			"keep): serving the topics it changed\n");
+	}
+	meta_diff_free(d);
+	return rc;
 }
 
 static void cq_started(struct ctl_quorum *cq);
@@ -651,6 +684,12 @@ static int cq_cluster_voters(struct ctl_quorum *cq, struct quorum_config *qc, ch
 	static struct quorum_voter qv[NODE_ROLE_MAX_VOTERS];
 	static char hosts[NODE_ROLE_MAX_VOTERS][INET_ADDRSTRLEN];
 	struct ctl_channel_voter cv[NODE_ROLE_MAX_VOTERS];
+	/* A test knob, not a setting (docs/cluster.md): a voter keeps this
+	 * many records for observers' fetches, and raft snapshots every this
+	 * many entries keeping as many, so a test makes a node fall behind
+	 * what the voters keep with a few records instead of thousands. */
+	const char *keep = getenv("SLUICE_TEST_METADATA_KEEP");
+	unsigned test_keep = keep ? (unsigned)strtoul(keep, NULL, 10) : 0;
 	int n, rc;
 
 	rc = node_voters_parse(config_str(cq->ctl->cfg, "controller.quorum.voters"), nv, NODE_ROLE_MAX_VOTERS, &n,
@@ -676,6 +715,10 @@ static int cq_cluster_voters(struct ctl_quorum *cq, struct quorum_config *qc, ch
 	if ((rc = ctl_channel_create(cq->ctl, qc->node_id, cv, n, &cq->ch)) < 0) {
 		snprintf(err, errlen, "out of memory for the controller channel");
 		return rc;
+	}
+	if (test_keep) {
+		ctl_channel_keep_max(cq->ch, test_keep);
+		qc->snapshot_threshold = qc->snapshot_trailing = test_keep;
 	}
 	qc->voters = qv;
 	qc->nvoters = n;
@@ -974,6 +1017,7 @@ int ctl_quorum_is_leader(const struct ctl *ctl)
 void ctl_quorum_channel_stats(const struct ctl *ctl, struct ctl_channel_stats *st)
 {
 	ctl_channel_stats(ctl->cq ? ctl->cq->ch : NULL, st);
+	st->snapshots_installed = ctl->cq ? ctl->cq->snapshots_installed : 0;
 }
 
 int ctl_quorum_voters(const struct ctl *ctl)
