@@ -699,9 +699,21 @@ static int cq_cluster_voters(struct ctl_quorum *cq, struct quorum_config *qc, ch
 	cq->nvoters = n;
 	/* a node of one role is always of a cluster: a controller only has
 	 * brokers to serve (a quorum of one among them included), a broker
-	 * only the controllers to follow */
-	if (n <= 1 && !cq->ctl->b->set.controller_only && !cq->ctl->b->set.broker_only)
-		return 0;
+	 * only the controllers to follow; a combined quorum of one opens its
+	 * controller port when it has a controller listener (broker-only
+	 * nodes may join it), else no socket */
+	if (n <= 1 && !cq->ctl->b->set.controller_only && !cq->ctl->b->set.broker_only) {
+		struct node_role *role = calloc(1, sizeof(*role));
+		int port;
+
+		if (!role)
+			return -ENOMEM;
+		port = n == 1 && node_role_check(cq->ctl->cfg, role, err, errlen) == 0 ? role->ctl_port : 0;
+		free(role);
+		err[0] = 0;
+		if (!port)
+			return 0;
+	}
 	for (int i = 0; i < n; i++) {
 		if (cq_resolve(nv[i].host, hosts[i], sizeof(hosts[i])) < 0) {
 			snprintf(err, errlen, "controller.quorum.voters: the host '%s' of node %d does not resolve to "
@@ -810,7 +822,7 @@ int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, con
 	}
 	if (rc == 0) {
 		quorum_voters_text(&qc, vwant, sizeof(vwant));
-		if (strcmp(vhave, vwant)) {
+		if (strcmp(vhave, vwant) && !quorum_same_lone_voter(vhave, vwant)) {
 			snprintf(err, errlen, "node.id: %s belongs to the quorum %s, not to node %d (%s): start this "
 				 "node with the node.id it was made with, or give it its own log.dirs",
 				 cq->dir, vhave, b->set.node_id, vwant);

@@ -1,16 +1,21 @@
 #!/usr/bin/python3
 """How nodes follow the metadata log beyond record by record, against real
-sluiced processes (scripts/cluster) and real Kafka clients.
+sluiced processes (scripts/cluster) and real Kafka clients, on one cluster:
+node 1 a combined broker and voter, the quorum's only voter, and nodes 2
+and 3 brokers only (scripts/cluster start 1 --brokers 2 --combined).
 
-A broker-only node paused (SIGSTOP) while more records are written than
-the voters keep for it catches up by a snapshot once it runs again, and
-serves at once, without a restart, what the records it skipped did: a
-topic created meanwhile opens on it (it leads one partition and follows
-the other: kafka-python produces to both with acks=all and reads them
-back, and its copy of the other is the leader's), a topic deleted
-meanwhile is retired and its directories removed. The voters keep 8
-records here (SLUICE_TEST_METADATA_KEEP, a test knob: docs/cluster.md)
-instead of 4,096."""
+- A quorum of one combined node with a controller listener opens its
+  controller port, so broker-only nodes join it: a topic of replication
+  factor 3 is placed on the three.
+- A broker-only node paused (SIGSTOP) while more records are written than
+  the voter keeps for it catches up by a snapshot once it runs again, and
+  serves at once, without a restart, what the records it skipped did: a
+  topic created meanwhile opens on it (kafka-python produces to every
+  partition with acks=all, the one it leads and those it follows, and
+  reads them back; its copies are the leaders'), a topic deleted
+  meanwhile is retired and its directories removed. The voter keeps 8
+  records here (SLUICE_TEST_METADATA_KEEP, a test knob: docs/cluster.md)
+  instead of 4,096."""
 
 import os
 import signal
@@ -26,65 +31,72 @@ def led(bootstrap, topic, nparts):
     return m if m and len(m) == nparts and all(v[0] >= 0 for v in m.values()) else None
 
 
-@test
-def a_paused_broker_catches_up_by_a_snapshot_and_serves_the_topics_it_skipped():
+def produce_consume(c, topic, nparts, tag):
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    prod = KafkaProducer(bootstrap_servers=c.bootstrap, acks="all", request_timeout_ms=20000, max_block_ms=30000)
+    want = [b"%s%d-%d" % (tag, p, i) for p in range(nparts) for i in range(5)]
+    for v in want:
+        prod.send(topic, v, partition=int(v.split(b"-")[0][len(tag):])).get(timeout=30)
+    prod.close()
+    cons = KafkaConsumer(bootstrap_servers=c.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=20000)
+    cons.assign([TopicPartition(topic, p) for p in range(nparts)])
+    got = []
+    for m in cons:
+        got.append(m.value)
+        if len(got) >= len(want):
+            break
+    cons.close()
+    assert sorted(got) == sorted(want), got
+
+
+@test
+def broker_only_nodes_join_a_combined_quorum_of_one_and_a_paused_one_catches_up_by_a_snapshot():
     from kafka.admin import KafkaAdminClient
 
     # the session outlasts the pause: node 3 stays unfenced, so the topic
     # made while it is paused is placed on it too
-    with Cluster(1, brokers=2, sets=["broker.session.timeout.ms=60000"],
+    with Cluster(1, brokers=2, combined=True, sets=["broker.session.timeout.ms=60000"],
                  env={"SLUICE_TEST_METADATA_KEEP": "8"}) as c:
-        b2 = c.addr(2)
-        create_topic(b2, "gone", 2, 2)
-        until("gone led", lambda: led(b2, "gone", 2))
+        # the lone voter is a combined node with its controller listener:
+        # the brokers joined it (scripts/cluster waited for three brokers)
+        assert c.first == 1 and len(c.addrs) == 3, c.bootstrap
+        props = open(os.path.join(c.dir, "n1", "server.properties")).read()
+        assert "process.roles=broker,controller" in props and "CONTROLLER://" in props, props
+        b1 = c.addr(1)
+        create_topic(b1, "gone", 2, 3)
+        m = until("gone led", lambda: led(b1, "gone", 2))
+        assert all(v[1] == [1, 2, 3] for v in m.values()), ("on the voter and both brokers", m)
         gone = [os.path.join(c.data_dir(3), "gone-%d" % p) for p in range(2)]
         until("node 3 hosts gone", lambda: all(os.path.isdir(d) for d in gone))
         assert c.metric(3, "sluice_controller_metadata_snapshots_installed_total") == 0
 
         os.kill(c.pid(3), signal.SIGSTOP)
         try:
-            # asked of node 2 only: node 3 answers nothing while paused
-            admin = KafkaAdminClient(bootstrap_servers=b2, request_timeout_ms=30000)
+            # asked of node 1 only: node 3 answers nothing while paused
+            admin = KafkaAdminClient(bootstrap_servers=b1, request_timeout_ms=30000)
             try:
                 admin.delete_topics(["gone"])
             finally:
                 admin.close()
-            create_topic(b2, "fresh", 2, 2)
-            for i in range(6):   # more records than the 8 the voter keeps
-                create_topic(b2, "filler%d" % i, 1, 1)
-            fresh = until("fresh led", lambda: led(b2, "fresh", 2))
+            create_topic(b1, "fresh", 3, 3)
+            for i in range(5):   # more records than the 8 the voter keeps
+                create_topic(b1, "filler%d" % i, 1, 1)
+            fresh = until("fresh led", lambda: led(b1, "fresh", 3))
         finally:
             os.kill(c.pid(3), signal.SIGCONT)
 
         until("node 3 installed a snapshot",
               lambda: c.metric(3, "sluice_controller_metadata_snapshots_installed_total") >= 1)
-        assert sorted(v[0] for v in fresh.values()) == [2, 3], ("one partition led by each broker", fresh)
-        assert all(v[1] == [2, 3] for v in fresh.values()), fresh
+        assert sorted(v[0] for v in fresh.values()) == [1, 2, 3], ("each node leads a partition", fresh)
         # the deleted topic leaves node 3 as a DeleteTopics there would
         until("gone's directories removed on node 3", lambda: not any(os.path.exists(d) for d in gone))
         # the new topic is served on node 3 at once: it leads one
-        # partition, follows the other (acks=all needs its copy)
-        prod = KafkaProducer(bootstrap_servers=c.bootstrap, acks="all", request_timeout_ms=20000,
-                             max_block_ms=30000)
-        for i in range(10):
-            for p in range(2):
-                prod.send("fresh", b"f%d-%d" % (p, i), partition=p).get(timeout=30)
-        prod.close()
-        cons = KafkaConsumer(bootstrap_servers=c.bootstrap, auto_offset_reset="earliest",
-                             consumer_timeout_ms=20000)
-        cons.assign([TopicPartition("fresh", 0), TopicPartition("fresh", 1)])
-        got = []
-        for m in cons:
-            got.append(m.value)
-            if len(got) == 20:
-                break
-        cons.close()
-        assert sorted(got) == sorted(b"f%d-%d" % (p, i) for p in range(2) for i in range(10)), got
-        same_logs(c, "fresh", 2, (2, 3))
+        # partition and follows two (acks=all needs its copies)
+        produce_consume(c, "fresh", 3, b"f")
+        same_logs(c, "fresh", 3, (1, 2, 3))
         assert "installed a metadata snapshot" in c.log(3), c.log(3)[-2000:]
-        for pid in (c.pid(2), c.pid(3)):
-            os.kill(pid, signal.SIGKILL)
+        for n in (2, 3):
+            os.kill(c.pid(n), signal.SIGKILL)
 
 
 if __name__ == "__main__":
