@@ -12,7 +12,10 @@
  * A broker-only node (process.roles=broker) is no voter: its quorum is an
  * observer (quorum_config.observer: no raft, no directory), fed by the
  * controller channel's fetches from a voter; the records and snapshots it
- * fetches go through the same apply and restore below. A controller-only
+ * fetches go through the same apply and restore below. It keeps its image
+ * in <log.dirs>/sluice-metadata.image (control/meta_image.h: every 1,024
+ * records, after a snapshot, at close), read back at start as a snapshot
+ * at its index, so a restart fetches only the records after it. A controller-only
  * node is a voter with the channel even as a quorum of one (its brokers
  * reach it there).
  *
@@ -59,6 +62,7 @@
 #include "control/config.h"
 #include "control/ctl_internal.h"
 #include "control/meta_diff.h"
+#include "control/meta_image.h"
 #include "control/metalog.h"
 #include "control/node_role.h"
 #include "control/quorum.h"
@@ -69,6 +73,7 @@
 #define CQ_OLD_DIR "__cluster_metadata-0"
 #define CQ_OLD_DONE "__cluster_metadata-0.imported"
 #define CQ_APPLIED "sluice-applied"
+#define CQ_IMAGE_EVERY 1024             /* a broker-only node writes its image every this many records */
 
 struct ctl_quorum {
 	struct quorum *q;
@@ -97,6 +102,12 @@ struct ctl_quorum {
 	int nvoters;
 	int32_t last_leader;            /* the last leader seen (-1: none yet) */
 	uint64_t snapshots_installed;   /* snapshots installed after start-up */
+	/* a broker-only node: its image on disk (meta_image.h) */
+	char image_path[4300];          /* "" on a voter */
+	uint64_t image_saved;           /* the index of the image on disk (0: none) */
+	unsigned image_every;
+	int image_due;                  /* a snapshot was installed: write the image */
+	int image_failed;               /* a write failed: said once */
 	int32_t took_over;              /* whom this node's leadership replaced (-1: none, or itself) */
 	int leading;                    /* the last leader change named this node */
 	/* this node's proposals in flight (a hash of each record): a record
@@ -337,6 +348,7 @@ static int cq_restore(void *arg, const void *buf, size_t len)
 	if (cq->started && meta_diff_take(cq->ctl->ml, &d) < 0)
 		abort();   /* the control thread's own bookkeeping */
 	rc = metalog_restore(cq->ctl->ml, buf, len);
+	cq->image_due = rc == 0;   /* a broker-only node writes its image (once started) */
 	if (rc == 0 && d) {
 		cq->snapshots_installed++;
 		if (meta_diff_each(d, cq->ctl->ml, cq_restored_topic, cq->ctl))
@@ -461,6 +473,87 @@ int ctl_quorum_propose(struct ctl *ctl, const void *rec, size_t len, ctl_quorum_
 	else if (cq->ch)
 		own_add(cq, w->hash);
 	return rc;
+}
+
+/* ---- a broker-only node's image on disk ---------------------------------- */
+
+/* The test knob SLUICE_TEST_METADATA_KEEP (docs/cluster.md), 0 unset. */
+static unsigned test_keep(void)
+{
+	const char *keep = getenv("SLUICE_TEST_METADATA_KEEP");
+
+	return keep ? (unsigned)strtoul(keep, NULL, 10) : 0;
+}
+
+/* Write the image at the index applied now (each image_every records, after
+ * a snapshot installed, and at close). */
+static void cq_image_save(struct ctl_quorum *cq)
+{
+	uint64_t at = quorum_last_index(cq->q);
+	void *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	cq->image_due = 0;
+	if (at <= cq->image_saved)
+		return;
+	rc = metalog_snapshot(cq->ctl->ml, &buf, &len);
+	if (rc == 0)
+		rc = meta_image_save(cq->image_path, at, buf, len);
+	free(buf);
+	if (rc < 0) {
+		if (!cq->image_failed)
+			fprintf(stderr, "sluiced: cannot write the metadata image %s: %s (a restart fetches the whole "
+				"metadata from the voters instead)\n", cq->image_path, strerror(-rc));
+		cq->image_failed = 1;
+		cq->image_saved = at;   /* not again before image_every more records */
+		return;
+	}
+	cq->image_failed = 0;
+	cq->image_saved = at;
+}
+
+/* At start: the image a previous start wrote, applied as a snapshot at its
+ * index, so the first fetch asks for the records after it. A file that
+ * does not read (damaged, another version, another cluster) is discarded,
+ * and the whole metadata fetched. */
+static void cq_image_load(struct ctl_quorum *cq)
+{
+	struct ctl *ctl = cq->ctl;
+	struct metalog *tmp = NULL;
+	char why[300] = "";
+	uint64_t index = 0;
+	void *snap = NULL;
+	size_t len = 0;
+	int rc = meta_image_load(cq->image_path, &index, &snap, &len, why, sizeof(why));
+
+	if (rc == -ENOENT)
+		return;
+	if (rc == 0 && (metalog_image_new(ctl->b->set.node_id, &tmp) < 0 || metalog_restore(tmp, snap, len) < 0)) {
+		rc = -EPROTO;
+		snprintf(why, sizeof(why), "its snapshot does not read");
+	} else if (rc == 0 && strcmp(metalog_cluster_id(tmp), cq->cluster_id)) {
+		rc = -EINVAL;
+		snprintf(why, sizeof(why), "it is of cluster '%s', not %s", metalog_cluster_id(tmp), cq->cluster_id);
+	}
+	if (tmp)
+		metalog_close(tmp);
+	if (rc == 0 && (rc = quorum_observe_restore(cq->q, index, snap, len)) < 0) {
+		snprintf(why, sizeof(why), "it does not restore: %s", strerror(-rc));
+		metalog_close(ctl->ml);   /* half restored: start empty */
+		if (metalog_image_new(ctl->b->set.node_id, &ctl->ml) < 0)
+			abort();   /* the control thread's own bookkeeping */
+	}
+	free(snap);
+	if (rc < 0) {
+		fprintf(stderr, "sluiced: the metadata image %s: %s: discarded; fetching the whole metadata from the "
+			"voters\n", cq->image_path, why[0] ? why : strerror(-rc));
+		unlink(cq->image_path);
+		return;
+	}
+	cq->image_saved = index;
+	fprintf(stderr, "sluiced: the metadata image %s is at index %llu: fetching the records after it\n",
+		cq->image_path, (unsigned long long)index);
 }
 
 /* ---- the one-time import of an older broker's metadata log --------------- */
@@ -688,8 +781,7 @@ static int cq_cluster_voters(struct ctl_quorum *cq, struct quorum_config *qc, ch
 	 * many records for observers' fetches, and raft snapshots every this
 	 * many entries keeping as many, so a test makes a node fall behind
 	 * what the voters keep with a few records instead of thousands. */
-	const char *keep = getenv("SLUICE_TEST_METADATA_KEEP");
-	unsigned test_keep = keep ? (unsigned)strtoul(keep, NULL, 10) : 0;
+	unsigned keep = test_keep();
 	int n, rc;
 
 	rc = node_voters_parse(config_str(cq->ctl->cfg, "controller.quorum.voters"), nv, NODE_ROLE_MAX_VOTERS, &n,
@@ -728,9 +820,9 @@ static int cq_cluster_voters(struct ctl_quorum *cq, struct quorum_config *qc, ch
 		snprintf(err, errlen, "out of memory for the controller channel");
 		return rc;
 	}
-	if (test_keep) {
-		ctl_channel_keep_max(cq->ch, test_keep);
-		qc->snapshot_threshold = qc->snapshot_trailing = test_keep;
+	if (keep) {
+		ctl_channel_keep_max(cq->ch, keep);
+		qc->snapshot_threshold = qc->snapshot_trailing = keep;
 	}
 	qc->voters = qv;
 	qc->nvoters = n;
@@ -769,9 +861,13 @@ static int cq_open_observer(struct ctl *ctl, struct ctl_quorum *cq, struct quoru
 		return rc;
 	}
 	rc = quorum_open(qc, &cq_ops, cq, &cq->q, err, errlen);
-	if (rc == 0)
-		ctl_channel_bind(cq->ch, cq->q);
-	return rc;
+	if (rc < 0)
+		return rc;
+	ctl_channel_bind(cq->ch, cq->q);
+	snprintf(cq->image_path, sizeof(cq->image_path), "%s/%s", b->set.data_dir, META_IMAGE_FILE);
+	cq->image_every = test_keep() ? test_keep() : CQ_IMAGE_EVERY;
+	cq_image_load(cq);
+	return 0;
 }
 
 int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, const char *msg), char *err,
@@ -996,6 +1092,9 @@ int ctl_quorum_poll(struct ctl *ctl)
 		cq_follower_start(cq);
 		work += ctl_channel_tick(cq->ch);
 	}
+	if (cq->q && cq->image_path[0] && cq->started &&
+	    (cq->image_due || quorum_last_index(cq->q) >= cq->image_saved + cq->image_every))
+		cq_image_save(cq);
 	applied_note(cq);
 	return work;
 }
@@ -1084,6 +1183,8 @@ void ctl_quorum_close(struct ctl *ctl)
 
 	if (!cq)
 		return;
+	if (cq->q && cq->image_path[0] && cq->started)
+		cq_image_save(cq);   /* a restart fetches only what follows */
 	if (cq->ch)
 		ctl_channel_close(cq->ch);
 	if (cq->q) {

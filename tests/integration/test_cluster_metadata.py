@@ -18,6 +18,7 @@ and 3 brokers only (scripts/cluster start 1 --brokers 2 --combined).
   instead of 4,096."""
 
 import os
+import re
 import signal
 import sys
 
@@ -29,6 +30,22 @@ from cluster import Cluster, create_topic, partitions, same_logs, until  # noqa:
 def led(bootstrap, topic, nparts):
     m = partitions(bootstrap, topic)
     return m if m and len(m) == nparts and all(v[0] >= 0 for v in m.values()) else None
+
+
+def in_sync_on(c, node, topic):
+    """Node's own Metadata (raw, v1) lists topic, node in every ISR (its
+    replicas open and caught up)."""
+    from kraw import Conn, R, W
+    w = W()
+    w.array([topic], W.str)
+    with Conn(c.addr(node), timeout=10) as k:
+        r = k.request(3, 1, w)
+    r.array(lambda r: (r.i32(), r.str(), r.i32(), r.str()))   # brokers
+    r.i32()                                                    # controller
+    topics = r.array(lambda r: (r.i16(), r.str(), r.i8(), r.array(
+        lambda r: (r.i16(), r.i32(), r.i32(), r.array(R.i32), r.array(R.i32)))))
+    return any(err == 0 and name == topic and parts and all(p[0] == 0 and node in p[4] for p in parts)
+               for err, name, _, parts in topics)
 
 
 def produce_consume(c, topic, nparts, tag):
@@ -51,7 +68,7 @@ def produce_consume(c, topic, nparts, tag):
 
 @test
 def broker_only_nodes_join_a_combined_quorum_of_one_and_a_paused_one_catches_up_by_a_snapshot():
-    from kafka.admin import KafkaAdminClient
+    from confluent_kafka.admin import AdminClient, NewTopic
 
     # the session outlasts the pause: node 3 stays unfenced, so the topic
     # made while it is paused is placed on it too
@@ -73,14 +90,12 @@ def broker_only_nodes_join_a_combined_quorum_of_one_and_a_paused_one_catches_up_
         os.kill(c.pid(3), signal.SIGSTOP)
         try:
             # asked of node 1 only: node 3 answers nothing while paused
-            admin = KafkaAdminClient(bootstrap_servers=b1, request_timeout_ms=30000)
-            try:
-                admin.delete_topics(["gone"])
-            finally:
-                admin.close()
-            create_topic(b1, "fresh", 3, 3)
-            for i in range(5):   # more records than the 8 the voter keeps
-                create_topic(b1, "filler%d" % i, 1, 1)
+            admin = AdminClient({"bootstrap.servers": b1})
+            admin.delete_topics(["gone"], operation_timeout=30)["gone"].result(60)
+            # and more records than the 8 the voter keeps
+            new = [NewTopic("fresh", 3, 3)] + [NewTopic("filler%d" % i, 1, 1) for i in range(5)]
+            for f in admin.create_topics(new, operation_timeout=30).values():
+                f.result(60)
             fresh = until("fresh led", lambda: led(b1, "fresh", 3))
         finally:
             os.kill(c.pid(3), signal.SIGCONT)
@@ -95,6 +110,24 @@ def broker_only_nodes_join_a_combined_quorum_of_one_and_a_paused_one_catches_up_
         produce_consume(c, "fresh", 3, b"f")
         same_logs(c, "fresh", 3, (1, 2, 3))
         assert "installed a metadata snapshot" in c.log(3), c.log(3)[-2000:]
+
+        # a broker-only node keeps its image: a restart fetches what follows
+        image = os.path.join(c.data_dir(3), "sluice-metadata.image")
+        c.kill(3)
+        c.restart(3)
+        at = re.findall(r"metadata image \S+ is at index (\d+): fetching the records after it", c.log(3))
+        assert at and int(at[-1]) > 1, c.log(3)[-3000:]
+        until("node 3 serves fresh again", lambda: in_sync_on(c, 3, "fresh"))
+        # a damaged image is discarded, named, and the whole metadata fetched
+        c.kill(3)
+        data = bytearray(open(image, "rb").read())
+        data[-5] ^= 0xFF
+        open(image, "wb").write(bytes(data))
+        c.restart(3)
+        assert re.search(r"the metadata image \S+sluice-metadata.image: its CRC does not match \(damaged\): "
+                         r"discarded; fetching the whole metadata", c.log(3)), c.log(3)[-3000:]
+        until("node 3 serves fresh after a whole fetch", lambda: in_sync_on(c, 3, "fresh"))
+        until("a new image written", lambda: os.path.exists(image) and open(image, "rb").read() != bytes(data))
         for n in (2, 3):
             os.kill(c.pid(n), signal.SIGKILL)
 
