@@ -46,6 +46,7 @@
  */
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -361,6 +362,7 @@ static int cq_restore(void *arg, const void *buf, size_t len)
 }
 
 static void cq_started(struct ctl_quorum *cq);
+static int cq_describe_serve(struct ctl *ctl, void **buf, size_t *len);
 
 static void cq_barrier_done(void *cookie, uint64_t index, int err)
 {
@@ -864,6 +866,7 @@ static int cq_open_observer(struct ctl *ctl, struct ctl_quorum *cq, struct quoru
 	if (rc < 0)
 		return rc;
 	ctl_channel_bind(cq->ch, cq->q);
+	ctl_channel_serve_describe(cq->ch, cq_describe_serve);
 	snprintf(cq->image_path, sizeof(cq->image_path), "%s/%s", b->set.data_dir, META_IMAGE_FILE);
 	cq->image_every = test_keep() ? test_keep() : CQ_IMAGE_EVERY;
 	cq_image_load(cq);
@@ -961,8 +964,10 @@ int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, con
 		return rc;
 	}
 	rc = quorum_open(&qc, &cq_ops, cq, &cq->q, err, errlen);
-	if (rc == 0 && cq->ch)
+	if (rc == 0 && cq->ch) {
 		ctl_channel_bind(cq->ch, cq->q);
+		ctl_channel_serve_describe(cq->ch, cq_describe_serve);
+	}
 	if (rc == -EIO || rc == -EPROTO) {
 		size_t l = strlen(err);
 
@@ -1014,11 +1019,11 @@ const struct lathist *ctl_quorum_commit_latency(const struct ctl *ctl)
 	return ctl->cq ? &ctl->cq->commit_lat : NULL;
 }
 
-/* On the control thread: fill a shard's DescribeQuorum answer. */
-static void cq_describe_msg(void *self, struct shard_msg *m)
+/* DescribeQuorum as this node sees it: the voters (their log ends where
+ * this node knows them: the leader's match indexes), and the observers
+ * fetching from it (the leader: every broker-only node that follows it). */
+static void cq_view(struct ctl *ctl, struct coord_quorum *out)
 {
-	struct ctl *ctl = self;
-	struct coord_quorum *out = m->p[1];
 	struct quorum_view st;
 
 	memset(out, 0, sizeof(*out));
@@ -1032,11 +1037,7 @@ static void cq_describe_msg(void *self, struct shard_msg *m)
 		out->voters[i].log_end = st.voters[i].log_end;
 		out->nvoters++;
 	}
-	if (out->err == 0 && quorum_is_observer(ctl->cq->q)) {
-		out->observers[0].id = ctl->b->set.node_id;
-		out->observers[0].log_end = (int64_t)st.last_applied;
-		out->nobservers = 1;
-	} else if (out->err == 0) {
+	if (out->err == 0) {
 		int32_t ids[COORD_QUORUM_MAX_VOTERS];
 		int64_t ends[COORD_QUORUM_MAX_VOTERS];
 
@@ -1046,7 +1047,142 @@ static void cq_describe_msg(void *self, struct shard_msg *m)
 			out->observers[i].log_end = ends[i];
 		}
 	}
-	ctl_reply(ctl, m->p[0], (int)m->v[0]);
+}
+
+/* The leader's view on the controller channel: i32 leader, i32 epoch, i64
+ * high watermark, i64 the leader's clock, i32 n voters then n x (i32 id,
+ * i64 log end), i32 n observers likewise; little-endian. */
+static int cq_describe_serve(struct ctl *ctl, void **buf, size_t *len)
+{
+	struct coord_quorum q;
+	uint8_t *b, *p;
+
+	cq_view(ctl, &q);
+	if (q.err < 0)
+		return q.err;
+	if (!(b = malloc(32 + 12 * (size_t)(q.nvoters + q.nobservers))))
+		return -ENOMEM;
+	p = b;
+#define PUT(v, n) do { uint64_t x_ = htole64((uint64_t)(v)); memcpy(p, &x_, n); p += n; } while (0)
+	PUT(q.leader, 4);
+	PUT(q.epoch, 4);
+	PUT(q.high_watermark, 8);
+	PUT(q.now_ms, 8);
+	PUT(q.nvoters, 4);
+	for (int i = 0; i < q.nvoters; i++) {
+		PUT(q.voters[i].id, 4);
+		PUT(q.voters[i].log_end, 8);
+	}
+	PUT(q.nobservers, 4);
+	for (int i = 0; i < q.nobservers; i++) {
+		PUT(q.observers[i].id, 4);
+		PUT(q.observers[i].log_end, 8);
+	}
+#undef PUT
+	*buf = b;
+	*len = (size_t)(p - b);
+	return 0;
+}
+
+/* The next n (4: signed 32-bit, or 8) bytes of [*p, end) little-endian. */
+static int take(const uint8_t **p, const uint8_t *end, int n, int64_t *v)
+{
+	uint64_t x = 0;
+
+	if (end - *p < n)
+		return -EPROTO;
+	memcpy(&x, *p, (size_t)n);
+	x = le64toh(x);
+	*v = n == 4 ? (int64_t)(int32_t)x : (int64_t)x;
+	*p += n;
+	return 0;
+}
+
+static int cq_view_parse(const uint8_t *p, size_t len, struct coord_quorum *q)
+{
+	const uint8_t *end = p + len;
+	int64_t f[4], n, id, le;
+
+	memset(q, 0, sizeof(*q));
+	for (int i = 0; i < 4; i++)
+		if (take(&p, end, i < 2 ? 4 : 8, &f[i]) < 0)
+			return -EPROTO;
+	q->leader = (int32_t)f[0];
+	q->epoch = (int32_t)f[1];
+	q->high_watermark = f[2];
+	q->now_ms = f[3];
+	for (int list = 0; list < 2; list++) {
+		if (take(&p, end, 4, &n) < 0 || n < 0 || n > COORD_QUORUM_MAX_VOTERS)
+			return -EPROTO;
+		for (int i = 0; i < n; i++) {
+			if (take(&p, end, 4, &id) < 0 || take(&p, end, 8, &le) < 0)
+				return -EPROTO;
+			if (list == 0) {
+				q->voters[i].id = (int32_t)id;
+				q->voters[i].log_end = le;
+			} else {
+				q->observers[i].id = (int32_t)id;
+				q->observers[i].log_end = le;
+			}
+		}
+		if (list == 0)
+			q->nvoters = (int)n;
+		else
+			q->nobservers = (int)n;
+	}
+	return 0;
+}
+
+/* A forwarded DescribeQuorum waiting for the leader's answer. */
+struct cq_asked {
+	struct ctl *ctl;
+	struct kafka_ctx *ctx;
+	struct coord_quorum *out;
+	int from;
+};
+
+static void cq_described(void *cookie, int err, const void *buf, size_t len)
+{
+	struct cq_asked *a = cookie;
+
+	if (err == 0)
+		err = cq_view_parse(buf, len, a->out);
+	if (err < 0) {
+		/* no leader answered: Kafka's NOT_LEADER_OR_FOLLOWER */
+		memset(a->out, 0, sizeof(*a->out));
+		a->out->err = err;
+		a->out->leader = -1;
+	}
+	ctl_reply(a->ctl, a->ctx, a->from);
+	free(a);
+}
+
+/* On the control thread: a shard's DescribeQuorum. As Kafka's brokers
+ * forward it to the active controller, and only the active controller
+ * answers it, a node that does not lead asks the leader over the
+ * controller channel, and answers with the leader's view (every voter's
+ * log end, every observer); with no leader to ask, the error Kafka's
+ * controller gives (NOT_LEADER_OR_FOLLOWER). The leader, and a quorum of
+ * one, answer from their own view. */
+static void cq_describe_msg(void *self, struct shard_msg *m)
+{
+	struct ctl *ctl = self;
+	struct coord_quorum *out = m->p[1];
+	struct ctl_quorum *cq = ctl->cq;
+	struct cq_asked *a;
+	int rc;
+
+	if (!cq || !cq->q || !cq->ch || quorum_is_leader(cq->q)) {
+		cq_view(ctl, out);
+		ctl_reply(ctl, m->p[0], (int)m->v[0]);
+		return;
+	}
+	if (!(a = malloc(sizeof(*a))))
+		abort();   /* the control thread's own bookkeeping */
+	*a = (struct cq_asked){ ctl, m->p[0], out, (int)m->v[0] };
+	rc = ctl_channel_describe(cq->ch, cq_described, a);
+	if (rc < 0)
+		cq_described(a, rc, NULL, 0);
 }
 
 void ctl_quorum_submit(struct kafka_ctx *ctx, struct coord_quorum *out)

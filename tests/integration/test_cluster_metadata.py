@@ -15,16 +15,26 @@ and 3 brokers only (scripts/cluster start 1 --brokers 2 --combined).
   reads them back; its copies are the leaders'), a topic deleted
   meanwhile is retired and its directories removed. The voter keeps 8
   records here (SLUICE_TEST_METADATA_KEEP, a test knob: docs/cluster.md)
-  instead of 4,096."""
+  instead of 4,096.
+- A broker-only node keeps its image on disk: SIGKILLed and started
+  again, it fetches from past index 1; its image damaged, it names the
+  file, fetches the whole metadata and writes a new image.
+- DescribeQuorum asked of any node (the voter or a broker) is the active
+  controller's answer, listing both brokers as observers."""
 
+import json
 import os
 import re
 import signal
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import main, test  # noqa: E402
+from harness import SLUICED, main, test  # noqa: E402
 from cluster import Cluster, create_topic, partitions, same_logs, until  # noqa: E402
+
+
+SLUICECTL = os.path.join(os.path.dirname(SLUICED), "sluicectl")
 
 
 def led(bootstrap, topic, nparts):
@@ -46,6 +56,16 @@ def in_sync_on(c, node, topic):
         lambda r: (r.i16(), r.i32(), r.i32(), r.array(R.i32), r.array(R.i32)))))
     return any(err == 0 and name == topic and parts and all(p[0] == 0 and node in p[4] for p in parts)
                for err, name, _, parts in topics)
+
+
+def observers(c, node):
+    """DescribeQuorum asked of node (sluicectl cluster info): its observers."""
+    out = subprocess.run([SLUICECTL, "-b", c.addr(node), "--format", "json", "cluster", "info"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert out.returncode == 0, out.stderr
+    q = json.loads(out.stdout)["quorum"]
+    assert [v["node_id"] for v in q["voters"]] == [1], q
+    return sorted(o["node_id"] for o in q["observers"])
 
 
 def produce_consume(c, topic, nparts, tag):
@@ -128,6 +148,11 @@ def broker_only_nodes_join_a_combined_quorum_of_one_and_a_paused_one_catches_up_
                          r"discarded; fetching the whole metadata", c.log(3)), c.log(3)[-3000:]
         until("node 3 serves fresh after a whole fetch", lambda: in_sync_on(c, 3, "fresh"))
         until("a new image written", lambda: os.path.exists(image) and open(image, "rb").read() != bytes(data))
+
+        # DescribeQuorum asked of any node is the active controller's
+        # answer: the voter, and both broker-only nodes as observers
+        for n in (1, 2, 3):
+            until("node %d lists both observers" % n, lambda: observers(c, n) == [2, 3])
         for n in (2, 3):
             os.kill(c.pid(n), signal.SIGKILL)
 
