@@ -818,6 +818,27 @@ static void fetch_send(struct ctl_channel *ch)
 	conn_send(ch->out, CH_FETCH, ch->fetch_id, b, sizeof(b), NULL, 0);
 }
 
+/* A snapshot at `upto` was restored: this node's proposals applied at or
+ * before it were passed over (their outcome is the snapshot's, unknown
+ * here): -ESTALE for them now, and for answers naming such an index. */
+static void passed_over(struct ctl_channel *ch, uint64_t upto)
+{
+	struct ch_req **pp = &ch->reqs;
+
+	if (upto > ch->applied_max)
+		ch->applied_max = upto;
+	while (*pp) {
+		struct ch_req *r = *pp;
+
+		if (r->state == RQ_WAIT && r->index <= upto) {
+			*pp = r->next;
+			req_complete(ch, r, -ESTALE, NULL);
+			continue;
+		}
+		pp = &r->next;
+	}
+}
+
 /* A voter answered: apply the records (or the snapshot) in order. */
 static void fetch_answered(struct ctl_channel *ch, const char *p, size_t len)
 {
@@ -842,6 +863,7 @@ static void fetch_answered(struct ctl_channel *ch, const char *p, size_t len)
 			return;
 		}
 		ch->snapshots_got++;
+		passed_over(ch, upto);
 	} else {
 		size_t off = CH_FETCH_HDR + 4;
 		uint32_t n = len >= off ? get32(p + CH_FETCH_HDR) : 0;
