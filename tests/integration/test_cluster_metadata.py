@@ -113,7 +113,7 @@ def broker_only_nodes_join_a_combined_quorum_of_one_and_a_paused_one_catches_up_
             admin = AdminClient({"bootstrap.servers": b1})
             admin.delete_topics(["gone"], operation_timeout=30)["gone"].result(60)
             # and more records than the 8 the voter keeps
-            new = [NewTopic("fresh", 3, 3)] + [NewTopic("filler%d" % i, 1, 1) for i in range(5)]
+            new = [NewTopic("fresh", 3, 3)] + [NewTopic("filler%d" % i, 1, 1) for i in range(8)]
             for f in admin.create_topics(new, operation_timeout=30).values():
                 f.result(60)
             fresh = until("fresh led", lambda: led(b1, "fresh", 3))
