@@ -169,7 +169,8 @@ static const struct config_key keys[] = {
 	{ "controller.listener.names", CONFIG_LIST, "CONTROLLER",
 	  .doc = "Names of the listeners entries the controller uses; they are not served to Kafka "
 		 "clients, and a voter's port must be its controller listener's: it carries the metadata "
-		 "quorum and the controller channel. (A quorum of one opens no controller port.)" },
+		 "quorum and the controller channel. (A quorum of one opens its controller port only when "
+		 "listeners has its controller listener, for broker-only nodes to join it.)" },
 	{ "cluster.id", CONFIG_STRING, "",
 	  .doc = "The cluster this node belongs to (what `kafka-storage format -t` gives a Kafka node): "
 		 "22 characters of base64url. Empty: a new data directory makes one, an existing one "

@@ -137,6 +137,8 @@ struct ctl_channel_stats {
 	/* observers' metadata fetches: sent by this one (a broker-only node),
 	 * snapshots this voter sent, snapshots this observer restored */
 	uint64_t fetches, snapshots_sent, snapshots_got;
+	/* snapshots this node installed after start-up (a voter or not) */
+	uint64_t snapshots_installed;
 };
 void ctl_quorum_channel_stats(const struct ctl *ctl, struct ctl_channel_stats *st);
 /* @thread ctl. Wall-clock ms when the control thread started (uptime). */

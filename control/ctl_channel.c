@@ -14,6 +14,11 @@
  *             leader), answered: 0 or ESTALE, and whether it is fenced.
  *             It carries the sender's last raft log index: the leader's
  *             watch for libraft 0.15's stuck follower (below).
+ *   DESCRIBE  DescribeQuorum asked of a node that does not lead: the
+ *             leader's view of the quorum (its voters' log ends, every
+ *             observer fetching from it), as Kafka's brokers forward
+ *             DescribeQuorum to the active controller; bytes the leader's
+ *             handler makes (ctl_quorum.c), answered or "not leader".
  *   FETCH     an observer's (a broker-only node, not a voter: Kafka's
  *             process.roles=broker) pull of the committed metadata
  *             records from index N on, as Kafka's brokers fetch the
@@ -35,6 +40,8 @@
  *   HEARTBEAT      i32 broker id, i64 broker epoch, u64 last log index
  *   HEARTBEAT_RESP i32 errno, u8 fenced
  *   FETCH          u64 the first index wanted
+ *   DESCRIBE       (nothing)
+ *   DESCRIBE_RESP  i32 errno, then the leader's view (ctl_quorum.c's bytes)
  *   FETCH_RESP     i32 errno, i32 the leader the voter knows (-1: none),
  *                  u64 its term, u64 upto (every record up to it is in
  *                  the answer or before the index asked), u64 the voter's
@@ -80,6 +87,8 @@
 #define CH_HEARTBEAT_RESP 4
 #define CH_FETCH 5
 #define CH_FETCH_RESP 6
+#define CH_DESCRIBE 7
+#define CH_DESCRIBE_RESP 8
 
 #define CH_HDR 13                       /* u32 length, u8 type, u64 id */
 #define CH_FRAME_MAX (64u << 20)        /* a record is at most 1 MiB; a
@@ -112,6 +121,7 @@ struct ch_req {
 	int64_t not_before_ms, deadline_ms;
 	ctl_quorum_done_fn done;
 	ctl_channel_hb_fn hb_done;
+	ctl_channel_describe_fn ds_done;
 	void *cookie;
 };
 
@@ -180,6 +190,7 @@ struct ctl_channel {
 	struct ch_outcome ring[CH_RING];
 	uint64_t applied_max;
 	int (*serve_hb)(struct ctl *ctl, int32_t id, int64_t epoch, int *fenced);
+	int (*serve_ds)(struct ctl *ctl, void **buf, size_t *len);
 	int closed;
 	uint64_t forwarded, served, lost;
 	/* a voter: the records applied lately (a ring, oldest at kept_head);
@@ -696,6 +707,21 @@ static void serve_frame(struct ch_conn *c, int type, uint64_t id, const char *p,
 		put32(b, (uint32_t)(rc < 0 ? -rc : rc));
 		b[4] = (char)(fenced != 0);
 		conn_send(c, CH_HEARTBEAT_RESP, id, b, sizeof(b), NULL, 0);
+	} else if (type == CH_DESCRIBE) {
+		void *view = NULL;
+		size_t vlen = 0;
+		int rc;
+		char b[4];
+
+		if (!ch->q || !quorum_is_leader(ch->q))
+			rc = -QUORUM_ENOTLEADER;
+		else if (!ch->serve_ds)
+			rc = -EAGAIN;
+		else
+			rc = ch->serve_ds(ch->ctl, &view, &vlen);
+		put32(b, (uint32_t)(rc < 0 ? -rc : 0));
+		conn_send(c, CH_DESCRIBE_RESP, id, b, sizeof(b), rc < 0 ? NULL : view, rc < 0 ? 0 : vlen);
+		free(view);
 	} else {
 		conn_close(c);   /* not a request this version knows */
 	}
@@ -725,6 +751,8 @@ static void req_complete(struct ctl_channel *ch, struct ch_req *r, int err, cons
 	(void)ch;
 	if (r->type == CH_PROPOSE)
 		r->done(r->cookie, err, a);
+	else if (r->type == CH_DESCRIBE)
+		r->ds_done(r->cookie, err < 0 ? err : -EIO, NULL, 0);
 	else
 		r->hb_done(r->cookie, err, 1);
 	req_free(r);
@@ -790,6 +818,27 @@ static void fetch_send(struct ctl_channel *ch)
 	conn_send(ch->out, CH_FETCH, ch->fetch_id, b, sizeof(b), NULL, 0);
 }
 
+/* A snapshot at `upto` was restored: this node's proposals applied at or
+ * before it were passed over (their outcome is the snapshot's, unknown
+ * here): -ESTALE for them now, and for answers naming such an index. */
+static void passed_over(struct ctl_channel *ch, uint64_t upto)
+{
+	struct ch_req **pp = &ch->reqs;
+
+	if (upto > ch->applied_max)
+		ch->applied_max = upto;
+	while (*pp) {
+		struct ch_req *r = *pp;
+
+		if (r->state == RQ_WAIT && r->index <= upto) {
+			*pp = r->next;
+			req_complete(ch, r, -ESTALE, NULL);
+			continue;
+		}
+		pp = &r->next;
+	}
+}
+
 /* A voter answered: apply the records (or the snapshot) in order. */
 static void fetch_answered(struct ctl_channel *ch, const char *p, size_t len)
 {
@@ -814,6 +863,7 @@ static void fetch_answered(struct ctl_channel *ch, const char *p, size_t len)
 			return;
 		}
 		ch->snapshots_got++;
+		passed_over(ch, upto);
 	} else {
 		size_t off = CH_FETCH_HDR + 4;
 		uint32_t n = len >= off ? get32(p + CH_FETCH_HDR) : 0;
@@ -856,6 +906,12 @@ static void answer_frame(struct ctl_channel *ch, int type, uint64_t id, const ch
 		req_unlink(ch, r);
 		r->hb_done(r->cookie, -(int)get32(p), p[4] != 0);
 		req_free(r);
+	} else if (type == CH_DESCRIBE_RESP && len >= 4 && r->type == CH_DESCRIBE) {
+		int err = -(int)get32(p);
+
+		req_unlink(ch, r);
+		r->ds_done(r->cookie, err, err ? NULL : p + 4, err ? 0 : len - 4);
+		req_free(r);
 	}
 }
 
@@ -866,6 +922,8 @@ static void req_send(struct ctl_channel *ch, struct ch_req *r)
 	if (r->type == CH_PROPOSE) {
 		ch->forwarded++;
 		conn_send(ch->out, CH_PROPOSE, r->id, r->rec, r->len, NULL, 0);
+	} else if (r->type == CH_DESCRIBE) {
+		conn_send(ch->out, CH_DESCRIBE, r->id, NULL, 0, NULL, 0);
 	} else {
 		char b[20];
 
@@ -960,6 +1018,27 @@ int ctl_channel_heartbeat(struct ctl_channel *ch, int32_t id, int64_t epoch, ctl
 	r->deadline_ms = ch->ctl->now_ms + CH_HB_MS;
 	req_send(ch, r);
 	return 0;
+}
+
+int ctl_channel_describe(struct ctl_channel *ch, ctl_channel_describe_fn done, void *cookie)
+{
+	struct ch_req *r;
+
+	if (ch->closed)
+		return -ESHUTDOWN;
+	if (!ch->out)
+		return -ENOTCONN;
+	r = req_new(ch, CH_DESCRIBE);
+	r->ds_done = done;
+	r->cookie = cookie;
+	r->deadline_ms = ch->ctl->now_ms + CH_HB_MS;
+	req_send(ch, r);
+	return 0;
+}
+
+void ctl_channel_serve_describe(struct ctl_channel *ch, int (*fn)(struct ctl *ctl, void **buf, size_t *len))
+{
+	ch->serve_ds = fn;
 }
 
 void ctl_channel_serve_heartbeats(struct ctl_channel *ch,
@@ -1072,7 +1151,7 @@ int ctl_channel_tick(struct ctl_channel *ch)
 	while (*pp) {
 		struct ch_req *r = *pp;
 
-		if ((r->state == RQ_QUEUED || (r->type == CH_HEARTBEAT && r->state == RQ_SENT)) &&
+		if ((r->state == RQ_QUEUED || (r->type != CH_PROPOSE && r->state == RQ_SENT)) &&
 		    now >= r->deadline_ms) {
 			*pp = r->next;
 			req_complete(ch, r, -ETIMEDOUT, NULL);

@@ -260,8 +260,8 @@ static void elect_republish(struct ctl *ctl)
 		const struct meta_topic *mt = metalog_topic(ctl->ml, t->name);
 		struct md_topic *nt;
 
-		if (!mt || topic_current(t, mt))
-			continue;
+		if (!mt || memcmp(mt->id, t->id, 16) || topic_current(t, mt))
+			continue;   /* (another id: deleted and made again, ctl_follow.c's) */
 		nt = ctl_topic_build(ctl, mt);
 		ctl_topic_keep(nt, t);
 		for (int32_t j = 0; j < nt->nparts; j++) {

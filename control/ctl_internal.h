@@ -263,6 +263,16 @@ int ctl_channel_propose(struct ctl_channel *ch, const void *rec, size_t len, ctl
 /* A broker heartbeat to the leader: 0 (done runs once), or -ENOTCONN (not
  * connected to a leader now) / -ESHUTDOWN and done never runs. */
 int ctl_channel_heartbeat(struct ctl_channel *ch, int32_t id, int64_t epoch, ctl_channel_hb_fn done, void *cookie);
+/* DescribeQuorum's view from the leader: err 0 and its bytes (borrowed
+ * for the call), or -ENOTCONN/-ETIMEDOUT (no answer), QUORUM_ENOTLEADER,
+ * -ESHUTDOWN. */
+typedef void (*ctl_channel_describe_fn)(void *cookie, int err, const void *buf, size_t len);
+/* Ask the leader for it: 0 (done runs once), or -ENOTCONN (not connected
+ * to a leader now) / -ESHUTDOWN and done never runs. */
+int ctl_channel_describe(struct ctl_channel *ch, ctl_channel_describe_fn done, void *cookie);
+/* What makes that view while this node leads (ctl_quorum.c's: malloc()ed
+ * bytes, 0 or -errno). */
+void ctl_channel_serve_describe(struct ctl_channel *ch, int (*fn)(struct ctl *ctl, void **buf, size_t *len));
 /* What serves heartbeats here while this node leads (ctl_brokers.c's). */
 void ctl_channel_serve_heartbeats(struct ctl_channel *ch,
 				  int (*fn)(struct ctl *ctl, int32_t id, int64_t epoch, int *fenced));

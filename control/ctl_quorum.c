@@ -12,7 +12,10 @@
  * A broker-only node (process.roles=broker) is no voter: its quorum is an
  * observer (quorum_config.observer: no raft, no directory), fed by the
  * controller channel's fetches from a voter; the records and snapshots it
- * fetches go through the same apply and restore below. A controller-only
+ * fetches go through the same apply and restore below. It keeps its image
+ * in <log.dirs>/sluice-metadata.image (control/meta_image.h: every 1,024
+ * records, after a snapshot, at close), read back at start as a snapshot
+ * at its index, so a restart fetches only the records after it. A controller-only
  * node is a voter with the channel even as a quorum of one (its brokers
  * reach it there).
  *
@@ -43,6 +46,7 @@
  */
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -58,6 +62,8 @@
 
 #include "control/config.h"
 #include "control/ctl_internal.h"
+#include "control/meta_diff.h"
+#include "control/meta_image.h"
 #include "control/metalog.h"
 #include "control/node_role.h"
 #include "control/quorum.h"
@@ -68,6 +74,7 @@
 #define CQ_OLD_DIR "__cluster_metadata-0"
 #define CQ_OLD_DONE "__cluster_metadata-0.imported"
 #define CQ_APPLIED "sluice-applied"
+#define CQ_IMAGE_EVERY 1024             /* a broker-only node writes its image every this many records */
 
 struct ctl_quorum {
 	struct quorum *q;
@@ -95,6 +102,13 @@ struct ctl_quorum {
 	struct ctl_channel *ch;
 	int nvoters;
 	int32_t last_leader;            /* the last leader seen (-1: none yet) */
+	uint64_t snapshots_installed;   /* snapshots installed after start-up */
+	/* a broker-only node: its image on disk (meta_image.h) */
+	char image_path[4300];          /* "" on a voter */
+	uint64_t image_saved;           /* the index of the image on disk (0: none) */
+	unsigned image_every;
+	int image_due;                  /* a snapshot was installed: write the image */
+	int image_failed;               /* a write failed: said once */
 	int32_t took_over;              /* whom this node's leadership replaced (-1: none, or itself) */
 	int leading;                    /* the last leader change named this node */
 	/* this node's proposals in flight (a hash of each record): a record
@@ -302,9 +316,29 @@ static int cq_snapshot(void *arg, void **buf, size_t *len)
 	return metalog_snapshot(cq->ctl->ml, buf, len);
 }
 
+/* A topic the installed snapshot created, deleted or changed (records
+ * this node skipped): followed as each of those records would have been. */
+static void cq_restored_topic(void *arg, const uint8_t id[16], enum meta_diff_kind kind)
+{
+	struct ctl *ctl = arg;
+
+	ctl_follow_note(ctl, id, kind == META_DIFF_CREATED ? CTL_FOLLOW_CREATED :
+			kind == META_DIFF_DELETED ? CTL_FOLLOW_DELETED : CTL_FOLLOW_CHANGED);
+}
+
+/* A snapshot installed: at open (the log's), or on a running node that
+ * fell behind what the others keep (libraft's InstallSnapshot on a voter,
+ * a fetched snapshot on an observer). A running node serves what the
+ * records it skipped did: the image before and after are compared and
+ * each topic created, deleted, grown or reconfigured is followed as its
+ * record would have been (ctl_follow.c); leaders, ISR and replicas follow
+ * the image as after any partition record (the flags below). Before
+ * start-up is done nothing is noted: start-up serves the image it finds. */
 static int cq_restore(void *arg, const void *buf, size_t len)
 {
 	struct ctl_quorum *cq = arg;
+	struct meta_diff *d = NULL;
+	int rc;
 
 	cq->ctl->brokers_changed = 1;   /* the snapshot's brokers (ctl_poll) */
 	cq->ctl->elect_due |= CTL_ELECT_PUBLISH | CTL_ELECT_SCAN;
@@ -312,10 +346,23 @@ static int cq_restore(void *arg, const void *buf, size_t len)
 	cq->ctl->reassign_due = 1;
 	if (cq->ch)
 		ctl_channel_restored(cq->ch);
-	return metalog_restore(cq->ctl->ml, buf, len);
+	if (cq->started && meta_diff_take(cq->ctl->ml, &d) < 0)
+		abort();   /* the control thread's own bookkeeping */
+	rc = metalog_restore(cq->ctl->ml, buf, len);
+	cq->image_due = rc == 0;   /* a broker-only node writes its image (once started) */
+	if (rc == 0 && d) {
+		cq->snapshots_installed++;
+		if (meta_diff_each(d, cq->ctl->ml, cq_restored_topic, cq->ctl))
+			cq->ctl->follow_broker = 1;
+		fprintf(stderr, "sluiced: installed a metadata snapshot (this node was behind what the voters "
+			"keep): serving the topics it changed\n");
+	}
+	meta_diff_free(d);
+	return rc;
 }
 
 static void cq_started(struct ctl_quorum *cq);
+static int cq_describe_serve(struct ctl *ctl, void **buf, size_t *len);
 
 static void cq_barrier_done(void *cookie, uint64_t index, int err)
 {
@@ -428,6 +475,87 @@ int ctl_quorum_propose(struct ctl *ctl, const void *rec, size_t len, ctl_quorum_
 	else if (cq->ch)
 		own_add(cq, w->hash);
 	return rc;
+}
+
+/* ---- a broker-only node's image on disk ---------------------------------- */
+
+/* The test knob SLUICE_TEST_METADATA_KEEP (docs/cluster.md), 0 unset. */
+static unsigned test_keep(void)
+{
+	const char *keep = getenv("SLUICE_TEST_METADATA_KEEP");
+
+	return keep ? (unsigned)strtoul(keep, NULL, 10) : 0;
+}
+
+/* Write the image at the index applied now (each image_every records, after
+ * a snapshot installed, and at close). */
+static void cq_image_save(struct ctl_quorum *cq)
+{
+	uint64_t at = quorum_last_index(cq->q);
+	void *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	cq->image_due = 0;
+	if (at <= cq->image_saved)
+		return;
+	rc = metalog_snapshot(cq->ctl->ml, &buf, &len);
+	if (rc == 0)
+		rc = meta_image_save(cq->image_path, at, buf, len);
+	free(buf);
+	if (rc < 0) {
+		if (!cq->image_failed)
+			fprintf(stderr, "sluiced: cannot write the metadata image %s: %s (a restart fetches the whole "
+				"metadata from the voters instead)\n", cq->image_path, strerror(-rc));
+		cq->image_failed = 1;
+		cq->image_saved = at;   /* not again before image_every more records */
+		return;
+	}
+	cq->image_failed = 0;
+	cq->image_saved = at;
+}
+
+/* At start: the image a previous start wrote, applied as a snapshot at its
+ * index, so the first fetch asks for the records after it. A file that
+ * does not read (damaged, another version, another cluster) is discarded,
+ * and the whole metadata fetched. */
+static void cq_image_load(struct ctl_quorum *cq)
+{
+	struct ctl *ctl = cq->ctl;
+	struct metalog *tmp = NULL;
+	char why[300] = "";
+	uint64_t index = 0;
+	void *snap = NULL;
+	size_t len = 0;
+	int rc = meta_image_load(cq->image_path, &index, &snap, &len, why, sizeof(why));
+
+	if (rc == -ENOENT)
+		return;
+	if (rc == 0 && (metalog_image_new(ctl->b->set.node_id, &tmp) < 0 || metalog_restore(tmp, snap, len) < 0)) {
+		rc = -EPROTO;
+		snprintf(why, sizeof(why), "its snapshot does not read");
+	} else if (rc == 0 && strcmp(metalog_cluster_id(tmp), cq->cluster_id)) {
+		rc = -EINVAL;
+		snprintf(why, sizeof(why), "it is of cluster '%s', not %s", metalog_cluster_id(tmp), cq->cluster_id);
+	}
+	if (tmp)
+		metalog_close(tmp);
+	if (rc == 0 && (rc = quorum_observe_restore(cq->q, index, snap, len)) < 0) {
+		snprintf(why, sizeof(why), "it does not restore: %s", strerror(-rc));
+		metalog_close(ctl->ml);   /* half restored: start empty */
+		if (metalog_image_new(ctl->b->set.node_id, &ctl->ml) < 0)
+			abort();   /* the control thread's own bookkeeping */
+	}
+	free(snap);
+	if (rc < 0) {
+		fprintf(stderr, "sluiced: the metadata image %s: %s: discarded; fetching the whole metadata from the "
+			"voters\n", cq->image_path, why[0] ? why : strerror(-rc));
+		unlink(cq->image_path);
+		return;
+	}
+	cq->image_saved = index;
+	fprintf(stderr, "sluiced: the metadata image %s is at index %llu: fetching the records after it\n",
+		cq->image_path, (unsigned long long)index);
 }
 
 /* ---- the one-time import of an older broker's metadata log --------------- */
@@ -651,6 +779,11 @@ static int cq_cluster_voters(struct ctl_quorum *cq, struct quorum_config *qc, ch
 	static struct quorum_voter qv[NODE_ROLE_MAX_VOTERS];
 	static char hosts[NODE_ROLE_MAX_VOTERS][INET_ADDRSTRLEN];
 	struct ctl_channel_voter cv[NODE_ROLE_MAX_VOTERS];
+	/* A test knob, not a setting (docs/cluster.md): a voter keeps this
+	 * many records for observers' fetches, and raft snapshots every this
+	 * many entries keeping as many, so a test makes a node fall behind
+	 * what the voters keep with a few records instead of thousands. */
+	unsigned keep = test_keep();
 	int n, rc;
 
 	rc = node_voters_parse(config_str(cq->ctl->cfg, "controller.quorum.voters"), nv, NODE_ROLE_MAX_VOTERS, &n,
@@ -660,9 +793,21 @@ static int cq_cluster_voters(struct ctl_quorum *cq, struct quorum_config *qc, ch
 	cq->nvoters = n;
 	/* a node of one role is always of a cluster: a controller only has
 	 * brokers to serve (a quorum of one among them included), a broker
-	 * only the controllers to follow */
-	if (n <= 1 && !cq->ctl->b->set.controller_only && !cq->ctl->b->set.broker_only)
-		return 0;
+	 * only the controllers to follow; a combined quorum of one opens its
+	 * controller port when it has a controller listener (broker-only
+	 * nodes may join it), else no socket */
+	if (n <= 1 && !cq->ctl->b->set.controller_only && !cq->ctl->b->set.broker_only) {
+		struct node_role *role = calloc(1, sizeof(*role));
+		int port;
+
+		if (!role)
+			return -ENOMEM;
+		port = n == 1 && node_role_check(cq->ctl->cfg, role, err, errlen) == 0 ? role->ctl_port : 0;
+		free(role);
+		err[0] = 0;
+		if (!port)
+			return 0;
+	}
 	for (int i = 0; i < n; i++) {
 		if (cq_resolve(nv[i].host, hosts[i], sizeof(hosts[i])) < 0) {
 			snprintf(err, errlen, "controller.quorum.voters: the host '%s' of node %d does not resolve to "
@@ -676,6 +821,10 @@ static int cq_cluster_voters(struct ctl_quorum *cq, struct quorum_config *qc, ch
 	if ((rc = ctl_channel_create(cq->ctl, qc->node_id, cv, n, &cq->ch)) < 0) {
 		snprintf(err, errlen, "out of memory for the controller channel");
 		return rc;
+	}
+	if (keep) {
+		ctl_channel_keep_max(cq->ch, keep);
+		qc->snapshot_threshold = qc->snapshot_trailing = keep;
 	}
 	qc->voters = qv;
 	qc->nvoters = n;
@@ -714,9 +863,14 @@ static int cq_open_observer(struct ctl *ctl, struct ctl_quorum *cq, struct quoru
 		return rc;
 	}
 	rc = quorum_open(qc, &cq_ops, cq, &cq->q, err, errlen);
-	if (rc == 0)
-		ctl_channel_bind(cq->ch, cq->q);
-	return rc;
+	if (rc < 0)
+		return rc;
+	ctl_channel_bind(cq->ch, cq->q);
+	ctl_channel_serve_describe(cq->ch, cq_describe_serve);
+	snprintf(cq->image_path, sizeof(cq->image_path), "%s/%s", b->set.data_dir, META_IMAGE_FILE);
+	cq->image_every = test_keep() ? test_keep() : CQ_IMAGE_EVERY;
+	cq_image_load(cq);
+	return 0;
 }
 
 int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, const char *msg), char *err,
@@ -767,7 +921,7 @@ int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, con
 	}
 	if (rc == 0) {
 		quorum_voters_text(&qc, vwant, sizeof(vwant));
-		if (strcmp(vhave, vwant)) {
+		if (strcmp(vhave, vwant) && !quorum_same_lone_voter(vhave, vwant)) {
 			snprintf(err, errlen, "node.id: %s belongs to the quorum %s, not to node %d (%s): start this "
 				 "node with the node.id it was made with, or give it its own log.dirs",
 				 cq->dir, vhave, b->set.node_id, vwant);
@@ -810,8 +964,10 @@ int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, con
 		return rc;
 	}
 	rc = quorum_open(&qc, &cq_ops, cq, &cq->q, err, errlen);
-	if (rc == 0 && cq->ch)
+	if (rc == 0 && cq->ch) {
 		ctl_channel_bind(cq->ch, cq->q);
+		ctl_channel_serve_describe(cq->ch, cq_describe_serve);
+	}
 	if (rc == -EIO || rc == -EPROTO) {
 		size_t l = strlen(err);
 
@@ -863,11 +1019,11 @@ const struct lathist *ctl_quorum_commit_latency(const struct ctl *ctl)
 	return ctl->cq ? &ctl->cq->commit_lat : NULL;
 }
 
-/* On the control thread: fill a shard's DescribeQuorum answer. */
-static void cq_describe_msg(void *self, struct shard_msg *m)
+/* DescribeQuorum as this node sees it: the voters (their log ends where
+ * this node knows them: the leader's match indexes), and the observers
+ * fetching from it (the leader: every broker-only node that follows it). */
+static void cq_view(struct ctl *ctl, struct coord_quorum *out)
 {
-	struct ctl *ctl = self;
-	struct coord_quorum *out = m->p[1];
 	struct quorum_view st;
 
 	memset(out, 0, sizeof(*out));
@@ -881,11 +1037,7 @@ static void cq_describe_msg(void *self, struct shard_msg *m)
 		out->voters[i].log_end = st.voters[i].log_end;
 		out->nvoters++;
 	}
-	if (out->err == 0 && quorum_is_observer(ctl->cq->q)) {
-		out->observers[0].id = ctl->b->set.node_id;
-		out->observers[0].log_end = (int64_t)st.last_applied;
-		out->nobservers = 1;
-	} else if (out->err == 0) {
+	if (out->err == 0) {
 		int32_t ids[COORD_QUORUM_MAX_VOTERS];
 		int64_t ends[COORD_QUORUM_MAX_VOTERS];
 
@@ -895,7 +1047,142 @@ static void cq_describe_msg(void *self, struct shard_msg *m)
 			out->observers[i].log_end = ends[i];
 		}
 	}
-	ctl_reply(ctl, m->p[0], (int)m->v[0]);
+}
+
+/* The leader's view on the controller channel: i32 leader, i32 epoch, i64
+ * high watermark, i64 the leader's clock, i32 n voters then n x (i32 id,
+ * i64 log end), i32 n observers likewise; little-endian. */
+static int cq_describe_serve(struct ctl *ctl, void **buf, size_t *len)
+{
+	struct coord_quorum q;
+	uint8_t *b, *p;
+
+	cq_view(ctl, &q);
+	if (q.err < 0)
+		return q.err;
+	if (!(b = malloc(32 + 12 * (size_t)(q.nvoters + q.nobservers))))
+		return -ENOMEM;
+	p = b;
+#define PUT(v, n) do { uint64_t x_ = htole64((uint64_t)(v)); memcpy(p, &x_, n); p += n; } while (0)
+	PUT(q.leader, 4);
+	PUT(q.epoch, 4);
+	PUT(q.high_watermark, 8);
+	PUT(q.now_ms, 8);
+	PUT(q.nvoters, 4);
+	for (int i = 0; i < q.nvoters; i++) {
+		PUT(q.voters[i].id, 4);
+		PUT(q.voters[i].log_end, 8);
+	}
+	PUT(q.nobservers, 4);
+	for (int i = 0; i < q.nobservers; i++) {
+		PUT(q.observers[i].id, 4);
+		PUT(q.observers[i].log_end, 8);
+	}
+#undef PUT
+	*buf = b;
+	*len = (size_t)(p - b);
+	return 0;
+}
+
+/* The next n (4: signed 32-bit, or 8) bytes of [*p, end) little-endian. */
+static int take(const uint8_t **p, const uint8_t *end, int n, int64_t *v)
+{
+	uint64_t x = 0;
+
+	if (end - *p < n)
+		return -EPROTO;
+	memcpy(&x, *p, (size_t)n);
+	x = le64toh(x);
+	*v = n == 4 ? (int64_t)(int32_t)x : (int64_t)x;
+	*p += n;
+	return 0;
+}
+
+static int cq_view_parse(const uint8_t *p, size_t len, struct coord_quorum *q)
+{
+	const uint8_t *end = p + len;
+	int64_t f[4], n, id, le;
+
+	memset(q, 0, sizeof(*q));
+	for (int i = 0; i < 4; i++)
+		if (take(&p, end, i < 2 ? 4 : 8, &f[i]) < 0)
+			return -EPROTO;
+	q->leader = (int32_t)f[0];
+	q->epoch = (int32_t)f[1];
+	q->high_watermark = f[2];
+	q->now_ms = f[3];
+	for (int list = 0; list < 2; list++) {
+		if (take(&p, end, 4, &n) < 0 || n < 0 || n > COORD_QUORUM_MAX_VOTERS)
+			return -EPROTO;
+		for (int i = 0; i < n; i++) {
+			if (take(&p, end, 4, &id) < 0 || take(&p, end, 8, &le) < 0)
+				return -EPROTO;
+			if (list == 0) {
+				q->voters[i].id = (int32_t)id;
+				q->voters[i].log_end = le;
+			} else {
+				q->observers[i].id = (int32_t)id;
+				q->observers[i].log_end = le;
+			}
+		}
+		if (list == 0)
+			q->nvoters = (int)n;
+		else
+			q->nobservers = (int)n;
+	}
+	return 0;
+}
+
+/* A forwarded DescribeQuorum waiting for the leader's answer. */
+struct cq_asked {
+	struct ctl *ctl;
+	struct kafka_ctx *ctx;
+	struct coord_quorum *out;
+	int from;
+};
+
+static void cq_described(void *cookie, int err, const void *buf, size_t len)
+{
+	struct cq_asked *a = cookie;
+
+	if (err == 0)
+		err = cq_view_parse(buf, len, a->out);
+	if (err < 0) {
+		/* no leader answered: Kafka's NOT_LEADER_OR_FOLLOWER */
+		memset(a->out, 0, sizeof(*a->out));
+		a->out->err = err;
+		a->out->leader = -1;
+	}
+	ctl_reply(a->ctl, a->ctx, a->from);
+	free(a);
+}
+
+/* On the control thread: a shard's DescribeQuorum. As Kafka's brokers
+ * forward it to the active controller, and only the active controller
+ * answers it, a node that does not lead asks the leader over the
+ * controller channel, and answers with the leader's view (every voter's
+ * log end, every observer); with no leader to ask, the error Kafka's
+ * controller gives (NOT_LEADER_OR_FOLLOWER). The leader, and a quorum of
+ * one, answer from their own view. */
+static void cq_describe_msg(void *self, struct shard_msg *m)
+{
+	struct ctl *ctl = self;
+	struct coord_quorum *out = m->p[1];
+	struct ctl_quorum *cq = ctl->cq;
+	struct cq_asked *a;
+	int rc;
+
+	if (!cq || !cq->q || !cq->ch || quorum_is_leader(cq->q)) {
+		cq_view(ctl, out);
+		ctl_reply(ctl, m->p[0], (int)m->v[0]);
+		return;
+	}
+	if (!(a = malloc(sizeof(*a))))
+		abort();   /* the control thread's own bookkeeping */
+	*a = (struct cq_asked){ ctl, m->p[0], out, (int)m->v[0] };
+	rc = ctl_channel_describe(cq->ch, cq_described, a);
+	if (rc < 0)
+		cq_described(a, rc, NULL, 0);
 }
 
 void ctl_quorum_submit(struct kafka_ctx *ctx, struct coord_quorum *out)
@@ -941,6 +1228,9 @@ int ctl_quorum_poll(struct ctl *ctl)
 		cq_follower_start(cq);
 		work += ctl_channel_tick(cq->ch);
 	}
+	if (cq->q && cq->image_path[0] && cq->started &&
+	    (cq->image_due || quorum_last_index(cq->q) >= cq->image_saved + cq->image_every))
+		cq_image_save(cq);
 	applied_note(cq);
 	return work;
 }
@@ -974,6 +1264,7 @@ int ctl_quorum_is_leader(const struct ctl *ctl)
 void ctl_quorum_channel_stats(const struct ctl *ctl, struct ctl_channel_stats *st)
 {
 	ctl_channel_stats(ctl->cq ? ctl->cq->ch : NULL, st);
+	st->snapshots_installed = ctl->cq ? ctl->cq->snapshots_installed : 0;
 }
 
 int ctl_quorum_voters(const struct ctl *ctl)
@@ -1028,6 +1319,8 @@ void ctl_quorum_close(struct ctl *ctl)
 
 	if (!cq)
 		return;
+	if (cq->q && cq->image_path[0] && cq->started)
+		cq_image_save(cq);   /* a restart fetches only what follows */
 	if (cq->ch)
 		ctl_channel_close(cq->ch);
 	if (cq->q) {

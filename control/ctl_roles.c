@@ -206,6 +206,8 @@ void ctl_roles_refresh(struct ctl *ctl)
 		const struct meta_topic *mt = metalog_topic_at(ctl->ml, i);
 		const struct md_topic *t = md_find(md, mt->name, (int32_t)strlen(mt->name));
 
+		if (t && memcmp(t->id, mt->id, 16))
+			continue;   /* the served one is a topic of that name deleted since */
 		for (int32_t j = 0; t && j < t->nparts && j < mt->partitions; j++)
 			if (t->parts[j].part)
 				role_send(ctl, mt, &t->parts[j]);

@@ -157,6 +157,13 @@ static void render_process(struct ctl *ctl, struct broker *b, struct textbuf *t)
 			       "# TYPE sluice_controller_stuck_follower_transfers_total counter\n"
 			       "sluice_controller_stuck_follower_transfers_total %llu\n",
 			       (unsigned long long)cs.stuck_transfers);
+		textbuf_printf(t, "# HELP sluice_controller_metadata_snapshots_installed_total Metadata snapshots "
+			       "this running node installed because it fell behind what the voters keep (libraft's "
+			       "InstallSnapshot on a voter, a fetched snapshot on a broker-only node); the topics "
+			       "they changed are served at once.\n"
+			       "# TYPE sluice_controller_metadata_snapshots_installed_total counter\n"
+			       "sluice_controller_metadata_snapshots_installed_total %llu\n",
+			       (unsigned long long)cs.snapshots_installed);
 	}
 	fam(t, "shards", "gauge", "Shards (pinned data-path threads) of the broker.");
 	textbuf_printf(t, "sluice_shards %d\n", b->set.nshards);

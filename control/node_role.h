@@ -12,7 +12,8 @@
  * node.id must not be among the voters, it has no controller listener and
  * reaches the controllers at their voter addresses). An empty voter list,
  * or one naming only this combined node, is a quorum of one (no socket for
- * the quorum); a list naming several nodes, or any node of one role, is a
+ * the quorum, unless the node has a controller listener: then its port
+ * is open for broker-only nodes); a list naming several nodes, or any node of one role, is a
  * cluster: a controller must be among the voters and have its controller
  * listener on its voter port (it carries raft and the controller channel:
  * control/quorum_transport.h), and every node needs a cluster.id.

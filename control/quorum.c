@@ -375,6 +375,12 @@ static int id_check(int dirfd, const struct quorum_config *cfg, char *err, size_
 			    cfg->dir, a, cfg->cluster_id);
 	id_field(have, "voters", a, sizeof(a));
 	voters_text(cfg, b, sizeof(b));
+	if (strcmp(a, b) && quorum_same_lone_voter(a, b)) {
+		/* a quorum of one that opens its port now, or no longer: its
+		 * address is nobody else's business */
+		id_text(cfg, want, sizeof(want));
+		return id_write(dirfd, cfg->dir, want, err, errlen);
+	}
 	if (strcmp(a, b))
 		return errf(err, errlen, -EINVAL,
 			    "%s was made for the voters %s, not %s (the voter set of an existing quorum "
@@ -404,6 +410,13 @@ int quorum_identity_read(const char *dir, char *cluster_id, size_t cidcap, char 
 	id_field(have, "cluster.id", cluster_id, cidcap);
 	id_field(have, "voters", voters, vcap);
 	return 0;
+}
+
+int quorum_same_lone_voter(const char *a, const char *b)
+{
+	const char *at = strchr(a, '@'), *bt = strchr(b, '@');
+
+	return at && bt && !strchr(a, ',') && !strchr(b, ',') && at - a == bt - b && !strncmp(a, b, (size_t)(at - a));
 }
 
 void quorum_voters_text(const struct quorum_config *cfg, char *buf, size_t cap)

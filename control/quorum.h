@@ -212,6 +212,11 @@ int quorum_identity_read(const char *dir, char *cluster_id, size_t cidcap, char 
 /* @thread any. cfg's voter set as the identity file keeps it:
  * "0@127.0.0.1:9093,1@..." in node id order. */
 void quorum_voters_text(const struct quorum_config *cfg, char *buf, size_t cap);
+/* @thread any. Whether two voter sets so written are both one voter, the
+ * same node id (its address may differ: a quorum of one that opens its
+ * controller port now, or no longer, on the same directory, whose
+ * identity file is then rewritten). */
+int quorum_same_lone_voter(const char *a, const char *b);
 
 /* @thread ctl. Connect to another voter's controller port ("host:port")
  * for the controller channel: done(arg, stream, 0) with the connected

@@ -89,8 +89,8 @@ struct coord_quorum {
 		int32_t id;
 		int64_t log_end;
 	} voters[COORD_QUORUM_MAX_VOTERS];
-	/* observers (broker-only nodes, not voters): on a voter those
-	 * fetching the metadata from it; on an observer itself */
+	/* observers (broker-only nodes, not voters): those fetching the
+	 * metadata from the leader (a node that does not lead asks it) */
 	int nobservers;
 	struct {
 		int32_t id;

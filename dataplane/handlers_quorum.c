@@ -10,10 +10,12 @@
  * indexes start at 1, so the commit index is the high watermark and a
  * voter's last index its log end offset. A voter whose progress this node
  * does not know says -1 (libraft 0.15 keeps the leader's view of its
- * followers private). Observers are the broker-only nodes (not voters):
- * a voter lists those that fetch the metadata from it (the leader: every
- * observer that follows it), with the log end their last fetch said; a
- * broker-only node, asked itself, lists itself with what it applied.
+ * followers private). Observers are the broker-only nodes (not voters)
+ * that fetch the metadata from the leader, with the log end their last
+ * fetch said. As Kafka's brokers forward DescribeQuorum to the active
+ * controller, a node that does not lead answers with the leader's view,
+ * asked over the controller channel (control/ctl_quorum.c), or
+ * NOT_LEADER_OR_FOLLOWER when no leader answers.
  * v2's nodes list each voter with its controller listeners: none for a
  * quorum of one, which opens no socket.
  *

@@ -10,10 +10,13 @@ directory, all under one temporary directory removed at close.
 
     Cluster(1, brokers=2): Kafka's dedicated roles (scripts/cluster
     --brokers): node 1 a controller only, nodes 2 and 3 brokers only; the
-    bootstrap, port() and addr() are the brokers'.
+    bootstrap, port() and addr() are the brokers'. Cluster(1, brokers=1,
+    combined=True): node 1 a combined broker and voter, node 2 a broker only.
     Cluster(2, node_sets=[(1, "k=v")]) gives node 1 a setting of its own;
     base= names the temporary directory to use (made by the caller);
-    stagger=S starts each node S seconds after the one before.
+    stagger=S starts each node S seconds after the one before; env= adds
+    environment variables to every node's (a test knob such as
+    SLUICE_TEST_METADATA_KEEP, docs/cluster.md).
 
     Cluster(3, netns=True) puts each node in its own network namespace
     (scripts/cluster --netns, root only); c.isolate(1) cuts node 1 off from
@@ -40,13 +43,15 @@ WAIT = 60
 
 
 class Cluster:
-    def __init__(self, n, sets=(), shards=1, netns=False, node_sets=(), base=None, stagger=None, brokers=0):
+    def __init__(self, n, sets=(), shards=1, netns=False, node_sets=(), base=None, stagger=None, brokers=0,
+                 env=None, combined=False):
         self.dir = os.path.join(base or temp_dir(), "cluster")
+        self.env = dict(os.environ, SLUICED=SLUICED, **(env or {}))
         self.n = n + brokers
-        self.first = n + 1 if brokers else 1   # the first node with a Kafka listener
+        self.first = n + 1 if brokers and not combined else 1   # the first node with a Kafka listener
         args = ["start", str(n), "--shards", str(shards)] + (["--netns"] if netns else [])
         if brokers:
-            args += ["--brokers", str(brokers)]
+            args += ["--brokers", str(brokers)] + (["--combined"] if combined else [])
         for s in sets:
             args += ["--set", s]
         for node, s in node_sets:
@@ -65,7 +70,7 @@ class Cluster:
     def run(self, *args, timeout=180):
         p = subprocess.run([CLUSTER] + list(args) + ["--dir", self.dir], stdin=subprocess.DEVNULL,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
-                           env=dict(os.environ, SLUICED=SLUICED))
+                           env=self.env)
         assert p.returncode == 0, (args, p.returncode, p.stderr.decode())
         return p.stdout.decode()
 

@@ -40,6 +40,9 @@ TEST_SCRIPTS += tests/integration/test_cluster_config.py
 # same brokers and topics on every node, producer id blocks apart, the
 # leader killed and replaced, the killed node catching up
 TEST_SCRIPTS += tests/integration/test_cluster_quorum.py
+# a node that installs a metadata snapshot serves what the records it
+# skipped did, without a restart
+TEST_SCRIPTS += tests/integration/test_cluster_metadata.py
 # three nodes, replication factor 3, min.insync.replicas=2: an idempotent
 # acks=all producer's 200,000 keyed records through the SIGKILL and restart
 # of a leader (every acknowledged record once, per-key order, identical

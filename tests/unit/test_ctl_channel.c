@@ -7,7 +7,8 @@
  *   which proposes it; the proposer's continuation runs once its own node
  *   applied that index, with what applying it did there;
  * - a heartbeat from a node that does not lead is served by the leader's
- *   handler and answered (0 and unfenced, or ESTALE);
+ *   handler and answered (0 and unfenced, or ESTALE); so is a DESCRIBE
+ *   (DescribeQuorum forwarded), with the bytes the leader's handler made;
  * - a proposal made while the leader is gone waits for the next leader and
  *   is applied once, on every node;
  * - an observer (not a voter: a broker-only node) fetches the committed
@@ -312,6 +313,33 @@ static int serve_hb(struct ctl *ctl, int32_t id, int64_t epoch, int *fenced)
 	return hb_answer;
 }
 
+struct ds {
+	int done, err;
+	char view[64];
+};
+
+static void ds_answered(void *cookie, int err, const void *buf, size_t len)
+{
+	struct ds *d = cookie;
+
+	d->done++;
+	d->err = err;
+	snprintf(d->view, sizeof(d->view), "%.*s", (int)len, (const char *)buf);
+}
+
+static bool ds_done(void *arg)
+{
+	return ((struct ds *)arg)->done > 0;
+}
+
+static int serve_ds(struct ctl *ctl, void **buf, size_t *len)
+{
+	(void)ctl;
+	*buf = strdup("the leader's view");
+	*len = strlen(*buf);
+	return 0;
+}
+
 /* How many nodes applied rec, and at one index on all of them. */
 static int applied_on(const char *rec, int64_t *index)
 {
@@ -365,6 +393,19 @@ Test(ctl_channel, a_follower_proposes_through_the_leader_and_heartbeats_to_it)
 	cr_assert_eq(ctl_channel_heartbeat(nodes[f].ch, 5, 76, hb_answered, &h), 0);
 	cr_assert(run_until(hb_done, &h), "no heartbeat answer");
 	cr_assert_eq(h.err, -ESTALE);
+
+	/* DescribeQuorum forwarded: answered with the leader's view */
+	{
+		struct ds d = { 0 };
+
+		for (int i = 0; i < N; i++)
+			ctl_channel_serve_describe(nodes[i].ch, serve_ds);
+		cr_assert_eq(ctl_channel_describe(nodes[f].ch, ds_answered, &d), 0);
+		cr_assert(run_until(ds_done, &d), "no DESCRIBE answer");
+		cr_assert_eq(d.err, 0, "err %d", d.err);
+		cr_assert_str_eq(d.view, "the leader's view");
+		cr_assert_eq(d.done, 1);
+	}
 }
 
 Test(ctl_channel, a_proposal_made_without_a_leader_goes_to_the_next_one)

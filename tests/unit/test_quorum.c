@@ -1045,6 +1045,51 @@ Test(quorum, a_directory_of_another_cluster_or_voter_set_is_refused)
 	member_close(0);
 }
 
+/* A quorum of one may open its port (a combined node given its controller
+ * listener, which broker-only nodes join) or no longer: the same node id
+ * on the same directory, its identity file rewritten, its records kept.
+ * Another node id is still refused. */
+Test(quorum, a_quorum_of_one_opens_its_port_or_not_on_the_same_directory)
+{
+	struct quorum_config cfg;
+	char err[512] = "", cid[64], vs[256], want[256];
+	uint16_t port;
+
+	cluster_init(1);
+	port = C.voters[0].port;
+	C.voters[0].port = 0;                /* no socket */
+	member_open(0);
+	cr_assert(run_until(am_leader, &C.m[0], WAIT_MS));
+	propose_records(0, 0, 3);
+	member_close(0);
+	cr_assert_eq(quorum_identity_read(C.dirs[0], cid, sizeof(cid), vs, sizeof(vs)), 0);
+	cr_assert_str_eq(vs, "0@127.0.0.1:0");
+
+	C.voters[0].port = port;             /* its controller port */
+	member_open(0);
+	cr_assert(run_until(am_leader, &C.m[0], WAIT_MS));
+	assert_records(&C.m[0].st, 3, "with its port");
+	propose_records(0, 3, 1);
+	member_close(0);
+	cr_assert_eq(quorum_identity_read(C.dirs[0], cid, sizeof(cid), vs, sizeof(vs)), 0);
+	snprintf(want, sizeof(want), "0@127.0.0.1:%u", port);
+	cr_assert_str_eq(vs, want);
+
+	C.voters[0].port = 0;                /* and back */
+	member_open(0);
+	cr_assert(run_until(am_leader, &C.m[0], WAIT_MS));
+	assert_records(&C.m[0].st, 4, "without its port again");
+	member_close(0);
+
+	C.voters[0].node_id = 7;
+	cfg = config_of(0);
+	cr_assert_eq(open_fails(&cfg, err, sizeof(err)), -EINVAL, "another node id on the directory");
+	cr_assert(!quorum_same_lone_voter("0@127.0.0.1:0", "7@127.0.0.1:0"));
+	cr_assert(!quorum_same_lone_voter("0@127.0.0.1:0", "0@127.0.0.1:9,1@127.0.0.1:8"));
+	cr_assert(quorum_same_lone_voter("10@127.0.0.1:0", "10@10.0.0.1:9093"));
+	cr_assert(!quorum_same_lone_voter("10@127.0.0.1:0", "1@127.0.0.1:0"));
+}
+
 /* A port another socket holds: raft_start fails (libraft says only "I/O
  * error"); the message names the address, and the half-started raft is
  * closed without a leak (the suite runs under ASan's leak check). */
