@@ -141,6 +141,8 @@ struct broker_settings {
 	int nshards;
 	int32_t num_partitions;
 	int auto_create;
+	int32_t fetch_session_slots;  /* max.incremental.fetch.session.cache.slots, shared out
+				       * among the shards (dataplane/fetch_session.h); 0: none */
 	uint32_t max_request_bytes;   /* socket.request.max.bytes */
 	uint32_t message_max_bytes;   /* message.max.bytes */
 	int64_t queued_max_request_bytes;   /* frame memory, broker-wide; -1: unbounded */

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "dataplane/broker.h"
+#include "dataplane/fetch_session.h"
 #include "dataplane/repl_throttle.h"
 #include "storage/lathist.h"
 #include "storage/store.h"
@@ -193,6 +194,7 @@ struct shard {
 	struct io_uring_buf_ring *pbuf_ring;  /* provided receive buffers, NULL if unsupported */
 	uint8_t *pbufs;
 	struct shard_park *parked;   /* waiting for a deadline or data (long-polling fetches) */
+	struct fsess_cache fsess;    /* this shard's fetch sessions (dataplane/fetch_session.h) */
 	struct part *parts;          /* partitions this shard owns */
 	struct part *retired_parts;  /* of deleted topics: kept until exit */
 	int repl_parts;              /* partitions with a role (dataplane/part_role.h): 0 on one node */
