@@ -246,6 +246,9 @@ static inline struct md_snapshot *broker_md(struct broker *b)
 
 /* Lookup by name in a snapshot (binary search). */
 const struct md_topic *md_find(const struct md_snapshot *md, const char *name, int32_t len);
+/* Lookup by topic id (KIP-516; Fetch v13+, Metadata v10+): a linear scan,
+ * the snapshot keeps no index by id. NULL for the zero id. */
+const struct md_topic *md_find_id(const struct md_snapshot *md, const uint8_t id[16]);
 
 /* Whether node `self` holds a replica of mp. */
 static inline int md_part_hosted(const struct md_partition *mp, int32_t self)

@@ -50,6 +50,12 @@ static void metadata_fill_topic(struct kafka_ctx *ctx, struct kafka_metadata_res
 	rt->IsInternal = false;
 	rt->Partitions.count = 0;
 	rt->Partitions.items = NULL;
+	rt->TopicAuthorizedOperations = INT32_MIN;   /* v8+: not asked for (no ACLs) */
+	if (!t && !name.ptr) {
+		/* v10+: asked by an id this cluster does not know */
+		rt->ErrorCode = KERR_UNKNOWN_TOPIC_ID;
+		return;
+	}
 	if (!t) {
 		/* an illegal name can never exist: a producer fails at once
 		 * instead of waiting out its message timeout */
@@ -58,6 +64,8 @@ static void metadata_fill_topic(struct kafka_ctx *ctx, struct kafka_metadata_res
 		return;
 	}
 	rt->ErrorCode = 0;
+	rt->Name = (struct kafka_str){ t->name, t->name_len };
+	memcpy(rt->TopicId.b, t->id, 16);           /* v10+ (KIP-516) */
 	rt->IsInternal = t->internal;
 	rt->Partitions.items = ALLOC(ctx, struct kafka_metadata_response_metadata_response_partition, t->nparts);
 	if (!rt->Partitions.items) {
@@ -84,6 +92,22 @@ static void metadata_fill_topic(struct kafka_ctx *ctx, struct kafka_metadata_res
 	}
 }
 
+/* Metadata v10-11 define TopicId and a nullable name in the request, but
+ * Kafka takes neither before v12: such a request is INVALID_REQUEST for
+ * every topic (Kafka's handleTopicMetadataRequest). */
+static int metadata_ids_refused(const struct kafka_ctx *ctx)
+{
+	const struct kafka_metadata_request *q = ctx->req.body;
+	static const uint8_t zero[16];
+
+	if (ctx->req.header.RequestApiVersion < 10 || ctx->req.header.RequestApiVersion >= 12)
+		return 0;
+	for (int i = 0; i < q->Topics.count; i++)
+		if (!q->Topics.items[i].Name.ptr || memcmp(q->Topics.items[i].TopicId.b, zero, 16))
+			return 1;
+	return 0;
+}
+
 static int metadata_respond(struct kafka_ctx *ctx)
 {
 	struct kafka_metadata_request *q = ctx->req.body;
@@ -96,6 +120,7 @@ static int metadata_respond(struct kafka_ctx *ctx)
 	struct cluster_node *nodes = ALLOC(ctx, struct cluster_node, cap);
 	int all = q->Topics.count < 0 || (q->Topics.count == 0 && ctx->req.header.RequestApiVersion == 0);
 	int n = all ? (md ? md->ntopics : 0) : q->Topics.count;
+	int refused = !all && metadata_ids_refused(ctx);
 
 	if (!r || !br || !nodes) {
 		kafka_ctx_abort(ctx);
@@ -126,11 +151,24 @@ static int metadata_respond(struct kafka_ctx *ctx)
 		if (all) {
 			t = md->topics[i];
 			name = (struct kafka_str){ t->name, t->name_len };
+		} else if (!q->Topics.items[i].Name.ptr) {
+			/* v10+: a topic asked by id (null name) */
+			name = (struct kafka_str){ NULL, -1 };
+			t = md_find_id(md, q->Topics.items[i].TopicId.b);
 		} else {
 			name = q->Topics.items[i].Name;
 			t = name.len > 0 ? md_find(md, name.ptr, name.len) : NULL;
 		}
-		metadata_fill_topic(ctx, &r->Topics.items[i], t, name);
+		if (refused) {
+			/* (a name is not nullable in a v10-11 response) */
+			metadata_fill_topic(ctx, &r->Topics.items[i], NULL,
+					    name.ptr ? name : (struct kafka_str){ "", 0 });
+			r->Topics.items[i].ErrorCode = KERR_INVALID_REQUEST;
+		} else {
+			metadata_fill_topic(ctx, &r->Topics.items[i], t, name);
+		}
+		if (!t)
+			r->Topics.items[i].TopicId = q->Topics.items[i].TopicId;
 	}
 	ctx->resp = r;
 	kafka_ctx_respond(ctx);
@@ -146,7 +184,7 @@ int kafka_handle_metadata(struct kafka_ctx *ctx)
 	struct kafka_str *missing;
 	int nmissing = 0;
 
-	if (!allow || q->Topics.count <= 0)
+	if (!allow || q->Topics.count <= 0 || metadata_ids_refused(ctx))
 		return metadata_respond(ctx);
 	missing = ALLOC(ctx, struct kafka_str, q->Topics.count);
 	if (!missing)
