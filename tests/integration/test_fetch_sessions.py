@@ -237,10 +237,13 @@ def session_cache_full():
     """max.incremental.fetch.session.cache.slots=1: a second client's full
     fetch at epoch 0 is answered whole with SessionId 0 (the first session
     is neither stale nor evictable by a consumer's), and the first one goes
-    on; once it is closed, the second gets a session."""
+    on; once it is closed, the second gets a session, which a follower's
+    session (v15 ReplicaState) then evicts: a consumer's session yields to a
+    follower's, as in Kafka's cache."""
     with broker(settings={"shards": 1, "max.incremental.fetch.session.cache.slots": 1}) as b, \
             TConn(b.bootstrap) as c, TConn(b.bootstrap) as d:
         new_topic(c, "f", 2)
+        tid = topic_ids(c, ["f"])["f"]
         assert c.produce("f", 0, plain([b"x"])).error == 0
         a = fetch(c, 12, [("f", [(0, 0)])], epoch=0)
         assert a.session > 0, a
@@ -252,6 +255,12 @@ def session_cache_full():
         assert f.session == 0, f
         f = fetch(d, 12, [("f", [(0, 1)])], epoch=0)
         assert f.session > 0, f
+        # a follower's session (privileged; its partitions refused here, a
+        # node that is no replica) takes the consumer's slot
+        r = fetch(c, 15, [(tid, [(1, 0)])], epoch=0, replica=7)
+        assert r.session > 0 and r.parts[(tid, 1)].error == NOT_LEADER_OR_FOLLOWER, r
+        g = fetch(d, 12, [], session=f.session, epoch=1)
+        assert g.error == FETCH_SESSION_ID_NOT_FOUND, g
 
 
 if __name__ == "__main__":
