@@ -595,6 +595,13 @@ static int fetch_from_session(struct kafka_ctx *ctx, struct fetch_state *fs, str
 	return 0;
 }
 
+/* The cache's size and evictions, for the scrape. */
+static void fetch_session_stats(struct shard *sh)
+{
+	__atomic_store_n(&sh->stats.fetch_sessions, (uint64_t)sh->fsess.used, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->stats.fetch_session_evictions, sh->fsess.evictions, __ATOMIC_RELAXED);
+}
+
 /* KIP-227 on the request: a full fetch closes the session it names and,
  * at epoch 0, will make one; an incremental one updates its session
  * (partitions added or changed, ForgottenTopicsData dropped) and fetches
@@ -705,6 +712,7 @@ static int fetch_session_answer(struct kafka_ctx *ctx, struct fetch_state *fs)
 			sp->log_start_sent = it->pd->LogStartOffset;
 		}
 		r->SessionId = s ? s->id : 0;
+		fetch_session_stats(ctx->sh);
 		return 0;
 	}
 	s = fsess_find(c, fs->sess_id);
@@ -788,6 +796,7 @@ int kafka_handle_fetch(struct kafka_ctx *ctx)
 	ctx->state = fs;
 	ctx->park.deadline_ns = 0;
 	s = fetch_session_open(ctx, fs, &err);
+	fetch_session_stats(sh);
 	if (err) {
 		/* a session error: the top-level code alone, at once */
 		r->ErrorCode = err;

@@ -66,6 +66,8 @@ struct shard_stats {
 	uint64_t fetch_requests;
 	uint64_t produce_rejected[7];       /* partitions' batches refused, by enum shard_reject */
 	uint64_t fetch_waits;               /* fetches answered after a long-poll wait */
+	uint64_t fetch_sessions;            /* gauge: fetch sessions in the shard's cache */
+	uint64_t fetch_session_evictions;   /* sessions evicted for new ones */
 	uint64_t repl_bytes_in;             /* replication: batch bytes a follower appended */
 	uint64_t repl_bytes_out;            /* replication: batch bytes sent to followers' fetches */
 	uint64_t repl_errors;               /* replication: partition errors in fetch answers */

@@ -12,10 +12,11 @@ FETCH_SESSION_TOPIC_ID_ERROR (106), and a full cache answers SessionId 0."""
 import os
 import struct
 import sys
+import urllib.request
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import broker, main, test  # noqa: E402
+from harness import broker, free_port, main, test  # noqa: E402
 from kraw import R, compact_str, read_compact_str, read_uvarint, uvarint  # noqa: E402
 from ktxn import TConn, new_topic, parse_batches, plain  # noqa: E402
 from types import SimpleNamespace as NS  # noqa: E402
@@ -131,7 +132,8 @@ def topics_by_id():
     a topic by its id, an unknown id is UNKNOWN_TOPIC_ID (100) for each of
     its partitions; v15's ReplicaState carries a follower's id (this node's
     only replica is itself: NOT_LEADER_OR_FOLLOWER, as to v12's ReplicaId),
-    and no ReplicaState is a consumer."""
+    and no ReplicaState is a consumer. Then a session by topic id
+    (sessions_by_topic_id)."""
     with broker(settings={"shards": 1}) as b, TConn(b.bootstrap) as c:
         new_topic(c, "t", 2)
         assert c.produce("t", 1, plain([b"a", b"b"])).error == 0
@@ -161,6 +163,7 @@ def topics_by_id():
             f = fetch(c, ver, [("t" if ver < 13 else tid, [(1, 0)])], replica=1)
             key = ("t" if ver < 13 else tid, 1)
             assert f.parts[key].error == NOT_LEADER_OR_FOLLOWER, (ver, f)
+        sessions_by_topic_id(c)
 
 
 @test
@@ -210,26 +213,24 @@ def sessions():
         assert f.error == FETCH_SESSION_ID_NOT_FOUND, f
 
 
-@test
-def sessions_by_topic_id():
+def sessions_by_topic_id(c):
     """A v13 session keeps its partitions by topic id: the incremental
     fetch answers a new record by id; a v12 fetch on it is 106; forgetting
     its last partition closes it (SessionId 0, as Kafka)."""
-    with broker(settings={"shards": 1}) as b, TConn(b.bootstrap) as c:
-        new_topic(c, "u", 1)
-        tid = topic_ids(c, ["u"])["u"]
-        f = fetch(c, 13, [(tid, [(0, 0)])], epoch=0)
-        assert f.error == 0 and f.session > 0 and f.parts[(tid, 0)].values == [], f
-        sid = f.session
-        assert c.produce("u", 0, plain([b"v"])).error == 0
-        f = fetch(c, 15, [], session=sid, epoch=1)
-        assert f.error == 0 and f.session == sid and f.parts[(tid, 0)].values == [b"v"], f
-        f = fetch(c, 12, [], session=sid, epoch=2)
-        assert f.error == FETCH_SESSION_TOPIC_ID_ERROR, f
-        f = fetch(c, 14, [], session=sid, epoch=2, forgotten=[(tid, [0])])
-        assert f.error == 0 and f.session == 0 and f.parts == {}, f
-        f = fetch(c, 14, [], session=sid, epoch=3)
-        assert f.error == FETCH_SESSION_ID_NOT_FOUND, f
+    new_topic(c, "u", 1)
+    tid = topic_ids(c, ["u"])["u"]
+    f = fetch(c, 13, [(tid, [(0, 0)])], epoch=0)
+    assert f.error == 0 and f.session > 0 and f.parts[(tid, 0)].values == [], f
+    sid = f.session
+    assert c.produce("u", 0, plain([b"v"])).error == 0
+    f = fetch(c, 15, [], session=sid, epoch=1)
+    assert f.error == 0 and f.session == sid and f.parts[(tid, 0)].values == [b"v"], f
+    f = fetch(c, 12, [], session=sid, epoch=2)
+    assert f.error == FETCH_SESSION_TOPIC_ID_ERROR, f
+    f = fetch(c, 14, [], session=sid, epoch=2, forgotten=[(tid, [0])])
+    assert f.error == 0 and f.session == 0 and f.parts == {}, f
+    f = fetch(c, 14, [], session=sid, epoch=3)
+    assert f.error == FETCH_SESSION_ID_NOT_FOUND, f
 
 
 @test
@@ -240,7 +241,9 @@ def session_cache_full():
     on; once it is closed, the second gets a session, which a follower's
     session (v15 ReplicaState) then evicts: a consumer's session yields to a
     follower's, as in Kafka's cache."""
-    with broker(settings={"shards": 1, "max.incremental.fetch.session.cache.slots": 1}) as b, \
+    port = free_port()
+    with broker(settings={"shards": 1, "max.incremental.fetch.session.cache.slots": 1,
+                          "admin.listen": "127.0.0.1:%d" % port}) as b, \
             TConn(b.bootstrap) as c, TConn(b.bootstrap) as d:
         new_topic(c, "f", 2)
         tid = topic_ids(c, ["f"])["f"]
@@ -261,6 +264,9 @@ def session_cache_full():
         assert r.session > 0 and r.parts[(tid, 1)].error == NOT_LEADER_OR_FOLLOWER, r
         g = fetch(d, 12, [], session=f.session, epoch=1)
         assert g.error == FETCH_SESSION_ID_NOT_FOUND, g
+        text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10).read().decode()
+        assert 'sluice_fetch_sessions{shard="0"} 1\n' in text, text
+        assert 'sluice_fetch_session_evictions_total{shard="0"} 1\n' in text, text
 
 
 if __name__ == "__main__":
