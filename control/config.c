@@ -253,6 +253,8 @@ static const struct config_key keys[] = {
 	{ "log.durability", CONFIG_ENUM, "write", .values = durability_values, .topic = "durability",
 	  .doc = "Sluice: when a write is acknowledged. write: O_DIRECT write completed; "
 		 "sync: written with RWF_DSYNC (power-loss safe); memory: buffered (lost on a crash)." },
+	{ "max.incremental.fetch.session.cache.slots", CONFIG_INT, "1000", 0, I32MAX,
+	  .doc = "Fetch sessions (KIP-227) kept, shared out among the shards; 0: every fetch is a full one." },
 	{ "shards", CONFIG_INT, "0", 0, 1024,
 	  .doc = "Sluice: shard threads; 0: one per core." },
 	{ "shard.tail.memory.bytes", CONFIG_LONG, "268435456", 1048576, I64MAX,

@@ -263,6 +263,9 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	SF("fetch_bytes_total", "counter", "Record bytes returned by Fetch.", fetch_bytes);
 	SF("fetch_long_poll_waits_total", "counter", "Fetches answered after waiting for data (long poll).",
 	   fetch_waits);
+	SF("fetch_sessions", "gauge", "Incremental fetch sessions (KIP-227) in the shard's cache.", fetch_sessions);
+	SF("fetch_session_evictions_total", "counter", "Fetch sessions evicted from a full cache for new ones.",
+	   fetch_session_evictions);
 	SF("replication_bytes_in_total", "counter",
 	   "Record batch bytes this node's followers appended from their leaders' fetch answers.", repl_bytes_in);
 	SF("replication_bytes_out_total", "counter", "Record batch bytes sent to followers' replica fetches.",

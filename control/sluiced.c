@@ -278,6 +278,7 @@ int main(int argc, char **argv)
 	b->set.nshards = nshards;
 	b->set.num_partitions = (int32_t)config_int(cfg, "num.partitions");
 	b->set.auto_create = (int)config_int(cfg, "auto.create.topics.enable");
+	b->set.fetch_session_slots = (int32_t)config_int(cfg, "max.incremental.fetch.session.cache.slots");
 	b->set.max_request_bytes = (uint32_t)config_int(cfg, "socket.request.max.bytes");
 	b->set.message_max_bytes = (uint32_t)config_int(cfg, "message.max.bytes");
 	b->set.tail_budget = (size_t)config_int(cfg, "shard.tail.memory.bytes");

@@ -48,6 +48,18 @@ const struct md_topic *md_find(const struct md_snapshot *md, const char *name, i
 	return NULL;
 }
 
+const struct md_topic *md_find_id(const struct md_snapshot *md, const uint8_t id[16])
+{
+	static const uint8_t zero[16];
+
+	if (!md || !memcmp(id, zero, 16))
+		return NULL;
+	for (int i = 0; i < md->ntopics; i++)
+		if (!memcmp(md->topics[i]->id, id, 16))
+			return md->topics[i];
+	return NULL;
+}
+
 uint64_t broker_shard_md_seen(const struct broker *b, int i)
 {
 	return __atomic_load_n(b->md_seen[i], __ATOMIC_ACQUIRE);

@@ -160,6 +160,8 @@ struct broker_settings {
 	int nshards;
 	int32_t num_partitions;
 	int auto_create;
+	int32_t fetch_session_slots;  /* max.incremental.fetch.session.cache.slots, shared out
+				       * among the shards (dataplane/fetch_session.h); 0: none */
 	uint32_t max_request_bytes;   /* socket.request.max.bytes */
 	uint32_t message_max_bytes;   /* message.max.bytes */
 	int64_t queued_max_request_bytes;   /* frame memory, broker-wide; -1: unbounded */
@@ -264,6 +266,9 @@ static inline struct md_snapshot *broker_md(struct broker *b)
 
 /* Lookup by name in a snapshot (binary search). */
 const struct md_topic *md_find(const struct md_snapshot *md, const char *name, int32_t len);
+/* Lookup by topic id (KIP-516; Fetch v13+, Metadata v10+): a linear scan,
+ * the snapshot keeps no index by id. NULL for the zero id. */
+const struct md_topic *md_find_id(const struct md_snapshot *md, const uint8_t id[16]);
 
 /* Whether node `self` holds a replica of mp. */
 static inline int md_part_hosted(const struct md_partition *mp, int32_t self)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -103,6 +104,7 @@ int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t
 {
 	struct shard *sh = calloc(1, sizeof(*sh)); /* style: allow shard setup */
 	struct io_uring_params p;
+	uint32_t seed;
 	int rc;
 
 	if (!sh)
@@ -111,6 +113,11 @@ int shard_create(struct broker *b, int id, struct shard **out, char *err, size_t
 	sh->b = b;
 	for (int i = 0; i < BROKER_MAX_LISTENERS; i++)
 		sh->listen_fd[i] = -1;
+	if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+		seed = 0x9e3779b9u * (uint32_t)(id + 1) ^ (uint32_t)(uintptr_t)sh;
+	fsess_cache_init(&sh->fsess, b->set.fetch_session_slots > 0 && b->set.nshards > 0 ?
+			 (int)(((int64_t)b->set.fetch_session_slots + b->set.nshards - 1) / b->set.nshards) : 0,
+			 seed);
 	memset(&p, 0, sizeof(p));
 	/* created disabled: the shard thread enables it and so becomes its
 	 * single issuer */
@@ -201,6 +208,7 @@ void shard_destroy(struct shard *sh)
 		return;
 	native_shard_close(sh);
 	compactor_destroy(sh->compactor);
+	fsess_cache_free(&sh->fsess);
 	compress_ctx_destroy(sh->compress);
 	recompress_destroy(sh->recompress);
 	for (int i = 0; i < sh->nlisten; i++)

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "dataplane/broker.h"
+#include "dataplane/fetch_session.h"
 #include "dataplane/repl_throttle.h"
 #include "storage/lathist.h"
 #include "storage/store.h"
@@ -69,6 +70,8 @@ struct shard_stats {
 	uint64_t fetch_requests;
 	uint64_t produce_rejected[7];       /* partitions' batches refused, by enum shard_reject */
 	uint64_t fetch_waits;               /* fetches answered after a long-poll wait */
+	uint64_t fetch_sessions;            /* gauge: fetch sessions in the shard's cache */
+	uint64_t fetch_session_evictions;   /* sessions evicted for new ones */
 	uint64_t repl_bytes_in;             /* replication: batch bytes a follower appended */
 	uint64_t repl_bytes_out;            /* replication: batch bytes sent to followers' fetches */
 	uint64_t repl_errors;               /* replication: partition errors in fetch answers */
@@ -202,6 +205,7 @@ struct shard {
 	struct shard_park *parked;   /* waiting for a deadline or data (long-polling fetches) */
 	uint32_t park_gen;           /* shard_run_parked passes begun (nested ones too) */
 	uint32_t park_changes;       /* shard_park/shard_unpark calls: a wake that changed the list */
+	struct fsess_cache fsess;    /* this shard's fetch sessions (dataplane/fetch_session.h) */
 	struct part *parts;          /* partitions this shard owns */
 	struct part *retired_parts;  /* of deleted topics: kept until exit */
 	int repl_parts;              /* partitions with a role (dataplane/part_role.h): 0 on one node */

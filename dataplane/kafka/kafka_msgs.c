@@ -313,6 +313,13 @@ static void kafka_produce_response_encode_any(struct kafka_writer *w, int16_t ve
 
 /* ---- FetchRequest ---- */
 
+static void kafka_fetch_request_replica_state_init(struct kafka_fetch_request_replica_state *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ReplicaId = (int32_t)-1LL;
+	m->ReplicaEpoch = (int64_t)-1LL;
+}
+
 static void kafka_fetch_request_fetch_partition_init(struct kafka_fetch_request_fetch_partition *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -336,14 +343,34 @@ static void kafka_fetch_request_forgotten_topic_init(struct kafka_fetch_request_
 
 
 
+
 void kafka_fetch_request_init(struct kafka_fetch_request *m)
 {
 	memset(m, 0, sizeof(*m));
 	m->ClusterId = (struct kafka_str){ NULL, -1 };
 	m->ReplicaId = (int32_t)-1LL;
+	kafka_fetch_request_replica_state_init(&m->ReplicaState);
 	m->MaxBytes = (int32_t)2147483647LL;
 	m->SessionEpoch = (int32_t)-1LL;
 	m->RackId = (struct kafka_str){ "", 0 };
+}
+
+static int kafka_fetch_request_replica_state_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_fetch_request_replica_state *m)
+{
+	kafka_fetch_request_replica_state_init(m);
+	(void)a;
+	(void)version;
+	if (version == 15) {
+		m->ReplicaId = kafka_cursor_int32(c);
+	}
+	if (version == 15) {
+		m->ReplicaEpoch = kafka_cursor_int64(c);
+	}
+	if (version >= 12) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
 }
 
 static int kafka_fetch_request_fetch_partition_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
@@ -357,14 +384,14 @@ static int kafka_fetch_request_fetch_partition_decode(struct kafka_cursor *c, st
 		m->CurrentLeaderEpoch = kafka_cursor_int32(c);
 	}
 	m->FetchOffset = kafka_cursor_int64(c);
-	if (version == 12) {
+	if (version >= 12) {
 		m->LastFetchedEpoch = kafka_cursor_int32(c);
 	}
 	if (version >= 5) {
 		m->LogStartOffset = kafka_cursor_int64(c);
 	}
 	m->PartitionMaxBytes = kafka_cursor_int32(c);
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_codec_skip_tags(c);
 	}
 	return c->err;
@@ -378,8 +405,13 @@ static int kafka_fetch_request_fetch_topic_decode(struct kafka_cursor *c, struct
 	kafka_fetch_request_fetch_topic_init(m);
 	(void)a;
 	(void)version;
-	m->Topic = kafka_cursor_string(c, version == 12, false);
-	n = kafka_cursor_array_len(c, version == 12, false, 16);
+	if (version <= 12) {
+		m->Topic = kafka_cursor_string(c, version >= 12, false);
+	}
+	if (version >= 13) {
+		m->TopicId = kafka_cursor_uuid(c);
+	}
+	n = kafka_cursor_array_len(c, version >= 12, false, 16);
 	m->Partitions.count = n;
 	m->Partitions.items = NULL;
 	if (n > 0) {
@@ -392,7 +424,7 @@ static int kafka_fetch_request_fetch_topic_decode(struct kafka_cursor *c, struct
 				return rc;
 		}
 	}
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_codec_skip_tags(c);
 	}
 	return c->err;
@@ -405,11 +437,14 @@ static int kafka_fetch_request_forgotten_topic_decode(struct kafka_cursor *c, st
 	kafka_fetch_request_forgotten_topic_init(m);
 	(void)a;
 	(void)version;
-	if (version >= 7) {
-		m->Topic = kafka_cursor_string(c, version == 12, false);
+	if (version >= 7 && version <= 12) {
+		m->Topic = kafka_cursor_string(c, version >= 12, false);
+	}
+	if (version >= 13) {
+		m->TopicId = kafka_cursor_uuid(c);
 	}
 	if (version >= 7) {
-		n = kafka_cursor_array_len(c, version == 12, false, 4);
+		n = kafka_cursor_array_len(c, version >= 12, false, 4);
 		m->Partitions.count = n;
 		m->Partitions.items = NULL;
 		if (n > 0) {
@@ -421,7 +456,7 @@ static int kafka_fetch_request_forgotten_topic_decode(struct kafka_cursor *c, st
 			}
 		}
 	}
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_codec_skip_tags(c);
 	}
 	return c->err;
@@ -433,12 +468,14 @@ int kafka_fetch_request_decode(struct kafka_cursor *c, struct kafka_arena *a, in
 	int rc;
 	int32_t n;
 
-	if (version < 4 || version > 12)
+	if (version < 4 || version > 15)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_fetch_request_init(m);
 	(void)a;
 	(void)version;
-	m->ReplicaId = kafka_cursor_int32(c);
+	if (version <= 14) {
+		m->ReplicaId = kafka_cursor_int32(c);
+	}
 	m->MaxWaitMs = kafka_cursor_int32(c);
 	m->MinBytes = kafka_cursor_int32(c);
 	m->MaxBytes = kafka_cursor_int32(c);
@@ -449,7 +486,7 @@ int kafka_fetch_request_decode(struct kafka_cursor *c, struct kafka_arena *a, in
 	if (version >= 7) {
 		m->SessionEpoch = kafka_cursor_int32(c);
 	}
-	n = kafka_cursor_array_len(c, version == 12, false, 3);
+	n = kafka_cursor_array_len(c, version >= 12, false, 3);
 	m->Topics.count = n;
 	m->Topics.items = NULL;
 	if (n > 0) {
@@ -463,7 +500,7 @@ int kafka_fetch_request_decode(struct kafka_cursor *c, struct kafka_arena *a, in
 		}
 	}
 	if (version >= 7) {
-		n = kafka_cursor_array_len(c, version == 12, false, 3);
+		n = kafka_cursor_array_len(c, version >= 12, false, 3);
 		m->ForgottenTopicsData.count = n;
 		m->ForgottenTopicsData.items = NULL;
 		if (n > 0) {
@@ -478,9 +515,9 @@ int kafka_fetch_request_decode(struct kafka_cursor *c, struct kafka_arena *a, in
 		}
 	}
 	if (version >= 11) {
-		m->RackId = kafka_cursor_string(c, version == 12, false);
+		m->RackId = kafka_cursor_string(c, version >= 12, false);
 	}
-	if (version == 12) {
+	if (version >= 12) {
 		uint32_t ntags = kafka_cursor_uvarint(c);
 
 		for (uint32_t t = 0; t < ntags && !c->err; t++) {
@@ -491,9 +528,18 @@ int kafka_fetch_request_decode(struct kafka_cursor *c, struct kafka_arena *a, in
 			kafka_cursor_sub(c, size, &sub);
 			switch (tag) {
 			case 0:
-				if (!(version == 12))
+				if (!(version >= 12))
 					break;
-				m->ClusterId = kafka_cursor_string(&sub, version == 12, version == 12);
+				m->ClusterId = kafka_cursor_string(&sub, version >= 12, version >= 12);
+				if (sub.err || sub.p != sub.end)
+					return kafka_cursor_fail(c, -EBADMSG);
+				break;
+			case 1:
+				if (!(version == 15))
+					break;
+				rc = kafka_fetch_request_replica_state_decode(&sub, a, version, &m->ReplicaState);
+				if (rc)
+					return rc;
 				if (sub.err || sub.p != sub.end)
 					return kafka_cursor_fail(c, -EBADMSG);
 				break;
@@ -505,6 +551,21 @@ int kafka_fetch_request_decode(struct kafka_cursor *c, struct kafka_arena *a, in
 	return c->err;
 }
 
+static void kafka_fetch_request_replica_state_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_fetch_request_replica_state *m)
+{
+	(void)version;
+	if (version == 15) {
+		kafka_writer_int32(w, m->ReplicaId);
+	}
+	if (version == 15) {
+		kafka_writer_int64(w, m->ReplicaEpoch);
+	}
+	if (version >= 12) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
 static void kafka_fetch_request_fetch_partition_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_fetch_request_fetch_partition *m)
 {
@@ -514,14 +575,14 @@ static void kafka_fetch_request_fetch_partition_encode(struct kafka_writer *w, i
 		kafka_writer_int32(w, m->CurrentLeaderEpoch);
 	}
 	kafka_writer_int64(w, m->FetchOffset);
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_writer_int32(w, m->LastFetchedEpoch);
 	}
 	if (version >= 5) {
 		kafka_writer_int64(w, m->LogStartOffset);
 	}
 	kafka_writer_int32(w, m->PartitionMaxBytes);
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_writer_uvarint(w, 0);
 	}
 }
@@ -530,11 +591,16 @@ static void kafka_fetch_request_fetch_topic_encode(struct kafka_writer *w, int16
 		const struct kafka_fetch_request_fetch_topic *m)
 {
 	(void)version;
-	kafka_writer_string(w, m->Topic, version == 12, false);
-	kafka_writer_len(w, m->Partitions.count, version == 12, true, false);
+	if (version <= 12) {
+		kafka_writer_string(w, m->Topic, version >= 12, false);
+	}
+	if (version >= 13) {
+		kafka_writer_uuid(w, m->TopicId);
+	}
+	kafka_writer_len(w, m->Partitions.count, version >= 12, true, false);
 	for (int32_t i = 0; i < m->Partitions.count; i++)
 		kafka_fetch_request_fetch_partition_encode(w, version, &m->Partitions.items[i]);
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_writer_uvarint(w, 0);
 	}
 }
@@ -543,15 +609,18 @@ static void kafka_fetch_request_forgotten_topic_encode(struct kafka_writer *w, i
 		const struct kafka_fetch_request_forgotten_topic *m)
 {
 	(void)version;
-	if (version >= 7) {
-		kafka_writer_string(w, m->Topic, version == 12, false);
+	if (version >= 7 && version <= 12) {
+		kafka_writer_string(w, m->Topic, version >= 12, false);
+	}
+	if (version >= 13) {
+		kafka_writer_uuid(w, m->TopicId);
 	}
 	if (version >= 7) {
-		kafka_writer_len(w, m->Partitions.count, version == 12, true, false);
+		kafka_writer_len(w, m->Partitions.count, version >= 12, true, false);
 		for (int32_t i = 0; i < m->Partitions.count; i++)
 			kafka_writer_int32(w, m->Partitions.items[i]);
 	}
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_writer_uvarint(w, 0);
 	}
 }
@@ -560,11 +629,13 @@ void kafka_fetch_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_fetch_request *m)
 {
 	(void)version;
-	if (version < 4 || version > 12) {
+	if (version < 4 || version > 15) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
-	kafka_writer_int32(w, m->ReplicaId);
+	if (version <= 14) {
+		kafka_writer_int32(w, m->ReplicaId);
+	}
 	kafka_writer_int32(w, m->MaxWaitMs);
 	kafka_writer_int32(w, m->MinBytes);
 	kafka_writer_int32(w, m->MaxBytes);
@@ -575,30 +646,39 @@ void kafka_fetch_request_encode(struct kafka_writer *w, int16_t version,
 	if (version >= 7) {
 		kafka_writer_int32(w, m->SessionEpoch);
 	}
-	kafka_writer_len(w, m->Topics.count, version == 12, true, false);
+	kafka_writer_len(w, m->Topics.count, version >= 12, true, false);
 	for (int32_t i = 0; i < m->Topics.count; i++)
 		kafka_fetch_request_fetch_topic_encode(w, version, &m->Topics.items[i]);
 	if (version >= 7) {
-		kafka_writer_len(w, m->ForgottenTopicsData.count, version == 12, true, false);
+		kafka_writer_len(w, m->ForgottenTopicsData.count, version >= 12, true, false);
 		for (int32_t i = 0; i < m->ForgottenTopicsData.count; i++)
 			kafka_fetch_request_forgotten_topic_encode(w, version, &m->ForgottenTopicsData.items[i]);
 	}
 	if (version >= 11) {
-		kafka_writer_string(w, m->RackId, version == 12, false);
+		kafka_writer_string(w, m->RackId, version >= 12, false);
 	}
-	if (version == 12) {
+	if (version >= 12) {
 		uint32_t ntags = 0;
 		struct kafka_writer mw;
 
-		if ((version == 12) && m->ClusterId.len >= 0)
+		if ((version >= 12) && m->ClusterId.len >= 0)
+			ntags++;
+		if ((version == 15) && (m->ReplicaState.ReplicaId != (int32_t)-1LL || m->ReplicaState.ReplicaEpoch != (int64_t)-1LL))
 			ntags++;
 		kafka_writer_uvarint(w, ntags);
-		if ((version == 12) && m->ClusterId.len >= 0) {
+		if ((version >= 12) && m->ClusterId.len >= 0) {
 			kafka_writer_uvarint(w, 0);
 			kafka_writer_init_measure(&mw, false);
-			kafka_writer_string(&mw, m->ClusterId, version == 12, version == 12);
+			kafka_writer_string(&mw, m->ClusterId, version >= 12, version >= 12);
 			kafka_writer_uvarint(w, (uint32_t)mw.total);
-			kafka_writer_string(w, m->ClusterId, version == 12, version == 12);
+			kafka_writer_string(w, m->ClusterId, version >= 12, version >= 12);
+		}
+		if ((version == 15) && (m->ReplicaState.ReplicaId != (int32_t)-1LL || m->ReplicaState.ReplicaEpoch != (int64_t)-1LL)) {
+			kafka_writer_uvarint(w, 1);
+			kafka_writer_init_measure(&mw, false);
+			kafka_fetch_request_replica_state_encode(&mw, version, &m->ReplicaState);
+			kafka_writer_uvarint(w, (uint32_t)mw.total);
+			kafka_fetch_request_replica_state_encode(w, version, &m->ReplicaState);
 		}
 		(void)mw;
 	}
@@ -682,13 +762,13 @@ static int kafka_fetch_response_epoch_end_offset_decode(struct kafka_cursor *c, 
 	kafka_fetch_response_epoch_end_offset_init(m);
 	(void)a;
 	(void)version;
-	if (version == 12) {
+	if (version >= 12) {
 		m->Epoch = kafka_cursor_int32(c);
 	}
-	if (version == 12) {
+	if (version >= 12) {
 		m->EndOffset = kafka_cursor_int64(c);
 	}
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_codec_skip_tags(c);
 	}
 	return c->err;
@@ -700,13 +780,13 @@ static int kafka_fetch_response_leader_id_and_epoch_decode(struct kafka_cursor *
 	kafka_fetch_response_leader_id_and_epoch_init(m);
 	(void)a;
 	(void)version;
-	if (version == 12) {
+	if (version >= 12) {
 		m->LeaderId = kafka_cursor_int32(c);
 	}
-	if (version == 12) {
+	if (version >= 12) {
 		m->LeaderEpoch = kafka_cursor_int32(c);
 	}
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_codec_skip_tags(c);
 	}
 	return c->err;
@@ -720,7 +800,7 @@ static int kafka_fetch_response_snapshot_id_decode(struct kafka_cursor *c, struc
 	(void)version;
 	m->EndOffset = kafka_cursor_int64(c);
 	m->Epoch = kafka_cursor_int32(c);
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_codec_skip_tags(c);
 	}
 	return c->err;
@@ -734,7 +814,7 @@ static int kafka_fetch_response_aborted_transaction_decode(struct kafka_cursor *
 	(void)version;
 	m->ProducerId = kafka_cursor_int64(c);
 	m->FirstOffset = kafka_cursor_int64(c);
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_codec_skip_tags(c);
 	}
 	return c->err;
@@ -755,7 +835,7 @@ static int kafka_fetch_response_partition_data_decode(struct kafka_cursor *c, st
 	if (version >= 5) {
 		m->LogStartOffset = kafka_cursor_int64(c);
 	}
-	n = kafka_cursor_array_len(c, version == 12, true, 16);
+	n = kafka_cursor_array_len(c, version >= 12, true, 16);
 	m->AbortedTransactions.count = n;
 	m->AbortedTransactions.items = NULL;
 	if (n > 0) {
@@ -771,8 +851,8 @@ static int kafka_fetch_response_partition_data_decode(struct kafka_cursor *c, st
 	if (version >= 11) {
 		m->PreferredReadReplica = kafka_cursor_int32(c);
 	}
-	m->Records = kafka_cursor_bytes(c, version == 12, true);
-	if (version == 12) {
+	m->Records = kafka_cursor_bytes(c, version >= 12, true);
+	if (version >= 12) {
 		uint32_t ntags = kafka_cursor_uvarint(c);
 
 		for (uint32_t t = 0; t < ntags && !c->err; t++) {
@@ -783,7 +863,7 @@ static int kafka_fetch_response_partition_data_decode(struct kafka_cursor *c, st
 			kafka_cursor_sub(c, size, &sub);
 			switch (tag) {
 			case 0:
-				if (!(version == 12))
+				if (!(version >= 12))
 					break;
 				rc = kafka_fetch_response_epoch_end_offset_decode(&sub, a, version, &m->DivergingEpoch);
 				if (rc)
@@ -792,7 +872,7 @@ static int kafka_fetch_response_partition_data_decode(struct kafka_cursor *c, st
 					return kafka_cursor_fail(c, -EBADMSG);
 				break;
 			case 1:
-				if (!(version == 12))
+				if (!(version >= 12))
 					break;
 				rc = kafka_fetch_response_leader_id_and_epoch_decode(&sub, a, version, &m->CurrentLeader);
 				if (rc)
@@ -801,7 +881,7 @@ static int kafka_fetch_response_partition_data_decode(struct kafka_cursor *c, st
 					return kafka_cursor_fail(c, -EBADMSG);
 				break;
 			case 2:
-				if (!(version == 12))
+				if (!(version >= 12))
 					break;
 				rc = kafka_fetch_response_snapshot_id_decode(&sub, a, version, &m->SnapshotId);
 				if (rc)
@@ -825,8 +905,13 @@ static int kafka_fetch_response_fetchable_topic_response_decode(struct kafka_cur
 	kafka_fetch_response_fetchable_topic_response_init(m);
 	(void)a;
 	(void)version;
-	m->Topic = kafka_cursor_string(c, version == 12, false);
-	n = kafka_cursor_array_len(c, version == 12, false, 30);
+	if (version <= 12) {
+		m->Topic = kafka_cursor_string(c, version >= 12, false);
+	}
+	if (version >= 13) {
+		m->TopicId = kafka_cursor_uuid(c);
+	}
+	n = kafka_cursor_array_len(c, version >= 12, false, 30);
 	m->Partitions.count = n;
 	m->Partitions.items = NULL;
 	if (n > 0) {
@@ -839,7 +924,7 @@ static int kafka_fetch_response_fetchable_topic_response_decode(struct kafka_cur
 				return rc;
 		}
 	}
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_codec_skip_tags(c);
 	}
 	return c->err;
@@ -851,7 +936,7 @@ int kafka_fetch_response_decode(struct kafka_cursor *c, struct kafka_arena *a, i
 	int rc;
 	int32_t n;
 
-	if (version < 4 || version > 12)
+	if (version < 4 || version > 15)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_fetch_response_init(m);
 	(void)a;
@@ -863,7 +948,7 @@ int kafka_fetch_response_decode(struct kafka_cursor *c, struct kafka_arena *a, i
 	if (version >= 7) {
 		m->SessionId = kafka_cursor_int32(c);
 	}
-	n = kafka_cursor_array_len(c, version == 12, false, 3);
+	n = kafka_cursor_array_len(c, version >= 12, false, 3);
 	m->Responses.count = n;
 	m->Responses.items = NULL;
 	if (n > 0) {
@@ -876,7 +961,7 @@ int kafka_fetch_response_decode(struct kafka_cursor *c, struct kafka_arena *a, i
 				return rc;
 		}
 	}
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_codec_skip_tags(c);
 	}
 	return c->err;
@@ -886,13 +971,13 @@ static void kafka_fetch_response_epoch_end_offset_encode(struct kafka_writer *w,
 		const struct kafka_fetch_response_epoch_end_offset *m)
 {
 	(void)version;
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_writer_int32(w, m->Epoch);
 	}
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_writer_int64(w, m->EndOffset);
 	}
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_writer_uvarint(w, 0);
 	}
 }
@@ -901,13 +986,13 @@ static void kafka_fetch_response_leader_id_and_epoch_encode(struct kafka_writer 
 		const struct kafka_fetch_response_leader_id_and_epoch *m)
 {
 	(void)version;
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_writer_int32(w, m->LeaderId);
 	}
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_writer_int32(w, m->LeaderEpoch);
 	}
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_writer_uvarint(w, 0);
 	}
 }
@@ -918,7 +1003,7 @@ static void kafka_fetch_response_snapshot_id_encode(struct kafka_writer *w, int1
 	(void)version;
 	kafka_writer_int64(w, m->EndOffset);
 	kafka_writer_int32(w, m->Epoch);
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_writer_uvarint(w, 0);
 	}
 }
@@ -929,7 +1014,7 @@ static void kafka_fetch_response_aborted_transaction_encode(struct kafka_writer 
 	(void)version;
 	kafka_writer_int64(w, m->ProducerId);
 	kafka_writer_int64(w, m->FirstOffset);
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_writer_uvarint(w, 0);
 	}
 }
@@ -945,39 +1030,39 @@ static void kafka_fetch_response_partition_data_encode(struct kafka_writer *w, i
 	if (version >= 5) {
 		kafka_writer_int64(w, m->LogStartOffset);
 	}
-	kafka_writer_len(w, m->AbortedTransactions.count, version == 12, true, true);
+	kafka_writer_len(w, m->AbortedTransactions.count, version >= 12, true, true);
 	for (int32_t i = 0; i < m->AbortedTransactions.count; i++)
 		kafka_fetch_response_aborted_transaction_encode(w, version, &m->AbortedTransactions.items[i]);
 	if (version >= 11) {
 		kafka_writer_int32(w, m->PreferredReadReplica);
 	}
-	kafka_writer_records(w, m->Records, version == 12, true);
-	if (version == 12) {
+	kafka_writer_records(w, m->Records, version >= 12, true);
+	if (version >= 12) {
 		uint32_t ntags = 0;
 		struct kafka_writer mw;
 
-		if ((version == 12) && (m->DivergingEpoch.Epoch != (int32_t)-1LL || m->DivergingEpoch.EndOffset != (int64_t)-1LL))
+		if ((version >= 12) && (m->DivergingEpoch.Epoch != (int32_t)-1LL || m->DivergingEpoch.EndOffset != (int64_t)-1LL))
 			ntags++;
-		if ((version == 12) && (m->CurrentLeader.LeaderId != (int32_t)-1LL || m->CurrentLeader.LeaderEpoch != (int32_t)-1LL))
+		if ((version >= 12) && (m->CurrentLeader.LeaderId != (int32_t)-1LL || m->CurrentLeader.LeaderEpoch != (int32_t)-1LL))
 			ntags++;
-		if ((version == 12) && (m->SnapshotId.EndOffset != (int64_t)-1LL || m->SnapshotId.Epoch != (int32_t)-1LL))
+		if ((version >= 12) && (m->SnapshotId.EndOffset != (int64_t)-1LL || m->SnapshotId.Epoch != (int32_t)-1LL))
 			ntags++;
 		kafka_writer_uvarint(w, ntags);
-		if ((version == 12) && (m->DivergingEpoch.Epoch != (int32_t)-1LL || m->DivergingEpoch.EndOffset != (int64_t)-1LL)) {
+		if ((version >= 12) && (m->DivergingEpoch.Epoch != (int32_t)-1LL || m->DivergingEpoch.EndOffset != (int64_t)-1LL)) {
 			kafka_writer_uvarint(w, 0);
 			kafka_writer_init_measure(&mw, false);
 			kafka_fetch_response_epoch_end_offset_encode(&mw, version, &m->DivergingEpoch);
 			kafka_writer_uvarint(w, (uint32_t)mw.total);
 			kafka_fetch_response_epoch_end_offset_encode(w, version, &m->DivergingEpoch);
 		}
-		if ((version == 12) && (m->CurrentLeader.LeaderId != (int32_t)-1LL || m->CurrentLeader.LeaderEpoch != (int32_t)-1LL)) {
+		if ((version >= 12) && (m->CurrentLeader.LeaderId != (int32_t)-1LL || m->CurrentLeader.LeaderEpoch != (int32_t)-1LL)) {
 			kafka_writer_uvarint(w, 1);
 			kafka_writer_init_measure(&mw, false);
 			kafka_fetch_response_leader_id_and_epoch_encode(&mw, version, &m->CurrentLeader);
 			kafka_writer_uvarint(w, (uint32_t)mw.total);
 			kafka_fetch_response_leader_id_and_epoch_encode(w, version, &m->CurrentLeader);
 		}
-		if ((version == 12) && (m->SnapshotId.EndOffset != (int64_t)-1LL || m->SnapshotId.Epoch != (int32_t)-1LL)) {
+		if ((version >= 12) && (m->SnapshotId.EndOffset != (int64_t)-1LL || m->SnapshotId.Epoch != (int32_t)-1LL)) {
 			kafka_writer_uvarint(w, 2);
 			kafka_writer_init_measure(&mw, false);
 			kafka_fetch_response_snapshot_id_encode(&mw, version, &m->SnapshotId);
@@ -992,11 +1077,16 @@ static void kafka_fetch_response_fetchable_topic_response_encode(struct kafka_wr
 		const struct kafka_fetch_response_fetchable_topic_response *m)
 {
 	(void)version;
-	kafka_writer_string(w, m->Topic, version == 12, false);
-	kafka_writer_len(w, m->Partitions.count, version == 12, true, false);
+	if (version <= 12) {
+		kafka_writer_string(w, m->Topic, version >= 12, false);
+	}
+	if (version >= 13) {
+		kafka_writer_uuid(w, m->TopicId);
+	}
+	kafka_writer_len(w, m->Partitions.count, version >= 12, true, false);
 	for (int32_t i = 0; i < m->Partitions.count; i++)
 		kafka_fetch_response_partition_data_encode(w, version, &m->Partitions.items[i]);
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_writer_uvarint(w, 0);
 	}
 }
@@ -1005,7 +1095,7 @@ void kafka_fetch_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_fetch_response *m)
 {
 	(void)version;
-	if (version < 4 || version > 12) {
+	if (version < 4 || version > 15) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
@@ -1016,10 +1106,10 @@ void kafka_fetch_response_encode(struct kafka_writer *w, int16_t version,
 	if (version >= 7) {
 		kafka_writer_int32(w, m->SessionId);
 	}
-	kafka_writer_len(w, m->Responses.count, version == 12, true, false);
+	kafka_writer_len(w, m->Responses.count, version >= 12, true, false);
 	for (int32_t i = 0; i < m->Responses.count; i++)
 		kafka_fetch_response_fetchable_topic_response_encode(w, version, &m->Responses.items[i]);
-	if (version == 12) {
+	if (version >= 12) {
 		kafka_writer_uvarint(w, 0);
 	}
 }
@@ -1352,7 +1442,13 @@ static int kafka_metadata_request_metadata_request_topic_decode(struct kafka_cur
 	kafka_metadata_request_metadata_request_topic_init(m);
 	(void)a;
 	(void)version;
-	m->Name = kafka_cursor_string(c, false, false);
+	if (version >= 10) {
+		m->TopicId = kafka_cursor_uuid(c);
+	}
+	m->Name = kafka_cursor_string(c, version >= 9, version >= 10);
+	if (version >= 9) {
+		kafka_codec_skip_tags(c);
+	}
 	return c->err;
 }
 
@@ -1362,12 +1458,12 @@ int kafka_metadata_request_decode(struct kafka_cursor *c, struct kafka_arena *a,
 	int rc;
 	int32_t n;
 
-	if (version < 0 || version > 7)
+	if (version < 0 || version > 12)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_metadata_request_init(m);
 	(void)a;
 	(void)version;
-	n = kafka_cursor_array_len(c, false, version >= 1, 2);
+	n = kafka_cursor_array_len(c, version >= 9, version >= 1, 2);
 	m->Topics.count = n;
 	m->Topics.items = NULL;
 	if (n > 0) {
@@ -1383,6 +1479,15 @@ int kafka_metadata_request_decode(struct kafka_cursor *c, struct kafka_arena *a,
 	if (version >= 4) {
 		m->AllowAutoTopicCreation = kafka_cursor_bool(c);
 	}
+	if (version >= 8 && version <= 10) {
+		m->IncludeClusterAuthorizedOperations = kafka_cursor_bool(c);
+	}
+	if (version >= 8) {
+		m->IncludeTopicAuthorizedOperations = kafka_cursor_bool(c);
+	}
+	if (version >= 9) {
+		kafka_codec_skip_tags(c);
+	}
 	return c->err;
 }
 
@@ -1390,22 +1495,37 @@ static void kafka_metadata_request_metadata_request_topic_encode(struct kafka_wr
 		const struct kafka_metadata_request_metadata_request_topic *m)
 {
 	(void)version;
-	kafka_writer_string(w, m->Name, false, false);
+	if (version >= 10) {
+		kafka_writer_uuid(w, m->TopicId);
+	}
+	kafka_writer_string(w, m->Name, version >= 9, version >= 10);
+	if (version >= 9) {
+		kafka_writer_uvarint(w, 0);
+	}
 }
 
 void kafka_metadata_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_metadata_request *m)
 {
 	(void)version;
-	if (version < 0 || version > 7) {
+	if (version < 0 || version > 12) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
-	kafka_writer_len(w, m->Topics.count, false, true, version >= 1);
+	kafka_writer_len(w, m->Topics.count, version >= 9, true, version >= 1);
 	for (int32_t i = 0; i < m->Topics.count; i++)
 		kafka_metadata_request_metadata_request_topic_encode(w, version, &m->Topics.items[i]);
 	if (version >= 4) {
 		kafka_writer_bool(w, m->AllowAutoTopicCreation);
+	}
+	if (version >= 8 && version <= 10) {
+		kafka_writer_bool(w, m->IncludeClusterAuthorizedOperations);
+	}
+	if (version >= 8) {
+		kafka_writer_bool(w, m->IncludeTopicAuthorizedOperations);
+	}
+	if (version >= 9) {
+		kafka_writer_uvarint(w, 0);
 	}
 }
 
@@ -1443,6 +1563,7 @@ static void kafka_metadata_response_metadata_response_topic_init(struct kafka_me
 {
 	memset(m, 0, sizeof(*m));
 	m->Name = (struct kafka_str){ "", 0 };
+	m->TopicAuthorizedOperations = (int32_t)-2147483648LL;
 }
 
 
@@ -1453,6 +1574,7 @@ void kafka_metadata_response_init(struct kafka_metadata_response *m)
 	memset(m, 0, sizeof(*m));
 	m->ClusterId = (struct kafka_str){ NULL, -1 };
 	m->ControllerId = (int32_t)-1LL;
+	m->ClusterAuthorizedOperations = (int32_t)-2147483648LL;
 }
 
 static int kafka_metadata_response_metadata_response_broker_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
@@ -1462,10 +1584,13 @@ static int kafka_metadata_response_metadata_response_broker_decode(struct kafka_
 	(void)a;
 	(void)version;
 	m->NodeId = kafka_cursor_int32(c);
-	m->Host = kafka_cursor_string(c, false, false);
+	m->Host = kafka_cursor_string(c, version >= 9, false);
 	m->Port = kafka_cursor_int32(c);
 	if (version >= 1) {
-		m->Rack = kafka_cursor_string(c, false, version >= 1);
+		m->Rack = kafka_cursor_string(c, version >= 9, version >= 1);
+	}
+	if (version >= 9) {
+		kafka_codec_skip_tags(c);
 	}
 	return c->err;
 }
@@ -1480,10 +1605,10 @@ static int kafka_metadata_response_metadata_response_partition_decode(struct kaf
 	m->ErrorCode = kafka_cursor_int16(c);
 	m->PartitionIndex = kafka_cursor_int32(c);
 	m->LeaderId = kafka_cursor_int32(c);
-	if (version == 7) {
+	if (version >= 7) {
 		m->LeaderEpoch = kafka_cursor_int32(c);
 	}
-	n = kafka_cursor_array_len(c, false, false, 4);
+	n = kafka_cursor_array_len(c, version >= 9, false, 4);
 	m->ReplicaNodes.count = n;
 	m->ReplicaNodes.items = NULL;
 	if (n > 0) {
@@ -1494,7 +1619,7 @@ static int kafka_metadata_response_metadata_response_partition_decode(struct kaf
 			m->ReplicaNodes.items[i] = kafka_cursor_int32(c);
 		}
 	}
-	n = kafka_cursor_array_len(c, false, false, 4);
+	n = kafka_cursor_array_len(c, version >= 9, false, 4);
 	m->IsrNodes.count = n;
 	m->IsrNodes.items = NULL;
 	if (n > 0) {
@@ -1506,7 +1631,7 @@ static int kafka_metadata_response_metadata_response_partition_decode(struct kaf
 		}
 	}
 	if (version >= 5) {
-		n = kafka_cursor_array_len(c, false, false, 4);
+		n = kafka_cursor_array_len(c, version >= 9, false, 4);
 		m->OfflineReplicas.count = n;
 		m->OfflineReplicas.items = NULL;
 		if (n > 0) {
@@ -1517,6 +1642,9 @@ static int kafka_metadata_response_metadata_response_partition_decode(struct kaf
 				m->OfflineReplicas.items[i] = kafka_cursor_int32(c);
 			}
 		}
+	}
+	if (version >= 9) {
+		kafka_codec_skip_tags(c);
 	}
 	return c->err;
 }
@@ -1530,11 +1658,14 @@ static int kafka_metadata_response_metadata_response_topic_decode(struct kafka_c
 	(void)a;
 	(void)version;
 	m->ErrorCode = kafka_cursor_int16(c);
-	m->Name = kafka_cursor_string(c, false, false);
+	m->Name = kafka_cursor_string(c, version >= 9, version == 12);
+	if (version >= 10) {
+		m->TopicId = kafka_cursor_uuid(c);
+	}
 	if (version >= 1) {
 		m->IsInternal = kafka_cursor_bool(c);
 	}
-	n = kafka_cursor_array_len(c, false, false, 18);
+	n = kafka_cursor_array_len(c, version >= 9, false, 18);
 	m->Partitions.count = n;
 	m->Partitions.items = NULL;
 	if (n > 0) {
@@ -1547,6 +1678,12 @@ static int kafka_metadata_response_metadata_response_topic_decode(struct kafka_c
 				return rc;
 		}
 	}
+	if (version >= 8) {
+		m->TopicAuthorizedOperations = kafka_cursor_int32(c);
+	}
+	if (version >= 9) {
+		kafka_codec_skip_tags(c);
+	}
 	return c->err;
 }
 
@@ -1556,7 +1693,7 @@ int kafka_metadata_response_decode(struct kafka_cursor *c, struct kafka_arena *a
 	int rc;
 	int32_t n;
 
-	if (version < 0 || version > 7)
+	if (version < 0 || version > 12)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_metadata_response_init(m);
 	(void)a;
@@ -1564,7 +1701,7 @@ int kafka_metadata_response_decode(struct kafka_cursor *c, struct kafka_arena *a
 	if (version >= 3) {
 		m->ThrottleTimeMs = kafka_cursor_int32(c);
 	}
-	n = kafka_cursor_array_len(c, false, false, 10);
+	n = kafka_cursor_array_len(c, version >= 9, false, 10);
 	m->Brokers.count = n;
 	m->Brokers.items = NULL;
 	if (n > 0) {
@@ -1578,12 +1715,12 @@ int kafka_metadata_response_decode(struct kafka_cursor *c, struct kafka_arena *a
 		}
 	}
 	if (version >= 2) {
-		m->ClusterId = kafka_cursor_string(c, false, version >= 2);
+		m->ClusterId = kafka_cursor_string(c, version >= 9, version >= 2);
 	}
 	if (version >= 1) {
 		m->ControllerId = kafka_cursor_int32(c);
 	}
-	n = kafka_cursor_array_len(c, false, false, 8);
+	n = kafka_cursor_array_len(c, version >= 9, false, 8);
 	m->Topics.count = n;
 	m->Topics.items = NULL;
 	if (n > 0) {
@@ -1596,6 +1733,12 @@ int kafka_metadata_response_decode(struct kafka_cursor *c, struct kafka_arena *a
 				return rc;
 		}
 	}
+	if (version >= 8 && version <= 10) {
+		m->ClusterAuthorizedOperations = kafka_cursor_int32(c);
+	}
+	if (version >= 9) {
+		kafka_codec_skip_tags(c);
+	}
 	return c->err;
 }
 
@@ -1604,10 +1747,13 @@ static void kafka_metadata_response_metadata_response_broker_encode(struct kafka
 {
 	(void)version;
 	kafka_writer_int32(w, m->NodeId);
-	kafka_writer_string(w, m->Host, false, false);
+	kafka_writer_string(w, m->Host, version >= 9, false);
 	kafka_writer_int32(w, m->Port);
 	if (version >= 1) {
-		kafka_writer_string(w, m->Rack, false, version >= 1);
+		kafka_writer_string(w, m->Rack, version >= 9, version >= 1);
+	}
+	if (version >= 9) {
+		kafka_writer_uvarint(w, 0);
 	}
 }
 
@@ -1618,19 +1764,22 @@ static void kafka_metadata_response_metadata_response_partition_encode(struct ka
 	kafka_writer_int16(w, m->ErrorCode);
 	kafka_writer_int32(w, m->PartitionIndex);
 	kafka_writer_int32(w, m->LeaderId);
-	if (version == 7) {
+	if (version >= 7) {
 		kafka_writer_int32(w, m->LeaderEpoch);
 	}
-	kafka_writer_len(w, m->ReplicaNodes.count, false, true, false);
+	kafka_writer_len(w, m->ReplicaNodes.count, version >= 9, true, false);
 	for (int32_t i = 0; i < m->ReplicaNodes.count; i++)
 		kafka_writer_int32(w, m->ReplicaNodes.items[i]);
-	kafka_writer_len(w, m->IsrNodes.count, false, true, false);
+	kafka_writer_len(w, m->IsrNodes.count, version >= 9, true, false);
 	for (int32_t i = 0; i < m->IsrNodes.count; i++)
 		kafka_writer_int32(w, m->IsrNodes.items[i]);
 	if (version >= 5) {
-		kafka_writer_len(w, m->OfflineReplicas.count, false, true, false);
+		kafka_writer_len(w, m->OfflineReplicas.count, version >= 9, true, false);
 		for (int32_t i = 0; i < m->OfflineReplicas.count; i++)
 			kafka_writer_int32(w, m->OfflineReplicas.items[i]);
+	}
+	if (version >= 9) {
+		kafka_writer_uvarint(w, 0);
 	}
 }
 
@@ -1639,38 +1788,53 @@ static void kafka_metadata_response_metadata_response_topic_encode(struct kafka_
 {
 	(void)version;
 	kafka_writer_int16(w, m->ErrorCode);
-	kafka_writer_string(w, m->Name, false, false);
+	kafka_writer_string(w, m->Name, version >= 9, version == 12);
+	if (version >= 10) {
+		kafka_writer_uuid(w, m->TopicId);
+	}
 	if (version >= 1) {
 		kafka_writer_bool(w, m->IsInternal);
 	}
-	kafka_writer_len(w, m->Partitions.count, false, true, false);
+	kafka_writer_len(w, m->Partitions.count, version >= 9, true, false);
 	for (int32_t i = 0; i < m->Partitions.count; i++)
 		kafka_metadata_response_metadata_response_partition_encode(w, version, &m->Partitions.items[i]);
+	if (version >= 8) {
+		kafka_writer_int32(w, m->TopicAuthorizedOperations);
+	}
+	if (version >= 9) {
+		kafka_writer_uvarint(w, 0);
+	}
 }
 
 void kafka_metadata_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_metadata_response *m)
 {
 	(void)version;
-	if (version < 0 || version > 7) {
+	if (version < 0 || version > 12) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
 	if (version >= 3) {
 		kafka_writer_int32(w, m->ThrottleTimeMs);
 	}
-	kafka_writer_len(w, m->Brokers.count, false, true, false);
+	kafka_writer_len(w, m->Brokers.count, version >= 9, true, false);
 	for (int32_t i = 0; i < m->Brokers.count; i++)
 		kafka_metadata_response_metadata_response_broker_encode(w, version, &m->Brokers.items[i]);
 	if (version >= 2) {
-		kafka_writer_string(w, m->ClusterId, false, version >= 2);
+		kafka_writer_string(w, m->ClusterId, version >= 9, version >= 2);
 	}
 	if (version >= 1) {
 		kafka_writer_int32(w, m->ControllerId);
 	}
-	kafka_writer_len(w, m->Topics.count, false, true, false);
+	kafka_writer_len(w, m->Topics.count, version >= 9, true, false);
 	for (int32_t i = 0; i < m->Topics.count; i++)
 		kafka_metadata_response_metadata_response_topic_encode(w, version, &m->Topics.items[i]);
+	if (version >= 8 && version <= 10) {
+		kafka_writer_int32(w, m->ClusterAuthorizedOperations);
+	}
+	if (version >= 9) {
+		kafka_writer_uvarint(w, 0);
+	}
 }
 
 static void kafka_metadata_response_init_any(void *m)
@@ -11104,17 +11268,17 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 	  kafka_produce_request_init_any, kafka_produce_request_decode_any, kafka_produce_request_encode_any },
 	{ "ProduceResponse", 0, 0, 7, 9, sizeof(struct kafka_produce_response),
 	  kafka_produce_response_init_any, kafka_produce_response_decode_any, kafka_produce_response_encode_any },
-	{ "FetchRequest", 1, 4, 12, 12, sizeof(struct kafka_fetch_request),
+	{ "FetchRequest", 1, 4, 15, 12, sizeof(struct kafka_fetch_request),
 	  kafka_fetch_request_init_any, kafka_fetch_request_decode_any, kafka_fetch_request_encode_any },
-	{ "FetchResponse", 1, 4, 12, 12, sizeof(struct kafka_fetch_response),
+	{ "FetchResponse", 1, 4, 15, 12, sizeof(struct kafka_fetch_response),
 	  kafka_fetch_response_init_any, kafka_fetch_response_decode_any, kafka_fetch_response_encode_any },
 	{ "ListOffsetsRequest", 2, 1, 4, 6, sizeof(struct kafka_list_offsets_request),
 	  kafka_list_offsets_request_init_any, kafka_list_offsets_request_decode_any, kafka_list_offsets_request_encode_any },
 	{ "ListOffsetsResponse", 2, 1, 4, 6, sizeof(struct kafka_list_offsets_response),
 	  kafka_list_offsets_response_init_any, kafka_list_offsets_response_decode_any, kafka_list_offsets_response_encode_any },
-	{ "MetadataRequest", 3, 0, 7, 9, sizeof(struct kafka_metadata_request),
+	{ "MetadataRequest", 3, 0, 12, 9, sizeof(struct kafka_metadata_request),
 	  kafka_metadata_request_init_any, kafka_metadata_request_decode_any, kafka_metadata_request_encode_any },
-	{ "MetadataResponse", 3, 0, 7, 9, sizeof(struct kafka_metadata_response),
+	{ "MetadataResponse", 3, 0, 12, 9, sizeof(struct kafka_metadata_response),
 	  kafka_metadata_response_init_any, kafka_metadata_response_decode_any, kafka_metadata_response_encode_any },
 	{ "OffsetCommitRequest", 8, 2, 7, 8, sizeof(struct kafka_offset_commit_request),
 	  kafka_offset_commit_request_init_any, kafka_offset_commit_request_decode_any, kafka_offset_commit_request_encode_any },
@@ -11321,9 +11485,9 @@ int kafka_handle_describe_cluster(struct kafka_ctx *ctx) __attribute__((weak));
 const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	/* key, name, min, max, first flexible, advertised min-max, advertised (README note) */
 	{ 0, "Produce", 0, 7, 9, 0, 7, true, &kafka_msg_descs[0], &kafka_msg_descs[1], kafka_handle_produce }, /* 0-7: librdkafka <= 2.11 sends gzip, snappy and lz4 only to a broker whose Produce minimum is 0 */
-	{ 1, "Fetch", 4, 12, 12, 4, 12, true, &kafka_msg_descs[2], &kafka_msg_descs[3], kafka_handle_fetch }, /* 9+: current leader epoch (KIP-320); 12: last fetched epoch, diverging epoch */
+	{ 1, "Fetch", 4, 15, 12, 4, 15, true, &kafka_msg_descs[2], &kafka_msg_descs[3], kafka_handle_fetch }, /* 9+: current leader epoch (KIP-320); 12: last fetched epoch, diverging epoch; 13+: topic ids (KIP-516); 15: ReplicaState (KIP-903); fetch sessions (KIP-227) */
 	{ 2, "ListOffsets", 1, 4, 6, 1, 4, true, &kafka_msg_descs[4], &kafka_msg_descs[5], kafka_handle_list_offsets }, /* 4: current leader epoch (KIP-320) */
-	{ 3, "Metadata", 0, 7, 9, 0, 7, true, &kafka_msg_descs[6], &kafka_msg_descs[7], kafka_handle_metadata }, /* 7: leader epoch (KIP-320) */
+	{ 3, "Metadata", 0, 12, 9, 0, 12, true, &kafka_msg_descs[6], &kafka_msg_descs[7], kafka_handle_metadata }, /* 7: leader epoch (KIP-320); 10+: topic ids (KIP-516), 12: topics asked by id */
 	{ 8, "OffsetCommit", 2, 7, 8, 2, 7, true, &kafka_msg_descs[8], &kafka_msg_descs[9], kafka_handle_offset_commit },
 	{ 9, "OffsetFetch", 1, 5, 6, 1, 5, true, &kafka_msg_descs[10], &kafka_msg_descs[11], kafka_handle_offset_fetch },
 	{ 10, "FindCoordinator", 0, 2, 3, 0, 2, true, &kafka_msg_descs[12], &kafka_msg_descs[13], kafka_handle_find_coordinator },

@@ -110,7 +110,14 @@ int kafka_produce_response_decode(struct kafka_cursor *c, struct kafka_arena *a,
 void kafka_produce_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_produce_response *m);
 
-/* ---- FetchRequest (api key 1, versions 4-12) ---- */
+/* ---- FetchRequest (api key 1, versions 4-15) ---- */
+
+struct kafka_fetch_request_replica_state {
+	/* The replica ID of the follower, or -1 if this request is from a consumer. (v15+) */
+	int32_t ReplicaId;
+	/* The epoch of this follower, or -1 if not available. (v15+) */
+	int64_t ReplicaEpoch;
+};
 
 struct kafka_fetch_request_fetch_partition {
 	/* The partition index. (v4+) */
@@ -128,8 +135,10 @@ struct kafka_fetch_request_fetch_partition {
 };
 
 struct kafka_fetch_request_fetch_topic {
-	/* The name of the topic to fetch. (v4+) */
+	/* The name of the topic to fetch. (v4-12) */
 	struct kafka_str Topic;
+	/* The unique topic ID (v13+) */
+	struct kafka_uuid TopicId;
 	/* The partitions to fetch. (v4+) */
 	struct {
 		struct kafka_fetch_request_fetch_partition *items;
@@ -138,8 +147,10 @@ struct kafka_fetch_request_fetch_topic {
 };
 
 struct kafka_fetch_request_forgotten_topic {
-	/* The topic name. (v7+) */
+	/* The topic name. (v7-12) */
 	struct kafka_str Topic;
+	/* The unique topic ID (v13+) */
+	struct kafka_uuid TopicId;
 	/* The partitions indexes to forget. (v7+) */
 	struct {
 		int32_t *items;
@@ -147,12 +158,14 @@ struct kafka_fetch_request_forgotten_topic {
 	} Partitions;
 };
 
-/* FetchRequest, versions 4-12, flexible from v12. */
+/* FetchRequest, versions 4-15, flexible from v12. */
 struct kafka_fetch_request {
 	/* The clusterId if known. This is used to validate metadata fetches prior to broker registration. (v12+, nullable, tag 0) */
 	struct kafka_str ClusterId;
-	/* The broker ID of the follower, of -1 if this request is from a consumer. (v4+) */
+	/* The broker ID of the follower, of -1 if this request is from a consumer. (v4-14) */
 	int32_t ReplicaId;
+	/* (v15+, tag 1) */
+	struct kafka_fetch_request_replica_state ReplicaState;
 	/* The maximum time in milliseconds to wait for the response. (v4+) */
 	int32_t MaxWaitMs;
 	/* The minimum bytes to accumulate in the response. (v4+) */
@@ -185,7 +198,7 @@ int kafka_fetch_request_decode(struct kafka_cursor *c, struct kafka_arena *a, in
 void kafka_fetch_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_fetch_request *m);
 
-/* ---- FetchResponse (api key 1, versions 4-12) ---- */
+/* ---- FetchResponse (api key 1, versions 4-15) ---- */
 
 struct kafka_fetch_response_epoch_end_offset {
 	/* (v12+) */
@@ -244,8 +257,10 @@ struct kafka_fetch_response_partition_data {
 };
 
 struct kafka_fetch_response_fetchable_topic_response {
-	/* The topic name. (v4+) */
+	/* The topic name. (v4-12) */
 	struct kafka_str Topic;
+	/* The unique topic ID (v13+) */
+	struct kafka_uuid TopicId;
 	/* The topic partitions. (v4+) */
 	struct {
 		struct kafka_fetch_response_partition_data *items;
@@ -253,7 +268,7 @@ struct kafka_fetch_response_fetchable_topic_response {
 	} Partitions;
 };
 
-/* FetchResponse, versions 4-12, flexible from v12. */
+/* FetchResponse, versions 4-15, flexible from v12. */
 struct kafka_fetch_response {
 	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v4+) */
 	int32_t ThrottleTimeMs;
@@ -356,14 +371,16 @@ int kafka_list_offsets_response_decode(struct kafka_cursor *c, struct kafka_aren
 void kafka_list_offsets_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_list_offsets_response *m);
 
-/* ---- MetadataRequest (api key 3, versions 0-7) ---- */
+/* ---- MetadataRequest (api key 3, versions 0-12) ---- */
 
 struct kafka_metadata_request_metadata_request_topic {
-	/* The topic name. (v0+) */
+	/* The topic id. (v10+) */
+	struct kafka_uuid TopicId;
+	/* The topic name. (v0+, nullable) */
 	struct kafka_str Name;
 };
 
-/* MetadataRequest, versions 0-7, flexible from v9. */
+/* MetadataRequest, versions 0-12, flexible from v9. */
 struct kafka_metadata_request {
 	/* The topics to fetch metadata for. (v0+, nullable) */
 	struct {
@@ -372,6 +389,10 @@ struct kafka_metadata_request {
 	} Topics;
 	/* If this is true, the broker may auto-create topics that we requested which do not already exist, if it is configured to do so. (v4+) */
 	bool AllowAutoTopicCreation;
+	/* Whether to include cluster authorized operations. (v8-10) */
+	bool IncludeClusterAuthorizedOperations;
+	/* Whether to include topic authorized operations. (v8+) */
+	bool IncludeTopicAuthorizedOperations;
 };
 
 void kafka_metadata_request_init(struct kafka_metadata_request *m);
@@ -380,7 +401,7 @@ int kafka_metadata_request_decode(struct kafka_cursor *c, struct kafka_arena *a,
 void kafka_metadata_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_metadata_request *m);
 
-/* ---- MetadataResponse (api key 3, versions 0-7) ---- */
+/* ---- MetadataResponse (api key 3, versions 0-12) ---- */
 
 struct kafka_metadata_response_metadata_response_broker {
 	/* The broker ID. (v0+) */
@@ -422,8 +443,10 @@ struct kafka_metadata_response_metadata_response_partition {
 struct kafka_metadata_response_metadata_response_topic {
 	/* The topic error, or 0 if there was no error. (v0+) */
 	int16_t ErrorCode;
-	/* The topic name. Null for non-existing topics queried by ID. This is never null when ErrorCode is zero. One of Name and TopicId is always populated. (v0+) */
+	/* The topic name. Null for non-existing topics queried by ID. This is never null when ErrorCode is zero. One of Name and TopicId is always populated. (v0+, nullable) */
 	struct kafka_str Name;
+	/* The topic id. Zero for non-existing topics queried by name. This is never zero when ErrorCode is zero. One of Name and TopicId is always populated. (v10+) */
+	struct kafka_uuid TopicId;
 	/* True if the topic is internal. (v1+) */
 	bool IsInternal;
 	/* Each partition in the topic. (v0+) */
@@ -431,9 +454,11 @@ struct kafka_metadata_response_metadata_response_topic {
 		struct kafka_metadata_response_metadata_response_partition *items;
 		int32_t count; /* -1: null */
 	} Partitions;
+	/* 32-bit bitfield to represent authorized operations for this topic. (v8+) */
+	int32_t TopicAuthorizedOperations;
 };
 
-/* MetadataResponse, versions 0-7, flexible from v9. */
+/* MetadataResponse, versions 0-12, flexible from v9. */
 struct kafka_metadata_response {
 	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v3+) */
 	int32_t ThrottleTimeMs;
@@ -451,6 +476,8 @@ struct kafka_metadata_response {
 		struct kafka_metadata_response_metadata_response_topic *items;
 		int32_t count; /* -1: null */
 	} Topics;
+	/* 32-bit bitfield to represent authorized operations for this cluster. (v8-10) */
+	int32_t ClusterAuthorizedOperations;
 };
 
 void kafka_metadata_response_init(struct kafka_metadata_response *m);

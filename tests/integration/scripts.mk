@@ -19,6 +19,8 @@ TEST_SCRIPTS += tests/integration/test_txn_clients.py
 # Produce over raw frames: several batches for one partition in one request,
 # a batch larger than the shard's tail memory
 TEST_SCRIPTS += tests/integration/test_produce_raw.py
+# Fetch v12-15 over raw frames: topics by id, ReplicaState, fetch sessions (KIP-227)
+TEST_SCRIPTS += tests/integration/test_fetch_sessions.py
 # leader epochs (raw OffsetForLeaderEpoch, Fetch v9-12, ListOffsets v4,
 # Metadata v7) and a librdkafka consumer through an epoch change
 TEST_SCRIPTS += tests/integration/test_leader_epochs.py

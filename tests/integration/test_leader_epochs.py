@@ -116,13 +116,13 @@ def ofle(c, ver, parts, current=-1, replica=-1):
 
 @test
 def api_versions_advertise_the_epoch_apis():
-    """OffsetForLeaderEpoch 0-4, Fetch 4-12, ListOffsets 1-4, Metadata 0-7."""
+    """OffsetForLeaderEpoch 0-4, Fetch 4-15, ListOffsets 1-4, Metadata 0-12."""
     with broker() as b, TConn(b.bootstrap) as c:
         apis = c.api_versions().apis
         assert apis[OFFSET_FOR_LEADER_EPOCH] == (0, 4), apis.get(OFFSET_FOR_LEADER_EPOCH)
-        assert apis[FETCH] == (4, 12), apis[FETCH]
+        assert apis[FETCH] == (4, 15), apis[FETCH]
         assert apis[LIST_OFFSETS] == (1, 4), apis[LIST_OFFSETS]
-        assert apis[METADATA] == (0, 7), apis[METADATA]
+        assert apis[METADATA] == (0, 12), apis[METADATA]
 
 
 @test

@@ -230,6 +230,13 @@ static bool equal_any_kafka_produce_response(const void *a, const void *b)
 	return equal_kafka_produce_response(a, b);
 }
 
+static void kafka_fetch_request_replica_state_init_(struct kafka_fetch_request_replica_state *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ReplicaId = (int32_t)-1LL;
+	m->ReplicaEpoch = (int64_t)-1LL;
+}
+
 static void kafka_fetch_request_fetch_partition_init_(struct kafka_fetch_request_fetch_partition *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -250,6 +257,19 @@ static void kafka_fetch_request_forgotten_topic_init_(struct kafka_fetch_request
 	m->Topic = (struct kafka_str){ "", 0 };
 }
 
+static void sample_kafka_fetch_request_replica_state(struct kafka_sample *s, int16_t version, struct kafka_fetch_request_replica_state *m)
+{
+	(void)s;
+	(void)version;
+	kafka_fetch_request_replica_state_init_(m);
+	if (version == 15) {
+		m->ReplicaId = kafka_sample_int32(s);
+	}
+	if (version == 15) {
+		m->ReplicaEpoch = kafka_sample_int64(s);
+	}
+}
+
 static void sample_kafka_fetch_request_fetch_partition(struct kafka_sample *s, int16_t version, struct kafka_fetch_request_fetch_partition *m)
 {
 	(void)s;
@@ -260,7 +280,7 @@ static void sample_kafka_fetch_request_fetch_partition(struct kafka_sample *s, i
 		m->CurrentLeaderEpoch = kafka_sample_int32(s);
 	}
 	m->FetchOffset = kafka_sample_int64(s);
-	if (version == 12) {
+	if (version >= 12) {
 		m->LastFetchedEpoch = kafka_sample_int32(s);
 	}
 	if (version >= 5) {
@@ -274,7 +294,12 @@ static void sample_kafka_fetch_request_fetch_topic(struct kafka_sample *s, int16
 	(void)s;
 	(void)version;
 	kafka_fetch_request_fetch_topic_init_(m);
-	m->Topic = kafka_sample_string(s, false);
+	if (version <= 12) {
+		m->Topic = kafka_sample_string(s, false);
+	}
+	if (version >= 13) {
+		m->TopicId = kafka_sample_uuid(s);
+	}
 	m->Partitions.count = kafka_sample_count(s, false);
 	m->Partitions.items = m->Partitions.count > 0 ? kafka_sample_alloc(s, (size_t)m->Partitions.count * sizeof(*m->Partitions.items)) : NULL;
 	for (int32_t i = 0; i < m->Partitions.count; i++)
@@ -286,8 +311,11 @@ static void sample_kafka_fetch_request_forgotten_topic(struct kafka_sample *s, i
 	(void)s;
 	(void)version;
 	kafka_fetch_request_forgotten_topic_init_(m);
-	if (version >= 7) {
+	if (version >= 7 && version <= 12) {
 		m->Topic = kafka_sample_string(s, false);
+	}
+	if (version >= 13) {
+		m->TopicId = kafka_sample_uuid(s);
 	}
 	if (version >= 7) {
 		m->Partitions.count = kafka_sample_count(s, false);
@@ -302,10 +330,15 @@ static void sample_kafka_fetch_request(struct kafka_sample *s, int16_t version, 
 	(void)s;
 	(void)version;
 	kafka_fetch_request_init(m);
-	if ((version == 12) && kafka_sample_coin(s)) {
-		m->ClusterId = kafka_sample_string(s, version == 12);
+	if ((version >= 12) && kafka_sample_coin(s)) {
+		m->ClusterId = kafka_sample_string(s, version >= 12);
 	}
-	m->ReplicaId = kafka_sample_int32(s);
+	if (version <= 14) {
+		m->ReplicaId = kafka_sample_int32(s);
+	}
+	if ((version == 15) && kafka_sample_coin(s)) {
+		sample_kafka_fetch_request_replica_state(s, version, &m->ReplicaState);
+	}
 	m->MaxWaitMs = kafka_sample_int32(s);
 	m->MinBytes = kafka_sample_int32(s);
 	m->MaxBytes = kafka_sample_int32(s);
@@ -331,6 +364,17 @@ static void sample_kafka_fetch_request(struct kafka_sample *s, int16_t version, 
 	}
 }
 
+static bool equal_kafka_fetch_request_replica_state(const struct kafka_fetch_request_replica_state *a, const struct kafka_fetch_request_replica_state *b)
+{
+	if (a->ReplicaId != b->ReplicaId)
+		return kafka_sample_differs("ReplicaState.ReplicaId");
+	if (a->ReplicaEpoch != b->ReplicaEpoch)
+		return kafka_sample_differs("ReplicaState.ReplicaEpoch");
+	(void)a;
+	(void)b;
+	return true;
+}
+
 static bool equal_kafka_fetch_request_fetch_partition(const struct kafka_fetch_request_fetch_partition *a, const struct kafka_fetch_request_fetch_partition *b)
 {
 	if (a->Partition != b->Partition)
@@ -354,6 +398,8 @@ static bool equal_kafka_fetch_request_fetch_topic(const struct kafka_fetch_reque
 {
 	if (!kafka_sample_str_equal(a->Topic, b->Topic))
 		return kafka_sample_differs("FetchTopic.Topic");
+	if (memcmp(&a->TopicId, &b->TopicId, sizeof(a->TopicId)))
+		return kafka_sample_differs("FetchTopic.TopicId");
 	if (a->Partitions.count != b->Partitions.count)
 		return kafka_sample_differs("FetchTopic.Partitions.count");
 	for (int32_t i = 0; i < a->Partitions.count; i++) {
@@ -369,6 +415,8 @@ static bool equal_kafka_fetch_request_forgotten_topic(const struct kafka_fetch_r
 {
 	if (!kafka_sample_str_equal(a->Topic, b->Topic))
 		return kafka_sample_differs("ForgottenTopic.Topic");
+	if (memcmp(&a->TopicId, &b->TopicId, sizeof(a->TopicId)))
+		return kafka_sample_differs("ForgottenTopic.TopicId");
 	if (a->Partitions.count != b->Partitions.count)
 		return kafka_sample_differs("ForgottenTopic.Partitions.count");
 	for (int32_t i = 0; i < a->Partitions.count; i++) {
@@ -386,6 +434,8 @@ static bool equal_kafka_fetch_request(const struct kafka_fetch_request *a, const
 		return kafka_sample_differs("FetchRequest.ClusterId");
 	if (a->ReplicaId != b->ReplicaId)
 		return kafka_sample_differs("FetchRequest.ReplicaId");
+	if (!equal_kafka_fetch_request_replica_state(&a->ReplicaState, &b->ReplicaState))
+		return false;
 	if (a->MaxWaitMs != b->MaxWaitMs)
 		return kafka_sample_differs("FetchRequest.MaxWaitMs");
 	if (a->MinBytes != b->MinBytes)
@@ -479,10 +529,10 @@ static void sample_kafka_fetch_response_epoch_end_offset(struct kafka_sample *s,
 	(void)s;
 	(void)version;
 	kafka_fetch_response_epoch_end_offset_init_(m);
-	if (version == 12) {
+	if (version >= 12) {
 		m->Epoch = kafka_sample_int32(s);
 	}
-	if (version == 12) {
+	if (version >= 12) {
 		m->EndOffset = kafka_sample_int64(s);
 	}
 }
@@ -492,10 +542,10 @@ static void sample_kafka_fetch_response_leader_id_and_epoch(struct kafka_sample 
 	(void)s;
 	(void)version;
 	kafka_fetch_response_leader_id_and_epoch_init_(m);
-	if (version == 12) {
+	if (version >= 12) {
 		m->LeaderId = kafka_sample_int32(s);
 	}
-	if (version == 12) {
+	if (version >= 12) {
 		m->LeaderEpoch = kafka_sample_int32(s);
 	}
 }
@@ -530,13 +580,13 @@ static void sample_kafka_fetch_response_partition_data(struct kafka_sample *s, i
 	if (version >= 5) {
 		m->LogStartOffset = kafka_sample_int64(s);
 	}
-	if ((version == 12) && kafka_sample_coin(s)) {
+	if ((version >= 12) && kafka_sample_coin(s)) {
 		sample_kafka_fetch_response_epoch_end_offset(s, version, &m->DivergingEpoch);
 	}
-	if ((version == 12) && kafka_sample_coin(s)) {
+	if ((version >= 12) && kafka_sample_coin(s)) {
 		sample_kafka_fetch_response_leader_id_and_epoch(s, version, &m->CurrentLeader);
 	}
-	if ((version == 12) && kafka_sample_coin(s)) {
+	if ((version >= 12) && kafka_sample_coin(s)) {
 		sample_kafka_fetch_response_snapshot_id(s, version, &m->SnapshotId);
 	}
 	m->AbortedTransactions.count = kafka_sample_count(s, true);
@@ -554,7 +604,12 @@ static void sample_kafka_fetch_response_fetchable_topic_response(struct kafka_sa
 	(void)s;
 	(void)version;
 	kafka_fetch_response_fetchable_topic_response_init_(m);
-	m->Topic = kafka_sample_string(s, false);
+	if (version <= 12) {
+		m->Topic = kafka_sample_string(s, false);
+	}
+	if (version >= 13) {
+		m->TopicId = kafka_sample_uuid(s);
+	}
 	m->Partitions.count = kafka_sample_count(s, false);
 	m->Partitions.items = m->Partitions.count > 0 ? kafka_sample_alloc(s, (size_t)m->Partitions.count * sizeof(*m->Partitions.items)) : NULL;
 	for (int32_t i = 0; i < m->Partitions.count; i++)
@@ -660,6 +715,8 @@ static bool equal_kafka_fetch_response_fetchable_topic_response(const struct kaf
 {
 	if (!kafka_sample_str_equal(a->Topic, b->Topic))
 		return kafka_sample_differs("FetchableTopicResponse.Topic");
+	if (memcmp(&a->TopicId, &b->TopicId, sizeof(a->TopicId)))
+		return kafka_sample_differs("FetchableTopicResponse.TopicId");
 	if (a->Partitions.count != b->Partitions.count)
 		return kafka_sample_differs("FetchableTopicResponse.Partitions.count");
 	for (int32_t i = 0; i < a->Partitions.count; i++) {
@@ -937,7 +994,10 @@ static void sample_kafka_metadata_request_metadata_request_topic(struct kafka_sa
 	(void)s;
 	(void)version;
 	kafka_metadata_request_metadata_request_topic_init_(m);
-	m->Name = kafka_sample_string(s, false);
+	if (version >= 10) {
+		m->TopicId = kafka_sample_uuid(s);
+	}
+	m->Name = kafka_sample_string(s, version >= 10);
 }
 
 static void sample_kafka_metadata_request(struct kafka_sample *s, int16_t version, struct kafka_metadata_request *m)
@@ -952,10 +1012,18 @@ static void sample_kafka_metadata_request(struct kafka_sample *s, int16_t versio
 	if (version >= 4) {
 		m->AllowAutoTopicCreation = kafka_sample_bool(s);
 	}
+	if (version >= 8 && version <= 10) {
+		m->IncludeClusterAuthorizedOperations = kafka_sample_bool(s);
+	}
+	if (version >= 8) {
+		m->IncludeTopicAuthorizedOperations = kafka_sample_bool(s);
+	}
 }
 
 static bool equal_kafka_metadata_request_metadata_request_topic(const struct kafka_metadata_request_metadata_request_topic *a, const struct kafka_metadata_request_metadata_request_topic *b)
 {
+	if (memcmp(&a->TopicId, &b->TopicId, sizeof(a->TopicId)))
+		return kafka_sample_differs("MetadataRequestTopic.TopicId");
 	if (!kafka_sample_str_equal(a->Name, b->Name))
 		return kafka_sample_differs("MetadataRequestTopic.Name");
 	(void)a;
@@ -973,6 +1041,10 @@ static bool equal_kafka_metadata_request(const struct kafka_metadata_request *a,
 	}
 	if (a->AllowAutoTopicCreation != b->AllowAutoTopicCreation)
 		return kafka_sample_differs("MetadataRequest.AllowAutoTopicCreation");
+	if (a->IncludeClusterAuthorizedOperations != b->IncludeClusterAuthorizedOperations)
+		return kafka_sample_differs("MetadataRequest.IncludeClusterAuthorizedOperations");
+	if (a->IncludeTopicAuthorizedOperations != b->IncludeTopicAuthorizedOperations)
+		return kafka_sample_differs("MetadataRequest.IncludeTopicAuthorizedOperations");
 	(void)a;
 	(void)b;
 	return true;
@@ -1008,6 +1080,7 @@ static void kafka_metadata_response_metadata_response_topic_init_(struct kafka_m
 {
 	memset(m, 0, sizeof(*m));
 	m->Name = (struct kafka_str){ "", 0 };
+	m->TopicAuthorizedOperations = (int32_t)-2147483648LL;
 }
 
 static void sample_kafka_metadata_response_metadata_response_broker(struct kafka_sample *s, int16_t version, struct kafka_metadata_response_metadata_response_broker *m)
@@ -1031,7 +1104,7 @@ static void sample_kafka_metadata_response_metadata_response_partition(struct ka
 	m->ErrorCode = kafka_sample_int16(s);
 	m->PartitionIndex = kafka_sample_int32(s);
 	m->LeaderId = kafka_sample_int32(s);
-	if (version == 7) {
+	if (version >= 7) {
 		m->LeaderEpoch = kafka_sample_int32(s);
 	}
 	m->ReplicaNodes.count = kafka_sample_count(s, false);
@@ -1056,7 +1129,10 @@ static void sample_kafka_metadata_response_metadata_response_topic(struct kafka_
 	(void)version;
 	kafka_metadata_response_metadata_response_topic_init_(m);
 	m->ErrorCode = kafka_sample_int16(s);
-	m->Name = kafka_sample_string(s, false);
+	m->Name = kafka_sample_string(s, version == 12);
+	if (version >= 10) {
+		m->TopicId = kafka_sample_uuid(s);
+	}
 	if (version >= 1) {
 		m->IsInternal = kafka_sample_bool(s);
 	}
@@ -1064,6 +1140,9 @@ static void sample_kafka_metadata_response_metadata_response_topic(struct kafka_
 	m->Partitions.items = m->Partitions.count > 0 ? kafka_sample_alloc(s, (size_t)m->Partitions.count * sizeof(*m->Partitions.items)) : NULL;
 	for (int32_t i = 0; i < m->Partitions.count; i++)
 		sample_kafka_metadata_response_metadata_response_partition(s, version, &m->Partitions.items[i]);
+	if (version >= 8) {
+		m->TopicAuthorizedOperations = kafka_sample_int32(s);
+	}
 }
 
 static void sample_kafka_metadata_response(struct kafka_sample *s, int16_t version, struct kafka_metadata_response *m)
@@ -1088,6 +1167,9 @@ static void sample_kafka_metadata_response(struct kafka_sample *s, int16_t versi
 	m->Topics.items = m->Topics.count > 0 ? kafka_sample_alloc(s, (size_t)m->Topics.count * sizeof(*m->Topics.items)) : NULL;
 	for (int32_t i = 0; i < m->Topics.count; i++)
 		sample_kafka_metadata_response_metadata_response_topic(s, version, &m->Topics.items[i]);
+	if (version >= 8 && version <= 10) {
+		m->ClusterAuthorizedOperations = kafka_sample_int32(s);
+	}
 }
 
 static bool equal_kafka_metadata_response_metadata_response_broker(const struct kafka_metadata_response_metadata_response_broker *a, const struct kafka_metadata_response_metadata_response_broker *b)
@@ -1144,6 +1226,8 @@ static bool equal_kafka_metadata_response_metadata_response_topic(const struct k
 		return kafka_sample_differs("MetadataResponseTopic.ErrorCode");
 	if (!kafka_sample_str_equal(a->Name, b->Name))
 		return kafka_sample_differs("MetadataResponseTopic.Name");
+	if (memcmp(&a->TopicId, &b->TopicId, sizeof(a->TopicId)))
+		return kafka_sample_differs("MetadataResponseTopic.TopicId");
 	if (a->IsInternal != b->IsInternal)
 		return kafka_sample_differs("MetadataResponseTopic.IsInternal");
 	if (a->Partitions.count != b->Partitions.count)
@@ -1152,6 +1236,8 @@ static bool equal_kafka_metadata_response_metadata_response_topic(const struct k
 		if (!equal_kafka_metadata_response_metadata_response_partition(&a->Partitions.items[i], &b->Partitions.items[i]))
 			return false;
 	}
+	if (a->TopicAuthorizedOperations != b->TopicAuthorizedOperations)
+		return kafka_sample_differs("MetadataResponseTopic.TopicAuthorizedOperations");
 	(void)a;
 	(void)b;
 	return true;
@@ -1177,6 +1263,8 @@ static bool equal_kafka_metadata_response(const struct kafka_metadata_response *
 		if (!equal_kafka_metadata_response_metadata_response_topic(&a->Topics.items[i], &b->Topics.items[i]))
 			return false;
 	}
+	if (a->ClusterAuthorizedOperations != b->ClusterAuthorizedOperations)
+		return kafka_sample_differs("MetadataResponse.ClusterAuthorizedOperations");
 	(void)a;
 	(void)b;
 	return true;

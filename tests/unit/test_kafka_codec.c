@@ -234,13 +234,14 @@ Test(kafka_codec, api_versions_response_comes_from_the_table)
 		cr_assert_neq(keys[i].ApiKey, 36);
 	}
 	/* Produce 0-7 (librdkafka <= 2.11 compresses only for a broker whose
-	 * Produce minimum is 0) and Fetch 4-12 (MsgVer2 needs 4 and ZSTD 10 in
-	 * the range; 12 brings the last fetched epoch, KIP-320). */
+	 * Produce minimum is 0) and Fetch 4-15 (MsgVer2 needs 4 and ZSTD 10 in
+	 * the range; 12 brings the last fetched epoch, KIP-320; 13 topic ids,
+	 * KIP-516; 15 ReplicaState, KIP-903). */
 	cr_assert_eq(keys[0].ApiKey, 0);
 	cr_assert_eq(keys[0].MinVersion, 0);
 	cr_assert_eq(keys[0].MaxVersion, 7);
 	cr_assert_eq(keys[1].MinVersion, 4);
-	cr_assert_eq(keys[1].MaxVersion, 12);
+	cr_assert_eq(keys[1].MaxVersion, 15);
 }
 
 /* ApiVersions v3: request header v2 (tags) but response header v0. */
