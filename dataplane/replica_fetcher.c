@@ -338,6 +338,8 @@ static int64_t rf_take(struct shard *sh, struct part *p, const struct rf_answer 
 	if (a->hw >= 0 && a->hw > p->role->hw)
 		p->role->hw = a->hw;
 	part_progress(p);                    /* min(leader's, own durable end) */
+	if (a->log_start > p->pl->log_start)
+		part_follow_log_start(p, a->log_start);   /* the leader's DeleteRecords or retention */
 	return appended;
 }
 

@@ -24,7 +24,10 @@ decommission`.
   node 1 (exit 0, JSON), after which Metadata names node 1 in no
   partition; decommissioning a broker when the others cannot hold a
   partition's replicas is refused (exit 1) before anything moves, and a
-  reassignment that only removes a replica completes at once.
+  reassignment that only removes a replica completes at once;
+- DeleteRecords on the leader of a partition on all three nodes moves both
+  followers' log start to the leader's (their log start metric), as
+  Kafka's follower follows the leader's LogStartOffset.
 
 Run: /usr/bin/python3 tests/integration/test_cluster_reassign.py
 """
@@ -145,6 +148,34 @@ def read_back(bootstrap, topic, end):
                 got[m.offset()] = m.value()
     cons.close()
     return got
+
+
+def followers_log_start_follows_the_leaders(c):
+    """wide-0 (on nodes 1, 2 and 3): 200 acks=all records, DeleteRecords on
+    its leader up to the high watermark; both followers' log start (their
+    partition_log_start_offset) becomes the leader's, from the leader's
+    fetch answers (Kafka's follower moves its log start to the leader's
+    LogStartOffset; before, theirs stayed at 0 until their own retention)."""
+    import kraw
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "linger.ms": 5})
+    for i in range(200):
+        p.produce("wide", partition=0, value=b"w%d" % i)
+    assert p.flush(30) == 0
+    lead = partitions(c.bootstrap, "wide")[0][0]
+    w = kraw.W().array(["wide"], lambda w, n: w.str(n).array([(0, -1)], lambda w, po: w.i32(po[0]).i64(po[1])))
+    w.i32(30000)
+    with kraw.Conn(c.addr(lead)) as k:
+        r = k.request(21, 0, w)     # DeleteRecords v0, offset -1: the high watermark
+        r.i32()
+        res = r.array(lambda r: (r.str(), r.array(lambda r: (r.i32(), r.i64(), r.i16()))))
+    (_, low, err), = res[0][1]
+    assert err == 0 and low >= 200, (err, low)
+    line = 'sluice_partition_log_start_offset{topic="wide",partition="0"'
+    for n in (1, 2, 3):
+        if n != lead:
+            until("node %d's log start of wide-0 at its leader's %d" % (n, low),
+                  lambda: c.metric(n, line) == low, timeout=20)
+    print("  wide-0: DeleteRecords on node %d moved every copy's log start to %d" % (lead, low))
 
 
 @test
@@ -268,6 +299,7 @@ def reassignments_move_replicas_cancel_refuse_bad_input_and_a_broker_is_decommis
         a.create_topics([NewTopic("wide", 1, replica_assignment=[[1, 2, 3]])])["wide"].result(30)
         until("wide in sync, as node 2 (sluicectl's) serves it",
               lambda: (partitions(c.addr(2), "wide") or {}).get(0, (0, 0, []))[2] == [1, 2, 3])
+        followers_log_start_follows_the_leaders(c)
         r = sluicectl(c, "broker", "decommission", "1")
         assert r.returncode == 1 and b"wide-0 has 3 replicas" in r.stderr, (r.returncode, r.stderr)
         assert partitions(c.bootstrap, "spread")[0][1] == [1, 2], "a refused decommission moved nothing"

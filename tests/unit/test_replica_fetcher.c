@@ -773,3 +773,60 @@ Test(replica_fetcher, a_follower_past_the_leaders_end_comes_back_to_it)
 	cr_assert_eq(follower->pl->next_offset, 4);
 	same_logs_from(3);
 }
+
+/* ---- the follower's log start follows the leader's --------------------- */
+
+static int started_at_3(void)
+{
+	return follower->pl->log_start == 3 && !follower->ls_following && follower->pl->next_offset == 6 &&
+	       follower->pl->high_watermark == 6;
+}
+
+/* Both in the ISR with records 0-4; DeleteRecords moves the leader's log
+ * start to 3; its next answer (a record more) carries it, and the
+ * follower's log start moves there too, durably ("log-start-offset", as
+ * DeleteRecords on a leader), never past its high watermark. Before,
+ * the follower kept 0-2 until its own retention took them. */
+static void follows_the_leaders_log_start(int natively)
+{
+	if (natively) {
+		native_on();
+		native_role(leader, 1, 0);
+		native_role(follower, 2, 0);
+	} else {
+		role(leader, 1, 0);
+		role(follower, 2, 0);
+	}
+	for (int i = 0; i < 5; i++)
+		produce(leader, 1, "r");
+	want_start = 0;
+	want_end = 5;
+	natively ? run_native_until(restarted_and_copied) : run_until(restarted_and_copied);
+	cr_assert_eq(follower->pl->next_offset, 5);
+	cr_assert_eq(leader->pl->high_watermark, 5);
+	cr_assert_eq(plog_delete_records_sync(leader->pl, 3), 0);
+	produce(leader, 1, "s");
+	natively ? run_native_until(started_at_3) : run_until(started_at_3);
+	cr_assert_eq(follower->pl->log_start, 3, "the follower's log start is the leader's, not %" PRId64,
+		     follower->pl->log_start);
+	cr_assert_eq(sh->stats.repl_truncations, 0, "moved, not truncated");
+	same_logs_from(3);
+	/* never past its own high watermark */
+	cr_assert_eq(part_follow_log_start(follower, 100), 1);
+	while (follower->ls_following)
+		store_poll(&sh->st, 1);
+	cr_assert_eq(follower->pl->log_start, 6);
+	cr_assert_eq(part_follow_log_start(follower, 100), 0, "at its high watermark already");
+	if (natively)
+		native_off();
+}
+
+Test(replica_fetcher, a_followers_log_start_follows_the_leaders)
+{
+	follows_the_leaders_log_start(0);
+}
+
+Test(replica_fetcher, native_a_followers_log_start_follows_the_leaders)
+{
+	follows_the_leaders_log_start(1);
+}
