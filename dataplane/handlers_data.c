@@ -615,6 +615,8 @@ static void fetch_read_done(void *cookie, struct part_read_req *rq, int err)
 		break;
 	case -ERANGE:
 		it->err = KERR_OFFSET_OUT_OF_RANGE;
+		if (it->replica >= 0 && it->part->pl)
+			it->div_end = it->part->pl->next_offset;   /* the log end, for the follower */
 		break;
 	case -EAGAIN:
 		break;                      /* nothing this time: the consumer asks again */
@@ -644,6 +646,7 @@ static int fetch_epoch_check(struct fetch_item *it)
 		 * (Kafka's follower asks ListOffsets for them) */
 		it->hw = it->part->pl->high_watermark;
 		it->log_start = it->part->pl->log_start;
+		it->div_end = it->part->pl->next_offset;   /* with no epoch: the log end */
 	}
 	it->urgent = 1;
 	return 1;
@@ -742,7 +745,8 @@ static int fetch_complete(struct kafka_ctx *ctx)
 		if (!it->part)
 			continue;
 		it->pd->ErrorCode = it->err;
-		if (it->div_epoch >= 0) {
+		if (it->div_epoch >= 0 || it->div_end >= 0) {
+			/* a divergence; or, epoch -1, a replica's out of range: the log end */
 			it->pd->DivergingEpoch.Epoch = it->div_epoch;
 			it->pd->DivergingEpoch.EndOffset = it->div_end;
 		}

@@ -253,38 +253,43 @@ static int cut_divergent(struct part *p, int32_t epoch, int64_t end)
 struct rf_answer {
 	int16_t err;
 	int32_t div_epoch;               /* -1: none */
-	int64_t div_end, hw;
+	int64_t div_end, hw;             /* div_epoch -1, out of range: the leader's log end (-1: not said) */
 	int64_t log_start;               /* the leader's (-1: not said) */
 	const uint8_t *records;
 	uint32_t len;
 };
 
 /* The leader answered OFFSET_OUT_OF_RANGE (Kafka's
- * AbstractFetcherThread.handleOutOfRangeError): the fetch offset (this
- * log's end) is below the leader's log start, which its retention or
- * DeleteRecords moved while this node was down or behind: the log is
- * emptied and starts at the leader's log start (truncateFullyAndStartAt);
- * or it is past the leader's end and the epochs did not settle it: the
- * log is cut to the leader's high watermark (at or below its end; Kafka
- * asks ListOffsets for the end and cuts there: what lies between is
- * fetched again, and checked by its epoch), or, that being below this
- * log's start, emptied and started there. 1: done, fetch again; 0:
- * neither (or it failed): pause. Waiting, as a cut: once per such fall. */
+ * AbstractFetcherThread.handleOutOfRangeError, fetchOffsetAndTruncate):
+ * the fetch offset (this log's end) is past the leader's log end, and
+ * the epochs did not settle it: the log is cut to the leader's end, or,
+ * that being below this log's start, emptied and started there (Kafka's
+ * truncateTo below the log start); or it is below the leader's log
+ * start, which its retention or DeleteRecords moved while this node was
+ * down or behind: the log is emptied and starts at the leader's log start
+ * (truncateFullyAndStartAt). Kafka's follower asks the leader
+ * ListOffsets for its end and start; Sluice's leader puts both in the
+ * answer to a replica: its log start in LogStartOffset, its log end in
+ * DivergingEpoch.EndOffset with Epoch -1 (no divergence: Kafka's
+ * isDivergingEpoch looks at the epoch only). A leader that does not say
+ * its end (-1: from before) gives its high watermark, at or below it: what
+ * lies between is fetched again. 1: done, fetch again; 0: neither (or it
+ * failed): pause. Waiting, as a cut: once per such fall. */
 static int out_of_range(struct shard *sh, struct part *p, const struct rf_answer *a)
 {
 	struct plog *pl = p->pl;
 	int64_t end = pl->next_offset;
+	int64_t leader_end = a->div_epoch < 0 && a->div_end >= 0 ? a->div_end : a->hw;
 
-	if (a->log_start > end) {
+	if (leader_end >= 0 && leader_end < end && leader_end >= pl->log_start) {
+		if (part_truncate_to_sync(p, leader_end, pl->log_start) < 0)
+			return 0;
+	} else if (leader_end >= 0 && leader_end < end) {
+		/* the leader ends below this log's start: all of it goes */
+		if (part_start_at_sync(p, leader_end) < 0)
+			return 0;
+	} else if (a->log_start > end) {
 		if (part_start_at_sync(p, a->log_start) < 0)
-			return 0;
-	} else if (a->hw >= 0 && a->hw < end && a->hw >= pl->log_start) {
-		if (part_truncate_to_sync(p, a->hw, pl->log_start) < 0)
-			return 0;
-	} else if (a->hw >= 0 && a->hw < pl->log_start) {
-		/* the leader ends below this log's start (Kafka's truncateTo
-		 * below the log start): all of it goes */
-		if (part_start_at_sync(p, a->hw) < 0)
 			return 0;
 	} else {
 		return 0;

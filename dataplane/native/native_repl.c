@@ -154,9 +154,11 @@ static void rfetch_send(struct native_repl *r, struct rfetch *f)
 	} else if ((f->div_epoch >= 0 || f->err == KERR_OFFSET_OUT_OF_RANGE) && p->pl) {
 		/* a diverging epoch; or a follower below the log start or past
 		 * the end, which starts its log at the log start or cuts to
-		 * the high watermark */
+		 * the log end (div_end, div_epoch -1) */
 		f->hw = p->pl->high_watermark;
 		f->ls = p->pl->log_start;
+		if (f->div_epoch < 0)
+			f->div_end = p->pl->next_offset;   /* out of range: the log end */
 	} else {
 		f->hw = f->ls = -1;
 	}

@@ -830,3 +830,53 @@ Test(replica_fetcher, native_a_followers_log_start_follows_the_leaders)
 {
 	follows_the_leaders_log_start(1);
 }
+
+/* ---- past the leader's end: cut to its log end ------------------------- */
+
+/* The leader has records 0-2 that its follower, in its ISR, never
+ * fetched: its high watermark 0, its end 3. The follower's (empty) log
+ * starts at 10: OFFSET_OUT_OF_RANGE with the leader's log end (3), its
+ * log starts again at 3, not at the high watermark (0: then it fetched
+ * 0-2 again), and follows. */
+static void past_the_end_cuts_to_the_log_end(int natively)
+{
+	if (natively) {
+		native_on();
+		native_role(leader, 1, 0);
+	} else {
+		role(leader, 1, 0);
+	}
+	for (int i = 0; i < 3; i++)
+		produce(leader, 1, "x");
+	store_drain(&sh->st);
+	cr_assert_eq(leader->pl->next_offset, 3);
+	cr_assert_eq(leader->pl->high_watermark, 0, "the follower in the ISR has none of them");
+	cr_assert_eq(part_start_at_sync(follower, 10), 0);
+	if (natively)
+		native_role(follower, 2, 0);
+	else
+		role(follower, 2, 0);
+	want_start = 3;
+	want_end = 3;
+	natively ? run_native_until(restarted_and_copied) : run_until(restarted_and_copied);
+	cr_assert_eq(follower->pl->log_start, 3, "the leader's log end, not its high watermark: %" PRId64,
+		     follower->pl->log_start);
+	cr_assert_eq(follower->pl->next_offset, 3);
+	cr_assert_eq(leader->pl->high_watermark, 3, "its fetch at 3 moved the leader's high watermark");
+	produce(leader, 1, "y");
+	want_end = 4;
+	natively ? run_native_until(restarted_and_copied) : run_until(restarted_and_copied);
+	same_logs_from(3);
+	if (natively)
+		native_off();
+}
+
+Test(replica_fetcher, a_follower_past_the_leaders_end_cuts_to_its_log_end)
+{
+	past_the_end_cuts_to_the_log_end(0);
+}
+
+Test(replica_fetcher, native_a_follower_past_the_leaders_end_cuts_to_its_log_end)
+{
+	past_the_end_cuts_to_the_log_end(1);
+}
