@@ -14,6 +14,7 @@
 #include "dataplane/part_proxy.h"
 #include "dataplane/part_role.h"
 #include "dataplane/producer.h"
+#include "dataplane/repl_quota.h"
 #include "dataplane/shard_core.h"
 #include "dataplane/topic_name.h"
 #include "storage/batch.h"
@@ -513,6 +514,7 @@ struct fetch_item {
 	int urgent;                      /* an epoch error or a divergence: answer without waiting */
 	int32_t replica;                 /* a follower's replica fetch: its broker id; -1: a consumer */
 	int hw_news;                     /* replica: a high watermark it was not told yet */
+	int throttled;                   /* replica: over the leader's throttle, nothing read (repl_quota.h) */
 };
 
 struct fetch_state {
@@ -580,6 +582,7 @@ static void fetch_read_finished(struct fetch_item *it)
 		 * least of that and its log end) */
 		it->hw_news = part_role_fetch_ready(it->part, it->replica, INT64_MAX);
 		part_role_note_sent(it->part, it->replica, it->hw);
+		repl_quota_spend(it->part, it->replica, it->rq.rd.bytes);
 	}
 	if (it->isolation && it->rq.rd.bytes && it->part->txn.naborted) {
 		/* the aborted transactions whose records the data may hold */
@@ -680,6 +683,11 @@ static void fetch_on_owner_buf(void *self, struct shard_msg *m)
 			return;
 		}
 		it->rq.isolation = 2;
+		if ((it->throttled = repl_quota_take(it->part, it->replica, &it->rq.max_bytes))) {
+			it->rq.rd.bytes = 0;     /* over the leader's throttle: no records */
+			fetch_read_finished(it);
+			return;
+		}
 	}
 	part_read(it->part, &it->rq, fetch_read_done, it);
 }
@@ -800,7 +808,7 @@ static int fetch_complete(struct kafka_ctx *ctx)
 				struct shard_msg m = { .fn = fetch_watch_msg, .p = { it->part },
 						       .v = { sh->id, it->offset, it->isolation, it->replica } };
 
-				if (it->part)
+				if (it->part && !it->throttled)   /* throttled: its wait out */
 					shard_send(sh, it->owner, &m);
 			}
 			ctx->resume = fetch_round;

@@ -16,6 +16,10 @@ decommission`.
   having less than 7 MiB of it after 2 s; a cancel
   (null replicas) brings back {1,2}, List empty, and node 3's copy is
   removed;
+- with leader.replication.throttled.rate=200000 on node 1 alone (the
+  leader's quota, no follower rate), the same partition moving to {1,3}
+  has less than 3 MiB on node 3 after 2 s, and completes once the rate
+  is removed;
 - `sluicectl partition reassign` moves another partition from {1,2} to
   {2,3} while an acks=all producer writes to it: every acknowledged record
   is read back at its offset, List ends empty, node 1's copy is removed
@@ -150,6 +154,48 @@ def read_back(bootstrap, topic, end):
     return got
 
 
+def broker_config(addr, node, key, value):
+    """IncrementalAlterConfigs v0 on broker `node`'s own resource: SET key
+    to value, or DELETE it (value None)."""
+    import kraw
+    with kraw.Conn(addr) as k:
+        w = kraw.W().array([0], lambda w, _: w.i8(4).str(str(node)).array(
+            [0], lambda w, _: w.str(key).i8(0 if value is not None else 1).str(value))).i8(0)
+        r = k.request(44, 0, w)
+        r.i32()
+        res = r.array(lambda r: (r.i16(), r.str(), r.i8(), r.str()))
+    assert res[0][0] == 0, res
+
+
+def the_leader_alone_throttles_what_it_sends_a_new_replica(c):
+    """cancelled-0 (10 MiB, led by node 1, on 1 and 2) moves to {1,3} with
+    leader.replication.throttled.rate=200000 on node 1 alone (Kafka's
+    leader-side quota; no follower rate anywhere): after 2 s node 3 has
+    less than 3 MiB of it (a second's budget and a batch past the rate at
+    most; unthrottled it copies the 10 MiB in about a second here), and
+    once the rate is removed it catches up and the move completes. Before,
+    only the follower applied a throttle (the least of both keys, from its
+    own node's settings): node 3 copied at full speed."""
+    broker_config(c.addr(1), 1, "leader.replication.throttled.rate", "200000")
+    until("node 1 applies its leader throttle", lambda: "replication throttle: 200000 " in c.log(1))
+    top, res = alter(c.addr(1), [("cancelled", 0, [1, 3])])
+    assert (top, res) == (NONE, {("cancelled", 0): (NONE, None)}), (top, res)
+    until("node 3 opened its copy", lambda: dirs_of(c, 3, "cancelled") == ["cancelled-0"])
+    t0 = time.monotonic()
+    time.sleep(2.0)
+    copied = sum(len(b) for b in log_batches(os.path.join(c.data_dir(3), "cancelled-0")))
+    assert copied < 3 << 20, "node 3 copied %d bytes in %.1f s from a leader throttled at 200 kB/s" % (
+        copied, time.monotonic() - t0)
+    print("  leader throttled at 200 kB/s: %.2f MiB copied in the first %.1f s" % (
+        copied / (1 << 20), time.monotonic() - t0))
+    broker_config(c.addr(1), 1, "leader.replication.throttled.rate", None)
+    t1 = time.monotonic()
+    until("the move completes once the throttle is gone",
+          lambda: partitions(c.bootstrap, "cancelled")[0] == (1, [1, 3], [1, 3]), timeout=30)
+    print("  unthrottled, the rest copied and the move done in %.1f s" % (time.monotonic() - t1))
+    until("node 2's copy removed", lambda: dirs_of(c, 2, "cancelled") == [])
+
+
 def followers_log_start_follows_the_leaders(c):
     """wide-0 (on nodes 1, 2 and 3): 200 acks=all records, DeleteRecords on
     its leader up to the high watermark; both followers' log start (their
@@ -239,6 +285,7 @@ def reassignments_move_replicas_cancel_refuse_bad_input_and_a_broker_is_decommis
         until("node 3's copy removed", lambda: dirs_of(c, 3, "cancelled") == [])
         r = sluicectl(c, "partition", "reassign", "--unthrottle")
         assert r.returncode == 0, r.stderr.decode()
+        the_leader_alone_throttles_what_it_sends_a_new_replica(c)
 
         # ---- moved while an acks=all producer writes -------------------
         fill(c.bootstrap, "moved", 4)
