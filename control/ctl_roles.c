@@ -40,20 +40,24 @@ static struct pub_block *pub_block_of(struct part_pub *pub)
 	return (struct pub_block *)((char *)pub - offsetof(struct pub_block, pub));
 }
 
-/* The leader's registered host as a dotted IPv4 address: the shard's
+/* The leader's registered host as a numeric IPv4 or IPv6 address (a
+ * numeric one as it is; a name resolved, its first address): the shard's
  * fetcher does no name lookups (they block), so the control thread does
  * it here, once per role sent; a name that does not resolve is passed on
  * (the fetcher retries and says nothing connects). */
 static void leader_address(const char *host, char *out, size_t cap)
 {
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res = NULL;
-	struct in_addr a;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res = NULL;
+	struct in6_addr a;
 
 	snprintf(out, cap, "%s", host);
-	if (!host[0] || inet_pton(AF_INET, host, &a) == 1)
+	if (!host[0] || inet_pton(AF_INET, host, &a) == 1 || inet_pton(AF_INET6, host, &a) == 1)
 		return;
 	if (getaddrinfo(host, NULL, &hints, &res) == 0 && res) {
-		inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr, out, (socklen_t)cap);
+		if (res->ai_family == AF_INET6)
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)res->ai_addr)->sin6_addr, out, (socklen_t)cap);
+		else
+			inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr, out, (socklen_t)cap);
 		freeaddrinfo(res);
 	}
 }

@@ -82,7 +82,8 @@ struct replica_fetcher {
 	int fd;
 	int state;
 	struct io_op conn_op, send_op, recv_op;
-	struct sockaddr_in addr;
+	struct sockaddr_storage addr;  /* the leader's listener: IPv4 or IPv6 */
+	socklen_t addr_len;
 	uint8_t *out;
 	uint32_t out_len, out_sent, out_cap;
 	uint8_t *in;
@@ -564,15 +565,29 @@ static void rf_received(struct io_op *op, int res, unsigned flags)
 	rf_arm_recv(f);
 }
 
-/* Dotted IPv4, or "localhost" (no name lookups on a shard: they block). */
+/* A numeric IPv4 or IPv6 address (the control thread resolved a name),
+ * or "localhost" (no name lookups on a shard: they block). */
 static int rf_address(struct replica_fetcher *f)
 {
 	const char *h = !strcmp(f->host, "localhost") || !f->host[0] ? "127.0.0.1" : f->host;
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&f->addr;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&f->addr;
 
 	memset(&f->addr, 0, sizeof(f->addr));
-	f->addr.sin_family = AF_INET;
-	f->addr.sin_port = htons((uint16_t)f->port);
-	return inet_pton(AF_INET, h, &f->addr.sin_addr) == 1 ? 0 : -EINVAL;
+	if (inet_pton(AF_INET, h, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)f->port);
+		f->addr_len = sizeof(*a4);
+		return 0;
+	}
+	memset(&f->addr, 0, sizeof(f->addr));
+	if (inet_pton(AF_INET6, h, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)f->port);
+		f->addr_len = sizeof(*a6);
+		return 0;
+	}
+	return -EINVAL;
 }
 
 static void rf_connect(struct replica_fetcher *f)
@@ -584,13 +599,13 @@ static void rf_connect(struct replica_fetcher *f)
 		f->retry_ns = f->sh->now_ns + BACKOFF_MAX_NS;
 		return;
 	}
-	f->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	f->fd = socket(f->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (f->fd < 0 || !(sqe = shard_sqe(f->sh))) {
 		rf_fail(f);
 		return;
 	}
 	(void)setsockopt(f->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	io_uring_prep_connect(sqe, f->fd, (struct sockaddr *)&f->addr, sizeof(f->addr));
+	io_uring_prep_connect(sqe, f->fd, (struct sockaddr *)&f->addr, f->addr_len);
 	io_set(sqe, &f->conn_op);
 	f->state = RF_CONNECTING;
 }

@@ -15,6 +15,9 @@ directory, all under one temporary directory removed at close.
     base= names the temporary directory to use (made by the caller);
     stagger=S starts each node S seconds after the one before.
 
+    Cluster(2, ipv6=True): the client listeners on [::1] (scripts/cluster
+    --ipv6); the bootstrap is "[::1]:p1,[::1]:p2".
+
     Cluster(3, netns=True) puts each node in its own network namespace
     (scripts/cluster --netns, root only); c.isolate(1) cuts node 1 off from
     the others, c.heal(1) joins it again.
@@ -40,11 +43,13 @@ WAIT = 60
 
 
 class Cluster:
-    def __init__(self, n, sets=(), shards=1, netns=False, node_sets=(), base=None, stagger=None, brokers=0):
+    def __init__(self, n, sets=(), shards=1, netns=False, node_sets=(), base=None, stagger=None, brokers=0,
+                 ipv6=False):
         self.dir = os.path.join(base or temp_dir(), "cluster")
         self.n = n + brokers
         self.first = n + 1 if brokers else 1   # the first node with a Kafka listener
-        args = ["start", str(n), "--shards", str(shards)] + (["--netns"] if netns else [])
+        args = ["start", str(n), "--shards", str(shards)] + (["--netns"] if netns else []) + (
+            ["--ipv6"] if ipv6 else [])
         if brokers:
             args += ["--brokers", str(brokers)]
         for s in sets:
