@@ -880,3 +880,64 @@ Test(replica_fetcher, native_a_follower_past_the_leaders_end_cuts_to_its_log_end
 {
 	past_the_end_cuts_to_the_log_end(1);
 }
+
+/* ---- the leader's replication throttle --------------------------------- */
+
+static uint64_t stop_at;
+
+static int clock_passed(void)
+{
+	return now >= stop_at;
+}
+
+static int has_all_five(void)
+{
+	return follower->pl->next_offset == 5 && follower->pl->durable_offset == 5;
+}
+
+/* The leader throttles the partition (leader.replication.throttled.rate
+ * 1000 bytes/s; the follower outside its ISR, the follower's own rate
+ * none): five batches of ~470 bytes reach the follower at that rate, a
+ * batch past the budget at most, not at once; with the rate removed the
+ * rest come at once. Over the native transport (the test's wire and
+ * clock); the Fetch handler's throttle is tested with real nodes
+ * (tests/integration/test_cluster_reassign.py). */
+static void leader_throttles(int natively)
+{
+	struct part_role_msg m = { .self = 1, .leader = 1, .leader_epoch = 0, .nreplicas = 2, .nisr = 1,
+				   .replicas = { 1, 2 }, .isr = { 1 }, .isr_to = 1, .leader_throttled = 1 };
+
+	if (natively) {
+		native_on();
+		m.leader_repl_ip = htonl(0x0a4d0001);
+		m.leader_repl_port = 9095;
+	}
+	snprintf(m.leader_host, sizeof(m.leader_host), "127.0.0.1");
+	m.leader_port = port;
+	cr_assert_eq(part_role_set(leader, &m), 0);
+	for (int i = 0; i < 5; i++)
+		produce_big(leader, 1, 400);
+	store_drain(&sh->st);
+	cr_assert_eq(leader->pl->next_offset, 5);
+	b.repl_leader_throttle_bps = 1000;
+	if (natively)
+		native_role(follower, 2, 0);
+	else
+		role(follower, 2, 0);
+	stop_at = now + 1500000000ull;       /* 1.5 s of the shard's clock */
+	run_native_until(clock_passed);   /* (its idle wait suits TCP too) */
+	cr_assert_lt(follower->pl->next_offset, 5, "1.5 s at 1000 bytes/s is not 2,350 bytes (%" PRId64 " batches)",
+		     follower->pl->next_offset);
+	b.repl_leader_throttle_bps = 0;
+	run_native_until(has_all_five);
+
+	cr_assert_eq(follower->pl->next_offset, 5, "the rest once the throttle is gone");
+	same_logs_from(0);
+	if (natively)
+		native_off();
+}
+
+Test(replica_fetcher, native_the_leader_throttles_a_follower_outside_its_isr)
+{
+	leader_throttles(1);
+}
