@@ -297,12 +297,15 @@ static const struct config_key keys[] = {
 	  .doc = "How long a follower may go without catching up to the leader's log end before the "
 		 "leader takes it out of the ISR (a PARTITION_CHANGE in the metadata log), as Kafka does." },
 	{ "leader.replication.throttled.rate", CONFIG_LONG, "9223372036854775807", 1, I64MAX, .flags = CK_DYNAMIC,
-	  .doc = "Bytes per second a leader sends to the replicas a reassignment adds (their replica "
-		 "fetches), as Kafka's; set at run time (sluicectl partition reassign --throttle)." },
+	  .doc = "Bytes per second this node, leading, sends in its answers to throttled followers "
+		 "outside the ISR (the replicas a reassignment adds, or those the topic's "
+		 "leader.replication.throttled.replicas names), as Kafka's; set at run time (sluicectl "
+		 "partition reassign --throttle)." },
 	{ "follower.replication.throttled.rate", CONFIG_LONG, "9223372036854775807", 1, I64MAX,
 	  .flags = CK_DYNAMIC,
-	  .doc = "Bytes per second a replica a reassignment adds fetches from its leader, as Kafka's; "
-		 "set at run time (sluicectl partition reassign --throttle)." },
+	  .doc = "Bytes per second this node, following, fetches for its throttled replicas (those a "
+		 "reassignment adds, or those the topic's follower.replication.throttled.replicas "
+		 "names), as Kafka's; set at run time (sluicectl partition reassign --throttle)." },
 	{ "producer.id.expiration.ms", CONFIG_INT, "86400000", 1, I32MAX,
 	  .doc = "How long an idle producer id's state is kept." },
 	{ "native.listen", CONFIG_STRING, "", .check = check_hostport_or_empty,
@@ -343,7 +346,7 @@ static const struct config_key keys[] = {
  * refused key still takes `noop`, the value that changes nothing (Kafka's
  * default), so tools that send every key back as they read it keep
  * working. */
-enum { TK_IGNORED = 1, TK_REFUSED = 2 };
+enum { TK_IGNORED = 1, TK_REFUSED = 2, TK_ROLES = 3 /* applied by the control thread's roles */ };
 
 struct topic_only {
 	const char *name;
@@ -368,10 +371,9 @@ static const struct topic_only topic_only_keys[] = {
 	{ "segment.jitter.ms", TK_IGNORED, 'n', 0, NULL, "segments are rolled by size only" },
 	{ "min.cleanable.dirty.ratio", TK_IGNORED, 'r', 0, NULL,
 	  "Sluice's cleaner takes a compacted partition each time one of its segments is sealed" },
-	{ "follower.replication.throttled.replicas", TK_IGNORED, 's', 0, NULL,
-	  "one broker: there is no replication to throttle" },
-	{ "leader.replication.throttled.replicas", TK_IGNORED, 's', 0, NULL,
-	  "one broker: there is no replication to throttle" },
+	/* '*' or partition:broker,... (control/ctl_roles.c applies them) */
+	{ "follower.replication.throttled.replicas", TK_ROLES, 't', 0, NULL, NULL },
+	{ "leader.replication.throttled.replicas", TK_ROLES, 't', 0, NULL, NULL },
 	{ "local.retention.ms", TK_IGNORED, 'n', -2, NULL,
 	  "applies only with remote.storage.enable=true, as in Kafka" },
 	{ "local.retention.bytes", TK_IGNORED, 'n', -2, NULL,
@@ -1062,6 +1064,43 @@ const char *config_advertised_listeners(const struct config *c)
 	return a && *a ? a : config_str(c, "listeners");
 }
 
+/* A throttled-replica list: "", "*", or "partition:broker" entries
+ * (non-negative integers) separated by commas, spaces around them. */
+static int throttled_list_ok(const char *v)
+{
+	while (*v == ' ')
+		v++;
+	if (!*v)
+		return 1;
+	if (*v == '*') {
+		for (v++; *v == ' '; v++)
+			;
+		return !*v;
+	}
+	for (;;) {
+		for (int side = 0; side < 2; side++) {
+			const char *d = v;
+
+			while (*v >= '0' && *v <= '9')
+				v++;
+			if (v == d || v - d > 10)
+				return 0;
+			while (*v == ' ')
+				v++;
+			if (side == 0 && *v++ != ':')
+				return 0;
+			while (side == 0 && *v == ' ')
+				v++;
+		}
+		if (!*v)
+			return 1;
+		if (*v++ != ',')
+			return 0;
+		while (*v == ' ')
+			v++;
+	}
+}
+
 /* A topic-only key's value: refused unless it is the no-op, else checked
  * by its type. */
 static int topic_only_validate(const struct topic_only *o, const char *v, char *err, size_t errlen)
@@ -1080,6 +1119,13 @@ static int topic_only_validate(const struct topic_only *o, const char *v, char *
 		if (strcasecmp(v, "true") && strcasecmp(v, "false"))
 			break;
 		return 0;
+	case 't':
+		if (throttled_list_ok(v))
+			return 0;
+		/* Kafka's ThrottledReplicaListValidator */
+		errf(err, errlen, "%s must be the literal '*' or a list of replicas in the following format: "
+		     "[partitionId]:[brokerId],[partitionId]:[brokerId],...", o->name);
+		return -EINVAL;
 	case 'n':
 		if (parse_int(v, o->min, I64MAX, &x) < 0)
 			break;
@@ -1129,7 +1175,7 @@ const char *topic_config_ignored(const char *key)
 {
 	const struct topic_only *o = topic_only_find(key);
 
-	return o ? o->why ? o->why : "it changes nothing" : NULL;
+	return o && o->what != TK_ROLES ? o->why ? o->why : "it changes nothing" : NULL;
 }
 
 int topic_config_known(const char *key)

@@ -216,6 +216,7 @@ struct pub_block {
 	/* ctl_roles.c: the role last sent to the owner (role_set 0: none) */
 	int role_set;
 	int32_t role_leader, role_epoch, role_pepoch;
+	int role_thr;                /* the throttle flags sent (ctl_roles.c) */
 };
 
 /* ---- ctl_msg.c ---------------------------------------------------------- */

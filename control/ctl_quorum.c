@@ -271,8 +271,9 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 			a.type == META_REC_CONFIG || a.type == META_REC_BROKER_CONFIG))
 		cq->ctl->elect_due |= CTL_ELECT_SCAN;   /* unclean.leader.election.enable may be on now */
 	if (rc == 0 && (a.type == META_REC_PARTITION || a.type == META_REC_PARTITION_CHANGE ||
-			a.type == META_REC_LEADER_RESTARTED || a.type == META_REC_PARTITION_REASSIGN))
-		cq->ctl->roles_changed = 1;     /* the partitions' roles (ctl_poll) */
+			a.type == META_REC_LEADER_RESTARTED || a.type == META_REC_PARTITION_REASSIGN ||
+			a.type == META_REC_CONFIG))
+		cq->ctl->roles_changed = 1;     /* the partitions' roles, their throttle (ctl_poll) */
 	cq->last_index = index;
 	cq->last_rc = rc;
 	cq->last = a;

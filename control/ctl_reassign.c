@@ -88,7 +88,7 @@ static const char *fmt_rate(int64_t r)
 {
 	static char buf[96];
 
-	snprintf(buf, sizeof(buf), "%lld bytes/s for the replicas reassignments add", (long long)r);
+	snprintf(buf, sizeof(buf), "%lld bytes/s for the throttled replicas", (long long)r);
 	return buf;
 }
 
@@ -250,19 +250,26 @@ static int64_t rate_of(struct ctl *ctl, const char *key)
 	return rate;
 }
 
-/* The replication throttle the shards' fetchers apply (the least of the
- * two keys: Sluice enforces both at the follower). */
+/* The replication throttles the shards apply: the follower's rate to
+ * their fetchers' throttled partitions, the leader's to their answers to
+ * throttled followers outside the ISR (dataplane/repl_quota.h). */
 static void throttle_publish(struct ctl *ctl)
 {
-	int64_t l = rate_of(ctl, "leader.replication.throttled.rate");
-	int64_t f = rate_of(ctl, "follower.replication.throttled.rate");
-	int64_t r = l < f ? l : f;
+	static const char *const side[2] = { "follower", "leader" };
+	int64_t *to[2] = { &ctl->b->repl_throttle_bps, &ctl->b->repl_leader_throttle_bps };
 
-	if (r <= 0 || r == INT64_MAX)
-		r = 0;
-	if (__atomic_load_n(&ctl->b->repl_throttle_bps, __ATOMIC_RELAXED) != r)
-		fprintf(stderr, "sluiced: replication throttle: %s\n", r ? fmt_rate(r) : "none");
-	__atomic_store_n(&ctl->b->repl_throttle_bps, r, __ATOMIC_RELAXED);
+	for (int i = 0; i < 2; i++) {
+		char key[64];
+		int64_t r;
+
+		snprintf(key, sizeof(key), "%s.replication.throttled.rate", side[i]);
+		r = rate_of(ctl, key);
+		if (r <= 0 || r == INT64_MAX)
+			r = 0;
+		if (__atomic_load_n(to[i], __ATOMIC_RELAXED) != r)
+			fprintf(stderr, "sluiced: %s replication throttle: %s\n", side[i], r ? fmt_rate(r) : "none");
+		__atomic_store_n(to[i], r, __ATOMIC_RELAXED);
+	}
 }
 
 void ctl_reassign_tick(struct ctl *ctl)

@@ -31,6 +31,7 @@
 #include "control/meta_brokers.h"
 #include "control/meta_parts.h"
 #include "control/metalog.h"
+#include "control/reassign.h"
 #include "dataplane/part_proxy.h"
 #include "dataplane/part_role.h"
 
@@ -39,20 +40,24 @@ static struct pub_block *pub_block_of(struct part_pub *pub)
 	return (struct pub_block *)((char *)pub - offsetof(struct pub_block, pub));
 }
 
-/* The leader's registered host as a dotted IPv4 address: the shard's
+/* The leader's registered host as a numeric IPv4 or IPv6 address (a
+ * numeric one as it is; a name resolved, its first address): the shard's
  * fetcher does no name lookups (they block), so the control thread does
  * it here, once per role sent; a name that does not resolve is passed on
  * (the fetcher retries and says nothing connects). */
 static void leader_address(const char *host, char *out, size_t cap)
 {
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res = NULL;
-	struct in_addr a;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res = NULL;
+	struct in6_addr a;
 
 	snprintf(out, cap, "%s", host);
-	if (!host[0] || inet_pton(AF_INET, host, &a) == 1)
+	if (!host[0] || inet_pton(AF_INET, host, &a) == 1 || inet_pton(AF_INET6, host, &a) == 1)
 		return;
 	if (getaddrinfo(host, NULL, &hints, &res) == 0 && res) {
-		inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr, out, (socklen_t)cap);
+		if (res->ai_family == AF_INET6)
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)res->ai_addr)->sin6_addr, out, (socklen_t)cap);
+		else
+			inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr, out, (socklen_t)cap);
 		freeaddrinfo(res);
 	}
 }
@@ -122,6 +127,16 @@ static void isr_change(void *self, struct shard_msg *m)
 	ctl_meta_propose(ctl, &rec, isr_changed, NULL);
 }
 
+/* The topic's throttled-replica list `key` names partition idx on broker
+ * id (reassign_throttle_names). */
+static int throttle_list_names(const struct meta_topic *mt, const char *key, int32_t idx, int32_t id)
+{
+	for (int i = 0; i < mt->nconfigs; i++)
+		if (!strcmp(mt->config_keys[i], key) && mt->config_values[i])
+			return reassign_throttle_names(mt->config_values[i], idx, id);
+	return 0;
+}
+
 /* Tell mp's owner the image's role for it unless told already. role_set:
  * 0 not looked at yet, 1 sent (the fields say what), 2 alone and nothing
  * sent (the one-node way: no message). */
@@ -132,7 +147,7 @@ static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct
 	struct part_role_msg *r;
 	struct part_proxy px;
 	int32_t self = ctl->b->set.node_id;
-	int alone;
+	int alone, thr;
 
 	if (!mt || mp->index >= mt->partitions || !mp->part || !mp->pub)
 		return;
@@ -145,13 +160,23 @@ static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct
 		pb->role_set = 2;            /* alone, as it opened: nothing to tell */
 		return;
 	}
+	/* throttled: bit 0 this follower's fetches (an adding replica, or
+	 * the topic's follower list names it), bit 1 this leader's answers
+	 * to followers outside the ISR (replicas being added, or the
+	 * topic's leader list names it) */
+	thr = p->leader != self && (meta_part_has(p->moving, p->nadding, self) ||
+				    throttle_list_names(mt, "follower.replication.throttled.replicas", mp->index, self));
+	if (p->leader == self && (p->nadding > 0 ||
+				  throttle_list_names(mt, "leader.replication.throttled.replicas", mp->index, self)))
+		thr |= 2;
 	if (pb->role_set == 1 && pb->role_leader == p->leader && pb->role_epoch == p->leader_epoch &&
-	    pb->role_pepoch == p->partition_epoch)
+	    pb->role_pepoch == p->partition_epoch && pb->role_thr == thr)
 		return;                      /* told already */
 	pb->role_set = 1;
 	pb->role_leader = p->leader;
 	pb->role_epoch = p->leader_epoch;
 	pb->role_pepoch = p->partition_epoch;
+	pb->role_thr = thr;
 	r = xcalloc(1, sizeof(*r));
 	r->self = self;
 	r->leader = p->leader;
@@ -170,7 +195,8 @@ static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct
 			r->leader_repl_port = b->repl_port;
 		}
 	}
-	r->throttled = meta_part_has(p->moving, p->nadding, self);
+	r->throttled = thr & 1;
+	r->leader_throttled = (thr & 2) != 0;
 	r->isr_change = isr_change;
 	r->isr_to = broker_ctl_index(ctl->b);
 	part_proxy_set_role(ctl_part_proxy(ctl, &px), mp->shard, mp->part, r, role_answered, r);

@@ -2,6 +2,7 @@
  * reassign.h). @thread any */
 #include "control/reassign.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static int has(const int32_t *ids, int n, int32_t id)
@@ -118,4 +119,33 @@ int reassign_cancel(const struct reassign_state *s, struct reassign_plan *out)
 	out->nisr = isr_within(s, out->replicas, out->nreplicas, out->isr);
 	out->leader = leader_within(s, out->replicas, out->nreplicas, out->isr, out->nisr);
 	return 1;
+}
+
+int reassign_throttle_names(const char *v, int32_t idx, int32_t id)
+{
+	while (*v) {
+		char *end;
+		long part, broker;
+
+		while (*v == ' ' || *v == ',')
+			v++;
+		if (*v == '*')
+			return 1;
+		if (!*v)
+			return 0;
+		part = strtol(v, &end, 10);
+		if (end == v)
+			return 0;            /* validated when set: not reached */
+		for (v = end; *v == ' '; v++)
+			;
+		if (*v++ != ':')
+			return 0;
+		broker = strtol(v, &end, 10);
+		if (end == v)
+			return 0;
+		v = end;
+		if (part == idx && broker == id)
+			return 1;
+	}
+	return 0;
 }

@@ -62,4 +62,12 @@ int reassign_complete(const struct reassign_state *s, struct reassign_plan *out)
 /* The record that cancels it: 1 and *out, 0 when none is in progress. */
 int reassign_cancel(const struct reassign_state *s, struct reassign_plan *out);
 
+/* A throttled-replica list (Kafka's leader.replication.throttled.replicas
+ * or follower.: "*", or "partition:broker,...", validated when set) names
+ * partition idx on broker id: "*", or an entry idx:id (the broker being
+ * this node: the leader for the leader's list, the follower for the
+ * follower's, as Kafka's parseThrottledPartitions keeps the entries of
+ * its own broker). */
+int reassign_throttle_names(const char *list, int32_t idx, int32_t id);
+
 #endif

@@ -247,10 +247,14 @@ struct broker {
 	int32_t controller_id;        /* the active controller (the metadata quorum's leader), -1:
 				       * not known; the control thread stores it (relaxed) on each
 				       * leader change, the shards read it (Metadata's ControllerId) */
-	int64_t repl_throttle_bps;    /* the replication throttle of this node (bytes/s, the least
-				       * of leader. and follower.replication.throttled.rate; 0:
-				       * none), for the replicas reassignments add: written by the
-				       * control thread, read by the shards' fetchers (relaxed) */
+	int64_t repl_throttle_bps;    /* the follower's replication throttle of this node (bytes/s,
+				       * follower.replication.throttled.rate; 0: none), for the
+				       * throttled replicas it fetches: written by the control
+				       * thread, read by the shards' fetchers (relaxed) */
+	int64_t repl_leader_throttle_bps; /* the leader's (leader.replication.throttled.rate; 0:
+				       * none), for what it sends throttled followers outside the
+				       * ISR: written by the control thread, read by the shards
+				       * answering replica fetches (relaxed; dataplane/repl_quota.h) */
 };
 
 /* The thread index of the control thread in rings[][]. */

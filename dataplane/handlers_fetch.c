@@ -9,6 +9,7 @@
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
 #include "dataplane/part_role.h"
+#include "dataplane/repl_quota.h"
 #include "dataplane/shard_core.h"
 #include "storage/batch.h"
 
@@ -32,6 +33,7 @@ struct fetch_item {
 	int urgent;                      /* an epoch error or a divergence: answer without waiting */
 	int32_t replica;                 /* a follower's replica fetch: its broker id; -1: a consumer */
 	int hw_news;                     /* replica: a high watermark it was not told yet */
+	int throttled;                   /* replica: over the leader's throttle, nothing read (repl_quota.h) */
 	const uint8_t *topic_id;         /* the topic as asked (for a new session) */
 	struct kafka_str topic;
 };
@@ -112,6 +114,7 @@ static void fetch_read_finished(struct fetch_item *it)
 		 * least of that and its log end) */
 		it->hw_news = part_role_fetch_ready(it->part, it->replica, INT64_MAX);
 		part_role_note_sent(it->part, it->replica, it->hw);
+		repl_quota_spend(it->part, it->replica, it->rq.rd.bytes);
 	}
 	if (it->isolation && it->rq.rd.bytes && it->part->txn.naborted) {
 		/* the aborted transactions whose records the data may hold */
@@ -147,6 +150,8 @@ static void fetch_read_done(void *cookie, struct part_read_req *rq, int err)
 		break;
 	case -ERANGE:
 		it->err = KERR_OFFSET_OUT_OF_RANGE;
+		if (it->replica >= 0 && it->part->pl)
+			it->div_end = it->part->pl->next_offset;   /* the log end, for the follower */
 		break;
 	case -EAGAIN:
 		break;                      /* nothing this time: the consumer asks again */
@@ -176,6 +181,7 @@ static int fetch_epoch_check(struct fetch_item *it)
 		 * (Kafka's follower asks ListOffsets for them) */
 		it->hw = it->part->pl->high_watermark;
 		it->log_start = it->part->pl->log_start;
+		it->div_end = it->part->pl->next_offset;   /* with no epoch: the log end */
 	}
 	it->urgent = 1;
 	return 1;
@@ -209,6 +215,11 @@ static void fetch_on_owner_buf(void *self, struct shard_msg *m)
 			return;
 		}
 		it->rq.isolation = 2;
+		if ((it->throttled = repl_quota_take(it->part, it->replica, &it->rq.max_bytes))) {
+			it->rq.rd.bytes = 0;     /* over the leader's throttle: no records */
+			fetch_read_finished(it);
+			return;
+		}
 	}
 	part_read(it->part, &it->rq, fetch_read_done, it);
 }
@@ -275,7 +286,8 @@ static int fetch_complete(struct kafka_ctx *ctx)
 		if (!it->part)
 			continue;
 		it->pd->ErrorCode = it->err;
-		if (it->div_epoch >= 0) {
+		if (it->div_epoch >= 0 || it->div_end >= 0) {
+			/* a divergence; or, epoch -1, a replica's out of range: the log end */
 			it->pd->DivergingEpoch.Epoch = it->div_epoch;
 			it->pd->DivergingEpoch.EndOffset = it->div_end;
 		}
@@ -329,7 +341,7 @@ static int fetch_complete(struct kafka_ctx *ctx)
 				struct shard_msg m = { .fn = fetch_watch_msg, .p = { it->part },
 						       .v = { sh->id, it->offset, it->isolation, it->replica } };
 
-				if (it->part)
+				if (it->part && !it->throttled)   /* throttled: its wait out */
 					shard_send(sh, it->owner, &m);
 			}
 			ctx->resume = fetch_round;
@@ -458,6 +470,7 @@ static int fetch_item_setup(struct kafka_ctx *ctx, struct fetch_state *fs, struc
 	it->current_epoch = w->current_epoch;
 	it->last_fetched_epoch = w->last_fetched_epoch;
 	it->div_epoch = -1;
+	it->div_end = -1;
 	if (!mp) {
 		pd->ErrorCode = led;
 		return 0;

@@ -85,6 +85,9 @@ struct part {
 	int64_t hw_ckpt;            /* "high-watermark" as the open found it, for the first role
 				     * (part_hw_load); -1: none, or taken */
 	int64_t hw_saved;           /* the high watermark last queued to "high-watermark", -1 none */
+	struct plog_delete ls_follow;   /* follower: its log start moving to the leader's
+					 * (part_follow_log_start), while ls_following */
+	int ls_following;
 	struct part *next;          /* the owner shard's list */
 };
 

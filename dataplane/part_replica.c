@@ -59,6 +59,33 @@ int part_append_replica(struct part *p, const uint8_t *rec, uint32_t len, uint32
 	return rc;
 }
 
+static void log_start_followed(struct plog_delete *d)
+{
+	struct part *p = d->arg;
+
+	p->ls_following = 0;
+	if (!d->err)
+		part_publish(p);     /* the scrape's log start and size */
+}
+
+int part_follow_log_start(struct part *p, int64_t leader_start)
+{
+	struct plog *pl = p->pl;
+	int64_t to = leader_start;
+
+	if (p->deleted || !pl || p->ls_following || pl->trunc || pl->err)
+		return 0;
+	if (to > pl->high_watermark)
+		to = pl->high_watermark;
+	if (to <= pl->log_start)
+		return 0;
+	p->ls_follow = (struct plog_delete){ .offset = to, .done = log_start_followed, .arg = p };
+	if (plog_delete_records(pl, &p->ls_follow) != 0)
+		return 0;            /* refused, or nothing to do (it says) */
+	p->ls_following = 1;
+	return 1;
+}
+
 static void part_truncated(struct plog_truncate *t)
 {
 	struct part_truncate *pt = t->arg;

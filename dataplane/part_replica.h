@@ -27,6 +27,19 @@
  * "aborted.txns" (once per transaction, as on the leader). @thread owner */
 int part_append_replica(struct part *p, const uint8_t *rec, uint32_t len, uint32_t *appended);
 
+/* The leader's log start, as its fetch answers give it (Kafka's
+ * ReplicaFetcherThread: maybeIncrementLogStartOffset(leaderLogStartOffset,
+ * LeaderOffsetIncremented) on every answer): p's log start moves up to
+ * it, never past p's high watermark (Kafka refuses a start above the
+ * high watermark; a follower's is the least of the leader's and its
+ * own durable end, so this holds once what it fetched is durable),
+ * through DeleteRecords' own path (plog_delete_records: "log-start-offset"
+ * saved on the shard's ring, then the segments wholly below it go). One
+ * move at a time per partition; nothing when the start is there, a
+ * move is in flight, or the log is being cut. 1: a move started; 0:
+ * none. @thread owner */
+int part_follow_log_start(struct part *p, int64_t leader_start);
+
 /* A follower's cut (the caller's until done). */
 struct part_truncate {
 	/* in */

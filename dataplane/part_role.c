@@ -85,6 +85,7 @@ int part_role_set(struct part *p, const struct part_role_msg *m)
 	r->isr_change = m->isr_change;
 	r->isr_to = m->isr_to;
 	r->throttled = !leading && m->throttled;
+	r->leader_throttled = leading && m->leader_throttled;
 	r->hw = p->pl->high_watermark;   /* what the previous role allowed */
 	r->last_leo = p->pl->next_offset;
 	r->last_hw = p->pl->high_watermark;

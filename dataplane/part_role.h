@@ -54,9 +54,15 @@ struct part_role_msg {
 	 * leader_epoch } } (join 1: add broker, 0: remove it). */
 	void (*isr_change)(void *self, struct shard_msg *m);
 	int isr_to;                  /* the thread that receives it */
-	/* a follower that is an adding replica of a reassignment: its
-	 * fetches take the replication throttle (replica_fetcher.c) */
+	/* a follower that is an adding replica of a reassignment, or that
+	 * the topic's follower.replication.throttled.replicas names: its
+	 * fetches take the follower's throttle (replica_fetcher.c) */
 	int throttled;
+	/* a leader of a partition being reassigned (adding replicas), or
+	 * that the topic's leader.replication.throttled.replicas names:
+	 * what it sends followers outside the ISR takes the leader's
+	 * throttle (repl_quota.h) */
+	int leader_throttled;
 };
 
 /* One follower as its leader sees it (Kafka's Replica). */
@@ -88,7 +94,8 @@ struct part_role {
 	int isr_to;
 	int32_t fetch_epoch;         /* follower: the epoch its fetch in flight was sent at */
 	uint64_t retry_ns;           /* follower: the leader refused it; asked again after */
-	int throttled;               /* follower: an adding replica (part_role_msg's) */
+	int throttled;               /* follower: a throttled replica (part_role_msg's) */
+	int leader_throttled;        /* leader: its followers outside the ISR are throttled */
 	int nisr;                    /* ISR members, this node included */
 	int nf;
 	struct part_follower f[];    /* the other replicas */

@@ -82,7 +82,8 @@ struct replica_fetcher {
 	int fd;
 	int state;
 	struct io_op conn_op, send_op, recv_op;
-	struct sockaddr_in addr;
+	struct sockaddr_storage addr;  /* the leader's listener: IPv4 or IPv6 */
+	socklen_t addr_len;
 	uint8_t *out;
 	uint32_t out_len, out_sent, out_cap;
 	uint8_t *in;
@@ -253,38 +254,43 @@ static int cut_divergent(struct part *p, int32_t epoch, int64_t end)
 struct rf_answer {
 	int16_t err;
 	int32_t div_epoch;               /* -1: none */
-	int64_t div_end, hw;
+	int64_t div_end, hw;             /* div_epoch -1, out of range: the leader's log end (-1: not said) */
 	int64_t log_start;               /* the leader's (-1: not said) */
 	const uint8_t *records;
 	uint32_t len;
 };
 
 /* The leader answered OFFSET_OUT_OF_RANGE (Kafka's
- * AbstractFetcherThread.handleOutOfRangeError): the fetch offset (this
- * log's end) is below the leader's log start, which its retention or
- * DeleteRecords moved while this node was down or behind: the log is
- * emptied and starts at the leader's log start (truncateFullyAndStartAt);
- * or it is past the leader's end and the epochs did not settle it: the
- * log is cut to the leader's high watermark (at or below its end; Kafka
- * asks ListOffsets for the end and cuts there: what lies between is
- * fetched again, and checked by its epoch), or, that being below this
- * log's start, emptied and started there. 1: done, fetch again; 0:
- * neither (or it failed): pause. Waiting, as a cut: once per such fall. */
+ * AbstractFetcherThread.handleOutOfRangeError, fetchOffsetAndTruncate):
+ * the fetch offset (this log's end) is past the leader's log end, and
+ * the epochs did not settle it: the log is cut to the leader's end, or,
+ * that being below this log's start, emptied and started there (Kafka's
+ * truncateTo below the log start); or it is below the leader's log
+ * start, which its retention or DeleteRecords moved while this node was
+ * down or behind: the log is emptied and starts at the leader's log start
+ * (truncateFullyAndStartAt). Kafka's follower asks the leader
+ * ListOffsets for its end and start; Sluice's leader puts both in the
+ * answer to a replica: its log start in LogStartOffset, its log end in
+ * DivergingEpoch.EndOffset with Epoch -1 (no divergence: Kafka's
+ * isDivergingEpoch looks at the epoch only). A leader that does not say
+ * its end (-1: from before) gives its high watermark, at or below it: what
+ * lies between is fetched again. 1: done, fetch again; 0: neither (or it
+ * failed): pause. Waiting, as a cut: once per such fall. */
 static int out_of_range(struct shard *sh, struct part *p, const struct rf_answer *a)
 {
 	struct plog *pl = p->pl;
 	int64_t end = pl->next_offset;
+	int64_t leader_end = a->div_epoch < 0 && a->div_end >= 0 ? a->div_end : a->hw;
 
-	if (a->log_start > end) {
+	if (leader_end >= 0 && leader_end < end && leader_end >= pl->log_start) {
+		if (part_truncate_to_sync(p, leader_end, pl->log_start) < 0)
+			return 0;
+	} else if (leader_end >= 0 && leader_end < end) {
+		/* the leader ends below this log's start: all of it goes */
+		if (part_start_at_sync(p, leader_end) < 0)
+			return 0;
+	} else if (a->log_start > end) {
 		if (part_start_at_sync(p, a->log_start) < 0)
-			return 0;
-	} else if (a->hw >= 0 && a->hw < end && a->hw >= pl->log_start) {
-		if (part_truncate_to_sync(p, a->hw, pl->log_start) < 0)
-			return 0;
-	} else if (a->hw >= 0 && a->hw < pl->log_start) {
-		/* the leader ends below this log's start (Kafka's truncateTo
-		 * below the log start): all of it goes */
-		if (part_start_at_sync(p, a->hw) < 0)
 			return 0;
 	} else {
 		return 0;
@@ -338,6 +344,8 @@ static int64_t rf_take(struct shard *sh, struct part *p, const struct rf_answer 
 	if (a->hw >= 0 && a->hw > p->role->hw)
 		p->role->hw = a->hw;
 	part_progress(p);                    /* min(leader's, own durable end) */
+	if (a->log_start > p->pl->log_start)
+		part_follow_log_start(p, a->log_start);   /* the leader's DeleteRecords or retention */
 	return appended;
 }
 
@@ -557,15 +565,29 @@ static void rf_received(struct io_op *op, int res, unsigned flags)
 	rf_arm_recv(f);
 }
 
-/* Dotted IPv4, or "localhost" (no name lookups on a shard: they block). */
+/* A numeric IPv4 or IPv6 address (the control thread resolved a name),
+ * or "localhost" (no name lookups on a shard: they block). */
 static int rf_address(struct replica_fetcher *f)
 {
 	const char *h = !strcmp(f->host, "localhost") || !f->host[0] ? "127.0.0.1" : f->host;
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&f->addr;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&f->addr;
 
 	memset(&f->addr, 0, sizeof(f->addr));
-	f->addr.sin_family = AF_INET;
-	f->addr.sin_port = htons((uint16_t)f->port);
-	return inet_pton(AF_INET, h, &f->addr.sin_addr) == 1 ? 0 : -EINVAL;
+	if (inet_pton(AF_INET, h, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)f->port);
+		f->addr_len = sizeof(*a4);
+		return 0;
+	}
+	memset(&f->addr, 0, sizeof(f->addr));
+	if (inet_pton(AF_INET6, h, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)f->port);
+		f->addr_len = sizeof(*a6);
+		return 0;
+	}
+	return -EINVAL;
 }
 
 static void rf_connect(struct replica_fetcher *f)
@@ -577,13 +599,13 @@ static void rf_connect(struct replica_fetcher *f)
 		f->retry_ns = f->sh->now_ns + BACKOFF_MAX_NS;
 		return;
 	}
-	f->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	f->fd = socket(f->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (f->fd < 0 || !(sqe = shard_sqe(f->sh))) {
 		rf_fail(f);
 		return;
 	}
 	(void)setsockopt(f->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	io_uring_prep_connect(sqe, f->fd, (struct sockaddr *)&f->addr, sizeof(f->addr));
+	io_uring_prep_connect(sqe, f->fd, (struct sockaddr *)&f->addr, f->addr_len);
 	io_set(sqe, &f->conn_op);
 	f->state = RF_CONNECTING;
 }

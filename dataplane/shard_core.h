@@ -212,6 +212,8 @@ struct shard {
 	int roles_changed;           /* a partition took a role or left the shard: the fetchers look (replica_fetcher.c) */
 	struct replica_fetcher *fetchers;   /* one per leader followed (dataplane/replica_fetcher.h) */
 	struct repl_throttle repl_throttle; /* the fetchers' budget for throttled partitions */
+	struct repl_throttle repl_quota;    /* the leader's budget for throttled followers
+					     * (dataplane/repl_quota.h) */
 	uint8_t **rbufs;             /* free disk-read buffers */
 	int nrbufs;
 	struct rbuf_wait *rbuf_wait; /* reads waiting for a read buffer (FIFO, dataplane/part.h) */

@@ -264,7 +264,9 @@ enum native_type {
  *    24  4  partition
  *    28  4  leader_epoch the fetch's, echoed (an answer to an older epoch is dropped)
  *    32  4  div_epoch    DivergingEpoch: -1 none; else the follower cuts its log
- *    36  8  div_end      ...at the least of this and its own end of div_epoch
+ *    36  8  div_end      ...at the least of this and its own end of div_epoch;
+ *                        div_epoch -1 and error OFFSET_OUT_OF_RANGE: the leader's
+ *                        log end (the follower past it cuts there)
  *    44  8  high_watermark
  *    52  8  log_start
  *    60  8  offset       the fetch offset, echoed

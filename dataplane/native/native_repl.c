@@ -11,6 +11,7 @@
 #include "dataplane/native/native_repl.h"
 #include "dataplane/part.h"
 #include "dataplane/part_role.h"
+#include "dataplane/repl_quota.h"
 #include "dataplane/shard_core.h"
 
 #define RSLOTS 64                     /* replica fetches in flight per owner shard */
@@ -19,6 +20,7 @@
  * answer's last datagram. */
 struct rfetch {
 	int used, parked;
+	int throttled;                /* parked over the leader's throttle (repl_quota.h) */
 	struct native_repl *r;        /* the owner's */
 	struct part *part;
 	struct native_repl_peer peer;
@@ -156,9 +158,11 @@ static void rfetch_send(struct native_repl *r, struct rfetch *f)
 	} else if ((f->div_epoch >= 0 || f->err == KERR_OFFSET_OUT_OF_RANGE) && p->pl) {
 		/* a diverging epoch; or a follower below the log start or past
 		 * the end, which starts its log at the log start or cuts to
-		 * the high watermark */
+		 * the log end (div_end, div_epoch -1) */
 		f->hw = p->pl->high_watermark;
 		f->ls = p->pl->log_start;
+		if (f->div_epoch < 0)
+			f->div_end = p->pl->next_offset;   /* out of range: the log end */
 	} else {
 		f->hw = f->ls = -1;
 	}
@@ -180,6 +184,8 @@ static void rfetch_read_done(void *cookie, struct part_read_req *rq, int err)
 	if (err && err != -EAGAIN)
 		f->err = err == -ENOENT ? KERR_UNKNOWN_TOPIC_OR_PARTITION
 		       : err == -ERANGE ? KERR_OFFSET_OUT_OF_RANGE : KERR_KAFKA_STORAGE_ERROR;
+	if (!err)
+		repl_quota_spend(f->part, f->replica, f->rq.rd.bytes);
 	rfetch_send(f->r, f);
 }
 
@@ -216,6 +222,20 @@ static void rfetch_start(struct native_repl *r, struct rfetch *f)
 	f->rq.offset = f->offset;
 	f->rq.max_bytes = f->max_bytes;
 	f->rq.isolation = 2;          /* a follower's: up to the log end */
+	f->throttled = 0;
+	if (repl_quota_take(p, f->replica, &f->rq.max_bytes)) {
+		/* over the leader's throttle: held until the budget fills,
+		 * or answered without records at its deadline */
+		if (now < f->deadline_ns) {
+			f->throttled = 1;
+			f->parked = 1;
+			r->nparked++;
+			r->st.fetches_parked++;
+			return;
+		}
+		rfetch_send(r, f);
+		return;
+	}
 	part_read(p, &f->rq, rfetch_read_done, f);
 }
 
@@ -312,7 +332,7 @@ int native_repl_poll(struct shard *sh)
 		if (!f->used || !f->parked)
 			continue;
 		if (!f->part->deleted && f->part->role && sh->now_ns < f->deadline_ns &&
-		    !part_role_fetch_ready(f->part, f->replica, f->offset))
+		    (f->throttled ? !repl_quota_open(f->part) : !part_role_fetch_ready(f->part, f->replica, f->offset)))
 			continue;
 		f->parked = 0;
 		r->nparked--;

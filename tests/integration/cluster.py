@@ -18,6 +18,9 @@ directory, all under one temporary directory removed at close.
     environment variables to every node's (a test knob such as
     SLUICE_TEST_METADATA_KEEP, docs/cluster.md).
 
+    Cluster(2, ipv6=True): the client listeners on [::1] (scripts/cluster
+    --ipv6); the bootstrap is "[::1]:p1,[::1]:p2".
+
     Cluster(3, netns=True) puts each node in its own network namespace
     (scripts/cluster --netns, root only); c.isolate(1) cuts node 1 off from
     the others, c.heal(1) joins it again.
@@ -44,12 +47,13 @@ WAIT = 60
 
 class Cluster:
     def __init__(self, n, sets=(), shards=1, netns=False, node_sets=(), base=None, stagger=None, brokers=0,
-                 env=None, combined=False):
+                 env=None, combined=False, ipv6=False):
         self.dir = os.path.join(base or temp_dir(), "cluster")
         self.env = dict(os.environ, SLUICED=SLUICED, **(env or {}))
         self.n = n + brokers
         self.first = n + 1 if brokers and not combined else 1   # the first node with a Kafka listener
-        args = ["start", str(n), "--shards", str(shards)] + (["--netns"] if netns else [])
+        args = ["start", str(n), "--shards", str(shards)] + (["--netns"] if netns else []) + (
+            ["--ipv6"] if ipv6 else [])
         if brokers:
             args += ["--brokers", str(brokers)] + (["--combined"] if combined else [])
         for s in sets:

@@ -76,9 +76,13 @@ TEST_SCRIPTS += tests/integration/test_describe_cluster.py
 # partition led by its preferred replica), the metrics, sluicectl leader elect
 TEST_SCRIPTS += tests/integration/test_elections.py
 # partition reassignments on three nodes (KIP-455 over raw frames, a move
-# under an acks=all producer, a cancel, bad input, the throttle, sluicectl
-# partition reassign and broker decommission): about 12 s
+# under an acks=all producer, a cancel, bad input, the throttle at the
+# follower and at the leader, sluicectl partition reassign and broker
+# decommission, the followers' log start after DeleteRecords): about 17 s
 TEST_SCRIPTS += tests/integration/test_cluster_reassign.py
+# two nodes with IPv6 Kafka listeners ([::1]): followers fetch over IPv6,
+# acks=all answered, the copies identical: about 7 s
+TEST_SCRIPTS += tests/integration/test_cluster_ipv6.py
 # recovery with a real broker: clean-stop checkpoints, recovery points after
 # SIGKILL, damage in a middle segment, a missing segment, a damaged metadata log
 TEST_SCRIPTS += tests/integration/test_recovery_broker.py

@@ -16,6 +16,10 @@ decommission`.
   having less than 7 MiB of it after 2 s; a cancel
   (null replicas) brings back {1,2}, List empty, and node 3's copy is
   removed;
+- with leader.replication.throttled.rate=200000 on node 1 alone (the
+  leader's quota, no follower rate), the same partition moving to {1,3}
+  has less than 3 MiB on node 3 after 2 s, and completes once the rate
+  is removed;
 - `sluicectl partition reassign` moves another partition from {1,2} to
   {2,3} while an acks=all producer writes to it: every acknowledged record
   is read back at its offset, List ends empty, node 1's copy is removed
@@ -24,7 +28,10 @@ decommission`.
   node 1 (exit 0, JSON), after which Metadata names node 1 in no
   partition; decommissioning a broker when the others cannot hold a
   partition's replicas is refused (exit 1) before anything moves, and a
-  reassignment that only removes a replica completes at once.
+  reassignment that only removes a replica completes at once;
+- DeleteRecords on the leader of a partition on all three nodes moves both
+  followers' log start to the leader's (their log start metric), as
+  Kafka's follower follows the leader's LogStartOffset.
 
 Run: /usr/bin/python3 tests/integration/test_cluster_reassign.py
 """
@@ -147,6 +154,76 @@ def read_back(bootstrap, topic, end):
     return got
 
 
+def broker_config(addr, node, key, value):
+    """IncrementalAlterConfigs v0 on broker `node`'s own resource: SET key
+    to value, or DELETE it (value None)."""
+    import kraw
+    with kraw.Conn(addr) as k:
+        w = kraw.W().array([0], lambda w, _: w.i8(4).str(str(node)).array(
+            [0], lambda w, _: w.str(key).i8(0 if value is not None else 1).str(value))).i8(0)
+        r = k.request(44, 0, w)
+        r.i32()
+        res = r.array(lambda r: (r.i16(), r.str(), r.i8(), r.str()))
+    assert res[0][0] == 0, res
+
+
+def the_leader_alone_throttles_what_it_sends_a_new_replica(c):
+    """cancelled-0 (10 MiB, led by node 1, on 1 and 2) moves to {1,3} with
+    leader.replication.throttled.rate=200000 on node 1 alone (Kafka's
+    leader-side quota; no follower rate anywhere): after 2 s node 3 has
+    less than 3 MiB of it (a second's budget and a batch past the rate at
+    most; unthrottled it copies the 10 MiB in about a second here), and
+    once the rate is removed it catches up and the move completes. Before,
+    only the follower applied a throttle (the least of both keys, from its
+    own node's settings): node 3 copied at full speed."""
+    broker_config(c.addr(1), 1, "leader.replication.throttled.rate", "200000")
+    until("node 1 applies its leader throttle", lambda: "replication throttle: 200000 " in c.log(1))
+    top, res = alter(c.addr(1), [("cancelled", 0, [1, 3])])
+    assert (top, res) == (NONE, {("cancelled", 0): (NONE, None)}), (top, res)
+    until("node 3 opened its copy", lambda: dirs_of(c, 3, "cancelled") == ["cancelled-0"])
+    t0 = time.monotonic()
+    time.sleep(2.0)
+    copied = sum(len(b) for b in log_batches(os.path.join(c.data_dir(3), "cancelled-0")))
+    assert copied < 3 << 20, "node 3 copied %d bytes in %.1f s from a leader throttled at 200 kB/s" % (
+        copied, time.monotonic() - t0)
+    print("  leader throttled at 200 kB/s: %.2f MiB copied in the first %.1f s" % (
+        copied / (1 << 20), time.monotonic() - t0))
+    broker_config(c.addr(1), 1, "leader.replication.throttled.rate", None)
+    t1 = time.monotonic()
+    until("the move completes once the throttle is gone",
+          lambda: partitions(c.bootstrap, "cancelled")[0] == (1, [1, 3], [1, 3]), timeout=30)
+    print("  unthrottled, the rest copied and the move done in %.1f s" % (time.monotonic() - t1))
+    until("node 2's copy removed", lambda: dirs_of(c, 2, "cancelled") == [])
+
+
+def followers_log_start_follows_the_leaders(c):
+    """wide-0 (on nodes 1, 2 and 3): 200 acks=all records, DeleteRecords on
+    its leader up to the high watermark; both followers' log start (their
+    partition_log_start_offset) becomes the leader's, from the leader's
+    fetch answers (Kafka's follower moves its log start to the leader's
+    LogStartOffset; before, theirs stayed at 0 until their own retention)."""
+    import kraw
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "linger.ms": 5})
+    for i in range(200):
+        p.produce("wide", partition=0, value=b"w%d" % i)
+    assert p.flush(30) == 0
+    lead = partitions(c.bootstrap, "wide")[0][0]
+    w = kraw.W().array(["wide"], lambda w, n: w.str(n).array([(0, -1)], lambda w, po: w.i32(po[0]).i64(po[1])))
+    w.i32(30000)
+    with kraw.Conn(c.addr(lead)) as k:
+        r = k.request(21, 0, w)     # DeleteRecords v0, offset -1: the high watermark
+        r.i32()
+        res = r.array(lambda r: (r.str(), r.array(lambda r: (r.i32(), r.i64(), r.i16()))))
+    (_, low, err), = res[0][1]
+    assert err == 0 and low >= 200, (err, low)
+    line = 'sluice_partition_log_start_offset{topic="wide",partition="0"'
+    for n in (1, 2, 3):
+        if n != lead:
+            until("node %d's log start of wide-0 at its leader's %d" % (n, low),
+                  lambda: c.metric(n, line) == low, timeout=20)
+    print("  wide-0: DeleteRecords on node %d moved every copy's log start to %d" % (lead, low))
+
+
 @test
 def reassignments_move_replicas_cancel_refuse_bad_input_and_a_broker_is_decommissioned():
     # the internal topics on two replicas, so that two brokers can hold
@@ -208,6 +285,7 @@ def reassignments_move_replicas_cancel_refuse_bad_input_and_a_broker_is_decommis
         until("node 3's copy removed", lambda: dirs_of(c, 3, "cancelled") == [])
         r = sluicectl(c, "partition", "reassign", "--unthrottle")
         assert r.returncode == 0, r.stderr.decode()
+        the_leader_alone_throttles_what_it_sends_a_new_replica(c)
 
         # ---- moved while an acks=all producer writes -------------------
         fill(c.bootstrap, "moved", 4)
@@ -268,6 +346,7 @@ def reassignments_move_replicas_cancel_refuse_bad_input_and_a_broker_is_decommis
         a.create_topics([NewTopic("wide", 1, replica_assignment=[[1, 2, 3]])])["wide"].result(30)
         until("wide in sync, as node 2 (sluicectl's) serves it",
               lambda: (partitions(c.addr(2), "wide") or {}).get(0, (0, 0, []))[2] == [1, 2, 3])
+        followers_log_start_follows_the_leaders(c)
         r = sluicectl(c, "broker", "decommission", "1")
         assert r.returncode == 1 and b"wide-0 has 3 replicas" in r.stderr, (r.returncode, r.stderr)
         assert partitions(c.bootstrap, "spread")[0][1] == [1, 2], "a refused decommission moved nothing"

@@ -427,9 +427,9 @@ Test(config, kafka_topic_keys_ignored_or_refused)
 {
 	static const char *ignored[][2] = {
 		{ "message.format.version", "2.8" }, { "preallocate", "true" }, { "segment.index.bytes", "10485760" },
-		{ "leader.replication.throttled.replicas", "*" }, { "min.cleanable.dirty.ratio", "0.5" },
+		{ "min.cleanable.dirty.ratio", "0.5" },
 		{ "local.retention.ms", "-2" }, { "message.downconversion.enable", "true" },
-		{ "follower.replication.throttled.replicas", "*" }, { "file.delete.delay.ms", "60000" },
+		{ "file.delete.delay.ms", "60000" },
 	};
 	static const char *refused[][2] = {
 		{ "flush.ms", "1000" }, { "flush.messages", "1" }, { "segment.ms", "60000" },
@@ -459,6 +459,27 @@ Test(config, kafka_topic_keys_ignored_or_refused)
 	cr_assert(strstr(err, "preallocate") && strstr(err, "maybe"), "%s", err);
 	cr_assert_eq(topic_config_validate("min.cleanable.dirty.ratio", "2", err, sizeof(err)), -EINVAL);
 	cr_assert_null(topic_config_ignored("retention.ms"), "honoured keys are not ignored");
+	/* the throttled-replica lists: honoured (the roles), checked as
+	 * Kafka's ThrottledReplicaListValidator */
+	{
+		static const char *good[] = { "*", "", "0:1", "0:1,1:2", " 0 : 1 , 2:3 ", " * " };
+		static const char *bad[] = { "x", "0", "0:", ":1", "0:1,", "*,0:1", "0:1:2", "-1:2", "0;1" };
+
+		for (int side = 0; side < 2; side++) {
+			const char *key = side ? "leader.replication.throttled.replicas"
+					       : "follower.replication.throttled.replicas";
+
+			cr_assert(topic_config_known(key));
+			cr_assert_null(topic_config_ignored(key), "%s is honoured", key);
+			for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+				cr_assert_eq(topic_config_validate(key, good[i], err, sizeof(err)), 0, "'%s': %s", good[i],
+					     err);
+			for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+				cr_assert_eq(topic_config_validate(key, bad[i], err, sizeof(err)), -EINVAL, "'%s'", bad[i]);
+				cr_assert(strstr(err, "must be the literal '*' or a list of replicas"), "%s", err);
+			}
+		}
+	}
 	cr_assert(!topic_config_known("retention.msec"));
 
 	/* ignored keys change nothing in storage */

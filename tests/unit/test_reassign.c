@@ -250,3 +250,15 @@ Test(reassign_record, applied_it_notes_the_moving_replicas_refused_at_another_ep
 	metalog_close(ml);
 	metalog_close(back);
 }
+
+Test(reassign, a_throttled_replica_list_names_a_partition_on_a_broker_or_all_with_a_star)
+{
+	cr_assert(reassign_throttle_names("*", 7, 3));
+	cr_assert(reassign_throttle_names(" * ", 0, 1));
+	cr_assert(reassign_throttle_names("0:1,1:2", 1, 2));
+	cr_assert(reassign_throttle_names(" 0 : 1 , 2:3 ", 2, 3));
+	cr_assert(!reassign_throttle_names("0:1,1:2", 1, 1), "partition 1 on broker 2, not 1");
+	cr_assert(!reassign_throttle_names("0:1,1:2", 2, 2));
+	cr_assert(!reassign_throttle_names("10:1", 1, 1));
+	cr_assert(!reassign_throttle_names("", 0, 1));
+}

@@ -773,3 +773,171 @@ Test(replica_fetcher, a_follower_past_the_leaders_end_comes_back_to_it)
 	cr_assert_eq(follower->pl->next_offset, 4);
 	same_logs_from(3);
 }
+
+/* ---- the follower's log start follows the leader's --------------------- */
+
+static int started_at_3(void)
+{
+	return follower->pl->log_start == 3 && !follower->ls_following && follower->pl->next_offset == 6 &&
+	       follower->pl->high_watermark == 6;
+}
+
+/* Both in the ISR with records 0-4; DeleteRecords moves the leader's log
+ * start to 3; its next answer (a record more) carries it, and the
+ * follower's log start moves there too, durably ("log-start-offset", as
+ * DeleteRecords on a leader), never past its high watermark. Before,
+ * the follower kept 0-2 until its own retention took them. */
+static void follows_the_leaders_log_start(int natively)
+{
+	if (natively) {
+		native_on();
+		native_role(leader, 1, 0);
+		native_role(follower, 2, 0);
+	} else {
+		role(leader, 1, 0);
+		role(follower, 2, 0);
+	}
+	for (int i = 0; i < 5; i++)
+		produce(leader, 1, "r");
+	want_start = 0;
+	want_end = 5;
+	natively ? run_native_until(restarted_and_copied) : run_until(restarted_and_copied);
+	cr_assert_eq(follower->pl->next_offset, 5);
+	cr_assert_eq(leader->pl->high_watermark, 5);
+	cr_assert_eq(plog_delete_records_sync(leader->pl, 3), 0);
+	produce(leader, 1, "s");
+	natively ? run_native_until(started_at_3) : run_until(started_at_3);
+	cr_assert_eq(follower->pl->log_start, 3, "the follower's log start is the leader's, not %" PRId64,
+		     follower->pl->log_start);
+	cr_assert_eq(sh->stats.repl_truncations, 0, "moved, not truncated");
+	same_logs_from(3);
+	/* never past its own high watermark */
+	cr_assert_eq(part_follow_log_start(follower, 100), 1);
+	while (follower->ls_following)
+		store_poll(&sh->st, 1);
+	cr_assert_eq(follower->pl->log_start, 6);
+	cr_assert_eq(part_follow_log_start(follower, 100), 0, "at its high watermark already");
+	if (natively)
+		native_off();
+}
+
+Test(replica_fetcher, a_followers_log_start_follows_the_leaders)
+{
+	follows_the_leaders_log_start(0);
+}
+
+Test(replica_fetcher, native_a_followers_log_start_follows_the_leaders)
+{
+	follows_the_leaders_log_start(1);
+}
+
+/* ---- past the leader's end: cut to its log end ------------------------- */
+
+/* The leader has records 0-2 that its follower, in its ISR, never
+ * fetched: its high watermark 0, its end 3. The follower's (empty) log
+ * starts at 10: OFFSET_OUT_OF_RANGE with the leader's log end (3), its
+ * log starts again at 3, not at the high watermark (0: then it fetched
+ * 0-2 again), and follows. */
+static void past_the_end_cuts_to_the_log_end(int natively)
+{
+	if (natively) {
+		native_on();
+		native_role(leader, 1, 0);
+	} else {
+		role(leader, 1, 0);
+	}
+	for (int i = 0; i < 3; i++)
+		produce(leader, 1, "x");
+	store_drain(&sh->st);
+	cr_assert_eq(leader->pl->next_offset, 3);
+	cr_assert_eq(leader->pl->high_watermark, 0, "the follower in the ISR has none of them");
+	cr_assert_eq(part_start_at_sync(follower, 10), 0);
+	if (natively)
+		native_role(follower, 2, 0);
+	else
+		role(follower, 2, 0);
+	want_start = 3;
+	want_end = 3;
+	natively ? run_native_until(restarted_and_copied) : run_until(restarted_and_copied);
+	cr_assert_eq(follower->pl->log_start, 3, "the leader's log end, not its high watermark: %" PRId64,
+		     follower->pl->log_start);
+	cr_assert_eq(follower->pl->next_offset, 3);
+	cr_assert_eq(leader->pl->high_watermark, 3, "its fetch at 3 moved the leader's high watermark");
+	produce(leader, 1, "y");
+	want_end = 4;
+	natively ? run_native_until(restarted_and_copied) : run_until(restarted_and_copied);
+	same_logs_from(3);
+	if (natively)
+		native_off();
+}
+
+Test(replica_fetcher, a_follower_past_the_leaders_end_cuts_to_its_log_end)
+{
+	past_the_end_cuts_to_the_log_end(0);
+}
+
+Test(replica_fetcher, native_a_follower_past_the_leaders_end_cuts_to_its_log_end)
+{
+	past_the_end_cuts_to_the_log_end(1);
+}
+
+/* ---- the leader's replication throttle --------------------------------- */
+
+static uint64_t stop_at;
+
+static int clock_passed(void)
+{
+	return now >= stop_at;
+}
+
+static int has_all_five(void)
+{
+	return follower->pl->next_offset == 5 && follower->pl->durable_offset == 5;
+}
+
+/* The leader throttles the partition (leader.replication.throttled.rate
+ * 1000 bytes/s; the follower outside its ISR, the follower's own rate
+ * none): five batches of ~470 bytes reach the follower at that rate, a
+ * batch past the budget at most, not at once; with the rate removed the
+ * rest come at once. Over the native transport (the test's wire and
+ * clock); the Fetch handler's throttle is tested with real nodes
+ * (tests/integration/test_cluster_reassign.py). */
+static void leader_throttles(int natively)
+{
+	struct part_role_msg m = { .self = 1, .leader = 1, .leader_epoch = 0, .nreplicas = 2, .nisr = 1,
+				   .replicas = { 1, 2 }, .isr = { 1 }, .isr_to = 1, .leader_throttled = 1 };
+
+	if (natively) {
+		native_on();
+		m.leader_repl_ip = htonl(0x0a4d0001);
+		m.leader_repl_port = 9095;
+	}
+	snprintf(m.leader_host, sizeof(m.leader_host), "127.0.0.1");
+	m.leader_port = port;
+	cr_assert_eq(part_role_set(leader, &m), 0);
+	for (int i = 0; i < 5; i++)
+		produce_big(leader, 1, 400);
+	store_drain(&sh->st);
+	cr_assert_eq(leader->pl->next_offset, 5);
+	b.repl_leader_throttle_bps = 1000;
+	if (natively)
+		native_role(follower, 2, 0);
+	else
+		role(follower, 2, 0);
+	stop_at = now + 1500000000ull;       /* 1.5 s of the shard's clock */
+	run_native_until(clock_passed);   /* (its idle wait suits TCP too) */
+	cr_assert_lt(follower->pl->next_offset, 5, "1.5 s at 1000 bytes/s is not 2,350 bytes (%" PRId64 " batches)",
+		     follower->pl->next_offset);
+	b.repl_leader_throttle_bps = 0;
+	run_native_until(has_all_five);
+
+	cr_assert_eq(follower->pl->next_offset, 5, "the rest once the throttle is gone");
+	same_logs_from(0);
+	if (natively)
+		native_off();
+}
+
+Test(replica_fetcher, native_the_leader_throttles_a_follower_outside_its_isr)
+{
+	leader_throttles(1);
+}
