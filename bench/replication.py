@@ -18,6 +18,7 @@ failures: exit 0 unless a run fails.
 """
 import argparse
 import os
+import resource
 import shutil
 import signal
 import statistics
@@ -41,20 +42,43 @@ def rows(out):
     return r
 
 
-def bench(args, label):
+def node_pids(d):
+    """The running nodes' process ids (scripts/cluster status)."""
+    st = subprocess.run([CLUSTER, "status", "--dir", d], stdout=subprocess.PIPE, text=True).stdout
+    return [int(f[1]) for f in (line.split() for line in st.splitlines()) if len(f) > 2 and f[1].isdigit()
+            and "running" in f]
+
+
+def cpu_s(pids):
+    """CPU seconds (user + system) the processes used so far."""
+    t = 0
+    for pid in pids:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        t += int(fields[11]) + int(fields[12])
+    return t / os.sysconf("SC_CLK_TCK")
+
+
+def bench(args, label, pids=()):
+    """The run's result rows, and the CPU seconds of the brokers (pids) and
+    of the client (sluice-bench) over it."""
     cmd = [BENCH] + args
     print("$ sluice-bench " + " ".join(args), flush=True)
+    c0, r0 = cpu_s(pids), resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    c1, r1 = cpu_s(pids), resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         sys.stderr.write(p.stderr[-3000:])
         raise SystemExit("replication: %s failed (exit %d)" % (label, p.returncode))
-    return rows(p.stdout)
+    return rows(p.stdout), (c1 - c0, (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime))
 
 
-def produce(bootstrap, o, acks, rf):
-    r = bench(["produce", "--bootstrap", bootstrap, "--records", str(o.records), "--size", str(o.size),
-               "--acks", str(acks), "--replication-factor", str(rf)], "produce RF%d acks=%d" % (rf, acks))
-    return float(r[("produce", "records_per_s")]), float(r.get(("produce", "ack_p99_ms"), "nan"))
+def produce(bootstrap, o, acks, rf, pids):
+    r, (brokers, client) = bench(["produce", "--bootstrap", bootstrap, "--records", str(o.records),
+                                  "--size", str(o.size), "--acks", str(acks), "--replication-factor", str(rf)],
+                                 "produce RF%d acks=%d" % (rf, acks), pids)
+    print("  CPU: brokers %.2f s, client %.2f s" % (brokers, client), flush=True)
+    return float(r[("produce", "records_per_s")]), float(r.get(("produce", "ack_p99_ms"), "nan")), brokers, client
 
 
 def on_term(signum, frame):
@@ -88,12 +112,13 @@ def main():
         print("# bench/replication.py: 3 nodes (scripts/cluster, 1 shard each, min.insync.replicas=2) "
               "at %s; %s records x %d bytes, 6 partitions, %d pairs alternating" %
               (bootstrap, o.records, o.size, o.pairs), flush=True)
+        pids = node_pids(d)
         pairs = []
         for i in range(o.pairs):
             order = [(3, -1), (1, 1)] if i % 2 == 0 else [(1, 1), (3, -1)]
             got = {}
             for rf, acks in order:
-                got[rf] = produce(bootstrap, o, acks, rf)
+                got[rf] = produce(bootstrap, o, acks, rf, pids)
             pairs.append((got[3], got[1]))
             print("pair %d: RF3 acks=all %.0f records/s (ack p99 %.2f ms), RF1 acks=1 %.0f records/s "
                   "(ack p99 %.2f ms), ratio %.3f" %
@@ -101,20 +126,22 @@ def main():
         ratios = [a[0] / b[0] for a, b in pairs]
         med = statistics.median(ratios)
         print()
-        print("| pair | RF3 acks=all records/s | RF1 acks=1 records/s | ratio |")
-        print("|---|---|---|---|")
+        print("| pair | RF3 acks=all records/s | RF1 acks=1 records/s | ratio | CPU s RF3: brokers + client "
+              "| CPU s RF1: brokers + client |")
+        print("|---|---|---|---|---|---|")
         for i, (a, b) in enumerate(pairs):
-            print("| %d | %.0f | %.0f | %.3f |" % (i + 1, a[0], b[0], a[0] / b[0]))
-        print("| median | %.0f | %.0f | %.3f |" % (statistics.median(a[0] for a, _ in pairs),
-                                                  statistics.median(b[0] for _, b in pairs), med))
+            print("| %d | %.0f | %.0f | %.3f | %.2f + %.2f | %.2f + %.2f |" % (i + 1, a[0], b[0], a[0] / b[0], a[2],
+                                                                           a[3], b[2], b[3]))
+        print("| median | %.0f | %.0f | %.3f | | |" % (statistics.median(a[0] for a, _ in pairs),
+                                                      statistics.median(b[0] for _, b in pairs), med))
         print()
         print("replication ratio_rf3_all_to_rf1_1 %.3f  (target >= %.1f: %s; Kafka 2014: %d/%d = %.2f)" %
               (med, TARGET, "met" if med >= TARGET else "NOT met", KAFKA_2014[0], KAFKA_2014[1],
                KAFKA_2014[0] / KAFKA_2014[1]), flush=True)
         if not o.no_e2e:
-            r = bench(["e2e", "--bootstrap", bootstrap, "--acks", "-1", "--replication-factor", "3",
+            r, _ = bench(["e2e", "--bootstrap", bootstrap, "--acks", "-1", "--replication-factor", "3",
                        "--size", str(o.size), "--rate", str(o.e2e_rate), "--seconds", str(o.e2e_seconds)],
-                      "e2e RF3 acks=all")
+                      "e2e RF3 acks=all", node_pids(d))
             print("replication e2e_rf3_acks_all_rate %s records/s" % o.e2e_rate)
             for k in ("latency_p50_ms", "latency_p99_ms", "latency_p99.9_ms", "latency_max_ms"):
                 print("replication e2e_rf3_acks_all_%s %s" % (k, r.get(("e2e", k), "?")))
