@@ -653,6 +653,32 @@ int ctl_wait_ready(struct ctl *ctl, char *err, size_t errlen)
 	return rc;
 }
 
+int ctl_wait_ready_ms(struct ctl *ctl, int timeout_ms, char *err, size_t errlen)
+{
+	struct timespec until;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&ctl->lock);
+	while (!ctl->ready && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&ctl->cond, &ctl->lock, &until);
+	if (!ctl->ready) {
+		pthread_mutex_unlock(&ctl->lock);
+		return -ETIMEDOUT;
+	}
+	rc = ctl->init_err;
+	if (rc)
+		snprintf(err, errlen, "%s", ctl->init_msg);
+	pthread_mutex_unlock(&ctl->lock);
+	return rc;
+}
+
 void ctl_stop(struct ctl *ctl)
 {
 	ctl->stop = 1;

@@ -26,6 +26,10 @@ struct ctl;
  * ctl_stop (once the shards have stopped) ends the thread and frees. */
 int ctl_start(struct broker *b, struct config *cfg, struct ctl **out);
 int ctl_wait_ready(struct ctl *ctl, char *err, size_t errlen);
+/* The same, waiting at most timeout_ms: -ETIMEDOUT when the control
+ * thread is not ready yet (ctl_stop may then end it: a stop asked for
+ * during start-up). */
+int ctl_wait_ready_ms(struct ctl *ctl, int timeout_ms, char *err, size_t errlen);
 void ctl_stop(struct ctl *ctl);
 
 /* The control thread's state without its thread, for a caller that runs

@@ -383,7 +383,28 @@ int main(int argc, char **argv)
 			fprintf(stderr, "sluiced: cannot start shard %d: %s\n", i, strerror(-rc));
 			return 1;
 		}
-	if ((rc = ctl_start(b, cfg, &ctl)) < 0 || (rc = ctl_wait_ready(ctl, err, sizeof(err))) < 0) {
+	if ((rc = ctl_start(b, cfg, &ctl)) == 0) {
+		/* SIGTERM or SIGINT while the node is not ready yet (a broker
+		 * whose voters it cannot reach, a long replay) stops it: it
+		 * serves nothing yet, so nothing moves first */
+		sigset_t term;
+		struct timespec zero = { 0, 0 };
+
+		sigemptyset(&term);
+		sigaddset(&term, SIGTERM);
+		sigaddset(&term, SIGINT);
+		while ((rc = ctl_wait_ready_ms(ctl, 100, err, sizeof(err))) == -ETIMEDOUT) {
+			int sig = sigtimedwait(&term, NULL, &zero);
+
+			if (sig == SIGTERM || sig == SIGINT) {
+				fprintf(stderr, "sluiced: %s before the node was ready: stopping\n", strsignal(sig));
+				stop_shards(b);
+				ctl_stop(ctl);
+				return 0;
+			}
+		}
+	}
+	if (rc < 0) {
 		fprintf(stderr, "sluiced: %s\n", err);
 		stop_shards(b);
 		/* -EINVAL: the configuration contradicts the data directory

@@ -14,8 +14,10 @@ broker-only nodes serve a replicated topic, and only the brokers are named
 to clients. Clusters of combined nodes: test_cluster_quorum.py."""
 
 import os
+import signal
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import SLUICED, broker, free_port, main, temp_dir, test  # noqa: E402
@@ -186,6 +188,44 @@ def one_controller_and_two_brokers_serve_a_replicated_topic_and_clients_see_only
         import signal
         for pid in (c.pid(2), c.pid(3)):
             os.kill(pid, signal.SIGKILL)
+
+
+@test
+def a_broker_that_cannot_reach_its_voters_stops_on_sigterm_before_it_is_ready():
+    """A broker-only node whose voter nobody answers for never becomes
+    ready; SIGTERM (an operator giving up, systemd's stop) still stops it at
+    once, exit 0, saying so (it waited on until the voters answered, the
+    signal held back, for as long as they did not)."""
+    d = temp_dir()
+    try:
+        path = os.path.join(d, "server.properties")
+        with open(path, "w") as f:
+            f.write("cluster.id=MkU3OEVBNTcwNTJENDM2Qk\ncontroller.listener.names=CONTROLLER\n"
+                    "process.roles=broker\nnode.id=4\ncontroller.quorum.voters=1@127.0.0.1:%d\n"
+                    "listeners=PLAINTEXT://127.0.0.1:%d\nadmin.listen=\nlog.dirs=%s\n"
+                    % (free_port(), free_port(), os.path.join(d, "data")))
+        p = subprocess.Popen([SLUICED, "--config", path, "--shards", "1"], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            # it runs (the voter is looked for, never found): not ready
+            deadline = time.monotonic() + 1.5
+            while time.monotonic() < deadline:
+                assert p.poll() is None, "sluiced exited %s: %s" % (p.returncode, p.stderr.read().decode())
+                time.sleep(0.1)
+            p.send_signal(signal.SIGTERM)
+            try:
+                out, err = p.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                raise AssertionError("sluiced ignored SIGTERM before it was ready (still running 20 s later)")
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        assert p.returncode == 0, (p.returncode, err.decode()[-2000:])
+        assert b"listening on" not in out, out
+        assert b"before the node was ready: stopping" in err, err.decode()[-2000:]
+    finally:
+        subprocess.run(["rm", "-rf", d])
 
 
 if __name__ == "__main__":
