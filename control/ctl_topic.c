@@ -34,6 +34,13 @@ static int topic_cmp(const void *a, const void *b)
 	return c ? c : (x->name_len > y->name_len) - (x->name_len < y->name_len);
 }
 
+static int topic_id_cmp(const void *a, const void *b)
+{
+	const struct md_topic *x = *(const struct md_topic *const *)a, *y = *(const struct md_topic *const *)b;
+
+	return memcmp(x->id, y->id, sizeof(x->id));
+}
+
 /* Publish old + added - removed. */
 static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct md_topic **del, int ndel,
 			struct md_topic **rep, int nrep)
@@ -57,6 +64,9 @@ static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct
 		md->topics[n++] = add[i];
 	md->ntopics = n;
 	qsort(md->topics, (size_t)n, sizeof(*md->topics), topic_cmp);
+	md->by_id = xcalloc((size_t)(n ? n : 1), sizeof(*md->by_id));
+	memcpy(md->by_id, md->topics, (size_t)n * sizeof(*md->by_id));
+	qsort(md->by_id, (size_t)n, sizeof(*md->by_id), topic_id_cmp);
 	/* the brokers clients may be sent to: registered and unfenced */
 	md->brokers = xcalloc((size_t)metalog_broker_count(ctl->ml) + 1, sizeof(*md->brokers));
 	for (int i = 0; i < metalog_broker_count(ctl->ml); i++) {
@@ -139,6 +149,7 @@ static void retired_free(struct retired *r)
 {
 	if (r->snap) {
 		free(r->snap->topics);
+		free(r->snap->by_id);
 		free(r->snap->brokers);
 		free(r->snap);
 	}
@@ -723,6 +734,7 @@ void ctl_topics_fini(struct ctl *ctl)
 		ctl_topic_free(md->topics[i]);
 	if (md) {
 		free(md->topics);
+		free(md->by_id);
 		free(md->brokers);
 		free(md);
 	}

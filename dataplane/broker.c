@@ -54,6 +54,22 @@ const struct md_topic *md_find_id(const struct md_snapshot *md, const uint8_t id
 
 	if (!md || !memcmp(id, zero, 16))
 		return NULL;
+	if (md->by_id) {
+		/* binary search: a Fetch v13+ names its topics by id */
+		int lo = 0, hi = md->ntopics - 1;
+
+		while (lo <= hi) {
+			int mid = lo + (hi - lo) / 2, c = memcmp(md->by_id[mid]->id, id, 16);
+
+			if (!c)
+				return md->by_id[mid];
+			if (c < 0)
+				lo = mid + 1;
+			else
+				hi = mid - 1;
+		}
+		return NULL;
+	}
 	for (int i = 0; i < md->ntopics; i++)
 		if (!memcmp(md->topics[i]->id, id, 16))
 			return md->topics[i];

@@ -118,6 +118,8 @@ struct md_snapshot {
 	uint64_t version;
 	int ntopics;
 	struct md_topic **topics; /* sorted by name */
+	struct md_topic **by_id;  /* the same, sorted by topic id (memcmp), for md_find_id; NULL: not
+				   * built (md_find_id scans topics) */
 	int nbrokers;
 	struct md_broker *brokers;/* the unfenced registered brokers, by id (this node too once
 				   * registered); freed with the snapshot */

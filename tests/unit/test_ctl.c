@@ -301,6 +301,21 @@ Test(ctl, create_and_delete_topics_open_and_close_partitions)
 	for (int i = 0; i < 3; i++)
 		cr_assert_not_null(t->parts[i].part, "partition %d opened on the shard", i);
 	cr_assert_eq(parts_on_shard(), 2 + 3);
+	/* every published topic is found by its id too (Fetch v13+, Metadata
+	 * v12), through the snapshot's index by id */
+	cr_assert_not_null(broker_md(&b)->by_id, "the snapshot has its index by id");
+	for (int i = 0; i < broker_md(&b)->ntopics; i++) {
+		const struct md_topic *x = broker_md(&b)->topics[i];
+
+		cr_assert_eq(md_find_id(broker_md(&b), x->id), x, "topic %s by its id", x->name);
+	}
+	{
+		uint8_t other[16];
+
+		memcpy(other, t->id, 16);
+		other[15] ^= 0x5a;
+		cr_assert_null(md_find_id(broker_md(&b), other), "an id no topic has");
+	}
 
 	kafka_delete_topics_request_init(&dq);
 	dq.TopicNames.items = &name;
@@ -310,6 +325,8 @@ Test(ctl, create_and_delete_topics_open_and_close_partitions)
 	cr_assert_eq(dr->Responses.count, 1);
 	cr_assert_eq(dr->Responses.items[0].ErrorCode, 0);
 	cr_assert_null(md_find(broker_md(&b), "t", 1), "gone from the snapshot");
+	for (int i = 0; i < broker_md(&b)->ntopics; i++)
+		cr_assert_eq(md_find_id(broker_md(&b), broker_md(&b)->topics[i]->id), broker_md(&b)->topics[i]);
 	cr_assert_eq(parts_on_shard(), 2, "its partitions closed on the shard");
 }
 
