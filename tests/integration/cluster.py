@@ -144,7 +144,17 @@ class Cluster:
     def __enter__(self):
         return self
 
-    def __exit__(self, *a):
+    def __exit__(self, etype, *a):
+        if etype is not None and etype is not KeyboardInterrupt:
+            # a failing test: what each node said last, before its
+            # directory goes
+            for n in sorted(os.listdir(self.dir)) if os.path.isdir(self.dir) else ():
+                log = os.path.join(self.dir, n, "sluiced.log")
+                if n.startswith("n") and os.path.exists(log):
+                    with open(log, errors="replace") as f:
+                        tail = f.read().splitlines()[-40:]
+                    print("--- %s: the last %d lines of %s" % (n, len(tail), log))
+                    print("\n".join(tail))
         self.close()
         return False
 
