@@ -304,6 +304,7 @@ class ProducerClient(threading.Thread):
         self.seq = 0
         self.acks = []          # monotonic seconds of each ack
         self.acked_end = {}     # partition -> highest acknowledged offset + 1
+        self.ack_times = collections.defaultdict(list)   # partition -> monotonic s of its acks
         self.pending = 0
         self.poison_left = 0
         self.poisoned = []      # values sent as poison
@@ -323,6 +324,7 @@ class ProducerClient(threading.Thread):
             self.pending -= 1
         if err is None:
             self.acks.append(time.monotonic())
+            self.ack_times[msg.partition()].append(self.acks[-1])
             self.acked_end[msg.partition()] = max(self.acked_end.get(msg.partition(), 0), msg.offset() + 1)
             self.h.write("ack", value=value, topic=msg.topic(), partition=msg.partition(), offset=msg.offset())
         else:
@@ -812,14 +814,18 @@ class Drill:
         normal = self.normal_lag()
         self.converged_s = None
         budget_end = self.t_heal + a.budget
+        last_bad, seen_good = self.t_heal, None
         while time.monotonic() < budget_end:
             now = time.monotonic()
-            acked_since = any(x > self.t_heal for x in self.producer.acks[-50:])
-            recent = [s for s in self.lag if s[0] > self.t_heal]
-            if self.converged_s is None and acked_since and recent and recent[-1][1] is not None \
-                    and recent[-1][1] <= normal:
-                self.converged_s = recent[-1][0] - self.t_heal
-            if self.converged_s is not None and now - t0 >= a.seconds:
+            acked_since = bool(self.producer.acks) and self.producer.acks[-1] > self.t_heal
+            for t, v, _ in [x for x in self.lag if x[0] > (seen_good or last_bad)]:
+                if v is None or v > normal or not acked_since:
+                    last_bad, seen_good = t, None
+                elif seen_good is None:
+                    seen_good = t
+            # back to normal, and staying there for 2 s, past --seconds
+            if seen_good is not None and now - seen_good >= 2 and now - t0 >= a.seconds:
+                self.converged_s = max(0.0, seen_good - self.t_heal) if last_bad > self.t_heal else 0.0
                 break
             time.sleep(0.25)
         self.producer.stop()
@@ -876,25 +882,27 @@ class Drill:
         commits = []    # (t, partition, offset)
         firsts = []     # (t, reader, session, partition, offset)
         seen = collections.defaultdict(list)
+        handover = collections.defaultdict(list)   # partition -> [(t, reader)]
         pauses = []
         for p, rs in recs.items():
-            last_revoke = None
             got = set()
             for r in rs:
                 if r.get("type") == "commit" and r.get("ok"):
                     commits += [(r["t"], pp, o) for _, pp, o in r["partitions"]]
                 elif r.get("type") == "read" and not str(r.get("reader", "")).startswith("final"):
                     seen[(r["partition"], r["offset"])].append(r["reader"])
+                    handover[r["partition"]].append((r["t"], r["reader"]))
                     k = (r["session"], r["partition"])
                     if k not in got:
                         got.add(k)
                         firsts.append((r["t"], r["reader"], r["session"], r["partition"], r["offset"]))
-                elif r.get("type") == "revoke":
-                    last_revoke = r["t"]
-                elif r.get("type") == "assign" and last_revoke is not None:
-                    pauses.append((r["t"] - last_revoke) / 1e9)
-                    last_revoke = None
         commits.sort()
+        # a rebalance pause: a partition's reads moving from one member to
+        # another (the gap between the last read of the one and the first
+        # of the next)
+        for reads in handover.values():
+            reads.sort()
+            pauses += [(b[0] - a_[0]) / 1e9 for a_, b in zip(reads, reads[1:]) if a_[1] != b[1]]
         resume_bad = []
         for t, reader, session, part, off in sorted(firsts):
             before = [o for ct, cp, o in commits if cp == part and ct < t]
@@ -947,9 +955,13 @@ class Drill:
         }
 
     def unavailability(self):
-        acks = sorted(self.producer.acks)
-        gaps = [b - a for a, b in zip(acks, acks[1:])]
-        return round(max(gaps + [0.0]), 3)
+        """The longest time one partition went without an acknowledgement
+        (its records kept coming: keys spread over every partition)."""
+        gaps = [0.0]
+        for acks in self.producer.ack_times.values():
+            acks = sorted(acks)
+            gaps += [b - a for a, b in zip(acks, acks[1:])]
+        return round(max(gaps), 3)
 
     def check_dlq(self, broken):
         """Every poison record in <prefix>-dlq with its origin partition and
@@ -1045,7 +1057,7 @@ def print_report(r):
         ("committed offset != next record read", len(r["resume_mismatches"]), "0"),
         ("stale owners' commits", r["anomalies"].get("stale_commit", 0), "0"),
         ("records delivered again to the group", r["redelivered"], "counted"),
-        ("longest wait between acknowledgements (s)", r["unavailable_s"], "reported"),
+        ("longest a partition went unacknowledged (s)", r["unavailable_s"], "reported"),
         ("consumer lag normal / max (records)", "%s/%s" % (r["lag_normal"], r["lag_max"]), "reported"),
         ("converged after the heal (s)", "%.1f" % r["converged_s"] if r["converged_s"] is not None else "no",
          "<= %g" % r["budget_s"]),
