@@ -301,6 +301,7 @@ class ProducerClient(threading.Thread):
                            "message.timeout.ms": 600000, "error_cb": self._on_error,
                            "retry.backoff.ms": 100, "socket.timeout.ms": max(request_timeout_ms, 10000)})
         self.stopping = threading.Event()
+        self.crashed = None
         self.seq = 0
         self.acks = []          # monotonic seconds of each ack
         self.acked_end = {}     # partition -> highest acknowledged offset + 1
@@ -325,13 +326,23 @@ class ProducerClient(threading.Thread):
         if err is None:
             self.acks.append(time.monotonic())
             self.ack_times[msg.partition()].append(self.acks[-1])
-            self.acked_end[msg.partition()] = max(self.acked_end.get(msg.partition(), 0), msg.offset() + 1)
+            # an idempotent resend the broker already had may come back
+            # without its offset (None): acknowledged all the same
+            if msg.offset() is not None and msg.offset() >= 0:
+                self.acked_end[msg.partition()] = max(self.acked_end.get(msg.partition(), 0), msg.offset() + 1)
             self.h.write("ack", value=value, topic=msg.topic(), partition=msg.partition(), offset=msg.offset())
         else:
             self.errors[err_name(err)] += 1
             self.h.write("fail", value=value, error=err_name(err), definite=False)
 
     def run(self):
+        try:
+            self._run()
+        except BaseException as e:  # noqa: BLE001 - the verdict says so
+            self.crashed = "%s: %s" % (type(e).__name__, e)
+            self.stopping.set()
+
+    def _run(self):
         start = time.monotonic()
         while not self.stopping.is_set():
             due = start + self.seq / self.rate
@@ -930,6 +941,11 @@ class Drill:
             extra["crashed_after_commit"] = crashed[0]["partitions"] if crashed else None
             if not crashed:
                 broken.append("the consumer did not crash after a commit (no evidence in c1.drill.jsonl)")
+        if self.producer.crashed:
+            broken.append("the drill's producer failed: %s" % self.producer.crashed)
+        if self.producer.pending > 0:
+            broken.append("%d record(s) sent and never answered (acknowledged or failed) within 120 s of the "
+                          "end" % self.producer.pending)
         dead = [c.name for c in self.consumers if c.p.returncode not in (0, None, -signal.SIGKILL)]
         if dead:
             broken.append("consumer(s) %s stopped with an error (see their .stderr in %s)" % (", ".join(dead),
