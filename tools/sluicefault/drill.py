@@ -402,6 +402,7 @@ def consumer_main(argv):
     ap.add_argument("--max-poll-ms", type=int, default=300000)
     ap.add_argument("--dlq")
     ap.add_argument("--poison-tries", type=int, default=3)
+    ap.add_argument("--parent", type=int)
     a = ap.parse_args(argv)
     from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
@@ -441,6 +442,8 @@ def consumer_main(argv):
         if a.dlq else None
     tries = collections.Counter()
     while not state["stop"]:
+        if a.parent and os.getppid() != a.parent:
+            break               # the drill is gone: leave the group
         msgs = c.consume(num_messages=200, timeout=0.5)
         done = {}
         for m in msgs:
@@ -515,7 +518,7 @@ class ConsumerProc:
         self.name = name
         cmd = [sys.executable, "-m", "sluicefault.drill", "_consumer", "--bootstrap", drill.bootstrap,
                "--topic", drill.topic, "--group", drill.group, "--out", drill.out, "--name", name,
-               "--on-fault", on_fault, "--max-poll-ms", str(max_poll_ms)] + (["--dlq", dlq] if dlq else [])
+               "--on-fault", on_fault, "--max-poll-ms", str(max_poll_ms), "--parent", str(os.getpid())] + (["--dlq", dlq] if dlq else [])
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))] +
             [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
@@ -541,6 +544,35 @@ class ConsumerProc:
 
 
 # ---- the run -----------------------------------------------------------------
+
+def find_coordinator(bootstrap, group):
+    """The node id of group's coordinator: FindCoordinator v0 (ApiKey 10)
+    over a plain socket (confluent-kafka before 2.0 has no
+    describe_consumer_groups)."""
+    import socket
+    import struct
+    last = None
+    for addr in bootstrap.split(","):
+        host, port = addr.rsplit(":", 1)
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=10) as s:
+                cid, key = b"sluice-drill", group.encode()
+                body = struct.pack(">hhih", 10, 0, 1, len(cid)) + cid + struct.pack(">h", len(key)) + key
+                s.sendall(struct.pack(">i", len(body)) + body)
+                buf = b""
+                while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        raise OSError("connection closed")
+                    buf += chunk
+                _corr, err, node = struct.unpack(">ihi", buf[4:14])
+                if err == 0:
+                    return node
+                last = "error code %d" % err
+        except (OSError, struct.error) as e:
+            last = e
+    raise RuntimeError("cannot find the coordinator of group %s: %s" % (group, last))
+
 
 def tail(path, n=1500):
     try:
@@ -687,9 +719,7 @@ class Drill:
                 raise RuntimeError("the cluster names no active controller")
             return c, "the active controller"
         if how == "coordinator":
-            from confluent_kafka import ConsumerGroupTopicPartitions  # noqa: F401
-            g = self.admin().describe_consumer_groups([self.group])[self.group].result(30)
-            return g.coordinator.id, "the coordinator of group %s" % self.group
+            return find_coordinator(self.bootstrap, self.group), "the coordinator of group %s" % self.group
         raise AssertionError(how)
 
     def command(self, node, action):
@@ -1169,6 +1199,9 @@ def cmd_run(args):
         d.cleanup()
         print("drill %s: could not run: %s" % (args.scenario, e), file=sys.stderr)
         return EXIT_INPUT
+    except BaseException:
+        d.cleanup()
+        raise
     d.cleanup()
     if args.json:
         print(json.dumps(r, indent=1, default=str))
