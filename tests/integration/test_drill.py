@@ -12,6 +12,8 @@ are scripts/cluster's (kill, restart) and kill -STOP/-CONT of a node's pid.
   records: one replica, min.insync.replicas=1,
   unclean.leader.election.enable=true, and a `start` command that loses
   the killed node's disk (its drill topic directories removed);
+- Ctrl-C in the middle of a fault (a paused leader) resumes the node,
+  stops the clients and deletes the drill's topics (exit 2, no verdict);
 - a bad drill file is refused with exit 2 naming its line and key;
 - a cluster with a topic the drill did not create is refused (exit 2)
   unless --allow-existing-topics.
@@ -19,6 +21,7 @@ are scripts/cluster's (kill, restart) and kill -STOP/-CONT of a node's pid.
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -87,7 +90,7 @@ def leader_loss_holds_and_cleans_up():
     for want in ("PROMISES HELD", "acknowledged records lost", "fault on: node ", "converged after the heal"):
         assert want in out, "no %r in the report:\n%s" % (want, out)
     assert "kill" in err and "start" in err, err
-    assert drill_topics(c) == [], "the drill left its topics: %s" % drill_topics(c)
+    until("the drill's topics deleted", lambda: drill_topics(c) == [])
     print("  " + "\n  ".join(l for l in out.splitlines() if "lost" in l or "unacknowledged" in l or "converged" in l))
 
 
@@ -113,7 +116,7 @@ def consumer_crash_after_commit_resumes_at_the_committed_offset():
         if e["type"] == "read":
             first.setdefault(e["partition"], e["offset"])
     assert last and all(first.get(p, o) == o for p, o in last.items()), (last, first)
-    assert drill_topics(c) == []
+    until("the drill's topics deleted", lambda: drill_topics(c) == [])
 
 
 @test
@@ -131,6 +134,33 @@ def a_broken_promise_fails_the_drill_and_names_the_lost_records():
     lost = [l for l in out.splitlines() if l.startswith("acknowledged records lost")]
     assert lost and int(lost[0].split()[3]) > 0, out
     print("  " + lost[0])
+
+
+@test
+def ctrl_c_mid_fault_heals_the_node_and_deletes_the_topics():
+    c = cluster()
+    tmp = temp_dir("sluice-drill-")
+    df = drill_file(c, os.path.join(tmp, "drill.ini"))
+    p = subprocess.Popen([SLUICECTL, "drill", "run", "lost-produce-response", "-f", df, "--seconds", "30",
+                          "--out", os.path.join(tmp, "out")], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    err = b""
+    try:
+        while b"pause:" not in err:          # the leader is paused (the line follows the command)
+            line = p.stderr.readline()
+            assert line, "the drill ended before its fault: %s" % err.decode()
+            err += line
+        p.send_signal(signal.SIGINT)
+        out, rest = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    err = (err + rest).decode()
+    assert p.returncode == 2 and "resume:" in err and "no verdict" in err, (p.returncode, out, err)
+    for n in (1, 2, 3):
+        with open("/proc/%d/stat" % c.pid(n)) as f:
+            assert f.read().rsplit(")", 1)[1].split()[0] != "T", "node %d left paused:\n%s" % (n, err)
+    until("the drill's topic deleted", lambda: drill_topics(c) == [])
 
 
 @test
@@ -172,7 +202,7 @@ def a_cluster_with_topics_the_drill_did_not_create_is_refused():
                                  os.path.join(tmp, "out"))
         assert rc == 2 and "refusing to run" in err and "orders" in err and "--allow-existing-topics" in err, \
             (rc, out, err)
-        assert drill_topics(c) == []
+        assert drill_topics(c) == []    # none was created
         status = subprocess.run([CLUSTER, "status", "--dir", c.dir], stdout=subprocess.PIPE).stdout.decode()
         assert status.count("running") == 3, "a refused drill touched a node:\n" + status
     finally:

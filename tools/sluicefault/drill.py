@@ -436,7 +436,8 @@ def consumer_main(argv):
     c = Consumer({"log_level": 0, "bootstrap.servers": a.bootstrap, "group.id": a.group, "enable.auto.commit": False,
                   "auto.offset.reset": "earliest", "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000,
                   "max.poll.interval.ms": a.max_poll_ms, "error_cb": on_error,
-                  "partition.assignment.strategy": "range"})
+                  "partition.assignment.strategy": "range",
+                  "topic.metadata.refresh.interval.ms": 2000})
     c.subscribe([a.topic], on_assign=on_assign, on_revoke=on_revoke)
     dlq = Producer({"log_level": 0, "bootstrap.servers": a.bootstrap, "enable.idempotence": True, "acks": "all"}) \
         if a.dlq else None
@@ -662,6 +663,13 @@ class Drill:
                 raise InputError("cannot create topic %s: %s" % (t, e))
             self.created.append(t)
         self.wait("every partition of %s led" % self.topic, lambda: self.leaders() is not None, 60)
+        # every node knows the topic before a consumer joins (a group led
+        # by a member that does not see it yet assigns nothing)
+        from confluent_kafka.admin import AdminClient
+        for n in sorted(self.df.nodes.values(), key=lambda n: n.id):
+            one = AdminClient({"log_level": 0, "bootstrap.servers": n.kafka})
+            self.wait("node %d lists %s" % (n.id, self.topic), lambda: all(
+                t in one.list_topics(timeout=5).topics for t in self.created), 60)
         self.rf, self.topic_conf = rf, conf
 
     def leaders(self):
