@@ -84,7 +84,7 @@ def leader_loss_holds_and_cleans_up():
     c = cluster()
     tmp = temp_dir("sluice-drill-")
     df = drill_file(c, os.path.join(tmp, "drill.ini"))
-    rc, out, err = sluicectl("drill", "run", "leader-loss", "--drill-file", df, "--seconds", "6",
+    rc, out, err = sluicectl("drill", "run", "leader-loss", "--drill-file", df, "--seconds", "4",
                              "--out", os.path.join(tmp, "out"))
     assert rc == 0, "exit %d\n%s\n%s" % (rc, out, err)
     for want in ("PROMISES HELD", "acknowledged records lost", "fault on: node ", "converged after the heal"):
@@ -100,7 +100,7 @@ def consumer_crash_after_commit_resumes_at_the_committed_offset():
     tmp = temp_dir("sluice-drill-")
     df = drill_file(c, os.path.join(tmp, "drill.ini"))
     out_dir = os.path.join(tmp, "out")
-    rc, out, err = sluicectl("drill", "run", "consumer-crash-after-commit", "-f", df, "--seconds", "6",
+    rc, out, err = sluicectl("drill", "run", "consumer-crash-after-commit", "-f", df, "--seconds", "4",
                              "--out", out_dir, "--json")
     assert rc == 0, "exit %d\n%s\n%s" % (rc, out, err)
     r = json.loads(out)
@@ -126,7 +126,7 @@ def a_broken_promise_fails_the_drill_and_names_the_lost_records():
     # the killed node comes back without its drill topic's data (a lost disk)
     df = drill_file(c, os.path.join(tmp, "drill.ini"), start="rm -rf %s/n{node}/data/sluice-drill-* && "
                     "%s restart {node} --dir %s" % (c.dir, CLUSTER, c.dir))
-    rc, out, err = sluicectl("drill", "run", "leader-loss", "-f", df, "--seconds", "5", "-r", "1",
+    rc, out, err = sluicectl("drill", "run", "leader-loss", "-f", df, "--seconds", "4", "-r", "1",
                              "-c", "min.insync.replicas=1", "-c", "unclean.leader.election.enable=true",
                              "--out", os.path.join(tmp, "out"))
     assert rc == 1, "exit %d (want 1: records lost)\n%s\n%s" % (rc, out, err)
