@@ -9,9 +9,10 @@ are scripts/cluster's (kill, restart) and kill -STOP/-CONT of a node's pid.
   commit, its successor's first read of each partition is the committed
   offset (checked here from the histories too);
 - a drill whose promise is broken fails (exit 1) and names the lost
-  records: one replica, min.insync.replicas=1,
-  unclean.leader.election.enable=true, and a `start` command that loses
-  the killed node's disk (its drill topic directories removed);
+  records: one replica (min.insync.replicas=1,
+  unclean.leader.election.enable=true) and a `start` command that loses
+  the killed node's disk (its drill topic directories removed): with no
+  other copy the partition comes back empty whatever the timing;
 - Ctrl-C in the middle of a fault (a paused leader) resumes the node,
   stops the clients and deletes the drill's topics (exit 2, no verdict);
 - a bad drill file is refused with exit 2 naming its line and key;
