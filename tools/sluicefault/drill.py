@@ -60,6 +60,8 @@ def check(paths):
 
 # Anomalies that break a drill's promise (the checker's counts).
 BROKEN_IF = ("lost", "duplicated", "reordered", "unexpected", "divergent", "stale_commit", "commit_backwards")
+ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "divergent", "nonmonotonic", "skipped",
+             "stale_commit", "commit_backwards", "aborted_visible", "partial_txn")
 
 
 # ---- the drill file ----------------------------------------------------------
@@ -414,23 +416,24 @@ def consumer_main(argv):
     c = None
 
     def member_id(cons):
-        try:
-            return cons.memberid()
-        except Exception:  # noqa: BLE001 - confluent-kafka before 2.x has none
-            return a.name
+        return group_meta(cons)[1] or a.name
+
+    def gen(cons):
+        g = group_meta(cons)[0]
+        return -1 if g is None else g
 
     def on_error(e):
         h.write("error", error=err_name(e), what=str(e))
 
     def on_assign(cons, parts):
         state["session"] += 1
-        h.write("assign", partitions=[[p.topic, p.partition] for p in parts], generation=-1,
-                member=member_id(cons), session=state["session"])
+        h.write("assign", partitions=[[p.topic, p.partition] for p in parts], generation=gen(cons),
+                member=member_id(cons), session=state["session"], group=a.group)
         h.flush()
 
     def on_revoke(cons, parts):
-        h.write("revoke", partitions=[[p.topic, p.partition] for p in parts], generation=-1,
-                member=member_id(cons), session=state["session"])
+        h.write("revoke", partitions=[[p.topic, p.partition] for p in parts], generation=gen(cons),
+                member=member_id(cons), session=state["session"], group=a.group)
         h.flush()
 
     c = Consumer({"log_level": 0, "bootstrap.servers": a.bootstrap, "group.id": a.group, "enable.auto.commit": False,
@@ -495,20 +498,22 @@ def consumer_main(argv):
         if done:
             h.flush()
             parts = [[t, p, o] for (t, p), o in sorted(done.items())]
+            t0, g, mem = time.monotonic_ns(), gen(c), member_id(c)
             try:
                 c.commit(offsets=[TopicPartition(t, p, o) for t, p, o in parts], asynchronous=False)
-                h.write("commit", partitions=parts, generation=-1, member=member_id(c), ok=True, error=None)
+                h.write("commit", partitions=parts, generation=g, member=mem, ok=True, error=None, t0=t0,
+                        group=a.group)
                 h.flush()
                 if state["fault"] and a.on_fault == "crash":
                     ev.write("crash", partitions=parts)
                     ev.flush()
                     os.kill(os.getpid(), signal.SIGKILL)
             except KafkaException as e:
-                h.write("commit", partitions=parts, generation=-1, member=member_id(c), ok=False,
-                        error=err_name(e.args[0]))
+                h.write("commit", partitions=parts, generation=g, member=mem, ok=False,
+                        error=err_name(e.args[0]), t0=t0, group=a.group)
                 h.flush()
     c.close()
-    h.write("revoke", partitions=[], generation=-1, member="", session=state["session"])
+    h.write("revoke", partitions=[], generation=-1, member="", session=state["session"], group=a.group)
     h.close()
     ev.close()
     return 0
@@ -545,6 +550,21 @@ class ConsumerProc:
 
 
 # ---- the run -----------------------------------------------------------------
+
+def group_meta(consumer):
+    """(generation, member id) from librdkafka's serialized group metadata
+    ("CGMDv2:" int32 generation in host order, group.id NUL member.id NUL
+    ...), or (None, None): confluent-kafka 1.7 has no accessor."""
+    try:
+        b = bytes(consumer.consumer_group_metadata())
+    except Exception:  # noqa: BLE001 - not in a group yet
+        return None, None
+    if not b.startswith(b"CGMDv2:") or len(b) < 11:
+        return None, None
+    parts = b[11:].split(b"\0")
+    return (int.from_bytes(b[7:11], sys.byteorder, signed=True),
+            parts[1].decode(errors="replace") if len(parts) > 1 and parts[1] else None)
+
 
 def find_coordinator(bootstrap, group):
     """The node id of group's coordinator: FindCoordinator v0 (ApiKey 10)
@@ -1001,8 +1021,7 @@ class Drill:
             "held": not broken, "broken": broken,
             "sent": result.get("sent"), "acked": result.get("acked"), "read": result.get("read"),
             "lost": result.get("lost", 0), "duplicated": result.get("duplicated", 0),
-            "anomalies": {k: v for k, v in result.items() if isinstance(v, int) and k not in
-                          ("sent", "acked", "read")},
+            "anomalies": {k: result.get(k, 0) for k in ANOMALIES},
             "details": result.get("details", {}),
             "unavailable_s": unavailable, "errors": dict(errors),
             "stale_commits": [list(x) for x in stale[:20]],
