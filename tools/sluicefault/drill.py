@@ -840,10 +840,8 @@ class Drill:
             self.active_heal = (node, sc.heal)
             self.command(node, sc.fault)
             time.sleep(max(0.0, self.t_fault + heal_after - time.monotonic()))
-            if sc.name == "lost-produce-response":
-                pass
+            self.command(node, sc.heal)     # a failure here is retried once by cleanup()
             self.active_heal = None
-            self.command(node, sc.heal)
         elif sc.kind in ("crash", "stall"):
             self.nemesis.write("nemesis", name=sc.name, phase="start", detail={"consumer": "c1"})
             self.consumers[0].signal(signal.SIGUSR1)
