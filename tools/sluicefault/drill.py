@@ -58,6 +58,16 @@ def check(paths):
     return checker.check(paths)
 
 
+def need_modules():
+    """InputError naming what is missing, before the cluster is touched."""
+    for m in ("workload", "checker"):
+        try:
+            __import__("sluicefault." + m)
+        except ImportError as e:
+            raise InputError("the drill needs sluicefault.%s beside %s: %s" % (
+                m, os.path.dirname(os.path.abspath(__file__)), e))
+
+
 # Anomalies that break a drill's promise (the checker's counts).
 BROKEN_IF = ("lost", "duplicated", "reordered", "unexpected", "divergent", "stale_commit", "commit_backwards")
 ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "divergent", "nonmonotonic", "skipped",
@@ -1230,6 +1240,7 @@ def cmd_run(args):
     if args.topic_prefix is not None and not re.fullmatch(r"[A-Za-z0-9._-]{1,200}", args.topic_prefix):
         raise InputError("--topic-prefix: a legal topic name (letters, digits, . _ -), not %r" % args.topic_prefix)
     df = parse_drill_file(args.drill_file)
+    need_modules()
     d = Drill(args, df, SCENARIOS[args.scenario])
     interrupted = []
 
