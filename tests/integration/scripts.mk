@@ -131,5 +131,6 @@ TEST_SCRIPTS += tests/integration/test_metadata_quorum.py
 # sluicectl drill (tools/sluicefault/drill.py) on three nodes: leader-loss
 # and consumer-crash-after-commit hold, a drill whose promise is broken (one
 # replica, unclean elections, a lost disk) exits 1 naming the lost records,
-# a bad drill file and a cluster with foreign topics are refused: about 40 s
+# Ctrl-C mid-fault heals and cleans up, a bad drill file and a cluster with
+# foreign topics are refused: about 50 s
 TEST_SCRIPTS += tests/integration/test_drill.py

@@ -36,6 +36,15 @@ SETS = ["broker.session.timeout.ms=4000", "group.initial.rebalance.delay.ms=0", 
 _cluster = None
 
 
+def tmpdir():
+    """A directory for one test's drill file and histories, removed at exit."""
+    import atexit
+    import shutil
+    d = temp_dir("sluice-drill-")
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
 def cluster():
     """One cluster for the suite (closed by main's exit through atexit)."""
     global _cluster
@@ -83,7 +92,7 @@ def histories(out):
 @test
 def leader_loss_holds_and_cleans_up():
     c = cluster()
-    tmp = temp_dir("sluice-drill-")
+    tmp = tmpdir()
     df = drill_file(c, os.path.join(tmp, "drill.ini"))
     rc, out, err = sluicectl("drill", "run", "leader-loss", "--drill-file", df, "--seconds", "4",
                              "--out", os.path.join(tmp, "out"))
@@ -98,7 +107,7 @@ def leader_loss_holds_and_cleans_up():
 @test
 def consumer_crash_after_commit_resumes_at_the_committed_offset():
     c = cluster()
-    tmp = temp_dir("sluice-drill-")
+    tmp = tmpdir()
     df = drill_file(c, os.path.join(tmp, "drill.ini"))
     out_dir = os.path.join(tmp, "out")
     rc, out, err = sluicectl("drill", "run", "consumer-crash-after-commit", "-f", df, "--seconds", "4",
@@ -123,7 +132,7 @@ def consumer_crash_after_commit_resumes_at_the_committed_offset():
 @test
 def a_broken_promise_fails_the_drill_and_names_the_lost_records():
     c = cluster()
-    tmp = temp_dir("sluice-drill-")
+    tmp = tmpdir()
     # the killed node comes back without its drill topic's data (a lost disk)
     df = drill_file(c, os.path.join(tmp, "drill.ini"), start="rm -rf %s/n{node}/data/sluice-drill-* && "
                     "%s restart {node} --dir %s" % (c.dir, CLUSTER, c.dir))
@@ -140,7 +149,7 @@ def a_broken_promise_fails_the_drill_and_names_the_lost_records():
 @test
 def ctrl_c_mid_fault_heals_the_node_and_deletes_the_topics():
     c = cluster()
-    tmp = temp_dir("sluice-drill-")
+    tmp = tmpdir()
     df = drill_file(c, os.path.join(tmp, "drill.ini"))
     p = subprocess.Popen([SLUICECTL, "drill", "run", "lost-produce-response", "-f", df, "--seconds", "30",
                           "--out", os.path.join(tmp, "out")], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -166,7 +175,7 @@ def ctrl_c_mid_fault_heals_the_node_and_deletes_the_topics():
 
 @test
 def a_bad_drill_file_exits_2_naming_the_line_and_key():
-    tmp = temp_dir("sluice-drill-")
+    tmp = tmpdir()
     bad = os.path.join(tmp, "bad.ini")
     with open(bad, "w") as f:
         f.write("[all]\nkill = ssh {host} systemctl kill -s KILL sluiced\n\n[node 1]\nkafka = n1:9092\n"
@@ -190,7 +199,7 @@ def a_bad_drill_file_exits_2_naming_the_line_and_key():
 @test
 def a_cluster_with_topics_the_drill_did_not_create_is_refused():
     c = cluster()
-    tmp = temp_dir("sluice-drill-")
+    tmp = tmpdir()
     df = drill_file(c, os.path.join(tmp, "drill.ini"))
     from confluent_kafka.admin import AdminClient
     create_topic(c.bootstrap, "orders", 1, 3)
