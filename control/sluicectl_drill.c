@@ -172,6 +172,7 @@ static const struct opt_spec run_opts[] = {
 };
 
 static const struct opt_spec check_opts[] = {
+	{ "json", 0, NULL, "what was read as JSON" },
 	{ NULL, 0, NULL, NULL },
 };
 

@@ -1222,11 +1222,17 @@ def cmd_list(args):
 
 def cmd_check_file(args):
     df = parse_drill_file(args.file)
+    runnable = [s.name for s in SCENARIOS.values() if not s.fault or all(
+        s.fault in n.cmds and s.heal in n.cmds for n in df.nodes.values())]
+    if args.json:
+        print(json.dumps({"nodes": [{"id": nid, "kafka": n.kafka, "host": n.host,
+                                     "commands": {a: n.cmds[a][0] for a in ACTIONS if a in n.cmds}}
+                                    for nid, n in sorted(df.nodes.items())],
+                          "command_timeout": df.command_timeout, "drills": runnable}, indent=1))
+        return 0
     for nid, n in sorted(df.nodes.items()):
         have = [a for a in ACTIONS if a in n.cmds]
         print("node %d: kafka %s, host %s; commands: %s" % (nid, n.kafka, n.host, ", ".join(have) or "none"))
-    runnable = [s.name for s in SCENARIOS.values() if not s.fault or all(
-        s.fault in n.cmds and s.heal in n.cmds for n in df.nodes.values())]
     print("drills it can run: %s" % ", ".join(runnable))
     return 0
 
@@ -1275,6 +1281,7 @@ def cmd_run(args):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)   # `| head` ends us quietly
     if argv and argv[0] == "_consumer":
         return consumer_main(argv[1:])
     ap = argparse.ArgumentParser(prog="sluicectl drill", description="the operators' fault drills "
@@ -1284,6 +1291,7 @@ def main(argv=None):
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("check-file")
     p.add_argument("file")
+    p.add_argument("--json", action="store_true")
     p = sub.add_parser("run")
     p.add_argument("scenario")
     p.add_argument("--drill-file", required=True)
