@@ -268,6 +268,16 @@ def sighup_reloads_the_certificate():
             ok, out = s_client(b.ssl_port)
             assert ok and "CN = by-admin" in out, out
             assert metric(admin, "sluice_tls_reloads_total") == 2
+            # reloads are unbounded: each frees the context it replaced
+            # (the broker once kept every one and refused the 65th)
+            for i in range(70):
+                r = urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%d/v1/tls/reload" % admin,
+                                                                  method="POST"), timeout=HANG_GUARD)
+                assert r.status == 200, (i, r.read())
+                if i % 10 == 9:
+                    ok, out = s_client(b.ssl_port)
+                    assert ok and "CN = by-admin" in out, (i, out)
+            assert metric(admin, "sluice_tls_reloads_total") == 72
             # a broken file: the old certificate stays
             with open(ks, "w") as f:
                 f.write("not a certificate\n")
