@@ -14,3 +14,6 @@ TEST_SCRIPTS += tests/bench_storage_smoke.sh
 TEST_SCRIPTS += tests/native_install_smoke.sh
 # every relative link of README.md and docs/*.md points at a file (and heading)
 TEST_SCRIPTS += tests/docs_links.sh
+# the fault suite's checker on synthetic histories, one per anomaly class and
+# the tricky clean ones (no broker, under a second)
+TEST_SCRIPTS += tests/fault/test_checker.py

@@ -270,6 +270,9 @@ def _commits(lines, r):
                 # before this member was assigned the partition, and its own
                 # earlier commits since then
                 since = owned[client].get((t, p))
+                if since is None:         # a stale commit: judged above
+                    ok_commits[(group, t, p)].append((x["t"], o, client, t0))
+                    continue
                 prior = [(oo, cc) for (tt, oo, cc, t0c) in ok_commits[(group, t, p)]
                          if tt < since or (cc == client and t0c >= since)]
                 if prior:
