@@ -144,6 +144,25 @@ def clean_rebalance_then_commit_by_new_owner():
     assert nonzero(res) == {}, res
 
 
+@test
+def clean_generation_restarts_after_coordinator_loss():
+    """A new coordinator that did not keep the group starts it again at
+    generation 1: a commit in the new generation 1 is not stale."""
+    h = H()
+    group_base(h)
+    h.add("g1", "revoke", partitions=[["t", 0]], generation=1, member="m1", session=1, group="G")
+    h.add("g1", "assign", partitions=[["t", 0]], generation=2, member="m1", session=2, group="G")
+    h.add("g1", "commit", partitions=[["t", 0, 3]], generation=2, member="m1", ok=True, error=None, group="G")
+    h.add("g1", "commit", partitions=[["t", 0, 4]], generation=2, member="m1", ok=False,
+          error="UNKNOWN_MEMBER_ID", group="G")
+    h.add("g1", "revoke", partitions=[["t", 0]], generation=None, member="", session=2, group="G")
+    h.add("g1", "assign", partitions=[["t", 0]], generation=1, member="m9", session=3, group="G")
+    h.add("g1", "commit", partitions=[["t", 0, 5]], generation=1, member="m9", ok=True, error=None, group="G")
+    h.final("t", 0, [(i, "p1-%d" % i) for i in range(8)], 8)
+    res = h.check()
+    assert nonzero(res) == {}, res
+
+
 def txn_history(h, rc_reads=True):
     """x1: t0 committed at 0,1 (its marker at 2), t1 aborted at 3,4 (marker
     5), t2 committed at 6,7 (marker 8), t3 of unknown outcome at 9. The

@@ -237,7 +237,7 @@ def check_lines(lines):
 def _commits(lines, r):
     """stale_commit and commit_backwards (see docs/fault-testing.md)."""
     owned = defaultdict(dict)            # client -> {(topic, partition): assign t}
-    newest_gen = defaultdict(lambda: (None, None))   # group -> (generation, t of the assign that showed it)
+    own_gen = {}                         # client -> the generation of its last assignment
     gen_history = defaultdict(list)      # group -> [(t, generation)] of assigns
     ok_commits = defaultdict(list)       # (group, topic, partition) -> [(t, offset, client)]
     for x in lines:
@@ -249,6 +249,7 @@ def _commits(lines, r):
                 owned[client].setdefault((t, p), x["t"])
             if not x.get("rewind"):
                 gen_history[group].append((x["t"], x["generation"]))
+                own_gen[client] = x["generation"]
         elif ty == "assign":
             for t, p in x["partitions"]:
                 owned[client].setdefault((t, p), x["t"])
@@ -258,7 +259,14 @@ def _commits(lines, r):
         elif ty == "commit" and x.get("ok"):
             t0 = x.get("t0", x["t"])
             gen = x.get("generation")
-            newer = [g for (ta, g) in gen_history[group] if ta < t0 and gen is not None and g > gen]
+            # the group's current generation when the commit was called:
+            # that of the last assignment any member wrote before (a
+            # coordinator that lost the group may start again at 1), and
+            # the member's own
+            before = [g for (ta, g) in gen_history[group] if ta < t0]
+            mine = own_gen.get(client)
+            newer = [g for g in (before[-1] if before else None, mine)
+                     if g is not None and gen is not None and g > gen]
             for t, p, o in x["partitions"]:
                 if (t, p) not in owned[client]:
                     r.add("stale_commit", client=client, member=x.get("member"), topic=t, partition=p,
