@@ -328,6 +328,23 @@ def stale_commit():
 
 
 @test
+def stale_commit_of_a_zombie():
+    """g1 was dropped from the group without knowing it (no revoke yet); g2
+    got the partition; g1's later ok commit (generation -1, outside the
+    group's generations) is stale. A zombie's older assignment does not
+    make the new owner's commits stale."""
+    h = H()
+    group_base(h)
+    h.add("g2", "assign", partitions=[["t", 0]], generation=2, member="m2", session=1, group="G")
+    h.add("g2", "commit", partitions=[["t", 0, 3]], generation=2, member="m2", ok=True, error=None, group="G")
+    h.add("g1", "commit", partitions=[["t", 0, 4]], generation=-1, member="", ok=True, error=None, group="G")
+    h.final("t", 0, [(i, "p1-%d" % i) for i in range(8)], 8)
+    res = h.check()
+    assert nonzero(res) == {"stale_commit": 1}, res
+    assert res["details"]["stale_commit"][0]["client"] == "g1", res
+
+
+@test
 def commit_backwards():
     h = H()
     group_base(h)

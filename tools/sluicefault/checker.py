@@ -239,7 +239,8 @@ def _commits(lines, r):
     owned = defaultdict(dict)            # client -> {(topic, partition): assign t}
     own_gen = {}                         # client -> the generation of its last assignment
     gen_history = defaultdict(list)      # group -> [(t, generation)] of assigns
-    ok_commits = defaultdict(list)       # (group, topic, partition) -> [(t, offset, client)]
+    owners = defaultdict(dict)           # (group, topic, partition) -> {client: assign t}
+    ok_commits = defaultdict(list)       # (group, topic, partition) -> [(t, offset, client, t0)]
     for x in lines:
         ty = x.get("type")
         client = x.get("client")
@@ -247,6 +248,7 @@ def _commits(lines, r):
         if ty == "assign" and x.get("generation") is not None:
             for t, p in x["partitions"]:
                 owned[client].setdefault((t, p), x["t"])
+                owners[(group, t, p)].setdefault(client, x["t"])
             if not x.get("rewind"):
                 gen_history[group].append((x["t"], x["generation"]))
                 own_gen[client] = x["generation"]
@@ -256,6 +258,7 @@ def _commits(lines, r):
         elif ty == "revoke":
             for t, p in x["partitions"]:
                 owned[client].pop((t, p), None)
+                owners[(group, t, p)].pop(client, None)
         elif ty == "commit" and x.get("ok"):
             t0 = x.get("t0", x["t"])
             gen = x.get("generation")
@@ -265,19 +268,29 @@ def _commits(lines, r):
             # the member's own
             before = [g for (ta, g) in gen_history[group] if ta < t0]
             mine = own_gen.get(client)
+            # (a generation below 0 is a commit outside the group's
+            # generations, which a broker takes only for an empty group:
+            # judged by ownership alone)
             newer = [g for g in (before[-1] if before else None, mine)
-                     if g is not None and gen is not None and g > gen]
+                     if g is not None and gen is not None and gen >= 0 and g > gen]
             for t, p, o in x["partitions"]:
-                if (t, p) not in owned[client]:
+                since = owned[client].get((t, p))
+                # another member assigned the partition after this one was,
+                # before the commit was called
+                other = [c for c, ta in owners[(group, t, p)].items()
+                         if c != client and since is not None and since < ta < t0]
+                if since is None:
                     r.add("stale_commit", client=client, member=x.get("member"), topic=t, partition=p,
                           offset=o, why="partition not owned")
+                elif other:
+                    r.add("stale_commit", client=client, member=x.get("member"), topic=t, partition=p,
+                          offset=o, why="partition assigned to %s since" % other[0])
                 elif newer:
                     r.add("stale_commit", client=client, member=x.get("member"), topic=t, partition=p,
                           offset=o, why="generation %s after generation %s was assigned" % (gen, max(newer)))
                 # the highest offset any member committed (acknowledged)
                 # before this member was assigned the partition, and its own
                 # earlier commits since then
-                since = owned[client].get((t, p))
                 if since is None:         # a stale commit: judged above
                     ok_commits[(group, t, p)].append((x["t"], o, client, t0))
                     continue
