@@ -86,10 +86,16 @@ def three_workloads_through_a_leader_kill():
                  for k, t in topics.items()]
         time.sleep(SECONDS / 3)           # the fault's place in the schedule, not a readiness wait
         victim = partitions(c.bootstrap, "fq")[0][0]
+        nemesis = [history.Writer(d, "nemesis") for d in dirs.values()]
+        for w in nemesis:
+            w.write("nemesis", name="kill", phase="start", detail={"node": victim})
         c.kill(victim)
         killed = time.monotonic() - start
         time.sleep(SECONDS / 4)
         c.restart(victim)
+        for w in nemesis:
+            w.write("nemesis", name="kill", phase="stop", detail={"node": victim})
+            w.close()
         print("  node %d (leader of fq[0]) killed at %.1f s, restarted at %.1f s" % (
             victim, killed, time.monotonic() - start))
         wait_all(procs, "workload")
