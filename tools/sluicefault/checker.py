@@ -368,8 +368,13 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="sluicefault.checker", description=__doc__.split("\n\n")[0])
     ap.add_argument("paths", nargs="+", help="history files or directories of *.jsonl")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    ap.epilog = "Exit status: 0 clean, 1 an anomaly, 2 a history that cannot be read."
     a = ap.parse_args(argv)
-    res = check(a.paths)
+    try:
+        res = check(a.paths)
+    except (OSError, ValueError, KeyError) as e:
+        print("sluicefault.checker: %s" % (e,), file=sys.stderr)
+        return 2
     print(json.dumps(res, indent=1, sort_keys=True) if a.json else table(res))
     return 1 if any(res[k] for k in ANOMALIES) else 0
 
