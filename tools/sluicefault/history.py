@@ -34,10 +34,10 @@ class Writer:
     def write(self, type, **fields):
         """One line of the given type; "t" and "client" are added. Returns
         the line's dict."""
-        line = {"t": time.monotonic_ns(), "client": self.client, "type": type}
-        line.update(fields)
-        text = json.dumps(line, separators=(",", ":")) + "\n"
-        with self._lock:
+        with self._lock:            # "t" in the file's order
+            line = {"t": time.monotonic_ns(), "client": self.client, "type": type}
+            line.update(fields)
+            text = json.dumps(line, separators=(",", ":")) + "\n"
             if self._f is not None:
                 self._f.write(text)
                 self._f.flush()
