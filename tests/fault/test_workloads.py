@@ -19,6 +19,7 @@ Run: /usr/bin/python3 tests/fault/test_workloads.py
 """
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -72,6 +73,13 @@ def delete_records(c, topic, part):
 def three_workloads_through_a_leader_kill():
     print("  seed %d (SLUICE_FAULT_SEED=%d replays the schedule)" % (SEED, SEED))
     base = temp_dir("sluicef-wl-")
+    try:
+        run_and_check(base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def run_and_check(base):
     with Cluster(3, sets=["min.insync.replicas=2", "group.initial.rebalance.delay.ms=0"]) as c:
         topics = {"queue": "fq", "group": "fg", "txn": "fx"}
         for t in ["fq", "fg", "fx", "fx-out"]:
@@ -134,7 +142,6 @@ def three_workloads_through_a_leader_kill():
         print("  after DeleteRecords of fq[0] up to %d: lost %d of %d acknowledged there" % (
             low, res["lost"], acked0))
         assert acked0 > 0 and res["lost"] == acked0, (acked0, res["lost"], checker.table(res))
-    subprocess.run(["rm", "-rf", base])
 
 
 if __name__ == "__main__":
