@@ -2,10 +2,16 @@
 detail dict, stop(cluster)). Each nemesis module adds its own with one line
 here (docs/fault-testing.md "Running scenarios")."""
 
+import os
+
 import nemesis_net
 
 REGISTRY = {}
 REGISTRY.update(nemesis_net.NEMESES)
+# the process, disk and clock nemeses (kill, pause, disk-*, clock-skew)
+if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(__file__)), "nemeses_node.py")):
+    from nemeses_node import NODE_NEMESES
+    REGISTRY.update(NODE_NEMESES)
 
 
 def heal_all(cluster):
