@@ -536,23 +536,16 @@ class NetCluster:
                     os.killpg(p.pid, signal.SIGKILL)
                 except OSError:
                     pass
-        for i in list(self.procs):
-            try:
-                self.resume(i)
-            except OSError:
-                pass
+        # SIGKILL: the directories go with them, and a run interrupted by
+        # Ctrl-C should not wait for each node's controlled shutdown
         for p in self.procs.values():
             if p.poll() is None:
                 try:
-                    p.terminate()
+                    p.kill()
                 except OSError:
                     pass
-        for i, p in self.procs.items():
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        for p in self.procs.values():
+            p.wait()
         if self.k is not None:
             _remove_k(self.k)
             try:
