@@ -245,6 +245,50 @@ class SlowLink(NftNemesis):
         self.devs = []
 
 
+class Reorder(NftNemesis):
+    """Reordering without netem: an htb qdisc on a node's eth0 with two
+    classes, 1:10 (10 Gbit/s, the default) and 1:20 (RATE kbit/s, a queue of
+    at most 20 packets); an nft rule puts each packet the node sends into 1:20
+    with probability P% (`meta priority set 1:20`). A packet in the slow class
+    waits behind its queue while the packets after it go out through the fast
+    one: they arrive first. Under load only: while the slow class has tokens
+    (an idle link) its packets go at once. Past 20 queued packets the slow
+    class drops (some loss as well). P from 10 to 40; one node or all."""
+    name = "reorder"
+
+    def start(self, cluster, rng):
+        pct = rng.randint(10, 40)
+        rate = rng.choice([64, 256, 1024])
+        targets = sorted(cluster.nodes) if rng.random() < 0.5 else [rng.choice(cluster.nodes)]
+        self.qdiscs = []
+        for i in targets:
+            pre = ["ip", "netns", "exec", cluster.netns(i), "tc"]
+            for cmd in (["qdisc", "replace", "dev", "eth0", "root", "handle", "1:", "htb", "default", "10"],
+                        ["class", "add", "dev", "eth0", "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit"],
+                        ["class", "add", "dev", "eth0", "parent", "1:", "classid", "1:20", "htb", "rate",
+                         "%dkbit" % rate, "ceil", "%dkbit" % rate, "burst", "1600"],
+                        ["qdisc", "add", "dev", "eth0", "parent", "1:20", "pfifo", "limit", "20"]):
+                p = subprocess.run(pre + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+                if p.returncode != 0:
+                    raise RuntimeError("%s: %s" % (" ".join(pre + cmd), p.stderr.decode().strip()))
+            self.qdiscs.append(i)
+        self._rules = {cluster.netns(i): {"out": [
+            'oifname "eth0" ip daddr != 10.213.%d.254 numgen random mod 100 < %d meta priority set 1:20' % (
+                cluster.k, pct)]} for i in targets}
+        NftNemesis.start(self, cluster, rng)
+        return {"nodes": targets, "percent": pct, "slow_kbit": rate}
+
+    def rules(self, cluster, rng):
+        return self._rules, None
+
+    def stop(self, cluster):
+        NftNemesis.stop(self, cluster)
+        for i in getattr(self, "qdiscs", []):
+            subprocess.run(["ip", "netns", "exec", cluster.netns(i), "tc", "qdisc", "del", "dev", "eth0", "root"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+        self.qdiscs = []
+
+
 def heal_all(cluster):
     """Remove every network fault: the nft table and the root qdiscs in every
     namespace, the qdiscs on the veths."""
@@ -270,4 +314,4 @@ def nft_tables(cluster):
 
 
 NEMESES = {c.name: c for c in (PartitionHalves, IsolateLeaderWithClients, IsolateLeaderFromClients,
-                                 PartitionBridge, OneWay, Loss, Duplicate, SlowLink)}
+                                 PartitionBridge, OneWay, Loss, Duplicate, SlowLink, Reorder)}

@@ -14,6 +14,8 @@ that cannot build its network tested nothing).
 - loss (30% each way on a node): some of 300 pings lost, none after stop;
 - duplicate (50% on every node): ping reports DUP! replies, none after stop;
 - slow link (tbf): a burst larger than its bucket leaves tbf overlimits;
+- reorder (htb, half the replies in a 64 kbit/s class): ping sees replies
+  after later ones, and all of them after stop;
 - heal_all leaves no sluicef table or qdisc; close leaves no namespace,
   veth, bridge or lock; a cluster whose owner is killed (SIGKILL) is removed
   by tests/fault/cleanup, which leaves a live cluster alone.
@@ -175,6 +177,43 @@ def test_duplicate():
     n.stop(c)
     sent, got, dups = ping_stats(c, "c", target, 50)
     assert dups == 0 and got == sent, "after duplicate stopped: %d DUP!" % dups
+
+
+class Reorder50(nemesis_net.Reorder):
+    """Half the packets into the slow class (64 kbit/s, chosen by the rng)."""
+
+    def start(self, cluster, rng):
+        class Fixed:
+            def __init__(self, r):
+                self.r = r
+
+            def randint(self, a, b):
+                return 50
+
+            def choice(self, xs):
+                return xs[0]
+
+            def random(self):
+                return 0.9   # one node
+
+        return nemesis_net.Reorder.start(self, cluster, Fixed(rng))
+
+
+@test
+def test_reorder():
+    c = cluster()
+    n = Reorder50()
+    d = n.start(c, random.Random(0))
+    x = d["nodes"][0]
+    out = subprocess.run(["ip", "netns", "exec", c.client_ns, "ping", "-n", "-c", "100", "-i", "0.002", "-s", "1400",
+                          "-W", "1", c.addr(x)], stdout=subprocess.PIPE, timeout=60).stdout.decode()
+    seqs = [int(v) for v in re.findall(r"icmp_seq=(\d+)", out)]
+    back = sum(1 for a, b in zip(seqs, seqs[1:]) if b < a)
+    assert back > 0, "reorder %s: %d replies, none out of order" % (d, len(seqs))
+    print("  reorder %s: %d replies, %d after a later one" % (d, len(seqs), back))
+    n.stop(c)
+    _, got, _ = ping_stats(c, "c", x, 100, size=1400)
+    assert got == 100, "after reorder stopped: %d of 100 answered" % got
 
 
 def overlimits(c, x):
