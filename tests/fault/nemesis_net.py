@@ -8,8 +8,8 @@ from rng (random.Random(seed)), so a seed replays the same faults.
 Rules are nftables chains in a table `ip sluicef_<K>` inside the nodes' and
 the clients' namespaces (base chains named <tag>_in / <tag>_out, one pair per
 running nemesis, so two nemeses at once do not undo each other); the slow
-link is a tbf qdisc. Both go with the namespaces; heal_all(cluster) removes
-every one at once. The rules name only the nodes' and the clients' addresses
+link is a tbf qdisc, the reordering an htb one. Both go with the namespaces;
+heal_all(cluster) removes every one at once. The rules name only the nodes' and the clients' addresses
 (or leave the bridge's 10.213.K.254 alone): the harness, in the root
 namespace, always reaches every node.
 
