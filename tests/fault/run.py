@@ -186,6 +186,7 @@ def scenario(a, seed, out):
                 "--seconds", str(a.seconds), "--out", out, "--seed", str(seed), "--partitions", str(PARTITIONS),
                 "--replication", str(rf)]
         wlog = open(os.path.join(out, "workload.log"), "w")
+        closers.append(wlog.close)
         t0 = time.monotonic()
         wl = c.run_client(argv, stdout=wlog, stderr=subprocess.STDOUT)
         running = []
@@ -320,9 +321,10 @@ def run_one(a, seed, out, table):
     try:
         row = scenario(a, seed, out)
         status = 1 if anomalies(row) else 0
-    except (ScenarioError, netcluster.HarnessError) as e:
+    except Exception as e:   # noqa: BLE001 - any failure is this scenario's row, the matrix goes on
+        what = str(e) if isinstance(e, (ScenarioError, netcluster.HarnessError)) else repr(e)
         row = {"scenario": "%s/%s/%dn" % (a.workload, a.nemesis, a.nodes), "seed": seed, "nodes": a.nodes,
-               "command": command_line(a, seed), "error": str(e)}
+               "command": command_line(a, seed), "error": what}
         print("run: %s" % e, file=sys.stderr, flush=True)
         status = 2
     line = table_row(row)
