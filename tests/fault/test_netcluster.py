@@ -16,6 +16,8 @@ that cannot build its network tested nothing).
 - slow link (tbf): a burst larger than its bucket leaves tbf overlimits;
 - reorder (htb, half the replies in a 64 kbit/s class): ping sees replies
   after later ones, and all of them after stop;
+- the runner's schedule and a nemesis's choices are the same for the same
+  seed;
 - heal_all leaves no sluicef table or qdisc; close leaves no namespace,
   veth, bridge or lock; a cluster whose owner is killed (SIGKILL) is removed
   by tests/fault/cleanup, which leaves a live cluster alone.
@@ -62,7 +64,7 @@ def addr_of(c, x):
 def pings(c, pairs):
     """{(a, b): whether a's namespace got any reply from b (3 pings)}."""
     procs = {(a, b): subprocess.Popen(["ip", "netns", "exec", ns_of(c, a), "ping", "-n", "-q", "-c", "3", "-i", "0.1",
-                                       "-W", "0.5", addr_of(c, b)], stdout=subprocess.DEVNULL,
+                                       "-W", "0.3", addr_of(c, b)], stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL) for a, b in pairs}
     return {k: p.wait(timeout=30) == 0 for k, p in procs.items()}
 
@@ -235,6 +237,24 @@ def test_slow_link():
     assert overlimits(c, x) > 0, "tbf on node %d saw no packet over its rate: %s" % (x, d)
     n.stop(c)
     assert overlimits(c, x) is None, "the tbf qdisc is still on node %d" % x
+
+
+@test
+def test_schedule_replays():
+    # the runner's schedule and a nemesis's choices come from the seed alone
+    import run
+    names = ["partition-halves", "loss", "one-way"]
+    a, b = run.schedule(random.Random(7), names, 60), run.schedule(random.Random(7), names, 60)
+    assert a == b and a, (a, b)
+    assert a != run.schedule(random.Random(8), names, 60)
+    assert all(3 <= s and s + d <= 48 for s, d, _, _ in a), a
+    c = cluster()
+    details = []
+    for _ in range(2):
+        n = nemesis_net.PartitionHalves()
+        details.append(n.start(c, random.Random(a[0][3])))
+        n.stop(c)
+    assert details[0] == details[1], details
 
 
 @test
