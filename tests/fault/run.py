@@ -161,6 +161,10 @@ def scenario(a, seed, out):
         json.dump({"seed": seed, "windows": plan}, f)
     print("schedule: %s" % ", ".join("%s at %.1f s for %.1f s" % (n, s, d) for s, d, n, _ in plan), flush=True)
     tools = a.tools or os.path.join(ROOT, "tools")
+    for mod in ("workload", "checker"):
+        if not os.path.exists(os.path.join(tools, "sluicefault", mod + ".py")):
+            raise ScenarioError("%s is missing (the sluicefault package's %s)" % (
+                os.path.join(tools, "sluicefault", mod + ".py"), mod))
     env = {"PYTHONPATH": tools}
     topic = "fault-%s" % a.workload
     topics = [topic, topic + "-out"] if a.workload == "txn" else [topic]
