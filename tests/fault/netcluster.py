@@ -171,6 +171,17 @@ def sweep(verbose=False):
         if m:
             ks.add(int(m.group(1)))
     removed = []
+    # under the lock clusters pick their K with: none is being made meanwhile
+    lk = open(PICK_LOCK, "a")
+    fcntl.flock(lk, fcntl.LOCK_EX)
+    try:
+        _sweep(ks, removed, verbose)
+    finally:
+        lk.close()
+    return removed
+
+
+def _sweep(ks, removed, verbose):
     for k in sorted(ks):
         fd = _try_lock(k)
         if fd is None:
@@ -188,7 +199,6 @@ def sweep(verbose=False):
             except OSError:
                 pass
             os.close(fd)
-    return removed
 
 
 _live = []
