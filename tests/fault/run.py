@@ -76,12 +76,12 @@ def schedule(rng, names, seconds):
     return out
 
 
-def node_options(names, n, work):
+def node_options(names, n, work, closers):
     """What the nodes need for the nemeses named: loop-mounted data
     directories for the disk ones, libfaketime for the clock one
     (nemesis_disk.py, nemesis_clock.py). Returns (NetCluster kwargs,
-    cluster attributes, closers)."""
-    kw, attrs, closers = {}, {}, []
+    cluster attributes); what must be undone at the end goes to closers."""
+    kw, attrs = {}, {}
     if any(x.startswith("disk-") for x in names):
         import nemesis_disk
         fss = {}
@@ -95,7 +95,7 @@ def node_options(names, n, work):
         files = {i: os.path.join(work, "clock-n%d" % i) for i in range(1, n + 1)}
         kw["node_env"] = {i: nemesis_clock.node_env(p) for i, p in files.items()}
         attrs["clock_files"] = files
-    return kw, attrs, closers
+    return kw, attrs
 
 
 class History:
@@ -156,6 +156,8 @@ def scenario(a, seed, out):
                                                                       ", ".join(sorted(nemeses.REGISTRY))))
     rng = random.Random(seed)
     plan = schedule(rng, names, a.seconds)
+    if os.path.isdir(out) and os.listdir(out):
+        raise ScenarioError("%s is not empty (the checker reads every history in it)" % out)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "schedule.json"), "w") as f:
         json.dump({"seed": seed, "windows": plan}, f)
@@ -171,12 +173,13 @@ def scenario(a, seed, out):
     rf = min(3, a.nodes)
     sets = ["min.insync.replicas=2", "offsets.topic.replication.factor=%d" % rf,
             "transaction.state.log.replication.factor=%d" % rf] + list(a.set or [])
-    kw, attrs, closers = node_options(names, a.nodes, out)
+    closers = []
     c = None
     row = {"scenario": "%s/%s/%dn" % (a.workload, a.nemesis, a.nodes), "seed": seed, "nodes": a.nodes,
            "command": command_line(a, seed)}
     hist = History(os.path.join(out, "nemesis.jsonl"))
     try:
+        kw, attrs = node_options(names, a.nodes, out, closers)
         try:
             c = netcluster.NetCluster(a.nodes, sets=sets, binary=a.binary, env=env, **kw)
         except Exception as e:
