@@ -8,7 +8,7 @@
 # histories and node logs are kept in the directory it names when it fails.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-out=$(mktemp -d "${TMPDIR:-/tmp}/sluicef-smoke.XXXXXX")
+out=$(mktemp -d "${TMPDIR:-/tmp}/fault-smoke.XXXXXX")
 "$HERE/cleanup" >/dev/null 2>&1 || true   # what an earlier killed run left (owners gone only)
 if /usr/bin/python3 "$HERE/run.py" --matrix quick --out "$out" --table "$out/table.md"; then
 	rm -rf "$out"
