@@ -19,7 +19,8 @@ that cannot build its network tested nothing).
 - the runner's schedule and a nemesis's choices are the same for the same
   seed;
 - heal_all leaves no sluicef table or qdisc; close leaves no namespace,
-  veth, bridge or lock; a cluster whose owner is killed (SIGKILL) is removed
+  veth, bridge or lock, nor does an owner's SIGTERM or SIGINT; a cluster
+  whose owner is killed (SIGKILL) is removed
   by tests/fault/cleanup, which leaves a live cluster alone.
 
 Run: /usr/bin/python3 tests/fault/test_netcluster.py [test...]   (about 20 s)
@@ -300,6 +301,20 @@ def test_sweep_after_kill9():
         assert not [x for x in netcluster.leftovers() if NAME_K(x) == k], (out, netcluster.leftovers())
         assert live.running(1) and [x for x in netcluster.leftovers() if NAME_K(x) == live.k], out
         assert "K=%d is in use" % live.k in out, out
+
+
+@test
+def test_signals_clean_up():
+    # SIGTERM and SIGINT to the owner: its handler removes everything, then
+    # it dies of the signal
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        child = subprocess.Popen([sys.executable, "-c", CHILD % HERE], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        k = int(child.stdout.readline())
+        assert [x for x in netcluster.leftovers() if NAME_K(x) == k]
+        child.send_signal(sig)
+        assert child.wait(timeout=60) == -sig, (sig, child.returncode)
+        left = [x for x in netcluster.leftovers() if NAME_K(x) == k]
+        assert not left and not os.path.exists(netcluster.lock_path(k)), (sig, left)
 
 
 def NAME_K(name):
