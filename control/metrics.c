@@ -348,7 +348,7 @@ static void label_part(struct textbuf *t, const struct md_topic *tp, int32_t i)
 {
 	textbuf_printf(t, "{topic=\"");
 	textbuf_escaped(t, tp->name);
-	textbuf_printf(t, "\",partition=\"%d\",shard=\"%d\"}", i, tp->parts[i].shard);
+	textbuf_printf(t, "\",partition=\"%d\",shard=\"%d\"}", i, md_part_shard(&tp->parts[i]));
 }
 
 /* One family with one sample per partition: the word at `off` in part_pub. */
@@ -814,7 +814,7 @@ void metrics_shards_json(struct ctl *ctl, struct broker *b, struct textbuf *t)
 
 		for (int k = 0; md && k < md->ntopics; k++)
 			for (int32_t j = 0; j < md->topics[k]->nparts; j++)
-				if (md->topics[k]->parts[j].shard == i) {
+				if (md_part_shard(&md->topics[k]->parts[j]) == i) {
 					nparts++;
 					if (md->topics[k]->parts[j].pub)
 						bytes += LD(md->topics[k]->parts[j].pub->size_bytes);
@@ -843,8 +843,8 @@ int metrics_partition_json(struct ctl *ctl, struct broker *b, const char *topic,
 	u = mp->pub;
 	textbuf_printf(t, "{\"topic\": \"");
 	textbuf_escaped(t, tp->name);
-	textbuf_printf(t, "\", \"partition\": %d, \"shard\": %d, \"leader_epoch\": %d, \"open\": %s", n, mp->shard,
-		       mp->leader_epoch, mp->part && u ? "true" : "false");
+	textbuf_printf(t, "\", \"partition\": %d, \"shard\": %d, \"leader_epoch\": %d, \"open\": %s", n, md_part_shard(mp),
+		       mp->leader_epoch, md_part_handle(mp) && u ? "true" : "false");
 	if (u)
 		textbuf_printf(t, ", \"log_start_offset\": %lld, \"log_end_offset\": %lld, \"high_watermark\": %lld, "
 			       "\"last_stable_offset\": %lld, \"size_bytes\": %lld, \"segments\": %lld, "
