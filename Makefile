@@ -9,7 +9,8 @@
 #   make SAN=address,undefined   sanitizer build (saved in build/config.mk)
 #   make V=1        print full commands
 #   make install    install what module.mk files list (PREFIX=/usr/local,
-#                   DESTDIR honoured): today the native client library
+#                   DESTDIR honoured): the native client library, sluicectl
+#                   and the drill runner it execs (share/sluice/tools)
 
 BUILD   ?= build
 -include $(BUILD)/config.mk

@@ -45,6 +45,8 @@ static void cmds_init(void)
 		all_cmds[n_cmds++] = &leader_cmds[i];
 	for (int i = 0; i < reassign_ncmds; i++)
 		all_cmds[n_cmds++] = &reassign_cmds[i];
+	for (int i = 0; i < drill_ncmds; i++)
+		all_cmds[n_cmds++] = &drill_cmds[i];
 }
 
 
@@ -246,7 +248,8 @@ int main(int argc, char **argv)
 	c.boot.fd = -1;
 	c.cmd = "usage";
 	c.bootstrap = getenv("SLUICE_BROKERS");
-	if (!c.bootstrap || !*c.bootstrap)
+	c.bootstrap_given = c.bootstrap && *c.bootstrap;
+	if (!c.bootstrap_given)
 		c.bootstrap = DEFAULT_BOOTSTRAP;
 	c.admin = getenv("SLUICE_ADMIN");
 	c.admin_src = "SLUICE_ADMIN";
@@ -325,6 +328,7 @@ int main(int argc, char **argv)
 		if (global) {
 			if (!strcmp(o->name, "brokers")) {
 				c.bootstrap = val;
+				c.bootstrap_given = true;
 			} else if (!strcmp(o->name, "admin")) {
 				c.admin = val;
 				c.admin_src = "--admin";

@@ -181,6 +181,7 @@ int opt_all(const struct args *a, const char *name, const char **out, int cap);
 
 struct ctl {
 	const char *bootstrap;      /* HOST:PORT,... */
+	bool bootstrap_given;       /* from -b or $SLUICE_BROKERS, not the default */
 	bool json;
 	int timeout_ms;
 	const char *cmd;            /* "topic describe", for messages */
@@ -293,6 +294,8 @@ extern const struct cmd leader_cmds[];
 extern const int leader_ncmds;
 extern const struct cmd reassign_cmds[];
 extern const int reassign_ncmds;
+extern const struct cmd drill_cmds[];
+extern const int drill_ncmds;
 
 /* Fetch helper shared by consume and add-partitions' key sampling. One
  * record handed to the callback; return non-zero to stop. */

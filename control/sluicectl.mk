@@ -10,3 +10,17 @@ BIN_TARGETS += $(BUILD)/sluicectl
 $(BUILD)/sluicectl: $(SLUICECTL_OBJS) $(BUILD)/libsluice_core.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_SAN) $(SLUICECTL_OBJS) -o $@ $(BUILD)/libsluice_core.a $(LDLIBS)
+
+# make install: sluicectl in BINDIR and the drill runner it execs
+# (tools/sluicefault/*.py, `sluicectl drill`) in PREFIX/share/sluice/tools,
+# where sluicectl looks for it beside ../share of its own directory.
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+TOOLSDIR = $(PREFIX)/share/sluice/tools
+INSTALL_TARGETS += install-sluicectl
+
+.PHONY: install-sluicectl
+install-sluicectl: $(BUILD)/sluicectl
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(TOOLSDIR)/sluicefault
+	install -m 755 $(BUILD)/sluicectl $(DESTDIR)$(BINDIR)/sluicectl
+	install -m 644 $(wildcard tools/sluicefault/*.py) $(DESTDIR)$(TOOLSDIR)/sluicefault/

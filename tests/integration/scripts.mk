@@ -128,3 +128,9 @@ TEST_SCRIPTS += tests/integration/test_topic_configs.py
 # and a SIGKILL, producer ids across restarts, the in-place upgrade of an
 # older data directory (and its redo), another node.id refused
 TEST_SCRIPTS += tests/integration/test_metadata_quorum.py
+# sluicectl drill (tools/sluicefault/drill.py) on three nodes: leader-loss
+# and consumer-crash-after-commit hold, a drill whose promise is broken (one
+# replica, unclean elections, a lost disk) exits 1 naming the lost records,
+# Ctrl-C mid-fault heals and cleans up, a bad drill file and a cluster with
+# foreign topics are refused: about 50 s
+TEST_SCRIPTS += tests/integration/test_drill.py
