@@ -26,19 +26,19 @@ __attribute__((constructor)) static void control_from_env(void)
 	const char *v = getenv("SLUICE_CONTROL");
 
 	if (!v || !*v) {
-		fprintf(stderr, "sluiced: CONTROL BUILD (test only): SLUICE_CONTROL unset, every protection on\n");
+		fprintf(stderr, "sluiced: CONTROL BUILD (test only): SLUICE_CONTROL unset, every protection on\n"); /* style: allow start-up, before main */
 		return;
 	}
 	for (int i = 1; i < SLUICE_CONTROL_COUNT; i++)
 		if (!strcmp(v, names[i])) {
 			sluice_control = i;
 			fprintf(stderr, "sluiced: CONTROL BUILD (test only): protection '%s' is OFF: this broker "
-					"is broken on purpose\n", v);
+					"is broken on purpose\n", v); /* style: allow start-up, before main */
 			return;
 		}
-	fprintf(stderr, "sluiced: SLUICE_CONTROL=%s: unknown control; known:", v);
+	fprintf(stderr, "sluiced: SLUICE_CONTROL=%s: unknown control; known:", v); /* style: allow start-up */
 	for (int i = 1; i < SLUICE_CONTROL_COUNT; i++)
-		fprintf(stderr, " %s", names[i]);
-	fprintf(stderr, "\n");
+		fprintf(stderr, " %s", names[i]); /* style: allow start-up */
+	fprintf(stderr, "\n"); /* style: allow start-up */
 	exit(2);
 }
