@@ -32,8 +32,8 @@ __attribute__((constructor)) static void control_from_env(void)
 	for (int i = 1; i < SLUICE_CONTROL_COUNT; i++)
 		if (!strcmp(v, names[i])) {
 			sluice_control = i;
-			fprintf(stderr, "sluiced: CONTROL BUILD (test only): protection '%s' is OFF: this broker "
-					"is broken on purpose\n", v); /* style: allow start-up, before main */
+			fprintf(stderr, /* style: allow start-up, before main */
+				"sluiced: CONTROL BUILD (test only): protection '%s' is OFF: broken on purpose\n", v);
 			return;
 		}
 	fprintf(stderr, "sluiced: SLUICE_CONTROL=%s: unknown control; known:", v); /* style: allow start-up */
