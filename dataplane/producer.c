@@ -51,10 +51,12 @@ int producer_check(const struct producer_table *t, int64_t pid, int16_t epoch, i
 		return PRODUCER_OLD_EPOCH;   /* a zombie of an older epoch */
 	if (epoch > e->epoch)
 		return first_seq == 0 ? PRODUCER_APPEND : PRODUCER_OUT_OF_ORDER;
-	for (int i = 0; i < e->n && !SLUICE_CONTROL_OFF(no_dedup); i++) {
+	for (int i = 0; i < e->n; i++) {
 		const struct producer_batch *b = &e->b[(e->head + i) % PRODUCER_BATCHES];
 
 		if (b->first_seq == first_seq && b->last_seq == last_seq) {
+			if (SLUICE_CONTROL_OFF(no_dedup))
+				return PRODUCER_APPEND;   /* the control: a resend appended again */
 			*dup = *b;
 			return PRODUCER_DUPLICATE;
 		}

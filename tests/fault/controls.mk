@@ -23,3 +23,9 @@ $(BUILD)/control/sluiced: $(BUILD)/obj/control/sluiced.o $(CONTROL_LIB)
 .PHONY: control-broker
 control-broker: $(BUILD)/control/sluiced
 test-bins: control-broker
+TEST_SCRIPTS += tests/fault/controls_quick.sh
+
+# every control, the cluster ones included (about a minute)
+.PHONY: fault-controls
+fault-controls: all control-broker
+	/usr/bin/python3 tests/fault/test_controls.py

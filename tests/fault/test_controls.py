@@ -1,0 +1,403 @@
+#!/usr/bin/python3
+"""The checker's controls (issue 20: a checker that cannot fail is no
+checker). Each scenario runs twice: against the control broker
+(BUILD/control/sluiced, `make control-broker`) with SLUICE_CONTROL=NAME,
+which lacks that one protection, and against the normal broker. Both runs
+write a history in the fault suite's JSONL contract (docs/fault-testing.md)
+and the checker (tools/sluicefault/checker.py, when present) reads it: the
+control's anomaly must be counted with the control and not without. Each
+scenario also asserts the anomaly directly (an offset, a value), so the
+scenario itself is proven whatever the checker says.
+
+    /usr/bin/python3 tests/fault/test_controls.py [test_name...]
+
+Scenarios (docs/fault-testing.md#controls):
+  no-dedup             duplicated   a resent idempotent batch (its response lost)
+  no-seq-check         reordered    a batch past a sequence gap, then the gap's
+  lso-ignored          aborted_visible  read_committed after an aborted transaction
+  no-generation-check  stale_commit a member that left commits after the new owner
+  ack-before-isr       lost         acks=all while the followers are stopped, leader killed
+
+Clients are raw (tests/integration/kraw.py, ktxn.py): each request is one
+deterministic step, nothing depends on timing.
+"""
+
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+sys.path.insert(0, os.path.join(REPO, "tools"))
+
+import cluster  # noqa: E402
+import harness  # noqa: E402
+import kraw  # noqa: E402
+import ktxn  # noqa: E402
+from harness import main, temp_dir, test  # noqa: E402
+
+NORMAL = harness.SLUICED
+CONTROL = os.environ.get("SLUICED_CONTROL",
+                         os.path.join(os.path.dirname(NORMAL), "control", "sluiced"))
+
+
+# ---- histories (the JSONL contract; the lead may switch this to
+# tools/sluicefault/history.py) ------------------------------------------------
+
+class Hist:
+    """One client's history file, DIR/<client>.jsonl."""
+
+    def __init__(self, out_dir, client):
+        self.client = client
+        self.f = open(os.path.join(out_dir, client + ".jsonl"), "a")
+        self.seq = 0
+
+    def w(self, type_, **kw):
+        kw.update(t=time.monotonic_ns(), client=self.client, type=type_)
+        self.f.write(json.dumps(kw) + "\n")
+        self.f.flush()
+
+    def value(self):
+        v = "%s-%d" % (self.client, self.seq)
+        self.seq += 1
+        return v
+
+    def close(self):
+        self.f.close()
+
+
+def final_read(bootstrap, topic, partition, out_dir):
+    """The final reader's full read of one partition from the log start,
+    both isolation levels, as a client sees it: read_committed drops the
+    records of the transactions the answer lists as aborted (as the Java
+    consumer and librdkafka do). Returns {isolation: [(offset, value)]}."""
+    seen = {}
+    with ktxn.TConn(bootstrap) as c:
+        for iso, name in ((ktxn.READ_COMMITTED, "read_committed"), (ktxn.READ_UNCOMMITTED, "read_uncommitted")):
+            reader = "final-rc" if iso == ktxn.READ_COMMITTED else "final-ru"
+            h = Hist(out_dir, reader)
+            got, off, end = [], 0, None
+            while True:
+                f = c.fetch1(topic, partition, off, iso)
+                assert f.error == 0, "final read %s/%d at %d: error %d" % (topic, partition, off, f.error)
+                end = f.lso if iso == ktxn.READ_COMMITTED else f.hw
+                aborted = sorted(f.aborted or (), key=lambda a: a[1])
+                skipping = set()
+                for bt in f.batches:
+                    while aborted and aborted[0][1] <= bt.base:
+                        skipping.add(aborted.pop(0)[0])
+                    if bt.control:
+                        skipping.discard(bt.pid)
+                        continue
+                    if bt.transactional and bt.pid in skipping:
+                        continue
+                    for r in bt.records:
+                        v = r.value.decode()
+                        got.append((r.offset, v))
+                        h.w("read", value=v, key=r.key.decode() if r.key else None, topic=topic,
+                            partition=partition, offset=r.offset, reader=reader, isolation=name, session=0)
+                if not f.batches:
+                    break
+                off = f.batches[-1].last + 1
+                if off >= end:
+                    break
+            h.w("final", topic=topic, partition=partition, isolation=name, end_offset=end)
+            h.close()
+            seen[name] = got
+    return seen
+
+
+def checked(out_dir):
+    """The checker's counts for the run's histories, or None while
+    tools/sluicefault/checker.py does not exist."""
+    try:
+        from sluicefault import checker
+    except ImportError:
+        return None
+    paths = sorted(os.path.join(out_dir, f) for f in os.listdir(out_dir) if f.endswith(".jsonl"))
+    return checker.check(paths)
+
+
+def both(name, anomaly, scenario, single=True, settings=None):
+    """scenario(bootstrap-or-cluster, out_dir) -> its direct count of the
+    anomaly; run with the control broker (SLUICE_CONTROL=name), then the
+    normal one. Returns ((direct, checker counts) with, (...) without)."""
+    assert os.path.exists(CONTROL), "%s: build it with make control-broker" % CONTROL
+    out = {}
+    for label, binary, env in (("control", CONTROL, name), ("normal", NORMAL, None)):
+        d = temp_dir("sluice-ctl-%s-" % name)
+        hist = os.path.join(d, "history")
+        os.makedirs(hist)
+        old_h, old_c = harness.SLUICED, cluster.SLUICED
+        harness.SLUICED = cluster.SLUICED = binary
+        if env:
+            os.environ["SLUICE_CONTROL"] = env
+        try:
+            if single:
+                with harness.broker(settings=settings) as b:
+                    if env:
+                        log = open(b.log_path, errors="replace").read()
+                        assert "protection '%s' is OFF" % env in log, log
+                    direct = scenario(b.bootstrap, hist)
+            else:
+                direct = scenario(None, hist)
+            counts = checked(hist)
+        finally:
+            harness.SLUICED, cluster.SLUICED = old_h, old_c
+            os.environ.pop("SLUICE_CONTROL", None)
+        shutil.rmtree(d, ignore_errors=True)
+        out[label] = (direct, counts)
+        print("  %-20s %-8s direct %s=%d  checker %s" % (
+            name, label, anomaly, direct,
+            "absent" if counts is None else {k: v for k, v in counts.items() if isinstance(v, int) and v}),
+            flush=True)
+    (dc, cc), (dn, cn) = out["control"], out["normal"]
+    assert dc > 0, "%s: the control broker did not show %s" % (name, anomaly)
+    assert dn == 0, "%s: the normal broker showed %s (%d)" % (name, anomaly, dn)
+    if cc is not None:
+        assert cc[anomaly] > 0, "%s: the checker found no %s against the control: %r" % (name, anomaly, cc)
+        assert cn[anomaly] == 0, "%s: the checker found %s against the normal broker: %r" % (name, anomaly, cn)
+    return out
+
+
+def positions(seen, value):
+    return [o for o, v in seen if v == value]
+
+
+# ---- single-broker scenarios --------------------------------------------------
+
+def scenario_resend(bootstrap, out):
+    """An idempotent producer's batch whose response is lost, sent again
+    with the same sequence (what every client does after a timeout): the
+    broker must answer the resend with the first append's offset."""
+    topic = "dedup"
+    h = Hist(out, "p")
+    with ktxn.TConn(bootstrap) as c:
+        ktxn.new_topic(c, topic)
+        p = ktxn.Producer(c, None)
+        v0, v1 = h.value(), h.value()
+        h.w("send", value=v0, key="k", topic=topic, partition=0, txn=None)
+        b0 = p.batch(topic, 0, [(b"k", v0.encode())], seq=0)
+        r = c.produce(topic, 0, b0)                 # this response is "lost"
+        assert r.error == 0, r
+        r = c.produce(topic, 0, b0)                 # the resend
+        assert r.error == 0, r
+        h.w("ack", value=v0, topic=topic, partition=0, offset=r.base)
+        h.w("send", value=v1, key="k", topic=topic, partition=0, txn=None)
+        r = c.produce(topic, 0, p.batch(topic, 0, [(b"k", v1.encode())], seq=1))
+        assert r.error == 0, r
+        h.w("ack", value=v1, topic=topic, partition=0, offset=r.base)
+    h.close()
+    seen = final_read(bootstrap, topic, 0, out)["read_uncommitted"]
+    return len(positions(seen, v0)) - 1
+
+
+def scenario_gap(bootstrap, out):
+    """Batches 0, 1, 2 of one idempotent producer and one key; batch 1's
+    request is late (lost, resent after): batch 2 arrives first. The broker
+    must refuse 2 (OUT_OF_ORDER_SEQUENCE_NUMBER, which the client retries
+    after 1) so the log keeps the producer's order."""
+    topic = "order"
+    h = Hist(out, "p")
+    with ktxn.TConn(bootstrap) as c:
+        ktxn.new_topic(c, topic)
+        p = ktxn.Producer(c, None)
+        v = [h.value() for _ in range(3)]
+        for x in v:
+            h.w("send", value=x, key="k", topic=topic, partition=0, txn=None)
+        bt = [p.batch(topic, 0, [(b"k", x.encode())], seq=i) for i, x in enumerate(v)]
+        for i in (0, 2, 1, 2):
+            r = c.produce(topic, 0, bt[i])
+            if r.error == ktxn.OUT_OF_ORDER_SEQUENCE_NUMBER and i == 2:
+                continue                            # retried after batch 1
+            assert r.error == 0, (i, r)
+            if i == 2 and any(json.loads(line).get("value") == v[2] and json.loads(line)["type"] == "ack"
+                              for line in open(h.f.name)):
+                continue                            # the retry of an acknowledged batch: a duplicate answer
+            h.w("ack", value=v[i], topic=topic, partition=0, offset=r.base)
+    h.close()
+    seen = [x for _, x in final_read(bootstrap, topic, 0, out)["read_uncommitted"]]
+    return 0 if seen == v else 1
+
+
+def scenario_aborted(bootstrap, out):
+    """A transaction aborted, then one committed; read_committed must not
+    show the aborted one's records."""
+    topic = "txn"
+    h = Hist(out, "p")
+    with ktxn.TConn(bootstrap) as c:
+        ktxn.new_topic(c, topic)
+        p = ktxn.Producer(c, "ctl-tx")
+        for n, commit in enumerate((False, True)):
+            txn = "p-t%d" % n
+            h.w("txn_begin", txn=txn)
+            p.add(topic, [0])
+            vals = [h.value() for _ in range(2)]
+            for x in vals:
+                h.w("send", value=x, key=None, topic=topic, partition=0, txn=txn)
+            r = p.produce(topic, 0, [x.encode() for x in vals])
+            assert r.error == 0, r
+            for i, x in enumerate(vals):
+                h.w("ack", value=x, topic=topic, partition=0, offset=r.base + i)
+            err = p.end(commit)
+            assert err == 0, err
+            h.w("txn_commit" if commit else "txn_abort", txn=txn, ok=True, error=None)
+            if not commit:
+                aborted = vals
+    h.close()
+    seen = final_read(bootstrap, topic, 0, out)["read_committed"]
+    return sum(1 for _, x in seen if x in aborted)
+
+
+def scenario_stale_commit(bootstrap, out):
+    """Member A owns partition 0 (generation 1) and commits 1; A's session
+    ends (it leaves), B joins (generation 2), owns partition 0 and commits
+    3; A, not knowing, commits 1 again. The coordinator must refuse A's
+    late commit (UNKNOWN_MEMBER_ID), so the group's position stays 3."""
+    topic, group = "gtopic", "ctl-group"
+    ha, hb = Hist(out, "a"), Hist(out, "b")
+    sub = kraw.subscription([topic])
+    asg = kraw.assignment({topic: [0]})
+    with kraw.Conn(bootstrap) as c:
+        assert c.create_topic(topic, 1) == 0
+    with kraw.Conn(bootstrap) as ca, kraw.Conn(bootstrap) as cb:
+        ja = ca.join_group(group, protocols=[("range", sub)])
+        assert ja.error == 0, ja
+        assert ca.sync_group(group, ja.generation, ja.member_id, [(ja.member_id, asg)]).error == 0
+        ha.w("assign", partitions=[[topic, 0]], generation=ja.generation, member=ja.member_id, session=1)
+        e = ca.offset_commit(group, {(topic, 0): (1, "")}, ja.generation, ja.member_id)[(topic, 0)]
+        ha.w("commit", partitions=[[topic, 0, 1]], generation=ja.generation, member=ja.member_id, ok=e == 0,
+             error=None if e == 0 else str(e))
+        assert e == 0, e
+        assert ca.leave_group(group, ja.member_id) == 0
+        ha.w("revoke", partitions=[[topic, 0]], generation=ja.generation, member=ja.member_id, session=1)
+        jb = cb.join_group(group, protocols=[("range", sub)])
+        assert jb.error == 0 and jb.generation > ja.generation, jb
+        assert cb.sync_group(group, jb.generation, jb.member_id, [(jb.member_id, asg)]).error == 0
+        hb.w("assign", partitions=[[topic, 0]], generation=jb.generation, member=jb.member_id, session=1)
+        e = cb.offset_commit(group, {(topic, 0): (3, "")}, jb.generation, jb.member_id)[(topic, 0)]
+        hb.w("commit", partitions=[[topic, 0, 3]], generation=jb.generation, member=jb.member_id, ok=e == 0,
+             error=None if e == 0 else str(e))
+        assert e == 0, e
+        e = ca.offset_commit(group, {(topic, 0): (1, "")}, ja.generation, ja.member_id)[(topic, 0)]
+        ha.w("commit", partitions=[[topic, 0, 1]], generation=ja.generation, member=ja.member_id, ok=e == 0,
+             error=None if e == 0 else str(e))
+        assert e in (0, kraw.UNKNOWN_MEMBER_ID, kraw.ILLEGAL_GENERATION), e
+        got, top = cb.offset_fetch(group, {topic: [0]})
+        assert top == 0, top
+    ha.close()
+    hb.close()
+    return 1 if got[(topic, 0)][0] != 3 else 0
+
+
+# ---- cluster scenario -----------------------------------------------------------
+
+def produce_timeout(k, topic, blob, timeout_ms):
+    """Produce v7, acks=all, the given timeout, to partition 0."""
+    w = kraw.W().str(None).i16(-1).i32(timeout_ms)
+    w.array([(topic, [(0, blob)])], lambda w, tv: w.str(tv[0]).array(tv[1], lambda w, pv: w.i32(pv[0]).bytes(pv[1])))
+    r = k.request(ktxn.PRODUCE, 7, w)
+    (_, [(_, err, base)]), = r.array(lambda r: (r.str(), r.array(lambda r: (r.i32(), r.i16(), r.i64(), r.i64(),
+                                                                             r.i64())[:3])))
+    r.i32()
+    r.done()
+    from types import SimpleNamespace as NS
+    return NS(error=err, base=base)
+
+
+def scenario_ack_lost(_, out):
+    """3 nodes, a topic of replication factor 3 and min.insync.replicas 2.
+    One record is acknowledged while all are up; the two followers are
+    stopped (SIGSTOP), a second record is sent acks=all with a 3 s
+    timeout, the leader is killed (SIGKILL) and the followers continued:
+    one of them leads. A broker that waits for the ISR never acknowledged
+    the second record (REQUEST_TIMED_OUT); one that acknowledged it at
+    the leader's append has lost it."""
+    topic = "acks"
+    h = Hist(out, "p")
+    with cluster.Cluster(3, sets=["min.insync.replicas=2"]) as c:
+        cluster.create_topic(c.bootstrap, topic, 1, 3)
+        cluster.wait_isrs(c.bootstrap, topic, 3)
+        leader = cluster.partitions(c.bootstrap, topic)[0][0]
+        followers = [n for n in range(1, 4) if n != leader]
+        v0, v1 = h.value(), h.value()
+        with ktxn.TConn(c.addr(leader)) as k:
+            h.w("send", value=v0, key=None, topic=topic, partition=0, txn=None)
+            r = k.produce(topic, 0, ktxn.plain([v0.encode()]))
+            assert r.error == 0, r
+            h.w("ack", value=v0, topic=topic, partition=0, offset=r.base)
+            pids = [c.pid(n) for n in followers]
+            for pid in pids:
+                os.kill(pid, signal.SIGSTOP)
+            try:
+                h.w("send", value=v1, key=None, topic=topic, partition=0, txn=None)
+                r = produce_timeout(k, topic, ktxn.plain([v1.encode()]), 3000)
+                if r.error == 0:
+                    h.w("ack", value=v1, topic=topic, partition=0, offset=r.base)
+                else:
+                    h.w("fail", value=v1, error=str(r.error), definite=False)
+                c.kill(leader)
+            finally:
+                for pid in pids:
+                    os.kill(pid, signal.SIGCONT)
+        acked1 = r.error == 0
+        new = cluster.until("a new leader of %s/0" % topic,
+                            lambda: (cluster.partitions(c.bootstrap, topic) or {0: (-1,)})[0][0] in followers
+                            and cluster.partitions(c.bootstrap, topic)[0][0])
+        h.close()
+        seen = cluster.until("a read from the new leader",
+                             lambda: final_read(c.addr(new), topic, 0, out))["read_uncommitted"]
+    lost = [x for x in ([v0] + ([v1] if acked1 else [])) if not positions(seen, x)]
+    return len(lost)
+
+
+# ---- the tests ------------------------------------------------------------------
+
+@test
+def no_dedup_duplicates():
+    both("no-dedup", "duplicated", scenario_resend)
+
+
+@test
+def no_seq_check_reorders():
+    both("no-seq-check", "reordered", scenario_gap)
+
+
+@test
+def lso_ignored_shows_aborted():
+    both("lso-ignored", "aborted_visible", scenario_aborted)
+
+
+@test
+def no_generation_check_stale_commit():
+    both("no-generation-check", "stale_commit", scenario_stale_commit,
+         settings={"group.initial.rebalance.delay.ms": 0})
+
+
+@test
+def ack_before_isr_loses():
+    both("ack-before-isr", "lost", scenario_ack_lost, single=False)
+
+
+@test
+def unknown_control_refused():
+    """An unknown name: the control broker refuses to start (exit 2) and
+    names the known ones."""
+    import subprocess
+    d = temp_dir("sluice-ctl-unknown-")
+    try:
+        p = subprocess.run([CONTROL, "--data-dir", os.path.join(d, "data"), "--listen",
+                            "127.0.0.1:%d" % harness.free_port()], env=dict(os.environ, SLUICE_CONTROL="no-such"),
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=harness.HANG_GUARD)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    assert p.returncode == 2, p
+    assert b"no-dedup" in p.stderr and b"ack-before-isr" in p.stderr, p.stderr
+
+
+if __name__ == "__main__":
+    main("controls")
