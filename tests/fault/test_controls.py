@@ -16,7 +16,8 @@ Scenarios (docs/fault-testing.md#controls):
   no-seq-check         reordered    a batch past a sequence gap, then the gap's
   lso-ignored          aborted_visible  read_committed after an aborted transaction
   no-generation-check  stale_commit a member that left commits after the new owner
-  ack-before-isr       lost         acks=all while the followers are stopped, leader killed
+  ack-before-isr       lost         acks=all to a leader cut off from its followers, then killed
+  no-truncate          divergent    the old leader, back as a follower, keeps its own tail
 
 Clients are raw (tests/integration/kraw.py, ktxn.py): each request is one
 deterministic step, nothing depends on timing.
@@ -25,7 +26,7 @@ deterministic step, nothing depends on timing.
 import json
 import os
 import shutil
-import signal
+import subprocess
 import sys
 import time
 
@@ -41,6 +42,11 @@ import ktxn  # noqa: E402
 from harness import main, temp_dir, test  # noqa: E402
 
 NORMAL = harness.SLUICED
+# the controller notices a dead node within 4 s; the ISR does not shrink
+# within the scenario (replica.lag.time.max.ms 30 s, the default: a leader
+# cut off for a second keeps its followers in its ISR, so a follower can be
+# elected once it is killed)
+CLUSTER_SETS = ["min.insync.replicas=2", "broker.session.timeout.ms=4000", "replica.lag.time.max.ms=30000"]
 CONTROL = os.environ.get("SLUICED_CONTROL",
                          os.path.join(os.path.dirname(NORMAL), "control", "sluiced"))
 
@@ -74,12 +80,12 @@ def final_read(bootstrap, topic, partition, out_dir):
     """The final reader's full read of one partition from the log start,
     both isolation levels, as a client sees it: read_committed drops the
     records of the transactions the answer lists as aborted (as the Java
-    consumer and librdkafka do). Returns {isolation: [(offset, value)]}."""
-    seen = {}
+    consumer and librdkafka do). Written to the history once the whole read
+    succeeded (a caller may retry it). Returns {isolation: [(offset, value)]}."""
+    seen, lines = {}, []
     with ktxn.TConn(bootstrap) as c:
         for iso, name in ((ktxn.READ_COMMITTED, "read_committed"), (ktxn.READ_UNCOMMITTED, "read_uncommitted")):
             reader = "final-rc" if iso == ktxn.READ_COMMITTED else "final-ru"
-            h = Hist(out_dir, reader)
             got, off, end = [], 0, None
             while True:
                 f = c.fetch1(topic, partition, off, iso)
@@ -98,16 +104,21 @@ def final_read(bootstrap, topic, partition, out_dir):
                     for r in bt.records:
                         v = r.value.decode()
                         got.append((r.offset, v))
-                        h.w("read", value=v, key=r.key.decode() if r.key else None, topic=topic,
-                            partition=partition, offset=r.offset, reader=reader, isolation=name, session=0)
+                        lines.append((reader, "read", dict(
+                            value=v, key=r.key.decode() if r.key else None, topic=topic, partition=partition,
+                            offset=r.offset, reader=reader, isolation=name, session=0)))
                 if not f.batches:
                     break
                 off = f.batches[-1].last + 1
                 if off >= end:
                     break
-            h.w("final", topic=topic, partition=partition, isolation=name, end_offset=end)
-            h.close()
+            lines.append((reader, "final", dict(topic=topic, partition=partition, isolation=name, end_offset=end)))
             seen[name] = got
+    hs = {r: Hist(out_dir, r) for r in ("final-rc", "final-ru")}
+    for reader, type_, kw in lines:
+        hs[reader].w(type_, **kw)
+    for h in hs.values():
+        h.close()
     return seen
 
 
@@ -309,50 +320,151 @@ def produce_timeout(k, topic, blob, timeout_ms):
     return NS(error=err, base=base)
 
 
+def need_netns():
+    if os.geteuid() != 0:
+        harness.skip("network namespaces need root (euid %d)" % os.geteuid())
+
+
+def cut_then_kill(c, node, step):
+    """Cut node's Kafka port off from the other nodes (their replica
+    fetches; the quorum's connections stay), run step(), kill node (SIGKILL)
+    and join it to the network again. Nothing node appends in step()
+    reaches another node: unlike a SIGSTOP of the followers, a fetch parked
+    at the leader cannot carry it out either."""
+    c.isolate(node, port=c.port(node))
+    try:
+        step()
+        c.kill(node)
+    finally:
+        c.heal(node)
+
+
 def scenario_ack_lost(_, out):
-    """3 nodes, a topic of replication factor 3 and min.insync.replicas 2.
-    One record is acknowledged while all are up; the two followers are
-    stopped (SIGSTOP), a second record is sent acks=all with a 3 s
-    timeout, the leader is killed (SIGKILL) and the followers continued:
-    one of them leads. A broker that waits for the ISR never acknowledged
-    the second record (REQUEST_TIMED_OUT); one that acknowledged it at
-    the leader's append has lost it."""
+    """3 nodes (each in its network namespace), a topic of replication
+    factor 3 and min.insync.replicas 2. One record is acknowledged while all
+    are connected; the leader's Kafka port is cut off from the other nodes
+    (the followers cannot fetch), a second record is sent acks=all with a
+    1 s timeout, the leader is killed (SIGKILL): a follower leads. A broker
+    that waits for the ISR never acknowledged the second record
+    (REQUEST_TIMED_OUT); one that acknowledged it at the leader's append has
+    lost it."""
     topic = "acks"
     h = Hist(out, "p")
-    with cluster.Cluster(3, sets=["min.insync.replicas=2"]) as c:
+    with cluster.Cluster(3, sets=CLUSTER_SETS, netns=True) as c:
         cluster.create_topic(c.bootstrap, topic, 1, 3)
         cluster.wait_isrs(c.bootstrap, topic, 3)
-        leader = cluster.partitions(c.bootstrap, topic)[0][0]
+        leader = cluster.until("partition 0's leader", lambda: leader_of(c.bootstrap, topic) > 0 and
+                               leader_of(c.bootstrap, topic))
         followers = [n for n in range(1, 4) if n != leader]
         v0, v1 = h.value(), h.value()
+        got = {}
         with ktxn.TConn(c.addr(leader)) as k:
             h.w("send", value=v0, key=None, topic=topic, partition=0, txn=None)
             r = k.produce(topic, 0, ktxn.plain([v0.encode()]))
             assert r.error == 0, r
             h.w("ack", value=v0, topic=topic, partition=0, offset=r.base)
-            pids = [c.pid(n) for n in followers]
-            for pid in pids:
-                os.kill(pid, signal.SIGSTOP)
-            try:
+
+            def step():
                 h.w("send", value=v1, key=None, topic=topic, partition=0, txn=None)
-                r = produce_timeout(k, topic, ktxn.plain([v1.encode()]), 3000)
+                got["r"] = r = produce_timeout(k, topic, ktxn.plain([v1.encode()]), 1000)
                 if r.error == 0:
                     h.w("ack", value=v1, topic=topic, partition=0, offset=r.base)
                 else:
                     h.w("fail", value=v1, error=str(r.error), definite=False)
-                c.kill(leader)
-            finally:
-                for pid in pids:
-                    os.kill(pid, signal.SIGCONT)
-        acked1 = r.error == 0
+            cut_then_kill(c, leader, step)
+        acked1 = got["r"].error == 0
         new = cluster.until("a new leader of %s/0" % topic,
-                            lambda: (cluster.partitions(c.bootstrap, topic) or {0: (-1,)})[0][0] in followers
-                            and cluster.partitions(c.bootstrap, topic)[0][0])
+                            lambda: leader_of(c.bootstrap, topic) in followers and leader_of(c.bootstrap, topic))
         h.close()
         seen = cluster.until("a read from the new leader",
                              lambda: final_read(c.addr(new), topic, 0, out))["read_uncommitted"]
     lost = [x for x in ([v0] + ([v1] if acked1 else [])) if not positions(seen, x)]
     return len(lost)
+
+
+def preferred(bootstrap, topic):
+    """The first replica of partition 0's assignment (Metadata's order)."""
+    from confluent_kafka.admin import AdminClient
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=20)
+    return md.topics[topic].partitions[0].replicas[0]
+
+
+def leader_of(bootstrap, topic):
+    m = cluster.partitions(bootstrap, topic)
+    return m[0][0] if m else -1
+
+
+def scenario_divergent(_, out):
+    """3 nodes, replication factor 3. v0 acknowledged by all; the followers
+    cut off from L's Kafka port; L, the leader (the preferred replica),
+    appends a batch of three (sent acks=all: not acknowledged, the
+    followers cannot fetch) and is killed; the followers continue, one leads (N) and takes a batch of
+    three at the same offsets, acknowledged and read back from N. L
+    restarts: as N's follower it must cut its three (the epochs say where
+    the logs part) and fetch N's. Then L is elected again (preferred
+    election, sluicectl leader elect) and the partition read from it: the
+    normal broker gives N's records where N gave them; the control
+    (no-truncate) L's own, where other readers read N's."""
+    topic = "div"
+    h, r = Hist(out, "p"), Hist(out, "r")
+    sluicectl = os.path.join(os.path.dirname(NORMAL), "sluicectl")
+    with cluster.Cluster(3, sets=CLUSTER_SETS, netns=True) as c:
+        cluster.create_topic(c.bootstrap, topic, 1, 3)
+        cluster.wait_isrs(c.bootstrap, topic, 3)
+        L = cluster.until("partition 0's leader", lambda: leader_of(c.bootstrap, topic) > 0 and
+                          leader_of(c.bootstrap, topic))
+        assert preferred(c.bootstrap, topic) == L, "the first leader is the preferred replica"
+        followers = [n for n in range(1, 4) if n != L]
+        v0 = h.value()
+        with ktxn.TConn(c.addr(L)) as k:
+            h.w("send", value=v0, key=None, topic=topic, partition=0, txn=None)
+            res = k.produce(topic, 0, ktxn.plain([v0.encode()]))
+            assert res.error == 0, res
+            h.w("ack", value=v0, topic=topic, partition=0, offset=res.base)
+            xs = [h.value() for _ in range(3)]
+
+            def step():
+                for x in xs:
+                    h.w("send", value=x, key=None, topic=topic, partition=0, txn=None)
+                res = produce_timeout(k, topic, ktxn.plain([x.encode() for x in xs]), 1000)
+                assert res.error != 0, "acks=all with the followers cut off: %r" % res
+                for x in xs:
+                    h.w("fail", value=x, error=str(res.error), definite=False)
+            cut_then_kill(c, L, step)
+        N = cluster.until("a new leader", lambda: leader_of(c.bootstrap, topic) in followers and
+                          leader_of(c.bootstrap, topic))
+        ys = [h.value() for _ in range(3)]
+        for y in ys:
+            h.w("send", value=y, key=None, topic=topic, partition=0, txn=None)
+        with ktxn.TConn(c.addr(N)) as k:
+            res = cluster.until("N takes a batch", lambda: (lambda x: x.error == 0 and x)(
+                k.produce(topic, 0, ktxn.plain([y.encode() for y in ys]))))
+        for i, y in enumerate(ys):
+            h.w("ack", value=y, topic=topic, partition=0, offset=res.base + i)
+        with ktxn.TConn(c.addr(N)) as k:
+            f = k.fetch1(topic, 0, 0, ktxn.READ_UNCOMMITTED)
+        before = {}
+        for bt in f.batches:
+            for rec in bt.records:
+                before[rec.offset] = rec.value.decode()
+                r.w("read", value=rec.value.decode(), key=None, topic=topic, partition=0, offset=rec.offset,
+                    reader="r", isolation="read_uncommitted", session=1)
+        r.close()
+        assert [before.get(res.base + i) for i in range(3)] == ys, before
+        c.restart(L)
+        cluster.wait_isrs(c.bootstrap, topic, 3)
+
+        def elect():
+            # asked of each node in turn: the active controller takes it
+            # (the others answer NOT_CONTROLLER)
+            for n in range(1, 4):
+                subprocess.run([sluicectl, "-b", c.addr(n), "leader", "elect", "--topic", topic, "--partition",
+                                "0"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+            return leader_of(c.bootstrap, topic) == L
+        cluster.until("node %d leads again (preferred election)" % L, elect)
+        h.close()
+        seen = cluster.until("a read from node %d" % L, lambda: final_read(c.addr(L), topic, 0, out))
+    return sum(1 for o, v in seen["read_uncommitted"] if o in before and before[o] != v)
 
 
 # ---- the tests ------------------------------------------------------------------
@@ -380,14 +492,20 @@ def no_generation_check_stale_commit():
 
 @test
 def ack_before_isr_loses():
+    need_netns()
     both("ack-before-isr", "lost", scenario_ack_lost, single=False)
+
+
+@test
+def no_truncate_diverges():
+    need_netns()
+    both("no-truncate", "divergent", scenario_divergent, single=False)
 
 
 @test
 def unknown_control_refused():
     """An unknown name: the control broker refuses to start (exit 2) and
     names the known ones."""
-    import subprocess
     d = temp_dir("sluice-ctl-unknown-")
     try:
         p = subprocess.run([CONTROL, "--data-dir", os.path.join(d, "data"), "--listen",
