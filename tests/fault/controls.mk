@@ -27,5 +27,5 @@ TEST_SCRIPTS += tests/fault/controls_quick.sh
 
 # every control, the cluster ones included (about a minute)
 .PHONY: fault-controls
-fault-controls: all control-broker
+fault-controls: all control-broker $(BUILD)/itests/faultproxy
 	/usr/bin/python3 tests/fault/test_controls.py

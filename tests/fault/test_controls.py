@@ -12,7 +12,7 @@ scenario itself is proven whatever the checker says.
     /usr/bin/python3 tests/fault/test_controls.py [test_name...]
 
 Scenarios (docs/fault-testing.md#controls):
-  no-dedup             duplicated   a resent idempotent batch (its response lost)
+  no-dedup             duplicated   a resent idempotent batch (its response lost by faultproxy)
   no-seq-check         reordered    a batch past a sequence gap, then the gap's
   lso-ignored          aborted_visible  read_committed after an aborted transaction
   no-generation-check  stale_commit a member that left commits after the new owner
@@ -20,11 +20,14 @@ Scenarios (docs/fault-testing.md#controls):
   no-truncate          divergent    the old leader, back as a follower, keeps its own tail
 
 Clients are raw (tests/integration/kraw.py, ktxn.py): each request is one
-deterministic step, nothing depends on timing.
+deterministic step. The cluster scenarios need root (network namespaces:
+scripts/cluster --netns) and are skipped without it. `make test` runs the
+one-broker ones (tests/fault/controls_quick.sh); `make fault-controls` all.
 """
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -181,21 +184,47 @@ def positions(seen, value):
 
 # ---- single-broker scenarios --------------------------------------------------
 
+def faultproxy(target):
+    """tests/integration/faultproxy.c in front of target, cutting the
+    connection at every Produce response; (process, its address)."""
+    path = os.path.join(os.path.dirname(NORMAL), "itests", "faultproxy")
+    assert os.path.exists(path), "%s: build it with make test-bins (or make itest-c-bins)" % path
+    p = subprocess.Popen([path, "--target", target, "--cut-pct", "100"], stdout=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, text=True)
+    line = p.stdout.readline()
+    m = re.search(r"listening on (\S+):(\d+)", line)
+    if not m:
+        p.kill()
+        p.wait()
+        raise AssertionError("faultproxy: %r" % line)
+    return p, "%s:%s" % (m.group(1), m.group(2))
+
+
 def scenario_resend(bootstrap, out):
-    """An idempotent producer's batch whose response is lost, sent again
-    with the same sequence (what every client does after a timeout): the
-    broker must answer the resend with the first append's offset."""
+    """An idempotent producer's batch whose response is lost (faultproxy
+    closes the connection at the Produce response), sent again with the
+    same sequence on a new connection, as every client does; then the next
+    one. The broker must answer the resend with the first append's offset."""
     topic = "dedup"
     h = Hist(out, "p")
     with ktxn.TConn(bootstrap) as c:
         ktxn.new_topic(c, topic)
         p = ktxn.Producer(c, None)
         v0, v1 = h.value(), h.value()
-        h.w("send", value=v0, key="k", topic=topic, partition=0, txn=None)
         b0 = p.batch(topic, 0, [(b"k", v0.encode())], seq=0)
-        r = c.produce(topic, 0, b0)                 # this response is "lost"
-        assert r.error == 0, r
-        r = c.produce(topic, 0, b0)                 # the resend
+        proxy, via = faultproxy(bootstrap)
+        try:
+            h.w("send", value=v0, key="k", topic=topic, partition=0, txn=None)
+            with ktxn.TConn(via) as lossy:
+                try:
+                    lossy.produce(topic, 0, b0)
+                    raise AssertionError("faultproxy passed a Produce response")
+                except (ConnectionError, OSError):
+                    pass                        # the response is lost
+        finally:
+            proxy.terminate()
+            proxy.communicate(timeout=harness.HANG_GUARD)
+        r = c.produce(topic, 0, b0)             # the resend
         assert r.error == 0, r
         h.w("ack", value=v0, topic=topic, partition=0, offset=r.base)
         h.w("send", value=v1, key="k", topic=topic, partition=0, txn=None)
@@ -279,24 +308,24 @@ def scenario_stale_commit(bootstrap, out):
         ja = ca.join_group(group, protocols=[("range", sub)])
         assert ja.error == 0, ja
         assert ca.sync_group(group, ja.generation, ja.member_id, [(ja.member_id, asg)]).error == 0
-        ha.w("assign", partitions=[[topic, 0]], generation=ja.generation, member=ja.member_id, session=1)
+        ha.w("assign", partitions=[[topic, 0]], generation=ja.generation, member=ja.member_id, session=1, group=group)
         e = ca.offset_commit(group, {(topic, 0): (1, "")}, ja.generation, ja.member_id)[(topic, 0)]
         ha.w("commit", partitions=[[topic, 0, 1]], generation=ja.generation, member=ja.member_id, ok=e == 0,
-             error=None if e == 0 else str(e))
+             error=None if e == 0 else str(e), group=group)
         assert e == 0, e
         assert ca.leave_group(group, ja.member_id) == 0
-        ha.w("revoke", partitions=[[topic, 0]], generation=ja.generation, member=ja.member_id, session=1)
+        ha.w("revoke", partitions=[[topic, 0]], generation=ja.generation, member=ja.member_id, session=1, group=group)
         jb = cb.join_group(group, protocols=[("range", sub)])
         assert jb.error == 0 and jb.generation > ja.generation, jb
         assert cb.sync_group(group, jb.generation, jb.member_id, [(jb.member_id, asg)]).error == 0
-        hb.w("assign", partitions=[[topic, 0]], generation=jb.generation, member=jb.member_id, session=1)
+        hb.w("assign", partitions=[[topic, 0]], generation=jb.generation, member=jb.member_id, session=1, group=group)
         e = cb.offset_commit(group, {(topic, 0): (3, "")}, jb.generation, jb.member_id)[(topic, 0)]
         hb.w("commit", partitions=[[topic, 0, 3]], generation=jb.generation, member=jb.member_id, ok=e == 0,
-             error=None if e == 0 else str(e))
+             error=None if e == 0 else str(e), group=group)
         assert e == 0, e
         e = ca.offset_commit(group, {(topic, 0): (1, "")}, ja.generation, ja.member_id)[(topic, 0)]
         ha.w("commit", partitions=[[topic, 0, 1]], generation=ja.generation, member=ja.member_id, ok=e == 0,
-             error=None if e == 0 else str(e))
+             error=None if e == 0 else str(e), group=group)
         assert e in (0, kraw.UNKNOWN_MEMBER_ID, kraw.ILLEGAL_GENERATION), e
         got, top = cb.offset_fetch(group, {topic: [0]})
         assert top == 0, top
