@@ -546,5 +546,17 @@ def unknown_control_refused():
     assert b"no-dedup" in p.stderr and b"ack-before-isr" in p.stderr, p.stderr
 
 
+@test
+def normal_build_has_no_controls():
+    """The broker holds none of the control code: no sluice_control symbol,
+    none of the control build's strings (the control broker has both)."""
+    for binary, want in ((NORMAL, False), (CONTROL, True)):
+        syms = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
+        with open(binary, "rb") as f:
+            data = f.read()
+        has = ("sluice_control" in syms, b"CONTROL BUILD" in data, b"no-generation-check" in data)
+        assert has == (want,) * 3, (binary, has)
+
+
 if __name__ == "__main__":
     main("controls")
