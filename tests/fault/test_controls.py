@@ -352,20 +352,66 @@ def produce_timeout(k, topic, blob, timeout_ms):
 def need_netns():
     if os.geteuid() != 0:
         harness.skip("network namespaces need root (euid %d)" % os.geteuid())
+    if shutil.which("nft") is None:
+        harness.skip("nft (package nftables) is not installed")
 
 
 def cut_then_kill(c, node, step):
     """Cut node's Kafka port off from the other nodes (their replica
-    fetches; the quorum's connections stay), run step(), kill node (SIGKILL)
-    and join it to the network again. Nothing node appends in step()
-    reaches another node: unlike a SIGSTOP of the followers, a fetch parked
-    at the leader cannot carry it out either."""
-    c.isolate(node, port=c.port(node))
-    try:
-        step()
-        c.kill(node)
-    finally:
-        c.heal(node)
+    fetches; the quorum's connections, and node's own connections to other
+    nodes' ports, stay), run step(), kill node (SIGKILL). Nothing node
+    appends in step() reaches another node. The cut is an nftables table
+    in node's namespace that answers those packets with a reset, both ways,
+    and it stays until the cluster (the namespace) goes: the killed
+    process's sockets still hold what step() appended, and the kernel would
+    send it once the cut was lifted. Neither scripts/cluster isolate (which
+    is lifted to restart the node) nor a SIGSTOP of the followers (a fetch
+    parked at the leader carries the records into a stopped follower's
+    socket) keeps them in."""
+    k = open(os.path.join(c.dir, "netns")).read().strip()
+    ns = ["ip", "netns", "exec", "sluice%sn%d" % (k, node)]
+    peers = ", ".join("10.213.%s.%d" % (k, j) for j in range(1, c.n + 1) if j != node)
+    port = c.port(node)
+    rules = ("table inet sluicef_ctl {\n"
+             " chain in { type filter hook input priority -10;"
+             " ip saddr { %s } tcp dport %d reject with tcp reset; }\n"
+             " chain out { type filter hook output priority -10;"
+             " ip daddr { %s } tcp sport %d reject with tcp reset; }\n"
+             "}\n" % (peers, port, peers, port))
+    subprocess.run(ns + ["nft", "-f", "-"], input=rules, text=True, check=True, timeout=60)
+    step()
+    c.kill(node)
+
+
+def on_leader(c, topic, among, what, fn):
+    """(node, fn(node)) for partition 0's leader, one of among, once fn
+    gives something true (Metadata may name the old leader for a while,
+    the new one may refuse before it knows: both tried again)."""
+    def once():
+        n = leader_of(c.bootstrap, topic, among)
+        v = n and fn(n)
+        return v and (n, v)
+    return cluster.until(what, once)
+
+
+def produce_once(addr, topic, values):
+    """One batch to partition 0 at addr, acks=all; the answer when taken."""
+    with ktxn.TConn(addr) as k:
+        r = k.produce(topic, 0, ktxn.plain([v.encode() for v in values]))
+    return r.error == 0 and r
+
+
+def produce_ok(k, topic, values):
+    """One batch of values to partition 0, acks=all, sent again while the
+    node answers a retriable error (it learns of the topic, of its
+    leadership); the answer."""
+    blob = ktxn.plain([v.encode() for v in values])
+
+    def once():
+        r = k.produce(topic, 0, blob)
+        assert r.error in (0, kraw.UNKNOWN_TOPIC_OR_PARTITION, 6, 7, 19, 20), r   # not leader, timeout, ISR
+        return r.error == 0 and r
+    return cluster.until("%s/0 takes a batch" % topic, once)
 
 
 def scenario_ack_lost(_, out):
@@ -373,7 +419,9 @@ def scenario_ack_lost(_, out):
     factor 3 and min.insync.replicas 2. One record is acknowledged while all
     are connected; the leader's Kafka port is cut off from the other nodes
     (the followers cannot fetch), a second record is sent acks=all with a
-    1 s timeout, the leader is killed (SIGKILL): a follower leads. A broker
+    1 s timeout, the leader is killed (SIGKILL): a follower leads; the old
+    leader restarts and catches up (the final read waits for the three in
+    sync: a new leader's high watermark lags its log until then). A broker
     that waits for the ISR never acknowledged the second record
     (REQUEST_TIMED_OUT); one that acknowledged it at the leader's append has
     lost it."""
@@ -382,15 +430,13 @@ def scenario_ack_lost(_, out):
     with cluster.Cluster(3, sets=CLUSTER_SETS, netns=True) as c:
         cluster.create_topic(c.bootstrap, topic, 1, 3)
         cluster.wait_isrs(c.bootstrap, topic, 3)
-        leader = cluster.until("partition 0's leader", lambda: leader_of(c.bootstrap, topic) > 0 and
-                               leader_of(c.bootstrap, topic))
+        leader = cluster.until("partition 0's leader", lambda: leader_of(c.bootstrap, topic))
         followers = [n for n in range(1, 4) if n != leader]
         v0, v1 = h.value(), h.value()
         got = {}
         with ktxn.TConn(c.addr(leader)) as k:
             h.w("send", value=v0, key=None, topic=topic, partition=0, txn=None)
-            r = k.produce(topic, 0, ktxn.plain([v0.encode()]))
-            assert r.error == 0, r
+            r = produce_ok(k, topic, [v0])
             h.w("ack", value=v0, topic=topic, partition=0, offset=r.base)
 
             def step():
@@ -402,11 +448,15 @@ def scenario_ack_lost(_, out):
                     h.w("fail", value=v1, error=str(r.error), definite=False)
             cut_then_kill(c, leader, step)
         acked1 = got["r"].error == 0
-        new = cluster.until("a new leader of %s/0" % topic,
-                            lambda: leader_of(c.bootstrap, topic) in followers and leader_of(c.bootstrap, topic))
         h.close()
-        seen = cluster.until("a read from the new leader",
-                             lambda: final_read(c.addr(new), topic, 0, out))["read_uncommitted"]
+        # the final read once every replica is in sync again: a new
+        # leader's high watermark catches up with its log only when its ISR
+        # has fetched it (the old leader, dead, held it back until dropped)
+        on_leader(c, topic, followers, "a new leader", lambda n: n)
+        c.restart(leader)
+        cluster.wait_isrs(c.bootstrap, topic, 3)
+        seen = on_leader(c, topic, followers, "a read from a new leader",
+                         lambda n: final_read(c.addr(n), topic, 0, out))[1]["read_uncommitted"]
     lost = [x for x in ([v0] + ([v1] if acked1 else [])) if not positions(seen, x)]
     return len(lost)
 
@@ -418,9 +468,12 @@ def preferred(bootstrap, topic):
     return md.topics[topic].partitions[0].replicas[0]
 
 
-def leader_of(bootstrap, topic):
+def leader_of(bootstrap, topic, among=None):
+    """Partition 0's leader as Metadata says, if it is one of among (any
+    node when None); else None."""
     m = cluster.partitions(bootstrap, topic)
-    return m[0][0] if m else -1
+    n = m[0][0] if m else -1
+    return n if n > 0 and (among is None or n in among) else None
 
 
 def scenario_divergent(_, out):
@@ -440,15 +493,13 @@ def scenario_divergent(_, out):
     with cluster.Cluster(3, sets=CLUSTER_SETS, netns=True) as c:
         cluster.create_topic(c.bootstrap, topic, 1, 3)
         cluster.wait_isrs(c.bootstrap, topic, 3)
-        L = cluster.until("partition 0's leader", lambda: leader_of(c.bootstrap, topic) > 0 and
-                          leader_of(c.bootstrap, topic))
+        L = cluster.until("partition 0's leader", lambda: leader_of(c.bootstrap, topic))
         assert preferred(c.bootstrap, topic) == L, "the first leader is the preferred replica"
         followers = [n for n in range(1, 4) if n != L]
         v0 = h.value()
         with ktxn.TConn(c.addr(L)) as k:
             h.w("send", value=v0, key=None, topic=topic, partition=0, txn=None)
-            res = k.produce(topic, 0, ktxn.plain([v0.encode()]))
-            assert res.error == 0, res
+            res = produce_ok(k, topic, [v0])
             h.w("ack", value=v0, topic=topic, partition=0, offset=res.base)
             xs = [h.value() for _ in range(3)]
 
@@ -460,18 +511,16 @@ def scenario_divergent(_, out):
                 for x in xs:
                     h.w("fail", value=x, error=str(res.error), definite=False)
             cut_then_kill(c, L, step)
-        N = cluster.until("a new leader", lambda: leader_of(c.bootstrap, topic) in followers and
-                          leader_of(c.bootstrap, topic))
         ys = [h.value() for _ in range(3)]
         for y in ys:
             h.w("send", value=y, key=None, topic=topic, partition=0, txn=None)
-        with ktxn.TConn(c.addr(N)) as k:
-            res = cluster.until("N takes a batch", lambda: (lambda x: x.error == 0 and x)(
-                k.produce(topic, 0, ktxn.plain([y.encode() for y in ys]))))
+        N, res = on_leader(c, topic, followers, "a new leader takes a batch",
+                           lambda n: produce_once(c.addr(n), topic, ys))
         for i, y in enumerate(ys):
             h.w("ack", value=y, topic=topic, partition=0, offset=res.base + i)
         with ktxn.TConn(c.addr(N)) as k:
             f = k.fetch1(topic, 0, 0, ktxn.READ_UNCOMMITTED)
+        assert f.error == 0, f
         before = {}
         for bt in f.batches:
             for rec in bt.records:
@@ -489,10 +538,10 @@ def scenario_divergent(_, out):
             for n in range(1, 4):
                 subprocess.run([sluicectl, "-b", c.addr(n), "leader", "elect", "--topic", topic, "--partition",
                                 "0"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
-            return leader_of(c.bootstrap, topic) == L
+            return leader_of(c.bootstrap, topic, [L])
         cluster.until("node %d leads again (preferred election)" % L, elect)
         h.close()
-        seen = cluster.until("a read from node %d" % L, lambda: final_read(c.addr(L), topic, 0, out))
+        seen = on_leader(c, topic, [L], "a read from node %d" % L, lambda n: final_read(c.addr(n), topic, 0, out))[1]
     return sum(1 for o, v in seen["read_uncommitted"] if o in before and before[o] != v)
 
 
