@@ -13,6 +13,7 @@
 #include "dataplane/part_proxy.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
+#include "storage/controls.h"
 
 /* ---- offsets: persistence ---------------------------------------------------- */
 
@@ -270,10 +271,10 @@ void group_handle_commit(struct group_coord *gc, struct kafka_ctx *ctx)
 		} else if (si && !keq(q->MemberId, si->id)) {
 			gerr = KERR_FENCED_INSTANCE_ID;
 			gc->st.commit_refused_fenced++;
-		} else if (!m) {
+		} else if (!m && !SLUICE_CONTROL_OFF(no_generation_check)) {
 			gerr = KERR_UNKNOWN_MEMBER_ID;
 			gc->st.commit_refused_member++;
-		} else if (q->GenerationIdOrMemberEpoch != g->generation) {
+		} else if (m && q->GenerationIdOrMemberEpoch != g->generation && !SLUICE_CONTROL_OFF(no_generation_check)) {
 			gerr = KERR_ILLEGAL_GENERATION;
 			gc->st.commit_refused_generation++;
 		} else if (g->state == G_COMPLETING) {
@@ -317,7 +318,7 @@ void group_handle_commit(struct group_coord *gc, struct kafka_ctx *ctx)
 				continue;
 			}
 			topic = kdup(qt->Name);
-			if (m && g->owners.n) {
+			if (m && g->owners.n && !SLUICE_CONTROL_OFF(no_generation_check)) {
 				struct gmember *owner = group_owner_of(g, topic, qp->PartitionIndex);
 
 				if (owner && owner != m) {

@@ -12,6 +12,7 @@
 #include "dataplane/repl_quota.h"
 #include "dataplane/shard_core.h"
 #include "storage/batch.h"
+#include "storage/controls.h"
 
 struct fetch_item {
 	struct kafka_fetch_response_partition_data *pd;
@@ -485,7 +486,7 @@ static int fetch_item_setup(struct kafka_ctx *ctx, struct fetch_state *fs, struc
 	it->part = mp->owner_part;
 	it->owner = mp->owner_shard;
 	it->replica = fs->replica;
-	it->isolation = q->IsolationLevel == 1 && it->replica < 0;
+	it->isolation = q->IsolationLevel == 1 && it->replica < 0 && !SLUICE_CONTROL_OFF(lso_ignored);
 	if (it->isolation) {
 		it->ab_cap = 16;
 		it->ab_pid = ALLOC(ctx, int64_t, it->ab_cap);

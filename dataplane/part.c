@@ -12,6 +12,7 @@
 #include "dataplane/part_role.h"
 #include "dataplane/shard_core.h"
 #include "storage/batch_format.h"
+#include "storage/controls.h"
 #include "storage/recompress.h"
 
 #define ACK_RING 4096
@@ -313,8 +314,8 @@ void part_produce(struct part *p, const struct part_produce_req *req, part_produ
 		base = part_append_all(sh, p, rec, len, &need, &log_start);
 	}
 	struct ack_wait w = { .need = need, .base_offset = base, .done = done, .cookie = cookie,
-			      .durable_only = req->acks == 1,
-			      .min_isr = req->acks == -1 && p->role
+			      .durable_only = req->acks == 1 || (req->acks == -1 && SLUICE_CONTROL_OFF(ack_before_isr)),
+			      .min_isr = req->acks == -1 && p->role && !SLUICE_CONTROL_OFF(ack_before_isr)
 					 ? (uint8_t)(req->min_insync > 255 ? 255 : req->min_insync < 0 ? 0 : req->min_insync)
 					 : 0,
 			      .deadline_ms = req->acks == -1 && req->timeout_ms > 0 && p->role

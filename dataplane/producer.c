@@ -10,6 +10,7 @@
 #include "dataplane/producer.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
+#include "storage/controls.h"
 
 #define SNAP_NAME "producers.snapshot"
 #define SNAP_TMP "producers.snapshot.tmp"
@@ -54,6 +55,8 @@ int producer_check(const struct producer_table *t, int64_t pid, int16_t epoch, i
 		const struct producer_batch *b = &e->b[(e->head + i) % PRODUCER_BATCHES];
 
 		if (b->first_seq == first_seq && b->last_seq == last_seq) {
+			if (SLUICE_CONTROL_OFF(no_dedup))
+				return PRODUCER_APPEND;   /* the control: a resend appended again */
 			*dup = *b;
 			return PRODUCER_DUPLICATE;
 		}
@@ -61,7 +64,7 @@ int producer_check(const struct producer_table *t, int64_t pid, int16_t epoch, i
 	if (!e->n)
 		return PRODUCER_APPEND;
 	newest = &e->b[(e->head + e->n - 1) % PRODUCER_BATCHES];
-	if (first_seq != producer_seq_add(newest->last_seq, 1))
+	if (first_seq != producer_seq_add(newest->last_seq, 1) && !SLUICE_CONTROL_OFF(no_seq_check))
 		return PRODUCER_OUT_OF_ORDER;
 	return PRODUCER_APPEND;
 }

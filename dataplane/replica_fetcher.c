@@ -20,6 +20,7 @@
 #include "dataplane/replica_fetcher.h"
 #include "dataplane/shard_core.h"
 #include "storage/batch_format.h"
+#include "storage/controls.h"
 #include "storage/plog_epochs.h"
 
 #define BACKOFF_MIN_NS 100000000ull       /* 100 ms */
@@ -134,7 +135,10 @@ static void rf_ask_of(struct part *p, struct rf_ask *a)
 	p->role->fetch_epoch = p->role->leader_epoch;
 	a->leader_epoch = p->role->leader_epoch;
 	a->offset = pl->next_offset;
-	a->last_epoch = pl->next_offset > pl->log_start ? plog_epoch_for_offset(pl, pl->next_offset - 1) : -1;
+	/* the control no-truncate: no epoch said, so no divergence found */
+	a->last_epoch = pl->next_offset > pl->log_start && !SLUICE_CONTROL_OFF(no_truncate)
+				? plog_epoch_for_offset(pl, pl->next_offset - 1)
+				: -1;
 	a->log_start = pl->log_start;
 }
 

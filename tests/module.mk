@@ -4,6 +4,7 @@ UNIT_TESTS += $(wildcard tests/unit/test_*.c)
 -include tests/fuzz/module.mk
 -include tests/integration/module.mk
 -include tests/fault/module.mk
+include tests/fault/controls.mk
 
 # test_compress cross-checks gzip against zlib, an implementation independent
 # of isa-l; only that suite links it.

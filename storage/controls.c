@@ -1,0 +1,44 @@
+/* storage/controls.c — the control build's switch (storage/controls.h):
+ * env SLUICE_CONTROL read once before main. Compiled only into
+ * BUILD/control/sluiced (tests/fault/controls.mk), never into the broker. */
+#ifndef SLUICE_CONTROLS
+#error "storage/controls.c belongs to the control build only (-DSLUICE_CONTROLS)"
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/controls.h"
+
+int sluice_control;
+
+static const char *const names[SLUICE_CONTROL_COUNT] = {
+	[SLUICE_CONTROL_ack_before_isr] = "ack-before-isr",
+	[SLUICE_CONTROL_no_dedup] = "no-dedup",
+	[SLUICE_CONTROL_no_seq_check] = "no-seq-check",
+	[SLUICE_CONTROL_no_truncate] = "no-truncate",
+	[SLUICE_CONTROL_no_generation_check] = "no-generation-check",
+	[SLUICE_CONTROL_lso_ignored] = "lso-ignored",
+};
+
+__attribute__((constructor)) static void control_from_env(void)
+{
+	const char *v = getenv("SLUICE_CONTROL");
+
+	if (!v || !*v) {
+		fprintf(stderr, "sluiced: CONTROL BUILD (test only): SLUICE_CONTROL unset, every protection on\n"); /* style: allow start-up, before main */
+		return;
+	}
+	for (int i = 1; i < SLUICE_CONTROL_COUNT; i++)
+		if (!strcmp(v, names[i])) {
+			sluice_control = i;
+			fprintf(stderr, /* style: allow start-up, before main */
+				"sluiced: CONTROL BUILD (test only): protection '%s' is OFF: broken on purpose\n", v);
+			return;
+		}
+	fprintf(stderr, "sluiced: SLUICE_CONTROL=%s: unknown control; known:", v); /* style: allow start-up */
+	for (int i = 1; i < SLUICE_CONTROL_COUNT; i++)
+		fprintf(stderr, " %s", names[i]); /* style: allow start-up */
+	fprintf(stderr, "\n"); /* style: allow start-up */
+	exit(2);
+}

@@ -1,0 +1,618 @@
+#!/usr/bin/python3
+"""The checker's controls (issue 20: a checker that cannot fail is no
+checker). Each scenario runs twice: against the control broker
+(BUILD/control/sluiced, `make control-broker`) with SLUICE_CONTROL=NAME,
+which lacks that one protection, and against the normal broker. Both runs
+write a history in the fault suite's JSONL contract (docs/fault-testing.md)
+and the checker (tools/sluicefault/checker.py, when present) reads it: the
+control's anomaly must be counted with the control, and no anomaly at all
+without. Each
+scenario also asserts the anomaly directly (an offset, a value), so the
+scenario itself is proven whatever the checker says.
+
+    /usr/bin/python3 tests/fault/test_controls.py [test_name...]
+
+Scenarios (docs/fault-testing.md#controls):
+  no-dedup             duplicated   a resent idempotent batch (its response lost by faultproxy)
+  no-seq-check         reordered    a batch past a sequence gap, then the gap's
+  lso-ignored          aborted_visible  read_committed after an aborted transaction
+  no-generation-check  stale_commit a member that left commits after the new owner
+  ack-before-isr       lost         acks=all to a leader cut off from its followers, then killed
+  no-truncate          divergent    the old leader, back as a follower, keeps its own tail
+
+Clients are raw (tests/integration/kraw.py, ktxn.py): each request is one
+deterministic step. The cluster scenarios need root (network namespaces:
+scripts/cluster --netns) and are skipped without it. `make test` runs the
+one-broker ones (tests/fault/controls_quick.sh); `make fault-controls` all.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+sys.path.insert(0, os.path.join(REPO, "tools"))
+
+import cluster  # noqa: E402
+import harness  # noqa: E402
+import kraw  # noqa: E402
+import ktxn  # noqa: E402
+from harness import main, temp_dir, test  # noqa: E402
+
+NORMAL = harness.SLUICED
+# the controller notices a dead node within 4 s; the ISR does not shrink
+# within the scenario (replica.lag.time.max.ms 30 s, the default: a leader
+# cut off for a second keeps its followers in its ISR, so a follower can be
+# elected once it is killed)
+CLUSTER_SETS = ["min.insync.replicas=2", "broker.session.timeout.ms=4000", "replica.lag.time.max.ms=30000"]
+CONTROL = os.environ.get("SLUICED_CONTROL",
+                         os.path.join(os.path.dirname(NORMAL), "control", "sluiced"))
+
+
+# ---- histories (the JSONL contract; the lead may switch this to
+# tools/sluicefault/history.py) ------------------------------------------------
+
+class Hist:
+    """One client's history file, DIR/<client>.jsonl."""
+
+    def __init__(self, out_dir, client):
+        self.client = client
+        self.f = open(os.path.join(out_dir, client + ".jsonl"), "a")
+        self.seq = 0
+
+    def w(self, type_, **kw):
+        kw.update(t=time.monotonic_ns(), client=self.client, type=type_)
+        self.f.write(json.dumps(kw) + "\n")
+        self.f.flush()
+
+    def value(self):
+        v = "%s-%d" % (self.client, self.seq)
+        self.seq += 1
+        return v
+
+    def close(self):
+        self.f.close()
+
+
+def final_read(bootstrap, topic, partition, out_dir):
+    """The final reader's full read of one partition from the log start,
+    both isolation levels, as a client sees it: read_committed drops the
+    records of the transactions the answer lists as aborted (as the Java
+    consumer and librdkafka do). Written to the history once the whole read
+    succeeded (a caller may retry it). Returns {isolation: [(offset, value)]}."""
+    seen, lines = {}, []
+    with ktxn.TConn(bootstrap) as c:
+        for iso, name in ((ktxn.READ_COMMITTED, "read_committed"), (ktxn.READ_UNCOMMITTED, "read_uncommitted")):
+            reader = "final-rc" if iso == ktxn.READ_COMMITTED else "final-ru"
+            got, off, end = [], 0, None
+            while True:
+                f = c.fetch1(topic, partition, off, iso)
+                assert f.error == 0, "final read %s/%d at %d: error %d" % (topic, partition, off, f.error)
+                end = f.lso if iso == ktxn.READ_COMMITTED else f.hw
+                aborted = sorted(f.aborted or (), key=lambda a: a[1])
+                skipping = set()
+                for bt in f.batches:
+                    while aborted and aborted[0][1] <= bt.base:
+                        skipping.add(aborted.pop(0)[0])
+                    if bt.control:
+                        skipping.discard(bt.pid)
+                        continue
+                    if bt.transactional and bt.pid in skipping:
+                        continue
+                    for r in bt.records:
+                        v = r.value.decode()
+                        got.append((r.offset, v))
+                        lines.append((reader, "read", dict(
+                            value=v, key=r.key.decode() if r.key else None, topic=topic, partition=partition,
+                            offset=r.offset, reader=reader, isolation=name, session=0)))
+                if not f.batches:
+                    break
+                off = f.batches[-1].last + 1
+                if off >= end:
+                    break
+            lines.append((reader, "final", dict(topic=topic, partition=partition, isolation=name, end_offset=end)))
+            seen[name] = got
+    hs = {r: Hist(out_dir, r) for r in ("final-rc", "final-ru")}
+    for reader, type_, kw in lines:
+        hs[reader].w(type_, **kw)
+    for h in hs.values():
+        h.close()
+    return seen
+
+
+# the checker's anomaly counts (docs/fault-testing.md)
+ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "divergent", "nonmonotonic", "skipped", "stale_commit",
+             "commit_backwards", "aborted_visible", "partial_txn")
+
+
+def checked(out_dir):
+    """The checker's counts for the run's histories, or None while
+    tools/sluicefault/checker.py does not exist."""
+    try:
+        from sluicefault import checker
+    except ImportError:
+        return None
+    paths = sorted(os.path.join(out_dir, f) for f in os.listdir(out_dir) if f.endswith(".jsonl"))
+    return checker.check(paths)
+
+
+def both(name, anomaly, scenario, single=True, settings=None):
+    """scenario(bootstrap-or-cluster, out_dir) -> its direct count of the
+    anomaly; run with the control broker (SLUICE_CONTROL=name), then the
+    normal one. Returns ((direct, checker counts) with, (...) without)."""
+    assert os.path.exists(CONTROL), "%s: build it with make control-broker" % CONTROL
+    out = {}
+    for label, binary, env in (("control", CONTROL, name), ("normal", NORMAL, None)):
+        d = temp_dir("sluice-ctl-%s-" % name)
+        hist = os.path.join(d, "history")
+        os.makedirs(hist)
+        old_h, old_c = harness.SLUICED, cluster.SLUICED
+        harness.SLUICED = cluster.SLUICED = binary
+        if env:
+            os.environ["SLUICE_CONTROL"] = env
+        try:
+            if single:
+                with harness.broker(settings=settings) as b:
+                    if env:
+                        log = open(b.log_path, errors="replace").read()
+                        assert "protection '%s' is OFF" % env in log, log
+                    direct = scenario(b.bootstrap, hist)
+            else:
+                direct = scenario(None, hist)
+            counts = checked(hist)
+        finally:
+            harness.SLUICED, cluster.SLUICED = old_h, old_c
+            os.environ.pop("SLUICE_CONTROL", None)
+        shutil.rmtree(d, ignore_errors=True)
+        out[label] = (direct, counts)
+        print("  %-20s %-8s direct %s=%d  checker %s" % (
+            name, label, anomaly, direct,
+            "absent" if counts is None else {a: counts[a] for a in ANOMALIES if counts[a]}),
+            flush=True)
+    (dc, cc), (dn, cn) = out["control"], out["normal"]
+    assert dc > 0, "%s: the control broker did not show %s" % (name, anomaly)
+    assert dn == 0, "%s: the normal broker showed %s (%d)" % (name, anomaly, dn)
+    if cc is not None:
+        assert cc[anomaly] > 0, "%s: the checker found no %s against the control: %r" % (name, anomaly, cc)
+        bad = {a: cn[a] for a in ANOMALIES if cn[a]}
+        assert not bad, "%s: the checker found anomalies against the normal broker: %r" % (name, bad)
+    return out
+
+
+def positions(seen, value):
+    return [o for o, v in seen if v == value]
+
+
+# ---- single-broker scenarios --------------------------------------------------
+
+def faultproxy(target):
+    """tests/integration/faultproxy.c in front of target, cutting the
+    connection at every Produce response; (process, its address)."""
+    path = os.path.join(os.path.dirname(NORMAL), "itests", "faultproxy")
+    assert os.path.exists(path), "%s: build it with make test-bins (or make itest-c-bins)" % path
+    p = subprocess.Popen([path, "--target", target, "--cut-pct", "100"], stdout=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, text=True)
+    line = p.stdout.readline()
+    m = re.search(r"listening on (\S+):(\d+)", line)
+    if not m:
+        p.kill()
+        p.wait()
+        raise AssertionError("faultproxy: %r" % line)
+    return p, "%s:%s" % (m.group(1), m.group(2))
+
+
+def scenario_resend(bootstrap, out):
+    """An idempotent producer's batch whose response is lost (faultproxy
+    closes the connection at the Produce response), sent again with the
+    same sequence on a new connection, as every client does; then the next
+    one. The broker must answer the resend with the first append's offset."""
+    topic = "dedup"
+    h = Hist(out, "p")
+    with ktxn.TConn(bootstrap) as c:
+        ktxn.new_topic(c, topic)
+        p = ktxn.Producer(c, None)
+        v0, v1 = h.value(), h.value()
+        b0 = p.batch(topic, 0, [(b"k", v0.encode())], seq=0)
+        proxy, via = faultproxy(bootstrap)
+        try:
+            h.w("send", value=v0, key="k", topic=topic, partition=0, txn=None)
+            with ktxn.TConn(via) as lossy:
+                try:
+                    lossy.produce(topic, 0, b0)
+                    raise AssertionError("faultproxy passed a Produce response")
+                except (ConnectionError, OSError):
+                    pass                        # the response is lost
+        finally:
+            proxy.terminate()
+            proxy.communicate(timeout=harness.HANG_GUARD)
+        r = c.produce(topic, 0, b0)             # the resend
+        assert r.error == 0, r
+        h.w("ack", value=v0, topic=topic, partition=0, offset=r.base)
+        h.w("send", value=v1, key="k", topic=topic, partition=0, txn=None)
+        r = c.produce(topic, 0, p.batch(topic, 0, [(b"k", v1.encode())], seq=1))
+        assert r.error == 0, r
+        h.w("ack", value=v1, topic=topic, partition=0, offset=r.base)
+    h.close()
+    seen = final_read(bootstrap, topic, 0, out)["read_uncommitted"]
+    return len(positions(seen, v0)) - 1
+
+
+def scenario_gap(bootstrap, out):
+    """Batches 0, 1, 2 of one idempotent producer and one key; batch 1's
+    request is late (lost, resent after): batch 2 arrives first. The broker
+    must refuse 2 (OUT_OF_ORDER_SEQUENCE_NUMBER, which the client retries
+    after 1) so the log keeps the producer's order."""
+    topic = "order"
+    h = Hist(out, "p")
+    with ktxn.TConn(bootstrap) as c:
+        ktxn.new_topic(c, topic)
+        p = ktxn.Producer(c, None)
+        v = [h.value() for _ in range(3)]
+        for x in v:
+            h.w("send", value=x, key="k", topic=topic, partition=0, txn=None)
+        bt = [p.batch(topic, 0, [(b"k", x.encode())], seq=i) for i, x in enumerate(v)]
+        for i in (0, 2, 1, 2):
+            r = c.produce(topic, 0, bt[i])
+            if r.error == ktxn.OUT_OF_ORDER_SEQUENCE_NUMBER and i == 2:
+                continue                            # retried after batch 1
+            assert r.error == 0, (i, r)
+            if i == 2 and any(json.loads(line).get("value") == v[2] and json.loads(line)["type"] == "ack"
+                              for line in open(h.f.name)):
+                continue                            # the retry of an acknowledged batch: a duplicate answer
+            h.w("ack", value=v[i], topic=topic, partition=0, offset=r.base)
+    h.close()
+    seen = [x for _, x in final_read(bootstrap, topic, 0, out)["read_uncommitted"]]
+    return 0 if seen == v else 1
+
+
+def scenario_aborted(bootstrap, out):
+    """A transaction aborted, then one committed; read_committed must not
+    show the aborted one's records."""
+    topic = "txn"
+    h = Hist(out, "p")
+    with ktxn.TConn(bootstrap) as c:
+        ktxn.new_topic(c, topic)
+        p = ktxn.Producer(c, "ctl-tx")
+        for n, commit in enumerate((False, True)):
+            txn = "p-t%d" % n
+            h.w("txn_begin", txn=txn)
+            p.add(topic, [0])
+            vals = [h.value() for _ in range(2)]
+            for x in vals:
+                h.w("send", value=x, key=None, topic=topic, partition=0, txn=txn)
+            r = p.produce(topic, 0, [x.encode() for x in vals])
+            assert r.error == 0, r
+            for i, x in enumerate(vals):
+                h.w("ack", value=x, topic=topic, partition=0, offset=r.base + i)
+            err = p.end(commit)
+            assert err == 0, err
+            h.w("txn_commit" if commit else "txn_abort", txn=txn, ok=True, error=None)
+            if not commit:
+                aborted = vals
+    h.close()
+    seen = final_read(bootstrap, topic, 0, out)["read_committed"]
+    return sum(1 for _, x in seen if x in aborted)
+
+
+def scenario_stale_commit(bootstrap, out):
+    """Member A owns partition 0 (generation 1) and commits 1; A's session
+    ends (it leaves), B joins (generation 2), owns partition 0 and commits
+    3; A, not knowing, commits 1 again. The coordinator must refuse A's
+    late commit (UNKNOWN_MEMBER_ID), so the group's position stays 3."""
+    topic, group = "gtopic", "ctl-group"
+    ha, hb = Hist(out, "a"), Hist(out, "b")
+    sub = kraw.subscription([topic])
+    asg = kraw.assignment({topic: [0]})
+    with kraw.Conn(bootstrap) as c:
+        assert c.create_topic(topic, 1) == 0
+    with kraw.Conn(bootstrap) as ca, kraw.Conn(bootstrap) as cb:
+        ja = ca.join_group(group, protocols=[("range", sub)])
+        assert ja.error == 0, ja
+        assert ca.sync_group(group, ja.generation, ja.member_id, [(ja.member_id, asg)]).error == 0
+        ha.w("assign", partitions=[[topic, 0]], generation=ja.generation, member=ja.member_id, session=1, group=group)
+        e = ca.offset_commit(group, {(topic, 0): (1, "")}, ja.generation, ja.member_id)[(topic, 0)]
+        ha.w("commit", partitions=[[topic, 0, 1]], generation=ja.generation, member=ja.member_id, ok=e == 0,
+             error=None if e == 0 else str(e), group=group)
+        assert e == 0, e
+        assert ca.leave_group(group, ja.member_id) == 0
+        ha.w("revoke", partitions=[[topic, 0]], generation=ja.generation, member=ja.member_id, session=1, group=group)
+        jb = cb.join_group(group, protocols=[("range", sub)])
+        assert jb.error == 0 and jb.generation > ja.generation, jb
+        assert cb.sync_group(group, jb.generation, jb.member_id, [(jb.member_id, asg)]).error == 0
+        hb.w("assign", partitions=[[topic, 0]], generation=jb.generation, member=jb.member_id, session=1, group=group)
+        e = cb.offset_commit(group, {(topic, 0): (3, "")}, jb.generation, jb.member_id)[(topic, 0)]
+        hb.w("commit", partitions=[[topic, 0, 3]], generation=jb.generation, member=jb.member_id, ok=e == 0,
+             error=None if e == 0 else str(e), group=group)
+        assert e == 0, e
+        e = ca.offset_commit(group, {(topic, 0): (1, "")}, ja.generation, ja.member_id)[(topic, 0)]
+        ha.w("commit", partitions=[[topic, 0, 1]], generation=ja.generation, member=ja.member_id, ok=e == 0,
+             error=None if e == 0 else str(e), group=group)
+        assert e in (0, kraw.UNKNOWN_MEMBER_ID, kraw.ILLEGAL_GENERATION), e
+        got, top = cb.offset_fetch(group, {topic: [0]})
+        assert top == 0, top
+    ha.close()
+    hb.close()
+    return 1 if got[(topic, 0)][0] != 3 else 0
+
+
+# ---- cluster scenario -----------------------------------------------------------
+
+def produce_timeout(k, topic, blob, timeout_ms):
+    """Produce v7, acks=all, the given timeout, to partition 0."""
+    w = kraw.W().str(None).i16(-1).i32(timeout_ms)
+    w.array([(topic, [(0, blob)])], lambda w, tv: w.str(tv[0]).array(tv[1], lambda w, pv: w.i32(pv[0]).bytes(pv[1])))
+    r = k.request(ktxn.PRODUCE, 7, w)
+    (_, [(_, err, base)]), = r.array(lambda r: (r.str(), r.array(lambda r: (r.i32(), r.i16(), r.i64(), r.i64(),
+                                                                             r.i64())[:3])))
+    r.i32()
+    r.done()
+    from types import SimpleNamespace as NS
+    return NS(error=err, base=base)
+
+
+def need_netns():
+    if os.geteuid() != 0:
+        harness.skip("network namespaces need root (euid %d)" % os.geteuid())
+    if shutil.which("nft") is None:
+        harness.skip("nft (package nftables) is not installed")
+
+
+def cut_then_kill(c, node, step):
+    """Cut node's Kafka port off from the other nodes (their replica
+    fetches; the quorum's connections, and node's own connections to other
+    nodes' ports, stay), run step(), kill node (SIGKILL). Nothing node
+    appends in step() reaches another node. The cut is an nftables table
+    in node's namespace that answers those packets with a reset, both ways,
+    and it stays until the cluster (the namespace) goes: the killed
+    process's sockets still hold what step() appended, and the kernel would
+    send it once the cut was lifted. Neither scripts/cluster isolate (which
+    is lifted to restart the node) nor a SIGSTOP of the followers (a fetch
+    parked at the leader carries the records into a stopped follower's
+    socket) keeps them in."""
+    k = open(os.path.join(c.dir, "netns")).read().strip()
+    ns = ["ip", "netns", "exec", "sluice%sn%d" % (k, node)]
+    peers = ", ".join("10.213.%s.%d" % (k, j) for j in range(1, c.n + 1) if j != node)
+    port = c.port(node)
+    rules = ("table inet sluicef_ctl {\n"
+             " chain in { type filter hook input priority -10;"
+             " ip saddr { %s } tcp dport %d reject with tcp reset; }\n"
+             " chain out { type filter hook output priority -10;"
+             " ip daddr { %s } tcp sport %d reject with tcp reset; }\n"
+             "}\n" % (peers, port, peers, port))
+    subprocess.run(ns + ["nft", "-f", "-"], input=rules, text=True, check=True, timeout=60)
+    step()
+    c.kill(node)
+
+
+def on_leader(c, topic, among, what, fn):
+    """(node, fn(node)) for partition 0's leader, one of among, once fn
+    gives something true (Metadata may name the old leader for a while,
+    the new one may refuse before it knows: both tried again)."""
+    def once():
+        n = leader_of(c.bootstrap, topic, among)
+        v = n and fn(n)
+        return v and (n, v)
+    return cluster.until(what, once)
+
+
+def produce_once(addr, topic, values):
+    """One batch to partition 0 at addr, acks=all; the answer when taken."""
+    with ktxn.TConn(addr) as k:
+        r = k.produce(topic, 0, ktxn.plain([v.encode() for v in values]))
+    return r.error == 0 and r
+
+
+def produce_ok(k, topic, values):
+    """One batch of values to partition 0, acks=all, sent again while the
+    node answers a retriable error (it learns of the topic, of its
+    leadership); the answer."""
+    blob = ktxn.plain([v.encode() for v in values])
+
+    def once():
+        r = k.produce(topic, 0, blob)
+        assert r.error in (0, kraw.UNKNOWN_TOPIC_OR_PARTITION, 6, 7, 19, 20), r   # not leader, timeout, ISR
+        return r.error == 0 and r
+    return cluster.until("%s/0 takes a batch" % topic, once)
+
+
+def scenario_ack_lost(_, out):
+    """3 nodes (each in its network namespace), a topic of replication
+    factor 3 and min.insync.replicas 2. One record is acknowledged while all
+    are connected; the leader's Kafka port is cut off from the other nodes
+    (the followers cannot fetch), a second record is sent acks=all with a
+    1 s timeout, the leader is killed (SIGKILL): a follower leads; the old
+    leader restarts and catches up (the final read waits for the three in
+    sync: a new leader's high watermark lags its log until then). A broker
+    that waits for the ISR never acknowledged the second record
+    (REQUEST_TIMED_OUT); one that acknowledged it at the leader's append has
+    lost it."""
+    topic = "acks"
+    h = Hist(out, "p")
+    with cluster.Cluster(3, sets=CLUSTER_SETS, netns=True) as c:
+        cluster.create_topic(c.bootstrap, topic, 1, 3)
+        cluster.wait_isrs(c.bootstrap, topic, 3)
+        leader = cluster.until("partition 0's leader", lambda: leader_of(c.bootstrap, topic))
+        followers = [n for n in range(1, 4) if n != leader]
+        v0, v1 = h.value(), h.value()
+        got = {}
+        with ktxn.TConn(c.addr(leader)) as k:
+            h.w("send", value=v0, key=None, topic=topic, partition=0, txn=None)
+            r = produce_ok(k, topic, [v0])
+            h.w("ack", value=v0, topic=topic, partition=0, offset=r.base)
+
+            def step():
+                h.w("send", value=v1, key=None, topic=topic, partition=0, txn=None)
+                got["r"] = r = produce_timeout(k, topic, ktxn.plain([v1.encode()]), 1000)
+                if r.error == 0:
+                    h.w("ack", value=v1, topic=topic, partition=0, offset=r.base)
+                else:
+                    h.w("fail", value=v1, error=str(r.error), definite=False)
+            cut_then_kill(c, leader, step)
+        acked1 = got["r"].error == 0
+        h.close()
+        # the final read once every replica is in sync again: a new
+        # leader's high watermark catches up with its log only when its ISR
+        # has fetched it (the old leader, dead, held it back until dropped)
+        on_leader(c, topic, followers, "a new leader", lambda n: n)
+        c.restart(leader)
+        cluster.wait_isrs(c.bootstrap, topic, 3)
+        seen = on_leader(c, topic, followers, "a read from a new leader",
+                         lambda n: final_read(c.addr(n), topic, 0, out))[1]["read_uncommitted"]
+    lost = [x for x in ([v0] + ([v1] if acked1 else [])) if not positions(seen, x)]
+    return len(lost)
+
+
+def preferred(bootstrap, topic):
+    """The first replica of partition 0's assignment (Metadata's order)."""
+    from confluent_kafka.admin import AdminClient
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=20)
+    return md.topics[topic].partitions[0].replicas[0]
+
+
+def leader_of(bootstrap, topic, among=None):
+    """Partition 0's leader as Metadata says, if it is one of among (any
+    node when None); else None."""
+    m = cluster.partitions(bootstrap, topic)
+    n = m[0][0] if m else -1
+    return n if n > 0 and (among is None or n in among) else None
+
+
+def scenario_divergent(_, out):
+    """3 nodes, replication factor 3. v0 acknowledged by all; the followers
+    cut off from L's Kafka port; L, the leader (the preferred replica),
+    appends a batch of three (sent acks=all: not acknowledged, the
+    followers cannot fetch) and is killed; the followers continue, one leads (N) and takes a batch of
+    three at the same offsets, acknowledged and read back from N. L
+    restarts: as N's follower it must cut its three (the epochs say where
+    the logs part) and fetch N's. Then L is elected again (preferred
+    election, sluicectl leader elect) and the partition read from it: the
+    normal broker gives N's records where N gave them; the control
+    (no-truncate) L's own, where other readers read N's."""
+    topic = "div"
+    h, r = Hist(out, "p"), Hist(out, "r")
+    sluicectl = os.path.join(os.path.dirname(NORMAL), "sluicectl")
+    with cluster.Cluster(3, sets=CLUSTER_SETS, netns=True) as c:
+        cluster.create_topic(c.bootstrap, topic, 1, 3)
+        cluster.wait_isrs(c.bootstrap, topic, 3)
+        L = cluster.until("partition 0's leader", lambda: leader_of(c.bootstrap, topic))
+        assert preferred(c.bootstrap, topic) == L, "the first leader is the preferred replica"
+        followers = [n for n in range(1, 4) if n != L]
+        v0 = h.value()
+        with ktxn.TConn(c.addr(L)) as k:
+            h.w("send", value=v0, key=None, topic=topic, partition=0, txn=None)
+            res = produce_ok(k, topic, [v0])
+            h.w("ack", value=v0, topic=topic, partition=0, offset=res.base)
+            xs = [h.value() for _ in range(3)]
+
+            def step():
+                for x in xs:
+                    h.w("send", value=x, key=None, topic=topic, partition=0, txn=None)
+                res = produce_timeout(k, topic, ktxn.plain([x.encode() for x in xs]), 1000)
+                assert res.error != 0, "acks=all with the followers cut off: %r" % res
+                for x in xs:
+                    h.w("fail", value=x, error=str(res.error), definite=False)
+            cut_then_kill(c, L, step)
+        ys = [h.value() for _ in range(3)]
+        for y in ys:
+            h.w("send", value=y, key=None, topic=topic, partition=0, txn=None)
+        N, res = on_leader(c, topic, followers, "a new leader takes a batch",
+                           lambda n: produce_once(c.addr(n), topic, ys))
+        for i, y in enumerate(ys):
+            h.w("ack", value=y, topic=topic, partition=0, offset=res.base + i)
+        with ktxn.TConn(c.addr(N)) as k:
+            f = k.fetch1(topic, 0, 0, ktxn.READ_UNCOMMITTED)
+        assert f.error == 0, f
+        before = {}
+        for bt in f.batches:
+            for rec in bt.records:
+                before[rec.offset] = rec.value.decode()
+                r.w("read", value=rec.value.decode(), key=None, topic=topic, partition=0, offset=rec.offset,
+                    reader="r", isolation="read_uncommitted", session=1)
+        r.close()
+        assert [before.get(res.base + i) for i in range(3)] == ys, before
+        c.restart(L)
+        cluster.wait_isrs(c.bootstrap, topic, 3)
+
+        def elect():
+            # asked of each node in turn: the active controller takes it
+            # (the others answer NOT_CONTROLLER)
+            for n in range(1, 4):
+                subprocess.run([sluicectl, "-b", c.addr(n), "leader", "elect", "--topic", topic, "--partition",
+                                "0"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+            return leader_of(c.bootstrap, topic, [L])
+        cluster.until("node %d leads again (preferred election)" % L, elect)
+        h.close()
+        seen = on_leader(c, topic, [L], "a read from node %d" % L, lambda n: final_read(c.addr(n), topic, 0, out))[1]
+    return sum(1 for o, v in seen["read_uncommitted"] if o in before and before[o] != v)
+
+
+# ---- the tests ------------------------------------------------------------------
+
+@test
+def no_dedup_duplicates():
+    both("no-dedup", "duplicated", scenario_resend)
+
+
+@test
+def no_seq_check_reorders():
+    both("no-seq-check", "reordered", scenario_gap)
+
+
+@test
+def lso_ignored_shows_aborted():
+    both("lso-ignored", "aborted_visible", scenario_aborted)
+
+
+@test
+def no_generation_check_stale_commit():
+    both("no-generation-check", "stale_commit", scenario_stale_commit,
+         settings={"group.initial.rebalance.delay.ms": 0})
+
+
+@test
+def ack_before_isr_loses():
+    need_netns()
+    both("ack-before-isr", "lost", scenario_ack_lost, single=False)
+
+
+@test
+def no_truncate_diverges():
+    need_netns()
+    both("no-truncate", "divergent", scenario_divergent, single=False)
+
+
+@test
+def unknown_control_refused():
+    """An unknown name: the control broker refuses to start (exit 2) and
+    names the known ones."""
+    d = temp_dir("sluice-ctl-unknown-")
+    try:
+        p = subprocess.run([CONTROL, "--data-dir", os.path.join(d, "data"), "--listen",
+                            "127.0.0.1:%d" % harness.free_port()], env=dict(os.environ, SLUICE_CONTROL="no-such"),
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=harness.HANG_GUARD)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    assert p.returncode == 2, p
+    assert b"no-dedup" in p.stderr and b"ack-before-isr" in p.stderr, p.stderr
+
+
+@test
+def normal_build_has_no_controls():
+    """The broker holds none of the control code: no sluice_control symbol,
+    none of the control build's strings (the control broker has both)."""
+    for binary, want in ((NORMAL, False), (CONTROL, True)):
+        syms = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
+        with open(binary, "rb") as f:
+            data = f.read()
+        has = ("sluice_control" in syms, b"CONTROL BUILD" in data, b"no-generation-check" in data)
+        assert has == (want,) * 3, (binary, has)
+
+
+if __name__ == "__main__":
+    main("controls")
