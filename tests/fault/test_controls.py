@@ -43,6 +43,7 @@ import cluster  # noqa: E402
 import harness  # noqa: E402
 import kraw  # noqa: E402
 import ktxn  # noqa: E402
+from sluicefault import checker, history  # noqa: E402
 from harness import main, temp_dir, test  # noqa: E402
 
 NORMAL = harness.SLUICED
@@ -55,29 +56,21 @@ CONTROL = os.environ.get("SLUICED_CONTROL",
                          os.path.join(os.path.dirname(NORMAL), "control", "sluiced"))
 
 
-# ---- histories (the JSONL contract; the lead may switch this to
-# tools/sluicefault/history.py) ------------------------------------------------
-
-class Hist:
-    """One client's history file, DIR/<client>.jsonl."""
+class Hist(history.Writer):
+    """One client's history (tools/sluicefault/history.py), with the run's
+    unique values "<client>-<seq>"."""
 
     def __init__(self, out_dir, client):
-        self.client = client
-        self.f = open(os.path.join(out_dir, client + ".jsonl"), "a")
+        super().__init__(out_dir, client)
         self.seq = 0
 
     def w(self, type_, **kw):
-        kw.update(t=time.monotonic_ns(), client=self.client, type=type_)
-        self.f.write(json.dumps(kw) + "\n")
-        self.f.flush()
+        self.write(type_, **kw)
 
     def value(self):
         v = "%s-%d" % (self.client, self.seq)
         self.seq += 1
         return v
-
-    def close(self):
-        self.f.close()
 
 
 def final_read(bootstrap, topic, partition, out_dir):
@@ -132,12 +125,7 @@ ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "divergent", "nonm
 
 
 def checked(out_dir):
-    """The checker's counts for the run's histories, or None while
-    tools/sluicefault/checker.py does not exist."""
-    try:
-        from sluicefault import checker
-    except ImportError:
-        return None
+    """The checker's counts for the run's histories."""
     paths = sorted(os.path.join(out_dir, f) for f in os.listdir(out_dir) if f.endswith(".jsonl"))
     return checker.check(paths)
 
@@ -173,15 +161,14 @@ def both(name, anomaly, scenario, single=True, settings=None):
         out[label] = (direct, counts)
         print("  %-20s %-8s direct %s=%d  checker %s" % (
             name, label, anomaly, direct,
-            "absent" if counts is None else {a: counts[a] for a in ANOMALIES if counts[a]}),
+            {a: counts[a] for a in ANOMALIES if counts[a]}),
             flush=True)
     (dc, cc), (dn, cn) = out["control"], out["normal"]
     assert dc > 0, "%s: the control broker did not show %s" % (name, anomaly)
     assert dn == 0, "%s: the normal broker showed %s (%d)" % (name, anomaly, dn)
-    if cc is not None:
-        assert cc[anomaly] > 0, "%s: the checker found no %s against the control: %r" % (name, anomaly, cc)
-        bad = {a: cn[a] for a in ANOMALIES if cn[a]}
-        assert not bad, "%s: the checker found anomalies against the normal broker: %r" % (name, bad)
+    assert cc[anomaly] > 0, "%s: the checker found no %s against the control: %r" % (name, anomaly, cc)
+    bad = {a: cn[a] for a in ANOMALIES if cn[a]}
+    assert not bad, "%s: the checker found anomalies against the normal broker: %r" % (name, bad)
     return out
 
 
@@ -263,7 +250,7 @@ def scenario_gap(bootstrap, out):
                 continue                            # retried after batch 1
             assert r.error == 0, (i, r)
             if i == 2 and any(json.loads(line).get("value") == v[2] and json.loads(line)["type"] == "ack"
-                              for line in open(h.f.name)):
+                              for line in open(h.path)):
                 continue                            # the retry of an acknowledged batch: a duplicate answer
             h.w("ack", value=v[i], topic=topic, partition=0, offset=r.base)
     h.close()
