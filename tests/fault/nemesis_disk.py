@@ -375,7 +375,11 @@ class DiskFail:
         sigkill(cluster, self.node)
         until("%s unmounted" % mnt, lambda: subprocess.run(["umount", mnt], capture_output=True).returncode == 0
               or not os.path.ismount(mnt), timeout=30, every=0.2)
-        _run("e2fsck", "-fy", dev, ok=(0, 1))
+        # the superblock goes only when the last reference to it does
+        # (io_uring's rings of the killed process are torn down after it
+        # exits): until then e2fsck finds the device in use (exit 8)
+        until("e2fsck of %s" % dev, lambda: subprocess.run(
+            ["e2fsck", "-fy", dev], capture_output=True, timeout=120).returncode in (0, 1), timeout=60, every=0.2)
         _run("mount", "-t", "ext4", dev, mnt)
         self.fs = None
         restart(cluster, self.node)
