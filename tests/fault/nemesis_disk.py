@@ -20,6 +20,10 @@ of its own (LoopFs), and three faults on it:
   refused (EBUSY) while the broker holds files open for writing, so this
   is all-or-nothing, not intermittent. stop() repairs: SIGKILL of the node
   if it still runs, umount, e2fsck -fy, mount, restart.
+- DiskReadOnly: every write fails with EROFS from then on (an ext4 error
+  injected through /sys/fs/ext4/loopN/trigger_fs_error on a filesystem
+  mounted errors=remount-ro); reads still work. stop() repairs as
+  DiskFail's does.
 
 Names: every filesystem lives in a directory sluicef-disk-<name> (the
 image file, the mount point mnt, an owner file with the pid that made it);
@@ -104,7 +108,7 @@ class LoopFs:
         return "%d:%d" % (os.major(st.st_rdev), os.minor(st.st_rdev))
 
     def mount(self):
-        _run("mount", "-t", "ext4", self.dev, self.mnt)
+        mount(self.dev, self.mnt)
 
     def check_direct(self):
         """An aligned O_DIRECT write and read on the filesystem (the log's
@@ -135,6 +139,12 @@ class LoopFs:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def mount(dev, mnt):
+    # errors=remount-ro: an error ext4 finds (or disk-readonly injects)
+    # turns the filesystem read-only rather than going on
+    _run("mount", "-t", "ext4", "-o", "errors=remount-ro", dev, mnt)
+
+
 def fs_of(path):
     """(mount point, /dev/loopN, major:minor) of the sluicef loop filesystem
     holding path, or None."""
@@ -160,9 +170,8 @@ def disk_of(path):
     return mm
 
 
-def _loop_nodes(cluster, node):
-    if node is not None:
-        return node
+def _loop_nodes(cluster):
+    """The nodes whose data directory is on a sluicef loop filesystem."""
     nodes = [n for n in sorted(cluster.nodes) if fs_of(cluster.data_dir(n))]
     assert nodes, "no node's data directory is on a sluicef loop filesystem"
     return nodes
@@ -261,7 +270,7 @@ class DiskStall:
         self.cg = self.pid = self.back = None
 
     def start(self, cluster, rng):
-        n = self.node if self.node is not None else rng.choice(_loop_nodes(cluster, None))
+        n = self.node if self.node is not None else rng.choice(_loop_nodes(cluster))
         if self.device == "loop":
             fs = fs_of(cluster.data_dir(n))
             assert fs, "node %d's data directory is not on a sluicef loop filesystem" % n
@@ -304,7 +313,7 @@ class DiskFull:
         self.filler = None
 
     def start(self, cluster, rng):
-        n = self.node if self.node is not None else rng.choice(_loop_nodes(cluster, None))
+        n = self.node if self.node is not None else rng.choice(_loop_nodes(cluster))
         fs = fs_of(cluster.data_dir(n))
         assert fs, "node %d's data directory is not on a sluicef loop filesystem" % n
         self.filler = os.path.join(fs[0], ".%s-filler" % PREFIX)
@@ -355,18 +364,22 @@ class DiskFail:
         self.node, self.journal_flush = node, journal_flush
         self.fs = None
 
-    def start(self, cluster, rng):
-        n = self.node if self.node is not None else rng.choice(_loop_nodes(cluster, None))
-        self.fs = fs_of(cluster.data_dir(n))
-        assert self.fs, "node %d's data directory is not on a sluicef loop filesystem" % n
-        fd = os.open(self.fs[0], os.O_RDONLY | os.O_DIRECTORY)
+    def inject(self, fs):
+        fd = os.open(fs[0], os.O_RDONLY | os.O_DIRECTORY)
         try:
             fcntl.ioctl(fd, EXT4_IOC_SHUTDOWN,
                         struct.pack("I", SHUTDOWN_LOGFLUSH if self.journal_flush else SHUTDOWN_NOLOGFLUSH))
         finally:
             os.close(fd)
+        return {"errno": "EIO", "journal_flushed": self.journal_flush}
+
+    def start(self, cluster, rng):
+        n = self.node if self.node is not None else rng.choice(_loop_nodes(cluster))
+        self.fs = fs_of(cluster.data_dir(n))
+        assert self.fs, "node %d's data directory is not on a sluicef loop filesystem" % n
+        d = self.inject(self.fs)
         self.node = n
-        return {"node": n, "device": self.fs[1], "errno": "EIO", "journal_flushed": self.journal_flush}
+        return dict({"node": n, "device": self.fs[1]}, **d)
 
     def stop(self, cluster):
         if not self.fs:
@@ -380,12 +393,30 @@ class DiskFail:
         # exits): until then e2fsck finds the device in use (exit 8)
         until("e2fsck of %s" % dev, lambda: subprocess.run(
             ["e2fsck", "-fy", dev], capture_output=True, timeout=120).returncode in (0, 1), timeout=60, every=0.2)
-        _run("mount", "-t", "ext4", dev, mnt)
+        mount(dev, mnt)
         self.fs = None
         restart(cluster, self.node)
 
 
-DISK_NEMESES = {c.name: c for c in (DiskStall, DiskFull, DiskFail)}
+class DiskReadOnly(DiskFail):
+    """The node's filesystem turned read-only under the broker: an ext4
+    error injected (/sys/fs/ext4/loopN/trigger_fs_error) on a filesystem
+    mounted errors=remount-ro, so every write fails with EROFS from now on
+    (reads work). `mount -o remount,ro` would be refused (EBUSY) while the
+    broker holds files open for writing; this is not. The kernel refuses
+    to remount it read-write: stop() repairs as disk-fail's does."""
+    name = "disk-readonly"
+
+    def __init__(self, node=None):
+        super().__init__(node)
+
+    def inject(self, fs):
+        with open("/sys/fs/ext4/%s/trigger_fs_error" % os.path.basename(fs[1]), "w") as f:
+            f.write("sluicef disk-readonly\n")
+        return {"errno": "EROFS"}
+
+
+DISK_NEMESES = {c.name: c for c in (DiskStall, DiskFull, DiskFail, DiskReadOnly)}
 
 
 # ---- the sweeper -----------------------------------------------------------
