@@ -68,6 +68,13 @@ def _mounts():
     return out
 
 
+def _is_mount(path):
+    """path is a mount point (os.path.ismount misses a bind mount of a
+    directory onto itself: same device as its parent)."""
+    real = os.path.realpath(path)
+    return any(m == real for m, _, _ in _mounts())
+
+
 def _alive(pid):
     try:
         os.kill(pid, 0)
@@ -92,6 +99,13 @@ class LoopFs:
         with open(os.path.join(self.dir, "owner"), "w") as f:
             f.write("%d\n" % os.getpid())
         try:
+            # the directory a shared mount of its own: a mount namespace
+            # made while the filesystem is mounted (ip netns exec, another
+            # test's) holds a copy of it, which would keep the superblock
+            # (e2fsck: "in use") until its processes end; as a slave of
+            # this one its copy goes when this unmounts
+            _run("mount", "--bind", self.dir, self.dir)
+            _run("mount", "--make-shared", self.dir)
             with open(self.image, "wb") as f:
                 f.truncate(size_mb << 20)
             self.dev = _run("losetup", "--find", "--show", self.image).strip()
@@ -129,10 +143,11 @@ class LoopFs:
         return s.f_bavail * s.f_frsize
 
     def close(self):
-        if os.path.ismount(self.mnt):
-            subprocess.run(["umount", self.mnt], capture_output=True)
-            if os.path.ismount(self.mnt):
-                subprocess.run(["umount", "-l", self.mnt], capture_output=True)
+        for m in (self.mnt, self.dir):
+            if _is_mount(m):
+                subprocess.run(["umount", m], capture_output=True)
+                if _is_mount(m):
+                    subprocess.run(["umount", "-l", m], capture_output=True)
         if self.dev:
             subprocess.run(["losetup", "-d", self.dev], capture_output=True)
             self.dev = None
@@ -387,7 +402,7 @@ class DiskFail:
         mnt, dev, _ = self.fs
         sigkill(cluster, self.node)
         until("%s unmounted" % mnt, lambda: subprocess.run(["umount", mnt], capture_output=True).returncode == 0
-              or not os.path.ismount(mnt), timeout=30, every=0.2)
+              or not _is_mount(mnt), timeout=30, every=0.2)
         # the superblock goes only when the last reference to it does
         # (io_uring's rings of the killed process are torn down after it
         # exits): until then e2fsck finds the device in use (exit 8)
@@ -429,6 +444,21 @@ def _owner_alive(d):
         return False
 
 
+def leftovers(base, owner=None):
+    """What is still there of the filesystems under base (mounts, loop
+    devices) and of owner's blkio groups: a list of strings, [] if none."""
+    real = os.path.realpath(base)
+    out = ["mount " + m for m, _, _ in _mounts() if m == real or m.startswith(real + "/")]
+    try:
+        lst = _run("losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE")
+    except (RuntimeError, OSError):
+        lst = ""
+    out += ["loop " + line.strip() for line in lst.splitlines() if real + "/" in line]
+    if owner is not None and os.path.isdir(BLKIO):
+        out += ["cgroup " + e for e in os.listdir(BLKIO) if e.startswith("%s_%d_" % (PREFIX, owner))]
+    return out
+
+
 def sweep(force=False):
     """Remove what a sluicef disk nemesis left: blkio groups sluicef_*,
     mounts under a sluicef-disk-* directory, loop devices whose backing
@@ -442,27 +472,33 @@ def sweep(force=False):
                 _remove_cgroup(os.path.join(BLKIO, e))
                 done.append("cgroup " + e)
     dirs = set()
-    for mnt, src, _ in _mounts():
-        m = re.match(r"(.*/%s-disk-[^/]+)/mnt$" % PREFIX, mnt)
-        if m and (force or not _owner_alive(m.group(1))):
-            subprocess.run(["umount", "-l", mnt], capture_output=True)
-            done.append("mount " + mnt)
-            dirs.add(m.group(1))
+    # the loop devices first: once their directory's bind mount is gone
+    # their backing file's path no longer names it
     try:
         out = _run("losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE")
     except (RuntimeError, OSError):
         out = ""
+    loops = []
     for line in out.splitlines():
         f = line.split(None, 1)
         if len(f) < 2:
             continue
         m = re.match(r"(.*/%s-disk-[^/]+)/image( \(deleted\))?$" % PREFIX, f[1].strip())
         if m and (force or not _owner_alive(m.group(1))):
-            subprocess.run(["losetup", "-d", f[0]], capture_output=True)
-            done.append("loop " + f[0])
+            loops.append(f[0])
             dirs.add(m.group(1))
+    for mnt, src, _ in sorted(_mounts(), key=lambda m: -len(m[0])):   # mnt before its directory's bind
+        m = re.match(r"(.*/%s-disk-[^/]+)(/mnt)?$" % PREFIX, mnt)
+        if m and (force or not _owner_alive(m.group(1))) or src in loops:
+            subprocess.run(["umount", "-l", mnt], capture_output=True)
+            done.append("mount " + mnt)
+            if m:
+                dirs.add(m.group(1))
+    for dev in loops:
+        subprocess.run(["losetup", "-d", dev], capture_output=True)
+        done.append("loop " + dev)
     for d in dirs:
-        if not os.path.ismount(os.path.join(d, "mnt")):
+        if not _is_mount(os.path.join(d, "mnt")) and not _is_mount(d):
             shutil.rmtree(d, ignore_errors=True)
     return done
 

@@ -423,8 +423,53 @@ def each_nemesis_does_what_it_says_on_a_three_node_cluster():
             fs.close()
         shutil.rmtree(base, ignore_errors=True)
     if root:
-        left = [x for x in nemesis_disk.sweep(force=False) if base in x]
+        left = nemesis_disk.leftovers(base, os.getpid())
         assert not left, left
+
+
+SWEEP_CHILD = r"""
+import os, sys, time
+sys.path.insert(0, %r)
+import nemesis_disk
+fs = nemesis_disk.LoopFs(sys.argv[1], "swept", size_mb=16)
+cg = os.path.join(nemesis_disk.BLKIO, "sluicef_%%d_n1" %% os.getpid())
+os.mkdir(cg)
+with open(os.path.join(cg, "blkio.throttle.write_bps_device"), "w") as f:
+    f.write("%%s 4096\\n" %% fs.majmin)
+print(os.getpid(), fs.dev, flush=True)
+time.sleep(600)
+"""
+
+
+@test
+def the_sweeper_removes_what_a_killed_run_left():
+    if os.geteuid() != 0 or not os.path.isdir(nemesis_disk.BLKIO):
+        print("  (needs root and %s: not run)" % nemesis_disk.BLKIO)
+        return
+    base = temp_dir("sluicef-sweep-")
+    try:
+        p = subprocess.Popen([sys.executable, "-c", SWEEP_CHILD % HERE, base], stdout=subprocess.PIPE)
+        pid, dev = p.stdout.readline().split()
+        pid, dev = int(pid), dev.decode()
+
+        def attached():
+            """dev still holds the child's image (its path, or what is
+            left of it once the directory's bind mount is gone)"""
+            out = subprocess.run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE", dev],
+                                 capture_output=True, text=True).stdout
+            return "image" in out
+        assert len(nemesis_disk.leftovers(base, pid)) == 4, nemesis_disk.leftovers(base, pid)
+        assert attached()
+        assert not [x for x in nemesis_disk.sweep() if base in x or "_%d_" % pid in x], "swept a live run's"
+        p.kill()   # SIGKILL: no finally of its own runs
+        p.wait()
+        done = nemesis_disk.sweep()
+        assert not nemesis_disk.leftovers(base, pid), (done, nemesis_disk.leftovers(base, pid))
+        assert not attached(), (done, dev)
+        assert not os.path.exists(os.path.join(base, "sluicef-disk-swept")), done
+    finally:
+        nemesis_disk.sweep()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":
