@@ -20,6 +20,8 @@ of its own (LoopFs), and three faults on it:
   refused (EBUSY) while the broker holds files open for writing, so this
   is all-or-nothing, not intermittent. stop() repairs: SIGKILL of the node
   if it still runs, umount, e2fsck -fy, mount, restart.
+- PowerCut: kill-all with every loop filesystem shut down first without
+  its journal flushed (the page cache lost, as in a power cut).
 - DiskReadOnly: every write fails with EROFS from then on (an ext4 error
   injected through /sys/fs/ext4/loopN/trigger_fs_error on a filesystem
   mounted errors=remount-ro); reads still work. stop() repairs as
@@ -42,7 +44,7 @@ import struct
 import subprocess
 import time
 
-from nemesis_node import restart, sigkill, until
+from nemesis_node import KillAll, restart, sigkill, until
 
 BLKIO = "/sys/fs/cgroup/blkio"
 PREFIX = "sluicef"
@@ -431,7 +433,50 @@ class DiskReadOnly(DiskFail):
         return {"errno": "EROFS"}
 
 
-DISK_NEMESES = {c.name: c for c in (DiskStall, DiskFull, DiskFail, DiskReadOnly)}
+class PowerCut(KillAll):
+    """kill-all that cuts the page cache too: every node's sluicef loop
+    filesystem is shut down without flushing its journal
+    (EXT4_IOC_SHUTDOWN, NOLOGFLUSH: what was not yet on the loop device
+    never gets there), then every node is SIGKILLed. stop() repairs each
+    filesystem (umount, e2fsck -fy, mount) and starts every node again.
+    Nodes whose data directory is not on a loop filesystem lose only
+    their process, as under kill-all. With log.durability=sync nothing
+    acknowledged may be lost; with write, what was acknowledged but whose
+    metadata (the extent's conversion, the file size) was still in the
+    journal may be."""
+    name = "disk-power-cut"
+
+    def __init__(self):
+        super().__init__()
+        self.cut = []
+
+    def start(self, cluster, rng):
+        self.cut = []
+        for n in sorted(cluster.nodes):
+            fs = fs_of(cluster.data_dir(n))
+            if fs:
+                fd = os.open(fs[0], os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    fcntl.ioctl(fd, EXT4_IOC_SHUTDOWN, struct.pack("I", SHUTDOWN_NOLOGFLUSH))
+                finally:
+                    os.close(fd)
+                self.cut.append((n, fs))
+        d = super().start(cluster, rng)
+        d["cut"] = [n for n, _ in self.cut]
+        return d
+
+    def stop(self, cluster):
+        for n, (mnt, dev, _) in self.cut:
+            until("%s unmounted" % mnt, lambda: subprocess.run(["umount", mnt], capture_output=True).returncode == 0
+                  or not _is_mount(mnt), timeout=30, every=0.2)
+            until("e2fsck of %s" % dev, lambda: subprocess.run(
+                ["e2fsck", "-fy", dev], capture_output=True, timeout=120).returncode in (0, 1), timeout=60, every=0.2)
+            mount(dev, mnt)
+        self.cut = []
+        super().stop(cluster)
+
+
+DISK_NEMESES = {c.name: c for c in (DiskStall, DiskFull, DiskFail, DiskReadOnly, PowerCut)}
 
 
 # ---- the sweeper -----------------------------------------------------------

@@ -418,6 +418,17 @@ def each_nemesis_does_what_it_says_on_a_three_node_cluster():
             assert lc.pid(1) and os.path.ismount(fs.mnt)
             check_acked_readable(c.bootstrap, "fail", acked(before) + acked(during))
             ph("disk-fail")
+
+            # a power cut (log.durability=sync): node 1's page cache lost
+            # with every process
+            nem = NODE_NEMESES["disk-power-cut"]()
+            d = nem.start(lc, rng)
+            assert d["cut"] == [1] and all(nemesis_node.gone(p) for p in d["pids"]), d
+            nem.stop(lc)
+            assert all(lc.pid(n) for n in lc.nodes)
+            write(b"after-power-cut")
+            check_acked_readable(c.bootstrap, "procs", sent)
+            ph("power-cut (and nothing acknowledged lost)")
     finally:
         if fs:
             fs.close()
