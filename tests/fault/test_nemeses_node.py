@@ -1,32 +1,35 @@
 #!/usr/bin/python3
 """The process, disk and clock nemeses (tests/fault/nemesis_node.py,
-nemesis_disk.py, nemesis_clock.py) each shown to do what it says on a real
-three-node loopback cluster (tests/integration/cluster.py, through the
+nemesis_disk.py, nemesis_clock.py) each shown to do what it says on one
+real three-node loopback cluster (tests/integration/cluster.py, through the
 small adapter Loopback below, which gives it netcluster's API):
 
-- processes: a SIGKILLed node (random, a partition's leader, the active
-  controller) is gone and comes back serving under a new pid, and the
-  leadership it held moves; every node killed at once (log.durability=sync)
-  and restarted loses nothing acknowledged; a paused leader has every
-  thread stopped (T), loses its leadership past its session, and runs
-  again after.
-- disks (root): node 1's data directory on its own loop-mounted ext4.
-  Stall: node 1's threads are in the blkio group, which counts the
-  writes it let through, and a partition only node 1 holds acknowledges
-  fewer sequential produces while throttled than in as long a window
-  before. Full: the leader on the full filesystem answers
-  KAFKA_STORAGE_ERROR (56), never acknowledges what it did not write, and
-  every acknowledged record is read back once space returns and the node
-  restarts (the partition stays failed until then: docs/fault-testing.md).
-  Fail: after EXT4_IOC_SHUTDOWN nothing more is acknowledged by node 1's
-  partition; after the repair (umount, e2fsck, mount, restart) everything
-  acknowledged is there.
-- clock: node 2 restarted under libfaketime; a +1 h offset shows in the
-  LogAppendTime of the records it leads and in its uptime metric, and
-  goes when the nemesis stops.
+- processes: a SIGKILLed node (the active controller; with
+  SLUICEF_NEMESES_ALL=1 also a random one and a partition's leader) is
+  gone and comes back serving under a new pid, and what it led moves;
+  every node killed at once (log.durability=sync) and restarted loses
+  nothing acknowledged; a paused leader has every thread stopped (T),
+  loses its leadership past its session, and runs again after.
+- clock: node 2 runs under libfaketime (set up while kill-all has every
+  node down); a +1 h offset shows in the LogAppendTime of the records it
+  leads and in its uptime metric, and goes when the nemesis stops (all:
+  its retention deletes a 10-minute topic's closed segments at once).
+- disks (root): node 1's data directory on its own loop-mounted ext4 (put
+  there during kill-all too). Stall: node 1's threads in the blkio group,
+  which counts the writes it let through, and a partition only node 1
+  holds acknowledges fewer sequential produces while throttled than in as
+  long a window before. Full: the leader on the full filesystem answers
+  KAFKA_STORAGE_ERROR (56), never acknowledges what it did not write, stays
+  failed when space returns, and every acknowledged record is read back
+  after the node restarts. Read-only (EROFS) and, with
+  SLUICEF_NEMESES_ALL=1, failing (EIO): KAFKA_STORAGE_ERROR, everything
+  acknowledged there after the repair; then a power cut of node 1's page
+  cache with every process: nothing acknowledged lost.
+- the sweeper removes a SIGKILLed run's loop filesystem and blkio group,
+  and nothing of a live one's.
 
-Everything is removed afterwards (tests/fault/nemesis_disk.py sweep()
-finds what an interrupted run left).
+Each phase's time is printed. Everything is removed afterwards
+(nemesis_disk.sweep() finds what an interrupted run left).
 
 Run: /usr/bin/python3 tests/fault/test_nemeses_node.py [test ...]
 """
@@ -218,7 +221,7 @@ def each_nemesis_does_what_it_says_on_a_three_node_cluster():
     ph = Phases()
     sets = ["min.insync.replicas=2", "default.replication.factor=3", "broker.session.timeout.ms=2000",
             "broker.heartbeat.interval.ms=500",
-            "replica.lag.time.max.ms=3000", "log.durability=sync"]
+            "replica.lag.time.max.ms=3000", "log.durability=sync", "log.retention.check.interval.ms=1000"]
     try:
         with Cluster(3, sets=sets) as c:
             lc = Loopback(c)
@@ -313,6 +316,13 @@ def each_nemesis_does_what_it_says_on_a_three_node_cluster():
 
             t = stamp(b"plain")
             assert abs(t - time.time()) < 300, t - time.time()
+            if not QUICK:
+                # "ret", led by node 2: 10 minutes' retention, closed
+                # segments of records written just now
+                create(c, {"ret": ([[2, 1, 3]], {"retention.ms": "600000", "segment.bytes": "65536"})})
+                r = produce(c.bootstrap, "ret", [b"r%d-" % i + b"x" * 1000 for i in range(400)],
+                            batch_size=16000)
+                assert len(acked(r)) == 400
             nem = nemesis_clock.ClockSkew(node=2, offset_s=3600)
             d = nem.start(lc, rng)
             assert d == {"node": 2, "offset": "+3600"}, d
@@ -320,6 +330,16 @@ def each_nemesis_does_what_it_says_on_a_three_node_cluster():
             until("node 2's LogAppendTime an hour ahead", lambda: seen.append(
                 stamp(b"skewed-%d" % len(seen)) - time.time()) or seen[-1] > 3000)
             up = lc.c.metric(2, "sluice_process_uptime_seconds")
+            if not QUICK:
+                # retention by the leader's skewed clock: every closed
+                # segment of "ret" is past 10 minutes, on every copy
+                cs = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "nemeses-ret"})
+                lo = until("node 2's retention deletes ret's closed segments", lambda: (
+                    lambda w: w[0] if w[0] > 0 else None)(
+                    cs.get_watermark_offsets(TopicPartition("ret", 0), timeout=10)), timeout=30)
+                cs.close()
+                print("  retention under the skew: ret's log starts at %d of 400 (10 minutes' retention, "
+                      "records written seconds before)" % lo)
             nem.stop(lc)
             after = []
             until("node 2's LogAppendTime back", lambda: after.append(
