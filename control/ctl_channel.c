@@ -68,7 +68,6 @@
  *
  * @thread ctl
  */
-#include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +77,7 @@
 #include <uv.h>
 
 #include "control/ctl_internal.h"
+#include "control/cutil.h"
 #include "control/metalog.h"
 #include "control/quorum.h"
 
@@ -211,36 +211,6 @@ struct ctl_channel {
 	uint64_t fetches, snapshots_got;
 };
 
-/* ---- bytes ---------------------------------------------------------------- */
-
-static void put32(char *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static void put64(char *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint32_t get32(const char *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
-static uint64_t get64(const char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
 /* ---- connections ---------------------------------------------------------- */
 
 static void conn_close(struct ch_conn *c);
@@ -270,9 +240,9 @@ static void conn_send(struct ch_conn *c, int type, uint64_t id, const void *a, s
 		return;
 	if (!(w = malloc(sizeof(*w) + n)))
 		abort();   /* the control thread's own bookkeeping */
-	put32(w->data, (uint32_t)(n - 4));
+	le32_store(w->data, (uint32_t)(n - 4));
 	w->data[4] = (char)type;
-	put64(w->data + 5, id);
+	le64_store(w->data + 5, id);
 	if (alen)
 		memcpy(w->data + CH_HDR, a, alen);
 	if (blen)
@@ -377,7 +347,7 @@ static void conn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	}
 	c->rlen += (size_t)n;
 	while (!c->closing && c->rlen - off >= 4) {
-		uint32_t len = get32(c->rbuf + off);
+		uint32_t len = le32_load(c->rbuf + off);
 
 		if (len < CH_HDR - 4 || len > CH_FRAME_MAX) {
 			conn_close(c);
@@ -386,10 +356,10 @@ static void conn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		if (c->rlen - off < 4 + (size_t)len)
 			break;
 		if (c == c->ch->out)
-			answer_frame(c->ch, (uint8_t)c->rbuf[off + 4], get64(c->rbuf + off + 5),
+			answer_frame(c->ch, (uint8_t)c->rbuf[off + 4], le64_load(c->rbuf + off + 5),
 				     c->rbuf + off + CH_HDR, len + 4 - CH_HDR);
 		else
-			serve_frame(c, (uint8_t)c->rbuf[off + 4], get64(c->rbuf + off + 5), c->rbuf + off + CH_HDR,
+			serve_frame(c, (uint8_t)c->rbuf[off + 4], le64_load(c->rbuf + off + 5), c->rbuf + off + CH_HDR,
 				    len + 4 - CH_HDR);
 		off += 4 + (size_t)len;
 	}
@@ -444,8 +414,8 @@ static void answer_propose(struct ch_conn *c, uint64_t id, int err, uint64_t ind
 {
 	char b[12];
 
-	put32(b, (uint32_t)(err < 0 ? -err : err));
-	put64(b + 4, index);
+	le32_store(b, (uint32_t)(err < 0 ? -err : err));
+	le64_store(b + 4, index);
 	conn_send(c, CH_PROPOSE_RESP, id, b, sizeof(b), NULL, 0);
 }
 
@@ -586,19 +556,19 @@ static void fetch_answer(struct ctl_channel *ch, struct ch_conn *c, uint64_t id,
 				if (!(body = realloc(body, cap)))
 					abort();
 			}
-			put64(body + blen, k->index);
-			put32(body + blen + 8, (uint32_t)k->len);
+			le64_store(body + blen, k->index);
+			le32_store(body + blen + 8, (uint32_t)k->len);
 			memcpy(body + blen + 12, k->buf, k->len);
 			blen += 12 + k->len;
 			n++;
 		}
-		put32(body, n);
+		le32_store(body, n);
 	}
-	put32(h, 0);
-	put32(h + 4, (uint32_t)v.leader);
-	put64(h + 8, v.term);
-	put64(h + 16, upto);
-	put64(h + 24, v.last_applied);
+	le32_store(h, 0);
+	le32_store(h + 4, (uint32_t)v.leader);
+	le64_store(h + 8, v.term);
+	le64_store(h + 16, upto);
+	le64_store(h + 24, v.last_applied);
 	h[32] = (char)kind;
 	conn_send(c, CH_FETCH_RESP, id, h, sizeof(h), body, blen);
 	free(body);
@@ -672,7 +642,7 @@ static void serve_frame(struct ch_conn *c, int type, uint64_t id, const char *p,
 	struct ctl_channel *ch = c->ch;
 
 	if (type == CH_FETCH && len >= 8 && ch->q && !ch->observer) {
-		serve_fetch(c, id, get64(p));   /* not counted: an observer's long poll */
+		serve_fetch(c, id, le64_load(p));   /* not counted: an observer's long poll */
 		return;
 	}
 	ch->served++;
@@ -701,10 +671,10 @@ static void serve_frame(struct ch_conn *c, int type, uint64_t id, const char *p,
 		else if (!ch->serve_hb)
 			rc = -EAGAIN;   /* this node's controller is not serving yet */
 		else
-			rc = ch->serve_hb(ch->ctl, (int32_t)get32(p), (int64_t)get64(p + 4), &fenced);
+			rc = ch->serve_hb(ch->ctl, (int32_t)le32_load(p), (int64_t)le64_load(p + 4), &fenced);
 		if (len >= 20 && ch->q && quorum_is_leader(ch->q))
-			watch_follower(ch, c->peer, get64(p + 12));
-		put32(b, (uint32_t)(rc < 0 ? -rc : rc));
+			watch_follower(ch, c->peer, le64_load(p + 12));
+		le32_store(b, (uint32_t)(rc < 0 ? -rc : rc));
 		b[4] = (char)(fenced != 0);
 		conn_send(c, CH_HEARTBEAT_RESP, id, b, sizeof(b), NULL, 0);
 	} else if (type == CH_DESCRIBE) {
@@ -719,7 +689,7 @@ static void serve_frame(struct ch_conn *c, int type, uint64_t id, const char *p,
 			rc = -EAGAIN;
 		else
 			rc = ch->serve_ds(ch->ctl, &view, &vlen);
-		put32(b, (uint32_t)(rc < 0 ? -rc : 0));
+		le32_store(b, (uint32_t)(rc < 0 ? -rc : 0));
 		conn_send(c, CH_DESCRIBE_RESP, id, b, sizeof(b), rc < 0 ? NULL : view, rc < 0 ? 0 : vlen);
 		free(view);
 	} else {
@@ -814,7 +784,7 @@ static void fetch_send(struct ctl_channel *ch)
 	ch->fetching = 1;
 	ch->fetch_id = ++ch->next_req;
 	ch->fetches++;
-	put64(b, quorum_last_index(ch->q) + 1);
+	le64_store(b, quorum_last_index(ch->q) + 1);
 	conn_send(ch->out, CH_FETCH, ch->fetch_id, b, sizeof(b), NULL, 0);
 }
 
@@ -846,13 +816,13 @@ static void fetch_answered(struct ctl_channel *ch, const char *p, size_t len)
 	int32_t leader;
 
 	ch->fetching = 0;
-	if (len < CH_FETCH_HDR || get32(p) != 0) {
+	if (len < CH_FETCH_HDR || le32_load(p) != 0) {
 		conn_close(ch->out);
 		return;
 	}
-	leader = (int32_t)get32(p + 4);
-	upto = get64(p + 16);
-	hw = get64(p + 24);
+	leader = (int32_t)le32_load(p + 4);
+	upto = le64_load(p + 16);
+	hw = le64_load(p + 24);
 	if (p[32] == 1) {
 		int rc = quorum_observe_restore(ch->q, upto, p + CH_FETCH_HDR, len - CH_FETCH_HDR);
 
@@ -866,17 +836,17 @@ static void fetch_answered(struct ctl_channel *ch, const char *p, size_t len)
 		passed_over(ch, upto);
 	} else {
 		size_t off = CH_FETCH_HDR + 4;
-		uint32_t n = len >= off ? get32(p + CH_FETCH_HDR) : 0;
+		uint32_t n = len >= off ? le32_load(p + CH_FETCH_HDR) : 0;
 
 		for (uint32_t i = 0; i < n; i++) {
 			uint64_t index;
 			uint32_t rl;
 
-			if (len - off < 12 || len - off - 12 < (rl = get32(p + off + 8))) {
+			if (len - off < 12 || len - off - 12 < (rl = le32_load(p + off + 8))) {
 				conn_close(ch->out);
 				return;
 			}
-			index = get64(p + off);
+			index = le64_load(p + off);
 			quorum_observe_apply(ch->q, index, p + off + 12, rl);
 			off += 12 + rl;
 			if (!ch->q || ch->closed)
@@ -884,7 +854,7 @@ static void fetch_answered(struct ctl_channel *ch, const char *p, size_t len)
 		}
 	}
 	quorum_observe_advance(ch->q, upto, hw);
-	quorum_observe_leader(ch->q, leader, get64(p + 8));
+	quorum_observe_leader(ch->q, leader, le64_load(p + 8));
 }
 
 static void answer_frame(struct ctl_channel *ch, int type, uint64_t id, const char *p, size_t len)
@@ -901,13 +871,13 @@ static void answer_frame(struct ctl_channel *ch, int type, uint64_t id, const ch
 	if (!r || r->state != RQ_SENT)
 		return;   /* timed out meanwhile */
 	if (type == CH_PROPOSE_RESP && len >= 12 && r->type == CH_PROPOSE) {
-		req_answered(ch, r, -(int)get32(p), get64(p + 4));
+		req_answered(ch, r, -(int)le32_load(p), le64_load(p + 4));
 	} else if (type == CH_HEARTBEAT_RESP && len >= 5 && r->type == CH_HEARTBEAT) {
 		req_unlink(ch, r);
-		r->hb_done(r->cookie, -(int)get32(p), p[4] != 0);
+		r->hb_done(r->cookie, -(int)le32_load(p), p[4] != 0);
 		req_free(r);
 	} else if (type == CH_DESCRIBE_RESP && len >= 4 && r->type == CH_DESCRIBE) {
-		int err = -(int)get32(p);
+		int err = -(int)le32_load(p);
 
 		req_unlink(ch, r);
 		r->ds_done(r->cookie, err, err ? NULL : p + 4, err ? 0 : len - 4);
@@ -927,9 +897,9 @@ static void req_send(struct ctl_channel *ch, struct ch_req *r)
 	} else {
 		char b[20];
 
-		put32(b, (uint32_t)r->hb_id);
-		put64(b + 4, (uint64_t)r->hb_epoch);
-		put64(b + 12, quorum_last_index(ch->q));
+		le32_store(b, (uint32_t)r->hb_id);
+		le64_store(b + 4, (uint64_t)r->hb_epoch);
+		le64_store(b + 12, quorum_last_index(ch->q));
 		conn_send(ch->out, CH_HEARTBEAT, r->id, b, sizeof(b), NULL, 0);
 	}
 }

@@ -130,7 +130,7 @@ int ctl_log_append(struct ctl *ctl, const struct md_partition *mp, int32_t min_i
 	struct ctl_append *ca = calloc(1, sizeof(*ca));
 	struct part_proxy px;
 
-	if (!mp || !mp->part || !ca) {
+	if (!mp || !md_part_handle(mp) || !ca) {
 		free(ca);
 		free(batch);
 		return mp ? -ENOMEM : -ENOENT;
@@ -140,7 +140,7 @@ int ctl_log_append(struct ctl *ctl, const struct md_partition *mp, int32_t min_i
 	ca->batch = batch;
 	ca->req = (struct part_append_req){ .batch = batch, .len = len, .done = ctl_appended, .cookie = ca,
 					    .min_insync = min_insync };
-	part_proxy_append(ctl_part_proxy(ctl, &px), mp->shard, mp->part, &ca->req);
+	part_proxy_append(ctl_part_proxy(ctl, &px), md_part_shard(mp), md_part_handle(mp), &ca->req);
 	return 0;
 }
 
@@ -175,7 +175,7 @@ int ctl_read_topic(struct ctl *ctl, const struct md_topic *t,
 	int n = 0;
 
 	for (int32_t i = 0; t && i < t->nparts; i++)
-		n += t->parts[i].part != NULL;
+		n += md_part_handle(&t->parts[i]) != NULL;
 	if (!n)
 		return 0;
 	cr = calloc(1, sizeof(*cr));
@@ -187,8 +187,8 @@ int ctl_read_topic(struct ctl *ctl, const struct md_topic *t,
 	for (int32_t i = 0; i < t->nparts; i++) {
 		struct part_proxy px;
 
-		if (t->parts[i].part)
-			part_proxy_read(ctl_part_proxy(ctl, &px), t->parts[i].shard, t->parts[i].part, 0, INT64_MAX,
+		if (md_part_handle(&t->parts[i]))
+			part_proxy_read(ctl_part_proxy(ctl, &px), md_part_shard(&t->parts[i]), md_part_handle(&t->parts[i]), 0, INT64_MAX,
 					ctl_read_chunk, ctl_read_end, cr);
 	}
 	return n;

@@ -46,7 +46,6 @@
  */
 #include <arpa/inet.h>
 #include <dirent.h>
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -62,6 +61,7 @@
 
 #include "control/config.h"
 #include "control/ctl_internal.h"
+#include "control/cutil.h"
 #include "control/meta_diff.h"
 #include "control/meta_image.h"
 #include "control/metalog.h"
@@ -298,7 +298,7 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 		 * (int32): the cluster's defaults or this node's own */
 		if (rc == 0 && a.type == META_REC_BROKER_CONFIG && len >= 7 && !own) {
 			const uint8_t *sc = (const uint8_t *)buf + 3;
-			int32_t scope = (int32_t)((uint32_t)sc[0] << 24 | (uint32_t)sc[1] << 16 | (uint32_t)sc[2] << 8 | sc[3]);
+			int32_t scope = (int32_t)be32_load(sc);
 
 			if (scope == META_SCOPE_CLUSTER || scope == cq->ctl->b->set.node_id)
 				cq->ctl->follow_broker = 1;
@@ -1064,7 +1064,7 @@ static int cq_describe_serve(struct ctl *ctl, void **buf, size_t *len)
 	if (!(b = malloc(32 + 12 * (size_t)(q.nvoters + q.nobservers))))
 		return -ENOMEM;
 	p = b;
-#define PUT(v, n) do { uint64_t x_ = htole64((uint64_t)(v)); memcpy(p, &x_, n); p += n; } while (0)
+#define PUT(v, n) do { if ((n) == 4) le32_store(p, (uint32_t)(v)); else le64_store(p, (uint64_t)(v)); p += n; } while (0)
 	PUT(q.leader, 4);
 	PUT(q.epoch, 4);
 	PUT(q.high_watermark, 8);
@@ -1088,13 +1088,9 @@ static int cq_describe_serve(struct ctl *ctl, void **buf, size_t *len)
 /* The next n (4: signed 32-bit, or 8) bytes of [*p, end) little-endian. */
 static int take(const uint8_t **p, const uint8_t *end, int n, int64_t *v)
 {
-	uint64_t x = 0;
-
 	if (end - *p < n)
 		return -EPROTO;
-	memcpy(&x, *p, (size_t)n);
-	x = le64toh(x);
-	*v = n == 4 ? (int64_t)(int32_t)x : (int64_t)x;
+	*v = n == 4 ? (int64_t)(int32_t)le32_load(*p) : (int64_t)le64_load(*p);
 	*p += n;
 	return 0;
 }

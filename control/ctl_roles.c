@@ -96,7 +96,7 @@ static void isr_change(void *self, struct shard_msg *m)
 	struct metalog_rec rec = { 0 };
 
 	for (int i = 0; md && i < md->ntopics && !t; i++)
-		if (idx >= 0 && idx < md->topics[i]->nparts && md->topics[i]->parts[idx].part == m->p[0])
+		if (idx >= 0 && idx < md->topics[i]->nparts && md_part_handle(&md->topics[i]->parts[idx]) == m->p[0])
 			t = md->topics[i];
 	if (!t || !(mt = metalog_topic(ctl->ml, t->name)) || idx >= mt->partitions)
 		return;                      /* gone meanwhile */
@@ -149,7 +149,7 @@ static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct
 	int32_t self = ctl->b->set.node_id;
 	int alone, thr;
 
-	if (!mt || mp->index >= mt->partitions || !mp->part || !mp->pub)
+	if (!mt || mp->index >= mt->partitions || !md_part_handle(mp) || !mp->pub)
 		return;
 	p = &mt->parts[mp->index];
 	if (!meta_part_has(p->replicas, p->nreplicas, self))
@@ -199,7 +199,7 @@ static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct
 	r->leader_throttled = (thr & 2) != 0;
 	r->isr_change = isr_change;
 	r->isr_to = broker_ctl_index(ctl->b);
-	part_proxy_set_role(ctl_part_proxy(ctl, &px), mp->shard, mp->part, r, role_answered, r);
+	part_proxy_set_role(ctl_part_proxy(ctl, &px), md_part_shard(mp), md_part_handle(mp), r, role_answered, r);
 }
 
 void ctl_role_opened(struct ctl *ctl, const struct md_topic *t, const struct md_partition *mp)
@@ -235,7 +235,7 @@ void ctl_roles_refresh(struct ctl *ctl)
 		if (t && memcmp(t->id, mt->id, 16))
 			continue;   /* the served one is a topic of that name deleted since */
 		for (int32_t j = 0; t && j < t->nparts && j < mt->partitions; j++)
-			if (t->parts[j].part)
+			if (md_part_handle(&t->parts[j]))
 				role_send(ctl, mt, &t->parts[j]);
 	}
 }
@@ -253,7 +253,7 @@ void ctl_coord_refresh(struct ctl *ctl)
 		const struct md_topic *t = md_find(md, names[k], (int32_t)strlen(names[k]));
 
 		for (int32_t i = 0; mt && t && i < t->nparts && i < mt->partitions; i++) {
-			int leads = mt->parts[i].leader == self && t->parts[i].part;
+			int leads = mt->parts[i].leader == self && md_part_handle(&t->parts[i]);
 
 			if (k == 0)
 				group_lead(ctl->gc, i, leads);

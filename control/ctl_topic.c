@@ -137,8 +137,8 @@ int ctl_part_hosted(const struct ctl *ctl, const struct md_partition *mp)
 void ctl_topic_keep(struct md_topic *nt, const struct md_topic *t)
 {
 	for (int32_t i = 0; i < t->nparts && i < nt->nparts; i++) {
-		nt->parts[i].shard = t->parts[i].shard;
-		nt->parts[i].part = t->parts[i].part;
+		md_part_set_shard(&nt->parts[i], md_part_shard(&t->parts[i]));
+		md_part_set_handle(&nt->parts[i], md_part_handle(&t->parts[i]));
 		nt->parts[i].pub = t->parts[i].pub;
 	}
 }
@@ -207,7 +207,7 @@ static void ctl_part_opened(void *self, void *cookie, struct part *p, int err, c
 	char *dir = o->dir;
 
 	if (err == 0) {
-		o->mp->part = p;     /* the snapshot entry is the control thread's own */
+		md_part_set_handle(o->mp, p);     /* the snapshot entry is the control thread's own */
 		/* the log holds a later epoch than the metadata log: Metadata
 		 * says the one the partition stamps */
 		if (rep->leader_epoch > o->mp->leader_epoch)
@@ -378,7 +378,7 @@ struct md_topic *ctl_topic_build(struct ctl *ctl, const struct meta_topic *mt)
 			struct md_partition *mp = &t->parts[i];
 
 			mp->index = i;
-			mp->shard = place(t, i, ctl->b->set.nshards);
+			md_part_set_shard(mp, place(t, i, ctl->b->set.nshards));
 			mp->leader_epoch = p->leader_epoch;
 			mp->leader = p->leader;
 			mp->nreplicas = p->nreplicas;
@@ -402,7 +402,7 @@ void ctl_topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic *t
 		struct ctl_open *o;
 		struct part_proxy px;
 
-		if (!ctl_part_hosted(ctl, &t->parts[i]) || t->parts[i].part)
+		if (!ctl_part_hosted(ctl, &t->parts[i]) || md_part_handle(&t->parts[i]))
 			continue;   /* another broker's (not opened here), or open already */
 		o = xcalloc(1, sizeof(*o));
 
@@ -428,7 +428,7 @@ void ctl_topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic *t
 			op->fd_claimed--;
 			ctl->fd_claimed--;
 		}
-		part_proxy_open(ctl_part_proxy(ctl, &px), t->parts[i].shard, o->dir, t, o->mp, &o->rep,
+		part_proxy_open(ctl_part_proxy(ctl, &px), md_part_shard(&t->parts[i]), o->dir, t, o->mp, &o->rep,
 				ctl_part_opened, o);
 	}
 }
@@ -482,10 +482,10 @@ static void ctl_close_dropped(struct ctl *ctl, struct ctl_op *op, struct md_part
 {
 	struct part_proxy px;
 
-	if (!mp->part)
+	if (!md_part_handle(mp))
 		return;
 	op->pending++;
-	part_proxy_close(ctl_part_proxy(ctl, &px), mp->shard, mp->part, ctl_part_done, op);
+	part_proxy_close(ctl_part_proxy(ctl, &px), md_part_shard(mp), md_part_handle(mp), ctl_part_done, op);
 }
 
 static void ctl_step_propose(struct ctl *ctl, struct ctl_op *op, const char *name, int partitions,
@@ -502,7 +502,7 @@ static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
 		int bad = 0;
 
 		for (int32_t j = 0; j < t->nparts; j++)
-			bad |= !t->parts[j].part && ctl_part_hosted(ctl, &t->parts[j]);
+			bad |= !md_part_handle(&t->parts[j]) && ctl_part_hosted(ctl, &t->parts[j]);
 		if (!bad && !op->drop[i])
 			continue;
 		if (op->created_for[i]) {
@@ -520,7 +520,7 @@ static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
 				for (int32_t k = old->nparts; k < t->nparts; k++)
 					ctl_close_dropped(ctl, op, &t->parts[k]);
 				for (int32_t k = 0; k < old->nparts; k++)
-					t->parts[k].part = NULL;   /* still owned by the old struct */
+					md_part_set_handle(&t->parts[k], NULL);   /* still owned by the old struct */
 				op->replaced[j] = op->replaced[--op->nreplaced];
 				goto dropped;
 			}
@@ -608,7 +608,7 @@ static void ctl_commit_partitions(struct ctl *ctl, struct ctl_op *op)
 		int opened = 1, rc;
 
 		for (int32_t j = 0; j < t->nparts; j++)
-			opened &= t->parts[j].part != NULL || !ctl_part_hosted(ctl, &t->parts[j]);
+			opened &= md_part_handle(&t->parts[j]) != NULL || !ctl_part_hosted(ctl, &t->parts[j]);
 		if (!opened)
 			continue;
 		/* the new count, then the placement of the new partitions (as

@@ -1,12 +1,14 @@
 /* control/cutil.h — small helpers the control thread's coordinators share:
  * clocks, allocation that cannot fail (the control thread aborts without
- * memory), Kafka string copies, big-endian record field writers, and the
- * partition Kafka picks for a coordinator key.
+ * memory), Kafka string copies, big-endian record field writers,
+ * little-endian loads and stores, and the partition Kafka picks for a
+ * coordinator key.
  *
  * Thread: any (pure functions); used by the control thread. */
 #ifndef SLUICE_CUTIL_H
 #define SLUICE_CUTIL_H
 
+#include <endian.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +58,38 @@ static inline char *kdup(struct kafka_str s)
 static inline size_t put16(uint8_t *p, int16_t v) { be16_store(p, (uint16_t)v); return 2; }
 static inline size_t put32(uint8_t *p, int32_t v) { be32_store(p, (uint32_t)v); return 4; }
 static inline size_t put64(uint8_t *p, int64_t v) { be64_store(p, (uint64_t)v); return 8; }
+
+/* Little-endian fields, for the formats that are the nodes' own: the
+ * node-to-node channel (ctl_channel.c), the metadata image (meta_image.c),
+ * the quorum status (ctl_quorum.c). Kafka's are big-endian: put16/32/64
+ * above and storage/batch_format.h's be*_load. */
+static inline void le32_store(void *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+
+static inline void le64_store(void *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+
+static inline uint32_t le32_load(const void *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return le32toh(v);
+}
+
+static inline uint64_t le64_load(const void *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
 
 /* An int16-length string (Kafka's record key and value formats). */
 static inline size_t putstr(uint8_t *p, const char *s)

@@ -183,7 +183,7 @@ static void load_partition(struct group_coord *gc, const struct md_partition *mp
 {
 	struct part_proxy px;
 
-	part_proxy_read(ctl_part_proxy(gc->ctl, &px), mp->shard, mp->part, 0, to, replay_chunk, replay_end,
+	part_proxy_read(ctl_part_proxy(gc->ctl, &px), md_part_shard(mp), md_part_handle(mp), 0, to, replay_chunk, replay_end,
 			coord_load_cookie(idx, gen));
 }
 
@@ -204,7 +204,7 @@ int group_replay(struct group_coord *gc, void (*done)(struct ctl *ctl))
 		const struct md_partition *mp = &t->parts[i];
 		uint32_t gen;
 
-		if (!mp->part || mp->leader != self || mp->nreplicas != 1 ||
+		if (!md_part_handle(mp) || mp->leader != self || mp->nreplicas != 1 ||
 		    coord_load_lead(&gc->load, i, 1, &gen) != COORD_LOAD)
 			continue;
 		gc->replays++;
@@ -222,7 +222,7 @@ void group_lead(struct group_coord *gc, int32_t idx, int leads)
 
 	if (!t || coord_load_resize(&gc->load, t->nparts) < 0 || idx >= t->nparts)
 		return;
-	if (leads && !t->parts[idx].part)
+	if (leads && !md_part_handle(&t->parts[idx]))
 		return;   /* not open here yet: once it is */
 	switch (coord_load_lead(&gc->load, idx, leads, &gen)) {
 	case COORD_LOAD:

@@ -2,7 +2,6 @@
  * (meta_image.h). @thread ctl */
 #include "control/meta_image.h"
 
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -13,36 +12,10 @@
 #include <unistd.h>
 #include <isa-l/crc.h>
 
+#include "control/cutil.h"
+
 #define MAGIC "SLMIMAGE"
 #define HDR 32                       /* magic, version, crc, index, length */
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
 
 /* CRC-32C (isa-l's, Kafka's convention) of the index, the length and the
  * snapshot. */
@@ -79,10 +52,10 @@ int meta_image_save(const char *path, uint64_t index, const void *snap, size_t l
 	if (len > INT32_MAX - 16)
 		return -EFBIG;
 	memcpy(hdr, MAGIC, 8);
-	put32(hdr + 8, META_IMAGE_VERSION);
-	put64(hdr + 16, index);
-	put64(hdr + 24, len);
-	put32(hdr + 12, crc_of(hdr, snap, len));
+	le32_store(hdr + 8, META_IMAGE_VERSION);
+	le64_store(hdr + 16, index);
+	le64_store(hdr + 24, len);
+	le32_store(hdr + 12, crc_of(hdr, snap, len));
 	snprintf(tmp, sizeof(tmp), "%s.new", path);
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
 		return -errno;
@@ -122,13 +95,13 @@ int meta_image_load(const char *path, uint64_t *index, void **snap, size_t *len,
 		snprintf(err, errlen, "not a metadata image (too short, or another format)");
 		return -EPROTO;
 	}
-	if (get32(hdr + 8) != META_IMAGE_VERSION) {
+	if (le32_load(hdr + 8) != META_IMAGE_VERSION) {
 		close(fd);
-		snprintf(err, errlen, "version %u, which this version (%d) does not read", get32(hdr + 8),
+		snprintf(err, errlen, "version %u, which this version (%d) does not read", le32_load(hdr + 8),
 			 META_IMAGE_VERSION);
 		return -EPROTO;
 	}
-	n = get64(hdr + 24);
+	n = le64_load(hdr + 24);
 	if (n > INT32_MAX - 16 || (uint64_t)st.st_size != HDR + n) {
 		close(fd);
 		snprintf(err, errlen, "%lld bytes where its header says %llu", (long long)st.st_size,
@@ -146,12 +119,12 @@ int meta_image_load(const char *path, uint64_t *index, void **snap, size_t *len,
 		return -EPROTO;
 	}
 	close(fd);
-	if (crc_of(hdr, buf, n) != get32(hdr + 12)) {
+	if (crc_of(hdr, buf, n) != le32_load(hdr + 12)) {
 		free(buf);
 		snprintf(err, errlen, "its CRC does not match (damaged)");
 		return -EPROTO;
 	}
-	*index = get64(hdr + 16);
+	*index = le64_load(hdr + 16);
 	*snap = buf;
 	*len = n;
 	return 0;

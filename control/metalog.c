@@ -1288,9 +1288,9 @@ int64_t metalog_next_producer_ids(struct metalog *ml, int32_t block)
 /* One record of the snapshot: uint32 length (big-endian), the record. */
 static int snap_put(FILE *f, const struct enc *e)
 {
-	uint8_t l[4] = { (uint8_t)(e->len >> 24), (uint8_t)(e->len >> 16), (uint8_t)(e->len >> 8),
-			 (uint8_t)e->len };
+	uint8_t l[4];
 
+	be32_store(l, (uint32_t)e->len);
 	if (e->err)
 		return e->err;
 	return fwrite(l, 4, 1, f) == 1 && fwrite(e->p, e->len, 1, f) == 1 ? 0 : -ENOMEM;
@@ -1411,7 +1411,7 @@ int metalog_snapshot_each(const void *buf, size_t len, int (*fn)(void *arg, cons
 
 		if (end - p < 4)
 			return -EPROTO;
-		n = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+		n = be32_load(p);
 		p += 4;
 		if ((size_t)(end - p) < n)
 			return -EPROTO;

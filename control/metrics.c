@@ -348,7 +348,7 @@ static void label_part(struct textbuf *t, const struct md_topic *tp, int32_t i)
 {
 	textbuf_printf(t, "{topic=\"");
 	textbuf_escaped(t, tp->name);
-	textbuf_printf(t, "\",partition=\"%d\",shard=\"%d\"}", i, tp->parts[i].shard);
+	textbuf_printf(t, "\",partition=\"%d\",shard=\"%d\"}", i, md_part_shard(&tp->parts[i]));
 }
 
 /* One family with one sample per partition: the word at `off` in part_pub. */
@@ -524,6 +524,87 @@ static void group_visit(const struct group_view *g, const struct group_offset_vi
 	}
 }
 
+/* The coordinators' counters as a table, rendered by render_stat_fams:
+ * each family's name, type and help, and up to STAT_SAMPLES samples, each
+ * its labels ("" for none; NULL ends the list) and its value: the uint64_t
+ * at `off` in the coordinator's stats struct, or what `fn` computes (a
+ * count, never negative). */
+#define STAT_SAMPLES 5
+
+struct stat_src {
+	struct ctl *ctl;
+	const void *stats;   /* struct group_stats or struct txn_stats */
+};
+
+struct stat_sample {
+	const char *labels;
+	size_t off;
+	uint64_t (*fn)(const struct stat_src *src);
+};
+
+struct stat_fam {
+	const char *name, *type, *help;
+	struct stat_sample s[STAT_SAMPLES];
+};
+
+static void render_stat_fams(struct textbuf *t, const struct stat_fam *f, size_t n, const struct stat_src *src)
+{
+	for (; n--; f++) {
+		fam(t, f->name, f->type, f->help);
+		for (int j = 0; j < STAT_SAMPLES && f->s[j].labels; j++) {
+			const struct stat_sample *x = &f->s[j];
+			uint64_t v = x->fn ? x->fn(src) : *(const uint64_t *)((const char *)src->stats + x->off);
+
+			textbuf_printf(t, "sluice_%s%s %llu\n", f->name, x->labels, (unsigned long long)v);
+		}
+	}
+}
+
+static uint64_t group_coord_loaded(const struct stat_src *src)
+{
+	return (uint64_t)group_partitions_loaded(ctl_groups(src->ctl));
+}
+
+static uint64_t txn_coord_loaded(const struct stat_src *src)
+{
+	return ctl_txns(src->ctl) ? (uint64_t)txn_partitions_loaded(ctl_txns(src->ctl)) : 0;
+}
+
+#define GS(field) offsetof(struct group_stats, field), NULL
+_Static_assert(GROUP_REBALANCE_CAUSES == 5, "group_fams lists five causes");
+static const struct stat_fam group_fams[] = {
+	{ "group_joins_total", "counter", "JoinGroup requests handled.", { { "", GS(joins) } } },
+	{ "group_syncs_total", "counter", "SyncGroup requests handled.", { { "", GS(syncs) } } },
+	{ "group_heartbeats_total", "counter", "Heartbeat requests handled.", { { "", GS(heartbeats) } } },
+	{ "group_leaves_total", "counter", "LeaveGroup members handled.", { { "", GS(leaves) } } },
+	{ "group_rebalances_total", "counter", "Generations completed (rebalances).", { { "", GS(rebalances) } } },
+	{ "group_rebalances_started_total", "counter",
+	  "Rebalances started, by cause (join, rejoin, leave, session_timeout, assignment_too_large).",
+	  { { "{cause=\"join\"}", GS(rebalance_causes[0]) },
+	    { "{cause=\"rejoin\"}", GS(rebalance_causes[1]) },
+	    { "{cause=\"leave\"}", GS(rebalance_causes[2]) },
+	    { "{cause=\"session_timeout\"}", GS(rebalance_causes[3]) },
+	    { "{cause=\"assignment_too_large\"}", GS(rebalance_causes[4]) } } },
+	{ "group_members_expired_total", "counter", "Members removed after their session timed out.",
+	  { { "", GS(members_expired) } } },
+	{ "group_offset_commits_total", "counter", "Partitions' offsets committed.", { { "", GS(commits) } } },
+	{ "group_offset_commits_refused_total", "counter",
+	  "Partitions' commits refused, by reason (stale owner: another member owns it).",
+	  { { "{reason=\"stale_generation\"}", GS(commit_refused_generation) },
+	    { "{reason=\"unknown_member\"}", GS(commit_refused_member) },
+	    { "{reason=\"rebalance_in_progress\"}", GS(commit_refused_rebalance) },
+	    { "{reason=\"stale_owner\"}", GS(commit_refused_owner) },
+	    { "{reason=\"fenced\"}", GS(commit_refused_fenced) } } },
+	{ "group_offsets_expired_total", "counter", "Committed offsets removed by offsets.retention.minutes.",
+	  { { "", GS(offsets_expired) } } },
+	{ "coordinator_partitions_loaded", "gauge",
+	  "Internal partitions this node coordinates (leads and has read back), by coordinator (group: "
+	  "__consumer_offsets, transaction: __transaction_state).",
+	  { { "{coordinator=\"group\"}", 0, group_coord_loaded },
+	    { "{coordinator=\"transaction\"}", 0, txn_coord_loaded } } },
+};
+#undef GS
+
 #define METRICS_LAG_SCAN_MS 500
 static int64_t last_lag_scan_ms = -METRICS_LAG_SCAN_MS;   /* control thread only */
 
@@ -540,7 +621,6 @@ static void render_groups(struct ctl *ctl, struct broker *b, struct textbuf *t)
 		  "Age of the oldest record the group has not consumed (0: caught up)." },
 	};
 	struct group_walk w = { t, 0, ctl_wall_ms(ctl) };
-	const struct group_stats *s;
 
 	if (!gc)
 		return;
@@ -548,49 +628,8 @@ static void render_groups(struct ctl *ctl, struct broker *b, struct textbuf *t)
 		fam(t, names[w.pass][0], "gauge", names[w.pass][1]);
 		group_foreach(gc, group_visit, &w);
 	}
-	s = group_coord_stats(gc);
-	fam(t, "group_joins_total", "counter", "JoinGroup requests handled.");
-	textbuf_printf(t, "sluice_group_joins_total %llu\n", (unsigned long long)s->joins);
-	fam(t, "group_syncs_total", "counter", "SyncGroup requests handled.");
-	textbuf_printf(t, "sluice_group_syncs_total %llu\n", (unsigned long long)s->syncs);
-	fam(t, "group_heartbeats_total", "counter", "Heartbeat requests handled.");
-	textbuf_printf(t, "sluice_group_heartbeats_total %llu\n", (unsigned long long)s->heartbeats);
-	fam(t, "group_leaves_total", "counter", "LeaveGroup members handled.");
-	textbuf_printf(t, "sluice_group_leaves_total %llu\n", (unsigned long long)s->leaves);
-	fam(t, "group_rebalances_total", "counter", "Generations completed (rebalances).");
-	textbuf_printf(t, "sluice_group_rebalances_total %llu\n", (unsigned long long)s->rebalances);
-	fam(t, "group_rebalances_started_total", "counter",
-	    "Rebalances started, by cause (join, rejoin, leave, session_timeout, assignment_too_large).");
-	{
-		static const char *const causes[GROUP_REBALANCE_CAUSES] = { "join", "rejoin", "leave", "session_timeout",
-									      "assignment_too_large" };
-
-		for (int c = 0; c < GROUP_REBALANCE_CAUSES; c++)
-			textbuf_printf(t, "sluice_group_rebalances_started_total{cause=\"%s\"} %llu\n", causes[c],
-				       (unsigned long long)s->rebalance_causes[c]);
-	}
-	fam(t, "group_members_expired_total", "counter", "Members removed after their session timed out.");
-	textbuf_printf(t, "sluice_group_members_expired_total %llu\n", (unsigned long long)s->members_expired);
-	fam(t, "group_offset_commits_total", "counter", "Partitions' offsets committed.");
-	textbuf_printf(t, "sluice_group_offset_commits_total %llu\n", (unsigned long long)s->commits);
-	fam(t, "group_offset_commits_refused_total", "counter",
-	    "Partitions' commits refused, by reason (stale owner: another member owns it).");
-	textbuf_printf(t, "sluice_group_offset_commits_refused_total{reason=\"stale_generation\"} %llu\n"
-		       "sluice_group_offset_commits_refused_total{reason=\"unknown_member\"} %llu\n"
-		       "sluice_group_offset_commits_refused_total{reason=\"rebalance_in_progress\"} %llu\n"
-		       "sluice_group_offset_commits_refused_total{reason=\"stale_owner\"} %llu\n"
-		       "sluice_group_offset_commits_refused_total{reason=\"fenced\"} %llu\n",
-		       (unsigned long long)s->commit_refused_generation, (unsigned long long)s->commit_refused_member,
-		       (unsigned long long)s->commit_refused_rebalance, (unsigned long long)s->commit_refused_owner,
-		       (unsigned long long)s->commit_refused_fenced);
-	fam(t, "group_offsets_expired_total", "counter", "Committed offsets removed by offsets.retention.minutes.");
-	textbuf_printf(t, "sluice_group_offsets_expired_total %llu\n", (unsigned long long)s->offsets_expired);
-	fam(t, "coordinator_partitions_loaded", "gauge",
-	    "Internal partitions this node coordinates (leads and has read back), by coordinator (group: "
-	    "__consumer_offsets, transaction: __transaction_state).");
-	textbuf_printf(t, "sluice_coordinator_partitions_loaded{coordinator=\"group\"} %d\n"
-		       "sluice_coordinator_partitions_loaded{coordinator=\"transaction\"} %d\n",
-		       group_partitions_loaded(gc), ctl_txns(ctl) ? txn_partitions_loaded(ctl_txns(ctl)) : 0);
+	render_stat_fams(t, group_fams, sizeof(group_fams) / sizeof(group_fams[0]),
+			 &(struct stat_src){ ctl, group_coord_stats(gc) });
 	/* answers land before the next scrape. At most one scan per
 	 * METRICS_LAG_SCAN_MS (each asks the owner shards to read one batch
 	 * per lagging partition), none once the broker stops (the shards may
@@ -691,54 +730,60 @@ static void render_quorum(struct ctl *ctl, struct textbuf *t)
 	}
 }
 
+static uint64_t txn_open_now(const struct stat_src *src)
+{
+	return (uint64_t)txn_open_count(ctl_txns(src->ctl));
+}
+
+static uint64_t txn_markers_here(const struct stat_src *src)
+{
+	const struct txn_stats *s = src->stats;
+
+	return s->markers - s->remote_markers;
+}
+
+#define TS(field) offsetof(struct txn_stats, field), NULL
+static const struct stat_fam txn_fams[] = {
+	{ "txn_init_producer_ids_total", "counter", "InitProducerId requests with a transactional id served.",
+	  { { "", TS(inits) } } },
+	{ "txn_fenced_total", "counter", "Transactional producers fenced by a newer InitProducerId of their id.",
+	  { { "", TS(fenced_by_init) } } },
+	{ "txn_begun_total", "counter", "Transactions begun (their first AddPartitionsToTxn or AddOffsetsToTxn).",
+	  { { "", TS(begun) } } },
+	{ "txn_ended_total", "counter", "Transactions ended, by result (commit, abort; aborts include timeouts).",
+	  { { "{result=\"commit\"}", TS(committed) }, { "{result=\"abort\"}", TS(aborted) } } },
+	{ "txn_timed_out_total", "counter", "Transactions aborted by the coordinator after transaction.timeout.ms.",
+	  { { "", TS(timed_out) } } },
+	{ "txn_open", "gauge", "Transactions open now (Ongoing, PrepareCommit or PrepareAbort) among the "
+	  "transactional ids this node coordinates: each holds back read_committed consumers of its partitions.",
+	  { { "", 0, txn_open_now } } },
+	{ "txn_markers_total", "counter", "COMMIT/ABORT markers written durably, by where (here: by this node's "
+	  "shards; other_node: WriteTxnMarkers to the partition's leader).",
+	  { { "{where=\"here\"}", 0, txn_markers_here }, { "{where=\"other_node\"}", TS(remote_markers) } } },
+	{ "txn_marker_requests_total", "counter", "WriteTxnMarkers requests sent to other nodes: one per leader "
+	  "and decision, with every partition of the transaction it leads.", { { "", TS(remote_marker_requests) } } },
+	{ "txn_marker_retries_total", "counter", "Markers written again after a failure (every second, the "
+	  "leader looked up again).", { { "", TS(marker_retries) } } },
+	{ "txn_verifications_total", "counter", "KIP-890 checks that a partition is in an ongoing transaction, by "
+	  "who answered (here: this node's coordinator state; other_node: AddPartitionsToTxn VerifyOnly to the id's "
+	  "coordinator).", { { "{answered=\"here\"}", TS(verifies) }, { "{answered=\"other_node\"}", TS(remote_verifies) } } },
+	{ "txn_late_requests_refused_total", "counter", "Requests of an earlier transaction refused "
+	  "INVALID_TXN_STATE (taken up before the current transaction began).", { { "", TS(late_refused) } } },
+	{ "txn_partitions_loads_total", "counter", "__transaction_state partitions read back (at start and when "
+	  "this node became their leader).", { { "", TS(partitions_loaded) } } },
+};
+#undef TS
+
 /* The transaction coordinator's counters (control/txn.h), and its open
  * transactions now. */
 static void render_txns(struct ctl *ctl, struct textbuf *t)
 {
 	const struct txn_coord *tc = ctl_txns(ctl);
-	const struct txn_stats *s;
 
 	if (!tc)
 		return;
-	s = txn_coord_stats(tc);
-	fam(t, "txn_init_producer_ids_total", "counter", "InitProducerId requests with a transactional id served.");
-	textbuf_printf(t, "sluice_txn_init_producer_ids_total %llu\n", (unsigned long long)s->inits);
-	fam(t, "txn_fenced_total", "counter", "Transactional producers fenced by a newer InitProducerId of their id.");
-	textbuf_printf(t, "sluice_txn_fenced_total %llu\n", (unsigned long long)s->fenced_by_init);
-	fam(t, "txn_begun_total", "counter", "Transactions begun (their first AddPartitionsToTxn or AddOffsetsToTxn).");
-	textbuf_printf(t, "sluice_txn_begun_total %llu\n", (unsigned long long)s->begun);
-	fam(t, "txn_ended_total", "counter", "Transactions ended, by result (commit, abort; aborts include timeouts).");
-	textbuf_printf(t, "sluice_txn_ended_total{result=\"commit\"} %llu\n"
-		       "sluice_txn_ended_total{result=\"abort\"} %llu\n",
-		       (unsigned long long)s->committed, (unsigned long long)s->aborted);
-	fam(t, "txn_timed_out_total", "counter", "Transactions aborted by the coordinator after transaction.timeout.ms.");
-	textbuf_printf(t, "sluice_txn_timed_out_total %llu\n", (unsigned long long)s->timed_out);
-	fam(t, "txn_open", "gauge", "Transactions open now (Ongoing, PrepareCommit or PrepareAbort) among the "
-	    "transactional ids this node coordinates: each holds back read_committed consumers of its partitions.");
-	textbuf_printf(t, "sluice_txn_open %d\n", txn_open_count(tc));
-	fam(t, "txn_markers_total", "counter", "COMMIT/ABORT markers written durably, by where (here: by this node's "
-	    "shards; other_node: WriteTxnMarkers to the partition's leader).");
-	textbuf_printf(t, "sluice_txn_markers_total{where=\"here\"} %llu\n"
-		       "sluice_txn_markers_total{where=\"other_node\"} %llu\n",
-		       (unsigned long long)(s->markers - s->remote_markers), (unsigned long long)s->remote_markers);
-	fam(t, "txn_marker_requests_total", "counter", "WriteTxnMarkers requests sent to other nodes: one per leader "
-	    "and decision, with every partition of the transaction it leads.");
-	textbuf_printf(t, "sluice_txn_marker_requests_total %llu\n", (unsigned long long)s->remote_marker_requests);
-	fam(t, "txn_marker_retries_total", "counter", "Markers written again after a failure (every second, the "
-	    "leader looked up again).");
-	textbuf_printf(t, "sluice_txn_marker_retries_total %llu\n", (unsigned long long)s->marker_retries);
-	fam(t, "txn_verifications_total", "counter", "KIP-890 checks that a partition is in an ongoing transaction, by "
-	    "who answered (here: this node's coordinator state; other_node: AddPartitionsToTxn VerifyOnly to the id's "
-	    "coordinator).");
-	textbuf_printf(t, "sluice_txn_verifications_total{answered=\"here\"} %llu\n"
-		       "sluice_txn_verifications_total{answered=\"other_node\"} %llu\n",
-		       (unsigned long long)s->verifies, (unsigned long long)s->remote_verifies);
-	fam(t, "txn_late_requests_refused_total", "counter", "Requests of an earlier transaction refused "
-	    "INVALID_TXN_STATE (taken up before the current transaction began).");
-	textbuf_printf(t, "sluice_txn_late_requests_refused_total %llu\n", (unsigned long long)s->late_refused);
-	fam(t, "txn_partitions_loads_total", "counter", "__transaction_state partitions read back (at start and when "
-	    "this node became their leader).");
-	textbuf_printf(t, "sluice_txn_partitions_loads_total %llu\n", (unsigned long long)s->partitions_loaded);
+	render_stat_fams(t, txn_fams, sizeof(txn_fams) / sizeof(txn_fams[0]),
+			 &(struct stat_src){ ctl, txn_coord_stats(tc) });
 }
 
 void metrics_render(struct ctl *ctl, struct broker *b, struct textbuf *t)
@@ -814,7 +859,7 @@ void metrics_shards_json(struct ctl *ctl, struct broker *b, struct textbuf *t)
 
 		for (int k = 0; md && k < md->ntopics; k++)
 			for (int32_t j = 0; j < md->topics[k]->nparts; j++)
-				if (md->topics[k]->parts[j].shard == i) {
+				if (md_part_shard(&md->topics[k]->parts[j]) == i) {
 					nparts++;
 					if (md->topics[k]->parts[j].pub)
 						bytes += LD(md->topics[k]->parts[j].pub->size_bytes);
@@ -843,8 +888,8 @@ int metrics_partition_json(struct ctl *ctl, struct broker *b, const char *topic,
 	u = mp->pub;
 	textbuf_printf(t, "{\"topic\": \"");
 	textbuf_escaped(t, tp->name);
-	textbuf_printf(t, "\", \"partition\": %d, \"shard\": %d, \"leader_epoch\": %d, \"open\": %s", n, mp->shard,
-		       mp->leader_epoch, mp->part && u ? "true" : "false");
+	textbuf_printf(t, "\", \"partition\": %d, \"shard\": %d, \"leader_epoch\": %d, \"open\": %s", n, md_part_shard(mp),
+		       mp->leader_epoch, md_part_handle(mp) && u ? "true" : "false");
 	if (u)
 		textbuf_printf(t, ", \"log_start_offset\": %lld, \"log_end_offset\": %lld, \"high_watermark\": %lld, "
 			       "\"last_stable_offset\": %lld, \"size_bytes\": %lld, \"segments\": %lld, "

@@ -22,6 +22,7 @@
 #include "control/peer_kafka.h"
 #include "dataplane/broker.h"
 #include "dataplane/kafka/kafka_codec.h"
+#include "storage/batch_format.h"
 
 #define REQUEST_TIMEOUT_MS 30000   /* Kafka's request.timeout.ms default */
 #define FRAME_MAX (64u << 20)
@@ -202,7 +203,7 @@ static int answer(struct pk_conn *c, const uint8_t *msg, size_t len)
 
 	if (len < 4)
 		return -EPROTO;
-	corr = (int32_t)((uint32_t)msg[0] << 24 | (uint32_t)msg[1] << 16 | (uint32_t)msg[2] << 8 | msg[3]);
+	corr = (int32_t)be32_load(msg);
 	while (*pp && (*pp)->corr != corr)
 		pp = &(*pp)->next;
 	if (!(r = *pp))
@@ -242,7 +243,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	c->rlen += (size_t)n;
 	while (c->state == PK_READY && c->rlen - off >= 4) {
 		const uint8_t *p = c->rbuf + off;
-		uint32_t len = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+		uint32_t len = be32_load(p);
 
 		if (len > FRAME_MAX) {
 			conn_fail(c, -EBADMSG);

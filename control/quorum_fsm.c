@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "control/quorum_fsm.h"
+#include "storage/batch_format.h"
 
 int quorum_fsm_frame(const void *rec, size_t len, struct raft_buffer *out)
 {
@@ -16,10 +17,7 @@ int quorum_fsm_frame(const void *rec, size_t len, struct raft_buffer *out)
 	p = raft_malloc(size);
 	if (!p)
 		return -ENOMEM;
-	p[0] = (uint8_t)(len >> 24);
-	p[1] = (uint8_t)(len >> 16);
-	p[2] = (uint8_t)(len >> 8);
-	p[3] = (uint8_t)len;
+	be32_store(p, (uint32_t)len);
 	p[4] = QUORUM_FRAME_VERSION;
 	p[5] = p[6] = p[7] = 0;
 	if (len)
@@ -47,7 +45,7 @@ static int qfsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void 
 	*result = NULL;
 	if (buf->len < QUORUM_FRAME_HEADER || p[4] != QUORUM_FRAME_VERSION || p[5] || p[6] || p[7])
 		goto bad;
-	len = (size_t)p[0] << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3];
+	len = be32_load(p);
 	if (quorum_frame_size(len) != buf->len)
 		goto bad;
 	qf->ops->apply(qf->arg, index, p + QUORUM_FRAME_HEADER, len);

@@ -40,7 +40,7 @@ static const struct md_partition *tp_md(struct txn_coord *tc, const struct txn_t
  * (KIP-890's verification). */
 static int tp_here(const struct txn_coord *tc, const struct md_partition *mp)
 {
-	return mp->part && mp->leader == tc->b->set.node_id;
+	return md_part_handle(mp) && mp->leader == tc->b->set.node_id;
 }
 
 static void reply(struct txn_coord *tc, struct txn *t)
@@ -68,7 +68,7 @@ static int state_write(struct txn_coord *tc, struct txn *t, int tombstone, int n
 	ssize_t len;
 	int ntopics = 0;
 
-	if (!st || !st->parts[idx].part)
+	if (!st || !md_part_handle(&st->parts[idx]))
 		return -ENOENT;
 	for (int i = 0; i < t->ntp; i++)
 		cap += 16 + strlen(t->tp[i].topic);
@@ -178,7 +178,7 @@ void txn_register_new(struct txn_coord *tc, struct txn *t)
 			continue;   /* deleted meanwhile, or led by another node: its leader asks
 				     * this coordinator when the producer writes there */
 		t->pending++;
-		part_proxy_txn_begin(ctl_part_proxy(tc->ctl, &px), mp->shard, mp->part, t->pid, t->epoch, t->begin_ns,
+		part_proxy_txn_begin(ctl_part_proxy(tc->ctl, &px), md_part_shard(mp), md_part_handle(mp), t->pid, t->epoch, t->begin_ns,
 				     registered, t);
 	}
 	t->nregistered = t->ntp;
@@ -390,7 +390,7 @@ void txn_send_markers(struct txn_coord *tc, struct txn *t)
 
 			tp->marker = (struct part_marker_req){ .pid = t->pid, .epoch = t->epoch, .commit = t->commit,
 							       .done = marker_done, .cookie = tp };
-			part_proxy_txn_marker(ctl_part_proxy(tc->ctl, &px), mp->shard, mp->part, &tp->marker);
+			part_proxy_txn_marker(ctl_part_proxy(tc->ctl, &px), md_part_shard(mp), md_part_handle(mp), &tp->marker);
 		}
 	}
 	for (int i = 0; remote && i < t->ntp; i++) {

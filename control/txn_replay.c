@@ -189,7 +189,7 @@ static void load_partition(struct txn_coord *tc, const struct md_partition *mp, 
 {
 	struct part_proxy px;
 
-	part_proxy_read(ctl_part_proxy(tc->ctl, &px), mp->shard, mp->part, 0, to, replay_chunk, replay_end,
+	part_proxy_read(ctl_part_proxy(tc->ctl, &px), md_part_shard(mp), md_part_handle(mp), 0, to, replay_chunk, replay_end,
 			coord_load_cookie(idx, gen));
 }
 
@@ -209,7 +209,7 @@ void txn_replay(struct txn_coord *tc, void (*done)(struct ctl *ctl))
 			const struct md_partition *mp = &st->parts[i];
 			uint32_t gen;
 
-			if (!mp->part || mp->leader != self || mp->nreplicas != 1 ||
+			if (!md_part_handle(mp) || mp->leader != self || mp->nreplicas != 1 ||
 			    coord_load_lead(&tc->load, i, 1, &gen) != COORD_LOAD)
 				continue;
 			tc->replays++;
@@ -226,7 +226,7 @@ void txn_lead(struct txn_coord *tc, int32_t idx, int leads)
 
 	if (!st || coord_load_resize(&tc->load, st->nparts) < 0 || idx >= st->nparts)
 		return;
-	if (leads && !st->parts[idx].part)
+	if (leads && !md_part_handle(&st->parts[idx]))
 		return;   /* not open here yet: once it is */
 	switch (coord_load_lead(&tc->load, idx, leads, &gen)) {
 	case COORD_LOAD:

@@ -68,18 +68,46 @@ struct part_pub {
 
 struct md_partition {
 	int32_t index;
-	int32_t shard;            /* owner shard (on this node) */
+	int32_t owner_shard;      /* owner shard (on this node); control: md_part_shard() */
 	int32_t leader_epoch;
 	int32_t leader;           /* the broker id leading it, -1: none */
 	int32_t nreplicas, nisr;
 	const int32_t *replicas;  /* broker ids, the preferred leader first; and the ISR: */
 	const int32_t *isr;       /* both in the topic's md_topic.ids */
-	struct part *part;        /* dereferenced only by the owner shard; NULL on a
-				   * node that is no replica of it (it is not opened there) */
+	struct part *owner_part;  /* dereferenced only by the owner shard; NULL on a
+				   * node that is no replica of it (it is not opened there);
+				   * control: md_part_handle() */
 	struct part_pub *pub;     /* written by the owner shard, read by the control
 				   * thread (metrics); allocated and freed by the
 				   * control thread, which frees it only at exit */
 };
+
+/* A partition's home on this node, as the control thread uses it: the
+ * owner shard, and the shard's struct part as an opaque handle to pass back
+ * to part_proxy_* (NULL where this node hosts no replica; control never
+ * dereferences it). The control thread allocates md_partition and sets
+ * these once the owner shard has opened the partition, but reads and
+ * writes them only through these four functions, never the fields
+ * (scripts/check-layers keeps it so): the fields are the dataplane's. */
+static inline int32_t md_part_shard(const struct md_partition *mp)
+{
+	return mp->owner_shard;
+}
+
+static inline struct part *md_part_handle(const struct md_partition *mp)
+{
+	return mp->owner_part;
+}
+
+static inline void md_part_set_shard(struct md_partition *mp, int32_t shard)
+{
+	mp->owner_shard = shard;
+}
+
+static inline void md_part_set_handle(struct md_partition *mp, struct part *p)
+{
+	mp->owner_part = p;
+}
 
 /* The in-sync replicas of a partition (the metadata log's ISR; on one
  * node, this broker). acks=all is refused below the topic's min_insync. */
@@ -299,7 +327,7 @@ static inline int16_t md_part_led(const struct md_topic *t, int32_t idx, int32_t
 		return 3;
 	if (t->parts[idx].leader != self)
 		return 6;
-	if (!t->parts[idx].part)
+	if (!t->parts[idx].owner_part)
 		return 3;
 	*out = &t->parts[idx];
 	return 0;

@@ -497,7 +497,7 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 				continue;
 			}
 			ctx->pending++;
-			pps[j] = (struct produce_part){ .ctx = ctx, .pr = pr, .part = mp->part, .owner = mp->shard,
+			pps[j] = (struct produce_part){ .ctx = ctx, .pr = pr, .part = mp->owner_part, .owner = mp->owner_shard,
 							.rec = rec, .len = len, .min_insync = t->min_insync,
 							.topic = td->Name };
 			produce_dispatch(sh, &pps[j]);
@@ -709,12 +709,12 @@ int kafka_handle_list_offsets(struct kafka_ctx *ctx)
 				kafka_ctx_abort(ctx);
 				return 0;
 			}
-			*it = (struct lo_item){ .pr = pr, .part = mp->part, .ts = qp->Timestamp, .ctx = ctx,
+			*it = (struct lo_item){ .pr = pr, .part = mp->owner_part, .ts = qp->Timestamp, .ctx = ctx,
 						 .isolation = q->IsolationLevel,
 						 .current_epoch = qp->CurrentLeaderEpoch };   /* -1 before v4 */
 			ctx->pending++;
 			struct shard_msg m = { .fn = lo_on_owner, .p = { it } };
-			shard_send(sh, mp->shard, &m);
+			shard_send(sh, mp->owner_shard, &m);
 		}
 	}
 	kafka_ctx_sub_done(ctx);

@@ -103,7 +103,7 @@ int kafka_handle_offset_for_leader_epoch(struct kafka_ctx *ctx)
 
 			*pr = (struct kafka_offset_for_leader_epoch_response_epoch_end_offset){
 				.ErrorCode = 0, .Partition = idx, .LeaderEpoch = -1, .EndOffset = -1 };
-			if (!t || idx < 0 || idx >= t->nparts || !t->parts[idx].part) {
+			if (!t || idx < 0 || idx >= t->nparts || !t->parts[idx].owner_part) {
 				pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 				continue;
 			}
@@ -112,12 +112,12 @@ int kafka_handle_offset_for_leader_epoch(struct kafka_ctx *ctx)
 				kafka_ctx_abort(ctx);
 				return 0;
 			}
-			*it = (struct ofle_item){ .pr = pr, .part = t->parts[idx].part,
+			*it = (struct ofle_item){ .pr = pr, .part = t->parts[idx].owner_part,
 						  .current_epoch = qp->CurrentLeaderEpoch,   /* -1 before v2 */
 						  .epoch = qp->LeaderEpoch, .ctx = ctx };
 			ctx->pending++;
 			struct shard_msg m = { .fn = ofle_on_owner, .p = { it } };
-			shard_send(sh, t->parts[idx].shard, &m);
+			shard_send(sh, t->parts[idx].owner_shard, &m);
 		}
 	}
 	kafka_ctx_sub_done(ctx);

@@ -57,8 +57,9 @@ struct part_open_report {
 	char line[1024];             /* plog_recovery_describe, when noteworthy */
 };
 
-/* p: the opened partition (NULL on error), for the sender to keep in mp->part;
- * it is already linked into the owner's list. */
+/* p: the opened partition (NULL on error), for the sender to keep in its
+ * md_partition (md_part_set_handle); it is already linked into the owner's
+ * list. */
 typedef void (*part_open_done)(void *self, void *cookie, struct part *p, int err,
 			       const struct part_open_report *rep);
 

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <regex.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,13 +25,10 @@
 #define TCP_ULP 31
 #endif
 
-#define TLS_MAX_CTXS 64   /* the current context and the ones reloads replaced */
-
 struct tls_server {
 	struct tls_conf conf;          /* strings owned (strdup) */
 	SSL_CTX *ctx;                  /* current: release store by main, acquire load by shards */
-	SSL_CTX *old[TLS_MAX_CTXS];    /* replaced by reloads, freed at destroy (main only) */
-	int nold;
+	int taking;                    /* shards between loading ctx and their SSL_new's reference */
 	uint64_t reloads;
 	int reloading;                 /* a reload is under way (main's SIGHUP, or the admin call on the
 	                                * control thread): the other is refused, not waited for */
@@ -329,14 +327,17 @@ int tls_server_reload(struct tls_server *s, char *err, size_t errlen)
 		snprintf(err, errlen, "another reload is under way");
 		return -EBUSY;
 	}
-	if (s->nold >= TLS_MAX_CTXS) {
-		snprintf(err, errlen, "%d reloads since start: restart the broker to reload again", TLS_MAX_CTXS);
-		rc = -ENOSPC;
-	} else if ((rc = ctx_build(&s->conf, &ctx, err, errlen)) == 0) {
+	if ((rc = ctx_build(&s->conf, &ctx, err, errlen)) == 0) {
 		cur = s->ctx;
-		__atomic_store_n(&s->ctx, ctx, __ATOMIC_RELEASE);
-		/* a shard may have loaded cur and not made its SSL yet: cur lives on */
-		s->old[s->nold++] = cur;
+		__atomic_store_n(&s->ctx, ctx, __ATOMIC_SEQ_CST);
+		/* A shard that loaded cur before the store may not have made its
+		 * SSL (which takes its own reference) yet: wait until no shard is
+		 * in that window. One seen empty after the store is enough: a
+		 * shard entering later loads the new context. The window is one
+		 * SSL_new, so this waits microseconds. */
+		while (__atomic_load_n(&s->taking, __ATOMIC_SEQ_CST))
+			sched_yield();
+		SSL_CTX_free(cur);     /* the server's reference; open connections keep theirs */
 		__atomic_fetch_add(&s->reloads, 1, __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&s->reloading, 0, __ATOMIC_RELEASE);
@@ -353,8 +354,6 @@ void tls_server_destroy(struct tls_server *s)
 	if (!s)
 		return;
 	SSL_CTX_free(s->ctx);
-	for (int i = 0; i < s->nold; i++)
-		SSL_CTX_free(s->old[i]);
 	free((char *)s->conf.keystore_location);
 	free((char *)s->conf.cert_chain);
 	free((char *)s->conf.key);
@@ -490,13 +489,15 @@ int tls_principal_map(const char *rules, const char *dn, char *out, size_t outle
 struct tls_conn *tls_conn_new(struct tls_server *s)
 {
 	struct tls_conn *t = malloc(sizeof(*t)); /* style: allow per connection */
-	SSL_CTX *ctx = __atomic_load_n(&s->ctx, __ATOMIC_ACQUIRE);
 
 	if (!t)
 		return NULL;
 	memset(t, 0, offsetof(struct tls_conn, tx));
 	t->rules = s->conf.principal_rules;
-	t->ssl = SSL_new(ctx);
+	/* the window tls_server_reload waits out before it frees a context */
+	__atomic_fetch_add(&s->taking, 1, __ATOMIC_SEQ_CST);
+	t->ssl = SSL_new(__atomic_load_n(&s->ctx, __ATOMIC_SEQ_CST));
+	__atomic_fetch_sub(&s->taking, 1, __ATOMIC_RELEASE);
 	t->rbio = BIO_new(BIO_s_mem());
 	t->wbio = BIO_new(BIO_s_mem());
 	if (!t->ssl || !t->rbio || !t->wbio) {

@@ -9,11 +9,13 @@
  * Threads: a struct tls_server is made by main at start-up (before the
  * shards serve) and reloaded by main (SIGHUP) or the control thread (the
  * admin endpoint's POST /v1/tls/reload), one at a time (a second at the
- * same moment is refused, -EBUSY): tls_server_reload swaps the SSL_CTX
- * with a release store; a shard takes the current one with an acquire
- * load when it accepts, and a replaced context lives until
- * tls_server_destroy (reloads are rare), so no shard ever holds a freed
- * one. A struct tls_conn belongs to the shard
+ * same moment is refused, -EBUSY): tls_server_reload swaps the SSL_CTX;
+ * a shard takes the current one when it accepts, inside a window counted
+ * in the server (an atomic counter around the load and SSL_new, whose SSL
+ * keeps its own reference), and the reload frees the replaced context's
+ * server reference once it has seen that window empty, so no shard ever
+ * holds a freed one and reloads are unbounded. A struct tls_conn belongs
+ * to the shard
  * of its connection (@thread shard), all of it.
  * Owns: the server its SSL_CTXs; a tls_conn its SSL (with both BIOs) and
  * its ciphertext buffers.

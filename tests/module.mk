@@ -3,6 +3,7 @@
 UNIT_TESTS += $(wildcard tests/unit/test_*.c)
 -include tests/fuzz/module.mk
 -include tests/integration/module.mk
+-include tests/fault/module.mk
 
 # test_compress cross-checks gzip against zlib, an implementation independent
 # of isa-l; only that suite links it.
@@ -14,3 +15,10 @@ TEST_SCRIPTS += tests/bench_storage_smoke.sh
 TEST_SCRIPTS += tests/native_install_smoke.sh
 # every relative link of README.md and docs/*.md points at a file (and heading)
 TEST_SCRIPTS += tests/docs_links.sh
+# the fault suite's checker on synthetic histories, one per anomaly class and
+# the tricky clean ones (no broker, under a second)
+TEST_SCRIPTS += tests/fault/test_checker.py
+# the queue, group and txn workloads on three nodes through a leader's
+# SIGKILL and restart, checked clean; DeleteRecords then caught as lost
+# (about 20 s)
+TEST_SCRIPTS += tests/fault/test_workloads.py

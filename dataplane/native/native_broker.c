@@ -438,16 +438,16 @@ static void produce_batch(struct native_shard *ns, struct nsession *s, const str
 	buf->p = NULL;
 	s->in_flight += len;
 	ns->st.batches++;
-	if (t->parts[m->partition].shard == ns->sh->id) {
+	if (t->parts[m->partition].owner_shard == ns->sh->id) {
 		struct part_produce_req req = { .rec = batch, .len = len, .acks = pd->acks ? pd->acks : 1,
 						.recv_ns = ns->sh->now_ns };
 
-		part_produce(t->parts[m->partition].part, &req, produce_route, pd);
+		part_produce(t->parts[m->partition].owner_part, &req, produce_route, pd);
 	} else {
-		struct shard_msg o = { .fn = produce_on_owner, .p = { t->parts[m->partition].part, (void *)batch, pd },
+		struct shard_msg o = { .fn = produce_on_owner, .p = { t->parts[m->partition].owner_part, (void *)batch, pd },
 				       .v = { len, pd->acks ? pd->acks : 1 } };
 
-		shard_send(ns->sh, t->parts[m->partition].shard, &o);
+		shard_send(ns->sh, t->parts[m->partition].owner_shard, &o);
 	}
 }
 
@@ -758,16 +758,16 @@ static void on_fetch(struct native_shard *ns, struct nsession *s, const struct n
 						m->partition, led, -1, -1, -1, 0, 0, 0, 0, NULL, 0));
 		return;
 	}
-	f.p[0] = mp->part;
+	f.p[0] = mp->owner_part;
 	f.v[0] = m->offset;
 	f.v[1] = (int64_t)m->max_bytes | (int64_t)s->max_dg << 32 | (int64_t)(m->isolation & 1) << 48 |
 		 (int64_t)s->peer.dpdk << 49;
 	f.v[2] = (int64_t)s->peer.ip << 16 | s->peer.port;
 	f.v[3] = (int64_t)((uint64_t)s->id << 32 | m->request);
-	if (mp->shard == ns->sh->id)
+	if (mp->owner_shard == ns->sh->id)
 		fetch_on_owner(ns->sh, &f);
 	else
-		shard_send(ns->sh, mp->shard, &f);
+		shard_send(ns->sh, mp->owner_shard, &f);
 }
 
 /* ---- receiving ---------------------------------------------------------------------------- */

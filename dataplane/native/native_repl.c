@@ -304,18 +304,18 @@ static void on_replica_fetch(struct native_repl *r, const struct native_msg *m, 
 		answer_error(r, m, from, m->leader_epoch >= 0 ? KERR_UNKNOWN_LEADER_EPOCH : KERR_NOT_LEADER_OR_FOLLOWER);
 		return;
 	}
-	f.p[0] = mp->part;
+	f.p[0] = mp->owner_part;
 	f.p[1] = (void *)(uintptr_t)((uint64_t)m->max_bytes | (uint64_t)m->max_wait_ms << 32);
 	f.p[2] = (void *)(uintptr_t)((uint64_t)m->max_datagram | (uint64_t)sh->id << 16);
 	f.v[0] = m->offset;
 	f.v[1] = (int64_t)((uint64_t)(uint32_t)m->leader_epoch << 32 | (uint32_t)m->last_epoch);
 	f.v[2] = (int64_t)((uint64_t)from->ip << 24 | (uint64_t)from->port << 8 | from->q);
 	f.v[3] = (int64_t)((uint64_t)m->request << 32 | (uint32_t)m->replica_id);
-	if (mp->shard == sh->id) {
+	if (mp->owner_shard == sh->id) {
 		rfetch_on_owner(sh, &f);
 	} else {
 		r->st.fetches_handed++;
-		shard_send(sh, mp->shard, &f);
+		shard_send(sh, mp->owner_shard, &f);
 	}
 }
 

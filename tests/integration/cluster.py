@@ -28,8 +28,10 @@ directory, all under one temporary directory removed at close.
 until(what, fn) retries fn (exceptions included) until it returns something
 true, or fails naming what it waited for; wait_isrs(bootstrap, topic, n)
 until every partition has n replicas in sync; same_logs(c, topic, nparts,
-nodes) until those nodes' copies are the same bytes; eal_dirs_gone(tag)
-removes the EAL runtime directories of a DPDK test's nodes.
+nodes) until those nodes' copies are the same bytes; delete_records(c,
+topic) moves a partition's log start to its high watermark on its leader;
+eal_dirs_gone(tag) removes the EAL runtime directories of a DPDK test's
+nodes.
 """
 
 import os
@@ -183,6 +185,24 @@ def partitions(bootstrap, topic):
     if t is None or t.error is not None or not t.partitions:
         return None
     return {p: (m.leader, sorted(m.replicas), sorted(m.isrs)) for p, m in t.partitions.items()}
+
+
+def delete_records(c, topic, partition=0, bootstrap=None):
+    """DeleteRecords v0 of topic-partition on its leader, up to the high
+    watermark (offset -1): (the leader's node id, the new log start);
+    asserts the answer has no error."""
+    import kraw
+    lead = partitions(bootstrap or c.bootstrap, topic)[partition][0]
+    w = kraw.W().array([topic], lambda w, n: w.str(n).array([(partition, -1)],
+                                                           lambda w, po: w.i32(po[0]).i64(po[1])))
+    w.i32(30000)
+    with kraw.Conn(c.addr(lead)) as k:
+        r = k.request(21, 0, w)
+        r.i32()
+        res = r.array(lambda r: (r.str(), r.array(lambda r: (r.i32(), r.i64(), r.i16()))))
+    (_, low, err), = res[0][1]
+    assert err == 0, ("DeleteRecords", topic, partition, err)
+    return lead, low
 
 
 def create_topic(bootstrap, name, nparts, rf, config=None):

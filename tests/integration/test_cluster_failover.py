@@ -38,7 +38,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import main, test  # noqa: E402
-from cluster import Cluster, create_topic, log_batches, partitions, until  # noqa: E402
+from cluster import Cluster, create_topic, delete_records, log_batches, partitions, until  # noqa: E402
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 
@@ -226,20 +226,12 @@ def below_the_log_start_while_away(c, node, boot):
     DeleteRecords on its leader up to the high watermark: the leader's log
     start is past node's log end. Returns that log start (node, restarted,
     must start its log there)."""
-    import kraw
     p = Producer({"bootstrap.servers": boot, "acks": "all", "linger.ms": 5, "message.timeout.ms": 30000})
     for i in range(50):
         p.produce(LS_TOPIC, partition=0, value=b"later:%d" % i)
     assert p.flush(30) == 0
-    lead = partitions(boot, LS_TOPIC)[0][0]
-    w = kraw.W().array([LS_TOPIC], lambda w, n: w.str(n).array([(0, -1)], lambda w, po: w.i32(po[0]).i64(po[1])))
-    w.i32(30000)
-    with kraw.Conn(c.addr(lead)) as k:
-        r = k.request(21, 0, w)     # DeleteRecords v0, offset -1: the high watermark
-        r.i32()
-        res = r.array(lambda r: (r.str(), r.array(lambda r: (r.i32(), r.i64(), r.i16()))))
-    (_, low, err), = res[0][1]
-    assert err == 0 and low >= 100, (err, low)
+    lead, low = delete_records(c, LS_TOPIC, bootstrap=boot)
+    assert low >= 100, low
     mine = log_batches(os.path.join(c.data_dir(node), "%s-0" % LS_TOPIC))
     assert mine and next_offset(mine[-1]) < low, (
         "node %d's log of %s ends at %d, not below the leader's new log start %d" % (

@@ -45,7 +45,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import main, test  # noqa: E402
-from cluster import Cluster, log_batches, partitions, until  # noqa: E402
+from cluster import Cluster, delete_records, log_batches, partitions, until  # noqa: E402
 from kraw import Conn, compact_str, read_compact_str, read_uvarint, uvarint  # noqa: E402
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
@@ -202,20 +202,12 @@ def followers_log_start_follows_the_leaders(c):
     partition_log_start_offset) becomes the leader's, from the leader's
     fetch answers (Kafka's follower moves its log start to the leader's
     LogStartOffset; before, theirs stayed at 0 until their own retention)."""
-    import kraw
     p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "linger.ms": 5})
     for i in range(200):
         p.produce("wide", partition=0, value=b"w%d" % i)
     assert p.flush(30) == 0
-    lead = partitions(c.bootstrap, "wide")[0][0]
-    w = kraw.W().array(["wide"], lambda w, n: w.str(n).array([(0, -1)], lambda w, po: w.i32(po[0]).i64(po[1])))
-    w.i32(30000)
-    with kraw.Conn(c.addr(lead)) as k:
-        r = k.request(21, 0, w)     # DeleteRecords v0, offset -1: the high watermark
-        r.i32()
-        res = r.array(lambda r: (r.str(), r.array(lambda r: (r.i32(), r.i64(), r.i16()))))
-    (_, low, err), = res[0][1]
-    assert err == 0 and low >= 200, (err, low)
+    lead, low = delete_records(c, "wide")
+    assert low >= 200, low
     line = 'sluice_partition_log_start_offset{topic="wide",partition="0"'
     for n in (1, 2, 3):
         if n != lead:

@@ -136,34 +136,12 @@ struct rawmember {
 	uint32_t mask;           /* the partitions of "orders" it was assigned */
 };
 
-static int32_t corr_next = 100;
-
-static void send_frame(int fd, struct rawbuf *r)
-{
-	rb_finish(r);
-	cr_assert_eq(raw_send(fd, r->p, r->len), 0);
-	rb_free(r);
-}
-
-/* Receive one frame and check its correlation id. */
-static struct rawcur recv_frame(int fd, int32_t corr, uint8_t **buf, const char *what)
-{
-	size_t len;
-	int rc = raw_recv_frame(fd, buf, &len);
-	struct rawcur c;
-
-	cr_assert_eq(rc, 0, "no %s response (%s)", what, strerror(-rc));
-	c = (struct rawcur){ *buf, *buf + len, 0 };
-	cr_assert_eq(rc_i32(&c), corr, "%s: correlation id", what);
-	return c;
-}
-
 /* JoinGroup v5 for "orders" with the range protocol; sends only (the
  * response may wait for the other members). Returns the correlation id. */
 static int32_t join_send(struct rawmember *m, const char *group)
 {
 	struct rawbuf r, meta;
-	int32_t corr = corr_next++;
+	int32_t corr;
 
 	/* ConsumerProtocolSubscription v0: topics, user data */
 	rb_init(&meta);
@@ -172,8 +150,7 @@ static int32_t join_send(struct rawmember *m, const char *group)
 	rb_str(&meta, "orders");
 	rb_blob(&meta, NULL, -1);
 
-	rb_init(&r);
-	rb_request(&r, 11, 5, corr);
+	corr = raw_begin(&r, 11, 5);
 	rb_str(&r, group);
 	rb_i32(&r, 10000);       /* session timeout */
 	rb_i32(&r, 10000);       /* rebalance timeout */
@@ -184,14 +161,14 @@ static int32_t join_send(struct rawmember *m, const char *group)
 	rb_str(&r, "range");
 	rb_blob(&r, meta.p, (int32_t)meta.len);
 	rb_free(&meta);
-	send_frame(m->fd, &r);
+	raw_send_req(m->fd, &r);
 	return corr;
 }
 
 static int16_t join_recv(struct rawmember *m, int32_t corr, int *nmembers)
 {
 	uint8_t *buf;
-	struct rawcur c = recv_frame(m->fd, corr, &buf, "JoinGroup");
+	struct rawcur c = raw_recv_answer(m->fd, corr, &buf, "JoinGroup");
 	char proto[64];
 	int16_t err;
 	int32_t n;
@@ -211,12 +188,11 @@ static int16_t join_recv(struct rawmember *m, int32_t corr, int *nmembers)
 		ml = rc_i32(&c);
 		rc_take(&c, ml > 0 ? (size_t)ml : 0);
 	}
-	cr_assert(!c.bad && c.p == c.end, "%s: malformed JoinGroup v5 response", m->name);
+	raw_end(&c, buf, "JoinGroup v5");
 	if (!err)
 		cr_assert_str_eq(proto, "range", "%s: protocol %s chosen", m->name, proto);
 	if (nmembers)
 		*nmembers = n;
-	free(buf);
 	return err;
 }
 
@@ -258,11 +234,9 @@ static int32_t sync_send(struct rawmember *m, const char *group, struct rawmembe
 			 int n)
 {
 	struct rawbuf r;
-	int32_t corr = corr_next++;
+	int32_t corr = raw_begin(&r, 14, 3);
 	int leader = !strcmp(m->leader, m->id);
 
-	rb_init(&r);
-	rb_request(&r, 14, 3, corr);
 	rb_str(&r, group);
 	rb_i32(&r, m->gen);
 	rb_str(&r, m->id);
@@ -276,14 +250,14 @@ static int32_t sync_send(struct rawmember *m, const char *group, struct rawmembe
 		rb_blob(&r, a.p, (int32_t)a.len);
 		rb_free(&a);
 	}
-	send_frame(m->fd, &r);
+	raw_send_req(m->fd, &r);
 	return corr;
 }
 
 static int16_t sync_recv(struct rawmember *m, int32_t corr)
 {
 	uint8_t *buf;
-	struct rawcur c = recv_frame(m->fd, corr, &buf, "SyncGroup");
+	struct rawcur c = raw_recv_answer(m->fd, corr, &buf, "SyncGroup");
 	int16_t err;
 	int32_t alen;
 
@@ -314,53 +288,30 @@ static int16_t sync_recv(struct rawmember *m, int32_t corr)
 		}
 		cr_assert(!a.bad, "%s: malformed assignment in SyncGroup", m->name);
 	}
-	cr_assert(!c.bad && c.p == c.end, "%s: malformed SyncGroup v3 response", m->name);
-	free(buf);
+	raw_end(&c, buf, "SyncGroup v3");
 	return err;
 }
 
 static int16_t heartbeat(struct rawmember *m, const char *group)
 {
 	struct rawbuf r;
-	int32_t corr = corr_next++;
-	uint8_t *buf;
-	struct rawcur c;
-	int16_t err;
+	int32_t corr = raw_begin(&r, 12, 3);
 
-	rb_init(&r);
-	rb_request(&r, 12, 3, corr);
 	rb_str(&r, group);
 	rb_i32(&r, m->gen);
 	rb_str(&r, m->id);
 	rb_str(&r, NULL);
-	send_frame(m->fd, &r);
-	c = recv_frame(m->fd, corr, &buf, "Heartbeat");
-	rc_i32(&c);
-	err = rc_i16(&c);
-	cr_assert(!c.bad && c.p == c.end, "malformed Heartbeat v3 response");
-	free(buf);
-	return err;
+	return raw_error_call(m->fd, &r, corr, "Heartbeat v3");
 }
 
 static int16_t leave(struct rawmember *m, const char *group)
 {
 	struct rawbuf r;
-	int32_t corr = corr_next++;
-	uint8_t *buf;
-	struct rawcur c;
-	int16_t err;
+	int32_t corr = raw_begin(&r, 13, 1);
 
-	rb_init(&r);
-	rb_request(&r, 13, 1, corr);
 	rb_str(&r, group);
 	rb_str(&r, m->id);
-	send_frame(m->fd, &r);
-	c = recv_frame(m->fd, corr, &buf, "LeaveGroup");
-	rc_i32(&c);
-	err = rc_i16(&c);
-	cr_assert(!c.bad && c.p == c.end, "malformed LeaveGroup v1 response");
-	free(buf);
-	return err;
+	return raw_error_call(m->fd, &r, corr, "LeaveGroup v1");
 }
 
 /* OffsetCommit v7 of one partition; returns the partition's error. */
@@ -368,14 +319,11 @@ static int16_t commit_raw(int fd, const char *group, int32_t gen, const char *me
 			  int32_t partition, int64_t offset, const char *metadata)
 {
 	struct rawbuf r;
-	int32_t corr = corr_next++;
+	int32_t corr = raw_begin(&r, 8, 7);
 	uint8_t *buf;
 	struct rawcur c;
-	char name[64];
 	int16_t err;
 
-	rb_init(&r);
-	rb_request(&r, 8, 7, corr);
 	rb_str(&r, group);
 	rb_i32(&r, gen);
 	rb_str(&r, member);
@@ -387,17 +335,11 @@ static int16_t commit_raw(int fd, const char *group, int32_t gen, const char *me
 	rb_i64(&r, offset);
 	rb_i32(&r, -1);          /* leader epoch */
 	rb_str(&r, metadata);
-	send_frame(fd, &r);
-	c = recv_frame(fd, corr, &buf, "OffsetCommit");
-	rc_i32(&c);              /* throttle */
-	cr_assert_eq(rc_i32(&c), 1, "OffsetCommit: topics");
-	rc_str(&c, name, sizeof(name));
-	cr_assert_str_eq(name, topic);
-	cr_assert_eq(rc_i32(&c), 1, "OffsetCommit: partitions");
-	cr_assert_eq(rc_i32(&c), partition);
+	raw_send_req(fd, &r);
+	c = raw_recv_answer(fd, corr, &buf, "OffsetCommit");
+	raw_one_partition(&c, "OffsetCommit", topic, partition);
 	err = rc_i16(&c);
-	cr_assert(!c.bad && c.p == c.end, "malformed OffsetCommit v7 response");
-	free(buf);
+	raw_end(&c, buf, "OffsetCommit v7");
 	return err;
 }
 
@@ -407,37 +349,28 @@ static int64_t fetch_committed(int fd, const char *group, const char *topic, int
 			       size_t metacap)
 {
 	struct rawbuf r;
-	int32_t corr = corr_next++;
+	int32_t corr = raw_begin(&r, 9, 5);
 	uint8_t *buf;
 	struct rawcur c;
-	char name[64];
 	int64_t off;
 	int16_t perr, err;
 
-	rb_init(&r);
-	rb_request(&r, 9, 5, corr);
 	rb_str(&r, group);
 	rb_i32(&r, 1);
 	rb_str(&r, topic);
 	rb_i32(&r, 1);
 	rb_i32(&r, partition);
-	send_frame(fd, &r);
-	c = recv_frame(fd, corr, &buf, "OffsetFetch");
-	rc_i32(&c);              /* throttle */
-	cr_assert_eq(rc_i32(&c), 1, "OffsetFetch: topics");
-	rc_str(&c, name, sizeof(name));
-	cr_assert_str_eq(name, topic);
-	cr_assert_eq(rc_i32(&c), 1, "OffsetFetch: partitions");
-	cr_assert_eq(rc_i32(&c), partition);
+	raw_send_req(fd, &r);
+	c = raw_recv_answer(fd, corr, &buf, "OffsetFetch");
+	raw_one_partition(&c, "OffsetFetch", topic, partition);
 	off = rc_i64(&c);
 	rc_i32(&c);              /* leader epoch */
 	rc_str(&c, meta, metacap);
 	perr = rc_i16(&c);
 	err = rc_i16(&c);
-	cr_assert(!c.bad && c.p == c.end, "malformed OffsetFetch v5 response");
+	raw_end(&c, buf, "OffsetFetch v5");
 	cr_assert_eq(err, 0, "OffsetFetch %s: error %d", group, err);
 	cr_assert_eq(perr, 0, "OffsetFetch %s %s-%d: error %d", group, topic, partition, perr);
-	free(buf);
 	return off;
 }
 

@@ -34,7 +34,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Broker, HANG_GUARD, SLUICED, free_port, main, run, temp_dir, test  # noqa: E402
+from harness import HANG_GUARD, SLUICED, broker, free_port, main, run, temp_dir, test  # noqa: E402
 
 CERTS = None
 
@@ -83,35 +83,22 @@ def cert(name):
     return os.path.join(certs(), name)
 
 
-class tls_broker:
-    """A broker with a PLAINTEXT listener (port) and an SSL one (ssl_port)."""
+class tls_broker(broker):
+    """harness.broker with a PLAINTEXT listener (port) and an SSL one
+    (ssl_port, and b.ssl_bootstrap), one shard."""
 
     def __init__(self, port=None, ssl_port=None, **settings):
-        self.port, self.ssl_port = port or free_port(), ssl_port or free_port()
-        self.settings = settings
-
-    def __enter__(self):
-        port = self.port
+        port, self.ssl_port = port or free_port(), ssl_port or free_port()
         s = {"listeners": "PLAINTEXT://127.0.0.1:%d,SSL://127.0.0.1:%d" % (port, self.ssl_port),
              "ssl.keystore.location": cert("broker.keystore.pem")}
-        s.update(self.settings)
-        self.b = Broker(temp_dir(), shards=1, settings=s, port=port)
-        self.b.ssl_port = self.ssl_port
-        self.b.ssl_bootstrap = "127.0.0.1:%d" % self.ssl_port
-        try:
-            self.b.start()
-        except BaseException:
-            shutil.rmtree(self.b.workdir, ignore_errors=True)
-            raise
-        return self.b
+        s.update(settings)
+        super().__init__(shards=1, settings=s, port=port)
 
-    def __exit__(self, et, ev, tb):
-        try:
-            if self.b.proc is not None:
-                self.b.stop() if et is None else self.b.kill()
-        finally:
-            shutil.rmtree(self.b.workdir, ignore_errors=True)
-        return False
+    def __enter__(self):
+        b = super().__enter__()
+        b.ssl_port = self.ssl_port
+        b.ssl_bootstrap = "127.0.0.1:%d" % self.ssl_port
+        return b
 
 
 def kcat_ssl(b, *args, client=None, check=True, inp=None):
@@ -268,6 +255,16 @@ def sighup_reloads_the_certificate():
             ok, out = s_client(b.ssl_port)
             assert ok and "CN = by-admin" in out, out
             assert metric(admin, "sluice_tls_reloads_total") == 2
+            # reloads are unbounded: each frees the context it replaced
+            # (the broker once kept every one and refused the 65th)
+            for i in range(70):
+                r = urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%d/v1/tls/reload" % admin,
+                                                                  method="POST"), timeout=HANG_GUARD)
+                assert r.status == 200, (i, r.read())
+                if i % 10 == 9:
+                    ok, out = s_client(b.ssl_port)
+                    assert ok and "CN = by-admin" in out, (i, out)
+            assert metric(admin, "sluice_tls_reloads_total") == 72
             # a broken file: the old certificate stays
             with open(ks, "w") as f:
                 f.write("not a certificate\n")

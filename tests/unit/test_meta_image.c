@@ -9,22 +9,10 @@
 #include <unistd.h>
 
 #include "control/meta_image.h"
+#include "tests/unit/dir_fixture.h"
 #include "tests/unit/helpers.h"
 
-static char *dir;
-
-static void setup(void)
-{
-	dir = test_tmpdir();
-}
-
-static void teardown(void)
-{
-	test_rmrf(dir);
-	free(dir);
-}
-
-TestSuite(meta_image, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(meta_image, .init = dir_setup, .fini = dir_teardown, .timeout = 60);
 
 static void poke(const char *path, off_t at, uint8_t x)
 {

@@ -8,22 +8,10 @@
 
 #include "control/meta_parts.h"
 #include "control/metalog.h"
+#include "tests/unit/dir_fixture.h"
 #include "tests/unit/helpers.h"
 
-static char *dir;
-
-static void setup(void)
-{
-	dir = test_tmpdir();
-}
-
-static void teardown(void)
-{
-	test_rmrf(dir);
-	free(dir);
-}
-
-TestSuite(meta_parts, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(meta_parts, .init = dir_setup, .fini = dir_teardown, .timeout = 120);
 
 /* Every partition of every topic as text. */
 static char *parts_image(const struct metalog *ml)

@@ -9,22 +9,10 @@
 
 #include "control/meta_brokers.h"
 #include "control/metalog.h"
+#include "tests/unit/dir_fixture.h"
 #include "tests/unit/helpers.h"
 
-static char *dir;
-
-static void setup(void)
-{
-	dir = test_tmpdir();
-}
-
-static void teardown(void)
-{
-	test_rmrf(dir);
-	free(dir);
-}
-
-TestSuite(metalog, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(metalog, .init = dir_setup, .fini = dir_teardown, .timeout = 120);
 
 static struct metalog *open_ml(void)
 {

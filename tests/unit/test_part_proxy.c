@@ -28,7 +28,7 @@ static char *dir;
 static char pdir[4200];
 
 static const int32_t node1[1] = { 1 };   /* the fixture's node id: it leads the partition */
-static struct md_partition mpart = { .index = 0, .shard = 0, .leader = 1, .nreplicas = 1, .nisr = 1,
+static struct md_partition mpart = { .index = 0, .owner_shard = 0, .leader = 1, .nreplicas = 1, .nisr = 1,
 				     .replicas = node1, .isr = node1 };
 static struct md_topic *topics[1];
 static struct md_topic topic;
@@ -69,7 +69,7 @@ static void setup(void)
 	topic.max_message_bytes = 1u << 20;
 	plog_config_defaults(&topic.cfg);
 	topics[0] = &topic;
-	mpart.part = NULL;
+	mpart.owner_part = NULL;
 	b.md = &md;
 
 	cr_assert_eq(shard_create(&b, 0, &sh, err, sizeof(err)), 0, "shard_create: %s", err);
@@ -181,15 +181,15 @@ static void on_end(void *self, void *cookie)
 static void open_partition(void)
 {
 	int want = calls + 1;
-	struct part *before = mpart.part;
+	struct part *before = md_part_handle(&mpart);
 
 	part_proxy_open(&px, 0, pdir, &topic, &mpart, &report, on_open, &opened);
 	cr_assert_eq(calls, want - 1, "nothing runs before the shard's turn");
 	run_until(want);
 	cr_assert_eq(open_err, 0, "open: %d", open_err);
 	cr_assert_not_null(opened);
-	cr_assert_eq(mpart.part, before, "the owner writes nothing of the sender's metadata entry");
-	mpart.part = opened;   /* the sender keeps the handle it was given */
+	cr_assert_eq(md_part_handle(&mpart), before, "the owner writes nothing of the sender's metadata entry");
+	mpart.owner_part = opened;   /* the sender keeps the handle it was given */
 	cr_assert_eq(sh->parts, opened, "and linked it into its list");
 }
 
@@ -288,7 +288,7 @@ Test(part_proxy, open_append_read_configure_close)
 	run_until(calls + 1);
 	cr_assert_eq(done_err, 0);
 	cr_assert_null(sh->parts, "the owner's list no longer holds it");
-	mpart.part = NULL;
+	mpart.owner_part = NULL;
 	for (int i = 0; i < 3; i++)
 		free(batch[i]);
 }
@@ -392,7 +392,7 @@ Test(part_proxy, the_leader_epoch_is_set_through_the_proxy)
 	done_err = -1000;
 	part_proxy_close(&px, 0, opened, on_done, &done_err);
 	run_until(calls + 1);
-	mpart.part = NULL;
+	mpart.owner_part = NULL;
 	mpart.leader_epoch = 1;
 	open_partition();
 	cr_assert_eq(report.leader_epoch, 5);

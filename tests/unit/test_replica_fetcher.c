@@ -46,7 +46,7 @@ static int ctl_sleeping;
 static char *dir;
 
 static const int32_t both[2] = { 1, 2 };
-static struct md_partition mpart = { .index = 0, .shard = 0, .leader = 1, .nreplicas = 2, .nisr = 2,
+static struct md_partition mpart = { .index = 0, .owner_shard = 0, .leader = 1, .nreplicas = 2, .nisr = 2,
 				     .replicas = both, .isr = both };
 static struct md_topic *topics[1];
 static struct md_topic topic;
@@ -108,7 +108,7 @@ static void setup(void)
 		cr_assert_eq(mkdir(d2, 0755), 0);
 	}
 	follower = open_part("node2/t-0");
-	mpart.part = leader;
+	mpart.owner_part = leader;
 }
 
 static void teardown(void)

@@ -1,0 +1,434 @@
+#!/usr/bin/python3
+"""The checker (tools/sluicefault/checker.py) on synthetic histories: each
+anomaly class reported with its count from a history that has exactly that
+damage, and clean histories, the tricky ones included (an indefinite
+failure that landed, a commit by the new owner after a rebalance, aborted
+transactions and transaction markers leaving gaps, a transaction of unknown
+outcome, a copier), reported clean. No broker; well under a second."""
+
+import io
+import os
+import shutil
+import sys
+import tempfile
+from contextlib import redirect_stdout
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+
+from harness import main, test  # noqa: E402
+from sluicefault import checker, history  # noqa: E402
+
+RC, RU = "read_committed", "read_uncommitted"
+
+
+class H:
+    """A synthetic history: lines with increasing "t", written to one file
+    per client by check()."""
+
+    def __init__(self):
+        self.lines = []
+        self.t = 1_000_000_000
+
+    def add(self, client, type, **kw):
+        self.t += 10_000_000
+        line = dict(t=self.t, client=client, type=type)
+        line.update(kw)
+        self.lines.append(line)
+        return line
+
+    def produce(self, value, topic, part, offset, txn=None, ack=True):
+        client = value.rsplit("-", 1)[0]
+        self.add(client, "send", value=value, key="k", topic=topic, partition=part, txn=txn)
+        if ack:
+            self.add(client, "ack", value=value, topic=topic, partition=part, offset=offset)
+
+    def read(self, reader, iso, session, topic, part, offset, value):
+        self.add(reader, "read", value=value, key="k", topic=topic, partition=part, offset=offset, reader=reader,
+                 isolation=iso, session=session)
+
+    def final(self, topic, part, recs, end, iso=(RU, RC)):
+        """The final read of one partition: recs [(offset, value)]."""
+        for i in iso:
+            name = "final-rc" if i == RC else "final-ru"
+            for o, v in recs:
+                self.read(name, i, 1, topic, part, o, v)
+            self.add(name, "final", topic=topic, partition=part, isolation=i, end_offset=end)
+
+    def check(self):
+        d = tempfile.mkdtemp(prefix="sluicef-checker-")
+        try:
+            ws = {}
+            for line in self.lines:
+                c = line["client"]
+                if c not in ws:
+                    ws[c] = open(os.path.join(d, c + ".jsonl"), "w")
+                ws[c].write(__import__("json").dumps(line) + "\n")
+            for f in ws.values():
+                f.close()
+            return checker.check([d])
+        finally:
+            shutil.rmtree(d)
+
+
+def nonzero(res):
+    return {a: res[a] for a in checker.ANOMALIES if res[a]}
+
+
+def queue():
+    """Clean: two producers, one reader of both partitions, the final read."""
+    h = H()
+    for i in range(5):
+        h.produce("p1-%d" % i, "t", 0, i)
+    for i in range(3):
+        h.produce("p2-%d" % i, "t", 1, i)
+    h.add("r", "assign", partitions=[["t", 0], ["t", 1]], generation=None, member="r", session=1)
+    for i in range(5):
+        h.read("r", RU, 1, "t", 0, i, "p1-%d" % i)
+    for i in range(3):
+        h.read("r", RU, 1, "t", 1, i, "p2-%d" % i)
+    return h
+
+
+def queue_final(h, p0=None, p1=None):
+    h.final("t", 0, p0 if p0 is not None else [(i, "p1-%d" % i) for i in range(5)], 5)
+    h.final("t", 1, p1 if p1 is not None else [(i, "p2-%d" % i) for i in range(3)], 3)
+    return h
+
+
+@test
+def clean_queue():
+    res = queue_final(queue()).check()
+    assert nonzero(res) == {}, res
+    assert (res["sent"], res["acked"], res["read"], res["read_final"]) == (8, 8, 8, 16), res
+
+
+@test
+def clean_indefinite_failures():
+    """A timed-out send that landed (read and in the final log) and one that
+    did not: neither lost nor unexpected."""
+    h = queue()
+    h.add("p1", "send", value="p1-5", key="k", topic="t", partition=0, txn=None)
+    h.add("p1", "fail", value="p1-5", error="_MSG_TIMED_OUT", definite=False)
+    h.add("p1", "send", value="p1-6", key="k", topic="t", partition=0, txn=None)
+    h.add("p1", "fail", value="p1-6", error="_MSG_TIMED_OUT", definite=False)
+    h.read("r", RU, 1, "t", 0, 5, "p1-5")
+    res = queue_final(h, p0=[(i, "p1-%d" % i) for i in range(6)]).check()
+    assert nonzero(res) == {}, res
+
+
+def group_base(h):
+    for i in range(8):
+        h.produce("p1-%d" % i, "t", 0, i)
+    h.add("g1", "assign", partitions=[["t", 0]], generation=1, member="m1", session=1, group="G")
+
+
+@test
+def clean_rebalance_then_commit_by_new_owner():
+    """g1 commits 3 and 5 and is revoked; g2 gets the partition in
+    generation 2, starts from 5 and commits 5 and 8; g1's commit after its
+    revoke was refused (not ok): nothing to report."""
+    h = H()
+    group_base(h)
+    h.add("g1", "commit", partitions=[["t", 0, 3]], generation=1, member="m1", ok=True, error=None, group="G")
+    h.add("g1", "commit", partitions=[["t", 0, 5]], generation=1, member="m1", ok=True, error=None, group="G")
+    h.add("g1", "revoke", partitions=[["t", 0]], generation=1, member="m1", session=1, group="G")
+    h.add("g2", "assign", partitions=[["t", 0]], generation=2, member="m2", session=1, group="G")
+    h.add("g1", "commit", partitions=[["t", 0, 2]], generation=1, member="m1", ok=False,
+          error="ILLEGAL_GENERATION", group="G")
+    h.add("g2", "commit", partitions=[["t", 0, 5]], generation=2, member="m2", ok=True, error=None, group="G")
+    h.add("g2", "commit", partitions=[["t", 0, 8]], generation=2, member="m2", ok=True, error=None, group="G")
+    h.final("t", 0, [(i, "p1-%d" % i) for i in range(8)], 8)
+    res = h.check()
+    assert nonzero(res) == {}, res
+
+
+@test
+def clean_generation_restarts_after_coordinator_loss():
+    """A new coordinator that did not keep the group starts it again at
+    generation 1: a commit in the new generation 1 is not stale."""
+    h = H()
+    group_base(h)
+    h.add("g1", "revoke", partitions=[["t", 0]], generation=1, member="m1", session=1, group="G")
+    h.add("g1", "assign", partitions=[["t", 0]], generation=2, member="m1", session=2, group="G")
+    h.add("g1", "commit", partitions=[["t", 0, 3]], generation=2, member="m1", ok=True, error=None, group="G")
+    h.add("g1", "commit", partitions=[["t", 0, 4]], generation=2, member="m1", ok=False,
+          error="UNKNOWN_MEMBER_ID", group="G")
+    h.add("g1", "revoke", partitions=[["t", 0]], generation=None, member="", session=2, group="G")
+    h.add("g1", "assign", partitions=[["t", 0]], generation=1, member="m9", session=3, group="G")
+    h.add("g1", "commit", partitions=[["t", 0, 5]], generation=1, member="m9", ok=True, error=None, group="G")
+    h.final("t", 0, [(i, "p1-%d" % i) for i in range(8)], 8)
+    res = h.check()
+    assert nonzero(res) == {}, res
+
+
+def txn_history(h, rc_reads=True):
+    """x1: t0 committed at 0,1 (its marker at 2), t1 aborted at 3,4 (marker
+    5), t2 committed at 6,7 (marker 8), t3 of unknown outcome at 9. The
+    readers see what read_committed and read_uncommitted see."""
+    h.add("x1", "txn_begin", txn="x1-t0")
+    h.produce("x1-0", "t", 0, 0, txn="x1-t0")
+    h.produce("x1-1", "t", 0, 1, txn="x1-t0")
+    h.add("x1", "txn_commit", txn="x1-t0", ok=True, error=None)
+    h.add("x1", "txn_begin", txn="x1-t1")
+    h.produce("x1-2", "t", 0, 3, txn="x1-t1")
+    h.produce("x1-3", "t", 0, 4, txn="x1-t1")
+    h.add("x1", "txn_abort", txn="x1-t1", ok=True, error=None)
+    h.add("x1", "txn_begin", txn="x1-t2")
+    h.produce("x1-4", "t", 0, 6, txn="x1-t2")
+    h.produce("x1-5", "t", 0, 7, txn="x1-t2")
+    h.add("x1", "txn_commit", txn="x1-t2", ok=False, error="_TIMED_OUT")
+    h.add("x1", "txn_commit", txn="x1-t2", ok=True, error=None)
+    h.add("x1", "txn_begin", txn="x1-t3")
+    h.produce("x1-6", "t", 0, 9, txn="x1-t3")
+    h.add("x1", "txn_commit", txn="x1-t3", ok=False, error="_TIMED_OUT")
+    ru = [(0, "x1-0"), (1, "x1-1"), (3, "x1-2"), (4, "x1-3"), (6, "x1-4"), (7, "x1-5"), (9, "x1-6")]
+    rc = [(0, "x1-0"), (1, "x1-1"), (6, "x1-4"), (7, "x1-5")]
+    for o, v in ru:
+        h.read("ru", RU, 1, "t", 0, o, v)
+    if rc_reads:
+        for o, v in rc:
+            h.read("rc", RC, 1, "t", 0, o, v)
+    return ru, rc
+
+
+@test
+def clean_transactions():
+    """Aborted records and markers leave gaps in read_committed, markers
+    leave gaps in read_uncommitted, a transaction of unknown outcome is not
+    judged (here: past the last stable offset, in no read_committed read)."""
+    h = H()
+    ru, rc = txn_history(h)
+    h.final("t", 0, ru, 10, iso=(RU,))
+    h.final("t", 0, rc, 9, iso=(RC,))
+    res = h.check()
+    assert nonzero(res) == {}, res
+
+
+def copier(h, copies):
+    """Inputs i-0..i-3 (committed, partition 0, offsets 0..3); a copier
+    transaction consumed to offset 4 and copied per `copies` {input: n}."""
+    h.add("i", "txn_begin", txn="i-t0")
+    for n in range(4):
+        h.produce("i-%d" % n, "in", 0, n, txn="i-t0")
+    h.add("i", "txn_commit", txn="i-t0", ok=True, error=None)
+    h.add("c", "txn_begin", txn="c-t0")
+    out, seq = [], 0
+    for n in range(4):
+        h.read("c", RC, 1, "in", 0, n, "i-%d" % n)
+        for _ in range(copies.get("i-%d" % n, 1)):
+            v = "c-%d" % seq
+            h.add("c", "send", value=v, key="i-%d" % n, topic="out", partition=None, txn="c-t0", src="i-%d" % n)
+            h.add("c", "ack", value=v, topic="out", partition=0, offset=seq)
+            out.append((seq, v))
+            seq += 1
+    h.add("c", "txn_commit", txn="c-t0", ok=True, error=None, offsets=[["in", 0, 4]])
+    h.final("in", 0, [(n, "i-%d" % n) for n in range(4)], 5)
+    h.final("out", 0, out, seq + 1)
+    return h
+
+
+@test
+def clean_copier():
+    res = copier(H(), {}).check()
+    assert nonzero(res) == {}, res
+
+
+@test
+def lost():
+    res = queue_final(queue(), p0=[(i, "p1-%d" % i) for i in (0, 1, 2, 3)]).check()
+    assert nonzero(res) == {"lost": 1}, res
+    assert res["details"]["lost"][0]["value"] == "p1-4", res
+
+
+@test
+def duplicated():
+    h = queue()
+    res = queue_final(h, p0=[(i, "p1-%d" % i) for i in range(5)] + [(5, "p1-2")]).check()
+    assert nonzero(res) == {"duplicated": 1}, res
+
+
+@test
+def reordered():
+    h = H()
+    for i, o in ((0, 0), (1, 2), (2, 1), (3, 3)):
+        h.produce("p1-%d" % i, "t", 0, o)
+    h.final("t", 0, [(0, "p1-0"), (1, "p1-2"), (2, "p1-1"), (3, "p1-3")], 4)
+    res = h.check()
+    assert nonzero(res) == {"reordered": 1}, res
+
+
+@test
+def unexpected():
+    """A value nobody sent, and one whose send failed definitely."""
+    h = queue()
+    h.add("p1", "send", value="p1-5", key="k", topic="t", partition=0, txn=None)
+    h.add("p1", "fail", value="p1-5", error="_QUEUE_FULL", definite=True)
+    h.read("r", RU, 1, "t", 0, 5, "p1-5")
+    h.read("r", RU, 1, "t", 0, 6, "ghost-1")
+    res = queue_final(h, p0=[(i, "p1-%d" % i) for i in range(5)] + [(5, "p1-5"), (6, "ghost-1")]).check()
+    assert nonzero(res) == {"unexpected": 2}, res
+
+
+@test
+def divergent():
+    """The reader saw a record at offset 4 that the final log does not have
+    there (a send that timed out, later truncated away)."""
+    h = H()
+    for i in range(5):
+        h.produce("p1-%d" % i, "t", 0, i)
+    h.add("p1", "send", value="p1-5", key="k", topic="t", partition=0, txn=None)
+    h.add("p1", "fail", value="p1-5", error="_MSG_TIMED_OUT", definite=False)
+    for i in range(4):
+        h.read("r", RU, 1, "t", 0, i, "p1-%d" % i)
+    h.read("r", RU, 1, "t", 0, 4, "p1-5")
+    h.final("t", 0, [(i, "p1-%d" % i) for i in range(5)], 5)
+    res = h.check()
+    assert nonzero(res) == {"divergent": 1}, res
+
+
+@test
+def nonmonotonic():
+    h = queue()
+    h.read("r", RU, 1, "t", 0, 2, "p1-2")
+    res = queue_final(h).check()
+    assert nonzero(res) == {"nonmonotonic": 1}, res
+
+
+@test
+def skipped():
+    h = H()
+    for i in range(5):
+        h.produce("p1-%d" % i, "t", 0, i)
+    for i in (0, 1, 3, 4):
+        h.read("r", RU, 1, "t", 0, i, "p1-%d" % i)
+    h.read("r", RU, 2, "t", 0, 0, "p1-0")        # a new session may start anywhere
+    h.final("t", 0, [(i, "p1-%d" % i) for i in range(5)], 5)
+    res = h.check()
+    assert nonzero(res) == {"skipped": 1}, res
+    assert res["details"]["skipped"][0]["offsets"] == [2], res
+
+
+@test
+def stale_commit():
+    """g1 commits (ok) after its revoke; g3 commits (ok) with generation 1
+    after g2 was assigned in generation 2, without having seen a revoke."""
+    h = H()
+    group_base(h)
+    h.add("g3", "assign", partitions=[["t", 1]], generation=1, member="m3", session=1, group="G")
+    h.add("g1", "commit", partitions=[["t", 0, 3]], generation=1, member="m1", ok=True, error=None, group="G")
+    h.add("g1", "revoke", partitions=[["t", 0]], generation=1, member="m1", session=1, group="G")
+    h.add("g2", "assign", partitions=[["t", 0]], generation=2, member="m2", session=1, group="G")
+    h.add("g1", "commit", partitions=[["t", 0, 4]], generation=1, member="m1", ok=True, error=None, group="G")
+    h.add("g3", "commit", partitions=[["t", 1, 0]], generation=1, member="m3", ok=True, error=None, group="G")
+    h.final("t", 0, [(i, "p1-%d" % i) for i in range(8)], 8)
+    res = h.check()
+    assert nonzero(res) == {"stale_commit": 2}, res
+
+
+@test
+def stale_commit_of_a_zombie():
+    """g1 was dropped from the group without knowing it (no revoke yet); g2
+    got the partition; g1's later ok commit (generation -1, outside the
+    group's generations) is stale. A zombie's older assignment does not
+    make the new owner's commits stale."""
+    h = H()
+    group_base(h)
+    h.add("g2", "assign", partitions=[["t", 0]], generation=2, member="m2", session=1, group="G")
+    h.add("g2", "commit", partitions=[["t", 0, 3]], generation=2, member="m2", ok=True, error=None, group="G")
+    h.add("g1", "commit", partitions=[["t", 0, 4]], generation=-1, member="", ok=True, error=None, group="G")
+    h.final("t", 0, [(i, "p1-%d" % i) for i in range(8)], 8)
+    res = h.check()
+    assert nonzero(res) == {"stale_commit": 1}, res
+    assert res["details"]["stale_commit"][0]["client"] == "g1", res
+
+
+@test
+def commit_backwards():
+    h = H()
+    group_base(h)
+    h.add("g1", "commit", partitions=[["t", 0, 6]], generation=1, member="m1", ok=True, error=None, group="G")
+    h.add("g1", "revoke", partitions=[["t", 0]], generation=1, member="m1", session=1, group="G")
+    h.add("g2", "assign", partitions=[["t", 0]], generation=2, member="m2", session=1, group="G")
+    h.add("g2", "commit", partitions=[["t", 0, 4]], generation=2, member="m2", ok=True, error=None, group="G")
+    h.final("t", 0, [(i, "p1-%d" % i) for i in range(8)], 8)
+    res = h.check()
+    assert nonzero(res) == {"commit_backwards": 1}, res
+
+
+@test
+def aborted_visible():
+    h = H()
+    ru, rc = txn_history(h)
+    h.read("rc", RC, 2, "t", 0, 4, "x1-3")   # an aborted record, in a later session
+    h.final("t", 0, ru, 10, iso=(RU,))
+    h.final("t", 0, rc, 9, iso=(RC,))
+    res = h.check()
+    assert nonzero(res) == {"aborted_visible": 1}, res
+
+
+@test
+def partial_txn():
+    """A committed transaction of which read_committed shows one record of
+    two: partial, and the missing record lost."""
+    h = H()
+    ru, rc = txn_history(h, rc_reads=False)
+    h.final("t", 0, ru, 10, iso=(RU,))
+    h.final("t", 0, [r for r in rc if r[1] != "x1-5"], 9, iso=(RC,))
+    res = h.check()
+    assert nonzero(res) == {"partial_txn": 1, "lost": 1}, res
+
+
+@test
+def copier_not_exactly_once():
+    res = copier(H(), {"i-1": 0, "i-2": 2}).check()
+    assert nonzero(res) == {"lost": 1, "duplicated": 1}, res
+    assert {d.get("why", "")[:5] for a in ("lost", "duplicated") for d in res["details"][a]} == {"input"}, res
+
+
+@test
+def figures_and_cli():
+    """recovery_s from a nemesis stop to the next ack; the longest
+    unavailability; a history cut short by a kill is read; the CLI exits 1
+    on an anomaly and 0 when clean."""
+    h = queue()
+    h.add("runner", "nemesis", name="kill", phase="start", detail={})
+    h.add("p1", "send", value="p1-5", key="k", topic="t", partition=0, txn=None)
+    h.add("p1", "error", error="_TRANSPORT", what="x")
+    h.add("runner", "nemesis", name="kill", phase="stop", detail={})
+    h.add("p1", "ack", value="p1-5", topic="t", partition=0, offset=5)
+    queue_final(h, p0=[(i, "p1-%d" % i) for i in range(6)])
+    res = h.check()
+    assert nonzero(res) == {}, res
+    assert abs(res["recovery_s"] - 0.01) < 1e-6, res
+    acks = [x["t"] for x in h.lines if x["client"] == "p1" and x["type"] == "ack"]
+    assert res["longest_unavailable_s"] == round((acks[-1] - acks[-2]) / 1e9, 3), res
+    assert res["unavailable_client"] == "p1", res
+    d = tempfile.mkdtemp(prefix="sluicef-checker-")
+    try:
+        w = history.Writer(d, "p1")
+        w.write("send", value="p1-0", key="k", topic="t", partition=0, txn=None)
+        w.write("ack", value="p1-0", topic="t", partition=0, offset=0)
+        w.close()
+        w = history.Writer(d, "final-ru")
+        w.write("final", topic="t", partition=0, isolation=RU, end_offset=0)
+        w.close()
+        with open(os.path.join(d, "p1.jsonl"), "a") as f:
+            f.write('{"t": 1, "client": "p1", "ty')     # killed mid-line
+        out = io.StringIO()
+        with redirect_stdout(out):
+            rc = checker.main([d])
+        assert rc == 1 and "lost                    1" in out.getvalue(), out.getvalue()
+        w = history.Writer(d, "final-ru")
+        w.write("read", value="p1-0", key="k", topic="t", partition=0, offset=0, reader="final-ru",
+                isolation=RU, session=1)
+        w.close()
+        with redirect_stdout(io.StringIO()):
+            assert checker.main([d, "--json"]) == 0
+    finally:
+        shutil.rmtree(d)
+
+
+if __name__ == "__main__":
+    main("fault checker")

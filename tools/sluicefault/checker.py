@@ -1,0 +1,383 @@
+"""The checker: reads the histories of a run (sluicefault.history) and counts
+each anomaly; docs/fault-testing.md ("The checker") defines every one.
+
+    /usr/bin/python3 -m sluicefault.checker DIR_OR_FILES... [--json]
+
+prints a table (anomaly, count, first examples) and the summary figures,
+and exits 1 when any anomaly was found. check(paths) returns the same as a
+dict: an integer count per anomaly (ANOMALIES), "details" (the first
+examples of each), and the figures sent, acked, read (reads by the run's
+readers), read_final, longest_unavailable_s and recovery_s.
+
+What is never judged, so that a correct cluster reports nothing: a record
+whose send failed indefinitely (a timeout; it may or may not be in the log)
+is neither lost nor unexpected; the records of a transaction whose outcome
+the client does not know; a record past the end of the final read of its
+partition and isolation. Without a final read (no "final" lines) the
+checks that need the final log (lost, reordered, skipped, partial_txn, the
+copier's exactly-once) judge nothing.
+"""
+
+import argparse
+import bisect
+import json
+import sys
+from collections import defaultdict
+
+from .history import read
+
+ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "divergent", "nonmonotonic", "skipped",
+             "stale_commit", "commit_backwards", "aborted_visible", "partial_txn")
+EXAMPLES = 10
+FINAL_READERS = ("final-rc", "final-ru")
+RC, RU = "read_committed", "read_uncommitted"
+
+
+def _seq(value):
+    """The seq of a value "<client>-<seq>", or None."""
+    head, _, tail = value.rpartition("-")
+    return int(tail) if head and tail.isdigit() else None
+
+
+class _Report:
+    def __init__(self):
+        self.counts = {a: 0 for a in ANOMALIES}
+        self.details = {a: [] for a in ANOMALIES}
+
+    def add(self, anomaly, n=1, **example):
+        self.counts[anomaly] += n
+        if len(self.details[anomaly]) < EXAMPLES:
+            self.details[anomaly].append(example)
+
+
+def check(paths):
+    """Check the histories under paths (files or directories of *.jsonl)."""
+    return check_lines(read(paths))
+
+
+def check_lines(lines):
+    """Check a merged history (a list of line dicts ordered by "t")."""
+    r = _Report()
+    sends, acks, fails = {}, {}, defaultdict(list)
+    txn_state = {}                       # txn -> "committed" | "aborted" (absent: unknown)
+    copier_offsets = {}                  # (topic, partition) -> highest offset committed by a copier txn
+    txn_offsets = {}                     # txn -> its txn_commit "offsets" (a copier's)
+    reads = []                           # the run's readers' reads
+    final = {RC: {}, RU: {}}             # isolation -> {(topic, partition, offset): value}
+    final_key = {RC: {}, RU: {}}
+    final_end = {RC: {}, RU: {}}         # isolation -> {(topic, partition): end_offset}
+    for x in lines:
+        ty = x.get("type")
+        if ty == "send":
+            sends[x["value"]] = x
+        elif ty == "ack":
+            acks[x["value"]] = x
+        elif ty == "fail":
+            fails[x["value"]].append(x)
+        elif ty == "txn_commit" and x.get("ok"):
+            txn_state[x["txn"]] = "committed"
+            if x.get("offsets"):
+                txn_offsets[x["txn"]] = x["offsets"]
+        elif ty == "txn_abort" and x.get("ok") and txn_state.get(x["txn"]) != "committed":
+            txn_state[x["txn"]] = "aborted"
+        elif ty == "read":
+            if x.get("reader") in FINAL_READERS:
+                iso = x.get("isolation", RU)
+                final[iso][(x["topic"], x["partition"], x["offset"])] = x["value"]
+                final_key[iso][(x["topic"], x["partition"], x["offset"])] = x.get("key")
+            reads.append(x)
+        elif ty == "final":
+            final_end[x.get("isolation", RU)][(x["topic"], x["partition"])] = x["end_offset"]
+    for txn, offs in txn_offsets.items():
+        for t, p, o in offs:
+            copier_offsets[(t, p)] = max(copier_offsets.get((t, p), 0), o)
+
+    def outcome(value):
+        txn = sends[value].get("txn") if value in sends else None
+        return "plain" if txn is None else txn_state.get(txn, "unknown")
+
+    # where each value is in the final logs
+    where = {RC: defaultdict(list), RU: defaultdict(list)}
+    for iso in (RC, RU):
+        for (t, p, o), v in final[iso].items():
+            where[iso][v].append((t, p, o))
+
+    # lost: acknowledged (and not in a transaction of unknown outcome) but
+    # not in the final read_uncommitted log; a committed transaction's
+    # record not in the final read_committed log (below its end)
+    for v, a in acks.items():
+        st = outcome(v)
+        if st == "unknown":
+            continue
+        tp = (a["topic"], a["partition"])
+        if tp in final_end[RU] and not where[RU].get(v):
+            r.add("lost", value=v, topic=a["topic"], partition=a["partition"], offset=a["offset"],
+                  isolation=RU)
+        elif st == "committed" and tp in final_end[RC] and a["offset"] < final_end[RC][tp] \
+                and not where[RC].get(v):
+            r.add("lost", value=v, topic=a["topic"], partition=a["partition"], offset=a["offset"],
+                  isolation=RC)
+
+    # duplicated: one value at two or more offsets, in any reads
+    seen_at = defaultdict(set)
+    for x in reads:
+        seen_at[x["value"]].add((x["topic"], x["partition"], x["offset"]))
+    for v, at in seen_at.items():
+        if len(at) > 1:
+            r.add("duplicated", value=v, offsets=sorted(at)[:5])
+
+    # reordered: per producer client and partition, acknowledged values with
+    # increasing seq at decreasing offsets of the final read_uncommitted log
+    per = defaultdict(list)
+    for v, a in acks.items():
+        s = sends.get(v)
+        locs = where[RU].get(v)
+        if s is None or not locs or _seq(v) is None:
+            continue
+        t, p, o = min(locs)
+        per[(s["client"], t, p)].append((_seq(v), o, v))
+    for (client, t, p), vs in per.items():
+        vs.sort()
+        top = None
+        for seq, o, v in vs:
+            if top is not None and o < top[1]:
+                r.add("reordered", client=client, topic=t, partition=p, value=v, offset=o,
+                      after=top[2], after_offset=top[1])
+            if top is None or o > top[1]:
+                top = (seq, o, v)
+
+    # unexpected: a value read that nobody sent, or whose send failed
+    # definitely (it was certainly never written)
+    for v in seen_at:
+        if v not in sends:
+            r.add("unexpected", value=v, why="never sent")
+        elif any(f.get("definite") for f in fails.get(v, ())):
+            r.add("unexpected", value=v, why="its send failed definitely")
+
+    # divergent: one offset read with two different values
+    at_offset = defaultdict(set)
+    for x in reads:
+        at_offset[(x["topic"], x["partition"], x["offset"])].add(x["value"])
+    for k, vs in sorted(at_offset.items()):
+        if len(vs) > 1:
+            r.add("divergent", topic=k[0], partition=k[1], offset=k[2], values=sorted(vs)[:5])
+
+    # nonmonotonic and skipped: within one reader session and partition
+    logs = {RC: defaultdict(list), RU: defaultdict(list)}
+    for iso in (RC, RU):
+        for (t, p, o) in sorted(final[iso]):
+            logs[iso][(t, p)].append(o)
+    sessions = defaultdict(list)
+    for x in reads:
+        sessions[(x["reader"], x.get("session"), x["topic"], x["partition"], x.get("isolation", RU))].append(
+            x["offset"])
+    for (reader, session, t, p, iso), offs in sessions.items():
+        log = logs[iso].get((t, p), [])
+        for a, b in zip(offs, offs[1:]):
+            if b <= a:
+                r.add("nonmonotonic", reader=reader, session=session, topic=t, partition=p, offset=b, after=a)
+            elif b > a + 1 and log:
+                i, j = bisect.bisect_right(log, a), bisect.bisect_left(log, b)
+                if j > i:
+                    r.add("skipped", n=j - i, reader=reader, session=session, topic=t, partition=p,
+                          offsets=log[i:j][:5], between=[a, b])
+
+    _commits(lines, r)
+
+    # aborted_visible: a record of an aborted transaction read read_committed
+    for x in reads:
+        if x.get("isolation") == RC and x["value"] in sends and outcome(x["value"]) == "aborted":
+            r.add("aborted_visible", value=x["value"], reader=x["reader"], topic=x["topic"],
+                  partition=x["partition"], offset=x["offset"])
+
+    # partial_txn: a committed transaction with some records in the final
+    # read_committed log and some not (those below the partition's end)
+    by_txn = defaultdict(list)
+    for v, s in sends.items():
+        if s.get("txn") and txn_state.get(s["txn"]) == "committed" and v in acks:
+            a = acks[v]
+            tp = (a["topic"], a["partition"])
+            if tp in final_end[RC] and a["offset"] < final_end[RC][tp]:
+                by_txn[s["txn"]].append((v, bool(where[RC].get(v))))
+    for txn, vs in by_txn.items():
+        if any(ok for _, ok in vs) and not all(ok for _, ok in vs):
+            r.add("partial_txn", txn=txn, visible=[v for v, ok in vs if ok][:5],
+                  missing=[v for v, ok in vs if not ok][:5])
+
+    # the copier: every committed input record below the offsets its
+    # committed transactions consumed to is copied exactly once (a copy's
+    # key is its input value) in the final read_committed log
+    copies = defaultdict(list)
+    for (t, p, o), key in final_key[RC].items():
+        v = final[RC][(t, p, o)]
+        s = sends.get(v)
+        if s is not None and s.get("src") is not None:
+            copies[s["src"]].append((t, p, o))
+    if copier_offsets:
+        for (t, p, o), v in final[RC].items():
+            if (t, p) in copier_offsets and o < copier_offsets[(t, p)]:
+                n = len(copies.get(v, ()))
+                if n == 0:
+                    r.add("lost", value=v, topic=t, partition=p, offset=o, why="input never copied")
+                elif n > 1:
+                    r.add("duplicated", value=v, copies=sorted(copies[v])[:5], why="input copied %d times" % n)
+
+    out = dict(r.counts)
+    out["details"] = {a: d for a, d in r.details.items() if d}
+    out["sent"] = len(sends)
+    out["acked"] = len(acks)
+    out["read"] = sum(1 for x in reads if x.get("reader") not in FINAL_READERS)
+    out["read_final"] = len(reads) - out["read"]
+    out["longest_unavailable_s"], out["unavailable_client"] = _unavailability(lines)
+    out["recovery_s"] = _recovery(lines)
+    out["final_read"] = bool(final_end[RU] or final_end[RC])
+    return out
+
+
+def _commits(lines, r):
+    """stale_commit and commit_backwards (see docs/fault-testing.md)."""
+    owned = defaultdict(dict)            # client -> {(topic, partition): assign t}
+    own_gen = {}                         # client -> the generation of its last assignment
+    gen_history = defaultdict(list)      # group -> [(t, generation)] of assigns
+    owners = defaultdict(dict)           # (group, topic, partition) -> {client: assign t}
+    ok_commits = defaultdict(list)       # (group, topic, partition) -> [(t, offset, client, t0)]
+    for x in lines:
+        ty = x.get("type")
+        client = x.get("client")
+        group = x.get("group")
+        if ty == "assign" and x.get("generation") is not None:
+            for t, p in x["partitions"]:
+                owned[client].setdefault((t, p), x["t"])
+                owners[(group, t, p)].setdefault(client, x["t"])
+            if not x.get("rewind"):
+                gen_history[group].append((x["t"], x["generation"]))
+                own_gen[client] = x["generation"]
+        elif ty == "assign":
+            for t, p in x["partitions"]:
+                owned[client].setdefault((t, p), x["t"])
+        elif ty == "revoke":
+            for t, p in x["partitions"]:
+                owned[client].pop((t, p), None)
+                owners[(group, t, p)].pop(client, None)
+        elif ty == "commit" and x.get("ok"):
+            t0 = x.get("t0", x["t"])
+            gen = x.get("generation")
+            # the group's current generation when the commit was called:
+            # that of the last assignment any member wrote before (a
+            # coordinator that lost the group may start again at 1), and
+            # the member's own
+            before = [g for (ta, g) in gen_history[group] if ta < t0]
+            mine = own_gen.get(client)
+            # (a generation below 0 is a commit outside the group's
+            # generations, which a broker takes only for an empty group:
+            # judged by ownership alone)
+            newer = [g for g in (before[-1] if before else None, mine)
+                     if g is not None and gen is not None and gen >= 0 and g > gen]
+            for t, p, o in x["partitions"]:
+                since = owned[client].get((t, p))
+                # another member assigned the partition after this one was,
+                # before the commit was called
+                other = [c for c, ta in owners[(group, t, p)].items()
+                         if c != client and since is not None and since < ta < t0]
+                if since is None:
+                    r.add("stale_commit", client=client, member=x.get("member"), topic=t, partition=p,
+                          offset=o, why="partition not owned")
+                elif other:
+                    r.add("stale_commit", client=client, member=x.get("member"), topic=t, partition=p,
+                          offset=o, why="partition assigned to %s since" % other[0])
+                elif newer:
+                    r.add("stale_commit", client=client, member=x.get("member"), topic=t, partition=p,
+                          offset=o, why="generation %s after generation %s was assigned" % (gen, max(newer)))
+                # the highest offset any member committed (acknowledged)
+                # before this member was assigned the partition, and its own
+                # earlier commits since then
+                if since is None:         # a stale commit: judged above
+                    ok_commits[(group, t, p)].append((x["t"], o, client, t0))
+                    continue
+                prior = [(oo, cc) for (tt, oo, cc, t0c) in ok_commits[(group, t, p)]
+                         if tt < since or (cc == client and t0c >= since)]
+                if prior:
+                    top = max(prior)
+                    if o < top[0]:
+                        r.add("commit_backwards", client=client, topic=t, partition=p, offset=o,
+                              after=top[0], after_client=top[1])
+                ok_commits[(group, t, p)].append((x["t"], o, client, t0))
+
+
+def _unavailability(lines):
+    """The longest time a client kept trying without a success, in seconds,
+    and that client. A success is an ack, a read, an ok commit or an ok
+    transaction end; an attempt is a send, a fail, an error, a commit or
+    transaction end that failed, a txn_begin. Per client, the time from its
+    last success (or first line) to its next success counts when an attempt
+    lies between them; a client that never succeeded again counts to its
+    last attempt. The final readers are left out."""
+    best, who = 0.0, None
+    last_ok, tried = {}, set()
+    for x in lines:
+        c, ty = x.get("client"), x.get("type")
+        if c is None or c in FINAL_READERS or ty == "nemesis":
+            continue
+        ok = ty in ("ack", "read") or (ty in ("commit", "txn_commit", "txn_abort") and x.get("ok"))
+        last_ok.setdefault(c, x["t"])
+        if ok:
+            gap = (x["t"] - last_ok[c]) / 1e9 if c in tried else 0.0
+            tried.discard(c)
+            last_ok[c] = x["t"]
+        elif ty in ("send", "fail", "error", "commit", "txn_commit", "txn_abort", "txn_begin"):
+            tried.add(c)
+            gap = (x["t"] - last_ok[c]) / 1e9
+        else:
+            continue
+        if gap > best:
+            best, who = gap, c
+    return round(best, 3), who
+
+
+def _recovery(lines):
+    """The longest time from a nemesis "stop" to the next ack (seconds), or
+    None without nemesis lines."""
+    worst = None
+    pending = []
+    for x in lines:
+        if x.get("type") == "nemesis" and x.get("phase") == "stop":
+            pending.append(x["t"])
+        elif x.get("type") == "ack" and pending:
+            for t in pending:
+                s = (x["t"] - t) / 1e9
+                worst = s if worst is None else max(worst, s)
+            pending = []
+    return None if worst is None else round(worst, 3)
+
+
+def table(res):
+    """The report as text."""
+    rows = ["%-17s %7s  %s" % ("anomaly", "count", "first examples")]
+    for a in ANOMALIES:
+        ex = res["details"].get(a, [])[:3]
+        rows.append("%-17s %7d  %s" % (a, res[a], "; ".join(json.dumps(e, sort_keys=True) for e in ex)))
+    rows.append("")
+    rows.append("sent %d, acked %d, read %d (final read %d%s), longest unavailable %.3f s%s, recovery %s" % (
+        res["sent"], res["acked"], res["read"], res["read_final"], "" if res["final_read"] else ": none",
+        res["longest_unavailable_s"], " (%s)" % res["unavailable_client"] if res["unavailable_client"] else "",
+        "-" if res["recovery_s"] is None else "%.3f s" % res["recovery_s"]))
+    return "\n".join(rows)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="sluicefault.checker", description=__doc__.split("\n\n")[0])
+    ap.add_argument("paths", nargs="+", help="history files or directories of *.jsonl")
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    ap.epilog = "Exit status: 0 clean, 1 an anomaly, 2 a history that cannot be read."
+    a = ap.parse_args(argv)
+    try:
+        res = check(a.paths)
+    except (OSError, ValueError, KeyError) as e:
+        print("sluicefault.checker: %s" % (e,), file=sys.stderr)
+        return 2
+    print(json.dumps(res, indent=1, sort_keys=True) if a.json else table(res))
+    return 1 if any(res[k] for k in ANOMALIES) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
