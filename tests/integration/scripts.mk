@@ -61,11 +61,6 @@ TEST_SCRIPTS += tests/integration/test_cluster_pause.py
 # acks=all at min.insync.replicas=2, and at 1 acknowledges alone and loses
 # it after the heal (the test catches that loss)
 TEST_SCRIPTS += tests/integration/test_cluster_partition.py
-# the fault harness's process, disk and clock nemeses (tests/fault/
-# nemesis_node.py, nemesis_disk.py, nemesis_clock.py) each doing what it
-# says on three nodes: SIGKILLs, kill-all, a pause, a skewed clock; as
-# root a stalled, full and failing loop-mounted data directory
-TEST_SCRIPTS += tests/fault/test_nemeses_node.py
 # kafka-python, kcat and kafkajs produce (acks=all) through a leader's
 # SIGKILL and read every record back once, in order
 TEST_SCRIPTS += tests/integration/test_cluster_clients.py
