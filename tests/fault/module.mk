@@ -2,6 +2,10 @@
 # make test: the harness's own test (each network nemesis has its effect,
 # nothing left behind: about 20 s)
 TEST_SCRIPTS += tests/fault/test_netcluster.py
+# the process, disk and clock nemeses each doing what it says on three
+# loopback nodes (a SIGKILL, kill-all, a pause, a skewed clock; as root a
+# stalled, full and read-only loop-mounted data directory): about 40 s
+TEST_SCRIPTS += tests/fault/test_nemeses_node.py
 # the short fault set: three 30 s scenarios through tests/fault/run.py
 # --matrix quick (a leader killed, a majority/minority partition, a leader
 # paused), failing on any anomaly: about 2 minutes
