@@ -10,8 +10,9 @@ nemesis_disk.py's LoopFs; root):
   acknowledged before, during and after is read back.
 - read-only (EROFS, errors=remount-ro: DiskReadOnly): node 1's log of the
   partition goes offline, node 1 leaves the partition's leadership and ISR,
-  an in-sync follower leads, acks=all Produce succeeds again, and every
-  acknowledged record is read back.
+  an in-sync follower leads, acks=all Produce succeeds again, every
+  acknowledged record is read back, node 1's log says the file and the
+  error, and its sluice_partition_failed is 1.
 
 The regression tests of issue 20's disk finding (docs/fault-testing.md).
 Everything is removed afterwards (nemesis_disk.sweep() finds what an
@@ -169,6 +170,7 @@ def a_failed_disk_refuses_then_recovers_or_hands_over_leadership():
             check_readable(others, "ro", acked(before) + acked(during))
             log = c.log(1)
             assert "Read-only file system" in log and "offline" in log, log[-2000:]
+            assert c.metric(1, 'sluice_partition_failed{topic="ro",partition="0"') == 1
             print("  read-only: node %d leads, ISR %s; 20 acknowledged (%.1f s)" % (ps[0], ps[2], time.monotonic() - t0))
     finally:
         if fs:
