@@ -14,6 +14,11 @@ nemesis_disk.py's LoopFs; root):
   acknowledged record is read back, node 1's log says the file and the
   error, and its sluice_partition_failed is 1.
 
+Node 1's metadata quorum log stays on the other disk (Kafka's
+metadata.log.dir apart from log.dirs): on the failed disk it cannot take
+the change that moves the leadership, node 1's metadata goes stale, and
+it goes on telling clients it leads (docs/fault-testing.md).
+
 The regression tests of issue 20's disk finding (docs/fault-testing.md).
 Everything is removed afterwards (nemesis_disk.sweep() finds what an
 interrupted run left).
@@ -97,14 +102,23 @@ def create(c, topics):
               lambda: (lambda ps: ps and ps[0][0] == 1 and len(ps[0][2]) == 3)(partitions(c.bootstrap, name)))
 
 
+QUORUM_DIR = "__cluster_metadata-raft"
+
+
 def on_loopfs(c, fs):
     """Node 1 stopped, its data directory moved onto fs (a symlink where
-    it was), started again."""
+    it was), started again. The metadata quorum's log stays on the disk it
+    was on (a symlink from fs), as Kafka's metadata.log.dir on a disk of
+    its own: what fails here is a data disk (a failed metadata log is
+    another matter: docs/fault-testing.md)."""
     c.kill(1)
     d = c.data_dir(1)
+    keep = d + ".quorum"
+    shutil.move(os.path.join(d, QUORUM_DIR), keep)
     shutil.copytree(d, os.path.join(fs.mnt, "data"), symlinks=True)
     shutil.rmtree(d)
     os.symlink(os.path.join(fs.mnt, "data"), d)
+    os.symlink(keep, os.path.join(fs.mnt, "data", QUORUM_DIR))
     c.restart(1)
     until("node 1 serves", lambda: 1 in AdminClient({"bootstrap.servers": c.addr(1)}).list_topics(timeout=5).brokers)
 
