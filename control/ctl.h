@@ -145,7 +145,7 @@ struct ctl_channel_stats {
 	uint64_t snapshots_installed;
 };
 void ctl_quorum_channel_stats(const struct ctl *ctl, struct ctl_channel_stats *st);
-/* @thread ctl. Wall-clock ms when the control thread started (uptime). */
+/* @thread ctl. CLOCK_MONOTONIC ms when the control thread started (uptime). */
 int64_t ctl_started_ms(const struct ctl *ctl);
 /* @thread ctl. The group and transaction coordinators. */
 struct group_coord *ctl_groups(struct ctl *ctl);

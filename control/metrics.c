@@ -87,7 +87,7 @@ static void render_process(struct ctl *ctl, struct broker *b, struct textbuf *t)
 	fam(t, "process_open_fds", "gauge", "File descriptors the broker process holds.");
 	textbuf_printf(t, "sluice_process_open_fds %d\n", nfd);
 	fam(t, "process_uptime_seconds", "gauge", "Seconds since the broker started.");
-	textbuf_printf(t, "sluice_process_uptime_seconds %.3f\n", (double)(wall_ms() - ctl_started_ms(ctl)) / 1000.0);
+	textbuf_printf(t, "sluice_process_uptime_seconds %.3f\n", (double)(mono_ms() - ctl_started_ms(ctl)) / 1000.0);
 	{
 		struct ctl_broker_state bs;
 
