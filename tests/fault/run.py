@@ -50,9 +50,9 @@ WORKLOADS = ("queue", "group", "txn")
 ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "divergent", "nonmonotonic", "skipped",
              "stale_commit", "commit_backwards", "aborted_visible", "partial_txn")
 PARTITIONS = 3
-# make test's short set: (workload, nemeses); about 30 s of faults each
+# make test's short set: (workload, nemeses); 20 s of workload each
 QUICK = [("queue", "kill-leader"), ("group", "partition-halves"), ("txn", "pause-leader")]
-QUICK_SECONDS = 30
+QUICK_SECONDS = 20
 
 
 class ScenarioError(Exception):
