@@ -717,7 +717,7 @@ static void conn_process(struct conn *c)
 		}
 		if (c->sasl && c->sasl->state != SASL_DONE &&
 		    ((uint32_t)size > SASL_PREAUTH_FRAME_MAX ||
-		     (avail >= 6 && !conn_preauth_api((int16_t)be16_load(p + 4))))) {
+		     (avail >= 6 && !sasl_raw_expected(c->sasl) && !conn_preauth_api((int16_t)be16_load(p + 4))))) {
 			/* before authentication: ApiVersions, SaslHandshake and
 			 * SaslAuthenticate only, each small (CVE-2022-34917:
 			 * nothing is allocated for a larger frame) */

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "dataplane/broker.h"
+#include "dataplane/coord.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/sasl.h"
@@ -76,17 +77,14 @@ int kafka_handle_sasl_handshake(struct kafka_ctx *ctx)
 		/* a listener without SASL (Kafka answers the same), or a second
 		 * handshake (re-authentication, KIP-368, is not implemented) */
 		r->ErrorCode = KERR_ILLEGAL_SASL_STATE;
-	} else if (ctx->req.header.RequestApiVersion < 1) {
-		/* v0 goes on with raw SASL tokens outside Kafka's framing: no
-		 * client Sluice supports needs it */
-		r->ErrorCode = KERR_UNSUPPORTED_VERSION;
-		ctx->c->close_after = 1;
 	} else if (!mech || !(l->sasl_mechs & (unsigned)mech)) {
 		r->ErrorCode = KERR_UNSUPPORTED_SASL_MECHANISM;
 		ctx->c->close_after = 1;
 	} else {
 		s->mech = mech;
 		s->state = SASL_WANT_AUTH;
+		/* v0: the tokens come next as bare frames (kafka-python 2.0) */
+		s->raw = ctx->req.header.RequestApiVersion < 1;
 	}
 	kafka_ctx_respond(ctx);
 	return 0;
@@ -103,6 +101,63 @@ static int respond_later(struct kafka_ctx *ctx)
 	return 0;
 }
 
+/* A bare token that failed: no answer, the connection closes (Kafka). */
+static int close_later(struct kafka_ctx *ctx)
+{
+	conn_close(ctx->c);
+	kafka_ctx_done(ctx);
+	return 0;
+}
+
+/* A failed authentication: counted, logged (the address, never the
+ * password), answered after connection.failed.authentication.delay.ms,
+ * then the connection closes. A bare token (v0) gets no answer. */
+static void auth_failed(struct kafka_ctx *ctx, int mech, const char *why)
+{
+	struct shard *sh = ctx->sh;
+	const struct broker_listener *l = ctx_listener(ctx);
+	char host[64];
+
+	shard_stat_add(&sh->stats.sasl_auth_failed, 1);
+	kafka_ctx_peer_host(ctx, host, sizeof(host));
+	fprintf(stderr, /* style: allow slow path: a failed authentication, each delayed */
+		"sluiced: SASL authentication failed from %s on listener %s (%s, user '%.64s'): %s\n", host,
+		l ? l->name : "?", sasl_mech_name(mech), ctx->c->sasl->user, why);
+	ctx->c->close_after = 1;
+	ctx->resume = ctx->raw ? close_later : respond_later;
+	if (sh->b->set.sasl_fail_delay_ms > 0) {
+		kafka_ctx_park(ctx, sh->now_ns + (uint64_t)sh->b->set.sasl_fail_delay_ms * 1000000ull);
+		return;
+	}
+	ctx->resume(ctx);
+}
+
+int kafka_sasl_raw_token(struct kafka_ctx *ctx, const uint8_t *frame, uint32_t len)
+{
+	const struct broker_listener *l = ctx_listener(ctx);
+	struct sasl_conn *s = ctx->c->sasl;
+	struct sasl_creds cr = { scram_lookup, broker_md(ctx->sh->b), l ? l->plain : NULL };
+	uint8_t *out = ALLOC(ctx, uint8_t, SASL_OUT_MAX);
+	char why[160];
+	size_t outlen = 0;
+	int rc, mech = s->mech;
+
+	if (!out) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	rc = sasl_step(s, &cr, frame, len, out, SASL_OUT_MAX, &outlen, why, sizeof(why));
+	if (rc < 0) {
+		auth_failed(ctx, mech, why);
+		return 0;
+	}
+	if (rc == 0)
+		shard_stat_add(&ctx->sh->stats.sasl_auth_ok, 1);
+	ctx->raw_out = (struct kafka_bytes){ out, (int32_t)outlen };
+	kafka_ctx_respond(ctx);
+	return 0;
+}
+
 int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx)
 {
 	const struct kafka_sasl_authenticate_request *q = ctx->req.body;
@@ -112,7 +167,7 @@ int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx)
 	struct sasl_conn *s = ctx->c->sasl;
 	struct shard *sh = ctx->sh;
 	struct sasl_creds cr = { scram_lookup, broker_md(sh->b), l ? l->plain : NULL };
-	char why[160], host[64];
+	char why[160];
 	size_t outlen = 0;
 	int rc, mech;
 
@@ -151,18 +206,7 @@ int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx)
 				  "mechanism SCRAM-SHA-256"
 				: "Authentication failed during authentication due to invalid credentials with SASL "
 				  "mechanism SCRAM-SHA-512");
-	shard_stat_add(&sh->stats.sasl_auth_failed, 1);
-	kafka_ctx_peer_host(ctx, host, sizeof(host));
-	fprintf(stderr, /* style: allow slow path: a failed authentication, each delayed */
-		"sluiced: SASL authentication failed from %s on listener %s (%s, user '%.64s'): %s\n", host,
-		l ? l->name : "?", sasl_mech_name(mech), s->user, why);
-	ctx->c->close_after = 1;
-	if (sh->b->set.sasl_fail_delay_ms > 0) {
-		ctx->resume = respond_later;
-		kafka_ctx_park(ctx, sh->now_ns + (uint64_t)sh->b->set.sasl_fail_delay_ms * 1000000ull);
-		return 0;
-	}
-	kafka_ctx_respond(ctx);
+	auth_failed(ctx, mech, why);
 	return 0;
 }
 
@@ -245,5 +289,106 @@ int kafka_handle_describe_user_scram_credentials(struct kafka_ctx *ctx)
 	r->Results.items = res;
 	r->Results.count = n;
 	kafka_ctx_respond(ctx);
+	return 0;
+}
+
+/* ---- AlterUserScramCredentials (51) ------------------------------------ */
+
+struct scram_alter {
+	struct coord_scram req;
+};
+
+static int scram_alter_resume(struct kafka_ctx *ctx)
+{
+	struct scram_alter *st = ctx->state;
+	struct kafka_alter_user_scram_credentials_response *r = ctx->resp;
+
+	for (int i = 0; i < st->req.n; i++) {
+		const struct coord_scram_item *it = &st->req.items[i];
+
+		r->Results.items[i].ErrorCode = it->err;
+		r->Results.items[i].ErrorMessage = it->err ? kstr_copy(ctx, it->msg) : (struct kafka_str){ NULL, -1 };
+	}
+	kafka_ctx_respond(ctx);
+	return 0;
+}
+
+static void scram_refuse(struct coord_scram_item *it, int16_t err, const char *msg)
+{
+	if (it->err)
+		return;
+	it->err = err;
+	snprintf(it->msg, sizeof(it->msg), "%s", msg);
+}
+
+int kafka_handle_alter_user_scram_credentials(struct kafka_ctx *ctx)
+{
+	const struct kafka_alter_user_scram_credentials_request *q = ctx->req.body;
+	int nd = q->Deletions.count > 0 ? q->Deletions.count : 0, nu = q->Upsertions.count > 0 ? q->Upsertions.count : 0;
+	int n = nd + nu;
+	struct kafka_alter_user_scram_credentials_response *r =
+		ALLOC(ctx, struct kafka_alter_user_scram_credentials_response, 1);
+	struct kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result *res =
+		ALLOC(ctx, struct kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result, n);
+	struct scram_alter *st = ALLOC(ctx, struct scram_alter, 1);
+	struct coord_scram_item *items = ALLOC(ctx, struct coord_scram_item, n);
+
+	if (!r || !res || !st || !items) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	kafka_alter_user_scram_credentials_response_init(r);
+	ctx->resp = r;
+	ctx->state = st;
+	memset(items, 0, sizeof(*items) * (size_t)(n ? n : 1));
+	for (int i = 0; i < n; i++) {
+		const struct kafka_str *name = i < nd ? &q->Deletions.items[i].Name : &q->Upsertions.items[i - nd].Name;
+		int8_t mech = i < nd ? q->Deletions.items[i].Mechanism : q->Upsertions.items[i - nd].Mechanism;
+		struct coord_scram_item *it = &items[i];
+
+		memset(&res[i], 0, sizeof(res[i]));
+		res[i].User = *name;
+		it->del = i < nd;
+		it->cred.type = mech;
+		if (name->len <= 0 || !name->ptr)
+			scram_refuse(it, KERR_UNACCEPTABLE_CREDENTIAL, "Username must not be empty");
+		else if (name->len >= (int32_t)sizeof(it->name))
+			scram_refuse(it, KERR_UNACCEPTABLE_CREDENTIAL, "Username is too long");
+		else
+			memcpy(it->name, name->ptr, (size_t)name->len);
+		/* Kafka: a user altered twice in one request is refused, each time */
+		for (int j = 0; j < n; j++) {
+			const struct kafka_str *o = j < nd ? &q->Deletions.items[j].Name : &q->Upsertions.items[j - nd].Name;
+
+			if (j != i && o->len == name->len && name->len > 0 && !memcmp(o->ptr, name->ptr, (size_t)name->len))
+				scram_refuse(it, KERR_DUPLICATE_RESOURCE,
+					     "A user credential cannot be altered twice in the same request");
+		}
+		if (!sasl_scram_key_len(mech))
+			scram_refuse(it, KERR_UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism");
+		if (!it->del) {
+			const struct kafka_alter_user_scram_credentials_request_scram_credential_upsertion *u =
+				&q->Upsertions.items[i - nd];
+
+			if (u->Iterations < SASL_MIN_ITERATIONS)
+				scram_refuse(it, KERR_UNACCEPTABLE_CREDENTIAL, "Too few iterations");
+			else if (u->Iterations > SASL_MAX_ITERATIONS)
+				scram_refuse(it, KERR_UNACCEPTABLE_CREDENTIAL, "Too many iterations");
+			if (!it->err && sasl_scram_from_salted(mech, u->SaltedPassword.ptr,
+							       u->SaltedPassword.len > 0 ? (size_t)u->SaltedPassword.len : 0,
+							       u->Salt.ptr, u->Salt.len > 0 ? (size_t)u->Salt.len : 0,
+							       u->Iterations, &it->cred) < 0)
+				scram_refuse(it, KERR_UNACCEPTABLE_CREDENTIAL, "The salt or the salted password is "
+					     "not of this mechanism's size");
+			it->cred.name = it->name;
+		}
+	}
+	r->Results.items = res;
+	r->Results.count = n;
+	st->req.n = n;
+	st->req.items = items;
+	ctx->pending = 1;
+	ctx->resume = scram_alter_resume;
+	ctx->sh->b->coord->submit_scram(ctx, &st->req);
 	return 0;
 }

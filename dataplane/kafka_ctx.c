@@ -12,6 +12,7 @@
 
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
+#include "dataplane/sasl.h"
 #include "storage/batch_format.h"
 
 #define CONN_ARENA_MIN (1u << 20)
@@ -102,6 +103,7 @@ static void ctx_dispatch(struct conn_req *r, const uint8_t *frame, uint32_t len)
 	ctx->final = 0;
 	ctx->parked_once = 0;
 	ctx->only_error = 0;
+	ctx->raw = 0;
 	ctx->cr.ready = 0;
 	ctx->cr.no_response = 0;
 	ctx->cleanup = NULL;
@@ -117,6 +119,14 @@ static void ctx_dispatch(struct conn_req *r, const uint8_t *frame, uint32_t len)
 	}
 	ctx_more_free(ctx);
 	kafka_arena_init(&ctx->arena, ctx->arena_mem, ctx->arena_cap);
+	if (c->sasl && sasl_raw_expected(c->sasl)) {
+		/* after a v0 SaslHandshake the tokens come bare (kafka-python) */
+		ctx->raw = 1;
+		ctx->req.header.RequestApiKey = KAFKA_SASL_AUTHENTICATE_KEY;
+		shard_stat_add(&sh->stats.requests, 1);
+		kafka_sasl_raw_token(ctx, frame, len);
+		return;
+	}
 	rc = kafka_request_decode(frame, len, &ctx->arena, &ctx->req);
 	if (rc == -ENOBUFS) {
 		/* the worst case the codec guarantees; rare */
@@ -237,7 +247,10 @@ static void ctx_encode(struct conn_req *r, struct kafka_writer *w)
 	int16_t key = ctx->req.header.RequestApiKey, ver = ctx->req.header.RequestApiVersion;
 	int32_t corr = ctx->req.header.CorrelationId;
 
-	if (ctx->only_error)
+	if (ctx->raw) {
+		kafka_writer_int32(w, ctx->raw_out.len);
+		kafka_writer_raw(w, ctx->raw_out.ptr, (size_t)ctx->raw_out.len);
+	} else if (ctx->only_error)
 		kafka_error_response_encode(w, key, ver, corr, ctx->only_error);
 	else
 		kafka_response_encode(w, key, ver, corr, ctx->resp);

@@ -111,6 +111,8 @@ enum sasl_state { SASL_WANT_HANDSHAKE, SASL_WANT_AUTH, SASL_SCRAM_FINAL, SASL_DO
 struct sasl_conn {
 	int state;                   /* enum sasl_state */
 	int mech;                    /* chosen at the handshake */
+	int raw;                     /* a v0 handshake: the tokens follow as bare size-prefixed
+				      * frames (no Kafka header), as kafka-python 2.0 sends them */
 	char principal[5 + SASL_USER_MAX];  /* "User:<name>" once SASL_DONE */
 	/* SCRAM between its two messages */
 	struct sasl_scram_cred cred;
@@ -129,5 +131,18 @@ struct sasl_conn {
  * (never a password or a proof). */
 int sasl_step(struct sasl_conn *s, const struct sasl_creds *cr, const uint8_t *in, size_t len, uint8_t *out,
 	      size_t cap, size_t *outlen, char *why, size_t whylen);
+
+/* Whether the connection's next frame is a bare SASL token (a v0
+ * handshake, the authentication not over). */
+static inline int sasl_raw_expected(const struct sasl_conn *s)
+{
+	return s->raw && (s->state == SASL_WANT_AUTH || s->state == SASL_SCRAM_FINAL);
+}
+
+/* @thread shard (dataplane/handlers_sasl.c). A bare token frame: the
+ * answer is a bare token; a failure closes the connection after
+ * connection.failed.authentication.delay.ms, as Kafka does for v0. */
+struct kafka_ctx;
+int kafka_sasl_raw_token(struct kafka_ctx *ctx, const uint8_t *frame, uint32_t len);
 
 #endif
