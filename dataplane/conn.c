@@ -679,13 +679,6 @@ static int conn_reserve(struct conn *c, uint32_t need)
 
 /* ---- frames: taken up as the pipeline admits them --------------------- */
 
-/* The requests a SASL listener's connection may send before it has
- * authenticated (Kafka's SaslServerAuthenticator). */
-static int conn_preauth_api(int16_t key)
-{
-	return key == KAFKA_API_VERSIONS_KEY || key == KAFKA_SASL_HANDSHAKE_KEY || key == KAFKA_SASL_AUTHENTICATE_KEY;
-}
-
 const char *conn_principal(const struct conn *c)
 {
 	if (c->sasl && c->sasl->state == SASL_DONE)
@@ -715,9 +708,7 @@ static void conn_process(struct conn *c)
 			conn_maybe_free(c);
 			return;
 		}
-		if (c->sasl && c->sasl->state != SASL_DONE &&
-		    ((uint32_t)size > SASL_PREAUTH_FRAME_MAX ||
-		     (avail >= 6 && !sasl_raw_expected(c->sasl) && !conn_preauth_api((int16_t)be16_load(p + 4))))) {
+		if (c->sasl && sasl_preauth_refuse(c->sasl, (uint32_t)size, p + 4, avail - 4)) {
 			/* before authentication: ApiVersions, SaslHandshake and
 			 * SaslAuthenticate only, each small (CVE-2022-34917:
 			 * nothing is allocated for a larger frame) */

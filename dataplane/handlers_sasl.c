@@ -58,7 +58,7 @@ int kafka_handle_sasl_handshake(struct kafka_ctx *ctx)
 	struct kafka_str *names = ALLOC(ctx, struct kafka_str, 3);
 	const struct broker_listener *l = ctx_listener(ctx);
 	struct sasl_conn *s = ctx->c->sasl;
-	int n = 0, mech;
+	int n = 0;
 
 	if (!r || !names) {
 		kafka_ctx_abort(ctx);
@@ -71,20 +71,16 @@ int kafka_handle_sasl_handshake(struct kafka_ctx *ctx)
 			names[n++] = kstr(sasl_mech_name(m));
 	r->Mechanisms.items = names;
 	r->Mechanisms.count = n;
-	mech = sasl_mech_from_name(q->Mechanism.ptr ? q->Mechanism.ptr : "", q->Mechanism.len > 0 ?
-				   (size_t)q->Mechanism.len : 0);
-	if (!s || s->state != SASL_WANT_HANDSHAKE) {
-		/* a listener without SASL (Kafka answers the same), or a second
-		 * handshake (re-authentication, KIP-368, is not implemented) */
-		r->ErrorCode = KERR_ILLEGAL_SASL_STATE;
-	} else if (!mech || !(l->sasl_mechs & (unsigned)mech)) {
-		r->ErrorCode = KERR_UNSUPPORTED_SASL_MECHANISM;
-		ctx->c->close_after = 1;
+	if (!s) {
+		r->ErrorCode = KERR_ILLEGAL_SASL_STATE;   /* a listener without SASL: Kafka's answer */
 	} else {
-		s->mech = mech;
-		s->state = SASL_WANT_AUTH;
-		/* v0: the tokens come next as bare frames (kafka-python 2.0) */
-		s->raw = ctx->req.header.RequestApiVersion < 1;
+		r->ErrorCode = (int16_t)sasl_handshake(s, q->Mechanism.ptr ? q->Mechanism.ptr : "",
+						      q->Mechanism.len > 0 ? (size_t)q->Mechanism.len : 0,
+						      l ? l->sasl_mechs : 0, ctx->req.header.RequestApiVersion);
+		/* a second handshake (re-authentication, KIP-368, is not
+		 * implemented) or a mechanism not enabled: answered, closed */
+		if (r->ErrorCode)
+			ctx->c->close_after = 1;
 	}
 	kafka_ctx_respond(ctx);
 	return 0;
@@ -132,7 +128,9 @@ static void auth_failed(struct kafka_ctx *ctx, int mech, const char *why)
 	ctx->resume(ctx);
 }
 
-int kafka_sasl_raw_token(struct kafka_ctx *ctx, const uint8_t *frame, uint32_t len)
+/* A bare token after a v0 handshake (kafka_ctx.c dispatches it here with
+ * ctx->raw set, the token in ctx->frame): the answer is a bare token. */
+static int sasl_raw_token(struct kafka_ctx *ctx, const uint8_t *frame, uint32_t len)
 {
 	const struct broker_listener *l = ctx_listener(ctx);
 	struct sasl_conn *s = ctx->c->sasl;
@@ -171,6 +169,8 @@ int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx)
 	size_t outlen = 0;
 	int rc, mech;
 
+	if (ctx->raw)
+		return sasl_raw_token(ctx, ctx->frame, ctx->frame_len);
 	if (!r || !out) {
 		kafka_ctx_abort(ctx);
 		return 0;

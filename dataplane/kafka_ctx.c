@@ -123,8 +123,10 @@ static void ctx_dispatch(struct conn_req *r, const uint8_t *frame, uint32_t len)
 		/* after a v0 SaslHandshake the tokens come bare (kafka-python) */
 		ctx->raw = 1;
 		ctx->req.header.RequestApiKey = KAFKA_SASL_AUTHENTICATE_KEY;
+		ctx->req.header.RequestApiVersion = -1;   /* none: a bare token (ctx->frame) */
+		ctx->req.api = kafka_api_find(KAFKA_SASL_AUTHENTICATE_KEY);
 		shard_stat_add(&sh->stats.requests, 1);
-		kafka_sasl_raw_token(ctx, frame, len);
+		ctx->req.api->handler(ctx);
 		return;
 	}
 	rc = kafka_request_decode(frame, len, &ctx->arena, &ctx->req);

@@ -289,7 +289,7 @@ static int scram_first(struct sasl_conn *s, const struct sasl_creds *cr, const c
 
 	/* gs2-header: n or y (no channel binding), then [a=authzid] */
 	if (len < 3 || (p[0] != 'n' && p[0] != 'y') || p[1] != ',')
-		return fail(why, whylen, p[0] == 'p' ? -EACCES : -EPROTO,
+		return fail(why, whylen, len && p[0] == 'p' ? -EACCES : -EPROTO,
 			    "SCRAM: channel binding is not supported, or a bad GS2 header");
 	p += 2;
 	if (!(c = memchr(p, ',', (size_t)(e - p))))
@@ -404,6 +404,20 @@ static int scram_final(struct sasl_conn *s, const char *in, size_t len, uint8_t 
 	*outlen = (size_t)m;
 	set_principal(s, s->user);
 	OPENSSL_cleanse(&s->cred, sizeof(s->cred));
+	return 0;
+}
+
+int sasl_handshake(struct sasl_conn *s, const char *name, size_t len, unsigned enabled, int version)
+{
+	int mech = sasl_mech_from_name(name, len);
+
+	if (s->state != SASL_WANT_HANDSHAKE)
+		return SASL_ERR_ILLEGAL_STATE;
+	if (!mech || !(enabled & (unsigned)mech))
+		return SASL_ERR_UNSUPPORTED_MECHANISM;
+	s->mech = mech;
+	s->state = SASL_WANT_AUTH;
+	s->raw = version < 1;
 	return 0;
 }
 

@@ -123,6 +123,15 @@ struct sasl_conn {
 	size_t auth_len;
 };
 
+/* Kafka's codes for a handshake refused. */
+#define SASL_ERR_UNSUPPORTED_MECHANISM 33
+#define SASL_ERR_ILLEGAL_STATE 34
+
+/* A SaslHandshake naming mechanism `name` (version: the request's; v0's
+ * tokens come bare, s->raw): 0, the state moves on; SASL_ERR_ILLEGAL_STATE
+ * (not the first), SASL_ERR_UNSUPPORTED_MECHANISM (not in `enabled`). */
+int sasl_handshake(struct sasl_conn *s, const char *name, size_t len, unsigned enabled, int version);
+
 /* One SaslAuthenticate token. Returns 1: go on, out holds the challenge
  * (*outlen bytes); 0: authenticated, out holds the last message
  * (SCRAM's server-final, PLAIN's empty) and s->principal is set; -EACCES:
@@ -139,10 +148,25 @@ static inline int sasl_raw_expected(const struct sasl_conn *s)
 	return s->raw && (s->state == SASL_WANT_AUTH || s->state == SASL_SCRAM_FINAL);
 }
 
-/* @thread shard (dataplane/handlers_sasl.c). A bare token frame: the
- * answer is a bare token; a failure closes the connection after
- * connection.failed.authentication.delay.ms, as Kafka does for v0. */
-struct kafka_ctx;
-int kafka_sasl_raw_token(struct kafka_ctx *ctx, const uint8_t *frame, uint32_t len);
+/* Before authentication (dataplane/conn.c): may a frame of `size` bytes
+ * whose first `avail` bytes are at body be taken up? 1: close the
+ * connection (a frame over SASL_PREAUTH_FRAME_MAX, or an ApiKey other
+ * than ApiVersions (18), SaslHandshake (17) and SaslAuthenticate (36);
+ * a bare token after a v0 handshake has none); 0: go on (after the
+ * authentication, always). Pure: the fuzz target tests/fuzz/fuzz_sasl_preauth.c
+ * drives it. */
+static inline int sasl_preauth_refuse(const struct sasl_conn *s, uint32_t size, const uint8_t *body, uint32_t avail)
+{
+	int key;
+
+	if (s->state == SASL_DONE)
+		return 0;
+	if (size > SASL_PREAUTH_FRAME_MAX)
+		return 1;
+	if (avail < 2 || sasl_raw_expected(s))
+		return 0;
+	key = (int16_t)((uint16_t)body[0] << 8 | body[1]);
+	return key != 18 && key != 17 && key != 36;
+}
 
 #endif
