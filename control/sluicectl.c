@@ -45,6 +45,8 @@ static void cmds_init(void)
 		all_cmds[n_cmds++] = &leader_cmds[i];
 	for (int i = 0; i < reassign_ncmds; i++)
 		all_cmds[n_cmds++] = &reassign_cmds[i];
+	for (int i = 0; i < user_ncmds; i++)
+		all_cmds[n_cmds++] = &user_cmds[i];
 }
 
 

@@ -19,6 +19,7 @@ SCRAM users come from sluiced --add-scram:
 - AlterUserScramCredentials (raw frames: Debian's confluent-kafka 1.7 has no
   such admin call) adds a user who then logs in, DescribeUserScramCredentials
   lists it, a deletion of a user that is not there is RESOURCE_NOT_FOUND;
+  sluicectl user create, list and delete;
 - --add-scram on a data directory that already has users: exit 2;
 - a user added on node 1 of a 3-node cluster logs in on node 3.
 
@@ -339,6 +340,16 @@ def alter_user_scram_credentials_adds_a_user_who_logs_in():
             assert scram_delete(c, "carol", 2) == (0, None)
         e = auth_error(conf(b.ss, "SCRAM-SHA-512", "carol", "carol-secret", ssl=True))
         assert e and "Authentication failed" in e, e
+        # sluicectl user create|list|delete
+        ctl = [os.path.join(os.path.dirname(SLUICED), "sluicectl"), "-b", b.bootstrap]
+        run(ctl + ["user", "create", "frank", "-m", "SCRAM-SHA-256", "--iterations", "8192"],
+            env=dict(os.environ, SLUICECTL_PASSWORD="frank-secret"))
+        out = json.loads(run(ctl + ["user", "list", "--format", "json"]).stdout)
+        assert {"user": "frank", "mechanism": "SCRAM-SHA-256", "iterations": 8192} in out["users"], out
+        produce_consume(conf(b.sp, "SCRAM-SHA-256", "frank", "frank-secret"), "frank")
+        run(ctl + ["user", "delete", "frank"])
+        p = run(ctl + ["user", "delete", "frank"], check=False)
+        assert p.returncode == 1 and b"RESOURCE_NOT_FOUND" in p.stderr, p.stderr
         # the users survive a restart (the metadata log); without
         # --add-scram, which a directory with users refuses
         b.args = []
