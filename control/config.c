@@ -118,6 +118,13 @@ static const struct config_key keys[] = {
 		 "SCRAM-SHA-512 (GSSAPI and OAUTHBEARER are refused at start). Per listener: "
 		 "listener.name.<listener>.sasl.enabled.mechanisms. Kafka's default is GSSAPI; Sluice's is "
 		 "the SCRAM pair, whose users live in the metadata log (docs/security.md)." },
+	{ "sasl.mechanism.inter.broker.protocol", CONFIG_STRING, "GSSAPI",
+	  .doc = "Kafka's mechanism for SASL between brokers: accepted so that a Kafka config starts, and "
+		 "unused: the inter-broker listener must be PLAINTEXT (docs/security.md)." },
+	{ "connections.max.reauth.ms", CONFIG_LONG, "0", 0, I64MAX,
+	  .doc = "KIP-368's session lifetime: only 0 (Kafka's default: sessions never expire) is served; "
+		 "re-authentication is not implemented, and another value stops the start when a SASL "
+		 "listener is configured." },
 	{ "connection.failed.authentication.delay.ms", CONFIG_INT, "100", 0, I32MAX,
 	  .doc = "A failed SASL authentication is answered this long after it failed (a timer: the shard "
 		 "serves others meanwhile), then the connection is closed." },

@@ -107,6 +107,12 @@ static int listener_sasl(const struct config *c, struct broker_listener *one, ch
 	char key[160], item[64];
 	const char *mechs = config_listener_str(c, one->name, "sasl.enabled.mechanisms"), *p, *jaas;
 
+	if (config_int(c, "connections.max.reauth.ms") != 0) {
+		snprintf(err, errlen, "connections.max.reauth.ms: re-authentication (KIP-368) is not implemented: "
+			 "leave it 0 (Kafka's default, sessions do not expire) for the SASL listener %s", one->name);
+		return -ENOTSUP;
+	}
+
 	if (mechs)
 		snprintf(key, sizeof(key), "listener.name.%s.sasl.enabled.mechanisms", one->name);
 	else

@@ -502,6 +502,13 @@ int main(int argc, char **argv)
 		shard_destroy(b->shards[i]);
 	native_dpdk_stop(b);
 	tls_server_destroy(b->tls);
+	for (int i = 0; i < b->set.nlisteners; i++) {
+		sasl_plain_users_free(b->set.listeners[i].plain);
+		free(b->set.listeners[i].plain);
+	}
+	for (int i = 0; i < b->nboot_scram; i++)
+		free((char *)b->boot_scram[i].name);
+	free(b->boot_scram);
 	for (int i = 0; i <= nshards; i++)
 		for (int j = 0; j <= nshards; j++)
 			if (b->rings[i][j]) {
