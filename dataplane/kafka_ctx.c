@@ -112,8 +112,11 @@ static void ctx_dispatch(struct conn_req *r, const uint8_t *frame, uint32_t len)
 	c->active_ns = sh->now_ns;
 	ctx->recv_ns = shard_mono_ns();
 	ctx->conn_ns = c->accept_ns;
-	/* the first slot takes any request; the others only produces */
-	if (ctx_arena(ctx, (size_t)len * 4 + (&ctx->cr == c->pipe[0] ? CONN_ARENA_MIN : CONN_ARENA_PIPE)) < 0) {
+	/* the first slot takes any request; the others only produces; before
+	 * a SASL authentication, the three small requests allowed then (a
+	 * client that never authenticates holds 64 KiB, not 1 MiB) */
+	if (ctx_arena(ctx, (size_t)len * 4 + (&ctx->cr == c->pipe[0] && !(c->sasl && c->sasl->state != SASL_DONE)
+					      ? CONN_ARENA_MIN : CONN_ARENA_PIPE)) < 0) {
 		kafka_ctx_abort(ctx);
 		return;
 	}
