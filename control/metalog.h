@@ -78,8 +78,10 @@
  *                   in progress). Bumps the epochs as PARTITION_CHANGE,
  *                   unless leader, ISR and replicas are all unchanged (a
  *                   snapshot's note of a reassignment in progress).
+ *  15 SCRAM       a user's SCRAM credential (control/meta_scram.h)
+ *  16 REMOVE_SCRAM  its removal
  * (control/meta_brokers.h keeps the brokers, control/meta_parts.h the
- * partitions.) A TOPIC record with no PARTITION record after it, as
+ * partitions, control/meta_scram.h the SCRAM users.) A TOPIC record with no PARTITION record after it, as
  * brokers before these records wrote them, has every partition on the node
  * the NODE record names (replicas and ISR that node, its leader), at the
  * topic's leader epoch; partitions a PARTITIONS record adds with no
@@ -107,6 +109,8 @@ enum metalog_record {
 	META_REC_PARTITION_CHANGE = 12,
 	META_REC_LEADER_RESTARTED = 13,
 	META_REC_PARTITION_REASSIGN = 14,
+	META_REC_SCRAM = 15,
+	META_REC_REMOVE_SCRAM = 16,
 };
 struct meta_broker;
 struct meta_part;
@@ -303,7 +307,7 @@ int64_t metalog_next_producer_ids(struct metalog *ml, int32_t block);
  * (uint32 big-endian length, record) that rebuild it: NODE, each live
  * topic as a TOPIC record with its partitions, leader epoch and configs
  * followed by the PARTITION records of its placed partitions, each broker
- * config, each broker, PRODUCER_IDS. What a quorum keeps instead of the log
+ * config, each broker, each SCRAM credential, PRODUCER_IDS. What a quorum keeps instead of the log
  * before it. 0 or -ENOMEM. */
 int metalog_snapshot(const struct metalog *ml, void **buf, size_t *len);
 /* Replace the image with a snapshot's: -EPROTO for bytes it cannot read
@@ -315,6 +319,10 @@ int metalog_restore(struct metalog *ml, const void *buf, size_t len);
  * and is returned; -EPROTO for bytes that are not a snapshot. @thread any */
 int metalog_snapshot_each(const void *buf, size_t len, int (*fn)(void *arg, const void *rec, size_t len),
 			  void *arg);
+
+/* The SCRAM users (control/meta_scram.h), borrowed until the next change. */
+struct meta_scram;
+const struct meta_scram *metalog_scram(const struct metalog *ml);
 
 /* The first producer id no block has reserved yet. */
 int64_t metalog_next_producer_id(const struct metalog *ml);

@@ -47,6 +47,8 @@ static void cmds_init(void)
 		all_cmds[n_cmds++] = &reassign_cmds[i];
 	for (int i = 0; i < drill_ncmds; i++)
 		all_cmds[n_cmds++] = &drill_cmds[i];
+	for (int i = 0; i < user_ncmds; i++)
+		all_cmds[n_cmds++] = &user_cmds[i];
 }
 
 

@@ -35,6 +35,10 @@ TEST_SCRIPTS += tests/integration/test_kafka_rules.py
 # with mutual TLS, openssl s_client refused TLS 1.0/1.1, a client of another
 # CA refused, SIGHUP reloading the certificate (certificates made by the test)
 TEST_SCRIPTS += tests/integration/test_tls.py
+# SASL listeners (issue 21): PLAIN and SCRAM with librdkafka, kcat, kafka-python
+# and kafkajs, the refusals before authentication, SCRAM users through the
+# metadata log (a 3-node cluster)
+TEST_SCRIPTS += tests/integration/test_sasl.py
 # Kafka's KRaft settings: what Sluice cannot honour is refused, a one-node
 # config serves
 TEST_SCRIPTS += tests/integration/test_cluster_config.py
