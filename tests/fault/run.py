@@ -173,6 +173,11 @@ def scenario(a, seed, out):
     rf = min(3, a.nodes)
     sets = ["min.insync.replicas=2", "offsets.topic.replication.factor=%d" % rf,
             "transaction.state.log.replication.factor=%d" % rf] + list(a.set or [])
+    if any(x in ("disk-power-cut", "kill-all") for x in names) and not any(
+            s.startswith("log.durability=") for s in a.set or ()):
+        # every node at once: what log.durability=sync promises (a power
+        # loss); `write` promises a process crash only (docs/storage.md)
+        sets.append("log.durability=sync")
     closers = []
     c = None
     row = {"scenario": "%s/%s/%dn" % (a.workload, a.nemesis, a.nodes), "seed": seed, "nodes": a.nodes,
