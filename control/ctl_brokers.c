@@ -139,7 +139,7 @@ static void leaders_restart(struct ctl *ctl)
 {
 	struct ctl_brokers *cb = ctl->brokers;
 	struct metalog_rec r;
-	int rc = metalog_build_leader_restarted(ctl->ml, ctl->b->set.node_id, cb->epoch, &r);
+	int rc = metalog_build_broker_restarted(ctl->ml, ctl->b->set.node_id, cb->epoch, &r);
 
 	cb->restarting = 1;
 	if (rc < 0)
