@@ -93,6 +93,7 @@ def a_leader_back_with_an_empty_log_before_its_session_ends_loses_no_acknowledge
         produce(p, acked, errors, BEFORE, AFTER)
         left = p.flush(90)
         assert left == 0, "%d records unanswered" % left
+        p = None   # (closed: no reconnecting while the cluster stops)
         leader = partitions(c.bootstrap, TOPIC)[0][0]
         print("  %d acknowledged, %d failed; partition 0 led by node %d" % (len(acked), len(errors), leader))
         wait_isrs(c.bootstrap, TOPIC, 3)
