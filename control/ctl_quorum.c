@@ -264,19 +264,23 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	 * controller looks again at every partition when a broker's fencing
 	 * changed */
 	if (rc == 0 && (a.type == META_REC_PARTITION_CHANGE || a.type == META_REC_LEADER_RESTARTED ||
-			a.type == META_REC_PARTITION_REASSIGN))
+			a.type == META_REC_BROKER_RESTARTED || a.type == META_REC_PARTITION_REASSIGN))
 		cq->ctl->elect_due |= CTL_ELECT_PUBLISH;
 	/* ctl_reassign.c: reassignments to step on, replicas to open or remove
 	 * here, the replication throttle */
 	if (rc == 0 && (a.type == META_REC_PARTITION_CHANGE || a.type == META_REC_PARTITION_REASSIGN ||
-			a.type == META_REC_BROKER_FENCE || a.type == META_REC_BROKER_CONFIG))
+			a.type == META_REC_BROKER_FENCE || a.type == META_REC_BROKER_CONFIG ||
+			a.type == META_REC_BROKER_RESTARTED))
 		cq->ctl->reassign_due = 1;
+	/* (BROKER_RESTARTED: a leadership it moved to a broker shutting down
+	 * moves on) */
 	if (rc == 0 && (a.type == META_REC_BROKER_FENCE || a.type == META_REC_UNREGISTER_BROKER ||
-			a.type == META_REC_CONFIG || a.type == META_REC_BROKER_CONFIG))
+			a.type == META_REC_CONFIG || a.type == META_REC_BROKER_CONFIG ||
+			a.type == META_REC_BROKER_RESTARTED))
 		cq->ctl->elect_due |= CTL_ELECT_SCAN;   /* unclean.leader.election.enable may be on now */
 	if (rc == 0 && (a.type == META_REC_PARTITION || a.type == META_REC_PARTITION_CHANGE ||
-			a.type == META_REC_LEADER_RESTARTED || a.type == META_REC_PARTITION_REASSIGN ||
-			a.type == META_REC_CONFIG))
+			a.type == META_REC_LEADER_RESTARTED || a.type == META_REC_BROKER_RESTARTED ||
+			a.type == META_REC_PARTITION_REASSIGN || a.type == META_REC_CONFIG))
 		cq->ctl->roles_changed = 1;     /* the partitions' roles, their throttle (ctl_poll) */
 	cq->last_index = index;
 	cq->last_rc = rc;

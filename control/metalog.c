@@ -188,6 +188,14 @@ static int broker_config_put(struct metalog *ml, int32_t scope, char *key, char 
 	return 0;
 }
 
+/* BROKER_RESTARTED's test of who may take over: registered, unfenced. */
+static int broker_eligible(const void *arg, int32_t id)
+{
+	const struct meta_broker *b = meta_brokers_find(&((const struct metalog *)arg)->brokers, id);
+
+	return b && !b->fenced;
+}
+
 /* Apply one record to the image: the only place the image changes, used
  * by replay, by the local file's commits and by metalog_apply. dry: only
  * say whether it applies, change nothing. -EPROTO: malformed (an unknown
@@ -283,7 +291,8 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 			out->topic = t;
 		return 0;
 	}
-	case META_REC_LEADER_RESTARTED: {
+	case META_REC_LEADER_RESTARTED:
+	case META_REC_BROKER_RESTARTED: {
 		int32_t broker = (int32_t)dec_be(&d, 4);
 		int64_t bepoch = dec_be(&d, 8);
 		const struct meta_broker *mb;
@@ -302,6 +311,10 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 			for (int32_t j = 0; j < lt->partitions; j++) {
 				struct meta_part *p = &lt->parts[j];
 
+				if (type == META_REC_BROKER_RESTARTED) {
+					legacy |= meta_part_restarted(p, broker, broker_eligible, ml);
+					continue;
+				}
 				if (p->leader != broker)
 					continue;
 				if (p->legacy) {
@@ -1199,6 +1212,11 @@ int metalog_build_unregister_broker(const struct metalog *ml, int32_t id, int64_
 int metalog_build_leader_restarted(const struct metalog *ml, int32_t id, int64_t epoch, struct metalog_rec *out)
 {
 	return build_broker_rec(ml, META_REC_LEADER_RESTARTED, id, epoch, -1, out);
+}
+
+int metalog_build_broker_restarted(const struct metalog *ml, int32_t id, int64_t epoch, struct metalog_rec *out)
+{
+	return build_broker_rec(ml, META_REC_BROKER_RESTARTED, id, epoch, -1, out);
 }
 
 const struct meta_broker *metalog_broker(const struct metalog *ml, int32_t id)

@@ -80,6 +80,23 @@
  *                   snapshot's note of a reassignment in progress).
  *  15 SCRAM       a user's SCRAM credential (control/meta_scram.h)
  *  16 REMOVE_SCRAM  its removal
+ *  17 BROKER_RESTARTED int32 broker id, int64 broker epoch (its new
+ *                   registration's): what a broker proposes at start,
+ *                   once unfenced, instead of LEADER_RESTARTED (which
+ *                   keeps its meaning for the logs that hold it). In each
+ *                   partition whose ISR holds the broker and another
+ *                   registered, unfenced member, the broker leaves the
+ *                   ISR and, where it led, the first such member in
+ *                   replicas order leads (a new leader epoch); every
+ *                   change bumps the partition epoch. Where no other such
+ *                   member is in the ISR it stays as it was, and where it
+ *                   leads takes a new leader epoch as LEADER_RESTARTED
+ *                   gives (legacy topics a new topic epoch). A restarted
+ *                   broker may have lost what it had (an empty or cut
+ *                   log): it catches up as a follower and rejoins the ISR
+ *                   (Kafka's controller fences a re-registered broker:
+ *                   KIP-841). One record, whatever the number of
+ *                   partitions; the image alone decides.
  * (control/meta_brokers.h keeps the brokers, control/meta_parts.h the
  * partitions, control/meta_scram.h the SCRAM users.) A TOPIC record with no PARTITION record after it, as
  * brokers before these records wrote them, has every partition on the node
@@ -111,6 +128,7 @@ enum metalog_record {
 	META_REC_PARTITION_REASSIGN = 14,
 	META_REC_SCRAM = 15,
 	META_REC_REMOVE_SCRAM = 16,
+	META_REC_BROKER_RESTARTED = 17,
 };
 struct meta_broker;
 struct meta_part;
@@ -226,6 +244,9 @@ int metalog_build_unregister_broker(const struct metalog *ml, int32_t id, int64_
 /* LEADER_RESTARTED for broker id at its registration `epoch`: -ENOENT
  * when that is not its registration in the image. */
 int metalog_build_leader_restarted(const struct metalog *ml, int32_t id, int64_t epoch, struct metalog_rec *out);
+/* BROKER_RESTARTED for broker id at its registration `epoch` (what a
+ * broker proposes at start): -ENOENT as above. */
+int metalog_build_broker_restarted(const struct metalog *ml, int32_t id, int64_t epoch, struct metalog_rec *out);
 /* The registered brokers, by id (NULL: none). */
 const struct meta_broker *metalog_broker(const struct metalog *ml, int32_t id);
 int metalog_broker_count(const struct metalog *ml);

@@ -57,6 +57,10 @@ TEST_SCRIPTS += tests/integration/test_cluster_failover.py
 # a leader paused (SIGSTOP) past its session is replaced; the Produce
 # (acks=all) waiting in its socket is refused after SIGCONT and in no copy
 TEST_SCRIPTS += tests/integration/test_cluster_pause.py
+# a leader SIGKILLed and back with an empty copy of its partition before its
+# session ends gives up its leadership and the ISR until caught up: no
+# acknowledged record lost (BROKER_RESTARTED)
+TEST_SCRIPTS += tests/integration/test_cluster_restart.py
 # a real network partition (scripts/cluster --netns; root, else skipped):
 # a leader cut off from the other nodes acknowledges nothing at acks=all
 # with min.insync.replicas=2 while the majority elects another; after the
