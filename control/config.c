@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "storage/plog.h"
 
@@ -109,9 +110,24 @@ static const struct config_key keys[] = {
 		 "same as listeners." },
 	{ "listener.security.protocol.map", CONFIG_LIST,
 	  "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
-	  .doc = "NAME:PROTOCOL pairs: the security protocol of each listener name (PLAINTEXT or SSL; "
-		 "SASL_PLAINTEXT and SASL_SSL are refused: not implemented). A controller listener not named "
-		 "here is PLAINTEXT (docs/security.md)." },
+	  .doc = "NAME:PROTOCOL pairs: the security protocol of each listener name (PLAINTEXT, SSL, "
+		 "SASL_PLAINTEXT or SASL_SSL). A controller listener not named here is PLAINTEXT "
+		 "(docs/security.md)." },
+	{ "sasl.enabled.mechanisms", CONFIG_LIST, "SCRAM-SHA-256,SCRAM-SHA-512",
+	  .doc = "The SASL mechanisms SASL_PLAINTEXT and SASL_SSL listeners accept: PLAIN, SCRAM-SHA-256, "
+		 "SCRAM-SHA-512 (GSSAPI and OAUTHBEARER are refused at start). Per listener: "
+		 "listener.name.<listener>.sasl.enabled.mechanisms. Kafka's default is GSSAPI; Sluice's is "
+		 "the SCRAM pair, whose users live in the metadata log (docs/security.md)." },
+	{ "sasl.mechanism.inter.broker.protocol", CONFIG_STRING, "GSSAPI",
+	  .doc = "Kafka's mechanism for SASL between brokers: accepted so that a Kafka config starts, and "
+		 "unused: the inter-broker listener must be PLAINTEXT (docs/security.md)." },
+	{ "connections.max.reauth.ms", CONFIG_LONG, "0", 0, I64MAX,
+	  .doc = "KIP-368's session lifetime: only 0 (Kafka's default: sessions never expire) is served; "
+		 "re-authentication is not implemented, and another value stops the start when a SASL "
+		 "listener is configured." },
+	{ "connection.failed.authentication.delay.ms", CONFIG_INT, "100", 0, I32MAX,
+	  .doc = "A failed SASL authentication is answered this long after it failed (a timer: the shard "
+		 "serves others meanwhile), then the connection is closed." },
 	{ "inter.broker.listener.name", CONFIG_STRING, "",
 	  .doc = "The listener other brokers reach this one through (replication, and the address the "
 		 "metadata log registers). Empty: the first listeners entry that is no controller listener. "
@@ -411,8 +427,21 @@ struct config_slot {
 	int explicit_set;   /* set by config_set (not a default, not derived) */
 };
 
+/* Kafka's per-listener keys, listener.name.<listener>.<key> (the keys
+ * LISTENER_SUFFIXES names), kept as given: the listener name is matched
+ * without case, as Kafka lower-cases it. */
+struct config_lkey {
+	char *key, *value;
+};
+
+static const char *const listener_suffixes[] = { "sasl.enabled.mechanisms", "plain.sasl.jaas.config",
+						 "scram-sha-256.sasl.jaas.config", "scram-sha-512.sasl.jaas.config",
+						 NULL };
+
 struct config {
 	struct config_slot slot[NKEYS];
+	struct config_lkey *lkeys;
+	int nlkeys;
 };
 
 static const char SRC_DEFAULT[] = "default";
@@ -717,7 +746,61 @@ void config_destroy(struct config *c)
 		if (c->slot[i].source != SRC_DEFAULT)
 			free(c->slot[i].source);
 	}
+	for (int i = 0; i < c->nlkeys; i++) {
+		free(c->lkeys[i].key);
+		free(c->lkeys[i].value);
+	}
+	free(c->lkeys);
 	free(c);
+}
+
+/* listener.name.<listener>.<suffix>: the suffix, or NULL when the key is
+ * not of that form. */
+static const char *lkey_suffix(const char *key)
+{
+	const char *p = key + strlen("listener.name."), *dot;
+
+	if (strncmp(key, "listener.name.", strlen("listener.name.")) || !(dot = strchr(p, '.')) || dot == p)
+		return NULL;
+	return dot + 1;
+}
+
+static int lkey_put(struct config *c, const char *key, const char *value)
+{
+	struct config_lkey *n;
+	char *v = strdup(value);
+
+	if (!v)
+		return -ENOMEM;
+	for (int i = 0; i < c->nlkeys; i++)
+		if (!strcasecmp(c->lkeys[i].key, key)) {
+			free(c->lkeys[i].value);
+			c->lkeys[i].value = v;
+			return 0;
+		}
+	n = realloc(c->lkeys, sizeof(*n) * (size_t)(c->nlkeys + 1)); /* style: allow config, at start */
+	if (!n || !(n[c->nlkeys].key = strdup(key))) {
+		if (n)
+			c->lkeys = n;
+		free(v);
+		return -ENOMEM;
+	}
+	c->lkeys = n;
+	c->lkeys[c->nlkeys++].value = v;
+	return 0;
+}
+
+const char *config_listener_str(const struct config *c, const char *listener, const char *suffix)
+{
+	size_t ln = strlen(listener);
+
+	for (int i = 0; i < c->nlkeys; i++) {
+		const char *k = c->lkeys[i].key + strlen("listener.name.");
+
+		if (!strncasecmp(k, listener, ln) && k[ln] == '.' && !strcmp(k + ln + 1, suffix))
+			return c->lkeys[i].value;
+	}
+	return NULL;
 }
 
 int config_dup(const struct config *c, struct config **out)
@@ -738,6 +821,11 @@ int config_dup(const struct config *c, struct config **out)
 			return -ENOMEM;
 		}
 	}
+	for (int i = 0; i < c->nlkeys; i++)
+		if (lkey_put(d, c->lkeys[i].key, c->lkeys[i].value) < 0) {
+			config_destroy(d);
+			return -ENOMEM;
+		}
 	*out = d;
 	return 0;
 }
@@ -806,6 +894,21 @@ int config_set(struct config *c, const char *key, const char *value, const char 
 	if (!value) {
 		errf(err, errlen, "%s: no value for configuration key '%s'", source, key);
 		return -EINVAL;
+	}
+	if (i < 0 && lkey_suffix(key)) {
+		const char *suf = lkey_suffix(key);
+
+		for (int j = 0; listener_suffixes[j]; j++)
+			if (!strcmp(suf, listener_suffixes[j])) {
+				if (!(v = trim_dup(value, strlen(value))))
+					return -ENOMEM;
+				rc = lkey_put(c, key, v);
+				free(v);
+				return rc;
+			}
+		errf(err, errlen, "%s: unknown configuration key '%s' (Sluice takes listener.name.<listener>. "
+		     "with sasl.enabled.mechanisms and <mechanism>.sasl.jaas.config only)", source, key);
+		return -ENOENT;
 	}
 	if (i < 0) {
 		errf(err, errlen, "%s: unknown configuration key '%s'", source, key);

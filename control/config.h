@@ -106,6 +106,11 @@ void config_foreach(const struct config *c,
 			       int is_default, void *arg),
 		    void *arg);
 
+/* Kafka's per-listener key listener.name.<listener>.<suffix> (the
+ * listener's name without case; suffix sasl.enabled.mechanisms or
+ * <mechanism>.sasl.jaas.config), or NULL when not set. */
+const char *config_listener_str(const struct config *c, const char *listener, const char *suffix);
+
 /* advertised.listeners, or listeners when it is empty (what Metadata
  * returns). Borrowed like config_str. */
 const char *config_advertised_listeners(const struct config *c);

@@ -203,7 +203,7 @@ int ctl_init(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 
 	ctl->now_ms = (int64_t)(now_ns / 1000000);
 	ctl->wall = now_ms;
-	ctl->started_ms = wall_ms();   /* uptime: the real clock */
+	ctl->started_ms = mono_ms();   /* uptime: the real monotonic clock, not the injected one nor the wall clock */
 	ctl->pid_spare = -1;
 	/* the coordinators: their timers run in every turn from now on */
 	if (group_coord_create(ctl, ctl->b, ctl->cfg, &ctl->gc) < 0 ||
@@ -603,6 +603,7 @@ const struct coord_ops ctl_coord_ops = {
 	.submit_quorum = ctl_quorum_submit,
 	.submit_elect = ctl_elect_submit,
 	.submit_reassign = ctl_reassign_submit,
+	.submit_scram = ctl_scram_submit,
 	.producer_id_msg = ctl_producer_id_msg,
 	.key_dynamic = config_dynamic,
 	.topic_key_at = topic_config_key_at,

@@ -115,6 +115,11 @@ void ctl_elect_submit(struct kafka_ctx *ctx, struct coord_elect *req);
  * resumes (dataplane/coord.h submit_reassign). */
 struct coord_reassign;
 void ctl_reassign_submit(struct kafka_ctx *ctx, struct coord_reassign *req);
+/* @thread shard. AlterUserScramCredentials (control/ctl_scram.c): the
+ * control thread proposes each change's record and fills its result, then
+ * ctx resumes (dataplane/coord.h submit_scram). */
+struct coord_scram;
+void ctl_scram_submit(struct kafka_ctx *ctx, struct coord_scram *req);
 /* @thread ctl. Partitions with a reassignment in progress in the image,
  * and reassignments this node completed as the active controller. */
 struct ctl_reassign_state {
@@ -145,7 +150,7 @@ struct ctl_channel_stats {
 	uint64_t snapshots_installed;
 };
 void ctl_quorum_channel_stats(const struct ctl *ctl, struct ctl_channel_stats *st);
-/* @thread ctl. Wall-clock ms when the control thread started (uptime). */
+/* @thread ctl. CLOCK_MONOTONIC ms when the control thread started (uptime). */
 int64_t ctl_started_ms(const struct ctl *ctl);
 /* @thread ctl. The group and transaction coordinators. */
 struct group_coord *ctl_groups(struct ctl *ctl);

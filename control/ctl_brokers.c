@@ -4,7 +4,8 @@
  * record's log index, so a restart gets a larger one) and starts fenced;
  * it heartbeats every broker.heartbeat.interval.ms; the active controller
  * unfences a broker whose heartbeat finds its registration applied (and
- * the partitions it leads take a new leader epoch: LEADER_RESTARTED), and
+ * the broker proposes BROKER_RESTARTED: it leaves the ISRs and its
+ * leaderships move to other in-sync replicas, where there are), and
  * fences (BROKER_FENCE) one whose heartbeats stopped for
  * broker.session.timeout.ms. Fencing and unfencing are records, so every
  * node sees the same brokers; heartbeats are not (the controller keeps
@@ -47,7 +48,7 @@ struct ctl_brokers {
 	uint8_t incarnation[16];
 	int64_t epoch;                  /* 0 until registered */
 	int proposing;                  /* a record of ours is in flight */
-	int restarting;                 /* LEADER_RESTARTED proposed, not applied */
+	int restarting;                 /* BROKER_RESTARTED proposed, not applied */
 	int retries;                    /* registrations whose outcome was lost */
 	void (*ready)(struct ctl *ctl, int err, const char *msg);
 	int64_t next_hb_ms;
@@ -105,11 +106,16 @@ static void fence_done(struct ctl *ctl, void *cookie, int err, const struct meta
 	}
 }
 
-/* This broker's start, registered and unfenced: its partitions take a new
- * leader epoch (LEADER_RESTARTED), as Kafka's controller gives a restarted
- * leader, so a client or follower that read from the previous incarnation
- * tells the two apart (KIP-101/320: a crash may have cut what the old one
- * had not made durable). Then it serves. */
+/* This broker's start, registered and unfenced: BROKER_RESTARTED. A crash
+ * may have cut what the old incarnation had not made durable, a replaced
+ * disk all of it, so as Kafka's controller fences a re-registered broker
+ * (KIP-841) it leaves every ISR with another registered, unfenced member
+ * and its leaderships move to the first such member, at a new leader
+ * epoch; it rejoins once caught up. Where it is the last such member it
+ * keeps leading at a new leader epoch (KIP-101/320: a client or follower
+ * that read from the previous incarnation tells the two apart). Then it
+ * serves. (LEADER_RESTARTED, which kept it leading everywhere, is what
+ * older logs hold.) */
 static void leaders_restarted(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
 {
 	struct ctl_brokers *cb = ctl->brokers;
@@ -127,8 +133,8 @@ static void leaders_restarted(struct ctl *ctl, void *cookie, int err, const stru
 	if (!ready)
 		return;
 	if (err < 0) {
-		snprintf(msg, sizeof(msg), "cannot give this broker's partitions their new leader epoch in the "
-			 "metadata log: %s", strerror(-err));
+		snprintf(msg, sizeof(msg), "cannot write this broker's restart (BROKER_RESTARTED: its partitions' new "
+			 "leaders and epochs) in the metadata log: %s", strerror(-err));
 		ready(ctl, err, msg);
 		return;
 	}
@@ -139,7 +145,7 @@ static void leaders_restart(struct ctl *ctl)
 {
 	struct ctl_brokers *cb = ctl->brokers;
 	struct metalog_rec r;
-	int rc = metalog_build_leader_restarted(ctl->ml, ctl->b->set.node_id, cb->epoch, &r);
+	int rc = metalog_build_broker_restarted(ctl->ml, ctl->b->set.node_id, cb->epoch, &r);
 
 	cb->restarting = 1;
 	if (rc < 0)

@@ -16,9 +16,10 @@
  *   every record is built against an image that has the previous ones.
  * - This node, the active controller, counts as live unless it is
  *   shutting down: it is fenced only for the moment its own registration
- *   takes at start (LEADER_RESTARTED then gives its partitions their new
- *   epoch: control/ctl_brokers.c).
- * - Every node: a PARTITION_CHANGE or LEADER_RESTARTED applied makes the
+ *   takes at start (BROKER_RESTARTED then moves its leaderships, or gives
+ *   its partitions their new epoch: control/ctl_brokers.c).
+ * - Every node: a PARTITION_CHANGE, BROKER_RESTARTED or LEADER_RESTARTED
+ *   applied makes the
  *   published snapshot follow the image (each topic whose leaders, epochs
  *   or ISR differ is rebuilt and replaced; it waits while a topic
  *   operation is in flight, as that operation holds the topics it

@@ -23,7 +23,8 @@
  * A rebuild waits while any operation is in flight (ctl->ops_open), as
  * ctl_elect.c's does: that operation holds the topics it replaces.
  * Leader epochs need nothing here: ctl_elect.c and ctl_roles.c follow
- * every PARTITION_CHANGE and LEADER_RESTARTED record on every node.
+ * every PARTITION_CHANGE and BROKER_RESTARTED (LEADER_RESTARTED) record
+ * on every node.
  *
  * @thread ctl
  */

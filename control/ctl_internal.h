@@ -201,7 +201,7 @@ struct ctl {
 	struct admin_http *admin;
 	int admin_port;              /* its port (0: off), set before ready */
 	struct pub_block *pubs;      /* every partition's published block, freed at exit */
-	int64_t started_ms;          /* wall clock at start (uptime) */
+	int64_t started_ms;          /* CLOCK_MONOTONIC at start (uptime: a wall-clock step moves it not) */
 	/* the loop: the turn's clock (ctl_poll's), what the idle policy needs */
 	int64_t now_ms;              /* monotonic ms of this turn */
 	int64_t wall;                /* wall-clock ms of this turn */

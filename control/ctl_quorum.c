@@ -64,6 +64,7 @@
 #include "control/cutil.h"
 #include "control/meta_diff.h"
 #include "control/meta_image.h"
+#include "control/meta_scram.h"
 #include "control/metalog.h"
 #include "control/node_role.h"
 #include "control/quorum.h"
@@ -89,6 +90,9 @@ struct ctl_quorum {
 	/* start-up */
 	void (*ready)(struct ctl *ctl, int err, const char *msg);
 	int started;                    /* ready has run */
+	int dir_existed;                /* the quorum's directory was there before this start */
+	int scram_boot;                 /* --add-scram: 1 proposed, 2 done */
+	int scram_left;                 /* its records not applied yet */
 	int barrier_sent;
 	void *import_buf;               /* the older broker's image, as a snapshot */
 	size_t import_len;
@@ -254,25 +258,29 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	}
 	/* any other error: the record no longer applies (a race between two
 	 * proposals); a no-op on every node, its proposer is told why */
-	if (rc == 0 && a.broker >= 0)
-		cq->ctl->brokers_changed = 1;   /* the snapshot's brokers (ctl_poll) */
+	if (rc == 0 && (a.broker >= 0 || a.type == META_REC_SCRAM || a.type == META_REC_REMOVE_SCRAM))
+		cq->ctl->brokers_changed = 1;   /* the snapshot's brokers and SCRAM users (ctl_poll) */
 	/* ctl_elect.c: the snapshot follows partition records; the active
 	 * controller looks again at every partition when a broker's fencing
 	 * changed */
 	if (rc == 0 && (a.type == META_REC_PARTITION_CHANGE || a.type == META_REC_LEADER_RESTARTED ||
-			a.type == META_REC_PARTITION_REASSIGN))
+			a.type == META_REC_BROKER_RESTARTED || a.type == META_REC_PARTITION_REASSIGN))
 		cq->ctl->elect_due |= CTL_ELECT_PUBLISH;
 	/* ctl_reassign.c: reassignments to step on, replicas to open or remove
 	 * here, the replication throttle */
 	if (rc == 0 && (a.type == META_REC_PARTITION_CHANGE || a.type == META_REC_PARTITION_REASSIGN ||
-			a.type == META_REC_BROKER_FENCE || a.type == META_REC_BROKER_CONFIG))
+			a.type == META_REC_BROKER_FENCE || a.type == META_REC_BROKER_CONFIG ||
+			a.type == META_REC_BROKER_RESTARTED))
 		cq->ctl->reassign_due = 1;
+	/* (BROKER_RESTARTED: a leadership it moved to a broker shutting down
+	 * moves on) */
 	if (rc == 0 && (a.type == META_REC_BROKER_FENCE || a.type == META_REC_UNREGISTER_BROKER ||
-			a.type == META_REC_CONFIG || a.type == META_REC_BROKER_CONFIG))
+			a.type == META_REC_CONFIG || a.type == META_REC_BROKER_CONFIG ||
+			a.type == META_REC_BROKER_RESTARTED))
 		cq->ctl->elect_due |= CTL_ELECT_SCAN;   /* unclean.leader.election.enable may be on now */
 	if (rc == 0 && (a.type == META_REC_PARTITION || a.type == META_REC_PARTITION_CHANGE ||
-			a.type == META_REC_LEADER_RESTARTED || a.type == META_REC_PARTITION_REASSIGN ||
-			a.type == META_REC_CONFIG))
+			a.type == META_REC_LEADER_RESTARTED || a.type == META_REC_BROKER_RESTARTED ||
+			a.type == META_REC_PARTITION_REASSIGN || a.type == META_REC_CONFIG))
 		cq->ctl->roles_changed = 1;     /* the partitions' roles, their throttle (ctl_poll) */
 	cq->last_index = index;
 	cq->last_rc = rc;
@@ -620,6 +628,69 @@ static int cq_import_one(void *arg, const void *rec, size_t len)
 
 /* ---- start-up ------------------------------------------------------------ */
 
+static void cq_started(struct ctl_quorum *cq);
+
+static void cq_scram_done(void *cookie, uint64_t index, int err)
+{
+	struct ctl_quorum *cq = cookie;
+
+	if (err == 0 && cq->last_index == index)
+		err = cq->last_rc;
+	if (err < 0 && err != -QUORUM_ELOST && err != -ESHUTDOWN) {
+		cq_start_failed(cq, err, "--add-scram: the metadata log in %s did not take a SCRAM user: %s", cq->dir,
+				strerror(-err));
+		return;
+	}
+	if (--cq->scram_left == 0) {
+		cq->scram_boot = 2;
+		cq_started(cq);
+	}
+}
+
+/* sluiced --add-scram, as kafka-storage format --add-scram: the users go
+ * into a metadata log that has none; on a directory that existed before
+ * this start and has users, the start stops (exit 2). A new directory
+ * joining a cluster whose log already has users (another voter's
+ * --add-scram) takes them as they are. Returns 1 when records were
+ * proposed (cq_started runs again once they are applied). */
+static int cq_add_scram(struct ctl_quorum *cq)
+{
+	struct broker *b = cq->ctl->b;
+	int rc = 0;
+
+	if (!b->nboot_scram || cq->scram_boot)
+		return 0;
+	cq->scram_boot = 2;
+	if (metalog_scram(cq->ctl->ml)->n) {
+		if (cq->dir_existed)
+			cq_start_failed(cq, -EINVAL, "--add-scram: the metadata log in %s already has SCRAM users: "
+					"--add-scram applies once, when the data directory is made (as kafka-storage "
+					"format); add users with AlterUserScramCredentials (kafka-configs --alter "
+					"--entity-type users) and start without --add-scram", cq->dir);
+		return cq->dir_existed ? -1 : 0;
+	}
+	cq->scram_boot = 1;
+	cq->scram_left = 1;   /* this function's own, released below */
+	for (int i = 0; i < b->nboot_scram && rc == 0; i++) {
+		struct metalog_rec r;
+
+		rc = meta_scram_build(metalog_scram(cq->ctl->ml), &b->boot_scram[i], &r);
+		if (rc == 0) {
+			rc = quorum_propose(cq->q, r.buf, r.len, cq_scram_done, cq);
+			metalog_rec_free(&r);
+		}
+		if (rc == 0)
+			cq->scram_left++;
+	}
+	if (rc < 0) {
+		cq_start_failed(cq, rc, "--add-scram: cannot write a SCRAM user into the metadata log %s: %s", cq->dir,
+				strerror(-rc));
+		return -1;
+	}
+	cq_scram_done(cq, 0, 0);
+	return 1;
+}
+
 /* Elected and caught up: import what an older broker left, write the
  * NODE record on a new directory, then hand over to ctl.c. */
 static void cq_started(struct ctl_quorum *cq)
@@ -658,6 +729,8 @@ static void cq_started(struct ctl_quorum *cq)
 				cq->dir, have, cq->cluster_id);
 		return;
 	}
+	if (cq_add_scram(cq) != 0)
+		return;   /* back here once applied, or failed */
 	cq->started = 1;
 	cq->ready(ctl, 0, NULL);
 }
@@ -904,6 +977,7 @@ int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, con
 		return cq_open_observer(ctl, cq, &qc, err, errlen);
 
 	rc = quorum_identity_read(cq->dir, cid, sizeof(cid), vhave, sizeof(vhave));
+	cq->dir_existed = rc == 0;
 	if (rc == 0 && dir_exists(old)) {
 		/* an import that did not finish: start it again */
 		fprintf(stderr, "sluiced: %s was being imported into %s when the broker stopped: importing "

@@ -3,8 +3,8 @@
  * leader with its replicas and ISR, or follower of a leader at its client
  * listener, at the image's leader epoch. Sent when a partition opens (none
  * for a partition alone: the one-node broker's way) and when an applied
- * PARTITION, PARTITION_CHANGE or LEADER_RESTARTED record moved a hosted
- * partition's leader, epoch or ISR. And the leader's side of Kafka's
+ * PARTITION, PARTITION_CHANGE, BROKER_RESTARTED or LEADER_RESTARTED record
+ * moved a hosted partition's leader, epoch or ISR. And the leader's side of Kafka's
  * AlterPartition: a leader shard asks to take a follower out of the ISR
  * or back in; the change is proposed as a PARTITION_CHANGE, and the
  * leader uses the new ISR once it comes back as a role. And, once a role

@@ -17,6 +17,7 @@
 #include "control/fd_budget.h"
 #include "control/meta_brokers.h"
 #include "control/meta_parts.h"
+#include "control/meta_scram.h"
 #include "control/metalog.h"
 #include "control/placement.h"
 #include "dataplane/kafka_errors.h"
@@ -39,6 +40,32 @@ static int topic_id_cmp(const void *a, const void *b)
 	const struct md_topic *x = *(const struct md_topic *const *)a, *y = *(const struct md_topic *const *)b;
 
 	return memcmp(x->id, y->id, sizeof(x->id));
+}
+
+/* The SCRAM users into md: one allocation, the credentials then their
+ * names (freed with the snapshot). Without memory the snapshot has none
+ * (logins fail until the next publish) rather than stale ones. */
+static void md_scram_copy(struct md_snapshot *md, const struct meta_scram *ms)
+{
+	size_t names = 0;
+	char *p;
+
+	for (int i = 0; i < ms->n; i++)
+		names += strlen(ms->c[i].name) + 1;
+	md->nscram = 0;
+	md->scram = malloc(sizeof(*md->scram) * (size_t)ms->n + names + 1);
+	if (!md->scram)
+		return;
+	p = (char *)(md->scram + ms->n);
+	for (int i = 0; i < ms->n; i++) {
+		size_t n = strlen(ms->c[i].name) + 1;
+
+		md->scram[i] = ms->c[i];
+		memcpy(p, ms->c[i].name, n);
+		md->scram[i].name = p;
+		p += n;
+	}
+	md->nscram = ms->n;
 }
 
 /* Publish old + added - removed. */
@@ -81,6 +108,7 @@ static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct
 		snprintf(o->rack, sizeof(o->rack), "%s", mb->rack);
 		md->nbrokers++;
 	}
+	md_scram_copy(md, metalog_scram(ctl->ml));
 	md->version = ++ctl->version;
 	md->cfg = ctl->eff;
 	__atomic_store_n(&b->md, md, __ATOMIC_RELEASE);
@@ -151,6 +179,7 @@ static void retired_free(struct retired *r)
 		free(r->snap->topics);
 		free(r->snap->by_id);
 		free(r->snap->brokers);
+		free(r->snap->scram);
 		free(r->snap);
 	}
 	if (r->topic)
@@ -736,6 +765,7 @@ void ctl_topics_fini(struct ctl *ctl)
 		free(md->topics);
 		free(md->by_id);
 		free(md->brokers);
+		free(md->scram);
 		free(md);
 	}
 	b->md = NULL;

@@ -2,6 +2,7 @@
  * control/listeners.h). @thread main */
 #include <ctype.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -10,6 +11,7 @@
 #include "control/config.h"
 #include "control/listeners.h"
 #include "dataplane/broker.h"
+#include "dataplane/sasl.h"
 #include "dataplane/tls.h"
 
 /* The next comma-separated item of *pp, trimmed, into buf: 1, 0 at the
@@ -97,6 +99,70 @@ static int parse_entry(const char *key, const char *item, char *name, size_t nam
 	return 0;
 }
 
+/* A SASL listener's mechanisms (listener.name.<l>.sasl.enabled.mechanisms,
+ * else sasl.enabled.mechanisms) and PLAIN's users (its
+ * listener.name.<l>.plain.sasl.jaas.config). */
+static int listener_sasl(const struct config *c, struct broker_listener *one, char *err, size_t errlen)
+{
+	char key[160], item[64];
+	const char *mechs = config_listener_str(c, one->name, "sasl.enabled.mechanisms"), *p, *jaas;
+
+	if (config_int(c, "connections.max.reauth.ms") != 0) {
+		snprintf(err, errlen, "connections.max.reauth.ms: re-authentication (KIP-368) is not implemented: "
+			 "leave it 0 (Kafka's default, sessions do not expire) for the SASL listener %s", one->name);
+		return -ENOTSUP;
+	}
+
+	if (mechs)
+		snprintf(key, sizeof(key), "listener.name.%s.sasl.enabled.mechanisms", one->name);
+	else
+		snprintf(key, sizeof(key), "sasl.enabled.mechanisms");
+	for (char *k = key; *k; k++)
+		*k = (char)tolower((unsigned char)*k);
+	p = mechs ? mechs : config_str(c, "sasl.enabled.mechanisms");
+	one->sasl_mechs = 0;
+	while (next_item(&p, item, sizeof(item)) != 0) {
+		int m = sasl_mech_from_name(item, strlen(item));
+
+		if (!m) {
+			snprintf(err, errlen, "%s: %s: %s (Sluice has PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; GSSAPI "
+				 "(Kerberos) and OAUTHBEARER are not implemented: docs/security.md)", key, item,
+				 !strcmp(item, "GSSAPI") || !strcmp(item, "OAUTHBEARER") ? "not implemented"
+											 : "unknown mechanism");
+			return -ENOTSUP;
+		}
+		one->sasl_mechs |= (unsigned)m;
+	}
+	if (!one->sasl_mechs) {
+		snprintf(err, errlen, "%s: the SASL listener %s has no mechanism enabled", key, one->name);
+		return -EINVAL;
+	}
+	if (!(one->sasl_mechs & SASL_MECH_PLAIN))
+		return 0;
+	snprintf(key, sizeof(key), "listener.name.%s.plain.sasl.jaas.config", one->name);
+	for (char *k = key; *k; k++)
+		*k = (char)tolower((unsigned char)*k);
+	if (!(jaas = config_listener_str(c, one->name, "plain.sasl.jaas.config"))) {
+		snprintf(err, errlen, "%s: the listener %s enables PLAIN, whose users are this JAAS config's "
+			 "user_<name>=\"<password>\" options (Kafka's PlainLoginModule): set it "
+			 "(docs/security.md)", key, one->name);
+		return -EINVAL;
+	}
+	if (!(one->plain = calloc(1, sizeof(*one->plain))))
+		return -ENOMEM;
+	{
+		char why[256];
+
+		if (sasl_jaas_parse(jaas, one->plain, why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "%s: %s", key, why);
+			free(one->plain);
+			one->plain = NULL;
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 int listeners_resolve(const struct config *c, int broker, struct broker_settings *set, char *err, size_t errlen)
 {
 	const char *ctl = config_str(c, "controller.listener.names");
@@ -127,12 +193,6 @@ int listeners_resolve(const struct config *c, int broker, struct broker_settings
 				 "for the name %s (add %s:PLAINTEXT or %s:SSL to it)", item, one.name, one.name, one.name);
 			return -EINVAL;
 		}
-		if (!strncmp(proto, "SASL", 4)) {
-			snprintf(err, errlen, "listeners: %s: the %s security protocol is not implemented yet (SASL comes with "
-				 "Sluice's security work: docs/security.md); this port would serve clients with no "
-				 "credentials. Use PLAINTEXT or SSL", item, proto);
-			return -ENOTSUP;
-		}
 		if (in_list(ctl, one.name)) {
 			if (strcmp(proto, "PLAINTEXT")) {
 				snprintf(err, errlen, "listeners: %s: a controller listener over %s is not implemented "
@@ -154,7 +214,10 @@ int listeners_resolve(const struct config *c, int broker, struct broker_settings
 								      : "the port is another listener's");
 				return -EINVAL;
 			}
-		one.tls = !strcmp(proto, "SSL");
+		one.tls = !strcmp(proto, "SSL") || !strcmp(proto, "SASL_SSL");
+		one.sasl = !strncmp(proto, "SASL_", 5);
+		if (one.sasl && (rc = listener_sasl(c, &one, err, errlen)) < 0)
+			return rc;
 		snprintf(one.adv_host, sizeof(one.adv_host), "%s", one.host);
 		one.adv_port = one.port;
 		if (*inter ? !strcmp(one.name, inter) : first < 0)
@@ -196,9 +259,10 @@ int listeners_resolve(const struct config *c, int broker, struct broker_settings
 		snprintf(err, errlen, "inter.broker.listener.name: %s is not a client listener in listeners", inter);
 		return -EINVAL;
 	}
-	if (l[first].tls) {
-		snprintf(err, errlen, "inter.broker.listener.name: %s is an SSL listener, and replication over TLS "
-			 "is not implemented yet: name a PLAINTEXT listener (docs/security.md)", l[first].name);
+	if (l[first].tls || l[first].sasl) {
+		snprintf(err, errlen, "inter.broker.listener.name: %s (of listeners) is a%s listener, and replication "
+			 "over %s is not implemented yet: name a PLAINTEXT listener (docs/security.md)", l[first].name,
+			 l[first].sasl ? " SASL" : "n SSL", l[first].sasl ? "SASL" : "TLS");
 		return -ENOTSUP;
 	}
 	if (first) {   /* the inter-broker listener first */

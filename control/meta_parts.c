@@ -18,6 +18,41 @@ int meta_part_has(const int32_t *ids, int n, int32_t id)
 	return 0;
 }
 
+int meta_part_restarted(struct meta_part *p, int32_t broker, int (*eligible)(const void *arg, int32_t id),
+			const void *arg)
+{
+	int32_t next = -1;
+	int n = 0;
+
+	if (p->legacy)
+		return p->leader == broker;   /* one replica: it stays */
+	if (!meta_part_has(p->isr, p->nisr, broker))
+		return 0;
+	for (int i = 0; i < p->nreplicas && next < 0; i++)
+		if (p->replicas[i] != broker && meta_part_has(p->isr, p->nisr, p->replicas[i]) &&
+		    eligible(arg, p->replicas[i]))
+			next = p->replicas[i];
+	if (next < 0) {
+		/* the last member that may lead: it stays, as LEADER_RESTARTED
+		 * left it (a new leader epoch where it leads) */
+		if (p->leader == broker) {
+			p->leader_epoch++;
+			p->partition_epoch++;
+		}
+		return 0;
+	}
+	for (int i = 0; i < p->nisr; i++)
+		if (p->isr[i] != broker)
+			p->isr[n++] = p->isr[i];
+	p->nisr = (int16_t)n;
+	if (p->leader == broker) {
+		p->leader = next;
+		p->leader_epoch++;
+	}
+	p->partition_epoch++;
+	return 0;
+}
+
 /* Set p's ids (copied); -ENOMEM leaves p as it was. */
 static int part_set_ids(struct meta_part *p, const int32_t *replicas, int nr, const int32_t *isr, int ni)
 {

@@ -87,6 +87,15 @@ int meta_parts_snapshot(const struct meta_topic *t, struct enc *e, size_t cap,
  * per record, after meta_parts_snapshot's. First error returned. */
 int meta_parts_snapshot_reassign(const struct meta_topic *t, struct enc *e,
 				 int (*put)(void *arg, struct enc *e), void *arg);
+/* A BROKER_RESTARTED record (metalog.h) for broker applied to p:
+ * eligible(arg, id) says whether broker id may take over (registered and
+ * unfenced). Where p's ISR holds broker and an eligible other member,
+ * broker leaves the ISR and, where it led, the first such member in
+ * replicas order leads (a new leader epoch); else a placed partition it
+ * leads takes a new leader epoch. 1: p is a legacy partition broker leads
+ * (its topic's epoch is the caller's to bump), else 0. */
+int meta_part_restarted(struct meta_part *p, int32_t broker, int (*eligible)(const void *arg, int32_t id),
+			const void *arg);
 /* Free the partitions of t. */
 void meta_parts_free(struct meta_topic *t);
 /* Whether a state holds: replicas distinct, not negative, at least one;

@@ -14,6 +14,7 @@
 
 #include "control/config.h"
 #include "control/meta_brokers.h"
+#include "control/meta_scram.h"
 #include "control/meta_parts.h"
 #include "control/metalog_codec.h"
 #include "storage/batch.h"
@@ -50,6 +51,7 @@ struct metalog {
 	} *bcfg;
 	int nbcfg, cap_bcfg;
 	struct meta_brokers brokers;   /* REGISTER_BROKER, BROKER_FENCE, UNREGISTER_BROKER */
+	struct meta_scram scram;       /* SCRAM, REMOVE_SCRAM (control/meta_scram.h) */
 	int64_t apply_index;      /* the log index of the record being applied (0: none) */
 	uint8_t *bbuf;            /* batch being built */
 	uint8_t *rbuf;            /* replay reads, 4 KiB aligned */
@@ -186,6 +188,14 @@ static int broker_config_put(struct metalog *ml, int32_t scope, char *key, char 
 	return 0;
 }
 
+/* BROKER_RESTARTED's test of who may take over: registered, unfenced. */
+static int broker_eligible(const void *arg, int32_t id)
+{
+	const struct meta_broker *b = meta_brokers_find(&((const struct metalog *)arg)->brokers, id);
+
+	return b && !b->fenced;
+}
+
 /* Apply one record to the image: the only place the image changes, used
  * by replay, by the local file's commits and by metalog_apply. dry: only
  * say whether it applies, change nothing. -EPROTO: malformed (an unknown
@@ -281,7 +291,8 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 			out->topic = t;
 		return 0;
 	}
-	case META_REC_LEADER_RESTARTED: {
+	case META_REC_LEADER_RESTARTED:
+	case META_REC_BROKER_RESTARTED: {
 		int32_t broker = (int32_t)dec_be(&d, 4);
 		int64_t bepoch = dec_be(&d, 8);
 		const struct meta_broker *mb;
@@ -300,6 +311,10 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 			for (int32_t j = 0; j < lt->partitions; j++) {
 				struct meta_part *p = &lt->parts[j];
 
+				if (type == META_REC_BROKER_RESTARTED) {
+					legacy |= meta_part_restarted(p, broker, broker_eligible, ml);
+					continue;
+				}
 				if (p->leader != broker)
 					continue;
 				if (p->legacy) {
@@ -409,6 +424,9 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 		}
 		return broker_config_put(ml, scope, k, v);
 	}
+	case META_REC_SCRAM:
+	case META_REC_REMOVE_SCRAM:
+		return meta_scram_apply(&ml->scram, type, &d, dry);
 	case META_REC_REGISTER_BROKER:
 	case META_REC_BROKER_FENCE:
 	case META_REC_UNREGISTER_BROKER:
@@ -770,6 +788,7 @@ void metalog_close(struct metalog *ml)
 	}
 	free(ml->bcfg);
 	meta_brokers_reset(&ml->brokers);
+	meta_scram_reset(&ml->scram);
 	free(ml->bbuf);
 	free(ml->rbuf);
 	free(ml);
@@ -1195,6 +1214,11 @@ int metalog_build_leader_restarted(const struct metalog *ml, int32_t id, int64_t
 	return build_broker_rec(ml, META_REC_LEADER_RESTARTED, id, epoch, -1, out);
 }
 
+int metalog_build_broker_restarted(const struct metalog *ml, int32_t id, int64_t epoch, struct metalog_rec *out)
+{
+	return build_broker_rec(ml, META_REC_BROKER_RESTARTED, id, epoch, -1, out);
+}
+
 const struct meta_broker *metalog_broker(const struct metalog *ml, int32_t id)
 {
 	return meta_brokers_find(&ml->brokers, id);
@@ -1353,6 +1377,11 @@ int metalog_snapshot(const struct metalog *ml, void **buf, size_t *len)
 
 		rc = meta_brokers_snapshot(&ml->brokers, &e, snap_put_cb, f);
 	}
+	if (!rc) {
+		struct enc e = { tmp, 0, META_MAX_RECORD + 2, 0 };
+
+		rc = meta_scram_snapshot(&ml->scram, &e, snap_put_cb, f);
+	}
 	if (!rc && ml->next_producer_id > 0) {
 		struct enc e = { tmp, 0, META_MAX_RECORD + 2, 0 };
 
@@ -1391,6 +1420,7 @@ static int image_reset(struct metalog *ml)
 	}
 	ml->nbcfg = 0;
 	meta_brokers_reset(&ml->brokers);
+	meta_scram_reset(&ml->scram);
 	ml->have_node = 0;
 	ml->node_rec = 0;
 	ml->cluster_id[0] = 0;
@@ -1438,6 +1468,11 @@ int metalog_restore(struct metalog *ml, const void *buf, size_t len)
 	if ((rc = image_reset(ml)) < 0)
 		return rc;
 	return metalog_snapshot_each(buf, len, restore_one, ml);
+}
+
+const struct meta_scram *metalog_scram(const struct metalog *ml)
+{
+	return &ml->scram;
 }
 
 int64_t metalog_next_producer_id(const struct metalog *ml)

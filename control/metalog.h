@@ -78,8 +78,27 @@
  *                   in progress). Bumps the epochs as PARTITION_CHANGE,
  *                   unless leader, ISR and replicas are all unchanged (a
  *                   snapshot's note of a reassignment in progress).
+ *  15 SCRAM       a user's SCRAM credential (control/meta_scram.h)
+ *  16 REMOVE_SCRAM  its removal
+ *  17 BROKER_RESTARTED int32 broker id, int64 broker epoch (its new
+ *                   registration's): what a broker proposes at start,
+ *                   once unfenced, instead of LEADER_RESTARTED (which
+ *                   keeps its meaning for the logs that hold it). In each
+ *                   partition whose ISR holds the broker and another
+ *                   registered, unfenced member, the broker leaves the
+ *                   ISR and, where it led, the first such member in
+ *                   replicas order leads (a new leader epoch); every
+ *                   change bumps the partition epoch. Where no other such
+ *                   member is in the ISR it stays as it was, and where it
+ *                   leads takes a new leader epoch as LEADER_RESTARTED
+ *                   gives (legacy topics a new topic epoch). A restarted
+ *                   broker may have lost what it had (an empty or cut
+ *                   log): it catches up as a follower and rejoins the ISR
+ *                   (Kafka's controller fences a re-registered broker:
+ *                   KIP-841). One record, whatever the number of
+ *                   partitions; the image alone decides.
  * (control/meta_brokers.h keeps the brokers, control/meta_parts.h the
- * partitions.) A TOPIC record with no PARTITION record after it, as
+ * partitions, control/meta_scram.h the SCRAM users.) A TOPIC record with no PARTITION record after it, as
  * brokers before these records wrote them, has every partition on the node
  * the NODE record names (replicas and ISR that node, its leader), at the
  * topic's leader epoch; partitions a PARTITIONS record adds with no
@@ -107,6 +126,9 @@ enum metalog_record {
 	META_REC_PARTITION_CHANGE = 12,
 	META_REC_LEADER_RESTARTED = 13,
 	META_REC_PARTITION_REASSIGN = 14,
+	META_REC_SCRAM = 15,
+	META_REC_REMOVE_SCRAM = 16,
+	META_REC_BROKER_RESTARTED = 17,
 };
 struct meta_broker;
 struct meta_part;
@@ -222,6 +244,9 @@ int metalog_build_unregister_broker(const struct metalog *ml, int32_t id, int64_
 /* LEADER_RESTARTED for broker id at its registration `epoch`: -ENOENT
  * when that is not its registration in the image. */
 int metalog_build_leader_restarted(const struct metalog *ml, int32_t id, int64_t epoch, struct metalog_rec *out);
+/* BROKER_RESTARTED for broker id at its registration `epoch` (what a
+ * broker proposes at start): -ENOENT as above. */
+int metalog_build_broker_restarted(const struct metalog *ml, int32_t id, int64_t epoch, struct metalog_rec *out);
 /* The registered brokers, by id (NULL: none). */
 const struct meta_broker *metalog_broker(const struct metalog *ml, int32_t id);
 int metalog_broker_count(const struct metalog *ml);
@@ -303,7 +328,7 @@ int64_t metalog_next_producer_ids(struct metalog *ml, int32_t block);
  * (uint32 big-endian length, record) that rebuild it: NODE, each live
  * topic as a TOPIC record with its partitions, leader epoch and configs
  * followed by the PARTITION records of its placed partitions, each broker
- * config, each broker, PRODUCER_IDS. What a quorum keeps instead of the log
+ * config, each broker, each SCRAM credential, PRODUCER_IDS. What a quorum keeps instead of the log
  * before it. 0 or -ENOMEM. */
 int metalog_snapshot(const struct metalog *ml, void **buf, size_t *len);
 /* Replace the image with a snapshot's: -EPROTO for bytes it cannot read
@@ -315,6 +340,10 @@ int metalog_restore(struct metalog *ml, const void *buf, size_t len);
  * and is returned; -EPROTO for bytes that are not a snapshot. @thread any */
 int metalog_snapshot_each(const void *buf, size_t len, int (*fn)(void *arg, const void *rec, size_t len),
 			  void *arg);
+
+/* The SCRAM users (control/meta_scram.h), borrowed until the next change. */
+struct meta_scram;
+const struct meta_scram *metalog_scram(const struct metalog *ml);
 
 /* The first producer id no block has reserved yet. */
 int64_t metalog_next_producer_id(const struct metalog *ml);

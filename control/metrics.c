@@ -87,7 +87,7 @@ static void render_process(struct ctl *ctl, struct broker *b, struct textbuf *t)
 	fam(t, "process_open_fds", "gauge", "File descriptors the broker process holds.");
 	textbuf_printf(t, "sluice_process_open_fds %d\n", nfd);
 	fam(t, "process_uptime_seconds", "gauge", "Seconds since the broker started.");
-	textbuf_printf(t, "sluice_process_uptime_seconds %.3f\n", (double)(wall_ms() - ctl_started_ms(ctl)) / 1000.0);
+	textbuf_printf(t, "sluice_process_uptime_seconds %.3f\n", (double)(mono_ms() - ctl_started_ms(ctl)) / 1000.0);
 	{
 		struct ctl_broker_state bs;
 
@@ -232,6 +232,13 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	SF("tls_handshakes_total", "counter", "TLS handshakes completed on SSL listeners.", tls_handshakes);
 	SF("tls_failures_total", "counter", "TLS connections closed by a failed handshake (an old protocol "
 	   "version, an untrusted client certificate, no common cipher) or a bad record.", tls_failures);
+	SF("sasl_authentications_total", "counter", "SASL authentications that succeeded.", sasl_auth_ok);
+	SF("sasl_authentication_failures_total", "counter", "SASL authentications that failed (a wrong password, "
+	   "an unknown user, a bad message), each answered after connection.failed.authentication.delay.ms.",
+	   sasl_auth_failed);
+	SF("sasl_preauth_closed_total", "counter", "SASL listener connections closed before authentication for a "
+	   "request other than ApiVersions, SaslHandshake and SaslAuthenticate, or a frame over 16 KiB.",
+	   sasl_preauth_closed);
 	fam(t, "tls_connections_total", "counter", "TLS connections by the record layer they got after the "
 	    "handshake: ktls (the kernel's, sends and receives stay plain io_uring operations) or openssl "
 	    "(OpenSSL's on memory buffers: the kernel or the cipher cannot; on a kernel without CONFIG_TLS, all).");

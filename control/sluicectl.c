@@ -27,26 +27,28 @@ static const struct opt_spec global_opts[] = {
 	{ NULL, 0, NULL, NULL }
 };
 
-/* Every command, in help order. */
-static const struct cmd *all_cmds[64];
+/* Every command, in help order: each noun's table in turn. */
+static const struct {
+	const struct cmd *cmds;
+	const int *n;
+} cmd_tables[] = {
+	{ cluster_cmds, &cluster_ncmds }, { topic_cmds, &topic_ncmds }, { group_cmds, &group_ncmds },
+	{ record_cmds, &record_ncmds }, { leader_cmds, &leader_ncmds }, { reassign_cmds, &reassign_ncmds },
+	{ drill_cmds, &drill_ncmds }, { user_cmds, &user_ncmds },
+};
+static const struct cmd *all_cmds[128];
 static int n_cmds;
 
 static void cmds_init(void)
 {
-	for (int i = 0; i < cluster_ncmds; i++)
-		all_cmds[n_cmds++] = &cluster_cmds[i];
-	for (int i = 0; i < topic_ncmds; i++)
-		all_cmds[n_cmds++] = &topic_cmds[i];
-	for (int i = 0; i < group_ncmds; i++)
-		all_cmds[n_cmds++] = &group_cmds[i];
-	for (int i = 0; i < record_ncmds; i++)
-		all_cmds[n_cmds++] = &record_cmds[i];
-	for (int i = 0; i < leader_ncmds; i++)
-		all_cmds[n_cmds++] = &leader_cmds[i];
-	for (int i = 0; i < reassign_ncmds; i++)
-		all_cmds[n_cmds++] = &reassign_cmds[i];
-	for (int i = 0; i < drill_ncmds; i++)
-		all_cmds[n_cmds++] = &drill_cmds[i];
+	for (size_t t = 0; t < sizeof(cmd_tables) / sizeof(cmd_tables[0]); t++)
+		for (int i = 0; i < *cmd_tables[t].n; i++) {
+			if (n_cmds == (int)(sizeof(all_cmds) / sizeof(all_cmds[0]))) {
+				fprintf(stderr, "sluicectl: more commands than all_cmds holds: raise its size\n");
+				exit(70);
+			}
+			all_cmds[n_cmds++] = &cmd_tables[t].cmds[i];
+		}
 }
 
 

@@ -291,6 +291,8 @@ extern const int group_ncmds;
 extern const struct cmd record_cmds[];
 extern const int record_ncmds;
 extern const struct cmd leader_cmds[];
+extern const struct cmd user_cmds[];
+extern const int user_ncmds;
 extern const int leader_ncmds;
 extern const struct cmd reassign_cmds[];
 extern const int reassign_ncmds;

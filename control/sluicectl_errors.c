@@ -54,6 +54,8 @@ static const struct {
 	{ KERR_CONCURRENT_TRANSACTIONS, "a transaction is being completed; retry" },
 	{ KERR_KAFKA_STORAGE_ERROR, "the partition's disk failed or is full: the partition is read-only; free space or fix the disk, then restart the broker" },
 	{ KERR_SASL_AUTHENTICATION_FAILED, "check the credentials" },
+	{ KERR_UNACCEPTABLE_CREDENTIAL, "a SCRAM user needs a name and 4096 to 16384 iterations" },
+	{ KERR_RESOURCE_NOT_FOUND, "sluicectl user list shows the users there are" },
 	{ KERR_NON_EMPTY_GROUP, "the group has active members; stop its consumers first (`sluicectl group describe NAME` lists them)" },
 	{ KERR_GROUP_ID_NOT_FOUND, "no such group; see `sluicectl group list`" },
 	{ KERR_UNSUPPORTED_COMPRESSION_TYPE, "use none, gzip, snappy, lz4 or zstd" },

@@ -23,6 +23,7 @@
 #include "control/ctl.h"
 #include "dataplane/native/native_broker.h"
 #include "dataplane/shard.h"
+#include "dataplane/sasl.h"
 #include "dataplane/tls.h"
 
 static void usage(FILE *f)
@@ -40,7 +41,11 @@ static void usage(FILE *f)
 		"  --data-dir DIR       same as --set log.dirs=DIR\n"
 		"  --listen HOST:PORT   same as --set listeners=PLAINTEXT://HOST:PORT\n"
 		"  --shards N           same as --set shards=N (0: one per core)\n"
-		"  --node-id N          same as --set node.id=N\n");
+		"  --node-id N          same as --set node.id=N\n"
+		"  --add-scram 'SCRAM-SHA-512=[name=NAME,password=PASSWORD]'\n"
+		"                       a SCRAM user the metadata log gets when it has none yet, as\n"
+		"                       kafka-storage format --add-scram (repeatable; exit 2 when it\n"
+		"                       already has users: docs/security.md)\n");
 }
 
 static int set_or_die(struct config *cfg, const char *key, const char *value, const char *src)
@@ -147,6 +152,8 @@ int main(int argc, char **argv)
 	struct node_role role;
 	int rc, nshards;
 	sigset_t sigs;
+	struct sasl_scram_cred scram[16];
+	int nscram = 0;
 
 	if (config_create(&cfg) < 0)
 		return 1;
@@ -200,6 +207,18 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--shards")) {
 			if (set_or_die(cfg, "shards", v, "--shards") < 0)
 				return 2;
+		} else if (!strcmp(a, "--add-scram")) {
+			char *name;
+
+			if (nscram == (int)(sizeof(scram) / sizeof(scram[0]))) {
+				fprintf(stderr, "sluiced: --add-scram: at most %d\n", nscram);
+				return 2;
+			}
+			if (sasl_add_scram_parse(v, &scram[nscram], &name, err, sizeof(err)) < 0) {
+				fprintf(stderr, "sluiced: --add-scram: %s\n", err);
+				return 2;
+			}
+			nscram++;
 		} else if (!strcmp(a, "--node-id")) {
 			if (set_or_die(cfg, "node.id", v, "--node-id") < 0)
 				return 2;
@@ -234,6 +253,11 @@ int main(int argc, char **argv)
 	}
 	b = calloc(1, sizeof(*b));
 	b->cfg = cfg;
+	if (nscram) {
+		b->boot_scram = calloc((size_t)nscram, sizeof(*b->boot_scram));
+		memcpy(b->boot_scram, scram, sizeof(scram[0]) * (size_t)nscram);
+		b->nboot_scram = nscram;
+	}
 	b->controller_id = -1;     /* until the quorum names its leader */
 	snprintf(b->set.listen_host, sizeof(b->set.listen_host), "%s", role.listen_host);
 	b->set.listen_port = role.listen_port;
@@ -245,7 +269,7 @@ int main(int argc, char **argv)
 	if (!strcmp(b->set.adv_host, "0.0.0.0") || !b->set.adv_host[0])
 		gethostname(b->set.adv_host, sizeof(b->set.adv_host));
 	/* every client listener, its security protocol and what its clients
-	 * are told (exit 2 naming the key: SASL, a name without a protocol) */
+	 * are told (exit 2 naming the key: a SASL mechanism not implemented, a name without a protocol) */
 	if (listeners_resolve(cfg, role.broker, &b->set, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sluiced: %s\n", err);
 		free(b);
@@ -286,6 +310,7 @@ int main(int argc, char **argv)
 	b->set.max_connections = (int32_t)config_int(cfg, "max.connections");
 	b->set.max_connections_per_ip = (int32_t)config_int(cfg, "max.connections.per.ip");
 	b->set.connections_max_idle_ms = config_int(cfg, "connections.max.idle.ms");
+	b->set.sasl_fail_delay_ms = (int32_t)config_int(cfg, "connection.failed.authentication.delay.ms");
 	if (b->set.max_connections_per_ip < INT32_MAX) {
 		/* the per-address counts every shard shares (struct broker_conns) */
 		b->conns.ip_slots = calloc(BROKER_IP_SLOTS, sizeof(uint64_t));
@@ -432,7 +457,8 @@ int main(int argc, char **argv)
 		       b->set.data_dir, b->set.cluster_id);
 	for (int i = 1; role.broker && i < b->set.nlisteners; i++)
 		printf("sluiced: listener %s on %s:%d (%s)\n", b->set.listeners[i].name, b->set.listeners[i].host,
-		       b->set.listeners[i].port, b->set.listeners[i].tls ? "SSL" : "PLAINTEXT");
+		       b->set.listeners[i].port, b->set.listeners[i].sasl ? (b->set.listeners[i].tls ? "SASL_SSL" :
+			       "SASL_PLAINTEXT") : b->set.listeners[i].tls ? "SSL" : "PLAINTEXT");
 	if (ctl_admin_port(ctl))
 		printf("sluiced: admin http on %s, port %d (/metrics, /v1/health)\n", config_str(cfg, "admin.listen"),
 		       ctl_admin_port(ctl));
@@ -476,6 +502,13 @@ int main(int argc, char **argv)
 		shard_destroy(b->shards[i]);
 	native_dpdk_stop(b);
 	tls_server_destroy(b->tls);
+	for (int i = 0; i < b->set.nlisteners; i++) {
+		sasl_plain_users_free(b->set.listeners[i].plain);
+		free(b->set.listeners[i].plain);
+	}
+	for (int i = 0; i < b->nboot_scram; i++)
+		free((char *)b->boot_scram[i].name);
+	free(b->boot_scram);
 	for (int i = 0; i <= nshards; i++)
 		for (int j = 0; j <= nshards; j++)
 			if (b->rings[i][j]) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "dataplane/broker.h"
+#include "dataplane/sasl.h"
 
 int broker_send(struct broker *b, int from, int to, const struct shard_msg *m)
 {
@@ -73,6 +74,25 @@ const struct md_topic *md_find_id(const struct md_snapshot *md, const uint8_t id
 	for (int i = 0; i < md->ntopics; i++)
 		if (!memcmp(md->topics[i]->id, id, 16))
 			return md->topics[i];
+	return NULL;
+}
+
+const struct sasl_scram_cred *md_scram_find(const struct md_snapshot *md, const char *name, int type)
+{
+	int lo = 0, hi = md ? md->nscram - 1 : -1;
+
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2, c = strcmp(md->scram[mid].name, name);
+
+		if (!c)
+			c = md->scram[mid].type - type;
+		if (!c)
+			return &md->scram[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
 	return NULL;
 }
 

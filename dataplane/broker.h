@@ -35,6 +35,8 @@
 #define RING_SLOTS 4096
 
 struct tls_server;
+struct sasl_scram_cred;
+struct sasl_plain_users;
 struct part;   /* a partition as its owner shard holds it (dataplane/part.h) */
 /* What the owner shard publishes of a partition for the control thread's
  * metrics (control/metrics.c). Written only by the owner shard with
@@ -152,6 +154,10 @@ struct md_snapshot {
 	int nbrokers;
 	struct md_broker *brokers;/* the unfenced registered brokers, by id (this node too once
 				   * registered); freed with the snapshot */
+	int nscram;
+	struct sasl_scram_cred *scram;  /* the SCRAM users (the metadata log's SCRAM records), by name
+					 * then type (md_scram_find); freed with the snapshot, names
+					 * pointing into the same allocation */
 	const struct config *cfg; /* the broker config in effect: static, then the cluster-wide
 				   * defaults changed at run time; read-only, retired with the
 				   * snapshot (NULL: broker->cfg) */
@@ -164,7 +170,11 @@ struct md_snapshot {
 #define BROKER_MAX_LISTENERS 8
 struct broker_listener {
 	char name[64];                /* the listener name (PLAINTEXT, SSL, CLIENT, ...) */
-	int tls;                      /* its security protocol is SSL */
+	int tls;                      /* its security protocol is SSL or SASL_SSL */
+	int sasl;                     /* SASL_PLAINTEXT or SASL_SSL: SASL before anything else */
+	unsigned sasl_mechs;          /* its enabled mechanisms (enum sasl_mech bits) */
+	struct sasl_plain_users *plain;   /* PLAIN's users (its plain.sasl.jaas.config), or NULL;
+					   * read-only once the shards serve */
 	char host[256];               /* bound */
 	int port;
 	char adv_host[256];           /* advertised to its clients */
@@ -199,6 +209,7 @@ struct broker_settings {
 	int32_t max_connections;      /* max.connections, broker-wide */
 	int32_t max_connections_per_ip;
 	int64_t connections_max_idle_ms;    /* -1: never closed for idleness */
+	int32_t sasl_fail_delay_ms;   /* connection.failed.authentication.delay.ms */
 	size_t tail_budget;           /* per shard */
 	int64_t retention_check_ms;
 	int64_t producer_ttl_ms;      /* producer.id.expiration.ms */
@@ -259,6 +270,11 @@ struct broker {
 	struct ctl *ctl;
 	struct dpdk_port *dpdk;       /* dpdk.enable: the started port (queue pair per shard), else NULL */
 	struct tls_server *tls;       /* an SSL listener's certificates (dataplane/tls.h), else NULL */
+	/* sluiced --add-scram: credentials the metadata log gets when this
+	 * node first leads it with no SCRAM user (control/ctl_quorum.c); main
+	 * sets them before the control thread starts, which reads them */
+	struct sasl_scram_cred *boot_scram;
+	int nboot_scram;
 	/* rings[from][to]; index nshards is the control thread */
 	struct spsc *rings[BROKER_MAX_SHARDS + 1][BROKER_MAX_SHARDS + 1];
 	int wake_fd[BROKER_MAX_SHARDS + 1];      /* eventfd of each thread */
@@ -304,6 +320,9 @@ const struct md_topic *md_find(const struct md_snapshot *md, const char *name, i
 /* Lookup by topic id (KIP-516; Fetch v13+, Metadata v10+): a linear scan,
  * the snapshot keeps no index by id. NULL for the zero id. */
 const struct md_topic *md_find_id(const struct md_snapshot *md, const uint8_t id[16]);
+/* @thread any reader of md. The SCRAM credential of user `name` for
+ * `type` (enum sasl_scram_type), or NULL: a binary search. */
+const struct sasl_scram_cred *md_scram_find(const struct md_snapshot *md, const char *name, int type);
 
 /* Whether node `self` holds a replica of mp. */
 static inline int md_part_hosted(const struct md_partition *mp, int32_t self)

@@ -16,6 +16,7 @@
 
 #include "dataplane/conn.h"
 #include "dataplane/kafka/kafka_codec.h"
+#include "dataplane/sasl.h"
 #include "dataplane/tls.h"
 #include "storage/batch_format.h"
 
@@ -62,6 +63,7 @@ static void conn_free(struct conn *c)
 	free(c->out);
 	free(c->iov);
 	tls_conn_free(c->tls);
+	free(c->sasl);
 	for (int i = 0; i < CONN_PIPE; i++)
 		if (c->pipe[i])
 			c->ops->fini(c->pipe[i]);
@@ -450,6 +452,15 @@ void conn_on_accept(struct shard *sh, int li, int res, unsigned flags)
 		close(res);
 		return;
 	}
+	if (li < b->set.nlisteners && b->set.listeners[li].sasl &&
+	    !(c->sasl = calloc(1, sizeof(*c->sasl)))) { /* style: allow per connection */
+		__atomic_fetch_sub(&b->conns.open, 1, __ATOMIC_RELAXED);
+		conn_ip_release(b, slot);
+		tls_conn_free(c->tls);
+		free(c);
+		close(res);
+		return;
+	}
 	setsockopt(res, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->fd = res;
 	c->sh = sh;
@@ -668,6 +679,15 @@ static int conn_reserve(struct conn *c, uint32_t need)
 
 /* ---- frames: taken up as the pipeline admits them --------------------- */
 
+const char *conn_principal(const struct conn *c)
+{
+	if (c->sasl && c->sasl->state == SASL_DONE)
+		return c->sasl->principal;
+	if (c->tls && tls_conn_principal(c->tls)[0])
+		return tls_conn_principal(c->tls);
+	return "User:ANONYMOUS";
+}
+
 static void conn_process(struct conn *c)
 {
 	while (!c->closing && c->busy < CONN_PIPE) {
@@ -684,6 +704,15 @@ static void conn_process(struct conn *c)
 			 * negative size) closes the connection before anything is
 			 * allocated for it */
 			shard_stat_add(&c->sh->stats.bad_frames, 1);
+			conn_close(c);
+			conn_maybe_free(c);
+			return;
+		}
+		if (c->sasl && sasl_preauth_refuse(c->sasl, (uint32_t)size, p + 4, avail - 4)) {
+			/* before authentication: ApiVersions, SaslHandshake and
+			 * SaslAuthenticate only, each small (CVE-2022-34917:
+			 * nothing is allocated for a larger frame) */
+			shard_stat_add(&c->sh->stats.sasl_preauth_closed, 1);
 			conn_close(c);
 			conn_maybe_free(c);
 			return;
@@ -871,6 +900,8 @@ static void conn_send_head(struct conn *c, struct conn_req *r)
 static void conn_sent(struct conn *c)
 {
 	c->sending = 0;
+	if (c->close_after)
+		conn_close(c);   /* a failed authentication: answered, then closed */
 	if (c->out_cap > CONN_OUT_KEEP) {
 		/* a large response's buffer goes back once it is sent */
 		free(c->out);

@@ -15,8 +15,8 @@
  * same operations and passes it through its struct tls_conn
  * (dataplane/tls.h); the handshake is a state of the connection, driven
  * as bytes arrive.
- * Owns: its input and output buffers, its request slots (pipe[]) and its
- * TLS state (tls).
+ * Owns: its input and output buffers, its request slots (pipe[]), its
+ * TLS state (tls) and its SASL state (sasl).
  * Errors: 0/count or -errno; a connection that fails is closed.
  */
 #ifndef SLUICE_CONN_H
@@ -30,6 +30,7 @@
 
 struct kafka_writer;
 struct tls_conn;
+struct sasl_conn;
 
 /* A request slot as its connection sees it: the first member of the
  * pipeline's request (struct kafka_ctx), which sets these two when the
@@ -113,6 +114,12 @@ struct conn {
 	int peer_closed;                   /* EOF read: finish what was sent, then close */
 	int zombie;                        /* unlinked, freed next loop turn */
 	struct tls_conn *tls;              /* an SSL listener's: its TLS (dataplane/tls.h), else NULL */
+	struct sasl_conn *sasl;            /* a SASL listener's: its authentication (dataplane/sasl.h),
+					    * else NULL; until its state is SASL_DONE only ApiVersions,
+					    * SaslHandshake and SaslAuthenticate frames of at most
+					    * SASL_PREAUTH_FRAME_MAX bytes are taken up */
+	int close_after;                   /* close once the head's response is sent (a failed
+					    * authentication) */
 	struct conn *next;                 /* shard's list */
 	struct conn *prev;
 };
@@ -144,6 +151,10 @@ void conn_close(struct conn *c);
 void conn_maybe_free(struct conn *c);
 /* A request became ready (r->ready): send what is next in request order. */
 void conn_pump(struct conn *c);
+/* The connection's authenticated principal: SASL's "User:<name>", else
+ * the TLS client certificate's, else "User:ANONYMOUS". */
+const char *conn_principal(const struct conn *c);
+
 /* Request r broke the protocol: close the connection; r ends without a
  * response (bad_frames counts it). */
 void conn_abort(struct conn *c, struct conn_req *r);

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "dataplane/kafka/kafka_wire.h"
+#include "dataplane/sasl.h"
 
 struct kafka_ctx;
 struct shard_msg;
@@ -147,6 +148,23 @@ struct coord_reassign {
 	int nfound;
 };
 
+/* AlterUserScramCredentials, for the control thread: each change, its
+ * result (a Kafka code and message) filled there once its record is
+ * applied or refused; items with err set already (refused on the shard)
+ * are left alone. The array is the shard's, borrowed until ctx gets
+ * kafka_ctx_sub_done. */
+struct coord_scram_item {
+	char name[256];
+	int del;                     /* 1: remove name's credential of cred.type */
+	struct sasl_scram_cred cred; /* an upsert's (name points at the name above) */
+	int16_t err;
+	char msg[120];
+};
+struct coord_scram {
+	int n;
+	struct coord_scram_item *items;
+};
+
 /* KIP-890's verification: a transactional batch reached a partition
  * leader with no transaction of its producer open there; the transaction
  * coordinator (this node's, or through AddPartitionsToTxn VerifyOnly the
@@ -206,6 +224,9 @@ struct coord_ops {
 	 * ListPartitionReassignments: req is filled (the records applied)
 	 * before ctx gets kafka_ctx_sub_done. */
 	void (*submit_reassign)(struct kafka_ctx *ctx, struct coord_reassign *req);
+	/* @thread shard. AlterUserScramCredentials: each item's err is filled
+	 * (its record applied) before ctx gets kafka_ctx_sub_done. */
+	void (*submit_scram)(struct kafka_ctx *ctx, struct coord_scram *req);
 	/* @thread ctl. The message fn a shard sends to the control thread (with
 	 * its parking shard_send) for a new producer id outside a request (the
 	 * native protocol's sessions): m->p[0] a cookie, m->p[1] the

@@ -12,6 +12,7 @@
 
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
+#include "dataplane/sasl.h"
 #include "storage/batch_format.h"
 
 #define CONN_ARENA_MIN (1u << 20)
@@ -102,6 +103,7 @@ static void ctx_dispatch(struct conn_req *r, const uint8_t *frame, uint32_t len)
 	ctx->final = 0;
 	ctx->parked_once = 0;
 	ctx->only_error = 0;
+	ctx->raw = 0;
 	ctx->cr.ready = 0;
 	ctx->cr.no_response = 0;
 	ctx->cleanup = NULL;
@@ -110,13 +112,26 @@ static void ctx_dispatch(struct conn_req *r, const uint8_t *frame, uint32_t len)
 	c->active_ns = sh->now_ns;
 	ctx->recv_ns = shard_mono_ns();
 	ctx->conn_ns = c->accept_ns;
-	/* the first slot takes any request; the others only produces */
-	if (ctx_arena(ctx, (size_t)len * 4 + (&ctx->cr == c->pipe[0] ? CONN_ARENA_MIN : CONN_ARENA_PIPE)) < 0) {
+	/* the first slot takes any request; the others only produces; before
+	 * a SASL authentication, the three small requests allowed then (a
+	 * client that never authenticates holds 64 KiB, not 1 MiB) */
+	if (ctx_arena(ctx, (size_t)len * 4 + (&ctx->cr == c->pipe[0] && !(c->sasl && c->sasl->state != SASL_DONE)
+					      ? CONN_ARENA_MIN : CONN_ARENA_PIPE)) < 0) {
 		kafka_ctx_abort(ctx);
 		return;
 	}
 	ctx_more_free(ctx);
 	kafka_arena_init(&ctx->arena, ctx->arena_mem, ctx->arena_cap);
+	if (c->sasl && sasl_raw_expected(c->sasl)) {
+		/* after a v0 SaslHandshake the tokens come bare (kafka-python) */
+		ctx->raw = 1;
+		ctx->req.header.RequestApiKey = KAFKA_SASL_AUTHENTICATE_KEY;
+		ctx->req.header.RequestApiVersion = -1;   /* none: a bare token (ctx->frame) */
+		ctx->req.api = kafka_api_find(KAFKA_SASL_AUTHENTICATE_KEY);
+		shard_stat_add(&sh->stats.requests, 1);
+		ctx->req.api->handler(ctx);
+		return;
+	}
 	rc = kafka_request_decode(frame, len, &ctx->arena, &ctx->req);
 	if (rc == -ENOBUFS) {
 		/* the worst case the codec guarantees; rare */
@@ -237,7 +252,10 @@ static void ctx_encode(struct conn_req *r, struct kafka_writer *w)
 	int16_t key = ctx->req.header.RequestApiKey, ver = ctx->req.header.RequestApiVersion;
 	int32_t corr = ctx->req.header.CorrelationId;
 
-	if (ctx->only_error)
+	if (ctx->raw) {
+		kafka_writer_int32(w, ctx->raw_out.len);
+		kafka_writer_raw(w, ctx->raw_out.ptr, (size_t)ctx->raw_out.len);
+	} else if (ctx->only_error)
 		kafka_error_response_encode(w, key, ver, corr, ctx->only_error);
 	else
 		kafka_response_encode(w, key, ver, corr, ctx->resp);

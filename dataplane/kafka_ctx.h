@@ -51,6 +51,9 @@ struct kafka_ctx {
 	int nholds, holds_cap;
 	int final;                          /* long-poll over: answer now */
 	int16_t only_error;                 /* nonzero: answer just this error */
+	int raw;                            /* a bare SASL token after a v0 SaslHandshake: the answer
+					     * is raw_out, size-prefixed, no Kafka header */
+	struct kafka_bytes raw_out;
 	void (*cleanup)(struct kafka_ctx *);/* when the request ends (its response sent or dropped) */
 	void *cleanup_arg;
 	int parked_once;                    /* a fetch that long-polled (metrics) */

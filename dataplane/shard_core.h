@@ -64,6 +64,11 @@ struct shard_stats {
 	uint64_t tls_failures;       /* TLS connections closed by a handshake or record failure */
 	uint64_t tls_record_openssl; /* TLS connections whose record layer stayed OpenSSL's */
 	uint64_t tls_record_ktls;    /* ... handed to the kernel (kTLS) */
+	uint64_t sasl_auth_ok;       /* SASL authentications that succeeded */
+	uint64_t sasl_auth_failed;   /* ... that failed (wrong password, unknown user, bad message) */
+	uint64_t sasl_preauth_closed;/* connections closed before authentication for a request other
+				      * than ApiVersions/SaslHandshake/SaslAuthenticate, or a frame
+				      * over SASL_PREAUTH_FRAME_MAX */
 	uint64_t pbuf_starved;
 	uint64_t produce_records;
 	uint64_t produce_requests;

@@ -19,7 +19,3 @@ TEST_SCRIPTS += tests/docs_links.sh
 # the fault suite's checker on synthetic histories, one per anomaly class and
 # the tricky clean ones (no broker, under a second)
 TEST_SCRIPTS += tests/fault/test_checker.py
-# the queue, group and txn workloads on three nodes through a leader's
-# SIGKILL and restart, checked clean; DeleteRecords then caught as lost
-# (about 20 s)
-TEST_SCRIPTS += tests/fault/test_workloads.py

@@ -8273,12 +8273,15 @@ int kafka_sasl_authenticate_request_decode(struct kafka_cursor *c, struct kafka_
 		struct kafka_sasl_authenticate_request *m)
 {
 
-	if (version < 0 || version > 1)
+	if (version < 0 || version > 2)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_sasl_authenticate_request_init(m);
 	(void)a;
 	(void)version;
-	m->AuthBytes = kafka_cursor_bytes(c, false, false);
+	m->AuthBytes = kafka_cursor_bytes(c, version == 2, false);
+	if (version == 2) {
+		kafka_codec_skip_tags(c);
+	}
 	return c->err;
 }
 
@@ -8286,11 +8289,14 @@ void kafka_sasl_authenticate_request_encode(struct kafka_writer *w, int16_t vers
 		const struct kafka_sasl_authenticate_request *m)
 {
 	(void)version;
-	if (version < 0 || version > 1) {
+	if (version < 0 || version > 2) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
-	kafka_writer_bytes(w, m->AuthBytes, false, false);
+	kafka_writer_bytes(w, m->AuthBytes, version == 2, false);
+	if (version == 2) {
+		kafka_writer_uvarint(w, 0);
+	}
 }
 
 static void kafka_sasl_authenticate_request_init_any(void *m)
@@ -8321,16 +8327,19 @@ int kafka_sasl_authenticate_response_decode(struct kafka_cursor *c, struct kafka
 		struct kafka_sasl_authenticate_response *m)
 {
 
-	if (version < 0 || version > 1)
+	if (version < 0 || version > 2)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_sasl_authenticate_response_init(m);
 	(void)a;
 	(void)version;
 	m->ErrorCode = kafka_cursor_int16(c);
-	m->ErrorMessage = kafka_cursor_string(c, false, true);
-	m->AuthBytes = kafka_cursor_bytes(c, false, false);
-	if (version == 1) {
+	m->ErrorMessage = kafka_cursor_string(c, version == 2, true);
+	m->AuthBytes = kafka_cursor_bytes(c, version == 2, false);
+	if (version >= 1) {
 		m->SessionLifetimeMs = kafka_cursor_int64(c);
+	}
+	if (version == 2) {
+		kafka_codec_skip_tags(c);
 	}
 	return c->err;
 }
@@ -8339,15 +8348,18 @@ void kafka_sasl_authenticate_response_encode(struct kafka_writer *w, int16_t ver
 		const struct kafka_sasl_authenticate_response *m)
 {
 	(void)version;
-	if (version < 0 || version > 1) {
+	if (version < 0 || version > 2) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
 	kafka_writer_int16(w, m->ErrorCode);
-	kafka_writer_string(w, m->ErrorMessage, false, true);
-	kafka_writer_bytes(w, m->AuthBytes, false, false);
-	if (version == 1) {
+	kafka_writer_string(w, m->ErrorMessage, version == 2, true);
+	kafka_writer_bytes(w, m->AuthBytes, version == 2, false);
+	if (version >= 1) {
 		kafka_writer_int64(w, m->SessionLifetimeMs);
+	}
+	if (version == 2) {
+		kafka_writer_uvarint(w, 0);
 	}
 }
 
@@ -10192,6 +10204,524 @@ static void kafka_offset_delete_response_encode_any(struct kafka_writer *w, int1
 	kafka_offset_delete_response_encode(w, version, m);
 }
 
+/* ---- DescribeUserScramCredentialsRequest ---- */
+
+static void kafka_describe_user_scram_credentials_request_user_name_init(struct kafka_describe_user_scram_credentials_request_user_name *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+}
+
+
+void kafka_describe_user_scram_credentials_request_init(struct kafka_describe_user_scram_credentials_request *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static int kafka_describe_user_scram_credentials_request_user_name_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_user_scram_credentials_request_user_name *m)
+{
+	kafka_describe_user_scram_credentials_request_user_name_init(m);
+	(void)a;
+	(void)version;
+	m->Name = kafka_cursor_string(c, true, false);
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_describe_user_scram_credentials_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_user_scram_credentials_request *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 0)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_describe_user_scram_credentials_request_init(m);
+	(void)a;
+	(void)version;
+	n = kafka_cursor_array_len(c, true, true, 2);
+	m->Users.count = n;
+	m->Users.items = NULL;
+	if (n > 0) {
+		m->Users.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Users.items));
+		if (!m->Users.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_describe_user_scram_credentials_request_user_name_decode(c, a, version, &m->Users.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_describe_user_scram_credentials_request_user_name_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_user_scram_credentials_request_user_name *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Name, true, false);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_describe_user_scram_credentials_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_user_scram_credentials_request *m)
+{
+	(void)version;
+	if (version < 0 || version > 0) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_len(w, m->Users.count, true, true, true);
+	for (int32_t i = 0; i < m->Users.count; i++)
+		kafka_describe_user_scram_credentials_request_user_name_encode(w, version, &m->Users.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_describe_user_scram_credentials_request_init_any(void *m)
+{
+	kafka_describe_user_scram_credentials_request_init(m);
+}
+
+static int kafka_describe_user_scram_credentials_request_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_describe_user_scram_credentials_request_decode(c, a, version, m);
+}
+
+static void kafka_describe_user_scram_credentials_request_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_describe_user_scram_credentials_request_encode(w, version, m);
+}
+
+/* ---- DescribeUserScramCredentialsResponse ---- */
+
+static void kafka_describe_user_scram_credentials_response_credential_info_init(struct kafka_describe_user_scram_credentials_response_credential_info *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static void kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result_init(struct kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->User = (struct kafka_str){ "", 0 };
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+}
+
+
+
+void kafka_describe_user_scram_credentials_response_init(struct kafka_describe_user_scram_credentials_response *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+}
+
+static int kafka_describe_user_scram_credentials_response_credential_info_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_user_scram_credentials_response_credential_info *m)
+{
+	kafka_describe_user_scram_credentials_response_credential_info_init(m);
+	(void)a;
+	(void)version;
+	m->Mechanism = kafka_cursor_int8(c);
+	m->Iterations = kafka_cursor_int32(c);
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m)
+{
+	int rc;
+	int32_t n;
+	kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result_init(m);
+	(void)a;
+	(void)version;
+	m->User = kafka_cursor_string(c, true, false);
+	m->ErrorCode = kafka_cursor_int16(c);
+	m->ErrorMessage = kafka_cursor_string(c, true, true);
+	n = kafka_cursor_array_len(c, true, false, 6);
+	m->CredentialInfos.count = n;
+	m->CredentialInfos.items = NULL;
+	if (n > 0) {
+		m->CredentialInfos.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->CredentialInfos.items));
+		if (!m->CredentialInfos.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_describe_user_scram_credentials_response_credential_info_decode(c, a, version, &m->CredentialInfos.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_describe_user_scram_credentials_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_user_scram_credentials_response *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 0)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_describe_user_scram_credentials_response_init(m);
+	(void)a;
+	(void)version;
+	m->ThrottleTimeMs = kafka_cursor_int32(c);
+	m->ErrorCode = kafka_cursor_int16(c);
+	m->ErrorMessage = kafka_cursor_string(c, true, true);
+	n = kafka_cursor_array_len(c, true, false, 6);
+	m->Results.count = n;
+	m->Results.items = NULL;
+	if (n > 0) {
+		m->Results.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Results.items));
+		if (!m->Results.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result_decode(c, a, version, &m->Results.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_describe_user_scram_credentials_response_credential_info_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_user_scram_credentials_response_credential_info *m)
+{
+	(void)version;
+	kafka_writer_int8(w, m->Mechanism);
+	kafka_writer_int32(w, m->Iterations);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->User, true, false);
+	kafka_writer_int16(w, m->ErrorCode);
+	kafka_writer_string(w, m->ErrorMessage, true, true);
+	kafka_writer_len(w, m->CredentialInfos.count, true, true, false);
+	for (int32_t i = 0; i < m->CredentialInfos.count; i++)
+		kafka_describe_user_scram_credentials_response_credential_info_encode(w, version, &m->CredentialInfos.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_describe_user_scram_credentials_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_user_scram_credentials_response *m)
+{
+	(void)version;
+	if (version < 0 || version > 0) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_int32(w, m->ThrottleTimeMs);
+	kafka_writer_int16(w, m->ErrorCode);
+	kafka_writer_string(w, m->ErrorMessage, true, true);
+	kafka_writer_len(w, m->Results.count, true, true, false);
+	for (int32_t i = 0; i < m->Results.count; i++)
+		kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result_encode(w, version, &m->Results.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_describe_user_scram_credentials_response_init_any(void *m)
+{
+	kafka_describe_user_scram_credentials_response_init(m);
+}
+
+static int kafka_describe_user_scram_credentials_response_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_describe_user_scram_credentials_response_decode(c, a, version, m);
+}
+
+static void kafka_describe_user_scram_credentials_response_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_describe_user_scram_credentials_response_encode(w, version, m);
+}
+
+/* ---- AlterUserScramCredentialsRequest ---- */
+
+static void kafka_alter_user_scram_credentials_request_scram_credential_deletion_init(struct kafka_alter_user_scram_credentials_request_scram_credential_deletion *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_alter_user_scram_credentials_request_scram_credential_upsertion_init(struct kafka_alter_user_scram_credentials_request_scram_credential_upsertion *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+	m->Salt = (struct kafka_bytes){ (const uint8_t *)"", 0 };
+	m->SaltedPassword = (struct kafka_bytes){ (const uint8_t *)"", 0 };
+}
+
+
+
+void kafka_alter_user_scram_credentials_request_init(struct kafka_alter_user_scram_credentials_request *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static int kafka_alter_user_scram_credentials_request_scram_credential_deletion_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_alter_user_scram_credentials_request_scram_credential_deletion *m)
+{
+	kafka_alter_user_scram_credentials_request_scram_credential_deletion_init(m);
+	(void)a;
+	(void)version;
+	m->Name = kafka_cursor_string(c, true, false);
+	m->Mechanism = kafka_cursor_int8(c);
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static int kafka_alter_user_scram_credentials_request_scram_credential_upsertion_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_alter_user_scram_credentials_request_scram_credential_upsertion *m)
+{
+	kafka_alter_user_scram_credentials_request_scram_credential_upsertion_init(m);
+	(void)a;
+	(void)version;
+	m->Name = kafka_cursor_string(c, true, false);
+	m->Mechanism = kafka_cursor_int8(c);
+	m->Iterations = kafka_cursor_int32(c);
+	m->Salt = kafka_cursor_bytes(c, true, false);
+	m->SaltedPassword = kafka_cursor_bytes(c, true, false);
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_alter_user_scram_credentials_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_alter_user_scram_credentials_request *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 0)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_alter_user_scram_credentials_request_init(m);
+	(void)a;
+	(void)version;
+	n = kafka_cursor_array_len(c, true, false, 3);
+	m->Deletions.count = n;
+	m->Deletions.items = NULL;
+	if (n > 0) {
+		m->Deletions.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Deletions.items));
+		if (!m->Deletions.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_alter_user_scram_credentials_request_scram_credential_deletion_decode(c, a, version, &m->Deletions.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	n = kafka_cursor_array_len(c, true, false, 9);
+	m->Upsertions.count = n;
+	m->Upsertions.items = NULL;
+	if (n > 0) {
+		m->Upsertions.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Upsertions.items));
+		if (!m->Upsertions.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_alter_user_scram_credentials_request_scram_credential_upsertion_decode(c, a, version, &m->Upsertions.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_alter_user_scram_credentials_request_scram_credential_deletion_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_alter_user_scram_credentials_request_scram_credential_deletion *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Name, true, false);
+	kafka_writer_int8(w, m->Mechanism);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_alter_user_scram_credentials_request_scram_credential_upsertion_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_alter_user_scram_credentials_request_scram_credential_upsertion *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Name, true, false);
+	kafka_writer_int8(w, m->Mechanism);
+	kafka_writer_int32(w, m->Iterations);
+	kafka_writer_bytes(w, m->Salt, true, false);
+	kafka_writer_bytes(w, m->SaltedPassword, true, false);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_alter_user_scram_credentials_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_alter_user_scram_credentials_request *m)
+{
+	(void)version;
+	if (version < 0 || version > 0) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_len(w, m->Deletions.count, true, true, false);
+	for (int32_t i = 0; i < m->Deletions.count; i++)
+		kafka_alter_user_scram_credentials_request_scram_credential_deletion_encode(w, version, &m->Deletions.items[i]);
+	kafka_writer_len(w, m->Upsertions.count, true, true, false);
+	for (int32_t i = 0; i < m->Upsertions.count; i++)
+		kafka_alter_user_scram_credentials_request_scram_credential_upsertion_encode(w, version, &m->Upsertions.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_alter_user_scram_credentials_request_init_any(void *m)
+{
+	kafka_alter_user_scram_credentials_request_init(m);
+}
+
+static int kafka_alter_user_scram_credentials_request_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_alter_user_scram_credentials_request_decode(c, a, version, m);
+}
+
+static void kafka_alter_user_scram_credentials_request_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_alter_user_scram_credentials_request_encode(w, version, m);
+}
+
+/* ---- AlterUserScramCredentialsResponse ---- */
+
+static void kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result_init(struct kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->User = (struct kafka_str){ "", 0 };
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+}
+
+
+void kafka_alter_user_scram_credentials_response_init(struct kafka_alter_user_scram_credentials_response *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static int kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m)
+{
+	kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result_init(m);
+	(void)a;
+	(void)version;
+	m->User = kafka_cursor_string(c, true, false);
+	m->ErrorCode = kafka_cursor_int16(c);
+	m->ErrorMessage = kafka_cursor_string(c, true, true);
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_alter_user_scram_credentials_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_alter_user_scram_credentials_response *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 0)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_alter_user_scram_credentials_response_init(m);
+	(void)a;
+	(void)version;
+	m->ThrottleTimeMs = kafka_cursor_int32(c);
+	n = kafka_cursor_array_len(c, true, false, 5);
+	m->Results.count = n;
+	m->Results.items = NULL;
+	if (n > 0) {
+		m->Results.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Results.items));
+		if (!m->Results.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result_decode(c, a, version, &m->Results.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->User, true, false);
+	kafka_writer_int16(w, m->ErrorCode);
+	kafka_writer_string(w, m->ErrorMessage, true, true);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_alter_user_scram_credentials_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_alter_user_scram_credentials_response *m)
+{
+	(void)version;
+	if (version < 0 || version > 0) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_int32(w, m->ThrottleTimeMs);
+	kafka_writer_len(w, m->Results.count, true, true, false);
+	for (int32_t i = 0; i < m->Results.count; i++)
+		kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result_encode(w, version, &m->Results.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_alter_user_scram_credentials_response_init_any(void *m)
+{
+	kafka_alter_user_scram_credentials_response_init(m);
+}
+
+static int kafka_alter_user_scram_credentials_response_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_alter_user_scram_credentials_response_decode(c, a, version, m);
+}
+
+static void kafka_alter_user_scram_credentials_response_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_alter_user_scram_credentials_response_encode(w, version, m);
+}
+
 /* ---- DescribeQuorumRequest ---- */
 
 static void kafka_describe_quorum_request_partition_data_init(struct kafka_describe_quorum_request_partition_data *m)
@@ -11388,9 +11918,9 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 	  kafka_describe_log_dirs_request_init_any, kafka_describe_log_dirs_request_decode_any, kafka_describe_log_dirs_request_encode_any },
 	{ "DescribeLogDirsResponse", 35, 0, 4, 2, sizeof(struct kafka_describe_log_dirs_response),
 	  kafka_describe_log_dirs_response_init_any, kafka_describe_log_dirs_response_decode_any, kafka_describe_log_dirs_response_encode_any },
-	{ "SaslAuthenticateRequest", 36, 0, 1, 2, sizeof(struct kafka_sasl_authenticate_request),
+	{ "SaslAuthenticateRequest", 36, 0, 2, 2, sizeof(struct kafka_sasl_authenticate_request),
 	  kafka_sasl_authenticate_request_init_any, kafka_sasl_authenticate_request_decode_any, kafka_sasl_authenticate_request_encode_any },
-	{ "SaslAuthenticateResponse", 36, 0, 1, 2, sizeof(struct kafka_sasl_authenticate_response),
+	{ "SaslAuthenticateResponse", 36, 0, 2, 2, sizeof(struct kafka_sasl_authenticate_response),
 	  kafka_sasl_authenticate_response_init_any, kafka_sasl_authenticate_response_decode_any, kafka_sasl_authenticate_response_encode_any },
 	{ "CreatePartitionsRequest", 37, 0, 1, 2, sizeof(struct kafka_create_partitions_request),
 	  kafka_create_partitions_request_init_any, kafka_create_partitions_request_decode_any, kafka_create_partitions_request_encode_any },
@@ -11420,6 +11950,14 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 	  kafka_offset_delete_request_init_any, kafka_offset_delete_request_decode_any, kafka_offset_delete_request_encode_any },
 	{ "OffsetDeleteResponse", 47, 0, 0, -1, sizeof(struct kafka_offset_delete_response),
 	  kafka_offset_delete_response_init_any, kafka_offset_delete_response_decode_any, kafka_offset_delete_response_encode_any },
+	{ "DescribeUserScramCredentialsRequest", 50, 0, 0, 0, sizeof(struct kafka_describe_user_scram_credentials_request),
+	  kafka_describe_user_scram_credentials_request_init_any, kafka_describe_user_scram_credentials_request_decode_any, kafka_describe_user_scram_credentials_request_encode_any },
+	{ "DescribeUserScramCredentialsResponse", 50, 0, 0, 0, sizeof(struct kafka_describe_user_scram_credentials_response),
+	  kafka_describe_user_scram_credentials_response_init_any, kafka_describe_user_scram_credentials_response_decode_any, kafka_describe_user_scram_credentials_response_encode_any },
+	{ "AlterUserScramCredentialsRequest", 51, 0, 0, 0, sizeof(struct kafka_alter_user_scram_credentials_request),
+	  kafka_alter_user_scram_credentials_request_init_any, kafka_alter_user_scram_credentials_request_decode_any, kafka_alter_user_scram_credentials_request_encode_any },
+	{ "AlterUserScramCredentialsResponse", 51, 0, 0, 0, sizeof(struct kafka_alter_user_scram_credentials_response),
+	  kafka_alter_user_scram_credentials_response_init_any, kafka_alter_user_scram_credentials_response_decode_any, kafka_alter_user_scram_credentials_response_encode_any },
 	{ "DescribeQuorumRequest", 55, 0, 2, 0, sizeof(struct kafka_describe_quorum_request),
 	  kafka_describe_quorum_request_init_any, kafka_describe_quorum_request_decode_any, kafka_describe_quorum_request_encode_any },
 	{ "DescribeQuorumResponse", 55, 0, 2, 0, sizeof(struct kafka_describe_quorum_response),
@@ -11479,6 +12017,8 @@ int kafka_handle_incremental_alter_configs(struct kafka_ctx *ctx) __attribute__(
 int kafka_handle_alter_partition_reassignments(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_list_partition_reassignments(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_offset_delete(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_describe_user_scram_credentials(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_alter_user_scram_credentials(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_describe_quorum(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_describe_cluster(struct kafka_ctx *ctx) __attribute__((weak));
 
@@ -11497,7 +12037,7 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 14, "SyncGroup", 0, 3, 4, 0, 3, true, &kafka_msg_descs[20], &kafka_msg_descs[21], kafka_handle_sync_group },
 	{ 15, "DescribeGroups", 0, 4, 5, 0, 4, true, &kafka_msg_descs[22], &kafka_msg_descs[23], kafka_handle_describe_groups },
 	{ 16, "ListGroups", 0, 4, 3, 0, 4, true, &kafka_msg_descs[24], &kafka_msg_descs[25], kafka_handle_list_groups }, /* 4: the states filter (KIP-518) */
-	{ 17, "SaslHandshake", 0, 1, -1, 0, 1, false, &kafka_msg_descs[26], &kafka_msg_descs[27], kafka_handle_sasl_handshake }, /* SASL only */
+	{ 17, "SaslHandshake", 0, 1, -1, 0, 1, true, &kafka_msg_descs[26], &kafka_msg_descs[27], kafka_handle_sasl_handshake }, /* SASL_PLAINTEXT and SASL_SSL listeners (v0's raw-token framing is answered UNSUPPORTED_VERSION: docs/security.md) */
 	{ 18, "ApiVersions", 0, 3, 3, 0, 3, true, &kafka_msg_descs[28], &kafka_msg_descs[29], kafka_handle_api_versions },
 	{ 19, "CreateTopics", 0, 4, 5, 0, 4, true, &kafka_msg_descs[30], &kafka_msg_descs[31], kafka_handle_create_topics },
 	{ 20, "DeleteTopics", 0, 3, 4, 0, 3, true, &kafka_msg_descs[32], &kafka_msg_descs[33], kafka_handle_delete_topics },
@@ -11515,7 +12055,7 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 32, "DescribeConfigs", 0, 2, 4, 0, 2, true, &kafka_msg_descs[56], &kafka_msg_descs[57], kafka_handle_describe_configs },
 	{ 33, "AlterConfigs", 0, 1, 2, 0, 1, true, &kafka_msg_descs[58], &kafka_msg_descs[59], kafka_handle_alter_configs }, /* optional */
 	{ 35, "DescribeLogDirs", 0, 4, 2, 0, 4, true, &kafka_msg_descs[60], &kafka_msg_descs[61], kafka_handle_describe_log_dirs }, /* sizes on disk, from the partitions' published blocks */
-	{ 36, "SaslAuthenticate", 0, 1, 2, 0, 1, false, &kafka_msg_descs[62], &kafka_msg_descs[63], kafka_handle_sasl_authenticate }, /* SASL only */
+	{ 36, "SaslAuthenticate", 0, 2, 2, 0, 2, true, &kafka_msg_descs[62], &kafka_msg_descs[63], kafka_handle_sasl_authenticate }, /* PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (docs/security.md) */
 	{ 37, "CreatePartitions", 0, 1, 2, 0, 1, true, &kafka_msg_descs[64], &kafka_msg_descs[65], kafka_handle_create_partitions }, /* optional */
 	{ 42, "DeleteGroups", 0, 1, 2, 0, 1, true, &kafka_msg_descs[66], &kafka_msg_descs[67], kafka_handle_delete_groups }, /* optional */
 	{ 43, "ElectLeaders", 0, 2, 2, 0, 2, true, &kafka_msg_descs[68], &kafka_msg_descs[69], kafka_handle_elect_leaders }, /* preferred (0) and unclean (1) elections, answered by the active controller (kafka-leader-election, sluicectl leader elect) */
@@ -11523,8 +12063,10 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 45, "AlterPartitionReassignments", 0, 0, 0, 0, 0, true, &kafka_msg_descs[72], &kafka_msg_descs[73], kafka_handle_alter_partition_reassignments }, /* KIP-455: move a partition's replicas (adding replicas catch up, then removed ones leave), null cancels; the active controller's (kafka-reassign-partitions, sluicectl partition reassign) */
 	{ 46, "ListPartitionReassignments", 0, 0, 0, 0, 0, true, &kafka_msg_descs[74], &kafka_msg_descs[75], kafka_handle_list_partition_reassignments }, /* KIP-455: the reassignments in progress, their adding and removing replicas */
 	{ 47, "OffsetDelete", 0, 0, -1, 0, 0, true, &kafka_msg_descs[76], &kafka_msg_descs[77], kafka_handle_offset_delete }, /* optional */
-	{ 55, "DescribeQuorum", 0, 2, 0, 0, 2, true, &kafka_msg_descs[78], &kafka_msg_descs[79], kafka_handle_describe_quorum }, /* the metadata quorum: leader, epoch, high watermark, voters (kafka-metadata-quorum, sluicectl cluster info) */
-	{ 60, "DescribeCluster", 0, 1, 0, 0, 1, true, &kafka_msg_descs[80], &kafka_msg_descs[81], kafka_handle_describe_cluster }, /* this node: ControllerId and the one broker; v1 EndpointType 1 (brokers) */
+	{ 50, "DescribeUserScramCredentials", 0, 0, 0, 0, 0, true, &kafka_msg_descs[78], &kafka_msg_descs[79], kafka_handle_describe_user_scram_credentials }, /* the SCRAM users of the metadata log (kafka-configs --describe --entity-type users) */
+	{ 51, "AlterUserScramCredentials", 0, 0, 0, 0, 0, true, &kafka_msg_descs[80], &kafka_msg_descs[81], kafka_handle_alter_user_scram_credentials }, /* SCRAM users: upsert (salted password) and delete, through the metadata log */
+	{ 55, "DescribeQuorum", 0, 2, 0, 0, 2, true, &kafka_msg_descs[82], &kafka_msg_descs[83], kafka_handle_describe_quorum }, /* the metadata quorum: leader, epoch, high watermark, voters (kafka-metadata-quorum, sluicectl cluster info) */
+	{ 60, "DescribeCluster", 0, 1, 0, 0, 1, true, &kafka_msg_descs[84], &kafka_msg_descs[85], kafka_handle_describe_cluster }, /* this node: ControllerId and the one broker; v1 EndpointType 1 (brokers) */
 };
 
 const struct kafka_array_bound kafka_array_bounds[] = {
@@ -11654,6 +12196,12 @@ const struct kafka_array_bound kafka_array_bounds[] = {
 	{ "OffsetDeleteRequest.Topics", sizeof(struct kafka_offset_delete_request_offset_delete_request_topic), 6 },
 	{ "OffsetDeleteResponse.OffsetDeleteResponseTopic.Partitions", sizeof(struct kafka_offset_delete_response_offset_delete_response_partition), 6 },
 	{ "OffsetDeleteResponse.Topics", sizeof(struct kafka_offset_delete_response_offset_delete_response_topic), 6 },
+	{ "DescribeUserScramCredentialsRequest.Users", sizeof(struct kafka_describe_user_scram_credentials_request_user_name), 2 },
+	{ "DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult.CredentialInfos", sizeof(struct kafka_describe_user_scram_credentials_response_credential_info), 6 },
+	{ "DescribeUserScramCredentialsResponse.Results", sizeof(struct kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result), 6 },
+	{ "AlterUserScramCredentialsRequest.Deletions", sizeof(struct kafka_alter_user_scram_credentials_request_scram_credential_deletion), 3 },
+	{ "AlterUserScramCredentialsRequest.Upsertions", sizeof(struct kafka_alter_user_scram_credentials_request_scram_credential_upsertion), 9 },
+	{ "AlterUserScramCredentialsResponse.Results", sizeof(struct kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result), 5 },
 	{ "DescribeQuorumRequest.TopicData.Partitions", sizeof(struct kafka_describe_quorum_request_partition_data), 5 },
 	{ "DescribeQuorumRequest.Topics", sizeof(struct kafka_describe_quorum_request_topic_data), 3 },
 	{ "DescribeQuorumResponse.PartitionData.CurrentVoters", sizeof(struct kafka_describe_quorum_response_replica_state), 13 },
@@ -12310,8 +12858,10 @@ const struct kafka_api *kafka_api_find(int16_t api_key)
 	case 45: return &kafka_apis[36];
 	case 46: return &kafka_apis[37];
 	case 47: return &kafka_apis[38];
-	case 55: return &kafka_apis[39];
-	case 60: return &kafka_apis[40];
+	case 50: return &kafka_apis[39];
+	case 51: return &kafka_apis[40];
+	case 55: return &kafka_apis[41];
+	case 60: return &kafka_apis[42];
 	default: return NULL;
 	}
 }

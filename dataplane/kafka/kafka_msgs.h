@@ -2276,9 +2276,9 @@ int kafka_describe_log_dirs_response_decode(struct kafka_cursor *c, struct kafka
 void kafka_describe_log_dirs_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_describe_log_dirs_response *m);
 
-/* ---- SaslAuthenticateRequest (api key 36, versions 0-1) ---- */
+/* ---- SaslAuthenticateRequest (api key 36, versions 0-2) ---- */
 
-/* SaslAuthenticateRequest, versions 0-1, flexible from v2. */
+/* SaslAuthenticateRequest, versions 0-2, flexible from v2. */
 struct kafka_sasl_authenticate_request {
 	/* The SASL authentication bytes from the client, as defined by the SASL mechanism. (v0+) */
 	struct kafka_bytes AuthBytes;
@@ -2290,9 +2290,9 @@ int kafka_sasl_authenticate_request_decode(struct kafka_cursor *c, struct kafka_
 void kafka_sasl_authenticate_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_sasl_authenticate_request *m);
 
-/* ---- SaslAuthenticateResponse (api key 36, versions 0-1) ---- */
+/* ---- SaslAuthenticateResponse (api key 36, versions 0-2) ---- */
 
-/* SaslAuthenticateResponse, versions 0-1, flexible from v2. */
+/* SaslAuthenticateResponse, versions 0-2, flexible from v2. */
 struct kafka_sasl_authenticate_response {
 	/* The error code, or 0 if there was no error. (v0+) */
 	int16_t ErrorCode;
@@ -2798,6 +2798,142 @@ int kafka_offset_delete_response_decode(struct kafka_cursor *c, struct kafka_are
 void kafka_offset_delete_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_offset_delete_response *m);
 
+/* ---- DescribeUserScramCredentialsRequest (api key 50, versions 0-0) ---- */
+
+struct kafka_describe_user_scram_credentials_request_user_name {
+	/* The user name. (v0+) */
+	struct kafka_str Name;
+};
+
+/* DescribeUserScramCredentialsRequest, versions 0-0, flexible from v0. */
+struct kafka_describe_user_scram_credentials_request {
+	/* The users to describe, or null/empty to describe all users. (v0+, nullable) */
+	struct {
+		struct kafka_describe_user_scram_credentials_request_user_name *items;
+		int32_t count; /* -1: null */
+	} Users;
+};
+
+void kafka_describe_user_scram_credentials_request_init(struct kafka_describe_user_scram_credentials_request *m);
+int kafka_describe_user_scram_credentials_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_user_scram_credentials_request *m);
+void kafka_describe_user_scram_credentials_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_user_scram_credentials_request *m);
+
+/* ---- DescribeUserScramCredentialsResponse (api key 50, versions 0-0) ---- */
+
+struct kafka_describe_user_scram_credentials_response_credential_info {
+	/* The SCRAM mechanism. (v0+) */
+	int8_t Mechanism;
+	/* The number of iterations used in the SCRAM credential. (v0+) */
+	int32_t Iterations;
+};
+
+struct kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result {
+	/* The user name. (v0+) */
+	struct kafka_str User;
+	/* The user-level error code. (v0+) */
+	int16_t ErrorCode;
+	/* The user-level error message, if any. (v0+, nullable) */
+	struct kafka_str ErrorMessage;
+	/* The mechanism and related information associated with the user's SCRAM credentials. (v0+) */
+	struct {
+		struct kafka_describe_user_scram_credentials_response_credential_info *items;
+		int32_t count; /* -1: null */
+	} CredentialInfos;
+};
+
+/* DescribeUserScramCredentialsResponse, versions 0-0, flexible from v0. */
+struct kafka_describe_user_scram_credentials_response {
+	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
+	int32_t ThrottleTimeMs;
+	/* The message-level error code, 0 except for user authorization or infrastructure issues. (v0+) */
+	int16_t ErrorCode;
+	/* The message-level error message, if any. (v0+, nullable) */
+	struct kafka_str ErrorMessage;
+	/* The results for descriptions, one per user. (v0+) */
+	struct {
+		struct kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result *items;
+		int32_t count; /* -1: null */
+	} Results;
+};
+
+void kafka_describe_user_scram_credentials_response_init(struct kafka_describe_user_scram_credentials_response *m);
+int kafka_describe_user_scram_credentials_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_describe_user_scram_credentials_response *m);
+void kafka_describe_user_scram_credentials_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_describe_user_scram_credentials_response *m);
+
+/* ---- AlterUserScramCredentialsRequest (api key 51, versions 0-0) ---- */
+
+struct kafka_alter_user_scram_credentials_request_scram_credential_deletion {
+	/* The user name. (v0+) */
+	struct kafka_str Name;
+	/* The SCRAM mechanism. (v0+) */
+	int8_t Mechanism;
+};
+
+struct kafka_alter_user_scram_credentials_request_scram_credential_upsertion {
+	/* The user name. (v0+) */
+	struct kafka_str Name;
+	/* The SCRAM mechanism. (v0+) */
+	int8_t Mechanism;
+	/* The number of iterations. (v0+) */
+	int32_t Iterations;
+	/* A random salt generated by the client. (v0+) */
+	struct kafka_bytes Salt;
+	/* The salted password. (v0+) */
+	struct kafka_bytes SaltedPassword;
+};
+
+/* AlterUserScramCredentialsRequest, versions 0-0, flexible from v0. */
+struct kafka_alter_user_scram_credentials_request {
+	/* The SCRAM credentials to remove. (v0+) */
+	struct {
+		struct kafka_alter_user_scram_credentials_request_scram_credential_deletion *items;
+		int32_t count; /* -1: null */
+	} Deletions;
+	/* The SCRAM credentials to update/insert. (v0+) */
+	struct {
+		struct kafka_alter_user_scram_credentials_request_scram_credential_upsertion *items;
+		int32_t count; /* -1: null */
+	} Upsertions;
+};
+
+void kafka_alter_user_scram_credentials_request_init(struct kafka_alter_user_scram_credentials_request *m);
+int kafka_alter_user_scram_credentials_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_alter_user_scram_credentials_request *m);
+void kafka_alter_user_scram_credentials_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_alter_user_scram_credentials_request *m);
+
+/* ---- AlterUserScramCredentialsResponse (api key 51, versions 0-0) ---- */
+
+struct kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result {
+	/* The user name. (v0+) */
+	struct kafka_str User;
+	/* The error code. (v0+) */
+	int16_t ErrorCode;
+	/* The error message, if any. (v0+, nullable) */
+	struct kafka_str ErrorMessage;
+};
+
+/* AlterUserScramCredentialsResponse, versions 0-0, flexible from v0. */
+struct kafka_alter_user_scram_credentials_response {
+	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
+	int32_t ThrottleTimeMs;
+	/* The results for deletions and alterations, one per affected user. (v0+) */
+	struct {
+		struct kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result *items;
+		int32_t count; /* -1: null */
+	} Results;
+};
+
+void kafka_alter_user_scram_credentials_response_init(struct kafka_alter_user_scram_credentials_response *m);
+int kafka_alter_user_scram_credentials_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_alter_user_scram_credentials_response *m);
+void kafka_alter_user_scram_credentials_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_alter_user_scram_credentials_response *m);
+
 /* ---- DescribeQuorumRequest (api key 55, versions 0-2) ---- */
 
 struct kafka_describe_quorum_request_partition_data {
@@ -3180,11 +3316,13 @@ enum kafka_api_key {
 	KAFKA_ALTER_PARTITION_REASSIGNMENTS_KEY = 45,
 	KAFKA_LIST_PARTITION_REASSIGNMENTS_KEY = 46,
 	KAFKA_OFFSET_DELETE_KEY = 47,
+	KAFKA_DESCRIBE_USER_SCRAM_CREDENTIALS_KEY = 50,
+	KAFKA_ALTER_USER_SCRAM_CREDENTIALS_KEY = 51,
 	KAFKA_DESCRIBE_QUORUM_KEY = 55,
 	KAFKA_DESCRIBE_CLUSTER_KEY = 60,
 };
 
-#define KAFKA_API_COUNT 41
+#define KAFKA_API_COUNT 43
 
 extern const struct kafka_api kafka_apis[KAFKA_API_COUNT];
 extern const struct kafka_msg_desc kafka_msg_descs[];

@@ -331,6 +331,8 @@ def each_nemesis_does_what_it_says_on_a_three_node_cluster():
             until("node 2's LogAppendTime an hour ahead", lambda: seen.append(
                 stamp(b"skewed-%d" % len(seen)) - time.time()) or seen[-1] > 3000)
             up = lc.c.metric(2, "sluice_process_uptime_seconds")
+            # uptime is on the monotonic clock: an hour's step moves it not
+            assert 0 <= up < 1800, "node 2's uptime followed the wall clock: %.0f s" % up
             if not QUICK:
                 # retention by the leader's skewed clock: every closed
                 # segment of "ret" is past 10 minutes, on every copy

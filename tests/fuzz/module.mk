@@ -1,9 +1,9 @@
 # tests/fuzz/: libFuzzer targets (clang, -fsanitize=fuzzer,address,undefined)
-# over the Kafka codec and the native protocol's datagrams. `make fuzz` runs each for FUZZ_SECONDS and grows its
+# over the Kafka codec, a SASL listener's requests before authentication and the native protocol's datagrams. `make fuzz` runs each for FUZZ_SECONDS and grows its
 # corpus in tests/fuzz/corpus/<target>; `make test` runs tests/fuzz/smoke
 # (10 s per target after a replay of its corpus, corpus read-only). Crashes land in build/fuzz/artifacts.
 FUZZ_SECONDS ?= 300
-FUZZ_TARGETS := fuzz_kafka_request fuzz_kafka_message fuzz_native_datagram
+FUZZ_TARGETS := fuzz_kafka_request fuzz_kafka_message fuzz_native_datagram fuzz_sasl_preauth
 FUZZ_BINS := $(FUZZ_TARGETS:%=build/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -I. \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -31,6 +31,13 @@ build/fuzz/fuzz_native_datagram: tests/fuzz/fuzz_native_datagram.c dataplane/nat
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ-CC $<")
 	$(Q)clang $(FUZZ_CFLAGS) $< dataplane/native/native_format.c -lisal -o $@
+
+# a SASL listener's requests before authentication (dataplane/sasl.c on
+# OpenSSL's libcrypto, and the codec)
+build/fuzz/fuzz_sasl_preauth: tests/fuzz/fuzz_sasl_preauth.c dataplane/sasl.c dataplane/sasl.h $(FUZZ_CODEC_OBJS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  FUZZ-CC $<")
+	$(Q)clang $(FUZZ_CFLAGS) $< dataplane/sasl.c $(FUZZ_CODEC_OBJS) -lcrypto -o $@
 
 fuzz: $(FUZZ_BINS)
 	$(Q)mkdir -p build/fuzz/artifacts

@@ -89,8 +89,9 @@ class Broker:
     """One sluiced process. start/stop/kill/restart; the data directory and
     the port survive a restart."""
 
-    def __init__(self, workdir, shards=2, settings=None, port=None, nofile=None):
+    def __init__(self, workdir, shards=2, settings=None, port=None, nofile=None, args=None):
         self.workdir = workdir
+        self.args = list(args or [])   # more sluiced arguments (--add-scram ...)
         self.nofile = nofile    # RLIMIT_NOFILE (soft and hard) of the broker, or inherited
         self.data_dir = os.path.join(workdir, "data")
         self.shards = shards
@@ -124,6 +125,7 @@ class Broker:
                "--shards", str(self.shards)]
         for k, v in self.settings.items():
             cmd += ["--set", "%s=%s" % (k, v)]
+        cmd += self.args
         log = open(self.log_path, "wb")
         try:
             pre = None
@@ -254,6 +256,28 @@ class broker:
         finally:
             shutil.rmtree(self.b.workdir, ignore_errors=True)
         return False
+
+
+def make_tls_certs(d):
+    """Test certificates made with the openssl CLI in directory d: a CA
+    (ca.pem, ca.key) and the broker's certificate for localhost and
+    127.0.0.1 (broker.pem, broker.key, and both in broker.keystore.pem),
+    as tests/integration/test_tls.py makes them. Returns d."""
+    def openssl(*args):
+        run(["openssl"] + list(args), cwd=d)
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+            "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=ca")
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "broker.key",
+            "-out", "broker.csr", "-subj", "/CN=localhost")
+    with open(os.path.join(d, "broker.ext"), "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "broker.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial",
+            str(int(time.time() * 1000) % 1000000007), "-out", "broker.pem", "-days", "2", "-extfile", "broker.ext")
+    with open(os.path.join(d, "broker.keystore.pem"), "w") as out:
+        for part in ("broker.pem", "broker.key"):
+            with open(os.path.join(d, part)) as f:
+                out.write(f.read())
+    return d
 
 
 def run(cmd, input=None, check=True, env=None, cwd=None):

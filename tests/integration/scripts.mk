@@ -35,6 +35,10 @@ TEST_SCRIPTS += tests/integration/test_kafka_rules.py
 # with mutual TLS, openssl s_client refused TLS 1.0/1.1, a client of another
 # CA refused, SIGHUP reloading the certificate (certificates made by the test)
 TEST_SCRIPTS += tests/integration/test_tls.py
+# SASL listeners (issue 21): PLAIN and SCRAM with librdkafka, kcat, kafka-python
+# and kafkajs, the refusals before authentication, SCRAM users through the
+# metadata log (a 3-node cluster)
+TEST_SCRIPTS += tests/integration/test_sasl.py
 # Kafka's KRaft settings: what Sluice cannot honour is refused, a one-node
 # config serves
 TEST_SCRIPTS += tests/integration/test_cluster_config.py
@@ -53,6 +57,10 @@ TEST_SCRIPTS += tests/integration/test_cluster_failover.py
 # a leader paused (SIGSTOP) past its session is replaced; the Produce
 # (acks=all) waiting in its socket is refused after SIGCONT and in no copy
 TEST_SCRIPTS += tests/integration/test_cluster_pause.py
+# a leader SIGKILLed and back with an empty copy of its partition before its
+# session ends gives up its leadership and the ISR until caught up: no
+# acknowledged record lost (BROKER_RESTARTED)
+TEST_SCRIPTS += tests/integration/test_cluster_restart.py
 # a real network partition (scripts/cluster --netns; root, else skipped):
 # a leader cut off from the other nodes acknowledges nothing at acks=all
 # with min.insync.replicas=2 while the majority elects another; after the

@@ -222,9 +222,9 @@ Test(badinput, unsupported_version_closes, .timeout = 30)
 }
 
 /* A version Kafka defines but Sluice does not serve (FindCoordinator v3,
- * flexible) and an API Sluice does not implement (SaslHandshake v1) are
- * answered with UNSUPPORTED_VERSION in a frame of the version asked for,
- * and the connection keeps serving. */
+ * flexible) is answered with UNSUPPORTED_VERSION in a frame of the
+ * version asked for, SaslHandshake on a PLAINTEXT listener with Kafka's
+ * ILLEGAL_SASL_STATE, and the connection keeps serving. */
 Test(badinput, unserved_version_answers_unsupported, .timeout = 30)
 {
 	struct broker_proc b;
@@ -268,7 +268,7 @@ Test(badinput, unserved_version_answers_unsupported, .timeout = 30)
 	cr_assert_eq(raw_recv_frame(fd, &resp, &len), 0, "SaslHandshake v1: no answer");
 	c = (struct rawcur){ resp, resp + len, 0 };
 	cr_assert_eq(rc_i32(&c), 42);
-	cr_assert_eq(rc_i16(&c), 35, "SaslHandshake: error is not UNSUPPORTED_VERSION");
+	cr_assert_eq(rc_i16(&c), 34, "SaslHandshake: error is not ILLEGAL_SASL_STATE");
 	cr_assert_eq(rc_i32(&c), 0, "mechanisms: empty");
 	cr_assert(!c.bad && c.p == c.end);
 	free(resp);

@@ -14,8 +14,8 @@ broker of 8c36be7 (issue 17):
 - CreateTopics: -1 means the default, any other count or replication factor
   below 1 is INVALID_PARTITIONS / INVALID_REPLICATION_FACTOR (-5 partitions
   made a topic with the default count);
-- a listener whose security protocol Sluice does not implement (SASL_SSL,
-  SASL_PLAINTEXT) stops the start (it served plaintext);
+- a SASL listener whose mechanism Sluice does not implement (GSSAPI,
+  OAUTHBEARER) stops the start (SASL listeners once served plaintext);
 - Metadata for an illegal topic name is INVALID_TOPIC_EXCEPTION, so a
   producer fails at once (it got UNKNOWN_TOPIC_OR_PARTITION and waited out
   its message timeout);
@@ -299,27 +299,25 @@ def replicas_beyond_the_brokers_or_on_an_unknown_broker_are_refused():
 
 
 @test
-def listeners_with_unimplemented_security_protocols_stop_the_start():
-    # (SSL is served since 2026-12-02: tests/integration/test_tls.py)
+def sasl_listeners_with_unimplemented_mechanisms_stop_the_start():
+    # (SSL is served since 2026-12-02: tests/integration/test_tls.py; SASL
+    # with PLAIN and SCRAM: tests/integration/test_sasl.py)
     for proto in ("SASL_SSL", "SASL_PLAINTEXT"):
-        d = temp_dir()
-        try:
-            port = free_port()
-            p = subprocess.run([SLUICED, "--data-dir", os.path.join(d, "data"), "--shards", "1",
-                                "--set", "listeners=%s://127.0.0.1:%d" % (proto, port)],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
-            err = p.stderr.decode()
-            assert p.returncode == 2, (proto, p.returncode, err)
-            assert "listeners" in err and proto in err, (proto, err)
-            assert b"listening on" not in p.stdout, p.stdout
-            # a second listener is checked too
-            p = subprocess.run([SLUICED, "--data-dir", os.path.join(d, "data"), "--shards", "1",
-                                "--set", "listeners=PLAINTEXT://127.0.0.1:%d,%s://127.0.0.1:%d"
-                                % (port, proto, free_port())],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
-            assert p.returncode == 2 and proto in p.stderr.decode(), (proto, p.returncode, p.stderr)
-        finally:
-            subprocess.run(["rm", "-rf", d])
+        for mech in ("GSSAPI", "OAUTHBEARER"):
+            d = temp_dir()
+            try:
+                p = subprocess.run([SLUICED, "--data-dir", os.path.join(d, "data"), "--shards", "1",
+                                    "--set", "listeners=PLAINTEXT://127.0.0.1:%d,%s://127.0.0.1:%d"
+                                    % (free_port(), proto, free_port()),
+                                    "--set", "sasl.enabled.mechanisms=SCRAM-SHA-512," + mech],
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   timeout=60)
+                err = p.stderr.decode()
+                assert p.returncode == 2, (proto, p.returncode, err)
+                assert "sasl.enabled.mechanisms" in err and mech in err, (proto, err)
+                assert b"listening on" not in p.stdout, p.stdout
+            finally:
+                subprocess.run(["rm", "-rf", d])
 
 
 # ---- 10. Metadata for an illegal name ------------------------------------------------

@@ -8,7 +8,7 @@ through a topic whose partition's epoch moved.
 
 How an epoch moves on one node, as Kafka's controller moves it: a broker's
 start (a new registration) gives every partition it leads a new leader
-epoch (a LEADER_RESTARTED record); a partition CreatePartitions adds starts
+epoch (a BROKER_RESTARTED record; alone in the ISR, it keeps leading); a partition CreatePartitions adds starts
 at epoch 0. So "e" has partition 0 at epoch 0 with offsets 0-5, then
 (after CreatePartitions and a restart) partition 0 at epoch 1 from offset
 6 on, and partition 1 at epoch 1."""

@@ -5870,7 +5870,7 @@ static void sample_kafka_sasl_authenticate_response(struct kafka_sample *s, int1
 	m->ErrorCode = kafka_sample_int16(s);
 	m->ErrorMessage = kafka_sample_string(s, true);
 	m->AuthBytes = kafka_sample_bytes(s, false);
-	if (version == 1) {
+	if (version >= 1) {
 		m->SessionLifetimeMs = kafka_sample_int64(s);
 	}
 }
@@ -7162,6 +7162,357 @@ static bool equal_any_kafka_offset_delete_response(const void *a, const void *b)
 	return equal_kafka_offset_delete_response(a, b);
 }
 
+static void kafka_describe_user_scram_credentials_request_user_name_init_(struct kafka_describe_user_scram_credentials_request_user_name *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+}
+
+static void sample_kafka_describe_user_scram_credentials_request_user_name(struct kafka_sample *s, int16_t version, struct kafka_describe_user_scram_credentials_request_user_name *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_user_scram_credentials_request_user_name_init_(m);
+	m->Name = kafka_sample_string(s, false);
+}
+
+static void sample_kafka_describe_user_scram_credentials_request(struct kafka_sample *s, int16_t version, struct kafka_describe_user_scram_credentials_request *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_user_scram_credentials_request_init(m);
+	m->Users.count = kafka_sample_count(s, true);
+	m->Users.items = m->Users.count > 0 ? kafka_sample_alloc(s, (size_t)m->Users.count * sizeof(*m->Users.items)) : NULL;
+	for (int32_t i = 0; i < m->Users.count; i++)
+		sample_kafka_describe_user_scram_credentials_request_user_name(s, version, &m->Users.items[i]);
+}
+
+static bool equal_kafka_describe_user_scram_credentials_request_user_name(const struct kafka_describe_user_scram_credentials_request_user_name *a, const struct kafka_describe_user_scram_credentials_request_user_name *b)
+{
+	if (!kafka_sample_str_equal(a->Name, b->Name))
+		return kafka_sample_differs("UserName.Name");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_describe_user_scram_credentials_request(const struct kafka_describe_user_scram_credentials_request *a, const struct kafka_describe_user_scram_credentials_request *b)
+{
+	if (a->Users.count != b->Users.count)
+		return kafka_sample_differs("DescribeUserScramCredentialsRequest.Users.count");
+	for (int32_t i = 0; i < a->Users.count; i++) {
+		if (!equal_kafka_describe_user_scram_credentials_request_user_name(&a->Users.items[i], &b->Users.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_describe_user_scram_credentials_request(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_describe_user_scram_credentials_request *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_describe_user_scram_credentials_request(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_describe_user_scram_credentials_request(const void *a, const void *b)
+{
+	return equal_kafka_describe_user_scram_credentials_request(a, b);
+}
+
+static void kafka_describe_user_scram_credentials_response_credential_info_init_(struct kafka_describe_user_scram_credentials_response_credential_info *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+static void kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result_init_(struct kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->User = (struct kafka_str){ "", 0 };
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+}
+
+static void sample_kafka_describe_user_scram_credentials_response_credential_info(struct kafka_sample *s, int16_t version, struct kafka_describe_user_scram_credentials_response_credential_info *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_user_scram_credentials_response_credential_info_init_(m);
+	m->Mechanism = kafka_sample_int8(s);
+	m->Iterations = kafka_sample_int32(s);
+}
+
+static void sample_kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result(struct kafka_sample *s, int16_t version, struct kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result_init_(m);
+	m->User = kafka_sample_string(s, false);
+	m->ErrorCode = kafka_sample_int16(s);
+	m->ErrorMessage = kafka_sample_string(s, true);
+	m->CredentialInfos.count = kafka_sample_count(s, false);
+	m->CredentialInfos.items = m->CredentialInfos.count > 0 ? kafka_sample_alloc(s, (size_t)m->CredentialInfos.count * sizeof(*m->CredentialInfos.items)) : NULL;
+	for (int32_t i = 0; i < m->CredentialInfos.count; i++)
+		sample_kafka_describe_user_scram_credentials_response_credential_info(s, version, &m->CredentialInfos.items[i]);
+}
+
+static void sample_kafka_describe_user_scram_credentials_response(struct kafka_sample *s, int16_t version, struct kafka_describe_user_scram_credentials_response *m)
+{
+	(void)s;
+	(void)version;
+	kafka_describe_user_scram_credentials_response_init(m);
+	m->ThrottleTimeMs = kafka_sample_int32(s);
+	m->ErrorCode = kafka_sample_int16(s);
+	m->ErrorMessage = kafka_sample_string(s, true);
+	m->Results.count = kafka_sample_count(s, false);
+	m->Results.items = m->Results.count > 0 ? kafka_sample_alloc(s, (size_t)m->Results.count * sizeof(*m->Results.items)) : NULL;
+	for (int32_t i = 0; i < m->Results.count; i++)
+		sample_kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result(s, version, &m->Results.items[i]);
+}
+
+static bool equal_kafka_describe_user_scram_credentials_response_credential_info(const struct kafka_describe_user_scram_credentials_response_credential_info *a, const struct kafka_describe_user_scram_credentials_response_credential_info *b)
+{
+	if (a->Mechanism != b->Mechanism)
+		return kafka_sample_differs("CredentialInfo.Mechanism");
+	if (a->Iterations != b->Iterations)
+		return kafka_sample_differs("CredentialInfo.Iterations");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result(const struct kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result *a, const struct kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result *b)
+{
+	if (!kafka_sample_str_equal(a->User, b->User))
+		return kafka_sample_differs("DescribeUserScramCredentialsResult.User");
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("DescribeUserScramCredentialsResult.ErrorCode");
+	if (!kafka_sample_str_equal(a->ErrorMessage, b->ErrorMessage))
+		return kafka_sample_differs("DescribeUserScramCredentialsResult.ErrorMessage");
+	if (a->CredentialInfos.count != b->CredentialInfos.count)
+		return kafka_sample_differs("DescribeUserScramCredentialsResult.CredentialInfos.count");
+	for (int32_t i = 0; i < a->CredentialInfos.count; i++) {
+		if (!equal_kafka_describe_user_scram_credentials_response_credential_info(&a->CredentialInfos.items[i], &b->CredentialInfos.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_describe_user_scram_credentials_response(const struct kafka_describe_user_scram_credentials_response *a, const struct kafka_describe_user_scram_credentials_response *b)
+{
+	if (a->ThrottleTimeMs != b->ThrottleTimeMs)
+		return kafka_sample_differs("DescribeUserScramCredentialsResponse.ThrottleTimeMs");
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("DescribeUserScramCredentialsResponse.ErrorCode");
+	if (!kafka_sample_str_equal(a->ErrorMessage, b->ErrorMessage))
+		return kafka_sample_differs("DescribeUserScramCredentialsResponse.ErrorMessage");
+	if (a->Results.count != b->Results.count)
+		return kafka_sample_differs("DescribeUserScramCredentialsResponse.Results.count");
+	for (int32_t i = 0; i < a->Results.count; i++) {
+		if (!equal_kafka_describe_user_scram_credentials_response_describe_user_scram_credentials_result(&a->Results.items[i], &b->Results.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_describe_user_scram_credentials_response(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_describe_user_scram_credentials_response *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_describe_user_scram_credentials_response(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_describe_user_scram_credentials_response(const void *a, const void *b)
+{
+	return equal_kafka_describe_user_scram_credentials_response(a, b);
+}
+
+static void kafka_alter_user_scram_credentials_request_scram_credential_deletion_init_(struct kafka_alter_user_scram_credentials_request_scram_credential_deletion *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+}
+
+static void kafka_alter_user_scram_credentials_request_scram_credential_upsertion_init_(struct kafka_alter_user_scram_credentials_request_scram_credential_upsertion *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Name = (struct kafka_str){ "", 0 };
+	m->Salt = (struct kafka_bytes){ (const uint8_t *)"", 0 };
+	m->SaltedPassword = (struct kafka_bytes){ (const uint8_t *)"", 0 };
+}
+
+static void sample_kafka_alter_user_scram_credentials_request_scram_credential_deletion(struct kafka_sample *s, int16_t version, struct kafka_alter_user_scram_credentials_request_scram_credential_deletion *m)
+{
+	(void)s;
+	(void)version;
+	kafka_alter_user_scram_credentials_request_scram_credential_deletion_init_(m);
+	m->Name = kafka_sample_string(s, false);
+	m->Mechanism = kafka_sample_int8(s);
+}
+
+static void sample_kafka_alter_user_scram_credentials_request_scram_credential_upsertion(struct kafka_sample *s, int16_t version, struct kafka_alter_user_scram_credentials_request_scram_credential_upsertion *m)
+{
+	(void)s;
+	(void)version;
+	kafka_alter_user_scram_credentials_request_scram_credential_upsertion_init_(m);
+	m->Name = kafka_sample_string(s, false);
+	m->Mechanism = kafka_sample_int8(s);
+	m->Iterations = kafka_sample_int32(s);
+	m->Salt = kafka_sample_bytes(s, false);
+	m->SaltedPassword = kafka_sample_bytes(s, false);
+}
+
+static void sample_kafka_alter_user_scram_credentials_request(struct kafka_sample *s, int16_t version, struct kafka_alter_user_scram_credentials_request *m)
+{
+	(void)s;
+	(void)version;
+	kafka_alter_user_scram_credentials_request_init(m);
+	m->Deletions.count = kafka_sample_count(s, false);
+	m->Deletions.items = m->Deletions.count > 0 ? kafka_sample_alloc(s, (size_t)m->Deletions.count * sizeof(*m->Deletions.items)) : NULL;
+	for (int32_t i = 0; i < m->Deletions.count; i++)
+		sample_kafka_alter_user_scram_credentials_request_scram_credential_deletion(s, version, &m->Deletions.items[i]);
+	m->Upsertions.count = kafka_sample_count(s, false);
+	m->Upsertions.items = m->Upsertions.count > 0 ? kafka_sample_alloc(s, (size_t)m->Upsertions.count * sizeof(*m->Upsertions.items)) : NULL;
+	for (int32_t i = 0; i < m->Upsertions.count; i++)
+		sample_kafka_alter_user_scram_credentials_request_scram_credential_upsertion(s, version, &m->Upsertions.items[i]);
+}
+
+static bool equal_kafka_alter_user_scram_credentials_request_scram_credential_deletion(const struct kafka_alter_user_scram_credentials_request_scram_credential_deletion *a, const struct kafka_alter_user_scram_credentials_request_scram_credential_deletion *b)
+{
+	if (!kafka_sample_str_equal(a->Name, b->Name))
+		return kafka_sample_differs("ScramCredentialDeletion.Name");
+	if (a->Mechanism != b->Mechanism)
+		return kafka_sample_differs("ScramCredentialDeletion.Mechanism");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_alter_user_scram_credentials_request_scram_credential_upsertion(const struct kafka_alter_user_scram_credentials_request_scram_credential_upsertion *a, const struct kafka_alter_user_scram_credentials_request_scram_credential_upsertion *b)
+{
+	if (!kafka_sample_str_equal(a->Name, b->Name))
+		return kafka_sample_differs("ScramCredentialUpsertion.Name");
+	if (a->Mechanism != b->Mechanism)
+		return kafka_sample_differs("ScramCredentialUpsertion.Mechanism");
+	if (a->Iterations != b->Iterations)
+		return kafka_sample_differs("ScramCredentialUpsertion.Iterations");
+	if (!kafka_sample_bytes_equal(a->Salt, b->Salt))
+		return kafka_sample_differs("ScramCredentialUpsertion.Salt");
+	if (!kafka_sample_bytes_equal(a->SaltedPassword, b->SaltedPassword))
+		return kafka_sample_differs("ScramCredentialUpsertion.SaltedPassword");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_alter_user_scram_credentials_request(const struct kafka_alter_user_scram_credentials_request *a, const struct kafka_alter_user_scram_credentials_request *b)
+{
+	if (a->Deletions.count != b->Deletions.count)
+		return kafka_sample_differs("AlterUserScramCredentialsRequest.Deletions.count");
+	for (int32_t i = 0; i < a->Deletions.count; i++) {
+		if (!equal_kafka_alter_user_scram_credentials_request_scram_credential_deletion(&a->Deletions.items[i], &b->Deletions.items[i]))
+			return false;
+	}
+	if (a->Upsertions.count != b->Upsertions.count)
+		return kafka_sample_differs("AlterUserScramCredentialsRequest.Upsertions.count");
+	for (int32_t i = 0; i < a->Upsertions.count; i++) {
+		if (!equal_kafka_alter_user_scram_credentials_request_scram_credential_upsertion(&a->Upsertions.items[i], &b->Upsertions.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_alter_user_scram_credentials_request(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_alter_user_scram_credentials_request *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_alter_user_scram_credentials_request(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_alter_user_scram_credentials_request(const void *a, const void *b)
+{
+	return equal_kafka_alter_user_scram_credentials_request(a, b);
+}
+
+static void kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result_init_(struct kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->User = (struct kafka_str){ "", 0 };
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+}
+
+static void sample_kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result(struct kafka_sample *s, int16_t version, struct kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m)
+{
+	(void)s;
+	(void)version;
+	kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result_init_(m);
+	m->User = kafka_sample_string(s, false);
+	m->ErrorCode = kafka_sample_int16(s);
+	m->ErrorMessage = kafka_sample_string(s, true);
+}
+
+static void sample_kafka_alter_user_scram_credentials_response(struct kafka_sample *s, int16_t version, struct kafka_alter_user_scram_credentials_response *m)
+{
+	(void)s;
+	(void)version;
+	kafka_alter_user_scram_credentials_response_init(m);
+	m->ThrottleTimeMs = kafka_sample_int32(s);
+	m->Results.count = kafka_sample_count(s, false);
+	m->Results.items = m->Results.count > 0 ? kafka_sample_alloc(s, (size_t)m->Results.count * sizeof(*m->Results.items)) : NULL;
+	for (int32_t i = 0; i < m->Results.count; i++)
+		sample_kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result(s, version, &m->Results.items[i]);
+}
+
+static bool equal_kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result(const struct kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result *a, const struct kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result *b)
+{
+	if (!kafka_sample_str_equal(a->User, b->User))
+		return kafka_sample_differs("AlterUserScramCredentialsResult.User");
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("AlterUserScramCredentialsResult.ErrorCode");
+	if (!kafka_sample_str_equal(a->ErrorMessage, b->ErrorMessage))
+		return kafka_sample_differs("AlterUserScramCredentialsResult.ErrorMessage");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_alter_user_scram_credentials_response(const struct kafka_alter_user_scram_credentials_response *a, const struct kafka_alter_user_scram_credentials_response *b)
+{
+	if (a->ThrottleTimeMs != b->ThrottleTimeMs)
+		return kafka_sample_differs("AlterUserScramCredentialsResponse.ThrottleTimeMs");
+	if (a->Results.count != b->Results.count)
+		return kafka_sample_differs("AlterUserScramCredentialsResponse.Results.count");
+	for (int32_t i = 0; i < a->Results.count; i++) {
+		if (!equal_kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result(&a->Results.items[i], &b->Results.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_alter_user_scram_credentials_response(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_alter_user_scram_credentials_response *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_alter_user_scram_credentials_response(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_alter_user_scram_credentials_response(const void *a, const void *b)
+{
+	return equal_kafka_alter_user_scram_credentials_response(a, b);
+}
+
 static void kafka_describe_quorum_request_partition_data_init_(struct kafka_describe_quorum_request_partition_data *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -7969,6 +8320,10 @@ static const struct kafka_sample_desc kafka_sample_descs[] = {
 	{ "ListPartitionReassignmentsResponse", sample_any_kafka_list_partition_reassignments_response, equal_any_kafka_list_partition_reassignments_response },
 	{ "OffsetDeleteRequest", sample_any_kafka_offset_delete_request, equal_any_kafka_offset_delete_request },
 	{ "OffsetDeleteResponse", sample_any_kafka_offset_delete_response, equal_any_kafka_offset_delete_response },
+	{ "DescribeUserScramCredentialsRequest", sample_any_kafka_describe_user_scram_credentials_request, equal_any_kafka_describe_user_scram_credentials_request },
+	{ "DescribeUserScramCredentialsResponse", sample_any_kafka_describe_user_scram_credentials_response, equal_any_kafka_describe_user_scram_credentials_response },
+	{ "AlterUserScramCredentialsRequest", sample_any_kafka_alter_user_scram_credentials_request, equal_any_kafka_alter_user_scram_credentials_request },
+	{ "AlterUserScramCredentialsResponse", sample_any_kafka_alter_user_scram_credentials_response, equal_any_kafka_alter_user_scram_credentials_response },
 	{ "DescribeQuorumRequest", sample_any_kafka_describe_quorum_request, equal_any_kafka_describe_quorum_request },
 	{ "DescribeQuorumResponse", sample_any_kafka_describe_quorum_response, equal_any_kafka_describe_quorum_response },
 	{ "DescribeClusterRequest", sample_any_kafka_describe_cluster_request, equal_any_kafka_describe_cluster_request },

@@ -9,6 +9,7 @@
 #include "control/config.h"
 #include "control/listeners.h"
 #include "dataplane/broker.h"
+#include "dataplane/sasl.h"
 #include "dataplane/tls.h"
 #include "tests/unit/helpers.h"
 
@@ -77,8 +78,35 @@ Test(listeners, refusals_name_the_key)
 	cr_assert(strstr(err, "inter.broker.listener.name"), "%s", err);
 	put("inter.broker.listener.name", "");
 	put("listeners", "PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9093");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), 0, "%s", err);
+	cr_assert(set.listeners[1].sasl && set.listeners[1].tls);
+	cr_assert_eq(set.listeners[1].sasl_mechs, SASL_MECH_SCRAM_SHA_256 | SASL_MECH_SCRAM_SHA_512);
+	put("connections.max.reauth.ms", "3600000");
 	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -ENOTSUP);
-	cr_assert(strstr(err, "listeners") && strstr(err, "SASL_SSL"), "%s", err);
+	cr_assert(strstr(err, "connections.max.reauth.ms"), "%s", err);
+	put("connections.max.reauth.ms", "0");
+	put("sasl.mechanism.inter.broker.protocol", "SCRAM-SHA-512");   /* accepted, unused */
+	put("sasl.enabled.mechanisms", "GSSAPI");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -ENOTSUP);
+	cr_assert(strstr(err, "sasl.enabled.mechanisms") && strstr(err, "GSSAPI"), "%s", err);
+	put("listener.name.sasl_ssl.sasl.enabled.mechanisms", "PLAIN");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "listener.name.sasl_ssl.plain.sasl.jaas.config"), "%s", err);
+	put("listener.name.sasl_ssl.plain.sasl.jaas.config", "PlainLoginModule required user_a=\"b;");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "listener.name.sasl_ssl.plain.sasl.jaas.config") && !strstr(err, "\"b"), "%s", err);
+	put("listener.name.sasl_ssl.plain.sasl.jaas.config",
+	    "org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"s3cret\" user_bob=\"x\";");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(set.listeners[1].sasl_mechs, SASL_MECH_PLAIN);
+	cr_assert_eq(set.listeners[1].plain->n, 2);
+	cr_assert_str_eq(set.listeners[1].plain->u[0].name, "alice");
+	cr_assert_str_eq(set.listeners[1].plain->u[0].password, "s3cret");
+	put("sasl.enabled.mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512");
+	put("listeners", "SASL_PLAINTEXT://127.0.0.1:9093");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -ENOTSUP);
+	cr_assert(strstr(err, "inter.broker.listener.name") && strstr(err, "SASL_PLAINTEXT"), "%s", err);
+	put("listeners", "PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9093");
 	put("listeners", "CLIENT://127.0.0.1:9092");
 	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, "listener.security.protocol.map"), "%s", err);

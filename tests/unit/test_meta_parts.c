@@ -383,6 +383,101 @@ Test(meta_parts, malformed_or_impossible_records_are_refused)
 	metalog_close(ml);
 }
 
+static void apply_one(struct metalog *ml, int64_t at, int rc, struct metalog_rec *r)
+{
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(metalog_apply_at(ml, at, r->buf, r->len, NULL), 0);
+	metalog_rec_free(r);
+}
+
+/* BROKER_RESTARTED: in each partition whose ISR holds the restarted
+ * broker and another registered, unfenced member, it leaves the ISR and
+ * its leadership goes to the first such member in replicas order; where it
+ * is the last such member it stays, with a new leader epoch where it
+ * leads; a legacy topic it wrote takes a new topic epoch; a stale
+ * registration is refused. */
+Test(meta_parts, a_restarted_broker_leaves_the_isr_and_its_leaderships_move)
+{
+	struct metalog *ml;
+	struct metalog_rec r, *recs;
+	int n;
+	uint8_t inc[16] = { 1 };
+	/* p0 led by 1; p1 led by 1, 3 before 2 in replicas order; p2 led by
+	 * 2; p3 led by 1, its ISR {1} only; p4 led by 1, its ISR {1, 3} with
+	 * 3 fenced */
+	const int32_t placed[] = { 1, 2, 3, 1, 3, 2, 2, 1, 3, 1, 2, 3, 1, 3, 2 };
+	const int32_t only1[] = { 1 }, one3[] = { 1, 3 };
+	const struct meta_topic *t, *old;
+
+	cr_assert_eq(metalog_open(dir, 1, &ml), 0);
+	cr_assert_eq(metalog_create_topic(ml, "old", 1, NULL, NULL, 0, NULL), 0);
+	for (int32_t b = 1; b <= 3; b++) {
+		inc[1] = (uint8_t)b;
+		apply_one(ml, 40 + b, metalog_build_register_broker(ml, b, inc, "127.0.0.1", 9092, NULL, &r), &r);
+		apply_one(ml, 50 + b, metalog_build_broker_fence(ml, b, 40 + b, 0, &r), &r);
+	}
+	cr_assert_eq(metalog_build_topic_placed(ml, "t", 5, NULL, NULL, 0, 3, placed, &recs, &n), 0);
+	apply_all(ml, recs, n);
+	t = metalog_topic(ml, "t");
+	old = metalog_topic(ml, "old");
+	apply_one(ml, 60, metalog_build_partition_change(ml, "t", 3, -2, only1, 1, NULL, 0, &r), &r);
+	apply_one(ml, 61, metalog_build_partition_change(ml, "t", 4, -2, one3, 2, NULL, 0, &r), &r);
+	cr_assert_eq(t->parts[3].partition_epoch, 1);
+	/* broker 3 is fenced now; broker 1 restarted (registered again at 70) */
+	apply_one(ml, 62, metalog_build_broker_fence(ml, 3, 43, 1, &r), &r);
+	inc[0] = 2;
+	apply_one(ml, 70, metalog_build_register_broker(ml, 1, inc, "127.0.0.1", 9092, NULL, &r), &r);
+	apply_one(ml, 71, metalog_build_broker_fence(ml, 1, 70, 0, &r), &r);
+
+	cr_assert_eq(metalog_build_broker_restarted(ml, 1, 41, &r), -ENOENT, "not its registration");
+	cr_assert_eq(metalog_build_broker_restarted(ml, 1, 70, &r), 0);
+	cr_assert_eq(metalog_apply(ml, r.buf, r.len, NULL), 0);
+	metalog_rec_free(&r);
+	/* p0: the first in-sync, unfenced other replica leads; 1 left the ISR */
+	cr_assert_eq(t->parts[0].leader, 2);
+	cr_assert_eq(t->parts[0].leader_epoch, 1);
+	cr_assert_eq(t->parts[0].partition_epoch, 1);
+	cr_assert_eq(t->parts[0].nisr, 2);
+	cr_assert_eq(t->parts[0].isr[0], 2);
+	cr_assert_eq(t->parts[0].isr[1], 3);
+	cr_assert_eq(t->parts[0].nreplicas, 3, "the replicas stay");
+	/* p1: 3 comes first in replicas order but is fenced: 2 leads */
+	cr_assert_eq(t->parts[1].leader, 2);
+	cr_assert_eq(t->parts[1].nisr, 2);
+	cr_assert(!meta_part_has(t->parts[1].isr, t->parts[1].nisr, 1));
+	/* p2: led by another: 1 leaves the ISR, the leader epoch stays */
+	cr_assert_eq(t->parts[2].leader, 2);
+	cr_assert_eq(t->parts[2].leader_epoch, 0);
+	cr_assert_eq(t->parts[2].partition_epoch, 1);
+	cr_assert_eq(t->parts[2].nisr, 2);
+	cr_assert(!meta_part_has(t->parts[2].isr, t->parts[2].nisr, 1));
+	/* p3: the only member of its ISR: it stays leader, a new epoch */
+	cr_assert_eq(t->parts[3].leader, 1);
+	cr_assert_eq(t->parts[3].leader_epoch, 1);
+	cr_assert_eq(t->parts[3].partition_epoch, 2);
+	cr_assert_eq(t->parts[3].nisr, 1);
+	/* p4: the other member is fenced: it stays leader, the ISR as it was */
+	cr_assert_eq(t->parts[4].leader, 1);
+	cr_assert_eq(t->parts[4].leader_epoch, 1);
+	cr_assert_eq(t->parts[4].nisr, 2);
+	/* the legacy topic node 1 wrote: its topic's epoch */
+	cr_assert_eq(old->leader_epoch, 1);
+	cr_assert_eq(old->parts[0].leader, 1);
+	cr_assert_eq(old->parts[0].leader_epoch, 1);
+	/* a record of an older registration is stale once it registered again */
+	cr_assert_eq(metalog_build_broker_restarted(ml, 1, 70, &r), 0);
+	inc[0] = 3;
+	{
+		struct metalog_rec r2;
+
+		apply_one(ml, 80, metalog_build_register_broker(ml, 1, inc, "127.0.0.1", 9092, NULL, &r2), &r2);
+	}
+	cr_assert_eq(metalog_apply(ml, r.buf, r.len, NULL), -ENOENT);
+	cr_assert_eq(t->parts[3].leader_epoch, 1, "nothing changed");
+	metalog_rec_free(&r);
+	metalog_close(ml);
+}
+
 /* LEADER_RESTARTED: a restarted broker's partitions take a new leader
  * epoch (placed ones each, legacy ones through their topic), another
  * broker's do not, and a stale registration is refused. */

@@ -1254,8 +1254,13 @@ def cmd_run(args):
         interrupted.append(sig)
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
     try:
         r = d.run()
+        if interrupted:
+            # the signal's KeyboardInterrupt can be swallowed where it
+            # lands (inside a client library's call): the flag is not
+            raise KeyboardInterrupt
     except KeyboardInterrupt:
         say("interrupted: healing, stopping the clients, deleting the drill's topics")
         d.cleanup()

@@ -1,0 +1,396 @@
+#!/usr/bin/python3
+"""SASL listeners with real clients (issue 21, SASL).
+
+One broker serves a PLAINTEXT, a SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256,
+SCRAM-SHA-512; PLAIN's users from its JAAS config) and a SASL_SSL listener
+(SCRAM-SHA-512 only, certificates made here with the openssl CLI); its
+SCRAM users come from sluiced --add-scram:
+
+- librdkafka (confluent_kafka) logs in with PLAIN and SCRAM-SHA-256 over
+  SASL_PLAINTEXT and SCRAM-SHA-512 over SASL_SSL, and produces and
+  consumes; kcat over SASL_SSL, kafka-python SCRAM over TLS, kafkajs SCRAM;
+- refusals, the broker serving the others after them: a wrong password and
+  an unknown user (SASL_AUTHENTICATION_FAILED, counted, logged with the
+  address and never the password), a mechanism the listener does not
+  enable (UNSUPPORTED_SASL_MECHANISM), SaslAuthenticate before
+  SaslHandshake (ILLEGAL_SASL_STATE, closed), a Produce before
+  authentication (closed, no answer), a 100 MB frame header before
+  authentication (closed, the broker's RSS does not grow with what follows);
+- AlterUserScramCredentials (raw frames: Debian's confluent-kafka 1.7 has no
+  such admin call) adds a user who then logs in, DescribeUserScramCredentials
+  lists it, a deletion of a user that is not there is RESOURCE_NOT_FOUND;
+  sluicectl user create, list and delete;
+- --add-scram on a data directory that already has users: exit 2;
+- a user added on node 1 of a 3-node cluster logs in on node 3.
+
+    /usr/bin/python3 tests/integration/test_sasl.py [test ...]
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import struct
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import HANG_GUARD, SLUICED, Broker, free_port, main, make_tls_certs, run, temp_dir, test  # noqa: E402
+from kraw import Conn, R, W, compact_str, read_compact_str, read_uvarint, uvarint  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KJS_DIR = os.path.join(HERE, "kafkajs")
+CERTS = None
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+        'username="alice" password="alice-secret" user_alice="alice-secret" user_bob="bob-secret";')
+ADD = ["--add-scram", "SCRAM-SHA-256=[name=admin,password=admin-secret]",
+       "--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]"]
+
+
+def certs():
+    global CERTS
+    if CERTS is None:
+        CERTS = make_tls_certs(temp_dir("sluice-sasl-certs-"))
+    return CERTS
+
+
+class sasl_broker:
+    """A broker with PLAINTEXT (bootstrap), SASL_PLAINTEXT (b.sp) and
+    SASL_SSL (b.ss) listeners and an admin endpoint (b.admin)."""
+
+    def __init__(self, args=ADD, **settings):
+        self.args, self.settings = args, settings
+
+    def __enter__(self):
+        port, sp, ss, admin = free_port(), free_port(), free_port(), free_port()
+        s = {"listeners": "PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,SASL_SSL://127.0.0.1:%d"
+             % (port, sp, ss),
+             "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+             "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+             "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+             "ssl.keystore.location": os.path.join(certs(), "broker.keystore.pem"),
+             "admin.listen": "127.0.0.1:%d" % admin}
+        s.update(self.settings)
+        self.b = Broker(temp_dir(), shards=1, settings=s, port=port, args=self.args)
+        self.b.sp, self.b.ss, self.b.admin = "127.0.0.1:%d" % sp, "127.0.0.1:%d" % ss, admin
+        try:
+            self.b.start()
+        except BaseException:
+            shutil.rmtree(self.b.workdir, ignore_errors=True)
+            raise
+        return self.b
+
+    def __exit__(self, et, ev, tb):
+        try:
+            if self.b.proc is not None:
+                self.b.stop() if et is None else self.b.kill()
+        finally:
+            shutil.rmtree(self.b.workdir, ignore_errors=True)
+        return False
+
+
+def metric(b, name):
+    body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % b.admin, timeout=HANG_GUARD).read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in body.splitlines()
+               if line.startswith(name + "{") or line.startswith(name + " "))
+
+
+def conf(bootstrap, mech, user, password, ssl=False):
+    c = {"bootstrap.servers": bootstrap, "security.protocol": "SASL_SSL" if ssl else "SASL_PLAINTEXT",
+         "sasl.mechanisms": mech, "sasl.username": user, "sasl.password": password}
+    if ssl:
+        c["ssl.ca.location"] = os.path.join(certs(), "ca.pem")
+    return c
+
+
+def produce_consume(c, topic, n=20):
+    """Produce n records with client config c, then consume them back."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+    p = Producer(dict(c, acks="all"))
+    for i in range(n):
+        p.produce(topic, value=b"%s-%d" % (topic.encode(), i))
+    assert p.flush(HANG_GUARD) == 0, "records not delivered"
+    cons = Consumer(dict(c, **{"group.id": "g-" + topic, "auto.offset.reset": "earliest"}))
+    cons.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    got = []
+    deadline = time.monotonic() + HANG_GUARD
+    while len(got) < n and time.monotonic() < deadline:
+        m = cons.poll(1.0)
+        if m is not None and not m.error():
+            got.append(m.value())
+    cons.close()
+    assert sorted(got) == sorted(b"%s-%d" % (topic.encode(), i) for i in range(n)), got
+
+
+def auth_error(c):
+    """The authentication error librdkafka reports for config c (it keeps
+    retrying: the first error is waited for, not slept for)."""
+    from confluent_kafka.admin import AdminClient
+    errs = []
+    a = AdminClient(dict(c, error_cb=lambda e: errs.append(str(e)), log_level=0))
+    deadline = time.monotonic() + HANG_GUARD
+    while time.monotonic() < deadline:
+        try:
+            a.list_topics(timeout=1)
+            return None   # served: no error
+        except Exception:  # noqa: BLE001
+            pass
+        a.poll(0.1)   # error_cb runs here
+        auth = [e for e in errs if "Authentication failed" in e]
+        if auth:
+            return auth[0]
+    return " | ".join(errs[-3:])
+
+
+# ---- raw frames --------------------------------------------------------------
+
+def handshake(conn, mech, ver=1):
+    r = conn.request(17, ver, W().str(mech))
+    return r.i16(), r.array(lambda r: r.str())
+
+
+def authenticate(conn, token, ver=1):
+    r = conn.request(36, ver, W().bytes(token))
+    err, msg, data = r.i16(), r.str(), r.bytes()
+    return err, msg, data
+
+
+def closed(s):
+    """Whether the broker closed s: end of file or a reset, waited for."""
+    s.settimeout(HANG_GUARD)
+    try:
+        return s.recv(1) == b""
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def scram_upsert(conn, user, mech, password, iterations=4096):
+    """AlterUserScramCredentials v0: one upsertion; returns (error, message)."""
+    salt = os.urandom(24)
+    salted = hashlib.pbkdf2_hmac("sha256" if mech == 1 else "sha512", password.encode(), salt, iterations)
+    body = (uvarint(1) + uvarint(2) + compact_str(user) + struct.pack(">bi", mech, iterations)
+            + uvarint(len(salt) + 1) + salt + uvarint(len(salted) + 1) + salted + b"\x00" + b"\x00")
+    return scram_results(conn.request_flex(51, 0, body))[0][1:]
+
+
+def scram_delete(conn, user, mech):
+    body = uvarint(2) + compact_str(user) + struct.pack(">b", mech) + b"\x00" + uvarint(1) + b"\x00"
+    return scram_results(conn.request_flex(51, 0, body))[0][1:]
+
+
+def scram_results(r):
+    r.i32()
+    out = []
+    for _ in range(read_uvarint(r) - 1):
+        user, err, msg = read_compact_str(r), r.i16(), read_compact_str(r)
+        read_uvarint(r)
+        out.append((user, err, msg))
+    return out
+
+
+def scram_describe(conn):
+    """DescribeUserScramCredentials v0 for every user: {user: [(mech, iterations)]}."""
+    r = conn.request_flex(50, 0, b"\x00" + b"\x00")
+    r.i32()
+    assert r.i16() == 0
+    read_compact_str(r)
+    out = {}
+    for _ in range(read_uvarint(r) - 1):
+        user, err = read_compact_str(r), r.i16()
+        read_compact_str(r)
+        infos = []
+        for _ in range(read_uvarint(r) - 1):
+            infos.append((r.i8(), r.i32()))
+            read_uvarint(r)
+        read_uvarint(r)
+        out[user] = (err, infos)
+    return out
+
+
+# ---- tests -------------------------------------------------------------------
+
+@test
+def clients_log_in_over_every_sasl_listener():
+    with sasl_broker() as b:
+        produce_consume(conf(b.sp, "PLAIN", "alice", "alice-secret"), "plain")
+        produce_consume(conf(b.sp, "SCRAM-SHA-256", "admin", "admin-secret"), "scram256")
+        produce_consume(conf(b.ss, "SCRAM-SHA-512", "admin", "admin-secret", ssl=True), "scram512ssl")
+        # kcat over SASL_SSL
+        p = run(["kcat", "-b", b.ss, "-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=SCRAM-SHA-512",
+                 "-X", "sasl.username=admin", "-X", "sasl.password=admin-secret",
+                 "-X", "ssl.ca.location=" + os.path.join(certs(), "ca.pem"), "-P", "-t", "kcat"],
+                input=b"k1\nk2\nk3\n")
+        p = run(["kcat", "-b", b.ss, "-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=SCRAM-SHA-512",
+                 "-X", "sasl.username=admin", "-X", "sasl.password=admin-secret",
+                 "-X", "ssl.ca.location=" + os.path.join(certs(), "ca.pem"), "-C", "-t", "kcat", "-e", "-o",
+                 "beginning"])
+        assert p.stdout.split() == [b"k1", b"k2", b"k3"], p.stdout
+        # kafka-python: SCRAM over TLS
+        from kafka import KafkaConsumer, KafkaProducer
+        kp = dict(bootstrap_servers=b.ss, security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
+                  sasl_plain_username="admin", sasl_plain_password="admin-secret",
+                  ssl_cafile=os.path.join(certs(), "ca.pem"))
+        prod = KafkaProducer(acks="all", **kp)
+        for i in range(5):
+            prod.send("kpy", b"v%d" % i)
+        prod.flush(timeout=HANG_GUARD)
+        prod.close()
+        from kafka import TopicPartition as KTP
+        cons = KafkaConsumer(auto_offset_reset="earliest", **kp)
+        cons.assign([KTP("kpy", 0)])
+        got = []
+        deadline = time.monotonic() + HANG_GUARD
+        while len(got) < 5 and time.monotonic() < deadline:
+            for recs in cons.poll(timeout_ms=500).values():
+                got += [m.value for m in recs]
+        cons.close()
+        assert got == [b"v%d" % i for i in range(5)], got
+        # kafkajs: SCRAM over SASL_PLAINTEXT
+        p = run(["node", os.path.join(KJS_DIR, "sasl_check.js"), b.sp, "SCRAM-SHA-256", "admin", "admin-secret",
+                 "kjs", "7"], check=False, cwd=KJS_DIR)
+        res = json.loads(p.stdout.decode().strip().splitlines()[-1])
+        assert res == {"ok": True, "end": 7}, (res, p.stderr[-2000:])
+        assert metric(b, "sluice_sasl_authentications_total") >= 6
+        assert metric(b, "sluice_sasl_authentication_failures_total") == 0
+
+
+@test
+def refusals_close_or_fail_and_the_broker_serves_the_others():
+    with sasl_broker() as b:
+        # a wrong password, an unknown user: SASL_AUTHENTICATION_FAILED
+        e = auth_error(conf(b.sp, "SCRAM-SHA-256", "admin", "not-the-password"))
+        assert e and "Authentication failed" in e, e
+        e = auth_error(conf(b.sp, "PLAIN", "alice", "wrong-alice-pw"))
+        assert e and "Authentication failed" in e, e
+        e = auth_error(conf(b.ss, "SCRAM-SHA-512", "mallory", "whatever-pw", ssl=True))
+        assert e and "Authentication failed" in e, e
+        assert metric(b, "sluice_sasl_authentication_failures_total") >= 3
+        with open(b.log_path) as f:
+            log = f.read()
+        assert "SASL authentication failed from /127.0.0.1" in log and "user 'mallory'" in log, log[-2000:]
+        assert "not-the-password" not in log and "wrong-alice-pw" not in log and "whatever-pw" not in log
+        # a mechanism the listener does not enable (SASL_SSL: SCRAM-SHA-512
+        # only); raw frames over TLS
+        import ssl as pyssl
+        ctx = pyssl.create_default_context(cafile=os.path.join(certs(), "ca.pem"))
+        c = Conn(b.ss)
+        c.s = ctx.wrap_socket(c.s, server_hostname="127.0.0.1")
+        err, mechs = handshake(c, "PLAIN")
+        assert err == 33 and mechs == ["SCRAM-SHA-512"], (err, mechs)
+        assert closed(c.s)
+        # SaslAuthenticate before SaslHandshake: ILLEGAL_SASL_STATE, closed
+        c = Conn(b.sp)
+        assert c.api_versions().error == 0   # allowed before authentication
+        err, msg, _ = authenticate(c, b"\x00alice\x00alice-secret")
+        assert err == 34, (err, msg)
+        assert closed(c.s)
+        # a Produce before authentication: closed, no answer
+        c = Conn(b.sp)
+        c.send(0, 3, W().str(None).i16(1).i32(1000).i32(0).b)
+        assert closed(c.s)
+        # a Metadata after the handshake but before the authentication
+        c = Conn(b.sp)
+        assert handshake(c, "PLAIN")[0] == 0
+        c.send(3, 1, W().i32(-1).b)
+        assert closed(c.s)
+        # a 100 MB frame header before authentication: closed before
+        # anything is allocated; what follows never lands in the broker
+        before = rss_kb(b.proc.pid)
+        s = socket.create_connection(("127.0.0.1", int(b.sp.rsplit(":", 1)[1])), timeout=HANG_GUARD)
+        s.sendall(struct.pack(">ihhi", 100 * 1024 * 1024, 18, 0, 1))
+        junk = b"x" * (1 << 20)
+        try:
+            for _ in range(24):
+                s.sendall(junk)
+        except (ConnectionResetError, BrokenPipeError):
+            pass
+        assert closed(s)
+        grew = rss_kb(b.proc.pid) - before
+        assert grew < 8 * 1024, "the broker's RSS grew by %d KiB" % grew
+        assert metric(b, "sluice_sasl_preauth_closed_total") >= 3
+        # and everyone else is served
+        produce_consume(conf(b.sp, "PLAIN", "bob", "bob-secret"), "after")
+        produce_consume(conf(b.ss, "SCRAM-SHA-512", "admin", "admin-secret", ssl=True), "after-ssl")
+
+
+@test
+def alter_user_scram_credentials_adds_a_user_who_logs_in():
+    with sasl_broker() as b:
+        with Conn(b.bootstrap) as c:
+            assert scram_upsert(c, "carol", 2, "carol-secret", 8192) == (0, None)
+            assert scram_upsert(c, "", 2, "x")[0] == 93                 # UNACCEPTABLE_CREDENTIAL
+            assert scram_upsert(c, "dave", 2, "x", 1000)[0] == 93       # too few iterations
+            assert scram_upsert(c, "dave", 7, "x")[0] == 33             # UNSUPPORTED_SASL_MECHANISM
+            assert scram_delete(c, "nobody", 1)[0] == 91                # RESOURCE_NOT_FOUND
+            users = scram_describe(c)
+            assert users["carol"] == (0, [(2, 8192)]), users
+            assert sorted(users["admin"][1]) == [(1, 4096), (2, 4096)], users
+        produce_consume(conf(b.ss, "SCRAM-SHA-512", "carol", "carol-secret", ssl=True), "carol")
+        with Conn(b.bootstrap) as c:
+            assert scram_delete(c, "carol", 2) == (0, None)
+        e = auth_error(conf(b.ss, "SCRAM-SHA-512", "carol", "carol-secret", ssl=True))
+        assert e and "Authentication failed" in e, e
+        # sluicectl user create|list|delete
+        ctl = [os.path.join(os.path.dirname(SLUICED), "sluicectl"), "-b", b.bootstrap]
+        run(ctl + ["user", "create", "frank", "-m", "SCRAM-SHA-256", "--iterations", "8192"],
+            env=dict(os.environ, SLUICECTL_PASSWORD="frank-secret"))
+        out = json.loads(run(ctl + ["user", "list", "--format", "json"]).stdout)
+        assert {"user": "frank", "mechanism": "SCRAM-SHA-256", "iterations": 8192} in out["users"], out
+        produce_consume(conf(b.sp, "SCRAM-SHA-256", "frank", "frank-secret"), "frank")
+        run(ctl + ["user", "delete", "frank"])
+        p = run(ctl + ["user", "delete", "frank"], check=False)
+        assert p.returncode == 1 and b"RESOURCE_NOT_FOUND" in p.stderr, p.stderr
+        # the users survive a restart (the metadata log); without
+        # --add-scram, which a directory with users refuses
+        b.args = []
+        b.restart()
+        produce_consume(conf(b.ss, "SCRAM-SHA-512", "admin", "admin-secret", ssl=True), "restarted")
+
+
+@test
+def add_scram_on_a_directory_with_users_exits_2():
+    with sasl_broker() as b:
+        b.stop()
+        b.settings["listeners"] = "PLAINTEXT://127.0.0.1:%d" % b.port
+        rc, _ = b._spawn(b.port)
+        assert rc == 2, rc
+        with open(b.log_path) as f:
+            assert "--add-scram" in f.read()
+        b.args = []
+        b.start()
+        with Conn(b.bootstrap) as c:
+            assert "admin" in scram_describe(c)
+
+
+@test
+def a_user_added_on_one_node_logs_in_on_another():
+    from cluster import Cluster, until
+    with Cluster(3) as c:
+        with Conn(c.addr(1)) as k:
+            assert scram_upsert(k, "erin", 1, "erin-secret") == (0, None)
+        # node 3 gets a SASL listener: its server.properties, then a restart
+        sp = free_port()
+        props = os.path.join(os.path.dirname(c.data_dir(3)), "server.properties")
+        with open(props) as f:
+            lines = f.read().splitlines()
+        lines = [line + ",SASL_PLAINTEXT://127.0.0.1:%d" % sp if line.startswith("listeners=") else line
+                 for line in lines]
+        with open(props, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        c.restart(3)
+        until("erin logs in on node 3", lambda: auth_error(
+            conf("127.0.0.1:%d" % sp, "SCRAM-SHA-256", "erin", "erin-secret")) is None)
+
+
+if __name__ == "__main__":
+    main("sasl")
