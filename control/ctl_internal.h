@@ -14,6 +14,8 @@
  *                the active controller's fencing of brokers
  *   ctl_elect.c  leader elections (the active controller's), and the
  *                snapshot following the partition records applied
+ *   ctl_offline.c a partition whose log failed here: this node leaves its
+ *                ISR and leadership
  *   ctl_roles.c  what this node is for each partition it hosts (leader,
  *                follower), told to the owner shards; the leaders' ISR
  *                changes proposed
@@ -366,6 +368,12 @@ int ctl_meta_poll(struct ctl *ctl);
 /* Continuations wait for the next turn (the loop must not sleep). */
 int ctl_meta_waiting(const struct ctl *ctl);
 void ctl_meta_fini(struct ctl *ctl);
+
+/* ---- ctl_offline.c ------------------------------------------------------ */
+/* From an owner shard (the role's isr_change with v[2] 2): this node's log
+ * of the partition failed; it leaves the ISR and the leadership. */
+struct shard_msg;
+void ctl_offline_leave(struct ctl *ctl, const struct shard_msg *m);
 
 /* ---- ctl_brokers.c ------------------------------------------------------ */
 /* Start-up: register this node as a broker; ready(ctl, 0, NULL) once it is

@@ -95,6 +95,10 @@ static void isr_change(void *self, struct shard_msg *m)
 	int n = 0;
 	struct metalog_rec rec = { 0 };
 
+	if (m->v[2] == 2) {
+		ctl_offline_leave(ctl, m);   /* this node's log failed */
+		return;
+	}
 	for (int i = 0; md && i < md->ntopics && !t; i++)
 		if (idx >= 0 && idx < md->topics[i]->nparts && md_part_handle(&md->topics[i]->parts[idx]) == m->p[0])
 			t = md->topics[i];

@@ -380,13 +380,19 @@ static void part_fam(struct textbuf *t, const struct md_snapshot *md, const char
 	}
 }
 
-/* The log failed (an I/O error); -ESHUTDOWN is a log closing as the
- * broker stops, not a failure. */
+/* The log failed (an I/O error: offline on this node until a restart);
+ * -ESHUTDOWN is a log closing as the broker stops, -ENOSPC a full
+ * filesystem (part_no_space), not a failure. */
 static int part_failed(const struct part_pub *u)
 {
 	int64_t err = u ? LD(u->err) : 0;
 
-	return err != 0 && err != -ESHUTDOWN;
+	return err != 0 && err != -ESHUTDOWN && err != -ENOSPC;
+}
+
+static int part_no_space(const struct part_pub *u)
+{
+	return u && LD(u->err) == -ENOSPC;
 }
 
 /* A 0/1 gauge per partition: its ISR below its replicas (min 0), or
@@ -442,7 +448,8 @@ static void render_partitions(struct broker *b, struct textbuf *t)
 		  0);
 	part_flag(t, md, "partition_under_min_isr",
 		  "1 when the partition's ISR is smaller than min.insync.replicas (acks=all refused), else 0.", 1);
-	fam(t, "partition_failed", "gauge", "1 when the partition's log failed (an I/O error), else 0.");
+	fam(t, "partition_failed", "gauge",
+	    "1 when the partition's log failed (an I/O error: offline on this node until it restarts), else 0.");
 	for (int k = 0; md && k < md->ntopics; k++) {
 		const struct md_topic *tp = md->topics[k];
 
@@ -451,6 +458,18 @@ static void render_partitions(struct broker *b, struct textbuf *t)
 				textbuf_printf(t, "sluice_partition_failed");
 				label_part(t, tp, i);
 				textbuf_printf(t, " %d\n", part_failed(tp->parts[i].pub));
+			}
+	}
+	fam(t, "partition_no_space", "gauge",
+	    "1 while the partition's log refuses appends because its filesystem is full, else 0.");
+	for (int k = 0; md && k < md->ntopics; k++) {
+		const struct md_topic *tp = md->topics[k];
+
+		for (int32_t i = 0; i < tp->nparts; i++)
+			if (tp->parts[i].pub) {
+				textbuf_printf(t, "sluice_partition_no_space");
+				label_part(t, tp, i);
+				textbuf_printf(t, " %d\n", part_no_space(tp->parts[i].pub));
 			}
 	}
 }

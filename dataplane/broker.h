@@ -52,7 +52,8 @@ struct part_pub {
 	int64_t last_stable;
 	int64_t size_bytes;
 	int64_t segments;
-	int64_t err;                 /* the log's -errno, 0: healthy */
+	int64_t err;                 /* the log's -errno, 0: healthy; -ENOSPC: its filesystem is
+				      * full (it takes appends again once space returns) */
 	uint64_t produce_batches;
 	uint64_t produce_records;
 	uint64_t produce_bytes;

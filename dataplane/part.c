@@ -23,7 +23,7 @@ static void part_durable(struct plog *pl, int64_t durable, int err, void *arg)
 	(void)pl;
 	(void)durable;
 	(void)err;
-	part_progress(arg);
+	part_progress(arg);   /* (a failed log leaves the ISR there: part_hw.c) */
 }
 
 /* Idempotent producer state from the newest batches of the log (the last
@@ -537,7 +537,9 @@ void part_progress(struct part *p)
 {
 	struct shard *sh = p->sh;
 	int64_t hw, durable;
-	int err = p->pl->err;
+	/* a full filesystem (storage/plog.h nospace) answers the waiters as
+	 * a failed log does, but the log takes appends again later */
+	int err = p->pl->err ? p->pl->err : p->pl->nospace ? -ENOSPC : 0;
 
 	if (p->role)
 		part_role_hw(p);   /* the ISR's, or the leader's as a follower knows it */

@@ -256,7 +256,8 @@ static inline void part_publish(struct part *p)
 	__atomic_store_n(&u->last_stable, part_lso(p), __ATOMIC_RELAXED);
 	__atomic_store_n(&u->size_bytes, (int64_t)plog_size(pl), __ATOMIC_RELAXED);
 	__atomic_store_n(&u->segments, (int64_t)plog_segment_count(pl), __ATOMIC_RELAXED);
-	__atomic_store_n(&u->err, (int64_t)pl->err, __ATOMIC_RELAXED);
+	/* (a full filesystem, storage/plog.h nospace, shows as -ENOSPC) */
+	__atomic_store_n(&u->err, (int64_t)(pl->err ? pl->err : pl->nospace ? -ENOSPC : 0), __ATOMIC_RELAXED);
 }
 /* The coordinator added this partition to producer pid's transaction
  * (epoch, begun at since_ns): its transactional batches are taken from now

@@ -25,11 +25,32 @@ void part_role_free(struct part *p)
 	p->sh->repl_parts--;
 }
 
+/* This node's log of p failed (an I/O error, not a full filesystem): ask
+ * the control thread to take this node out of the partition's ISR, and
+ * out of its leadership when it leads (v[2] 2: control/ctl_offline.c), so
+ * an in-sync replica takes over (Kafka's offline log directory). Once per
+ * role: each new role asks again (the control thread ignores it once this
+ * node is out of the ISR). Runs from part_role_hw, at every progress. */
+void part_role_log_failed(struct part *p)
+{
+	struct part_role *r = p->role;
+	struct shard_msg m;
+
+	if (!r || !r->isr_change || r->offline_asked)
+		return;
+	r->offline_asked = 1;
+	m = (struct shard_msg){ .fn = r->isr_change, .p = { p }, .v = { p->index, r->self, 2, r->leader_epoch } };
+	shard_send(p->sh, r->isr_to, &m);   /* parks when the ring is full */
+}
+
 void part_role_hw(struct part *p)
 {
 	struct part_role *r = p->role;
 	struct plog *pl = p->pl;
 	int64_t hw = pl->durable_offset;
+
+	if (pl->err && pl->err != -ESHUTDOWN)
+		part_role_log_failed(p);
 
 	if (r->leading) {
 		int64_t lag = 0;

@@ -117,7 +117,7 @@ int part_role_set(struct part *p, const struct part_role_msg *m)
 	r->fetch_epoch = -1;
 	p->role = r;
 	p->sh->roles_changed = 1;            /* the fetchers (dataplane/replica_fetcher.c) */
-	part_progress(p);
+	part_progress(p);   /* (a failed log asks to leave the ISR again: part_hw.c) */
 	return 0;
 }
 
@@ -245,6 +245,8 @@ void part_role_tick(struct part *p, uint64_t now_ns, uint64_t lag_ns)
 	struct part_role *r = p->role;
 	uint64_t join_again = lag_ns < PART_ROLE_JOIN_RETRY_NS ? lag_ns : PART_ROLE_JOIN_RETRY_NS;
 
+	if (r && p->pl && p->pl->nospace)
+		plog_space_retry(p->pl);    /* the filesystem was full: may it take the writes now */
 	if (!r || !r->leading || !p->pl)
 		return;
 	for (int i = 0; i < r->nf; i++) {

@@ -51,7 +51,9 @@ struct part_role_msg {
 	int32_t leader_repl_port;    /* port 0: none (the leader runs no DPDK) */
 	/* The leader's ISR proposal to the control thread: sent there as
 	 * { .fn = isr_change, .p = { part }, .v = { index, broker, join,
-	 * leader_epoch } } (join 1: add broker, 0: remove it). */
+	 * leader_epoch } } (join 1: add broker, 0: remove it; 2: the broker is
+	 * this node, whose log of the partition failed: it leaves the ISR and
+	 * the leadership, control/ctl_offline.c). */
 	void (*isr_change)(void *self, struct shard_msg *m);
 	int isr_to;                  /* the thread that receives it */
 	/* a follower that is an adding replica of a reassignment, or that
@@ -97,6 +99,7 @@ struct part_role {
 	int throttled;               /* follower: a throttled replica (part_role_msg's) */
 	int leader_throttled;        /* leader: its followers outside the ISR are throttled */
 	int nisr;                    /* ISR members, this node included */
+	int offline_asked;           /* its log failed: leaving the ISR was asked (part_role_log_failed) */
 	int nf;
 	struct part_follower f[];    /* the other replicas */
 };
@@ -110,6 +113,10 @@ int part_role_set(struct part *p, const struct part_role_msg *m);
 
 /* Drop the role (the partition closes or is retired). @thread owner */
 void part_role_free(struct part *p);
+/* p's log failed on this node: ask the control thread (through the role's
+ * isr_change, v[2] 2) to take this node out of its ISR and leadership.
+ * @thread owner */
+void part_role_log_failed(struct part *p);
 
 /* The high watermark the role allows, into p->pl->high_watermark: a
  * leader's, the least of its durable log end and its ISR followers' log

@@ -393,6 +393,14 @@ static int plog_roll(struct plog *pl)
 	return 0;
 }
 
+void plog_space_retry(struct plog *pl)
+{
+	if (pl->nospace && !pl->inflight && !pl->reload_inflight && !plog_failed(pl)) {
+		pl->nospace = 0;
+		store_mark_dirty(pl->st, &pl->flush);
+	}
+}
+
 int plog_append_bytes(struct plog *pl, const uint8_t *batch, uint32_t size, int stamp, int64_t *base_offset)
 {
 	struct segment *seg = pl->seg_tail;
@@ -408,6 +416,14 @@ int plog_append_bytes(struct plog *pl, const uint8_t *batch, uint32_t size, int 
 
 	if (pl->err)
 		return -EROFS;
+	if (pl->nospace) {
+		/* the filesystem was full: once the writes of then retired,
+		 * this append (refused still: its client retries) has the
+		 * unwritten bytes submitted again; when they land, appends
+		 * are taken again, and when they fail, nospace again */
+		plog_space_retry(pl);
+		return -ENOSPC;
+	}
 	if (pl->trunc)
 		return -EBUSY;
 	/* a batch no chunk can hold — beyond the largest chunk, or more than
@@ -525,7 +541,7 @@ static struct segment *seg_unsubmitted(struct plog *pl)
 
 static int plog_has_unsubmitted(const struct plog *pl)
 {
-	return !plog_failed(pl) && seg_unsubmitted((struct plog *)pl) != NULL;
+	return !plog_failed(pl) && !pl->nospace && seg_unsubmitted((struct plog *)pl) != NULL;
 }
 
 /* The offset after the last batch that ends at or before position `end`
@@ -643,7 +659,7 @@ static int plog_flush_prepare(struct store_flusher *f)
 	struct segment *seg;
 	int n = 0;
 
-	if (plog_failed(pl) || pl->reload_inflight)
+	if (plog_failed(pl) || pl->reload_inflight || pl->nospace)
 		return 0;              /* (the block read back marks the log dirty) */
 	while (pl->inflight < PLOG_MAX_WRITES && (seg = seg_unsubmitted(pl))) {
 		if (!plog_queue_write(pl, seg, n == 0))
@@ -653,13 +669,36 @@ static int plog_flush_prepare(struct store_flusher *f)
 	return n;
 }
 
-static void plog_fail(struct plog *pl, int err)
+/* The log failed: said once, with the file (seg's, or the log's
+ * directory) and the error, and nothing more is written. */
+static void plog_fail(struct plog *pl, int err, const struct segment *seg)
 {
 	if (plog_failed(pl))
 		return;
+	fprintf(stderr, /* style: allow slow path: once per failed log */
+		"sluiced: %s/%s: %s: the log is offline on this node until the broker restarts\n", pl->dir,
+		seg ? seg->name : "", strerror(-err));
 	pl->err = err;
 	if (pl->on_durable)
 		pl->on_durable(pl, pl->durable_offset, err, pl->durable_arg);
+}
+
+/* A write found the filesystem full (ENOSPC, EDQUOT, or it wrote less
+ * than asked, as a filling filesystem does): not a failure of the log.
+ * Nothing more is submitted, and the writes still in flight count for
+ * nothing when they retire (a later one landing cannot make bytes after
+ * the hole durable); the unwritten bytes stay in the tail and are
+ * submitted again, from the last block written, when an append asks
+ * (plog_append_bytes). The waiters are told (on_durable with -ENOSPC:
+ * their produce is answered KAFKA_STORAGE_ERROR, which clients retry). */
+static void plog_nospace(struct plog *pl)
+{
+	if (pl->nospace)
+		return;
+	pl->nospace = 1;
+	pl->nospace_errors++;
+	if (pl->on_durable)
+		pl->on_durable(pl, pl->durable_offset, -ENOSPC, pl->durable_arg);
 }
 
 void plog_durable_advance(struct plog *pl)
@@ -697,11 +736,16 @@ static void plog_write_slot_done(struct plog_write *w, int res)
 		pl->inflight--;
 		h->seg = NULL;
 		if (h->res < 0 || (uint64_t)h->res != h->bytes) {
+			int e = h->res < 0 ? h->res : -ENOSPC;   /* short: the filesystem filled */
+
 			store_stat_add(&pl->st->stats.io_errors, 1);
-			plog_fail(pl, h->res < 0 ? h->res : -EIO);
+			if ((e == -ENOSPC || e == -EDQUOT) && !pl->nospace_fatal)
+				plog_nospace(pl);
+			else
+				plog_fail(pl, e, seg);
 			continue;
 		}
-		if (plog_failed(pl))
+		if (plog_failed(pl) || pl->nospace)
 			continue;       /* nothing advances after a failed write */
 		lathist_add(&pl->st->write_lat, pl->st->now_ns > h->queued_ns ? pl->st->now_ns - h->queued_ns : 0);
 		if (h->end > seg->flushed)
@@ -736,6 +780,7 @@ static void plog_reload_done(struct store_call *call, int res)
 	struct plog *pl = (struct plog *)((char *)call - offsetof(struct plog, reload_call));
 	const uint8_t *page = pl->reload_page ? pl->reload_page->mem
 					       : pl->reload_room->mem + pl->reload_room->cap - 4096;
+	const struct segment *seg = pl->reload_seg;
 
 	pl->reload_inflight = 0;
 	if (res >= (int)pl->reload_head)
@@ -749,7 +794,7 @@ static void plog_reload_done(struct store_call *call, int res)
 	pl->reload_seg = NULL;
 	if (res < (int)pl->reload_head) {
 		store_stat_add(&pl->st->stats.io_errors, 1);
-		plog_fail(pl, res < 0 ? res : -EIO);
+		plog_fail(pl, res < 0 ? res : -EIO, seg);
 	}
 	if (pl->closed) {          /* closed (failed) while the block was read */
 		plog_free(pl);

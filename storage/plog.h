@@ -4,9 +4,13 @@
  * Thread: the shard that owns the partition; every function here runs on it
  * (@thread shard) unless marked otherwise. No locks, no threads.
  * Owns: its segments (files, indexes) and the tail chunks it holds.
- * Errors: 0/count or -errno. After a write error (ENOSPC, EIO) the log is
- * failed: appends return -EROFS until it is reopened; what was acknowledged
- * stays readable (STYLE 7).
+ * Errors: 0/count or -errno. After a write error (EIO, EROFS, ...) the log
+ * is failed: appends return -EROFS until it is reopened; what was
+ * acknowledged stays readable (STYLE 7). A full filesystem (ENOSPC, EDQUOT,
+ * a short write) is not a failure: the log stops writing (nospace), appends
+ * return -ENOSPC, and the next append once the writes in flight retired
+ * submits the unwritten bytes again (from the last block written) — so the
+ * log takes appends again once space returns, without a reopen.
  *
  * Every partition carries, from the first line, the three numbers
  * replication needs: leader_epoch (stamped into each batch), next_offset
@@ -192,6 +196,10 @@ struct plog {
 	int64_t high_watermark;      /* visible to consumers */
 	int32_t leader_epoch;        /* stamped into each batch appended (plog_epochs.h) */
 	int err;                     /* 0, or the -errno that failed the log */
+	uint8_t nospace;             /* a write found the filesystem full: nothing is
+				      * submitted until an append asks again (plog_append_bytes) */
+	uint8_t nospace_fatal;       /* closing: a full filesystem fails the log */
+	uint64_t nospace_errors;     /* writes refused for space (each a retry later) */
 
 	/* group commit: up to PLOG_MAX_WRITES writes in flight, ring wr[] */
 	struct store_flusher flush;  /* on the store's dirty list while it has bytes to write */
@@ -287,6 +295,11 @@ void plog_close(struct plog *pl);
  * chunk or the shard's tail memory (shard.tail.memory.bytes); -EBUSY: a
  * truncation runs (storage/plog_replica.h). */
 int plog_append(struct plog *pl, const uint8_t *batch, uint32_t size, int64_t *base_offset);
+/* A log that found its filesystem full (nospace): once its writes of then
+ * retired, submit the unwritten bytes again (appends call it; so does a
+ * replica's tick, dataplane/part_role.c, as a follower appends only once
+ * its log caught up). */
+void plog_space_retry(struct plog *pl);
 
 /* Durability callback: called when durable_offset advances or the log
  * fails. */

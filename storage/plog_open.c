@@ -916,6 +916,12 @@ void plog_close(struct plog *pl)
 	if (was_open) {
 		while (pl->trunc)         /* a truncation ends first (its done runs) */
 			store_poll(st, 1);
+		/* what a full filesystem left unwritten gets one more try, and
+		 * a full filesystem now fails the log (the loop below ends) */
+		pl->nospace_fatal = 1;
+		while (pl->nospace && pl->inflight)
+			store_poll(st, 1);
+		pl->nospace = 0;
 		while (!plog_failed(pl) && (pl->inflight || pl->prep_inflight || pl->reload_inflight ||
 					    pl->flush.dirty)) {
 			store_mark_dirty(st, &pl->flush);

@@ -6,6 +6,10 @@ TEST_SCRIPTS += tests/fault/test_netcluster.py
 # loopback nodes (a SIGKILL, kill-all, a pause, a skewed clock; as root a
 # stalled, full and read-only loop-mounted data directory): about 40 s
 TEST_SCRIPTS += tests/fault/test_nemeses_node.py
+# the disk finding's regression tests (root): a full disk refuses with 56
+# and takes produce again once space returns, a read-only one hands the
+# leadership to an in-sync follower: about 13-19 s
+TEST_SCRIPTS += tests/fault/test_disk_failures.py
 # the short fault set: three 20 s scenarios through tests/fault/run.py
 # --matrix quick (a leader killed, a majority/minority partition, a leader
 # paused), failing on any anomaly: about 80 s

@@ -19,8 +19,9 @@ small adapter Loopback below, which gives it netcluster's API):
   which counts the writes it let through, and a partition only node 1
   holds acknowledges fewer sequential produces while throttled than in as
   long a window before. Full: the leader on the full filesystem answers
-  KAFKA_STORAGE_ERROR (56), never acknowledges what it did not write, stays
-  failed when space returns, and every acknowledged record is read back
+  KAFKA_STORAGE_ERROR (56), never acknowledges what it did not write, takes
+  produce again when space returns (tests/fault/test_disk_failures.py
+  asserts that), and every acknowledged record is read back
   after the node restarts. Read-only (EROFS) and, with
   SLUICEF_NEMESES_ALL=1, failing (EIO): KAFKA_STORAGE_ERROR, everything
   acknowledged there after the repair; then a power cut of node 1's page

@@ -1,7 +1,10 @@
-/* tests/unit/test_diskfull.c — a full disk: the append fails with a clear
- * error, the partition goes read-only, what was acknowledged stays, and the
- * process stays up. Uses a real 1 MiB tmpfs (O_DIRECT capable), so it needs
- * root to mount; without root it is skipped with the reason. */
+/* tests/unit/test_diskfull.c — a full disk: appends are refused with
+ * -ENOSPC (the waiters told), what was acknowledged stays readable, the log
+ * is not failed, and once space returns (the tmpfs remounted larger) the
+ * next append has the unwritten bytes written again and the log takes
+ * appends as before: everything appended is durable and there after a
+ * reopen. Uses a real 1 MiB tmpfs (O_DIRECT capable), so it needs root to
+ * mount; without root it is skipped with the reason. */
 #include <errno.h>
 #include <sys/mount.h>
 
@@ -18,7 +21,7 @@ static void cb(struct plog *pl, int64_t off, int err, void *arg)
 		durable = off;
 }
 
-Test(diskfull, enospc_makes_partition_read_only_and_keeps_acked_data, .timeout = 60)
+Test(diskfull, enospc_refuses_appends_until_space_returns_and_keeps_acked_data, .timeout = 60)
 {
 	char *dir = test_tmpdir(), sub[4300];
 	struct store st;
@@ -40,7 +43,7 @@ Test(diskfull, enospc_makes_partition_read_only_and_keeps_acked_data, .timeout =
 	cfg.segment_bytes = 256 * 1024;
 	cr_assert_eq(plog_open(&st, sub, &cfg, &pl), 0);
 	plog_set_durable_cb(pl, cb, NULL);
-	for (int i = 0; i < 2000 && !pl->err; i++) {
+	for (int i = 0; i < 2000 && !pl->err && !pl->nospace; i++) {
 		uint32_t n = test_batch(b, sizeof(b), i, 4, 1000, 3, i);
 
 		rc = plog_append(pl, b, n, &base);
@@ -54,9 +57,13 @@ Test(diskfull, enospc_makes_partition_read_only_and_keeps_acked_data, .timeout =
 		store_poll(&st, 0);
 	}
 	store_drain(&st);
-	cr_assert(pl->err == -ENOSPC || pl->err == -EIO, "log failed with %d", pl->err);
-	cr_assert_eq(failed_err, pl->err, "the durability callback reports the failure");
-	cr_assert_eq(plog_append(pl, b, test_batch(b, sizeof(b), 0, 1, 10, 1, 1), &base), -EROFS);
+	cr_assert_eq(pl->err, 0, "a full disk failed the log (%d)", pl->err);
+	cr_assert(pl->nospace, "the log saw the disk full");
+	cr_assert_eq(failed_err, -ENOSPC, "the durability callback reports the full disk");
+	cr_assert_eq(plog_append(pl, b, test_batch(b, sizeof(b), 0, 1, 10, 1, 1), &base), -ENOSPC);
+	store_drain(&st);
+	cr_assert(pl->nospace, "still full: the retry found no space either");
+	cr_assert_eq(pl->err, 0);
 	cr_assert_gt(durable, 0);
 	cr_assert_lt(durable, appended * 4, "not everything could have been durable");
 	/* acknowledged data is still served */
@@ -72,10 +79,25 @@ Test(diskfull, enospc_makes_partition_read_only_and_keeps_acked_data, .timeout =
 		}
 		plog_read_release(&rd);
 	}
+	/* space returns: the next append asks for the unwritten bytes again
+	 * (refused itself), and once they landed appends are taken again */
+	cr_assert_eq(mount("tmpfs", dir, "tmpfs", MS_REMOUNT, "size=8m"), 0, "remount: errno %d", errno);
+	rc = -ENOSPC;
+	for (int i = 0; i < 100 && rc == -ENOSPC; i++) {
+		rc = plog_append(pl, b, test_batch(b, sizeof(b), 0, 1, 10, 1, 1), &base);
+		store_drain(&st);
+	}
+	cr_assert_eq(rc, 0, "space back, the append still refused (%d)", rc);
+	appended++;
+	store_drain(&st);
+	cr_assert_eq(pl->err, 0);
+	cr_assert_eq(pl->nospace, 0);
+	cr_assert_eq(durable, pl->next_offset, "everything appended is durable");
+	cr_assert_eq(pl->next_offset, (appended - 1) * 4 + 1);
 	plog_close(pl);
-	/* and after a restart, everything acknowledged is there */
+	/* and after a restart, everything is there */
 	cr_assert_eq(plog_open(&st, sub, &cfg, &pl), 0);
-	cr_assert_geq(pl->next_offset, durable);
+	cr_assert_eq(pl->next_offset, durable);
 	plog_close(pl);
 	store_fini(&st);
 	free(rbuf);
