@@ -53,6 +53,10 @@ TEST_SCRIPTS += tests/integration/test_cluster_failover.py
 # a leader paused (SIGSTOP) past its session is replaced; the Produce
 # (acks=all) waiting in its socket is refused after SIGCONT and in no copy
 TEST_SCRIPTS += tests/integration/test_cluster_pause.py
+# a node restarting while its partition's leader moves (the record applied
+# between its partitions' opens and its publish, forced with the test knob
+# SLUICE_TEST_START_HOLD) follows the new leader: acks=all answered again
+TEST_SCRIPTS += tests/integration/test_cluster_restart_roles.py
 # a real network partition (scripts/cluster --netns; root, else skipped):
 # a leader cut off from the other nodes acknowledges nothing at acks=all
 # with min.insync.replicas=2 while the majority elects another; after the
