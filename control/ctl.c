@@ -395,6 +395,19 @@ static void ctl_init_serve(struct ctl *ctl)
 	op = calloc(1, sizeof(*op));
 	ctl->ops_open++;
 	op->started = ctl_started;
+	{
+		/* the test knob SLUICE_TEST_START_HOLD=<path> (docs/cluster.md):
+		 * once every partition opened (their roles sent), the start-up
+		 * publishes nothing while <path> is absent, so that a test can
+		 * apply metadata records in that window (ctl_start_hold_poll) */
+		const char *hold = getenv("SLUICE_TEST_START_HOLD");
+
+		if (hold && hold[0] && access(hold, F_OK) != 0) {
+			op->pending++;
+			ctl->start_hold = op;
+			ctl->start_hold_path = hold;
+		}
+	}
 	n = metalog_topic_count(ctl->ml);
 	op->created = calloc((size_t)n + 1, sizeof(*op->created));
 	op->created_for = calloc((size_t)n + 1, sizeof(*op->created_for));
@@ -418,6 +431,27 @@ static void ctl_init_serve(struct ctl *ctl)
 	}
 	if (op->pending == 0)
 		ctl_op_step(ctl, op);
+}
+
+/* SLUICE_TEST_START_HOLD: say once that every partition opened, and let
+ * the start-up go on once the file exists. Work done. */
+static int ctl_start_hold_poll(struct ctl *ctl)
+{
+	struct ctl_op *op = ctl->start_hold;
+
+	if (!op)
+		return 0;
+	if (op->pending == 1 && !ctl->start_hold_said) {
+		ctl->start_hold_said = 1;
+		fprintf(stderr, "sluiced: SLUICE_TEST_START_HOLD: every partition opened; start-up holds until %s "
+			"exists\n", ctl->start_hold_path);
+	}
+	if (access(ctl->start_hold_path, F_OK) != 0)
+		return 0;
+	ctl->start_hold = NULL;
+	if (--op->pending == 0)
+		ctl_op_step(ctl, op);
+	return 1;
 }
 
 /* One turn with the given clock: parked messages first (they are older
@@ -453,6 +487,7 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 	work += ctl_meta_poll(ctl);
 	/* after the continuations: what this node proposed it serves itself */
 	work += ctl_follow_poll(ctl);
+	work += ctl_start_hold_poll(ctl);
 	for (int from = 0; from < b->set.nshards; from++)
 		while (spsc_pop(b->rings[from][broker_ctl_index(b)], &m)) {
 			m.fn(ctl, &m);
@@ -475,6 +510,8 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 		admin_http_run(ctl->admin);
 		timeout = admin_http_timeout(ctl->admin, timeout);
 	}
+	if (ctl->start_hold && (timeout < 0 || timeout > 50))
+		timeout = 50;   /* the test knob's file looked at again */
 	ctl->timeout = timeout;
 	return work;
 }

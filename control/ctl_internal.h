@@ -191,6 +191,11 @@ struct ctl {
 	int64_t internal_next;       /* monotonic ms: look again for their creation then */
 	int coord_started;           /* the coordinators' start-up replay is done: they follow
 				      * the internal partitions' leaders (ctl_coord_refresh) */
+	/* the test knob SLUICE_TEST_START_HOLD (ctl.c): the start-up op,
+	 * one pending more, held while that file is absent */
+	struct ctl_op *start_hold;
+	const char *start_hold_path;
+	int start_hold_said;
 	/* start-up handshake */
 	pthread_mutex_t lock;        /* start-up only, never on the data path */
 	pthread_cond_t cond;

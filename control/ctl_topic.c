@@ -693,9 +693,17 @@ void ctl_op_step(struct ctl *ctl, struct ctl_op *op)
 	free(op->made_rm);
 
 	ctl_publish(ctl, op->created, op->ncreated, op->deleted, op->ndeleted, op->replaced, op->nreplaced);
-	if (ctl->roles_pending) {
+	/* Roles again for what this op opened: a partition's role went out as
+	 * it opened (ctl_role_opened, from the image of that moment), and a
+	 * partition record applied between that and this publish found no
+	 * served entry (ctl_roles_refresh looks at the published snapshot),
+	 * so it reached nobody: a node restarting while its partitions'
+	 * leader moved kept the old leader (itself, or a dead one) and never
+	 * fetched from the new one. role_send skips what was told already.
+	 * Also partitions opened before their records (roles_pending). */
+	if (ctl->roles_pending || op->ncreated) {
 		ctl->roles_pending = 0;
-		ctl->roles_changed = 1;   /* partitions opened before their records: their roles now */
+		ctl->roles_changed = 1;
 	}
 	/* deleted topics: their logs are closed, remove the files */
 	for (int i = 0; i < op->ndeleted; i++)

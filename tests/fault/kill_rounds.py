@@ -10,13 +10,15 @@ probes), keeps the nodes' logs and settings in --keep DIR, and exits 1.
     /usr/bin/python3 tests/fault/kill_rounds.py [--clusters 8] [--rounds 3]
         [--timeout 15] [--keep /tmp/kill-rounds]
 
-It reproduces the stuck ISR of docs/fault-testing.md ("Process faults"):
+It found the stuck ISR of docs/fault-testing.md ("Process faults"):
 after kill-random restarted one node and kill-leader then killed the
 partition's leader, the new leader kept an ISR of itself alone and
 acknowledged nothing, with both other nodes running and unfenced, for the
 whole 140 s the probes waited. Seen 3 times in about 110 kills on
-2026-12-02 (twice here, once in test_nemeses_node.py), each time the
-kill-leader right after the kill-random of a new cluster's first round.
+2026-12-02, each time the kill-leader right after the kill-random of a new
+cluster's first round: the restarted leader missed the leader change
+applied while its partitions opened (fixed in control/ctl_topic.c;
+tests/integration/test_cluster_restart_roles.py forces that order).
 """
 
 import argparse

@@ -61,6 +61,10 @@ TEST_SCRIPTS += tests/integration/test_cluster_pause.py
 # session ends gives up its leadership and the ISR until caught up: no
 # acknowledged record lost (BROKER_RESTARTED)
 TEST_SCRIPTS += tests/integration/test_cluster_restart.py
+# a node restarting while its partition's leader moves (the record applied
+# between its partitions' opens and its publish, forced with the test knob
+# SLUICE_TEST_START_HOLD) follows the new leader: acks=all answered again
+TEST_SCRIPTS += tests/integration/test_cluster_restart_roles.py
 # a real network partition (scripts/cluster --netns; root, else skipped):
 # a leader cut off from the other nodes acknowledges nothing at acks=all
 # with min.insync.replicas=2 while the majority elects another; after the
