@@ -413,12 +413,14 @@ def _unavailability(lines):
     transaction end that failed, a txn_begin. Per client, the time from its
     last success (or first line) to its next success counts when an attempt
     lies between them; a client that never succeeded again counts to its
-    last attempt. The final readers are left out."""
+    last attempt. The final readers are left out, and so are the clients
+    the workload itself paused ("pause" lines: the group's zombie)."""
     best, who = 0.0, None
     last_ok, tried = {}, set()
+    paused = {x.get("target") for x in lines if x.get("type") == "pause"}
     for x in lines:
         c, ty = x.get("client"), x.get("type")
-        if c is None or c in FINAL_READERS or ty == "nemesis":
+        if c is None or c in FINAL_READERS or c in paused or ty == "nemesis":
             continue
         ok = ty in ("ack", "read") or (ty in ("commit", "txn_commit", "txn_abort") and x.get("ok"))
         last_ok.setdefault(c, x["t"])
