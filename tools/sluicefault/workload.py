@@ -7,12 +7,16 @@
 
 KIND is one of
   queue  C idempotent acks=all producers ("<kind>-p<i>") sending values
-         "<client>-<seq>" to seeded partitions, and one reader ("queue-r1")
+         "<client>-<seq>" to seeded partitions (a quarter to keys of their
+         own through the partitioner), and one reader ("queue-r1")
          reading every partition with assign() from the log start;
   group  the same producers and a consumer group of max(2, C) members
          ("group-g<i>") that subscribe, commit their positions synchronously
          twice a second and leave and rejoin at seeded times, so that
-         rebalances happen while faults do;
+         rebalances happen while faults do, and a zombie member
+         ("group-z1", a process of its own) SIGSTOPped past its session at
+         seeded times, committing on waking what it had before (the
+         broker must refuse it);
   txn    C transactional producers ("txn-x<i>", transactional.id
          "<topic>-<client>") writing transactions of 1-4 records to seeded
          partitions, committed or (one in four) aborted by the seed; a
