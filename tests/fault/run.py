@@ -48,7 +48,8 @@ import nemeses  # noqa: E402
 ROOT = netcluster.ROOT
 WORKLOADS = ("queue", "group", "txn")
 ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "divergent", "nonmonotonic", "skipped",
-             "stale_commit", "commit_backwards", "aborted_visible", "partial_txn")
+             "stale_commit", "commit_backwards", "aborted_visible", "partial_txn", "premature_read",
+             "copy_mismatch")
 PARTITIONS = 3
 # make test's short set: (workload, nemeses); 20 s of workload each
 QUICK = [("queue", "kill-leader"), ("group", "partition-halves"), ("txn", "pause-leader")]

@@ -38,9 +38,10 @@ class H:
         self.lines.append(line)
         return line
 
-    def produce(self, value, topic, part, offset, txn=None, ack=True):
+    def produce(self, value, topic, part, offset, txn=None, ack=True, key="k", chosen=True):
+        """chosen=False: sent to the partitioner's choice (partition null)."""
         client = value.rsplit("-", 1)[0]
-        self.add(client, "send", value=value, key="k", topic=topic, partition=part, txn=txn)
+        self.add(client, "send", value=value, key=key, topic=topic, partition=part if chosen else None, txn=txn)
         if ack:
             self.add(client, "ack", value=value, topic=topic, partition=part, offset=offset)
 
@@ -259,6 +260,43 @@ def reordered():
     assert nonzero(res) == {"reordered": 1}, res
 
 
+def keyed(h, recs):
+    """recs [(value, key, partition, offset[, chosen])] sent to the
+    partitioner's choice (unless chosen), and the final logs of partitions
+    0 and 1."""
+    logs = {0: [], 1: []}
+    for v, k, p, o, *chosen in recs:
+        h.produce(v, "t", p, o, key=k, chosen=bool(chosen and chosen[0]))
+        logs[p].append((o, v))
+    for p in (0, 1):
+        h.final("t", p, sorted(logs[p]), max([o + 1 for o, _ in logs[p]] or [0]))
+    return h
+
+
+@test
+def clean_keys():
+    """A key two producers send may interleave, and be in two partitions;
+    a key one producer sends to partitions it chose has no order across
+    them; a key of one producer through the partitioner keeps its order."""
+    h = H()
+    res = keyed(h, [("p1-0", "solo-chosen", 1, 0, True), ("p1-1", "solo-chosen", 0, 0, True),
+                    ("p2-0", "shared", 0, 2), ("p3-0", "shared", 0, 1), ("p2-1", "shared", 1, 1),
+                    ("p1-2", "solo", 0, 3), ("p1-3", "solo", 0, 4)]).check()
+    assert nonzero(res) == {}, res
+
+
+@test
+def reordered_per_key():
+    """A key one producer sends through the partitioner: a record in
+    another partition than the key's earlier ones, and one below an
+    earlier one (also out of its producer's order, counted once)."""
+    h = H()
+    res = keyed(h, [("p1-0", "solo", 0, 0), ("p1-1", "solo", 1, 0), ("p1-2", "solo", 0, 2),
+                    ("p1-3", "solo", 0, 1)]).check()
+    assert nonzero(res) == {"reordered": 2}, res
+    assert sorted(d["value"] for d in res["details"]["reordered"]) == ["p1-1", "p1-3"], res
+
+
 @test
 def unexpected():
     """A value nobody sent, and one whose send failed definitely."""
@@ -369,6 +407,56 @@ def aborted_visible():
 
 
 @test
+def intermediate_read_of_a_transaction_of_unknown_outcome():
+    """x1-t3 (unknown outcome) read read_committed: once while it is still
+    open at the final read (offset 9, the read_committed end 9), once after
+    the broker aborted it (below the end, not in the final log). The same
+    read is clean when the final read_committed log has the record (it
+    committed)."""
+    h = H()
+    ru, rc = txn_history(h)
+    h.read("rc", RC, 1, "t", 0, 9, "x1-6")
+    h.final("t", 0, ru, 10, iso=(RU,))
+    h.final("t", 0, rc, 9, iso=(RC,))
+    res = h.check()
+    assert nonzero(res) == {"aborted_visible": 1}, res
+    assert "still open" in res["details"]["aborted_visible"][0]["why"], res
+    h = H()
+    ru, rc = txn_history(h)
+    h.produce("p1-0", "t", 0, 11)
+    h.read("rc", RC, 1, "t", 0, 9, "x1-6")
+    h.final("t", 0, ru + [(11, "p1-0")], 12, iso=(RU,))
+    h.final("t", 0, rc + [(11, "p1-0")], 12, iso=(RC,))
+    res = h.check()
+    assert nonzero(res) == {"aborted_visible": 1}, res
+    assert "not committed" in res["details"]["aborted_visible"][0]["why"], res
+    h = H()
+    ru, rc = txn_history(h)
+    h.read("rc", RC, 1, "t", 0, 9, "x1-6")
+    h.final("t", 0, ru, 11, iso=(RU,))
+    h.final("t", 0, rc + [(9, "x1-6")], 11, iso=(RC,))
+    res = h.check()
+    assert nonzero(res) == {}, res
+
+
+@test
+def premature_read():
+    """A read_committed read of a transaction's first record before its
+    second was sent (so before its commit could be asked for)."""
+    h = H()
+    h.add("x1", "txn_begin", txn="x1-t0")
+    h.produce("x1-0", "t", 0, 0, txn="x1-t0")
+    h.read("rc", RC, 1, "t", 0, 0, "x1-0")
+    h.produce("x1-1", "t", 0, 1, txn="x1-t0")
+    h.add("x1", "txn_commit", txn="x1-t0", ok=True, error=None)
+    h.read("rc", RC, 1, "t", 0, 1, "x1-1")
+    h.final("t", 0, [(0, "x1-0"), (1, "x1-1")], 3)
+    res = h.check()
+    assert nonzero(res) == {"premature_read": 1}, res
+    assert res["details"]["premature_read"][0]["value"] == "x1-0", res
+
+
+@test
 def partial_txn():
     """A committed transaction of which read_committed shows one record of
     two: partial, and the missing record lost."""
@@ -385,6 +473,54 @@ def copier_not_exactly_once():
     res = copier(H(), {"i-1": 0, "i-2": 2}).check()
     assert nonzero(res) == {"lost": 1, "duplicated": 1}, res
     assert {d.get("why", "")[:5] for a in ("lost", "duplicated") for d in res["details"][a]} == {"input"}, res
+
+
+def copier2(h, second=("i-2", "i-3"), outcome=True):
+    """Inputs i-0..i-3 (committed, partition 0, offsets 0..3); copier
+    transaction c-t0 consumes to 2 and copies i-0 and i-1... except that the
+    copies of `second` are sent in c-t1, which consumes to 4. outcome False:
+    c-t1's commit timed out (unknown outcome)."""
+    h.add("i", "txn_begin", txn="i-t0")
+    for n in range(4):
+        h.produce("i-%d" % n, "in", 0, n, txn="i-t0")
+    h.add("i", "txn_commit", txn="i-t0", ok=True, error=None)
+    out, seq = [], 0
+    for txn, upto, srcs in (("c-t0", 2, [s for s in ("i-0", "i-1", "i-2", "i-3") if s not in second]),
+                            ("c-t1", 4, list(second))):
+        h.add("c", "txn_begin", txn=txn)
+        for src in srcs:
+            h.read("c", RC, 1, "in", 0, int(src[2:]), src)
+            v = "c-%d" % seq
+            h.add("c", "send", value=v, key=src, topic="out", partition=None, txn=txn, src=src)
+            h.add("c", "ack", value=v, topic="out", partition=0, offset=len(out) + (1 if txn == "c-t1" else 0))
+            out.append((len(out) + (1 if txn == "c-t1" else 0), v))
+            seq += 1
+        ok = outcome or txn == "c-t0"
+        h.add("c", "txn_commit", txn=txn, ok=ok, error=None if ok else "_TIMED_OUT", offsets=[["in", 0, upto]])
+    h.final("in", 0, [(n, "i-%d" % n) for n in range(4)], 5)
+    h.final("out", 0, out, len(out) + 2)
+    return h
+
+
+@test
+def clean_copier_transactions():
+    """Each input record's copy in the transaction that committed its
+    offset; also when that transaction's commit timed out but its copies
+    are in the final read_committed log (it committed)."""
+    res = copier2(H()).check()
+    assert nonzero(res) == {}, res
+    res = copier2(H(), outcome=False).check()
+    assert nonzero(res) == {}, res
+
+
+@test
+def copy_mismatch():
+    """i-1's copy was sent in c-t1, but c-t0 committed i-1's offset (it
+    consumed to 2): c-t0 committed having read a record it did not copy."""
+    res = copier2(H(), second=("i-1", "i-2", "i-3")).check()
+    assert nonzero(res) == {"copy_mismatch": 1}, res
+    d = res["details"]["copy_mismatch"][0]
+    assert (d["value"], d["consumed_in"], d["copied_in"]) == ("i-1", "c-t0", "c-t1"), res
 
 
 @test

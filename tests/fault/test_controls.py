@@ -121,7 +121,7 @@ def final_read(bootstrap, topic, partition, out_dir):
 
 # the checker's anomaly counts (docs/fault-testing.md)
 ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "divergent", "nonmonotonic", "skipped", "stale_commit",
-             "commit_backwards", "aborted_visible", "partial_txn")
+             "commit_backwards", "aborted_visible", "partial_txn", "premature_read", "copy_mismatch")
 
 
 def checked(out_dir):

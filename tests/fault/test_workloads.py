@@ -15,9 +15,16 @@ delete_records) removes the queue topic's partition 0 up to its high
 watermark, a new final read runs, and the checker must report the acknowledged
 records of that partition lost.
 
+And the group workload's zombie as a control: 20 s of the group workload
+against the control broker with SLUICE_CONTROL=no-generation-check (make
+control-broker), which takes the zombie's commits after its pause: the
+checker must count them as stale_commit (and only the zombie's); then the
+same against the normal broker, which refuses them: no anomaly.
+
 Run: /usr/bin/python3 tests/fault/test_workloads.py
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -30,6 +37,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 sys.path.insert(0, os.path.join(REPO, "tools"))
 
 from harness import main, temp_dir, test  # noqa: E402
+import cluster as cluster_mod  # noqa: E402
 from cluster import Cluster, create_topic, partitions, wait_isrs  # noqa: E402
 from sluicefault import checker, history  # noqa: E402
 
@@ -126,8 +134,11 @@ def run_and_check(base):
         copies = [x for x in lines["txn"] if x["type"] == "read" and x["reader"] == "final-rc"
                   and x["topic"] == "fx-out"]
         assert txns and aborts and copies, (len(txns), len(aborts), len(copies))
-        print("  group: %d ok commits, %d assignments; txn: %d committed, %d aborted, %d copies" % (
-            len(commits), len(assigns), len(txns), len(aborts), len(copies)))
+        zombie = [x for x in lines["group"] if x["type"] == "commit" and x.get("zombie")]
+        assert not [x for x in zombie if x["ok"]], zombie
+        print("  group: %d ok commits, %d assignments, %d zombie commits (refused: %s); txn: %d committed, "
+              "%d aborted, %d copies" % (len(commits), len(assigns), len(zombie),
+                                         sorted({x["error"] for x in zombie}), len(txns), len(aborts), len(copies)))
 
         # the checker catches real damage: partition 0 of the queue topic
         # emptied by DeleteRecords, then a new final read
@@ -142,6 +153,55 @@ def run_and_check(base):
         print("  after DeleteRecords of fq[0] up to %d: lost %d of %d acknowledged there" % (
             low, res["lost"], acked0))
         assert acked0 > 0 and res["lost"] == acked0, (acked0, res["lost"], checker.table(res))
+
+
+CONTROL = os.environ.get("SLUICED_CONTROL", os.path.join(os.path.dirname(cluster_mod.SLUICED), "control", "sluiced"))
+
+
+@test
+def the_zombies_commits_are_stale_against_no_generation_check():
+    assert os.path.exists(CONTROL), "%s: build it with make control-broker" % CONTROL
+    for label, binary, env in (("control", CONTROL, {"SLUICE_CONTROL": "no-generation-check"}),
+                               ("normal", cluster_mod.SLUICED, None)):
+        res, zombie = zombie_run(binary, env)
+        print("  %s: zombie commits %s; %s" % (label, [(x["ok"], x["error"]) for x in zombie],
+                                               {a: res[a] for a in checker.ANOMALIES if res[a]}))
+        assert zombie, "%s: the zombie never committed on waking" % label
+        if env:
+            assert all(x["ok"] for x in zombie), zombie
+            assert res["stale_commit"] > 0, checker.table(res)
+            assert {x["client"] for x in res["details"]["stale_commit"]} == {"group-z1"}, checker.table(res)
+        else:
+            assert not [x for x in zombie if x["ok"]], zombie
+            assert not any(res[a] for a in checker.ANOMALIES), checker.table(res)
+
+
+def zombie_run(binary, env):
+    """20 s of the group workload on three nodes of binary (env for the
+    nodes), its final read: (the checker's result, the zombie's commits on
+    waking)."""
+    base = temp_dir("sluicef-wlz-")
+    old = cluster_mod.SLUICED
+    cluster_mod.SLUICED = binary
+    try:
+        with Cluster(3, sets=["min.insync.replicas=2", "group.initial.rebalance.delay.ms=0"], env=env) as c:
+            create_topic(c.bootstrap, "fg", 3, 3)
+            wait_isrs(c.bootstrap, "fg", 3)
+            d = os.path.join(base, "group")
+            wait_all([("group", subprocess.Popen(workload("group", "--bootstrap", c.bootstrap, "--topic", "fg",
+                                                          "--seconds", "20", "--out", d, "--seed", str(SEED)),
+                                                 env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))],
+                     "workload")
+            wait_all([("group", subprocess.Popen(workload("group", "--bootstrap", c.bootstrap, "--topic", "fg",
+                                                          "--out", d, "--final"), env=ENV, stdout=subprocess.PIPE,
+                                                 stderr=subprocess.STDOUT))], "final read")
+        res = checker.check([d])
+        with open(os.path.join(d, "group-z1.jsonl")) as f:
+            zombie = [x for x in map(json.loads, f) if x["type"] == "commit" and x.get("zombie")]
+        return res, zombie
+    finally:
+        cluster_mod.SLUICED = old
+        shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ from collections import defaultdict
 from .history import read
 
 ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "divergent", "nonmonotonic", "skipped",
-             "stale_commit", "commit_backwards", "aborted_visible", "partial_txn")
+             "stale_commit", "commit_backwards", "aborted_visible", "partial_txn", "premature_read",
+             "copy_mismatch")
 EXAMPLES = 10
 FINAL_READERS = ("final-rc", "final-ru")
 RC, RU = "read_committed", "read_uncommitted"
@@ -62,6 +63,7 @@ def check_lines(lines):
     txn_state = {}                       # txn -> "committed" | "aborted" (absent: unknown)
     copier_offsets = {}                  # (topic, partition) -> highest offset committed by a copier txn
     txn_offsets = {}                     # txn -> its txn_commit "offsets" (a copier's)
+    copier_commits = {}                  # txn -> (t, offsets) of its first txn_commit line, ok or not
     reads = []                           # the run's readers' reads
     final = {RC: {}, RU: {}}             # isolation -> {(topic, partition, offset): value}
     final_key = {RC: {}, RU: {}}
@@ -78,6 +80,8 @@ def check_lines(lines):
             txn_state[x["txn"]] = "committed"
             if x.get("offsets"):
                 txn_offsets[x["txn"]] = x["offsets"]
+        if ty == "txn_commit" and x.get("offsets") is not None and x["txn"] not in copier_commits:
+            copier_commits[x["txn"]] = (x["t"], x["offsets"])
         elif ty == "txn_abort" and x.get("ok") and txn_state.get(x["txn"]) != "committed":
             txn_state[x["txn"]] = "aborted"
         elif ty == "read":
@@ -136,15 +140,53 @@ def check_lines(lines):
             continue
         t, p, o = min(locs)
         per[(s["client"], t, p)].append((_seq(v), o, v))
+    out_of_order = set()
     for (client, t, p), vs in per.items():
         vs.sort()
         top = None
         for seq, o, v in vs:
             if top is not None and o < top[1]:
+                out_of_order.add(v)
                 r.add("reordered", client=client, topic=t, partition=p, value=v, offset=o,
                       after=top[2], after_offset=top[1])
             if top is None or o > top[1]:
                 top = (seq, o, v)
+    # and per key, for a key that one producer client alone sent, always to
+    # the partitioner's choice (Kafka's promise per key; a key several
+    # producers send has no order across them, one sent to chosen
+    # partitions none across them): in send order, its acknowledged
+    # records are in one partition at increasing offsets of the final
+    # read_uncommitted log. A value counts once, even when out of order
+    # both ways.
+    key_clients = defaultdict(set)
+    for v, s in sends.items():
+        if s.get("key") is not None:
+            key_clients[(s["topic"], s["key"])].add(s["client"] if s.get("partition") is None else None)
+    single = {k for k, cs in key_clients.items() if len(cs) == 1 and None not in cs}
+    per_key = defaultdict(list)
+    for v, a in acks.items():
+        s = sends.get(v)
+        locs = where[RU].get(v)
+        if s is None or not locs or _seq(v) is None or (s["topic"], s.get("key")) not in single:
+            continue
+        per_key[(s["topic"], s["key"])].append((_seq(v), min(locs), v))
+    for (topic, key), vs in per_key.items():
+        vs.sort()
+        first, top = None, None
+        for seq, (t, p, o), v in vs:
+            if first is None:
+                first, top = (p, o, v), (o, v)
+                continue
+            if p != first[0]:
+                why = "key %s in partition %d after partition %d (%s)" % (key, p, first[0], first[2])
+            elif o < top[0]:
+                why = "key %s at offset %d after %s at %d" % (key, o, top[1], top[0])
+            else:
+                top = (o, v)
+                continue
+            if v not in out_of_order:
+                out_of_order.add(v)
+                r.add("reordered", key=key, topic=t, partition=p, value=v, offset=o, why=why)
 
     # unexpected: a value read that nobody sent, or whose send failed
     # definitely (it was certainly never written)
@@ -184,11 +226,38 @@ def check_lines(lines):
 
     _commits(lines, r)
 
-    # aborted_visible: a record of an aborted transaction read read_committed
+    # aborted_visible: a record of an aborted transaction read
+    # read_committed; and (an intermediate read) one of a transaction of
+    # unknown outcome that the final read_committed log shows did not
+    # commit: the record is below its partition's read_committed end but
+    # not in that log (the broker aborted it: a timeout, a fencing), or at
+    # or past the end (the transaction was still open at the final read)
+    txn_last_send = {}
+    for v, s in sends.items():
+        if s.get("txn"):
+            txn_last_send[s["txn"]] = max(txn_last_send.get(s["txn"], 0), s["t"])
     for x in reads:
-        if x.get("isolation") == RC and x["value"] in sends and outcome(x["value"]) == "aborted":
+        if x.get("isolation") != RC or x["value"] not in sends:
+            continue
+        st = outcome(x["value"])
+        tp = (x["topic"], x["partition"])
+        why = None
+        if st == "aborted":
+            why = "aborted"
+        elif st == "unknown" and tp in final_end[RC]:
+            if x["offset"] >= final_end[RC][tp]:
+                why = "transaction still open at the final read"
+            elif not where[RC].get(x["value"]):
+                why = "transaction of unknown outcome not committed"
+        if why is not None:
             r.add("aborted_visible", value=x["value"], reader=x["reader"], topic=x["topic"],
-                  partition=x["partition"], offset=x["offset"])
+                  partition=x["partition"], offset=x["offset"], why=why)
+        elif st != "plain" and x["t"] < txn_last_send[sends[x["value"]]["txn"]]:
+            # premature_read: read read_committed before its transaction's
+            # last record was handed to the client library, so before its
+            # commit could have been asked for
+            r.add("premature_read", value=x["value"], reader=x["reader"], topic=x["topic"],
+                  partition=x["partition"], offset=x["offset"], txn=sends[x["value"]]["txn"])
 
     # partial_txn: a committed transaction with some records in the final
     # read_committed log and some not (those below the partition's end)
@@ -221,6 +290,39 @@ def check_lines(lines):
                     r.add("lost", value=v, topic=t, partition=p, offset=o, why="input never copied")
                 elif n > 1:
                     r.add("duplicated", value=v, copies=sorted(copies[v])[:5], why="input copied %d times" % n)
+
+    # copy_mismatch: each committed copier transaction consumed the input
+    # records from the previous committed copier transaction's offsets (or
+    # the log start) to its own; the one copy of such a record in the final
+    # read_committed logs must be one that transaction sent. A copier
+    # transaction of unknown outcome counts as committed when any of its
+    # records is in the final read_committed log. (No copy or two copies:
+    # lost or duplicated, above.)
+    txn_copied = defaultdict(bool)
+    for v, locs in where[RC].items():
+        s = sends.get(v)
+        if s is not None and s.get("txn") and locs:
+            txn_copied[s["txn"]] = True
+    consumed_by = {}                     # (topic, partition) -> [(from, to, txn)]
+    prev = {}
+    for t_line, txn, offs in sorted((tl, txn, offs) for txn, (tl, offs) in copier_commits.items()
+                                    if txn_state.get(txn) == "committed"
+                                    or (txn not in txn_state and txn_copied[txn])):
+        for t, p, o in offs:
+            lo = prev.get((t, p), 0)
+            if o > lo:
+                consumed_by.setdefault((t, p), []).append((lo, o, txn))
+                prev[(t, p)] = o
+    for (t, p, o), v in sorted(final[RC].items()):
+        for lo, hi, txn in consumed_by.get((t, p), ()):
+            if lo <= o < hi:
+                cs = copies.get(v, ())
+                if len(cs) == 1:
+                    ctxn = sends[final[RC][cs[0]]].get("txn")
+                    if ctxn != txn:
+                        r.add("copy_mismatch", value=v, topic=t, partition=p, offset=o, consumed_in=txn,
+                              copied_in=ctxn, copy=list(cs[0]))
+                break
 
     out = dict(r.counts)
     out["details"] = {a: d for a, d in r.details.items() if d}
@@ -311,12 +413,14 @@ def _unavailability(lines):
     transaction end that failed, a txn_begin. Per client, the time from its
     last success (or first line) to its next success counts when an attempt
     lies between them; a client that never succeeded again counts to its
-    last attempt. The final readers are left out."""
+    last attempt. The final readers are left out, and so are the clients
+    the workload itself paused ("pause" lines: the group's zombie)."""
     best, who = 0.0, None
     last_ok, tried = {}, set()
+    paused = {x.get("target") for x in lines if x.get("type") == "pause"}
     for x in lines:
         c, ty = x.get("client"), x.get("type")
-        if c is None or c in FINAL_READERS or ty == "nemesis":
+        if c is None or c in FINAL_READERS or c in paused or ty == "nemesis":
             continue
         ok = ty in ("ack", "read") or (ty in ("commit", "txn_commit", "txn_abort") and x.get("ok"))
         last_ok.setdefault(c, x["t"])

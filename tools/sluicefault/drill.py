@@ -71,7 +71,8 @@ def need_modules():
 # Anomalies that break a drill's promise (the checker's counts).
 BROKEN_IF = ("lost", "duplicated", "reordered", "unexpected", "divergent", "stale_commit", "commit_backwards")
 ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "divergent", "nonmonotonic", "skipped",
-             "stale_commit", "commit_backwards", "aborted_visible", "partial_txn")
+             "stale_commit", "commit_backwards", "aborted_visible", "partial_txn", "premature_read",
+             "copy_mismatch")
 
 
 # ---- the drill file ----------------------------------------------------------

@@ -7,12 +7,16 @@
 
 KIND is one of
   queue  C idempotent acks=all producers ("<kind>-p<i>") sending values
-         "<client>-<seq>" to seeded partitions, and one reader ("queue-r1")
+         "<client>-<seq>" to seeded partitions (a quarter to keys of their
+         own through the partitioner), and one reader ("queue-r1")
          reading every partition with assign() from the log start;
   group  the same producers and a consumer group of max(2, C) members
          ("group-g<i>") that subscribe, commit their positions synchronously
          twice a second and leave and rejoin at seeded times, so that
-         rebalances happen while faults do;
+         rebalances happen while faults do, and a zombie member
+         ("group-z1", a process of its own) SIGSTOPped past its session at
+         seeded times, committing on waking what it had before (the
+         broker must refuse it);
   txn    C transactional producers ("txn-x<i>", transactional.id
          "<topic>-<client>") writing transactions of 1-4 records to seeded
          partitions, committed or (one in four) aborted by the seed; a
@@ -182,11 +186,18 @@ class _Sender(_Client):
                 p = self.replace(p)
             part = self.rng.randrange(self.nparts)
             key = "k%d" % self.rng.randrange(16)
+            if self.rng.random() < 0.25:
+                # a key of this producer alone, to the partitioner's choice:
+                # its order is Kafka's per-key promise (checked per key)
+                part, key = None, "%s-s%d" % (self.cname, self.rng.randrange(4))
             value = "%s-%d" % (self.cname, seq)
             seq += 1
             self.w.write("send", value=value, key=key, topic=self.topic, partition=part, txn=None)
             try:
-                p.produce(self.topic, value=value, key=key, partition=part, on_delivery=self.on_delivery)
+                if part is None:
+                    p.produce(self.topic, value=value, key=key, on_delivery=self.on_delivery)
+                else:
+                    p.produce(self.topic, value=value, key=key, partition=part, on_delivery=self.on_delivery)
             except BufferError:
                 self.w.write("fail", value=value, error="_QUEUE_FULL", definite=True)
             except KafkaException as e:
@@ -291,12 +302,17 @@ class _Member(_Client):
     def on_lost(self, c, parts):
         self.on_revoke(c, parts, lost=True)
 
-    def commit(self, c):
+    def positions(self, c):
         try:
-            parts = [tp for tp in c.position(c.assignment()) if tp.offset >= 0]
+            return [tp for tp in c.position(c.assignment()) if tp.offset >= 0]
         except KafkaException as e:
             self.w.write("error", error=err_name(e), what="position")
-            return
+            return None
+
+    def commit(self, c, parts=None, **extra):
+        """Commit parts (default: the positions of the assignment)."""
+        if parts is None:
+            parts = self.positions(c)
         if not parts:
             return
         gen, member = group_meta(c)
@@ -310,7 +326,7 @@ class _Member(_Client):
         except KafkaException as e:
             ok, error = False, err_name(e)
         self.w.write("commit", partitions=[[tp.topic, tp.partition, tp.offset] for tp in parts],
-                     generation=gen, member=member, ok=ok, error=error, t0=t0, group=self.group)
+                     generation=gen, member=member, ok=ok, error=error, t0=t0, group=self.group, **extra)
 
     def body(self):
         while self.running():
@@ -349,6 +365,149 @@ class _Member(_Client):
             c.close()
             if self.running():
                 time.sleep(away)
+
+
+class _ZombieMember(_Member):
+    """A group member that never leaves, run in a process of its own
+    (zombie_main) so that the workload can SIGSTOP it past its session
+    (_Zombie). On SIGUSR1 (sent with the SIGCONT) it first commits the
+    positions it had before the pause, as a zombie does: the partitions it
+    no longer owns, with its old generation, before its client has served
+    the rebalance. The broker must refuse that commit."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.woke = False
+
+    def body(self):
+        import signal
+        signal.signal(signal.SIGUSR1, lambda *_: setattr(self, "woke", True))
+        c = Consumer(dict(QUIET, **{
+            "bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "session.timeout.ms": ZOMBIE_SESSION_MS,
+            "heartbeat.interval.ms": 500, "enable.partition.eof": False, "error_cb": self.on_error}))
+        c.subscribe([self.topic], on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost)
+        before, before_meta = None, None
+        next_commit = time.monotonic() + self.commit_s
+        while self.running() or self.woke:
+            if self.woke:
+                self.woke = False
+                gen, member = group_meta(c)
+                if member and (gen, member) != before_meta:
+                    # the client rejoined (a new generation) before the
+                    # pause could cut it off: a commit now would be the
+                    # owner's, not a zombie's
+                    self.w.write("error", error="_ZOMBIE_REJOINED", what="woke as %s generation %s, not %s" % (
+                        member, gen, before_meta))
+                else:
+                    self.commit(c, before, zombie=True)
+                continue
+            try:
+                msgs = c.consume(200, 0.2)
+            except KafkaException as e:
+                self.w.write("error", error=err_name(e), what="consume")
+                time.sleep(0.2)
+                continue
+            if self.woke:                 # this consume was the one the pause cut short
+                continue
+            for m in msgs:
+                if m.error():
+                    self.w.write("error", error=m.error().name(), what="read")
+                    continue
+                self.w.write("read", value=m.value().decode(errors="replace"),
+                             key=None if m.key() is None else m.key().decode(errors="replace"),
+                             topic=m.topic(), partition=m.partition(), offset=m.offset(), reader=self.cname,
+                             isolation="read_uncommitted", session=self.session)
+            before, before_meta = self.positions(c) or before, group_meta(c)
+            if time.monotonic() >= next_commit:
+                self.commit(c)
+                next_commit = time.monotonic() + self.commit_s
+        self.commit(c)
+        c.close()
+
+
+ZOMBIE_SESSION_MS = 6000                # Kafka's (and Sluice's) group.min.session.timeout.ms
+
+
+def zombie_main(name, bootstrap, topic, group, out_dir, seed, stop_at_ns):
+    """The zombie member's process (python3 -m sluicefault.workload group
+    --zombie NAME ...)."""
+    z = _ZombieMember(name, out_dir, stop_at_ns / NANO, bootstrap, topic, group, seed)
+    z.run()
+    z.w.close()
+
+
+class _Zombie(_Client):
+    """Runs _ZombieMember NAME in a child process and, once it has an
+    assignment, SIGSTOPs it at seeded times for longer than its session
+    (the coordinator drops it and gives its partitions to the others),
+    then SIGCONTs it and tells it (SIGUSR1) to commit what it had. Its
+    own history ("<NAME>-pauser") has a "pause" line (phase start/stop) at
+    each. The first pause may end after the run's end (a short run gets
+    one too); later ones end before it."""
+
+    def __init__(self, name, out_dir, stop_at, bootstrap, topic, group, seed):
+        super().__init__(name + "-pauser", out_dir, stop_at, bootstrap)
+        self.target, self.topic, self.group, self.seed, self.out_dir = name, topic, group, seed, out_dir
+        self.rng = random.Random("%s/%s/pauses" % (seed, name))
+
+    def steady(self):
+        """Whether the member's last assign or revoke line is an assign of
+        some partitions (its client cannot start a new generation before
+        the member has served the revoke, so a pause now cuts off the
+        generation it has)."""
+        import json
+        last = None
+        try:
+            with open("%s/%s.jsonl" % (self.out_dir, self.target)) as f:
+                for text in f:
+                    if '"assign"' in text or '"revoke"' in text:
+                        try:
+                            last = json.loads(text)
+                        except ValueError:
+                            pass
+        except OSError:
+            pass
+        return last is not None and last["type"] == "assign" and bool(last.get("partitions"))
+
+    def body(self):
+        import os
+        import signal
+        import subprocess
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([here] + [x for x in [os.environ.get("PYTHONPATH")] if x]))
+        child = subprocess.Popen([sys.executable, "-m", "sluicefault.workload", "group", "--zombie", self.target,
+                                  "--bootstrap", self.bootstrap, "--topic", self.topic, "--out", self.out_dir,
+                                  "--seed", str(self.seed), "--zombie-stop-at-ns", str(int(self.stop_at * NANO))],
+                                 env=env)
+        try:
+            first = True
+            while child.poll() is None:
+                wait = self.rng.uniform(0.5, 3.0)
+                pause = ZOMBIE_SESSION_MS / 1000 + self.rng.uniform(2.0, 3.5)
+                while self.running() and not self.steady() and child.poll() is None:
+                    time.sleep(0.1)
+                if time.monotonic() + wait >= self.stop_at or (
+                        not first and time.monotonic() + wait + pause >= self.stop_at):
+                    break
+                time.sleep(wait)
+                if not self.steady():
+                    continue
+                self.w.write("pause", phase="start", target=self.target, pid=child.pid, seconds=round(pause, 3))
+                child.send_signal(signal.SIGSTOP)
+                try:
+                    time.sleep(pause)
+                finally:
+                    child.send_signal(signal.SIGCONT)
+                    child.send_signal(signal.SIGUSR1)
+                self.w.write("pause", phase="stop", target=self.target, pid=child.pid)
+                first = False
+            child.wait(max(0.0, self.stop_at - time.monotonic()) + 30)
+        finally:
+            if child.poll() is None:
+                child.send_signal(signal.SIGCONT)
+                child.kill()
+                child.wait()
 
 
 class _TxnProducer(_Client):
@@ -613,6 +772,7 @@ def run(kind, bootstrap, topic, seconds, out_dir, seed, clients=2, partitions=3,
     if kind == "group":
         cs += [_Member("group-g%d" % i, out_dir, stop_at, bootstrap, topic, topic + "-group", seed)
                for i in range(1, max(2, clients) + 1)]
+        cs.append(_Zombie("group-z1", out_dir, stop_at, bootstrap, topic, topic + "-group", seed))
     if kind == "txn":
         cs += [_TxnProducer("txn-x%d" % i, out_dir, stop_at, bootstrap, topic, nparts, seed, max(1, rate // 5),
                             flush_s) for i in range(1, clients + 1)]
@@ -742,8 +902,12 @@ def main(argv=None):
     ap.add_argument("--flush-s", type=float, default=30)
     ap.add_argument("--final", action="store_true", help="only the final read of every partition")
     ap.add_argument("--final-timeout", type=float, default=120)
+    ap.add_argument("--zombie", help=argparse.SUPPRESS)           # group's zombie member process
+    ap.add_argument("--zombie-stop-at-ns", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    if a.final:
+    if a.zombie:
+        zombie_main(a.zombie, a.bootstrap, a.topic, a.topic + "-group", a.out, a.seed, a.zombie_stop_at_ns)
+    elif a.final:
         topics = [a.topic] + ([a.topic + "-out"] if a.kind == "txn" else [])
         final_read(a.bootstrap, topics, a.out, a.final_timeout)
     else:
