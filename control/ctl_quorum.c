@@ -243,13 +243,8 @@ static void cq_fail(struct ctl_quorum *cq, uint64_t index, int rc)
 	kill(getpid(), SIGTERM);
 }
 
-/* This node's copy of the metadata log cannot be written (a failed,
- * read-only or full disk): it can no longer take the records that move
- * its leaderships, and would go on serving stale metadata. Halt (exit 1
- * through the signal path, as cq_fail), as Kafka's broker does when its
- * metadata log directory fails: the other nodes see its session end and
- * move its leaderships to in-sync followers. A full disk too: the log
- * cannot wait for space while the cluster's metadata moves on. */
+/* What a 4 KiB write into dir says now: 0 or -errno (libraft's message
+ * may give the errno only as a number). */
 static int cq_write_probe(const char *dir)
 {
 	static const char page[4096];
@@ -268,10 +263,16 @@ static int cq_write_probe(const char *dir)
 	return rc;
 }
 
+/* This node's copy of the metadata log cannot be written (a failed,
+ * read-only or full disk): it can no longer take the records that move
+ * its leaderships, and would go on serving stale metadata. Halt (exit 1
+ * through the signal path, as cq_fail), as Kafka's broker does when its
+ * metadata log directory fails: the other nodes see its session end and
+ * move its leaderships to in-sync followers. A full disk too: the log
+ * cannot wait for space while the cluster's metadata moves on. The errno
+ * named is the probe's (libraft's code when the probe succeeds). */
 static void cq_disk_failed(struct ctl_quorum *cq, int rc, const char *msg)
 {
-	/* libraft's message may give the errno as a number: what a write
-	 * into the directory says now names it (a repaired fault: libraft's) */
 	int now = cq_write_probe(cq->dir);
 
 	if (cq->failed)

@@ -1016,8 +1016,8 @@ int quorum_poll(struct quorum *q)
 		uv_walk(&q->loop, quorum_close_handle, NULL);
 		return work + 1;
 	}
-	/* libraft turns unavailable when it cannot write its log or its
-	 * term and vote (a follower's append, a snapshot) */
+	/* raft unavailable while open: libraft's state after a fatal error
+	 * (not seen with 0.15 on a failed disk; the wrapped writes are) */
 	if (q->state == QUORUM_OPEN && !q->observer && raft_state(&q->raft) == RAFT_UNAVAILABLE && !q->disk_err) {
 		quorum_disk_failed(q, RAFT_IOERR, raft_errmsg(&q->raft));
 		work++;

@@ -205,11 +205,12 @@ int quorum_is_leader(const struct quorum *q);
 int quorum_error(const struct quorum *q, uint64_t *index);
 
 /* @thread ctl. 0, or -EIO (-ENOSPC for a full disk) once raft could not
- * write this node's log or its term and vote: libraft turned unavailable,
- * or a proposal or barrier failed with RAFT_IOERR, RAFT_NOSPACE or
- * RAFT_CORRUPT. *msg (if not NULL): libraft's message, what failed. This
- * node can no longer take the quorum's records (its metadata goes stale):
- * the caller stops the node. */
+ * write this node's log, term or vote: raft_uv's append, set_term,
+ * set_vote or truncate (wrapped here) or a proposal or barrier failed
+ * with RAFT_IOERR, RAFT_NOSPACE or RAFT_CORRUPT, or raft turned
+ * unavailable while open. *msg (if not NULL): libraft's message, what
+ * failed. This node can no longer take the quorum's records (its metadata
+ * goes stale): the caller stops the node. */
 int quorum_disk_error(const struct quorum *q, const char **msg);
 
 /* @thread any. What a directory says it belongs to (the identity file
