@@ -243,6 +243,52 @@ static void cq_fail(struct ctl_quorum *cq, uint64_t index, int rc)
 	kill(getpid(), SIGTERM);
 }
 
+/* What a 4 KiB write into dir says now: 0 or -errno (libraft's message
+ * may give the errno only as a number). */
+static int cq_write_probe(const char *dir)
+{
+	static const char page[4096];
+	char path[PATH_MAX];
+	int fd, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/sluice-write-probe", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	errno = 0;
+	if (write(fd, page, sizeof(page)) != (ssize_t)sizeof(page) || fsync(fd) < 0)
+		rc = errno ? -errno : -ENOSPC;
+	close(fd);
+	unlink(path);
+	return rc;
+}
+
+/* This node's copy of the metadata log cannot be written (a failed,
+ * read-only or full disk): it can no longer take the records that move
+ * its leaderships, and would go on serving stale metadata. Halt (exit 1
+ * through the signal path, as cq_fail), as Kafka's broker does when its
+ * metadata log directory fails: the other nodes see its session end and
+ * move its leaderships to in-sync followers. A full disk too: the log
+ * cannot wait for space while the cluster's metadata moves on. The errno
+ * named is the probe's (libraft's code when the probe succeeds). */
+static void cq_disk_failed(struct ctl_quorum *cq, int rc, const char *msg)
+{
+	int now = cq_write_probe(cq->dir);
+
+	if (cq->failed)
+		return;
+	cq->failed = rc;
+	fprintf(stderr, "sluiced: fatal: the metadata quorum's log in %s cannot be written (%s; libraft: %s): "
+		"halting, so that the other nodes take over this node's leaderships; repair or replace the disk, "
+		"then restart the node\n", cq->dir, strerror(-(now ? now : rc)), msg);
+	if (!cq->started) {
+		cq_start_failed(cq, rc, "the metadata quorum's log in %s cannot be written: %s", cq->dir, msg);
+		return;
+	}
+	__atomic_store_n(&cq->ctl->b->fatal, 1, __ATOMIC_RELEASE);
+	kill(getpid(), SIGTERM);
+}
+
 static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 {
 	struct ctl_quorum *cq = arg;
@@ -1295,6 +1341,13 @@ int ctl_quorum_poll(struct ctl *ctl)
 	if (!cq || !cq->q)
 		return 0;
 	work = quorum_poll(cq->q);
+	if (cq->q && !cq->failed) {
+		const char *msg;
+		int rc = quorum_disk_error(cq->q, &msg);
+
+		if (rc)
+			cq_disk_failed(cq, rc, msg);
+	}
 	if (cq->q && cq->ch) {
 		cq_follower_start(cq);
 		work += ctl_channel_tick(cq->ch);

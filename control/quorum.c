@@ -51,6 +51,11 @@
  *    last index (5 s at most) before raft_close.
  *  - No state-change callback: quorum_poll compares the leader after each
  *    turn and tells leader_changed.
+ *  - A log that cannot be written is not reported: a follower's failed
+ *    append is traced and dropped (it stays a follower, the leader sends
+ *    the same entries again, and this node's metadata goes stale; seen
+ *    with EROFS). raft_uv's append, term, vote and truncate are wrapped
+ *    to see their status: quorum_disk_error.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -108,6 +113,7 @@ struct quorum {
 	uint64_t close_by;              /* uv_now: raft_close then, writes in flight or not */
 	int backends_freed;             /* raft_uv and the transport, once drained */
 	void (*uv_io_close)(struct raft_io *io, raft_io_close_cb cb);   /* raft_uv's own */
+	struct raft_io uv_io;           /* raft_uv's own writes, wrapped (quorum_io_watch) */
 	raft_io_close_cb raft_io_closed;        /* raft's, run once */
 	int io_closed;
 	int32_t told_leader;            /* as last given to leader_changed */
@@ -121,6 +127,8 @@ struct quorum {
 	uint64_t obs_term, obs_applied, obs_hw;
 	int obs_nvoters;
 	int32_t obs_voters[QUORUM_MAX_VOTERS];
+	int disk_err;                   /* quorum_disk_error: 0, -EIO, -ENOSPC */
+	char disk_msg[256];
 };
 
 struct quorum_prop {
@@ -526,6 +534,109 @@ static void quorum_io_close(struct raft_io *io, raft_io_close_cb cb)
 	q->uv_io_close(io, quorum_io_closed);
 }
 
+/* raft's log could not be written (quorum_disk_error): said once, the
+ * first cause kept. libraft's own message (raft_errmsg) names what failed
+ * when it has one. */
+static void quorum_disk_failed(struct quorum *q, int status, const char *m)
+{
+	if (q->disk_err)
+		return;
+	q->disk_err = status == RAFT_NOSPACE ? -ENOSPC : -EIO;
+	snprintf(q->disk_msg, sizeof(q->disk_msg), "%s%s%.200s", raft_strerror(status), m[0] ? ": " : "", m);
+}
+
+static int quorum_disk_status(int status)
+{
+	return status == RAFT_IOERR || status == RAFT_NOSPACE || status == RAFT_CORRUPT;
+}
+
+/* libraft 0.15 does not say when its log cannot be written: a follower's
+ * failed append is traced and dropped (raft stays a follower, its log's
+ * end stays where it was on disk, the leader sends the same entries
+ * again, and this node's metadata goes stale), a failed term or vote
+ * write fails the election. raft_uv's writes are wrapped here to see
+ * their status (quorum_disk_error). */
+struct quorum_append {
+	struct raft_io_append req;      /* given to raft_uv */
+	struct raft_io_append *orig;    /* raft's */
+	struct quorum *q;
+};
+
+static struct quorum *quorum_of_io(struct raft_io *io)
+{
+	return (struct quorum *)((char *)io - offsetof(struct quorum, io));
+}
+
+static void quorum_io_status(struct quorum *q, int rv)
+{
+	if (quorum_disk_status(rv) && q->state == QUORUM_OPEN)
+		quorum_disk_failed(q, rv, q->io.errmsg);
+}
+
+static void quorum_io_appended(struct raft_io_append *req, int status)
+{
+	struct quorum_append *a = req->data;
+	struct raft_io_append *orig = a->orig;
+
+	quorum_io_status(a->q, status);
+	free(a);
+	orig->cb(orig, status);
+}
+
+static int quorum_io_append(struct raft_io *io, struct raft_io_append *req, const struct raft_entry entries[],
+			    unsigned n, raft_io_append_cb cb)
+{
+	struct quorum *q = quorum_of_io(io);
+	struct quorum_append *a = malloc(sizeof(*a));
+	int rv;
+
+	if (!a)
+		return RAFT_NOMEM;
+	a->req.data = a;
+	a->orig = req;
+	a->q = q;
+	req->cb = cb;
+	rv = q->uv_io.append(io, &a->req, entries, n, quorum_io_appended);
+	if (rv != 0) {
+		free(a);
+		quorum_io_status(q, rv);
+	}
+	return rv;
+}
+
+static int quorum_io_set_term(struct raft_io *io, raft_term term)
+{
+	int rv = quorum_of_io(io)->uv_io.set_term(io, term);
+
+	quorum_io_status(quorum_of_io(io), rv);
+	return rv;
+}
+
+static int quorum_io_set_vote(struct raft_io *io, raft_id id)
+{
+	int rv = quorum_of_io(io)->uv_io.set_vote(io, id);
+
+	quorum_io_status(quorum_of_io(io), rv);
+	return rv;
+}
+
+static int quorum_io_truncate(struct raft_io *io, raft_index index)
+{
+	int rv = quorum_of_io(io)->uv_io.truncate(io, index);
+
+	quorum_io_status(quorum_of_io(io), rv);
+	return rv;
+}
+
+static void quorum_io_watch(struct quorum *q)
+{
+	q->uv_io = q->io;
+	q->io.append = quorum_io_append;
+	q->io.set_term = quorum_io_set_term;
+	q->io.set_vote = quorum_io_set_vote;
+	q->io.truncate = quorum_io_truncate;
+}
+
 /* raft is closed and the loop has nothing left of raft_uv (no handle, no
  * request, no callback to come): free the backends. Never inside
  * raft's close callback: raft_uv may still have callbacks queued on the
@@ -656,6 +767,7 @@ int quorum_open(const struct quorum_config *cfg, const struct quorum_ops *ops, v
 	raft_uv_set_connect_retry_delay(&q->io, cfg->connect_retry_ms ? cfg->connect_retry_ms : 250);
 	q->uv_io_close = q->io.close;
 	q->io.close = quorum_io_close;
+	quorum_io_watch(q);
 	quorum_fsm_init(&q->fsm, ops, arg);
 	/* raft ids must be > 0 and Kafka's node.id may be 0 */
 	rv = raft_init(&q->raft, &q->io, &q->fsm.fsm, (raft_id)cfg->node_id + 1, addr);
@@ -818,6 +930,13 @@ int quorum_error(const struct quorum *q, uint64_t *index)
 	return q->fsm.failed;
 }
 
+int quorum_disk_error(const struct quorum *q, const char **msg)
+{
+	if (msg)
+		*msg = q->disk_err ? q->disk_msg : NULL;
+	return q->disk_err;
+}
+
 static int leader_moved(const struct quorum *q)
 {
 	return leader_of(q) != q->told_leader || quorum_is_leader(q) != q->told_am_leader;
@@ -897,6 +1016,12 @@ int quorum_poll(struct quorum *q)
 		uv_walk(&q->loop, quorum_close_handle, NULL);
 		return work + 1;
 	}
+	/* raft unavailable while open: libraft's state after a fatal error
+	 * (not seen with 0.15 on a failed disk; the wrapped writes are) */
+	if (q->state == QUORUM_OPEN && !q->observer && raft_state(&q->raft) == RAFT_UNAVAILABLE && !q->disk_err) {
+		quorum_disk_failed(q, RAFT_IOERR, raft_errmsg(&q->raft));
+		work++;
+	}
 	if (q->state == QUORUM_OPEN && leader_moved(q)) {
 		q->told_leader = leader_of(q);
 		q->told_am_leader = quorum_is_leader(q);
@@ -915,6 +1040,8 @@ static void quorum_applied(struct raft_apply *req, int status, void *result)
 
 	(void)result;
 	p->q->ran++;
+	if (quorum_disk_status(status))
+		quorum_disk_failed(p->q, status, raft_errmsg(&p->q->raft));
 	p->done(p->cookie, req->index, quorum_errno(status));
 	free(p);
 }
@@ -958,6 +1085,8 @@ static void quorum_barrier_done(struct raft_barrier *req, int status)
 	struct quorum_bar *p = req->data;
 
 	p->q->ran++;
+	if (quorum_disk_status(status))
+		quorum_disk_failed(p->q, status, raft_errmsg(&p->q->raft));
 	p->done(p->cookie, req->index, quorum_errno(status));
 	free(p);
 }

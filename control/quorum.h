@@ -204,6 +204,15 @@ int quorum_is_leader(const struct quorum *q);
  * The caller stops the node. */
 int quorum_error(const struct quorum *q, uint64_t *index);
 
+/* @thread ctl. 0, or -EIO (-ENOSPC for a full disk) once raft could not
+ * write this node's log, term or vote: raft_uv's append, set_term,
+ * set_vote or truncate (wrapped here) or a proposal or barrier failed
+ * with RAFT_IOERR, RAFT_NOSPACE or RAFT_CORRUPT, or raft turned
+ * unavailable while open. *msg (if not NULL): libraft's message, what
+ * failed. This node can no longer take the quorum's records (its metadata
+ * goes stale): the caller stops the node. */
+int quorum_disk_error(const struct quorum *q, const char **msg);
+
 /* @thread any. What a directory says it belongs to (the identity file
  * quorum_open writes into it): 0 with its cluster id and voter set (as
  * quorum_voters_text writes it), -ENOENT for a directory without one

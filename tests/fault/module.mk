@@ -8,7 +8,8 @@ TEST_SCRIPTS += tests/fault/test_netcluster.py
 TEST_SCRIPTS += tests/fault/test_nemeses_node.py
 # the disk finding's regression tests (root): a full disk refuses with 56
 # and takes produce again once space returns, a read-only one hands the
-# leadership to an in-sync follower: about 13-19 s
+# leadership to an in-sync follower (about 13-22 s); a read-only one under
+# the metadata quorum's log halts the node (about 20 s)
 TEST_SCRIPTS += tests/fault/test_disk_failures.py
 # the short fault set: three 20 s scenarios through tests/fault/run.py
 # --matrix quick (a leader killed, a majority/minority partition, a leader

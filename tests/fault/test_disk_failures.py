@@ -14,10 +14,15 @@ nemesis_disk.py's LoopFs; root):
   acknowledged record is read back, node 1's log says the file and the
   error, and its sluice_partition_failed is 1.
 
-Node 1's metadata quorum log stays on the other disk (Kafka's
-metadata.log.dir apart from log.dirs): on the failed disk it cannot take
-the change that moves the leadership, node 1's metadata goes stale, and
-it goes on telling clients it leads (docs/fault-testing.md).
+In those two node 1's metadata quorum log stays on the other disk
+(Kafka's metadata.log.dir apart from log.dirs). In the third it does not:
+
+- metadata log (a_failed_metadata_log_halts_the_node): node 1's whole data
+  directory, the quorum's log included, on the disk that turns read-only:
+  node 1 cannot take the change that moves its leadership, so it halts
+  (exit 1, one line naming the directory and the error), as Kafka's broker
+  does when its metadata log directory fails; an in-sync follower leads,
+  acks=all Produce succeeds again, every acknowledged record is read back.
 
 The regression tests of issue 20's disk finding (docs/fault-testing.md).
 Everything is removed afterwards (nemesis_disk.sweep() finds what an
@@ -109,8 +114,8 @@ def on_loopfs(c, fs):
     """Node 1 stopped, its data directory moved onto fs (a symlink where
     it was), started again. The metadata quorum's log stays on the disk it
     was on (a symlink from fs), as Kafka's metadata.log.dir on a disk of
-    its own: what fails here is a data disk (a failed metadata log is
-    another matter: docs/fault-testing.md)."""
+    its own: what fails here is a data disk (a failed metadata log:
+    a_failed_metadata_log_halts_the_node)."""
     c.kill(1)
     d = c.data_dir(1)
     keep = d + ".quorum"
@@ -186,6 +191,63 @@ def a_failed_disk_refuses_then_recovers_or_hands_over_leadership():
             assert "Read-only file system" in log and "offline" in log, log[-2000:]
             assert c.metric(1, 'sluice_partition_failed{topic="ro",partition="0"') == 1
             print("  read-only: node %d leads, ISR %s; 20 acknowledged (%.1f s)" % (ps[0], ps[2], time.monotonic() - t0))
+    finally:
+        if fs:
+            fs.close()
+        shutil.rmtree(base, ignore_errors=True)
+    left = nemesis_disk.leftovers(base, os.getpid())
+    assert not left, left
+
+
+def all_on_loopfs(c, fs):
+    """Node 1 stopped, its whole data directory, the metadata quorum's log
+    included, moved onto fs (a symlink where it was), started again."""
+    c.kill(1)
+    d = c.data_dir(1)
+    shutil.copytree(d, os.path.join(fs.mnt, "data"), symlinks=True)
+    shutil.rmtree(d)
+    os.symlink(os.path.join(fs.mnt, "data"), d)
+    c.restart(1)
+    until("node 1 serves", lambda: 1 in AdminClient({"bootstrap.servers": c.addr(1)}).list_topics(timeout=5).brokers)
+
+
+@test
+def a_failed_metadata_log_halts_the_node():
+    """Node 1's metadata quorum log on the disk that turns read-only: it
+    cannot append the change that moves its leaderships, so it halts
+    (exit 1, one line saying what failed and what to do); an in-sync
+    follower leads, acks=all Produce succeeds again, and every
+    acknowledged record is read back."""
+    if os.geteuid() != 0:
+        print("  (needs root: not run)")
+        return
+    nemesis_disk.sweep()
+    base = temp_dir("sluicef-")
+    fs = None
+    sets = ["min.insync.replicas=2", "default.replication.factor=3", "broker.session.timeout.ms=2000",
+            "broker.heartbeat.interval.ms=500", "replica.lag.time.max.ms=3000"]
+    try:
+        with Cluster(3, sets=sets) as c:
+            fs = nemesis_disk.LoopFs(base, "n1", size_mb=48)
+            all_on_loopfs(c, fs)
+            create(c, {"meta": {}})
+            t0 = time.monotonic()
+            before = produce(c.bootstrap, "meta", [b"before-%d" % i for i in range(20)])
+            assert len(acked(before)) == 20, before
+            nemesis_disk.DiskReadOnly(node=1).inject(nemesis_disk.fs_of(c.data_dir(1)))
+            # retried (idempotent) until the new leader takes them
+            during = produce(c.bootstrap, "meta", [b"during-%d" % i for i in range(20)], enable_idempotence=True)
+            assert acked(during) == list(during), during
+            until("node 1 exits", lambda: c.pid(1) is None, timeout=60)
+            others = ",".join(c.addr(n) for n in (2, 3))
+            ps = partitions(others, "meta")[0]
+            assert ps[0] in (2, 3) and 1 not in ps[2], ps
+            check_readable(others, "meta", acked(before) + acked(during))
+            log = c.log(1)
+            assert "the metadata quorum's log" in log and "halting" in log, log[-2000:]
+            assert "stopped after a fatal error" in log, log[-2000:]
+            print("  metadata log read-only: node 1 halted, node %d leads, ISR %s; 20 acknowledged (%.1f s)"
+                  % (ps[0], ps[2], time.monotonic() - t0))
     finally:
         if fs:
             fs.close()
