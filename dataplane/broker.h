@@ -28,6 +28,7 @@
 
 #include <stdint.h>
 
+#include "dataplane/acl.h"
 #include "dataplane/spsc.h"
 #include "storage/plog.h"
 
@@ -157,6 +158,8 @@ struct md_snapshot {
 	struct sasl_scram_cred *scram;  /* the SCRAM users (the metadata log's SCRAM records), by name
 					 * then type (md_scram_find); freed with the snapshot, names
 					 * pointing into the same allocation */
+	struct acl_set acls;      /* the ACL bindings (the metadata log's ACL records, dataplane/acl.h),
+				   * sorted; one allocation with their strings, freed with the snapshot */
 	const struct config *cfg; /* the broker config in effect: static, then the cluster-wide
 				   * defaults changed at run time; read-only, retired with the
 				   * snapshot (NULL: broker->cfg) */
