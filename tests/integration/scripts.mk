@@ -39,6 +39,9 @@ TEST_SCRIPTS += tests/integration/test_tls.py
 # and kafkajs, the refusals before authentication, SCRAM users through the
 # metadata log (a 3-node cluster)
 TEST_SCRIPTS += tests/integration/test_sasl.py
+# ACLs (issue 21): CreateAcls, DescribeAcls, DeleteAcls with kafka-python's
+# admin client, through the metadata log
+TEST_SCRIPTS += tests/integration/test_acls.py
 # Kafka's KRaft settings: what Sluice cannot honour is refused, a one-node
 # config serves
 TEST_SCRIPTS += tests/integration/test_cluster_config.py
