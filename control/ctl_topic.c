@@ -114,8 +114,8 @@ static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct
 		struct acl_binding *acls;
 
 		if (meta_acl_copy(metalog_acls(ctl->ml), &acls) == 0) {   /* without memory: none until the next */
+			md->acls = meta_acl_set(metalog_acls(ctl->ml));
 			md->acls.b = acls;
-			md->acls.n = metalog_acls(ctl->ml)->n;
 		}
 	}
 	md->version = ++ctl->version;

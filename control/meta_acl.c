@@ -9,8 +9,10 @@
 
 struct acl_set meta_acl_set(const struct meta_acl *ma)
 {
-	struct acl_set s = { ma->b, ma->n };
+	struct acl_set s = { ma->b, ma->n, 0 };
 
+	for (int i = 0; i < ma->n; i++)
+		s.hosts += strcmp(ma->b[i].host, ACL_WILDCARD) != 0;
 	return s;
 }
 
@@ -58,7 +60,7 @@ static void binding_free(struct acl_binding *b)
 int meta_acl_apply(struct meta_acl *ma, int16_t type, struct dec *d, int dry)
 {
 	struct acl_binding b = { 0 };
-	struct acl_set s = meta_acl_set(ma);
+	struct acl_set s = { ma->b, ma->n, 0 };   /* for acl_find */
 	int isnull, i, rc = 0;
 
 	b.res = (int8_t)dec_u8(d);
@@ -147,7 +149,7 @@ static int build(const struct meta_acl *ma, int16_t type, const struct acl_bindi
 {
 	uint8_t buf[3 * ACL_STR_MAX + 32];
 	struct enc e = { buf, 0, sizeof(buf), 0 };
-	struct acl_set s = meta_acl_set(ma);
+	struct acl_set s = { ma->b, ma->n, 0 };   /* for acl_find */
 	int found;
 
 	out->buf = NULL;

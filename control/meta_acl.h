@@ -40,7 +40,8 @@ int meta_acl_apply(struct meta_acl *ma, int16_t type, struct dec *d, int dry);
 /* Encode each binding as its record; put(arg, e) per record. */
 int meta_acl_snapshot(const struct meta_acl *ma, struct enc *e, int (*put)(void *arg, struct enc *e), void *arg);
 void meta_acl_reset(struct meta_acl *ma);
-/* The bindings as a set for acl_authorize and acl_filter_match (borrowed
+/* The bindings as a set for acl_authorize and acl_filter_match, its hosts
+ * counted (borrowed
  * until the next change). */
 struct acl_set meta_acl_set(const struct meta_acl *ma);
 /* A copy of the bindings in one allocation (the array, then its strings),

@@ -182,12 +182,17 @@ static void scan(const struct acl_set *s, int res, int pat, const char *name, si
 int acl_authorize(const struct acl_set *s, const char *principal, const char *host, int op, int res,
 		  const char *name, int allow_if_none)
 {
+	return acl_authorize_n(s, principal, host, op, res, name, strlen(name), allow_if_none);
+}
+
+int acl_authorize_n(const struct acl_set *s, const char *principal, const char *host, int op, int res,
+		    const char *name, size_t len, int allow_if_none)
+{
 	struct verdict v = { 0, 0, 0 };
-	size_t len = strlen(name);
 
 	if (s && s->n) {
 		scan(s, res, ACL_PAT_LITERAL, name, len, principal, host, op, &v);
-		if (strcmp(name, ACL_WILDCARD))
+		if (len != 1 || name[0] != '*')
 			scan(s, res, ACL_PAT_LITERAL, ACL_WILDCARD, 1, principal, host, op, &v);
 		for (size_t k = 1; k <= len && !v.deny; k++)
 			scan(s, res, ACL_PAT_PREFIXED, name, k, principal, host, op, &v);

@@ -79,6 +79,8 @@ struct acl_filter {
 struct acl_set {
 	const struct acl_binding *b;   /* sorted by acl_cmp */
 	int n;
+	int hosts;                     /* bindings whose host is not "*" (0: the peer's address
+					* is never needed) */
 };
 
 /* The set's order; 0 for the same binding. */
@@ -99,6 +101,9 @@ int acl_find(const struct acl_set *s, const struct acl_binding *b);
  * rule above (super users are the caller's). */
 int acl_authorize(const struct acl_set *s, const char *principal, const char *host, int op, int res,
 		  const char *name, int allow_if_none);
+/* The same for a name of len bytes (not NUL-terminated). */
+int acl_authorize_n(const struct acl_set *s, const char *principal, const char *host, int op, int res,
+		    const char *name, size_t len, int allow_if_none);
 
 /* Names for text (sluicectl, logs); "UNKNOWN" for others. The parsers
  * take Kafka's names, any case; -EINVAL for others. */

@@ -212,6 +212,10 @@ struct broker_settings {
 	int32_t max_connections_per_ip;
 	int64_t connections_max_idle_ms;    /* -1: never closed for idleness */
 	int32_t sasl_fail_delay_ms;   /* connection.failed.authentication.delay.ms */
+	int authz;                    /* authorizer.class.name is StandardAuthorizer (dataplane/authz.h) */
+	int authz_allow_if_none;      /* allow.everyone.if.no.acl.found */
+	char **super_users;           /* super.users, split; nsuper_users of them (main's) */
+	int nsuper_users;
 	size_t tail_budget;           /* per shard */
 	int64_t retention_check_ms;
 	int64_t producer_ttl_ms;      /* producer.id.expiration.ms */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "dataplane/acl.h"
+#include "dataplane/authz.h"
 #include "dataplane/broker.h"
 #include "dataplane/coord.h"
 #include "dataplane/kafka_ctx.h"
@@ -73,6 +74,12 @@ int kafka_handle_describe_acls(struct kafka_ctx *ctx)
 	f.name = cstr(ctx, &q->ResourceNameFilter, &bad);
 	f.principal = cstr(ctx, &q->PrincipalFilter, &bad);
 	f.host = cstr(ctx, &q->HostFilter, &bad);
+	if (!authz_cluster(ctx, ACL_DESCRIBE)) {
+		r->ErrorCode = KERR_CLUSTER_AUTHORIZATION_FAILED;
+		r->ErrorMessage = kstr_copy(ctx, "DescribeAcls needs DESCRIBE on the cluster");
+		kafka_ctx_respond(ctx);
+		return 0;
+	}
 	if (bad || acl_filter_valid(&f)) {
 		r->ErrorCode = KERR_INVALID_REQUEST;
 		r->ErrorMessage = kstr_copy(ctx, "the filter has an unknown resource type, pattern, operation or "
@@ -154,6 +161,7 @@ int kafka_handle_create_acls(struct kafka_ctx *ctx)
 		ALLOC(ctx, struct kafka_create_acls_response_acl_creation_result, n);
 	struct acl_req *st = ALLOC(ctx, struct acl_req, 1);
 	struct coord_acl_item *items = ALLOC(ctx, struct coord_acl_item, n);
+	int allowed = authz_cluster(ctx, ACL_ALTER);
 
 	if (!r || !res || !st || !items) {
 		kafka_ctx_abort(ctx);
@@ -177,7 +185,9 @@ int kafka_handle_create_acls(struct kafka_ctx *ctx)
 		it->b.name = cstr(ctx, &c->ResourceName, &bad);
 		it->b.principal = cstr(ctx, &c->Principal, &bad);
 		it->b.host = cstr(ctx, &c->Host, &bad);
-		if (bad || acl_binding_valid(&it->b))
+		if (!allowed)
+			refuse(it, KERR_CLUSTER_AUTHORIZATION_FAILED, "CreateAcls needs ALTER on the cluster");
+		else if (bad || acl_binding_valid(&it->b))
 			refuse(it, KERR_INVALID_REQUEST, "Invalid ACL binding: an unknown or filter-only type, "
 			       "or an empty name, principal or host");
 	}
@@ -223,6 +233,7 @@ int kafka_handle_delete_acls(struct kafka_ctx *ctx)
 	struct acl_req *st = ALLOC(ctx, struct acl_req, 1);
 	struct acl_filter *filters = ALLOC(ctx, struct acl_filter, nf);
 	int *first = ALLOC(ctx, int, nf);
+	int allowed = authz_cluster(ctx, ACL_ALTER);
 	struct coord_acl_item *items;
 
 	if (!r || !fr || !st || !filters || !first) {
@@ -249,6 +260,11 @@ int kafka_handle_delete_acls(struct kafka_ctx *ctx)
 		f->host = cstr(ctx, &x->HostFilter, &bad);
 		fr[i].ErrorMessage = (struct kafka_str){ NULL, -1 };
 		first[i] = total;
+		if (!allowed) {
+			fr[i].ErrorCode = KERR_CLUSTER_AUTHORIZATION_FAILED;
+			fr[i].ErrorMessage = kstr_copy(ctx, "DeleteAcls needs ALTER on the cluster");
+			continue;
+		}
 		if (bad || acl_filter_valid(f)) {
 			fr[i].ErrorCode = KERR_INVALID_REQUEST;
 			fr[i].ErrorMessage = kstr_copy(ctx, "the filter has an unknown resource type, pattern, "

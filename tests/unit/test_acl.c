@@ -40,7 +40,7 @@ Test(acl, deny_wins_and_operations_imply_describe)
 		B(ACL_RES_GROUP, "g", ACL_PAT_LITERAL, "User:carol", ACL_DESCRIBE, ACL_PERM_DENY),
 		B(ACL_RES_GROUP, "g", ACL_PAT_LITERAL, "User:carol", ACL_READ, ACL_PERM_ALLOW),
 	};
-	struct acl_set s = { b, 6 };
+	struct acl_set s = { b, 6, 0 };
 
 	qsort(b, 6, sizeof(b[0]), by_cmp);
 	cr_assert(allowed(&s, "User:alice", ACL_WRITE, ACL_RES_TOPIC, "orders"));
@@ -68,7 +68,7 @@ Test(acl, prefixed_literal_wildcards_and_the_default)
 		B(ACL_RES_TOPIC, "team-a", ACL_PAT_PREFIXED, "User:bob", ACL_ALL, ACL_PERM_DENY),
 		B(ACL_RES_TRANSACTIONAL_ID, "tx", ACL_PAT_LITERAL, "User:alice", ACL_WRITE, ACL_PERM_ALLOW),
 	};
-	struct acl_set s = { b, 5 };
+	struct acl_set s = { b, 5, 0 };
 
 	qsort(b, 5, sizeof(b[0]), by_cmp);
 	cr_assert(allowed(&s, "User:alice", ACL_READ, ACL_RES_TOPIC, "team-x"));
@@ -96,7 +96,7 @@ Test(acl, hosts)
 	struct acl_binding b[] = {
 		B(ACL_RES_TOPIC, "a", ACL_PAT_LITERAL, "User:alice", ACL_READ, ACL_PERM_ALLOW),
 	};
-	struct acl_set s = { b, 1 };
+	struct acl_set s = { b, 1, 1 };
 
 	b[0].host = "10.0.0.1";
 	cr_assert(acl_authorize(&s, "User:alice", "10.0.0.1", ACL_READ, ACL_RES_TOPIC, "a", 0));
