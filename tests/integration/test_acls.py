@@ -17,6 +17,9 @@
   DENY wins over an ALLOW; a new ACL takes effect on a connection already
   open; super.users (admin) bypass every check; DescribeAcls and
   CreateAcls need DESCRIBE / ALTER on the cluster; allow.everyone.if.no.acl.found.
+- A 3-node cluster with the authorizer and User:ANONYMOUS (the brokers'
+  principal on the PLAINTEXT inter-broker listener) in super.users
+  replicates: acks=all produces, every ISR full, the same bytes on each node.
 - An unknown authorizer.class.name stops the start (exit 2, naming the key).
 
     /usr/bin/python3 tests/integration/test_acls.py [test ...]
@@ -310,6 +313,23 @@ def allow_everyone_if_no_acl_found():
             wait_for(lambda: produce(p, "free"), "TOPIC_AUTHORIZATION_FAILED", "an ACL on the topic binds")
         finally:
             ad.close()
+
+
+@test
+def a_cluster_replicates_with_the_authorizer(super_users="User:ANONYMOUS"):
+    from confluent_kafka import Producer
+    from cluster import Cluster, create_topic, same_logs, wait_isrs
+    with Cluster(3, sets=("authorizer.class.name=" + AUTHZ, "super.users=" + super_users)) as c:
+        create_topic(c.bootstrap, "rep", 1, 3)
+        wait_isrs(c.bootstrap, "rep", 3)
+        p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "message.timeout.ms": 20000})
+        errs = []
+        for i in range(20):
+            p.produce("rep", b"v%d" % i, on_delivery=lambda err, msg: errs.append(err))
+        p.flush(30)
+        assert len(errs) == 20 and not any(errs), errs
+        wait_isrs(c.bootstrap, "rep", 3)
+        same_logs(c, "rep", 1, [1, 2, 3])
 
 
 @test
