@@ -8,7 +8,7 @@
   by resource, pattern (MATCH finds the PREFIXED and LITERAL "*" bindings
   that apply to a name), principal and permission; DeleteAcls removes what
   a filter matches and lists it; the bindings survive a restart (the
-  metadata log's ACL and REMOVE_ACL records).
+  metadata log's ACL and REMOVE_ACL records); `sluicectl acl create|list|delete`.
 - The authorizer (StandardAuthorizer) with SCRAM users over SASL_PLAINTEXT
   and librdkafka (confluent_kafka): alice, allowed to WRITE topic orders,
   produces to it but cannot read it, produce to or create another topic,
@@ -31,7 +31,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SLUICED, Broker, broker, free_port, main, temp_dir, test  # noqa: E402
+from harness import SLUICED, Broker, broker, free_port, main, run, temp_dir, test  # noqa: E402
+import json  # noqa: E402
 import shutil  # noqa: E402
 
 from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, KafkaAdminClient,  # noqa: E402
@@ -114,6 +115,28 @@ def create_describe_delete_and_restart():
             assert described(ad, flt()) == left
             res = ad.delete_acls([flt()])
             assert len(res[0][1]) == len(left), res
+            assert described(ad, flt()) == []
+            # sluicectl acl create|list|delete
+            ctl = [os.path.join(os.path.dirname(SLUICED), "sluicectl"), "-b", b.bootstrap]
+            run(ctl + ["acl", "create", "-p", "User:carol", "-o", "read", "-t", "topic", "-r", "logs-",
+                       "--pattern", "prefixed"])
+            run(ctl + ["acl", "create", "-p", "User:carol", "-o", "ALTER", "-t", "CLUSTER", "--permission", "DENY"])
+            assert described(ad, flt(principal="User:carol")) == sorted([
+                (ResourceType.TOPIC, "logs-", ACLResourcePatternType.PREFIXED, "User:carol", "*",
+                 ACLOperation.READ, ACLPermissionType.ALLOW),
+                (ResourceType.CLUSTER, "kafka-cluster", ACLResourcePatternType.LITERAL, "User:carol", "*",
+                 ACLOperation.ALTER, ACLPermissionType.DENY)])
+            out = json.loads(run(ctl + ["acl", "list", "-t", "TOPIC", "-r", "logs-eu", "--pattern", "MATCH",
+                                        "--format", "json"]).stdout)
+            assert out["acls"] == [{"resource_type": "TOPIC", "resource": "logs-", "pattern": "PREFIXED",
+                                    "principal": "User:carol", "host": "*", "operation": "READ",
+                                    "permission": "ALLOW"}], out
+            p = run(ctl + ["acl", "create", "-p", "carol", "-o", "READ", "-t", "TOPIC", "-r", "x"], check=False)
+            assert p.returncode == 1 and b"INVALID_REQUEST" in p.stderr, p.stderr
+            p = run(ctl + ["acl", "create", "-p", "User:carol", "-o", "READS", "-t", "TOPIC", "-r", "x"], check=False)
+            assert p.returncode == 2, p.stderr
+            out = json.loads(run(ctl + ["acl", "delete", "-p", "User:carol", "--format", "json"]).stdout)
+            assert len(out["deleted"]) == 2, out
             assert described(ad, flt()) == []
         finally:
             ad.close()
