@@ -597,7 +597,10 @@ static void allowed_text(const struct config_key *k, char *buf, size_t n)
 		snprintf(buf, n, "%s", k->check == check_hostport ? "host:port"
 				       : k->check == check_hostport_or_empty ? "host:port, or empty"
 				       : k->check == check_ipv4_port_or_empty ? "IPv4:port, or empty"
-				       : k->check == check_ipv4_or_empty ? "an IPv4 address, or empty" : "a string");
+				       : k->check == check_ipv4_or_empty ? "an IPv4 address, or empty"
+				       : k->check == check_authorizer ? "org.apache.kafka.metadata.authorizer.StandardAuthorizer "
+									"(the only authorizer), or empty"
+				       : "a string");
 		break;
 	case CONFIG_LIST:
 		snprintf(buf, n, "%s", k->check == check_listener ? "a comma-separated list of NAME://host:port"

@@ -363,7 +363,7 @@ def unknown_authorizer_refused():
                             "--set", "authorizer.class.name=kafka.security.authorizer.AclAuthorizer"],
                            capture_output=True, timeout=30)
         assert r.returncode == 2, (r.returncode, r.stderr)
-        assert b"authorizer.class.name" in r.stderr, r.stderr
+        assert b"authorizer.class.name" in r.stderr and b"StandardAuthorizer" in r.stderr, r.stderr
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
