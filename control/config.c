@@ -56,6 +56,11 @@ static int check_listener(const char *v)
 	return config_listener(v, host, sizeof(host), &port);
 }
 
+static int check_authorizer(const char *v)
+{
+	return *v && strcmp(v, "org.apache.kafka.metadata.authorizer.StandardAuthorizer") ? -1 : 0;
+}
+
 static int check_tls_protocol(const char *v)
 {
 	return strcmp(v, "TLSv1.2") && strcmp(v, "TLSv1.3") ? -1 : 0;
@@ -118,6 +123,14 @@ static const struct config_key keys[] = {
 		 "SCRAM-SHA-512 (GSSAPI and OAUTHBEARER are refused at start). Per listener: "
 		 "listener.name.<listener>.sasl.enabled.mechanisms. Kafka's default is GSSAPI; Sluice's is "
 		 "the SCRAM pair, whose users live in the metadata log (docs/security.md)." },
+	{ "authorizer.class.name", CONFIG_STRING, "", .check = check_authorizer,
+	  .doc = "Empty: no authorizer, every request is allowed. "
+		 "org.apache.kafka.metadata.authorizer.StandardAuthorizer: requests are checked against the "
+		 "ACLs of the metadata log (docs/security.md#acls); another class is refused at start." },
+	{ "super.users", CONFIG_STRING, "",
+	  .doc = "Principals the authorizer allows everything, separated by semicolons (User:admin;User:ops)." },
+	{ "allow.everyone.if.no.acl.found", CONFIG_BOOL, "false",
+	  .doc = "With the authorizer: allow a request on a resource no ACL names (Kafka's default: false)." },
 	{ "sasl.mechanism.inter.broker.protocol", CONFIG_STRING, "GSSAPI",
 	  .doc = "Kafka's mechanism for SASL between brokers: accepted so that a Kafka config starts, and "
 		 "unused: the inter-broker listener must be PLAINTEXT (docs/security.md)." },
@@ -584,7 +597,10 @@ static void allowed_text(const struct config_key *k, char *buf, size_t n)
 		snprintf(buf, n, "%s", k->check == check_hostport ? "host:port"
 				       : k->check == check_hostport_or_empty ? "host:port, or empty"
 				       : k->check == check_ipv4_port_or_empty ? "IPv4:port, or empty"
-				       : k->check == check_ipv4_or_empty ? "an IPv4 address, or empty" : "a string");
+				       : k->check == check_ipv4_or_empty ? "an IPv4 address, or empty"
+				       : k->check == check_authorizer ? "org.apache.kafka.metadata.authorizer.StandardAuthorizer "
+									"(the only authorizer), or empty"
+				       : "a string");
 		break;
 	case CONFIG_LIST:
 		snprintf(buf, n, "%s", k->check == check_listener ? "a comma-separated list of NAME://host:port"

@@ -641,6 +641,7 @@ const struct coord_ops ctl_coord_ops = {
 	.submit_elect = ctl_elect_submit,
 	.submit_reassign = ctl_reassign_submit,
 	.submit_scram = ctl_scram_submit,
+	.submit_acl = ctl_acl_submit,
 	.producer_id_msg = ctl_producer_id_msg,
 	.key_dynamic = config_dynamic,
 	.topic_key_at = topic_config_key_at,

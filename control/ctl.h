@@ -120,6 +120,11 @@ void ctl_reassign_submit(struct kafka_ctx *ctx, struct coord_reassign *req);
  * ctx resumes (dataplane/coord.h submit_scram). */
 struct coord_scram;
 void ctl_scram_submit(struct kafka_ctx *ctx, struct coord_scram *req);
+/* @thread shard. CreateAcls and DeleteAcls (control/ctl_acl.c): the
+ * control thread proposes each binding's ACL or REMOVE_ACL record and
+ * fills its result, then ctx resumes (dataplane/coord.h submit_acl). */
+struct coord_acl;
+void ctl_acl_submit(struct kafka_ctx *ctx, struct coord_acl *req);
 /* @thread ctl. Partitions with a reassignment in progress in the image,
  * and reassignments this node completed as the active controller. */
 struct ctl_reassign_state {

@@ -304,8 +304,9 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	}
 	/* any other error: the record no longer applies (a race between two
 	 * proposals); a no-op on every node, its proposer is told why */
-	if (rc == 0 && (a.broker >= 0 || a.type == META_REC_SCRAM || a.type == META_REC_REMOVE_SCRAM))
-		cq->ctl->brokers_changed = 1;   /* the snapshot's brokers and SCRAM users (ctl_poll) */
+	if (rc == 0 && (a.broker >= 0 || a.type == META_REC_SCRAM || a.type == META_REC_REMOVE_SCRAM ||
+			a.type == META_REC_ACL || a.type == META_REC_REMOVE_ACL))
+		cq->ctl->brokers_changed = 1;   /* the snapshot's brokers, SCRAM users and ACLs (ctl_poll) */
 	/* ctl_elect.c: the snapshot follows partition records; the active
 	 * controller looks again at every partition when a broker's fencing
 	 * changed */

@@ -17,6 +17,7 @@
 #include "control/fd_budget.h"
 #include "control/meta_brokers.h"
 #include "control/meta_parts.h"
+#include "control/meta_acl.h"
 #include "control/meta_scram.h"
 #include "control/metalog.h"
 #include "control/placement.h"
@@ -109,6 +110,14 @@ static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct
 		md->nbrokers++;
 	}
 	md_scram_copy(md, metalog_scram(ctl->ml));
+	{
+		struct acl_binding *acls;
+
+		if (meta_acl_copy(metalog_acls(ctl->ml), &acls) == 0) {   /* without memory: none until the next */
+			md->acls = meta_acl_set(metalog_acls(ctl->ml));
+			md->acls.b = acls;
+		}
+	}
 	md->version = ++ctl->version;
 	md->cfg = ctl->eff;
 	__atomic_store_n(&b->md, md, __ATOMIC_RELEASE);
@@ -180,6 +189,7 @@ static void retired_free(struct retired *r)
 		free(r->snap->by_id);
 		free(r->snap->brokers);
 		free(r->snap->scram);
+		free((void *)r->snap->acls.b);
 		free(r->snap);
 	}
 	if (r->topic)
@@ -774,6 +784,7 @@ void ctl_topics_fini(struct ctl *ctl)
 		free(md->by_id);
 		free(md->brokers);
 		free(md->scram);
+		free((void *)md->acls.b);
 		free(md);
 	}
 	b->md = NULL;

@@ -14,6 +14,7 @@
 
 #include "control/config.h"
 #include "control/meta_brokers.h"
+#include "control/meta_acl.h"
 #include "control/meta_scram.h"
 #include "control/meta_parts.h"
 #include "control/metalog_codec.h"
@@ -52,6 +53,7 @@ struct metalog {
 	int nbcfg, cap_bcfg;
 	struct meta_brokers brokers;   /* REGISTER_BROKER, BROKER_FENCE, UNREGISTER_BROKER */
 	struct meta_scram scram;       /* SCRAM, REMOVE_SCRAM (control/meta_scram.h) */
+	struct meta_acl acls;          /* ACL, REMOVE_ACL (control/meta_acl.h) */
 	int64_t apply_index;      /* the log index of the record being applied (0: none) */
 	uint8_t *bbuf;            /* batch being built */
 	uint8_t *rbuf;            /* replay reads, 4 KiB aligned */
@@ -427,6 +429,9 @@ static int record_apply(struct metalog *ml, int16_t type, const uint8_t *val, si
 	case META_REC_SCRAM:
 	case META_REC_REMOVE_SCRAM:
 		return meta_scram_apply(&ml->scram, type, &d, dry);
+	case META_REC_ACL:
+	case META_REC_REMOVE_ACL:
+		return meta_acl_apply(&ml->acls, type, &d, dry);
 	case META_REC_REGISTER_BROKER:
 	case META_REC_BROKER_FENCE:
 	case META_REC_UNREGISTER_BROKER:
@@ -789,6 +794,7 @@ void metalog_close(struct metalog *ml)
 	free(ml->bcfg);
 	meta_brokers_reset(&ml->brokers);
 	meta_scram_reset(&ml->scram);
+	meta_acl_reset(&ml->acls);
 	free(ml->bbuf);
 	free(ml->rbuf);
 	free(ml);
@@ -1382,6 +1388,11 @@ int metalog_snapshot(const struct metalog *ml, void **buf, size_t *len)
 
 		rc = meta_scram_snapshot(&ml->scram, &e, snap_put_cb, f);
 	}
+	if (!rc) {
+		struct enc e = { tmp, 0, META_MAX_RECORD + 2, 0 };
+
+		rc = meta_acl_snapshot(&ml->acls, &e, snap_put_cb, f);
+	}
 	if (!rc && ml->next_producer_id > 0) {
 		struct enc e = { tmp, 0, META_MAX_RECORD + 2, 0 };
 
@@ -1421,6 +1432,7 @@ static int image_reset(struct metalog *ml)
 	ml->nbcfg = 0;
 	meta_brokers_reset(&ml->brokers);
 	meta_scram_reset(&ml->scram);
+	meta_acl_reset(&ml->acls);
 	ml->have_node = 0;
 	ml->node_rec = 0;
 	ml->cluster_id[0] = 0;
@@ -1473,6 +1485,11 @@ int metalog_restore(struct metalog *ml, const void *buf, size_t len)
 const struct meta_scram *metalog_scram(const struct metalog *ml)
 {
 	return &ml->scram;
+}
+
+const struct meta_acl *metalog_acls(const struct metalog *ml)
+{
+	return &ml->acls;
 }
 
 int64_t metalog_next_producer_id(const struct metalog *ml)

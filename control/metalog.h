@@ -97,8 +97,11 @@
  *                   (Kafka's controller fences a re-registered broker:
  *                   KIP-841). One record, whatever the number of
  *                   partitions; the image alone decides.
+ *  18 ACL         an ACL binding added (control/meta_acl.h)
+ *  19 REMOVE_ACL  its removal
  * (control/meta_brokers.h keeps the brokers, control/meta_parts.h the
- * partitions, control/meta_scram.h the SCRAM users.) A TOPIC record with no PARTITION record after it, as
+ * partitions, control/meta_scram.h the SCRAM users, control/meta_acl.h the
+ * ACL bindings.) A TOPIC record with no PARTITION record after it, as
  * brokers before these records wrote them, has every partition on the node
  * the NODE record names (replicas and ISR that node, its leader), at the
  * topic's leader epoch; partitions a PARTITIONS record adds with no
@@ -129,6 +132,8 @@ enum metalog_record {
 	META_REC_SCRAM = 15,
 	META_REC_REMOVE_SCRAM = 16,
 	META_REC_BROKER_RESTARTED = 17,
+	META_REC_ACL = 18,
+	META_REC_REMOVE_ACL = 19,
 };
 struct meta_broker;
 struct meta_part;
@@ -328,7 +333,8 @@ int64_t metalog_next_producer_ids(struct metalog *ml, int32_t block);
  * (uint32 big-endian length, record) that rebuild it: NODE, each live
  * topic as a TOPIC record with its partitions, leader epoch and configs
  * followed by the PARTITION records of its placed partitions, each broker
- * config, each broker, each SCRAM credential, PRODUCER_IDS. What a quorum keeps instead of the log
+ * config, each broker, each SCRAM credential, each ACL binding,
+ * PRODUCER_IDS. What a quorum keeps instead of the log
  * before it. 0 or -ENOMEM. */
 int metalog_snapshot(const struct metalog *ml, void **buf, size_t *len);
 /* Replace the image with a snapshot's: -EPROTO for bytes it cannot read
@@ -344,6 +350,9 @@ int metalog_snapshot_each(const void *buf, size_t len, int (*fn)(void *arg, cons
 /* The SCRAM users (control/meta_scram.h), borrowed until the next change. */
 struct meta_scram;
 const struct meta_scram *metalog_scram(const struct metalog *ml);
+/* The ACL bindings (control/meta_acl.h), borrowed until the next change. */
+struct meta_acl;
+const struct meta_acl *metalog_acls(const struct metalog *ml);
 
 /* The first producer id no block has reserved yet. */
 int64_t metalog_next_producer_id(const struct metalog *ml);

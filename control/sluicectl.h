@@ -293,6 +293,8 @@ extern const int record_ncmds;
 extern const struct cmd leader_cmds[];
 extern const struct cmd user_cmds[];
 extern const int user_ncmds;
+extern const struct cmd acl_cmds[];
+extern const int acl_ncmds;
 extern const int leader_ncmds;
 extern const struct cmd reassign_cmds[];
 extern const int reassign_ncmds;

@@ -143,6 +143,35 @@ static void stop_shards(struct broker *b)
 		shard_join(b->shards[i]);
 }
 
+/* super.users: principals separated by semicolons, each trimmed; empty
+ * ones skipped. -ENOMEM. */
+static int super_users_split(const char *v, struct broker_settings *set)
+{
+	size_t n = strlen(v);
+	char *copy = strdup(v), *save = NULL;
+
+	set->super_users = calloc(n / 2 + 1, sizeof(*set->super_users));
+	if (!copy || !set->super_users) {
+		free(copy);
+		return -ENOMEM;
+	}
+	for (char *t = strtok_r(copy, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
+		char *e;
+
+		while (*t == ' ' || *t == '\t')
+			t++;
+		e = t + strlen(t);
+		while (e > t && (e[-1] == ' ' || e[-1] == '\t'))
+			*--e = 0;
+		if (*t && !(set->super_users[set->nsuper_users++] = strdup(t))) {
+			free(copy);
+			return -ENOMEM;
+		}
+	}
+	free(copy);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct config *cfg;
@@ -311,6 +340,12 @@ int main(int argc, char **argv)
 	b->set.max_connections_per_ip = (int32_t)config_int(cfg, "max.connections.per.ip");
 	b->set.connections_max_idle_ms = config_int(cfg, "connections.max.idle.ms");
 	b->set.sasl_fail_delay_ms = (int32_t)config_int(cfg, "connection.failed.authentication.delay.ms");
+	b->set.authz = *config_str(cfg, "authorizer.class.name") != 0;
+	b->set.authz_allow_if_none = (int)config_int(cfg, "allow.everyone.if.no.acl.found");
+	if (super_users_split(config_str(cfg, "super.users"), &b->set) < 0) {
+		fprintf(stderr, "sluiced: out of memory\n");
+		return 1;
+	}
 	if (b->set.max_connections_per_ip < INT32_MAX) {
 		/* the per-address counts every shard shares (struct broker_conns) */
 		b->conns.ip_slots = calloc(BROKER_IP_SLOTS, sizeof(uint64_t));
@@ -509,6 +544,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < b->nboot_scram; i++)
 		free((char *)b->boot_scram[i].name);
 	free(b->boot_scram);
+	for (int i = 0; i < b->set.nsuper_users; i++)
+		free(b->set.super_users[i]);
+	free(b->set.super_users);
 	for (int i = 0; i <= nshards; i++)
 		for (int j = 0; j <= nshards; j++)
 			if (b->rings[i][j]) {

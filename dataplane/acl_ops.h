@@ -4,11 +4,15 @@
  * DescribeCluster, DescribeGroups and Metadata carry them. Sluice has no
  * authorizer yet: as Kafka without one, it allows every operation a
  * resource supports and answers that set when a request asks.
+ * dataplane/acl.h has the ACL bindings and their matcher.
  * Thread: any (constants only). */
 #ifndef SLUICE_ACL_OPS_H
 #define SLUICE_ACL_OPS_H
 
 enum acl_op {
+	ACL_UNKNOWN = 0,
+	ACL_ANY = 1,             /* filters only */
+	ACL_ALL = 2,
 	ACL_READ = 3,
 	ACL_WRITE = 4,
 	ACL_CREATE = 5,

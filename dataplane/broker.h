@@ -28,6 +28,7 @@
 
 #include <stdint.h>
 
+#include "dataplane/acl.h"
 #include "dataplane/spsc.h"
 #include "storage/plog.h"
 
@@ -158,6 +159,8 @@ struct md_snapshot {
 	struct sasl_scram_cred *scram;  /* the SCRAM users (the metadata log's SCRAM records), by name
 					 * then type (md_scram_find); freed with the snapshot, names
 					 * pointing into the same allocation */
+	struct acl_set acls;      /* the ACL bindings (the metadata log's ACL records, dataplane/acl.h),
+				   * sorted; one allocation with their strings, freed with the snapshot */
 	const struct config *cfg; /* the broker config in effect: static, then the cluster-wide
 				   * defaults changed at run time; read-only, retired with the
 				   * snapshot (NULL: broker->cfg) */
@@ -210,6 +213,10 @@ struct broker_settings {
 	int32_t max_connections_per_ip;
 	int64_t connections_max_idle_ms;    /* -1: never closed for idleness */
 	int32_t sasl_fail_delay_ms;   /* connection.failed.authentication.delay.ms */
+	int authz;                    /* authorizer.class.name is StandardAuthorizer (dataplane/authz.h) */
+	int authz_allow_if_none;      /* allow.everyone.if.no.acl.found */
+	char **super_users;           /* super.users, split; nsuper_users of them (main's) */
+	int nsuper_users;
 	size_t tail_budget;           /* per shard */
 	int64_t retention_check_ms;
 	int64_t producer_ttl_ms;      /* producer.id.expiration.ms */

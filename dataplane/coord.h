@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "dataplane/kafka/kafka_wire.h"
+#include "dataplane/acl.h"
 #include "dataplane/sasl.h"
 
 struct kafka_ctx;
@@ -165,6 +166,21 @@ struct coord_scram {
 	struct coord_scram_item *items;
 };
 
+/* CreateAcls and DeleteAcls, for the control thread: each binding to add
+ * or remove (its strings in the shard's arena), its result filled there
+ * once its record is applied or refused; items with err set already are
+ * left alone. Borrowed until ctx gets kafka_ctx_sub_done. */
+struct coord_acl_item {
+	struct acl_binding b;
+	int del;                     /* 1: remove b */
+	int16_t err;
+	char msg[120];
+};
+struct coord_acl {
+	int n;
+	struct coord_acl_item *items;
+};
+
 /* KIP-890's verification: a transactional batch reached a partition
  * leader with no transaction of its producer open there; the transaction
  * coordinator (this node's, or through AddPartitionsToTxn VerifyOnly the
@@ -227,6 +243,9 @@ struct coord_ops {
 	/* @thread shard. AlterUserScramCredentials: each item's err is filled
 	 * (its record applied) before ctx gets kafka_ctx_sub_done. */
 	void (*submit_scram)(struct kafka_ctx *ctx, struct coord_scram *req);
+	/* @thread shard. CreateAcls, DeleteAcls: each item's err is filled
+	 * (its record applied) before ctx gets kafka_ctx_sub_done. */
+	void (*submit_acl)(struct kafka_ctx *ctx, struct coord_acl *req);
 	/* @thread ctl. The message fn a shard sends to the control thread (with
 	 * its parking shard_send) for a new producer id outside a request (the
 	 * native protocol's sessions): m->p[0] a cookie, m->p[1] the

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dataplane/authz.h"
 #include "dataplane/coord.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
@@ -129,6 +130,12 @@ int kafka_handle_create_topics(struct kafka_ctx *ctx)
 			ct->partitions = t->Assignments.count;
 			ct->replication = (int16_t)ct->assign_rf;
 		}
+		/* the authorizer: CREATE on the cluster or on the topic */
+		if (!authz_cluster(ctx, ACL_CREATE) &&
+		    !authz_allow(ctx, ACL_CREATE, ACL_RES_TOPIC, t->Name.ptr, t->Name.len > 0 ? (size_t)t->Name.len : 0)) {
+			ct->preset = KERR_TOPIC_AUTHORIZATION_FAILED;
+			snprintf(ct->message, sizeof(ct->message), "Authorization failed.");
+		}
 		ct->nconfigs = nc;
 		ct->keys = ALLOC(ctx, struct kafka_str, nc);
 		ct->values = ALLOC(ctx, struct kafka_str, nc);
@@ -181,8 +188,13 @@ int kafka_handle_delete_topics(struct kafka_ctx *ctx)
 		kafka_ctx_abort(ctx);
 		return 0;
 	}
-	for (int i = 0; i < n; i++)
-		req->topics[i].name = q->TopicNames.items[i];
+	for (int i = 0; i < n; i++) {
+		struct kafka_str name = q->TopicNames.items[i];
+
+		req->topics[i].name = name;
+		if (!authz_allow(ctx, ACL_DELETE, ACL_RES_TOPIC, name.ptr, name.len > 0 ? (size_t)name.len : 0))
+			req->topics[i].preset = KERR_TOPIC_AUTHORIZATION_FAILED;   /* the authorizer */
+	}
 	return submit(ctx, req, delete_topics_done);
 }
 
@@ -410,6 +422,12 @@ int kafka_handle_init_producer_id(struct kafka_ctx *ctx)
 	struct kafka_init_producer_id_response *r;
 	struct pid_state *ps;
 
+	if (q->TransactionalId.len > 0 &&
+	    !authz_allow(ctx, ACL_WRITE, ACL_RES_TRANSACTIONAL_ID, q->TransactionalId.ptr, (size_t)q->TransactionalId.len)) {
+		ctx->only_error = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;   /* the authorizer */
+		kafka_ctx_respond(ctx);
+		return 0;
+	}
 	if (q->TransactionalId.len > 0)
 		return ctx->sh->b->coord->submit_txn(ctx);   /* the transaction coordinator's */
 	r = ALLOC(ctx, struct kafka_init_producer_id_response, 1);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "dataplane/authz.h"
 #include "dataplane/cluster_view.h"
 #include "dataplane/coord.h"
 #include "dataplane/kafka_ctx.h"
@@ -143,14 +144,18 @@ static int metadata_respond(struct kafka_ctx *ctx)
 		kafka_ctx_abort(ctx);
 		return 0;
 	}
-	r->Topics.count = n;
+	r->Topics.count = 0;
 	for (int i = 0; i < n; i++) {
+		struct kafka_metadata_response_metadata_response_topic *rt = &r->Topics.items[r->Topics.count];
 		const struct md_topic *t;
 		struct kafka_str name;
 
 		if (all) {
 			t = md->topics[i];
 			name = (struct kafka_str){ t->name, t->name_len };
+			/* the authorizer: what the principal may not DESCRIBE is left out */
+			if (!authz_allow(ctx, ACL_DESCRIBE, ACL_RES_TOPIC, t->name, (size_t)t->name_len))
+				continue;
 		} else if (!q->Topics.items[i].Name.ptr) {
 			/* v10+: a topic asked by id (null name) */
 			name = (struct kafka_str){ NULL, -1 };
@@ -159,16 +164,20 @@ static int metadata_respond(struct kafka_ctx *ctx)
 			name = q->Topics.items[i].Name;
 			t = name.len > 0 ? md_find(md, name.ptr, name.len) : NULL;
 		}
+		r->Topics.count++;
 		if (refused) {
 			/* (a name is not nullable in a v10-11 response) */
-			metadata_fill_topic(ctx, &r->Topics.items[i], NULL,
-					    name.ptr ? name : (struct kafka_str){ "", 0 });
-			r->Topics.items[i].ErrorCode = KERR_INVALID_REQUEST;
+			metadata_fill_topic(ctx, rt, NULL, name.ptr ? name : (struct kafka_str){ "", 0 });
+			rt->ErrorCode = KERR_INVALID_REQUEST;
+		} else if (!all && !authz_allow(ctx, ACL_DESCRIBE, ACL_RES_TOPIC, t ? t->name : name.ptr,
+						t ? (size_t)t->name_len : name.len > 0 ? (size_t)name.len : 0)) {
+			metadata_fill_topic(ctx, rt, NULL, name.ptr ? name : (struct kafka_str){ "", 0 });
+			rt->ErrorCode = KERR_TOPIC_AUTHORIZATION_FAILED;
 		} else {
-			metadata_fill_topic(ctx, &r->Topics.items[i], t, name);
+			metadata_fill_topic(ctx, rt, t, name);
 		}
-		if (!t)
-			r->Topics.items[i].TopicId = q->Topics.items[i].TopicId;
+		if (!t && !all)
+			rt->TopicId = q->Topics.items[i].TopicId;
 	}
 	ctx->resp = r;
 	kafka_ctx_respond(ctx);
@@ -193,8 +202,9 @@ int kafka_handle_metadata(struct kafka_ctx *ctx)
 		struct kafka_str n = q->Topics.items[i].Name;
 
 		/* illegal and internal names are never auto-created */
-		if (topic_name_valid(n.ptr, n.len) && !topic_name_internal(n.ptr, n.len) && !md_find(md, n.ptr, n.len))
-			missing[nmissing++] = n;
+		if (topic_name_valid(n.ptr, n.len) && !topic_name_internal(n.ptr, n.len) && !md_find(md, n.ptr, n.len) &&
+		    (authz_cluster(ctx, ACL_CREATE) || authz_allow(ctx, ACL_CREATE, ACL_RES_TOPIC, n.ptr, (size_t)n.len)))
+			missing[nmissing++] = n;   /* the authorizer: CREATE on the cluster or the topic */
 	}
 	if (!nmissing)
 		return metadata_respond(ctx);
@@ -376,7 +386,7 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 	struct shard *sh = ctx->sh;
 	struct md_snapshot *md = broker_md(sh->b);
 	struct kafka_produce_response *r = ALLOC(ctx, struct kafka_produce_response, 1);
-	int acks_ok = q->Acks == 0 || q->Acks == 1 || q->Acks == -1;
+	int acks_ok = q->Acks == 0 || q->Acks == 1 || q->Acks == -1, txn_denied = 0;
 
 	shard_stat_add(&sh->stats.produce_requests, 1);
 	if (!r) {
@@ -393,11 +403,20 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 	ctx->resp = r;
 	ctx->resume = produce_finish;
 	ctx->pending = 1;   /* held until every partition is dispatched */
+	/* the authorizer (docs/security.md#acls): a transactional id needs
+	 * WRITE on it; each topic WRITE (which also covers idempotence, as
+	 * Kafka 3's IDEMPOTENT_WRITE or WRITE on the topic) */
+	if (q->TransactionalId.len > 0 &&
+	    !authz_allow(ctx, ACL_WRITE, ACL_RES_TRANSACTIONAL_ID, q->TransactionalId.ptr, (size_t)q->TransactionalId.len))
+		txn_denied = 1;
 	for (int i = 0; i < r->Responses.count; i++) {
 		struct kafka_produce_request_topic_produce_data *td = &q->TopicData.items[i];
 		struct kafka_produce_response_topic_produce_response *rt = &r->Responses.items[i];
 		const struct md_topic *t = td->Name.len > 0 ? md_find(md, td->Name.ptr, td->Name.len) : NULL;
 		int np = td->PartitionData.count < 0 ? 0 : td->PartitionData.count;
+		int denied = txn_denied ? KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED :
+			     !authz_allow(ctx, ACL_WRITE, ACL_RES_TOPIC, td->Name.ptr,
+					  td->Name.len > 0 ? (size_t)td->Name.len : 0) ? KERR_TOPIC_AUTHORIZATION_FAILED : 0;
 		struct produce_part *pps;
 
 		rt->Name = td->Name;
@@ -428,6 +447,8 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 			pr->LogStartOffset = -1;
 			if (!acks_ok)
 				err = KERR_INVALID_REQUIRED_ACKS;
+			else if (denied)
+				err = (int16_t)denied;
 			else if (ctx->req.header.RequestApiVersion < 3)
 				/* v0-2 carry legacy MessageSets (magic 0/1): advertised only
 				 * so librdkafka <= 2.11 enables its codecs; refused here */

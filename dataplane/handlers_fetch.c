@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "dataplane/authz.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
@@ -499,8 +500,8 @@ static int fetch_item_setup(struct kafka_ctx *ctx, struct fetch_state *fs, struc
 
 /* The topic a request or session names: by id from v13 (KIP-516; an
  * unknown id is UNKNOWN_TOPIC_ID, as Kafka answers), else by name. */
-static const struct md_topic *fetch_topic(const struct fetch_state *fs, const struct md_snapshot *md,
-					  const uint8_t id[16], struct kafka_str name, int16_t *unknown)
+static const struct md_topic *fetch_topic_find(const struct fetch_state *fs, const struct md_snapshot *md,
+					       const uint8_t id[16], struct kafka_str name, int16_t *unknown)
 {
 	if (fs->version >= 13) {
 		*unknown = KERR_UNKNOWN_TOPIC_ID;
@@ -508,6 +509,24 @@ static const struct md_topic *fetch_topic(const struct fetch_state *fs, const st
 	}
 	*unknown = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	return name.len > 0 ? md_find(md, name.ptr, name.len) : NULL;
+}
+
+/* ... and the authorizer's word: a consumer needs READ on the topic, a
+ * follower CLUSTER_ACTION on the cluster; refused: no topic, the error
+ * TOPIC_AUTHORIZATION_FAILED (CLUSTER_AUTHORIZATION_FAILED). */
+static const struct md_topic *fetch_topic(struct kafka_ctx *ctx, const struct fetch_state *fs,
+					  const struct md_snapshot *md, const uint8_t id[16], struct kafka_str name,
+					  int16_t *unknown)
+{
+	const struct md_topic *t = fetch_topic_find(fs, md, id, name, unknown);
+
+	if (fs->replica >= 0 ? !authz_cluster(ctx, ACL_CLUSTER_ACTION)
+			     : !authz_allow(ctx, ACL_READ, ACL_RES_TOPIC, t ? t->name : name.ptr,
+					    t ? (size_t)t->name_len : name.len > 0 ? (size_t)name.len : 0)) {
+		*unknown = fs->replica >= 0 ? KERR_CLUSTER_AUTHORIZATION_FAILED : KERR_TOPIC_AUTHORIZATION_FAILED;
+		return NULL;
+	}
+	return t;
 }
 
 /* A full fetch: the request's partitions, in its order. */
@@ -530,7 +549,7 @@ static int fetch_from_request(struct kafka_ctx *ctx, struct fetch_state *fs, str
 		struct kafka_fetch_request_fetch_topic *ft = &q->Topics.items[i];
 		struct kafka_fetch_response_fetchable_topic_response *rt = &r->Responses.items[i];
 		int16_t unknown;
-		const struct md_topic *t = fetch_topic(fs, md, ft->TopicId.b, ft->Topic, &unknown);
+		const struct md_topic *t = fetch_topic(ctx, fs, md, ft->TopicId.b, ft->Topic, &unknown);
 		int np = ft->Partitions.count < 0 ? 0 : ft->Partitions.count;
 
 		rt->Topic = ft->Topic;
@@ -600,7 +619,7 @@ static int fetch_from_session(struct kafka_ctx *ctx, struct fetch_state *fs, str
 			rt->Partitions.items = ALLOC(ctx, struct kafka_fetch_response_partition_data, n);
 			if (!rt->Partitions.items)
 				return -1;
-			t = fetch_topic(fs, md, sp->topic_id, name, &unknown);
+			t = fetch_topic(ctx, fs, md, sp->topic_id, name, &unknown);
 		}
 		if (fetch_item_setup(ctx, fs, &fs->items[i], &rt->Partitions.items[rt->Partitions.count++], t,
 				     unknown, &w) < 0)

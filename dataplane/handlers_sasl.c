@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dataplane/authz.h"
 #include "dataplane/broker.h"
 #include "dataplane/coord.h"
 #include "dataplane/kafka_ctx.h"
@@ -332,6 +333,7 @@ int kafka_handle_alter_user_scram_credentials(struct kafka_ctx *ctx)
 		ALLOC(ctx, struct kafka_alter_user_scram_credentials_response_alter_user_scram_credentials_result, n);
 	struct scram_alter *st = ALLOC(ctx, struct scram_alter, 1);
 	struct coord_scram_item *items = ALLOC(ctx, struct coord_scram_item, n);
+	int allowed = authz_cluster(ctx, ACL_ALTER);   /* the authorizer */
 
 	if (!r || !res || !st || !items) {
 		kafka_ctx_abort(ctx);
@@ -350,6 +352,9 @@ int kafka_handle_alter_user_scram_credentials(struct kafka_ctx *ctx)
 		res[i].User = *name;
 		it->del = i < nd;
 		it->cred.type = mech;
+		if (!allowed)
+			scram_refuse(it, KERR_CLUSTER_AUTHORIZATION_FAILED, "AlterUserScramCredentials needs ALTER on "
+				     "the cluster");
 		if (name->len <= 0 || !name->ptr)
 			scram_refuse(it, KERR_UNACCEPTABLE_CREDENTIAL, "Username must not be empty");
 		else if (name->len >= (int32_t)sizeof(it->name))

@@ -12049,9 +12049,9 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 26, "EndTxn", 0, 1, 3, 0, 1, true, &kafka_msg_descs[44], &kafka_msg_descs[45], kafka_handle_end_txn },
 	{ 27, "WriteTxnMarkers", 0, 1, 1, 0, 1, true, &kafka_msg_descs[46], &kafka_msg_descs[47], kafka_handle_write_txn_markers }, /* between brokers: the coordinator's markers for partitions other nodes lead (no CLUSTER_ACTION check: no security yet) */
 	{ 28, "TxnOffsetCommit", 0, 3, 3, 0, 3, true, &kafka_msg_descs[48], &kafka_msg_descs[49], kafka_handle_txn_offset_commit }, /* 0-2 (0-3 with flex) */
-	{ 29, "DescribeAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[50], &kafka_msg_descs[51], kafka_handle_describe_acls }, /* leave out */
-	{ 30, "CreateAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[52], &kafka_msg_descs[53], kafka_handle_create_acls }, /* leave out */
-	{ 31, "DeleteAcls", 0, 1, 2, 0, 1, false, &kafka_msg_descs[54], &kafka_msg_descs[55], kafka_handle_delete_acls }, /* leave out */
+	{ 29, "DescribeAcls", 0, 1, 2, 0, 1, true, &kafka_msg_descs[50], &kafka_msg_descs[51], kafka_handle_describe_acls }, /* the ACL bindings of the metadata snapshot, by filter (docs/security.md) */
+	{ 30, "CreateAcls", 0, 1, 2, 0, 1, true, &kafka_msg_descs[52], &kafka_msg_descs[53], kafka_handle_create_acls }, /* through the metadata log (ACL records) */
+	{ 31, "DeleteAcls", 0, 1, 2, 0, 1, true, &kafka_msg_descs[54], &kafka_msg_descs[55], kafka_handle_delete_acls }, /* every binding a filter matches, through the metadata log */
 	{ 32, "DescribeConfigs", 0, 2, 4, 0, 2, true, &kafka_msg_descs[56], &kafka_msg_descs[57], kafka_handle_describe_configs },
 	{ 33, "AlterConfigs", 0, 1, 2, 0, 1, true, &kafka_msg_descs[58], &kafka_msg_descs[59], kafka_handle_alter_configs }, /* optional */
 	{ 35, "DescribeLogDirs", 0, 4, 2, 0, 4, true, &kafka_msg_descs[60], &kafka_msg_descs[61], kafka_handle_describe_log_dirs }, /* sizes on disk, from the partitions' published blocks */

@@ -39,6 +39,10 @@ TEST_SCRIPTS += tests/integration/test_tls.py
 # and kafkajs, the refusals before authentication, SCRAM users through the
 # metadata log (a 3-node cluster)
 TEST_SCRIPTS += tests/integration/test_sasl.py
+# ACLs (issue 21): CreateAcls, DescribeAcls, DeleteAcls through the metadata
+# log; the authorizer with SCRAM users and librdkafka; a 3-node cluster with it
+# (about 16 s)
+TEST_SCRIPTS += tests/integration/test_acls.py
 # Kafka's KRaft settings: what Sluice cannot honour is refused, a one-node
 # config serves
 TEST_SCRIPTS += tests/integration/test_cluster_config.py
