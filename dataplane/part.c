@@ -269,6 +269,16 @@ void part_produce(struct part *p, const struct part_produce_req *req, part_produ
 
 	if (p->deleted) {
 		base = -ENOENT;
+	} else if (p->role && !p->role->leading) {
+		/* this node follows the partition now (Kafka's
+		 * appendRecordsToLeader checks the leader under the partition's
+		 * lock): the connection's shard asked its metadata, which the
+		 * owner's role can be ahead of. A batch appended here would
+		 * carry the deposed leader's epoch, be cut as divergent, and its
+		 * acks=all wait be answered by the follower's high watermark
+		 * passing what the new leader wrote at those offsets. */
+		perr = PART_ERR_NOT_LEADER;
+		base = -1;
 	} else if (req->acks != 0 && p->ack_tail - p->ack_head == p->ack_cap) {
 		/* as many answers waiting as the ring holds (a follower far
 		 * behind, thousands of producers): refused before the append,
@@ -545,6 +555,11 @@ void part_progress(struct part *p)
 		part_role_hw(p);   /* the ISR's, or the leader's as a follower knows it */
 	hw = p->pl->high_watermark;
 	durable = p->pl->durable_offset;
+	if (p->role && !p->role->leading && p->ack_head != p->ack_tail)
+		/* a follower acknowledges nothing: its high watermark is the
+		 * leader's, over records the leader wrote (none wait here:
+		 * part_role_set answers them, part_produce refuses) */
+		part_fail_acks(p, PART_ERR_NOT_LEADER, 1, 0);
 	if (p->role && !err) {
 		/* acks=1 behind an acks=all still waiting for the ISR: answered
 		 * once durable (the needs grow along the queue: a prefix) */

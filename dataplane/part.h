@@ -128,7 +128,9 @@ struct part_produce_req {
 				      * batch (Kafka's DelayedProduce); 0: no check */
 };
 
-/* A produce on the owner: the idempotent producer's sequence and epoch
+/* A produce on the owner: refused (PART_ERR_NOT_LEADER) when this node
+ * follows the partition, whatever the connection's shard read in its
+ * metadata; the idempotent producer's sequence and epoch
  * (producer.c; a batch sent again is answered with its first offset, not
  * appended twice), a transactional batch's transaction (part_txn_check),
  * the topic's compression.type (recompress, in the shard's scratch), the

@@ -7,7 +7,8 @@
  * does not catch up is asked out of the ISR and one that caught up back
  * in, not before it has the current epoch's start, nor once it stopped
  * fetching; acks=all fails when its time is out and when the leader becomes a
- * follower; a follower's high watermark is the least of its leader's and
+ * follower; a follower takes no produce and acknowledges nothing; a
+ * follower's high watermark is the least of its leader's and
  * its own log end; a partition alone keeps the one-node way. */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -349,6 +350,46 @@ Test(part_role, acks_all_fails_on_time_out_and_when_leadership_goes)
 	cr_assert_eq(part_err_to_kafka(PART_ERR_TIMED_OUT), KERR_REQUEST_TIMED_OUT);
 }
 
+/* The deposed leader, resumed from a pause: the connection's shard still
+ * read "led here" in its metadata while the owner already followed the
+ * new leader. The produce is refused (NOT_LEADER_OR_FOLLOWER), nothing is
+ * appended; before, it was appended with the old epoch, cut as divergent,
+ * and acknowledged when the follower's high watermark passed what the new
+ * leader had written at the same offsets: an acknowledged record lost. */
+Test(part_role, a_produce_reaching_a_follower_is_refused_and_never_acknowledged)
+{
+	struct part *p = open_part("t-0");
+
+	set_role(p, 1, 4, three, 3, three, 3);
+	produce(p, -1, 30000, 0);
+	set_role(p, 2, 5, three, 3, three, 3);   /* deposed: the waiting one fails */
+	cr_assert_eq(answered[0], 1);
+	cr_assert_eq(answer_err[0], PART_ERR_NOT_LEADER);
+	for (int i = 1; i < 4; i++)
+		produce(p, i == 1 ? -1 : i == 2 ? 1 : 0, 30000, i);   /* acks=all, 1, 0 */
+	store_drain(&sh->st);
+	for (int i = 1; i < 4; i++) {
+		cr_assert_eq(answered[i], 1, "answered at once (%d)", i);
+		cr_assert_eq(answer_err[i], PART_ERR_NOT_LEADER, "refused (%d): %d", i, answer_err[i]);
+		cr_assert_eq(answer_base[i], -1);
+	}
+	cr_assert_eq(p->pl->next_offset, 1, "nothing appended on the follower");
+	/* the leader's high watermark passing those offsets answers nothing */
+	p->role->hw = 100;
+	part_progress(p);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(answered[i], 1, "answered once (%d)", i);
+
+	/* and a wait that reached a follower anyway is never called done */
+	struct ack_wait w = { .need = 1, .base_offset = 0, .done = produced, .cookie = (void *)(intptr_t)4 };
+
+	answered[4] = 0;
+	cr_assert_eq(part_wait_ack(p, &w), 0);
+	part_progress(p);
+	cr_assert_eq(answered[4], 1);
+	cr_assert_eq(answer_err[4], PART_ERR_NOT_LEADER);
+}
+
 Test(part_role, a_followers_high_watermark_is_its_leaders_within_its_own_log)
 {
 	struct part *p = open_part("t-0");
@@ -369,10 +410,12 @@ Test(part_role, a_follower_joins_the_isr_only_with_what_the_leadership_began_wit
 	const int32_t isr12[] = { 1, 2 };
 
 	/* a follower (of 2) with three records its leader never said were
-	 * committed: its high watermark stays 0 */
-	set_role(p, 2, 0, three, 3, three, 3);
+	 * committed (written while it led, at the same epoch): its high
+	 * watermark stays 0 */
+	set_role(p, 1, 0, three, 3, three, 3);
 	for (int i = 0; i < 3; i++)
 		produce(p, 0, 30000, i);
+	set_role(p, 2, 0, three, 3, three, 3);
 	store_drain(&sh->st);
 	cr_assert_eq(p->pl->high_watermark, 0);
 	/* elected at epoch 5 (it starts at offset 3), broker 3 out of the ISR */

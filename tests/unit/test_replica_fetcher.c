@@ -188,8 +188,9 @@ Test(replica_fetcher, the_fetch_names_the_followers_durable_log_end_and_epoch)
 	struct kafka_arena a;
 	const struct kafka_fetch_request *q;
 
-	role(follower, 2, 3);
+	role(follower, 1, 0);               /* it led at epoch 0 (a follower refuses produces) */
 	produce(follower, 0, "mine");       /* appended, not durable yet */
+	role(follower, 2, 3);               /* and follows broker 1 at 3 */
 	kafka_writer_init(&w, frame, sizeof(frame));
 	cr_assert_eq(replica_fetch_build(sh, 1, 7, &w), 0, "nothing while an append is not durable");
 	store_drain(&sh->st);
