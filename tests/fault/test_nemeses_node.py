@@ -54,7 +54,7 @@ import nemesis_disk  # noqa: E402
 import nemesis_node  # noqa: E402
 from nemeses_node import NODE_NEMESES  # noqa: E402
 
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 
@@ -110,10 +110,26 @@ def create(c, topics):
     """topics {name: (assignment, config)}, all at once; until each is led
     by its first replica with every replica in sync."""
     a = AdminClient({"bootstrap.servers": c.bootstrap})
-    fs = a.create_topics([NewTopic(name, len(asg), replica_assignment=asg, config=conf or {})
-                          for name, (asg, conf) in topics.items()], operation_timeout=30)
-    for f in fs.values():
-        f.result(60)
+    todo = dict(topics)
+
+    def created():
+        # a node restarted by the nemesis before serves once ready; the
+        # node answering may apply its unfencing a moment later, and a
+        # manual assignment naming it is refused until then
+        # (INVALID_REPLICA_ASSIGNMENT): asked again, the rest not
+        fs = a.create_topics([NewTopic(name, len(asg), replica_assignment=asg, config=conf or {})
+                              for name, (asg, conf) in todo.items()], operation_timeout=30)
+        for name, f in fs.items():
+            try:
+                f.result(60)
+                del todo[name]
+            except KafkaException as e:
+                if e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    del todo[name]      # an earlier ask made it
+                elif e.args[0].code() != KafkaError.INVALID_REPLICA_ASSIGNMENT:
+                    raise
+        return not todo
+    until("%s created" % ", ".join(sorted(topics)), created)
     for name, (asg, _) in topics.items():
         until("%s led and in sync" % name, lambda: (lambda ps: ps and all(
             v[0] == asg[p][0] and len(v[2]) == len(asg[p]) for p, v in ps.items()))(
