@@ -52,7 +52,10 @@ ADD = ["--add-scram", "SCRAM-SHA-256=[name=admin,password=admin-secret]",
 def certs():
     global CERTS
     if CERTS is None:
+        import atexit
+        import shutil
         CERTS = make_tls_certs(temp_dir("sluice-sasl-certs-"))
+        atexit.register(shutil.rmtree, CERTS, True)    # removed with the suite
     return CERTS
 
 

@@ -24,6 +24,7 @@ SSL listener on free loopback ports:
     /usr/bin/python3 tests/integration/test_tls.py [test ...]
 """
 
+import atexit
 import os
 import shutil
 import signal
@@ -69,6 +70,7 @@ def certs():
     global CERTS
     if CERTS is None:
         d = temp_dir("sluice-tls-certs-")
+        atexit.register(shutil.rmtree, d, True)    # removed with the suite
         make_ca(d, "ca")
         make_ca(d, "rogue-ca")
         make_cert(d, "ca", "broker", "/CN=localhost", "DNS:localhost,IP:127.0.0.1")
