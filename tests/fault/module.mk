@@ -2,16 +2,12 @@
 # make test: the harness's own test (each network nemesis has its effect,
 # nothing left behind: about 20 s)
 TEST_SCRIPTS += tests/fault/test_netcluster.py
-# the process, disk and clock nemeses each doing what it says on three
-# loopback nodes (a SIGKILL, kill-all, a pause, a skewed clock; as root a
-# stalled, full and read-only loop-mounted data directory): about 40 s
-TEST_SCRIPTS += tests/fault/test_nemeses_node.py
 # the disk finding's regression tests (root): a full disk refuses with 56
 # and takes produce again once space returns, a read-only one hands the
 # leadership to an in-sync follower (about 13-22 s); a read-only one under
 # the metadata quorum's log halts the node (about 20 s)
 TEST_SCRIPTS += tests/fault/test_disk_failures.py
-# the short fault set: two 20 s scenarios through tests/fault/run.py
+# the short fault set: two 15 s scenarios through tests/fault/run.py
 # --matrix quick (a majority/minority partition, a leader paused), failing
 # on any anomaly: about 55 s
 TEST_SCRIPTS += tests/fault/smoke.sh
@@ -23,6 +19,10 @@ TEST_SCRIPTS += tests/fault/smoke.sh
 # workloads under faults in make test), then the whole matrix (hours);
 # writes docs/fault-results.md
 .PHONY: fault
+# Before it: the process, disk and clock nemeses each doing what it says on
+# three loopback nodes (tests/fault/test_nemeses_node.py, about 40 s; the
+# disk nemeses' effects are also make test's test_disk_failures.py).
 fault: all control-broker
+	$(Q)/usr/bin/python3 tests/fault/test_nemeses_node.py
 	$(Q)/usr/bin/python3 tests/fault/test_workloads.py
 	$(Q)tests/fault/full.sh

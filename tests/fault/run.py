@@ -55,7 +55,7 @@ PARTITIONS = 3
 # (a queue through a leader's SIGKILL is make test's test_cluster_failover
 # and test_cluster_restart; the runner's kill-leader is in make fault)
 QUICK = [("group", "partition-halves"), ("txn", "pause-leader")]
-QUICK_SECONDS = 20
+QUICK_SECONDS = 15
 
 
 class ScenarioError(Exception):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/fault/smoke.sh — make test's short fault set (docs/fault-testing.md
 # "Running scenarios"): tests/fault/run.py --matrix quick, two scenarios of
-# 20 s each on 3 nodes (group through a majority/minority partition, txn
+# 15 s each on 3 nodes (group through a majority/minority partition, txn
 # through a leader's SIGSTOP). Fails when
 # any anomaly is reported or any scenario could not run (no root, a nemesis
 # or the workload missing, the cluster not built): never skipped. The run's
