@@ -755,14 +755,20 @@ class _Copier(_TxnProducer):
 
 
 def run(kind, bootstrap, topic, seconds, out_dir, seed, clients=2, partitions=3, replication=3, rate=100,
-        flush_s=30, setup_s=120):
+        flush_s=30, setup_s=120, until=None, until_s=0):
     """Run one workload for `seconds` (after its topics exist; created when
-    missing), writing out_dir/<client>.jsonl. Returns the client names."""
+    missing), writing out_dir/<client>.jsonl. Returns the client names.
+    until (queue and txn: a callable), when given, keeps the run going past
+    `seconds` until it returns true, at most until_s seconds more (the
+    drills: until the clients are served again after the fault)."""
     if kind not in KINDS:
         raise ValueError("kind %r: one of %s" % (kind, ", ".join(KINDS)))
     topics = [topic] + ([topic + "-out"] if kind == "txn" else [])
     nparts = ensure_topics(bootstrap, topics, partitions, replication, time.monotonic() + setup_s)[topic]
     stop_at = time.monotonic() + seconds
+    end = stop_at
+    if until is not None:
+        stop_at += until_s          # the clients' end, moved back below
     cs = []
     if kind in ("queue", "group"):
         cs += [_Sender("%s-p%d" % (kind, i), out_dir, stop_at, bootstrap, topic, nparts, seed, rate, flush_s)
@@ -781,8 +787,14 @@ def run(kind, bootstrap, topic, seconds, out_dir, seed, clients=2, partitions=3,
         cs.append(_Reader("txn-ru1", out_dir, stop_at, bootstrap, topics, "read_uncommitted"))
     for c in cs:
         c.start()
+    while until is not None and time.monotonic() < stop_at and not (time.monotonic() >= end and until()):
+        time.sleep(0.2)
+    if until is not None:
+        now = time.monotonic()
+        for c in cs:
+            c.stop_at = min(c.stop_at, now)
     for c in cs:
-        c.join(max(0.0, stop_at - time.monotonic()) + flush_s + 30)
+        c.join(max(0.0, c.stop_at - time.monotonic()) + flush_s + 30)
         if c.is_alive():
             print("sluicefault: client %s still busy at the end; left behind" % c.cname, file=sys.stderr)
     for c in cs:
