@@ -77,7 +77,7 @@ static int connect_to(const char *host, int port, int64_t deadline, char *err, s
 	return fd < 0 ? last : fd;
 }
 
-int http_get(const char *host, int port, const char *path, int timeout_ms, struct http_reply *r)
+int http_get(const char *host, int port, const char *path, const char *basic, int timeout_ms, struct http_reply *r)
 {
 	int64_t deadline = now_ms() + timeout_ms;
 	char req[1024];
@@ -88,7 +88,8 @@ int http_get(const char *host, int port, const char *path, int timeout_ms, struc
 
 	memset(r, 0, sizeof *r);
 	reqlen = (size_t)snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: sluicectl\r\n"
-				  "Accept: application/json\r\nConnection: close\r\n\r\n", path, host, port);
+				  "Accept: application/json\r\n%s%s%sConnection: close\r\n\r\n", path, host, port,
+				  basic ? "Authorization: Basic " : "", basic ? basic : "", basic ? "\r\n" : "");
 	if (reqlen >= sizeof req) {
 		snprintf(r->err, sizeof r->err, "path too long");
 		return -ENAMETOOLONG;
@@ -414,6 +415,15 @@ static bool admin_resolve(struct ctl *c)
 	return true;
 }
 
+/* The HTTP Basic credentials of --command-config (its SASL user and
+ * password), base64, or NULL without them. */
+static const char *admin_basic(struct ctl *c)
+{
+	static char b64[(sizeof(c->sec.user) + sizeof(c->sec.password) + 4) / 3 * 4 + 8];
+
+	return ctl_sec_basic(&c->sec, b64, sizeof b64) > 0 ? b64 : NULL;
+}
+
 static void admin_note(struct ctl *c, const char *what)
 {
 	if (c->admin_noted)
@@ -423,8 +433,15 @@ static void admin_note(struct ctl *c, const char *what)
 	wrap(stderr, 13 + (int)strlen(c->cmd), 4, fmt("admin endpoint %s:%d: %s; %s", c->admin_host, c->admin_port,
 						       c->admin_err, what));
 	fprintf(stderr, "  what to do: ");
-	wrap(stderr, 14, 4, "is admin.listen set on the broker (default 127.0.0.1:9644)? pass --admin HOST:PORT "
-	     "or set SLUICE_ADMIN");
+	if (c->admin_auth_refused)
+		wrap(stderr, 14, 4, c->sec.user[0]
+		     ? "the endpoint wants a SCRAM user of the cluster (admin.require.auth): check the user and "
+		       "password of --command-config"
+		     : "the endpoint wants credentials (admin.require.auth): give --command-config with a user "
+		       "and password (sasl.jaas.config, or sasl.username and sasl.password)");
+	else
+		wrap(stderr, 14, 4, "is admin.listen set on the broker (default 127.0.0.1:9644)? pass --admin "
+		     "HOST:PORT or set SLUICE_ADMIN");
 }
 
 int ctl_admin_get(struct ctl *c, const char *path, const char *unknown, struct http_reply *r)
@@ -441,7 +458,7 @@ int ctl_admin_get(struct ctl *c, const char *path, const char *unknown, struct h
 		admin_note(c, unknown);
 		return -EHOSTUNREACH;
 	}
-	rc = http_get(c->admin_host, c->admin_port, path, c->timeout_ms, r);
+	rc = http_get(c->admin_host, c->admin_port, path, admin_basic(c), c->timeout_ms, r);
 	if (rc < 0) {
 		c->admin_down = true;
 		snprintf(c->admin_err, sizeof c->admin_err, "GET %s: %s", path, r->err);
@@ -451,7 +468,9 @@ int ctl_admin_get(struct ctl *c, const char *path, const char *unknown, struct h
 	if (r->status != 200 && r->status != 503 && r->status != 404) {
 		/* not the admin endpoint we know (or a proxy in the way) */
 		c->admin_down = true;
-		snprintf(c->admin_err, sizeof c->admin_err, "GET %s: HTTP %d", path, r->status);
+		c->admin_auth_refused = r->status == 401 || r->status == 403;
+		snprintf(c->admin_err, sizeof c->admin_err, "GET %s: HTTP %d%s", path, r->status,
+			 r->status == 401 ? " (authentication required)" : r->status == 403 ? " (forbidden)" : "");
 		http_reply_fini(r);
 		admin_note(c, unknown);
 		return -EPROTO;
@@ -489,7 +508,7 @@ int ctl_admin_get_node(struct ctl *c, int32_t node, const char *path, const char
 			snprintf(r->err, sizeof r->err, "no admin.listen from broker %d", node);
 	}
 	rc = c->admin_others[i].down ? -EHOSTUNREACH
-		: http_get(c->admin_others[i].host, c->admin_others[i].port, path, c->timeout_ms, r);
+		: http_get(c->admin_others[i].host, c->admin_others[i].port, path, admin_basic(c), c->timeout_ms, r);
 	if (rc == 0 && r->status != 200 && r->status != 503 && r->status != 404)
 		rc = -EPROTO;
 	if (rc < 0 && !c->admin_others[i].down) {
