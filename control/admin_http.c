@@ -403,9 +403,75 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	vfprintf(stderr, fmt, ap);
 }
 
+/* A PEM item as the ssl.keystore.* keys give it: PEM text, or the path
+ * of a PEM file, read whole into *out (heap, NUL-terminated). */
+static int pem_read(const char *key, const char *item, char **out, char *err, size_t errlen)
+{
+	FILE *f;
+	long n;
+
+	*out = NULL;
+	if (!strncmp(item, "-----BEGIN", 10))
+		return (*out = strdup(item)) ? 0 : -ENOMEM;
+	if (!(f = fopen(item, "r"))) {
+		snprintf(err, errlen, "admin.ssl.enabled: %s: cannot read %s: %s", key, item, strerror(errno));
+		return -EINVAL;
+	}
+	if (fseek(f, 0, SEEK_END) < 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) < 0 ||
+	    !(*out = calloc(1, (size_t)n + 1)) || fread(*out, 1, (size_t)n, f) != (size_t)n) {
+		snprintf(err, errlen, "admin.ssl.enabled: %s: cannot read %s", key, item);
+		fclose(f);
+		free(*out);
+		*out = NULL;
+		return -EINVAL;
+	}
+	fclose(f);
+	return 0;
+}
+
+static void pem_free(char *p)
+{
+	if (p) {
+		OPENSSL_cleanse(p, strlen(p));
+		free(p);
+	}
+}
+
+/* The broker's certificate chain and key for HTTPS (admin.ssl.enabled),
+ * the ones of the SSL listeners: ssl.keystore.location (both in one
+ * file: GnuTLS takes the certificates and the key out of it), or
+ * ssl.keystore.certificate.chain and ssl.keystore.key. */
+static int admin_tls_pem(const struct config *cfg, char **cert, char **key, char *err, size_t errlen)
+{
+	const char *ks = config_str(cfg, "ssl.keystore.location");
+	const char *ch = config_str(cfg, "ssl.keystore.certificate.chain"), *k = config_str(cfg, "ssl.keystore.key");
+	int rc;
+
+	*cert = *key = NULL;
+	if (*ks) {
+		if ((rc = pem_read("ssl.keystore.location", ks, cert, err, errlen)) < 0)
+			return rc;
+		if (!(*key = strdup(*cert)))
+			return -ENOMEM;
+		return 0;
+	}
+	if (!*ch || !*k) {
+		snprintf(err, errlen, "admin.ssl.enabled: needs the broker's certificate and key: ssl.keystore.location, "
+			 "or ssl.keystore.certificate.chain with ssl.keystore.key");
+		return -EINVAL;
+	}
+	if ((rc = pem_read("ssl.keystore.certificate.chain", ch, cert, err, errlen)) < 0 ||
+	    (rc = pem_read("ssl.keystore.key", k, key, err, errlen)) < 0)
+		return rc;
+	return 0;
+}
+
 int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg, struct admin_http **out,
 		     char *err, size_t errlen)
 {
+	char *cert = NULL, *key = NULL;
+	const char *kpw = config_str(cfg, "ssl.key.password");
+	int tls = (int)config_int(cfg, "admin.ssl.enabled");
 	const char *spec = config_str(cfg, "admin.listen");
 	const char *src = config_source(cfg, "admin.listen");
 	int explicit_ = src && strcmp(src, "default");
@@ -432,8 +498,19 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 	}
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	if (tls) {
+		if ((rc = admin_tls_pem(cfg, &cert, &key, err, errlen)) < 0) {
+			pem_free(cert);
+			pem_free(key);
+			freeaddrinfo(ai);
+			return rc;
+		}
+		flags |= MHD_USE_TLS;
+	}
 	a = calloc(1, sizeof(*a));
 	if (!a) {
+		pem_free(cert);
+		pem_free(key);
 		freeaddrinfo(ai);
 		return -ENOMEM;
 	}
@@ -449,8 +526,20 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ADMIN_CONN_MEMORY,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ADMIN_CONN_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)ADMIN_CONN_LIMIT,
+				/* with TLS only: MHD_OPTION_END ends the list here otherwise */
+				tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,
+				MHD_OPTION_HTTPS_MEM_KEY, key,
+				*kpw ? MHD_OPTION_HTTPS_KEY_PASSWORD : MHD_OPTION_END, kpw,
 				MHD_OPTION_END);
 	freeaddrinfo(ai);
+	pem_free(cert);   /* GnuTLS parsed them at the start */
+	pem_free(key);
+	if (!a->d && tls) {
+		free(a);
+		snprintf(err, errlen, "admin.ssl.enabled: cannot serve HTTPS on %s: the port is taken, or the "
+			 "certificate or key (ssl.keystore.*) does not load (the log above says which)", spec);
+		return -EINVAL;
+	}
 	if (!a->d) {
 		free(a);
 		snprintf(err, errlen, "admin.listen: cannot listen on %s (in use?)%s", spec,

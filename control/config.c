@@ -351,6 +351,8 @@ static const struct config_key keys[] = {
 	  .doc = "Sluice: host:port of the HTTP admin endpoint (/metrics, /v1/health, /v1/config, /v1/shards, /v1/partitions/TOPIC/N); port 0 picks one, empty turns it off. Set in a file or with --set, a port that cannot be bound stops the start; the default only turns the endpoint off, with a warning." },
 	{ "admin.require.auth", CONFIG_BOOL, "false",
 	  .doc = "Sluice, as Redpanda's admin_api_require_auth: every admin endpoint request needs HTTP Basic credentials of a SCRAM user of the metadata log (else 401, after connection.failed.authentication.delay.ms); a POST needs a user in super.users (else 403) (docs/security.md#the-admin-endpoint)." },
+	{ "admin.ssl.enabled", CONFIG_BOOL, "false",
+	  .doc = "Sluice: the admin endpoint serves HTTPS with the broker's own certificate and key (ssl.keystore.location, or ssl.keystore.certificate.chain with ssl.keystore.key; ssl.key.password), the ones its SSL listeners present; read at start (docs/security.md#the-admin-endpoint)." },
 	{ "dpdk.enable", CONFIG_BOOL, "false",
 	  .doc = "Sluice: serve the native datagram protocol on a DPDK port too (kernel bypass): each shard polls its own queue pair. The Kafka TCP listener is unchanged. Needs dpdk.eal.args and dpdk.listen." },
 	{ "dpdk.eal.args", CONFIG_STRING, "",

@@ -39,7 +39,7 @@ struct ctl_sec {
 	char password[1024];
 	bool have_password;
 	bool verify_host;           /* ssl.endpoint.identification.algorithm=https (the default) */
-	void *ssl_ctx;              /* SSL_CTX for SSL and SASL_SSL, else NULL */
+	void *ssl_ctx;              /* SSL_CTX from the ssl.* keys (SSL, SASL_SSL, an https admin endpoint) */
 	const char *file;           /* the file, for messages */
 };
 
@@ -48,11 +48,14 @@ struct ctl_sec {
  * certificate that does not load). */
 int ctl_sec_load(struct ctl_sec *s, const char *file, char *err, size_t errlen);
 void ctl_sec_fini(struct ctl_sec *s);
+/* Without --command-config: a TLS context trusting the system's CAs
+ * (for an https admin endpoint); nothing when there is one. */
+void ctl_sec_default_ctx(struct ctl_sec *s);
 const char *ctl_sec_protocol(const struct ctl_sec *s);
-/* TLS over the connected socket fd (blocking handshake until deadline,
- * CLOCK_MONOTONIC ms): *ssl (an SSL *) or -errno with err saying why (an
+/* TLS over the connected socket fd (a blocking handshake of at most
+ * timeout_ms): *ssl (an SSL *) or -errno with err saying why (an
  * untrusted certificate, a host name that does not match). */
-int ctl_sec_tls_connect(const struct ctl_sec *s, int fd, const char *host, int64_t deadline, void **ssl, char *err,
+int ctl_sec_tls_connect(const struct ctl_sec *s, int fd, const char *host, int timeout_ms, void **ssl, char *err,
 			size_t errlen);
 void ctl_sec_tls_close(void *ssl);
 /* After an SSL_read/SSL_write returned rc <= 0: wait for what it wants
@@ -163,9 +166,11 @@ struct http_reply {
 
 /* @thread main. GET path from host:port over one socket (HTTP/1.1,
  * Connection: close; basic: base64 user:password for an Authorization
- * header, or NULL), all of it within timeout_ms. 0 (any status; r filled)
+ * header, or NULL; tls: HTTPS with its context, or NULL), all of it
+ * within timeout_ms. 0 (any status; r filled)
  * or -errno (r->err says why). */
-int http_get(const char *host, int port, const char *path, const char *basic, int timeout_ms, struct http_reply *r);
+int http_get(const char *host, int port, const char *path, const char *basic, const struct ctl_sec *tls,
+	     int timeout_ms, struct http_reply *r);
 void http_reply_fini(struct http_reply *r);
 /* Flat lookups of "key": value in the JSON text [s, end) (the endpoint's
  * answers are flat objects); false when absent or not of that type. */
@@ -234,6 +239,7 @@ struct ctl {
 	 * $SLUICE_ADMIN, else the bootstrap broker's host, port 9644. */
 	const char *admin;          /* HOST:PORT as given, or NULL */
 	const char *admin_src;      /* "--admin" or "SLUICE_ADMIN" */
+	bool admin_tls;             /* https:// given, or the broker's admin.ssl.enabled */
 	char admin_host[256];
 	int admin_port;             /* 0 until resolved */
 	bool admin_down;            /* a request failed: no more are tried */
@@ -247,6 +253,7 @@ struct ctl {
 		char host[256];
 		int port;           /* 0: it reports none */
 		bool down;
+		bool tls;           /* its admin.ssl.enabled */
 	} admin_others[8];
 	int nadmin_others;
 	bool admin_others_noted;

@@ -424,7 +424,7 @@ int kclient_open(struct kclient *k, const char *host, int port, int timeout_ms, 
 	if (sec && (sec->protocol == SEC_SSL || sec->protocol == SEC_SASL_SSL)) {
 		char why[400];
 
-		rc = ctl_sec_tls_connect(sec, k->fd, host, deadline, &k->ssl, why, sizeof why);
+		rc = ctl_sec_tls_connect(sec, k->fd, host, (int)(deadline - mono_ms()), &k->ssl, why, sizeof why);
 		if (rc) {
 			snprintf(k->err, sizeof k->err, "%s:%d: %s", host, port, why);
 			close(k->fd);

@@ -412,8 +412,8 @@ int ctl_sec_load(struct ctl_sec *s, const char *file, char *err, size_t errlen)
 		rc = -EINVAL;
 		goto out;
 	}
-	if (s->protocol == SEC_SSL || s->protocol == SEC_SASL_SSL)
-		rc = make_ctx(s, file, kv, n, err, errlen);
+	/* also for PLAINTEXT: an https admin endpoint uses it */
+	rc = make_ctx(s, file, kv, n, err, errlen);
 out:
 	for (int i = 0; i < n; i++) {
 		OPENSSL_cleanse(kv[i].val, strlen(kv[i].val));
@@ -422,6 +422,16 @@ out:
 	OPENSSL_cleanse(buf, sizeof buf);
 	fclose(f);
 	return rc;
+}
+
+void ctl_sec_default_ctx(struct ctl_sec *s)
+{
+	if (s->ssl_ctx || !(s->ssl_ctx = SSL_CTX_new(TLS_client_method())))
+		return;
+	s->verify_host = true;
+	SSL_CTX_set_min_proto_version(s->ssl_ctx, TLS1_2_VERSION);
+	SSL_CTX_set_verify(s->ssl_ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_default_verify_paths(s->ssl_ctx);
 }
 
 void ctl_sec_fini(struct ctl_sec *s)
@@ -471,10 +481,11 @@ int ctl_sec_wait(void *ssl, int fd, int ssl_rc, int64_t deadline)
 	}
 }
 
-int ctl_sec_tls_connect(const struct ctl_sec *s, int fd, const char *host, int64_t deadline, void **out, char *err,
+int ctl_sec_tls_connect(const struct ctl_sec *s, int fd, const char *host, int timeout_ms, void **out, char *err,
 			size_t errlen)
 {
-	SSL *ssl = SSL_new(s->ssl_ctx);
+	int64_t deadline = mono_ms() + timeout_ms;
+	SSL *ssl = s->ssl_ctx ? SSL_new(s->ssl_ctx) : NULL;
 	unsigned char ip[16];
 	bool is_ip = inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1;
 	char why[256];

@@ -74,6 +74,7 @@ def setup():
         "super.users": "User:admin;User:padmin;User:CN=ops",
         "admin.listen": "127.0.0.1:%d" % admin,
         "admin.require.auth": "true",
+        "admin.ssl.enabled": "true",
     }
     b = Broker(temp_dir(), shards=1, settings=settings, port=port, args=ADD)
     try:
@@ -104,7 +105,9 @@ def props(name, **kv):
 
 
 def ctl(cfg, *args, bootstrap=None, check=True):
-    cmd = [SLUICECTL, "-b", bootstrap or STATE["ss"], "--admin", "127.0.0.1:%d" % STATE["admin"]]
+    # the admin endpoint's address and its HTTPS from the broker's own
+    # config (DescribeConfigs of admin.listen and admin.ssl.enabled)
+    cmd = [SLUICECTL, "-b", bootstrap or STATE["ss"]]
     if cfg:
         cmd += ["--command-config", cfg]
     p = run(cmd + list(args), check=False)
@@ -121,12 +124,14 @@ def scram_cfg(user="admin", password="admin-secret", name="scram.properties"):
 
 
 def http(path, user=None, password=None, method="GET"):
-    req = urllib.request.Request("http://127.0.0.1:%d%s" % (STATE["admin"], path), method=method)
+    import ssl
+    ctx = ssl.create_default_context(cafile=os.path.join(STATE["certs"], "ca.pem"))
+    req = urllib.request.Request("https://127.0.0.1:%d%s" % (STATE["admin"], path), method=method)
     if user is not None:
         req.add_header("Authorization", "Basic " + base64.b64encode(
             ("%s:%s" % (user, password)).encode()).decode())
     try:
-        with urllib.request.urlopen(req, timeout=HANG_GUARD) as r:
+        with urllib.request.urlopen(req, timeout=HANG_GUARD, context=ctx) as r:
             return r.status, dict(r.headers), r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, dict(e.headers), e.read().decode()
@@ -148,6 +153,10 @@ def sasl_ssl_scram_and_plain():
                   ssl_ca_location=os.path.join(STATE["certs"], "ca.pem"))
     rc, out, err = ctl(plain, "topic", "list")
     assert "secured" in out, out + err
+    # the endpoint named: https://, with the credentials (a SCRAM user's:
+    # PLAIN's users of a listener's JAAS config are not the endpoint's)
+    rc, out, err = ctl(cfg, "--admin", "https://localhost:%d" % STATE["admin"], "topic", "describe", "secured")
+    assert "admin endpoint" not in err and " ? " not in out, out + err
 
 
 @test
