@@ -20,8 +20,9 @@
 static const struct opt_spec global_opts[] = {
 	{ "brokers", 'b', "HOST:PORT,...", "bootstrap brokers (default: $SLUICE_BROKERS, then 127.0.0.1:9092)" },
 	{ "format", 0, "table|json", "output format (default table)" },
-	{ "admin", 0, "HOST:PORT", "the broker's HTTP admin endpoint, for shards, log end and health "
-	  "(default: $SLUICE_ADMIN, then the bootstrap broker's host, port 9644)" },
+	{ "admin", 0, "HOST:PORT", "the broker's HTTP admin endpoint, for shards, log end and health; "
+	  "https://HOST:PORT for HTTPS (default: $SLUICE_ADMIN, then the admin.listen the bootstrap broker "
+	  "reports, then its host, port 9644)" },
 	{ "timeout", 0, "MS", "per-request timeout in milliseconds (default 10000)" },
 	{ "command-config", 0, "FILE", "Kafka client properties for a secured cluster, as Kafka's tools take them: "
 	  "security.protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), sasl.mechanism (PLAIN, SCRAM-SHA-256, "
@@ -172,8 +173,9 @@ static void completion_bash(void)
 	       "  for ((i=1; i<COMP_CWORD; i++)); do\n"
 	       "    w=${COMP_WORDS[i]}\n"
 	       "    case $w in\n"
-	       "      -b|--brokers) b=(-b \"${COMP_WORDS[i+1]}\"); ((i++));;\n"
-	       "      --format|--timeout|--admin|--command-config) ((i++));;\n"
+	       "      -b|--brokers) b+=(-b \"${COMP_WORDS[i+1]}\"); ((i++));;\n"
+	       "      --command-config) b+=(--command-config \"${COMP_WORDS[i+1]}\"); ((i++));;\n"
+	       "      --format|--timeout|--admin) ((i++));;\n"
 	       "      -*) ;;\n"
 	       "      *) if [[ -z $noun ]]; then noun=$w; elif [[ -z $verb ]]; then verb=$w; fi;;\n"
 	       "    esac\n"
@@ -244,6 +246,21 @@ static int cmd_names(struct ctl *c, const char *what)
 }
 
 /* ---- main ------------------------------------------------------------------ */
+
+/* --command-config into c->sec: 0, or EXIT_USAGE with the error printed. */
+static int load_sec(struct ctl *c, const char *file)
+{
+	char err[1024];
+
+	if (!file || !*file)
+		return 0;
+	if (ctl_sec_load(&c->sec, file, err, sizeof err) < 0) {
+		fprintf(stderr, "sluicectl: %s: --command-config: %s\n", c->cmd, err);
+		ctl_sec_fini(&c->sec);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -383,8 +400,11 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(noun, "__names")) {
 		c.cmd = "__names";
+		if ((rc = load_sec(&c, command_config)))
+			return rc;
 		rc = verb ? cmd_names(&c, verb) : EXIT_USAGE;
 		kclient_close(&c.boot);
+		ctl_sec_fini(&c.sec);
 		return rc;
 	}
 	if (!m) {
@@ -405,15 +425,8 @@ int main(int argc, char **argv)
 	}
 	snprintf(cmdname, sizeof cmdname, "%s %s", m->noun, m->verb);
 	c.cmd = cmdname;
-	if (command_config && *command_config) {
-		char err[1024];
-
-		if (ctl_sec_load(&c.sec, command_config, err, sizeof err) < 0) {
-			fprintf(stderr, "sluicectl: %s: --command-config: %s\n", c.cmd, err);
-			ctl_sec_fini(&c.sec);
-			return EXIT_USAGE;
-		}
-	}
+	if ((rc = load_sec(&c, command_config)))
+		return rc;
 	rc = m->run(&c, &a);
 	fflush(stdout);
 	kclient_close(&c.boot);

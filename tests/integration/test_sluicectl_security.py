@@ -153,6 +153,8 @@ def sasl_ssl_scram_and_plain():
                   ssl_ca_location=os.path.join(STATE["certs"], "ca.pem"))
     rc, out, err = ctl(plain, "topic", "list")
     assert "secured" in out, out + err
+    # bash completion's topic names come through the same login
+    assert "secured" in ctl(cfg, "__names", "topic")[1]
     # the endpoint named: https://, with the credentials (a SCRAM user's:
     # PLAIN's users of a listener's JAAS config are not the endpoint's)
     rc, out, err = ctl(cfg, "--admin", "https://localhost:%d" % STATE["admin"], "topic", "describe", "secured")
