@@ -263,6 +263,13 @@ static int make_ctx(struct ctl_sec *s, const char *file, const struct kv *kv, in
 			return bad(err, errlen, file, c->line, c->key, "cannot load a certificate from %s: %s", c->val, why);
 		}
 		if (SSL_CTX_use_PrivateKey_file(ctx, k->val, SSL_FILETYPE_PEM) != 1) {
+			unsigned long e = ERR_peek_last_error();
+
+			if (ERR_GET_LIB(e) == ERR_LIB_X509 && ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH) {
+				ERR_clear_error();
+				return bad(err, errlen, file, k->line, k->key,
+					   "the private key does not match the certificate");
+			}
 			ssl_why(why, sizeof why);
 			return bad(err, errlen, file, k->line, k->key, "cannot load the private key from %s%s: %s", k->val,
 				   kpw ? "" : " (encrypted? give ssl.key.password)", why);

@@ -205,6 +205,37 @@ def refusals_name_what_is_wrong():
 
 
 @test
+def command_config_errors_name_the_key():
+    """Each refused before any broker is asked: exit 2, file:line: key."""
+    setup()
+    ca = os.path.join(STATE["certs"], "ca.pem")
+    cases = [
+        (dict(security_protocol="SASL_SSL", sasl_mechanism="GSSAPI"), ":3: sasl.mechanism: 'GSSAPI'"),
+        (dict(security_protocol="SASL_SSL", sasl_mechanism="PLAIN", sasl_jaas_config=SCRAM_JAAS % ("a", "b")),
+         ":4: sasl.jaas.config: ScramLoginModule goes with"),
+        (dict(sasl_jaas_config="ScramLoginModule optional username=\"a\";"),
+         ":2: sasl.jaas.config: the control flag must be 'required'"),
+        (dict(security_protocol="SASL_SSL"), "needs sasl.mechanism"),
+        (dict(security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-256", sasl_username="a"),
+         "needs a user name and a password"),
+        (dict(ssl_truststore_location="/nonexistent/ca.pem"), ":2: ssl.truststore.location: cannot load"),
+        (dict(ssl_truststore_location=ca, ssl_truststore_type="JKS"), ":3: ssl.truststore.type: 'JKS'"),
+        (dict(ssl_certificate_location=os.path.join(STATE["certs"], "ops.pem")),
+         ":2: ssl.certificate.location: ssl.certificate.location and ssl.key.location go together"),
+        (dict(ssl_certificate_location=os.path.join(STATE["certs"], "ops.pem"),
+              ssl_key_location=os.path.join(STATE["certs"], "broker.key")),
+         ":3: ssl.key.location: the private key does not match"),
+        (dict(ssl_endpoint_identification_algorithm="sometimes"),
+         ":2: ssl.endpoint.identification.algorithm: 'sometimes'"),
+    ]
+    for i, (kv, want) in enumerate(cases):
+        rc, out, err = ctl(props("e%d.properties" % i, **kv), "topic", "list", check=False)
+        assert rc == 2 and want in err, (kv, rc, err)
+    rc, out, err = ctl("/nonexistent.properties", "topic", "list", check=False)
+    assert rc == 2 and "/nonexistent.properties: No such file" in err, err
+
+
+@test
 def admin_endpoint_needs_credentials():
     setup()
     b = STATE["b"]
