@@ -51,7 +51,6 @@ struct admin_http {
 	uint64_t requests;            /* answered, by status class: metrics */
 	int require_auth;             /* admin.require.auth */
 	int64_t delay_ms;             /* connection.failed.authentication.delay.ms */
-	uint64_t auth_failures;       /* requests refused for their credentials */
 	struct admin_wait waits[ADMIN_CONN_LIMIT];   /* suspended refusals; conn NULL: free */
 };
 
@@ -287,17 +286,29 @@ static enum MHD_Result reply_401(struct MHD_Connection *conn)
 	return rc;
 }
 
-/* A refusal for the credentials: logged and counted, then answered 401
+/* s for the log: at most 100 bytes, anything unprintable as '?' (a user
+ * name or path may carry a newline). */
+static const char *printable(const char *s, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	for (; *s && n + 1 < cap && n < 100; s++)
+		buf[n++] = (unsigned char)*s >= 0x20 && (unsigned char)*s < 0x7f ? *s : '?';
+	buf[n] = 0;
+	return buf;
+}
+
+/* A refusal for the credentials: logged, then answered 401
  * after the delay (suspended meanwhile; answered at once when no slot
  * is free or there is no delay). */
 static enum MHD_Result refuse(struct admin_http *a, struct MHD_Connection *conn, struct admin_req *q,
 			      const char *method, const char *url, const char *user, const char *why)
 {
-	char addr[INET6_ADDRSTRLEN + 1];
+	char addr[INET6_ADDRSTRLEN + 1], u[104], m[16], p[104];
 
-	a->auth_failures++;
 	fprintf(stderr, "sluiced: admin: authentication failed from %s (%s %s%s%s%s): %s\n",
-		peer_addr(conn, addr, sizeof(addr)), method, url, *user ? ", user '" : "", user, *user ? "'" : "", why);
+		peer_addr(conn, addr, sizeof(addr)), printable(method, m, sizeof(m)), printable(url, p, sizeof(p)),
+		*user ? ", user '" : "", printable(user, u, sizeof(u)), *user ? "'" : "", why);
 	if (a->delay_ms > 0)
 		for (unsigned i = 0; i < ADMIN_CONN_LIMIT; i++)
 			if (!a->waits[i].conn) {
@@ -355,10 +366,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		 * broker (POST) is for super.users */
 		if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD) &&
 		    !is_super_user(a, principal)) {
-			char addr[INET6_ADDRSTRLEN + 1];
+			char addr[INET6_ADDRSTRLEN + 1], u[104], p[104], m[16];
 
-			fprintf(stderr, "sluiced: admin: %s %s refused to %s from %s: not in super.users\n", method, url,
-				principal, peer_addr(conn, addr, sizeof(addr)));
+			fprintf(stderr, "sluiced: admin: %s %s refused to %s from %s: not in super.users\n",
+				printable(method, m, sizeof(m)), printable(url, p, sizeof(p)),
+				printable(principal, u, sizeof(u)), peer_addr(conn, addr, sizeof(addr)));
 			return reply_text(conn, MHD_HTTP_FORBIDDEN, "forbidden: only super.users may do this");
 		}
 	}

@@ -260,7 +260,8 @@ def admin_endpoint_needs_credentials():
     mtls = props("mtls2.properties", security_protocol="SSL", ssl_ca_location=os.path.join(STATE["certs"], "ca.pem"),
                  ssl_certificate_location=os.path.join(STATE["certs"], "ops.pem"),
                  ssl_key_location=os.path.join(STATE["certs"], "ops.key"))
-    rc, out, err = ctl(mtls, "topic", "describe", "secured", bootstrap=STATE["ssl"], check=False)
+    ctl(scram_cfg(), "topic", "create", "secured-2")
+    rc, out, err = ctl(mtls, "topic", "describe", "secured-2", bootstrap=STATE["ssl"], check=False)
     err = " ".join(err.split())
     assert rc == 0 and "HTTP 401" in err and "admin.require.auth" in err, (rc, out, err)
 
