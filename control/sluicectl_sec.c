@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,8 +251,10 @@ static int make_ctx(struct ctl_sec *s, const char *file, const struct kv *kv, in
 	if (ks && cert)
 		return bad(err, errlen, file, cert->line, cert->key,
 			   "give ssl.keystore.location or ssl.certificate.location with ssl.key.location, not both");
-	if (kpw)
-		SSL_CTX_set_default_passwd_cb_userdata(ctx, kpw->val), SSL_CTX_set_default_passwd_cb(ctx, pw_cb);
+	if (kpw) {   /* kpw->val lives until ctl_sec_load returns: unset below */
+		SSL_CTX_set_default_passwd_cb_userdata(ctx, kpw->val);
+		SSL_CTX_set_default_passwd_cb(ctx, pw_cb);
+	}
 	if ((cert && !key) || (key && !cert && !ks))
 		return bad(err, errlen, file, (cert ? cert : key)->line, (cert ? cert : key)->key,
 			   "ssl.certificate.location and ssl.key.location go together");
@@ -277,6 +280,8 @@ static int make_ctx(struct ctl_sec *s, const char *file, const struct kv *kv, in
 		if (SSL_CTX_check_private_key(ctx) != 1)
 			return bad(err, errlen, file, k->line, k->key, "the private key does not match the certificate");
 	}
+	SSL_CTX_set_default_passwd_cb(ctx, NULL);
+	SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL);
 	return 0;
 }
 
