@@ -275,7 +275,7 @@ static int make_ctx(struct ctl_sec *s, const char *file, const struct kv *kv, in
 			}
 			ssl_why(why, sizeof why);
 			return bad(err, errlen, file, k->line, k->key, "cannot load the private key from %s%s: %s", k->val,
-				   kpw ? "" : " (encrypted? give ssl.key.password)", why);
+				   kpw ? " (is ssl.key.password its password?)" : " (encrypted? give ssl.key.password)", why);
 		}
 		if (SSL_CTX_check_private_key(ctx) != 1)
 			return bad(err, errlen, file, k->line, k->key, "the private key does not match the certificate");
