@@ -79,6 +79,15 @@ int metalog_topic_name_valid(const char *name)
 	return 1;
 }
 
+/* The live topic called name that a builder's record is about (NULL:
+ * none), with *out emptied first. */
+static struct meta_topic *topic_for(const struct metalog *ml, const char *name, struct metalog_rec *out)
+{
+	out->buf = NULL;
+	out->len = 0;
+	return name ? metalog_find_live(ml, name, NULL, NULL) : NULL;
+}
+
 int metalog_build_topic(const struct metalog *ml, const char *name, int32_t partitions,
 			const char *const *keys, const char *const *values, int n, struct metalog_rec *out)
 {
@@ -120,10 +129,8 @@ int metalog_build_topic(const struct metalog *ml, const char *name, int32_t part
 int metalog_build_delete_topic(const struct metalog *ml, const char *name, struct metalog_rec *out)
 {
 	struct enc e = ENC_INIT(ml, ml->rbuf);
-	struct meta_topic *t = name ? metalog_find_live(ml, name, NULL, NULL) : NULL;
+	struct meta_topic *t = topic_for(ml, name, out);
 
-	out->buf = NULL;
-	out->len = 0;
 	if (!t)
 		return -ENOENT;
 	enc_type(&e, META_REC_REMOVE_TOPIC);
@@ -135,10 +142,8 @@ int metalog_build_partitions(const struct metalog *ml, const char *name, int32_t
 			     struct metalog_rec *out)
 {
 	struct enc e = ENC_INIT(ml, ml->rbuf);
-	struct meta_topic *t = name ? metalog_find_live(ml, name, NULL, NULL) : NULL;
+	struct meta_topic *t = topic_for(ml, name, out);
 
-	out->buf = NULL;
-	out->len = 0;
 	if (!t)
 		return -ENOENT;
 	if (new_total <= t->partitions)
@@ -264,11 +269,9 @@ int metalog_build_partition_change(const struct metalog *ml, const char *name, i
 				   struct metalog_rec *out)
 {
 	struct enc e = ENC_INIT(ml, ml->rbuf);
-	struct meta_topic *t = name ? metalog_find_live(ml, name, NULL, NULL) : NULL;
+	struct meta_topic *t = topic_for(ml, name, out);
 	int rc;
 
-	out->buf = NULL;
-	out->len = 0;
 	if (!t)
 		return -ENOENT;
 	if ((rc = meta_parts_build_change(&e, t, partition, leader, isr, nisr, replicas, nreplicas)) <= 0)
@@ -282,11 +285,9 @@ int metalog_build_partition_reassign(const struct metalog *ml, const char *name,
 				     struct metalog_rec *out)
 {
 	struct enc e = ENC_INIT(ml, ml->rbuf);
-	struct meta_topic *t = name ? metalog_find_live(ml, name, NULL, NULL) : NULL;
+	struct meta_topic *t = topic_for(ml, name, out);
 	int rc;
 
-	out->buf = NULL;
-	out->len = 0;
 	if (!t)
 		return -ENOENT;
 	if ((rc = meta_parts_build_reassign(&e, t, partition, leader, isr, nisr, replicas, nreplicas, adding,
@@ -299,11 +300,9 @@ int metalog_build_config(const struct metalog *ml, const char *name, const char 
 			 struct metalog_rec *out)
 {
 	struct enc e = ENC_INIT(ml, ml->rbuf);
-	struct meta_topic *t = name ? metalog_find_live(ml, name, NULL, NULL) : NULL;
+	struct meta_topic *t = topic_for(ml, name, out);
 	int rc, have = 0;
 
-	out->buf = NULL;
-	out->len = 0;
 	if (!t || !key)
 		return -ENOENT;
 	if (value) {
