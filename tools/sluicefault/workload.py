@@ -717,7 +717,7 @@ class _Copier(_TxnProducer):
                 src = m.value().decode(errors="replace")
                 self.w.write("read", value=src, key=None if m.key() is None else m.key().decode(errors="replace"),
                              topic=m.topic(), partition=m.partition(), offset=m.offset(), reader=self.cname,
-                             isolation="read_committed", session=self.session)
+                             isolation="read_committed", session=self.session, txn=txn)
                 value = "%s-%d" % (self.cname, self.seq)
                 self.seq += 1
                 self.w.write("send", value=value, key=src, topic=self.out_topic, partition=None, txn=txn,
