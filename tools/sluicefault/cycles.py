@@ -10,10 +10,15 @@ version order, and from the transactions' sends and reads follow
       what T1 did not see).
 
 A cycle of ww edges alone is G0, of ww and wr with a wr G1c, with exactly
-one rw G-single, with more G2. docs/fault-testing.md ("Dependency cycles")
-says which of them the checker counts as an anomaly and why.
+one rw G-single, with more G2. Kafka orders concurrent transactions per
+partition only, so ww edges need not agree with any serial order (Jepsen's
+--no-ww-deps); a cycle of wr edges alone ("wr_cycles": each transaction
+read what the next wrote, circular information flow) is what no
+read_committed history can have. docs/fault-testing.md ("Dependency
+cycles") says which of them the checker counts as an anomaly and why.
 
     find(lines, committed) -> {"G0": n, "G1c": n, "G-single": n, "G2": n,
+                               "wr_cycles": n,
                                "examples": {kind: [cycle]}, "txns": n,
                                "edges": n}
 
@@ -215,4 +220,13 @@ def find(lines, committed, examples=3):
             lst = res["examples"].setdefault(kind, [])
             if len(lst) < examples:
                 lst.append(ex)
+    wr = {n: [m for m, ks in edges.get(n, {}).items() if "wr" in ks] for n in nodes}
+    comps = sccs(sorted(nodes), lambda n: wr[n])
+    res["wr_cycles"] = len(comps)
+    for comp in comps[:examples]:
+        members = set(comp)
+        a = comp[0]
+        b = next(m for m in wr[a] if m in members)
+        res["examples"].setdefault("wr_cycles", []).append(
+            _example(edges, [a] + _path(edges, b, a, ("wr",), members), ("wr",)))
     return res
