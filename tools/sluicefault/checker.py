@@ -7,7 +7,8 @@ prints a table (anomaly, count, first examples) and the summary figures,
 and exits 1 when any anomaly was found. check(paths) returns the same as a
 dict: an integer count per anomaly (ANOMALIES), "details" (the first
 examples of each), and the figures sent, acked, read (reads by the run's
-readers), read_final, longest_unavailable_s and recovery_s.
+readers), read_final, longest_unavailable_s, recovery_s, cycle_kinds (the
+dependency cycles that take ww edges, sluicefault.cycles) and cycle_graph.
 
 What is never judged, so that a correct cluster reports nothing: a record
 whose send failed indefinitely (a timeout; it may or may not be in the log)
