@@ -308,7 +308,8 @@ def table_row(row):
         cells = [row["scenario"], str(row["seed"]), str(row["nodes"]),
                  "%s/%s/%s" % (fmt(row.get("sent")), fmt(row.get("acked")), fmt(row.get("read")))]
         cells += [fmt(row.get(k)) for k in ANOMALIES]
-        kinds = ["%s:%d" % kv for kv in (row.get("cycle_kinds") or {}).items() if kv[1]]
+        ck = row.get("cycle_kinds") or {}
+        kinds = ["%s:%d" % (k, ck[k]) for k in ("G0", "G1c", "G-single", "G2") if ck.get(k)]
         if kinds:               # the cycle kinds that are figures, not anomalies (G0, G-single, G2)
             cells[-1] += " (%s)" % " ".join(kinds)
         cells += [fmt(max_of(row.get("longest_unavailable_s"))), fmt(max_of(row.get("recovery_s")))]
