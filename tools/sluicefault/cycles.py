@@ -178,9 +178,11 @@ def _example(edges, cycle, kinds):
     return {"txns": cycle[:-1], "edges": steps}
 
 
-def classify(edges, comp, rw_limit=2000):
+def classify(edges, comp, rw_limit=100):
     """The kinds of cycle in one strongly connected component, each with an
-    example: {kind: example}."""
+    example: {kind: example}. G-single is looked for through the first
+    rw_limit rw edges of the component (a search of the component each);
+    a component with more and no G-single among them is called G2."""
     members = set(comp)
     out = {}
     for kind, allowed, need in (("G0", ("ww",), "ww"), ("G1c", ("ww", "wr"), "wr")):
