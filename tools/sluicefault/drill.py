@@ -72,7 +72,7 @@ def need_modules():
 BROKEN_IF = ("lost", "duplicated", "reordered", "unexpected", "divergent", "stale_commit", "commit_backwards")
 ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "divergent", "nonmonotonic", "skipped",
              "stale_commit", "commit_backwards", "aborted_visible", "partial_txn", "premature_read",
-             "copy_mismatch")
+             "copy_mismatch", "cycles")
 
 
 # ---- the drill file ----------------------------------------------------------

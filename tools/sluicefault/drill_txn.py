@@ -22,7 +22,7 @@ import time
 # Anomalies that break the transactional drill's promise: the others'
 # (drill.BROKEN_IF) and the transactions' own.
 TXN_BROKEN_IF = ("lost", "duplicated", "reordered", "unexpected", "divergent", "aborted_visible", "partial_txn",
-                 "premature_read", "copy_mismatch")
+                 "premature_read", "copy_mismatch", "cycles")
 
 
 def run(d, say):
@@ -110,7 +110,7 @@ def run(d, say):
         "sent": result.get("sent"), "acked": result.get("acked"), "read": result.get("read"),
         "lost": result.get("lost", 0), "duplicated": result.get("duplicated", 0),
         "anomalies": {k: result.get(k, 0) for k in ANOMALIES}, "details": result.get("details", {}),
-        "transactions_committed": len(producers), "copier_commits": len(commits) - len(producers),
+        "transactions_committed": len(producers), "copier_commits": sum(1 for _, c in commits if c == "txn-copier"),
         "transactions_aborted": aborts, "commits_failed": failed, "errors": errors,
         "longest_without_a_commit_s": round(max(gaps), 3), "first_commit_after_heal_s": converged,
         "budget_s": a.budget,
@@ -135,6 +135,7 @@ def print_report(r):
         ("committed transactions seen in part", an.get("partial_txn", 0), "0"),
         ("open transactions read_committed saw", an.get("premature_read", 0), "0"),
         ("copies not matching their input", an.get("copy_mismatch", 0), "0"),
+        ("transactions that read each other's (wr cycles)", an.get("cycles", 0), "0"),
         ("transactions committed / aborted", "%d/%d" % (r["transactions_committed"], r["transactions_aborted"]),
          "reported"),
         ("copier transactions committed", r["copier_commits"], "> 0"),

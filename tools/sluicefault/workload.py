@@ -22,8 +22,11 @@ KIND is one of
          partitions, committed or (one in four) aborted by the seed; a
          consume-transform-produce copier ("txn-copier") copying each
          committed input record to T-out in a transaction with its consumer
-         offsets (the copy's key is the input value); a read_committed and
-         a read_uncommitted reader of both topics.
+         offsets (the copy's key is the input value); two clients
+         ("txn-m1", "txn-m2") whose transactions write 1-2 records to T
+         and then read T read_committed before committing (so that a
+         cycle of wr edges could show); a read_committed and a
+         read_uncommitted reader of both topics.
 
 --final does only the final read: every partition of the kind's topics (T,
 and T-out for txn) read from the log start to its end (the high watermark
@@ -49,7 +52,7 @@ import sys
 import threading
 import time
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from .history import Writer
 
@@ -90,12 +93,12 @@ def group_meta(consumer):
     return gen, member
 
 
-def read_line(w, m, reader, isolation, session):
+def read_line(w, m, reader, isolation, session, **extra):
     """The history's "read" line of message m, read by `reader`."""
     w.write("read", value=m.value().decode(errors="replace"),
             key=None if m.key() is None else m.key().decode(errors="replace"),
             topic=m.topic(), partition=m.partition(), offset=m.offset(), reader=reader,
-            isolation=isolation, session=session)
+            isolation=isolation, session=session, **extra)
 
 
 def ensure_topics(bootstrap, topics, partitions, replication, deadline):
@@ -319,14 +322,15 @@ class _GroupReader:
             self.w.write("error", error=err_name(e), what="position")
             return None
 
-    def read_loop(self, c, until, each, isolation="read_uncommitted", n=200, timeout=0.2, woke=None):
+    def read_loop(self, c, until, each, isolation="read_uncommitted", n=200, timeout=0.2, woke=None, tag=None):
         """Consume up to n records at a time from c while until(): each
         batch's records are written as reads of the current session, then
         each(c, msgs) gets those without an error (returning False ends
         the loop). A consume that raises is written and tried again 0.2 s
         later. woke(c) (the zombie's) runs before each consume and after
         it: when it returns true it acted instead, and the batch that
-        consume got is dropped."""
+        consume got is dropped. tag(), when given, adds its fields to each
+        read line (the copier's: the transaction the batch is copied in)."""
         while until():
             if woke and woke(c):
                 continue
@@ -343,7 +347,7 @@ class _GroupReader:
                 if m.error():
                     self.w.write("error", error=m.error().name(), what="read")
                     continue
-                read_line(self.w, m, self.cname, isolation, self.session)
+                read_line(self.w, m, self.cname, isolation, self.session, **(tag() if tag else {}))
                 good.append(m)
             if each(c, good) is False:
                 break
@@ -750,7 +754,82 @@ class _Copier(_GroupReader, _TxnProducer):
     def body(self):
         c = self.group_consumer(**{"isolation.level": "read_committed"})
         deadline = self.stop_at + self.flush_s
-        self.read_loop(c, self.running, lambda c, msgs: self.copy(c, msgs, deadline), "read_committed", 100, 0.3)
+        # each batch's reads name the transaction begin() will open for its
+        # copies (the cycle analysis's read edges; a name that never
+        # commits is ignored there)
+        self.read_loop(c, self.running, lambda c, msgs: self.copy(c, msgs, deadline), "read_committed", 100, 0.3,
+                       tag=lambda: {"txn": "%s-t%d" % (self.cname, self.ntxn)})
+        c.close()
+        if self.p is not None:
+            self.p.flush(self.flush_s)
+
+
+class _Mixer(_TxnProducer):
+    """Transactions that write and then read: 1-2 records to seeded
+    partitions of the input topic, flushed, then what its read_committed
+    consumer (every partition, from the end of the log when it started)
+    has for it, then commit. Two of them make a cycle of wr edges possible,
+    which read_committed forbids: each transaction reading the other's
+    record while both are open (docs/fault-testing.md, "Dependency
+    cycles"). Each transaction's reads are a session of their own (the
+    readers judge continuity; a reset of this consumer to the log end
+    after an out-of-range answer is no skip)."""
+
+    def one_mixed(self, c, deadline):
+        p = self.producer(deadline)
+        if p is None:
+            return
+        txn = "%s-t%d" % (self.cname, self.ntxn)
+        self.ntxn += 1
+        try:
+            p.begin_transaction()
+        except KafkaException as e:
+            self.w.write("error", error=err_name(e), what="begin_transaction")
+            self.drop()
+            return
+        self.w.write("txn_begin", txn=txn)
+        for part in [self.rng.randrange(self.nparts) for _ in range(self.rng.randint(1, 2))]:
+            value = "%s-%d" % (self.cname, self.seq)
+            self.seq += 1
+            self.w.write("send", value=value, key=value, topic=self.topic, partition=part, txn=txn)
+            try:
+                p.produce(self.topic, value=value, key=value, partition=part, on_delivery=self.on_delivery)
+            except (BufferError, KafkaException) as e:
+                self.w.write("fail", value=value, error=err_name(e) if isinstance(e, KafkaException)
+                             else "_QUEUE_FULL", definite=True)
+                self.abort(txn, deadline)
+                return
+        p.flush(5)
+        try:
+            msgs = c.consume(100, 0.1)
+        except KafkaException as e:
+            self.w.write("error", error=err_name(e), what="consume")
+            msgs = []
+        for m in msgs:
+            if m.error():
+                self.w.write("error", error=m.error().name(), what="read %s[%s]" % (m.topic(), m.partition()))
+                continue
+            self.w.write("read", value=m.value().decode(errors="replace"),
+                         key=None if m.key() is None else m.key().decode(errors="replace"), topic=m.topic(),
+                         partition=m.partition(), offset=m.offset(), reader=self.cname, isolation="read_committed",
+                         session=self.ntxn, txn=txn)
+        status, error = self.call("commit_transaction", lambda: p.commit_transaction(10), deadline)
+        self.w.write("txn_commit", txn=txn, ok=status == "ok", error=error)
+        if status == "abort":
+            self.abort(txn, deadline)
+
+    def body(self):
+        c = Consumer(dict(QUIET, **{
+            "bootstrap.servers": self.bootstrap, "group.id": self.cname + "-unused", "enable.auto.commit": False,
+            "auto.offset.reset": "latest", "isolation.level": "read_committed", "enable.partition.eof": False,
+            "error_cb": self.on_error}))
+        c.assign([TopicPartition(self.topic, n, OFFSET_END) for n in range(self.nparts)])
+        self.w.write("assign", partitions=[[self.topic, n] for n in range(self.nparts)], generation=None,
+                     member=self.cname, session=0)
+        while self.running():
+            self.one_mixed(c, self.stop_at + self.flush_s)
+            if self.p is not None:
+                self.p.poll(1.0 / self.rate)
         c.close()
         if self.p is not None:
             self.p.flush(self.flush_s)
@@ -785,6 +864,8 @@ def run(kind, bootstrap, topic, seconds, out_dir, seed, clients=2, partitions=3,
         cs += [_TxnProducer("txn-x%d" % i, out_dir, stop_at, bootstrap, topic, nparts, seed, max(1, rate // 5),
                             flush_s) for i in range(1, clients + 1)]
         cs.append(_Copier("txn-copier", out_dir, stop_at, bootstrap, topic, topic + "-out", seed, flush_s))
+        cs += [_Mixer("txn-m%d" % i, out_dir, stop_at, bootstrap, topic, nparts, seed, max(1, rate // 10), flush_s)
+               for i in (1, 2)]
         cs.append(_Reader("txn-rc1", out_dir, stop_at, bootstrap, topics, "read_committed"))
         cs.append(_Reader("txn-ru1", out_dir, stop_at, bootstrap, topics, "read_uncommitted"))
     for c in cs:
