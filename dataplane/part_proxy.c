@@ -10,7 +10,8 @@
  *   v[0]  bits 0-15 the sender's thread index, 16-31 a 16-bit argument
  *         (txn_begin's epoch), 32-63 the partition index;
  *   v[2], v[3]  the topic id (16 bytes);
- *   p[0]  NULL, or a shard's handle (the *_at requests), used as it is.
+ *   p[0]  NULL, or a shard's handle (the *_at requests), used as it is
+ *         (a read, only ever by value, carries its end there instead).
  * The owner resolves it with owner_find: the handle, else its own
  * part_table; NULL means the partition is not (or no longer) here.
  */
@@ -51,6 +52,7 @@ static void *fn_ptr(void (*fn)(void))
 
 _Static_assert(sizeof(((struct shard_msg *)0)->v[2]) * 2 == sizeof(((struct part_addr *)0)->topic_id),
 	       "a topic id fills v[2] and v[3]");
+_Static_assert(BROKER_MAX_SHARDS + 1 <= 0xffff, "a sender's thread index fits v[0]'s 16 bits");
 
 /* A request on partition a from thread `from` (and a 16-bit argument). */
 static void msg_addr(struct shard_msg *m, int from, int16_t aux, struct part_addr a)
