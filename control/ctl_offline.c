@@ -15,6 +15,7 @@
  * Thread: the control thread (@thread ctl).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "control/ctl_internal.h"
 #include "control/cutil.h"
@@ -51,10 +52,13 @@ void ctl_offline_leave(struct ctl *ctl, const struct shard_msg *m)
 	int n = 0;
 	struct metalog_rec rec = { 0 };
 
-	for (int i = 0; md && i < md->ntopics && !t; i++)
-		if (idx >= 0 && idx < md->topics[i]->nparts && md_part_handle(&md->topics[i]->parts[idx]) == m->p[0])
-			t = md->topics[i];
-	if (!t || !(mt = metalog_topic(ctl->ml, t->name)) || idx >= mt->partitions)
+	if (md) {
+		uint8_t tid[16];
+
+		memcpy(tid, (const void *)&m->p[0], sizeof(tid));   /* the topic by value */
+		t = md_find_id(md, tid);
+	}
+	if (!t || idx < 0 || idx >= t->nparts || !(mt = metalog_topic(ctl->ml, t->name)) || idx >= mt->partitions)
 		return;                      /* gone meanwhile */
 	p = &mt->parts[idx];
 	if ((int32_t)m->v[1] != self_id || p->leader_epoch != (int32_t)m->v[3] ||

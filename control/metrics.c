@@ -915,7 +915,7 @@ int metrics_partition_json(struct ctl *ctl, struct broker *b, const char *topic,
 	textbuf_printf(t, "{\"topic\": \"");
 	textbuf_escaped(t, tp->name);
 	textbuf_printf(t, "\", \"partition\": %d, \"shard\": %d, \"leader_epoch\": %d, \"open\": %s", n, md_part_shard(mp),
-		       mp->leader_epoch, md_part_handle(mp) && u ? "true" : "false");
+		       mp->leader_epoch, md_part_opened(mp) && u ? "true" : "false");
 	if (u)
 		textbuf_printf(t, ", \"log_start_offset\": %lld, \"log_end_offset\": %lld, \"high_watermark\": %lld, "
 			       "\"last_stable_offset\": %lld, \"size_bytes\": %lld, \"segments\": %lld, "

@@ -295,7 +295,7 @@ int kafka_handle_delete_records(struct kafka_ctx *ctx)
 				kafka_ctx_abort(ctx);
 				return 0;
 			}
-			*it = (struct dr_item){ .pr = pr, .part = t->parts[idx].owner_part, .offset = qt->Partitions.items[j].Offset, .ctx = ctx };
+			*it = (struct dr_item){ .pr = pr, .part = md_part_owner(&t->parts[idx]), .offset = qt->Partitions.items[j].Offset, .ctx = ctx };
 			ctx->pending++;
 			struct shard_msg m = { .fn = dr_on_owner, .p = { it } };
 			shard_send(sh, t->parts[idx].owner_shard, &m);

@@ -336,7 +336,7 @@ static void produce_verified(void *self, struct shard_msg *m)
 	/* in the producer's transaction: the partition takes its batches
 	 * from now on, then this one is written */
 	part_proxy_init_shard(&px, sh);
-	part_proxy_txn_begin(&px, pp->owner, pp->part, v->pid, v->epoch, v->since_ns, produce_begun, pp);
+	part_proxy_txn_begin_at(&px, pp->owner, pp->part, v->pid, v->epoch, v->since_ns, produce_begun, pp);
 }
 
 /* The owner knows no transaction of the batch's producer: ask its
@@ -518,7 +518,7 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 				continue;
 			}
 			ctx->pending++;
-			pps[j] = (struct produce_part){ .ctx = ctx, .pr = pr, .part = mp->owner_part, .owner = mp->owner_shard,
+			pps[j] = (struct produce_part){ .ctx = ctx, .pr = pr, .part = md_part_owner(mp), .owner = mp->owner_shard,
 							.rec = rec, .len = len, .min_insync = t->min_insync,
 							.topic = td->Name };
 			produce_dispatch(sh, &pps[j]);
@@ -730,7 +730,7 @@ int kafka_handle_list_offsets(struct kafka_ctx *ctx)
 				kafka_ctx_abort(ctx);
 				return 0;
 			}
-			*it = (struct lo_item){ .pr = pr, .part = mp->owner_part, .ts = qp->Timestamp, .ctx = ctx,
+			*it = (struct lo_item){ .pr = pr, .part = md_part_owner(mp), .ts = qp->Timestamp, .ctx = ctx,
 						 .isolation = q->IsolationLevel,
 						 .current_epoch = qp->CurrentLeaderEpoch };   /* -1 before v4 */
 			ctx->pending++;

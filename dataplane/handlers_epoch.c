@@ -103,7 +103,7 @@ int kafka_handle_offset_for_leader_epoch(struct kafka_ctx *ctx)
 
 			*pr = (struct kafka_offset_for_leader_epoch_response_epoch_end_offset){
 				.ErrorCode = 0, .Partition = idx, .LeaderEpoch = -1, .EndOffset = -1 };
-			if (!t || idx < 0 || idx >= t->nparts || !t->parts[idx].owner_part) {
+			if (!t || idx < 0 || idx >= t->nparts || !md_part_owner(&t->parts[idx])) {
 				pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 				continue;
 			}
@@ -112,7 +112,7 @@ int kafka_handle_offset_for_leader_epoch(struct kafka_ctx *ctx)
 				kafka_ctx_abort(ctx);
 				return 0;
 			}
-			*it = (struct ofle_item){ .pr = pr, .part = t->parts[idx].owner_part,
+			*it = (struct ofle_item){ .pr = pr, .part = md_part_owner(&t->parts[idx]),
 						  .current_epoch = qp->CurrentLeaderEpoch,   /* -1 before v2 */
 						  .epoch = qp->LeaderEpoch, .ctx = ctx };
 			ctx->pending++;

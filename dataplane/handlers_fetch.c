@@ -484,7 +484,7 @@ static int fetch_item_setup(struct kafka_ctx *ctx, struct fetch_state *fs, struc
 		fs->refused = 1;   /* as Kafka: an error answers at once */
 		return 0;
 	}
-	it->part = mp->owner_part;
+	it->part = md_part_owner(mp);
 	it->owner = mp->owner_shard;
 	it->replica = fs->replica;
 	it->isolation = q->IsolationLevel == 1 && it->replica < 0 && !SLUICE_CONTROL_OFF(lso_ignored);

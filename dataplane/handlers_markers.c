@@ -131,7 +131,7 @@ int kafka_handle_write_txn_markers(struct kafka_ctx *ctx)
 				};
 				it->req.cookie = it;
 				ctx->pending++;
-				part_proxy_txn_marker(&px, mp->owner_shard, mp->owner_part, &it->req);
+				part_proxy_txn_marker_at(&px, mp->owner_shard, md_part_owner(mp), &it->req);
 			}
 		}
 	}

@@ -26,6 +26,7 @@
 
 #include "dataplane/broker.h"
 #include "dataplane/fetch_session.h"
+#include "dataplane/part_table.h"
 #include "dataplane/repl_throttle.h"
 #include "storage/lathist.h"
 #include "storage/store.h"
@@ -213,6 +214,8 @@ struct shard {
 	struct fsess_cache fsess;    /* this shard's fetch sessions (dataplane/fetch_session.h) */
 	struct part *parts;          /* partitions this shard owns */
 	struct part *retired_parts;  /* of deleted topics: kept until exit */
+	struct part_table part_tab;  /* sh->parts by (topic id, index): what messages naming a
+				      * partition by value resolve (dataplane/part_table.h) */
 	int repl_parts;              /* partitions with a role (dataplane/part_role.h): 0 on one node */
 	int roles_changed;           /* a partition took a role or left the shard: the fetchers look (replica_fetcher.c) */
 	struct replica_fetcher *fetchers;   /* one per leader followed (dataplane/replica_fetcher.h) */

@@ -29,6 +29,7 @@
 #include "dataplane/part.h"
 #include "dataplane/part_replica.h"
 #include "dataplane/part_proxy.h"
+#include "dataplane/part_table.h"
 #include "dataplane/part_role.h"
 #include "dataplane/replica_fetcher.h"
 #include "dataplane/shard.h"
@@ -46,6 +47,7 @@ static int ctl_sleeping;
 static char *dir;
 
 static const int32_t both[2] = { 1, 2 };
+static struct part_pub mpub;
 static struct md_partition mpart = { .index = 0, .owner_shard = 0, .leader = 1, .nreplicas = 2, .nisr = 2,
 				     .replicas = both, .isr = both };
 static struct md_topic *topics[1];
@@ -108,7 +110,9 @@ static void setup(void)
 		cr_assert_eq(mkdir(d2, 0755), 0);
 	}
 	follower = open_part("node2/t-0");
-	mpart.owner_part = leader;
+	memset(&mpub, 0, sizeof(mpub));
+	mpart.pub = &mpub;
+	mpub.owner_part = leader;   /* published for the shards, as the owner does */
 }
 
 static void teardown(void)
@@ -305,8 +309,12 @@ Test(replica_fetcher, a_partition_closed_while_its_fetch_waits_is_not_read_by_th
 	}
 	in = sh->stats.repl_bytes_in;
 	out = sh->stats.repl_bytes_out;
+	/* the follower (the same partition, another node's copy in this
+	 * test) under a key of its own in the shard's table: closed by value */
+	memset(follower->topic_id, 0xf0, sizeof(follower->topic_id));
+	cr_assert_eq(part_table_add(&sh->part_tab, follower), 0);
 	part_proxy_init_shard(&px, sh);
-	part_proxy_close(&px, 0, follower, closed, NULL);
+	part_proxy_close(&px, 0, part_addr_of(follower->topic_id, 0), closed, NULL);
 	cr_assert_eq(closed_err, 0);
 	follower = NULL;
 	produce(leader, 1, "b");             /* wakes it: answered with "b" */
