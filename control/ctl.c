@@ -477,6 +477,7 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 	}
 	ctl_elect_tick(ctl);
 	ctl_reassign_tick(ctl);
+	ctl_offline_tick(ctl);
 	if (ctl->roles_changed) {
 		ctl->roles_changed = 0;
 		ctl_roles_refresh(ctl);

@@ -124,6 +124,19 @@ static int ready(const struct part *p, uint64_t now)
 	return p->pl->durable_offset == p->pl->next_offset && !p->pl->err && now >= p->role->retry_ns;
 }
 
+/* p's last append is still being written, and will be: the fetch waits
+ * for it (rf_send_fetch). Not a failed log (offline on this node until a
+ * restart: never asked again) nor one whose filesystem is full (written
+ * again by its role tick, asked once that lands): either would hold back
+ * every other partition followed from the same leader (Kafka's fetcher
+ * takes a failed partition out and goes on with the others). */
+static int settling(const struct part *p, uint64_t now)
+{
+	const struct plog *pl = p->pl;
+
+	return now >= p->role->retry_ns && !pl->err && !pl->nospace && pl->durable_offset != pl->next_offset;
+}
+
 /* What the follower asks of its leader for p (either transport): its
  * durable log end, the epoch of its last batch, its current leader epoch,
  * noted as the epoch of the fetch in flight. */
@@ -641,11 +654,12 @@ static int rf_send_fetch(struct replica_fetcher *f)
 	int n;
 
 	/* all at once: a partition whose append is not durable yet would
-	 * otherwise wait out the leader's long-poll for the others */
+	 * otherwise wait out the leader's long-poll for the others; one that
+	 * cannot become durable (settling) is left out, not waited for */
 	for (int i = 0; i < f->nfp; i++) {
 		struct part *p = f->fp[i];
 
-		if (follows(p, f->leader) && f->sh->now_ns >= p->role->retry_ns && !ready(p, f->sh->now_ns))
+		if (follows(p, f->leader) && settling(p, f->sh->now_ns))
 			return 0;
 	}
 	kafka_writer_init_measure(&w, false);
