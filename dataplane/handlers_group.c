@@ -32,6 +32,7 @@
 #include "dataplane/coord.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
+#include "dataplane/topic_name.h"
 
 /* Refused with err in the response's top-level ErrorCode. */
 static int refuse(struct kafka_ctx *ctx, int16_t err)
@@ -347,6 +348,13 @@ int kafka_handle_delete_groups(struct kafka_ctx *ctx)
 /* ---- the transaction APIs: carried out by the transaction coordinator
  * (InitProducerId, which may need no coordinator, is in handlers_admin.c) ---- */
 
+/* Whether a client may add topic t to a transaction: WRITE on it, and
+ * never an internal topic (Kafka's). */
+static int txn_topic_allowed(struct kafka_ctx *ctx, struct kafka_str t)
+{
+	return !topic_name_internal(t.ptr, t.len) && authz_str(ctx, ACL_WRITE, ACL_RES_TOPIC, t);
+}
+
 /* AddPartitionsToTxn v0-3 (a client's): WRITE on the transactional id
  * (else every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on
  * each topic: one refused answers TOPIC_AUTHORIZATION_FAILED and, as
@@ -364,7 +372,7 @@ int kafka_handle_add_partitions_to_txn(struct kafka_ctx *ctx)
 	if (!authz_str(ctx, ACL_WRITE, ACL_RES_TRANSACTIONAL_ID, q->V3AndBelowTransactionalId))
 		err = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 	for (int i = 0; !err && i < nt; i++)
-		if (!authz_str(ctx, ACL_WRITE, ACL_RES_TOPIC, q->V3AndBelowTopics.items[i].Name))
+		if (!txn_topic_allowed(ctx, q->V3AndBelowTopics.items[i].Name))
 			err = KERR_TOPIC_AUTHORIZATION_FAILED;
 	if (!err)
 		return ctx->sh->b->coord->submit_txn(ctx);
@@ -386,7 +394,7 @@ int kafka_handle_add_partitions_to_txn(struct kafka_ctx *ctx)
 			&r->ResultsByTopicV3AndBelow.items[i];
 		int np = t->Partitions.count > 0 ? t->Partitions.count : 0;
 		int16_t perr = err != KERR_TOPIC_AUTHORIZATION_FAILED ? err
-			       : authz_str(ctx, ACL_WRITE, ACL_RES_TOPIC, t->Name) ? KERR_OPERATION_NOT_ATTEMPTED : err;
+			       : txn_topic_allowed(ctx, t->Name) ? KERR_OPERATION_NOT_ATTEMPTED : err;
 
 		memset(rt, 0, sizeof(*rt));
 		rt->Name = t->Name;

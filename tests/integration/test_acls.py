@@ -535,6 +535,9 @@ def every_other_api_is_checked():
             assert got["x-secret"] == TAF and got["x-lo"] not in (TAF, GAF, TXAF), got
             assert a.txn_offset_commit("x-tx", "x-g-desc", ["x-lo"]) == {"x-lo": GAF}   # DESCRIBE is not READ
             assert a.add_partitions_to_txn("x-tx", ["x-w", "x-lo"]) == {"x-w": NOT_ATTEMPTED, "x-lo": TAF}
+            with raw(b, "admin") as ac:   # never an internal topic, even for a super user (Kafka's)
+                assert Api(ac).add_partitions_to_txn("x-tx", ["x-w", "__consumer_offsets"]) == {
+                    "x-w": NOT_ATTEMPTED, "__consumer_offsets": TAF}
             assert a.add_partitions_to_txn("x-tx", ["x-w"])["x-w"] not in (TAF, TXAF, NOT_ATTEMPTED)
             assert a.write_txn_markers("x-lo") == CAF and a.log_dirs() == 0 and a.cluster_ops() == 0
             # the cluster's: DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS
