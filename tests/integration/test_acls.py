@@ -326,7 +326,7 @@ def authorizer_with_scram_users():
 
 # ---- every other API, with raw frames (kraw) as alice over PLAIN -----------------------------
 
-TAF, GAF, CAF, TXAF, NOT_ATTEMPTED = 29, 30, 31, 53, 55
+TAF, GAF, CAF, TXAF, NOT_ATTEMPTED, UNKNOWN_TOPIC_ID = 29, 30, 31, 53, 55, 100
 
 
 def raw(b, user):
@@ -447,6 +447,19 @@ class Api:
         w = W().i8(0).array([t], lambda w, t: one_part(t)(w, t)).i32(10000)
         return first_error(self.c.request(43, 1, w), "i32 e")
 
+    def fetch_by_id(self, topic_id):
+        """Fetch v13 of partition 0 of a topic id: its error."""
+        part = W().i32(0).i32(-1).i64(0).i32(-1).i64(-1).i32(1 << 20).b + uvarint(0)
+        body = (W().i32(-1).i32(0).i32(1).i32(1 << 20).i8(0).i32(0).i32(-1).b + uvarint(2) + topic_id +
+                uvarint(2) + part + uvarint(0) + uvarint(1) + compact_str("") + uvarint(0))
+        r = self.c.request_flex(1, 13, body)
+        r.i32(), r.i16(), r.i32()
+        assert read_uvarint(r) == 2
+        r.o += 16   # the topic id
+        assert read_uvarint(r) == 2
+        r.i32()
+        return r.i16()
+
     def flex(self, api, body):
         return self.c.request_flex(api, 0, body)
 
@@ -512,6 +525,7 @@ def every_other_api_is_checked():
             assert a.txn_offset_commit("x-tx", "x-g-read", ["x-lo"]) == {"x-lo": TXAF}
             assert a.add_partitions_to_txn("x-tx", ["x-w"]) == {"x-w": TXAF}
             assert a.write_txn_markers("x-lo") == CAF and a.log_dirs() == 0 and a.cluster_ops() == 0
+            assert a.fetch_by_id(os.urandom(16)) == UNKNOWN_TOPIC_ID   # names nothing to refuse (Kafka's order)
             assert a.elect("x-lo") == CAF and a.alter_reassignments() == CAF
             assert a.list_reassignments() == CAF and a.describe_scram() == CAF and a.describe_quorum() == CAF
             # the topics' and groups' ACLs
