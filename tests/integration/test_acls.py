@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """ACLs with real clients (issue 21, ACLs).
 
-- CreateAcls, DescribeAcls and DeleteAcls from kafka-python's admin client
+- Without the authorizer CreateAcls, DescribeAcls and DeleteAcls answer
+  SECURITY_DISABLED (raw frames); then, with it (User:ANONYMOUS a super user):
+  CreateAcls, DescribeAcls and DeleteAcls from kafka-python's admin client
   (Debian's confluent-kafka 1.7 has no ACL calls): bindings of each
   resource type and pattern are created, a duplicate is no error, an
   invalid one (an ANY operation) is INVALID_REQUEST; DescribeAcls filters
@@ -17,6 +19,16 @@
   DENY wins over an ALLOW; a new ACL takes effect on a connection already
   open; super.users (admin) bypass every check; DescribeAcls and
   CreateAcls need DESCRIBE / ALTER on the cluster; allow.everyone.if.no.acl.found.
+- Every other API Kafka's KafkaApis checks, as raw frames from alice
+  (PLAIN): each refused with Kafka's error without its ACL, and served with
+  the one operation it needs: ListOffsets, OffsetForLeaderEpoch, the config
+  APIs (topic and broker resources), CreatePartitions, DeleteRecords,
+  FindCoordinator, DescribeGroups, ListGroups (filtered, or all with
+  DESCRIBE on the cluster), DeleteGroups, OffsetDelete, OffsetFetch,
+  TxnOffsetCommit and AddPartitionsToTxn (per topic), WriteTxnMarkers,
+  DescribeLogDirs, DescribeCluster's authorized operations, ElectLeaders,
+  the reassignment APIs, DescribeQuorum, DescribeUserScramCredentials; a
+  Fetch of an unknown topic id is UNKNOWN_TOPIC_ID.
 - A 3-node cluster with the authorizer and User:ANONYMOUS (the brokers'
   principal on the PLAINTEXT inter-broker listener) in super.users
   replicates: acks=all produces, every ISR full, the same bytes on each node.
