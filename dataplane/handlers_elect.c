@@ -116,17 +116,17 @@ int kafka_handle_elect_leaders(struct kafka_ctx *ctx)
 	memset(st, 0, sizeof(*st));
 	ctx->resp = r;
 	st->r = r;
-	if (q->ElectionType != 0 && q->ElectionType != 1) {
+	/* the authorizer first (Kafka's): ALTER on the cluster, else every
+	 * partition named (none for all) and the request
+	 * CLUSTER_AUTHORIZATION_FAILED */
+	if (!authz_cluster(ctx, ACL_ALTER)) {
+		deny = r->ErrorCode = KERR_CLUSTER_AUTHORIZATION_FAILED;
+		all = 0;
+	} else if (q->ElectionType != 0 && q->ElectionType != 1) {
 		r->ErrorCode = KERR_INVALID_REQUEST;
 		r->ReplicaElectionResults.count = 0;
 		kafka_ctx_respond(ctx);
 		return 0;
-	}
-	/* the authorizer: ALTER on the cluster, else every partition named
-	 * (none for all) and the request CLUSTER_AUTHORIZATION_FAILED */
-	if (!authz_cluster(ctx, ACL_ALTER)) {
-		deny = r->ErrorCode = KERR_CLUSTER_AUTHORIZATION_FAILED;
-		all = 0;
 	}
 	ntopics = all ? (md ? md->ntopics : 0) : q->TopicPartitions.count > 0 ? q->TopicPartitions.count : 0;
 	for (int t = 0; t < ntopics; t++)
