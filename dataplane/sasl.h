@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dataplane/scram.h"
+
 /* Mechanisms, as bits of a listener's enabled set. */
 enum sasl_mech {
 	SASL_MECH_PLAIN = 1,
@@ -34,11 +36,7 @@ enum sasl_mech {
 };
 #define SASL_MECH_ALL (SASL_MECH_PLAIN | SASL_MECH_SCRAM_SHA_256 | SASL_MECH_SCRAM_SHA_512)
 
-/* Kafka's ScramMechanism numbers (AlterUserScramCredentials, the
- * metadata log's SCRAM records). */
-enum sasl_scram_type { SASL_SCRAM_SHA_256 = 1, SASL_SCRAM_SHA_512 = 2 };
-
-#define SASL_KEY_MAX 64          /* SHA-512's output */
+#define SASL_KEY_MAX SCRAM_KEY_MAX
 #define SASL_SALT_MAX 64
 #define SASL_USER_MAX 256
 #define SASL_MIN_ITERATIONS 4096 /* Kafka's minimum */
@@ -71,8 +69,6 @@ struct sasl_plain_users {
 /* "PLAIN" -> SASL_MECH_PLAIN ...; 0 when not one of the three. */
 int sasl_mech_from_name(const char *name, size_t len);
 const char *sasl_mech_name(int mech);
-/* The hash size of a SCRAM type (32, 64), 0 for another. */
-int sasl_scram_key_len(int type);
 
 /* @thread any. Kafka's credential from a password: salt (random when
  * salt_len is 0, then 32 bytes), iterations, StoredKey, ServerKey. 0 or
@@ -85,6 +81,11 @@ int sasl_scram_make(int type, const char *password, size_t pwlen, const uint8_t 
  * is not the hash's, an empty salt, iterations outside 4096..16384. */
 int sasl_scram_from_salted(int type, const uint8_t *salted, size_t salted_len, const uint8_t *salt, size_t salt_len,
 			   int32_t iterations, struct sasl_scram_cred *out);
+
+/* @thread any. Whether password is the one cred was made from: Hi() of
+ * it with cred's salt and iteration count gives cred's StoredKey and
+ * ServerKey (HTTP Basic on the admin endpoint). 1 yes, 0 no, -EIO. */
+int sasl_scram_check_password(const struct sasl_scram_cred *cred, const char *password, size_t pwlen);
 
 /* @thread main. Kafka's kafka-storage --add-scram argument,
  * "SCRAM-SHA-512=[name=admin,password=admin-secret]" (iterations= too,

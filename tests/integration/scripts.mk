@@ -43,6 +43,10 @@ TEST_SCRIPTS += tests/integration/test_sasl.py
 # log; the authorizer with SCRAM users and librdkafka; a 3-node cluster with it
 # (about 16 s)
 TEST_SCRIPTS += tests/integration/test_acls.py
+# sluicectl --command-config over SASL_SSL (SCRAM, PLAIN) and SSL with a client
+# certificate, its refusals; the admin endpoint's HTTP Basic (admin.require.auth)
+# (one broker, about 3 s)
+TEST_SCRIPTS += tests/integration/test_sluicectl_security.py
 # Kafka's KRaft settings: what Sluice cannot honour is refused, a one-node
 # config serves
 TEST_SCRIPTS += tests/integration/test_cluster_config.py
