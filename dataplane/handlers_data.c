@@ -175,14 +175,17 @@ static int metadata_respond(struct kafka_ctx *ctx)
 			/* (a name is not nullable in a v10-11 response) */
 			metadata_fill_topic(ctx, rt, NULL, name.ptr ? name : (struct kafka_str){ "", 0 });
 			rt->ErrorCode = KERR_INVALID_REQUEST;
-		} else if (!all && !authz_allow(ctx, ACL_DESCRIBE, ACL_RES_TOPIC, t ? t->name : name.ptr,
-						t ? (size_t)t->name_len : name.len > 0 ? (size_t)name.len : 0)) {
-			metadata_fill_topic(ctx, rt, NULL, name.ptr ? name : (struct kafka_str){ "", 0 });
+		} else if (!all && (t || name.ptr) &&
+			   !authz_allow(ctx, ACL_DESCRIBE, ACL_RES_TOPIC, t ? t->name : name.ptr,
+					t ? (size_t)t->name_len : name.len > 0 ? (size_t)name.len : 0)) {
+			/* the authorizer (an id no topic has is UNKNOWN_TOPIC_ID
+			 * first, as Kafka); asked by id, the name stays null */
+			metadata_fill_topic(ctx, rt, NULL, name);
 			rt->ErrorCode = KERR_TOPIC_AUTHORIZATION_FAILED;
 		} else {
 			metadata_fill_topic(ctx, rt, t, name);
 		}
-		if (!t && !all)
+		if (!all && rt->ErrorCode)
 			rt->TopicId = q->Topics.items[i].TopicId;
 	}
 	ctx->resp = r;

@@ -28,7 +28,8 @@
   TxnOffsetCommit and AddPartitionsToTxn (per topic), WriteTxnMarkers,
   DescribeLogDirs, DescribeCluster's authorized operations, ElectLeaders,
   the reassignment APIs, DescribeQuorum, DescribeUserScramCredentials; a
-  Fetch of an unknown topic id is UNKNOWN_TOPIC_ID.
+  Fetch or Metadata of an unknown topic id is UNKNOWN_TOPIC_ID, Metadata by
+  the id of a topic alice may not describe 29 without its name.
 - A 3-node cluster with the authorizer and User:ANONYMOUS (the brokers'
   principal on the PLAINTEXT inter-broker listener) in super.users
   replicates: acks=all produces, every ISR full, the same bytes on each node.
@@ -472,6 +473,19 @@ class Api:
         r.i32()
         return r.i16()
 
+    def metadata_v12(self, name=None, topic_id=bytes(16)):
+        """Metadata v12 of one topic, by name or by id: (error, name, id)."""
+        body = (uvarint(2) + topic_id + (compact_str(name) if name else uvarint(0)) + uvarint(0) +
+                b"\x00\x00" + uvarint(0))
+        r = self.c.request_flex(3, 12, body)
+        r.i32()
+        for _ in range(read_uvarint(r) - 1):
+            r.i32(), read_compact_str(r), r.i32(), read_compact_str(r), read_uvarint(r)
+        read_compact_str(r), r.i32()
+        assert read_uvarint(r) == 2
+        err, got = r.i16(), read_compact_str(r)
+        return err, got, bytes(r.b[r.o:r.o + 16])
+
     def flex(self, api, body):
         return self.c.request_flex(api, 0, body)
 
@@ -538,6 +552,11 @@ def every_other_api_is_checked():
             assert a.add_partitions_to_txn("x-tx", ["x-w"]) == {"x-w": TXAF}
             assert a.write_txn_markers("x-lo") == CAF and a.log_dirs() == 0 and a.cluster_ops() == 0
             assert a.fetch_by_id(os.urandom(16)) == UNKNOWN_TOPIC_ID   # names nothing to refuse (Kafka's order)
+            with raw(b, "admin") as ac:
+                err, _, lo_id = Api(ac).metadata_v12("x-lo")
+                assert err == 0 and lo_id != bytes(16)
+            assert a.metadata_v12(topic_id=lo_id) == (TAF, None, lo_id)   # by id: the name not told
+            assert a.metadata_v12(topic_id=os.urandom(16))[0] == UNKNOWN_TOPIC_ID
             assert a.elect("x-lo") == CAF and a.alter_reassignments() == CAF
             assert a.list_reassignments() == CAF and a.describe_scram() == CAF and a.describe_quorum() == CAF
             # the topics' and groups' ACLs
