@@ -240,12 +240,54 @@ static int offset_fetch_edit(struct kafka_ctx *ctx)
 	return 0;
 }
 
+/* OffsetFetch refused whole: v2+ in its ErrorCode; v1 has none, so on
+ * each partition named (as Kafka's error response). */
+static int offset_fetch_refuse(struct kafka_ctx *ctx)
+{
+	const struct kafka_offset_fetch_request *q = ctx->req.body;
+	struct kafka_offset_fetch_response *r;
+	struct kafka_offset_fetch_response_offset_fetch_response_topic *t;
+	int nt = q->Topics.count > 0 ? q->Topics.count : 0;
+
+	if (ctx->req.header.RequestApiVersion >= 2)
+		return refuse(ctx, KERR_GROUP_AUTHORIZATION_FAILED);
+	r = ALLOC(ctx, struct kafka_offset_fetch_response, 1);
+	t = ALLOC(ctx, struct kafka_offset_fetch_response_offset_fetch_response_topic, nt);
+	if (!r || !t) {
+		kafka_ctx_abort(ctx);
+		return 0;
+	}
+	kafka_offset_fetch_response_init(r);
+	r->Topics.items = t;
+	r->Topics.count = nt;
+	for (int i = 0; i < nt; i++) {
+		struct kafka_offset_fetch_response_offset_fetch_response_topic *rt = &r->Topics.items[i];
+		int np = q->Topics.items[i].PartitionIndexes.count > 0 ? q->Topics.items[i].PartitionIndexes.count : 0;
+
+		rt->Name = q->Topics.items[i].Name;
+		rt->Partitions.count = np;
+		if (!(rt->Partitions.items = ALLOC(ctx, struct kafka_offset_fetch_response_offset_fetch_response_partition,
+						   np))) {
+			kafka_ctx_abort(ctx);
+			return 0;
+		}
+		for (int j = 0; j < np; j++)
+			rt->Partitions.items[j] = (struct kafka_offset_fetch_response_offset_fetch_response_partition){
+				.PartitionIndex = q->Topics.items[i].PartitionIndexes.items[j], .CommittedOffset = -1,
+				.CommittedLeaderEpoch = -1, .Metadata = { "", 0 },
+				.ErrorCode = KERR_GROUP_AUTHORIZATION_FAILED };
+	}
+	ctx->resp = r;
+	kafka_ctx_respond(ctx);
+	return 0;
+}
+
 int kafka_handle_offset_fetch(struct kafka_ctx *ctx)
 {
 	const struct kafka_offset_fetch_request *q = ctx->req.body;
 
 	if (!authz_str(ctx, ACL_DESCRIBE, ACL_RES_GROUP, q->GroupId))
-		return refuse(ctx, KERR_GROUP_AUTHORIZATION_FAILED);
+		return offset_fetch_refuse(ctx);
 	ctx->edit = offset_fetch_edit;
 	return ctx->sh->b->coord->submit_group(ctx);
 }

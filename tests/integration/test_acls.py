@@ -426,11 +426,11 @@ class Api:
         r.i32()
         return err, per_topic(r)
 
-    def offset_fetch(self, g, topics=None):
-        """(the group's error, {topic: partition 0's error})"""
-        r = self.c.request(9, 2, W().str(g).array(topics, lambda w, t: one_part(t)(w, t)))
+    def offset_fetch(self, g, topics=None, ver=2):
+        """(the group's error (None in v1), {topic: partition 0's error})"""
+        r = self.c.request(9, ver, W().str(g).array(topics, lambda w, t: one_part(t)(w, t)))
         got = dict(r.array(lambda r: (r.str(), r.array(lambda r: (r.i32(), r.i64(), r.str(), r.i16()))[0][3])))
-        return r.i16(), got
+        return r.i16() if ver >= 2 else None, got
 
     def find_group(self, g):
         return self.c.find_coordinator(g, ver=1, key_type=0).error
@@ -548,6 +548,7 @@ def every_other_api_is_checked():
             assert not any(g.startswith("x-") for g in a.list_groups())
             assert a.delete_group("x-g-del") == GAF and a.offset_delete("x-g-del", ["x-lo"])[0] == GAF
             assert a.offset_fetch("x-g-read", ["x-lo"])[0] == GAF
+            assert a.offset_fetch("x-g-read", ["x-lo"], ver=1) == (None, {"x-lo": GAF})   # v1: per partition
             assert a.txn_offset_commit("x-tx", "x-g-read", ["x-lo"]) == {"x-lo": TXAF}
             assert a.add_partitions_to_txn("x-tx", ["x-w"]) == {"x-w": TXAF}
             assert a.write_txn_markers("x-lo") == CAF and a.log_dirs() == 0 and a.cluster_ops() == 0
