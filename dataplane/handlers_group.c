@@ -406,6 +406,7 @@ int kafka_handle_add_partitions_to_txn(struct kafka_ctx *ctx)
 {
 	const struct kafka_add_partitions_to_txn_request *q = ctx->req.body;
 	struct kafka_add_partitions_to_txn_response *r;
+	struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *res;
 	int16_t err = 0;
 	int nt = q->V3AndBelowTopics.count > 0 ? q->V3AndBelowTopics.count : 0;
 
@@ -418,22 +419,19 @@ int kafka_handle_add_partitions_to_txn(struct kafka_ctx *ctx)
 			err = KERR_TOPIC_AUTHORIZATION_FAILED;
 	if (!err)
 		return ctx->sh->b->coord->submit_txn(ctx);
-	if (!(r = ALLOC(ctx, struct kafka_add_partitions_to_txn_response, 1))) {
+	r = ALLOC(ctx, struct kafka_add_partitions_to_txn_response, 1);
+	res = ALLOC(ctx, struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result, nt);
+	if (!r || !res) {
 		kafka_ctx_abort(ctx);
 		return 0;
 	}
 	kafka_add_partitions_to_txn_response_init(r);
+	r->ResultsByTopicV3AndBelow.items = res;
 	r->ResultsByTopicV3AndBelow.count = nt;
-	if (!(r->ResultsByTopicV3AndBelow.items =
-		      ALLOC(ctx, struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result, nt))) {
-		kafka_ctx_abort(ctx);
-		return 0;
-	}
 	for (int i = 0; i < nt; i++) {
 		const struct kafka_add_partitions_to_txn_request_add_partitions_to_txn_topic *t =
 			&q->V3AndBelowTopics.items[i];
-		struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *rt =
-			&r->ResultsByTopicV3AndBelow.items[i];
+		struct kafka_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *rt = &res[i];
 		int np = t->Partitions.count > 0 ? t->Partitions.count : 0;
 		int16_t perr = err != KERR_TOPIC_AUTHORIZATION_FAILED ? err
 			       : txn_topic_allowed(ctx, t->Name) ? KERR_OPERATION_NOT_ATTEMPTED : err;
