@@ -32,19 +32,6 @@ static struct kafka_str kstr(const char *s)
 	return (struct kafka_str){ s, (int32_t)strlen(s) };
 }
 
-/* A copy in the request's memory: the snapshot may be retired before the
- * response is encoded. */
-static struct kafka_str kstr_copy(struct kafka_ctx *ctx, const char *s)
-{
-	size_t n = strlen(s);
-	char *p = ALLOC(ctx, char, n + 1);
-
-	if (!p)
-		return (struct kafka_str){ "", 0 };
-	memcpy(p, s, n + 1);
-	return (struct kafka_str){ p, (int32_t)n };
-}
-
 static const struct broker_listener *ctx_listener(const struct kafka_ctx *ctx)
 {
 	const struct broker *b = ctx->sh->b;
@@ -211,7 +198,15 @@ int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx)
 	return 0;
 }
 
+static int describe_scram(struct kafka_ctx *ctx);
+
+/* the authorizer: DESCRIBE on the cluster */
 int kafka_handle_describe_user_scram_credentials(struct kafka_ctx *ctx)
+{
+	return authz_cluster_or_refuse(ctx, ACL_DESCRIBE) ? 0 : describe_scram(ctx);
+}
+
+static int describe_scram(struct kafka_ctx *ctx)
 {
 	const struct kafka_describe_user_scram_credentials_request *q = ctx->req.body;
 	struct kafka_describe_user_scram_credentials_response *r =
@@ -239,7 +234,7 @@ int kafka_handle_describe_user_scram_credentials(struct kafka_ctx *ctx)
 
 			if (!n || strcmp(md->scram[i - 1].name, c->name)) {
 				memset(&res[n], 0, sizeof(res[n]));
-				res[n].User = kstr_copy(ctx, c->name);
+				res[n].User = kafka_ctx_strdup(ctx, c->name)   /* the snapshot may be retired first */;
 				res[n].ErrorMessage = (struct kafka_str){ NULL, -1 };
 				res[n].CredentialInfos.items = &info[ni];
 				n++;
@@ -307,19 +302,11 @@ static int scram_alter_resume(struct kafka_ctx *ctx)
 	for (int i = 0; i < st->req.n; i++) {
 		const struct coord_scram_item *it = &st->req.items[i];
 
-		r->Results.items[i].ErrorCode = it->err;
-		r->Results.items[i].ErrorMessage = it->err ? kstr_copy(ctx, it->msg) : (struct kafka_str){ NULL, -1 };
+		kafka_ctx_result_error(ctx, &r->Results.items[i].ErrorCode, &r->Results.items[i].ErrorMessage, it->err,
+				       it->msg);
 	}
 	kafka_ctx_respond(ctx);
 	return 0;
-}
-
-static void scram_refuse(struct coord_scram_item *it, int16_t err, const char *msg)
-{
-	if (it->err)
-		return;
-	it->err = err;
-	snprintf(it->msg, sizeof(it->msg), "%s", msg);
 }
 
 int kafka_handle_alter_user_scram_credentials(struct kafka_ctx *ctx)
@@ -353,12 +340,12 @@ int kafka_handle_alter_user_scram_credentials(struct kafka_ctx *ctx)
 		it->del = i < nd;
 		it->cred.type = mech;
 		if (!allowed)
-			scram_refuse(it, KERR_CLUSTER_AUTHORIZATION_FAILED, "AlterUserScramCredentials needs ALTER on "
+			COORD_REFUSE(it, KERR_CLUSTER_AUTHORIZATION_FAILED, "AlterUserScramCredentials needs ALTER on "
 				     "the cluster");
 		if (name->len <= 0 || !name->ptr)
-			scram_refuse(it, KERR_UNACCEPTABLE_CREDENTIAL, "Username must not be empty");
+			COORD_REFUSE(it, KERR_UNACCEPTABLE_CREDENTIAL, "Username must not be empty");
 		else if (name->len >= (int32_t)sizeof(it->name))
-			scram_refuse(it, KERR_UNACCEPTABLE_CREDENTIAL, "Username is too long");
+			COORD_REFUSE(it, KERR_UNACCEPTABLE_CREDENTIAL, "Username is too long");
 		else
 			memcpy(it->name, name->ptr, (size_t)name->len);
 		/* Kafka: a user altered twice in one request is refused, each time */
@@ -366,24 +353,24 @@ int kafka_handle_alter_user_scram_credentials(struct kafka_ctx *ctx)
 			const struct kafka_str *o = j < nd ? &q->Deletions.items[j].Name : &q->Upsertions.items[j - nd].Name;
 
 			if (j != i && o->len == name->len && name->len > 0 && !memcmp(o->ptr, name->ptr, (size_t)name->len))
-				scram_refuse(it, KERR_DUPLICATE_RESOURCE,
+				COORD_REFUSE(it, KERR_DUPLICATE_RESOURCE,
 					     "A user credential cannot be altered twice in the same request");
 		}
 		if (!sasl_scram_key_len(mech))
-			scram_refuse(it, KERR_UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism");
+			COORD_REFUSE(it, KERR_UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism");
 		if (!it->del) {
 			const struct kafka_alter_user_scram_credentials_request_scram_credential_upsertion *u =
 				&q->Upsertions.items[i - nd];
 
 			if (u->Iterations < SASL_MIN_ITERATIONS)
-				scram_refuse(it, KERR_UNACCEPTABLE_CREDENTIAL, "Too few iterations");
+				COORD_REFUSE(it, KERR_UNACCEPTABLE_CREDENTIAL, "Too few iterations");
 			else if (u->Iterations > SASL_MAX_ITERATIONS)
-				scram_refuse(it, KERR_UNACCEPTABLE_CREDENTIAL, "Too many iterations");
+				COORD_REFUSE(it, KERR_UNACCEPTABLE_CREDENTIAL, "Too many iterations");
 			if (!it->err && sasl_scram_from_salted(mech, u->SaltedPassword.ptr,
 							       u->SaltedPassword.len > 0 ? (size_t)u->SaltedPassword.len : 0,
 							       u->Salt.ptr, u->Salt.len > 0 ? (size_t)u->Salt.len : 0,
 							       u->Iterations, &it->cred) < 0)
-				scram_refuse(it, KERR_UNACCEPTABLE_CREDENTIAL, "The salt or the salted password is "
+				COORD_REFUSE(it, KERR_UNACCEPTABLE_CREDENTIAL, "The salt or the salted password is "
 					     "not of this mechanism's size");
 			it->cred.name = it->name;
 		}

@@ -231,14 +231,32 @@ class Broker:
 class broker:
     """Context manager: a fresh temp dir and a started broker; on exit the
     broker is stopped (a broker that does not exit 0 on SIGTERM fails the
-    test) and the directory removed."""
+    test) and the directory removed.
 
-    def __init__(self, **kw):
-        self.kw = kw
+    A broker with security: `listeners` names more listeners (SSL,
+    SASL_PLAINTEXT, SASL_SSL) beside the PLAINTEXT one it is started and
+    awaited on, each on a free loopback port, b.addr[name] its
+    "127.0.0.1:port"; `admin` adds an admin endpoint (its port b.admin).
+    The rest (settings, args, shards) goes to Broker; settings win."""
+
+    def __init__(self, listeners=(), admin=False, **kw):
+        self.listeners, self.admin, self.kw = listeners, admin, kw
         self.b = None
 
     def __enter__(self):
-        self.b = Broker(temp_dir(), **self.kw)
+        kw, addr, admin = dict(self.kw), {}, None
+        if self.listeners or self.admin:
+            port = free_port()
+            addr = {name: "127.0.0.1:%d" % free_port() for name in self.listeners}
+            s = {"listeners": ",".join(["PLAINTEXT://127.0.0.1:%d" % port] +
+                                       ["%s://%s" % (name, a) for name, a in addr.items()])}
+            if self.admin:
+                admin = free_port()
+                s["admin.listen"] = "127.0.0.1:%d" % admin
+            s.update(kw.get("settings") or {})
+            kw.update(settings=s, port=port)
+        self.b = Broker(temp_dir(), **kw)
+        self.b.addr, self.b.admin = addr, admin
         try:
             self.b.start()
         except BaseException:

@@ -29,7 +29,6 @@ SCRAM users come from sluiced --add-scram:
 import hashlib
 import json
 import os
-import shutil
 import socket
 import struct
 import sys
@@ -37,7 +36,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import HANG_GUARD, SLUICED, Broker, free_port, main, make_tls_certs, run, temp_dir, test  # noqa: E402
+from harness import HANG_GUARD, SLUICED, broker, free_port, main, make_tls_certs, run, temp_dir, test  # noqa: E402
 from kraw import Conn, R, W, compact_str, read_compact_str, read_uvarint, uvarint  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -59,39 +58,15 @@ def certs():
     return CERTS
 
 
-class sasl_broker:
-    """A broker with PLAINTEXT (bootstrap), SASL_PLAINTEXT (b.sp) and
-    SASL_SSL (b.ss) listeners and an admin endpoint (b.admin)."""
-
-    def __init__(self, args=ADD, **settings):
-        self.args, self.settings = args, settings
-
-    def __enter__(self):
-        port, sp, ss, admin = free_port(), free_port(), free_port(), free_port()
-        s = {"listeners": "PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,SASL_SSL://127.0.0.1:%d"
-             % (port, sp, ss),
-             "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-             "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-             "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
-             "ssl.keystore.location": os.path.join(certs(), "broker.keystore.pem"),
-             "admin.listen": "127.0.0.1:%d" % admin}
-        s.update(self.settings)
-        self.b = Broker(temp_dir(), shards=1, settings=s, port=port, args=self.args)
-        self.b.sp, self.b.ss, self.b.admin = "127.0.0.1:%d" % sp, "127.0.0.1:%d" % ss, admin
-        try:
-            self.b.start()
-        except BaseException:
-            shutil.rmtree(self.b.workdir, ignore_errors=True)
-            raise
-        return self.b
-
-    def __exit__(self, et, ev, tb):
-        try:
-            if self.b.proc is not None:
-                self.b.stop() if et is None else self.b.kill()
-        finally:
-            shutil.rmtree(self.b.workdir, ignore_errors=True)
-        return False
+def sasl_broker(args=ADD, **settings):
+    """A broker with PLAINTEXT (bootstrap), SASL_PLAINTEXT and SASL_SSL
+    listeners (b.addr[name]) and an admin endpoint (b.admin)."""
+    s = {"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+         "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+         "ssl.keystore.location": os.path.join(certs(), "broker.keystore.pem")}
+    s.update(settings)
+    return broker(listeners=("SASL_PLAINTEXT", "SASL_SSL"), admin=True, shards=1, settings=s, args=args)
 
 
 def metric(b, name):
@@ -225,22 +200,24 @@ def scram_describe(conn):
 @test
 def clients_log_in_over_every_sasl_listener():
     with sasl_broker() as b:
-        produce_consume(conf(b.sp, "PLAIN", "alice", "alice-secret"), "plain")
-        produce_consume(conf(b.sp, "SCRAM-SHA-256", "admin", "admin-secret"), "scram256")
-        produce_consume(conf(b.ss, "SCRAM-SHA-512", "admin", "admin-secret", ssl=True), "scram512ssl")
+        produce_consume(conf(b.addr["SASL_PLAINTEXT"], "PLAIN", "alice", "alice-secret"), "plain")
+        produce_consume(conf(b.addr["SASL_PLAINTEXT"], "SCRAM-SHA-256", "admin", "admin-secret"), "scram256")
+        produce_consume(conf(b.addr["SASL_SSL"], "SCRAM-SHA-512", "admin", "admin-secret", ssl=True), "scram512ssl")
         # kcat over SASL_SSL
-        p = run(["kcat", "-b", b.ss, "-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=SCRAM-SHA-512",
+        p = run(["kcat", "-b", b.addr["SASL_SSL"], "-X", "security.protocol=SASL_SSL",
+                 "-X", "sasl.mechanisms=SCRAM-SHA-512",
                  "-X", "sasl.username=admin", "-X", "sasl.password=admin-secret",
                  "-X", "ssl.ca.location=" + os.path.join(certs(), "ca.pem"), "-P", "-t", "kcat"],
                 input=b"k1\nk2\nk3\n")
-        p = run(["kcat", "-b", b.ss, "-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=SCRAM-SHA-512",
+        p = run(["kcat", "-b", b.addr["SASL_SSL"], "-X", "security.protocol=SASL_SSL",
+                 "-X", "sasl.mechanisms=SCRAM-SHA-512",
                  "-X", "sasl.username=admin", "-X", "sasl.password=admin-secret",
                  "-X", "ssl.ca.location=" + os.path.join(certs(), "ca.pem"), "-C", "-t", "kcat", "-e", "-o",
                  "beginning"])
         assert p.stdout.split() == [b"k1", b"k2", b"k3"], p.stdout
         # kafka-python: SCRAM over TLS
         from kafka import KafkaConsumer, KafkaProducer
-        kp = dict(bootstrap_servers=b.ss, security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
+        kp = dict(bootstrap_servers=b.addr["SASL_SSL"], security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
                   sasl_plain_username="admin", sasl_plain_password="admin-secret",
                   ssl_cafile=os.path.join(certs(), "ca.pem"))
         prod = KafkaProducer(acks="all", **kp)
@@ -259,8 +236,8 @@ def clients_log_in_over_every_sasl_listener():
         cons.close()
         assert got == [b"v%d" % i for i in range(5)], got
         # kafkajs: SCRAM over SASL_PLAINTEXT
-        p = run(["node", os.path.join(KJS_DIR, "sasl_check.js"), b.sp, "SCRAM-SHA-256", "admin", "admin-secret",
-                 "kjs", "7"], check=False, cwd=KJS_DIR)
+        p = run(["node", os.path.join(KJS_DIR, "sasl_check.js"), b.addr["SASL_PLAINTEXT"], "SCRAM-SHA-256", "admin",
+                 "admin-secret", "kjs", "7"], check=False, cwd=KJS_DIR)
         res = json.loads(p.stdout.decode().strip().splitlines()[-1])
         assert res == {"ok": True, "end": 7}, (res, p.stderr[-2000:])
         assert metric(b, "sluice_sasl_authentications_total") >= 6
@@ -271,11 +248,11 @@ def clients_log_in_over_every_sasl_listener():
 def refusals_close_or_fail_and_the_broker_serves_the_others():
     with sasl_broker() as b:
         # a wrong password, an unknown user: SASL_AUTHENTICATION_FAILED
-        e = auth_error(conf(b.sp, "SCRAM-SHA-256", "admin", "not-the-password"))
+        e = auth_error(conf(b.addr["SASL_PLAINTEXT"], "SCRAM-SHA-256", "admin", "not-the-password"))
         assert e and "Authentication failed" in e, e
-        e = auth_error(conf(b.sp, "PLAIN", "alice", "wrong-alice-pw"))
+        e = auth_error(conf(b.addr["SASL_PLAINTEXT"], "PLAIN", "alice", "wrong-alice-pw"))
         assert e and "Authentication failed" in e, e
-        e = auth_error(conf(b.ss, "SCRAM-SHA-512", "mallory", "whatever-pw", ssl=True))
+        e = auth_error(conf(b.addr["SASL_SSL"], "SCRAM-SHA-512", "mallory", "whatever-pw", ssl=True))
         assert e and "Authentication failed" in e, e
         assert metric(b, "sluice_sasl_authentication_failures_total") >= 3
         with open(b.log_path) as f:
@@ -286,30 +263,30 @@ def refusals_close_or_fail_and_the_broker_serves_the_others():
         # only); raw frames over TLS
         import ssl as pyssl
         ctx = pyssl.create_default_context(cafile=os.path.join(certs(), "ca.pem"))
-        c = Conn(b.ss)
+        c = Conn(b.addr["SASL_SSL"])
         c.s = ctx.wrap_socket(c.s, server_hostname="127.0.0.1")
         err, mechs = handshake(c, "PLAIN")
         assert err == 33 and mechs == ["SCRAM-SHA-512"], (err, mechs)
         assert closed(c.s)
         # SaslAuthenticate before SaslHandshake: ILLEGAL_SASL_STATE, closed
-        c = Conn(b.sp)
+        c = Conn(b.addr["SASL_PLAINTEXT"])
         assert c.api_versions().error == 0   # allowed before authentication
         err, msg, _ = authenticate(c, b"\x00alice\x00alice-secret")
         assert err == 34, (err, msg)
         assert closed(c.s)
         # a Produce before authentication: closed, no answer
-        c = Conn(b.sp)
+        c = Conn(b.addr["SASL_PLAINTEXT"])
         c.send(0, 3, W().str(None).i16(1).i32(1000).i32(0).b)
         assert closed(c.s)
         # a Metadata after the handshake but before the authentication
-        c = Conn(b.sp)
+        c = Conn(b.addr["SASL_PLAINTEXT"])
         assert handshake(c, "PLAIN")[0] == 0
         c.send(3, 1, W().i32(-1).b)
         assert closed(c.s)
         # a 100 MB frame header before authentication: closed before
         # anything is allocated; what follows never lands in the broker
         before = rss_kb(b.proc.pid)
-        s = socket.create_connection(("127.0.0.1", int(b.sp.rsplit(":", 1)[1])), timeout=HANG_GUARD)
+        s = socket.create_connection(("127.0.0.1", int(b.addr["SASL_PLAINTEXT"].rsplit(":", 1)[1])), timeout=HANG_GUARD)
         s.sendall(struct.pack(">ihhi", 100 * 1024 * 1024, 18, 0, 1))
         junk = b"x" * (1 << 20)
         try:
@@ -322,8 +299,8 @@ def refusals_close_or_fail_and_the_broker_serves_the_others():
         assert grew < 8 * 1024, "the broker's RSS grew by %d KiB" % grew
         assert metric(b, "sluice_sasl_preauth_closed_total") >= 3
         # and everyone else is served
-        produce_consume(conf(b.sp, "PLAIN", "bob", "bob-secret"), "after")
-        produce_consume(conf(b.ss, "SCRAM-SHA-512", "admin", "admin-secret", ssl=True), "after-ssl")
+        produce_consume(conf(b.addr["SASL_PLAINTEXT"], "PLAIN", "bob", "bob-secret"), "after")
+        produce_consume(conf(b.addr["SASL_SSL"], "SCRAM-SHA-512", "admin", "admin-secret", ssl=True), "after-ssl")
 
 
 @test
@@ -338,10 +315,10 @@ def alter_user_scram_credentials_adds_a_user_who_logs_in():
             users = scram_describe(c)
             assert users["carol"] == (0, [(2, 8192)]), users
             assert sorted(users["admin"][1]) == [(1, 4096), (2, 4096)], users
-        produce_consume(conf(b.ss, "SCRAM-SHA-512", "carol", "carol-secret", ssl=True), "carol")
+        produce_consume(conf(b.addr["SASL_SSL"], "SCRAM-SHA-512", "carol", "carol-secret", ssl=True), "carol")
         with Conn(b.bootstrap) as c:
             assert scram_delete(c, "carol", 2) == (0, None)
-        e = auth_error(conf(b.ss, "SCRAM-SHA-512", "carol", "carol-secret", ssl=True))
+        e = auth_error(conf(b.addr["SASL_SSL"], "SCRAM-SHA-512", "carol", "carol-secret", ssl=True))
         assert e and "Authentication failed" in e, e
         # sluicectl user create|list|delete
         ctl = [os.path.join(os.path.dirname(SLUICED), "sluicectl"), "-b", b.bootstrap]
@@ -349,7 +326,7 @@ def alter_user_scram_credentials_adds_a_user_who_logs_in():
             env=dict(os.environ, SLUICECTL_PASSWORD="frank-secret"))
         out = json.loads(run(ctl + ["user", "list", "--format", "json"]).stdout)
         assert {"user": "frank", "mechanism": "SCRAM-SHA-256", "iterations": 8192} in out["users"], out
-        produce_consume(conf(b.sp, "SCRAM-SHA-256", "frank", "frank-secret"), "frank")
+        produce_consume(conf(b.addr["SASL_PLAINTEXT"], "SCRAM-SHA-256", "frank", "frank-secret"), "frank")
         run(ctl + ["user", "delete", "frank"])
         p = run(ctl + ["user", "delete", "frank"], check=False)
         assert p.returncode == 1 and b"RESOURCE_NOT_FOUND" in p.stderr, p.stderr
@@ -357,7 +334,7 @@ def alter_user_scram_credentials_adds_a_user_who_logs_in():
         # --add-scram, which a directory with users refuses
         b.args = []
         b.restart()
-        produce_consume(conf(b.ss, "SCRAM-SHA-512", "admin", "admin-secret", ssl=True), "restarted")
+        produce_consume(conf(b.addr["SASL_SSL"], "SCRAM-SHA-512", "admin", "admin-secret", ssl=True), "restarted")
 
 
 @test
