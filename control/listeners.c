@@ -124,8 +124,10 @@ static int listener_sasl(const struct config *c, struct broker_listener *one, ch
 		errno = 0;
 		ms = strtoll(v, &end, 10);
 		if (errno || end == v || *end || ms < 0) {
-			snprintf(err, errlen, "listener.name.%s.%s: '%.64s' is not a number of milliseconds >= 0",
-				 one->name, mech_keys[i], v);
+			snprintf(key, sizeof(key), "listener.name.%s.%s", one->name, mech_keys[i]);
+			for (char *k = key; *k; k++)
+				*k = (char)tolower((unsigned char)*k);
+			snprintf(err, errlen, "%s: '%.64s' is not a number of milliseconds >= 0", key, v);
 			return -EINVAL;
 		}
 		one->reauth_ms[i] = ms;
