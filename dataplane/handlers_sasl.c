@@ -222,14 +222,17 @@ int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx)
 		kafka_ctx_respond(ctx);
 		return 0;
 	}
-	/* failed: Kafka's message, which says no more than this */
+	/* failed: Kafka's message, which says no more than this (a
+	 * re-authentication as another principal: Kafka's, naming both) */
 	r->ErrorCode = KERR_SASL_AUTHENTICATION_FAILED;
-	r->ErrorMessage = rc == -EPERM ? kstr_copy(ctx, why) : kstr(mech == SASL_MECH_PLAIN ? "Authentication failed: Invalid username or password"
+	r->ErrorMessage = kstr(mech == SASL_MECH_PLAIN ? "Authentication failed: Invalid username or password"
 				: mech == SASL_MECH_SCRAM_SHA_256
 				? "Authentication failed during authentication due to invalid credentials with SASL "
 				  "mechanism SCRAM-SHA-256"
 				: "Authentication failed during authentication due to invalid credentials with SASL "
 				  "mechanism SCRAM-SHA-512");
+	if (rc == -EPERM)
+		r->ErrorMessage = kstr_copy(ctx, why);
 	auth_failed(ctx, mech, why);
 	return 0;
 }
