@@ -136,9 +136,12 @@ static const struct config_key keys[] = {
 	  .doc = "Kafka's mechanism for SASL between brokers: accepted so that a Kafka config starts, and "
 		 "unused: the inter-broker listener must be PLAINTEXT (docs/security.md)." },
 	{ "connections.max.reauth.ms", CONFIG_LONG, "0", 0, I64MAX,
-	  .doc = "KIP-368's session lifetime: only 0 (Kafka's default: sessions never expire) is served; "
-		 "re-authentication is not implemented, and another value stops the start when a SASL "
-		 "listener is configured." },
+	  .doc = "KIP-368's session lifetime on SASL listeners: above 0, SaslAuthenticate v1+ tells the "
+		 "client this many ms, the client re-authenticates on its connection before then (the same "
+		 "mechanism and principal, else the connection is closed), and a connection that sends "
+		 "another request after its session ended is closed, not served. Per listener and "
+		 "mechanism: listener.name.<l>.<mechanism>.connections.max.reauth.ms. 0 (Kafka's "
+		 "default): sessions never expire (docs/security.md#re-authentication-kip-368)." },
 	{ "connection.failed.authentication.delay.ms", CONFIG_INT, "100", 0, I32MAX,
 	  .doc = "A failed SASL authentication is answered this long after it failed (a timer: the shard "
 		 "serves others meanwhile), then the connection is closed." },
@@ -454,7 +457,9 @@ struct config_lkey {
 
 static const char *const listener_suffixes[] = { "sasl.enabled.mechanisms", "plain.sasl.jaas.config",
 						 "scram-sha-256.sasl.jaas.config", "scram-sha-512.sasl.jaas.config",
-						 NULL };
+						 "plain.connections.max.reauth.ms",
+						 "scram-sha-256.connections.max.reauth.ms",
+						 "scram-sha-512.connections.max.reauth.ms", NULL };
 
 struct config {
 	struct config_slot slot[NKEYS];
@@ -928,7 +933,8 @@ int config_set(struct config *c, const char *key, const char *value, const char 
 				return rc;
 			}
 		errf(err, errlen, "%s: unknown configuration key '%s' (Sluice takes listener.name.<listener>. "
-		     "with sasl.enabled.mechanisms and <mechanism>.sasl.jaas.config only)", source, key);
+		     "with sasl.enabled.mechanisms, <mechanism>.sasl.jaas.config and "
+		     "<mechanism>.connections.max.reauth.ms only)", source, key);
 		return -ENOENT;
 	}
 	if (i < 0) {

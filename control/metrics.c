@@ -239,6 +239,10 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	SF("sasl_preauth_closed_total", "counter", "SASL listener connections closed before authentication for a "
 	   "request other than ApiVersions, SaslHandshake and SaslAuthenticate, or a frame over 16 KiB.",
 	   sasl_preauth_closed);
+	SF("sasl_reauthentications_total", "counter", "SASL re-authentications (KIP-368) that succeeded.",
+	   sasl_reauth_ok);
+	SF("sasl_expired_closed_total", "counter", "SASL connections closed at a request after their session "
+	   "ended (connections.max.reauth.ms) without a re-authentication.", sasl_expired_closed);
 	fam(t, "tls_connections_total", "counter", "TLS connections by the record layer they got after the "
 	    "handshake: ktls (the kernel's, sends and receives stay plain io_uring operations) or openssl "
 	    "(OpenSSL's on memory buffers: the kernel or the cipher cannot; on a kernel without CONFIG_TLS, all).");

@@ -196,6 +196,7 @@ struct broker_listener {
 	unsigned sasl_mechs;          /* its enabled mechanisms (enum sasl_mech bits) */
 	struct sasl_plain_users *plain;   /* PLAIN's users (its plain.sasl.jaas.config), or NULL;
 					   * read-only once the shards serve */
+	int64_t reauth_ms[3];         /* connections.max.reauth.ms by sasl_mech_index(); 0: none */
 	char host[256];               /* bound */
 	int port;
 	char adv_host[256];           /* advertised to its clients */

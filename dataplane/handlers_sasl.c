@@ -11,10 +11,18 @@
  * password), and the connection is closed once the answer is sent, as
  * Kafka does.
  *
+ * KIP-368: with connections.max.reauth.ms (the listener's, per mechanism)
+ * above 0 a session lasts that long: SaslAuthenticate v1+ says so
+ * (SessionLifetimeMs), the client re-authenticates on the same connection
+ * (SaslHandshake v1 + SaslAuthenticate, the same mechanism and principal,
+ * else closed), and conn.c closes a connection whose session is over at
+ * its next other request.
+ *
  * Thread: the connection's shard (@thread shard). The credentials are the
  * published snapshot's (read-only) and the listener's PLAIN users
  * (read-only once the shards serve): nothing here blocks.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -65,8 +73,8 @@ int kafka_handle_sasl_handshake(struct kafka_ctx *ctx)
 		r->ErrorCode = (int16_t)sasl_handshake(s, q->Mechanism.ptr ? q->Mechanism.ptr : "",
 						      q->Mechanism.len > 0 ? (size_t)q->Mechanism.len : 0,
 						      l ? l->sasl_mechs : 0, ctx->req.header.RequestApiVersion);
-		/* a second handshake (re-authentication, KIP-368, is not
-		 * implemented) or a mechanism not enabled: answered, closed */
+		/* a second handshake that begins no re-authentication, or a
+		 * mechanism not enabled (or not the session's): answered, closed */
 		if (r->ErrorCode)
 			ctx->c->close_after = 1;
 	}
@@ -77,6 +85,20 @@ int kafka_handle_sasl_handshake(struct kafka_ctx *ctx)
 static const struct sasl_scram_cred *scram_lookup(const void *arg, const char *name, int type)
 {
 	return md_scram_find(arg, name, type);
+}
+
+/* An authentication done: its session's end (KIP-368), the lifetime for
+ * SaslAuthenticate v1+ to say (0: none), a re-authentication counted. */
+static int64_t session_start(struct kafka_ctx *ctx, struct sasl_conn *s, int was_reauth)
+{
+	const struct broker_listener *l = ctx_listener(ctx);
+	int64_t ms = l ? l->reauth_ms[sasl_mech_index(s->mech)] : 0;
+
+	/* PLAIN and SCRAM credentials have no lifetime of their own */
+	s->expire_ns = ms > 0 ? ctx->sh->now_ns + (uint64_t)ms * 1000000ull : UINT64_MAX;
+	s->reauth_ok = !ctx->raw && ctx->req.header.RequestApiVersion >= 1;
+	shard_stat_add(was_reauth ? &ctx->sh->stats.sasl_reauth_ok : &ctx->sh->stats.sasl_auth_ok, 1);
+	return ms > 0 ? ms : 0;
 }
 
 static int respond_later(struct kafka_ctx *ctx)
@@ -126,7 +148,7 @@ static int sasl_raw_token(struct kafka_ctx *ctx, const uint8_t *frame, uint32_t 
 	uint8_t *out = ALLOC(ctx, uint8_t, SASL_OUT_MAX);
 	char why[160];
 	size_t outlen = 0;
-	int rc, mech = s->mech;
+	int rc, mech = s->mech, was_reauth = s->reauth;
 
 	if (!out) {
 		kafka_ctx_abort(ctx);
@@ -138,7 +160,7 @@ static int sasl_raw_token(struct kafka_ctx *ctx, const uint8_t *frame, uint32_t 
 		return 0;
 	}
 	if (rc == 0)
-		shard_stat_add(&ctx->sh->stats.sasl_auth_ok, 1);
+		session_start(ctx, s, was_reauth);
 	ctx->raw_out = (struct kafka_bytes){ out, (int32_t)outlen };
 	kafka_ctx_respond(ctx);
 	return 0;
@@ -155,7 +177,7 @@ int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx)
 	struct sasl_creds cr = { scram_lookup, broker_md(sh->b), l ? l->plain : NULL };
 	char why[160];
 	size_t outlen = 0;
-	int rc, mech;
+	int rc, mech, was_reauth;
 
 	if (ctx->raw)
 		return sasl_raw_token(ctx, ctx->frame, ctx->frame_len);
@@ -169,24 +191,26 @@ int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx)
 		/* no handshake before it, or after the authentication */
 		r->ErrorCode = KERR_ILLEGAL_SASL_STATE;
 		r->ErrorMessage = kstr(s && s->state == SASL_DONE ? "SaslAuthenticate after the authentication "
-				       "(re-authentication is not implemented)" : "SaslAuthenticate before SaslHandshake");
+				       "(a re-authentication begins with SaslHandshake)" : "SaslAuthenticate before SaslHandshake");
 		if (s && s->state != SASL_DONE)
 			ctx->c->close_after = 1;
 		kafka_ctx_respond(ctx);
 		return 0;
 	}
 	mech = s->mech;
+	was_reauth = s->reauth;
 	rc = sasl_step(s, &cr, q->AuthBytes.ptr ? q->AuthBytes.ptr : (const uint8_t *)"",
 		       q->AuthBytes.len > 0 ? (size_t)q->AuthBytes.len : 0, out, SASL_OUT_MAX, &outlen, why,
 		       sizeof(why));
 	if (rc >= 0) {
 		r->AuthBytes = (struct kafka_bytes){ out, (int32_t)outlen };
 		if (rc == 0)
-			shard_stat_add(&sh->stats.sasl_auth_ok, 1);
+			r->SessionLifetimeMs = session_start(ctx, s, was_reauth);
 		kafka_ctx_respond(ctx);
 		return 0;
 	}
-	/* failed: Kafka's message, which says no more than this */
+	/* failed: Kafka's message, which says no more than this (a
+	 * re-authentication as another principal: Kafka's, naming both) */
 	r->ErrorCode = KERR_SASL_AUTHENTICATION_FAILED;
 	r->ErrorMessage = kstr(mech == SASL_MECH_PLAIN ? "Authentication failed: Invalid username or password"
 				: mech == SASL_MECH_SCRAM_SHA_256
@@ -194,6 +218,8 @@ int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx)
 				  "mechanism SCRAM-SHA-256"
 				: "Authentication failed during authentication due to invalid credentials with SASL "
 				  "mechanism SCRAM-SHA-512");
+	if (rc == -EPERM)
+		r->ErrorMessage = kstr_copy(ctx, why);
 	auth_failed(ctx, mech, why);
 	return 0;
 }

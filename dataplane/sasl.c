@@ -366,8 +366,15 @@ int sasl_handshake(struct sasl_conn *s, const char *name, size_t len, unsigned e
 {
 	int mech = sasl_mech_from_name(name, len);
 
-	if (s->state != SASL_WANT_HANDSHAKE)
+	if (s->state == SASL_DONE && s->reauth_ok && version >= 1) {
+		/* KIP-368: a re-authentication, with the session's mechanism */
+		if (mech != s->mech)
+			return SASL_ERR_UNSUPPORTED_MECHANISM;
+		memcpy(s->prev_principal, s->principal, sizeof(s->prev_principal));
+		s->reauth = 1;
+	} else if (s->state != SASL_WANT_HANDSHAKE) {
 		return SASL_ERR_ILLEGAL_STATE;
+	}
 	if (!mech || !(enabled & (unsigned)mech))
 		return SASL_ERR_UNSUPPORTED_MECHANISM;
 	s->mech = mech;
@@ -391,6 +398,14 @@ int sasl_step(struct sasl_conn *s, const struct sasl_creds *cr, const uint8_t *i
 		rc = scram_final(s, (const char *)in, len, out, cap, outlen, why, whylen);
 	else
 		rc = fail(why, whylen, -EPROTO, "a SaslAuthenticate out of turn");
+	if (rc == 0 && s->reauth) {
+		s->reauth = 0;
+		if (strcmp(s->principal, s->prev_principal)) {
+			snprintf(why, whylen, "Cannot change principals during re-authentication from %.64s: %.64s",
+				 s->prev_principal, s->principal);
+			rc = -EPERM;
+		}
+	}
 	if (rc < 0) {
 		s->state = SASL_FAILED;
 		OPENSSL_cleanse(&s->cred, sizeof(s->cred));

@@ -115,6 +115,15 @@ struct sasl_conn {
 	int raw;                     /* a v0 handshake: the tokens follow as bare size-prefixed
 				      * frames (no Kafka header), as kafka-python 2.0 sends them */
 	char principal[5 + SASL_USER_MAX];  /* "User:<name>" once SASL_DONE */
+	/* KIP-368 (connections.max.reauth.ms): the session ends at expire_ns
+	 * (shard clock; UINT64_MAX: never, set when the connection is made);
+	 * a client that authenticated with SaslAuthenticate v1+ (reauth_ok)
+	 * may authenticate again, SaslHandshake v1 then SaslAuthenticate, as
+	 * the same principal (prev_principal) with the same mechanism. */
+	uint64_t expire_ns;
+	int reauth_ok;
+	int reauth;                  /* a re-authentication in progress */
+	char prev_principal[5 + SASL_USER_MAX];
 	/* SCRAM between its two messages */
 	struct sasl_scram_cred cred;
 	char user[SASL_USER_MAX];
@@ -130,17 +139,26 @@ struct sasl_conn {
 
 /* A SaslHandshake naming mechanism `name` (version: the request's; v0's
  * tokens come bare, s->raw): 0, the state moves on; SASL_ERR_ILLEGAL_STATE
- * (not the first), SASL_ERR_UNSUPPORTED_MECHANISM (not in `enabled`). */
+ * (not the first, unless it begins a re-authentication: after SASL_DONE
+ * with reauth_ok, at v1+), SASL_ERR_UNSUPPORTED_MECHANISM (not in
+ * `enabled`, or a re-authentication naming another mechanism). */
 int sasl_handshake(struct sasl_conn *s, const char *name, size_t len, unsigned enabled, int version);
 
 /* One SaslAuthenticate token. Returns 1: go on, out holds the challenge
  * (*outlen bytes); 0: authenticated, out holds the last message
  * (SCRAM's server-final, PLAIN's empty) and s->principal is set; -EACCES:
  * the credentials do not hold (an unknown user, a wrong password); -EPROTO:
- * a message that does not parse. On failure why says what for the log
+ * a message that does not parse; -EPERM: a re-authentication that proved
+ * another principal than the session's. On failure why says what for the log
  * (never a password or a proof). */
 int sasl_step(struct sasl_conn *s, const struct sasl_creds *cr, const uint8_t *in, size_t len, uint8_t *out,
 	      size_t cap, size_t *outlen, char *why, size_t whylen);
+
+/* The index of a mechanism (0 PLAIN, 1 SCRAM-SHA-256, 2 SCRAM-SHA-512). */
+static inline int sasl_mech_index(int mech)
+{
+	return mech == SASL_MECH_PLAIN ? 0 : mech == SASL_MECH_SCRAM_SHA_256 ? 1 : 2;
+}
 
 /* Whether the connection's next frame is a bare SASL token (a v0
  * handshake, the authentication not over). */
@@ -168,6 +186,19 @@ static inline int sasl_preauth_refuse(const struct sasl_conn *s, uint32_t size, 
 		return 0;
 	key = (int16_t)((uint16_t)body[0] << 8 | body[1]);
 	return key != 18 && key != 17 && key != 36;
+}
+
+/* After now_ns >= s->expire_ns (the caller's one comparison per request):
+ * must a frame whose first `avail` bytes are at body close the
+ * connection? 1 for any request but a SaslHandshake (which may begin a
+ * re-authentication) once the session is over (KIP-368: Kafka closes
+ * "due to expired session"); 0 during a re-authentication (the
+ * pre-authentication rule holds then). Pure. */
+static inline int sasl_session_expired(const struct sasl_conn *s, const uint8_t *body, uint32_t avail)
+{
+	if (s->state != SASL_DONE)
+		return 0;
+	return avail < 2 || (int16_t)((uint16_t)body[0] << 8 | body[1]) != 17;
 }
 
 #endif

@@ -70,6 +70,8 @@ struct shard_stats {
 	uint64_t sasl_preauth_closed;/* connections closed before authentication for a request other
 				      * than ApiVersions/SaslHandshake/SaslAuthenticate, or a frame
 				      * over SASL_PREAUTH_FRAME_MAX */
+	uint64_t sasl_reauth_ok;     /* KIP-368 re-authentications that succeeded */
+	uint64_t sasl_expired_closed;/* connections closed at a request after their session's end */
 	uint64_t pbuf_starved;
 	uint64_t produce_records;
 	uint64_t produce_requests;

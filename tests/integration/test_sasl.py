@@ -20,6 +20,11 @@ SCRAM users come from sluiced --add-scram:
   such admin call) adds a user who then logs in, DescribeUserScramCredentials
   lists it, a deletion of a user that is not there is RESOURCE_NOT_FOUND;
   sluicectl user create, list and delete;
+- KIP-368 (connections.max.reauth.ms): SaslAuthenticate v1/v2 tells the
+  session's lifetime; a request after it closes the connection unanswered
+  (v0 SaslAuthenticate too); raw re-authentications keep a connection
+  working, one as another user closes it; kafkajs re-authenticates while it
+  produces and consumes;
 - --add-scram on a data directory that already has users: exit 2;
 - a user added on node 1 of a 3-node cluster logs in on node 3.
 
@@ -133,6 +138,18 @@ def authenticate(conn, token, ver=1):
     r = conn.request(36, ver, W().bytes(token))
     err, msg, data = r.i16(), r.str(), r.bytes()
     return err, msg, data
+
+
+def authenticate_lifetime(conn, token, ver=1):
+    """SaslAuthenticate v1 or v2 (flexible): (error, message, auth bytes,
+    SessionLifetimeMs)."""
+    if ver == 1:
+        r = conn.request(36, 1, W().bytes(token))
+        return r.i16(), r.str(), r.bytes(), r.i64()
+    r = conn.request_flex(36, 2, uvarint(len(token) + 1) + token + b"\x00")
+    err, msg, n = r.i16(), read_compact_str(r), read_uvarint(r) - 1
+    data, r.o = r.b[r.o:r.o + n], r.o + n
+    return err, msg, data, r.i64()
 
 
 def closed(s):
@@ -301,6 +318,76 @@ def refusals_close_or_fail_and_the_broker_serves_the_others():
         # and everyone else is served
         produce_consume(conf(b.addr["SASL_PLAINTEXT"], "PLAIN", "bob", "bob-secret"), "after")
         produce_consume(conf(b.addr["SASL_SSL"], "SCRAM-SHA-512", "admin", "admin-secret", ssl=True), "after-ssl")
+
+
+@test
+def sessions_expire_unless_reauthenticated():
+    """KIP-368: connections.max.reauth.ms=2000 (1500 for SCRAM-SHA-256 on
+    the SASL_PLAINTEXT listener): SaslAuthenticate v1/v2 tells the session's
+    lifetime; a connection that sends a request after it is closed
+    unanswered, one that re-authenticates keeps working, one that
+    re-authenticates as another user is closed; kafkajs re-authenticates
+    on its own across several lifetimes."""
+    with sasl_broker(**{"connections.max.reauth.ms": 2000,
+                        "listener.name.sasl_plaintext.scram-sha-256.connections.max.reauth.ms": 1500,
+                        "group.initial.rebalance.delay.ms": 0}) as b:
+        # kafkajs (SCRAM-SHA-256: 1.5 s sessions) meanwhile: 4 rounds 0.8 s
+        # apart, then a consumer group reads everything back
+        import subprocess
+        kjs = subprocess.Popen(["node", os.path.join(KJS_DIR, "sasl_check.js"), b.sp, "SCRAM-SHA-256", "admin",
+                                "admin-secret", "kjs-reauth", "5", "4", "800"], cwd=KJS_DIR,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            plain = {u: b"\x00%s\x00%s-secret" % (u.encode(), u.encode()) for u in ("alice", "bob")}
+
+            def login(user, ver=1):
+                c = Conn(b.sp)
+                assert handshake(c, "PLAIN")[0] == 0
+                err, msg, _, life = authenticate_lifetime(c, plain[user], ver)
+                assert err == 0, (err, msg)
+                return c, life
+
+            # (a) the lifetime, v1 and v2
+            stale, life = login("alice")
+            assert 0 < life <= 2000, life
+            fresh, life = login("alice", 2)
+            assert 0 < life <= 2000, life
+            other, _ = login("alice")
+            v0 = Conn(b.sp)   # SaslAuthenticate v0: no lifetime in the answer
+            assert handshake(v0, "PLAIN")[0] == 0
+            assert authenticate(v0, plain["bob"], ver=0)[0] == 0
+            t0 = time.monotonic()
+            # (c) fresh re-authenticates before each 2 s session ends and
+            # keeps working past the first lifetime; (d) other does so as bob
+            assert handshake(other, "PLAIN")[0] == 0
+            err, msg, _, _ = authenticate_lifetime(other, plain["bob"])
+            assert err == 58 and "Cannot change principals" in (msg or ""), (err, msg)
+            assert closed(other.s)
+            reauths = 0
+            while time.monotonic() - t0 < 2.6:
+                time.sleep(0.5)
+                assert fresh.api_versions().error == 0
+                assert handshake(fresh, "PLAIN")[0] == 0
+                err, msg, _, life = authenticate_lifetime(fresh, plain["alice"], 2)
+                assert err == 0 and 0 < life <= 2000, (err, msg, life)
+                reauths += 1
+            assert fresh.api_versions().error == 0
+            # (b) stale authenticated more than 2 s ago: its ApiVersions and
+            # its Metadata are not answered, the connection is closed
+            stale.send(3, 1, W().i32(-1).b)
+            assert closed(stale.s)
+            v0.send(18, 0, W().b)
+            assert closed(v0.s)
+        except BaseException:
+            kjs.kill()
+            kjs.wait()
+            raise
+        out, err = kjs.communicate(timeout=HANG_GUARD)
+        res = json.loads(out.decode().strip().splitlines()[-1])
+        assert res == {"ok": True, "end": 20, "consumed": 20}, (res, err[-2000:])
+        # kafkajs re-authenticated too (a few times in 3.2 s of 1.5 s sessions)
+        assert metric(b, "sluice_sasl_reauthentications_total") >= reauths + 2
+        assert metric(b, "sluice_sasl_expired_closed_total") >= 2
 
 
 @test
