@@ -219,7 +219,7 @@ int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx)
 				: "Authentication failed during authentication due to invalid credentials with SASL "
 				  "mechanism SCRAM-SHA-512");
 	if (rc == -EPERM)
-		r->ErrorMessage = kstr_copy(ctx, why);
+		r->ErrorMessage = kafka_ctx_strdup(ctx, why);
 	auth_failed(ctx, mech, why);
 	return 0;
 }
