@@ -334,14 +334,14 @@ def sessions_expire_unless_reauthenticated():
         # kafkajs (SCRAM-SHA-256: 1.5 s sessions) meanwhile: 4 rounds 0.8 s
         # apart, then a consumer group reads everything back
         import subprocess
-        kjs = subprocess.Popen(["node", os.path.join(KJS_DIR, "sasl_check.js"), b.sp, "SCRAM-SHA-256", "admin",
+        kjs = subprocess.Popen(["node", os.path.join(KJS_DIR, "sasl_check.js"), b.addr["SASL_PLAINTEXT"], "SCRAM-SHA-256", "admin",
                                 "admin-secret", "kjs-reauth", "5", "4", "800"], cwd=KJS_DIR,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             plain = {u: b"\x00%s\x00%s-secret" % (u.encode(), u.encode()) for u in ("alice", "bob")}
 
             def login(user, ver=1):
-                c = Conn(b.sp)
+                c = Conn(b.addr["SASL_PLAINTEXT"])
                 assert handshake(c, "PLAIN")[0] == 0
                 err, msg, _, life = authenticate_lifetime(c, plain[user], ver)
                 assert err == 0, (err, msg)
@@ -353,7 +353,7 @@ def sessions_expire_unless_reauthenticated():
             fresh, life = login("alice", 2)
             assert 0 < life <= 2000, life
             other, _ = login("alice")
-            v0 = Conn(b.sp)   # SaslAuthenticate v0: no lifetime in the answer
+            v0 = Conn(b.addr["SASL_PLAINTEXT"])   # SaslAuthenticate v0: no lifetime in the answer
             assert handshake(v0, "PLAIN")[0] == 0
             assert authenticate(v0, plain["bob"], ver=0)[0] == 0
             t0 = time.monotonic()
