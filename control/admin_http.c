@@ -3,6 +3,7 @@
 #include "control/admin_http.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -13,6 +14,7 @@
 
 #include <openssl/crypto.h>
 
+#include "control/admin_token.h"
 #include "control/config.h"
 #include "control/ctl.h"
 #include "control/ctl_internal.h"
@@ -50,6 +52,10 @@ struct admin_http {
 	int port;
 	uint64_t requests;            /* answered, by status class: metrics */
 	int require_auth;             /* admin.require.auth */
+	int metrics_open;             /* admin.metrics.open: GET /metrics needs no credentials */
+	const char *token_file;       /* admin.auth.token.file; "" none */
+	struct admin_tokens *tokens;  /* its tokens (hashes), NULL without a file */
+	uint64_t auth_failures;       /* requests refused for their credentials: metrics */
 	int64_t delay_ms;             /* connection.failed.authentication.delay.ms */
 	struct admin_wait waits[ADMIN_CONN_LIMIT];   /* suspended refusals; conn NULL: free */
 };
@@ -130,6 +136,11 @@ static enum MHD_Result serve_metrics(struct admin_http *a, struct MHD_Connection
 	struct textbuf t = { 0 };
 
 	metrics_render(a->ctl, a->b, &t);
+	/* the endpoint's own counter: it lives here, on this thread */
+	textbuf_printf(&t, "# HELP sluice_admin_auth_failures_total Admin endpoint requests refused for their "
+		       "credentials (401: none, a wrong password, an unknown bearer token).\n"
+		       "# TYPE sluice_admin_auth_failures_total counter\nsluice_admin_auth_failures_total %llu\n",
+		       (unsigned long long)a->auth_failures);
 	return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &t);
 }
 
@@ -256,6 +267,30 @@ static int check_basic(struct admin_http *a, struct MHD_Connection *conn, char *
 	return 0;
 }
 
+/* Authorization: Bearer <token> against admin.auth.token.file: 0 with
+ * the token's principal, -EACCES with why. */
+static int check_bearer(struct admin_http *a, const char *h, char *principal, size_t plen, const char **why)
+{
+	const char *p;
+	size_t n;
+
+	h += 7;
+	while (*h == ' ')
+		h++;
+	for (n = 0; h[n] && h[n] != ' ' && h[n] != '\t'; n++)
+		;
+	if (!a->tokens) {
+		*why = "a bearer token, but admin.auth.token.file is not set";
+		return -EACCES;
+	}
+	if (!(p = admin_tokens_find(a->tokens, h, n))) {
+		*why = "unknown bearer token";
+		return -EACCES;
+	}
+	snprintf(principal, plen, "%s", p);
+	return 0;
+}
+
 static int is_super_user(const struct admin_http *a, const char *principal)
 {
 	for (int i = 0; i < a->b->set.nsuper_users; i++)
@@ -270,8 +305,8 @@ static enum MHD_Result reply_401(struct MHD_Connection *conn)
 	struct MHD_Response *r;
 	enum MHD_Result rc;
 
-	textbuf_printf(&t, "authentication required: HTTP Basic with a SCRAM user of the cluster "
-			   "(admin.require.auth=true)\n");
+	textbuf_printf(&t, "authentication required: HTTP Basic with a SCRAM user of the cluster, a bearer "
+			   "token of admin.auth.token.file or a client certificate (admin.require.auth=true)\n");
 	if (t.oom)
 		return MHD_NO;
 	r = MHD_create_response_from_buffer_with_free_callback(t.len, t.p, free);
@@ -280,6 +315,7 @@ static enum MHD_Result reply_401(struct MHD_Connection *conn)
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"sluice\", charset=\"UTF-8\"");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"sluice\"");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
 	rc = MHD_queue_response(conn, MHD_HTTP_UNAUTHORIZED, r);
 	MHD_destroy_response(r);
@@ -306,6 +342,7 @@ static enum MHD_Result refuse(struct admin_http *a, struct MHD_Connection *conn,
 {
 	char addr[INET6_ADDRSTRLEN + 1], u[104], m[16], p[104];
 
+	a->auth_failures++;
 	fprintf(stderr, "sluiced: admin: authentication failed from %s (%s %s%s%s%s): %s\n",
 		peer_addr(conn, addr, sizeof(addr)), printable(method, m, sizeof(m)), printable(url, p, sizeof(p)),
 		*user ? ", user '" : "", printable(user, u, sizeof(u)), *user ? "'" : "", why);
@@ -356,12 +393,19 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	if (q->refused)
 		return MHD_YES;
 	a->requests++;
-	if (a->require_auth) {
+	if (a->require_auth && !(a->metrics_open && !strcmp(url, "/metrics") &&
+				 (!strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD)))) {
 		char principal[5 + SASL_USER_MAX], user[SASL_USER_MAX];
 		const char *why = "";
+		const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 
-		if (check_basic(a, conn, principal, sizeof(principal), user, sizeof(user), &why) < 0)
+		user[0] = 0;
+		if (h && !strncasecmp(h, "Bearer ", 7)) {
+			if (check_bearer(a, h, principal, sizeof(principal), &why) < 0)
+				return refuse(a, conn, q, method, url, user, why);
+		} else if (check_basic(a, conn, principal, sizeof(principal), user, sizeof(user), &why) < 0) {
 			return refuse(a, conn, q, method, url, user, why);
+		}
 		/* reading is for any user of the cluster; what changes the
 		 * broker (POST) is for super.users */
 		if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD) &&
@@ -478,6 +522,16 @@ static int admin_tls_pem(const struct config *cfg, char **cert, char **key, char
 	return 0;
 }
 
+/* 127.0.0.0/8 or ::1 */
+static int addr_is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+	return 0;
+}
+
 int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg, struct admin_http **out,
 		     char *err, size_t errlen)
 {
@@ -530,6 +584,19 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 	a->b = b;
 	a->cfg = cfg;
 	a->require_auth = (int)config_int(cfg, "admin.require.auth");
+	a->metrics_open = (int)config_int(cfg, "admin.metrics.open");
+	a->token_file = config_str(cfg, "admin.auth.token.file");
+	if (*a->token_file && (rc = admin_tokens_load(a->token_file, &a->tokens, err, errlen)) < 0) {
+		freeaddrinfo(ai);
+		pem_free(cert);
+		pem_free(key);
+		free(a);
+		return rc;
+	}
+	if (!a->require_auth && !addr_is_loopback(ai->ai_addr))
+		fprintf(stderr, "sluiced: admin: WARNING: the admin endpoint listens on %s, beyond loopback, with "
+			"admin.require.auth=false: anyone who reaches it reads the configuration and metrics and may "
+			"POST (reload certificates); set admin.require.auth=true, or admin.listen to 127.0.0.1\n", spec);
 	a->delay_ms = config_int(cfg, "connection.failed.authentication.delay.ms");
 	a->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handle, a,
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
@@ -547,12 +614,14 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 	pem_free(cert);   /* GnuTLS parsed them at the start */
 	pem_free(key);
 	if (!a->d && tls) {
+		admin_tokens_free(a->tokens);
 		free(a);
 		snprintf(err, errlen, "admin.ssl.enabled: cannot serve HTTPS on %s: the port is taken, or the "
 			 "certificate or key (ssl.keystore.*) does not load (the log above says which)", spec);
 		return -EINVAL;
 	}
 	if (!a->d) {
+		admin_tokens_free(a->tokens);
 		free(a);
 		snprintf(err, errlen, "admin.listen: cannot listen on %s (in use?)%s", spec,
 			 explicit_ ? "" : ": the admin endpoint is off");
@@ -617,5 +686,27 @@ void admin_http_stop(struct admin_http *a)
 			MHD_resume_connection(a->waits[i].conn);
 		}
 	MHD_stop_daemon(a->d);
+	admin_tokens_free(a->tokens);
 	free(a);
+}
+
+void admin_http_reload(struct admin_http *a)
+{
+	struct admin_tokens *t;
+	char err[512];
+
+	if (!a || !*a->token_file)
+		return;
+	if (admin_tokens_load(a->token_file, &t, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sluiced: SIGHUP: admin tokens not reloaded, the previous ones stay: %s\n", err);
+		return;
+	}
+	admin_tokens_free(a->tokens);
+	a->tokens = t;
+	fprintf(stderr, "sluiced: SIGHUP: admin tokens reloaded (%d)\n", admin_tokens_count(t));
+}
+
+uint64_t admin_http_auth_failures(const struct admin_http *a)
+{
+	return a ? a->auth_failures : 0;
 }
