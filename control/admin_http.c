@@ -14,6 +14,7 @@
 
 #include <openssl/crypto.h>
 
+#include "control/admin_tls.h"
 #include "control/admin_token.h"
 #include "control/config.h"
 #include "control/ctl.h"
@@ -53,6 +54,8 @@ struct admin_http {
 	uint64_t requests;            /* answered, by status class: metrics */
 	int require_auth;             /* admin.require.auth */
 	int metrics_open;             /* admin.metrics.open: GET /metrics needs no credentials */
+	int tls;                      /* admin.ssl.enabled */
+	const char *principal_rules;  /* ssl.principal.mapping.rules: a client certificate's principal */
 	const char *token_file;       /* admin.auth.token.file; "" none */
 	struct admin_tokens *tokens;  /* its tokens (hashes), NULL without a file */
 	uint64_t auth_failures;       /* requests refused for their credentials: metrics */
@@ -194,6 +197,9 @@ static enum MHD_Result serve_tls_reload(struct admin_http *a, struct MHD_Connect
 		fprintf(stderr, "sluiced: admin: TLS reload failed, the previous certificates stay: %s\n", err);
 		return reply(conn, MHD_HTTP_UNPROCESSABLE_CONTENT, "application/json", &t);
 	}
+	if (a->tls && admin_tls_reload(a->cfg, err, sizeof(err)) < 0)
+		fprintf(stderr, "sluiced: admin: the endpoint's certificate not reloaded, the previous one stays: %s\n",
+			err);
 	fprintf(stderr, "sluiced: admin: TLS certificates reloaded\n");
 	textbuf_printf(&t, "{\"reloaded\": true, \"reloads\": %llu}\n",
 		       (unsigned long long)tls_server_reloads(a->b->tls));
@@ -398,9 +404,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		char principal[5 + SASL_USER_MAX], user[SASL_USER_MAX];
 		const char *why = "";
 		const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+		int rc;
 
+		/* credentials in the request win; without them a client
+		 * certificate (verified, mapped) stands for its principal */
 		user[0] = 0;
-		if (h && !strncasecmp(h, "Bearer ", 7)) {
+		rc = a->tls && !h ? admin_tls_peer(conn, a->principal_rules, principal, sizeof(principal), &why) : 0;
+		if (rc < 0)
+			return refuse(a, conn, q, method, url, user, why);
+		if (rc > 0) {
+			/* a verified client certificate: its principal */
+		} else if (h && !strncasecmp(h, "Bearer ", 7)) {
 			if (check_bearer(a, h, principal, sizeof(principal), &why) < 0)
 				return refuse(a, conn, q, method, url, user, why);
 		} else if (check_basic(a, conn, principal, sizeof(principal), user, sizeof(user), &why) < 0) {
@@ -459,69 +473,6 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	vfprintf(stderr, fmt, ap);
 }
 
-/* A PEM item as the ssl.keystore.* keys give it: PEM text, or the path
- * of a PEM file, read whole into *out (heap, NUL-terminated). */
-static int pem_read(const char *key, const char *item, char **out, char *err, size_t errlen)
-{
-	FILE *f;
-	long n;
-
-	*out = NULL;
-	if (!strncmp(item, "-----BEGIN", 10))
-		return (*out = strdup(item)) ? 0 : -ENOMEM;
-	if (!(f = fopen(item, "r"))) {
-		snprintf(err, errlen, "admin.ssl.enabled: %s: cannot read %s: %s", key, item, strerror(errno));
-		return -EINVAL;
-	}
-	if (fseek(f, 0, SEEK_END) < 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) < 0 ||
-	    !(*out = calloc(1, (size_t)n + 1)) || fread(*out, 1, (size_t)n, f) != (size_t)n) {
-		snprintf(err, errlen, "admin.ssl.enabled: %s: cannot read %s", key, item);
-		fclose(f);
-		free(*out);
-		*out = NULL;
-		return -EINVAL;
-	}
-	fclose(f);
-	return 0;
-}
-
-static void pem_free(char *p)
-{
-	if (p) {
-		OPENSSL_cleanse(p, strlen(p));
-		free(p);
-	}
-}
-
-/* The broker's certificate chain and key for HTTPS (admin.ssl.enabled),
- * the ones of the SSL listeners: ssl.keystore.location (both in one
- * file: GnuTLS takes the certificates and the key out of it), or
- * ssl.keystore.certificate.chain and ssl.keystore.key. */
-static int admin_tls_pem(const struct config *cfg, char **cert, char **key, char *err, size_t errlen)
-{
-	const char *ks = config_str(cfg, "ssl.keystore.location");
-	const char *ch = config_str(cfg, "ssl.keystore.certificate.chain"), *k = config_str(cfg, "ssl.keystore.key");
-	int rc;
-
-	*cert = *key = NULL;
-	if (*ks) {
-		if ((rc = pem_read("ssl.keystore.location", ks, cert, err, errlen)) < 0)
-			return rc;
-		if (!(*key = strdup(*cert)))
-			return -ENOMEM;
-		return 0;
-	}
-	if (!*ch || !*k) {
-		snprintf(err, errlen, "admin.ssl.enabled: needs the broker's certificate and key: ssl.keystore.location, "
-			 "or ssl.keystore.certificate.chain with ssl.keystore.key");
-		return -EINVAL;
-	}
-	if ((rc = pem_read("ssl.keystore.certificate.chain", ch, cert, err, errlen)) < 0 ||
-	    (rc = pem_read("ssl.keystore.key", k, key, err, errlen)) < 0)
-		return rc;
-	return 0;
-}
-
 /* 127.0.0.0/8 or ::1 */
 static int addr_is_loopback(const struct sockaddr *sa)
 {
@@ -535,8 +486,7 @@ static int addr_is_loopback(const struct sockaddr *sa)
 int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg, struct admin_http **out,
 		     char *err, size_t errlen)
 {
-	char *cert = NULL, *key = NULL;
-	const char *kpw = config_str(cfg, "ssl.key.password");
+	char *trust = NULL;
 	int tls = (int)config_int(cfg, "admin.ssl.enabled");
 	const char *spec = config_str(cfg, "admin.listen");
 	const char *src = config_source(cfg, "admin.listen");
@@ -564,10 +514,19 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 	}
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	if (!tls && strcmp(config_str(cfg, "admin.ssl.client.auth"), "none")) {
+		snprintf(err, errlen, "admin.ssl.client.auth=%s needs admin.ssl.enabled=true",
+			 config_str(cfg, "admin.ssl.client.auth"));
+		freeaddrinfo(ai);
+		return -EINVAL;
+	}
 	if (tls) {
-		if ((rc = admin_tls_pem(cfg, &cert, &key, err, errlen)) < 0) {
-			pem_free(cert);
-			pem_free(key);
+		/* the certificate goes to each handshake from admin_tls.c
+		 * (SIGHUP renews it); the trusted CAs are GnuTLS's, read once */
+		if ((rc = admin_tls_load(cfg, err, errlen)) < 0 ||
+		    (admin_tls_client_auth() != ADMIN_CLIENT_NONE &&
+		     (rc = admin_tls_trust_pem(cfg, &trust, err, errlen)) < 0)) {
+			admin_tls_fini();
 			freeaddrinfo(ai);
 			return rc;
 		}
@@ -575,8 +534,8 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 	}
 	a = calloc(1, sizeof(*a));
 	if (!a) {
-		pem_free(cert);
-		pem_free(key);
+		free(trust);
+		admin_tls_fini();
 		freeaddrinfo(ai);
 		return -ENOMEM;
 	}
@@ -586,10 +545,12 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 	a->require_auth = (int)config_int(cfg, "admin.require.auth");
 	a->metrics_open = (int)config_int(cfg, "admin.metrics.open");
 	a->token_file = config_str(cfg, "admin.auth.token.file");
+	a->tls = tls;
+	a->principal_rules = config_str(cfg, "ssl.principal.mapping.rules");
 	if (*a->token_file && (rc = admin_tokens_load(a->token_file, &a->tokens, err, errlen)) < 0) {
 		freeaddrinfo(ai);
-		pem_free(cert);
-		pem_free(key);
+		free(trust);
+		admin_tls_fini();
 		free(a);
 		return rc;
 	}
@@ -606,13 +567,13 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ADMIN_CONN_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)ADMIN_CONN_LIMIT,
 				/* with TLS only: MHD_OPTION_END ends the list here otherwise */
-				tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,
-				MHD_OPTION_HTTPS_MEM_KEY, key,
-				*kpw ? MHD_OPTION_HTTPS_KEY_PASSWORD : MHD_OPTION_END, kpw,
+				tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, admin_tls_cert_callback(),
+				trust ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, trust,
 				MHD_OPTION_END);
 	freeaddrinfo(ai);
-	pem_free(cert);   /* GnuTLS parsed them at the start */
-	pem_free(key);
+	free(trust);   /* GnuTLS parsed it at the start */
+	if (!a->d)
+		admin_tls_fini();
 	if (!a->d && tls) {
 		admin_tokens_free(a->tokens);
 		free(a);
@@ -686,6 +647,8 @@ void admin_http_stop(struct admin_http *a)
 			MHD_resume_connection(a->waits[i].conn);
 		}
 	MHD_stop_daemon(a->d);
+	if (a->tls)
+		admin_tls_fini();
 	admin_tokens_free(a->tokens);
 	free(a);
 }
@@ -695,7 +658,14 @@ void admin_http_reload(struct admin_http *a)
 	struct admin_tokens *t;
 	char err[512];
 
-	if (!a || !*a->token_file)
+	if (!a)
+		return;
+	if (a->tls && admin_tls_reload(a->cfg, err, sizeof(err)) < 0)
+		fprintf(stderr, "sluiced: SIGHUP: the admin endpoint's certificate not reloaded, the previous one "
+			"stays: %s\n", err);
+	else if (a->tls)
+		fprintf(stderr, "sluiced: SIGHUP: the admin endpoint's certificate reloaded\n");
+	if (!*a->token_file)
 		return;
 	if (admin_tokens_load(a->token_file, &t, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sluiced: SIGHUP: admin tokens not reloaded, the previous ones stay: %s\n", err);

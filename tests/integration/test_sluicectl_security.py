@@ -29,7 +29,12 @@ client properties:
   at the reload with the old tokens kept; the failures counted in
   sluice_admin_auth_failures_total; sluicectl with --admin-token-file and
   admin.token=;
-- admin.metrics.open: GET /metrics without credentials 200, /v1/... 401.
+- admin.metrics.open: GET /metrics without credentials 200, /v1/... 401;
+- client certificates (admin.ssl.client.auth): requested, a certificate of
+  the CA whose subject is a super user POSTs without a password, one of
+  another CA gets 401; on a second broker with required, no certificate
+  and one of another CA fail the handshake, and SIGHUP serves a new
+  certificate.
 
     /usr/bin/python3 tests/integration/test_sluicectl_security.py [test ...]
 """
@@ -46,7 +51,8 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import HANG_GUARD, SLUICED, Broker, free_port, main, make_tls_certs, run, temp_dir, test  # noqa: E402
+from harness import (HANG_GUARD, SLUICED, Broker, free_port, main, make_ca, make_cert, make_tls_certs, run,  # noqa: E402
+                     temp_dir, test)  # noqa: E402
 
 SLUICECTL = os.path.join(os.path.dirname(SLUICED), "sluicectl")
 ADD = ["--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]",
@@ -70,6 +76,8 @@ def setup():
          "ops.key", "-out", "ops.csr", "-subj", "/CN=ops"], cwd=d)
     run(["openssl", "x509", "-req", "-in", "ops.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", "77",
          "-out", "ops.pem", "-days", "2"], cwd=d)
+    make_ca(d, "other")   # a CA the broker does not trust
+    make_cert(d, "other", "stranger", "/CN=ops")
     tokens = os.path.join(d, "admin.tokens")
     write_tokens(tokens, "# the admin endpoint's tokens\nUser:admin tok-admin-1\n\nUser:alice   tok-alice-1\n")
     port, ss, s, admin = free_port(), free_port(), free_port(), free_port()
@@ -88,6 +96,7 @@ def setup():
         "admin.ssl.enabled": "true",
         "admin.auth.token.file": tokens,
         "admin.metrics.open": "true",
+        "admin.ssl.client.auth": "requested",
     }
     b = Broker(temp_dir(), shards=1, settings=settings, port=port, args=ADD)
     try:
@@ -154,10 +163,12 @@ def scram_cfg(user="admin", password="admin-secret", name="scram.properties"):
                  ssl_truststore_location=os.path.join(STATE["certs"], "ca.pem"), ssl_truststore_type="PEM")
 
 
-def http(path, user=None, password=None, method="GET", token=None):
+def http(path, user=None, password=None, method="GET", token=None, cert=None, port=None):
     import ssl
     ctx = ssl.create_default_context(cafile=os.path.join(STATE["certs"], "ca.pem"))
-    req = urllib.request.Request("https://127.0.0.1:%d%s" % (STATE["admin"], path), method=method)
+    if cert:
+        ctx.load_cert_chain(os.path.join(STATE["certs"], cert + ".pem"), os.path.join(STATE["certs"], cert + ".key"))
+    req = urllib.request.Request("https://127.0.0.1:%d%s" % (port or STATE["admin"], path), method=method)
     if user is not None:
         req.add_header("Authorization", "Basic " + base64.b64encode(
             ("%s:%s" % (user, password)).encode()).decode())
@@ -288,13 +299,20 @@ def admin_endpoint_needs_credentials():
     assert st == 403, (st, body)
     st, hdr, body = http("/v1/tls/reload", "admin", "admin-secret", method="POST")
     assert st == 200 and '"reloaded": true' in body, (st, body)
-    # sluicectl without credentials for the endpoint: the Kafka part works
-    # (SSL with the client certificate) and the note says what is missing
+    # sluicectl with a client certificate and no password: the certificate
+    # serves the endpoint too (admin.ssl.client.auth=requested)
     mtls = props("mtls2.properties", security_protocol="SSL", ssl_ca_location=os.path.join(STATE["certs"], "ca.pem"),
                  ssl_certificate_location=os.path.join(STATE["certs"], "ops.pem"),
                  ssl_key_location=os.path.join(STATE["certs"], "ops.key"))
     ctl(scram_cfg(), "topic", "create", "secured-2")
-    rc, out, err = ctl(mtls, "topic", "describe", "secured-2", bootstrap=STATE["ssl"], check=False)
+    rc, out, err = ctl(mtls, "topic", "describe", "secured-2", bootstrap=STATE["ssl"])
+    assert "admin endpoint" not in err and " ? " not in out, out + err
+    # without credentials for the endpoint (SASL over PLAIN's JAAS user,
+    # not a SCRAM user): the Kafka part works, the note says what is missing
+    plain = props("plain2.properties", security_protocol="SASL_SSL", sasl_mechanism="PLAIN",
+                  sasl_username="padmin", sasl_password="padmin-secret",
+                  ssl_ca_location=os.path.join(STATE["certs"], "ca.pem"))
+    rc, out, err = ctl(plain, "topic", "describe", "secured-2", check=False)
     err = " ".join(err.split())
     assert rc == 0 and "HTTP 401" in err and "admin.require.auth" in err, (rc, out, err)
 
@@ -375,6 +393,69 @@ def admin_bearer_tokens():
     st, hdr, body = http("/v1/config", token="tok-admin-2")
     assert st == 200, (st, body[:300])
     write_tokens(STATE["tokens"], "User:admin tok-admin-2\n")
+
+
+def handshake_refused(**kw):
+    import ssl
+    try:
+        st, hdr, body = http("/v1/config", **kw)
+    except (ssl.SSLError, ConnectionError) as e:
+        return str(e)
+    except urllib.error.URLError as e:
+        assert isinstance(e.reason, (ssl.SSLError, ConnectionError)), e
+        return str(e.reason)
+    raise AssertionError("served: %d %s" % (st, body[:200]))
+
+
+@test
+def admin_client_certificates():
+    setup()
+    # requested: CN=ops (User:CN=ops, a super user) needs no password
+    st, hdr, body = http("/v1/tls/reload", method="POST", cert="ops")
+    assert st == 200 and '"reloaded": true' in body, (st, body)
+    # a certificate of another CA: 401 (with required: the handshake fails)
+    failures = metric("sluice_admin_auth_failures_total")
+    st, hdr, body = http("/v1/config", cert="stranger")
+    assert st == 401 and metric("sluice_admin_auth_failures_total") == failures + 1, (st, body)
+    assert "do not vouch for" in open(STATE["b"].log_path).read()
+    # required, on a broker of its own: no certificate fails the handshake
+    d = STATE["certs"]
+    ks = os.path.join(d, "req.keystore.pem")
+    shutil.copy(os.path.join(d, "broker.keystore.pem"), ks)
+    admin = free_port()
+    b = Broker(temp_dir(), shards=1, settings={
+        "ssl.keystore.location": ks, "ssl.truststore.location": os.path.join(d, "ca.pem"),
+        "admin.listen": "127.0.0.1:%d" % admin, "admin.require.auth": "true", "admin.ssl.enabled": "true",
+        "admin.ssl.client.auth": "required"})
+    try:
+        b.start()
+        handshake_refused(port=admin)
+        handshake_refused(port=admin, cert="stranger")
+        st, hdr, body = http("/v1/config", cert="ops", port=admin)
+        assert st == 200, (st, body[:200])
+        # SIGHUP: the endpoint serves the new certificate
+        import ssl
+        make_cert(d, "ca", "renewed", "/CN=renewed", "DNS:localhost,IP:127.0.0.1")
+        shutil.copy(os.path.join(d, "renewed.keystore.pem"), ks + ".new")
+        os.rename(ks + ".new", ks)
+        n = open(b.log_path).read().count("the admin endpoint's certificate reloaded")
+        b.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + HANG_GUARD
+        while open(b.log_path).read().count("the admin endpoint's certificate reloaded") <= n:
+            assert time.monotonic() < deadline and b.alive(), b.log_tail()
+            time.sleep(0.02)
+        ctx = ssl.create_default_context(cafile=os.path.join(d, "ca.pem"))
+        ctx.load_cert_chain(os.path.join(d, "ops.pem"), os.path.join(d, "ops.key"))
+        import socket
+        with socket.create_connection(("127.0.0.1", admin), timeout=HANG_GUARD) as sock:
+            with ctx.wrap_socket(sock, server_hostname="localhost") as tls:
+                subj = dict(x[0] for x in tls.getpeercert()["subject"])
+        assert subj.get("commonName") == "renewed", subj
+    finally:
+        try:
+            b.stop()
+        finally:
+            shutil.rmtree(b.workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":
