@@ -5,6 +5,7 @@
  * sluicectl_cmd.c (lookups, options, messages) and sluicectl_fetch.c. See
  * sluicectl.h. */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -283,6 +284,9 @@ int main(int argc, char **argv)
 	const struct opt_spec *spec_store[argc];
 	int rc;
 
+	/* a peer that closes a TLS connection (an admin endpoint refusing the
+	 * handshake) makes SSL_write's write() raise SIGPIPE: an error instead */
+	signal(SIGPIPE, SIG_IGN);
 	cmds_init();
 	memset(&c, 0, sizeof c);
 	memset(&a, 0, sizeof a);

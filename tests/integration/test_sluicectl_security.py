@@ -433,6 +433,12 @@ def admin_client_certificates():
         handshake_refused(port=admin, cert="stranger")
         st, hdr, body = http("/v1/config", cert="ops", port=admin)
         assert st == 200, (st, body[:200])
+        # sluicectl without a certificate there: the Kafka part served, a note
+        # (the refused handshake is an error, not a SIGPIPE)
+        ctl(scram_cfg(), "topic", "create", "secured-4")
+        rc, out, err = ctl(scram_cfg(), "--admin", "https://localhost:%d" % admin, "topic", "describe",
+                           "secured-4", check=False)
+        assert rc == 0 and "admin endpoint" in err, (rc, out, err)
         # SIGHUP: the endpoint serves the new certificate
         import ssl
         make_cert(d, "ca", "renewed", "/CN=renewed", "DNS:localhost,IP:127.0.0.1")
