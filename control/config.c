@@ -353,7 +353,7 @@ static const struct config_key keys[] = {
 	{ "admin.require.auth", CONFIG_BOOL, "false",
 	  .doc = "Sluice, as Redpanda's admin_api_require_auth: every admin endpoint request needs HTTP Basic credentials of a SCRAM user of the metadata log (else 401, after connection.failed.authentication.delay.ms); a POST needs a user in super.users (else 403) (docs/security.md#the-admin-endpoint)." },
 	{ "admin.ssl.enabled", CONFIG_BOOL, "false",
-	  .doc = "Sluice: the admin endpoint serves HTTPS with the broker's own certificate and key (ssl.keystore.location, or ssl.keystore.certificate.chain with ssl.keystore.key; ssl.key.password), the ones its SSL listeners present; read at start (docs/security.md#the-admin-endpoint)." },
+	  .doc = "Sluice: the admin endpoint serves HTTPS with the broker's own certificate and key (ssl.keystore.location, or ssl.keystore.certificate.chain with ssl.keystore.key; ssl.key.password), the ones its SSL listeners present; read again on SIGHUP and POST /v1/tls/reload (docs/security.md#the-admin-endpoint)." },
 	{ "admin.auth.token.file", CONFIG_STRING, "",
 	  .doc = "Sluice: a file of bearer tokens for the admin endpoint, one 'User:NAME TOKEN' a line ('#' comments); with admin.require.auth, 'Authorization: Bearer TOKEN' authenticates as that principal (a POST needs it in super.users). Only each token's SHA-256 is kept; a file others may read, or anyone but its owner write, stops the start. Reread on SIGHUP (docs/security.md#the-admin-endpoint)." },
 	{ "admin.ssl.client.auth", CONFIG_ENUM, "none", .values = client_auth_values,
