@@ -34,7 +34,9 @@ client properties:
   the CA whose subject is a super user POSTs without a password, one of
   another CA gets 401; on a second broker with required, no certificate
   and one of another CA fail the handshake, and SIGHUP serves a new
-  certificate.
+  certificate;
+- an admin endpoint bound beyond loopback without admin.require.auth starts
+  and logs a warning (one on loopback does not).
 
     /usr/bin/python3 tests/integration/test_sluicectl_security.py [test ...]
 """
@@ -457,6 +459,30 @@ def admin_client_certificates():
             with ctx.wrap_socket(sock, server_hostname="localhost") as tls:
                 subj = dict(x[0] for x in tls.getpeercert()["subject"])
         assert subj.get("commonName") == "renewed", subj
+    finally:
+        try:
+            b.stop()
+        finally:
+            shutil.rmtree(b.workdir, ignore_errors=True)
+
+
+@test
+def admin_beyond_loopback_without_auth_warns():
+    setup()
+    assert "WARNING: the admin endpoint listens" not in open(STATE["b"].log_path).read()
+    admin = free_port()
+    b = Broker(temp_dir(), shards=1, settings={"admin.listen": "0.0.0.0:%d" % admin})
+    try:
+        b.start()
+        log = open(b.log_path).read()
+        assert "admin: WARNING: the admin endpoint listens on 0.0.0.0:%d, beyond loopback, with " \
+               "admin.require.auth=false" % admin in log, log[-2000:]
+        try:   # still served: compatibility
+            with urllib.request.urlopen("http://127.0.0.1:%d/v1/health" % admin, timeout=HANG_GUARD) as r:
+                st = r.status
+        except urllib.error.HTTPError as e:
+            st = e.code
+        assert st in (200, 503), st
     finally:
         try:
             b.stop()
