@@ -3,10 +3,10 @@
 #include "control/admin_http.h"
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
