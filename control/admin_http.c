@@ -141,7 +141,8 @@ static enum MHD_Result serve_metrics(struct admin_http *a, struct MHD_Connection
 	metrics_render(a->ctl, a->b, &t);
 	/* the endpoint's own counter: it lives here, on this thread */
 	textbuf_printf(&t, "# HELP sluice_admin_auth_failures_total Admin endpoint requests refused for their "
-		       "credentials (401: none, a wrong password, an unknown bearer token).\n"
+		       "credentials (401: none, a wrong password, an unknown bearer token, an untrusted client "
+		       "certificate).\n"
 		       "# TYPE sluice_admin_auth_failures_total counter\nsluice_admin_auth_failures_total %llu\n",
 		       (unsigned long long)a->auth_failures);
 	return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &t);
