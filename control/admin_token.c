@@ -41,7 +41,7 @@ int admin_tokens_load(const char *path, struct admin_tokens **out, char *err, si
 	*out = NULL;
 	if (!(f = fopen(path, "r"))) {
 		snprintf(err, errlen, "admin.auth.token.file: %s: %s", path, strerror(errno));
-		return -errno;
+		return -EINVAL;   /* a configuration error: exit 2 */
 	}
 	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "admin.auth.token.file: %s: not a regular file", path);
@@ -53,7 +53,7 @@ int admin_tokens_load(const char *path, struct admin_tokens **out, char *err, si
 			 "(chmod 600 or 640)", path, (unsigned)(st.st_mode & 07777),
 			 st.st_mode & S_IRWXO ? "read or write" : "write");
 		fclose(f);
-		return -EPERM;
+		return -EINVAL;
 	}
 	if (!(t = calloc(1, sizeof(*t)))) {
 		fclose(f);

@@ -13,8 +13,8 @@
 
 struct admin_tokens;
 
-/* Read path: a table in *out, or -errno with err naming the file and
- * the line (a file that others may read or anyone but its owner may
+/* Read path: a table in *out, or -EINVAL (-ENOMEM) with err naming the
+ * file and the line (a file that others may read or anyone but its owner may
  * write is refused, as ssh refuses such a key). */
 int admin_tokens_load(const char *path, struct admin_tokens **out, char *err, size_t errlen);
 void admin_tokens_free(struct admin_tokens *t);

@@ -36,7 +36,8 @@ client properties:
   and one of another CA fail the handshake, and SIGHUP serves a new
   certificate;
 - an admin endpoint bound beyond loopback without admin.require.auth starts
-  and logs a warning (one on loopback does not).
+  and logs a warning (one on loopback does not); a token file others may
+  read stops the start (exit 2, the file named).
 
     /usr/bin/python3 tests/integration/test_sluicectl_security.py [test ...]
 """
@@ -53,7 +54,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (HANG_GUARD, SLUICED, Broker, free_port, main, make_ca, make_cert, make_tls_certs, run,  # noqa: E402
+from harness import (HANG_GUARD, SLUICED, Broker, BrokerError, free_port, main, make_ca, make_cert, make_tls_certs, run,  # noqa: E402
                      temp_dir, test)  # noqa: E402
 
 SLUICECTL = os.path.join(os.path.dirname(SLUICED), "sluicectl")
@@ -488,6 +489,19 @@ def admin_beyond_loopback_without_auth_warns():
             b.stop()
         finally:
             shutil.rmtree(b.workdir, ignore_errors=True)
+    # a token file others may read stops the start, naming it (exit 2)
+    tf = os.path.join(STATE["certs"], "open.tokens")
+    write_tokens(tf, "User:admin tok-x\n", mode=0o644)
+    b = Broker(temp_dir(), shards=1, settings={"admin.listen": "127.0.0.1:%d" % free_port(),
+                                               "admin.auth.token.file": tf})
+    try:
+        try:
+            b.start()
+            raise AssertionError("started with a token file of mode 0644")
+        except BrokerError as e:
+            assert "exited 2" in str(e) and "%s: permissions 0644 are too open" % tf in str(e), str(e)[-2000:]
+    finally:
+        shutil.rmtree(b.workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,6 @@ Test(admin_token, refusals_name_the_file)
 		cr_assert(strstr(err, path) && strstr(err, cases[i].want), "case %zu: %s", i, err);
 		unlink(path);
 	}
-	cr_assert_eq(admin_tokens_load("/nonexistent/tokens", &t, err, sizeof(err)), -ENOENT);
+	cr_assert_eq(admin_tokens_load("/nonexistent/tokens", &t, err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, "admin.auth.token.file: /nonexistent/tokens"), "%s", err);
 }
