@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,8 @@
 
 #include <openssl/crypto.h>
 
+#include "control/admin_tls.h"
+#include "control/admin_token.h"
 #include "control/config.h"
 #include "control/ctl.h"
 #include "control/ctl_internal.h"
@@ -50,6 +53,12 @@ struct admin_http {
 	int port;
 	uint64_t requests;            /* answered, by status class: metrics */
 	int require_auth;             /* admin.require.auth */
+	int metrics_open;             /* admin.metrics.open: GET /metrics needs no credentials */
+	int tls;                      /* admin.ssl.enabled */
+	const char *principal_rules;  /* ssl.principal.mapping.rules: a client certificate's principal */
+	const char *token_file;       /* admin.auth.token.file; "" none */
+	struct admin_tokens *tokens;  /* its tokens (hashes), NULL without a file */
+	uint64_t auth_failures;       /* requests refused for their credentials: metrics */
 	int64_t delay_ms;             /* connection.failed.authentication.delay.ms */
 	struct admin_wait waits[ADMIN_CONN_LIMIT];   /* suspended refusals; conn NULL: free */
 };
@@ -130,6 +139,12 @@ static enum MHD_Result serve_metrics(struct admin_http *a, struct MHD_Connection
 	struct textbuf t = { 0 };
 
 	metrics_render(a->ctl, a->b, &t);
+	/* the endpoint's own counter: it lives here, on this thread */
+	textbuf_printf(&t, "# HELP sluice_admin_auth_failures_total Admin endpoint requests refused for their "
+		       "credentials (401: none, a wrong password, an unknown bearer token, an untrusted client "
+		       "certificate).\n"
+		       "# TYPE sluice_admin_auth_failures_total counter\nsluice_admin_auth_failures_total %llu\n",
+		       (unsigned long long)a->auth_failures);
 	return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &t);
 }
 
@@ -183,6 +198,9 @@ static enum MHD_Result serve_tls_reload(struct admin_http *a, struct MHD_Connect
 		fprintf(stderr, "sluiced: admin: TLS reload failed, the previous certificates stay: %s\n", err);
 		return reply(conn, MHD_HTTP_UNPROCESSABLE_CONTENT, "application/json", &t);
 	}
+	if (a->tls && admin_tls_reload(a->cfg, err, sizeof(err)) < 0)
+		fprintf(stderr, "sluiced: admin: the endpoint's certificate not reloaded, the previous one stays: %s\n",
+			err);
 	fprintf(stderr, "sluiced: admin: TLS certificates reloaded\n");
 	textbuf_printf(&t, "{\"reloaded\": true, \"reloads\": %llu}\n",
 		       (unsigned long long)tls_server_reloads(a->b->tls));
@@ -256,6 +274,30 @@ static int check_basic(struct admin_http *a, struct MHD_Connection *conn, char *
 	return 0;
 }
 
+/* Authorization: Bearer <token> against admin.auth.token.file: 0 with
+ * the token's principal, -EACCES with why. */
+static int check_bearer(struct admin_http *a, const char *h, char *principal, size_t plen, const char **why)
+{
+	const char *p;
+	size_t n;
+
+	h += 7;
+	while (*h == ' ')
+		h++;
+	for (n = 0; h[n] && h[n] != ' ' && h[n] != '\t'; n++)
+		;
+	if (!a->tokens) {
+		*why = "a bearer token, but admin.auth.token.file is not set";
+		return -EACCES;
+	}
+	if (!(p = admin_tokens_find(a->tokens, h, n))) {
+		*why = "unknown bearer token";
+		return -EACCES;
+	}
+	snprintf(principal, plen, "%s", p);
+	return 0;
+}
+
 static int is_super_user(const struct admin_http *a, const char *principal)
 {
 	for (int i = 0; i < a->b->set.nsuper_users; i++)
@@ -270,8 +312,8 @@ static enum MHD_Result reply_401(struct MHD_Connection *conn)
 	struct MHD_Response *r;
 	enum MHD_Result rc;
 
-	textbuf_printf(&t, "authentication required: HTTP Basic with a SCRAM user of the cluster "
-			   "(admin.require.auth=true)\n");
+	textbuf_printf(&t, "authentication required: HTTP Basic with a SCRAM user of the cluster, a bearer "
+			   "token of admin.auth.token.file or a client certificate (admin.require.auth=true)\n");
 	if (t.oom)
 		return MHD_NO;
 	r = MHD_create_response_from_buffer_with_free_callback(t.len, t.p, free);
@@ -280,6 +322,7 @@ static enum MHD_Result reply_401(struct MHD_Connection *conn)
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"sluice\", charset=\"UTF-8\"");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"sluice\"");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
 	rc = MHD_queue_response(conn, MHD_HTTP_UNAUTHORIZED, r);
 	MHD_destroy_response(r);
@@ -306,6 +349,7 @@ static enum MHD_Result refuse(struct admin_http *a, struct MHD_Connection *conn,
 {
 	char addr[INET6_ADDRSTRLEN + 1], u[104], m[16], p[104];
 
+	a->auth_failures++;
 	fprintf(stderr, "sluiced: admin: authentication failed from %s (%s %s%s%s%s): %s\n",
 		peer_addr(conn, addr, sizeof(addr)), printable(method, m, sizeof(m)), printable(url, p, sizeof(p)),
 		*user ? ", user '" : "", printable(user, u, sizeof(u)), *user ? "'" : "", why);
@@ -356,12 +400,27 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	if (q->refused)
 		return MHD_YES;
 	a->requests++;
-	if (a->require_auth) {
+	if (a->require_auth && !(a->metrics_open && !strcmp(url, "/metrics") &&
+				 (!strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD)))) {
 		char principal[5 + SASL_USER_MAX], user[SASL_USER_MAX];
 		const char *why = "";
+		const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+		int rc;
 
-		if (check_basic(a, conn, principal, sizeof(principal), user, sizeof(user), &why) < 0)
+		/* credentials in the request win; without them a client
+		 * certificate (verified, mapped) stands for its principal */
+		user[0] = 0;
+		rc = a->tls && !h ? admin_tls_peer(conn, a->principal_rules, principal, sizeof(principal), &why) : 0;
+		if (rc < 0)
 			return refuse(a, conn, q, method, url, user, why);
+		if (rc > 0) {
+			/* a verified client certificate: its principal */
+		} else if (h && !strncasecmp(h, "Bearer ", 7)) {
+			if (check_bearer(a, h, principal, sizeof(principal), &why) < 0)
+				return refuse(a, conn, q, method, url, user, why);
+		} else if (check_basic(a, conn, principal, sizeof(principal), user, sizeof(user), &why) < 0) {
+			return refuse(a, conn, q, method, url, user, why);
+		}
 		/* reading is for any user of the cluster; what changes the
 		 * broker (POST) is for super.users */
 		if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD) &&
@@ -415,74 +474,20 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	vfprintf(stderr, fmt, ap);
 }
 
-/* A PEM item as the ssl.keystore.* keys give it: PEM text, or the path
- * of a PEM file, read whole into *out (heap, NUL-terminated). */
-static int pem_read(const char *key, const char *item, char **out, char *err, size_t errlen)
+/* 127.0.0.0/8 or ::1 */
+static int addr_is_loopback(const struct sockaddr *sa)
 {
-	FILE *f;
-	long n;
-
-	*out = NULL;
-	if (!strncmp(item, "-----BEGIN", 10))
-		return (*out = strdup(item)) ? 0 : -ENOMEM;
-	if (!(f = fopen(item, "r"))) {
-		snprintf(err, errlen, "admin.ssl.enabled: %s: cannot read %s: %s", key, item, strerror(errno));
-		return -EINVAL;
-	}
-	if (fseek(f, 0, SEEK_END) < 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) < 0 ||
-	    !(*out = calloc(1, (size_t)n + 1)) || fread(*out, 1, (size_t)n, f) != (size_t)n) {
-		snprintf(err, errlen, "admin.ssl.enabled: %s: cannot read %s", key, item);
-		fclose(f);
-		free(*out);
-		*out = NULL;
-		return -EINVAL;
-	}
-	fclose(f);
-	return 0;
-}
-
-static void pem_free(char *p)
-{
-	if (p) {
-		OPENSSL_cleanse(p, strlen(p));
-		free(p);
-	}
-}
-
-/* The broker's certificate chain and key for HTTPS (admin.ssl.enabled),
- * the ones of the SSL listeners: ssl.keystore.location (both in one
- * file: GnuTLS takes the certificates and the key out of it), or
- * ssl.keystore.certificate.chain and ssl.keystore.key. */
-static int admin_tls_pem(const struct config *cfg, char **cert, char **key, char *err, size_t errlen)
-{
-	const char *ks = config_str(cfg, "ssl.keystore.location");
-	const char *ch = config_str(cfg, "ssl.keystore.certificate.chain"), *k = config_str(cfg, "ssl.keystore.key");
-	int rc;
-
-	*cert = *key = NULL;
-	if (*ks) {
-		if ((rc = pem_read("ssl.keystore.location", ks, cert, err, errlen)) < 0)
-			return rc;
-		if (!(*key = strdup(*cert)))
-			return -ENOMEM;
-		return 0;
-	}
-	if (!*ch || !*k) {
-		snprintf(err, errlen, "admin.ssl.enabled: needs the broker's certificate and key: ssl.keystore.location, "
-			 "or ssl.keystore.certificate.chain with ssl.keystore.key");
-		return -EINVAL;
-	}
-	if ((rc = pem_read("ssl.keystore.certificate.chain", ch, cert, err, errlen)) < 0 ||
-	    (rc = pem_read("ssl.keystore.key", k, key, err, errlen)) < 0)
-		return rc;
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
 	return 0;
 }
 
 int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg, struct admin_http **out,
 		     char *err, size_t errlen)
 {
-	char *cert = NULL, *key = NULL;
-	const char *kpw = config_str(cfg, "ssl.key.password");
+	char *trust = NULL;
 	int tls = (int)config_int(cfg, "admin.ssl.enabled");
 	const char *spec = config_str(cfg, "admin.listen");
 	const char *src = config_source(cfg, "admin.listen");
@@ -510,10 +515,19 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 	}
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	if (!tls && strcmp(config_str(cfg, "admin.ssl.client.auth"), "none")) {
+		snprintf(err, errlen, "admin.ssl.client.auth=%s needs admin.ssl.enabled=true",
+			 config_str(cfg, "admin.ssl.client.auth"));
+		freeaddrinfo(ai);
+		return -EINVAL;
+	}
 	if (tls) {
-		if ((rc = admin_tls_pem(cfg, &cert, &key, err, errlen)) < 0) {
-			pem_free(cert);
-			pem_free(key);
+		/* the certificate goes to each handshake from admin_tls.c
+		 * (SIGHUP renews it); the trusted CAs are GnuTLS's, read once */
+		if ((rc = admin_tls_load(cfg, err, errlen)) < 0 ||
+		    (admin_tls_client_auth() != ADMIN_CLIENT_NONE &&
+		     (rc = admin_tls_trust_pem(cfg, &trust, err, errlen)) < 0)) {
+			admin_tls_fini();
 			freeaddrinfo(ai);
 			return rc;
 		}
@@ -521,8 +535,8 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 	}
 	a = calloc(1, sizeof(*a));
 	if (!a) {
-		pem_free(cert);
-		pem_free(key);
+		free(trust);
+		admin_tls_fini();
 		freeaddrinfo(ai);
 		return -ENOMEM;
 	}
@@ -530,6 +544,21 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 	a->b = b;
 	a->cfg = cfg;
 	a->require_auth = (int)config_int(cfg, "admin.require.auth");
+	a->metrics_open = (int)config_int(cfg, "admin.metrics.open");
+	a->token_file = config_str(cfg, "admin.auth.token.file");
+	a->tls = tls;
+	a->principal_rules = config_str(cfg, "ssl.principal.mapping.rules");
+	if (*a->token_file && (rc = admin_tokens_load(a->token_file, &a->tokens, err, errlen)) < 0) {
+		freeaddrinfo(ai);
+		free(trust);
+		admin_tls_fini();
+		free(a);
+		return rc;
+	}
+	if (!a->require_auth && !addr_is_loopback(ai->ai_addr))
+		fprintf(stderr, "sluiced: admin: WARNING: the admin endpoint listens on %s, beyond loopback, with "
+			"admin.require.auth=false: anyone who reaches it reads the configuration and metrics and may "
+			"POST (reload certificates); set admin.require.auth=true, or admin.listen to 127.0.0.1\n", spec);
 	a->delay_ms = config_int(cfg, "connection.failed.authentication.delay.ms");
 	a->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handle, a,
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
@@ -539,20 +568,22 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ADMIN_CONN_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)ADMIN_CONN_LIMIT,
 				/* with TLS only: MHD_OPTION_END ends the list here otherwise */
-				tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,
-				MHD_OPTION_HTTPS_MEM_KEY, key,
-				*kpw ? MHD_OPTION_HTTPS_KEY_PASSWORD : MHD_OPTION_END, kpw,
+				tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, admin_tls_cert_callback(),
+				trust ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, trust,
 				MHD_OPTION_END);
 	freeaddrinfo(ai);
-	pem_free(cert);   /* GnuTLS parsed them at the start */
-	pem_free(key);
+	free(trust);   /* GnuTLS parsed it at the start */
+	if (!a->d)
+		admin_tls_fini();
 	if (!a->d && tls) {
+		admin_tokens_free(a->tokens);
 		free(a);
 		snprintf(err, errlen, "admin.ssl.enabled: cannot serve HTTPS on %s: the port is taken, or the "
 			 "certificate or key (ssl.keystore.*) does not load (the log above says which)", spec);
 		return -EINVAL;
 	}
 	if (!a->d) {
+		admin_tokens_free(a->tokens);
 		free(a);
 		snprintf(err, errlen, "admin.listen: cannot listen on %s (in use?)%s", spec,
 			 explicit_ ? "" : ": the admin endpoint is off");
@@ -617,5 +648,36 @@ void admin_http_stop(struct admin_http *a)
 			MHD_resume_connection(a->waits[i].conn);
 		}
 	MHD_stop_daemon(a->d);
+	if (a->tls)
+		admin_tls_fini();
+	admin_tokens_free(a->tokens);
 	free(a);
+}
+
+void admin_http_reload(struct admin_http *a)
+{
+	struct admin_tokens *t;
+	char err[512];
+
+	if (!a)
+		return;
+	if (a->tls && admin_tls_reload(a->cfg, err, sizeof(err)) < 0)
+		fprintf(stderr, "sluiced: SIGHUP: the admin endpoint's certificate not reloaded, the previous one "
+			"stays: %s\n", err);
+	else if (a->tls)
+		fprintf(stderr, "sluiced: SIGHUP: the admin endpoint's certificate reloaded\n");
+	if (!*a->token_file)
+		return;
+	if (admin_tokens_load(a->token_file, &t, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sluiced: SIGHUP: admin tokens not reloaded, the previous ones stay: %s\n", err);
+		return;
+	}
+	admin_tokens_free(a->tokens);
+	a->tokens = t;
+	fprintf(stderr, "sluiced: SIGHUP: admin tokens reloaded (%d)\n", admin_tokens_count(t));
+}
+
+uint64_t admin_http_auth_failures(const struct admin_http *a)
+{
+	return a ? a->auth_failures : 0;
 }

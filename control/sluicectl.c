@@ -5,6 +5,7 @@
  * sluicectl_cmd.c (lookups, options, messages) and sluicectl_fetch.c. See
  * sluicectl.h. */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,9 @@ static const struct opt_spec global_opts[] = {
 	{ "admin", 0, "HOST:PORT", "the broker's HTTP admin endpoint, for shards, log end and health; "
 	  "https://HOST:PORT for HTTPS (default: $SLUICE_ADMIN, then the admin.listen the bootstrap broker "
 	  "reports, then its host, port 9644)" },
+	{ "admin-token-file", 0, "FILE", "a bearer token for the admin endpoint (the file's first line; one of "
+	  "the broker's admin.auth.token.file), sent instead of --command-config's user and password; "
+	  "admin.token= in --command-config does the same" },
 	{ "timeout", 0, "MS", "per-request timeout in milliseconds (default 10000)" },
 	{ "command-config", 0, "FILE", "Kafka client properties for a secured cluster, as Kafka's tools take them: "
 	  "security.protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), sasl.mechanism (PLAIN, SCRAM-SHA-256, "
@@ -182,12 +186,12 @@ static void completion_bash(void)
 	       "  done\n"
 	       "  case $prev in\n"
 	       "    --format) COMPREPLY=($(compgen -W 'table json' -- \"$cur\")); return;;\n"
-	       "    --command-config) COMPREPLY=($(compgen -f -- \"$cur\")); return;;\n"
+	       "    --command-config|--admin-token-file) COMPREPLY=($(compgen -f -- \"$cur\")); return;;\n"
 	       "    -b|--brokers|--timeout|--admin) return;;\n"
 	       "    --group|-g) COMPREPLY=($(compgen -W \"$(sluicectl \"${b[@]}\" __names group 2>/dev/null)\" -- \"$cur\")); return;;\n"
 	       "    --topic|-t) COMPREPLY=($(compgen -W \"$(sluicectl \"${b[@]}\" __names topic 2>/dev/null)\" -- \"$cur\")); return;;\n"
 	       "  esac\n"
-	       "  local g='--brokers --format --admin --timeout --command-config --help'\n"
+	       "  local g='--brokers --format --admin --admin-token-file --timeout --command-config --help'\n"
 	       "  if [[ -z $noun ]]; then\n"
 	       "    COMPREPLY=($(compgen -W \"");
 	for (int i = 0; i < n_cmds; i++)
@@ -247,15 +251,19 @@ static int cmd_names(struct ctl *c, const char *what)
 
 /* ---- main ------------------------------------------------------------------ */
 
-/* --command-config into c->sec: 0, or EXIT_USAGE with the error printed. */
-static int load_sec(struct ctl *c, const char *file)
+/* --command-config into c->sec, then --admin-token-file: 0, or
+ * EXIT_USAGE with the error printed. */
+static int load_sec(struct ctl *c, const char *file, const char *token_file)
 {
 	char err[1024];
 
-	if (!file || !*file)
-		return 0;
-	if (ctl_sec_load(&c->sec, file, err, sizeof err) < 0) {
+	if (file && *file && ctl_sec_load(&c->sec, file, err, sizeof err) < 0) {
 		fprintf(stderr, "sluicectl: %s: --command-config: %s\n", c->cmd, err);
+		ctl_sec_fini(&c->sec);
+		return EXIT_USAGE;
+	}
+	if (token_file && *token_file && ctl_sec_token_file(&c->sec, token_file, err, sizeof err) < 0) {
+		fprintf(stderr, "sluicectl: %s: %s\n", c->cmd, err);
 		ctl_sec_fini(&c->sec);
 		return EXIT_USAGE;
 	}
@@ -268,6 +276,7 @@ int main(int argc, char **argv)
 	struct args a;
 	const struct cmd *m = NULL;
 	const char *noun = NULL, *verb = NULL, *format = "table", *command_config = getenv("SLUICE_COMMAND_CONFIG");
+	const char *token_file = NULL;
 	bool help = false, opts_done = false;
 	char cmdname[64];
 	int64_t timeout = DEFAULT_TIMEOUT_MS;
@@ -275,6 +284,9 @@ int main(int argc, char **argv)
 	const struct opt_spec *spec_store[argc];
 	int rc;
 
+	/* a peer that closes a TLS connection (an admin endpoint refusing the
+	 * handshake) makes SSL_write's write() raise SIGPIPE: an error instead */
+	signal(SIGPIPE, SIG_IGN);
 	cmds_init();
 	memset(&c, 0, sizeof c);
 	memset(&a, 0, sizeof a);
@@ -369,6 +381,8 @@ int main(int argc, char **argv)
 				format = val;
 			} else if (!strcmp(o->name, "command-config")) {
 				command_config = val;
+			} else if (!strcmp(o->name, "admin-token-file")) {
+				token_file = val;
 			} else if (!strcmp(o->name, "help")) {
 				help = true;
 			} else if (!strcmp(o->name, "timeout") && !parse_i64(val, 1, 3600000, &timeout)) {
@@ -400,7 +414,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(noun, "__names")) {
 		c.cmd = "__names";
-		if ((rc = load_sec(&c, command_config)))
+		if ((rc = load_sec(&c, command_config, token_file)))
 			return rc;
 		rc = verb ? cmd_names(&c, verb) : EXIT_USAGE;
 		kclient_close(&c.boot);
@@ -425,7 +439,7 @@ int main(int argc, char **argv)
 	}
 	snprintf(cmdname, sizeof cmdname, "%s %s", m->noun, m->verb);
 	c.cmd = cmdname;
-	if ((rc = load_sec(&c, command_config)))
+	if ((rc = load_sec(&c, command_config, token_file)))
 		return rc;
 	rc = m->run(&c, &a);
 	fflush(stdout);

@@ -38,6 +38,7 @@ struct ctl_sec {
 	char user[256];             /* sasl.jaas.config's username=, or sasl.username */
 	char password[1024];
 	bool have_password;
+	char token[4100];           /* admin.token or --admin-token-file: a bearer token for the admin endpoint */
 	bool verify_host;           /* ssl.endpoint.identification.algorithm=https (the default) */
 	void *ssl_ctx;              /* SSL_CTX from the ssl.* keys (SSL, SASL_SSL, an https admin endpoint) */
 	const char *file;           /* the file, for messages */
@@ -63,6 +64,9 @@ void ctl_sec_tls_close(void *ssl);
 int ctl_sec_wait(void *ssl, int fd, int rc, int64_t deadline);
 /* base64("user:password") for HTTP Basic into out: 1, 0 when the file
  * gave no credentials, -EINVAL when out is too small. */
+/* @thread main. --admin-token-file: the file's first line, trimmed, as
+ * the admin endpoint's bearer token: 0, or -errno with err naming the file. */
+int ctl_sec_token_file(struct ctl_sec *s, const char *file, char *err, size_t errlen);
 int ctl_sec_basic(const struct ctl_sec *s, char *out, size_t cap);
 
 /* ---- client (control/sluicectl_client.c) ------------------------------ */
@@ -165,11 +169,11 @@ struct http_reply {
 };
 
 /* @thread main. GET path from host:port over one socket (HTTP/1.1,
- * Connection: close; basic: base64 user:password for an Authorization
- * header, or NULL; tls: HTTPS with its context, or NULL), all of it
+ * Connection: close; auth: an Authorization header's value ("Basic
+ * base64(user:password)", "Bearer TOKEN"), or NULL; tls: HTTPS with its context, or NULL), all of it
  * within timeout_ms. 0 (any status; r filled)
  * or -errno (r->err says why). */
-int http_get(const char *host, int port, const char *path, const char *basic, const struct ctl_sec *tls,
+int http_get(const char *host, int port, const char *path, const char *auth, const struct ctl_sec *tls,
 	     int timeout_ms, struct http_reply *r);
 void http_reply_fini(struct http_reply *r);
 /* Flat lookups of "key": value in the JSON text [s, end) (the endpoint's

@@ -110,12 +110,12 @@ static ssize_t h_recv(int fd, SSL *ssl, char *p, size_t n)
 	return -1;
 }
 
-int http_get(const char *host, int port, const char *path, const char *basic, const struct ctl_sec *tls,
+int http_get(const char *host, int port, const char *path, const char *auth, const struct ctl_sec *tls,
 	     int timeout_ms, struct http_reply *r)
 {
 	SSL *ssl = NULL;
 	int64_t deadline = now_ms() + timeout_ms;
-	char req[1024];
+	char req[8192];
 	size_t len = 0, cap = 4096, sent = 0, reqlen;
 	char *buf = NULL, *hend, *p;
 	long long clen = -1;
@@ -124,7 +124,7 @@ int http_get(const char *host, int port, const char *path, const char *basic, co
 	memset(r, 0, sizeof *r);
 	reqlen = (size_t)snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: sluicectl\r\n"
 				  "Accept: application/json\r\n%s%s%sConnection: close\r\n\r\n", path, host, port,
-				  basic ? "Authorization: Basic " : "", basic ? basic : "", basic ? "\r\n" : "");
+				  auth ? "Authorization: " : "", auth ? auth : "", auth ? "\r\n" : "");
 	if (reqlen >= sizeof req) {
 		snprintf(r->err, sizeof r->err, "path too long");
 		return -ENAMETOOLONG;
@@ -473,13 +473,19 @@ static bool admin_resolve(struct ctl *c)
 	return true;
 }
 
-/* The HTTP Basic credentials of --command-config (its SASL user and
- * password), base64, or NULL without them. */
+/* The Authorization header's value: a bearer token (admin.token of
+ * --command-config, or --admin-token-file) first, else HTTP Basic with
+ * the SASL user and password of --command-config; NULL without either. */
 static const char *admin_basic(struct ctl *c)
 {
-	static char b64[(sizeof(c->sec.user) + sizeof(c->sec.password) + 4) / 3 * 4 + 8];
+	static char v[7 + (sizeof(c->sec.user) + sizeof(c->sec.password) + 4) / 3 * 4 + sizeof(c->sec.token)];
 
-	return ctl_sec_basic(&c->sec, b64, sizeof b64) > 0 ? b64 : NULL;
+	if (c->sec.token[0]) {
+		snprintf(v, sizeof v, "Bearer %s", c->sec.token);
+		return v;
+	}
+	memcpy(v, "Basic ", 6);
+	return ctl_sec_basic(&c->sec, v + 6, sizeof v - 6) > 0 ? v : NULL;
 }
 
 static void admin_note(struct ctl *c, const char *what)
@@ -492,11 +498,15 @@ static void admin_note(struct ctl *c, const char *what)
 						       c->admin_err, what));
 	fprintf(stderr, "  what to do: ");
 	if (c->admin_auth_refused)
-		wrap(stderr, 14, 4, c->sec.user[0]
+		wrap(stderr, 14, 4, c->sec.token[0]
+		     ? "the endpoint did not take the bearer token (admin.token or --admin-token-file): check it "
+		       "against the broker's admin.auth.token.file"
+		     : c->sec.user[0]
 		     ? "the endpoint wants a SCRAM user of the cluster (admin.require.auth): check the user and "
 		       "password of --command-config"
 		     : "the endpoint wants credentials (admin.require.auth): give --command-config with a user "
-		       "and password (sasl.jaas.config, or sasl.username and sasl.password)");
+		       "and password (sasl.jaas.config, or sasl.username and sasl.password), or a bearer token "
+		       "(--admin-token-file)");
 	else if (c->admin_tls)
 		wrap(stderr, 14, 4, "the endpoint serves HTTPS (admin.ssl.enabled): ssl.truststore.location in "
 		     "--command-config names the CA that signed the broker's certificate");

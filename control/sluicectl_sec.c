@@ -30,7 +30,7 @@ static const char *const known_keys[] = {
 	"security.protocol", "sasl.mechanism", "sasl.mechanisms", "sasl.jaas.config", "sasl.username",
 	"sasl.password", "ssl.truststore.location", "ssl.truststore.type", "ssl.ca.location",
 	"ssl.keystore.location", "ssl.keystore.type", "ssl.certificate.location", "ssl.key.location",
-	"ssl.key.password", "ssl.endpoint.identification.algorithm", NULL,
+	"ssl.key.password", "ssl.endpoint.identification.algorithm", "admin.token", NULL,
 };
 
 static int bad(char *err, size_t errlen, const char *file, int line, const char *key, const char *f, ...)
@@ -407,6 +407,14 @@ int ctl_sec_load(struct ctl_sec *s, const char *file, char *err, size_t errlen)
 			rc = bad(err, errlen, file, v->line, v->key, "'%s': only PEM is read (no JKS or PKCS12)", v->val);
 			goto out;
 		}
+	if ((v = kv_get(kv, n, "admin.token"))) {
+		if (!*v->val || strlen(v->val) >= sizeof(s->token) || strpbrk(v->val, " \t")) {
+			rc = bad(err, errlen, file, v->line, v->key, "one token of 1 to %zu bytes, no spaces",
+				 sizeof(s->token) - 1);
+			goto out;
+		}
+		snprintf(s->token, sizeof s->token, "%s", v->val);
+	}
 	if ((v = kv_get(kv, n, "ssl.endpoint.identification.algorithm"))) {
 		if (!strcasecmp(v->val, "https"))
 			s->verify_host = true;
@@ -555,6 +563,35 @@ void ctl_sec_tls_close(void *ssl)
 		SSL_shutdown(ssl);
 		SSL_free(ssl);
 	}
+}
+
+int ctl_sec_token_file(struct ctl_sec *s, const char *file, char *err, size_t errlen)
+{
+	FILE *f = fopen(file, "r");
+	char buf[sizeof(s->token) + 2], *p, *e;
+
+	if (!f) {
+		snprintf(err, errlen, "--admin-token-file %s: %s", file, strerror(errno));
+		return -EINVAL;
+	}
+	p = fgets(buf, sizeof buf, f);
+	fclose(f);
+	if (p) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		for (e = p + strlen(p); e > p && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'); e--)
+			;
+		*e = 0;
+	}
+	if (!p || !*p || strlen(p) >= sizeof(s->token) || strpbrk(p, " \t")) {
+		OPENSSL_cleanse(buf, sizeof buf);
+		snprintf(err, errlen, "--admin-token-file %s: want one token (1 to %zu bytes, no spaces) on the first line",
+			 file, sizeof(s->token) - 1);
+		return -EINVAL;
+	}
+	snprintf(s->token, sizeof s->token, "%s", p);
+	OPENSSL_cleanse(buf, sizeof buf);
+	return 0;
 }
 
 int ctl_sec_basic(const struct ctl_sec *s, char *out, size_t cap)

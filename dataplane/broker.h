@@ -10,7 +10,7 @@
  *   before it is written); every other field of `set` is read-only;
  * - md: the metadata pointer, published by the control thread with a
  *   release store and read by shards with an acquire load;
- * - serving, stopping, report_groups, drained: flags (see each field);
+ * - serving, stopping, report_groups, reload_admin, drained: flags (see each field);
  * - conns: atomics shared by every shard (struct broker_conns);
  * - each thread's own `md_seen` and `sleeping` words (and a shard's busy
  *   cycles), which live in the thread's struct, reached here through
@@ -310,6 +310,7 @@ struct broker {
 	struct md_snapshot *md;       /* published snapshot */
 	volatile int stopping;        /* set by the signal handler path */
 	int report_groups;            /* SIGUSR1: the control thread prints the groups */
+	int reload_admin;             /* SIGHUP: the control thread rereads the admin endpoint's tokens */
 	int fatal;                    /* the control thread stops the node (it raised
 				       * SIGTERM): sluiced exits 1 */
 	int serving;                  /* set once the metadata is replayed: shards accept */

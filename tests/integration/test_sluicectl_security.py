@@ -22,7 +22,22 @@ client properties:
 - the admin endpoint: without credentials and with a wrong password 401
   with WWW-Authenticate (after the failure delay, logged without the
   password); with a SCRAM user 200; a POST by a user not in super.users
-  403, by a super user 200.
+  403, by a super user 200;
+- bearer tokens (admin.auth.token.file): a token accepted, a POST with a
+  non-super user's token 403, an unknown token 401, a token removed from
+  the file and SIGHUP 401 (a new one 200), a file others may read refused
+  at the reload with the old tokens kept; the failures counted in
+  sluice_admin_auth_failures_total; sluicectl with --admin-token-file and
+  admin.token=;
+- admin.metrics.open: GET /metrics without credentials 200, /v1/... 401;
+- client certificates (admin.ssl.client.auth): requested, a certificate of
+  the CA whose subject is a super user POSTs without a password, one of
+  another CA gets 401; on a second broker with required, no certificate
+  and one of another CA fail the handshake, and SIGHUP serves a new
+  certificate;
+- an admin endpoint bound beyond loopback without admin.require.auth starts
+  and logs a warning (one on loopback does not); a token file others may
+  read stops the start (exit 2, the file named).
 
     /usr/bin/python3 tests/integration/test_sluicectl_security.py [test ...]
 """
@@ -31,13 +46,16 @@ import base64
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import HANG_GUARD, SLUICED, Broker, free_port, main, make_tls_certs, run, temp_dir, test  # noqa: E402
+from harness import (HANG_GUARD, SLUICED, Broker, BrokerError, free_port, main, make_ca, make_cert, make_tls_certs, run,  # noqa: E402
+                     temp_dir, test)  # noqa: E402
 
 SLUICECTL = os.path.join(os.path.dirname(SLUICED), "sluicectl")
 ADD = ["--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]",
@@ -61,6 +79,10 @@ def setup():
          "ops.key", "-out", "ops.csr", "-subj", "/CN=ops"], cwd=d)
     run(["openssl", "x509", "-req", "-in", "ops.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", "77",
          "-out", "ops.pem", "-days", "2"], cwd=d)
+    make_ca(d, "other")   # a CA the broker does not trust
+    make_cert(d, "other", "stranger", "/CN=ops")
+    tokens = os.path.join(d, "admin.tokens")
+    write_tokens(tokens, "# the admin endpoint's tokens\nUser:admin tok-admin-1\n\nUser:alice   tok-alice-1\n")
     port, ss, s, admin = free_port(), free_port(), free_port(), free_port()
     settings = {
         "listeners": "PLAINTEXT://127.0.0.1:%d,SASL_SSL://127.0.0.1:%d,SSL://0.0.0.0:%d" % (port, ss, s),
@@ -75,6 +97,9 @@ def setup():
         "admin.listen": "127.0.0.1:%d" % admin,
         "admin.require.auth": "true",
         "admin.ssl.enabled": "true",
+        "admin.auth.token.file": tokens,
+        "admin.metrics.open": "true",
+        "admin.ssl.client.auth": "requested",
     }
     b = Broker(temp_dir(), shards=1, settings=settings, port=port, args=ADD)
     try:
@@ -90,8 +115,26 @@ def setup():
         finally:
             shutil.rmtree(b.workdir, ignore_errors=True)
     atexit.register(stop)
-    STATE.update(certs=d, b=b, ss="127.0.0.1:%d" % ss, ssl="127.0.0.1:%d" % s, admin=admin)
+    STATE.update(tokens=tokens, certs=d, b=b, ss="127.0.0.1:%d" % ss, ssl="127.0.0.1:%d" % s, admin=admin)
     return STATE
+
+
+def write_tokens(path, text, mode=0o600):
+    with open(path + ".new", "w") as f:
+        f.write(text)
+    os.chmod(path + ".new", mode)
+    os.rename(path + ".new", path)
+
+
+def sighup_and_wait(what):
+    """SIGHUP the broker and wait for the log line what (one more of it)."""
+    b = STATE["b"]
+    n = open(b.log_path).read().count(what)
+    b.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + HANG_GUARD
+    while open(b.log_path).read().count(what) <= n:
+        assert time.monotonic() < deadline and b.alive(), b.log_tail()
+        time.sleep(0.02)
 
 
 def props(name, **kv):
@@ -123,18 +166,22 @@ def scram_cfg(user="admin", password="admin-secret", name="scram.properties"):
                  ssl_truststore_location=os.path.join(STATE["certs"], "ca.pem"), ssl_truststore_type="PEM")
 
 
-def http(path, user=None, password=None, method="GET"):
+def http(path, user=None, password=None, method="GET", token=None, cert=None, port=None):
     import ssl
     ctx = ssl.create_default_context(cafile=os.path.join(STATE["certs"], "ca.pem"))
-    req = urllib.request.Request("https://127.0.0.1:%d%s" % (STATE["admin"], path), method=method)
+    if cert:
+        ctx.load_cert_chain(os.path.join(STATE["certs"], cert + ".pem"), os.path.join(STATE["certs"], cert + ".key"))
+    req = urllib.request.Request("https://127.0.0.1:%d%s" % (port or STATE["admin"], path), method=method)
     if user is not None:
         req.add_header("Authorization", "Basic " + base64.b64encode(
             ("%s:%s" % (user, password)).encode()).decode())
+    if token is not None:
+        req.add_header("Authorization", "Bearer " + token)
     try:
         with urllib.request.urlopen(req, timeout=HANG_GUARD, context=ctx) as r:
-            return r.status, dict(r.headers), r.read().decode()
+            return r.status, r.headers, r.read().decode()
     except urllib.error.HTTPError as e:
-        return e.code, dict(e.headers), e.read().decode()
+        return e.code, e.headers, e.read().decode()
 
 
 @test
@@ -241,9 +288,9 @@ def admin_endpoint_needs_credentials():
     b = STATE["b"]
     st, hdr, body = http("/v1/health")
     assert st == 401 and hdr.get("WWW-Authenticate", "").startswith("Basic"), (st, hdr, body)
-    st, hdr, body = http("/metrics", "admin", "wrong-one")
+    st, hdr, body = http("/v1/config", "admin", "wrong-one")
     assert st == 401, (st, body)
-    st, hdr, body = http("/metrics", "nobody", "x")
+    st, hdr, body = http("/v1/config", "nobody", "x")
     assert st == 401, (st, body)
     log = open(b.log_path).read()
     assert "authentication failed" in log and "user 'admin'): wrong password" in log, log[-2000:]
@@ -255,15 +302,206 @@ def admin_endpoint_needs_credentials():
     assert st == 403, (st, body)
     st, hdr, body = http("/v1/tls/reload", "admin", "admin-secret", method="POST")
     assert st == 200 and '"reloaded": true' in body, (st, body)
-    # sluicectl without credentials for the endpoint: the Kafka part works
-    # (SSL with the client certificate) and the note says what is missing
+    # sluicectl with a client certificate and no password: the certificate
+    # serves the endpoint too (admin.ssl.client.auth=requested)
     mtls = props("mtls2.properties", security_protocol="SSL", ssl_ca_location=os.path.join(STATE["certs"], "ca.pem"),
                  ssl_certificate_location=os.path.join(STATE["certs"], "ops.pem"),
                  ssl_key_location=os.path.join(STATE["certs"], "ops.key"))
     ctl(scram_cfg(), "topic", "create", "secured-2")
-    rc, out, err = ctl(mtls, "topic", "describe", "secured-2", bootstrap=STATE["ssl"], check=False)
+    rc, out, err = ctl(mtls, "topic", "describe", "secured-2", bootstrap=STATE["ssl"])
+    assert "admin endpoint" not in err and " ? " not in out, out + err
+    # without credentials for the endpoint (SASL over PLAIN's JAAS user,
+    # not a SCRAM user): the Kafka part works, the note says what is missing
+    plain = props("plain2.properties", security_protocol="SASL_SSL", sasl_mechanism="PLAIN",
+                  sasl_username="padmin", sasl_password="padmin-secret",
+                  ssl_ca_location=os.path.join(STATE["certs"], "ca.pem"))
+    rc, out, err = ctl(plain, "topic", "describe", "secured-2", check=False)
     err = " ".join(err.split())
     assert rc == 0 and "HTTP 401" in err and "admin.require.auth" in err, (rc, out, err)
+
+
+def metric(name):
+    st, hdr, body = http("/metrics")
+    assert st == 200, (st, body)
+    for line in body.splitlines():
+        if line.startswith(name + " "):
+            return int(line.split()[1])
+    raise AssertionError("no %s in /metrics" % name)
+
+
+@test
+def admin_metrics_open_the_rest_closed():
+    setup()
+    st, hdr, body = http("/metrics")
+    assert st == 200 and "sluice_admin_auth_failures_total" in body, (st, body[:300])
+    for path in ("/v1/config", "/v1/health", "/v1/shards"):
+        st, hdr, body = http(path)
+        assert st == 401, (path, st, body)
+    st, hdr, body = http("/v1/tls/reload", method="POST")
+    assert st == 401, (st, body)
+
+
+@test
+def admin_bearer_tokens():
+    setup()
+    b = STATE["b"]
+    failures = metric("sluice_admin_auth_failures_total")
+    st, hdr, body = http("/v1/config", token="tok-alice-1")
+    assert st == 200 and '"configs"' in body, (st, body[:300])
+    st, hdr, body = http("/v1/tls/reload", method="POST", token="tok-alice-1")
+    assert st == 403, (st, body)
+    assert "refused to User:alice" in open(b.log_path).read()
+    st, hdr, body = http("/v1/tls/reload", method="POST", token="tok-admin-1")
+    assert st == 200 and '"reloaded": true' in body, (st, body)
+    st, hdr, body = http("/v1/config", token="tok-admin-2")
+    assert st == 401 and "Bearer realm=\"sluice\"" in hdr.get_all("WWW-Authenticate"), (st, hdr, body)
+    assert metric("sluice_admin_auth_failures_total") == failures + 1
+    log = open(b.log_path).read()
+    assert "unknown bearer token" in log and "tok-admin-2" not in log, log[-2000:]
+    # rotated: alice's token gone, a new one for admin, on SIGHUP
+    write_tokens(STATE["tokens"], "User:admin tok-admin-2\n")
+    sighup_and_wait("admin tokens reloaded (1)")
+    st, hdr, body = http("/v1/config", token="tok-alice-1")
+    assert st == 401, (st, body)
+    st, hdr, body = http("/v1/config", token="tok-admin-2")
+    assert st == 200, (st, body[:300])
+    # sluicectl with the token: from a file, and as admin.token= (the
+    # Kafka part over SSL with the client certificate, no SASL user)
+    certs = STATE["certs"]
+    mtls = props("mtls3.properties", security_protocol="SSL", ssl_ca_location=os.path.join(certs, "ca.pem"),
+                 ssl_certificate_location=os.path.join(certs, "ops.pem"),
+                 ssl_key_location=os.path.join(certs, "ops.key"))
+    ctl(scram_cfg(), "topic", "create", "secured-3")
+    tf = os.path.join(certs, "ctl.token")
+    with open(tf, "w") as f:
+        f.write("tok-admin-2\n")
+    rc, out, err = ctl(mtls, "--admin-token-file", tf, "topic", "describe", "secured-3", bootstrap=STATE["ssl"])
+    assert "admin endpoint" not in err and " ? " not in out, out + err
+    withtok = props("tok.properties", security_protocol="SSL", ssl_ca_location=os.path.join(certs, "ca.pem"),
+                    ssl_certificate_location=os.path.join(certs, "ops.pem"),
+                    ssl_key_location=os.path.join(certs, "ops.key"), admin_token="tok-admin-2")
+    rc, out, err = ctl(withtok, "topic", "describe", "secured-3", bootstrap=STATE["ssl"])
+    assert "admin endpoint" not in err and " ? " not in out, out + err
+    with open(tf, "w") as f:
+        f.write("tok-alice-1\n")
+    rc, out, err = ctl(mtls, "--admin-token-file", tf, "topic", "describe", "secured-3", bootstrap=STATE["ssl"],
+                       check=False)
+    err = " ".join(err.split())
+    assert "HTTP 401" in err and "bearer token" in err, (rc, out, err)
+    # a file others may read: refused (named), the tokens before it stay
+    write_tokens(STATE["tokens"], "User:admin tok-admin-3\n", mode=0o644)
+    sighup_and_wait("admin tokens not reloaded")
+    log = open(b.log_path).read()
+    assert "%s: permissions 0644 are too open" % STATE["tokens"] in log, log[-2000:]
+    st, hdr, body = http("/v1/config", token="tok-admin-2")
+    assert st == 200, (st, body[:300])
+    write_tokens(STATE["tokens"], "User:admin tok-admin-2\n")
+
+
+def handshake_refused(**kw):
+    import ssl
+    try:
+        st, hdr, body = http("/v1/config", **kw)
+    except (ssl.SSLError, ConnectionError) as e:
+        return str(e)
+    except urllib.error.URLError as e:
+        assert isinstance(e.reason, (ssl.SSLError, ConnectionError)), e
+        return str(e.reason)
+    raise AssertionError("served: %d %s" % (st, body[:200]))
+
+
+@test
+def admin_client_certificates():
+    setup()
+    # requested: CN=ops (User:CN=ops, a super user) needs no password
+    st, hdr, body = http("/v1/tls/reload", method="POST", cert="ops")
+    assert st == 200 and '"reloaded": true' in body, (st, body)
+    # a certificate of another CA: 401 (with required: the handshake fails)
+    failures = metric("sluice_admin_auth_failures_total")
+    st, hdr, body = http("/v1/config", cert="stranger")
+    assert st == 401 and metric("sluice_admin_auth_failures_total") == failures + 1, (st, body)
+    assert "do not vouch for" in open(STATE["b"].log_path).read()
+    # required, on a broker of its own: no certificate fails the handshake
+    d = STATE["certs"]
+    ks = os.path.join(d, "req.keystore.pem")
+    shutil.copy(os.path.join(d, "broker.keystore.pem"), ks)
+    admin = free_port()
+    b = Broker(temp_dir(), shards=1, settings={
+        "ssl.keystore.location": ks, "ssl.truststore.location": os.path.join(d, "ca.pem"),
+        "admin.listen": "127.0.0.1:%d" % admin, "admin.require.auth": "true", "admin.ssl.enabled": "true",
+        "admin.ssl.client.auth": "required"})
+    try:
+        b.start()
+        handshake_refused(port=admin)
+        handshake_refused(port=admin, cert="stranger")
+        st, hdr, body = http("/v1/config", cert="ops", port=admin)
+        assert st == 200, (st, body[:200])
+        # sluicectl without a certificate there: the Kafka part served, a note
+        # (the refused handshake is an error, not a SIGPIPE)
+        ctl(scram_cfg(), "topic", "create", "secured-4")
+        rc, out, err = ctl(scram_cfg(), "--admin", "https://localhost:%d" % admin, "topic", "describe",
+                           "secured-4", check=False)
+        assert rc == 0 and "admin endpoint" in err, (rc, out, err)
+        # SIGHUP: the endpoint serves the new certificate
+        import ssl
+        make_cert(d, "ca", "renewed", "/CN=renewed", "DNS:localhost,IP:127.0.0.1")
+        shutil.copy(os.path.join(d, "renewed.keystore.pem"), ks + ".new")
+        os.rename(ks + ".new", ks)
+        n = open(b.log_path).read().count("the admin endpoint's certificate reloaded")
+        b.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + HANG_GUARD
+        while open(b.log_path).read().count("the admin endpoint's certificate reloaded") <= n:
+            assert time.monotonic() < deadline and b.alive(), b.log_tail()
+            time.sleep(0.02)
+        ctx = ssl.create_default_context(cafile=os.path.join(d, "ca.pem"))
+        ctx.load_cert_chain(os.path.join(d, "ops.pem"), os.path.join(d, "ops.key"))
+        import socket
+        with socket.create_connection(("127.0.0.1", admin), timeout=HANG_GUARD) as sock:
+            with ctx.wrap_socket(sock, server_hostname="localhost") as tls:
+                subj = dict(x[0] for x in tls.getpeercert()["subject"])
+        assert subj.get("commonName") == "renewed", subj
+    finally:
+        try:
+            b.stop()
+        finally:
+            shutil.rmtree(b.workdir, ignore_errors=True)
+
+
+@test
+def admin_beyond_loopback_without_auth_warns():
+    setup()
+    assert "WARNING: the admin endpoint listens" not in open(STATE["b"].log_path).read()
+    admin = free_port()
+    b = Broker(temp_dir(), shards=1, settings={"admin.listen": "0.0.0.0:%d" % admin})
+    try:
+        b.start()
+        log = open(b.log_path).read()
+        assert "admin: WARNING: the admin endpoint listens on 0.0.0.0:%d, beyond loopback, with " \
+               "admin.require.auth=false" % admin in log, log[-2000:]
+        try:   # still served: compatibility
+            with urllib.request.urlopen("http://127.0.0.1:%d/v1/health" % admin, timeout=HANG_GUARD) as r:
+                st = r.status
+        except urllib.error.HTTPError as e:
+            st = e.code
+        assert st in (200, 503), st
+    finally:
+        try:
+            b.stop()
+        finally:
+            shutil.rmtree(b.workdir, ignore_errors=True)
+    # a token file others may read stops the start, naming it (exit 2)
+    tf = os.path.join(STATE["certs"], "open.tokens")
+    write_tokens(tf, "User:admin tok-x\n", mode=0o644)
+    b = Broker(temp_dir(), shards=1, settings={"admin.listen": "127.0.0.1:%d" % free_port(),
+                                               "admin.auth.token.file": tf})
+    try:
+        try:
+            b.start()
+            raise AssertionError("started with a token file of mode 0644")
+        except BrokerError as e:
+            assert "exited 2" in str(e) and "%s: permissions 0644 are too open" % tf in str(e), str(e)[-2000:]
+    finally:
+        shutil.rmtree(b.workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":
