@@ -786,7 +786,7 @@ int bench_security(int argc, char **argv)
 	if (!rc && so.parts & (PART_TPUT | PART_HS)) {
 		printf("security tls_record_layer %s  (broker's sluice_tls_connections_total: ktls %" PRId64
 		       ", openssl %" PRId64 ")\n", layer, ktls, ossl);
-		printf("security tls_cipher %s  (the handshake client's; librdkafka's OpenSSL defaults alike)\n",
+		printf("security tls_cipher %s  (negotiated by the handshake client; OpenSSL 3 defaults on both sides)\n",
 		       cipher);
 		fflush(stdout);
 	}
