@@ -133,7 +133,7 @@ static int parse(int argc, char **argv, struct secopts *o)
 			continue;
 		}
 		if (!v)
-			return bad_option("security", a, "unknown option, or its value is missing");
+			return -bad_option("security", a, "unknown option, or its value is missing");
 		if (!strcmp(a, "--only")) {
 			char buf[64], *tok, *save = NULL;
 
@@ -147,13 +147,13 @@ static int parse(int argc, char **argv, struct secopts *o)
 				else if (!strcmp(tok, "acl"))
 					o->parts |= PART_ACL;
 				else
-					return bad_option("security", v, "--only takes throughput, handshake, acl");
+					return -bad_option("security", v, "--only takes throughput, handshake, acl");
 			i++;
 			continue;
 		}
 		d = strtod(v, &end);
 		if (!end || *end || d < 0)
-			return bad_option("security", a, "expects a number >= 0");
+			return -bad_option("security", a, "expects a number >= 0");
 		i++;
 		if (!strcmp(a, "--seconds") && d > 0)
 			o->seconds = d;
@@ -170,7 +170,7 @@ static int parse(int argc, char **argv, struct secopts *o)
 		else if (!strcmp(a, "--partitions") && d >= 1 && d <= 1000)
 			o->partitions = (int)d;
 		else
-			return bad_option("security", a, "unknown option, or a value out of range");
+			return -bad_option("security", a, "unknown option, or a value out of range");
 	}
 	return 1;
 }
