@@ -105,6 +105,11 @@ check_security() {
           if (!pct) print "missing acl_overhead_pct"
           if (!layer) print "missing tls_record_layer"
           if (!cipher) print "missing tls_cipher" }')
+  # a bad option is bad usage (exit 2), and runs nothing
+  local usage_rc
+  build/sluice-bench security --quick --no-such-option 1 >/dev/null 2>&1
+  usage_rc=$?
+  [ $usage_rc -eq 2 ] || bad="$bad exit $usage_rc (not 2) for --no-such-option"
   if [ $rc -eq 0 ] && [ -z "$bad" ]; then
     pass=$((pass + 1))
   else
