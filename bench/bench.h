@@ -25,6 +25,7 @@ int bench_idle(int argc, char **argv);
 int bench_rebalance(int argc, char **argv);
 int bench_commit(int argc, char **argv);
 int bench_native(int argc, char **argv);
+int bench_security(int argc, char **argv);
 int bench_scrape(int argc, char **argv);
 int bench_peer(int argc, char **argv);
 int bench_suite(int argc, char **argv);

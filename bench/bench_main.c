@@ -15,6 +15,7 @@ static const struct bench_cmd bench_cmds[] = {
 	{ "rebalance", "consumer groups: gaps and recovery when a member leaves and joins", bench_rebalance },
 	{ "commit", "consumer groups: OffsetCommit commits/s and latency", bench_commit },
 	{ "scrape", "admin endpoint: produce with /metrics every 100 ms vs none; scrape time/size, 10k partitions", bench_scrape },
+	{ "security", "TLS, SASL_SSL vs PLAINTEXT: produce/consume ratios, handshakes/s; ACL check cost", bench_security },
 	{ "native", "native protocol over the kernel's UDP vs librdkafka over TCP: records/s, CPU", bench_native },
 	{ "peer", "a peer alone (redis: Redis Streams, nats: NATS JetStream): produce, consume, e2e", bench_peer },
 	{ "suite", "named scenarios against hardware profiles and peers: report.md, results.json, plots", bench_suite },

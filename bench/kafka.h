@@ -52,6 +52,9 @@ struct opts {
 	const char *broker_dir;
 	const char *sets[16];
 	int nsets;
+	/* broker_start only: more arguments of sluiced (--add-scram ...) */
+	const char *args[8];
+	int nargs;
 	/* broker_start only (the suite's --emulate, bench/emulate.h): run the
 	 * broker in this network namespace (/var/run/netns/NAME), listening on
 	 * listen_host (default 127.0.0.1), in this cgroup v2 directory (its
@@ -126,6 +129,11 @@ int broker_alive(struct broker *br);
 void broker_log_tail(const struct broker *br);
 
 int conf_set(rd_kafka_conf_t *c, const char *k, const char *v);
+/* Client properties base_conf gives every client made after this call
+ * (security.protocol, sasl.*, ssl.*: a listener's), n key/value pairs in
+ * kv[2i], kv[2i+1], borrowed until the next call; n 0: none. Main thread,
+ * while no client is being made. */
+void client_security(const char *const *kv, int n);
 /* bootstrap.servers and an error callback counting into errs (the opaque;
  * a caller that sets its own opaque must keep errs its first member). */
 rd_kafka_conf_t *base_conf(const char *bootstrap, struct client_errs *errs);

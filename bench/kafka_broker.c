@@ -125,6 +125,8 @@ int broker_start(struct broker *br, int shards, const struct opts *o)
 		argv[argc++] = "--set";
 		argv[argc++] = (char *)o->sets[i];
 	}
+	for (int i = 0; i < o->nargs; i++)
+		argv[argc++] = (char *)o->args[i];
 	argv[argc] = NULL;
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return -errno;

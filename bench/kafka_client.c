@@ -47,6 +47,17 @@ int conf_set(rd_kafka_conf_t *c, const char *k, const char *v)
 	return 0;
 }
 
+/* client_security's pairs (kafka.h): written by the main thread only
+ * while no client is being made, read by base_conf. */
+static const char *const *sec_kv;
+static int sec_n;
+
+void client_security(const char *const *kv, int n)
+{
+	sec_kv = kv;
+	sec_n = n;
+}
+
 rd_kafka_conf_t *base_conf(const char *bootstrap, struct client_errs *errs)
 {
 	rd_kafka_conf_t *c = rd_kafka_conf_new();
@@ -55,6 +66,11 @@ rd_kafka_conf_t *base_conf(const char *bootstrap, struct client_errs *errs)
 		rd_kafka_conf_destroy(c);
 		return NULL;
 	}
+	for (int i = 0; i < sec_n; i++)
+		if (conf_set(c, sec_kv[2 * i], sec_kv[2 * i + 1]) < 0) {
+			rd_kafka_conf_destroy(c);
+			return NULL;
+		}
 	rd_kafka_conf_set_error_cb(c, error_cb);
 	rd_kafka_conf_set_opaque(c, errs);
 	return c;

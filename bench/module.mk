@@ -33,7 +33,8 @@ $(BUILD)/sluice-bench: LDLIBS += $(shell pkg-config --libs hiredis libnats)
 # bench/replication.py: acks=all on RF 3 against acks=1 on RF 1, 3-node cluster
 # bench/failover.py: a producer's wait when partition 0's leader is killed or stopped
 
-# sluice-bench produce runs against its own broker and prints its rows.
+# sluice-bench produce (and the others through librdkafka, security --quick
+# among them) runs against its own broker and prints its rows.
 TEST_SCRIPTS += tests/bench_kafka_smoke.sh
 # sluice-bench scrape (the admin endpoint's cost), small, end to end.
 TEST_SCRIPTS += tests/bench_scrape_smoke.sh

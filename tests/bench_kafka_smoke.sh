@@ -2,7 +2,10 @@
 # tests/bench_kafka_smoke.sh — `sluice-bench produce --records 20000`,
 # `produce --records 2000 --transactional 100` (20 transactions through a
 # librdkafka transactional producer, commit latency rows),
-# `consume --records 20000`, `native --records 20000 --compare` (libsluice_native
+# `consume --records 20000`, `security --quick` (PLAINTEXT, SSL and SASL_SSL
+# listeners of one broker, certificates made with openssl: produce, consume
+# and handshake rows for each, the TLS record layer, the ACL rows from a
+# second broker with the authorizer on; ~5 s), `native --records 20000 --compare` (libsluice_native
 # over DPDK net_memif — as root, else SKIPPED and said — and over the
 # kernel's UDP, with 16 and 64 KiB batches, then librdkafka over TCP, a
 # broker each), `rebalance --quick` and `commit --quick` each
@@ -81,6 +84,44 @@ if [ "$(id -u)" = 0 ]; then
 else
   echo "bench-kafka smoke: native over net_memif SKIPPED: the DPDK EAL needs root here"
 fi
+# security --quick: every row, each with a figure per listener (or per
+# authorizer state); the record layer named; the figures are not checked
+check_security() {
+  local err out rc bad
+  err=$(mktemp)
+  out=$(timeout 120 build/sluice-bench security --quick 2>"$err")
+  rc=$?
+  bad=$(printf '%s\n' "$out" | awk '
+    BEGIN { split("produce_100B_acks1_records_per_s produce_100B_acks1_MB_per_s consume_100B_records_per_s " \
+                  "consume_100B_MB_per_s connections_per_s broker_cpu_us_per_connection", m3, " ")
+            for (i in m3) want[m3[i]] = 5 }
+    $1 == "security" && ($2 in want) && NF >= 7 && $3 + 0 > 0 && $4 + 0 > 0 && $5 + 0 > 0 { seen[$2] = 1 }
+    $1 == "security" && $2 == "acl_produce_100B_records_per_s" && $3 + 0 > 0 && $4 + 0 > 0 { acl = 1 }
+    $1 == "security" && $2 == "acl_overhead_pct" && $3 ~ /^-?[0-9]+(\.[0-9]+)?$/ { pct = 1 }
+    $1 == "security" && $2 == "tls_record_layer" && ($3 == "openssl" || $3 == "ktls") { layer = 1 }
+    $1 == "security" && $2 == "tls_cipher" && $3 ~ /^TLS/ { cipher = 1 }
+    END { n = 0; for (k in want) if (!(k in seen)) { print "missing " k; n++ }
+          if (!acl) print "missing acl_produce_100B_records_per_s"
+          if (!pct) print "missing acl_overhead_pct"
+          if (!layer) print "missing tls_record_layer"
+          if (!cipher) print "missing tls_cipher" }')
+  # a bad option is bad usage (exit 2), and runs nothing
+  local usage_rc
+  build/sluice-bench security --quick --no-such-option 1 >/dev/null 2>&1
+  usage_rc=$?
+  [ $usage_rc -eq 2 ] || bad="$bad exit $usage_rc (not 2) for --no-such-option"
+  if [ $rc -eq 0 ] && [ -z "$bad" ]; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "bench-kafka smoke: security --quick: exit $rc; $bad"
+    printf '%s\n' "$out"
+    tail -20 "$err"
+  fi
+  rm -f "$err"
+}
+check_security
+
 check_groups rebalance 25 overlapping_assignments,skipped build/sluice-bench rebalance --quick
 check_groups commit 9 refused,wrong_committed_offsets build/sluice-bench commit --quick --consumers 1,2
 
