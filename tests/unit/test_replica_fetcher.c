@@ -243,6 +243,7 @@ static int first_acked(void)
 /* A second partition, u-0, led and followed on the same shard as t-0
  * (broker 1's and broker 2's copies), published beside t in the
  * metadata. */
+static struct part_pub mpub_u;
 static struct md_partition mpart_u = { .index = 0, .owner_shard = 0, .leader = 1, .nreplicas = 2, .nisr = 2,
 				       .replicas = both, .isr = both };
 static struct md_topic topic_u;
@@ -285,7 +286,9 @@ Test(replica_fetcher, a_partition_whose_log_failed_does_not_stop_the_others_from
 	md.ntopics = 2;
 	leader_u = open_u("u-0");
 	follower_u = open_u("node2/u-0");
-	mpart_u.owner_part = leader_u;
+	memset(&mpub_u, 0, sizeof(mpub_u));
+	mpart_u.pub = &mpub_u;
+	mpub_u.owner_part = leader_u;   /* published for the shards, as the owner does */
 	role(leader, 1, 0);
 	role(follower, 2, 0);
 	role(leader_u, 1, 0);
