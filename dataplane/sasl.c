@@ -48,11 +48,27 @@ static const EVP_MD *scram_md(int type)
 	return type == SASL_SCRAM_SHA_256 ? EVP_sha256() : EVP_sha512();
 }
 
-static void hmac(int type, const uint8_t *key, size_t klen, const void *msg, size_t mlen, uint8_t *out)
+void sasl_hmac(int type, const uint8_t *key, size_t klen, const void *msg, size_t mlen, uint8_t *out)
 {
 	unsigned int n = 0;
 
 	HMAC(scram_md(type), key, (int)klen, msg, mlen, out, &n);
+}
+
+void sasl_hash(int type, const uint8_t *in, size_t len, uint8_t *out)
+{
+	EVP_Digest(in, len, out, NULL, scram_md(type), NULL);
+}
+
+int sasl_scram_salt(int type, const char *password, size_t pwlen, const uint8_t *salt, size_t salt_len,
+		    int32_t iterations, uint8_t *out)
+{
+	int kl = sasl_scram_key_len(type);
+
+	if (!kl || iterations < 1)
+		return -EINVAL;
+	return PKCS5_PBKDF2_HMAC(password, (int)pwlen, salt, (int)salt_len, iterations, scram_md(type), kl, out) == 1
+		       ? 0 : -EIO;
 }
 
 int sasl_scram_from_salted(int type, const uint8_t *salted, size_t salted_len, const uint8_t *salt, size_t salt_len,
@@ -69,9 +85,9 @@ int sasl_scram_from_salted(int type, const uint8_t *salted, size_t salted_len, c
 	out->iterations = iterations;
 	memcpy(out->salt, salt, salt_len);
 	out->salt_len = (uint8_t)salt_len;
-	hmac(type, salted, (size_t)kl, "Client Key", 10, client_key);
+	sasl_hmac(type, salted, (size_t)kl, "Client Key", 10, client_key);
 	EVP_Digest(client_key, (size_t)kl, out->stored_key, NULL, scram_md(type), NULL);
-	hmac(type, salted, (size_t)kl, "Server Key", 10, out->server_key);
+	sasl_hmac(type, salted, (size_t)kl, "Server Key", 10, out->server_key);
 	OPENSSL_cleanse(client_key, sizeof(client_key));
 	return 0;
 }
@@ -90,7 +106,7 @@ int sasl_scram_make(int type, const char *password, size_t pwlen, const uint8_t 
 		salt = rnd;
 		salt_len = sizeof(rnd);
 	}
-	if (PKCS5_PBKDF2_HMAC(password, (int)pwlen, salt, (int)salt_len, iterations, scram_md(type), kl, salted) != 1)
+	if (sasl_scram_salt(type, password, pwlen, salt, salt_len, iterations, salted) < 0)
 		return -EIO;
 	rc = sasl_scram_from_salted(type, salted, (size_t)kl, salt, salt_len, iterations, out);
 	OPENSSL_cleanse(salted, sizeof(salted));
@@ -239,13 +255,12 @@ static int plain_step(struct sasl_conn *s, const struct sasl_creds *cr, const ui
 	return fail(why, whylen, -EACCES, "PLAIN: unknown user");
 }
 
-static size_t b64_enc(const uint8_t *in, size_t len, char *out)
+size_t sasl_b64_encode(const uint8_t *in, size_t len, char *out)
 {
 	return (size_t)EVP_EncodeBlock((unsigned char *)out, in, (int)len);
 }
 
-/* -1 for bad input or more than cap bytes. */
-static int b64_dec(const char *in, size_t len, uint8_t *out, size_t cap)
+int sasl_b64_decode(const char *in, size_t len, uint8_t *out, size_t cap)
 {
 	int n, pad = 0;
 
@@ -333,10 +348,10 @@ static int scram_first(struct sasl_conn *s, const struct sasl_creds *cr, const c
 	s->cred = *cred;
 	if (RAND_bytes(rnd, sizeof(rnd)) != 1)
 		return fail(why, whylen, -EACCES, "SCRAM: no random bytes for the nonce");
-	b64_enc(rnd, sizeof(rnd), snonce);
+	sasl_b64_encode(rnd, sizeof(rnd), snonce);
 	memcpy(s->nonce, v, vlen);
 	snprintf(s->nonce + vlen, sizeof(s->nonce) - vlen, "%s", snonce);
-	b64_enc(cred->salt, cred->salt_len, salt64);
+	sasl_b64_encode(cred->salt, cred->salt_len, salt64);
 	m = snprintf((char *)out, cap, "r=%s,s=%s,i=%d", s->nonce, salt64, cred->iterations);
 	if (m < 0 || (size_t)m >= cap)
 		return fail(why, whylen, -EPROTO, "SCRAM: the challenge does not fit");
@@ -365,7 +380,7 @@ static int scram_final(struct sasl_conn *s, const char *in, size_t len, uint8_t 
 
 	if (attr(&p, e, 'c', &v, &vlen) < 0)
 		return fail(why, whylen, -EPROTO, "SCRAM: no channel binding attribute");
-	b64_enc((const uint8_t *)s->gs2, strlen(s->gs2), gs2_64);
+	sasl_b64_encode((const uint8_t *)s->gs2, strlen(s->gs2), gs2_64);
 	if (vlen != strlen(gs2_64) || memcmp(v, gs2_64, vlen))
 		return fail(why, whylen, -EACCES, "SCRAM: the channel binding does not match the GS2 header");
 	/* the nonce ends with ours (Kafka's ScramSaslServer checks endsWith:
@@ -380,7 +395,7 @@ static int scram_final(struct sasl_conn *s, const char *in, size_t len, uint8_t 
 			proof_at = q;
 	if (!proof_at || proof_at == in)
 		return fail(why, whylen, -EPROTO, "SCRAM: no proof");
-	plen = b64_dec(proof_at + 2, (size_t)(e - proof_at - 2), proof, sizeof(proof));
+	plen = sasl_b64_decode(proof_at + 2, (size_t)(e - proof_at - 2), proof, sizeof(proof));
 	if (plen != kl)
 		return fail(why, whylen, -EACCES, "SCRAM: a proof of the wrong length");
 	/* AuthMessage: client-first-bare, server-first, client-final without proof */
@@ -390,14 +405,14 @@ static int scram_final(struct sasl_conn *s, const char *in, size_t len, uint8_t 
 	memcpy(am, s->auth, s->auth_len);
 	am[s->auth_len] = ',';
 	memcpy(am + s->auth_len + 1, in, (size_t)(proof_at - 1 - in));
-	hmac(type, s->cred.stored_key, (size_t)kl, am, am_len, client_sig);
+	sasl_hmac(type, s->cred.stored_key, (size_t)kl, am, am_len, client_sig);
 	for (int i = 0; i < kl; i++)
 		client_key[i] = proof[i] ^ client_sig[i];
 	EVP_Digest(client_key, (size_t)kl, stored, NULL, scram_md(type), NULL);
 	if (CRYPTO_memcmp(stored, s->cred.stored_key, (size_t)kl))
 		return fail(why, whylen, -EACCES, "SCRAM: wrong password");
-	hmac(type, s->cred.server_key, (size_t)kl, am, am_len, server_sig);
-	b64_enc(server_sig, (size_t)kl, sig64);
+	sasl_hmac(type, s->cred.server_key, (size_t)kl, am, am_len, server_sig);
+	sasl_b64_encode(server_sig, (size_t)kl, sig64);
 	m = snprintf((char *)out, cap, "v=%s", sig64);
 	if (m < 0 || (size_t)m >= cap)
 		return fail(why, whylen, -EPROTO, "SCRAM: the answer does not fit");

@@ -74,6 +74,21 @@ const char *sasl_mech_name(int mech);
 /* The hash size of a SCRAM type (32, 64), 0 for another. */
 int sasl_scram_key_len(int type);
 
+/* ---- SCRAM's primitives (RFC 5802), shared by the server steps here and
+ * the clients (dataplane/sasl_client.h): @thread any, no allocation. */
+/* HMAC with the type's hash (out: sasl_scram_key_len(type) bytes). */
+void sasl_hmac(int type, const uint8_t *key, size_t klen, const void *msg, size_t mlen, uint8_t *out);
+/* H(): the type's hash. */
+void sasl_hash(int type, const uint8_t *in, size_t len, uint8_t *out);
+/* Hi(password, salt, iterations): PBKDF2 with HMAC of the type's hash. 0,
+ * -EINVAL (type), -EIO. */
+int sasl_scram_salt(int type, const char *password, size_t pwlen, const uint8_t *salt, size_t salt_len,
+		    int32_t iterations, uint8_t *out);
+/* Base64 (out: 4 * ceil(len / 3) + 1 bytes, NUL-terminated); the length. */
+size_t sasl_b64_encode(const uint8_t *in, size_t len, char *out);
+/* Base64 back: the bytes, or -1 for bad input or more than cap bytes. */
+int sasl_b64_decode(const char *in, size_t len, uint8_t *out, size_t cap);
+
 /* @thread any. Kafka's credential from a password: salt (random when
  * salt_len is 0, then 32 bytes), iterations, StoredKey, ServerKey. 0 or
  * -EINVAL (type, iterations outside 4096..16384). */
