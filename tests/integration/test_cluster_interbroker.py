@@ -14,21 +14,25 @@ SASL_SSL as admin (other brokers are advertised at their inter-broker
 listener only).
 
 One cluster, several checks:
-- a topic of 3 partitions, 3 replicas, min.insync.replicas=2: every ISR
-  full; acks=all records acknowledged; the fetchers' bytes went through
-  OpenSSL (replication_tls_bytes_in_total) and no handshake failed;
-- the leader of partition 0 SIGKILLed: acks=all goes on, a consumer
-  reads every record once; the node restarted rejoins every ISR; the
-  copies are the same bytes;
-- transactions whose coordinator is not every partition's leader commit
-  (WriteTxnMarkers from the coordinator to the other leaders over the
-  SASL_SSL listener: control/peer_kafka.c);
+- node 3 starts with a wrong inter-broker password: its fetchers' SASL
+  is refused (logged with the reason, counted, retried), it leaves the
+  ISRs, acks=all to a topic of min.insync.replicas=3 fails; nodes 1 and
+  2 replicate a topic of 3 partitions, 3 replicas, min.insync.replicas=2
+  (acks=all acknowledged), their fetchers' bytes through OpenSSL
+  (replication_tls_bytes_in_total), no handshake failed;
 - plaintext on the INTERNAL port is no Kafka conversation (the TLS
   handshake refuses it);
-- node 3 restarted with a wrong inter-broker password: its fetchers'
-  SASL fails (logged with the reason, counted, retried), it does not
-  rejoin the ISRs, and acks=all to a topic of min.insync.replicas=3
-  fails; with the right password again it rejoins.
+- node 3 restarted with the right password catches up and rejoins every
+  ISR; the copies are the same bytes;
+- a transaction over partitions led by several nodes commits
+  (AddPartitionsToTxn VerifyOnly and WriteTxnMarkers between brokers over
+  the SASL_SSL listener: control/peer_kafka.c; without its session the
+  commit times out);
+- with SLUICE_INTERBROKER_FAILOVER=1 (make itest-interbroker): the leader
+  of partition 0 SIGKILLed, acks=all goes on, a consumer reads every record
+  once, the node restarted rejoins every ISR with the same bytes.
+
+About 15 s (22 s with the failover).
 
 On the code before (the inter-broker listener had to be PLAINTEXT) the
 nodes exit 2 at start ("replication over SASL is not implemented yet").
