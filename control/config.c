@@ -163,8 +163,8 @@ static const struct config_key keys[] = {
 	{ "ssl.truststore.type", CONFIG_ENUM, "PEM", .values = pem_values,
 	  .doc = "The format of the trusted client CAs: PEM only." },
 	{ "ssl.truststore.location", CONFIG_STRING, "",
-	  .doc = "A PEM file of the CA certificates client certificates must chain to (ssl.client.auth); "
-		 "reread on SIGHUP." },
+	  .doc = "A PEM file of the CAs client certificates (ssl.client.auth) and, on an SSL inter-broker "
+		 "listener, other brokers' certificates must chain to; reread on SIGHUP (the server side)." },
 	{ "ssl.truststore.certificates", CONFIG_STRING, "",
 	  .doc = "The trusted CA certificates as PEM text (as Kafka's), or the path of a PEM file." },
 	{ "ssl.client.auth", CONFIG_ENUM, "none", .values = client_auth_values,
