@@ -30,7 +30,9 @@ One cluster, several checks:
   commit times out);
 - with SLUICE_INTERBROKER_FAILOVER=1 (make itest-interbroker): the leader
   of partition 0 SIGKILLed, acks=all goes on, a consumer reads every record
-  once, the node restarted rejoins every ISR with the same bytes.
+  once, the node restarted rejoins every ISR with the same bytes; node 2
+  restarted trusting another CA: its fetchers' TLS handshakes fail
+  ("certificate verify failed" logged, counted).
 
 About 15 s (22 s with the failover).
 
@@ -251,6 +253,20 @@ def replication_and_peers_over_sasl_ssl():
             isrs_full(c, certs, TOPIC)
             same_logs(c, TOPIC, 3)
             step("leader killed: failover, everything read, the node back in sync")
+
+            # node 2 trusting another CA: its fetchers' TLS handshakes fail
+            # (the reason logged, counted, retried)
+            other = make_tls_certs(temp_dir("sluice-ib-other-ca-"))
+            atexit.register(shutil.rmtree, other, True)
+            path = os.path.join(c.dir, "n2", "server.properties")
+            with open(path) as f:
+                props = f.read().replace(os.path.join(certs, "ca.pem"), os.path.join(other, "ca.pem"))
+            with open(path, "w") as f:
+                f.write(props)
+            c.restart(2)
+            until("node 2's fetchers refused", lambda: metric(c, 2, "sluice_replication_auth_failures_total") > 0)
+            until("the reason logged", lambda: "certificate verify failed" in c.log(2))
+            step("another CA on node 2: its TLS handshakes fail, logged")
         # the test is over: SIGKILL all at once, no controlled shutdown to wait for
         for pid in [c.pid(n) for n in (1, 2, 3)]:
             if pid:
