@@ -106,7 +106,7 @@ static int take_answer(struct peer_session *s, int16_t key, int16_t version, uin
 	if (s->in_len < 4)
 		return 0;
 	len = (uint32_t)kafka_load_be(s->in, 4);
-	if (len + 4 > sizeof(s->in))
+	if (len > sizeof(s->in) - 4)
 		return failed(s, -EPROTO, "an overlong SASL answer");
 	if (s->in_len < len + 4)
 		return 0;

@@ -807,10 +807,10 @@ static int tcp_poll(struct replica_fetcher *f)
 
 static int tcp_release(struct replica_fetcher *f)
 {
-	if (f->state != RF_IDLE && f->state != RF_READY)
+	if (f->state != RF_IDLE && f->state != RF_READY && f->state != RF_HANDSHAKE)
 		return 0;     /* a fetch in flight: its answer first */
-	if (f->state == RF_READY)
-		rf_close(f);
+	if (f->state == RF_READY || f->state == RF_HANDSHAKE)
+		rf_close(f);  /* a handshake's operations end with an error first */
 	return f->state == RF_IDLE;
 }
 
