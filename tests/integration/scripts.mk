@@ -46,8 +46,8 @@ TEST_SCRIPTS += tests/integration/test_acls.py
 # brokers over a SASL_SSL inter-broker listener (SCRAM, certificates checked):
 # replication, a wrong password refused (out of the ISRs), plaintext on that
 # port refused, transactions' inter-broker requests (about 15 s); make
-# itest-interbroker adds a leader's SIGKILL and everything read back, and a
-# node trusting another CA refused (~30 s)
+# itest-interbroker adds a leader's SIGKILL and everything read back, a node
+# trusting another CA refused, the broker principal's CLUSTER_ACTION (~45 s)
 TEST_SCRIPTS += tests/integration/test_cluster_interbroker.py
 # Kafka's KRaft settings: what Sluice cannot honour is refused, a one-node
 # config serves

@@ -32,9 +32,11 @@ One cluster, several checks:
   of partition 0 SIGKILLed, acks=all goes on, a consumer reads every record
   once, the node restarted rejoins every ISR with the same bytes; node 2
   restarted trusting another CA: its fetchers' TLS handshakes fail
-  ("certificate verify failed" logged, counted).
+  ("certificate verify failed" logged, counted); and a cluster of its own
+  without User:broker in super.users: the followers' Fetches refused
+  (CLUSTER_ACTION), the ISRs down to their leaders, acks=all not answered.
 
-About 15 s (22 s with the failover).
+About 15 s (about 45 s with SLUICE_INTERBROKER_FAILOVER=1).
 
 On the code before (the inter-broker listener had to be PLAINTEXT) the
 nodes exit 2 at start ("replication over SASL is not implemented yet").
@@ -53,7 +55,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import main, make_tls_certs, temp_dir, test  # noqa: E402
+from harness import main, make_tls_certs, skip, temp_dir, test  # noqa: E402
 from cluster import Cluster, log_batches, until  # noqa: E402
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
@@ -272,6 +274,28 @@ def replication_and_peers_over_sasl_ssl():
             if pid:
                 os.kill(pid, signal.SIGKILL)
     step("closed")
+
+
+@test
+def the_brokers_principal_needs_cluster_action():
+    """(make itest-interbroker) Without User:broker in super.users the
+    followers' Fetches are refused CLUSTER_AUTHORIZATION_FAILED (the
+    authorizer checks the SASL principal): the ISRs shrink to the leaders
+    and acks=all at min.insync.replicas=2 is never answered."""
+    if not os.environ.get("SLUICE_INTERBROKER_FAILOVER"):
+        skip("make itest-interbroker runs it (a cluster of its own)")
+    certs = make_tls_certs(temp_dir("sluice-ib-certs-"))
+    atexit.register(shutil.rmtree, certs, True)
+    sets = [s if not s.startswith("super.users=") else "super.users=User:admin" for s in settings(certs)]
+    with Cluster(3, listener="INTERNAL", sets=sets, first_args=FIRST) as c:
+        a = AdminClient(conf(c, certs))
+        a.create_topics([NewTopic(TOPIC, 3, 3, config={"min.insync.replicas": "2"})],
+                        operation_timeout=30)[TOPIC].result(60)
+        until("every ISR down to its leader", lambda: (lambda m: m and all(len(v[1]) == 1 for v in m.values()))(
+            parts(c, certs, TOPIC)))
+        assert len(produce(c, certs, TOPIC, 0, 5, timeout_ms=3000)) == 5
+        assert all(metric(c, n, "sluice_replication_fetch_errors_total") > 0 for n in (1, 2, 3))
+        assert all(metric(c, n, "sluice_replication_auth_failures_total") == 0 for n in (1, 2, 3))
 
 
 if __name__ == "__main__":
