@@ -22,7 +22,7 @@ CC      := gcc
 # its raft.pc names no Requires, so libuv (its loop) is listed beside it,
 # and liblz4 (its snapshot compression) is already here. openssl: libssl 3,
 # TLS on the SSL listeners (dataplane/tls.c).
-PKGS    := liburing libisal liblz4 libzstd snappy libmicrohttpd raft libuv openssl
+PKGS    := liburing libisal liblz4 libzstd snappy libmicrohttpd gnutls raft libuv openssl
 SETUP_STAMP := build/.setup-stamp
 
 ifeq ($(V),1)

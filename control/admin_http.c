@@ -6,16 +6,26 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
+#include "control/admin_tls.h"
+#include "control/admin_token.h"
 #include "control/config.h"
 #include "control/ctl.h"
+#include "control/ctl_internal.h"
+#include "control/meta_scram.h"
+#include "control/metalog.h"
 #include "control/metrics.h"
 #include "control/textbuf.h"
 #include "dataplane/broker.h"
+#include "dataplane/sasl.h"
+#include "dataplane/scram.h"
 #include "dataplane/tls.h"
 
 /* Limits against misbehaving clients: a request's headers must fit in the
@@ -25,6 +35,16 @@
 #define ADMIN_CONN_TIMEOUT_S 10u
 #define ADMIN_CONN_LIMIT 64u
 
+/* A request refused for its credentials waits this long before its 401
+ * (connection.failed.authentication.delay.ms, as SASL's), suspended: the
+ * control thread serves everything else meanwhile. */
+struct admin_req;
+struct admin_wait {
+	struct MHD_Connection *conn;
+	struct admin_req *q;
+	int64_t due_ms;               /* CLOCK_MONOTONIC */
+};
+
 struct admin_http {
 	struct MHD_Daemon *d;
 	struct ctl *ctl;
@@ -32,6 +52,20 @@ struct admin_http {
 	const struct config *cfg;
 	int port;
 	uint64_t requests;            /* answered, by status class: metrics */
+	int require_auth;             /* admin.require.auth */
+	int metrics_open;             /* admin.metrics.open: GET /metrics needs no credentials */
+	int tls;                      /* admin.ssl.enabled */
+	const char *principal_rules;  /* ssl.principal.mapping.rules: a client certificate's principal */
+	const char *token_file;       /* admin.auth.token.file; "" none */
+	struct admin_tokens *tokens;  /* its tokens (hashes), NULL without a file */
+	uint64_t auth_failures;       /* requests refused for their credentials: metrics */
+	int64_t delay_ms;             /* connection.failed.authentication.delay.ms */
+	struct admin_wait waits[ADMIN_CONN_LIMIT];   /* suspended refusals; conn NULL: free */
+};
+
+/* One request's state (MHD's req_cls), freed when MHD completes it. */
+struct admin_req {
+	int refused;                  /* 1: suspended for its 401; 2: resumed, answer it */
 };
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type, struct textbuf *t)
@@ -105,6 +139,12 @@ static enum MHD_Result serve_metrics(struct admin_http *a, struct MHD_Connection
 	struct textbuf t = { 0 };
 
 	metrics_render(a->ctl, a->b, &t);
+	/* the endpoint's own counter: it lives here, on this thread */
+	textbuf_printf(&t, "# HELP sluice_admin_auth_failures_total Admin endpoint requests refused for their "
+		       "credentials (401: none, a wrong password, an unknown bearer token, an untrusted client "
+		       "certificate).\n"
+		       "# TYPE sluice_admin_auth_failures_total counter\nsluice_admin_auth_failures_total %llu\n",
+		       (unsigned long long)a->auth_failures);
 	return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &t);
 }
 
@@ -158,30 +198,241 @@ static enum MHD_Result serve_tls_reload(struct admin_http *a, struct MHD_Connect
 		fprintf(stderr, "sluiced: admin: TLS reload failed, the previous certificates stay: %s\n", err);
 		return reply(conn, MHD_HTTP_UNPROCESSABLE_CONTENT, "application/json", &t);
 	}
+	if (a->tls && admin_tls_reload(a->cfg, err, sizeof(err)) < 0)
+		fprintf(stderr, "sluiced: admin: the endpoint's certificate not reloaded, the previous one stays: %s\n",
+			err);
 	fprintf(stderr, "sluiced: admin: TLS certificates reloaded\n");
 	textbuf_printf(&t, "{\"reloaded\": true, \"reloads\": %llu}\n",
 		       (unsigned long long)tls_server_reloads(a->b->tls));
 	return reply(conn, MHD_HTTP_OK, "application/json", &t);
 }
 
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *peer_addr(struct MHD_Connection *conn, char *buf, size_t cap)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	snprintf(buf, cap, "?");
+	if (sa && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)cap);
+	else if (sa && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)cap);
+	return buf;
+}
+
+/* HTTP Basic against the SCRAM users of the metadata log: the password
+ * is checked by recomputing the salted key from the credential's salt and
+ * iteration count (a few milliseconds of this thread per request), and
+ * wiped after. 0 with the principal ("User:<name>") in principal; -EACCES
+ * with why and the user name (for the log; never the password). */
+static int check_basic(struct admin_http *a, struct MHD_Connection *conn, char *principal, size_t plen, char *user,
+		       size_t ulen, const char **why)
+{
+	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	uint8_t raw[SASL_USER_MAX + 1024 + 4];
+	const struct meta_scram *ms = metalog_scram(a->ctl->ml);
+	const struct sasl_scram_cred *cred;
+	const uint8_t *colon;
+	int n, ok;
+	size_t pwlen;
+
+	user[0] = 0;
+	if (!h || strncasecmp(h, "Basic ", 6)) {
+		*why = h ? "not HTTP Basic" : "no credentials";
+		return -EACCES;
+	}
+	h += 6;
+	while (*h == ' ')
+		h++;
+	n = scram_b64_dec(h, strlen(h), raw, sizeof(raw) - 1);
+	if (n < 0 || !(colon = memchr(raw, ':', (size_t)n)) || colon == raw || (size_t)(colon - raw) >= ulen) {
+		OPENSSL_cleanse(raw, sizeof(raw));
+		*why = "credentials that are not base64 of user:password";
+		return -EACCES;
+	}
+	memcpy(user, raw, (size_t)(colon - raw));
+	user[colon - raw] = 0;
+	pwlen = (size_t)n - (size_t)(colon + 1 - raw);
+	cred = ms ? meta_scram_find(ms, user, SASL_SCRAM_SHA_512) : NULL;
+	if (!cred && ms)
+		cred = meta_scram_find(ms, user, SASL_SCRAM_SHA_256);
+	ok = cred ? sasl_scram_check_password(cred, (const char *)colon + 1, pwlen) : 0;
+	OPENSSL_cleanse(raw, sizeof(raw));
+	if (ok != 1) {
+		*why = !cred ? "unknown user" : "wrong password";
+		return -EACCES;
+	}
+	snprintf(principal, plen, "User:%s", user);
+	return 0;
+}
+
+/* Authorization: Bearer <token> against admin.auth.token.file: 0 with
+ * the token's principal, -EACCES with why. */
+static int check_bearer(struct admin_http *a, const char *h, char *principal, size_t plen, const char **why)
+{
+	const char *p;
+	size_t n;
+
+	h += 7;
+	while (*h == ' ')
+		h++;
+	for (n = 0; h[n] && h[n] != ' ' && h[n] != '\t'; n++)
+		;
+	if (!a->tokens) {
+		*why = "a bearer token, but admin.auth.token.file is not set";
+		return -EACCES;
+	}
+	if (!(p = admin_tokens_find(a->tokens, h, n))) {
+		*why = "unknown bearer token";
+		return -EACCES;
+	}
+	snprintf(principal, plen, "%s", p);
+	return 0;
+}
+
+static int is_super_user(const struct admin_http *a, const char *principal)
+{
+	for (int i = 0; i < a->b->set.nsuper_users; i++)
+		if (!strcmp(a->b->set.super_users[i], principal))
+			return 1;
+	return 0;
+}
+
+static enum MHD_Result reply_401(struct MHD_Connection *conn)
+{
+	struct textbuf t = { 0 };
+	struct MHD_Response *r;
+	enum MHD_Result rc;
+
+	textbuf_printf(&t, "authentication required: HTTP Basic with a SCRAM user of the cluster, a bearer "
+			   "token of admin.auth.token.file or a client certificate (admin.require.auth=true)\n");
+	if (t.oom)
+		return MHD_NO;
+	r = MHD_create_response_from_buffer_with_free_callback(t.len, t.p, free);
+	if (!r) {
+		textbuf_fini(&t);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"sluice\", charset=\"UTF-8\"");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"sluice\"");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	rc = MHD_queue_response(conn, MHD_HTTP_UNAUTHORIZED, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+/* s for the log: at most 100 bytes, anything unprintable as '?' (a user
+ * name or path may carry a newline). */
+static const char *printable(const char *s, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	for (; *s && n + 1 < cap && n < 100; s++)
+		buf[n++] = (unsigned char)*s >= 0x20 && (unsigned char)*s < 0x7f ? *s : '?';
+	buf[n] = 0;
+	return buf;
+}
+
+/* A refusal for the credentials: logged, then answered 401
+ * after the delay (suspended meanwhile; answered at once when no slot
+ * is free or there is no delay). */
+static enum MHD_Result refuse(struct admin_http *a, struct MHD_Connection *conn, struct admin_req *q,
+			      const char *method, const char *url, const char *user, const char *why)
+{
+	char addr[INET6_ADDRSTRLEN + 1], u[104], m[16], p[104];
+
+	a->auth_failures++;
+	fprintf(stderr, "sluiced: admin: authentication failed from %s (%s %s%s%s%s): %s\n",
+		peer_addr(conn, addr, sizeof(addr)), printable(method, m, sizeof(m)), printable(url, p, sizeof(p)),
+		*user ? ", user '" : "", printable(user, u, sizeof(u)), *user ? "'" : "", why);
+	if (a->delay_ms > 0)
+		for (unsigned i = 0; i < ADMIN_CONN_LIMIT; i++)
+			if (!a->waits[i].conn) {
+				a->waits[i].conn = conn;
+				a->waits[i].q = q;
+				a->waits[i].due_ms = mono_ms() + a->delay_ms;
+				q->refused = 1;
+				MHD_suspend_connection(conn);
+				return MHD_YES;
+			}
+	return reply_401(conn);
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **req_cls, enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	free(*req_cls);
+	*req_cls = NULL;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 			      const char *version, const char *upload, size_t *upload_len, void **req_cls)
 {
 	struct admin_http *a = cls;
+	struct admin_req *q = *req_cls;
 
 	(void)version;
 	(void)upload;
-	if (!*req_cls) {
+	if (!q) {
 		/* first call: headers only; answer on the next call, once any
 		 * body has been read (and discarded) */
-		*req_cls = a;
+		if (!(q = calloc(1, sizeof(*q))))
+			return MHD_NO;
+		*req_cls = q;
 		return MHD_YES;
 	}
 	if (*upload_len) {
 		*upload_len = 0;   /* no endpoint takes a body: drop it */
 		return MHD_YES;
 	}
+	if (q->refused == 2)
+		return reply_401(conn);   /* resumed after the delay */
+	if (q->refused)
+		return MHD_YES;
 	a->requests++;
+	if (a->require_auth && !(a->metrics_open && !strcmp(url, "/metrics") &&
+				 (!strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD)))) {
+		char principal[5 + SASL_USER_MAX], user[SASL_USER_MAX];
+		const char *why = "";
+		const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+		int rc;
+
+		/* credentials in the request win; without them a client
+		 * certificate (verified, mapped) stands for its principal */
+		user[0] = 0;
+		rc = a->tls && !h ? admin_tls_peer(conn, a->principal_rules, principal, sizeof(principal), &why) : 0;
+		if (rc < 0)
+			return refuse(a, conn, q, method, url, user, why);
+		if (rc > 0) {
+			/* a verified client certificate: its principal */
+		} else if (h && !strncasecmp(h, "Bearer ", 7)) {
+			if (check_bearer(a, h, principal, sizeof(principal), &why) < 0)
+				return refuse(a, conn, q, method, url, user, why);
+		} else if (check_basic(a, conn, principal, sizeof(principal), user, sizeof(user), &why) < 0) {
+			return refuse(a, conn, q, method, url, user, why);
+		}
+		/* reading is for any user of the cluster; what changes the
+		 * broker (POST) is for super.users */
+		if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD) &&
+		    !is_super_user(a, principal)) {
+			char addr[INET6_ADDRSTRLEN + 1], u[104], p[104], m[16];
+
+			fprintf(stderr, "sluiced: admin: %s %s refused to %s from %s: not in super.users\n",
+				printable(method, m, sizeof(m)), printable(url, p, sizeof(p)),
+				printable(principal, u, sizeof(u)), peer_addr(conn, addr, sizeof(addr)));
+			return reply_text(conn, MHD_HTTP_FORBIDDEN, "forbidden: only super.users may do this");
+		}
+	}
 	if (!strcmp(url, "/v1/tls/reload") && !strcmp(method, MHD_HTTP_METHOD_POST))
 		return serve_tls_reload(a, conn);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD)) {
@@ -223,9 +474,21 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	vfprintf(stderr, fmt, ap);
 }
 
+/* 127.0.0.0/8 or ::1 */
+static int addr_is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+	return 0;
+}
+
 int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg, struct admin_http **out,
 		     char *err, size_t errlen)
 {
+	char *trust = NULL;
+	int tls = (int)config_int(cfg, "admin.ssl.enabled");
 	const char *spec = config_str(cfg, "admin.listen");
 	const char *src = config_source(cfg, "admin.listen");
 	int explicit_ = src && strcmp(src, "default");
@@ -234,7 +497,7 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 	struct admin_http *a;
 	char host[256], port_s[16];
 	const union MHD_DaemonInfo *info;
-	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
 	int port, rc;
 
 	*out = NULL;
@@ -252,23 +515,75 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 	}
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	if (!tls && strcmp(config_str(cfg, "admin.ssl.client.auth"), "none")) {
+		snprintf(err, errlen, "admin.ssl.client.auth=%s needs admin.ssl.enabled=true",
+			 config_str(cfg, "admin.ssl.client.auth"));
+		freeaddrinfo(ai);
+		return -EINVAL;
+	}
+	if (tls) {
+		/* the certificate goes to each handshake from admin_tls.c
+		 * (SIGHUP renews it); the trusted CAs are GnuTLS's, read once */
+		if ((rc = admin_tls_load(cfg, err, errlen)) < 0 ||
+		    (admin_tls_client_auth() != ADMIN_CLIENT_NONE &&
+		     (rc = admin_tls_trust_pem(cfg, &trust, err, errlen)) < 0)) {
+			admin_tls_fini();
+			freeaddrinfo(ai);
+			return rc;
+		}
+		flags |= MHD_USE_TLS;
+	}
 	a = calloc(1, sizeof(*a));
 	if (!a) {
+		free(trust);
+		admin_tls_fini();
 		freeaddrinfo(ai);
 		return -ENOMEM;
 	}
 	a->ctl = ctl;
 	a->b = b;
 	a->cfg = cfg;
+	a->require_auth = (int)config_int(cfg, "admin.require.auth");
+	a->metrics_open = (int)config_int(cfg, "admin.metrics.open");
+	a->token_file = config_str(cfg, "admin.auth.token.file");
+	a->tls = tls;
+	a->principal_rules = config_str(cfg, "ssl.principal.mapping.rules");
+	if (*a->token_file && (rc = admin_tokens_load(a->token_file, &a->tokens, err, errlen)) < 0) {
+		freeaddrinfo(ai);
+		free(trust);
+		admin_tls_fini();
+		free(a);
+		return rc;
+	}
+	if (!a->require_auth && !addr_is_loopback(ai->ai_addr))
+		fprintf(stderr, "sluiced: admin: WARNING: the admin endpoint listens on %s, beyond loopback, with "
+			"admin.require.auth=false: anyone who reaches it reads the configuration and metrics and may "
+			"POST (reload certificates); set admin.require.auth=true, or admin.listen to 127.0.0.1\n", spec);
+	a->delay_ms = config_int(cfg, "connection.failed.authentication.delay.ms");
 	a->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handle, a,
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
 				MHD_OPTION_SOCK_ADDR, ai->ai_addr,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ADMIN_CONN_MEMORY,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ADMIN_CONN_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)ADMIN_CONN_LIMIT,
+				/* with TLS only: MHD_OPTION_END ends the list here otherwise */
+				tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, admin_tls_cert_callback(),
+				trust ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, trust,
 				MHD_OPTION_END);
 	freeaddrinfo(ai);
+	free(trust);   /* GnuTLS parsed it at the start */
+	if (!a->d)
+		admin_tls_fini();
+	if (!a->d && tls) {
+		admin_tokens_free(a->tokens);
+		free(a);
+		snprintf(err, errlen, "admin.ssl.enabled: cannot serve HTTPS on %s: the port is taken, or the "
+			 "certificate or key (ssl.keystore.*) does not load (the log above says which)", spec);
+		return -EINVAL;
+	}
 	if (!a->d) {
+		admin_tokens_free(a->tokens);
 		free(a);
 		snprintf(err, errlen, "admin.listen: cannot listen on %s (in use?)%s", spec,
 			 explicit_ ? "" : ": the admin endpoint is off");
@@ -295,7 +610,15 @@ int admin_http_port(const struct admin_http *a)
 int admin_http_timeout(struct admin_http *a, int max_ms)
 {
 	MHD_UNSIGNED_LONG_LONG t;
+	int64_t now = mono_ms();
 
+	for (unsigned i = 0; i < ADMIN_CONN_LIMIT; i++)
+		if (a->waits[i].conn) {
+			int64_t left = a->waits[i].due_ms > now ? a->waits[i].due_ms - now : 0;
+
+			if (max_ms < 0 || left < max_ms)
+				max_ms = (int)left;
+		}
 	if (MHD_get_timeout(a->d, &t) == MHD_YES && t < (MHD_UNSIGNED_LONG_LONG)max_ms)
 		return (int)t;
 	return max_ms;
@@ -303,6 +626,15 @@ int admin_http_timeout(struct admin_http *a, int max_ms)
 
 void admin_http_run(struct admin_http *a)
 {
+	int64_t now = mono_ms();
+
+	/* refusals whose delay is over are answered (their 401) */
+	for (unsigned i = 0; i < ADMIN_CONN_LIMIT; i++)
+		if (a->waits[i].conn && a->waits[i].due_ms <= now) {
+			a->waits[i].q->refused = 2;
+			MHD_resume_connection(a->waits[i].conn);
+			a->waits[i].conn = NULL;
+		}
 	MHD_run(a->d);
 }
 
@@ -310,6 +642,42 @@ void admin_http_stop(struct admin_http *a)
 {
 	if (!a)
 		return;
+	for (unsigned i = 0; i < ADMIN_CONN_LIMIT; i++)
+		if (a->waits[i].conn) {   /* MHD stops no daemon with suspended connections */
+			a->waits[i].q->refused = 2;
+			MHD_resume_connection(a->waits[i].conn);
+		}
 	MHD_stop_daemon(a->d);
+	if (a->tls)
+		admin_tls_fini();
+	admin_tokens_free(a->tokens);
 	free(a);
+}
+
+void admin_http_reload(struct admin_http *a)
+{
+	struct admin_tokens *t;
+	char err[512];
+
+	if (!a)
+		return;
+	if (a->tls && admin_tls_reload(a->cfg, err, sizeof(err)) < 0)
+		fprintf(stderr, "sluiced: SIGHUP: the admin endpoint's certificate not reloaded, the previous one "
+			"stays: %s\n", err);
+	else if (a->tls)
+		fprintf(stderr, "sluiced: SIGHUP: the admin endpoint's certificate reloaded\n");
+	if (!*a->token_file)
+		return;
+	if (admin_tokens_load(a->token_file, &t, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sluiced: SIGHUP: admin tokens not reloaded, the previous ones stay: %s\n", err);
+		return;
+	}
+	admin_tokens_free(a->tokens);
+	a->tokens = t;
+	fprintf(stderr, "sluiced: SIGHUP: admin tokens reloaded (%d)\n", admin_tokens_count(t));
+}
+
+uint64_t admin_http_auth_failures(const struct admin_http *a)
+{
+	return a ? a->auth_failures : 0;
 }

@@ -17,6 +17,7 @@
 #define SLUICE_ADMIN_HTTP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct admin_http;
 struct broker;
@@ -40,5 +41,10 @@ int admin_http_timeout(struct admin_http *a, int max_ms);
 /* Accept, read, answer what is ready; never blocks. */
 void admin_http_run(struct admin_http *a);
 void admin_http_stop(struct admin_http *a);
+/* SIGHUP: admin.auth.token.file read again (a file that does not load
+ * leaves the previous tokens, logged). NULL: nothing. */
+void admin_http_reload(struct admin_http *a);
+/* Requests refused for their credentials (401) since the start. */
+uint64_t admin_http_auth_failures(const struct admin_http *a);
 
 #endif

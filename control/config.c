@@ -1,5 +1,6 @@
-/* control/config.c — the configuration table, parsing and validation.
- * See config.h. @thread control */
+/* control/config.c — the configuration table, parsing and validation
+ * (the properties file is read by config_file.c). See config.h.
+ * @thread control */
 #include "control/config.h"
 
 #include <arpa/inet.h>
@@ -136,9 +137,12 @@ static const struct config_key keys[] = {
 		 "SCRAM-SHA-256 or SCRAM-SHA-512, with the username and password of that listener's "
 		 "listener.name.<listener>.<mechanism>.sasl.jaas.config (docs/security.md#between-brokers)." },
 	{ "connections.max.reauth.ms", CONFIG_LONG, "0", 0, I64MAX,
-	  .doc = "KIP-368's session lifetime: only 0 (Kafka's default: sessions never expire) is served; "
-		 "re-authentication is not implemented, and another value stops the start when a SASL "
-		 "listener is configured." },
+	  .doc = "KIP-368's session lifetime on SASL listeners: above 0, SaslAuthenticate v1+ tells the "
+		 "client this many ms, the client re-authenticates on its connection before then (the same "
+		 "mechanism and principal, else the connection is closed), and a connection that sends "
+		 "another request after its session ended is closed, not served. Per listener and "
+		 "mechanism: listener.name.<l>.<mechanism>.connections.max.reauth.ms. 0 (Kafka's "
+		 "default): sessions never expire (docs/security.md#re-authentication-kip-368)." },
 	{ "connection.failed.authentication.delay.ms", CONFIG_INT, "100", 0, I32MAX,
 	  .doc = "A failed SASL authentication is answered this long after it failed (a timer: the shard "
 		 "serves others meanwhile), then the connection is closed." },
@@ -352,6 +356,16 @@ static const struct config_key keys[] = {
 	  .doc = "Sluice: memory per shard for putting fragmented native batches together (held until each is durable); beyond it a fragmented PRODUCE is refused (throttled)." },
 	{ "admin.listen", CONFIG_STRING, "127.0.0.1:9644", .check = check_hostport_or_empty,
 	  .doc = "Sluice: host:port of the HTTP admin endpoint (/metrics, /v1/health, /v1/config, /v1/shards, /v1/partitions/TOPIC/N); port 0 picks one, empty turns it off. Set in a file or with --set, a port that cannot be bound stops the start; the default only turns the endpoint off, with a warning." },
+	{ "admin.require.auth", CONFIG_BOOL, "false",
+	  .doc = "Sluice, as Redpanda's admin_api_require_auth: every admin endpoint request needs HTTP Basic credentials of a SCRAM user of the metadata log (else 401, after connection.failed.authentication.delay.ms); a POST needs a user in super.users (else 403) (docs/security.md#the-admin-endpoint)." },
+	{ "admin.ssl.enabled", CONFIG_BOOL, "false",
+	  .doc = "Sluice: the admin endpoint serves HTTPS with the broker's own certificate and key (ssl.keystore.location, or ssl.keystore.certificate.chain with ssl.keystore.key; ssl.key.password), the ones its SSL listeners present; read again on SIGHUP and POST /v1/tls/reload (docs/security.md#the-admin-endpoint)." },
+	{ "admin.auth.token.file", CONFIG_STRING, "",
+	  .doc = "Sluice: a file of bearer tokens for the admin endpoint, one 'User:NAME TOKEN' a line ('#' comments); with admin.require.auth, 'Authorization: Bearer TOKEN' authenticates as that principal (a POST needs it in super.users). Only each token's SHA-256 is kept; a file others may read, or anyone but its owner write, stops the start. Reread on SIGHUP (docs/security.md#the-admin-endpoint)." },
+	{ "admin.ssl.client.auth", CONFIG_ENUM, "none", .values = client_auth_values,
+	  .doc = "Sluice: with admin.ssl.enabled, the admin endpoint asks for a client certificate (requested) or insists on one (required), checked in the handshake against ssl.truststore.* (one of another CA fails it); a verified certificate's principal (ssl.principal.mapping.rules) authenticates a request without a password (docs/security.md#the-admin-endpoint)." },
+	{ "admin.metrics.open", CONFIG_BOOL, "false",
+	  .doc = "Sluice: with admin.require.auth, GET /metrics needs no credentials (every other request still does); default false: a scraper authenticates with a bearer token or Basic (docs/security.md#the-admin-endpoint)." },
 	{ "dpdk.enable", CONFIG_BOOL, "false",
 	  .doc = "Sluice: serve the native datagram protocol on a DPDK port too (kernel bypass): each shard polls its own queue pair. The Kafka TCP listener is unchanged. Needs dpdk.eal.args and dpdk.listen." },
 	{ "dpdk.eal.args", CONFIG_STRING, "",
@@ -452,7 +466,9 @@ struct config_lkey {
 
 static const char *const listener_suffixes[] = { "sasl.enabled.mechanisms", "plain.sasl.jaas.config",
 						 "scram-sha-256.sasl.jaas.config", "scram-sha-512.sasl.jaas.config",
-						 NULL };
+						 "plain.connections.max.reauth.ms",
+						 "scram-sha-256.connections.max.reauth.ms",
+						 "scram-sha-512.connections.max.reauth.ms", NULL };
 
 struct config {
 	struct config_slot slot[NKEYS];
@@ -926,7 +942,8 @@ int config_set(struct config *c, const char *key, const char *value, const char 
 				return rc;
 			}
 		errf(err, errlen, "%s: unknown configuration key '%s' (Sluice takes listener.name.<listener>. "
-		     "with sasl.enabled.mechanisms and <mechanism>.sasl.jaas.config only)", source, key);
+		     "with sasl.enabled.mechanisms, <mechanism>.sasl.jaas.config and "
+		     "<mechanism>.connections.max.reauth.ms only)", source, key);
 		return -ENOENT;
 	}
 	if (i < 0) {
@@ -961,188 +978,6 @@ int config_set_arg(struct config *c, const char *arg, char *err, size_t errlen)
 		return -ENOMEM;
 	rc = config_set(c, key, eq + 1, "--set", err, errlen);
 	free(key);
-	return rc;
-}
-
-/* Java properties escapes, in place: \t \n \r \f \uXXXX, \x -> x. */
-static int unescape(char *s)
-{
-	char *w = s;
-
-	for (char *r = s; *r; r++) {
-		if (*r != '\\') {
-			*w++ = *r;
-			continue;
-		}
-		r++;
-		switch (*r) {
-		case 0: r--; break;   /* lone trailing backslash: drop */
-		case 't': *w++ = '\t'; break;
-		case 'n': *w++ = '\n'; break;
-		case 'r': *w++ = '\r'; break;
-		case 'f': *w++ = '\f'; break;
-		case 'u': {
-			unsigned cp = 0;
-
-			for (int j = 1; j <= 4; j++) {
-				char h = r[j];
-
-				if (!isxdigit((unsigned char)h))
-					return -EINVAL;
-				cp = cp * 16 + (unsigned)(isdigit((unsigned char)h) ? h - '0' : (tolower(h) - 'a' + 10));
-			}
-			r += 4;
-			if (cp < 0x80) {
-				*w++ = (char)cp;
-			} else if (cp < 0x800) {
-				*w++ = (char)(0xc0 | (cp >> 6));
-				*w++ = (char)(0x80 | (cp & 0x3f));
-			} else {   /* \uXXXX is 6 bytes of input, at most 3 of output */
-				*w++ = (char)(0xe0 | (cp >> 12));
-				*w++ = (char)(0x80 | ((cp >> 6) & 0x3f));
-				*w++ = (char)(0x80 | (cp & 0x3f));
-			}
-			break;
-		}
-		default: *w++ = *r; break;
-		}
-	}
-	*w = 0;
-	return 0;
-}
-
-/* Ends with an odd number of backslashes: continues on the next line. */
-static int line_continues(const char *s, size_t n)
-{
-	size_t bs = 0;
-
-	while (bs < n && s[n - 1 - bs] == '\\')
-		bs++;
-	return bs & 1;
-}
-
-/* One logical line (already joined): split into key and value at the first
- * unescaped '=', ':' or whitespace, then unescape both. */
-static int property_apply(struct config *c, char *line, const char *source, char *err, size_t errlen)
-{
-	char *p = line, *key, *val;
-
-	while (isspace((unsigned char)*p))
-		p++;
-	if (!*p || *p == '#' || *p == '!')
-		return 0;
-	key = p;
-	while (*p && *p != '=' && *p != ':' && !isspace((unsigned char)*p)) {
-		if (*p == '\\' && p[1])
-			p++;
-		p++;
-	}
-	val = p;
-	if (*p) {
-		int ws = isspace((unsigned char)*p);
-
-		*p++ = 0;
-		val = p;
-		if (ws) {
-			while (isspace((unsigned char)*val))
-				val++;
-			if (*val == '=' || *val == ':')
-				val++;
-		}
-	}
-	if (unescape(key) < 0 || unescape(val) < 0) {
-		errf(err, errlen, "%s: malformed \\uXXXX escape", source);
-		return -EINVAL;
-	}
-	if (!*key) {
-		errf(err, errlen, "%s: missing key before '='", source);
-		return -EINVAL;
-	}
-	return config_set(c, key, val, source, err, errlen);
-}
-
-int config_load_file(struct config *c, const char *path, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "r");
-	char *line = NULL, *logical = NULL, source[4200];
-	size_t cap = 0, llen = 0;
-	ssize_t n;
-	int lineno = 0, start = 0, rc = 0, cont = 0;
-
-	if (!f) {
-		rc = -errno;
-		errf(err, errlen, "%s: %s", path, strerror(-rc));
-		return rc;
-	}
-	while (1) {
-		n = getline(&line, &cap, f);
-		if (n < 0) {
-			if (ferror(f)) {
-				rc = -EIO;
-				errf(err, errlen, "%s: read error", path);
-				break;
-			}
-			if (!cont)
-				break;
-			n = 0;   /* a continuation on the last line: end it here */
-			line = line ? line : strdup("");
-			if (!line) {
-				rc = -ENOMEM;
-				break;
-			}
-			line[0] = 0;
-		} else {
-			lineno++;
-		}
-		while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-			line[--n] = 0;
-		char *seg = line;
-		size_t slen = (size_t)n;
-
-		if (cont) {
-			/* leading whitespace of a continuation line is dropped */
-			while (slen && isspace((unsigned char)*seg)) {
-				seg++;
-				slen--;
-			}
-		} else {
-			const char *q = seg;
-
-			while (isspace((unsigned char)*q))
-				q++;
-			if (*q == '#' || *q == '!' || !*q)
-				continue;   /* comments never continue */
-			start = lineno;
-			llen = 0;
-		}
-		int more = line_continues(seg, slen) && !feof(f);
-
-		if (line_continues(seg, slen))
-			slen--;   /* drop the continuation backslash */
-		char *nl = realloc(logical, llen + slen + 1);
-
-		if (!nl) {
-			rc = -ENOMEM;
-			break;
-		}
-		logical = nl;
-		memcpy(logical + llen, seg, slen);
-		llen += slen;
-		logical[llen] = 0;
-		if (more) {
-			cont = 1;
-			continue;
-		}
-		cont = 0;
-		snprintf(source, sizeof(source), "%s:%d", path, start);
-		if ((rc = property_apply(c, logical, source, err, errlen)) < 0)
-			break;
-		if (n == 0 && feof(f))
-			break;
-	}
-	free(line);
-	free(logical);
-	fclose(f);
 	return rc;
 }
 

@@ -477,6 +477,7 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 	}
 	ctl_elect_tick(ctl);
 	ctl_reassign_tick(ctl);
+	ctl_offline_tick(ctl);
 	if (ctl->roles_changed) {
 		ctl->roles_changed = 0;
 		ctl_roles_refresh(ctl);
@@ -501,6 +502,8 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 		group_report(ctl->gc);
 		ctl_report_cycles(b);
 	}
+	if (__atomic_exchange_n(&b->reload_admin, 0, __ATOMIC_ACQ_REL))
+		admin_http_reload(ctl->admin);
 	timeout = group_tick(ctl->gc, ctl->now_ms, 100);
 	work += peer_kafka_tick(ctl->peers);
 	timeout = txn_tick(ctl->tc, ctl->now_ms, ctl->wall, timeout);

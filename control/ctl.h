@@ -174,13 +174,14 @@ struct part_proxy;
  * proxy (dataplane/part_proxy.h): it sends with the parking ctl_send and
  * the completions run on this thread with self = ctl. Returns px. */
 struct part_proxy *ctl_part_proxy(struct ctl *ctl, struct part_proxy *px);
-/* @thread ctl. Append `batch` (len bytes, malloc'd; taken) to the
- * partition on its owner shard; done(ctl, cookie, base offset, 0 or
- * -errno or an enum part_err) runs on the control thread once the high
- * watermark passed it (acks=all, with min_insync as min.insync.replicas;
- * 0: none) or it failed. 0, or -errno (then done is not called and the
- * batch is freed). */
-int ctl_log_append(struct ctl *ctl, const struct md_partition *mp, int32_t min_insync, uint8_t *batch,
+/* @thread ctl. Append `batch` (len bytes, malloc'd; taken) to partition
+ * idx of t on its owner shard (named by value, part_proxy_append);
+ * done(ctl, cookie, base offset, 0 or -errno or an enum part_err) runs on
+ * the control thread once the high watermark passed it (acks=all, with
+ * min_insync as min.insync.replicas; 0: none) or it failed (-ENOENT: the
+ * owner no longer has the partition). 0, or -errno (then done is not
+ * called and the batch is freed). */
+int ctl_log_append(struct ctl *ctl, const struct md_topic *t, int32_t idx, int32_t min_insync, uint8_t *batch,
 		   uint32_t len, void (*done)(struct ctl *ctl, void *cookie, int64_t base, int err), void *cookie);
 /* @thread ctl. Read every partition of `t` back from its start on the
  * owner shards (start-up replay): chunk(ctl, whole batches, len, partition)

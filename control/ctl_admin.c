@@ -405,10 +405,10 @@ static void ctl_topic_configured(struct ctl *ctl, struct ctl_prop *p)
 	for (int32_t i = 0; i < nt->nparts; i++) {
 		struct part_proxy px;
 
-		if (!md_part_handle(&nt->parts[i]))
+		if (!md_part_opened(&nt->parts[i]))
 			continue;   /* not open on this node */
 		op->pending++;
-		part_proxy_set_config(ctl_part_proxy(ctl, &px), md_part_shard(&nt->parts[i]), md_part_handle(&nt->parts[i]), &nt->cfg,
+		part_proxy_set_config(ctl_part_proxy(ctl, &px), md_part_shard(&nt->parts[i]), part_addr_of(nt->id, i), &nt->cfg,
 				      ctl_part_done, op);
 	}
 }
@@ -554,10 +554,10 @@ static void ctl_broker_configured(struct ctl *ctl, struct ctl_prop *p)
 		for (int32_t p = 0; p < nt->nparts; p++) {
 			struct part_proxy px;
 
-			if (!md_part_handle(&nt->parts[p]))
+			if (!md_part_opened(&nt->parts[p]))
 				continue;   /* not open on this node */
 			op->pending++;
-			part_proxy_set_config(ctl_part_proxy(ctl, &px), md_part_shard(&nt->parts[p]), md_part_handle(&nt->parts[p]),
+			part_proxy_set_config(ctl_part_proxy(ctl, &px), md_part_shard(&nt->parts[p]), part_addr_of(nt->id, p),
 					      &nt->cfg, ctl_part_done, op);
 		}
 	}
@@ -612,10 +612,10 @@ static void ctl_topic_deleted(struct ctl *ctl, struct ctl_prop *p)
 		struct md_partition *mp = &t->parts[j];
 		struct part_proxy px;
 
-		if (!md_part_handle(mp))
+		if (!md_part_opened(mp))
 			continue;
 		op->pending++;
-		part_proxy_retire(ctl_part_proxy(ctl, &px), md_part_shard(mp), md_part_handle(mp), ctl_part_done, op);
+		part_proxy_retire(ctl_part_proxy(ctl, &px), md_part_shard(mp), part_addr_of(t->id, j), ctl_part_done, op);
 	}
 }
 

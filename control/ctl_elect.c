@@ -272,8 +272,8 @@ static void elect_republish(struct ctl *ctl)
 
 			if (np->leader == op->leader && np->leader_epoch < op->leader_epoch)
 				np->leader_epoch = op->leader_epoch;   /* the log's, when it was higher */
-			if (md_part_handle(np) && np->leader == ctl->b->set.node_id && np->leader_epoch > op->leader_epoch)
-				part_proxy_set_leader_epoch(ctl_part_proxy(ctl, &px), md_part_shard(np), md_part_handle(np),
+			if (md_part_opened(np) && np->leader == ctl->b->set.node_id && np->leader_epoch > op->leader_epoch)
+				part_proxy_set_leader_epoch(ctl_part_proxy(ctl, &px), md_part_shard(np), part_addr_of(nt->id, j),
 							    np->leader_epoch, epoch_set, NULL);
 		}
 		add[n] = nt;

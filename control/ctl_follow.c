@@ -103,10 +103,10 @@ static void retire(struct ctl *ctl, struct md_topic *t)
 		struct md_partition *mp = &t->parts[j];
 		struct part_proxy px;
 
-		if (!md_part_handle(mp))
+		if (!md_part_opened(mp))
 			continue;
 		op->pending++;
-		part_proxy_retire(ctl_part_proxy(ctl, &px), md_part_shard(mp), md_part_handle(mp), ctl_part_done, op);
+		part_proxy_retire(ctl_part_proxy(ctl, &px), md_part_shard(mp), part_addr_of(t->id, j), ctl_part_done, op);
 	}
 	if (op->pending == 0)
 		ctl_op_step(ctl, op);
@@ -192,10 +192,10 @@ static int rebuild(struct ctl *ctl)
 
 			if (np->leader == t->parts[j].leader && np->leader_epoch < t->parts[j].leader_epoch)
 				np->leader_epoch = t->parts[j].leader_epoch;   /* the log's, when it was higher */
-			if (!md_part_handle(np))
+			if (!md_part_opened(np))
 				continue;   /* not open on this node */
 			op->pending++;
-			part_proxy_set_config(ctl_part_proxy(ctl, &px), md_part_shard(np), md_part_handle(np), &nt->cfg, ctl_part_done,
+			part_proxy_set_config(ctl_part_proxy(ctl, &px), md_part_shard(np), part_addr_of(nt->id, j), &nt->cfg, ctl_part_done,
 					      op);
 		}
 		op->replaced[op->nreplaced++] = t;

@@ -185,6 +185,10 @@ struct ctl {
 	/* controlled shutdown: asked by the main thread, settled by this one */
 	int shutdown_asked, shutdown_settled;
 	int64_t shutdown_waiting;    /* partitions whose leadership is still to move */
+	/* ctl_offline.c: the partition logs failed here at the last look
+	 * (when monotonic ms reaches logdir_next), and whether that halted */
+	int64_t logdir_failed_seen, logdir_next;
+	int logdir_halted;
 	int roles_changed;           /* a partition record was applied: roles (ctl_roles.c) */
 	int roles_pending;           /* opened before their records: roles once published */
 	int internal_inflight;       /* a cluster's internal topics: records in flight */
@@ -379,6 +383,12 @@ void ctl_meta_fini(struct ctl *ctl);
  * of the partition failed; it leaves the ISR and the leadership. */
 struct shard_msg;
 void ctl_offline_leave(struct ctl *ctl, const struct shard_msg *m);
+/* Each turn (every 500 ms at most): when a partition log failed since the
+ * last look and a write into log.dirs fails too, or every partition log
+ * held here failed, the node halts (b->fatal, SIGTERM: the controlled
+ * shutdown first), as Kafka's broker with all its log directories
+ * offline. */
+void ctl_offline_tick(struct ctl *ctl);
 
 /* ---- ctl_brokers.c ------------------------------------------------------ */
 /* Start-up: register this node as a broker; ready(ctl, 0, NULL) once it is

@@ -124,13 +124,14 @@ static void ctl_appended(void *self, void *cookie, int64_t base, int err)
 	free(ca);
 }
 
-int ctl_log_append(struct ctl *ctl, const struct md_partition *mp, int32_t min_insync, uint8_t *batch,
+int ctl_log_append(struct ctl *ctl, const struct md_topic *t, int32_t idx, int32_t min_insync, uint8_t *batch,
 		   uint32_t len, void (*done)(struct ctl *ctl, void *cookie, int64_t base, int err), void *cookie)
 {
+	const struct md_partition *mp = t && idx >= 0 && idx < t->nparts ? &t->parts[idx] : NULL;
 	struct ctl_append *ca = calloc(1, sizeof(*ca));
 	struct part_proxy px;
 
-	if (!mp || !md_part_handle(mp) || !ca) {
+	if (!mp || !md_part_opened(mp) || !ca) {
 		free(ca);
 		free(batch);
 		return mp ? -ENOMEM : -ENOENT;
@@ -140,7 +141,7 @@ int ctl_log_append(struct ctl *ctl, const struct md_partition *mp, int32_t min_i
 	ca->batch = batch;
 	ca->req = (struct part_append_req){ .batch = batch, .len = len, .done = ctl_appended, .cookie = ca,
 					    .min_insync = min_insync };
-	part_proxy_append(ctl_part_proxy(ctl, &px), md_part_shard(mp), md_part_handle(mp), &ca->req);
+	part_proxy_append(ctl_part_proxy(ctl, &px), md_part_shard(mp), part_addr_of(t->id, idx), &ca->req);
 	return 0;
 }
 
@@ -175,7 +176,7 @@ int ctl_read_topic(struct ctl *ctl, const struct md_topic *t,
 	int n = 0;
 
 	for (int32_t i = 0; t && i < t->nparts; i++)
-		n += md_part_handle(&t->parts[i]) != NULL;
+		n += md_part_opened(&t->parts[i]) != 0;
 	if (!n)
 		return 0;
 	cr = calloc(1, sizeof(*cr));
@@ -187,8 +188,8 @@ int ctl_read_topic(struct ctl *ctl, const struct md_topic *t,
 	for (int32_t i = 0; i < t->nparts; i++) {
 		struct part_proxy px;
 
-		if (md_part_handle(&t->parts[i]))
-			part_proxy_read(ctl_part_proxy(ctl, &px), md_part_shard(&t->parts[i]), md_part_handle(&t->parts[i]), 0, INT64_MAX,
+		if (md_part_opened(&t->parts[i]))
+			part_proxy_read(ctl_part_proxy(ctl, &px), md_part_shard(&t->parts[i]), part_addr_of(t->id, i), 0, INT64_MAX,
 					ctl_read_chunk, ctl_read_end, cr);
 	}
 	return n;

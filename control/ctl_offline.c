@@ -12,9 +12,25 @@
  * changes: the partition keeps its leader, which answers
  * KAFKA_STORAGE_ERROR (an election would pick it again).
  *
+ * The log directory (ctl_offline_tick): a failed partition log may be the
+ * first sign of a failed disk. When one fails, a write into log.dirs
+ * tells which: if that fails too (EIO, EROFS: not a full filesystem,
+ * which the logs ride out), or when every partition log this node holds
+ * failed, the node halts as Kafka's broker does once all its log
+ * directories are offline ("Shutdown broker because all log dirs in ...
+ * have failed"): one line on stderr, then the controlled shutdown, which
+ * moves its leaderships to in-sync replicas while the metadata log can
+ * still be written, and exit 1. A partition directory on a filesystem of
+ * its own (a symlink out of log.dirs) that fails takes only that
+ * partition offline.
+ *
  * Thread: the control thread (@thread ctl).
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "control/ctl_internal.h"
 #include "control/cutil.h"
@@ -51,10 +67,13 @@ void ctl_offline_leave(struct ctl *ctl, const struct shard_msg *m)
 	int n = 0;
 	struct metalog_rec rec = { 0 };
 
-	for (int i = 0; md && i < md->ntopics && !t; i++)
-		if (idx >= 0 && idx < md->topics[i]->nparts && md_part_handle(&md->topics[i]->parts[idx]) == m->p[0])
-			t = md->topics[i];
-	if (!t || !(mt = metalog_topic(ctl->ml, t->name)) || idx >= mt->partitions)
+	if (md) {
+		uint8_t tid[16];
+
+		memcpy(tid, (const void *)&m->p[0], sizeof(tid));   /* the topic by value */
+		t = md_find_id(md, tid);
+	}
+	if (!t || idx < 0 || idx >= t->nparts || !(mt = metalog_topic(ctl->ml, t->name)) || idx >= mt->partitions)
 		return;                      /* gone meanwhile */
 	p = &mt->parts[idx];
 	if ((int32_t)m->v[1] != self_id || p->leader_epoch != (int32_t)m->v[3] ||
@@ -88,4 +107,60 @@ void ctl_offline_leave(struct ctl *ctl, const struct shard_msg *m)
 		fprintf(stderr, "sluiced: partition %s-%d: the log failed here: this node leaves the ISR "
 			"(offline until a restart)\n", t->name, idx);
 	ctl_meta_propose(ctl, &rec, offline_changed, NULL);
+}
+
+/* A partition log failed here (part_pub.err: an I/O error; -ESHUTDOWN is
+ * a log closing, -ENOSPC a full filesystem, neither a failure). */
+static int pub_failed(const struct part_pub *u, int64_t *err)
+{
+	*err = u ? __atomic_load_n(&u->err, __ATOMIC_RELAXED) : 0;
+	return *err != 0 && *err != -ESHUTDOWN && *err != -ENOSPC;
+}
+
+#define LOGDIR_LOOK_MS 500
+
+void ctl_offline_tick(struct ctl *ctl)
+{
+	struct broker *b = ctl->b;
+	const struct md_snapshot *md = b->md;
+	int64_t hosted = 0, failed = 0, err, first_err = 0;
+	const char *first = NULL;
+	int32_t first_idx = -1;
+	int probe;
+
+	if (ctl->logdir_halted || ctl->now_ms < ctl->logdir_next || __atomic_load_n(&b->stopping, __ATOMIC_RELAXED))
+		return;
+	ctl->logdir_next = ctl->now_ms + LOGDIR_LOOK_MS;
+	for (int k = 0; md && k < md->ntopics; k++) {
+		const struct md_topic *tp = md->topics[k];
+
+		for (int32_t i = 0; i < tp->nparts; i++) {
+			if (!tp->parts[i].pub)
+				continue;            /* not held here */
+			hosted++;
+			if (!pub_failed(tp->parts[i].pub, &err))
+				continue;
+			if (!failed++) {
+				first = tp->name;
+				first_idx = i;
+				first_err = err;
+			}
+		}
+	}
+	if (failed <= ctl->logdir_failed_seen) {
+		ctl->logdir_failed_seen = failed;
+		return;                      /* no log failed since the last look */
+	}
+	ctl->logdir_failed_seen = failed;
+	probe = dir_write_probe(b->set.data_dir);
+	if (failed < hosted && (!probe || probe == -ENOSPC || probe == -EDQUOT))
+		return;                      /* the directory takes writes: those partitions alone */
+	ctl->logdir_halted = 1;
+	fprintf(stderr, "sluiced: fatal: all log dirs in %s have failed (%lld of %lld partition logs failed, "
+		"%s-%d: %s; a write into the directory: %s): halting after this node's leaderships move to "
+		"in-sync replicas; repair or replace the disk, then restart the node\n",
+		b->set.data_dir, (long long)failed, (long long)hosted, first, first_idx, strerror((int)-first_err),
+		probe ? strerror(-probe) : "succeeded");
+	__atomic_store_n(&b->fatal, 1, __ATOMIC_RELEASE);
+	kill(getpid(), SIGTERM);            /* sluiced's signal path: the controlled shutdown, exit 1 */
 }

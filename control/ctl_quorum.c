@@ -243,26 +243,6 @@ static void cq_fail(struct ctl_quorum *cq, uint64_t index, int rc)
 	kill(getpid(), SIGTERM);
 }
 
-/* What a 4 KiB write into dir says now: 0 or -errno (libraft's message
- * may give the errno only as a number). */
-static int cq_write_probe(const char *dir)
-{
-	static const char page[4096];
-	char path[PATH_MAX];
-	int fd, rc = 0;
-
-	snprintf(path, sizeof(path), "%s/sluice-write-probe", dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	errno = 0;
-	if (write(fd, page, sizeof(page)) != (ssize_t)sizeof(page) || fsync(fd) < 0)
-		rc = errno ? -errno : -ENOSPC;
-	close(fd);
-	unlink(path);
-	return rc;
-}
-
 /* This node's copy of the metadata log cannot be written (a failed,
  * read-only or full disk): it can no longer take the records that move
  * its leaderships, and would go on serving stale metadata. Halt (exit 1
@@ -273,7 +253,7 @@ static int cq_write_probe(const char *dir)
  * named is the probe's (libraft's code when the probe succeeds). */
 static void cq_disk_failed(struct ctl_quorum *cq, int rc, const char *msg)
 {
-	int now = cq_write_probe(cq->dir);
+	int now = dir_write_probe(cq->dir);
 
 	if (cq->failed)
 		return;

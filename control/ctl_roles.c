@@ -80,7 +80,7 @@ static void isr_changed(struct ctl *ctl, void *cookie, int err, const struct met
 	(void)err;
 }
 
-/* From a leader shard: m->p[0] the partition's handle; v[0] its index,
+/* From a leader shard: m->p[0..1] the partition's topic id; v[0] its index,
  * v[1] the broker, v[2] 1 to add it to the ISR, 0 to remove it, v[3] the
  * leader epoch the leader asked at. */
 static void isr_change(void *self, struct shard_msg *m)
@@ -99,10 +99,13 @@ static void isr_change(void *self, struct shard_msg *m)
 		ctl_offline_leave(ctl, m);   /* this node's log failed */
 		return;
 	}
-	for (int i = 0; md && i < md->ntopics && !t; i++)
-		if (idx >= 0 && idx < md->topics[i]->nparts && md_part_handle(&md->topics[i]->parts[idx]) == m->p[0])
-			t = md->topics[i];
-	if (!t || !(mt = metalog_topic(ctl->ml, t->name)) || idx >= mt->partitions)
+	if (md) {
+		uint8_t tid[16];
+
+		memcpy(tid, (const void *)&m->p[0], sizeof(tid));   /* the topic by value */
+		t = md_find_id(md, tid);
+	}
+	if (!t || idx < 0 || idx >= t->nparts || !(mt = metalog_topic(ctl->ml, t->name)) || idx >= mt->partitions)
 		return;                      /* gone meanwhile */
 	p = &mt->parts[idx];
 	if (p->leader != self_id || p->leader_epoch != (int32_t)m->v[3])
@@ -144,7 +147,8 @@ static int throttle_list_names(const struct meta_topic *mt, const char *key, int
 /* Tell mp's owner the image's role for it unless told already. role_set:
  * 0 not looked at yet, 1 sent (the fields say what), 2 alone and nothing
  * sent (the one-node way: no message). */
-static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct md_partition *mp)
+static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct md_topic *t,
+		      const struct md_partition *mp)
 {
 	const struct meta_part *p;
 	struct pub_block *pb;
@@ -153,7 +157,7 @@ static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct
 	int32_t self = ctl->b->set.node_id;
 	int alone, thr;
 
-	if (!mt || mp->index >= mt->partitions || !md_part_handle(mp) || !mp->pub)
+	if (!mt || mp->index >= mt->partitions || !md_part_opened(mp) || !mp->pub)
 		return;
 	p = &mt->parts[mp->index];
 	if (!meta_part_has(p->replicas, p->nreplicas, self))
@@ -203,7 +207,7 @@ static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct
 	r->leader_throttled = (thr & 2) != 0;
 	r->isr_change = isr_change;
 	r->isr_to = broker_ctl_index(ctl->b);
-	part_proxy_set_role(ctl_part_proxy(ctl, &px), md_part_shard(mp), md_part_handle(mp), r, role_answered, r);
+	part_proxy_set_role(ctl_part_proxy(ctl, &px), md_part_shard(mp), part_addr_of(t->id, mp->index), r, role_answered, r);
 }
 
 void ctl_role_opened(struct ctl *ctl, const struct md_topic *t, const struct md_partition *mp)
@@ -224,7 +228,7 @@ void ctl_role_opened(struct ctl *ctl, const struct md_topic *t, const struct md_
 		ctl->roles_pending = 1;
 		return;
 	}
-	role_send(ctl, mt, mp);
+	role_send(ctl, mt, t, mp);
 }
 
 void ctl_roles_refresh(struct ctl *ctl)
@@ -239,8 +243,8 @@ void ctl_roles_refresh(struct ctl *ctl)
 		if (t && memcmp(t->id, mt->id, 16))
 			continue;   /* the served one is a topic of that name deleted since */
 		for (int32_t j = 0; t && j < t->nparts && j < mt->partitions; j++)
-			if (md_part_handle(&t->parts[j]))
-				role_send(ctl, mt, &t->parts[j]);
+			if (md_part_opened(&t->parts[j]))
+				role_send(ctl, mt, t, &t->parts[j]);
 	}
 }
 
@@ -257,7 +261,7 @@ void ctl_coord_refresh(struct ctl *ctl)
 		const struct md_topic *t = md_find(md, names[k], (int32_t)strlen(names[k]));
 
 		for (int32_t i = 0; mt && t && i < t->nparts && i < mt->partitions; i++) {
-			int leads = mt->parts[i].leader == self && md_part_handle(&t->parts[i]);
+			int leads = mt->parts[i].leader == self && md_part_opened(&t->parts[i]);
 
 			if (k == 0)
 				group_lead(ctl->gc, i, leads);

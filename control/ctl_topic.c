@@ -175,7 +175,7 @@ void ctl_topic_keep(struct md_topic *nt, const struct md_topic *t)
 {
 	for (int32_t i = 0; i < t->nparts && i < nt->nparts; i++) {
 		md_part_set_shard(&nt->parts[i], md_part_shard(&t->parts[i]));
-		md_part_set_handle(&nt->parts[i], md_part_handle(&t->parts[i]));
+		md_part_set_opened(&nt->parts[i], md_part_opened(&t->parts[i]));
 		nt->parts[i].pub = t->parts[i].pub;
 	}
 }
@@ -238,7 +238,7 @@ void ctl_part_done(void *self, void *cookie, int err)
 /* A partition open answered (its directory, allocated by topic_open_parts,
  * and its report are the cookie's): keep the directory it made, count
  * what recovery read and say what it cut or moved aside. */
-static void ctl_part_opened(void *self, void *cookie, struct part *p, int err, const struct part_open_report *rep)
+static void ctl_part_opened(void *self, void *cookie, int err, const struct part_open_report *rep)
 {
 	struct ctl *ctl = self;
 	struct ctl_open *o = cookie;
@@ -246,7 +246,7 @@ static void ctl_part_opened(void *self, void *cookie, struct part *p, int err, c
 	char *dir = o->dir;
 
 	if (err == 0) {
-		md_part_set_handle(o->mp, p);     /* the snapshot entry is the control thread's own */
+		md_part_set_opened(o->mp, 1);     /* the snapshot entry is the control thread's own */
 		/* the log holds a later epoch than the metadata log: Metadata
 		 * says the one the partition stamps */
 		if (rep->leader_epoch > o->mp->leader_epoch)
@@ -441,7 +441,7 @@ void ctl_topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic *t
 		struct ctl_open *o;
 		struct part_proxy px;
 
-		if (!ctl_part_hosted(ctl, &t->parts[i]) || md_part_handle(&t->parts[i]))
+		if (!ctl_part_hosted(ctl, &t->parts[i]) || md_part_opened(&t->parts[i]))
 			continue;   /* another broker's (not opened here), or open already */
 		o = xcalloc(1, sizeof(*o));
 
@@ -517,14 +517,15 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 	return remove(path);
 }
 
-static void ctl_close_dropped(struct ctl *ctl, struct ctl_op *op, struct md_partition *mp)
+static void ctl_close_dropped(struct ctl *ctl, struct ctl_op *op, const struct md_topic *t, int32_t idx)
 {
+	const struct md_partition *mp = &t->parts[idx];
 	struct part_proxy px;
 
-	if (!md_part_handle(mp))
+	if (!md_part_opened(mp))
 		return;
 	op->pending++;
-	part_proxy_close(ctl_part_proxy(ctl, &px), md_part_shard(mp), md_part_handle(mp), ctl_part_done, op);
+	part_proxy_close(ctl_part_proxy(ctl, &px), md_part_shard(mp), part_addr_of(t->id, idx), ctl_part_done, op);
 }
 
 static void ctl_step_propose(struct ctl *ctl, struct ctl_op *op, const char *name, int partitions,
@@ -541,7 +542,7 @@ static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
 		int bad = 0;
 
 		for (int32_t j = 0; j < t->nparts; j++)
-			bad |= !md_part_handle(&t->parts[j]) && ctl_part_hosted(ctl, &t->parts[j]);
+			bad |= !md_part_opened(&t->parts[j]) && ctl_part_hosted(ctl, &t->parts[j]);
 		if (!bad && !op->drop[i])
 			continue;
 		if (op->created_for[i]) {
@@ -557,9 +558,9 @@ static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
 				/* CreatePartitions: the old layout stays; only the new
 				 * partitions that did open are closed */
 				for (int32_t k = old->nparts; k < t->nparts; k++)
-					ctl_close_dropped(ctl, op, &t->parts[k]);
+					ctl_close_dropped(ctl, op, t, k);
 				for (int32_t k = 0; k < old->nparts; k++)
-					md_part_set_handle(&t->parts[k], NULL);   /* still owned by the old struct */
+					md_part_set_opened(&t->parts[k], 0);   /* still the old struct's */
 				op->replaced[j] = op->replaced[--op->nreplaced];
 				goto dropped;
 			}
@@ -571,7 +572,7 @@ static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
 			ctl_step_propose(ctl, op, t->name, 0, &r, rc);
 		}
 		for (int32_t k = 0; k < t->nparts; k++)
-			ctl_close_dropped(ctl, op, &t->parts[k]);
+			ctl_close_dropped(ctl, op, t, k);
 dropped:
 		for (int k = 0; k < op->nmade; k++)
 			op->made_rm[k] |= op->made_for[k] == t;
@@ -647,7 +648,7 @@ static void ctl_commit_partitions(struct ctl *ctl, struct ctl_op *op)
 		int opened = 1, rc;
 
 		for (int32_t j = 0; j < t->nparts; j++)
-			opened &= md_part_handle(&t->parts[j]) != NULL || !ctl_part_hosted(ctl, &t->parts[j]);
+			opened &= md_part_opened(&t->parts[j]) || !ctl_part_hosted(ctl, &t->parts[j]);
 		if (!opened)
 			continue;
 		/* the new count, then the placement of the new partitions (as

@@ -1,18 +1,23 @@
 /* control/cutil.h — small helpers the control thread's coordinators share:
  * clocks, allocation that cannot fail (the control thread aborts without
  * memory), Kafka string copies, big-endian record field writers,
- * little-endian loads and stores, and the partition Kafka picks for a
- * coordinator key.
+ * little-endian loads and stores, the partition Kafka picks for a
+ * coordinator key, and a directory's write probe (after a disk error).
  *
  * Thread: any (pure functions); used by the control thread. */
 #ifndef SLUICE_CUTIL_H
 #define SLUICE_CUTIL_H
 
 #include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dataplane/kafka/kafka_wire.h"
 #include "dataplane/topic_name.h"
@@ -106,6 +111,27 @@ static inline size_t putstr(uint8_t *p, const char *s)
 static inline int32_t java_key_partition(const char *s, int32_t n)
 {
 	return topic_key_partition(s, strlen(s), n);
+}
+
+/* What a 4 KiB write (and fsync) into dir says now: 0 or -errno (a
+ * library's message may give the errno only as a number, or none).
+ * Blocks: only after a disk error. */
+static inline int dir_write_probe(const char *dir)
+{
+	static const char page[4096];
+	char path[PATH_MAX];
+	int fd, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/sluice-write-probe", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	errno = 0;
+	if (write(fd, page, sizeof(page)) != (ssize_t)sizeof(page) || fsync(fd) < 0)
+		rc = errno ? -errno : -ENOSPC;
+	close(fd);
+	unlink(path);
+	return rc;
 }
 
 #endif

@@ -732,7 +732,8 @@ static void handle_describe(struct group_coord *gc, struct kafka_ctx *ctx)
 
 		rg->GroupId = group_str(call, gid ? gid : "");
 		free(gid);
-		/* no authorizer: every operation a group supports, when asked */
+		/* every operation a group supports, when asked (the shard answers
+		 * the principal's: dataplane/handlers_group.c) */
 		rg->AuthorizedOperations = q->IncludeAuthorizedOperations ? ACL_GROUP_OPS : INT32_MIN;
 		rg->Members.items = GALLOC(call, struct kafka_describe_groups_response_described_group_member,
 					   g ? g->nmembers : 0);

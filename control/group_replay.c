@@ -178,12 +178,13 @@ static void replay_end(void *self, void *cookie)
 
 /* Start reading partition idx back (up to its high watermark at start-up,
  * to its log end when this node has just been elected its leader). */
-static void load_partition(struct group_coord *gc, const struct md_partition *mp, int32_t idx, uint32_t gen,
+static void load_partition(struct group_coord *gc, const struct md_topic *t, int32_t idx, uint32_t gen,
 			   int64_t to)
 {
 	struct part_proxy px;
 
-	part_proxy_read(ctl_part_proxy(gc->ctl, &px), md_part_shard(mp), md_part_handle(mp), 0, to, replay_chunk, replay_end,
+	part_proxy_read(ctl_part_proxy(gc->ctl, &px), md_part_shard(&t->parts[idx]), part_addr_of(t->id, idx), 0, to,
+			replay_chunk, replay_end,
 			coord_load_cookie(idx, gen));
 }
 
@@ -204,12 +205,12 @@ int group_replay(struct group_coord *gc, void (*done)(struct ctl *ctl))
 		const struct md_partition *mp = &t->parts[i];
 		uint32_t gen;
 
-		if (!md_part_handle(mp) || mp->leader != self || mp->nreplicas != 1 ||
+		if (!md_part_opened(mp) || mp->leader != self || mp->nreplicas != 1 ||
 		    coord_load_lead(&gc->load, i, 1, &gen) != COORD_LOAD)
 			continue;
 		gc->replays++;
 		n++;
-		load_partition(gc, mp, i, gen, INT64_MAX);
+		load_partition(gc, t, i, gen, INT64_MAX);
 	}
 	gc->replays--;
 	return n;
@@ -222,11 +223,11 @@ void group_lead(struct group_coord *gc, int32_t idx, int leads)
 
 	if (!t || coord_load_resize(&gc->load, t->nparts) < 0 || idx >= t->nparts)
 		return;
-	if (leads && !md_part_handle(&t->parts[idx]))
+	if (leads && !md_part_opened(&t->parts[idx]))
 		return;   /* not open here yet: once it is */
 	switch (coord_load_lead(&gc->load, idx, leads, &gen)) {
 	case COORD_LOAD:
-		load_partition(gc, &t->parts[idx], idx, gen, PART_READ_LOG_END);
+		load_partition(gc, t, idx, gen, PART_READ_LOG_END);
 		break;
 	case COORD_UNLOAD:
 		unload_partition(gc, idx);

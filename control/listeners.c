@@ -108,10 +108,30 @@ static int listener_sasl(const struct config *c, struct broker_listener *one, ch
 	char key[160], item[64];
 	const char *mechs = config_listener_str(c, one->name, "sasl.enabled.mechanisms"), *p, *jaas;
 
-	if (config_int(c, "connections.max.reauth.ms") != 0) {
-		snprintf(err, errlen, "connections.max.reauth.ms: re-authentication (KIP-368) is not implemented: "
-			 "leave it 0 (Kafka's default, sessions do not expire) for the SASL listener %s", one->name);
-		return -ENOTSUP;
+	static const char *const mech_keys[3] = { "plain.connections.max.reauth.ms",
+						  "scram-sha-256.connections.max.reauth.ms",
+						  "scram-sha-512.connections.max.reauth.ms" };
+
+	/* KIP-368's session lifetime: the listener's for the mechanism, else
+	 * the broker's */
+	for (int i = 0; i < 3; i++) {
+		const char *v = config_listener_str(c, one->name, mech_keys[i]);
+		char *end;
+		long long ms;
+
+		one->reauth_ms[i] = config_int(c, "connections.max.reauth.ms");
+		if (!v)
+			continue;
+		errno = 0;
+		ms = strtoll(v, &end, 10);
+		if (errno || end == v || *end || ms < 0) {
+			snprintf(key, sizeof(key), "listener.name.%s.%s", one->name, mech_keys[i]);
+			for (char *k = key; *k; k++)
+				*k = (char)tolower((unsigned char)*k);
+			snprintf(err, errlen, "%s: '%.64s' is not a number of milliseconds >= 0", key, v);
+			return -EINVAL;
+		}
+		one->reauth_ms[i] = ms;
 	}
 
 	if (mechs)

@@ -202,6 +202,33 @@ static int apply_partition(struct meta_topic *t, struct dec *d, int dry)
 	return 0;
 }
 
+/* A change's leader (-2), ISR and replicas (n < 0) left unchanged are
+ * the partition's. */
+static void change_resolve(const struct meta_part *p, int32_t *leader, int32_t *isr, int *ni, int32_t *r, int *nr)
+{
+	if (*leader == -2)
+		*leader = p->leader;
+	if (*ni < 0) {
+		*ni = p->nisr;
+		memcpy(isr, p->isr, (size_t)*ni * sizeof(*isr));
+	}
+	if (*nr < 0) {
+		*nr = p->nreplicas;
+		memcpy(r, p->replicas, (size_t)*nr * sizeof(*r));
+	}
+}
+
+/* A change applied: the partition epoch moves, the leader epoch with a
+ * new leader; the partition is no longer legacy. */
+static void change_bump(struct meta_part *p, int32_t leader)
+{
+	if (leader != p->leader)
+		p->leader_epoch++;
+	p->leader = leader;
+	p->partition_epoch++;
+	p->legacy = 0;
+}
+
 static int apply_change(struct meta_topic *t, struct dec *d, int dry)
 {
 	int32_t idx = (int32_t)dec_be(d, 4), leader = (int32_t)dec_be(d, 4);
@@ -223,27 +250,14 @@ static int apply_change(struct meta_topic *t, struct dec *d, int dry)
 	p = &t->parts[idx];
 	if (guarded && (p->leader != g_leader || p->leader_epoch != g_le || p->partition_epoch != g_pe))
 		return -ESTALE;              /* built against a state since changed: a no-op */
-	if (leader == -2)
-		leader = p->leader;
-	if (ni < 0) {
-		ni = p->nisr;
-		memcpy(isr, p->isr, (size_t)ni * sizeof(*isr));
-	}
-	if (nr < 0) {
-		nr = p->nreplicas;
-		memcpy(r, p->replicas, (size_t)nr * sizeof(*r));
-	}
+	change_resolve(p, &leader, isr, &ni, r, &nr);
 	if (!meta_part_valid(leader, r, nr, isr, ni))
 		return -EINVAL;
 	if (dry)
 		return 0;
 	if (part_set_ids(p, r, nr, isr, ni) < 0)
 		return -ENOMEM;
-	if (leader != p->leader)
-		p->leader_epoch++;
-	p->leader = leader;
-	p->partition_epoch++;
-	p->legacy = 0;
+	change_bump(p, leader);
 	return 0;
 }
 
@@ -278,16 +292,7 @@ static int apply_reassign(struct meta_topic *t, struct dec *d, int dry)
 	p = &t->parts[idx];
 	if (pe >= 0 && pe != p->partition_epoch)
 		return -ESTALE;
-	if (leader == -2)
-		leader = p->leader;
-	if (ni < 0) {
-		ni = p->nisr;
-		memcpy(isr, p->isr, (size_t)ni * sizeof(*isr));
-	}
-	if (nr < 0) {
-		nr = p->nreplicas;
-		memcpy(r, p->replicas, (size_t)nr * sizeof(*r));
-	}
+	change_resolve(p, &leader, isr, &ni, r, &nr);
 	if (!meta_part_valid(leader, r, nr, isr, ni) || !moving_valid(r, nr, add, na, rm, nm))
 		return -EINVAL;
 	if (dry)
@@ -296,11 +301,7 @@ static int apply_reassign(struct meta_topic *t, struct dec *d, int dry)
 		return -ENOMEM;
 	if (note)
 		return 0;
-	if (leader != p->leader)
-		p->leader_epoch++;
-	p->leader = leader;
-	p->partition_epoch++;
-	p->legacy = 0;
+	change_bump(p, leader);
 	return 0;
 }
 

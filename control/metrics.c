@@ -239,6 +239,10 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	SF("sasl_preauth_closed_total", "counter", "SASL listener connections closed before authentication for a "
 	   "request other than ApiVersions, SaslHandshake and SaslAuthenticate, or a frame over 16 KiB.",
 	   sasl_preauth_closed);
+	SF("sasl_reauthentications_total", "counter", "SASL re-authentications (KIP-368) that succeeded.",
+	   sasl_reauth_ok);
+	SF("sasl_expired_closed_total", "counter", "SASL connections closed at a request after their session "
+	   "ended (connections.max.reauth.ms) without a re-authentication.", sasl_expired_closed);
 	fam(t, "tls_connections_total", "counter", "TLS connections by the record layer they got after the "
 	    "handshake: ktls (the kernel's, sends and receives stay plain io_uring operations) or openssl "
 	    "(OpenSSL's on memory buffers: the kernel or the cipher cannot; on a kernel without CONFIG_TLS, all).");
@@ -923,7 +927,7 @@ int metrics_partition_json(struct ctl *ctl, struct broker *b, const char *topic,
 	textbuf_printf(t, "{\"topic\": \"");
 	textbuf_escaped(t, tp->name);
 	textbuf_printf(t, "\", \"partition\": %d, \"shard\": %d, \"leader_epoch\": %d, \"open\": %s", n, md_part_shard(mp),
-		       mp->leader_epoch, md_part_handle(mp) && u ? "true" : "false");
+		       mp->leader_epoch, md_part_opened(mp) && u ? "true" : "false");
 	if (u)
 		textbuf_printf(t, ", \"log_start_offset\": %lld, \"log_end_offset\": %lld, \"high_watermark\": %lld, "
 			       "\"last_stable_offset\": %lld, \"size_bytes\": %lld, \"segments\": %lld, "

@@ -5,6 +5,7 @@
  * sluicectl_cmd.c (lookups, options, messages) and sluicectl_fetch.c. See
  * sluicectl.h. */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +21,19 @@
 static const struct opt_spec global_opts[] = {
 	{ "brokers", 'b', "HOST:PORT,...", "bootstrap brokers (default: $SLUICE_BROKERS, then 127.0.0.1:9092)" },
 	{ "format", 0, "table|json", "output format (default table)" },
-	{ "admin", 0, "HOST:PORT", "the broker's HTTP admin endpoint, for shards, log end and health "
-	  "(default: $SLUICE_ADMIN, then the bootstrap broker's host, port 9644)" },
+	{ "admin", 0, "HOST:PORT", "the broker's HTTP admin endpoint, for shards, log end and health; "
+	  "https://HOST:PORT for HTTPS (default: $SLUICE_ADMIN, then the admin.listen the bootstrap broker "
+	  "reports, then its host, port 9644)" },
+	{ "admin-token-file", 0, "FILE", "a bearer token for the admin endpoint (the file's first line; one of "
+	  "the broker's admin.auth.token.file), sent instead of --command-config's user and password; "
+	  "admin.token= in --command-config does the same" },
 	{ "timeout", 0, "MS", "per-request timeout in milliseconds (default 10000)" },
+	{ "command-config", 0, "FILE", "Kafka client properties for a secured cluster, as Kafka's tools take them: "
+	  "security.protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), sasl.mechanism (PLAIN, SCRAM-SHA-256, "
+	  "SCRAM-SHA-512), sasl.jaas.config or sasl.username and sasl.password, ssl.truststore.location (PEM), "
+	  "ssl.keystore.location or ssl.certificate.location and ssl.key.location (mutual TLS), "
+	  "ssl.endpoint.identification.algorithm; the user and password also go to the admin endpoint as HTTP "
+	  "Basic (default: $SLUICE_COMMAND_CONFIG)" },
 	{ "help", 'h', NULL, "help for sluicectl, a noun, or a command" },
 	{ NULL, 0, NULL, NULL }
 };
@@ -86,7 +97,7 @@ static void help_top(void)
 
 	printf("sluicectl — operate a Sluice (or any Kafka) cluster over the Kafka protocol\n\n"
 	       "usage: sluicectl [-b HOST:PORT,...] [--admin HOST:PORT] [--format table|json]\n"
-	       "                 NOUN VERB [ARGS]\n\n"
+	       "                 [--command-config FILE] NOUN VERB [ARGS]\n\n"
 	       "commands:\n");
 	for (int i = 0; i < n_cmds; i++) {
 		const struct cmd *m = all_cmds[i];
@@ -106,6 +117,13 @@ static void help_top(void)
 	       "Shard placement, log end offsets and health come from the broker's HTTP admin\n"
 	       "endpoint (admin.listen, see --admin); when it cannot be reached those fields\n"
 	       "show as unknown, with one note on stderr, and the command still succeeds.\n\n"
+	       "A secured cluster (docs/security.md): --command-config FILE with Kafka's client\n"
+	       "properties, e.g.\n"
+	       "  security.protocol=SASL_SSL\n"
+	       "  sasl.mechanism=SCRAM-SHA-512\n"
+	       "  sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule \\\n"
+	       "      required username=\"admin\" password=\"admin-secret\";\n"
+	       "  ssl.truststore.location=/etc/sluice/ca.pem\n\n"
 	       "examples:\n  sluicectl cluster info\n  sluicectl topic create orders -p 6\n"
 	       "  sluicectl group describe orders-app\n  sluicectl topic --help\n"
 	       "  source <(sluicectl completion bash)\n");
@@ -159,7 +177,8 @@ static void completion_bash(void)
 	       "  for ((i=1; i<COMP_CWORD; i++)); do\n"
 	       "    w=${COMP_WORDS[i]}\n"
 	       "    case $w in\n"
-	       "      -b|--brokers) b=(-b \"${COMP_WORDS[i+1]}\"); ((i++));;\n"
+	       "      -b|--brokers) b+=(-b \"${COMP_WORDS[i+1]}\"); ((i++));;\n"
+	       "      --command-config) b+=(--command-config \"${COMP_WORDS[i+1]}\"); ((i++));;\n"
 	       "      --format|--timeout|--admin) ((i++));;\n"
 	       "      -*) ;;\n"
 	       "      *) if [[ -z $noun ]]; then noun=$w; elif [[ -z $verb ]]; then verb=$w; fi;;\n"
@@ -167,11 +186,12 @@ static void completion_bash(void)
 	       "  done\n"
 	       "  case $prev in\n"
 	       "    --format) COMPREPLY=($(compgen -W 'table json' -- \"$cur\")); return;;\n"
+	       "    --command-config|--admin-token-file) COMPREPLY=($(compgen -f -- \"$cur\")); return;;\n"
 	       "    -b|--brokers|--timeout|--admin) return;;\n"
 	       "    --group|-g) COMPREPLY=($(compgen -W \"$(sluicectl \"${b[@]}\" __names group 2>/dev/null)\" -- \"$cur\")); return;;\n"
 	       "    --topic|-t) COMPREPLY=($(compgen -W \"$(sluicectl \"${b[@]}\" __names topic 2>/dev/null)\" -- \"$cur\")); return;;\n"
 	       "  esac\n"
-	       "  local g='--brokers --format --admin --timeout --help'\n"
+	       "  local g='--brokers --format --admin --admin-token-file --timeout --command-config --help'\n"
 	       "  if [[ -z $noun ]]; then\n"
 	       "    COMPREPLY=($(compgen -W \"");
 	for (int i = 0; i < n_cmds; i++)
@@ -231,12 +251,32 @@ static int cmd_names(struct ctl *c, const char *what)
 
 /* ---- main ------------------------------------------------------------------ */
 
+/* --command-config into c->sec, then --admin-token-file: 0, or
+ * EXIT_USAGE with the error printed. */
+static int load_sec(struct ctl *c, const char *file, const char *token_file)
+{
+	char err[1024];
+
+	if (file && *file && ctl_sec_load(&c->sec, file, err, sizeof err) < 0) {
+		fprintf(stderr, "sluicectl: %s: --command-config: %s\n", c->cmd, err);
+		ctl_sec_fini(&c->sec);
+		return EXIT_USAGE;
+	}
+	if (token_file && *token_file && ctl_sec_token_file(&c->sec, token_file, err, sizeof err) < 0) {
+		fprintf(stderr, "sluicectl: %s: %s\n", c->cmd, err);
+		ctl_sec_fini(&c->sec);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ctl c;
 	struct args a;
 	const struct cmd *m = NULL;
-	const char *noun = NULL, *verb = NULL, *format = "table";
+	const char *noun = NULL, *verb = NULL, *format = "table", *command_config = getenv("SLUICE_COMMAND_CONFIG");
+	const char *token_file = NULL;
 	bool help = false, opts_done = false;
 	char cmdname[64];
 	int64_t timeout = DEFAULT_TIMEOUT_MS;
@@ -244,6 +284,9 @@ int main(int argc, char **argv)
 	const struct opt_spec *spec_store[argc];
 	int rc;
 
+	/* a peer that closes a TLS connection (an admin endpoint refusing the
+	 * handshake) makes SSL_write's write() raise SIGPIPE: an error instead */
+	signal(SIGPIPE, SIG_IGN);
 	cmds_init();
 	memset(&c, 0, sizeof c);
 	memset(&a, 0, sizeof a);
@@ -336,6 +379,10 @@ int main(int argc, char **argv)
 				c.admin_src = "--admin";
 			} else if (!strcmp(o->name, "format")) {
 				format = val;
+			} else if (!strcmp(o->name, "command-config")) {
+				command_config = val;
+			} else if (!strcmp(o->name, "admin-token-file")) {
+				token_file = val;
 			} else if (!strcmp(o->name, "help")) {
 				help = true;
 			} else if (!strcmp(o->name, "timeout") && !parse_i64(val, 1, 3600000, &timeout)) {
@@ -367,8 +414,11 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(noun, "__names")) {
 		c.cmd = "__names";
+		if ((rc = load_sec(&c, command_config, token_file)))
+			return rc;
 		rc = verb ? cmd_names(&c, verb) : EXIT_USAGE;
 		kclient_close(&c.boot);
+		ctl_sec_fini(&c.sec);
 		return rc;
 	}
 	if (!m) {
@@ -389,11 +439,14 @@ int main(int argc, char **argv)
 	}
 	snprintf(cmdname, sizeof cmdname, "%s %s", m->noun, m->verb);
 	c.cmd = cmdname;
+	if ((rc = load_sec(&c, command_config, token_file)))
+		return rc;
 	rc = m->run(&c, &a);
 	fflush(stdout);
 	kclient_close(&c.boot);
 	for (int i = 0; i < c.nnodes; i++)
 		kclient_close(&c.nodes[i]);
+	ctl_sec_fini(&c.sec);
 	return rc;
 }
 

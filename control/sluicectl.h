@@ -26,6 +26,49 @@
 #define EXIT_KAFKA 1
 #define EXIT_USAGE 2
 
+/* ---- security (control/sluicectl_sec.c) ------------------------------- */
+
+enum { SEC_PLAINTEXT, SEC_SSL, SEC_SASL_PLAINTEXT, SEC_SASL_SSL };
+
+/* What --command-config says (Kafka's client properties). The password
+ * stays in memory only for the run and is wiped by ctl_sec_fini. */
+struct ctl_sec {
+	int protocol;               /* SEC_* (security.protocol; default PLAINTEXT) */
+	int mech;                   /* SASL_MECH_* (sasl.mechanism) */
+	char user[256];             /* sasl.jaas.config's username=, or sasl.username */
+	char password[1024];
+	bool have_password;
+	char token[4100];           /* admin.token or --admin-token-file: a bearer token for the admin endpoint */
+	bool verify_host;           /* ssl.endpoint.identification.algorithm=https (the default) */
+	void *ssl_ctx;              /* SSL_CTX from the ssl.* keys (SSL, SASL_SSL, an https admin endpoint) */
+	const char *file;           /* the file, for messages */
+};
+
+/* @thread main. Read a --command-config file: 0, or -errno with err
+ * naming the file, the line and the key (an unknown key, a bad value, a
+ * certificate that does not load). */
+int ctl_sec_load(struct ctl_sec *s, const char *file, char *err, size_t errlen);
+void ctl_sec_fini(struct ctl_sec *s);
+/* Without --command-config: a TLS context trusting the system's CAs
+ * (for an https admin endpoint); nothing when there is one. */
+void ctl_sec_default_ctx(struct ctl_sec *s);
+const char *ctl_sec_protocol(const struct ctl_sec *s);
+/* TLS over the connected socket fd (a blocking handshake of at most
+ * timeout_ms): *ssl (an SSL *) or -errno with err saying why (an
+ * untrusted certificate, a host name that does not match). */
+int ctl_sec_tls_connect(const struct ctl_sec *s, int fd, const char *host, int timeout_ms, void **ssl, char *err,
+			size_t errlen);
+void ctl_sec_tls_close(void *ssl);
+/* After an SSL_read/SSL_write returned rc <= 0: wait for what it wants
+ * (0), or -ECONNRESET (closed), -EPROTO (a TLS failure), -ETIMEDOUT. */
+int ctl_sec_wait(void *ssl, int fd, int rc, int64_t deadline);
+/* base64("user:password") for HTTP Basic into out: 1, 0 when the file
+ * gave no credentials, -EINVAL when out is too small. */
+/* @thread main. --admin-token-file: the file's first line, trimmed, as
+ * the admin endpoint's bearer token: 0, or -errno with err naming the file. */
+int ctl_sec_token_file(struct ctl_sec *s, const char *file, char *err, size_t errlen);
+int ctl_sec_basic(const struct ctl_sec *s, char *out, size_t cap);
+
 /* ---- client (control/sluicectl_client.c) ------------------------------ */
 
 #define KCLIENT_MAX_KEY 64
@@ -34,6 +77,8 @@ struct kclient_mem;
 
 struct kclient {
 	int fd;                     /* -1 when closed */
+	const struct ctl_sec *sec;  /* borrowed (the ctl's); NULL: plaintext */
+	void *ssl;                  /* the SSL over fd (SSL, SASL_SSL), else NULL */
 	char host[256];
 	int port;
 	int timeout_ms;             /* per request (send and receive) */
@@ -45,9 +90,10 @@ struct kclient {
 	const char *waiting;        /* set around a long request: its wait shows on a terminal */
 };
 
-/* @thread main. Connect to host:port and ask ApiVersions. 0 or -errno
- * (k->err says what happened). */
-int kclient_open(struct kclient *k, const char *host, int port, int timeout_ms);
+/* @thread main. Connect to host:port (TLS and SASL as sec says; NULL:
+ * plaintext) and ask ApiVersions. 0 or -errno (k->err says what
+ * happened; -EACCES: the broker refused the credentials). */
+int kclient_open(struct kclient *k, const char *host, int port, int timeout_ms, const struct ctl_sec *sec);
 
 /* @thread main. The highest version of api_key that both the codec and
  * the broker serve, capped at want_max; -ENOTSUP if none. */
@@ -123,9 +169,12 @@ struct http_reply {
 };
 
 /* @thread main. GET path from host:port over one socket (HTTP/1.1,
- * Connection: close), all of it within timeout_ms. 0 (any status; r filled)
+ * Connection: close; auth: an Authorization header's value ("Basic
+ * base64(user:password)", "Bearer TOKEN"), or NULL; tls: HTTPS with its context, or NULL), all of it
+ * within timeout_ms. 0 (any status; r filled)
  * or -errno (r->err says why). */
-int http_get(const char *host, int port, const char *path, int timeout_ms, struct http_reply *r);
+int http_get(const char *host, int port, const char *path, const char *auth, const struct ctl_sec *tls,
+	     int timeout_ms, struct http_reply *r);
 void http_reply_fini(struct http_reply *r);
 /* Flat lookups of "key": value in the JSON text [s, end) (the endpoint's
  * answers are flat objects); false when absent or not of that type. */
@@ -194,6 +243,7 @@ struct ctl {
 	 * $SLUICE_ADMIN, else the bootstrap broker's host, port 9644. */
 	const char *admin;          /* HOST:PORT as given, or NULL */
 	const char *admin_src;      /* "--admin" or "SLUICE_ADMIN" */
+	bool admin_tls;             /* https:// given, or the broker's admin.ssl.enabled */
 	char admin_host[256];
 	int admin_port;             /* 0 until resolved */
 	bool admin_down;            /* a request failed: no more are tried */
@@ -207,9 +257,12 @@ struct ctl {
 		char host[256];
 		int port;           /* 0: it reports none */
 		bool down;
+		bool tls;           /* its admin.ssl.enabled */
 	} admin_others[8];
 	int nadmin_others;
 	bool admin_others_noted;
+	bool admin_auth_refused;    /* the endpoint answered 401 or 403 */
+	struct ctl_sec sec;         /* --command-config (zero: plaintext, no credentials) */
 };
 
 struct cmd {

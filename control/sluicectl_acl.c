@@ -4,6 +4,7 @@
  * operations and permissions are Kafka's (dataplane/acl.h), any case.
  * Exit 0 done, 1 refused (Kafka's error named), 2 bad usage.
  * @thread main */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,35 +16,42 @@ static struct kafka_str ks(const char *s)
 	return s ? (struct kafka_str){ s, (int32_t)strlen(s) } : (struct kafka_str){ NULL, -1 };
 }
 
-/* One of the enum options: its value, dflt when absent, -1 (usage
- * printed) when not a name parse knows. */
-static int enum_opt(struct ctl *c, const struct args *a, const char *name, int (*parse)(const char *), int dflt)
-{
-	const char *v = opt_get(a, name);
-	int r;
+/* The binding's options, one table for create and for the filters of
+ * list and delete: each enum option's parser, its default in a filter
+ * (ANY) and in create (REQUIRED: it must be given). */
+#define REQUIRED (-2)
+static const struct {
+	const char *name;
+	int (*parse)(const char *);
+	size_t off;                 /* its int8_t in struct acl_filter */
+	int8_t any, create;
+} enum_opts[] = {
+	{ "resource-type", acl_res_parse, offsetof(struct acl_filter, res), ACL_RES_ANY, REQUIRED },
+	{ "pattern", acl_pat_parse, offsetof(struct acl_filter, pat), ACL_PAT_ANY, ACL_PAT_LITERAL },
+	{ "operation", acl_op_parse, offsetof(struct acl_filter, op), ACL_ANY, REQUIRED },
+	{ "permission", acl_perm_parse, offsetof(struct acl_filter, perm), ACL_PERM_ANY, ACL_PERM_ALLOW },
+};
 
-	if (!v)
-		return dflt;
-	if ((r = parse(v)) < 0) {
-		ctl_usage(c, "--%s: '%s' is not a Kafka name for it", name, v);
-		return -1;
+/* The options into f (create: create's defaults, and the host "*");
+ * 0, or 2 with the usage error printed. */
+static int binding_opts(struct ctl *c, const struct args *a, bool create, struct acl_filter *f)
+{
+	if (a->npos)
+		return ctl_usage(c, "unexpected argument '%s'", a->pos[0]);
+	for (size_t i = 0; i < sizeof enum_opts / sizeof enum_opts[0]; i++) {
+		const char *v = opt_get(a, enum_opts[i].name);
+		int r = v ? enum_opts[i].parse(v) : create ? enum_opts[i].create : enum_opts[i].any;
+
+		if (v && r < 0)
+			return ctl_usage(c, "--%s: '%s' is not a Kafka name for it", enum_opts[i].name, v);
+		*(int8_t *)((char *)f + enum_opts[i].off) = (int8_t)r;
 	}
-	return r;
-}
-
-/* The filter of list and delete (ANY where not given). */
-static int filter_opts(struct ctl *c, const struct args *a, struct acl_filter *f)
-{
-	f->res = (int8_t)enum_opt(c, a, "resource-type", acl_res_parse, ACL_RES_ANY);
-	f->pat = (int8_t)enum_opt(c, a, "pattern", acl_pat_parse, ACL_PAT_ANY);
-	f->op = (int8_t)enum_opt(c, a, "operation", acl_op_parse, ACL_ANY);
-	f->perm = (int8_t)enum_opt(c, a, "permission", acl_perm_parse, ACL_PERM_ANY);
 	f->name = opt_get(a, "resource");
 	f->principal = opt_get(a, "principal");
 	f->host = opt_get(a, "host");
-	if (a->npos)
-		return ctl_usage(c, "unexpected argument '%s'", a->pos[0]);
-	return f->res < 0 || f->pat < 0 || f->op < 0 || f->perm < 0 ? 2 : 0;
+	if (create && !f->host)
+		f->host = ACL_WILDCARD;
+	return 0;
 }
 
 static int cmd_acl_create(struct ctl *c, const struct args *a)
@@ -52,20 +60,12 @@ static int cmd_acl_create(struct ctl *c, const struct args *a)
 	struct kafka_create_acls_request req;
 	struct kafka_create_acls_request_acl_creation cr;
 	struct kafka_create_acls_response *resp;
-	struct acl_binding b;
+	struct acl_filter b;
+	int rc = binding_opts(c, a, true, &b);
 
-	if (a->npos)
-		return ctl_usage(c, "unexpected argument '%s'", a->pos[0]);
-	b.res = (int8_t)enum_opt(c, a, "resource-type", acl_res_parse, -2);
-	b.pat = (int8_t)enum_opt(c, a, "pattern", acl_pat_parse, ACL_PAT_LITERAL);
-	b.op = (int8_t)enum_opt(c, a, "operation", acl_op_parse, -2);
-	b.perm = (int8_t)enum_opt(c, a, "permission", acl_perm_parse, ACL_PERM_ALLOW);
-	b.name = opt_get(a, "resource");
-	b.principal = opt_get(a, "principal");
-	b.host = opt_get(a, "host") ? opt_get(a, "host") : ACL_WILDCARD;
-	if (b.res == -1 || b.pat == -1 || b.op == -1 || b.perm == -1)
-		return 2;
-	if (b.res == -2 || b.op == -2 || !b.principal)
+	if (rc)
+		return rc;
+	if (b.res == REQUIRED || b.op == REQUIRED || !b.principal)
 		return ctl_usage(c, "acl create needs --principal, --operation and --resource-type");
 	if (b.res == ACL_RES_CLUSTER && !b.name)
 		b.name = ACL_CLUSTER_NAME;
@@ -151,7 +151,7 @@ static int cmd_acl_list(struct ctl *c, const struct args *a)
 	struct kafka_describe_acls_request q;
 	struct kafka_describe_acls_response *r;
 	struct table t;
-	int rc = filter_opts(c, a, &f);
+	int rc = binding_opts(c, a, false, &f);
 
 	if (rc)
 		return rc;
@@ -191,7 +191,7 @@ static int cmd_acl_delete(struct ctl *c, const struct args *a)
 	struct kafka_delete_acls_request_delete_acls_filter df;
 	struct kafka_delete_acls_response *r;
 	struct table t;
-	int rc = filter_opts(c, a, &f);
+	int rc = binding_opts(c, a, false, &f);
 
 	if (rc)
 		return rc;
@@ -240,12 +240,8 @@ static int cmd_acl_delete(struct ctl *c, const struct args *a)
 				  "DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE or ALL" },                \
 	{ "permission", 0, "PERM", "ALLOW (create's default) or DENY" }
 
-static const struct opt_spec create_opts[] = {
-	FILTER_OPTS,
-	{ NULL, 0, NULL, NULL },
-};
-
-static const struct opt_spec list_opts[] = {
+/* create's and list's */
+static const struct opt_spec binding_spec[] = {
 	FILTER_OPTS,
 	{ NULL, 0, NULL, NULL },
 };
@@ -257,12 +253,12 @@ static const struct opt_spec delete_opts[] = {
 };
 
 const struct cmd acl_cmds[] = {
-	{ "acl", "create", "", "add an ACL binding (CreateAcls)", create_opts,
+	{ "acl", "create", "", "add an ACL binding (CreateAcls)", binding_spec,
 	  "sluicectl acl create -p User:alice -o WRITE -t TOPIC -r orders\n"
 	  "sluicectl acl create -p User:alice -o READ -t TOPIC -r team- --pattern PREFIXED\n"
 	  "sluicectl acl create -p User:* -o WRITE -t TOPIC -r secret --permission DENY",
 	  cmd_acl_create },
-	{ "acl", "list", "", "the ACL bindings a filter matches (DescribeAcls)", list_opts,
+	{ "acl", "list", "", "the ACL bindings a filter matches (DescribeAcls)", binding_spec,
 	  "sluicectl acl list\nsluicectl acl list -p User:alice\nsluicectl acl list -t TOPIC -r orders --pattern MATCH",
 	  cmd_acl_list },
 	{ "acl", "delete", "", "remove the ACL bindings a filter matches, and list them (DeleteAcls)", delete_opts,

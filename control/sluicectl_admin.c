@@ -15,6 +15,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include "control/sluicectl.h"
 
 #define HTTP_MAX_BODY (64u << 20)   /* a /v1 answer is small; refuse runaway ones */
@@ -77,10 +80,42 @@ static int connect_to(const char *host, int port, int64_t deadline, char *err, s
 	return fd < 0 ? last : fd;
 }
 
-int http_get(const char *host, int port, const char *path, int timeout_ms, struct http_reply *r)
+/* send() and recv(), through TLS when ssl: > 0 bytes; 0 (recv) the end;
+ * -1 with errno EAGAIN (wait and call again) or another. */
+static ssize_t h_send(int fd, SSL *ssl, const char *p, size_t n)
 {
+	int w, e;
+
+	if (!ssl)
+		return send(fd, p, n, MSG_NOSIGNAL);
+	if ((w = SSL_write(ssl, p, (int)n)) > 0)
+		return w;
+	e = SSL_get_error(ssl, w);
+	errno = e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? EAGAIN : EPROTO;
+	return -1;
+}
+
+static ssize_t h_recv(int fd, SSL *ssl, char *p, size_t n)
+{
+	int r, e;
+
+	if (!ssl)
+		return recv(fd, p, n, 0);
+	if ((r = SSL_read(ssl, p, (int)n)) > 0)
+		return r;
+	e = SSL_get_error(ssl, r);
+	if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && !ERR_peek_error()))
+		return 0;   /* closed (with or without close_notify: Content-Length says if it is whole) */
+	errno = e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? EAGAIN : EPROTO;
+	return -1;
+}
+
+int http_get(const char *host, int port, const char *path, const char *auth, const struct ctl_sec *tls,
+	     int timeout_ms, struct http_reply *r)
+{
+	SSL *ssl = NULL;
 	int64_t deadline = now_ms() + timeout_ms;
-	char req[1024];
+	char req[8192];
 	size_t len = 0, cap = 4096, sent = 0, reqlen;
 	char *buf = NULL, *hend, *p;
 	long long clen = -1;
@@ -88,7 +123,8 @@ int http_get(const char *host, int port, const char *path, int timeout_ms, struc
 
 	memset(r, 0, sizeof *r);
 	reqlen = (size_t)snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: sluicectl\r\n"
-				  "Accept: application/json\r\nConnection: close\r\n\r\n", path, host, port);
+				  "Accept: application/json\r\n%s%s%sConnection: close\r\n\r\n", path, host, port,
+				  auth ? "Authorization: " : "", auth ? auth : "", auth ? "\r\n" : "");
 	if (reqlen >= sizeof req) {
 		snprintf(r->err, sizeof r->err, "path too long");
 		return -ENAMETOOLONG;
@@ -96,8 +132,18 @@ int http_get(const char *host, int port, const char *path, int timeout_ms, struc
 	fd = connect_to(host, port, deadline, r->err, sizeof r->err);
 	if (fd < 0)
 		return fd;
+	if (tls) {
+		void *s = NULL;
+
+		rc = ctl_sec_tls_connect(tls, fd, host, (int)(deadline - now_ms()), &s, r->err, sizeof r->err);
+		if (rc < 0) {
+			close(fd);
+			return rc;
+		}
+		ssl = s;
+	}
 	while (sent < reqlen) {
-		ssize_t n = send(fd, req + sent, reqlen - sent, MSG_NOSIGNAL);
+		ssize_t n = h_send(fd, ssl, req + sent, reqlen - sent);
 
 		if (n > 0) {
 			sent += (size_t)n;
@@ -139,7 +185,7 @@ int http_get(const char *host, int port, const char *path, int timeout_ms, struc
 			buf = nb;
 			cap *= 2;
 		}
-		n = recv(fd, buf + len, cap - len, 0);
+		n = h_recv(fd, ssl, buf + len, cap - len);
 		if (n == 0)
 			break;
 		if (n > 0) {
@@ -167,6 +213,8 @@ int http_get(const char *host, int port, const char *path, int timeout_ms, struc
 			goto fail;
 		}
 	}
+	ctl_sec_tls_close(ssl);
+	ssl = NULL;
 	close(fd);
 	fd = -1;
 	buf[len] = 0;
@@ -191,6 +239,7 @@ int http_get(const char *host, int port, const char *path, int timeout_ms, struc
 	return 0;
 fail:
 	free(buf);
+	ctl_sec_tls_close(ssl);
 	if (fd >= 0)
 		close(fd);
 	return rc;
@@ -283,9 +332,9 @@ static int32_t boot_node_id(const struct kclient *k, const struct kafka_metadata
  * BROKER resource, asked of it on k, as Kafka answers a broker's resource
  * only there) into *out; false when it reports none (not a Sluice broker,
  * or the request fails). */
-static bool admin_listen_of(struct kclient *k, int32_t node, char *out, size_t cap)
+static bool admin_listen_of(struct kclient *k, int32_t node, char *out, size_t cap, bool *tls)
 {
-	static const struct kafka_str key = { "admin.listen", 12 };
+	static const struct kafka_str keys[] = { { "admin.listen", 12 }, { "admin.ssl.enabled", 17 } };
 	struct kclient_mem *mark = k->mem;   /* the answer is copied out, then freed */
 	struct kafka_describe_configs_request req;
 	struct kafka_describe_configs_request_describe_configs_resource res;
@@ -300,8 +349,9 @@ static bool admin_listen_of(struct kclient *k, int32_t node, char *out, size_t c
 	memset(&res, 0, sizeof res);
 	res.ResourceType = 4;   /* BROKER */
 	res.ResourceName = (struct kafka_str){ name, (int32_t)strlen(name) };
-	res.ConfigurationKeys.items = (struct kafka_str *)&key;
-	res.ConfigurationKeys.count = 1;
+	res.ConfigurationKeys.items = (struct kafka_str *)keys;
+	res.ConfigurationKeys.count = 2;
+	*tls = false;
 	kafka_describe_configs_request_init(&req);
 	req.Resources.items = &res;
 	req.Resources.count = 1;
@@ -317,6 +367,8 @@ static bool admin_listen_of(struct kclient *k, int32_t node, char *out, size_t c
 				out[e->Value.len] = 0;
 				found = true;
 			}
+			if (kafka_str_eq(e->Name, "admin.ssl.enabled") && kafka_str_eq(e->Value, "true"))
+				*tls = true;
 		}
 	}
 	kclient_release_to(k, mark);
@@ -325,7 +377,7 @@ static bool admin_listen_of(struct kclient *k, int32_t node, char *out, size_t c
 
 /* The bootstrap broker's admin.listen (its node id from a Metadata of no
  * topic); false as admin_listen_of. */
-static bool boot_admin_listen(struct ctl *c, char *out, size_t cap, int32_t *node)
+static bool boot_admin_listen(struct ctl *c, char *out, size_t cap, int32_t *node, bool *tls)
 {
 	struct kclient *k = ctl_client(c);
 	struct kclient_mem *mark = k->mem;
@@ -344,7 +396,7 @@ static bool boot_admin_listen(struct ctl *c, char *out, size_t cap, int32_t *nod
 	if (!kclient_call(k, KAFKA_METADATA_KEY, (int16_t)vm, &mreq, false, (void **)&md))
 		*node = boot_node_id(k, md);
 	kclient_release_to(k, mark);
-	return *node >= 0 && admin_listen_of(k, *node, out, cap);
+	return *node >= 0 && admin_listen_of(k, *node, out, cap, tls);
 }
 
 /* admin.listen's HOST:PORT into host (a wildcard or no host: dflt) and
@@ -386,7 +438,7 @@ static bool admin_resolve(struct ctl *c)
 
 		snprintf(c->admin_host, sizeof c->admin_host, "%s", k->host);
 		c->admin_port = ADMIN_DEFAULT_PORT;
-		if (!boot_admin_listen(c, listen, sizeof listen, &node))
+		if (!boot_admin_listen(c, listen, sizeof listen, &node, &c->admin_tls))
 			return true;
 		c->admin_default = true;
 		c->admin_node = node;   /* the endpoint's node: the bootstrap broker */
@@ -397,6 +449,13 @@ static bool admin_resolve(struct ctl *c)
 				 listen);
 		}
 		return true;
+	}
+	/* https://HOST:PORT: the endpoint serves TLS (admin.ssl.enabled) */
+	if (!strncmp(s, "https://", 8)) {
+		c->admin_tls = true;
+		s += 8;
+	} else if (!strncmp(s, "http://", 7)) {
+		s += 7;
 	}
 	colon = strrchr(s, ':');
 	if (!colon || colon == s || (size_t)(colon - s) >= sizeof c->admin_host ||
@@ -414,6 +473,21 @@ static bool admin_resolve(struct ctl *c)
 	return true;
 }
 
+/* The Authorization header's value: a bearer token (admin.token of
+ * --command-config, or --admin-token-file) first, else HTTP Basic with
+ * the SASL user and password of --command-config; NULL without either. */
+static const char *admin_basic(struct ctl *c)
+{
+	static char v[7 + (sizeof(c->sec.user) + sizeof(c->sec.password) + 4) / 3 * 4 + sizeof(c->sec.token)];
+
+	if (c->sec.token[0]) {
+		snprintf(v, sizeof v, "Bearer %s", c->sec.token);
+		return v;
+	}
+	memcpy(v, "Basic ", 6);
+	return ctl_sec_basic(&c->sec, v + 6, sizeof v - 6) > 0 ? v : NULL;
+}
+
 static void admin_note(struct ctl *c, const char *what)
 {
 	if (c->admin_noted)
@@ -423,8 +497,22 @@ static void admin_note(struct ctl *c, const char *what)
 	wrap(stderr, 13 + (int)strlen(c->cmd), 4, fmt("admin endpoint %s:%d: %s; %s", c->admin_host, c->admin_port,
 						       c->admin_err, what));
 	fprintf(stderr, "  what to do: ");
-	wrap(stderr, 14, 4, "is admin.listen set on the broker (default 127.0.0.1:9644)? pass --admin HOST:PORT "
-	     "or set SLUICE_ADMIN");
+	if (c->admin_auth_refused)
+		wrap(stderr, 14, 4, c->sec.token[0]
+		     ? "the endpoint did not take the bearer token (admin.token or --admin-token-file): check it "
+		       "against the broker's admin.auth.token.file"
+		     : c->sec.user[0]
+		     ? "the endpoint wants a SCRAM user of the cluster (admin.require.auth): check the user and "
+		       "password of --command-config"
+		     : "the endpoint wants credentials (admin.require.auth): give --command-config with a user "
+		       "and password (sasl.jaas.config, or sasl.username and sasl.password), or a bearer token "
+		       "(--admin-token-file)");
+	else if (c->admin_tls)
+		wrap(stderr, 14, 4, "the endpoint serves HTTPS (admin.ssl.enabled): ssl.truststore.location in "
+		     "--command-config names the CA that signed the broker's certificate");
+	else
+		wrap(stderr, 14, 4, "is admin.listen set on the broker (default 127.0.0.1:9644)? pass --admin "
+		     "HOST:PORT (https://HOST:PORT for HTTPS) or set SLUICE_ADMIN");
 }
 
 int ctl_admin_get(struct ctl *c, const char *path, const char *unknown, struct http_reply *r)
@@ -441,7 +529,10 @@ int ctl_admin_get(struct ctl *c, const char *path, const char *unknown, struct h
 		admin_note(c, unknown);
 		return -EHOSTUNREACH;
 	}
-	rc = http_get(c->admin_host, c->admin_port, path, c->timeout_ms, r);
+	if (c->admin_tls)
+		ctl_sec_default_ctx(&c->sec);
+	rc = http_get(c->admin_host, c->admin_port, path, admin_basic(c), c->admin_tls ? &c->sec : NULL,
+		      c->timeout_ms, r);
 	if (rc < 0) {
 		c->admin_down = true;
 		snprintf(c->admin_err, sizeof c->admin_err, "GET %s: %s", path, r->err);
@@ -451,7 +542,9 @@ int ctl_admin_get(struct ctl *c, const char *path, const char *unknown, struct h
 	if (r->status != 200 && r->status != 503 && r->status != 404) {
 		/* not the admin endpoint we know (or a proxy in the way) */
 		c->admin_down = true;
-		snprintf(c->admin_err, sizeof c->admin_err, "GET %s: HTTP %d", path, r->status);
+		c->admin_auth_refused = r->status == 401 || r->status == 403;
+		snprintf(c->admin_err, sizeof c->admin_err, "GET %s: HTTP %d%s", path, r->status,
+			 r->status == 401 ? " (authentication required)" : r->status == 403 ? " (forbidden)" : "");
 		http_reply_fini(r);
 		admin_note(c, unknown);
 		return -EPROTO;
@@ -481,15 +574,18 @@ int ctl_admin_get_node(struct ctl *c, int32_t node, const char *path, const char
 		c->admin_others[i].port = 0;
 		c->admin_others[i].down = true;
 		k = ctl_node_of(c, node);
-		if (k && admin_listen_of(k, node, listen, sizeof listen) &&
+		if (k && admin_listen_of(k, node, listen, sizeof listen, &c->admin_others[i].tls) &&
 		    admin_listen_split(listen, k->host, c->admin_others[i].host, sizeof c->admin_others[i].host,
 				       &c->admin_others[i].port))
 			c->admin_others[i].down = false;
 		else
 			snprintf(r->err, sizeof r->err, "no admin.listen from broker %d", node);
 	}
+	if (c->admin_others[i].tls)
+		ctl_sec_default_ctx(&c->sec);
 	rc = c->admin_others[i].down ? -EHOSTUNREACH
-		: http_get(c->admin_others[i].host, c->admin_others[i].port, path, c->timeout_ms, r);
+		: http_get(c->admin_others[i].host, c->admin_others[i].port, path, admin_basic(c),
+			   c->admin_others[i].tls ? &c->sec : NULL, c->timeout_ms, r);
 	if (rc == 0 && r->status != 200 && r->status != 503 && r->status != 404)
 		rc = -EPROTO;
 	if (rc < 0 && !c->admin_others[i].down) {

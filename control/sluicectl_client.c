@@ -14,7 +14,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+#include <openssl/ssl.h>
+
 #include "control/sluicectl.h"
+#include "dataplane/sasl.h"
+#include "dataplane/scram_client.h"
 
 /* One decoded response's memory: its frame and its arena. */
 struct kclient_mem {
@@ -105,7 +110,23 @@ static int send_all(struct kclient *k, const uint8_t *p, size_t n)
 	int64_t deadline = mono_ms() + k->timeout_ms;
 
 	while (n) {
-		ssize_t w = send(k->fd, p, n, MSG_NOSIGNAL);
+		ssize_t w;
+
+		if (k->ssl) {
+			int rc = SSL_write(k->ssl, p, (int)(n > (1u << 30) ? 1u << 30 : n));
+
+			if (rc <= 0) {
+				rc = ctl_sec_wait(k->ssl, k->fd, rc, deadline);
+				if (rc)
+					return rc;
+				continue;
+			}
+			w = rc;
+			p += w;
+			n -= (size_t)w;
+			continue;
+		}
+		w = send(k->fd, p, n, MSG_NOSIGNAL);
 
 		if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
 			int rc = wait_fd(k->fd, POLLOUT, deadline);
@@ -125,7 +146,28 @@ static int send_all(struct kclient *k, const uint8_t *p, size_t n)
 static int recv_all(struct kclient *k, uint8_t *p, size_t n, int64_t deadline)
 {
 	while (n) {
-		ssize_t r = recv(k->fd, p, n, 0);
+		ssize_t r;
+
+		if (k->ssl) {
+			int rc = SSL_read(k->ssl, p, (int)(n > (1u << 30) ? 1u << 30 : n));
+
+			if (rc <= 0) {
+				int e = SSL_get_error(k->ssl, rc);
+
+				/* a wait shown on a terminal, as for plaintext */
+				if (e == SSL_ERROR_WANT_READ)
+					rc = wait_fd_label(k->fd, POLLIN, deadline, k->waiting);
+				else
+					rc = ctl_sec_wait(k->ssl, k->fd, rc, deadline);
+				if (rc)
+					return rc;
+				continue;
+			}
+			p += rc;
+			n -= (size_t)rc;
+			continue;
+		}
+		r = recv(k->fd, p, n, 0);
 
 		if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
 			int rc = wait_fd_label(k->fd, POLLIN, deadline, k->waiting);
@@ -148,6 +190,8 @@ static void fail_conn(struct kclient *k, int rc, const char *what)
 {
 	snprintf(k->err, sizeof k->err, "%s %s:%d: %s", what, k->host, k->port,
 		 rc == -ETIMEDOUT ? "timed out" : strerror(-rc));
+	ctl_sec_tls_close(k->ssl);
+	k->ssl = NULL;
 	if (k->fd >= 0)
 		close(k->fd);
 	k->fd = -1;   /* failed until reopened (STYLE 7) */
@@ -258,7 +302,97 @@ int kclient_call(struct kclient *k, int16_t api_key, int16_t version, const void
 	return 0;
 }
 
-int kclient_open(struct kclient *k, const char *host, int port, int timeout_ms)
+/* SaslHandshake v1 and SaslAuthenticate (PLAIN: one token; SCRAM:
+ * client-first, client-final, and the server's signature checked).
+ * 0, or -EACCES / -errno with k->err. */
+static int sasl_login(struct kclient *k, const struct ctl_sec *sec)
+{
+	struct kafka_sasl_handshake_request hq;
+	struct kafka_sasl_handshake_response *hr;
+	struct kafka_sasl_authenticate_request aq;
+	struct kafka_sasl_authenticate_response *ar;
+	const char *mech = sasl_mech_name(sec->mech);
+	int16_t av = (int16_t)kclient_version(k, KAFKA_SASL_AUTHENTICATE_KEY, 2);
+	struct scram_client sc;
+	char msg[2048], why[200];
+	size_t n;
+	int rc, type = sec->mech == SASL_MECH_SCRAM_SHA_256 ? SASL_SCRAM_SHA_256 : SASL_SCRAM_SHA_512;
+
+	if (kclient_version(k, KAFKA_SASL_HANDSHAKE_KEY, 1) < 1 || av < 0) {
+		snprintf(k->err, sizeof k->err, "%s:%d does not serve SaslHandshake v1 and SaslAuthenticate: is it a "
+			 "SASL listener?", k->host, k->port);
+		return -EPROTO;
+	}
+	kafka_sasl_handshake_request_init(&hq);
+	hq.Mechanism = (struct kafka_str){ mech, (int32_t)strlen(mech) };
+	rc = kclient_call(k, KAFKA_SASL_HANDSHAKE_KEY, 1, &hq, false, (void **)&hr);
+	if (rc)
+		return rc;
+	if (hr->ErrorCode) {
+		size_t l = 0;
+
+		l += (size_t)snprintf(k->err, sizeof k->err, "%s:%d: SaslHandshake %s: %s", k->host, k->port, mech,
+				      kerr_name(hr->ErrorCode));
+		for (int32_t i = 0; i < hr->Mechanisms.count && l < sizeof k->err; i++)
+			l += (size_t)snprintf(k->err + l, sizeof k->err - l, "%s%s", i ? ", " : " (the listener enables ",
+					      kstr(hr->Mechanisms.items[i]));
+		if (hr->Mechanisms.count > 0 && l < sizeof k->err)
+			snprintf(k->err + l, sizeof k->err - l, ")");
+		kclient_release(k);
+		return -EACCES;
+	}
+	kclient_release(k);
+	if (sec->mech == SASL_MECH_PLAIN) {
+		int m = snprintf(msg, sizeof msg, "%c%s%c%s", 0, sec->user, 0, sec->password);
+
+		/* snprintf stops at neither NUL: m counts all of it */
+		if (m < 0 || (size_t)m >= sizeof msg)
+			return -EINVAL;
+		n = (size_t)m;
+	} else if ((rc = scram_client_first(&sc, type, sec->user, NULL, msg, sizeof msg, &n)) < 0) {
+		snprintf(k->err, sizeof k->err, "SCRAM: cannot make the first message (%s)", strerror(-rc));
+		return rc;
+	}
+	for (int step = 0;; step++) {
+		kafka_sasl_authenticate_request_init(&aq);
+		aq.AuthBytes = (struct kafka_bytes){ (const uint8_t *)msg, (int32_t)n };
+		rc = kclient_call(k, KAFKA_SASL_AUTHENTICATE_KEY, av, &aq, false, (void **)&ar);
+		OPENSSL_cleanse(msg, sizeof msg);
+		if (rc)
+			break;
+		if (ar->ErrorCode) {
+			snprintf(k->err, sizeof k->err, "%.100s:%d refused the credentials of '%.64s' (%s): %s: %.150s", k->host,
+				 k->port, sec->user, mech, kerr_name(ar->ErrorCode),
+				 ar->ErrorMessage.len > 0 ? kstr(ar->ErrorMessage) : "no message");
+			rc = -EACCES;
+			break;
+		}
+		if (sec->mech == SASL_MECH_PLAIN)
+			break;
+		if (step == 0) {
+			rc = scram_client_final(&sc, sec->password, strlen(sec->password), (const char *)ar->AuthBytes.ptr,
+						ar->AuthBytes.len > 0 ? (size_t)ar->AuthBytes.len : 0, msg, sizeof msg,
+						&n, why, sizeof why);
+		} else {
+			rc = scram_client_verify(&sc, (const char *)ar->AuthBytes.ptr,
+						 ar->AuthBytes.len > 0 ? (size_t)ar->AuthBytes.len : 0, why, sizeof why);
+			if (!rc)
+				break;
+		}
+		kclient_release(k);
+		if (rc) {
+			snprintf(k->err, sizeof k->err, "%.100s:%d: SCRAM as '%.64s': %.200s", k->host, k->port, sec->user, why);
+			rc = rc == -EACCES ? -EACCES : -EPROTO;
+			break;
+		}
+	}
+	if (sec->mech != SASL_MECH_PLAIN)
+		scram_client_fini(&sc);
+	kclient_release(k);
+	return rc;
+}
+
+int kclient_open(struct kclient *k, const char *host, int port, int timeout_ms, const struct ctl_sec *sec)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL, *ai;
 	struct kafka_api_versions_request req;
@@ -269,6 +403,7 @@ int kclient_open(struct kclient *k, const char *host, int port, int timeout_ms)
 
 	memset(k, 0, sizeof *k);
 	k->fd = -1;
+	k->sec = sec;
 	snprintf(k->host, sizeof k->host, "%s", host);
 	k->port = port;
 	k->timeout_ms = timeout_ms;
@@ -285,6 +420,17 @@ int kclient_open(struct kclient *k, const char *host, int port, int timeout_ms)
 	if (k->fd < 0) {
 		fail_conn(k, rc, "cannot connect to");
 		return rc;
+	}
+	if (sec && (sec->protocol == SEC_SSL || sec->protocol == SEC_SASL_SSL)) {
+		char why[400];
+
+		rc = ctl_sec_tls_connect(sec, k->fd, host, (int)(deadline - mono_ms()), &k->ssl, why, sizeof why);
+		if (rc) {
+			snprintf(k->err, sizeof k->err, "%s:%d: %s", host, port, why);
+			close(k->fd);
+			k->fd = -1;
+			return rc;
+		}
 	}
 	/* ApiVersions v0: every broker answers it, and it says what to use. */
 	for (int i = 0; i < KCLIENT_MAX_KEY; i++)
@@ -309,6 +455,18 @@ int kclient_open(struct kclient *k, const char *host, int port, int timeout_ms)
 		}
 	}
 	kclient_release(k);
+	if (sec && (sec->protocol == SEC_SASL_PLAINTEXT || sec->protocol == SEC_SASL_SSL)) {
+		rc = sasl_login(k, sec);
+		if (rc) {
+			kclient_release(k);
+			ctl_sec_tls_close(k->ssl);
+			k->ssl = NULL;
+			if (k->fd >= 0)
+				close(k->fd);
+			k->fd = -1;
+			return rc;
+		}
+	}
 	return 0;
 }
 
@@ -332,6 +490,8 @@ void kclient_release_to(struct kclient *k, struct kclient_mem *mark)
 void kclient_close(struct kclient *k)
 {
 	kclient_release(k);
+	ctl_sec_tls_close(k->ssl);
+	k->ssl = NULL;
 	if (k->fd >= 0)
 		close(k->fd);
 	k->fd = -1;

@@ -194,8 +194,18 @@ struct kclient *ctl_client(struct ctl *c)
 		int port;
 
 		if (n && split_hostport(s, n, host, sizeof host, &port)) {
-			if (!kclient_open(&c->boot, host, port, c->timeout_ms))
+			int rc = kclient_open(&c->boot, host, port, c->timeout_ms, &c->sec);
+
+			if (!rc)
 				return &c->boot;
+			if (rc == -EACCES) {
+				/* the broker answered: another one would refuse the same credentials */
+				fprintf(stderr, "sluicectl: %s: authentication failed: %s\n  what to do: ", c->cmd, c->boot.err);
+				wrap(stderr, 14, 4, "check the user name and password of --command-config (sasl.jaas.config, "
+				     "or sasl.username and sasl.password) and sasl.mechanism; `sluicectl user list` on a "
+				     "listener you may use shows the users and their mechanisms");
+				exit(EXIT_KAFKA);
+			}
 			tl += (size_t)snprintf(tried + tl, tl < sizeof tried ? sizeof tried - tl : 0,
 					       "\n  %s", c->boot.err);
 			kclient_close(&c->boot);
@@ -207,8 +217,13 @@ struct kclient *ctl_client(struct ctl *c)
 	}
 	fprintf(stderr, "sluicectl: %s: no broker reachable (bootstrap %s):%s\n  what to do: ",
 		c->cmd, c->bootstrap, tried);
-	wrap(stderr, 14, 4, "check that sluiced is running and listening there (its log says "
-	     "'listening on HOST:PORT'); pass -b HOST:PORT or set SLUICE_BROKERS");
+	wrap(stderr, 14, 4, c->sec.protocol != SEC_PLAINTEXT
+	     ? "check that sluiced is running and listening there with the security protocol of "
+	       "--command-config (TLS: ssl.truststore.location names the CA that signed the broker's "
+	       "certificate); pass -b HOST:PORT or set SLUICE_BROKERS"
+	     : "check that sluiced is running and listening there (its log says "
+	       "'listening on HOST:PORT'); pass -b HOST:PORT or set SLUICE_BROKERS; a TLS or SASL listener "
+	       "needs --command-config");
 	exit(EXIT_KAFKA);
 }
 
@@ -224,7 +239,7 @@ struct kclient *ctl_node_try(struct ctl *c, int32_t node_id, struct kafka_str ho
 			return &c->nodes[i];
 	if (c->nnodes == (int)(sizeof c->nodes / sizeof c->nodes[0]))
 		return boot;
-	if (kclient_open(&c->nodes[c->nnodes], h, port, c->timeout_ms)) {
+	if (kclient_open(&c->nodes[c->nnodes], h, port, c->timeout_ms, &c->sec)) {
 		snprintf(c->node_err, sizeof c->node_err, "%s", c->nodes[c->nnodes].err);
 		return NULL;
 	}

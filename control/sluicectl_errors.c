@@ -34,6 +34,8 @@ static const struct {
 	{ KERR_REBALANCE_IN_PROGRESS, "the group is rebalancing; retry when it is Stable or Empty" },
 	{ KERR_TOPIC_AUTHORIZATION_FAILED, "this client may not use the topic" },
 	{ KERR_GROUP_AUTHORIZATION_FAILED, "this client may not use the group" },
+	{ KERR_SECURITY_DISABLED, "the broker enforces no ACLs: set authorizer.class.name="
+				  "org.apache.kafka.metadata.authorizer.StandardAuthorizer on it (docs/security.md)" },
 	{ KERR_INVALID_TIMESTAMP, "the record timestamp is out of the allowed range" },
 	{ KERR_UNSUPPORTED_VERSION, "the broker does not serve this request version; upgrade the broker or sluicectl" },
 	{ KERR_TOPIC_ALREADY_EXISTS, "the topic exists; see `sluicectl topic describe NAME`" },

@@ -72,7 +72,8 @@ static int cmd_topic_list(struct ctl *c, const struct args *a)
 	struct kafka_metadata_response *md = ctl_metadata(c, NULL, 0);
 	bool internal = opt_has(a, "internal");
 
-	qsort(md->Topics.items, (size_t)md->Topics.count, sizeof md->Topics.items[0], cmp_topic_name);
+	if (md->Topics.count > 0)   /* items is NULL when there is none */
+		qsort(md->Topics.items, (size_t)md->Topics.count, sizeof md->Topics.items[0], cmp_topic_name);
 	if (c->json) {
 		json_obj_begin(NULL);
 		json_arr_begin("topics");

@@ -521,6 +521,15 @@ int main(int argc, char **argv)
 					err);
 			else
 				fprintf(stderr, "sluiced: SIGHUP: TLS certificates reloaded\n");
+			{
+				/* and the admin endpoint's tokens, on the control thread */
+				uint64_t one = 1;
+
+				__atomic_store_n(&b->reload_admin, 1, __ATOMIC_RELEASE);
+				if (write(b->wake_fd[broker_ctl_index(b)], &one, sizeof(one)) < 0) {
+					/* the counter is full: a wake-up is pending anyway */
+				}
+			}
 			continue;
 		}
 		if (sig == SIGUSR1) {

@@ -24,13 +24,17 @@ static const char *const tstate_names[] = { "Empty", "Ongoing", "PrepareCommit",
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-static const struct md_partition *tp_md(struct txn_coord *tc, const struct txn_tp *tp)
+/* tp's partition in the published metadata, or NULL; *addr: it by value
+ * (what part_proxy_* name it by). */
+static const struct md_partition *tp_md(struct txn_coord *tc, const struct txn_tp *tp, struct part_addr *addr)
 {
 	const struct md_snapshot *md = tc->b->md;
 	const struct md_topic *mt = md ? md_find(md, tp->topic, (int32_t)strlen(tp->topic)) : NULL;
 
 	if (!mt || tp->part < 0 || tp->part >= mt->nparts)
 		return NULL;
+	if (addr)
+		*addr = part_addr_of(mt->id, tp->part);
 	return &mt->parts[tp->part];
 }
 
@@ -40,7 +44,7 @@ static const struct md_partition *tp_md(struct txn_coord *tc, const struct txn_t
  * (KIP-890's verification). */
 static int tp_here(const struct txn_coord *tc, const struct md_partition *mp)
 {
-	return md_part_handle(mp) && mp->leader == tc->b->set.node_id;
+	return md_part_opened(mp) && mp->leader == tc->b->set.node_id;
 }
 
 static void reply(struct txn_coord *tc, struct txn *t)
@@ -68,7 +72,7 @@ static int state_write(struct txn_coord *tc, struct txn *t, int tombstone, int n
 	ssize_t len;
 	int ntopics = 0;
 
-	if (!st || !md_part_handle(&st->parts[idx]))
+	if (!st || !md_part_opened(&st->parts[idx]))
 		return -ENOENT;
 	for (int i = 0; i < t->ntp; i++)
 		cap += 16 + strlen(t->tp[i].topic);
@@ -119,7 +123,7 @@ static int state_write(struct txn_coord *tc, struct txn *t, int tombstone, int n
 	    (len = batch_builder_finish(&bb, 0, -1, -1, -1, -1)) < 0)
 		abort();   /* cap is an upper bound */
 	free(k);
-	return ctl_log_append(tc->ctl, &st->parts[idx], st->min_insync, batch, (uint32_t)len, state_written,
+	return ctl_log_append(tc->ctl, st, idx, st->min_insync, batch, (uint32_t)len, state_written,
 			      tombstone || !notify ? NULL : t);
 }
 
@@ -171,14 +175,15 @@ void txn_register_new(struct txn_coord *tc, struct txn *t)
 
 	t->pending = 1;
 	for (int i = from; i < t->ntp; i++) {
-		const struct md_partition *mp = tp_md(tc, &t->tp[i]);
+		struct part_addr addr;
+		const struct md_partition *mp = tp_md(tc, &t->tp[i], &addr);
 		struct part_proxy px;
 
 		if (!mp || !tp_here(tc, mp))
 			continue;   /* deleted meanwhile, or led by another node: its leader asks
 				     * this coordinator when the producer writes there */
 		t->pending++;
-		part_proxy_txn_begin(ctl_part_proxy(tc->ctl, &px), md_part_shard(mp), md_part_handle(mp), t->pid, t->epoch, t->begin_ns,
+		part_proxy_txn_begin(ctl_part_proxy(tc->ctl, &px), md_part_shard(mp), addr, t->pid, t->epoch, t->begin_ns,
 				     registered, t);
 	}
 	t->nregistered = t->ntp;
@@ -362,10 +367,11 @@ void txn_send_markers(struct txn_coord *tc, struct txn *t)
 	for (int i = 0; i < t->ntp; i++) {
 		struct txn_tp *tp = &t->tp[i];
 		const struct md_partition *mp;
+		struct part_addr addr;
 
 		if (tp->marked)
 			continue;
-		if (!(mp = tp_md(tc, tp))) {
+		if (!(mp = tp_md(tc, tp, &addr))) {
 			tp->marked = 1;   /* the topic is gone */
 			continue;
 		}
@@ -390,7 +396,7 @@ void txn_send_markers(struct txn_coord *tc, struct txn *t)
 
 			tp->marker = (struct part_marker_req){ .pid = t->pid, .epoch = t->epoch, .commit = t->commit,
 							       .done = marker_done, .cookie = tp };
-			part_proxy_txn_marker(ctl_part_proxy(tc->ctl, &px), md_part_shard(mp), md_part_handle(mp), &tp->marker);
+			part_proxy_txn_marker(ctl_part_proxy(tc->ctl, &px), md_part_shard(mp), addr, &tp->marker);
 		}
 	}
 	for (int i = 0; remote && i < t->ntp; i++) {

@@ -184,12 +184,13 @@ static void replay_end(void *self, void *cookie)
 		tc->replay_done(tc->ctl);
 }
 
-static void load_partition(struct txn_coord *tc, const struct md_partition *mp, int32_t idx, uint32_t gen,
+static void load_partition(struct txn_coord *tc, const struct md_topic *t, int32_t idx, uint32_t gen,
 			   int64_t to)
 {
 	struct part_proxy px;
 
-	part_proxy_read(ctl_part_proxy(tc->ctl, &px), md_part_shard(mp), md_part_handle(mp), 0, to, replay_chunk, replay_end,
+	part_proxy_read(ctl_part_proxy(tc->ctl, &px), md_part_shard(&t->parts[idx]), part_addr_of(t->id, idx), 0, to,
+			replay_chunk, replay_end,
 			coord_load_cookie(idx, gen));
 }
 
@@ -209,11 +210,11 @@ void txn_replay(struct txn_coord *tc, void (*done)(struct ctl *ctl))
 			const struct md_partition *mp = &st->parts[i];
 			uint32_t gen;
 
-			if (!md_part_handle(mp) || mp->leader != self || mp->nreplicas != 1 ||
+			if (!md_part_opened(mp) || mp->leader != self || mp->nreplicas != 1 ||
 			    coord_load_lead(&tc->load, i, 1, &gen) != COORD_LOAD)
 				continue;
 			tc->replays++;
-			load_partition(tc, mp, i, gen, INT64_MAX);
+			load_partition(tc, st, i, gen, INT64_MAX);
 		}
 	if (--tc->replays == 0 && --tc->registering == 0 && tc->replay_done)
 		tc->replay_done(tc->ctl);
@@ -226,11 +227,11 @@ void txn_lead(struct txn_coord *tc, int32_t idx, int leads)
 
 	if (!st || coord_load_resize(&tc->load, st->nparts) < 0 || idx >= st->nparts)
 		return;
-	if (leads && !md_part_handle(&st->parts[idx]))
+	if (leads && !md_part_opened(&st->parts[idx]))
 		return;   /* not open here yet: once it is */
 	switch (coord_load_lead(&tc->load, idx, leads, &gen)) {
 	case COORD_LOAD:
-		load_partition(tc, &st->parts[idx], idx, gen, PART_READ_LOG_END);
+		load_partition(tc, st, idx, gen, PART_READ_LOG_END);
 		break;
 	case COORD_UNLOAD:
 		unload_partition(tc, idx);

@@ -1,9 +1,9 @@
 /* dataplane/acl_ops.h — Kafka's ACL operation codes
  * (org.apache.kafka.common.acl.AclOperation) and the operations each
  * resource type supports, as the "authorized operations" bit fields of
- * DescribeCluster, DescribeGroups and Metadata carry them. Sluice has no
- * authorizer yet: as Kafka without one, it allows every operation a
- * resource supports and answers that set when a request asks.
+ * DescribeCluster, DescribeGroups and Metadata carry them (the bits a
+ * principal may do: authz_ops, dataplane/authz.h; without the authorizer
+ * every one).
  * dataplane/acl.h has the ACL bindings and their matcher.
  * Thread: any (constants only). */
 #ifndef SLUICE_ACL_OPS_H
@@ -30,6 +30,11 @@ enum acl_op {
 #define ACL_CLUSTER_OPS \
 	((1 << ACL_CREATE) | (1 << ACL_ALTER) | (1 << ACL_DESCRIBE) | (1 << ACL_CLUSTER_ACTION) | \
 	 (1 << ACL_DESCRIBE_CONFIGS) | (1 << ACL_ALTER_CONFIGS) | (1 << ACL_IDEMPOTENT_WRITE))
+/* A topic: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS,
+ * ALTER_CONFIGS. */
+#define ACL_TOPIC_OPS \
+	((1 << ACL_READ) | (1 << ACL_WRITE) | (1 << ACL_CREATE) | (1 << ACL_DELETE) | (1 << ACL_ALTER) | \
+	 (1 << ACL_DESCRIBE) | (1 << ACL_DESCRIBE_CONFIGS) | (1 << ACL_ALTER_CONFIGS))
 /* A group: READ, DESCRIBE, DELETE (328). */
 #define ACL_GROUP_OPS ((1 << ACL_READ) | (1 << ACL_DESCRIBE) | (1 << ACL_DELETE))
 

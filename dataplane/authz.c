@@ -6,6 +6,7 @@
 #include "dataplane/broker.h"
 #include "dataplane/conn.h"
 #include "dataplane/kafka_ctx.h"
+#include "dataplane/kafka_errors.h"
 
 int authz_allow(struct kafka_ctx *ctx, int op, int res, const char *name, size_t len)
 {
@@ -32,4 +33,32 @@ int authz_allow(struct kafka_ctx *ctx, int op, int res, const char *name, size_t
 int authz_cluster(struct kafka_ctx *ctx, int op)
 {
 	return authz_allow(ctx, op, ACL_RES_CLUSTER, ACL_CLUSTER_NAME, sizeof(ACL_CLUSTER_NAME) - 1);
+}
+
+int16_t authz_config(struct kafka_ctx *ctx, int op, int8_t type, struct kafka_str name)
+{
+	if (type == 2)
+		return authz_str(ctx, op, ACL_RES_TOPIC, name) ? 0 : KERR_TOPIC_AUTHORIZATION_FAILED;
+	if (type == 4 || type == 8)
+		return authz_cluster(ctx, op) ? 0 : KERR_CLUSTER_AUTHORIZATION_FAILED;
+	return 0;
+}
+
+int authz_cluster_or_refuse(struct kafka_ctx *ctx, int op)
+{
+	if (authz_cluster(ctx, op))
+		return 0;
+	ctx->only_error = KERR_CLUSTER_AUTHORIZATION_FAILED;
+	kafka_ctx_respond(ctx);
+	return 1;
+}
+
+int32_t authz_ops(struct kafka_ctx *ctx, int res, struct kafka_str name, int32_t ops)
+{
+	int32_t got = 0;
+
+	for (int op = ACL_READ; op <= ACL_IDEMPOTENT_WRITE; op++)
+		if ((ops & (1 << op)) && authz_str(ctx, op, res, name))
+			got |= 1 << op;
+	return got;
 }

@@ -12,12 +12,39 @@
 #include <stddef.h>
 
 #include "dataplane/acl.h"
+#include "dataplane/kafka/kafka_wire.h"
 
 struct kafka_ctx;
+
+/* The cluster resource's name as a request carries names. */
+#define ACL_CLUSTER_STR ((struct kafka_str){ ACL_CLUSTER_NAME, (int32_t)sizeof(ACL_CLUSTER_NAME) - 1 })
 
 /* 1: allowed, 0: not. name is len bytes, not NUL-terminated. */
 int authz_allow(struct kafka_ctx *ctx, int op, int res, const char *name, size_t len);
 /* The cluster resource ("kafka-cluster"). */
 int authz_cluster(struct kafka_ctx *ctx, int op);
+
+/* authz_allow for a name as a request carries it (null: ""). */
+static inline int authz_str(struct kafka_ctx *ctx, int op, int res, struct kafka_str s)
+{
+	return authz_allow(ctx, op, res, s.ptr, s.len > 0 ? (size_t)s.len : 0);
+}
+
+/* The "authorized operations" bit field (Metadata, DescribeCluster,
+ * DescribeGroups): bit op set for each operation of `ops` (a resource
+ * type's, dataplane/acl_ops.h) the principal may do on the resource. */
+int32_t authz_ops(struct kafka_ctx *ctx, int res, struct kafka_str name, int32_t ops);
+
+/* For a request whose response has a top-level ErrorCode in every
+ * version served: unless op on the cluster is allowed, answer it
+ * CLUSTER_AUTHORIZATION_FAILED alone and return 1 (the request is
+ * answered); else 0. */
+int authz_cluster_or_refuse(struct kafka_ctx *ctx, int op);
+
+/* A config resource's check (DescribeConfigs, AlterConfigs,
+ * IncrementalAlterConfigs): op on the topic for a TOPIC (2) resource, on
+ * the cluster for a BROKER (4) or BROKER_LOGGER (8) one. 0: allowed (or a
+ * type the handler refuses itself), else TOPIC_ or CLUSTER_AUTHORIZATION_FAILED. */
+int16_t authz_config(struct kafka_ctx *ctx, int op, int8_t type, struct kafka_str name);
 
 #endif

@@ -10,7 +10,7 @@
  *   before it is written); every other field of `set` is read-only;
  * - md: the metadata pointer, published by the control thread with a
  *   release store and read by shards with an acquire load;
- * - serving, stopping, report_groups, drained: flags (see each field);
+ * - serving, stopping, report_groups, reload_admin, drained: flags (see each field);
  * - conns: atomics shared by every shard (struct broker_conns);
  * - each thread's own `md_seen` and `sleeping` words (and a shard's busy
  *   cycles), which live in the thread's struct, reached here through
@@ -69,6 +69,16 @@ struct part_pub {
 	int64_t replicas;
 	int64_t follower_lag;
 	int64_t follower_lag_ms;
+	/* The owner shard's struct part, for the other shards to route a
+	 * client's request to it (md_part_owner): stored by the owner with a
+	 * release store when it opens the partition (cleared only by a close,
+	 * of a partition never published); read by shards with an acquire
+	 * load. Only shards read it, and only the owner dereferences what they
+	 * read; the control thread never reads it (scripts/check-layers). A
+	 * retired partition (topic deleted, replica moved away) stays here:
+	 * its struct is kept, marked deleted, until the owner exits, so a
+	 * handle read from an older snapshot never dangles. */
+	struct part *owner_part;
 } __attribute__((aligned(64)));
 
 struct md_partition {
@@ -79,29 +89,28 @@ struct md_partition {
 	int32_t nreplicas, nisr;
 	const int32_t *replicas;  /* broker ids, the preferred leader first; and the ISR: */
 	const int32_t *isr;       /* both in the topic's md_topic.ids */
-	struct part *owner_part;  /* dereferenced only by the owner shard; NULL on a
-				   * node that is no replica of it (it is not opened there);
-				   * control: md_part_handle() */
+	int32_t opened;           /* the owner shard answered its open (0 on a node that is
+				   * no replica of it); control: md_part_opened() */
 	struct part_pub *pub;     /* written by the owner shard, read by the control
 				   * thread (metrics); allocated and freed by the
 				   * control thread, which frees it only at exit */
 };
 
 /* A partition's home on this node, as the control thread uses it: the
- * owner shard, and the shard's struct part as an opaque handle to pass back
- * to part_proxy_* (NULL where this node hosts no replica; control never
- * dereferences it). The control thread allocates md_partition and sets
- * these once the owner shard has opened the partition, but reads and
- * writes them only through these four functions, never the fields
- * (scripts/check-layers keeps it so): the fields are the dataplane's. */
+ * owner shard, and whether that shard has it open (0 where this node hosts
+ * no replica). The control thread allocates md_partition and sets these
+ * once the owner shard has answered the open, but reads and writes them
+ * only through these four functions, never the fields (scripts/check-layers
+ * keeps it so). It never holds the shard's struct part: it names a
+ * partition to its owner by value (struct part_addr, part_proxy.h). */
 static inline int32_t md_part_shard(const struct md_partition *mp)
 {
 	return mp->owner_shard;
 }
 
-static inline struct part *md_part_handle(const struct md_partition *mp)
+static inline int md_part_opened(const struct md_partition *mp)
 {
-	return mp->owner_part;
+	return mp->opened;
 }
 
 static inline void md_part_set_shard(struct md_partition *mp, int32_t shard)
@@ -109,9 +118,18 @@ static inline void md_part_set_shard(struct md_partition *mp, int32_t shard)
 	mp->owner_shard = shard;
 }
 
-static inline void md_part_set_handle(struct md_partition *mp, struct part *p)
+static inline void md_part_set_opened(struct md_partition *mp, int opened)
 {
-	mp->owner_part = p;
+	mp->opened = opened;
+}
+
+/* @thread shard. The owner shard's struct part of mp, as the owner
+ * published it (part_pub.owner_part), or NULL: not open on this node.
+ * A shard uses it to hand a request to the owner (dataplane only: the
+ * control thread may not call this, scripts/check-layers). */
+static inline struct part *md_part_owner(const struct md_partition *mp)
+{
+	return mp->pub ? __atomic_load_n(&mp->pub->owner_part, __ATOMIC_ACQUIRE) : NULL;
 }
 
 /* The in-sync replicas of a partition (the metadata log's ISR; on one
@@ -179,6 +197,7 @@ struct broker_listener {
 	unsigned sasl_mechs;          /* its enabled mechanisms (enum sasl_mech bits) */
 	struct sasl_plain_users *plain;   /* PLAIN's users (its plain.sasl.jaas.config), or NULL;
 					   * read-only once the shards serve */
+	int64_t reauth_ms[3];         /* connections.max.reauth.ms by sasl_mech_index(); 0: none */
 	char host[256];               /* bound */
 	int port;
 	char adv_host[256];           /* advertised to its clients */
@@ -295,6 +314,7 @@ struct broker {
 	struct md_snapshot *md;       /* published snapshot */
 	volatile int stopping;        /* set by the signal handler path */
 	int report_groups;            /* SIGUSR1: the control thread prints the groups */
+	int reload_admin;             /* SIGHUP: the control thread rereads the admin endpoint's tokens */
 	int fatal;                    /* the control thread stops the node (it raised
 				       * SIGTERM): sluiced exits 1 */
 	int serving;                  /* set once the metadata is replayed: shards accept */
@@ -358,7 +378,7 @@ static inline int16_t md_part_led(const struct md_topic *t, int32_t idx, int32_t
 		return 3;
 	if (t->parts[idx].leader != self)
 		return 6;
-	if (!t->parts[idx].owner_part)
+	if (!md_part_owner(&t->parts[idx]))
 		return 3;
 	*out = &t->parts[idx];
 	return 0;

@@ -461,6 +461,8 @@ void conn_on_accept(struct shard *sh, int li, int res, unsigned flags)
 		close(res);
 		return;
 	}
+	if (c->sasl)
+		c->sasl->expire_ns = UINT64_MAX;   /* no session yet: nothing expires */
 	setsockopt(res, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->fd = res;
 	c->sh = sh;
@@ -733,6 +735,15 @@ static void conn_process(struct conn *c)
 			if (!c->busy)
 				c->want = 4 + (uint32_t)size;
 			break;
+		}
+		if (c->sasl && c->sh->now_ns >= c->sasl->expire_ns &&
+		    sasl_session_expired(c->sasl, p + 4, (uint32_t)size)) {
+			/* KIP-368: the session is over and this is no
+			 * re-authentication: closed, not served (Kafka) */
+			shard_stat_add(&c->sh->stats.sasl_expired_closed, 1);
+			conn_close(c);
+			conn_maybe_free(c);
+			return;
 		}
 		if (c->busy && !c->ops->may_follow(c->pipe[c->phead], p + 4))
 			break;

@@ -1,6 +1,7 @@
 /* dataplane/coord.c — the shard's side of asking the control thread (see
  * dataplane/coord.h): an admin request built in the request's arena, and
  * the topic auto-creation Metadata asks for. @thread shard */
+#include <stdio.h>
 #include <string.h>
 
 #include "dataplane/coord.h"
@@ -36,4 +37,12 @@ void ctl_request_auto_create(struct kafka_ctx *ctx, struct kafka_str *names, int
 		req->topics[i].replication = -1;
 	}
 	ctx->sh->b->coord->submit_admin(ctx, req);
+}
+
+void coord_refuse(int16_t *err, char *msg, size_t cap, int16_t code, const char *text)
+{
+	if (*err)
+		return;
+	*err = code;
+	snprintf(msg, cap, "%s", text);
 }

@@ -166,6 +166,11 @@ struct coord_scram {
 	struct coord_scram_item *items;
 };
 
+/* An item (coord_scram_item, coord_acl_item) refused on the shard: its
+ * err and msg; a second refusal leaves the first. */
+#define COORD_REFUSE(it, code, text) coord_refuse(&(it)->err, (it)->msg, sizeof((it)->msg), (code), (text))
+void coord_refuse(int16_t *err, char *msg, size_t cap, int16_t code, const char *text);
+
 /* CreateAcls and DeleteAcls, for the control thread: each binding to add
  * or remove (its strings in the shard's arena), its result filled there
  * once its record is applied or refused; items with err set already are

@@ -4,7 +4,9 @@
  * binding or filter here, then the control thread proposes the ACL and
  * REMOVE_ACL records (control/ctl_acl.c) and the request resumes once each
  * is applied. Strings are copied into the request's memory: the snapshot
- * may be retired before the response is encoded.
+ * may be retired before the response is encoded. Without the authorizer
+ * (authorizer.class.name unset) all three answer SECURITY_DISABLED, as
+ * Kafka's.
  * @thread shard */
 #include <stdio.h>
 #include <string.h>
@@ -16,16 +18,7 @@
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 
-static struct kafka_str kstr_copy(struct kafka_ctx *ctx, const char *s)
-{
-	size_t n = strlen(s);
-	char *p = ALLOC(ctx, char, n + 1);
-
-	if (!p)
-		return (struct kafka_str){ "", 0 };
-	memcpy(p, s, n + 1);
-	return (struct kafka_str){ p, (int32_t)n };
-}
+#define NO_AUTHORIZER "No Authorizer is configured."
 
 /* A request's string as a C string in the request's memory; NULL for a
  * null one (and for one with a NUL, which no binding holds: *bad set). */
@@ -76,13 +69,19 @@ int kafka_handle_describe_acls(struct kafka_ctx *ctx)
 	f.host = cstr(ctx, &q->HostFilter, &bad);
 	if (!authz_cluster(ctx, ACL_DESCRIBE)) {
 		r->ErrorCode = KERR_CLUSTER_AUTHORIZATION_FAILED;
-		r->ErrorMessage = kstr_copy(ctx, "DescribeAcls needs DESCRIBE on the cluster");
+		r->ErrorMessage = kafka_ctx_strdup(ctx, "DescribeAcls needs DESCRIBE on the cluster");
+		kafka_ctx_respond(ctx);
+		return 0;
+	}
+	if (!ctx->sh->b->set.authz) {
+		r->ErrorCode = KERR_SECURITY_DISABLED;
+		r->ErrorMessage = kafka_ctx_strdup(ctx, NO_AUTHORIZER);
 		kafka_ctx_respond(ctx);
 		return 0;
 	}
 	if (bad || acl_filter_valid(&f)) {
 		r->ErrorCode = KERR_INVALID_REQUEST;
-		r->ErrorMessage = kstr_copy(ctx, "the filter has an unknown resource type, pattern, operation or "
+		r->ErrorMessage = kafka_ctx_strdup(ctx, "the filter has an unknown resource type, pattern, operation or "
 					    "permission");
 		kafka_ctx_respond(ctx);
 		return 0;
@@ -107,11 +106,11 @@ int kafka_handle_describe_acls(struct kafka_ctx *ctx)
 			memset(last, 0, sizeof(*last));
 			last->ResourceType = b->res;
 			last->PatternType = b->pat;
-			last->ResourceName = kstr_copy(ctx, b->name);
+			last->ResourceName = kafka_ctx_strdup(ctx, b->name);
 			last->Acls.items = &d[nd];
 		}
-		d[nd].Principal = kstr_copy(ctx, b->principal);
-		d[nd].Host = kstr_copy(ctx, b->host);
+		d[nd].Principal = kafka_ctx_strdup(ctx, b->principal);
+		d[nd].Host = kafka_ctx_strdup(ctx, b->host);
 		d[nd].Operation = b->op;
 		d[nd].PermissionType = b->perm;
 		nd++;
@@ -139,17 +138,11 @@ static int create_resume(struct kafka_ctx *ctx)
 	for (int i = 0; i < st->req.n; i++) {
 		const struct coord_acl_item *it = &st->req.items[i];
 
-		r->Results.items[i].ErrorCode = it->err;
-		r->Results.items[i].ErrorMessage = it->err ? kstr_copy(ctx, it->msg) : (struct kafka_str){ NULL, -1 };
+		kafka_ctx_result_error(ctx, &r->Results.items[i].ErrorCode, &r->Results.items[i].ErrorMessage, it->err,
+				       it->msg);
 	}
 	kafka_ctx_respond(ctx);
 	return 0;
-}
-
-static void refuse(struct coord_acl_item *it, int16_t err, const char *msg)
-{
-	it->err = err;
-	snprintf(it->msg, sizeof(it->msg), "%s", msg);
 }
 
 int kafka_handle_create_acls(struct kafka_ctx *ctx)
@@ -186,9 +179,11 @@ int kafka_handle_create_acls(struct kafka_ctx *ctx)
 		it->b.principal = cstr(ctx, &c->Principal, &bad);
 		it->b.host = cstr(ctx, &c->Host, &bad);
 		if (!allowed)
-			refuse(it, KERR_CLUSTER_AUTHORIZATION_FAILED, "CreateAcls needs ALTER on the cluster");
+			COORD_REFUSE(it, KERR_CLUSTER_AUTHORIZATION_FAILED, "CreateAcls needs ALTER on the cluster");
+		else if (!ctx->sh->b->set.authz)
+			COORD_REFUSE(it, KERR_SECURITY_DISABLED, NO_AUTHORIZER);
 		else if (bad || acl_binding_valid(&it->b))
-			refuse(it, KERR_INVALID_REQUEST, "Invalid ACL binding: an unknown or filter-only type, "
+			COORD_REFUSE(it, KERR_INVALID_REQUEST, "Invalid ACL binding: an unknown or filter-only type, "
 			       "or an empty name, principal or host");
 	}
 	r->Results.items = res;
@@ -212,9 +207,8 @@ static int delete_resume(struct kafka_ctx *ctx)
 		for (int j = 0; !fr->ErrorCode && j < fr->MatchingAcls.count; j++) {
 			const struct coord_acl_item *it = &st->req.items[st->first[f] + j];
 
-			fr->MatchingAcls.items[j].ErrorCode = it->err;
-			fr->MatchingAcls.items[j].ErrorMessage =
-				it->err ? kstr_copy(ctx, it->msg) : (struct kafka_str){ NULL, -1 };
+			kafka_ctx_result_error(ctx, &fr->MatchingAcls.items[j].ErrorCode,
+					       &fr->MatchingAcls.items[j].ErrorMessage, it->err, it->msg);
 		}
 	}
 	kafka_ctx_respond(ctx);
@@ -262,12 +256,17 @@ int kafka_handle_delete_acls(struct kafka_ctx *ctx)
 		first[i] = total;
 		if (!allowed) {
 			fr[i].ErrorCode = KERR_CLUSTER_AUTHORIZATION_FAILED;
-			fr[i].ErrorMessage = kstr_copy(ctx, "DeleteAcls needs ALTER on the cluster");
+			fr[i].ErrorMessage = kafka_ctx_strdup(ctx, "DeleteAcls needs ALTER on the cluster");
+			continue;
+		}
+		if (!ctx->sh->b->set.authz) {
+			fr[i].ErrorCode = KERR_SECURITY_DISABLED;
+			fr[i].ErrorMessage = kafka_ctx_strdup(ctx, NO_AUTHORIZER);
 			continue;
 		}
 		if (bad || acl_filter_valid(f)) {
 			fr[i].ErrorCode = KERR_INVALID_REQUEST;
-			fr[i].ErrorMessage = kstr_copy(ctx, "the filter has an unknown resource type, pattern, "
+			fr[i].ErrorMessage = kafka_ctx_strdup(ctx, "the filter has an unknown resource type, pattern, "
 						       "operation or permission");
 			continue;
 		}
@@ -306,9 +305,9 @@ int kafka_handle_delete_acls(struct kafka_ctx *ctx)
 			m[k].PatternType = b->pat;
 			m[k].Operation = b->op;
 			m[k].PermissionType = b->perm;
-			m[k].ResourceName = kstr_copy(ctx, b->name);
-			m[k].Principal = kstr_copy(ctx, b->principal);
-			m[k].Host = kstr_copy(ctx, b->host);
+			m[k].ResourceName = kafka_ctx_strdup(ctx, b->name);
+			m[k].Principal = kafka_ctx_strdup(ctx, b->principal);
+			m[k].Host = kafka_ctx_strdup(ctx, b->host);
 			it->b.name = m[k].ResourceName.ptr;
 			it->b.principal = m[k].Principal.ptr;
 			it->b.host = m[k].Host.ptr;

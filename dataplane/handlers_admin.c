@@ -132,7 +132,7 @@ int kafka_handle_create_topics(struct kafka_ctx *ctx)
 		}
 		/* the authorizer: CREATE on the cluster or on the topic */
 		if (!authz_cluster(ctx, ACL_CREATE) &&
-		    !authz_allow(ctx, ACL_CREATE, ACL_RES_TOPIC, t->Name.ptr, t->Name.len > 0 ? (size_t)t->Name.len : 0)) {
+		    !authz_str(ctx, ACL_CREATE, ACL_RES_TOPIC, t->Name)) {
 			ct->preset = KERR_TOPIC_AUTHORIZATION_FAILED;
 			snprintf(ct->message, sizeof(ct->message), "Authorization failed.");
 		}
@@ -192,7 +192,7 @@ int kafka_handle_delete_topics(struct kafka_ctx *ctx)
 		struct kafka_str name = q->TopicNames.items[i];
 
 		req->topics[i].name = name;
-		if (!authz_allow(ctx, ACL_DELETE, ACL_RES_TOPIC, name.ptr, name.len > 0 ? (size_t)name.len : 0))
+		if (!authz_str(ctx, ACL_DELETE, ACL_RES_TOPIC, name))
 			req->topics[i].preset = KERR_TOPIC_AUTHORIZATION_FAILED;   /* the authorizer */
 	}
 	return submit(ctx, req, delete_topics_done);
@@ -240,6 +240,8 @@ int kafka_handle_create_partitions(struct kafka_ctx *ctx)
 	for (int i = 0; i < n; i++) {
 		req->topics[i].name = q->Topics.items[i].Name;
 		req->topics[i].partitions = q->Topics.items[i].Count;
+		if (!authz_str(ctx, ACL_ALTER, ACL_RES_TOPIC, q->Topics.items[i].Name))
+			req->topics[i].preset = KERR_TOPIC_AUTHORIZATION_FAILED;   /* the authorizer */
 	}
 	return submit(ctx, req, create_partitions_done);
 }
@@ -295,6 +297,8 @@ static int config_resource(struct kafka_ctx *ctx, struct ctl_topic *ct, struct k
 		snprintf(ct->message, sizeof(ct->message), "only TOPIC (2) and BROKER (4) resources have configs");
 		return 0;
 	}
+	if ((ct->preset = authz_config(ctx, ACL_ALTER_CONFIGS, type, name)))
+		return 0;   /* the authorizer */
 	ct->nconfigs = nc;
 	ct->keys = ALLOC(ctx, struct kafka_str, nc);
 	ct->values = ALLOC(ctx, struct kafka_str, nc);

@@ -9,7 +9,7 @@
 #include <limits.h>
 #include <stdio.h>
 
-#include "dataplane/acl_ops.h"
+#include "dataplane/authz.h"
 #include "dataplane/cluster_view.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
@@ -76,7 +76,11 @@ int kafka_handle_describe_cluster(struct kafka_ctx *ctx)
 	r->EndpointType = ENDPOINT_BROKER;
 	r->ClusterId = cluster_view_id(b);
 	r->ControllerId = cluster_view_controller(b, md);
-	r->ClusterAuthorizedOperations = q->IncludeClusterAuthorizedOperations ? ACL_CLUSTER_OPS : INT_MIN;
+	/* no check (Kafka's broker answers anyone); the operations allowed
+	 * when asked, none without DESCRIBE on the cluster */
+	r->ClusterAuthorizedOperations = !q->IncludeClusterAuthorizedOperations ? INT_MIN
+					 : !authz_cluster(ctx, ACL_DESCRIBE) ? 0
+					 : authz_ops(ctx, ACL_RES_CLUSTER, ACL_CLUSTER_STR, ACL_CLUSTER_OPS);
 	kafka_ctx_respond(ctx);
 	return 0;
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dataplane/authz.h"
 #include "dataplane/coord.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
@@ -99,6 +100,8 @@ int kafka_handle_describe_configs(struct kafka_ctx *ctx)
 		rr->ResourceType = res->ResourceType;
 		rr->ResourceName = res->ResourceName;
 		rr->ErrorMessage = (struct kafka_str){ NULL, -1 };
+		if ((rr->ErrorCode = authz_config(ctx, ACL_DESCRIBE_CONFIGS, res->ResourceType, res->ResourceName)))
+			continue;   /* the authorizer's refusal */
 		if (res->ResourceType == 2) {
 			const struct md_topic *t = res->ResourceName.len > 0
 				? md_find(md, res->ResourceName.ptr, res->ResourceName.len) : NULL;
@@ -261,7 +264,9 @@ int kafka_handle_delete_records(struct kafka_ctx *ctx)
 	for (int i = 0; i < n; i++) {
 		struct kafka_delete_records_request_delete_records_topic *qt = &q->Topics.items[i];
 		struct kafka_delete_records_response_delete_records_topic_result *rt = &r->Topics.items[i];
-		const struct md_topic *t = qt->Name.len > 0 ? md_find(md, qt->Name.ptr, qt->Name.len) : NULL;
+		/* the authorizer: DELETE on the topic (Kafka's, before existence) */
+		int allowed = authz_str(ctx, ACL_DELETE, ACL_RES_TOPIC, qt->Name);
+		const struct md_topic *t = allowed && qt->Name.len > 0 ? md_find(md, qt->Name.ptr, qt->Name.len) : NULL;
 		int np = qt->Partitions.count < 0 ? 0 : qt->Partitions.count;
 
 		rt->Name = qt->Name;
@@ -281,8 +286,9 @@ int kafka_handle_delete_records(struct kafka_ctx *ctx)
 			pr->PartitionIndex = idx;
 			pr->LowWatermark = -1;
 			pr->ErrorCode = 0;
-			if (!mp) {
-				pr->ErrorCode = led;   /* unknown, or led by another broker */
+			if (!allowed || !mp) {
+				/* refused; unknown, or led by another broker */
+				pr->ErrorCode = allowed ? led : KERR_TOPIC_AUTHORIZATION_FAILED;
 				continue;
 			}
 			if (t->internal) {
@@ -295,7 +301,7 @@ int kafka_handle_delete_records(struct kafka_ctx *ctx)
 				kafka_ctx_abort(ctx);
 				return 0;
 			}
-			*it = (struct dr_item){ .pr = pr, .part = t->parts[idx].owner_part, .offset = qt->Partitions.items[j].Offset, .ctx = ctx };
+			*it = (struct dr_item){ .pr = pr, .part = md_part_owner(&t->parts[idx]), .offset = qt->Partitions.items[j].Offset, .ctx = ctx };
 			ctx->pending++;
 			struct shard_msg m = { .fn = dr_on_owner, .p = { it } };
 			shard_send(sh, t->parts[idx].owner_shard, &m);

@@ -51,7 +51,7 @@ static void metadata_fill_topic(struct kafka_ctx *ctx, struct kafka_metadata_res
 	rt->IsInternal = false;
 	rt->Partitions.count = 0;
 	rt->Partitions.items = NULL;
-	rt->TopicAuthorizedOperations = INT32_MIN;   /* v8+: not asked for (no ACLs) */
+	rt->TopicAuthorizedOperations = INT32_MIN;   /* v8+: not asked for */
 	if (!t && !name.ptr) {
 		/* v10+: asked by an id this cluster does not know */
 		rt->ErrorCode = KERR_UNKNOWN_TOPIC_ID;
@@ -66,6 +66,8 @@ static void metadata_fill_topic(struct kafka_ctx *ctx, struct kafka_metadata_res
 	}
 	rt->ErrorCode = 0;
 	rt->Name = (struct kafka_str){ t->name, t->name_len };
+	if (((const struct kafka_metadata_request *)ctx->req.body)->IncludeTopicAuthorizedOperations)
+		rt->TopicAuthorizedOperations = authz_ops(ctx, ACL_RES_TOPIC, rt->Name, ACL_TOPIC_OPS);
 	memcpy(rt->TopicId.b, t->id, 16);           /* v10+ (KIP-516) */
 	rt->IsInternal = t->internal;
 	rt->Partitions.items = ALLOC(ctx, struct kafka_metadata_response_metadata_response_partition, t->nparts);
@@ -139,6 +141,10 @@ static int metadata_respond(struct kafka_ctx *ctx)
 	r->Brokers.count = nb;
 	r->ClusterId = cluster_view_id(b);
 	r->ControllerId = cluster_view_controller(b, md);
+	/* v8-10, as DescribeCluster: none without DESCRIBE on the cluster */
+	r->ClusterAuthorizedOperations = !q->IncludeClusterAuthorizedOperations ? INT32_MIN
+					 : !authz_cluster(ctx, ACL_DESCRIBE) ? 0
+					 : authz_ops(ctx, ACL_RES_CLUSTER, ACL_CLUSTER_STR, ACL_CLUSTER_OPS);
 	r->Topics.items = ALLOC(ctx, struct kafka_metadata_response_metadata_response_topic, n);
 	if (!r->Topics.items) {
 		kafka_ctx_abort(ctx);
@@ -169,14 +175,17 @@ static int metadata_respond(struct kafka_ctx *ctx)
 			/* (a name is not nullable in a v10-11 response) */
 			metadata_fill_topic(ctx, rt, NULL, name.ptr ? name : (struct kafka_str){ "", 0 });
 			rt->ErrorCode = KERR_INVALID_REQUEST;
-		} else if (!all && !authz_allow(ctx, ACL_DESCRIBE, ACL_RES_TOPIC, t ? t->name : name.ptr,
-						t ? (size_t)t->name_len : name.len > 0 ? (size_t)name.len : 0)) {
-			metadata_fill_topic(ctx, rt, NULL, name.ptr ? name : (struct kafka_str){ "", 0 });
+		} else if (!all && (t || name.ptr) &&
+			   !authz_allow(ctx, ACL_DESCRIBE, ACL_RES_TOPIC, t ? t->name : name.ptr,
+					t ? (size_t)t->name_len : name.len > 0 ? (size_t)name.len : 0)) {
+			/* the authorizer (an id no topic has is UNKNOWN_TOPIC_ID
+			 * first, as Kafka); asked by id, the name stays null */
+			metadata_fill_topic(ctx, rt, NULL, name);
 			rt->ErrorCode = KERR_TOPIC_AUTHORIZATION_FAILED;
 		} else {
 			metadata_fill_topic(ctx, rt, t, name);
 		}
-		if (!t && !all)
+		if (!all && rt->ErrorCode)
 			rt->TopicId = q->Topics.items[i].TopicId;
 	}
 	ctx->resp = r;
@@ -336,7 +345,7 @@ static void produce_verified(void *self, struct shard_msg *m)
 	/* in the producer's transaction: the partition takes its batches
 	 * from now on, then this one is written */
 	part_proxy_init_shard(&px, sh);
-	part_proxy_txn_begin(&px, pp->owner, pp->part, v->pid, v->epoch, v->since_ns, produce_begun, pp);
+	part_proxy_txn_begin_at(&px, pp->owner, pp->part, v->pid, v->epoch, v->since_ns, produce_begun, pp);
 }
 
 /* The owner knows no transaction of the batch's producer: ask its
@@ -518,7 +527,7 @@ int kafka_handle_produce(struct kafka_ctx *ctx)
 				continue;
 			}
 			ctx->pending++;
-			pps[j] = (struct produce_part){ .ctx = ctx, .pr = pr, .part = mp->owner_part, .owner = mp->owner_shard,
+			pps[j] = (struct produce_part){ .ctx = ctx, .pr = pr, .part = md_part_owner(mp), .owner = mp->owner_shard,
 							.rec = rec, .len = len, .min_insync = t->min_insync,
 							.topic = td->Name };
 			produce_dispatch(sh, &pps[j]);
@@ -699,7 +708,10 @@ int kafka_handle_list_offsets(struct kafka_ctx *ctx)
 	for (int i = 0; i < r->Topics.count; i++) {
 		struct kafka_list_offsets_request_list_offsets_topic *qt = &q->Topics.items[i];
 		struct kafka_list_offsets_response_list_offsets_topic_response *rt = &r->Topics.items[i];
-		const struct md_topic *t = qt->Name.len > 0 ? md_find(md, qt->Name.ptr, qt->Name.len) : NULL;
+		/* the authorizer: DESCRIBE on the topic, else every partition
+		 * TOPIC_AUTHORIZATION_FAILED (Kafka's, before existence) */
+		int allowed = authz_str(ctx, ACL_DESCRIBE, ACL_RES_TOPIC, qt->Name);
+		const struct md_topic *t = allowed && qt->Name.len > 0 ? md_find(md, qt->Name.ptr, qt->Name.len) : NULL;
 		int np = qt->Partitions.count < 0 ? 0 : qt->Partitions.count;
 
 		rt->Name = qt->Name;
@@ -721,8 +733,8 @@ int kafka_handle_list_offsets(struct kafka_ctx *ctx)
 			pr->Timestamp = -1;
 			pr->Offset = -1;
 			pr->LeaderEpoch = -1;
-			if (!mp) {
-				pr->ErrorCode = led;
+			if (!allowed || !mp) {
+				pr->ErrorCode = allowed ? led : KERR_TOPIC_AUTHORIZATION_FAILED;
 				continue;
 			}
 			it = ALLOC(ctx, struct lo_item, 1);
@@ -730,7 +742,7 @@ int kafka_handle_list_offsets(struct kafka_ctx *ctx)
 				kafka_ctx_abort(ctx);
 				return 0;
 			}
-			*it = (struct lo_item){ .pr = pr, .part = mp->owner_part, .ts = qp->Timestamp, .ctx = ctx,
+			*it = (struct lo_item){ .pr = pr, .part = md_part_owner(mp), .ts = qp->Timestamp, .ctx = ctx,
 						 .isolation = q->IsolationLevel,
 						 .current_epoch = qp->CurrentLeaderEpoch };   /* -1 before v4 */
 			ctx->pending++;
@@ -767,7 +779,11 @@ int kafka_handle_find_coordinator(struct kafka_ctx *ctx)
 		r->Port = -1;
 	} else {
 		struct cluster_node c;
-		int16_t err = cluster_view_coordinator(b, ctx->c->listener, broker_md(b), (int8_t)q->KeyType, q->Key.ptr,
+		/* the authorizer: DESCRIBE on the group or the transactional id */
+		int16_t deny = authz_str(ctx, ACL_DESCRIBE, q->KeyType ? ACL_RES_TRANSACTIONAL_ID : ACL_RES_GROUP, q->Key)
+				       ? 0 : q->KeyType ? KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+						       : KERR_GROUP_AUTHORIZATION_FAILED;
+		int16_t err = deny ? deny : cluster_view_coordinator(b, ctx->c->listener, broker_md(b), (int8_t)q->KeyType, q->Key.ptr,
 						       q->Key.len > 0 ? (size_t)q->Key.len : 0, &c);
 
 		r->ErrorMessage = (struct kafka_str){ NULL, -1 };

@@ -18,6 +18,7 @@
  */
 #include <string.h>
 
+#include "dataplane/authz.h"
 #include "dataplane/broker.h"
 #include "dataplane/coord.h"
 #include "dataplane/kafka_ctx.h"
@@ -105,6 +106,7 @@ int kafka_handle_elect_leaders(struct kafka_ctx *ctx)
 	struct elect_state *st = ALLOC(ctx, struct elect_state, 1);
 	const struct md_snapshot *md = broker_md(ctx->sh->b);
 	int all = q->TopicPartitions.count < 0, ntopics, n = 0, at = 0;
+	int16_t deny = 0;
 
 	if (!r || !st) {
 		kafka_ctx_abort(ctx);
@@ -114,13 +116,19 @@ int kafka_handle_elect_leaders(struct kafka_ctx *ctx)
 	memset(st, 0, sizeof(*st));
 	ctx->resp = r;
 	st->r = r;
-	if (q->ElectionType != 0 && q->ElectionType != 1) {
+	/* the authorizer first (Kafka's): ALTER on the cluster, else every
+	 * partition named (none for all) and the request
+	 * CLUSTER_AUTHORIZATION_FAILED */
+	if (!authz_cluster(ctx, ACL_ALTER)) {
+		deny = r->ErrorCode = KERR_CLUSTER_AUTHORIZATION_FAILED;
+		all = 0;
+	} else if (q->ElectionType != 0 && q->ElectionType != 1) {
 		r->ErrorCode = KERR_INVALID_REQUEST;
 		r->ReplicaElectionResults.count = 0;
 		kafka_ctx_respond(ctx);
 		return 0;
 	}
-	ntopics = all ? (md ? md->ntopics : 0) : q->TopicPartitions.count;
+	ntopics = all ? (md ? md->ntopics : 0) : q->TopicPartitions.count > 0 ? q->TopicPartitions.count : 0;
 	for (int t = 0; t < ntopics; t++)
 		n += all ? md->topics[t]->nparts : q->TopicPartitions.items[t].Partitions.count;
 	r->ReplicaElectionResults.items = ALLOC(ctx, struct kafka_elect_leaders_response_replica_election_result,
@@ -154,11 +162,13 @@ int kafka_handle_elect_leaders(struct kafka_ctx *ctx)
 			p->topic = name;
 			p->topic_len = len;
 			p->partition = all ? i : q->TopicPartitions.items[t].Partitions.items[i];
-			p->err = 0;
+			p->err = deny;
 		}
 	}
 	r->ReplicaElectionResults.count = ntopics;
 	ctx->state = st;
+	if (deny)
+		return elect_resume(ctx);
 	ctx->pending = 1;
 	ctx->resume = elect_resume;
 	ctx->sh->b->coord->submit_elect(ctx, &st->req);

@@ -4,9 +4,13 @@
  * leader-epoch cache (storage/plog_epochs.h). Followers ask it before they
  * fetch, to truncate a divergent tail; consumers ask it to check a
  * position they kept (after a leader change) before they fetch from it.
+ * The authorizer: CLUSTER_ACTION on the cluster (a follower), else
+ * DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED per partition), as
+ * Kafka since KIP-320.
  * @thread shard */
 #include <string.h>
 
+#include "dataplane/authz.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
@@ -82,10 +86,13 @@ int kafka_handle_offset_for_leader_epoch(struct kafka_ctx *ctx)
 	ctx->resp = r;
 	ctx->resume = ofle_finish;
 	ctx->pending = 1;   /* held until every partition is dispatched */
+	int cluster = authz_cluster(ctx, ACL_CLUSTER_ACTION);
+
 	for (int i = 0; i < r->Topics.count; i++) {
 		struct kafka_offset_for_leader_epoch_request_offset_for_leader_topic *qt = &q->Topics.items[i];
 		struct kafka_offset_for_leader_epoch_response_offset_for_leader_topic_result *rt = &r->Topics.items[i];
-		const struct md_topic *t = qt->Topic.len > 0 ? md_find(md, qt->Topic.ptr, qt->Topic.len) : NULL;
+		int allowed = cluster || authz_str(ctx, ACL_DESCRIBE, ACL_RES_TOPIC, qt->Topic);
+		const struct md_topic *t = allowed && qt->Topic.len > 0 ? md_find(md, qt->Topic.ptr, qt->Topic.len) : NULL;
 		int np = qt->Partitions.count < 0 ? 0 : qt->Partitions.count;
 
 		rt->Topic = qt->Topic;
@@ -103,8 +110,8 @@ int kafka_handle_offset_for_leader_epoch(struct kafka_ctx *ctx)
 
 			*pr = (struct kafka_offset_for_leader_epoch_response_epoch_end_offset){
 				.ErrorCode = 0, .Partition = idx, .LeaderEpoch = -1, .EndOffset = -1 };
-			if (!t || idx < 0 || idx >= t->nparts || !t->parts[idx].owner_part) {
-				pr->ErrorCode = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+			if (!t || idx < 0 || idx >= t->nparts || !md_part_owner(&t->parts[idx])) {
+				pr->ErrorCode = allowed ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_TOPIC_AUTHORIZATION_FAILED;
 				continue;
 			}
 			it = ALLOC(ctx, struct ofle_item, 1);
@@ -112,7 +119,7 @@ int kafka_handle_offset_for_leader_epoch(struct kafka_ctx *ctx)
 				kafka_ctx_abort(ctx);
 				return 0;
 			}
-			*it = (struct ofle_item){ .pr = pr, .part = t->parts[idx].owner_part,
+			*it = (struct ofle_item){ .pr = pr, .part = md_part_owner(&t->parts[idx]),
 						  .current_epoch = qp->CurrentLeaderEpoch,   /* -1 before v2 */
 						  .epoch = qp->LeaderEpoch, .ctx = ctx };
 			ctx->pending++;

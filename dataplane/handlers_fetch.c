@@ -484,7 +484,7 @@ static int fetch_item_setup(struct kafka_ctx *ctx, struct fetch_state *fs, struc
 		fs->refused = 1;   /* as Kafka: an error answers at once */
 		return 0;
 	}
-	it->part = mp->owner_part;
+	it->part = md_part_owner(mp);
 	it->owner = mp->owner_shard;
 	it->replica = fs->replica;
 	it->isolation = q->IsolationLevel == 1 && it->replica < 0 && !SLUICE_CONTROL_OFF(lso_ignored);
@@ -513,13 +513,17 @@ static const struct md_topic *fetch_topic_find(const struct fetch_state *fs, con
 
 /* ... and the authorizer's word: a consumer needs READ on the topic, a
  * follower CLUSTER_ACTION on the cluster; refused: no topic, the error
- * TOPIC_AUTHORIZATION_FAILED (CLUSTER_AUTHORIZATION_FAILED). */
+ * TOPIC_AUTHORIZATION_FAILED (CLUSTER_AUTHORIZATION_FAILED). An id no
+ * topic has is UNKNOWN_TOPIC_ID before any check (Kafka's order: it names
+ * nothing to authorize). */
 static const struct md_topic *fetch_topic(struct kafka_ctx *ctx, const struct fetch_state *fs,
 					  const struct md_snapshot *md, const uint8_t id[16], struct kafka_str name,
 					  int16_t *unknown)
 {
 	const struct md_topic *t = fetch_topic_find(fs, md, id, name, unknown);
 
+	if (!t && fs->version >= 13)
+		return NULL;
 	if (fs->replica >= 0 ? !authz_cluster(ctx, ACL_CLUSTER_ACTION)
 			     : !authz_allow(ctx, ACL_READ, ACL_RES_TOPIC, t ? t->name : name.ptr,
 					    t ? (size_t)t->name_len : name.len > 0 ? (size_t)name.len : 0)) {

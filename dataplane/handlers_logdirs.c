@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
+#include "dataplane/authz.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part.h"
@@ -65,6 +66,14 @@ int kafka_handle_describe_log_dirs(struct kafka_ctx *ctx)
 		return 0;
 	}
 	kafka_describe_log_dirs_response_init(r);
+	ctx->resp = r;
+	if (!authz_cluster(ctx, ACL_DESCRIBE)) {
+		/* the authorizer: no directory (v3+ says why in its ErrorCode) */
+		r->ErrorCode = KERR_CLUSTER_AUTHORIZATION_FAILED;
+		r->Results.count = 0;
+		kafka_ctx_respond(ctx);
+		return 0;
+	}
 	res = ALLOC(ctx, struct kafka_describe_log_dirs_response_describe_log_dirs_result, 1);
 	if (!res) {
 		kafka_ctx_abort(ctx);

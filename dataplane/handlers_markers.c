@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "dataplane/authz.h"
 #include "dataplane/coord.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
@@ -81,6 +82,10 @@ int kafka_handle_write_txn_markers(struct kafka_ctx *ctx)
 	ctx->resume = markers_finish;
 	ctx->pending = 1;   /* held until every marker is dispatched */
 	part_proxy_init_shard(&px, sh);
+	/* the authorizer: CLUSTER_ACTION on the cluster, else every
+	 * partition CLUSTER_AUTHORIZATION_FAILED */
+	int16_t deny = authz_cluster(ctx, ACL_CLUSTER_ACTION) ? 0 : KERR_CLUSTER_AUTHORIZATION_FAILED;
+
 	for (int i = 0; i < nm; i++) {
 		struct kafka_write_txn_markers_request_writable_txn_marker *mq = &q->Markers.items[i];
 		struct kafka_write_txn_markers_response_writable_txn_marker_result *mr = &r->Markers.items[i];
@@ -110,8 +115,8 @@ int kafka_handle_write_txn_markers(struct kafka_ctx *ctx)
 			}
 			for (int k = 0; k < np; k++) {
 				int32_t idx = tq->PartitionIndexes.items[k];
-				const struct md_partition *mp;
-				int16_t err = md_part_led(t, idx, sh->b->set.node_id, &mp);
+				const struct md_partition *mp = NULL;
+				int16_t err = deny ? deny : md_part_led(t, idx, sh->b->set.node_id, &mp);
 				struct marker_item *it;
 
 				tr->Partitions.items[k].PartitionIndex = idx;
@@ -131,7 +136,7 @@ int kafka_handle_write_txn_markers(struct kafka_ctx *ctx)
 				};
 				it->req.cookie = it;
 				ctx->pending++;
-				part_proxy_txn_marker(&px, mp->owner_shard, mp->owner_part, &it->req);
+				part_proxy_txn_marker_at(&px, mp->owner_shard, md_part_owner(mp), &it->req);
 			}
 		}
 	}

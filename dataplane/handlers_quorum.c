@@ -23,6 +23,7 @@
  */
 #include <string.h>
 
+#include "dataplane/authz.h"
 #include "dataplane/coord.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
@@ -130,9 +131,14 @@ static int describe_quorum_resume(struct kafka_ctx *ctx)
 int kafka_handle_describe_quorum(struct kafka_ctx *ctx)
 {
 	struct kafka_describe_quorum_request *req = ctx->req.body;
-	struct kafka_describe_quorum_response *r = ALLOC(ctx, struct kafka_describe_quorum_response, 1);
-	struct quorum_req *st = ALLOC(ctx, struct quorum_req, 1);
+	struct kafka_describe_quorum_response *r;
+	struct quorum_req *st;
 	int ok;
+
+	if (authz_cluster_or_refuse(ctx, ACL_DESCRIBE))   /* the authorizer */
+		return 0;
+	r = ALLOC(ctx, struct kafka_describe_quorum_response, 1);
+	st = ALLOC(ctx, struct quorum_req, 1);
 
 	if (!r || !st) {
 		kafka_ctx_abort(ctx);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dataplane/authz.h"
 #include "dataplane/broker.h"
 #include "dataplane/coord.h"
 #include "dataplane/kafka_ctx.h"
@@ -87,11 +88,15 @@ static int alter_resume(struct kafka_ctx *ctx)
 int kafka_handle_alter_partition_reassignments(struct kafka_ctx *ctx)
 {
 	struct kafka_alter_partition_reassignments_request *q = ctx->req.body;
-	struct kafka_alter_partition_reassignments_response *r =
-		ALLOC(ctx, struct kafka_alter_partition_reassignments_response, 1);
-	struct reassign_state *st = ALLOC(ctx, struct reassign_state, 1);
+	struct kafka_alter_partition_reassignments_response *r;
+	struct reassign_state *st;
 	int32_t ntopics = q->Topics.count > 0 ? q->Topics.count : 0;
 	int n = 0, at = 0;
+
+	if (authz_cluster_or_refuse(ctx, ACL_ALTER))   /* the authorizer */
+		return 0;
+	r = ALLOC(ctx, struct kafka_alter_partition_reassignments_response, 1);
+	st = ALLOC(ctx, struct reassign_state, 1);
 
 	if (!r || !st) {
 		kafka_ctx_abort(ctx);
@@ -211,10 +216,14 @@ fail:
 int kafka_handle_list_partition_reassignments(struct kafka_ctx *ctx)
 {
 	struct kafka_list_partition_reassignments_request *q = ctx->req.body;
-	struct kafka_list_partition_reassignments_response *r =
-		ALLOC(ctx, struct kafka_list_partition_reassignments_response, 1);
-	struct reassign_state *st = ALLOC(ctx, struct reassign_state, 1);
+	struct kafka_list_partition_reassignments_response *r;
+	struct reassign_state *st;
 	int n = 0, at = 0;
+
+	if (authz_cluster_or_refuse(ctx, ACL_DESCRIBE))   /* the authorizer */
+		return 0;
+	r = ALLOC(ctx, struct kafka_list_partition_reassignments_response, 1);
+	st = ALLOC(ctx, struct reassign_state, 1);
 
 	if (!r || !st) {
 		kafka_ctx_abort(ctx);

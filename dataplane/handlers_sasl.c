@@ -11,10 +11,18 @@
  * password), and the connection is closed once the answer is sent, as
  * Kafka does.
  *
+ * KIP-368: with connections.max.reauth.ms (the listener's, per mechanism)
+ * above 0 a session lasts that long: SaslAuthenticate v1+ says so
+ * (SessionLifetimeMs), the client re-authenticates on the same connection
+ * (SaslHandshake v1 + SaslAuthenticate, the same mechanism and principal,
+ * else closed), and conn.c closes a connection whose session is over at
+ * its next other request.
+ *
  * Thread: the connection's shard (@thread shard). The credentials are the
  * published snapshot's (read-only) and the listener's PLAIN users
  * (read-only once the shards serve): nothing here blocks.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,19 +38,6 @@
 static struct kafka_str kstr(const char *s)
 {
 	return (struct kafka_str){ s, (int32_t)strlen(s) };
-}
-
-/* A copy in the request's memory: the snapshot may be retired before the
- * response is encoded. */
-static struct kafka_str kstr_copy(struct kafka_ctx *ctx, const char *s)
-{
-	size_t n = strlen(s);
-	char *p = ALLOC(ctx, char, n + 1);
-
-	if (!p)
-		return (struct kafka_str){ "", 0 };
-	memcpy(p, s, n + 1);
-	return (struct kafka_str){ p, (int32_t)n };
 }
 
 static const struct broker_listener *ctx_listener(const struct kafka_ctx *ctx)
@@ -78,8 +73,8 @@ int kafka_handle_sasl_handshake(struct kafka_ctx *ctx)
 		r->ErrorCode = (int16_t)sasl_handshake(s, q->Mechanism.ptr ? q->Mechanism.ptr : "",
 						      q->Mechanism.len > 0 ? (size_t)q->Mechanism.len : 0,
 						      l ? l->sasl_mechs : 0, ctx->req.header.RequestApiVersion);
-		/* a second handshake (re-authentication, KIP-368, is not
-		 * implemented) or a mechanism not enabled: answered, closed */
+		/* a second handshake that begins no re-authentication, or a
+		 * mechanism not enabled (or not the session's): answered, closed */
 		if (r->ErrorCode)
 			ctx->c->close_after = 1;
 	}
@@ -90,6 +85,20 @@ int kafka_handle_sasl_handshake(struct kafka_ctx *ctx)
 static const struct sasl_scram_cred *scram_lookup(const void *arg, const char *name, int type)
 {
 	return md_scram_find(arg, name, type);
+}
+
+/* An authentication done: its session's end (KIP-368), the lifetime for
+ * SaslAuthenticate v1+ to say (0: none), a re-authentication counted. */
+static int64_t session_start(struct kafka_ctx *ctx, struct sasl_conn *s, int was_reauth)
+{
+	const struct broker_listener *l = ctx_listener(ctx);
+	int64_t ms = l ? l->reauth_ms[sasl_mech_index(s->mech)] : 0;
+
+	/* PLAIN and SCRAM credentials have no lifetime of their own */
+	s->expire_ns = ms > 0 ? ctx->sh->now_ns + (uint64_t)ms * 1000000ull : UINT64_MAX;
+	s->reauth_ok = !ctx->raw && ctx->req.header.RequestApiVersion >= 1;
+	shard_stat_add(was_reauth ? &ctx->sh->stats.sasl_reauth_ok : &ctx->sh->stats.sasl_auth_ok, 1);
+	return ms > 0 ? ms : 0;
 }
 
 static int respond_later(struct kafka_ctx *ctx)
@@ -139,7 +148,7 @@ static int sasl_raw_token(struct kafka_ctx *ctx, const uint8_t *frame, uint32_t 
 	uint8_t *out = ALLOC(ctx, uint8_t, SASL_OUT_MAX);
 	char why[160];
 	size_t outlen = 0;
-	int rc, mech = s->mech;
+	int rc, mech = s->mech, was_reauth = s->reauth;
 
 	if (!out) {
 		kafka_ctx_abort(ctx);
@@ -151,7 +160,7 @@ static int sasl_raw_token(struct kafka_ctx *ctx, const uint8_t *frame, uint32_t 
 		return 0;
 	}
 	if (rc == 0)
-		shard_stat_add(&ctx->sh->stats.sasl_auth_ok, 1);
+		session_start(ctx, s, was_reauth);
 	ctx->raw_out = (struct kafka_bytes){ out, (int32_t)outlen };
 	kafka_ctx_respond(ctx);
 	return 0;
@@ -168,7 +177,7 @@ int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx)
 	struct sasl_creds cr = { scram_lookup, broker_md(sh->b), l ? l->plain : NULL };
 	char why[160];
 	size_t outlen = 0;
-	int rc, mech;
+	int rc, mech, was_reauth;
 
 	if (ctx->raw)
 		return sasl_raw_token(ctx, ctx->frame, ctx->frame_len);
@@ -182,24 +191,26 @@ int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx)
 		/* no handshake before it, or after the authentication */
 		r->ErrorCode = KERR_ILLEGAL_SASL_STATE;
 		r->ErrorMessage = kstr(s && s->state == SASL_DONE ? "SaslAuthenticate after the authentication "
-				       "(re-authentication is not implemented)" : "SaslAuthenticate before SaslHandshake");
+				       "(a re-authentication begins with SaslHandshake)" : "SaslAuthenticate before SaslHandshake");
 		if (s && s->state != SASL_DONE)
 			ctx->c->close_after = 1;
 		kafka_ctx_respond(ctx);
 		return 0;
 	}
 	mech = s->mech;
+	was_reauth = s->reauth;
 	rc = sasl_step(s, &cr, q->AuthBytes.ptr ? q->AuthBytes.ptr : (const uint8_t *)"",
 		       q->AuthBytes.len > 0 ? (size_t)q->AuthBytes.len : 0, out, SASL_OUT_MAX, &outlen, why,
 		       sizeof(why));
 	if (rc >= 0) {
 		r->AuthBytes = (struct kafka_bytes){ out, (int32_t)outlen };
 		if (rc == 0)
-			shard_stat_add(&sh->stats.sasl_auth_ok, 1);
+			r->SessionLifetimeMs = session_start(ctx, s, was_reauth);
 		kafka_ctx_respond(ctx);
 		return 0;
 	}
-	/* failed: Kafka's message, which says no more than this */
+	/* failed: Kafka's message, which says no more than this (a
+	 * re-authentication as another principal: Kafka's, naming both) */
 	r->ErrorCode = KERR_SASL_AUTHENTICATION_FAILED;
 	r->ErrorMessage = kstr(mech == SASL_MECH_PLAIN ? "Authentication failed: Invalid username or password"
 				: mech == SASL_MECH_SCRAM_SHA_256
@@ -207,11 +218,21 @@ int kafka_handle_sasl_authenticate(struct kafka_ctx *ctx)
 				  "mechanism SCRAM-SHA-256"
 				: "Authentication failed during authentication due to invalid credentials with SASL "
 				  "mechanism SCRAM-SHA-512");
+	if (rc == -EPERM)
+		r->ErrorMessage = kafka_ctx_strdup(ctx, why);
 	auth_failed(ctx, mech, why);
 	return 0;
 }
 
+static int describe_scram(struct kafka_ctx *ctx);
+
+/* the authorizer: DESCRIBE on the cluster */
 int kafka_handle_describe_user_scram_credentials(struct kafka_ctx *ctx)
+{
+	return authz_cluster_or_refuse(ctx, ACL_DESCRIBE) ? 0 : describe_scram(ctx);
+}
+
+static int describe_scram(struct kafka_ctx *ctx)
 {
 	const struct kafka_describe_user_scram_credentials_request *q = ctx->req.body;
 	struct kafka_describe_user_scram_credentials_response *r =
@@ -239,7 +260,7 @@ int kafka_handle_describe_user_scram_credentials(struct kafka_ctx *ctx)
 
 			if (!n || strcmp(md->scram[i - 1].name, c->name)) {
 				memset(&res[n], 0, sizeof(res[n]));
-				res[n].User = kstr_copy(ctx, c->name);
+				res[n].User = kafka_ctx_strdup(ctx, c->name)   /* the snapshot may be retired first */;
 				res[n].ErrorMessage = (struct kafka_str){ NULL, -1 };
 				res[n].CredentialInfos.items = &info[ni];
 				n++;
@@ -307,19 +328,11 @@ static int scram_alter_resume(struct kafka_ctx *ctx)
 	for (int i = 0; i < st->req.n; i++) {
 		const struct coord_scram_item *it = &st->req.items[i];
 
-		r->Results.items[i].ErrorCode = it->err;
-		r->Results.items[i].ErrorMessage = it->err ? kstr_copy(ctx, it->msg) : (struct kafka_str){ NULL, -1 };
+		kafka_ctx_result_error(ctx, &r->Results.items[i].ErrorCode, &r->Results.items[i].ErrorMessage, it->err,
+				       it->msg);
 	}
 	kafka_ctx_respond(ctx);
 	return 0;
-}
-
-static void scram_refuse(struct coord_scram_item *it, int16_t err, const char *msg)
-{
-	if (it->err)
-		return;
-	it->err = err;
-	snprintf(it->msg, sizeof(it->msg), "%s", msg);
 }
 
 int kafka_handle_alter_user_scram_credentials(struct kafka_ctx *ctx)
@@ -353,12 +366,12 @@ int kafka_handle_alter_user_scram_credentials(struct kafka_ctx *ctx)
 		it->del = i < nd;
 		it->cred.type = mech;
 		if (!allowed)
-			scram_refuse(it, KERR_CLUSTER_AUTHORIZATION_FAILED, "AlterUserScramCredentials needs ALTER on "
+			COORD_REFUSE(it, KERR_CLUSTER_AUTHORIZATION_FAILED, "AlterUserScramCredentials needs ALTER on "
 				     "the cluster");
 		if (name->len <= 0 || !name->ptr)
-			scram_refuse(it, KERR_UNACCEPTABLE_CREDENTIAL, "Username must not be empty");
+			COORD_REFUSE(it, KERR_UNACCEPTABLE_CREDENTIAL, "Username must not be empty");
 		else if (name->len >= (int32_t)sizeof(it->name))
-			scram_refuse(it, KERR_UNACCEPTABLE_CREDENTIAL, "Username is too long");
+			COORD_REFUSE(it, KERR_UNACCEPTABLE_CREDENTIAL, "Username is too long");
 		else
 			memcpy(it->name, name->ptr, (size_t)name->len);
 		/* Kafka: a user altered twice in one request is refused, each time */
@@ -366,24 +379,24 @@ int kafka_handle_alter_user_scram_credentials(struct kafka_ctx *ctx)
 			const struct kafka_str *o = j < nd ? &q->Deletions.items[j].Name : &q->Upsertions.items[j - nd].Name;
 
 			if (j != i && o->len == name->len && name->len > 0 && !memcmp(o->ptr, name->ptr, (size_t)name->len))
-				scram_refuse(it, KERR_DUPLICATE_RESOURCE,
+				COORD_REFUSE(it, KERR_DUPLICATE_RESOURCE,
 					     "A user credential cannot be altered twice in the same request");
 		}
 		if (!sasl_scram_key_len(mech))
-			scram_refuse(it, KERR_UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism");
+			COORD_REFUSE(it, KERR_UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism");
 		if (!it->del) {
 			const struct kafka_alter_user_scram_credentials_request_scram_credential_upsertion *u =
 				&q->Upsertions.items[i - nd];
 
 			if (u->Iterations < SASL_MIN_ITERATIONS)
-				scram_refuse(it, KERR_UNACCEPTABLE_CREDENTIAL, "Too few iterations");
+				COORD_REFUSE(it, KERR_UNACCEPTABLE_CREDENTIAL, "Too few iterations");
 			else if (u->Iterations > SASL_MAX_ITERATIONS)
-				scram_refuse(it, KERR_UNACCEPTABLE_CREDENTIAL, "Too many iterations");
+				COORD_REFUSE(it, KERR_UNACCEPTABLE_CREDENTIAL, "Too many iterations");
 			if (!it->err && sasl_scram_from_salted(mech, u->SaltedPassword.ptr,
 							       u->SaltedPassword.len > 0 ? (size_t)u->SaltedPassword.len : 0,
 							       u->Salt.ptr, u->Salt.len > 0 ? (size_t)u->Salt.len : 0,
 							       u->Iterations, &it->cred) < 0)
-				scram_refuse(it, KERR_UNACCEPTABLE_CREDENTIAL, "The salt or the salted password is "
+				COORD_REFUSE(it, KERR_UNACCEPTABLE_CREDENTIAL, "The salt or the salted password is "
 					     "not of this mechanism's size");
 			it->cred.name = it->name;
 		}

@@ -108,6 +108,8 @@ static void ctx_dispatch(struct conn_req *r, const uint8_t *frame, uint32_t len)
 	ctx->cr.no_response = 0;
 	ctx->cleanup = NULL;
 	ctx->cleanup_arg = NULL;
+	ctx->edit = NULL;
+	ctx->edit_arg = NULL;
 	ctx->started_ns = sh->now_ns;
 	c->active_ns = sh->now_ns;
 	ctx->recv_ns = shard_mono_ns();
@@ -305,8 +307,26 @@ void kafka_ctx_abort(struct kafka_ctx *ctx)
 	conn_abort(ctx->c, &ctx->cr);
 }
 
+struct kafka_str kafka_ctx_strdup(struct kafka_ctx *ctx, const char *s)
+{
+	size_t n = strlen(s);
+	char *p = ALLOC(ctx, char, n + 1);
+
+	if (!p)
+		return (struct kafka_str){ "", 0 };
+	memcpy(p, s, n + 1);
+	return (struct kafka_str){ p, (int32_t)n };
+}
+
 void kafka_ctx_respond(struct kafka_ctx *ctx)
 {
+	int (*edit)(struct kafka_ctx *) = ctx->edit;
+
+	ctx->edit = NULL;
+	if (edit && ctx->resp && !ctx->only_error && edit(ctx) < 0) {
+		kafka_ctx_abort(ctx);
+		return;
+	}
 	shard_observe(ctx);
 	ctx->cr.ready = 1;
 	conn_pump(ctx->c);

@@ -54,6 +54,10 @@ struct kafka_ctx {
 	int raw;                            /* a bare SASL token after a v0 SaslHandshake: the answer
 					     * is raw_out, size-prefixed, no Kafka header */
 	struct kafka_bytes raw_out;
+	int (*edit)(struct kafka_ctx *);    /* the handler's last word on a response another thread
+					     * built (the authorizer's per-item refusals), run once by
+					     * kafka_ctx_respond; < 0 aborts */
+	void *edit_arg;
 	void (*cleanup)(struct kafka_ctx *);/* when the request ends (its response sent or dropped) */
 	void *cleanup_arg;
 	int parked_once;                    /* a fetch that long-polled (metrics) */
@@ -102,6 +106,20 @@ static inline void *kafka_ctx_alloc(struct kafka_ctx *ctx, size_t n)
 	void *p = kafka_arena_alloc(&ctx->arena, n);
 
 	return p ? p : kafka_ctx_alloc_more(ctx, n);
+}
+
+/* @thread shard. s (NUL-terminated) copied into the request's memory
+ * ("" when it is full): for strings that may not outlive the request
+ * (a metadata snapshot's, the control thread's answer). */
+struct kafka_str kafka_ctx_strdup(struct kafka_ctx *ctx, const char *s);
+
+/* @thread shard. A result's ErrorCode and ErrorMessage from an item the
+ * control thread answered: err, and text copied (null when err is 0). */
+static inline void kafka_ctx_result_error(struct kafka_ctx *ctx, int16_t *code, struct kafka_str *msg, int16_t err,
+					  const char *text)
+{
+	*code = err;
+	*msg = err ? kafka_ctx_strdup(ctx, text) : (struct kafka_str){ NULL, -1 };
 }
 
 /* Keep `rd` (on shard `owner`) until the response is sent; then (or when

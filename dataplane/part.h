@@ -67,6 +67,8 @@ struct part {
 	struct shard *sh;
 	int32_t index;
 	char topic[256];
+	uint8_t topic_id[16];       /* its topic's id: with index, its key in the owner's
+				     * part_table (dataplane/part_table.h) */
 	struct ack_wait *acks;      /* ring, oldest first */
 	uint32_t ack_head, ack_tail, ack_cap;
 	uint32_t ack_durable;       /* with a role: the acks below it were looked at for their

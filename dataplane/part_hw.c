@@ -39,7 +39,8 @@ void part_role_log_failed(struct part *p)
 	if (!r || !r->isr_change || r->offline_asked)
 		return;
 	r->offline_asked = 1;
-	m = (struct shard_msg){ .fn = r->isr_change, .p = { p }, .v = { p->index, r->self, 2, r->leader_epoch } };
+	m = (struct shard_msg){ .fn = r->isr_change, .v = { p->index, r->self, 2, r->leader_epoch } };
+	memcpy(&m.p[0], p->topic_id, sizeof(p->topic_id));   /* the partition by value */
 	shard_send(p->sh, r->isr_to, &m);   /* parks when the ring is full */
 }
 

@@ -5,7 +5,15 @@
  *
  * Message layouts (fixed-size {fn, p[4], v[4]}): a request carries the
  * sender's index, its completion and cookie; function pointers and cookies
- * travel as pointers or as intptr_t in v[] when p[] is full.
+ * travel as pointers or as intptr_t in v[] when p[] is full. A request on
+ * one partition (all but open) names it the same way everywhere:
+ *   v[0]  bits 0-15 the sender's thread index, 16-31 a 16-bit argument
+ *         (txn_begin's epoch), 32-63 the partition index;
+ *   v[2], v[3]  the topic id (16 bytes);
+ *   p[0]  NULL, or a shard's handle (the *_at requests), used as it is
+ *         (a read, only ever by value, carries its end there instead).
+ * The owner resolves it with owner_find: the handle, else its own
+ * part_table; NULL means the partition is not (or no longer) here.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -18,6 +26,7 @@
 #include "dataplane/part.h"
 #include "dataplane/part_proxy.h"
 #include "dataplane/part_role.h"
+#include "dataplane/part_table.h"
 #include "dataplane/shard_core.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
@@ -41,15 +50,55 @@ static void *fn_ptr(void (*fn)(void))
 
 #define FN(f) fn_ptr((void (*)(void))(f))
 
+_Static_assert(sizeof(((struct shard_msg *)0)->v[2]) * 2 == sizeof(((struct part_addr *)0)->topic_id),
+	       "a topic id fills v[2] and v[3]");
+_Static_assert(BROKER_MAX_SHARDS + 1 <= 0xffff, "a sender's thread index fits v[0]'s 16 bits");
+
+/* A request on partition a from thread `from` (and a 16-bit argument). */
+static void msg_addr(struct shard_msg *m, int from, int16_t aux, struct part_addr a)
+{
+	m->v[0] = (int64_t)(((uint64_t)(uint32_t)a.index << 32) | ((uint64_t)(uint16_t)aux << 16) |
+			    (uint64_t)(uint16_t)from);
+	memcpy(&m->v[2], a.topic_id, sizeof(a.topic_id));
+}
+
+static int msg_from(const struct shard_msg *m)
+{
+	return (int)((uint64_t)m->v[0] & 0xffff);
+}
+
+static int16_t msg_aux(const struct shard_msg *m)
+{
+	return (int16_t)(((uint64_t)m->v[0] >> 16) & 0xffff);
+}
+
+/* On the owner: the partition a request names, or NULL (deleted, moved
+ * away, never opened here). The table lookup is O(1) and allocates
+ * nothing. */
+static struct part *owner_lookup(struct shard *sh, const struct shard_msg *m)
+{
+	uint8_t id[16];
+
+	memcpy(id, &m->v[2], sizeof(id));
+	return part_table_find(&sh->part_tab, id, (int32_t)((uint64_t)m->v[0] >> 32));
+}
+
+static struct part *owner_find(struct shard *sh, const struct shard_msg *m)
+{
+	if (m->p[0])
+		return m->p[0];   /* a shard's handle: retired structs stay until exit */
+	return owner_lookup(sh, m);
+}
+
 /* ---- open ------------------------------------------------------------- */
 
-/* On the sender: p[0] done, p[1] cookie, p[2] the part, p[3] the report;
- * v[0] the result. */
+/* On the sender: p[0] done, p[1] cookie, p[3] the report; v[0] the
+ * result. */
 static void open_answered(void *self, struct shard_msg *m)
 {
 	part_open_done done = (part_open_done)m->p[0];
 
-	done(self, m->p[1], m->p[2], (int)m->v[0], m->p[3]);
+	done(self, m->p[1], (int)m->v[0], m->p[3]);
 }
 
 /* On the owner: p[0] dir, p[1] topic, p[2] md_partition, p[3] report;
@@ -68,15 +117,24 @@ static void owner_open(void *self, struct shard_msg *m)
 	memset(rep, 0, sizeof(*rep));
 	rep->made = stat(dir, &st) < 0 && errno == ENOENT;
 	rc = part_open(sh, dir, t->name, mp->index, &t->cfg, &p);
+	if (rc == 0) {
+		memcpy(p->topic_id, t->id, sizeof(p->topic_id));
+		rc = part_table_add(&sh->part_tab, p);
+		if (rc < 0) {
+			part_close(p);
+			p = NULL;
+		}
+	}
 	if (rc == -EUCLEAN && sh->st.problem[0])
 		fprintf(stderr, "sluiced: partition %s-%d cannot be opened: %s\n", t->name, /* style: allow open failure */
 			mp->index, sh->st.problem);
 	if (rc == 0) {
 		const struct plog_recovery *r = &p->pl->recovery;
 
-		/* the handle goes back in the answer; the sender keeps it in its
-		 * own md_partition (nothing here writes the sender's memory but
-		 * the report it lent) */
+		/* nothing here writes the sender's memory but the report it
+		 * lent: the shards find the partition through the handle this
+		 * shard publishes in pub (md_part_owner), the control thread
+		 * only learns that it is open */
 		p->pub = mp->pub;
 		if (p->pub) {
 			/* what the metadata says until a role says more */
@@ -87,6 +145,8 @@ static void owner_open(void *self, struct shard_msg *m)
 		plog_set_leader_epoch(p->pl, mp->leader_epoch);
 		rep->leader_epoch = p->pl->leader_epoch;
 		part_publish(p);
+		if (p->pub)
+			__atomic_store_n(&p->pub->owner_part, p, __ATOMIC_RELEASE);
 		p->next = sh->parts;
 		sh->parts = p;
 		rep->segments = r->segments;
@@ -100,7 +160,7 @@ static void owner_open(void *self, struct shard_msg *m)
 	}
 	{
 		struct shard_msg r = { .fn = open_answered,
-				       .p = { (void *)(intptr_t)m->v[1], (void *)(intptr_t)m->v[2], p, rep },
+				       .p = { (void *)(intptr_t)m->v[1], (void *)(intptr_t)m->v[2], NULL, rep },
 				       .v = { rc } };
 
 		shard_send(sh, (int)m->v[0], &r);
@@ -127,15 +187,17 @@ static void done_answered(void *self, struct shard_msg *m)
 	done(self, m->p[1], (int)m->v[0]);
 }
 
-/* On the owner: answer a request whose p[1] is done, p[2] the cookie,
- * v[0] the sender. */
+/* On the owner: answer a request whose p[1] is done, p[2] the cookie. */
 static void owner_answer(struct shard *sh, struct shard_msg *m, int err)
 {
 	struct shard_msg r = { .fn = done_answered, .p = { m->p[1], m->p[2] }, .v = { err } };
 
-	shard_send(sh, (int)m->v[0], &r);   /* parks when the ring is full */
+	shard_send(sh, msg_from(m), &r);   /* parks when the ring is full */
 }
 
+/* Out of the owner's list and table (messages by value find it no more).
+ * A retired struct stays published in its pub: shards holding an older
+ * snapshot still route to it and see `deleted`, as before. */
 static void owner_unlink(struct shard *sh, struct part *p)
 {
 	for (struct part **pp = &sh->parts; *pp; pp = &(*pp)->next)
@@ -144,14 +206,18 @@ static void owner_unlink(struct shard *sh, struct part *p)
 			sh->roles_changed = 1;   /* the fetchers' lists name it no more */
 			break;
 		}
+	part_table_remove(&sh->part_tab, p);
 }
 
-/* On the owner: p[0] the part. */
 static void owner_retire(void *self, struct shard_msg *m)
 {
 	struct shard *sh = self;
-	struct part *p = m->p[0];
+	struct part *p = owner_find(sh, m);
 
+	if (!p || p->deleted) {
+		owner_answer(sh, m, -ENOENT);
+		return;
+	}
 	owner_unlink(sh, p);
 	part_retire(p);
 	p->next = sh->retired_parts;   /* freed when the shard exits */
@@ -162,18 +228,31 @@ static void owner_retire(void *self, struct shard_msg *m)
 static void owner_close(void *self, struct shard_msg *m)
 {
 	struct shard *sh = self;
-	struct part *p = m->p[0];
+	struct part *p = owner_find(sh, m);
 
+	if (!p || p->deleted) {
+		owner_answer(sh, m, -ENOENT);
+		return;
+	}
 	owner_unlink(sh, p);
+	/* never published (a topic that did not get created), but leave no
+	 * handle to freed memory behind in its pub */
+	if (p->pub)
+		__atomic_store_n(&p->pub->owner_part, NULL, __ATOMIC_RELEASE);
 	part_close(p);
 	owner_answer(sh, m, 0);
 }
 
-/* On the owner: p[0] the part, p[3] the config. */
+/* On the owner: p[3] the config. */
 static void owner_set_config(void *self, struct shard_msg *m)
 {
-	struct part *p = m->p[0];
+	struct part *p = owner_find(self, m);
 	const struct plog_config *cfg = m->p[3];
+
+	if (!p || p->deleted || !p->pl) {
+		owner_answer(self, m, -ENOENT);
+		return;
+	}
 
 	if (p && p->pl) {
 		/* segment size applies from the next segment on */
@@ -184,58 +263,58 @@ static void owner_set_config(void *self, struct shard_msg *m)
 	owner_answer(self, m, 0);
 }
 
-static void send_part_op(struct part_proxy *px, int owner, void (*fn)(void *, struct shard_msg *), struct part *p,
-			 void *arg, part_done done, void *cookie)
+/* p[1] done, p[2] cookie, p[3] the argument; v[1] a second one. */
+static void send_part_op(struct part_proxy *px, int owner, void (*fn)(void *, struct shard_msg *), struct part_addr a,
+			 void *arg, int64_t arg2, part_done done, void *cookie)
 {
-	struct shard_msg m = { .fn = fn, .p = { p, FN(done), cookie, arg }, .v = { px->from } };
+	struct shard_msg m = { .fn = fn, .p = { NULL, FN(done), cookie, arg }, .v = { 0, arg2 } };
 
+	msg_addr(&m, px->from, 0, a);
 	px->send(px->ctx, owner, &m);
 }
 
-/* On the owner: p[0] the part, v[1] the epoch. */
+/* On the owner: v[1] the epoch. */
 static void owner_set_leader_epoch(void *self, struct shard_msg *m)
 {
-	struct part *p = m->p[0];
+	struct part *p = owner_find(self, m);
 
-	owner_answer(self, m, p->deleted || !p->pl ? -ENOENT : plog_set_leader_epoch(p->pl, (int32_t)m->v[1]));
+	owner_answer(self, m, !p || p->deleted || !p->pl ? -ENOENT : plog_set_leader_epoch(p->pl, (int32_t)m->v[1]));
 }
 
-void part_proxy_set_leader_epoch(struct part_proxy *px, int owner, struct part *p, int32_t epoch,
+void part_proxy_set_leader_epoch(struct part_proxy *px, int owner, struct part_addr a, int32_t epoch,
 				 part_done done, void *cookie)
 {
-	struct shard_msg m = { .fn = owner_set_leader_epoch, .p = { p, FN(done), cookie }, .v = { px->from, epoch } };
-
-	px->send(px->ctx, owner, &m);
+	send_part_op(px, owner, owner_set_leader_epoch, a, NULL, epoch, done, cookie);
 }
 
-/* On the owner: p[0] the part, p[3] the role. */
+/* On the owner: p[3] the role. */
 static void owner_set_role(void *self, struct shard_msg *m)
 {
-	struct part *p = m->p[0];
+	struct part *p = owner_find(self, m);
 
-	owner_answer(self, m, part_role_set(p, m->p[3]));
+	owner_answer(self, m, !p || p->deleted ? -ENOENT : part_role_set(p, m->p[3]));
 }
 
-void part_proxy_set_role(struct part_proxy *px, int owner, struct part *p, const struct part_role_msg *m,
+void part_proxy_set_role(struct part_proxy *px, int owner, struct part_addr a, const struct part_role_msg *m,
 			 part_done done, void *cookie)
 {
-	send_part_op(px, owner, owner_set_role, p, (void *)m, done, cookie);
+	send_part_op(px, owner, owner_set_role, a, (void *)m, 0, done, cookie);
 }
 
-void part_proxy_retire(struct part_proxy *px, int owner, struct part *p, part_done done, void *cookie)
+void part_proxy_retire(struct part_proxy *px, int owner, struct part_addr a, part_done done, void *cookie)
 {
-	send_part_op(px, owner, owner_retire, p, NULL, done, cookie);
+	send_part_op(px, owner, owner_retire, a, NULL, 0, done, cookie);
 }
 
-void part_proxy_close(struct part_proxy *px, int owner, struct part *p, part_done done, void *cookie)
+void part_proxy_close(struct part_proxy *px, int owner, struct part_addr a, part_done done, void *cookie)
 {
-	send_part_op(px, owner, owner_close, p, NULL, done, cookie);
+	send_part_op(px, owner, owner_close, a, NULL, 0, done, cookie);
 }
 
-void part_proxy_set_config(struct part_proxy *px, int owner, struct part *p, const struct plog_config *cfg,
+void part_proxy_set_config(struct part_proxy *px, int owner, struct part_addr a, const struct plog_config *cfg,
 			   part_done done, void *cookie)
 {
-	send_part_op(px, owner, owner_set_config, p, (void *)cfg, done, cookie);
+	send_part_op(px, owner, owner_set_config, a, (void *)cfg, 0, done, cookie);
 }
 
 /* ---- internal records ------------------------------------------------- */
@@ -249,39 +328,61 @@ static void append_answered(void *self, struct shard_msg *m)
 	req->done(self, req->cookie, m->v[0], (int)m->v[1]);
 }
 
-/* On the owner: p[0] the part, p[1] the request; v[0] the sender. */
+/* On the owner: p[1] the request. */
 static void owner_append(void *self, struct shard_msg *m)
 {
-	struct part *p = m->p[0];
+	struct part *p = owner_find(self, m);
 	struct part_append_req *req = m->p[1];
 
-	(void)self;
-	part_append_internal(p, req->batch, req->len, req->min_insync, (int)m->v[0], req, append_answered);
+	if (!p) {
+		struct shard_msg r = { .fn = append_answered, .p = { req }, .v = { -1, -ENOENT } };
+
+		shard_send(self, msg_from(m), &r);
+		return;
+	}
+	part_append_internal(p, req->batch, req->len, req->min_insync, msg_from(m), req, append_answered);
 }
 
-void part_proxy_append(struct part_proxy *px, int owner, struct part *p, struct part_append_req *req)
+void part_proxy_append(struct part_proxy *px, int owner, struct part_addr a, struct part_append_req *req)
 {
-	struct shard_msg m = { .fn = owner_append, .p = { p, req }, .v = { px->from } };
+	struct shard_msg m = { .fn = owner_append, .p = { NULL, req } };
 
+	msg_addr(&m, px->from, 0, a);
 	px->send(px->ctx, owner, &m);
 }
 
 /* ---- transactions ----------------------------------------------------- */
 
-/* On the owner: p[0] the part, p[1] done, p[2] cookie; v[0] the sender,
- * v[1] pid, v[2] epoch, v[3] since_ns. */
+/* On the owner: p[1] done, p[2] cookie, p[3] since_ns; v[1] pid, the
+ * 16-bit argument the epoch. */
 static void owner_txn_begin(void *self, struct shard_msg *m)
 {
-	owner_answer(self, m, part_begin_txn(m->p[0], m->v[1], (int16_t)m->v[2], (uint64_t)m->v[3]));
+	struct part *p = owner_find(self, m);
+
+	owner_answer(self, m, !p ? -ENOENT : part_begin_txn(p, m->v[1], msg_aux(m), (uint64_t)(uintptr_t)m->p[3]));
 }
 
-void part_proxy_txn_begin(struct part_proxy *px, int owner, struct part *p, int64_t pid, int16_t epoch,
+static void send_txn_begin(struct part_proxy *px, int owner, struct part *p, struct part_addr a, int64_t pid,
+			   int16_t epoch, uint64_t since_ns, part_done done, void *cookie)
+{
+	struct shard_msg m = { .fn = owner_txn_begin, .p = { p, FN(done), cookie, (void *)(uintptr_t)since_ns },
+			       .v = { 0, pid } };
+
+	_Static_assert(sizeof(void *) >= sizeof(uint64_t), "since_ns travels in a pointer slot");
+	msg_addr(&m, px->from, epoch, a);
+	px->send(px->ctx, owner, &m);
+}
+
+void part_proxy_txn_begin(struct part_proxy *px, int owner, struct part_addr a, int64_t pid, int16_t epoch,
 			  uint64_t since_ns, part_done done, void *cookie)
 {
-	struct shard_msg m = { .fn = owner_txn_begin, .p = { p, FN(done), cookie },
-			       .v = { px->from, pid, epoch, (int64_t)since_ns } };
+	send_txn_begin(px, owner, NULL, a, pid, epoch, since_ns, done, cookie);
+}
 
-	px->send(px->ctx, owner, &m);
+void part_proxy_txn_begin_at(struct part_proxy *px, int owner, struct part *p, int64_t pid, int16_t epoch,
+			     uint64_t since_ns, part_done done, void *cookie)
+{
+	send_txn_begin(px, owner, p, (struct part_addr){ .index = 0 }, pid, epoch, since_ns, done, cookie);
 }
 
 /* On the sender: p[0] the request; v[0] the marker's offset, v[1] the
@@ -293,16 +394,18 @@ static void marker_answered(void *self, struct shard_msg *m)
 	req->done(self, req->cookie, m->v[0], (int)m->v[1]);
 }
 
-/* On the owner: p[0] the part, p[1] the request; v[0] the sender. */
+/* On the owner: p[1] the request. Nothing to mark where the partition
+ * is not (any more): answered as a deleted one is. */
 static void owner_txn_marker(void *self, struct shard_msg *m)
 {
 	struct shard *sh = self;
-	struct part *p = m->p[0];
+	struct part *p = owner_find(sh, m);
 	struct part_marker_req *req = m->p[1];
-	int to = (int)m->v[0];
+	int to = msg_from(m);
 	int64_t off = -1;
-	int rc = p->role && !p->role->leading ? -EREMOTE
-					      : part_append_marker(p, req->pid, req->epoch, req->commit, 0, &off);
+	int rc = !p ? -ENOENT
+		 : p->role && !p->role->leading ? -EREMOTE
+		 : part_append_marker(p, req->pid, req->epoch, req->commit, 0, &off);
 
 	if (rc == 0) {
 		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = off, .from = (int16_t)to,
@@ -321,11 +424,23 @@ static void owner_txn_marker(void *self, struct shard_msg *m)
 	}
 }
 
-void part_proxy_txn_marker(struct part_proxy *px, int owner, struct part *p, struct part_marker_req *req)
+static void send_txn_marker(struct part_proxy *px, int owner, struct part *p, struct part_addr a,
+			    struct part_marker_req *req)
 {
-	struct shard_msg m = { .fn = owner_txn_marker, .p = { p, req }, .v = { px->from } };
+	struct shard_msg m = { .fn = owner_txn_marker, .p = { p, req } };
 
+	msg_addr(&m, px->from, 0, a);
 	px->send(px->ctx, owner, &m);
+}
+
+void part_proxy_txn_marker(struct part_proxy *px, int owner, struct part_addr a, struct part_marker_req *req)
+{
+	send_txn_marker(px, owner, NULL, a, req);
+}
+
+void part_proxy_txn_marker_at(struct part_proxy *px, int owner, struct part *p, struct part_marker_req *req)
+{
+	send_txn_marker(px, owner, p, (struct part_addr){ .index = 0 }, req);
 }
 
 /* ---- lag -------------------------------------------------------------- */
@@ -363,16 +478,15 @@ static void lag_read_done(void *cookie, struct part_read_req *rq, int err)
 
 /* On the owner: the partition's high watermark, and the timestamp of the
  * first record not consumed (part_read of one batch, from the tail or
- * asynchronously from disk). p[0] the part, p[1] the request; v[0] the
- * sender. */
+ * asynchronously from disk). p[1] the request. */
 static void owner_lag(void *self, struct shard_msg *m)
 {
 	struct shard *sh = self;
-	struct part *p = m->p[0];
+	struct part *p = owner_find(sh, m);
 	struct part_lag_req *q = m->p[1];
 
 	q->sh = sh;
-	q->from = (int)m->v[0];
+	q->from = msg_from(m);
 	q->hw = -1;
 	q->ts = -1;
 	if (!p || p->deleted || !p->pl) {
@@ -390,10 +504,11 @@ static void owner_lag(void *self, struct shard_msg *m)
 	part_read(p, &q->rq, lag_read_done, q);
 }
 
-void part_proxy_lag(struct part_proxy *px, int owner, struct part *p, struct part_lag_req *req)
+void part_proxy_lag(struct part_proxy *px, int owner, struct part_addr a, struct part_lag_req *req)
 {
-	struct shard_msg m = { .fn = owner_lag, .p = { p, req }, .v = { px->from } };
+	struct shard_msg m = { .fn = owner_lag, .p = { NULL, req } };
 
+	msg_addr(&m, px->from, 0, a);
 	px->send(px->ctx, owner, &m);
 }
 
@@ -419,22 +534,25 @@ static void end_answered(void *self, struct shard_msg *m)
 
 /* On the owner, at start or when a coordinator takes over an internal
  * partition: read the range and send it over in chunks (a synchronous
- * read: the internal topics are compacted and small).
- * p[0] the part, p[1] chunk fn, p[2] end fn, p[3] cookie; v[0] sender,
- * v[1] from, v[2] to. */
+ * read: the internal topics are compacted and small). Only by value, so
+ * p[0] is free for the range's end: p[0] to, p[1] chunk fn, p[2] end fn,
+ * p[3] cookie; v[1] from. */
 static void owner_read(void *self, struct shard_msg *m)
 {
 	struct shard *sh = self;
-	struct part *p = m->p[0];
-	int to = (int)m->v[0];
-	/* to < 0: the log end (a coordinator loading the partition it now
-	 * leads, as Kafka's does: its own log, acknowledged or not yet) */
-	int64_t end = p->deleted ? 0
-		      : m->v[2] < 0 ? p->pl->next_offset
-		      : m->v[2] < p->pl->high_watermark ? m->v[2] : p->pl->high_watermark;
+	struct part *p = owner_lookup(sh, m);
+	int to = msg_from(m);
+	int gone = !p || p->deleted || !p->pl;
+	/* the end: PART_READ_LOG_END, the log end (a coordinator loading the
+	 * partition it now leads, as Kafka's does: its own log, acknowledged
+	 * or not yet) */
+	int64_t want = (int64_t)(intptr_t)m->p[0];
+	int64_t end = gone ? 0
+		      : want < 0 ? p->pl->next_offset
+		      : want < p->pl->high_watermark ? want : p->pl->high_watermark;
 	uint32_t cap = 1u << 20;
 	uint8_t *rb = end > 0 ? aligned_alloc(4096, cap + 4096) : NULL; /* style: allow start-up replay */
-	int64_t off = p->deleted ? 0 : m->v[1] > p->pl->log_start ? m->v[1] : p->pl->log_start;
+	int64_t off = gone ? 0 : m->v[1] > p->pl->log_start ? m->v[1] : p->pl->log_start;
 
 	while (rb && off < end) {
 		struct plog_read rd = { .offset = off, .max_offset = end, .max_bytes = cap,
@@ -480,11 +598,12 @@ static void owner_read(void *self, struct shard_msg *m)
 	}
 }
 
-void part_proxy_read(struct part_proxy *px, int owner, struct part *p, int64_t from, int64_t to,
+void part_proxy_read(struct part_proxy *px, int owner, struct part_addr a, int64_t from, int64_t to,
 		     part_range_chunk chunk, part_range_end end, void *cookie)
 {
-	struct shard_msg m = { .fn = owner_read, .p = { p, FN(chunk), FN(end), cookie },
-			       .v = { px->from, from, to } };
+	struct shard_msg m = { .fn = owner_read, .p = { (void *)(intptr_t)to, FN(chunk), FN(end), cookie },
+			       .v = { 0, from } };
 
+	msg_addr(&m, px->from, 0, a);
 	px->send(px->ctx, owner, &m);
 }

@@ -5,7 +5,23 @@
  * partition, using part.c) and answers with a message whose fn is a
  * trampoline here, which unpacks the result and calls the typed completion
  * on the sender's thread, with self = that thread's object (struct ctl,
- * struct shard). The sender never dereferences the partition.
+ * struct shard).
+ *
+ * A request names its partition by value, a struct part_addr (topic id,
+ * partition index): the owner looks its own struct part up in its own
+ * table (sh->part_tab, dataplane/part_table.h) when the message arrives.
+ * A partition deleted or moved away between the send and the arrival is
+ * not found there, and the sender gets the error answer each operation
+ * lists (-ENOENT mostly), never an operation on a freed struct. The
+ * control thread never sees a struct part: it knows a partition as its
+ * md_partition entry (owner shard, opened or not) and its address.
+ *
+ * Shard to shard, two requests (txn_begin_at, txn_marker_at) also take a
+ * handle, the struct part * a shard read from the published metadata
+ * (md_part_owner, dataplane/broker.h): the owner published it there
+ * itself, the sending shard only carries it back, and the owner keeps a
+ * retired partition's struct until it exits, so such a handle never
+ * dangles. Only dataplane/ uses them (scripts/check-layers).
  *
  * Thread: part_proxy_* run on the sender's thread (@thread sender); the
  * completions run there too, from its loop. The owner-side code runs on the
@@ -28,6 +44,22 @@ struct shard;
 struct shard_msg;
 struct md_topic;
 struct md_partition;
+
+/* A partition by value: what a request names (the owner resolves it in its
+ * own part_table when the request arrives). */
+struct part_addr {
+	uint8_t topic_id[16];
+	int32_t index;
+};
+
+static inline struct part_addr part_addr_of(const uint8_t topic_id[16], int32_t index)
+{
+	struct part_addr a = { .index = index };
+
+	for (int i = 0; i < 16; i++)
+		a.topic_id[i] = topic_id[i];
+	return a;
+}
 
 /* The sender's side: its thread index (broker_ctl_index for the control
  * thread, the shard id for a shard) and how it sends. send parks the
@@ -57,18 +89,15 @@ struct part_open_report {
 	char line[1024];             /* plog_recovery_describe, when noteworthy */
 };
 
-/* p: the opened partition (NULL on error), for the sender to keep in its
- * md_partition (md_part_set_handle); it is already linked into the owner's
- * list. */
-typedef void (*part_open_done)(void *self, void *cookie, struct part *p, int err,
-			       const struct part_open_report *rep);
+/* err 0: the partition is open, in the owner's list and its part_table
+ * under (t->id, mp->index), and published in mp->pub (md_part_owner) for
+ * the shards; the sender records only that it is open (md_part_set_opened). */
+typedef void (*part_open_done)(void *self, void *cookie, int err, const struct part_open_report *rep);
 
 /* Open partition mp of topic t in dir on shard owner (t->cfg, mp->pub),
  * leading at mp->leader_epoch (or the log's latest epoch, if higher).
  * dir, t, mp and rep are borrowed until done and only read on the owner,
- * except rep, which it fills; the opened partition comes back as done's
- * `p`, a handle the sender stores in its own md_partition.
- * @thread sender */
+ * except rep, which it fills. @thread sender */
 void part_proxy_open(struct part_proxy *px, int owner, const char *dir, struct md_topic *t,
 		     struct md_partition *mp, struct part_open_report *rep, part_open_done done, void *cookie);
 
@@ -76,30 +105,35 @@ void part_proxy_open(struct part_proxy *px, int owner, const char *dir, struct m
 
 typedef void (*part_done)(void *self, void *cookie, int err);
 
-/* Retire p (its topic was deleted): close the log but keep the struct
- * until the owner exits, since requests parked elsewhere may still name
- * it. @thread sender */
-void part_proxy_retire(struct part_proxy *px, int owner, struct part *p, part_done done, void *cookie);
-/* Close p and free it (a topic that was never published). @thread sender */
-void part_proxy_close(struct part_proxy *px, int owner, struct part *p, part_done done, void *cookie);
-/* New storage settings for p (segment size applies from the next
- * segment). cfg is borrowed until done. @thread sender */
-void part_proxy_set_config(struct part_proxy *px, int owner, struct part *p, const struct plog_config *cfg,
+/* Retire partition a (its topic was deleted, or it moved to other
+ * brokers): take it out of the owner's table, close the log but keep the
+ * struct until the owner exits, since handles parked on other shards may
+ * still name it. done's err: 0, or -ENOENT when the owner has no such
+ * partition (nothing to do). @thread sender */
+void part_proxy_retire(struct part_proxy *px, int owner, struct part_addr a, part_done done, void *cookie);
+/* Close partition a and free it (a topic that was never published, so no
+ * shard holds its handle). done's err: 0, or -ENOENT (none). @thread sender */
+void part_proxy_close(struct part_proxy *px, int owner, struct part_addr a, part_done done, void *cookie);
+/* New storage settings for partition a (segment size applies from the
+ * next segment). cfg is borrowed until done. done's err: 0, -ENOENT (none
+ * there any more). @thread sender */
+void part_proxy_set_config(struct part_proxy *px, int owner, struct part_addr a, const struct plog_config *cfg,
 			   part_done done, void *cookie);
 
 /* The partition's leader epoch moves to `epoch` (every leader change): the
  * batches appended after carry it, and its leader-epoch cache records
  * where it began (plog_set_leader_epoch). done's err: 0; -ESTALE: lower
  * than the partition's epoch (nothing changed); -EINVAL: negative;
- * -ENOENT: the partition was deleted. @thread sender */
-void part_proxy_set_leader_epoch(struct part_proxy *px, int owner, struct part *p, int32_t epoch,
+ * -ENOENT: the partition was deleted (or is not on the owner). @thread sender */
+void part_proxy_set_leader_epoch(struct part_proxy *px, int owner, struct part_addr a, int32_t epoch,
 				 part_done done, void *cookie);
 
-/* What this node is for p (dataplane/part_role.h): leader with its
- * replicas and ISR, or follower of a leader at its address, at an epoch.
- * m is borrowed until done. done's err: part_role_set's. @thread sender */
+/* What this node is for partition a (dataplane/part_role.h): leader with
+ * its replicas and ISR, or follower of a leader at its address, at an
+ * epoch. m is borrowed until done. done's err: part_role_set's, or -ENOENT
+ * when the owner has no such partition. @thread sender */
 struct part_role_msg;
-void part_proxy_set_role(struct part_proxy *px, int owner, struct part *p, const struct part_role_msg *m,
+void part_proxy_set_role(struct part_proxy *px, int owner, struct part_addr a, const struct part_role_msg *m,
 			 part_done done, void *cookie);
 
 /* ---- internal records ---- */
@@ -118,37 +152,45 @@ struct part_append_req {
 				      * only while the ISR has that many, as acks=all */
 };
 
-/* Append req->batch to p and call req->done once the high watermark
- * passes it (or the append failed: -ENOENT for a deleted partition,
+/* Append req->batch to partition a and call req->done once the high
+ * watermark passes it (or the append failed: -ENOENT for a deleted
+ * partition or one the owner does not have,
  * -EREMOTE where this node follows, the log's -errno; an enum part_err:
  * this node stopped leading first, or PART_ERR_AFTER_APPEND when the ISR
  * shrank below req->min_insync).
  * @thread sender */
-void part_proxy_append(struct part_proxy *px, int owner, struct part *p, struct part_append_req *req);
+void part_proxy_append(struct part_proxy *px, int owner, struct part_addr a, struct part_append_req *req);
 
 /* ---- transactions ---- */
 
-/* The coordinator added p to producer pid's transaction (epoch, begun at
+/* The coordinator added partition a to producer pid's transaction (epoch, begun at
  * since_ns, the coordinator's clock): the owner takes its transactional
  * batches from now on. done's err is 0, -errno or an enum part_err
- * (part_txn_begin's); the coordinator chooses the Kafka code
+ * (part_txn_begin's; -ENOENT: the owner has no such partition); the
+ * coordinator chooses the Kafka code
  * (part_err_to_kafka, dataplane/part_err.h).
  * @thread sender */
-void part_proxy_txn_begin(struct part_proxy *px, int owner, struct part *p, int64_t pid, int16_t epoch,
+void part_proxy_txn_begin(struct part_proxy *px, int owner, struct part_addr a, int64_t pid, int16_t epoch,
 			  uint64_t since_ns, part_done done, void *cookie);
+/* The same from a shard holding the owner's handle (see the top). @thread shard */
+void part_proxy_txn_begin_at(struct part_proxy *px, int owner, struct part *p, int64_t pid, int16_t epoch,
+			     uint64_t since_ns, part_done done, void *cookie);
 
 /* One transaction marker, in the sender's memory, borrowed until done. */
 struct part_marker_req {
 	int64_t pid;
 	int16_t epoch;
 	int commit;                  /* COMMIT, else ABORT */
-	part_append_done done;       /* base: the marker's offset; err 0 also when p was deleted */
+	part_append_done done;       /* base: the marker's offset; err 0 also when the partition
+				      * was deleted or is not on the owner (nothing to mark) */
 	void *cookie;
 };
 
-/* Write pid's COMMIT or ABORT marker to p and call req->done once it is
- * durable. @thread sender */
-void part_proxy_txn_marker(struct part_proxy *px, int owner, struct part *p, struct part_marker_req *req);
+/* Write pid's COMMIT or ABORT marker to partition a and call req->done
+ * once it is durable. @thread sender */
+void part_proxy_txn_marker(struct part_proxy *px, int owner, struct part_addr a, struct part_marker_req *req);
+/* The same from a shard holding the owner's handle (see the top). @thread shard */
+void part_proxy_txn_marker_at(struct part_proxy *px, int owner, struct part *p, struct part_marker_req *req);
 
 /* ---- lag ---- */
 
@@ -170,10 +212,11 @@ struct part_lag_req {
 	struct part_read_req rq;     /* the read (part_read) */
 };
 
-/* p's high watermark and the age of its first record at req->committed
+/* Partition a's high watermark (-1: the owner has no such partition) and
+ * the age of its first record at req->committed
  * (one batch read by the owner's one read path, part_read: from the tail,
  * or from disk into one of its read buffers). @thread sender */
-void part_proxy_lag(struct part_proxy *px, int owner, struct part *p, struct part_lag_req *req);
+void part_proxy_lag(struct part_proxy *px, int owner, struct part_addr a, struct part_lag_req *req);
 
 /* ---- reading back ---- */
 
@@ -182,7 +225,8 @@ void part_proxy_lag(struct part_proxy *px, int owner, struct part *p, struct par
 typedef void (*part_range_chunk)(void *self, void *cookie, const uint8_t *buf, uint32_t len, int32_t index);
 typedef void (*part_range_end)(void *self, void *cookie);
 
-/* Read p's batches covering [from, to), clamped to [log start, high
+/* Read partition a's batches covering [from, to) (none, only the end,
+ * when the owner has no such partition), clamped to [log start, high
  * watermark), in chunks of whole batches, with a synchronous read (the
  * replay of an internal topic: at start-up before the broker is ready, or
  * by a coordinator when this node takes over one of its partitions).
@@ -190,7 +234,7 @@ typedef void (*part_range_end)(void *self, void *cookie);
  * new leader's own log: what its predecessor acknowledged is there, while
  * its high watermark may not have caught up yet). @thread sender */
 #define PART_READ_LOG_END (-1)
-void part_proxy_read(struct part_proxy *px, int owner, struct part *p, int64_t from, int64_t to,
+void part_proxy_read(struct part_proxy *px, int owner, struct part_addr a, int64_t from, int64_t to,
 		     part_range_chunk chunk, part_range_end end, void *cookie);
 
 #endif

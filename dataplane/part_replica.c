@@ -102,10 +102,28 @@ static void part_truncated(struct plog_truncate *t)
 	pt->done(pt);
 }
 
+/* Before a cut of the log: the producer snapshot goes (it may hold state
+ * past the cut), after any save in flight, and the aborts whose marker is
+ * at or after `from` (INT64_MIN: all) are forgotten (part_txn_truncated). */
+static void snapshot_drop(struct part *p, int64_t from)
+{
+	int dfd;
+
+	while (p->snap.busy)       /* a snapshot save in flight would rename over the removal */
+		store_poll(&p->sh->st, 1);
+	dfd = open(p->pl->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		unlinkat(dfd, PRODUCER_SNAPSHOT, 0);
+		close(dfd);
+	}
+	p->snap_covered = -1;
+	part_txn_truncated(&p->txn, from);
+}
+
 int part_truncate_to(struct part *p, struct part_truncate *pt)
 {
 	struct plog *pl = p->pl;
-	int dfd, rc;
+	int rc;
 
 	pt->err = 0;
 	pt->p = p;
@@ -122,15 +140,7 @@ int part_truncate_to(struct part *p, struct part_truncate *pt)
 		pt->err = pt->t.err;
 		return 1;
 	}
-	while (p->snap.busy)       /* a snapshot save in flight would rename over the removal */
-		store_poll(&p->sh->st, 1);
-	dfd = open(pl->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		unlinkat(dfd, PRODUCER_SNAPSHOT, 0);
-		close(dfd);
-	}
-	p->snap_covered = -1;
-	part_txn_truncated(&p->txn, pt->offset);
+	snapshot_drop(p, pt->offset);
 	pt->t = (struct plog_truncate){ .offset = pt->offset, .committed = pt->committed, .buf = pt->buf,
 					.buf_cap = pt->buf_cap, .done = part_truncated, .arg = pt };
 	rc = plog_truncate_to(pl, &pt->t);
@@ -165,7 +175,7 @@ int part_truncate_to_sync(struct part *p, int64_t offset, int64_t committed)
 int part_start_at(struct part *p, struct part_truncate *pt)
 {
 	struct plog *pl = p->pl;
-	int dfd, rc;
+	int rc;
 
 	pt->err = 0;
 	pt->p = p;
@@ -180,15 +190,7 @@ int part_start_at(struct part *p, struct part_truncate *pt)
 		pt->err = pt->t.err;
 		return 1;
 	}
-	while (p->snap.busy)       /* a snapshot save in flight would rename over the removal */
-		store_poll(&p->sh->st, 1);
-	dfd = open(pl->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		unlinkat(dfd, PRODUCER_SNAPSHOT, 0);
-		close(dfd);
-	}
-	p->snap_covered = -1;
-	part_txn_truncated(&p->txn, INT64_MIN);
+	snapshot_drop(p, INT64_MIN);
 	rc = plog_start_at(pl, &pt->t);
 	if (rc)
 		pt->err = pt->t.err;

@@ -142,9 +142,9 @@ static int may_join(const struct part *p, const struct part_follower *f)
 static void ask_isr(struct part *p, struct part_follower *f, int join, uint64_t now)
 {
 	struct part_role *r = p->role;
-	struct shard_msg m = { .fn = r->isr_change, .p = { p },
-			       .v = { p->index, f->id, join, r->leader_epoch } };
+	struct shard_msg m = { .fn = r->isr_change, .v = { p->index, f->id, join, r->leader_epoch } };
 
+	memcpy(&m.p[0], p->topic_id, sizeof(p->topic_id));   /* the partition by value */
 	f->reported = 1;
 	f->reported_ns = now;
 	if (r->isr_change)

@@ -50,8 +50,9 @@ struct part_role_msg {
 	uint32_t leader_repl_ip;     /* its native replication address (network order), */
 	int32_t leader_repl_port;    /* port 0: none (the leader runs no DPDK) */
 	/* The leader's ISR proposal to the control thread: sent there as
-	 * { .fn = isr_change, .p = { part }, .v = { index, broker, join,
-	 * leader_epoch } } (join 1: add broker, 0: remove it; 2: the broker is
+	 * { .fn = isr_change, .p = { topic id: 16 bytes in p[0], p[1] },
+	 * .v = { index, broker, join, leader_epoch } }: the partition by value,
+	 * never a pointer to it (join 1: add broker, 0: remove it; 2: the broker is
 	 * this node, whose log of the partition failed: it leaves the ISR and
 	 * the leadership, control/ctl_offline.c). */
 	void (*isr_change)(void *self, struct shard_msg *m);

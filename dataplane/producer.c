@@ -69,6 +69,21 @@ int producer_check(const struct producer_table *t, int64_t pid, int16_t epoch, i
 	return PRODUCER_APPEND;
 }
 
+/* Every live entry of old (pid >= 0; -1 is an empty slot, -2 a
+ * tombstone of producer_expire) put into t's slots. */
+static void rehash(struct producer_table *t, const struct producer_table *old)
+{
+	for (uint32_t i = 0; i < old->cap; i++)
+		if (old->e[i].pid >= 0) {
+			uint32_t j = slot_of(t, old->e[i].pid);
+
+			while (t->e[j].pid != -1)
+				j = (j + 1) & (t->cap - 1);
+			t->e[j] = old->e[i];
+			t->n++;
+		}
+}
+
 static int grow(struct producer_table *t)
 {
 	struct producer_table old = *t;
@@ -83,15 +98,7 @@ static int grow(struct producer_table *t)
 		t->e[i].pid = -1;
 	t->cap = cap;
 	t->n = 0;
-	for (uint32_t i = 0; i < old.cap; i++)
-		if (old.e[i].pid != -1) {
-			uint32_t j = slot_of(t, old.e[i].pid);
-
-			while (t->e[j].pid != -1)
-				j = (j + 1) & (t->cap - 1);
-			t->e[j] = old.e[i];
-			t->n++;
-		}
+	rehash(t, &old);
 	free(old.e);
 	return 0;
 }
@@ -165,15 +172,8 @@ void producer_expire(struct producer_table *t, int64_t now_ms, int64_t ttl_ms)
 			while (t->cap * 3 < (n + 1) * 4)
 				if (grow(t) < 0)
 					break;
-			for (uint32_t i = 0; i < old.cap && t->cap; i++)
-				if (old.e[i].pid >= 0) {
-					uint32_t j = slot_of(t, old.e[i].pid);
-
-					while (t->e[j].pid != -1)
-						j = (j + 1) & (t->cap - 1);
-					t->e[j] = old.e[i];
-					t->n++;
-				}
+			if (t->cap)
+				rehash(t, &old);
 		}
 		free(old.e);
 	}

@@ -107,6 +107,10 @@ struct replica_fetcher {
 	 * and an answer look at these, not at every partition of the shard */
 	struct part **fp;
 	int nfp, fp_cap;
+	/* where in fp the next request (TCP) or round of asks (native)
+	 * starts: after the last partition asked, so that each is asked in
+	 * turn when more follow this leader than one request names */
+	int fp_next;
 	/* the request in flight's partitions in request order (the answer's
 	 * order): an answer's partition found without a search; cleared
 	 * with fp (a partition may be gone) */
@@ -126,6 +130,19 @@ static int follows(const struct part *p, int32_t leader)
 static int ready(const struct part *p, uint64_t now)
 {
 	return p->pl->durable_offset == p->pl->next_offset && !p->pl->err && now >= p->role->retry_ns;
+}
+
+/* p's last append is still being written, and will be: the fetch waits
+ * for it (rf_send_fetch). Not a failed log (offline on this node until a
+ * restart: never asked again) nor one whose filesystem is full (written
+ * again by its role tick, asked once that lands): either would hold back
+ * every other partition followed from the same leader (Kafka's fetcher
+ * takes a failed partition out and goes on with the others). */
+static int settling(const struct part *p, uint64_t now)
+{
+	const struct plog *pl = p->pl;
+
+	return now >= p->role->retry_ns && !pl->err && !pl->nospace && pl->durable_offset != pl->next_offset;
 }
 
 /* What the follower asks of its leader for p (either transport): its
@@ -161,25 +178,40 @@ static int64_t rf_throttle_avail(struct shard *sh)
 	return repl_throttle_avail(&sh->repl_throttle, rate, sh->now_ns);
 }
 
-/* The Fetch from the partitions `from` (a list of n, or sh->parts when
- * NULL); asked, when not NULL, gets the partitions it names in order. */
-static int rf_build(struct shard *sh, int32_t leader, struct part *const *from, int nfrom, int32_t corr,
-		    struct kafka_writer *w, struct part **asked)
+/* The Fetch from the partitions `from` (a list of nfrom, looked at from
+ * index `start` on, round; or sh->parts when NULL); asked, when not NULL,
+ * gets the partitions it names in order; *next, when not NULL, the index
+ * in `from` after the last one named (where the next request starts). */
+static int rf_build(struct shard *sh, int32_t leader, struct part *const *from, int nfrom, int start, int32_t corr,
+		    struct kafka_writer *w, struct part **asked, int *next)
 {
 	struct kafka_fetch_request q;
 	struct kafka_fetch_request_fetch_topic topics[RF_MAX_PARTS];
 	struct kafka_fetch_request_fetch_partition parts[RF_MAX_PARTS];
 	struct kafka_request req;
-	int n = 0, i = 0;
+	int n = 0;
 	int32_t self = -1;
 	int64_t avail = rf_throttle_avail(sh);
-	struct part *p = from ? (nfrom > 0 ? from[0] : NULL) : sh->parts;
+	struct part *p = from ? NULL : sh->parts;
 
+	if (from && (start < 0 || start >= nfrom))
+		start = 0;
 	/* one topic entry per partition (the request allows repeats); at
-	 * most RF_MAX_PARTS partitions a request, the rest on the next */
-	for (; p && n < RF_MAX_PARTS; p = from ? (++i < nfrom ? from[i] : NULL) : p->next) {
+	 * most RF_MAX_PARTS partitions a request, the rest on the next,
+	 * which starts after the last one this one named (as Kafka's
+	 * fetcher moves a partition to the end of its list): from the
+	 * list's head each time, a leader with more partitions from this
+	 * shard than that would never be asked for the others, and they
+	 * would never rejoin its ISR */
+	for (int k = 0; n < RF_MAX_PARTS; k++) {
 		struct rf_ask a;
 
+		if (from)
+			p = k < nfrom ? from[(start + k) % nfrom] : NULL;
+		else if (k)
+			p = p->next;
+		if (!p)
+			break;
 		if (!follows(p, leader) || !ready(p, sh->now_ns))
 			continue;
 		if (p->role->throttled && avail <= 0)
@@ -200,6 +232,8 @@ static int rf_build(struct shard *sh, int32_t leader, struct part *const *from, 
 		topics[n].Partitions.count = 1;
 		if (asked)
 			asked[n] = p;
+		if (from && next)
+			*next = (start + k + 1) % nfrom;
 		n++;
 	}
 	if (!n)
@@ -230,7 +264,7 @@ static int rf_build(struct shard *sh, int32_t leader, struct part *const *from, 
 
 int replica_fetch_build(struct shard *sh, int32_t leader, int32_t corr, struct kafka_writer *w)
 {
-	return rf_build(sh, leader, NULL, 0, corr, w, NULL);
+	return rf_build(sh, leader, NULL, 0, 0, corr, w, NULL, NULL);
 }
 
 static struct part *find_part(struct shard *sh, int32_t leader, struct kafka_str topic, int32_t index)
@@ -747,15 +781,16 @@ static int rf_send_fetch(struct replica_fetcher *f)
 	int n;
 
 	/* all at once: a partition whose append is not durable yet would
-	 * otherwise wait out the leader's long-poll for the others */
+	 * otherwise wait out the leader's long-poll for the others; one that
+	 * cannot become durable (settling) is left out, not waited for */
 	for (int i = 0; i < f->nfp; i++) {
 		struct part *p = f->fp[i];
 
-		if (follows(p, f->leader) && f->sh->now_ns >= p->role->retry_ns && !ready(p, f->sh->now_ns))
+		if (follows(p, f->leader) && settling(p, f->sh->now_ns))
 			return 0;
 	}
 	kafka_writer_init_measure(&w, false);
-	n = rf_build(f->sh, f->leader, f->fp, f->nfp, f->corr + 1, &w, NULL);
+	n = rf_build(f->sh, f->leader, f->fp, f->nfp, f->fp_next, f->corr + 1, &w, NULL, NULL);
 	if (n <= 0)
 		return 0;
 	if (w.len > f->out_cap) {
@@ -768,7 +803,7 @@ static int rf_send_fetch(struct replica_fetcher *f)
 	}
 	f->corr++;
 	kafka_writer_init(&w, f->out, f->out_cap);
-	if ((n = rf_build(f->sh, f->leader, f->fp, f->nfp, f->corr, &w, f->asked)) <= 0)
+	if ((n = rf_build(f->sh, f->leader, f->fp, f->nfp, f->fp_next, f->corr, &w, f->asked, &f->fp_next)) <= 0)
 		return 0;
 	f->nasked = n;
 	f->out_len = (uint32_t)w.len;
@@ -844,7 +879,10 @@ static int native_poll(struct replica_fetcher *f)
 	if (sh->stop || !max_dg)
 		return 0;
 	avail = rf_throttle_avail(sh);
-	for (int k = 0; k < f->nfp; k++) {
+	/* from where the last round stopped (fp_next), as a TCP request: the
+	 * slots go round the partitions, not to the list's head each time */
+	for (int j = 0, start = f->fp_next < f->nfp ? f->fp_next : 0; j < f->nfp; j++) {
+		int k = (start + j) % f->nfp;
 		struct part *p = f->fp[k];
 		struct rf_nslot *s = NULL;
 		struct rf_ask a;
@@ -872,6 +910,7 @@ static int native_poll(struct replica_fetcher *f)
 		s->offset = a.offset;
 		s->sent_ns = sh->now_ns;
 		s->got = s->count = 0;
+		f->fp_next = (k + 1) % f->nfp;
 		/* a frame the ring could not take is a lost datagram: the slot
 		 * times out and the partition is asked again */
 		(void)native_repl_send(sh, f->repl_ip, f->repl_port, s->request, p->topic, strlen(p->topic), &q);

@@ -7,8 +7,6 @@
 #include <strings.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include "dataplane/sasl.h"
@@ -38,39 +36,6 @@ const char *sasl_mech_name(int mech)
 	return "?";
 }
 
-int sasl_scram_key_len(int type)
-{
-	return type == SASL_SCRAM_SHA_256 ? 32 : type == SASL_SCRAM_SHA_512 ? 64 : 0;
-}
-
-static const EVP_MD *scram_md(int type)
-{
-	return type == SASL_SCRAM_SHA_256 ? EVP_sha256() : EVP_sha512();
-}
-
-void sasl_hmac(int type, const uint8_t *key, size_t klen, const void *msg, size_t mlen, uint8_t *out)
-{
-	unsigned int n = 0;
-
-	HMAC(scram_md(type), key, (int)klen, msg, mlen, out, &n);
-}
-
-void sasl_hash(int type, const uint8_t *in, size_t len, uint8_t *out)
-{
-	EVP_Digest(in, len, out, NULL, scram_md(type), NULL);
-}
-
-int sasl_scram_salt(int type, const char *password, size_t pwlen, const uint8_t *salt, size_t salt_len,
-		    int32_t iterations, uint8_t *out)
-{
-	int kl = sasl_scram_key_len(type);
-
-	if (!kl || iterations < 1)
-		return -EINVAL;
-	return PKCS5_PBKDF2_HMAC(password, (int)pwlen, salt, (int)salt_len, iterations, scram_md(type), kl, out) == 1
-		       ? 0 : -EIO;
-}
-
 int sasl_scram_from_salted(int type, const uint8_t *salted, size_t salted_len, const uint8_t *salt, size_t salt_len,
 			   int32_t iterations, struct sasl_scram_cred *out)
 {
@@ -85,9 +50,9 @@ int sasl_scram_from_salted(int type, const uint8_t *salted, size_t salted_len, c
 	out->iterations = iterations;
 	memcpy(out->salt, salt, salt_len);
 	out->salt_len = (uint8_t)salt_len;
-	sasl_hmac(type, salted, (size_t)kl, "Client Key", 10, client_key);
-	EVP_Digest(client_key, (size_t)kl, out->stored_key, NULL, scram_md(type), NULL);
-	sasl_hmac(type, salted, (size_t)kl, "Server Key", 10, out->server_key);
+	scram_hmac(type, salted, (size_t)kl, "Client Key", 10, client_key);
+	scram_hash(type, client_key, (size_t)kl, out->stored_key);
+	scram_hmac(type, salted, (size_t)kl, "Server Key", 10, out->server_key);
 	OPENSSL_cleanse(client_key, sizeof(client_key));
 	return 0;
 }
@@ -106,11 +71,24 @@ int sasl_scram_make(int type, const char *password, size_t pwlen, const uint8_t 
 		salt = rnd;
 		salt_len = sizeof(rnd);
 	}
-	if (sasl_scram_salt(type, password, pwlen, salt, salt_len, iterations, salted) < 0)
+	if (scram_salt_password(type, password, pwlen, salt, salt_len, iterations, salted) < 0)
 		return -EIO;
 	rc = sasl_scram_from_salted(type, salted, (size_t)kl, salt, salt_len, iterations, out);
 	OPENSSL_cleanse(salted, sizeof(salted));
 	return rc;
+}
+
+int sasl_scram_check_password(const struct sasl_scram_cred *cred, const char *password, size_t pwlen)
+{
+	struct sasl_scram_cred c;
+	int kl = sasl_scram_key_len(cred->type), ok;
+
+	if (!kl || sasl_scram_make(cred->type, password, pwlen, cred->salt, cred->salt_len, cred->iterations, &c) < 0)
+		return -EIO;
+	ok = !CRYPTO_memcmp(c.stored_key, cred->stored_key, (size_t)kl) &&
+	     !CRYPTO_memcmp(c.server_key, cred->server_key, (size_t)kl);
+	OPENSSL_cleanse(&c, sizeof(c));
+	return ok;
 }
 
 /* ---- JAAS ------------------------------------------------------------- */
@@ -255,42 +233,6 @@ static int plain_step(struct sasl_conn *s, const struct sasl_creds *cr, const ui
 	return fail(why, whylen, -EACCES, "PLAIN: unknown user");
 }
 
-size_t sasl_b64_encode(const uint8_t *in, size_t len, char *out)
-{
-	return (size_t)EVP_EncodeBlock((unsigned char *)out, in, (int)len);
-}
-
-int sasl_b64_decode(const char *in, size_t len, uint8_t *out, size_t cap)
-{
-	int n, pad = 0;
-
-	if (len % 4 || len / 4 * 3 > cap)
-		return -1;
-	if (!len)
-		return 0;
-	if ((n = EVP_DecodeBlock(out, (const unsigned char *)in, (int)len)) < 0)
-		return -1;
-	pad = (in[len - 1] == '=') + (in[len - 2] == '=');
-	return n - pad;
-}
-
-/* The value of attribute `a` ("n=") in the comma-separated s..e: its
- * start and length; -1 when absent. Attributes are looked for in order
- * from *pp, which moves past the one found. */
-static int attr(const char **pp, const char *e, char a, const char **v, size_t *vlen)
-{
-	const char *p = *pp, *c;
-
-	if (e - p < 2 || p[0] != a || p[1] != '=')
-		return -1;
-	p += 2;
-	c = memchr(p, ',', (size_t)(e - p));
-	*v = p;
-	*vlen = c ? (size_t)(c - p) : (size_t)(e - p);
-	*pp = c ? c + 1 : e;
-	return 0;
-}
-
 static int scram_first(struct sasl_conn *s, const struct sasl_creds *cr, const char *in, size_t len, uint8_t *out,
 		       size_t cap, size_t *outlen, char *why, size_t whylen)
 {
@@ -298,7 +240,6 @@ static int scram_first(struct sasl_conn *s, const struct sasl_creds *cr, const c
 	size_t vlen, n = 0, ul = 0;
 	int type = s->mech == SASL_MECH_SCRAM_SHA_256 ? SASL_SCRAM_SHA_256 : SASL_SCRAM_SHA_512;
 	const struct sasl_scram_cred *cred;
-	uint8_t rnd[18];
 	char snonce[32], salt64[SASL_SALT_MAX * 2];
 	int m;
 
@@ -315,7 +256,7 @@ static int scram_first(struct sasl_conn *s, const struct sasl_creds *cr, const c
 	memcpy(s->gs2, in, (size_t)(bare - in));
 	s->gs2[bare - in] = 0;
 	p = bare;
-	if (attr(&p, e, 'n', &v, &vlen) < 0)
+	if (scram_attr(&p, e, 'n', &v, &vlen) < 0)
 		return fail(why, whylen, -EPROTO, "SCRAM: no user name");
 	for (size_t i = 0; i < vlen; i++) {   /* saslname: =2C is ',' and =3D '=' */
 		char ch = v[i];
@@ -337,7 +278,7 @@ static int scram_first(struct sasl_conn *s, const struct sasl_creds *cr, const c
 		return fail(why, whylen, -EPROTO, "SCRAM: an empty user name");
 	if (p[-1] != ',' && p != e)
 		return fail(why, whylen, -EPROTO, "SCRAM: a bad client-first message");
-	if (attr(&p, e, 'r', &v, &vlen) < 0 || !vlen || vlen + 24 >= sizeof(s->nonce))
+	if (scram_attr(&p, e, 'r', &v, &vlen) < 0 || !vlen || vlen + 24 >= sizeof(s->nonce))
 		return fail(why, whylen, -EPROTO, "SCRAM: no or an overlong nonce");
 	/* extensions (Kafka's tokenauth=true asks for a delegation token:
 	 * there are none here) */
@@ -346,12 +287,11 @@ static int scram_first(struct sasl_conn *s, const struct sasl_creds *cr, const c
 	if (!(cred = cr->scram ? cr->scram(cr->arg, s->user, type) : NULL))
 		return fail(why, whylen, -EACCES, "SCRAM: unknown user");
 	s->cred = *cred;
-	if (RAND_bytes(rnd, sizeof(rnd)) != 1)
+	if (scram_nonce(snonce, sizeof(snonce)) < 0)
 		return fail(why, whylen, -EACCES, "SCRAM: no random bytes for the nonce");
-	sasl_b64_encode(rnd, sizeof(rnd), snonce);
 	memcpy(s->nonce, v, vlen);
 	snprintf(s->nonce + vlen, sizeof(s->nonce) - vlen, "%s", snonce);
-	sasl_b64_encode(cred->salt, cred->salt_len, salt64);
+	scram_b64_enc(cred->salt, cred->salt_len, salt64);
 	m = snprintf((char *)out, cap, "r=%s,s=%s,i=%d", s->nonce, salt64, cred->iterations);
 	if (m < 0 || (size_t)m >= cap)
 		return fail(why, whylen, -EPROTO, "SCRAM: the challenge does not fit");
@@ -378,14 +318,14 @@ static int scram_final(struct sasl_conn *s, const char *in, size_t len, uint8_t 
 	uint8_t server_sig[SASL_KEY_MAX];
 	int plen;
 
-	if (attr(&p, e, 'c', &v, &vlen) < 0)
+	if (scram_attr(&p, e, 'c', &v, &vlen) < 0)
 		return fail(why, whylen, -EPROTO, "SCRAM: no channel binding attribute");
-	sasl_b64_encode((const uint8_t *)s->gs2, strlen(s->gs2), gs2_64);
+	scram_b64_enc((const uint8_t *)s->gs2, strlen(s->gs2), gs2_64);
 	if (vlen != strlen(gs2_64) || memcmp(v, gs2_64, vlen))
 		return fail(why, whylen, -EACCES, "SCRAM: the channel binding does not match the GS2 header");
 	/* the nonce ends with ours (Kafka's ScramSaslServer checks endsWith:
 	 * librdkafka sends its own nonce in front of the whole of ours) */
-	if (attr(&p, e, 'r', &v, &vlen) < 0 || vlen < strlen(s->nonce) ||
+	if (scram_attr(&p, e, 'r', &v, &vlen) < 0 || vlen < strlen(s->nonce) ||
 	    memcmp(v + vlen - strlen(s->nonce), s->nonce, strlen(s->nonce)))
 		return fail(why, whylen, -EACCES, "SCRAM: the nonce does not match");
 	/* the proof is the last attribute */
@@ -395,7 +335,7 @@ static int scram_final(struct sasl_conn *s, const char *in, size_t len, uint8_t 
 			proof_at = q;
 	if (!proof_at || proof_at == in)
 		return fail(why, whylen, -EPROTO, "SCRAM: no proof");
-	plen = sasl_b64_decode(proof_at + 2, (size_t)(e - proof_at - 2), proof, sizeof(proof));
+	plen = scram_b64_dec(proof_at + 2, (size_t)(e - proof_at - 2), proof, sizeof(proof));
 	if (plen != kl)
 		return fail(why, whylen, -EACCES, "SCRAM: a proof of the wrong length");
 	/* AuthMessage: client-first-bare, server-first, client-final without proof */
@@ -405,14 +345,14 @@ static int scram_final(struct sasl_conn *s, const char *in, size_t len, uint8_t 
 	memcpy(am, s->auth, s->auth_len);
 	am[s->auth_len] = ',';
 	memcpy(am + s->auth_len + 1, in, (size_t)(proof_at - 1 - in));
-	sasl_hmac(type, s->cred.stored_key, (size_t)kl, am, am_len, client_sig);
+	scram_hmac(type, s->cred.stored_key, (size_t)kl, am, am_len, client_sig);
 	for (int i = 0; i < kl; i++)
 		client_key[i] = proof[i] ^ client_sig[i];
-	EVP_Digest(client_key, (size_t)kl, stored, NULL, scram_md(type), NULL);
+	scram_hash(type, client_key, (size_t)kl, stored);
 	if (CRYPTO_memcmp(stored, s->cred.stored_key, (size_t)kl))
 		return fail(why, whylen, -EACCES, "SCRAM: wrong password");
-	sasl_hmac(type, s->cred.server_key, (size_t)kl, am, am_len, server_sig);
-	sasl_b64_encode(server_sig, (size_t)kl, sig64);
+	scram_hmac(type, s->cred.server_key, (size_t)kl, am, am_len, server_sig);
+	scram_b64_enc(server_sig, (size_t)kl, sig64);
 	m = snprintf((char *)out, cap, "v=%s", sig64);
 	if (m < 0 || (size_t)m >= cap)
 		return fail(why, whylen, -EPROTO, "SCRAM: the answer does not fit");
@@ -426,8 +366,15 @@ int sasl_handshake(struct sasl_conn *s, const char *name, size_t len, unsigned e
 {
 	int mech = sasl_mech_from_name(name, len);
 
-	if (s->state != SASL_WANT_HANDSHAKE)
+	if (s->state == SASL_DONE && s->reauth_ok && version >= 1) {
+		/* KIP-368: a re-authentication, with the session's mechanism */
+		if (mech != s->mech)
+			return SASL_ERR_UNSUPPORTED_MECHANISM;
+		memcpy(s->prev_principal, s->principal, sizeof(s->prev_principal));
+		s->reauth = 1;
+	} else if (s->state != SASL_WANT_HANDSHAKE) {
 		return SASL_ERR_ILLEGAL_STATE;
+	}
 	if (!mech || !(enabled & (unsigned)mech))
 		return SASL_ERR_UNSUPPORTED_MECHANISM;
 	s->mech = mech;
@@ -451,6 +398,14 @@ int sasl_step(struct sasl_conn *s, const struct sasl_creds *cr, const uint8_t *i
 		rc = scram_final(s, (const char *)in, len, out, cap, outlen, why, whylen);
 	else
 		rc = fail(why, whylen, -EPROTO, "a SaslAuthenticate out of turn");
+	if (rc == 0 && s->reauth) {
+		s->reauth = 0;
+		if (strcmp(s->principal, s->prev_principal)) {
+			snprintf(why, whylen, "Cannot change principals during re-authentication from %.64s: %.64s",
+				 s->prev_principal, s->principal);
+			rc = -EPERM;
+		}
+	}
 	if (rc < 0) {
 		s->state = SASL_FAILED;
 		OPENSSL_cleanse(&s->cred, sizeof(s->cred));

@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dataplane/scram.h"
+
 /* Mechanisms, as bits of a listener's enabled set. */
 enum sasl_mech {
 	SASL_MECH_PLAIN = 1,
@@ -34,11 +36,7 @@ enum sasl_mech {
 };
 #define SASL_MECH_ALL (SASL_MECH_PLAIN | SASL_MECH_SCRAM_SHA_256 | SASL_MECH_SCRAM_SHA_512)
 
-/* Kafka's ScramMechanism numbers (AlterUserScramCredentials, the
- * metadata log's SCRAM records). */
-enum sasl_scram_type { SASL_SCRAM_SHA_256 = 1, SASL_SCRAM_SHA_512 = 2 };
-
-#define SASL_KEY_MAX 64          /* SHA-512's output */
+#define SASL_KEY_MAX SCRAM_KEY_MAX
 #define SASL_SALT_MAX 64
 #define SASL_USER_MAX 256
 #define SASL_MIN_ITERATIONS 4096 /* Kafka's minimum */
@@ -71,23 +69,6 @@ struct sasl_plain_users {
 /* "PLAIN" -> SASL_MECH_PLAIN ...; 0 when not one of the three. */
 int sasl_mech_from_name(const char *name, size_t len);
 const char *sasl_mech_name(int mech);
-/* The hash size of a SCRAM type (32, 64), 0 for another. */
-int sasl_scram_key_len(int type);
-
-/* ---- SCRAM's primitives (RFC 5802), shared by the server steps here and
- * the clients (dataplane/sasl_client.h): @thread any, no allocation. */
-/* HMAC with the type's hash (out: sasl_scram_key_len(type) bytes). */
-void sasl_hmac(int type, const uint8_t *key, size_t klen, const void *msg, size_t mlen, uint8_t *out);
-/* H(): the type's hash. */
-void sasl_hash(int type, const uint8_t *in, size_t len, uint8_t *out);
-/* Hi(password, salt, iterations): PBKDF2 with HMAC of the type's hash. 0,
- * -EINVAL (type), -EIO. */
-int sasl_scram_salt(int type, const char *password, size_t pwlen, const uint8_t *salt, size_t salt_len,
-		    int32_t iterations, uint8_t *out);
-/* Base64 (out: 4 * ceil(len / 3) + 1 bytes, NUL-terminated); the length. */
-size_t sasl_b64_encode(const uint8_t *in, size_t len, char *out);
-/* Base64 back: the bytes, or -1 for bad input or more than cap bytes. */
-int sasl_b64_decode(const char *in, size_t len, uint8_t *out, size_t cap);
 
 /* @thread any. Kafka's credential from a password: salt (random when
  * salt_len is 0, then 32 bytes), iterations, StoredKey, ServerKey. 0 or
@@ -100,6 +81,11 @@ int sasl_scram_make(int type, const char *password, size_t pwlen, const uint8_t 
  * is not the hash's, an empty salt, iterations outside 4096..16384. */
 int sasl_scram_from_salted(int type, const uint8_t *salted, size_t salted_len, const uint8_t *salt, size_t salt_len,
 			   int32_t iterations, struct sasl_scram_cred *out);
+
+/* @thread any. Whether password is the one cred was made from: Hi() of
+ * it with cred's salt and iteration count gives cred's StoredKey and
+ * ServerKey (HTTP Basic on the admin endpoint). 1 yes, 0 no, -EIO. */
+int sasl_scram_check_password(const struct sasl_scram_cred *cred, const char *password, size_t pwlen);
 
 /* @thread main. Kafka's kafka-storage --add-scram argument,
  * "SCRAM-SHA-512=[name=admin,password=admin-secret]" (iterations= too,
@@ -129,6 +115,15 @@ struct sasl_conn {
 	int raw;                     /* a v0 handshake: the tokens follow as bare size-prefixed
 				      * frames (no Kafka header), as kafka-python 2.0 sends them */
 	char principal[5 + SASL_USER_MAX];  /* "User:<name>" once SASL_DONE */
+	/* KIP-368 (connections.max.reauth.ms): the session ends at expire_ns
+	 * (shard clock; UINT64_MAX: never, set when the connection is made);
+	 * a client that authenticated with SaslAuthenticate v1+ (reauth_ok)
+	 * may authenticate again, SaslHandshake v1 then SaslAuthenticate, as
+	 * the same principal (prev_principal) with the same mechanism. */
+	uint64_t expire_ns;
+	int reauth_ok;
+	int reauth;                  /* a re-authentication in progress */
+	char prev_principal[5 + SASL_USER_MAX];
 	/* SCRAM between its two messages */
 	struct sasl_scram_cred cred;
 	char user[SASL_USER_MAX];
@@ -144,17 +139,26 @@ struct sasl_conn {
 
 /* A SaslHandshake naming mechanism `name` (version: the request's; v0's
  * tokens come bare, s->raw): 0, the state moves on; SASL_ERR_ILLEGAL_STATE
- * (not the first), SASL_ERR_UNSUPPORTED_MECHANISM (not in `enabled`). */
+ * (not the first, unless it begins a re-authentication: after SASL_DONE
+ * with reauth_ok, at v1+), SASL_ERR_UNSUPPORTED_MECHANISM (not in
+ * `enabled`, or a re-authentication naming another mechanism). */
 int sasl_handshake(struct sasl_conn *s, const char *name, size_t len, unsigned enabled, int version);
 
 /* One SaslAuthenticate token. Returns 1: go on, out holds the challenge
  * (*outlen bytes); 0: authenticated, out holds the last message
  * (SCRAM's server-final, PLAIN's empty) and s->principal is set; -EACCES:
  * the credentials do not hold (an unknown user, a wrong password); -EPROTO:
- * a message that does not parse. On failure why says what for the log
+ * a message that does not parse; -EPERM: a re-authentication that proved
+ * another principal than the session's. On failure why says what for the log
  * (never a password or a proof). */
 int sasl_step(struct sasl_conn *s, const struct sasl_creds *cr, const uint8_t *in, size_t len, uint8_t *out,
 	      size_t cap, size_t *outlen, char *why, size_t whylen);
+
+/* The index of a mechanism (0 PLAIN, 1 SCRAM-SHA-256, 2 SCRAM-SHA-512). */
+static inline int sasl_mech_index(int mech)
+{
+	return mech == SASL_MECH_PLAIN ? 0 : mech == SASL_MECH_SCRAM_SHA_256 ? 1 : 2;
+}
 
 /* Whether the connection's next frame is a bare SASL token (a v0
  * handshake, the authentication not over). */
@@ -182,6 +186,19 @@ static inline int sasl_preauth_refuse(const struct sasl_conn *s, uint32_t size, 
 		return 0;
 	key = (int16_t)((uint16_t)body[0] << 8 | body[1]);
 	return key != 18 && key != 17 && key != 36;
+}
+
+/* After now_ns >= s->expire_ns (the caller's one comparison per request):
+ * must a frame whose first `avail` bytes are at body close the
+ * connection? 1 for any request but a SaslHandshake (which may begin a
+ * re-authentication) once the session is over (KIP-368: Kafka closes
+ * "due to expired session"); 0 during a re-authentication (the
+ * pre-authentication rule holds then). Pure. */
+static inline int sasl_session_expired(const struct sasl_conn *s, const uint8_t *body, uint32_t avail)
+{
+	if (s->state != SASL_DONE)
+		return 0;
+	return avail < 2 || (int16_t)((uint16_t)body[0] << 8 | body[1]) != 17;
 }
 
 #endif

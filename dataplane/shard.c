@@ -791,6 +791,7 @@ void shard_thread_fini(struct shard *sh)
 		sh->retired_parts = p->next;
 		free(p);   /* its log was closed when its topic was deleted */
 	}
+	part_table_fini(&sh->part_tab);
 }
 
 /* Wall clock in ms, for timestamps and retention. */

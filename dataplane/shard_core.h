@@ -26,6 +26,7 @@
 
 #include "dataplane/broker.h"
 #include "dataplane/fetch_session.h"
+#include "dataplane/part_table.h"
 #include "dataplane/repl_throttle.h"
 #include "storage/lathist.h"
 #include "storage/store.h"
@@ -69,6 +70,8 @@ struct shard_stats {
 	uint64_t sasl_preauth_closed;/* connections closed before authentication for a request other
 				      * than ApiVersions/SaslHandshake/SaslAuthenticate, or a frame
 				      * over SASL_PREAUTH_FRAME_MAX */
+	uint64_t sasl_reauth_ok;     /* KIP-368 re-authentications that succeeded */
+	uint64_t sasl_expired_closed;/* connections closed at a request after their session's end */
 	uint64_t pbuf_starved;
 	uint64_t produce_records;
 	uint64_t produce_requests;
@@ -216,6 +219,8 @@ struct shard {
 	struct fsess_cache fsess;    /* this shard's fetch sessions (dataplane/fetch_session.h) */
 	struct part *parts;          /* partitions this shard owns */
 	struct part *retired_parts;  /* of deleted topics: kept until exit */
+	struct part_table part_tab;  /* sh->parts by (topic id, index): what messages naming a
+				      * partition by value resolve (dataplane/part_table.h) */
 	int repl_parts;              /* partitions with a role (dataplane/part_role.h): 0 on one node */
 	int roles_changed;           /* a partition took a role or left the shard: the fetchers look (replica_fetcher.c) */
 	struct replica_fetcher *fetchers;   /* one per leader followed (dataplane/replica_fetcher.h) */

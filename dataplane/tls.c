@@ -644,24 +644,31 @@ static void conn_error(struct tls_conn *t)
 	ERR_clear_error();
 }
 
-static void set_principal(struct tls_conn *t)
+int tls_cert_principal(const char *rules, const void *x509, char *out, size_t outlen)
 {
-	X509 *peer = SSL_get0_peer_certificate(t->ssl);
 	char dn[512] = "", mapped[240];
 	BIO *b;
 	int n;
 
-	snprintf(t->principal, sizeof(t->principal), "User:ANONYMOUS");
-	if (!peer || !(b = BIO_new(BIO_s_mem())))
-		return;
+	if (!(b = BIO_new(BIO_s_mem())))
+		return -ENOMEM;
 	/* RFC 2253, as Java's X500Principal.getName() gives it to Kafka's rules */
-	X509_NAME_print_ex(b, X509_get_subject_name(peer), 0, XN_FLAG_RFC2253);
+	X509_NAME_print_ex(b, X509_get_subject_name(x509), 0, XN_FLAG_RFC2253);
 	n = BIO_read(b, dn, (int)sizeof(dn) - 1);
 	dn[n > 0 ? n : 0] = 0;
 	BIO_free(b);
-	if (tls_principal_map(t->rules, dn, mapped, sizeof(mapped)) == 0)
-		snprintf(t->principal, sizeof(t->principal), "User:%s", mapped);
-	else
+	if (tls_principal_map(rules, dn, mapped, sizeof(mapped)) < 0)
+		return -ENOENT;
+	snprintf(out, outlen, "User:%s", mapped);
+	return 0;
+}
+
+static void set_principal(struct tls_conn *t)
+{
+	X509 *peer = SSL_get0_peer_certificate(t->ssl);
+
+	snprintf(t->principal, sizeof(t->principal), "User:ANONYMOUS");
+	if (peer && tls_cert_principal(t->rules, peer, t->principal, sizeof(t->principal)) == -ENOENT)
 		t->principal[0] = 0;   /* no rule matched: refused */
 }
 

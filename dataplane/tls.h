@@ -80,6 +80,11 @@ int tls_principal_rules_check(const char *rules, char *err, size_t errlen);
  * 0, or -ENOENT when no rule matches (the connection is refused, as
  * Kafka does). */
 int tls_principal_map(const char *rules, const char *dn, char *out, size_t outlen);
+/* A certificate's principal ("User:" and its subject DN, RFC 2253,
+ * through the rules) into out: 0, -ENOENT when no rule matches, -ENOMEM.
+ * x509: an OpenSSL X509 *. Any thread (the listeners' and the admin
+ * endpoint's). */
+int tls_cert_principal(const char *rules, const void *x509, char *out, size_t outlen);
 
 /* ---- a connection's TLS (@thread shard) ------------------------------- */
 

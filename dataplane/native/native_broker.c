@@ -442,9 +442,9 @@ static void produce_batch(struct native_shard *ns, struct nsession *s, const str
 		struct part_produce_req req = { .rec = batch, .len = len, .acks = pd->acks ? pd->acks : 1,
 						.recv_ns = ns->sh->now_ns };
 
-		part_produce(t->parts[m->partition].owner_part, &req, produce_route, pd);
+		part_produce(md_part_owner(&t->parts[m->partition]), &req, produce_route, pd);
 	} else {
-		struct shard_msg o = { .fn = produce_on_owner, .p = { t->parts[m->partition].owner_part, (void *)batch, pd },
+		struct shard_msg o = { .fn = produce_on_owner, .p = { md_part_owner(&t->parts[m->partition]), (void *)batch, pd },
 				       .v = { len, pd->acks ? pd->acks : 1 } };
 
 		shard_send(ns->sh, t->parts[m->partition].owner_shard, &o);
@@ -758,7 +758,7 @@ static void on_fetch(struct native_shard *ns, struct nsession *s, const struct n
 						m->partition, led, -1, -1, -1, 0, 0, 0, 0, NULL, 0));
 		return;
 	}
-	f.p[0] = mp->owner_part;
+	f.p[0] = md_part_owner(mp);
 	f.v[0] = m->offset;
 	f.v[1] = (int64_t)m->max_bytes | (int64_t)s->max_dg << 32 | (int64_t)(m->isolation & 1) << 48 |
 		 (int64_t)s->peer.dpdk << 49;

@@ -304,7 +304,7 @@ static void on_replica_fetch(struct native_repl *r, const struct native_msg *m, 
 		answer_error(r, m, from, m->leader_epoch >= 0 ? KERR_UNKNOWN_LEADER_EPOCH : KERR_NOT_LEADER_OR_FOLLOWER);
 		return;
 	}
-	f.p[0] = mp->owner_part;
+	f.p[0] = md_part_owner(mp);
 	f.p[1] = (void *)(uintptr_t)((uint64_t)m->max_bytes | (uint64_t)m->max_wait_ms << 32);
 	f.p[2] = (void *)(uintptr_t)((uint64_t)m->max_datagram | (uint64_t)sh->id << 16);
 	f.v[0] = m->offset;

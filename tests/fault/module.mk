@@ -21,8 +21,11 @@ TEST_SCRIPTS += tests/fault/smoke.sh
 .PHONY: fault
 # Before it: the process, disk and clock nemeses each doing what it says on
 # three loopback nodes (tests/fault/test_nemeses_node.py, about 40 s; the
-# disk nemeses' effects are also make test's test_disk_failures.py).
+# disk nemeses' effects are also make test's test_disk_failures.py). And
+# the transactional drill (sluicectl drill txn-leader-loss, about 25 s with
+# its cluster's start).
 fault: all control-broker
 	$(Q)/usr/bin/python3 tests/fault/test_nemeses_node.py
+	$(Q)/usr/bin/python3 tests/integration/test_drill.py --long txn_leader_loss_holds_and_cleans_up
 	$(Q)/usr/bin/python3 tests/fault/test_workloads.py
 	$(Q)tests/fault/full.sh

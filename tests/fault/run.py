@@ -49,7 +49,7 @@ ROOT = netcluster.ROOT
 WORKLOADS = ("queue", "group", "txn")
 ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "divergent", "nonmonotonic", "skipped",
              "stale_commit", "commit_backwards", "aborted_visible", "partial_txn", "premature_read",
-             "copy_mismatch")
+             "copy_mismatch", "cycles")
 PARTITIONS = 3
 # make test's short set: (workload, nemeses); 20 s of workload each
 # (a queue through a leader's SIGKILL is make test's test_cluster_failover
@@ -308,6 +308,10 @@ def table_row(row):
         cells = [row["scenario"], str(row["seed"]), str(row["nodes"]),
                  "%s/%s/%s" % (fmt(row.get("sent")), fmt(row.get("acked")), fmt(row.get("read")))]
         cells += [fmt(row.get(k)) for k in ANOMALIES]
+        ck = row.get("cycle_kinds") or {}
+        kinds = ["%s:%d" % (k, ck[k]) for k in ("G0", "G1c", "G-single", "G2") if ck.get(k)]
+        if kinds:               # the cycle kinds that are figures, not anomalies (G0, G-single, G2)
+            cells[-1] += " (%s)" % " ".join(kinds)
         cells += [fmt(max_of(row.get("longest_unavailable_s"))), fmt(max_of(row.get("recovery_s")))]
     cells.append("`%s`" % row["command"])
     return "| " + " | ".join(cells) + " |"

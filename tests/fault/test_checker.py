@@ -566,5 +566,132 @@ def figures_and_cli():
         shutil.rmtree(d)
 
 
+def txns(h, specs):
+    """Committed transactions in order: specs [(txn, [op])], an op
+    ("w", topic, partition, offset) (the value "<client>-<n>", acked at
+    that offset) or ("r", topic, partition, offset, value) (a read inside
+    the transaction, read_committed)."""
+    n = {}
+    for txn, ops in specs:
+        client = txn.split("-")[0]
+        h.add(client, "txn_begin", txn=txn)
+        for op in ops:
+            if op[0] == "w":
+                v = "%s-%d" % (client, n.get(client, 0))
+                n[client] = n.get(client, 0) + 1
+                h.produce(v, op[1], op[2], op[3], txn=txn)
+            else:
+                h.add(client, "read", value=op[4], key="k", topic=op[1], partition=op[2], offset=op[3],
+                      reader=client, isolation=RC, session=1, txn=txn)
+        h.add(client, "txn_commit", txn=txn, ok=True, error=None)
+    return h.check()
+
+
+def kinds(res):
+    return {k: n for k, n in res["cycle_kinds"].items() if n}
+
+
+@test
+def cycle_g0():
+    """Two transactions write partitions 0 and 1 in opposite orders: a
+    write cycle (G0; a figure, not an anomaly: Kafka orders concurrent
+    transactions per partition only). Clean: the same order in both."""
+    res = txns(H(), [("a-t0", [("w", "t", 0, 0), ("w", "t", 1, 1)]), ("b-t0", [("w", "t", 0, 1), ("w", "t", 1, 0)])])
+    assert kinds(res) == {"G0": 1} and nonzero(res) == {}, res
+    ex = [d for d in res["details"]["cycles"] if d["kind"] == "G0"][0]
+    assert sorted(ex["txns"]) == ["a-t0", "b-t0"] and {e["kind"] for e in ex["edges"]} == {"ww"}, ex
+    assert {(e["src"], e["partition"], tuple(e["offsets"])) for e in ex["edges"]} == \
+        {("a-t0", 0, (0, 1)), ("b-t0", 1, (0, 1))}, ex
+    res = txns(H(), [("a-t0", [("w", "t", 0, 0), ("w", "t", 1, 0)]), ("b-t0", [("w", "t", 0, 1), ("w", "t", 1, 1)])])
+    assert kinds(res) == {} and res["cycle_graph"] == {"txns": 2, "edges": 1}, res
+
+
+@test
+def cycle_g1c():
+    """b read a's record in partition 0, yet b's record in partition 1 is
+    before a's: a -wr-> b -ww-> a (G1c; a figure, its ww edge may be
+    Kafka's order of concurrent transactions). Clean: b's record after
+    a's."""
+    res = txns(H(), [("a-t0", [("w", "t", 0, 0), ("w", "t", 1, 1)]),
+                     ("b-t0", [("r", "t", 0, 0, "a-0"), ("w", "t", 1, 0)])])
+    assert kinds(res) == {"G1c": 1} and nonzero(res) == {}, res
+    ex = [d for d in res["details"]["cycles"] if d["kind"] == "G1c"][0]
+    assert ex["kind"] == "G1c" and sorted((e["kind"], e["src"]) for e in ex["edges"]) == \
+        [("wr", "a-t0"), ("ww", "b-t0")], ex
+    wr = [e for e in ex["edges"] if e["kind"] == "wr"][0]
+    assert (wr["partition"], wr["offset"], wr["value"]) == (0, 0, "a-0"), ex
+    res = txns(H(), [("a-t0", [("w", "t", 0, 0), ("w", "t", 1, 0)]),
+                     ("b-t0", [("r", "t", 0, 0, "a-0"), ("w", "t", 1, 1)])])
+    assert kinds(res) == {} and nonzero(res) == {}, res
+
+
+@test
+def cycle_wr_only():
+    """a and b each wrote a record and then read the other's (read
+    committed, so before either committed): a -wr-> b -wr-> a, the cycle of
+    wr edges alone that counts as an anomaly. Clean: b read a's record, a
+    only z's."""
+    z = [("z-t0", [("w", "t", 1, 0)])]
+    h = H()
+    for txn, w, r in (("a-t0", ("t", 0, 0), ("t", 1, 1, "b-0")), ("b-t0", ("t", 1, 1), ("t", 0, 0, "a-0"))):
+        h.add(txn[0], "txn_begin", txn=txn)
+        h.produce(txn[0] + "-0", w[0], w[1], w[2], txn=txn)
+    for txn, w, r in (("a-t0", ("t", 0, 0), ("t", 1, 1, "b-0")), ("b-t0", ("t", 1, 1), ("t", 0, 0, "a-0"))):
+        h.add(txn[0], "read", value=r[3], key="k", topic=r[0], partition=r[1], offset=r[2], reader=txn[0],
+              isolation=RC, session=1, txn=txn)
+    for txn in ("a-t0", "b-t0"):
+        h.add(txn[0], "txn_commit", txn=txn, ok=True, error=None)
+    res = h.check()
+    assert nonzero(res) == {"cycles": 1}, res
+    ex = [d for d in res["details"]["cycles"] if d["kind"] == "wr"][0]
+    assert sorted((e["src"], e["dst"], e["partition"], e["value"]) for e in ex["edges"]) == \
+        [("a-t0", "b-t0", 0, "a-0"), ("b-t0", "a-t0", 1, "b-0")], ex
+    res = txns(H(), z + [("a-t0", [("w", "t", 0, 0), ("r", "t", 1, 0, "z-0")]),
+                         ("b-t0", [("w", "t", 1, 1), ("r", "t", 0, 0, "a-0")])])
+    assert nonzero(res) == {} and res["cycle_kinds"]["G1c"] == 0, res
+
+
+@test
+def cycle_g_single():
+    """b read a's record in partition 0 but in partition 1 only z's, before
+    a's: a -wr-> b -rw-> a (G-single, read skew; a figure: Kafka's
+    read_committed is no snapshot across partitions). Clean: b read a's
+    record in partition 1 too."""
+    z = [("z-t0", [("w", "t", 1, 0)]), ("a-t0", [("w", "t", 0, 0), ("w", "t", 1, 1)])]
+    res = txns(H(), z + [("b-t0", [("r", "t", 0, 0, "a-0"), ("r", "t", 1, 0, "z-0"), ("w", "o", 0, 0)])])
+    assert kinds(res) == {"G-single": 1} and nonzero(res) == {}, res
+    ex = [d for d in res["details"]["cycles"] if d["kind"] == "G-single"][0]
+    rw = [e for e in ex["edges"] if e["kind"] == "rw"]
+    assert len(rw) == 1 and (rw[0]["src"], rw[0]["dst"], rw[0]["read_to"], rw[0]["next"]) == \
+        ("b-t0", "a-t0", 0, 1), ex
+    res = txns(H(), z + [("b-t0", [("r", "t", 0, 0, "a-0"), ("r", "t", 1, 1, "a-1"), ("w", "o", 0, 0)])])
+    assert kinds(res) == {} and nonzero(res) == {}, res
+
+
+@test
+def cycle_g2():
+    """Write skew: a read partition 0 to z's record and wrote partition 1, b
+    read partition 1 to z's record and wrote partition 0, neither saw the
+    other: a -rw-> b -rw-> a (G2, a figure). Clean: b saw a's record."""
+    z = [("z-t0", [("w", "t", 0, 0), ("w", "t", 1, 0)]),
+         ("a-t0", [("r", "t", 0, 0, "z-0"), ("w", "t", 1, 1)])]
+    res = txns(H(), z + [("b-t0", [("r", "t", 1, 0, "z-1"), ("w", "t", 0, 1)])])
+    assert kinds(res) == {"G2": 1} and nonzero(res) == {}, res
+    ex = [d for d in res["details"]["cycles"] if d["kind"] == "G2"][0]
+    assert sorted(e["kind"] for e in ex["edges"]) == ["rw", "rw"], ex
+    res = txns(H(), z + [("b-t0", [("r", "t", 1, 1, "a-0"), ("w", "t", 0, 1)])])
+    assert kinds(res) == {} and nonzero(res) == {}, res
+
+
+@test
+def cycles_large():
+    """3,000 transactions (past Python's recursion limit) in one long ww chain closed into a cycle: one
+    G0, found without recursion."""
+    h = H()
+    specs = [("a-t%d" % i, [("w", "t", 0, i), ("w", "t", 1, i + 1 if i < 2999 else 0)]) for i in range(3000)]
+    res = txns(h, specs)
+    assert kinds(res) == {"G0": 1}, kinds(res)
+
+
 if __name__ == "__main__":
     main("fault checker")

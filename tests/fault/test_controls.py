@@ -15,7 +15,8 @@ scenario itself is proven whatever the checker says.
 Scenarios (docs/fault-testing.md#controls):
   no-dedup             duplicated   a resent idempotent batch (its response lost by faultproxy)
   no-seq-check         reordered    a batch past a sequence gap, then the gap's
-  lso-ignored          aborted_visible  read_committed after an aborted transaction
+  lso-ignored          aborted_visible  read_committed after an aborted transaction;
+                       cycles       two open transactions reading each other's records
   no-generation-check  stale_commit a member that left commits after the new owner
   ack-before-isr       lost         acks=all to a leader cut off from its followers, then killed
   no-truncate          divergent    the old leader, back as a follower, keeps its own tail
@@ -121,7 +122,7 @@ def final_read(bootstrap, topic, partition, out_dir):
 
 # the checker's anomaly counts (docs/fault-testing.md)
 ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "divergent", "nonmonotonic", "skipped", "stale_commit",
-             "commit_backwards", "aborted_visible", "partial_txn", "premature_read", "copy_mismatch")
+             "commit_backwards", "aborted_visible", "partial_txn", "premature_read", "copy_mismatch", "cycles")
 
 
 def checked(out_dir):
@@ -133,7 +134,12 @@ def checked(out_dir):
 def both(name, anomaly, scenario, single=True, settings=None):
     """scenario(bootstrap-or-cluster, out_dir) -> its direct count of the
     anomaly; run with the control broker (SLUICE_CONTROL=name), then the
-    normal one. Returns ((direct, checker counts) with, (...) without)."""
+    normal one. Returns ((direct, checker counts) with, (...) without).
+    anomaly may be a tuple, and direct then a tuple of counts, one each."""
+    anomalies = anomaly if isinstance(anomaly, tuple) else (anomaly,)
+
+    def dcs(direct):
+        return direct if isinstance(direct, tuple) else (direct,)
     assert os.path.exists(CONTROL), "%s: build it with make control-broker" % CONTROL
     out = {}
     for label, binary, env in (("control", CONTROL, name), ("normal", NORMAL, None)):
@@ -159,14 +165,15 @@ def both(name, anomaly, scenario, single=True, settings=None):
             os.environ.pop("SLUICE_CONTROL", None)
         shutil.rmtree(d, ignore_errors=True)
         out[label] = (direct, counts)
-        print("  %-20s %-8s direct %s=%d  checker %s" % (
-            name, label, anomaly, direct,
+        print("  %-20s %-8s direct %s=%s  checker %s" % (
+            name, label, "/".join(anomalies), "/".join(map(str, dcs(direct))),
             {a: counts[a] for a in ANOMALIES if counts[a]}),
             flush=True)
     (dc, cc), (dn, cn) = out["control"], out["normal"]
-    assert dc > 0, "%s: the control broker did not show %s" % (name, anomaly)
-    assert dn == 0, "%s: the normal broker showed %s (%d)" % (name, anomaly, dn)
-    assert cc[anomaly] > 0, "%s: the checker found no %s against the control: %r" % (name, anomaly, cc)
+    for i, a in enumerate(anomalies):
+        assert dcs(dc)[i] > 0, "%s: the control broker did not show %s" % (name, a)
+        assert dcs(dn)[i] == 0, "%s: the normal broker showed %s (%d)" % (name, a, dcs(dn)[i])
+        assert cc[a] > 0, "%s: the checker found no %s against the control: %r" % (name, a, cc)
     bad = {a: cn[a] for a in ANOMALIES if cn[a]}
     assert not bad, "%s: the checker found anomalies against the normal broker: %r" % (name, bad)
     return out
@@ -285,6 +292,64 @@ def scenario_aborted(bootstrap, out):
     h.close()
     seen = final_read(bootstrap, topic, 0, out)["read_committed"]
     return sum(1 for _, x in seen if x in aborted)
+
+
+def scenario_wr_cycle(bootstrap, out):
+    """Two transactions each write a record to a partition of their own,
+    then read the other's partition read_committed from its start, then
+    commit. Read up to the last stable offset neither sees the other's
+    open record; served past it each reads the other's: a -wr-> b -wr-> a,
+    a cycle of wr edges (the checker's "cycles"). Returns the number of
+    records read that the other transaction wrote."""
+    topic = "wr"
+    names = ("a", "b")
+    with ktxn.TConn(bootstrap) as c:
+        ktxn.new_topic(c, topic, partitions=2)
+    conns = [ktxn.TConn(bootstrap) for _ in names]
+    hs = [Hist(out, n) for n in names]
+    try:
+        ps, wrote = [], []
+        for i, (c, h) in enumerate(zip(conns, hs)):
+            p = ktxn.Producer(c, "ctl-wr-" + names[i])
+            txn = "%s-t0" % names[i]
+            h.w("txn_begin", txn=txn)
+            p.add(topic, [i])
+            v = h.value()
+            h.w("send", value=v, key=None, topic=topic, partition=i, txn=txn)
+            r = p.produce(topic, i, [v.encode()])
+            assert r.error == 0, r
+            h.w("ack", value=v, topic=topic, partition=i, offset=r.base)
+            ps.append(p)
+            wrote.append(v)
+        seen = 0
+        for i, (c, h) in enumerate(zip(conns, hs)):
+            f = c.fetch1(topic, 1 - i, 0, ktxn.READ_COMMITTED)
+            assert f.error == 0, f
+            for bt in f.batches:
+                for rec in ([] if bt.control else bt.records):
+                    v = rec.value.decode()
+                    h.w("read", value=v, key=None, topic=topic, partition=1 - i, offset=rec.offset,
+                        reader=names[i], isolation="read_committed", session=1, txn="%s-t0" % names[i])
+                    seen += v == wrote[1 - i]
+        for i, (p, h) in enumerate(zip(ps, hs)):
+            err = p.end(True)
+            assert err == 0, err
+            h.w("txn_commit", txn="%s-t0" % names[i], ok=True, error=None)
+    finally:
+        for c in conns:
+            c.close()
+        for h in hs:
+            h.close()
+    for part in (0, 1):
+        final_read(bootstrap, topic, part, out)
+    return seen
+
+
+def scenario_lso(bootstrap, out):
+    """scenario_aborted and scenario_wr_cycle against one broker: (records
+    of the aborted transaction read read_committed, records of the other
+    open transaction read)."""
+    return scenario_aborted(bootstrap, out), scenario_wr_cycle(bootstrap, out)
 
 
 def scenario_stale_commit(bootstrap, out):
@@ -553,7 +618,12 @@ def no_seq_check_reorders():
 
 @test
 def lso_ignored_shows_aborted():
-    both("lso-ignored", "aborted_visible", scenario_aborted)
+    """read_committed served past the last stable offset: an aborted
+    transaction's records read, and two open transactions reading each
+    other's records (a cycle of wr edges)."""
+    out = both("lso-ignored", ("aborted_visible", "cycles"), scenario_lso)
+    ex = [d for d in out["control"][1]["details"]["cycles"] if d["kind"] == "wr"][0]
+    assert sorted(ex["txns"]) == ["a-t0", "b-t0"], ex
 
 
 @test

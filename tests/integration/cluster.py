@@ -175,8 +175,9 @@ class Cluster:
         return False
 
 
-def until(what, fn, timeout=WAIT):
-    """fn() until it returns something true (exceptions retried); its value."""
+def until(what, fn, timeout=WAIT, every=0.3):
+    """fn() every `every` s until it returns something true (exceptions
+    retried); its value."""
     end = time.monotonic() + timeout
     last = None
     while time.monotonic() < end:
@@ -185,9 +186,9 @@ def until(what, fn, timeout=WAIT):
             if v:
                 return v
             last = v
-        except Exception as e:  # noqa: BLE001 - a node mid-election
+        except Exception as e:  # noqa: BLE001 - a node mid-election or mid-restart
             last = e
-        time.sleep(0.3)
+        time.sleep(every)
     raise AssertionError("%s: not within %d s (last: %r)" % (what, timeout, last))
 
 

@@ -231,14 +231,32 @@ class Broker:
 class broker:
     """Context manager: a fresh temp dir and a started broker; on exit the
     broker is stopped (a broker that does not exit 0 on SIGTERM fails the
-    test) and the directory removed."""
+    test) and the directory removed.
 
-    def __init__(self, **kw):
-        self.kw = kw
+    A broker with security: `listeners` names more listeners (SSL,
+    SASL_PLAINTEXT, SASL_SSL) beside the PLAINTEXT one it is started and
+    awaited on, each on a free loopback port, b.addr[name] its
+    "127.0.0.1:port"; `admin` adds an admin endpoint (its port b.admin).
+    The rest (settings, args, shards) goes to Broker; settings win."""
+
+    def __init__(self, listeners=(), admin=False, **kw):
+        self.listeners, self.admin, self.kw = listeners, admin, kw
         self.b = None
 
     def __enter__(self):
-        self.b = Broker(temp_dir(), **self.kw)
+        kw, addr, admin = dict(self.kw), {}, None
+        if self.listeners or self.admin:
+            port = free_port()
+            addr = {name: "127.0.0.1:%d" % free_port() for name in self.listeners}
+            s = {"listeners": ",".join(["PLAINTEXT://127.0.0.1:%d" % port] +
+                                       ["%s://%s" % (name, a) for name, a in addr.items()])}
+            if self.admin:
+                admin = free_port()
+                s["admin.listen"] = "127.0.0.1:%d" % admin
+            s.update(kw.get("settings") or {})
+            kw.update(settings=s, port=port)
+        self.b = Broker(temp_dir(), **kw)
+        self.b.addr, self.b.admin = addr, admin
         try:
             self.b.start()
         except BaseException:
@@ -258,25 +276,40 @@ class broker:
         return False
 
 
-def make_tls_certs(d):
-    """Test certificates made with the openssl CLI in directory d: a CA
-    (ca.pem, ca.key) and the broker's certificate for localhost and
-    127.0.0.1 (broker.pem, broker.key, and both in broker.keystore.pem),
-    as tests/integration/test_tls.py makes them. Returns d."""
+def make_ca(d, name):
+    """A test CA made with the openssl CLI in directory d: name.pem,
+    name.key (subject /CN=name)."""
+    run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", name + ".key", "-out", name + ".pem", "-days", "2", "-subj", "/CN=" + name], cwd=d)
+
+
+def make_cert(d, ca, name, subj, san=None):
+    """A certificate of CA ca (make_ca) for subj, with the subjectAltName
+    san when given, in directory d: name.pem, name.key, and both in
+    name.keystore.pem."""
     def openssl(*args):
         run(["openssl"] + list(args), cwd=d)
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
-            "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=ca")
-    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "broker.key",
-            "-out", "broker.csr", "-subj", "/CN=localhost")
-    with open(os.path.join(d, "broker.ext"), "w") as f:
-        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    openssl("x509", "-req", "-in", "broker.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial",
-            str(int(time.time() * 1000) % 1000000007), "-out", "broker.pem", "-days", "2", "-extfile", "broker.ext")
-    with open(os.path.join(d, "broker.keystore.pem"), "w") as out:
-        for part in ("broker.pem", "broker.key"):
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", name + ".key",
+            "-out", name + ".csr", "-subj", subj)
+    args = ["x509", "-req", "-in", name + ".csr", "-CA", ca + ".pem", "-CAkey", ca + ".key", "-set_serial",
+            str(int(time.time() * 1000) % 1000000007), "-out", name + ".pem", "-days", "2"]
+    if san:
+        with open(os.path.join(d, name + ".ext"), "w") as f:
+            f.write("subjectAltName=%s\n" % san)
+        args += ["-extfile", name + ".ext"]
+    openssl(*args)
+    with open(os.path.join(d, name + ".keystore.pem"), "w") as out:
+        for part in (name + ".pem", name + ".key"):
             with open(os.path.join(d, part)) as f:
                 out.write(f.read())
+
+
+def make_tls_certs(d):
+    """Test certificates in directory d: a CA (ca.pem, ca.key) and the
+    broker's certificate for localhost and 127.0.0.1 (broker.pem,
+    broker.key, and both in broker.keystore.pem). Returns d."""
+    make_ca(d, "ca")
+    make_cert(d, "ca", "broker", "/CN=localhost", "DNS:localhost,IP:127.0.0.1")
     return d
 
 

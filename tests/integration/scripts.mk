@@ -49,6 +49,10 @@ TEST_SCRIPTS += tests/integration/test_acls.py
 # itest-interbroker adds a leader's SIGKILL and everything read back, a node
 # trusting another CA refused, the broker principal's CLUSTER_ACTION (~45 s)
 TEST_SCRIPTS += tests/integration/test_cluster_interbroker.py
+# sluicectl --command-config over SASL_SSL (SCRAM, PLAIN) and SSL with a client
+# certificate, its refusals; the admin endpoint's HTTP Basic (admin.require.auth)
+# (one broker, about 3 s)
+TEST_SCRIPTS += tests/integration/test_sluicectl_security.py
 # Kafka's KRaft settings: what Sluice cannot honour is refused, a one-node
 # config serves
 TEST_SCRIPTS += tests/integration/test_cluster_config.py

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """ACLs with real clients (issue 21, ACLs).
 
-- CreateAcls, DescribeAcls and DeleteAcls from kafka-python's admin client
+- Without the authorizer CreateAcls, DescribeAcls and DeleteAcls answer
+  SECURITY_DISABLED (raw frames); then, with it (User:ANONYMOUS a super user):
+  CreateAcls, DescribeAcls and DeleteAcls from kafka-python's admin client
   (Debian's confluent-kafka 1.7 has no ACL calls): bindings of each
   resource type and pattern are created, a duplicate is no error, an
   invalid one (an ANY operation) is INVALID_REQUEST; DescribeAcls filters
@@ -17,6 +19,17 @@
   DENY wins over an ALLOW; a new ACL takes effect on a connection already
   open; super.users (admin) bypass every check; DescribeAcls and
   CreateAcls need DESCRIBE / ALTER on the cluster; allow.everyone.if.no.acl.found.
+- Every other API Kafka's KafkaApis checks, as raw frames from alice
+  (PLAIN): each refused with Kafka's error without its ACL, and served with
+  the one operation it needs: ListOffsets, OffsetForLeaderEpoch, the config
+  APIs (topic and broker resources), CreatePartitions, DeleteRecords,
+  FindCoordinator, DescribeGroups, ListGroups (filtered, or all with
+  DESCRIBE on the cluster), DeleteGroups, OffsetDelete, OffsetFetch,
+  TxnOffsetCommit and AddPartitionsToTxn (per topic), WriteTxnMarkers,
+  DescribeLogDirs, DescribeCluster's authorized operations, ElectLeaders,
+  the reassignment APIs, DescribeQuorum, DescribeUserScramCredentials; a
+  Fetch or Metadata of an unknown topic id is UNKNOWN_TOPIC_ID, Metadata by
+  the id of a topic alice may not describe 29 without its name.
 - A 3-node cluster with the authorizer and User:ANONYMOUS (the brokers'
   principal on the PLAINTEXT inter-broker listener) in super.users
   replicates: acks=all produces, every ISR full, the same bytes on each node.
@@ -31,7 +44,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SLUICED, Broker, broker, free_port, main, run, temp_dir, test  # noqa: E402
+from harness import SLUICED, broker, free_port, main, run, temp_dir, test  # noqa: E402
+from kraw import Conn, W, compact_str, read_compact_str, read_uvarint, uvarint  # noqa: E402
 import json  # noqa: E402
 import shutil  # noqa: E402
 
@@ -78,9 +92,26 @@ BINDINGS = [
 ]
 
 
+SECURITY_DISABLED = 54
+
+
 @test
 def create_describe_delete_and_restart():
     with broker(shards=2) as b:
+        # without the authorizer the ACL APIs answer SECURITY_DISABLED, as Kafka's
+        with Conn(b.bootstrap) as c:
+            r = c.request(29, 1, W().i8(1).str(None).i8(1).str(None).str(None).i8(1).i8(1))   # DescribeAcls
+            r.i32()
+            assert r.i16() == SECURITY_DISABLED
+            r = c.request(30, 1, W().array([0], lambda w, _: w.i8(2).str("t").i8(3).str("User:x").str("*")
+                                             .i8(3).i8(3)))                                # CreateAcls
+            assert r.i32() >= 0 and r.i32() == 1 and r.i16() == SECURITY_DISABLED
+            r = c.request(31, 1, W().array([0], lambda w, _: w.i8(1).str(None).i8(1).str(None).str(None)
+                                             .i8(1).i8(1)))                                # DeleteAcls
+            assert r.i32() >= 0 and r.i32() == 1 and r.i16() == SECURITY_DISABLED
+        # the rest with the authorizer; the PLAINTEXT listener's User:ANONYMOUS a super user
+        b.settings.update({"authorizer.class.name": AUTHZ, "super.users": "User:ANONYMOUS"})
+        b.restart()
         ad = admin(b)
         try:
             res = ad.create_acls(BINDINGS + [BINDINGS[0]])   # a duplicate is no error
@@ -147,45 +178,28 @@ SCRAM = ["--add-scram", "SCRAM-SHA-256=[name=admin,password=admin-pw]",
 AUTHZ = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
-class authz_broker:
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+        'user_alice="alice-pw" user_admin="admin-pw";')
+
+
+def authz_broker(**settings):
     """A broker with the authorizer: PLAINTEXT (readiness; User:ANONYMOUS,
-    allowed nothing) and SASL_PLAINTEXT (b.sp) listeners; User:admin a
-    super user."""
-
-    def __init__(self, **settings):
-        self.settings = settings
-
-    def __enter__(self):
-        port, sp = free_port(), free_port()
-        s = {"listeners": "PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d" % (port, sp),
-             "sasl.enabled.mechanisms": "SCRAM-SHA-256", "authorizer.class.name": AUTHZ,
-             "super.users": "User:admin", "auto.create.topics.enable": "false"}
-        s.update(self.settings)
-        self.b = Broker(temp_dir(), shards=2, settings=s, port=port, args=SCRAM)
-        self.b.sp = "127.0.0.1:%d" % sp
-        try:
-            self.b.start()
-        except BaseException:
-            shutil.rmtree(self.b.workdir, ignore_errors=True)
-            raise
-        return self.b
-
-    def __exit__(self, et, ev, tb):
-        try:
-            if self.b.proc is not None:
-                self.b.stop() if et is None else self.b.kill()
-        finally:
-            shutil.rmtree(self.b.workdir, ignore_errors=True)
-        return False
+    allowed nothing) and SASL_PLAINTEXT (SCRAM, and PLAIN for the raw
+    frames) listeners; User:admin a super user."""
+    s = {"sasl.enabled.mechanisms": "SCRAM-SHA-256,PLAIN", "authorizer.class.name": AUTHZ,
+         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+         "super.users": "User:admin", "auto.create.topics.enable": "false"}
+    s.update(settings)
+    return broker(listeners=("SASL_PLAINTEXT",), shards=2, settings=s, args=SCRAM)
 
 
 def conf(b, user):
-    return {"bootstrap.servers": b.sp, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "SCRAM-SHA-256",
-            "sasl.username": user, "sasl.password": user + "-pw"}
+    return {"bootstrap.servers": b.addr["SASL_PLAINTEXT"], "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": user + "-pw"}
 
 
 def sadmin(b, user):
-    return KafkaAdminClient(bootstrap_servers=b.sp, security_protocol="SASL_PLAINTEXT",
+    return KafkaAdminClient(bootstrap_servers=b.addr["SASL_PLAINTEXT"], security_protocol="SASL_PLAINTEXT",
                             sasl_mechanism="SCRAM-SHA-256", sasl_plain_username=user,
                             sasl_plain_password=user + "-pw", request_timeout_ms=15000, api_version=(2, 5))
 
@@ -268,7 +282,9 @@ def authorizer_with_scram_users():
                 acl("User:alice", ACLOperation.WRITE, ACLPermissionType.ALLOW, ResourceType.TOPIC, "orders"),
                 acl("User:alice", ACLOperation.WRITE, ACLPermissionType.ALLOW, ResourceType.TOPIC, "team-",
                     ACLResourcePatternType.PREFIXED),
-                acl("User:alice", ACLOperation.WRITE, ACLPermissionType.DENY, ResourceType.TOPIC, "team-secret")])
+                acl("User:alice", ACLOperation.WRITE, ACLPermissionType.DENY, ResourceType.TOPIC, "team-secret"),
+                # her consumer's FindCoordinator needs DESCRIBE on the group (as Kafka's)
+                acl("User:alice", ACLOperation.DESCRIBE, ACLPermissionType.ALLOW, ResourceType.GROUP, "g-alice")])
             assert not res["failed"], res
             p = Producer(dict(conf(b, "alice"), **{"message.timeout.ms": 10000,
                                                   "topic.metadata.refresh.interval.ms": 200}))
@@ -310,7 +326,6 @@ def authorizer_with_scram_users():
             wait_for(lambda: produce(p, "other"), None, "alice writes other once allowed")
             assert read_error(b, "alice", "orders") == "OK"
             assert commit_error(b, "alice", "orders", "g-alice") is None
-            assert commit_error(b, "alice", "orders", "g-bob") == "GROUP_AUTHORIZATION_FAILED"
             # a DENY wins over the ALLOW just given
             ad.create_acls([acl("User:*", ACLOperation.ALL, ACLPermissionType.DENY, ResourceType.TOPIC, "other")])
             wait_for(lambda: produce(p, "other"), "TOPIC_AUTHORIZATION_FAILED", "a DENY wins")
@@ -319,6 +334,274 @@ def authorizer_with_scram_users():
             pa = Producer(conf(b, "admin"))
             assert produce(pa, "other") is None
         finally:
+            ad.close()
+
+
+# ---- every other API, with raw frames (kraw) as alice over PLAIN -----------------------------
+
+TAF, GAF, CAF, TXAF, NOT_ATTEMPTED, UNKNOWN_TOPIC_ID = 29, 30, 31, 53, 55, 100
+
+
+def raw(b, user):
+    """A kraw connection to the SASL_PLAINTEXT listener, logged in as user with PLAIN."""
+    c = Conn(b.addr["SASL_PLAINTEXT"])
+    assert c.request(17, 1, W().str("PLAIN")).i16() == 0
+    assert c.request(36, 0, W().bytes(b"\0%s\0%s-pw" % (user.encode(), user.encode()))).i16() == 0
+    return c
+
+
+def first_error(r, path):
+    """The error code at the end of path through a response: i32/i64/s
+    skip a field, n an array's count (at least one), e the code."""
+    for step in path.split():
+        if step == "e":
+            return r.i16()
+        if step == "n":
+            assert r.i32() >= 1, "an empty array before the error"
+        else:
+            {"i32": r.i32, "i64": r.i64, "s": r.str}[step]()
+    raise AssertionError("no e in the path")
+
+
+def one_part(t, fields=lambda w: w):
+    return lambda w, _: fields(w.str(t).array([0], lambda w, p: w.i32(p)))
+
+
+def per_topic(r):
+    """{topic: the error of its partition 0} of a Topics[Name, Partitions[PartitionIndex, ErrorCode]]."""
+    return dict(r.array(lambda r: (r.str(), r.array(lambda r: (r.i32(), r.i16()))[0][1])))
+
+
+class Api:
+    """The APIs Kafka's KafkaApis checks beyond produce, fetch, metadata,
+    topics, the group membership APIs and the ACL APIs, as alice sends them."""
+
+    def __init__(self, c):
+        self.c = c
+
+    def list_offsets(self, t):
+        w = W().i32(-1).array([t], lambda w, t: w.str(t).array([0], lambda w, p: w.i32(p).i64(-1)))
+        return first_error(self.c.request(2, 1, w), "n s n i32 e")
+
+    def leader_epoch(self, t):
+        w = W().array([t], lambda w, t: w.str(t).array([0], lambda w, p: w.i32(p).i32(-1).i32(0)))
+        return first_error(self.c.request(23, 2, w), "i32 n s n e")
+
+    def describe_configs(self, rtype, name):
+        w = W().array([0], lambda w, _: w.i8(rtype).str(name).i32(-1))
+        return first_error(self.c.request(32, 0, w), "i32 n e")
+
+    def alter_configs(self, name):   # validate only
+        w = W().array([0], lambda w, _: w.i8(2).str(name).array([0], lambda w, _: w.str("retention.ms")
+                                                                .str("3600000"))).i8(1)
+        return first_error(self.c.request(33, 0, w), "i32 n e")
+
+    def incremental_alter_configs(self, rtype, name, configs=()):   # validate only
+        w = W().array([0], lambda w, _: w.i8(rtype).str(name).array(list(configs), lambda w, kv: w.str(kv[0])
+                                                                    .i8(0).str(kv[1]))).i8(1)
+        return first_error(self.c.request(44, 0, w), "i32 n e")
+
+    def create_partitions(self, t):   # validate only
+        w = W().array([t], lambda w, t: w.str(t).i32(2).i32(-1)).i32(10000).i8(1)
+        return first_error(self.c.request(37, 0, w), "i32 n s e")
+
+    def delete_records(self, t):
+        w = W().array([t], lambda w, t: w.str(t).array([0], lambda w, p: w.i32(p).i64(0))).i32(10000)
+        return first_error(self.c.request(21, 0, w), "i32 n s n i32 i64 e")
+
+    def describe_group(self, g):
+        return first_error(self.c.request(15, 0, W().array([g], W.str)), "n e")
+
+    def list_groups(self):
+        r = self.c.request(16, 0, W())
+        assert r.i16() == 0
+        return set(g for g, _ in r.array(lambda r: (r.str(), r.str())))
+
+    def delete_group(self, g):
+        return first_error(self.c.request(42, 0, W().array([g], W.str)), "i32 n s e")
+
+    def offset_delete(self, g, topics):
+        r = self.c.request(47, 0, W().str(g).array(topics, lambda w, t: one_part(t)(w, t)))
+        err = r.i16()
+        r.i32()
+        return err, per_topic(r)
+
+    def offset_fetch(self, g, topics=None, ver=2):
+        """(the group's error (None in v1), {topic: partition 0's error})"""
+        r = self.c.request(9, ver, W().str(g).array(topics, lambda w, t: one_part(t)(w, t)))
+        got = dict(r.array(lambda r: (r.str(), r.array(lambda r: (r.i32(), r.i64(), r.str(), r.i16()))[0][3])))
+        return r.i16() if ver >= 2 else None, got
+
+    def find_group(self, g):
+        return self.c.find_coordinator(g, ver=1, key_type=0).error
+
+    def txn_offset_commit(self, tx, g, topics):
+        w = W().str(tx).str(g).i64(0).i16(0).array(topics, lambda w, t: w.str(t).array(
+            [0], lambda w, p: w.i32(p).i64(1).str("")))
+        r = self.c.request(28, 0, w)
+        r.i32()
+        return per_topic(r)
+
+    def add_partitions_to_txn(self, tx, topics):
+        r = self.c.request(24, 0, W().str(tx).i64(0).i16(0).array(topics, lambda w, t: one_part(t)(w, t)))
+        r.i32()
+        return per_topic(r)
+
+    def write_txn_markers(self, t):   # producer id -1: refused after the checks
+        w = W().array([0], lambda w, _: w.i64(-1).i16(0).i8(1).array([t], lambda w, t: one_part(t)(w, t)).i32(0))
+        return first_error(self.c.request(27, 0, w), "n i64 n s n i32 e")
+
+    def log_dirs(self):
+        r = self.c.request(35, 0, W().i32(-1))
+        r.i32()
+        return r.i32()   # how many directories
+
+    def elect(self, t):
+        w = W().i8(0).array([t], lambda w, t: one_part(t)(w, t)).i32(10000)
+        return first_error(self.c.request(43, 1, w), "i32 e")
+
+    def fetch_by_id(self, topic_id):
+        """Fetch v13 of partition 0 of a topic id: its error."""
+        part = W().i32(0).i32(-1).i64(0).i32(-1).i64(-1).i32(1 << 20).b + uvarint(0)
+        body = (W().i32(-1).i32(0).i32(1).i32(1 << 20).i8(0).i32(0).i32(-1).b + uvarint(2) + topic_id +
+                uvarint(2) + part + uvarint(0) + uvarint(1) + compact_str("") + uvarint(0))
+        r = self.c.request_flex(1, 13, body)
+        r.i32(), r.i16(), r.i32()
+        assert read_uvarint(r) == 2
+        r.o += 16   # the topic id
+        assert read_uvarint(r) == 2
+        r.i32()
+        return r.i16()
+
+    def metadata_v12(self, name=None, topic_id=bytes(16)):
+        """Metadata v12 of one topic, by name or by id: (error, name, id)."""
+        body = (uvarint(2) + topic_id + (compact_str(name) if name else uvarint(0)) + uvarint(0) +
+                b"\x00\x00" + uvarint(0))
+        r = self.c.request_flex(3, 12, body)
+        r.i32()
+        for _ in range(read_uvarint(r) - 1):
+            r.i32(), read_compact_str(r), r.i32(), read_compact_str(r), read_uvarint(r)
+        read_compact_str(r), r.i32()
+        assert read_uvarint(r) == 2
+        err, got = r.i16(), read_compact_str(r)
+        return err, got, bytes(r.b[r.o:r.o + 16])
+
+    def flex(self, api, body):
+        return self.c.request_flex(api, 0, body)
+
+    def alter_reassignments(self):
+        return first_error(self.flex(45, W().i32(10000).b + uvarint(1) + uvarint(0)), "i32 e")
+
+    def list_reassignments(self):
+        return first_error(self.flex(46, W().i32(10000).b + uvarint(0) + uvarint(0)), "i32 e")
+
+    def describe_scram(self):
+        return first_error(self.flex(50, uvarint(0) + uvarint(0)), "i32 e")
+
+    def describe_quorum(self):
+        body = (uvarint(2) + compact_str("__cluster_metadata") + uvarint(2) + W().i32(0).b + uvarint(0) +
+                uvarint(0) + uvarint(0))
+        return first_error(self.flex(55, body), "e")
+
+    def cluster_ops(self):
+        """DescribeCluster's ClusterAuthorizedOperations (no check: Kafka's broker answers anyone)."""
+        r = self.flex(60, b"\x01" + uvarint(0))
+        r.i32()
+        assert r.i16() == 0
+        read_compact_str(r), read_compact_str(r), r.i32()
+        for _ in range(read_uvarint(r) - 1):
+            r.i32(), read_compact_str(r), r.i32(), read_compact_str(r), read_uvarint(r)
+        return r.i32()
+
+
+def grant(ad, *bindings):
+    res = ad.create_acls([acl("User:alice", op, ACLPermissionType.ALLOW, rtype, name)
+                          for rtype, name, op in bindings])
+    assert not res["failed"], res
+
+
+@test
+def every_other_api_is_checked():
+    """Each API refused without its ACL (the error Kafka gives), allowed with it."""
+    from kafka.admin import NewTopic
+    T, G, C, X = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID
+    O = ACLOperation
+    with authz_broker() as b:
+        ad = sadmin(b, "admin")
+        c = raw(b, "alice")
+        a = Api(c)
+        try:
+            ad.create_topics([NewTopic(t, 1, 1) for t in ("x-lo", "x-dr", "x-cp", "x-dc", "x-ac", "x-secret",
+                                                           "x-w")])
+            with raw(b, "admin") as ac:   # offsets of two topics in four groups
+                for g in ("x-g-desc", "x-g-del", "x-g-read", "x-g-other"):
+                    r = ac.request(8, 2, W().str(g).i32(-1).str("").i64(-1).array(
+                        ["x-lo", "x-secret"], lambda w, t: w.str(t).array([0], lambda w, p: w.i32(p).i64(1).str(""))))
+                    assert per_topic(r) == {"x-lo": 0, "x-secret": 0}
+            # nothing granted: every one refused
+            assert a.list_offsets("x-lo") == TAF and a.leader_epoch("x-lo") == TAF
+            assert a.describe_configs(2, "x-dc") == TAF and a.describe_configs(4, "") == CAF
+            assert a.alter_configs("x-ac") == TAF and a.incremental_alter_configs(2, "x-ac") == TAF
+            assert a.incremental_alter_configs(4, "") == CAF
+            assert a.create_partitions("x-cp") == TAF and a.delete_records("x-dr") == TAF
+            assert a.describe_group("x-g-desc") == GAF and a.find_group("x-g-desc") == GAF
+            assert not any(g.startswith("x-") for g in a.list_groups())
+            assert a.delete_group("x-g-del") == GAF and a.offset_delete("x-g-del", ["x-lo"])[0] == GAF
+            assert a.offset_fetch("x-g-read", ["x-lo"])[0] == GAF
+            assert a.offset_fetch("x-g-read", ["x-lo"], ver=1) == (None, {"x-lo": GAF})   # v1: per partition
+            assert a.txn_offset_commit("x-tx", "x-g-read", ["x-lo"]) == {"x-lo": TXAF}
+            assert a.add_partitions_to_txn("x-tx", ["x-w"]) == {"x-w": TXAF}
+            assert a.write_txn_markers("x-lo") == CAF and a.log_dirs() == 0 and a.cluster_ops() == 0
+            assert a.fetch_by_id(os.urandom(16)) == UNKNOWN_TOPIC_ID   # names nothing to refuse (Kafka's order)
+            with raw(b, "admin") as ac:
+                err, _, lo_id = Api(ac).metadata_v12("x-lo")
+                assert err == 0 and lo_id != bytes(16)
+            assert a.metadata_v12(topic_id=lo_id) == (TAF, None, lo_id)   # by id: the name not told
+            assert a.metadata_v12(topic_id=os.urandom(16))[0] == UNKNOWN_TOPIC_ID
+            assert a.elect("x-lo") == CAF and a.alter_reassignments() == CAF
+            assert a.list_reassignments() == CAF and a.describe_scram() == CAF and a.describe_quorum() == CAF
+            # the topics' and groups' ACLs
+            grant(ad, (T, "x-lo", O.READ), (T, "x-dr", O.DELETE), (T, "x-cp", O.ALTER),
+                  (T, "x-dc", O.DESCRIBE_CONFIGS), (T, "x-ac", O.ALTER_CONFIGS), (T, "x-w", O.WRITE),
+                  (G, "x-g-desc", O.DESCRIBE), (G, "x-g-del", O.DELETE), (G, "x-g-read", O.READ),
+                  (X, "x-tx", O.WRITE))
+            wait_for(lambda: a.list_offsets("x-lo"), 0, "ListOffsets with READ (DESCRIBE) on the topic")
+            assert a.leader_epoch("x-lo") == 0
+            assert a.describe_configs(2, "x-dc") == 0 and a.describe_configs(4, "") == CAF
+            assert a.alter_configs("x-ac") == 0 and a.incremental_alter_configs(2, "x-ac") == 0
+            assert a.create_partitions("x-cp") == 0 and a.delete_records("x-dr") == 0
+            assert a.describe_group("x-g-desc") == 0 and a.find_group("x-g-desc") == 0
+            assert {"x-g-desc", "x-g-del", "x-g-read"} <= a.list_groups() and "x-g-other" not in a.list_groups()
+            # per topic: the one alice may not read is refused, the other goes on
+            assert a.offset_delete("x-g-del", ["x-lo", "x-secret"]) == (0, {"x-lo": 0, "x-secret": TAF})
+            assert a.delete_group("x-g-del") == 0
+            assert a.offset_fetch("x-g-read", ["x-lo", "x-secret"]) == (0, {"x-lo": 0, "x-secret": TAF})
+            assert a.offset_fetch("x-g-read") == (0, {"x-lo": 0})   # every topic: those she may describe
+            got = a.txn_offset_commit("x-tx", "x-g-read", ["x-lo", "x-secret"])
+            assert got["x-secret"] == TAF and got["x-lo"] not in (TAF, GAF, TXAF), got
+            assert a.txn_offset_commit("x-tx", "x-g-desc", ["x-lo"]) == {"x-lo": GAF}   # DESCRIBE is not READ
+            assert a.add_partitions_to_txn("x-tx", ["x-w", "x-lo"]) == {"x-w": NOT_ATTEMPTED, "x-lo": TAF}
+            with raw(b, "admin") as ac:   # never an internal topic, even for a super user (Kafka's)
+                assert Api(ac).add_partitions_to_txn("x-tx", ["x-w", "__consumer_offsets"]) == {
+                    "x-w": NOT_ATTEMPTED, "__consumer_offsets": TAF}
+            assert a.add_partitions_to_txn("x-tx", ["x-w"])["x-w"] not in (TAF, TXAF, NOT_ATTEMPTED)
+            assert a.write_txn_markers("x-lo") == CAF and a.log_dirs() == 0 and a.cluster_ops() == 0
+            # the cluster's: DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS
+            grant(ad, (C, "kafka-cluster", O.DESCRIBE), (C, "kafka-cluster", O.CLUSTER_ACTION),
+                  (C, "kafka-cluster", O.DESCRIBE_CONFIGS))
+            wait_for(lambda: a.list_reassignments(), 0, "ListPartitionReassignments with DESCRIBE on the cluster")
+            assert a.describe_scram() == 0 and a.describe_quorum() == 0 and a.log_dirs() == 1
+            assert a.write_txn_markers("x-lo") == 49   # past the check: INVALID_PRODUCER_ID_MAPPING
+            assert a.describe_configs(4, "") == 0 and "x-g-other" in a.list_groups()
+            ops = a.cluster_ops()
+            assert ops & (1 << O.DESCRIBE) and ops & (1 << O.CLUSTER_ACTION) and not ops & (1 << O.ALTER), ops
+            assert a.elect("x-lo") == CAF and a.alter_reassignments() == CAF   # DESCRIBE is not ALTER
+            assert a.incremental_alter_configs(4, "") == CAF
+            grant(ad, (C, "kafka-cluster", O.ALTER), (C, "kafka-cluster", O.ALTER_CONFIGS))
+            wait_for(lambda: a.alter_reassignments(), 0, "AlterPartitionReassignments with ALTER on the cluster")
+            assert a.elect("x-lo") == 0 and a.incremental_alter_configs(4, "") == 0
+        finally:
+            c.close()
             ad.close()
 
 

@@ -16,6 +16,14 @@ at, and the three copies end the same bytes. Before, the restarted node
 was taken as the leader it was, with its empty log, and the followers cut
 theirs to it.
 
+The same cluster holds a second topic of 80 partitions, each led by one
+other node with the restarted node its only follower: the restart takes
+that node out of those 80 ISRs too, and it must rejoin every one. Its
+replica fetcher asked its leader for the first 64 of them (the most a
+replica Fetch names) in every request, so the others were never fetched
+and never rejoined (the fault matrix's queue/disk-power-cut/3n, where one
+node led everything after the power cut; docs/fault-results.md).
+
 Run: /usr/bin/python3 tests/integration/test_cluster_restart.py [test ...]
 """
 
@@ -29,8 +37,11 @@ from harness import main, test  # noqa: E402
 from cluster import Cluster, create_topic, partitions, same_logs, until, wait_isrs  # noqa: E402
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 TOPIC = "restart"
+MANY = "restart-many"
+NMANY = 80   # partitions the restarted node follows from one leader: more than a replica Fetch names (64)
 KEYS = 50
 BEFORE, AFTER = 3000, 3000
 
@@ -84,6 +95,11 @@ def a_leader_back_with_an_empty_log_before_its_session_ends_loses_no_acknowledge
         produce(p, acked, errors, 0, BEFORE)
         assert p.flush(60) == 0 and not errors, errors[:3]
         victim = partitions(c.bootstrap, TOPIC)[0][0]
+        other = 1 if victim != 1 else 2
+        a = AdminClient({"bootstrap.servers": c.bootstrap})
+        a.create_topics([NewTopic(MANY, NMANY, replica_assignment=[[other, victim]] * NMANY)],
+                        operation_timeout=30)[MANY].result(60)
+        wait_isrs(c.bootstrap, MANY, 2)
         c.kill(victim)
         shutil.rmtree(os.path.join(c.data_dir(victim), "%s-0" % TOPIC))   # a replaced disk
         t0 = time.monotonic()
@@ -96,6 +112,9 @@ def a_leader_back_with_an_empty_log_before_its_session_ends_loses_no_acknowledge
         p = None   # (closed: no reconnecting while the cluster stops)
         leader = partitions(c.bootstrap, TOPIC)[0][0]
         print("  %d acknowledged, %d failed; partition 0 led by node %d" % (len(acked), len(errors), leader))
+        until("node %d back in the ISR of all %d partitions it follows from node %d" % (victim, NMANY, other),
+              lambda: (lambda m: m and all(v[0] == other and v[2] == sorted([other, victim]) for v in m.values()))(
+                  partitions(c.bootstrap, MANY)))
         wait_isrs(c.bootstrap, TOPIC, 3)
         got = read_all(c.bootstrap)
         lost = [v for v in acked if v not in got]

@@ -15,6 +15,9 @@ are scripts/cluster's (kill, restart) and kill -STOP/-CONT of a node's pid.
   other copy the partition comes back empty whatever the timing;
 - Ctrl-C in the middle of a fault (a paused leader) resumes the node,
   stops the clients and deletes the drill's topics (exit 2, no verdict);
+- txn-leader-loss holds: transactional producers and the copier across
+  a leader's SIGKILL, both topics read back and checked (about 11 s, so
+  only with --long: `make fault` runs it);
 - a bad drill file is refused with exit 2 naming its line and key;
 - a cluster with a topic the drill did not create is refused (exit 2)
   unless --allow-existing-topics.
@@ -27,13 +30,16 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import REPO, main, temp_dir, test  # noqa: E402
+from harness import REPO, main, skip, temp_dir, test  # noqa: E402
 from cluster import CLUSTER, Cluster, create_topic, until  # noqa: E402
 
 SLUICECTL = os.environ.get("SLUICECTL", os.path.join(REPO, "build", "sluicectl"))
 SETS = ["broker.session.timeout.ms=4000", "group.initial.rebalance.delay.ms=0", "replica.lag.time.max.ms=10000"]
 
 _cluster = None
+LONG = "--long" in sys.argv     # the slow drills too (make fault)
+if LONG:
+    sys.argv.remove("--long")
 
 
 def tmpdir():
@@ -102,6 +108,32 @@ def leader_loss_holds_and_cleans_up():
     assert "kill" in err and "start" in err, err
     until("the drill's topics deleted", lambda: drill_topics(c) == [])
     print("  " + "\n  ".join(l for l in out.splitlines() if "lost" in l or "unacknowledged" in l or "converged" in l))
+
+
+@test
+def txn_leader_loss_holds_and_cleans_up():
+    if not LONG:
+        skip("about 11 s: run with --long (make fault)")
+    c = cluster()
+    tmp = tmpdir()
+    df = drill_file(c, os.path.join(tmp, "drill.ini"))
+    out_dir = os.path.join(tmp, "out")
+    rc, out, err = sluicectl("drill", "run", "txn-leader-loss", "-f", df, "--seconds", "4", "--out", out_dir,
+                             "--json")
+    assert rc == 0, "exit %d\n%s\n%s" % (rc, out, err)
+    r = json.loads(out)
+    assert r["held"] and r["lost"] == 0 and r["victim"].startswith("node "), r
+    assert r["transactions_committed"] > 0 and r["copier_commits"] > 0, r
+    # the evidence: both producers, the copier, both readers and the
+    # final reads of both topics, and the kill and start
+    h = histories(out_dir)
+    for name in ("txn-x1", "txn-x2", "txn-copier", "txn-rc1", "txn-ru1", "final-rc", "final-ru", "drill"):
+        assert name + ".jsonl" in h, sorted(h)
+    assert [e["detail"]["action"] for e in h["drill.jsonl"] if e["type"] == "nemesis"] == ["kill", "start"]
+    assert any(e["type"] == "read" and e["topic"].endswith("-out") for e in h["final-rc.jsonl"])
+    until("the drill's topics deleted", lambda: drill_topics(c) == [])
+    print("  %d transactions committed, %d aborted, copier %d; first commit %.1f s after the heal" % (
+        r["transactions_committed"], r["transactions_aborted"], r["copier_commits"], r["first_commit_after_heal_s"]))
 
 
 @test

@@ -20,6 +20,11 @@ SCRAM users come from sluiced --add-scram:
   such admin call) adds a user who then logs in, DescribeUserScramCredentials
   lists it, a deletion of a user that is not there is RESOURCE_NOT_FOUND;
   sluicectl user create, list and delete;
+- KIP-368 (connections.max.reauth.ms): SaslAuthenticate v1/v2 tells the
+  session's lifetime; a request after it closes the connection unanswered
+  (v0 SaslAuthenticate too); raw re-authentications keep a connection
+  working, one as another user closes it; kafkajs re-authenticates while it
+  produces and consumes;
 - --add-scram on a data directory that already has users: exit 2;
 - a user added on node 1 of a 3-node cluster logs in on node 3.
 
@@ -29,7 +34,6 @@ SCRAM users come from sluiced --add-scram:
 import hashlib
 import json
 import os
-import shutil
 import socket
 import struct
 import sys
@@ -37,7 +41,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import HANG_GUARD, SLUICED, Broker, free_port, main, make_tls_certs, run, temp_dir, test  # noqa: E402
+from harness import HANG_GUARD, SLUICED, broker, free_port, main, make_tls_certs, run, temp_dir, test  # noqa: E402
 from kraw import Conn, R, W, compact_str, read_compact_str, read_uvarint, uvarint  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -59,39 +63,15 @@ def certs():
     return CERTS
 
 
-class sasl_broker:
-    """A broker with PLAINTEXT (bootstrap), SASL_PLAINTEXT (b.sp) and
-    SASL_SSL (b.ss) listeners and an admin endpoint (b.admin)."""
-
-    def __init__(self, args=ADD, **settings):
-        self.args, self.settings = args, settings
-
-    def __enter__(self):
-        port, sp, ss, admin = free_port(), free_port(), free_port(), free_port()
-        s = {"listeners": "PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,SASL_SSL://127.0.0.1:%d"
-             % (port, sp, ss),
-             "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-             "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-             "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
-             "ssl.keystore.location": os.path.join(certs(), "broker.keystore.pem"),
-             "admin.listen": "127.0.0.1:%d" % admin}
-        s.update(self.settings)
-        self.b = Broker(temp_dir(), shards=1, settings=s, port=port, args=self.args)
-        self.b.sp, self.b.ss, self.b.admin = "127.0.0.1:%d" % sp, "127.0.0.1:%d" % ss, admin
-        try:
-            self.b.start()
-        except BaseException:
-            shutil.rmtree(self.b.workdir, ignore_errors=True)
-            raise
-        return self.b
-
-    def __exit__(self, et, ev, tb):
-        try:
-            if self.b.proc is not None:
-                self.b.stop() if et is None else self.b.kill()
-        finally:
-            shutil.rmtree(self.b.workdir, ignore_errors=True)
-        return False
+def sasl_broker(args=ADD, **settings):
+    """A broker with PLAINTEXT (bootstrap), SASL_PLAINTEXT and SASL_SSL
+    listeners (b.addr[name]) and an admin endpoint (b.admin)."""
+    s = {"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+         "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+         "ssl.keystore.location": os.path.join(certs(), "broker.keystore.pem")}
+    s.update(settings)
+    return broker(listeners=("SASL_PLAINTEXT", "SASL_SSL"), admin=True, shards=1, settings=s, args=args)
 
 
 def metric(b, name):
@@ -160,6 +140,18 @@ def authenticate(conn, token, ver=1):
     return err, msg, data
 
 
+def authenticate_lifetime(conn, token, ver=1):
+    """SaslAuthenticate v1 or v2 (flexible): (error, message, auth bytes,
+    SessionLifetimeMs)."""
+    if ver == 1:
+        r = conn.request(36, 1, W().bytes(token))
+        return r.i16(), r.str(), r.bytes(), r.i64()
+    r = conn.request_flex(36, 2, uvarint(len(token) + 1) + token + b"\x00")
+    err, msg, n = r.i16(), read_compact_str(r), read_uvarint(r) - 1
+    data, r.o = r.b[r.o:r.o + n], r.o + n
+    return err, msg, data, r.i64()
+
+
 def closed(s):
     """Whether the broker closed s: end of file or a reset, waited for."""
     s.settimeout(HANG_GUARD)
@@ -225,22 +217,24 @@ def scram_describe(conn):
 @test
 def clients_log_in_over_every_sasl_listener():
     with sasl_broker() as b:
-        produce_consume(conf(b.sp, "PLAIN", "alice", "alice-secret"), "plain")
-        produce_consume(conf(b.sp, "SCRAM-SHA-256", "admin", "admin-secret"), "scram256")
-        produce_consume(conf(b.ss, "SCRAM-SHA-512", "admin", "admin-secret", ssl=True), "scram512ssl")
+        produce_consume(conf(b.addr["SASL_PLAINTEXT"], "PLAIN", "alice", "alice-secret"), "plain")
+        produce_consume(conf(b.addr["SASL_PLAINTEXT"], "SCRAM-SHA-256", "admin", "admin-secret"), "scram256")
+        produce_consume(conf(b.addr["SASL_SSL"], "SCRAM-SHA-512", "admin", "admin-secret", ssl=True), "scram512ssl")
         # kcat over SASL_SSL
-        p = run(["kcat", "-b", b.ss, "-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=SCRAM-SHA-512",
+        p = run(["kcat", "-b", b.addr["SASL_SSL"], "-X", "security.protocol=SASL_SSL",
+                 "-X", "sasl.mechanisms=SCRAM-SHA-512",
                  "-X", "sasl.username=admin", "-X", "sasl.password=admin-secret",
                  "-X", "ssl.ca.location=" + os.path.join(certs(), "ca.pem"), "-P", "-t", "kcat"],
                 input=b"k1\nk2\nk3\n")
-        p = run(["kcat", "-b", b.ss, "-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=SCRAM-SHA-512",
+        p = run(["kcat", "-b", b.addr["SASL_SSL"], "-X", "security.protocol=SASL_SSL",
+                 "-X", "sasl.mechanisms=SCRAM-SHA-512",
                  "-X", "sasl.username=admin", "-X", "sasl.password=admin-secret",
                  "-X", "ssl.ca.location=" + os.path.join(certs(), "ca.pem"), "-C", "-t", "kcat", "-e", "-o",
                  "beginning"])
         assert p.stdout.split() == [b"k1", b"k2", b"k3"], p.stdout
         # kafka-python: SCRAM over TLS
         from kafka import KafkaConsumer, KafkaProducer
-        kp = dict(bootstrap_servers=b.ss, security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
+        kp = dict(bootstrap_servers=b.addr["SASL_SSL"], security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
                   sasl_plain_username="admin", sasl_plain_password="admin-secret",
                   ssl_cafile=os.path.join(certs(), "ca.pem"))
         prod = KafkaProducer(acks="all", **kp)
@@ -259,8 +253,8 @@ def clients_log_in_over_every_sasl_listener():
         cons.close()
         assert got == [b"v%d" % i for i in range(5)], got
         # kafkajs: SCRAM over SASL_PLAINTEXT
-        p = run(["node", os.path.join(KJS_DIR, "sasl_check.js"), b.sp, "SCRAM-SHA-256", "admin", "admin-secret",
-                 "kjs", "7"], check=False, cwd=KJS_DIR)
+        p = run(["node", os.path.join(KJS_DIR, "sasl_check.js"), b.addr["SASL_PLAINTEXT"], "SCRAM-SHA-256", "admin",
+                 "admin-secret", "kjs", "7"], check=False, cwd=KJS_DIR)
         res = json.loads(p.stdout.decode().strip().splitlines()[-1])
         assert res == {"ok": True, "end": 7}, (res, p.stderr[-2000:])
         assert metric(b, "sluice_sasl_authentications_total") >= 6
@@ -271,11 +265,11 @@ def clients_log_in_over_every_sasl_listener():
 def refusals_close_or_fail_and_the_broker_serves_the_others():
     with sasl_broker() as b:
         # a wrong password, an unknown user: SASL_AUTHENTICATION_FAILED
-        e = auth_error(conf(b.sp, "SCRAM-SHA-256", "admin", "not-the-password"))
+        e = auth_error(conf(b.addr["SASL_PLAINTEXT"], "SCRAM-SHA-256", "admin", "not-the-password"))
         assert e and "Authentication failed" in e, e
-        e = auth_error(conf(b.sp, "PLAIN", "alice", "wrong-alice-pw"))
+        e = auth_error(conf(b.addr["SASL_PLAINTEXT"], "PLAIN", "alice", "wrong-alice-pw"))
         assert e and "Authentication failed" in e, e
-        e = auth_error(conf(b.ss, "SCRAM-SHA-512", "mallory", "whatever-pw", ssl=True))
+        e = auth_error(conf(b.addr["SASL_SSL"], "SCRAM-SHA-512", "mallory", "whatever-pw", ssl=True))
         assert e and "Authentication failed" in e, e
         assert metric(b, "sluice_sasl_authentication_failures_total") >= 3
         with open(b.log_path) as f:
@@ -286,30 +280,30 @@ def refusals_close_or_fail_and_the_broker_serves_the_others():
         # only); raw frames over TLS
         import ssl as pyssl
         ctx = pyssl.create_default_context(cafile=os.path.join(certs(), "ca.pem"))
-        c = Conn(b.ss)
+        c = Conn(b.addr["SASL_SSL"])
         c.s = ctx.wrap_socket(c.s, server_hostname="127.0.0.1")
         err, mechs = handshake(c, "PLAIN")
         assert err == 33 and mechs == ["SCRAM-SHA-512"], (err, mechs)
         assert closed(c.s)
         # SaslAuthenticate before SaslHandshake: ILLEGAL_SASL_STATE, closed
-        c = Conn(b.sp)
+        c = Conn(b.addr["SASL_PLAINTEXT"])
         assert c.api_versions().error == 0   # allowed before authentication
         err, msg, _ = authenticate(c, b"\x00alice\x00alice-secret")
         assert err == 34, (err, msg)
         assert closed(c.s)
         # a Produce before authentication: closed, no answer
-        c = Conn(b.sp)
+        c = Conn(b.addr["SASL_PLAINTEXT"])
         c.send(0, 3, W().str(None).i16(1).i32(1000).i32(0).b)
         assert closed(c.s)
         # a Metadata after the handshake but before the authentication
-        c = Conn(b.sp)
+        c = Conn(b.addr["SASL_PLAINTEXT"])
         assert handshake(c, "PLAIN")[0] == 0
         c.send(3, 1, W().i32(-1).b)
         assert closed(c.s)
         # a 100 MB frame header before authentication: closed before
         # anything is allocated; what follows never lands in the broker
         before = rss_kb(b.proc.pid)
-        s = socket.create_connection(("127.0.0.1", int(b.sp.rsplit(":", 1)[1])), timeout=HANG_GUARD)
+        s = socket.create_connection(("127.0.0.1", int(b.addr["SASL_PLAINTEXT"].rsplit(":", 1)[1])), timeout=HANG_GUARD)
         s.sendall(struct.pack(">ihhi", 100 * 1024 * 1024, 18, 0, 1))
         junk = b"x" * (1 << 20)
         try:
@@ -322,8 +316,78 @@ def refusals_close_or_fail_and_the_broker_serves_the_others():
         assert grew < 8 * 1024, "the broker's RSS grew by %d KiB" % grew
         assert metric(b, "sluice_sasl_preauth_closed_total") >= 3
         # and everyone else is served
-        produce_consume(conf(b.sp, "PLAIN", "bob", "bob-secret"), "after")
-        produce_consume(conf(b.ss, "SCRAM-SHA-512", "admin", "admin-secret", ssl=True), "after-ssl")
+        produce_consume(conf(b.addr["SASL_PLAINTEXT"], "PLAIN", "bob", "bob-secret"), "after")
+        produce_consume(conf(b.addr["SASL_SSL"], "SCRAM-SHA-512", "admin", "admin-secret", ssl=True), "after-ssl")
+
+
+@test
+def sessions_expire_unless_reauthenticated():
+    """KIP-368: connections.max.reauth.ms=2000 (1500 for SCRAM-SHA-256 on
+    the SASL_PLAINTEXT listener): SaslAuthenticate v1/v2 tells the session's
+    lifetime; a connection that sends a request after it is closed
+    unanswered, one that re-authenticates keeps working, one that
+    re-authenticates as another user is closed; kafkajs re-authenticates
+    on its own across several lifetimes."""
+    with sasl_broker(**{"connections.max.reauth.ms": 2000,
+                        "listener.name.sasl_plaintext.scram-sha-256.connections.max.reauth.ms": 1500,
+                        "group.initial.rebalance.delay.ms": 0}) as b:
+        # kafkajs (SCRAM-SHA-256: 1.5 s sessions) meanwhile: 4 rounds 0.8 s
+        # apart, then a consumer group reads everything back
+        import subprocess
+        kjs = subprocess.Popen(["node", os.path.join(KJS_DIR, "sasl_check.js"), b.addr["SASL_PLAINTEXT"], "SCRAM-SHA-256", "admin",
+                                "admin-secret", "kjs-reauth", "5", "4", "800"], cwd=KJS_DIR,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            plain = {u: b"\x00%s\x00%s-secret" % (u.encode(), u.encode()) for u in ("alice", "bob")}
+
+            def login(user, ver=1):
+                c = Conn(b.addr["SASL_PLAINTEXT"])
+                assert handshake(c, "PLAIN")[0] == 0
+                err, msg, _, life = authenticate_lifetime(c, plain[user], ver)
+                assert err == 0, (err, msg)
+                return c, life
+
+            # (a) the lifetime, v1 and v2
+            stale, life = login("alice")
+            assert 0 < life <= 2000, life
+            fresh, life = login("alice", 2)
+            assert 0 < life <= 2000, life
+            other, _ = login("alice")
+            v0 = Conn(b.addr["SASL_PLAINTEXT"])   # SaslAuthenticate v0: no lifetime in the answer
+            assert handshake(v0, "PLAIN")[0] == 0
+            assert authenticate(v0, plain["bob"], ver=0)[0] == 0
+            t0 = time.monotonic()
+            # (c) fresh re-authenticates before each 2 s session ends and
+            # keeps working past the first lifetime; (d) other does so as bob
+            assert handshake(other, "PLAIN")[0] == 0
+            err, msg, _, _ = authenticate_lifetime(other, plain["bob"])
+            assert err == 58 and "Cannot change principals" in (msg or ""), (err, msg)
+            assert closed(other.s)
+            reauths = 0
+            while time.monotonic() - t0 < 2.6:
+                time.sleep(0.5)
+                assert fresh.api_versions().error == 0
+                assert handshake(fresh, "PLAIN")[0] == 0
+                err, msg, _, life = authenticate_lifetime(fresh, plain["alice"], 2)
+                assert err == 0 and 0 < life <= 2000, (err, msg, life)
+                reauths += 1
+            assert fresh.api_versions().error == 0
+            # (b) stale authenticated more than 2 s ago: its ApiVersions and
+            # its Metadata are not answered, the connection is closed
+            stale.send(3, 1, W().i32(-1).b)
+            assert closed(stale.s)
+            v0.send(18, 0, W().b)
+            assert closed(v0.s)
+        except BaseException:
+            kjs.kill()
+            kjs.wait()
+            raise
+        out, err = kjs.communicate(timeout=HANG_GUARD)
+        res = json.loads(out.decode().strip().splitlines()[-1])
+        assert res == {"ok": True, "end": 20, "consumed": 20}, (res, err[-2000:])
+        # kafkajs re-authenticated too (a few times in 3.2 s of 1.5 s sessions)
+        assert metric(b, "sluice_sasl_reauthentications_total") >= reauths + 2
+        assert metric(b, "sluice_sasl_expired_closed_total") >= 2
 
 
 @test
@@ -338,10 +402,10 @@ def alter_user_scram_credentials_adds_a_user_who_logs_in():
             users = scram_describe(c)
             assert users["carol"] == (0, [(2, 8192)]), users
             assert sorted(users["admin"][1]) == [(1, 4096), (2, 4096)], users
-        produce_consume(conf(b.ss, "SCRAM-SHA-512", "carol", "carol-secret", ssl=True), "carol")
+        produce_consume(conf(b.addr["SASL_SSL"], "SCRAM-SHA-512", "carol", "carol-secret", ssl=True), "carol")
         with Conn(b.bootstrap) as c:
             assert scram_delete(c, "carol", 2) == (0, None)
-        e = auth_error(conf(b.ss, "SCRAM-SHA-512", "carol", "carol-secret", ssl=True))
+        e = auth_error(conf(b.addr["SASL_SSL"], "SCRAM-SHA-512", "carol", "carol-secret", ssl=True))
         assert e and "Authentication failed" in e, e
         # sluicectl user create|list|delete
         ctl = [os.path.join(os.path.dirname(SLUICED), "sluicectl"), "-b", b.bootstrap]
@@ -349,7 +413,7 @@ def alter_user_scram_credentials_adds_a_user_who_logs_in():
             env=dict(os.environ, SLUICECTL_PASSWORD="frank-secret"))
         out = json.loads(run(ctl + ["user", "list", "--format", "json"]).stdout)
         assert {"user": "frank", "mechanism": "SCRAM-SHA-256", "iterations": 8192} in out["users"], out
-        produce_consume(conf(b.sp, "SCRAM-SHA-256", "frank", "frank-secret"), "frank")
+        produce_consume(conf(b.addr["SASL_PLAINTEXT"], "SCRAM-SHA-256", "frank", "frank-secret"), "frank")
         run(ctl + ["user", "delete", "frank"])
         p = run(ctl + ["user", "delete", "frank"], check=False)
         assert p.returncode == 1 and b"RESOURCE_NOT_FOUND" in p.stderr, p.stderr
@@ -357,7 +421,7 @@ def alter_user_scram_credentials_adds_a_user_who_logs_in():
         # --add-scram, which a directory with users refuses
         b.args = []
         b.restart()
-        produce_consume(conf(b.ss, "SCRAM-SHA-512", "admin", "admin-secret", ssl=True), "restarted")
+        produce_consume(conf(b.addr["SASL_SSL"], "SCRAM-SHA-512", "admin", "admin-secret", ssl=True), "restarted")
 
 
 @test

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """SSL listeners with real clients (issue 21, listeners and TLS).
 
-Certificates are made here with the openssl CLI: a CA, the broker's
-certificate (127.0.0.1 and localhost), a client certificate of that CA and
-one of another CA. Each test starts its own broker with a PLAINTEXT and an
-SSL listener on free loopback ports:
+Certificates are made with harness.py's make_ca and make_cert (the
+openssl CLI): a CA, the broker's certificate (127.0.0.1 and localhost), a
+client certificate of that CA and one of another CA. Each test starts its
+own broker with a PLAINTEXT and an SSL listener on free loopback ports:
 
 - kcat (security.protocol=ssl) and kafka-python over SSL produce and
   consume; Metadata tells each client the listener it connected to
@@ -35,34 +35,10 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import HANG_GUARD, SLUICED, broker, free_port, main, run, temp_dir, test  # noqa: E402
+from harness import (HANG_GUARD, SLUICED, broker, free_port, main, make_ca, make_cert, run,  # noqa: E402
+                     temp_dir, test)
 
 CERTS = None
-
-
-def openssl(*args, cwd):
-    run(["openssl"] + list(args), cwd=cwd)
-
-
-def make_ca(d, name):
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", name + ".key", "-out", name + ".pem",
-            "-days", "2", "-subj", "/CN=" + name, cwd=d)
-
-
-def make_cert(d, ca, name, subj, san=None):
-    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", name + ".key", "-out", name + ".csr", "-subj", subj,
-            cwd=d)
-    args = ["x509", "-req", "-in", name + ".csr", "-CA", ca + ".pem", "-CAkey", ca + ".key", "-set_serial",
-            str(int(time.time() * 1000) % 1000000007), "-out", name + ".pem", "-days", "2"]
-    if san:
-        with open(os.path.join(d, name + ".ext"), "w") as f:
-            f.write("subjectAltName=%s\n" % san)
-        args += ["-extfile", name + ".ext"]
-    openssl(*args, cwd=d)
-    with open(os.path.join(d, name + ".keystore.pem"), "w") as out:
-        for part in (name + ".pem", name + ".key"):
-            with open(os.path.join(d, part)) as f:
-                out.write(f.read())
 
 
 def certs():

@@ -2,6 +2,8 @@
  * rules: DENY wins, implied operations, wildcard principal and host,
  * LITERAL "*", PREFIXED bindings of every prefix length,
  * allow.everyone.if.no.acl.found; DescribeAcls/DeleteAcls filters; and the
+ * operation each grant allows (Kafka's implication table, and the
+ * operations each resource type supports); the
  * ACL records of the metadata log (control/meta_acl.h): applied,
  * snapshotted and restored, removed, refused when Kafka would refuse them. */
 #include <errno.h>
@@ -25,6 +27,15 @@ static int by_cmp(const void *a, const void *b)
 	return acl_cmp(a, b);
 }
 
+/* The set of the bindings b (an array), sorted as the snapshot's; hosts:
+ * how many name a host. */
+static struct acl_set set_of(struct acl_binding *b, int n, int hosts)
+{
+	qsort(b, (size_t)n, sizeof(b[0]), by_cmp);
+	return (struct acl_set){ b, n, hosts };
+}
+#define SET_OF(b, hosts) set_of((b), (int)(sizeof(b) / sizeof((b)[0])), (hosts))
+
 static int allowed(const struct acl_set *s, const char *who, int op, int res, const char *name)
 {
 	return acl_authorize(s, who, "127.0.0.1", op, res, name, 0);
@@ -40,9 +51,8 @@ Test(acl, deny_wins_and_operations_imply_describe)
 		B(ACL_RES_GROUP, "g", ACL_PAT_LITERAL, "User:carol", ACL_DESCRIBE, ACL_PERM_DENY),
 		B(ACL_RES_GROUP, "g", ACL_PAT_LITERAL, "User:carol", ACL_READ, ACL_PERM_ALLOW),
 	};
-	struct acl_set s = { b, 6, 0 };
+	struct acl_set s = SET_OF(b, 0);
 
-	qsort(b, 6, sizeof(b[0]), by_cmp);
 	cr_assert(allowed(&s, "User:alice", ACL_WRITE, ACL_RES_TOPIC, "orders"));
 	cr_assert(allowed(&s, "User:alice", ACL_DESCRIBE, ACL_RES_TOPIC, "orders"));   /* WRITE implies it */
 	cr_assert(!allowed(&s, "User:alice", ACL_READ, ACL_RES_TOPIC, "orders"));
@@ -59,6 +69,55 @@ Test(acl, deny_wins_and_operations_imply_describe)
 	cr_assert(!allowed(&s, "User:carol", ACL_DESCRIBE, ACL_RES_GROUP, "g"));
 }
 
+/* Kafka's AclEntry / StandardAuthorizer: an ALLOW of `granted` allows
+ * `asked` when they are the same, granted is ALL, asked is DESCRIBE and
+ * granted READ, WRITE, DELETE or ALTER, or asked is DESCRIBE_CONFIGS and
+ * granted ALTER_CONFIGS. A DENY denies only what it names (or ALL). */
+static int kafka_implies(int granted, int asked)
+{
+	if (granted == asked || granted == ACL_ALL)
+		return 1;
+	if (asked == ACL_DESCRIBE)
+		return granted == ACL_READ || granted == ACL_WRITE || granted == ACL_DELETE || granted == ACL_ALTER;
+	return asked == ACL_DESCRIBE_CONFIGS && granted == ACL_ALTER_CONFIGS;
+}
+
+Test(acl, every_grant_against_every_operation)
+{
+	for (int granted = ACL_ALL; granted <= ACL_IDEMPOTENT_WRITE; granted++) {
+		for (int perm = ACL_PERM_DENY; perm <= ACL_PERM_ALLOW; perm++) {
+			struct acl_binding b[] = {
+				B(ACL_RES_TOPIC, "t", ACL_PAT_LITERAL, "User:a", granted, perm),
+				/* every other operation allowed: a DENY shows what it takes away */
+				B(ACL_RES_TOPIC, "t", ACL_PAT_LITERAL, "User:a", ACL_ALL, ACL_PERM_ALLOW),
+			};
+			/* an ALLOW alone; a DENY beside the ALLOW of ALL */
+			struct acl_set s = perm == ACL_PERM_ALLOW ? set_of(b, 1, 0) : SET_OF(b, 0);
+
+			for (int asked = ACL_READ; asked <= ACL_IDEMPOTENT_WRITE; asked++) {
+				int want = perm == ACL_PERM_ALLOW ? kafka_implies(granted, asked)
+								  : !(granted == asked || granted == ACL_ALL);
+
+				cr_assert_eq(allowed(&s, "User:a", asked, ACL_RES_TOPIC, "t"), want,
+					     "%s %s, asked %s", acl_perm_name(perm), acl_op_name(granted), acl_op_name(asked));
+			}
+		}
+	}
+}
+
+/* The "authorized operations" bits each resource type can carry (Kafka's
+ * AclEntry.supportedOperations). */
+Test(acl, supported_operations)
+{
+	cr_assert_eq(ACL_TOPIC_OPS, (1 << ACL_READ) | (1 << ACL_WRITE) | (1 << ACL_CREATE) | (1 << ACL_DESCRIBE) |
+					    (1 << ACL_DELETE) | (1 << ACL_ALTER) | (1 << ACL_DESCRIBE_CONFIGS) |
+					    (1 << ACL_ALTER_CONFIGS));
+	cr_assert_eq(ACL_GROUP_OPS, (1 << ACL_READ) | (1 << ACL_DESCRIBE) | (1 << ACL_DELETE));
+	cr_assert_eq(ACL_CLUSTER_OPS, (1 << ACL_CREATE) | (1 << ACL_CLUSTER_ACTION) | (1 << ACL_DESCRIBE_CONFIGS) |
+					      (1 << ACL_ALTER_CONFIGS) | (1 << ACL_IDEMPOTENT_WRITE) | (1 << ACL_ALTER) |
+					      (1 << ACL_DESCRIBE));
+}
+
 Test(acl, prefixed_literal_wildcards_and_the_default)
 {
 	struct acl_binding b[] = {
@@ -68,9 +127,8 @@ Test(acl, prefixed_literal_wildcards_and_the_default)
 		B(ACL_RES_TOPIC, "team-a", ACL_PAT_PREFIXED, "User:bob", ACL_ALL, ACL_PERM_DENY),
 		B(ACL_RES_TRANSACTIONAL_ID, "tx", ACL_PAT_LITERAL, "User:alice", ACL_WRITE, ACL_PERM_ALLOW),
 	};
-	struct acl_set s = { b, 5, 0 };
+	struct acl_set s = SET_OF(b, 0);
 
-	qsort(b, 5, sizeof(b[0]), by_cmp);
 	cr_assert(allowed(&s, "User:alice", ACL_READ, ACL_RES_TOPIC, "team-x"));
 	cr_assert(allowed(&s, "User:alice", ACL_READ, ACL_RES_TOPIC, "team-"));
 	cr_assert(!allowed(&s, "User:alice", ACL_READ, ACL_RES_TOPIC, "team"));
@@ -96,9 +154,10 @@ Test(acl, hosts)
 	struct acl_binding b[] = {
 		B(ACL_RES_TOPIC, "a", ACL_PAT_LITERAL, "User:alice", ACL_READ, ACL_PERM_ALLOW),
 	};
-	struct acl_set s = { b, 1, 1 };
+	struct acl_set s;
 
 	b[0].host = "10.0.0.1";
+	s = SET_OF(b, 1);
 	cr_assert(acl_authorize(&s, "User:alice", "10.0.0.1", ACL_READ, ACL_RES_TOPIC, "a", 0));
 	cr_assert(!acl_authorize(&s, "User:alice", "10.0.0.2", ACL_READ, ACL_RES_TOPIC, "a", 0));
 }

@@ -256,8 +256,8 @@ Test(ctl, starts_up_with_the_metadata_log_and_the_internal_topics)
 	cr_assert_not_null(off);
 	cr_assert_not_null(txn);
 	cr_assert_eq(off->nparts, 1);
-	cr_assert_not_null(md_part_handle(&off->parts[0]), "opened on its shard");
-	cr_assert_not_null(md_part_handle(&txn->parts[0]), "opened on its shard");
+	cr_assert_not_null(md_part_owner(&off->parts[0]), "opened on its shard");
+	cr_assert_not_null(md_part_owner(&txn->parts[0]), "opened on its shard");
 	cr_assert_eq(parts_on_shard(), 2);
 	cr_assert_eq(ctl_now_ms(ctl), (int64_t)(now / MS), "the turn's clock is the injected one");
 	cr_assert_eq(ctl_wall_ms(ctl), wall_at(now));
@@ -299,7 +299,7 @@ Test(ctl, create_and_delete_topics_open_and_close_partitions)
 	cr_assert_not_null(t, "published in the snapshot");
 	cr_assert_eq(t->nparts, 3);
 	for (int i = 0; i < 3; i++)
-		cr_assert_not_null(md_part_handle(&t->parts[i]), "partition %d opened on the shard", i);
+		cr_assert_not_null(md_part_owner(&t->parts[i]), "partition %d opened on the shard", i);
 	cr_assert_eq(parts_on_shard(), 2 + 3);
 	/* every published topic is found by its id too (Fetch v13+, Metadata
 	 * v12), through the snapshot's index by id */
@@ -359,7 +359,7 @@ Test(ctl, produce_to_a_created_topic_is_acknowledged)
 	cr_assert_eq(r->Responses.items[0].PartitionResponses.count, 1);
 	cr_assert_eq(r->Responses.items[0].PartitionResponses.items[0].ErrorCode, 0);
 	cr_assert_eq(r->Responses.items[0].PartitionResponses.items[0].BaseOffset, 0);
-	cr_assert_eq(md_part_handle(&md_find(broker_md(&b), "t", 1)->parts[0])->pl->next_offset, 3);
+	cr_assert_eq(md_part_owner(&md_find(broker_md(&b), "t", 1)->parts[0])->pl->next_offset, 3);
 }
 
 /* ---- (d) a group: join, sync, commit, fetch -------------------------- */
@@ -738,10 +738,10 @@ Test(ctl, partitions_are_placed_across_unfenced_brokers_and_only_this_nodes_open
 		cr_assert(mp->leader == self || mp->leader == 2, "partition %d led by %d", i, mp->leader);
 		lead[mp->leader == 2]++;
 		if (mp->leader == self) {
-			cr_assert_not_null(md_part_handle(mp), "partition %d is this node's: opened", i);
+			cr_assert_not_null(md_part_owner(mp), "partition %d is this node's: opened", i);
 			mine = i;
 		} else {
-			cr_assert_null(md_part_handle(mp), "partition %d is broker 2's: not opened here", i);
+			cr_assert_null(md_part_owner(mp), "partition %d is broker 2's: not opened here", i);
 			other = i;
 		}
 	}
@@ -782,8 +782,8 @@ Test(ctl, partitions_are_placed_across_unfenced_brokers_and_only_this_nodes_open
 	cr_assert_eq(create_topic_rf("two", 2, 2, NULL, msg, sizeof(msg)), 0, "%s", msg);
 	t = md_find(broker_md(&b), "two", 3);
 	cr_assert_eq(t->parts[0].nreplicas, 2);
-	cr_assert_not_null(md_part_handle(&t->parts[0]), "a follower replica is opened too");
-	cr_assert_not_null(md_part_handle(&t->parts[1]));
+	cr_assert_not_null(md_part_owner(&t->parts[0]), "a follower replica is opened too");
+	cr_assert_not_null(md_part_owner(&t->parts[1]));
 	cr_assert_eq(create_topic_rf("three", 1, 3, NULL, msg, sizeof(msg)), KERR_INVALID_REPLICATION_FACTOR);
 	/* an explicit assignment naming an unknown broker */
 	cr_assert_eq(create_topic_rf("nine", 2, -1, nine, msg, sizeof(msg)), KERR_INVALID_REPLICA_ASSIGNMENT);
@@ -1131,7 +1131,7 @@ static int shrunk(void)
 {
 	const struct meta_part *p = image_part("two", led_here);
 	const struct md_topic *t = md_find(broker_md(&b), "two", 3);
-	const struct part *pt = t ? md_part_handle(&t->parts[led_here]) : NULL;
+	const struct part *pt = t ? md_part_owner(&t->parts[led_here]) : NULL;
 
 	return p && p->nisr == 1 && pt && pt->role && pt->role->nisr == 1 && !pt->role->f[0].in_isr;
 }
@@ -1150,12 +1150,12 @@ Test(ctl, roles_reach_the_owner_and_a_follower_that_never_fetches_leaves_the_isr
 	cr_assert(run_until(watched_unfenced));
 	create_topic("alone", 1);
 	t = md_find(broker_md(&b), "alone", 5);
-	cr_assert_null(md_part_handle(&t->parts[0])->role, "a partition alone: no role, the one-node way");
+	cr_assert_null(md_part_owner(&t->parts[0])->role, "a partition alone: no role, the one-node way");
 	cr_assert_eq(create_topic_rf("two", 2, 2, NULL, msg, sizeof(msg)), 0, "%s", msg);
 	turn(now);
 	t = md_find(broker_md(&b), "two", 3);
 	for (int32_t i = 0; i < 2; i++) {
-		const struct part_role *r = md_part_handle(&t->parts[i])->role;
+		const struct part_role *r = md_part_owner(&t->parts[i])->role;
 
 		cr_assert_not_null(r, "partition %d has its role", i);
 		cr_assert_eq(r->self, self);
@@ -1194,9 +1194,9 @@ Test(ctl, roles_reach_the_owner_and_a_follower_that_never_fetches_leaves_the_isr
 		turn(now);
 		t = md_find(broker_md(&b), "two", 3);
 		cr_assert_eq(t->nparts, 3);
-		cr_assert_not_null(md_part_handle(&t->parts[2]));
-		cr_assert_not_null(md_part_handle(&t->parts[2])->role, "the added partition has its role");
-		cr_assert_eq(md_part_handle(&t->parts[2])->role->leading, t->parts[2].leader == self);
+		cr_assert_not_null(md_part_owner(&t->parts[2]));
+		cr_assert_not_null(md_part_owner(&t->parts[2])->role, "the added partition has its role");
+		cr_assert_eq(md_part_owner(&t->parts[2])->role->leading, t->parts[2].leader == self);
 	}
 	/* broker 2 never fetches: after replica.lag.time.max.ms the leader
 	 * asks it out, the control thread proposes the PARTITION_CHANGE, and

@@ -79,9 +79,16 @@ Test(listeners, refusals_name_the_key)
 	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), 0, "%s", err);
 	cr_assert(set.listeners[1].sasl && set.listeners[1].tls);
 	cr_assert_eq(set.listeners[1].sasl_mechs, SASL_MECH_SCRAM_SHA_256 | SASL_MECH_SCRAM_SHA_512);
+	/* KIP-368: the broker's lifetime, one listener's for one mechanism */
 	put("connections.max.reauth.ms", "3600000");
-	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -ENOTSUP);
-	cr_assert(strstr(err, "connections.max.reauth.ms"), "%s", err);
+	put("listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms", "2000");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(set.listeners[1].reauth_ms[sasl_mech_index(SASL_MECH_SCRAM_SHA_256)], 3600000);
+	cr_assert_eq(set.listeners[1].reauth_ms[sasl_mech_index(SASL_MECH_SCRAM_SHA_512)], 2000);
+	put("listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms", "-1");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms"), "%s", err);
+	put("listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms", "0");
 	put("connections.max.reauth.ms", "0");
 	put("sasl.enabled.mechanisms", "GSSAPI");
 	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -ENOTSUP);

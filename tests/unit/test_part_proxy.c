@@ -13,6 +13,8 @@
 
 #include "dataplane/part.h"
 #include "dataplane/part_proxy.h"
+#include "dataplane/part_role.h"
+#include "dataplane/part_table.h"
 #include "dataplane/shard.h"
 #include "broker_fixture.h"
 #include "helpers.h"
@@ -30,11 +32,13 @@ static char pdir[4200];
 static const int32_t node1[1] = { 1 };   /* the fixture's node id: it leads the partition */
 static struct md_partition mpart = { .index = 0, .owner_shard = 0, .leader = 1, .nreplicas = 1, .nisr = 1,
 				     .replicas = node1, .isr = node1 };
+static struct part_pub mpub;   /* where the owner publishes its struct part for the shards */
 static struct md_topic *topics[1];
 static struct md_topic topic;
 static struct md_snapshot md = { .version = 1, .ntopics = 1, .topics = topics };
 
 #define T0 1000000000ull
+#define A0 part_addr_of(topic.id, 0)   /* the partition by value, as every request names it */
 
 /* the sender: "the control thread", whose object is `sender` */
 static int sender;
@@ -68,8 +72,12 @@ static void setup(void)
 	topic.parts = &mpart;
 	topic.max_message_bytes = 1u << 20;
 	plog_config_defaults(&topic.cfg);
+	for (int i = 0; i < 16; i++)
+		topic.id[i] = (uint8_t)(0xa0 + i);
 	topics[0] = &topic;
-	mpart.owner_part = NULL;
+	memset(&mpub, 0, sizeof(mpub));
+	mpart.pub = &mpub;
+	mpart.opened = 0;
 	b.md = &md;
 
 	cr_assert_eq(shard_create(&b, 0, &sh, err, sizeof(err)), 0, "shard_create: %s", err);
@@ -121,12 +129,12 @@ static struct part *opened;
 static int open_err = -1000;
 static struct part_open_report report;
 
-static void on_open(void *self, void *cookie, struct part *p, int err, const struct part_open_report *rep)
+static void on_open(void *self, void *cookie, int err, const struct part_open_report *rep)
 {
 	cr_assert_eq(self, &sender, "runs on the sender's side");
 	cr_assert_eq(cookie, &opened);
 	cr_assert_eq(rep, &report);
-	opened = p;
+	opened = err ? NULL : sh->parts;   /* the test looks: the sender is given no handle */
 	open_err = err;
 	calls++;
 }
@@ -181,15 +189,14 @@ static void on_end(void *self, void *cookie)
 static void open_partition(void)
 {
 	int want = calls + 1;
-	struct part *before = md_part_handle(&mpart);
-
 	part_proxy_open(&px, 0, pdir, &topic, &mpart, &report, on_open, &opened);
 	cr_assert_eq(calls, want - 1, "nothing runs before the shard's turn");
 	run_until(want);
 	cr_assert_eq(open_err, 0, "open: %d", open_err);
 	cr_assert_not_null(opened);
-	cr_assert_eq(md_part_handle(&mpart), before, "the owner writes nothing of the sender's metadata entry");
-	mpart.owner_part = opened;   /* the sender keeps the handle it was given */
+	cr_assert_eq(mpart.opened, 0, "the owner writes nothing of the sender's metadata entry");
+	cr_assert_eq(md_part_owner(&mpart), opened, "the owner published its partition for the shards");
+	cr_assert_eq(part_table_find(&sh->part_tab, topic.id, 0), opened, "and keyed it by (topic id, index)");
 	cr_assert_eq(sh->parts, opened, "and linked it into its list");
 }
 
@@ -242,7 +249,7 @@ Test(part_proxy, open_append_read_configure_close)
 		req[i].done = on_appended;
 		req[i].cookie = (void *)(intptr_t)i;
 		appended[i] = -2;
-		part_proxy_append(&px, 0, opened, &req[i]);
+		part_proxy_append(&px, 0, A0, &req[i]);
 	}
 	run_until(calls + 3);
 	for (int i = 0; i < 3; i++) {
@@ -256,7 +263,7 @@ Test(part_proxy, open_append_read_configure_close)
 	/* the range back: all three batches, then the end */
 	nread = 0;
 	read_ends = 0;
-	part_proxy_read(&px, 0, opened, 0, INT64_MAX, on_chunk, on_end, &nread);
+	part_proxy_read(&px, 0, A0, 0, INT64_MAX, on_chunk, on_end, &nread);
 	run_until(calls + 1);
 	cr_assert_eq(read_ends, 1);
 	cr_assert_eq(nread, 3);
@@ -266,7 +273,7 @@ Test(part_proxy, open_append_read_configure_close)
 
 	/* a range that starts at the second batch */
 	nread = 0;
-	part_proxy_read(&px, 0, opened, 3, INT64_MAX, on_chunk, on_end, &nread);
+	part_proxy_read(&px, 0, A0, 3, INT64_MAX, on_chunk, on_end, &nread);
 	run_until(calls + 1);
 	cr_assert_eq(nread, 2);
 	cr_assert_eq(read_offsets[0], 3);
@@ -276,7 +283,7 @@ Test(part_proxy, open_append_read_configure_close)
 	cfg.segment_bytes = 1u << 20;
 	cfg.initial_extent = 4u << 20;
 	done_err = -1000;
-	part_proxy_set_config(&px, 0, opened, &cfg, on_done, &done_err);
+	part_proxy_set_config(&px, 0, A0, &cfg, on_done, &done_err);
 	run_until(calls + 1);
 	cr_assert_eq(done_err, 0);
 	cr_assert_eq(opened->pl->cfg.segment_bytes, 1u << 20);
@@ -284,11 +291,10 @@ Test(part_proxy, open_append_read_configure_close)
 
 	/* close: out of the owner's list */
 	done_err = -1000;
-	part_proxy_close(&px, 0, opened, on_done, &done_err);
+	part_proxy_close(&px, 0, A0, on_done, &done_err);
 	run_until(calls + 1);
 	cr_assert_eq(done_err, 0);
 	cr_assert_null(sh->parts, "the owner's list no longer holds it");
-	mpart.owner_part = NULL;
 	for (int i = 0; i < 3; i++)
 		free(batch[i]);
 }
@@ -300,7 +306,7 @@ Test(part_proxy, append_to_a_retired_partition_fails_with_enoent)
 
 	open_partition();
 	done_err = -1000;
-	part_proxy_retire(&px, 0, opened, on_done, &done_err);
+	part_proxy_retire(&px, 0, A0, on_done, &done_err);
 	run_until(calls + 1);
 	cr_assert_eq(done_err, 0);
 	cr_assert_null(sh->parts);
@@ -310,7 +316,7 @@ Test(part_proxy, append_to_a_retired_partition_fails_with_enoent)
 	req.batch = batch;
 	req.done = on_appended;
 	req.cookie = (void *)(intptr_t)0;
-	part_proxy_append(&px, 0, opened, &req);
+	part_proxy_append(&px, 0, A0, &req);
 	run_until(calls + 1);
 	cr_assert_eq(append_err[0], -ENOENT);
 	cr_assert_eq(appended[0], -1);
@@ -327,11 +333,11 @@ Test(part_proxy, reopen_reports_what_recovery_read)
 	req.batch = batch;
 	req.done = on_appended;
 	req.cookie = (void *)(intptr_t)0;
-	part_proxy_append(&px, 0, opened, &req);
+	part_proxy_append(&px, 0, A0, &req);
 	run_until(calls + 1);
 	cr_assert_eq(append_err[0], 0);
 	done_err = -1000;
-	part_proxy_close(&px, 0, opened, on_done, &done_err);
+	part_proxy_close(&px, 0, A0, on_done, &done_err);
 	run_until(calls + 1);
 	free(batch);
 
@@ -362,12 +368,12 @@ Test(part_proxy, the_leader_epoch_is_set_through_the_proxy)
 	req.batch = batch;
 	req.done = on_appended;
 	req.cookie = (void *)(intptr_t)0;
-	part_proxy_append(&px, 0, opened, &req);
+	part_proxy_append(&px, 0, A0, &req);
 	run_until(calls + 1);
 	cr_assert_eq(append_err[0], 0);
 
 	done_err = -1000;
-	part_proxy_set_leader_epoch(&px, 0, opened, 5, on_done, &done_err);
+	part_proxy_set_leader_epoch(&px, 0, A0, 5, on_done, &done_err);
 	cr_assert_eq(opened->pl->leader_epoch, 2, "nothing changes before the owner's turn");
 	run_until(calls + 1);
 	cr_assert_eq(done_err, 0);
@@ -375,7 +381,7 @@ Test(part_proxy, the_leader_epoch_is_set_through_the_proxy)
 	plog_epoch_end_offset(opened->pl, 2, &e, &end);
 	cr_assert_eq(e, 2);
 	cr_assert_eq(end, 4, "epoch 2 ended where 5 began");
-	part_proxy_append(&px, 0, opened, &req);
+	part_proxy_append(&px, 0, A0, &req);
 	run_until(calls + 1);
 	cr_assert_eq(appended[0], 4);
 	plog_epoch_end_offset(opened->pl, 5, &e, &end);
@@ -383,28 +389,162 @@ Test(part_proxy, the_leader_epoch_is_set_through_the_proxy)
 	cr_assert_eq(end, 8);
 
 	done_err = -1000;
-	part_proxy_set_leader_epoch(&px, 0, opened, 4, on_done, &done_err);
+	part_proxy_set_leader_epoch(&px, 0, A0, 4, on_done, &done_err);
 	run_until(calls + 1);
 	cr_assert_eq(done_err, -ESTALE, "a lower epoch is refused");
 	cr_assert_eq(opened->pl->leader_epoch, 5);
 
 	/* reopened with an older metadata entry: the log's epoch wins */
 	done_err = -1000;
-	part_proxy_close(&px, 0, opened, on_done, &done_err);
+	part_proxy_close(&px, 0, A0, on_done, &done_err);
 	run_until(calls + 1);
-	mpart.owner_part = NULL;
 	mpart.leader_epoch = 1;
 	open_partition();
 	cr_assert_eq(report.leader_epoch, 5);
 	cr_assert_eq(opened->pl->leader_epoch, 5);
 
 	done_err = -1000;
-	part_proxy_retire(&px, 0, opened, on_done, &done_err);
+	part_proxy_retire(&px, 0, A0, on_done, &done_err);
 	run_until(calls + 1);
 	done_err = -1000;
-	part_proxy_set_leader_epoch(&px, 0, opened, 9, on_done, &done_err);
+	part_proxy_set_leader_epoch(&px, 0, A0, 9, on_done, &done_err);
 	run_until(calls + 1);
 	cr_assert_eq(done_err, -ENOENT);
 	mpart.leader_epoch = 0;
 	free(batch);
+}
+
+/* ---- a partition gone between the send and the arrival ----------------- */
+
+static void on_done_into(void *self, void *cookie, int err)
+{
+	cr_assert_eq(self, &sender);
+	*(int *)cookie = err;
+	calls++;
+}
+
+static int64_t marker_base = -2;
+static int marker_err = -1000;
+
+static void on_marker(void *self, void *cookie, int64_t base, int err)
+{
+	cr_assert_eq(self, &sender);
+	cr_assert_eq(cookie, &marker_base);
+	marker_base = base;
+	marker_err = err;
+	calls++;
+}
+
+static int64_t lag_hw = -2, lag_ts = -2;
+
+static void on_lag(void *self, void *cookie, int64_t hw, int64_t oldest_ts)
+{
+	cr_assert_eq(self, &sender);
+	cr_assert_eq(cookie, &lag_hw);
+	lag_hw = hw;
+	lag_ts = oldest_ts;
+	calls++;
+}
+
+/* Every request names the partition by value: when the owner closed
+ * (freed) or retired it before the request arrived, the owner's table no
+ * longer has it and the sender gets the error answer. With the handle the
+ * sender used to hold, these requests ran on the freed struct (under
+ * ASan: heap-use-after-free in the owner's set_config/append/...).
+ * `close` frees the struct; `retire` keeps it. */
+static void requests_after_the_partition_went(int close)
+{
+	enum { GONE, CONFIG, EPOCH, ROLE, BEGIN, RETIRE, CLOSE, N };
+	int err[N];
+	struct part_append_req req = { 0 };
+	struct part_marker_req mk = { .pid = 7, .epoch = 0, .commit = 1, .done = on_marker, .cookie = &marker_base };
+	struct part_lag_req lag = { .committed = 0, .done = on_lag, .cookie = &lag_hw };
+	struct part_role_msg role = { .self = 1, .leader = 1, .leader_epoch = 3, .nreplicas = 1, .nisr = 1,
+				      .replicas = { 1 }, .isr = { 1 } };
+	struct plog_config cfg = topic.cfg;
+	uint8_t *batch;
+	int want;
+
+	open_partition();
+	for (int i = 0; i < N; i++)
+		err[i] = -1000;
+	batch = make_batch(2, &req.len);
+	req.batch = batch;
+	req.done = on_appended;
+	req.cookie = (void *)(intptr_t)0;
+	appended[0] = -2;
+	append_err[0] = -1000;
+	nread = 0;
+	read_ends = 0;
+
+	/* all sent before the owner's turn: the first one takes the partition away */
+	want = calls + 12;
+	if (close)
+		part_proxy_close(&px, 0, A0, on_done_into, &err[GONE]);
+	else
+		part_proxy_retire(&px, 0, A0, on_done_into, &err[GONE]);
+	part_proxy_append(&px, 0, A0, &req);
+	part_proxy_set_config(&px, 0, A0, &cfg, on_done_into, &err[CONFIG]);
+	part_proxy_set_leader_epoch(&px, 0, A0, 3, on_done_into, &err[EPOCH]);
+	part_proxy_set_role(&px, 0, A0, &role, on_done_into, &err[ROLE]);
+	part_proxy_txn_begin(&px, 0, A0, 7, 0, T0, on_done_into, &err[BEGIN]);
+	part_proxy_txn_marker(&px, 0, A0, &mk);
+	part_proxy_lag(&px, 0, A0, &lag);
+	part_proxy_read(&px, 0, A0, 0, INT64_MAX, on_chunk, on_end, &nread);
+	part_proxy_read(&px, 0, A0, 0, PART_READ_LOG_END, on_chunk, on_end, &nread);
+	part_proxy_retire(&px, 0, A0, on_done_into, &err[RETIRE]);
+	part_proxy_close(&px, 0, A0, on_done_into, &err[CLOSE]);
+	cr_assert_lt(calls, want, "nothing runs before the shard's turn");
+	run_until(want);
+
+	cr_assert_eq(err[GONE], 0, "the close or retire itself");
+	cr_assert_null(sh->parts);
+	cr_assert_null(part_table_find(&sh->part_tab, topic.id, 0), "out of the owner's table");
+	cr_assert_eq(append_err[0], -ENOENT, "append: %d", append_err[0]);
+	cr_assert_eq(appended[0], -1);
+	cr_assert_eq(err[CONFIG], -ENOENT);
+	cr_assert_eq(err[EPOCH], -ENOENT);
+	cr_assert_eq(err[ROLE], -ENOENT);
+	cr_assert_eq(err[BEGIN], -ENOENT);
+	cr_assert_eq(marker_err, 0, "nothing to mark: answered as for a deleted partition");
+	cr_assert_eq(marker_base, -1);
+	cr_assert_eq(lag_hw, -1, "the lag of a partition that is gone");
+	cr_assert_eq(lag_ts, -1);
+	cr_assert_eq(read_ends, 2, "each read ends");
+	cr_assert_eq(nread, 0, "with nothing read");
+	cr_assert_eq(err[RETIRE], -ENOENT, "nothing left to retire");
+	cr_assert_eq(err[CLOSE], -ENOENT, "nothing left to close");
+	if (!close)
+		cr_assert_eq(sh->retired_parts, opened, "a retired struct is kept until the shard exits");
+	free(batch);
+}
+
+Test(part_proxy, requests_for_a_partition_closed_before_they_arrive_get_errors)
+{
+	requests_after_the_partition_went(1);
+}
+
+Test(part_proxy, requests_for_a_partition_retired_before_they_arrive_get_errors)
+{
+	requests_after_the_partition_went(0);
+}
+
+/* Another topic's partition under the same index is not this one: the
+ * owner matches the whole (topic id, index). */
+Test(part_proxy, a_request_for_another_topic_finds_nothing)
+{
+	uint8_t other[16];
+	int err = -1000;
+
+	open_partition();
+	memcpy(other, topic.id, sizeof(other));
+	other[0] ^= 1;
+	part_proxy_set_leader_epoch(&px, 0, part_addr_of(other, 0), 3, on_done_into, &err);
+	run_until(calls + 1);
+	cr_assert_eq(err, -ENOENT);
+	err = -1000;
+	part_proxy_set_leader_epoch(&px, 0, part_addr_of(topic.id, 1), 3, on_done_into, &err);
+	run_until(calls + 1);
+	cr_assert_eq(err, -ENOENT);
+	cr_assert_eq(opened->pl->leader_epoch, 0, "the open partition untouched");
 }

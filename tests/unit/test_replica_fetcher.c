@@ -11,7 +11,9 @@
  * and then copies the leader's log; a leader address nothing listens on
  * is tried again after a back-off, and a new address in a new role is
  * followed; a high watermark alone rides on the next records; a
- * partition closed while its fetch waits is not read by the answer. */
+ * partition closed while its fetch waits is not read by the answer; a
+ * partition whose follower log failed does not stop the others'
+ * replication from the same leader. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,6 +31,7 @@
 #include "dataplane/part.h"
 #include "dataplane/part_replica.h"
 #include "dataplane/part_proxy.h"
+#include "dataplane/part_table.h"
 #include "dataplane/part_role.h"
 #include "dataplane/replica_fetcher.h"
 #include "dataplane/shard.h"
@@ -46,6 +49,7 @@ static int ctl_sleeping;
 static char *dir;
 
 static const int32_t both[2] = { 1, 2 };
+static struct part_pub mpub;
 static struct md_partition mpart = { .index = 0, .owner_shard = 0, .leader = 1, .nreplicas = 2, .nisr = 2,
 				     .replicas = both, .isr = both };
 static struct md_topic *topics[1];
@@ -108,7 +112,9 @@ static void setup(void)
 		cr_assert_eq(mkdir(d2, 0755), 0);
 	}
 	follower = open_part("node2/t-0");
-	mpart.owner_part = leader;
+	memset(&mpub, 0, sizeof(mpub));
+	mpart.pub = &mpub;
+	mpub.owner_part = leader;   /* published for the shards, as the owner does */
 }
 
 static void teardown(void)
@@ -234,6 +240,69 @@ static int first_acked(void)
 	return answered == 1;
 }
 
+/* A second partition, u-0, led and followed on the same shard as t-0
+ * (broker 1's and broker 2's copies), published beside t in the
+ * metadata. */
+static struct md_partition mpart_u = { .index = 0, .owner_shard = 0, .leader = 1, .nreplicas = 2, .nisr = 2,
+				       .replicas = both, .isr = both };
+static struct md_topic topic_u;
+static struct md_topic *topics_tu[2];
+
+static struct part *open_u(const char *sub)
+{
+	char path[4300];
+	struct part *p;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, sub);
+	cr_assert_eq(part_open(sh, path, "u", 0, &topic_u.cfg, &p), 0);
+	p->next = sh->parts;
+	sh->parts = p;
+	return p;
+}
+
+static struct part *follower_u;
+
+static int u_copied(void)
+{
+	return follower_u->pl->durable_offset == 1;
+}
+
+/* One partition's log failed on the follower (what a write error leaves:
+ * storage/plog.h, err set, never durable again): the fetcher leaves it out
+ * and goes on asking for the others from the same leader. Until
+ * 2026-12-02 it waited for the failed one to become durable, and asked
+ * nothing more of that leader. */
+Test(replica_fetcher, a_partition_whose_log_failed_does_not_stop_the_others_from_its_leader)
+{
+	struct part *leader_u;
+
+	topic_u = topic;
+	topic_u.name = "u";
+	topic_u.parts = &mpart_u;
+	topics_tu[0] = &topic;
+	topics_tu[1] = &topic_u;
+	md.topics = topics_tu;
+	md.ntopics = 2;
+	leader_u = open_u("u-0");
+	follower_u = open_u("node2/u-0");
+	mpart_u.owner_part = leader_u;
+	role(leader, 1, 0);
+	role(follower, 2, 0);
+	role(leader_u, 1, 0);
+	role(follower_u, 2, 0);
+	produce(leader_u, 1, "u");
+	run_until(u_copied);
+	cr_assert_eq(follower_u->pl->durable_offset, 1, "u-0 replicated before its log fails");
+	answered = 0;
+	follower_u->pl->err = -EIO;
+	produce(leader, -1, "a");
+	run_until(first_acked);
+	cr_assert_eq(answered, 1, "acks=all on t-0 answered: its follower fetched it");
+	cr_assert_eq(answer_err, 0);
+	cr_assert_geq(follower->pl->durable_offset, 1);
+	cr_assert_eq(leader->pl->high_watermark, 1);
+}
+
 static int second_acked(void)
 {
 	return answered == 2;
@@ -305,8 +374,12 @@ Test(replica_fetcher, a_partition_closed_while_its_fetch_waits_is_not_read_by_th
 	}
 	in = sh->stats.repl_bytes_in;
 	out = sh->stats.repl_bytes_out;
+	/* the follower (the same partition, another node's copy in this
+	 * test) under a key of its own in the shard's table: closed by value */
+	memset(follower->topic_id, 0xf0, sizeof(follower->topic_id));
+	cr_assert_eq(part_table_add(&sh->part_tab, follower), 0);
 	part_proxy_init_shard(&px, sh);
-	part_proxy_close(&px, 0, follower, closed, NULL);
+	part_proxy_close(&px, 0, part_addr_of(follower->topic_id, 0), closed, NULL);
 	cr_assert_eq(closed_err, 0);
 	follower = NULL;
 	produce(leader, 1, "b");             /* wakes it: answered with "b" */

@@ -16,8 +16,8 @@
 #include "tests/unit/helpers.h"
 
 static struct sasl_scram_cred creds[2];
-static struct sasl_plain_user pu[] = { { "alice", "alice-secret" } };
-static const struct sasl_plain_users plain = { 1, pu };
+static struct sasl_plain_user pu[] = { { "alice", "alice-secret" }, { "bob", "bob-secret" } };
+static const struct sasl_plain_users plain = { 2, pu };
 
 static const struct sasl_scram_cred *lookup(const void *arg, const char *name, int type)
 {
@@ -140,6 +140,38 @@ Test(sasl, plain_checks_the_jaas_users)
 			       sizeof(why)), -EACCES);   /* another authorization id */
 	cr_assert_eq(s.state, SASL_FAILED);
 	cr_assert(!strstr(why, "alice-secret"));
+}
+
+/* KIP-368: a second handshake after the authentication begins a
+ * re-authentication only for a v1+ client, with the session's mechanism;
+ * another principal fails it; an expired session lets only SaslHandshake by. */
+Test(sasl, reauthentication_keeps_the_mechanism_and_the_principal)
+{
+	struct sasl_conn s;
+	uint8_t out[64], k17[2] = { 0, 17 }, k3[2] = { 0, 3 };
+	size_t n;
+	char why[160];
+
+	memset(&s, 0, sizeof(s));
+	cr_assert_eq(sasl_handshake(&s, "PLAIN", 5, SASL_MECH_ALL, 1), 0);
+	cr_assert_eq(sasl_step(&s, &cr, (const uint8_t *)"\0alice\0alice-secret", 19, out, sizeof(out), &n, why,
+			       sizeof(why)), 0);
+	cr_assert_eq(sasl_session_expired(&s, k3, 2), 1);
+	cr_assert_eq(sasl_session_expired(&s, k17, 2), 0);
+	cr_assert_eq(sasl_handshake(&s, "PLAIN", 5, SASL_MECH_ALL, 1), SASL_ERR_ILLEGAL_STATE);   /* v0 auth */
+	s.reauth_ok = 1;
+	cr_assert_eq(sasl_handshake(&s, "PLAIN", 5, SASL_MECH_ALL, 0), SASL_ERR_ILLEGAL_STATE);   /* a v0 handshake */
+	cr_assert_eq(sasl_handshake(&s, "SCRAM-SHA-256", 13, SASL_MECH_ALL, 1), SASL_ERR_UNSUPPORTED_MECHANISM);
+	cr_assert_eq(sasl_handshake(&s, "PLAIN", 5, SASL_MECH_ALL, 1), 0);
+	cr_assert_eq(sasl_session_expired(&s, k3, 2), 0);   /* re-authenticating: the pre-auth rule holds */
+	cr_assert_eq(sasl_step(&s, &cr, (const uint8_t *)"\0alice\0alice-secret", 19, out, sizeof(out), &n, why,
+			       sizeof(why)), 0);
+	cr_assert_eq(s.state, SASL_DONE);
+	cr_assert_eq(sasl_handshake(&s, "PLAIN", 5, SASL_MECH_ALL, 1), 0);
+	cr_assert_eq(sasl_step(&s, &cr, (const uint8_t *)"\0bob\0bob-secret", 15, out, sizeof(out), &n, why,
+			       sizeof(why)), -EPERM);
+	cr_assert(strstr(why, "User:alice") && strstr(why, "User:bob"), "%s", why);
+	cr_assert_eq(s.state, SASL_FAILED);
 }
 
 Test(sasl, preauth_gate_takes_only_the_three_apis_small)

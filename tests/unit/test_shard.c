@@ -27,6 +27,7 @@ static char *dir;
 
 /* the metadata the control thread would publish: topic "t", one partition */
 static const int32_t node1[1] = { 1 };   /* the fixture's node id: it leads the partition */
+static struct part_pub mpub;
 static struct md_partition mpart = { .index = 0, .owner_shard = 0, .leader = 1, .nreplicas = 1, .nisr = 1,
 				     .replicas = node1, .isr = node1 };
 static struct md_topic *topics[1];
@@ -58,7 +59,8 @@ static void setup(void)
 	topic.max_message_bytes = 1u << 20;
 	plog_config_defaults(&topic.cfg);
 	topics[0] = &topic;
-	mpart.owner_part = NULL;
+	memset(&mpub, 0, sizeof(mpub));
+	mpart.pub = &mpub;
 	b.md = &md;
 
 	cr_assert_eq(shard_create(&b, 0, &sh, err, sizeof(err)), 0, "shard_create: %s", err);
@@ -140,7 +142,7 @@ static void open_part_msg(void *self, struct shard_msg *m)
 	snprintf(pdir, sizeof(pdir), "%s/t-0", dir);
 	rc = part_open(s, pdir, "t", 0, &topic.cfg, &p);
 	if (rc == 0) {
-		mpart.owner_part = p;
+		mpub.owner_part = p;   /* published for the shards, as the owner does */
 		p->next = s->parts;
 		s->parts = p;
 	}
@@ -179,8 +181,8 @@ static void open_partition(void)
 	cr_assert_eq(broker_send(&b, broker_ctl_index(&b), 0, &m), 0);
 	run_until(reply_arrived);
 	cr_assert_eq(opened, 0, "part_open: %d", opened);
-	cr_assert_not_null(md_part_handle(&mpart));
-	cr_assert_eq(sh->parts, md_part_handle(&mpart));
+	cr_assert_not_null(md_part_owner(&mpart));
+	cr_assert_eq(sh->parts, md_part_owner(&mpart));
 }
 
 Test(shard, partition_opens_through_the_ring)
@@ -257,7 +259,7 @@ Test(shard, produce_is_acknowledged)
 	cr_assert_eq(r->Responses.items[0].PartitionResponses.count, 1);
 	cr_assert_eq(r->Responses.items[0].PartitionResponses.items[0].ErrorCode, 0);
 	cr_assert_eq(r->Responses.items[0].PartitionResponses.items[0].BaseOffset, 0);
-	cr_assert_eq(md_part_handle(&mpart)->pl->next_offset, 3, "three records appended");
+	cr_assert_eq(md_part_owner(&mpart)->pl->next_offset, 3, "three records appended");
 	cr_assert_eq(sh->stats.produce_records, 3);
 	close(peer);
 	peer = -1;

@@ -7,7 +7,8 @@ prints a table (anomaly, count, first examples) and the summary figures,
 and exits 1 when any anomaly was found. check(paths) returns the same as a
 dict: an integer count per anomaly (ANOMALIES), "details" (the first
 examples of each), and the figures sent, acked, read (reads by the run's
-readers), read_final, longest_unavailable_s and recovery_s.
+readers), read_final, longest_unavailable_s, recovery_s, cycle_kinds (the
+dependency cycles that take ww edges, sluicefault.cycles) and cycle_graph.
 
 What is never judged, so that a correct cluster reports nothing: a record
 whose send failed indefinitely (a timeout; it may or may not be in the log)
@@ -24,11 +25,12 @@ import json
 import sys
 from collections import defaultdict
 
+from . import cycles
 from .history import read
 
 ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "divergent", "nonmonotonic", "skipped",
              "stale_commit", "commit_backwards", "aborted_visible", "partial_txn", "premature_read",
-             "copy_mismatch")
+             "copy_mismatch", "cycles")
 EXAMPLES = 10
 FINAL_READERS = ("final-rc", "final-ru")
 RC, RU = "read_committed", "read_uncommitted"
@@ -324,7 +326,23 @@ def check_lines(lines):
                               copied_in=ctxn, copy=list(cs[0]))
                 break
 
+    # cycles: dependency cycles between committed transactions (ww, wr,
+    # rw as in Jepsen's Kafka workload): a cycle of wr edges alone counts;
+    # G0, G1c, G-single and G2 (with ww edges) are figures, Kafka allows
+    # them (docs/fault-testing.md, "Dependency cycles")
+    committed = {t for t, st in txn_state.items() if st == "committed"} | \
+        {t for t, ok in txn_copied.items() if ok and t not in txn_state}
+    cyc = cycles.find(lines, committed, examples=EXAMPLES)
+    for ex in cyc["examples"].get("wr_cycles", []):
+        r.details["cycles"].append(dict(ex, kind="wr"))
+    r.counts["cycles"] = cyc["wr_cycles"]
+    for kind in cycles.KINDS:
+        for ex in cyc["examples"].get(kind, [])[:1]:
+            r.details["cycles"].append(dict(ex, kind=kind))
+
     out = dict(r.counts)
+    out["cycle_kinds"] = {k: cyc[k] for k in cycles.KINDS}
+    out["cycle_graph"] = {"txns": cyc["txns"], "edges": cyc["edges"]}
     out["details"] = {a: d for a, d in r.details.items() if d}
     out["sent"] = len(sends)
     out["acked"] = len(acks)
@@ -461,6 +479,9 @@ def table(res):
         ex = res["details"].get(a, [])[:3]
         rows.append("%-17s %7d  %s" % (a, res[a], "; ".join(json.dumps(e, sort_keys=True) for e in ex)))
     rows.append("")
+    rows.append("cycles with ww edges (figures): %s (%d transactions, %d edges)" % (
+        ", ".join("%s %d" % kv for kv in res["cycle_kinds"].items()), res["cycle_graph"]["txns"],
+        res["cycle_graph"]["edges"]))
     rows.append("sent %d, acked %d, read %d (final read %d%s), longest unavailable %.3f s%s, recovery %s" % (
         res["sent"], res["acked"], res["read"], res["read_final"], "" if res["final_read"] else ": none",
         res["longest_unavailable_s"], " (%s)" % res["unavailable_client"] if res["unavailable_client"] else "",

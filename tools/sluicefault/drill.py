@@ -60,7 +60,7 @@ def check(paths):
 
 def need_modules():
     """InputError naming what is missing, before the cluster is touched."""
-    for m in ("workload", "checker"):
+    for m in ("workload", "checker", "drill_txn"):
         try:
             __import__("sluicefault." + m)
         except ImportError as e:
@@ -72,7 +72,7 @@ def need_modules():
 BROKEN_IF = ("lost", "duplicated", "reordered", "unexpected", "divergent", "stale_commit", "commit_backwards")
 ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "divergent", "nonmonotonic", "skipped",
              "stale_commit", "commit_backwards", "aborted_visible", "partial_txn", "premature_read",
-             "copy_mismatch")
+             "copy_mismatch", "cycles")
 
 
 # ---- the drill file ----------------------------------------------------------
@@ -246,6 +246,9 @@ SCENARIOS = collections.OrderedDict((s.name, s) for s in (
              "<prefix>-dlq after 3 tries, or stop loudly", kind="poison"),
     Scenario("hot-key", "one key takes 80% of the records: the partition skew and the lag it causes",
              kind="hotkey"),
+    Scenario("txn-leader-loss", "transactional producers and a consume-transform-produce copier while the "
+             "leader of one of the drill topic's partitions is SIGKILLed (kill) and started again (start)",
+             "kill", "start", "leader", kind="txn"),
 ))
 
 
@@ -665,7 +668,7 @@ class Drill:
                              "drill kills, pauses or cuts off brokers that serve them too. Run it on a staging "
                              "cluster, or pass --allow-existing-topics" % (
                                  len(theirs), ", ".join(theirs[:5]), ", ..." if len(theirs) > 5 else ""))
-        for t in (self.topic, self.dlq):
+        for t in (self.topic, self.dlq, self.topic + "-out"):
             if t in md.topics:
                 raise InputError("topic %s exists already: the drill writes only to topics it creates (pick "
                                  "another --topic-prefix, or delete it: sluicectl topic delete %s)" % (t, t))
@@ -687,6 +690,8 @@ class Drill:
         topics = [NewTopic(self.topic, self.args.partitions, rf, config=conf)]
         if self.sc.kind == "poison":
             topics.append(NewTopic(self.dlq, 1, rf, config=conf))
+        if self.sc.kind == "txn":
+            topics.append(NewTopic(self.topic + "-out", self.args.partitions, rf, config=conf))   # the copies
         for t, f in self.admin().create_topics(topics, operation_timeout=30).items():
             try:
                 f.result(60)
@@ -819,11 +824,14 @@ class Drill:
         a, sc = self.args, self.sc
         os.makedirs(self.out, exist_ok=True)
         self.nemesis = History(os.path.join(self.out, "drill.jsonl"), "drill")
-        if sc.kind == "node":
+        if sc.kind in ("node", "txn"):
             self.df.require((sc.fault, sc.heal))
         nbrokers = self.preflight()
         say("scenario %s, seed %d, topic %s, histories in %s" % (sc.name, self.seed, self.topic, self.out))
         self.create_topics(nbrokers)
+        if sc.kind == "txn":
+            from sluicefault import drill_txn
+            return drill_txn.run(self, say)
         on_fault = {"crash": "crash", "stall": "stall"}.get(sc.kind, "none")
         max_poll = 6000 if sc.kind == "stall" else 300000
         for i in range(sc.consumers):
@@ -1280,6 +1288,9 @@ def cmd_run(args):
     d.cleanup()
     if args.json:
         print(json.dumps(r, indent=1, default=str))
+    elif d.sc.kind == "txn":
+        from sluicefault import drill_txn
+        drill_txn.print_report(r)
     else:
         print_report(r)
     return EXIT_HELD if r["held"] else EXIT_BROKEN

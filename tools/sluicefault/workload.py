@@ -22,8 +22,11 @@ KIND is one of
          partitions, committed or (one in four) aborted by the seed; a
          consume-transform-produce copier ("txn-copier") copying each
          committed input record to T-out in a transaction with its consumer
-         offsets (the copy's key is the input value); a read_committed and
-         a read_uncommitted reader of both topics.
+         offsets (the copy's key is the input value); two clients
+         ("txn-m1", "txn-m2") whose transactions write 1-2 records to T
+         and then read T read_committed before committing (so that a
+         cycle of wr edges could show); a read_committed and a
+         read_uncommitted reader of both topics.
 
 --final does only the final read: every partition of the kind's topics (T,
 and T-out for txn) read from the log start to its end (the high watermark
@@ -49,7 +52,7 @@ import sys
 import threading
 import time
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from .history import Writer
 
@@ -88,6 +91,14 @@ def group_meta(consumer):
     parts = b[11:].split(b"\0")
     member = parts[1].decode(errors="replace") if len(parts) > 1 else None
     return gen, member
+
+
+def read_line(w, m, reader, isolation, session, **extra):
+    """The history's "read" line of message m, read by `reader`."""
+    w.write("read", value=m.value().decode(errors="replace"),
+            key=None if m.key() is None else m.key().decode(errors="replace"),
+            topic=m.topic(), partition=m.partition(), offset=m.offset(), reader=reader,
+            isolation=isolation, session=session, **extra)
 
 
 def ensure_topics(bootstrap, topics, partitions, replication, deadline):
@@ -141,6 +152,14 @@ class _Client(threading.Thread):
     def on_error(self, err):
         self.w.write("error", error=err.name(), what=err.str())
 
+    def on_delivery(self, err, msg):
+        """A producer's delivery report: "ack", or an indefinite "fail"."""
+        value = msg.value().decode()
+        if err is not None:
+            self.w.write("fail", value=value, error=err.name(), definite=False)
+        else:
+            self.w.write("ack", value=value, topic=msg.topic(), partition=msg.partition(), offset=msg.offset())
+
     def run(self):
         try:
             self.body()
@@ -167,13 +186,6 @@ class _Sender(_Client):
         super().on_error(err)
         if err.fatal():
             self.fatal = True
-
-    def on_delivery(self, err, msg):
-        value = msg.value().decode()
-        if err is not None:
-            self.w.write("fail", value=value, error=err.name(), definite=False)
-        else:
-            self.w.write("ack", value=value, topic=msg.topic(), partition=msg.partition(), offset=msg.offset())
 
     def body(self):
         p = Producer(self.conf())
@@ -269,24 +281,25 @@ class _Reader(_Client):
                         c.assign([TopicPartition(t, p, nxt.get((t, p), OFFSET_BEGINNING)) for t, p in tps])
                         break
                     continue
-                self.w.write("read", value=m.value().decode(errors="replace"),
-                             key=None if m.key() is None else m.key().decode(errors="replace"),
-                             topic=m.topic(), partition=m.partition(), offset=m.offset(), reader=self.cname,
-                             isolation=self.isolation, session=session)
+                read_line(self.w, m, self.cname, self.isolation, session)
                 nxt[(m.topic(), m.partition())] = m.offset() + 1
         c.close()
 
 
-class _Member(_Client):
-    """A member of a consumer group: subscribes, reads, commits its
-    positions (commit(asynchronous=False)) every `commit_s`, and leaves and
-    rejoins at seeded times. Each assignment starts a new session."""
+class _GroupReader:
+    """What the workloads' consumer group members share (the group
+    workload's members and zombie, the txn workload's copier), mixed into
+    a _Client that sets self.topic, self.group and self.session: the
+    consumer, its "assign" and "revoke" lines (each assignment starts a
+    new session), its positions, and the loop that reads."""
 
-    def __init__(self, name, out_dir, stop_at, bootstrap, topic, group, seed, commit_s=0.5):
-        super().__init__(name, out_dir, stop_at, bootstrap)
-        self.topic, self.group, self.commit_s = topic, group, commit_s
-        self.rng = random.Random("%s/%s" % (seed, name))
-        self.session = 0
+    def group_consumer(self, session_ms=6000, **conf):
+        c = Consumer(dict(QUIET, **{
+            "bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "session.timeout.ms": session_ms, "heartbeat.interval.ms": 500,
+            "enable.partition.eof": False, "error_cb": self.on_error}, **conf))
+        c.subscribe([self.topic], on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost)
+        return c
 
     def on_assign(self, c, parts):
         gen, member = group_meta(c)
@@ -309,6 +322,49 @@ class _Member(_Client):
             self.w.write("error", error=err_name(e), what="position")
             return None
 
+    def read_loop(self, c, until, each, isolation="read_uncommitted", n=200, timeout=0.2, woke=None, tag=None):
+        """Consume up to n records at a time from c while until(): each
+        batch's records are written as reads of the current session, then
+        each(c, msgs) gets those without an error (returning False ends
+        the loop). A consume that raises is written and tried again 0.2 s
+        later. woke(c) (the zombie's) runs before each consume and after
+        it: when it returns true it acted instead, and the batch that
+        consume got is dropped. tag(), when given, adds its fields to each
+        read line (the copier's: the transaction the batch is copied in)."""
+        while until():
+            if woke and woke(c):
+                continue
+            try:
+                msgs = c.consume(n, timeout)
+            except KafkaException as e:
+                self.w.write("error", error=err_name(e), what="consume")
+                time.sleep(0.2)
+                continue
+            if woke and woke(c):          # this consume was the one the pause cut short
+                continue
+            good = []
+            for m in msgs:
+                if m.error():
+                    self.w.write("error", error=m.error().name(), what="read")
+                    continue
+                read_line(self.w, m, self.cname, isolation, self.session, **(tag() if tag else {}))
+                good.append(m)
+            if each(c, good) is False:
+                break
+
+
+class _Member(_GroupReader, _Client):
+    """A member of a consumer group: subscribes, reads, commits its
+    positions (commit(asynchronous=False)) every `commit_s`, and leaves and
+    rejoins at seeded times. Each assignment starts a new session."""
+
+    def __init__(self, name, out_dir, stop_at, bootstrap, topic, group, seed, commit_s=0.5):
+        super().__init__(name, out_dir, stop_at, bootstrap)
+        self.topic, self.group, self.commit_s = topic, group, commit_s
+        self.rng = random.Random("%s/%s" % (seed, name))
+        self.session = 0
+        self.next_commit = 0.0
+
     def commit(self, c, parts=None, **extra):
         """Commit parts (default: the positions of the assignment)."""
         if parts is None:
@@ -328,39 +384,30 @@ class _Member(_Client):
         self.w.write("commit", partitions=[[tp.topic, tp.partition, tp.offset] for tp in parts],
                      generation=gen, member=member, ok=ok, error=error, t0=t0, group=self.group, **extra)
 
+    def commit_due(self, c):
+        """The positions committed when commit_s has passed since the last
+        time."""
+        if time.monotonic() >= self.next_commit:
+            self.commit(c)
+            self.next_commit = time.monotonic() + self.commit_s
+
     def body(self):
         while self.running():
-            c = Consumer(dict(QUIET, **{
-                "bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
-                "auto.offset.reset": "earliest", "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
-                "enable.partition.eof": False, "error_cb": self.on_error}))
-            c.subscribe([self.topic], on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost)
+            c = self.group_consumer()
             stay = self.rng.uniform(1.5, 4.0)
             away = self.rng.uniform(0.2, 1.0)
-            next_commit = time.monotonic() + self.commit_s
+            self.next_commit = time.monotonic() + self.commit_s
             session = self.session
             leave_at = self.stop_at
-            while time.monotonic() < leave_at:
+
+            def staying():
+                nonlocal leave_at
                 if self.session != session and leave_at == self.stop_at:
                     # the stay is counted from the first assignment
                     leave_at = min(time.monotonic() + stay, self.stop_at)
-                try:
-                    msgs = c.consume(200, 0.2)
-                except KafkaException as e:
-                    self.w.write("error", error=err_name(e), what="consume")
-                    time.sleep(0.2)
-                    continue
-                for m in msgs:
-                    if m.error():
-                        self.w.write("error", error=m.error().name(), what="read")
-                        continue
-                    self.w.write("read", value=m.value().decode(errors="replace"),
-                                 key=None if m.key() is None else m.key().decode(errors="replace"),
-                                 topic=m.topic(), partition=m.partition(), offset=m.offset(), reader=self.cname,
-                                 isolation="read_uncommitted", session=self.session)
-                if time.monotonic() >= next_commit:
-                    self.commit(c)
-                    next_commit = time.monotonic() + self.commit_s
+                return time.monotonic() < leave_at
+
+            self.read_loop(c, staying, lambda c, msgs: self.commit_due(c))
             self.commit(c)
             c.close()
             if self.running():
@@ -378,50 +425,33 @@ class _ZombieMember(_Member):
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self.woke = False
+        self.before, self.before_meta = None, None
+
+    def wake(self, c):
+        """On waking: the commit of the positions it had before the pause."""
+        if not self.woke:
+            return False
+        self.woke = False
+        gen, member = group_meta(c)
+        if member and (gen, member) != self.before_meta:
+            # the client rejoined (a new generation) before the pause could
+            # cut it off: a commit now would be the owner's, not a zombie's
+            self.w.write("error", error="_ZOMBIE_REJOINED", what="woke as %s generation %s, not %s" % (
+                member, gen, self.before_meta))
+        else:
+            self.commit(c, self.before, zombie=True)
+        return True
+
+    def read(self, c, msgs):
+        self.before, self.before_meta = self.positions(c) or self.before, group_meta(c)
+        self.commit_due(c)
 
     def body(self):
         import signal
         signal.signal(signal.SIGUSR1, lambda *_: setattr(self, "woke", True))
-        c = Consumer(dict(QUIET, **{
-            "bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "session.timeout.ms": ZOMBIE_SESSION_MS,
-            "heartbeat.interval.ms": 500, "enable.partition.eof": False, "error_cb": self.on_error}))
-        c.subscribe([self.topic], on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost)
-        before, before_meta = None, None
-        next_commit = time.monotonic() + self.commit_s
-        while self.running() or self.woke:
-            if self.woke:
-                self.woke = False
-                gen, member = group_meta(c)
-                if member and (gen, member) != before_meta:
-                    # the client rejoined (a new generation) before the
-                    # pause could cut it off: a commit now would be the
-                    # owner's, not a zombie's
-                    self.w.write("error", error="_ZOMBIE_REJOINED", what="woke as %s generation %s, not %s" % (
-                        member, gen, before_meta))
-                else:
-                    self.commit(c, before, zombie=True)
-                continue
-            try:
-                msgs = c.consume(200, 0.2)
-            except KafkaException as e:
-                self.w.write("error", error=err_name(e), what="consume")
-                time.sleep(0.2)
-                continue
-            if self.woke:                 # this consume was the one the pause cut short
-                continue
-            for m in msgs:
-                if m.error():
-                    self.w.write("error", error=m.error().name(), what="read")
-                    continue
-                self.w.write("read", value=m.value().decode(errors="replace"),
-                             key=None if m.key() is None else m.key().decode(errors="replace"),
-                             topic=m.topic(), partition=m.partition(), offset=m.offset(), reader=self.cname,
-                             isolation="read_uncommitted", session=self.session)
-            before, before_meta = self.positions(c) or before, group_meta(c)
-            if time.monotonic() >= next_commit:
-                self.commit(c)
-                next_commit = time.monotonic() + self.commit_s
+        c = self.group_consumer(session_ms=ZOMBIE_SESSION_MS)
+        self.next_commit = time.monotonic() + self.commit_s
+        self.read_loop(c, lambda: self.running() or self.woke, self.read, woke=self.wake)
         self.commit(c)
         c.close()
 
@@ -526,13 +556,6 @@ class _TxnProducer(_Client):
         self.seq = 0
         self.ntxn = 0
 
-    def on_delivery(self, err, msg):
-        value = msg.value().decode()
-        if err is not None:
-            self.w.write("fail", value=value, error=err.name(), definite=False)
-        else:
-            self.w.write("ack", value=value, topic=msg.topic(), partition=msg.partition(), offset=msg.offset())
-
     def producer(self, deadline):
         """A producer whose init_transactions() succeeded, or None past
         deadline."""
@@ -593,6 +616,48 @@ class _TxnProducer(_Client):
         if status != "ok":
             self.drop()
 
+    def begin(self, p):
+        """A new transaction begun on p (a "txn_begin" line): its name, or
+        None when p could not begin one (p is dropped)."""
+        txn = "%s-t%d" % (self.cname, self.ntxn)
+        self.ntxn += 1
+        try:
+            p.begin_transaction()
+        except KafkaException as e:
+            self.w.write("error", error=err_name(e), what="begin_transaction")
+            self.drop()
+            return None
+        self.w.write("txn_begin", txn=txn)
+        return txn
+
+    def send(self, p, txn, topic, partition, key=None, **extra):
+        """The next value "<client>-<seq>" (key: the value unless given)
+        produced in txn to topic (partition None: the partitioner's
+        choice), its "send" line with extra; False when the client refused
+        it (a definite "fail")."""
+        value = "%s-%d" % (self.cname, self.seq)
+        self.seq += 1
+        key = value if key is None else key
+        self.w.write("send", value=value, key=key, topic=topic, partition=partition, txn=txn, **extra)
+        at = {} if partition is None else {"partition": partition}
+        try:
+            p.produce(topic, value=value, key=key, on_delivery=self.on_delivery, **at)
+        except (BufferError, KafkaException) as e:
+            self.w.write("fail", value=value, error=err_name(e) if isinstance(e, KafkaException)
+                         else "_QUEUE_FULL", definite=True)
+            return False
+        p.poll(0)
+        return True
+
+    def commit_txn(self, p, txn, deadline, **extra):
+        """txn committed (a "txn_commit" line with extra), and aborted when
+        the commit says it must be; "ok", "abort" or "fatal"."""
+        status, error = self.call("commit_transaction", lambda: p.commit_transaction(10), deadline)
+        self.w.write("txn_commit", txn=txn, ok=status == "ok", error=error, **extra)
+        if status == "abort":
+            self.abort(txn, deadline)
+        return status
+
     def one(self, deadline):
         k = self.rng.randint(1, 4)
         parts = [self.rng.randrange(self.nparts) for _ in range(k)]
@@ -601,37 +666,16 @@ class _TxnProducer(_Client):
         p = self.producer(deadline)
         if p is None:
             return
-        txn = "%s-t%d" % (self.cname, self.ntxn)
-        self.ntxn += 1
-        try:
-            p.begin_transaction()
-        except KafkaException as e:
-            self.w.write("error", error=err_name(e), what="begin_transaction")
-            self.drop()
+        txn = self.begin(p)
+        if txn is None:
             return
-        self.w.write("txn_begin", txn=txn)
-        failed = False
-        for part in parts:
-            value = "%s-%d" % (self.cname, self.seq)
-            self.seq += 1
-            self.w.write("send", value=value, key=value, topic=self.topic, partition=part, txn=txn)
-            try:
-                p.produce(self.topic, value=value, key=value, partition=part, on_delivery=self.on_delivery)
-            except (BufferError, KafkaException) as e:
-                self.w.write("fail", value=value, error=err_name(e) if isinstance(e, KafkaException)
-                             else "_QUEUE_FULL", definite=True)
-                failed = True
-                break
-            p.poll(0)
+        failed = not all(self.send(p, txn, self.topic, part) for part in parts)   # stops at a failure
         if abort or failed:
             if land and not failed:
                 p.flush(5)
             self.abort(txn, deadline)
             return
-        status, error = self.call("commit_transaction", lambda: p.commit_transaction(10), deadline)
-        self.w.write("txn_commit", txn=txn, ok=status == "ok", error=error)
-        if status == "abort":
-            self.abort(txn, deadline)
+        self.commit_txn(p, txn, deadline)
 
     def body(self):
         interval = 1.0 / self.rate
@@ -643,7 +687,7 @@ class _TxnProducer(_Client):
             self.p.flush(self.flush_s)
 
 
-class _Copier(_TxnProducer):
+class _Copier(_GroupReader, _TxnProducer):
     """Consume-transform-produce: reads the input topic read_committed in a
     consumer group, copies each record to T-out (value "<client>-<seq>", key
     the input value) and commits the copies with the consumer's positions
@@ -656,17 +700,6 @@ class _Copier(_TxnProducer):
         self.txn_id = "%s-copier" % topic
         self.group = "%s-copier" % topic
         self.session = 0
-
-    def on_assign(self, c, parts):
-        gen, member = group_meta(c)
-        self.session += 1
-        self.w.write("assign", partitions=[[tp.topic, tp.partition] for tp in parts], generation=gen,
-                     member=member, session=self.session, group=self.group)
-
-    def on_revoke(self, c, parts):
-        gen, member = group_meta(c)
-        self.w.write("revoke", partitions=[[tp.topic, tp.partition] for tp in parts], generation=gen,
-                     member=member, session=self.session, group=self.group)
 
     def rewind(self, c, deadline):
         """Back to the committed offsets after an abort: a new session."""
@@ -684,85 +717,139 @@ class _Copier(_TxnProducer):
                 self.w.write("error", error=err_name(e), what="rewind")
                 time.sleep(0.5)
 
+    def copy(self, c, msgs, deadline):
+        """msgs copied in one transaction with the consumer's positions;
+        False when no producer could be had before deadline."""
+        if not msgs:
+            return True
+        p = self.producer(deadline)
+        if p is None:
+            return False
+        txn = self.begin(p)
+        if txn is None:
+            self.rewind(c, deadline)
+            return True
+        failed = False
+        for m in msgs:
+            src = m.value().decode(errors="replace")
+            if not self.send(p, txn, self.out_topic, None, key=src, src=src):
+                failed = True
+                break
+        offsets = None if failed else self.positions(c)
+        if offsets is None:
+            status = "abort"
+            self.abort(txn, deadline)
+        else:
+            status, error = self.call("send_offsets_to_transaction", lambda: p.send_offsets_to_transaction(
+                offsets, c.consumer_group_metadata(), 10), deadline)
+            if status == "ok":
+                status = self.commit_txn(p, txn, deadline,
+                                         offsets=[[tp.topic, tp.partition, tp.offset] for tp in offsets])
+            elif status == "abort":
+                self.abort(txn, deadline)
+        if status != "ok":
+            self.rewind(c, deadline)
+        return True
+
+    def body(self):
+        c = self.group_consumer(**{"isolation.level": "read_committed"})
+        deadline = self.stop_at + self.flush_s
+        # each batch's reads name the transaction begin() will open for its
+        # copies (the cycle analysis's read edges; a name that never
+        # commits is ignored there)
+        self.read_loop(c, self.running, lambda c, msgs: self.copy(c, msgs, deadline), "read_committed", 100, 0.3,
+                       tag=lambda: {"txn": "%s-t%d" % (self.cname, self.ntxn)})
+        c.close()
+        if self.p is not None:
+            self.p.flush(self.flush_s)
+
+
+class _Mixer(_TxnProducer):
+    """Transactions that write and then read: 1-2 records to seeded
+    partitions of the input topic, flushed, then what its read_committed
+    consumer (every partition, from the end of the log when it started)
+    has for it, then commit. Two of them make a cycle of wr edges possible,
+    which read_committed forbids: each transaction reading the other's
+    record while both are open (docs/fault-testing.md, "Dependency
+    cycles"). Each transaction's reads are a session of their own (the
+    readers judge continuity; a reset of this consumer to the log end
+    after an out-of-range answer is no skip)."""
+
+    def one_mixed(self, c, deadline):
+        p = self.producer(deadline)
+        if p is None:
+            return
+        txn = "%s-t%d" % (self.cname, self.ntxn)
+        self.ntxn += 1
+        try:
+            p.begin_transaction()
+        except KafkaException as e:
+            self.w.write("error", error=err_name(e), what="begin_transaction")
+            self.drop()
+            return
+        self.w.write("txn_begin", txn=txn)
+        for part in [self.rng.randrange(self.nparts) for _ in range(self.rng.randint(1, 2))]:
+            value = "%s-%d" % (self.cname, self.seq)
+            self.seq += 1
+            self.w.write("send", value=value, key=value, topic=self.topic, partition=part, txn=txn)
+            try:
+                p.produce(self.topic, value=value, key=value, partition=part, on_delivery=self.on_delivery)
+            except (BufferError, KafkaException) as e:
+                self.w.write("fail", value=value, error=err_name(e) if isinstance(e, KafkaException)
+                             else "_QUEUE_FULL", definite=True)
+                self.abort(txn, deadline)
+                return
+        p.flush(5)
+        try:
+            msgs = c.consume(100, 0.1)
+        except KafkaException as e:
+            self.w.write("error", error=err_name(e), what="consume")
+            msgs = []
+        for m in msgs:
+            if m.error():
+                self.w.write("error", error=m.error().name(), what="read %s[%s]" % (m.topic(), m.partition()))
+                continue
+            self.w.write("read", value=m.value().decode(errors="replace"),
+                         key=None if m.key() is None else m.key().decode(errors="replace"), topic=m.topic(),
+                         partition=m.partition(), offset=m.offset(), reader=self.cname, isolation="read_committed",
+                         session=self.ntxn, txn=txn)
+        status, error = self.call("commit_transaction", lambda: p.commit_transaction(10), deadline)
+        self.w.write("txn_commit", txn=txn, ok=status == "ok", error=error)
+        if status == "abort":
+            self.abort(txn, deadline)
+
     def body(self):
         c = Consumer(dict(QUIET, **{
-            "bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "isolation.level": "read_committed", "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 500, "enable.partition.eof": False, "error_cb": self.on_error}))
-        c.subscribe([self.topic], on_assign=self.on_assign, on_revoke=self.on_revoke)
-        deadline = self.stop_at + self.flush_s
+            "bootstrap.servers": self.bootstrap, "group.id": self.cname + "-unused", "enable.auto.commit": False,
+            "auto.offset.reset": "latest", "isolation.level": "read_committed", "enable.partition.eof": False,
+            "error_cb": self.on_error}))
+        c.assign([TopicPartition(self.topic, n, OFFSET_END) for n in range(self.nparts)])
+        self.w.write("assign", partitions=[[self.topic, n] for n in range(self.nparts)], generation=None,
+                     member=self.cname, session=0)
         while self.running():
-            try:
-                msgs = [m for m in c.consume(100, 0.3) if not m.error()]
-            except KafkaException as e:
-                self.w.write("error", error=err_name(e), what="consume")
-                continue
-            if not msgs:
-                continue
-            p = self.producer(deadline)
-            if p is None:
-                break
-            txn = "%s-t%d" % (self.cname, self.ntxn)
-            self.ntxn += 1
-            try:
-                p.begin_transaction()
-            except KafkaException as e:
-                self.w.write("error", error=err_name(e), what="begin_transaction")
-                self.drop()
-                self.rewind(c, deadline)
-                continue
-            self.w.write("txn_begin", txn=txn)
-            failed = False
-            for m in msgs:
-                src = m.value().decode(errors="replace")
-                self.w.write("read", value=src, key=None if m.key() is None else m.key().decode(errors="replace"),
-                             topic=m.topic(), partition=m.partition(), offset=m.offset(), reader=self.cname,
-                             isolation="read_committed", session=self.session)
-                value = "%s-%d" % (self.cname, self.seq)
-                self.seq += 1
-                self.w.write("send", value=value, key=src, topic=self.out_topic, partition=None, txn=txn,
-                             src=src)
-                try:
-                    p.produce(self.out_topic, value=value, key=src, on_delivery=self.on_delivery)
-                except (BufferError, KafkaException) as e:
-                    self.w.write("fail", value=value, error=err_name(e) if isinstance(e, KafkaException)
-                                 else "_QUEUE_FULL", definite=True)
-                    failed = True
-                    break
-                p.poll(0)
-            offsets = []
-            if not failed:
-                try:
-                    offsets = [tp for tp in c.position(c.assignment()) if tp.offset >= 0]
-                except KafkaException as e:
-                    self.w.write("error", error=err_name(e), what="position")
-                    failed = True
-            status, error = ("abort", "position") if failed else ("ok", None)
-            if status == "ok":
-                status, error = self.call("send_offsets_to_transaction", lambda: p.send_offsets_to_transaction(
-                    offsets, c.consumer_group_metadata(), 10), deadline)
-            if status == "ok":
-                status, error = self.call("commit_transaction", lambda: p.commit_transaction(10), deadline)
-                self.w.write("txn_commit", txn=txn, ok=status == "ok", error=error,
-                             offsets=[[tp.topic, tp.partition, tp.offset] for tp in offsets])
-            if status == "abort":
-                self.abort(txn, deadline)
-            if status != "ok":
-                self.rewind(c, deadline)
+            self.one_mixed(c, self.stop_at + self.flush_s)
+            if self.p is not None:
+                self.p.poll(1.0 / self.rate)
         c.close()
         if self.p is not None:
             self.p.flush(self.flush_s)
 
 
 def run(kind, bootstrap, topic, seconds, out_dir, seed, clients=2, partitions=3, replication=3, rate=100,
-        flush_s=30, setup_s=120):
+        flush_s=30, setup_s=120, until=None, until_s=0):
     """Run one workload for `seconds` (after its topics exist; created when
-    missing), writing out_dir/<client>.jsonl. Returns the client names."""
+    missing), writing out_dir/<client>.jsonl. Returns the client names.
+    until (queue and txn: a callable), when given, keeps the run going past
+    `seconds` until it returns true, at most until_s seconds more (the
+    drills: until the clients are served again after the fault)."""
     if kind not in KINDS:
         raise ValueError("kind %r: one of %s" % (kind, ", ".join(KINDS)))
     topics = [topic] + ([topic + "-out"] if kind == "txn" else [])
     nparts = ensure_topics(bootstrap, topics, partitions, replication, time.monotonic() + setup_s)[topic]
     stop_at = time.monotonic() + seconds
+    end = stop_at
+    if until is not None:
+        stop_at += until_s          # the clients' end, moved back below
     cs = []
     if kind in ("queue", "group"):
         cs += [_Sender("%s-p%d" % (kind, i), out_dir, stop_at, bootstrap, topic, nparts, seed, rate, flush_s)
@@ -777,12 +864,20 @@ def run(kind, bootstrap, topic, seconds, out_dir, seed, clients=2, partitions=3,
         cs += [_TxnProducer("txn-x%d" % i, out_dir, stop_at, bootstrap, topic, nparts, seed, max(1, rate // 5),
                             flush_s) for i in range(1, clients + 1)]
         cs.append(_Copier("txn-copier", out_dir, stop_at, bootstrap, topic, topic + "-out", seed, flush_s))
+        cs += [_Mixer("txn-m%d" % i, out_dir, stop_at, bootstrap, topic, nparts, seed, max(1, rate // 10), flush_s)
+               for i in (1, 2)]
         cs.append(_Reader("txn-rc1", out_dir, stop_at, bootstrap, topics, "read_committed"))
         cs.append(_Reader("txn-ru1", out_dir, stop_at, bootstrap, topics, "read_uncommitted"))
     for c in cs:
         c.start()
+    while until is not None and time.monotonic() < stop_at and not (time.monotonic() >= end and until()):
+        time.sleep(0.2)
+    if until is not None:
+        now = time.monotonic()
+        for c in cs:
+            c.stop_at = min(c.stop_at, now)
     for c in cs:
-        c.join(max(0.0, stop_at - time.monotonic()) + flush_s + 30)
+        c.join(max(0.0, c.stop_at - time.monotonic()) + flush_s + 30)
         if c.is_alive():
             print("sluicefault: client %s still busy at the end; left behind" % c.cname, file=sys.stderr)
     for c in cs:
