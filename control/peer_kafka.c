@@ -212,6 +212,20 @@ static void req_write(struct pk_conn *c, struct pk_req *r)
 
 /* ---- reading ------------------------------------------------------------ */
 
+/* At least 4 KiB free at the end of c's input buffer (doubled as needed). */
+static void rbuf_room(struct pk_conn *c)
+{
+	if (c->rcap - c->rlen < 4096) {
+		size_t cap = c->rcap ? c->rcap * 2 : 65536;
+		uint8_t *n = realloc(c->rbuf, cap);
+
+		if (!n)
+			abort();   /* the control thread's own bookkeeping */
+		c->rbuf = n;
+		c->rcap = cap;
+	}
+}
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	struct pk_conn *c = h->data;
@@ -224,15 +238,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 		buf->len = cap;
 		return;
 	}
-	if (c->rcap - c->rlen < 4096) {
-		size_t cap = c->rcap ? c->rcap * 2 : 65536;
-		uint8_t *n = realloc(c->rbuf, cap);
-
-		if (!n)
-			abort();   /* the control thread's own bookkeeping */
-		c->rbuf = n;
-		c->rcap = cap;
-	}
+	rbuf_room(c);
 	buf->base = (char *)c->rbuf + c->rlen;
 	buf->len = c->rcap - c->rlen;
 }
@@ -305,15 +311,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		}
 		n = 0;
 		for (;;) {
-			if (c->rcap - c->rlen < 4096) {
-				size_t cap = c->rcap ? c->rcap * 2 : 65536;
-				uint8_t *nb = realloc(c->rbuf, cap);
-
-				if (!nb)
-					abort();   /* the control thread's own bookkeeping */
-				c->rbuf = nb;
-				c->rcap = cap;
-			}
+			rbuf_room(c);
 			if ((k = peer_session_read(c->sess, c->rbuf + c->rlen, (uint32_t)(c->rcap - c->rlen))) <= 0)
 				break;
 			c->rlen += (size_t)k;
