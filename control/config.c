@@ -133,8 +133,9 @@ static const struct config_key keys[] = {
 	{ "allow.everyone.if.no.acl.found", CONFIG_BOOL, "false",
 	  .doc = "With the authorizer: allow a request on a resource no ACL names (Kafka's default: false)." },
 	{ "sasl.mechanism.inter.broker.protocol", CONFIG_STRING, "GSSAPI",
-	  .doc = "Kafka's mechanism for SASL between brokers: accepted so that a Kafka config starts, and "
-		 "unused: the inter-broker listener must be PLAINTEXT (docs/security.md)." },
+	  .doc = "The mechanism a broker authenticates with to others on a SASL inter-broker listener: PLAIN, "
+		 "SCRAM-SHA-256 or SCRAM-SHA-512, with the username and password of that listener's "
+		 "listener.name.<listener>.<mechanism>.sasl.jaas.config (docs/security.md#between-brokers)." },
 	{ "connections.max.reauth.ms", CONFIG_LONG, "0", 0, I64MAX,
 	  .doc = "KIP-368's session lifetime on SASL listeners: above 0, SaslAuthenticate v1+ tells the "
 		 "client this many ms, the client re-authenticates on its connection before then (the same "
@@ -146,9 +147,11 @@ static const struct config_key keys[] = {
 	  .doc = "A failed SASL authentication is answered this long after it failed (a timer: the shard "
 		 "serves others meanwhile), then the connection is closed." },
 	{ "inter.broker.listener.name", CONFIG_STRING, "",
-	  .doc = "The listener other brokers reach this one through (replication, and the address the "
-		 "metadata log registers). Empty: the first listeners entry that is no controller listener. "
-		 "It must be a PLAINTEXT listener: replication over TLS is not implemented." },
+	  .doc = "The listener brokers reach each other through (replication, WriteTxnMarkers, the address the "
+		 "metadata log registers), over its security protocol. Empty: security.inter.broker.protocol's." },
+	{ "security.inter.broker.protocol", CONFIG_STRING, "",
+	  .doc = "Instead of the above: the first listener of this protocol. Empty: the first listeners entry "
+		 "that is no controller listener." },
 	{ "ssl.keystore.type", CONFIG_ENUM, "PEM", .values = pem_values,
 	  .doc = "The format of the SSL listeners' certificate and key: PEM only (no JKS or PKCS12)." },
 	{ "ssl.keystore.location", CONFIG_STRING, "",
@@ -164,8 +167,8 @@ static const struct config_key keys[] = {
 	{ "ssl.truststore.type", CONFIG_ENUM, "PEM", .values = pem_values,
 	  .doc = "The format of the trusted client CAs: PEM only." },
 	{ "ssl.truststore.location", CONFIG_STRING, "",
-	  .doc = "A PEM file of the CA certificates client certificates must chain to (ssl.client.auth); "
-		 "reread on SIGHUP." },
+	  .doc = "A PEM file of the CAs client certificates (ssl.client.auth) and, on an SSL inter-broker "
+		 "listener, other brokers' certificates must chain to; reread on SIGHUP (the server side)." },
 	{ "ssl.truststore.certificates", CONFIG_STRING, "",
 	  .doc = "The trusted CA certificates as PEM text (as Kafka's), or the path of a PEM file." },
 	{ "ssl.client.auth", CONFIG_ENUM, "none", .values = client_auth_values,

@@ -11,6 +11,7 @@
 #include "control/config.h"
 #include "control/listeners.h"
 #include "dataplane/broker.h"
+#include "dataplane/peer_session.h"
 #include "dataplane/sasl.h"
 #include "dataplane/tls.h"
 
@@ -188,12 +189,18 @@ int listeners_resolve(const struct config *c, int broker, struct broker_settings
 	const char *ctl = config_str(c, "controller.listener.names");
 	const char *map = config_str(c, "listener.security.protocol.map");
 	const char *inter = config_str(c, "inter.broker.listener.name");
+	const char *inter_proto = config_str(c, "security.inter.broker.protocol");
 	const char *p = config_str(c, "listeners");
 	struct broker_listener *l = set->listeners;
 	char item[512], proto[32];
 	int n = 0, rc, first = -1;
 
 	set->nlisteners = 0;
+	if (*inter && *inter_proto) {
+		snprintf(err, errlen, "security.inter.broker.protocol: set it or inter.broker.listener.name, not both "
+			 "(as Kafka)");
+		return -EINVAL;
+	}
 	while ((rc = next_item(&p, item, sizeof(item))) != 0) {
 		struct broker_listener one = { 0 };
 
@@ -240,7 +247,8 @@ int listeners_resolve(const struct config *c, int broker, struct broker_settings
 			return rc;
 		snprintf(one.adv_host, sizeof(one.adv_host), "%s", one.host);
 		one.adv_port = one.port;
-		if (*inter ? !strcmp(one.name, inter) : first < 0)
+		if (*inter ? !strcmp(one.name, inter) : *inter_proto ? first < 0 && !strcasecmp(proto, inter_proto)
+									: first < 0)
 			first = n;
 		l[n++] = one;
 	}
@@ -275,15 +283,14 @@ int listeners_resolve(const struct config *c, int broker, struct broker_settings
 			gethostname(l[i].adv_host, sizeof(l[i].adv_host));
 	if (!broker || !n)
 		return 0;
+	if (first < 0 && *inter_proto) {
+		snprintf(err, errlen, "security.inter.broker.protocol: no client listener in listeners is %s",
+			 inter_proto);
+		return -EINVAL;
+	}
 	if (first < 0) {
 		snprintf(err, errlen, "inter.broker.listener.name: %s is not a client listener in listeners", inter);
 		return -EINVAL;
-	}
-	if (l[first].tls || l[first].sasl) {
-		snprintf(err, errlen, "inter.broker.listener.name: %s (of listeners) is a%s listener, and replication "
-			 "over %s is not implemented yet: name a PLAINTEXT listener (docs/security.md)", l[first].name,
-			 l[first].sasl ? " SASL" : "n SSL", l[first].sasl ? "SASL" : "TLS");
-		return -ENOTSUP;
 	}
 	if (first) {   /* the inter-broker listener first */
 		struct broker_listener t = l[first];
@@ -342,4 +349,58 @@ int listeners_tls_conf(const struct config *c, const struct broker_settings *set
 		return -EINVAL;
 	}
 	return 1;
+}
+
+int listeners_peer_sec(const struct config *c, const struct broker_settings *set, const struct tls_conf *tc,
+		       struct peer_sec *sec, char *err, size_t errlen)
+{
+	const struct broker_listener *ib = &set->listeners[0];
+	const char *mech = config_str(c, "sasl.mechanism.inter.broker.protocol"), *jaas;
+	char key[200], why[200];
+	int rc;
+
+	memset(sec, 0, sizeof(*sec));
+	if (!set->nlisteners || (!ib->tls && !ib->sasl))
+		return 0;
+	sec->tls = ib->tls;
+	sec->sasl = ib->sasl;
+	if (ib->tls && (rc = tls_client_create(tc, &sec->tls_client, err, errlen)) < 0)
+		return rc;
+	if (!ib->sasl)
+		return 1;
+	sec->mech = sasl_mech_from_name(mech, strlen(mech));
+	if (!sec->mech) {
+		snprintf(err, errlen, "sasl.mechanism.inter.broker.protocol: %s: the inter-broker listener %s is %s; "
+			 "name PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (docs/security.md)", mech, ib->name,
+			 ib->tls ? "SASL_SSL" : "SASL_PLAINTEXT");
+		goto bad;
+	}
+	if (!(ib->sasl_mechs & (unsigned)sec->mech)) {
+		snprintf(err, errlen, "sasl.mechanism.inter.broker.protocol: %s is not enabled on the inter-broker "
+			 "listener %s (its sasl.enabled.mechanisms)", mech, ib->name);
+		goto bad;
+	}
+	snprintf(key, sizeof(key), "%s.sasl.jaas.config", mech);
+	for (char *k = key; *k; k++)
+		*k = (char)tolower((unsigned char)*k);
+	if (!(jaas = config_listener_str(c, ib->name, key))) {
+		snprintf(err, errlen, "listener.name.%s.%s: the broker's own username and password for SASL "
+			 "between brokers (%s required username=\"...\" password=\"...\";) are needed for the "
+			 "inter-broker listener %s", ib->name, key, sec->mech == SASL_MECH_PLAIN ?
+			 "org.apache.kafka.common.security.plain.PlainLoginModule" :
+			 "org.apache.kafka.common.security.scram.ScramLoginModule", ib->name);
+		for (char *k = err + strlen("listener.name."); *k && *k != ':'; k++)
+			*k = (char)tolower((unsigned char)*k);
+		goto bad;
+	}
+	if (sasl_jaas_login(jaas, sec->user, sizeof(sec->user), sec->password, sizeof(sec->password), why,
+			    sizeof(why)) < 0) {
+		snprintf(err, errlen, "listener.name.%s.%s: %s", ib->name, key, why);
+		goto bad;
+	}
+	return 1;
+bad:
+	tls_client_destroy(sec->tls_client);
+	sec->tls_client = NULL;
+	return -EINVAL;
 }

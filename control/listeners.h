@@ -27,4 +27,14 @@ int listeners_resolve(const struct config *c, int broker, struct broker_settings
 int listeners_tls_conf(const struct config *c, const struct broker_settings *set, struct tls_conf *tc, char *err,
 		       size_t errlen);
 
+/* How this node reaches other brokers (dataplane/peer_session.h): the
+ * inter-broker listener's protocol; for TLS a client context from tc (the
+ * truststore needed); for SASL sasl.mechanism.inter.broker.protocol and the
+ * username and password of that listener's <mechanism>.sasl.jaas.config.
+ * 1: sec is filled (sec->tls_client to free with tls_client_destroy); 0:
+ * PLAINTEXT, nothing to do; -errno with err naming the key. */
+struct peer_sec;
+int listeners_peer_sec(const struct config *c, const struct broker_settings *set, const struct tls_conf *tc,
+		       struct peer_sec *sec, char *err, size_t errlen);
+
 #endif

@@ -292,6 +292,14 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	SF("replication_native_bytes_in_total", "counter",
 	   "Of replication_bytes_in_total, what came over the shards' DPDK replication queues (native REPLICA_DATA).",
 	   repl_native_bytes_in);
+	SF("replication_tls_bytes_in_total", "counter",
+	   "Fetch answer bytes followers' fetchers took through OpenSSL's record layer (a TLS inter-broker "
+	   "listener; no kTLS here).", repl_tls_bytes_in);
+	SF("replication_tls_bytes_out_total", "counter",
+	   "Fetch request bytes followers' fetchers sent through OpenSSL's record layer.", repl_tls_bytes_out);
+	SF("replication_auth_failures_total", "counter",
+	   "Fetcher connections whose TLS or SASL handshake with the leader failed (logged with the reason).",
+	   repl_auth_failures);
 	SF("replication_native_bytes_out_total", "counter",
 	   "Record batch bytes sent to followers over the shards' DPDK replication queues (native REPLICA_DATA).",
 	   repl_native_bytes_out);

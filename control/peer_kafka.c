@@ -22,6 +22,7 @@
 #include "control/peer_kafka.h"
 #include "dataplane/broker.h"
 #include "dataplane/kafka/kafka_codec.h"
+#include "dataplane/peer_session.h"
 #include "storage/batch_format.h"
 
 #define REQUEST_TIMEOUT_MS 30000   /* Kafka's request.timeout.ms default */
@@ -38,7 +39,7 @@ struct pk_req {
 	void *cookie;
 };
 
-enum pk_state { PK_RESOLVING, PK_CONNECTING, PK_READY, PK_CLOSING };
+enum pk_state { PK_RESOLVING, PK_CONNECTING, PK_HANDSHAKE, PK_READY, PK_CLOSING };
 
 struct pk_conn {
 	struct peer_kafka *pk;
@@ -54,6 +55,10 @@ struct pk_conn {
 	struct pk_req *reqs, **tail;
 	uint8_t *rbuf;
 	size_t rlen, rcap;
+	/* a secured inter-broker listener (b->peer_sec): TLS and/or SASL
+	 * first (PK_HANDSHAKE), then frames through it; NULL on PLAINTEXT */
+	struct peer_session *sess;
+	char host[256];                 /* the address the broker registered */
 };
 
 struct peer_kafka {
@@ -63,6 +68,8 @@ struct peer_kafka {
 	int closed;
 	char client_id[32];
 	struct peer_kafka_stats st;
+	char auth_err[200];             /* the last handshake failure logged, and when */
+	int64_t auth_logged_ms;
 };
 
 struct pk_write {
@@ -111,6 +118,7 @@ static void conn_maybe_free(struct pk_conn *c)
 {
 	if (c->tcp_open || c->resolving)
 		return;
+	peer_session_destroy(c->sess);
 	free(c->rbuf);
 	free(c);
 }
@@ -149,8 +157,42 @@ static void written(uv_write_t *w, int status)
 	free(pw);
 }
 
+/* What the session has to send (ciphertext, SASL's frames), copied out. */
+static void sess_flush(struct pk_conn *c)
+{
+	const uint8_t *b;
+	uint32_t n;
+
+	while (!c->err && (n = peer_session_tx(c->sess, &b)) > 0) {
+		struct pk_write *pw = malloc(sizeof(*pw));
+		uv_buf_t ub;
+
+		if (!pw || !(pw->frame = malloc(n)))
+			abort();   /* the control thread's own bookkeeping */
+		memcpy(pw->frame, b, n);
+		peer_session_sent(c->sess, n);
+		pw->w.data = pw;
+		ub = uv_buf_init((char *)pw->frame, n);
+		if (uv_write(&pw->w, (uv_stream_t *)&c->tcp, &ub, 1, written) < 0) {
+			free(pw->frame);
+			free(pw);
+			c->err = -ECONNRESET;
+		}
+	}
+}
+
 static void req_write(struct pk_conn *c, struct pk_req *r)
 {
+	if (peer_session_tls(c->sess)) {
+		/* through OpenSSL's record layer */
+		if (peer_session_write(c->sess, r->frame, (uint32_t)r->len) < 0)
+			c->err = -ECONNRESET;
+		free(r->frame);
+		r->frame = NULL;
+		sess_flush(c);
+		return;
+	}
+	{
 	struct pk_write *pw = malloc(sizeof(*pw));
 	uv_buf_t b;
 
@@ -165,15 +207,14 @@ static void req_write(struct pk_conn *c, struct pk_req *r)
 		free(pw);
 		c->err = -ECONNRESET;
 	}
+	}
 }
 
 /* ---- reading ------------------------------------------------------------ */
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+/* At least 4 KiB free at the end of c's input buffer (doubled as needed). */
+static void rbuf_room(struct pk_conn *c)
 {
-	struct pk_conn *c = h->data;
-
-	(void)suggested;
 	if (c->rcap - c->rlen < 4096) {
 		size_t cap = c->rcap ? c->rcap * 2 : 65536;
 		uint8_t *n = realloc(c->rbuf, cap);
@@ -183,6 +224,21 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 		c->rbuf = n;
 		c->rcap = cap;
 	}
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct pk_conn *c = h->data;
+
+	(void)suggested;
+	if (c->sess && (c->state == PK_HANDSHAKE || peer_session_tls(c->sess))) {
+		uint32_t cap;
+
+		buf->base = (char *)peer_session_rx(c->sess, &cap);   /* ciphertext, or SASL's answers */
+		buf->len = cap;
+		return;
+	}
+	rbuf_room(c);
 	buf->base = (char *)c->rbuf + c->rlen;
 	buf->len = c->rcap - c->rlen;
 }
@@ -228,6 +284,8 @@ static int answer(struct pk_conn *c, const uint8_t *msg, size_t len)
 	return rc;
 }
 
+static void sess_step(struct pk_conn *c);
+
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
 	struct pk_conn *c = s->data;
@@ -239,6 +297,29 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	if (n < 0) {
 		conn_fail(c, -ECONNRESET);
 		return;
+	}
+	if (c->sess && (c->state == PK_HANDSHAKE || peer_session_tls(c->sess))) {
+		int k;
+
+		if (peer_session_feed(c->sess, (uint32_t)n) < 0) {
+			conn_fail(c, -EPROTO);
+			return;
+		}
+		if (c->state == PK_HANDSHAKE) {
+			sess_step(c);
+			return;
+		}
+		n = 0;
+		for (;;) {
+			rbuf_room(c);
+			if ((k = peer_session_read(c->sess, c->rbuf + c->rlen, (uint32_t)(c->rcap - c->rlen))) <= 0)
+				break;
+			c->rlen += (size_t)k;
+		}
+		if (k < 0) {
+			conn_fail(c, -ECONNRESET);
+			return;
+		}
 	}
 	c->rlen += (size_t)n;
 	while (c->state == PK_READY && c->rlen - off >= 4) {
@@ -265,9 +346,41 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 
 /* ---- connecting --------------------------------------------------------- */
 
+/* The handshakes go on: what the session sends is written; once it is
+ * done, the requests waiting are. A failure is logged with why (at most
+ * once a minute for the same one) and fails the requests. */
+static void sess_step(struct pk_conn *c)
+{
+	int rc = peer_session_step(c->sess);
+
+	sess_flush(c);
+	if (rc < 0) {
+		struct peer_kafka *pk = c->pk;
+		const char *why = peer_session_error(c->sess);
+		int64_t now = ctl_now_ms(pk->ctl);
+
+		if (strcmp(pk->auth_err, why) || now - pk->auth_logged_ms > 60000) {
+			snprintf(pk->auth_err, sizeof(pk->auth_err), "%s", why);
+			pk->auth_logged_ms = now;
+			fprintf(stderr, "sluiced: inter-broker connection to broker %d at %s: handshake failed: %s\n",
+				c->node, c->host, why);
+		}
+		c->pk->st.auth_failures++;
+		conn_fail(c, -EACCES);
+		return;
+	}
+	if (rc == 0)
+		return;
+	c->state = PK_READY;
+	for (struct pk_req *r = c->reqs; r; r = r->next)
+		if (r->frame)
+			req_write(c, r);
+}
+
 static void on_connect(uv_connect_t *req, int status)
 {
 	struct pk_conn *c = req->data;
+	const struct peer_sec *sec = c->pk->ctl->b->peer_sec;
 
 	if (c->state == PK_CLOSING)
 		return;
@@ -275,9 +388,15 @@ static void on_connect(uv_connect_t *req, int status)
 		conn_fail(c, -ECONNREFUSED);
 		return;
 	}
-	c->state = PK_READY;
+	c->state = sec ? PK_HANDSHAKE : PK_READY;
+	if (sec && !(c->sess = peer_session_create(sec, c->host)))
+		abort();   /* the control thread's own bookkeeping */
 	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0) {
 		conn_fail(c, -ECONNRESET);
+		return;
+	}
+	if (sec) {
+		sess_step(c);
 		return;
 	}
 	for (struct pk_req *r = c->reqs; r; r = r->next)
@@ -338,6 +457,7 @@ static struct pk_conn *conn_new(struct peer_kafka *pk, int32_t node)
 		abort();   /* the control thread's own bookkeeping */
 	c->pk = pk;
 	c->node = node;
+	snprintf(c->host, sizeof(c->host), "%s", mb->host);
 	c->tail = &c->reqs;
 	c->state = PK_RESOLVING;
 	c->next = pk->conns;

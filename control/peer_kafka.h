@@ -7,7 +7,10 @@
  * published snapshot has them); correlation ids match the answers; a
  * connection is made when a request needs it and again after it broke.
  * Kafka's TransactionMarkerChannelManager keeps its connections the same
- * way (one per destination broker, through its NetworkClient).
+ * way (one per destination broker, through its NetworkClient). On a
+ * secured inter-broker listener each connection runs TLS and/or SASL
+ * first (dataplane/peer_session.h, the same client as the replica
+ * fetcher's), then its frames through it.
  *
  * Thread: the control thread (@thread ctl); the completions run there,
  * from the loop's turn (ctl_quorum_poll) or from peer_kafka_tick.
@@ -48,6 +51,7 @@ void peer_kafka_free(struct peer_kafka *pk);
 
 struct peer_kafka_stats {
 	uint64_t sent, answered, failed, connects;
+	uint64_t auth_failures;        /* TLS or SASL handshakes with a broker that failed */
 };
 const struct peer_kafka_stats *peer_kafka_stats(const struct peer_kafka *pk);
 

@@ -22,6 +22,7 @@
 #include "control/node_role.h"
 #include "control/ctl.h"
 #include "dataplane/native/native_broker.h"
+#include "dataplane/peer_session.h"
 #include "dataplane/shard.h"
 #include "dataplane/sasl.h"
 #include "dataplane/tls.h"
@@ -183,6 +184,7 @@ int main(int argc, char **argv)
 	sigset_t sigs;
 	struct sasl_scram_cred scram[16];
 	int nscram = 0;
+	struct peer_sec peer_sec = { 0 };   /* b->peer_sec: lives as long as main */
 
 	if (config_create(&cfg) < 0)
 		return 1;
@@ -311,6 +313,9 @@ int main(int argc, char **argv)
 		rc = listeners_tls_conf(cfg, &b->set, &tc, err, sizeof(err));
 		if (rc > 0)
 			rc = tls_server_create(&tc, &b->tls, err, sizeof(err));
+		/* the inter-broker listener's protocol: this node's client side */
+		if (rc >= 0 && (rc = listeners_peer_sec(cfg, &b->set, &tc, &peer_sec, err, sizeof(err))) > 0)
+			b->peer_sec = &peer_sec;
 		if (rc < 0) {
 			fprintf(stderr, "sluiced: %s\n", err);
 			free(b);
@@ -546,6 +551,8 @@ int main(int argc, char **argv)
 		shard_destroy(b->shards[i]);
 	native_dpdk_stop(b);
 	tls_server_destroy(b->tls);
+	tls_client_destroy(peer_sec.tls_client);
+	memset(peer_sec.password, 0, sizeof(peer_sec.password));
 	for (int i = 0; i < b->set.nlisteners; i++) {
 		sasl_plain_users_free(b->set.listeners[i].plain);
 		free(b->set.listeners[i].plain);

@@ -36,6 +36,7 @@
 #define RING_SLOTS 4096
 
 struct tls_server;
+struct peer_sec;
 struct sasl_scram_cred;
 struct sasl_plain_users;
 struct part;   /* a partition as its owner shard holds it (dataplane/part.h) */
@@ -296,6 +297,9 @@ struct broker {
 	struct ctl *ctl;
 	struct dpdk_port *dpdk;       /* dpdk.enable: the started port (queue pair per shard), else NULL */
 	struct tls_server *tls;       /* an SSL listener's certificates (dataplane/tls.h), else NULL */
+	const struct peer_sec *peer_sec;  /* a secured inter-broker listener: how to reach other
+				       * brokers (dataplane/peer_session.h), else NULL; main's,
+				       * read-only once the threads start */
 	/* sluiced --add-scram: credentials the metadata log gets when this
 	 * node first leads it with no SCRAM user (control/ctl_quorum.c); main
 	 * sets them before the control thread starts, which reads them */

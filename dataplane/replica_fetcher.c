@@ -17,6 +17,7 @@
 #include "dataplane/part.h"
 #include "dataplane/part_replica.h"
 #include "dataplane/part_role.h"
+#include "dataplane/peer_session.h"
 #include "dataplane/replica_fetcher.h"
 #include "dataplane/shard_core.h"
 #include "storage/batch_format.h"
@@ -38,7 +39,8 @@
 #define NATIVE_PART_BYTES (256u << 10)      /* a REPLICA_DATA train of at most ~180 1500-byte frames */
 #define NATIVE_LOSS_NS 250000000ull
 
-enum { RF_IDLE, RF_CONNECTING, RF_READY, RF_SENDING, RF_WAITING, RF_CLOSING };
+enum { RF_IDLE, RF_CONNECTING, RF_HANDSHAKE, RF_READY, RF_SENDING, RF_WAITING, RF_CLOSING };
+#define AUTH_LOG_NS 60000000000ull        /* the same handshake failure logged again after */
 
 struct replica_fetcher;
 
@@ -83,6 +85,12 @@ struct replica_fetcher {
 	int fd;
 	int state;
 	struct io_op conn_op, send_op, recv_op;
+	/* a secured inter-broker listener (b->peer_sec): TLS and/or SASL
+	 * on this connection (made at its connect, gone at its close); NULL
+	 * on PLAINTEXT, whose path is the plain one */
+	struct peer_session *sess;
+	char auth_err[200];          /* the last handshake failure logged, and when */
+	uint64_t auth_logged_ns;
 	struct sockaddr_storage addr;  /* the leader's listener: IPv4 or IPv6 */
 	socklen_t addr_len;
 	uint8_t *out;
@@ -448,6 +456,8 @@ static void rf_close(struct replica_fetcher *f)
 		close(f->fd);
 	f->fd = -1;
 	f->state = RF_IDLE;
+	peer_session_destroy(f->sess);
+	f->sess = NULL;
 	f->in_len = 0;
 	f->backoff_ns = f->backoff_ns ? f->backoff_ns * 2 : BACKOFF_MIN_NS;
 	if (f->backoff_ns > BACKOFF_MAX_NS)
@@ -462,6 +472,51 @@ static void rf_fail(struct replica_fetcher *f)
 }
 
 static void rf_arm_recv(struct replica_fetcher *f);
+static void rf_arm_send(struct replica_fetcher *f);
+
+/* The TLS or SASL handshake with the leader failed: said on stderr with
+ * why (once a minute at most for the same reason), counted; the
+ * connection made again after the back-off. */
+static void rf_auth_failed(struct replica_fetcher *f)
+{
+	struct shard *sh = f->sh;
+	const char *why = peer_session_error(f->sess);
+
+	shard_stat_add(&sh->stats.repl_auth_failures, 1);
+	if (strcmp(why, f->auth_err) || sh->now_ns - f->auth_logged_ns > AUTH_LOG_NS) {
+		snprintf(f->auth_err, sizeof(f->auth_err), "%s", why);
+		f->auth_logged_ns = sh->now_ns;
+		fprintf(stderr, /* style: allow slow path: a failed handshake, once a minute per reason */
+			"sluiced: shard %d: replica fetcher to broker %d at %s:%d: %s handshake failed: %s\n", sh->id,
+			f->leader, f->host, f->port, f->sess->tls ? "TLS/SASL" : "SASL", why);
+	}
+	rf_fail(f);
+}
+
+/* The handshakes: step the session, send what it has, receive when it
+ * waits; READY once done and everything sent. */
+static void rf_handshake(struct replica_fetcher *f)
+{
+	const uint8_t *b;
+	int rc = peer_session_step(f->sess);
+
+	if (rc < 0) {
+		rf_auth_failed(f);
+		return;
+	}
+	if (!f->send_op.inflight && peer_session_tx(f->sess, &b) > 0)
+		rf_arm_send(f);
+	if (f->state != RF_HANDSHAKE)
+		return;
+	if (rc == 1 && !f->send_op.inflight && !f->recv_op.inflight) {
+		f->state = RF_READY;
+		f->backoff_ns = 0;
+		f->auth_err[0] = 0;
+		return;
+	}
+	if (rc == 0 && !f->recv_op.inflight)
+		rf_arm_recv(f);
+}
 
 static void rf_op_ended(struct replica_fetcher *f)
 {
@@ -483,6 +538,16 @@ static void rf_connected(struct io_op *op, int res, unsigned flags)
 		rf_fail(f);
 		return;
 	}
+	if (f->sh->b->peer_sec) {
+		if (!(f->sess = peer_session_create(f->sh->b->peer_sec, f->host))) {
+			rf_fail(f);
+			return;
+		}
+		f->state = RF_HANDSHAKE;
+		f->sent_ns = f->sh->now_ns;
+		rf_handshake(f);
+		return;
+	}
 	f->state = RF_READY;
 	f->backoff_ns = 0;
 }
@@ -490,12 +555,19 @@ static void rf_connected(struct io_op *op, int res, unsigned flags)
 static void rf_arm_send(struct replica_fetcher *f)
 {
 	struct io_uring_sqe *sqe = shard_sqe(f->sh);
+	const uint8_t *b;
+	uint32_t n;
 
 	if (!sqe) {
 		rf_fail(f);
 		return;
 	}
-	io_uring_prep_send(sqe, f->fd, f->out + f->out_sent, f->out_len - f->out_sent, MSG_NOSIGNAL);
+	if (f->sess && (f->state == RF_HANDSHAKE || peer_session_tls(f->sess))) {
+		n = peer_session_tx(f->sess, &b);   /* ciphertext (or SASL's frames) */
+		io_uring_prep_send(sqe, f->fd, b, n, MSG_NOSIGNAL);
+	} else {
+		io_uring_prep_send(sqe, f->fd, f->out + f->out_sent, f->out_len - f->out_sent, MSG_NOSIGNAL);
+	}
 	io_set(sqe, &f->send_op);
 }
 
@@ -513,6 +585,21 @@ static void rf_sent(struct io_op *op, int res, unsigned flags)
 		rf_fail(f);
 		return;
 	}
+	if (f->state == RF_HANDSHAKE) {
+		peer_session_sent(f->sess, (uint32_t)res);
+		rf_handshake(f);
+		return;
+	}
+	if (peer_session_tls(f->sess)) {
+		const uint8_t *b;
+
+		peer_session_sent(f->sess, (uint32_t)res);
+		if (peer_session_tx(f->sess, &b) > 0) {
+			rf_arm_send(f);
+			return;
+		}
+		res = (int)(f->out_len - f->out_sent);   /* all of the request is out */
+	}
 	f->out_sent += (uint32_t)res;
 	if (f->out_sent < f->out_len) {
 		rf_arm_send(f);
@@ -523,31 +610,42 @@ static void rf_sent(struct io_op *op, int res, unsigned flags)
 	rf_arm_recv(f);
 }
 
-static void rf_arm_recv(struct replica_fetcher *f)
+/* Room in the input buffer for the answer whose size it holds: grown
+ * for a larger answer than expected (a batch above the partition's bytes:
+ * KIP-74), rare. 0, or -ENOMEM. */
+static int rf_in_room(struct replica_fetcher *f)
 {
-	struct io_uring_sqe *sqe;
-
 	if (f->in_len >= 4) {
 		uint32_t need = 4 + (uint32_t)kafka_load_be(f->in, 4);
 
 		if (need > f->in_cap) {
-			/* a larger answer than expected (a batch above the
-			 * partition's bytes: KIP-74): grow, rare */
-			uint8_t *nb = realloc(f->in, need); /* style: allow rare large answer */
+			uint8_t *nb = need > (1u << 30) ? NULL : realloc(f->in, need); /* style: allow rare large answer */
 
-			if (!nb || need > (1u << 30)) {
-				rf_fail(f);
-				return;
-			}
+			if (!nb)
+				return -ENOMEM;
 			f->in = nb;
 			f->in_cap = need;
 		}
 	}
-	if (!(sqe = shard_sqe(f->sh))) {
+	return 0;
+}
+
+static void rf_arm_recv(struct replica_fetcher *f)
+{
+	struct io_uring_sqe *sqe;
+
+	if (rf_in_room(f) < 0 || !(sqe = shard_sqe(f->sh))) {
 		rf_fail(f);
 		return;
 	}
-	io_uring_prep_recv(sqe, f->fd, f->in + f->in_len, f->in_cap - f->in_len, 0);
+	if (f->sess && (f->state == RF_HANDSHAKE || peer_session_tls(f->sess))) {
+		uint32_t cap;
+		uint8_t *b = peer_session_rx(f->sess, &cap);   /* ciphertext (or SASL's answers) */
+
+		io_uring_prep_recv(sqe, f->fd, b, cap, 0);
+	} else {
+		io_uring_prep_recv(sqe, f->fd, f->in + f->in_len, f->in_cap - f->in_len, 0);
+	}
 	io_set(sqe, &f->recv_op);
 }
 
@@ -594,6 +692,35 @@ static void rf_received(struct io_op *op, int res, unsigned flags)
 	if (res <= 0) {
 		rf_fail(f);
 		return;
+	}
+	if (f->state == RF_HANDSHAKE) {
+		if (peer_session_feed(f->sess, (uint32_t)res) < 0) {
+			rf_auth_failed(f);
+			return;
+		}
+		rf_handshake(f);
+		return;
+	}
+	if (peer_session_tls(f->sess)) {
+		/* the answer decrypted out of OpenSSL's record layer */
+		int n;
+
+		if (peer_session_feed(f->sess, (uint32_t)res) < 0) {
+			rf_fail(f);
+			return;
+		}
+		res = 0;
+		while (rf_in_room(f) == 0 && f->in_cap > f->in_len &&
+		       (n = peer_session_read(f->sess, f->in + f->in_len, f->in_cap - f->in_len)) > 0) {
+			f->in_len += (uint32_t)n;
+			shard_stat_add(&f->sh->stats.repl_tls_bytes_in, (uint64_t)n);
+			if (f->in_len >= 4 && f->in_len >= 4 + (uint32_t)kafka_load_be(f->in, 4))
+				break;
+		}
+		if (f->sess->state == PEER_SESSION_FAILED) {
+			rf_auth_failed(f);
+			return;
+		}
 	}
 	f->in_len += (uint32_t)res;
 	if (f->in_len >= 4 && f->in_len >= 4 + (uint32_t)kafka_load_be(f->in, 4)) {
@@ -683,6 +810,14 @@ static int rf_send_fetch(struct replica_fetcher *f)
 	f->out_sent = 0;
 	f->state = RF_SENDING;
 	f->sent_ns = f->sh->now_ns;
+	if (peer_session_tls(f->sess)) {
+		/* into OpenSSL's record layer: the ciphertext is what goes */
+		if (peer_session_write(f->sess, f->out, f->out_len) < 0) {
+			rf_auth_failed(f);
+			return 1;
+		}
+		shard_stat_add(&f->sh->stats.repl_tls_bytes_out, f->out_len);
+	}
 	rf_arm_send(f);
 	return 1;
 }
@@ -699,7 +834,7 @@ static int tcp_poll(struct replica_fetcher *f)
 	}
 	if (f->state == RF_READY && !sh->stop)
 		return rf_send_fetch(f);
-	if ((f->state == RF_SENDING || f->state == RF_WAITING) &&
+	if ((f->state == RF_SENDING || f->state == RF_WAITING || f->state == RF_HANDSHAKE) &&
 	    sh->now_ns - f->sent_ns > SOCKET_TIMEOUT_NS + REPLICA_FETCH_WAIT_MS * 1000000ull)
 		rf_fail(f);   /* a leader gone without a word: connect again */
 	return 0;
@@ -707,10 +842,10 @@ static int tcp_poll(struct replica_fetcher *f)
 
 static int tcp_release(struct replica_fetcher *f)
 {
-	if (f->state != RF_IDLE && f->state != RF_READY)
+	if (f->state != RF_IDLE && f->state != RF_READY && f->state != RF_HANDSHAKE)
 		return 0;     /* a fetch in flight: its answer first */
-	if (f->state == RF_READY)
-		rf_close(f);
+	if (f->state == RF_READY || f->state == RF_HANDSHAKE)
+		rf_close(f);  /* a handshake's operations end with an error first */
 	return f->state == RF_IDLE;
 }
 
@@ -998,6 +1133,7 @@ void replica_fetchers_fini(struct shard *sh)
 		sh->fetchers = f->next;
 		if (f->fd >= 0)
 			close(f->fd);
+		peer_session_destroy(f->sess);
 		rf_free(f);
 	}
 }

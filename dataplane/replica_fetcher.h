@@ -10,7 +10,13 @@
  * divergent tail where the answer names a diverging epoch (KIP-279/320:
  * part_truncate_to), and sends the next Fetch only once what it appended
  * is durable. A lost connection is made again after a back-off (100 ms,
- * doubling to replica.fetch.backoff 1 s).
+ * doubling to replica.fetch.backoff 1 s). On a secured inter-broker
+ * listener (b->peer_sec) the connection first runs TLS and/or SASL
+ * (dataplane/peer_session.h) with its own io_uring sends and receives,
+ * then its Fetches through OpenSSL's record layer (TLS) or plain; a
+ * handshake that fails is logged with why, counted, and made again after
+ * the same back-off. PLAINTEXT has no session: the answer is received
+ * straight into the input buffer, as before.
  *
  * Two transports behind one seam (struct rf_transport in the .c): that
  * TCP connection, or, where the shard has a DPDK replication queue pair

@@ -87,6 +87,9 @@ struct shard_stats {
 	uint64_t repl_reconnects;           /* replication: fetcher connections lost */
 	uint64_t repl_native_bytes_in;      /* replication: of repl_bytes_in, what came by DPDK (REPLICA_DATA) */
 	uint64_t repl_native_bytes_out;     /* replication: record bytes sent in REPLICA_DATA */
+	uint64_t repl_tls_bytes_in;         /* replication: fetch answers' bytes OpenSSL decrypted */
+	uint64_t repl_tls_bytes_out;        /* replication: fetch requests' bytes OpenSSL encrypted */
+	uint64_t repl_auth_failures;        /* replication: TLS or SASL handshakes with a leader failed */
 	uint64_t requests_inflight;         /* taken up, not ended (a gauge: +1/-1) */
 	uint64_t uring_sqes;                /* SQEs taken on the shard's ring (shard and storage) */
 	uint64_t uring_cqes;                /* completions reaped from it */

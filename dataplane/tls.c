@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <stddef.h>
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <regex.h>
@@ -34,10 +35,14 @@ struct tls_server {
 	                                * control thread): the other is refused, not waited for */
 };
 
+struct tls_client {
+	SSL_CTX *ctx;                  /* made at start, never reloaded */
+};
+
 struct tls_conn {
 	SSL *ssl;
 	BIO *rbio, *wbio;              /* ciphertext in (we write it), out (we read it) */
-	const char *rules;             /* the server's ssl.principal.mapping.rules */
+	const char *rules;             /* the server's ssl.principal.mapping.rules; NULL: a client */
 	int established, counted;
 	char principal[256];
 	char error[128];
@@ -288,6 +293,60 @@ static int ctx_build(const struct tls_conf *c, SSL_CTX **out, char *err, size_t 
 	return 0;
 }
 
+int tls_client_create(const struct tls_conf *c, struct tls_client **out, char *err, size_t errlen)
+{
+	struct tls_client *cl = NULL;
+	SSL_CTX *ctx;
+	int rc = 0;
+
+	if (!*c->truststore) {
+		snprintf(err, errlen, "ssl.truststore.location: an SSL inter-broker listener needs the CA certificates "
+			 "other brokers' certificates are checked against");
+		return -EINVAL;
+	}
+	if (!(ctx = SSL_CTX_new(TLS_client_method()))) {
+		ssl_err(err, errlen, "SSL_CTX_new");
+		return -ENOMEM;
+	}
+	SSL_CTX_set_min_proto_version(ctx, c->tls12 ? TLS1_2_VERSION : TLS1_3_VERSION);
+	SSL_CTX_set_max_proto_version(ctx, c->tls13 ? TLS1_3_VERSION : TLS1_2_VERSION);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	/* the broker's own certificate, for a listener that asks for one
+	 * (ssl.client.auth): mutual TLS between brokers */
+	if (*c->keystore_location) {
+		rc = load_chain(ctx, "ssl.keystore.location", c->keystore_location, err, errlen);
+		if (rc == 0)
+			rc = load_key(ctx, "ssl.keystore.location", c->keystore_location, c->key_password, err, errlen);
+	} else if (*c->cert_chain && *c->key) {
+		rc = load_chain(ctx, "ssl.keystore.certificate.chain", c->cert_chain, err, errlen);
+		if (rc == 0)
+			rc = load_key(ctx, "ssl.keystore.key", c->key, c->key_password, err, errlen);
+	}
+	if (rc == 0)
+		rc = load_trust(ctx, c->truststore, err, errlen);
+	if (rc == 0)
+		rc = set_ciphers(ctx, c->cipher_suites, err, errlen);
+	if (rc == 0 && !(cl = calloc(1, sizeof(*cl)))) /* style: allow start-up */
+		rc = -ENOMEM;
+	if (rc < 0) {
+		SSL_CTX_free(ctx);
+		return rc;
+	}
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	cl->ctx = ctx;
+	*out = cl;
+	return 0;
+}
+
+void tls_client_destroy(struct tls_client *cl)
+{
+	if (!cl)
+		return;
+	SSL_CTX_free(cl->ctx);
+	free(cl);
+}
+
 static char *dup_or_empty(const char *s)
 {
 	return strdup(s ? s : ""); /* style: allow start-up */
@@ -514,6 +573,45 @@ struct tls_conn *tls_conn_new(struct tls_server *s)
 	return t;
 }
 
+struct tls_conn *tls_conn_new_client(struct tls_client *cl, const char *host)
+{
+	struct tls_conn *t = malloc(sizeof(*t)); /* style: allow per connection */
+	X509_VERIFY_PARAM *vp;
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	if (!t)
+		return NULL;
+	memset(t, 0, offsetof(struct tls_conn, tx));
+	t->ssl = SSL_new(cl->ctx);
+	t->rbio = BIO_new(BIO_s_mem());
+	t->wbio = BIO_new(BIO_s_mem());
+	if (!t->ssl || !t->rbio || !t->wbio)
+		goto bad;
+	BIO_set_mem_eof_return(t->rbio, -1);
+	SSL_set_bio(t->ssl, t->rbio, t->wbio);   /* the SSL owns them now */
+	/* the certificate must name the address the broker registered
+	 * (Kafka's ssl.endpoint.identification.algorithm=https) */
+	vp = SSL_get0_param(t->ssl);
+	if (inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1) {
+		if (!X509_VERIFY_PARAM_set1_ip_asc(vp, host))
+			goto bad;
+	} else {
+		if (!SSL_set1_host(t->ssl, host) || !SSL_set_tlsext_host_name(t->ssl, host))
+			goto bad;
+	}
+	SSL_set_connect_state(t->ssl);
+	return t;
+bad:
+	if (t->ssl && SSL_get_rbio(t->ssl) == t->rbio)
+		t->rbio = t->wbio = NULL;            /* freed with the SSL */
+	SSL_free(t->ssl);
+	BIO_free(t->rbio);
+	BIO_free(t->wbio);
+	free(t);
+	return NULL;
+}
+
 void tls_conn_free(struct tls_conn *t)
 {
 	if (!t)
@@ -535,8 +633,11 @@ int tls_conn_feed(struct tls_conn *t, uint32_t n)
 static void conn_error(struct tls_conn *t)
 {
 	unsigned long e = ERR_get_error();
+	long v = SSL_get_verify_result(t->ssl);
 
-	if (e)
+	if (v != X509_V_OK)
+		snprintf(t->error, sizeof(t->error), "certificate verify failed: %s", X509_verify_cert_error_string(v));
+	else if (e)
 		ERR_error_string_n(e, t->error, sizeof(t->error));
 	else if (!t->error[0])
 		snprintf(t->error, sizeof(t->error), "the peer broke the session");
@@ -575,7 +676,9 @@ int tls_conn_read(struct tls_conn *t, uint8_t *buf, uint32_t cap)
 {
 	int n = SSL_read(t->ssl, buf, (int)cap), e;
 
-	if (!t->established && SSL_is_init_finished(t->ssl)) {
+	if (!t->established && SSL_is_init_finished(t->ssl) && !t->rules) {
+		t->established = 1;   /* a client: the server's certificate was verified */
+	} else if (!t->established && SSL_is_init_finished(t->ssl)) {
 		t->established = 1;
 		set_principal(t);
 		if (!t->principal[0]) {

@@ -47,6 +47,7 @@ struct tls_conf {
 enum tls_client_auth { TLS_CLIENT_AUTH_NONE, TLS_CLIENT_AUTH_REQUESTED, TLS_CLIENT_AUTH_REQUIRED };
 
 struct tls_server;
+struct tls_client;
 struct tls_conn;
 
 /* @thread main. Load the certificates (a bad one: -EINVAL, err naming the
@@ -60,6 +61,14 @@ int tls_server_reload(struct tls_server *s, char *err, size_t errlen);
 uint64_t tls_server_reloads(const struct tls_server *s);
 /* @thread main, after the shards stopped. */
 void tls_server_destroy(struct tls_server *s);
+
+/* @thread main. The client side, for this broker's connections to others
+ * on an SSL inter-broker listener (dataplane/peer_session.h): the
+ * truststore (needed: -EINVAL naming it), and the keystore when set (for
+ * ssl.client.auth); the protocols and suites of conf. Shared read-only by
+ * every thread once made; never reloaded. */
+int tls_client_create(const struct tls_conf *conf, struct tls_client **out, char *err, size_t errlen);
+void tls_client_destroy(struct tls_client *c);
 
 /* Whether the kernel has the TLS upper-layer protocol (kTLS): 0 yes, or
  * -errno (ENOENT: the kernel was built without CONFIG_TLS). */
@@ -84,6 +93,11 @@ int tls_cert_principal(const char *rules, const void *x509, char *out, size_t ou
 
 /* The server side of an accepted connection; NULL without memory. */
 struct tls_conn *tls_conn_new(struct tls_server *s);
+/* The client side of a connection to `host` (an address: its certificate
+ * must name it), on the thread of that connection; NULL without memory. The
+ * rest of the calls below are the same for both sides; a client's first
+ * tls_conn_read writes its ClientHello. */
+struct tls_conn *tls_conn_new_client(struct tls_client *c, const char *host);
 void tls_conn_free(struct tls_conn *t);
 /* Where the next receive of ciphertext lands (TLS_RX_SIZE bytes). */
 uint8_t *tls_conn_rx(struct tls_conn *t);

@@ -18,6 +18,11 @@ directory, all under one temporary directory removed at close.
     environment variables to every node's (a test knob such as
     SLUICE_TEST_METADATA_KEEP, docs/cluster.md).
 
+    Cluster(3, listener="INTERNAL", first_args=["--add-scram=..."]): every
+    node one more listener named INTERNAL after its PLAINTEXT one (its
+    protocol by sets; c.listener_addr(node) its host:port), and sluiced
+    arguments for the nodes' first start only.
+
     Cluster(2, ipv6=True): the client listeners on [::1] (scripts/cluster
     --ipv6); the bootstrap is "[::1]:p1,[::1]:p2".
 
@@ -49,7 +54,7 @@ WAIT = 60
 
 class Cluster:
     def __init__(self, n, sets=(), shards=1, netns=False, node_sets=(), base=None, stagger=None, brokers=0,
-                 env=None, combined=False, ipv6=False):
+                 env=None, combined=False, ipv6=False, listener=None, first_args=()):
         self.dir = os.path.join(base or temp_dir(), "cluster")
         self.env = dict(os.environ, SLUICED=SLUICED, **(env or {}))
         self.n = n + brokers
@@ -58,6 +63,10 @@ class Cluster:
             ["--ipv6"] if ipv6 else [])
         if brokers:
             args += ["--brokers", str(brokers)] + (["--combined"] if combined else [])
+        if listener:
+            args += ["--listener", listener]
+        for a in first_args:
+            args += ["--first-arg", a]
         for s in sets:
             args += ["--set", s]
         for node, s in node_sets:
@@ -89,6 +98,11 @@ class Cluster:
     def addr(self, node):
         """The node's Kafka listener, host:port."""
         return self.addrs[node - self.first]
+
+    def listener_addr(self, node, name=None):
+        """The node's address on another listener (default: the --listener one), host:port."""
+        props = open(os.path.join(self.dir, "n%d" % node, "server.properties")).read()
+        return re.search(r"^listeners=.*?%s://([^,\s]+)" % (name or "INTERNAL"), props, re.M).group(1)
 
     def isolate(self, node, port=None):
         """(netns) Cut node off from the other nodes (only their connections

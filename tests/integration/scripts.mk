@@ -43,6 +43,12 @@ TEST_SCRIPTS += tests/integration/test_sasl.py
 # log; the authorizer with SCRAM users and librdkafka; a 3-node cluster with it
 # (about 16 s)
 TEST_SCRIPTS += tests/integration/test_acls.py
+# brokers over a SASL_SSL inter-broker listener (SCRAM, certificates checked):
+# replication, a wrong password refused (out of the ISRs), plaintext on that
+# port refused, transactions' inter-broker requests (about 15 s); make
+# itest-interbroker adds a leader's SIGKILL and everything read back, a node
+# trusting another CA refused, the broker principal's CLUSTER_ACTION (~45 s)
+TEST_SCRIPTS += tests/integration/test_cluster_interbroker.py
 # sluicectl --command-config over SASL_SSL (SCRAM, PLAIN) and SSL with a client
 # certificate, its refusals; the admin endpoint's HTTP Basic (admin.require.auth)
 # (one broker, about 3 s)
@@ -154,3 +160,7 @@ TEST_SCRIPTS += tests/integration/test_metadata_quorum.py
 # Ctrl-C mid-fault heals and cleans up, a bad drill file and a cluster with
 # foreign topics are refused: about 50 s
 TEST_SCRIPTS += tests/integration/test_drill.py
+
+.PHONY: itest-interbroker
+itest-interbroker: all
+	$(Q)SLUICE_INTERBROKER_FAILOVER=1 /usr/bin/python3 tests/integration/test_cluster_interbroker.py

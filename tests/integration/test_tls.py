@@ -286,13 +286,16 @@ def start_up_refusals_name_the_key():
     refused({"listeners": two, "ssl.keystore.location": cert("ca.pem")}, "ssl.keystore.location")
     refused({"listeners": two, "ssl.keystore.location": ks, "ssl.enabled.protocols": "TLSv1.1"},
             "ssl.enabled.protocols")
+    # an SSL inter-broker listener checks other brokers against the truststore
     refused({"listeners": two, "ssl.keystore.location": ks, "inter.broker.listener.name": "SSL"},
-            "inter.broker.listener.name")
+            "ssl.truststore.location")
     refused({"listeners": two, "ssl.keystore.location": ks, "ssl.client.auth": "required"},
             "ssl.truststore.location")
     refused({"listeners": two, "ssl.keystore.location": ks, "ssl.cipher.suites": "TLS_NO_SUCH_SUITE"},
             "ssl.cipher.suites")
-    refused({"listeners": "SASL_SSL://127.0.0.1:%d" % free_port()}, "listeners", "SASL_SSL")
+    # a SASL inter-broker listener needs the broker's own mechanism (Kafka's default GSSAPI is not there)
+    refused({"listeners": "SASL_SSL://127.0.0.1:%d" % free_port(), "ssl.keystore.location": ks,
+             "ssl.truststore.location": cert("ca.pem")}, "sasl.mechanism.inter.broker.protocol", "SASL_SSL")
     refused({"listeners": "CLIENT://127.0.0.1:%d" % free_port()}, "listener.security.protocol.map")
 
 

@@ -9,6 +9,7 @@
 #include "control/config.h"
 #include "control/listeners.h"
 #include "dataplane/broker.h"
+#include "dataplane/peer_session.h"
 #include "dataplane/sasl.h"
 #include "dataplane/tls.h"
 #include "tests/unit/helpers.h"
@@ -70,9 +71,6 @@ Test(listeners, the_inter_broker_listener_comes_first)
 Test(listeners, refusals_name_the_key)
 {
 	put("listeners", "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093");
-	put("inter.broker.listener.name", "SSL");
-	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -ENOTSUP);
-	cr_assert(strstr(err, "inter.broker.listener.name"), "%s", err);
 	put("inter.broker.listener.name", "NOPE");
 	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, "inter.broker.listener.name"), "%s", err);
@@ -92,7 +90,6 @@ Test(listeners, refusals_name_the_key)
 	cr_assert(strstr(err, "listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms"), "%s", err);
 	put("listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms", "0");
 	put("connections.max.reauth.ms", "0");
-	put("sasl.mechanism.inter.broker.protocol", "SCRAM-SHA-512");   /* accepted, unused */
 	put("sasl.enabled.mechanisms", "GSSAPI");
 	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -ENOTSUP);
 	cr_assert(strstr(err, "sasl.enabled.mechanisms") && strstr(err, "GSSAPI"), "%s", err);
@@ -110,10 +107,6 @@ Test(listeners, refusals_name_the_key)
 	cr_assert_str_eq(set.listeners[1].plain->u[0].name, "alice");
 	cr_assert_str_eq(set.listeners[1].plain->u[0].password, "s3cret");
 	put("sasl.enabled.mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512");
-	put("listeners", "SASL_PLAINTEXT://127.0.0.1:9093");
-	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -ENOTSUP);
-	cr_assert(strstr(err, "inter.broker.listener.name") && strstr(err, "SASL_PLAINTEXT"), "%s", err);
-	put("listeners", "PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9093");
 	put("listeners", "CLIENT://127.0.0.1:9092");
 	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, "listener.security.protocol.map"), "%s", err);
@@ -130,6 +123,51 @@ Test(listeners, refusals_name_the_key)
 	cr_assert(strstr(err, "advertised.listeners"), "%s", err);
 	cr_assert_neq(config_set(c, "ssl.enabled.protocols", "TLSv1.1,TLSv1.2", NULL, err, sizeof(err)), 0);
 	cr_assert(strstr(err, "ssl.enabled.protocols"), "%s", err);
+}
+
+/* inter.broker.listener.name or security.inter.broker.protocol over SSL
+ * or SASL: the broker's client side (listeners_peer_sec) and what it
+ * refuses, naming the key. */
+Test(listeners, a_secured_inter_broker_listener)
+{
+	struct peer_sec sec;
+	struct tls_conf tc = { .keystore_location = "", .cert_chain = "", .key = "", .key_password = "",
+			       .truststore = "", .cipher_suites = "", .tls12 = 1, .tls13 = 1 };
+
+	put("listeners", "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093,SASL_PLAINTEXT://127.0.0.1:9094");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(listeners_peer_sec(c, &set, &tc, &sec, err, sizeof(err)), 0, "PLAINTEXT: nothing to do");
+	put("security.inter.broker.protocol", "SSL");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(set.listeners[0].name, "SSL");
+	cr_assert_eq(listeners_peer_sec(c, &set, &tc, &sec, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "ssl.truststore.location"), "%s", err);
+	put("inter.broker.listener.name", "SASL_PLAINTEXT");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "security.inter.broker.protocol"), "both: %s", err);
+	put("security.inter.broker.protocol", "");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(set.listeners[0].name, "SASL_PLAINTEXT");
+	/* Kafka's default mechanism, GSSAPI, is not there */
+	cr_assert_eq(listeners_peer_sec(c, &set, &tc, &sec, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "sasl.mechanism.inter.broker.protocol"), "%s", err);
+	put("sasl.mechanism.inter.broker.protocol", "PLAIN");
+	cr_assert_eq(listeners_peer_sec(c, &set, &tc, &sec, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "not enabled"), "%s", err);
+	put("sasl.mechanism.inter.broker.protocol", "SCRAM-SHA-512");
+	cr_assert_eq(listeners_peer_sec(c, &set, &tc, &sec, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config"), "%s", err);
+	put("listener.name.SASL_PLAINTEXT.scram-sha-512.sasl.jaas.config",
+	    "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"broker\";");
+	cr_assert_eq(listeners_peer_sec(c, &set, &tc, &sec, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "password"), "%s", err);
+	put("listener.name.SASL_PLAINTEXT.scram-sha-512.sasl.jaas.config",
+	    "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"broker\" "
+	    "password=\"b-secret\";");
+	cr_assert_eq(listeners_peer_sec(c, &set, &tc, &sec, err, sizeof(err)), 1, "%s", err);
+	cr_assert(sec.sasl && !sec.tls && sec.mech == SASL_MECH_SCRAM_SHA_512);
+	cr_assert_str_eq(sec.user, "broker");
+	cr_assert_str_eq(sec.password, "b-secret");
 }
 
 Test(listeners, principal_mapping_rules_as_kafka)
