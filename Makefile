@@ -115,8 +115,24 @@ test: $(SETUP_STAMP)
 
 test-bins: all san-unit-bins fuzz-bins
 
+# The scripts run TEST_LANES at a time (default 2; scripts/run-test-scripts
+# says how), except those in TEST_ALONE, which run with no other script
+# beside them: what measures (the bench smokes, the probe), what keeps both
+# cores busy itself (the fuzz smoke, run-c.sh's two Criterion jobs), what
+# uses network namespaces, DPDK, loop devices or cgroups, and what takes
+# thousands of descriptors and partitions. `make test TEST_LANES=1` runs
+# every script alone, its output as it comes.
+TEST_LANES ?= 2
+TEST_ALONE := tests/bench_kafka_smoke.sh tests/bench_scrape_smoke.sh tests/bench_peer_redis_smoke.sh \
+	tests/bench_peer_nats_smoke.sh tests/bench_suite_smoke.sh tests/bench_emulate_smoke.sh \
+	tests/hwprobe_smoke.sh tests/bench_storage_smoke.sh \
+	tests/fuzz/smoke tests/integration/run-c.sh \
+	tests/integration/test_cluster_partition.py tests/fault/test_netcluster.py tests/fault/smoke.sh \
+	tests/integration/run-dpdk.sh tests/integration/test_dpdk_replication.py \
+	tests/fault/test_disk_failures.py \
+	tests/integration/test_fd_budget.py tests/integration/test_conns.py tests/integration/test_kafka_rules.py
 test-run: check-style check-layers unit-test
-	$(Q)scripts/run-test-scripts $(TEST_SCRIPTS)
+	$(Q)TEST_LANES=$(TEST_LANES) TEST_ALONE="$(TEST_ALONE)" scripts/run-test-scripts $(TEST_SCRIPTS)
 
 # One node with embedded defaults: data in ./data, listener 127.0.0.1:9092.
 # Extra flags: make run ARGS='--set log.durability=sync'

@@ -1,7 +1,8 @@
 # tests/fuzz/: libFuzzer targets (clang, -fsanitize=fuzzer,address,undefined)
 # over the Kafka codec, a SASL listener's requests before authentication and the native protocol's datagrams. `make fuzz` runs each for FUZZ_SECONDS and grows its
 # corpus in tests/fuzz/corpus/<target>; `make test` runs tests/fuzz/smoke
-# (10 s per target after a replay of its corpus, corpus read-only). Crashes land in build/fuzz/artifacts.
+# (10 s per target after a replay of its corpus, corpus read-only; one target
+# per core at a time). Crashes land in build/fuzz/artifacts.
 FUZZ_SECONDS ?= 300
 FUZZ_TARGETS := fuzz_kafka_request fuzz_kafka_message fuzz_native_datagram fuzz_sasl_preauth
 FUZZ_BINS := $(FUZZ_TARGETS:%=build/fuzz/%)
