@@ -53,6 +53,9 @@ TEST_SCRIPTS += tests/integration/test_cluster_interbroker.py
 # certificate, its refusals; the admin endpoint's HTTP Basic (admin.require.auth)
 # (one broker, about 3 s)
 TEST_SCRIPTS += tests/integration/test_sluicectl_security.py
+# docs/security.md's ten-command guide run as the page has it (one broker,
+# about 8 s)
+TEST_SCRIPTS += tests/integration/test_security_guide.py
 # Kafka's KRaft settings: what Sluice cannot honour is refused, a one-node
 # config serves
 TEST_SCRIPTS += tests/integration/test_cluster_config.py
