@@ -215,9 +215,13 @@ static void elect_scan(struct ctl *ctl)
 	free(live);
 }
 
+/* Not once this node's metadata log failed: every record it proposes is
+ * refused at once, and a refused change asks for another look
+ * (change_done), so the look would go round without end, proposing (and
+ * printing) the same leader changes until the node is gone. */
 int ctl_elect_active(const struct ctl *ctl)
 {
-	return ctl_quorum_leads(ctl);
+	return ctl_quorum_leads(ctl) && !ctl_quorum_failed(ctl);
 }
 
 /* Whether the published topic t says what the image's mt says (leaders,

@@ -333,6 +333,9 @@ int ctl_quorum_timeout(const struct ctl *ctl, int timeout);
 /* Whether this node leads the quorum and has started serving (its first
  * barrier applied). */
 int ctl_quorum_leads(const struct ctl *ctl);
+/* Whether this node's copy of the metadata log failed (it halts): every
+ * proposal is refused at once from then on. */
+int ctl_quorum_failed(const struct ctl *ctl);
 /* Hand the quorum's leadership to another voter (controlled shutdown):
  * quorum_transfer's answer; done(cookie, leader) runs once it moved. */
 int ctl_quorum_transfer(struct ctl *ctl, void (*done)(void *cookie, int32_t leader), void *cookie);

@@ -1347,6 +1347,11 @@ int ctl_quorum_leads(const struct ctl *ctl)
 	return cq && cq->q && cq->started && !cq->closed && quorum_is_leader(cq->q);
 }
 
+int ctl_quorum_failed(const struct ctl *ctl)
+{
+	return ctl->cq && ctl->cq->failed;
+}
+
 int ctl_quorum_transfer(struct ctl *ctl, void (*done)(void *cookie, int32_t leader), void *cookie)
 {
 	struct ctl_quorum *cq = ctl->cq;

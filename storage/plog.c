@@ -455,9 +455,13 @@ int plog_append_bytes(struct plog *pl, const uint8_t *batch, uint32_t size, int 
 		batch_set_leader_epoch(dst, pl->leader_epoch);
 	}
 	*base_offset = base;
-	/* the first batch of an epoch (a follower's replica append assigned
-	 * the leader's epochs already: plog_replica.c) */
-	if (__builtin_expect(pl->leader_epoch != pl->epochs.latest, 0))
+	/* the first batch of an epoch, the leader's (stamped) only: a
+	 * follower's replica append assigns the epochs its batches carry
+	 * (plog_replica.c), never pl->leader_epoch, which may be above them
+	 * (the metadata's, set at the open): that would mark the leader's
+	 * batches with an epoch the leader never had, and each fetch after
+	 * would be answered a divergence at them, cut and fetched again */
+	if (__builtin_expect(stamp && pl->leader_epoch != pl->epochs.latest, 0))
 		plog_epochs_note(pl, base);
 
 	if (max_ts > seg->max_timestamp)

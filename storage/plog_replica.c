@@ -55,10 +55,11 @@ static_assert(IORING_OP_SENDMSG_ZC == 48, "io_uring opcodes as the kernel number
 /* The batch at start_offset opens leader epoch `epoch`, above every
  * epoch the log held: the leader-epoch cache is told (Kafka's
  * LeaderEpochFileCache.assign; storage/plog_epochs.h). -ENOMEM there: the
- * append that follows tries again (plog_epochs_note). */
+ * next batch of that epoch tries again (still above the cache's latest). */
 static void replica_epoch_opened(struct plog *pl, int32_t epoch, int64_t start_offset)
 {
-	pl->leader_epoch = epoch;
+	if (epoch > pl->leader_epoch)
+		pl->leader_epoch = epoch;
 	plog_epochs_assign(pl, epoch, start_offset);
 }
 
@@ -111,13 +112,25 @@ int plog_append_replica(struct plog *pl, const uint8_t *batches, uint32_t len, u
 		expect = batch_last_offset(b) + 1;
 		at += bi.size;
 	}
+	/* an epoch assigned at this log's end holds no record here (this
+	 * node's own leadership that wrote nothing, or the metadata's epoch
+	 * set at the open): the leader's batches say which epoch follows,
+	 * as a Kafka follower's cache takes epochs only from what it appends */
+	{
+		const struct epoch_cache *c = &pl->epochs.c;
+
+		if (c->n && c->e[c->n - 1].start >= pl->next_offset)
+			plog_epochs_truncate_end(pl, pl->next_offset);
+	}
 	for (at = 0; at < len;) {
 		const uint8_t *b = batches + at;
 		uint32_t size = batch_size(b);
 
 		if ((rc = plog_append_bytes(pl, b, size, 0, &base)) < 0)
 			return rc;
-		if (batch_leader_epoch(b) > pl->leader_epoch)
+		/* above the cache's latest: pl->leader_epoch may be higher
+		 * (the metadata's, set at the open) with no batch of it */
+		if (batch_leader_epoch(b) > pl->epochs.latest)
 			replica_epoch_opened(pl, batch_leader_epoch(b), base);
 		at += size;
 		*appended = at;

@@ -2,7 +2,7 @@
 """The fault scenario runner (docs/fault-testing.md "Running scenarios").
 
     tests/fault/run.py --nodes 3 --workload queue|group|txn --nemesis NAME[,NAME]
-        --seconds S --seed N --out DIR [--binary PATH] [--table FILE]
+        --seconds S --seed N --out DIR [--binary PATH] [--table FILE] [--hold]
     tests/fault/run.py --matrix quick|full --out DIR [--table FILE] [--seed N]
 
 One scenario: prints the seed first; starts a NetCluster of --nodes nodes
@@ -242,6 +242,13 @@ def scenario(a, seed, out):
         if fin.wait(timeout=300) != 0:
             raise ScenarioError("the final read exited %d (see %s)" % (fin.returncode, os.path.join(out, "workload.log")))
     finally:
+        if c is not None and getattr(a, "hold", False):
+            hold = os.path.join(out, "HOLD")
+            open(hold, "w").close()
+            print("run: --hold: the nodes keep running (bootstrap %s) until %s is removed" % (c.bootstrap, hold),
+                  flush=True)
+            while os.path.exists(hold):
+                time.sleep(1)
         if c is not None:
             logs = os.path.join(out, "nodes")
             os.makedirs(logs, exist_ok=True)
@@ -393,6 +400,9 @@ def main():
     ap.add_argument("--set", action="append", help="KEY=VALUE for every node (again for more)")
     ap.add_argument("--tools", help="where the sluicefault package is (default: tools/)")
     ap.add_argument("--matrix", choices=("quick", "full"))
+    ap.add_argument("--hold", action="store_true",
+                    help="after the run (clean or not) leave the nodes running until DIR/HOLD is removed, "
+                         "for inspection")
     a = ap.parse_args()
     if a.binary:
         a.binary = os.path.abspath(a.binary)

@@ -27,11 +27,14 @@ a_failed_metadata_log_halts_the_node: the whole data directory of nodes 1
 and 3, the quorum's log included, each on a disk of its own (the default
 layout), raft snapshotting every 8 entries:
 
-- read-only under node 1: node 1 cannot take the change that moves its
-  leadership, so it halts (exit 1, one line naming the directory and the
-  error), as Kafka's broker does when its metadata log directory fails; an
-  in-sync follower leads, acks=all Produce succeeds again, every
-  acknowledged record is read back.
+- read-only under node 1, the quorum's leader (a restart of another
+  leader hands it on until node 1 leads): node 1 cannot take the change
+  that moves its leadership, so it halts (exit 1, one line naming the
+  directory and the error), as Kafka's broker does when its metadata log
+  directory fails; an in-sync follower leads, acks=all Produce succeeds
+  again, every acknowledged record is read back. After the failure node
+  1's controller proposes no leader change (before the fix each refused
+  proposal made it look again: the same changes, printed 351,798 times).
 - full under node 3, then 20 topics made (40 records, 5 snapshots): node
   3 serves every one of them (its metadata log goes on in raft_uv's
   preallocated, recycled segments), or, when a write of it fails, halts
@@ -47,6 +50,7 @@ Run: /usr/bin/python3 tests/fault/test_disk_failures.py [test ...]
 import contextlib
 import os
 import random
+import re
 import shutil
 import sys
 import time
@@ -297,6 +301,15 @@ def a_failed_metadata_log_halts_the_node():
         if not c:
             return
         move_onto(c, {1: (fs("n1"), True), 3: (fs("n3"), True)})
+        # node 1 leads the quorum (the active controller): a restart of
+        # the one that leads hands it to another voter
+        for _ in range(8):
+            lead = until("a quorum leader", lambda: next((n for n in (1, 2, 3) if c.pid(n) and c.metric(
+                n, "sluice_controller_quorum_is_leader ") == 1), None))
+            if lead == 1:
+                break
+            c.restart(lead)
+        assert lead == 1, "node %d still leads the quorum" % lead
         create(c, {"meta": {}})
 
         # ---- read-only: node 1 cannot append the change that moves its
@@ -308,7 +321,14 @@ def a_failed_metadata_log_halts_the_node():
         # retried (idempotent) until the new leader takes them
         during = produce(c.bootstrap, "meta", [b"during-%d" % i for i in range(20)], enable_idempotence=True)
         assert acked(during) == list(during), during
-        halted(c, 1, "the metadata quorum's log")
+        log = halted(c, 1, "the metadata quorum's log")
+        # its controller, every proposal refused once the log failed,
+        # proposed no leader change after: before the fix it looked at the
+        # partitions again at each refusal, printing the same changes
+        # hundreds of times until the node was gone
+        after = log.split("the metadata quorum's log", 1)[1]
+        moves = re.findall(r"^sluiced: partition \S+: leader -?\d+ -> -?\d+.*$", after, re.M)
+        assert not moves, "%d leader changes proposed after the failure: %s" % (len(moves), moves[:3])
         others = ",".join(c.addr(n) for n in (2, 3))
         ps = partitions(others, "meta")[0]
         assert ps[0] in (2, 3) and 1 not in ps[2], ps

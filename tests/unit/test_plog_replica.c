@@ -787,6 +787,43 @@ Test(replica, start_at_the_leaders_log_start_then_follow)
 	plog_close(f);
 }
 
+/* A follower whose log epoch was raised above its batches (the
+ * metadata's epoch, set at the partition's open: dataplane/part_proxy.c)
+ * takes the leader's batches at the epochs they carry: before the fix
+ * each was assigned the raised epoch, so the follower named an epoch the
+ * leader never had, and the leader's divergence answer cut them again at
+ * every fetch (a power-cut fault run's ISR that never grew back). */
+Test(replica, a_raised_epoch_is_not_given_to_the_leaders_batches)
+{
+	struct plog_config cfg;
+	struct plog *l, *f;
+	int32_t e;
+	int64_t end;
+
+	small_cfg(&cfg);
+	l = open_sub(&st, "leader", &cfg);
+	f = open_sub(&st, "follower", &cfg);
+	cr_assert_eq(plog_set_leader_epoch(l, 0), 0);
+	for (int i = 0; i < 10; i++)
+		lead(l, i, 100);
+	replicate(l, f, 0, boundary(l, 5), 64 * 1024);
+	cr_assert_eq(plog_set_leader_epoch(f, 1), 0);
+	replicate(l, f, boundary(l, 5), l->next_offset, 64 * 1024);
+	cr_assert_eq(plog_epoch_for_offset(f, f->next_offset - 1), 0, "the leader's batches are epoch 0, not %d",
+		     plog_epoch_for_offset(f, f->next_offset - 1));
+	plog_epoch_end_offset(f, 0, &e, &end);
+	cr_assert_eq(e, 0);
+	cr_assert_eq(end, f->next_offset, "epoch 0 ends at the log end");
+	/* a later epoch of the leader's still opens an entry here */
+	cr_assert_eq(plog_set_leader_epoch(l, 3), 0);
+	lead(l, 10, 100);
+	replicate(l, f, boundary(l, 10), l->next_offset, 64 * 1024);
+	cr_assert_eq(plog_epoch_for_offset(f, f->next_offset - 1), 3);
+	cr_assert_eq(f->leader_epoch, 3);
+	plog_close(l);
+	plog_close(f);
+}
+
 /* An empty log started at an offset, closed before anything is appended,
  * opens there (its only segment is empty). */
 Test(replica, an_empty_log_started_at_an_offset_reopens_there)
