@@ -34,11 +34,13 @@ build/fuzz/fuzz_native_datagram: tests/fuzz/fuzz_native_datagram.c dataplane/nat
 	$(Q)clang $(FUZZ_CFLAGS) $< dataplane/native/native_format.c -lisal -o $@
 
 # a SASL listener's requests before authentication (dataplane/sasl.c on
-# OpenSSL's libcrypto, and the codec)
-build/fuzz/fuzz_sasl_preauth: tests/fuzz/fuzz_sasl_preauth.c dataplane/sasl.c dataplane/sasl.h $(FUZZ_CODEC_OBJS)
+# OpenSSL's libcrypto, with SCRAM's primitives in dataplane/scram.c, and the
+# codec)
+build/fuzz/fuzz_sasl_preauth: tests/fuzz/fuzz_sasl_preauth.c dataplane/sasl.c dataplane/sasl.h \
+		dataplane/scram.c dataplane/scram.h $(FUZZ_CODEC_OBJS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ-CC $<")
-	$(Q)clang $(FUZZ_CFLAGS) $< dataplane/sasl.c $(FUZZ_CODEC_OBJS) -lcrypto -o $@
+	$(Q)clang $(FUZZ_CFLAGS) $< dataplane/sasl.c dataplane/scram.c $(FUZZ_CODEC_OBJS) -lcrypto -o $@
 
 fuzz: $(FUZZ_BINS)
 	$(Q)mkdir -p build/fuzz/artifacts
