@@ -26,6 +26,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>   /* struct msghdr */
 #include <sys/uio.h>
 
 /* What an SSL listener needs, as its config keys give it (strings are

@@ -1,10 +1,12 @@
 # tests/fuzz/: libFuzzer targets (clang, -fsanitize=fuzzer,address,undefined)
-# over the Kafka codec, a SASL listener's requests before authentication and the native protocol's datagrams. `make fuzz` runs each for FUZZ_SECONDS and grows its
+# over the Kafka codec, a SASL listener's requests before authentication, an
+# SSL listener's TLS before and during the handshake and the native
+# protocol's datagrams. `make fuzz` runs each for FUZZ_SECONDS and grows its
 # corpus in tests/fuzz/corpus/<target>; `make test` runs tests/fuzz/smoke
 # (10 s per target after a replay of its corpus, corpus read-only; one target
 # per core at a time). Crashes land in build/fuzz/artifacts.
 FUZZ_SECONDS ?= 300
-FUZZ_TARGETS := fuzz_kafka_request fuzz_kafka_message fuzz_native_datagram fuzz_sasl_preauth
+FUZZ_TARGETS := fuzz_kafka_request fuzz_kafka_message fuzz_native_datagram fuzz_sasl_preauth fuzz_tls_entry
 FUZZ_BINS := $(FUZZ_TARGETS:%=build/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -I. \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -34,11 +36,20 @@ build/fuzz/fuzz_native_datagram: tests/fuzz/fuzz_native_datagram.c dataplane/nat
 	$(Q)clang $(FUZZ_CFLAGS) $< dataplane/native/native_format.c -lisal -o $@
 
 # a SASL listener's requests before authentication (dataplane/sasl.c on
-# OpenSSL's libcrypto, and the codec)
-build/fuzz/fuzz_sasl_preauth: tests/fuzz/fuzz_sasl_preauth.c dataplane/sasl.c dataplane/sasl.h dataplane/scram.c dataplane/scram.h $(FUZZ_CODEC_OBJS)
+# OpenSSL's libcrypto, with SCRAM's primitives in dataplane/scram.c, and the
+# codec)
+build/fuzz/fuzz_sasl_preauth: tests/fuzz/fuzz_sasl_preauth.c dataplane/sasl.c dataplane/sasl.h \
+		dataplane/scram.c dataplane/scram.h $(FUZZ_CODEC_OBJS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ-CC $<")
 	$(Q)clang $(FUZZ_CFLAGS) $< dataplane/sasl.c dataplane/scram.c $(FUZZ_CODEC_OBJS) -lcrypto -o $@
+
+# the server side of an SSL listener's connection before and during the
+# handshake (dataplane/tls.c on OpenSSL's libssl)
+build/fuzz/fuzz_tls_entry: tests/fuzz/fuzz_tls_entry.c dataplane/tls.c dataplane/tls.h
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  FUZZ-CC $<")
+	$(Q)clang $(FUZZ_CFLAGS) $< dataplane/tls.c -lssl -lcrypto -o $@
 
 fuzz: $(FUZZ_BINS)
 	$(Q)mkdir -p build/fuzz/artifacts
