@@ -41,8 +41,12 @@
  *   8 REGISTER_BROKER   int32 broker id, id incarnation (random per process
  *                   start), int64 broker epoch (-1 as proposed: the
  *                   record's own log index; a snapshot writes the
- *                   epoch), host, int32 port (the client listener), rack
- *                   (null: none). A broker starts fenced.
+ *                   epoch), host, int32 port (the inter-broker listener;
+ *                   clients of every listener are told it), rack
+ *                   (null: none), then optionally int32 native replication ip,
+ *                   int32 its port. A broker starts fenced. Written by
+ *                   brokers before REGISTER_BROKER_ENDPOINTS (20), and by
+ *                   a node with no listener list (the unit tests').
  *   9 BROKER_FENCE  int32 broker id, int64 epoch, int8 fenced (1) or
  *                   unfenced (0)
  *  10 UNREGISTER_BROKER int32 broker id, int64 epoch
