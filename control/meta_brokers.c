@@ -99,7 +99,8 @@ static int reg_commit(struct meta_brokers *mb, const struct reg *r, int64_t inde
 	b->repl_port = r->repl_port;
 	b->nendpoints = r->nep;
 	b->inter = r->inter;
-	memcpy(b->endpoints, r->eps, (size_t)r->nep * sizeof(*r->eps));
+	if (r->nep > 0)          /* (none: an old REGISTER_BROKER record) */
+		memcpy(b->endpoints, r->eps, (size_t)r->nep * sizeof(*r->eps));
 	b->fenced = 1;
 	return 0;
 }
