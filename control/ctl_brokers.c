@@ -361,9 +361,30 @@ static void register_propose(struct ctl *ctl)
 	}
 	/* with DPDK, followers fetch from this node's shards' replication
 	 * queue pairs at dpdk.listen (native REPLICA_FETCH) */
-	rc = metalog_build_register_broker_repl(ctl->ml, b->set.node_id, cb->incarnation, b->set.adv_host,
-						b->set.adv_port, b->set.rack, b->dpdk ? b->set.dpdk_ip : 0,
-						b->dpdk ? b->set.dpdk_udp_port : 0, &r);
+	if (b->set.nlisteners > 0) {
+		/* every listener at its advertised address, the inter-broker
+		 * one (listeners[0]) named: clients are told of this broker
+		 * at the one they came through */
+		struct meta_endpoint eps[META_BROKER_MAX_ENDPOINTS];
+		int n = b->set.nlisteners < META_BROKER_MAX_ENDPOINTS ? b->set.nlisteners : META_BROKER_MAX_ENDPOINTS;
+
+		memset(eps, 0, sizeof(eps));
+		for (int i = 0; i < n; i++) {
+			const struct broker_listener *l = &b->set.listeners[i];
+
+			snprintf(eps[i].name, sizeof(eps[i].name), "%s", l->name);
+			snprintf(eps[i].host, sizeof(eps[i].host), "%s", l->adv_host);
+			eps[i].port = l->adv_port;
+			eps[i].protocol = (int16_t)((l->sasl ? 2 : 0) + (l->tls ? 1 : 0));
+		}
+		rc = metalog_build_register_endpoints(ctl->ml, b->set.node_id, cb->incarnation, b->set.rack,
+						      b->dpdk ? b->set.dpdk_ip : 0, b->dpdk ? b->set.dpdk_udp_port : 0,
+						      eps[0].name, eps, n, &r);
+	} else {
+		rc = metalog_build_register_broker_repl(ctl->ml, b->set.node_id, cb->incarnation, b->set.adv_host,
+							b->set.adv_port, b->set.rack, b->dpdk ? b->set.dpdk_ip : 0,
+							b->dpdk ? b->set.dpdk_udp_port : 0, &r);
+	}
 	if (rc < 0) {
 		ctl_meta_refuse(ctl, rc, registered, NULL);
 		return;

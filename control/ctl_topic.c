@@ -107,6 +107,12 @@ static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct
 		o->port = mb->port;
 		snprintf(o->host, sizeof(o->host), "%s", mb->host);
 		snprintf(o->rack, sizeof(o->rack), "%s", mb->rack);
+		o->nendpoints = mb->nendpoints;
+		for (int k = 0; k < mb->nendpoints && k < (int)(sizeof(o->endpoints) / sizeof(o->endpoints[0])); k++) {
+			snprintf(o->endpoints[k].name, sizeof(o->endpoints[k].name), "%s", mb->endpoints[k].name);
+			snprintf(o->endpoints[k].host, sizeof(o->endpoints[k].host), "%s", mb->endpoints[k].host);
+			o->endpoints[k].port = mb->endpoints[k].port;
+		}
 		md->nbrokers++;
 	}
 	md_scram_copy(md, metalog_scram(ctl->ml));

@@ -56,54 +56,135 @@ static struct meta_broker *slot(struct meta_brokers *mb, int32_t id)
 	return &mb->b[at];
 }
 
-static int apply_register(struct meta_brokers *mb, struct dec *d, int64_t index, int dry)
-{
-	int32_t id = (int32_t)dec_be(d, 4);
+/* A registration read from either record: checked, then kept (not dry). */
+struct reg {
+	int32_t id;
 	uint8_t inc[16];
 	int64_t epoch;
-	char *host, *rack;
-	int32_t port, repl_port = 0;
-	uint32_t repl_ip = 0;
-	int isnull, rc = 0;
+	const char *host;
+	int32_t port;
+	const char *rack;
+	uint32_t repl_ip;
+	int32_t repl_port;
+	int nep, inter;
+	const struct meta_endpoint *eps;
+};
+
+static int reg_commit(struct meta_brokers *mb, const struct reg *r, int64_t index, int dry)
+{
+	int64_t epoch = r->epoch;
 	const struct meta_broker *old;
 	struct meta_broker *b;
 
-	dec_id(d, inc);
-	epoch = dec_be(d, 8);
+	if (!r->host || r->id < 0 || r->port < 0 || r->port > 65535 || r->repl_port < 0 || r->repl_port > 65535 ||
+	    strlen(r->host) >= sizeof(b->host) || (r->rack && strlen(r->rack) >= sizeof(b->rack)))
+		return -EPROTO;
+	if (epoch < 0)
+		epoch = index;           /* proposed: its own log index */
+	if (epoch <= 0)
+		return -EINVAL;          /* applied without an index */
+	old = meta_brokers_find(mb, r->id);
+	if (old && (!memcmp(old->incarnation, r->inc, 16) || old->epoch >= epoch))
+		return -EEXIST;          /* the same start registered twice, or a stale one */
+	if (dry)
+		return 0;
+	if (!(b = slot(mb, r->id)))
+		return -ENOMEM;
+	memcpy(b->incarnation, r->inc, 16);
+	b->epoch = epoch;
+	strcpy(b->host, r->host);
+	b->port = r->port;
+	strcpy(b->rack, r->rack ? r->rack : "");
+	b->repl_ip = r->repl_ip;
+	b->repl_port = r->repl_port;
+	b->nendpoints = r->nep;
+	b->inter = r->inter;
+	if (r->nep > 0)          /* (none: an old REGISTER_BROKER record) */
+		memcpy(b->endpoints, r->eps, (size_t)r->nep * sizeof(*r->eps));
+	b->fenced = 1;
+	return 0;
+}
+
+static int apply_register(struct meta_brokers *mb, struct dec *d, int64_t index, int dry)
+{
+	struct reg r = { 0 };
+	char *host, *rack;
+	int isnull, rc;
+
+	r.id = (int32_t)dec_be(d, 4);
+	dec_id(d, r.inc);
+	r.epoch = dec_be(d, 8);
 	host = dec_str(d, &isnull);
-	port = (int32_t)dec_be(d, 4);
+	r.port = (int32_t)dec_be(d, 4);
 	rack = dec_str(d, &isnull);
 	if (!d->err && d->p != d->end) {
 		/* the native replication address (optional, last) */
-		repl_ip = (uint32_t)dec_be(d, 4);
-		repl_port = (int32_t)dec_be(d, 4);
+		r.repl_ip = (uint32_t)dec_be(d, 4);
+		r.repl_port = (int32_t)dec_be(d, 4);
 	}
-	if (d->err || d->p != d->end || !host || id < 0 || port < 0 || port > 65535 || repl_port < 0 ||
-	    repl_port > 65535 ||
-	    strlen(host) >= sizeof(b->host) || (rack && strlen(rack) >= sizeof(b->rack)))
-		rc = d->err ? d->err : -EPROTO;
-	if (!rc && epoch < 0)
-		epoch = index;           /* proposed: its own log index */
-	if (!rc && epoch <= 0)
-		rc = -EINVAL;            /* applied without an index */
-	old = rc ? NULL : meta_brokers_find(mb, id);
-	if (!rc && old && (!memcmp(old->incarnation, inc, 16) || old->epoch >= epoch))
-		rc = -EEXIST;            /* the same start registered twice, or a stale one */
-	if (!rc && !dry) {
-		if (!(b = slot(mb, id))) {
-			rc = -ENOMEM;
-		} else {
-			memcpy(b->incarnation, inc, 16);
-			b->epoch = epoch;
-			strcpy(b->host, host);
-			b->port = port;
-			strcpy(b->rack, rack ? rack : "");
-			b->repl_ip = repl_ip;
-			b->repl_port = repl_port;
-			b->fenced = 1;
-		}
-	}
+	r.host = host;
+	r.rack = rack;
+	rc = d->err || d->p != d->end ? (d->err ? d->err : -EPROTO) : reg_commit(mb, &r, index, dry);
 	free(host);
+	free(rack);
+	return rc;
+}
+
+/* Copy a string read from a record into dst[cap]: -EPROTO when null,
+ * empty or too long. */
+static int take(char *dst, size_t cap, char *s)
+{
+	int rc = s && s[0] && strlen(s) < cap ? 0 : -EPROTO;
+
+	if (!rc)
+		strcpy(dst, s);
+	free(s);
+	return rc;
+}
+
+static int apply_register_endpoints(struct meta_brokers *mb, struct dec *d, int64_t index, int dry)
+{
+	struct meta_endpoint eps[META_BROKER_MAX_ENDPOINTS];
+	struct reg r = { 0 };
+	char inter[64], *rack;
+	int isnull, n, rc, at = -1;
+
+	r.id = (int32_t)dec_be(d, 4);
+	dec_id(d, r.inc);
+	r.epoch = dec_be(d, 8);
+	rack = dec_str(d, &isnull);
+	r.repl_ip = (uint32_t)dec_be(d, 4);
+	r.repl_port = (int32_t)dec_be(d, 4);
+	rc = take(inter, sizeof(inter), dec_str(d, &isnull));
+	n = (int)(int16_t)dec_be(d, 2);
+	if (!rc && (n < 1 || n > META_BROKER_MAX_ENDPOINTS))
+		rc = -EPROTO;
+	for (int i = 0; !rc && i < n; i++) {
+		memset(&eps[i], 0, sizeof(eps[i]));
+		rc = take(eps[i].name, sizeof(eps[i].name), dec_str(d, &isnull));
+		if (!rc)
+			rc = take(eps[i].host, sizeof(eps[i].host), dec_str(d, &isnull));
+		eps[i].port = (int32_t)dec_be(d, 4);
+		eps[i].protocol = (int16_t)dec_be(d, 2);
+		if (!rc && (eps[i].port < 0 || eps[i].port > 65535 || eps[i].protocol < 0 || eps[i].protocol > 3))
+			rc = -EPROTO;
+		for (int k = 0; !rc && k < i; k++)
+			if (!strcmp(eps[k].name, eps[i].name))
+				rc = -EPROTO;            /* a name twice */
+		if (!rc && !strcmp(eps[i].name, inter))
+			at = i;
+	}
+	if (!rc && (d->err || d->p != d->end || at < 0))
+		rc = d->err ? d->err : -EPROTO;  /* trailing bytes, or no inter-broker endpoint */
+	if (!rc) {
+		r.host = eps[at].host;
+		r.port = eps[at].port;
+		r.rack = rack;
+		r.nep = n;
+		r.inter = at;
+		r.eps = eps;
+		rc = reg_commit(mb, &r, index, dry);
+	}
 	free(rack);
 	return rc;
 }
@@ -116,6 +197,8 @@ int meta_brokers_apply(struct meta_brokers *mb, int16_t type, struct dec *d, int
 
 	if (type == META_REC_REGISTER_BROKER)
 		return apply_register(mb, d, index, dry);
+	if (type == META_REC_REGISTER_BROKER_ENDPOINTS)
+		return apply_register_endpoints(mb, d, index, dry);
 	id = (int32_t)dec_be(d, 4);
 	epoch = dec_be(d, 8);
 	fenced = type == META_REC_BROKER_FENCE ? dec_u8(d) : 0;
@@ -145,17 +228,12 @@ int meta_brokers_snapshot(const struct meta_brokers *mb, struct enc *e, int (*pu
 
 		e->len = 0;
 		e->err = 0;
-		enc_type(e, META_REC_REGISTER_BROKER);
-		enc_i32(e, b->id);
-		enc_bytes(e, b->incarnation, 16);
-		enc_i64(e, b->epoch);
-		enc_str(e, b->host);
-		enc_i32(e, b->port);
-		enc_str(e, b->rack[0] ? b->rack : NULL);
-		if (b->repl_port > 0) {
-			enc_i32(e, (int32_t)b->repl_ip);
-			enc_i32(e, b->repl_port);
-		}
+		if (b->nendpoints > 0)
+			meta_brokers_enc_endpoints(e, b->id, b->incarnation, b->epoch, b->rack, b->repl_ip, b->repl_port,
+						   b->endpoints[b->inter].name, b->endpoints, b->nendpoints);
+		else
+			meta_brokers_enc_register(e, b->id, b->incarnation, b->epoch, b->host, b->port, b->rack,
+						  b->repl_ip, b->repl_port);
 		rc = put(arg, e);
 		if (rc || b->fenced)
 			continue;
@@ -168,4 +246,41 @@ int meta_brokers_snapshot(const struct meta_brokers *mb, struct enc *e, int (*pu
 		rc = put(arg, e);
 	}
 	return rc;
+}
+
+void meta_brokers_enc_register(struct enc *e, int32_t id, const uint8_t inc[16], int64_t epoch, const char *host,
+			       int32_t port, const char *rack, uint32_t repl_ip, int32_t repl_port)
+{
+	enc_type(e, META_REC_REGISTER_BROKER);
+	enc_i32(e, id);
+	enc_bytes(e, inc, 16);
+	enc_i64(e, epoch);
+	enc_str(e, host);
+	enc_i32(e, port);
+	enc_str(e, rack && rack[0] ? rack : NULL);
+	if (repl_port > 0) {
+		enc_i32(e, (int32_t)repl_ip);
+		enc_i32(e, repl_port);
+	}
+}
+
+void meta_brokers_enc_endpoints(struct enc *e, int32_t id, const uint8_t inc[16], int64_t epoch, const char *rack,
+				uint32_t repl_ip, int32_t repl_port, const char *inter, const struct meta_endpoint *eps,
+				int nep)
+{
+	enc_type(e, META_REC_REGISTER_BROKER_ENDPOINTS);
+	enc_i32(e, id);
+	enc_bytes(e, inc, 16);
+	enc_i64(e, epoch);
+	enc_str(e, rack && rack[0] ? rack : NULL);
+	enc_i32(e, (int32_t)repl_ip);
+	enc_i32(e, repl_port);
+	enc_str(e, inter);
+	enc_i16(e, (int16_t)nep);
+	for (int i = 0; i < nep; i++) {
+		enc_str(e, eps[i].name);
+		enc_str(e, eps[i].host);
+		enc_i32(e, eps[i].port);
+		enc_i16(e, eps[i].protocol);
+	}
 }

@@ -41,8 +41,12 @@
  *   8 REGISTER_BROKER   int32 broker id, id incarnation (random per process
  *                   start), int64 broker epoch (-1 as proposed: the
  *                   record's own log index; a snapshot writes the
- *                   epoch), host, int32 port (the client listener), rack
- *                   (null: none). A broker starts fenced.
+ *                   epoch), host, int32 port (the inter-broker listener;
+ *                   clients of every listener are told it), rack
+ *                   (null: none), then optionally int32 native replication ip,
+ *                   int32 its port. A broker starts fenced. Written by
+ *                   brokers before REGISTER_BROKER_ENDPOINTS (20), and by
+ *                   a node with no listener list (the unit tests').
  *   9 BROKER_FENCE  int32 broker id, int64 epoch, int8 fenced (1) or
  *                   unfenced (0)
  *  10 UNREGISTER_BROKER int32 broker id, int64 epoch
@@ -99,6 +103,22 @@
  *                   partitions; the image alone decides.
  *  18 ACL         an ACL binding added (control/meta_acl.h)
  *  19 REMOVE_ACL  its removal
+ *  20 REGISTER_BROKER_ENDPOINTS int32 broker id, id incarnation, int64
+ *                   broker epoch (as REGISTER_BROKER), rack (null: none),
+ *                   int32 native replication ip, int32 its port (0:
+ *                   none), the inter-broker listener's name, int16 n, then
+ *                   n x (listener name, host, int32 port, int16 security
+ *                   protocol: 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3
+ *                   SASL_SSL), n <= 8, names distinct, the inter-broker
+ *                   one among them (Kafka's RegisterBrokerRecord's
+ *                   endpoints, from advertised.listeners): a registration
+ *                   as REGISTER_BROKER, with an endpoint per listener.
+ *                   Clients are told of each broker at the endpoint named
+ *                   as the listener they came through; peers and replica
+ *                   fetchers reach it at the inter-broker one. A broker
+ *                   registered by a REGISTER_BROKER record (the logs before
+ *                   this one) has that one endpoint, told to the clients
+ *                   of every listener.
  * (control/meta_brokers.h keeps the brokers, control/meta_parts.h the
  * partitions, control/meta_scram.h the SCRAM users, control/meta_acl.h the
  * ACL bindings.) A TOPIC record with no PARTITION record after it, as
@@ -134,6 +154,7 @@ enum metalog_record {
 	META_REC_BROKER_RESTARTED = 17,
 	META_REC_ACL = 18,
 	META_REC_REMOVE_ACL = 19,
+	META_REC_REGISTER_BROKER_ENDPOINTS = 20,
 };
 struct meta_broker;
 struct meta_part;
@@ -243,6 +264,14 @@ int metalog_build_register_broker(const struct metalog *ml, int32_t id, const ui
 int metalog_build_register_broker_repl(const struct metalog *ml, int32_t id, const uint8_t incarnation[16],
 				       const char *host, int32_t port, const char *rack, uint32_t repl_ip,
 				       int32_t repl_port, struct metalog_rec *out);
+/* The same with every listener the broker advertises (a
+ * REGISTER_BROKER_ENDPOINTS record): eps[0..nep) (1 <= nep <= 8, distinct
+ * names), inter the inter-broker listener's name, one of them. -EINVAL
+ * otherwise. */
+struct meta_endpoint;
+int metalog_build_register_endpoints(const struct metalog *ml, int32_t id, const uint8_t incarnation[16],
+				     const char *rack, uint32_t repl_ip, int32_t repl_port, const char *inter,
+				     const struct meta_endpoint *eps, int nep, struct metalog_rec *out);
 int metalog_build_broker_fence(const struct metalog *ml, int32_t id, int64_t epoch, int fenced,
 			       struct metalog_rec *out);
 int metalog_build_unregister_broker(const struct metalog *ml, int32_t id, int64_t epoch, struct metalog_rec *out);

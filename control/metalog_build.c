@@ -410,17 +410,33 @@ int metalog_build_register_broker_repl(const struct metalog *ml, int32_t id, con
 	out->len = 0;
 	if (id < 0 || !host || port < 0 || port > 65535 || repl_port < 0 || repl_port > 65535)
 		return -EINVAL;
-	enc_type(&e, META_REC_REGISTER_BROKER);
-	enc_i32(&e, id);
-	enc_bytes(&e, incarnation, 16);
-	enc_i64(&e, -1);         /* the epoch: this record's log index */
-	enc_str(&e, host);
-	enc_i32(&e, port);
-	enc_str(&e, rack && rack[0] ? rack : NULL);
-	if (repl_port > 0) {
-		enc_i32(&e, (int32_t)repl_ip);
-		enc_i32(&e, repl_port);
+	meta_brokers_enc_register(&e, id, incarnation, -1, host, port, rack, repl_ip, repl_port);
+	return rec_finish(&e, out);
+}
+
+int metalog_build_register_endpoints(const struct metalog *ml, int32_t id, const uint8_t incarnation[16],
+				     const char *rack, uint32_t repl_ip, int32_t repl_port, const char *inter,
+				     const struct meta_endpoint *eps, int nep, struct metalog_rec *out)
+{
+	struct enc e = ENC_INIT(ml, ml->rbuf);
+	int found = 0;
+
+	out->buf = NULL;
+	out->len = 0;
+	if (id < 0 || !inter || nep < 1 || nep > META_BROKER_MAX_ENDPOINTS || repl_port < 0 || repl_port > 65535)
+		return -EINVAL;
+	for (int i = 0; i < nep; i++) {
+		if (!eps[i].name[0] || !eps[i].host[0] || eps[i].port < 0 || eps[i].port > 65535 ||
+		    eps[i].protocol < 0 || eps[i].protocol > 3)
+			return -EINVAL;
+		for (int k = 0; k < i; k++)
+			if (!strcmp(eps[k].name, eps[i].name))
+				return -EINVAL;
+		found |= !strcmp(eps[i].name, inter);
 	}
+	if (!found)
+		return -EINVAL;
+	meta_brokers_enc_endpoints(&e, id, incarnation, -1, rack, repl_ip, repl_port, inter, eps, nep);
 	return rec_finish(&e, out);
 }
 

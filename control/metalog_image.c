@@ -390,6 +390,7 @@ int metalog_record_apply(struct metalog *ml, int16_t type, const uint8_t *val, s
 	case META_REC_REMOVE_ACL:
 		return meta_acl_apply(&ml->acls, type, &d, dry);
 	case META_REC_REGISTER_BROKER:
+	case META_REC_REGISTER_BROKER_ENDPOINTS:
 	case META_REC_BROKER_FENCE:
 	case META_REC_UNREGISTER_BROKER:
 		rc = meta_brokers_apply(&ml->brokers, type, &d, ml->apply_index, dry);

@@ -156,13 +156,22 @@ struct md_topic {
 	char **config_values;
 };
 
+/* A listener of another broker, as it advertises it. */
+struct md_endpoint {
+	char name[64];            /* the listener name */
+	char host[256];
+	int32_t port;
+};
+
 /* A registered, unfenced broker as clients reach it (the metadata log's
- * REGISTER_BROKER record). */
+ * REGISTER_BROKER / REGISTER_BROKER_ENDPOINTS record). */
 struct md_broker {
 	int32_t id;
-	int32_t port;
+	int32_t port;             /* its inter-broker listener: peers and fetchers */
 	char host[256];
 	char rack[256];           /* "" = none */
+	int nendpoints;           /* 0: registered with host/port only (REGISTER_BROKER), */
+	struct md_endpoint endpoints[8];   /* told to the clients of every listener */
 };
 
 struct md_snapshot {

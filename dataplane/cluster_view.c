@@ -40,6 +40,35 @@ int32_t cluster_view_controller(const struct broker *b, const struct md_snapshot
 	return b->set.node_id;   /* not a registered broker (yet): a client could not reach it */
 }
 
+int cluster_view_other(const struct broker *b, int listener, const struct md_broker *o, struct cluster_node *out)
+{
+	const char *host = o->host;
+	int32_t port = o->port;
+
+	if (o->nendpoints > 0) {
+		/* as Kafka: the endpoint named as the listener the client came
+		 * through (the inter-broker one on a node of no listeners) */
+		const char *name = b->set.nlisteners > 0 ? b->set.listeners[listener >= 0 && listener < b->set.nlisteners
+										? listener : 0].name
+							 : NULL;
+		int k = 0;
+
+		while (name && k < o->nendpoints && strcmp(o->endpoints[k].name, name))
+			k++;
+		if (name && k == o->nendpoints)
+			return 0;    /* it has no such listener: not for this client */
+		if (name) {
+			host = o->endpoints[k].host;
+			port = o->endpoints[k].port;
+		}
+	}
+	out->id = o->id;
+	out->host = (struct kafka_str){ host, (int32_t)strlen(host) };
+	out->port = port;
+	out->rack = o->rack[0] ? (struct kafka_str){ o->rack, (int32_t)strlen(o->rack) } : (struct kafka_str){ NULL, -1 };
+	return 1;
+}
+
 int16_t cluster_view_coordinator(const struct broker *b, int listener, const struct md_snapshot *md,
 				 int8_t key_type, const char *key, size_t len, struct cluster_node *out)
 {
@@ -63,12 +92,7 @@ int16_t cluster_view_coordinator(const struct broker *b, int listener, const str
 
 		if (o->id != leader)
 			continue;
-		out->id = o->id;
-		out->host = (struct kafka_str){ o->host, (int32_t)strlen(o->host) };
-		out->port = o->port;
-		out->rack = o->rack[0] ? (struct kafka_str){ o->rack, (int32_t)strlen(o->rack) }
-				       : (struct kafka_str){ NULL, -1 };
-		return 0;
+		return cluster_view_other(b, listener, o, out) ? 0 : 15;
 	}
 	return 15;   /* COORDINATOR_NOT_AVAILABLE: the client asks again */
 }
@@ -86,12 +110,7 @@ int cluster_view_brokers(const struct broker *b, int listener, const struct md_s
 
 		if (o->id == b->set.node_id)
 			continue;
-		out[n].id = o->id;
-		out[n].host = (struct kafka_str){ o->host, (int32_t)strlen(o->host) };
-		out[n].port = o->port;
-		out[n].rack = o->rack[0] ? (struct kafka_str){ o->rack, (int32_t)strlen(o->rack) }
-					 : (struct kafka_str){ NULL, -1 };
-		n++;
+		n += cluster_view_other(b, listener, o, &out[n]);
 	}
 	return n;
 }

@@ -32,10 +32,17 @@ struct cluster_node {
 
 /* @thread shard. This node as a client of `listener` (the index of the
  * listener its connection came through, conn->listener) reaches it: that
- * listener's advertised address. The other brokers are told at the
- * address they registered (their inter-broker listener's). */
+ * listener's advertised address. */
 void cluster_view_self(const struct broker *b, int listener, struct cluster_node *n);
 struct md_snapshot;
+struct md_broker;
+/* @thread shard. Another broker o as a client of `listener` reaches it, as
+ * Kafka: at its endpoint of the same listener name (its registration's);
+ * 0 (*out untouched) when it has none, so the client is not told of it. A
+ * broker registered without endpoints (an older REGISTER_BROKER record)
+ * is told at its one address on every listener. 1 and *out (strings
+ * pointing into o). */
+int cluster_view_other(const struct broker *b, int listener, const struct md_broker *o, struct cluster_node *out);
 /* @thread shard. The brokers clients may be sent to, at most cap: this
  * node first (from its settings), then every other unfenced registered
  * broker of md (NULL: none), by id. Returns how many were filled; the
@@ -49,8 +56,9 @@ int cluster_view_brokers(const struct broker *b, int listener, const struct md_s
  * picks it, so that every node names the same coordinator; this node while
  * the topic is not in md yet on one node (its first start). 0 and *out
  * (strings as cluster_view_brokers'), or COORDINATOR_NOT_AVAILABLE (15):
- * the partition has no leader now, its leader is not a broker md lists,
- * or (several brokers) the topic is not made yet. */
+ * the partition has no leader now, its leader is not a broker md lists
+ * (or has no endpoint for this listener), or (several brokers) the topic
+ * is not made yet. */
 int16_t cluster_view_coordinator(const struct broker *b, int listener, const struct md_snapshot *md,
 				 int8_t key_type, const char *key, size_t len, struct cluster_node *out);
 /* @thread shard. The cluster id (Metadata v2+, DescribeCluster). */

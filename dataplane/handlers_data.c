@@ -44,8 +44,21 @@ int kafka_handle_api_versions(struct kafka_ctx *ctx)
 
 /* ---- Metadata --------------------------------------------------------- */
 
+/* Whether broker id is among the nb brokers told to this client. */
+static int metadata_listed(const struct cluster_node *nodes, int nb, int32_t id)
+{
+	for (int i = 0; i < nb; i++)
+		if (nodes[i].id == id)
+			return 1;
+	return 0;
+}
+
+/* nodes (NULL: every broker is listed) and nb: the brokers this client is
+ * told of; a partition led by another is LEADER_NOT_AVAILABLE, leader -1
+ * (as Kafka, when the leader has no endpoint for the client's listener). */
 static void metadata_fill_topic(struct kafka_ctx *ctx, struct kafka_metadata_response_metadata_response_topic *rt,
-				const struct md_topic *t, struct kafka_str name)
+				const struct md_topic *t, struct kafka_str name, const struct cluster_node *nodes,
+				int nb)
 {
 	rt->Name = name;
 	rt->IsInternal = false;
@@ -92,6 +105,10 @@ static void metadata_fill_topic(struct kafka_ctx *ctx, struct kafka_metadata_res
 		p->IsrNodes.count = mp->nisr;
 		p->OfflineReplicas.items = NULL;
 		p->OfflineReplicas.count = 0;
+		if (nodes && mp->leader >= 0 && !metadata_listed(nodes, nb, mp->leader)) {
+			p->ErrorCode = KERR_LEADER_NOT_AVAILABLE;
+			p->LeaderId = -1;
+		}
 	}
 }
 
@@ -117,13 +134,14 @@ static int metadata_respond(struct kafka_ctx *ctx)
 	struct kafka_metadata_response *r = ALLOC(ctx, struct kafka_metadata_response, 1);
 	struct broker *b = ctx->sh->b;
 	struct md_snapshot *md = broker_md(b);
-	int cap = 1 + (md ? md->nbrokers : 0), nb;
+	int cap = 1 + (md ? md->nbrokers : 0), nb, others = 0;
 	struct kafka_metadata_response_metadata_response_broker *br =
 		ALLOC(ctx, struct kafka_metadata_response_metadata_response_broker, cap);
 	struct cluster_node *nodes = ALLOC(ctx, struct cluster_node, cap);
 	int all = q->Topics.count < 0 || (q->Topics.count == 0 && ctx->req.header.RequestApiVersion == 0);
 	int n = all ? (md ? md->ntopics : 0) : q->Topics.count;
 	int refused = !all && metadata_ids_refused(ctx);
+	const struct cluster_node *partial;
 
 	if (!r || !br || !nodes) {
 		kafka_ctx_abort(ctx);
@@ -137,6 +155,9 @@ static int metadata_respond(struct kafka_ctx *ctx)
 		br[i].Port = nodes[i].port;
 		br[i].Rack = nodes[i].rack;
 	}
+	for (int i = 0; md && i < md->nbrokers; i++)
+		others += md->brokers[i].id != b->set.node_id;
+	partial = nb - 1 < others ? nodes : NULL;   /* NULL: every broker listed, nothing to check */
 	r->Brokers.items = br;
 	r->Brokers.count = nb;
 	r->ClusterId = cluster_view_id(b);
@@ -173,17 +194,17 @@ static int metadata_respond(struct kafka_ctx *ctx)
 		r->Topics.count++;
 		if (refused) {
 			/* (a name is not nullable in a v10-11 response) */
-			metadata_fill_topic(ctx, rt, NULL, name.ptr ? name : (struct kafka_str){ "", 0 });
+			metadata_fill_topic(ctx, rt, NULL, name.ptr ? name : (struct kafka_str){ "", 0 }, NULL, 0);
 			rt->ErrorCode = KERR_INVALID_REQUEST;
 		} else if (!all && (t || name.ptr) &&
 			   !authz_allow(ctx, ACL_DESCRIBE, ACL_RES_TOPIC, t ? t->name : name.ptr,
 					t ? (size_t)t->name_len : name.len > 0 ? (size_t)name.len : 0)) {
 			/* the authorizer (an id no topic has is UNKNOWN_TOPIC_ID
 			 * first, as Kafka); asked by id, the name stays null */
-			metadata_fill_topic(ctx, rt, NULL, name);
+			metadata_fill_topic(ctx, rt, NULL, name, NULL, 0);
 			rt->ErrorCode = KERR_TOPIC_AUTHORIZATION_FAILED;
 		} else {
-			metadata_fill_topic(ctx, rt, t, name);
+			metadata_fill_topic(ctx, rt, t, name, partial, nb);
 		}
 		if (!all && rt->ErrorCode)
 			rt->TopicId = q->Topics.items[i].TopicId;

@@ -10,10 +10,14 @@ it as User:broker (made by `sluiced --add-scram` at the first start, with
 admin), checking the other broker's certificate against the CA. The
 authorizer is on, with User:broker and User:admin in super.users (a
 follower's Fetch needs CLUSTER_ACTION on the cluster). The clients speak
-SASL_SSL as admin (other brokers are advertised at their inter-broker
-listener only).
+SASL_SSL as admin, but for the check of the PLAINTEXT listener.
 
 One cluster, several checks:
+- each broker registers an endpoint per listener (REGISTER_BROKER_ENDPOINTS,
+  docs/metadata-log.md): Metadata on the PLAINTEXT listener lists every
+  broker at its PLAINTEXT address, on the SASL_SSL one at its SASL_SSL
+  address; a producer bootstrapped on PLAINTEXT (User:ANONYMOUS, allowed
+  to write one topic) writes acks=all to partitions led by every node;
 - node 3 starts with a wrong inter-broker password: its fetchers' SASL
   is refused (logged with the reason, counted, retried), it leaves the
   ISRs, acks=all to a topic of min.insync.replicas=3 fails; nodes 1 and
@@ -36,10 +40,12 @@ One cluster, several checks:
   without User:broker in super.users: the followers' Fetches refused
   (CLUSTER_ACTION), the ISRs down to their leaders, acks=all not answered.
 
-About 15 s (about 45 s with SLUICE_INTERBROKER_FAILOVER=1).
+About 17 s (about 47 s with SLUICE_INTERBROKER_FAILOVER=1).
 
 On the code before (the inter-broker listener had to be PLAINTEXT) the
 nodes exit 2 at start ("replication over SASL is not implemented yet").
+Before the endpoints, Metadata on PLAINTEXT told of the other brokers at
+their SASL_SSL address, and the PLAINTEXT producer failed.
 
 Run: /usr/bin/python3 tests/integration/test_cluster_interbroker.py
 """
@@ -58,8 +64,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import main, make_tls_certs, skip, temp_dir, test  # noqa: E402
 from cluster import Cluster, log_batches, until  # noqa: E402
 
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from kafka.admin import ACL, ACLOperation, ACLPermissionType, KafkaAdminClient, ResourcePattern, ResourceType  # noqa: E402
 
 TOPIC = "ib"
 JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
@@ -191,6 +198,44 @@ def plaintext_refused(addr):
     return data
 
 
+def brokers_seen(bootstrap_conf):
+    md = AdminClient(bootstrap_conf).list_topics(timeout=20)
+    return {n: "%s:%d" % (b.host, b.port) for n, b in md.brokers.items()}
+
+
+def clients_told_their_listener(c, certs):
+    """Metadata answers with each broker's endpoint for the listener the
+    request came in on; a PLAINTEXT producer reaches every leader."""
+    plain = {"bootstrap.servers": c.addr(1)}
+    want = {n: c.addr(n) for n in (1, 2, 3)}
+    until("every broker at its PLAINTEXT address", lambda: brokers_seen(plain) == want)
+    assert brokers_seen(conf(c, certs)) == {n: c.listener_addr(n) for n in (1, 2, 3)}
+    a = AdminClient(conf(c, certs))
+    a.create_topics([NewTopic("ibp", 3, replica_assignment=[[1], [2], [3]])], operation_timeout=30)["ibp"].result(60)
+    # (Debian's confluent-kafka 1.7 has no ACL calls)
+    ka = KafkaAdminClient(bootstrap_servers=c.listener_addr(1), security_protocol="SASL_SSL",
+                          sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="admin",
+                          sasl_plain_password="admin-secret", ssl_cafile=os.path.join(certs, "ca.pem"),
+                          ssl_check_hostname=False)
+    r = ka.create_acls([ACL("User:ANONYMOUS", "*", ACLOperation.WRITE, ACLPermissionType.ALLOW,
+                            ResourcePattern(ResourceType.TOPIC, "ibp"))])
+    ka.close()
+    assert not r["failed"], r
+
+    def write():
+        p = Producer(dict(plain, acks="all", **{"message.timeout.ms": 10000}))
+        done = []
+        for i in range(30):
+            p.produce("ibp", partition=i % 3, value=b"p%d" % i,
+                      on_delivery=lambda e, m: done.append((e, m.partition())))
+        p.flush(30)
+        if any(e is not None and e.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED for e, _ in done):
+            return False    # the ACL not on every node yet: again
+        assert len(done) == 30 and all(e is None for e, _ in done), done[:3]
+        return sorted({q for _, q in done}) == [0, 1, 2]
+    until("a PLAINTEXT producer writes acks=all to every node", write, timeout=30)
+
+
 @test
 def replication_and_peers_over_sasl_ssl():
     certs = make_tls_certs(temp_dir("sluice-ib-certs-"))
@@ -203,6 +248,8 @@ def replication_and_peers_over_sasl_ssl():
     wrong = [(3, "listener.name.internal.scram-sha-512.sasl.jaas.config=" + JAAS % "wrong-secret")]
     with Cluster(3, listener="INTERNAL", sets=settings(certs), node_sets=wrong, first_args=FIRST) as c:
         step("cluster up")
+        clients_told_their_listener(c, certs)
+        step("Metadata by listener; a PLAINTEXT producer writes to every node")
         a = AdminClient(conf(c, certs))
         fs = a.create_topics([NewTopic(TOPIC, 3, 3, config={"min.insync.replicas": "2"}),
                               NewTopic("ib3", 1, 3, config={"min.insync.replicas": "3"})], operation_timeout=30)

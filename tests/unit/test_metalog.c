@@ -647,3 +647,94 @@ Test(metalog, a_registration_carries_the_native_replication_address)
 	metalog_close(img);
 	metalog_close(ml);
 }
+
+/* A broker registers every listener it advertises (REGISTER_BROKER_ENDPOINTS):
+ * each endpoint and the inter-broker one's name survive the record and a
+ * snapshot; host/port are the inter-broker endpoint's. A broker of the older
+ * REGISTER_BROKER record loads with its one address and no endpoints, and a
+ * snapshot writes it as it was. Bad records are refused. */
+Test(metalog, a_registration_carries_an_endpoint_per_listener)
+{
+	struct metalog *ml = open_ml(), *img;
+	struct metalog_rec r;
+	uint8_t inc[16] = { 7 };
+	struct meta_endpoint eps[9];
+	const struct meta_broker *b;
+	uint8_t *bad, *at;
+	void *snap;
+	size_t slen;
+
+	memset(eps, 0, sizeof(eps));
+	for (int i = 0; i < 9; i++) {
+		snprintf(eps[i].name, sizeof(eps[i].name), "L%d", i);
+		snprintf(eps[i].host, sizeof(eps[i].host), "10.0.0.%d", i);
+		eps[i].port = 9000 + i;
+	}
+	snprintf(eps[0].name, sizeof(eps[0].name), "INTERNAL");
+	eps[0].protocol = 3;   /* SASL_SSL */
+	snprintf(eps[1].name, sizeof(eps[1].name), "PLAINTEXT");
+	eps[1].protocol = 0;
+	cr_assert_eq(metalog_build_register_endpoints(ml, 2, inc, "r1", 0, 0, "NOPE", eps, 2, &r), -EINVAL,
+		     "the inter-broker listener must be one of them");
+	cr_assert_eq(metalog_build_register_endpoints(ml, 2, inc, "r1", 0, 0, "INTERNAL", eps, 0, &r), -EINVAL);
+	cr_assert_eq(metalog_build_register_endpoints(ml, 2, inc, "r1", 0, 0, "INTERNAL", eps, 9, &r), -EINVAL,
+		     "at most 8");
+	snprintf(eps[2].name, sizeof(eps[2].name), "PLAINTEXT");
+	cr_assert_eq(metalog_build_register_endpoints(ml, 2, inc, "r1", 0, 0, "INTERNAL", eps, 3, &r), -EINVAL,
+		     "a name twice");
+	snprintf(eps[2].name, sizeof(eps[2].name), "L2");
+	eps[2].protocol = 4;
+	cr_assert_eq(metalog_build_register_endpoints(ml, 2, inc, "r1", 0, 0, "INTERNAL", eps, 3, &r), -EINVAL,
+		     "no such security protocol");
+	cr_assert_eq(metalog_build_register_endpoints(ml, 2, inc, "r1", htonl(0x0a4d0002), 9095, "INTERNAL", eps, 2,
+						      &r), 0);
+
+	/* damaged: cut short, or the inter-broker name changed to none of theirs */
+	cr_assert_eq(metalog_apply_at(ml, 40, r.buf, r.len - 1, NULL), -EPROTO);
+	bad = malloc(r.len);
+	memcpy(bad, r.buf, r.len);
+	at = memmem(bad, r.len, "INTERNAL", 8);
+	cr_assert(at);
+	at[0] = 'X';
+	cr_assert_eq(metalog_apply_at(ml, 40, bad, r.len, NULL), -EPROTO);
+	free(bad);
+	cr_assert_null(metalog_broker(ml, 2), "the image unchanged");
+
+	cr_assert_eq(metalog_apply_at(ml, 40, r.buf, r.len, NULL), 0);
+	metalog_rec_free(&r);
+	inc[0] = 8;
+	cr_assert_eq(metalog_build_register_broker(ml, 3, inc, "127.0.0.1", 9093, NULL, &r), 0);
+	cr_assert_eq(metalog_apply_at(ml, 41, r.buf, r.len, NULL), 0);
+	metalog_rec_free(&r);
+
+	cr_assert_eq(metalog_snapshot(ml, &snap, &slen), 0);
+	cr_assert_eq(metalog_image_new(1, &img), 0);
+	cr_assert_eq(metalog_restore(img, snap, slen), 0);
+	for (int k = 0; k < 2; k++) {
+		const struct metalog *m = k ? img : ml;
+
+		b = metalog_broker(m, 2);
+		cr_assert(b && b->epoch == 40 && b->nendpoints == 2 && b->inter == 0);
+		cr_assert_str_eq(b->host, "10.0.0.0", "host/port: the inter-broker endpoint's");
+		cr_assert_eq(b->port, 9000);
+		cr_assert_str_eq(b->rack, "r1");
+		cr_assert(b->repl_ip == htonl(0x0a4d0002) && b->repl_port == 9095);
+		cr_assert_str_eq(b->endpoints[0].name, "INTERNAL");
+		cr_assert_eq(b->endpoints[0].protocol, 3);
+		cr_assert_str_eq(b->endpoints[1].name, "PLAINTEXT");
+		cr_assert_str_eq(b->endpoints[1].host, "10.0.0.1");
+		cr_assert_eq(b->endpoints[1].port, 9001);
+		cr_assert_eq(b->endpoints[1].protocol, 0);
+		b = metalog_broker(m, 3);
+		cr_assert(b && b->epoch == 41 && b->nendpoints == 0 && b->port == 9093, "the old record: one address");
+		cr_assert_str_eq(b->host, "127.0.0.1");
+	}
+	/* the old record is written as it was: its bytes are in the snapshot */
+	cr_assert_eq(metalog_build_register_broker(ml, 3, inc, "127.0.0.1", 9093, NULL, &r), 0);
+	cr_assert(memmem(snap, slen, (const uint8_t *)r.buf + 2 + 1 + 4 + 16 + 8,
+			 r.len - (2 + 1 + 4 + 16 + 8)), "broker 3's host, port and rack as a REGISTER_BROKER");
+	metalog_rec_free(&r);
+	free(snap);
+	metalog_close(img);
+	metalog_close(ml);
+}
