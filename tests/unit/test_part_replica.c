@@ -5,7 +5,8 @@
  * the aborted index as the leader does; a cut that takes a producer's
  * batches and an abort marker away gives them back (a sequence cut away
  * is accepted again, the transaction is open again), also after the log
- * grows again past the old end and the partition restarts after a crash. */
+ * grows again past the old end and the partition restarts after a crash;
+ * a log that failed refuses every produce before the sequence check. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
