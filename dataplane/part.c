@@ -279,6 +279,18 @@ void part_produce(struct part *p, const struct part_produce_req *req, part_produ
 		 * passing what the new leader wrote at those offsets. */
 		perr = PART_ERR_NOT_LEADER;
 		base = -1;
+	} else if (p->pl->err) {
+		/* the log failed here (offline until a restart): every batch is
+		 * refused as the append would refuse it (KAFKA_STORAGE_ERROR),
+		 * before the sequence check. Kafka's offline partition answers
+		 * so too. A sequence check here would answer the batch after a
+		 * refused one OUT_OF_ORDER_SEQUENCE_NUMBER, which librdkafka
+		 * takes as "the earlier batches were not persisted": it bumps
+		 * its epoch and numbers them again, and those that were
+		 * appended before the failure (answered KAFKA_STORAGE_ERROR or
+		 * NOT_LEADER_OR_FOLLOWER, and kept by a replica or the disk)
+		 * were then appended a second time (issue 20). */
+		base = -EROFS;
 	} else if (req->acks != 0 && p->ack_tail - p->ack_head == p->ack_cap) {
 		/* as many answers waiting as the ring holds (a follower far
 		 * behind, thousands of producers): refused before the append,

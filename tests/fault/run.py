@@ -2,7 +2,7 @@
 """The fault scenario runner (docs/fault-testing.md "Running scenarios").
 
     tests/fault/run.py --nodes 3 --workload queue|group|txn --nemesis NAME[,NAME]
-        --seconds S --seed N --out DIR [--binary PATH] [--table FILE] [--hold]
+        --seconds S --seed N --out DIR [--binary PATH] [--table FILE] [--hold] [--keep-data]
     tests/fault/run.py --matrix quick|full --out DIR [--table FILE] [--seed N]
 
 One scenario: prints the seed first; starts a NetCluster of --nodes nodes
@@ -255,6 +255,15 @@ def scenario(a, seed, out):
             for i in c.nodes:
                 if os.path.exists(c.log_path(i)):
                     shutil.copy(c.log_path(i), os.path.join(logs, "n%d.log" % i))
+                if getattr(a, "keep_data", False):
+                    # the workload's partitions as each node left them
+                    # (segments, producer snapshot, checkpoints), for
+                    # `sluicectl` or a reader of the batch headers
+                    for t in topics:
+                        for k in range(PARTITIONS):
+                            src = os.path.join(c.data_dir(i), "%s-%d" % (t, k))
+                            if os.path.isdir(src):
+                                shutil.copytree(src, os.path.join(out, "data", "n%d" % i, "%s-%d" % (t, k)))
             c.close()
         for close in reversed(closers):
             close()
@@ -399,6 +408,9 @@ def main():
     ap.add_argument("--table", help="append the row(s) to this Markdown file")
     ap.add_argument("--set", action="append", help="KEY=VALUE for every node (again for more)")
     ap.add_argument("--tools", help="where the sluicefault package is (default: tools/)")
+    ap.add_argument("--keep-data", action="store_true",
+                    help="copy the workload topic's partition directories of every node to OUT/data/nN/ "
+                         "before the cluster is removed")
     ap.add_argument("--matrix", choices=("quick", "full"))
     ap.add_argument("--hold", action="store_true",
                     help="after the run (clean or not) leave the nodes running until DIR/HOLD is removed, "

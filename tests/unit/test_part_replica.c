@@ -5,7 +5,8 @@
  * the aborted index as the leader does; a cut that takes a producer's
  * batches and an abort marker away gives them back (a sequence cut away
  * is accepted again, the transaction is open again), also after the log
- * grows again past the old end and the partition restarts after a crash. */
+ * grows again past the old end and the partition restarts after a crash;
+ * a log that failed refuses every produce before the sequence check. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -367,5 +368,45 @@ Test(part_replica, unbegun_writes_ask_late_ones_and_stale_markers_are_refused)
 	cr_assert_eq(p->txn.lso, INT64_MAX, "closed by its marker");
 	cr_assert_eq(produce_txn(p, 9, 3, 1, 150), PART_ERR_TXN_UNKNOWN, "ended: the coordinator is asked again");
 	cr_assert_eq(part_append_marker(p, 7, 0, 0, 0, &marker), 0, "a producer it never saw: written");
+	part_close(p);
+}
+
+/* Produce one record of producer pid (epoch 0) with sequence seq: the
+ * partition's answer (0, an enum part_err or -errno). */
+static int produce_answer(struct part *p, int64_t pid, int32_t seq)
+{
+	uint8_t buf[512];
+	struct batch_builder bb;
+	ssize_t len;
+	struct part_produce_req req = { .rec = buf, .acks = 0, .recv_ns = 10 };
+
+	batch_builder_init(&bb, buf, sizeof(buf), 1000 + seq);
+	cr_assert_eq(batch_builder_add(&bb, 0, 1000 + seq, "k", 1, "value", 5, NULL, 0, 0), 0);
+	len = batch_builder_finish(&bb, 0, -1, pid, 0, seq);
+	cr_assert_gt(len, 0);
+	req.len = (uint32_t)len;
+	last_err = -1000;
+	part_produce(p, &req, produced, NULL);
+	return last_err;
+}
+
+/* A log that failed (EIO: offline until a restart) refuses every batch of
+ * an idempotent producer as the append does (KAFKA_STORAGE_ERROR at the
+ * edge), also the one after a refused batch: a sequence check there
+ * answered it OUT_OF_ORDER_SEQUENCE_NUMBER, on which librdkafka bumps its
+ * epoch and numbers its unacknowledged records again, so that those the
+ * log or a replica kept were appended twice after a restart (issue 20). */
+Test(part_replica, a_failed_log_refuses_every_batch_before_the_sequence_check)
+{
+	struct part *p = open_part("failed");
+
+	for (int s = 0; s < 3; s++)
+		cr_assert_eq(produce(p, 5, s, 0), s);
+	store_drain(&sh->st);
+	p->pl->err = -EIO;           /* the disk failed */
+	cr_assert_eq(produce_answer(p, 5, 3), -EROFS, "the next batch: the log's refusal");
+	cr_assert_eq(produce_answer(p, 5, 4), -EROFS, "the one after it: the log's refusal, not a sequence gap");
+	cr_assert_eq(produce_answer(p, 5, 2), -EROFS, "a resend: refused too (a new leader answers it)");
+	cr_assert_eq(produce_answer(p, 8, 0), -EROFS, "a new producer");
 	part_close(p);
 }

@@ -47,6 +47,7 @@ final_read(bootstrap, topics, out_dir). Topics missing are created
 """
 
 import argparse
+import os
 import random
 import sys
 import threading
@@ -58,6 +59,11 @@ from .history import Writer
 
 KINDS = ("queue", "group", "txn")
 QUIET = {"log_level": 0}          # errors reach the history through error_cb, not stderr
+if os.environ.get("SLUICEFAULT_RDKAFKA_DEBUG"):
+    # librdkafka's own account (e.g. "eos,msg": each produce error, the
+    # epoch bumps and renumbered sequences of an idempotent producer) on
+    # stderr, which the runner keeps in DIR/workload.log
+    QUIET = {"log_level": 7, "debug": os.environ["SLUICEFAULT_RDKAFKA_DEBUG"]}
 NANO = 1_000_000_000
 
 
