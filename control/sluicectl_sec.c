@@ -22,6 +22,7 @@
 #include "control/sluicectl.h"
 #include "dataplane/sasl.h"
 #include "dataplane/scram.h"
+#include "dataplane/tls.h"
 
 static const char *const protocols[] = { "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL" };
 
@@ -188,18 +189,6 @@ static void ssl_why(char *why, size_t whylen)
 	ERR_clear_error();
 }
 
-static int pw_cb(char *buf, int size, int rw, void *u)
-{
-	const char *pw = u;
-	int n = (int)strlen(pw);
-
-	(void)rw;
-	if (n > size)
-		n = size;
-	memcpy(buf, pw, (size_t)n);
-	return n;
-}
-
 struct kv {
 	char key[64];
 	char *val;
@@ -253,7 +242,7 @@ static int make_ctx(struct ctl_sec *s, const char *file, const struct kv *kv, in
 			   "give ssl.keystore.location or ssl.certificate.location with ssl.key.location, not both");
 	if (kpw) {   /* kpw->val lives until ctl_sec_load returns: unset below */
 		SSL_CTX_set_default_passwd_cb_userdata(ctx, kpw->val);
-		SSL_CTX_set_default_passwd_cb(ctx, pw_cb);
+		SSL_CTX_set_default_passwd_cb(ctx, tls_pem_password_cb);
 	}
 	if ((cert && !key) || (key && !cert && !ks))
 		return bad(err, errlen, file, (cert ? cert : key)->line, (cert ? cert : key)->key,

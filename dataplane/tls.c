@@ -68,7 +68,7 @@ static int is_pem_text(const char *s)
 	return !strncmp(s, "-----BEGIN", 10);
 }
 
-static int pw_cb(char *buf, int size, int rw, void *u)
+int tls_pem_password_cb(char *buf, int size, int rw, void *u)
 {
 	const char *pw = u;
 	int n = (int)strlen(pw);
@@ -127,7 +127,7 @@ static int load_key(SSL_CTX *ctx, const char *key, const char *item, const char 
 		snprintf(err, errlen, "%s: cannot open %s: %s", key, item, strerror(errno));
 		return -EINVAL;
 	}
-	pk = PEM_read_bio_PrivateKey(bio, NULL, pw_cb, (void *)password);
+	pk = PEM_read_bio_PrivateKey(bio, NULL, tls_pem_password_cb, (void *)password);
 	BIO_free(bio);
 	if (!pk) {
 		ssl_err(err, errlen, *password ? "ssl.keystore.key (with ssl.key.password)" : key);

@@ -51,6 +51,11 @@ struct tls_server;
 struct tls_client;
 struct tls_conn;
 
+/* OpenSSL's pem_password_cb giving the password u (a NUL-terminated
+ * string) for an encrypted PEM key: the broker's keystore and sluicectl's
+ * client key. Any thread. */
+int tls_pem_password_cb(char *buf, int size, int rw, void *u);
+
 /* @thread main. Load the certificates (a bad one: -EINVAL, err naming the
  * key and file). */
 int tls_server_create(const struct tls_conf *conf, struct tls_server **out, char *err, size_t errlen);
