@@ -665,7 +665,7 @@ complete_words sluicectl --admin 127.0.0.1:1 topic describe comp
         assert sorted(lines[1].split()) == ["delete", "describe", "describe-config"], lines
         assert lines[2] == "--to-earliest", lines
         assert lines[3] == "completed-topic" and lines[4] == "completed-topic", lines
-        assert lines[5] == "--admin", lines
+        assert sorted(lines[5].split()) == ["--admin", "--admin-token-file"], lines
         assert lines[6] == "", lines   # --admin's value is skipped: no -b, so no topics from 9092
 
 
