@@ -617,10 +617,14 @@ int ctl_create(struct broker *b, struct config *cfg, struct ctl **out)
 		return -ENOMEM;
 	ctl->b = b;
 	ctl->cfg = cfg;
+	ctl->homes = ctl_homes_new();
 	ctl->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (ctl->wake_fd < 0) {
+		int err = -errno;
+
+		ctl_homes_free(ctl->homes);
 		free(ctl);
-		return -errno;
+		return err;
 	}
 	pthread_mutex_init(&ctl->lock, NULL);
 	pthread_cond_init(&ctl->cond, NULL);
@@ -661,6 +665,7 @@ void ctl_destroy(struct ctl *ctl)
 	if (ctl->b->ctl == ctl)
 		ctl->b->ctl = NULL;
 	close(ctl->wake_fd);
+	ctl_homes_free(ctl->homes);   /* (ctl_topics_fini's, unless the thread never ran) */
 	pthread_mutex_destroy(&ctl->lock);
 	pthread_cond_destroy(&ctl->cond);
 	free(ctl);

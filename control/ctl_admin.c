@@ -301,8 +301,8 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 		nt = ctl_topic_build(ctl, &grown);
 		free(grown.parts);
 		free(placed);
-		/* existing partitions keep their owner and log */
-		ctl_topic_keep(nt, t);
+		/* existing partitions keep their owner and log (the book's:
+		 * ctl_homes.h, written into nt as it is published) */
 		op->replaced[op->nreplaced++] = (struct md_topic *)t;
 		op->created_for[op->ncreated] = ct;
 		op->created[op->ncreated++] = nt;
@@ -397,19 +397,19 @@ static void ctl_topic_configured(struct ctl *ctl, struct ctl_prop *p)
 		if (op->replaced[i] == t)
 			return;   /* the broker's change of this request rebuilt it already */
 	nt = ctl_topic_build(ctl, mt);
-	/* existing partitions keep their owner and log */
-	ctl_topic_keep(nt, t);
+	/* existing partitions keep their owner and log (the book's) */
 	op->replaced[op->nreplaced++] = (struct md_topic *)t;
 	op->created_for[op->ncreated] = ct;
 	op->created[op->ncreated++] = nt;
 	for (int32_t i = 0; i < nt->nparts; i++) {
+		int32_t shard = ctl_part_open_on(ctl, nt->id, i);
 		struct part_proxy px;
 
-		if (!md_part_opened(&nt->parts[i]))
+		if (shard < 0)
 			continue;   /* not open on this node */
 		op->pending++;
-		part_proxy_set_config(ctl_part_proxy(ctl, &px), md_part_shard(&nt->parts[i]), part_addr_of(nt->id, i), &nt->cfg,
-				      ctl_part_done, op);
+		part_proxy_set_config(ctl_part_proxy(ctl, &px), shard, part_addr_of(nt->id, i), &nt->cfg, ctl_part_done,
+				      op);
 	}
 }
 
@@ -547,18 +547,18 @@ static void ctl_broker_configured(struct ctl *ctl, struct ctl_prop *p)
 		if (done || !mt)
 			continue;
 		nt = ctl_topic_build(ctl, mt);
-		ctl_topic_keep(nt, t);
 		op->replaced[op->nreplaced++] = t;
 		op->created_for[op->ncreated] = NULL;
 		op->created[op->ncreated++] = nt;
 		for (int32_t p = 0; p < nt->nparts; p++) {
+			int32_t shard = ctl_part_open_on(ctl, nt->id, p);
 			struct part_proxy px;
 
-			if (!md_part_opened(&nt->parts[p]))
+			if (shard < 0)
 				continue;   /* not open on this node */
 			op->pending++;
-			part_proxy_set_config(ctl_part_proxy(ctl, &px), md_part_shard(&nt->parts[p]), part_addr_of(nt->id, p),
-					      &nt->cfg, ctl_part_done, op);
+			part_proxy_set_config(ctl_part_proxy(ctl, &px), shard, part_addr_of(nt->id, p), &nt->cfg,
+					      ctl_part_done, op);
 		}
 	}
 }
@@ -609,13 +609,13 @@ static void ctl_topic_deleted(struct ctl *ctl, struct ctl_prop *p)
 			return;
 	op->deleted[op->ndeleted++] = t;
 	for (int32_t j = 0; j < t->nparts; j++) {
-		struct md_partition *mp = &t->parts[j];
+		int32_t shard = ctl_home_take(ctl->homes, t->id, j);   /* out of the book */
 		struct part_proxy px;
 
-		if (!md_part_opened(mp))
-			continue;
+		if (shard < 0)
+			continue;   /* not open here */
 		op->pending++;
-		part_proxy_retire(ctl_part_proxy(ctl, &px), md_part_shard(mp), part_addr_of(t->id, j), ctl_part_done, op);
+		part_proxy_retire(ctl_part_proxy(ctl, &px), shard, part_addr_of(t->id, j), ctl_part_done, op);
 	}
 }
 

@@ -268,16 +268,15 @@ static void elect_republish(struct ctl *ctl)
 		if (!mt || memcmp(mt->id, t->id, 16) || topic_current(t, mt))
 			continue;   /* (another id: deleted and made again, ctl_follow.c's) */
 		nt = ctl_topic_build(ctl, mt);
-		ctl_topic_keep(nt, t);
-		for (int32_t j = 0; j < nt->nparts; j++) {
-			struct md_partition *np = &nt->parts[j];
+		ctl_topic_keep_epochs(nt, t);
+		for (int32_t j = 0; j < nt->nparts && j < t->nparts; j++) {
+			const struct md_partition *np = &nt->parts[j];
 			const struct md_partition *op = &t->parts[j];
+			int32_t shard = ctl_part_open_on(ctl, nt->id, j);
 			struct part_proxy px;
 
-			if (np->leader == op->leader && np->leader_epoch < op->leader_epoch)
-				np->leader_epoch = op->leader_epoch;   /* the log's, when it was higher */
-			if (md_part_opened(np) && np->leader == ctl->b->set.node_id && np->leader_epoch > op->leader_epoch)
-				part_proxy_set_leader_epoch(ctl_part_proxy(ctl, &px), md_part_shard(np), part_addr_of(nt->id, j),
+			if (shard >= 0 && np->leader == ctl->b->set.node_id && np->leader_epoch > op->leader_epoch)
+				part_proxy_set_leader_epoch(ctl_part_proxy(ctl, &px), shard, part_addr_of(nt->id, j),
 							    np->leader_epoch, epoch_set, NULL);
 		}
 		add[n] = nt;

@@ -100,13 +100,13 @@ static void retire(struct ctl *ctl, struct md_topic *t)
 	op->started = ctl_follow_opened;
 	op->deleted[op->ndeleted++] = t;
 	for (int32_t j = 0; j < t->nparts; j++) {
-		struct md_partition *mp = &t->parts[j];
+		int32_t shard = ctl_home_take(ctl->homes, t->id, j);   /* out of the book */
 		struct part_proxy px;
 
-		if (!md_part_opened(mp))
-			continue;
+		if (shard < 0)
+			continue;   /* not open here */
 		op->pending++;
-		part_proxy_retire(ctl_part_proxy(ctl, &px), md_part_shard(mp), part_addr_of(t->id, j), ctl_part_done, op);
+		part_proxy_retire(ctl_part_proxy(ctl, &px), shard, part_addr_of(t->id, j), ctl_part_done, op);
 	}
 	if (op->pending == 0)
 		ctl_op_step(ctl, op);
@@ -185,17 +185,15 @@ static int rebuild(struct ctl *ctl)
 		if (at >= 0)
 			drop_entry(ctl, at);
 		nt = ctl_topic_build(ctl, mt);
-		ctl_topic_keep(nt, t);
+		ctl_topic_keep_epochs(nt, t);
 		for (int32_t j = 0; j < t->nparts; j++) {
-			struct md_partition *np = &nt->parts[j];
+			int32_t shard = ctl_part_open_on(ctl, nt->id, j);
 			struct part_proxy px;
 
-			if (np->leader == t->parts[j].leader && np->leader_epoch < t->parts[j].leader_epoch)
-				np->leader_epoch = t->parts[j].leader_epoch;   /* the log's, when it was higher */
-			if (!md_part_opened(np))
+			if (shard < 0)
 				continue;   /* not open on this node */
 			op->pending++;
-			part_proxy_set_config(ctl_part_proxy(ctl, &px), md_part_shard(np), part_addr_of(nt->id, j), &nt->cfg, ctl_part_done,
+			part_proxy_set_config(ctl_part_proxy(ctl, &px), shard, part_addr_of(nt->id, j), &nt->cfg, ctl_part_done,
 					      op);
 		}
 		op->replaced[op->nreplaced++] = t;

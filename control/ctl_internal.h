@@ -1,5 +1,8 @@
 /* control/ctl_internal.h — the control thread's own state, shared by
  * the files that make it up and by nothing else:
+ *   ctl_homes.c  its book of this node's partition copies (owner shard,
+ *                opened, published block, role told), which every file
+ *                below consults to decide what to send where (ctl_homes.h)
  *   ctl_msg.c    its way out: messages to the shards (parked on a full
  *                ring), the partition proxy, the internal logs, the clock
  *   ctl_channel.c the controller channel: proposals and heartbeats of a
@@ -41,6 +44,7 @@
 #include <stdint.h>
 
 #include "control/ctl.h"
+#include "control/ctl_homes.h"
 #include "dataplane/part_proxy.h"
 
 struct config;
@@ -99,16 +103,6 @@ struct ctl_op {
 	 * is freed */
 	void (*started)(struct ctl *ctl, struct ctl_op *op);
 	struct ctl_op *next;
-};
-
-/* One partition open in flight: the cookie of part_proxy_open, freed when
- * it answers. */
-struct ctl_open {
-	struct ctl_op *op;
-	char *dir;                   /* malloc'd; kept in op->made if the open made it */
-	struct md_topic *t;
-	struct md_partition *mp;
-	struct part_open_report rep; /* filled on the owner */
 };
 
 struct retired {
@@ -209,25 +203,13 @@ struct ctl {
 	/* the admin endpoint (control/admin_http.c), NULL when off */
 	struct admin_http *admin;
 	int admin_port;              /* its port (0: off), set before ready */
-	struct pub_block *pubs;      /* every partition's published block, freed at exit */
+	struct ctl_homes *homes;     /* this node's partition copies (ctl_homes.h) */
 	int64_t started_ms;          /* CLOCK_MONOTONIC at start (uptime: a wall-clock step moves it not) */
 	/* the loop: the turn's clock (ctl_poll's), what the idle policy needs */
 	int64_t now_ms;              /* monotonic ms of this turn */
 	int64_t wall;                /* wall-clock ms of this turn */
 	int timeout;                 /* ms to the next timer, after the turn */
 	uint32_t parked_left;        /* messages still parked after the turn */
-};
-
-/* Published blocks of partitions (struct part_pub): allocated here when a
- * partition is opened, never freed before the shards have stopped (a
- * shard may still write one until it closes the log). */
-struct pub_block {
-	struct pub_block *next;
-	struct part_pub pub;
-	/* ctl_roles.c: the role last sent to the owner (role_set 0: none) */
-	int role_set;
-	int32_t role_leader, role_epoch, role_pepoch;
-	int role_thr;                /* the throttle flags sent (ctl_roles.c) */
 };
 
 /* ---- ctl_msg.c ---------------------------------------------------------- */
@@ -482,13 +464,16 @@ void ctl_topic_free(struct md_topic *t);
 void ctl_admin_tick(struct ctl *ctl);
 void ctl_publish_brokers(struct ctl *ctl);
 /* A new snapshot with add[i] in place of rep[i] (n of each): a topic
- * rebuilt from the image, its partitions kept (ctl_topic_keep). */
+ * rebuilt from the image (its partitions' homes come from the book,
+ * ctl_homes.h, as it is published). */
 void ctl_publish_replaced(struct ctl *ctl, struct md_topic **add, struct md_topic **rep, int n);
 /* Whether this node is a replica of mp (it opens only those). */
 int ctl_part_hosted(const struct ctl *ctl, const struct md_partition *mp);
-/* A new entry nt of topic t keeps t's open partitions (their shard, log
- * and published block; replicas and ISR are nt's own, from the image). */
-void ctl_topic_keep(struct md_topic *nt, const struct md_topic *t);
+/* Building nt, the next entry of published topic t: a partition whose
+ * leader stays keeps t's leader epoch where that is higher than the
+ * image's (the epoch its log runs at, as its open reported). Homes need
+ * nothing: ctl_publish writes them from the book. */
+void ctl_topic_keep_epochs(struct md_topic *nt, const struct md_topic *t);
 /* Ask the owner shards to open partitions [from, t->nparts) of t that
  * this node hosts and that are not open already, each counted in
  * op->pending. */

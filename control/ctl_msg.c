@@ -127,21 +127,20 @@ static void ctl_appended(void *self, void *cookie, int64_t base, int err)
 int ctl_log_append(struct ctl *ctl, const struct md_topic *t, int32_t idx, int32_t min_insync, uint8_t *batch,
 		   uint32_t len, void (*done)(struct ctl *ctl, void *cookie, int64_t base, int err), void *cookie)
 {
-	const struct md_partition *mp = t && idx >= 0 && idx < t->nparts ? &t->parts[idx] : NULL;
-	struct ctl_append *ca = calloc(1, sizeof(*ca));
+	int32_t shard = t && idx >= 0 && idx < t->nparts ? ctl_part_open_on(ctl, t->id, idx) : -1;
+	struct ctl_append *ca = shard >= 0 ? calloc(1, sizeof(*ca)) : NULL;
 	struct part_proxy px;
 
-	if (!mp || !md_part_opened(mp) || !ca) {
-		free(ca);
+	if (!ca) {
 		free(batch);
-		return mp ? -ENOMEM : -ENOENT;
+		return shard >= 0 ? -ENOMEM : -ENOENT;
 	}
 	ca->done = done;
 	ca->cookie = cookie;
 	ca->batch = batch;
 	ca->req = (struct part_append_req){ .batch = batch, .len = len, .done = ctl_appended, .cookie = ca,
 					    .min_insync = min_insync };
-	part_proxy_append(ctl_part_proxy(ctl, &px), md_part_shard(mp), part_addr_of(t->id, idx), &ca->req);
+	part_proxy_append(ctl_part_proxy(ctl, &px), shard, part_addr_of(t->id, idx), &ca->req);
 	return 0;
 }
 
@@ -176,7 +175,7 @@ int ctl_read_topic(struct ctl *ctl, const struct md_topic *t,
 	int n = 0;
 
 	for (int32_t i = 0; t && i < t->nparts; i++)
-		n += md_part_opened(&t->parts[i]) != 0;
+		n += ctl_part_open_on(ctl, t->id, i) >= 0;
 	if (!n)
 		return 0;
 	cr = calloc(1, sizeof(*cr));
@@ -186,10 +185,11 @@ int ctl_read_topic(struct ctl *ctl, const struct md_topic *t,
 	cr->end = end;
 	cr->left = n;
 	for (int32_t i = 0; i < t->nparts; i++) {
+		int32_t shard = ctl_part_open_on(ctl, t->id, i);
 		struct part_proxy px;
 
-		if (md_part_opened(&t->parts[i]))
-			part_proxy_read(ctl_part_proxy(ctl, &px), md_part_shard(&t->parts[i]), part_addr_of(t->id, i), 0, INT64_MAX,
+		if (shard >= 0)
+			part_proxy_read(ctl_part_proxy(ctl, &px), shard, part_addr_of(t->id, i), 0, INT64_MAX,
 					ctl_read_chunk, ctl_read_end, cr);
 	}
 	return n;

@@ -110,7 +110,11 @@ void ctl_offline_leave(struct ctl *ctl, const struct shard_msg *m)
 }
 
 /* A partition log failed here (part_pub.err: an I/O error; -ESHUTDOWN is
- * a log closing, -ENOSPC a full filesystem, neither a failure). */
+ * a log closing, -ENOSPC a full filesystem, neither a failure). Read from
+ * the block the owner shard publishes (a relaxed load of a word it stores
+ * whole, dataplane/broker.h), found through the control thread's book of
+ * partition homes: a partition alone on this node has no role, so no
+ * message tells its failure (part_role_log_failed is the role's). */
 static int pub_failed(const struct part_pub *u, int64_t *err)
 {
 	*err = u ? __atomic_load_n(&u->err, __ATOMIC_RELAXED) : 0;
@@ -135,10 +139,12 @@ void ctl_offline_tick(struct ctl *ctl)
 		const struct md_topic *tp = md->topics[k];
 
 		for (int32_t i = 0; i < tp->nparts; i++) {
-			if (!tp->parts[i].pub)
+			const struct ctl_home *h = ctl_part_home(ctl, tp->id, i);
+
+			if (!h)
 				continue;            /* not held here */
 			hosted++;
-			if (!pub_failed(tp->parts[i].pub, &err))
+			if (!pub_failed(h->part_pub, &err))
 				continue;
 			if (!failed++) {
 				first = tp->name;

@@ -162,7 +162,7 @@ static int hosting_changes(struct ctl *ctl, const struct md_topic *t, const stru
 		const struct meta_part *p = &mt->parts[j];
 		int want = meta_part_has(p->replicas, p->nreplicas, self);
 
-		n += want != (md_part_opened(&t->parts[j]) != 0);
+		n += want != (ctl_part_open_on(ctl, t->id, j) >= 0);
 	}
 	return n;
 }
@@ -180,17 +180,14 @@ static void rehost(struct ctl *ctl, struct md_topic *t, const struct meta_topic 
 	op->started = hosting_done;
 	op->created[op->ncreated++] = nt;
 	op->replaced[op->nreplaced++] = t;
-	ctl_topic_keep(nt, t);
+	ctl_topic_keep_epochs(nt, t);
 	for (int32_t j = 0; j < nt->nparts; j++) {
-		struct md_partition *np = &nt->parts[j];
-		const struct md_partition *old = &t->parts[j];
 		const struct meta_part *p = &mt->parts[j];
+		int32_t shard;
 		struct part_proxy px;
 		char *dir;
 
-		if (np->leader == old->leader && np->leader_epoch < old->leader_epoch)
-			np->leader_epoch = old->leader_epoch;   /* the log's, when it was higher */
-		if (!md_part_opened(old) || meta_part_has(p->replicas, p->nreplicas, self))
+		if (ctl_part_open_on(ctl, t->id, j) < 0 || meta_part_has(p->replicas, p->nreplicas, self))
 			continue;
 		/* no longer a replica: its log closes and its directory goes */
 		if (asprintf(&dir, "%s/%s-%d", ctl->b->set.data_dir, t->name, j) < 0)
@@ -208,10 +205,9 @@ static void rehost(struct ctl *ctl, struct md_topic *t, const struct meta_topic 
 		op->made_rm[op->nmade++] = 1;
 		fprintf(stderr, "sluiced: partition %s-%d: no longer a replica here: its log is removed\n", t->name,
 			j);
-		md_part_set_opened(np, 0);
-		np->pub = NULL;
+		shard = ctl_home_take(ctl->homes, t->id, j);   /* out of the book: nt publishes no block */
 		op->pending++;
-		part_proxy_retire(ctl_part_proxy(ctl, &px), md_part_shard(old), part_addr_of(t->id, j), ctl_part_done, op);
+		part_proxy_retire(ctl_part_proxy(ctl, &px), shard, part_addr_of(t->id, j), ctl_part_done, op);
 	}
 	/* the partitions this node became a replica of (those open are kept) */
 	ctl_topic_open_parts(ctl, op, nt, 0);

@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,11 +33,6 @@
 #include "control/reassign.h"
 #include "dataplane/part_proxy.h"
 #include "dataplane/part_role.h"
-
-static struct pub_block *pub_block_of(struct part_pub *pub)
-{
-	return (struct pub_block *)((char *)pub - offsetof(struct pub_block, pub));
-}
 
 /* The leader's registered host as a numeric IPv4 or IPv6 address (a
  * numeric one as it is; a name resolved, its first address): the shard's
@@ -144,28 +138,28 @@ static int throttle_list_names(const struct meta_topic *mt, const char *key, int
 	return 0;
 }
 
-/* Tell mp's owner the image's role for it unless told already. role_set:
- * 0 not looked at yet, 1 sent (the fields say what), 2 alone and nothing
- * sent (the one-node way: no message). */
+/* Tell mp's owner the image's role for it unless told already (the
+ * book's entry says what was told, ctl_homes.h). role_set: 0 not looked
+ * at yet, 1 sent (the fields say what), 2 alone and nothing sent (the
+ * one-node way: no message). */
 static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct md_topic *t,
 		      const struct md_partition *mp)
 {
 	const struct meta_part *p;
-	struct pub_block *pb;
+	struct ctl_home *h = ctl_home_find(ctl->homes, t->id, mp->index);
 	struct part_role_msg *r;
 	struct part_proxy px;
 	int32_t self = ctl->b->set.node_id;
 	int alone, thr;
 
-	if (!mt || mp->index >= mt->partitions || !md_part_opened(mp) || !mp->pub)
+	if (!mt || mp->index >= mt->partitions || !h || h->opened != 1)
 		return;
 	p = &mt->parts[mp->index];
 	if (!meta_part_has(p->replicas, p->nreplicas, self))
 		return;                      /* no longer a replica here: retired (ctl_reassign.c) */
-	pb = pub_block_of(mp->pub);
 	alone = p->leader == self && p->nreplicas == 1;
-	if (alone && pb->role_set != 1) {
-		pb->role_set = 2;            /* alone, as it opened: nothing to tell */
+	if (alone && h->role_set != 1) {
+		h->role_set = 2;            /* alone, as it opened: nothing to tell */
 		return;
 	}
 	/* throttled: bit 0 this follower's fetches (an adding replica, or
@@ -177,14 +171,14 @@ static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct
 	if (p->leader == self && (p->nadding > 0 ||
 				  throttle_list_names(mt, "leader.replication.throttled.replicas", mp->index, self)))
 		thr |= 2;
-	if (pb->role_set == 1 && pb->role_leader == p->leader && pb->role_epoch == p->leader_epoch &&
-	    pb->role_pepoch == p->partition_epoch && pb->role_thr == thr)
+	if (h->role_set == 1 && h->role_leader == p->leader && h->role_epoch == p->leader_epoch &&
+	    h->role_pepoch == p->partition_epoch && h->role_thr == thr)
 		return;                      /* told already */
-	pb->role_set = 1;
-	pb->role_leader = p->leader;
-	pb->role_epoch = p->leader_epoch;
-	pb->role_pepoch = p->partition_epoch;
-	pb->role_thr = thr;
+	h->role_set = 1;
+	h->role_leader = p->leader;
+	h->role_epoch = p->leader_epoch;
+	h->role_pepoch = p->partition_epoch;
+	h->role_thr = thr;
 	r = xcalloc(1, sizeof(*r));
 	r->self = self;
 	r->leader = p->leader;
@@ -207,7 +201,7 @@ static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct
 	r->leader_throttled = (thr & 2) != 0;
 	r->isr_change = isr_change;
 	r->isr_to = broker_ctl_index(ctl->b);
-	part_proxy_set_role(ctl_part_proxy(ctl, &px), md_part_shard(mp), part_addr_of(t->id, mp->index), r, role_answered, r);
+	part_proxy_set_role(ctl_part_proxy(ctl, &px), h->shard, part_addr_of(t->id, mp->index), r, role_answered, r);
 }
 
 void ctl_role_opened(struct ctl *ctl, const struct md_topic *t, const struct md_partition *mp)
@@ -217,8 +211,10 @@ void ctl_role_opened(struct ctl *ctl, const struct md_topic *t, const struct md_
 	if (mp->leader == ctl->b->set.node_id && mp->nreplicas == 1) {
 		/* alone (the snapshot entry says so; no lookup: one node opens
 		 * every partition this way) */
-		if (mp->pub)
-			pub_block_of(mp->pub)->role_set = 2;
+		struct ctl_home *h = ctl_home_find(ctl->homes, t->id, mp->index);
+
+		if (h)
+			h->role_set = 2;
 		return;
 	}
 	mt = metalog_topic(ctl->ml, t->name);
@@ -243,7 +239,7 @@ void ctl_roles_refresh(struct ctl *ctl)
 		if (t && memcmp(t->id, mt->id, 16))
 			continue;   /* the served one is a topic of that name deleted since */
 		for (int32_t j = 0; t && j < t->nparts && j < mt->partitions; j++)
-			if (md_part_opened(&t->parts[j]))
+			if (ctl_part_open_on(ctl, t->id, j) >= 0)
 				role_send(ctl, mt, t, &t->parts[j]);
 	}
 }
@@ -261,7 +257,7 @@ void ctl_coord_refresh(struct ctl *ctl)
 		const struct md_topic *t = md_find(md, names[k], (int32_t)strlen(names[k]));
 
 		for (int32_t i = 0; mt && t && i < t->nparts && i < mt->partitions; i++) {
-			int leads = mt->parts[i].leader == self && md_part_opened(&t->parts[i]);
+			int leads = mt->parts[i].leader == self && ctl_part_open_on(ctl, t->id, i) >= 0;
 
 			if (k == 0)
 				group_lead(ctl->gc, i, leads);

@@ -1,6 +1,16 @@
 /* control/ctl_topic.c — the metadata snapshot the shards read, and the operations that
  * open, close and reconfigure partitions on their owner shards
- * (see control/ctl_internal.h for how the control thread is split). */
+ * (see control/ctl_internal.h for how the control thread is split).
+ *
+ * The one place in control/ that writes the partition homes into the
+ * snapshot (md_partition owner_shard and pub, which the shards read): a
+ * topic's entry gets them from the control thread's book
+ * (control/ctl_homes.h) as it is built (owner shard) and as it is
+ * published (ctl_publish: the published block of each partition whose
+ * owner answered its open). Nothing in control/ reads them back
+ * (scripts/check-layers, rule 6): the control thread asks its book. A
+ * topic's entry is written only before it is published; once published
+ * it is read-only, replaced whole by the next snapshot. */
 
 #include <dirent.h>
 #include <errno.h>
@@ -24,6 +34,18 @@
 #include "dataplane/kafka_errors.h"
 #include "dataplane/topic_name.h"
 
+/* One partition open in flight: the cookie of part_proxy_open, freed when
+ * it answers. t and mp are the entry of an operation's topic, not
+ * published before the operation ends (ctl_op_step). */
+struct ctl_open {
+	struct ctl_op *op;
+	char *dir;                   /* malloc'd; kept in op->made if the open made it */
+	struct md_topic *t;
+	struct md_partition *mp;
+	struct part_open_report rep; /* filled on the owner */
+};
+
+static int32_t place(const struct md_topic *t, int32_t idx, int nshards);
 
 /* ---- snapshots -------------------------------------------------------- */
 
@@ -69,6 +91,21 @@ static void md_scram_copy(struct md_snapshot *md, const struct meta_scram *ms)
 	md->nscram = ms->n;
 }
 
+/* The homes of a topic about to be published, from the control thread's
+ * book: each partition's owner shard, and its published block once the
+ * owner answered its open (an open still in flight stays unseen by the
+ * shards until its operation publishes). */
+static void topic_stamp_homes(struct ctl *ctl, struct md_topic *t)
+{
+	for (int32_t i = 0; i < t->nparts; i++) {
+		const struct ctl_home *h = ctl_home_find(ctl->homes, t->id, i);
+		struct md_partition *mp = &t->parts[i];
+
+		mp->owner_shard = h ? h->shard : place(t, i, ctl->b->set.nshards);
+		mp->pub = h && h->opened ? h->part_pub : NULL;
+	}
+}
+
 /* Publish old + added - removed. */
 static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct md_topic **del, int ndel,
 			struct md_topic **rep, int nrep)
@@ -88,8 +125,10 @@ static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct
 		if (!gone)
 			md->topics[n++] = old->topics[i];
 	}
-	for (int i = 0; i < nadd; i++)
+	for (int i = 0; i < nadd; i++) {
+		topic_stamp_homes(ctl, add[i]);
 		md->topics[n++] = add[i];
+	}
 	md->ntopics = n;
 	qsort(md->topics, (size_t)n, sizeof(*md->topics), topic_cmp);
 	md->by_id = xcalloc((size_t)(n ? n : 1), sizeof(*md->by_id));
@@ -177,12 +216,14 @@ int ctl_part_hosted(const struct ctl *ctl, const struct md_partition *mp)
 	return md_part_hosted(mp, ctl->b->set.node_id);
 }
 
-void ctl_topic_keep(struct md_topic *nt, const struct md_topic *t)
+void ctl_topic_keep_epochs(struct md_topic *nt, const struct md_topic *t)
 {
 	for (int32_t i = 0; i < t->nparts && i < nt->nparts; i++) {
-		md_part_set_shard(&nt->parts[i], md_part_shard(&t->parts[i]));
-		md_part_set_opened(&nt->parts[i], md_part_opened(&t->parts[i]));
-		nt->parts[i].pub = t->parts[i].pub;
+		struct md_partition *np = &nt->parts[i];
+		const struct md_partition *op = &t->parts[i];
+
+		if (np->leader == op->leader && np->leader_epoch < op->leader_epoch)
+			np->leader_epoch = op->leader_epoch;   /* the log's, when it was higher */
 	}
 }
 
@@ -250,11 +291,14 @@ static void ctl_part_opened(void *self, void *cookie, int err, const struct part
 	struct ctl_open *o = cookie;
 	struct ctl_op *op = o->op;
 	char *dir = o->dir;
+	struct ctl_home *h = ctl_home_find(ctl->homes, o->t->id, o->mp->index);
 
+	if (h)   /* (none: dropped by a retire or close sent meanwhile) */
+		h->opened = err == 0 ? 1 : -1;
 	if (err == 0) {
-		md_part_set_opened(o->mp, 1);     /* the snapshot entry is the control thread's own */
 		/* the log holds a later epoch than the metadata log: Metadata
-		 * says the one the partition stamps */
+		 * says the one the partition stamps (o->t is not published yet:
+		 * this completes its entry) */
 		if (rep->leader_epoch > o->mp->leader_epoch)
 			o->mp->leader_epoch = rep->leader_epoch;
 		ctl_role_opened(ctl, o->t, o->mp);   /* leader or follower (ctl_roles.c) */
@@ -423,7 +467,7 @@ struct md_topic *ctl_topic_build(struct ctl *ctl, const struct meta_topic *mt)
 			struct md_partition *mp = &t->parts[i];
 
 			mp->index = i;
-			md_part_set_shard(mp, place(t, i, ctl->b->set.nshards));
+			mp->owner_shard = place(t, i, ctl->b->set.nshards);
 			mp->leader_epoch = p->leader_epoch;
 			mp->leader = p->leader;
 			mp->nreplicas = p->nreplicas;
@@ -445,10 +489,15 @@ void ctl_topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic *t
 {
 	for (int32_t i = from; i < t->nparts; i++) {
 		struct ctl_open *o;
+		struct ctl_home *h;
 		struct part_proxy px;
 
-		if (!ctl_part_hosted(ctl, &t->parts[i]) || md_part_opened(&t->parts[i]))
-			continue;   /* another broker's (not opened here), or open already */
+		if (!ctl_part_hosted(ctl, &t->parts[i]))
+			continue;   /* another broker's: not opened here */
+		h = ctl_home_add(ctl->homes, t->id, i, t->parts[i].owner_shard);
+		if (h->opened == 1)
+			continue;   /* open already */
+		h->opened = 0;  /* (again, after a failed open: its block too) */
 		o = xcalloc(1, sizeof(*o));
 
 		if (asprintf(&o->dir, "%s/%s-%d", ctl->b->set.data_dir, t->name, i) < 0)
@@ -456,16 +505,6 @@ void ctl_topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic *t
 		o->op = op;
 		o->t = t;
 		o->mp = &t->parts[i];
-		if (!t->parts[i].pub) {
-			struct pub_block *pb = aligned_alloc(64, sizeof(*pb));
-
-			if (!pb)
-				abort();
-			memset(pb, 0, sizeof(*pb));
-			pb->next = ctl->pubs;
-			ctl->pubs = pb;
-			t->parts[i].pub = &pb->pub;
-		}
 		op->pending++;
 		ctl->fd_opening++;
 		if (op->fd_claimed > 0) {
@@ -473,7 +512,7 @@ void ctl_topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic *t
 			op->fd_claimed--;
 			ctl->fd_claimed--;
 		}
-		part_proxy_open(ctl_part_proxy(ctl, &px), md_part_shard(&t->parts[i]), o->dir, t, o->mp, &o->rep,
+		part_proxy_open(ctl_part_proxy(ctl, &px), h->shard, o->dir, t, o->mp, h->part_pub, &o->rep,
 				ctl_part_opened, o);
 	}
 }
@@ -523,15 +562,17 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 	return remove(path);
 }
 
+/* Partition idx of a topic being dropped leaves the book; its log closes
+ * if it opened. */
 static void ctl_close_dropped(struct ctl *ctl, struct ctl_op *op, const struct md_topic *t, int32_t idx)
 {
-	const struct md_partition *mp = &t->parts[idx];
+	int32_t shard = ctl_home_take(ctl->homes, t->id, idx);
 	struct part_proxy px;
 
-	if (!md_part_opened(mp))
+	if (shard < 0)
 		return;
 	op->pending++;
-	part_proxy_close(ctl_part_proxy(ctl, &px), md_part_shard(mp), part_addr_of(t->id, idx), ctl_part_done, op);
+	part_proxy_close(ctl_part_proxy(ctl, &px), shard, part_addr_of(t->id, idx), ctl_part_done, op);
 }
 
 static void ctl_step_propose(struct ctl *ctl, struct ctl_op *op, const char *name, int partitions,
@@ -548,7 +589,7 @@ static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
 		int bad = 0;
 
 		for (int32_t j = 0; j < t->nparts; j++)
-			bad |= !md_part_opened(&t->parts[j]) && ctl_part_hosted(ctl, &t->parts[j]);
+			bad |= ctl_part_open_on(ctl, t->id, j) < 0 && ctl_part_hosted(ctl, &t->parts[j]);
 		if (!bad && !op->drop[i])
 			continue;
 		if (op->created_for[i]) {
@@ -565,8 +606,6 @@ static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
 				 * partitions that did open are closed */
 				for (int32_t k = old->nparts; k < t->nparts; k++)
 					ctl_close_dropped(ctl, op, t, k);
-				for (int32_t k = 0; k < old->nparts; k++)
-					md_part_set_opened(&t->parts[k], 0);   /* still the old struct's */
 				op->replaced[j] = op->replaced[--op->nreplaced];
 				goto dropped;
 			}
@@ -654,7 +693,7 @@ static void ctl_commit_partitions(struct ctl *ctl, struct ctl_op *op)
 		int opened = 1, rc;
 
 		for (int32_t j = 0; j < t->nparts; j++)
-			opened &= md_part_opened(&t->parts[j]) || !ctl_part_hosted(ctl, &t->parts[j]);
+			opened &= ctl_part_open_on(ctl, t->id, j) >= 0 || !ctl_part_hosted(ctl, &t->parts[j]);
 		if (!opened)
 			continue;
 		/* the new count, then the placement of the new partitions (as
@@ -805,10 +844,6 @@ void ctl_topics_fini(struct ctl *ctl)
 		config_destroy(mdcfg);
 	config_destroy(ctl->eff);
 	ctl->eff = NULL;
-	while (ctl->pubs) {
-		struct pub_block *pb = ctl->pubs;
-
-		ctl->pubs = pb->next;
-		free(pb);
-	}
+	ctl_homes_free(ctl->homes);
+	ctl->homes = NULL;
 }

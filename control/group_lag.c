@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/ctl_homes.h"
 #include "control/ctl.h"
 #include "control/cutil.h"
 #include "control/group_table.h"
@@ -129,7 +130,7 @@ void group_lag_scan(struct group_coord *gc)
 				continue;
 			/* the last scan's values stay until this one answers */
 			t = md ? md_find(md, o->topic, (int32_t)strlen(o->topic)) : NULL;
-			if (!t || o->part < 0 || o->part >= t->nparts || !md_part_opened(&t->parts[o->part])) {
+			if (!t || o->part < 0 || o->part >= t->nparts || ctl_part_open_on(gc->ctl, t->id, o->part) < 0) {
 				o->hw = -1;
 				o->oldest_ts = -1;
 				continue;
@@ -146,7 +147,7 @@ void group_lag_scan(struct group_coord *gc)
 			{
 				struct part_proxy px;
 
-				part_proxy_lag(ctl_part_proxy(gc->ctl, &px), md_part_shard(&t->parts[o->part]),
+				part_proxy_lag(ctl_part_proxy(gc->ctl, &px), ctl_part_open_on(gc->ctl, t->id, o->part),
 					       part_addr_of(t->id, o->part), &q->req);
 			}
 		}

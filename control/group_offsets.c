@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/ctl_homes.h"
 #include "control/ctl.h"
 #include "control/cutil.h"
 #include "control/group_table.h"
@@ -136,7 +137,7 @@ static int offsets_write(struct group_coord *gc, struct group *g, struct kafka_c
 	ssize_t len;
 	uint8_t *kv;
 
-	if (!t || !md_part_opened(&t->parts[idx])) {
+	if (!t || ctl_part_open_on(gc->ctl, t->id, idx) < 0) {
 		for (int i = 0; i < n; i++) {
 			if (e[i].err)
 				*e[i].err = KERR_COORDINATOR_NOT_AVAILABLE;
@@ -196,7 +197,8 @@ static int offsets_write(struct group_coord *gc, struct group *g, struct kafka_c
 		gw->req = (struct part_append_req){ .batch = gw->batch, .len = (uint32_t)len,
 						    .done = offsets_appended, .cookie = gw,
 						    .min_insync = t->min_insync };
-		part_proxy_append(ctl_part_proxy(gc->ctl, &px), md_part_shard(mp), part_addr_of(t->id, mp->index), &gw->req);
+		part_proxy_append(ctl_part_proxy(gc->ctl, &px), ctl_part_open_on(gc->ctl, t->id, mp->index),
+				  part_addr_of(t->id, mp->index), &gw->req);
 	}
 	return 0;
 }

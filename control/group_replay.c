@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/ctl_homes.h"
 #include "control/ctl.h"
 #include "control/cutil.h"
 #include "control/group_table.h"
@@ -183,7 +184,8 @@ static void load_partition(struct group_coord *gc, const struct md_topic *t, int
 {
 	struct part_proxy px;
 
-	part_proxy_read(ctl_part_proxy(gc->ctl, &px), md_part_shard(&t->parts[idx]), part_addr_of(t->id, idx), 0, to,
+	/* open here: its callers looked (ctl_part_open_on) */
+	part_proxy_read(ctl_part_proxy(gc->ctl, &px), ctl_part_open_on(gc->ctl, t->id, idx), part_addr_of(t->id, idx), 0, to,
 			replay_chunk, replay_end,
 			coord_load_cookie(idx, gen));
 }
@@ -205,7 +207,7 @@ int group_replay(struct group_coord *gc, void (*done)(struct ctl *ctl))
 		const struct md_partition *mp = &t->parts[i];
 		uint32_t gen;
 
-		if (!md_part_opened(mp) || mp->leader != self || mp->nreplicas != 1 ||
+		if (ctl_part_open_on(gc->ctl, t->id, i) < 0 || mp->leader != self || mp->nreplicas != 1 ||
 		    coord_load_lead(&gc->load, i, 1, &gen) != COORD_LOAD)
 			continue;
 		gc->replays++;
@@ -223,7 +225,7 @@ void group_lead(struct group_coord *gc, int32_t idx, int leads)
 
 	if (!t || coord_load_resize(&gc->load, t->nparts) < 0 || idx >= t->nparts)
 		return;
-	if (leads && !md_part_opened(&t->parts[idx]))
+	if (leads && ctl_part_open_on(gc->ctl, t->id, idx) < 0)
 		return;   /* not open here yet: once it is */
 	switch (coord_load_lead(&gc->load, idx, leads, &gen)) {
 	case COORD_LOAD:

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "control/ctl.h"
+#include "control/ctl_homes.h"
 #include "control/fd_budget.h"
 #include "version.h"   /* SLUICE_GIT_COMMIT: build/gen/, written by control/module.mk */
 #include "control/cutil.h"
@@ -363,30 +364,43 @@ static void render_shards(struct broker *b, struct textbuf *t)
 		}
 }
 
-static void label_part(struct textbuf *t, const struct md_topic *tp, int32_t i)
+/* The published block of partition i of tp on this node (NULL: this node
+ * never opened it), and its owner shard, from the control thread's book
+ * of partition homes (control/ctl_homes.h). */
+static const struct part_pub *pub_of(const struct ctl *ctl, const struct md_topic *tp, int32_t i, int32_t *shard)
+{
+	const struct ctl_home *h = ctl_part_home(ctl, tp->id, i);
+
+	if (shard)
+		*shard = h ? h->shard : -1;
+	return h ? h->part_pub : NULL;
+}
+
+static void label_part(struct textbuf *t, const struct md_topic *tp, int32_t i, int32_t shard)
 {
 	textbuf_printf(t, "{topic=\"");
 	textbuf_escaped(t, tp->name);
-	textbuf_printf(t, "\",partition=\"%d\",shard=\"%d\"}", i, md_part_shard(&tp->parts[i]));
+	textbuf_printf(t, "\",partition=\"%d\",shard=\"%d\"}", i, shard);
 }
 
 /* One family with one sample per partition: the word at `off` in part_pub. */
-static void part_fam(struct textbuf *t, const struct md_snapshot *md, const char *name, const char *type,
-		     const char *help, size_t off)
+static void part_fam(const struct ctl *ctl, struct textbuf *t, const struct md_snapshot *md, const char *name,
+		     const char *type, const char *help, size_t off)
 {
 	fam(t, name, type, help);
 	for (int k = 0; md && k < md->ntopics; k++) {
 		const struct md_topic *tp = md->topics[k];
 
 		for (int32_t i = 0; i < tp->nparts; i++) {
-			const struct part_pub *u = tp->parts[i].pub;
+			int32_t shard;
+			const struct part_pub *u = pub_of(ctl, tp, i, &shard);
 			const int64_t *w;
 
 			if (!u)
 				continue;
 			w = (const int64_t *)((const char *)u + off);
 			textbuf_printf(t, "sluice_%s", name);
-			label_part(t, tp, i);
+			label_part(t, tp, i, shard);
 			textbuf_printf(t, " %lld\n", (long long)LD(*w));
 		}
 	}
@@ -409,31 +423,33 @@ static int part_no_space(const struct part_pub *u)
 
 /* A 0/1 gauge per partition: its ISR below its replicas (min 0), or
  * below the topic's min.insync.replicas (min 1). */
-static void part_flag(struct textbuf *t, const struct md_snapshot *md, const char *name, const char *help, int min)
+static void part_flag(const struct ctl *ctl, struct textbuf *t, const struct md_snapshot *md, const char *name,
+		      const char *help, int min)
 {
 	fam(t, name, "gauge", help);
 	for (int k = 0; md && k < md->ntopics; k++) {
 		const struct md_topic *tp = md->topics[k];
 
 		for (int32_t i = 0; i < tp->nparts; i++) {
-			const struct part_pub *u = tp->parts[i].pub;
+			int32_t shard;
+			const struct part_pub *u = pub_of(ctl, tp, i, &shard);
 			int64_t isr;
 
 			if (!u)
 				continue;
 			isr = LD(u->isr_size);
 			textbuf_printf(t, "sluice_%s", name);
-			label_part(t, tp, i);
+			label_part(t, tp, i, shard);
 			textbuf_printf(t, " %d\n", min ? isr < tp->min_insync : isr < LD(u->replicas));
 		}
 	}
 }
 
-static void render_partitions(struct broker *b, struct textbuf *t)
+static void render_partitions(const struct ctl *ctl, struct broker *b, struct textbuf *t)
 {
 	const struct md_snapshot *md = b->md;
 
-#define PF(name, type, help, field) part_fam(t, md, name, type, help, offsetof(struct part_pub, field))
+#define PF(name, type, help, field) part_fam(ctl, t, md, name, type, help, offsetof(struct part_pub, field))
 	PF("partition_log_start_offset", "gauge", "First offset still in the partition's log.", log_start);
 	PF("partition_log_end_offset", "gauge", "Next offset to be written (log end offset).", log_end);
 	PF("partition_high_watermark", "gauge", "Offset below which records are durable and visible.",
@@ -456,33 +472,41 @@ static void render_partitions(struct broker *b, struct textbuf *t)
 	   "On its leader: the longest a follower behind the log end has not been caught up, in ms (0 elsewhere).",
 	   follower_lag_ms);
 #undef PF
-	part_flag(t, md, "partition_under_replicated", "1 when the partition's ISR is smaller than its replicas, else 0.",
+	part_flag(ctl, t, md, "partition_under_replicated", "1 when the partition's ISR is smaller than its replicas, else 0.",
 		  0);
-	part_flag(t, md, "partition_under_min_isr",
+	part_flag(ctl, t, md, "partition_under_min_isr",
 		  "1 when the partition's ISR is smaller than min.insync.replicas (acks=all refused), else 0.", 1);
 	fam(t, "partition_failed", "gauge",
 	    "1 when the partition's log failed (an I/O error: offline on this node until it restarts), else 0.");
 	for (int k = 0; md && k < md->ntopics; k++) {
 		const struct md_topic *tp = md->topics[k];
 
-		for (int32_t i = 0; i < tp->nparts; i++)
-			if (tp->parts[i].pub) {
+		for (int32_t i = 0; i < tp->nparts; i++) {
+			int32_t shard;
+			const struct part_pub *u = pub_of(ctl, tp, i, &shard);
+
+			if (u) {
 				textbuf_printf(t, "sluice_partition_failed");
-				label_part(t, tp, i);
-				textbuf_printf(t, " %d\n", part_failed(tp->parts[i].pub));
+				label_part(t, tp, i, shard);
+				textbuf_printf(t, " %d\n", part_failed(u));
 			}
+		}
 	}
 	fam(t, "partition_no_space", "gauge",
 	    "1 while the partition's log refuses appends because its filesystem is full, else 0.");
 	for (int k = 0; md && k < md->ntopics; k++) {
 		const struct md_topic *tp = md->topics[k];
 
-		for (int32_t i = 0; i < tp->nparts; i++)
-			if (tp->parts[i].pub) {
+		for (int32_t i = 0; i < tp->nparts; i++) {
+			int32_t shard;
+			const struct part_pub *u = pub_of(ctl, tp, i, &shard);
+
+			if (u) {
 				textbuf_printf(t, "sluice_partition_no_space");
-				label_part(t, tp, i);
-				textbuf_printf(t, " %d\n", part_no_space(tp->parts[i].pub));
+				label_part(t, tp, i, shard);
+				textbuf_printf(t, " %d\n", part_no_space(u));
 			}
+		}
 	}
 }
 
@@ -830,7 +854,7 @@ void metrics_render(struct ctl *ctl, struct broker *b, struct textbuf *t)
 	render_quorum(ctl, t);
 	render_shards(b, t);
 	render_hists(b, t);
-	render_partitions(b, t);
+	render_partitions(ctl, b, t);
 	render_groups(ctl, b, t);
 	render_txns(ctl, t);
 }
@@ -855,9 +879,10 @@ int metrics_health(struct ctl *ctl, struct broker *b, struct textbuf *t)
 		const struct md_topic *tp = md->topics[k];
 
 		for (int32_t i = 0; i < tp->nparts; i++) {
-			int64_t err = tp->parts[i].pub ? LD(tp->parts[i].pub->err) : 0;
+			const struct part_pub *u = pub_of(ctl, tp, i, NULL);
+			int64_t err = u ? LD(u->err) : 0;
 
-			if (!part_failed(tp->parts[i].pub))
+			if (!part_failed(u))
 				continue;
 			textbuf_printf(t, "%s\"log failed: ", strcmp(status, "ready") || nfailed ? ", " : "");
 			textbuf_escaped(t, tp->name);
@@ -888,7 +913,6 @@ void metrics_shards_json(struct ctl *ctl, struct broker *b, struct textbuf *t)
 {
 	const struct md_snapshot *md = b->md;
 
-	(void)ctl;
 	textbuf_printf(t, "{\"shards\": [");
 	for (int i = 0; i < b->set.nshards; i++) {
 		const struct shard_stats *s = &b->shards[i]->stats;
@@ -896,12 +920,15 @@ void metrics_shards_json(struct ctl *ctl, struct broker *b, struct textbuf *t)
 		int64_t bytes = 0;
 
 		for (int k = 0; md && k < md->ntopics; k++)
-			for (int32_t j = 0; j < md->topics[k]->nparts; j++)
-				if (md_part_shard(&md->topics[k]->parts[j]) == i) {
+			for (int32_t j = 0; j < md->topics[k]->nparts; j++) {
+				int32_t shard;
+				const struct part_pub *u = pub_of(ctl, md->topics[k], j, &shard);
+
+				if (u && shard == i) {   /* the partitions this node holds */
 					nparts++;
-					if (md->topics[k]->parts[j].pub)
-						bytes += LD(md->topics[k]->parts[j].pub->size_bytes);
+					bytes += LD(u->size_bytes);
 				}
+			}
 		textbuf_printf(t, "%s\n  {\"shard\": %d, \"partitions\": %d, \"size_bytes\": %lld, "
 			       "\"connections_open\": %llu, \"requests\": %llu, \"loops\": %llu, \"busy_cycles\": %llu, "
 			       "\"produce_bytes\": %llu, \"fetch_bytes\": %llu}", i ? "," : "", i, nparts, (long long)bytes,
@@ -917,17 +944,19 @@ int metrics_partition_json(struct ctl *ctl, struct broker *b, const char *topic,
 	const struct md_snapshot *md = b->md;
 	const struct md_topic *tp = md ? md_find(md, topic, (int32_t)strlen(topic)) : NULL;
 	const struct md_partition *mp;
+	const struct ctl_home *h;
 	const struct part_pub *u;
 
-	(void)ctl;
 	if (!tp || n < 0 || n >= tp->nparts)
 		return -ENOENT;
 	mp = &tp->parts[n];
-	u = mp->pub;
+	h = ctl_part_home(ctl, tp->id, n);
+	u = h ? h->part_pub : NULL;
 	textbuf_printf(t, "{\"topic\": \"");
 	textbuf_escaped(t, tp->name);
-	textbuf_printf(t, "\", \"partition\": %d, \"shard\": %d, \"leader_epoch\": %d, \"open\": %s", n, md_part_shard(mp),
-		       mp->leader_epoch, md_part_opened(mp) && u ? "true" : "false");
+	/* shard -1: not held on this node */
+	textbuf_printf(t, "\", \"partition\": %d, \"shard\": %d, \"leader_epoch\": %d, \"open\": %s", n,
+		       h ? h->shard : -1, mp->leader_epoch, h && h->opened == 1 ? "true" : "false");
 	if (u)
 		textbuf_printf(t, ", \"log_start_offset\": %lld, \"log_end_offset\": %lld, \"high_watermark\": %lld, "
 			       "\"last_stable_offset\": %lld, \"size_bytes\": %lld, \"segments\": %lld, "

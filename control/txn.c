@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/ctl_homes.h"
 #include "control/config.h"
 #include "control/coord_load.h"
 #include "control/ctl.h"
@@ -42,9 +43,9 @@ static const struct md_partition *tp_md(struct txn_coord *tc, const struct txn_t
  * registrations and markers; another node's partition gets its markers
  * through WriteTxnMarkers and registers on a transactional produce
  * (KIP-890's verification). */
-static int tp_here(const struct txn_coord *tc, const struct md_partition *mp)
+static int tp_here(const struct txn_coord *tc, const struct md_partition *mp, struct part_addr addr)
 {
-	return md_part_opened(mp) && mp->leader == tc->b->set.node_id;
+	return ctl_part_open_on(tc->ctl, addr.topic_id, addr.index) >= 0 && mp->leader == tc->b->set.node_id;
 }
 
 static void reply(struct txn_coord *tc, struct txn *t)
@@ -72,7 +73,7 @@ static int state_write(struct txn_coord *tc, struct txn *t, int tombstone, int n
 	ssize_t len;
 	int ntopics = 0;
 
-	if (!st || !md_part_opened(&st->parts[idx]))
+	if (!st || ctl_part_open_on(tc->ctl, st->id, idx) < 0)
 		return -ENOENT;
 	for (int i = 0; i < t->ntp; i++)
 		cap += 16 + strlen(t->tp[i].topic);
@@ -179,11 +180,11 @@ void txn_register_new(struct txn_coord *tc, struct txn *t)
 		const struct md_partition *mp = tp_md(tc, &t->tp[i], &addr);
 		struct part_proxy px;
 
-		if (!mp || !tp_here(tc, mp))
+		if (!mp || !tp_here(tc, mp, addr))
 			continue;   /* deleted meanwhile, or led by another node: its leader asks
 				     * this coordinator when the producer writes there */
 		t->pending++;
-		part_proxy_txn_begin(ctl_part_proxy(tc->ctl, &px), md_part_shard(mp), addr, t->pid, t->epoch, t->begin_ns,
+		part_proxy_txn_begin(ctl_part_proxy(tc->ctl, &px), ctl_part_open_on(tc->ctl, addr.topic_id, addr.index), addr, t->pid, t->epoch, t->begin_ns,
 				     registered, t);
 	}
 	t->nregistered = t->ntp;
@@ -376,7 +377,7 @@ void txn_send_markers(struct txn_coord *tc, struct txn *t)
 			continue;
 		}
 		tp->t = t;
-		if (!tp_here(tc, mp)) {
+		if (!tp_here(tc, mp, addr)) {
 			/* another node leads it (none: the retry looks again):
 			 * sent below, one request per leader */
 			if (mp->leader >= 0 && mp->leader != tc->b->set.node_id) {
@@ -396,7 +397,8 @@ void txn_send_markers(struct txn_coord *tc, struct txn *t)
 
 			tp->marker = (struct part_marker_req){ .pid = t->pid, .epoch = t->epoch, .commit = t->commit,
 							       .done = marker_done, .cookie = tp };
-			part_proxy_txn_marker(ctl_part_proxy(tc->ctl, &px), md_part_shard(mp), addr, &tp->marker);
+			part_proxy_txn_marker(ctl_part_proxy(tc->ctl, &px), ctl_part_open_on(tc->ctl, addr.topic_id, addr.index),
+					      addr, &tp->marker);
 		}
 	}
 	for (int i = 0; remote && i < t->ntp; i++) {

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "control/ctl_homes.h"
 #include "control/coord_load.h"
 #include "control/ctl.h"
 #include "control/cutil.h"
@@ -189,7 +190,8 @@ static void load_partition(struct txn_coord *tc, const struct md_topic *t, int32
 {
 	struct part_proxy px;
 
-	part_proxy_read(ctl_part_proxy(tc->ctl, &px), md_part_shard(&t->parts[idx]), part_addr_of(t->id, idx), 0, to,
+	/* open here: its callers looked (ctl_part_open_on) */
+	part_proxy_read(ctl_part_proxy(tc->ctl, &px), ctl_part_open_on(tc->ctl, t->id, idx), part_addr_of(t->id, idx), 0, to,
 			replay_chunk, replay_end,
 			coord_load_cookie(idx, gen));
 }
@@ -210,7 +212,7 @@ void txn_replay(struct txn_coord *tc, void (*done)(struct ctl *ctl))
 			const struct md_partition *mp = &st->parts[i];
 			uint32_t gen;
 
-			if (!md_part_opened(mp) || mp->leader != self || mp->nreplicas != 1 ||
+			if (ctl_part_open_on(tc->ctl, st->id, i) < 0 || mp->leader != self || mp->nreplicas != 1 ||
 			    coord_load_lead(&tc->load, i, 1, &gen) != COORD_LOAD)
 				continue;
 			tc->replays++;
@@ -227,7 +229,7 @@ void txn_lead(struct txn_coord *tc, int32_t idx, int leads)
 
 	if (!st || coord_load_resize(&tc->load, st->nparts) < 0 || idx >= st->nparts)
 		return;
-	if (leads && !md_part_opened(&st->parts[idx]))
+	if (leads && ctl_part_open_on(tc->ctl, st->id, idx) < 0)
 		return;   /* not open here yet: once it is */
 	switch (coord_load_lead(&tc->load, idx, leads, &gen)) {
 	case COORD_LOAD:

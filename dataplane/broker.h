@@ -40,13 +40,19 @@ struct peer_sec;
 struct sasl_scram_cred;
 struct sasl_plain_users;
 struct part;   /* a partition as its owner shard holds it (dataplane/part.h) */
-/* What the owner shard publishes of a partition for the control thread's
- * metrics (control/metrics.c). Written only by the owner shard with
- * relaxed atomic stores (part_publish, the produce path), read by the
- * control thread with relaxed loads: each 64-bit word is a value the shard
- * wrote, the set is not one snapshot (a scrape never stops a shard). The
- * control thread allocates it (md_partition.pub) and frees it only at exit,
- * after the shards have stopped; one cache line of its own. */
+/* What the owner shard publishes of a partition for the control thread.
+ * Written only by the owner shard with relaxed atomic stores
+ * (part_publish, the produce path, the role's tick), read by the control
+ * thread with relaxed loads: its metrics (control/metrics.c), the log's
+ * failure (err: control/ctl_offline.c's look at the log directory) and
+ * the shards (owner_part, below). Each 64-bit word is a value the shard
+ * wrote, the set is not one snapshot (a scrape never stops a shard). Not
+ * a message: these are gauges and counters moved by every produce and
+ * fetch, read on a scrape or a 500 ms look; a message per change would
+ * put a ring send on the hot path. The control thread allocates it, keeps
+ * it in its book of partition homes (control/ctl_homes.h, whence it
+ * reads it) and frees it only at exit, after the shards have stopped;
+ * one cache line of its own. The shards find it in md_partition.pub. */
 struct part_pub {
 	int64_t log_start;
 	int64_t log_end;
@@ -81,47 +87,23 @@ struct part_pub {
 	struct part *owner_part;
 } __attribute__((aligned(64)));
 
+/* A partition in the published snapshot. Written only by the control
+ * thread while it builds a topic's entry, before publishing it; read-only
+ * once published. owner_shard and pub are the partition's home on this
+ * node, read by the shards: the control thread writes them from its own
+ * book (control/ctl_homes.h) as it publishes (control/ctl_topic.c) and
+ * never reads them back (scripts/check-layers). */
 struct md_partition {
 	int32_t index;
-	int32_t owner_shard;      /* owner shard (on this node); control: md_part_shard() */
+	int32_t owner_shard;      /* owner shard (on this node) */
 	int32_t leader_epoch;
 	int32_t leader;           /* the broker id leading it, -1: none */
 	int32_t nreplicas, nisr;
 	const int32_t *replicas;  /* broker ids, the preferred leader first; and the ISR: */
 	const int32_t *isr;       /* both in the topic's md_topic.ids */
-	int32_t opened;           /* the owner shard answered its open (0 on a node that is
-				   * no replica of it); control: md_part_opened() */
-	struct part_pub *pub;     /* written by the owner shard, read by the control
-				   * thread (metrics); allocated and freed by the
-				   * control thread, which frees it only at exit */
+	struct part_pub *pub;     /* its published block once its owner answered the open,
+				   * NULL: not open on this node (md_part_owner) */
 };
-
-/* A partition's home on this node, as the control thread uses it: the
- * owner shard, and whether that shard has it open (0 where this node hosts
- * no replica). The control thread allocates md_partition and sets these
- * once the owner shard has answered the open, but reads and writes them
- * only through these four functions, never the fields (scripts/check-layers
- * keeps it so). It never holds the shard's struct part: it names a
- * partition to its owner by value (struct part_addr, part_proxy.h). */
-static inline int32_t md_part_shard(const struct md_partition *mp)
-{
-	return mp->owner_shard;
-}
-
-static inline int md_part_opened(const struct md_partition *mp)
-{
-	return mp->opened;
-}
-
-static inline void md_part_set_shard(struct md_partition *mp, int32_t shard)
-{
-	mp->owner_shard = shard;
-}
-
-static inline void md_part_set_opened(struct md_partition *mp, int opened)
-{
-	mp->opened = opened;
-}
 
 /* @thread shard. The owner shard's struct part of mp, as the owner
  * published it (part_pub.owner_part), or NULL: not open on this node.

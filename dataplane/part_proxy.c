@@ -102,7 +102,7 @@ static void open_answered(void *self, struct shard_msg *m)
 }
 
 /* On the owner: p[0] dir, p[1] topic, p[2] md_partition, p[3] report;
- * v[0] sender, v[1] done, v[2] cookie. */
+ * v[0] sender, v[1] done, v[2] cookie, v[3] the part_pub to publish in. */
 static void owner_open(void *self, struct shard_msg *m)
 {
 	struct shard *sh = self;
@@ -135,7 +135,7 @@ static void owner_open(void *self, struct shard_msg *m)
 		 * lent: the shards find the partition through the handle this
 		 * shard publishes in pub (md_part_owner), the control thread
 		 * only learns that it is open */
-		p->pub = mp->pub;
+		p->pub = (struct part_pub *)(intptr_t)m->v[3];
 		if (p->pub) {
 			/* what the metadata says until a role says more */
 			__atomic_store_n(&p->pub->isr_size, (int64_t)mp->nisr, __ATOMIC_RELAXED);
@@ -168,11 +168,12 @@ static void owner_open(void *self, struct shard_msg *m)
 }
 
 void part_proxy_open(struct part_proxy *px, int owner, const char *dir, struct md_topic *t,
-		     struct md_partition *mp, struct part_open_report *rep, part_open_done done, void *cookie)
+		     struct md_partition *mp, struct part_pub *pub, struct part_open_report *rep,
+		     part_open_done done, void *cookie)
 {
 	struct shard_msg m = { .fn = owner_open,
 			       .p = { (void *)dir, t, mp, rep },
-			       .v = { px->from, (intptr_t)FN(done), (intptr_t)cookie } };
+			       .v = { px->from, (intptr_t)FN(done), (intptr_t)cookie, (intptr_t)pub } };
 
 	px->send(px->ctx, owner, &m);
 }

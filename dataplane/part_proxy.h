@@ -14,7 +14,8 @@
  * not found there, and the sender gets the error answer each operation
  * lists (-ENOENT mostly), never an operation on a freed struct. The
  * control thread never sees a struct part: it knows a partition as its
- * md_partition entry (owner shard, opened or not) and its address.
+ * address and its entry in its own book of partition homes (owner shard,
+ * opened or not: control/ctl_homes.h).
  *
  * Shard to shard, two requests (txn_begin_at, txn_marker_at) also take a
  * handle, the struct part * a shard read from the published metadata
@@ -90,16 +91,19 @@ struct part_open_report {
 };
 
 /* err 0: the partition is open, in the owner's list and its part_table
- * under (t->id, mp->index), and published in mp->pub (md_part_owner) for
- * the shards; the sender records only that it is open (md_part_set_opened). */
+ * under (t->id, mp->index), and its handle stored in pub->owner_part for
+ * the shards (md_part_owner, once the sender publishes pub in a snapshot);
+ * the sender records that it is open in its own book. */
 typedef void (*part_open_done)(void *self, void *cookie, int err, const struct part_open_report *rep);
 
-/* Open partition mp of topic t in dir on shard owner (t->cfg, mp->pub),
- * leading at mp->leader_epoch (or the log's latest epoch, if higher).
- * dir, t, mp and rep are borrowed until done and only read on the owner,
- * except rep, which it fills. @thread sender */
+/* Open partition mp of topic t in dir on shard owner (t->cfg), leading at
+ * mp->leader_epoch (or the log's latest epoch, if higher), publishing into
+ * pub (struct part_pub: the sender allocated it and keeps it until the
+ * owner has stopped). dir, t, mp and rep are borrowed until done and only
+ * read on the owner, except rep, which it fills. @thread sender */
 void part_proxy_open(struct part_proxy *px, int owner, const char *dir, struct md_topic *t,
-		     struct md_partition *mp, struct part_open_report *rep, part_open_done done, void *cookie);
+		     struct md_partition *mp, struct part_pub *pub, struct part_open_report *rep,
+		     part_open_done done, void *cookie);
 
 /* ---- close, config ---- */
 

@@ -76,8 +76,7 @@ static void setup(void)
 		topic.id[i] = (uint8_t)(0xa0 + i);
 	topics[0] = &topic;
 	memset(&mpub, 0, sizeof(mpub));
-	mpart.pub = &mpub;
-	mpart.opened = 0;
+	mpart.pub = &mpub;   /* as the control thread publishes it */
 	b.md = &md;
 
 	cr_assert_eq(shard_create(&b, 0, &sh, err, sizeof(err)), 0, "shard_create: %s", err);
@@ -189,12 +188,14 @@ static void on_end(void *self, void *cookie)
 static void open_partition(void)
 {
 	int want = calls + 1;
-	part_proxy_open(&px, 0, pdir, &topic, &mpart, &report, on_open, &opened);
+	struct md_partition before = mpart;
+
+	part_proxy_open(&px, 0, pdir, &topic, &mpart, &mpub, &report, on_open, &opened);
 	cr_assert_eq(calls, want - 1, "nothing runs before the shard's turn");
 	run_until(want);
 	cr_assert_eq(open_err, 0, "open: %d", open_err);
 	cr_assert_not_null(opened);
-	cr_assert_eq(mpart.opened, 0, "the owner writes nothing of the sender's metadata entry");
+	cr_assert(!memcmp(&before, &mpart, sizeof(mpart)), "the owner writes nothing of the sender's metadata entry");
 	cr_assert_eq(md_part_owner(&mpart), opened, "the owner published its partition for the shards");
 	cr_assert_eq(part_table_find(&sh->part_tab, topic.id, 0), opened, "and keyed it by (topic id, index)");
 	cr_assert_eq(sh->parts, opened, "and linked it into its list");
