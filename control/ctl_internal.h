@@ -23,7 +23,9 @@
  *                follower), told to the owner shards; the leaders' ISR
  *                changes proposed
  *   ctl_topic.c  the metadata snapshot and the operations that open,
- *                close and reconfigure partitions on their owner shards
+ *                close and reconfigure partitions on their owner shards;
+ *                the one writer of the snapshot's partition homes
+ *                (md_partition owner_shard, pub), from ctl_homes.c's book
  *   ctl_admin.c  the topic and config requests of the Kafka API
  *   ctl_follow.c the topic and config changes other nodes made, served
  *                here too
