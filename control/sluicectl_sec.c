@@ -392,39 +392,15 @@ const char *ctl_sec_protocol(const struct ctl_sec *s)
 	return protocols[s->protocol];
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int ctl_sec_wait(void *ssl, int fd, int ssl_rc, int64_t deadline)
 {
 	int e = SSL_get_error(ssl, ssl_rc);
-	struct pollfd p = { .fd = fd };
-	int64_t left;
-	int rc;
 
 	if (e == SSL_ERROR_WANT_READ)
-		p.events = POLLIN;
-	else if (e == SSL_ERROR_WANT_WRITE)
-		p.events = POLLOUT;
-	else if (e == SSL_ERROR_ZERO_RETURN)
-		return -ECONNRESET;
-	else
-		return -EPROTO;
-	for (;;) {
-		left = deadline - mono_ms();
-		if (left <= 0)
-			return -ETIMEDOUT;
-		rc = poll(&p, 1, (int)left);
-		if (rc > 0)
-			return 0;
-		if (rc < 0 && errno != EINTR)
-			return -errno;
-	}
+		return ctl_wait_fd(fd, POLLIN, deadline);
+	if (e == SSL_ERROR_WANT_WRITE)
+		return ctl_wait_fd(fd, POLLOUT, deadline);
+	return e == SSL_ERROR_ZERO_RETURN ? -ECONNRESET : -EPROTO;
 }
 
 int ctl_sec_tls_connect(const struct ctl_sec *s, int fd, const char *host, int timeout_ms, void **out, char *err,
