@@ -63,7 +63,7 @@ CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 CORE_LIB  := $(BUILD)/libsluice_core.a
 UNIT_BINS := $(UNIT_TESTS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: cluster-faults all run cluster test test-bins test-run unit-test san-unit-bins unit-bins bench check-style check-layers codegen clean setup distclean install
+.PHONY: cluster-faults all run cluster test test-bins test-run unit-test san-unit-bins san-sluiced unit-bins bench check-style check-layers codegen clean setup distclean install
 .DEFAULT_GOAL := all
 
 all: $(CORE_LIB) $(BIN_TARGETS)
@@ -98,6 +98,12 @@ SAN_BUILD := build/san
 san-unit-bins: $(SETUP_STAMP)
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) SAN=address,undefined OPT=-O1 unit-bins
 
+# sluiced in the sanitizer build too (its core library is the unit tests',
+# so this adds one object and a link): tests/integration/test_config_exits.py
+# runs each configuration error through it (exit 2, no leak report).
+san-sluiced: san-unit-bins
+	$(Q)$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) SAN=address,undefined OPT=-O1 $(SAN_BUILD)/sluiced
+
 unit-test: san-unit-bins
 	$(Q)scripts/run-unit-tests $(SAN_BUILD)/tests $(UNIT_TESTS:tests/unit/%.c=%)
 
@@ -113,7 +119,7 @@ test: $(SETUP_STAMP)
 	$(Q)$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(TEST_JOBS)) test-bins
 	$(Q)$(MAKE) --no-print-directory test-run
 
-test-bins: all san-unit-bins fuzz-bins
+test-bins: all san-unit-bins san-sluiced fuzz-bins
 
 # The scripts run TEST_LANES at a time (default 2; scripts/run-test-scripts
 # says how), except those in TEST_ALONE, which run with no other script

@@ -27,6 +27,8 @@
 #include "bench/hist.h"
 #include "bench/kafka.h"
 
+#define VERIFY_MSG_MAX 200   /* a committer's verify_msg */
+
 struct committer {
 	struct client_errs errs;    /* first: the error callback's opaque */
 	const struct gopts *o;
@@ -43,7 +45,7 @@ struct committer {
 	rd_kafka_resp_err_t first_err;
 	struct hist lat;
 	int verify_bad;
-	char verify_msg[200];
+	char verify_msg[VERIFY_MSG_MAX];
 	int64_t *last_off;          /* per partition of the topic */
 };
 
@@ -201,7 +203,8 @@ struct commit_result {
 	double seconds;
 	struct hist lat;
 	char first_err[200];
-	char verify_msg[200];
+	/* "consumer <i>: " and the consumer's own verify_msg, whole */
+	char verify_msg[sizeof("consumer -2147483648: ") + VERIFY_MSG_MAX];
 };
 
 static int run_commit(const struct gopts *o, struct broker *br, const char *topic, int n, struct commit_result *r)

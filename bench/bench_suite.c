@@ -807,7 +807,7 @@ static int sc_stored_data(struct suite *s, struct result *r)
 	struct client c;
 	struct broker br;
 	struct statvfs vfs;
-	uint64_t target = s->stored, last = 0, t0, next, recs, bytes;
+	uint64_t target = s->stored, last = 0, t0, next, recs = 0, bytes = 0;   /* recs, bytes: the run's, once it ran */
 	double secs, first_rate = 0, last_rate = 0, median;
 	int rc, nfirst = 0, nlast = 0;
 	struct row *w;

@@ -68,7 +68,10 @@ struct admin_req {
 	int refused;                  /* 1: suspended for its 401; 2: resumed, answer it */
 };
 
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type, struct textbuf *t)
+/* Queue t (its buffer goes to the response) with the Content-Type type
+ * and the NULL-ended name, value pairs of headers (may be NULL). */
+static enum MHD_Result reply_headers(struct MHD_Connection *conn, unsigned status, const char *type, struct textbuf *t,
+				     const char *const *headers)
 {
 	struct MHD_Response *r;
 	enum MHD_Result rc;
@@ -84,17 +87,31 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
 	}
 	t->p = NULL;   /* the response owns it */
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	for (; headers && *headers; headers += 2)
+		MHD_add_response_header(r, headers[0], headers[1]);
 	rc = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	return rc;
 }
 
-static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, const char *msg)
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type, struct textbuf *t)
+{
+	return reply_headers(conn, status, type, t, NULL);
+}
+
+/* msg and a newline as text/plain, with headers as for reply_headers. */
+static enum MHD_Result reply_text_headers(struct MHD_Connection *conn, unsigned status, const char *msg,
+					  const char *const *headers)
 {
 	struct textbuf t = { 0 };
 
 	textbuf_printf(&t, "%s\n", msg);
-	return reply(conn, status, "text/plain; charset=utf-8", &t);
+	return reply_headers(conn, status, "text/plain; charset=utf-8", &t, headers);
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, const char *msg)
+{
+	return reply_text_headers(conn, status, msg, NULL);
 }
 
 struct config_walk {
@@ -308,25 +325,15 @@ static int is_super_user(const struct admin_http *a, const char *principal)
 
 static enum MHD_Result reply_401(struct MHD_Connection *conn)
 {
-	struct textbuf t = { 0 };
-	struct MHD_Response *r;
-	enum MHD_Result rc;
+	static const char *const challenge[] = {
+		MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"sluice\", charset=\"UTF-8\"",
+		MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"sluice\"", NULL,
+	};
 
-	textbuf_printf(&t, "authentication required: HTTP Basic with a SCRAM user of the cluster, a bearer "
-			   "token of admin.auth.token.file or a client certificate (admin.require.auth=true)\n");
-	if (t.oom)
-		return MHD_NO;
-	r = MHD_create_response_from_buffer_with_free_callback(t.len, t.p, free);
-	if (!r) {
-		textbuf_fini(&t);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"sluice\", charset=\"UTF-8\"");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"sluice\"");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-	rc = MHD_queue_response(conn, MHD_HTTP_UNAUTHORIZED, r);
-	MHD_destroy_response(r);
-	return rc;
+	return reply_text_headers(conn, MHD_HTTP_UNAUTHORIZED,
+				  "authentication required: HTTP Basic with a SCRAM user of the cluster, a bearer "
+				  "token of admin.auth.token.file or a client certificate (admin.require.auth=true)",
+				  challenge);
 }
 
 /* s for the log: at most 100 bytes, anything unprintable as '?' (a user
@@ -436,22 +443,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	if (!strcmp(url, "/v1/tls/reload") && !strcmp(method, MHD_HTTP_METHOD_POST))
 		return serve_tls_reload(a, conn);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD)) {
-		struct textbuf t = { 0 };
-		struct MHD_Response *r;
-		enum MHD_Result rc;
+		static const char *const allow[] = { MHD_HTTP_HEADER_ALLOW, "GET, HEAD", NULL };
 
-		textbuf_printf(&t, "method not allowed: only GET and HEAD\n");
-		if (t.oom)
-			return MHD_NO;
-		r = MHD_create_response_from_buffer_with_free_callback(t.len, t.p, free);
-		if (!r) {
-			textbuf_fini(&t);
-			return MHD_NO;
-		}
-		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-		rc = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, r);
-		MHD_destroy_response(r);
-		return rc;
+		return reply_text_headers(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: only GET and HEAD",
+					  allow);
 	}
 	if (!strcmp(url, "/metrics"))
 		return serve_metrics(a, conn);

@@ -193,6 +193,18 @@ static void ctl_init_topic_done(struct ctl *ctl, void *cookie, int err, const st
 
 static void ctl_init_meta(struct ctl *ctl, int err, const char *msg);
 
+/* The metadata image and the two coordinators freed (ctl_fini, and
+ * ctl_init when the quorum does not open). */
+static void ctl_image_coords_free(struct ctl *ctl)
+{
+	metalog_close(ctl->ml);
+	ctl->ml = NULL;
+	txn_coord_destroy(ctl->tc);
+	ctl->tc = NULL;
+	group_coord_destroy(ctl->gc);
+	ctl->gc = NULL;
+}
+
 /* Start-up: the metadata quorum opened (its log replayed into the image);
  * the rest runs once this node leads it (ctl_init_meta). 0, or -errno
  * with the start-up error set (ctl_wait_ready reports it). */
@@ -216,6 +228,13 @@ int ctl_init(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 
 		snprintf(msg, sizeof(msg), "cannot open the metadata log in %s: %s", ctl->b->set.data_dir,
 			 err[0] ? err : strerror(-rc));
+		/* what was made, undone (the thread ends without ctl_fini):
+		 * a node.id or cluster.id that contradicts the data directory
+		 * is a configuration error, exit 2 with nothing left behind */
+		ctl_quorum_close(ctl);
+		peer_kafka_free(ctl->peers);
+		ctl->peers = NULL;
+		ctl_image_coords_free(ctl);
 		ctl_set_ready(ctl, rc, msg);
 		return rc;
 	}
@@ -569,12 +588,7 @@ void ctl_fini(struct ctl *ctl)
 	ctl_elect_fini(ctl);
 	ctl_reassign_fini(ctl);
 	ctl_follow_fini(ctl);
-	metalog_close(ctl->ml);
-	ctl->ml = NULL;
-	txn_coord_destroy(ctl->tc);
-	ctl->tc = NULL;
-	group_coord_destroy(ctl->gc);
-	ctl->gc = NULL;
+	ctl_image_coords_free(ctl);
 	ctl_topics_fini(ctl);
 	/* the shards have stopped: nobody is left to take these */
 	for (int i = 0; i < b->set.nshards; i++) {

@@ -78,6 +78,7 @@
 
 #include "control/ctl_internal.h"
 #include "control/cutil.h"
+#include "control/inbuf.h"
 #include "control/metalog.h"
 #include "control/quorum.h"
 
@@ -134,8 +135,7 @@ struct ch_conn {
 	int closing;
 	int fetcher;                    /* an observer fetched on it (DescribeQuorum) */
 	uint64_t fetched;               /* the index before its last fetch's first */
-	char *rbuf;
-	size_t rlen, rcap;
+	struct inbuf in;                /* frames read */
 };
 
 struct ch_write {
@@ -299,7 +299,7 @@ static void conn_closed(uv_handle_t *h)
 	if (*pp)
 		*pp = c->next;
 	raft_free(c->s);
-	free(c->rbuf);
+	inbuf_fini(&c->in);
 	free(c);
 }
 
@@ -317,17 +317,9 @@ static void conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	struct ch_conn *c = h->data;
 
 	(void)suggested;
-	if (c->rcap - c->rlen < 4096) {
-		size_t cap = c->rcap ? c->rcap * 2 : 65536;
-		char *n = realloc(c->rbuf, cap);
-
-		if (!n)
-			abort();   /* the control thread's own bookkeeping */
-		c->rbuf = n;
-		c->rcap = cap;
-	}
-	buf->base = c->rbuf + c->rlen;
-	buf->len = c->rcap - c->rlen;
+	inbuf_room(&c->in);
+	buf->base = (char *)c->in.p + c->in.len;
+	buf->len = c->in.cap - c->in.len;
 }
 
 static void serve_frame(struct ch_conn *c, int type, uint64_t id, const char *p, size_t len);
@@ -345,28 +337,27 @@ static void conn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		conn_close(c);
 		return;
 	}
-	c->rlen += (size_t)n;
-	while (!c->closing && c->rlen - off >= 4) {
-		uint32_t len = le32_load(c->rbuf + off);
+	c->in.len += (size_t)n;
+	while (!c->closing && c->in.len - off >= 4) {
+		uint32_t len = le32_load(c->in.p + off);
 
 		if (len < CH_HDR - 4 || len > CH_FRAME_MAX) {
 			conn_close(c);
 			return;
 		}
-		if (c->rlen - off < 4 + (size_t)len)
+		if (c->in.len - off < 4 + (size_t)len)
 			break;
 		if (c == c->ch->out)
-			answer_frame(c->ch, (uint8_t)c->rbuf[off + 4], le64_load(c->rbuf + off + 5),
-				     c->rbuf + off + CH_HDR, len + 4 - CH_HDR);
+			answer_frame(c->ch, (uint8_t)c->in.p[off + 4], le64_load(c->in.p + off + 5),
+				     (const char *)c->in.p + off + CH_HDR, len + 4 - CH_HDR);
 		else
-			serve_frame(c, (uint8_t)c->rbuf[off + 4], le64_load(c->rbuf + off + 5), c->rbuf + off + CH_HDR,
-				    len + 4 - CH_HDR);
+			serve_frame(c, (uint8_t)c->in.p[off + 4], le64_load(c->in.p + off + 5),
+				    (const char *)c->in.p + off + CH_HDR, len + 4 - CH_HDR);
 		off += 4 + (size_t)len;
 	}
 	if (c->closing)
 		return;
-	memmove(c->rbuf, c->rbuf + off, c->rlen - off);
-	c->rlen -= off;   /* conn_alloc grows the buffer for a longer frame */
+	inbuf_consume(&c->in, off);   /* conn_alloc grows the buffer for a longer frame */
 }
 
 static struct ch_conn *conn_new(struct ctl_channel *ch, uv_stream_t *s, int32_t peer)

@@ -11,6 +11,8 @@
  *                the committed records
  *   ctl_quorum.c the metadata log on the Raft quorum: the image follows
  *                the committed records; start-up, import, proposals
+ *   ctl_quorum_describe.c DescribeQuorum: this node's view of the quorum,
+ *                or the leader's, asked over the controller channel
  *   ctl_meta.c   changes to the metadata: a record proposed, its
  *                continuation run once it was applied (or refused)
  *   ctl_brokers.c this node as a broker (registration, heartbeats) and

@@ -468,5 +468,5 @@ int meta_parts_build_reassign(struct enc *e, const struct meta_topic *t, int32_t
 	enc_ids(e, replicas, nreplicas);
 	enc_ids(e, adding, nadding);
 	enc_ids(e, removing, nremoving);
-	return 0;
+	return 1;
 }

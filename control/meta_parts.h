@@ -74,7 +74,7 @@ void meta_part_encode(struct enc *e, int32_t leader, int32_t leader_epoch, int32
 int meta_parts_build_change(struct enc *e, const struct meta_topic *t, int32_t partition, int32_t leader,
 			    const int32_t *isr, int nisr, const int32_t *replicas, int nreplicas);
 /* The body of a PARTITION_REASSIGN (metalog_build_partition_reassign)
- * into e: 0, or -EINVAL. */
+ * into e: 1 (written, as meta_parts_build_change), or -EINVAL. */
 int meta_parts_build_reassign(struct enc *e, const struct meta_topic *t, int32_t partition, int32_t leader,
 			      const int32_t *isr, int nisr, const int32_t *replicas, int nreplicas,
 			      const int32_t *adding, int nadding, const int32_t *removing, int nremoving);

@@ -264,19 +264,23 @@ int metalog_build_partitions_placed(const struct metalog *ml, const char *name, 
 	return placed_records(ml, &r, t->id, t->partitions, new_total - t->partitions, rf, replicas, recs, nrecs);
 }
 
+/* The record a meta_parts builder wrote into e (built: 1), or what it
+ * returned (0: nothing to write, with out->len 0; or an error). */
+static int part_finish(struct enc *e, struct metalog_rec *out, int built)
+{
+	return built <= 0 ? built : rec_finish(e, out);
+}
+
 int metalog_build_partition_change(const struct metalog *ml, const char *name, int32_t partition, int32_t leader,
 				   const int32_t *isr, int nisr, const int32_t *replicas, int nreplicas,
 				   struct metalog_rec *out)
 {
 	struct enc e = ENC_INIT(ml, ml->rbuf);
 	struct meta_topic *t = topic_for(ml, name, out);
-	int rc;
 
-	if (!t)
-		return -ENOENT;
-	if ((rc = meta_parts_build_change(&e, t, partition, leader, isr, nisr, replicas, nreplicas)) <= 0)
-		return rc;               /* an error, or nothing to write */
-	return rec_finish(&e, out);
+	return !t ? -ENOENT
+		  : part_finish(&e, out, meta_parts_build_change(&e, t, partition, leader, isr, nisr, replicas,
+								  nreplicas));
 }
 
 int metalog_build_partition_reassign(const struct metalog *ml, const char *name, int32_t partition, int32_t leader,
@@ -286,14 +290,10 @@ int metalog_build_partition_reassign(const struct metalog *ml, const char *name,
 {
 	struct enc e = ENC_INIT(ml, ml->rbuf);
 	struct meta_topic *t = topic_for(ml, name, out);
-	int rc;
 
-	if (!t)
-		return -ENOENT;
-	if ((rc = meta_parts_build_reassign(&e, t, partition, leader, isr, nisr, replicas, nreplicas, adding,
-					    nadding, removing, nremoving)) < 0)
-		return rc;
-	return rec_finish(&e, out);
+	return !t ? -ENOENT
+		  : part_finish(&e, out, meta_parts_build_reassign(&e, t, partition, leader, isr, nisr, replicas,
+								    nreplicas, adding, nadding, removing, nremoving));
 }
 
 int metalog_build_config(const struct metalog *ml, const char *name, const char *key, const char *value,

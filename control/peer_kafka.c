@@ -19,6 +19,7 @@
 
 #include "control/ctl.h"
 #include "control/ctl_internal.h"
+#include "control/inbuf.h"
 #include "control/peer_kafka.h"
 #include "dataplane/broker.h"
 #include "dataplane/kafka/kafka_codec.h"
@@ -53,8 +54,7 @@ struct pk_conn {
 	int tcp_open;                   /* tcp initialised (closed by uv_close) */
 	int resolving;                  /* a resolve in flight (holds the struct) */
 	struct pk_req *reqs, **tail;
-	uint8_t *rbuf;
-	size_t rlen, rcap;
+	struct inbuf in;                /* frames read, when the session is not in between */
 	/* a secured inter-broker listener (b->peer_sec): TLS and/or SASL
 	 * first (PK_HANDSHAKE), then frames through it; NULL on PLAINTEXT */
 	struct peer_session *sess;
@@ -119,7 +119,7 @@ static void conn_maybe_free(struct pk_conn *c)
 	if (c->tcp_open || c->resolving)
 		return;
 	peer_session_destroy(c->sess);
-	free(c->rbuf);
+	inbuf_fini(&c->in);
 	free(c);
 }
 
@@ -212,20 +212,6 @@ static void req_write(struct pk_conn *c, struct pk_req *r)
 
 /* ---- reading ------------------------------------------------------------ */
 
-/* At least 4 KiB free at the end of c's input buffer (doubled as needed). */
-static void rbuf_room(struct pk_conn *c)
-{
-	if (c->rcap - c->rlen < 4096) {
-		size_t cap = c->rcap ? c->rcap * 2 : 65536;
-		uint8_t *n = realloc(c->rbuf, cap);
-
-		if (!n)
-			abort();   /* the control thread's own bookkeeping */
-		c->rbuf = n;
-		c->rcap = cap;
-	}
-}
-
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	struct pk_conn *c = h->data;
@@ -238,9 +224,9 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 		buf->len = cap;
 		return;
 	}
-	rbuf_room(c);
-	buf->base = (char *)c->rbuf + c->rlen;
-	buf->len = c->rcap - c->rlen;
+	inbuf_room(&c->in);
+	buf->base = (char *)c->in.p + c->in.len;
+	buf->len = c->in.cap - c->in.len;
 }
 
 /* One response message (after its size): its request completes (with
@@ -311,26 +297,27 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		}
 		n = 0;
 		for (;;) {
-			rbuf_room(c);
-			if ((k = peer_session_read(c->sess, c->rbuf + c->rlen, (uint32_t)(c->rcap - c->rlen))) <= 0)
+			inbuf_room(&c->in);
+			k = peer_session_read(c->sess, c->in.p + c->in.len, (uint32_t)(c->in.cap - c->in.len));
+			if (k <= 0)
 				break;
-			c->rlen += (size_t)k;
+			c->in.len += (size_t)k;
 		}
 		if (k < 0) {
 			conn_fail(c, -ECONNRESET);
 			return;
 		}
 	}
-	c->rlen += (size_t)n;
-	while (c->state == PK_READY && c->rlen - off >= 4) {
-		const uint8_t *p = c->rbuf + off;
+	c->in.len += (size_t)n;
+	while (c->state == PK_READY && c->in.len - off >= 4) {
+		const uint8_t *p = c->in.p + off;
 		uint32_t len = be32_load(p);
 
 		if (len > FRAME_MAX) {
 			conn_fail(c, -EBADMSG);
 			return;
 		}
-		if (c->rlen - off < 4 + (size_t)len)
+		if (c->in.len - off < 4 + (size_t)len)
 			break;
 		if (answer(c, p + 4, len) == -EPROTO) {
 			conn_fail(c, -EPROTO);   /* out of step with the peer */
@@ -340,8 +327,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	}
 	if (c->state != PK_READY)
 		return;
-	memmove(c->rbuf, c->rbuf + off, c->rlen - off);
-	c->rlen -= off;
+	inbuf_consume(&c->in, off);
 }
 
 /* ---- connecting --------------------------------------------------------- */

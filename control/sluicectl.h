@@ -301,6 +301,12 @@ bool parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
 /* "2026-11-29T16:00:00Z", "2026-11-29 16:00:00" (UTC) or ms since the epoch. */
 bool parse_time_ms(const char *s, int64_t *out);
 int64_t now_ms(void);
+/* control/sluicectl_wait.c: CLOCK_MONOTONIC in ms, what deadlines of
+ * waits are measured in. */
+int64_t mono_ms(void);
+/* Wait until fd is ready for events (poll's) or deadline (mono_ms)
+ * passes: 0, -ETIMEDOUT or -errno; EINTR retried. */
+int ctl_wait_fd(int fd, short events, int64_t deadline);
 
 /* Shared lookups (control/sluicectl.c). */
 struct kafka_metadata_response *ctl_metadata(struct ctl *c, const char *const *topics, int n);

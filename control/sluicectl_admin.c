@@ -22,24 +22,6 @@
 
 #define HTTP_MAX_BODY (64u << 20)   /* a /v1 answer is small; refuse runaway ones */
 
-/* Wait for events on fd until deadline (ms since the epoch). 0 or -ETIMEDOUT / -errno. */
-static int wait_fd(int fd, short events, int64_t deadline)
-{
-	for (;;) {
-		int64_t left = deadline - now_ms();
-		struct pollfd p = { .fd = fd, .events = events };
-		int rc;
-
-		if (left <= 0)
-			return -ETIMEDOUT;
-		rc = poll(&p, 1, (int)left);
-		if (rc > 0)
-			return 0;
-		if (rc < 0 && errno != EINTR)
-			return -errno;
-	}
-}
-
 static int connect_to(const char *host, int port, int64_t deadline, char *err, size_t errlen)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
@@ -64,7 +46,7 @@ static int connect_to(const char *host, int port, int64_t deadline, char *err, s
 		}
 		if (connect(fd, it->ai_addr, it->ai_addrlen) < 0 && errno != EINPROGRESS) {
 			last = -errno;
-		} else if ((rc = wait_fd(fd, POLLOUT, deadline)) < 0) {
+		} else if ((rc = ctl_wait_fd(fd, POLLOUT, deadline)) < 0) {
 			last = rc;
 		} else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr) {
 			last = soerr ? -soerr : -errno;
@@ -114,7 +96,7 @@ int http_get(const char *host, int port, const char *path, const char *auth, con
 	     int timeout_ms, struct http_reply *r)
 {
 	SSL *ssl = NULL;
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = mono_ms() + timeout_ms;
 	char req[8192];
 	size_t len = 0, cap = 4096, sent = 0, reqlen;
 	char *buf = NULL, *hend, *p;
@@ -135,7 +117,7 @@ int http_get(const char *host, int port, const char *path, const char *auth, con
 	if (tls) {
 		void *s = NULL;
 
-		rc = ctl_sec_tls_connect(tls, fd, host, (int)(deadline - now_ms()), &s, r->err, sizeof r->err);
+		rc = ctl_sec_tls_connect(tls, fd, host, (int)(deadline - mono_ms()), &s, r->err, sizeof r->err);
 		if (rc < 0) {
 			close(fd);
 			return rc;
@@ -154,7 +136,7 @@ int http_get(const char *host, int port, const char *path, const char *auth, con
 			snprintf(r->err, sizeof r->err, "send: %s", strerror(errno));
 			goto fail;
 		}
-		if ((rc = wait_fd(fd, POLLOUT, deadline)) < 0) {
+		if ((rc = ctl_wait_fd(fd, POLLOUT, deadline)) < 0) {
 			snprintf(r->err, sizeof r->err, "send: %s", strerror(-rc));
 			goto fail;
 		}
@@ -208,7 +190,7 @@ int http_get(const char *host, int port, const char *path, const char *auth, con
 			snprintf(r->err, sizeof r->err, "receive: %s", strerror(errno));
 			goto fail;
 		}
-		if ((rc = wait_fd(fd, POLLIN, deadline)) < 0) {
+		if ((rc = ctl_wait_fd(fd, POLLIN, deadline)) < 0) {
 			snprintf(r->err, sizeof r->err, "no answer within %d ms", timeout_ms);
 			goto fail;
 		}

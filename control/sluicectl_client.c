@@ -28,14 +28,6 @@ struct kclient_mem {
 	uint8_t *arena;
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait until fd is ready for events or the deadline passes. With a
  * label (kclient.waiting) and a terminal on stderr, a long wait shows how
  * long it has lasted, once a second: one request can be long work (a topic
@@ -46,26 +38,17 @@ static int wait_fd_label(int fd, short events, int64_t deadline, const char *lab
 	int tty = label && isatty(2);
 
 	for (;;) {
-		struct pollfd p = { .fd = fd, .events = events };
-		int64_t now = mono_ms(), left = deadline - now;
-		int rc;
+		int64_t now = mono_ms();
+		int rc = ctl_wait_fd(fd, events, tty && deadline - now > 1000 ? now + 1000 : deadline);
 
-		if (left <= 0) {
-			if (shown)
+		if (rc == 0 && shown)
+			fprintf(stderr, "\r%s: done after %lld s\n", label, (long long)((mono_ms() - start) / 1000));
+		if (rc != -ETIMEDOUT || mono_ms() >= deadline) {
+			if (rc < 0 && shown)
 				fprintf(stderr, "\n");
-			return -ETIMEDOUT;
+			return rc;
 		}
-		if (tty && left > 1000)
-			left = 1000;
-		rc = poll(&p, 1, (int)left);
-		if (rc > 0) {
-			if (shown)
-				fprintf(stderr, "\r%s: done after %lld s\n", label, (long long)((mono_ms() - start) / 1000));
-			return 0;
-		}
-		if (rc < 0 && errno != EINTR)
-			return -errno;
-		if (tty && mono_ms() - start >= 1000) {
+		if (mono_ms() - start >= 1000) {
 			shown = 1;
 			fprintf(stderr, "\r%s: waiting for the broker, %lld s", label,
 				(long long)((mono_ms() - start) / 1000));

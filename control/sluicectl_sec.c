@@ -20,6 +20,7 @@
 #include <openssl/x509v3.h>
 
 #include "control/sluicectl.h"
+#include "dataplane/jaas.h"
 #include "dataplane/sasl.h"
 #include "dataplane/scram.h"
 #include "dataplane/tls.h"
@@ -49,93 +50,29 @@ static int bad(char *err, size_t errlen, const char *file, int line, const char 
 }
 
 /* Kafka's JAAS form for a client: `<LoginModule> required username="u"
- * password="p";` Sets s->user and s->password; *module gets 'P'
- * (PlainLoginModule) or 'S' (ScramLoginModule). */
+ * password="p";` (dataplane/jaas.c reads it). Sets s->user and
+ * s->password; *module gets 'P' (PlainLoginModule) or 'S'
+ * (ScramLoginModule). */
 static int jaas_client(struct ctl_sec *s, const char *v, char *module, char *why, size_t whylen)
 {
-	const char *p = v;
-	int words = 0;
+	struct jaas_head h;
 
 	*module = 0;
-	while (*p) {
-		const char *k, *eq, *val;
-		size_t klen, vlen;
-
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (!*p || *p == ';')
-			break;
-		k = p;
-		while (*p && *p != '=' && *p != ' ' && *p != '\t' && *p != ';')
-			p++;
-		if (*p != '=') {
-			words++;
-			if (words == 1) {
-				size_t l = (size_t)(p - k);
-
-				if (l >= 16 && !strncmp(p - 16, "ScramLoginModule", 16))
-					*module = 'S';
-				else if (l >= 16 && !strncmp(p - 16, "PlainLoginModule", 16))
-					*module = 'P';
-				else {
-					snprintf(why, whylen, "the login module '%.*s' is neither "
-						 "org.apache.kafka.common.security.scram.ScramLoginModule nor "
-						 "org.apache.kafka.common.security.plain.PlainLoginModule",
-						 (int)(l > 80 ? 80 : l), k);
-					return -EINVAL;
-				}
-			} else if (words == 2) {
-				if ((size_t)(p - k) != 8 || strncmp(k, "required", 8)) {
-					snprintf(why, whylen, "the control flag must be 'required'");
-					return -EINVAL;
-				}
-			} else {
-				snprintf(why, whylen, "expected key=\"value\" after the login module and 'required'");
-				return -EINVAL;
-			}
-			continue;
-		}
-		eq = p++;
-		klen = (size_t)(eq - k);
-		if (words < 2) {
-			snprintf(why, whylen, "expected <LoginModule> required username=\"...\" password=\"...\";");
-			return -EINVAL;
-		}
-		if (*p != '"') {
-			snprintf(why, whylen, "the value of %.*s must be in double quotes", (int)klen, k);
-			return -EINVAL;
-		}
-		val = ++p;
-		while (*p && *p != '"')
-			p++;
-		if (*p != '"') {
-			snprintf(why, whylen, "the value of %.*s has no closing quote", (int)klen, k);
-			return -EINVAL;
-		}
-		vlen = (size_t)(p - val);
-		p++;
-		if (klen == 8 && !strncmp(k, "username", 8)) {
-			if (vlen >= sizeof(s->user) || !vlen) {
-				snprintf(why, whylen, "username is empty or longer than %zu bytes", sizeof(s->user) - 1);
-				return -EINVAL;
-			}
-			memcpy(s->user, val, vlen);
-			s->user[vlen] = 0;
-		} else if (klen == 8 && !strncmp(k, "password", 8)) {
-			if (vlen >= sizeof(s->password)) {
-				snprintf(why, whylen, "password is longer than %zu bytes", sizeof(s->password) - 1);
-				return -EINVAL;
-			}
-			memcpy(s->password, val, vlen);
-			s->password[vlen] = 0;
-			s->have_password = true;
-		}
-		/* other options (tokenauth, ...) are not for sluicectl: ignored */
-	}
-	if (words < 2) {
-		snprintf(why, whylen, "expected <LoginModule> required username=\"...\" password=\"...\";");
+	if (jaas_login(v, &h, s->user, sizeof(s->user), s->password, sizeof(s->password), &s->have_password, why,
+		       whylen) < 0)
+		return -EINVAL;
+	if (h.kind == JAAS_MODULE_OTHER) {
+		snprintf(why, whylen, "the login module '%.*s' is neither "
+			 "org.apache.kafka.common.security.scram.ScramLoginModule nor "
+			 "org.apache.kafka.common.security.plain.PlainLoginModule",
+			 (int)(h.module_len > 80 ? 80 : h.module_len), h.module);
 		return -EINVAL;
 	}
+	if (h.flag_len != 8 || strncmp(h.flag, "required", 8)) {
+		snprintf(why, whylen, "the control flag must be 'required'");
+		return -EINVAL;
+	}
+	*module = h.kind == JAAS_MODULE_PLAIN ? 'P' : 'S';
 	return 0;
 }
 
@@ -455,39 +392,15 @@ const char *ctl_sec_protocol(const struct ctl_sec *s)
 	return protocols[s->protocol];
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int ctl_sec_wait(void *ssl, int fd, int ssl_rc, int64_t deadline)
 {
 	int e = SSL_get_error(ssl, ssl_rc);
-	struct pollfd p = { .fd = fd };
-	int64_t left;
-	int rc;
 
 	if (e == SSL_ERROR_WANT_READ)
-		p.events = POLLIN;
-	else if (e == SSL_ERROR_WANT_WRITE)
-		p.events = POLLOUT;
-	else if (e == SSL_ERROR_ZERO_RETURN)
-		return -ECONNRESET;
-	else
-		return -EPROTO;
-	for (;;) {
-		left = deadline - mono_ms();
-		if (left <= 0)
-			return -ETIMEDOUT;
-		rc = poll(&p, 1, (int)left);
-		if (rc > 0)
-			return 0;
-		if (rc < 0 && errno != EINTR)
-			return -errno;
-	}
+		return ctl_wait_fd(fd, POLLIN, deadline);
+	if (e == SSL_ERROR_WANT_WRITE)
+		return ctl_wait_fd(fd, POLLOUT, deadline);
+	return e == SSL_ERROR_ZERO_RETURN ? -ECONNRESET : -EPROTO;
 }
 
 int ctl_sec_tls_connect(const struct ctl_sec *s, int fd, const char *host, int timeout_ms, void **out, char *err,

@@ -131,17 +131,60 @@ static int parse_dpdk(const struct config *cfg, struct broker *b)
 
 /* Tell every shard to stop (they finish in-flight requests, write what is
  * buffered, checkpoint their logs) and wait for them. */
-static void stop_shards(struct broker *b)
+static void stop_shards(struct broker *b, int nstarted)
 {
 	__atomic_store_n(&b->stopping, 1, __ATOMIC_SEQ_CST);
-	for (int i = 0; i < b->set.nshards; i++) {
+	for (int i = 0; i < nstarted; i++) {
 		uint64_t one = 1;
 
 		if (write(b->shards[i]->wake_fd, &one, sizeof(one)) < 0)
 			continue;   /* the counter is full: a wake-up is pending anyway */
 	}
-	for (int i = 0; i < b->set.nshards; i++)
+	for (int i = 0; i < nstarted; i++)
 		shard_join(b->shards[i]);
+}
+
+/* Everything main made, undone (each part only if it was made): every
+ * exit of main comes here, so that a sanitizer build finds nothing left
+ * behind, a configuration error included (exit 2, not LeakSanitizer's).
+ * scram: the --add-scram credentials not yet handed to b. */
+static void release(struct config *cfg, struct broker *b, struct ctl *ctl, int nstarted, struct peer_sec *peer_sec,
+		    struct sasl_scram_cred *scram, int nscram)
+{
+	for (int i = 0; i < nscram; i++)
+		free((char *)scram[i].name);
+	if (b && nstarted)
+		stop_shards(b, nstarted);
+	if (ctl)
+		ctl_stop(ctl);
+	if (b) {
+		for (int i = 0; i < BROKER_MAX_SHARDS; i++)
+			if (b->shards[i])
+				shard_destroy(b->shards[i]);
+		native_dpdk_stop(b);
+		tls_server_destroy(b->tls);
+		for (int i = 0; i < b->set.nlisteners; i++) {
+			sasl_plain_users_free(b->set.listeners[i].plain);
+			free(b->set.listeners[i].plain);
+		}
+		for (int i = 0; i < b->nboot_scram; i++)
+			free((char *)b->boot_scram[i].name);
+		free(b->boot_scram);
+		for (int i = 0; i < b->set.nsuper_users; i++)
+			free(b->set.super_users[i]);
+		free(b->set.super_users);
+		free(b->conns.ip_slots);
+		for (int i = 0; i <= BROKER_MAX_SHARDS; i++)
+			for (int j = 0; j <= BROKER_MAX_SHARDS; j++)
+				if (b->rings[i][j]) {
+					free(b->rings[i][j]->slots);
+					free(b->rings[i][j]);
+				}
+		free(b);
+	}
+	tls_client_destroy(peer_sec->tls_client);
+	memset(peer_sec->password, 0, sizeof(peer_sec->password));
+	config_destroy(cfg);
 }
 
 /* super.users: principals separated by semicolons, each trimmed; empty
@@ -176,11 +219,11 @@ static int super_users_split(const char *v, struct broker_settings *set)
 int main(int argc, char **argv)
 {
 	struct config *cfg;
-	struct broker *b;
-	struct ctl *ctl;
+	struct broker *b = NULL;
+	struct ctl *ctl = NULL;
 	char err[1024];
 	struct node_role role;
-	int rc, nshards;
+	int rc, nshards = 0, nstarted = 0, code = 2;   /* code: main's exit status (2 until the checks pass) */
 	sigset_t sigs;
 	struct sasl_scram_cred scram[16];
 	int nscram = 0;
@@ -193,11 +236,11 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--config")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "sluiced: --config needs a file\n");
-				return 2;
+				goto out;
 			}
 			if (config_load_file(cfg, argv[i + 1], err, sizeof(err)) < 0) {
 				fprintf(stderr, "sluiced: %s\n", err);
-				return 2;
+				goto out;
 			}
 		}
 	for (int i = 1; i < argc; i++) {
@@ -206,7 +249,8 @@ int main(int argc, char **argv)
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
-			return 0;
+			code = 0;
+			goto out;
 		}
 		if (!strcmp(a, "--config")) {
 			i++;
@@ -215,7 +259,7 @@ int main(int argc, char **argv)
 		if (!v) {
 			fprintf(stderr, "sluiced: %s needs a value\n", a);
 			usage(stderr);
-			return 2;
+			goto out;
 		}
 		i++;
 		if (!strcmp(a, "--set")) {
@@ -223,40 +267,40 @@ int main(int argc, char **argv)
 
 			if (!eq) {
 				fprintf(stderr, "sluiced: --set %s: expected KEY=VALUE\n", v);
-				return 2;
+				goto out;
 			}
 			snprintf(buf, sizeof(buf), "%.*s", (int)(eq - v), v);
 			if (set_or_die(cfg, buf, eq + 1, "--set") < 0)
-				return 2;
+				goto out;
 		} else if (!strcmp(a, "--data-dir")) {
 			if (set_or_die(cfg, "log.dirs", v, "--data-dir") < 0)
-				return 2;
+				goto out;
 		} else if (!strcmp(a, "--listen")) {
 			snprintf(buf, sizeof(buf), "PLAINTEXT://%s", v);
 			if (set_or_die(cfg, "listeners", buf, "--listen") < 0)
-				return 2;
+				goto out;
 		} else if (!strcmp(a, "--shards")) {
 			if (set_or_die(cfg, "shards", v, "--shards") < 0)
-				return 2;
+				goto out;
 		} else if (!strcmp(a, "--add-scram")) {
 			char *name;
 
 			if (nscram == (int)(sizeof(scram) / sizeof(scram[0]))) {
 				fprintf(stderr, "sluiced: --add-scram: at most %d\n", nscram);
-				return 2;
+				goto out;
 			}
 			if (sasl_add_scram_parse(v, &scram[nscram], &name, err, sizeof(err)) < 0) {
 				fprintf(stderr, "sluiced: --add-scram: %s\n", err);
-				return 2;
+				goto out;
 			}
 			nscram++;
 		} else if (!strcmp(a, "--node-id")) {
 			if (set_or_die(cfg, "node.id", v, "--node-id") < 0)
-				return 2;
+				goto out;
 		} else {
 			fprintf(stderr, "sluiced: unknown option '%s'\n", a);
 			usage(stderr);
-			return 2;
+			goto out;
 		}
 	}
 
@@ -271,23 +315,26 @@ int main(int argc, char **argv)
 		    aport && shard_probe_port(ahost, aport, err, sizeof(err)) == -EADDRINUSE) {
 			fprintf(stderr, "sluiced: admin.listen: %s is held by another process: choose another with "
 				"--set admin.listen=HOST:PORT\n", al);
-			config_destroy(cfg);
-			return 2;
+			goto out;
 		}
 	}
 	/* this node's place in the cluster: roles, voters, which listener
 	 * is the clients' (exit 2 naming the key on a contradiction) */
 	if (node_role_check(cfg, &role, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sluiced: %s\n", err);
-		config_destroy(cfg);
-		return 2;
+		goto out;
 	}
-	b = calloc(1, sizeof(*b));
+	if (!(b = calloc(1, sizeof(*b))) ||
+	    (nscram && !(b->boot_scram = calloc((size_t)nscram, sizeof(*b->boot_scram))))) {
+		fprintf(stderr, "sluiced: out of memory\n");
+		code = 1;
+		goto out;
+	}
 	b->cfg = cfg;
 	if (nscram) {
-		b->boot_scram = calloc((size_t)nscram, sizeof(*b->boot_scram));
 		memcpy(b->boot_scram, scram, sizeof(scram[0]) * (size_t)nscram);
 		b->nboot_scram = nscram;
+		nscram = 0;   /* b owns them */
 	}
 	b->controller_id = -1;     /* until the quorum names its leader */
 	snprintf(b->set.listen_host, sizeof(b->set.listen_host), "%s", role.listen_host);
@@ -303,9 +350,7 @@ int main(int argc, char **argv)
 	 * are told (exit 2 naming the key: a SASL mechanism not implemented, a name without a protocol) */
 	if (listeners_resolve(cfg, role.broker, &b->set, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sluiced: %s\n", err);
-		free(b);
-		config_destroy(cfg);
-		return 2;
+		goto out;
 	}
 	{
 		struct tls_conf tc;
@@ -318,9 +363,7 @@ int main(int argc, char **argv)
 			b->peer_sec = &peer_sec;
 		if (rc < 0) {
 			fprintf(stderr, "sluiced: %s\n", err);
-			free(b);
-			config_destroy(cfg);
-			return 2;
+			goto out;
 		}
 		if (b->tls && (rc = tls_ktls_probe()) < 0)
 			fprintf(stderr, "sluiced: TLS: the record layer stays OpenSSL's: this kernel has no kTLS (%s%s)\n",
@@ -349,14 +392,16 @@ int main(int argc, char **argv)
 	b->set.authz_allow_if_none = (int)config_int(cfg, "allow.everyone.if.no.acl.found");
 	if (super_users_split(config_str(cfg, "super.users"), &b->set) < 0) {
 		fprintf(stderr, "sluiced: out of memory\n");
-		return 1;
+		code = 1;
+		goto out;
 	}
 	if (b->set.max_connections_per_ip < INT32_MAX) {
 		/* the per-address counts every shard shares (struct broker_conns) */
 		b->conns.ip_slots = calloc(BROKER_IP_SLOTS, sizeof(uint64_t));
 		if (!b->conns.ip_slots) {
 			fprintf(stderr, "sluiced: out of memory\n");
-			return 1;
+			code = 1;
+			goto out;
 		}
 	}
 	if (b->set.queued_max_request_bytes >= 0 &&
@@ -372,18 +417,18 @@ int main(int argc, char **argv)
 			    &b->set.native_port) < 0) {
 		fprintf(stderr, "sluiced: native.listen: cannot parse '%s' (expected HOST:PORT)\n",
 			config_str(cfg, "native.listen"));
-		return 2;
+		goto out;
 	}
 	b->set.native_credits = (uint32_t)config_int(cfg, "native.session.credits.bytes");
 	b->set.native_session_timeout_ms = config_int(cfg, "native.session.timeout.ms");
 	b->set.native_reassembly_timeout_ms = config_int(cfg, "native.reassembly.timeout.ms");
 	b->set.native_reassembly_bytes = (uint64_t)config_int(cfg, "native.reassembly.memory.bytes");
 	if (config_int(cfg, "dpdk.enable") && parse_dpdk(cfg, b) < 0)
-		return 2;
+		goto out;
 
 	if (mkdir_p(b->set.data_dir) < 0) {
 		fprintf(stderr, "sluiced: cannot create data directory %s: %s\n", b->set.data_dir, strerror(errno));
-		return 2;
+		goto out;
 	}
 	raise_nofile();
 	/* signals go to this thread only (sigwait below) */
@@ -404,6 +449,13 @@ int main(int argc, char **argv)
 				continue;
 			r = aligned_alloc(64, sizeof(*r));
 			slots = calloc(RING_SLOTS, sizeof(*slots));
+			if (!r || !slots) {
+				free(r);
+				free(slots);
+				fprintf(stderr, "sluiced: out of memory\n");
+				code = 1;
+				goto out;
+			}
 			spsc_init(r, slots, RING_SLOTS);
 			b->rings[i][j] = r;
 		}
@@ -424,7 +476,7 @@ int main(int argc, char **argv)
 		}
 		if (probe < 0) {
 			fprintf(stderr, "sluiced: %s\n", err);
-			return 2;
+			goto out;
 		}
 	}
 	if (b->set.dpdk_enable) {
@@ -433,20 +485,22 @@ int main(int argc, char **argv)
 				       (int)config_int(cfg, "dpdk.mtu"), err, sizeof(err));
 		if (rc < 0) {
 			fprintf(stderr, "sluiced: dpdk: %s\n", err);
-			return 2;
+			goto out;
 		}
 	}
 	for (int i = 0; i < nshards; i++) {
 		rc = shard_create(b, i, &b->shards[i], err, sizeof(err));
 		if (rc < 0) {
 			fprintf(stderr, "sluiced: %s\n", err);
-			return rc == -EADDRINUSE || rc == -EACCES || rc == -EADDRNOTAVAIL || rc == -EINVAL ? 2 : 1;
+			code = rc == -EADDRINUSE || rc == -EACCES || rc == -EADDRNOTAVAIL || rc == -EINVAL ? 2 : 1;
+			goto out;
 		}
 	}
-	for (int i = 0; i < nshards; i++)
+	for (int i = 0; i < nshards; i++, nstarted++)
 		if ((rc = shard_start(b->shards[i])) < 0) {
 			fprintf(stderr, "sluiced: cannot start shard %d: %s\n", i, strerror(-rc));
-			return 1;
+			code = 1;
+			goto out;
 		}
 	if ((rc = ctl_start(b, cfg, &ctl)) == 0) {
 		/* SIGTERM or SIGINT while the node is not ready yet (a broker
@@ -463,19 +517,18 @@ int main(int argc, char **argv)
 
 			if (sig == SIGTERM || sig == SIGINT) {
 				fprintf(stderr, "sluiced: %s before the node was ready: stopping\n", strsignal(sig));
-				stop_shards(b);
-				ctl_stop(ctl);
-				return 0;
+				code = 0;
+				goto out;
 			}
 		}
 	}
 	if (rc < 0) {
 		fprintf(stderr, "sluiced: %s\n", err);
-		stop_shards(b);
 		/* -EINVAL: the configuration contradicts the data directory
 		 * (another node id, cluster or voter set): the message names
 		 * the key */
-		return rc == -EINVAL ? 2 : 1;
+		code = rc == -EINVAL ? 2 : 1;
+		goto out;
 	}
 	/* the metadata is in place: the shards start accepting */
 	__atomic_store_n(&b->serving, 1, __ATOMIC_RELEASE);
@@ -545,37 +598,15 @@ int main(int argc, char **argv)
 	/* leadership of this broker's partitions moves to other brokers first */
 	ctl_shutdown_controlled(ctl, 5000);
 	fprintf(stderr, "sluiced: shutting down: finishing in-flight requests, writing buffered data\n");
-	stop_shards(b);
+	stop_shards(b, nstarted);
+	nstarted = 0;
 	ctl_stop(ctl);
-	for (int i = 0; i < nshards; i++)
-		shard_destroy(b->shards[i]);
-	native_dpdk_stop(b);
-	tls_server_destroy(b->tls);
-	tls_client_destroy(peer_sec.tls_client);
-	memset(peer_sec.password, 0, sizeof(peer_sec.password));
-	for (int i = 0; i < b->set.nlisteners; i++) {
-		sasl_plain_users_free(b->set.listeners[i].plain);
-		free(b->set.listeners[i].plain);
-	}
-	for (int i = 0; i < b->nboot_scram; i++)
-		free((char *)b->boot_scram[i].name);
-	free(b->boot_scram);
-	for (int i = 0; i < b->set.nsuper_users; i++)
-		free(b->set.super_users[i]);
-	free(b->set.super_users);
-	for (int i = 0; i <= nshards; i++)
-		for (int j = 0; j <= nshards; j++)
-			if (b->rings[i][j]) {
-				free(b->rings[i][j]->slots);
-				free(b->rings[i][j]);
-			}
-	rc = __atomic_load_n(&b->fatal, __ATOMIC_ACQUIRE);
-	free(b);
-	config_destroy(cfg);
-	if (rc) {
-		fprintf(stderr, "sluiced: stopped after a fatal error (above)\n");
-		return 1;
-	}
-	fprintf(stderr, "sluiced: stopped cleanly\n");
-	return 0;
+	ctl = NULL;
+	code = __atomic_load_n(&b->fatal, __ATOMIC_ACQUIRE) ? 1 : 0;
+	release(cfg, b, ctl, nstarted, &peer_sec, scram, nscram);
+	fprintf(stderr, code ? "sluiced: stopped after a fatal error (above)\n" : "sluiced: stopped cleanly\n");
+	return code;
+out:
+	release(cfg, b, ctl, nstarted, &peer_sec, scram, nscram);
+	return code;
 }

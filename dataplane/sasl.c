@@ -9,6 +9,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include "dataplane/jaas.h"
 #include "dataplane/sasl.h"
 
 static const struct {
@@ -107,83 +108,44 @@ void sasl_plain_users_free(struct sasl_plain_users *u)
 	}
 }
 
-/* Kafka's JAAS form: `<LoginModule class> <flag> key="value" ...;` The
- * options user_<name>="<password>" are PLAIN's users; username and
- * password (the broker's own, for inter-broker SASL) are taken and
- * ignored. */
-int sasl_jaas_parse(const char *jaas, struct sasl_plain_users *out, char *err, size_t errlen)
+/* One user_<name>="<password>" option: PLAIN's user; the rest (the
+ * broker's own username and password, for inter-broker SASL) is not. */
+static int plain_user(void *arg, const struct jaas_option *o, char *err, size_t errlen)
 {
-	const char *p = jaas;
-	int words = 0;
+	struct sasl_plain_users *out = arg;
+	struct sasl_plain_user *n;
 
-	memset(out, 0, sizeof(*out));
-	while (*p) {
-		const char *k, *eq, *v;
-		size_t vlen;
-
-		while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-			p++;
-		if (!*p || *p == ';')
-			break;
-		k = p;
-		while (*p && *p != '=' && *p != ' ' && *p != '\t' && *p != ';')
-			p++;
-		if (*p != '=') {
-			/* the login module's class and its control flag */
-			if (++words > 2) {
-				snprintf(err, errlen, "expected <LoginModule> required key=\"value\"...; near '%.*s'",
-					 (int)(p - k) > 40 ? 40 : (int)(p - k), k);
-				goto bad;
-			}
-			continue;
-		}
-		eq = p++;
-		if (*p != '"') {
-			snprintf(err, errlen, "the value of %.*s must be in double quotes", (int)(eq - k), k);
-			goto bad;
-		}
-		v = ++p;
-		while (*p && *p != '"')
-			p++;
-		if (*p != '"') {
-			snprintf(err, errlen, "the value of %.*s has no closing quote", (int)(eq - k), k);
-			goto bad;
-		}
-		vlen = (size_t)(p - v);
-		p++;
-		if (eq - k > 5 && !strncmp(k, "user_", 5)) {
-			struct sasl_plain_user *n = realloc(out->u, sizeof(*n) * (size_t)(out->n + 1)); /* style: allow at start */
-
-			if (!n)
-				goto nomem;
-			out->u = n;
-			n[out->n].name = strndup(k + 5, (size_t)(eq - k - 5));
-			n[out->n].password = strndup(v, vlen);
-			if (!n[out->n].name || !n[out->n].password) {
-				free(n[out->n].name);
-				free(n[out->n].password);
-				goto nomem;
-			}
-			if (strlen(n[out->n].name) >= SASL_USER_MAX) {
-				snprintf(err, errlen, "the user name of user_%.40s... is longer than %d bytes",
-					 n[out->n].name, SASL_USER_MAX - 1);
-				free(n[out->n].name);
-				free(n[out->n].password);
-				goto bad;
-			}
-			out->n++;
-		}
+	if (o->klen <= 5 || strncmp(o->key, "user_", 5))
+		return 0;
+	if (o->klen - 5 >= SASL_USER_MAX) {
+		snprintf(err, errlen, "the user name of %.45s... is longer than %d bytes", o->key, SASL_USER_MAX - 1);
+		return -EINVAL;
 	}
-	if (words < 2) {
-		snprintf(err, errlen, "expected <LoginModule> required key=\"value\"...;");
-		goto bad;
+	if (!(n = realloc(out->u, sizeof(*n) * (size_t)(out->n + 1)))) /* style: allow at start */
+		goto nomem;
+	out->u = n;
+	n[out->n].name = strndup(o->key + 5, o->klen - 5);
+	n[out->n].password = strndup(o->val, o->vlen);
+	if (!n[out->n].name || !n[out->n].password) {
+		free(n[out->n].name);
+		free(n[out->n].password);
+		goto nomem;
 	}
+	out->n++;
 	return 0;
 nomem:
 	snprintf(err, errlen, "out of memory");
-bad:
-	sasl_plain_users_free(out);
-	return -EINVAL;
+	return -ENOMEM;
+}
+
+int sasl_jaas_parse(const char *jaas, struct sasl_plain_users *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	if (jaas_parse(jaas, NULL, plain_user, out, err, errlen) < 0) {
+		sasl_plain_users_free(out);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* ---- steps ------------------------------------------------------------ */

@@ -1,45 +1,29 @@
 /* dataplane/sasl_client.c — PLAIN's client message and the turns of
  * SCRAM's client (dataplane/scram_client.c) (see dataplane/sasl_client.h). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
 
+#include "dataplane/jaas.h"
 #include "dataplane/sasl_client.h"
-
-/* The value of key="value" in a JAAS config (the first, whole-word). */
-static int jaas_value(const char *jaas, const char *key, char *out, size_t cap)
-{
-	size_t kl = strlen(key);
-
-	for (const char *p = jaas; (p = strstr(p, key)); p += kl) {
-		const char *v, *e;
-
-		if (p > jaas && p[-1] != ' ' && p[-1] != '\t' && p[-1] != '\n')
-			continue;
-		if (p[kl] != '=' || p[kl + 1] != '"')
-			continue;
-		v = p + kl + 2;
-		if (!(e = strchr(v, '"')) || (size_t)(e - v) >= cap)
-			return -EINVAL;
-		memcpy(out, v, (size_t)(e - v));
-		out[e - v] = 0;
-		return 0;
-	}
-	return -ENOENT;
-}
 
 int sasl_jaas_login(const char *jaas, char *user, size_t ulen, char *password, size_t plen, char *err,
 		    size_t errlen)
 {
-	if (jaas_value(jaas, "username", user, ulen) < 0 || !*user) {
-		snprintf(err, errlen, "no username=\"...\" (or one too long)");
+	bool have_password;
+
+	if (jaas_login(jaas, NULL, user, ulen, password, plen, &have_password, err, errlen) < 0)
+		return -EINVAL;
+	if (!*user) {
+		snprintf(err, errlen, "no username=\"...\"");
 		return -EINVAL;
 	}
-	if (jaas_value(jaas, "password", password, plen) < 0) {
-		snprintf(err, errlen, "no password=\"...\" for the user %s (or one too long)", user);
+	if (!have_password) {
+		snprintf(err, errlen, "no password=\"...\" for the user %s", user);
 		return -EINVAL;
 	}
 	return 0;

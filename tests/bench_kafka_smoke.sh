@@ -26,36 +26,48 @@ export SLUICE_TEST_DIR
 # kept when a run left its directory (with sluiced.log) behind
 trap 'rmdir "$SLUICE_TEST_DIR" 2>/dev/null' EXIT
 
-check() {   # name (the bench's row prefix, then -variant), minimum number of
-            # "<bench> <metric> <number>" rows, command...
-  local name=$1 want=$2; shift 2
-  local err out rc rows
+# bench_run command...: runs it (at most 120 s); its stdout in $out, its
+# exit status in $rc, its stderr in the file $err (judge removes it)
+out='' rc='' err=''
+bench_run() {
   err=$(mktemp)
   out=$(timeout 120 "$@" 2>"$err")
   rc=$?
-  rows=$(printf '%s\n' "$out" | awk -v b="${name%%-*}" '
-    $1 == b && NF >= 3 && $3 ~ /^[0-9]+(\.[0-9]+)?$/ { n++ }
-    $1 == b && $2 == "records_per_s" && $3 + 0 > 0 { r = 1 }
-    END { print (r ? n + 0 : 0) }')
-  if [ $rc -eq 0 ] && [ "$rows" -ge "$want" ]; then
+}
+
+# judge status message: counts the run passed when status is 0; else
+# failed, with the message, the run's output and the end of its stderr
+judge() {
+  if [ "$1" -eq 0 ]; then
     pass=$((pass + 1))
   else
     fail=$((fail + 1))
-    echo "bench-kafka smoke: $name: exit $rc, $rows result rows (want >= $want)"
+    echo "bench-kafka smoke: $2"
     printf '%s\n' "$out"
     tail -20 "$err"
   fi
   rm -f "$err"
 }
 
+check() {   # name (the bench's row prefix, then -variant), minimum number of
+            # "<bench> <metric> <number>" rows, command...
+  local name=$1 want=$2; shift 2
+  local rows
+  bench_run "$@"
+  rows=$(printf '%s\n' "$out" | awk -v b="${name%%-*}" '
+    $1 == b && NF >= 3 && $3 ~ /^[0-9]+(\.[0-9]+)?$/ { n++ }
+    $1 == b && $2 == "records_per_s" && $3 + 0 > 0 { r = 1 }
+    END { print (r ? n + 0 : 0) }')
+  [ $rc -eq 0 ] && [ "$rows" -ge "$want" ]
+  judge $? "$name: exit $rc, $rows result rows (want >= $want)"
+}
+
 # name, minimum number of "<bench> <metric> <number> <number>" rows (one
 # column per strategy or per consumer count), rows that must read 0, command...
 check_groups() {
   local name=$1 want=$2 zero=$3; shift 3
-  local err out rc rows
-  err=$(mktemp)
-  out=$(timeout 120 "$@" 2>"$err")
-  rc=$?
+  local rows
+  bench_run "$@"
   rows=$(printf '%s\n' "$out" | awk -v b="$name" -v zero="$zero" '
     BEGIN { nz = split(zero, z, ","); for (i = 1; i <= nz; i++) must[z[i]] = 1 }
     $1 == b && NF >= 4 && $3 ~ /^[0-9]+(\.[0-9]+)?$/ && $4 ~ /^[0-9]+(\.[0-9]+)?$/ {
@@ -64,15 +76,8 @@ check_groups() {
       if ($2 in must) seen++
     }
     END { print (bad || seen != nz ? 0 : n + 0) }')
-  if [ $rc -eq 0 ] && [ "$rows" -ge "$want" ]; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "bench-kafka smoke: $name: exit $rc, $rows result rows (want >= $want, and 0 in $zero)"
-    printf '%s\n' "$out"
-    tail -20 "$err"
-  fi
-  rm -f "$err"
+  [ $rc -eq 0 ] && [ "$rows" -ge "$want" ]
+  judge $? "$name: exit $rc, $rows result rows (want >= $want, and 0 in $zero)"
 }
 
 check produce 8 build/sluice-bench produce --records 20000
@@ -87,10 +92,8 @@ fi
 # security --quick: every row, each with a figure per listener (or per
 # authorizer state); the record layer named; the figures are not checked
 check_security() {
-  local err out rc bad
-  err=$(mktemp)
-  out=$(timeout 120 build/sluice-bench security --quick 2>"$err")
-  rc=$?
+  local bad
+  bench_run build/sluice-bench security --quick
   bad=$(printf '%s\n' "$out" | awk '
     BEGIN { split("produce_100B_acks1_records_per_s produce_100B_acks1_MB_per_s consume_100B_records_per_s " \
                   "consume_100B_MB_per_s connections_per_s broker_cpu_us_per_connection", m3, " ")
@@ -110,15 +113,8 @@ check_security() {
   build/sluice-bench security --quick --no-such-option 1 >/dev/null 2>&1
   usage_rc=$?
   [ $usage_rc -eq 2 ] || bad="$bad exit $usage_rc (not 2) for --no-such-option"
-  if [ $rc -eq 0 ] && [ -z "$bad" ]; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "bench-kafka smoke: security --quick: exit $rc; $bad"
-    printf '%s\n' "$out"
-    tail -20 "$err"
-  fi
-  rm -f "$err"
+  [ $rc -eq 0 ] && [ -z "$bad" ]
+  judge $? "security --quick: exit $rc; $bad"
 }
 check_security
 

@@ -134,6 +134,11 @@ def run_and_check(base):
         copies = [x for x in lines["txn"] if x["type"] == "read" and x["reader"] == "final-rc"
                   and x["topic"] == "fx-out"]
         assert txns and aborts and copies, (len(txns), len(aborts), len(copies))
+        # the mixers (write, then read, then commit) committed and read too
+        mixed = [x for x in txns if x["txn"].startswith("txn-m")]
+        mixed_reads = [x for x in lines["txn"] if x["type"] == "read" and x["reader"].startswith("txn-m")
+                       and x.get("txn")]
+        assert mixed and mixed_reads, (len(mixed), len(mixed_reads))
         zombie = [x for x in lines["group"] if x["type"] == "commit" and x.get("zombie")]
         assert not [x for x in zombie if x["ok"]], zombie
         print("  group: %d ok commits, %d assignments, %d zombie commits (refused: %s); txn: %d committed, "

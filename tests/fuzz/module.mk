@@ -36,13 +36,14 @@ build/fuzz/fuzz_native_datagram: tests/fuzz/fuzz_native_datagram.c dataplane/nat
 	$(Q)clang $(FUZZ_CFLAGS) $< dataplane/native/native_format.c -lisal -o $@
 
 # a SASL listener's requests before authentication (dataplane/sasl.c on
-# OpenSSL's libcrypto, with SCRAM's primitives in dataplane/scram.c, and the
-# codec)
+# OpenSSL's libcrypto, with SCRAM's primitives in dataplane/scram.c, the
+# JAAS reader its PLAIN users come from in dataplane/jaas.c, and the codec)
 build/fuzz/fuzz_sasl_preauth: tests/fuzz/fuzz_sasl_preauth.c dataplane/sasl.c dataplane/sasl.h \
-		dataplane/scram.c dataplane/scram.h $(FUZZ_CODEC_OBJS)
+		dataplane/scram.c dataplane/scram.h dataplane/jaas.c dataplane/jaas.h $(FUZZ_CODEC_OBJS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ-CC $<")
-	$(Q)clang $(FUZZ_CFLAGS) $< dataplane/sasl.c dataplane/scram.c $(FUZZ_CODEC_OBJS) -lcrypto -o $@
+	$(Q)clang $(FUZZ_CFLAGS) $< dataplane/sasl.c dataplane/scram.c dataplane/jaas.c $(FUZZ_CODEC_OBJS) -lcrypto \
+		-o $@
 
 # the server side of an SSL listener's connection before and during the
 # handshake (dataplane/tls.c on OpenSSL's libssl)

@@ -353,6 +353,12 @@ def bad_requests_do_not_disturb():
         assert get(admin + "/")[0] == 404
         assert get(admin + "/metrics", method="POST", data=b"x" * 100)[0] == 405
         assert get(admin + "/v1/health", method="DELETE")[0] == 405
+        try:
+            urllib.request.urlopen(urllib.request.Request(admin + "/v1/health", method="PUT"), timeout=HANG_GUARD)
+            assert False, "PUT answered"
+        except urllib.error.HTTPError as e:
+            assert (e.code, e.headers.get("Allow"), e.read()) == (
+                405, "GET, HEAD", b"method not allowed: only GET and HEAD\n"), e.headers
 
         def raw(req):
             s = socket.create_connection((host, port))

@@ -53,17 +53,12 @@ static void test_send(void *ctx, int to, const struct shard_msg *m)
 
 static void setup(void)
 {
-	char err[256];
-
-	memset(&b, 0, sizeof(b));
-	dir = test_tmpdir();
-	test_broker_settings(&b.set, dir, -1);
+	dir = test_broker_init(&b, -1);
 	snprintf(pdir, sizeof(pdir), "%s/t-0", dir);
 	spsc_init(&to_shard, to_shard_slots, RING_SLOTS);
 	spsc_init(&to_ctl, to_ctl_slots, RING_SLOTS);
 	b.rings[1][0] = &to_shard;
 	b.rings[0][1] = &to_ctl;
-	b.wake_fd[1] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	b.sleeping[1] = &ctl_sleeping;
 
 	topic.name = "t";
@@ -79,27 +74,15 @@ static void setup(void)
 	mpart.pub = &mpub;   /* as the control thread publishes it */
 	b.md = &md;
 
-	cr_assert_eq(shard_create(&b, 0, &sh, err, sizeof(err)), 0, "shard_create: %s", err);
-	b.shards[0] = sh;
-	cr_assert_eq(shard_thread_init(sh), 0);
+	sh = test_shard_start(&b);
 	px = (struct part_proxy){ .from = broker_ctl_index(&b), .send = test_send, .ctx = &sender };
 	calls = 0;
 }
 
 static void teardown(void)
 {
-	if (sh) {
-		__atomic_store_n(&b.stopping, 1, __ATOMIC_RELAXED);
-		for (int i = 0; i < 1000 && !shard_done(sh); i++)
-			if (shard_poll(sh, T0 + 60000000000ull + (uint64_t)i, 0) == 0)
-				shard_idle(sh);
-		shard_thread_fini(sh);
-		shard_destroy(sh);
-		sh = NULL;
-	}
-	close(b.wake_fd[1]);
-	test_rmrf(dir);
-	free(dir);
+	test_shard_stop(&b, sh, 1, T0, dir);
+	sh = NULL;
 }
 
 TestSuite(part_proxy, .init = setup, .fini = teardown, .timeout = 60);

@@ -29,15 +29,8 @@ static struct plog_config cfg;
 
 static void setup(void)
 {
-	char err[256];
-
-	memset(&b, 0, sizeof(b));
-	dir = test_tmpdir();
-	test_broker_settings(&b.set, dir, -1);
-	b.wake_fd[1] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	cr_assert_eq(shard_create(&b, 0, &sh, err, sizeof(err)), 0, "shard_create: %s", err);
-	b.shards[0] = sh;
-	cr_assert_eq(shard_thread_init(sh), 0);
+	dir = test_broker_init(&b, -1);
+	sh = test_shard_start(&b);
 	cr_assert_eq(posix_memalign((void **)&rbuf, 4096, 4u << 20), 0);
 	plog_config_defaults(&cfg);
 	cfg.segment_bytes = 16 * 1024;
@@ -45,12 +38,8 @@ static void setup(void)
 
 static void teardown(void)
 {
-	shard_thread_fini(sh);
-	shard_destroy(sh);
+	test_shard_stop(&b, sh, 0, 0, dir);
 	sh = NULL;
-	close(b.wake_fd[1]);
-	test_rmrf(dir);
-	free(dir);
 	free(rbuf);
 }
 
@@ -322,9 +311,10 @@ Test(part_replica, a_restart_at_the_leaders_log_start_resets_producers_and_abort
 	part_close(l);
 }
 
-/* Produce one transactional record of pid at epoch, taken up at recv_ns:
- * the partition's verdict (0, or an enum part_err). */
-static int produce_txn(struct part *p, int64_t pid, int16_t epoch, int32_t seq, uint64_t recv_ns)
+/* Produce one record of pid at epoch with sequence seq (attrs: 0 or
+ * BATCH_ATTR_TRANSACTIONAL), taken up at recv_ns: the partition's answer
+ * (0, an enum part_err or -errno). */
+static int produce_one(struct part *p, int16_t attrs, int64_t pid, int16_t epoch, int32_t seq, uint64_t recv_ns)
 {
 	uint8_t buf[512];
 	struct batch_builder bb;
@@ -333,12 +323,17 @@ static int produce_txn(struct part *p, int64_t pid, int16_t epoch, int32_t seq, 
 
 	batch_builder_init(&bb, buf, sizeof(buf), 1000 + seq);
 	cr_assert_eq(batch_builder_add(&bb, 0, 1000 + seq, "k", 1, "value", 5, NULL, 0, 0), 0);
-	len = batch_builder_finish(&bb, BATCH_ATTR_TRANSACTIONAL, -1, pid, epoch, seq);
+	len = batch_builder_finish(&bb, attrs, -1, pid, epoch, seq);
 	cr_assert_gt(len, 0);
 	req.len = (uint32_t)len;
 	last_err = -1000;
 	part_produce(p, &req, produced, NULL);
 	return last_err;
+}
+
+static int produce_txn(struct part *p, int64_t pid, int16_t epoch, int32_t seq, uint64_t recv_ns)
+{
+	return produce_one(p, BATCH_ATTR_TRANSACTIONAL, pid, epoch, seq, recv_ns);
 }
 
 /* The leader's side of transactions that WriteTxnMarkers and KIP-890's
@@ -371,25 +366,6 @@ Test(part_replica, unbegun_writes_ask_late_ones_and_stale_markers_are_refused)
 	part_close(p);
 }
 
-/* Produce one record of producer pid (epoch 0) with sequence seq: the
- * partition's answer (0, an enum part_err or -errno). */
-static int produce_answer(struct part *p, int64_t pid, int32_t seq)
-{
-	uint8_t buf[512];
-	struct batch_builder bb;
-	ssize_t len;
-	struct part_produce_req req = { .rec = buf, .acks = 0, .recv_ns = 10 };
-
-	batch_builder_init(&bb, buf, sizeof(buf), 1000 + seq);
-	cr_assert_eq(batch_builder_add(&bb, 0, 1000 + seq, "k", 1, "value", 5, NULL, 0, 0), 0);
-	len = batch_builder_finish(&bb, 0, -1, pid, 0, seq);
-	cr_assert_gt(len, 0);
-	req.len = (uint32_t)len;
-	last_err = -1000;
-	part_produce(p, &req, produced, NULL);
-	return last_err;
-}
-
 /* A log that failed (EIO: offline until a restart) refuses every batch of
  * an idempotent producer as the append does (KAFKA_STORAGE_ERROR at the
  * edge), also the one after a refused batch: a sequence check there
@@ -404,9 +380,9 @@ Test(part_replica, a_failed_log_refuses_every_batch_before_the_sequence_check)
 		cr_assert_eq(produce(p, 5, s, 0), s);
 	store_drain(&sh->st);
 	p->pl->err = -EIO;           /* the disk failed */
-	cr_assert_eq(produce_answer(p, 5, 3), -EROFS, "the next batch: the log's refusal");
-	cr_assert_eq(produce_answer(p, 5, 4), -EROFS, "the one after it: the log's refusal, not a sequence gap");
-	cr_assert_eq(produce_answer(p, 5, 2), -EROFS, "a resend: refused too (a new leader answers it)");
-	cr_assert_eq(produce_answer(p, 8, 0), -EROFS, "a new producer");
+	cr_assert_eq(produce_one(p, 0, 5, 0, 3, 10), -EROFS, "the next batch: the log's refusal");
+	cr_assert_eq(produce_one(p, 0, 5, 0, 4, 10), -EROFS, "the one after it: the log's refusal, not a sequence gap");
+	cr_assert_eq(produce_one(p, 0, 5, 0, 2, 10), -EROFS, "a resend: refused too (a new leader answers it)");
+	cr_assert_eq(produce_one(p, 0, 8, 0, 0, 10), -EROFS, "a new producer");
 	part_close(p);
 }

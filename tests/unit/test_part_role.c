@@ -30,27 +30,16 @@ static struct plog_config cfg;
 
 static void setup(void)
 {
-	char err[256];
-
-	memset(&b, 0, sizeof(b));
-	dir = test_tmpdir();
-	test_broker_settings(&b.set, dir, -1);
-	b.wake_fd[1] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	cr_assert_eq(shard_create(&b, 0, &sh, err, sizeof(err)), 0, "shard_create: %s", err);
-	b.shards[0] = sh;
-	cr_assert_eq(shard_thread_init(sh), 0);
+	dir = test_broker_init(&b, -1);
+	sh = test_shard_start(&b);
 	plog_config_defaults(&cfg);
 	sh->now_ns = 1000000000ull;
 }
 
 static void teardown(void)
 {
-	shard_thread_fini(sh);
-	shard_destroy(sh);
+	test_shard_stop(&b, sh, 0, 0, dir);
 	sh = NULL;
-	close(b.wake_fd[1]);
-	test_rmrf(dir);
-	free(dir);
 }
 
 TestSuite(part_role, .init = setup, .fini = teardown, .timeout = 120);

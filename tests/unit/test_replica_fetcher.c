@@ -75,18 +75,14 @@ static struct part *open_part(const char *sub)
 
 static void setup(void)
 {
-	char err[256];
 	struct sockaddr_in a;
 	socklen_t alen = sizeof(a);
 
-	memset(&b, 0, sizeof(b));
-	dir = test_tmpdir();
-	test_broker_settings(&b.set, dir, -1);
+	dir = test_broker_init(&b, -1);
 	spsc_init(&to_shard, to_shard_slots, RING_SLOTS);
 	spsc_init(&to_ctl, to_ctl_slots, RING_SLOTS);
 	b.rings[1][0] = &to_shard;
 	b.rings[0][1] = &to_ctl;
-	b.wake_fd[1] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	b.sleeping[1] = &ctl_sleeping;
 	topic.name = "t";
 	topic.name_len = 1;
@@ -96,9 +92,7 @@ static void setup(void)
 	plog_config_defaults(&topic.cfg);
 	topics[0] = &topic;
 	b.md = &md;
-	cr_assert_eq(shard_create(&b, 0, &sh, err, sizeof(err)), 0, "shard_create: %s", err);
-	b.shards[0] = sh;
-	cr_assert_eq(shard_thread_init(sh), 0);
+	sh = test_shard_start(&b);
 	cr_assert_eq(getsockname(sh->listen_fd[0], (struct sockaddr *)&a, &alen), 0);
 	port = ntohs(a.sin_port);
 	b.serving = 1;
@@ -119,16 +113,8 @@ static void setup(void)
 
 static void teardown(void)
 {
-	__atomic_store_n(&b.stopping, 1, __ATOMIC_RELAXED);
-	for (int i = 0; i < 1000 && !shard_done(sh); i++)
-		if (shard_poll(sh, now + 60000000000ull + (uint64_t)i, 0) == 0)
-			shard_idle(sh);
-	shard_thread_fini(sh);
-	shard_destroy(sh);
+	test_shard_stop(&b, sh, 1, now, dir);
 	sh = NULL;
-	close(b.wake_fd[1]);
-	test_rmrf(dir);
-	free(dir);
 }
 
 TestSuite(replica_fetcher, .init = setup, .fini = teardown, .timeout = 60);
@@ -583,14 +569,14 @@ static void read_done(void *cookie, struct part_read_req *rq, int err)
 	*(int *)cookie = 1;
 }
 
-/* The same batches, byte for byte, in both logs (read from each owner). */
-static void same_logs(int64_t upto)
+/* The batches of both logs from `from` on, byte for byte (read from each
+ * owner). */
+static void same_logs_from(int64_t from)
 {
-	struct part_read_req a = { .offset = 0, .max_bytes = 1u << 20, .isolation = 2 };
-	struct part_read_req c = { .offset = 0, .max_bytes = 1u << 20, .isolation = 2 };
+	struct part_read_req a = { .offset = from, .max_bytes = 1u << 20, .isolation = 2 };
+	struct part_read_req c = { .offset = from, .max_bytes = 1u << 20, .isolation = 2 };
 	int done_a = 0, done_c = 0;
 
-	(void)upto;
 	part_read(leader, &a, read_done, &done_a);
 	part_read(follower, &c, read_done, &done_c);
 	for (int i = 0; i < 2000 && (!done_a || !done_c); i++)
@@ -630,7 +616,7 @@ Test(replica_fetcher, native_acks_all_is_answered_once_the_follower_has_it_durab
 	cr_assert_eq(sh->stats.repl_native_bytes_out, sh->stats.repl_native_bytes_in);
 	cr_assert_eq(sh->stats.repl_bytes_out, 0, "no Fetch over TCP served");
 	cr_assert_eq(sh->stats.repl_reconnects, 0, "nothing lost, nothing asked twice");
-	same_logs(3);
+	same_logs_from(0);
 	native_off();
 }
 
@@ -659,7 +645,7 @@ Test(replica_fetcher, native_a_divergent_tail_is_cut_and_the_leaders_log_copied)
 	plog_epoch_end_offset(follower->pl, 0, &e, &end);
 	cr_assert_eq(plog_epoch_for_offset(follower->pl, 0), 1);
 	cr_assert_eq(end, 0);
-	same_logs(2);
+	same_logs_from(0);
 	native_off();
 }
 
@@ -677,7 +663,7 @@ Test(replica_fetcher, native_lost_datagrams_are_asked_for_again)
 	cr_assert_eq(answer_err, 0);
 	cr_assert_eq(follower->pl->high_watermark, 3);
 	cr_assert_gt(sh->stats.repl_reconnects, 0, "an answer lost: the partition asked again after the wait");
-	same_logs(3);
+	same_logs_from(0);
 	native_off();
 }
 
@@ -749,26 +735,6 @@ static int restarted_and_copied(void)
 {
 	return follower->pl->log_start == want_start && follower->pl->next_offset == want_end &&
 	       follower->pl->durable_offset == want_end && follower->pl->high_watermark == want_end;
-}
-
-/* The batches of both logs from `from` on, byte for byte. */
-static void same_logs_from(int64_t from)
-{
-	struct part_read_req a = { .offset = from, .max_bytes = 1u << 20, .isolation = 2 };
-	struct part_read_req c = { .offset = from, .max_bytes = 1u << 20, .isolation = 2 };
-	int done_a = 0, done_c = 0;
-
-	part_read(leader, &a, read_done, &done_a);
-	part_read(follower, &c, read_done, &done_c);
-	for (int i = 0; i < 2000 && (!done_a || !done_c); i++)
-		if (shard_poll(sh, now, 1700000000000) == 0)
-			shard_idle(sh);
-	cr_assert(done_a && done_c);
-	cr_assert_gt(a.rd.bytes, 0);
-	cr_assert_eq(a.rd.bytes, c.rd.bytes);
-	cr_assert_eq(memcmp(a.rd.data, c.rd.data, a.rd.bytes), 0, "the follower's log is the leader's batches");
-	part_read_release(&a);
-	part_read_release(&c);
 }
 
 /* The follower has records 0-1; while it is away the leader writes 2-6

@@ -103,4 +103,11 @@ Test(sasl_client, jaas_login)
 	cr_assert(!strstr(err, "s3cret"));
 	cr_assert_eq(sasl_jaas_login("x required user_broker=\"a\" password=\"b\";", u, sizeof(u), p, sizeof(p), err,
 				     sizeof(err)), -EINVAL);
+	/* the whole form is read (dataplane/jaas.c), not only the two options */
+	cr_assert_eq(sasl_jaas_login("x maybe username=\"broker\" password=\"s3cret\";", u, sizeof(u), p, sizeof(p),
+				     err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "the control flag 'maybe'") && !strstr(err, "s3cret"), "%s", err);
+	cr_assert_eq(sasl_jaas_login("x required username=\"broker\" password=s3cret;", u, sizeof(u), p, sizeof(p),
+				     err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "the value of password must be in double quotes"), "%s", err);
 }

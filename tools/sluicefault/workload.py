@@ -622,6 +622,12 @@ class _TxnProducer(_Client):
         if status != "ok":
             self.drop()
 
+    def producer_txn(self, deadline):
+        """The producer (self.producer) and a transaction begun on it
+        (self.begin), or a None txn when either could not be had."""
+        p = self.producer(deadline)
+        return (p, None) if p is None else (p, self.begin(p))
+
     def begin(self, p):
         """A new transaction begun on p (a "txn_begin" line): its name, or
         None when p could not begin one (p is dropped)."""
@@ -669,10 +675,7 @@ class _TxnProducer(_Client):
         parts = [self.rng.randrange(self.nparts) for _ in range(k)]
         abort = self.rng.random() < 0.25
         land = self.rng.random() < 0.5     # an abort after the records reached the log
-        p = self.producer(deadline)
-        if p is None:
-            return
-        txn = self.begin(p)
+        p, txn = self.producer_txn(deadline)
         if txn is None:
             return
         failed = not all(self.send(p, txn, self.topic, part) for part in parts)   # stops at a failure
@@ -782,27 +785,11 @@ class _Mixer(_TxnProducer):
     after an out-of-range answer is no skip)."""
 
     def one_mixed(self, c, deadline):
-        p = self.producer(deadline)
-        if p is None:
+        p, txn = self.producer_txn(deadline)
+        if txn is None:
             return
-        txn = "%s-t%d" % (self.cname, self.ntxn)
-        self.ntxn += 1
-        try:
-            p.begin_transaction()
-        except KafkaException as e:
-            self.w.write("error", error=err_name(e), what="begin_transaction")
-            self.drop()
-            return
-        self.w.write("txn_begin", txn=txn)
         for part in [self.rng.randrange(self.nparts) for _ in range(self.rng.randint(1, 2))]:
-            value = "%s-%d" % (self.cname, self.seq)
-            self.seq += 1
-            self.w.write("send", value=value, key=value, topic=self.topic, partition=part, txn=txn)
-            try:
-                p.produce(self.topic, value=value, key=value, partition=part, on_delivery=self.on_delivery)
-            except (BufferError, KafkaException) as e:
-                self.w.write("fail", value=value, error=err_name(e) if isinstance(e, KafkaException)
-                             else "_QUEUE_FULL", definite=True)
+            if not self.send(p, txn, self.topic, part):
                 self.abort(txn, deadline)
                 return
         p.flush(5)
@@ -819,10 +806,7 @@ class _Mixer(_TxnProducer):
                          key=None if m.key() is None else m.key().decode(errors="replace"), topic=m.topic(),
                          partition=m.partition(), offset=m.offset(), reader=self.cname, isolation="read_committed",
                          session=self.ntxn, txn=txn)
-        status, error = self.call("commit_transaction", lambda: p.commit_transaction(10), deadline)
-        self.w.write("txn_commit", txn=txn, ok=status == "ok", error=error)
-        if status == "abort":
-            self.abort(txn, deadline)
+        self.commit_txn(p, txn, deadline)
 
     def body(self):
         c = Consumer(dict(QUIET, **{
