@@ -15,6 +15,7 @@
 #include <openssl/crypto.h>
 
 #include "control/admin_tls.h"
+#include "control/listeners.h"
 #include "control/admin_token.h"
 #include "control/config.h"
 #include "control/ctl.h"
@@ -182,16 +183,18 @@ static enum MHD_Result serve_partition(struct admin_http *a, struct MHD_Connecti
 }
 
 /* POST /v1/tls/reload: the SSL listeners' certificates, keys and trusted
- * CAs read again, as SIGHUP does (a few milliseconds of this thread: files
- * and key parsing). */
+ * CAs, the inter-broker client's and the admin endpoint's read again, as
+ * SIGHUP does (a few milliseconds of this thread: files and key parsing). */
 static enum MHD_Result serve_tls_reload(struct admin_http *a, struct MHD_Connection *conn)
 {
 	struct textbuf t = { 0 };
 	char err[512];
+	int rc = listeners_tls_reload(a->b, err, sizeof(err));
+	uint64_t reloads = 0;
 
-	if (!a->b->tls)
+	if (rc == -ENOENT && !a->tls)
 		return reply_text(conn, MHD_HTTP_CONFLICT, "no SSL listener: nothing to reload");
-	if (tls_server_reload(a->b->tls, err, sizeof(err)) < 0) {
+	if (rc < 0 && rc != -ENOENT) {
 		textbuf_printf(&t, "{\"reloaded\": false, \"error\": \"");
 		textbuf_escaped(&t, err);
 		textbuf_printf(&t, "\"}\n");
@@ -202,8 +205,9 @@ static enum MHD_Result serve_tls_reload(struct admin_http *a, struct MHD_Connect
 		fprintf(stderr, "sluiced: admin: the endpoint's certificate not reloaded, the previous one stays: %s\n",
 			err);
 	fprintf(stderr, "sluiced: admin: TLS certificates reloaded\n");
-	textbuf_printf(&t, "{\"reloaded\": true, \"reloads\": %llu}\n",
-		       (unsigned long long)tls_server_reloads(a->b->tls));
+	for (int i = 0; i < a->b->set.nlisteners; i++)
+		reloads += a->b->tls[i] ? tls_server_reloads(a->b->tls[i]) : 0;
+	textbuf_printf(&t, "{\"reloaded\": true, \"reloads\": %llu}\n", (unsigned long long)reloads);
 	return reply(conn, MHD_HTTP_OK, "application/json", &t);
 }
 
