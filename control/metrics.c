@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control/admin_tls.h"
 #include "control/ctl.h"
 #include "control/fd_budget.h"
 #include "version.h"   /* SLUICE_GIT_COMMIT: build/gen/, written by control/module.mk */
@@ -266,6 +267,9 @@ static void render_shards(struct broker *b, struct textbuf *t)
 		fam(t, "tls_client_reloads_total", "counter", "Reloads of the broker's client TLS context (its "
 		    "keystore and truststore for an SSL inter-broker listener) by SIGHUP or POST /v1/tls/reload.");
 		textbuf_printf(t, "sluice_tls_client_reloads_total %llu\n", (unsigned long long)client);
+		fam(t, "admin_tls_certificates", "gauge", "Certificates the admin endpoint holds (admin.ssl.enabled): "
+		    "the current one and older ones a connection open since their reload may still use.");
+		textbuf_printf(t, "sluice_admin_tls_certificates %u\n", admin_tls_held());
 	}
 	SF("recv_buffers_starved_total", "counter", "Receives that found the provided-buffer ring empty.",
 	   pbuf_starved);
