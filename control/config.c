@@ -157,7 +157,9 @@ static const struct config_key keys[] = {
 	{ "ssl.keystore.location", CONFIG_STRING, "",
 	  .doc = "A PEM file with the SSL listeners' private key and certificate chain (the broker's "
 		 "certificate first). Either this, or ssl.keystore.certificate.chain with ssl.keystore.key, "
-		 "is needed for an SSL listener; reread on SIGHUP (docs/security.md)." },
+		 "is needed for an SSL listener; reread on SIGHUP and POST /v1/tls/reload. This key and the "
+		 "ssl.* keys below may be set for one listener as listener.name.<listener>.ssl.* "
+		 "(docs/security.md#one-listeners-own-certificates)." },
 	{ "ssl.keystore.certificate.chain", CONFIG_STRING, "",
 	  .doc = "The certificate chain as PEM text (as Kafka's), or the path of a PEM file (Sluice)." },
 	{ "ssl.keystore.key", CONFIG_STRING, "", .flags = CK_SENSITIVE,
@@ -168,7 +170,8 @@ static const struct config_key keys[] = {
 	  .doc = "The format of the trusted client CAs: PEM only." },
 	{ "ssl.truststore.location", CONFIG_STRING, "",
 	  .doc = "A PEM file of the CAs client certificates (ssl.client.auth) and, on an SSL inter-broker "
-		 "listener, other brokers' certificates must chain to; reread on SIGHUP (the server side)." },
+		 "listener, other brokers' certificates must chain to; reread on SIGHUP and POST "
+		 "/v1/tls/reload (the listeners' and the inter-broker client's)." },
 	{ "ssl.truststore.certificates", CONFIG_STRING, "",
 	  .doc = "The trusted CA certificates as PEM text (as Kafka's), or the path of a PEM file." },
 	{ "ssl.client.auth", CONFIG_ENUM, "none", .values = client_auth_values,
