@@ -15,6 +15,7 @@
 #include <openssl/crypto.h>
 
 #include "control/admin_tls.h"
+#include "control/listeners.h"
 #include "control/admin_token.h"
 #include "control/config.h"
 #include "control/ctl.h"
@@ -199,16 +200,18 @@ static enum MHD_Result serve_partition(struct admin_http *a, struct MHD_Connecti
 }
 
 /* POST /v1/tls/reload: the SSL listeners' certificates, keys and trusted
- * CAs read again, as SIGHUP does (a few milliseconds of this thread: files
- * and key parsing). */
+ * CAs, the inter-broker client's and the admin endpoint's read again, as
+ * SIGHUP does (a few milliseconds of this thread: files and key parsing). */
 static enum MHD_Result serve_tls_reload(struct admin_http *a, struct MHD_Connection *conn)
 {
 	struct textbuf t = { 0 };
 	char err[512];
+	int rc = listeners_tls_reload(a->b, err, sizeof(err));
+	uint64_t reloads = 0;
 
-	if (!a->b->tls)
+	if (rc == -ENOENT && !a->tls)
 		return reply_text(conn, MHD_HTTP_CONFLICT, "no SSL listener: nothing to reload");
-	if (tls_server_reload(a->b->tls, err, sizeof(err)) < 0) {
+	if (rc < 0 && rc != -ENOENT) {
 		textbuf_printf(&t, "{\"reloaded\": false, \"error\": \"");
 		textbuf_escaped(&t, err);
 		textbuf_printf(&t, "\"}\n");
@@ -219,8 +222,9 @@ static enum MHD_Result serve_tls_reload(struct admin_http *a, struct MHD_Connect
 		fprintf(stderr, "sluiced: admin: the endpoint's certificate not reloaded, the previous one stays: %s\n",
 			err);
 	fprintf(stderr, "sluiced: admin: TLS certificates reloaded\n");
-	textbuf_printf(&t, "{\"reloaded\": true, \"reloads\": %llu}\n",
-		       (unsigned long long)tls_server_reloads(a->b->tls));
+	for (int i = 0; i < a->b->set.nlisteners; i++)
+		reloads += a->b->tls[i] ? tls_server_reloads(a->b->tls[i]) : 0;
+	textbuf_printf(&t, "{\"reloaded\": true, \"reloads\": %llu}\n", (unsigned long long)reloads);
 	return reply(conn, MHD_HTTP_OK, "application/json", &t);
 }
 
@@ -469,6 +473,20 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	vfprintf(stderr, fmt, ap);
 }
 
+/* Each connection's start and end: which certificates an HTTPS session
+ * may hold (admin_tls.h). */
+static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+			enum MHD_ConnectionNotificationCode toe)
+{
+	(void)c;
+	if (!((struct admin_http *)cls)->tls)
+		return;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+		*socket_context = admin_tls_conn_start();
+	else
+		admin_tls_conn_end(*socket_context);
+}
+
 /* 127.0.0.0/8 or ::1 */
 static int addr_is_loopback(const struct sockaddr *sa)
 {
@@ -482,7 +500,6 @@ static int addr_is_loopback(const struct sockaddr *sa)
 int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg, struct admin_http **out,
 		     char *err, size_t errlen)
 {
-	char *trust = NULL;
 	int tls = (int)config_int(cfg, "admin.ssl.enabled");
 	const char *spec = config_str(cfg, "admin.listen");
 	const char *src = config_source(cfg, "admin.listen");
@@ -517,11 +534,10 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 		return -EINVAL;
 	}
 	if (tls) {
-		/* the certificate goes to each handshake from admin_tls.c
-		 * (SIGHUP renews it); the trusted CAs are GnuTLS's, read once */
-		if ((rc = admin_tls_load(cfg, err, errlen)) < 0 ||
-		    (admin_tls_client_auth() != ADMIN_CLIENT_NONE &&
-		     (rc = admin_tls_trust_pem(cfg, &trust, err, errlen)) < 0)) {
+		/* the certificate goes to each handshake from admin_tls.c,
+		 * which checks client certificates against its trusted CAs
+		 * (SIGHUP renews both) */
+		if ((rc = admin_tls_load(cfg, err, errlen)) < 0) {
 			admin_tls_fini();
 			freeaddrinfo(ai);
 			return rc;
@@ -530,7 +546,6 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 	}
 	a = calloc(1, sizeof(*a));
 	if (!a) {
-		free(trust);
 		admin_tls_fini();
 		freeaddrinfo(ai);
 		return -ENOMEM;
@@ -545,7 +560,6 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 	a->principal_rules = config_str(cfg, "ssl.principal.mapping.rules");
 	if (*a->token_file && (rc = admin_tokens_load(a->token_file, &a->tokens, err, errlen)) < 0) {
 		freeaddrinfo(ai);
-		free(trust);
 		admin_tls_fini();
 		free(a);
 		return rc;
@@ -562,12 +576,11 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ADMIN_CONN_MEMORY,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ADMIN_CONN_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)ADMIN_CONN_LIMIT,
+				MHD_OPTION_NOTIFY_CONNECTION, conn_notify, a,
 				/* with TLS only: MHD_OPTION_END ends the list here otherwise */
 				tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, admin_tls_cert_callback(),
-				trust ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, trust,
 				MHD_OPTION_END);
 	freeaddrinfo(ai);
-	free(trust);   /* GnuTLS parsed it at the start */
 	if (!a->d)
 		admin_tls_fini();
 	if (!a->d && tls) {

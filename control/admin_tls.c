@@ -19,16 +19,25 @@
 
 #define ADMIN_CHAIN_MAX 16
 
-/* One identity: the chain and key as GnuTLS hands them to a handshake. */
+/* One identity: the chain and key as GnuTLS hands them to a handshake
+ * (which keeps pointers to them, not copies, for its session's life). */
 struct admin_cert {
-	struct admin_cert *prev;      /* served before; a handshake may still hold it */
+	struct admin_cert *prev;      /* served before; a session may still hold it */
+	unsigned conns;               /* open connections that started while this was current */
 	gnutls_pcert_st pcert[ADMIN_CHAIN_MAX];
 	unsigned npcert;
 	gnutls_privkey_t key;
 };
 
-static struct admin_cert *cur;    /* @thread ctl */
+/* @thread ctl, all of it. Invariant: a connection that started while
+ * certificate C was current holds C or a newer one (its handshake takes
+ * the current one, and certificates only get newer), so C and every newer
+ * one are in use while C->conns > 0; the oldest kept certificate is freed
+ * once it is not current and its conns is 0 (prune), which bounds what is
+ * kept by the reloads since the oldest open connection started. */
+static struct admin_cert *cur;
 static int client_auth;           /* ADMIN_CLIENT_* */
+static gnutls_x509_trust_list_t trust;   /* the CAs client certificates chain to; reread with cur */
 
 /* A PEM item as the ssl.keystore.* keys give it: PEM text, or the path
  * of a PEM file, read whole into *out (heap, NUL-terminated). */
@@ -147,75 +156,9 @@ out:
 	return rc;
 }
 
-int admin_tls_load(const struct config *cfg, char *err, size_t errlen)
-{
-	const char *ca = config_str(cfg, "admin.ssl.client.auth");
-
-	client_auth = !strcmp(ca, "required") ? ADMIN_CLIENT_REQUIRED
-		    : !strcmp(ca, "requested") ? ADMIN_CLIENT_REQUESTED : ADMIN_CLIENT_NONE;
-	return cert_load(cfg, &cur, err, errlen);
-}
-
-int admin_tls_reload(const struct config *cfg, char *err, size_t errlen)
-{
-	struct admin_cert *c;
-	int rc = cert_load(cfg, &c, err, errlen);
-
-	if (rc < 0)
-		return rc;
-	c->prev = cur;
-	cur = c;
-	return 0;
-}
-
-void admin_tls_fini(void)
-{
-	while (cur) {
-		struct admin_cert *p = cur->prev;
-
-		cert_free(cur);
-		cur = p;
-	}
-}
-
-int admin_tls_client_auth(void)
-{
-	return client_auth;
-}
-
-/* Each handshake asks for the server's certificate here (after the
- * ClientHello, before the server's Certificate and CertificateRequest):
- * the current one is given, and with admin.ssl.client.auth=required the
- * client's certificate is insisted on and checked in the handshake against
- * the trusted CAs (none, or one of another CA, fails it). With requested,
- * GnuTLS asks for one (libmicrohttpd sets it, having trusted CAs) and
- * admin_tls_peer checks it at the request: with verification in the
- * handshake, GnuTLS fails a handshake that brings no certificate. */
-static int cert_cb(gnutls_session_t s, const gnutls_datum_t *req_ca, int nreq, const gnutls_pk_algorithm_t *pk,
-		   int npk, gnutls_pcert_st **pcert, unsigned int *n, gnutls_privkey_t *key)
-{
-	(void)req_ca;
-	(void)nreq;
-	(void)pk;
-	(void)npk;
-	if (!cur)
-		return -1;
-	if (client_auth == ADMIN_CLIENT_REQUIRED) {
-		gnutls_certificate_server_set_request(s, GNUTLS_CERT_REQUIRE);
-		gnutls_session_set_verify_cert(s, NULL, 0);
-	}
-	*pcert = cur->pcert;
-	*n = cur->npcert;
-	*key = cur->key;
-	return 0;
-}
-
-void *admin_tls_cert_callback(void)
-{
-	return (void *)(gnutls_certificate_retrieve_function2 *)cert_cb;
-}
-
-int admin_tls_trust_pem(const struct config *cfg, char **pem, char *err, size_t errlen)
+/* The trusted CAs' PEM text (ssl.truststore.location or
+ * ssl.truststore.certificates) into *pem (heap; free it): 0, or -errno. */
+static int trust_pem(const struct config *cfg, char **pem, char *err, size_t errlen)
 {
 	const char *loc = config_str(cfg, "ssl.truststore.location");
 	const char *certs = config_str(cfg, "ssl.truststore.certificates");
@@ -230,19 +173,213 @@ int admin_tls_trust_pem(const struct config *cfg, char **pem, char *err, size_t 
 	return -EINVAL;
 }
 
+static int trust_load(const struct config *cfg, gnutls_x509_trust_list_t *out, char *err, size_t errlen)
+{
+	gnutls_x509_trust_list_t t;
+	gnutls_datum_t d;
+	char *pem;
+	int rc;
+
+	*out = NULL;
+	if ((rc = trust_pem(cfg, &pem, err, errlen)) < 0)
+		return rc;
+	if (gnutls_x509_trust_list_init(&t, 0) < 0) {
+		free(pem);
+		return -ENOMEM;
+	}
+	d.data = (unsigned char *)pem;
+	d.size = (unsigned)strlen(pem);
+	rc = gnutls_x509_trust_list_add_trust_mem(t, &d, NULL, GNUTLS_X509_FMT_PEM, 0, 0);
+	free(pem);
+	if (rc <= 0) {
+		gnutls_x509_trust_list_deinit(t, 1);
+		snprintf(err, errlen, "admin.ssl.client.auth: no CA certificate in ssl.truststore.*%s%s",
+			 rc < 0 ? ": " : "", rc < 0 ? gnutls_strerror(rc) : "");
+		return -EINVAL;
+	}
+	*out = t;
+	return 0;
+}
+
+/* Free the oldest certificates no connection may hold (see cur). */
+static void prune(void)
+{
+	for (;;) {
+		struct admin_cert **link = &cur, *oldest;
+
+		while (*link && (*link)->prev)
+			link = &(*link)->prev;
+		oldest = *link;
+		if (!oldest || oldest == cur || oldest->conns)
+			return;
+		*link = NULL;
+		cert_free(oldest);
+	}
+}
+
+int admin_tls_load(const struct config *cfg, char *err, size_t errlen)
+{
+	const char *ca = config_str(cfg, "admin.ssl.client.auth");
+	int rc;
+
+	client_auth = !strcmp(ca, "required") ? ADMIN_CLIENT_REQUIRED
+		    : !strcmp(ca, "requested") ? ADMIN_CLIENT_REQUESTED : ADMIN_CLIENT_NONE;
+	if ((rc = cert_load(cfg, &cur, err, errlen)) < 0)
+		return rc;
+	if (client_auth != ADMIN_CLIENT_NONE && (rc = trust_load(cfg, &trust, err, errlen)) < 0)
+		return rc;   /* the caller's admin_tls_fini frees cur */
+	return 0;
+}
+
+int admin_tls_reload(const struct config *cfg, char *err, size_t errlen)
+{
+	gnutls_x509_trust_list_t t = NULL;
+	struct admin_cert *c;
+	int rc = cert_load(cfg, &c, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	if (client_auth != ADMIN_CLIENT_NONE && (rc = trust_load(cfg, &t, err, errlen)) < 0) {
+		cert_free(c);
+		return rc;
+	}
+	c->prev = cur;
+	cur = c;
+	if (t) {
+		/* checks run within a callback of this thread: none holds it now */
+		gnutls_x509_trust_list_deinit(trust, 1);
+		trust = t;
+	}
+	prune();
+	return 0;
+}
+
+void admin_tls_fini(void)
+{
+	while (cur) {
+		struct admin_cert *p = cur->prev;
+
+		cert_free(cur);
+		cur = p;
+	}
+	if (trust)
+		gnutls_x509_trust_list_deinit(trust, 1);
+	trust = NULL;
+}
+
+void *admin_tls_conn_start(void)
+{
+	prune();   /* those whose last connection closed earlier (its session is gone now) */
+	if (cur)
+		cur->conns++;
+	return cur;
+}
+
+void admin_tls_conn_end(void *started)
+{
+	struct admin_cert *c = started;
+
+	if (c)
+		c->conns--;   /* freed by a later prune: GnuTLS may still clear the session */
+}
+
+unsigned admin_tls_held(void)
+{
+	unsigned n = 0;
+
+	for (struct admin_cert *c = cur; c; c = c->prev)
+		n++;
+	return n;
+}
+
+/* The peer's certificate chain against the trusted CAs (read again on each
+ * reload): 0 trusted, 1 none sent, -EACCES not trusted. */
+static int peer_verify(gnutls_session_t s)
+{
+	gnutls_x509_crt_t crts[ADMIN_CHAIN_MAX];
+	const gnutls_datum_t *peers;
+	unsigned n = 0, k = 0, status = 0;
+	int rc = -1;
+
+	if (!(peers = gnutls_certificate_get_peers(s, &n)) || !n)
+		return 1;
+	if (!trust || n > ADMIN_CHAIN_MAX)
+		return -EACCES;
+	for (; k < n; k++)
+		if (gnutls_x509_crt_init(&crts[k]) < 0)
+			break;
+		else if (gnutls_x509_crt_import(crts[k], &peers[k], GNUTLS_X509_FMT_DER) < 0) {
+			gnutls_x509_crt_deinit(crts[k]);
+			break;
+		}
+	if (k == n)
+		rc = gnutls_x509_trust_list_verify_crt(trust, crts, n, 0, &status, NULL);
+	while (k)
+		gnutls_x509_crt_deinit(crts[--k]);
+	return rc >= 0 && !status ? 0 : -EACCES;
+}
+
+/* admin.ssl.client.auth=required: the handshake fails without a
+ * certificate the trusted CAs vouch for. */
+static int verify_cb(gnutls_session_t s)
+{
+	return peer_verify(s) == 0 ? 0 : -1;
+}
+
+int admin_tls_client_auth(void)
+{
+	return client_auth;
+}
+
+/* Each handshake asks for the server's certificate here (after the
+ * ClientHello, before the server's Certificate and CertificateRequest):
+ * the current one is given, and a client certificate asked for: with
+ * admin.ssl.client.auth=required it is insisted on and checked in the
+ * handshake against the trusted CAs of this file (none, or one of another
+ * CA, fails it); with requested admin_tls_peer checks it at the request
+ * (with verification in the handshake, GnuTLS fails a handshake that
+ * brings no certificate). libmicrohttpd is given no trusted CAs: its
+ * GnuTLS credentials are made once, at the start, and could not be read
+ * again. */
+static int cert_cb(gnutls_session_t s, const gnutls_datum_t *req_ca, int nreq, const gnutls_pk_algorithm_t *pk,
+		   int npk, gnutls_pcert_st **pcert, unsigned int *n, gnutls_privkey_t *key)
+{
+	(void)req_ca;
+	(void)nreq;
+	(void)pk;
+	(void)npk;
+	if (!cur)
+		return -1;
+	if (client_auth == ADMIN_CLIENT_REQUIRED) {
+		gnutls_certificate_server_set_request(s, GNUTLS_CERT_REQUIRE);
+		gnutls_session_set_verify_function(s, verify_cb);
+	} else if (client_auth == ADMIN_CLIENT_REQUESTED) {
+		gnutls_certificate_server_set_request(s, GNUTLS_CERT_REQUEST);
+	}
+	*pcert = cur->pcert;
+	*n = cur->npcert;
+	*key = cur->key;
+	return 0;
+}
+
+void *admin_tls_cert_callback(void)
+{
+	return (void *)(gnutls_certificate_retrieve_function2 *)cert_cb;
+}
+
 int admin_tls_peer(struct MHD_Connection *conn, const char *rules, char *out, size_t outlen, const char **why)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
 	gnutls_session_t s = ci ? (gnutls_session_t)ci->tls_session : NULL;
 	const gnutls_datum_t *peers;
 	const unsigned char *p;
-	unsigned n = 0, status = 0;
+	unsigned n = 0;
 	X509 *x;
 	int rc;
 
 	if (!s || client_auth == ADMIN_CLIENT_NONE || !(peers = gnutls_certificate_get_peers(s, &n)) || !n)
 		return 0;
-	if (gnutls_certificate_verify_peers2(s, &status) < 0 || status) {
+	if (peer_verify(s) != 0) {
 		*why = "a client certificate the trusted CAs (ssl.truststore.*) do not vouch for";
 		return -EACCES;
 	}

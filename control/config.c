@@ -157,7 +157,9 @@ static const struct config_key keys[] = {
 	{ "ssl.keystore.location", CONFIG_STRING, "",
 	  .doc = "A PEM file with the SSL listeners' private key and certificate chain (the broker's "
 		 "certificate first). Either this, or ssl.keystore.certificate.chain with ssl.keystore.key, "
-		 "is needed for an SSL listener; reread on SIGHUP (docs/security.md)." },
+		 "is needed for an SSL listener; reread on SIGHUP and POST /v1/tls/reload. This key and the "
+		 "ssl.* keys below may be set for one listener as listener.name.<listener>.ssl.* "
+		 "(docs/security.md#one-listeners-own-certificates)." },
 	{ "ssl.keystore.certificate.chain", CONFIG_STRING, "",
 	  .doc = "The certificate chain as PEM text (as Kafka's), or the path of a PEM file (Sluice)." },
 	{ "ssl.keystore.key", CONFIG_STRING, "", .flags = CK_SENSITIVE,
@@ -168,7 +170,8 @@ static const struct config_key keys[] = {
 	  .doc = "The format of the trusted client CAs: PEM only." },
 	{ "ssl.truststore.location", CONFIG_STRING, "",
 	  .doc = "A PEM file of the CAs client certificates (ssl.client.auth) and, on an SSL inter-broker "
-		 "listener, other brokers' certificates must chain to; reread on SIGHUP (the server side)." },
+		 "listener, other brokers' certificates must chain to; reread on SIGHUP and POST "
+		 "/v1/tls/reload (the listeners' and the inter-broker client's)." },
 	{ "ssl.truststore.certificates", CONFIG_STRING, "",
 	  .doc = "The trusted CA certificates as PEM text (as Kafka's), or the path of a PEM file." },
 	{ "ssl.client.auth", CONFIG_ENUM, "none", .values = client_auth_values,
@@ -468,7 +471,14 @@ static const char *const listener_suffixes[] = { "sasl.enabled.mechanisms", "pla
 						 "scram-sha-256.sasl.jaas.config", "scram-sha-512.sasl.jaas.config",
 						 "plain.connections.max.reauth.ms",
 						 "scram-sha-256.connections.max.reauth.ms",
-						 "scram-sha-512.connections.max.reauth.ms", NULL };
+						 "scram-sha-512.connections.max.reauth.ms",
+						 /* an SSL listener's own TLS, over the ssl.* keys of
+						  * the same name (validated by their entries) */
+						 "ssl.keystore.type", "ssl.keystore.location",
+						 "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.key.password",
+						 "ssl.truststore.type", "ssl.truststore.location",
+						 "ssl.truststore.certificates", "ssl.client.auth", "ssl.enabled.protocols",
+						 "ssl.cipher.suites", "ssl.principal.mapping.rules", NULL };
 
 struct config {
 	struct config_slot slot[NKEYS];
@@ -825,6 +835,14 @@ static int lkey_put(struct config *c, const char *key, const char *value)
 	return 0;
 }
 
+int config_listener_key(const struct config *c, int i, const char **key)
+{
+	if (i < 0 || i >= c->nlkeys)
+		return 0;
+	*key = c->lkeys[i].key;
+	return 1;
+}
+
 const char *config_listener_str(const struct config *c, const char *listener, const char *suffix)
 {
 	size_t ln = strlen(listener);
@@ -935,15 +953,25 @@ int config_set(struct config *c, const char *key, const char *value, const char 
 
 		for (int j = 0; listener_suffixes[j]; j++)
 			if (!strcmp(suf, listener_suffixes[j])) {
+				int g = strncmp(suf, "ssl.", 4) ? -1 : key_find(suf);
+
 				if (!(v = trim_dup(value, strlen(value))))
 					return -ENOMEM;
+				if (g >= 0) {
+					/* the global key's rules, its canonical text kept */
+					rc = key_validate(&keys[g], key, v, source, err, errlen, &str, &num);
+					free(v);
+					if (rc < 0)
+						return rc;
+					v = str;
+				}
 				rc = lkey_put(c, key, v);
 				free(v);
 				return rc;
 			}
 		errf(err, errlen, "%s: unknown configuration key '%s' (Sluice takes listener.name.<listener>. "
-		     "with sasl.enabled.mechanisms, <mechanism>.sasl.jaas.config and "
-		     "<mechanism>.connections.max.reauth.ms only)", source, key);
+		     "with sasl.enabled.mechanisms, <mechanism>.sasl.jaas.config, "
+		     "<mechanism>.connections.max.reauth.ms and the ssl.* keys of a listener's TLS only)", source, key);
 		return -ENOENT;
 	}
 	if (i < 0) {

@@ -107,9 +107,14 @@ void config_foreach(const struct config *c,
 		    void *arg);
 
 /* Kafka's per-listener key listener.name.<listener>.<suffix> (the
- * listener's name without case; suffix sasl.enabled.mechanisms or
- * <mechanism>.sasl.jaas.config), or NULL when not set. */
+ * listener's name without case; suffix sasl.enabled.mechanisms,
+ * <mechanism>.sasl.jaas.config, <mechanism>.connections.max.reauth.ms or
+ * one of the ssl.* keys of a listener's TLS, whose value the global key's
+ * entry validated and made canonical), or NULL when not set. */
 const char *config_listener_str(const struct config *c, const char *listener, const char *suffix);
+/* The i-th per-listener key set, as given (0 <= i): 1 with *key
+ * (borrowed like config_str), 0 past the last. */
+int config_listener_key(const struct config *c, int i, const char **key);
 
 /* advertised.listeners, or listeners when it is empty (what Metadata
  * returns). Borrowed like config_str. */

@@ -306,49 +306,118 @@ int listeners_resolve(const struct config *c, int broker, struct broker_settings
 	return 0;
 }
 
-int listeners_tls_conf(const struct config *c, const struct broker_settings *set, struct tls_conf *tc, char *err,
-		       size_t errlen)
+/* The listener's value of an ssl.* key (listener.name.<l>.<key>), else the
+ * broker's; own 1: the listener's or "" (a group of keys the listener
+ * sets, taken whole), 0: the broker's, -1: either. The key it came from
+ * into used (lower-cased, for errors). */
+static const char *ssl_str(const struct config *c, const char *listener, const char *key, int own, char *used,
+			   size_t len)
 {
-	const char *ssl = NULL;
-	const char *p = config_str(c, "ssl.enabled.protocols");
-	char item[64];
+	const char *v = own ? config_listener_str(c, listener, key) : NULL;
 
-	for (int i = 0; i < set->nlisteners && !ssl; i++)
-		if (set->listeners[i].tls)
-			ssl = set->listeners[i].name;
-	if (!ssl)
+	if (!v && own <= 0) {
+		snprintf(used, len, "%s", key);
+		return config_str(c, key);
+	}
+	snprintf(used, len, "listener.name.%s.%s", listener, key);
+	for (char *k = used; *k; k++)
+		*k = (char)tolower((unsigned char)*k);
+	return v ? v : "";
+}
+
+int listeners_tls_conf(const struct config *c, const struct broker_settings *set, int li, struct tls_conf *tc,
+		       char *err, size_t errlen)
+{
+	const char *name, *p, *ca;
+	char item[64], k_ks[160], k_ch[160], k_key[160], k_ts[160], k_ca[160], k_x[160];
+	int own_ks, own_ts;
+
+	if (li < 0 || li >= set->nlisteners || !set->listeners[li].tls)
 		return 0;
+	name = set->listeners[li].name;
 	memset(tc, 0, sizeof(*tc));
-	tc->keystore_location = config_str(c, "ssl.keystore.location");
-	tc->cert_chain = config_str(c, "ssl.keystore.certificate.chain");
-	tc->key = config_str(c, "ssl.keystore.key");
-	tc->key_password = config_str(c, "ssl.key.password");
-	tc->truststore = *config_str(c, "ssl.truststore.location") ? config_str(c, "ssl.truststore.location")
-								   : config_str(c, "ssl.truststore.certificates");
-	tc->client_auth = (int)config_int(c, "ssl.client.auth");
-	tc->cipher_suites = config_str(c, "ssl.cipher.suites");
-	tc->principal_rules = config_str(c, "ssl.principal.mapping.rules");
+	/* A keystore (location, or chain and key) or a truststore (location
+	 * or certificates) is taken whole: a listener that names one of its
+	 * keys has its own, the broker's is not mixed in. */
+	own_ks = config_listener_str(c, name, "ssl.keystore.location") ||
+		 config_listener_str(c, name, "ssl.keystore.certificate.chain") ||
+		 config_listener_str(c, name, "ssl.keystore.key");
+	own_ts = config_listener_str(c, name, "ssl.truststore.location") ||
+		 config_listener_str(c, name, "ssl.truststore.certificates");
+	tc->keystore_location = ssl_str(c, name, "ssl.keystore.location", own_ks, k_ks, sizeof(k_ks));
+	tc->cert_chain = ssl_str(c, name, "ssl.keystore.certificate.chain", own_ks, k_ch, sizeof(k_ch));
+	tc->key = ssl_str(c, name, "ssl.keystore.key", own_ks, k_key, sizeof(k_key));
+	tc->key_password = ssl_str(c, name, "ssl.key.password", -1, k_x, sizeof(k_x));
+	tc->truststore = ssl_str(c, name, "ssl.truststore.location", own_ts, k_ts, sizeof(k_ts));
+	if (!*tc->truststore && !*(tc->truststore = ssl_str(c, name, "ssl.truststore.certificates", own_ts, k_ts,
+							     sizeof(k_ts))))
+		ssl_str(c, name, "ssl.truststore.location", own_ts, k_ts, sizeof(k_ts));   /* named when missing */
+	ca = ssl_str(c, name, "ssl.client.auth", -1, k_ca, sizeof(k_ca));
+	tc->client_auth = !strcmp(ca, "required") ? TLS_CLIENT_AUTH_REQUIRED
+			: !strcmp(ca, "requested") ? TLS_CLIENT_AUTH_REQUESTED : TLS_CLIENT_AUTH_NONE;
+	tc->cipher_suites = ssl_str(c, name, "ssl.cipher.suites", -1, k_x, sizeof(k_x));
+	tc->principal_rules = ssl_str(c, name, "ssl.principal.mapping.rules", -1, k_x, sizeof(k_x));
+	p = ssl_str(c, name, "ssl.enabled.protocols", -1, k_x, sizeof(k_x));
 	while (next_item(&p, item, sizeof(item)) > 0) {
 		tc->tls12 |= !strcmp(item, "TLSv1.2");
 		tc->tls13 |= !strcmp(item, "TLSv1.3");
 	}
 	if (!*tc->keystore_location && (!*tc->cert_chain || !*tc->key)) {
-		snprintf(err, errlen, "ssl.keystore.location: the SSL listener %s needs a certificate and its key: "
-			 "set ssl.keystore.location (a PEM file with both), or ssl.keystore.certificate.chain and "
-			 "ssl.keystore.key (docs/security.md)", ssl);
+		snprintf(err, errlen, "%s: the SSL listener %s needs a certificate and its key: set "
+			 "ssl.keystore.location (a PEM file with both), or ssl.keystore.certificate.chain and "
+			 "ssl.keystore.key, for every SSL listener or as listener.name.%s.ssl.* for this one "
+			 "(docs/security.md)", k_ks, name, name);
 		return -EINVAL;
 	}
 	if (*tc->keystore_location && (*tc->cert_chain || *tc->key)) {
-		snprintf(err, errlen, "ssl.keystore.location: set it or ssl.keystore.certificate.chain and "
-			 "ssl.keystore.key, not both");
+		snprintf(err, errlen, "%s: set it or %s and %s, not both", k_ks, k_ch, k_key);
 		return -EINVAL;
 	}
 	if (tc->client_auth != TLS_CLIENT_AUTH_NONE && !*tc->truststore) {
-		snprintf(err, errlen, "ssl.truststore.location: ssl.client.auth=%s needs the CA certificates client "
-			 "certificates are checked against", config_str(c, "ssl.client.auth"));
+		snprintf(err, errlen, "%s: ssl.client.auth=%s (%s) needs the CA certificates client certificates are "
+			 "checked against (ssl.truststore.location)", k_ts, ca, k_ca);
 		return -EINVAL;
 	}
 	return 1;
+}
+
+/* Whether name is a listener of this node (listeners) or named by
+ * listener.security.protocol.map (a node of a cluster sharing one file). */
+static int listener_known(const struct config *c, const char *name)
+{
+	const char *lists[2] = { config_str(c, "listeners"), config_str(c, "listener.security.protocol.map") };
+	char item[512];
+
+	for (int i = 0; i < 2; i++) {
+		const char *p = lists[i];
+		int rc;
+
+		while ((rc = next_item(&p, item, sizeof(item))) != 0) {
+			char *sep = rc > 0 ? strstr(item, i == 0 ? "://" : ":") : NULL;
+
+			if (sep && (size_t)(sep - item) == strlen(name) && !strncasecmp(item, name, strlen(name)))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+int listeners_check_keys(const struct config *c, char *err, size_t errlen)
+{
+	const char *key;
+
+	for (int i = 0; config_listener_key(c, i, &key); i++) {
+		const char *l = key + strlen("listener.name."), *dot = strchr(l, '.');
+		char name[128];
+
+		snprintf(name, sizeof(name), "%.*s", (int)(dot - l) < 127 ? (int)(dot - l) : 127, l);
+		if (!listener_known(c, name)) {
+			snprintf(err, errlen, "%s: no listener is named %s (listeners, listener.security.protocol.map; "
+				 "listener names are matched without case)", key, name);
+			return -EINVAL;
+		}
+	}
+	return 0;
 }
 
 int listeners_peer_sec(const struct config *c, const struct broker_settings *set, const struct tls_conf *tc,
@@ -403,4 +472,43 @@ bad:
 	tls_client_destroy(sec->tls_client);
 	sec->tls_client = NULL;
 	return -EINVAL;
+}
+
+int listeners_tls_reload(struct broker *b, char *err, size_t errlen)
+{
+	struct tls_client *cl = b->peer_sec ? b->peer_sec->tls_client : NULL;
+	char why[384];
+	int n = 0, first = 0;
+
+	*err = 0;
+	for (int i = 0; i < b->set.nlisteners; i++) {
+		int rc;
+
+		if (!b->tls[i])
+			continue;
+		if ((rc = tls_server_reload(b->tls[i], why, sizeof(why))) < 0) {
+			if (!first) {
+				first = rc;
+				snprintf(err, errlen, "listener %s: %s", b->set.listeners[i].name, why);
+			}
+			continue;
+		}
+		n++;
+	}
+	if (cl) {
+		int rc = tls_client_reload(cl, why, sizeof(why));
+
+		if (rc < 0 && !first) {
+			first = rc;
+			snprintf(err, errlen, "the inter-broker client (listener %s): %s", b->set.listeners[0].name, why);
+		}
+		n += rc == 0;
+	}
+	if (first)
+		return first;
+	if (!n) {
+		snprintf(err, errlen, "no SSL listener: nothing to reload");
+		return -ENOENT;
+	}
+	return n;
 }

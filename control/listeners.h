@@ -5,7 +5,8 @@
  * brokers use (inter.broker.listener.name). Controller listeners
  * (controller.listener.names) are left to control/node_role.h.
  *
- * Thread: main, at start-up (reads the frozen config).
+ * Thread: main, at start-up (reads the frozen config); listeners_tls_reload
+ * on main (SIGHUP) or the control thread (POST /v1/tls/reload).
  * Errors: 0, or -EINVAL / -ENOTSUP with err naming the key and what to do
  * (sluiced exits 2).
  */
@@ -22,19 +23,34 @@ struct tls_conf;
  * set->listen_host/port, adv_host/port. A node with no broker role has
  * none. */
 int listeners_resolve(const struct config *c, int broker, struct broker_settings *set, char *err, size_t errlen);
-/* Whether set has an SSL listener; if so fill tc from the ssl.* keys
- * (strings borrowed from c), or refuse a missing or contradicting one. */
-int listeners_tls_conf(const struct config *c, const struct broker_settings *set, struct tls_conf *tc, char *err,
-		       size_t errlen);
+/* Whether set->listeners[li] is an SSL (or SASL_SSL) listener: 1 and tc
+ * filled from its ssl.* keys, each listener.name.<li>.ssl.* over the
+ * broker's ssl.* (strings borrowed from c), or -EINVAL naming the key of a
+ * missing or contradicting one; 0 for a listener without TLS. */
+int listeners_tls_conf(const struct config *c, const struct broker_settings *set, int li, struct tls_conf *tc,
+		       char *err, size_t errlen);
+/* Every listener.name.<l>.* key names a listener of this node (listeners)
+ * or of listener.security.protocol.map: 0, or -EINVAL naming the key. */
+int listeners_check_keys(const struct config *c, char *err, size_t errlen);
 
 /* How this node reaches other brokers (dataplane/peer_session.h): the
- * inter-broker listener's protocol; for TLS a client context from tc (the
- * truststore needed); for SASL sasl.mechanism.inter.broker.protocol and the
- * username and password of that listener's <mechanism>.sasl.jaas.config.
+ * inter-broker listener's protocol; for TLS a client context from tc, that
+ * listener's TLS conf (listeners_tls_conf; the truststore needed); for
+ * SASL sasl.mechanism.inter.broker.protocol and the username and password
+ * of that listener's <mechanism>.sasl.jaas.config.
  * 1: sec is filled (sec->tls_client to free with tls_client_destroy); 0:
  * PLAINTEXT, nothing to do; -errno with err naming the key. */
 struct peer_sec;
 int listeners_peer_sec(const struct config *c, const struct broker_settings *set, const struct tls_conf *tc,
 		       struct peer_sec *sec, char *err, size_t errlen);
+
+/* Every TLS context of the broker read again from its files: each SSL
+ * listener's (b->tls) and the inter-broker client's (b->peer_sec); new
+ * connections use them, open ones keep theirs. Each stands alone: one that
+ * fails keeps its previous certificates, the others take their new ones.
+ * The contexts reloaded (> 0); -ENOENT without any; or the first failure's
+ * -errno with err naming the listener and the key or file. */
+struct broker;
+int listeners_tls_reload(struct broker *b, char *err, size_t errlen);
 
 #endif

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control/admin_tls.h"
 #include "control/ctl.h"
 #include "control/ctl_homes.h"
 #include "control/fd_budget.h"
@@ -21,6 +22,7 @@
 #include "control/txn.h"
 #include "dataplane/broker.h"
 #include "dataplane/kafka/kafka_msgs.h"
+#include "dataplane/peer_session.h"
 #include "storage/lathist.h"
 #include "dataplane/shard.h"
 #include "dataplane/spsc.h"
@@ -253,10 +255,23 @@ static void render_shards(struct broker *b, struct textbuf *t)
 		textbuf_printf(t, "sluice_tls_connections_total{shard=\"%d\",record_layer=\"openssl\"} %llu\n", i,
 			       (unsigned long long)LD(b->shards[i]->stats.tls_record_openssl));
 	}
-	fam(t, "tls_reloads_total", "counter", "Reloads of the SSL listeners' certificates (SIGHUP); 0 without an "
-	    "SSL listener.");
-	textbuf_printf(t, "sluice_tls_reloads_total %llu\n",
-		       (unsigned long long)(b->tls ? tls_server_reloads(b->tls) : 0));
+	{
+		uint64_t reloads = 0, client = 0;
+
+		for (int i = 0; i < b->set.nlisteners; i++)
+			reloads += b->tls[i] ? tls_server_reloads(b->tls[i]) : 0;
+		if (b->peer_sec && b->peer_sec->tls_client)
+			client = tls_client_reloads(b->peer_sec->tls_client);
+		fam(t, "tls_reloads_total", "counter", "Reloads of the SSL listeners' certificates (SIGHUP, POST "
+		    "/v1/tls/reload), one per SSL listener reloaded; 0 without an SSL listener.");
+		textbuf_printf(t, "sluice_tls_reloads_total %llu\n", (unsigned long long)reloads);
+		fam(t, "tls_client_reloads_total", "counter", "Reloads of the broker's client TLS context (its "
+		    "keystore and truststore for an SSL inter-broker listener) by SIGHUP or POST /v1/tls/reload.");
+		textbuf_printf(t, "sluice_tls_client_reloads_total %llu\n", (unsigned long long)client);
+		fam(t, "admin_tls_certificates", "gauge", "Certificates the admin endpoint holds (admin.ssl.enabled): "
+		    "the current one and older ones a connection open since their reload may still use.");
+		textbuf_printf(t, "sluice_admin_tls_certificates %u\n", admin_tls_held());
+	}
 	SF("recv_buffers_starved_total", "counter", "Receives that found the provided-buffer ring empty.",
 	   pbuf_starved);
 	SF("produce_requests_total", "counter", "Produce requests.", produce_requests);

@@ -162,7 +162,8 @@ static void release(struct config *cfg, struct broker *b, struct ctl *ctl, int n
 			if (b->shards[i])
 				shard_destroy(b->shards[i]);
 		native_dpdk_stop(b);
-		tls_server_destroy(b->tls);
+		for (int i = 0; i < BROKER_MAX_LISTENERS; i++)
+			tls_server_destroy(b->tls[i]);
 		for (int i = 0; i < b->set.nlisteners; i++) {
 			sasl_plain_users_free(b->set.listeners[i].plain);
 			free(b->set.listeners[i].plain);
@@ -353,19 +354,36 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	{
-		struct tls_conf tc;
+		struct tls_conf tc, ib;
+		int any_tls = 0;
 
-		rc = listeners_tls_conf(cfg, &b->set, &tc, err, sizeof(err));
-		if (rc > 0)
-			rc = tls_server_create(&tc, &b->tls, err, sizeof(err));
+		/* every listener.name.<l>.* key names a listener; each SSL
+		 * listener its own context (its listener.name.<l>.ssl.* over
+		 * the ssl.* keys) */
+		rc = listeners_check_keys(cfg, err, sizeof(err));
+		memset(&ib, 0, sizeof(ib));
+		for (int i = 0; rc >= 0 && i < b->set.nlisteners; i++) {
+			if ((rc = listeners_tls_conf(cfg, &b->set, i, &tc, err, sizeof(err))) <= 0)
+				continue;
+			if (i == 0)
+				ib = tc;   /* the inter-broker listener's, for the client side */
+			any_tls = 1;
+			rc = tls_server_create(&tc, &b->tls[i], err, sizeof(err));
+			if (rc < 0) {
+				char why[sizeof(err)];
+
+				snprintf(why, sizeof(why), "%s", err);
+				snprintf(err, sizeof(err), "listener %.64s: %.900s", b->set.listeners[i].name, why);
+			}
+		}
 		/* the inter-broker listener's protocol: this node's client side */
-		if (rc >= 0 && (rc = listeners_peer_sec(cfg, &b->set, &tc, &peer_sec, err, sizeof(err))) > 0)
+		if (rc >= 0 && (rc = listeners_peer_sec(cfg, &b->set, &ib, &peer_sec, err, sizeof(err))) > 0)
 			b->peer_sec = &peer_sec;
 		if (rc < 0) {
 			fprintf(stderr, "sluiced: %s\n", err);
 			goto out;
 		}
-		if (b->tls && (rc = tls_ktls_probe()) < 0)
+		if (any_tls && (rc = tls_ktls_probe()) < 0)
 			fprintf(stderr, "sluiced: TLS: the record layer stays OpenSSL's: this kernel has no kTLS (%s%s)\n",
 				strerror(-rc), rc == -ENOENT ? ": built without CONFIG_TLS" : "");
 	}
@@ -565,11 +583,13 @@ int main(int argc, char **argv)
 		if (sig == SIGTERM || sig == SIGINT)
 			break;
 		if (sig == SIGHUP) {
-			/* the SSL listeners' certificates, keys and trusted CAs
-			 * read again: new connections get them */
-			if (!b->tls)
+			/* the SSL listeners' certificates, keys and trusted CAs,
+			 * and the inter-broker client's, read again: new
+			 * connections get them */
+			rc = listeners_tls_reload(b, err, sizeof(err));
+			if (rc == -ENOENT)
 				fprintf(stderr, "sluiced: SIGHUP: no SSL listener, nothing to reload\n");
-			else if (tls_server_reload(b->tls, err, sizeof(err)) < 0)
+			else if (rc < 0)
 				fprintf(stderr, "sluiced: SIGHUP: TLS reload failed, the previous certificates stay: %s\n",
 					err);
 			else

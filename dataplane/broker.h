@@ -287,7 +287,10 @@ struct broker {
 	struct shard *shards[BROKER_MAX_SHARDS];
 	struct ctl *ctl;
 	struct dpdk_port *dpdk;       /* dpdk.enable: the started port (queue pair per shard), else NULL */
-	struct tls_server *tls;       /* an SSL listener's certificates (dataplane/tls.h), else NULL */
+	/* each SSL listener's certificates (dataplane/tls.h), by its index in
+	 * set.listeners, else NULL; main's, made before the threads start,
+	 * reloaded through tls_server_reload only */
+	struct tls_server *tls[BROKER_MAX_LISTENERS];
 	const struct peer_sec *peer_sec;  /* a secured inter-broker listener: how to reach other
 				       * brokers (dataplane/peer_session.h), else NULL; main's,
 				       * read-only once the threads start */

@@ -445,7 +445,7 @@ void conn_on_accept(struct shard *sh, int li, int res, unsigned flags)
 		close(res);
 		return;
 	}
-	if (li < b->set.nlisteners && b->set.listeners[li].tls && !(c->tls = tls_conn_new(b->tls))) {
+	if (li < b->set.nlisteners && b->set.listeners[li].tls && !(c->tls = tls_conn_new(b->tls[li]))) {
 		__atomic_fetch_sub(&b->conns.open, 1, __ATOMIC_RELAXED);
 		conn_ip_release(b, slot);
 		free(c);

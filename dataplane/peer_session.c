@@ -164,6 +164,8 @@ int peer_session_step(struct peer_session *s)
 				return 0;
 		}
 		switch (s->state) {
+		case PEER_SESSION_READY:
+			return 1;   /* SSL without SASL: the handshake was all */
 		case PEER_SESSION_SASL_START: {
 			struct kafka_sasl_handshake_request q;
 			const char *m = sasl_mech_name(s->sec->mech);

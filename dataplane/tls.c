@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <openssl/bio.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -26,17 +27,27 @@
 #define TCP_ULP 31
 #endif
 
+/* One reloadable SSL_CTX: main (SIGHUP) or the control thread (POST
+ * /v1/tls/reload) swaps it, one reload at a time (a second at the same
+ * moment is refused, -EBUSY); a connection's thread takes the current one
+ * inside a window counted in taking (around the load and SSL_new, whose SSL
+ * keeps its own reference), and the swap frees the replaced context's
+ * reference once it has seen that window empty. */
+struct tls_slot {
+	SSL_CTX *ctx;                  /* current: seq-cst store by the reloader, load by connections */
+	int taking;                    /* threads between loading ctx and their SSL_new's reference */
+	int reloading;                 /* a reload is under way */
+	uint64_t reloads;
+};
+
 struct tls_server {
 	struct tls_conf conf;          /* strings owned (strdup) */
-	SSL_CTX *ctx;                  /* current: release store by main, acquire load by shards */
-	int taking;                    /* shards between loading ctx and their SSL_new's reference */
-	uint64_t reloads;
-	int reloading;                 /* a reload is under way (main's SIGHUP, or the admin call on the
-	                                * control thread): the other is refused, not waited for */
+	struct tls_slot slot;
 };
 
 struct tls_client {
-	SSL_CTX *ctx;                  /* made at start, never reloaded */
+	struct tls_conf conf;          /* strings owned (strdup) */
+	struct tls_slot slot;
 };
 
 struct tls_conn {
@@ -293,17 +304,14 @@ static int ctx_build(const struct tls_conf *c, SSL_CTX **out, char *err, size_t 
 	return 0;
 }
 
-int tls_client_create(const struct tls_conf *c, struct tls_client **out, char *err, size_t errlen)
+/* The client side's context: the truststore (needed), the keystore when
+ * set (for a listener's ssl.client.auth: mutual TLS between brokers), the
+ * protocols and suites. */
+static int client_ctx_build(const struct tls_conf *c, SSL_CTX **out, char *err, size_t errlen)
 {
-	struct tls_client *cl = NULL;
 	SSL_CTX *ctx;
 	int rc = 0;
 
-	if (!*c->truststore) {
-		snprintf(err, errlen, "ssl.truststore.location: an SSL inter-broker listener needs the CA certificates "
-			 "other brokers' certificates are checked against");
-		return -EINVAL;
-	}
 	if (!(ctx = SSL_CTX_new(TLS_client_method()))) {
 		ssl_err(err, errlen, "SSL_CTX_new");
 		return -ENOMEM;
@@ -312,8 +320,6 @@ int tls_client_create(const struct tls_conf *c, struct tls_client **out, char *e
 	SSL_CTX_set_max_proto_version(ctx, c->tls13 ? TLS1_3_VERSION : TLS1_2_VERSION);
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-	/* the broker's own certificate, for a listener that asks for one
-	 * (ssl.client.auth): mutual TLS between brokers */
 	if (*c->keystore_location) {
 		rc = load_chain(ctx, "ssl.keystore.location", c->keystore_location, err, errlen);
 		if (rc == 0)
@@ -327,29 +333,129 @@ int tls_client_create(const struct tls_conf *c, struct tls_client **out, char *e
 		rc = load_trust(ctx, c->truststore, err, errlen);
 	if (rc == 0)
 		rc = set_ciphers(ctx, c->cipher_suites, err, errlen);
-	if (rc == 0 && !(cl = calloc(1, sizeof(*cl)))) /* style: allow start-up */
-		rc = -ENOMEM;
 	if (rc < 0) {
 		SSL_CTX_free(ctx);
 		return rc;
 	}
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	cl->ctx = ctx;
+	*out = ctx;
+	return 0;
+}
+
+static char *dup_or_empty(const char *s)
+{
+	return strdup(s ? s : ""); /* style: allow start-up */
+}
+
+/* A copy of conf whose strings are owned; 0 or -ENOMEM. */
+static int conf_copy(struct tls_conf *to, const struct tls_conf *from)
+{
+	*to = *from;
+	to->keystore_location = dup_or_empty(from->keystore_location);
+	to->cert_chain = dup_or_empty(from->cert_chain);
+	to->key = dup_or_empty(from->key);
+	to->key_password = dup_or_empty(from->key_password);
+	to->truststore = dup_or_empty(from->truststore);
+	to->cipher_suites = dup_or_empty(from->cipher_suites);
+	to->principal_rules = dup_or_empty(from->principal_rules && *from->principal_rules ?
+					   from->principal_rules : "DEFAULT");
+	return to->keystore_location && to->cert_chain && to->key && to->key_password && to->truststore &&
+	       to->cipher_suites && to->principal_rules ? 0 : -ENOMEM;
+}
+
+static void conf_free(struct tls_conf *c)
+{
+	if (c->key_password)
+		OPENSSL_cleanse((char *)c->key_password, strlen(c->key_password));
+	if (c->key && is_pem_text(c->key))
+		OPENSSL_cleanse((char *)c->key, strlen(c->key));
+	free((char *)c->keystore_location);
+	free((char *)c->cert_chain);
+	free((char *)c->key);
+	free((char *)c->key_password);
+	free((char *)c->truststore);
+	free((char *)c->cipher_suites);
+	free((char *)c->principal_rules);
+}
+
+/* An SSL of the slot's current context, inside the window slot_swap waits
+ * out before it frees a replaced one. NULL without memory. */
+static SSL *slot_ssl_new(struct tls_slot *sl)
+{
+	SSL *ssl;
+
+	__atomic_fetch_add(&sl->taking, 1, __ATOMIC_SEQ_CST);
+	ssl = SSL_new(__atomic_load_n(&sl->ctx, __ATOMIC_SEQ_CST));
+	__atomic_fetch_sub(&sl->taking, 1, __ATOMIC_RELEASE);
+	return ssl;
+}
+
+/* Build a new context with build(conf) and swap it in; on failure the old
+ * one stays. 0 or -errno with err. */
+static int slot_reload(struct tls_slot *sl, const struct tls_conf *conf,
+		       int (*build)(const struct tls_conf *, SSL_CTX **, char *, size_t), char *err, size_t errlen)
+{
+	SSL_CTX *ctx, *cur;
+	int rc, idle = 0;
+
+	if (!__atomic_compare_exchange_n(&sl->reloading, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		snprintf(err, errlen, "another reload is under way");
+		return -EBUSY;
+	}
+	if ((rc = build(conf, &ctx, err, errlen)) == 0) {
+		cur = sl->ctx;
+		__atomic_store_n(&sl->ctx, ctx, __ATOMIC_SEQ_CST);
+		/* A thread that loaded cur before the store may not have made
+		 * its SSL (which takes its own reference) yet: wait until no
+		 * thread is in that window. One seen empty after the store is
+		 * enough: a thread entering later loads the new context. The
+		 * window is one SSL_new, so this waits microseconds. */
+		while (__atomic_load_n(&sl->taking, __ATOMIC_SEQ_CST))
+			sched_yield();
+		SSL_CTX_free(cur);     /* the slot's reference; open connections keep theirs */
+		__atomic_fetch_add(&sl->reloads, 1, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&sl->reloading, 0, __ATOMIC_RELEASE);
+	return rc;
+}
+
+int tls_client_create(const struct tls_conf *c, struct tls_client **out, char *err, size_t errlen)
+{
+	struct tls_client *cl;
+	int rc;
+
+	if (!*c->truststore) {
+		snprintf(err, errlen, "ssl.truststore.location: an SSL inter-broker listener needs the CA certificates "
+			 "other brokers' certificates are checked against");
+		return -EINVAL;
+	}
+	if (!(cl = calloc(1, sizeof(*cl)))) /* style: allow start-up */
+		return -ENOMEM;
+	if ((rc = conf_copy(&cl->conf, c)) < 0 || (rc = client_ctx_build(&cl->conf, &cl->slot.ctx, err, errlen)) < 0) {
+		tls_client_destroy(cl);
+		return rc;
+	}
 	*out = cl;
 	return 0;
+}
+
+int tls_client_reload(struct tls_client *cl, char *err, size_t errlen)
+{
+	return slot_reload(&cl->slot, &cl->conf, client_ctx_build, err, errlen);
+}
+
+uint64_t tls_client_reloads(const struct tls_client *cl)
+{
+	return __atomic_load_n(&cl->slot.reloads, __ATOMIC_RELAXED);
 }
 
 void tls_client_destroy(struct tls_client *cl)
 {
 	if (!cl)
 		return;
-	SSL_CTX_free(cl->ctx);
+	SSL_CTX_free(cl->slot.ctx);
+	conf_free(&cl->conf);
 	free(cl);
-}
-
-static char *dup_or_empty(const char *s)
-{
-	return strdup(s ? s : ""); /* style: allow start-up */
 }
 
 int tls_server_create(const struct tls_conf *conf, struct tls_server **out, char *err, size_t errlen)
@@ -359,17 +465,9 @@ int tls_server_create(const struct tls_conf *conf, struct tls_server **out, char
 
 	if (!s)
 		return -ENOMEM;
-	s->conf = *conf;
-	s->conf.keystore_location = dup_or_empty(conf->keystore_location);
-	s->conf.cert_chain = dup_or_empty(conf->cert_chain);
-	s->conf.key = dup_or_empty(conf->key);
-	s->conf.key_password = dup_or_empty(conf->key_password);
-	s->conf.truststore = dup_or_empty(conf->truststore);
-	s->conf.cipher_suites = dup_or_empty(conf->cipher_suites);
-	s->conf.principal_rules = dup_or_empty(conf->principal_rules && *conf->principal_rules ?
-					       conf->principal_rules : "DEFAULT");
-	if ((rc = tls_principal_rules_check(s->conf.principal_rules, err, errlen)) < 0 ||
-	    (rc = ctx_build(&s->conf, &s->ctx, err, errlen)) < 0) {
+	if ((rc = conf_copy(&s->conf, conf)) < 0 ||
+	    (rc = tls_principal_rules_check(s->conf.principal_rules, err, errlen)) < 0 ||
+	    (rc = ctx_build(&s->conf, &s->slot.ctx, err, errlen)) < 0) {
 		tls_server_destroy(s);
 		return rc;
 	}
@@ -379,47 +477,20 @@ int tls_server_create(const struct tls_conf *conf, struct tls_server **out, char
 
 int tls_server_reload(struct tls_server *s, char *err, size_t errlen)
 {
-	SSL_CTX *ctx, *cur;
-	int rc, idle = 0;
-
-	if (!__atomic_compare_exchange_n(&s->reloading, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-		snprintf(err, errlen, "another reload is under way");
-		return -EBUSY;
-	}
-	if ((rc = ctx_build(&s->conf, &ctx, err, errlen)) == 0) {
-		cur = s->ctx;
-		__atomic_store_n(&s->ctx, ctx, __ATOMIC_SEQ_CST);
-		/* A shard that loaded cur before the store may not have made its
-		 * SSL (which takes its own reference) yet: wait until no shard is
-		 * in that window. One seen empty after the store is enough: a
-		 * shard entering later loads the new context. The window is one
-		 * SSL_new, so this waits microseconds. */
-		while (__atomic_load_n(&s->taking, __ATOMIC_SEQ_CST))
-			sched_yield();
-		SSL_CTX_free(cur);     /* the server's reference; open connections keep theirs */
-		__atomic_fetch_add(&s->reloads, 1, __ATOMIC_RELAXED);
-	}
-	__atomic_store_n(&s->reloading, 0, __ATOMIC_RELEASE);
-	return rc;
+	return slot_reload(&s->slot, &s->conf, ctx_build, err, errlen);
 }
 
 uint64_t tls_server_reloads(const struct tls_server *s)
 {
-	return __atomic_load_n(&s->reloads, __ATOMIC_RELAXED);
+	return __atomic_load_n(&s->slot.reloads, __ATOMIC_RELAXED);
 }
 
 void tls_server_destroy(struct tls_server *s)
 {
 	if (!s)
 		return;
-	SSL_CTX_free(s->ctx);
-	free((char *)s->conf.keystore_location);
-	free((char *)s->conf.cert_chain);
-	free((char *)s->conf.key);
-	free((char *)s->conf.key_password);
-	free((char *)s->conf.truststore);
-	free((char *)s->conf.cipher_suites);
-	free((char *)s->conf.principal_rules);
+	SSL_CTX_free(s->slot.ctx);
+	conf_free(&s->conf);
 	free(s);
 }
 
@@ -553,10 +624,7 @@ struct tls_conn *tls_conn_new(struct tls_server *s)
 		return NULL;
 	memset(t, 0, offsetof(struct tls_conn, tx));
 	t->rules = s->conf.principal_rules;
-	/* the window tls_server_reload waits out before it frees a context */
-	__atomic_fetch_add(&s->taking, 1, __ATOMIC_SEQ_CST);
-	t->ssl = SSL_new(__atomic_load_n(&s->ctx, __ATOMIC_SEQ_CST));
-	__atomic_fetch_sub(&s->taking, 1, __ATOMIC_RELEASE);
+	t->ssl = slot_ssl_new(&s->slot);
 	t->rbio = BIO_new(BIO_s_mem());
 	t->wbio = BIO_new(BIO_s_mem());
 	if (!t->ssl || !t->rbio || !t->wbio) {
@@ -583,7 +651,7 @@ struct tls_conn *tls_conn_new_client(struct tls_client *cl, const char *host)
 	if (!t)
 		return NULL;
 	memset(t, 0, offsetof(struct tls_conn, tx));
-	t->ssl = SSL_new(cl->ctx);
+	t->ssl = slot_ssl_new(&cl->slot);
 	t->rbio = BIO_new(BIO_s_mem());
 	t->wbio = BIO_new(BIO_s_mem());
 	if (!t->ssl || !t->rbio || !t->wbio)

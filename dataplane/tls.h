@@ -6,18 +6,21 @@
  * kernel has no kTLS: see docs/security.md); tls_ktls_probe says whether
  * the kernel could take it.
  *
- * Threads: a struct tls_server is made by main at start-up (before the
- * shards serve) and reloaded by main (SIGHUP) or the control thread (the
- * admin endpoint's POST /v1/tls/reload), one at a time (a second at the
- * same moment is refused, -EBUSY): tls_server_reload swaps the SSL_CTX;
- * a shard takes the current one when it accepts, inside a window counted
- * in the server (an atomic counter around the load and SSL_new, whose SSL
- * keeps its own reference), and the reload frees the replaced context's
- * server reference once it has seen that window empty, so no shard ever
- * holds a freed one and reloads are unbounded. A struct tls_conn belongs
- * to the shard
- * of its connection (@thread shard), all of it.
- * Owns: the server its SSL_CTXs; a tls_conn its SSL (with both BIOs) and
+ * Threads: a struct tls_server (one per SSL listener) and a struct
+ * tls_client (the inter-broker listener's client side) are made by main at
+ * start-up (before the shards serve) and reloaded by main (SIGHUP) or the
+ * control thread (the admin endpoint's POST /v1/tls/reload), one at a time
+ * each (a second at the same moment is refused, -EBUSY): a reload swaps
+ * the SSL_CTX; a connection's thread (a shard, or the control thread for
+ * its inter-broker requests) takes the current one when it makes its SSL,
+ * inside a window counted in the server or client (an atomic counter
+ * around the load and SSL_new, whose SSL keeps its own reference), and the
+ * reload frees the replaced context's reference once it has seen that
+ * window empty, so no thread ever holds a freed one and reloads are
+ * unbounded. A struct tls_conn belongs to the thread of its connection
+ * (@thread shard or ctl), all of it.
+ * Owns: a server or client its conf (copied) and its current SSL_CTX
+ * reference; a tls_conn its SSL (with both BIOs) and
  * its ciphertext buffers.
  * Errors: 0/count or -errno, with err naming the key or file at start.
  */
@@ -71,9 +74,16 @@ void tls_server_destroy(struct tls_server *s);
 /* @thread main. The client side, for this broker's connections to others
  * on an SSL inter-broker listener (dataplane/peer_session.h): the
  * truststore (needed: -EINVAL naming it), and the keystore when set (for
- * ssl.client.auth); the protocols and suites of conf. Shared read-only by
- * every thread once made; never reloaded. */
+ * ssl.client.auth); the protocols and suites of conf (strings copied).
+ * Shared by every thread once made. */
 int tls_client_create(const struct tls_conf *conf, struct tls_client **out, char *err, size_t errlen);
+/* @thread main or control. Read the keystore and truststore files again;
+ * connections made after use them, open ones keep theirs. On failure the
+ * old ones stay. 0 or -errno with err. */
+int tls_client_reload(struct tls_client *c, char *err, size_t errlen);
+/* Reloads done (any thread, relaxed). */
+uint64_t tls_client_reloads(const struct tls_client *c);
+/* @thread main, after every thread that connects stopped. */
 void tls_client_destroy(struct tls_client *c);
 
 /* Whether the kernel has the TLS upper-layer protocol (kTLS): 0 yes, or

@@ -51,6 +51,10 @@ TEST_SCRIPTS += tests/integration/test_config_exits.py
 # itest-interbroker adds a leader's SIGKILL and everything read back, a node
 # trusting another CA refused, the broker principal's CLUSTER_ACTION (~45 s)
 TEST_SCRIPTS += tests/integration/test_cluster_interbroker.py
+# an SSL inter-broker listener's certificates rotated: SIGHUP and POST
+# /v1/tls/reload reread the broker's client side too (new fetcher connections
+# use the new CA, open ones go on, the removed CA refused) (about 10 s)
+TEST_SCRIPTS += tests/integration/test_cluster_tls_reload.py
 # sluicectl --command-config over SASL_SSL (SCRAM, PLAIN) and SSL with a client
 # certificate, its refusals; the admin endpoint's HTTP Basic (admin.require.auth)
 # (one broker, about 3 s)

@@ -34,6 +34,7 @@ FAMILIES = [
     "request_memory_limit_bytes",
     "ring_full_total", "ring_depth", "send_zerocopy_total", "recv_buffers_starved_total",
     "tls_handshakes_total", "tls_failures_total", "tls_connections_total", "tls_reloads_total",
+    "tls_client_reloads_total", "admin_tls_certificates",
     "admin_auth_failures_total",
     "produce_requests_total", "produce_batches_total", "produce_records_total", "produce_bytes_total",
     "produce_duplicates_total", "produce_rejected_total", "fetch_requests_total", "fetch_bytes_total",

@@ -34,7 +34,8 @@ client properties:
   the CA whose subject is a super user POSTs without a password, one of
   another CA gets 401; on a second broker with required, no certificate
   and one of another CA fail the handshake, and SIGHUP serves a new
-  certificate;
+  certificate; SIGHUP rereads the trusted CAs (the other CA's certificate
+  served, the first's refused), and 30 reloads leave few certificates held;
 - an admin endpoint bound beyond loopback without admin.require.auth starts
   and logs a warning (one on loopback does not); a token file others may
   read stops the start (exit 2, the file named).
@@ -502,6 +503,63 @@ def admin_beyond_loopback_without_auth_warns():
             assert "exited 2" in str(e) and "%s: permissions 0644 are too open" % tf in str(e), str(e)[-2000:]
     finally:
         shutil.rmtree(b.workdir, ignore_errors=True)
+
+
+@test
+def admin_trusted_cas_reread_and_old_certificates_freed():
+    """admin.ssl.client.auth=required: the trusted CAs are read again on
+    SIGHUP (a CA taken out refuses its certificates, one put in is
+    trusted), and reloads do not keep every certificate served before
+    (sluice_admin_tls_certificates stays small). On the code before, the
+    CAs were libmicrohttpd's, read at the start (the other CA's
+    certificate stayed refused), and every reload kept its predecessor."""
+    setup()
+    d = STATE["certs"]
+    trust = os.path.join(d, "admin-trust.pem")
+    shutil.copy(os.path.join(d, "ca.pem"), trust)
+    admin = free_port()
+    b = Broker(temp_dir(), shards=1, settings={
+        "ssl.keystore.location": os.path.join(d, "broker.keystore.pem"), "ssl.truststore.location": trust,
+        "admin.listen": "127.0.0.1:%d" % admin, "admin.require.auth": "true", "admin.ssl.enabled": "true",
+        "admin.ssl.client.auth": "required", "admin.metrics.open": "true", "super.users": "User:CN=ops"})
+    try:
+        b.start()
+        st, hdr, body = http("/v1/config", cert="ops", port=admin)
+        assert st == 200, (st, body[:200])
+        handshake_refused(port=admin, cert="stranger")
+        # the other CA in, the first out
+        shutil.copy(os.path.join(d, "other.pem"), trust + ".new")
+        os.rename(trust + ".new", trust)
+        n = open(b.log_path).read().count("the admin endpoint's certificate reloaded")
+        b.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + HANG_GUARD
+        while open(b.log_path).read().count("the admin endpoint's certificate reloaded") <= n:
+            assert time.monotonic() < deadline and b.alive(), b.log_tail()
+            time.sleep(0.02)
+        st, hdr, body = http("/v1/config", cert="stranger", port=admin)
+        assert st == 200, (st, body[:200])
+        handshake_refused(port=admin, cert="ops")
+        # 30 reloads, each on a connection of its own: what is held stays small
+        for i in range(30):
+            st, hdr, body = http("/v1/tls/reload", method="POST", cert="stranger", port=admin)
+            assert st == 200 and '"reloaded": true' in body, (i, st, body)
+        st, hdr, body = http("/metrics", cert="stranger", port=admin)
+        held = [float(x.rsplit(" ", 1)[1]) for x in body.splitlines()
+                if x.startswith("sluice_admin_tls_certificates ")]
+        assert held and held[0] <= 3, held
+        # a broken trust file: the previous CAs and certificate stay
+        with open(trust, "w") as f:
+            f.write("not a certificate\n")
+        st, hdr, body = http("/v1/tls/reload", method="POST", cert="stranger", port=admin)
+        assert st == 200, (st, body)
+        assert "the endpoint's certificate not reloaded" in open(b.log_path).read()
+        st, hdr, body = http("/v1/config", cert="stranger", port=admin)
+        assert st == 200, (st, body[:200])
+    finally:
+        try:
+            b.stop()
+        finally:
+            shutil.rmtree(b.workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

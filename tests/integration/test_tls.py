@@ -19,7 +19,10 @@ own broker with a PLAINTEXT and an SSL listener on free loopback ports:
 - SIGHUP, and the admin endpoint's POST /v1/tls/reload, reread the
   certificate: a new connection gets the new one; a broken file keeps the old;
 - start-up refusals name the key (exit 2): an SSL listener without a
-  certificate, SASL, TLS 1.1 in ssl.enabled.protocols, replication over SSL.
+  certificate, SASL, TLS 1.1 in ssl.enabled.protocols, replication over SSL;
+- each SSL listener its own certificates, truststore, client
+  authentication and protocols (listener.name.<l>.ssl.*); such keys for
+  a listener that does not exist, or with a bad value, refused naming them.
 
     /usr/bin/python3 tests/integration/test_tls.py [test ...]
 """
@@ -297,6 +300,110 @@ def start_up_refusals_name_the_key():
     refused({"listeners": "SASL_SSL://127.0.0.1:%d" % free_port(), "ssl.keystore.location": ks,
              "ssl.truststore.location": cert("ca.pem")}, "sasl.mechanism.inter.broker.protocol", "SASL_SSL")
     refused({"listeners": "CLIENT://127.0.0.1:%d" % free_port()}, "listener.security.protocol.map")
+
+
+def handshake(port, ca, client=None, max_tls12=False):
+    """A TLS handshake with Python's ssl module trusting ca (a file name in
+    certs()), presenting client's certificate when given: (ok, the
+    server certificate's CN or the error)."""
+    import socket
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(cert(ca))
+    if client:
+        ctx.load_cert_chain(cert(client + ".pem"), cert(client + ".key"))
+    if max_tls12:
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=HANG_GUARD) as raw:
+            with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                # TLS 1.3: a refused client certificate shows at the first read
+                s.settimeout(1.0)
+                try:
+                    if s.recv(1) == b"":
+                        return False, "closed after the handshake"
+                except socket.timeout:
+                    pass
+                cn = dict(x[0] for x in s.getpeercert()["subject"]).get("commonName")
+                return True, cn
+    except (ssl.SSLError, OSError) as e:
+        return False, str(e)
+
+
+@test
+def each_ssl_listener_its_own_certificates():
+    """listener.name.<l>.ssl.* over the ssl.* keys (Kafka's per-listener
+    keys, the listener name matched without case): the SSL listener serves
+    the broker's certificate of ca; EXTERNAL its own of rogue-ca, with its
+    own truststore, mutual TLS and TLS 1.3 only. A client verifies each
+    listener against its CA and not the other's. (Before these keys the
+    broker refused them at start as unknown.)"""
+    if not os.path.exists(cert("external.pem")):
+        make_cert(certs(), "rogue-ca", "external", "/CN=external", "DNS:localhost,IP:127.0.0.1")
+    port, a, x = free_port(), free_port(), free_port()
+    admin = free_port()
+    s = {"listeners": "PLAINTEXT://127.0.0.1:%d,SSL://127.0.0.1:%d,EXTERNAL://127.0.0.1:%d" % (port, a, x),
+         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,EXTERNAL:SSL",
+         "advertised.listeners": "PLAINTEXT://127.0.0.1:%d,SSL://127.0.0.1:%d,EXTERNAL://127.0.0.1:%d" % (
+             port, a, x),
+         "admin.listen": "127.0.0.1:%d" % admin,
+         "ssl.keystore.location": cert("broker.keystore.pem"),
+         "listener.name.external.ssl.keystore.certificate.chain": cert("external.pem"),
+         "listener.name.external.ssl.keystore.key": cert("external.key"),
+         "listener.name.EXTERNAL.ssl.client.auth": "required",
+         "listener.name.external.ssl.truststore.location": cert("ca.pem"),
+         "listener.name.external.ssl.enabled.protocols": "TLSv1.3"}
+    with broker(shards=1, settings=s, port=port) as b:
+        assert handshake(a, "ca.pem") == (True, "localhost")
+        ok, why = handshake(a, "rogue-ca.pem")
+        assert not ok and "certificate verify failed" in why, why
+        # EXTERNAL: rogue-ca's certificate, a client certificate of ca required
+        assert handshake(x, "rogue-ca.pem", client="client") == (True, "external")
+        ok, why = handshake(x, "ca.pem", client="client")
+        assert not ok and "certificate verify failed" in why, why
+        assert not handshake(x, "rogue-ca.pem")[0]                       # no client certificate
+        assert not handshake(x, "rogue-ca.pem", client="rogue")[0]       # one of another CA
+        assert not handshake(x, "rogue-ca.pem", client="client", max_tls12=True)[0]
+        assert handshake(a, "ca.pem", max_tls12=True)[0]                 # SSL keeps TLS 1.2
+        # a Kafka client on each: Metadata over EXTERNAL with its CA
+        md = run(["kcat", "-b", "127.0.0.1:%d" % x, "-X", "security.protocol=ssl",
+                  "-X", "ssl.ca.location=" + cert("rogue-ca.pem"),
+                  "-X", "ssl.certificate.location=" + cert("client.pem"),
+                  "-X", "ssl.key.location=" + cert("client.key"), "-L"]).stdout.decode()
+        assert "broker 1 at 127.0.0.1:%d" % x in md, md
+        md = run(["kcat", "-b", "127.0.0.1:%d" % a, "-X", "security.protocol=ssl",
+                  "-X", "ssl.ca.location=" + cert("ca.pem"), "-L"]).stdout.decode()
+        assert "broker 1 at 127.0.0.1:%d" % a in md, md
+        # a reload rereads both listeners' files
+        r = urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%d/v1/tls/reload" % admin,
+                                                          method="POST"), timeout=HANG_GUARD)
+        assert r.status == 200 and b'"reloads": 2' in r.read()
+        assert handshake(x, "rogue-ca.pem", client="client") == (True, "external")
+        assert handshake(a, "ca.pem") == (True, "localhost")
+
+
+@test
+def per_listener_keys_refused_naming_the_key():
+    two = "PLAINTEXT://127.0.0.1:%d,SSL://127.0.0.1:%d" % (free_port(), free_port())
+    ks = cert("broker.keystore.pem")
+    # a listener name no listener has
+    refused({"listeners": two, "ssl.keystore.location": ks, "listener.name.ssl2.ssl.client.auth": "required"},
+            "listener.name.ssl2.ssl.client.auth", "no listener is named ssl2")
+    # a value the global key's rules refuse
+    refused({"listeners": two, "ssl.keystore.location": ks, "listener.name.ssl.ssl.client.auth": "maybe"},
+            "listener.name.ssl.ssl.client.auth")
+    refused({"listeners": two, "ssl.keystore.location": ks, "listener.name.SSL.ssl.enabled.protocols": "TLSv1.1"},
+            "listener.name.SSL.ssl.enabled.protocols")
+    # the listener's own keystore is taken whole; without its key, refused naming it
+    refused({"listeners": two, "ssl.keystore.location": ks,
+             "listener.name.ssl.ssl.keystore.certificate.chain": cert("broker.pem")},
+            "listener.name.ssl.ssl.keystore.location")
+    refused({"listeners": two, "ssl.keystore.location": ks, "listener.name.ssl.ssl.client.auth": "required"},
+            "ssl.truststore.location", "listener.name.ssl.ssl.client.auth")
+    # the listener's own truststore is taken whole too: named when empty
+    refused({"listeners": two, "ssl.keystore.location": ks, "ssl.truststore.location": cert("ca.pem"),
+             "listener.name.ssl.ssl.client.auth": "required", "listener.name.ssl.ssl.truststore.certificates": ""},
+            "listener.name.ssl.ssl.truststore.location")
 
 
 if __name__ == "__main__":

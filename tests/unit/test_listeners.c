@@ -188,3 +188,52 @@ Test(listeners, principal_mapping_rules_as_kafka)
 	cr_assert(strstr(err, "ssl.principal.mapping.rules"), "%s", err);
 	cr_assert_eq(tls_principal_rules_check("SOMETHING", err, sizeof(err)), -EINVAL);
 }
+
+/* listener.name.<l>.ssl.* over the broker's ssl.* (the name without case),
+ * a keystore or truststore taken whole, and the keys naming no listener
+ * refused naming the key. */
+Test(listeners, per_listener_ssl_keys)
+{
+	struct tls_conf tc;
+
+	put("listeners", "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093,EXTERNAL://127.0.0.1:9094");
+	put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,EXTERNAL:SASL_SSL,SPARE:SSL");
+	put("sasl.enabled.mechanisms", "SCRAM-SHA-512");
+	put("ssl.keystore.location", "/broker.pem");
+	put("ssl.truststore.location", "/ca.pem");
+	put("ssl.cipher.suites", "TLS_AES_128_GCM_SHA256");
+	put("listener.name.EXTERNAL.ssl.keystore.certificate.chain", "/ext-chain.pem");
+	put("listener.name.external.ssl.keystore.key", "/ext-key.pem");
+	put("listener.name.external.ssl.client.auth", "required");
+	put("listener.name.external.ssl.enabled.protocols", "TLSv1.3");
+	put("listener.name.spare.ssl.client.auth", "requested");   /* a name only in the map: taken */
+	cr_assert_eq(config_set(c, "listener.name.ssl.ssl.client.auth", "maybe", NULL, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "listener.name.ssl.ssl.client.auth"), "%s", err);
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(listeners_check_keys(c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(listeners_tls_conf(c, &set, 0, &tc, err, sizeof(err)), 0, "PLAINTEXT has no TLS");
+	/* SSL: the broker's keys */
+	cr_assert_eq(listeners_tls_conf(c, &set, 1, &tc, err, sizeof(err)), 1, "%s", err);
+	cr_assert_str_eq(tc.keystore_location, "/broker.pem");
+	cr_assert_str_eq(tc.truststore, "/ca.pem");
+	cr_assert_eq(tc.client_auth, TLS_CLIENT_AUTH_NONE);
+	cr_assert(tc.tls12 && tc.tls13);
+	/* EXTERNAL: its own keystore, whole (not the broker's location), the
+	 * broker's truststore and suites */
+	cr_assert_eq(listeners_tls_conf(c, &set, 2, &tc, err, sizeof(err)), 1, "%s", err);
+	cr_assert_str_eq(tc.keystore_location, "");
+	cr_assert_str_eq(tc.cert_chain, "/ext-chain.pem");
+	cr_assert_str_eq(tc.key, "/ext-key.pem");
+	cr_assert_str_eq(tc.truststore, "/ca.pem");
+	cr_assert_str_eq(tc.cipher_suites, "TLS_AES_128_GCM_SHA256");
+	cr_assert_eq(tc.client_auth, TLS_CLIENT_AUTH_REQUIRED);
+	cr_assert(!tc.tls12 && tc.tls13);
+	/* a listener's own truststore, empty: named when client auth needs it */
+	put("listener.name.external.ssl.truststore.certificates", "");
+	cr_assert_eq(listeners_tls_conf(c, &set, 2, &tc, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "listener.name.external.ssl.truststore.location"), "%s", err);
+	/* a name no listener has */
+	put("listener.name.extrnal.ssl.key.password", "x");
+	cr_assert_eq(listeners_check_keys(c, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "listener.name.extrnal.ssl.key.password") && strstr(err, "extrnal"), "%s", err);
+}
