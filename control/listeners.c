@@ -221,12 +221,12 @@ int listeners_resolve(const struct config *c, int broker, struct broker_settings
 			return -EINVAL;
 		}
 		if (in_list(ctl, one.name)) {
-			if (strcmp(proto, "PLAINTEXT")) {
+			if (strcmp(proto, "PLAINTEXT") && strcmp(proto, "SSL")) {
 				snprintf(err, errlen, "listeners: %s: a controller listener over %s is not implemented "
-					 "(the metadata quorum speaks plaintext: docs/security.md)", item, proto);
+					 "(PLAINTEXT or SSL: docs/security.md#the-controller-listener)", item, proto);
 				return -ENOTSUP;
 			}
-			continue;
+			continue;   /* listeners_controller_tls */
 		}
 		if (!broker)
 			continue;   /* node_role refuses a client listener on a controller only */
@@ -306,18 +306,12 @@ int listeners_resolve(const struct config *c, int broker, struct broker_settings
 	return 0;
 }
 
-int listeners_tls_conf(const struct config *c, const struct broker_settings *set, struct tls_conf *tc, char *err,
-		       size_t errlen)
+/* tc from the ssl.* keys, for the listener named `ssl` (err names it). */
+static int tls_conf_fill(const struct config *c, const char *ssl, struct tls_conf *tc, char *err, size_t errlen)
 {
-	const char *ssl = NULL;
 	const char *p = config_str(c, "ssl.enabled.protocols");
 	char item[64];
 
-	for (int i = 0; i < set->nlisteners && !ssl; i++)
-		if (set->listeners[i].tls)
-			ssl = set->listeners[i].name;
-	if (!ssl)
-		return 0;
 	memset(tc, 0, sizeof(*tc));
 	tc->keystore_location = config_str(c, "ssl.keystore.location");
 	tc->cert_chain = config_str(c, "ssl.keystore.certificate.chain");
@@ -348,6 +342,50 @@ int listeners_tls_conf(const struct config *c, const struct broker_settings *set
 			 "certificates are checked against", config_str(c, "ssl.client.auth"));
 		return -EINVAL;
 	}
+	return 1;
+}
+
+int listeners_tls_conf(const struct config *c, const struct broker_settings *set, struct tls_conf *tc, char *err,
+		       size_t errlen)
+{
+	const char *ssl = NULL;
+
+	for (int i = 0; i < set->nlisteners && !ssl; i++)
+		if (set->listeners[i].tls)
+			ssl = set->listeners[i].name;
+	if (!ssl)
+		return 0;
+	return tls_conf_fill(c, ssl, tc, err, errlen);
+}
+
+int listeners_controller_tls(const struct config *c, struct tls_conf *tc, char *err, size_t errlen)
+{
+	const char *p = config_str(c, "controller.listener.names");
+	char name[128], proto[32];
+	int rc;
+
+	/* the first name is the one this node reaches the controllers by
+	 * (and, on a controller, the one its port serves), as Kafka */
+	if (next_item(&p, name, sizeof(name)) <= 0)
+		return 0;
+	rc = map_protocol(config_str(c, "listener.security.protocol.map"), name, proto, sizeof(proto), err, errlen);
+	if (rc == -EINVAL)
+		return rc;
+	if (rc == -ENOENT || !strcmp(proto, "PLAINTEXT"))
+		return 0;
+	if (strcmp(proto, "SSL")) {
+		snprintf(err, errlen, "listener.security.protocol.map: the controller listener %s over %s is not "
+			 "implemented (PLAINTEXT or SSL: docs/security.md#the-controller-listener)", name, proto);
+		return -ENOTSUP;
+	}
+	if ((rc = tls_conf_fill(c, name, tc, err, errlen)) < 0)
+		return rc;
+	if (!*tc->truststore) {
+		snprintf(err, errlen, "ssl.truststore.location: the SSL controller listener %s needs the CA "
+			 "certificates the controllers' certificates are checked against (both ways: mutual TLS)", name);
+		return -EINVAL;
+	}
+	tc->client_auth = TLS_CLIENT_AUTH_REQUIRED;   /* whatever ssl.client.auth says, as Kafka's controllers */
 	return 1;
 }
 

@@ -20,6 +20,7 @@
 #include "control/config.h"
 #include "control/listeners.h"
 #include "control/node_role.h"
+#include "control/quorum_tls.h"
 #include "control/ctl.h"
 #include "dataplane/native/native_broker.h"
 #include "dataplane/peer_session.h"
@@ -185,6 +186,7 @@ int main(int argc, char **argv)
 	struct sasl_scram_cred scram[16];
 	int nscram = 0;
 	struct peer_sec peer_sec = { 0 };   /* b->peer_sec: lives as long as main */
+	struct qtls_sec quorum_tls = { 0 }; /* b->quorum_tls: the same */
 
 	if (config_create(&cfg) < 0)
 		return 1;
@@ -318,6 +320,19 @@ int main(int argc, char **argv)
 			b->peer_sec = &peer_sec;
 		if (rc < 0) {
 			fprintf(stderr, "sluiced: %s\n", err);
+			free(b);
+			config_destroy(cfg);
+			return 2;
+		}
+		/* an SSL controller listener: the controller port's TLS, both
+		 * sides (mutual) */
+		rc = listeners_controller_tls(cfg, &tc, err, sizeof(err));
+		if (rc > 0 && (rc = tls_server_create(&tc, &quorum_tls.server, err, sizeof(err))) >= 0 &&
+		    (rc = tls_client_create(&tc, &quorum_tls.client, err, sizeof(err))) >= 0)
+			b->quorum_tls = &quorum_tls;
+		if (rc < 0) {
+			fprintf(stderr, "sluiced: %s\n", err);
+			tls_server_destroy(quorum_tls.server);
 			free(b);
 			config_destroy(cfg);
 			return 2;
@@ -552,6 +567,8 @@ int main(int argc, char **argv)
 	native_dpdk_stop(b);
 	tls_server_destroy(b->tls);
 	tls_client_destroy(peer_sec.tls_client);
+	tls_server_destroy(quorum_tls.server);
+	tls_client_destroy(quorum_tls.client);
 	memset(peer_sec.password, 0, sizeof(peer_sec.password));
 	for (int i = 0; i < b->set.nlisteners; i++) {
 		sasl_plain_users_free(b->set.listeners[i].plain);

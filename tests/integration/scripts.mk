@@ -49,6 +49,11 @@ TEST_SCRIPTS += tests/integration/test_acls.py
 # itest-interbroker adds a leader's SIGKILL and everything read back, a node
 # trusting another CA refused, the broker principal's CLUSTER_ACTION (~45 s)
 TEST_SCRIPTS += tests/integration/test_cluster_interbroker.py
+# the metadata quorum and the controller channel over an SSL controller
+# listener (mutual TLS): metadata replicated and a leader's SIGKILL over TLS,
+# plaintext and certificate-less connections to the controller port answered
+# nothing (counted), a node of another CA refused both ways (about 25 s)
+TEST_SCRIPTS += tests/integration/test_cluster_quorum_tls.py
 # sluicectl --command-config over SASL_SSL (SCRAM, PLAIN) and SSL with a client
 # certificate, its refusals; the admin endpoint's HTTP Basic (admin.require.auth)
 # (one broker, about 3 s)
