@@ -61,7 +61,9 @@ static void tun_close(struct qtls *t)
 }
 
 /* The handshake failed or the connection ended before it was over:
- * counted, logged (at most one line per QTLS_LOG_EVERY_MS), closed. */
+ * counted, logged (at most one line per QTLS_LOG_EVERY_MS each way: the
+ * connections made say why this node refused the other's certificate, the
+ * accepted ones why the other side did), closed. */
 static void tun_fail(struct qtls *t, const char *why)
 {
 	struct qtls_sec *s = t->sec;
@@ -71,14 +73,14 @@ static void tun_fail(struct qtls *t, const char *why)
 		return;
 	if (!t->up) {
 		s->failures++;
-		if (!s->logged_ms || now - s->logged_ms >= QTLS_LOG_EVERY_MS) {
+		if (!s->logged_ms[t->client] || now - s->logged_ms[t->client] >= QTLS_LOG_EVERY_MS) {
 			fprintf(stderr, "sluiced: controller port: TLS %s failed: %s (refused; %llu more not logged)\n",
 				t->peer, why && *why ? why : "the connection closed during the handshake",
-				(unsigned long long)s->unlogged);
-			s->logged_ms = now;
-			s->unlogged = 0;
+				(unsigned long long)s->unlogged[t->client]);
+			s->logged_ms[t->client] = now;
+			s->unlogged[t->client] = 0;
 		} else {
-			s->unlogged++;
+			s->unlogged[t->client]++;
 		}
 		tell(t, -EPROTO);
 	}
@@ -310,6 +312,7 @@ int qtls_start(struct qtls_sec *sec, uv_loop_t *loop, uv_tcp_t *tcp, const char 
 		return rc;
 	}
 	t->sec = sec;
+	t->client = host != NULL;
 	t->tcp = tcp;
 	tcp->data = t;
 	t->outer.data = t;

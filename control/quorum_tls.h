@@ -44,8 +44,9 @@ struct qtls_sec {
 	/* @thread ctl: handshakes over; connections that failed or ended
 	 * before theirs was (a certificate refused, plaintext, a close) */
 	uint64_t handshakes, failures;
-	uint64_t logged_ms;             /* uv_now of the last failure logged */
-	uint64_t unlogged;              /* failures not logged since */
+	uint64_t logged_ms[2];          /* uv_now of the last failure logged:
+					 * [0] accepted, [1] made */
+	uint64_t unlogged[2];           /* failures not logged since, the same */
 };
 
 /* ready(arg, 0): the handshake is over (for a connect: the caller may
@@ -64,6 +65,7 @@ struct qtls {
 	uv_pipe_t outer;
 	struct tls_conn *tls;
 	char peer[96];                  /* "accepted from host:port" / "to host:port" */
+	int client;                     /* a connection this node made */
 	int up;                         /* the handshake is over */
 	int closing, closes;            /* uv_close callbacks to come */
 	int tcp_eof;                    /* the peer is done: close once drained */

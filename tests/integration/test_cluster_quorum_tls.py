@@ -22,7 +22,9 @@ of a CA the test makes (openssl).
   CA): nodes 1 and 2 refuse its connections and it refuses theirs
   ("certificate verify failed" logged, counted), a topic created
   meanwhile never reaches it; restarted with the right certificate it
-  catches up.
+  catches up;
+- three dedicated controllers and a broker-only node: the broker fetches
+  the metadata and forwards its records over TLS.
 
 On the plaintext transport (SLUICE_QTLS_PROTOCOL=PLAINTEXT runs this test
 with the controller listener PLAINTEXT, as before this change) the
@@ -30,7 +32,7 @@ plaintext FETCH is answered with the metadata records and the test fails
 there; on the code before, the nodes exit 2 at start ("a controller
 listener over SSL is not implemented").
 
-About 40 s. Run: /usr/bin/python3 tests/integration/test_cluster_quorum_tls.py
+About 35 s. Run: /usr/bin/python3 tests/integration/test_cluster_quorum_tls.py
 """
 
 import atexit
@@ -97,9 +99,11 @@ def topics(port):
     return set(AdminClient({"bootstrap.servers": "127.0.0.1:%d" % port}).list_topics(timeout=20).topics)
 
 
-def create_topic(port, name):
+def create_topic(port, name, on=None):
+    """name with one partition (on broker `on`, if given)."""
     a = AdminClient({"bootstrap.servers": "127.0.0.1:%d" % port})
-    a.create_topics([NewTopic(name, 1, 1)], operation_timeout=30)[name].result(60)
+    t = NewTopic(name, 1, replica_assignment=[[on]]) if on else NewTopic(name, 1, 1)
+    a.create_topics([t], operation_timeout=30)[name].result(60)
     return True
 
 
@@ -238,25 +242,30 @@ def the_quorum_over_mutual_tls():
         base = failures(c, (1, 2))
         log_from = len(c.log(3))
         foreign = start_with(c, 3, good.replace(certs, other))
-        until("nodes 1 and 2 refuse node 3's connections (several)", lambda: failures(c, (1, 2)) >= base + 4)
-        until("node 3 refuses theirs", lambda: "controller port: TLS to 127.0.0.1" in c.log(3) and
-              "certificate verify failed" in c.log(3))
-        assert "certificate verify failed" in c.log(1) + c.log(2)
-        live = [n for n in (1, 2)]
-        until("qtls-c created through node 1", lambda: create_topic(c.port(1), "qtls-c"))
-        for n in live:
-            until("qtls-c on node %d" % n, lambda: "qtls-c" in topics(c.port(n)))
-        # node 3 keeps trying and keeps being refused; it never has qtls-c
-        mark = failures(c, (1, 2))
-        until("node 3 refused again since", lambda: failures(c, (1, 2)) >= mark + 4)
-        with open(os.path.join(c.dir, "n3", "stdout")) as f:
-            ready3 = "listening on" in f.read()
-        assert not ready3 or "qtls-c" not in topics(c.port(3)), "node 3 joined the quorum with a foreign CA"
-        assert "active controller now" not in c.log(3)[log_from:], c.log(3)[log_from:]
-        # (ours to reap: scripts/cluster would wait on its zombie)
-        foreign.kill()
-        foreign.wait()
-        os.unlink(os.path.join(c.dir, "n3", "pid"))
+        try:
+            until("nodes 1 and 2 refuse node 3's connections (several)", lambda: failures(c, (1, 2)) >= base + 4)
+            until("node 3 refuses theirs", lambda: "controller port: TLS to 127.0.0.1" in c.log(3) and
+                  "certificate verify failed" in c.log(3))
+            assert "certificate verify failed" in c.log(1) + c.log(2)
+            step("node 3 with another CA refused")
+            # (on node 1: not placed on node 3, which is fenced only after its session)
+            until("qtls-c created through node 1", lambda: create_topic(c.port(1), "qtls-c", on=1))
+            for n in (1, 2):
+                until("qtls-c on node %d" % n, lambda: "qtls-c" in topics(c.port(n)))
+            step("qtls-c on nodes 1 and 2")
+            # node 3 keeps trying and keeps being refused; it never has qtls-c
+            mark = failures(c, (1, 2))
+            until("node 3 refused again since", lambda: failures(c, (1, 2)) >= mark + 4)
+            with open(os.path.join(c.dir, "n3", "stdout")) as f:
+                ready3 = "listening on" in f.read()
+            assert not ready3 or "qtls-c" not in topics(c.port(3)), "node 3 joined the quorum with a foreign CA"
+            assert "active controller now" not in c.log(3)[log_from:], c.log(3)[log_from:]
+        finally:
+            # ours to reap (scripts/cluster would wait on its zombie)
+            foreign.kill()
+            foreign.wait()
+            if os.path.exists(os.path.join(c.dir, "n3", "pid")):
+                os.unlink(os.path.join(c.dir, "n3", "pid"))
         step("node 3 with another CA: refused both ways, logged, counted; qtls-c never reached it")
 
         with open(path, "w") as f:
@@ -269,6 +278,22 @@ def the_quorum_over_mutual_tls():
             if pid:
                 os.kill(pid, signal.SIGKILL)
     step("closed")
+
+
+@test
+def a_broker_only_node_over_tls():
+    """Three dedicated controllers and a broker-only node (Kafka's
+    process.roles=broker): the broker fetches the metadata log from the
+    voters and forwards its records over the controller channel, both on
+    TLS; its handshakes counted, none failed."""
+    certs = make_tls_certs(temp_dir("sluice-qtls-certs-"))
+    atexit.register(shutil.rmtree, certs, True)
+    with Cluster(3, brokers=1, sets=settings(certs)) as c:
+        until("qtls-o created through the broker", lambda: create_topic(c.port(4), "qtls-o"))
+        until("qtls-o served by the broker", lambda: "qtls-o" in topics(c.port(4)))
+        assert c.metric(4, OK) >= 1 and c.metric(4, FAILED) == 0, c.log(4)[-2000:]
+        for n in (1, 2, 3):
+            assert c.metric(n, FAILED) == 0, c.log(n)[-2000:]
 
 
 if __name__ == "__main__":
