@@ -117,7 +117,8 @@ static const struct config_key keys[] = {
 	{ "listener.security.protocol.map", CONFIG_LIST,
 	  "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
 	  .doc = "NAME:PROTOCOL pairs: the security protocol of each listener name (PLAINTEXT, SSL, "
-		 "SASL_PLAINTEXT or SASL_SSL). A controller listener not named here is PLAINTEXT "
+		 "SASL_PLAINTEXT or SASL_SSL). A controller listener not named here is PLAINTEXT; "
+		 "one mapped to SSL runs the metadata quorum and the controller channel over mutual TLS "
 		 "(docs/security.md)." },
 	{ "sasl.enabled.mechanisms", CONFIG_LIST, "SCRAM-SHA-256,SCRAM-SHA-512",
 	  .doc = "The SASL mechanisms SASL_PLAINTEXT and SASL_SSL listeners accept: PLAIN, SCRAM-SHA-256, "

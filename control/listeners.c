@@ -221,12 +221,12 @@ int listeners_resolve(const struct config *c, int broker, struct broker_settings
 			return -EINVAL;
 		}
 		if (in_list(ctl, one.name)) {
-			if (strcmp(proto, "PLAINTEXT")) {
+			if (strcmp(proto, "PLAINTEXT") && strcmp(proto, "SSL")) {
 				snprintf(err, errlen, "listeners: %s: a controller listener over %s is not implemented "
-					 "(the metadata quorum speaks plaintext: docs/security.md)", item, proto);
+					 "(PLAINTEXT or SSL: docs/security.md#the-controller-listener)", item, proto);
 				return -ENOTSUP;
 			}
-			continue;
+			continue;   /* listeners_controller_tls */
 		}
 		if (!broker)
 			continue;   /* node_role refuses a client listener on a controller only */
@@ -325,16 +325,14 @@ static const char *ssl_str(const struct config *c, const char *listener, const c
 	return v ? v : "";
 }
 
-int listeners_tls_conf(const struct config *c, const struct broker_settings *set, int li, struct tls_conf *tc,
-		       char *err, size_t errlen)
+/* tc for the listener called name: its listener.name.<name>.ssl.* keys
+ * over the broker's ssl.* ones (err names the key). */
+static int tls_conf_named(const struct config *c, const char *name, struct tls_conf *tc, char *err, size_t errlen)
 {
-	const char *name, *p, *ca;
+	const char *p, *ca;
 	char item[64], k_ks[160], k_ch[160], k_key[160], k_ts[160], k_ca[160], k_x[160];
 	int own_ks, own_ts;
 
-	if (li < 0 || li >= set->nlisteners || !set->listeners[li].tls)
-		return 0;
-	name = set->listeners[li].name;
 	memset(tc, 0, sizeof(*tc));
 	/* A keystore (location, or chain and key) or a truststore (location
 	 * or certificates) is taken whole: a listener that names one of its
@@ -418,6 +416,45 @@ int listeners_check_keys(const struct config *c, char *err, size_t errlen)
 		}
 	}
 	return 0;
+}
+
+int listeners_tls_conf(const struct config *c, const struct broker_settings *set, int li, struct tls_conf *tc,
+		       char *err, size_t errlen)
+{
+	if (li < 0 || li >= set->nlisteners || !set->listeners[li].tls)
+		return 0;
+	return tls_conf_named(c, set->listeners[li].name, tc, err, errlen);
+}
+
+int listeners_controller_tls(const struct config *c, struct tls_conf *tc, char *err, size_t errlen)
+{
+	const char *p = config_str(c, "controller.listener.names");
+	char name[128], proto[32];
+	int rc;
+
+	/* the first name is the one this node reaches the controllers by
+	 * (and, on a controller, the one its port serves), as Kafka */
+	if (next_item(&p, name, sizeof(name)) <= 0)
+		return 0;
+	rc = map_protocol(config_str(c, "listener.security.protocol.map"), name, proto, sizeof(proto), err, errlen);
+	if (rc == -EINVAL)
+		return rc;
+	if (rc == -ENOENT || !strcmp(proto, "PLAINTEXT"))
+		return 0;
+	if (strcmp(proto, "SSL")) {
+		snprintf(err, errlen, "listener.security.protocol.map: the controller listener %s over %s is not "
+			 "implemented (PLAINTEXT or SSL: docs/security.md#the-controller-listener)", name, proto);
+		return -ENOTSUP;
+	}
+	if ((rc = tls_conf_named(c, name, tc, err, errlen)) < 0)
+		return rc;
+	if (!*tc->truststore) {
+		snprintf(err, errlen, "ssl.truststore.location: the SSL controller listener %s needs the CA "
+			 "certificates the controllers' certificates are checked against (both ways: mutual TLS)", name);
+		return -EINVAL;
+	}
+	tc->client_auth = TLS_CLIENT_AUTH_REQUIRED;   /* whatever ssl.client.auth says, as Kafka's controllers */
+	return 1;
 }
 
 int listeners_peer_sec(const struct config *c, const struct broker_settings *set, const struct tls_conf *tc,

@@ -33,6 +33,14 @@ int listeners_tls_conf(const struct config *c, const struct broker_settings *set
  * or of listener.security.protocol.map: 0, or -EINVAL naming the key. */
 int listeners_check_keys(const struct config *c, char *err, size_t errlen);
 
+/* The controller listener (the first name of controller.listener.names,
+ * its protocol from listener.security.protocol.map): 0 PLAINTEXT (or not
+ * in the map); 1 SSL, tc filled from the ssl.* keys with
+ * ssl.client.auth=required (the keystore and the truststore needed);
+ * -ENOTSUP for SASL_PLAINTEXT and SASL_SSL, -EINVAL, with err naming the
+ * key. */
+int listeners_controller_tls(const struct config *c, struct tls_conf *tc, char *err, size_t errlen);
+
 /* How this node reaches other brokers (dataplane/peer_session.h): the
  * inter-broker listener's protocol; for TLS a client context from tc, that
  * listener's TLS conf (listeners_tls_conf; the truststore needed); for

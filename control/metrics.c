@@ -18,6 +18,7 @@
 #include "control/cutil.h"
 #include "control/group.h"
 #include "control/quorum.h"
+#include "control/quorum_tls.h"
 #include "control/textbuf.h"
 #include "control/txn.h"
 #include "dataplane/broker.h"
@@ -167,6 +168,16 @@ static void render_process(struct ctl *ctl, struct broker *b, struct textbuf *t)
 			       "# TYPE sluice_controller_metadata_snapshots_installed_total counter\n"
 			       "sluice_controller_metadata_snapshots_installed_total %llu\n",
 			       (unsigned long long)cs.snapshots_installed);
+	}
+	{   /* the control thread's counters (this runs there); 0 on a plaintext controller listener */
+		const struct qtls_sec *q = b->quorum_tls;
+
+		fam(t, "controller_tls_handshakes_total", "counter", "TLS handshakes on the controller port (an SSL "
+		    "controller listener), accepted and made: over, or failed (a certificate refused, plaintext, a "
+		    "connection closed before its handshake was over; the first each 5 s logged).");
+		textbuf_printf(t, "sluice_controller_tls_handshakes_total{result=\"ok\"} %llu\n"
+			       "sluice_controller_tls_handshakes_total{result=\"failed\"} %llu\n",
+			       (unsigned long long)(q ? q->handshakes : 0), (unsigned long long)(q ? q->failures : 0));
 	}
 	fam(t, "shards", "gauge", "Shards (pinned data-path threads) of the broker.");
 	textbuf_printf(t, "sluice_shards %d\n", b->set.nshards);

@@ -91,6 +91,8 @@ struct quorum_voter {
 
 /* Borrowed by quorum_open for the call only. Zero timeouts take the
  * defaults in brackets. */
+struct qtls_sec;
+
 struct quorum_config {
 	int32_t node_id;                /* this node: one of voters[] */
 	const char *dir;                /* raft_uv's own directory (created; its
@@ -118,6 +120,10 @@ struct quorum_config {
 	 * the committed records it fetched from a voter (quorum_observe_*),
 	 * and ops->apply and ops->restore run for them as on a voter. */
 	int observer;
+	/* An SSL controller listener's TLS (control/quorum_tls.h): the
+	 * controller port's connections, both ways, on TLS. NULL: plaintext.
+	 * Borrowed until the quorum is closed. */
+	struct qtls_sec *tls;
 };
 
 struct quorum;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/quorum_tls.h"
 #include "control/quorum_transport.h"
 
 #define QT_ADDRESS_MAX 1024
@@ -32,7 +33,8 @@ struct qt;
 struct qt_in {
 	struct qt *t;
 	struct qt_in *prev, *next;
-	uv_tcp_t *tcp;                  /* raft_malloc'ed: handed over as is */
+	uv_stream_t *tcp;               /* raft_malloc'ed: handed over as is (TLS:
+					 * a tunnel's inner end, a uv_pipe_t) */
 	uint64_t pre[3];                /* the first u64s, little-endian */
 	size_t got, want;               /* bytes of pre read, and needed */
 	char *addr;                     /* raft's address (raft_malloc'ed) */
@@ -47,7 +49,10 @@ struct qt_out {
 	uv_getaddrinfo_t gai;
 	uv_connect_t conn;
 	uv_write_t wr;
-	uv_tcp_t *tcp;                  /* NULL while resolving */
+	uv_stream_t *tcp;               /* NULL while resolving; TLS: the
+					 * tunnel's inner end once connected */
+	struct qtls *tun;               /* TLS: its handshake still going on */
+	char host[QT_ADDRESS_MAX];      /* TLS: the name the certificate must have */
 	uv_buf_t hs;                    /* the handshake (raft_malloc'ed) */
 	int resolving;
 	int aborted;                    /* closing its tcp (or cancelling the
@@ -72,6 +77,7 @@ struct qt {
 	int closes;                     /* uv_close callbacks to come */
 	struct qt_in *in;               /* handshakes being read */
 	struct qt_out *out;             /* connects in flight */
+	struct qtls *tuns;              /* TLS tunnels open (each counted in closes) */
 };
 
 static void qt_maybe_closed(struct qt *t)
@@ -214,30 +220,105 @@ static void in_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	}
 }
 
+/* ---- TLS tunnels (control/quorum_tls.h) ------------------------------- */
+
+static void tun_closed(void *arg, struct qtls *tun)
+{
+	struct qt *t = arg;
+
+	if (tun->prev)
+		tun->prev->next = tun->next;
+	else
+		t->tuns = tun->next;
+	if (tun->next)
+		tun->next->prev = tun->prev;
+	t->closes--;
+	qt_maybe_closed(t);
+}
+
+static void handle_freed(uv_handle_t *h)
+{
+	struct qt *t = h->data;
+
+	raft_free(h);
+	t->closes--;
+	qt_maybe_closed(t);
+}
+
+/* Wrap tcp (raft_malloc'ed, connected or accepted) in a tunnel: *s its
+ * plaintext end. On failure tcp is closed and freed here. */
+static int tun_open(struct qt *t, uv_tcp_t *tcp, const char *host, qtls_ready_fn ready, void *arg,
+		    uv_stream_t **s, struct qtls **out)
+{
+	struct sockaddr_storage sa;
+	char ip[64] = "?", peer[300];
+	int len = sizeof(sa), rc;
+
+	if (uv_tcp_getpeername(tcp, (struct sockaddr *)&sa, &len) == 0 && sa.ss_family == AF_INET) {
+		struct sockaddr_in *a = (struct sockaddr_in *)&sa;
+
+		uv_ip4_name(a, ip, sizeof(ip));
+		snprintf(ip + strlen(ip), sizeof(ip) - strlen(ip), ":%u", ntohs(a->sin_port));
+	}
+	snprintf(peer, sizeof(peer), "%s%s%s%s", host ? host : "", host ? " (" : "", ip, host ? ")" : "");
+	rc = qtls_start(t->ops->sec, t->loop, tcp, host, peer, ready, arg, tun_closed, t, s, out);
+	if (rc < 0) {
+		tcp->data = t;
+		t->closes++;
+		uv_close((uv_handle_t *)tcp, handle_freed);
+		return rc;
+	}
+	t->closes++;
+	(*out)->next = t->tuns;
+	if (t->tuns)
+		t->tuns->prev = *out;
+	t->tuns = *out;
+	return 0;
+}
+
 static void qt_listen_cb(uv_stream_t *server, int status)
 {
 	struct qt *t = server->data;
 	struct qt_in *in;
+	struct qtls *tun = NULL;
+	uv_tcp_t *tcp;
 
 	if (status < 0 || t->closing)
 		return;
 	if (!(in = calloc(1, sizeof(*in))))
 		return;
-	if (!(in->tcp = raft_malloc(sizeof(*in->tcp)))) {
+	if (!(tcp = raft_malloc(sizeof(*tcp)))) {
 		free(in);
 		return;
 	}
+	uv_tcp_init(t->loop, tcp);
+	if (uv_accept(server, (uv_stream_t *)tcp) < 0) {
+		tcp->data = t;
+		t->closes++;
+		uv_close((uv_handle_t *)tcp, handle_freed);
+		free(in);
+		return;
+	}
+	if (t->ops && t->ops->sec) {
+		/* TLS: the handshake below is read from the tunnel's inner end */
+		if (tun_open(t, tcp, NULL, NULL, NULL, &in->tcp, &tun) < 0) {
+			free(in);
+			return;
+		}
+	} else {
+		in->tcp = (uv_stream_t *)tcp;
+	}
 	in->t = t;
 	in->want = 8;
-	uv_tcp_init(t->loop, in->tcp);
 	in->tcp->data = in;
 	in->next = t->in;
 	if (t->in)
 		t->in->prev = in;
 	t->in = in;
-	if (uv_accept(server, (uv_stream_t *)in->tcp) < 0 ||
-	    uv_read_start((uv_stream_t *)in->tcp, in_alloc, in_read) < 0)
+	if (uv_read_start(in->tcp, in_alloc, in_read) < 0)
 		in_abort(in);
+	if (tun)
+		qtls_go(tun);
 }
 
 /* ---- connecting -------------------------------------------------------- */
@@ -278,6 +359,10 @@ static void out_fail(struct qt_out *o, int status)
 	o->aborted = 1;
 	if (!o->status)
 		o->status = status;
+	if (o->tun) {
+		qtls_detach(o->tun);   /* closing o->tcp, its inner end, closes it */
+		o->tun = NULL;
+	}
 	if (o->resolving) {
 		uv_cancel((uv_req_t *)&o->gai);   /* its callback finishes o */
 		return;
@@ -302,10 +387,38 @@ static void out_written(uv_write_t *w, int status)
 	out_finish(o, s);
 }
 
+static void out_send_handshake(struct qt_out *o)
+{
+	int rc;
+
+	o->wr.data = o;
+	rc = uv_write(&o->wr, o->tcp, &o->hs, 1, out_written);
+	if (rc < 0)
+		out_fail(o, rc);
+}
+
+/* TLS: the tunnel's handshake is over (0) or failed (logged, counted). */
+static void out_tls_ready(void *arg, int status)
+{
+	struct qt_out *o = arg;
+
+	o->tun = NULL;
+	if (o->aborted)
+		return;
+	if (status < 0) {
+		out_fail(o, -ECONNREFUSED);
+		return;
+	}
+	out_send_handshake(o);
+}
+
 static void out_connected(uv_connect_t *c, int status)
 {
 	struct qt_out *o = c->data;
-	int rc;
+	struct qt *t = o->t;
+	uv_tcp_t *tcp = (uv_tcp_t *)o->tcp;
+	struct qtls *tun;
+	uv_stream_t *s;
 
 	if (o->aborted)
 		return;
@@ -313,16 +426,29 @@ static void out_connected(uv_connect_t *c, int status)
 		out_fail(o, status);
 		return;
 	}
-	o->wr.data = o;
-	rc = uv_write(&o->wr, (uv_stream_t *)o->tcp, &o->hs, 1, out_written);
-	if (rc < 0)
-		out_fail(o, rc);
+	if (!t->ops || !t->ops->sec) {
+		out_send_handshake(o);
+		return;
+	}
+	/* TLS: the tunnel takes the socket; o goes on with its inner end
+	 * once the handshake is over */
+	o->tcp = NULL;
+	if (tun_open(t, tcp, o->host, out_tls_ready, o, &s, &tun) < 0) {
+		o->status = -ENOMEM;
+		out_finish(o, NULL);
+		return;
+	}
+	o->tcp = s;
+	s->data = o;
+	o->tun = tun;
+	qtls_go(tun);
 }
 
 static void out_resolved(uv_getaddrinfo_t *g, int status, struct addrinfo *res)
 {
 	struct qt_out *o = g->data;
 	struct qt *t = o->t;
+	uv_tcp_t *tcp;
 	int rc;
 
 	o->resolving = 0;
@@ -334,18 +460,19 @@ static void out_resolved(uv_getaddrinfo_t *g, int status, struct addrinfo *res)
 		out_finish(o, NULL);
 		return;
 	}
-	o->tcp = raft_malloc(sizeof(*o->tcp));
-	if (!o->tcp) {
+	tcp = raft_malloc(sizeof(*tcp));
+	if (!tcp) {
 		uv_freeaddrinfo(res);
 		o->status = -ENOMEM;
 		out_finish(o, NULL);
 		return;
 	}
-	uv_tcp_init(t->loop, o->tcp);
-	o->tcp->data = o;
+	uv_tcp_init(t->loop, tcp);
+	o->tcp = (uv_stream_t *)tcp;
+	tcp->data = o;
 	o->conn.data = o;
-	uv_tcp_nodelay(o->tcp, 1);
-	rc = uv_tcp_connect(&o->conn, o->tcp, res->ai_addr, out_connected);
+	uv_tcp_nodelay(tcp, 1);
+	rc = uv_tcp_connect(&o->conn, tcp, res->ai_addr, out_connected);
 	uv_freeaddrinfo(res);
 	if (rc < 0)
 		out_fail(o, rc);
@@ -369,6 +496,7 @@ static int out_start(struct qt *t, const char *address, uv_buf_t hs, struct qt_o
 	}
 	o->t = t;
 	o->hs = hs;
+	snprintf(o->host, sizeof(o->host), "%s", host);
 	o->gai.data = o;
 	rc = uv_getaddrinfo(t->loop, &o->gai, out_resolved, host, port, &hints);
 	if (rc < 0) {
@@ -511,6 +639,8 @@ static void qt_tr_close(struct raft_uv_transport *tr, raft_uv_transport_close_cb
 		next = o->next;   /* out_fail may finish o (never: it waits for a callback) */
 		out_fail(o, -ECANCELED);
 	}
+	for (struct qtls *tun = t->tuns; tun; tun = tun->next)
+		qtls_abort(tun);   /* its closed callback comes later: the list holds */
 	qt_maybe_closed(t);
 }
 

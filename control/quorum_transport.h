@@ -17,9 +17,15 @@
  * to qt_ops.channel_accept. Connecting resolves host names (uv_getaddrinfo
  * on the loop's threadpool), which raft_uv_tcp 0.15 does not.
  *
+ * With qt_ops.sec (an SSL controller listener) every connection, both
+ * ways, is a TLS tunnel first (control/quorum_tls.h): the handshake above
+ * and everything after it travel inside, and the stream handed over is
+ * the tunnel's plaintext end. A connect is done once its TLS handshake is.
+ *
  * Thread: the control thread (@thread ctl), on the quorum's libuv loop:
  * every function and callback. Owns: its listener, the connections still in
- * their handshake, the connects in flight; not the streams it handed over.
+ * their handshake, the connects in flight, the TLS tunnels (until they
+ * close; aborted when the transport closes); not the streams it handed over.
  * Errors: libraft's codes (RAFT_NOMEM, RAFT_IOERR, RAFT_NOCONNECTION,
  * RAFT_CANCELED) from the raft_uv_transport methods; -errno from qt_*.
  */
@@ -32,6 +38,8 @@
 #include <raft/uv.h>
 #include <uv.h>
 
+struct qtls_sec;
+
 #define QT_RAFT_PROTOCOL 1ull
 #define QT_CHANNEL_MAGIC 0x314e4843434c53ull   /* "SLCCHN1" little-endian */
 
@@ -42,6 +50,11 @@ struct qt_ops {
 	 * NULL: channel connections are refused (closed). */
 	void (*channel_accept)(void *arg, uv_stream_t *stream, int32_t node);
 	void *arg;
+	/* An SSL controller listener (control/quorum_tls.h): every connection,
+	 * accepted or made, runs TLS under the handshake above, and what is
+	 * handed over is the tunnel's plaintext end (a uv_pipe_t). NULL:
+	 * plaintext. Borrowed: main's, outlives the transport. */
+	struct qtls_sec *sec;
 };
 
 /* @thread ctl. Fill t (raft_uv_init's transport) for loop; ops borrowed

@@ -20,6 +20,7 @@
 #include "control/config.h"
 #include "control/listeners.h"
 #include "control/node_role.h"
+#include "control/quorum_tls.h"
 #include "control/ctl.h"
 #include "dataplane/native/native_broker.h"
 #include "dataplane/peer_session.h"
@@ -164,6 +165,10 @@ static void release(struct config *cfg, struct broker *b, struct ctl *ctl, int n
 		native_dpdk_stop(b);
 		for (int i = 0; i < BROKER_MAX_LISTENERS; i++)
 			tls_server_destroy(b->tls[i]);
+		if (b->quorum_tls) {
+			tls_server_destroy(b->quorum_tls->server);
+			tls_client_destroy(b->quorum_tls->client);
+		}
 		for (int i = 0; i < b->set.nlisteners; i++) {
 			sasl_plain_users_free(b->set.listeners[i].plain);
 			free(b->set.listeners[i].plain);
@@ -229,6 +234,7 @@ int main(int argc, char **argv)
 	struct sasl_scram_cred scram[16];
 	int nscram = 0;
 	struct peer_sec peer_sec = { 0 };   /* b->peer_sec: lives as long as main */
+	struct qtls_sec quorum_tls = { 0 }; /* b->quorum_tls: the same */
 
 	if (config_create(&cfg) < 0)
 		return 1;
@@ -383,7 +389,19 @@ int main(int argc, char **argv)
 			fprintf(stderr, "sluiced: %s\n", err);
 			goto out;
 		}
-		if (any_tls && (rc = tls_ktls_probe()) < 0)
+		/* an SSL controller listener: the controller port's TLS, both
+		 * sides (mutual) */
+		rc = listeners_controller_tls(cfg, &tc, err, sizeof(err));
+		if (rc > 0 && (rc = tls_server_create(&tc, &quorum_tls.server, err, sizeof(err))) >= 0 &&
+		    (rc = tls_client_create(&tc, &quorum_tls.client, err, sizeof(err))) >= 0)
+			b->quorum_tls = &quorum_tls;
+		if (rc < 0) {
+			fprintf(stderr, "sluiced: %s\n", err);
+			tls_server_destroy(quorum_tls.server);
+			quorum_tls.server = NULL;
+			goto out;
+		}
+		if ((any_tls || b->quorum_tls) && (rc = tls_ktls_probe()) < 0)
 			fprintf(stderr, "sluiced: TLS: the record layer stays OpenSSL's: this kernel has no kTLS (%s%s)\n",
 				strerror(-rc), rc == -ENOENT ? ": built without CONFIG_TLS" : "");
 	}

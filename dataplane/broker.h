@@ -37,6 +37,7 @@
 
 struct tls_server;
 struct peer_sec;
+struct qtls_sec;
 struct sasl_scram_cred;
 struct sasl_plain_users;
 struct part;   /* a partition as its owner shard holds it (dataplane/part.h) */
@@ -294,6 +295,9 @@ struct broker {
 	const struct peer_sec *peer_sec;  /* a secured inter-broker listener: how to reach other
 				       * brokers (dataplane/peer_session.h), else NULL; main's,
 				       * read-only once the threads start */
+	struct qtls_sec *quorum_tls;  /* an SSL controller listener: the controller
+				       * port's TLS (control/quorum_tls.h), else NULL;
+				       * main's; the control thread alone uses it */
 	/* sluiced --add-scram: credentials the metadata log gets when this
 	 * node first leads it with no SCRAM user (control/ctl_quorum.c); main
 	 * sets them before the control thread starts, which reads them */

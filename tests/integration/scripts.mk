@@ -55,6 +55,11 @@ TEST_SCRIPTS += tests/integration/test_cluster_interbroker.py
 # /v1/tls/reload reread the broker's client side too (new fetcher connections
 # use the new CA, open ones go on, the removed CA refused) (about 10 s)
 TEST_SCRIPTS += tests/integration/test_cluster_tls_reload.py
+# the metadata quorum and the controller channel over an SSL controller
+# listener (mutual TLS): metadata replicated and a leader's SIGKILL over TLS,
+# plaintext and certificate-less connections to the controller port answered
+# nothing (counted), a node of another CA refused both ways (about 25 s)
+TEST_SCRIPTS += tests/integration/test_cluster_quorum_tls.py
 # sluicectl --command-config over SASL_SSL (SCRAM, PLAIN) and SSL with a client
 # certificate, its refusals; the admin endpoint's HTTP Basic (admin.require.auth)
 # (one broker, about 3 s)

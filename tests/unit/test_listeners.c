@@ -170,6 +170,43 @@ Test(listeners, a_secured_inter_broker_listener)
 	cr_assert_str_eq(sec.password, "b-secret");
 }
 
+/* The controller listener's protocol (the first name of
+ * controller.listener.names in listener.security.protocol.map):
+ * PLAINTEXT by default, SSL with mutual TLS whatever ssl.client.auth says,
+ * the SASL ones refused naming the map. */
+Test(listeners, the_controller_listener_protocol)
+{
+	struct tls_conf tc;
+
+	put("listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093");
+	cr_assert_eq(listeners_controller_tls(c, &tc, err, sizeof(err)), 0, "not in the map: PLAINTEXT");
+	put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
+	cr_assert_eq(listeners_controller_tls(c, &tc, err, sizeof(err)), 0, "%s", err);
+	put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(set.nlisteners, 1, "the controller listener is not a client's");
+	cr_assert_eq(listeners_controller_tls(c, &tc, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "ssl.keystore.location") && strstr(err, "CONTROLLER"), "%s", err);
+	put("ssl.keystore.location", "/etc/sluice/node.pem");
+	cr_assert_eq(listeners_controller_tls(c, &tc, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "ssl.truststore.location"), "mutual TLS needs the CA: %s", err);
+	put("ssl.truststore.location", "/etc/sluice/ca.pem");
+	put("ssl.client.auth", "none");
+	cr_assert_eq(listeners_controller_tls(c, &tc, err, sizeof(err)), 1, "%s", err);
+	cr_assert_eq(tc.client_auth, TLS_CLIENT_AUTH_REQUIRED);
+	cr_assert_str_eq(tc.keystore_location, "/etc/sluice/node.pem");
+	cr_assert_str_eq(tc.truststore, "/etc/sluice/ca.pem");
+	/* the first name is the one used */
+	put("controller.listener.names", "QUORUM,CONTROLLER");
+	put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL,QUORUM:PLAINTEXT");
+	cr_assert_eq(listeners_controller_tls(c, &tc, err, sizeof(err)), 0, "%s", err);
+	put("controller.listener.names", "CONTROLLER");
+	put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL");
+	cr_assert_eq(listeners_controller_tls(c, &tc, err, sizeof(err)), -ENOTSUP);
+	cr_assert(strstr(err, "listener.security.protocol.map") && strstr(err, "SASL_SSL"), "%s", err);
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -ENOTSUP);
+}
+
 Test(listeners, principal_mapping_rules_as_kafka)
 {
 	char out[256];
