@@ -96,6 +96,8 @@ static int64_t session_start(struct kafka_ctx *ctx, struct sasl_conn *s, int was
 
 	/* PLAIN and SCRAM credentials have no lifetime of their own */
 	s->expire_ns = ms > 0 ? ctx->sh->now_ns + (uint64_t)ms * 1000000ull : UINT64_MAX;
+	/* decisions remembered for the principal before are not its own */
+	authz_cache_reset(&ctx->c->authz);
 	s->reauth_ok = !ctx->raw && ctx->req.header.RequestApiVersion >= 1;
 	shard_stat_add(was_reauth ? &ctx->sh->stats.sasl_reauth_ok : &ctx->sh->stats.sasl_auth_ok, 1);
 	return ms > 0 ? ms : 0;
