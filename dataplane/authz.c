@@ -38,7 +38,7 @@ static int cache_find(struct authz_cache *ac, uint64_t gen, int res, int op, con
 	for (int i = 0; i < AUTHZ_CACHE_WAYS; i++) {
 		const struct authz_cache_ent *e = &ac->e[i];
 
-		if (e->res == res && e->op == op && e->len == len && !memcmp(e->name, name, len))
+		if (e->res == res && e->op == op && e->len == len && (!len || !memcmp(e->name, name, len)))
 			return e->allowed;
 	}
 	return -1;
@@ -53,7 +53,8 @@ static void cache_put(struct authz_cache *ac, int res, int op, const char *name,
 	e->op = (uint8_t)op;
 	e->len = (uint8_t)len;
 	e->allowed = (uint8_t)allowed;
-	memcpy(e->name, name, len);
+	if (len)   /* (a null name has no bytes, nor a pointer) */
+		memcpy(e->name, name, len);
 }
 
 /* Whether decisions under md's bindings may be remembered for a name of
