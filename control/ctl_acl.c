@@ -36,6 +36,13 @@ struct acl_one {
 static void acl_step_done(struct acl_req *ar, struct ctl *ctl)
 {
 	if (--ar->pending == 0) {
+		/* the bindings published before the answer: a client that
+		 * has it finds them on every shard at its next request (the
+		 * per-connection caches see the new generation) */
+		if (ctl->brokers_changed) {
+			ctl->brokers_changed = 0;
+			ctl_publish_brokers(ctl);
+		}
 		ctl_reply(ctl, ar->ctx, ar->from);
 		free(ar);
 	}

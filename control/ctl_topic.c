@@ -155,14 +155,10 @@ static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct
 		md->nbrokers++;
 	}
 	md_scram_copy(md, metalog_scram(ctl->ml));
-	{
-		struct acl_binding *acls;
-
-		if (meta_acl_copy(metalog_acls(ctl->ml), &acls) == 0) {   /* without memory: none until the next */
-			md->acls = meta_acl_set(metalog_acls(ctl->ml));
-			md->acls.b = acls;
-		}
-	}
+	/* the bindings, their WRITE index and their generation (without
+	 * memory: none until the next publish, under generation 0, which no
+	 * connection remembers a decision by) */
+	(void)meta_acl_copy(metalog_acls(ctl->ml), &md->acls);
 	md->version = ++ctl->version;
 	md->cfg = ctl->eff;
 	__atomic_store_n(&b->md, md, __ATOMIC_RELEASE);

@@ -9,11 +9,21 @@
 
 struct acl_set meta_acl_set(const struct meta_acl *ma)
 {
-	struct acl_set s = { ma->b, ma->n, 0 };
+	struct acl_set s = { ma->b, ma->n, 0, ma->changes + 1, NULL, 0 };
 
 	for (int i = 0; i < ma->n; i++)
 		s.hosts += strcmp(ma->b[i].host, ACL_WILDCARD) != 0;
 	return s;
+}
+
+static int in_w(const struct acl_binding *b)
+{
+	return b->res == ACL_RES_TOPIC && (b->op == ACL_WRITE || b->op == ACL_ALL);
+}
+
+static int w_qsort_cmp(const void *x, const void *y)
+{
+	return acl_w_cmp(x, y);
 }
 
 static char *put_str(char **p, const char *s)
@@ -26,27 +36,43 @@ static char *put_str(char **p, const char *s)
 	return r;
 }
 
-int meta_acl_copy(const struct meta_acl *ma, struct acl_binding **out)
+int meta_acl_copy(const struct meta_acl *ma, struct acl_set *out)
 {
 	size_t strs = 0;
-	struct acl_binding *c;
+	struct acl_binding *c, *w;
+	size_t nw = 0;
 	char *p;
 
-	*out = NULL;
-	if (!ma->n)
+	*out = meta_acl_set(ma);
+	out->b = NULL;
+	out->n = 0;
+	out->hosts = 0;
+	if (ma->n <= 0)
 		return 0;
-	for (int i = 0; i < ma->n; i++)
+	for (int i = 0; i < ma->n; i++) {
 		strs += strlen(ma->b[i].name) + strlen(ma->b[i].principal) + strlen(ma->b[i].host) + 3;
-	if (!(c = malloc(sizeof(*c) * (size_t)ma->n + strs)))
+		nw += in_w(&ma->b[i]);
+	}
+	if (!(c = malloc(sizeof(*c) * ((size_t)ma->n + nw) + strs))) {
+		out->gen = 0;   /* not the bindings of its generation */
 		return -ENOMEM;
-	p = (char *)(c + ma->n);
+	}
+	w = c + ma->n;
+	p = (char *)(w + nw);
+	nw = 0;
 	for (int i = 0; i < ma->n; i++) {
 		c[i] = ma->b[i];
 		c[i].name = put_str(&p, ma->b[i].name);
 		c[i].principal = put_str(&p, ma->b[i].principal);
 		c[i].host = put_str(&p, ma->b[i].host);
+		if (in_w(&c[i]))
+			w[nw++] = c[i];
 	}
-	*out = c;
+	qsort(w, nw, sizeof(*w), w_qsort_cmp);
+	*out = meta_acl_set(ma);
+	out->b = c;
+	out->w = w;
+	out->nw = (int)nw;
 	return 0;
 }
 
@@ -60,7 +86,7 @@ static void binding_free(struct acl_binding *b)
 int meta_acl_apply(struct meta_acl *ma, int16_t type, struct dec *d, int dry)
 {
 	struct acl_binding b = { 0 };
-	struct acl_set s = { ma->b, ma->n, 0 };   /* for acl_find */
+	struct acl_set s = { .b = ma->b, .n = ma->n };   /* for acl_find */
 	int isnull, i, rc = 0;
 
 	b.res = (int8_t)dec_u8(d);
@@ -88,6 +114,7 @@ int meta_acl_apply(struct meta_acl *ma, int16_t type, struct dec *d, int dry)
 		binding_free(&ma->b[i]);
 		memmove(&ma->b[i], &ma->b[i + 1], sizeof(ma->b[0]) * (size_t)(ma->n - i - 1));
 		ma->n--;
+		ma->changes++;
 		return 0;
 	}
 	if (i >= 0) {
@@ -109,6 +136,7 @@ int meta_acl_apply(struct meta_acl *ma, int16_t type, struct dec *d, int dry)
 	memmove(&ma->b[i + 1], &ma->b[i], sizeof(ma->b[0]) * (size_t)(ma->n - i));
 	ma->b[i] = b;
 	ma->n++;
+	ma->changes++;
 	return 0;
 }
 
@@ -139,17 +167,20 @@ int meta_acl_snapshot(const struct meta_acl *ma, struct enc *e, int (*put)(void 
 
 void meta_acl_reset(struct meta_acl *ma)
 {
+	uint64_t changes = ma->changes + 1;   /* a new image: a new generation */
+
 	for (int i = 0; i < ma->n; i++)
 		binding_free(&ma->b[i]);
 	free(ma->b);
 	memset(ma, 0, sizeof(*ma));
+	ma->changes = changes;
 }
 
 static int build(const struct meta_acl *ma, int16_t type, const struct acl_binding *b, struct metalog_rec *out)
 {
 	uint8_t buf[3 * ACL_STR_MAX + 32];
 	struct enc e = { buf, 0, sizeof(buf), 0 };
-	struct acl_set s = { ma->b, ma->n, 0 };   /* for acl_find */
+	struct acl_set s = { .b = ma->b, .n = ma->n };   /* for acl_find */
 	int found;
 
 	out->buf = NULL;

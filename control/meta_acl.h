@@ -33,6 +33,9 @@ struct metalog_rec;
 struct meta_acl {
 	struct acl_binding *b;   /* sorted by acl_cmp; strings malloc()ed */
 	int n, cap;
+	uint64_t changes;        /* bumped by every change of the bindings (a binding added or
+				  * removed, a reset), never going back: the published set's
+				  * generation is changes + 1 (acl_set.gen) */
 };
 
 /* Apply one ACL record (d past the version byte); dry: check only. */
@@ -41,13 +44,15 @@ int meta_acl_apply(struct meta_acl *ma, int16_t type, struct dec *d, int dry);
 int meta_acl_snapshot(const struct meta_acl *ma, struct enc *e, int (*put)(void *arg, struct enc *e), void *arg);
 void meta_acl_reset(struct meta_acl *ma);
 /* The bindings as a set for acl_authorize and acl_filter_match, its hosts
- * counted (borrowed
- * until the next change). */
+ * counted, its generation set, no WRITE index (borrowed until the next
+ * change). */
 struct acl_set meta_acl_set(const struct meta_acl *ma);
-/* A copy of the bindings in one allocation (the array, then its strings),
- * for the metadata snapshot: *out malloc()ed (free() it), NULL with 0
- * bindings; -ENOMEM. */
-int meta_acl_copy(const struct meta_acl *ma, struct acl_binding **out);
+/* A copy of the bindings for the metadata snapshot, as meta_acl_set's
+ * but in one allocation: the array, the WRITE index (acl_set.w: the TOPIC
+ * bindings of WRITE or ALL, sorted by acl_w_cmp), then the strings; out->b
+ * malloc()ed (free() it: the index goes with it), NULL with 0 bindings;
+ * -ENOMEM (*out is then the empty set, of generation 0). */
+int meta_acl_copy(const struct meta_acl *ma, struct acl_set *out);
 
 /* The record adding b (0 with out->len 0 when it is there already); the
  * one removing it (-ENOENT when it is not). -EINVAL as above. */

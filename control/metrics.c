@@ -257,6 +257,10 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	   sasl_reauth_ok);
 	SF("sasl_expired_closed_total", "counter", "SASL connections closed at a request after their session "
 	   "ended (connections.max.reauth.ms) without a re-authentication.", sasl_expired_closed);
+	SF("authz_checks_total", "counter", "Authorizer checks that ran the ACL matcher (a decision not "
+	   "remembered by the connection, or the bindings changed since).", authz_checks);
+	SF("authz_cache_hits_total", "counter", "Authorizer checks answered from the decisions the connection "
+	   "remembers (docs/security.md#acls).", authz_cache_hits);
 	fam(t, "tls_connections_total", "counter", "TLS connections by the record layer they got after the "
 	    "handshake: ktls (the kernel's, sends and receives stay plain io_uring operations) or openssl "
 	    "(OpenSSL's on memory buffers: the kernel or the cipher cannot; on a kernel without CONFIG_TLS, all).");

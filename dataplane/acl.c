@@ -204,6 +204,123 @@ int acl_authorize_n(const struct acl_set *s, const char *principal, const char *
 	return !v.any && allow_if_none;
 }
 
+int acl_w_cmp(const struct acl_binding *x, const struct acl_binding *y)
+{
+	int c = strcmp(x->principal, y->principal);
+
+	if (!c)
+		c = icmp(x->perm, y->perm);
+	if (!c)
+		c = icmp(x->pat, y->pat);
+	if (!c)
+		c = strcmp(x->name, y->name);
+	if (!c)
+		c = strcmp(x->host, y->host);
+	if (!c)
+		c = icmp(x->op, y->op);
+	return c;
+}
+
+/* The index's bindings of one principal: [*lo, *hi). */
+static void w_range(const struct acl_set *s, const char *principal, int *lo, int *hi)
+{
+	int a = 0, z = s->nw;
+
+	while (a < z) {
+		int mid = a + (z - a) / 2;
+
+		if (strcmp(s->w[mid].principal, principal) < 0)
+			a = mid + 1;
+		else
+			z = mid;
+	}
+	*lo = a;
+	z = s->nw;
+	while (a < z) {
+		int mid = a + (z - a) / 2;
+
+		if (strcmp(s->w[mid].principal, principal) <= 0)
+			a = mid + 1;
+		else
+			z = mid;
+	}
+	*hi = a;
+}
+
+/* Compare an index binding (of the range's principal) with (perm, pat,
+ * the first len bytes of name). */
+static int w_key_cmp(const struct acl_binding *b, int perm, int pat, const char *name, size_t len)
+{
+	int c = icmp(b->perm, perm);
+
+	if (!c)
+		c = icmp(b->pat, pat);
+	if (!c) {
+		c = strncmp(b->name, name, len);
+		if (!c && b->name[len])
+			c = 1;
+	}
+	return c;
+}
+
+/* Whether [lo, hi) has a binding (perm, pat, name[0..len)) for host. */
+static int w_has(const struct acl_set *s, int lo, int hi, int perm, int pat, const char *name, size_t len,
+		 const char *host)
+{
+	int a = lo, z = hi;
+
+	while (a < z) {
+		int mid = a + (z - a) / 2;
+
+		if (w_key_cmp(&s->w[mid], perm, pat, name, len) < 0)
+			a = mid + 1;
+		else
+			z = mid;
+	}
+	for (; a < hi && !w_key_cmp(&s->w[a], perm, pat, name, len); a++)
+		if (!strcmp(s->w[a].host, host) || !strcmp(s->w[a].host, ACL_WILDCARD))
+			return 1;
+	return 0;
+}
+
+int acl_write_any_topic(const struct acl_set *s, const char *principal, const char *host)
+{
+	int lo[2], hi[2], nr = 1;
+
+	if (!s || !s->w || !s->nw)
+		return 0;
+	w_range(s, principal, &lo[0], &hi[0]);
+	if (strcmp(principal, "User:*"))
+		w_range(s, "User:*", &lo[nr], &hi[nr]), nr++;
+	/* a LITERAL "*" DENY dominates every ALLOW; a LITERAL "*" ALLOW
+	 * allows what no such DENY refuses */
+	for (int r = 0; r < nr; r++)
+		if (w_has(s, lo[r], hi[r], ACL_PERM_DENY, ACL_PAT_LITERAL, ACL_WILDCARD, 1, host))
+			return 0;
+	for (int r = 0; r < nr; r++)
+		if (w_has(s, lo[r], hi[r], ACL_PERM_ALLOW, ACL_PAT_LITERAL, ACL_WILDCARD, 1, host))
+			return 1;
+	for (int r = 0; r < nr; r++)
+		for (int i = lo[r]; i < hi[r]; i++) {
+			const struct acl_binding *b = &s->w[i];
+			size_t len = strlen(b->name);
+			int dominated = 0;
+
+			if (b->perm != ACL_PERM_ALLOW)
+				continue;
+			if (strcmp(b->host, host) && strcmp(b->host, ACL_WILDCARD))
+				continue;
+			for (int q = 0; q < nr && b->pat == ACL_PAT_LITERAL && !dominated; q++)
+				dominated = w_has(s, lo[q], hi[q], ACL_PERM_DENY, ACL_PAT_LITERAL, b->name, len, host);
+			for (size_t k = 1; k <= len && !dominated; k++)
+				for (int q = 0; q < nr && !dominated; q++)
+					dominated = w_has(s, lo[q], hi[q], ACL_PERM_DENY, ACL_PAT_PREFIXED, b->name, k, host);
+			if (!dominated)
+				return 1;
+		}
+	return 0;
+}
+
 static const char *const res_names[] = { "UNKNOWN", "ANY", "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID" };
 static const char *const pat_names[] = { "UNKNOWN", "ANY", "MATCH", "LITERAL", "PREFIXED" };
 static const char *const op_names[] = { "UNKNOWN", "ANY", "ALL", "READ", "WRITE", "CREATE", "DELETE",

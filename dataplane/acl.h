@@ -22,6 +22,17 @@
  * the LITERAL "*" and, for each prefix of the name, the PREFIXED bindings
  * of exactly that prefix, each a binary search — never a scan of the set.
  *
+ * Beside it, an index for Kafka's authorizeByResourceType (InitProducerId
+ * of an idempotent producer: may the principal WRITE some topic?): the
+ * TOPIC bindings whose operation is WRITE or ALL, sorted by (principal,
+ * permission, pattern, name, host), so a check reads only the bindings of
+ * the principal and of "User:*" (acl_write_any_topic).
+ *
+ * A set carries a generation (gen): it changes whenever the bindings do,
+ * and only then, so a decision remembered with the generation it was
+ * made under (the per-connection cache, dataplane/authz_cache.h) is still
+ * right while the generation is the same.
+ *
  * Thread: any (pure functions on the caller's data; a set is read-only
  * once built). */
 #ifndef SLUICE_ACL_H
@@ -81,6 +92,12 @@ struct acl_set {
 	int n;
 	int hosts;                     /* bindings whose host is not "*" (0: the peer's address
 					* is never needed) */
+	uint64_t gen;                  /* the bindings' generation (>= 1 in a published set;
+					* 0: none given, nothing may be remembered by it) */
+	const struct acl_binding *w;   /* the TOPIC bindings of operation WRITE or ALL, sorted
+					* by acl_w_cmp (the same strings as b); NULL: no index,
+					* acl_write_any_topic answers 0 */
+	int nw;
 };
 
 /* The set's order; 0 for the same binding. */
@@ -104,6 +121,18 @@ int acl_authorize(const struct acl_set *s, const char *principal, const char *ho
 /* The same for a name of len bytes (not NUL-terminated). */
 int acl_authorize_n(const struct acl_set *s, const char *principal, const char *host, int op, int res,
 		    const char *name, size_t len, int allow_if_none);
+
+/* The index's order: (principal, permission, pattern, name, host). */
+int acl_w_cmp(const struct acl_binding *x, const struct acl_binding *y);
+/* Kafka's authorizeByResourceType(WRITE, TOPIC) past its first check
+ * (the caller's: a super user, or the name "hardcode" allowed by
+ * acl_authorize): 1 when some ALLOW of WRITE (or ALL) on topics for the
+ * principal (or "User:*") at host is not dominated by a DENY of the same
+ * (a LITERAL "*" DENY dominates everything; a LITERAL ALLOW is dominated
+ * by a LITERAL DENY of its name; either by a PREFIXED DENY of a prefix of
+ * its name), or a LITERAL "*" ALLOW; else 0. Reads only the index's
+ * bindings of the principal and of "User:*". */
+int acl_write_any_topic(const struct acl_set *s, const char *principal, const char *host);
 
 /* Names for text (sluicectl, logs); "UNKNOWN" for others. The parsers
  * take Kafka's names, any case; -EINVAL for others. */

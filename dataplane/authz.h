@@ -2,7 +2,9 @@
  * (authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer):
  * whether the request's principal may do an operation on a resource, by
  * the ACL bindings of the metadata snapshot (dataplane/acl.h): no lock, a
- * few binary searches. super.users are allowed everything; without the
+ * few binary searches, and none when the connection remembers the
+ * decision (dataplane/authz_cache.h: a fixed table in struct conn,
+ * emptied when the bindings' generation changes). super.users are allowed everything; without the
  * authorizer everything is allowed. The peer's address is looked up only
  * when some binding names a host.
  * Thread: the request's shard (@thread shard). */
@@ -21,6 +23,12 @@ struct kafka_ctx;
 
 /* 1: allowed, 0: not. name is len bytes, not NUL-terminated. */
 int authz_allow(struct kafka_ctx *ctx, int op, int res, const char *name, size_t len);
+/* Kafka's authorizeByResourceType(WRITE, TOPIC): whether the principal
+ * may WRITE some topic (InitProducerId of an idempotent producer, beside
+ * IDEMPOTENT_WRITE on the cluster): a topic named "hardcode" allowed by
+ * authz_allow, else acl_write_any_topic over the snapshot's WRITE index
+ * (dataplane/acl.h). 1: allowed, 0: not. */
+int authz_write_any_topic(struct kafka_ctx *ctx);
 /* The cluster resource ("kafka-cluster"). */
 int authz_cluster(struct kafka_ctx *ctx, int op);
 

@@ -16,7 +16,8 @@
  * (dataplane/tls.h); the handshake is a state of the connection, driven
  * as bytes arrive.
  * Owns: its input and output buffers, its request slots (pipe[]), its
- * TLS state (tls) and its SASL state (sasl).
+ * TLS state (tls), its SASL state (sasl) and the authorizer's decisions
+ * for its principal (authz, dataplane/authz_cache.h).
  * Errors: 0/count or -errno; a connection that fails is closed.
  */
 #ifndef SLUICE_CONN_H
@@ -26,6 +27,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "dataplane/authz_cache.h"
 #include "dataplane/shard_core.h"
 
 struct kafka_writer;
@@ -120,6 +122,9 @@ struct conn {
 					    * SASL_PREAUTH_FRAME_MAX bytes are taken up */
 	int close_after;                   /* close once the head's response is sent (a failed
 					    * authentication) */
+	struct authz_cache authz;          /* the authorizer's decisions for its principal and
+					    * address (dataplane/authz.c); emptied when the
+					    * principal authenticates again */
 	struct conn *next;                 /* shard's list */
 	struct conn *prev;
 };

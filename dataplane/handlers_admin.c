@@ -434,6 +434,13 @@ int kafka_handle_init_producer_id(struct kafka_ctx *ctx)
 	}
 	if (q->TransactionalId.len > 0)
 		return ctx->sh->b->coord->submit_txn(ctx);   /* the transaction coordinator's */
+	/* an idempotent producer (Kafka 2.8+, KIP-679): IDEMPOTENT_WRITE on
+	 * the cluster, or WRITE on some topic */
+	if (q->TransactionalId.len < 0 && !authz_cluster(ctx, ACL_IDEMPOTENT_WRITE) && !authz_write_any_topic(ctx)) {
+		ctx->only_error = KERR_CLUSTER_AUTHORIZATION_FAILED;
+		kafka_ctx_respond(ctx);
+		return 0;
+	}
 	r = ALLOC(ctx, struct kafka_init_producer_id_response, 1);
 	ps = ALLOC(ctx, struct pid_state, 1);
 	if (!r || !ps) {

@@ -53,9 +53,20 @@ static int metadata_listed(const struct cluster_node *nodes, int nb, int32_t id)
 	return 0;
 }
 
+/* Whether broker id is registered and unfenced (in the snapshot's brokers). */
+static int metadata_live(const struct md_snapshot *md, int32_t id)
+{
+	for (int i = 0; md && i < md->nbrokers; i++)
+		if (md->brokers[i].id == id)
+			return 1;
+	return 0;
+}
+
 /* nodes (NULL: every broker is listed) and nb: the brokers this client is
- * told of; a partition led by another is LEADER_NOT_AVAILABLE, leader -1
- * (as Kafka, when the leader has no endpoint for the client's listener). */
+ * told of; a partition led by another has leader -1 and, as Kafka's
+ * metadata cache answers: LISTENER_NOT_FOUND (v6+) when that leader is a
+ * live broker without an endpoint for the listener the client came in
+ * on, LEADER_NOT_AVAILABLE before v6 and when the leader is not live. */
 static void metadata_fill_topic(struct kafka_ctx *ctx, struct kafka_metadata_response_metadata_response_topic *rt,
 				const struct md_topic *t, struct kafka_str name, const struct cluster_node *nodes,
 				int nb)
@@ -106,7 +117,10 @@ static void metadata_fill_topic(struct kafka_ctx *ctx, struct kafka_metadata_res
 		p->OfflineReplicas.items = NULL;
 		p->OfflineReplicas.count = 0;
 		if (nodes && mp->leader >= 0 && !metadata_listed(nodes, nb, mp->leader)) {
-			p->ErrorCode = KERR_LEADER_NOT_AVAILABLE;
+			p->ErrorCode = ctx->req.header.RequestApiVersion >= 6 &&
+						       metadata_live(broker_md(ctx->sh->b), mp->leader)
+					       ? KERR_LISTENER_NOT_FOUND
+					       : KERR_LEADER_NOT_AVAILABLE;
 			p->LeaderId = -1;
 		}
 	}

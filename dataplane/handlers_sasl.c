@@ -16,7 +16,9 @@
  * (SessionLifetimeMs), the client re-authenticates on the same connection
  * (SaslHandshake v1 + SaslAuthenticate, the same mechanism and principal,
  * else closed), and conn.c closes a connection whose session is over at
- * its next other request.
+ * its next other request. A re-authentication may not begin within a
+ * second of the one before (Kafka's limit): such a SaslHandshake is
+ * answered ILLEGAL_SASL_STATE and the session goes on.
  *
  * Thread: the connection's shard (@thread shard). The credentials are the
  * published snapshot's (read-only) and the listener's PLAIN users
@@ -69,6 +71,12 @@ int kafka_handle_sasl_handshake(struct kafka_ctx *ctx)
 	r->Mechanisms.count = n;
 	if (!s) {
 		r->ErrorCode = KERR_ILLEGAL_SASL_STATE;   /* a listener without SASL: Kafka's answer */
+	} else if (sasl_reauth_too_soon(s, ctx->req.header.RequestApiVersion, ctx->sh->now_ns)) {
+		/* KIP-368: a second re-authentication within a second of the
+		 * one before: Kafka takes the handshake as an ordinary request
+		 * on an authenticated connection (ILLEGAL_SASL_STATE); the
+		 * session and the connection go on */
+		r->ErrorCode = KERR_ILLEGAL_SASL_STATE;
 	} else {
 		r->ErrorCode = (int16_t)sasl_handshake(s, q->Mechanism.ptr ? q->Mechanism.ptr : "",
 						      q->Mechanism.len > 0 ? (size_t)q->Mechanism.len : 0,
@@ -96,6 +104,8 @@ static int64_t session_start(struct kafka_ctx *ctx, struct sasl_conn *s, int was
 
 	/* PLAIN and SCRAM credentials have no lifetime of their own */
 	s->expire_ns = ms > 0 ? ctx->sh->now_ns + (uint64_t)ms * 1000000ull : UINT64_MAX;
+	/* decisions remembered for the principal before are not its own */
+	authz_cache_reset(&ctx->c->authz);
 	s->reauth_ok = !ctx->raw && ctx->req.header.RequestApiVersion >= 1;
 	shard_stat_add(was_reauth ? &ctx->sh->stats.sasl_reauth_ok : &ctx->sh->stats.sasl_auth_ok, 1);
 	return ms > 0 ? ms : 0;

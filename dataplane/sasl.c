@@ -345,6 +345,16 @@ int sasl_handshake(struct sasl_conn *s, const char *name, size_t len, unsigned e
 	return 0;
 }
 
+int sasl_reauth_too_soon(struct sasl_conn *s, int version, uint64_t now_ns)
+{
+	if (s->state != SASL_DONE || !s->reauth_ok || version < 1)
+		return 0;   /* no re-authentication: sasl_handshake decides */
+	if (s->reauth_start_ns && now_ns - s->reauth_start_ns < SASL_REAUTH_MIN_NS)
+		return 1;
+	s->reauth_start_ns = now_ns ? now_ns : 1;
+	return 0;
+}
+
 int sasl_step(struct sasl_conn *s, const struct sasl_creds *cr, const uint8_t *in, size_t len, uint8_t *out,
 	      size_t cap, size_t *outlen, char *why, size_t whylen)
 {

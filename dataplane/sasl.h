@@ -123,6 +123,8 @@ struct sasl_conn {
 	uint64_t expire_ns;
 	int reauth_ok;
 	int reauth;                  /* a re-authentication in progress */
+	uint64_t reauth_start_ns;    /* (shard clock) when the last re-authentication began,
+				      * 0: none yet (sasl_reauth_too_soon) */
 	char prev_principal[5 + SASL_USER_MAX];
 	/* SCRAM between its two messages */
 	struct sasl_scram_cred cred;
@@ -143,6 +145,17 @@ struct sasl_conn {
  * with reauth_ok, at v1+), SASL_ERR_UNSUPPORTED_MECHANISM (not in
  * `enabled`, or a re-authentication naming another mechanism). */
 int sasl_handshake(struct sasl_conn *s, const char *name, size_t len, unsigned enabled, int version);
+
+/* Kafka's limit on KIP-368 (KafkaChannel.maybeBeginServerReauthentication):
+ * a re-authentication may not begin within SASL_REAUTH_MIN_NS of the
+ * start of the one before (the first after the authentication may come
+ * at any time). For a SaslHandshake of `version` at now_ns (shard clock):
+ * 1 when it would begin a re-authentication too soon (Kafka answers it
+ * ILLEGAL_SASL_STATE as a handshake on an authenticated connection, and
+ * the session goes on: nothing here changes); else 0, and when it begins
+ * one, its start is noted. Call it before sasl_handshake. */
+#define SASL_REAUTH_MIN_NS 1000000000ull
+int sasl_reauth_too_soon(struct sasl_conn *s, int version, uint64_t now_ns);
 
 /* One SaslAuthenticate token. Returns 1: go on, out holds the challenge
  * (*outlen bytes); 0: authenticated, out holds the last message

@@ -72,6 +72,8 @@ struct shard_stats {
 				      * over SASL_PREAUTH_FRAME_MAX */
 	uint64_t sasl_reauth_ok;     /* KIP-368 re-authentications that succeeded */
 	uint64_t sasl_expired_closed;/* connections closed at a request after their session's end */
+	uint64_t authz_checks;       /* authorizer checks that ran the ACL matcher */
+	uint64_t authz_cache_hits;   /* ... answered from the connection's remembered decisions */
 	uint64_t pbuf_starved;
 	uint64_t produce_records;
 	uint64_t produce_requests;

@@ -182,15 +182,23 @@ JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
         'user_alice="alice-pw" user_admin="admin-pw";')
 
 
-def authz_broker(**settings):
+def authz_broker(admin=False, **settings):
     """A broker with the authorizer: PLAINTEXT (readiness; User:ANONYMOUS,
     allowed nothing) and SASL_PLAINTEXT (SCRAM, and PLAIN for the raw
-    frames) listeners; User:admin a super user."""
+    frames) listeners; User:admin a super user; admin=True: an admin
+    endpoint (b.admin, for /metrics)."""
     s = {"sasl.enabled.mechanisms": "SCRAM-SHA-256,PLAIN", "authorizer.class.name": AUTHZ,
          "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
          "super.users": "User:admin", "auto.create.topics.enable": "false"}
     s.update(settings)
-    return broker(listeners=("SASL_PLAINTEXT",), shards=2, settings=s, args=SCRAM)
+    return broker(listeners=("SASL_PLAINTEXT",), admin=admin, shards=2, settings=s, args=SCRAM)
+
+
+def metric(b, name):
+    import urllib.request
+    body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % b.admin, timeout=15).read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in body.splitlines()
+               if line.startswith(name + "{") or line.startswith(name + " "))
 
 
 def conf(b, user):
@@ -600,6 +608,119 @@ def every_other_api_is_checked():
             grant(ad, (C, "kafka-cluster", O.ALTER), (C, "kafka-cluster", O.ALTER_CONFIGS))
             wait_for(lambda: a.alter_reassignments(), 0, "AlterPartitionReassignments with ALTER on the cluster")
             assert a.elect("x-lo") == 0 and a.incremental_alter_configs(4, "") == 0
+        finally:
+            c.close()
+            ad.close()
+
+
+@test
+def a_remembered_decision_goes_with_its_acl():
+    """The connection's remembered decisions (docs/security.md#acls): a
+    producer's Produce requests are checked once and then answered from
+    its connection (sluice_authz_cache_hits_total grows); the moment
+    DeleteAcls has answered, the next request of that producer (librdkafka)
+    and of a raw connection is refused, and the moment CreateAcls has
+    answered, the raw connection, which remembered the refusal, is served
+    again (librdkafka keeps the topic's error until its next metadata
+    refresh, so only the raw frames judge that side)."""
+    from confluent_kafka import Producer
+    from kafka.admin import NewTopic
+    from ktxn import TConn, batch
+    with authz_broker(admin=True) as b:
+        ad = sadmin(b, "admin")
+        tc = TConn(b.addr["SASL_PLAINTEXT"])
+        try:
+            assert tc.request(17, 1, W().str("PLAIN")).i16() == 0
+            assert tc.request(36, 0, W().bytes(b"\0alice\0alice-pw")).i16() == 0
+            ad.create_topics([NewTopic("orders", 1, 1)])
+            write = acl("User:alice", ACLOperation.WRITE, ACLPermissionType.ALLOW, ResourceType.TOPIC, "orders")
+            # DESCRIBE of its own, so that librdkafka's metadata does not
+            # change with the WRITE (only the Produce requests are judged)
+            res = ad.create_acls([write, acl("User:alice", ACLOperation.DESCRIBE, ACLPermissionType.ALLOW,
+                                             ResourceType.TOPIC, "orders")])
+            assert not res["failed"], res
+            p = Producer(dict(conf(b, "alice"), **{"message.timeout.ms": 10000, "linger.ms": 0}))
+            wait_for(lambda: produce(p, "orders"), None, "alice writes orders")
+            assert tc.produce("orders", 0, batch([b"raw"])).error == 0
+            hits = metric(b, "sluice_authz_cache_hits_total")
+            for _ in range(5):
+                assert produce(p, "orders") is None
+                assert tc.produce("orders", 0, batch([b"raw"])).error == 0
+            assert metric(b, "sluice_authz_cache_hits_total") >= hits + 10, "the Produce checks were not remembered"
+            (f, matched, err), = ad.delete_acls([flt(ResourceType.TOPIC, "orders", ACLResourcePatternType.LITERAL,
+                                                     "User:alice", ACLOperation.WRITE)])
+            assert err.errno == 0 and len(matched) == 1, matched
+            assert tc.produce("orders", 0, batch([b"raw"])).error == TAF, "a remembered allow outlived its ACL"
+            assert produce(p, "orders") == "TOPIC_AUTHORIZATION_FAILED", "a remembered allow outlived its ACL"
+            assert tc.produce("orders", 0, batch([b"raw"])).error == TAF
+            res = ad.create_acls([write])
+            assert not res["failed"], res
+            assert tc.produce("orders", 0, batch([b"raw"])).error == 0, "a remembered refusal outlived the new ACL"
+        finally:
+            tc.close()
+            ad.close()
+
+
+def init_producer_id(c):
+    """InitProducerId v1 of an idempotent producer (a null transactional
+    id): (error, producer id)."""
+    r = c.request(22, 1, W().str(None).i32(60000))
+    r.i32()
+    return r.i16(), r.i64()
+
+
+def idempotent_error(b, topic):
+    """What an idempotent librdkafka producer of alice gets for one record:
+    None (delivered) or the error names it reports."""
+    from confluent_kafka import Producer
+    errs, out = [], []
+    p = Producer(dict(conf(b, "alice"), **{"enable.idempotence": True, "message.timeout.ms": 8000,
+                                          "error_cb": lambda e: errs.append(e.name())}))
+    p.produce(topic, b"v", on_delivery=lambda err, msg: out.append(err))
+    from confluent_kafka import KafkaException
+    try:
+        p.flush(20)
+    except KafkaException as e:   # the fatal error, raised by flush
+        errs.append(e.args[0].name())
+    if out and out[0] is None:
+        return None
+    return " ".join(([out[0].name()] if out else []) + errs) or "no delivery report"
+
+
+@test
+def an_idempotent_producer_needs_write_on_some_topic():
+    """InitProducerId without a transactional id: Kafka's IDEMPOTENT_WRITE
+    on the cluster, or WRITE on any topic (authorizeByResourceType, Kafka
+    2.8+), else CLUSTER_AUTHORIZATION_FAILED; raw frames and librdkafka
+    with enable.idempotence=true."""
+    from kafka.admin import NewTopic
+    T, C, O = ResourceType.TOPIC, ResourceType.CLUSTER, ACLOperation
+    with authz_broker() as b:
+        ad = sadmin(b, "admin")
+        c = raw(b, "alice")
+        try:
+            ad.create_topics([NewTopic("idem-1", 1, 1)])
+            # READ and DESCRIBE are not WRITE
+            grant(ad, (T, "idem-1", O.READ), (T, "idem-1", O.DESCRIBE))
+            assert init_producer_id(c)[0] == CAF
+            err = idempotent_error(b, "idem-1")
+            assert err and "CLUSTER_AUTHORIZATION_FAILED" in err, err
+            # WRITE on topics of a prefix: served, and librdkafka delivers
+            res = ad.create_acls([acl("User:alice", O.WRITE, ACLPermissionType.ALLOW, T, "idem-",
+                                      ACLResourcePatternType.PREFIXED)])
+            assert not res["failed"], res
+            err, pid = init_producer_id(c)
+            assert err == 0 and pid >= 0, (err, pid)
+            assert idempotent_error(b, "idem-1") is None
+            # a PREFIXED DENY of a shorter prefix dominates that ALLOW
+            res = ad.create_acls([acl("User:alice", O.WRITE, ACLPermissionType.DENY, T, "idem",
+                                      ACLResourcePatternType.PREFIXED)])
+            assert not res["failed"], res
+            assert init_producer_id(c)[0] == CAF
+            # IDEMPOTENT_WRITE on the cluster serves it whatever the topics say
+            grant(ad, (C, "kafka-cluster", O.IDEMPOTENT_WRITE))
+            err, pid = init_producer_id(c)
+            assert err == 0 and pid >= 0, (err, pid)
         finally:
             c.close()
             ad.close()

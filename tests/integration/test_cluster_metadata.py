@@ -20,7 +20,13 @@ and 3 brokers only (scripts/cluster start 1 --brokers 2 --combined).
   again, it fetches from past index 1; its image damaged, it names the
   file, fetches the whole metadata and writes a new image.
 - DescribeQuorum asked of any node (the voter or a broker) is the active
-  controller's answer, listing both brokers as observers."""
+  controller's answer, listing both brokers as observers.
+- (A cluster of its own: node 1 combined with a second listener EXTRA,
+  node 2 a broker without it.) Metadata on node 1's EXTRA listener: a
+  partition led by node 2, which has no endpoint there, is
+  LISTENER_NOT_FOUND (72) with leader -1 from v6 on and
+  LEADER_NOT_AVAILABLE (5) before, as Kafka's; node 1's partitions are
+  served, and on the PLAINTEXT listener every partition."""
 
 import json
 import os
@@ -155,6 +161,59 @@ def broker_only_nodes_join_a_combined_quorum_of_one_and_a_paused_one_catches_up_
             until("node %d lists both observers" % n, lambda: observers(c, n) == [2, 3])
         for n in (2, 3):
             os.kill(c.pid(n), signal.SIGKILL)
+
+
+def metadata_leaders(addr, topic, ver):
+    """Raw Metadata v5-v8 of topic through addr: ({broker ids},
+    {partition: (error, leader)})."""
+    from kraw import Conn, R, W
+    w = W()
+    w.array([topic], W.str)
+    w.i8(0)                                                          # AllowAutoTopicCreation
+    if ver >= 8:
+        w.i8(0).i8(0)                                                # the authorized operations
+    with Conn(addr, timeout=10) as k:
+        r = k.request(3, ver, w)
+    r.i32()                                                          # ThrottleTimeMs
+    brokers = r.array(lambda r: (r.i32(), r.str(), r.i32(), r.str()))
+    r.str()                                                          # ClusterId
+    r.i32()                                                          # ControllerId
+
+    def part(r):
+        err, index, leader = r.i16(), r.i32(), r.i32()
+        if ver >= 7:
+            r.i32()                                                  # LeaderEpoch
+        r.array(R.i32), r.array(R.i32), r.array(R.i32)               # replicas, ISR, offline
+        return index, (err, leader)
+
+    def one(r):
+        err, name, _ = r.i16(), r.str(), r.i8()
+        parts = dict(r.array(part))
+        if ver >= 8:
+            r.i32()
+        return name, err, parts
+    (name, err, parts), = r.array(one)
+    assert name == topic and err == 0, (name, err)
+    return {b[0] for b in brokers}, parts
+
+
+@test
+def a_leader_without_the_clients_listener_is_listener_not_found():
+    with Cluster(1, brokers=1, combined=True, listener="EXTRA",
+                 sets=["listener.security.protocol.map=PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT,"
+                       "CONTROLLER:PLAINTEXT"]) as c:
+        create_topic(c.bootstrap, "lnf", 4, 1)
+        leaders = until("every partition of lnf led", lambda: led(c.bootstrap, "lnf", 4))
+        by = {p: v[0] for p, v in leaders.items()}
+        assert set(by.values()) == {1, 2}, by   # (both brokers lead some)
+        extra = c.listener_addr(1, "EXTRA")
+        for ver in (5, 6, 7, 8):
+            brokers, parts = metadata_leaders(extra, "lnf", ver)
+            assert brokers == {1}, (ver, brokers)   # node 2 has no EXTRA endpoint
+            want = {p: (0, 1) if by[p] == 1 else (72 if ver >= 6 else 5, -1) for p in by}
+            assert parts == want, (ver, parts, want)
+            brokers, parts = metadata_leaders(c.addr(1), "lnf", ver)
+            assert brokers == {1, 2} and parts == {p: (0, by[p]) for p in by}, (ver, brokers, parts)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ static int by_cmp(const void *a, const void *b)
 static struct acl_set set_of(struct acl_binding *b, int n, int hosts)
 {
 	qsort(b, (size_t)n, sizeof(b[0]), by_cmp);
-	return (struct acl_set){ b, n, hosts };
+	return (struct acl_set){ .b = b, .n = n, .hosts = hosts };
 }
 #define SET_OF(b, hosts) set_of((b), (int)(sizeof(b) / sizeof((b)[0])), (hosts))
 
@@ -228,7 +228,7 @@ Test(acl, records_apply_snapshot_and_remove)
 	struct metalog_rec r;
 	struct acl_binding b = B(ACL_RES_TOPIC, "orders", ACL_PAT_PREFIXED, "User:alice", ACL_WRITE, ACL_PERM_ALLOW);
 	struct acl_binding d = B(ACL_RES_GROUP, "g", ACL_PAT_LITERAL, "User:*", ACL_READ, ACL_PERM_DENY);
-	struct acl_binding *copy;
+	struct acl_set copy;
 	struct acl_set s;
 	void *snap;
 	size_t len;
@@ -248,10 +248,11 @@ Test(acl, records_apply_snapshot_and_remove)
 	cr_assert(acl_authorize(&s, "User:alice", "h", ACL_WRITE, ACL_RES_TOPIC, "orders-eu", 0));
 	/* the snapshot's copy, one allocation */
 	cr_assert_eq(meta_acl_copy(metalog_acls(ml), &copy), 0);
-	s.b = copy;
-	cr_assert(acl_authorize(&s, "User:alice", "h", ACL_WRITE, ACL_RES_TOPIC, "orders-eu", 0));
-	cr_assert(!acl_authorize(&s, "User:bob", "h", ACL_READ, ACL_RES_GROUP, "g", 1));
-	free(copy);
+	cr_assert_eq(copy.n, 2);
+	cr_assert_eq(copy.gen, s.gen);
+	cr_assert(acl_authorize(&copy, "User:alice", "h", ACL_WRITE, ACL_RES_TOPIC, "orders-eu", 0));
+	cr_assert(!acl_authorize(&copy, "User:bob", "h", ACL_READ, ACL_RES_GROUP, "g", 1));
+	free((void *)copy.b);
 	/* a snapshot rebuilds them */
 	cr_assert_eq(metalog_snapshot(ml, &snap, &len), 0);
 	cr_assert_eq(metalog_image_new(1, &ml2), 0);
@@ -273,5 +274,98 @@ Test(acl, records_apply_snapshot_and_remove)
 	/* what Kafka refuses is never built */
 	b.op = ACL_ANY;
 	cr_assert_eq(meta_acl_build(metalog_acls(ml), &b, &r), -EINVAL);
+	metalog_close(ml);
+}
+
+/* Apply binding b (del: remove it) to ml's image. */
+static void put(struct metalog *ml, const struct acl_binding *b, int del)
+{
+	struct metalog_rec r;
+
+	cr_assert_eq(del ? meta_acl_build_remove(metalog_acls(ml), b, &r) : meta_acl_build(metalog_acls(ml), b, &r), 0);
+	if (r.len)
+		cr_assert_eq(metalog_apply(ml, r.buf, r.len, NULL), 0);
+	metalog_rec_free(&r);
+}
+
+/* Kafka's authorizeByResourceType(WRITE, TOPIC) over the snapshot's WRITE
+ * index: only the principal's (and User:*'s) WRITE/ALL topic bindings
+ * count; a LITERAL deny of the name, a PREFIXED deny of any prefix of it
+ * or a LITERAL "*" deny dominates an allow; a LITERAL "*" allow allows. */
+static int write_any(struct metalog *ml, const char *who, const char *host)
+{
+	struct acl_set s;
+	int got;
+
+	cr_assert_eq(meta_acl_copy(metalog_acls(ml), &s), 0);
+	got = acl_write_any_topic(&s, who, host);
+	free((void *)s.b);
+	return got;
+}
+
+Test(acl, write_on_any_topic)
+{
+	struct metalog *ml;
+	struct acl_binding
+		lit = B(ACL_RES_TOPIC, "orders", ACL_PAT_LITERAL, "User:alice", ACL_WRITE, ACL_PERM_ALLOW),
+		lit_deny = B(ACL_RES_TOPIC, "orders", ACL_PAT_LITERAL, "User:alice", ACL_WRITE, ACL_PERM_DENY),
+		pre = B(ACL_RES_TOPIC, "team-a", ACL_PAT_PREFIXED, "User:*", ACL_ALL, ACL_PERM_ALLOW),
+		pre_deny = B(ACL_RES_TOPIC, "team", ACL_PAT_PREFIXED, "User:alice", ACL_ALL, ACL_PERM_DENY),
+		read = B(ACL_RES_TOPIC, "*", ACL_PAT_LITERAL, "User:alice", ACL_READ, ACL_PERM_ALLOW),
+		group = B(ACL_RES_GROUP, "orders", ACL_PAT_LITERAL, "User:alice", ACL_WRITE, ACL_PERM_ALLOW),
+		star = B(ACL_RES_TOPIC, "*", ACL_PAT_LITERAL, "User:bob", ACL_WRITE, ACL_PERM_ALLOW),
+		star_deny = B(ACL_RES_TOPIC, "*", ACL_PAT_LITERAL, "User:*", ACL_WRITE, ACL_PERM_DENY),
+		hosted = B(ACL_RES_TOPIC, "x", ACL_PAT_LITERAL, "User:carol", ACL_WRITE, ACL_PERM_ALLOW);
+
+	hosted.host = "10.0.0.1";
+	cr_assert_eq(metalog_image_new(1, &ml), 0);
+	cr_assert(!write_any(ml, "User:alice", "h"));   /* no bindings at all */
+	put(ml, &read, 0);
+	put(ml, &group, 0);
+	cr_assert(!write_any(ml, "User:alice", "h"));   /* READ, or another resource type: no */
+	put(ml, &lit, 0);
+	cr_assert(write_any(ml, "User:alice", "h"));
+	cr_assert(!write_any(ml, "User:bob", "h"));
+	put(ml, &lit_deny, 0);                          /* the LITERAL deny of its name */
+	cr_assert(!write_any(ml, "User:alice", "h"));
+	put(ml, &pre, 0);                               /* User:* ALL on PREFIXED team-a */
+	cr_assert(write_any(ml, "User:alice", "h"));
+	cr_assert(write_any(ml, "User:bob", "h"));
+	put(ml, &pre_deny, 0);                          /* a PREFIXED deny of a prefix of it */
+	cr_assert(!write_any(ml, "User:alice", "h"));
+	cr_assert(write_any(ml, "User:bob", "h"));
+	put(ml, &star, 0);
+	cr_assert(write_any(ml, "User:bob", "h"));
+	put(ml, &pre, 1);
+	cr_assert(write_any(ml, "User:bob", "h"));      /* the LITERAL "*" allow */
+	cr_assert(!write_any(ml, "User:alice", "h"));
+	put(ml, &star_deny, 0);                         /* a "*" deny for everyone dominates */
+	cr_assert(!write_any(ml, "User:bob", "h"));
+	put(ml, &hosted, 0);                            /* hosts */
+	cr_assert(!write_any(ml, "User:carol", "10.0.0.1"));   /* (still the "*" deny) */
+	put(ml, &star_deny, 1);
+	cr_assert(write_any(ml, "User:carol", "10.0.0.1"));
+	cr_assert(!write_any(ml, "User:carol", "10.0.0.2"));
+	metalog_close(ml);
+}
+
+/* The generation changes with every change of the bindings, and only then. */
+Test(acl, generations)
+{
+	struct metalog *ml;
+	struct acl_binding b = B(ACL_RES_TOPIC, "orders", ACL_PAT_LITERAL, "User:alice", ACL_WRITE, ACL_PERM_ALLOW);
+	uint64_t g0, g1, g2;
+
+	cr_assert_eq(metalog_image_new(1, &ml), 0);
+	g0 = meta_acl_set(metalog_acls(ml)).gen;
+	cr_assert(g0 >= 1);
+	put(ml, &b, 0);
+	g1 = meta_acl_set(metalog_acls(ml)).gen;
+	cr_assert_gt(g1, g0);
+	put(ml, &b, 0);                                 /* there already: no change */
+	cr_assert_eq(meta_acl_set(metalog_acls(ml)).gen, g1);
+	put(ml, &b, 1);
+	g2 = meta_acl_set(metalog_acls(ml)).gen;
+	cr_assert_gt(g2, g1);                           /* the same bindings as at g0, a new generation */
 	metalog_close(ml);
 }

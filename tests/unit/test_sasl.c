@@ -271,3 +271,35 @@ Test(sasl, scram_records_apply_snapshot_and_remove)
 	cr_assert_eq(meta_scram_build(metalog_scram(ml), &c, &r), -EINVAL);
 	metalog_close(ml);
 }
+
+/* KIP-368 as Kafka limits it (KafkaChannel.maybeBeginServerReauthentication):
+ * a re-authentication may not begin within a second of the start of the one
+ * before; the first may come at once; a refused one changes nothing. */
+Test(sasl, one_reauthentication_a_second)
+{
+	struct sasl_conn s;
+	uint8_t out[64];
+	size_t n;
+	char why[160];
+	const uint64_t t0 = 5000000000ull;
+
+	memset(&s, 0, sizeof(s));
+	cr_assert_eq(sasl_reauth_too_soon(&s, 1, t0), 0);   /* the first authentication: not one */
+	cr_assert_eq(s.reauth_start_ns, 0);
+	cr_assert_eq(sasl_handshake(&s, "PLAIN", 5, SASL_MECH_ALL, 1), 0);
+	cr_assert_eq(sasl_step(&s, &cr, (const uint8_t *)"\0alice\0alice-secret", 19, out, sizeof(out), &n, why,
+			       sizeof(why)), 0);
+	s.reauth_ok = 1;
+	cr_assert_eq(sasl_reauth_too_soon(&s, 1, t0 + 1), 0);   /* the first re-authentication: at once */
+	cr_assert_eq(sasl_handshake(&s, "PLAIN", 5, SASL_MECH_ALL, 1), 0);
+	cr_assert_eq(sasl_step(&s, &cr, (const uint8_t *)"\0alice\0alice-secret", 19, out, sizeof(out), &n, why,
+			       sizeof(why)), 0);
+	cr_assert_eq(sasl_reauth_too_soon(&s, 1, t0 + 1 + SASL_REAUTH_MIN_NS - 1), 1);   /* too soon */
+	cr_assert_eq(s.state, SASL_DONE);                                                 /* the session goes on */
+	cr_assert_eq(sasl_reauth_too_soon(&s, 0, t0 + 2), 0);   /* a v0 handshake is no re-authentication */
+	cr_assert_eq(sasl_reauth_too_soon(&s, 1, t0 + 1 + SASL_REAUTH_MIN_NS), 0);       /* a second later */
+	cr_assert_eq(sasl_handshake(&s, "PLAIN", 5, SASL_MECH_ALL, 1), 0);
+	cr_assert_eq(sasl_step(&s, &cr, (const uint8_t *)"\0alice\0alice-secret", 19, out, sizeof(out), &n, why,
+			       sizeof(why)), 0);
+	cr_assert_eq(sasl_reauth_too_soon(&s, 1, t0 + 1 + SASL_REAUTH_MIN_NS + 1), 1);
+}
