@@ -13,6 +13,9 @@ out=${FAULT_OUT:-$ROOT/build/fault}
 rm -rf "$out"
 mkdir -p "$out"
 seed=${SEED:-$(( (RANDOM << 15) | RANDOM ))}
+# the commit the run starts on (the binaries it runs were built from it;
+# HEAD may move while the matrix runs for an hour)
+commit=$(git -C "$ROOT" rev-parse --short HEAD)
 "$HERE/cleanup" >/dev/null 2>&1 || true
 /usr/bin/python3 "$HERE/run.py" --matrix full --seed "$seed" --seconds "${SECONDS_EACH:-60}" --out "$out" \
 	--table "$out/table.md" | tee "$out/run.log"
@@ -22,7 +25,7 @@ status=${PIPESTATUS[0]}
 	echo
 	echo "The latest \`make fault\` (tests/fault/full.sh; what each scenario does and"
 	echo "promises: [fault-testing.md](fault-testing.md)): run on $(date -u +%Y-%m-%d) at commit"
-	echo "$(git -C "$ROOT" rev-parse --short HEAD), first seed $seed, ${SECONDS_EACH:-60} s per scenario."
+	echo "$commit, first seed $seed, ${SECONDS_EACH:-60} s per scenario."
 	echo "Each row's command replays its schedule (DIR: any new directory)."
 	echo "Columns: records sent/acknowledged/read back; each anomaly the checker"
 	echo "counts (sluicefault.checker); the longest time any client went without a"

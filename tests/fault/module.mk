@@ -5,7 +5,9 @@ TEST_SCRIPTS += tests/fault/test_netcluster.py
 # the disk finding's regression tests (root): a full disk refuses with 56
 # and takes produce again once space returns, a read-only one hands the
 # leadership to an in-sync follower (about 13-22 s); a read-only one under
-# the metadata quorum's log halts the node (about 20 s)
+# the metadata quorum's log halts the node (about 20 s), and a full one
+# under the active controller's halts it and another voter takes over
+# (about 40 s)
 TEST_SCRIPTS += tests/fault/test_disk_failures.py
 # the short fault set: two 15 s scenarios through tests/fault/run.py
 # --matrix quick (a majority/minority partition, a leader paused), failing
