@@ -127,7 +127,8 @@ TEST_SCRIPTS += tests/integration/test_cluster_ipv6.py
 # SIGKILL, damage in a middle segment, a missing segment, a damaged metadata log
 TEST_SCRIPTS += tests/integration/test_recovery_broker.py
 # CreateTopics and the rings (10,000 partitions on one shard answered)
-# and RLIMIT_NOFILE (refused early; a midway failure leaves nothing)
+# and RLIMIT_NOFILE (refused early; a midway failure leaves nothing); the
+# 10,000 partitions' test runs in a child process beside the others
 TEST_SCRIPTS += tests/integration/test_fd_budget.py
 # compressed batches checked inside (garbage, inner count and offset deltas,
 # record lengths, the decompression bound), every codec read back by kcat
