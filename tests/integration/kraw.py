@@ -454,3 +454,22 @@ class Conn:
                 out[(t, p)] = e
         r.done()
         return top, out
+
+
+def describe_quorum(port):
+    """DescribeQuorum v0 (flexible) of __cluster_metadata on 127.0.0.1:port:
+    (leader, epoch, [voter ids]), every error asserted 0."""
+    body = uvarint(2) + compact_str("__cluster_metadata") + uvarint(2) + W().i32(0).b + b"\x00" * 3
+    with Conn("127.0.0.1:%d" % port) as c:
+        r = c.request_flex(55, 0, body)
+        assert r.i16() == 0
+        assert read_uvarint(r) == 2 and read_compact_str(r) == "__cluster_metadata"
+        assert read_uvarint(r) == 2 and r.i32() == 0
+        assert r.i16() == 0
+        leader, epoch, _hw = r.i32(), r.i32(), r.i64()
+        voters = []
+        for _ in range(read_uvarint(r) - 1):
+            voters.append(r.i32())
+            r.i64()
+            assert read_uvarint(r) == 0
+        return leader, epoch, sorted(voters)

@@ -48,6 +48,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import SLUICED, main, test  # noqa: E402
 from cluster import Cluster, log_batches, partitions, until  # noqa: E402
+from kraw import describe_quorum  # noqa: E402
 
 from confluent_kafka import KafkaError, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic  # noqa: E402
@@ -79,23 +80,6 @@ def init_producer_id(port):
     return pid
 
 
-def describe_quorum(port):
-    """DescribeQuorum v0 (flexible): (leader, epoch, [voter ids])."""
-    from kraw import Conn, compact_str, read_compact_str, read_uvarint, uvarint, W
-    body = uvarint(2) + compact_str("__cluster_metadata") + uvarint(2) + W().i32(0).b + b"\x00" * 3
-    with Conn("127.0.0.1:%d" % port) as c:
-        r = c.request_flex(55, 0, body)
-        assert r.i16() == 0
-        assert read_uvarint(r) == 2 and read_compact_str(r) == "__cluster_metadata"
-        assert read_uvarint(r) == 2 and r.i32() == 0
-        assert r.i16() == 0
-        leader, epoch, _hw = r.i32(), r.i32(), r.i64()
-        voters = []
-        for _ in range(read_uvarint(r) - 1):
-            voters.append(r.i32())
-            r.i64()
-            assert read_uvarint(r) == 0
-        return leader, epoch, sorted(voters)
 
 
 def metadata(port):
