@@ -188,6 +188,8 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	uint64_t now = clock_cycles();
 	static const char *const reasons[SHARD_REJECTS] = { "crc", "size", "invalid", "other", "sequence", "epoch",
 							    "transaction" };
+	static const char *const skips[SHARD_REPL_SKIPS] = { "fs_full", "log_failed", "backoff", "throttled",
+							     "stale_answer", "not_followed", "non_contiguous" };
 
 #define SF(name, type, help, field) shard_fam(t, b, name, type, help, offsetof(struct shard_stats, field))
 	SF("shard_loops_total", "counter", "Event-loop turns of the shard.", loops);
@@ -331,6 +333,15 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	SF("replication_auth_failures_total", "counter",
 	   "Fetcher connections whose TLS or SASL handshake with the leader failed (logged with the reason).",
 	   repl_auth_failures);
+	fam(t, "replication_fetch_skips_total", "counter", "Follower partitions left out of their replica fetches "
+	    "(counted once each time one starts to be: fs_full, its durable end behind its log end on a full "
+	    "filesystem; log_failed; backoff, after the leader refused it; throttled) or fetch answers dropped "
+	    "(each: stale_answer, to an older fetch; not_followed; non_contiguous, batches not appended), by reason; "
+	    "each logged naming the partition, once a minute per partition at most.");
+	for (int i = 0; i < b->set.nshards; i++)
+		for (int r = 0; r < SHARD_REPL_SKIPS; r++)
+			textbuf_printf(t, "sluice_replication_fetch_skips_total{shard=\"%d\",reason=\"%s\"} %llu\n", i,
+				       skips[r], (unsigned long long)LD(b->shards[i]->stats.repl_skipped[r]));
 	SF("replication_native_bytes_out_total", "counter",
 	   "Record batch bytes sent to followers over the shards' DPDK replication queues (native REPLICA_DATA).",
 	   repl_native_bytes_out);

@@ -98,6 +98,10 @@ struct part_role {
 	int32_t fetch_epoch;         /* follower: the epoch its fetch in flight was sent at */
 	uint64_t retry_ns;           /* follower: the leader refused it; asked again after */
 	int throttled;               /* follower: a throttled replica (part_role_msg's) */
+	uint8_t fetch_skip;          /* follower: why it was last left out of a fetch
+				      * (enum shard_repl_skip + 1; 0: asked since) */
+	uint64_t skip_logged_ns;     /* follower: a reason it was skipped or its answer
+				      * dropped was last logged (once a minute at most) */
 	int leader_throttled;        /* leader: its followers outside the ISR are throttled */
 	int nisr;                    /* ISR members, this node included */
 	int offline_asked;           /* its log failed: leaving the ISR was asked (part_role_log_failed) */

@@ -41,6 +41,7 @@
 
 enum { RF_IDLE, RF_CONNECTING, RF_HANDSHAKE, RF_READY, RF_SENDING, RF_WAITING, RF_CLOSING };
 #define AUTH_LOG_NS 60000000000ull        /* the same handshake failure logged again after */
+#define SKIP_LOG_NS 60000000000ull        /* a partition's skip or dropped answer logged again after */
 
 struct replica_fetcher;
 
@@ -145,6 +146,56 @@ static int settling(const struct part *p, uint64_t now)
 	return now >= p->role->retry_ns && !pl->err && !pl->nospace && pl->durable_offset != pl->next_offset;
 }
 
+/* Why p was left out or its answer dropped, as the log says it. */
+static const char *const skip_why[SHARD_REPL_SKIPS] = {
+	"left out of the fetch: its durable end is behind its log end and the filesystem is marked full",
+	"left out of the fetch: its log failed on this node",
+	"left out of the fetch: the leader refused it, asked again after a pause",
+	"left out of the fetch: a throttled replica whose budget is spent",
+	"answer dropped: it answers an older fetch (the epoch or the log end moved since)",
+	"answer dropped: the partition is not followed from this leader any more",
+	"answer dropped: its batches are not contiguous (nothing appended)",
+};
+
+/* p was skipped or its answer dropped for `why`: counted; said on stderr
+ * naming the partition, the first time a minute for p (any reason). */
+static void rf_note(struct shard *sh, struct part *p, enum shard_repl_skip why)
+{
+	struct part_role *r = p->role;
+
+	shard_stat_add(&sh->stats.repl_skipped[why], 1);
+	if (r->skip_logged_ns && sh->now_ns - r->skip_logged_ns < SKIP_LOG_NS)
+		return;
+	r->skip_logged_ns = sh->now_ns ? sh->now_ns : 1;
+	fprintf(stderr, /* style: allow slow path: once a minute per partition at most */
+		"sluiced: shard %d: replica fetch of %s-%d from broker %d: %s\n", sh->id, p->topic, p->index, r->leader,
+		skip_why[why]);
+}
+
+/* p, followed, is left out of this fetch: counted once each time it
+ * starts to be for a reason (not once a turn; rf_ask_of clears it). */
+static void rf_left_out(struct shard *sh, struct part *p, enum shard_repl_skip why)
+{
+	if (p->role->fetch_skip == why + 1)
+		return;
+	p->role->fetch_skip = (uint8_t)(why + 1);
+	rf_note(sh, p, why);
+}
+
+/* p follows the fetcher's leader and is not ready: why, when it is a
+ * skip (a last append still being written, settling, is a wait, not one). */
+static void rf_not_ready(struct shard *sh, struct part *p)
+{
+	const struct plog *pl = p->pl;
+
+	if (pl->err)
+		rf_left_out(sh, p, SHARD_REPL_SKIP_LOG_FAILED);
+	else if (sh->now_ns < p->role->retry_ns)
+		rf_left_out(sh, p, SHARD_REPL_SKIP_BACKOFF);
+	else if (pl->nospace)
+		rf_left_out(sh, p, SHARD_REPL_SKIP_FULL);
+}
+
 /* What the follower asks of its leader for p (either transport): its
  * durable log end, the epoch of its last batch, its current leader epoch,
  * noted as the epoch of the fetch in flight. */
@@ -158,6 +209,7 @@ static void rf_ask_of(struct part *p, struct rf_ask *a)
 	const struct plog *pl = p->pl;
 
 	p->role->fetch_epoch = p->role->leader_epoch;
+	p->role->fetch_skip = 0;
 	a->leader_epoch = p->role->leader_epoch;
 	a->offset = pl->next_offset;
 	/* the control no-truncate: no epoch said, so no divergence found */
@@ -212,10 +264,16 @@ static int rf_build(struct shard *sh, int32_t leader, struct part *const *from, 
 			p = p->next;
 		if (!p)
 			break;
-		if (!follows(p, leader) || !ready(p, sh->now_ns))
+		if (!follows(p, leader))
 			continue;
-		if (p->role->throttled && avail <= 0)
+		if (!ready(p, sh->now_ns)) {
+			rf_not_ready(sh, p);
+			continue;
+		}
+		if (p->role->throttled && avail <= 0) {
+			rf_left_out(sh, p, SHARD_REPL_SKIP_THROTTLED);
 			continue;                /* its budget spent: asked once it fills */
+		}
 		self = p->role->self;
 		rf_ask_of(p, &a);
 		parts[n] = (struct kafka_fetch_request_fetch_partition){
@@ -381,6 +439,8 @@ static int64_t rf_take(struct shard *sh, struct part *p, const struct rf_answer 
 		rc = part_append_replica(p, a->records, a->len, &appended);
 		if (p->role->throttled)
 			repl_throttle_spend(&sh->repl_throttle, a->len);
+		if (rc == -EILSEQ)
+			rf_note(sh, p, SHARD_REPL_DROP_NON_CONTIGUOUS);   /* taken as before: asked again */
 		if (rc < 0 && rc != -EILSEQ) {
 			p->role->retry_ns = sh->now_ns + PART_RETRY_NS;
 			shard_stat_add(&sh->stats.repl_errors, 1);
@@ -426,8 +486,14 @@ static int64_t rf_apply(struct shard *sh, int32_t leader, const struct kafka_fet
 					       .records = d->Records.ptr,
 					       .len = d->Records.len > 0 ? (uint32_t)d->Records.len : 0 };
 
-			if (!p || p->role->fetch_epoch != p->role->leader_epoch)
-				continue;            /* not followed any more, or a new epoch since */
+			if (!p) {
+				shard_stat_add(&sh->stats.repl_skipped[SHARD_REPL_DROP_NOT_FOLLOWED], 1);
+				continue;            /* not followed any more */
+			}
+			if (p->role->fetch_epoch != p->role->leader_epoch) {
+				rf_note(sh, p, SHARD_REPL_DROP_STALE);
+				continue;            /* a new epoch since */
+			}
 			total += rf_take(sh, p, &a);
 		}
 	}
@@ -888,10 +954,16 @@ static int native_poll(struct replica_fetcher *f)
 		struct rf_ask a;
 		struct native_replica_fetch q;
 
-		if (!follows(p, f->leader) || !ready(p, sh->now_ns) || nslot_of(f, p))
+		if (!follows(p, f->leader) || nslot_of(f, p))
 			continue;
-		if (p->role->throttled && avail <= 0)
+		if (!ready(p, sh->now_ns)) {
+			rf_not_ready(sh, p);
+			continue;
+		}
+		if (p->role->throttled && avail <= 0) {
+			rf_left_out(sh, p, SHARD_REPL_SKIP_THROTTLED);
 			continue;                /* its budget spent: asked once it fills */
+		}
 		for (int i = 0; i < NSLOTS && !s; i++)
 			if (!f->nslot[i].used)
 				s = &f->nslot[i];
@@ -975,9 +1047,15 @@ static void native_data(void *arg, const struct native_msg *m)
 		return;
 	s->used = 0;
 	p = find_part(sh, f->leader, (struct kafka_str){ m->topic, m->topic_len }, m->partition);
-	if (!p || p != s->p || p->role->fetch_epoch != p->role->leader_epoch || m->leader_epoch != p->role->leader_epoch ||
-	    p->pl->next_offset != s->offset)
-		return;                          /* not followed any more, a new epoch, or moved on */
+	if (!p || p != s->p) {
+		shard_stat_add(&sh->stats.repl_skipped[SHARD_REPL_DROP_NOT_FOLLOWED], 1);
+		return;                          /* not followed any more */
+	}
+	if (p->role->fetch_epoch != p->role->leader_epoch || m->leader_epoch != p->role->leader_epoch ||
+	    p->pl->next_offset != s->offset) {
+		rf_note(sh, p, SHARD_REPL_DROP_STALE);
+		return;                          /* a new epoch, or moved on */
+	}
 	a = (struct rf_answer){ .err = s->err, .div_epoch = s->div_epoch, .div_end = s->div_end, .hw = s->hw,
 				.log_start = s->ls, .records = s->buf, .len = s->total };
 	n = rf_take(sh, p, &a);

@@ -92,6 +92,8 @@ struct shard_stats {
 	uint64_t repl_tls_bytes_in;         /* replication: fetch answers' bytes OpenSSL decrypted */
 	uint64_t repl_tls_bytes_out;        /* replication: fetch requests' bytes OpenSSL encrypted */
 	uint64_t repl_auth_failures;        /* replication: TLS or SASL handshakes with a leader failed */
+	uint64_t repl_skipped[7];           /* replication: partitions left out of a fetch or answers
+					     * dropped, by enum shard_repl_skip */
 	uint64_t requests_inflight;         /* taken up, not ended (a gauge: +1/-1) */
 	uint64_t uring_sqes;                /* SQEs taken on the shard's ring (shard and storage) */
 	uint64_t uring_cqes;                /* completions reaped from it */
@@ -105,6 +107,20 @@ struct shard_stats {
  * the system's, anything else. */
 enum shard_accept_err { SHARD_ACCEPT_EMFILE, SHARD_ACCEPT_ENFILE, SHARD_ACCEPT_OTHER, SHARD_ACCEPT_ERRS };
 _Static_assert(sizeof(((struct shard_stats *)0)->accept_errors) == SHARD_ACCEPT_ERRS * sizeof(uint64_t),
+	       "one counter per reason");
+
+/* Why a follower's partition was left out of its replica fetches (counted
+ * once each time it starts to be: dataplane/replica_fetcher.c), or an
+ * answer for it dropped (counted each time): its durable end behind its
+ * log end with the filesystem marked full; its log failed; the leader
+ * refused it and the pause after is running; a throttled replica whose
+ * budget is spent; an answer to an older fetch (the epoch or log end
+ * moved since); an answer for a partition not followed from that leader
+ * any more; a set of batches not contiguous (not appended). */
+enum shard_repl_skip { SHARD_REPL_SKIP_FULL, SHARD_REPL_SKIP_LOG_FAILED, SHARD_REPL_SKIP_BACKOFF,
+		       SHARD_REPL_SKIP_THROTTLED, SHARD_REPL_DROP_STALE, SHARD_REPL_DROP_NOT_FOLLOWED,
+		       SHARD_REPL_DROP_NON_CONTIGUOUS, SHARD_REPL_SKIPS };
+_Static_assert(sizeof(((struct shard_stats *)0)->repl_skipped) == SHARD_REPL_SKIPS * sizeof(uint64_t),
 	       "one counter per reason");
 
 /* Request latency, from the frame taken up to the response queued (for

@@ -39,6 +39,7 @@ FAMILIES = [
     "produce_requests_total", "produce_batches_total", "produce_records_total", "produce_bytes_total",
     "produce_duplicates_total", "produce_rejected_total", "fetch_requests_total", "fetch_bytes_total",
     "fetch_long_poll_waits_total", "fetch_sessions", "fetch_session_evictions_total",
+    "replication_fetch_skips_total",
     "retention_segments_deleted_total", "compaction_passes_total",
     "compaction_segments_cleaned_total", "compaction_records_removed_total", "compaction_tombstones_removed_total",
     "compaction_bytes_before_total", "compaction_bytes_after_total", "compaction_errors_total", "disk_writes_total", "disk_write_bytes_total", "disk_reads_total",

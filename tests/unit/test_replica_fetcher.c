@@ -37,6 +37,7 @@
 #include "dataplane/shard.h"
 #include "dataplane/shard_core.h"
 #include "storage/batch.h"
+#include "storage/batch_format.h"
 #include "storage/plog_epochs.h"
 #include "broker_fixture.h"
 #include "helpers.h"
@@ -290,6 +291,61 @@ Test(replica_fetcher, a_partition_whose_log_failed_does_not_stop_the_others_from
 	cr_assert_eq(answer_err, 0);
 	cr_assert_geq(follower->pl->durable_offset, 1);
 	cr_assert_eq(leader->pl->high_watermark, 1);
+	cr_assert_eq(sh->stats.repl_skipped[SHARD_REPL_SKIP_LOG_FAILED], 1,
+		     "u-0 counted once as left out for its failed log, not once a turn");
+}
+
+/* A leader's answer whose batches are not contiguous (offset 0, then 5
+ * of a topic that is not compacted) appends nothing, as before, and is
+ * now counted as such; an answer to a fetch of an older epoch is counted
+ * as dropped. */
+Test(replica_fetcher, an_answer_not_contiguous_or_stale_is_counted_as_dropped)
+{
+	uint8_t rec[1024];
+	size_t len = 0;
+	struct kafka_fetch_response_partition_data d;
+	struct kafka_fetch_response_fetchable_topic_response t;
+	struct kafka_fetch_response r;
+
+	for (int i = 0; i < 2; i++) {
+		struct batch_builder bb;
+		ssize_t n;
+
+		batch_builder_init(&bb, rec + len, sizeof(rec) - len, 1000);
+		cr_assert_eq(batch_builder_add(&bb, 0, 1000, "k", 1, "v", 1, NULL, 0, 0), 0);
+		n = batch_builder_finish(&bb, 0, -1, -1, -1, -1);
+		cr_assert_gt(n, 0);
+		batch_set_base_offset(rec + len, i ? 5 : 0);
+		len += (size_t)n;
+	}
+	role(follower, 2, 0);
+	follower->role->fetch_epoch = follower->role->leader_epoch;   /* as the fetch sent */
+	memset(&d, 0, sizeof(d));
+	d.PartitionIndex = 0;
+	d.HighWatermark = 6;
+	d.LogStartOffset = 0;
+	d.DivergingEpoch.Epoch = -1;
+	d.DivergingEpoch.EndOffset = -1;
+	d.Records = (struct kafka_bytes){ rec, (int32_t)len };
+	memset(&t, 0, sizeof(t));
+	t.Topic = (struct kafka_str){ "t", 1 };
+	t.Partitions.items = &d;
+	t.Partitions.count = 1;
+	memset(&r, 0, sizeof(r));
+	r.Responses.items = &t;
+	r.Responses.count = 1;
+	cr_assert_eq(replica_fetch_apply(sh, 1, &r), 0, "nothing appended");
+	cr_assert_eq(follower->pl->next_offset, 0);
+	cr_assert_eq(sh->stats.repl_errors, 0, "not an error, as before");
+	cr_assert_eq(sh->stats.repl_skipped[SHARD_REPL_DROP_NON_CONTIGUOUS], 1, "the set dropped is counted");
+	/* a new epoch since the fetch was sent: its answer is dropped */
+	follower->role->fetch_epoch = -1;
+	cr_assert_eq(replica_fetch_apply(sh, 1, &r), 0);
+	cr_assert_eq(sh->stats.repl_skipped[SHARD_REPL_DROP_STALE], 1, "the stale answer is counted");
+	cr_assert_eq(sh->stats.repl_skipped[SHARD_REPL_DROP_NON_CONTIGUOUS], 1, "and not taken");
+	/* an answer for a partition nobody follows from that leader */
+	cr_assert_eq(replica_fetch_apply(sh, 3, &r), 0);
+	cr_assert_eq(sh->stats.repl_skipped[SHARD_REPL_DROP_NOT_FOLLOWED], 1);
 }
 
 static int second_acked(void)
