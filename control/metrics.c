@@ -315,7 +315,8 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	SF("replication_bytes_out_total", "counter", "Record batch bytes sent to followers' replica fetches.",
 	   repl_bytes_out);
 	SF("replication_fetch_errors_total", "counter",
-	   "Partitions a leader's fetch answer refused (fenced or unknown epoch, not the leader, out of range).",
+	   "Partitions a leader's fetch answer refused (fenced or unknown epoch, not the leader, out of range), "
+	   "and truncations to a diverging leader's log that failed.",
 	   repl_errors);
 	SF("replication_truncations_total", "counter",
 	   "Divergent log tails a follower cut at its leader's diverging epoch.", repl_truncations);

@@ -430,6 +430,7 @@ static int64_t rf_take(struct shard *sh, struct part *p, const struct rf_answer 
 	if (a->div_epoch >= 0) {
 		if (cut_divergent(p, a->div_epoch, a->div_end) < 0) {
 			p->role->retry_ns = sh->now_ns + PART_RETRY_NS;
+			shard_stat_add(&sh->stats.repl_errors, 1);   /* a truncation that failed */
 			return 0;
 		}
 		shard_stat_add(&sh->stats.repl_truncations, 1);
