@@ -23,6 +23,7 @@
 #include "control/meta_scram.h"
 #include "control/metalog.h"
 #include "control/metrics.h"
+#include "control/quorum_tls.h"
 #include "control/textbuf.h"
 #include "dataplane/broker.h"
 #include "dataplane/sasl.h"
@@ -200,7 +201,8 @@ static enum MHD_Result serve_partition(struct admin_http *a, struct MHD_Connecti
 }
 
 /* POST /v1/tls/reload: the SSL listeners' certificates, keys and trusted
- * CAs, the inter-broker client's and the admin endpoint's read again, as
+ * CAs, the inter-broker client's, the controller listener's (both sides)
+ * and the admin endpoint's read again, as
  * SIGHUP does (a few milliseconds of this thread: files and key parsing). */
 static enum MHD_Result serve_tls_reload(struct admin_http *a, struct MHD_Connection *conn)
 {
@@ -224,6 +226,8 @@ static enum MHD_Result serve_tls_reload(struct admin_http *a, struct MHD_Connect
 	fprintf(stderr, "sluiced: admin: TLS certificates reloaded\n");
 	for (int i = 0; i < a->b->set.nlisteners; i++)
 		reloads += a->b->tls[i] ? tls_server_reloads(a->b->tls[i]) : 0;
+	if (a->b->quorum_tls)
+		reloads += tls_server_reloads(a->b->quorum_tls->server);
 	textbuf_printf(&t, "{\"reloaded\": true, \"reloads\": %llu}\n", (unsigned long long)reloads);
 	return reply(conn, MHD_HTTP_OK, "application/json", &t);
 }

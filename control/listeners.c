@@ -10,6 +10,7 @@
 
 #include "control/config.h"
 #include "control/listeners.h"
+#include "control/quorum_tls.h"
 #include "dataplane/broker.h"
 #include "dataplane/peer_session.h"
 #include "dataplane/sasl.h"
@@ -538,6 +539,23 @@ int listeners_tls_reload(struct broker *b, char *err, size_t errlen)
 		if (rc < 0 && !first) {
 			first = rc;
 			snprintf(err, errlen, "the inter-broker client (listener %s): %s", b->set.listeners[0].name, why);
+		}
+		n += rc == 0;
+	}
+	if (b->quorum_tls) {   /* the controller port's, both sides */
+		struct tls_server *qs = b->quorum_tls->server;
+		struct tls_client *qc = b->quorum_tls->client;
+		int rc = tls_server_reload(qs, why, sizeof(why));
+
+		if (rc < 0 && !first) {
+			first = rc;
+			snprintf(err, errlen, "the controller listener: %s", why);
+		}
+		n += rc == 0;
+		rc = tls_client_reload(qc, why, sizeof(why));
+		if (rc < 0 && !first) {
+			first = rc;
+			snprintf(err, errlen, "the controller listener (its connections out): %s", why);
 		}
 		n += rc == 0;
 	}

@@ -53,7 +53,8 @@ int listeners_peer_sec(const struct config *c, const struct broker_settings *set
 		       struct peer_sec *sec, char *err, size_t errlen);
 
 /* Every TLS context of the broker read again from its files: each SSL
- * listener's (b->tls) and the inter-broker client's (b->peer_sec); new
+ * listener's (b->tls), the inter-broker client's (b->peer_sec) and an SSL
+ * controller listener's server and client (b->quorum_tls); new
  * connections use them, open ones keep theirs. Each stands alone: one that
  * fails keeps its previous certificates, the others take their new ones.
  * The contexts reloaded (> 0); -ENOENT without any; or the first failure's

@@ -279,11 +279,17 @@ static void render_shards(struct broker *b, struct textbuf *t)
 			reloads += b->tls[i] ? tls_server_reloads(b->tls[i]) : 0;
 		if (b->peer_sec && b->peer_sec->tls_client)
 			client = tls_client_reloads(b->peer_sec->tls_client);
+		if (b->quorum_tls) {
+			reloads += tls_server_reloads(b->quorum_tls->server);
+			client += tls_client_reloads(b->quorum_tls->client);
+		}
 		fam(t, "tls_reloads_total", "counter", "Reloads of the SSL listeners' certificates (SIGHUP, POST "
-		    "/v1/tls/reload), one per SSL listener reloaded; 0 without an SSL listener.");
+		    "/v1/tls/reload), one per SSL listener reloaded (an SSL controller listener among them); 0 "
+		    "without an SSL listener.");
 		textbuf_printf(t, "sluice_tls_reloads_total %llu\n", (unsigned long long)reloads);
-		fam(t, "tls_client_reloads_total", "counter", "Reloads of the broker's client TLS context (its "
-		    "keystore and truststore for an SSL inter-broker listener) by SIGHUP or POST /v1/tls/reload.");
+		fam(t, "tls_client_reloads_total", "counter", "Reloads of the broker's client TLS contexts (its "
+		    "keystore and truststore for an SSL inter-broker listener, and for the connections an SSL "
+		    "controller listener's node makes) by SIGHUP or POST /v1/tls/reload, one per context.");
 		textbuf_printf(t, "sluice_tls_client_reloads_total %llu\n", (unsigned long long)client);
 		fam(t, "admin_tls_certificates", "gauge", "Certificates the admin endpoint holds (admin.ssl.enabled): "
 		    "the current one and older ones a connection open since their reload may still use.");

@@ -16,8 +16,11 @@
  * one write in flight per direction, and a direction's reading stops
  * while its write is in flight (that is the flow control).
  *
- * Thread: struct qtls_sec is made by main at start (its TLS contexts
- * read-only after); its counters are written and read by the control
+ * Thread: struct qtls_sec is made by main at start; its two pointers
+ * fixed after, the contexts behind them swapped in place by
+ * tls_server_reload / tls_client_reload (listeners_tls_reload: SIGHUP on
+ * main, POST /v1/tls/reload on ctl), which tunnels started after take and
+ * open ones do not notice (each tls_conn holds its own); its counters are written and read by the control
  * thread only (the quorum's libuv loop and the /metrics scrape both run
  * there). A struct qtls belongs to the control thread's quorum loop,
  * all of it (@thread ctl).

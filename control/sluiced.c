@@ -602,8 +602,8 @@ int main(int argc, char **argv)
 			break;
 		if (sig == SIGHUP) {
 			/* the SSL listeners' certificates, keys and trusted CAs,
-			 * and the inter-broker client's, read again: new
-			 * connections get them */
+			 * the inter-broker client's and the controller
+			 * listener's, read again: new connections get them */
 			rc = listeners_tls_reload(b, err, sizeof(err));
 			if (rc == -ENOENT)
 				fprintf(stderr, "sluiced: SIGHUP: no SSL listener, nothing to reload\n");

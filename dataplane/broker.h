@@ -297,7 +297,8 @@ struct broker {
 				       * read-only once the threads start */
 	struct qtls_sec *quorum_tls;  /* an SSL controller listener: the controller
 				       * port's TLS (control/quorum_tls.h), else NULL;
-				       * main's; the control thread alone uses it */
+				       * main's; the control thread alone uses it, but
+				       * for listeners_tls_reload's swap of its contexts */
 	/* sluiced --add-scram: credentials the metadata log gets when this
 	 * node first leads it with no SCRAM user (control/ctl_quorum.c); main
 	 * sets them before the control thread starts, which reads them */

@@ -21,8 +21,16 @@ of a CA the test makes (openssl).
 - node 3 restarted with a certificate of another CA (trusting only that
   CA): nodes 1 and 2 refuse its connections and it refuses theirs
   ("certificate verify failed" logged, counted), a topic created
-  meanwhile never reaches it; restarted with the right certificate it
-  catches up;
+  meanwhile never reaches it;
+- rotation: nodes 1 and 2 get that other CA's keystore and truststore in
+  place of their files and reload (node 1 by SIGHUP, node 2 by POST
+  /v1/tls/reload; one server and one client reload counted each); node 3
+  restarted on those same files joins them and catches up (on the code
+  before the controller listener was reloaded, node 1 logs "no SSL
+  listener, nothing to reload" and, that check left out, node 3 is
+  refused both ways and never becomes ready); a keystore that does not
+  load is refused at the POST (422 naming the controller listener and the
+  file), the previous contexts stay and the quorum goes on;
 - three dedicated controllers and a broker-only node: the broker fetches
   the metadata and forwards its records over TLS.
 
@@ -32,11 +40,12 @@ plaintext FETCH is answered with the metadata records and the test fails
 there; on the code before, the nodes exit 2 at start ("a controller
 listener over SSL is not implemented").
 
-About 35 s. Run: /usr/bin/python3 tests/integration/test_cluster_quorum_tls.py
+About 25 s. Run: /usr/bin/python3 tests/integration/test_cluster_quorum_tls.py
 """
 
 import atexit
 import os
+import re
 import shutil
 import signal
 import socket
@@ -45,6 +54,8 @@ import struct
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import SLUICED, main, make_tls_certs, temp_dir, test  # noqa: E402
@@ -167,6 +178,11 @@ def start_with(c, node, props_text):
     return p
 
 
+def admin_addr(c, node):
+    with open(os.path.join(c.dir, "n%d" % node, "server.properties")) as f:
+        return re.search(r"admin.listen=(\S+)", f.read()).group(1)
+
+
 def failures(c, nodes):
     return sum(c.metric(n, FAILED) for n in nodes)
 
@@ -252,12 +268,42 @@ def the_quorum_over_mutual_tls():
                 os.unlink(os.path.join(c.dir, "n3", "pid"))
         step("node 3 with another CA: refused both ways, logged, counted; qtls-c never reached it")
 
+        # rotation: nodes 1 and 2 take the other CA's files in place of
+        # theirs and reload (1 by SIGHUP, 2 by POST), still running; node 3
+        # restarted on the same paths (the new files only) joins them
+        for name in ("broker.keystore.pem", "ca.pem"):
+            shutil.copyfile(os.path.join(other, name), os.path.join(certs, name))
+        os.kill(c.pid(1), signal.SIGHUP)
+        until("node 1 answered the SIGHUP", lambda: "sluiced: SIGHUP: " in c.log(1))
+        assert "SIGHUP: TLS certificates reloaded" in c.log(1), c.log(1)[-2000:]
+        r = urllib.request.urlopen(urllib.request.Request("http://%s/v1/tls/reload" % admin_addr(c, 2),
+                                                          method="POST"), timeout=30)
+        assert r.status == 200, r.read()
+        for n in (1, 2):   # the controller listener's server and client contexts
+            assert c.metric(n, "sluice_tls_reloads_total") == 1, n
+            assert c.metric(n, "sluice_tls_client_reloads_total") == 1, n
         with open(path, "w") as f:
             f.write(good)
         c.restart(3)
-        until("qtls-c on node 3 with the right certificate", lambda: "qtls-c" in topics(c.port(3)))
+        until("qtls-c on node 3 with the rotated certificates", lambda: "qtls-c" in topics(c.port(3)))
         until("the three agree on the leader", lambda: agreed_leader(c, [1, 2, 3]))
-        step("node 3 with the right certificate caught up")
+        step("nodes 1 and 2 reloaded the other CA's files; node 3 on them caught up")
+
+        # a file that does not load: refused, named, the previous context stays
+        with open(os.path.join(certs, "broker.keystore.pem"), "w") as f:
+            f.write("not a certificate\n")
+        try:
+            urllib.request.urlopen(urllib.request.Request("http://%s/v1/tls/reload" % admin_addr(c, 2),
+                                                          method="POST"), timeout=30)
+            raise AssertionError("a reload of a bad keystore was accepted")
+        except urllib.error.HTTPError as e:
+            body = e.read().decode()
+            assert e.code == 422 and "controller listener" in body and "broker.keystore.pem" in body, body
+        assert c.metric(2, "sluice_tls_reloads_total") == 1
+        until("qtls-d created through node 2", lambda: create_topic(c.port(2), "qtls-d", on=2))
+        for n in (1, 2, 3):
+            until("qtls-d on node %d" % n, lambda: "qtls-d" in topics(c.port(n)))
+        step("a bad keystore refused at the reload, the quorum goes on")
         for pid in [c.pid(n) for n in (1, 2, 3)]:
             if pid:
                 os.kill(pid, signal.SIGKILL)
