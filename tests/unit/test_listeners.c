@@ -196,6 +196,14 @@ Test(listeners, the_controller_listener_protocol)
 	cr_assert_eq(tc.client_auth, TLS_CLIENT_AUTH_REQUIRED);
 	cr_assert_str_eq(tc.keystore_location, "/etc/sluice/node.pem");
 	cr_assert_str_eq(tc.truststore, "/etc/sluice/ca.pem");
+	/* its own listener.name.controller.ssl.* keys, as any listener's:
+	 * the keystore and the truststore each taken whole */
+	put("listener.name.controller.ssl.keystore.location", "/etc/sluice/quorum.pem");
+	put("listener.name.controller.ssl.truststore.location", "/etc/sluice/quorum-ca.pem");
+	cr_assert_eq(listeners_check_keys(c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(listeners_controller_tls(c, &tc, err, sizeof(err)), 1, "%s", err);
+	cr_assert_str_eq(tc.keystore_location, "/etc/sluice/quorum.pem");
+	cr_assert_str_eq(tc.truststore, "/etc/sluice/quorum-ca.pem");
 	/* the first name is the one used */
 	put("controller.listener.names", "QUORUM,CONTROLLER");
 	put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL,QUORUM:PLAINTEXT");
