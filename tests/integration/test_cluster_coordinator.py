@@ -111,11 +111,16 @@ def internal(admin):
     for name in ("__consumer_offsets", "__transaction_state"):
         t = md.topics.get(name)
         if t is None or t.error is not None or len(t.partitions) != NPARTS:
+            SEEN["internal"] = (name, t and t.error, t and len(t.partitions))
             return None
         out[name] = {p: (m.leader, list(m.replicas), sorted(m.isrs)) for p, m in t.partitions.items()}
+        SEEN["internal"] = out
         if any(l < 0 or len(isr) != 3 for l, _r, isr in out[name].values()):
             return None
     return out
+
+
+SEEN = {}   # what internal() saw last: said when a wait for it fails
 
 
 def internal_preferred(admin, bootstrap):
@@ -412,8 +417,12 @@ def group_and_copier_keep_their_guarantees_through_their_coordinators_sigkill():
             "offsets.topic.num.partitions=%d" % NPARTS, "transaction.state.log.num.partitions=%d" % NPARTS]
     with Cluster(3, sets=sets) as c:
         admin = AdminClient({"bootstrap.servers": c.bootstrap})
-        parts = until("the internal topics led by their preferred replicas, 3 in sync",
-                      lambda: internal_preferred(admin, c.bootstrap))
+        try:
+            parts = until("the internal topics led by their preferred replicas, 3 in sync",
+                          lambda: internal_preferred(admin, c.bootstrap), timeout=120)
+        except AssertionError as e:
+            raise AssertionError("%s; last seen {topic: {partition: (leader, replicas, isr)}}: %r"
+                                 % (e, SEEN.get("internal")))
         transactions_across_nodes(c, admin, parts)
         # the group's offsets partition, and the transaction state
         # partition with the same replica order: one node leads both
