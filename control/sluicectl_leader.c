@@ -66,7 +66,17 @@ static int cmd_leader_elect(struct ctl *c, const struct args *a)
 		req.TopicPartitions.items = &tp;
 		req.TopicPartitions.count = 1;
 	}
-	k = ctl_client(c);
+	{
+		/* to the active controller, as Kafka's admin client sends
+		 * ElectLeaders (the controller the Metadata answer names):
+		 * another node answers NOT_CONTROLLER */
+		static const char *const none[1] = { NULL };
+		int32_t ctrl = ctl_metadata(c, none, 0)->ControllerId;
+
+		k = ctrl >= 0 ? ctl_node_of(c, ctrl) : NULL;
+		if (!k)
+			k = ctl_client(c);
+	}
 	ver = ctl_version(c, k, KAFKA_ELECT_LEADERS_KEY, 2);
 	if (unclean && ver < 1) {
 		free(ids);
