@@ -21,6 +21,7 @@ threshold and nothing is measured against it.
 """
 
 import os
+import random
 import re
 import select
 import shutil
@@ -44,9 +45,28 @@ class BrokerError(Exception):
     pass
 
 
+# what sluiced's refusal of a port another process holds says (exit 2)
+PORT_TAKEN = ("already in use", "held by another process", "another process holds")
+
+
 def free_port():
-    """A loopback port nobody holds right now. The broker refuses a port
-    another process holds (exit 2), and Broker.start() then tries another."""
+    """A loopback port nobody holds right now, picked at random below the
+    kernel's ephemeral range (ip_local_port_range): no other process's
+    connect() or bind to port 0 is handed it meanwhile, which is what took
+    the ports bind(0) gave us while another lane of make test ran. Another
+    test's pick may still take it: the broker then exits 2 naming the port,
+    and Broker.start() and broker() pick again."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 0
+    if low > 2048:
+        rnd = random.SystemRandom()
+        for _ in range(200):
+            port = rnd.randrange(max(1024, low - 12000), low)
+            if port_bindable(port):
+                return port
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         s.bind(("127.0.0.1", 0))
@@ -190,7 +210,9 @@ class Broker:
             # fresh port): pick another, unless the port was fixed (restart)
             if rc == 2 and self.port is None and tries < 5:
                 continue
-            raise BrokerError("sluiced exited %s before it was ready; log:\n%s" % (rc, self.log_tail()))
+            e = BrokerError("sluiced exited %s before it was ready; log:\n%s" % (rc, self.log_tail()))
+            e.port_taken = rc == 2 and any(m in str(e) for m in PORT_TAKEN)
+            raise e
 
     def _wait(self):
         try:
@@ -244,25 +266,32 @@ class broker:
         self.b = None
 
     def __enter__(self):
-        kw, addr, admin = dict(self.kw), {}, None
-        if self.listeners or self.admin:
-            port = free_port()
-            addr = {name: "127.0.0.1:%d" % free_port() for name in self.listeners}
-            s = {"listeners": ",".join(["PLAINTEXT://127.0.0.1:%d" % port] +
-                                       ["%s://%s" % (name, a) for name, a in addr.items()])}
-            if self.admin:
-                admin = free_port()
-                s["admin.listen"] = "127.0.0.1:%d" % admin
-            s.update(kw.get("settings") or {})
-            kw.update(settings=s, port=port)
-        self.b = Broker(temp_dir(), **kw)
-        self.b.addr, self.b.admin = addr, admin
-        try:
-            self.b.start()
-        except BaseException:
-            shutil.rmtree(self.b.workdir, ignore_errors=True)
-            raise
-        return self.b
+        for tries in range(1, 6):
+            kw, addr, admin = dict(self.kw), {}, None
+            if self.listeners or self.admin:
+                port = free_port()
+                addr = {name: "127.0.0.1:%d" % free_port() for name in self.listeners}
+                s = {"listeners": ",".join(["PLAINTEXT://127.0.0.1:%d" % port] +
+                                           ["%s://%s" % (name, a) for name, a in addr.items()])}
+                if self.admin:
+                    admin = free_port()
+                    s["admin.listen"] = "127.0.0.1:%d" % admin
+                s.update(kw.get("settings") or {})
+                kw.update(settings=s, port=port)
+            self.b = Broker(temp_dir(), **kw)
+            self.b.addr, self.b.admin = addr, admin
+            try:
+                self.b.start()
+                return self.b
+            except BrokerError as e:
+                shutil.rmtree(self.b.workdir, ignore_errors=True)
+                # a port picked here, taken by another process before the
+                # broker bound it (exit 2 naming it): pick them all again
+                if not (getattr(e, "port_taken", False) and (self.listeners or self.admin) and tries < 5):
+                    raise
+            except BaseException:
+                shutil.rmtree(self.b.workdir, ignore_errors=True)
+                raise
 
     def __exit__(self, et, ev, tb):
         try:

@@ -228,5 +228,37 @@ def a_broker_that_cannot_reach_its_voters_stops_on_sigterm_before_it_is_ready():
         subprocess.run(["rm", "-rf", d])
 
 
+@test
+def a_port_taken_between_its_pick_and_the_bind_gets_the_cluster_new_ports():
+    """scripts/cluster picks free ports and releases them: a process
+    elsewhere (a test in another lane of make test) can take one before the
+    node binds it. The node exits 2 naming the port, and the script starts
+    every node again on new ports. The test knob makes a process hold the
+    last node's admin port during the first try; without the retry the
+    start fails (the clean-clone run that failed this way: node 3 of
+    test_cluster_quorum could not bind its admin port)."""
+    from cluster import CLUSTER
+    d = os.path.join(temp_dir(), "cluster")
+    env = dict(os.environ, SLUICED=SLUICED, SLUICE_TEST_CLUSTER_TAKE_PORT="1")
+    try:
+        p = subprocess.run([CLUSTER, "start", "3", "--dir", d], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=180, env=env)
+        err = p.stderr.decode()
+        assert p.returncode == 0, ("the start failed", p.returncode, err)
+        assert "new ports (try 2)" in err, ("the first try did not lose its port: the knob took nothing", err)
+        props = open(os.path.join(d, "n3", "server.properties")).read()
+        assert "admin.listen=127.0.0.1:" in props, props
+        boot = p.stdout.decode().strip()
+        assert len(boot.split(",")) == 3, boot
+        # the nodes of the second try are one cluster: a replicated topic
+        r = subprocess.run([os.path.join(os.path.dirname(SLUICED), "sluicectl"), "-b", boot, "topic", "create",
+                            "ports", "--partitions", "1", "--replication-factor", "3"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+        assert r.returncode == 0, r.stdout.decode()
+    finally:
+        subprocess.run([CLUSTER, "stop", "--dir", d], stdin=subprocess.DEVNULL, timeout=120, env=env)
+        subprocess.run(["rm", "-rf", os.path.dirname(d)])
+
+
 if __name__ == "__main__":
     main("cluster_config")

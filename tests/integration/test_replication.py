@@ -9,14 +9,13 @@ Several nodes (a leader and its followers over TCP) are tested in
 tests/unit/test_replica_fetcher.c until a cluster can be started."""
 
 import os
-import socket
 import struct
 import sys
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import broker, main, test  # noqa: E402
+from harness import broker, free_port, main, test  # noqa: E402
 from kraw import compact_str, read_compact_str, read_uvarint, uvarint  # noqa: E402
 from ktxn import READ_UNCOMMITTED, TConn, batch, new_topic, parse_batches  # noqa: E402
 
@@ -100,14 +99,6 @@ def acks_all_and_acks_1_on_one_node_answer_as_before():
         d = fetch(c, -1, 0)
         assert d["error"] == NONE and d["offsets"] == [0, 1, 2, 3] and d["hw"] == 4, d
         c.close()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @test
