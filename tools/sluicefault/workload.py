@@ -300,10 +300,12 @@ class _GroupReader:
     new session), its positions, and the loop that reads."""
 
     def group_consumer(self, session_ms=6000, **conf):
+        # client.id: librdkafka names its handle after it ("group-z1#consumer-1"),
+        # so that the debug log (SLUICEFAULT_RDKAFKA_DEBUG) says whose line it is
         c = Consumer(dict(QUIET, **{
-            "bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "session.timeout.ms": session_ms, "heartbeat.interval.ms": 500,
-            "enable.partition.eof": False, "error_cb": self.on_error}, **conf))
+            "bootstrap.servers": self.bootstrap, "group.id": self.group, "client.id": self.cname,
+            "enable.auto.commit": False, "auto.offset.reset": "earliest", "session.timeout.ms": session_ms,
+            "heartbeat.interval.ms": 500, "enable.partition.eof": False, "error_cb": self.on_error}, **conf))
         c.subscribe([self.topic], on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost)
         return c
 
