@@ -340,6 +340,14 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	SF("replication_auth_failures_total", "counter",
 	   "Fetcher connections whose TLS or SASL handshake with the leader failed (logged with the reason).",
 	   repl_auth_failures);
+	fam(t, "replication_reauthentications_total", "counter", "KIP-368 re-authentications of followers' "
+	    "fetchers on their connections to a leader whose inter-broker listener gives sessions a lifetime "
+	    "(connections.max.reauth.ms), by result: ok, or failed (the connection closed and made again, also "
+	    "counted in replication_auth_failures_total).");
+	for (int i = 0; i < b->set.nshards; i++)
+		for (int r = 0; r < 2; r++)
+			textbuf_printf(t, "sluice_replication_reauthentications_total{shard=\"%d\",result=\"%s\"} %llu\n",
+				       i, r ? "failed" : "ok", (unsigned long long)LD(b->shards[i]->stats.repl_reauth[r]));
 	fam(t, "replication_fetch_skips_total", "counter", "Follower partitions left out of their replica fetches "
 	    "(counted once each time one starts to be: fs_full, its durable end behind its log end on a full "
 	    "filesystem; log_failed; backoff, after the leader refused it; throttled) or fetch answers dropped "

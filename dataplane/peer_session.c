@@ -205,6 +205,7 @@ int peer_session_step(struct peer_session *s)
 					 r->ErrorMessage.len) : 0, r->ErrorMessage.ptr ? r->ErrorMessage.ptr : "");
 				return failed(s, -EACCES, why);
 			}
+			s->lifetime_ms = r->SessionLifetimeMs > 0 ? r->SessionLifetimeMs : 0;
 			if (send_token(s, r->AuthBytes.ptr, r->AuthBytes.len > 0 ? (size_t)r->AuthBytes.len : 0) < 0)
 				return -EACCES;
 			continue;
@@ -213,6 +214,19 @@ int peer_session_step(struct peer_session *s)
 			return failed(s, -EPROTO, "a session out of step");
 		}
 	}
+}
+
+int peer_session_reauth(struct peer_session *s)
+{
+	if (s->state != PEER_SESSION_READY || !s->sec->sasl)
+		return -EINVAL;
+	sasl_client_fini(&s->sasl);
+	sasl_client_init(&s->sasl, s->sec->mech, s->sec->user, s->sec->password);
+	s->in_len = 0;
+	s->lifetime_ms = 0;
+	s->reauth = 1;
+	s->state = PEER_SESSION_SASL_START;
+	return 0;
 }
 
 uint32_t peer_session_tx(struct peer_session *s, const uint8_t **buf)
