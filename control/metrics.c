@@ -17,6 +17,7 @@
 #include "version.h"   /* SLUICE_GIT_COMMIT: build/gen/, written by control/module.mk */
 #include "control/cutil.h"
 #include "control/group.h"
+#include "control/peer_kafka.h"
 #include "control/quorum.h"
 #include "control/quorum_tls.h"
 #include "control/textbuf.h"
@@ -904,6 +905,26 @@ static void render_txns(struct ctl *ctl, struct textbuf *t)
 			 &(struct stat_src){ ctl, txn_coord_stats(tc) });
 }
 
+/* The control thread's inter-broker client (control/peer_kafka.h): its
+ * KIP-368 re-authentications. */
+static void render_peers(struct ctl *ctl, struct textbuf *t)
+{
+	const struct peer_kafka *pk = ctl_peers(ctl);
+	const struct peer_kafka_stats *st;
+
+	if (!pk)
+		return;
+	st = peer_kafka_stats(pk);
+	fam(t, "interbroker_reauthentications_total", "counter", "KIP-368 re-authentications of the control "
+	    "thread's connections to other brokers (WriteTxnMarkers, AddPartitionsToTxn VerifyOnly) on an "
+	    "inter-broker listener that gives sessions a lifetime, by result: ok, or failed (the connection "
+	    "closed, its requests failed).");
+	textbuf_printf(t, "sluice_interbroker_reauthentications_total{result=\"ok\"} %llu\n",
+		       (unsigned long long)st->reauths_ok);
+	textbuf_printf(t, "sluice_interbroker_reauthentications_total{result=\"failed\"} %llu\n",
+		       (unsigned long long)st->reauths_failed);
+}
+
 void metrics_render(struct ctl *ctl, struct broker *b, struct textbuf *t)
 {
 	render_process(ctl, b, t);
@@ -913,6 +934,7 @@ void metrics_render(struct ctl *ctl, struct broker *b, struct textbuf *t)
 	render_partitions(ctl, b, t);
 	render_groups(ctl, b, t);
 	render_txns(ctl, t);
+	render_peers(ctl, t);
 }
 
 /* ---- JSON ------------------------------------------------------------ */

@@ -224,7 +224,6 @@ int peer_session_reauth(struct peer_session *s)
 	sasl_client_init(&s->sasl, s->sec->mech, s->sec->user, s->sec->password);
 	s->in_len = 0;
 	s->lifetime_ms = 0;
-	s->reauth = 1;
 	s->state = PEER_SESSION_SASL_START;
 	return 0;
 }

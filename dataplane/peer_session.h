@@ -57,7 +57,6 @@ struct peer_session {
 	struct tls_conn *tls;           /* NULL: SASL_PLAINTEXT */
 	struct sasl_client sasl;
 	int state;
-	int reauth;                     /* the handshakes under way are a re-authentication */
 	int64_t lifetime_ms;            /* the last SaslAuthenticate's SessionLifetimeMs (0: none) */
 	int32_t corr;
 	char error[200];

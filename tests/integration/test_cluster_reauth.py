@@ -17,7 +17,11 @@ least 4 re-authentications (about 8 s of sessions); then:
 - no leader closed a connection for its expired session
   (sluice_sasl_expired_closed_total 0), and the leaders counted the
   re-authentications (sluice_sasl_reauthentications_total);
-- every ISR still full.
+- every ISR still full;
+- then transactions over the three leaders commit while the control
+  threads' inter-broker connections (WriteTxnMarkers, AddPartitionsToTxn
+  VerifyOnly) re-authenticate at least 3 times in all, none failing, no
+  session expiring.
 
 Two cases: SASL_PLAINTEXT with SCRAM-SHA-256, SASL_SSL with SCRAM-SHA-512
 (the re-authentication through the TLS session's records). About 14 s
@@ -26,7 +30,9 @@ each.
 On the code before (the fetchers ignored SessionLifetimeMs) the leaders
 close each fetcher connection at its first Fetch after 2 s: the
 reconnects and expired-closed counters grow and no re-authentication is
-counted (the first assertion fails, checked).
+counted (the first assertion fails, checked); with the fetchers' and
+without the inter-broker client's re-authentication the leaders close
+its connections for their expired sessions (fails, checked).
 
 Run: /usr/bin/python3 tests/integration/test_cluster_reauth.py [case]
 """
@@ -60,7 +66,8 @@ def settings(protocol, mech, certs=None):
          "sasl.mechanism.inter.broker.protocol=" + mech,
          "listener.name.internal.%s.sasl.jaas.config=%s" % (m, JAAS),
          "listener.name.internal.connections.max.reauth.ms=%d" % LIFETIME_MS,
-         "replica.lag.time.max.ms=2000", "broker.session.timeout.ms=3000", "broker.heartbeat.interval.ms=500"]
+         "replica.lag.time.max.ms=2000", "broker.session.timeout.ms=3000", "broker.heartbeat.interval.ms=500",
+         "offsets.topic.num.partitions=3", "transaction.state.log.num.partitions=3"]
     if certs:
         s += ["ssl.keystore.location=" + os.path.join(certs, "broker.keystore.pem"),
               "ssl.truststore.location=" + os.path.join(certs, "ca.pem")]
@@ -136,6 +143,28 @@ def run_case(protocol, mech, certs=None):
               every=0.2)
         p.flush(60)
         assert errs == [] and acked[0] == sent[0], (errs[:3], acked[0], sent[0])
+
+        # transactions over the three leaders: the control threads'
+        # inter-broker requests (WriteTxnMarkers, AddPartitionsToTxn
+        # VerifyOnly) on INTERNAL re-authenticate too
+        tp = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "ra-txn", "acks": "all"})
+        tp.init_transactions(60)
+        committed = [0]
+
+        def peers_reauth():
+            return sum(total(c, n, 'sluice_interbroker_reauthentications_total{result="ok"}') for n in (1, 2, 3))
+
+        def txns():
+            for _ in range(5):
+                tp.begin_transaction()
+                for q in range(3):
+                    tp.produce(TOPIC, partition=q, value=b"t%d" % committed[0])
+                tp.commit_transaction(60)
+                committed[0] += 1
+            return peers_reauth() >= 3 or any(
+                total(c, n, "sluice_sasl_expired_closed_total") for n in (1, 2, 3))
+        until("3 re-authentications of inter-broker requests' connections while transactions commit", txns,
+              timeout=90, every=0.05)
         for n in (1, 2, 3):
             log = c.log(n)[-3000:]
             assert total(c, n, "sluice_replication_reconnects_total") == 0, (n, "fetchers reconnected", log)
@@ -143,10 +172,12 @@ def run_case(protocol, mech, certs=None):
             assert reauths(c, n, "failed") == 0, (n, log)
             assert total(c, n, "sluice_sasl_expired_closed_total") == 0, (n, "a session expired", log)
             assert total(c, n, "sluice_sasl_reauthentications_total") > 0, n
+            assert total(c, n, 'sluice_interbroker_reauthentications_total{result="failed"}') == 0, (n, log)
         isrs_full(c)
-        print("  %d records acks=all; re-authentications ok: %s" % (
-            sent[0], {n: int(reauths(c, n, "ok")) for n in (1, 2, 3)}), flush=True)
-        del p, a     # the clients gone before the nodes (no reconnect noise)
+        print("  %d records acks=all, %d transactions; re-authentications ok: fetchers %s, inter-broker "
+              "requests %d" % (sent[0], committed[0], {n: int(reauths(c, n, "ok")) for n in (1, 2, 3)},
+                               peers_reauth()), flush=True)
+        del p, a, tp  # the clients gone before the nodes (no reconnect noise)
         gc.collect()
         for pid in [c.pid(n) for n in (1, 2, 3)]:
             if pid:
