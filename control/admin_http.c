@@ -14,6 +14,7 @@
 
 #include <openssl/crypto.h>
 
+#include "control/admin_basic.h"
 #include "control/admin_tls.h"
 #include "control/listeners.h"
 #include "control/admin_token.h"
@@ -62,6 +63,7 @@ struct admin_http {
 	struct admin_tokens *tokens;  /* its tokens (hashes), NULL without a file */
 	uint64_t auth_failures;       /* requests refused for their credentials: metrics */
 	int64_t delay_ms;             /* connection.failed.authentication.delay.ms */
+	struct admin_basic basic;     /* Basic credentials verified lately (keyed digests) */
 	struct admin_wait waits[ADMIN_CONN_LIMIT];   /* suspended refusals; conn NULL: free */
 };
 
@@ -164,6 +166,11 @@ static enum MHD_Result serve_metrics(struct admin_http *a, struct MHD_Connection
 		       "certificate).\n"
 		       "# TYPE sluice_admin_auth_failures_total counter\nsluice_admin_auth_failures_total %llu\n",
 		       (unsigned long long)a->auth_failures);
+	textbuf_printf(&t, "# HELP sluice_admin_basic_cache_hits_total Admin endpoint HTTP Basic checks answered "
+		       "from the credentials it verified in the last minute (a keyed digest of the user and "
+		       "password, bound to the user's SCRAM credential), without the PBKDF2 check.\n"
+		       "# TYPE sluice_admin_basic_cache_hits_total counter\nsluice_admin_basic_cache_hits_total %llu\n",
+		       (unsigned long long)a->basic.hits);
 	return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &t);
 }
 
@@ -255,8 +262,9 @@ static const char *peer_addr(struct MHD_Connection *conn, char *buf, size_t cap)
 
 /* HTTP Basic against the SCRAM users of the metadata log: the password
  * is checked by recomputing the salted key from the credential's salt and
- * iteration count (a few milliseconds of this thread per request), and
- * wiped after. 0 with the principal ("User:<name>") in principal; -EACCES
+ * iteration count (a few milliseconds of this thread), and wiped after;
+ * a user and password that passed in the last minute, for the same
+ * credential, are known by their keyed digest instead (admin_basic.h). 0 with the principal ("User:<name>") in principal; -EACCES
  * with why and the user name (for the log; never the password). */
 static int check_basic(struct admin_http *a, struct MHD_Connection *conn, char *principal, size_t plen, char *user,
 		       size_t ulen, const char **why)
@@ -289,7 +297,17 @@ static int check_basic(struct admin_http *a, struct MHD_Connection *conn, char *
 	cred = ms ? meta_scram_find(ms, user, SASL_SCRAM_SHA_512) : NULL;
 	if (!cred && ms)
 		cred = meta_scram_find(ms, user, SASL_SCRAM_SHA_256);
-	ok = cred ? sasl_scram_check_password(cred, (const char *)colon + 1, pwlen) : 0;
+	if (cred) {
+		uint8_t digest[32];
+		int64_t now = mono_ms();
+
+		ok = admin_basic_lookup(&a->basic, cred, user, (const char *)colon + 1, pwlen, now, digest);
+		if (!ok && (ok = sasl_scram_check_password(cred, (const char *)colon + 1, pwlen)) == 1)
+			admin_basic_remember(&a->basic, digest, now);
+		OPENSSL_cleanse(digest, sizeof(digest));
+	} else {
+		ok = 0;
+	}
 	OPENSSL_cleanse(raw, sizeof(raw));
 	if (ok != 1) {
 		*why = !cred ? "unknown user" : "wrong password";
@@ -557,6 +575,9 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 	a->ctl = ctl;
 	a->b = b;
 	a->cfg = cfg;
+	if (admin_basic_init(&a->basic) < 0)
+		fprintf(stderr, "sluiced: admin: no random bytes: HTTP Basic passwords are checked in full each "
+			"request\n");
 	a->require_auth = (int)config_int(cfg, "admin.require.auth");
 	a->metrics_open = (int)config_int(cfg, "admin.metrics.open");
 	a->token_file = config_str(cfg, "admin.auth.token.file");
@@ -663,6 +684,7 @@ void admin_http_stop(struct admin_http *a)
 	if (a->tls)
 		admin_tls_fini();
 	admin_tokens_free(a->tokens);
+	admin_basic_clear(&a->basic);
 	free(a);
 }
 
@@ -673,6 +695,7 @@ void admin_http_reload(struct admin_http *a)
 
 	if (!a)
 		return;
+	admin_basic_clear(&a->basic);   /* every password is checked in full again */
 	if (a->tls && admin_tls_reload(a->cfg, err, sizeof(err)) < 0)
 		fprintf(stderr, "sluiced: SIGHUP: the admin endpoint's certificate not reloaded, the previous one "
 			"stays: %s\n", err);

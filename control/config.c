@@ -142,8 +142,11 @@ static const struct config_key keys[] = {
 		 "client this many ms, the client re-authenticates on its connection before then (the same "
 		 "mechanism and principal, else the connection is closed), and a connection that sends "
 		 "another request after its session ended is closed, not served. Per listener and "
-		 "mechanism: listener.name.<l>.<mechanism>.connections.max.reauth.ms. 0 (Kafka's "
-		 "default): sessions never expire (docs/security.md#re-authentication-kip-368)." },
+		 "mechanism: listener.name.<l>.<mechanism>.connections.max.reauth.ms, else "
+		 "listener.name.<l>.connections.max.reauth.ms, else this, as Kafka's (a 0 there is set, not "
+		 "absent). 0 (Kafka's default): sessions never expire, SaslAuthenticate says 0, and a "
+		 "SaslHandshake on an authenticated connection is answered ILLEGAL_SASL_STATE, the connection "
+		 "going on (docs/security.md#re-authentication-kip-368)." },
 	{ "connection.failed.authentication.delay.ms", CONFIG_INT, "100", 0, I32MAX,
 	  .doc = "A failed SASL authentication is answered this long after it failed (a timer: the shard "
 		 "serves others meanwhile), then the connection is closed." },
@@ -470,7 +473,7 @@ struct config_lkey {
 
 static const char *const listener_suffixes[] = { "sasl.enabled.mechanisms", "plain.sasl.jaas.config",
 						 "scram-sha-256.sasl.jaas.config", "scram-sha-512.sasl.jaas.config",
-						 "plain.connections.max.reauth.ms",
+						 "connections.max.reauth.ms", "plain.connections.max.reauth.ms",
 						 "scram-sha-256.connections.max.reauth.ms",
 						 "scram-sha-512.connections.max.reauth.ms",
 						 /* an SSL listener's own TLS, over the ssl.* keys of
@@ -954,7 +957,8 @@ int config_set(struct config *c, const char *key, const char *value, const char 
 
 		for (int j = 0; listener_suffixes[j]; j++)
 			if (!strcmp(suf, listener_suffixes[j])) {
-				int g = strncmp(suf, "ssl.", 4) ? -1 : key_find(suf);
+				int g = strncmp(suf, "ssl.", 4) && strcmp(suf, "connections.max.reauth.ms") ? -1
+													: key_find(suf);
 
 				if (!(v = trim_dup(value, strlen(value))))
 					return -ENOMEM;
@@ -972,7 +976,7 @@ int config_set(struct config *c, const char *key, const char *value, const char 
 			}
 		errf(err, errlen, "%s: unknown configuration key '%s' (Sluice takes listener.name.<listener>. "
 		     "with sasl.enabled.mechanisms, <mechanism>.sasl.jaas.config, "
-		     "<mechanism>.connections.max.reauth.ms and the ssl.* keys of a listener's TLS only)", source, key);
+		     "[<mechanism>.]connections.max.reauth.ms and the ssl.* keys of a listener's TLS only)", source, key);
 		return -ENOENT;
 	}
 	if (i < 0) {

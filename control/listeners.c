@@ -114,13 +114,17 @@ static int listener_sasl(const struct config *c, struct broker_listener *one, ch
 						  "scram-sha-512.connections.max.reauth.ms" };
 
 	/* KIP-368's session lifetime: the listener's for the mechanism, else
-	 * the broker's */
+	 * the listener's, else the broker's (Kafka's SaslChannelBuilder on the
+	 * listener-prefixed configs: a 0 given wins over the broker's) */
+	const char *lv = config_listener_str(c, one->name, "connections.max.reauth.ms");
+	long long base = lv ? strtoll(lv, NULL, 10) : (long long)config_int(c, "connections.max.reauth.ms");
+
 	for (int i = 0; i < 3; i++) {
 		const char *v = config_listener_str(c, one->name, mech_keys[i]);
 		char *end;
 		long long ms;
 
-		one->reauth_ms[i] = config_int(c, "connections.max.reauth.ms");
+		one->reauth_ms[i] = base;
 		if (!v)
 			continue;
 		errno = 0;

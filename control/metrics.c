@@ -17,6 +17,7 @@
 #include "version.h"   /* SLUICE_GIT_COMMIT: build/gen/, written by control/module.mk */
 #include "control/cutil.h"
 #include "control/group.h"
+#include "control/peer_kafka.h"
 #include "control/quorum.h"
 #include "control/quorum_tls.h"
 #include "control/textbuf.h"
@@ -340,6 +341,14 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	SF("replication_auth_failures_total", "counter",
 	   "Fetcher connections whose TLS or SASL handshake with the leader failed (logged with the reason).",
 	   repl_auth_failures);
+	fam(t, "replication_reauthentications_total", "counter", "KIP-368 re-authentications of followers' "
+	    "fetchers on their connections to a leader whose inter-broker listener gives sessions a lifetime "
+	    "(connections.max.reauth.ms), by result: ok, or failed (the connection closed and made again, also "
+	    "counted in replication_auth_failures_total).");
+	for (int i = 0; i < b->set.nshards; i++)
+		for (int r = 0; r < 2; r++)
+			textbuf_printf(t, "sluice_replication_reauthentications_total{shard=\"%d\",result=\"%s\"} %llu\n",
+				       i, r ? "failed" : "ok", (unsigned long long)LD(b->shards[i]->stats.repl_reauth[r]));
 	fam(t, "replication_fetch_skips_total", "counter", "Follower partitions left out of their replica fetches "
 	    "(counted once each time one starts to be: fs_full, its durable end behind its log end on a full "
 	    "filesystem; log_failed; backoff, after the leader refused it; throttled) or fetch answers dropped "
@@ -896,6 +905,26 @@ static void render_txns(struct ctl *ctl, struct textbuf *t)
 			 &(struct stat_src){ ctl, txn_coord_stats(tc) });
 }
 
+/* The control thread's inter-broker client (control/peer_kafka.h): its
+ * KIP-368 re-authentications. */
+static void render_peers(struct ctl *ctl, struct textbuf *t)
+{
+	const struct peer_kafka *pk = ctl_peers(ctl);
+	const struct peer_kafka_stats *st;
+
+	if (!pk)
+		return;
+	st = peer_kafka_stats(pk);
+	fam(t, "interbroker_reauthentications_total", "counter", "KIP-368 re-authentications of the control "
+	    "thread's connections to other brokers (WriteTxnMarkers, AddPartitionsToTxn VerifyOnly) on an "
+	    "inter-broker listener that gives sessions a lifetime, by result: ok, or failed (the connection "
+	    "closed, its requests failed).");
+	textbuf_printf(t, "sluice_interbroker_reauthentications_total{result=\"ok\"} %llu\n",
+		       (unsigned long long)st->reauths_ok);
+	textbuf_printf(t, "sluice_interbroker_reauthentications_total{result=\"failed\"} %llu\n",
+		       (unsigned long long)st->reauths_failed);
+}
+
 void metrics_render(struct ctl *ctl, struct broker *b, struct textbuf *t)
 {
 	render_process(ctl, b, t);
@@ -905,6 +934,7 @@ void metrics_render(struct ctl *ctl, struct broker *b, struct textbuf *t)
 	render_partitions(ctl, b, t);
 	render_groups(ctl, b, t);
 	render_txns(ctl, t);
+	render_peers(ctl, t);
 }
 
 /* ---- JSON ------------------------------------------------------------ */

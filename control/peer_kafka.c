@@ -58,6 +58,12 @@ struct pk_conn {
 	/* a secured inter-broker listener (b->peer_sec): TLS and/or SASL
 	 * first (PK_HANDSHAKE), then frames through it; NULL on PLAINTEXT */
 	struct peer_session *sess;
+	/* KIP-368: when to authenticate again (ctl_now_ms; 0: the session
+	 * never ends), at 85-95% of the lifetime the other broker gave from
+	 * when the authentication began; reauth: the handshakes under way are
+	 * a re-authentication (requests wait unwritten meanwhile) */
+	int64_t auth_start_ms, reauth_ms;
+	int reauth;
 	char host[256];                 /* the address the broker registered */
 };
 
@@ -271,6 +277,7 @@ static int answer(struct pk_conn *c, const uint8_t *msg, size_t len)
 }
 
 static void sess_step(struct pk_conn *c);
+static int maybe_reauth(struct pk_conn *c);
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
@@ -328,9 +335,43 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	if (c->state != PK_READY)
 		return;
 	inbuf_consume(&c->in, off);
+	if (!c->in.len)
+		maybe_reauth(c);   /* its last answer in: the session renewed if due */
 }
 
 /* ---- connecting --------------------------------------------------------- */
+
+/* No request written and not answered: a re-authentication may begin. */
+static int idle_between(const struct pk_conn *c)
+{
+	for (const struct pk_req *r = c->reqs; r; r = r->next)
+		if (!r->frame)
+			return 0;
+	return 1;
+}
+
+/* KIP-368: the session ends soon (or has ended: a SaslHandshake is still
+ * taken then) and nothing is in flight: SaslHandshake and SaslAuthenticate
+ * again on this connection; the requests waiting are written once it is
+ * done. 1 when it began. */
+static int maybe_reauth(struct pk_conn *c)
+{
+	int64_t now;
+
+	if (c->state != PK_READY || c->err || !c->reauth_ms || !c->sess)
+		return 0;
+	now = ctl_now_ms(c->pk->ctl);
+	if (now < c->reauth_ms || !idle_between(c))
+		return 0;
+	c->reauth_ms = 0;
+	if (peer_session_reauth(c->sess) < 0)
+		return 0;
+	c->reauth = 1;
+	c->auth_start_ms = now;
+	c->state = PK_HANDSHAKE;
+	sess_step(c);
+	return 1;
+}
 
 /* The handshakes go on: what the session sends is written; once it is
  * done, the requests waiting are. A failure is logged with why (at most
@@ -348,16 +389,28 @@ static void sess_step(struct pk_conn *c)
 		if (strcmp(pk->auth_err, why) || now - pk->auth_logged_ms > 60000) {
 			snprintf(pk->auth_err, sizeof(pk->auth_err), "%s", why);
 			pk->auth_logged_ms = now;
-			fprintf(stderr, "sluiced: inter-broker connection to broker %d at %s: handshake failed: %s\n",
-				c->node, c->host, why);
+			fprintf(stderr, "sluiced: inter-broker connection to broker %d at %s: %s failed: %s\n",
+				c->node, c->host, c->reauth ? "SASL re-authentication" : "handshake", why);
 		}
 		c->pk->st.auth_failures++;
+		if (c->reauth)
+			c->pk->st.reauths_failed++;
 		conn_fail(c, -EACCES);
 		return;
 	}
 	if (rc == 0)
 		return;
 	c->state = PK_READY;
+	if (c->reauth)
+		c->pk->st.reauths_ok++;
+	c->reauth = 0;
+	c->reauth_ms = 0;
+	{
+		int64_t life = peer_session_lifetime_ms(c->sess);
+
+		if (life > 0)   /* a point between 85% and 95% of it, as Kafka's clients */
+			c->reauth_ms = c->auth_start_ms + life * 85 / 100 + (int64_t)(random() % (life / 10 + 1));
+	}
 	for (struct pk_req *r = c->reqs; r; r = r->next)
 		if (r->frame)
 			req_write(c, r);
@@ -377,6 +430,7 @@ static void on_connect(uv_connect_t *req, int status)
 	c->state = sec ? PK_HANDSHAKE : PK_READY;
 	if (sec && !(c->sess = peer_session_create(sec, c->host)))
 		abort();   /* the control thread's own bookkeeping */
+	c->auth_start_ms = ctl_now_ms(c->pk->ctl);
 	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0) {
 		conn_fail(c, -ECONNRESET);
 		return;
@@ -524,7 +578,7 @@ int peer_kafka_send(struct peer_kafka *pk, int32_t node, int16_t api_key, int16_
 	*c->tail = r;
 	c->tail = &r->next;
 	pk->st.sent++;
-	if (c->state == PK_READY && !c->err)
+	if (c->state == PK_READY && !c->err && !maybe_reauth(c))
 		req_write(c, r);
 	return 0;
 }

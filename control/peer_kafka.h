@@ -10,7 +10,10 @@
  * way (one per destination broker, through its NetworkClient). On a
  * secured inter-broker listener each connection runs TLS and/or SASL
  * first (dataplane/peer_session.h, the same client as the replica
- * fetcher's), then its frames through it.
+ * fetcher's), then its frames through it. When the other broker's
+ * SaslAuthenticate gives the session a lifetime (KIP-368), the connection
+ * authenticates again before it ends, between requests: once nothing
+ * written is unanswered, the requests made meanwhile held until it is done.
  *
  * Thread: the control thread (@thread ctl); the completions run there,
  * from the loop's turn (ctl_quorum_poll) or from peer_kafka_tick.
@@ -52,6 +55,7 @@ void peer_kafka_free(struct peer_kafka *pk);
 struct peer_kafka_stats {
 	uint64_t sent, answered, failed, connects;
 	uint64_t auth_failures;        /* TLS or SASL handshakes with a broker that failed */
+	uint64_t reauths_ok, reauths_failed;   /* KIP-368 re-authentications on a connection */
 };
 const struct peer_kafka_stats *peer_kafka_stats(const struct peer_kafka *pk);
 

@@ -71,6 +71,13 @@ int kafka_handle_sasl_handshake(struct kafka_ctx *ctx)
 	r->Mechanisms.count = n;
 	if (!s) {
 		r->ErrorCode = KERR_ILLEGAL_SASL_STATE;   /* a listener without SASL: Kafka's answer */
+	} else if (s->state == SASL_DONE && s->expire_ns == UINT64_MAX) {
+		/* sessions that never end (connections.max.reauth.ms 0): no
+		 * re-authentication; Kafka takes the handshake as an ordinary
+		 * request on an authenticated connection (KafkaChannel's
+		 * maybeBeginServerReauthentication without a session
+		 * expiration): ILLEGAL_SASL_STATE, the connection goes on */
+		r->ErrorCode = KERR_ILLEGAL_SASL_STATE;
 	} else if (sasl_reauth_too_soon(s, ctx->req.header.RequestApiVersion, ctx->sh->now_ns)) {
 		/* KIP-368: a second re-authentication within a second of the
 		 * one before: Kafka takes the handshake as an ordinary request

@@ -9,6 +9,7 @@
 
 #include "dataplane/kafka/kafka_codec.h"
 #include "dataplane/kafka/kafka_msgs.h"
+#include "dataplane/kafka_errors.h"
 #include "dataplane/peer_session.h"
 #include "dataplane/tls.h"
 
@@ -181,10 +182,16 @@ int peer_session_step(struct peer_session *s)
 			if ((rc = take_answer(s, SASL_HANDSHAKE_KEY, 1, mem, sizeof(mem), &resp)) <= 0)
 				return rc;
 			if (((struct kafka_sasl_handshake_response *)resp.body)->ErrorCode) {
+				int16_t err = ((struct kafka_sasl_handshake_response *)resp.body)->ErrorCode;
 				char why[160];
 
-				snprintf(why, sizeof(why), "SASL: the other broker's listener does not enable %s "
-					 "(sasl.mechanism.inter.broker.protocol)", sasl_mech_name(s->sec->mech));
+				if (err == KERR_ILLEGAL_SASL_STATE)   /* KIP-368: a re-authentication refused */
+					snprintf(why, sizeof(why), "SASL: the other broker refused a re-authentication "
+						 "(ILLEGAL_SASL_STATE: within a second of the one before, or its "
+						 "sessions never end)");
+				else
+					snprintf(why, sizeof(why), "SASL: the other broker's listener does not enable %s "
+						 "(sasl.mechanism.inter.broker.protocol)", sasl_mech_name(s->sec->mech));
 				return failed(s, -EACCES, why);
 			}
 			if (send_token(s, NULL, 0) < 0)
@@ -205,6 +212,7 @@ int peer_session_step(struct peer_session *s)
 					 r->ErrorMessage.len) : 0, r->ErrorMessage.ptr ? r->ErrorMessage.ptr : "");
 				return failed(s, -EACCES, why);
 			}
+			s->lifetime_ms = r->SessionLifetimeMs > 0 ? r->SessionLifetimeMs : 0;
 			if (send_token(s, r->AuthBytes.ptr, r->AuthBytes.len > 0 ? (size_t)r->AuthBytes.len : 0) < 0)
 				return -EACCES;
 			continue;
@@ -213,6 +221,18 @@ int peer_session_step(struct peer_session *s)
 			return failed(s, -EPROTO, "a session out of step");
 		}
 	}
+}
+
+int peer_session_reauth(struct peer_session *s)
+{
+	if (s->state != PEER_SESSION_READY || !s->sec->sasl)
+		return -EINVAL;
+	sasl_client_fini(&s->sasl);
+	sasl_client_init(&s->sasl, s->sec->mech, s->sec->user, s->sec->password);
+	s->in_len = 0;
+	s->lifetime_ms = 0;
+	s->state = PEER_SESSION_SASL_START;
+	return 0;
 }
 
 uint32_t peer_session_tx(struct peer_session *s, const uint8_t **buf)

@@ -16,6 +16,12 @@
  * authentication and the connection goes on in plaintext
  * (peer_session_tls says 0).
  *
+ * KIP-368: the leader's SaslAuthenticate says the session's lifetime
+ * (peer_session_lifetime_ms; 0: it never ends). Before it ends the caller,
+ * between its requests, calls peer_session_reauth and steps the session
+ * again as at the start: SaslHandshake and SaslAuthenticate on the same
+ * connection (through TLS on SASL_SSL), its own frames held meanwhile.
+ *
  * Thread: a struct peer_sec is made by main at start and read-only after;
  * a struct peer_session belongs to its connection's thread.
  * Owns: a session its tls_conn and its SASL frames (fixed buffers).
@@ -51,6 +57,7 @@ struct peer_session {
 	struct tls_conn *tls;           /* NULL: SASL_PLAINTEXT */
 	struct sasl_client sasl;
 	int state;
+	int64_t lifetime_ms;            /* the last SaslAuthenticate's SessionLifetimeMs (0: none) */
 	int32_t corr;
 	char error[200];
 	uint64_t tls_in, tls_out;       /* plaintext through OpenSSL's record layer after the handshakes */
@@ -86,5 +93,16 @@ int peer_session_write(struct peer_session *s, const uint8_t *buf, uint32_t len)
 /* Decrypted bytes into buf: > 0, 0 needs more, -EPROTO / -EPIPE. */
 int peer_session_read(struct peer_session *s, uint8_t *buf, uint32_t cap);
 const char *peer_session_error(const struct peer_session *s);
+
+/* KIP-368: the session's lifetime the other broker gave at the last
+ * authentication, in ms (0: it never ends, or no SASL). */
+static inline int64_t peer_session_lifetime_ms(const struct peer_session *s)
+{
+	return s && s->state == PEER_SESSION_READY ? s->lifetime_ms : 0;
+}
+/* Authenticate again on the connection (KIP-368): only READY with SASL and
+ * nothing of the caller's in flight; then step as at the start until
+ * peer_session_step says 1 again. 0, or -EINVAL (not READY, no SASL). */
+int peer_session_reauth(struct peer_session *s);
 
 #endif

@@ -90,6 +90,13 @@ struct replica_fetcher {
 	 * on this connection (made at its connect, gone at its close); NULL
 	 * on PLAINTEXT, whose path is the plain one */
 	struct peer_session *sess;
+	/* KIP-368: when to authenticate again on this connection (shard
+	 * clock; 0: the session never ends), at 85-95% of the lifetime the
+	 * leader gave from when the authentication began, as Kafka's clients;
+	 * reauth: the handshakes under way are a re-authentication */
+	uint64_t auth_start_ns, reauth_ns;
+	int reauth;
+	uint32_t rng;
 	char auth_err[200];          /* the last handshake failure logged, and when */
 	uint64_t auth_logged_ns;
 	struct sockaddr_storage addr;  /* the leader's listener: IPv4 or IPv6 */
@@ -523,6 +530,8 @@ static void rf_close(struct replica_fetcher *f)
 		close(f->fd);
 	f->fd = -1;
 	f->state = RF_IDLE;
+	f->reauth = 0;
+	f->reauth_ns = 0;
 	peer_session_destroy(f->sess);
 	f->sess = NULL;
 	f->in_len = 0;
@@ -550,12 +559,15 @@ static void rf_auth_failed(struct replica_fetcher *f)
 	const char *why = peer_session_error(f->sess);
 
 	shard_stat_add(&sh->stats.repl_auth_failures, 1);
+	if (f->reauth)
+		shard_stat_add(&sh->stats.repl_reauth[1], 1);
 	if (strcmp(why, f->auth_err) || sh->now_ns - f->auth_logged_ns > AUTH_LOG_NS) {
 		snprintf(f->auth_err, sizeof(f->auth_err), "%s", why);
 		f->auth_logged_ns = sh->now_ns;
 		fprintf(stderr, /* style: allow slow path: a failed handshake, once a minute per reason */
-			"sluiced: shard %d: replica fetcher to broker %d at %s:%d: %s handshake failed: %s\n", sh->id,
-			f->leader, f->host, f->port, f->sess->tls ? "TLS/SASL" : "SASL", why);
+			"sluiced: shard %d: replica fetcher to broker %d at %s:%d: %s%s failed: %s\n", sh->id,
+			f->leader, f->host, f->port, f->sess->tls ? "TLS/SASL" : "SASL",
+			f->reauth ? " re-authentication" : " handshake", why);
 	}
 	rf_fail(f);
 }
@@ -576,9 +588,22 @@ static void rf_handshake(struct replica_fetcher *f)
 	if (f->state != RF_HANDSHAKE)
 		return;
 	if (rc == 1 && !f->send_op.inflight && !f->recv_op.inflight) {
+		int64_t life = peer_session_lifetime_ms(f->sess);
+
 		f->state = RF_READY;
 		f->backoff_ns = 0;
 		f->auth_err[0] = 0;
+		if (f->reauth)
+			shard_stat_add(&f->sh->stats.repl_reauth[0], 1);
+		f->reauth = 0;
+		f->reauth_ns = 0;
+		if (life > 0) {
+			/* xorshift32: a point between 85% and 95% of the lifetime */
+			f->rng ^= f->rng << 13;
+			f->rng ^= f->rng >> 17;
+			f->rng ^= f->rng << 5;
+			f->reauth_ns = f->auth_start_ns + (uint64_t)life * (850000ull + f->rng % 100001u);
+		}
 		return;
 	}
 	if (rc == 0 && !f->recv_op.inflight)
@@ -611,7 +636,7 @@ static void rf_connected(struct io_op *op, int res, unsigned flags)
 			return;
 		}
 		f->state = RF_HANDSHAKE;
-		f->sent_ns = f->sh->now_ns;
+		f->sent_ns = f->auth_start_ns = f->sh->now_ns;
 		rf_handshake(f);
 		return;
 	}
@@ -889,6 +914,22 @@ static int rf_send_fetch(struct replica_fetcher *f)
 	return 1;
 }
 
+/* KIP-368: the session ends soon: SaslHandshake and SaslAuthenticate
+ * again on this connection, between two fetches (READY: nothing in
+ * flight), the fetches held until it is done. */
+static void rf_reauth(struct replica_fetcher *f)
+{
+	if (peer_session_reauth(f->sess) < 0) {
+		f->reauth_ns = 0;
+		return;
+	}
+	f->reauth = 1;
+	f->reauth_ns = 0;
+	f->state = RF_HANDSHAKE;
+	f->sent_ns = f->auth_start_ns = f->sh->now_ns;
+	rf_handshake(f);
+}
+
 /* ---- the TCP transport: Kafka's Fetch on a connection of its own ----------- */
 
 static int tcp_poll(struct replica_fetcher *f)
@@ -897,6 +938,10 @@ static int tcp_poll(struct replica_fetcher *f)
 
 	if (f->state == RF_IDLE && !sh->stop && sh->now_ns >= f->retry_ns) {
 		rf_connect(f);
+		return 1;
+	}
+	if (f->state == RF_READY && f->reauth_ns && sh->now_ns >= f->reauth_ns && !sh->stop) {
+		rf_reauth(f);
 		return 1;
 	}
 	if (f->state == RF_READY && !sh->stop)
@@ -1139,6 +1184,7 @@ static void rf_discover(struct shard *sh)
 			f->leader = r->leader;
 			f->tr = tr;
 			f->fd = -1;
+			f->rng = (uint32_t)(sh->now_ns ^ (sh->now_ns >> 32) ^ (uint64_t)(uintptr_t)f) | 1u;
 			f->conn_op.done = rf_connected;
 			f->send_op.done = rf_sent;
 			f->recv_op.done = rf_received;

@@ -92,6 +92,8 @@ struct shard_stats {
 	uint64_t repl_tls_bytes_in;         /* replication: fetch answers' bytes OpenSSL decrypted */
 	uint64_t repl_tls_bytes_out;        /* replication: fetch requests' bytes OpenSSL encrypted */
 	uint64_t repl_auth_failures;        /* replication: TLS or SASL handshakes with a leader failed */
+	uint64_t repl_reauth[2];            /* replication: KIP-368 re-authentications with a leader
+					     * on the fetcher's connection: [0] ok, [1] failed */
 	uint64_t repl_skipped[7];           /* replication: partitions left out of a fetch or answers
 					     * dropped, by enum shard_repl_skip */
 	uint64_t requests_inflight;         /* taken up, not ended (a gauge: +1/-1) */

@@ -51,6 +51,10 @@ TEST_SCRIPTS += tests/integration/test_config_exits.py
 # itest-interbroker adds a leader's SIGKILL and everything read back, a node
 # trusting another CA refused, the broker principal's CLUSTER_ACTION (~45 s)
 TEST_SCRIPTS += tests/integration/test_cluster_interbroker.py
+# KIP-368 between brokers: followers' fetchers re-authenticate in place to a
+# SASL_PLAINTEXT and a SASL_SSL inter-broker listener with 2 s sessions while
+# acks=all writes go on, no connection lost (about 30 s)
+TEST_SCRIPTS += tests/integration/test_cluster_reauth.py
 # an SSL inter-broker listener's certificates rotated: SIGHUP and POST
 # /v1/tls/reload reread the broker's client side too (new fetcher connections
 # use the new CA, open ones go on, the removed CA refused) (about 10 s)

@@ -35,7 +35,7 @@ FAMILIES = [
     "ring_full_total", "ring_depth", "send_zerocopy_total", "recv_buffers_starved_total",
     "tls_handshakes_total", "tls_failures_total", "tls_connections_total", "tls_reloads_total",
     "tls_client_reloads_total", "admin_tls_certificates",
-    "admin_auth_failures_total",
+    "admin_auth_failures_total", "admin_basic_cache_hits_total",
     "produce_requests_total", "produce_batches_total", "produce_records_total", "produce_bytes_total",
     "produce_duplicates_total", "produce_rejected_total", "fetch_requests_total", "fetch_bytes_total",
     "fetch_long_poll_waits_total", "fetch_sessions", "fetch_session_evictions_total",

@@ -26,6 +26,9 @@ SCRAM users come from sluiced --add-scram:
   working, one as another user closes it, one within a second of the one
   before is answered ILLEGAL_SASL_STATE and the session goes on (Kafka's
   limit); kafkajs re-authenticates while it produces and consumes;
+  connections.max.reauth.ms 0 and the listener-prefixed keys as Kafka's
+  (a listener's 0 over the broker's value; a SaslHandshake on a session
+  that never ends answered ILLEGAL_SASL_STATE, the connection going on);
 - --add-scram on a data directory that already has users: exit 2;
 - a user added on node 1 of a 3-node cluster logs in on node 3.
 
@@ -396,6 +399,62 @@ def sessions_expire_unless_reauthenticated():
         # kafkajs re-authenticated too (a few times in 4 s of 2.2 s sessions)
         assert metric(b, "sluice_sasl_reauthentications_total") >= reauths + 2
         assert metric(b, "sluice_sasl_expired_closed_total") >= 2
+
+
+def scram_login(conn, mech, user, password):
+    """A raw SCRAM exchange (RFC 5802) with SaslHandshake v1 and
+    SaslAuthenticate v2: (error, message, SessionLifetimeMs)."""
+    import base64
+    import hmac
+    h = {"SCRAM-SHA-256": hashlib.sha256, "SCRAM-SHA-512": hashlib.sha512}[mech]
+    assert handshake(conn, mech)[0] == 0
+    nonce = base64.b64encode(os.urandom(18)).decode()
+    bare = "n=%s,r=%s" % (user, nonce)
+    err, msg, first, _ = authenticate_lifetime(conn, ("n,," + bare).encode(), 2)
+    if err:
+        return err, msg, 0
+    f = dict(kv.split("=", 1) for kv in first.decode().split(","))
+    salted = hashlib.pbkdf2_hmac(h().name, password.encode(), base64.b64decode(f["s"]), int(f["i"]))
+    ck = hmac.new(salted, b"Client Key", h).digest()
+    final = "c=biws,r=" + f["r"]
+    sig = hmac.new(h(ck).digest(), ("%s,%s,%s" % (bare, first.decode(), final)).encode(), h).digest()
+    proof = base64.b64encode(bytes(a ^ b for a, b in zip(ck, sig))).decode()
+    err, msg, _, life = authenticate_lifetime(conn, ("%s,p=%s" % (final, proof)).encode(), 2)
+    return err, msg, life
+
+
+@test
+def reauth_ms_zero_and_listener_keys_as_kafka():
+    """connections.max.reauth.ms as Kafka's SaslChannelBuilder reads it for
+    a listener: listener.name.<l>.<mechanism>.connections.max.reauth.ms,
+    else listener.name.<l>.connections.max.reauth.ms, else the broker's,
+    a 0 given counting as set. The broker's 2000, SASL_PLAINTEXT's 0 and
+    its SCRAM-SHA-256's 1500: PLAIN and SCRAM-SHA-512 there are told 0 (the
+    listener's 0 over the broker's 2000), SCRAM-SHA-256 1500. With 0 a
+    session never ends, and a SaslHandshake on its connection begins no
+    re-authentication: answered ILLEGAL_SASL_STATE, the connection served
+    on (KafkaChannel.maybeBeginServerReauthentication without a session
+    expiration; Sluice re-authenticated it, and refused the listener-wide
+    key as unknown, before)."""
+    with sasl_broker(**{"connections.max.reauth.ms": 2000,
+                        "listener.name.sasl_plaintext.connections.max.reauth.ms": 0,
+                        "listener.name.sasl_plaintext.scram-sha-256.connections.max.reauth.ms": 1500}) as b:
+        c = Conn(b.addr["SASL_PLAINTEXT"])
+        assert handshake(c, "PLAIN")[0] == 0
+        err, msg, _, life = authenticate_lifetime(c, b"\x00alice\x00alice-secret", 2)
+        assert (err, life) == (0, 0), (err, msg, life)
+        # no re-authentication with sessions that never end: Kafka's answer,
+        # and the connection goes on (twice: no close, no one-a-second rule)
+        for _ in range(2):
+            assert handshake(c, "PLAIN")[0] == 34
+            assert c.api_versions().error == 0
+        c.close()
+        for mech, want in (("SCRAM-SHA-256", 1500), ("SCRAM-SHA-512", 0)):
+            with Conn(b.addr["SASL_PLAINTEXT"]) as c:
+                err, msg, life = scram_login(c, mech, "admin", "admin-secret")
+                assert (err, life) == (0, want), (mech, err, msg, life)
+                assert c.api_versions().error == 0
+        assert metric(b, "sluice_sasl_reauthentications_total") == 0
 
 
 @test

@@ -29,6 +29,9 @@ client properties:
   at the reload with the old tokens kept; the failures counted in
   sluice_admin_auth_failures_total; sluicectl with --admin-token-file and
   admin.token=;
+- HTTP Basic checks remembered: a repeated user and password served from
+  the cache (counted), a wrong one never, a new password stopping the old
+  one at once, SIGHUP forgetting them;
 - admin.metrics.open: GET /metrics without credentials 200, /v1/... 401;
 - client certificates (admin.ssl.client.auth): requested, a certificate of
   the CA whose subject is a super user POSTs without a password, one of
@@ -328,6 +331,57 @@ def metric(name):
         if line.startswith(name + " "):
             return int(line.split()[1])
     raise AssertionError("no %s in /metrics" % name)
+
+
+@test
+def admin_basic_checks_remembered_never_for_another_password():
+    """A user and password verified are remembered (a keyed digest, a
+    minute): the second request is a cache hit, no PBKDF2; a wrong password
+    never is one (401); a new password for the user stops the old one at
+    once (the digest is bound to the user's SCRAM credential), the new one
+    is served; SIGHUP forgets what was verified."""
+    setup()
+    b = STATE["b"]
+    hits = "sluice_admin_basic_cache_hits_total"
+
+    def set_password(pw):
+        p = run([SLUICECTL, "-b", STATE["ss"], "--command-config", scram_cfg(), "user", "create", "dana",
+                 "--mechanism", "SCRAM-SHA-512"], env=dict(os.environ, SLUICECTL_PASSWORD=pw), check=False)
+        assert p.returncode == 0, p.stderr
+    set_password("dana-1")
+    deadline = time.monotonic() + HANG_GUARD
+    while http("/v1/config", "dana", "dana-1")[0] != 200:   # the user on the node
+        assert time.monotonic() < deadline, "dana never logged in"
+        time.sleep(0.05)
+    h0 = metric(hits)
+    for _ in range(3):
+        assert http("/v1/config", "dana", "dana-1")[0] == 200
+    assert metric(hits) == h0 + 3
+    # a wrong password: no hit, refused, whatever was verified before
+    for wrong in ("dana-1x", "dana-", "DANA-1", ""):
+        st, hdr, body = http("/v1/config", "dana", wrong)
+        assert st == 401, (wrong, st, body)
+    assert metric(hits) == h0 + 3
+    # another user with dana's password: refused
+    assert http("/v1/config", "alice", "dana-1")[0] == 401
+    # a new password: the old one refused from the moment the new one works
+    set_password("dana-2")
+    deadline = time.monotonic() + HANG_GUARD
+    while True:
+        st_new = http("/v1/config", "dana", "dana-2")[0]
+        st_old = http("/v1/config", "dana", "dana-1")[0]
+        if st_new == 200:
+            break
+        assert st_old == 200 and time.monotonic() < deadline, (st_new, st_old)
+        time.sleep(0.05)
+    assert http("/v1/config", "dana", "dana-1")[0] == 401
+    h1 = metric(hits)
+    assert http("/v1/config", "dana", "dana-2")[0] == 200 and metric(hits) == h1 + 1
+    # SIGHUP forgets: the next check is a full one (no hit), then remembered
+    sighup_and_wait("SIGHUP: the admin endpoint's certificate")
+    assert http("/v1/config", "dana", "dana-2")[0] == 200 and metric(hits) == h1 + 1
+    assert http("/v1/config", "dana", "dana-2")[0] == 200 and metric(hits) == h1 + 2
+    assert "dana-1" not in open(b.log_path).read() and "dana-2" not in open(b.log_path).read()
 
 
 @test

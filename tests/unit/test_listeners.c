@@ -85,6 +85,18 @@ Test(listeners, refusals_name_the_key)
 	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(set.listeners[1].reauth_ms[sasl_mech_index(SASL_MECH_SCRAM_SHA_256)], 3600000);
 	cr_assert_eq(set.listeners[1].reauth_ms[sasl_mech_index(SASL_MECH_SCRAM_SHA_512)], 2000);
+	/* the listener's own, between the two as Kafka reads them: its 0 is
+	 * set (no re-authentication there), not absent */
+	put("listener.name.sasl_ssl.connections.max.reauth.ms", "0");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(set.listeners[1].reauth_ms[sasl_mech_index(SASL_MECH_SCRAM_SHA_256)], 0);
+	cr_assert_eq(set.listeners[1].reauth_ms[sasl_mech_index(SASL_MECH_SCRAM_SHA_512)], 2000);
+	put("listener.name.sasl_ssl.connections.max.reauth.ms", "5000");
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(set.listeners[1].reauth_ms[sasl_mech_index(SASL_MECH_SCRAM_SHA_256)], 5000);
+	cr_assert_neq(config_set(c, "listener.name.sasl_ssl.connections.max.reauth.ms", "-5", NULL, err, sizeof(err)),
+		      0);
+	cr_assert(strstr(err, "listener.name.sasl_ssl.connections.max.reauth.ms"), "%s", err);
 	put("listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms", "-1");
 	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, "listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms"), "%s", err);
