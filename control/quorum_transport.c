@@ -12,6 +12,14 @@
  * what is still missing of the handshake: libuv reads at most the buffer
  * it is given, so nothing of what the peer sends next is consumed here.
  *
+ * Every connection still in its set-up (in t->in, t->out) has a start
+ * time; one sweep timer (t->sweep, running while there are any) closes
+ * those older than QT_SETUP_DEADLINE_MS: an accepted one whose TLS
+ * handshake or transport handshake never came, a connect that never
+ * completed. Closing an accepted TLS connection aborts its tunnel too
+ * (before its handshake is over the tunnel does not read its outer end,
+ * so closing the inner end alone would leave the socket open).
+ *
  * @thread ctl (the quorum's libuv loop)
  */
 #include <endian.h>
@@ -40,6 +48,9 @@ struct qt_in {
 	char *addr;                     /* raft's address (raft_malloc'ed) */
 	size_t addr_len, addr_got;      /* addr != NULL: reading it */
 	int closing;
+	uint64_t started;               /* uv_now at the accept */
+	struct qtls *tun;               /* TLS: its tunnel, until it closes */
+	char peer[64];                  /* "host:port" of the other end, for logs */
 };
 
 /* A connect in flight: resolve, connect, write the handshake. */
@@ -58,6 +69,7 @@ struct qt_out {
 	int aborted;                    /* closing its tcp (or cancelling the
 					 * resolve): the close finishes it */
 	int status;                     /* what done will be told */
+	uint64_t started;               /* uv_now at the start */
 	struct raft_uv_connect *req;    /* libraft's, or: */
 	qt_connect_fn done;             /* the channel's */
 	void *arg;
@@ -78,7 +90,11 @@ struct qt {
 	struct qt_in *in;               /* handshakes being read */
 	struct qt_out *out;             /* connects in flight */
 	struct qtls *tuns;              /* TLS tunnels open (each counted in closes) */
+	uv_timer_t sweep;               /* the set-up deadline's (see the top) */
+	int sweep_open;                 /* sweep initialised, not closed */
 };
+
+static void sweep_start(struct qt *t);
 
 static void qt_maybe_closed(struct qt *t)
 {
@@ -104,6 +120,22 @@ int qt_split(const char *address, char *host, size_t hostcap, char *port, size_t
 	host[hl] = 0;
 	snprintf(port, portcap, "%s", c + 1);
 	return 0;
+}
+
+/* "ip:port" of tcp's other end into buf ("?" if unknown). */
+static void peer_name(uv_tcp_t *tcp, char *buf, size_t cap)
+{
+	struct sockaddr_storage sa;
+	int len = sizeof(sa);
+
+	snprintf(buf, cap, "?");
+	if (uv_tcp_getpeername(tcp, (struct sockaddr *)&sa, &len) == 0 && sa.ss_family == AF_INET) {
+		struct sockaddr_in *a = (struct sockaddr_in *)&sa;
+		char ip[INET_ADDRSTRLEN] = "?";
+
+		uv_ip4_name(a, ip, sizeof(ip));
+		snprintf(buf, cap, "%s:%u", ip, ntohs(a->sin_port));
+	}
 }
 
 /* ---- accepting --------------------------------------------------------- */
@@ -232,6 +264,9 @@ static void tun_closed(void *arg, struct qtls *tun)
 		t->tuns = tun->next;
 	if (tun->next)
 		tun->next->prev = tun->prev;
+	for (struct qt_in *in = t->in; in; in = in->next)
+		if (in->tun == tun)
+			in->tun = NULL;
 	t->closes--;
 	qt_maybe_closed(t);
 }
@@ -250,16 +285,10 @@ static void handle_freed(uv_handle_t *h)
 static int tun_open(struct qt *t, uv_tcp_t *tcp, const char *host, qtls_ready_fn ready, void *arg,
 		    uv_stream_t **s, struct qtls **out)
 {
-	struct sockaddr_storage sa;
-	char ip[64] = "?", peer[300];
-	int len = sizeof(sa), rc;
+	char ip[64], peer[300];
+	int rc;
 
-	if (uv_tcp_getpeername(tcp, (struct sockaddr *)&sa, &len) == 0 && sa.ss_family == AF_INET) {
-		struct sockaddr_in *a = (struct sockaddr_in *)&sa;
-
-		uv_ip4_name(a, ip, sizeof(ip));
-		snprintf(ip + strlen(ip), sizeof(ip) - strlen(ip), ":%u", ntohs(a->sin_port));
-	}
+	peer_name(tcp, ip, sizeof(ip));
 	snprintf(peer, sizeof(peer), "%s%s%s%s", host ? host : "", host ? " (" : "", ip, host ? ")" : "");
 	rc = qtls_start(t->ops->sec, t->loop, tcp, host, peer, ready, arg, tun_closed, t, s, out);
 	if (rc < 0) {
@@ -299,6 +328,7 @@ static void qt_listen_cb(uv_stream_t *server, int status)
 		free(in);
 		return;
 	}
+	peer_name(tcp, in->peer, sizeof(in->peer));
 	if (t->ops && t->ops->sec) {
 		/* TLS: the handshake below is read from the tunnel's inner end */
 		if (tun_open(t, tcp, NULL, NULL, NULL, &in->tcp, &tun) < 0) {
@@ -309,12 +339,15 @@ static void qt_listen_cb(uv_stream_t *server, int status)
 		in->tcp = (uv_stream_t *)tcp;
 	}
 	in->t = t;
+	in->tun = tun;
+	in->started = uv_now(t->loop);
 	in->want = 8;
 	in->tcp->data = in;
 	in->next = t->in;
 	if (t->in)
 		t->in->prev = in;
 	t->in = in;
+	sweep_start(t);
 	if (uv_read_start(in->tcp, in_alloc, in_read) < 0)
 		in_abort(in);
 	if (tun)
@@ -505,11 +538,13 @@ static int out_start(struct qt *t, const char *address, uv_buf_t hs, struct qt_o
 		return rc;
 	}
 	o->resolving = 1;
+	o->started = uv_now(t->loop);
 	o->next = t->out;
 	if (t->out)
 		t->out->prev = o;
 	t->out = o;
 	*out = o;
+	sweep_start(t);
 	return 0;
 }
 
@@ -565,6 +600,68 @@ int qt_channel_connect(struct raft_uv_transport *tr, const char *address, int32_
 	o->done = done;
 	o->arg = arg;
 	return 0;
+}
+
+/* ---- the set-up deadline ---------------------------------------------- */
+
+static void timed_out(struct qt *t, int made, const char *peer)
+{
+	struct qt_counters *c = t->ops ? t->ops->counters : NULL;
+	uint64_t now = uv_now(t->loop);
+
+	if (!c)
+		return;
+	c->timeouts[made]++;
+	if (c->logged_ms && now - c->logged_ms < 5000) {
+		c->unlogged++;
+		return;
+	}
+	fprintf(stderr, "sluiced: controller port: the connection %s %s was not set up within %u ms (%s "
+		"handshake): closed (%llu more not logged)\n", made ? "to" : "from", peer, QT_SETUP_DEADLINE_MS,
+		t->ops->sec ? "TLS or transport" : "transport", (unsigned long long)c->unlogged);
+	c->logged_ms = now;
+	c->unlogged = 0;
+}
+
+static void sweep(uv_timer_t *timer)
+{
+	struct qt *t = timer->data;
+	uint64_t now = uv_now(t->loop);
+
+	if (t->closing)
+		return;
+	for (struct qt_in *in = t->in; in; in = in->next) {
+		if (in->closing || now - in->started < QT_SETUP_DEADLINE_MS)
+			continue;
+		timed_out(t, 0, in->peer);
+		if (in->tun)
+			qtls_abort(in->tun);   /* before its handshake it does not see the inner end close */
+		in_abort(in);                  /* in stays listed until its close callback */
+	}
+	for (struct qt_out *o = t->out; o; o = o->next) {
+		if (o->aborted || now - o->started < QT_SETUP_DEADLINE_MS)
+			continue;
+		timed_out(t, 1, o->host);
+		o->status = -ETIMEDOUT;
+		if (o->tun)
+			qtls_abort(o->tun);   /* its ready (-ECANCELED) fails o, which stays listed */
+		else
+			out_fail(o, -ETIMEDOUT);   /* o stays listed until its callback */
+	}
+	if (!t->in && !t->out)
+		uv_timer_stop(&t->sweep);
+}
+
+/* Run the sweep while connections are in their set-up. */
+static void sweep_start(struct qt *t)
+{
+	if (!t->sweep_open) {
+		uv_timer_init(t->loop, &t->sweep);
+		t->sweep.data = t;
+		t->sweep_open = 1;
+	}
+	if (!uv_is_active((uv_handle_t *)&t->sweep))
+		uv_timer_start(&t->sweep, sweep, QT_SWEEP_MS, QT_SWEEP_MS);
 }
 
 /* ---- the transport's methods ------------------------------------------- */
@@ -632,6 +729,12 @@ static void qt_tr_close(struct raft_uv_transport *tr, raft_uv_transport_close_cb
 		t->listener_open = 0;
 		t->closes++;
 		uv_close((uv_handle_t *)&t->listener, listener_closed);
+	}
+	if (t->sweep_open) {
+		t->sweep_open = 0;
+		t->sweep.data = t;
+		t->closes++;
+		uv_close((uv_handle_t *)&t->sweep, listener_closed);
 	}
 	for (struct qt_in *in = t->in; in; in = in->next)
 		in_abort(in);

@@ -21,6 +21,7 @@
 #include "control/listeners.h"
 #include "control/node_role.h"
 #include "control/quorum_tls.h"
+#include "control/quorum_transport.h"
 #include "control/ctl.h"
 #include "dataplane/native/native_broker.h"
 #include "dataplane/peer_session.h"
@@ -235,6 +236,7 @@ int main(int argc, char **argv)
 	int nscram = 0;
 	struct peer_sec peer_sec = { 0 };   /* b->peer_sec: lives as long as main */
 	struct qtls_sec quorum_tls = { 0 }; /* b->quorum_tls: the same */
+	struct qt_counters quorum_port = { 0 }; /* b->quorum_port: the same */
 
 	if (config_create(&cfg) < 0)
 		return 1;
@@ -338,6 +340,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	b->cfg = cfg;
+	b->quorum_port = &quorum_port;
 	if (nscram) {
 		memcpy(b->boot_scram, scram, sizeof(scram[0]) * (size_t)nscram);
 		b->nboot_scram = nscram;
