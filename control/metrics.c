@@ -193,6 +193,15 @@ static void render_process(struct ctl *ctl, struct broker *b, struct textbuf *t)
 		textbuf_printf(t, "sluice_controller_setup_timeouts_total{side=\"accepted\"} %llu\n"
 			       "sluice_controller_setup_timeouts_total{side=\"made\"} %llu\n",
 			       (unsigned long long)(p ? p->timeouts[0] : 0), (unsigned long long)(p ? p->timeouts[1] : 0));
+		fam(t, "controller_sasl_authentications_total", "counter", "SASL authentications on the controller "
+		    "port (a SASL_PLAINTEXT or SASL_SSL controller listener, PLAIN): of connections accepted and of "
+		    "those this node made, over or failed (a wrong password, an unknown user, a connection that "
+		    "skipped them; the first each 5 s logged).");
+		for (int side = 0; side < 2; side++)
+			for (int r = 0; r < 2; r++)
+				textbuf_printf(t, "sluice_controller_sasl_authentications_total{side=\"%s\",result=\"%s\"} "
+					       "%llu\n", side ? "made" : "accepted", r ? "failed" : "ok",
+					       (unsigned long long)(p ? p->sasl[side][r] : 0));
 	}
 	fam(t, "shards", "gauge", "Shards (pinned data-path threads) of the broker.");
 	textbuf_printf(t, "sluice_shards %d\n", b->set.nshards);

@@ -93,6 +93,7 @@ struct quorum_voter {
  * defaults in brackets. */
 struct qtls_sec;
 struct qt_counters;
+struct qt_sasl;
 
 struct quorum_config {
 	int32_t node_id;                /* this node: one of voters[] */
@@ -128,6 +129,9 @@ struct quorum_config {
 	/* The controller port's counters (quorum_transport.h); borrowed until
 	 * the quorum is closed. NULL: not counted. */
 	struct qt_counters *counters;
+	/* A SASL controller listener's login and users (quorum_transport.h):
+	 * borrowed until the quorum is closed. NULL: none. */
+	const struct qt_sasl *sasl;
 };
 
 struct quorum;

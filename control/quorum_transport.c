@@ -31,9 +31,15 @@
 
 #include "control/quorum_tls.h"
 #include "control/quorum_transport.h"
+#include "dataplane/kafka/kafka_codec.h"
+#include "dataplane/kafka/kafka_msgs.h"
 
 #define QT_ADDRESS_MAX 1024
 #define QT_BACKLOG 128
+#define QT_SASL_HANDSHAKE 17            /* Kafka's api keys */
+#define QT_SASL_AUTHENTICATE 36
+#define QT_SASL_AUTH_FAILED 58          /* Kafka's SASL_AUTHENTICATION_FAILED */
+#define QT_SASL_OUT 1024                /* a SASL answer's frame */
 
 struct qt;
 
@@ -51,6 +57,14 @@ struct qt_in {
 	uint64_t started;               /* uv_now at the accept */
 	struct qtls *tun;               /* TLS: its tunnel, until it closes */
 	char peer[64];                  /* "host:port" of the other end, for logs */
+	/* a SASL controller listener: the exchange before the handshake */
+	int sasl;                       /* still to do */
+	struct sasl_conn *sc;           /* its state (heap while sasl) */
+	uint8_t hdr[4];                 /* a request's size, big-endian */
+	uint32_t hgot;
+	uint8_t *frame;                 /* the request (heap), once its size is read */
+	uint32_t flen, fgot;
+	uint64_t fail_at;               /* refused: closed by the sweep at this uv_now */
 };
 
 /* A connect in flight: resolve, connect, write the handshake. */
@@ -63,6 +77,10 @@ struct qt_out {
 	uv_stream_t *tcp;               /* NULL while resolving; TLS: the
 					 * tunnel's inner end once connected */
 	struct qtls *tun;               /* TLS: its handshake still going on */
+	struct peer_session *ps;        /* SASL: the exchange going on */
+	int sasl_writing;               /* SASL: a frame of ps's in flight (o->wr) */
+	int sasl_reading;
+	uint32_t sasl_wlen;
 	char host[QT_ADDRESS_MAX];      /* TLS: the name the certificate must have */
 	uv_buf_t hs;                    /* the handshake (raft_malloc'ed) */
 	int resolving;
@@ -161,6 +179,8 @@ static void in_closed(uv_handle_t *h)
 	raft_free(in->tcp);
 	raft_free(in->addr);
 	in_unlink(in);
+	free(in->sc);
+	free(in->frame);
 	free(in);
 	t->closes--;
 	qt_maybe_closed(t);
@@ -180,7 +200,13 @@ static void in_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	struct qt_in *in = h->data;
 
 	(void)suggested;
-	if (in->addr) {
+	if (in->sasl && !in->frame) {
+		buf->base = (char *)in->hdr + in->hgot;
+		buf->len = 4 - in->hgot;
+	} else if (in->sasl) {
+		buf->base = (char *)in->frame + in->fgot;
+		buf->len = in->flen - in->fgot;
+	} else if (in->addr) {
 		buf->base = in->addr + in->addr_got;
 		buf->len = in->addr_len - in->addr_got;
 	} else {
@@ -198,6 +224,8 @@ static void in_handover(struct qt_in *in, int channel)
 	uv_read_stop(s);
 	in_unlink(in);
 	s->data = NULL;
+	free(in->sc);
+	free(in->frame);
 	if (channel) {
 		t->ops->channel_accept(t->ops->arg, s, (int32_t)le64toh(in->pre[1]));
 	} else {
@@ -207,15 +235,21 @@ static void in_handover(struct qt_in *in, int channel)
 	free(in);
 }
 
+static void in_sasl_read(struct qt_in *in, size_t n);
+
 static void in_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
 	struct qt_in *in = s->data;
 
 	(void)buf;
-	if (n == 0)
+	if (n == 0 || in->fail_at)
 		return;
 	if (n < 0 || in->t->closing) {
 		in_abort(in);
+		return;
+	}
+	if (in->sasl) {
+		in_sasl_read(in, (size_t)n);
 		return;
 	}
 	if (in->addr) {
@@ -250,6 +284,170 @@ static void in_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		in_abort(in);
 		return;
 	}
+}
+
+/* ---- SASL, accepting (quorum_transport.h: struct qt_sasl) --------------- */
+
+static int rate_ok(uint64_t *logged_ms, uint64_t *unlogged, uint64_t now)
+{
+	if (*logged_ms && now - *logged_ms < 5000) {
+		(*unlogged)++;
+		return 0;
+	}
+	*logged_ms = now;
+	return 1;
+}
+
+/* Refused: counted, logged (the first each 5 s), closed by the sweep
+ * once connection.failed.authentication.delay.ms is over (reading stops
+ * now: nothing it sends is read). */
+static void in_sasl_refuse(struct qt_in *in, const char *why)
+{
+	struct qt *t = in->t;
+	struct qt_counters *c = t->ops->counters;
+	uint64_t now = uv_now(t->loop);
+
+	if (c) {
+		c->sasl[0][1]++;
+		if (rate_ok(&c->sasl_logged_ms, &c->sasl_unlogged, now)) {
+			fprintf(stderr, "sluiced: controller port: SASL authentication from %s failed: %s (closed; "
+				"%llu more not logged)\n", in->peer, why, (unsigned long long)c->sasl_unlogged);
+			c->sasl_unlogged = 0;
+		}
+	}
+	uv_read_stop(in->tcp);
+	in->fail_at = now + (t->ops->sasl->fail_delay_ms ? t->ops->sasl->fail_delay_ms : 1);
+}
+
+static void in_sent(uv_write_t *w, int status)
+{
+	(void)status;
+	free(w);
+}
+
+/* A response frame to in's peer. 0 or -1 (in aborted). */
+static int in_send(struct qt_in *in, int16_t key, int16_t version, int32_t corr, const void *body)
+{
+	uv_write_t *w = malloc(sizeof(*w) + QT_SASL_OUT);
+	struct kafka_writer kw;
+	uv_buf_t b;
+
+	if (!w) {
+		in_abort(in);
+		return -1;
+	}
+	kafka_writer_init(&kw, (uint8_t *)(w + 1), QT_SASL_OUT);
+	if (kafka_response_encode(&kw, key, version, corr, body) < 0 || kw.len > QT_SASL_OUT) {
+		free(w);
+		in_abort(in);
+		return -1;
+	}
+	b = uv_buf_init((char *)(w + 1), (unsigned)kw.len);
+	if (uv_write(w, in->tcp, &b, 1, in_sent) < 0) {
+		free(w);
+		in_abort(in);
+		return -1;
+	}
+	return 0;
+}
+
+/* One whole request in in->frame: SaslHandshake, then SaslAuthenticate. */
+static void in_sasl_frame(struct qt_in *in)
+{
+	const struct qt_sasl *sa = in->t->ops->sasl;
+	size_t cap = kafka_arena_bound(in->flen);
+	struct kafka_request req;
+	struct kafka_arena a;
+	void *mem = malloc(cap);
+	int16_t key, ver;
+	int32_t corr;
+
+	if (!mem) {
+		in_abort(in);
+		return;
+	}
+	kafka_arena_init(&a, mem, cap);
+	if (kafka_request_decode(in->frame, in->flen, &a, &req) < 0 || !req.api) {
+		in_sasl_refuse(in, "a request that does not decode (not SASL)");
+		free(mem);
+		return;
+	}
+	key = req.header.RequestApiKey;
+	ver = req.header.RequestApiVersion;
+	corr = req.header.CorrelationId;
+	if (key == QT_SASL_HANDSHAKE && ver >= 1 && in->sc->state == SASL_WANT_HANDSHAKE) {
+		const struct kafka_sasl_handshake_request *q = req.body;
+		struct kafka_sasl_handshake_response r;
+		struct kafka_str plain = { "PLAIN", 5 };
+
+		kafka_sasl_handshake_response_init(&r);
+		r.Mechanisms.items = &plain;
+		r.Mechanisms.count = 1;
+		r.ErrorCode = (int16_t)sasl_handshake(in->sc, q->Mechanism.ptr ? q->Mechanism.ptr : "",
+						      q->Mechanism.len > 0 ? (size_t)q->Mechanism.len : 0,
+						      SASL_MECH_PLAIN, ver);
+		if (in_send(in, key, ver, corr, &r) == 0 && r.ErrorCode)
+			in_sasl_refuse(in, "a mechanism other than PLAIN (sasl.mechanism.controller.protocol)");
+	} else if (key == QT_SASL_AUTHENTICATE && in->sc->state == SASL_WANT_AUTH) {
+		const struct kafka_sasl_authenticate_request *q = req.body;
+		struct kafka_sasl_authenticate_response r;
+		struct sasl_creds cr = { .plain = &sa->users };
+		uint8_t out[256];
+		size_t outlen = 0;
+		char why[200] = "";
+		int rc;
+
+		rc = sasl_step(in->sc, &cr, q->AuthBytes.ptr ? q->AuthBytes.ptr : (const uint8_t *)"",
+			       q->AuthBytes.len > 0 ? (size_t)q->AuthBytes.len : 0, out, sizeof(out), &outlen, why,
+			       sizeof(why));
+		kafka_sasl_authenticate_response_init(&r);
+		if (rc == 0) {
+			r.AuthBytes = (struct kafka_bytes){ out, (int32_t)outlen };
+			if (in_send(in, key, ver, corr, &r) == 0) {
+				if (in->t->ops->counters)
+					in->t->ops->counters->sasl[0][0]++;
+				in->sasl = 0;   /* the transport's handshake comes next */
+			}
+		} else {
+			r.ErrorCode = QT_SASL_AUTH_FAILED;
+			r.ErrorMessage = (struct kafka_str){ "Authentication failed: Invalid username or password",
+							     51 };
+			if (in_send(in, key, ver, corr, &r) == 0)
+				in_sasl_refuse(in, why[0] ? why : "invalid username or password");
+		}
+	} else {
+		in_sasl_refuse(in, "a request other than SaslHandshake v1+ then SaslAuthenticate (authentication "
+			       "skipped?)");
+	}
+	free(mem);
+}
+
+static void in_sasl_read(struct qt_in *in, size_t n)
+{
+	if (!in->frame) {
+		in->hgot += (uint32_t)n;
+		if (in->hgot < 4)
+			return;
+		in->flen = (uint32_t)in->hdr[0] << 24 | (uint32_t)in->hdr[1] << 16 | (uint32_t)in->hdr[2] << 8 |
+			   in->hdr[3];
+		if (in->flen < 8 || in->flen > SASL_PREAUTH_FRAME_MAX) {
+			in_sasl_refuse(in, "a frame that is not a SASL request (authentication skipped?)");
+			return;
+		}
+		if (!(in->frame = malloc(in->flen))) {
+			in_abort(in);
+			return;
+		}
+		in->fgot = 0;
+		return;
+	}
+	in->fgot += (uint32_t)n;
+	if (in->fgot < in->flen)
+		return;
+	in_sasl_frame(in);
+	free(in->frame);
+	in->frame = NULL;
+	in->hgot = 0;
 }
 
 /* ---- TLS tunnels (control/quorum_tls.h) ------------------------------- */
@@ -316,7 +514,12 @@ static void qt_listen_cb(uv_stream_t *server, int status)
 		return;
 	if (!(in = calloc(1, sizeof(*in))))
 		return;
+	if (t->ops && t->ops->sasl && !(in->sc = calloc(1, sizeof(*in->sc)))) {
+		free(in);
+		return;
+	}
 	if (!(tcp = raft_malloc(sizeof(*tcp)))) {
+		free(in->sc);
 		free(in);
 		return;
 	}
@@ -325,6 +528,7 @@ static void qt_listen_cb(uv_stream_t *server, int status)
 		tcp->data = t;
 		t->closes++;
 		uv_close((uv_handle_t *)tcp, handle_freed);
+		free(in->sc);
 		free(in);
 		return;
 	}
@@ -332,6 +536,7 @@ static void qt_listen_cb(uv_stream_t *server, int status)
 	if (t->ops && t->ops->sec) {
 		/* TLS: the handshake below is read from the tunnel's inner end */
 		if (tun_open(t, tcp, NULL, NULL, NULL, &in->tcp, &tun) < 0) {
+			free(in->sc);
 			free(in);
 			return;
 		}
@@ -342,6 +547,7 @@ static void qt_listen_cb(uv_stream_t *server, int status)
 	in->tun = tun;
 	in->started = uv_now(t->loop);
 	in->want = 8;
+	in->sasl = in->sc != NULL;
 	in->tcp->data = in;
 	in->next = t->in;
 	if (t->in)
@@ -367,6 +573,7 @@ static void out_finish(struct qt_out *o, uv_stream_t *s)
 	if (o->next)
 		o->next->prev = o->prev;
 	raft_free(o->hs.base);
+	peer_session_destroy(o->ps);
 	if (o->req)
 		o->req->cb(o->req, s, s ? 0 : t->closing ? RAFT_CANCELED : RAFT_NOCONNECTION);
 	else
@@ -430,6 +637,125 @@ static void out_send_handshake(struct qt_out *o)
 		out_fail(o, rc);
 }
 
+/* ---- SASL, connecting: peer_session (dataplane/peer_session.h) on the
+ * stream, then the transport's handshake ---------------------------------- */
+
+static void out_sasl_pump(struct qt_out *o);
+
+static void out_sasl_failed(struct qt_out *o, const char *why)
+{
+	struct qt_counters *c = o->t->ops->counters;
+
+	if (c) {
+		c->sasl[1][1]++;
+		if (rate_ok(&c->sasl_logged_ms, &c->sasl_unlogged, uv_now(o->t->loop))) {
+			fprintf(stderr, "sluiced: controller port: SASL authentication to %s as %s failed: %s (%llu more "
+				"not logged)\n", o->host, o->t->ops->sasl->login.user, why,
+				(unsigned long long)c->sasl_unlogged);
+			c->sasl_unlogged = 0;
+		}
+	}
+	out_fail(o, -EACCES);
+}
+
+static void out_sasl_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct qt_out *o = h->data;
+	uint32_t cap = 0;
+
+	(void)suggested;
+	buf->base = (char *)peer_session_rx(o->ps, &cap);
+	buf->len = cap;
+}
+
+static void out_sasl_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct qt_out *o = s->data;
+
+	(void)buf;
+	if (n == 0 || o->aborted)
+		return;
+	if (n < 0) {
+		out_sasl_failed(o, "the connection closed during the SASL exchange");
+		return;
+	}
+	if (peer_session_feed(o->ps, (uint32_t)n) < 0) {
+		out_sasl_failed(o, peer_session_error(o->ps));
+		return;
+	}
+	out_sasl_pump(o);
+}
+
+static void out_sasl_written(uv_write_t *w, int status)
+{
+	struct qt_out *o = w->data;
+
+	o->sasl_writing = 0;
+	if (o->aborted)
+		return;
+	if (status < 0) {
+		out_fail(o, status);
+		return;
+	}
+	peer_session_sent(o->ps, o->sasl_wlen);
+	out_sasl_pump(o);
+}
+
+static void out_sasl_pump(struct qt_out *o)
+{
+	const uint8_t *b;
+	uint32_t len;
+	int rc = peer_session_step(o->ps);
+
+	if (rc < 0) {
+		out_sasl_failed(o, peer_session_error(o->ps));
+		return;
+	}
+	if (!o->sasl_writing && (len = peer_session_tx(o->ps, &b)) > 0) {
+		uv_buf_t ub = uv_buf_init((char *)(uintptr_t)b, len);
+
+		o->wr.data = o;
+		o->sasl_wlen = len;
+		if (uv_write(&o->wr, o->tcp, &ub, 1, out_sasl_written) < 0) {
+			out_fail(o, -EIO);
+			return;
+		}
+		o->sasl_writing = 1;
+		return;
+	}
+	if (rc == 1 && !o->sasl_writing) {   /* authenticated: nothing more of SASL comes */
+		uv_read_stop(o->tcp);
+		peer_session_destroy(o->ps);
+		o->ps = NULL;
+		if (o->t->ops->counters)
+			o->t->ops->counters->sasl[1][0]++;
+		out_send_handshake(o);
+		return;
+	}
+	if (!o->sasl_reading) {
+		if (uv_read_start(o->tcp, out_sasl_alloc, out_sasl_read) < 0) {
+			out_fail(o, -EIO);
+			return;
+		}
+		o->sasl_reading = 1;
+	}
+}
+
+/* SASL first (a SASL controller listener), then the transport's handshake. */
+static void out_ready(struct qt_out *o)
+{
+	if (!o->t->ops || !o->t->ops->sasl) {
+		out_send_handshake(o);
+		return;
+	}
+	if (!(o->ps = peer_session_create(&o->t->ops->sasl->login, o->host))) {
+		out_fail(o, -ENOMEM);
+		return;
+	}
+	o->tcp->data = o;
+	out_sasl_pump(o);
+}
+
 /* TLS: the tunnel's handshake is over (0) or failed (logged, counted). */
 static void out_tls_ready(void *arg, int status)
 {
@@ -442,7 +768,7 @@ static void out_tls_ready(void *arg, int status)
 		out_fail(o, -ECONNREFUSED);
 		return;
 	}
-	out_send_handshake(o);
+	out_ready(o);
 }
 
 static void out_connected(uv_connect_t *c, int status)
@@ -460,7 +786,7 @@ static void out_connected(uv_connect_t *c, int status)
 		return;
 	}
 	if (!t->ops || !t->ops->sec) {
-		out_send_handshake(o);
+		out_ready(o);
 		return;
 	}
 	/* TLS: the tunnel takes the socket; o goes on with its inner end
@@ -631,7 +957,17 @@ static void sweep(uv_timer_t *timer)
 	if (t->closing)
 		return;
 	for (struct qt_in *in = t->in; in; in = in->next) {
-		if (in->closing || now - in->started < QT_SETUP_DEADLINE_MS)
+		if (in->closing)
+			continue;
+		if (in->fail_at) {   /* SASL refused: closed once the delay is over */
+			if (now < in->fail_at)
+				continue;
+			if (in->tun)
+				qtls_abort(in->tun);
+			in_abort(in);
+			continue;
+		}
+		if (now - in->started < QT_SETUP_DEADLINE_MS)
 			continue;
 		timed_out(t, 0, in->peer);
 		if (in->tun)

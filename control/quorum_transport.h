@@ -38,6 +38,9 @@
 #include <raft/uv.h>
 #include <uv.h>
 
+#include "dataplane/peer_session.h"
+#include "dataplane/sasl.h"
+
 struct qtls_sec;
 
 #define QT_RAFT_PROTOCOL 1ull
@@ -59,6 +62,25 @@ struct qt_counters {
 	uint64_t timeouts[2];           /* closed at QT_SETUP_DEADLINE_MS: [0] accepted, [1] made */
 	uint64_t logged_ms;             /* uv_now of the last timeout logged (one per 5 s) */
 	uint64_t unlogged;              /* timeouts not logged since */
+	/* a SASL controller listener: authentications [0] accepted, [1]
+	 * made; [.][0] ok, [.][1] failed */
+	uint64_t sasl[2][2];
+	uint64_t sasl_logged_ms, sasl_unlogged;   /* as logged_ms, unlogged: failures */
+};
+
+/* A SASL controller listener (SASL_PLAINTEXT, SASL_SSL): PLAIN, Kafka's
+ * framing (SaslHandshake v1, SaslAuthenticate v2, the generated codec),
+ * after the TLS handshake (SASL_SSL) or the TCP connect, before the
+ * handshake above: a connection made sends this node's login and waits
+ * for the answer before anything else; an accepted one is read for
+ * nothing but those two requests until they authenticated a user of
+ * `users`. A failed one is answered SASL_AUTHENTICATION_FAILED, counted,
+ * logged with the peer's address (never the password) and closed
+ * fail_delay_ms later. Made by main (control/listeners.c), read-only. */
+struct qt_sasl {
+	struct peer_sec login;          /* this node's: sasl 1, tls 0 (the tunnel's), PLAIN */
+	struct sasl_plain_users users;  /* accepted: user_<name>="<password>" */
+	unsigned fail_delay_ms;         /* connection.failed.authentication.delay.ms */
 };
 
 struct qt_ops {
@@ -75,6 +97,8 @@ struct qt_ops {
 	struct qtls_sec *sec;
 	/* Borrowed: main's, outlives the transport. NULL: not counted. */
 	struct qt_counters *counters;
+	/* A SASL controller listener, borrowed as sec (main's). NULL: none. */
+	const struct qt_sasl *sasl;
 };
 
 /* @thread ctl. Fill t (raft_uv_init's transport) for loop; ops borrowed
