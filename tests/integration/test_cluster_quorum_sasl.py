@@ -19,7 +19,9 @@ the users it accepts in listener.name.controller.plain.sasl.jaas.config.
 - SASL_SSL, three combined nodes with the TLS set-up of
   test_cluster_quorum_tls.py: the quorum forms and a topic reaches the
   three; a TLS connection with a good certificate that skips SASL and
-  sends the channel's FETCH gets nothing and is counted.
+  sends the channel's FETCH gets nothing and is counted;
+- three dedicated controllers and a broker-only node on SASL_PLAINTEXT:
+  the broker authenticates, fetches the metadata and forwards its records.
 
 On the code without the SASL check on the accepting side (the exchange
 skipped there), the raw connection's FETCH is answered with the metadata
@@ -250,6 +252,21 @@ def sasl_ssl_controller_listener():
         no_channel_answer(read_all(s))
         s.close()
         until("the connection without SASL counted on node 1", lambda: metric(c, 1, "accepted", "failed") > before)
+
+
+@test
+def a_broker_only_node_over_sasl():
+    """Three dedicated controllers and a broker-only node on a
+    SASL_PLAINTEXT controller listener: the broker authenticates to the
+    voters, fetches the metadata and forwards its records; nothing fails."""
+    sets = ["listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+            "sasl.mechanism.controller.protocol=PLAIN", jaas()]
+    with Cluster(3, brokers=1, sets=sets) as c:
+        until("qs-o created through the broker", lambda: create_topic(c.port(4), "qs-o"))
+        until("qs-o served by the broker", lambda: "qs-o" in topics(c.port(4)))
+        assert metric(c, 4, "made", "ok") >= 1 and metric(c, 4, "made", "failed") == 0, c.log(4)[-2000:]
+        for n in (1, 2, 3):
+            assert metric(c, n, "accepted", "failed") == 0, c.log(n)[-2000:]
 
 
 if __name__ == "__main__":
