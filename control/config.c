@@ -118,8 +118,9 @@ static const struct config_key keys[] = {
 	  "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
 	  .doc = "NAME:PROTOCOL pairs: the security protocol of each listener name (PLAINTEXT, SSL, "
 		 "SASL_PLAINTEXT or SASL_SSL). A controller listener not named here is PLAINTEXT; "
-		 "one mapped to SSL runs the metadata quorum and the controller channel over mutual TLS "
-		 "(docs/security.md)." },
+		 "one mapped to SSL runs the metadata quorum and the controller channel over mutual TLS, "
+		 "SASL_PLAINTEXT and SASL_SSL add SASL PLAIN (sasl.mechanism.controller.protocol; "
+		 "docs/security.md)." },
 	{ "sasl.enabled.mechanisms", CONFIG_LIST, "SCRAM-SHA-256,SCRAM-SHA-512",
 	  .doc = "The SASL mechanisms SASL_PLAINTEXT and SASL_SSL listeners accept: PLAIN, SCRAM-SHA-256, "
 		 "SCRAM-SHA-512 (GSSAPI and OAUTHBEARER are refused at start). Per listener: "
