@@ -118,8 +118,9 @@ static const struct config_key keys[] = {
 	  "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
 	  .doc = "NAME:PROTOCOL pairs: the security protocol of each listener name (PLAINTEXT, SSL, "
 		 "SASL_PLAINTEXT or SASL_SSL). A controller listener not named here is PLAINTEXT; "
-		 "one mapped to SSL runs the metadata quorum and the controller channel over mutual TLS "
-		 "(docs/security.md)." },
+		 "one mapped to SSL runs the metadata quorum and the controller channel over mutual TLS, "
+		 "SASL_PLAINTEXT and SASL_SSL add SASL PLAIN (sasl.mechanism.controller.protocol; "
+		 "docs/security.md)." },
 	{ "sasl.enabled.mechanisms", CONFIG_LIST, "SCRAM-SHA-256,SCRAM-SHA-512",
 	  .doc = "The SASL mechanisms SASL_PLAINTEXT and SASL_SSL listeners accept: PLAIN, SCRAM-SHA-256, "
 		 "SCRAM-SHA-512 (GSSAPI and OAUTHBEARER are refused at start). Per listener: "
@@ -137,6 +138,12 @@ static const struct config_key keys[] = {
 	  .doc = "The mechanism a broker authenticates with to others on a SASL inter-broker listener: PLAIN, "
 		 "SCRAM-SHA-256 or SCRAM-SHA-512, with the username and password of that listener's "
 		 "listener.name.<listener>.<mechanism>.sasl.jaas.config (docs/security.md#between-brokers)." },
+	{ "sasl.mechanism.controller.protocol", CONFIG_STRING, "GSSAPI",
+	  .doc = "The mechanism of a SASL controller listener (SASL_PLAINTEXT or SASL_SSL in "
+		 "listener.security.protocol.map): PLAIN, with the node's own username and password and the "
+		 "user_<name>=\"<password>\" it accepts in listener.name.<controller listener>.plain.sasl.jaas.config; "
+		 "SCRAM is refused there (its credentials live in the metadata log), GSSAPI is not implemented "
+		 "(docs/security.md#the-controller-listener)." },
 	{ "connections.max.reauth.ms", CONFIG_LONG, "0", 0, I64MAX,
 	  .doc = "KIP-368's session lifetime on SASL listeners: above 0, SaslAuthenticate v1+ tells the "
 		 "client this many ms, the client re-authenticates on its connection before then (the same "

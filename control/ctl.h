@@ -147,6 +147,8 @@ int ctl_quorum_describe(const struct ctl *ctl, struct quorum_view *st);
  * leader now. */
 struct ctl_channel_stats {
 	uint64_t forwarded, served, lost, stuck_transfers;
+	/* connections whose reading stopped: answers queued past 8 MiB */
+	uint64_t paused;
 	int connected;
 	/* observers' metadata fetches: sent by this one (a broker-only node),
 	 * snapshots this voter sent, snapshots this observer restored */

@@ -104,6 +104,9 @@
 #define CH_FETCH_BYTES (1u << 20)       /* records in one fetch's answer (one at least) */
 #define CH_FETCH_WAIT_MS 500            /* a fetch with nothing new waits this long */
 #define CH_FETCH_HDR 33                 /* FETCH_RESP's fields before the payload */
+#define CH_WRITE_MAX (8u << 20)         /* answers queued to a peer that does not
+					 * read them: above this, its frames wait
+					 * (reading stops) until they drain */
 
 enum ch_state { RQ_QUEUED, RQ_SENT, RQ_WAIT };
 
@@ -134,11 +137,14 @@ struct ch_conn {
 	int32_t peer;                   /* node id */
 	int closing;
 	int fetcher;                    /* an observer fetched on it (DescribeQuorum) */
+	int paused;                     /* reading stopped: CH_WRITE_MAX queued */
 	uint64_t fetched;               /* the index before its last fetch's first */
 	struct inbuf in;                /* frames read */
 };
 
 struct ch_write {
+	struct ch_conn *c;              /* valid in written: a close cancels the
+					 * writes before its callback frees c */
 	uv_write_t w;
 	uv_buf_t b;
 	char data[];
@@ -175,6 +181,7 @@ struct ctl_channel {
 	struct ctl *ctl;
 	struct ch_peer *peers;          /* nvoters of them */
 	uint64_t stuck_transfers;
+	uint64_t paused;                /* reading stopped at CH_WRITE_MAX queued */
 	struct quorum *q;               /* NULL until bound */
 	int32_t self;
 	struct ctl_channel_voter *voters;
@@ -223,10 +230,24 @@ static struct ch_conn *conn_by_id(struct ctl_channel *ch, uint64_t id)
 	return NULL;
 }
 
+static void conn_serve(struct ch_conn *c);
+static void conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void conn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+
 static void written(uv_write_t *w, int status)
 {
+	struct ch_write *cw = w->data;
+	struct ch_conn *c = cw->c;
+
 	(void)status;   /* a failed write shows as a read error or EOF too */
-	free(w->data);
+	free(cw);
+	if (c->closing || !c->paused || c->s->write_queue_size > CH_WRITE_MAX / 2)
+		return;
+	/* what it queued has drained: serve the frames that waited, read on */
+	c->paused = 0;
+	conn_serve(c);
+	if (!c->closing && !c->paused && uv_read_start(c->s, conn_alloc, conn_read) < 0)
+		conn_close(c);
 }
 
 /* Send one frame: type, id, then a and b (either may be empty). */
@@ -248,6 +269,7 @@ static void conn_send(struct ch_conn *c, int type, uint64_t id, const void *a, s
 	if (blen)
 		memcpy(w->data + CH_HDR + alen, b, blen);
 	w->w.data = w;
+	w->c = c;
 	w->b = uv_buf_init(w->data, (unsigned)n);
 	if (uv_write(&w->w, c->s, &w->b, 1, written) < 0) {
 		free(w);
@@ -325,21 +347,24 @@ static void conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 static void serve_frame(struct ch_conn *c, int type, uint64_t id, const char *p, size_t len);
 static void answer_frame(struct ctl_channel *ch, int type, uint64_t id, const char *p, size_t len);
 
-static void conn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+/* Serve (or take the answers of) the whole frames read, in order, until
+ * CH_WRITE_MAX of answers wait to be written to a peer that does not read
+ * them: then reading stops (the rest stays in c->in) and written() goes
+ * on once half of it drained. Without it, a peer that sends FETCHes and
+ * never reads the answers would have them all queued here. */
+static void conn_serve(struct ch_conn *c)
 {
-	struct ch_conn *c = s->data;
 	size_t off = 0;
 
-	(void)buf;
-	if (n == 0)
-		return;
-	if (n < 0) {
-		conn_close(c);
-		return;
-	}
-	c->in.len += (size_t)n;
 	while (!c->closing && c->in.len - off >= 4) {
 		uint32_t len = le32_load(c->in.p + off);
+
+		if (c->s->write_queue_size > CH_WRITE_MAX) {
+			c->paused = 1;
+			c->ch->paused++;
+			uv_read_stop(c->s);
+			break;
+		}
 
 		if (len < CH_HDR - 4 || len > CH_FRAME_MAX) {
 			conn_close(c);
@@ -358,6 +383,21 @@ static void conn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	if (c->closing)
 		return;
 	inbuf_consume(&c->in, off);   /* conn_alloc grows the buffer for a longer frame */
+}
+
+static void conn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct ch_conn *c = s->data;
+
+	(void)buf;
+	if (n == 0)
+		return;
+	if (n < 0) {
+		conn_close(c);
+		return;
+	}
+	c->in.len += (size_t)n;
+	conn_serve(c);
 }
 
 static struct ch_conn *conn_new(struct ctl_channel *ch, uv_stream_t *s, int32_t peer)
@@ -610,6 +650,19 @@ static void serve_fetch(struct ch_conn *c, uint64_t id, uint64_t from)
 	}
 	c->fetcher = 1;
 	c->fetched = from - 1;
+	/* an observer has one fetch out at a time: an earlier one still
+	 * parked on this connection is answered now (with what there is),
+	 * so a peer that sends FETCHes for the future without end holds one
+	 * parked fetch, not one per frame */
+	for (struct ch_park **pp = &ch->parked; *pp; pp = &(*pp)->next)
+		if ((*pp)->conn == c->id) {
+			struct ch_park *old = *pp;
+
+			*pp = old->next;
+			fetch_answer(ch, c, old->id, old->from);
+			free(old);
+			break;
+		}
 	if (!(k = calloc(1, sizeof(*k))))
 		abort();
 	*k = (struct ch_park){ ch->parked, c->id, id, from, ch->ctl->now_ms + CH_FETCH_WAIT_MS };
@@ -1175,6 +1228,7 @@ void ctl_channel_stats(const struct ctl_channel *ch, struct ctl_channel_stats *s
 	st->served = ch->served;
 	st->lost = ch->lost;
 	st->stuck_transfers = ch->stuck_transfers;
+	st->paused = ch->paused;
 	st->connected = ch->out != NULL;
 	st->fetches = ch->fetches;
 	st->snapshots_sent = ch->snapshots_sent;

@@ -955,6 +955,8 @@ int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, con
 	qc.voters = &self;
 	qc.nvoters = 1;
 	qc.tls = b->quorum_tls;   /* an SSL controller listener, or NULL */
+	qc.counters = b->quorum_port;
+	qc.sasl = b->quorum_sasl;   /* a SASL controller listener, or NULL */
 	if ((rc = cq_cluster_voters(cq, &qc, err, errlen)) < 0)
 		return rc;
 	if (qc.observer)

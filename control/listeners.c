@@ -11,7 +11,9 @@
 #include "control/config.h"
 #include "control/listeners.h"
 #include "control/quorum_tls.h"
+#include "control/quorum_transport.h"
 #include "dataplane/broker.h"
+#include "dataplane/jaas.h"
 #include "dataplane/peer_session.h"
 #include "dataplane/sasl.h"
 #include "dataplane/tls.h"
@@ -225,14 +227,8 @@ int listeners_resolve(const struct config *c, int broker, struct broker_settings
 				 "for the name %s (add %s:PLAINTEXT or %s:SSL to it)", item, one.name, one.name, one.name);
 			return -EINVAL;
 		}
-		if (in_list(ctl, one.name)) {
-			if (strcmp(proto, "PLAINTEXT") && strcmp(proto, "SSL")) {
-				snprintf(err, errlen, "listeners: %s: a controller listener over %s is not implemented "
-					 "(PLAINTEXT or SSL: docs/security.md#the-controller-listener)", item, proto);
-				return -ENOTSUP;
-			}
-			continue;   /* listeners_controller_tls */
-		}
+		if (in_list(ctl, one.name))
+			continue;   /* listeners_controller_tls, listeners_controller_sasl */
 		if (!broker)
 			continue;   /* node_role refuses a client listener on a controller only */
 		if (n == BROKER_MAX_LISTENERS) {
@@ -444,13 +440,8 @@ int listeners_controller_tls(const struct config *c, struct tls_conf *tc, char *
 	rc = map_protocol(config_str(c, "listener.security.protocol.map"), name, proto, sizeof(proto), err, errlen);
 	if (rc == -EINVAL)
 		return rc;
-	if (rc == -ENOENT || !strcmp(proto, "PLAINTEXT"))
+	if (rc == -ENOENT || !strcmp(proto, "PLAINTEXT") || !strcmp(proto, "SASL_PLAINTEXT"))
 		return 0;
-	if (strcmp(proto, "SSL")) {
-		snprintf(err, errlen, "listener.security.protocol.map: the controller listener %s over %s is not "
-			 "implemented (PLAINTEXT or SSL: docs/security.md#the-controller-listener)", name, proto);
-		return -ENOTSUP;
-	}
 	if ((rc = tls_conf_named(c, name, tc, err, errlen)) < 0)
 		return rc;
 	if (!*tc->truststore) {
@@ -459,6 +450,70 @@ int listeners_controller_tls(const struct config *c, struct tls_conf *tc, char *
 		return -EINVAL;
 	}
 	tc->client_auth = TLS_CLIENT_AUTH_REQUIRED;   /* whatever ssl.client.auth says, as Kafka's controllers */
+	return 1;
+}
+
+int listeners_controller_sasl(const struct config *c, struct qt_sasl *out, char *err, size_t errlen)
+{
+	const char *p = config_str(c, "controller.listener.names");
+	const char *mech = config_str(c, "sasl.mechanism.controller.protocol"), *jaas;
+	char name[128], proto[32], key[200], why[256];
+	bool have_password = false;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (next_item(&p, name, sizeof(name)) <= 0)
+		return 0;
+	rc = map_protocol(config_str(c, "listener.security.protocol.map"), name, proto, sizeof(proto), err, errlen);
+	if (rc == -EINVAL)
+		return rc;
+	if (rc == -ENOENT || strncmp(proto, "SASL_", 5))
+		return 0;
+	if (!strncmp(mech, "SCRAM-", 6)) {
+		snprintf(err, errlen, "sasl.mechanism.controller.protocol: %s cannot be used on the controller "
+			 "listener %s: SCRAM credentials live in the metadata log that this listener replicates, so a "
+			 "controller could not authenticate before it has that log (Kafka refuses it in KRaft too); "
+			 "use PLAIN", mech, name);
+		return -EINVAL;
+	}
+	if (strcmp(mech, "PLAIN")) {
+		snprintf(err, errlen, "sasl.mechanism.controller.protocol: %s: the controller listener %s is %s; "
+			 "Sluice has PLAIN there (GSSAPI, Kafka's default, and OAUTHBEARER are not implemented: "
+			 "docs/security.md#the-controller-listener)", mech, name, proto);
+		return -ENOTSUP;
+	}
+	snprintf(key, sizeof(key), "listener.name.%s.plain.sasl.jaas.config", name);
+	for (char *k = key; *k; k++)
+		*k = (char)tolower((unsigned char)*k);
+	if (!(jaas = config_listener_str(c, name, "plain.sasl.jaas.config"))) {
+		snprintf(err, errlen, "%s: the controller listener %s is %s with PLAIN: this JAAS config gives the "
+			 "node's own username=\"...\" password=\"...\" and the user_<name>=\"<password>\" it accepts "
+			 "(org.apache.kafka.common.security.plain.PlainLoginModule required ...;)", key, name, proto);
+		return -EINVAL;
+	}
+	rc = jaas_login(jaas, NULL, out->login.user, sizeof(out->login.user), out->login.password,
+			sizeof(out->login.password), &have_password, why, sizeof(why));
+	if (rc == 0 && (!out->login.user[0] || !have_password)) {
+		snprintf(why, sizeof(why), "no %s=\"...\": the node's own login (what it connects to the other "
+			 "controllers with) is needed", out->login.user[0] ? "password" : "username");
+		rc = -EINVAL;
+	}
+	if (rc == 0)
+		rc = sasl_jaas_parse(jaas, &out->users, why, sizeof(why));
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: %s", key, why);
+		memset(out->login.password, 0, sizeof(out->login.password));
+		return -EINVAL;
+	}
+	if (!out->users.n) {
+		snprintf(err, errlen, "%s: no user_<name>=\"<password>\": the controller listener %s would accept "
+			 "nobody (not even this node's own username)", key, name);
+		memset(out->login.password, 0, sizeof(out->login.password));
+		return -EINVAL;
+	}
+	out->login.sasl = 1;
+	out->login.mech = SASL_MECH_PLAIN;
+	out->fail_delay_ms = (unsigned)config_int(c, "connection.failed.authentication.delay.ms");
 	return 1;
 }
 

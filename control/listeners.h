@@ -36,10 +36,19 @@ int listeners_check_keys(const struct config *c, char *err, size_t errlen);
 /* The controller listener (the first name of controller.listener.names,
  * its protocol from listener.security.protocol.map): 0 PLAINTEXT (or not
  * in the map); 1 SSL, tc filled from the ssl.* keys with
- * ssl.client.auth=required (the keystore and the truststore needed);
- * -ENOTSUP for SASL_PLAINTEXT and SASL_SSL, -EINVAL, with err naming the
+ * ssl.client.auth=required (the keystore and the truststore needed), and
+ * SASL_SSL the same; 0 for SASL_PLAINTEXT; -EINVAL, with err naming the
  * key. */
 int listeners_controller_tls(const struct config *c, struct tls_conf *tc, char *err, size_t errlen);
+
+/* A SASL controller listener (SASL_PLAINTEXT, SASL_SSL): its PLAIN
+ * login and users from listener.name.<l>.plain.sasl.jaas.config into out
+ * (out->users heap: sasl_plain_users_free), 1; 0 when it is not SASL;
+ * -EINVAL (SCRAM-*, no JAAS config, no username, password or user_) or
+ * -ENOTSUP (another mechanism) with err naming the key (never a
+ * password). @thread main */
+struct qt_sasl;
+int listeners_controller_sasl(const struct config *c, struct qt_sasl *out, char *err, size_t errlen);
 
 /* How this node reaches other brokers (dataplane/peer_session.h): the
  * inter-broker listener's protocol; for TLS a client context from tc, that

@@ -20,6 +20,7 @@
 #include "control/peer_kafka.h"
 #include "control/quorum.h"
 #include "control/quorum_tls.h"
+#include "control/quorum_transport.h"
 #include "control/textbuf.h"
 #include "control/txn.h"
 #include "dataplane/broker.h"
@@ -156,6 +157,10 @@ static void render_process(struct ctl *ctl, struct broker *b, struct textbuf *t)
 			       "the quorum's leader on the controller channel (0 on the leader and alone).\n"
 			       "# TYPE sluice_controller_channel_connected gauge\n"
 			       "sluice_controller_channel_connected %d\n", cs.connected);
+		fam(t, "controller_channel_paused_total", "counter", "Times this node stopped reading a controller "
+		    "channel connection because 8 MiB of its answers waited to be written (a peer that does not "
+		    "read them); it reads on once half of that is written.");
+		textbuf_printf(t, "sluice_controller_channel_paused_total %llu\n", (unsigned long long)cs.paused);
 		textbuf_printf(t, "# HELP sluice_controller_stuck_follower_transfers_total Leadership this node "
 			       "handed over as the leader because a follower's log ended below what it believed "
 			       "the follower had (libraft 0.15's stuck follower).\n"
@@ -179,6 +184,25 @@ static void render_process(struct ctl *ctl, struct broker *b, struct textbuf *t)
 		textbuf_printf(t, "sluice_controller_tls_handshakes_total{result=\"ok\"} %llu\n"
 			       "sluice_controller_tls_handshakes_total{result=\"failed\"} %llu\n",
 			       (unsigned long long)(q ? q->handshakes : 0), (unsigned long long)(q ? q->failures : 0));
+	}
+	{   /* the control thread's counters, as above */
+		const struct qt_counters *p = b->quorum_port;
+
+		fam(t, "controller_setup_timeouts_total", "counter", "Connections on the controller port closed "
+		    "because their set-up (the TLS handshake on an SSL controller listener, then the transport's "
+		    "own handshake) was not over within 10 s: accepted by this node, and made by it.");
+		textbuf_printf(t, "sluice_controller_setup_timeouts_total{side=\"accepted\"} %llu\n"
+			       "sluice_controller_setup_timeouts_total{side=\"made\"} %llu\n",
+			       (unsigned long long)(p ? p->timeouts[0] : 0), (unsigned long long)(p ? p->timeouts[1] : 0));
+		fam(t, "controller_sasl_authentications_total", "counter", "SASL authentications on the controller "
+		    "port (a SASL_PLAINTEXT or SASL_SSL controller listener, PLAIN): of connections accepted and of "
+		    "those this node made, over or failed (a wrong password, an unknown user, a connection that "
+		    "skipped them; the first each 5 s logged).");
+		for (int side = 0; side < 2; side++)
+			for (int r = 0; r < 2; r++)
+				textbuf_printf(t, "sluice_controller_sasl_authentications_total{side=\"%s\",result=\"%s\"} "
+					       "%llu\n", side ? "made" : "accepted", r ? "failed" : "ok",
+					       (unsigned long long)(p ? p->sasl[side][r] : 0));
 	}
 	fam(t, "shards", "gauge", "Shards (pinned data-path threads) of the broker.");
 	textbuf_printf(t, "sluice_shards %d\n", b->set.nshards);

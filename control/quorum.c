@@ -737,6 +737,8 @@ int quorum_open(const struct quorum_config *cfg, const struct quorum_ops *ops, v
 	q->channel.channel_accept = cfg->channel_accept;
 	q->channel.arg = cfg->channel_arg;
 	q->channel.sec = cfg->tls;
+	q->channel.counters = cfg->counters;
+	q->channel.sasl = cfg->sasl;
 	q->told_leader = -1;
 	if (cfg->observer) {
 		rc = observer_open(cfg, q, err, errlen);

@@ -92,6 +92,8 @@ struct quorum_voter {
 /* Borrowed by quorum_open for the call only. Zero timeouts take the
  * defaults in brackets. */
 struct qtls_sec;
+struct qt_counters;
+struct qt_sasl;
 
 struct quorum_config {
 	int32_t node_id;                /* this node: one of voters[] */
@@ -124,6 +126,12 @@ struct quorum_config {
 	 * controller port's connections, both ways, on TLS. NULL: plaintext.
 	 * Borrowed until the quorum is closed. */
 	struct qtls_sec *tls;
+	/* The controller port's counters (quorum_transport.h); borrowed until
+	 * the quorum is closed. NULL: not counted. */
+	struct qt_counters *counters;
+	/* A SASL controller listener's login and users (quorum_transport.h):
+	 * borrowed until the quorum is closed. NULL: none. */
+	const struct qt_sasl *sasl;
 };
 
 struct quorum;

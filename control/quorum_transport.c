@@ -12,6 +12,14 @@
  * what is still missing of the handshake: libuv reads at most the buffer
  * it is given, so nothing of what the peer sends next is consumed here.
  *
+ * Every connection still in its set-up (in t->in, t->out) has a start
+ * time; one sweep timer (t->sweep, running while there are any) closes
+ * those older than QT_SETUP_DEADLINE_MS: an accepted one whose TLS
+ * handshake or transport handshake never came, a connect that never
+ * completed. Closing an accepted TLS connection aborts its tunnel too
+ * (before its handshake is over the tunnel does not read its outer end,
+ * so closing the inner end alone would leave the socket open).
+ *
  * @thread ctl (the quorum's libuv loop)
  */
 #include <endian.h>
@@ -23,9 +31,15 @@
 
 #include "control/quorum_tls.h"
 #include "control/quorum_transport.h"
+#include "dataplane/kafka/kafka_codec.h"
+#include "dataplane/kafka/kafka_msgs.h"
 
 #define QT_ADDRESS_MAX 1024
 #define QT_BACKLOG 128
+#define QT_SASL_HANDSHAKE 17            /* Kafka's api keys */
+#define QT_SASL_AUTHENTICATE 36
+#define QT_SASL_AUTH_FAILED 58          /* Kafka's SASL_AUTHENTICATION_FAILED */
+#define QT_SASL_OUT 1024                /* a SASL answer's frame */
 
 struct qt;
 
@@ -40,6 +54,17 @@ struct qt_in {
 	char *addr;                     /* raft's address (raft_malloc'ed) */
 	size_t addr_len, addr_got;      /* addr != NULL: reading it */
 	int closing;
+	uint64_t started;               /* uv_now at the accept */
+	struct qtls *tun;               /* TLS: its tunnel, until it closes */
+	char peer[64];                  /* "host:port" of the other end, for logs */
+	/* a SASL controller listener: the exchange before the handshake */
+	int sasl;                       /* still to do */
+	struct sasl_conn *sc;           /* its state (heap while sasl) */
+	uint8_t hdr[4];                 /* a request's size, big-endian */
+	uint32_t hgot;
+	uint8_t *frame;                 /* the request (heap), once its size is read */
+	uint32_t flen, fgot;
+	uint64_t fail_at;               /* refused: closed by the sweep at this uv_now */
 };
 
 /* A connect in flight: resolve, connect, write the handshake. */
@@ -52,12 +77,17 @@ struct qt_out {
 	uv_stream_t *tcp;               /* NULL while resolving; TLS: the
 					 * tunnel's inner end once connected */
 	struct qtls *tun;               /* TLS: its handshake still going on */
+	struct peer_session *ps;        /* SASL: the exchange going on */
+	int sasl_writing;               /* SASL: a frame of ps's in flight (o->wr) */
+	int sasl_reading;
+	uint32_t sasl_wlen;
 	char host[QT_ADDRESS_MAX];      /* TLS: the name the certificate must have */
 	uv_buf_t hs;                    /* the handshake (raft_malloc'ed) */
 	int resolving;
 	int aborted;                    /* closing its tcp (or cancelling the
 					 * resolve): the close finishes it */
 	int status;                     /* what done will be told */
+	uint64_t started;               /* uv_now at the start */
 	struct raft_uv_connect *req;    /* libraft's, or: */
 	qt_connect_fn done;             /* the channel's */
 	void *arg;
@@ -78,7 +108,11 @@ struct qt {
 	struct qt_in *in;               /* handshakes being read */
 	struct qt_out *out;             /* connects in flight */
 	struct qtls *tuns;              /* TLS tunnels open (each counted in closes) */
+	uv_timer_t sweep;               /* the set-up deadline's (see the top) */
+	int sweep_open;                 /* sweep initialised, not closed */
 };
+
+static void sweep_start(struct qt *t);
 
 static void qt_maybe_closed(struct qt *t)
 {
@@ -106,6 +140,22 @@ int qt_split(const char *address, char *host, size_t hostcap, char *port, size_t
 	return 0;
 }
 
+/* "ip:port" of tcp's other end into buf ("?" if unknown). */
+static void peer_name(uv_tcp_t *tcp, char *buf, size_t cap)
+{
+	struct sockaddr_storage sa;
+	int len = sizeof(sa);
+
+	snprintf(buf, cap, "?");
+	if (uv_tcp_getpeername(tcp, (struct sockaddr *)&sa, &len) == 0 && sa.ss_family == AF_INET) {
+		struct sockaddr_in *a = (struct sockaddr_in *)&sa;
+		char ip[INET_ADDRSTRLEN] = "?";
+
+		uv_ip4_name(a, ip, sizeof(ip));
+		snprintf(buf, cap, "%s:%u", ip, ntohs(a->sin_port));
+	}
+}
+
 /* ---- accepting --------------------------------------------------------- */
 
 static void in_unlink(struct qt_in *in)
@@ -129,6 +179,8 @@ static void in_closed(uv_handle_t *h)
 	raft_free(in->tcp);
 	raft_free(in->addr);
 	in_unlink(in);
+	free(in->sc);
+	free(in->frame);
 	free(in);
 	t->closes--;
 	qt_maybe_closed(t);
@@ -148,7 +200,13 @@ static void in_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	struct qt_in *in = h->data;
 
 	(void)suggested;
-	if (in->addr) {
+	if (in->sasl && !in->frame) {
+		buf->base = (char *)in->hdr + in->hgot;
+		buf->len = 4 - in->hgot;
+	} else if (in->sasl) {
+		buf->base = (char *)in->frame + in->fgot;
+		buf->len = in->flen - in->fgot;
+	} else if (in->addr) {
 		buf->base = in->addr + in->addr_got;
 		buf->len = in->addr_len - in->addr_got;
 	} else {
@@ -166,6 +224,8 @@ static void in_handover(struct qt_in *in, int channel)
 	uv_read_stop(s);
 	in_unlink(in);
 	s->data = NULL;
+	free(in->sc);
+	free(in->frame);
 	if (channel) {
 		t->ops->channel_accept(t->ops->arg, s, (int32_t)le64toh(in->pre[1]));
 	} else {
@@ -175,15 +235,21 @@ static void in_handover(struct qt_in *in, int channel)
 	free(in);
 }
 
+static void in_sasl_read(struct qt_in *in, size_t n);
+
 static void in_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
 	struct qt_in *in = s->data;
 
 	(void)buf;
-	if (n == 0)
+	if (n == 0 || in->fail_at)
 		return;
 	if (n < 0 || in->t->closing) {
 		in_abort(in);
+		return;
+	}
+	if (in->sasl) {
+		in_sasl_read(in, (size_t)n);
 		return;
 	}
 	if (in->addr) {
@@ -220,6 +286,170 @@ static void in_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	}
 }
 
+/* ---- SASL, accepting (quorum_transport.h: struct qt_sasl) --------------- */
+
+static int rate_ok(uint64_t *logged_ms, uint64_t *unlogged, uint64_t now)
+{
+	if (*logged_ms && now - *logged_ms < 5000) {
+		(*unlogged)++;
+		return 0;
+	}
+	*logged_ms = now;
+	return 1;
+}
+
+/* Refused: counted, logged (the first each 5 s), closed by the sweep
+ * once connection.failed.authentication.delay.ms is over (reading stops
+ * now: nothing it sends is read). */
+static void in_sasl_refuse(struct qt_in *in, const char *why)
+{
+	struct qt *t = in->t;
+	struct qt_counters *c = t->ops->counters;
+	uint64_t now = uv_now(t->loop);
+
+	if (c) {
+		c->sasl[0][1]++;
+		if (rate_ok(&c->sasl_logged_ms, &c->sasl_unlogged, now)) {
+			fprintf(stderr, "sluiced: controller port: SASL authentication from %s failed: %s (closed; "
+				"%llu more not logged)\n", in->peer, why, (unsigned long long)c->sasl_unlogged);
+			c->sasl_unlogged = 0;
+		}
+	}
+	uv_read_stop(in->tcp);
+	in->fail_at = now + (t->ops->sasl->fail_delay_ms ? t->ops->sasl->fail_delay_ms : 1);
+}
+
+static void in_sent(uv_write_t *w, int status)
+{
+	(void)status;
+	free(w);
+}
+
+/* A response frame to in's peer. 0 or -1 (in aborted). */
+static int in_send(struct qt_in *in, int16_t key, int16_t version, int32_t corr, const void *body)
+{
+	uv_write_t *w = malloc(sizeof(*w) + QT_SASL_OUT);
+	struct kafka_writer kw;
+	uv_buf_t b;
+
+	if (!w) {
+		in_abort(in);
+		return -1;
+	}
+	kafka_writer_init(&kw, (uint8_t *)(w + 1), QT_SASL_OUT);
+	if (kafka_response_encode(&kw, key, version, corr, body) < 0 || kw.len > QT_SASL_OUT) {
+		free(w);
+		in_abort(in);
+		return -1;
+	}
+	b = uv_buf_init((char *)(w + 1), (unsigned)kw.len);
+	if (uv_write(w, in->tcp, &b, 1, in_sent) < 0) {
+		free(w);
+		in_abort(in);
+		return -1;
+	}
+	return 0;
+}
+
+/* One whole request in in->frame: SaslHandshake, then SaslAuthenticate. */
+static void in_sasl_frame(struct qt_in *in)
+{
+	const struct qt_sasl *sa = in->t->ops->sasl;
+	size_t cap = kafka_arena_bound(in->flen);
+	struct kafka_request req;
+	struct kafka_arena a;
+	void *mem = malloc(cap);
+	int16_t key, ver;
+	int32_t corr;
+
+	if (!mem) {
+		in_abort(in);
+		return;
+	}
+	kafka_arena_init(&a, mem, cap);
+	if (kafka_request_decode(in->frame, in->flen, &a, &req) < 0 || !req.api) {
+		in_sasl_refuse(in, "a request that does not decode (not SASL)");
+		free(mem);
+		return;
+	}
+	key = req.header.RequestApiKey;
+	ver = req.header.RequestApiVersion;
+	corr = req.header.CorrelationId;
+	if (key == QT_SASL_HANDSHAKE && ver >= 1 && in->sc->state == SASL_WANT_HANDSHAKE) {
+		const struct kafka_sasl_handshake_request *q = req.body;
+		struct kafka_sasl_handshake_response r;
+		struct kafka_str plain = { "PLAIN", 5 };
+
+		kafka_sasl_handshake_response_init(&r);
+		r.Mechanisms.items = &plain;
+		r.Mechanisms.count = 1;
+		r.ErrorCode = (int16_t)sasl_handshake(in->sc, q->Mechanism.ptr ? q->Mechanism.ptr : "",
+						      q->Mechanism.len > 0 ? (size_t)q->Mechanism.len : 0,
+						      SASL_MECH_PLAIN, ver);
+		if (in_send(in, key, ver, corr, &r) == 0 && r.ErrorCode)
+			in_sasl_refuse(in, "a mechanism other than PLAIN (sasl.mechanism.controller.protocol)");
+	} else if (key == QT_SASL_AUTHENTICATE && in->sc->state == SASL_WANT_AUTH) {
+		const struct kafka_sasl_authenticate_request *q = req.body;
+		struct kafka_sasl_authenticate_response r;
+		struct sasl_creds cr = { .plain = &sa->users };
+		uint8_t out[256];
+		size_t outlen = 0;
+		char why[200] = "";
+		int rc;
+
+		rc = sasl_step(in->sc, &cr, q->AuthBytes.ptr ? q->AuthBytes.ptr : (const uint8_t *)"",
+			       q->AuthBytes.len > 0 ? (size_t)q->AuthBytes.len : 0, out, sizeof(out), &outlen, why,
+			       sizeof(why));
+		kafka_sasl_authenticate_response_init(&r);
+		if (rc == 0) {
+			r.AuthBytes = (struct kafka_bytes){ out, (int32_t)outlen };
+			if (in_send(in, key, ver, corr, &r) == 0) {
+				if (in->t->ops->counters)
+					in->t->ops->counters->sasl[0][0]++;
+				in->sasl = 0;   /* the transport's handshake comes next */
+			}
+		} else {
+			r.ErrorCode = QT_SASL_AUTH_FAILED;
+			r.ErrorMessage = (struct kafka_str){ "Authentication failed: Invalid username or password",
+							     51 };
+			if (in_send(in, key, ver, corr, &r) == 0)
+				in_sasl_refuse(in, why[0] ? why : "invalid username or password");
+		}
+	} else {
+		in_sasl_refuse(in, "a request other than SaslHandshake v1+ then SaslAuthenticate (authentication "
+			       "skipped?)");
+	}
+	free(mem);
+}
+
+static void in_sasl_read(struct qt_in *in, size_t n)
+{
+	if (!in->frame) {
+		in->hgot += (uint32_t)n;
+		if (in->hgot < 4)
+			return;
+		in->flen = (uint32_t)in->hdr[0] << 24 | (uint32_t)in->hdr[1] << 16 | (uint32_t)in->hdr[2] << 8 |
+			   in->hdr[3];
+		if (in->flen < 8 || in->flen > SASL_PREAUTH_FRAME_MAX) {
+			in_sasl_refuse(in, "a frame that is not a SASL request (authentication skipped?)");
+			return;
+		}
+		if (!(in->frame = malloc(in->flen))) {
+			in_abort(in);
+			return;
+		}
+		in->fgot = 0;
+		return;
+	}
+	in->fgot += (uint32_t)n;
+	if (in->fgot < in->flen)
+		return;
+	in_sasl_frame(in);
+	free(in->frame);
+	in->frame = NULL;
+	in->hgot = 0;
+}
+
 /* ---- TLS tunnels (control/quorum_tls.h) ------------------------------- */
 
 static void tun_closed(void *arg, struct qtls *tun)
@@ -232,6 +462,9 @@ static void tun_closed(void *arg, struct qtls *tun)
 		t->tuns = tun->next;
 	if (tun->next)
 		tun->next->prev = tun->prev;
+	for (struct qt_in *in = t->in; in; in = in->next)
+		if (in->tun == tun)
+			in->tun = NULL;
 	t->closes--;
 	qt_maybe_closed(t);
 }
@@ -250,16 +483,10 @@ static void handle_freed(uv_handle_t *h)
 static int tun_open(struct qt *t, uv_tcp_t *tcp, const char *host, qtls_ready_fn ready, void *arg,
 		    uv_stream_t **s, struct qtls **out)
 {
-	struct sockaddr_storage sa;
-	char ip[64] = "?", peer[300];
-	int len = sizeof(sa), rc;
+	char ip[64], peer[300];
+	int rc;
 
-	if (uv_tcp_getpeername(tcp, (struct sockaddr *)&sa, &len) == 0 && sa.ss_family == AF_INET) {
-		struct sockaddr_in *a = (struct sockaddr_in *)&sa;
-
-		uv_ip4_name(a, ip, sizeof(ip));
-		snprintf(ip + strlen(ip), sizeof(ip) - strlen(ip), ":%u", ntohs(a->sin_port));
-	}
+	peer_name(tcp, ip, sizeof(ip));
 	snprintf(peer, sizeof(peer), "%s%s%s%s", host ? host : "", host ? " (" : "", ip, host ? ")" : "");
 	rc = qtls_start(t->ops->sec, t->loop, tcp, host, peer, ready, arg, tun_closed, t, s, out);
 	if (rc < 0) {
@@ -287,7 +514,12 @@ static void qt_listen_cb(uv_stream_t *server, int status)
 		return;
 	if (!(in = calloc(1, sizeof(*in))))
 		return;
+	if (t->ops && t->ops->sasl && !(in->sc = calloc(1, sizeof(*in->sc)))) {
+		free(in);
+		return;
+	}
 	if (!(tcp = raft_malloc(sizeof(*tcp)))) {
+		free(in->sc);
 		free(in);
 		return;
 	}
@@ -296,12 +528,15 @@ static void qt_listen_cb(uv_stream_t *server, int status)
 		tcp->data = t;
 		t->closes++;
 		uv_close((uv_handle_t *)tcp, handle_freed);
+		free(in->sc);
 		free(in);
 		return;
 	}
+	peer_name(tcp, in->peer, sizeof(in->peer));
 	if (t->ops && t->ops->sec) {
 		/* TLS: the handshake below is read from the tunnel's inner end */
 		if (tun_open(t, tcp, NULL, NULL, NULL, &in->tcp, &tun) < 0) {
+			free(in->sc);
 			free(in);
 			return;
 		}
@@ -309,12 +544,16 @@ static void qt_listen_cb(uv_stream_t *server, int status)
 		in->tcp = (uv_stream_t *)tcp;
 	}
 	in->t = t;
+	in->tun = tun;
+	in->started = uv_now(t->loop);
 	in->want = 8;
+	in->sasl = in->sc != NULL;
 	in->tcp->data = in;
 	in->next = t->in;
 	if (t->in)
 		t->in->prev = in;
 	t->in = in;
+	sweep_start(t);
 	if (uv_read_start(in->tcp, in_alloc, in_read) < 0)
 		in_abort(in);
 	if (tun)
@@ -334,6 +573,7 @@ static void out_finish(struct qt_out *o, uv_stream_t *s)
 	if (o->next)
 		o->next->prev = o->prev;
 	raft_free(o->hs.base);
+	peer_session_destroy(o->ps);
 	if (o->req)
 		o->req->cb(o->req, s, s ? 0 : t->closing ? RAFT_CANCELED : RAFT_NOCONNECTION);
 	else
@@ -397,6 +637,125 @@ static void out_send_handshake(struct qt_out *o)
 		out_fail(o, rc);
 }
 
+/* ---- SASL, connecting: peer_session (dataplane/peer_session.h) on the
+ * stream, then the transport's handshake ---------------------------------- */
+
+static void out_sasl_pump(struct qt_out *o);
+
+static void out_sasl_failed(struct qt_out *o, const char *why)
+{
+	struct qt_counters *c = o->t->ops->counters;
+
+	if (c) {
+		c->sasl[1][1]++;
+		if (rate_ok(&c->sasl_logged_ms, &c->sasl_unlogged, uv_now(o->t->loop))) {
+			fprintf(stderr, "sluiced: controller port: SASL authentication to %s as %s failed: %s (%llu more "
+				"not logged)\n", o->host, o->t->ops->sasl->login.user, why,
+				(unsigned long long)c->sasl_unlogged);
+			c->sasl_unlogged = 0;
+		}
+	}
+	out_fail(o, -EACCES);
+}
+
+static void out_sasl_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct qt_out *o = h->data;
+	uint32_t cap = 0;
+
+	(void)suggested;
+	buf->base = (char *)peer_session_rx(o->ps, &cap);
+	buf->len = cap;
+}
+
+static void out_sasl_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct qt_out *o = s->data;
+
+	(void)buf;
+	if (n == 0 || o->aborted)
+		return;
+	if (n < 0) {
+		out_sasl_failed(o, "the connection closed during the SASL exchange");
+		return;
+	}
+	if (peer_session_feed(o->ps, (uint32_t)n) < 0) {
+		out_sasl_failed(o, peer_session_error(o->ps));
+		return;
+	}
+	out_sasl_pump(o);
+}
+
+static void out_sasl_written(uv_write_t *w, int status)
+{
+	struct qt_out *o = w->data;
+
+	o->sasl_writing = 0;
+	if (o->aborted)
+		return;
+	if (status < 0) {
+		out_fail(o, status);
+		return;
+	}
+	peer_session_sent(o->ps, o->sasl_wlen);
+	out_sasl_pump(o);
+}
+
+static void out_sasl_pump(struct qt_out *o)
+{
+	const uint8_t *b;
+	uint32_t len;
+	int rc = peer_session_step(o->ps);
+
+	if (rc < 0) {
+		out_sasl_failed(o, peer_session_error(o->ps));
+		return;
+	}
+	if (!o->sasl_writing && (len = peer_session_tx(o->ps, &b)) > 0) {
+		uv_buf_t ub = uv_buf_init((char *)(uintptr_t)b, len);
+
+		o->wr.data = o;
+		o->sasl_wlen = len;
+		if (uv_write(&o->wr, o->tcp, &ub, 1, out_sasl_written) < 0) {
+			out_fail(o, -EIO);
+			return;
+		}
+		o->sasl_writing = 1;
+		return;
+	}
+	if (rc == 1 && !o->sasl_writing) {   /* authenticated: nothing more of SASL comes */
+		uv_read_stop(o->tcp);
+		peer_session_destroy(o->ps);
+		o->ps = NULL;
+		if (o->t->ops->counters)
+			o->t->ops->counters->sasl[1][0]++;
+		out_send_handshake(o);
+		return;
+	}
+	if (!o->sasl_reading) {
+		if (uv_read_start(o->tcp, out_sasl_alloc, out_sasl_read) < 0) {
+			out_fail(o, -EIO);
+			return;
+		}
+		o->sasl_reading = 1;
+	}
+}
+
+/* SASL first (a SASL controller listener), then the transport's handshake. */
+static void out_ready(struct qt_out *o)
+{
+	if (!o->t->ops || !o->t->ops->sasl) {
+		out_send_handshake(o);
+		return;
+	}
+	if (!(o->ps = peer_session_create(&o->t->ops->sasl->login, o->host))) {
+		out_fail(o, -ENOMEM);
+		return;
+	}
+	o->tcp->data = o;
+	out_sasl_pump(o);
+}
+
 /* TLS: the tunnel's handshake is over (0) or failed (logged, counted). */
 static void out_tls_ready(void *arg, int status)
 {
@@ -409,7 +768,7 @@ static void out_tls_ready(void *arg, int status)
 		out_fail(o, -ECONNREFUSED);
 		return;
 	}
-	out_send_handshake(o);
+	out_ready(o);
 }
 
 static void out_connected(uv_connect_t *c, int status)
@@ -427,7 +786,7 @@ static void out_connected(uv_connect_t *c, int status)
 		return;
 	}
 	if (!t->ops || !t->ops->sec) {
-		out_send_handshake(o);
+		out_ready(o);
 		return;
 	}
 	/* TLS: the tunnel takes the socket; o goes on with its inner end
@@ -505,11 +864,13 @@ static int out_start(struct qt *t, const char *address, uv_buf_t hs, struct qt_o
 		return rc;
 	}
 	o->resolving = 1;
+	o->started = uv_now(t->loop);
 	o->next = t->out;
 	if (t->out)
 		t->out->prev = o;
 	t->out = o;
 	*out = o;
+	sweep_start(t);
 	return 0;
 }
 
@@ -565,6 +926,78 @@ int qt_channel_connect(struct raft_uv_transport *tr, const char *address, int32_
 	o->done = done;
 	o->arg = arg;
 	return 0;
+}
+
+/* ---- the set-up deadline ---------------------------------------------- */
+
+static void timed_out(struct qt *t, int made, const char *peer)
+{
+	struct qt_counters *c = t->ops ? t->ops->counters : NULL;
+	uint64_t now = uv_now(t->loop);
+
+	if (!c)
+		return;
+	c->timeouts[made]++;
+	if (c->logged_ms && now - c->logged_ms < 5000) {
+		c->unlogged++;
+		return;
+	}
+	fprintf(stderr, "sluiced: controller port: the connection %s %s was not set up within %u ms (%s "
+		"handshake): closed (%llu more not logged)\n", made ? "to" : "from", peer, QT_SETUP_DEADLINE_MS,
+		t->ops->sec ? "TLS or transport" : "transport", (unsigned long long)c->unlogged);
+	c->logged_ms = now;
+	c->unlogged = 0;
+}
+
+static void sweep(uv_timer_t *timer)
+{
+	struct qt *t = timer->data;
+	uint64_t now = uv_now(t->loop);
+
+	if (t->closing)
+		return;
+	for (struct qt_in *in = t->in; in; in = in->next) {
+		if (in->closing)
+			continue;
+		if (in->fail_at) {   /* SASL refused: closed once the delay is over */
+			if (now < in->fail_at)
+				continue;
+			if (in->tun)
+				qtls_abort(in->tun);
+			in_abort(in);
+			continue;
+		}
+		if (now - in->started < QT_SETUP_DEADLINE_MS)
+			continue;
+		timed_out(t, 0, in->peer);
+		if (in->tun)
+			qtls_abort(in->tun);   /* before its handshake it does not see the inner end close */
+		in_abort(in);                  /* in stays listed until its close callback */
+	}
+	for (struct qt_out *o = t->out; o; o = o->next) {
+		if (o->aborted || now - o->started < QT_SETUP_DEADLINE_MS)
+			continue;
+		timed_out(t, 1, o->host);
+		o->status = -ETIMEDOUT;
+		if (o->tun)
+			qtls_abort(o->tun);   /* its ready (-ECANCELED) fails o, which stays listed */
+		else
+			out_fail(o, -ETIMEDOUT);   /* o stays listed until its callback */
+	}
+	if (!t->in && !t->out)
+		uv_timer_stop(&t->sweep);
+}
+
+/* Run the sweep while connections are in their set-up. */
+static void sweep_start(struct qt *t)
+{
+	if (!t->sweep_open) {
+		uv_timer_init(t->loop, &t->sweep);
+		t->sweep.data = t;
+		t->sweep_open = 1;
+	}
+	if (!uv_is_active((uv_handle_t *)&t->sweep))
+		uv_timer_start(&t->sweep, sweep, QT_SWEEP_MS, QT_SWEEP_MS);
 }
 
 /* ---- the transport's methods ------------------------------------------- */
@@ -632,6 +1065,12 @@ static void qt_tr_close(struct raft_uv_transport *tr, raft_uv_transport_close_cb
 		t->listener_open = 0;
 		t->closes++;
 		uv_close((uv_handle_t *)&t->listener, listener_closed);
+	}
+	if (t->sweep_open) {
+		t->sweep_open = 0;
+		t->sweep.data = t;
+		t->closes++;
+		uv_close((uv_handle_t *)&t->sweep, listener_closed);
 	}
 	for (struct qt_in *in = t->in; in; in = in->next)
 		in_abort(in);

@@ -38,10 +38,50 @@
 #include <raft/uv.h>
 #include <uv.h>
 
+#include "dataplane/peer_session.h"
+#include "dataplane/sasl.h"
+
 struct qtls_sec;
 
 #define QT_RAFT_PROTOCOL 1ull
+/* A connection, accepted or made, whose set-up (TLS handshake, then the
+ * handshake above) is not over this long after the TCP accept (or the
+ * start of the connect) is closed and counted: a peer that connects and
+ * sends nothing, or stalls mid-handshake, holds no socket for longer.
+ * Kafka's clients bound the same with socket.connection.setup.timeout.ms
+ * (10 s); its controller listener has no server-side equivalent. Checked
+ * by a sweep once a second (so closed between 10 and 11 s). */
+#define QT_SETUP_DEADLINE_MS 10000u
+#define QT_SWEEP_MS 1000u
 #define QT_CHANNEL_MAGIC 0x314e4843434c53ull   /* "SLCCHN1" little-endian */
+
+/* The controller port's counters, for the metrics (control/metrics.c).
+ * Main's (it outlives every quorum), written and read by the control
+ * thread only (the quorum's loop and the /metrics scrape both run there). */
+struct qt_counters {
+	uint64_t timeouts[2];           /* closed at QT_SETUP_DEADLINE_MS: [0] accepted, [1] made */
+	uint64_t logged_ms;             /* uv_now of the last timeout logged (one per 5 s) */
+	uint64_t unlogged;              /* timeouts not logged since */
+	/* a SASL controller listener: authentications [0] accepted, [1]
+	 * made; [.][0] ok, [.][1] failed */
+	uint64_t sasl[2][2];
+	uint64_t sasl_logged_ms, sasl_unlogged;   /* as logged_ms, unlogged: failures */
+};
+
+/* A SASL controller listener (SASL_PLAINTEXT, SASL_SSL): PLAIN, Kafka's
+ * framing (SaslHandshake v1, SaslAuthenticate v2, the generated codec),
+ * after the TLS handshake (SASL_SSL) or the TCP connect, before the
+ * handshake above: a connection made sends this node's login and waits
+ * for the answer before anything else; an accepted one is read for
+ * nothing but those two requests until they authenticated a user of
+ * `users`. A failed one is answered SASL_AUTHENTICATION_FAILED, counted,
+ * logged with the peer's address (never the password) and closed
+ * fail_delay_ms later. Made by main (control/listeners.c), read-only. */
+struct qt_sasl {
+	struct peer_sec login;          /* this node's: sasl 1, tls 0 (the tunnel's), PLAIN */
+	struct sasl_plain_users users;  /* accepted: user_<name>="<password>" */
+	unsigned fail_delay_ms;         /* connection.failed.authentication.delay.ms */
+};
 
 struct qt_ops {
 	/* A channel connection whose handshake was read: stream is
@@ -55,6 +95,10 @@ struct qt_ops {
 	 * handed over is the tunnel's plaintext end (a uv_pipe_t). NULL:
 	 * plaintext. Borrowed: main's, outlives the transport. */
 	struct qtls_sec *sec;
+	/* Borrowed: main's, outlives the transport. NULL: not counted. */
+	struct qt_counters *counters;
+	/* A SASL controller listener, borrowed as sec (main's). NULL: none. */
+	const struct qt_sasl *sasl;
 };
 
 /* @thread ctl. Fill t (raft_uv_init's transport) for loop; ops borrowed

@@ -21,6 +21,7 @@
 #include "control/listeners.h"
 #include "control/node_role.h"
 #include "control/quorum_tls.h"
+#include "control/quorum_transport.h"
 #include "control/ctl.h"
 #include "dataplane/native/native_broker.h"
 #include "dataplane/peer_session.h"
@@ -165,6 +166,10 @@ static void release(struct config *cfg, struct broker *b, struct ctl *ctl, int n
 		native_dpdk_stop(b);
 		for (int i = 0; i < BROKER_MAX_LISTENERS; i++)
 			tls_server_destroy(b->tls[i]);
+		if (b->quorum_sasl) {
+			sasl_plain_users_free(&b->quorum_sasl->users);
+			memset(b->quorum_sasl->login.password, 0, sizeof(b->quorum_sasl->login.password));
+		}
 		if (b->quorum_tls) {
 			tls_server_destroy(b->quorum_tls->server);
 			tls_client_destroy(b->quorum_tls->client);
@@ -235,6 +240,8 @@ int main(int argc, char **argv)
 	int nscram = 0;
 	struct peer_sec peer_sec = { 0 };   /* b->peer_sec: lives as long as main */
 	struct qtls_sec quorum_tls = { 0 }; /* b->quorum_tls: the same */
+	struct qt_counters quorum_port = { 0 }; /* b->quorum_port: the same */
+	struct qt_sasl quorum_sasl = { 0 };     /* b->quorum_sasl: the same */
 
 	if (config_create(&cfg) < 0)
 		return 1;
@@ -338,6 +345,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	b->cfg = cfg;
+	b->quorum_port = &quorum_port;
 	if (nscram) {
 		memcpy(b->boot_scram, scram, sizeof(scram[0]) * (size_t)nscram);
 		b->nboot_scram = nscram;
@@ -401,6 +409,13 @@ int main(int argc, char **argv)
 			quorum_tls.server = NULL;
 			goto out;
 		}
+		/* a SASL controller listener: PLAIN, its login and users */
+		if ((rc = listeners_controller_sasl(cfg, &quorum_sasl, err, sizeof(err))) < 0) {
+			fprintf(stderr, "sluiced: %s\n", err);
+			goto out;
+		}
+		if (rc > 0)
+			b->quorum_sasl = &quorum_sasl;
 		if ((any_tls || b->quorum_tls) && (rc = tls_ktls_probe()) < 0)
 			fprintf(stderr, "sluiced: TLS: the record layer stays OpenSSL's: this kernel has no kTLS (%s%s)\n",
 				strerror(-rc), rc == -ENOENT ? ": built without CONFIG_TLS" : "");

@@ -38,6 +38,8 @@
 struct tls_server;
 struct peer_sec;
 struct qtls_sec;
+struct qt_counters;
+struct qt_sasl;
 struct sasl_scram_cred;
 struct sasl_plain_users;
 struct part;   /* a partition as its owner shard holds it (dataplane/part.h) */
@@ -299,6 +301,12 @@ struct broker {
 				       * port's TLS (control/quorum_tls.h), else NULL;
 				       * main's; the control thread alone uses it, but
 				       * for listeners_tls_reload's swap of its contexts */
+	struct qt_sasl *quorum_sasl;  /* a SASL controller listener: its PLAIN login and
+				       * users (control/quorum_transport.h), else NULL;
+				       * main's, read-only once the threads start */
+	struct qt_counters *quorum_port; /* the controller port's counters
+				       * (control/quorum_transport.h): main's, the
+				       * control thread's alone */
 	/* sluiced --add-scram: credentials the metadata log gets when this
 	 * node first leads it with no SCRAM user (control/ctl_quorum.c); main
 	 * sets them before the control thread starts, which reads them */

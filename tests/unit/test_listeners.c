@@ -8,6 +8,7 @@
 
 #include "control/config.h"
 #include "control/listeners.h"
+#include "control/quorum_transport.h"
 #include "dataplane/broker.h"
 #include "dataplane/peer_session.h"
 #include "dataplane/sasl.h"
@@ -185,7 +186,7 @@ Test(listeners, a_secured_inter_broker_listener)
 /* The controller listener's protocol (the first name of
  * controller.listener.names in listener.security.protocol.map):
  * PLAINTEXT by default, SSL with mutual TLS whatever ssl.client.auth says,
- * the SASL ones refused naming the map. */
+ * SASL_SSL as SSL, SASL_PLAINTEXT as PLAINTEXT (SASL: below). */
 Test(listeners, the_controller_listener_protocol)
 {
 	struct tls_conf tc;
@@ -221,10 +222,51 @@ Test(listeners, the_controller_listener_protocol)
 	put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL,QUORUM:PLAINTEXT");
 	cr_assert_eq(listeners_controller_tls(c, &tc, err, sizeof(err)), 0, "%s", err);
 	put("controller.listener.names", "CONTROLLER");
+	/* SASL_SSL: the same TLS; SASL_PLAINTEXT: none */
 	put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL");
-	cr_assert_eq(listeners_controller_tls(c, &tc, err, sizeof(err)), -ENOTSUP);
-	cr_assert(strstr(err, "listener.security.protocol.map") && strstr(err, "SASL_SSL"), "%s", err);
-	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), -ENOTSUP);
+	cr_assert_eq(listeners_controller_tls(c, &tc, err, sizeof(err)), 1, "%s", err);
+	cr_assert_eq(listeners_resolve(c, 1, &set, err, sizeof(err)), 0, "%s", err);
+	put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT");
+	cr_assert_eq(listeners_controller_tls(c, &tc, err, sizeof(err)), 0, "%s", err);
+}
+
+/* SASL on the controller listener: PLAIN only (SCRAM refused with Kafka's
+ * reason, GSSAPI not implemented), the node's login and its users from
+ * listener.name.<l>.plain.sasl.jaas.config, each error naming its key. */
+Test(listeners, the_controller_listener_sasl)
+{
+	struct qt_sasl qs;
+
+	put("listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093");
+	put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL");
+	cr_assert_eq(listeners_controller_sasl(c, &qs, err, sizeof(err)), 0, "not SASL");
+	put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT");
+	cr_assert_eq(listeners_controller_sasl(c, &qs, err, sizeof(err)), -ENOTSUP, "Kafka's default, GSSAPI");
+	cr_assert(strstr(err, "sasl.mechanism.controller.protocol") && strstr(err, "GSSAPI"), "%s", err);
+	put("sasl.mechanism.controller.protocol", "SCRAM-SHA-512");
+	cr_assert_eq(listeners_controller_sasl(c, &qs, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "sasl.mechanism.controller.protocol") && strstr(err, "metadata log"), "%s", err);
+	put("sasl.mechanism.controller.protocol", "PLAIN");
+	cr_assert_eq(listeners_controller_sasl(c, &qs, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "listener.name.controller.plain.sasl.jaas.config"), "%s", err);
+	put("listener.name.controller.plain.sasl.jaas.config",
+	    "org.apache.kafka.common.security.plain.PlainLoginModule required user_a=\"pw-a\";");
+	cr_assert_eq(listeners_controller_sasl(c, &qs, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "username") && !strstr(err, "pw-a"), "%s", err);
+	put("listener.name.controller.plain.sasl.jaas.config",
+	    "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"a\" password=\"pw-a\";");
+	cr_assert_eq(listeners_controller_sasl(c, &qs, err, sizeof(err)), -EINVAL, "nobody accepted");
+	cr_assert(strstr(err, "user_") && !strstr(err, "pw-a"), "%s", err);
+	put("listener.name.controller.plain.sasl.jaas.config",
+	    "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"a\" password=\"pw-a\" "
+	    "user_a=\"pw-a\" user_b=\"pw-b\";");
+	cr_assert_eq(listeners_controller_sasl(c, &qs, err, sizeof(err)), 1, "%s", err);
+	cr_assert_str_eq(qs.login.user, "a");
+	cr_assert_str_eq(qs.login.password, "pw-a");
+	cr_assert_eq(qs.login.sasl, 1);
+	cr_assert_eq(qs.login.tls, 0);
+	cr_assert_eq(qs.users.n, 2);
+	sasl_plain_users_free(&qs.users);
 }
 
 Test(listeners, principal_mapping_rules_as_kafka)
