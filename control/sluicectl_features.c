@@ -140,11 +140,11 @@ static const struct opt_spec upgrade_opts[] = {
 };
 
 const struct cmd features_cmds[] = {
-	{ "features", "describe", "", "the metadata.version levels this node supports and the cluster's finalized "
-	  "one (ApiVersions v3)", describe_opts,
+	{ "features", "describe", "", "metadata.version: this node's levels and the cluster's (ApiVersions v3)",
+	  describe_opts,
 	  "sluicectl features describe\nsluicectl features describe --format json", cmd_features_describe },
-	{ "features", "upgrade", "", "raise the cluster's metadata.version once every broker supports it "
-	  "(UpdateFeatures)", upgrade_opts,
+	{ "features", "upgrade", "", "raise metadata.version once every broker supports it (UpdateFeatures)",
+	  upgrade_opts,
 	  "sluicectl features upgrade --metadata 2\nsluicectl features upgrade --metadata 2 --validate-only",
 	  cmd_features_upgrade },
 };
