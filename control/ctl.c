@@ -660,6 +660,7 @@ const struct coord_ops ctl_coord_ops = {
 	.submit_producer_id = ctl_producer_id_submit,
 	.submit_quorum = ctl_quorum_submit,
 	.submit_elect = ctl_elect_submit,
+	.submit_features = ctl_features_submit,
 	.submit_reassign = ctl_reassign_submit,
 	.submit_scram = ctl_scram_submit,
 	.submit_acl = ctl_acl_submit,

@@ -110,6 +110,11 @@ void ctl_quorum_submit(struct kafka_ctx *ctx, struct coord_quorum *out);
  * part's result, then ctx resumes (dataplane/coord.h submit_elect). */
 struct coord_elect;
 void ctl_elect_submit(struct kafka_ctx *ctx, struct coord_elect *req);
+/* @thread shard. UpdateFeatures (control/ctl_features.c): the active
+ * controller checks each update and proposes its FEATURE_LEVEL record,
+ * fills its result, then ctx resumes (dataplane/coord.h submit_features). */
+struct coord_features;
+void ctl_features_submit(struct kafka_ctx *ctx, struct coord_features *req);
 /* @thread shard. Partition reassignments (control/ctl_reassign.c): the
  * control thread starts, cancels or lists them and fills req, then ctx
  * resumes (dataplane/coord.h submit_reassign). */

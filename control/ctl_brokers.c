@@ -31,6 +31,7 @@
 #include "control/config.h"
 #include "control/ctl_internal.h"
 #include "control/meta_brokers.h"
+#include "control/meta_features.h"
 #include "control/metalog.h"
 #include "control/quorum.h"
 
@@ -41,6 +42,7 @@ struct ctl_hb {
 	int64_t last_ms;                /* monotonic ms of its last heartbeat */
 	int64_t grace_ms;               /* > 0: fenced after this long, not a session (took_over) */
 	int changing;                   /* a fence or unfence of it in flight */
+	int16_t mv_max;                 /* highest metadata.version its heartbeats at epoch say (0: none) */
 };
 
 struct ctl_brokers {
@@ -170,7 +172,18 @@ static void propose_fence(struct ctl *ctl, int32_t id, int64_t epoch, int fenced
 	ctl_meta_propose(ctl, &r, fence_done, (void *)((intptr_t)id << 1 | (fenced ? 1 : 0)));
 }
 
-int ctl_controller_heartbeat(struct ctl *ctl, int32_t id, int64_t epoch)
+int16_t ctl_brokers_supported_max(const struct ctl *ctl, int32_t id)
+{
+	const struct ctl_brokers *cb = ctl->brokers;
+	const struct meta_broker *b = metalog_broker(ctl->ml, id);
+
+	for (int i = 0; cb && b && i < cb->nhb; i++)
+		if (cb->hb[i].id == id)
+			return cb->hb[i].epoch == b->epoch ? cb->hb[i].mv_max : 0;
+	return 0;
+}
+
+int ctl_controller_heartbeat(struct ctl *ctl, int32_t id, int64_t epoch, int16_t mv_max)
 {
 	struct ctl_brokers *cb = ctl->brokers;
 	const struct meta_broker *b = metalog_broker(ctl->ml, id);
@@ -182,6 +195,7 @@ int ctl_controller_heartbeat(struct ctl *ctl, int32_t id, int64_t epoch)
 	h->epoch = epoch;
 	h->last_ms = ctl->now_ms;
 	h->grace_ms = 0;
+	h->mv_max = mv_max;
 	if (b->fenced)
 		propose_fence(ctl, id, epoch, 0);
 	return 0;
@@ -204,6 +218,7 @@ static void controller_check_sessions(struct ctl *ctl, int64_t session_ms)
 		if (h->epoch != b->epoch) {
 			h->epoch = b->epoch;
 			h->last_ms = ctl->now_ms;
+			h->mv_max = 0;   /* a new registration: what its heartbeats say next */
 			continue;
 		}
 		if (h->grace_ms > 0 && ctl->now_ms - h->last_ms >= h->grace_ms) {
@@ -269,10 +284,10 @@ static void heartbeat_answered(void *cookie, int err, int fenced)
 }
 
 /* The active controller here serves another node's heartbeat. */
-static int heartbeat_serve(struct ctl *ctl, int32_t id, int64_t epoch, int *fenced)
+static int heartbeat_serve(struct ctl *ctl, int32_t id, int64_t epoch, int16_t mv_max, int *fenced)
 {
 	const struct meta_broker *b;
-	int rc = ctl_controller_heartbeat(ctl, id, epoch);
+	int rc = ctl_controller_heartbeat(ctl, id, epoch, mv_max);
 
 	b = metalog_broker(ctl->ml, id);
 	*fenced = !b || b->fenced;
@@ -289,7 +304,7 @@ static int heartbeat(struct ctl *ctl)
 		return 0;   /* a controlled shutdown fenced it: no heartbeat unfences it */
 	if (ch && !ctl_quorum_is_leader(ctl))
 		return ctl_channel_heartbeat(ch, ctl->b->set.node_id, cb->epoch, heartbeat_answered, ctl);
-	if (ctl_controller_heartbeat(ctl, ctl->b->set.node_id, cb->epoch) == -ESTALE)
+	if (ctl_controller_heartbeat(ctl, ctl->b->set.node_id, cb->epoch, meta_features_local_max()) == -ESTALE)
 		heartbeat_stale(cb);
 	return 0;
 }
@@ -336,6 +351,18 @@ void ctl_brokers_start(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, 
 		ctl_channel_serve_heartbeats(ctl_quorum_channel(ctl), heartbeat_serve);
 	cb->interval_ms = config_int(ctl->cfg, "broker.heartbeat.interval.ms");
 	cb->session_ms = config_int(ctl->cfg, "broker.session.timeout.ms");
+	if (metalog_metadata_version(ctl->ml) > meta_features_local_max()) {
+		/* Kafka's controller refuses such a registration: this node
+		 * could not read what the cluster writes */
+		char msg[256];
+
+		cb->ready = NULL;
+		snprintf(msg, sizeof(msg), "the cluster's metadata.version is %d and this node supports %d at most "
+			 "(a node of an older build cannot join once the level was raised)",
+			 metalog_metadata_version(ctl->ml), meta_features_local_max());
+		ready(ctl, -EOPNOTSUPP, msg);
+		return;
+	}
 	if (ctl->b->set.controller_only) {
 		/* never a broker: nothing to register, serve at once */
 		cb->ready = NULL;
@@ -345,7 +372,8 @@ void ctl_brokers_start(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, 
 	register_propose(ctl);
 }
 
-/* A REGISTER_BROKER record with a new incarnation. */
+/* A REGISTER_BROKER record with a new incarnation: REGISTER_BROKER_ENDPOINTS
+ * (every listener) from metadata.version 2, REGISTER_BROKER below. */
 static void register_propose(struct ctl *ctl)
 {
 	struct ctl_brokers *cb = ctl->brokers;
@@ -361,7 +389,23 @@ static void register_propose(struct ctl *ctl)
 	}
 	/* with DPDK, followers fetch from this node's shards' replication
 	 * queue pairs at dpdk.listen (native REPLICA_FETCH) */
-	if (b->set.nlisteners > 0) {
+	if (b->set.nlisteners > 0 && metalog_metadata_version(ctl->ml) < META_MV_ENDPOINTS) {
+		/* metadata.version 1: nodes of older builds cannot read a
+		 * REGISTER_BROKER_ENDPOINTS record, so the inter-broker
+		 * listener alone is registered and clients of every listener
+		 * are told it (control/meta_features.h) */
+		const struct broker_listener *l = &b->set.listeners[0];
+
+		if (b->set.nlisteners > 1)
+			fprintf(stderr, "sluiced: the cluster's metadata.version is %d: this broker registers its "
+				"inter-broker listener %s (%s:%d) only, and clients of its %d other listeners are told "
+				"that address until the level is 2 (sluicectl features upgrade --metadata 2, once every "
+				"node runs a build that supports it)\n", metalog_metadata_version(ctl->ml), l->name,
+				l->adv_host, l->adv_port, b->set.nlisteners - 1);
+		rc = metalog_build_register_broker_repl(ctl->ml, b->set.node_id, cb->incarnation, l->adv_host,
+							l->adv_port, b->set.rack, b->dpdk ? b->set.dpdk_ip : 0,
+							b->dpdk ? b->set.dpdk_udp_port : 0, &r);
+	} else if (b->set.nlisteners > 0) {
 		/* every listener at its advertised address, the inter-broker
 		 * one (listeners[0]) named: clients are told of this broker
 		 * at the one they came through */

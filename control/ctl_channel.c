@@ -37,7 +37,10 @@
  * A frame: u32 length of what follows, u8 type, u64 request id, then
  *   PROPOSE        the record
  *   PROPOSE_RESP   i32 errno (0, or positive), u64 log index (0: none)
- *   HEARTBEAT      i32 broker id, i64 broker epoch, u64 last log index
+ *   HEARTBEAT      i32 broker id, i64 broker epoch, u64 last log index,
+ *                  i16 the highest metadata.version the broker supports
+ *                  (control/meta_features.h; absent from older builds'
+ *                  heartbeats: level 1)
  *   HEARTBEAT_RESP i32 errno, u8 fenced
  *   FETCH          u64 the first index wanted
  *   DESCRIBE       (nothing)
@@ -79,6 +82,7 @@
 #include "control/ctl_internal.h"
 #include "control/cutil.h"
 #include "control/inbuf.h"
+#include "control/meta_features.h"
 #include "control/metalog.h"
 #include "control/quorum.h"
 
@@ -196,7 +200,7 @@ struct ctl_channel {
 	struct ch_req *reqs;
 	struct ch_outcome ring[CH_RING];
 	uint64_t applied_max;
-	int (*serve_hb)(struct ctl *ctl, int32_t id, int64_t epoch, int *fenced);
+	int (*serve_hb)(struct ctl *ctl, int32_t id, int64_t epoch, int16_t mv_max, int *fenced);
 	int (*serve_ds)(struct ctl *ctl, void **buf, size_t *len);
 	int closed;
 	uint64_t forwarded, served, lost;
@@ -715,7 +719,8 @@ static void serve_frame(struct ch_conn *c, int type, uint64_t id, const char *p,
 		else if (!ch->serve_hb)
 			rc = -EAGAIN;   /* this node's controller is not serving yet */
 		else
-			rc = ch->serve_hb(ch->ctl, (int32_t)le32_load(p), (int64_t)le64_load(p + 4), &fenced);
+			rc = ch->serve_hb(ch->ctl, (int32_t)le32_load(p), (int64_t)le64_load(p + 4),
+					  len >= 22 ? (int16_t)(p[20] | p[21] << 8) : META_MV_1, &fenced);
 		if (len >= 20 && ch->q && quorum_is_leader(ch->q))
 			watch_follower(ch, c->peer, le64_load(p + 12));
 		le32_store(b, (uint32_t)(rc < 0 ? -rc : rc));
@@ -939,11 +944,14 @@ static void req_send(struct ctl_channel *ch, struct ch_req *r)
 	} else if (r->type == CH_DESCRIBE) {
 		conn_send(ch->out, CH_DESCRIBE, r->id, NULL, 0, NULL, 0);
 	} else {
-		char b[20];
+		char b[22];
+		int16_t mv = meta_features_local_max();
 
 		le32_store(b, (uint32_t)r->hb_id);
 		le64_store(b + 4, (uint64_t)r->hb_epoch);
 		le64_store(b + 12, quorum_last_index(ch->q));
+		b[20] = (char)(mv & 0xff);
+		b[21] = (char)((uint16_t)mv >> 8);
 		conn_send(ch->out, CH_HEARTBEAT, r->id, b, sizeof(b), NULL, 0);
 	}
 }
@@ -1056,7 +1064,7 @@ void ctl_channel_serve_describe(struct ctl_channel *ch, int (*fn)(struct ctl *ct
 }
 
 void ctl_channel_serve_heartbeats(struct ctl_channel *ch,
-				  int (*fn)(struct ctl *ctl, int32_t id, int64_t epoch, int *fenced))
+				  int (*fn)(struct ctl *ctl, int32_t id, int64_t epoch, int16_t mv_max, int *fenced))
 {
 	ch->serve_hb = fn;
 }

@@ -273,7 +273,7 @@ int ctl_channel_describe(struct ctl_channel *ch, ctl_channel_describe_fn done, v
 void ctl_channel_serve_describe(struct ctl_channel *ch, int (*fn)(struct ctl *ctl, void **buf, size_t *len));
 /* What serves heartbeats here while this node leads (ctl_brokers.c's). */
 void ctl_channel_serve_heartbeats(struct ctl_channel *ch,
-				  int (*fn)(struct ctl *ctl, int32_t id, int64_t epoch, int *fenced));
+				  int (*fn)(struct ctl *ctl, int32_t id, int64_t epoch, int16_t mv_max, int *fenced));
 /* Every record applied here, in log order (from the quorum's apply). */
 void ctl_channel_applied(struct ctl_channel *ch, uint64_t index, int rc, const struct metalog_applied *a);
 /* A voter: the bytes of every record applied here, in log order (kept,
@@ -389,9 +389,15 @@ int ctl_brokers_tick(struct ctl *ctl, int timeout);
 void ctl_brokers_fini(struct ctl *ctl);
 /* A heartbeat from broker id at epoch, on the active controller (what
  * Kafka's BrokerHeartbeat carries): its session starts again, and a
- * registered, fenced broker is unfenced (a record). -ESTALE: id is not
- * registered at that epoch (it registered again since, or never). */
-int ctl_controller_heartbeat(struct ctl *ctl, int32_t id, int64_t epoch);
+ * registered, fenced broker is unfenced (a record). mv_max: the highest
+ * metadata.version it supports (what its heartbeats say: a REGISTER_BROKER
+ * record cannot). -ESTALE: id is not registered at that epoch (it
+ * registered again since, or never). */
+int ctl_controller_heartbeat(struct ctl *ctl, int32_t id, int64_t epoch, int16_t mv_max);
+/* On the active controller: the highest metadata.version broker id's
+ * current registration supports, as its heartbeats to this controller
+ * said (0: none since it registered or since this node took over). */
+int16_t ctl_brokers_supported_max(const struct ctl *ctl, int32_t id);
 
 /* ---- ctl_elect.c -------------------------------------------------------- */
 /* What ctl_quorum.c notes in ctl->elect_due for the next turn (data, not

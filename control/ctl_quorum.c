@@ -66,6 +66,7 @@
 #include "control/meta_diff.h"
 #include "control/meta_image.h"
 #include "control/meta_scram.h"
+#include "control/meta_features.h"
 #include "control/metalog.h"
 #include "control/node_role.h"
 #include "control/quorum.h"
@@ -242,8 +243,8 @@ static void cq_apply(void *arg, uint64_t index, const void *buf, size_t len)
 	/* any other error: the record no longer applies (a race between two
 	 * proposals); a no-op on every node, its proposer is told why */
 	if (rc == 0 && (a.broker >= 0 || a.type == META_REC_SCRAM || a.type == META_REC_REMOVE_SCRAM ||
-			a.type == META_REC_ACL || a.type == META_REC_REMOVE_ACL))
-		cq->ctl->brokers_changed = 1;   /* the snapshot's brokers, SCRAM users and ACLs (ctl_poll) */
+			a.type == META_REC_ACL || a.type == META_REC_REMOVE_ACL || a.type == META_REC_FEATURE_LEVEL))
+		cq->ctl->brokers_changed = 1;   /* the snapshot's brokers, SCRAM users, ACLs, level (ctl_poll) */
 	/* ctl_elect.c: the snapshot follows partition records; the active
 	 * controller looks again at every partition when a broker's fencing
 	 * changed */
@@ -674,8 +675,18 @@ static int cq_add_scram(struct ctl_quorum *cq)
 	return 1;
 }
 
+/* A new cluster's FEATURE_LEVEL: its outcome is the NODE record's after it
+ * (proposed in order: a lost one is proposed again at the next start). */
+static void cq_level_done(void *cookie, uint64_t index, int err)
+{
+	(void)cookie;
+	(void)index;
+	(void)err;
+}
+
 /* Elected and caught up: import what an older broker left, write the
- * NODE record on a new directory, then hand over to ctl.c. */
+ * FEATURE_LEVEL and NODE records on a new directory, then hand over to
+ * ctl.c. */
 static void cq_started(struct ctl_quorum *cq)
 {
 	struct ctl *ctl = cq->ctl;
@@ -695,6 +706,22 @@ static void cq_started(struct ctl_quorum *cq)
 	if (!have[0]) {
 		struct metalog_rec r;
 
+		/* a new cluster starts at this node's highest metadata.version
+		 * (as kafka-storage format writes the release's): FEATURE_LEVEL
+		 * before the NODE record, whose application ends the start-up
+		 * (level 1 is the log without one, as older builds wrote it) */
+		if (meta_features_local_max() > metalog_metadata_version(ctl->ml)) {
+			rc = metalog_build_feature_level(ctl->ml, META_FEATURE_METADATA_VERSION,
+							 meta_features_local_max(), &r);
+			if (rc == 0 && r.len)
+				rc = quorum_propose(cq->q, r.buf, r.len, cq_level_done, cq);
+			metalog_rec_free(&r);
+			if (rc < 0) {
+				cq_start_failed(cq, rc, "cannot write the metadata.version into the metadata log %s: %s",
+						cq->dir, strerror(-rc));
+				return;
+			}
+		}
 		rc = metalog_build_node_for(ctl->ml, cq->cluster_id, &r);
 		if (rc == 0) {
 			rc = quorum_propose(cq->q, r.buf, r.len, cq_barrier_done, cq);

@@ -29,6 +29,7 @@
 #include "control/meta_parts.h"
 #include "control/meta_acl.h"
 #include "control/meta_scram.h"
+#include "control/meta_features.h"
 #include "control/metalog.h"
 #include "control/placement.h"
 #include "dataplane/kafka_errors.h"
@@ -159,6 +160,10 @@ static void ctl_publish(struct ctl *ctl, struct md_topic **add, int nadd, struct
 	 * memory: none until the next publish, under generation 0, which no
 	 * connection remembers a decision by) */
 	(void)meta_acl_copy(metalog_acls(ctl->ml), &md->acls);
+	md->mv = metalog_metadata_version(ctl->ml);
+	md->mv_epoch = metalog_features_epoch(ctl->ml);
+	md->mv_min = META_MV_MIN;
+	md->mv_max = meta_features_local_max();
 	md->version = ++ctl->version;
 	md->cfg = ctl->eff;
 	__atomic_store_n(&b->md, md, __ATOMIC_RELEASE);

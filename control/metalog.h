@@ -118,7 +118,19 @@
  *                   fetchers reach it at the inter-broker one. A broker
  *                   registered by a REGISTER_BROKER record (the logs before
  *                   this one) has that one endpoint, told to the clients
- *                   of every listener.
+ *                   of every listener. Written only at metadata.version 2
+ *                   and above (below, a broker registers with
+ *                   REGISTER_BROKER: control/meta_features.h).
+ *  21 FEATURE_LEVEL name (only "metadata.version" so far), int16 level,
+ *                   int64 epoch (-1 as proposed: the record's own log
+ *                   index; a snapshot writes the epoch): the finalized
+ *                   level of a feature (Kafka's FeatureLevelRecord). The
+ *                   levels are Sluice's own (control/meta_features.h);
+ *                   a log without one is at level 1; a level below the
+ *                   image's is refused (-EINVAL: never lowered), one
+ *                   above this build's is -EPROTO. Written at a new
+ *                   cluster's start (its bootstrap node's highest level,
+ *                   when above 1) and by UpdateFeatures.
  * (control/meta_brokers.h keeps the brokers, control/meta_parts.h the
  * partitions, control/meta_scram.h the SCRAM users, control/meta_acl.h the
  * ACL bindings.) A TOPIC record with no PARTITION record after it, as
@@ -155,6 +167,7 @@ enum metalog_record {
 	META_REC_ACL = 18,
 	META_REC_REMOVE_ACL = 19,
 	META_REC_REGISTER_BROKER_ENDPOINTS = 20,
+	META_REC_FEATURE_LEVEL = 21,
 };
 struct meta_broker;
 struct meta_part;
@@ -246,6 +259,15 @@ int metalog_build_broker_config(const struct metalog *ml, int32_t scope, const c
 int metalog_build_producer_ids(const struct metalog *ml, int32_t block, struct metalog_rec *out);
 /* The NODE record with a new cluster id; -EEXIST once the image has one. */
 int metalog_build_node(const struct metalog *ml, struct metalog_rec *out);
+/* FEATURE_LEVEL: the finalized level of feature `name` (only
+ * "metadata.version"; else -ENOENT) raised to `level`: 0 with out->len 0
+ * when the image is at that level already; -EINVAL below the image's
+ * level (never lowered); -ERANGE above this build's (META_MV_MAX). */
+int metalog_build_feature_level(const struct metalog *ml, const char *name, int16_t level, struct metalog_rec *out);
+/* The finalized metadata.version (1 when the log holds no FEATURE_LEVEL
+ * record), and the log index of the record that set it (0: none). */
+int16_t metalog_metadata_version(const struct metalog *ml);
+int64_t metalog_features_epoch(const struct metalog *ml);
 /* ... with the given one (22 characters, as metalog_new_cluster_id makes:
  * else -EINVAL). */
 int metalog_build_node_for(const struct metalog *ml, const char *cluster_id, struct metalog_rec *out);
@@ -267,7 +289,9 @@ int metalog_build_register_broker_repl(const struct metalog *ml, int32_t id, con
 /* The same with every listener the broker advertises (a
  * REGISTER_BROKER_ENDPOINTS record): eps[0..nep) (1 <= nep <= 8, distinct
  * names), inter the inter-broker listener's name, one of them. -EINVAL
- * otherwise. */
+ * otherwise; -EOPNOTSUPP while the finalized metadata.version is below 2
+ * (nodes of older builds could not read it: register with
+ * metalog_build_register_broker_repl). */
 struct meta_endpoint;
 int metalog_build_register_endpoints(const struct metalog *ml, int32_t id, const uint8_t incarnation[16],
 				     const char *rack, uint32_t repl_ip, int32_t repl_port, const char *inter,
@@ -361,8 +385,8 @@ int64_t metalog_next_producer_ids(struct metalog *ml, int32_t block);
 /* The whole image as bytes (*buf malloc()ed): "SLMETA01", then records
  * (uint32 big-endian length, record) that rebuild it: NODE, each live
  * topic as a TOPIC record with its partitions, leader epoch and configs
- * followed by the PARTITION records of its placed partitions, each broker
- * config, each broker, each SCRAM credential, each ACL binding,
+ * followed by the PARTITION records of its placed partitions, FEATURE_LEVEL
+ * (when the log had one), each broker config, each broker, each SCRAM credential, each ACL binding,
  * PRODUCER_IDS. What a quorum keeps instead of the log
  * before it. 0 or -ENOMEM. */
 int metalog_snapshot(const struct metalog *ml, void **buf, size_t *len);

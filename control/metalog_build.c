@@ -13,6 +13,7 @@
 #include <sys/random.h>
 
 #include "control/config.h"
+#include "control/meta_features.h"
 #include "control/meta_parts.h"
 #include "control/metalog_codec.h"
 #include "control/metalog_internal.h"
@@ -386,6 +387,27 @@ int metalog_build_node_for(const struct metalog *ml, const char *cluster_id, str
 	return rec_finish(&e, out);
 }
 
+int metalog_build_feature_level(const struct metalog *ml, const char *name, int16_t level, struct metalog_rec *out)
+{
+	struct enc e = ENC_INIT(ml, ml->rbuf);
+
+	out->buf = NULL;
+	out->len = 0;
+	if (!name || strcmp(name, META_FEATURE_METADATA_VERSION))
+		return -ENOENT;
+	if (level < metalog_metadata_version(ml))
+		return -EINVAL;
+	if (level > META_MV_MAX)
+		return -ERANGE;
+	if (level == metalog_metadata_version(ml) && ml->mv > 0)
+		return 0;   /* finalized at that level already */
+	enc_type(&e, META_REC_FEATURE_LEVEL);
+	enc_str(&e, name);
+	enc_i16(&e, level);
+	enc_i64(&e, -1);
+	return rec_finish(&e, out);
+}
+
 int metalog_build_node(const struct metalog *ml, struct metalog_rec *out)
 {
 	char cid[23];
@@ -436,6 +458,8 @@ int metalog_build_register_endpoints(const struct metalog *ml, int32_t id, const
 	}
 	if (!found)
 		return -EINVAL;
+	if (metalog_metadata_version(ml) < META_MV_ENDPOINTS)
+		return -EOPNOTSUPP;   /* nodes of older builds could not read it */
 	meta_brokers_enc_endpoints(&e, id, incarnation, -1, rack, repl_ip, repl_port, inter, eps, nep);
 	return rec_finish(&e, out);
 }

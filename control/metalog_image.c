@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/meta_features.h"
 #include "control/meta_parts.h"
 #include "control/metalog_codec.h"
 #include "control/metalog_internal.h"
@@ -383,6 +384,27 @@ int metalog_record_apply(struct metalog *ml, int16_t type, const uint8_t *val, s
 		}
 		return broker_config_put(ml, scope, k, v);
 	}
+	case META_REC_FEATURE_LEVEL: {
+		char *name = dec_str(&d, &isnull);
+		int16_t level = (int16_t)dec_be(&d, 2);
+		int64_t epoch = dec_be(&d, 8);
+
+		rc = d.err ? d.err : !name || d.p != d.end ? -EPROTO : 0;
+		if (!rc && (strcmp(name, META_FEATURE_METADATA_VERSION) || level < META_MV_MIN || level > META_MV_MAX))
+			rc = -EPROTO;    /* a feature or level this build does not know */
+		free(name);
+		if (rc)
+			return rc;
+		if (epoch < 0)
+			epoch = ml->apply_index;   /* proposed: its own log index (0: applied without one) */
+		if (level < metalog_metadata_version(ml))
+			return -EINVAL;  /* never lowered */
+		if (dry)
+			return 0;
+		ml->mv = level;
+		ml->mv_epoch = epoch;
+		return 0;
+	}
 	case META_REC_SCRAM:
 	case META_REC_REMOVE_SCRAM:
 		return meta_scram_apply(&ml->scram, type, &d, dry);
@@ -479,7 +501,19 @@ int metalog_image_reset(struct metalog *ml)
 	ml->node_rec = 0;
 	ml->cluster_id[0] = 0;
 	ml->next_producer_id = 0;
+	ml->mv = 0;
+	ml->mv_epoch = 0;
 	return 0;
+}
+
+int16_t metalog_metadata_version(const struct metalog *ml)
+{
+	return ml->mv > 0 ? ml->mv : META_MV_1;
+}
+
+int64_t metalog_features_epoch(const struct metalog *ml)
+{
+	return ml->mv > 0 ? ml->mv_epoch : 0;
 }
 
 void metalog_image_fini(struct metalog *ml)

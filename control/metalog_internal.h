@@ -59,6 +59,8 @@ struct metalog {
 	struct meta_brokers brokers;   /* REGISTER_BROKER, BROKER_FENCE, UNREGISTER_BROKER */
 	struct meta_scram scram;       /* SCRAM, REMOVE_SCRAM (control/meta_scram.h) */
 	struct meta_acl acls;          /* ACL, REMOVE_ACL (control/meta_acl.h) */
+	int16_t mv;               /* metadata.version finalized (FEATURE_LEVEL; 1: none) */
+	int64_t mv_epoch;         /* the log index of its FEATURE_LEVEL record (0: none) */
 	int64_t apply_index;      /* the log index of the record being applied (0: none) */
 	uint8_t *bbuf;            /* batch being built */
 	uint8_t *rbuf;            /* replay reads, 4 KiB aligned */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/meta_features.h"
 #include "control/meta_parts.h"
 #include "control/metalog_codec.h"
 #include "control/metalog_internal.h"
@@ -72,6 +73,15 @@ int metalog_snapshot(const struct metalog *ml, void **buf, size_t *len)
 			rc = meta_parts_snapshot(t, &e, META_MAX_RECORD, snap_put_cb, f);
 		if (!rc)
 			rc = meta_parts_snapshot_reassign(t, &e, snap_put_cb, f);
+	}
+	if (!rc && ml->mv > 0) {
+		struct enc e = { tmp, 0, META_MAX_RECORD + 2, 0 };
+
+		enc_type(&e, META_REC_FEATURE_LEVEL);
+		enc_str(&e, META_FEATURE_METADATA_VERSION);
+		enc_i16(&e, ml->mv);
+		enc_i64(&e, ml->mv_epoch > 0 ? ml->mv_epoch : 0);
+		rc = snap_put(f, &e);
 	}
 	for (int i = 0; !rc && i < ml->nbcfg; i++) {
 		struct enc e = { tmp, 0, META_MAX_RECORD + 2, 0 };

@@ -357,6 +357,8 @@ extern const int acl_ncmds;
 extern const int leader_ncmds;
 extern const struct cmd reassign_cmds[];
 extern const int reassign_ncmds;
+extern const struct cmd features_cmds[];
+extern const int features_ncmds;
 extern const struct cmd drill_cmds[];
 extern const int drill_ncmds;
 

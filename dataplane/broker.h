@@ -174,6 +174,10 @@ struct md_snapshot {
 					 * pointing into the same allocation */
 	struct acl_set acls;      /* the ACL bindings (the metadata log's ACL records, dataplane/acl.h),
 				   * sorted; one allocation with their strings, freed with the snapshot */
+	int16_t mv;               /* the finalized metadata.version (the metadata log's FEATURE_LEVEL;
+				   * 1 without one), for ApiVersions v3+ */
+	int64_t mv_epoch;         /* the log index of its FEATURE_LEVEL record (0: none) */
+	int16_t mv_min, mv_max;   /* the levels this node supports (control/meta_features.h) */
 	const struct config *cfg; /* the broker config in effect: static, then the cluster-wide
 				   * defaults changed at run time; read-only, retired with the
 				   * snapshot (NULL: broker->cfg) */

@@ -116,6 +116,26 @@ struct coord_elect {
 	struct coord_elect_part *parts;
 };
 
+/* UpdateFeatures, for the control thread: each update named (a copy of
+ * the feature's name), its result filled there (err, a Kafka code, and
+ * msg, NUL-terminated, empty for none); err at the top for the whole
+ * request (NOT_CONTROLLER). The arrays are the shard's, borrowed until ctx
+ * gets kafka_ctx_sub_done. */
+struct coord_feature_update {
+	const char *name;
+	int16_t level;               /* the new MaxVersionLevel */
+	int8_t upgrade_type;         /* 1 upgrade, 2 safe downgrade, 3 unsafe downgrade */
+	int16_t err;
+	char msg[256];
+};
+struct coord_features {
+	int validate_only;
+	int n;
+	struct coord_feature_update *items;
+	int16_t err;
+	char msg[256];
+};
+
 /* AlterPartitionReassignments and ListPartitionReassignments, for the
  * control thread. Alter: each partition named with its target replicas
  * (ntarget -1: cancel), its result filled there (err, a Kafka code, and
@@ -241,6 +261,9 @@ struct coord_ops {
 	/* @thread shard. ElectLeaders: each part's err is filled (the records
 	 * applied) before ctx gets kafka_ctx_sub_done. */
 	void (*submit_elect)(struct kafka_ctx *ctx, struct coord_elect *req);
+	/* @thread shard. UpdateFeatures: each update's err is filled (its
+	 * record applied, or refused) before ctx gets kafka_ctx_sub_done. */
+	void (*submit_features)(struct kafka_ctx *ctx, struct coord_features *req);
 	/* @thread shard. AlterPartitionReassignments and
 	 * ListPartitionReassignments: req is filled (the records applied)
 	 * before ctx gets kafka_ctx_sub_done. */

@@ -28,6 +28,7 @@ int kafka_handle_api_versions(struct kafka_ctx *ctx)
 	struct kafka_api_versions_response *r = ALLOC(ctx, struct kafka_api_versions_response, 1);
 	struct kafka_api_versions_response_api_version *keys =
 		ALLOC(ctx, struct kafka_api_versions_response_api_version, KAFKA_API_COUNT);
+	const struct md_snapshot *md = broker_md(ctx->sh->b);
 
 	if (!r || !keys) {
 		kafka_ctx_abort(ctx);
@@ -37,6 +38,32 @@ int kafka_handle_api_versions(struct kafka_ctx *ctx)
 	kafka_api_versions_fill(r, keys, KAFKA_API_COUNT);
 	if (!ctx->req.body)   /* a version we do not speak: v0 with the error */
 		r->ErrorCode = KERR_UNSUPPORTED_VERSION;
+	else if (md && md->mv_max > 0) {
+		/* v3+'s tagged fields (written only from v3): this node's
+		 * range of metadata.version and the cluster's finalized level
+		 * (KIP-584; the levels are Sluice's, control/meta_features.h) */
+		struct kafka_api_versions_response_supported_feature_key *sf =
+			ALLOC(ctx, struct kafka_api_versions_response_supported_feature_key, 1);
+		struct kafka_api_versions_response_finalized_feature_key *ff =
+			ALLOC(ctx, struct kafka_api_versions_response_finalized_feature_key, 1);
+		static const char mv[] = "metadata.version";
+
+		if (!sf || !ff) {
+			kafka_ctx_abort(ctx);
+			return 0;
+		}
+		sf->Name = (struct kafka_str){ mv, (int32_t)sizeof(mv) - 1 };
+		sf->MinVersion = md->mv_min;
+		sf->MaxVersion = md->mv_max;
+		ff->Name = sf->Name;
+		ff->MinVersionLevel = md->mv;
+		ff->MaxVersionLevel = md->mv;
+		r->SupportedFeatures.items = sf;
+		r->SupportedFeatures.count = 1;
+		r->FinalizedFeatures.items = ff;
+		r->FinalizedFeatures.count = 1;
+		r->FinalizedFeaturesEpoch = md->mv_epoch;
+	}
 	ctx->resp = r;
 	kafka_ctx_respond(ctx);
 	return 0;

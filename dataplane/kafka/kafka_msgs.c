@@ -11243,6 +11243,238 @@ static void kafka_describe_quorum_response_encode_any(struct kafka_writer *w, in
 	kafka_describe_quorum_response_encode(w, version, m);
 }
 
+/* ---- UpdateFeaturesRequest ---- */
+
+static void kafka_update_features_request_feature_update_key_init(struct kafka_update_features_request_feature_update_key *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Feature = (struct kafka_str){ "", 0 };
+	m->UpgradeType = (int8_t)1LL;
+}
+
+
+void kafka_update_features_request_init(struct kafka_update_features_request *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->timeoutMs = (int32_t)60000LL;
+}
+
+static int kafka_update_features_request_feature_update_key_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_update_features_request_feature_update_key *m)
+{
+	kafka_update_features_request_feature_update_key_init(m);
+	(void)a;
+	(void)version;
+	m->Feature = kafka_cursor_string(c, true, false);
+	m->MaxVersionLevel = kafka_cursor_int16(c);
+	if (version == 0) {
+		m->AllowDowngrade = kafka_cursor_bool(c);
+	}
+	if (version == 1) {
+		m->UpgradeType = kafka_cursor_int8(c);
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_update_features_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_update_features_request *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 1)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_update_features_request_init(m);
+	(void)a;
+	(void)version;
+	m->timeoutMs = kafka_cursor_int32(c);
+	n = kafka_cursor_array_len(c, true, false, 5);
+	m->FeatureUpdates.count = n;
+	m->FeatureUpdates.items = NULL;
+	if (n > 0) {
+		m->FeatureUpdates.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->FeatureUpdates.items));
+		if (!m->FeatureUpdates.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_update_features_request_feature_update_key_decode(c, a, version, &m->FeatureUpdates.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (version == 1) {
+		m->ValidateOnly = kafka_cursor_bool(c);
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_update_features_request_feature_update_key_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_update_features_request_feature_update_key *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Feature, true, false);
+	kafka_writer_int16(w, m->MaxVersionLevel);
+	if (version == 0) {
+		kafka_writer_bool(w, m->AllowDowngrade);
+	}
+	if (version == 1) {
+		kafka_writer_int8(w, m->UpgradeType);
+	}
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_update_features_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_update_features_request *m)
+{
+	(void)version;
+	if (version < 0 || version > 1) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_int32(w, m->timeoutMs);
+	kafka_writer_len(w, m->FeatureUpdates.count, true, true, false);
+	for (int32_t i = 0; i < m->FeatureUpdates.count; i++)
+		kafka_update_features_request_feature_update_key_encode(w, version, &m->FeatureUpdates.items[i]);
+	if (version == 1) {
+		kafka_writer_bool(w, m->ValidateOnly);
+	}
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_update_features_request_init_any(void *m)
+{
+	kafka_update_features_request_init(m);
+}
+
+static int kafka_update_features_request_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_update_features_request_decode(c, a, version, m);
+}
+
+static void kafka_update_features_request_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_update_features_request_encode(w, version, m);
+}
+
+/* ---- UpdateFeaturesResponse ---- */
+
+static void kafka_update_features_response_updatable_feature_result_init(struct kafka_update_features_response_updatable_feature_result *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Feature = (struct kafka_str){ "", 0 };
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+}
+
+
+void kafka_update_features_response_init(struct kafka_update_features_response *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+}
+
+static int kafka_update_features_response_updatable_feature_result_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_update_features_response_updatable_feature_result *m)
+{
+	kafka_update_features_response_updatable_feature_result_init(m);
+	(void)a;
+	(void)version;
+	m->Feature = kafka_cursor_string(c, true, false);
+	m->ErrorCode = kafka_cursor_int16(c);
+	m->ErrorMessage = kafka_cursor_string(c, true, true);
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+int kafka_update_features_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_update_features_response *m)
+{
+	int rc;
+	int32_t n;
+
+	if (version < 0 || version > 1)
+		return kafka_cursor_fail(c, -ENOTSUP);
+	kafka_update_features_response_init(m);
+	(void)a;
+	(void)version;
+	m->ThrottleTimeMs = kafka_cursor_int32(c);
+	m->ErrorCode = kafka_cursor_int16(c);
+	m->ErrorMessage = kafka_cursor_string(c, true, true);
+	n = kafka_cursor_array_len(c, true, false, 5);
+	m->Results.count = n;
+	m->Results.items = NULL;
+	if (n > 0) {
+		m->Results.items = kafka_arena_alloc(a, (size_t)n * sizeof(*m->Results.items));
+		if (!m->Results.items)
+			return kafka_cursor_fail(c, -ENOBUFS);
+		for (int32_t i = 0; i < n; i++) {
+			rc = kafka_update_features_response_updatable_feature_result_decode(c, a, version, &m->Results.items[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (true) {
+		kafka_codec_skip_tags(c);
+	}
+	return c->err;
+}
+
+static void kafka_update_features_response_updatable_feature_result_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_update_features_response_updatable_feature_result *m)
+{
+	(void)version;
+	kafka_writer_string(w, m->Feature, true, false);
+	kafka_writer_int16(w, m->ErrorCode);
+	kafka_writer_string(w, m->ErrorMessage, true, true);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+void kafka_update_features_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_update_features_response *m)
+{
+	(void)version;
+	if (version < 0 || version > 1) {
+		kafka_writer_fail(w, -ENOTSUP);
+		return;
+	}
+	kafka_writer_int32(w, m->ThrottleTimeMs);
+	kafka_writer_int16(w, m->ErrorCode);
+	kafka_writer_string(w, m->ErrorMessage, true, true);
+	kafka_writer_len(w, m->Results.count, true, true, false);
+	for (int32_t i = 0; i < m->Results.count; i++)
+		kafka_update_features_response_updatable_feature_result_encode(w, version, &m->Results.items[i]);
+	if (true) {
+		kafka_writer_uvarint(w, 0);
+	}
+}
+
+static void kafka_update_features_response_init_any(void *m)
+{
+	kafka_update_features_response_init(m);
+}
+
+static int kafka_update_features_response_decode_any(struct kafka_cursor *c, struct kafka_arena *a, int16_t version, void *m)
+{
+	return kafka_update_features_response_decode(c, a, version, m);
+}
+
+static void kafka_update_features_response_encode_any(struct kafka_writer *w, int16_t version, const void *m)
+{
+	kafka_update_features_response_encode(w, version, m);
+}
+
 /* ---- DescribeClusterRequest ---- */
 
 void kafka_describe_cluster_request_init(struct kafka_describe_cluster_request *m)
@@ -11962,6 +12194,10 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 	  kafka_describe_quorum_request_init_any, kafka_describe_quorum_request_decode_any, kafka_describe_quorum_request_encode_any },
 	{ "DescribeQuorumResponse", 55, 0, 2, 0, sizeof(struct kafka_describe_quorum_response),
 	  kafka_describe_quorum_response_init_any, kafka_describe_quorum_response_decode_any, kafka_describe_quorum_response_encode_any },
+	{ "UpdateFeaturesRequest", 57, 0, 1, 0, sizeof(struct kafka_update_features_request),
+	  kafka_update_features_request_init_any, kafka_update_features_request_decode_any, kafka_update_features_request_encode_any },
+	{ "UpdateFeaturesResponse", 57, 0, 1, 0, sizeof(struct kafka_update_features_response),
+	  kafka_update_features_response_init_any, kafka_update_features_response_decode_any, kafka_update_features_response_encode_any },
 	{ "DescribeClusterRequest", 60, 0, 1, 0, sizeof(struct kafka_describe_cluster_request),
 	  kafka_describe_cluster_request_init_any, kafka_describe_cluster_request_decode_any, kafka_describe_cluster_request_encode_any },
 	{ "DescribeClusterResponse", 60, 0, 1, 0, sizeof(struct kafka_describe_cluster_response),
@@ -12020,6 +12256,7 @@ int kafka_handle_offset_delete(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_describe_user_scram_credentials(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_alter_user_scram_credentials(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_describe_quorum(struct kafka_ctx *ctx) __attribute__((weak));
+int kafka_handle_update_features(struct kafka_ctx *ctx) __attribute__((weak));
 int kafka_handle_describe_cluster(struct kafka_ctx *ctx) __attribute__((weak));
 
 const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
@@ -12066,7 +12303,8 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 50, "DescribeUserScramCredentials", 0, 0, 0, 0, 0, true, &kafka_msg_descs[78], &kafka_msg_descs[79], kafka_handle_describe_user_scram_credentials }, /* the SCRAM users of the metadata log (kafka-configs --describe --entity-type users) */
 	{ 51, "AlterUserScramCredentials", 0, 0, 0, 0, 0, true, &kafka_msg_descs[80], &kafka_msg_descs[81], kafka_handle_alter_user_scram_credentials }, /* SCRAM users: upsert (salted password) and delete, through the metadata log */
 	{ 55, "DescribeQuorum", 0, 2, 0, 0, 2, true, &kafka_msg_descs[82], &kafka_msg_descs[83], kafka_handle_describe_quorum }, /* the metadata quorum: leader, epoch, high watermark, voters (kafka-metadata-quorum, sluicectl cluster info) */
-	{ 60, "DescribeCluster", 0, 1, 0, 0, 1, true, &kafka_msg_descs[84], &kafka_msg_descs[85], kafka_handle_describe_cluster }, /* this node: ControllerId and the one broker; v1 EndpointType 1 (brokers) */
+	{ 57, "UpdateFeatures", 0, 1, 0, 0, 1, true, &kafka_msg_descs[84], &kafka_msg_descs[85], kafka_handle_update_features }, /* metadata.version raised on the active controller (kafka-features upgrade, sluicectl features upgrade); downgrades refused (docs/cluster.md) */
+	{ 60, "DescribeCluster", 0, 1, 0, 0, 1, true, &kafka_msg_descs[86], &kafka_msg_descs[87], kafka_handle_describe_cluster }, /* this node: ControllerId and the one broker; v1 EndpointType 1 (brokers) */
 };
 
 const struct kafka_array_bound kafka_array_bounds[] = {
@@ -12210,6 +12448,8 @@ const struct kafka_array_bound kafka_array_bounds[] = {
 	{ "DescribeQuorumResponse.Node.Listeners", sizeof(struct kafka_describe_quorum_response_listener), 5 },
 	{ "DescribeQuorumResponse.Topics", sizeof(struct kafka_describe_quorum_response_topic_data), 3 },
 	{ "DescribeQuorumResponse.Nodes", sizeof(struct kafka_describe_quorum_response_node), 6 },
+	{ "UpdateFeaturesRequest.FeatureUpdates", sizeof(struct kafka_update_features_request_feature_update_key), 5 },
+	{ "UpdateFeaturesResponse.Results", sizeof(struct kafka_update_features_response_updatable_feature_result), 5 },
 	{ "DescribeClusterResponse.Brokers", sizeof(struct kafka_describe_cluster_response_describe_cluster_broker), 11 },
 	{ "ConsumerProtocolSubscription.TopicPartition.Partitions", sizeof(int32_t), 4 },
 	{ "ConsumerProtocolSubscription.Topics", sizeof(struct kafka_str), 2 },
@@ -12861,7 +13101,8 @@ const struct kafka_api *kafka_api_find(int16_t api_key)
 	case 50: return &kafka_apis[39];
 	case 51: return &kafka_apis[40];
 	case 55: return &kafka_apis[41];
-	case 60: return &kafka_apis[42];
+	case 57: return &kafka_apis[42];
+	case 60: return &kafka_apis[43];
 	default: return NULL;
 	}
 }

@@ -3059,6 +3059,70 @@ int kafka_describe_quorum_response_decode(struct kafka_cursor *c, struct kafka_a
 void kafka_describe_quorum_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_describe_quorum_response *m);
 
+/* ---- UpdateFeaturesRequest (api key 57, versions 0-1) ---- */
+
+struct kafka_update_features_request_feature_update_key {
+	/* The name of the finalized feature to be updated. (v0+) */
+	struct kafka_str Feature;
+	/* The new maximum version level for the finalized feature. A value >= 1 is valid. A value < 1, is special, and can be used to request the deletion of the finalized feature. (v0+) */
+	int16_t MaxVersionLevel;
+	/* DEPRECATED in version 1 (see DowngradeType). When set to true, the finalized feature version level is allowed to be downgraded/deleted. The downgrade request will fail if the new maximum version level is a value that's not lower than the existing maximum finalized version level. (v0) */
+	bool AllowDowngrade;
+	/* Determine which type of upgrade will be performed: 1 will perform an upgrade only (default), 2 is safe downgrades only (lossless), 3 is unsafe downgrades (lossy). (v1+) */
+	int8_t UpgradeType;
+};
+
+/* UpdateFeaturesRequest, versions 0-1, flexible from v0. */
+struct kafka_update_features_request {
+	/* How long to wait in milliseconds before timing out the request. (v0+) */
+	int32_t timeoutMs;
+	/* The list of updates to finalized features. (v0+) */
+	struct {
+		struct kafka_update_features_request_feature_update_key *items;
+		int32_t count; /* -1: null */
+	} FeatureUpdates;
+	/* True if we should validate the request, but not perform the upgrade or downgrade. (v1+) */
+	bool ValidateOnly;
+};
+
+void kafka_update_features_request_init(struct kafka_update_features_request *m);
+int kafka_update_features_request_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_update_features_request *m);
+void kafka_update_features_request_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_update_features_request *m);
+
+/* ---- UpdateFeaturesResponse (api key 57, versions 0-1) ---- */
+
+struct kafka_update_features_response_updatable_feature_result {
+	/* The name of the finalized feature. (v0+) */
+	struct kafka_str Feature;
+	/* The feature update error code or `0` if the feature update succeeded. (v0+) */
+	int16_t ErrorCode;
+	/* The feature update error, or `null` if the feature update succeeded. (v0+, nullable) */
+	struct kafka_str ErrorMessage;
+};
+
+/* UpdateFeaturesResponse, versions 0-1, flexible from v0. */
+struct kafka_update_features_response {
+	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
+	int32_t ThrottleTimeMs;
+	/* The top-level error code, or `0` if there was no top-level error. (v0+) */
+	int16_t ErrorCode;
+	/* The top-level error message, or `null` if there was no top-level error. (v0+, nullable) */
+	struct kafka_str ErrorMessage;
+	/* Results for each feature update. (v0+) */
+	struct {
+		struct kafka_update_features_response_updatable_feature_result *items;
+		int32_t count; /* -1: null */
+	} Results;
+};
+
+void kafka_update_features_response_init(struct kafka_update_features_response *m);
+int kafka_update_features_response_decode(struct kafka_cursor *c, struct kafka_arena *a, int16_t version,
+		struct kafka_update_features_response *m);
+void kafka_update_features_response_encode(struct kafka_writer *w, int16_t version,
+		const struct kafka_update_features_response *m);
+
 /* ---- DescribeClusterRequest (api key 60, versions 0-1) ---- */
 
 /* DescribeClusterRequest, versions 0-1, flexible from v0. */
@@ -3319,10 +3383,11 @@ enum kafka_api_key {
 	KAFKA_DESCRIBE_USER_SCRAM_CREDENTIALS_KEY = 50,
 	KAFKA_ALTER_USER_SCRAM_CREDENTIALS_KEY = 51,
 	KAFKA_DESCRIBE_QUORUM_KEY = 55,
+	KAFKA_UPDATE_FEATURES_KEY = 57,
 	KAFKA_DESCRIBE_CLUSTER_KEY = 60,
 };
 
-#define KAFKA_API_COUNT 43
+#define KAFKA_API_COUNT 44
 
 extern const struct kafka_api kafka_apis[KAFKA_API_COUNT];
 extern const struct kafka_msg_desc kafka_msg_descs[];

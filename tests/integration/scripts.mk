@@ -81,6 +81,10 @@ TEST_SCRIPTS += tests/integration/test_cluster_quorum.py
 # a node that installs a metadata snapshot serves what the records it
 # skipped did, without a restart
 TEST_SCRIPTS += tests/integration/test_cluster_metadata.py
+# metadata.version: a rolling upgrade of a 3-node cluster (one node standing in
+# for an older build), UpdateFeatures refused naming it, accepted once it is
+# upgraded; ApiVersions v3's features; a new cluster at the highest level
+TEST_SCRIPTS += tests/integration/test_features.py
 # three nodes, replication factor 3, min.insync.replicas=2: an idempotent
 # acks=all producer's 200,000 keyed records through the SIGKILL and restart
 # of a leader (every acknowledged record once, per-key order, identical

@@ -7869,6 +7869,164 @@ static bool equal_any_kafka_describe_quorum_response(const void *a, const void *
 	return equal_kafka_describe_quorum_response(a, b);
 }
 
+static void kafka_update_features_request_feature_update_key_init_(struct kafka_update_features_request_feature_update_key *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Feature = (struct kafka_str){ "", 0 };
+	m->UpgradeType = (int8_t)1LL;
+}
+
+static void sample_kafka_update_features_request_feature_update_key(struct kafka_sample *s, int16_t version, struct kafka_update_features_request_feature_update_key *m)
+{
+	(void)s;
+	(void)version;
+	kafka_update_features_request_feature_update_key_init_(m);
+	m->Feature = kafka_sample_string(s, false);
+	m->MaxVersionLevel = kafka_sample_int16(s);
+	if (version == 0) {
+		m->AllowDowngrade = kafka_sample_bool(s);
+	}
+	if (version == 1) {
+		m->UpgradeType = kafka_sample_int8(s);
+	}
+}
+
+static void sample_kafka_update_features_request(struct kafka_sample *s, int16_t version, struct kafka_update_features_request *m)
+{
+	(void)s;
+	(void)version;
+	kafka_update_features_request_init(m);
+	m->timeoutMs = kafka_sample_int32(s);
+	m->FeatureUpdates.count = kafka_sample_count(s, false);
+	m->FeatureUpdates.items = m->FeatureUpdates.count > 0 ? kafka_sample_alloc(s, (size_t)m->FeatureUpdates.count * sizeof(*m->FeatureUpdates.items)) : NULL;
+	for (int32_t i = 0; i < m->FeatureUpdates.count; i++)
+		sample_kafka_update_features_request_feature_update_key(s, version, &m->FeatureUpdates.items[i]);
+	if (version == 1) {
+		m->ValidateOnly = kafka_sample_bool(s);
+	}
+}
+
+static bool equal_kafka_update_features_request_feature_update_key(const struct kafka_update_features_request_feature_update_key *a, const struct kafka_update_features_request_feature_update_key *b)
+{
+	if (!kafka_sample_str_equal(a->Feature, b->Feature))
+		return kafka_sample_differs("FeatureUpdateKey.Feature");
+	if (a->MaxVersionLevel != b->MaxVersionLevel)
+		return kafka_sample_differs("FeatureUpdateKey.MaxVersionLevel");
+	if (a->AllowDowngrade != b->AllowDowngrade)
+		return kafka_sample_differs("FeatureUpdateKey.AllowDowngrade");
+	if (a->UpgradeType != b->UpgradeType)
+		return kafka_sample_differs("FeatureUpdateKey.UpgradeType");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_update_features_request(const struct kafka_update_features_request *a, const struct kafka_update_features_request *b)
+{
+	if (a->timeoutMs != b->timeoutMs)
+		return kafka_sample_differs("UpdateFeaturesRequest.timeoutMs");
+	if (a->FeatureUpdates.count != b->FeatureUpdates.count)
+		return kafka_sample_differs("UpdateFeaturesRequest.FeatureUpdates.count");
+	for (int32_t i = 0; i < a->FeatureUpdates.count; i++) {
+		if (!equal_kafka_update_features_request_feature_update_key(&a->FeatureUpdates.items[i], &b->FeatureUpdates.items[i]))
+			return false;
+	}
+	if (a->ValidateOnly != b->ValidateOnly)
+		return kafka_sample_differs("UpdateFeaturesRequest.ValidateOnly");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_update_features_request(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_update_features_request *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_update_features_request(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_update_features_request(const void *a, const void *b)
+{
+	return equal_kafka_update_features_request(a, b);
+}
+
+static void kafka_update_features_response_updatable_feature_result_init_(struct kafka_update_features_response_updatable_feature_result *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->Feature = (struct kafka_str){ "", 0 };
+	m->ErrorMessage = (struct kafka_str){ "", 0 };
+}
+
+static void sample_kafka_update_features_response_updatable_feature_result(struct kafka_sample *s, int16_t version, struct kafka_update_features_response_updatable_feature_result *m)
+{
+	(void)s;
+	(void)version;
+	kafka_update_features_response_updatable_feature_result_init_(m);
+	m->Feature = kafka_sample_string(s, false);
+	m->ErrorCode = kafka_sample_int16(s);
+	m->ErrorMessage = kafka_sample_string(s, true);
+}
+
+static void sample_kafka_update_features_response(struct kafka_sample *s, int16_t version, struct kafka_update_features_response *m)
+{
+	(void)s;
+	(void)version;
+	kafka_update_features_response_init(m);
+	m->ThrottleTimeMs = kafka_sample_int32(s);
+	m->ErrorCode = kafka_sample_int16(s);
+	m->ErrorMessage = kafka_sample_string(s, true);
+	m->Results.count = kafka_sample_count(s, false);
+	m->Results.items = m->Results.count > 0 ? kafka_sample_alloc(s, (size_t)m->Results.count * sizeof(*m->Results.items)) : NULL;
+	for (int32_t i = 0; i < m->Results.count; i++)
+		sample_kafka_update_features_response_updatable_feature_result(s, version, &m->Results.items[i]);
+}
+
+static bool equal_kafka_update_features_response_updatable_feature_result(const struct kafka_update_features_response_updatable_feature_result *a, const struct kafka_update_features_response_updatable_feature_result *b)
+{
+	if (!kafka_sample_str_equal(a->Feature, b->Feature))
+		return kafka_sample_differs("UpdatableFeatureResult.Feature");
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("UpdatableFeatureResult.ErrorCode");
+	if (!kafka_sample_str_equal(a->ErrorMessage, b->ErrorMessage))
+		return kafka_sample_differs("UpdatableFeatureResult.ErrorMessage");
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static bool equal_kafka_update_features_response(const struct kafka_update_features_response *a, const struct kafka_update_features_response *b)
+{
+	if (a->ThrottleTimeMs != b->ThrottleTimeMs)
+		return kafka_sample_differs("UpdateFeaturesResponse.ThrottleTimeMs");
+	if (a->ErrorCode != b->ErrorCode)
+		return kafka_sample_differs("UpdateFeaturesResponse.ErrorCode");
+	if (!kafka_sample_str_equal(a->ErrorMessage, b->ErrorMessage))
+		return kafka_sample_differs("UpdateFeaturesResponse.ErrorMessage");
+	if (a->Results.count != b->Results.count)
+		return kafka_sample_differs("UpdateFeaturesResponse.Results.count");
+	for (int32_t i = 0; i < a->Results.count; i++) {
+		if (!equal_kafka_update_features_response_updatable_feature_result(&a->Results.items[i], &b->Results.items[i]))
+			return false;
+	}
+	(void)a;
+	(void)b;
+	return true;
+}
+
+static void *sample_any_kafka_update_features_response(struct kafka_sample *s, int16_t version)
+{
+	struct kafka_update_features_response *m = kafka_sample_alloc(s, sizeof(*m));
+
+	sample_kafka_update_features_response(s, version, m);
+	return m;
+}
+
+static bool equal_any_kafka_update_features_response(const void *a, const void *b)
+{
+	return equal_kafka_update_features_response(a, b);
+}
+
 static void sample_kafka_describe_cluster_request(struct kafka_sample *s, int16_t version, struct kafka_describe_cluster_request *m)
 {
 	(void)s;
@@ -8326,6 +8484,8 @@ static const struct kafka_sample_desc kafka_sample_descs[] = {
 	{ "AlterUserScramCredentialsResponse", sample_any_kafka_alter_user_scram_credentials_response, equal_any_kafka_alter_user_scram_credentials_response },
 	{ "DescribeQuorumRequest", sample_any_kafka_describe_quorum_request, equal_any_kafka_describe_quorum_request },
 	{ "DescribeQuorumResponse", sample_any_kafka_describe_quorum_response, equal_any_kafka_describe_quorum_response },
+	{ "UpdateFeaturesRequest", sample_any_kafka_update_features_request, equal_any_kafka_update_features_request },
+	{ "UpdateFeaturesResponse", sample_any_kafka_update_features_response, equal_any_kafka_update_features_response },
 	{ "DescribeClusterRequest", sample_any_kafka_describe_cluster_request, equal_any_kafka_describe_cluster_request },
 	{ "DescribeClusterResponse", sample_any_kafka_describe_cluster_response, equal_any_kafka_describe_cluster_response },
 	{ "RequestHeader", sample_any_kafka_request_header, equal_any_kafka_request_header },

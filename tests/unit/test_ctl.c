@@ -579,13 +579,13 @@ Test(ctl, brokers_register_heartbeat_and_are_fenced_after_a_missed_session)
 	cr_assert_gt(e2, st.epoch, "the broker epoch is the registration's log index");
 	watched = 2;
 	cr_assert(watched_fenced());
-	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2, 2), 0);
 	cr_assert(run_until(watched_unfenced), "a heartbeat did not unfence the registered broker");
 	/* heartbeats within the session (9 s) keep it; this node heartbeats
 	 * itself every 2 s as the clock moves */
 	for (int i = 0; i < 4; i++) {
 		advance_ms(2000);
-		cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+		cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2, 2), 0);
 	}
 	advance_ms(100);
 	cr_assert(watched_unfenced(), "fenced within its session");
@@ -598,15 +598,15 @@ Test(ctl, brokers_register_heartbeat_and_are_fenced_after_a_missed_session)
 	cr_assert_eq(st.fenced, 1);
 	cr_assert_geq(st.fenced_total, 1);
 	/* a heartbeat unfences it again */
-	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2, 2), 0);
 	cr_assert(run_until(watched_unfenced));
 	/* a restart of broker 2 registers again: a larger epoch, fenced, and
 	 * the old epoch's heartbeats are stale */
 	e2b = register_broker(2, 2);
 	cr_assert_gt(e2b, e2);
 	cr_assert(watched_fenced());
-	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), -ESTALE);
-	cr_assert_eq(ctl_controller_heartbeat(ctl, 7, 1), -ESTALE, "an unknown broker");
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2, 2), -ESTALE);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 7, 1, 2), -ESTALE, "an unknown broker");
 	/* the same incarnation twice is refused */
 	cr_assert_eq(register_broker(2, 2), -EEXIST);
 }
@@ -722,7 +722,7 @@ Test(ctl, partitions_are_placed_across_unfenced_brokers_and_only_this_nodes_open
 	e2 = register_broker(2, 1);
 	watched = 2;
 	cr_assert_eq(create_topic_rf("two", 1, 2, NULL, msg, sizeof(msg)), KERR_INVALID_REPLICATION_FACTOR);
-	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2, 2), 0);
 	cr_assert(run_until(watched_unfenced));
 	/* 4 partitions, 1 replica: 2 on each broker */
 	create_topic("t", 4);
@@ -911,8 +911,8 @@ Test(ctl, fencing_a_broker_moves_its_leaderships_and_unfencing_brings_offline_pa
 	connect_client();
 	e2 = register_broker(2, 1);
 	e3 = register_broker(3, 1);
-	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
-	cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3), 0);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2, 2), 0);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3, 2), 0);
 	watched = 2;
 	cr_assert(run_until(watched_unfenced));
 	watched = 3;
@@ -934,7 +934,7 @@ Test(ctl, fencing_a_broker_moves_its_leaderships_and_unfencing_brings_offline_pa
 	/* broker 2 goes silent for a session; 3 and this node heartbeat */
 	for (int i = 0; i < 5; i++) {
 		advance_ms(2000);
-		cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3), 0);
+		cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3, 2), 0);
 	}
 	watched = 2;
 	cr_assert(run_until(watched_fenced), "broker 2 was not fenced");
@@ -973,7 +973,7 @@ Test(ctl, fencing_a_broker_moves_its_leaderships_and_unfencing_brings_offline_pa
 	wait_led("late", 0, 3);
 	assert_isr("late", 0, 1, only3);
 	/* broker 2 back: the offline partitions it is in sync for come back */
-	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2, 2), 0);
 	cr_assert(run_until(watched_unfenced));
 	wait_led("solo", 0, 2);
 	cr_assert_eq(image_part("solo", 0)->leader_epoch, 2);
@@ -1021,8 +1021,8 @@ Test(ctl, elect_leaders_moves_to_the_preferred_replica_or_elects_an_unclean_one)
 	connect_client();
 	e2 = register_broker(2, 1);
 	e3 = register_broker(3, 1);
-	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
-	cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3), 0);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2, 2), 0);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3, 2), 0);
 	watched = 3;
 	cr_assert(run_until(watched_unfenced));
 	cr_assert_eq(create_assigned("p", 1, 2, pref, NULL, NULL), 0);
@@ -1035,7 +1035,7 @@ Test(ctl, elect_leaders_moves_to_the_preferred_replica_or_elects_an_unclean_one)
 	/* broker 2 fenced: p-0 moves to this node, c-0 goes offline */
 	for (int i = 0; i < 5; i++) {
 		advance_ms(2000);
-		cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3), 0);
+		cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3, 2), 0);
 	}
 	wait_led("p", 0, s);
 	wait_led("c", 0, -1);
@@ -1048,7 +1048,7 @@ Test(ctl, elect_leaders_moves_to_the_preferred_replica_or_elects_an_unclean_one)
 	ctl_elect_state(ctl, &st);
 	cr_assert_eq(st.unclean_total, 1);
 	/* broker 2 back, but out of p-0's ISR: not preferred yet */
-	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2, 2), 0);
 	watched = 2;
 	cr_assert(run_until(watched_unfenced));
 	cr_assert_eq(elect_one("p", 0, 0), KERR_PREFERRED_LEADER_NOT_AVAILABLE, "broker 2 is not in sync");
@@ -1077,8 +1077,8 @@ Test(ctl, a_controlled_shutdown_moves_leadership_to_other_isr_members_first)
 	connect_client();
 	e2 = register_broker(2, 1);
 	e3 = register_broker(3, 1);
-	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
-	cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3), 0);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2, 2), 0);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3, 2), 0);
 	watched = 3;
 	cr_assert(run_until(watched_unfenced));
 	cr_assert_eq(create_assigned("m", 3, 2, two, NULL, NULL), 0);
@@ -1103,8 +1103,8 @@ Test(ctl, a_controlled_shutdown_moves_leadership_to_other_isr_members_first)
 	cr_assert(watched_fenced());
 	for (int i = 0; i < 3; i++) {
 		advance_ms(2000);
-		cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
-		cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3), 0);
+		cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2, 2), 0);
+		cr_assert_eq(ctl_controller_heartbeat(ctl, 3, e3, 2), 0);
 	}
 	cr_assert(watched_fenced(), "a heartbeat unfenced a broker shutting down");
 }
@@ -1146,7 +1146,7 @@ Test(ctl, roles_reach_the_owner_and_a_follower_that_never_fetches_leaves_the_isr
 	connect_client();
 	e2 = register_broker(2, 1);
 	watched = 2;
-	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+	cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2, 2), 0);
 	cr_assert(run_until(watched_unfenced));
 	create_topic("alone", 1);
 	t = md_find(broker_md(&b), "alone", 5);
@@ -1205,12 +1205,12 @@ Test(ctl, roles_reach_the_owner_and_a_follower_that_never_fetches_leaves_the_isr
 	 * the controller's election instead (test_ctl's fencing tests) */
 	for (int i = 0; i < 29; i++) {
 		advance_ms(1000);
-		cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+		cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2, 2), 0);
 	}
 	cr_assert_eq(image_part("two", led_here)->nisr, 2, "within the lag time");
 	for (int i = 0; i < 3; i++) {
 		advance_ms(1000);
-		cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2), 0);
+		cr_assert_eq(ctl_controller_heartbeat(ctl, 2, e2, 2), 0);
 	}
 	cr_assert(run_until(shrunk), "the ISR did not shrink to the leader");
 	cr_assert_eq(image_part("two", led_here)->isr[0], self, "the leader stays in its ISR");

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "control/ctl_internal.h"
+#include "control/meta_features.h"
 #include "control/metalog.h"
 #include "control/quorum.h"
 #include "helpers.h"
@@ -54,6 +55,7 @@ static struct ctl_channel_voter cvoters[N];
 /* what the leader's heartbeat handler saw, and answers */
 static int32_t hb_id = -1;
 static int64_t hb_epoch = -1;
+static int16_t hb_mv = -1;
 static int hb_answer;
 
 static uint64_t mono_ms(void)
@@ -304,11 +306,12 @@ static bool hb_done(void *arg)
 	return ((struct hb *)arg)->done > 0;
 }
 
-static int serve_hb(struct ctl *ctl, int32_t id, int64_t epoch, int *fenced)
+static int serve_hb(struct ctl *ctl, int32_t id, int64_t epoch, int16_t mv_max, int *fenced)
 {
 	(void)ctl;
 	hb_id = id;
 	hb_epoch = epoch;
+	hb_mv = mv_max;
 	*fenced = 0;
 	return hb_answer;
 }
@@ -388,6 +391,7 @@ Test(ctl_channel, a_follower_proposes_through_the_leader_and_heartbeats_to_it)
 	cr_assert_eq(h.fenced, 0);
 	cr_assert_eq(hb_id, 5);
 	cr_assert_eq(hb_epoch, 77);
+	cr_assert_eq(hb_mv, META_MV_MAX, "the heartbeat says the highest metadata.version the broker supports");
 	memset(&h, 0, sizeof(h));
 	hb_answer = -ESTALE;
 	cr_assert_eq(ctl_channel_heartbeat(nodes[f].ch, 5, 76, hb_answered, &h), 0);

@@ -687,6 +687,11 @@ Test(metalog, a_registration_carries_an_endpoint_per_listener)
 	cr_assert_eq(metalog_build_register_endpoints(ml, 2, inc, "r1", 0, 0, "INTERNAL", eps, 3, &r), -EINVAL,
 		     "no such security protocol");
 	cr_assert_eq(metalog_build_register_endpoints(ml, 2, inc, "r1", htonl(0x0a4d0002), 9095, "INTERNAL", eps, 2,
+						      &r), -EOPNOTSUPP, "not at metadata.version 1");
+	cr_assert_eq(metalog_build_feature_level(ml, "metadata.version", 2, &r), 0);
+	cr_assert_eq(metalog_apply_at(ml, 39, r.buf, r.len, NULL), 0);
+	metalog_rec_free(&r);
+	cr_assert_eq(metalog_build_register_endpoints(ml, 2, inc, "r1", htonl(0x0a4d0002), 9095, "INTERNAL", eps, 2,
 						      &r), 0);
 
 	/* damaged: cut short, or the inter-broker name changed to none of theirs */
@@ -735,6 +740,98 @@ Test(metalog, a_registration_carries_an_endpoint_per_listener)
 			 r.len - (2 + 1 + 4 + 16 + 8)), "broker 3's host, port and rack as a REGISTER_BROKER");
 	metalog_rec_free(&r);
 	free(snap);
+	metalog_close(img);
+	metalog_close(ml);
+}
+
+/* metadata.version (control/meta_features.h): a log without a FEATURE_LEVEL
+ * record is at level 1, and there a registration with endpoints (20) is
+ * never built; a FEATURE_LEVEL record raises the level (its epoch: its
+ * log index), a snapshot carries it, and it is never lowered. A feature or
+ * level this build does not know is -EPROTO. */
+Test(metalog, metadata_version_gates_the_endpoints_record)
+{
+	struct metalog *ml = open_ml(), *img;
+	struct metalog_rec r;
+	struct meta_endpoint ep;
+	uint8_t inc[16] = { 9 };
+	uint8_t *bad;
+	void *snap;
+	size_t slen;
+
+	memset(&ep, 0, sizeof(ep));
+	snprintf(ep.name, sizeof(ep.name), "PLAINTEXT");
+	snprintf(ep.host, sizeof(ep.host), "127.0.0.1");
+	ep.port = 9092;
+	cr_assert_eq(metalog_metadata_version(ml), 1, "an old log (no FEATURE_LEVEL): level 1");
+	cr_assert_eq(metalog_features_epoch(ml), 0);
+	cr_assert_eq(metalog_build_register_endpoints(ml, 2, inc, NULL, 0, 0, "PLAINTEXT", &ep, 1, &r), -EOPNOTSUPP,
+		     "record 20 is never built below level 2");
+	cr_assert_null(r.buf);
+	cr_assert_eq(metalog_build_register_broker(ml, 2, inc, "127.0.0.1", 9092, NULL, &r), 0, "record 8 is");
+	metalog_rec_free(&r);
+
+	cr_assert_eq(metalog_build_feature_level(ml, "no.such.feature", 2, &r), -ENOENT);
+	cr_assert_eq(metalog_build_feature_level(ml, "metadata.version", 3, &r), -ERANGE, "beyond this build");
+	cr_assert_eq(metalog_build_feature_level(ml, "metadata.version", 2, &r), 0);
+	/* a level this build does not know, or another feature: -EPROTO */
+	bad = malloc(r.len);
+	memcpy(bad, r.buf, r.len);
+	bad[r.len - 9] = 3;                  /* the level's low byte */
+	cr_assert_eq(metalog_apply_at(ml, 10, bad, r.len, NULL), -EPROTO);
+	memcpy(bad, r.buf, r.len);
+	bad[2 + 1 + 2] = 'M';                /* "Metadata.version" */
+	cr_assert_eq(metalog_apply_at(ml, 10, bad, r.len, NULL), -EPROTO);
+	free(bad);
+	cr_assert_eq(metalog_metadata_version(ml), 1, "the image unchanged");
+
+	cr_assert_eq(metalog_apply_at(ml, 10, r.buf, r.len, NULL), 0);
+	metalog_rec_free(&r);
+	cr_assert_eq(metalog_metadata_version(ml), 2);
+	cr_assert_eq(metalog_features_epoch(ml), 10, "its epoch: the record's log index");
+	cr_assert_eq(metalog_build_feature_level(ml, "metadata.version", 2, &r), 0);
+	cr_assert_eq(r.len, 0, "there already: nothing to write");
+	cr_assert_eq(metalog_build_feature_level(ml, "metadata.version", 1, &r), -EINVAL, "never lowered");
+	cr_assert_eq(metalog_build_register_endpoints(ml, 2, inc, NULL, 0, 0, "PLAINTEXT", &ep, 1, &r), 0,
+		     "record 20 from level 2");
+	cr_assert_eq(metalog_apply_at(ml, 11, r.buf, r.len, NULL), 0);
+	metalog_rec_free(&r);
+
+	cr_assert_eq(metalog_snapshot(ml, &snap, &slen), 0);
+	cr_assert_eq(metalog_image_new(1, &img), 0);
+	cr_assert_eq(metalog_metadata_version(img), 1);
+	cr_assert_eq(metalog_restore(img, snap, slen), 0);
+	cr_assert_eq(metalog_metadata_version(img), 2, "the snapshot carries the level");
+	cr_assert_eq(metalog_features_epoch(img), 10, "and its epoch");
+	cr_assert(metalog_broker(img, 2) && metalog_broker(img, 2)->nendpoints == 1);
+	free(snap);
+
+	/* a record that would lower it is refused on apply too */
+	{
+		uint8_t low[64];
+		size_t n = 0;
+		const char *name = "metadata.version";
+
+		low[n++] = 0;
+		low[n++] = META_REC_FEATURE_LEVEL;
+		low[n++] = 1;                /* the version byte */
+		low[n++] = 0;
+		low[n++] = (uint8_t)strlen(name);
+		memcpy(low + n, name, strlen(name));
+		n += strlen(name);
+		low[n++] = 0;
+		low[n++] = 1;                /* level 1 */
+		memset(low + n, 0xff, 8);    /* epoch -1 */
+		n += 8;
+		cr_assert_eq(metalog_apply_at(img, 12, low, n, NULL), -EINVAL);
+		cr_assert_eq(metalog_metadata_version(img), 2);
+		metalog_close(img);
+		/* and an empty image takes it: level 1 written explicitly */
+		cr_assert_eq(metalog_image_new(1, &img), 0);
+		cr_assert_eq(metalog_apply_at(img, 3, low, n, NULL), 0);
+		cr_assert_eq(metalog_metadata_version(img), 1);
+		cr_assert_eq(metalog_features_epoch(img), 3);
+	}
 	metalog_close(img);
 	metalog_close(ml);
 }
