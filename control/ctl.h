@@ -174,7 +174,6 @@ struct peer_kafka *ctl_peers(struct ctl *ctl);
  * before the next one was applied). */
 int64_t ctl_new_producer_id(struct ctl *ctl);
 
-struct md_partition;
 struct md_topic;
 struct part_proxy;
 /* @thread ctl. Fill px as the control thread's side of the partition

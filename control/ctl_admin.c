@@ -229,7 +229,7 @@ static void ctl_topic_configured(struct ctl *ctl, struct ctl_prop *p);
 static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req *req, struct ctl_topic *ct,
 			     const char *name)
 {
-	const struct md_topic *t = md_find(ctl->b->md, ct->name.ptr, ct->name.len);
+	struct md_topic *t = ctl_topic_served(ctl, ct->name.ptr, ct->name.len);   /* a handle */
 	const struct meta_topic *mt;
 	struct md_topic *nt;
 	int rc = 0;
@@ -303,7 +303,7 @@ static void ctl_change_topic(struct ctl *ctl, struct ctl_op *op, struct ctl_req 
 		free(placed);
 		/* existing partitions keep their owner and log (the book's:
 		 * ctl_homes.h, written into nt as it is published) */
-		op->replaced[op->nreplaced++] = (struct md_topic *)t;
+		op->replaced[op->nreplaced++] = t;
 		op->created_for[op->ncreated] = ct;
 		op->created[op->ncreated++] = nt;
 		ctl_topic_open_parts(ctl, op, nt, t->nparts);
@@ -370,7 +370,7 @@ static void ctl_topic_configured(struct ctl *ctl, struct ctl_prop *p)
 {
 	struct ctl_op *op = p->op;
 	struct ctl_topic *ct = p->ct;
-	const struct md_topic *t = md_find(ctl->b->md, p->name, (int)strlen(p->name));
+	struct md_topic *t = ctl_topic_served(ctl, p->name, (int32_t)strlen(p->name));   /* a handle */
 	const struct meta_topic *mt = metalog_topic(ctl->ml, p->name);
 	struct md_topic *nt;
 
@@ -398,7 +398,7 @@ static void ctl_topic_configured(struct ctl *ctl, struct ctl_prop *p)
 			return;   /* the broker's change of this request rebuilt it already */
 	nt = ctl_topic_build(ctl, mt);
 	/* existing partitions keep their owner and log (the book's) */
-	op->replaced[op->nreplaced++] = (struct md_topic *)t;
+	op->replaced[op->nreplaced++] = t;
 	op->created_for[op->ncreated] = ct;
 	op->created[op->ncreated++] = nt;
 	for (int32_t i = 0; i < nt->nparts; i++) {
@@ -598,7 +598,7 @@ static void ctl_topic_created(struct ctl *ctl, struct ctl_prop *p)
 static void ctl_topic_deleted(struct ctl *ctl, struct ctl_prop *p)
 {
 	struct ctl_op *op = p->op;
-	struct md_topic *t = (struct md_topic *)md_find(ctl->b->md, p->name, (int)strlen(p->name));
+	struct md_topic *t = ctl_topic_served(ctl, p->name, (int32_t)strlen(p->name));   /* a handle */
 
 	if (p->err < 0 || !t) {
 		p->ct->error = KERR_UNKNOWN_TOPIC_OR_PARTITION;

@@ -24,7 +24,11 @@
  *   or ISR differ is rebuilt and replaced; it waits while a topic
  *   operation is in flight, as that operation holds the topics it
  *   replaces), and a partition this node now leads takes its new leader
- *   epoch on its shard (part_proxy_set_leader_epoch).
+ *   epoch on its shard (part_proxy_set_leader_epoch). Both are decided
+ *   from the image and the control thread's book (ctl_homes.h: the epoch
+ *   last told), never by reading the published entry's partitions back
+ *   (whether it still follows the image is the builder's query,
+ *   ctl_topic_follows).
  *
  * @thread ctl
  */
@@ -224,24 +228,6 @@ int ctl_elect_active(const struct ctl *ctl)
 	return ctl_quorum_leads(ctl) && !ctl_quorum_failed(ctl);
 }
 
-/* Whether the published topic t says what the image's mt says (leaders,
- * epochs, ISR and replicas: a replica fetch is checked against them). */
-static int topic_current(const struct md_topic *t, const struct meta_topic *mt)
-{
-	if (t->nparts != mt->partitions)
-		return 1;   /* partitions being added: their operation publishes */
-	for (int32_t i = 0; i < t->nparts; i++) {
-		const struct md_partition *mp = &t->parts[i];
-		const struct meta_part *p = &mt->parts[i];
-
-		if (mp->leader != p->leader || mp->leader_epoch < p->leader_epoch || mp->nisr != p->nisr ||
-		    memcmp(mp->isr, p->isr, (size_t)p->nisr * sizeof(*p->isr)) || mp->nreplicas != p->nreplicas ||
-		    memcmp(mp->replicas, p->replicas, (size_t)p->nreplicas * sizeof(*p->replicas)))
-			return 0;
-	}
-	return 1;
-}
-
 static void epoch_set(void *self, void *cookie, int err)
 {
 	(void)self;
@@ -249,11 +235,16 @@ static void epoch_set(void *self, void *cookie, int err)
 	(void)err;   /* -ESTALE: the log was there already; -ENOENT: deleted since */
 }
 
-/* The snapshot follows the image: every topic that differs, rebuilt. */
+/* The snapshot follows the image: every topic that differs, rebuilt (the
+ * builder's query, ctl_topic_follows). A partition this node leads and
+ * has open takes the image's epoch when that is above the one the book
+ * says its owner was last told (ctl_homes.h), and the book notes it as
+ * the message goes. */
 static void elect_republish(struct ctl *ctl)
 {
 	const struct md_snapshot *md = ctl->b->md;
 	struct md_topic **add, **rep;
+	int32_t self = ctl->b->set.node_id;
 	int n = 0;
 
 	if (!md || !md->ntopics)
@@ -261,25 +252,28 @@ static void elect_republish(struct ctl *ctl)
 	add = xcalloc((size_t)md->ntopics, sizeof(*add));
 	rep = xcalloc((size_t)md->ntopics, sizeof(*rep));
 	for (int i = 0; i < md->ntopics; i++) {
-		struct md_topic *t = md->topics[i];
+		struct md_topic *t = md->topics[i];   /* a handle, handed back to the builder */
 		const struct meta_topic *mt = metalog_topic(ctl->ml, t->name);
-		struct md_topic *nt;
 
-		if (!mt || memcmp(mt->id, t->id, 16) || topic_current(t, mt))
+		if (!mt || memcmp(mt->id, t->id, 16) || ctl_topic_follows(t, mt))
 			continue;   /* (another id: deleted and made again, ctl_follow.c's) */
-		nt = ctl_topic_build(ctl, mt);
-		ctl_topic_keep_epochs(nt, t);
-		for (int32_t j = 0; j < nt->nparts && j < t->nparts; j++) {
-			const struct md_partition *np = &nt->parts[j];
-			const struct md_partition *op = &t->parts[j];
-			int32_t shard = ctl_part_open_on(ctl, nt->id, j);
+		for (int32_t j = 0; j < mt->partitions; j++) {
+			const struct meta_part *p = &mt->parts[j];
+			struct ctl_home *h = ctl_home_find(ctl->homes, mt->id, j);
+			int32_t epoch;
 			struct part_proxy px;
 
-			if (shard >= 0 && np->leader == ctl->b->set.node_id && np->leader_epoch > op->leader_epoch)
-				part_proxy_set_leader_epoch(ctl_part_proxy(ctl, &px), shard, part_addr_of(nt->id, j),
-							    np->leader_epoch, epoch_set, NULL);
+			if (!h || h->opened != 1 || !h->told || p->leader != self)
+				continue;   /* not open here, or not led here */
+			epoch = ctl_home_epoch(h, p->leader, p->leader_epoch);
+			if (epoch <= h->told_epoch)
+				continue;   /* told already (or its log's is later) */
+			part_proxy_set_leader_epoch(ctl_part_proxy(ctl, &px), h->shard, part_addr_of(mt->id, j), epoch,
+						    epoch_set, NULL);
+			h->told_leader = p->leader;
+			h->told_epoch = epoch;
 		}
-		add[n] = nt;
+		add[n] = ctl_topic_build(ctl, mt);
 		rep[n++] = t;
 	}
 	if (n)

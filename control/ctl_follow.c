@@ -184,8 +184,7 @@ static int rebuild(struct ctl *ctl)
 			continue;
 		if (at >= 0)
 			drop_entry(ctl, at);
-		nt = ctl_topic_build(ctl, mt);
-		ctl_topic_keep_epochs(nt, t);
+		nt = ctl_topic_build(ctl, mt);   /* (the epochs the book says were told kept) */
 		for (int32_t j = 0; j < t->nparts; j++) {
 			int32_t shard = ctl_part_open_on(ctl, nt->id, j);
 			struct part_proxy px;

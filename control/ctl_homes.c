@@ -149,6 +149,11 @@ int32_t ctl_home_take(struct ctl_homes *hs, const uint8_t id[16], int32_t idx)
 	return shard;
 }
 
+int32_t ctl_home_epoch(const struct ctl_home *h, int32_t leader, int32_t epoch)
+{
+	return h && h->told && h->told_leader == leader && h->told_epoch > epoch ? h->told_epoch : epoch;
+}
+
 int32_t ctl_part_open_on(const struct ctl *ctl, const uint8_t id[16], int32_t idx)
 {
 	const struct ctl_home *h = ctl_home_find(ctl->homes, id, idx);

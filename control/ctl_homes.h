@@ -2,15 +2,17 @@
  * partition copies ("homes"): for each partition this node has asked a
  * shard to open, keyed by (topic id, partition index), which shard owns
  * it, whether that shard answered the open, the published block
- * (struct part_pub) the control thread allocated for it, and the role
- * last told to the owner (control/ctl_roles.c).
+ * (struct part_pub) the control thread allocated for it, the role last
+ * told to the owner (control/ctl_roles.c), and the leader and leader
+ * epoch the owner and the published snapshot were last told.
  *
- * The control thread decides from this book, and from nothing of the
- * published metadata snapshot, whether a partition is open here and which
- * shard to send a message about it to. The snapshot's md_partition
- * owner_shard and pub, which the shards read, are written from it by the
- * one place that builds and publishes the snapshot (control/ctl_topic.c),
- * and read back by nobody in control/ (scripts/check-layers, rule 6).
+ * The control thread decides from this book and the metadata image, and
+ * from nothing of the published metadata snapshot, whether a partition
+ * is open here, which shard to send a message about it to, and which
+ * leader epoch to tell it. The snapshot's md_partition entries, which
+ * the shards read, are written from the image and this book by the one
+ * place that builds and publishes the snapshot (control/ctl_topic.c),
+ * and read back by nobody else in control/ (scripts/check-layers, rule 6).
  *
  * An entry is made when the control thread sends the open
  * (ctl_home_add), marked open when the owner answers it, and dropped when
@@ -48,6 +50,16 @@ struct ctl_home {
 	int role_set;
 	int32_t role_leader, role_epoch, role_pepoch;
 	int role_thr;                /* the throttle flags sent */
+	/* the leader and leader epoch last told (told 1; 0: none yet): by
+	 * the open's answer (the entry it opened with, its epoch raised to
+	 * the log's when the log held a later one), by the snapshot entry
+	 * published (ctl_topic.c writes them as it publishes), or by a
+	 * part_proxy_set_leader_epoch (ctl_elect.c, as it sends it). The
+	 * next entry built keeps that epoch while the leader is the same
+	 * (ctl_home_epoch): Metadata never goes back to the metadata log's
+	 * lower one */
+	int told;
+	int32_t told_leader, told_epoch;
 	struct ctl_home *next;       /* the hash chain */
 };
 
@@ -66,6 +78,13 @@ struct ctl_home *ctl_home_add(struct ctl_homes *hs, const uint8_t id[16], int32_
  * allocated until exit (an older snapshot may point at it); an open again
  * gets a new one. */
 int32_t ctl_home_take(struct ctl_homes *hs, const uint8_t id[16], int32_t idx);
+
+/* The leader epoch a snapshot entry of h's partition carries when the
+ * image says `leader` at `epoch`: the image's, or the one last told when
+ * that is higher under the same leader (the log held a later epoch than
+ * the metadata log's). h NULL (not a partition of this node): the
+ * image's. */
+int32_t ctl_home_epoch(const struct ctl_home *h, int32_t leader, int32_t epoch);
 
 /* What the rest of the control thread asks (the group and transaction
  * coordinators and the metrics included): the owner shard of (topic id,

@@ -428,10 +428,12 @@ int ctl_elect_active(const struct ctl *ctl);
 void ctl_reassign_tick(struct ctl *ctl);
 void ctl_reassign_fini(struct ctl *ctl);
 /* ---- ctl_roles.c -------------------------------------------------------- */
-/* mp was opened: tell its owner what this node is for it
- * (dataplane/part_role.h), from the image; nothing for a partition alone
- * (the open gave it the one-node way, and no lookup is made). */
-void ctl_role_opened(struct ctl *ctl, const struct md_topic *t, const struct md_partition *mp);
+/* Partition idx of topic `name` (id) was opened: tell its owner what this
+ * node is for it (dataplane/part_role.h), from the image and the book;
+ * nothing for a partition alone (alone: the builder's entry it opened
+ * with has this node as leader and only replica; the open gave it the
+ * one-node way, and no lookup is made). */
+void ctl_role_opened(struct ctl *ctl, const char *name, const uint8_t id[16], int32_t idx, int alone);
 /* A partition record was applied: every hosted, open partition whose
  * leader, epoch or ISR moved in the image gets its new role. */
 void ctl_roles_refresh(struct ctl *ctl);
@@ -464,7 +466,12 @@ int ctl_place_brokers(struct ctl *ctl, struct placement_broker **out);
 int ctl_place(struct ctl *ctl, const char *name, int32_t first, int32_t n, int rf, int pin_self, int32_t **out,
 	      int *avail);
 /* Build the snapshot entry of a topic from the metadata log (its
- * partitions placed on shards, none opened yet). */
+ * partitions placed on shards, none opened yet) and the book
+ * (ctl_homes.h): a partition of this node keeps the leader epoch last
+ * told while its leader is the same and that epoch is higher than the
+ * image's (the epoch its log runs at, as its open reported:
+ * ctl_home_epoch). Every rebuild of a served topic goes through it, so
+ * none carries a lower epoch than the entry it replaces. */
 struct md_topic *ctl_topic_build(struct ctl *ctl, const struct meta_topic *mt);
 void ctl_topic_free(struct md_topic *t);
 /* A new snapshot with the same topics and the image's brokers now (a
@@ -477,13 +484,16 @@ void ctl_publish_brokers(struct ctl *ctl);
  * rebuilt from the image (its partitions' homes come from the book,
  * ctl_homes.h, as it is published). */
 void ctl_publish_replaced(struct ctl *ctl, struct md_topic **add, struct md_topic **rep, int n);
-/* Whether this node is a replica of mp (it opens only those). */
-int ctl_part_hosted(const struct ctl *ctl, const struct md_partition *mp);
-/* Building nt, the next entry of published topic t: a partition whose
- * leader stays keeps t's leader epoch where that is higher than the
- * image's (the epoch its log runs at, as its open reported). Homes need
- * nothing: ctl_publish writes them from the book. */
-void ctl_topic_keep_epochs(struct md_topic *nt, const struct md_topic *t);
+/* Whether published entry t says what the image's mt says (leaders,
+ * epochs, ISR and replicas: a replica fetch is checked against them), or
+ * its partitions are being added (their operation publishes): the one
+ * look at a published entry's partitions outside the builder's own code,
+ * a query of the builder's. */
+int ctl_topic_follows(const struct md_topic *t, const struct meta_topic *mt);
+/* The published entry of topic `name` (NULL: none), as a handle to give
+ * back to the builder (replaced or deleted by an operation); its
+ * partitions are the builder's to read. */
+struct md_topic *ctl_topic_served(const struct ctl *ctl, const char *name, int32_t len);
 /* Ask the owner shards to open partitions [from, t->nparts) of t that
  * this node hosts and that are not open already, each counted in
  * op->pending. */

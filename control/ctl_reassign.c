@@ -180,7 +180,6 @@ static void rehost(struct ctl *ctl, struct md_topic *t, const struct meta_topic 
 	op->started = hosting_done;
 	op->created[op->ncreated++] = nt;
 	op->replaced[op->nreplaced++] = t;
-	ctl_topic_keep_epochs(nt, t);
 	for (int32_t j = 0; j < nt->nparts; j++) {
 		const struct meta_part *p = &mt->parts[j];
 		int32_t shard;

@@ -142,19 +142,18 @@ static int throttle_list_names(const struct meta_topic *mt, const char *key, int
  * book's entry says what was told, ctl_homes.h). role_set: 0 not looked
  * at yet, 1 sent (the fields say what), 2 alone and nothing sent (the
  * one-node way: no message). */
-static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct md_topic *t,
-		      const struct md_partition *mp)
+static void role_send(struct ctl *ctl, const struct meta_topic *mt, const uint8_t id[16], int32_t idx)
 {
 	const struct meta_part *p;
-	struct ctl_home *h = ctl_home_find(ctl->homes, t->id, mp->index);
+	struct ctl_home *h = ctl_home_find(ctl->homes, id, idx);
 	struct part_role_msg *r;
 	struct part_proxy px;
 	int32_t self = ctl->b->set.node_id;
 	int alone, thr;
 
-	if (!mt || mp->index >= mt->partitions || !h || h->opened != 1)
+	if (!mt || idx >= mt->partitions || !h || h->opened != 1)
 		return;
-	p = &mt->parts[mp->index];
+	p = &mt->parts[idx];
 	if (!meta_part_has(p->replicas, p->nreplicas, self))
 		return;                      /* no longer a replica here: retired (ctl_reassign.c) */
 	alone = p->leader == self && p->nreplicas == 1;
@@ -167,9 +166,9 @@ static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct
 	 * to followers outside the ISR (replicas being added, or the
 	 * topic's leader list names it) */
 	thr = p->leader != self && (meta_part_has(p->moving, p->nadding, self) ||
-				    throttle_list_names(mt, "follower.replication.throttled.replicas", mp->index, self));
+				    throttle_list_names(mt, "follower.replication.throttled.replicas", idx, self));
 	if (p->leader == self && (p->nadding > 0 ||
-				  throttle_list_names(mt, "leader.replication.throttled.replicas", mp->index, self)))
+				  throttle_list_names(mt, "leader.replication.throttled.replicas", idx, self)))
 		thr |= 2;
 	if (h->role_set == 1 && h->role_leader == p->leader && h->role_epoch == p->leader_epoch &&
 	    h->role_pepoch == p->partition_epoch && h->role_thr == thr)
@@ -182,7 +181,8 @@ static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct
 	r = xcalloc(1, sizeof(*r));
 	r->self = self;
 	r->leader = p->leader;
-	r->leader_epoch = p->leader_epoch > mp->leader_epoch ? p->leader_epoch : mp->leader_epoch;
+	/* the image's, or the later one the owner was told (its log's) */
+	r->leader_epoch = h->told && h->told_epoch > p->leader_epoch ? h->told_epoch : p->leader_epoch;
 	r->nreplicas = p->nreplicas < PART_ROLE_MAX_REPLICAS ? p->nreplicas : PART_ROLE_MAX_REPLICAS;
 	r->nisr = p->nisr < PART_ROLE_MAX_REPLICAS ? p->nisr : PART_ROLE_MAX_REPLICAS;
 	memcpy(r->replicas, p->replicas, (size_t)r->nreplicas * sizeof(r->replicas[0]));
@@ -201,30 +201,30 @@ static void role_send(struct ctl *ctl, const struct meta_topic *mt, const struct
 	r->leader_throttled = (thr & 2) != 0;
 	r->isr_change = isr_change;
 	r->isr_to = broker_ctl_index(ctl->b);
-	part_proxy_set_role(ctl_part_proxy(ctl, &px), h->shard, part_addr_of(t->id, mp->index), r, role_answered, r);
+	part_proxy_set_role(ctl_part_proxy(ctl, &px), h->shard, part_addr_of(id, idx), r, role_answered, r);
 }
 
-void ctl_role_opened(struct ctl *ctl, const struct md_topic *t, const struct md_partition *mp)
+void ctl_role_opened(struct ctl *ctl, const char *name, const uint8_t id[16], int32_t idx, int alone)
 {
 	const struct meta_topic *mt;
 
-	if (mp->leader == ctl->b->set.node_id && mp->nreplicas == 1) {
-		/* alone (the snapshot entry says so; no lookup: one node opens
-		 * every partition this way) */
-		struct ctl_home *h = ctl_home_find(ctl->homes, t->id, mp->index);
+	if (alone) {
+		/* alone (the entry it opened with says so; no lookup: one node
+		 * opens every partition this way) */
+		struct ctl_home *h = ctl_home_find(ctl->homes, id, idx);
 
 		if (h)
 			h->role_set = 2;
 		return;
 	}
-	mt = metalog_topic(ctl->ml, t->name);
-	if (!mt || mp->index >= mt->partitions) {
+	mt = metalog_topic(ctl->ml, name);
+	if (!mt || idx >= mt->partitions) {
 		/* added partitions whose records come after their opens
 		 * (CreatePartitions): once published */
 		ctl->roles_pending = 1;
 		return;
 	}
-	role_send(ctl, mt, t, mp);
+	role_send(ctl, mt, id, idx);
 }
 
 void ctl_roles_refresh(struct ctl *ctl)
@@ -240,7 +240,7 @@ void ctl_roles_refresh(struct ctl *ctl)
 			continue;   /* the served one is a topic of that name deleted since */
 		for (int32_t j = 0; t && j < t->nparts && j < mt->partitions; j++)
 			if (ctl_part_open_on(ctl, t->id, j) >= 0)
-				role_send(ctl, mt, t, &t->parts[j]);
+				role_send(ctl, mt, t->id, j);
 	}
 }
 

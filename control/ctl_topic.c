@@ -10,7 +10,15 @@
  * owner answered its open). Nothing in control/ reads them back
  * (scripts/check-layers, rule 6): the control thread asks its book. A
  * topic's entry is written only before it is published; once published
- * it is read-only, replaced whole by the next snapshot. */
+ * it is read-only, replaced whole by the next snapshot.
+ *
+ * Also the one reader of the entries' partitions among the control
+ * thread's decisions: an entry is built from the metadata image and the
+ * book (the leader epoch told, ctl_home_epoch), and the book notes what
+ * each entry published told (book_told); whether a published entry still
+ * follows the image is asked here (ctl_topic_follows). The rest of
+ * control/ holds an entry only as a handle to give back (replaced,
+ * retired). */
 
 #include <dirent.h>
 #include <errno.h>
@@ -92,6 +100,16 @@ static void md_scram_copy(struct md_snapshot *md, const struct meta_scram *ms)
 	md->nscram = ms->n;
 }
 
+/* The book's note of what the owner and the snapshot were told of mp's
+ * leader (ctl_homes.h): the next entry built keeps that epoch while the
+ * leader is the same. */
+static void book_told(struct ctl_home *h, const struct md_partition *mp)
+{
+	h->told = 1;
+	h->told_leader = mp->leader;
+	h->told_epoch = mp->leader_epoch;
+}
+
 /* The homes of a topic about to be published, from the control thread's
  * book: each partition's owner shard, and its published block once the
  * owner answered its open (an open still in flight stays unseen by the
@@ -99,11 +117,13 @@ static void md_scram_copy(struct md_snapshot *md, const struct meta_scram *ms)
 static void topic_stamp_homes(struct ctl *ctl, struct md_topic *t)
 {
 	for (int32_t i = 0; i < t->nparts; i++) {
-		const struct ctl_home *h = ctl_home_find(ctl->homes, t->id, i);
+		struct ctl_home *h = ctl_home_find(ctl->homes, t->id, i);
 		struct md_partition *mp = &t->parts[i];
 
 		mp->owner_shard = h ? h->shard : place(t, i, ctl->b->set.nshards);
 		mp->pub = h && h->opened ? h->part_pub : NULL;
+		if (h)
+			book_told(h, mp);
 	}
 }
 
@@ -212,20 +232,34 @@ void ctl_topic_free(struct md_topic *t)
 	free(t);
 }
 
-int ctl_part_hosted(const struct ctl *ctl, const struct md_partition *mp)
+/* Whether this node is a replica of mp (it opens only those). */
+static int ctl_part_hosted(const struct ctl *ctl, const struct md_partition *mp)
 {
 	return md_part_hosted(mp, ctl->b->set.node_id);
 }
 
-void ctl_topic_keep_epochs(struct md_topic *nt, const struct md_topic *t)
+int ctl_topic_follows(const struct md_topic *t, const struct meta_topic *mt)
 {
-	for (int32_t i = 0; i < t->nparts && i < nt->nparts; i++) {
-		struct md_partition *np = &nt->parts[i];
-		const struct md_partition *op = &t->parts[i];
+	if (t->nparts != mt->partitions)
+		return 1;   /* partitions being added: their operation publishes */
+	for (int32_t i = 0; i < t->nparts; i++) {
+		const struct md_partition *mp = &t->parts[i];
+		const struct meta_part *p = &mt->parts[i];
 
-		if (np->leader == op->leader && np->leader_epoch < op->leader_epoch)
-			np->leader_epoch = op->leader_epoch;   /* the log's, when it was higher */
+		if (mp->leader != p->leader || mp->leader_epoch < p->leader_epoch || mp->nisr != p->nisr ||
+		    memcmp(mp->isr, p->isr, (size_t)p->nisr * sizeof(*p->isr)) || mp->nreplicas != p->nreplicas ||
+		    memcmp(mp->replicas, p->replicas, (size_t)p->nreplicas * sizeof(*p->replicas)))
+			return 0;
 	}
+	return 1;
+}
+
+struct md_topic *ctl_topic_served(const struct ctl *ctl, const char *name, int32_t len)
+{
+	/* the snapshot's entries are this file's own allocations: published,
+	 * they are read-only to everyone, and an operation hands this one
+	 * back to be replaced or retired whole (ctl_publish) */
+	return (struct md_topic *)md_find(ctl->b->md, name, len);
 }
 
 /* What a retired entry holds: an old snapshot's array, a topic no longer
@@ -299,10 +333,15 @@ static void ctl_part_opened(void *self, void *cookie, int err, const struct part
 	if (err == 0) {
 		/* the log holds a later epoch than the metadata log: Metadata
 		 * says the one the partition stamps (o->t is not published yet:
-		 * this completes its entry) */
+		 * this completes its entry), and the book keeps it for the
+		 * entries built after this one */
 		if (rep->leader_epoch > o->mp->leader_epoch)
 			o->mp->leader_epoch = rep->leader_epoch;
-		ctl_role_opened(ctl, o->t, o->mp);   /* leader or follower (ctl_roles.c) */
+		if (h)
+			book_told(h, o->mp);
+		/* leader or follower (ctl_roles.c) */
+		ctl_role_opened(ctl, o->t->name, o->t->id, o->mp->index,
+				o->mp->leader == ctl->b->set.node_id && o->mp->nreplicas == 1);
 	}
 	ctl->fd_opening--;
 	if (rep->made && op->req) {
@@ -469,7 +508,10 @@ struct md_topic *ctl_topic_build(struct ctl *ctl, const struct meta_topic *mt)
 
 			mp->index = i;
 			mp->owner_shard = place(t, i, ctl->b->set.nshards);
-			mp->leader_epoch = p->leader_epoch;
+			/* the image's, or the later one the book says was told
+			 * (ctl_home_epoch) */
+			mp->leader_epoch = ctl_home_epoch(ctl_home_find(ctl->homes, t->id, i), p->leader,
+							  p->leader_epoch);
 			mp->leader = p->leader;
 			mp->nreplicas = p->nreplicas;
 			mp->nisr = p->nisr;

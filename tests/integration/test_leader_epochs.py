@@ -405,6 +405,56 @@ def the_epochs_are_kept_in_leader_epoch_checkpoint():
             assert ofle(c, 2, [("e", 0, 0)])[("e", 0)] == (NONE, 0, 6)
 
 
+# ---- a log ahead of the metadata log -------------------------------------------
+
+INCREMENTAL_ALTER_CONFIGS, TOPIC_RESOURCE, BROKER_RESOURCE = 44, 2, 4
+
+
+def incremental_set(c, rtype, name, key, value):
+    """IncrementalAlterConfigs v0, one SET; asserts it was done."""
+    w = W().array([0], lambda w, _: w.i8(rtype).str(name).array(
+        [0], lambda w, _: w.str(key).i8(0).str(value))).i8(0)
+    r = c.request(INCREMENTAL_ALTER_CONFIGS, 0, w)
+    r.i32()
+    res = r.array(lambda r: (r.i16(), r.str(), r.i8(), r.str()))
+    assert res[0][0] == 0, res
+
+
+@test
+def a_log_epoch_above_the_metadata_logs_survives_every_rebuild():
+    """A partition whose log holds a later leader epoch (5, its
+    leader-epoch-checkpoint) than the metadata log (1, after a restart)
+    runs at 5, and Metadata says 5; still 5 after the topic's entry is
+    rebuilt by a config change of the topic, one of the cluster-wide
+    defaults, and CreatePartitions (each entry is built from the image and
+    the control thread's book, docs/cluster.md). One that said the image's
+    1 would send a client to the partition at an epoch it refuses
+    (FENCED_LEADER_EPOCH)."""
+    with broker() as b:
+        c = TConn(b.bootstrap)
+        new_topic(c, "h")
+        produce(c, "h", 0, 2, b"a")
+        produce(c, "h", 0, 2, b"b")             # offsets 0-3 at epoch 0
+        c.close()
+        path = os.path.join(b.data_dir, "h-0", "leader-epoch-checkpoint")
+        assert file_soon(path, "0\n1\n0 0\n") == "0\n1\n0 0\n"
+        b.stop()
+        with open(path, "w") as f:
+            f.write("0\n2\n0 0\n5 2\n")     # epoch 5 from offset 2 on
+        b.start()
+        with TConn(b.bootstrap) as c:
+            assert metadata_epochs(c, "h") == {0: (0, 5)}
+            assert ofle(c, 2, [("h", 0, 5)], current=5)[("h", 0)] == (NONE, 5, 4)
+            assert ofle(c, 2, [("h", 0, 5)], current=1)[("h", 0)][0] == FENCED_LEADER_EPOCH
+            incremental_set(c, TOPIC_RESOURCE, "h", "retention.ms", "86400000")
+            assert metadata_epochs(c, "h") == {0: (0, 5)}, "after the topic's config change"
+            incremental_set(c, BROKER_RESOURCE, "", "log.retention.ms", "172800000")
+            assert metadata_epochs(c, "h") == {0: (0, 5)}, "after the cluster-wide default's change"
+            create_partitions(c, "h", 2)
+            assert metadata_epochs(c, "h")[0] == (0, 5), "after CreatePartitions"
+            assert ofle(c, 2, [("h", 0, 5)], current=5)[("h", 0)] == (NONE, 5, 4)
+
+
 # ---- a real consumer -----------------------------------------------------------
 
 @test

@@ -2,8 +2,10 @@
  * homes (control/ctl_homes.h): entries found by (topic id, index) among
  * many (the table grows), an open told only once the owner answered, a
  * retire taking the entry out (its shard returned only if it was open),
- * and a partition opened again after its retire getting a new published
- * block while the old one stays allocated for older snapshots. */
+ * a partition opened again after its retire getting a new published
+ * block while the old one stays allocated for older snapshots, and the
+ * leader epoch the book says was told kept in the next entry built while
+ * the leader is the same (ctl_home_epoch). */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <string.h>
@@ -95,5 +97,30 @@ Test(ctl_homes, reopened_after_retire_gets_a_new_block)
 	cr_assert_eq(h->role_set, 0, "and no role told yet");
 	cr_assert_eq(__atomic_load_n(&old->log_end, __ATOMIC_RELAXED), 42,
 		     "the old block stays allocated until exit (an older snapshot may point at it)");
+	ctl_homes_free(hs);
+}
+
+Test(ctl_homes, the_epoch_told_is_kept_under_the_same_leader)
+{
+	struct ctl_homes *hs = ctl_homes_new();
+	uint8_t id[16];
+	struct ctl_home *h;
+
+	id_of(2, id);
+	cr_assert_eq(ctl_home_epoch(NULL, 1, 3), 3, "no entry (not this node's): the image's epoch");
+	h = ctl_home_add(hs, id, 0, 1);
+	cr_assert_eq(h->told, 0, "a new entry was told nothing yet");
+	cr_assert_eq(ctl_home_epoch(h, 1, 3), 3, "nothing told: the image's epoch");
+	h->told = 1;
+	h->told_leader = 1;
+	h->told_epoch = 7;   /* its open reported the log's epoch, above the image's */
+	cr_assert_eq(ctl_home_epoch(h, 1, 3), 7, "the same leader: the later epoch told is kept");
+	cr_assert_eq(ctl_home_epoch(h, 1, 9), 9, "the image moved past it: the image's");
+	cr_assert_eq(ctl_home_epoch(h, 2, 3), 3, "another leader: the image's, whatever was told");
+	cr_assert_eq(ctl_home_epoch(h, -1, 3), 3, "offline: the image's");
+	cr_assert_eq(ctl_home_take(hs, id, 0), -1);
+	h = ctl_home_add(hs, id, 0, 1);
+	cr_assert_eq(h->told, 0, "opened again after a retire: told nothing yet");
+	cr_assert_eq(ctl_home_epoch(h, 1, 3), 3);
 	ctl_homes_free(hs);
 }
