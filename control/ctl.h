@@ -106,7 +106,8 @@ int ctl_shutdown_settled(struct ctl *ctl);
 /* @thread shard. DescribeQuorum: the control thread fills *out, then ctx
  * resumes (dataplane/coord.h submit_quorum). */
 void ctl_quorum_submit(struct kafka_ctx *ctx, struct coord_quorum *out);
-/* @thread shard. ElectLeaders: the control thread elects and fills each
+/* @thread shard. ElectLeaders: the control thread elects (the active
+ * controller; another node forwards the request to it) and fills each
  * part's result, then ctx resumes (dataplane/coord.h submit_elect). */
 struct coord_elect;
 void ctl_elect_submit(struct kafka_ctx *ctx, struct coord_elect *req);
@@ -154,6 +155,7 @@ struct ctl_channel_stats {
 	uint64_t forwarded, served, lost, stuck_transfers;
 	/* connections whose reading stopped: answers queued past 8 MiB */
 	uint64_t paused;
+	uint64_t elect_forwarded;    /* ElectLeaders requests forwarded to the leader */
 	int connected;
 	/* observers' metadata fetches: sent by this one (a broker-only node),
 	 * snapshots this voter sent, snapshots this observer restored */

@@ -33,6 +33,14 @@
  *             quorum's state snapshot, at the voter's last applied index)
  *             instead. A fetch with nothing new waits on the voter
  *             (CH_FETCH_WAIT_MS at most) for the next record.
+ *   ELECT     ElectLeaders asked of a node that is not the active
+ *             controller (a voter that does not lead, or a broker-only
+ *             node), as Kafka's brokers forward it to the active
+ *             controller: the leader runs the elections as for its own
+ *             client (ctl_elect.c) and answers once their records are
+ *             applied there, each partition's Kafka error code; "not
+ *             leader" (nothing was done) sends it again to the next
+ *             leader. Bytes ctl_elect.c makes and reads.
  *
  * A frame: u32 length of what follows, u8 type, u64 request id, then
  *   PROPOSE        the record
@@ -45,6 +53,13 @@
  *   FETCH          u64 the first index wanted
  *   DESCRIBE       (nothing)
  *   DESCRIBE_RESP  i32 errno, then the leader's view (ctl_quorum.c's bytes)
+ *   ELECT          ctl_elect.c's request: u8 election type (0 preferred,
+ *                  1 unclean), u32 count, that many of (u16 topic name
+ *                  length, the name, i32 partition)
+ *   ELECT_RESP     i32 errno (0, QUORUM_ENOTLEADER, EAGAIN: not serving
+ *                  yet, EPROTO: the request does not read), then with 0
+ *                  ctl_elect.c's answer: u32 count, that many i16 Kafka
+ *                  error codes in the request's order
  *   FETCH_RESP     i32 errno, i32 the leader the voter knows (-1: none),
  *                  u64 its term, u64 upto (every record up to it is in
  *                  the answer or before the index asked), u64 the voter's
@@ -59,7 +74,10 @@
  * leader; one sent whose answer is lost with its connection or with the
  * leadership is QUORUM_ELOST for its proposer, as on a leader that lost its
  * leadership: the record may still be committed, and then every node
- * applies it (the callers treat it so already).
+ * applies it (the callers treat it so already). An ELECT waits likewise
+ * for a leader and gets its answer within CH_ELECT_MS of being asked, else
+ * -ETIMEDOUT; one whose connection is lost is -ENOTCONN (the elections
+ * may have been done: asking again finds them not needed).
  *
  * The stuck follower (docs/dependencies.md, libraft's caveats): libraft
  * 0.15 can take a follower's stale answer for its match index and never
@@ -94,12 +112,15 @@
 #define CH_FETCH_RESP 6
 #define CH_DESCRIBE 7
 #define CH_DESCRIBE_RESP 8
+#define CH_ELECT 9
+#define CH_ELECT_RESP 10
 
 #define CH_HDR 13                       /* u32 length, u8 type, u64 id */
 #define CH_FRAME_MAX (64u << 20)        /* a record is at most 1 MiB; a
 					 * fetched snapshot is the image */
 #define CH_QUEUE_MS 30000               /* a proposal waits this long for a leader */
 #define CH_HB_MS 5000                   /* a heartbeat's answer, at most */
+#define CH_ELECT_MS 30000               /* an ELECT's answer (a leader found, its records applied) */
 #define CH_RETRY_MS 200                 /* reconnect, or resend after "not leader" */
 #define CH_RING 512                     /* applied outcomes kept for late answers */
 #define CH_STUCK 2                      /* heartbeats below the match index: stuck */
@@ -120,7 +141,7 @@ struct ch_req {
 	uint64_t id;
 	int type;
 	enum ch_state state;
-	void *rec;                      /* PROPOSE: the record (kept to resend) */
+	void *rec;                      /* PROPOSE: the record, ELECT: the request (kept to resend) */
 	size_t len;
 	int32_t hb_id;
 	int64_t hb_epoch;
@@ -130,6 +151,8 @@ struct ch_req {
 	ctl_quorum_done_fn done;
 	ctl_channel_hb_fn hb_done;
 	ctl_channel_describe_fn ds_done;
+	ctl_channel_elect_fn el_done;
+	int sent;                       /* ELECT: sent once (counted) */
 	void *cookie;
 };
 
@@ -202,8 +225,9 @@ struct ctl_channel {
 	uint64_t applied_max;
 	int (*serve_hb)(struct ctl *ctl, int32_t id, int64_t epoch, int16_t mv_max, int *fenced);
 	int (*serve_ds)(struct ctl *ctl, void **buf, size_t *len);
+	int (*serve_el)(struct ctl *ctl, const void *req, size_t len, void *token);
 	int closed;
-	uint64_t forwarded, served, lost;
+	uint64_t forwarded, served, lost, elect_forwarded;
 	/* a voter: the records applied lately (a ring, oldest at kept_head);
 	 * every record applied past kept_base is in it, unless kept_fresh (a
 	 * snapshot was restored and no record applied since) */
@@ -461,6 +485,24 @@ static void served(void *cookie, uint64_t index, int err)
 
 	if (c)
 		answer_propose(c, sv->id, err, err == 0 ? index : 0);
+	free(sv);
+}
+
+static void answer_elect(struct ch_conn *c, uint64_t id, int err, const void *buf, size_t len)
+{
+	char b[4];
+
+	le32_store(b, (uint32_t)(err < 0 ? -err : err));
+	conn_send(c, CH_ELECT_RESP, id, b, sizeof(b), buf, err ? 0 : len);
+}
+
+void ctl_channel_elect_answer(struct ctl_channel *ch, void *token, int err, const void *buf, size_t len)
+{
+	struct ch_serving *sv = token;
+	struct ch_conn *c = ch && sv->ch == ch ? conn_by_id(ch, sv->conn) : NULL;
+
+	if (c)
+		answer_elect(c, sv->id, err, buf, len);   /* else the asker is gone: its client was told */
 	free(sv);
 }
 
@@ -741,6 +783,26 @@ static void serve_frame(struct ch_conn *c, int type, uint64_t id, const char *p,
 		le32_store(b, (uint32_t)(rc < 0 ? -rc : 0));
 		conn_send(c, CH_DESCRIBE_RESP, id, b, sizeof(b), rc < 0 ? NULL : view, rc < 0 ? 0 : vlen);
 		free(view);
+	} else if (type == CH_ELECT) {
+		struct ch_serving *sv;
+		int rc;
+
+		if (!ch->q || !quorum_is_leader(ch->q)) {
+			answer_elect(c, id, -QUORUM_ENOTLEADER, NULL, 0);
+			return;
+		}
+		if (!ch->serve_el) {
+			answer_elect(c, id, -EAGAIN, NULL, 0);
+			return;
+		}
+		if (!(sv = malloc(sizeof(*sv))))
+			abort();   /* the control thread's own bookkeeping */
+		*sv = (struct ch_serving){ ch, c->id, id };
+		rc = ch->serve_el(ch->ctl, p, len, sv);   /* answered through ctl_channel_elect_answer */
+		if (rc < 0) {
+			free(sv);
+			answer_elect(c, id, rc, NULL, 0);
+		}
 	} else {
 		conn_close(c);   /* not a request this version knows */
 	}
@@ -772,6 +834,8 @@ static void req_complete(struct ctl_channel *ch, struct ch_req *r, int err, cons
 		r->done(r->cookie, err, a);
 	else if (r->type == CH_DESCRIBE)
 		r->ds_done(r->cookie, err < 0 ? err : -EIO, NULL, 0);
+	else if (r->type == CH_ELECT)
+		r->el_done(r->cookie, err < 0 ? err : -EIO, NULL, 0);
 	else
 		r->hb_done(r->cookie, err, 1);
 	req_free(r);
@@ -931,6 +995,19 @@ static void answer_frame(struct ctl_channel *ch, int type, uint64_t id, const ch
 		req_unlink(ch, r);
 		r->ds_done(r->cookie, err, err ? NULL : p + 4, err ? 0 : len - 4);
 		req_free(r);
+	} else if (type == CH_ELECT_RESP && len >= 4 && r->type == CH_ELECT) {
+		int err = -(int)le32_load(p);
+
+		if (err == -QUORUM_ENOTLEADER || err == -EAGAIN) {
+			/* nothing was done: again, on the next leader (or this
+			 * one once it serves), until its deadline */
+			r->state = RQ_QUEUED;
+			r->not_before_ms = ch->ctl->now_ms + CH_RETRY_MS;
+			return;
+		}
+		req_unlink(ch, r);
+		r->el_done(r->cookie, err, err ? NULL : p + 4, err ? 0 : len - 4);
+		req_free(r);
 	}
 }
 
@@ -943,6 +1020,11 @@ static void req_send(struct ctl_channel *ch, struct ch_req *r)
 		conn_send(ch->out, CH_PROPOSE, r->id, r->rec, r->len, NULL, 0);
 	} else if (r->type == CH_DESCRIBE) {
 		conn_send(ch->out, CH_DESCRIBE, r->id, NULL, 0, NULL, 0);
+	} else if (r->type == CH_ELECT) {
+		if (!r->sent)
+			ch->elect_forwarded++;
+		r->sent = 1;
+		conn_send(ch->out, CH_ELECT, r->id, r->rec, r->len, NULL, 0);
 	} else {
 		char b[22];
 		int16_t mv = meta_features_local_max();
@@ -1063,6 +1145,32 @@ void ctl_channel_serve_describe(struct ctl_channel *ch, int (*fn)(struct ctl *ct
 	ch->serve_ds = fn;
 }
 
+int ctl_channel_elect(struct ctl_channel *ch, const void *req, size_t len, ctl_channel_elect_fn done, void *cookie)
+{
+	struct ch_req *r;
+
+	if (ch->closed || !ch->q)
+		return -ESHUTDOWN;
+	r = req_new(ch, CH_ELECT);
+	if (!(r->rec = malloc(len ? len : 1)))
+		abort();   /* the control thread's own bookkeeping */
+	memcpy(r->rec, req, len);
+	r->len = len;
+	r->el_done = done;
+	r->cookie = cookie;
+	r->state = RQ_QUEUED;
+	r->deadline_ms = ch->ctl->now_ms + CH_ELECT_MS;
+	if (ch->out && !quorum_is_leader(ch->q))
+		req_send(ch, r);
+	return 0;
+}
+
+void ctl_channel_serve_elect(struct ctl_channel *ch,
+			     int (*fn)(struct ctl *ctl, const void *req, size_t len, void *token))
+{
+	ch->serve_el = fn;
+}
+
 void ctl_channel_serve_heartbeats(struct ctl_channel *ch,
 				  int (*fn)(struct ctl *ctl, int32_t id, int64_t epoch, int16_t mv_max, int *fenced))
 {
@@ -1180,6 +1288,13 @@ int ctl_channel_tick(struct ctl_channel *ch)
 			work++;
 			continue;
 		}
+		if (r->state == RQ_QUEUED && r->type == CH_ELECT && am) {
+			/* this node leads now: its own elections (ctl_elect.c) */
+			*pp = r->next;
+			req_complete(ch, r, -QUORUM_ENOTLEADER, NULL);
+			work++;
+			continue;
+		}
 		if (r->state == RQ_QUEUED && now >= r->not_before_ms) {
 			if (am) {
 				req_propose_here(ch, r);
@@ -1235,6 +1350,7 @@ void ctl_channel_stats(const struct ctl_channel *ch, struct ctl_channel_stats *s
 	st->forwarded = ch->forwarded;
 	st->served = ch->served;
 	st->lost = ch->lost;
+	st->elect_forwarded = ch->elect_forwarded;
 	st->stuck_transfers = ch->stuck_transfers;
 	st->paused = ch->paused;
 	st->connected = ch->out != NULL;

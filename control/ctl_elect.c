@@ -29,6 +29,9 @@
  *   last told), never by reading the published entry's partitions back
  *   (whether it still follows the image is the builder's query,
  *   ctl_topic_follows).
+ * - ElectLeaders (bottom): the active controller's elections for the
+ *   partitions a client names; every other node forwards the request to
+ *   it over the controller channel and relays its answer.
  *
  * @thread ctl
  */
@@ -69,6 +72,7 @@ struct ctl_elect {
 	int32_t *shutting;           /* brokers shutting down (not live) */
 	int nshutting, cap_shutting;
 	uint64_t elections, unclean;
+	int serving;                 /* forwarded ElectLeaders served (the channel's) */
 };
 
 static struct ctl_elect *ce_of(struct ctl *ctl)
@@ -443,6 +447,8 @@ void ctl_shutdown_controlled(struct ctl *ctl, int timeout_ms)
 	}
 }
 
+static int elect_serve(struct ctl *ctl, const void *buf, size_t len, void *token);
+
 void ctl_elect_tick(struct ctl *ctl)
 {
 	struct ctl_elect *ce = ce_of(ctl);
@@ -452,6 +458,11 @@ void ctl_elect_tick(struct ctl *ctl)
 	if (ctl->elect_due & CTL_ELECT_SCAN)
 		ce->scan_wanted = 1;
 	ctl->elect_due = 0;
+	if (!ce->serving && ctl_quorum_channel(ctl)) {
+		/* the leader's side of forwarded ElectLeaders (below) */
+		ctl_channel_serve_elect(ctl_quorum_channel(ctl), elect_serve);
+		ce->serving = 1;
+	}
 
 	if (ce->dirty && !ctl->ops_open) {
 		ce->dirty = 0;
@@ -487,10 +498,23 @@ void ctl_elect_state(const struct ctl *ctl, struct ctl_elect_state *st)
 
 /* ---- ElectLeaders --------------------------------------------------------- */
 
+/* Only the active controller elects. Another node (a voter that does not
+ * lead, a broker-only node) forwards the request to it over the
+ * controller channel (ELECT, ctl_channel.c), as Kafka's brokers forward
+ * ElectLeaders to the active controller, and answers with its per-
+ * partition codes; the leader runs them as its own client's. A lost
+ * connection or a leadership lost meanwhile answers NOT_CONTROLLER, no
+ * leader found (or no answer) in 30 s REQUEST_TIMED_OUT: Kafka's
+ * retriable codes (an admin client asks again). */
+
+/* Once every partition of req has its code. */
+typedef void (*elect_done_fn)(struct ctl *ctl, struct coord_elect *req, void *cookie);
+
 /* One request in flight: its records proposed, not all applied. */
 struct elect_req {
-	struct kafka_ctx *ctx;
-	int from;
+	struct coord_elect *req;
+	elect_done_fn done;
+	void *cookie;
 	int pending;
 };
 
@@ -500,6 +524,14 @@ struct elect_one {
 	int how;                     /* bit 1: unclean */
 };
 
+static void elect_finish(struct ctl *ctl, struct elect_req *er)
+{
+	if (--er->pending)
+		return;
+	er->done(ctl, er->req, er->cookie);
+	free(er);
+}
+
 static void req_done(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
 {
 	struct elect_one *o = cookie;
@@ -507,7 +539,13 @@ static void req_done(struct ctl *ctl, void *cookie, int err, const struct metalo
 	struct ctl_elect *ce = ce_of(ctl);
 
 	(void)a;
-	if (err < 0) {
+	if (err == -QUORUM_ELOST || err == -QUORUM_ENOTLEADER || err == -ESHUTDOWN) {
+		/* this node's leadership went meanwhile (the record may
+		 * still be committed): Kafka's controller that moved */
+		o->part->err = KERR_NOT_CONTROLLER;
+	} else if (err == -ETIMEDOUT) {
+		o->part->err = KERR_REQUEST_TIMED_OUT;
+	} else if (err < 0) {
 		/* the image moved on since it was built: the client may ask again */
 		o->part->err = err == -ENOENT ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_ELIGIBLE_LEADERS_NOT_AVAILABLE;
 	} else {
@@ -516,22 +554,22 @@ static void req_done(struct ctl *ctl, void *cookie, int err, const struct metalo
 			ce->unclean++;
 	}
 	free(o);
-	if (--er->pending == 0) {
-		ctl_reply(ctl, er->ctx, er->from);
-		free(er);
-	}
+	elect_finish(ctl, er);
 }
 
-static void elect_msg(void *self, struct shard_msg *m)
+/* The elections req asks for, on this node: each partition's code, the
+ * records of those elected proposed; done runs once they are applied (from
+ * a later turn), or at once when none was proposed. NOT_CONTROLLER for
+ * every partition when this node is not the active controller. */
+static void elect_run(struct ctl *ctl, struct coord_elect *req, elect_done_fn done, void *cookie)
 {
-	struct ctl *ctl = self;
-	struct coord_elect *req = m->p[1];
 	struct elect_req *er = xcalloc(1, sizeof(*er));
 	int32_t *live;
 	int nlive = live_brokers(ctl, &live), active = ctl_elect_active(ctl);
 
-	er->ctx = m->p[0];
-	er->from = (int)m->v[0];
+	er->req = req;
+	er->done = done;
+	er->cookie = cookie;
 	er->pending = 1;   /* until every part is looked at */
 	for (int i = 0; i < req->n; i++) {
 		struct coord_elect_part *p = &req->parts[i];
@@ -572,10 +610,172 @@ static void elect_msg(void *self, struct shard_msg *m)
 		er->pending++;
 	}
 	free(live);
-	if (--er->pending == 0) {
-		ctl_reply(ctl, er->ctx, er->from);
-		free(er);
+	elect_finish(ctl, er);
+}
+
+/* The channel's ELECT request (ctl_channel.c's header): u8 type, u32 n,
+ * n x (u16 name length, the name, i32 partition), little-endian. A name
+ * no topic can have goes as length 0 (the leader answers
+ * UNKNOWN_TOPIC_OR_PARTITION). malloc()ed. */
+static void *elect_encode(const struct coord_elect *req, size_t *len)
+{
+	size_t n = 5;
+	uint8_t *b, *p;
+
+	for (int i = 0; i < req->n; i++) {
+		int32_t l = req->parts[i].topic_len;
+
+		n += 6 + (l > 0 && l <= META_TOPIC_NAME_MAX ? (size_t)l : 0);
 	}
+	p = b = xcalloc(1, n);
+	*p++ = (uint8_t)req->type;
+	le32_store(p, (uint32_t)req->n);
+	p += 4;
+	for (int i = 0; i < req->n; i++) {
+		const struct coord_elect_part *q = &req->parts[i];
+		uint16_t l = q->topic_len > 0 && q->topic_len <= META_TOPIC_NAME_MAX ? (uint16_t)q->topic_len : 0;
+
+		le16_store(p, l);
+		if (l)
+			memcpy(p + 2, q->topic, l);
+		p += 2 + l;
+		le32_store(p, (uint32_t)q->partition);
+		p += 4;
+	}
+	*len = n;
+	return b;
+}
+
+/* The request back (one malloc()ed block: the parts, then the names), or
+ * NULL when it does not read. */
+static struct coord_elect *elect_decode(const uint8_t *b, size_t len)
+{
+	struct coord_elect *req;
+	const uint8_t *p = b + 5, *end = b + len;
+	uint32_t n;
+	char *names;
+
+	if (len < 5 || b[0] > 1 || (n = le32_load(b + 1)) > (len - 5) / 6)
+		return NULL;
+	req = xcalloc(1, sizeof(*req) + n * sizeof(*req->parts) + len);
+	req->type = b[0];
+	req->n = (int)n;
+	req->parts = (struct coord_elect_part *)(req + 1);
+	names = (char *)(req->parts + n);
+	for (uint32_t i = 0; i < n; i++) {
+		struct coord_elect_part *q = &req->parts[i];
+		uint16_t l;
+
+		if (end - p < 2 || end - p - 2 < (l = le16_load(p)) + 4) {
+			free(req);
+			return NULL;
+		}
+		memcpy(names, p + 2, l);
+		q->topic = names;
+		q->topic_len = l;
+		names += l;
+		q->partition = (int32_t)le32_load(p + 2 + l);
+		p += 6 + l;
+	}
+	return req;
+}
+
+/* The leader's answer: u32 n, n x i16 codes, in the request's order. */
+static void elect_answered(struct ctl *ctl, struct coord_elect *req, void *token)
+{
+	size_t len = 4 + 2 * (size_t)req->n;
+	uint8_t *b = xcalloc(1, len);
+
+	le32_store(b, (uint32_t)req->n);
+	for (int i = 0; i < req->n; i++)
+		le16_store(b + 4 + 2 * i, (uint16_t)req->parts[i].err);
+	ctl_channel_elect_answer(ctl_quorum_channel(ctl), token, 0, b, len);
+	free(b);
+	free(req);
+}
+
+/* The controller channel's ELECT, on the leader (ctl_channel_serve_elect). */
+static int elect_serve(struct ctl *ctl, const void *buf, size_t len, void *token)
+{
+	struct coord_elect *req = elect_decode(buf, len);
+
+	if (!req)
+		return -EPROTO;
+	elect_run(ctl, req, elect_answered, token);
+	return 0;
+}
+
+/* A shard's request, its reply owed. */
+struct elect_asked {
+	struct ctl *ctl;
+	struct kafka_ctx *ctx;
+	struct coord_elect *req;
+	int from;
+};
+
+static void elect_replied(struct ctl *ctl, struct coord_elect *req, void *cookie)
+{
+	struct elect_asked *a = cookie;
+
+	(void)req;
+	ctl_reply(ctl, a->ctx, a->from);
+	free(a);
+}
+
+static void elect_forwarded(void *cookie, int err, const void *buf, size_t len)
+{
+	struct elect_asked *a = cookie;
+	struct coord_elect *req = a->req;
+	const uint8_t *b = buf;
+	int16_t code;
+
+	if (err == 0 && len == 4 + 2 * (size_t)req->n && le32_load(b) == (uint32_t)req->n) {
+		for (int i = 0; i < req->n; i++) {
+			struct coord_elect_part *q = &req->parts[i];
+
+			q->err = (int16_t)le16_load(b + 4 + 2 * i);
+		}
+		elect_replied(a->ctl, req, a);
+		return;
+	}
+	if (err == -QUORUM_ENOTLEADER && ctl_elect_active(a->ctl)) {
+		elect_run(a->ctl, req, elect_replied, a);   /* this node leads now */
+		return;
+	}
+	/* no answer (the connection or the leadership lost, no leader found):
+	 * Kafka's retriable codes */
+	code = err == -ETIMEDOUT ? KERR_REQUEST_TIMED_OUT : KERR_NOT_CONTROLLER;
+	if (err != -ETIMEDOUT && err != -ENOTCONN && err != -QUORUM_ENOTLEADER && err != -QUORUM_ELOST &&
+	    err != -ESHUTDOWN)
+		fprintf(stderr, "sluiced: ElectLeaders forwarded to the active controller: %s\n",
+			err ? strerror(-err) : "its answer does not read");
+	for (int i = 0; i < req->n; i++) {
+		struct coord_elect_part *q = &req->parts[i];
+
+		q->err = code;
+	}
+	elect_replied(a->ctl, req, a);
+}
+
+static void elect_msg(void *self, struct shard_msg *m)
+{
+	struct ctl *ctl = self;
+	struct coord_elect *req = m->p[1];
+	struct ctl_channel *ch = ctl_quorum_channel(ctl);
+	struct elect_asked *a = xcalloc(1, sizeof(*a));
+
+	*a = (struct elect_asked){ ctl, m->p[0], req, (int)m->v[0] };
+	if (ch && !ctl_quorum_leads(ctl)) {
+		size_t len;
+		void *b = elect_encode(req, &len);
+		int rc = ctl_channel_elect(ch, b, len, elect_forwarded, a);
+
+		free(b);
+		if (rc < 0)
+			elect_forwarded(a, rc, NULL, 0);
+		return;
+	}
+	elect_run(ctl, req, elect_replied, a);
 }
 
 void ctl_elect_submit(struct kafka_ctx *ctx, struct coord_elect *req)

@@ -271,6 +271,22 @@ int ctl_channel_describe(struct ctl_channel *ch, ctl_channel_describe_fn done, v
 /* What makes that view while this node leads (ctl_quorum.c's: malloc()ed
  * bytes, 0 or -errno). */
 void ctl_channel_serve_describe(struct ctl_channel *ch, int (*fn)(struct ctl *ctl, void **buf, size_t *len));
+/* ElectLeaders forwarded to the leader (ctl_elect.c's request bytes):
+ * err 0 and the leader's answer (borrowed for the call), or -ENOTCONN (the
+ * connection was lost after it was sent: the elections may have been
+ * done), -ETIMEDOUT (no leader found, or no answer, in 30 s),
+ * QUORUM_ENOTLEADER (this node leads now: nothing was done), -EPROTO (the
+ * leader could not read it), -ESHUTDOWN. It waits for a leader and is sent
+ * again to the next one when a node answers that it does not lead. 0 (done
+ * runs once), or -ESHUTDOWN and done never runs. */
+typedef void (*ctl_channel_elect_fn)(void *cookie, int err, const void *buf, size_t len);
+int ctl_channel_elect(struct ctl_channel *ch, const void *req, size_t len, ctl_channel_elect_fn done, void *cookie);
+/* What runs a forwarded ElectLeaders while this node leads (ctl_elect.c's):
+ * 0, and it calls ctl_channel_elect_answer(ch, token, ...) once (ch: the
+ * channel then, NULL once it is gone), or -errno and never does. */
+void ctl_channel_serve_elect(struct ctl_channel *ch,
+			     int (*fn)(struct ctl *ctl, const void *req, size_t len, void *token));
+void ctl_channel_elect_answer(struct ctl_channel *ch, void *token, int err, const void *buf, size_t len);
 /* What serves heartbeats here while this node leads (ctl_brokers.c's). */
 void ctl_channel_serve_heartbeats(struct ctl_channel *ch,
 				  int (*fn)(struct ctl *ctl, int32_t id, int64_t epoch, int16_t mv_max, int *fenced));

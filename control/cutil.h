@@ -68,6 +68,20 @@ static inline size_t put64(uint8_t *p, int64_t v) { be64_store(p, (uint64_t)v); 
  * node-to-node channel (ctl_channel.c), the metadata image (meta_image.c),
  * the quorum status (ctl_quorum.c). Kafka's are big-endian: put16/32/64
  * above and storage/batch_format.h's be*_load. */
+static inline void le16_store(void *p, uint16_t v)
+{
+	v = htole16(v);
+	memcpy(p, &v, 2);
+}
+
+static inline uint16_t le16_load(const void *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return le16toh(v);
+}
+
 static inline void le32_store(void *p, uint32_t v)
 {
 	v = htole32(v);

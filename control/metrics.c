@@ -146,13 +146,15 @@ static void render_process(struct ctl *ctl, struct broker *b, struct textbuf *t)
 		ctl_quorum_channel_stats(ctl, &cs);
 		textbuf_printf(t, "# HELP sluice_controller_channel_requests_total Controller channel requests: "
 			       "records this node forwarded to the quorum's leader, requests it served as the "
-			       "leader, forwarded records whose answer was lost with the connection or leadership.\n"
+			       "leader, forwarded records whose answer was lost with the connection or leadership, "
+			       "ElectLeaders requests this node forwarded to the active controller.\n"
 			       "# TYPE sluice_controller_channel_requests_total counter\n"
 			       "sluice_controller_channel_requests_total{kind=\"forwarded\"} %llu\n"
 			       "sluice_controller_channel_requests_total{kind=\"served\"} %llu\n"
-			       "sluice_controller_channel_requests_total{kind=\"lost\"} %llu\n",
+			       "sluice_controller_channel_requests_total{kind=\"lost\"} %llu\n"
+			       "sluice_controller_channel_requests_total{kind=\"elect_forwarded\"} %llu\n",
 			       (unsigned long long)cs.forwarded, (unsigned long long)cs.served,
-			       (unsigned long long)cs.lost);
+			       (unsigned long long)cs.lost, (unsigned long long)cs.elect_forwarded);
 		textbuf_printf(t, "# HELP sluice_controller_channel_connected Whether this node is connected to "
 			       "the quorum's leader on the controller channel (0 on the leader and alone).\n"
 			       "# TYPE sluice_controller_channel_connected gauge\n"

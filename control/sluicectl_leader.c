@@ -66,17 +66,9 @@ static int cmd_leader_elect(struct ctl *c, const struct args *a)
 		req.TopicPartitions.items = &tp;
 		req.TopicPartitions.count = 1;
 	}
-	{
-		/* to the active controller, as Kafka's admin client sends
-		 * ElectLeaders (the controller the Metadata answer names):
-		 * another node answers NOT_CONTROLLER */
-		static const char *const none[1] = { NULL };
-		int32_t ctrl = ctl_metadata(c, none, 0)->ControllerId;
-
-		k = ctrl >= 0 ? ctl_node_of(c, ctrl) : NULL;
-		if (!k)
-			k = ctl_client(c);
-	}
+	/* to the node bootstrapped: one that is not the active controller
+	 * forwards it there (as Kafka's brokers do) */
+	k = ctl_client(c);
 	ver = ctl_version(c, k, KAFKA_ELECT_LEADERS_KEY, 2);
 	if (unclean && ver < 1) {
 		free(ids);

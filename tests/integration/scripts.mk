@@ -123,6 +123,11 @@ TEST_SCRIPTS += tests/integration/test_describe_cluster.py
 # ElectLeaders 0-2 over raw frames on one node (nothing to elect: every
 # partition led by its preferred replica), the metrics, sluicectl leader elect
 TEST_SCRIPTS += tests/integration/test_elections.py
+# ElectLeaders sent to a node that is not the active controller (three
+# combined nodes; a controller and two broker-only nodes): forwarded to the
+# active controller, raw and through sluicectl; the controller gone is a
+# retriable error (REQUEST_TIMED_OUT after 30 s)
+TEST_SCRIPTS += tests/integration/test_cluster_elect.py
 # partition reassignments on three nodes (KIP-455 over raw frames, a move
 # under an acks=all producer, a cancel, bad input, the throttle at the
 # follower and at the leader, sluicectl partition reassign and broker

@@ -9,6 +9,10 @@
  * - a heartbeat from a node that does not lead is served by the leader's
  *   handler and answered (0 and unfenced, or ESTALE); so is a DESCRIBE
  *   (DescribeQuorum forwarded), with the bytes the leader's handler made;
+ * - an ELECT (ElectLeaders forwarded) waits while the leader does not
+ *   serve it yet, is handed to the leader's handler and answered when
+ *   that handler answers, later; one whose leader goes before it answers
+ *   ends with -ENOTCONN (and the late answer goes nowhere);
  * - a proposal made while the leader is gone waits for the next leader and
  *   is applied once, on every node;
  * - an observer (not a voter: a broker-only node) fetches the committed
@@ -343,6 +347,43 @@ static int serve_ds(struct ctl *ctl, void **buf, size_t *len)
 	return 0;
 }
 
+/* what the leader's ELECT handler was handed, its answer owed */
+static void *el_token;
+static char el_req[64];
+
+static int serve_el(struct ctl *ctl, const void *req, size_t len, void *token)
+{
+	(void)ctl;
+	snprintf(el_req, sizeof(el_req), "%.*s", (int)len, (const char *)req);
+	el_token = token;
+	return 0;
+}
+
+static bool el_handed(void *arg)
+{
+	(void)arg;
+	return el_token != NULL;
+}
+
+struct el {
+	int done, err;
+	char answer[64];
+};
+
+static void el_answered(void *cookie, int err, const void *buf, size_t len)
+{
+	struct el *e = cookie;
+
+	e->done++;
+	e->err = err;
+	snprintf(e->answer, sizeof(e->answer), "%.*s", (int)len, buf ? (const char *)buf : "");
+}
+
+static bool el_done(void *arg)
+{
+	return ((struct el *)arg)->done > 0;
+}
+
 /* How many nodes applied rec, and at one index on all of them. */
 static int applied_on(const char *rec, int64_t *index)
 {
@@ -435,6 +476,54 @@ Test(ctl_channel, a_proposal_made_without_a_leader_goes_to_the_next_one)
 		turn();
 	cr_assert_eq(applied_on("after-the-leader", &at), 2);
 	cr_assert_eq(at, o.index);
+}
+
+Test(ctl_channel, an_elect_is_answered_when_the_leaders_handler_answers)
+{
+	struct el e = { 0 };
+	int leader = -1, f;
+
+	cr_assert(run_until(agreed, &leader), "no leader");
+	f = (leader + 1) % N;
+	cr_assert(run_until(connected, &nodes[f]), "node %d did not connect to the leader's channel", f);
+
+	/* no handler on the leader yet ("not serving": EAGAIN): it waits */
+	cr_assert_eq(ctl_channel_elect(nodes[f].ch, "elect-1", 7, el_answered, &e), 0);
+	for (uint64_t end = mono_ms() + 1000; mono_ms() < end;)
+		turn();
+	cr_assert_eq(e.done, 0, "answered (err %d) before the leader served it", e.err);
+	for (int i = 0; i < N; i++)
+		ctl_channel_serve_elect(nodes[i].ch, serve_el);
+	cr_assert(run_until(el_handed, NULL), "the leader's handler never got it");
+	cr_assert_str_eq(el_req, "elect-1");
+	/* the answer is the handler's, when it comes */
+	for (int i = 0; i < 20; i++)
+		turn();
+	cr_assert_eq(e.done, 0);
+	ctl_channel_elect_answer(nodes[leader].ch, el_token, 0, "codes", 5);
+	el_token = NULL;
+	cr_assert(run_until(el_done, &e), "no ELECT answer");
+	cr_assert_eq(e.err, 0, "err %d", e.err);
+	cr_assert_str_eq(e.answer, "codes");
+	cr_assert_eq(e.done, 1);
+	{
+		struct ctl_channel_stats st;
+
+		ctl_channel_stats(nodes[f].ch, &st);
+		cr_assert_eq(st.elect_forwarded, 1, "sent again after EAGAIN, counted once: %llu",
+			     (unsigned long long)st.elect_forwarded);
+	}
+
+	/* the leader goes before it answers: the asker hears -ENOTCONN */
+	memset(&e, 0, sizeof(e));
+	cr_assert_eq(ctl_channel_elect(nodes[f].ch, "elect-2", 7, el_answered, &e), 0);
+	cr_assert(run_until(el_handed, NULL), "the leader's handler never got the second");
+	node_close(&nodes[leader]);
+	cr_assert(run_until(el_done, &e), "no end for an ELECT whose leader went");
+	cr_assert_eq(e.err, -ENOTCONN, "err %d", e.err);
+	ctl_channel_elect_answer(nodes[leader].ch, el_token, 0, "late", 4);   /* to no one */
+	el_token = NULL;
+	cr_assert_eq(e.done, 1);
 }
 
 /* The observer (node OBS): no directory, not among the voters. */
