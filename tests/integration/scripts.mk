@@ -64,6 +64,14 @@ TEST_SCRIPTS += tests/integration/test_cluster_tls_reload.py
 # plaintext and certificate-less connections to the controller port answered
 # nothing (counted), a node of another CA refused both ways (about 25 s)
 TEST_SCRIPTS += tests/integration/test_cluster_quorum_tls.py
+# the controller port's bad connections: set-up deadline (silent, half a
+# handshake, a stalled ClientHello), the TLS tunnel's error paths and a flood
+# of unread FETCH answers bounded (about 60 s)
+TEST_SCRIPTS += tests/integration/test_cluster_quorum_port.py
+# SASL PLAIN on the controller listener: SASL_PLAINTEXT and SASL_SSL quorums,
+# a wrong password never joins, an unauthenticated FETCH gets nothing, a
+# broker-only node authenticates (about 60 s)
+TEST_SCRIPTS += tests/integration/test_cluster_quorum_sasl.py
 # sluicectl --command-config over SASL_SSL (SCRAM, PLAIN) and SSL with a client
 # certificate, its refusals; the admin endpoint's HTTP Basic (admin.require.auth)
 # (one broker, about 3 s)
