@@ -590,6 +590,7 @@ void ctl_fini(struct ctl *ctl)
 	ctl_follow_fini(ctl);
 	ctl_image_coords_free(ctl);
 	ctl_topics_fini(ctl);
+	ctl_roles_fini(ctl);
 	/* the shards have stopped: nobody is left to take these */
 	for (int i = 0; i < b->set.nshards; i++) {
 		free(ctl->park[i].q);

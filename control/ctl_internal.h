@@ -189,6 +189,7 @@ struct ctl {
 	int logdir_halted;
 	int roles_changed;           /* a partition record was applied: roles (ctl_roles.c) */
 	int roles_pending;           /* opened before their records: roles once published */
+	struct ctl_role_out *roles_out;   /* role messages no owner answered yet (ctl_roles.c) */
 	int internal_inflight;       /* a cluster's internal topics: records in flight */
 	int64_t internal_next;       /* monotonic ms: look again for their creation then */
 	int coord_started;           /* the coordinators' start-up replay is done: they follow
@@ -453,6 +454,8 @@ void ctl_role_opened(struct ctl *ctl, const char *name, const uint8_t id[16], in
 /* A partition record was applied: every hosted, open partition whose
  * leader, epoch or ISR moved in the image gets its new role. */
 void ctl_roles_refresh(struct ctl *ctl);
+/* After the shards stopped: the role messages none of them answered freed. */
+void ctl_roles_fini(struct ctl *ctl);
 /* The group and transaction coordinators follow the leaders of their
  * internal partitions (__consumer_offsets, __transaction_state): each
  * partition open here whose image leader is this node is theirs to load,

@@ -13,7 +13,9 @@
  * or drop them).
  *
  * Thread: the control thread (@thread ctl). The role messages it sends are
- * malloc()ed here and freed when the owner answers.
+ * malloc()ed here, listed on ctl->roles_out, and freed when the owner
+ * answers; those no shard answered (the shards stopped first) are freed by
+ * ctl_roles_fini.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -56,12 +58,36 @@ static void leader_address(const char *host, char *out, size_t cap)
 	}
 }
 
+/* A role message on its way: what the owner reads, listed until it answers. */
+struct ctl_role_out {
+	struct ctl_role_out *prev, *next;
+	struct part_role_msg m;
+};
+
 static void role_answered(void *self, void *cookie, int err)
 {
-	(void)self;
+	struct ctl *ctl = self;
+	struct ctl_role_out *o = cookie;
+
 	if (err < 0 && err != -ENOENT)
 		fprintf(stderr, "sluiced: a partition could not take its replication role: %s\n", strerror(-err));
-	free(cookie);
+	if (o->prev)
+		o->prev->next = o->next;
+	else
+		ctl->roles_out = o->next;
+	if (o->next)
+		o->next->prev = o->prev;
+	free(o);
+}
+
+void ctl_roles_fini(struct ctl *ctl)
+{
+	while (ctl->roles_out) {
+		struct ctl_role_out *o = ctl->roles_out;
+
+		ctl->roles_out = o->next;
+		free(o);
+	}
 }
 
 static void isr_changed(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
@@ -146,6 +172,7 @@ static void role_send(struct ctl *ctl, const struct meta_topic *mt, const uint8_
 {
 	const struct meta_part *p;
 	struct ctl_home *h = ctl_home_find(ctl->homes, id, idx);
+	struct ctl_role_out *o;
 	struct part_role_msg *r;
 	struct part_proxy px;
 	int32_t self = ctl->b->set.node_id;
@@ -178,7 +205,12 @@ static void role_send(struct ctl *ctl, const struct meta_topic *mt, const uint8_
 	h->role_epoch = p->leader_epoch;
 	h->role_pepoch = p->partition_epoch;
 	h->role_thr = thr;
-	r = xcalloc(1, sizeof(*r));
+	o = xcalloc(1, sizeof(*o));
+	o->next = ctl->roles_out;
+	if (o->next)
+		o->next->prev = o;
+	ctl->roles_out = o;
+	r = &o->m;
 	r->self = self;
 	r->leader = p->leader;
 	/* the image's, or the later one the owner was told (its log's) */
@@ -201,7 +233,7 @@ static void role_send(struct ctl *ctl, const struct meta_topic *mt, const uint8_
 	r->leader_throttled = (thr & 2) != 0;
 	r->isr_change = isr_change;
 	r->isr_to = broker_ctl_index(ctl->b);
-	part_proxy_set_role(ctl_part_proxy(ctl, &px), h->shard, part_addr_of(id, idx), r, role_answered, r);
+	part_proxy_set_role(ctl_part_proxy(ctl, &px), h->shard, part_addr_of(id, idx), r, role_answered, o);
 }
 
 void ctl_role_opened(struct ctl *ctl, const char *name, const uint8_t id[16], int32_t idx, int alone)

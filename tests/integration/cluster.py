@@ -56,7 +56,8 @@ class Cluster:
     def __init__(self, n, sets=(), shards=1, netns=False, node_sets=(), base=None, stagger=None, brokers=0,
                  env=None, combined=False, ipv6=False, listener=None, first_args=()):
         self.dir = os.path.join(base or temp_dir(), "cluster")
-        self.env = dict(os.environ, SLUICED=SLUICED, **(env or {}))
+        self.env = dict(os.environ, SLUICED=SLUICED)
+        self.env.update(env or {})   # may name another SLUICED
         self.n = n + brokers
         self.first = n + 1 if brokers and not combined else 1   # the first node with a Kafka listener
         args = ["start", str(n), "--shards", str(shards)] + (["--netns"] if netns else []) + (

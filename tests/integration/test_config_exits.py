@@ -7,7 +7,11 @@ an --add-scram), a missing value, a role without voters, a SASL listener
 without its JAAS users, an unreadable keystore, DPDK without its address,
 a data directory that cannot be made, a listener port another process
 holds, and a node.id the data directory was not made with (an error the
-control thread finds after the shards started).
+control thread finds after the shards started). And a clean stop: three
+nodes of the sanitizer build with a replicated topic, each SIGTERMed
+(controlled shutdown moves leaderships while the shards stop), say
+"stopped cleanly" with no LeakSanitizer report (the role messages sent to
+shards that had stopped leaked: 160 of them on one node before ctl_roles_fini).
 
 Run: /usr/bin/python3 tests/integration/test_config_exits.py
 """
@@ -21,6 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import HANG_GUARD, REPO, SLUICED, main, temp_dir, test  # noqa: E402
+from cluster import Cluster, create_topic, wait_isrs  # noqa: E402
 
 SAN_SLUICED = os.environ.get("SLUICED_SAN", os.path.join(REPO, "build", "san", "sluiced"))
 SCRAM = "SCRAM-SHA-256=[name=a,password=b]"
@@ -112,6 +117,19 @@ def another_node_id_exits_2_with_nothing_left_behind():
                 "node.id: ")
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+@test
+def a_cluster_of_the_sanitizer_build_stops_with_nothing_left_behind():
+    assert os.path.exists(SAN_SLUICED), "%s: build it with make san-sluiced" % SAN_SLUICED
+    with Cluster(3, shards=2, env={"SLUICED": SAN_SLUICED, "ASAN_OPTIONS": "detect_leaks=1"}) as c:
+        create_topic(c.bootstrap, "leaks", 60, 3)
+        wait_isrs(c.bootstrap, "leaks", 3)
+        c.stop()
+        for n in range(1, 4):
+            log = c.log(n)
+            assert "stopped cleanly" in log and "LeakSanitizer" not in log, \
+                "node %d:\n%s" % (n, log[log.find("==ERROR") if "==ERROR" in log else -3000:][:3000])
 
 
 if __name__ == "__main__":
