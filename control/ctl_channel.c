@@ -75,7 +75,8 @@
  * leadership is QUORUM_ELOST for its proposer, as on a leader that lost its
  * leadership: the record may still be committed, and then every node
  * applies it (the callers treat it so already). An ELECT waits likewise
- * for a leader and gets its answer within CH_ELECT_MS of being asked, else
+ * for a leader and gets its answer within its client's TimeoutMs of being
+ * asked (CH_ELECT_MS when that is not above 0, CH_ELECT_MAX_MS at most), else
  * -ETIMEDOUT; one whose connection is lost is -ENOTCONN (the elections
  * may have been done: asking again finds them not needed).
  *
@@ -120,7 +121,9 @@
 					 * fetched snapshot is the image */
 #define CH_QUEUE_MS 30000               /* a proposal waits this long for a leader */
 #define CH_HB_MS 5000                   /* a heartbeat's answer, at most */
-#define CH_ELECT_MS 30000               /* an ELECT's answer (a leader found, its records applied) */
+#define CH_ELECT_MS 30000               /* an ELECT's answer (a leader found, its records
+					 * applied) when its TimeoutMs is not above 0 */
+#define CH_ELECT_MAX_MS 300000          /* and at most, whatever its TimeoutMs */
 #define CH_RETRY_MS 200                 /* reconnect, or resend after "not leader" */
 #define CH_RING 512                     /* applied outcomes kept for late answers */
 #define CH_STUCK 2                      /* heartbeats below the match index: stuck */
@@ -1145,7 +1148,8 @@ void ctl_channel_serve_describe(struct ctl_channel *ch, int (*fn)(struct ctl *ct
 	ch->serve_ds = fn;
 }
 
-int ctl_channel_elect(struct ctl_channel *ch, const void *req, size_t len, ctl_channel_elect_fn done, void *cookie)
+int ctl_channel_elect(struct ctl_channel *ch, const void *req, size_t len, int32_t timeout_ms,
+		      ctl_channel_elect_fn done, void *cookie)
 {
 	struct ch_req *r;
 
@@ -1159,7 +1163,8 @@ int ctl_channel_elect(struct ctl_channel *ch, const void *req, size_t len, ctl_c
 	r->el_done = done;
 	r->cookie = cookie;
 	r->state = RQ_QUEUED;
-	r->deadline_ms = ch->ctl->now_ms + CH_ELECT_MS;
+	r->deadline_ms = ch->ctl->now_ms + (timeout_ms <= 0 ? CH_ELECT_MS
+					    : timeout_ms < CH_ELECT_MAX_MS ? timeout_ms : CH_ELECT_MAX_MS);
 	if (ch->out && !quorum_is_leader(ch->q))
 		req_send(ch, r);
 	return 0;

@@ -504,8 +504,9 @@ void ctl_elect_state(const struct ctl *ctl, struct ctl_elect_state *st)
  * ElectLeaders to the active controller, and answers with its per-
  * partition codes; the leader runs them as its own client's. A lost
  * connection or a leadership lost meanwhile answers NOT_CONTROLLER, no
- * leader found (or no answer) in 30 s REQUEST_TIMED_OUT: Kafka's
- * retriable codes (an admin client asks again). */
+ * leader found (or no answer) within the request's TimeoutMs (30 s when it
+ * is not above 0, 5 minutes at most) REQUEST_TIMED_OUT: Kafka's retriable
+ * codes (an admin client asks again). */
 
 /* Once every partition of req has its code. */
 typedef void (*elect_done_fn)(struct ctl *ctl, struct coord_elect *req, void *cookie);
@@ -768,7 +769,7 @@ static void elect_msg(void *self, struct shard_msg *m)
 	if (ch && !ctl_quorum_leads(ctl)) {
 		size_t len;
 		void *b = elect_encode(req, &len);
-		int rc = ctl_channel_elect(ch, b, len, elect_forwarded, a);
+		int rc = ctl_channel_elect(ch, b, len, req->timeout_ms, elect_forwarded, a);
 
 		free(b);
 		if (rc < 0)

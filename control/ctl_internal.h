@@ -275,13 +275,15 @@ void ctl_channel_serve_describe(struct ctl_channel *ch, int (*fn)(struct ctl *ct
 /* ElectLeaders forwarded to the leader (ctl_elect.c's request bytes):
  * err 0 and the leader's answer (borrowed for the call), or -ENOTCONN (the
  * connection was lost after it was sent: the elections may have been
- * done), -ETIMEDOUT (no leader found, or no answer, in 30 s),
+ * done), -ETIMEDOUT (no leader found, or no answer, within timeout_ms: the
+ * request's TimeoutMs, at most 5 minutes; 30 s when it is not above 0),
  * QUORUM_ENOTLEADER (this node leads now: nothing was done), -EPROTO (the
  * leader could not read it), -ESHUTDOWN. It waits for a leader and is sent
  * again to the next one when a node answers that it does not lead. 0 (done
  * runs once), or -ESHUTDOWN and done never runs. */
 typedef void (*ctl_channel_elect_fn)(void *cookie, int err, const void *buf, size_t len);
-int ctl_channel_elect(struct ctl_channel *ch, const void *req, size_t len, ctl_channel_elect_fn done, void *cookie);
+int ctl_channel_elect(struct ctl_channel *ch, const void *req, size_t len, int32_t timeout_ms,
+		      ctl_channel_elect_fn done, void *cookie);
 /* What runs a forwarded ElectLeaders while this node leads (ctl_elect.c's):
  * 0, and it calls ctl_channel_elect_answer(ch, token, ...) once (ch: the
  * channel then, NULL once it is gone), or -errno and never does. */

@@ -112,6 +112,8 @@ struct coord_elect_part {
 };
 struct coord_elect {
 	int type;                    /* 0: preferred, 1: unclean */
+	int32_t timeout_ms;          /* the request's TimeoutMs: how long a node
+				      * that forwards it waits for the answer */
 	int n;
 	struct coord_elect_part *parts;
 };

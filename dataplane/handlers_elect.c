@@ -140,6 +140,7 @@ int kafka_handle_elect_leaders(struct kafka_ctx *ctx)
 		return 0;
 	}
 	st->req.type = q->ElectionType;
+	st->req.timeout_ms = q->TimeoutMs;
 	st->req.n = n;
 	for (int t = 0; t < ntopics; t++) {
 		struct kafka_elect_leaders_response_replica_election_result *res = &r->ReplicaElectionResults.items[t];

@@ -17,8 +17,9 @@ controller channel and relays the answer, as Kafka's KRaft brokers do
 - a controller-only voter and two broker-only nodes (Kafka's dedicated
   roles): each broker forwards, raw and through sluicectl; with the
   controller gone the answer is REQUEST_TIMED_OUT or NOT_CONTROLLER
-  (retriable) rather than no answer, and once it is back an election
-  through a broker works again.
+  (retriable) rather than no answer, within the request's TimeoutMs
+  (3 s asked; the node's own 30 s without it), and once it is back an
+  election through a broker works again.
 
 Without forwarding every one of these answers NOT_CONTROLLER (41).
 """
@@ -27,6 +28,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster import Cluster, create_topic, until, wait_isrs  # noqa: E402
@@ -39,15 +41,16 @@ SLUICECTL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
 FORWARDED = 'sluice_controller_channel_requests_total{kind="elect_forwarded"}'
 
 
-def elect(addr, topics, etype=0):
+def elect(addr, topics, etype=0, timeout_ms=60000):
     """ElectLeaders v1 to addr (host:port): topics None (every partition) or
-    [(name, [p...])]. (top-level error, {topic: {partition: code}})."""
+    [(name, [p...])], TimeoutMs timeout_ms. (top-level error, {topic:
+    {partition: code}})."""
     w = W().i8(etype)
     if topics is None:
         w.i32(-1)
     else:
         w.array(topics, lambda w, t: w.str(t[0]).array(t[1], lambda w, p: w.i32(p)))
-    w.i32(60000)
+    w.i32(timeout_ms)
     with Conn(addr, timeout=90) as c:
         r = c.request(ELECT_LEADERS, 1, w)
         r.i32()
@@ -156,11 +159,16 @@ def broker_only_nodes_forward_elect_leaders_and_a_lost_controller_is_a_retriable
         led_by(c.addr(3), "bo", 1, want)
         assert c.metric(3, FORWARDED) == 1
 
-        # the controller gone: an answer that says so (retriable), not none
+        # the controller gone: an answer that says so (retriable), not none,
+        # within the request's TimeoutMs (3 s here; without it the node
+        # waited its own 30 s whatever the client asked)
         want = not_preferred(c.addr(2), "bo", 0)
         c.kill(1)
-        top, res = elect(c.addr(2), [("bo", [0])])
+        t0 = time.monotonic()
+        top, res = elect(c.addr(2), [("bo", [0])], timeout_ms=3000)
+        took = time.monotonic() - t0
         assert top == NONE and res["bo"][0] in (REQUEST_TIMED_OUT, NOT_CONTROLLER), (top, res)
+        assert took < 20, f"answered after {took:.1f} s, not within TimeoutMs (3 s)"
         c.restart(1)
         until("bo-0 elected through broker 2 again",
               lambda: elect(c.addr(2), [("bo", [0])])[1]["bo"][0] in (NONE, ELECTION_NOT_NEEDED), timeout=150)

@@ -488,7 +488,7 @@ Test(ctl_channel, an_elect_is_answered_when_the_leaders_handler_answers)
 	cr_assert(run_until(connected, &nodes[f]), "node %d did not connect to the leader's channel", f);
 
 	/* no handler on the leader yet ("not serving": EAGAIN): it waits */
-	cr_assert_eq(ctl_channel_elect(nodes[f].ch, "elect-1", 7, el_answered, &e), 0);
+	cr_assert_eq(ctl_channel_elect(nodes[f].ch, "elect-1", 7, 30000, el_answered, &e), 0);
 	for (uint64_t end = mono_ms() + 1000; mono_ms() < end;)
 		turn();
 	cr_assert_eq(e.done, 0, "answered (err %d) before the leader served it", e.err);
@@ -516,13 +516,32 @@ Test(ctl_channel, an_elect_is_answered_when_the_leaders_handler_answers)
 
 	/* the leader goes before it answers: the asker hears -ENOTCONN */
 	memset(&e, 0, sizeof(e));
-	cr_assert_eq(ctl_channel_elect(nodes[f].ch, "elect-2", 7, el_answered, &e), 0);
+	cr_assert_eq(ctl_channel_elect(nodes[f].ch, "elect-2", 7, 30000, el_answered, &e), 0);
 	cr_assert(run_until(el_handed, NULL), "the leader's handler never got the second");
 	node_close(&nodes[leader]);
 	cr_assert(run_until(el_done, &e), "no end for an ELECT whose leader went");
 	cr_assert_eq(e.err, -ENOTCONN, "err %d", e.err);
 	ctl_channel_elect_answer(nodes[leader].ch, el_token, 0, "late", 4);   /* to no one */
 	el_token = NULL;
+	cr_assert_eq(e.done, 1);
+}
+
+Test(ctl_channel, an_elect_unanswered_within_its_timeout_is_timed_out)
+{
+	struct el e = { 0 };
+	int leader = -1, f;
+	uint64_t t0;
+
+	cr_assert(run_until(agreed, &leader), "no leader");
+	f = (leader + 1) % N;
+	cr_assert(run_until(connected, &nodes[f]), "node %d did not connect to the leader's channel", f);
+	/* no handler on the leader ("not serving"): it waits, until the
+	 * client's TimeoutMs (300 ms here), not the 30 s default */
+	t0 = mono_ms();
+	cr_assert_eq(ctl_channel_elect(nodes[f].ch, "elect-3", 7, 300, el_answered, &e), 0);
+	cr_assert(run_until(el_done, &e), "no end for an ELECT past its timeout");
+	cr_assert_eq(e.err, -ETIMEDOUT, "err %d", e.err);
+	cr_assert_lt(mono_ms() - t0, 25000, "timed out after %llu ms", (unsigned long long)(mono_ms() - t0));
 	cr_assert_eq(e.done, 1);
 }
 
