@@ -18,6 +18,8 @@ cluster, each node with a second listener INTERNAL after its PLAINTEXT one
   is refused, of either type. A node restarted then registers with
   REGISTER_BROKER_ENDPOINTS: Metadata on INTERNAL tells it at its INTERNAL
   address, while the others (registered at level 1) still at PLAINTEXT.
+  Node 3 restarted as an older build again (the knob back) refuses to
+  start, naming the cluster's level and its own.
 - A new cluster starts at the highest level, as kafka-storage format
   writes the release's: ApiVersions v3 says supported 1-2, finalized 2;
   sluicectl features describe says the same."""
@@ -30,7 +32,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import REPO, main, test  # noqa: E402
-from cluster import Cluster, until  # noqa: E402
+from cluster import CLUSTER, Cluster, until  # noqa: E402
 from kraw import W, Conn, compact_str, read_compact_str, read_uvarint, uvarint  # noqa: E402
 
 SLUICECTL = os.environ.get("SLUICECTL", os.path.join(REPO, "build", "sluicectl"))
@@ -165,6 +167,15 @@ def a_rolling_upgrade_raises_metadata_version_once_every_broker_supports_it():
         assert told(c, internal[1], 3) == c.port(3), "broker 3 registered at level 1: PLAINTEXT"
         assert told(c, internal[2], 1) == c.port(1), "broker 1 likewise"
         assert told(c, c.addr(1), 2) == c.port(2), "PLAINTEXT's clients: its PLAINTEXT address"
+
+        # a node of an older build cannot join once the level was raised
+        # (Kafka's controller refuses its registration): node 3 restarted
+        # with the knob back exits before it is ready, naming both levels
+        c.env[KNOB] = "1"
+        p = subprocess.run([CLUSTER, "restart", "3", "--dir", c.dir], env=c.env, stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=180)
+        assert p.returncode != 0, ("node 3 of an older build joined a cluster at level 2", p.stdout, p.stderr)
+        assert "the cluster's metadata.version is 2 and this node supports 1 at most" in c.log(3), c.log(3)[-2000:]
 
 
 @test
