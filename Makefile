@@ -133,7 +133,7 @@ test: $(SETUP_STAMP)
 
 test-bins: all san-unit-bins san-sluiced fuzz-bins
 
-# The scripts run TEST_LANES at a time (default 2; scripts/run-test-scripts
+# The scripts run TEST_LANES at a time (default 3; scripts/run-test-scripts
 # says how), except those in TEST_ALONE, which run with no other script
 # beside them: what measures (the bench smokes, the probe), what keeps both
 # cores busy itself (the fuzz smoke, run-c.sh's suites), what uses DPDK,
@@ -145,7 +145,7 @@ test-bins: all san-unit-bins san-sluiced fuzz-bins
 # and holds them for its life, its cuts are rules inside its own
 # namespaces, and the sweep removes only what a dead owner left; the three
 # side by side took 85 s, each as long as alone (158 s one after another).
-TEST_LANES ?= 2
+TEST_LANES ?= 3
 TEST_ALONE := tests/bench_kafka_smoke.sh tests/bench_scrape_smoke.sh tests/bench_peer_redis_smoke.sh \
 	tests/bench_peer_nats_smoke.sh tests/bench_suite_smoke.sh tests/bench_emulate_smoke.sh \
 	tests/hwprobe_smoke.sh tests/bench_storage_smoke.sh \
