@@ -531,14 +531,14 @@ static void ctl_broker_configured(struct ctl *ctl, struct ctl_prop *p)
 	ctl->eff = eff;
 	if (!md)
 		return;
-	n = op->ncreated + md->ntopics + 1;
+	n = op->ncreated + ctl_topics_served(ctl) + 1;
 	op->created = realloc(op->created, (size_t)n * sizeof(*op->created));
 	op->created_for = realloc(op->created_for, (size_t)n * sizeof(*op->created_for));
-	op->replaced = realloc(op->replaced, (size_t)(op->nreplaced + md->ntopics + 1) * sizeof(*op->replaced));
+	op->replaced = realloc(op->replaced, (size_t)(op->nreplaced + ctl_topics_served(ctl) + 1) * sizeof(*op->replaced));
 	if (!op->created || !op->created_for || !op->replaced)
 		abort();   /* the control thread's own bookkeeping */
-	for (int i = 0; i < md->ntopics; i++) {
-		struct md_topic *t = md->topics[i], *nt;
+	for (int i = 0; i < ctl_topics_served(ctl); i++) {
+		struct md_topic *t = ctl_topic_served_at(ctl, i), *nt;
 		const struct meta_topic *mt = metalog_topic(ctl->ml, t->name);
 		int done = 0;
 
@@ -622,7 +622,6 @@ static void ctl_topic_deleted(struct ctl *ctl, struct ctl_prop *p)
 static void admin_start(struct ctl *ctl, struct ctl_req *req)
 {
 	struct ctl_op *op = calloc(1, sizeof(*op));
-	struct md_snapshot *md = ctl->b->md;
 
 	ctl->ops_open++;
 	op->req = req;
@@ -665,7 +664,7 @@ static void admin_start(struct ctl *ctl, struct ctl_req *req)
 			continue;
 		}
 		if (req->kind == CTL_DELETE) {
-			const struct md_topic *t = md_find(md, ct->name.ptr, ct->name.len);
+			const struct md_topic *t = ctl_topic_served(ctl, ct->name.ptr, ct->name.len);
 			struct metalog_rec r;
 
 			if (!t || metalog_build_delete_topic(ctl->ml, name, &r) < 0) {
@@ -681,7 +680,7 @@ static void admin_start(struct ctl *ctl, struct ctl_req *req)
 		char kbuf[64][256], vbuf[64][256];
 		int bad = 0;
 
-		if (md_find(md, ct->name.ptr, ct->name.len)) {
+		if (ctl_topic_served(ctl, ct->name.ptr, ct->name.len)) {
 			ct->error = KERR_TOPIC_ALREADY_EXISTS;
 			snprintf(ct->message, sizeof(ct->message), "topic already exists: %.150s", name);
 			continue;

@@ -246,17 +246,16 @@ static void epoch_set(void *self, void *cookie, int err)
  * the message goes. */
 static void elect_republish(struct ctl *ctl)
 {
-	const struct md_snapshot *md = ctl->b->md;
 	struct md_topic **add, **rep;
 	int32_t self = ctl->b->set.node_id;
-	int n = 0;
+	int n = 0, ntopics = ctl_topics_served(ctl);
 
-	if (!md || !md->ntopics)
+	if (!ntopics)
 		return;
-	add = xcalloc((size_t)md->ntopics, sizeof(*add));
-	rep = xcalloc((size_t)md->ntopics, sizeof(*rep));
-	for (int i = 0; i < md->ntopics; i++) {
-		struct md_topic *t = md->topics[i];   /* a handle, handed back to the builder */
+	add = xcalloc((size_t)ntopics, sizeof(*add));
+	rep = xcalloc((size_t)ntopics, sizeof(*rep));
+	for (int i = 0; i < ntopics; i++) {
+		struct md_topic *t = ctl_topic_served_at(ctl, i);   /* a handle, handed back to the builder */
 		const struct meta_topic *mt = metalog_topic(ctl->ml, t->name);
 
 		if (!mt || memcmp(mt->id, t->id, 16) || ctl_topic_follows(t, mt))

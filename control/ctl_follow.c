@@ -82,12 +82,7 @@ static void serve(struct ctl *ctl, const struct meta_topic *mt)
 /* The served topic with this id, or NULL. */
 static struct md_topic *served(struct ctl *ctl, const uint8_t id[16])
 {
-	const struct md_snapshot *md = ctl->b->md;
-
-	for (int i = 0; md && i < md->ntopics; i++)
-		if (!memcmp(md->topics[i]->id, id, 16))
-			return md->topics[i];
-	return NULL;
+	return ctl_topic_served_id(ctl, id);
 }
 
 static void retire(struct ctl *ctl, struct md_topic *t)
@@ -155,8 +150,8 @@ static int rebuild(struct ctl *ctl)
 		if (ctl->follow_kind[i] == CTL_FOLLOW_CHANGED && (!served(ctl, ctl->follow[i]) || !mt || mt->deleted))
 			drop_entry(ctl, i--);
 	}
-	for (int i = 0; md && i < md->ntopics && !any; i++)
-		any = due(ctl, md->topics[i], 0, &mt);
+	for (int i = 0; i < ctl_topics_served(ctl) && !any; i++)
+		any = due(ctl, ctl_topic_served_at(ctl, i), 0, &mt);
 	if (!any)
 		return 0;
 	if (all) {
@@ -171,13 +166,13 @@ static int rebuild(struct ctl *ctl)
 		ctl->eff = eff;
 	}
 	op = xcalloc(1, sizeof(*op));
-	op->created = xcalloc((size_t)(md ? md->ntopics : 0) + 1, sizeof(*op->created));
-	op->created_for = xcalloc((size_t)(md ? md->ntopics : 0) + 1, sizeof(*op->created_for));
-	op->replaced = xcalloc((size_t)(md ? md->ntopics : 0) + 1, sizeof(*op->replaced));
+	op->created = xcalloc((size_t)ctl_topics_served(ctl) + 1, sizeof(*op->created));
+	op->created_for = xcalloc((size_t)ctl_topics_served(ctl) + 1, sizeof(*op->created_for));
+	op->replaced = xcalloc((size_t)ctl_topics_served(ctl) + 1, sizeof(*op->replaced));
 	ctl->ops_open++;   /* ctl_op_step's end counts it out */
 	op->started = ctl_follow_opened;
-	for (int i = 0; md && i < md->ntopics; i++) {
-		struct md_topic *t = md->topics[i], *nt;
+	for (int i = 0; i < ctl_topics_served(ctl); i++) {
+		struct md_topic *t = ctl_topic_served_at(ctl, i), *nt;
 		int at = changed_at(ctl, t->id);
 
 		if (!due(ctl, t, all, &mt))
@@ -232,7 +227,7 @@ int ctl_follow_poll(struct ctl *ctl)
 		}
 		if (!mt || mt->deleted || served(ctl, mt->id))
 			continue;   /* gone again, or served already */
-		if (!placed(mt) || md_find(ctl->b->md, mt->name, (int32_t)strlen(mt->name))) {
+		if (!placed(mt) || ctl_topic_served(ctl, mt->name, (int32_t)strlen(mt->name))) {
 			/* its PARTITION records to come, or the topic of that
 			 * name it replaces still being retired */
 			ctl->follow_kind[keep] = CTL_FOLLOW_CREATED;

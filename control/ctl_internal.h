@@ -515,6 +515,13 @@ int ctl_topic_follows(const struct md_topic *t, const struct meta_topic *mt);
  * back to the builder (replaced or deleted by an operation); its
  * partitions are the builder's to read. */
 struct md_topic *ctl_topic_served(const struct ctl *ctl, const char *name, int32_t len);
+/* Likewise by position (0 .. ctl_topics_served() - 1: the published
+ * snapshot's topics, 0 before the first) and by topic id (NULL: none):
+ * the control thread's other files reach the snapshot it published only
+ * through these. */
+int ctl_topics_served(const struct ctl *ctl);
+struct md_topic *ctl_topic_served_at(const struct ctl *ctl, int i);
+struct md_topic *ctl_topic_served_id(const struct ctl *ctl, const uint8_t id[16]);
 /* Ask the owner shards to open partitions [from, t->nparts) of t that
  * this node hosts and that are not open already, each counted in
  * op->pending. */

@@ -262,6 +262,24 @@ struct md_topic *ctl_topic_served(const struct ctl *ctl, const char *name, int32
 	return (struct md_topic *)md_find(ctl->b->md, name, len);
 }
 
+int ctl_topics_served(const struct ctl *ctl)
+{
+	return ctl->b->md ? ctl->b->md->ntopics : 0;
+}
+
+struct md_topic *ctl_topic_served_at(const struct ctl *ctl, int i)
+{
+	return ctl->b->md->topics[i];   /* this file's own allocation, as above */
+}
+
+struct md_topic *ctl_topic_served_id(const struct ctl *ctl, const uint8_t id[16])
+{
+	for (int i = 0; i < ctl_topics_served(ctl); i++)
+		if (!memcmp(ctl->b->md->topics[i]->id, id, 16))
+			return ctl->b->md->topics[i];
+	return NULL;
+}
+
 /* What a retired entry holds: an old snapshot's array, a topic no longer
  * published, a replaced broker config. */
 static void retired_free(struct retired *r)
