@@ -15,6 +15,10 @@ are scripts/cluster's (kill, restart) and kill -STOP/-CONT of a node's pid.
   other copy the partition comes back empty whatever the timing;
 - Ctrl-C in the middle of a fault (a paused leader) resumes the node,
   stops the clients and deletes the drill's topics (exit 2, no verdict);
+  the Ctrl-C comes while the pause command still runs, and that command's
+  work goes on after its shell is gone (as an ssh's remote side would):
+  the drill waits for it before it resumes the node (a drill that killed
+  the command and resumed at once left the node paused a second later);
 - txn-leader-loss holds: transactional producers and the copier across
   a leader's SIGKILL, both topics read back and checked (about 11 s, so
   only with --long: `make fault` runs it);
@@ -183,6 +187,16 @@ def ctrl_c_mid_fault_heals_the_node_and_deletes_the_topics():
     c = cluster()
     tmp = tmpdir()
     df = drill_file(c, os.path.join(tmp, "drill.ini"))
+    # the pause takes a second and its work outlives its shell (a remote
+    # command that goes on when the local ssh is killed), then says so
+    done = os.path.join(tmp, "paused")
+    with open(df) as f:
+        text = f.read()
+    text = text.replace("pause = kill -STOP $(cat %s/n{node}/pid)" % c.dir,
+                        "pause = (sleep 1; kill -STOP $(cat %s/n{node}/pid); touch %s) & wait" % (c.dir, done))
+    assert done in text
+    with open(df, "w") as f:
+        f.write(text)
     p = subprocess.Popen([SLUICECTL, "drill", "run", "lost-produce-response", "-f", df, "--seconds", "30",
                           "--out", os.path.join(tmp, "out")], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE)
@@ -199,6 +213,7 @@ def ctrl_c_mid_fault_heals_the_node_and_deletes_the_topics():
             p.kill()
     err = (err + rest).decode()
     assert p.returncode == 2 and "resume:" in err and "no verdict" in err, (p.returncode, out, err)
+    until("the pause's own work done", lambda: os.path.exists(done))
     for n in (1, 2, 3):
         with open("/proc/%d/stat" % c.pid(n)) as f:
             assert f.read().rsplit(")", 1)[1].split()[0] != "T", "node %d left paused:\n%s" % (n, err)

@@ -632,6 +632,11 @@ class Drill:
         self.out = args.out or os.path.abspath(self.prefix)
         self.created = []
         self.active_heal = None     # (node, action) to run if interrupted mid-fault
+        # Ctrl-C or SIGTERM (the signals taken, in order); while defer is
+        # above 0 a signal is only recorded here, and acted on once the
+        # fault command or the heal in progress is over
+        self.interrupted = []
+        self.defer = 0
         self.consumers = []
         self.producer = None
         self.nemesis = None
@@ -770,13 +775,22 @@ class Drill:
         n = self.df.nodes[node]
         cmd = n.command(action)
         t0 = time.monotonic()
-        say("node %d: %s: %s" % (node, action, cmd))
+        # A fault command runs to its end, interrupted or not: one stopped
+        # half-way (an ssh whose remote side goes on) could pause or kill
+        # the node after the heal that follows the interruption. So the
+        # command gets a session of its own (the terminal's Ctrl-C does not
+        # reach it), and a signal meanwhile waits for it (at most the drill
+        # file's command-timeout).
+        self.defer += 1
         try:
+            say("node %d: %s: %s" % (node, action, cmd))
             p = subprocess.run(["/bin/sh", "-c", cmd], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, timeout=self.df.command_timeout)
+                               stderr=subprocess.STDOUT, timeout=self.df.command_timeout, start_new_session=True)
         except subprocess.TimeoutExpired:
             raise RuntimeError("%s:%d: node %d's %s command did not finish within %g s: %s" % (
                 self.df.path, n.cmds[action][1], node, action, self.df.command_timeout, cmd))
+        finally:
+            self.defer -= 1
         if p.returncode:
             raise RuntimeError("%s:%d: node %d's %s command failed (exit %d): %s\n%s" % (
                 self.df.path, n.cmds[action][1], node, action, p.returncode, cmd,
@@ -785,6 +799,8 @@ class Drill:
                            detail={"node": node, "action": action, "command": cmd,
                                    "seconds": round(time.monotonic() - t0, 3)})
         self.nemesis.flush()
+        if self.interrupted and not self.defer:
+            raise KeyboardInterrupt     # taken while the command ran
 
     # -- the consumers' lag: what was acknowledged (the producer's highest
     # offset + 1 per partition) less what the group committed last (the
@@ -1142,10 +1158,13 @@ class Drill:
         if self.active_heal:
             node, action = self.active_heal
             self.active_heal = None
+            self.defer += 1     # a second Ctrl-C does not stop the heal
             try:
                 self.command(node, action)
             except Exception as e:  # noqa: BLE001
                 say("HEALING FAILED: node %d's %s: %s: heal it by hand" % (node, action, e))
+            finally:
+                self.defer -= 1
         if self.producer is not None and self.producer.is_alive():
             self.producer.stop()
             self.producer.join(10)
@@ -1257,16 +1276,16 @@ def cmd_run(args):
     df = parse_drill_file(args.drill_file)
     need_modules()
     d = Drill(args, df, SCENARIOS[args.scenario])
-    interrupted = []
 
     def on_term(sig, _frame):
-        interrupted.append(sig)
-        raise KeyboardInterrupt
+        d.interrupted.append(sig)
+        if not d.defer:
+            raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
     try:
         r = d.run()
-        if interrupted:
+        if d.interrupted:
             # the signal's KeyboardInterrupt can be swallowed where it
             # lands (inside a client library's call): the flag is not
             raise KeyboardInterrupt
