@@ -512,7 +512,7 @@ static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req
  * follow. */
 static void ctl_broker_configured(struct ctl *ctl, struct ctl_prop *p)
 {
-	const struct md_snapshot *md = ctl->b->md;
+	const struct config *served = ctl_cfg_served(ctl);
 	struct ctl_op *op = p->op;
 	struct ctl_topic *ct = p->ct;
 	struct config *eff;
@@ -526,10 +526,10 @@ static void ctl_broker_configured(struct ctl *ctl, struct ctl_prop *p)
 		return;
 	}
 	/* an effective config no snapshot has carried yet is nobody's */
-	if (md && ctl->eff != md->cfg)
+	if (served && ctl->eff != served)
 		config_destroy(ctl->eff);
 	ctl->eff = eff;
-	if (!md)
+	if (!served)
 		return;
 	n = op->ncreated + ctl_topics_served(ctl) + 1;
 	op->created = realloc(op->created, (size_t)n * sizeof(*op->created));

@@ -138,7 +138,7 @@ static int due(struct ctl *ctl, const struct md_topic *t, int all, const struct 
  * partitions opened and the old ones took the config. */
 static int rebuild(struct ctl *ctl)
 {
-	struct md_snapshot *md = ctl->b->md;
+	const struct config *cfg_served = ctl_cfg_served(ctl);
 	const struct meta_topic *mt;
 	struct ctl_op *op;
 	int all = ctl->follow_broker, n = 0, any = all;
@@ -161,7 +161,7 @@ static int rebuild(struct ctl *ctl)
 			return 0;   /* no memory: again at the next turn */
 		ctl->follow_broker = 0;
 		/* an effective config no snapshot has carried yet is nobody's */
-		if (md && ctl->eff != md->cfg)
+		if (cfg_served && ctl->eff != cfg_served)
 			config_destroy(ctl->eff);
 		ctl->eff = eff;
 	}

@@ -511,9 +511,10 @@ void ctl_publish_replaced(struct ctl *ctl, struct md_topic **add, struct md_topi
  * look at a published entry's partitions outside the builder's own code,
  * a query of the builder's. */
 int ctl_topic_follows(const struct md_topic *t, const struct meta_topic *mt);
-/* The published entry of topic `name` (NULL: none), as a handle to give
- * back to the builder (replaced or deleted by an operation); its
- * partitions are the builder's to read. */
+/* control/ctl_served.c: the published snapshot as the rest of control/
+ * reaches it. The published entry of topic `name` (NULL: none), as a
+ * handle to give back to the builder (replaced or deleted by an
+ * operation); its partitions are the builder's to read. */
 struct md_topic *ctl_topic_served(const struct ctl *ctl, const char *name, int32_t len);
 /* Likewise by position (0 .. ctl_topics_served() - 1: the published
  * snapshot's topics, 0 before the first) and by topic id (NULL: none):
@@ -522,6 +523,10 @@ struct md_topic *ctl_topic_served(const struct ctl *ctl, const char *name, int32
 int ctl_topics_served(const struct ctl *ctl);
 struct md_topic *ctl_topic_served_at(const struct ctl *ctl, int i);
 struct md_topic *ctl_topic_served_id(const struct ctl *ctl, const uint8_t id[16]);
+/* The broker config the published snapshot carries (NULL before the
+ * first), and the broker of that id it lists (NULL: none). */
+const struct config *ctl_cfg_served(const struct ctl *ctl);
+const struct md_broker *ctl_broker_served(const struct ctl *ctl, int32_t id);
 /* Ask the owner shards to open partitions [from, t->nparts) of t that
  * this node hosts and that are not open already, each counted in
  * op->pending. */

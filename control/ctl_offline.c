@@ -58,7 +58,6 @@ static int eligible(struct ctl *ctl, int32_t id)
 
 void ctl_offline_leave(struct ctl *ctl, const struct shard_msg *m)
 {
-	const struct md_snapshot *md = ctl->b->md;
 	int32_t idx = (int32_t)m->v[0], self_id = ctl->b->set.node_id, leader = -2;
 	const struct md_topic *t = NULL;
 	const struct meta_topic *mt;
@@ -67,11 +66,11 @@ void ctl_offline_leave(struct ctl *ctl, const struct shard_msg *m)
 	int n = 0;
 	struct metalog_rec rec = { 0 };
 
-	if (md) {
+	{
 		uint8_t tid[16];
 
 		memcpy(tid, (const void *)&m->p[0], sizeof(tid));   /* the topic by value */
-		t = md_find_id(md, tid);
+		t = ctl_topic_served_id(ctl, tid);
 	}
 	if (!t || idx < 0 || idx >= t->nparts || !(mt = metalog_topic(ctl->ml, t->name)) || idx >= mt->partitions)
 		return;                      /* gone meanwhile */
@@ -126,7 +125,6 @@ static int pub_failed(const struct part_pub *u, int64_t *err)
 void ctl_offline_tick(struct ctl *ctl)
 {
 	struct broker *b = ctl->b;
-	const struct md_snapshot *md = b->md;
 	int64_t hosted = 0, failed = 0, err, first_err = 0;
 	const char *first = NULL;
 	int32_t first_idx = -1;
@@ -135,8 +133,8 @@ void ctl_offline_tick(struct ctl *ctl)
 	if (ctl->logdir_halted || ctl->now_ms < ctl->logdir_next || __atomic_load_n(&b->stopping, __ATOMIC_RELAXED))
 		return;
 	ctl->logdir_next = ctl->now_ms + LOGDIR_LOOK_MS;
-	for (int k = 0; md && k < md->ntopics; k++) {
-		const struct md_topic *tp = md->topics[k];
+	for (int k = 0; k < ctl_topics_served(ctl); k++) {
+		const struct md_topic *tp = ctl_topic_served_at(ctl, k);
 
 		for (int32_t i = 0; i < tp->nparts; i++) {
 			const struct ctl_home *h = ctl_part_home(ctl, tp->id, i);

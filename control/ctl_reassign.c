@@ -216,10 +216,8 @@ static void rehost(struct ctl *ctl, struct md_topic *t, const struct meta_topic 
 
 static void hosting_scan(struct ctl *ctl)
 {
-	const struct md_snapshot *md = ctl->b->md;
-
-	for (int i = 0; md && i < md->ntopics && !ctl->ops_open; i++) {
-		struct md_topic *t = md->topics[i];
+	for (int i = 0; i < ctl_topics_served(ctl) && !ctl->ops_open; i++) {
+		struct md_topic *t = ctl_topic_served_at(ctl, i);
 		const struct meta_topic *mt = metalog_topic(ctl->ml, t->name);
 
 		if (!mt || mt->deleted || memcmp(mt->id, t->id, 16) || !hosting_changes(ctl, t, mt))

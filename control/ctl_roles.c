@@ -106,7 +106,6 @@ static void isr_changed(struct ctl *ctl, void *cookie, int err, const struct met
 static void isr_change(void *self, struct shard_msg *m)
 {
 	struct ctl *ctl = self;
-	const struct md_snapshot *md = ctl->b->md;
 	int32_t idx = (int32_t)m->v[0], id = (int32_t)m->v[1], self_id = ctl->b->set.node_id;
 	const struct md_topic *t = NULL;
 	const struct meta_topic *mt;
@@ -119,11 +118,11 @@ static void isr_change(void *self, struct shard_msg *m)
 		ctl_offline_leave(ctl, m);   /* this node's log failed */
 		return;
 	}
-	if (md) {
+	{
 		uint8_t tid[16];
 
 		memcpy(tid, (const void *)&m->p[0], sizeof(tid));   /* the topic by value */
-		t = md_find_id(md, tid);
+		t = ctl_topic_served_id(ctl, tid);
 	}
 	if (!t || idx < 0 || idx >= t->nparts || !(mt = metalog_topic(ctl->ml, t->name)) || idx >= mt->partitions)
 		return;                      /* gone meanwhile */
@@ -261,12 +260,11 @@ void ctl_role_opened(struct ctl *ctl, const char *name, const uint8_t id[16], in
 
 void ctl_roles_refresh(struct ctl *ctl)
 {
-	const struct md_snapshot *md = ctl->b->md;
 	int n = metalog_topic_count(ctl->ml);
 
-	for (int i = 0; md && i < n; i++) {
+	for (int i = 0; ctl_topics_served(ctl) && i < n; i++) {
 		const struct meta_topic *mt = metalog_topic_at(ctl->ml, i);
-		const struct md_topic *t = md_find(md, mt->name, (int32_t)strlen(mt->name));
+		const struct md_topic *t = ctl_topic_served(ctl, mt->name, (int32_t)strlen(mt->name));
 
 		if (t && memcmp(t->id, mt->id, 16))
 			continue;   /* the served one is a topic of that name deleted since */
@@ -279,14 +277,13 @@ void ctl_roles_refresh(struct ctl *ctl)
 void ctl_coord_refresh(struct ctl *ctl)
 {
 	static const char *const names[2] = { GROUP_OFFSETS_TOPIC, TXN_STATE_TOPIC };
-	const struct md_snapshot *md = ctl->b->md;
 	int32_t self = ctl->b->set.node_id;
 
-	if (!ctl->coord_started || !md)
+	if (!ctl->coord_started)
 		return;
 	for (int k = 0; k < 2; k++) {
 		const struct meta_topic *mt = metalog_topic(ctl->ml, names[k]);
-		const struct md_topic *t = md_find(md, names[k], (int32_t)strlen(names[k]));
+		const struct md_topic *t = ctl_topic_served(ctl, names[k], (int32_t)strlen(names[k]));
 
 		for (int32_t i = 0; mt && t && i < t->nparts && i < mt->partitions; i++) {
 			int leads = mt->parts[i].leader == self && ctl_part_open_on(ctl, t->id, i) >= 0;

@@ -18,7 +18,7 @@
  * each entry published told (book_told); whether a published entry still
  * follows the image is asked here (ctl_topic_follows). The rest of
  * control/ holds an entry only as a handle to give back (replaced,
- * retired). */
+ * retired), looked up through control/ctl_served.c. */
 
 #include <dirent.h>
 #include <errno.h>
@@ -252,32 +252,6 @@ int ctl_topic_follows(const struct md_topic *t, const struct meta_topic *mt)
 			return 0;
 	}
 	return 1;
-}
-
-struct md_topic *ctl_topic_served(const struct ctl *ctl, const char *name, int32_t len)
-{
-	/* the snapshot's entries are this file's own allocations: published,
-	 * they are read-only to everyone, and an operation hands this one
-	 * back to be replaced or retired whole (ctl_publish) */
-	return (struct md_topic *)md_find(ctl->b->md, name, len);
-}
-
-int ctl_topics_served(const struct ctl *ctl)
-{
-	return ctl->b->md ? ctl->b->md->ntopics : 0;
-}
-
-struct md_topic *ctl_topic_served_at(const struct ctl *ctl, int i)
-{
-	return ctl->b->md->topics[i];   /* this file's own allocation, as above */
-}
-
-struct md_topic *ctl_topic_served_id(const struct ctl *ctl, const uint8_t id[16])
-{
-	for (int i = 0; i < ctl_topics_served(ctl); i++)
-		if (!memcmp(ctl->b->md->topics[i]->id, id, 16))
-			return ctl->b->md->topics[i];
-	return NULL;
 }
 
 /* What a retired entry holds: an old snapshot's array, a topic no longer

@@ -481,16 +481,12 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *ai)
 
 static struct pk_conn *conn_new(struct peer_kafka *pk, int32_t node)
 {
-	const struct md_snapshot *md = pk->ctl->b->md;
-	const struct md_broker *mb = NULL;
+	const struct md_broker *mb = ctl_broker_served(pk->ctl, node);
 	uv_loop_t *loop = ctl_quorum_loop(pk->ctl);
 	struct pk_conn *c;
 	struct sockaddr_in6 sa6;
 	struct sockaddr_in sa4;
 
-	for (int i = 0; md && i < md->nbrokers; i++)
-		if (md->brokers[i].id == node)
-			mb = &md->brokers[i];
 	if (!mb)
 		return NULL;
 	if (!(c = calloc(1, sizeof(*c))))
