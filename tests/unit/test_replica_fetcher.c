@@ -593,8 +593,9 @@ static void run_native_until(int (*done)(void))
 		if (shard_poll(sh, now, 1700000000000 + (int64_t)(now / 1000000)) != 0)
 			continue;
 		if (leader->pl->durable_offset < leader->pl->next_offset ||
-		    follower->pl->durable_offset < follower->pl->next_offset)
-			shard_idle(sh);   /* a write in flight: its completion wakes it */
+		    follower->pl->durable_offset < follower->pl->next_offset || sh->st.inflight)
+			shard_idle(sh);   /* a write or read in flight: its completion wakes it
+					   * (not counted in turns, however long a loaded disk takes) */
 		else
 			usleep(200);
 	}
