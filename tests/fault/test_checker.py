@@ -335,7 +335,7 @@ def nonmonotonic():
 
 
 def stale_reset(reset="earliest", to=0, earlier=True, earlier_reads=0, reread_key="k", reread_value="p1-3",
-                consumer=1, committed_first=False, again=False, start=6):
+                consumer=1, committed_first=False, again=False, start=6, z_revoke=True):
     """The pattern of librdkafka 2.0.2's stale offset reset (docs/fault-results.md,
     group/loss/5n): z is given t[0] (nothing committed) and reads nothing
     (its lookup of the earliest offset in flight); g is given it, reads 0-5,
@@ -359,7 +359,7 @@ def stale_reset(reset="earliest", to=0, earlier=True, earlier_reads=0, reread_ke
         h.read("g", RU, 2, "t", 0, i, "p1-%d" % i)
     h.add("g", "commit", partitions=[["t", 0, 6]], generation=3, member="mg", ok=True, error=None, group="G")
     h.add("g", "revoke", partitions=[["t", 0]], generation=3, member="mg", session=2, consumer=1, **grp)
-    if earlier:
+    if earlier and z_revoke:
         h.add("z", "revoke", partitions=[["t", 0]], generation=2, member="mz", session=1, consumer=1, lost=True,
               **grp)
     s = 2 if earlier else 1
@@ -390,6 +390,10 @@ def client_stale_reset():
     text = checker.table(res)
     assert "client-stale-reset      1  (the client's, not counted as nonmonotonic) z t[0] 9 -> 0 at +" in text, text
     assert "nonmonotonic            0" in text, text
+    # a member whose history has no revoke line (a lost assignment that
+    # no callback reported) is judged the same
+    res = stale_reset(z_revoke=False)
+    assert nonzero(res) == {} and res[checker.STALE_RESET] == 1, res
 
 
 @test

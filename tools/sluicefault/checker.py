@@ -461,7 +461,8 @@ class _StaleReset:
             return None
         if self.read_in(client, e.get("session"), t, p):
             return None
-        ends = [x["t"] for x in self.assigns.get(client, ()) + self.revokes.get(client, ()) if x["t"] > e["t"]]
+        ends = [x["t"] for x in list(self.assigns.get(client, ())) + list(self.revokes.get(client, ()))
+                if x["t"] > e["t"]]
         ends += [tt for tt, c in self.group_assigns.get((group, t, p), ()) if c != client and tt > e["t"]]
         end = min(ends) if ends else asg["t"]
         if any(t0 < end for t0, tt, o in self.commits.get((group, t, p), ())):
