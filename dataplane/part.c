@@ -485,7 +485,10 @@ void part_read(struct part *p, struct part_read_req *rq, part_read_done done, vo
 		rq->rd.max_bytes = SHARD_RBUF_SIZE - 128 * 1024;
 	rq->rd.done = part_read_disk_done;
 	rq->rd.arg = rq;
-	if (rq->offset < pl->log_start || rq->offset > pl->next_offset) {
+	/* a fetch at the log end is in range: nothing yet, the fetcher waits
+	 * (the control answers a consumer's with OFFSET_OUT_OF_RANGE) */
+	if (rq->offset < pl->log_start || rq->offset > pl->next_offset ||
+	    (SLUICE_CONTROL_OFF(end_out_of_range) && rq->isolation != 2 && rq->offset == pl->next_offset)) {
 		done(cookie, rq, -ERANGE);
 		return;
 	}

@@ -19,6 +19,7 @@ static const char *const names[SLUICE_CONTROL_COUNT] = {
 	[SLUICE_CONTROL_no_truncate] = "no-truncate",
 	[SLUICE_CONTROL_no_generation_check] = "no-generation-check",
 	[SLUICE_CONTROL_lso_ignored] = "lso-ignored",
+	[SLUICE_CONTROL_end_out_of_range] = "end-out-of-range",
 };
 
 __attribute__((constructor)) static void control_from_env(void)

@@ -27,6 +27,7 @@ enum sluice_control_id {
 	SLUICE_CONTROL_no_truncate,         /* a follower keeps its divergent tail */
 	SLUICE_CONTROL_no_generation_check, /* OffsetCommit from a stale generation or non-member taken */
 	SLUICE_CONTROL_lso_ignored,         /* read_committed served as read_uncommitted */
+	SLUICE_CONTROL_end_out_of_range,    /* a consumer's fetch at the log end answered OFFSET_OUT_OF_RANGE */
 	SLUICE_CONTROL_COUNT
 };
 extern int sluice_control;

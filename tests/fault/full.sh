@@ -28,7 +28,9 @@ status=${PIPESTATUS[0]}
 	echo "$commit, first seed $seed, ${SECONDS_EACH:-60} s per scenario."
 	echo "Each row's command replays its schedule (DIR: any new directory)."
 	echo "Columns: records sent/acknowledged/read back; each anomaly the checker"
-	echo "counts (sluicefault.checker); the longest time any client went without a"
+	echo "counts (sluicefault.checker), and beside nonmonotonic the client-stale-reset"
+	echo "reads (librdkafka's stale offset reset, the client's: no anomaly, fails nothing;"
+	echo "the checker's evidence is in the scenario's checker.txt); the longest time any client went without a"
 	echo "success while it kept trying; the longest time from a nemesis's stop to"
 	echo "the next acknowledgement. A FAILED row could not run (the reason is in it)."
 	echo

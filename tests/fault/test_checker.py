@@ -334,6 +334,115 @@ def nonmonotonic():
     assert nonzero(res) == {"nonmonotonic": 1}, res
 
 
+def stale_reset(reset="earliest", to=0, earlier=True, earlier_reads=0, reread_key="k", reread_value="p1-3",
+                consumer=1, committed_first=False, again=False, start=6, z_revoke=True):
+    """The pattern of librdkafka 2.0.2's stale offset reset (docs/fault-results.md,
+    group/loss/5n): z is given t[0] (nothing committed) and reads nothing
+    (its lookup of the earliest offset in flight); g is given it, reads 0-5,
+    commits 6; z is given it again in a new generation, starts at the
+    committed 6 (`start`), reads to 9, then `to`-9 again in the same assignment. The
+    arguments break one condition each."""
+    h = H()
+    for i in range(10):
+        h.produce("p1-%d" % i, "t", 0, i)
+    grp = dict(group="G", auto_offset_reset=reset)
+    if committed_first:
+        h.add("g", "assign", partitions=[["t", 0]], generation=1, member="mg", session=1, consumer=1, **grp)
+        h.add("g", "commit", partitions=[["t", 0, 0]], generation=1, member="mg", ok=True, error=None, group="G")
+        h.add("g", "revoke", partitions=[["t", 0]], generation=1, member="mg", session=1, consumer=1, **grp)
+    if earlier:
+        h.add("z", "assign", partitions=[["t", 0]], generation=2, member="mz", session=1, consumer=1, **grp)
+        for i in range(earlier_reads):
+            h.read("z", RU, 1, "t", 0, i, "p1-%d" % i)
+    h.add("g", "assign", partitions=[["t", 0]], generation=3, member="mg", session=2, consumer=1, **grp)
+    for i in range(6):
+        h.read("g", RU, 2, "t", 0, i, "p1-%d" % i)
+    h.add("g", "commit", partitions=[["t", 0, 6]], generation=3, member="mg", ok=True, error=None, group="G")
+    h.add("g", "revoke", partitions=[["t", 0]], generation=3, member="mg", session=2, consumer=1, **grp)
+    if earlier and z_revoke:
+        h.add("z", "revoke", partitions=[["t", 0]], generation=2, member="mz", session=1, consumer=1, lost=True,
+              **grp)
+    s = 2 if earlier else 1
+    h.add("z", "assign", partitions=[["t", 0]], generation=4, member="mz2", session=s, consumer=consumer, **grp)
+    for i in range(start, 10):
+        h.read("z", RU, s, "t", 0, i, "p1-%d" % i)
+    for i in range(to, 10):
+        h.add("z", "read", value=reread_value if i == 3 else "p1-%d" % i, key=reread_key if i == 3 else "k",
+              topic="t", partition=0,
+              offset=i, reader="z", isolation=RU, session=s)
+    if again:
+        for i in range(0, 10):
+            h.read("z", RU, s, "t", 0, i, "p1-%d" % i)
+    h.final("t", 0, [(i, "p1-%d" % i) for i in range(10)], 10)
+    return h.check()
+
+
+@test
+def client_stale_reset():
+    """The exact pattern: client-stale-reset 1 with its evidence, nothing
+    counted as nonmonotonic, the CLI exits 0 and its line says it."""
+    res = stale_reset()
+    assert nonzero(res) == {}, res
+    assert res[checker.STALE_RESET] == 1, res
+    ev = res["details"][checker.STALE_RESET][0]
+    assert (ev["reader"], ev["topic"], ev["partition"], ev["after"], ev["offset"], ev["committed"],
+            ev["earlier_session"], ev["reread"]) == ("z", "t", 0, 9, 0, 6, 1, 10), ev
+    text = checker.table(res)
+    assert "client-stale-reset      1  (the client's, not counted as nonmonotonic) z t[0] 9 -> 0 at +" in text, text
+    assert "nonmonotonic            0" in text, text
+    # a member whose history has no revoke line (a lost assignment that
+    # no callback reported) is judged the same
+    res = stale_reset(z_revoke=False)
+    assert nonzero(res) == {} and res[checker.STALE_RESET] == 1, res
+
+
+@test
+def client_stale_reset_conditions():
+    """Each condition broken alone: a nonmonotonic read, no client-stale-reset."""
+    for why, kw in (("a jump to a later offset than the earliest", dict(to=1)),
+                    ("no assignment of the partition before", dict(earlier=False)),
+                    ("a record re-read with another key", dict(reread_key="other")),
+                    ("auto.offset.reset latest", dict(reset="latest")),
+                    ("the new assignment started below the committed offset", dict(start=5)),
+                    ("another Consumer object than the earlier assignment's", dict(consumer=2)),
+                    ("the earlier assignment read the partition", dict(earlier_reads=2)),
+                    ("an offset committed before the earlier assignment", dict(committed_first=True))):
+        res = stale_reset(**kw)
+        assert res["nonmonotonic"] == 1 and res[checker.STALE_RESET] == 0, (why, res)
+        assert nonzero(res) == {"nonmonotonic": 1}, (why, res)
+    # a second jump back in the same assignment is not the reset's
+    res = stale_reset(again=True)
+    assert (res["nonmonotonic"], res[checker.STALE_RESET]) == (1, 1), res
+
+
+@test
+def client_stale_reset_divergent():
+    """A record re-read after the jump with another value than before (a
+    value sent to another offset): the jump is nonmonotonic, and the offset
+    divergent and the value duplicated."""
+    res = stale_reset(reread_value="p1-9")
+    assert (res["nonmonotonic"], res[checker.STALE_RESET]) == (1, 0), res
+    assert nonzero(res) == {"nonmonotonic": 1, "divergent": 1, "duplicated": 1}, res
+
+
+@test
+def client_stale_reset_column():
+    """The runner's table (tests/fault/run.py) has the column beside
+    nonmonotonic, and a row whose only count is client-stale-reset is no
+    anomaly (smoke.sh and make fault pass), one with a nonmonotonic read is."""
+    sys.path.insert(0, HERE)
+    import run
+    cols = run.table_header().splitlines()[0].split(" | ")
+    assert cols[cols.index("nonmonotonic") + 1] == checker.STALE_RESET, cols
+    row = dict(scenario="group/loss/5n", seed=1, nodes=5, command="c", sent=1, acked=1, read=1)
+    row.update(stale_reset())
+    assert run.anomalies(row) == 0, row
+    cells = run.table_row(row).split(" | ")
+    assert cells[cols.index(checker.STALE_RESET)] == "1", (cols, cells)
+    row.update(stale_reset(to=1))
+    assert run.anomalies(row) == 1 and run.table_row(row).split(" | ")[cols.index(checker.STALE_RESET)] == "0", row
+
+
 @test
 def skipped():
     h = H()

@@ -20,6 +20,8 @@ Scenarios (docs/fault-testing.md#controls):
   no-generation-check  stale_commit a member that left commits after the new owner
   ack-before-isr       lost         acks=all to a leader cut off from its followers, then killed
   no-truncate          divergent    the old leader, back as a follower, keeps its own tail
+  end-out-of-range     nonmonotonic a member's fetch at the log end refused: it reads from the start
+                                    again (not counted as client-stale-reset)
 
 Clients are raw (tests/integration/kraw.py, ktxn.py): each request is one
 deterministic step. The cluster scenarios need root (network namespaces:
@@ -393,6 +395,85 @@ def scenario_stale_commit(bootstrap, out):
     return 1 if got[(topic, 0)][0] != 3 else 0
 
 
+OFFSET_OUT_OF_RANGE = 1                 # Kafka's error code
+
+
+def scenario_end_reset(bootstrap, out):
+    """Member M reads 0 and 1 of partition 0 (five records), commits 2 and
+    leaves; member R
+    (auto.offset.reset earliest, as the group workload's members) is given
+    the partition, starts at the committed 2, reads to the end and fetches
+    at the log end for more. The broker must answer that fetch with no
+    records (R waits); the control answers OFFSET_OUT_OF_RANGE, and R, as
+    librdkafka does, looks the earliest offset up and reads again from
+    there: back to 0 in the same assignment. The checker must count that
+    nonmonotonic, not as librdkafka's stale offset reset (client-stale-reset:
+    R had the partition in no earlier assignment)."""
+    topic, group = "endreset", "ctl-end-group"
+    hp, hm, hr = Hist(out, "p"), Hist(out, "m"), Hist(out, "r")
+    sub = kraw.subscription([topic])
+    asg = kraw.assignment({topic: [0]})
+    fields = dict(group=group, auto_offset_reset="earliest", consumer=1)
+    back = 0
+    with ktxn.TConn(bootstrap) as c, kraw.Conn(bootstrap) as cm, kraw.Conn(bootstrap) as cr:
+        ktxn.new_topic(c, topic)
+        p = ktxn.Producer(c, None)
+        vals = [hp.value() for _ in range(5)]
+        for x in vals:
+            hp.w("send", value=x, key=None, topic=topic, partition=0, txn=None)
+        r = p.produce(topic, 0, [x.encode() for x in vals])
+        assert r.error == 0, r
+        for i, x in enumerate(vals):
+            hp.w("ack", value=x, topic=topic, partition=0, offset=r.base + i)
+        for conn, h, commit in ((cm, hm, 2), (cr, hr, None)):
+            j = conn.join_group(group, protocols=[("range", sub)])
+            assert j.error == 0, j
+            assert conn.sync_group(group, j.generation, j.member_id, [(j.member_id, asg)]).error == 0
+            h.w("assign", partitions=[[topic, 0]], generation=j.generation, member=j.member_id, session=1, **fields)
+            if commit is not None:
+                # it read what it commits past
+                f = c.fetch1(topic, 0, 0, ktxn.READ_UNCOMMITTED)
+                assert f.error == 0, f.error
+                for rec in [rec for bt in f.batches for rec in bt.records if rec.offset < commit]:
+                    h.w("read", value=rec.value.decode(), key=None, topic=topic, partition=0, offset=rec.offset,
+                        reader="m", isolation="read_uncommitted", session=1)
+                e = conn.offset_commit(group, {(topic, 0): (commit, "")}, j.generation, j.member_id)[(topic, 0)]
+                h.w("commit", partitions=[[topic, 0, commit]], generation=j.generation, member=j.member_id,
+                    ok=e == 0, error=None if e == 0 else str(e), group=group)
+                assert e == 0, e
+                assert conn.leave_group(group, j.member_id) == 0
+                h.w("revoke", partitions=[[topic, 0]], generation=j.generation, member=j.member_id, session=1,
+                    **fields)
+        got, top = cr.offset_fetch(group, {topic: [0]})
+        assert top == 0 and got[(topic, 0)][0] == 2, (got, top)
+        pos, last, resets = 2, None, 0
+        for _ in range(20):
+            f = c.fetch1(topic, 0, pos, ktxn.READ_UNCOMMITTED)
+            if f.error == OFFSET_OUT_OF_RANGE:
+                if resets:
+                    break                   # librdkafka would go on: once shows it
+                # auto.offset.reset=earliest: from the earliest offset
+                resets += 1
+                err, pos = c.list_offsets({(topic, 0): ktxn.EARLIEST}, ktxn.READ_UNCOMMITTED)[(topic, 0)]
+                assert err == 0, err
+                continue
+            assert f.error == 0, (pos, f.error)
+            recs = [rec for bt in f.batches for rec in bt.records if rec.offset >= pos]
+            if not recs:
+                break
+            for rec in recs:
+                if last is not None and rec.offset <= last:
+                    back += 1
+                hr.w("read", value=rec.value.decode(), key=None, topic=topic, partition=0, offset=rec.offset,
+                     reader="r", isolation="read_uncommitted", session=1)
+                last = rec.offset
+            pos = recs[-1].offset + 1
+    for h in (hp, hm, hr):
+        h.close()
+    final_read(bootstrap, topic, 0, out)
+    return back
+
+
 # ---- cluster scenario -----------------------------------------------------------
 
 def produce_timeout(k, topic, blob, timeout_ms):
@@ -630,6 +711,19 @@ def lso_ignored_shows_aborted():
 def no_generation_check_stale_commit():
     both("no-generation-check", "stale_commit", scenario_stale_commit,
          settings={"group.initial.rebalance.delay.ms": 0})
+
+
+@test
+def end_out_of_range_resets():
+    """A consumer's fetch at the log end answered OFFSET_OUT_OF_RANGE: a
+    member with auto.offset.reset earliest reads its assignment again from
+    the log start (nonmonotonic), which the checker must not take for
+    librdkafka's stale offset reset."""
+    out = both("end-out-of-range", "nonmonotonic", scenario_end_reset,
+               settings={"group.initial.rebalance.delay.ms": 0})
+    assert out["control"][1][checker.STALE_RESET] == 0, out["control"][1]
+    ex = out["control"][1]["details"]["nonmonotonic"][0]
+    assert (ex["reader"], ex["offset"], ex["after"]) == ("r", 0, 4), ex
 
 
 @test

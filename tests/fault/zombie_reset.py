@@ -38,6 +38,12 @@ answer and of the timed lookup; exits 1 when the new assignment's reads
 went back or started below the committed offset, 0 when they did not.
 `--no-hold` lets every answer through at once (the control: the lookup is
 over before the pause, and the reads are monotonic).
+
+The clients write the workloads' histories (tools/sluicefault/history.py:
+the producer zr-p1, the zombie zr-z1 and its zr-z1-pauser, the other
+member zr-m1, and the workloads' final read), and the checker reads them:
+it must count the jump back as client-stale-reset (1, nothing else), and
+nothing at all when there was none; when it does not, exit 3.
 """
 
 import argparse
@@ -54,12 +60,16 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+TOOLS = os.path.join(HERE, "..", "..", "tools")
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.path.insert(0, TOOLS)
 import harness  # noqa: E402
+from sluicefault import checker, history, workload  # noqa: E402
 
 LIST_OFFSETS, JOIN_GROUP = 2, 11
 RECORDS, COMMIT_AT = 200, 100
 TOPIC, GROUP = "zr", "zr-group"
+ZOMBIE_NAME, MEMBER_NAME, PRODUCER_NAME = "zr-z1", "zr-m1", "zr-p1"
 
 
 class HoldProxy:
@@ -174,32 +184,59 @@ class HoldProxy:
 
 
 ZOMBIE = r'''
-import json, os, sys, time
+import os, sys, time
 from confluent_kafka import Consumer
-out = open(sys.argv[2], "a", buffering=1)
-def line(**kw):
-    kw["t"] = time.monotonic_ns()
-    out.write(json.dumps(kw) + "\n")
+from sluicefault.history import Writer
+from sluicefault.workload import group_meta, read_line
+w = Writer(sys.argv[2], "%(zombie)s")
 session = [0]
+def fields(c):
+    gen, member = group_meta(c)
+    return dict(generation=gen, member=member, session=session[0], group="%(group)s", auto_offset_reset="earliest",
+                consumer=1)
 def on_assign(c, parts):
     session[0] += 1
-    line(type="assign", session=session[0], partitions=[[p.topic, p.partition, p.offset] for p in parts])
-def on_revoke(c, parts):
-    line(type="revoke", session=session[0], partitions=[[p.topic, p.partition] for p in parts])
-def on_lost(c, parts):
-    line(type="lost", session=session[0], partitions=[[p.topic, p.partition] for p in parts])
-c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "%s", "enable.auto.commit": False,
-              "auto.offset.reset": "earliest", "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
-              "enable.partition.eof": False, "debug": "cgrp,fetch,consumer,topic", "log_level": 7})
-c.subscribe(["%s"], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+    w.write("assign", partitions=[[p.topic, p.partition] for p in parts], **fields(c))
+def on_revoke(c, parts, lost=False):
+    w.write("revoke", partitions=[[p.topic, p.partition] for p in parts], lost=lost, **fields(c))
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "%(group)s", "client.id": "%(zombie)s",
+              "enable.auto.commit": False, "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+              "heartbeat.interval.ms": 500, "enable.partition.eof": False, "debug": "cgrp,fetch,consumer,topic",
+              "log_level": 7})
+c.subscribe(["%(topic)s"], on_assign=on_assign, on_revoke=on_revoke,
+            on_lost=lambda c, parts: on_revoke(c, parts, lost=True))
 while not os.path.exists(sys.argv[3]):
     for m in c.consume(200, 0.2):
         if m.error():
-            line(type="error", error=m.error().name())
+            w.write("error", error=m.error().name(), what="read")
         else:
-            line(type="read", session=session[0], partition=m.partition(), offset=m.offset())
+            read_line(w, m, "%(zombie)s", "read_uncommitted", session[0])
 c.close()
-''' % (GROUP, TOPIC)
+w.close()
+''' % dict(group=GROUP, topic=TOPIC, zombie=ZOMBIE_NAME)
+
+
+class Member:
+    """The other member's history lines, as the group workload writes
+    them (tools/sluicefault/workload.py)."""
+
+    def __init__(self, out_dir):
+        self.w = history.Writer(out_dir, MEMBER_NAME)
+        self.session = 0
+        self.assigned = []
+
+    def fields(self, c):
+        gen, member = workload.group_meta(c)
+        return dict(generation=gen, member=member, session=self.session, group=GROUP, auto_offset_reset="earliest",
+                    consumer=1)
+
+    def on_assign(self, c, parts):
+        self.session += 1
+        self.assigned.append([p.partition for p in parts])
+        self.w.write("assign", partitions=[[p.topic, p.partition] for p in parts], **self.fields(c))
+
+    def on_revoke(self, c, parts, lost=False):
+        self.w.write("revoke", partitions=[[p.topic, p.partition] for p in parts], lost=lost, **self.fields(c))
 
 
 def lines(path):
@@ -233,13 +270,17 @@ def ranges(offsets):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-hold", action="store_true", help="let every answer through at once (the control)")
-    ap.add_argument("--keep", help="copy the zombie's history and librdkafka log here")
+    ap.add_argument("--keep", help="copy the run's histories and the zombie's librdkafka log here")
     a = ap.parse_args()
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
     work = harness.temp_dir("sluice-zombie-reset-")
-    hist, log, stop = (os.path.join(work, n) for n in ("zombie.jsonl", "zombie.log", "STOP"))
+    hdir, log, stop = (os.path.join(work, n) for n in ("history", "zombie.log", "STOP"))
+    hist = os.path.join(hdir, ZOMBIE_NAME + ".jsonl")
+    os.makedirs(hdir)
+    pw = history.Writer(hdir, PRODUCER_NAME)
+    pauser = history.Writer(hdir, ZOMBIE_NAME + "-pauser")
     port = harness.free_port()
     proxy, z, zlog = None, None, None
     try:
@@ -253,43 +294,68 @@ def main():
             for f in adm.create_topics([NewTopic(TOPIC, 1, 1)]).values():
                 f.result(30)
             p = Producer({"bootstrap.servers": boot, "linger.ms": 5, "log_level": 0})
+
+            def acked(err, msg):
+                if err is None:
+                    pw.write("ack", value=msg.value().decode(), topic=msg.topic(), partition=msg.partition(),
+                             offset=msg.offset())
+                else:
+                    pw.write("fail", value=msg.value().decode(), error=err.name(), definite=False)
             for i in range(RECORDS):
-                p.produce(TOPIC, value=b"r%d" % i, partition=0)
+                value = "%s-%d" % (PRODUCER_NAME, i)
+                pw.write("send", value=value, key=None, topic=TOPIC, partition=0, txn=None)
+                p.produce(TOPIC, value=value.encode(), partition=0, on_delivery=acked)
             assert p.flush(30) == 0, "records not acknowledged"
 
             zlog = open(log, "w")
-            z = subprocess.Popen([sys.executable, "-c", ZOMBIE, boot, hist, stop],
-                                 stdout=subprocess.DEVNULL, stderr=zlog)
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+                [os.path.abspath(TOOLS)] + [x for x in [os.environ.get("PYTHONPATH")] if x]))
+            z = subprocess.Popen([sys.executable, "-c", ZOMBIE, boot, hdir, stop],
+                                 stdout=subprocess.DEVNULL, stderr=zlog, env=env)
             until(lambda: any(x["type"] == "assign" and x["partitions"] for x in lines(hist)), 60,
                   "the zombie's first assignment")
             if not a.no_hold:
                 until(proxy.held.is_set, 30, "the zombie's ListOffsets answer to be held")
             else:
                 until(lambda: any(x["type"] == "read" for x in lines(hist)), 30, "the zombie's first read")
+            pauser.write("pause", phase="start", target=ZOMBIE_NAME, pid=z.pid)
             z.send_signal(signal.SIGSTOP)
             t_stop = time.monotonic()
 
             # the other member: given the partition once the zombie's
             # session has expired; reads to COMMIT_AT, commits, leaves
-            m = Consumer({"bootstrap.servers": boot, "group.id": GROUP, "enable.auto.commit": False,
-                          "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+            m = Consumer({"bootstrap.servers": boot, "group.id": GROUP, "client.id": MEMBER_NAME,
+                          "enable.auto.commit": False, "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
                           "heartbeat.interval.ms": 500, "log_level": 0})
-            got = []
-            m.subscribe([TOPIC], on_assign=lambda c, ps: got.append(("assign", [x.partition for x in ps])))
+            mh = Member(hdir)
+            m.subscribe([TOPIC], on_assign=mh.on_assign, on_revoke=mh.on_revoke,
+                        on_lost=lambda c, ps: mh.on_revoke(c, ps, lost=True))
             nxt = None
             deadline = time.monotonic() + 60
             while (nxt is None or nxt < COMMIT_AT) and time.monotonic() < deadline:
                 for msg in m.consume(50, 0.2):
-                    if not msg.error() and msg.offset() < COMMIT_AT:
+                    if msg.error():
+                        mh.w.write("error", error=msg.error().name(), what="read")
+                        continue
+                    workload.read_line(mh.w, msg, MEMBER_NAME, "read_uncommitted", mh.session)
+                    if msg.offset() < COMMIT_AT:
                         nxt = msg.offset() + 1
             if nxt is None or nxt < COMMIT_AT:
-                raise SystemExit("the other member did not read to %d (assignments %s)" % (COMMIT_AT, got))
-            m.commit(offsets=[TopicPartition(TOPIC, 0, COMMIT_AT)], asynchronous=False)
+                raise SystemExit("the other member did not read to %d (assignments %s)" % (COMMIT_AT, mh.assigned))
+            gen, member = workload.group_meta(m)
+            t0 = time.monotonic_ns()
+            cres = m.commit(offsets=[TopicPartition(TOPIC, 0, COMMIT_AT)], asynchronous=False)
+            bad = [tp.error for tp in cres or () if tp.error is not None]
+            mh.w.write("commit", partitions=[[TOPIC, 0, COMMIT_AT]], generation=gen, member=member, ok=not bad,
+                       error=bad[0].name() if bad else None, t0=t0, group=GROUP)
+            assert not bad, "the other member's commit failed: %s" % bad
             m.close()
+            mh.w.close()
             paused = time.monotonic() - t_stop
 
             proxy.release_on_join.set()
             z.send_signal(signal.SIGCONT)
+            pauser.write("pause", phase="stop", target=ZOMBIE_NAME, pid=z.pid)
             if a.no_hold:
                 proxy.release("nothing held")
             guard = threading.Timer(10, proxy.release, args=("10 s after the SIGCONT",))
@@ -313,12 +379,19 @@ def main():
             open(stop, "w").close()
             z.wait(30)
             z = None
+            # the final read (clients final-ru and final-rc), as the
+            # workloads' --final writes it
+            workload.final_read(boot, [TOPIC], hdir, timeout=60)
+        for w in (pw, pauser):
+            w.close()
         h = lines(hist)
+        verdict = checker.check([hdir])
         with open(log, errors="replace") as f:
             rdk = f.read().splitlines()
         if a.keep:
             os.makedirs(a.keep, exist_ok=True)
-            shutil.copy(hist, a.keep)
+            for f in os.listdir(hdir):
+                shutil.copy(os.path.join(hdir, f), a.keep)
             shutil.copy(log, a.keep)
     finally:
         if z is not None:
@@ -333,15 +406,27 @@ def main():
 
     print("zombie paused %.1f s; the held answer passed: %s" % (paused, proxy.release_reason))
     for x in h:
-        if x["type"] in ("assign", "revoke", "lost"):
-            print("  %s session %d %s" % (x["type"], x["session"], x["partitions"]))
+        if x["type"] in ("assign", "revoke"):
+            print("  %s%s session %d generation %s %s" % (x["type"], " (lost)" if x.get("lost") else "", x["session"],
+                                                         x["generation"], x["partitions"]))
     print("new assignment (session %d) read: %s" % (s, ranges(reads)))
     pat = re.compile(r"outdated offset response|timed offset query|Offset reply for|returned offset|"
                      r"Start fetch|Stopping fetch|Offset .* request for")
     for ln in rdk:
         if TOPIC in ln and pat.search(ln):
             print("  rdkafka: " + ln.split("|", 3)[-1][:200])
+    # the checker on the run's histories: the jump back is the client's
+    # stale offset reset (client-stale-reset), nothing else is counted
+    found = {k: verdict[k] for k in checker.ANOMALIES + (checker.STALE_RESET,) if verdict[k]}
+    print("checker: %s" % (found or "nothing"))
+    for row in checker.table(verdict).splitlines():
+        if row.startswith(checker.STALE_RESET) and verdict[checker.STALE_RESET]:
+            print("  " + row)
     bad = [(i, o) for i, o in enumerate(reads) if (i and o <= reads[i - 1]) or o < COMMIT_AT]
+    want = {checker.STALE_RESET: 1} if bad else {}
+    if found != want:
+        print("CHECKER DISAGREES: it found %s where the reads call for %s" % (found or "nothing", want or "nothing"))
+        return 3
     if bad:
         i, o = bad[0]
         print("NONMONOTONIC: the new assignment read offset %d after %s (committed %d)" % (

@@ -6,7 +6,10 @@ each anomaly; docs/fault-testing.md ("The checker") defines every one.
 prints a table (anomaly, count, first examples) and the summary figures,
 and exits 1 when any anomaly was found. check(paths) returns the same as a
 dict: an integer count per anomaly (ANOMALIES), "details" (the first
-examples of each), and the figures sent, acked, read (reads by the run's
+examples of each), the count of "client-stale-reset" (STALE_RESET: the
+backward jumps the history shows to be librdkafka's stale offset reset,
+not counted as nonmonotonic and no anomaly; its examples are in
+"details" too), and the figures sent, acked, read (reads by the run's
 readers), read_final, longest_unavailable_s, recovery_s, cycle_kinds (the
 dependency cycles that take ww edges, sluicefault.cycles) and cycle_graph.
 
@@ -31,6 +34,9 @@ from .history import read
 ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "divergent", "nonmonotonic", "skipped",
              "stale_commit", "commit_backwards", "aborted_visible", "partial_txn", "premature_read",
              "copy_mismatch", "cycles")
+# a nonmonotonic read the history shows to be librdkafka's stale offset
+# reset (_StaleReset): counted beside the anomalies, not among them
+STALE_RESET = "client-stale-reset"
 EXAMPLES = 10
 FINAL_READERS = ("final-rc", "final-ru")
 RC, RU = "read_committed", "read_uncommitted"
@@ -44,8 +50,8 @@ def _seq(value):
 
 class _Report:
     def __init__(self):
-        self.counts = {a: 0 for a in ANOMALIES}
-        self.details = {a: [] for a in ANOMALIES}
+        self.counts = {a: 0 for a in ANOMALIES + (STALE_RESET,)}
+        self.details = {a: [] for a in ANOMALIES + (STALE_RESET,)}
 
     def add(self, anomaly, n=1, **example):
         self.counts[anomaly] += n
@@ -213,13 +219,20 @@ def check_lines(lines):
             logs[iso][(t, p)].append(o)
     sessions = defaultdict(list)
     for x in reads:
-        sessions[(x["reader"], x.get("session"), x["topic"], x["partition"], x.get("isolation", RU))].append(
-            x["offset"])
-    for (reader, session, t, p, iso), offs in sessions.items():
+        sessions[(x["reader"], x.get("session"), x["topic"], x["partition"], x.get("isolation", RU))].append(x)
+    stale = _StaleReset(lines, reads)
+    for (reader, session, t, p, iso), rs in sessions.items():
         log = logs[iso].get((t, p), [])
-        for a, b in zip(offs, offs[1:]):
+        offs = [x["offset"] for x in rs]
+        first_back = True
+        for k, (a, b) in enumerate(zip(offs, offs[1:])):
             if b <= a:
-                r.add("nonmonotonic", reader=reader, session=session, topic=t, partition=p, offset=b, after=a)
+                ev = stale.evidence(rs, k + 1) if first_back else None
+                first_back = False
+                if ev is not None:
+                    r.add(STALE_RESET, **ev)
+                else:
+                    r.add("nonmonotonic", reader=reader, session=session, topic=t, partition=p, offset=b, after=a)
             elif b > a + 1 and log:
                 i, j = bisect.bisect_right(log, a), bisect.bisect_left(log, b)
                 if j > i:
@@ -354,6 +367,124 @@ def check_lines(lines):
     return out
 
 
+class _StaleReset:
+    """Tells librdkafka 2.0.2's stale offset reset from other nonmonotonic
+    reads (docs/fault-testing.md, "The checker"; docs/fault-results.md,
+    group/loss/5n). A group member whose lookup of the earliest offset (no
+    offset committed) is answered after it lost that assignment has its
+    client look the earliest offset up again 500 ms later; when the member
+    is given the partition again in between, at a committed offset, that
+    lookup moves the new assignment's fetch position back to the log start.
+    evidence() says whether a backward jump has every mark of that, and
+    returns them; anything short of all of them is a nonmonotonic read."""
+
+    def __init__(self, lines, reads):
+        self.reads = reads
+        self.assigns = defaultdict(list)     # client -> its group assign lines (not a copier's rewinds)
+        self.revokes = defaultdict(list)     # client -> its revoke lines
+        self.group_assigns = defaultdict(list)   # (group, topic, partition) -> [(t, client)]
+        self.commits = defaultdict(list)     # (group, topic, partition) -> [(t0, t, offset)] of ok commits
+        for x in lines:
+            ty, client = x.get("type"), x.get("client")
+            if ty == "assign" and x.get("generation") is not None and not x.get("rewind"):
+                self.assigns[client].append(x)
+                for t, p in x["partitions"]:
+                    self.group_assigns[(x.get("group"), t, p)].append((x["t"], client))
+            elif ty == "revoke":
+                self.revokes[client].append(x)
+            elif ty == "commit" and x.get("ok"):
+                for t, p, o in x["partitions"]:
+                    self.commits[(x.get("group"), t, p)].append((x.get("t0", x["t"]), x["t"], o))
+        self._earliest = self._at = self._sessions = None
+        self.t0 = lines[0]["t"] if lines else 0
+
+    def earliest(self, tp):
+        """The lowest offset any reader read of the partition (the final
+        readers read from its log start)."""
+        if self._earliest is None:
+            self._earliest = {}
+            for x in self.reads:
+                k = (x["topic"], x["partition"])
+                self._earliest[k] = min(self._earliest.get(k, x["offset"]), x["offset"])
+        return self._earliest.get(tp)
+
+    def read_in(self, client, session, t, p):
+        """Whether the client read the partition in that session."""
+        if self._sessions is None:
+            self._sessions = {(x["client"], x.get("session"), x["topic"], x["partition"]) for x in self.reads}
+        return (client, session, t, p) in self._sessions
+
+    def read_at(self, t, p, o):
+        """Every read of (t, p, o), in history order."""
+        if self._at is None:
+            self._at = defaultdict(list)
+            for x in self.reads:
+                self._at[(x["topic"], x["partition"], x["offset"])].append(x)
+        return self._at.get((t, p, o), ())
+
+    def evidence(self, rs, j):
+        """rs: one session's reads of one partition, in order; rs[j] the
+        first read below its predecessor. The evidence dict, or None."""
+        jump, prev = rs[j], rs[j - 1]
+        client, session, t, p = jump["client"], jump.get("session"), jump["topic"], jump["partition"]
+        a, b = prev["offset"], jump["offset"]
+        # the assignment the session is: a group's, of this partition, by
+        # a consumer whose auto.offset.reset is earliest
+        mine = [x for x in self.assigns.get(client, ()) if x.get("session") == session and [t, p] in x["partitions"]]
+        if len(mine) != 1 or mine[0].get("auto_offset_reset") != "earliest" or mine[0].get("consumer") is None:
+            return None
+        asg = mine[0]
+        group = asg.get("group")
+        if any([t, p] in x["partitions"] and asg["t"] < x["t"] < jump["t"] for x in self.revokes.get(client, ())):
+            return None
+        # back to exactly the partition's earliest offset
+        if b != self.earliest((t, p)):
+            return None
+        # the assignment started at the offset committed before it, above
+        # the log start
+        before = [(tt, o) for t0, tt, o in self.commits.get((group, t, p), ()) if tt < asg["t"]]
+        committed = max(before)[1] if before else None
+        if committed is None or rs[0]["offset"] != committed or committed <= b:
+            return None
+        # the same Consumer (so the same auto.offset.reset) had the
+        # partition in its assignment before (the last one that held it),
+        # read nothing of it there, and no offset was committed for it
+        # until that assignment ended (its member's next assign or revoke,
+        # or another member's assignment of the partition): that
+        # assignment's lookup was of the earliest offset, and nothing shows
+        # it was ever answered
+        earlier = [x for x in self.assigns.get(client, ()) if x["t"] < asg["t"] and [t, p] in x["partitions"]]
+        if not earlier:
+            return None
+        e = earlier[-1]
+        if e.get("consumer") != asg["consumer"] or e.get("group") != group:
+            return None
+        if self.read_in(client, e.get("session"), t, p):
+            return None
+        ends = [x["t"] for x in list(self.assigns.get(client, ())) + list(self.revokes.get(client, ()))
+                if x["t"] > e["t"]]
+        ends += [tt for tt, c in self.group_assigns.get((group, t, p), ()) if c != client and tt > e["t"]]
+        end = min(ends) if ends else asg["t"]
+        if any(t0 < end for t0, tt, o in self.commits.get((group, t, p), ())):
+            return None
+        # every record read again after the jump is what was read at its
+        # offset before: each offset from the jump's to the one it left was
+        # read before, and no read before differs in value or key
+        reread = 0
+        for x in rs[j:]:
+            earlier_reads = [y for y in self.read_at(t, p, x["offset"]) if y["t"] < x["t"]]
+            if b <= x["offset"] <= a and not earlier_reads:
+                return None
+            if any((y["value"], y.get("key")) != (x["value"], x.get("key")) for y in earlier_reads):
+                return None
+            reread += b <= x["offset"] <= a
+        return dict(reader=client, session=session, topic=t, partition=p, offset=b, after=a, t=jump["t"],
+                    at_s=round((jump["t"] - self.t0) / 1e9, 3),
+                    committed=committed, generation=asg.get("generation"), earlier_session=e.get("session"),
+                    earlier_generation=e.get("generation"), reread=reread)
+
+
+
 def _commits(lines, r):
     """stale_commit and commit_backwards (see docs/fault-testing.md)."""
     owned = defaultdict(dict)            # client -> {(topic, partition): assign t}
@@ -472,12 +603,29 @@ def _recovery(lines):
     return None if worst is None else round(worst, 3)
 
 
+def stale_reset_text(res, n=3):
+    """The evidence of the first client-stale-reset reads, one phrase each."""
+    out = []
+    for e in res["details"].get(STALE_RESET, [])[:n]:
+        out.append("%s %s[%d] %d -> %d at +%.3f s (t %d): session %s (generation %s) from committed %d, its "
+                   "session %s (generation %s) read nothing with nothing committed, auto.offset.reset earliest, "
+                   "%d records re-read as before" % (
+                       e["reader"], e["topic"], e["partition"], e["after"], e["offset"], e["at_s"], e["t"],
+                       e["session"], e["generation"], e["committed"], e["earlier_session"],
+                       e["earlier_generation"], e["reread"]))
+    if not out:
+        return ""
+    return "(the client's, not counted as nonmonotonic) " + "; ".join(out)
+
+
 def table(res):
     """The report as text."""
     rows = ["%-17s %7s  %s" % ("anomaly", "count", "first examples")]
     for a in ANOMALIES:
         ex = res["details"].get(a, [])[:3]
         rows.append("%-17s %7d  %s" % (a, res[a], "; ".join(json.dumps(e, sort_keys=True) for e in ex)))
+        if a == "nonmonotonic" and STALE_RESET in res:
+            rows.append("%-18s %6d  %s" % (STALE_RESET, res[STALE_RESET], stale_reset_text(res)))
     rows.append("")
     rows.append("cycles with ww edges (figures): %s (%d transactions, %d edges)" % (
         ", ".join("%s %d" % kv for kv in res["cycle_kinds"].items()), res["cycle_graph"]["txns"],

@@ -302,23 +302,33 @@ class _GroupReader:
     def group_consumer(self, session_ms=6000, **conf):
         # client.id: librdkafka names its handle after it ("group-z1#consumer-1"),
         # so that the debug log (SLUICEFAULT_RDKAFKA_DEBUG) says whose line it is
-        c = Consumer(dict(QUIET, **{
+        conf = dict(QUIET, **{
             "bootstrap.servers": self.bootstrap, "group.id": self.group, "client.id": self.cname,
             "enable.auto.commit": False, "auto.offset.reset": "earliest", "session.timeout.ms": session_ms,
-            "heartbeat.interval.ms": 500, "enable.partition.eof": False, "error_cb": self.on_error}, **conf))
+            "heartbeat.interval.ms": 500, "enable.partition.eof": False, "error_cb": self.on_error}, **conf)
+        # what the assign and revoke lines say of the consumer: its
+        # auto.offset.reset, and which of the client's Consumer objects it
+        # is (the checker's client-stale-reset needs both)
+        self.offset_reset = conf["auto.offset.reset"]
+        self.consumer_n = getattr(self, "consumer_n", 0) + 1
+        c = Consumer(conf)
         c.subscribe([self.topic], on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost)
         return c
+
+    def group_fields(self):
+        """The consumer's fields of its assign and revoke lines."""
+        return dict(group=self.group, auto_offset_reset=self.offset_reset, consumer=self.consumer_n)
 
     def on_assign(self, c, parts):
         gen, member = group_meta(c)
         self.session += 1
         self.w.write("assign", partitions=[[tp.topic, tp.partition] for tp in parts], generation=gen,
-                     member=member, session=self.session, group=self.group)
+                     member=member, session=self.session, **self.group_fields())
 
     def on_revoke(self, c, parts, lost=False):
         gen, member = group_meta(c)
         self.w.write("revoke", partitions=[[tp.topic, tp.partition] for tp in parts], generation=gen,
-                     member=member, session=self.session, group=self.group, lost=lost)
+                     member=member, session=self.session, lost=lost, **self.group_fields())
 
     def on_lost(self, c, parts):
         self.on_revoke(c, parts, lost=True)
@@ -722,7 +732,7 @@ class _Copier(_GroupReader, _TxnProducer):
                 self.session += 1
                 gen, member = group_meta(c)
                 self.w.write("assign", partitions=[[tp.topic, tp.partition] for tp in parts], generation=gen,
-                             member=member, session=self.session, group=self.group, rewind=True)
+                             member=member, session=self.session, rewind=True, **self.group_fields())
                 return
             except KafkaException as e:
                 self.w.write("error", error=err_name(e), what="rewind")
