@@ -41,7 +41,7 @@ records and the test fails there. Without the reload taking the new JAAS
 config, node 3 on its rotated file is refused both ways (its restart never
 gets ready); without the closing at a session's end, no session ends.
 
-About 90 s. Run: /usr/bin/python3 tests/integration/test_cluster_quorum_sasl.py [case]
+About 70 s. Run: /usr/bin/python3 tests/integration/test_cluster_quorum_sasl.py [case]
 """
 
 import atexit
