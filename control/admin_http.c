@@ -210,15 +210,23 @@ static enum MHD_Result serve_partition(struct admin_http *a, struct MHD_Connecti
 /* POST /v1/tls/reload: the SSL listeners' certificates, keys and trusted
  * CAs, the inter-broker client's, the controller listener's (both sides)
  * and the admin endpoint's read again, as
- * SIGHUP does (a few milliseconds of this thread: files and key parsing). */
+ * SIGHUP does (a few milliseconds of this thread: files and key parsing);
+ * and a SASL controller listener's JAAS config (its logins), this thread's
+ * to replace. Each stands alone: one that fails keeps its previous one. */
 static enum MHD_Result serve_tls_reload(struct admin_http *a, struct MHD_Connection *conn)
 {
 	struct textbuf t = { 0 };
-	char err[512];
+	char err[512], jerr[768];
 	int rc = listeners_tls_reload(a->b, err, sizeof(err));
+	int jrc = listeners_controller_sasl_reload(a->b, jerr, sizeof(jerr));
 	uint64_t reloads = 0;
 
-	if (rc == -ENOENT && !a->tls)
+	if (jrc > 0)
+		fprintf(stderr, "sluiced: admin: the controller listener's logins reloaded: %s\n", jerr);
+	else if (jrc != -ENOENT)
+		fprintf(stderr, "sluiced: admin: the controller listener's logins not reloaded, the previous ones "
+			"stay: %s\n", jerr);
+	if (rc == -ENOENT && !a->tls && jrc == -ENOENT)
 		return reply_text(conn, MHD_HTTP_CONFLICT, "no SSL listener: nothing to reload");
 	if (rc < 0 && rc != -ENOENT) {
 		textbuf_printf(&t, "{\"reloaded\": false, \"error\": \"");
@@ -226,6 +234,16 @@ static enum MHD_Result serve_tls_reload(struct admin_http *a, struct MHD_Connect
 		textbuf_printf(&t, "\"}\n");
 		fprintf(stderr, "sluiced: admin: TLS reload failed, the previous certificates stay: %s\n", err);
 		return reply(conn, MHD_HTTP_UNPROCESSABLE_CONTENT, "application/json", &t);
+	}
+	if (jrc < 0 && jrc != -ENOENT) {
+		textbuf_printf(&t, "{\"reloaded\": false, \"error\": \"");
+		textbuf_escaped(&t, jerr);
+		textbuf_printf(&t, "\"}\n");
+		return reply(conn, MHD_HTTP_UNPROCESSABLE_CONTENT, "application/json", &t);
+	}
+	if (rc == -ENOENT && !a->tls) {   /* the controller listener's logins alone */
+		textbuf_printf(&t, "{\"reloaded\": true, \"reloads\": 0, \"controller_logins\": true}\n");
+		return reply(conn, MHD_HTTP_OK, "application/json", &t);
 	}
 	if (a->tls && admin_tls_reload(a->cfg, err, sizeof(err)) < 0)
 		fprintf(stderr, "sluiced: admin: the endpoint's certificate not reloaded, the previous one stays: %s\n",
@@ -235,7 +253,8 @@ static enum MHD_Result serve_tls_reload(struct admin_http *a, struct MHD_Connect
 		reloads += a->b->tls[i] ? tls_server_reloads(a->b->tls[i]) : 0;
 	if (a->b->quorum_tls)
 		reloads += tls_server_reloads(a->b->quorum_tls->server);
-	textbuf_printf(&t, "{\"reloaded\": true, \"reloads\": %llu}\n", (unsigned long long)reloads);
+	textbuf_printf(&t, "{\"reloaded\": true, \"reloads\": %llu%s}\n", (unsigned long long)reloads,
+		       jrc > 0 ? ", \"controller_logins\": true" : "");
 	return reply(conn, MHD_HTTP_OK, "application/json", &t);
 }
 

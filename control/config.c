@@ -141,7 +141,8 @@ static const struct config_key keys[] = {
 	{ "sasl.mechanism.controller.protocol", CONFIG_STRING, "GSSAPI",
 	  .doc = "The mechanism of a SASL controller listener (SASL_PLAINTEXT or SASL_SSL in "
 		 "listener.security.protocol.map): PLAIN, with the node's own username and password and the "
-		 "user_<name>=\"<password>\" it accepts in listener.name.<controller listener>.plain.sasl.jaas.config; "
+		 "user_<name>=\"<password>\" it accepts in listener.name.<controller listener>.plain.sasl.jaas.config "
+		 "(that key read again on SIGHUP and POST /v1/tls/reload); "
 		 "SCRAM is refused there (its credentials live in the metadata log), GSSAPI is not implemented "
 		 "(docs/security.md#the-controller-listener)." },
 	{ "connections.max.reauth.ms", CONFIG_LONG, "0", 0, I64MAX,
@@ -153,7 +154,9 @@ static const struct config_key keys[] = {
 		 "listener.name.<l>.connections.max.reauth.ms, else this, as Kafka's (a 0 there is set, not "
 		 "absent). 0 (Kafka's default): sessions never expire, SaslAuthenticate says 0, and a "
 		 "SaslHandshake on an authenticated connection is answered ILLEGAL_SASL_STATE, the connection "
-		 "going on (docs/security.md#re-authentication-kip-368)." },
+		 "going on (docs/security.md#re-authentication-kip-368). On a SASL controller listener (PLAIN, "
+		 "resolved the same way) a connection accepted is closed once its session is over and the other "
+		 "node connects again (docs/security.md#sasl-on-the-controller-listener)." },
 	{ "connection.failed.authentication.delay.ms", CONFIG_INT, "100", 0, I32MAX,
 	  .doc = "A failed SASL authentication is answered this long after it failed (a timer: the shard "
 		 "serves others meanwhile), then the connection is closed." },

@@ -18,6 +18,7 @@
 #include "control/admin_http.h"
 #include "control/cutil.h"
 #include "control/group.h"
+#include "control/listeners.h"
 #include "control/txn.h"
 #include "control/metalog.h"
 #include "control/peer_kafka.h"
@@ -521,8 +522,20 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 		group_report(ctl->gc);
 		ctl_report_cycles(b);
 	}
-	if (__atomic_exchange_n(&b->reload_admin, 0, __ATOMIC_ACQ_REL))
+	if (__atomic_exchange_n(&b->reload_admin, 0, __ATOMIC_ACQ_REL)) {
+		/* SIGHUP: the admin endpoint's tokens, and a SASL controller
+		 * listener's logins (this thread's to replace) */
+		char err[768];
+		int rc;
+
 		admin_http_reload(ctl->admin);
+		rc = listeners_controller_sasl_reload(b, err, sizeof(err));
+		if (rc > 0)
+			fprintf(stderr, "sluiced: SIGHUP: the controller listener's logins reloaded: %s\n", err);
+		else if (rc != -ENOENT)
+			fprintf(stderr, "sluiced: SIGHUP: the controller listener's logins not reloaded, the previous "
+				"ones stay: %s\n", err);
+	}
 	timeout = group_tick(ctl->gc, ctl->now_ms, 100);
 	work += peer_kafka_tick(ctl->peers);
 	timeout = txn_tick(ctl->tc, ctl->now_ms, ctl->wall, timeout);

@@ -103,6 +103,41 @@ static int parse_entry(const char *key, const char *item, char *name, size_t nam
 	return 0;
 }
 
+/* KIP-368's session lifetime on listener name, by sasl_mech_index(): the
+ * listener's for the mechanism, else the listener's, else the broker's
+ * (Kafka's SaslChannelBuilder on the listener-prefixed configs: a 0 given
+ * wins over the broker's). 0, or -EINVAL naming the key. */
+static int listener_reauth(const struct config *c, const char *name, int64_t out[3], char *err, size_t errlen)
+{
+	static const char *const mech_keys[3] = { "plain.connections.max.reauth.ms",
+						  "scram-sha-256.connections.max.reauth.ms",
+						  "scram-sha-512.connections.max.reauth.ms" };
+	const char *lv = config_listener_str(c, name, "connections.max.reauth.ms");
+	long long base = lv ? strtoll(lv, NULL, 10) : (long long)config_int(c, "connections.max.reauth.ms");
+	char key[200];
+
+	for (int i = 0; i < 3; i++) {
+		const char *v = config_listener_str(c, name, mech_keys[i]);
+		char *end;
+		long long ms;
+
+		out[i] = base;
+		if (!v)
+			continue;
+		errno = 0;
+		ms = strtoll(v, &end, 10);
+		if (errno || end == v || *end || ms < 0) {
+			snprintf(key, sizeof(key), "listener.name.%s.%s", name, mech_keys[i]);
+			for (char *k = key; *k; k++)
+				*k = (char)tolower((unsigned char)*k);
+			snprintf(err, errlen, "%s: '%.64s' is not a number of milliseconds >= 0", key, v);
+			return -EINVAL;
+		}
+		out[i] = ms;
+	}
+	return 0;
+}
+
 /* A SASL listener's mechanisms (listener.name.<l>.sasl.enabled.mechanisms,
  * else sasl.enabled.mechanisms) and PLAIN's users (its
  * listener.name.<l>.plain.sasl.jaas.config). */
@@ -111,35 +146,8 @@ static int listener_sasl(const struct config *c, struct broker_listener *one, ch
 	char key[160], item[64];
 	const char *mechs = config_listener_str(c, one->name, "sasl.enabled.mechanisms"), *p, *jaas;
 
-	static const char *const mech_keys[3] = { "plain.connections.max.reauth.ms",
-						  "scram-sha-256.connections.max.reauth.ms",
-						  "scram-sha-512.connections.max.reauth.ms" };
-
-	/* KIP-368's session lifetime: the listener's for the mechanism, else
-	 * the listener's, else the broker's (Kafka's SaslChannelBuilder on the
-	 * listener-prefixed configs: a 0 given wins over the broker's) */
-	const char *lv = config_listener_str(c, one->name, "connections.max.reauth.ms");
-	long long base = lv ? strtoll(lv, NULL, 10) : (long long)config_int(c, "connections.max.reauth.ms");
-
-	for (int i = 0; i < 3; i++) {
-		const char *v = config_listener_str(c, one->name, mech_keys[i]);
-		char *end;
-		long long ms;
-
-		one->reauth_ms[i] = base;
-		if (!v)
-			continue;
-		errno = 0;
-		ms = strtoll(v, &end, 10);
-		if (errno || end == v || *end || ms < 0) {
-			snprintf(key, sizeof(key), "listener.name.%s.%s", one->name, mech_keys[i]);
-			for (char *k = key; *k; k++)
-				*k = (char)tolower((unsigned char)*k);
-			snprintf(err, errlen, "%s: '%.64s' is not a number of milliseconds >= 0", key, v);
-			return -EINVAL;
-		}
-		one->reauth_ms[i] = ms;
-	}
+	if (listener_reauth(c, one->name, one->reauth_ms, err, errlen) < 0)
+		return -EINVAL;
 
 	if (mechs)
 		snprintf(key, sizeof(key), "listener.name.%s.sasl.enabled.mechanisms", one->name);
@@ -453,18 +461,20 @@ int listeners_controller_tls(const struct config *c, struct tls_conf *tc, char *
 	return 1;
 }
 
-int listeners_controller_sasl(const struct config *c, struct qt_sasl *out, char *err, size_t errlen)
+/* The controller listener when it is SASL (the first name of
+ * controller.listener.names, its protocol from the map) and its mechanism
+ * PLAIN: 1 with name, proto and key (its JAAS config's key, lower case);
+ * 0 when it is not SASL; -EINVAL / -ENOTSUP with err naming the key. */
+static int controller_sasl_listener(const struct config *c, char *name, size_t namelen, char *proto,
+				    size_t protolen, char *key, size_t keylen, char *err, size_t errlen)
 {
 	const char *p = config_str(c, "controller.listener.names");
-	const char *mech = config_str(c, "sasl.mechanism.controller.protocol"), *jaas;
-	char name[128], proto[32], key[200], why[256];
-	bool have_password = false;
+	const char *mech = config_str(c, "sasl.mechanism.controller.protocol");
 	int rc;
 
-	memset(out, 0, sizeof(*out));
-	if (next_item(&p, name, sizeof(name)) <= 0)
+	if (next_item(&p, name, namelen) <= 0)
 		return 0;
-	rc = map_protocol(config_str(c, "listener.security.protocol.map"), name, proto, sizeof(proto), err, errlen);
+	rc = map_protocol(config_str(c, "listener.security.protocol.map"), name, proto, protolen, err, errlen);
 	if (rc == -EINVAL)
 		return rc;
 	if (rc == -ENOENT || strncmp(proto, "SASL_", 5))
@@ -482,39 +492,153 @@ int listeners_controller_sasl(const struct config *c, struct qt_sasl *out, char 
 			 "docs/security.md#the-controller-listener)", mech, name, proto);
 		return -ENOTSUP;
 	}
-	snprintf(key, sizeof(key), "listener.name.%s.plain.sasl.jaas.config", name);
+	snprintf(key, keylen, "listener.name.%s.plain.sasl.jaas.config", name);
 	for (char *k = key; *k; k++)
 		*k = (char)tolower((unsigned char)*k);
-	if (!(jaas = config_listener_str(c, name, "plain.sasl.jaas.config"))) {
-		snprintf(err, errlen, "%s: the controller listener %s is %s with PLAIN: this JAAS config gives the "
+	return 1;
+}
+
+/* The controller listener's JAAS config (jaas, NULL when not set) into
+ * out->login and out->users: 0, or -EINVAL with why (never a password;
+ * out->users freed, the password cleared). */
+static int controller_jaas(const char *name, const char *proto, const char *jaas, struct qt_sasl *out,
+			   char *why, size_t whylen)
+{
+	bool have_password = false;
+	int rc;
+
+	if (!jaas) {
+		snprintf(why, whylen, "the controller listener %s is %s with PLAIN: this JAAS config gives the "
 			 "node's own username=\"...\" password=\"...\" and the user_<name>=\"<password>\" it accepts "
-			 "(org.apache.kafka.common.security.plain.PlainLoginModule required ...;)", key, name, proto);
+			 "(org.apache.kafka.common.security.plain.PlainLoginModule required ...;)", name, proto);
 		return -EINVAL;
 	}
 	rc = jaas_login(jaas, NULL, out->login.user, sizeof(out->login.user), out->login.password,
-			sizeof(out->login.password), &have_password, why, sizeof(why));
+			sizeof(out->login.password), &have_password, why, whylen);
 	if (rc == 0 && (!out->login.user[0] || !have_password)) {
-		snprintf(why, sizeof(why), "no %s=\"...\": the node's own login (what it connects to the other "
+		snprintf(why, whylen, "no %s=\"...\": the node's own login (what it connects to the other "
 			 "controllers with) is needed", out->login.user[0] ? "password" : "username");
 		rc = -EINVAL;
 	}
 	if (rc == 0)
-		rc = sasl_jaas_parse(jaas, &out->users, why, sizeof(why));
-	if (rc < 0) {
-		snprintf(err, errlen, "%s: %s", key, why);
-		memset(out->login.password, 0, sizeof(out->login.password));
-		return -EINVAL;
+		rc = sasl_jaas_parse(jaas, &out->users, why, whylen);
+	if (rc == 0 && !out->users.n) {
+		snprintf(why, whylen, "no user_<name>=\"<password>\": the controller listener %s would accept "
+			 "nobody (not even this node's own username)", name);
+		sasl_plain_users_free(&out->users);
+		rc = -EINVAL;
 	}
-	if (!out->users.n) {
-		snprintf(err, errlen, "%s: no user_<name>=\"<password>\": the controller listener %s would accept "
-			 "nobody (not even this node's own username)", key, name);
+	if (rc < 0) {
 		memset(out->login.password, 0, sizeof(out->login.password));
 		return -EINVAL;
 	}
 	out->login.sasl = 1;
 	out->login.mech = SASL_MECH_PLAIN;
+	return 0;
+}
+
+int listeners_controller_sasl(const struct config *c, struct qt_sasl *out, char *err, size_t errlen)
+{
+	char name[128], proto[32], key[200], why[256];
+	int64_t reauth[3];
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = controller_sasl_listener(c, name, sizeof(name), proto, sizeof(proto), key, sizeof(key), err,
+					   errlen)) <= 0)
+		return rc;
+	if (controller_jaas(name, proto, config_listener_str(c, name, "plain.sasl.jaas.config"), out, why,
+			    sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: %s", key, why);
+		return -EINVAL;
+	}
+	/* the session's lifetime: the client listeners' resolution of
+	 * connections.max.reauth.ms, PLAIN's */
+	if ((rc = listener_reauth(c, name, reauth, err, errlen)) < 0) {
+		sasl_plain_users_free(&out->users);
+		memset(out->login.password, 0, sizeof(out->login.password));
+		return rc;
+	}
+	out->lifetime_ms = reauth[sasl_mech_index(SASL_MECH_PLAIN)];
 	out->fail_delay_ms = (unsigned)config_int(c, "connection.failed.authentication.delay.ms");
 	return 1;
+}
+
+/* A struct config as sluiced built it at start, but for the flags that
+ * do not set keys: each --config file in order, then each --set. files
+ * gets the files' names (for messages). 0, or -errno with err (the
+ * file, its line and the key). */
+static int config_again(const struct broker *b, struct config **out, char *files, size_t fileslen, char *err,
+			size_t errlen)
+{
+	struct config *c;
+	size_t fl = 0;
+	int rc;
+
+	*files = 0;
+	if ((rc = config_create(&c)) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return rc;
+	}
+	for (int i = 1; i + 1 < b->argc; i++)
+		if (!strcmp(b->argv[i], "--config")) {
+			if ((rc = config_load_file(c, b->argv[i + 1], err, errlen)) < 0) {
+				config_destroy(c);
+				return rc;
+			}
+			if (fl < fileslen)
+				fl += (size_t)snprintf(files + fl, fileslen - fl, "%s%s", fl ? ", " : "", b->argv[i + 1]);
+		}
+	for (int i = 1; i + 1 < b->argc; i++) {
+		if (!strcmp(b->argv[i], "--set") && (rc = config_set_arg(c, b->argv[i + 1], err, errlen)) < 0) {
+			config_destroy(c);
+			return rc;
+		}
+		if (strcmp(b->argv[i], "--help") && strcmp(b->argv[i], "-h"))
+			i++;   /* every other flag takes a value */
+	}
+	if (!*files)
+		snprintf(files, fileslen, "the command line (no --config)");
+	*out = c;
+	return 0;
+}
+
+int listeners_controller_sasl_reload(struct broker *b, char *err, size_t errlen)
+{
+	struct qt_sasl *sa = b->quorum_sasl, fresh;
+	struct qt_counters *qc = b->quorum_port;
+	struct config *c = NULL;
+	char name[128], proto[32], key[200], why[384], files[512];
+	int rc;
+
+	*err = 0;
+	if (!sa || controller_sasl_listener(b->cfg, name, sizeof(name), proto, sizeof(proto), key, sizeof(key),
+					    why, sizeof(why)) <= 0) {
+		snprintf(err, errlen, "no SASL controller listener: no JAAS config to reload");
+		return -ENOENT;
+	}
+	memset(&fresh, 0, sizeof(fresh));
+	if ((rc = config_again(b, &c, files, sizeof(files), why, sizeof(why))) < 0) {
+		snprintf(err, errlen, "%s not read again: %s", key, why);
+	} else if ((rc = controller_jaas(name, proto, config_listener_str(c, name, "plain.sasl.jaas.config"),
+				       &fresh, why, sizeof(why))) < 0) {
+		snprintf(err, errlen, "%s in %s: %s", key, files, why);
+	} else {
+		/* the connections accepted from now on check these users, the
+		 * ones made from now on send this login */
+		sasl_plain_users_free(&sa->users);
+		memset(sa->login.password, 0, sizeof(sa->login.password));
+		sa->login = fresh.login;
+		sa->users = fresh.users;
+		memset(&fresh, 0, sizeof(fresh));
+		snprintf(err, errlen, "%s in %s: %d user%s accepted, connecting as %s", key, files, sa->users.n,
+			 sa->users.n == 1 ? "" : "s", sa->login.user);
+		rc = 1;
+	}
+	config_destroy(c);
+	if (qc)
+		qc->sasl_reloads[rc < 0]++;
+	return rc;
 }
 
 int listeners_peer_sec(const struct config *c, const struct broker_settings *set, const struct tls_conf *tc,

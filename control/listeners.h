@@ -6,7 +6,8 @@
  * (controller.listener.names) are left to control/node_role.h.
  *
  * Thread: main, at start-up (reads the frozen config); listeners_tls_reload
- * on main (SIGHUP) or the control thread (POST /v1/tls/reload).
+ * on main (SIGHUP) or the control thread (POST /v1/tls/reload);
+ * listeners_controller_sasl_reload on the control thread (both).
  * Errors: 0, or -EINVAL / -ENOTSUP with err naming the key and what to do
  * (sluiced exits 2).
  */
@@ -46,9 +47,23 @@ int listeners_controller_tls(const struct config *c, struct tls_conf *tc, char *
  * (out->users heap: sasl_plain_users_free), 1; 0 when it is not SASL;
  * -EINVAL (SCRAM-*, no JAAS config, no username, password or user_) or
  * -ENOTSUP (another mechanism) with err naming the key (never a
- * password). @thread main */
+ * password). out->lifetime_ms: connections.max.reauth.ms for PLAIN on
+ * that listener, resolved as for a client listener. @thread main */
 struct qt_sasl;
 int listeners_controller_sasl(const struct config *c, struct qt_sasl *out, char *err, size_t errlen);
+
+/* SIGHUP and POST /v1/tls/reload: the controller listener's JAAS config
+ * (listener.name.<l>.plain.sasl.jaas.config) read again from the command
+ * line's --config files and --set, as at start; the other keys are not
+ * looked at (they need a restart). Valid by listeners_controller_sasl's
+ * rules: b->quorum_sasl's login and users replaced (connections made and
+ * accepted from then on use them), 1, err saying what was taken (never a
+ * password); else the previous ones stay and -EINVAL (or -errno of the
+ * file) with err naming the key and the file. Counted either way
+ * (b->quorum_port->sasl_reloads). -ENOENT: no SASL controller listener.
+ * @thread ctl (b->quorum_sasl's owner once the threads run) */
+struct broker;
+int listeners_controller_sasl_reload(struct broker *b, char *err, size_t errlen);
 
 /* How this node reaches other brokers (dataplane/peer_session.h): the
  * inter-broker listener's protocol; for TLS a client context from tc, that
@@ -68,7 +83,6 @@ int listeners_peer_sec(const struct config *c, const struct broker_settings *set
  * fails keeps its previous certificates, the others take their new ones.
  * The contexts reloaded (> 0); -ENOENT without any; or the first failure's
  * -errno with err naming the listener and the key or file. */
-struct broker;
 int listeners_tls_reload(struct broker *b, char *err, size_t errlen);
 
 #endif

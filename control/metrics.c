@@ -205,6 +205,18 @@ static void render_process(struct ctl *ctl, struct broker *b, struct textbuf *t)
 				textbuf_printf(t, "sluice_controller_sasl_authentications_total{side=\"%s\",result=\"%s\"} "
 					       "%llu\n", side ? "made" : "accepted", r ? "failed" : "ok",
 					       (unsigned long long)(p ? p->sasl[side][r] : 0));
+		fam(t, "controller_sasl_reloads_total", "counter", "Reloads of a SASL controller listener's JAAS "
+		    "config (its login and the users it accepts) by SIGHUP or POST /v1/tls/reload: taken, or "
+		    "failed (the file or the key does not read or is not valid: the previous logins stay).");
+		textbuf_printf(t, "sluice_controller_sasl_reloads_total{result=\"ok\"} %llu\n"
+			       "sluice_controller_sasl_reloads_total{result=\"failed\"} %llu\n",
+			       (unsigned long long)(p ? p->sasl_reloads[0] : 0),
+			       (unsigned long long)(p ? p->sasl_reloads[1] : 0));
+		fam(t, "controller_sasl_sessions_ended_total", "counter", "Connections accepted on a SASL controller "
+		    "listener closed because their session's lifetime (connections.max.reauth.ms) was over; the "
+		    "other side connects and authenticates again (the first each 5 s logged).");
+		textbuf_printf(t, "sluice_controller_sasl_sessions_ended_total %llu\n",
+			       (unsigned long long)(p ? p->sessions_ended : 0));
 	}
 	fam(t, "shards", "gauge", "Shards (pinned data-path threads) of the broker.");
 	textbuf_printf(t, "sluice_shards %d\n", b->set.nshards);

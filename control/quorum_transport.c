@@ -28,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "control/quorum_tls.h"
 #include "control/quorum_transport.h"
@@ -65,6 +67,20 @@ struct qt_in {
 	uint8_t *frame;                 /* the request (heap), once its size is read */
 	uint32_t flen, fgot;
 	uint64_t fail_at;               /* refused: closed by the sweep at this uv_now */
+	int authed;                     /* SASL: authenticated at authed_at (uv_now) */
+	uint64_t authed_at;
+};
+
+/* An accepted connection handed over whose SASL session has a lifetime
+ * (qt_sasl.lifetime_ms): its socket, known by descriptor and inode (the
+ * stream is its owner's), shut down by the sweep at end_at. */
+struct qt_sess {
+	struct qt_sess *next;
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	uint64_t end_at;                /* uv_now */
+	char peer[64];
 };
 
 /* A connect in flight: resolve, connect, write the handshake. */
@@ -108,7 +124,9 @@ struct qt {
 	struct qt_in *in;               /* handshakes being read */
 	struct qt_out *out;             /* connects in flight */
 	struct qtls *tuns;              /* TLS tunnels open (each counted in closes) */
-	uv_timer_t sweep;               /* the set-up deadline's (see the top) */
+	uv_timer_t sweep;               /* the set-up deadline's (see the top), and
+					 * the sessions' ends */
+	struct qt_sess *sess;           /* sessions with an end, handed over */
 	int sweep_open;                 /* sweep initialised, not closed */
 };
 
@@ -215,6 +233,28 @@ static void in_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	}
 }
 
+/* A SASL session with a lifetime, about to be handed over on s: its
+ * socket remembered for the sweep (heap: one per connection accepted,
+ * rare). Without memory, or a descriptor, the session does not end. */
+static void sess_track(struct qt_in *in, uv_stream_t *s)
+{
+	struct qt *t = in->t;
+	struct qt_sess *e;
+	uv_os_fd_t fd;
+	struct stat st;
+
+	if (uv_fileno((uv_handle_t *)s, &fd) < 0 || fstat(fd, &st) < 0 || !(e = calloc(1, sizeof(*e))))
+		return;
+	e->fd = fd;
+	e->dev = st.st_dev;
+	e->ino = st.st_ino;
+	e->end_at = in->authed_at + (uint64_t)t->ops->sasl->lifetime_ms;
+	snprintf(e->peer, sizeof(e->peer), "%s", in->peer);
+	e->next = t->sess;
+	t->sess = e;
+	sweep_start(t);
+}
+
 /* The handshake is read: hand the stream over. */
 static void in_handover(struct qt_in *in, int channel)
 {
@@ -222,6 +262,8 @@ static void in_handover(struct qt_in *in, int channel)
 	uv_stream_t *s = (uv_stream_t *)in->tcp;
 
 	uv_read_stop(s);
+	if (in->authed && t->ops->sasl && t->ops->sasl->lifetime_ms > 0)
+		sess_track(in, s);
 	in_unlink(in);
 	s->data = NULL;
 	free(in->sc);
@@ -403,10 +445,15 @@ static void in_sasl_frame(struct qt_in *in)
 		kafka_sasl_authenticate_response_init(&r);
 		if (rc == 0) {
 			r.AuthBytes = (struct kafka_bytes){ out, (int32_t)outlen };
+			/* KIP-368: the session's lifetime, told as Kafka does;
+			 * this node closes the connection at its end */
+			r.SessionLifetimeMs = sa->lifetime_ms;
 			if (in_send(in, key, ver, corr, &r) == 0) {
 				if (in->t->ops->counters)
 					in->t->ops->counters->sasl[0][0]++;
 				in->sasl = 0;   /* the transport's handshake comes next */
+				in->authed = 1;
+				in->authed_at = uv_now(in->t->loop);
 			}
 		} else {
 			r.ErrorCode = QT_SASL_AUTH_FAILED;
@@ -949,6 +996,49 @@ static void timed_out(struct qt *t, int made, const char *peer)
 	c->unlogged = 0;
 }
 
+/* The sessions whose lifetime is over: their sockets shut down both
+ * ways (the stream's owner reads its end and closes it; the other side
+ * connects again), counted, the first each 5 s logged. A descriptor that
+ * no longer names its socket was closed by its owner: forgotten. */
+static void sess_sweep(struct qt *t, uint64_t now)
+{
+	struct qt_counters *c = t->ops ? t->ops->counters : NULL;
+
+	for (struct qt_sess **pp = &t->sess, *e; (e = *pp);) {
+		struct stat st;
+
+		if (fstat(e->fd, &st) == 0 && st.st_dev == e->dev && st.st_ino == e->ino) {
+			if (now < e->end_at) {
+				pp = &e->next;
+				continue;
+			}
+			shutdown(e->fd, SHUT_RDWR);
+			if (c) {
+				c->sessions_ended++;
+				if (rate_ok(&c->ended_logged_ms, &c->ended_unlogged, now)) {
+					fprintf(stderr, "sluiced: controller port: the SASL session of %s is over "
+						"(connections.max.reauth.ms %lld): closed, it connects and authenticates "
+						"again (%llu more not logged)\n", e->peer,
+						(long long)t->ops->sasl->lifetime_ms, (unsigned long long)c->ended_unlogged);
+					c->ended_unlogged = 0;
+				}
+			}
+		}
+		*pp = e->next;
+		free(e);
+	}
+}
+
+static void sess_free(struct qt *t)
+{
+	while (t->sess) {
+		struct qt_sess *e = t->sess;
+
+		t->sess = e->next;
+		free(e);
+	}
+}
+
 static void sweep(uv_timer_t *timer)
 {
 	struct qt *t = timer->data;
@@ -984,11 +1074,13 @@ static void sweep(uv_timer_t *timer)
 		else
 			out_fail(o, -ETIMEDOUT);   /* o stays listed until its callback */
 	}
-	if (!t->in && !t->out)
+	sess_sweep(t, now);
+	if (!t->in && !t->out && !t->sess)
 		uv_timer_stop(&t->sweep);
 }
 
-/* Run the sweep while connections are in their set-up. */
+/* Run the sweep while connections are in their set-up, or sessions with
+ * an end are open. */
 static void sweep_start(struct qt *t)
 {
 	if (!t->sweep_open) {
@@ -1080,6 +1172,7 @@ static void qt_tr_close(struct raft_uv_transport *tr, raft_uv_transport_close_cb
 	}
 	for (struct qtls *tun = t->tuns; tun; tun = tun->next)
 		qtls_abort(tun);   /* its closed callback comes later: the list holds */
+	sess_free(t);   /* the streams are their owners', closed by them */
 	qt_maybe_closed(t);
 }
 
@@ -1103,6 +1196,8 @@ int qt_init(struct raft_uv_transport *tr, uv_loop_t *loop, const struct qt_ops *
 
 void qt_fini(struct raft_uv_transport *tr)
 {
+	if (tr->impl)
+		sess_free(tr->impl);
 	free(tr->impl);
 	tr->impl = NULL;
 }

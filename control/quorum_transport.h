@@ -66,6 +66,13 @@ struct qt_counters {
 	 * made; [.][0] ok, [.][1] failed */
 	uint64_t sasl[2][2];
 	uint64_t sasl_logged_ms, sasl_unlogged;   /* as logged_ms, unlogged: failures */
+	/* reloads of its JAAS config (listeners_controller_sasl_reload):
+	 * [0] taken, [1] refused (the previous login and users stay) */
+	uint64_t sasl_reloads[2];
+	/* connections accepted closed because their session's lifetime
+	 * (qt_sasl.lifetime_ms) was over; logged as the timeouts */
+	uint64_t sessions_ended;
+	uint64_t ended_logged_ms, ended_unlogged;
 };
 
 /* A SASL controller listener (SASL_PLAINTEXT, SASL_SSL): PLAIN, Kafka's
@@ -76,11 +83,27 @@ struct qt_counters {
  * nothing but those two requests until they authenticated a user of
  * `users`. A failed one is answered SASL_AUTHENTICATION_FAILED, counted,
  * logged with the peer's address (never the password) and closed
- * fail_delay_ms later. Made by main (control/listeners.c), read-only. */
+ * fail_delay_ms later.
+ *
+ * With lifetime_ms (connections.max.reauth.ms), an accepted connection's
+ * session ends that long after its authentication: libraft (or the
+ * channel) owns the stream by then, so there is no re-authentication
+ * inside it; the sweep shuts the socket down (both ways) once the session
+ * is over, the owner sees the end of its stream and closes it, and the
+ * other side connects again, authenticating with its login of the time.
+ * The transport keeps the socket's descriptor and inode, never a pointer
+ * into the stream it handed over: a descriptor that no longer names that
+ * socket was closed by its owner, and is forgotten.
+ *
+ * Made by main (control/listeners.c); once the threads run, the control
+ * thread's: login and users are replaced on a reload
+ * (listeners_controller_sasl_reload), between two turns of the quorum's
+ * loop, so the next exchange, either way, uses the new ones. */
 struct qt_sasl {
 	struct peer_sec login;          /* this node's: sasl 1, tls 0 (the tunnel's), PLAIN */
 	struct sasl_plain_users users;  /* accepted: user_<name>="<password>" */
 	unsigned fail_delay_ms;         /* connection.failed.authentication.delay.ms */
+	int64_t lifetime_ms;            /* sessions accepted: 0 never end */
 };
 
 struct qt_ops {
@@ -97,7 +120,7 @@ struct qt_ops {
 	struct qtls_sec *sec;
 	/* Borrowed: main's, outlives the transport. NULL: not counted. */
 	struct qt_counters *counters;
-	/* A SASL controller listener, borrowed as sec (main's). NULL: none. */
+	/* A SASL controller listener, borrowed as sec. NULL: none. */
 	const struct qt_sasl *sasl;
 };
 

@@ -345,6 +345,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	b->cfg = cfg;
+	b->argc = argc;
+	b->argv = argv;
 	b->quorum_port = &quorum_port;
 	if (nscram) {
 		memcpy(b->boot_scram, scram, sizeof(scram[0]) * (size_t)nscram);
@@ -621,14 +623,16 @@ int main(int argc, char **argv)
 			 * listener's, read again: new connections get them */
 			rc = listeners_tls_reload(b, err, sizeof(err));
 			if (rc == -ENOENT)
-				fprintf(stderr, "sluiced: SIGHUP: no SSL listener, nothing to reload\n");
+				fprintf(stderr, "sluiced: SIGHUP: no SSL listener, no certificates to reload\n");
 			else if (rc < 0)
 				fprintf(stderr, "sluiced: SIGHUP: TLS reload failed, the previous certificates stay: %s\n",
 					err);
 			else
 				fprintf(stderr, "sluiced: SIGHUP: TLS certificates reloaded\n");
 			{
-				/* and the admin endpoint's tokens, on the control thread */
+				/* and the admin endpoint's tokens and a SASL
+				 * controller listener's logins, on the control
+				 * thread (theirs) */
 				uint64_t one = 1;
 
 				__atomic_store_n(&b->reload_admin, 1, __ATOMIC_RELEASE);

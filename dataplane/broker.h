@@ -307,7 +307,12 @@ struct broker {
 				       * for listeners_tls_reload's swap of its contexts */
 	struct qt_sasl *quorum_sasl;  /* a SASL controller listener: its PLAIN login and
 				       * users (control/quorum_transport.h), else NULL;
-				       * main's, read-only once the threads start */
+				       * main's until the threads start, then the control
+				       * thread's alone (it swaps the login and the users
+				       * on a reload: listeners_controller_sasl_reload) */
+	int argc;                     /* sluiced's command line, main's, read-only: the */
+	char **argv;                  /* control thread reads --config and --set again for
+				       * that reload */
 	struct qt_counters *quorum_port; /* the controller port's counters
 				       * (control/quorum_transport.h): main's, the
 				       * control thread's alone */
@@ -325,7 +330,8 @@ struct broker {
 	struct md_snapshot *md;       /* published snapshot */
 	volatile int stopping;        /* set by the signal handler path */
 	int report_groups;            /* SIGUSR1: the control thread prints the groups */
-	int reload_admin;             /* SIGHUP: the control thread rereads the admin endpoint's tokens */
+	int reload_admin;             /* SIGHUP: the control thread rereads the admin endpoint's tokens
+				       * and the controller listener's JAAS config */
 	int fatal;                    /* the control thread stops the node (it raised
 				       * SIGTERM): sluiced exits 1 */
 	int serving;                  /* set once the metadata is replayed: shards accept */

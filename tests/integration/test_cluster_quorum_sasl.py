@@ -19,31 +19,50 @@ the users it accepts in listener.name.controller.plain.sasl.jaas.config.
 - SASL_SSL, three combined nodes with the TLS set-up of
   test_cluster_quorum_tls.py: the quorum forms and a topic reaches the
   three; a TLS connection with a good certificate that skips SASL and
-  sends the channel's FETCH gets nothing and is counted;
+  sends the channel's FETCH gets nothing and is counted; sessions of 4 s
+  (listener.name.controller.plain.connections.max.reauth.ms) end through
+  the tunnels and a topic created after reaches the three;
 - three dedicated controllers and a broker-only node on SASL_PLAINTEXT:
-  the broker authenticates, fetches the metadata and forwards its records.
+  the broker authenticates, fetches the metadata and forwards its records;
+- the password rotated with reloads only (SIGHUP, POST /v1/tls/reload):
+  the new user beside the old, the new login, the old user removed, on
+  the three; node 3 restarted on its rotated file joins (nodes 1 and 2
+  connect to it with their reloaded login), a topic reaches the three; a
+  JAAS config without a password or that does not parse is refused at the
+  reload (key and file named, no password) and the previous logins stay;
+  node 3 restarted on the file from before the rotation is refused;
+- sessions with a lifetime (listener.name.controller.connections.max.reauth.ms
+  = 3000): closed at their end, counted and logged, made again; topics
+  created after reach the three.
 
 On the code without the SASL check on the accepting side (the exchange
 skipped there), the raw connection's FETCH is answered with the metadata
-records and the test fails there.
+records and the test fails there. Without the reload taking the new JAAS
+config, node 3 on its rotated file is refused both ways (its restart never
+gets ready); without the closing at a session's end, no session ends.
 
-About 60 s. Run: /usr/bin/python3 tests/integration/test_cluster_quorum_sasl.py [case]
+About 70 s. Run: /usr/bin/python3 tests/integration/test_cluster_quorum_sasl.py [case]
 """
 
 import atexit
 import os
+import re
 import shutil
+import signal
 import socket
 import ssl
 import struct
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import SLUICED, main, make_tls_certs, temp_dir, test  # noqa: E402
 from cluster import Cluster, until  # noqa: E402
 from kraw import describe_quorum  # noqa: E402
 
+from confluent_kafka import KafkaError, KafkaException  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 JAAS_KEY = "listener.name.controller.plain.sasl.jaas.config"
@@ -231,7 +250,8 @@ def sasl_ssl_controller_listener():
     sets = ["listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL",
             "ssl.keystore.location=" + os.path.join(certs, "broker.keystore.pem"),
             "ssl.truststore.location=" + os.path.join(certs, "ca.pem"),
-            "sasl.mechanism.controller.protocol=PLAIN", jaas()]
+            "sasl.mechanism.controller.protocol=PLAIN", jaas(),
+            "listener.name.controller.plain.connections.max.reauth.ms=4000"]
     with Cluster(3, sets=sets) as c:
         leader = until("one leader agreed on by the three", lambda: agreed_leader(c, [1, 2, 3]))
         for n in (1, 2, 3):
@@ -252,6 +272,13 @@ def sasl_ssl_controller_listener():
         no_channel_answer(read_all(s))
         s.close()
         until("the connection without SASL counted on node 1", lambda: metric(c, 1, "accepted", "failed") > before)
+        # sessions end through the TLS tunnels too, and are made again
+        ended = "sluice_controller_sasl_sessions_ended_total"
+        until("sessions ended on node %d" % leader, lambda: c.metric(leader, ended) >= 2)
+        until("qss-b created through node %d" % other, lambda: create_topic_once(c.port(other), "qss-b"))
+        for n in (1, 2, 3):
+            until("qss-b on node %d" % n, lambda: "qss-b" in topics(c.port(n)))
+            assert metric(c, n, "made", "failed") == 0, n
 
 
 @test
@@ -267,6 +294,169 @@ def a_broker_only_node_over_sasl():
         assert metric(c, 4, "made", "ok") >= 1 and metric(c, 4, "made", "failed") == 0, c.log(4)[-2000:]
         for n in (1, 2, 3):
             assert metric(c, n, "accepted", "failed") == 0, c.log(n)[-2000:]
+
+
+def login_jaas(user, password, users):
+    """The controller listener's JAAS line: this node's login and the users it accepts."""
+    return "%s=%s username=\"%s\" password=\"%s\" %s;" % (
+        JAAS_KEY, MODULE, user, password, " ".join('user_%s="%s"' % u for u in users))
+
+
+def with_jaas(text, line):
+    return "\n".join(line if x.startswith(JAAS_KEY + "=") else x for x in text.splitlines()) + "\n"
+
+
+def reload_node(c, n, how):
+    """SIGHUP or POST /v1/tls/reload on node n; waits for its answer on
+    stderr (SIGHUP) or the HTTP answer (POST), and returns the status (POST)."""
+    if how == "sighup":
+        said = c.log(n).count("the controller listener's logins")
+        os.kill(c.pid(n), signal.SIGHUP)
+        until("node %d answered the SIGHUP" % n, lambda: c.log(n).count("the controller listener's logins") > said)
+        return None
+    req = urllib.request.Request("http://%s/v1/tls/reload" % c_admin(c, n), method="POST")
+    try:
+        r = urllib.request.urlopen(req, timeout=30)
+        return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def c_admin(c, n):
+    return re.search(r"admin.listen=(\S+)", props(c, n)).group(1)
+
+
+def reloads(c, n, result):
+    return c.metric(n, 'sluice_controller_sasl_reloads_total{result="%s"}' % result)
+
+
+def create_topic_once(port, name):
+    """Create name (retried by until); one that exists already counts: a
+    forward whose answer was lost with its connection may have committed."""
+    a = AdminClient({"bootstrap.servers": "127.0.0.1:%d" % port})
+    try:
+        a.create_topics([NewTopic(name, 1, 1)], operation_timeout=30)[name].result(60)
+    except KafkaException as e:
+        if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise
+    return True
+
+
+@test
+def the_controller_password_rotates_with_reloads():
+    """Rotation without a restart: every node reloads (SIGHUP or POST)
+    its JAAS config three times: the new user accepted beside the old,
+    then its login the new one, then the old user removed. Node 3 then
+    restarted on its file joins (nodes 1 and 2 accept its new login and
+    connect to it with theirs: without the reload they would still send
+    the old one, which node 3 no longer accepts), a topic created after
+    reaches the three, and node 3 restarted with the old login in its file
+    is refused by the others. A JAAS config without a password is refused
+    at the reload (named, counted) and the previous logins stay."""
+    old, new = ("ctl", "old-secret"), ("ctl2", "new-secret")
+    sets = ["listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+            "sasl.mechanism.controller.protocol=PLAIN", login_jaas(old[0], old[1], [old])]
+    with Cluster(3, sets=sets) as c:
+        until("one leader agreed on by the three", lambda: agreed_leader(c, [1, 2, 3]))
+        steps = [login_jaas(old[0], old[1], [old, new]),    # both users accepted
+                 login_jaas(new[0], new[1], [old, new]),    # the new login
+                 login_jaas(new[0], new[1], [new])]         # the old user gone
+        for i, line in enumerate(steps):
+            for n in (1, 2, 3):
+                write_props(c, n, with_jaas(props(c, n), line))
+                if n == 2:
+                    st, body = reload_node(c, n, "post")
+                    assert st == 200 and '"controller_logins": true' in body, (st, body)
+                else:
+                    reload_node(c, n, "sighup")
+                assert reloads(c, n, "ok") == i + 1 and reloads(c, n, "failed") == 0, (n, c.log(n)[-2000:])
+        for n in (1, 3):
+            assert "SIGHUP: the controller listener's logins reloaded: %s in " % JAAS_KEY in c.log(n), c.log(n)
+        assert "admin: the controller listener's logins reloaded" in c.log(2), c.log(2)[-2000:]
+
+        # node 3 restarted on its rotated file: the others accept ctl2 and
+        # connect to it as ctl2 (it accepts nothing else now)
+        failed = {n: metric(c, n, "made", "failed") for n in (1, 2)}
+        c.restart(3)
+        until("rot-a created through node 3", lambda: create_topic_once(c.port(3), "rot-a"))
+        for n in (1, 2, 3):
+            until("rot-a on node %d" % n, lambda: "rot-a" in topics(c.port(n)))
+        until("the three agree on a leader", lambda: agreed_leader(c, [1, 2, 3]))
+        # (the leader at least connected to it, as ctl2: nothing else passes)
+        until("node 3 accepted a connection", lambda: metric(c, 3, "accepted", "ok") >= 1)
+        assert metric(c, 3, "accepted", "failed") == 0, c.log(3)[-3000:]
+        for n in (1, 2):
+            assert metric(c, n, "made", "failed") == failed[n], (n, c.log(n)[-2000:])
+
+        # a JAAS config that does not validate: refused, the file and the
+        # key named (never the password), the previous logins stay
+        good = props(c, 1)
+        write_props(c, 1, with_jaas(good, '%s=%s username="ctl2";' % (JAAS_KEY, MODULE)))
+        log_from = len(c.log(1))
+        reload_node(c, 1, "sighup")
+        said = c.log(1)[log_from:]
+        assert "logins not reloaded, the previous ones stay: %s in %s" % (
+            JAAS_KEY, os.path.join(c.dir, "n1", "server.properties")) in said, said
+        assert "new-secret" not in said and reloads(c, 1, "failed") == 1, said
+        write_props(c, 1, with_jaas(good, "%s=not a jaas config" % JAAS_KEY))
+        st, body = reload_node(c, 1, "post")
+        assert st == 422 and JAAS_KEY in body and reloads(c, 1, "failed") == 2, (st, body)
+        write_props(c, 1, good)
+
+        # node 3 with the file from before the rotation (the old login, the
+        # old user): refused by both others (their user ctl is gone) once
+        # it campaigns, as it hears from nobody
+        base = {n: metric(c, n, "accepted", "failed") for n in (1, 2)}
+        c.kill(3)
+        stale = start_with(c, 3, with_jaas(props(c, 3), login_jaas(old[0], old[1], [old])))
+        try:
+            for n in (1, 2):
+                until("node %d refuses the old login" % n, lambda: metric(c, n, "accepted", "failed") >= base[n] + 2)
+            # logged (the first failure each 5 s of either side: the leader's
+            # own connections to node 3, refused too, may take its turns)
+            until("the refusal logged", lambda: "PLAIN: unknown user" in c.log(1) + c.log(2))
+            for n in (1, 2):
+                assert "old-secret" not in c.log(n) and "new-secret" not in c.log(n), c.log(n)[-2000:]
+            until("rot-b created through node 1", lambda: create_topic_once(c.port(1), "rot-b"))
+            until("rot-b on node 2", lambda: "rot-b" in topics(c.port(2)))
+        finally:
+            stale.kill()
+            stale.wait()
+            if os.path.exists(os.path.join(c.dir, "n3", "pid")):
+                os.unlink(os.path.join(c.dir, "n3", "pid"))
+
+
+@test
+def controller_sessions_end_and_are_made_again():
+    """connections.max.reauth.ms on the controller listener (its
+    listener-prefixed key, 3000): each connection accepted is closed once
+    its session is over (counted, logged) and the other node connects
+    again, authenticating anew; the quorum keeps committing: a topic
+    created after several sessions ended reaches the three."""
+    sets = ["listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+            "sasl.mechanism.controller.protocol=PLAIN", jaas(),
+            "listener.name.controller.connections.max.reauth.ms=3000"]
+    with Cluster(3, sets=sets) as c:
+        until("one leader agreed on by the three", lambda: agreed_leader(c, [1, 2, 3]))
+        ended = "sluice_controller_sasl_sessions_ended_total"
+        made = {n: metric(c, n, "made", "ok") for n in (1, 2, 3)}
+        for n in (1, 2, 3):
+            until("sessions ended on node %d" % n, lambda: c.metric(n, ended) >= 2)
+        assert any("controller port: the SASL session of 127.0.0.1:" in c.log(n) for n in (1, 2, 3))
+        for n in (1, 2, 3):
+            until("node %d connected again" % n, lambda: metric(c, n, "made", "ok") >= made[n] + 2)
+            assert metric(c, n, "made", "failed") == 0 and metric(c, n, "accepted", "failed") == 0, n
+        mark = {n: c.metric(n, ended) for n in (1, 2, 3)}
+        leader = until("one leader agreed on by the three", lambda: agreed_leader(c, [1, 2, 3]))
+        other = [n for n in (1, 2, 3) if n != leader][0]
+        until("rl-a created through node %d" % other, lambda: create_topic_once(c.port(other), "rl-a"))
+        for n in (1, 2, 3):
+            until("rl-a on node %d" % n, lambda: "rl-a" in topics(c.port(n)))
+        for n in (1, 2, 3):
+            until("more sessions ended on node %d" % n, lambda: c.metric(n, ended) > mark[n])
+        until("rl-b created through node %d" % leader, lambda: create_topic_once(c.port(leader), "rl-b"))
+        for n in (1, 2, 3):
+            until("rl-b on node %d" % n, lambda: "rl-b" in topics(c.port(n)))
 
 
 if __name__ == "__main__":

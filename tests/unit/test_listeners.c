@@ -4,7 +4,10 @@
  * refusals that name their key; and ssl.principal.mapping.rules
  * (dataplane/tls.h) as Kafka applies them. */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "control/config.h"
 #include "control/listeners.h"
@@ -266,7 +269,113 @@ Test(listeners, the_controller_listener_sasl)
 	cr_assert_eq(qs.login.sasl, 1);
 	cr_assert_eq(qs.login.tls, 0);
 	cr_assert_eq(qs.users.n, 2);
+	cr_assert_eq(qs.lifetime_ms, 0, "sessions never end by default");
 	sasl_plain_users_free(&qs.users);
+
+	/* connections.max.reauth.ms: the listener's for PLAIN, else the
+	 * listener's, else the broker's, as for a client listener */
+	put("connections.max.reauth.ms", "60000");
+	cr_assert_eq(listeners_controller_sasl(c, &qs, err, sizeof(err)), 1, "%s", err);
+	cr_assert_eq(qs.lifetime_ms, 60000);
+	sasl_plain_users_free(&qs.users);
+	put("listener.name.controller.connections.max.reauth.ms", "0");
+	cr_assert_eq(listeners_controller_sasl(c, &qs, err, sizeof(err)), 1, "%s", err);
+	cr_assert_eq(qs.lifetime_ms, 0, "a 0 set on the listener wins");
+	sasl_plain_users_free(&qs.users);
+	put("listener.name.controller.plain.connections.max.reauth.ms", "3000");
+	cr_assert_eq(listeners_controller_sasl(c, &qs, err, sizeof(err)), 1, "%s", err);
+	cr_assert_eq(qs.lifetime_ms, 3000);
+	sasl_plain_users_free(&qs.users);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+Test(listeners, the_controller_listeners_jaas_config_reloads)
+{
+	char *dir = test_tmpdir(), path[600], text[1400], *argv[8];
+	struct qt_counters qc = { 0 };
+	struct qt_sasl qs;
+	struct broker *b = calloc(1, sizeof(*b));
+	const char *jaas = "listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain."
+			   "PlainLoginModule required username=\"%s\" password=\"%s\" %s;\n";
+	const char *head = "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\n"
+			   "controller.listener.names=CONTROLLER\n"
+			   "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT\n"
+			   "sasl.mechanism.controller.protocol=PLAIN\n";
+	int n;
+
+	cr_assert(b);
+	snprintf(path, sizeof(path), "%s/server.properties", dir);
+	n = snprintf(text, sizeof(text), "%s", head);
+	snprintf(text + n, sizeof(text) - (size_t)n, jaas, "ctl", "old", "user_ctl=\"old\"");
+	write_file(path, text);
+	cr_assert_eq(config_load_file(c, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(listeners_controller_sasl(c, &qs, err, sizeof(err)), 1, "%s", err);
+	argv[0] = "sluiced";
+	argv[1] = "--config";
+	argv[2] = path;
+	argv[3] = "--shards";
+	argv[4] = "1";
+	argv[5] = NULL;
+	b->cfg = c;
+	b->argc = 5;
+	b->argv = argv;
+	b->quorum_port = &qc;
+	cr_assert_eq(listeners_controller_sasl_reload(b, err, sizeof(err)), -ENOENT, "no SASL listener given");
+	b->quorum_sasl = &qs;
+
+	/* the new user beside the old, then the new login */
+	snprintf(text + n, sizeof(text) - (size_t)n, jaas, "ctl2", "new", "user_ctl=\"old\" user_ctl2=\"new\"");
+	write_file(path, text);
+	cr_assert_eq(listeners_controller_sasl_reload(b, err, sizeof(err)), 1, "%s", err);
+	cr_assert(strstr(err, "listener.name.controller.plain.sasl.jaas.config") && strstr(err, path) &&
+		  !strstr(err, "new\"") && strstr(err, "2 users"), "%s", err);
+	cr_assert_str_eq(qs.login.user, "ctl2");
+	cr_assert_str_eq(qs.login.password, "new");
+	cr_assert_eq(qs.users.n, 2);
+	cr_assert_eq(qc.sasl_reloads[0], 1);
+
+	/* one that does not validate: named with its file, the previous stay */
+	snprintf(text + n, sizeof(text) - (size_t)n, jaas, "ctl3", "", "");
+	write_file(path, text);
+	cr_assert_eq(listeners_controller_sasl_reload(b, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "listener.name.controller.plain.sasl.jaas.config") && strstr(err, path), "%s", err);
+	cr_assert_str_eq(qs.login.user, "ctl2");
+	cr_assert_eq(qs.users.n, 2);
+	cr_assert_eq(qc.sasl_reloads[1], 1);
+	/* the key gone, a file that does not read: the same */
+	write_file(path, head);
+	cr_assert_eq(listeners_controller_sasl_reload(b, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "listener.name.controller.plain.sasl.jaas.config") && strstr(err, path), "%s", err);
+	write_file(path, "no.such.key=1\n");
+	cr_assert(listeners_controller_sasl_reload(b, err, sizeof(err)) < 0);
+	cr_assert(strstr(err, path), "%s", err);
+	cr_assert_eq(qc.sasl_reloads[1], 3);
+	cr_assert_str_eq(qs.login.password, "new");
+
+	/* --set wins over the file, as at start */
+	snprintf(text + n, sizeof(text) - (size_t)n, jaas, "ctl2", "new", "user_ctl2=\"new\"");
+	write_file(path, text);
+	argv[3] = "--set";
+	argv[4] = "listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain."
+		  "PlainLoginModule required username=\"s\" password=\"s\" user_s=\"s\";";
+	cr_assert_eq(listeners_controller_sasl_reload(b, err, sizeof(err)), 1, "%s", err);
+	cr_assert_str_eq(qs.login.user, "s");
+	cr_assert_eq(qs.users.n, 1);
+	cr_assert_eq(qc.sasl_reloads[0], 2);
+
+	sasl_plain_users_free(&qs.users);
+	unlink(path);
+	rmdir(dir);
+	free(dir);
+	free(b);
 }
 
 Test(listeners, principal_mapping_rules_as_kafka)
