@@ -419,6 +419,84 @@ static int slot_reload(struct tls_slot *sl, const struct tls_conf *conf,
 	return rc;
 }
 
+/* cur with the keystore and truststore of next (borrowed): what a
+ * listener's dynamic ssl.* keys change; the protocols, suites, client
+ * authentication and principal rules stay cur's. */
+static struct tls_conf conf_with_stores(const struct tls_conf *cur, const struct tls_conf *next)
+{
+	struct tls_conf t = *cur;
+
+	t.keystore_location = next->keystore_location ? next->keystore_location : "";
+	t.cert_chain = next->cert_chain ? next->cert_chain : "";
+	t.key = next->key ? next->key : "";
+	t.key_password = next->key_password ? next->key_password : "";
+	t.truststore = next->truststore ? next->truststore : "";
+	return t;
+}
+
+/* Build a context from cur with next's stores and, when it loads, swap it
+ * in and keep next's stores in cur (strings copied; the replaced ones
+ * cleansed and freed), all under the slot's reload flag, so a reload on
+ * another thread never reads a store string being replaced. On failure
+ * the old context and stores stay. 0 or -errno with err. */
+static int slot_reconf(struct tls_slot *sl, struct tls_conf *cur, const struct tls_conf *next,
+		       int (*build)(const struct tls_conf *, SSL_CTX **, char *, size_t), char *err, size_t errlen)
+{
+	struct tls_conf t = conf_with_stores(cur, next), old;
+	SSL_CTX *ctx, *was;
+	int rc, idle = 0;
+
+	if (!__atomic_compare_exchange_n(&sl->reloading, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		snprintf(err, errlen, "another reload is under way");
+		return -EBUSY;
+	}
+	if ((rc = build(&t, &ctx, err, errlen)) == 0) {
+		old = *cur;
+		cur->keystore_location = dup_or_empty(t.keystore_location);
+		cur->cert_chain = dup_or_empty(t.cert_chain);
+		cur->key = dup_or_empty(t.key);
+		cur->key_password = dup_or_empty(t.key_password);
+		cur->truststore = dup_or_empty(t.truststore);
+		if (!cur->keystore_location || !cur->cert_chain || !cur->key || !cur->key_password || !cur->truststore) {
+			free((char *)cur->keystore_location);
+			free((char *)cur->cert_chain);
+			free((char *)cur->key);
+			free((char *)cur->key_password);
+			free((char *)cur->truststore);
+			*cur = old;
+			SSL_CTX_free(ctx);
+			snprintf(err, errlen, "out of memory");
+			rc = -ENOMEM;
+		} else {
+			/* only the stores are old's own now */
+			old.cipher_suites = NULL;
+			old.principal_rules = NULL;
+			conf_free(&old);
+			was = sl->ctx;
+			__atomic_store_n(&sl->ctx, ctx, __ATOMIC_SEQ_CST);
+			while (__atomic_load_n(&sl->taking, __ATOMIC_SEQ_CST))
+				sched_yield();   /* as slot_reload */
+			SSL_CTX_free(was);
+			__atomic_fetch_add(&sl->reloads, 1, __ATOMIC_RELAXED);
+		}
+	}
+	__atomic_store_n(&sl->reloading, 0, __ATOMIC_RELEASE);
+	return rc;
+}
+
+/* Whether cur with next's stores builds a context (made and freed). */
+static int conf_check(const struct tls_conf *cur, const struct tls_conf *next,
+		      int (*build)(const struct tls_conf *, SSL_CTX **, char *, size_t), char *err, size_t errlen)
+{
+	struct tls_conf t = conf_with_stores(cur, next);
+	SSL_CTX *ctx;
+	int rc = build(&t, &ctx, err, errlen);
+
+	if (rc == 0)
+		SSL_CTX_free(ctx);
+	return rc;
+}
+
 int tls_client_create(const struct tls_conf *c, struct tls_client **out, char *err, size_t errlen)
 {
 	struct tls_client *cl;
@@ -442,6 +520,26 @@ int tls_client_create(const struct tls_conf *c, struct tls_client **out, char *e
 int tls_client_reload(struct tls_client *cl, char *err, size_t errlen)
 {
 	return slot_reload(&cl->slot, &cl->conf, client_ctx_build, err, errlen);
+}
+
+int tls_client_check(const struct tls_client *cl, const struct tls_conf *next, char *err, size_t errlen)
+{
+	if (!next->truststore || !*next->truststore) {
+		snprintf(err, errlen, "ssl.truststore.location: an SSL inter-broker listener needs the CA certificates "
+			 "other brokers' certificates are checked against");
+		return -EINVAL;
+	}
+	return conf_check(&cl->conf, next, client_ctx_build, err, errlen);
+}
+
+int tls_client_reconf(struct tls_client *cl, const struct tls_conf *next, char *err, size_t errlen)
+{
+	if (!next->truststore || !*next->truststore) {
+		snprintf(err, errlen, "ssl.truststore.location: an SSL inter-broker listener needs the CA certificates "
+			 "other brokers' certificates are checked against");
+		return -EINVAL;
+	}
+	return slot_reconf(&cl->slot, &cl->conf, next, client_ctx_build, err, errlen);
 }
 
 uint64_t tls_client_reloads(const struct tls_client *cl)
@@ -478,6 +576,25 @@ int tls_server_create(const struct tls_conf *conf, struct tls_server **out, char
 int tls_server_reload(struct tls_server *s, char *err, size_t errlen)
 {
 	return slot_reload(&s->slot, &s->conf, ctx_build, err, errlen);
+}
+
+int tls_server_check(const struct tls_server *s, const struct tls_conf *next, char *err, size_t errlen)
+{
+	return conf_check(&s->conf, next, ctx_build, err, errlen);
+}
+
+int tls_server_same_stores(const struct tls_server *s, const struct tls_conf *next)
+{
+	struct tls_conf t = conf_with_stores(&s->conf, next);
+
+	return !strcmp(t.keystore_location, s->conf.keystore_location) && !strcmp(t.cert_chain, s->conf.cert_chain) &&
+	       !strcmp(t.key, s->conf.key) && !strcmp(t.key_password, s->conf.key_password) &&
+	       !strcmp(t.truststore, s->conf.truststore);
+}
+
+int tls_server_reconf(struct tls_server *s, const struct tls_conf *next, char *err, size_t errlen)
+{
+	return slot_reconf(&s->slot, &s->conf, next, ctx_build, err, errlen);
 }
 
 uint64_t tls_server_reloads(const struct tls_server *s)
