@@ -1,0 +1,239 @@
+#!/usr/bin/python3
+"""A listener's keystore and truststore changed at run time, as Kafka's
+dynamic listener configs (kafka-configs.sh --entity-type brokers
+--entity-name 1 --alter --add-config
+listener.name.ssl.ssl.keystore.location=/new/path): IncrementalAlterConfigs
+over raw frames (kraw.py) on the broker resource named with the node id,
+certificates made by the test with the openssl CLI (harness.make_ca,
+make_cert).
+
+- a certificate of another CA, written to a new path, set as the SSL
+  listener's keystore: a client trusting only the new CA connects (a TLS
+  handshake, and kcat), one trusting only the old CA is refused; the
+  PLAINTEXT listener is untouched; DescribeConfigs shows the key with
+  source DYNAMIC_BROKER_CONFIG, not read-only; a missing file, a key that
+  does not match its certificate and validateOnly are refused or change
+  nothing, naming the key, while the new certificate keeps serving; the
+  setting survives a restart; DELETE goes back to the file's keystore.
+- an encrypted key set with its password (the chain and key form): a wrong
+  password is refused naming the key and not echoing it; the password is
+  sensitive in DescribeConfigs (null) and never in the broker's stderr.
+- Kafka's refusals: the cluster-wide default ("") for a listener's store,
+  the broker-wide ssl.keystore.location, another node's id, a listener
+  that is not SSL, a listener key that is not dynamic.
+
+    /usr/bin/python3 tests/integration/test_tls_dynamic.py [test ...]
+"""
+
+import atexit
+import os
+import shutil
+import socket
+import ssl
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import HANG_GUARD, broker, free_port, main, make_ca, make_cert, run, temp_dir, test  # noqa: E402
+from kraw import Conn, W  # noqa: E402
+
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource  # noqa: E402
+
+INCREMENTAL_ALTER_CONFIGS = 44
+INVALID_CONFIG, INVALID_REQUEST = 40, 42
+RES_BROKER = 4
+OP_SET, OP_DELETE = 0, 1
+KS = "listener.name.ssl.ssl.keystore.location"
+PASSWORD = "s3cret-Pa55word-9731"
+
+CERTS = None
+
+
+def certs():
+    """Made once: ca and its broker certificate (CN localhost); ca2 (another
+    CA) and its broker certificate (CN rotated); a keystore of ca2's
+    certificate with the first key (mismatched); ca2's key encrypted with
+    PASSWORD."""
+    global CERTS
+    if CERTS is None:
+        d = temp_dir("sluice-tls-dyn-certs-")
+        atexit.register(shutil.rmtree, d, True)
+        make_ca(d, "ca")
+        make_ca(d, "ca2")
+        make_cert(d, "ca", "broker", "/CN=localhost", "DNS:localhost,IP:127.0.0.1")
+        make_cert(d, "ca2", "rotated", "/CN=rotated", "DNS:localhost,IP:127.0.0.1")
+        with open(os.path.join(d, "mismatched.keystore.pem"), "w") as out:
+            for part in ("rotated.pem", "broker.key"):
+                with open(os.path.join(d, part)) as f:
+                    out.write(f.read())
+        run(["openssl", "pkey", "-in", "rotated.key", "-aes256", "-passout", "pass:" + PASSWORD,
+             "-out", "rotated.enc.key"], cwd=d)
+        CERTS = d
+    return CERTS
+
+
+def cert(name):
+    return os.path.join(certs(), name)
+
+
+def ssl_broker(**settings):
+    """A broker with a PLAINTEXT listener and an SSL one (b.addr["SSL"]),
+    the SSL one serving ca's certificate from the config file's key."""
+    s = {"ssl.keystore.location": cert("broker.keystore.pem")}
+    s.update(settings)
+    return broker(listeners=("SSL",), admin=True, shards=1, settings=s)
+
+
+def ssl_port(b):
+    return int(b.addr["SSL"].rsplit(":", 1)[1])
+
+
+def handshake(b, ca):
+    """A TLS handshake to the SSL listener trusting only ca (a file in
+    certs()): (ok, the server certificate's CN or the error)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(cert(ca))
+    try:
+        with socket.create_connection(("127.0.0.1", ssl_port(b)), timeout=HANG_GUARD) as raw:
+            with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                return True, dict(x[0] for x in s.getpeercert()["subject"]).get("commonName")
+    except (ssl.SSLError, OSError) as e:
+        return False, str(e)
+
+
+def serves(b, ca, cn):
+    """The SSL listener serves cn's certificate: a client trusting ca
+    connects, one trusting the other CA is refused."""
+    assert handshake(b, ca) == (True, cn), handshake(b, ca)
+    ok, why = handshake(b, "ca2.pem" if ca == "ca.pem" else "ca.pem")
+    assert not ok and "certificate verify failed" in why, why
+
+
+def alter(b, name, ops, validate_only=False):
+    """IncrementalAlterConfigs v0 of the broker resource `name`: ops =
+    [(key, op, value)]; (error code, message)."""
+    c = Conn(b.bootstrap)
+    try:
+        w = W().array([(RES_BROKER, name, ops)], lambda w, r: w.i8(r[0]).str(r[1]).array(
+            r[2], lambda w, o: w.str(o[0]).i8(o[1]).str(o[2]))).i8(1 if validate_only else 0)
+        r = c.request(INCREMENTAL_ALTER_CONFIGS, 0, w)
+        r.i32()
+        res = r.array(lambda r: (r.i16(), r.str(), r.i8(), r.str()))
+        r.done()
+        return res[0][0], res[0][1]
+    finally:
+        c.close()
+
+
+def describe(b):
+    """DescribeConfigs of broker 1 through confluent-kafka: {key: ConfigEntry}."""
+    res = ConfigResource(ConfigResource.Type.BROKER, "1")
+    a = AdminClient({"bootstrap.servers": b.bootstrap})
+    return a.describe_configs([res], request_timeout=30)[res].result(30)
+
+
+@test
+def a_listener_keystore_changes_at_run_time_and_survives_a_restart():
+    d = temp_dir("sluice-tls-dyn-")
+    try:
+        with ssl_broker() as b:
+            serves(b, "ca.pem", "localhost")
+            # the new certificate at a NEW path (not the file's, not reloaded)
+            new = os.path.join(d, "new", "keystore.pem")
+            os.makedirs(os.path.dirname(new))
+            shutil.copy(cert("rotated.keystore.pem"), new)
+            assert alter(b, "1", [(KS, OP_SET, new)]) == (0, None)
+            serves(b, "ca2.pem", "rotated")
+            # a Kafka client trusting only the new CA
+            md = run(["kcat", "-b", b.addr["SSL"], "-X", "security.protocol=ssl",
+                      "-X", "ssl.ca.location=" + cert("ca2.pem"), "-L"]).stdout.decode()
+            assert "broker 1 at " + b.addr["SSL"] in md, md
+            r = run(["kcat", "-b", b.addr["SSL"], "-X", "security.protocol=ssl", "-m", "5",
+                     "-X", "ssl.ca.location=" + cert("ca.pem"), "-L"], check=False)
+            assert r.returncode != 0, r.stdout
+            run(["kcat", "-b", b.bootstrap, "-L"])   # PLAINTEXT untouched
+            e = describe(b)[KS]
+            assert e.value == new and e.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value \
+                and not e.is_read_only and not e.is_sensitive, e
+            assert describe(b)["ssl.keystore.location"].value == cert("broker.keystore.pem")
+            # refused, naming the key and why; the new certificate keeps serving
+            err, msg = alter(b, "1", [(KS, OP_SET, os.path.join(d, "missing.pem"))])
+            assert err == INVALID_REQUEST and KS in msg and "cannot open" in msg, (err, msg)
+            err, msg = alter(b, "1", [(KS, OP_SET, cert("mismatched.keystore.pem"))])
+            assert err == INVALID_REQUEST and KS in msg and "does not match" in msg, (err, msg)
+            err, msg = alter(b, "1", [(KS, OP_SET, cert("ca.pem"))])   # no key in it
+            assert err == INVALID_REQUEST and KS in msg, (err, msg)
+            serves(b, "ca2.pem", "rotated")
+            assert describe(b)[KS].value == new
+            # validateOnly checks and changes nothing
+            err, msg = alter(b, "1", [(KS, OP_SET, os.path.join(d, "missing.pem"))], validate_only=True)
+            assert err == INVALID_REQUEST and KS in msg, (err, msg)
+            assert alter(b, "1", [(KS, OP_SET, cert("broker.keystore.pem"))], validate_only=True) == (0, None)
+            serves(b, "ca2.pem", "rotated")
+            # the metadata log keeps it: a restart serves the new certificate
+            b.restart()
+            serves(b, "ca2.pem", "rotated")
+            assert describe(b)[KS].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+            # DELETE: back to the file's keystore, after a restart too
+            assert alter(b, "1", [(KS, OP_DELETE, None)]) == (0, None)
+            serves(b, "ca.pem", "localhost")
+            assert KS not in describe(b)
+            b.restart()
+            serves(b, "ca.pem", "localhost")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@test
+def an_encrypted_key_and_its_password_never_shown():
+    chain, key, pw = ("listener.name.ssl.ssl.keystore.certificate.chain", "listener.name.ssl.ssl.keystore.key",
+                      "listener.name.ssl.ssl.key.password")
+    with ssl_broker() as b:
+        err, msg = alter(b, "1", [(chain, OP_SET, cert("rotated.pem")), (key, OP_SET, cert("rotated.enc.key")),
+                                  (pw, OP_SET, "wrong-" + PASSWORD)])
+        assert err == INVALID_REQUEST and key in msg and PASSWORD not in msg, (err, msg)
+        serves(b, "ca.pem", "localhost")
+        assert alter(b, "1", [(chain, OP_SET, cert("rotated.pem")), (key, OP_SET, cert("rotated.enc.key")),
+                              (pw, OP_SET, PASSWORD)]) == (0, None)
+        serves(b, "ca2.pem", "rotated")
+        for _ in range(2):
+            cfg = describe(b)
+            assert cfg[pw].value is None and cfg[pw].is_sensitive and not cfg[pw].is_read_only, cfg[pw]
+            assert cfg[pw].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value, cfg[pw]
+            assert cfg[key].value is None and cfg[key].is_sensitive, cfg[key]
+            assert cfg[chain].value == cert("rotated.pem"), cfg[chain]
+            assert not any(e.value and PASSWORD in e.value for e in cfg.values())
+            import urllib.request
+            body = urllib.request.urlopen("http://127.0.0.1:%d/v1/config" % b.admin, timeout=HANG_GUARD).read()
+            assert PASSWORD.encode() not in body
+            b.restart()
+            serves(b, "ca2.pem", "rotated")
+        for n in range(1, b.starts + 1):
+            with open(os.path.join(b.workdir, "sluiced-%d.log" % n), "rb") as f:
+                assert PASSWORD.encode() not in f.read()
+
+
+@test
+def refused_as_kafka_refuses_them():
+    with ssl_broker() as b:
+        err, msg = alter(b, "", [(KS, OP_SET, cert("rotated.keystore.pem"))])
+        assert err == INVALID_REQUEST and "Cannot update these configs at default cluster level, broker id must " \
+            "be specified" in msg and KS in msg, (err, msg)
+        err, msg = alter(b, "1", [("ssl.keystore.location", OP_SET, cert("rotated.keystore.pem"))])
+        assert err == INVALID_REQUEST and "only per-listener using the listener prefix" in msg, (err, msg)
+        err, msg = alter(b, "7", [(KS, OP_SET, cert("rotated.keystore.pem"))])
+        assert err == INVALID_REQUEST and "Unexpected broker id, expected 1, but received 7" in msg, (err, msg)
+        err, msg = alter(b, "1", [("listener.name.plaintext.ssl.keystore.location", OP_SET,
+                                   cert("rotated.keystore.pem"))])
+        assert err == INVALID_REQUEST and "listener.name.plaintext" in msg, (err, msg)
+        err, msg = alter(b, "1", [("listener.name.ssl.ssl.client.auth", OP_SET, "required")])
+        assert err == INVALID_REQUEST and "Cannot update these configs dynamically" in msg, (err, msg)
+        serves(b, "ca.pem", "localhost")
+        assert KS not in describe(b)
+
+
+if __name__ == "__main__":
+    try:
+        main("tls_dynamic")
+    finally:
+        if CERTS:
+            shutil.rmtree(CERTS, ignore_errors=True)
