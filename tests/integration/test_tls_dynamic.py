@@ -21,6 +21,12 @@ make_cert).
 - Kafka's refusals: the cluster-wide default ("") for a listener's store,
   the broker-wide ssl.keystore.location, another node's id, a listener
   that is not SSL, a listener key that is not dynamic.
+- three nodes over an SSL inter-broker listener with mutual TLS: two of
+  them moved to another CA by AlterConfigs of their own resource (another
+  node's resource refused where it arrives); a new replica fetcher between
+  those two uses the new certificates both ways (the node's client side
+  follows its inter-broker listener's keys), one to the third node, still
+  on the old CA, is refused (about 12 s).
 
     /usr/bin/python3 tests/integration/test_tls_dynamic.py [test ...]
 """
@@ -229,6 +235,90 @@ def refused_as_kafka_refuses_them():
         assert err == INVALID_REQUEST and "Cannot update these configs dynamically" in msg, (err, msg)
         serves(b, "ca.pem", "localhost")
         assert KS not in describe(b)
+
+
+def alter_at(bootstrap, name, ops):
+    class At:
+        pass
+    at = At()
+    at.bootstrap = bootstrap
+    return alter(at, name, ops)
+
+
+def isr(bootstrap, topic):
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=20)
+    t = md.topics.get(topic)
+    if t is None or t.error is not None or not t.partitions:
+        return None
+    return {p: (m.leader, sorted(m.isrs)) for p, m in t.partitions.items()}
+
+
+def produce_all(bootstrap, topic, n):
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "message.timeout.ms": 20000})
+    errs = []
+    for i in range(n):
+        p.produce(topic, value=b"v%d" % i, on_delivery=lambda e, m: e and errs.append(str(e)))
+    p.flush(50)
+    return errs
+
+
+@test
+def an_inter_broker_listener_rotated_node_by_node():
+    """Three nodes, INTERNAL (SSL, mutual TLS) the inter-broker listener,
+    the config file giving every node certificates of the CA "old". Nodes 1
+    and 2 are given a keystore and a truststore of the CA "new" at new
+    paths, each by IncrementalAlterConfigs on its own resource sent to it
+    (node 2's resource sent to node 1 is refused, as Kafka's): the
+    listener's server and the node's client side both take them. A new
+    fetcher from node 1 to node 2 (topic "new") uses the new certificates
+    both ways: acks=all at min.insync.replicas=2 is acknowledged; node 1's
+    fetcher to node 3 (still the old CA) is refused."""
+    from cluster import Cluster, until
+    from confluent_kafka.admin import NewTopic
+    d = temp_dir("sluice-tls-dyn-ib-")
+    try:
+        for ca in ("old", "new"):
+            make_ca(d, ca)
+            make_cert(d, ca, ca + "-broker", "/CN=broker", "DNS:localhost,IP:127.0.0.1")
+        sets = ["listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:SSL,CONTROLLER:PLAINTEXT",
+                "inter.broker.listener.name=INTERNAL",
+                "listener.name.internal.ssl.client.auth=required",
+                "listener.name.internal.ssl.keystore.location=" + os.path.join(d, "old-broker.keystore.pem"),
+                "listener.name.internal.ssl.truststore.location=" + os.path.join(d, "old.pem"),
+                "offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1",
+                "replica.lag.time.max.ms=2000", "broker.session.timeout.ms=3000",
+                "broker.heartbeat.interval.ms=500"]
+        with Cluster(3, listener="INTERNAL", sets=sets) as c:
+            a = AdminClient({"bootstrap.servers": c.bootstrap})
+            ks, ts = "listener.name.internal.ssl.keystore.location", "listener.name.internal.ssl.truststore.location"
+            # another node's resource: refused where it arrives
+            err, msg = alter_at(c.addr(1), "2", [(ks, OP_SET, os.path.join(d, "new-broker.keystore.pem"))])
+            assert err == INVALID_REQUEST and "Unexpected broker id, expected 1, but received 2" in msg, (err, msg)
+            for n in (1, 2):
+                nd = os.path.join(d, "n%d-rotated" % n)
+                os.makedirs(nd)
+                shutil.copy(os.path.join(d, "new-broker.keystore.pem"), os.path.join(nd, "keystore.pem"))
+                shutil.copy(os.path.join(d, "new.pem"), os.path.join(nd, "trust.pem"))
+                assert alter_at(c.addr(n), str(n), [(ks, OP_SET, os.path.join(nd, "keystore.pem")),
+                                                    (ts, OP_SET, os.path.join(nd, "trust.pem"))]) == (0, None)
+                assert c.metric(n, "sluice_tls_reloads_total") == 1
+                assert c.metric(n, "sluice_tls_client_reloads_total") == 1
+            assert c.metric(3, "sluice_tls_client_reloads_total") == 0
+            # node 1 to node 2: the new certificates both ways
+            failures = c.metric(1, "sluice_replication_auth_failures_total")
+            a.create_topics([NewTopic("new", 1, replica_assignment=[[2, 1]], config={"min.insync.replicas": "2"})],
+                            operation_timeout=30)["new"].result(60)
+            assert produce_all(c.bootstrap, "new", 100) == []
+            assert isr(c.bootstrap, "new") == {0: (2, [1, 2])}
+            assert c.metric(1, "sluice_replication_auth_failures_total") == failures, c.log(1)[-2000:]
+            # node 1 to node 3: the old CA is no longer trusted
+            a.create_topics([NewTopic("old", 1, replica_assignment=[[3, 1]])], operation_timeout=30)["old"].result(60)
+            until("node 1's fetcher to node 3 refused",
+                  lambda: c.metric(1, "sluice_replication_auth_failures_total") > failures)
+            until("old: node 1 out of the ISR", lambda: isr(c.bootstrap, "old") == {0: (3, [3])})
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
