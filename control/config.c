@@ -204,6 +204,13 @@ static const struct config_key keys[] = {
 		 "User:NAME, as Kafka's: RULE:pattern/replacement/[LU] (POSIX extended regex, $1.. its "
 		 "groups), comma-separated, the first match wins; DEFAULT: the whole subject. No match: the "
 		 "connection is refused." },
+	{ "ssl.allow.dn.changes", CONFIG_BOOL, "false",
+	  .doc = "Whether a listener's keystore changed at run time (AlterConfigs of "
+		 "listener.name.<listener>.ssl.keystore.*) may hold a certificate of another subject than the "
+		 "one it replaces; false, Kafka's default: refused (a reload by SIGHUP is not checked)." },
+	{ "ssl.allow.san.changes", CONFIG_BOOL, "false",
+	  .doc = "The same for the subjectAltNames: false, Kafka's default: the new certificate must have "
+		 "every one the old one had." },
 	{ "node.id", CONFIG_INT, "1", 0, I32MAX, .alias = "broker.id",
 	  .doc = "This broker's node id." },
 	{ "process.roles", CONFIG_LIST, "broker,controller", .flags = CK_NONEMPTY,
@@ -492,7 +499,8 @@ static const char *const listener_suffixes[] = { "sasl.enabled.mechanisms", "pla
 						 "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.key.password",
 						 "ssl.truststore.type", "ssl.truststore.location",
 						 "ssl.truststore.certificates", "ssl.client.auth", "ssl.enabled.protocols",
-						 "ssl.cipher.suites", "ssl.principal.mapping.rules", NULL };
+						 "ssl.cipher.suites", "ssl.principal.mapping.rules", "ssl.allow.dn.changes",
+						 "ssl.allow.san.changes", NULL };
 
 /* A listener's stores, which AlterConfigs of the node may change as
  * listener.name.<l>.<key> (Kafka's per-broker dynamic listener configs,

@@ -520,7 +520,7 @@ static int check_listeners(struct ctl *ctl, struct ctl_topic *ct)
 			}
 			ct->error = KERR_INVALID_REQUEST;
 			if (key)
-				snprintf(ct->message, sizeof(ct->message), "%.120s: does not load: %.250s", key, why);
+				snprintf(ct->message, sizeof(ct->message), "%.120s: not taken: %.250s", key, why);
 			else
 				snprintf(ct->message, sizeof(ct->message), "listener.name.%.40s.ssl.keystore.location: "
 					 "without this node's dynamic values the certificates do not load: %.250s",

@@ -356,6 +356,8 @@ static int tls_conf_named(const struct config *c, const char *name, struct tls_c
 			: !strcmp(ca, "requested") ? TLS_CLIENT_AUTH_REQUESTED : TLS_CLIENT_AUTH_NONE;
 	tc->cipher_suites = ssl_str(c, name, "ssl.cipher.suites", -1, k_x, sizeof(k_x));
 	tc->principal_rules = ssl_str(c, name, "ssl.principal.mapping.rules", -1, k_x, sizeof(k_x));
+	tc->allow_dn_changes = !strcmp(ssl_str(c, name, "ssl.allow.dn.changes", -1, k_x, sizeof(k_x)), "true");
+	tc->allow_san_changes = !strcmp(ssl_str(c, name, "ssl.allow.san.changes", -1, k_x, sizeof(k_x)), "true");
 	p = ssl_str(c, name, "ssl.enabled.protocols", -1, k_x, sizeof(k_x));
 	while (next_item(&p, item, sizeof(item)) > 0) {
 		tc->tls12 |= !strcmp(item, "TLSv1.2");
@@ -675,6 +677,10 @@ int listeners_tls_check(struct broker *b, const struct config *c, int li, char *
 	if ((cl = client_of(b, li)) && (rc = tls_client_check(cl, &tc, why, sizeof(why))) < 0) {
 		snprintf(err, errlen, "listener %s (this node's connections to other brokers): %s",
 			 b->set.listeners[li].name, why);
+		return -EINVAL;
+	}
+	if (cl && (rc = tls_pair_check(b->tls[li], cl, &tc, why, sizeof(why))) < 0) {
+		snprintf(err, errlen, "listener %s (the inter-broker listener): %s", b->set.listeners[li].name, why);
 		return -EINVAL;
 	}
 	return 0;

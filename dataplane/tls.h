@@ -47,6 +47,8 @@ struct tls_conf {
 	int tls12, tls13;               /* ssl.enabled.protocols */
 	const char *cipher_suites;      /* ssl.cipher.suites (IANA or OpenSSL names, comma-separated), or "" */
 	const char *principal_rules;    /* ssl.principal.mapping.rules */
+	int allow_dn_changes;           /* ssl.allow.dn.changes (a keystore changed at run time) */
+	int allow_san_changes;          /* ssl.allow.san.changes */
 };
 
 enum tls_client_auth { TLS_CLIENT_AUTH_NONE, TLS_CLIENT_AUTH_REQUESTED, TLS_CLIENT_AUTH_REQUIRED };
@@ -72,13 +74,17 @@ int tls_server_reload(struct tls_server *s, char *err, size_t errlen);
  * keystore location or chain and key, the key's password and the
  * truststore of next (the rest of next is not read: protocols, suites,
  * client authentication and principal rules stay the server's).
- * tls_server_check: whether they load (a context made and freed), 0 or
- * -EINVAL with err naming the key and file or why (never the password);
+ * tls_server_check: whether they load (a context made and freed) and pass
+ * Kafka's checks of a changed store (the certificate keeps its subject and
+ * subjectAltNames unless ssl.allow.dn.changes / ssl.allow.san.changes; no
+ * keystore added or removed; no truststore added to a listener without
+ * one), 0 or -EINVAL with err naming the key and file or why (never the
+ * password);
  * tls_server_reconf: they replace the server's and a new context is
  * swapped in as a reload does (connections made after use it, open ones
  * keep theirs; later reloads reread the new files), or on failure nothing
  * changes. @thread control (a reload at the same moment: -EBUSY) */
-int tls_server_check(const struct tls_server *s, const struct tls_conf *next, char *err, size_t errlen);
+int tls_server_check(struct tls_server *s, const struct tls_conf *next, char *err, size_t errlen);
 int tls_server_reconf(struct tls_server *s, const struct tls_conf *next, char *err, size_t errlen);
 /* 1 when next's stores are the ones the server has (the same keys'
  * values, not the files' contents). @thread control (the stores' writer) */
@@ -101,8 +107,16 @@ int tls_client_reload(struct tls_client *c, char *err, size_t errlen);
 /* The client side's tls_server_check / tls_server_reconf (the
  * inter-broker listener's stores changed at run time): the truststore
  * needed. @thread control */
-int tls_client_check(const struct tls_client *c, const struct tls_conf *next, char *err, size_t errlen);
+int tls_client_check(struct tls_client *c, const struct tls_conf *next, char *err, size_t errlen);
 int tls_client_reconf(struct tls_client *c, const struct tls_conf *next, char *err, size_t errlen);
+/* The inter-broker listener's change checked as Kafka checks it: a
+ * handshake (in memory, no hostname) of its current server with a client
+ * of next's stores, and of a server of next's stores with its current
+ * client, so that the node still trusts itself both ways (a CA is added to
+ * the truststores before certificates of it are used). 0 or -EINVAL with
+ * err saying which and why. @thread control */
+int tls_pair_check(struct tls_server *s, struct tls_client *c, const struct tls_conf *next, char *err,
+		   size_t errlen);
 /* Reloads done, a tls_client_reconf among them (any thread, relaxed). */
 uint64_t tls_client_reloads(const struct tls_client *c);
 /* @thread main, after every thread that connects stopped. */

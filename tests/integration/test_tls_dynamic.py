@@ -56,9 +56,10 @@ CERTS = None
 
 def certs():
     """Made once: ca and its broker certificate (CN localhost); ca2 (another
-    CA) and its broker certificate (CN rotated); a keystore of ca2's
-    certificate with the first key (mismatched); ca2's key encrypted with
-    PASSWORD."""
+    CA) and its broker certificate of the same subject and names (rotated),
+    one of another subject (renamed), one without the IP address (fewer); a
+    keystore of ca2's certificate with the first key (mismatched); ca2's key
+    encrypted with PASSWORD."""
     global CERTS
     if CERTS is None:
         d = temp_dir("sluice-tls-dyn-certs-")
@@ -66,7 +67,10 @@ def certs():
         make_ca(d, "ca")
         make_ca(d, "ca2")
         make_cert(d, "ca", "broker", "/CN=localhost", "DNS:localhost,IP:127.0.0.1")
-        make_cert(d, "ca2", "rotated", "/CN=rotated", "DNS:localhost,IP:127.0.0.1")
+        # the same subject and names as the first (Kafka refuses others by default)
+        make_cert(d, "ca2", "rotated", "/CN=localhost", "DNS:localhost,IP:127.0.0.1")
+        make_cert(d, "ca2", "renamed", "/CN=elsewhere", "DNS:localhost,IP:127.0.0.1")
+        make_cert(d, "ca2", "fewer", "/CN=localhost", "DNS:localhost")
         with open(os.path.join(d, "mismatched.keystore.pem"), "w") as out:
             for part in ("rotated.pem", "broker.key"):
                 with open(os.path.join(d, part)) as f:
@@ -95,21 +99,21 @@ def ssl_port(b):
 
 def handshake(b, ca):
     """A TLS handshake to the SSL listener trusting only ca (a file in
-    certs()): (ok, the server certificate's CN or the error)."""
+    certs()): (ok, the server certificate's issuer's CN or the error)."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.load_verify_locations(cert(ca))
     try:
         with socket.create_connection(("127.0.0.1", ssl_port(b)), timeout=HANG_GUARD) as raw:
             with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
-                return True, dict(x[0] for x in s.getpeercert()["subject"]).get("commonName")
+                return True, dict(x[0] for x in s.getpeercert()["issuer"]).get("commonName")
     except (ssl.SSLError, OSError) as e:
         return False, str(e)
 
 
-def serves(b, ca, cn):
-    """The SSL listener serves cn's certificate: a client trusting ca
+def serves(b, ca):
+    """The SSL listener serves a certificate of ca: a client trusting ca
     connects, one trusting the other CA is refused."""
-    assert handshake(b, ca) == (True, cn), handshake(b, ca)
+    assert handshake(b, ca) == (True, ca[:-4]), handshake(b, ca)
     ok, why = handshake(b, "ca2.pem" if ca == "ca.pem" else "ca.pem")
     assert not ok and "certificate verify failed" in why, why
 
@@ -142,13 +146,13 @@ def a_listener_keystore_changes_at_run_time_and_survives_a_restart():
     d = temp_dir("sluice-tls-dyn-")
     try:
         with ssl_broker() as b:
-            serves(b, "ca.pem", "localhost")
+            serves(b, "ca.pem")
             # the new certificate at a NEW path (not the file's, not reloaded)
             new = os.path.join(d, "new", "keystore.pem")
             os.makedirs(os.path.dirname(new))
             shutil.copy(cert("rotated.keystore.pem"), new)
             assert alter(b, "1", [(KS, OP_SET, new)]) == (0, None)
-            serves(b, "ca2.pem", "rotated")
+            serves(b, "ca2.pem")
             # a Kafka client trusting only the new CA
             md = run(["kcat", "-b", b.addr["SSL"], "-X", "security.protocol=ssl",
                       "-X", "ssl.ca.location=" + cert("ca2.pem"), "-L"]).stdout.decode()
@@ -168,23 +172,23 @@ def a_listener_keystore_changes_at_run_time_and_survives_a_restart():
             assert err == INVALID_REQUEST and KS in msg and "does not match" in msg, (err, msg)
             err, msg = alter(b, "1", [(KS, OP_SET, cert("ca.pem"))])   # no key in it
             assert err == INVALID_REQUEST and KS in msg, (err, msg)
-            serves(b, "ca2.pem", "rotated")
+            serves(b, "ca2.pem")
             assert describe(b)[KS].value == new
             # validateOnly checks and changes nothing
             err, msg = alter(b, "1", [(KS, OP_SET, os.path.join(d, "missing.pem"))], validate_only=True)
             assert err == INVALID_REQUEST and KS in msg, (err, msg)
             assert alter(b, "1", [(KS, OP_SET, cert("broker.keystore.pem"))], validate_only=True) == (0, None)
-            serves(b, "ca2.pem", "rotated")
+            serves(b, "ca2.pem")
             # the metadata log keeps it: a restart serves the new certificate
             b.restart()
-            serves(b, "ca2.pem", "rotated")
+            serves(b, "ca2.pem")
             assert describe(b)[KS].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
             # DELETE: back to the file's keystore, after a restart too
             assert alter(b, "1", [(KS, OP_DELETE, None)]) == (0, None)
-            serves(b, "ca.pem", "localhost")
+            serves(b, "ca.pem")
             assert KS not in describe(b)
             b.restart()
-            serves(b, "ca.pem", "localhost")
+            serves(b, "ca.pem")
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -197,10 +201,10 @@ def an_encrypted_key_and_its_password_never_shown():
         err, msg = alter(b, "1", [(chain, OP_SET, cert("rotated.pem")), (key, OP_SET, cert("rotated.enc.key")),
                                   (pw, OP_SET, "wrong-" + PASSWORD)])
         assert err == INVALID_REQUEST and key in msg and PASSWORD not in msg, (err, msg)
-        serves(b, "ca.pem", "localhost")
+        serves(b, "ca.pem")
         assert alter(b, "1", [(chain, OP_SET, cert("rotated.pem")), (key, OP_SET, cert("rotated.enc.key")),
                               (pw, OP_SET, PASSWORD)]) == (0, None)
-        serves(b, "ca2.pem", "rotated")
+        serves(b, "ca2.pem")
         for _ in range(2):
             cfg = describe(b)
             assert cfg[pw].value is None and cfg[pw].is_sensitive and not cfg[pw].is_read_only, cfg[pw]
@@ -212,7 +216,7 @@ def an_encrypted_key_and_its_password_never_shown():
             body = urllib.request.urlopen("http://127.0.0.1:%d/v1/config" % b.admin, timeout=HANG_GUARD).read()
             assert PASSWORD.encode() not in body
             b.restart()
-            serves(b, "ca2.pem", "rotated")
+            serves(b, "ca2.pem")
         for n in range(1, b.starts + 1):
             with open(os.path.join(b.workdir, "sluiced-%d.log" % n), "rb") as f:
                 assert PASSWORD.encode() not in f.read()
@@ -233,8 +237,21 @@ def refused_as_kafka_refuses_them():
         assert err == INVALID_REQUEST and "listener.name.plaintext" in msg, (err, msg)
         err, msg = alter(b, "1", [("listener.name.ssl.ssl.client.auth", OP_SET, "required")])
         assert err == INVALID_REQUEST and "Cannot update these configs dynamically" in msg, (err, msg)
-        serves(b, "ca.pem", "localhost")
+        # Kafka's checks of a new keystore: the same subject, every subjectAltName kept
+        err, msg = alter(b, "1", [(KS, OP_SET, cert("renamed.keystore.pem"))])
+        assert err == INVALID_REQUEST and KS in msg and "DistinguishedName does not match" in msg \
+            and "CN=elsewhere" in msg, (err, msg)
+        err, msg = alter(b, "1", [(KS, OP_SET, cert("fewer.keystore.pem"))])
+        assert err == INVALID_REQUEST and KS in msg and "SubjectAltNames do not match" in msg, (err, msg)
+        # no truststore added to a listener that had none
+        err, msg = alter(b, "1", [("listener.name.ssl.ssl.truststore.location", OP_SET, cert("ca2.pem"))])
+        assert err == INVALID_REQUEST and "Cannot add SSL truststore" in msg, (err, msg)
+        serves(b, "ca.pem")
         assert KS not in describe(b)
+    # ssl.allow.dn.changes lets another subject in
+    with ssl_broker(**{"listener.name.ssl.ssl.allow.dn.changes": "true"}) as b:
+        assert alter(b, "1", [(KS, OP_SET, cert("renamed.keystore.pem"))]) == (0, None)
+        serves(b, "ca2.pem")
 
 
 def alter_at(bootstrap, name, ops):
@@ -269,8 +286,11 @@ def an_inter_broker_listener_rotated_node_by_node():
     the config file giving every node certificates of the CA "old". Nodes 1
     and 2 are given a keystore and a truststore of the CA "new" at new
     paths, each by IncrementalAlterConfigs on its own resource sent to it
-    (node 2's resource sent to node 1 is refused, as Kafka's): the
-    listener's server and the node's client side both take them. A new
+    (node 2's resource sent to node 1 is refused, as Kafka's): both at once
+    is refused (the node's old and new certificates would not trust each
+    other, Kafka's handshake check), then in three steps (trust both CAs,
+    the new keystore, trust the new CA only) the listener's server and the
+    node's client side both take them. A new
     fetcher from node 1 to node 2 (topic "new") uses the new certificates
     both ways: acks=all at min.insync.replicas=2 is acknowledged; node 1's
     fetcher to node 3 (still the old CA) is refused."""
@@ -295,15 +315,24 @@ def an_inter_broker_listener_rotated_node_by_node():
             # another node's resource: refused where it arrives
             err, msg = alter_at(c.addr(1), "2", [(ks, OP_SET, os.path.join(d, "new-broker.keystore.pem"))])
             assert err == INVALID_REQUEST and "Unexpected broker id, expected 1, but received 2" in msg, (err, msg)
+            with open(os.path.join(d, "both.pem"), "w") as f:
+                f.write(open(os.path.join(d, "old.pem")).read() + open(os.path.join(d, "new.pem")).read())
             for n in (1, 2):
                 nd = os.path.join(d, "n%d-rotated" % n)
                 os.makedirs(nd)
-                shutil.copy(os.path.join(d, "new-broker.keystore.pem"), os.path.join(nd, "keystore.pem"))
-                shutil.copy(os.path.join(d, "new.pem"), os.path.join(nd, "trust.pem"))
-                assert alter_at(c.addr(n), str(n), [(ks, OP_SET, os.path.join(nd, "keystore.pem")),
-                                                    (ts, OP_SET, os.path.join(nd, "trust.pem"))]) == (0, None)
-                assert c.metric(n, "sluice_tls_reloads_total") == 1
-                assert c.metric(n, "sluice_tls_client_reloads_total") == 1
+                for src, dst in (("new-broker.keystore.pem", "keystore.pem"), ("new.pem", "trust.pem"),
+                                 ("both.pem", "both.pem")):
+                    shutil.copy(os.path.join(d, src), os.path.join(nd, dst))
+                # both at once: the node would no longer trust itself (Kafka's handshake check)
+                err, msg = alter_at(c.addr(n), str(n), [(ks, OP_SET, os.path.join(nd, "keystore.pem")),
+                                                        (ts, OP_SET, os.path.join(nd, "trust.pem"))])
+                assert err == INVALID_REQUEST and "handshake" in msg, (err, msg)
+                # the staged way: trust both CAs, then the new certificate, then trust the new CA only
+                for ops in ([(ts, OP_SET, os.path.join(nd, "both.pem"))], [(ks, OP_SET, os.path.join(nd, "keystore.pem"))],
+                            [(ts, OP_SET, os.path.join(nd, "trust.pem"))]):
+                    assert alter_at(c.addr(n), str(n), ops) == (0, None), ops
+                assert c.metric(n, "sluice_tls_reloads_total") == 3
+                assert c.metric(n, "sluice_tls_client_reloads_total") == 3
             assert c.metric(3, "sluice_tls_client_reloads_total") == 0
             # node 1 to node 2: the new certificates both ways
             failures = c.metric(1, "sluice_replication_auth_failures_total")
