@@ -14,7 +14,9 @@ make_cert).
   source DYNAMIC_BROKER_CONFIG, not read-only; a missing file, a key that
   does not match its certificate and validateOnly are refused or change
   nothing, naming the key, while the new certificate keeps serving; the
-  setting survives a restart; DELETE goes back to the file's keystore.
+  setting survives a restart; AlterConfigs (the legacy request) that does
+  not name the key puts the file's keystore back, as Kafka's replaces all
+  of the node's dynamic keys; DELETE goes back to the file's keystore.
 - an encrypted key set with its password (the chain and key form): a wrong
   password is refused naming the key and not echoing it; the password is
   sensitive in DescribeConfigs (null) and never in the broker's stderr.
@@ -183,6 +185,14 @@ def a_listener_keystore_changes_at_run_time_and_survives_a_restart():
             b.restart()
             serves(b, "ca2.pem")
             assert describe(b)[KS].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+            # AlterConfigs (the legacy request) replaces all of the node's
+            # dynamic keys, as Kafka's: one that does not name the
+            # listener's puts the file's back, one that names it sets it
+            a = AdminClient({"bootstrap.servers": b.bootstrap})
+            for conf, ca in (({"log.retention.ms": "3600000"}, "ca.pem"), ({KS: new}, "ca2.pem")):
+                res = ConfigResource(ConfigResource.Type.BROKER, "1", set_config=conf)
+                a.alter_configs([res], request_timeout=30)[res].result(30)
+                serves(b, ca)
             # DELETE: back to the file's keystore, after a restart too
             assert alter(b, "1", [(KS, OP_DELETE, None)]) == (0, None)
             serves(b, "ca.pem")
