@@ -3,6 +3,7 @@
  * IncrementalAlterConfigs), validated and written to the metadata log
  * (see control/ctl_internal.h for how the control thread is split). */
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -428,6 +429,26 @@ static void ctl_topic_configured(struct ctl *ctl, struct ctl_prop *p)
  * are proposed, and once applied the listener's context is rebuilt
  * (listeners_tls_apply). */
 
+/* ct's j-th key into k; a listener's store key with its listener's name
+ * lower-cased, as Kafka spells the prefix (listener.name.external.), so
+ * that one key has one record whatever the case it was sent in. */
+static void broker_key(const struct ctl_topic *ct, int j, char *k, size_t len)
+{
+	kstr_copy(k, len, ct->keys[j]);
+	if (config_dynamic_per_broker(k))
+		for (char *c = k + strlen("listener.name."); *c && *c != '.'; c++)
+			*c = (char)tolower((unsigned char)*c);
+}
+
+/* ct's j-th key is ek (a record's key). */
+static int broker_key_is(const struct ctl_topic *ct, int j, const char *ek)
+{
+	char k[256];
+
+	broker_key(ct, j, k, sizeof(k));
+	return !strcmp(k, ek);
+}
+
 /* The listener a listener.name.<l>.<suffix> key names: its index among
  * this node's SSL listeners, or -1. */
 static int key_listener(struct ctl *ctl, const char *key)
@@ -460,7 +481,7 @@ static int next_cfg(struct ctl *ctl, struct ctl_topic *ct, struct config **out)
 				      : sc != ctl->b->set.node_id)
 				continue;
 			for (int j = 0; j < ct->nconfigs; j++)
-				named |= kafka_str_eq(ct->keys[j], ek);
+				named |= broker_key_is(ct, j, ek);
 			if ((pass == 1 && (ct->replace || named)) || !config_dynamic(ek))
 				continue;
 			config_set(c, ek, ev, pass ? "dynamic-broker" : "dynamic-default", err, sizeof(err));
@@ -469,7 +490,7 @@ static int next_cfg(struct ctl *ctl, struct ctl_topic *ct, struct config **out)
 	for (int j = 0; j < ct->nconfigs; j++) {
 		if ((ct->ops && ct->ops[j] == CTL_CFG_DELETE) || ct->values[j].len < 0)
 			continue;
-		kstr_copy(k, sizeof(k), ct->keys[j]);
+		broker_key(ct, j, k, sizeof(k));
 		kstr_copy(v, sizeof(v), ct->values[j]);
 		config_set(c, k, v, "dynamic-broker", err, sizeof(err));   /* validated before */
 	}
@@ -497,7 +518,7 @@ static int check_listeners(struct ctl *ctl, struct ctl_topic *ct)
 		const char *key = NULL;
 
 		for (int j = 0; j < ct->nconfigs && !key; j++) {
-			kstr_copy(k, sizeof(k), ct->keys[j]);
+			broker_key(ct, j, k, sizeof(k));
 			if (config_dynamic_per_broker(k) && key_listener(ctl, k) == li)
 				key = k;
 		}
@@ -510,7 +531,7 @@ static int check_listeners(struct ctl *ctl, struct ctl_topic *ct)
 				char kj[256];
 				const char *suf;
 
-				kstr_copy(kj, sizeof(kj), ct->keys[j]);
+				broker_key(ct, j, kj, sizeof(kj));
 				if (config_dynamic_per_broker(kj) && key_listener(ctl, kj) == li &&
 				    (suf = strchr(kj + strlen("listener.name."), '.')) && strstr(why, suf + 1)) {
 					memcpy(k, kj, sizeof(k));
@@ -567,7 +588,7 @@ static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req
 			snprintf(ct->message, sizeof(ct->message), "APPEND and SUBTRACT apply to list configs only");
 			return;
 		}
-		kstr_copy(k, sizeof(k), ct->keys[j]);
+		broker_key(ct, j, k, sizeof(k));
 		kstr_copy(v, sizeof(v), ct->values[j]);
 		rc = config_dynamic_validate(k, del ? NULL : v, ct->message, sizeof(ct->message));
 		if (rc < 0) {
@@ -613,7 +634,7 @@ static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req
 			int named = 0;
 
 			for (int j = 0; j < ct->nconfigs; j++)
-				named |= kafka_str_eq(ct->keys[j], ek);
+				named |= broker_key_is(ct, j, ek);
 			if (sc == scope && !named && (rc = metalog_build_broker_config(ctl->ml, scope, ek, NULL, &recs[n])) == 0)
 				n += recs[n].len > 0;
 		}
@@ -621,7 +642,7 @@ static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req
 	for (int j = 0; j < ct->nconfigs && rc >= 0; j++) {
 		int del = (ct->ops && ct->ops[j] == CTL_CFG_DELETE) || ct->values[j].len < 0;
 
-		kstr_copy(k, sizeof(k), ct->keys[j]);
+		broker_key(ct, j, k, sizeof(k));
 		kstr_copy(v, sizeof(v), ct->values[j]);
 		if ((rc = metalog_build_broker_config(ctl->ml, scope, k, del ? NULL : v, &recs[n])) == 0)
 			n += recs[n].len > 0;
@@ -655,7 +676,7 @@ void ctl_listeners_follow(struct ctl *ctl, struct ctl_topic *ct)
 	for (int j = 0; ct && j < ct->nconfigs; j++) {
 		int li;
 
-		kstr_copy(k, sizeof(k), ct->keys[j]);
+		broker_key(ct, j, k, sizeof(k));
 		if (config_dynamic_per_broker(k) && (li = key_listener(ctl, k)) >= 0)
 			force[li] = 1;
 	}

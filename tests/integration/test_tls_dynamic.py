@@ -193,6 +193,9 @@ def a_listener_keystore_changes_at_run_time_and_survives_a_restart():
                 res = ConfigResource(ConfigResource.Type.BROKER, "1", set_config=conf)
                 a.alter_configs([res], request_timeout=30)[res].result(30)
                 serves(b, ca)
+            # the listener's name in another case names the same key (one record)
+            assert alter(b, "1", [(KS.replace(".ssl.ssl.", ".SSL.ssl."), OP_SET, new)]) == (0, None)
+            assert [k for k in describe(b) if k.lower() == KS] == [KS]
             # DELETE: back to the file's keystore, after a restart too
             assert alter(b, "1", [(KS, OP_DELETE, None)]) == (0, None)
             serves(b, "ca.pem")
