@@ -173,7 +173,9 @@ static const struct config_key keys[] = {
 		 "certificate first). Either this, or ssl.keystore.certificate.chain with ssl.keystore.key, "
 		 "is needed for an SSL listener; reread on SIGHUP and POST /v1/tls/reload. This key and the "
 		 "ssl.* keys below may be set for one listener as listener.name.<listener>.ssl.* "
-		 "(docs/security.md#one-listeners-own-certificates)." },
+		 "(docs/security.md#one-listeners-own-certificates); a listener's keystore and truststore keys "
+		 "also change at run time by AlterConfigs of the node's broker resource "
+		 "(docs/security.md#changing-a-listeners-certificates-at-run-time)." },
 	{ "ssl.keystore.certificate.chain", CONFIG_STRING, "",
 	  .doc = "The certificate chain as PEM text (as Kafka's), or the path of a PEM file (Sluice)." },
 	{ "ssl.keystore.key", CONFIG_STRING, "", .flags = CK_SENSITIVE,
@@ -205,6 +207,13 @@ static const struct config_key keys[] = {
 		 "User:NAME, as Kafka's: RULE:pattern/replacement/[LU] (POSIX extended regex, $1.. its "
 		 "groups), comma-separated, the first match wins; DEFAULT: the whole subject. No match: the "
 		 "connection is refused." },
+	{ "ssl.allow.dn.changes", CONFIG_BOOL, "false",
+	  .doc = "Whether a listener's keystore changed at run time (AlterConfigs of "
+		 "listener.name.<listener>.ssl.keystore.*) may hold a certificate of another subject than the "
+		 "one it replaces; false, Kafka's default: refused (a reload by SIGHUP is not checked)." },
+	{ "ssl.allow.san.changes", CONFIG_BOOL, "false",
+	  .doc = "The same for the subjectAltNames: false, Kafka's default: the new certificate must have "
+		 "every one the old one had." },
 	{ "node.id", CONFIG_INT, "1", 0, I32MAX, .alias = "broker.id",
 	  .doc = "This broker's node id." },
 	{ "process.roles", CONFIG_LIST, "broker,controller", .flags = CK_NONEMPTY,
@@ -479,6 +488,7 @@ struct config_slot {
  * without case, as Kafka lower-cases it. */
 struct config_lkey {
 	char *key, *value;
+	char *source;   /* "FILE:LINE", "--set", or "dynamic-broker" (AlterConfigs of this node) */
 };
 
 static const char *const listener_suffixes[] = { "sasl.enabled.mechanisms", "plain.sasl.jaas.config",
@@ -492,7 +502,23 @@ static const char *const listener_suffixes[] = { "sasl.enabled.mechanisms", "pla
 						 "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.key.password",
 						 "ssl.truststore.type", "ssl.truststore.location",
 						 "ssl.truststore.certificates", "ssl.client.auth", "ssl.enabled.protocols",
-						 "ssl.cipher.suites", "ssl.principal.mapping.rules", NULL };
+						 "ssl.cipher.suites", "ssl.principal.mapping.rules", "ssl.allow.dn.changes",
+						 "ssl.allow.san.changes", NULL };
+
+/* A listener's stores, which AlterConfigs of the node may change as
+ * listener.name.<l>.<key> (Kafka's per-broker dynamic listener configs,
+ * its SslConfigs.RECONFIGURABLE_CONFIGS that Sluice reads). */
+static const char *const listener_dynamic[] = { "ssl.keystore.location", "ssl.keystore.certificate.chain",
+						"ssl.keystore.key", "ssl.key.password", "ssl.truststore.location",
+						"ssl.truststore.certificates", NULL };
+
+static int in_list(const char *const *l, const char *s)
+{
+	for (int i = 0; s && l[i]; i++)
+		if (!strcmp(l[i], s))
+			return 1;
+	return 0;
+}
 
 struct config {
 	struct config_slot slot[NKEYS];
@@ -808,6 +834,7 @@ void config_destroy(struct config *c)
 	for (int i = 0; i < c->nlkeys; i++) {
 		free(c->lkeys[i].key);
 		free(c->lkeys[i].value);
+		free(c->lkeys[i].source);
 	}
 	free(c->lkeys);
 	free(c);
@@ -824,28 +851,36 @@ static const char *lkey_suffix(const char *key)
 	return dot + 1;
 }
 
-static int lkey_put(struct config *c, const char *key, const char *value)
+/* Set key (a later one of the same name without case replaces it, its
+ * spelling and source with it). */
+static int lkey_put(struct config *c, const char *key, const char *value, const char *source)
 {
 	struct config_lkey *n;
-	char *v = strdup(value);
+	char *v = strdup(value), *k = strdup(key), *src = strdup(source ? source : "--set");
 
-	if (!v)
+	if (!v || !k || !src) {
+		free(v);
+		free(k);
+		free(src);
 		return -ENOMEM;
+	}
 	for (int i = 0; i < c->nlkeys; i++)
 		if (!strcasecmp(c->lkeys[i].key, key)) {
+			free(c->lkeys[i].key);
 			free(c->lkeys[i].value);
-			c->lkeys[i].value = v;
+			free(c->lkeys[i].source);
+			c->lkeys[i] = (struct config_lkey){ k, v, src };
 			return 0;
 		}
 	n = realloc(c->lkeys, sizeof(*n) * (size_t)(c->nlkeys + 1)); /* style: allow config, at start */
-	if (!n || !(n[c->nlkeys].key = strdup(key))) {
-		if (n)
-			c->lkeys = n;
+	if (!n) {
 		free(v);
+		free(k);
+		free(src);
 		return -ENOMEM;
 	}
 	c->lkeys = n;
-	c->lkeys[c->nlkeys++].value = v;
+	c->lkeys[c->nlkeys++] = (struct config_lkey){ k, v, src };
 	return 0;
 }
 
@@ -889,7 +924,7 @@ int config_dup(const struct config *c, struct config **out)
 		}
 	}
 	for (int i = 0; i < c->nlkeys; i++)
-		if (lkey_put(d, c->lkeys[i].key, c->lkeys[i].value) < 0) {
+		if (lkey_put(d, c->lkeys[i].key, c->lkeys[i].value, c->lkeys[i].source) < 0) {
 			config_destroy(d);
 			return -ENOMEM;
 		}
@@ -901,7 +936,23 @@ int config_dynamic(const char *key)
 {
 	int i = key_find(key);
 
-	return i >= 0 && (keys[i].topic != NULL || (keys[i].flags & CK_DYNAMIC));
+	return (i >= 0 && (keys[i].topic != NULL || (keys[i].flags & CK_DYNAMIC))) || config_dynamic_per_broker(key);
+}
+
+int config_dynamic_per_broker(const char *key)
+{
+	return key_find(key) < 0 && in_list(listener_dynamic, lkey_suffix(key));
+}
+
+int config_sensitive(const char *key)
+{
+	const char *suf = key_find(key) < 0 ? lkey_suffix(key) : key;
+	int i = suf ? key_find(suf) : -1;
+	size_t n = suf ? strlen(suf) : 0;
+
+	if (suf && n >= strlen("sasl.jaas.config") && !strcmp(suf + n - strlen("sasl.jaas.config"), "sasl.jaas.config"))
+		return 1;   /* a listener's JAAS config holds passwords */
+	return i >= 0 && (keys[i].flags & CK_SENSITIVE);
 }
 
 static int key_validate(const struct config_key *k, const char *name, const char *value,
@@ -913,9 +964,38 @@ int config_dynamic_validate(const char *key, const char *value, char *err, size_
 	char *str, *v;
 	int64_t num;
 
+	if (i < 0 && lkey_suffix(key)) {
+		const char *suf = lkey_suffix(key);
+		int g = key_find(suf);
+
+		if (!in_list(listener_suffixes, suf)) {
+			errf(err, errlen, "unknown configuration key '%s'", key);
+			return -ENOENT;
+		}
+		if (!in_list(listener_dynamic, suf)) {
+			errf(err, errlen, "Cannot update these configs dynamically: %s (read at start: change the config "
+			     "file and restart; a listener's keystore and truststore keys may change)", key);
+			return -EPERM;
+		}
+		if (!value)
+			return 0;
+		if (!(v = trim_dup(value, strlen(value))))
+			return -ENOMEM;
+		rc = key_validate(&keys[g], key, v, "dynamic", err, errlen, &str, &num);
+		free(v);
+		free(str);
+		return rc;
+	}
 	if (i < 0) {
 		errf(err, errlen, "unknown configuration key '%s'", key);
 		return -ENOENT;
+	}
+	if (in_list(listener_dynamic, keys[i].name)) {
+		/* Kafka's words: the broker-wide key is read at start; a
+		 * listener's own is what changes */
+		errf(err, errlen, "These security configs can be dynamically updated only per-listener using the "
+		     "listener prefix: %s (listener.name.<listener>.%s)", key, keys[i].name);
+		return -EPERM;
 	}
 	if (!keys[i].topic && !(keys[i].flags & CK_DYNAMIC)) {
 		errf(err, errlen, "Cannot update these configs dynamically: %s (read at start: change the config "
@@ -980,7 +1060,7 @@ int config_set(struct config *c, const char *key, const char *value, const char 
 						return rc;
 					v = str;
 				}
-				rc = lkey_put(c, key, v);
+				rc = lkey_put(c, key, v, source);
 				free(v);
 				return rc;
 			}
@@ -1044,6 +1124,9 @@ const char *config_source(const struct config *c, const char *key)
 {
 	int i = key_find(key);
 
+	for (int j = 0; i < 0 && j < c->nlkeys; j++)
+		if (!strcasecmp(c->lkeys[j].key, key))
+			return c->lkeys[j].source;
 	return i < 0 ? NULL : c->slot[i].source;
 }
 
@@ -1055,6 +1138,9 @@ void config_foreach(const struct config *c,
 	for (int i = 0; i < NKEYS; i++)
 		fn(keys[i].name, (keys[i].flags & CK_SENSITIVE) ? NULL : c->slot[i].str, c->slot[i].source,
 		   c->slot[i].source == SRC_DEFAULT, arg);
+	for (int i = 0; i < c->nlkeys; i++)
+		fn(c->lkeys[i].key, config_sensitive(c->lkeys[i].key) ? NULL : c->lkeys[i].value, c->lkeys[i].source, 0,
+		   arg);
 }
 
 const char *config_advertised_listeners(const struct config *c)

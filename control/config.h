@@ -67,12 +67,24 @@ int config_dup(const struct config *c, struct config **out);
 
 /* Keys that AlterConfigs / IncrementalAlterConfigs on the broker resource
  * may change at run time: the topic defaults (keys with a topic-level
- * name), as Kafka's cluster-wide dynamic configs. @thread any (pure) */
+ * name), as Kafka's cluster-wide dynamic configs, and a listener's
+ * keystore and truststore (listener.name.<l>.ssl.keystore.location,
+ * .ssl.keystore.certificate.chain, .ssl.keystore.key, .ssl.key.password,
+ * .ssl.truststore.location, .ssl.truststore.certificates), which only a
+ * node's own resource may set (config_dynamic_per_broker), as Kafka's
+ * per-broker dynamic configs. @thread any (pure) */
 int config_dynamic(const char *key);
+int config_dynamic_per_broker(const char *key);
 /* Check one such change (value NULL: delete). -ENOENT unknown key, -EPERM
- * not dynamic ("Cannot update these configs dynamically: KEY"), -EINVAL bad
- * value. */
+ * not dynamic ("Cannot update these configs dynamically: KEY"; the
+ * broker-wide ssl.* store keys: "These security configs can be
+ * dynamically updated only per-listener using the listener prefix: KEY"),
+ * -EINVAL bad value. */
 int config_dynamic_validate(const char *key, const char *value, char *err, size_t errlen);
+/* A key whose value is never shown nor logged: a password, a private key,
+ * a listener's JAAS config (listener.name.<l>. keys among them). @thread
+ * any (pure) */
+int config_sensitive(const char *key);
 
 /* Kafka's properties format: key=value, key:value or key value; # and !
  * comment lines; blank lines; whitespace trimmed around key and value;
@@ -95,12 +107,14 @@ int64_t config_int(const struct config *c, const char *key);
 /* The value as a canonical string (decimal for numbers, "true"/"false",
  * the enum name, the list as given but trimmed). NULL for an unknown key. */
 const char *config_str(const struct config *c, const char *key);
-/* "default", "FILE:LINE" or "--set" (or the caller's source). NULL if unknown. */
+/* "default", "FILE:LINE" or "--set" (or the caller's source); a
+ * listener.name.<l>. key's too. NULL if unknown (or not set). */
 const char *config_source(const struct config *c, const char *key);
 
 /* Every key in table order, with value and source (DescribeConfigs,
- * /v1/config). Aliases are not listed; their values are under the primary
- * name. A sensitive key's value (a password, a private key) is NULL. */
+ * /v1/config), then the listener.name.<l>. keys set. Aliases are not
+ * listed; their values are under the primary name. A sensitive key's
+ * value (a password, a private key, a JAAS config) is NULL. */
 void config_foreach(const struct config *c,
 		    void (*fn)(const char *key, const char *value, const char *source,
 			       int is_default, void *arg),

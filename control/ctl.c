@@ -262,6 +262,9 @@ static void ctl_init_meta(struct ctl *ctl, int err, const char *msg)
 		ctl_set_ready(ctl, rc, "out of memory building the broker config");
 		return;
 	}
+	/* and the listeners' stores changed at run time, before the broker
+	 * says it is ready (until here a listener served the file's) */
+	ctl_listeners_follow(ctl, NULL);
 	ctl_init_topics(ctl);
 }
 

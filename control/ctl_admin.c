@@ -3,6 +3,7 @@
  * IncrementalAlterConfigs), validated and written to the metadata log
  * (see control/ctl_internal.h for how the control thread is split). */
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "control/ctl_internal.h"
 #include "control/cutil.h"
 #include "control/group.h"
+#include "control/listeners.h"
 #include "control/meta_parts.h"
 #include "control/metalog.h"
 #include "control/placement.h"
@@ -418,7 +420,137 @@ static void ctl_topic_configured(struct ctl *ctl, struct ctl_prop *p)
  * topic rebuilt (a new snapshot entry; its partitions get the new storage
  * settings through part_proxy_set_config) so the topics without an override
  * follow. Keys that cannot change at run time are refused as Kafka refuses
- * them (INVALID_REQUEST, "Cannot update these configs dynamically"). */
+ * them (INVALID_REQUEST, "Cannot update these configs dynamically").
+ *
+ * A listener's keystore and truststore (listener.name.<l>.ssl.*, Kafka's
+ * per-broker dynamic listener configs) change on this node's resource
+ * only: the new material must load first (the listener's server and, on
+ * the inter-broker listener, this node's client side), then the records
+ * are proposed, and once applied the listener's context is rebuilt
+ * (listeners_tls_apply). */
+
+/* ct's j-th key into k; a listener's store key with its listener's name
+ * lower-cased, as Kafka spells the prefix (listener.name.external.), so
+ * that one key has one record whatever the case it was sent in. */
+static void broker_key(const struct ctl_topic *ct, int j, char *k, size_t len)
+{
+	kstr_copy(k, len, ct->keys[j]);
+	if (config_dynamic_per_broker(k))
+		for (char *c = k + strlen("listener.name."); *c && *c != '.'; c++)
+			*c = (char)tolower((unsigned char)*c);
+}
+
+/* ct's j-th key is ek (a record's key). */
+static int broker_key_is(const struct ctl_topic *ct, int j, const char *ek)
+{
+	char k[256];
+
+	broker_key(ct, j, k, sizeof(k));
+	return !strcmp(k, ek);
+}
+
+/* The listener a listener.name.<l>.<suffix> key names: its index among
+ * this node's SSL listeners, or -1. */
+static int key_listener(struct ctl *ctl, const char *key)
+{
+	const char *l = key + strlen("listener.name."), *dot = strchr(l, '.');
+
+	return dot ? listeners_tls_find(&ctl->b->set, l, (size_t)(dot - l)) : -1;
+}
+
+/* The config in effect once ct's changes of this node's resource are in:
+ * the static one, the cluster-wide records, this node's records (less
+ * those ct names; none of them for AlterConfigs, which replaces them
+ * all), then ct's values. 0 or -ENOMEM. */
+static int next_cfg(struct ctl *ctl, struct ctl_topic *ct, struct config **out)
+{
+	char k[256], v[4096], err[512];
+	struct config *c;
+	int rc = config_dup(ctl->cfg, &c);
+
+	if (rc < 0)
+		return rc;
+	for (int pass = 0; pass < 2; pass++) {
+		int32_t sc;
+		const char *ek, *ev;
+
+		for (int i = 0; metalog_broker_config_at(ctl->ml, i, &sc, &ek, &ev) == 0; i++) {
+			int named = 0;
+
+			if (pass == 0 ? sc != META_SCOPE_CLUSTER || config_dynamic_per_broker(ek)
+				      : sc != ctl->b->set.node_id)
+				continue;
+			for (int j = 0; j < ct->nconfigs; j++)
+				named |= broker_key_is(ct, j, ek);
+			if ((pass == 1 && (ct->replace || named)) || !config_dynamic(ek))
+				continue;
+			config_set(c, ek, ev, pass ? "dynamic-broker" : "dynamic-default", err, sizeof(err));
+		}
+	}
+	for (int j = 0; j < ct->nconfigs; j++) {
+		if ((ct->ops && ct->ops[j] == CTL_CFG_DELETE) || ct->values[j].len < 0)
+			continue;
+		broker_key(ct, j, k, sizeof(k));
+		kstr_copy(v, sizeof(v), ct->values[j]);
+		config_set(c, k, v, "dynamic-broker", err, sizeof(err));   /* validated before */
+	}
+	*out = c;
+	return 0;
+}
+
+/* The SSL listeners ct changes (each listener whose stores it names; all
+ * of them for AlterConfigs, which may drop this node's dynamic ones) load
+ * the stores they would have: 0, or INVALID_REQUEST (Kafka's code for a
+ * broker config that does not validate) in ct naming the key and why. */
+static int check_listeners(struct ctl *ctl, struct ctl_topic *ct)
+{
+	struct broker *b = ctl->b;
+	struct config *next;
+	char k[256], why[512];
+	int rc = 0;
+
+	if (next_cfg(ctl, ct, &next) < 0) {
+		ct->error = KERR_UNKNOWN_SERVER_ERROR;
+		snprintf(ct->message, sizeof(ct->message), "out of memory");
+		return -ENOMEM;
+	}
+	for (int li = 0; li < b->set.nlisteners && rc == 0; li++) {
+		const char *key = NULL;
+
+		for (int j = 0; j < ct->nconfigs && !key; j++) {
+			broker_key(ct, j, k, sizeof(k));
+			if (config_dynamic_per_broker(k) && key_listener(ctl, k) == li)
+				key = k;
+		}
+		if (!b->tls[li] || (!key && !ct->replace))
+			continue;
+		if ((rc = listeners_tls_check(b, next, li, why, sizeof(why))) < 0) {
+			/* the listener's key the failure names (ssl.keystore.key
+			 * with a wrong password), else its first one changed */
+			for (int j = 0; j < ct->nconfigs; j++) {
+				char kj[256];
+				const char *suf;
+
+				broker_key(ct, j, kj, sizeof(kj));
+				if (config_dynamic_per_broker(kj) && key_listener(ctl, kj) == li &&
+				    (suf = strchr(kj + strlen("listener.name."), '.')) && strstr(why, suf + 1)) {
+					memcpy(k, kj, sizeof(k));
+					key = k;
+					break;
+				}
+			}
+			ct->error = KERR_INVALID_REQUEST;
+			if (key)
+				snprintf(ct->message, sizeof(ct->message), "%.120s: not taken: %.250s", key, why);
+			else
+				snprintf(ct->message, sizeof(ct->message), "listener.name.%.40s.ssl.keystore.location: "
+					 "without this node's dynamic values the certificates do not load: %.250s",
+					 b->set.listeners[li].name, why);
+		}
+	}
+	config_destroy(next);
+	return rc;
+}
 
 static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req *req, struct ctl_topic *ct)
 {
@@ -426,7 +558,7 @@ static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req
 	int32_t scope = META_SCOPE_CLUSTER;
 	struct metalog_rec *recs;
 	struct ctl_prop *p;
-	int rc = 0, n = 0, nb = 0;
+	int rc = 0, n = 0, nb = 0, listeners = 0;
 
 	kstr_copy(name, sizeof(name), ct->name);
 	if (name[0]) {
@@ -434,10 +566,16 @@ static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req
 		long id = strtol(name, &end, 10);
 
 		if (*end || id != ctl->b->set.node_id) {
+			/* Kafka's words: a node's configs go to that node (clients
+			 * send them there), "" names the cluster-wide default */
 			ct->error = KERR_INVALID_REQUEST;
-			snprintf(ct->message, sizeof(ct->message),
-				 "unknown broker '%.40s': this is node %d (\"\" names the cluster-wide default)", name,
-				 ctl->b->set.node_id);
+			if (*end || end == name)
+				snprintf(ct->message, sizeof(ct->message), "Node id must be an integer, but it is: %.40s",
+					 name);
+			else
+				snprintf(ct->message, sizeof(ct->message),
+					 "Unexpected broker id, expected %d, but received %.40s (send a node's configs to that "
+					 "node; \"\" names the cluster-wide default)", ctl->b->set.node_id, name);
 			return;
 		}
 		scope = ctl->b->set.node_id;
@@ -450,14 +588,31 @@ static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req
 			snprintf(ct->message, sizeof(ct->message), "APPEND and SUBTRACT apply to list configs only");
 			return;
 		}
-		kstr_copy(k, sizeof(k), ct->keys[j]);
+		broker_key(ct, j, k, sizeof(k));
 		kstr_copy(v, sizeof(v), ct->values[j]);
 		rc = config_dynamic_validate(k, del ? NULL : v, ct->message, sizeof(ct->message));
 		if (rc < 0) {
 			ct->error = rc == -EPERM ? KERR_INVALID_REQUEST : KERR_INVALID_CONFIG;
 			return;
 		}
+		if (config_dynamic_per_broker(k) && scope == META_SCOPE_CLUSTER) {
+			/* Kafka's words: a listener's stores are one node's */
+			ct->error = KERR_INVALID_REQUEST;
+			snprintf(ct->message, sizeof(ct->message), "Cannot update these configs at default cluster "
+				 "level, broker id must be specified: %.200s", k);
+			return;
+		}
+		if (config_dynamic_per_broker(k) && key_listener(ctl, k) < 0) {
+			ct->error = KERR_INVALID_REQUEST;
+			snprintf(ct->message, sizeof(ct->message), "%.200s: node %d has no SSL or SASL_SSL listener "
+				 "of that name (listeners)", k, ctl->b->set.node_id);
+			return;
+		}
+		listeners |= config_dynamic_per_broker(k);
 	}
+	/* the new stores load before anything is written (validateOnly too) */
+	if ((listeners || (ct->replace && scope != META_SCOPE_CLUSTER)) && check_listeners(ctl, ct) < 0)
+		return;
 	if (req->validate_only)
 		return;
 	/* the records, all built before any is proposed */
@@ -479,7 +634,7 @@ static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req
 			int named = 0;
 
 			for (int j = 0; j < ct->nconfigs; j++)
-				named |= kafka_str_eq(ct->keys[j], ek);
+				named |= broker_key_is(ct, j, ek);
 			if (sc == scope && !named && (rc = metalog_build_broker_config(ctl->ml, scope, ek, NULL, &recs[n])) == 0)
 				n += recs[n].len > 0;
 		}
@@ -487,7 +642,7 @@ static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req
 	for (int j = 0; j < ct->nconfigs && rc >= 0; j++) {
 		int del = (ct->ops && ct->ops[j] == CTL_CFG_DELETE) || ct->values[j].len < 0;
 
-		kstr_copy(k, sizeof(k), ct->keys[j]);
+		broker_key(ct, j, k, sizeof(k));
 		kstr_copy(v, sizeof(v), ct->values[j]);
 		if ((rc = metalog_build_broker_config(ctl->ml, scope, k, del ? NULL : v, &recs[n])) == 0)
 			n += recs[n].len > 0;
@@ -504,6 +659,34 @@ static void ctl_change_broker(struct ctl *ctl, struct ctl_op *op, struct ctl_req
 	p->scope = scope;
 	ctl_prop_start(ctl, p, recs, n);
 	free(recs);
+}
+
+/* This node's broker config changed (ct: the request, NULL at start):
+ * its SSL listeners take the stores the config in effect gives them
+ * (those ct names rebuilt even when the value is the same, which rereads
+ * the files, as Kafka's). A failure here (the files changed since they
+ * were checked) leaves that listener its certificates, said on stderr
+ * (never a password: the errors name keys and files). */
+void ctl_listeners_follow(struct ctl *ctl, struct ctl_topic *ct)
+{
+	unsigned char force[BROKER_MAX_LISTENERS] = { 0 };
+	char k[256], err[512];
+	int rc;
+
+	for (int j = 0; ct && j < ct->nconfigs; j++) {
+		int li;
+
+		broker_key(ct, j, k, sizeof(k));
+		if (config_dynamic_per_broker(k) && (li = key_listener(ctl, k)) >= 0)
+			force[li] = 1;
+	}
+	rc = listeners_tls_apply(ctl->b, ctl->eff, force, err, sizeof(err));
+	if (rc < 0)
+		fprintf(stderr, "sluiced: a listener's dynamic TLS config not taken, its previous certificates stay: %s\n",
+			err);
+	else if (rc > 0)
+		fprintf(stderr, "sluiced: %d SSL listener%s took %s keystore and truststore from the broker config "
+			"(dynamic)\n", rc, rc == 1 ? "" : "s", rc == 1 ? "its" : "their");
 }
 
 /* The broker's records were applied (or one was refused): the broker
@@ -529,6 +712,8 @@ static void ctl_broker_configured(struct ctl *ctl, struct ctl_prop *p)
 	if (served && ctl->eff != served)
 		config_destroy(ctl->eff);
 	ctl->eff = eff;
+	if (p->scope == ctl->b->set.node_id)
+		ctl_listeners_follow(ctl, ct);
 	if (!served)
 		return;
 	n = op->ncreated + ctl_topics_served(ctl) + 1;

@@ -544,6 +544,11 @@ int ctl_fd_claim(struct ctl *ctl, struct ctl_op *op, struct ctl_topic *ct, int64
 /* The broker config in effect: static, then the metadata log's
  * run-time changes (cluster-wide, then this node's). 0 or -errno. */
 int ctl_build_cfg(struct ctl *ctl, struct config **out);
+/* This node's SSL listeners take the keystore and truststore ctl->eff
+ * gives them (Kafka's dynamic listener configs); ct: the AlterConfigs
+ * entry that changed them (the listeners it names rebuilt even with the
+ * same values), NULL at start-up. Said on stderr. (ctl_admin.c) */
+void ctl_listeners_follow(struct ctl *ctl, struct ctl_topic *ct);
 /* Free snapshots and topics no shard can still be looking at. */
 void ctl_reclaim(struct ctl *ctl);
 /* Teardown, the shards stopped: the snapshot, its topics, what is

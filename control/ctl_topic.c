@@ -838,12 +838,15 @@ int ctl_build_cfg(struct ctl *ctl, struct config **out)
 		for (int i = 0; metalog_broker_config_at(ctl->ml, i, &scope, &k, &v) == 0; i++) {
 			char err[512];
 
-			if (pass == 0 ? scope != META_SCOPE_CLUSTER : scope != ctl->b->set.node_id)
+			/* a listener's stores are a node's own (a cluster-wide one is
+			 * refused when proposed) */
+			if (pass == 0 ? scope != META_SCOPE_CLUSTER || config_dynamic_per_broker(k)
+				      : scope != ctl->b->set.node_id)
 				continue;
 			if (!config_dynamic(k) ||
 			    config_set(c, k, v, pass ? "dynamic-broker" : "dynamic-default", err, sizeof(err)) < 0)
 				fprintf(stderr, "sluiced: warning: broker config %s=%s of the metadata log not applied\n",
-					k, v);
+					k, config_sensitive(k) ? "(sensitive, not shown)" : v);
 		}
 	}
 	*out = c;

@@ -364,6 +364,8 @@ static int tls_conf_named(const struct config *c, const char *name, struct tls_c
 			: !strcmp(ca, "requested") ? TLS_CLIENT_AUTH_REQUESTED : TLS_CLIENT_AUTH_NONE;
 	tc->cipher_suites = ssl_str(c, name, "ssl.cipher.suites", -1, k_x, sizeof(k_x));
 	tc->principal_rules = ssl_str(c, name, "ssl.principal.mapping.rules", -1, k_x, sizeof(k_x));
+	tc->allow_dn_changes = !strcmp(ssl_str(c, name, "ssl.allow.dn.changes", -1, k_x, sizeof(k_x)), "true");
+	tc->allow_san_changes = !strcmp(ssl_str(c, name, "ssl.allow.san.changes", -1, k_x, sizeof(k_x)), "true");
 	p = ssl_str(c, name, "ssl.enabled.protocols", -1, k_x, sizeof(k_x));
 	while (next_item(&p, item, sizeof(item)) > 0) {
 		tc->tls12 |= !strcmp(item, "TLSv1.2");
@@ -749,4 +751,98 @@ int listeners_tls_reload(struct broker *b, char *err, size_t errlen)
 		return -ENOENT;
 	}
 	return n;
+}
+
+int listeners_tls_find(const struct broker_settings *set, const char *name, size_t len)
+{
+	for (int i = 0; i < set->nlisteners; i++)
+		if (set->listeners[i].tls && strlen(set->listeners[i].name) == len &&
+		    !strncasecmp(set->listeners[i].name, name, len))
+			return i;
+	return -1;
+}
+
+/* listener li's conf from c; 1, or -EINVAL with err. */
+static int tls_conf_of(const struct broker *b, const struct config *c, int li, struct tls_conf *tc, char *err,
+		       size_t errlen)
+{
+	int rc = listeners_tls_conf(c, &b->set, li, tc, err, errlen);
+
+	if (rc == 0) {
+		snprintf(err, errlen, "listener %s has no TLS", b->set.listeners[li].name);
+		return -EINVAL;
+	}
+	return rc;
+}
+
+/* The inter-broker client's, when li is the inter-broker listener. */
+static struct tls_client *client_of(const struct broker *b, int li)
+{
+	return li == 0 && b->peer_sec && b->peer_sec->tls ? b->peer_sec->tls_client : NULL;
+}
+
+int listeners_tls_check(struct broker *b, const struct config *c, int li, char *err, size_t errlen)
+{
+	struct tls_client *cl;
+	struct tls_conf tc;
+	char why[384];
+	int rc;
+
+	if (li < 0 || li >= b->set.nlisteners || !b->tls[li]) {
+		snprintf(err, errlen, "no SSL listener");
+		return -EINVAL;
+	}
+	if ((rc = tls_conf_of(b, c, li, &tc, err, errlen)) < 0)
+		return rc;
+	if ((rc = tls_server_check(b->tls[li], &tc, why, sizeof(why))) < 0) {
+		snprintf(err, errlen, "listener %s: %s", b->set.listeners[li].name, why);
+		return -EINVAL;
+	}
+	if ((cl = client_of(b, li)) && (rc = tls_client_check(cl, &tc, why, sizeof(why))) < 0) {
+		snprintf(err, errlen, "listener %s (this node's connections to other brokers): %s",
+			 b->set.listeners[li].name, why);
+		return -EINVAL;
+	}
+	if (cl && (rc = tls_pair_check(b->tls[li], cl, &tc, why, sizeof(why))) < 0) {
+		snprintf(err, errlen, "listener %s (the inter-broker listener): %s", b->set.listeners[li].name, why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int listeners_tls_apply(struct broker *b, const struct config *c, const unsigned char *force, char *err,
+			size_t errlen)
+{
+	char why[384];
+	int n = 0, first = 0;
+
+	*err = 0;
+	for (int i = 0; i < b->set.nlisteners; i++) {
+		struct tls_client *cl = client_of(b, i);
+		struct tls_conf tc;
+		int rc;
+
+		if (!b->tls[i])
+			continue;
+		if ((rc = tls_conf_of(b, c, i, &tc, why, sizeof(why))) >= 0 &&
+		    (!force || !force[i]) && tls_server_same_stores(b->tls[i], &tc))
+			continue;
+		if (rc >= 0 && (rc = tls_server_reconf(b->tls[i], &tc, why, sizeof(why))) >= 0 && cl &&
+		    (rc = tls_client_reconf(cl, &tc, why, sizeof(why))) < 0) {
+			/* the server took them; the client keeps its old ones */
+			if (!first)
+				snprintf(err, errlen, "listener %s (this node's connections to other brokers): %s",
+					 b->set.listeners[i].name, why);
+			first = first ? first : rc;
+			continue;
+		}
+		if (rc < 0) {
+			if (!first)
+				snprintf(err, errlen, "listener %s: %s", b->set.listeners[i].name, why);
+			first = first ? first : rc;
+			continue;
+		}
+		n++;
+	}
+	return first ? first : n;
 }

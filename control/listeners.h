@@ -7,7 +7,9 @@
  *
  * Thread: main, at start-up (reads the frozen config); listeners_tls_reload
  * on main (SIGHUP) or the control thread (POST /v1/tls/reload);
- * listeners_controller_sasl_reload on the control thread (both).
+ * listeners_controller_sasl_reload on the control thread (both); the
+ * listeners' dynamic stores (listeners_tls_check, listeners_tls_apply) on
+ * the control thread, from the config in effect it builds.
  * Errors: 0, or -EINVAL / -ENOTSUP with err naming the key and what to do
  * (sluiced exits 2).
  */
@@ -84,5 +86,29 @@ int listeners_peer_sec(const struct config *c, const struct broker_settings *set
  * The contexts reloaded (> 0); -ENOENT without any; or the first failure's
  * -errno with err naming the listener and the key or file. */
 int listeners_tls_reload(struct broker *b, char *err, size_t errlen);
+
+/* Kafka's dynamic listener configs: a listener's keystore and truststore
+ * keys (listener.name.<l>.ssl.keystore.location, ...) changed by
+ * AlterConfigs on this node's broker resource (control/ctl_admin.c), kept
+ * in the metadata log and in effect in the control thread's config.
+ *
+ * listeners_tls_find: the index of this node's SSL (or SASL_SSL) listener
+ * called name (len bytes, without case), or -1.
+ * listeners_tls_check: listener li's stores as c gives them (its
+ * listener.name.<l>.ssl.* over the broker's ssl.*) load, for its server
+ * and, on the inter-broker listener, for this node's client side: 0, or
+ * -EINVAL with err saying which key and why (never a password).
+ * listeners_tls_apply: each SSL listener whose stores in c differ from
+ * the ones its context was made of, or whose force[li] is set (the same
+ * path named again rereads it, as Kafka's), takes them (tls_server_reconf,
+ * the inter-broker client with it): connections made after use them, open
+ * ones keep theirs. The listeners changed (>= 0), or the first failure's
+ * -errno with err naming the listener (that one keeps its certificates,
+ * the others take theirs). @thread control */
+struct broker;
+int listeners_tls_find(const struct broker_settings *set, const char *name, size_t len);
+int listeners_tls_check(struct broker *b, const struct config *c, int li, char *err, size_t errlen);
+int listeners_tls_apply(struct broker *b, const struct config *c, const unsigned char *force, char *err,
+			size_t errlen);
 
 #endif

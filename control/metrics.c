@@ -323,12 +323,13 @@ static void render_shards(struct broker *b, struct textbuf *t)
 			client += tls_client_reloads(b->quorum_tls->client);
 		}
 		fam(t, "tls_reloads_total", "counter", "Reloads of the SSL listeners' certificates (SIGHUP, POST "
-		    "/v1/tls/reload), one per SSL listener reloaded (an SSL controller listener among them); 0 "
-		    "without an SSL listener.");
+		    "/v1/tls/reload, a listener's keystore or truststore changed by AlterConfigs), one per SSL "
+		    "listener reloaded (an SSL controller listener among them); 0 without an SSL listener.");
 		textbuf_printf(t, "sluice_tls_reloads_total %llu\n", (unsigned long long)reloads);
 		fam(t, "tls_client_reloads_total", "counter", "Reloads of the broker's client TLS contexts (its "
 		    "keystore and truststore for an SSL inter-broker listener, and for the connections an SSL "
-		    "controller listener's node makes) by SIGHUP or POST /v1/tls/reload, one per context.");
+		    "controller listener's node makes) by SIGHUP or POST /v1/tls/reload, or by AlterConfigs of "
+		    "the inter-broker listener's stores, one per context.");
 		textbuf_printf(t, "sluice_tls_client_reloads_total %llu\n", (unsigned long long)client);
 		fam(t, "admin_tls_certificates", "gauge", "Certificates the admin endpoint holds (admin.ssl.enabled): "
 		    "the current one and older ones a connection open since their reload may still use.");

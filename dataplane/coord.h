@@ -61,7 +61,7 @@ struct ctl_topic {
 				      * cluster-wide default) or this node's id */
 	int16_t preset;              /* refused by the shard already: the answer */
 	int16_t error;               /* out */
-	char message[200];           /* out */
+	char message[400];           /* out (a TLS file that does not load: key, path and why) */
 };
 
 struct ctl_req {

@@ -52,6 +52,15 @@ struct broker_walk {
 	int n, cap;
 };
 
+static void broker_count(const char *key, const char *value, const char *source, int is_default, void *arg)
+{
+	(void)key;
+	(void)value;
+	(void)source;
+	(void)is_default;
+	++*(int *)arg;
+}
+
 static void broker_entry(const char *key, const char *value, const char *source, int is_default, void *arg)
 {
 	struct broker_walk *w = arg;
@@ -64,8 +73,8 @@ static void broker_entry(const char *key, const char *value, const char *source,
 	e->Name = str(key);
 	e->Value = str(value);
 	e->IsSensitive = value == NULL;   /* a password or key (null, as Kafka sends it) */
-	/* the topic defaults change at run time (AlterConfigs on the broker
-	 * resource); the rest is read at start */
+	/* the topic defaults and a listener's stores change at run time
+	 * (AlterConfigs on the broker resource); the rest is read at start */
 	e->ReadOnly = !w->ctx->sh->b->coord->key_dynamic(key);
 	e->IsDefault = is_default;
 	e->ConfigSource = is_default ? CFG_SRC_DEFAULT : source_of(source);
@@ -159,7 +168,9 @@ int kafka_handle_describe_configs(struct kafka_ctx *ctx)
 				e->Synonyms.count = 0;
 			}
 		} else if (res->ResourceType == 4) {
-			struct broker_walk w = { ctx, res, NULL, 0, 256 };
+			struct broker_walk w = { ctx, res, NULL, 0, 0 };
+
+			ctx->sh->b->coord->foreach_key(cfg, broker_count, &w.cap);   /* the listener keys too */
 
 			w.items = ALLOC(ctx, struct kafka_describe_configs_response_describe_configs_resource_result, w.cap);
 			if (!w.items) {

@@ -20,6 +20,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "dataplane/tls.h"
 
@@ -419,6 +420,203 @@ static int slot_reload(struct tls_slot *sl, const struct tls_conf *conf,
 	return rc;
 }
 
+/* A certificate's subject, RFC 2253, into out. */
+static void subject_of(X509 *x, char *out, size_t len)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	int n = 0;
+
+	*out = 0;
+	if (!b)
+		return;
+	X509_NAME_print_ex(b, X509_get_subject_name(x), 0, XN_FLAG_RFC2253);
+	n = BIO_read(b, out, (int)len - 1);
+	out[n > 0 ? n : 0] = 0;
+	BIO_free(b);
+}
+
+/* Every subjectAltName of a is one of b's. */
+static int sans_within(X509 *a, X509 *b)
+{
+	GENERAL_NAMES *na = X509_get_ext_d2i(a, NID_subject_alt_name, NULL, NULL);
+	GENERAL_NAMES *nb = X509_get_ext_d2i(b, NID_subject_alt_name, NULL, NULL);
+	int ok = 1;
+
+	for (int i = 0; ok && na && i < sk_GENERAL_NAME_num(na); i++) {
+		int found = 0;
+
+		for (int j = 0; !found && nb && j < sk_GENERAL_NAME_num(nb); j++)
+			found = !GENERAL_NAME_cmp(sk_GENERAL_NAME_value(na, i), sk_GENERAL_NAME_value(nb, j));
+		ok = found;
+	}
+	GENERAL_NAMES_free(na);
+	GENERAL_NAMES_free(nb);
+	return ok;
+}
+
+/* Kafka's checks of a listener's stores changed at run time (its
+ * SslFactory): the new certificate keeps the old one's subject
+ * (ssl.allow.dn.changes) and every subjectAltName it had
+ * (ssl.allow.san.changes); a keystore is neither added nor removed; a
+ * truststore is not added to a listener that had none. 0 or -EINVAL. */
+static int stores_compatible(const struct tls_conf *cur, const struct tls_conf *next, SSL_CTX *was, SSL_CTX *ctx,
+			     char *err, size_t errlen)
+{
+	X509 *a = was ? SSL_CTX_get0_certificate(was) : NULL, *b = SSL_CTX_get0_certificate(ctx);
+	char da[256], db[256];
+
+	if (!a != !b) {
+		snprintf(err, errlen, a ? "Cannot remove the SSL keystore from an existing listener for which a keystore "
+			 "was configured" : "Cannot add SSL keystore to an existing listener for which no keystore was "
+			 "configured");
+		return -EINVAL;
+	}
+	if (!*cur->truststore && *next->truststore) {
+		snprintf(err, errlen, "ssl.truststore: Cannot add SSL truststore to an existing listener for which no "
+			 "truststore was configured");
+		return -EINVAL;
+	}
+	if (!a)
+		return 0;
+	subject_of(a, da, sizeof(da));
+	subject_of(b, db, sizeof(db));
+	if (!cur->allow_dn_changes && X509_NAME_cmp(X509_get_subject_name(a), X509_get_subject_name(b)) &&
+	    strcasecmp(da, db)) {
+		snprintf(err, errlen, "ssl.keystore: Keystore DistinguishedName does not match: existing %.100s, new "
+			 "%.100s (ssl.allow.dn.changes)", da, db);
+		return -EINVAL;
+	}
+	if (!cur->allow_san_changes && !sans_within(a, b)) {
+		snprintf(err, errlen, "ssl.keystore: Keystore SubjectAltNames do not match: the new certificate of %.100s "
+			 "lacks some of the existing one's (ssl.allow.san.changes)", db);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* cur with the keystore and truststore of next (borrowed): what a
+ * listener's dynamic ssl.* keys change; the protocols, suites, client
+ * authentication and principal rules stay cur's. */
+static struct tls_conf conf_with_stores(const struct tls_conf *cur, const struct tls_conf *next)
+{
+	struct tls_conf t = *cur;
+
+	t.keystore_location = next->keystore_location ? next->keystore_location : "";
+	t.cert_chain = next->cert_chain ? next->cert_chain : "";
+	t.key = next->key ? next->key : "";
+	t.key_password = next->key_password ? next->key_password : "";
+	t.truststore = next->truststore ? next->truststore : "";
+	return t;
+}
+
+/* Build a context from cur with next's stores and, when it loads, swap it
+ * in and keep next's stores in cur (strings copied; the replaced ones
+ * cleansed and freed), all under the slot's reload flag, so a reload on
+ * another thread never reads a store string being replaced. On failure
+ * the old context and stores stay. 0 or -errno with err. */
+static int slot_reconf(struct tls_slot *sl, struct tls_conf *cur, const struct tls_conf *next,
+		       int (*build)(const struct tls_conf *, SSL_CTX **, char *, size_t), char *err, size_t errlen)
+{
+	struct tls_conf t = conf_with_stores(cur, next), old;
+	SSL_CTX *ctx, *was;
+	int rc, idle = 0;
+
+	if (!__atomic_compare_exchange_n(&sl->reloading, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		snprintf(err, errlen, "another reload is under way");
+		return -EBUSY;
+	}
+	if ((rc = build(&t, &ctx, err, errlen)) == 0 && (rc = stores_compatible(cur, &t, sl->ctx, ctx, err, errlen)) < 0)
+		SSL_CTX_free(ctx);
+	if (rc == 0) {
+		old = *cur;
+		cur->keystore_location = dup_or_empty(t.keystore_location);
+		cur->cert_chain = dup_or_empty(t.cert_chain);
+		cur->key = dup_or_empty(t.key);
+		cur->key_password = dup_or_empty(t.key_password);
+		cur->truststore = dup_or_empty(t.truststore);
+		if (!cur->keystore_location || !cur->cert_chain || !cur->key || !cur->key_password || !cur->truststore) {
+			free((char *)cur->keystore_location);
+			free((char *)cur->cert_chain);
+			free((char *)cur->key);
+			free((char *)cur->key_password);
+			free((char *)cur->truststore);
+			*cur = old;
+			SSL_CTX_free(ctx);
+			snprintf(err, errlen, "out of memory");
+			rc = -ENOMEM;
+		} else {
+			/* only the stores are old's own now */
+			old.cipher_suites = NULL;
+			old.principal_rules = NULL;
+			conf_free(&old);
+			was = sl->ctx;
+			__atomic_store_n(&sl->ctx, ctx, __ATOMIC_SEQ_CST);
+			while (__atomic_load_n(&sl->taking, __ATOMIC_SEQ_CST))
+				sched_yield();   /* as slot_reload */
+			SSL_CTX_free(was);
+			__atomic_fetch_add(&sl->reloads, 1, __ATOMIC_RELAXED);
+		}
+	}
+	__atomic_store_n(&sl->reloading, 0, __ATOMIC_RELEASE);
+	return rc;
+}
+
+/* Whether cur with next's stores builds a context (made and freed) that
+ * stores_compatible takes, under the slot's reload flag (the current
+ * context read). */
+static int conf_check(struct tls_slot *sl, const struct tls_conf *cur, const struct tls_conf *next,
+		      int (*build)(const struct tls_conf *, SSL_CTX **, char *, size_t), char *err, size_t errlen)
+{
+	struct tls_conf t = conf_with_stores(cur, next);
+	SSL_CTX *ctx;
+	int rc, idle = 0;
+
+	if (!__atomic_compare_exchange_n(&sl->reloading, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		snprintf(err, errlen, "another reload is under way");
+		return -EBUSY;
+	}
+	if ((rc = build(&t, &ctx, err, errlen)) == 0) {
+		rc = stores_compatible(cur, &t, sl->ctx, ctx, err, errlen);
+		SSL_CTX_free(ctx);
+	}
+	__atomic_store_n(&sl->reloading, 0, __ATOMIC_RELEASE);
+	return rc;
+}
+
+/* One handshake between srv and cli over a BIO pair, in memory (no
+ * hostname checked, as Kafka's validation): 0, or -EINVAL with why. */
+static int handshake_pair(SSL *srv, SSL *cli, char *err, size_t errlen)
+{
+	BIO *a = NULL, *b = NULL;
+
+	if (!BIO_new_bio_pair(&a, 0, &b, 0)) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	SSL_set_bio(srv, a, a);
+	SSL_set_bio(cli, b, b);
+	SSL_set_accept_state(srv);
+	SSL_set_connect_state(cli);
+	for (int i = 0; i < 64; i++) {
+		int rc = SSL_do_handshake(cli), rs = SSL_do_handshake(srv);
+		int ec = rc == 1 ? 0 : SSL_get_error(cli, rc), es = rs == 1 ? 0 : SSL_get_error(srv, rs);
+
+		if (rc == 1 && rs == 1)
+			return 0;
+		if ((ec && ec != SSL_ERROR_WANT_READ && ec != SSL_ERROR_WANT_WRITE) ||
+		    (es && es != SSL_ERROR_WANT_READ && es != SSL_ERROR_WANT_WRITE)) {
+			long v = SSL_get_verify_result(cli) != X509_V_OK ? SSL_get_verify_result(cli)
+									  : SSL_get_verify_result(srv);
+
+			ERR_clear_error();
+			snprintf(err, errlen, "%s", v != X509_V_OK ? X509_verify_cert_error_string(v) : "handshake failed");
+			return -EINVAL;
+		}
+	}
+	snprintf(err, errlen, "the handshake did not finish");
+	return -EINVAL;
+}
+
 int tls_client_create(const struct tls_conf *c, struct tls_client **out, char *err, size_t errlen)
 {
 	struct tls_client *cl;
@@ -442,6 +640,26 @@ int tls_client_create(const struct tls_conf *c, struct tls_client **out, char *e
 int tls_client_reload(struct tls_client *cl, char *err, size_t errlen)
 {
 	return slot_reload(&cl->slot, &cl->conf, client_ctx_build, err, errlen);
+}
+
+int tls_client_check(struct tls_client *cl, const struct tls_conf *next, char *err, size_t errlen)
+{
+	if (!next->truststore || !*next->truststore) {
+		snprintf(err, errlen, "ssl.truststore.location: an SSL inter-broker listener needs the CA certificates "
+			 "other brokers' certificates are checked against");
+		return -EINVAL;
+	}
+	return conf_check(&cl->slot, &cl->conf, next, client_ctx_build, err, errlen);
+}
+
+int tls_client_reconf(struct tls_client *cl, const struct tls_conf *next, char *err, size_t errlen)
+{
+	if (!next->truststore || !*next->truststore) {
+		snprintf(err, errlen, "ssl.truststore.location: an SSL inter-broker listener needs the CA certificates "
+			 "other brokers' certificates are checked against");
+		return -EINVAL;
+	}
+	return slot_reconf(&cl->slot, &cl->conf, next, client_ctx_build, err, errlen);
 }
 
 uint64_t tls_client_reloads(const struct tls_client *cl)
@@ -478,6 +696,60 @@ int tls_server_create(const struct tls_conf *conf, struct tls_server **out, char
 int tls_server_reload(struct tls_server *s, char *err, size_t errlen)
 {
 	return slot_reload(&s->slot, &s->conf, ctx_build, err, errlen);
+}
+
+int tls_server_check(struct tls_server *s, const struct tls_conf *next, char *err, size_t errlen)
+{
+	return conf_check(&s->slot, &s->conf, next, ctx_build, err, errlen);
+}
+
+int tls_pair_check(struct tls_server *s, struct tls_client *cl, const struct tls_conf *next, char *err,
+		   size_t errlen)
+{
+	struct tls_conf ts = conf_with_stores(&s->conf, next), tc = conf_with_stores(&cl->conf, next);
+	SSL_CTX *ns = NULL, *nc = NULL;
+	SSL *os = NULL, *oc = NULL, *s1 = NULL, *c1 = NULL;
+	char why[256];
+	int rc;
+
+	if ((rc = ctx_build(&ts, &ns, err, errlen)) < 0 || (rc = client_ctx_build(&tc, &nc, err, errlen)) < 0)
+		goto out;
+	rc = -ENOMEM;
+	snprintf(err, errlen, "out of memory");
+	/* the current contexts through the window reloads wait out */
+	if (!(os = slot_ssl_new(&s->slot)) || !(oc = slot_ssl_new(&cl->slot)) || !(s1 = SSL_new(ns)) ||
+	    !(c1 = SSL_new(nc)))
+		goto out;
+	if ((rc = handshake_pair(os, c1, why, sizeof(why))) < 0) {
+		snprintf(err, errlen, "the new truststore and keystore fail a handshake with this node's current "
+			 "certificate: %s", why);
+		goto out;
+	}
+	if ((rc = handshake_pair(s1, oc, why, sizeof(why))) < 0)
+		snprintf(err, errlen, "the new certificate fails a handshake with this node's current truststore "
+			 "(other brokers may not trust it yet: add its CA to every truststore first): %s", why);
+out:
+	SSL_free(os);
+	SSL_free(oc);
+	SSL_free(s1);
+	SSL_free(c1);
+	SSL_CTX_free(ns);
+	SSL_CTX_free(nc);
+	return rc;
+}
+
+int tls_server_same_stores(const struct tls_server *s, const struct tls_conf *next)
+{
+	struct tls_conf t = conf_with_stores(&s->conf, next);
+
+	return !strcmp(t.keystore_location, s->conf.keystore_location) && !strcmp(t.cert_chain, s->conf.cert_chain) &&
+	       !strcmp(t.key, s->conf.key) && !strcmp(t.key_password, s->conf.key_password) &&
+	       !strcmp(t.truststore, s->conf.truststore);
+}
+
+int tls_server_reconf(struct tls_server *s, const struct tls_conf *next, char *err, size_t errlen)
+{
+	return slot_reconf(&s->slot, &s->conf, next, ctx_build, err, errlen);
 }
 
 uint64_t tls_server_reloads(const struct tls_server *s)

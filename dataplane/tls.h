@@ -9,7 +9,8 @@
  * Threads: a struct tls_server (one per SSL listener) and a struct
  * tls_client (the inter-broker listener's client side) are made by main at
  * start-up (before the shards serve) and reloaded by main (SIGHUP) or the
- * control thread (the admin endpoint's POST /v1/tls/reload), one at a time
+ * control thread (the admin endpoint's POST /v1/tls/reload, and a
+ * listener's ssl.* keys changed at run time: tls_server_reconf), one at a time
  * each (a second at the same moment is refused, -EBUSY): a reload swaps
  * the SSL_CTX; a connection's thread (a shard, or the control thread for
  * its inter-broker requests) takes the current one when it makes its SSL,
@@ -46,6 +47,8 @@ struct tls_conf {
 	int tls12, tls13;               /* ssl.enabled.protocols */
 	const char *cipher_suites;      /* ssl.cipher.suites (IANA or OpenSSL names, comma-separated), or "" */
 	const char *principal_rules;    /* ssl.principal.mapping.rules */
+	int allow_dn_changes;           /* ssl.allow.dn.changes (a keystore changed at run time) */
+	int allow_san_changes;          /* ssl.allow.san.changes */
 };
 
 enum tls_client_auth { TLS_CLIENT_AUTH_NONE, TLS_CLIENT_AUTH_REQUESTED, TLS_CLIENT_AUTH_REQUIRED };
@@ -66,7 +69,27 @@ int tls_server_create(const struct tls_conf *conf, struct tls_server **out, char
  * connections use them, open ones keep theirs. On failure the old ones
  * stay. Returns 0 or -errno with err. */
 int tls_server_reload(struct tls_server *s, char *err, size_t errlen);
-/* Reloads done (any thread, relaxed). */
+/* A listener's keystore and truststore changed at run time (Kafka's
+ * dynamic listener.name.<l>.ssl.* keys, control/listeners.h): the
+ * keystore location or chain and key, the key's password and the
+ * truststore of next (the rest of next is not read: protocols, suites,
+ * client authentication and principal rules stay the server's).
+ * tls_server_check: whether they load (a context made and freed) and pass
+ * Kafka's checks of a changed store (the certificate keeps its subject and
+ * subjectAltNames unless ssl.allow.dn.changes / ssl.allow.san.changes; no
+ * keystore added or removed; no truststore added to a listener without
+ * one), 0 or -EINVAL with err naming the key and file or why (never the
+ * password);
+ * tls_server_reconf: they replace the server's and a new context is
+ * swapped in as a reload does (connections made after use it, open ones
+ * keep theirs; later reloads reread the new files), or on failure nothing
+ * changes. @thread control (a reload at the same moment: -EBUSY) */
+int tls_server_check(struct tls_server *s, const struct tls_conf *next, char *err, size_t errlen);
+int tls_server_reconf(struct tls_server *s, const struct tls_conf *next, char *err, size_t errlen);
+/* 1 when next's stores are the ones the server has (the same keys'
+ * values, not the files' contents). @thread control (the stores' writer) */
+int tls_server_same_stores(const struct tls_server *s, const struct tls_conf *next);
+/* Reloads done, a tls_server_reconf among them (any thread, relaxed). */
 uint64_t tls_server_reloads(const struct tls_server *s);
 /* @thread main, after the shards stopped. */
 void tls_server_destroy(struct tls_server *s);
@@ -81,7 +104,20 @@ int tls_client_create(const struct tls_conf *conf, struct tls_client **out, char
  * connections made after use them, open ones keep theirs. On failure the
  * old ones stay. 0 or -errno with err. */
 int tls_client_reload(struct tls_client *c, char *err, size_t errlen);
-/* Reloads done (any thread, relaxed). */
+/* The client side's tls_server_check / tls_server_reconf (the
+ * inter-broker listener's stores changed at run time): the truststore
+ * needed. @thread control */
+int tls_client_check(struct tls_client *c, const struct tls_conf *next, char *err, size_t errlen);
+int tls_client_reconf(struct tls_client *c, const struct tls_conf *next, char *err, size_t errlen);
+/* The inter-broker listener's change checked as Kafka checks it: a
+ * handshake (in memory, no hostname) of its current server with a client
+ * of next's stores, and of a server of next's stores with its current
+ * client, so that the node still trusts itself both ways (a CA is added to
+ * the truststores before certificates of it are used). 0 or -EINVAL with
+ * err saying which and why. @thread control */
+int tls_pair_check(struct tls_server *s, struct tls_client *c, const struct tls_conf *next, char *err,
+		   size_t errlen);
+/* Reloads done, a tls_client_reconf among them (any thread, relaxed). */
 uint64_t tls_client_reloads(const struct tls_client *c);
 /* @thread main, after every thread that connects stopped. */
 void tls_client_destroy(struct tls_client *c);

@@ -35,6 +35,12 @@ TEST_SCRIPTS += tests/integration/test_kafka_rules.py
 # with mutual TLS, openssl s_client refused TLS 1.0/1.1, a client of another
 # CA refused, SIGHUP reloading the certificate (certificates made by the test)
 TEST_SCRIPTS += tests/integration/test_tls.py
+# a listener's keystore and truststore changed at run time, as Kafka's dynamic
+# listener configs (IncrementalAlterConfigs on the node's broker resource): the
+# new CA's clients served and the old one's refused, files that do not load
+# refused naming the key, kept over a restart, the password never shown; an
+# SSL inter-broker listener rotated node by node in a 3-node cluster (~25 s)
+TEST_SCRIPTS += tests/integration/test_tls_dynamic.py
 # SASL listeners (issue 21): PLAIN and SCRAM with librdkafka, kcat, kafka-python
 # and kafkajs, the refusals before authentication, SCRAM users through the
 # metadata log (a 3-node cluster)

@@ -513,6 +513,70 @@ Test(config, compression_type)
 	cr_assert_eq(pc.compression, 4, "the broker default flows through");
 }
 
+struct lkey_seen {
+	int n;
+	const char *value, *source;
+	int password_shown, jaas_shown;
+};
+
+static void lkey_cb(const char *key, const char *value, const char *source, int is_default, void *arg)
+{
+	struct lkey_seen *s = arg;
+
+	(void)is_default;
+	if (strncmp(key, "listener.name.", 14))
+		return;
+	s->n++;
+	if (!strcmp(key, "listener.name.ssl.ssl.keystore.location")) {
+		s->value = value;
+		s->source = source;
+	}
+	s->password_shown |= strstr(key, "ssl.key.password") && value;
+	s->jaas_shown |= strstr(key, "sasl.jaas.config") && value;
+}
+
+/* A listener's keystore and truststore (Kafka's per-broker dynamic
+ * listener configs): dynamic, on a node's resource only; the broker-wide
+ * keys and a listener's other keys are not; passwords never shown. */
+Test(config, dynamic_listener_store_keys)
+{
+	struct config *d;
+	struct lkey_seen s = { 0 };
+
+	cr_assert_eq(config_dynamic_validate("listener.name.ssl.ssl.keystore.location", "/x.pem", err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(config_dynamic_validate("listener.name.EXTERNAL.ssl.key.password", NULL, err, sizeof(err)), 0);
+	cr_assert(config_dynamic("listener.name.ssl.ssl.truststore.certificates"));
+	cr_assert(config_dynamic_per_broker("listener.name.ssl.ssl.keystore.key"));
+	cr_assert(!config_dynamic_per_broker("log.retention.ms") && !config_dynamic_per_broker("ssl.keystore.location"));
+	cr_assert_eq(config_dynamic_validate("ssl.keystore.location", "/x.pem", err, sizeof(err)), -EPERM);
+	cr_assert(strstr(err, "only per-listener using the listener prefix"), "%s", err);
+	cr_assert_eq(config_dynamic_validate("listener.name.ssl.ssl.client.auth", "required", err, sizeof(err)), -EPERM);
+	cr_assert(strstr(err, "Cannot update these configs dynamically"), "%s", err);
+	cr_assert_eq(config_dynamic_validate("listener.name.ssl.ssl.nope", "1", err, sizeof(err)), -ENOENT);
+	cr_assert(config_sensitive("listener.name.ssl.ssl.key.password") && config_sensitive("ssl.keystore.key") &&
+		  config_sensitive("listener.name.x.plain.sasl.jaas.config"));
+	cr_assert(!config_sensitive("listener.name.ssl.ssl.keystore.location") && !config_sensitive("listeners"));
+
+	/* the file's value, then a dynamic one over it (in a copy): listed with
+	 * its source; a password listed without its value */
+	cr_assert_eq(config_set(c, "listener.name.SSL.ssl.keystore.location", "/file.pem", "f:1", err, sizeof(err)), 0);
+	cr_assert_eq(config_set(c, "listener.name.ssl.ssl.key.password", "pw", "f:2", err, sizeof(err)), 0);
+	cr_assert_eq(config_set(c, "listener.name.x.plain.sasl.jaas.config", "a b=\"c\";", "f:3", err, sizeof(err)), 0);
+	cr_assert_eq(config_dup(c, &d), 0);
+	cr_assert_eq(config_set(d, "listener.name.ssl.ssl.keystore.location", "/new.pem", "dynamic-broker", err,
+				sizeof(err)), 0);
+	config_foreach(d, lkey_cb, &s);
+	cr_assert_eq(s.n, 3);
+	cr_assert_str_eq(s.value, "/new.pem");
+	cr_assert_str_eq(s.source, "dynamic-broker");
+	cr_assert(!s.password_shown && !s.jaas_shown);
+	cr_assert_str_eq(config_listener_str(d, "SSL", "ssl.keystore.location"), "/new.pem");
+	cr_assert_str_eq(config_listener_str(c, "SSL", "ssl.keystore.location"), "/file.pem");
+	cr_assert_str_eq(config_source(c, "listener.name.ssl.ssl.keystore.location"), "f:1");
+	config_destroy(d);
+}
+
 /* AlterConfigs on the broker resource: the topic defaults only. */
 Test(config, dynamic_broker_keys)
 {
