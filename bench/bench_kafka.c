@@ -109,6 +109,10 @@ static void usage(FILE *f, const char *cmd)
 		"  --broker-dir DIR        with --bootstrap: its data dir, for disk use\n"
 		"  --shards N              broker shards (default 0: one per core)\n"
 		"  --set KEY=VALUE         extra broker setting (repeatable)\n"
+		"  --client-set KEY=VALUE  a librdkafka property of every client the run\n"
+		"                          makes (repeatable; e.g. socket.nagle.disable=true);\n"
+		"                          the run's own settings (acks, linger.ms, batch\n"
+		"                          sizes, idempotence) are set after it and win\n"
 		"  --records N             records (default 5000000; suffix K/M)\n"
 		"  --size BYTES            record value size (default 100)\n"
 		"  --partitions P          partitions of the topic (default 6; idle: 100)\n"
@@ -226,6 +230,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			if (!strchr(val, '=') || o->nsets >= 16)
 				return bad_option(o->cmd, name, "expects KEY=VALUE (at most 16)");
 			o->sets[o->nsets++] = val;
+		} else if (!strcmp(name, "--client-set")) {
+			if (!strchr(val, '=') || *val == '=' || o->nclient_sets >= 16)
+				return bad_option(o->cmd, name, "expects KEY=VALUE (at most 16)");
+			o->client_sets[o->nclient_sets++] = val;
 		} else if (!strcmp(name, "--records")) {
 			if (parse_count(val, &o->records) < 0 || !o->records || o->records > 1000000000)
 				return bad_option(o->cmd, name, "expects a count in [1, 1G]");
@@ -348,9 +356,11 @@ static void print_header(const struct opts *o, const struct broker *br, const ch
 		snprintf(shards, sizeof(shards), "shards=%d%s", br->shards, br->shards ? "" : " (one per core)");
 	if (o->replication_factor > 1)
 		snprintf(rf, sizeof(rf), " (replication factor %d)", o->replication_factor);
-	printf("# sluice-bench %s: %d-byte records, %d partitions%s, acks=%d, compression=%s, %s%s%s; "
-	       "MB = 10^6 bytes of record values; latency in ms\n", o->cmd, o->size, o->partitions, rf, o->acks,
-	       o->compression, shards, extra ? ", " : "", extra ? extra : "");
+	printf("# sluice-bench %s: %d-byte records, %d partitions%s, acks=%d, compression=%s, %s%s%s", o->cmd,
+	       o->size, o->partitions, rf, o->acks, o->compression, shards, extra ? ", " : "", extra ? extra : "");
+	for (int i = 0; i < o->nclient_sets; i++)
+		printf("%s%s", i ? " " : ", clients: ", o->client_sets[i]);
+	printf("; MB = 10^6 bytes of record values; latency in ms\n");
 }
 
 static void print_target(double v, double target, int at_most)
@@ -659,6 +669,7 @@ static int bench_kafka(enum mode mode, const char *cmd, int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	client_props(o.client_sets, o.nclient_sets);
 	switch (mode) {
 	case M_PRODUCE:
 	case M_CONSUME:

@@ -52,6 +52,9 @@ struct opts {
 	const char *broker_dir;
 	const char *sets[16];
 	int nsets;
+	/* --client-set: librdkafka properties of every client (client_props) */
+	const char *client_sets[16];
+	int nclient_sets;
 	/* broker_start only: more arguments of sluiced (--add-scram ...) */
 	const char *args[8];
 	int nargs;
@@ -134,6 +137,11 @@ int conf_set(rd_kafka_conf_t *c, const char *k, const char *v);
  * kv[2i], kv[2i+1], borrowed until the next call; n 0: none. Main thread,
  * while no client is being made. */
 void client_security(const char *const *kv, int n);
+/* Properties (KEY=VALUE, as --client-set gives them) set on every client
+ * made from then on, after client_security's and before the benchmark's
+ * own settings (which win); written by the main thread only while no
+ * client is being made. */
+void client_props(const char *const *kv, int n);
 /* bootstrap.servers and an error callback counting into errs (the opaque;
  * a caller that sets its own opaque must keep errs its first member). */
 rd_kafka_conf_t *base_conf(const char *bootstrap, struct client_errs *errs);

@@ -51,11 +51,20 @@ int conf_set(rd_kafka_conf_t *c, const char *k, const char *v)
  * while no client is being made, read by base_conf. */
 static const char *const *sec_kv;
 static int sec_n;
+/* client_props's KEY=VALUE strings, the same way */
+static const char *const *prop_kv;
+static int prop_n;
 
 void client_security(const char *const *kv, int n)
 {
 	sec_kv = kv;
 	sec_n = n;
+}
+
+void client_props(const char *const *kv, int n)
+{
+	prop_kv = kv;
+	prop_n = n;
 }
 
 rd_kafka_conf_t *base_conf(const char *bootstrap, struct client_errs *errs)
@@ -71,6 +80,22 @@ rd_kafka_conf_t *base_conf(const char *bootstrap, struct client_errs *errs)
 			rd_kafka_conf_destroy(c);
 			return NULL;
 		}
+	for (int i = 0; i < prop_n; i++) {
+		const char *eq = strchr(prop_kv[i], '=');
+		char key[128];
+
+		if (!eq || eq == prop_kv[i] || (size_t)(eq - prop_kv[i]) >= sizeof(key)) {
+			fprintf(stderr, "kafka: --client-set %s: expects KEY=VALUE\n", prop_kv[i]);
+			rd_kafka_conf_destroy(c);
+			return NULL;
+		}
+		memcpy(key, prop_kv[i], (size_t)(eq - prop_kv[i]));
+		key[eq - prop_kv[i]] = '\0';
+		if (conf_set(c, key, eq + 1) < 0) {
+			rd_kafka_conf_destroy(c);
+			return NULL;
+		}
+	}
 	rd_kafka_conf_set_error_cb(c, error_cb);
 	rd_kafka_conf_set_opaque(c, errs);
 	return c;
