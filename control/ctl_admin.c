@@ -716,20 +716,25 @@ static void ctl_broker_configured(struct ctl *ctl, struct ctl_prop *p)
 		ctl_listeners_follow(ctl, ct);
 	if (!served)
 		return;
-	n = op->ncreated + ctl_topics_served(ctl) + 1;
+	n = op->ncreated + metalog_topic_count(ctl->ml) + 1;
 	op->created = realloc(op->created, (size_t)n * sizeof(*op->created));
 	op->created_for = realloc(op->created_for, (size_t)n * sizeof(*op->created_for));
-	op->replaced = realloc(op->replaced, (size_t)(op->nreplaced + ctl_topics_served(ctl) + 1) * sizeof(*op->replaced));
+	op->replaced = realloc(op->replaced, (size_t)(op->nreplaced + metalog_topic_count(ctl->ml) + 1) *
+			       sizeof(*op->replaced));
 	if (!op->created || !op->created_for || !op->replaced)
 		abort();   /* the control thread's own bookkeeping */
-	for (int i = 0; i < ctl_topics_served(ctl); i++) {
-		struct md_topic *t = ctl_topic_served_at(ctl, i), *nt;
-		const struct meta_topic *mt = metalog_topic(ctl->ml, t->name);
+	/* the image's topics, each with the handle of the served entry of its
+	 * name (given back to the builder, replaced) */
+	for (int i = 0; i < metalog_topic_count(ctl->ml); i++) {
+		const struct meta_topic *mt = metalog_topic_at(ctl->ml, i);
+		struct md_topic *t = ctl_topic_served(ctl, mt->name, (int32_t)strlen(mt->name)), *nt;
 		int done = 0;
 
+		if (!t || metalog_topic(ctl->ml, t->name) != mt)
+			continue;   /* not served, or its name another entry's in the image */
 		for (int j = 0; j < op->nreplaced; j++)
 			done |= op->replaced[j] == t;
-		if (done || !mt)
+		if (done)
 			continue;
 		nt = ctl_topic_build(ctl, mt);
 		op->replaced[op->nreplaced++] = t;

@@ -248,18 +248,20 @@ static void elect_republish(struct ctl *ctl)
 {
 	struct md_topic **add, **rep;
 	int32_t self = ctl->b->set.node_id;
-	int n = 0, ntopics = ctl_topics_served(ctl);
+	int n = 0, ntopics = metalog_topic_count(ctl->ml);
 
 	if (!ntopics)
 		return;
 	add = xcalloc((size_t)ntopics, sizeof(*add));
 	rep = xcalloc((size_t)ntopics, sizeof(*rep));
+	/* the image's topics, each with the handle of its served entry (given
+	 * back to the builder) */
 	for (int i = 0; i < ntopics; i++) {
-		struct md_topic *t = ctl_topic_served_at(ctl, i);   /* a handle, handed back to the builder */
-		const struct meta_topic *mt = metalog_topic(ctl->ml, t->name);
+		const struct meta_topic *mt = metalog_topic_at(ctl->ml, i);
+		struct md_topic *t = ctl_topic_served_id(ctl, mt->id);
 
-		if (!mt || memcmp(mt->id, t->id, 16) || ctl_topic_follows(t, mt))
-			continue;   /* (another id: deleted and made again, ctl_follow.c's) */
+		if (!t || metalog_topic(ctl->ml, t->name) != mt || ctl_topic_follows(t, mt))
+			continue;   /* not served, or its name now another id's (deleted and made again, ctl_follow.c's) */
 		for (int32_t j = 0; j < mt->partitions; j++) {
 			const struct meta_part *p = &mt->parts[j];
 			struct ctl_home *h = ctl_home_find(ctl->homes, mt->id, j);

@@ -150,8 +150,11 @@ static int rebuild(struct ctl *ctl)
 		if (ctl->follow_kind[i] == CTL_FOLLOW_CHANGED && (!served(ctl, ctl->follow[i]) || !mt || mt->deleted))
 			drop_entry(ctl, i--);
 	}
-	for (int i = 0; i < ctl_topics_served(ctl) && !any; i++)
-		any = due(ctl, ctl_topic_served_at(ctl, i), 0, &mt);
+	for (int i = 0; i < metalog_topic_count(ctl->ml) && !any; i++) {
+		const struct md_topic *t = ctl_topic_served_id(ctl, metalog_topic_at(ctl->ml, i)->id);
+
+		any = t && due(ctl, t, 0, &mt);
+	}
 	if (!any)
 		return 0;
 	if (all) {
@@ -166,17 +169,19 @@ static int rebuild(struct ctl *ctl)
 		ctl->eff = eff;
 	}
 	op = xcalloc(1, sizeof(*op));
-	op->created = xcalloc((size_t)ctl_topics_served(ctl) + 1, sizeof(*op->created));
-	op->created_for = xcalloc((size_t)ctl_topics_served(ctl) + 1, sizeof(*op->created_for));
-	op->replaced = xcalloc((size_t)ctl_topics_served(ctl) + 1, sizeof(*op->replaced));
+	op->created = xcalloc((size_t)metalog_topic_count(ctl->ml) + 1, sizeof(*op->created));
+	op->created_for = xcalloc((size_t)metalog_topic_count(ctl->ml) + 1, sizeof(*op->created_for));
+	op->replaced = xcalloc((size_t)metalog_topic_count(ctl->ml) + 1, sizeof(*op->replaced));
 	ctl->ops_open++;   /* ctl_op_step's end counts it out */
 	op->started = ctl_follow_opened;
-	for (int i = 0; i < ctl_topics_served(ctl); i++) {
-		struct md_topic *t = ctl_topic_served_at(ctl, i), *nt;
-		int at = changed_at(ctl, t->id);
+	/* the image's topics, each with the handle of its served entry */
+	for (int i = 0; i < metalog_topic_count(ctl->ml); i++) {
+		struct md_topic *t = ctl_topic_served_id(ctl, metalog_topic_at(ctl->ml, i)->id), *nt;
+		int at;
 
-		if (!due(ctl, t, all, &mt))
+		if (!t || !due(ctl, t, all, &mt))
 			continue;
+		at = changed_at(ctl, t->id);
 		if (at >= 0)
 			drop_entry(ctl, at);
 		nt = ctl_topic_build(ctl, mt);   /* (the epochs the book says were told kept) */

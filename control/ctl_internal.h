@@ -516,12 +516,9 @@ int ctl_topic_follows(const struct md_topic *t, const struct meta_topic *mt);
  * handle to give back to the builder (replaced or deleted by an
  * operation); its partitions are the builder's to read. */
 struct md_topic *ctl_topic_served(const struct ctl *ctl, const char *name, int32_t len);
-/* Likewise by position (0 .. ctl_topics_served() - 1: the published
- * snapshot's topics, 0 before the first) and by topic id (NULL: none):
- * the control thread's other files reach the snapshot it published only
- * through these. */
-int ctl_topics_served(const struct ctl *ctl);
-struct md_topic *ctl_topic_served_at(const struct ctl *ctl, int i);
+/* Likewise by topic id (NULL: none): the control thread's other files
+ * walk their own metadata image and reach the snapshot it published only
+ * through these lookups. */
 struct md_topic *ctl_topic_served_id(const struct ctl *ctl, const uint8_t id[16]);
 /* The broker config the published snapshot carries (NULL before the
  * first), and the broker of that id it lists (NULL: none). */

@@ -133,10 +133,10 @@ void ctl_offline_tick(struct ctl *ctl)
 	if (ctl->logdir_halted || ctl->now_ms < ctl->logdir_next || __atomic_load_n(&b->stopping, __ATOMIC_RELAXED))
 		return;
 	ctl->logdir_next = ctl->now_ms + LOGDIR_LOOK_MS;
-	for (int k = 0; k < ctl_topics_served(ctl); k++) {
-		const struct md_topic *tp = ctl_topic_served_at(ctl, k);
+	for (int k = 0; k < metalog_topic_count(ctl->ml); k++) {
+		const struct md_topic *tp = ctl_topic_served_id(ctl, metalog_topic_at(ctl->ml, k)->id);
 
-		for (int32_t i = 0; i < tp->nparts; i++) {
+		for (int32_t i = 0; tp && i < tp->nparts; i++) {
 			const struct ctl_home *h = ctl_part_home(ctl, tp->id, i);
 
 			if (!h)

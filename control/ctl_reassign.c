@@ -216,11 +216,11 @@ static void rehost(struct ctl *ctl, struct md_topic *t, const struct meta_topic 
 
 static void hosting_scan(struct ctl *ctl)
 {
-	for (int i = 0; i < ctl_topics_served(ctl) && !ctl->ops_open; i++) {
-		struct md_topic *t = ctl_topic_served_at(ctl, i);
-		const struct meta_topic *mt = metalog_topic(ctl->ml, t->name);
+	for (int i = 0; i < metalog_topic_count(ctl->ml) && !ctl->ops_open; i++) {
+		const struct meta_topic *mt = metalog_topic_at(ctl->ml, i);
+		struct md_topic *t = ctl_topic_served_id(ctl, mt->id);   /* the handle rehost gives back */
 
-		if (!mt || mt->deleted || memcmp(mt->id, t->id, 16) || !hosting_changes(ctl, t, mt))
+		if (!t || metalog_topic(ctl->ml, t->name) != mt || mt->deleted || !hosting_changes(ctl, t, mt))
 			continue;
 		rehost(ctl, t, mt);      /* one operation at a time: it replaces the snapshot's topic */
 	}

@@ -262,7 +262,7 @@ void ctl_roles_refresh(struct ctl *ctl)
 {
 	int n = metalog_topic_count(ctl->ml);
 
-	for (int i = 0; ctl_topics_served(ctl) && i < n; i++) {
+	for (int i = 0; i < n; i++) {
 		const struct meta_topic *mt = metalog_topic_at(ctl->ml, i);
 		const struct md_topic *t = ctl_topic_served(ctl, mt->name, (int32_t)strlen(mt->name));
 

@@ -26,16 +26,6 @@ struct md_topic *ctl_topic_served(const struct ctl *ctl, const char *name, int32
 	return (struct md_topic *)md_find(ctl->b->md, name, len);
 }
 
-int ctl_topics_served(const struct ctl *ctl)
-{
-	return ctl->b->md ? ctl->b->md->ntopics : 0;
-}
-
-struct md_topic *ctl_topic_served_at(const struct ctl *ctl, int i)
-{
-	return ctl->b->md->topics[i];   /* the builder's allocation, as above */
-}
-
 struct md_topic *ctl_topic_served_id(const struct ctl *ctl, const uint8_t id[16])
 {
 	return ctl->b->md ? (struct md_topic *)md_find_id(ctl->b->md, id) : NULL;
