@@ -13,6 +13,7 @@
 #include "dataplane/part_proxy.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
+#include "storage/controls.h"
 
 /* ---- replay ---------------------------------------------------------------- */
 
@@ -89,6 +90,8 @@ static void replay_record(struct group_coord *gc, const struct record_view *rv, 
 
 			group_txn_pending_set(g, txn_pid, &e);   /* takes topic and meta */
 			topic = meta = NULL;
+		} else if (SLUICE_CONTROL_OFF(replay_first_wins) && group_offset_find(g, topic, part)) {
+			/* control: a key's later commits ignored, the first kept */
 		} else {
 			group_offset_set(g, topic, part, off, epoch, meta, ts);
 		}

@@ -18,6 +18,7 @@
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part_proxy.h"
 #include "storage/batch.h"
+#include "storage/controls.h"
 
 /* the coordinator's state and its helpers: control/txn_table.h */
 static const char *const tstate_names[] = { "Empty", "Ongoing", "PrepareCommit", "PrepareAbort",
@@ -277,6 +278,11 @@ static void remote_markers_done(struct ctl *ctl, void *cookie, int err, const vo
 			fprintf(stderr, "sluiced: transactional id %s: %s-%d refused the %s marker of epoch %d (it "
 				"knows a newer one): not written\n", t->id, tp->topic, tp->part,
 				t->commit ? "COMMIT" : "ABORT", t->epoch);
+			tp->marked = 1;
+		} else if (err && SLUICE_CONTROL_OFF(unanswered_marker_taken)) {
+			fprintf(stderr, "sluiced: transactional id %s: the %s marker to %s-%d: no answer from its "
+				"leader: %s (taken as written: control)\n", t->id, t->commit ? "COMMIT" : "ABORT", tp->topic,
+				tp->part, strerror(-err));
 			tp->marked = 1;
 		} else if (err) {
 			/* the connection lost, ...: the leader is looked up

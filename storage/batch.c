@@ -3,6 +3,7 @@
 
 #include "storage/batch.h"
 #include "storage/compress.h"
+#include "storage/controls.h"
 
 static const char *const batch_err_names[BATCH_ERR__COUNT] = {
 	[BATCH_OK] = "ok",
@@ -368,7 +369,8 @@ int batch_validate(const uint8_t *buf, size_t len, uint32_t max_size, unsigned f
 		return -BATCH_ERR_TOO_LARGE;
 	if (size > len)
 		return -BATCH_ERR_TRUNCATED;
-	if (batch_compute_crc(buf, size) != be32_load(buf + OF_Crc))
+	if (batch_compute_crc(buf, size) != be32_load(buf + OF_Crc) &&
+	    !((flags & BATCH_V_PRODUCE) && SLUICE_CONTROL_OFF(no_crc_check)))
 		return -BATCH_ERR_CRC;
 	attrs = batch_attributes(buf);
 	if ((attrs & BATCH_ATTR_CODEC_MASK) > 4)

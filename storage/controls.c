@@ -20,6 +20,10 @@ static const char *const names[SLUICE_CONTROL_COUNT] = {
 	[SLUICE_CONTROL_no_generation_check] = "no-generation-check",
 	[SLUICE_CONTROL_lso_ignored] = "lso-ignored",
 	[SLUICE_CONTROL_end_out_of_range] = "end-out-of-range",
+	[SLUICE_CONTROL_no_crc_check] = "no-crc-check",
+	[SLUICE_CONTROL_replay_first_wins] = "replay-first-wins",
+	[SLUICE_CONTROL_unanswered_marker_taken] = "unanswered-marker-taken",
+	[SLUICE_CONTROL_next_batch] = "next-batch",
 };
 
 __attribute__((constructor)) static void control_from_env(void)

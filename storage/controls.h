@@ -28,6 +28,10 @@ enum sluice_control_id {
 	SLUICE_CONTROL_no_generation_check, /* OffsetCommit from a stale generation or non-member taken */
 	SLUICE_CONTROL_lso_ignored,         /* read_committed served as read_uncommitted */
 	SLUICE_CONTROL_end_out_of_range,    /* a consumer's fetch at the log end answered OFFSET_OUT_OF_RANGE */
+	SLUICE_CONTROL_no_crc_check,        /* a produced batch whose CRC does not match appended */
+	SLUICE_CONTROL_replay_first_wins,   /* __consumer_offsets read back: a key's first commit kept, not its last */
+	SLUICE_CONTROL_unanswered_marker_taken, /* a WriteTxnMarkers left unanswered taken as written */
+	SLUICE_CONTROL_next_batch,          /* a read from inside a batch starts at the next batch */
 	SLUICE_CONTROL_COUNT
 };
 extern int sluice_control;

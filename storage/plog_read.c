@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "storage/batch.h"
+#include "storage/controls.h"
 #include "storage/plog.h"
 #include "storage/plog_internal.h"
 
@@ -39,7 +40,8 @@ static uint32_t pick_batches(const struct plog_read *rd, const uint8_t *p, size_
 		size = batch_size(b);
 		if (at + size > avail) {
 			if (!started && batch_last_offset(b) >= rd->offset &&
-			    batch_base_offset(b) < rd->max_offset) {
+			    batch_base_offset(b) < rd->max_offset &&
+			    !(SLUICE_CONTROL_OFF(next_batch) && batch_base_offset(b) < rd->offset)) {
 				*incomplete = 1;
 				*need = (uint32_t)(at + size);
 				start = at;
@@ -47,7 +49,8 @@ static uint32_t pick_batches(const struct plog_read *rd, const uint8_t *p, size_
 			break;
 		}
 		if (!started) {
-			if (batch_last_offset(b) < rd->offset) {
+			if (batch_last_offset(b) < rd->offset ||
+			    (SLUICE_CONTROL_OFF(next_batch) && batch_base_offset(b) < rd->offset)) {
 				at += size;
 				continue;
 			}

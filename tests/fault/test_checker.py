@@ -458,6 +458,29 @@ def skipped():
 
 
 @test
+def skipped_from_an_assignments_start():
+    """An assign line's start (the committed offset the member fetched):
+    its first read after it must be the first record of the log at or past
+    the start. Records at 0-2 and 4-6 (3: a marker). Session 1 starts at 2
+    and reads 4 first (2 skipped); session 2 starts at 1 and reads 1; session
+    3 starts at 3 and reads 4, the log's next record: nothing skipped."""
+    h = H()
+    offs = (0, 1, 2, 4, 5, 6)
+    for i, o in enumerate(offs):
+        h.produce("p1-%d" % i, "t", 0, o)
+    for sess, start in ((1, 2), (2, 1), (3, 3)):
+        h.add("r", "assign", partitions=[["t", 0]], generation=sess, member="m", session=sess, group="G",
+              start=[["t", 0, start]])
+        for i, o in enumerate(offs):
+            if o >= (4 if sess == 1 else start):
+                h.read("r", RU, sess, "t", 0, o, "p1-%d" % i)
+    h.final("t", 0, [(o, "p1-%d" % i) for i, o in enumerate(offs)], 7)
+    res = h.check()
+    assert nonzero(res) == {"skipped": 1}, res
+    assert [(d["offsets"], d["between"], d["session"]) for d in res["details"]["skipped"]] == [([2], [2, 4], 1)], res
+
+
+@test
 def stale_commit():
     """g1 commits (ok) after its revoke; g3 commits (ok) with generation 1
     after g2 was assigned in generation 2, without having seen a revoke."""

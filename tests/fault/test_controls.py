@@ -4,7 +4,7 @@ checker). Each scenario runs twice: against the control broker
 (BUILD/control/sluiced, `make control-broker`) with SLUICE_CONTROL=NAME,
 which lacks that one protection, and against the normal broker. Both runs
 write a history in the fault suite's JSONL contract (docs/fault-testing.md)
-and the checker (tools/sluicefault/checker.py, when present) reads it: the
+and the checker (tools/sluicefault/checker.py) reads it: the
 control's anomaly must be counted with the control, and no anomaly at all
 without. Each
 scenario also asserts the anomaly directly (an offset, a value), so the
@@ -16,12 +16,18 @@ Scenarios (docs/fault-testing.md#controls):
   no-dedup             duplicated   a resent idempotent batch (its response lost by faultproxy)
   no-seq-check         reordered    a batch past a sequence gap, then the gap's
   lso-ignored          aborted_visible  read_committed after an aborted transaction;
-                       cycles       two open transactions reading each other's records
+                       cycles       two open transactions reading each other's records;
+                       premature_read  an open transaction's record read before its last was sent
   no-generation-check  stale_commit a member that left commits after the new owner
   ack-before-isr       lost         acks=all to a leader cut off from its followers, then killed
   no-truncate          divergent    the old leader, back as a follower, keeps its own tail
   end-out-of-range     nonmonotonic a member's fetch at the log end refused: it reads from the start
                                     again (not counted as client-stale-reset)
+  no-crc-check         unexpected   a batch damaged on its way (its CRC no longer matches) taken
+  next-batch           skipped      a member starting inside a batch given the next one
+  replay-first-wins    commit_backwards  offsets read back after a restart: the first commit wins
+  unanswered-marker-taken partial_txn  a marker whose WriteTxnMarkers went unanswered taken as
+                                    written; the producer's next transaction aborts on that partition
 
 Clients are raw (tests/integration/kraw.py, ktxn.py): each request is one
 deterministic step. The cluster scenarios need root (network namespaces:
@@ -35,6 +41,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -76,14 +83,17 @@ class Hist(history.Writer):
         return v
 
 
-def final_read(bootstrap, topic, partition, out_dir):
+def final_read(bootstrap, topic, partition, out_dir, check_crc=True):
     """The final reader's full read of one partition from the log start,
     both isolation levels, as a client sees it: read_committed drops the
     records of the transactions the answer lists as aborted (as the Java
     consumer and librdkafka do). Written to the history once the whole read
-    succeeded (a caller may retry it). Returns {isolation: [(offset, value)]}."""
+    succeeded (a caller may retry it). check_crc False reads as librdkafka
+    does by default (check.crcs=false): a batch's CRC not checked. Returns
+    {isolation: [(offset, value)]}."""
     seen, lines = {}, []
     with ktxn.TConn(bootstrap) as c:
+        c.check_crc = check_crc
         for iso, name in ((ktxn.READ_COMMITTED, "read_committed"), (ktxn.READ_UNCOMMITTED, "read_uncommitted")):
             reader = "final-rc" if iso == ktxn.READ_COMMITTED else "final-ru"
             got, off, end = [], 0, None
@@ -179,6 +189,18 @@ def both(name, anomaly, scenario, single=True, settings=None):
     bad = {a: cn[a] for a in ANOMALIES if cn[a]}
     assert not bad, "%s: the checker found anomalies against the normal broker: %r" % (name, bad)
     return out
+
+
+def produce_logged(h, p, topic, vals, txn=None):
+    """One batch of vals to partition 0 by producer p (ktxn.Producer), with
+    its send and ack lines; the answer."""
+    for x in vals:
+        h.w("send", value=x, key=None, topic=topic, partition=0, txn=txn)
+    r = p.produce(topic, 0, [x.encode() for x in vals])
+    assert r.error == 0, r
+    for i, x in enumerate(vals):
+        h.w("ack", value=x, topic=topic, partition=0, offset=r.base + i)
+    return r
 
 
 def positions(seen, value):
@@ -280,12 +302,7 @@ def scenario_aborted(bootstrap, out):
             h.w("txn_begin", txn=txn)
             p.add(topic, [0])
             vals = [h.value() for _ in range(2)]
-            for x in vals:
-                h.w("send", value=x, key=None, topic=topic, partition=0, txn=txn)
-            r = p.produce(topic, 0, [x.encode() for x in vals])
-            assert r.error == 0, r
-            for i, x in enumerate(vals):
-                h.w("ack", value=x, topic=topic, partition=0, offset=r.base + i)
+            produce_logged(h, p, topic, vals, txn)
             err = p.end(commit)
             assert err == 0, err
             h.w("txn_commit" if commit else "txn_abort", txn=txn, ok=True, error=None)
@@ -347,11 +364,205 @@ def scenario_wr_cycle(bootstrap, out):
     return seen
 
 
+def scenario_premature(bootstrap, out):
+    """A transaction writes a record; a read_committed reader reads the
+    partition; the transaction writes its second record and commits. Up to
+    the last stable offset the reader sees nothing of it; served past it,
+    the reader reads the first record before the transaction's last one was
+    sent, so before its commit could have been asked for (the checker's
+    premature_read). Returns the number of the transaction's records the
+    reader read."""
+    topic = "early"
+    h, hr = Hist(out, "e"), Hist(out, "er")
+    mine, seen = [], 0
+    with ktxn.TConn(bootstrap) as c, ktxn.TConn(bootstrap) as cr:
+        ktxn.new_topic(c, topic)
+        p = ktxn.Producer(c, "ctl-early")
+        txn = "e-t0"
+        h.w("txn_begin", txn=txn)
+        p.add(topic, [0])
+        for k in range(2):
+            v = h.value()
+            mine.append(v)
+            produce_logged(h, p, topic, [v], txn)
+            if k == 0:
+                f = cr.fetch1(topic, 0, 0, ktxn.READ_COMMITTED)
+                assert f.error == 0, f
+                for bt in f.batches:
+                    for rec in ([] if bt.control else bt.records):
+                        x = rec.value.decode()
+                        hr.w("read", value=x, key=None, topic=topic, partition=0, offset=rec.offset, reader="er",
+                             isolation="read_committed", session=1)
+                        seen += x in mine
+        err = p.end(True)
+        assert err == 0, err
+        h.w("txn_commit", txn=txn, ok=True, error=None)
+    h.close()
+    hr.close()
+    final_read(bootstrap, topic, 0, out)
+    return seen
+
+
 def scenario_lso(bootstrap, out):
-    """scenario_aborted and scenario_wr_cycle against one broker: (records
-    of the aborted transaction read read_committed, records of the other
-    open transaction read)."""
-    return scenario_aborted(bootstrap, out), scenario_wr_cycle(bootstrap, out)
+    """scenario_aborted, scenario_wr_cycle and scenario_premature against
+    one broker: (records of the aborted transaction read read_committed,
+    records of the other open transaction read, records of an open
+    transaction read before its last was sent)."""
+    return scenario_aborted(bootstrap, out), scenario_wr_cycle(bootstrap, out), scenario_premature(bootstrap, out)
+
+
+CORRUPT_MESSAGE = 2                     # Kafka's error code
+
+
+def scenario_corrupt(bootstrap, out):
+    """A producer's batch damaged on its way (one bit of a value flipped
+    after the client computed the batch's CRC: a bad NIC, a proxy's bug;
+    TCP's checksum misses what a CRC-32C catches); refused, the client sends
+    it again, undamaged, as clients retry CORRUPT_MESSAGE; then the next one.
+    The broker must check the CRC and refuse the damaged batch, so that no
+    record nobody sent is ever read: the readers do not check CRCs
+    (librdkafka's check.crcs=false, its default), what the broker took is
+    what they read. Returns the number of records read that nobody sent."""
+    topic = "crc"
+    h = Hist(out, "p")
+    refused = 0
+    with ktxn.TConn(bootstrap) as c:
+        ktxn.new_topic(c, topic)
+        vals = [h.value() for _ in range(2)]
+        for i, v in enumerate(vals):
+            h.w("send", value=v, key=None, topic=topic, partition=0, txn=None)
+            good = ktxn.batch([v.encode()])
+            r = None
+            if i == 0:
+                bad = bytearray(good)
+                bad[good.rindex(v.encode())] ^= 0x01          # "p-0" arrives as "q-0"
+                r = c.produce(topic, 0, bytes(bad))
+                if r.error == CORRUPT_MESSAGE:
+                    refused += 1
+                    r = None
+            if r is None:
+                r = c.produce(topic, 0, good)
+            assert r.error == 0, r
+            h.w("ack", value=v, topic=topic, partition=0, offset=r.base)
+    h.close()
+    seen = final_read(bootstrap, topic, 0, out, check_crc=False)["read_uncommitted"]
+    bogus = sum(1 for _, x in seen if x not in vals)
+    assert refused + bogus == 1, (refused, seen)        # refused, or taken and read
+    return bogus
+
+
+COORDINATOR_LOADING = (14, 15, 16)      # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
+
+
+def join_when_loaded(conn, group, sub):
+    """JoinGroup, asked again while the coordinator reads its offsets back
+    after a restart (a bounded wait, as a client's)."""
+    deadline = time.monotonic() + harness.HANG_GUARD
+    while True:
+        j = conn.join_group(group, protocols=[("range", sub)])
+        if j.error not in COORDINATOR_LOADING or time.monotonic() > deadline:
+            return j
+        time.sleep(0.05)
+
+
+def member(bootstrap, h, name, group, topic, commits):
+    """A group member of its own connection: joins, is given partition 0
+    of topic, fetches the group's offset there (its start, written in its
+    assign line), reads from it and commits each offset of commits(start)
+    once it has read up to it, and leaves. Returns (start, offsets read)."""
+    sub = kraw.subscription([topic])
+    fields = dict(group=group, auto_offset_reset="earliest", consumer=1)
+    read = []
+    with kraw.Conn(bootstrap) as conn, ktxn.TConn(bootstrap) as fc:
+        j = join_when_loaded(conn, group, sub)
+        assert j.error == 0, j
+        assert conn.sync_group(group, j.generation, j.member_id,
+                               [(j.member_id, kraw.assignment({topic: [0]}))]).error == 0
+        got, top = conn.offset_fetch(group, {topic: [0]})
+        assert top == 0 and got[(topic, 0)][2] == 0, (got, top)
+        start = pos = max(got[(topic, 0)][0], 0)
+        h.w("assign", partitions=[[topic, 0]], generation=j.generation, member=j.member_id, session=1,
+            start=[[topic, 0, start]], **fields)
+        for upto in commits(start):
+            while pos < upto:
+                f = fc.fetch1(topic, 0, pos, ktxn.READ_UNCOMMITTED)
+                assert f.error == 0, f.error
+                recs = [rec for bt in f.batches for rec in bt.records if pos <= rec.offset < upto]
+                if not recs:
+                    break
+                for rec in recs:
+                    h.w("read", value=rec.value.decode(), key=None, topic=topic, partition=0, offset=rec.offset,
+                        reader=name, isolation="read_uncommitted", session=1)
+                    read.append(rec.offset)
+                pos = recs[-1].offset + 1
+            e = conn.offset_commit(group, {(topic, 0): (upto, "")}, j.generation, j.member_id)[(topic, 0)]
+            h.w("commit", partitions=[[topic, 0, upto]], generation=j.generation, member=j.member_id,
+                ok=e == 0, error=None if e == 0 else str(e), group=group)
+            assert e == 0, e
+            pos = upto
+        assert conn.leave_group(group, j.member_id) == 0
+        h.w("revoke", partitions=[[topic, 0]], generation=j.generation, member=j.member_id, session=1, **fields)
+    return start, read
+
+
+def produce_batches(bootstrap, h, topic, sizes):
+    """A new topic of one partition and one batch per size, acknowledged;
+    the values."""
+    vals = []
+    with ktxn.TConn(bootstrap) as c:
+        ktxn.new_topic(c, topic)
+        p = ktxn.Producer(c, None)
+        for n in sizes:
+            vs = [h.value() for _ in range(n)]
+            produce_logged(h, p, topic, vs)
+            vals += vs
+    return vals
+
+
+def scenario_start_skip(bootstrap, out):
+    """Two batches of five records (offsets 0-4, 5-9). Member M reads 0 and
+    1, commits 2 and leaves; member R is given the partition, starts at the
+    committed 2 (inside the first batch) and reads on. A read from inside a
+    batch must start with that batch (the client drops the records before
+    its position): R reads 2 to 9. The control starts at the next batch: R
+    reads 5 to 9, and 2, 3 and 4 were never read by any owner (skipped,
+    from the assignment's start). Returns the number of offsets in [2, 5)
+    R did not read."""
+    topic, group = "startskip", "ctl-start-group"
+    hp, hm, hr = Hist(out, "p"), Hist(out, "m"), Hist(out, "r")
+    produce_batches(bootstrap, hp, topic, (5, 5))
+    member(bootstrap, hm, "m", group, topic, lambda pos: (2,))
+    start, read = member(bootstrap, hr, "r", group, topic, lambda pos: (10,))
+    assert start == 2, start
+    for h in (hp, hm, hr):
+        h.close()
+    final_read(bootstrap, topic, 0, out)
+    return sum(1 for o in range(2, 5) if o not in read)
+
+
+def scenario_replay(_, out):
+    """Member A reads partition 0 and commits 1, then 3, and leaves; the
+    broker restarts and reads __consumer_offsets back; member B joins, is
+    given the partition, fetches the group's offset, reads one record from
+    there and commits past it. Read back, a key's last commit must win (as
+    Kafka's coordinator loads it, and as compaction keeps it): B starts at
+    3 and commits 4. The control keeps the first: B starts at 1, reads
+    record 1 again and commits 2, behind A's 3 (commit_backwards). Returns
+    1 when the offset B fetched is not 3."""
+    topic, group = "replay", "ctl-replay-group"
+    hp, ha, hb = Hist(out, "p"), Hist(out, "a"), Hist(out, "b")
+    ctl = os.environ.get("SLUICE_CONTROL")
+    with harness.broker(settings={"group.initial.rebalance.delay.ms": 0}) as b:
+        if ctl:
+            assert "protection '%s' is OFF" % ctl in open(b.log_path, errors="replace").read()
+        produce_batches(b.bootstrap, hp, topic, (5,))
+        member(b.bootstrap, ha, "a", group, topic, lambda pos: (1, 3))
+        b.restart()
+        had, _ = member(b.bootstrap, hb, "b", group, topic, lambda pos: (pos + 1,))
+        for h in (hp, ha, hb):
+            h.close()
+        final_read(b.bootstrap, topic, 0, out)
+    return 1 if had != 3 else 0
 
 
 def scenario_stale_commit(bootstrap, out):
@@ -412,38 +623,16 @@ def scenario_end_reset(bootstrap, out):
     topic, group = "endreset", "ctl-end-group"
     hp, hm, hr = Hist(out, "p"), Hist(out, "m"), Hist(out, "r")
     sub = kraw.subscription([topic])
-    asg = kraw.assignment({topic: [0]})
     fields = dict(group=group, auto_offset_reset="earliest", consumer=1)
     back = 0
-    with ktxn.TConn(bootstrap) as c, kraw.Conn(bootstrap) as cm, kraw.Conn(bootstrap) as cr:
-        ktxn.new_topic(c, topic)
-        p = ktxn.Producer(c, None)
-        vals = [hp.value() for _ in range(5)]
-        for x in vals:
-            hp.w("send", value=x, key=None, topic=topic, partition=0, txn=None)
-        r = p.produce(topic, 0, [x.encode() for x in vals])
-        assert r.error == 0, r
-        for i, x in enumerate(vals):
-            hp.w("ack", value=x, topic=topic, partition=0, offset=r.base + i)
-        for conn, h, commit in ((cm, hm, 2), (cr, hr, None)):
-            j = conn.join_group(group, protocols=[("range", sub)])
-            assert j.error == 0, j
-            assert conn.sync_group(group, j.generation, j.member_id, [(j.member_id, asg)]).error == 0
-            h.w("assign", partitions=[[topic, 0]], generation=j.generation, member=j.member_id, session=1, **fields)
-            if commit is not None:
-                # it read what it commits past
-                f = c.fetch1(topic, 0, 0, ktxn.READ_UNCOMMITTED)
-                assert f.error == 0, f.error
-                for rec in [rec for bt in f.batches for rec in bt.records if rec.offset < commit]:
-                    h.w("read", value=rec.value.decode(), key=None, topic=topic, partition=0, offset=rec.offset,
-                        reader="m", isolation="read_uncommitted", session=1)
-                e = conn.offset_commit(group, {(topic, 0): (commit, "")}, j.generation, j.member_id)[(topic, 0)]
-                h.w("commit", partitions=[[topic, 0, commit]], generation=j.generation, member=j.member_id,
-                    ok=e == 0, error=None if e == 0 else str(e), group=group)
-                assert e == 0, e
-                assert conn.leave_group(group, j.member_id) == 0
-                h.w("revoke", partitions=[[topic, 0]], generation=j.generation, member=j.member_id, session=1,
-                    **fields)
+    produce_batches(bootstrap, hp, topic, (5,))
+    member(bootstrap, hm, "m", group, topic, lambda pos: (2,))
+    with ktxn.TConn(bootstrap) as c, kraw.Conn(bootstrap) as cr:
+        j = cr.join_group(group, protocols=[("range", sub)])
+        assert j.error == 0, j
+        assert cr.sync_group(group, j.generation, j.member_id,
+                             [(j.member_id, kraw.assignment({topic: [0]}))]).error == 0
+        hr.w("assign", partitions=[[topic, 0]], generation=j.generation, member=j.member_id, session=1, **fields)
         got, top = cr.offset_fetch(group, {topic: [0]})
         assert top == 0 and got[(topic, 0)][0] == 2, (got, top)
         pos, last, resets = 2, None, 0
@@ -601,6 +790,107 @@ def scenario_ack_lost(_, out):
     return len(lost)
 
 
+def cut_from(c, node, to):
+    """Cut node's own connections to node to's Kafka port (an nftables
+    table in node's namespace resets them); to's connections to node stay.
+    Returns the function that lifts the cut."""
+    k = open(os.path.join(c.dir, "netns")).read().strip()
+    ns = ["ip", "netns", "exec", "sluice%sn%d" % (k, node)]
+    rules = ("table inet sluicef_cut {\n"
+             " chain out { type filter hook output priority -10;"
+             " ip daddr 10.213.%s.%d tcp dport %d reject with tcp reset; }\n"
+             "}\n" % (k, to, c.port(to)))
+    subprocess.run(ns + ["nft", "-f", "-"], input=rules, text=True, check=True, timeout=60)
+    return lambda: subprocess.run(ns + ["nft", "delete", "table", "inet", "sluicef_cut"], check=True, timeout=60)
+
+
+def scenario_partial(_, out):
+    """3 nodes, a topic of three partitions of one replica each. A
+    transaction writes a record to a partition node Y leads and one to a
+    partition another node leads; its coordinator X (not Y) is cut off from
+    Y's Kafka port, and the transaction commits: X's marker to Y's
+    partition gets no answer. The coordinator must write it again until Y
+    takes it, and answer EndTxn only then (the cut is lifted once X has
+    logged the unanswered marker); the control takes the unanswered marker
+    as written and answers at once, leaving the transaction open on Y's
+    partition. The producer's next transaction writes to Y's partition and
+    aborts: its ABORT marker closes the first one's record there too, so the
+    first transaction, told committed, is visible on one partition and
+    aborted on the other (partial_txn). Returns 1 when the committed
+    transaction's two records are not both read read_committed."""
+    topic, tid = "partial", "ctl-partial"
+    h = Hist(out, "p")
+    ctl = os.environ.get("SLUICE_CONTROL")
+    with cluster.Cluster(3, sets=CLUSTER_SETS, netns=True) as c:
+        cluster.create_topic(c.bootstrap, topic, 3, 1, config={"min.insync.replicas": "1"})
+        lead = cluster.until("every partition's leader", lambda: (lambda m: m and len(m) == 3 and all(
+            v[0] > 0 for v in m.values()) and {p: v[0] for p, v in m.items()})(cluster.partitions(c.bootstrap, topic)))
+        with kraw.Conn(c.addr(1)) as k:
+            x = cluster.until("the transaction coordinator", lambda: (lambda r: r.error == 0 and r.node)(
+                k.find_coordinator(tid, ver=1, key_type=1)))
+        if ctl:
+            assert "protection '%s' is OFF" % ctl in c.log(x), c.log(x)[-2000:]
+        py = min(p for p, n in lead.items() if n != x)
+        y = lead[py]
+        po = min(p for p, n in lead.items() if n != y)
+        conns = {n: ktxn.TConn(c.addr(n)) for n in set(lead.values()) | {x}}
+        try:
+            cx = conns[x]
+            p = cluster.until("InitProducerId", lambda: _init_or_none(cx, tid))
+
+            def send(txn, part):
+                v = h.value()
+                h.w("send", value=v, key=None, topic=topic, partition=part, txn=txn)
+                blob = p.batch(topic, part, [v.encode()])
+                r = cluster.until("%s/%d takes a batch" % (topic, part), lambda: (lambda r: r.error == 0 and r)(
+                    conns[lead[part]].produce(topic, part, blob, txn_id=tid)))
+                p.seq[(topic, part)] = p.seq.get((topic, part), 0) + 1
+                h.w("ack", value=v, topic=topic, partition=part, offset=r.base)
+                return v
+
+            h.w("txn_begin", txn="p-t0")
+            p.add(topic, [po, py])
+            first = [send("p-t0", po), send("p-t0", py)]
+            lift = cut_from(c, x, y)
+            got = {}
+            th = threading.Thread(target=lambda: got.setdefault("err", p.end(True)))
+            th.start()
+            try:
+                needle = "marker to %s-%d: no answer from its leader" % (topic, py)
+                cluster.until("node %d's unanswered marker" % x, lambda: needle in c.log(x))
+            finally:
+                lift()
+            th.join(harness.HANG_GUARD)
+            assert not th.is_alive() and got.get("err") == 0, got
+            h.w("txn_commit", txn="p-t0", ok=True, error=None)
+            h.w("txn_begin", txn="p-t1")
+            p.add(topic, [py])
+            send("p-t1", py)
+            err = p.end(False)
+            assert err == 0, err
+            h.w("txn_abort", txn="p-t1", ok=True, error=None)
+        finally:
+            for k in conns.values():
+                k.close()
+        h.close()
+        seen = []
+        for part in (po, py):
+            seen += [v for _, v in final_read(c.addr(lead[part]), topic, part, out)["read_committed"]]
+    return 0 if all(v in seen for v in first) else 1
+
+
+def _init_or_none(c, tid):
+    """A transactional producer once its coordinator answers (it may still
+    be loading its state); None meanwhile."""
+    r = c.init_producer_id(tid, ktxn.MAX_TIMEOUT_MS)
+    if r.error in COORDINATOR_LOADING + (ktxn.CONCURRENT_TRANSACTIONS,):
+        return None
+    assert r.error == 0 and r.pid >= 0, r
+    p = ktxn.Producer.__new__(ktxn.Producer)
+    p.c, p.txn_id, p.pid, p.epoch, p.seq = c, tid, r.pid, r.epoch, {}
+    return p
+
+
 def preferred(bootstrap, topic):
     """The first replica of partition 0's assignment (Metadata's order)."""
     from confluent_kafka.admin import AdminClient
@@ -702,9 +992,40 @@ def lso_ignored_shows_aborted():
     """read_committed served past the last stable offset: an aborted
     transaction's records read, and two open transactions reading each
     other's records (a cycle of wr edges)."""
-    out = both("lso-ignored", ("aborted_visible", "cycles"), scenario_lso)
+    out = both("lso-ignored", ("aborted_visible", "cycles", "premature_read"), scenario_lso)
     ex = [d for d in out["control"][1]["details"]["cycles"] if d["kind"] == "wr"][0]
     assert sorted(ex["txns"]) == ["a-t0", "b-t0"], ex
+    ex = out["control"][1]["details"]["premature_read"]
+    assert [(d["reader"], d["value"]) for d in ex] == [("er", "e-0")], ex
+
+
+@test
+def no_crc_check_unexpected():
+    """A produced batch damaged on its way: refused by its CRC, or, with
+    the control, taken and read as a record nobody sent."""
+    out = both("no-crc-check", "unexpected", scenario_corrupt)
+    ex = out["control"][1]["details"]["unexpected"]
+    assert [d["value"] for d in ex] == ["q-0"], ex
+
+
+@test
+def next_batch_skips():
+    """A read from inside a batch (a member's committed offset): it must
+    start with that batch; the control's next batch skips the records
+    between the member's start and it."""
+    out = both("next-batch", "skipped", scenario_start_skip, settings={"group.initial.rebalance.delay.ms": 0})
+    ex = out["control"][1]["details"]["skipped"]
+    assert [(d["reader"], d["offsets"], d["between"]) for d in ex] == [("r", [2, 3, 4], [2, 5])], ex
+
+
+@test
+def replay_first_wins_commits_backwards():
+    """__consumer_offsets read back after a restart: a key's last commit
+    wins; with the control its first does, and the next member commits
+    behind the last owner."""
+    out = both("replay-first-wins", "commit_backwards", scenario_replay, single=False)
+    ex = out["control"][1]["details"]["commit_backwards"]
+    assert [(d["client"], d["offset"], d["after"]) for d in ex] == [("b", 2, 3)], ex
 
 
 @test
@@ -736,6 +1057,12 @@ def ack_before_isr_loses():
 def no_truncate_diverges():
     need_netns()
     both("no-truncate", "divergent", scenario_divergent, single=False)
+
+
+@test
+def unanswered_marker_taken_partial_txn():
+    need_netns()
+    both("unanswered-marker-taken", "partial_txn", scenario_partial, single=False)
 
 
 @test

@@ -221,9 +221,25 @@ def check_lines(lines):
     for x in reads:
         sessions[(x["reader"], x.get("session"), x["topic"], x["partition"], x.get("isolation", RU))].append(x)
     stale = _StaleReset(lines, reads)
+    # an assignment that says where the member starts (an "assign" line's
+    # "start": [[topic, partition, offset]], the committed offset it
+    # fetched): its first read of the partition after it is the start, or
+    # the first record of the log at or past it
+    starts = defaultdict(list)           # (client, session, topic, partition) -> [(t, offset)]
+    for x in lines:
+        if x.get("type") == "assign":
+            for t, p, o in x.get("start") or ():
+                starts[(x.get("client"), x.get("session"), t, p)].append((x["t"], o))
     for (reader, session, t, p, iso), rs in sessions.items():
         log = logs[iso].get((t, p), [])
         offs = [x["offset"] for x in rs]
+        for ta, a in starts.get((reader, session, t, p), ()):
+            b = next((x["offset"] for x in rs if x["t"] > ta), None)
+            if b is not None and b > a and log:
+                i, j = bisect.bisect_left(log, a), bisect.bisect_left(log, b)
+                if j > i:
+                    r.add("skipped", n=j - i, reader=reader, session=session, topic=t, partition=p,
+                          offsets=log[i:j][:5], between=[a, b], why="from the assignment's start")
         first_back = True
         for k, (a, b) in enumerate(zip(offs, offs[1:])):
             if b <= a:

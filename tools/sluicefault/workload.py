@@ -322,8 +322,27 @@ class _GroupReader:
     def on_assign(self, c, parts):
         gen, member = group_meta(c)
         self.session += 1
+        start = self.starts(c, parts)
         self.w.write("assign", partitions=[[tp.topic, tp.partition] for tp in parts], generation=gen,
-                     member=member, session=self.session, **self.group_fields())
+                     member=member, session=self.session, **dict(self.group_fields(), **start))
+
+    def starts(self, c, parts):
+        """Where the member starts reading: the group's committed offsets,
+        looked up here and assigned as they are (librdkafka would look them
+        up itself), so that the checker can tell a record skipped at an
+        assignment's start. {"start": [[topic, partition, offset], ...]} of
+        the partitions that have one; {} when the lookup failed (librdkafka
+        then looks them up as usual)."""
+        if not parts:
+            return {}
+        try:
+            got = c.committed(parts, timeout=5)
+        except KafkaException as e:
+            self.w.write("error", error=err_name(e), what="committed")
+            return {}
+        c.assign(got)
+        return {"start": [[tp.topic, tp.partition, tp.offset] for tp in got
+                          if tp.offset >= 0 and tp.error is None]}
 
     def on_revoke(self, c, parts, lost=False):
         gen, member = group_meta(c)
@@ -732,7 +751,9 @@ class _Copier(_GroupReader, _TxnProducer):
                 self.session += 1
                 gen, member = group_meta(c)
                 self.w.write("assign", partitions=[[tp.topic, tp.partition] for tp in parts], generation=gen,
-                             member=member, session=self.session, rewind=True, **self.group_fields())
+                             member=member, session=self.session, rewind=True,
+                             start=[[tp.topic, tp.partition, tp.offset] for tp in parts if tp.offset >= 0],
+                             **self.group_fields())
                 return
             except KafkaException as e:
                 self.w.write("error", error=err_name(e), what="rewind")
