@@ -397,6 +397,31 @@ def client_stale_reset():
 
 
 @test
+def drill_report_names_client_stale_resets():
+    """sluicectl drill's report (tools/sluicefault/drill.py) counts the
+    client's stale offset resets and gives the checker's evidence; none,
+    it says 0."""
+    from sluicefault import drill
+    import contextlib
+    import io
+    for res, want in ((stale_reset(), 1), (queue_final(queue()).check(), 0)):
+        r = dict(scenario="group-leader-loss", seed=1, topic="sluice-drill-x", held=True, broken=[], victim=None,
+                 replication_factor=3, topic_config={}, sent=res["sent"], acked=res["acked"], read=res["read"],
+                 lost=0, duplicated=0, resume_mismatches=[], stale_commits=[], redelivered=0, redelivered_offsets=[],
+                 unavailable_s=0.0, lag_normal=0, lag_max=0, converged_s=1.0, budget_s=60, rebalance_pauses_s=[],
+                 errors={}, histories="DIR", anomalies={k: res[k] for k in drill.ANOMALIES}, details=res["details"],
+                 client_stale_reset=res[drill.STALE_RESET], client_stale_reset_evidence=drill.stale_reset_text(res))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            drill.print_report(r)
+        text = out.getvalue()
+        row = [line for line in text.splitlines() if line.startswith("client's stale offset resets")]
+        assert len(row) == 1 and row[0].split()[-2:] == [str(want), "counted"], text
+        assert ("client-stale-reset 1 (the client's, not counted as nonmonotonic) z t[0] 9 -> 0" in text) == \
+            bool(want), text
+
+
+@test
 def client_stale_reset_conditions():
     """Each condition broken alone: a nonmonotonic read, no client-stale-reset."""
     for why, kw in (("a jump to a later offset than the earliest", dict(to=1)),

@@ -58,6 +58,14 @@ def check(paths):
     return checker.check(paths)
 
 
+STALE_RESET = "client-stale-reset"      # sluicefault.checker.STALE_RESET
+
+
+def stale_reset_text(result):
+    from sluicefault import checker
+    return checker.stale_reset_text(result) if result.get("details") else ""
+
+
 def need_modules():
     """InputError naming what is missing, before the cluster is touched."""
     for m in ("workload", "checker", "drill_txn"):
@@ -1056,6 +1064,10 @@ class Drill:
             "lost": result.get("lost", 0), "duplicated": result.get("duplicated", 0),
             "anomalies": {k: result.get(k, 0) for k in ANOMALIES},
             "details": result.get("details", {}),
+            # librdkafka's stale offset reset: a read that went back, which
+            # the history shows to be the client's (the checker's evidence)
+            "client_stale_reset": result.get(STALE_RESET, 0),
+            "client_stale_reset_evidence": stale_reset_text(result),
             "unavailable_s": unavailable, "errors": dict(errors),
             "stale_commits": [list(x) for x in stale[:20]],
             "redelivered": len(redelivered), "redelivered_offsets": [[p, o] for p, o, _ in redelivered[:20]],
@@ -1193,6 +1205,7 @@ def print_report(r):
         ("committed offset != next record read", len(r["resume_mismatches"]), "0"),
         ("stale owners' commits", max(r["anomalies"].get("stale_commit", 0), len(r["stale_commits"])), "0"),
         ("records delivered again to the group", r["redelivered"], "counted"),
+        ("client's stale offset resets (librdkafka)", r.get("client_stale_reset", 0), "counted"),
         ("longest a partition went unacknowledged (s)", r["unavailable_s"], "reported"),
         ("consumer lag normal / max (records)", "%s/%s" % (r["lag_normal"], r["lag_max"]), "reported"),
         ("converged after the heal (s)", "%.1f" % r["converged_s"] if r["converged_s"] is not None else "no",
@@ -1208,6 +1221,8 @@ def print_report(r):
     other = {k: v for k, v in r["anomalies"].items() if v and k not in ("lost", "duplicated", "stale_commit")}
     if other:
         w("\nother anomalies the checker counted: %s\n" % ", ".join("%s %d" % kv for kv in sorted(other.items())))
+    if r.get("client_stale_reset"):
+        w("client-stale-reset %d %s\n" % (r["client_stale_reset"], r["client_stale_reset_evidence"]))
     if r["redelivered_offsets"]:
         w("delivered again (partition, offset), first %d: %s\n" % (
             len(r["redelivered_offsets"]), " ".join("%d/%d" % tuple(x) for x in r["redelivered_offsets"])))
