@@ -141,6 +141,11 @@ static void usage(FILE *f, const char *cmd)
 		"                          records per transaction), twice, alternating, all\n"
 		"                          with acks=all; records/s, the ratios to plain and\n"
 		"                          the commit latency\n"
+		"  --compare-mock N        produce: N rounds (1..9) of the same producer\n"
+		"                          against librdkafka's own in-process mock cluster\n"
+		"                          (one broker, in memory) and against the broker,\n"
+		"                          alternating; records/s of each round, the best\n"
+		"                          of each and their ratio\n"
 		"  --help                  this text\n", cmd);
 }
 
@@ -244,6 +249,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				o->transactional = (int)v;
 			else
 				o->compare_transactional = (int)v;
+		} else if (!strcmp(name, "--compare-mock")) {
+			if (parse_count(val, &v) < 0 || v < 1 || v > 9)
+				return bad_option(o->cmd, name, "expects rounds in [1, 9]");
+			o->compare_mock = (int)v;
 		} else if (!strcmp(name, "--size")) {
 			if (parse_count(val, &v) < 0 || v < 1 || v > 900000)
 				return bad_option(o->cmd, name, "expects bytes in [1, 900000]");
@@ -319,6 +328,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 					  "--compare-transactional runs with acks=all (-1)");
 		o->acks = -1;
 	}
+	if (o->compare_mock && (o->mode != M_PRODUCE || o->compare_shards || o->compare_idempotent ||
+				o->compare_transactional || o->transactional || o->idempotent))
+		return bad_option(o->cmd, "--compare-mock", "only for produce, plain (the mock is one broker "
+				  "without transactions here), alone");
+	if (o->compare_mock && o->replication_factor > 1)
+		return bad_option(o->cmd, "--compare-mock", "replication factor 1 only (the mock is one broker)");
 	if (o->mode == M_E2E && o->size < 16)
 		return bad_option(o->cmd, "--size", "e2e needs at least 16 bytes");
 	if (o->mode != M_E2E && o->size < 8)
@@ -472,6 +487,53 @@ static int compare_transactional(const struct opts *o)
 	return 0;
 }
 
+/* --compare-mock N: librdkafka's mock cluster, then the broker, N times. */
+static int compare_mock(const struct opts *o)
+{
+	struct broker br;
+	double rate[9][2], best[2] = { 0, 0 };
+	char extra[200];
+
+	for (int round = 0; round < o->compare_mock; round++)
+		for (int k = 0; k < 2; k++) {
+			struct run *pr = &runs[k];
+
+			fprintf(stderr, "kafka: --compare-mock: round %d of %d, %s\n", round + 1, o->compare_mock,
+				k ? "sluice" : "librdkafka's mock cluster");
+			if (k) {
+				if (produce_consume(o, o->shards, 0, pr, &runs[3], &br) < 0)
+					return 1;
+			} else {
+				struct mock m;
+				char topic[64];
+				int rc;
+
+				snprintf(topic, sizeof(topic), "mock-%d-%d", (int)getpid(), round);
+				if (mock_open(&m, topic, o->partitions) < 0)
+					return 1;
+				rc = kafka_produce(o, &m.br, topic, o->records, pr, "produce (mock)");
+				mock_close(&m);
+				if (rc < 0)
+					return 1;
+			}
+			rate[round][k] = rate_of(pr->records, pr->seconds);
+			if (rate[round][k] > best[k])
+				best[k] = rate[round][k];
+		}
+	snprintf(extra, sizeof(extra), "--compare-mock %d (librdkafka %s's in-process mock cluster, then the "
+		 "broker, alternating; linger.ms=%d)", o->compare_mock, rd_kafka_version_str(),
+		 o->linger_ms >= 0 ? o->linger_ms : 5);
+	print_header(o, &br, extra);
+	printf("%-30s %12s %12s %8s\n", "metric", "mock", "sluice", "ratio");
+	for (int round = 0; round < o->compare_mock; round++)
+		printf("produce_records_per_s_round%d  %12.0f %12.0f %8.3f\n", round + 1, rate[round][0],
+		       rate[round][1], rate[round][0] > 0 ? rate[round][1] / rate[round][0] : 0);
+	printf("produce_records_per_s_best     %12.0f %12.0f %8.3f", best[0], best[1],
+	       best[0] > 0 ? best[1] / best[0] : 0);
+	print_target(best[0] > 0 ? best[1] / best[0] : 0, 1.0, 0);
+	return 0;
+}
+
 static int cmd_produce_consume(const struct opts *o)
 {
 	struct broker br;
@@ -482,6 +544,8 @@ static int cmd_produce_consume(const struct opts *o)
 
 	if (o->compare_transactional)
 		return compare_transactional(o);
+	if (o->compare_mock)
+		return compare_mock(o);
 	if (o->compare_idempotent) {
 		/* plain, idempotent, plain, idempotent: the machine drifts */
 		struct opts v = *o;

@@ -46,6 +46,8 @@ struct opts {
 	int idempotent;              /* enable.idempotence=true (acks=all) */
 	int compare_idempotent;      /* produce: plain vs idempotent, alternating */
 	int transactional;           /* produce: records per transaction (0: none) */
+	int compare_mock;            /* produce: rounds of librdkafka's mock cluster,
+	                              * then our broker, alternating (0: off) */
 	int compare_transactional;   /* produce: plain/idempotent/transactional with
 	                              * this many records per transaction (0: off) */
 	int broker_pid;
@@ -130,6 +132,18 @@ int broker_stop(struct broker *br);
 int broker_busy_cycles(struct broker *br, uint64_t *cycles);
 int broker_alive(struct broker *br);
 void broker_log_tail(const struct broker *br);
+
+/* librdkafka's in-process mock cluster (kafka_mock.c): one broker in
+ * memory holding topic with partitions partitions; br its bootstrap (pid
+ * 0: nothing to watch or stop). mock_open: 0, or -errno (said on
+ * stderr). Main thread. */
+struct mock {
+	rd_kafka_t *rk;
+	struct rd_kafka_mock_cluster_s *mc;
+	struct broker br;
+};
+int mock_open(struct mock *m, const char *topic, int partitions);
+void mock_close(struct mock *m);
 
 int conf_set(rd_kafka_conf_t *c, const char *k, const char *v);
 /* Client properties base_conf gives every client made after this call

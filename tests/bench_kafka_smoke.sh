@@ -3,7 +3,8 @@
 # `produce --records 2000 --transactional 100` (20 transactions through a
 # librdkafka transactional producer, commit latency rows),
 # `consume --records 20000`, `produce --client-set` (a client property
-# taken and shown, an unknown one refused), `security --quick` (PLAINTEXT, SSL and SASL_SSL
+# taken and shown, an unknown one refused), `produce --compare-mock 2`
+# (librdkafka's in-process mock cluster and the broker, alternating), `security --quick` (PLAINTEXT, SSL and SASL_SSL
 # listeners of one broker, certificates made with openssl: produce, consume
 # and handshake rows for each, the TLS record layer, the ACL rows from a
 # second broker with the authorizer on; ~5 s), `native --records 20000 --compare` (libsluice_native
@@ -99,6 +100,25 @@ check_client_set() {
   judge $? "produce --client-set: $bad"
 }
 check_client_set
+# --compare-mock 2: two rounds against librdkafka's in-process mock cluster
+# and the broker, alternating: a figure for each side of each round, the
+# best row with its ratio; a mock option with consume is bad usage
+check_compare_mock() {
+  local bad
+  bench_run build/sluice-bench produce --compare-mock 2 --records 20000
+  bad=$(printf '%s\n' "$out" | awk '
+    $1 ~ /^produce_records_per_s_round[12]$/ && $2 + 0 > 0 && $3 + 0 > 0 && $4 + 0 > 0 { r++ }
+    $1 == "produce_records_per_s_best" && $2 + 0 > 0 && $3 + 0 > 0 && $4 + 0 > 0 { b = 1 }
+    /^# sluice-bench produce: .*in-process mock cluster/ { h = 1 }
+    END { if (r != 2) print "rounds " r + 0 " (want 2)"; if (!b) print "no best row"; if (!h) print "no header" }')
+  local usage_rc
+  build/sluice-bench consume --compare-mock 2 >/dev/null 2>&1
+  usage_rc=$?
+  [ $usage_rc -eq 2 ] || bad="$bad consume --compare-mock: exit $usage_rc (not 2)"
+  [ $rc -eq 0 ] && [ -z "$bad" ]
+  judge $? "produce --compare-mock: exit $rc; $bad"
+}
+check_compare_mock
 check native-udp 33 build/sluice-bench native --transport udp --records 20000 --compare
 if [ "$(id -u)" = 0 ]; then
   check native-memif 33 build/sluice-bench native --records 20000 --compare
