@@ -148,7 +148,7 @@ test-bins: all san-unit-bins san-sluiced fuzz-bins
 TEST_LANES ?= 3
 TEST_ALONE := tests/bench_kafka_smoke.sh tests/bench_scrape_smoke.sh tests/bench_peer_redis_smoke.sh \
 	tests/bench_peer_nats_smoke.sh tests/bench_suite_smoke.sh tests/bench_emulate_smoke.sh \
-	tests/hwprobe_smoke.sh tests/bench_storage_smoke.sh \
+	tests/hwprobe_smoke.sh tests/bench_storage_smoke.sh tests/profile_smoke.sh \
 	tests/fuzz/smoke tests/integration/run-c.sh \
 	tests/integration/run-dpdk.sh tests/integration/test_dpdk_replication.py \
 	tests/fault/test_disk_failures.py \

@@ -36,6 +36,15 @@ $(BUILD)/sluice-bench: LDLIBS += $(shell pkg-config --libs hiredis libnats)
 # sluice-bench produce (and the others through librdkafka, security --quick
 # among them) runs against its own broker and prints its rows.
 TEST_SCRIPTS += tests/bench_kafka_smoke.sh
+# scripts/profile (make profile) on a small produce run: perf's samples
+# summed per side, the broker's top functions.
+TEST_SCRIPTS += tests/profile_smoke.sh
+
+# Where the CPU goes in a benchmark run (perf record; docs/benchmarks.md
+# "Profiles"): make profile [ARGS='consume --records 5M'].
+.PHONY: profile
+profile: all
+	$(Q)scripts/profile $(ARGS)
 # sluice-bench scrape (the admin endpoint's cost), small, end to end.
 TEST_SCRIPTS += tests/bench_scrape_smoke.sh
 # sluice-bench peer redis starts its own redis-server, small, end to end.

@@ -4,6 +4,7 @@
  * nothing. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "storage/tail.h"
 
@@ -125,10 +126,16 @@ struct tail_chunk *tail_chunk_get(struct tail_pool *tp, unsigned shift, size_t m
 		c = calloc(1, sizeof(*c)); /* style: allow first use of a size class */
 		if (!c)
 			return NULL;
-		if (posix_memalign((void **)&c->mem, 4096, (size_t)1 << shift)) {
+		if (posix_memalign((void **)&c->mem, shift >= TAIL_HUGE_SHIFT ? (size_t)1 << TAIL_HUGE_SHIFT : 4096,
+				   (size_t)1 << shift)) {
 			free(c);
 			return NULL;
 		}
+		/* a chunk of 2 MiB or more is filled front to back and kept:
+		 * transparent huge pages fault it in 2 MiB at a time instead of
+		 * a fault per 4 KiB page (where THP is "madvise"; advice only) */
+		if (shift >= TAIL_HUGE_SHIFT)
+			(void)madvise(c->mem, (size_t)1 << shift, MADV_HUGEPAGE);
 		c->cap = 1u << shift;
 		c->shift = (uint8_t)shift;
 		tp->allocations++;

@@ -31,6 +31,8 @@
 
 #define TAIL_CHUNK_MIN_SHIFT 14   /* 16 KiB */
 #define TAIL_CHUNK_MAX_SHIFT 24   /* 16 MiB: a 1 MiB batch always fits */
+#define TAIL_HUGE_SHIFT      21   /* 2 MiB: chunks this large are aligned to it and
+				   * advised MADV_HUGEPAGE (tail.c) */
 #define TAIL_NCLASS (TAIL_CHUNK_MAX_SHIFT - TAIL_CHUNK_MIN_SHIFT + 1)
 
 struct segment;

@@ -1190,3 +1190,57 @@ Test(plog, many_checkpoints_at_once_take_turns)
 		plog_close(pls[i]);
 	}
 }
+
+/* Whether the mapping holding addr has flag ("hg": MADV_HUGEPAGE) in
+ * /proc/self/smaps; -1 when no mapping holds it. */
+static int vma_has_flag(const void *addr, const char *flag)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	int in = 0, found = -1;
+	uintptr_t a = (uintptr_t)addr;
+
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+			in = a >= lo && a < hi;
+			continue;
+		}
+		if (in && !strncmp(line, "VmFlags:", 8)) {
+			char want[8];
+
+			snprintf(want, sizeof(want), " %s", flag);
+			found = strstr(line, want) != NULL;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+Test(plog, tail_chunks_of_2_MiB_and_more_ask_for_huge_pages)
+{
+	struct tail_pool tp;
+	struct tail_chunk *small, *two, *big;
+
+	tail_pool_init(&tp, (size_t)64 << 20);
+	small = tail_chunk_get(&tp, TAIL_CHUNK_MIN_SHIFT, 4096);
+	two = tail_chunk_get(&tp, TAIL_HUGE_SHIFT, 1);
+	big = tail_chunk_get(&tp, TAIL_CHUNK_MAX_SHIFT, 1);
+	cr_assert(small && two && big);
+	/* aligned to a huge page, and advised (the mapping's "hg" flag,
+	 * whatever the system's THP setting does with the advice) */
+	cr_assert_eq((uintptr_t)two->mem % ((size_t)1 << TAIL_HUGE_SHIFT), 0);
+	cr_assert_eq((uintptr_t)big->mem % ((size_t)1 << TAIL_HUGE_SHIFT), 0);
+	cr_assert_eq(vma_has_flag(two->mem, "hg"), 1);
+	cr_assert_eq(vma_has_flag(big->mem + big->cap - 1, "hg"), 1);
+	/* a small chunk is neither */
+	cr_assert_eq((uintptr_t)small->mem % 4096, 0);
+	cr_assert_neq(vma_has_flag(small->mem, "hg"), 1);
+	tail_chunk_put(&tp, small);
+	tail_chunk_put(&tp, two);
+	tail_chunk_put(&tp, big);
+	tail_pool_fini(&tp);
+}
