@@ -643,8 +643,10 @@ void part_append_internal(struct part *p, const uint8_t *batch, uint32_t len, in
 
 	if (rc == 0) {
 		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = base, .from = (int16_t)from,
-				      .min_isr = p->role ? (uint8_t)(min_insync > 255 ? 255 : min_insync < 0 ? 0 : min_insync)
-							 : 0,
+				      .durable_only = SLUICE_CONTROL_OFF(ack_before_isr),
+				      .min_isr = p->role && !SLUICE_CONTROL_OFF(ack_before_isr)
+						 ? (uint8_t)(min_insync > 255 ? 255 : min_insync < 0 ? 0 : min_insync)
+						 : 0,
 				      .ctx = ctx, .notify = notify };
 
 		if (part_wait_ack(p, &w) == 0) {

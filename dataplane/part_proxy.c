@@ -30,6 +30,7 @@
 #include "dataplane/shard_core.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
+#include "storage/controls.h"
 
 static void shard_proxy_send(void *ctx, int to, const struct shard_msg *m)
 {
@@ -410,6 +411,7 @@ static void owner_txn_marker(void *self, struct shard_msg *m)
 
 	if (rc == 0) {
 		struct ack_wait w = { .need = p->pl->next_offset, .base_offset = off, .from = (int16_t)to,
+				      .durable_only = SLUICE_CONTROL_OFF(ack_before_isr),
 				      .ctx = (struct kafka_ctx *)req, .notify = marker_answered };
 
 		if (part_wait_ack(p, &w) == 0) {

@@ -21,7 +21,7 @@
 #ifdef SLUICE_CONTROLS
 enum sluice_control_id {
 	SLUICE_CONTROL_none,
-	SLUICE_CONTROL_ack_before_isr,      /* acks=all answered once the leader's log has it */
+	SLUICE_CONTROL_ack_before_isr,      /* acks=all (and the coordinators' writes) answered once the leader's log has it */
 	SLUICE_CONTROL_no_dedup,            /* an idempotent producer's resent batch appended again */
 	SLUICE_CONTROL_no_seq_check,        /* a batch past a sequence gap accepted */
 	SLUICE_CONTROL_no_truncate,         /* a follower keeps its divergent tail */

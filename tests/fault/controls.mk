@@ -2,7 +2,7 @@
 # broker with the files that hold a SLUICE_CONTROL_OFF hook compiled again
 # with -DSLUICE_CONTROLS, every other object shared with BUILD/sluiced.
 # `make control-broker`; `make test` builds it (tests/fault/test_controls.py).
-CONTROL_SRCS := dataplane/part.c dataplane/handlers_fetch.c dataplane/producer.c dataplane/replica_fetcher.c \
+CONTROL_SRCS := dataplane/part.c dataplane/part_proxy.c dataplane/handlers_fetch.c dataplane/producer.c dataplane/replica_fetcher.c \
 	control/group_offsets.c control/group_replay.c control/txn.c storage/batch.c storage/plog_read.c
 CONTROL_OBJS := $(CONTROL_SRCS:%.c=$(BUILD)/control/obj/%.o) $(BUILD)/control/obj/storage/controls.o
 CONTROL_LIB := $(BUILD)/control/libsluice_core.a

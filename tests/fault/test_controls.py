@@ -19,7 +19,9 @@ Scenarios (docs/fault-testing.md#controls):
                        cycles       two open transactions reading each other's records;
                        premature_read  an open transaction's record read before its last was sent
   no-generation-check  stale_commit a member that left commits after the new owner
-  ack-before-isr       lost         acks=all to a leader cut off from its followers, then killed
+  ack-before-isr       lost         acks=all to a leader cut off from its followers, then killed;
+                       copy_mismatch  a copier transaction told committed there, lost whole with
+                                    it, its input copied again by the restarted copier
   no-truncate          divergent    the old leader, back as a follower, keeps its own tail
   end-out-of-range     nonmonotonic a member's fetch at the log end refused: it reads from the start
                                     again (not counted as client-stale-reset)
@@ -35,6 +37,7 @@ scripts/cluster --netns) and are skipped without it. `make test` runs the
 one-broker ones (tests/fault/controls_quick.sh); `make fault-controls` all.
 """
 
+import collections
 import json
 import os
 import re
@@ -879,6 +882,171 @@ def scenario_partial(_, out):
     return 0 if all(v in seen for v in first) else 1
 
 
+def same_coordinator(c, prefix):
+    """(node, group, transactional id): the group "<prefix>-g" and a
+    transactional id "<prefix>-t-<n>" that FindCoordinator places on the
+    same node (names that differ in one letter at one place hash a
+    constant apart: the id is searched for on its own)."""
+    def coordinator(k, name, key_type):
+        return cluster.until("the coordinator of %s" % name, lambda: (lambda r: r.error == 0 and r.node > 0 and r.node)(
+            k.find_coordinator(name, ver=1, key_type=key_type)))
+    group = "%s-g" % prefix
+    with kraw.Conn(c.addr(1)) as k:
+        node = coordinator(k, group, 0)
+        for n in range(200):
+            t = "%s-t-%d" % (prefix, n)
+            if coordinator(k, t, 1) == node:
+                return node, group, t
+    raise AssertionError("no %s-t-N coordinated by node %d, %s's coordinator, in 200 names" % (prefix, node, group))
+
+
+def scenario_copy_lost(_, out):
+    """3 nodes, replication factor 3, min.insync.replicas 2. A copier
+    (consume, transform, produce, exactly once: its copies and its offsets
+    in one transaction) copies input records 0-2 in transaction t0; node L,
+    which leads the output partition, the copier group's
+    __consumer_offsets partition and its transactional id's
+    __transaction_state partition, is cut off from its followers, and the
+    copier copies 3-5 in transaction t1; L is killed, the copier restarts
+    (a new producer epoch, the group's committed offset) and copies from
+    there in t2. The normal broker never acknowledged t1's writes (they
+    could not reach the followers): t1 never commits, the copier restarts
+    from t0's offset 3 and t2 copies 3-5. The control acknowledged them at
+    L's own append: t1 was told committed, and lost whole with L (its
+    copies and its offset 6), so the restarted copier found 3 again and t2
+    copied 3-5 a second time: the only copies of t1's input are t2's
+    (copy_mismatch), and t1's own are gone (lost). Returns the number of
+    t1's input records whose copy is t2's while t1 was told committed."""
+    hp, hc = Hist(out, "p"), Hist(out, "c")
+    src, dst = "cin", "cout"
+    with cluster.Cluster(3, sets=CLUSTER_SETS, netns=True) as c:
+        L, group, tid = same_coordinator(c, "ctl-copier")
+        cluster.create_topic(c.bootstrap, src, 1, 3)
+        # L the output's preferred replica, so its leader
+        from confluent_kafka.admin import AdminClient, NewTopic
+        admin = AdminClient({"bootstrap.servers": c.bootstrap})
+        admin.create_topics([NewTopic(dst, 1, replica_assignment=[[L] + [n for n in range(1, 4) if n != L]])],
+                            operation_timeout=30)[dst].result(60)
+        for t in (src, dst):
+            cluster.wait_isrs(c.bootstrap, t, 3)
+        cluster.until("node %d leads cout" % L, lambda: leader_of(c.bootstrap, dst, [L]))
+        ctl = os.environ.get("SLUICE_CONTROL")
+        if ctl:
+            assert "protection '%s' is OFF" % ctl in c.log(L), c.log(L)[-2000:]
+        vals = [hp.value() for _ in range(6)]
+        src_leader = cluster.until("cin's leader", lambda: leader_of(c.bootstrap, src))
+        with ktxn.TConn(c.addr(src_leader)) as k:
+            for v in vals:
+                hp.w("send", value=v, key=None, topic=src, partition=0, txn=None)
+                r = produce_ok(k, src, [v])
+                hp.w("ack", value=v, topic=src, partition=0, offset=r.base)
+        hp.close()
+        state = {"session": 0}
+        sent = collections.defaultdict(list)         # txn -> its copies
+
+        def copy(txn, coord, gcoord, out_leader, src_leader, p, start, n, step_timeout=None):
+            """One copier transaction of input [start, start + n): reads,
+            copies, offsets, commit; the end it reached ("committed",
+            or the error of the step that failed)."""
+            hc.w("txn_begin", txn=txn)
+            def fetched():
+                # a new leader's high watermark catches up once its ISR
+                # has fetched: asked again until the records are there
+                with ktxn.TConn(c.addr(src_leader)) as fk:
+                    f = fk.fetch1(src, 0, start, ktxn.READ_UNCOMMITTED)
+                assert f.error in (0, 6), f.error          # NOT_LEADER_OR_FOLLOWER: the leader is moving
+                recs = [rec for bt in f.batches for rec in bt.records if start <= rec.offset < start + n]
+                return len(recs) == n and recs
+            recs = cluster.until("input %d-%d readable at node %d" % (start, start + n - 1, src_leader), fetched)
+            for rec in recs:
+                hc.w("read", value=rec.value.decode(), key=None, topic=src, partition=0, offset=rec.offset,
+                     reader="c", isolation="read_uncommitted", session=state["session"], txn=txn)
+            try:
+                for conn in (coord, gcoord, out_leader):
+                    conn.s.settimeout(step_timeout)
+                errs = coord.add_partitions(tid, p.pid, p.epoch, {dst: [0]})
+                if errs != {(dst, 0): 0}:
+                    return "AddPartitionsToTxn %r" % errs
+                for rec in recs:
+                    v = hc.value()
+                    sent[txn].append(v)
+                    hc.w("send", value=v, key=rec.value.decode(), topic=dst, partition=0, txn=txn,
+                         src=rec.value.decode())
+                    r = out_leader.produce(dst, 0, p.batch(dst, 0, [(rec.value, v.encode())]), txn_id=tid)
+                    if r.error:
+                        return "Produce %d" % r.error
+                    p.seq[(dst, 0)] = p.seq.get((dst, 0), 0) + 1
+                    hc.w("ack", value=v, topic=dst, partition=0, offset=r.base)
+                err = coord.add_offsets(tid, p.pid, p.epoch, group)
+                if err:
+                    return "AddOffsetsToTxn %d" % err
+                errs = gcoord.txn_offset_commit(tid, group, p.pid, p.epoch, {(src, 0): (start + n, "")})
+                if errs != {(src, 0): 0}:
+                    return "TxnOffsetCommit %r" % errs
+                err = p.end(True)
+                hc.w("txn_commit", txn=txn, ok=err == 0, error=None if err == 0 else str(err),
+                     offsets=[[src, 0, start + n]])
+                return "committed" if err == 0 else "EndTxn %d" % err
+            except (OSError, ConnectionError) as e:      # a timeout: the outcome unknown
+                hc.w("error", error=type(e).__name__, what=txn)
+                return type(e).__name__
+
+        # t0, all connected
+        state["session"] = 1
+        coord = ktxn.TConn(c.addr(L))
+        p = cluster.until("InitProducerId", lambda: _init_or_none(coord, tid))
+        got = {"t0": copy("c-t0", coord, coord, coord, src_leader, p, 0, 3)}
+        assert got["t0"] == "committed", got
+
+        def step():
+            got["t1"] = copy("c-t1", coord, coord, coord, src_leader, p, 3, 3, step_timeout=3)
+        cut_then_kill(c, L, step)
+        coord.close()
+        # the copier restarts: its coordinators moved with L's leaderships
+        followers = [n for n in range(1, 4) if n != L]
+        state["session"] = 2
+        new_coord = cluster.until("the transaction coordinator", lambda: (lambda r: r.error == 0 and r.node in
+                                  followers and r.node)(kraw.Conn(c.addr(followers[0])).find_coordinator(
+                                      tid, ver=1, key_type=1)))
+        coord = ktxn.TConn(c.addr(new_coord))
+        p = cluster.until("InitProducerId at node %d" % new_coord, lambda: _init_or_none(coord, tid))
+        gnode = cluster.until("the group coordinator", lambda: (lambda r: r.error == 0 and r.node in followers and
+                              r.node)(kraw.Conn(c.addr(followers[0])).find_coordinator(group, ver=1, key_type=0)))
+        with kraw.Conn(c.addr(gnode)) as gk:
+            committed = cluster.until("the group's offset", lambda: (lambda o: o[1] == 0 and o[0].get(
+                (src, 0)) and o[0][(src, 0)][2] == 0 and o[0][(src, 0)])(gk.offset_fetch(group, {src: [0]})))[0]
+        out_leader = cluster.until("cout's new leader", lambda: leader_of(c.bootstrap, dst, followers))
+        src_leader = cluster.until("cin's leader", lambda: leader_of(c.bootstrap, src, followers))
+        conns = {n: ktxn.TConn(c.addr(n)) for n in {out_leader, gnode} - {new_coord}}
+        conns[new_coord] = coord
+        got["t2"] = copy("c-t2", coord, conns[gnode], conns[out_leader], src_leader, p, committed, 6 - committed)
+        assert got["t2"] == "committed", got
+        for k in conns.values():
+            k.close()
+        hc.close()
+
+        def settled():
+            """cout's leader now, once t2's committed copies are there
+            (its high watermark and last stable offset catch up)."""
+            n = leader_of(c.bootstrap, dst, followers)
+            if not n:
+                return None
+            with ktxn.TConn(c.addr(n)) as k:
+                f = k.fetch1(dst, 0, 0, ktxn.READ_COMMITTED)
+            vs = {rec.value.decode() for bt in f.batches if not bt.control for rec in bt.records}
+            return f.error == 0 and set(sent["c-t2"]) <= vs and n
+        out_leader = cluster.until("t2's copies readable read_committed", settled)
+        final_read(c.addr(src_leader), src, 0, out)
+        seen = final_read(c.addr(out_leader), dst, 0, out)["read_committed"]
+    final = [v for _, v in seen]
+    by_t2 = [v for v in sent["c-t2"] if v in final]
+    print("  copy-lost: t1 %s, the group's offset after the restart %d, t2's copies read %d" % (
+        got["t1"], committed, len(by_t2)), flush=True)
+    # both ways t2 copied 3-5 from the offset t0 committed
+    assert committed == 3 and len(by_t2) == 3, (committed, by_t2, final)
+    return len(by_t2) if got["t1"] == "committed" else 0
+
+
 def _init_or_none(c, tid):
     """A transactional producer once its coordinator answers (it may still
     be loading its state); None meanwhile."""
@@ -1063,6 +1231,15 @@ def no_truncate_diverges():
 def unanswered_marker_taken_partial_txn():
     need_netns()
     both("unanswered-marker-taken", "partial_txn", scenario_partial, single=False)
+
+
+@test
+def ack_before_isr_copy_mismatch():
+    """acks=all at the leader's own append, for the coordinators' writes
+    too: a copier transaction told committed and lost whole with its
+    leader, its input copied again by the next."""
+    need_netns()
+    both("ack-before-isr", "copy_mismatch", scenario_copy_lost, single=False)
 
 
 @test
