@@ -335,7 +335,8 @@ def nonmonotonic():
 
 
 def stale_reset(reset="earliest", to=0, earlier=True, earlier_reads=0, reread_key="k", reread_value="p1-3",
-                consumer=1, committed_first=False, again=False, start=6, z_revoke=True):
+                consumer=1, committed_first=False, again=False, start=6, z_revoke=True, commit_after=None,
+                revoke_before_commit=False):
     """The pattern of librdkafka 2.0.2's stale offset reset (docs/fault-results.md,
     group/loss/5n): z is given t[0] (nothing committed) and reads nothing
     (its lookup of the earliest offset in flight); g is given it, reads 0-5,
@@ -373,6 +374,14 @@ def stale_reset(reset="earliest", to=0, earlier=True, earlier_reads=0, reread_ke
     if again:
         for i in range(0, 10):
             h.read("z", RU, s, "t", 0, i, "p1-%d" % i)
+    if revoke_before_commit:
+        h.add("z", "revoke", partitions=[["t", 0]], generation=4, member="mz2", session=s, consumer=consumer, **grp)
+        h.add("z", "assign", partitions=[["t", 0]], generation=5, member="mz2", session=s + 1, consumer=consumer,
+              **grp)
+    if commit_after is not None:
+        # z commits its position, which the reset moved back
+        h.add("z", "commit", partitions=[["t", 0, commit_after]], generation=4 + revoke_before_commit,
+              member="mz2", ok=True, error=None, group="G")
     h.final("t", 0, [(i, "p1-%d" % i) for i in range(10)], 10)
     return h.check()
 
@@ -419,6 +428,24 @@ def drill_report_names_client_stale_resets():
         assert len(row) == 1 and row[0].split()[-2:] == [str(want), "counted"], text
         assert ("client-stale-reset 1 (the client's, not counted as nonmonotonic) z t[0] 9 -> 0" in text) == \
             bool(want), text
+
+
+@test
+def commit_behind_after_a_client_stale_reset():
+    """z commits 4 (behind g's 6) in the assignment where librdkafka's
+    stale reset moved its position back: the client's doing, written with
+    the reset's evidence, not commit_backwards. Without the reset (its
+    consumer's auto.offset.reset latest: a plain nonmonotonic jump) or in
+    the member's next assignment, the same commit is commit_backwards."""
+    res = stale_reset(commit_after=4)
+    assert nonzero(res) == {} and res[checker.STALE_RESET] == 1, res
+    ev = [e for e in res["details"][checker.STALE_RESET] if "commit" in e]
+    assert [(e["reader"], e["commit"], e["after"]) for e in ev] == [("z", 4, 6)], res
+    assert "z t[0] then committed 4, behind 6" in checker.table(res), checker.table(res)
+    res = stale_reset(commit_after=4, reset="latest")
+    assert nonzero(res) == {"nonmonotonic": 1, "commit_backwards": 1}, res
+    res = stale_reset(commit_after=4, revoke_before_commit=True)
+    assert res[checker.STALE_RESET] == 1 and res["commit_backwards"] == 1, res
 
 
 @test

@@ -221,6 +221,7 @@ def check_lines(lines):
     for x in reads:
         sessions[(x["reader"], x.get("session"), x["topic"], x["partition"], x.get("isolation", RU))].append(x)
     stale = _StaleReset(lines, reads)
+    stale_jumps = []                     # the evidence of each client-stale-reset
     # an assignment that says where the member starts (an "assign" line's
     # "start": [[topic, partition, offset]], the committed offset it
     # fetched): its first read of the partition after it is the start, or
@@ -247,6 +248,7 @@ def check_lines(lines):
                 first_back = False
                 if ev is not None:
                     r.add(STALE_RESET, **ev)
+                    stale_jumps.append(ev)
                 else:
                     r.add("nonmonotonic", reader=reader, session=session, topic=t, partition=p, offset=b, after=a)
             elif b > a + 1 and log:
@@ -255,7 +257,7 @@ def check_lines(lines):
                     r.add("skipped", n=j - i, reader=reader, session=session, topic=t, partition=p,
                           offsets=log[i:j][:5], between=[a, b])
 
-    _commits(lines, r)
+    _commits(lines, r, stale_jumps)
 
     # aborted_visible: a record of an aborted transaction read
     # read_committed; and (an intermediate read) one of a transaction of
@@ -501,8 +503,32 @@ class _StaleReset:
 
 
 
-def _commits(lines, r):
-    """stale_commit and commit_backwards (see docs/fault-testing.md)."""
+def _after_stale_reset(lines, jumps):
+    """The function telling whether a commit (client, topic, partition,
+    call time t0) was made in an assignment after librdkafka's stale reset
+    moved that member's position back there: after the jump and before
+    the member's next assign or revoke line."""
+    ends = defaultdict(list)             # client -> [t of its assign and revoke lines]
+    for x in lines:
+        if x.get("type") in ("assign", "revoke"):
+            ends[x.get("client")].append(x["t"])
+    spans = defaultdict(list)            # (client, topic, partition) -> [(from, to)]
+    for ev in jumps:
+        later = [t for t in ends.get(ev["reader"], ()) if t > ev["t"]]
+        spans[(ev["reader"], ev["topic"], ev["partition"])].append((ev["t"], min(later) if later else float("inf")))
+
+    def after(client, t, p, t0):
+        return any(a < t0 < b for a, b in spans.get((client, t, p), ()))
+    return after
+
+
+def _commits(lines, r, stale_jumps=()):
+    """stale_commit and commit_backwards (see docs/fault-testing.md). A
+    backward commit a member made after librdkafka's stale reset moved its
+    position back in that assignment (stale_jumps: the evidence of each
+    client-stale-reset) is the client's: written with that evidence, not
+    counted."""
+    after_reset = _after_stale_reset(lines, stale_jumps)
     owned = defaultdict(dict)            # client -> {(topic, partition): assign t}
     own_gen = {}                         # client -> the generation of its last assignment
     gen_history = defaultdict(list)      # group -> [(t, generation)] of assigns
@@ -565,7 +591,13 @@ def _commits(lines, r):
                          if tt < since or (cc == client and t0c >= since)]
                 if prior:
                     top = max(prior)
-                    if o < top[0]:
+                    if o < top[0] and after_reset(client, t, p, t0):
+                        if len(r.details[STALE_RESET]) < EXAMPLES:
+                            r.details[STALE_RESET].append(dict(
+                                commit=o, reader=client, topic=t, partition=p, after=top[0],
+                                why="a commit behind %d after the client's stale reset in this assignment"
+                                    % top[0]))
+                    elif o < top[0]:
                         r.add("commit_backwards", client=client, topic=t, partition=p, offset=o,
                               after=top[0], after_client=top[1])
                 ok_commits[(group, t, p)].append((x["t"], o, client, t0))
@@ -620,9 +652,14 @@ def _recovery(lines):
 
 
 def stale_reset_text(res, n=3):
-    """The evidence of the first client-stale-reset reads, one phrase each."""
+    """The evidence of the first client-stale-reset reads (and of the
+    commits behind made after one), one phrase each."""
     out = []
     for e in res["details"].get(STALE_RESET, [])[:n]:
+        if "commit" in e:
+            out.append("%s %s[%d] then committed %d, behind %d (not counted as commit_backwards)" % (
+                e["reader"], e["topic"], e["partition"], e["commit"], e["after"]))
+            continue
         out.append("%s %s[%d] %d -> %d at +%.3f s (t %d): session %s (generation %s) from committed %d, its "
                    "session %s (generation %s) read nothing with nothing committed, auto.offset.reset earliest, "
                    "%d records re-read as before" % (
