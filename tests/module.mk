@@ -19,3 +19,6 @@ TEST_SCRIPTS += tests/docs_links.sh
 # the fault suite's checker on synthetic histories, one per anomaly class and
 # the tricky clean ones (no broker, under a second)
 TEST_SCRIPTS += tests/fault/test_checker.py
+# the workloads' read loop writes every record its client delivered, also a
+# batch a zombie's wake cut short (a one-node cluster, a few seconds)
+TEST_SCRIPTS += tests/fault/test_read_loop.py

@@ -365,9 +365,13 @@ class _GroupReader:
         each(c, msgs) gets those without an error (returning False ends
         the loop). A consume that raises is written and tried again 0.2 s
         later. woke(c) (the zombie's) runs before each consume and after
-        it: when it returns true it acted instead, and the batch that
-        consume got is dropped. tag(), when given, adds its fields to each
-        read line (the copier's: the transaction the batch is copied in)."""
+        it: when it returns true it acted instead, and each() does not get
+        the batch that consume got; its records are written as reads all
+        the same, before woke's lines (the client delivered them: a batch
+        left out of the history would be records the reader skipped, as
+        the 200 of a zombie's first fetch in a new generation once were).
+        tag(), when given, adds its fields to each read line (the copier's:
+        the transaction the batch is copied in)."""
         while until():
             if woke and woke(c):
                 continue
@@ -377,8 +381,6 @@ class _GroupReader:
                 self.w.write("error", error=err_name(e), what="consume")
                 time.sleep(0.2)
                 continue
-            if woke and woke(c):          # this consume was the one the pause cut short
-                continue
             good = []
             for m in msgs:
                 if m.error():
@@ -386,6 +388,8 @@ class _GroupReader:
                     continue
                 read_line(self.w, m, self.cname, isolation, self.session, **(tag() if tag else {}))
                 good.append(m)
+            if woke and woke(c):          # this consume was the one the pause cut short
+                continue
             if each(c, good) is False:
                 break
 
