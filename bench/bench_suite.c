@@ -39,6 +39,7 @@
  * why), 2 bad usage.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -85,7 +86,39 @@ static struct row *row_new(struct result *r, const char *fmt, ...)
 	va_end(ap);
 	w->rps = w->mbps = w->p50 = w->p99 = w->p999 = nan_();
 	w->ref_rps = w->ref_p50 = w->ref_p99 = w->ref_p999 = nan_();
+	w->cpu_ns = nan_();
 	return w;
+}
+
+/* The broker's CPU time so far, user and system, all its threads
+ * (/proc/PID/stat), seconds; NaN when it cannot be read. */
+static double broker_cpu_s(const struct broker *br)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)br->pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return nan_();
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return nan_();
+	buf[n] = '\0';
+	/* after the command's ")": state, then fields 4..13, then utime, stime */
+	if (!(p = strrchr(buf, ')')) ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return nan_();
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* The row's broker CPU per record from two samples around its run. */
+static void row_cpu(struct row *w, double cpu0, double cpu1, uint64_t records)
+{
+	if (records && !isnan(cpu0) && !isnan(cpu1))
+		w->cpu_ns = (cpu1 - cpu0) / (double)records * 1e9;
 }
 
 static void fail(struct result *r, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -334,7 +367,7 @@ static int k14_producers(struct suite *s, struct result *r, int n, double ref)
 	struct client c[3];
 	char topic[64];
 	uint64_t recs, bytes;
-	double secs;
+	double secs, cpu0, cpu1;
 	struct row *w;
 	int rc;
 
@@ -346,12 +379,15 @@ static int k14_producers(struct suite *s, struct result *r, int n, double ref)
 		snprintf(label, sizeof(label), n > 1 ? "producer %d" : "producer", i + 1);
 		client_init(&c[i], s, br, topic, s->records / (uint64_t)n, 0, label);
 	}
+	cpu0 = broker_cpu_s(br);
 	rc = run_clients(c, n, r, &recs, &bytes, &secs);
+	cpu1 = broker_cpu_s(br);
 	drop_topic(br, topic);
 	if (rc < 0)
 		return r->rc;
 	w = row_new(r, n > 1 ? "%d producers" : "%d producer", n);
 	row_rate(w, recs, bytes, secs);
+	row_cpu(w, cpu0, cpu1, recs);
 		produce_limit(s, w, 0);
 	w->ref_rps = ref;
 	if (n == 1) {
@@ -401,7 +437,7 @@ static int k14_consumers(struct suite *s, struct result *r, int n, double ref)
 	struct broker *br = shared_broker(s, r);
 	struct client c[3];
 	uint64_t recs, bytes;
-	double secs;
+	double secs, cpu0, cpu1;
 	struct row *w;
 
 	if (!br || k14_filled(s, r, br) < 0)
@@ -414,10 +450,13 @@ static int k14_consumers(struct suite *s, struct result *r, int n, double ref)
 		c[i].o.part_mod = n;
 		c[i].o.part_rem = i;
 	}
+	cpu0 = broker_cpu_s(br);
 	if (run_clients(c, n, r, &recs, &bytes, &secs) < 0)
 		return r->rc;
+	cpu1 = broker_cpu_s(br);
 	w = row_new(r, n > 1 ? "%d consumers" : "%d consumer", n);
 	row_rate(w, recs, bytes, secs);
+	row_cpu(w, cpu0, cpu1, recs);
 		consume_limit(s, w);
 	w->ref_rps = ref;
 	snprintf(w->note, sizeof(w->note), "%s; Kafka's row read a 3x replicated topic from three brokers",
@@ -441,7 +480,7 @@ static int sc_k14_prodcons(struct suite *s, struct result *r)
 	struct client c[2];
 	char topic[64];
 	uint64_t recs, bytes;
-	double secs;
+	double secs, cpu0, cpu1;
 	struct row *w;
 	int rc;
 
@@ -449,12 +488,15 @@ static int sc_k14_prodcons(struct suite *s, struct result *r)
 		return r->rc;
 	client_init(&c[0], s, br, topic, s->records, 0, "producer");
 	client_init(&c[1], s, br, topic, s->records, 1, "consumer");
+	cpu0 = broker_cpu_s(br);
 	rc = run_clients(c, 2, r, &recs, &bytes, &secs);
+	cpu1 = broker_cpu_s(br);
 	drop_topic(br, topic);
 	if (rc < 0)
 		return r->rc;
 	w = row_new(r, "producer and consumer: produce");
 	row_rate(w, c[0].run.records, c[0].run.bytes, c[0].run.seconds);
+	row_cpu(w, cpu0, cpu1, c[0].run.records);   /* a record's append and its read */
 		produce_limit(s, w, 0);
 	w->ref_rps = K14_REF_PRODCONS;
 	snprintf(w->note, sizeof(w->note), "the consumer reads the same topic from offset 0 meanwhile");
@@ -592,13 +634,16 @@ static int timed_produce(struct suite *s, struct result *r, struct broker *br, s
 			 struct run *run, const char *label)
 {
 	char topic[64];
+	double cpu0;
 	int rc;
 
 	if (new_topic(s, br, r, o->partitions, topic, sizeof(topic)) < 0)
 		return r->rc;
 	o->seconds = s->seconds;
+	cpu0 = broker_cpu_s(br);
 	if ((rc = kafka_produce(o, br, topic, 1000000000, run, label)) < 0)
 		fail(r, rc, "%s: %s", label, strerror(-rc));
+	run->broker_cpu_s = broker_cpu_s(br) - cpu0;
 	drop_topic(br, topic);
 	return rc;
 }
@@ -650,6 +695,7 @@ static int sc_size_sweep(struct suite *s, struct result *r)
 			break;
 		w = row_new(r, "%d B", sizes[i]);
 		row_rate(w, run->records, run->bytes, run->seconds);
+		row_cpu(w, 0, run->broker_cpu_s, run->records);
 		produce_limit(s, w, 0);
 		series_add(p, sizes[i], w->rps, w->mbps);
 		if (p) {
@@ -690,6 +736,7 @@ static int sc_partition_sweep(struct suite *s, struct result *r)
 			break;
 		w = row_new(r, "%d partition%s", counts[i], counts[i] > 1 ? "s" : "");
 		row_rate(w, run->records, run->bytes, run->seconds);
+		row_cpu(w, 0, run->broker_cpu_s, run->records);
 		produce_limit(s, w, 0);
 		w->p99 = (double)hist_percentile(&run->lat, 99) / 1e6;
 		snprintf(w->note, sizeof(w->note), "round robin over the partitions, broker RSS %.0f MiB",
@@ -724,6 +771,7 @@ static int sc_acks(struct suite *s, struct result *r)
 			break;
 		w = row_new(r, "%s", label);
 		row_rate(w, run->records, run->bytes, run->seconds);
+		row_cpu(w, 0, run->broker_cpu_s, run->records);
 		produce_limit(s, w, 0);
 		w->p99 = (double)hist_percentile(&run->lat, 99) / 1e6;
 		snprintf(w->note, sizeof(w->note), "%s", acks[i] == 0 ? "no response: the client counts a record "
@@ -758,6 +806,7 @@ static int sc_durability(struct suite *s, struct result *r)
 		if (timed_produce(s, r, &br, &o, run, label) == 0) {
 			w = row_new(r, "%s", modes[i]);
 			row_rate(w, run->records, run->bytes, run->seconds);
+			row_cpu(w, 0, run->broker_cpu_s, run->records);
 		produce_limit(s, w, i == 2);
 			w->p99 = (double)hist_percentile(&run->lat, 99) / 1e6;
 			snprintf(w->note, sizeof(w->note), "%s", i == 0 ? "acked once written with O_DIRECT "

@@ -27,6 +27,11 @@ $(BUILD)/sluice-bench: LDLIBS += $(shell pkg-config --libs libisal liblz4 libzst
 # through libnats
 $(BUILD)/sluice-bench: LDLIBS += $(shell pkg-config --libs hiredis libnats)
 
+# the capacity planner's model (bench/capacity.c: sluicectl capacity plan, and
+# the suite's check of it) reads results.json with jansson
+$(BUILD)/sluice-bench: LDLIBS += $(shell pkg-config --libs jansson)
+$(BUILD)/tests/test_capacity: LDLIBS += $(shell pkg-config --libs jansson)
+
 # Scripts beside the program, run by hand (docs/benchmarks.md says how):
 # bench/metadata_latency.py: a metadata change's latency, raw frames, one node
 # bench/txn_latency.py: a transaction's latency through confluent-kafka

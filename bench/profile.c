@@ -20,6 +20,7 @@ const char *const hw_key_name[HW_NKEYS] = {
 	[HW_LOOPBACK_TCP_GBPS] = "loopback_tcp_gbps",
 	[HW_MEMIF_GBPS] = "memif_gbps",
 	[HW_MEMIF_MPPS] = "memif_mpps",
+	[HW_DISK_GIB] = "disk_gib",
 };
 
 /* Keys whose value is a count, not a measure. */

@@ -18,6 +18,7 @@
  *   loopback_tcp_gbps  TCP over loopback, Gb/s (scripts/hwprobe)
  *   memif_gbps         DPDK net_memif between two processes, Gb/s
  *   memif_mpps         the same in millions of frames/s
+ *   disk_gib           capacity of the data disks, GiB (2^30 bytes)
  * scripts/hwprobe writes hw-profiles/local.conf in this format.
  *
  * Thread: any; pure functions over caller memory. Errors: -errno with err
@@ -42,6 +43,7 @@ enum hw_key {
 	HW_LOOPBACK_TCP_GBPS,
 	HW_MEMIF_GBPS,
 	HW_MEMIF_MPPS,
+	HW_DISK_GIB,
 	HW_NKEYS
 };
 

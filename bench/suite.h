@@ -29,6 +29,8 @@ struct row {
 	double limit_mbps;           /* what binds mbps; 0: not known */
 	const char *binds;           /* "disk write", "NIC", ... */
 	double ref_rps, ref_p50, ref_p99, ref_p999;   /* Kafka 2014's */
+	double cpu_ns;               /* the broker's CPU (user + system, all its threads) per record, ns;
+				      * NaN: not measured (the capacity planner's cost) */
 	char note[200];
 };
 

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/capacity.h"
 #include "bench/suite.h"
 
 /* ---- formatting ----------------------------------------------------------- */
@@ -456,6 +457,7 @@ static void json_row(FILE *f, const struct row *w)
 	jnum_kv(f, "p50_ms", w->p50, &first);
 	jnum_kv(f, "p99_ms", w->p99, &first);
 	jnum_kv(f, "p99_9_ms", w->p999, &first);
+	jnum_kv(f, "broker_cpu_ns_per_record", w->cpu_ns, &first);
 	jkey(f, "kafka_2014", &first);
 	if (!isnan(w->ref_rps) || !isnan(w->ref_p99)) {
 		int f2 = 1;
@@ -609,6 +611,74 @@ static int write_json(struct suite *s, double seconds, const char *when)
 	return 0;
 }
 
+/* ---- the capacity planner's check ----------------------------------------------- */
+
+/* The planner's model (bench/capacity.h) calibrated from the results.json
+ * just written, checked against rows its fit did not use: report.md's last
+ * section, and one line on stderr. */
+static void capacity_check(struct suite *s)
+{
+	char path[1200], err[1024], rd[32], cp[32], notes[1200] = "";
+	struct cap_calib *c = malloc(sizeof(*c));
+	double size[16], ratio[16], pc;
+	int n;
+	FILE *f;
+
+	if (!c)
+		return;
+	snprintf(path, sizeof(path), "%s/results.json", s->out);
+	if (cap_calib_load(path, c, err, sizeof(err)) < 0) {
+		fprintf(stderr, "suite: capacity planner check: not calibrated: %s\n", err);
+		free(c);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/report.md", s->out);
+	if (!(f = fopen(path, "a"))) {
+		fprintf(stderr, "suite: %s: %s\n", path, strerror(errno));
+		free(c);
+		return;
+	}
+	if (isnan(c->consume_ratio))
+		snprintf(rd, sizeof(rd), "counted as costly as");
+	else
+		snprintf(rd, sizeof(rd), "is %.2fx", c->consume_ratio);
+	if (isnan(c->replica_ratio))
+		snprintf(cp, sizeof(cp), "counted as costly as");
+	else
+		snprintf(cp, sizeof(cp), "is %.2fx", c->replica_ratio);
+	for (char *q = c->notes, *o = notes; *q && o < notes + sizeof(notes) - 3; q++)
+		if (*q != '\n')
+			*o++ = *q;
+		else if (q[1])
+			*o++ = ';', *o++ = ' ';
+	fprintf(f, "## Capacity planner check\n\n");
+	fprintf(f, "`sluicectl capacity plan --results %s/results.json` (docs/capacity.md) calibrates from this "
+		"run: produce %.0f ns a record + %.3f ns a byte %s (%s), a consumer's read %s a "
+		"produce, a follower's copy %s the leader's append. Checked against rows the fit did not use "
+		"(a record's cost measured / predicted; 1.00 is exact, above 1 dearer than predicted):\n\n",
+		s->out, c->rec_s * 1e9, c->byte_s * 1e9,
+		c->cpu_measured ? "of the broker's CPU" : "of the machine (no broker CPU figures)",
+		c->sweep_points ? "a fit over the size sweep" : "k14-producer alone", rd, cp);
+	pc = cap_check_prodcons(c);
+	fprintf(f, "| check | measured / predicted |\n|---|---|\n");
+	if (!isnan(pc))
+		fprintf(f, "| k14-prodcons: a record produced and read at once, from k14-producer's and "
+			"k14-consumer's costs added | %.2f |\n", pc);
+	n = cap_check_sweep(c, size, ratio, 16);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "| size-sweep %.0f B from the fit over the other sizes | %.2f |\n", size[i], ratio[i]);
+	if (isnan(pc) && !n)
+		fprintf(f, "| (no row to check: run k14-prodcons with k14-producer and k14-consumer, or a size-sweep "
+			"of three sizes or more) | |\n");
+	if (notes[0])
+		fprintf(f, "\nNotes: %s.\n", notes);
+	fputc('\n', f);
+	fclose(f);
+	fprintf(stderr, "suite: capacity planner check: prodcons %.2f, %d size-sweep point%s checked\n", pc, n,
+		n == 1 ? "" : "s");
+	free(c);
+}
+
 int suite_write(struct suite *s, double seconds)
 {
 	char when[64];
@@ -635,6 +705,7 @@ int suite_write(struct suite *s, double seconds)
 	}
 	if ((rc = write_report(s, seconds, when)) < 0 || (rc = write_json(s, seconds, when)) < 0)
 		return rc;
+	capacity_check(s);
 	headline(s, stdout);
 	fprintf(stderr, "suite: wrote %s/report.md, %s/results.json and %d plot%s in %.0f s\n", s->out, s->out,
 		plots, plots == 1 ? "" : "s", seconds);

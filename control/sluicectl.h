@@ -142,6 +142,7 @@ void json_int(const char *key, int64_t v);
 void json_null(const char *key);
 /* v, or null when v < 0 (not known) */
 void json_int_or_null(const char *key, int64_t v);
+void json_num(const char *key, double v);      /* NaN, inf: null */
 void json_bool(const char *key, bool v);
 void json_end(void);                    /* final newline */
 
@@ -360,6 +361,8 @@ extern const int reassign_ncmds;
 extern const struct cmd features_cmds[];
 extern const int features_ncmds;
 extern const struct cmd drill_cmds[];
+extern const int capacity_ncmds;
+extern const struct cmd capacity_cmds[];
 extern const int drill_ncmds;
 
 /* Fetch helper shared by consume and add-partitions' key sampling. One

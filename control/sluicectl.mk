@@ -7,9 +7,15 @@ SLUICECTL_SRCS := $(wildcard control/sluicectl*.c)
 SLUICECTL_OBJS := $(SLUICECTL_SRCS:%.c=$(BUILD)/obj/%.o)
 BIN_TARGETS += $(BUILD)/sluicectl
 
-$(BUILD)/sluicectl: $(SLUICECTL_OBJS) $(BUILD)/libsluice_core.a
+# `sluicectl capacity plan` runs the benchmark suite's model (bench/capacity.c,
+# over the hardware profiles of bench/profile.c), which reads a suite run's
+# results.json with jansson.
+SLUICECTL_BENCH_OBJS := $(BUILD)/obj/bench/capacity.o $(BUILD)/obj/bench/profile.o
+
+$(BUILD)/sluicectl: $(SLUICECTL_OBJS) $(SLUICECTL_BENCH_OBJS) $(BUILD)/libsluice_core.a
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS_SAN) $(SLUICECTL_OBJS) -o $@ $(BUILD)/libsluice_core.a $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS_SAN) $(SLUICECTL_OBJS) $(SLUICECTL_BENCH_OBJS) -o $@ $(BUILD)/libsluice_core.a $(LDLIBS)
+$(BUILD)/sluicectl: LDLIBS += $(shell pkg-config --libs jansson)
 
 # make install: sluicectl in BINDIR and the drill runner it execs
 # (tools/sluicefault/*.py, `sluicectl drill`) in PREFIX/share/sluice/tools,

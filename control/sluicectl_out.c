@@ -1,5 +1,6 @@
 /* control/sluicectl_out.c — aligned tables that fit 80 columns, a streaming
  * JSON writer, and small formatting helpers; see sluicectl.h. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,6 +262,15 @@ void json_int(const char *key, int64_t v)
 {
 	jkey(key);
 	printf("%lld", (long long)v);
+}
+
+void json_num(const char *key, double v)
+{
+	jkey(key);
+	if (isnan(v) || isinf(v))
+		fputs("null", stdout);
+	else
+		printf("%.6g", v);
 }
 
 void json_null(const char *key)

@@ -10,6 +10,8 @@
 # k14-replicated's three nodes (on loopback in the first run) are each in
 # a namespace of its own behind its own shaped link (scripts/cluster
 # --netns).
+# The report's capacity planner check, and `sluicectl capacity plan`
+# calibrated by the run's results.json: a plan in JSON, bad input named.
 # Bad input: an unknown scenario and a profile with a bad key are refused
 # with exit 2 and a message naming them. Figures are not checked (they are
 # for benchmarks, not tests).
@@ -75,6 +77,35 @@ for s in d["scenarios"]:
 assert k["size-sweep"]["plot"] == "size-sweep.png"
 PYEOF
 then ok; else bad "results.json does not hold what the run measured"; fi
+# the capacity planner calibrated by this run (docs/capacity.md): the
+# report's check of the model, then sluicectl capacity plan on its figures
+grep -q '^## Capacity planner check' "$out/report.md" && grep -q '^| size-sweep 1000 B from the fit' "$out/report.md" \
+  && ok || bad "report.md has no capacity planner check of the size sweep"
+if build/sluicectl capacity plan --results "$out/results.json" --rate 100k --record-bytes 1k --retention 1d \
+    --disk-gib 1000 --format json >"$work/cap.json" 2>"$work/cap.err"; then
+  ok
+else
+  bad "capacity plan exited $?: $(cat "$work/cap.err")"
+fi
+if $PY - "$work/cap.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+res = {r["resource"]: r for r in d["resources"]}
+assert d["servers"] >= 3 and d["binding"] in res, d
+assert set(res) == {"cpu", "disk write", "disk space", "nic in", "nic out", "memory", "partitions"}, res
+# 100k/s x ~1 KB x 1 day x 3 replicas on 1000 GiB disks kept 30 % free
+assert d["binding"] == "disk space" and res["disk space"]["utilisation"] <= 0.7, d
+c = d["calibration"]
+assert c["size_sweep_points"] == 5 and c["produce_ns_per_record"] > 0 and c["copy_over_produce"] is not None, c
+assert d["latency"]["p99_ms"] is not None and d["latency"]["class"], d["latency"]
+PYEOF
+then ok; else bad "capacity plan's JSON is not the plan: $(head -c 600 "$work/cap.json")"; fi
+build/sluicectl capacity plan --results "$out/results.json" --rate 100k --retention 3x >/dev/null 2>"$work/cap.err"
+rc=$?
+[ $rc -eq 2 ] && grep -q -- "--retention: '3x'" "$work/cap.err" && ok || bad "bad --retention: exit $rc, $(cat "$work/cap.err")"
+build/sluicectl capacity plan --results "$work/stdout" --rate 1 >/dev/null 2>"$work/cap.err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "stdout.*not JSON" "$work/cap.err" && ok || bad "a results file that is not JSON: exit $rc, $(cat "$work/cap.err")"
 left=$(ls -A "$SLUICE_TEST_DIR")
 [ -z "$left" ] && ok || bad "run directories left behind: $left"
 pgrep -f "$work" >/dev/null && bad "a server of the run is still running" || ok
