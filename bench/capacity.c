@@ -612,6 +612,13 @@ int cap_plan(const struct cap_calib *c, const struct hw_profile *target, const s
 		     "and %d at once, but a group reads a partition with one member at a time: at least %d "
 		     "partitions, or more concurrency in each instance", p->consumers, w->processing_ms,
 		     w->concurrency, p->consumers);
+	/* a partition's replica lives whole on one server: spread evenly only
+	 * with a replica or more for every server */
+	p->min_partitions = (int)ceil((double)p->servers / w->replication);
+	if (w->partitions < p->min_partitions)
+		note(p->warnings, sizeof(p->warnings), "%d servers but %.0f partitions of %d replicas: a replica "
+		     "lives whole on one server, so some would stay empty while the others overflow; give the "
+		     "topics at least %d partitions", p->servers, w->partitions, w->replication, p->min_partitions);
 	if ((w->record_bytes_p99 > 0 ? w->record_bytes_p99 : w->record_bytes) > 1048576)
 		note(p->warnings, sizeof(p->warnings), "records at the p99 are above 1 MiB: raise "
 		     "max.message.bytes on the topics and the clients' max.request.size / message.max.bytes");

@@ -126,6 +126,7 @@ struct cap_plan {
 	double p50_ms, p99_ms;       /* end to end, estimated (NaN: k14-latency not measured) */
 	const char *latency_class;
 	int consumers;               /* instances each group needs */
+	int min_partitions;          /* for a replica or more on every server */
 	char warnings[2048];         /* one per line */
 };
 

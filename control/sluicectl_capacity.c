@@ -16,32 +16,14 @@
 #include "bench/capacity.h"
 #include "control/sluicectl.h"
 
-/* A number with an optional SI suffix (k, M, G: 10^3, 10^6, 10^9). */
-static bool parse_num(const char *s, double *out)
-{
-	char *end;
-	double v;
+/* A number, then at most one of the suffix letters in units (each with
+ * its multiplier), nothing after it. */
+struct unit {
+	char c;
+	double mul;
+};
 
-	if (!s || !*s)
-		return false;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s)
-		return false;
-	if (*end == 'k' || *end == 'K')
-		v *= 1e3, end++;
-	else if (*end == 'M')
-		v *= 1e6, end++;
-	else if (*end == 'G')
-		v *= 1e9, end++;
-	if (*end || isnan(v) || isinf(v))
-		return false;
-	*out = v;
-	return true;
-}
-
-/* A time: a number of seconds, or with s, m, h, d or w. */
-static bool parse_secs(const char *s, double *out)
+static bool parse_with(const char *s, const struct unit *units, double *out)
 {
 	char *end;
 	double v;
@@ -52,29 +34,33 @@ static bool parse_secs(const char *s, double *out)
 	v = strtod(s, &end);
 	if (errno || end == s || isnan(v) || isinf(v))
 		return false;
-	switch (*end) {
-	case '\0':
-	case 's':
-		break;
-	case 'm':
-		v *= 60;
-		break;
-	case 'h':
-		v *= 3600;
-		break;
-	case 'd':
-		v *= 86400;
-		break;
-	case 'w':
-		v *= 7 * 86400;
-		break;
-	default:
-		return false;
-	}
-	if (*end && end[1])
+	for (const struct unit *u = units; *end && u->c; u++)
+		if (*end == u->c) {
+			v *= u->mul;
+			end++;
+			break;
+		}
+	if (*end || isinf(v))
 		return false;
 	*out = v;
 	return true;
+}
+
+/* A number with an optional SI suffix (k, M, G: 10^3, 10^6, 10^9). */
+static bool parse_num(const char *s, double *out)
+{
+	static const struct unit si[] = { { 'k', 1e3 }, { 'K', 1e3 }, { 'M', 1e6 }, { 'G', 1e9 }, { 0, 0 } };
+
+	return parse_with(s, si, out);
+}
+
+/* A time: a number of seconds, or with s, m, h, d or w. */
+static bool parse_secs(const char *s, double *out)
+{
+	static const struct unit t[] = { { 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 }, { 'w', 7 * 86400.0 },
+					 { 0, 0 } };
+
+	return parse_with(s, t, out);
 }
 
 static const char *human(double v, char *buf, size_t cap)
@@ -154,6 +140,7 @@ static void report_json(const struct cap_calib *cal, const struct hw_profile *ta
 	json_num("p99_ms", p->p99_ms);
 	json_obj_end();
 	json_int("consumers_per_group", p->consumers);
+	json_int("min_partitions", p->min_partitions);
 	json_num("bytes_per_record", p->stored_bytes);
 	json_num("cpu_scale", p->cpu_scale);
 	json_obj_begin("workload");

@@ -219,6 +219,9 @@ Test(capacity, disk_space_binds_a_long_retention)
 		/* the preallocated extents add a little: one more server at most */
 		cr_assert(p.servers >= expect && p.servers <= expect + 1, "%d servers, %d by hand", p.servers, expect);
 	}
+	/* 60 partitions of 3 replicas do not spread over that many servers */
+	cr_assert_eq(p.min_partitions, (p.servers + 2) / 3);
+	cr_assert(strstr(p.warnings, "give the topics at least"), "%s", p.warnings);
 	check_minimal(&w, &p);
 }
 
