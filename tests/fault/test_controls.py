@@ -178,7 +178,7 @@ def both(name, anomaly, scenario, single=True, settings=None):
         finally:
             harness.SLUICED, cluster.SLUICED = old_h, old_c
             os.environ.pop("SLUICE_CONTROL", None)
-        shutil.rmtree(d, ignore_errors=True)
+            shutil.rmtree(d, ignore_errors=True)   # a failed scenario's too
         out[label] = (direct, counts)
         print("  %-20s %-8s direct %s=%s  checker %s" % (
             name, label, "/".join(anomalies), "/".join(map(str, dcs(direct))),
