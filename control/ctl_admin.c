@@ -403,16 +403,7 @@ static void ctl_topic_configured(struct ctl *ctl, struct ctl_prop *p)
 	op->replaced[op->nreplaced++] = t;
 	op->created_for[op->ncreated] = ct;
 	op->created[op->ncreated++] = nt;
-	for (int32_t i = 0; i < nt->nparts; i++) {
-		int32_t shard = ctl_part_open_on(ctl, nt->id, i);
-		struct part_proxy px;
-
-		if (shard < 0)
-			continue;   /* not open on this node */
-		op->pending++;
-		part_proxy_set_config(ctl_part_proxy(ctl, &px), shard, part_addr_of(nt->id, i), &nt->cfg, ctl_part_done,
-				      op);
-	}
+	ctl_topic_tell_config(ctl, op, nt);
 }
 
 /* AlterConfigs / IncrementalAlterConfigs on the broker resource: the
@@ -740,16 +731,7 @@ static void ctl_broker_configured(struct ctl *ctl, struct ctl_prop *p)
 		op->replaced[op->nreplaced++] = t;
 		op->created_for[op->ncreated] = NULL;
 		op->created[op->ncreated++] = nt;
-		for (int32_t p = 0; p < nt->nparts; p++) {
-			int32_t shard = ctl_part_open_on(ctl, nt->id, p);
-			struct part_proxy px;
-
-			if (shard < 0)
-				continue;   /* not open on this node */
-			op->pending++;
-			part_proxy_set_config(ctl_part_proxy(ctl, &px), shard, part_addr_of(nt->id, p), &nt->cfg,
-					      ctl_part_done, op);
-		}
+		ctl_topic_tell_config(ctl, op, nt);
 	}
 }
 
@@ -798,15 +780,7 @@ static void ctl_topic_deleted(struct ctl *ctl, struct ctl_prop *p)
 		if (op->deleted[i] == t)
 			return;
 	op->deleted[op->ndeleted++] = t;
-	for (int32_t j = 0; j < t->nparts; j++) {
-		int32_t shard = ctl_home_take(ctl->homes, t->id, j);   /* out of the book */
-		struct part_proxy px;
-
-		if (shard < 0)
-			continue;   /* not open here */
-		op->pending++;
-		part_proxy_retire(ctl_part_proxy(ctl, &px), shard, part_addr_of(t->id, j), ctl_part_done, op);
-	}
+	ctl_topic_retire_parts(ctl, op, t);
 }
 
 static void admin_start(struct ctl *ctl, struct ctl_req *req)

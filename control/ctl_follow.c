@@ -94,15 +94,7 @@ static void retire(struct ctl *ctl, struct md_topic *t)
 	ctl->ops_open++;   /* ctl_op_step's end counts it out */
 	op->started = ctl_follow_opened;
 	op->deleted[op->ndeleted++] = t;
-	for (int32_t j = 0; j < t->nparts; j++) {
-		int32_t shard = ctl_home_take(ctl->homes, t->id, j);   /* out of the book */
-		struct part_proxy px;
-
-		if (shard < 0)
-			continue;   /* not open here */
-		op->pending++;
-		part_proxy_retire(ctl_part_proxy(ctl, &px), shard, part_addr_of(t->id, j), ctl_part_done, op);
-	}
+	ctl_topic_retire_parts(ctl, op, t);
 	if (op->pending == 0)
 		ctl_op_step(ctl, op);
 }
@@ -185,16 +177,7 @@ static int rebuild(struct ctl *ctl)
 		if (at >= 0)
 			drop_entry(ctl, at);
 		nt = ctl_topic_build(ctl, mt);   /* (the epochs the book says were told kept) */
-		for (int32_t j = 0; j < t->nparts; j++) {
-			int32_t shard = ctl_part_open_on(ctl, nt->id, j);
-			struct part_proxy px;
-
-			if (shard < 0)
-				continue;   /* not open on this node */
-			op->pending++;
-			part_proxy_set_config(ctl_part_proxy(ctl, &px), shard, part_addr_of(nt->id, j), &nt->cfg, ctl_part_done,
-					      op);
-		}
+		ctl_topic_tell_config(ctl, op, nt);   /* (its new partitions open after, with it) */
 		op->replaced[op->nreplaced++] = t;
 		op->created[op->ncreated++] = nt;
 		ctl_topic_open_parts(ctl, op, nt, t->nparts);

@@ -528,6 +528,14 @@ const struct md_broker *ctl_broker_served(const struct ctl *ctl, int32_t id);
  * this node hosts and that are not open already, each counted in
  * op->pending. */
 void ctl_topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic *t, int32_t from);
+/* Tell each partition of new entry nt open on this node the config nt
+ * carries, each counted in op->pending (AlterConfigs, a broker config
+ * change, a change another node made). */
+void ctl_topic_tell_config(struct ctl *ctl, struct ctl_op *op, const struct md_topic *nt);
+/* Retire each partition of served topic t open on this node (taken out of
+ * the book), each counted in op->pending (DeleteTopics, a deletion another
+ * node made). */
+void ctl_topic_retire_parts(struct ctl *ctl, struct ctl_op *op, const struct md_topic *t);
 /* The part_proxy completion of a close, a retire or a config change:
  * one less pending; the op steps on when none is left. */
 void ctl_part_done(void *self, void *cookie, int err);

@@ -552,6 +552,37 @@ void ctl_topic_open_parts(struct ctl *ctl, struct ctl_op *op, struct md_topic *t
 	}
 }
 
+/* Tell each partition of new entry nt that is open on this node the
+ * config nt carries (one pending each). */
+void ctl_topic_tell_config(struct ctl *ctl, struct ctl_op *op, const struct md_topic *nt)
+{
+	for (int32_t i = 0; i < nt->nparts; i++) {
+		int32_t shard = ctl_part_open_on(ctl, nt->id, i);
+		struct part_proxy px;
+
+		if (shard < 0)
+			continue;   /* not open on this node */
+		op->pending++;
+		part_proxy_set_config(ctl_part_proxy(ctl, &px), shard, part_addr_of(nt->id, i), &nt->cfg, ctl_part_done,
+				      op);
+	}
+}
+
+/* Retire each partition of served topic t that is open on this node: out
+ * of the book, closed on its shard (one pending each). */
+void ctl_topic_retire_parts(struct ctl *ctl, struct ctl_op *op, const struct md_topic *t)
+{
+	for (int32_t j = 0; j < t->nparts; j++) {
+		int32_t shard = ctl_home_take(ctl->homes, t->id, j);
+		struct part_proxy px;
+
+		if (shard < 0)
+			continue;   /* not open here */
+		op->pending++;
+		part_proxy_retire(ctl_part_proxy(ctl, &px), shard, part_addr_of(t->id, j), ctl_part_done, op);
+	}
+}
+
 /* Claim descriptors for `need` new partitions (one each: the active
  * segment's file; more come with more segments, out of the reserve), or
  * refuse the topic before anything is written or opened. Counted once per
