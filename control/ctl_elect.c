@@ -258,10 +258,10 @@ static void elect_republish(struct ctl *ctl)
 	 * back to the builder) */
 	for (int i = 0; i < ntopics; i++) {
 		const struct meta_topic *mt = metalog_topic_at(ctl->ml, i);
-		struct md_topic *t = ctl_topic_served_id(ctl, mt->id);
+		struct md_topic *t = ctl_topic_served_of(ctl, mt);
 
-		if (!t || metalog_topic(ctl->ml, t->name) != mt || ctl_topic_follows(t, mt))
-			continue;   /* not served, or its name now another id's (deleted and made again, ctl_follow.c's) */
+		if (!t || ctl_topic_follows(t, mt))
+			continue;   /* not served as this topic, or says what the image says */
 		for (int32_t j = 0; j < mt->partitions; j++) {
 			const struct meta_part *p = &mt->parts[j];
 			struct ctl_home *h = ctl_home_find(ctl->homes, mt->id, j);

@@ -520,6 +520,11 @@ struct md_topic *ctl_topic_served(const struct ctl *ctl, const char *name, int32
  * walk their own metadata image and reach the snapshot it published only
  * through these lookups. */
 struct md_topic *ctl_topic_served_id(const struct ctl *ctl, const uint8_t id[16]);
+/* The served entry of image topic mt (a handle), when it is that topic's:
+ * served under mt's id with a name that is still mt's in the image. NULL
+ * when not served, or when its name went to another id (deleted and made
+ * again: ctl_follow.c retires the old entry). */
+struct md_topic *ctl_topic_served_of(const struct ctl *ctl, const struct meta_topic *mt);
 /* The broker config the published snapshot carries (NULL before the
  * first), and the broker of that id it lists (NULL: none). */
 const struct config *ctl_cfg_served(const struct ctl *ctl);

@@ -158,11 +158,11 @@ static int hosting_changes(struct ctl *ctl, const struct md_topic *t, const stru
 
 	if (t->nparts != mt->partitions)
 		return 0;                /* partitions being added: their operation's */
-	for (int32_t j = 0; j < t->nparts; j++) {
+	for (int32_t j = 0; j < mt->partitions; j++) {
 		const struct meta_part *p = &mt->parts[j];
 		int want = meta_part_has(p->replicas, p->nreplicas, self);
 
-		n += want != (ctl_part_open_on(ctl, t->id, j) >= 0);
+		n += want != (ctl_part_open_on(ctl, mt->id, j) >= 0);
 	}
 	return n;
 }
@@ -186,10 +186,10 @@ static void rehost(struct ctl *ctl, struct md_topic *t, const struct meta_topic 
 		struct part_proxy px;
 		char *dir;
 
-		if (ctl_part_open_on(ctl, t->id, j) < 0 || meta_part_has(p->replicas, p->nreplicas, self))
+		if (ctl_part_open_on(ctl, mt->id, j) < 0 || meta_part_has(p->replicas, p->nreplicas, self))
 			continue;
 		/* no longer a replica: its log closes and its directory goes */
-		if (asprintf(&dir, "%s/%s-%d", ctl->b->set.data_dir, t->name, j) < 0)
+		if (asprintf(&dir, "%s/%s-%d", ctl->b->set.data_dir, mt->name, j) < 0)
 			abort();
 		if (op->nmade == op->made_cap) {
 			op->made_cap = op->made_cap ? op->made_cap * 2 : 8;
@@ -202,11 +202,11 @@ static void rehost(struct ctl *ctl, struct md_topic *t, const struct meta_topic 
 		op->made[op->nmade] = dir;
 		op->made_for[op->nmade] = nt;
 		op->made_rm[op->nmade++] = 1;
-		fprintf(stderr, "sluiced: partition %s-%d: no longer a replica here: its log is removed\n", t->name,
+		fprintf(stderr, "sluiced: partition %s-%d: no longer a replica here: its log is removed\n", mt->name,
 			j);
-		shard = ctl_home_take(ctl->homes, t->id, j);   /* out of the book: nt publishes no block */
+		shard = ctl_home_take(ctl->homes, mt->id, j);   /* out of the book: nt publishes no block */
 		op->pending++;
-		part_proxy_retire(ctl_part_proxy(ctl, &px), shard, part_addr_of(t->id, j), ctl_part_done, op);
+		part_proxy_retire(ctl_part_proxy(ctl, &px), shard, part_addr_of(mt->id, j), ctl_part_done, op);
 	}
 	/* the partitions this node became a replica of (those open are kept) */
 	ctl_topic_open_parts(ctl, op, nt, 0);
@@ -218,9 +218,9 @@ static void hosting_scan(struct ctl *ctl)
 {
 	for (int i = 0; i < metalog_topic_count(ctl->ml) && !ctl->ops_open; i++) {
 		const struct meta_topic *mt = metalog_topic_at(ctl->ml, i);
-		struct md_topic *t = ctl_topic_served_id(ctl, mt->id);   /* the handle rehost gives back */
+		struct md_topic *t = ctl_topic_served_of(ctl, mt);   /* the handle rehost gives back */
 
-		if (!t || metalog_topic(ctl->ml, t->name) != mt || mt->deleted || !hosting_changes(ctl, t, mt))
+		if (!t || mt->deleted || !hosting_changes(ctl, t, mt))
 			continue;
 		rehost(ctl, t, mt);      /* one operation at a time: it replaces the snapshot's topic */
 	}

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "control/ctl_internal.h"
+#include "control/metalog.h"
 #include "dataplane/broker.h"
 
 struct md_topic *ctl_topic_served(const struct ctl *ctl, const char *name, int32_t len)
@@ -29,6 +30,15 @@ struct md_topic *ctl_topic_served(const struct ctl *ctl, const char *name, int32
 struct md_topic *ctl_topic_served_id(const struct ctl *ctl, const uint8_t id[16])
 {
 	return ctl->b->md ? (struct md_topic *)md_find_id(ctl->b->md, id) : NULL;
+}
+
+struct md_topic *ctl_topic_served_of(const struct ctl *ctl, const struct meta_topic *mt)
+{
+	struct md_topic *t = ctl_topic_served_id(ctl, mt->id);
+
+	/* its name now another id's in the image: deleted and made again
+	 * (ctl_follow.c retires it and serves the new one) */
+	return t && metalog_topic(ctl->ml, t->name) == mt ? t : NULL;
 }
 
 const struct config *ctl_cfg_served(const struct ctl *ctl)
