@@ -13,6 +13,14 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=$(mktemp -d "${TMPDIR:-/tmp}/fault-smoke.XXXXXX")
 "$HERE/cleanup" >/dev/null 2>&1 || true   # what an earlier killed run left (owners gone only)
 if /usr/bin/python3 "$HERE/run.py" --matrix quick --out "$out" --table "$out/table.md"; then
+	# every scenario wrote the final log's batch headers (the checker's
+	# client-epoch-bump reads them)
+	for d in "$out"/*/; do
+		if ! grep -q '"type": "batch"' "$d/final-batches.jsonl" 2>/dev/null; then
+			echo "fault smoke: FAILED: $d has no batch headers in final-batches.jsonl (run kept in $out)"
+			exit 1
+		fi
+	done
 	# librdkafka's stale offset resets (the checker's client-stale-reset):
 	# no anomaly, so no failure, but said, and the run kept for a look
 	stale=$(cat "$out"/*/checker.json 2>/dev/null | sed -n 's/^ *"client-stale-reset": *\([0-9]*\).*/\1/p' |

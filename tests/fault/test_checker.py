@@ -250,6 +250,64 @@ def duplicated():
     assert nonzero(res) == {"duplicated": 1}, res
 
 
+def bumped(epochs, acked_at=None, pid=(7, 7), parts=(0, 0)):
+    """p1-9 sent once, in the final log twice: at offset 5 of partition
+    parts[0] (a batch of producer id pid[0], epoch epochs[0]) and offset 6
+    of parts[1] (pid[1], epochs[1]); acknowledged at acked_at (None: its
+    send failed indefinitely, a timeout). The run's final-batches lines
+    give the headers."""
+    h = queue()
+    if acked_at is None:
+        h.produce("p1-9", "t", 0, None, ack=False)
+        h.add("p1", "fail", value="p1-9", error="_MSG_TIMED_OUT", definite=False)
+    else:
+        h.produce("p1-9", "t", 0, acked_at)
+    p0 = [(i, "p1-%d" % i) for i in range(5)] + [(5, "p1-9")]
+    p1 = [(i, "p2-%d" % i) for i in range(3)]
+    if parts[1] == 0:
+        p0.append((6, "p1-9"))
+    else:
+        p1.append((3, "p1-9"))
+    h.final("t", 0, p0, len(p0))
+    h.final("t", 1, p1, len(p1))
+    for part, base, last, p_id, ep in ((0, 0, 4, 7, 0), (parts[0], 5, 5, pid[0], epochs[0]),
+                                       (parts[1], 6 if parts[1] == 0 else 3, 6 if parts[1] == 0 else 3, pid[1],
+                                        epochs[1]), (1, 0, 2, 8, 0)):
+        h.lines.insert(0, dict(t=0, client="final-batches", type="batch", node=1, topic="t", partition=part,
+                               base=base, last=last, producer_id=p_id, producer_epoch=ep, base_sequence=0))
+    return h.check()
+
+
+@test
+def a_record_sent_again_under_a_new_producer_epoch_is_the_clients():
+    """librdkafka's epoch bump: the same record in batches of one producer
+    id, epochs 1 then 2, only the later copy acknowledged (or none):
+    client-epoch-bump with its evidence, not duplicated. Each condition
+    broken alone is a duplicate: one epoch (the broker took it twice), the
+    earlier copy acknowledged, two producer ids, two partitions, the
+    epochs the wrong way round, and no batch headers at all (a run
+    without final-batches, a drill)."""
+    for acked_at in (6, None):
+        res = bumped((1, 2), acked_at)
+        assert nonzero(res) == {} and res[checker.EPOCH_BUMP] == 1, (acked_at, res)
+        ev = res["details"][checker.EPOCH_BUMP][0]
+        assert ev["producer_id"] == 7 and ev["epochs"] == [1, 2] and ev["acked"] == (acked_at is not None), ev
+        text = checker.table(res)
+        assert "client-epoch-bump       1  (the client's: sent again under a new producer epoch; not counted " \
+               "as duplicated) p1-9 at t[0]@5, t[0]@6, producer id 7 epochs 1/2" in text, text
+    for why, kw in (("one epoch", dict(epochs=(2, 2), acked_at=6)),
+                    ("the earlier copy acknowledged", dict(epochs=(1, 2), acked_at=5)),
+                    ("two producer ids", dict(epochs=(1, 2), acked_at=6, pid=(7, 9))),
+                    ("two partitions", dict(epochs=(1, 2), acked_at=None, parts=(0, 1))),
+                    ("epochs the wrong way", dict(epochs=(2, 1), acked_at=6))):
+        res = bumped(**kw)
+        assert nonzero(res) == {"duplicated": 1} and res[checker.EPOCH_BUMP] == 0, (why, res)
+    h = queue()
+    h.produce("p1-9", "t", 0, 6)
+    res = queue_final(h, p0=[(i, "p1-%d" % i) for i in range(5)] + [(5, "p1-9"), (6, "p1-9")]).check()
+    assert nonzero(res) == {"duplicated": 1} and res[checker.EPOCH_BUMP] == 0, ("no headers", res)
+
+
 @test
 def reordered():
     h = H()

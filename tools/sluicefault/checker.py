@@ -9,7 +9,10 @@ dict: an integer count per anomaly (ANOMALIES), "details" (the first
 examples of each), the count of "client-stale-reset" (STALE_RESET: the
 backward jumps the history shows to be librdkafka's stale offset reset,
 not counted as nonmonotonic and no anomaly; its examples are in
-"details" too), and the figures sent, acked, read (reads by the run's
+"details" too), the count of "client-epoch-bump" (EPOCH_BUMP: records
+at two offsets whose batch headers, the "batch" lines of the final log,
+show the client sent them again under a new producer epoch; not counted as
+duplicated), and the figures sent, acked, read (reads by the run's
 readers), read_final, longest_unavailable_s, recovery_s, cycle_kinds (the
 dependency cycles that take ww edges, sluicefault.cycles) and cycle_graph.
 
@@ -37,6 +40,10 @@ ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "divergent", "nonm
 # a nonmonotonic read the history shows to be librdkafka's stale offset
 # reset (_StaleReset): counted beside the anomalies, not among them
 STALE_RESET = "client-stale-reset"
+# a duplicated record the final log's batch headers show the client sent
+# again under a new epoch of its producer id (librdkafka's epoch bump,
+# _epoch_bump): counted beside the anomalies, not among them
+EPOCH_BUMP = "client-epoch-bump"
 EXAMPLES = 10
 FINAL_READERS = ("final-rc", "final-ru")
 RC, RU = "read_committed", "read_uncommitted"
@@ -50,8 +57,8 @@ def _seq(value):
 
 class _Report:
     def __init__(self):
-        self.counts = {a: 0 for a in ANOMALIES + (STALE_RESET,)}
-        self.details = {a: [] for a in ANOMALIES + (STALE_RESET,)}
+        self.counts = {a: 0 for a in ANOMALIES + (STALE_RESET, EPOCH_BUMP)}
+        self.details = {a: [] for a in ANOMALIES + (STALE_RESET, EPOCH_BUMP)}
 
     def add(self, anomaly, n=1, **example):
         self.counts[anomaly] += n
@@ -76,9 +83,13 @@ def check_lines(lines):
     final = {RC: {}, RU: {}}             # isolation -> {(topic, partition, offset): value}
     final_key = {RC: {}, RU: {}}
     final_end = {RC: {}, RU: {}}         # isolation -> {(topic, partition): end_offset}
+    headers = defaultdict(list)          # (topic, partition) -> [(base, last, producer id, epoch)]
     for x in lines:
         ty = x.get("type")
-        if ty == "send":
+        if ty == "batch":
+            headers[(x["topic"], x["partition"])].append((x["base"], x["last"], x["producer_id"],
+                                                          x["producer_epoch"]))
+        elif ty == "send":
             sends[x["value"]] = x
         elif ty == "ack":
             acks[x["value"]] = x
@@ -134,9 +145,14 @@ def check_lines(lines):
     seen_at = defaultdict(set)
     for x in reads:
         seen_at[x["value"]].add((x["topic"], x["partition"], x["offset"]))
+    producer_of = _producer_of(headers)
     for v, at in seen_at.items():
         if len(at) > 1:
-            r.add("duplicated", value=v, offsets=sorted(at)[:5])
+            bump = _epoch_bump(v, sorted(at), acks.get(v), producer_of)
+            if bump:
+                r.add(EPOCH_BUMP, **bump)
+            else:
+                r.add("duplicated", value=v, offsets=sorted(at)[:5])
 
     # reordered: per producer client and partition, acknowledged values with
     # increasing seq at decreasing offsets of the final read_uncommitted log
@@ -529,6 +545,49 @@ def _after_stale_reset(lines, jumps):
     return after
 
 
+def _producer_of(headers):
+    """producer_of(topic, partition, offset): (producer id, epoch) of the
+    final log's batch holding the offset (the batch lines of run.py's
+    final-batches, each node's copy), or None when no line covers it."""
+    index = {}
+    for tp, batches in headers.items():
+        batches.sort()
+        index[tp] = ([b[0] for b in batches], batches)
+
+    def producer_of(t, p, o):
+        bases, batches = index.get((t, p), ((), ()))
+        i = bisect.bisect_right(bases, o) - 1
+        while i >= 0 and batches[i][0] <= o:
+            if batches[i][1] >= o:
+                return batches[i][2], batches[i][3]
+            i -= 1
+        return None
+    return producer_of
+
+
+def _epoch_bump(value, at, ack, producer_of):
+    """A record at several offsets that its client sent again under a new
+    epoch of its producer id, as librdkafka 2.0.2's idempotent producer does
+    when a request in flight timed out (it bumps the epoch and sends what it
+    has no answer for with new sequences: librdkafka issue #4953): every
+    copy in one partition, in batches of one producer id whose epochs grow
+    with the offsets, and no copy but the last acknowledged (the broker
+    cannot put a record in an epoch its client did not send it in; a copy
+    it took twice would be in one epoch). The evidence, or None."""
+    if len({(t, p) for t, p, _ in at}) != 1:
+        return None
+    heads = [producer_of(t, p, o) for t, p, o in at]
+    if any(h is None or h[0] < 0 for h in heads) or len({h[0] for h in heads}) != 1:
+        return None
+    epochs = [h[1] for h in heads]
+    if any(b <= a for a, b in zip(epochs, epochs[1:])):
+        return None
+    if ack is not None and (ack["topic"], ack["partition"], ack["offset"]) != at[-1]:
+        return None
+    return dict(value=value, offsets=at[:5], producer_id=heads[0][0], epochs=epochs[:5],
+                acked=ack is not None)
+
+
 def _commits(lines, r, stale_jumps=()):
     """stale_commit and commit_backwards (see docs/fault-testing.md). A
     backward commit a member made after librdkafka's stale reset moved its
@@ -678,6 +737,18 @@ def stale_reset_text(res, n=3):
     return "(the client's, not counted as nonmonotonic) " + "; ".join(out)
 
 
+def epoch_bump_text(res, n=3):
+    """The evidence of the first client-epoch-bump duplicates, one phrase
+    each."""
+    out = ["%s at %s, producer id %d epochs %s%s" % (
+        e["value"], ", ".join("%s[%d]@%d" % tuple(o) for o in e["offsets"]), e["producer_id"],
+        "/".join(map(str, e["epochs"])), ", the last acknowledged" if e["acked"] else ", none acknowledged")
+        for e in res["details"].get(EPOCH_BUMP, [])[:n]]
+    if not out:
+        return ""
+    return "(the client's: sent again under a new producer epoch; not counted as duplicated) " + "; ".join(out)
+
+
 def table(res):
     """The report as text."""
     rows = ["%-17s %7s  %s" % ("anomaly", "count", "first examples")]
@@ -686,6 +757,8 @@ def table(res):
         rows.append("%-17s %7d  %s" % (a, res[a], "; ".join(json.dumps(e, sort_keys=True) for e in ex)))
         if a == "nonmonotonic" and STALE_RESET in res:
             rows.append("%-18s %6d  %s" % (STALE_RESET, res[STALE_RESET], stale_reset_text(res)))
+        if a == "duplicated" and EPOCH_BUMP in res:
+            rows.append("%-17s %7d  %s" % (EPOCH_BUMP, res[EPOCH_BUMP], epoch_bump_text(res)))
     rows.append("")
     rows.append("cycles with ww edges (figures): %s (%d transactions, %d edges)" % (
         ", ".join("%s %d" % kv for kv in res["cycle_kinds"].items()), res["cycle_graph"]["txns"],
