@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/utsname.h>
@@ -86,7 +87,7 @@ static struct row *row_new(struct result *r, const char *fmt, ...)
 	va_end(ap);
 	w->rps = w->mbps = w->p50 = w->p99 = w->p999 = nan_();
 	w->ref_rps = w->ref_p50 = w->ref_p99 = w->ref_p999 = nan_();
-	w->cpu_ns = nan_();
+	w->cpu_ns = w->client_cpu_ns = nan_();
 	return w;
 }
 
@@ -114,11 +115,41 @@ static double broker_cpu_s(const struct broker *br)
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* The row's broker CPU per record from two samples around its run. */
-static void row_cpu(struct row *w, double cpu0, double cpu1, uint64_t records)
+/* The CPU time so far of the broker (broker_cpu_s) and of this process,
+ * whose threads are the clients (getrusage: user and system). */
+struct cpu_mark {
+	double broker, clients;
+};
+
+static struct cpu_mark cpu_mark(const struct broker *br)
 {
-	if (records && !isnan(cpu0) && !isnan(cpu1))
-		w->cpu_ns = (cpu1 - cpu0) / (double)records * 1e9;
+	struct rusage ru;
+	struct cpu_mark m = { broker_cpu_s(br), nan_() };
+
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		m.clients = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+			    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+	return m;
+}
+
+static void row_cpu(struct row *w, struct cpu_mark m0, struct cpu_mark m1, uint64_t records);
+
+/* The row's CPU per record from what timed_produce sampled of its run. */
+static void row_cpu_run(struct row *w, const struct run *run)
+{
+	row_cpu(w, (struct cpu_mark){ 0, 0 }, (struct cpu_mark){ run->broker_cpu_s, run->client_cpu_s }, run->records);
+}
+
+/* The row's broker and clients' CPU per record from two marks around its
+ * run (NaN where a mark could not be read). */
+static void row_cpu(struct row *w, struct cpu_mark m0, struct cpu_mark m1, uint64_t records)
+{
+	if (!records)
+		return;
+	if (!isnan(m0.broker) && !isnan(m1.broker))
+		w->cpu_ns = (m1.broker - m0.broker) / (double)records * 1e9;
+	if (!isnan(m0.clients) && !isnan(m1.clients))
+		w->client_cpu_ns = (m1.clients - m0.clients) / (double)records * 1e9;
 }
 
 static void fail(struct result *r, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -367,7 +398,8 @@ static int k14_producers(struct suite *s, struct result *r, int n, double ref)
 	struct client c[3];
 	char topic[64];
 	uint64_t recs, bytes;
-	double secs, cpu0, cpu1;
+	double secs;
+	struct cpu_mark cpu0, cpu1;
 	struct row *w;
 	int rc;
 
@@ -379,9 +411,9 @@ static int k14_producers(struct suite *s, struct result *r, int n, double ref)
 		snprintf(label, sizeof(label), n > 1 ? "producer %d" : "producer", i + 1);
 		client_init(&c[i], s, br, topic, s->records / (uint64_t)n, 0, label);
 	}
-	cpu0 = broker_cpu_s(br);
+	cpu0 = cpu_mark(br);
 	rc = run_clients(c, n, r, &recs, &bytes, &secs);
-	cpu1 = broker_cpu_s(br);
+	cpu1 = cpu_mark(br);
 	drop_topic(br, topic);
 	if (rc < 0)
 		return r->rc;
@@ -437,7 +469,8 @@ static int k14_consumers(struct suite *s, struct result *r, int n, double ref)
 	struct broker *br = shared_broker(s, r);
 	struct client c[3];
 	uint64_t recs, bytes;
-	double secs, cpu0, cpu1;
+	double secs;
+	struct cpu_mark cpu0, cpu1;
 	struct row *w;
 
 	if (!br || k14_filled(s, r, br) < 0)
@@ -450,10 +483,10 @@ static int k14_consumers(struct suite *s, struct result *r, int n, double ref)
 		c[i].o.part_mod = n;
 		c[i].o.part_rem = i;
 	}
-	cpu0 = broker_cpu_s(br);
+	cpu0 = cpu_mark(br);
 	if (run_clients(c, n, r, &recs, &bytes, &secs) < 0)
 		return r->rc;
-	cpu1 = broker_cpu_s(br);
+	cpu1 = cpu_mark(br);
 	w = row_new(r, n > 1 ? "%d consumers" : "%d consumer", n);
 	row_rate(w, recs, bytes, secs);
 	row_cpu(w, cpu0, cpu1, recs);
@@ -480,7 +513,8 @@ static int sc_k14_prodcons(struct suite *s, struct result *r)
 	struct client c[2];
 	char topic[64];
 	uint64_t recs, bytes;
-	double secs, cpu0, cpu1;
+	double secs;
+	struct cpu_mark cpu0, cpu1;
 	struct row *w;
 	int rc;
 
@@ -488,9 +522,9 @@ static int sc_k14_prodcons(struct suite *s, struct result *r)
 		return r->rc;
 	client_init(&c[0], s, br, topic, s->records, 0, "producer");
 	client_init(&c[1], s, br, topic, s->records, 1, "consumer");
-	cpu0 = broker_cpu_s(br);
+	cpu0 = cpu_mark(br);
 	rc = run_clients(c, 2, r, &recs, &bytes, &secs);
-	cpu1 = broker_cpu_s(br);
+	cpu1 = cpu_mark(br);
 	drop_topic(br, topic);
 	if (rc < 0)
 		return r->rc;
@@ -634,16 +668,18 @@ static int timed_produce(struct suite *s, struct result *r, struct broker *br, s
 			 struct run *run, const char *label)
 {
 	char topic[64];
-	double cpu0;
+	struct cpu_mark cpu0, cpu1;
 	int rc;
 
 	if (new_topic(s, br, r, o->partitions, topic, sizeof(topic)) < 0)
 		return r->rc;
 	o->seconds = s->seconds;
-	cpu0 = broker_cpu_s(br);
+	cpu0 = cpu_mark(br);
 	if ((rc = kafka_produce(o, br, topic, 1000000000, run, label)) < 0)
 		fail(r, rc, "%s: %s", label, strerror(-rc));
-	run->broker_cpu_s = broker_cpu_s(br) - cpu0;
+	cpu1 = cpu_mark(br);
+	run->broker_cpu_s = cpu1.broker - cpu0.broker;
+	run->client_cpu_s = cpu1.clients - cpu0.clients;
 	drop_topic(br, topic);
 	return rc;
 }
@@ -695,7 +731,7 @@ static int sc_size_sweep(struct suite *s, struct result *r)
 			break;
 		w = row_new(r, "%d B", sizes[i]);
 		row_rate(w, run->records, run->bytes, run->seconds);
-		row_cpu(w, 0, run->broker_cpu_s, run->records);
+		row_cpu_run(w, run);
 		produce_limit(s, w, 0);
 		series_add(p, sizes[i], w->rps, w->mbps);
 		if (p) {
@@ -736,7 +772,7 @@ static int sc_partition_sweep(struct suite *s, struct result *r)
 			break;
 		w = row_new(r, "%d partition%s", counts[i], counts[i] > 1 ? "s" : "");
 		row_rate(w, run->records, run->bytes, run->seconds);
-		row_cpu(w, 0, run->broker_cpu_s, run->records);
+		row_cpu_run(w, run);
 		produce_limit(s, w, 0);
 		w->p99 = (double)hist_percentile(&run->lat, 99) / 1e6;
 		snprintf(w->note, sizeof(w->note), "round robin over the partitions, broker RSS %.0f MiB",
@@ -771,7 +807,7 @@ static int sc_acks(struct suite *s, struct result *r)
 			break;
 		w = row_new(r, "%s", label);
 		row_rate(w, run->records, run->bytes, run->seconds);
-		row_cpu(w, 0, run->broker_cpu_s, run->records);
+		row_cpu_run(w, run);
 		produce_limit(s, w, 0);
 		w->p99 = (double)hist_percentile(&run->lat, 99) / 1e6;
 		snprintf(w->note, sizeof(w->note), "%s", acks[i] == 0 ? "no response: the client counts a record "
@@ -806,7 +842,7 @@ static int sc_durability(struct suite *s, struct result *r)
 		if (timed_produce(s, r, &br, &o, run, label) == 0) {
 			w = row_new(r, "%s", modes[i]);
 			row_rate(w, run->records, run->bytes, run->seconds);
-			row_cpu(w, 0, run->broker_cpu_s, run->records);
+			row_cpu_run(w, run);
 		produce_limit(s, w, i == 2);
 			w->p99 = (double)hist_percentile(&run->lat, 99) / 1e6;
 			snprintf(w->note, sizeof(w->note), "%s", i == 0 ? "acked once written with O_DIRECT "

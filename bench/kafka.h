@@ -86,6 +86,7 @@ struct run {
 	struct hist lat;            /* ns */
 	uint64_t peak_rss_kb;
 	double broker_cpu_s;        /* the broker's CPU time over the run, when the caller sampled it (NaN: not) */
+	double client_cpu_s;        /* and this process's (the clients'), likewise */
 	/* --transactional: committed transactions, the time of each commit
 	 * (ns, retries of a retriable error included) and those retries */
 	uint64_t txns, commit_retries;

@@ -31,6 +31,7 @@ struct row {
 	double ref_rps, ref_p50, ref_p99, ref_p999;   /* Kafka 2014's */
 	double cpu_ns;               /* the broker's CPU (user + system, all its threads) per record, ns;
 				      * NaN: not measured (the capacity planner's cost) */
+	double client_cpu_ns;        /* the clients' (this process's threads), likewise */
 	char note[200];
 };
 

@@ -258,7 +258,7 @@ static void headline(const struct suite *s, FILE *f)
 
 /* Which optional columns any row of r fills. */
 struct cols {
-	int rate, lat50, lat99, lat999, ref, note;
+	int rate, cpu, lat50, lat99, lat999, ref, note;
 };
 
 static struct cols columns(const struct result *r)
@@ -269,6 +269,7 @@ static struct cols columns(const struct result *r)
 		const struct row *w = &r->rows[i];
 
 		c.rate |= !isnan(w->rps);
+		c.cpu |= !isnan(w->cpu_ns) || !isnan(w->client_cpu_ns);
 		c.lat50 |= !isnan(w->p50);
 		c.lat99 |= !isnan(w->p99);
 		c.lat999 |= !isnan(w->p999);
@@ -290,11 +291,13 @@ static void section(const struct suite *s, const struct result *r, FILE *f)
 	else
 		fprintf(f, "Ran in %.1f s.\n\n", r->seconds);
 	if (r->nrows) {
-		fprintf(f, "| row |%s%s%s%s%s%s\n|---|%s%s%s%s%s%s\n",
-			c.rate ? " records/s | MB/s | of the limit |" : "", c.lat50 ? " p50 ms |" : "",
+		fprintf(f, "| row |%s%s%s%s%s%s%s\n|---|%s%s%s%s%s%s%s\n",
+			c.rate ? " records/s | MB/s | of the limit |" : "",
+			c.cpu ? " CPU ns a record: broker / clients (clients' share) |" : "", c.lat50 ? " p50 ms |" : "",
 			c.lat99 ? " p99 ms |" : "", c.lat999 ? " p99.9 ms |" : "", c.ref ? " Kafka 2014 |" : "",
-			c.note ? " note |" : "", c.rate ? "---:|---:|---:|" : "", c.lat50 ? "---:|" : "",
-			c.lat99 ? "---:|" : "", c.lat999 ? "---:|" : "", c.ref ? "---:|" : "", c.note ? "---|" : "");
+			c.note ? " note |" : "", c.rate ? "---:|---:|---:|" : "", c.cpu ? "---:|" : "",
+			c.lat50 ? "---:|" : "", c.lat99 ? "---:|" : "", c.lat999 ? "---:|" : "", c.ref ? "---:|" : "",
+			c.note ? "---|" : "");
 		for (int i = 0; i < r->nrows; i++) {
 			const struct row *w = &r->rows[i];
 
@@ -304,6 +307,14 @@ static void section(const struct suite *s, const struct result *r, FILE *f)
 					pct(fraction(w), d, sizeof(d)));
 				if (!isnan(fraction(w)) && w->binds)
 					fprintf(f, " of %s (%.0f MB/s)", w->binds, w->limit_mbps);
+				fprintf(f, " |");
+			}
+			if (c.cpu) {
+				double sum = w->cpu_ns + w->client_cpu_ns;
+
+				fprintf(f, " %s / %s", fixed(w->cpu_ns, 0, a, sizeof(a)), fixed(w->client_cpu_ns, 0, b, sizeof(b)));
+				if (sum > 0)
+					fprintf(f, " (%s)", pct(w->client_cpu_ns / sum, d, sizeof(d)));
 				fprintf(f, " |");
 			}
 			if (c.lat50)
@@ -458,6 +469,7 @@ static void json_row(FILE *f, const struct row *w)
 	jnum_kv(f, "p99_ms", w->p99, &first);
 	jnum_kv(f, "p99_9_ms", w->p999, &first);
 	jnum_kv(f, "broker_cpu_ns_per_record", w->cpu_ns, &first);
+	jnum_kv(f, "client_cpu_ns_per_record", w->client_cpu_ns, &first);
 	jkey(f, "kafka_2014", &first);
 	if (!isnan(w->ref_rps) || !isnan(w->ref_p99)) {
 		int f2 = 1;

@@ -75,6 +75,11 @@ for s in d["scenarios"]:
         with open(os.path.join(out, s["plot"]), "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n", s["plot"]
 assert k["size-sweep"]["plot"] == "size-sweep.png"
+# the broker's and the clients' CPU a record of each produce row (the
+# capacity planner's costs; the clients' share of the machine)
+for name in ("k14-producer", "size-sweep"):
+    for r in k[name]["rows"]:
+        assert r["broker_cpu_ns_per_record"] is not None and r["client_cpu_ns_per_record"] is not None, (name, r)
 PYEOF
 then ok; else bad "results.json does not hold what the run measured"; fi
 # the capacity planner calibrated by this run (docs/capacity.md): the
