@@ -19,8 +19,8 @@ unavailability a client saw, the recovery time, and the command line that
 reproduces it; the column client-stale-reset (beside nonmonotonic) counts the
 backward jumps the checker attributes to librdkafka's stale offset reset,
 and client-epoch-bump (beside duplicated) the records the final log's batch
-headers (final-batches.jsonl, read from the nodes' copies) show the client
-sent again under a new producer epoch: neither is an anomaly. Exit status: 0 no anomaly, 1 anomalies, 2 the scenario could
+headers (final-batches.jsonl, which the workload's final read writes) show
+the client sent again under a new producer epoch: neither is an anomaly. Exit status: 0 no anomaly, 1 anomalies, 2 the scenario could
 not run (the cluster, a nemesis, the workload or the checker failed: the
 message names it).
 
@@ -254,7 +254,6 @@ def scenario(a, seed, out):
         fin = c.run_client(argv + ["--final"], stdout=wlog, stderr=subprocess.STDOUT)
         if fin.wait(timeout=300) != 0:
             raise ScenarioError("the final read exited %d (see %s)" % (fin.returncode, os.path.join(out, "workload.log")))
-        write_batches(c, topics, os.path.join(out, "final-batches.jsonl"))
     finally:
         if c is not None and getattr(a, "hold", False):
             hold = os.path.join(out, "HOLD")
@@ -285,49 +284,6 @@ def scenario(a, seed, out):
     res = check(out, tools)
     row.update(res)
     return row
-
-
-def log_batch_headers(part_dir):
-    """(base offset, last offset, producer id, producer epoch, base sequence)
-    of each record batch in a partition directory's segments, in offset
-    order (a preallocated segment ends at its first zero length; a batch a
-    write in flight left short ends the file's)."""
-    out = []
-    for name in sorted(f for f in os.listdir(part_dir) if f.endswith(".log")):
-        with open(os.path.join(part_dir, name), "rb") as f:
-            data = f.read()
-        pos = 0
-        while pos + 61 <= len(data):
-            blen = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
-            if blen < 49 or pos + 12 + blen > len(data):
-                break
-            b = data[pos:pos + 61]
-            base = int.from_bytes(b[0:8], "big", signed=True)
-            out.append((base, base + int.from_bytes(b[23:27], "big", signed=True),
-                        int.from_bytes(b[43:51], "big", signed=True), int.from_bytes(b[51:53], "big", signed=True),
-                        int.from_bytes(b[53:57], "big", signed=True)))
-            pos += 12 + blen
-    return out
-
-
-def write_batches(c, topics, path):
-    """The final log's batch headers, a "batch" line each (history format,
-    client "final-batches"): the checker tells by them a record the client
-    sent again under a new producer epoch (librdkafka's epoch bump) from one
-    the broker took twice. Read from each node's copy of the workload's
-    partitions once the final read is done (the nodes run still; what a
-    node has not written whole is left out)."""
-    with open(path, "w") as f:
-        for i in c.nodes:
-            for t in topics:
-                for k in range(PARTITIONS):
-                    d = os.path.join(c.data_dir(i), "%s-%d" % (t, k))
-                    if not os.path.isdir(d):
-                        continue
-                    for base, last, pid, epoch, seq in log_batch_headers(d):
-                        f.write(json.dumps(dict(t=0, client="final-batches", type="batch", node=i, topic=t,
-                                                partition=k, base=base, last=last, producer_id=pid,
-                                                producer_epoch=epoch, base_sequence=seq)) + "\n")
 
 
 def sleep_until(when, proc):

@@ -106,6 +106,14 @@ def final_read(bootstrap, topic, partition, out_dir, check_crc=True):
                 end = f.lso if iso == ktxn.READ_COMMITTED else f.hw
                 aborted = sorted(f.aborted or (), key=lambda a: a[1])
                 skipping = set()
+                if iso == ktxn.READ_UNCOMMITTED:
+                    # the log's batch headers, as the workloads' final read
+                    # writes them (sluicefault.batches): a duplicate the
+                    # broker made stays duplicated with them
+                    for bt in f.batches:
+                        lines.append(("final-batches", "batch", dict(
+                            node=0, topic=topic, partition=partition, base=bt.base, last=bt.last,
+                            producer_id=bt.pid, producer_epoch=bt.epoch, base_sequence=bt.seq)))
                 for bt in f.batches:
                     while aborted and aborted[0][1] <= bt.base:
                         skipping.add(aborted.pop(0)[0])
@@ -127,7 +135,7 @@ def final_read(bootstrap, topic, partition, out_dir, check_crc=True):
                     break
             lines.append((reader, "final", dict(topic=topic, partition=partition, isolation=name, end_offset=end)))
             seen[name] = got
-    hs = {r: Hist(out_dir, r) for r in ("final-rc", "final-ru")}
+    hs = {r: Hist(out_dir, r) for r in ("final-rc", "final-ru", "final-batches")}
     for reader, type_, kw in lines:
         hs[reader].w(type_, **kw)
     for h in hs.values():

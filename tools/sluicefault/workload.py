@@ -983,7 +983,8 @@ def final_read(bootstrap, topics, out_dir, timeout=120):
     """The final full read of every partition of topics in both isolation
     levels (clients "final-ru" and "final-rc"), retried until the cluster
     answers, within timeout seconds. Writes the reads of a partition only
-    once its whole read succeeded, then its "final" line."""
+    once its whole read succeeded, then its "final" line; then the headers
+    of the batches below each end (sluicefault.batches: final-batches)."""
     deadline = time.monotonic() + timeout
     ru_ends = None
     for isolation, name in (("read_uncommitted", "final-ru"), ("read_committed", "final-rc")):
@@ -1007,6 +1008,11 @@ def final_read(bootstrap, topics, out_dir, timeout=120):
         ru_ends = ends
         print("sluicefault: final read %s: %d records in %d partitions" % (
             isolation, sum(len(r) for r in reads.values()), len(reads)), file=sys.stderr, flush=True)
+    # the batch headers of the log the final read found (the checker's
+    # client-epoch-bump)
+    from . import batches
+    n = batches.write(bootstrap, ru_ends, out_dir)
+    print("sluicefault: batch headers of %d of %d partitions" % (n, len(ru_ends)), file=sys.stderr, flush=True)
 
 
 def main(argv=None):
