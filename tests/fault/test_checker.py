@@ -489,6 +489,33 @@ def drill_report_names_client_stale_resets():
 
 
 @test
+def drill_report_names_records_the_client_sent_again():
+    """sluicectl drill's report counts the records the batch headers show
+    the client sent again under a new producer epoch, with the checker's
+    evidence; none, it says 0."""
+    from sluicefault import drill
+    import contextlib
+    import io
+    for res, want in ((bumped((1, 2), 6), 1), (queue_final(queue()).check(), 0)):
+        r = dict(scenario="leader-loss", seed=1, topic="sluice-drill-x", held=True, broken=[], victim=None,
+                 replication_factor=3, topic_config={}, sent=res["sent"], acked=res["acked"], read=res["read"],
+                 lost=0, duplicated=res["duplicated"], resume_mismatches=[], stale_commits=[], redelivered=0,
+                 redelivered_offsets=[], unavailable_s=0.0, lag_normal=0, lag_max=0, converged_s=1.0, budget_s=60,
+                 rebalance_pauses_s=[], errors={}, histories="DIR", anomalies={k: res[k] for k in drill.ANOMALIES},
+                 details=res["details"], client_epoch_bump=res[drill.EPOCH_BUMP],
+                 client_epoch_bump_evidence=drill.epoch_bump_text(res))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            drill.print_report(r)
+        text = out.getvalue()
+        row = [line for line in text.splitlines() if line.startswith("records the client sent again")]
+        assert len(row) == 1 and row[0].split()[-2:] == [str(want), "counted"], text
+        dup = [line for line in text.splitlines() if line.startswith("records duplicated in the log")]
+        assert dup[0].split()[-2:] == ["0", "0"], text
+        assert ("client-epoch-bump 1 (the client's: sent again under a new producer epoch" in text) == bool(want), text
+
+
+@test
 def commit_behind_after_a_client_stale_reset():
     """z commits 4 (behind g's 6) in the assignment where librdkafka's
     stale reset moved its position back: the client's doing, written with

@@ -59,11 +59,17 @@ def check(paths):
 
 
 STALE_RESET = "client-stale-reset"      # sluicefault.checker.STALE_RESET
+EPOCH_BUMP = "client-epoch-bump"        # sluicefault.checker.EPOCH_BUMP
 
 
 def stale_reset_text(result):
     from sluicefault import checker
     return checker.stale_reset_text(result) if result.get("details") else ""
+
+
+def epoch_bump_text(result):
+    from sluicefault import checker
+    return checker.epoch_bump_text(result) if result.get("details") else ""
 
 
 def need_modules():
@@ -1068,6 +1074,10 @@ class Drill:
             # the history shows to be the client's (the checker's evidence)
             "client_stale_reset": result.get(STALE_RESET, 0),
             "client_stale_reset_evidence": stale_reset_text(result),
+            # a record the client sent again under a new producer epoch
+            # (librdkafka's epoch bump), from the log's batch headers
+            "client_epoch_bump": result.get(EPOCH_BUMP, 0),
+            "client_epoch_bump_evidence": epoch_bump_text(result),
             "unavailable_s": unavailable, "errors": dict(errors),
             "stale_commits": [list(x) for x in stale[:20]],
             "redelivered": len(redelivered), "redelivered_offsets": [[p, o] for p, o, _ in redelivered[:20]],
@@ -1206,6 +1216,7 @@ def print_report(r):
         ("stale owners' commits", max(r["anomalies"].get("stale_commit", 0), len(r["stale_commits"])), "0"),
         ("records delivered again to the group", r["redelivered"], "counted"),
         ("client's stale offset resets (librdkafka)", r.get("client_stale_reset", 0), "counted"),
+        ("records the client sent again (librdkafka)", r.get("client_epoch_bump", 0), "counted"),
         ("longest a partition went unacknowledged (s)", r["unavailable_s"], "reported"),
         ("consumer lag normal / max (records)", "%s/%s" % (r["lag_normal"], r["lag_max"]), "reported"),
         ("converged after the heal (s)", "%.1f" % r["converged_s"] if r["converged_s"] is not None else "no",
@@ -1223,6 +1234,8 @@ def print_report(r):
         w("\nother anomalies the checker counted: %s\n" % ", ".join("%s %d" % kv for kv in sorted(other.items())))
     if r.get("client_stale_reset"):
         w("client-stale-reset %d %s\n" % (r["client_stale_reset"], r["client_stale_reset_evidence"]))
+    if r.get("client_epoch_bump"):
+        w("client-epoch-bump %d %s\n" % (r["client_epoch_bump"], r["client_epoch_bump_evidence"]))
     if r["redelivered_offsets"]:
         w("delivered again (partition, offset), first %d: %s\n" % (
             len(r["redelivered_offsets"]), " ".join("%d/%d" % tuple(x) for x in r["redelivered_offsets"])))
