@@ -240,27 +240,23 @@ static void epoch_set(void *self, void *cookie, int err)
 }
 
 /* The snapshot follows the image: every topic that differs, rebuilt (the
- * builder's query, ctl_topic_follows). A partition this node leads and
+ * builder's query, ctl_topic_stale). A partition this node leads and
  * has open takes the image's epoch when that is above the one the book
  * says its owner was last told (ctl_homes.h), and the book notes it as
  * the message goes. */
 static void elect_republish(struct ctl *ctl)
 {
-	struct md_topic **add, **rep;
+	const struct meta_topic **due;
 	int32_t self = ctl->b->set.node_id;
 	int n = 0, ntopics = metalog_topic_count(ctl->ml);
 
 	if (!ntopics)
 		return;
-	add = xcalloc((size_t)ntopics, sizeof(*add));
-	rep = xcalloc((size_t)ntopics, sizeof(*rep));
-	/* the image's topics, each with the handle of its served entry (given
-	 * back to the builder) */
+	due = xcalloc((size_t)ntopics, sizeof(*due));
 	for (int i = 0; i < ntopics; i++) {
 		const struct meta_topic *mt = metalog_topic_at(ctl->ml, i);
-		struct md_topic *t = ctl_topic_served_of(ctl, mt);
 
-		if (!t || ctl_topic_follows(t, mt))
+		if (!ctl_topic_stale(ctl, mt))
 			continue;   /* not served as this topic, or says what the image says */
 		for (int32_t j = 0; j < mt->partitions; j++) {
 			const struct meta_part *p = &mt->parts[j];
@@ -278,13 +274,10 @@ static void elect_republish(struct ctl *ctl)
 			h->told_leader = p->leader;
 			h->told_epoch = epoch;
 		}
-		add[n] = ctl_topic_build(ctl, mt);
-		rep[n++] = t;
+		due[n++] = mt;
 	}
-	if (n)
-		ctl_publish_replaced(ctl, add, rep, n);
-	free(add);
-	free(rep);
+	ctl_republish(ctl, due, n);   /* (each built with the epochs just told) */
+	free(due);
 }
 
 /* ---- controlled shutdown ------------------------------------------------ */

@@ -501,10 +501,14 @@ void ctl_topic_free(struct md_topic *t);
  * flight, in order, once none is (control/ctl_admin.c). */
 void ctl_admin_tick(struct ctl *ctl);
 void ctl_publish_brokers(struct ctl *ctl);
-/* A new snapshot with add[i] in place of rep[i] (n of each): a topic
- * rebuilt from the image (its partitions' homes come from the book,
- * ctl_homes.h, as it is published). */
-void ctl_publish_replaced(struct ctl *ctl, struct md_topic **add, struct md_topic **rep, int n);
+/* Whether image topic mt is served (ctl_topic_served_of) by an entry that
+ * no longer says what mt says (ctl_topic_follows): due for ctl_republish. */
+int ctl_topic_stale(const struct ctl *ctl, const struct meta_topic *mt);
+/* A new snapshot with each of mts[0, n) rebuilt from the image in place of
+ * its served entry (each must be ctl_topic_stale): a topic rebuilt from
+ * the image (its partitions' homes come from the book, ctl_homes.h, as it
+ * is published). */
+void ctl_republish(struct ctl *ctl, const struct meta_topic *const *mts, int n);
 /* Whether published entry t says what the image's mt says (leaders,
  * epochs, ISR and replicas: a replica fetch is checked against them), or
  * its partitions are being added (their operation publishes): the one

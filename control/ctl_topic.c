@@ -213,9 +213,28 @@ void ctl_publish_brokers(struct ctl *ctl)
 		ctl_publish(ctl, NULL, 0, NULL, 0, NULL, 0);
 }
 
-void ctl_publish_replaced(struct ctl *ctl, struct md_topic **add, struct md_topic **rep, int n)
+int ctl_topic_stale(const struct ctl *ctl, const struct meta_topic *mt)
 {
+	const struct md_topic *t = ctl_topic_served_of(ctl, mt);
+
+	return t && !ctl_topic_follows(t, mt);
+}
+
+void ctl_republish(struct ctl *ctl, const struct meta_topic *const *mts, int n)
+{
+	struct md_topic **add, **rep;
+
+	if (n <= 0)
+		return;
+	add = xcalloc((size_t)n, sizeof(*add));
+	rep = xcalloc((size_t)n, sizeof(*rep));
+	for (int i = 0; i < n; i++) {
+		rep[i] = ctl_topic_served_of(ctl, mts[i]);
+		add[i] = ctl_topic_build(ctl, mts[i]);
+	}
 	ctl_publish(ctl, add, n, NULL, 0, rep, n);
+	free(add);
+	free(rep);
 }
 
 void ctl_topic_free(struct md_topic *t)
