@@ -111,6 +111,23 @@ int suite_cluster_start(const char *dir, int shards, const struct emulation *em,
  * namespaces). 0, or -errno with err its output. */
 int suite_cluster_stop(const char *dir, char *err, size_t errlen);
 
+/* ---- the CPU a row used (bench/suite_cpu.c) ------------------------------- */
+
+/* The CPU time so far, user and system, of the broker (all its threads,
+ * /proc/PID/stat) and of this process, whose threads are the clients
+ * (getrusage); NaN where it cannot be read. @thread main */
+struct cpu_mark {
+	double broker, clients;
+};
+
+struct cpu_mark cpu_mark(const struct broker *br);
+/* The row's broker and clients' CPU per record from two marks around its
+ * run (left NaN where a mark could not be read). */
+void row_cpu(struct row *w, struct cpu_mark m0, struct cpu_mark m1, uint64_t records);
+/* The same from what timed_produce sampled of a run (run->broker_cpu_s,
+ * run->client_cpu_s). */
+void row_cpu_run(struct row *w, const struct run *run);
+
 /* Write DIR/report.md, DIR/results.json and the plots (gnuplot; a plot
  * that cannot be drawn is said in the report, not an error). The report's
  * headline goes to stdout too. 0, or -errno when a file cannot be written. */
