@@ -299,6 +299,13 @@ class broker:
                 if et is None:
                     self.b.stop()
                 else:
+                    # the test failed: say whether the broker was still
+                    # running and what it last logged, before its
+                    # directory goes (a CI log is all there is to read)
+                    rc = self.b.proc.poll()
+                    print("-- the broker (port %s) %s; its log ends:\n%s"
+                          % (self.b.port, "was running" if rc is None else "had exited %d" % rc,
+                             self.b.log_tail()), flush=True)
                     self.b.kill()
         finally:
             shutil.rmtree(self.b.workdir, ignore_errors=True)
