@@ -244,11 +244,13 @@ def scenario(a, seed, out):
                     hist.write(name, "stop", {})
             nemeses.heal_all(c)
         try:
-            wl.wait(timeout=a.seconds + 180 - (time.monotonic() - t0))
+            hung = wait_workload(wl, out, a.seconds + 180 - (time.monotonic() - t0))
         except subprocess.TimeoutExpired:
             raise ScenarioError("the workload did not end within %d s of its %d (see %s)" % (
                 180, a.seconds, os.path.join(out, "workload.log")))
-        if wl.returncode != 0:
+        if hung:
+            row["close_hung"] = hung
+        elif wl.returncode != 0:
             raise ScenarioError("the workload exited %d (see %s)" % (wl.returncode, os.path.join(out, "workload.log")))
         row["heal_s"] = round(wait_healthy(c, topics), 1)
         fin = c.run_client(argv + ["--final"], stdout=wlog, stderr=subprocess.STDOUT)
@@ -284,6 +286,62 @@ def scenario(a, seed, out):
     res = check(out, tools)
     row.update(res)
     return row
+
+
+CLOSE_HANG_S = 60    # a client's "closing" line this old, every other client ended: its close hung
+
+
+def client_ends(out):
+    """{client: its history's last line} of each client history in out
+    (DIR/<client>.jsonl; not the runner's nemesis.jsonl nor the final
+    read's final-*.jsonl)."""
+    last = {}
+    for name in sorted(os.listdir(out)):
+        if not name.endswith(".jsonl") or name == "nemesis.jsonl" or name.startswith("final-"):
+            continue
+        line = None
+        with open(os.path.join(out, name), encoding="utf-8", errors="replace") as f:
+            for text in f:
+                if text.strip():
+                    line = text
+        try:
+            last[name[:-len(".jsonl")]] = json.loads(line) if line else {}
+        except ValueError:
+            last[name[:-len(".jsonl")]] = {}   # a line cut short: not ended
+    return last
+
+
+def wait_workload(wl, out, timeout, hang_s=CLOSE_HANG_S):
+    """Wait up to timeout seconds for the workload process wl to end;
+    [] when it did. A consumer's close() in librdkafka 2.0.2 has hung
+    holding Python's lock (every thread of the workload stops with it):
+    when every client history in out ends with "end" or "closing"
+    (workload.py close_consumer), at least one "closing" line at least
+    hang_s seconds old, the workload's process group is killed and the
+    names of the clients whose close hung are returned; what they
+    recorded is all they did. hang_s None: no such end (the wait of
+    before). Raises subprocess.TimeoutExpired."""
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            wl.wait(timeout=min(1.0, max(0.0, end - time.monotonic())))
+            return []
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= end:
+                raise
+        if hang_s is None:
+            continue
+        last = client_ends(out)
+        now = time.monotonic_ns()      # the clients' clock (history lines' "t")
+        closing = [n for n, x in last.items() if x.get("type") == "closing"]
+        if closing and all(x.get("type") in ("end", "closing") for x in last.values()) and \
+                all(now - last[n]["t"] >= hang_s * 1e9 for n in closing):
+            try:
+                os.killpg(wl.pid, 9)
+            except ProcessLookupError:
+                pass
+            wl.wait()
+            return closing
 
 
 def sleep_until(when, proc):
@@ -378,6 +436,9 @@ def run_one(a, seed, out, table):
     line = table_row(row)
     print(table_header())
     print(line, flush=True)
+    if row.get("close_hung"):
+        print("the close() of %s hung in librdkafka after its history was complete; the workload was ended "
+              "(its histories are checked as they are)" % ", ".join(row["close_hung"]), flush=True)
     for k in (STALE_RESET, EPOCH_BUMP):
         if row.get(k):
             print("%s %d (the client's, not counted as an anomaly; the checker's evidence: %s)" % (

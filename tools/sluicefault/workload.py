@@ -171,6 +171,22 @@ class _Client(threading.Thread):
             self.body()
         except Exception as e:  # noqa: BLE001 - recorded; the run goes on
             self.w.write("error", error=err_name(e), what="client stopped: %r" % (e,))
+        finally:
+            self.w.write("end")
+
+    def close_consumer(self, c):
+        """c.close() after a "closing" line. librdkafka 2.0.2 through
+        confluent-kafka 1.7 has once hung in a close (rd_kafka_assign of its
+        rebalance) holding Python's lock, which stops every thread of the
+        process; the runner (tests/fault/run.py wait_workload) knows such a
+        hang by this line, the client's last, and ends the process: the
+        history up to it is complete. SLUICEFAULT_TEST_HANG_CLOSE=NAME makes
+        client NAME's close hang so (tests/fault/test_close_hang.py)."""
+        self.w.write("closing")
+        if os.environ.get("SLUICEFAULT_TEST_HANG_CLOSE") == self.cname:
+            import ctypes
+            ctypes.PyDLL(None).sleep(3600)   # libc's sleep, Python's lock held (a PyDLL call keeps it)
+        c.close()
 
 
 class _Sender(_Client):
@@ -289,7 +305,7 @@ class _Reader(_Client):
                     continue
                 read_line(self.w, m, self.cname, self.isolation, session)
                 nxt[(m.topic(), m.partition())] = m.offset() + 1
-        c.close()
+        self.close_consumer(c)
 
 
 class _GroupReader:
@@ -450,7 +466,7 @@ class _Member(_GroupReader, _Client):
 
             self.read_loop(c, staying, lambda c, msgs: self.commit_due(c))
             self.commit(c)
-            c.close()
+            self.close_consumer(c)
             if self.running():
                 time.sleep(away)
 
@@ -494,7 +510,7 @@ class _ZombieMember(_Member):
         self.next_commit = time.monotonic() + self.commit_s
         self.read_loop(c, lambda: self.running() or self.woke, self.read, woke=self.wake)
         self.commit(c)
-        c.close()
+        self.close_consumer(c)
 
 
 ZOMBIE_SESSION_MS = 6000                # Kafka's (and Sluice's) group.min.session.timeout.ms
@@ -805,7 +821,7 @@ class _Copier(_GroupReader, _TxnProducer):
         # commits is ignored there)
         self.read_loop(c, self.running, lambda c, msgs: self.copy(c, msgs, deadline), "read_committed", 100, 0.3,
                        tag=lambda: {"txn": "%s-t%d" % (self.cname, self.ntxn)})
-        c.close()
+        self.close_consumer(c)
         if self.p is not None:
             self.p.flush(self.flush_s)
 
@@ -857,7 +873,7 @@ class _Mixer(_TxnProducer):
             self.one_mixed(c, self.stop_at + self.flush_s)
             if self.p is not None:
                 self.p.poll(1.0 / self.rate)
-        c.close()
+        self.close_consumer(c)
         if self.p is not None:
             self.p.flush(self.flush_s)
 
