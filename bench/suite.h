@@ -128,6 +128,16 @@ void row_cpu(struct row *w, struct cpu_mark m0, struct cpu_mark m1, uint64_t rec
  * run->client_cpu_s). */
 void row_cpu_run(struct row *w, const struct run *run);
 
+/* ---- the command line (bench/suite_args.c) --------------------------------- */
+
+/* argv into s (its defaults first; s->stored 0: not given, the caller's
+ * default) and want[k] = 1 for each scenario sc[k] named (all when none
+ * is). -1: go on; 0 (--help) or 2 (bad usage, said on stderr): exit with
+ * it. @thread main */
+int suite_parse_args(struct suite *s, int argc, char **argv, int *want, const struct scenario *sc, int nsc);
+/* mkdir -p path: 0 or -errno. */
+int suite_mkdir_p(const char *path);
+
 /* Write DIR/report.md, DIR/results.json and the plots (gnuplot; a plot
  * that cannot be drawn is said in the report, not an error). The report's
  * headline goes to stdout too. 0, or -errno when a file cannot be written. */
