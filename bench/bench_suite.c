@@ -16,6 +16,9 @@
  *                   nodes (scripts/cluster; --emulate: --netns, each
  *                   node's link shaped), RF 3, acks=1 and acks=all, as
  *                   ratios to the one-node producer row of the same run
+ *   consumer-defaults the k14 consumer's topic read by a group consumer
+ *                   with librdkafka's defaults and by the tuned one: the
+ *                   ratio, and where the CPU goes
  *   size-sweep      records/s and MB/s from 10 B to 100 KB records
  *   partition-sweep records/s from 1 to 10,000 partitions
  *   acks            acks=0, 1, all
@@ -192,7 +195,10 @@ static struct broker *shared_broker(struct suite *s, struct result *r)
 
 	if (s->shared_up)
 		return &s->shared;
-	if ((rc = start_broker(s, &s->shared, NULL)) < 0) {
+	/* a new group's first member waits no rebalance delay (Kafka's 3 s
+	 * default): consumer-defaults' rounds join groups, and its rates
+	 * start at the first record anyway */
+	if ((rc = start_broker(s, &s->shared, "group.initial.rebalance.delay.ms=0")) < 0) {
 		fail(r, rc, "starting the broker: %s", strerror(-rc));
 		return NULL;
 	}
@@ -443,6 +449,64 @@ static int sc_k14_consumer(struct suite *s, struct result *r)
 static int sc_k14_consumers3(struct suite *s, struct result *r)
 {
 	return k14_consumers(s, r, 3, K14_REF_CONSUMERS3);
+}
+
+/* ---- a consumer with librdkafka's defaults ---------------------------------- */
+
+/* The k14 consumer rows' topic read whole by the consumer an application
+ * writes from librdkafka's example (a group, subscribe, one
+ * rd_kafka_consumer_poll a record, every other setting at its default)
+ * and by the k14 rows' tuned simple consumer, alternately, two rounds
+ * each, best of each: their ratio in one run, and each one's CPU per
+ * record, the broker's and the client's, which say which side binds.
+ * Rates are from each consumer's first record to its last: joining the
+ * group is a start-up cost, not a rate (the shared broker waits no
+ * group.initial.rebalance.delay.ms). */
+static int sc_consumer_defaults(struct suite *s, struct result *r)
+{
+	static const char *const what[2] = { "librdkafka's defaults: a group consumer, one poll a record",
+					     "tuned simple consumer (the k14 rows')" };
+	struct broker *br = shared_broker(s, r);
+	struct { uint64_t recs, bytes; double secs; struct cpu_mark m0, m1; } best[2] = { 0 };
+	struct row *w[2];
+
+	if (!br || k14_filled(s, r, br) < 0)
+		return r->rc;
+	for (int round = 0; round < 2; round++)
+		for (int k = 0; k < 2; k++) {
+			struct client c;
+			struct cpu_mark m0, m1;
+			uint64_t recs, bytes;
+			double secs;
+
+			client_init(&c, s, br, s->filled_topic, s->filled, 1, k ? "tuned consumer" : "default consumer");
+			c.o.group_defaults = !k;
+			m0 = cpu_mark(br);
+			if (run_clients(&c, 1, r, &recs, &bytes, &secs) < 0)
+				return r->rc;
+			m1 = cpu_mark(br);
+			if (c.run.reading_s > 0)
+				secs = c.run.reading_s;
+			if (!best[k].secs || (double)recs / secs > (double)best[k].recs / best[k].secs) {
+				best[k].recs = recs, best[k].bytes = bytes, best[k].secs = secs;
+				best[k].m0 = m0, best[k].m1 = m1;
+			}
+		}
+	for (int k = 0; k < 2; k++) {
+		w[k] = row_new(r, "%s", what[k]);
+		row_rate(w[k], best[k].recs, best[k].bytes, best[k].secs);
+		row_cpu(w[k], best[k].m0, best[k].m1, best[k].recs);
+		consume_limit(s, w[k]);
+	}
+	snprintf(w[0]->note, sizeof(w[0]->note), "%.2fx the tuned consumer's rate, same run (best of 2, "
+		 "alternating)", w[1]->rps > 0 ? w[0]->rps / w[1]->rps : 0.0);
+	snprintf(w[1]->note, sizeof(w[1]->note), "fetch.wait.max.ms 100, queued.min.messages 1M, a batch a call");
+	if (!isnan(w[0]->cpu_ns) && !isnan(w[0]->client_cpu_ns) && !isnan(w[1]->cpu_ns))
+		snprintf(r->summary, sizeof(r->summary), "With librdkafka's defaults the client spent %.0f ns of CPU "
+			 "a record and the broker %.0f (the tuned consumer: %.0f and %.0f): the %s binds.",
+			 w[0]->client_cpu_ns, w[0]->cpu_ns, w[1]->client_cpu_ns, w[1]->cpu_ns,
+			 w[0]->client_cpu_ns > w[0]->cpu_ns ? "client" : "broker");
+	return 0;
 }
 
 static int sc_k14_prodcons(struct suite *s, struct result *r)
@@ -1177,6 +1241,7 @@ static const struct scenario scenarios[] = {
 	{ "k14-prodcons", "Kafka 2014: producer and consumer at once", sc_k14_prodcons },
 	{ "k14-latency", "Kafka 2014: end-to-end latency", sc_k14_latency },
 	{ "k14-replicated", "Kafka 2014: one producer, 3x replication on three nodes", sc_k14_replicated },
+	{ "consumer-defaults", "A consumer with librdkafka's defaults against the tuned one", sc_consumer_defaults },
 	{ "size-sweep", "Record size sweep", sc_size_sweep },
 	{ "partition-sweep", "Partition count sweep", sc_partition_sweep },
 	{ "acks", "acks=0, 1, all", sc_acks },

@@ -72,6 +72,13 @@ struct opts {
 	 * p % part_mod == part_rem (part_mod 0 or 1: all) */
 	uint64_t produce_rate;
 	int part_mod, part_rem;
+	/* kafka_consume: a group consumer (rd_kafka_subscribe) with
+	 * librdkafka's default settings but group.id and
+	 * auto.offset.reset=earliest, one rd_kafka_consumer_poll a record, as
+	 * an application is written from librdkafka's example; 0: the simple
+	 * consumer tuned for throughput (consumer_open's settings). All
+	 * partitions: part_mod is ignored. */
+	int group_defaults;
 };
 
 #include "bench/hist.h"
@@ -83,6 +90,7 @@ struct opts {
 struct run {
 	uint64_t records, bytes, errors;
 	double seconds;
+	double reading_s;           /* kafka_consume: from its first record to its last (0: none) */
 	struct hist lat;            /* ns */
 	uint64_t peak_rss_kb;
 	double broker_cpu_s;        /* the broker's CPU time over the run, when the caller sampled it (NaN: not) */
@@ -177,7 +185,8 @@ int check_cluster(rd_kafka_t *rk, const struct broker *br);
 int kafka_produce(const struct opts *o, struct broker *br, const char *topic, uint64_t records,
 		  struct run *r, const char *label);
 /* Read records back from the start of topic (o->part_mod: a share of its
- * partitions), every record checked. 0 or -errno (-EBADMSG: wrong data). */
+ * partitions; o->group_defaults: through a default group consumer), every
+ * record checked. 0 or -errno (-EBADMSG: wrong data). */
 int kafka_consume(const struct opts *o, struct broker *br, const char *topic, uint64_t records,
 		  struct run *r, const char *label);
 /* End-to-end latency at o->rate records/s for o->seconds (+1 s warm-up). */

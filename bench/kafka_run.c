@@ -405,10 +405,11 @@ static void cons_check_msg(struct cons_check *cc, const rd_kafka_message_t *m)
 struct consumer {
 	rd_kafka_t *rk;
 	rd_kafka_topic_t *rkt;
-	rd_kafka_queue_t *q;
+	rd_kafka_queue_t *q;        /* NULL: a group consumer (group_consumer_open) */
 	struct client_errs errs;
 	int partitions;
 	int part_mod, part_rem;     /* partitions p % part_mod == part_rem (mod 0: all) */
+	int group;                  /* subscribed: rd_kafka_consumer_poll, rd_kafka_consumer_close */
 };
 
 static int consumer_has(const struct consumer *c, int p)
@@ -541,8 +542,48 @@ static int consumer_open(struct consumer *c, const struct opts *o, const struct 
 	return 0;
 }
 
+/* A group consumer as an application writes one from librdkafka's example:
+ * its default settings but a group of its own and auto.offset.reset
+ * earliest (a new group reads from the log start), subscribed to topic. */
+static int group_consumer_open(struct consumer *c, const struct opts *o, const struct broker *br,
+			       const char *topic)
+{
+	rd_kafka_topic_partition_list_t *subs;
+	rd_kafka_conf_t *conf;
+	rd_kafka_resp_err_t e;
+	char err[256], group[64];
+
+	memset(c, 0, sizeof(*c));
+	c->partitions = o->partitions;
+	c->group = 1;
+	snprintf(group, sizeof(group), "sluice-bench-defaults-%d-%" PRIu64, (int)getpid(), bench_now_ns());
+	conf = base_conf(br->bootstrap, &c->errs);
+	if (!conf || conf_set(conf, "group.id", group) < 0 || conf_set(conf, "auto.offset.reset", "earliest") < 0) {
+		if (conf)
+			rd_kafka_conf_destroy(conf);
+		return -EINVAL;
+	}
+	c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+	if (!c->rk) {
+		fprintf(stderr, "kafka: group consumer: %s\n", err);
+		return -EINVAL;
+	}
+	rd_kafka_poll_set_consumer(c->rk);
+	subs = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_topic_partition_list_add(subs, topic, RD_KAFKA_PARTITION_UA);
+	e = rd_kafka_subscribe(c->rk, subs);
+	rd_kafka_topic_partition_list_destroy(subs);
+	if (e) {
+		fprintf(stderr, "kafka: group consumer: subscribe to %s: %s\n", topic, rd_kafka_err2str(e));
+		return -EIO;
+	}
+	return 0;
+}
+
 static void consumer_close(struct consumer *c)
 {
+	if (c->group && c->rk)
+		rd_kafka_consumer_close(c->rk);
 	if (c->rkt) {
 		for (int p = 0; p < c->partitions; p++)
 			if (consumer_has(c, p))
@@ -582,19 +623,33 @@ int kafka_consume(const struct opts *o, struct broker *br, const char *topic, ui
 		rc = -ENOMEM;
 		goto out0;
 	}
-	fprintf(stderr, "%s: reading %" PRIu64 " records from %s (%d partitions%s), simple consumer, "
-		"one queue\n", label, records, topic, o->partitions, o->part_mod > 1 ? ", a share" : "");
+	if (o->group_defaults)
+		fprintf(stderr, "%s: reading %" PRIu64 " records from %s (%d partitions), group consumer with "
+			"librdkafka's defaults, one poll a record\n", label, records, topic, o->partitions);
+	else
+		fprintf(stderr, "%s: reading %" PRIu64 " records from %s (%d partitions%s), simple consumer, "
+			"one queue\n", label, records, topic, o->partitions, o->part_mod > 1 ? ", a share" : "");
 	t0 = last_t = stall_t = bench_now_ns();
-	rc = consumer_open(&c, o, br, topic, RD_KAFKA_OFFSET_BEGINNING);
+	rc = o->group_defaults ? group_consumer_open(&c, o, br, topic) :
+				 consumer_open(&c, o, br, topic, RD_KAFKA_OFFSET_BEGINNING);
 	next_tick = t0 + 1000000000ull;
 	while (!rc && got < records && !(stop && *stop)) {
 		/* one record (waiting up to 100 ms), then what is already queued:
-		 * a partial batch is never held back for its timeout */
-		rd_kafka_message_t *first = rd_kafka_consume_queue(c.q, 100);
+		 * a partial batch is never held back for its timeout (a group
+		 * consumer: one record a poll, as its applications read) */
+		rd_kafka_message_t *first = c.group ? rd_kafka_consumer_poll(c.rk, 100) : rd_kafka_consume_queue(c.q, 100);
 		ssize_t n = 0;
 		uint64_t now = bench_now_ns();
 
-		if (first) {
+		if (first && c.group) {
+			if (!first_t) {
+				first_t = now;
+				fprintf(stderr, "%s: first record after %.3f s (connect, join the group, fetch "
+					"offsets, first Fetch)\n", label, (double)(now - t0) / 1e9);
+			}
+			msgs[0] = first;
+			n = 1;
+		} else if (first) {
 			if (!first_t) {
 				first_t = now;
 				fprintf(stderr, "%s: first record after %.3f s (connect, metadata, "
@@ -652,9 +707,10 @@ int kafka_consume(const struct opts *o, struct broker *br, const char *topic, ui
 		r->peak_rss_kb = proc_rss_kb(br->pid);
 	r->records = got;
 	r->bytes = bytes;
+	r->reading_s = first_t ? (double)(bench_now_ns() - first_t) / 1e9 : 0.0;
 	if (!rc)
 		fprintf(stderr, "%s: %" PRIu64 " records in %.2f s, all checked (%.2f s from the first "
-			"record)\n", label, got, r->seconds, first_t ? (double)(bench_now_ns() - first_t) / 1e9 : 0.0);
+			"record)\n", label, got, r->seconds, r->reading_s);
 	consumer_close(&c);
 out0:
 	free(msgs);

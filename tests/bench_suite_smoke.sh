@@ -32,14 +32,14 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 out=$work/out
 if timeout 300 build/sluice-bench suite --quick --profile hw-profiles/commodity-2026.conf \
     --records 20000 --seconds 0.3 --stored 20M --backlog 0.5 --rate 2000 --out "$out" \
-    k14-producer k14-consumers3 k14-latency k14-replicated size-sweep stored-data backlog-drain peers \
+    k14-producer k14-consumers3 k14-latency k14-replicated consumer-defaults size-sweep stored-data backlog-drain peers \
     >"$work/stdout" 2>"$work/stderr"; then
   ok
 else
   bad "suite exited $?"; tail -30 "$work/stderr"
 fi
-grep -q '^suite: \[8/8\] peers' "$work/stderr" && ok || bad "no progress line for scenario 8 of 8"
-for s in k14-producer k14-consumers3 k14-latency k14-replicated size-sweep stored-data backlog-drain peers; do
+grep -q '^suite: \[9/9\] peers' "$work/stderr" && ok || bad "no progress line for scenario 9 of 9"
+for s in k14-producer k14-consumers3 k14-latency k14-replicated consumer-defaults size-sweep stored-data backlog-drain peers; do
   grep -q "^## $s — " "$out/report.md" 2>/dev/null && ok || bad "report.md has no section for $s"
 done
 grep -q '^| Kafka 2014 row' "$out/report.md" && ok || bad "report.md has no Kafka 2014 headline table"
@@ -49,8 +49,8 @@ import json, sys, os
 out = sys.argv[1]
 d = json.load(open(os.path.join(out, "results.json")))
 names = [s["name"] for s in d["scenarios"]]
-assert names == ["k14-producer", "k14-consumers3", "k14-latency", "k14-replicated", "size-sweep", "stored-data",
-                 "backlog-drain", "peers"], names
+assert names == ["k14-producer", "k14-consumers3", "k14-latency", "k14-replicated", "consumer-defaults", "size-sweep",
+                 "stored-data", "backlog-drain", "peers"], names
 for s in d["scenarios"]:
     assert s["status"] == "ok", (s["name"], s["error"])
     assert s["rows"], s["name"] + ": no rows"
@@ -66,6 +66,15 @@ assert len(k["size-sweep"]["series"]["points"]) == 5
 rep = k["k14-replicated"]["rows"]
 assert [r["kafka_2014"]["records_per_s"] for r in rep] == [786980, 421823], rep
 assert all(r["records_per_s"] and "of the one-node row" in r["note"] for r in rep), rep
+# a consumer with librdkafka's defaults beside the tuned one: both read
+# every record, the ratio is said, and the CPU of each (which side binds)
+cd = k["consumer-defaults"]["rows"]
+assert [r["label"].split(":")[0] for r in cd] == ["librdkafka's defaults", "tuned simple consumer (the k14 rows')"], cd
+# (the broker's CPU of 20,000 records may be under a clock tick: 0)
+assert all(r["records_per_s"] and r["broker_cpu_ns_per_record"] is not None and r["client_cpu_ns_per_record"]
+           for r in cd), cd
+assert "the tuned consumer's rate, same run" in cd[0]["note"], cd[0]
+assert "binds" in k["consumer-defaults"]["summary"], k["consumer-defaults"]["summary"]
 peers = k["peers"]["peers"]
 assert [p["name"] for p in peers] == ["sluice", "redis-streams", "nats-jetstream"], peers
 assert all(p["ran"] and p["produce_records_per_s"] and p["consume_records_per_s"] and p["e2e_p99_ms"] is not None
