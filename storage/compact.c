@@ -198,11 +198,18 @@ static int map_put(struct compactor *cp, const uint8_t *k, int32_t len, int64_t 
 	return 0;
 }
 
+/* The newest offset of key k, -1: none. The map may be empty (never
+ * allocated): a segment the map phase found not yet cleanable (its flush
+ * or index still on the ring) may be by the clean phase, and is cleaned
+ * against the keys of the segments that were mapped, none at all in a
+ * first pass. */
 static int64_t map_get(struct compactor *cp, const uint8_t *k, int32_t len)
 {
 	uint64_t h1, h2;
 	struct key_slot *s;
 
+	if (!cp->cap)
+		return -1;
 	key_hash(k, len, &h1, &h2);
 	s = map_find(cp, h1, h2);
 	return (s->h1 || s->h2) ? s->offset : -1;
