@@ -125,7 +125,8 @@ static void usage(FILE *f, const char *cmd)
 		"  --linger-ms MS          producer linger.ms (default 5; e2e 1)\n"
 		"  --seconds S             produce: stop sending after S s; e2e: duration\n"
 		"                          (default 10)\n"
-		"  --rate R                e2e: records/s (default 200000)\n"
+		"  --rate R                e2e: records/s (default 200000); produce: pace at\n"
+		"                          R records/s (default: as fast as the client queues)\n"
 		"  --compare-shards        produce and consume: run with --shards 1 and 2\n"
 		"  --idempotent            produce with enable.idempotence=true (acks=all)\n"
 		"  --compare-idempotent    produce: plain then idempotent, twice, alternating,\n"
@@ -288,6 +289,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		} else if (!strcmp(name, "--rate")) {
 			if (parse_count(val, &o->rate) < 0 || !o->rate || o->rate > 100000000)
 				return bad_option(o->cmd, name, "expects records/s in [1, 100M]");
+			if (o->mode == M_PRODUCE)
+				o->produce_rate = o->rate;   /* paced: the ack latency of a load the client keeps up with */
 		} else if (!strcmp(name, "--compression")) {
 			if (strcmp(val, "none") && strcmp(val, "gzip") && strcmp(val, "snappy") &&
 			    strcmp(val, "lz4") && strcmp(val, "zstd"))
@@ -584,15 +587,18 @@ static int cmd_produce_consume(const struct opts *o)
 
 		if ((rc = produce_consume(o, o->shards, consume, pr, cr, &br)) < 0)
 			return 1;
-		snprintf(extra, sizeof(extra), "transactional, %d records per transaction", o->transactional);
-		print_header(o, &br, o->transactional ? extra : NULL);
+		if (o->transactional)
+			snprintf(extra, sizeof(extra), "transactional, %d records per transaction", o->transactional);
+		else if (o->produce_rate)
+			snprintf(extra, sizeof(extra), "paced at %" PRIu64 " records/s", o->produce_rate);
+		print_header(o, &br, o->transactional || o->produce_rate ? extra : NULL);
 		if (rss_pid(o, &br) || !o->bootstrap)
 			printf("%s broker_peak_rss_MiB %.0f\n", b,
 			       (double)(consume ? cr->peak_rss_kb : pr->peak_rss_kb) / 1024);
 		if (consume) {
 			print_rate_rows(b, cr, target);
 		} else {
-			print_rate_rows(b, pr, target);
+			print_rate_rows(b, pr, o->produce_rate ? 0 : target);   /* paced: the rate is asked, no target */
 			print_lat_rows(b, "ack", &pr->lat, 0);
 			if (o->transactional) {
 				printf("%s records_per_transaction %d\n", b, o->transactional);

@@ -100,6 +100,18 @@ check_client_set() {
   judge $? "produce --client-set: $bad"
 }
 check_client_set
+# produce --rate R paces the producer: 20,000 records at 10,000 a second
+# take 2 s (no less: a paced sender cannot run ahead of its schedule)
+check_paced() {
+  local bad='' rps
+  bench_run build/sluice-bench produce --records 20000 --rate 10000
+  rps=$(printf '%s\n' "$out" | awk '$1 == "produce" && $2 == "records_per_s" { print $3 }')
+  [ $rc -eq 0 ] || bad="exit $rc"
+  awk -v r="${rps:-0}" 'BEGIN { exit !(r > 0 && r <= 10500) }' || bad="$bad records_per_s ${rps:-none}, want <= 10500"
+  [ -z "$bad" ]
+  judge $? "produce --rate 10000: $bad"
+}
+check_paced
 # --compare-mock 2: two rounds against librdkafka's in-process mock cluster
 # and the broker, alternating: a figure for each side of each round, the
 # best row with its ratio; a mock option with consume is bad usage
