@@ -36,6 +36,11 @@ import traceback
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SLUICED = os.environ.get("SLUICED", os.path.join(REPO, "build", "sluiced"))
+# sluicectl: $SLUICECTL, else the one beside SLUICED, else this build's (a
+# sanitizer build of sluiced, SLUICED=build/san/sluiced, has none beside it)
+SLUICECTL = os.environ.get("SLUICECTL") or next(
+    (p for p in (os.path.join(os.path.dirname(SLUICED), "sluicectl"),) if os.path.exists(p)),
+    os.path.join(REPO, "build", "sluicectl"))
 TEST_DIR = os.environ.get("SLUICE_TEST_DIR", "/var/tmp")
 HANG_GUARD = float(os.environ.get("SLUICE_HANG_GUARD", "120"))
 READY_RE = re.compile(r"listening on (\S+):(\d+)")

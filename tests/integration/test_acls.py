@@ -44,7 +44,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SLUICED, broker, free_port, main, run, temp_dir, test  # noqa: E402
+from harness import SLUICECTL, SLUICED, broker, free_port, main, run, temp_dir, test  # noqa: E402
 from kraw import Conn, W, compact_str, read_compact_str, read_uvarint, uvarint  # noqa: E402
 import json  # noqa: E402
 import shutil  # noqa: E402
@@ -148,7 +148,7 @@ def create_describe_delete_and_restart():
             assert len(res[0][1]) == len(left), res
             assert described(ad, flt()) == []
             # sluicectl acl create|list|delete
-            ctl = [os.path.join(os.path.dirname(SLUICED), "sluicectl"), "-b", b.bootstrap]
+            ctl = [SLUICECTL, "-b", b.bootstrap]
             run(ctl + ["acl", "create", "-p", "User:carol", "-o", "read", "-t", "topic", "-r", "logs-",
                        "--pattern", "prefixed"])
             run(ctl + ["acl", "create", "-p", "User:carol", "-o", "ALTER", "-t", "CLUSTER", "--permission", "DENY"])

@@ -20,7 +20,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SLUICED, broker, free_port, main, temp_dir, test  # noqa: E402
+from harness import SLUICECTL, SLUICED, broker, free_port, main, temp_dir, test  # noqa: E402
 from cluster import Cluster, until  # noqa: E402
 
 
@@ -177,7 +177,7 @@ def one_controller_and_two_brokers_serve_a_replicated_topic_and_clients_see_only
         # DescribeQuorum on a broker: the active controller's answer (Kafka's
         # brokers forward it there): the controller the voter, both brokers
         # observers
-        out = subprocess.run([os.path.join(os.path.dirname(SLUICED), "sluicectl"), "-b", c.addr(3), "--format", "json",
+        out = subprocess.run([SLUICECTL, "-b", c.addr(3), "--format", "json",
                               "cluster", "info"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
         assert out.returncode == 0, out.stderr
         q = json.loads(out.stdout)["quorum"]
@@ -251,7 +251,7 @@ def a_port_taken_between_its_pick_and_the_bind_gets_the_cluster_new_ports():
         boot = p.stdout.decode().strip()
         assert len(boot.split(",")) == 3, boot
         # the nodes of the second try are one cluster: a replicated topic
-        r = subprocess.run([os.path.join(os.path.dirname(SLUICED), "sluicectl"), "-b", boot, "topic", "create",
+        r = subprocess.run([SLUICECTL, "-b", boot, "topic", "create",
                             "ports", "--partitions", "1", "--replication-factor", "3"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
         assert r.returncode == 0, r.stdout.decode()

@@ -70,7 +70,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SLUICED, main, test  # noqa: E402
+from harness import SLUICECTL, main, test  # noqa: E402
 from cluster import Cluster, until  # noqa: E402
 import kraw  # noqa: E402
 
@@ -133,7 +133,7 @@ def internal_preferred(admin, bootstrap):
         return None
     if all(l == r[0] for t in out.values() for l, r, _i in t.values()):
         return out
-    subprocess.run([os.path.join(os.path.dirname(SLUICED), "sluicectl"), "-b", bootstrap, "leader", "elect"],
+    subprocess.run([SLUICECTL, "-b", bootstrap, "leader", "elect"],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
     return None
 

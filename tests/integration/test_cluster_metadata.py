@@ -36,11 +36,10 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SLUICED, main, test  # noqa: E402
+from harness import SLUICECTL, main, test  # noqa: E402
 from cluster import Cluster, create_topic, partitions, same_logs, until  # noqa: E402
 
 
-SLUICECTL = os.path.join(os.path.dirname(SLUICED), "sluicectl")
 
 
 def led(bootstrap, topic, nparts):

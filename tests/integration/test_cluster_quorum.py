@@ -46,7 +46,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SLUICED, main, test  # noqa: E402
+from harness import SLUICECTL, SLUICED, main, test  # noqa: E402
 from cluster import Cluster, log_batches, partitions, until  # noqa: E402
 from kraw import describe_quorum  # noqa: E402
 
@@ -94,7 +94,6 @@ def replicas(port, topic):
     return {p: sorted(m.replicas) for p, m in t.partitions.items()}
 
 
-SLUICECTL = os.path.join(os.path.dirname(SLUICED), "sluicectl")
 
 
 def topic_names(port):

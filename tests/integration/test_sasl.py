@@ -45,7 +45,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import HANG_GUARD, SLUICED, broker, free_port, main, make_tls_certs, run, temp_dir, test  # noqa: E402
+from harness import HANG_GUARD, SLUICECTL, broker, free_port, main, make_tls_certs, run, temp_dir, test  # noqa: E402
 from kraw import Conn, R, W, compact_str, read_compact_str, read_uvarint, uvarint  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -475,7 +475,7 @@ def alter_user_scram_credentials_adds_a_user_who_logs_in():
         e = auth_error(conf(b.addr["SASL_SSL"], "SCRAM-SHA-512", "carol", "carol-secret", ssl=True))
         assert e and "Authentication failed" in e, e
         # sluicectl user create|list|delete
-        ctl = [os.path.join(os.path.dirname(SLUICED), "sluicectl"), "-b", b.bootstrap]
+        ctl = [SLUICECTL, "-b", b.bootstrap]
         run(ctl + ["user", "create", "frank", "-m", "SCRAM-SHA-256", "--iterations", "8192"],
             env=dict(os.environ, SLUICECTL_PASSWORD="frank-secret"))
         out = json.loads(run(ctl + ["user", "list", "--format", "json"]).stdout)

@@ -58,10 +58,9 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (HANG_GUARD, SLUICED, Broker, BrokerError, free_port, main, make_ca, make_cert, make_tls_certs, run,  # noqa: E402
+from harness import (HANG_GUARD, SLUICECTL, Broker, BrokerError, free_port, main, make_ca, make_cert, make_tls_certs, run,  # noqa: E402
                      temp_dir, test)  # noqa: E402
 
-SLUICECTL = os.path.join(os.path.dirname(SLUICED), "sluicectl")
 ADD = ["--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]",
        "--add-scram", "SCRAM-SHA-512=[name=alice,password=alice-secret]"]
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
