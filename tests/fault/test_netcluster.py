@@ -309,7 +309,12 @@ def test_signals_clean_up():
     # SIGTERM and SIGINT to the owner: its handler removes everything, then
     # it dies of the signal
     for sig in (signal.SIGTERM, signal.SIGINT):
-        child = subprocess.Popen([sys.executable, "-c", CHILD % HERE], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        # the owner gets the signal's default disposition: a test runner
+        # started in the background by a non-interactive shell (or under
+        # nohup) ignores SIGINT, the owner inherits that, keeps it ignored,
+        # as a program should, and never ends
+        child = subprocess.Popen([sys.executable, "-c", CHILD % HERE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 preexec_fn=lambda: signal.signal(sig, signal.SIG_DFL))
         k = int(child.stdout.readline())
         assert [x for x in netcluster.leftovers() if NAME_K(x) == k]
         child.send_signal(sig)
