@@ -425,6 +425,10 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	offsetof(struct shard, st.stats.field) - offsetof(struct shard, stats))
 	ST("disk_writes_total", "counter", "Write operations submitted to the disk (group commits' writes).", writes);
 	ST("disk_write_bytes_total", "counter", "Bytes written to the disk.", write_bytes);
+	ST("disk_split_writes_total", "counter", "Writes split in two at the partial block they rewrite, "
+	   "so that neither covers both written and preallocated (unwritten) extents, which the filesystem "
+	   "would hand to an io_uring worker thread (counted once a split; each half is in disk_writes_total).",
+	   split_writes);
 	ST("disk_reads_total", "counter", "Read operations submitted to the disk (fetches beyond the tail cache).",
 	   reads);
 	ST("disk_read_bytes_total", "counter", "Bytes read from the disk.", read_bytes);

@@ -569,33 +569,17 @@ static int64_t seg_offset_at(const struct segment *seg, uint64_t end)
 	return lo ? seg->base_offset + ix->off[lo - 1].rel_offset : seg->base_offset;
 }
 
-/* Prepare one write of seg from its submitted end. Returns 1 if a write
- * was queued, 0 if nothing may be written now (ordering hazard, or no
- * SQE). */
-static int plog_queue_write(struct plog *pl, struct segment *seg, int first)
+/* Queue one write of seg's bytes [from, stop) (from block aligned, sub
+ * the submitted end it starts from). 1: queued; 0: nothing to write, or
+ * no SQE. */
+static int plog_queue_range(struct plog *pl, struct segment *seg, uint64_t sub, uint64_t from, uint64_t stop)
 {
 	struct plog_write *w = wr_at(pl, pl->inflight);
-	uint64_t sub = seg_submitted(pl, seg), from = align_down4k(sub);
-	uint64_t whole = align_down4k(seg->end), stop, pos;
 	struct io_uring_sqe *sqe;
 	struct tail_chunk *c;
-	int tail_now, n = 0;
+	uint64_t pos;
+	int n = 0;
 
-	/* the block holding `sub` is partial: whoever wrote it last must have
-	 * landed before it is written again */
-	if ((sub & 4095) && block_busy(pl, seg, from))
-		return 0;
-	/* The partial last block is written now if it is all that is new
-	 * since the last flush (the burst ended), if the segment is sealed (it
-	 * will not grow), or if the partition is idle (nothing in flight,
-	 * little pending: lowest latency). A hot partition writes whole blocks
-	 * only, so its writes never overlap and up to PLOG_MAX_WRITES of them
-	 * stream; its partial block follows when the burst ends. */
-	tail_now = (whole <= from && first) || seg->sealed ||
-		   (pl->inflight == 0 && seg->end - from <= PLOG_HOT_BYTES);
-	stop = tail_now ? align_up4k(seg->end) : whole;
-	if (stop > from + PLOG_WRITE_MAX)
-		stop = from + PLOG_WRITE_MAX;
 	w->iov = pl->iov + ((w - pl->wr) * PLOG_WRITE_IOV);
 	pos = from;
 	for (c = pl->chunk_head; c && n < PLOG_WRITE_IOV && pos < stop; c = c->next) {
@@ -655,6 +639,49 @@ static int plog_queue_write(struct plog *pl, struct segment *seg, int first)
 	return 1;
 }
 
+/* Prepare the next write of seg from its submitted end (two when it is
+ * split, below). Returns the writes queued: 0 if nothing may be written
+ * now (ordering hazard, or no SQE). */
+static int plog_queue_write(struct plog *pl, struct segment *seg, int first)
+{
+	uint64_t sub = seg_submitted(pl, seg), from = align_down4k(sub);
+	uint64_t whole = align_down4k(seg->end), stop;
+	int tail_now;
+
+	/* the block holding `sub` is partial: whoever wrote it last must have
+	 * landed before it is written again */
+	if ((sub & 4095) && block_busy(pl, seg, from))
+		return 0;
+	/* The partial last block is written now if it is all that is new
+	 * since the last flush (the burst ended), if the segment is sealed (it
+	 * will not grow), or if the partition is idle (nothing in flight,
+	 * little pending: lowest latency). A hot partition writes whole blocks
+	 * only, so its writes never overlap and up to PLOG_MAX_WRITES of them
+	 * stream; its partial block follows when the burst ends. */
+	tail_now = (whole <= from && first) || seg->sealed ||
+		   (pl->inflight == 0 && seg->end - from <= PLOG_HOT_BYTES);
+	stop = tail_now ? align_up4k(seg->end) : whole;
+	if (stop > from + PLOG_WRITE_MAX)
+		stop = from + PLOG_WRITE_MAX;
+	/* A write that rewrites the partial block an earlier write left and
+	 * goes on past it is split at that block's end. Past it the segment is
+	 * preallocated (fallocate: unwritten extents), and a direct write that
+	 * covers both a written and an unwritten extent is not a plain
+	 * overwrite to ext4: it wants the inode lock exclusively, so io_uring's
+	 * non-blocking attempt fails and the write goes to an io-wq worker
+	 * thread (a wake-up and a context switch, every write of a partition
+	 * that writes its partial block each time: a quiet or idle one). The
+	 * block alone, and the rest starting on a block boundary, each go
+	 * inline. They retire in ring order like any two writes. */
+	if ((sub & 4095) && stop > from + 4096 && pl->inflight + 2 <= PLOG_MAX_WRITES) {
+		if (!plog_queue_range(pl, seg, sub, from, from + 4096))
+			return 0;
+		store_stat_add(&pl->st->stats.split_writes, 1);
+		return 1 + plog_queue_range(pl, seg, from + 4096, from + 4096, stop);
+	}
+	return plog_queue_range(pl, seg, sub, from, stop);
+}
+
 /* The log as a flusher of the store: queue its next writes (up to the free
  * ring slots); returns the number of write SQEs prepared. */
 static int plog_flush_prepare(struct store_flusher *f)
@@ -666,9 +693,11 @@ static int plog_flush_prepare(struct store_flusher *f)
 	if (plog_failed(pl) || pl->reload_inflight || pl->nospace)
 		return 0;              /* (the block read back marks the log dirty) */
 	while (pl->inflight < PLOG_MAX_WRITES && (seg = seg_unsubmitted(pl))) {
-		if (!plog_queue_write(pl, seg, n == 0))
+		int k = plog_queue_write(pl, seg, n == 0);
+
+		if (!k)
 			break;
-		n++;
+		n += k;
 	}
 	return n;
 }

@@ -94,6 +94,7 @@ struct store_stats {
 	uint64_t io_errors;
 	uint64_t sync_opens;       /* rolls that had no prepared segment */
 	uint64_t max_inflight_writes; /* most writes one partition had in flight at once */
+	uint64_t split_writes;     /* writes split at the partial block they rewrite (plog.c) */
 };
 
 /* A completion of the ring's owner (not the store's) that a nested

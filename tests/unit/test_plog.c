@@ -521,6 +521,59 @@ Test(plog, group_commit_one_submission_for_many_partitions)
 	}
 }
 
+/* A write that rewrites the partial block an earlier one left and goes on
+ * past it is split at that block's end (on ext4 a direct write across a
+ * written and a preallocated, unwritten extent goes to an io_uring worker
+ * thread instead of inline: plog_queue_write). The two halves retire in
+ * order and the log reads back whole, before and after a reopen; a write
+ * that starts on a block boundary, or stays in its block, is not split. */
+static const struct plog_write *inflight_write(const struct plog *pl, unsigned k)
+{
+	return &pl->wr[(pl->wr_head + k) % PLOG_MAX_WRITES];
+}
+
+Test(plog, a_write_past_the_partial_block_it_rewrites_is_split_at_its_end)
+{
+	struct plog_config cfg;
+	struct plog *pl;
+	uint64_t writes, splits;
+
+	plog_config_defaults(&cfg);
+	pl = open_log(&cfg);
+	store_drain(&st);
+	writes = st.stats.writes;
+	splits = st.stats.split_writes;
+	append(pl, 0, 2, 50, 1);                 /* a partial first block */
+	cr_assert_eq(store_flush(&st), 1);
+	store_drain(&st);
+	cr_assert_eq(pl->high_watermark, 2);
+	cr_assert_eq(st.stats.writes, writes + 1);
+	cr_assert_eq(st.stats.split_writes, splits, "a write from a block boundary is whole");
+	append(pl, 1, 2, 60, 2);                 /* still within the first block */
+	cr_assert_eq(store_flush(&st), 1);
+	store_drain(&st);
+	cr_assert_eq(st.stats.writes, writes + 2);
+	cr_assert_eq(st.stats.split_writes, splits, "a write within its block is whole");
+	append(pl, 2, 2, 6000, 3);               /* rewrites block 0 and goes on into block 1..3 */
+	cr_assert_eq(store_flush(&st), 2, "the partial block, then the rest from its end");
+	cr_assert_eq(st.stats.split_writes, splits + 1);
+	cr_assert_eq(pl->inflight, 2);
+	cr_assert_eq(inflight_write(pl, 0)->pos, 0);
+	cr_assert_eq(inflight_write(pl, 0)->bytes, 4096);
+	cr_assert_eq(inflight_write(pl, 1)->pos, 4096);
+	cr_assert_eq(inflight_write(pl, 1)->pos + inflight_write(pl, 1)->bytes, (pl->seg_tail->end + 4095) & ~4095ull);
+	store_drain(&st);
+	cr_assert_eq(st.stats.writes, writes + 4);
+	cr_assert_eq(pl->durable_offset, 6);
+	cr_assert_eq(pl->high_watermark, 6);
+	cr_assert_eq(check_all(pl, 0, 2), 6);
+	plog_close(pl);
+	pl = open_log(&cfg);
+	cr_assert_eq(pl->next_offset, 6);
+	cr_assert_eq(check_all(pl, 0, 2), 6);
+	plog_close(pl);
+}
+
 Test(plog, retention_by_time_and_size)
 {
 	struct plog_config cfg;
