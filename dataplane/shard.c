@@ -779,6 +779,18 @@ void shard_thread_fini(struct shard *sh)
 	/* make appended data durable and checkpoint every log */
 	store_drain(&sh->st);
 	conn_free_zombies(sh);
+	/* Every log's checkpoint asked at once, then waited for: their saves
+	 * (the active segment's fdatasync, its index, "recovery-checkpoint")
+	 * run side by side on the ring, STORE_SLOW_SLOTS at a time, where each
+	 * close alone waited for its own before the next began (10,000
+	 * partitions took 7 s to stop); each close then finds its checkpoint
+	 * in place and writes nothing again. */
+	for (struct part *p = sh->parts; p; p = p->next)
+		if (p->pl)
+			plog_checkpoint(p->pl);
+	for (struct part *p = sh->parts; p; p = p->next)
+		if (p->pl)
+			plog_checkpoint_wait(p->pl);
 	while (sh->parts) {
 		struct part *p = sh->parts;
 

@@ -413,19 +413,24 @@ int plog_checkpoint(struct plog *pl)
 	return 0;
 }
 
-int plog_checkpoint_sync(struct plog *pl)
+int plog_checkpoint_wait(struct plog *pl)
 {
-	uint64_t want;
-	int rc = plog_checkpoint(pl);
+	uint64_t want = pl->files.ckpt_asked;
 
-	if (rc)
-		return rc;
-	want = pl->files.ckpt_asked;
+	if (plog_failed(pl))
+		return pl->err;
 	/* only the checkpoint's own I/O: nothing more is written meanwhile,
 	 * the checkpoint covers what was written when it was asked */
-	while (pl->files.ckpt_done < want)
+	while (pl->files.ckpt_done < want && pl->files.running)
 		store_reap(pl->st, 1);
 	return pl->files.ckpt_err;
+}
+
+int plog_checkpoint_sync(struct plog *pl)
+{
+	int rc = plog_checkpoint(pl);
+
+	return rc ? rc : plog_checkpoint_wait(pl);
 }
 
 /* ---- the queue -------------------------------------------------------- */
