@@ -272,10 +272,12 @@ int plog_checkpoint(struct plog *pl);
 /* plog_checkpoint, then wait for it (reaping completions, flushing no
  * write meanwhile): tests, tools and the metadata log. 0 or -errno. */
 int plog_checkpoint_sync(struct plog *pl);
-/* Wait (as plog_checkpoint_sync does) for the checkpoints asked so far to
- * end; the completions reaped meanwhile move every log's file work on, so
- * a caller that asked many logs' checkpoints first waits for them side by
- * side (a shard's stop). 0 or -errno (the log failed, or the save). */
+/* Wait for the checkpoints asked so far to end, polling the store (its
+ * flush and completions: every log's file work moves on meanwhile, so a
+ * caller that asked many logs' checkpoints first waits for them side by
+ * side: a shard's stop). Returns early if nothing in the store is left to
+ * move it on (plog_close then finishes it). 0 or -errno (the log failed,
+ * or the save). */
 int plog_checkpoint_wait(struct plog *pl);
 /* What recovery found and cut, as one line for the broker's log (no
  * newline): segments and batches kept, bytes scanned, where the last

@@ -417,20 +417,27 @@ int plog_checkpoint_wait(struct plog *pl)
 {
 	uint64_t want = pl->files.ckpt_asked;
 
-	if (plog_failed(pl))
-		return pl->err;
-	/* only the checkpoint's own I/O: nothing more is written meanwhile,
-	 * the checkpoint covers what was written when it was asked */
-	while (pl->files.ckpt_done < want && pl->files.running)
-		store_reap(pl->st, 1);
-	return pl->files.ckpt_err;
+	/* store_poll, not store_reap: a truncation in flight ahead of the
+	 * checkpoint may wait on the store's flush to go on */
+	while (pl->files.ckpt_done < want && !plog_failed(pl) && pl->files.running)
+		if (store_poll(pl->st, 1) == 0 && !pl->st->inflight && !pl->st->dirty_head)
+			break;     /* nothing left that moves it on: plog_close finishes it */
+	return plog_failed(pl) ? pl->err : pl->files.ckpt_err;
 }
 
 int plog_checkpoint_sync(struct plog *pl)
 {
+	uint64_t want;
 	int rc = plog_checkpoint(pl);
 
-	return rc ? rc : plog_checkpoint_wait(pl);
+	if (rc)
+		return rc;
+	want = pl->files.ckpt_asked;
+	/* only the checkpoint's own I/O: nothing more is written meanwhile,
+	 * the checkpoint covers what was written when it was asked */
+	while (pl->files.ckpt_done < want)
+		store_reap(pl->st, 1);
+	return pl->files.ckpt_err;
 }
 
 /* ---- the queue -------------------------------------------------------- */
