@@ -37,6 +37,7 @@ $(BUILD)/tests/test_capacity: LDLIBS += $(shell pkg-config --libs jansson)
 # bench/txn_latency.py: a transaction's latency through confluent-kafka
 # bench/replication.py: acks=all on RF 3 against acks=1 on RF 1, 3-node cluster
 # bench/failover.py: a producer's wait when partition 0's leader is killed or stopped
+# bench/stop_restart.py: a clean stop and the start after it, many partitions, two builds alternated
 
 # sluice-bench produce (and the others through librdkafka, security --quick
 # among them) runs against its own broker and prints its rows.
