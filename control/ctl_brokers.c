@@ -127,8 +127,14 @@ static void leaders_restarted(struct ctl *ctl, void *cookie, int err, const stru
 	(void)cookie;
 	(void)a;
 	cb->restarting = 0;
-	if ((err == -QUORUM_ELOST || err == -ETIMEDOUT) && ready && ctl_quorum_channel(ctl) && cb->retries++ < 5) {
-		leaders_restart(ctl);   /* a cluster's leader went with the answer */
+	if ((err == -QUORUM_ELOST || err == -ETIMEDOUT || err == -ESTALE) && ready && ctl_quorum_channel(ctl) &&
+	    cb->retries++ < 5) {
+		/* a cluster's leader went with the answer, or a snapshot this
+		 * node installed passed over the record (ctl_channel.c: its
+		 * outcome unknown here), or the record was built against
+		 * leaderships since changed (a no-op): again, from the image
+		 * as it is now */
+		leaders_restart(ctl);
 		return;
 	}
 	cb->ready = NULL;
@@ -318,9 +324,12 @@ static void registered(struct ctl *ctl, void *cookie, int err, const struct meta
 
 	(void)cookie;
 	cb->proposing = 0;
-	if ((err == -QUORUM_ELOST || err == -ETIMEDOUT) && ctl_quorum_channel(ctl) && cb->retries++ < 5) {
-		/* a cluster's leader went with the answer: register again, as
-		 * a new incarnation (the lost one, if applied, is superseded) */
+	if ((err == -QUORUM_ELOST || err == -ETIMEDOUT || err == -ESTALE) && ctl_quorum_channel(ctl) &&
+	    cb->retries++ < 5) {
+		/* a cluster's leader went with the answer, or a snapshot this
+		 * node installed passed over the record (ctl_channel.c: its
+		 * outcome unknown here): register again, as a new incarnation
+		 * (the lost one, if applied, is superseded) */
 		register_propose(ctl);
 		return;
 	}

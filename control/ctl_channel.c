@@ -78,7 +78,11 @@
  * for a leader and gets its answer within its client's TimeoutMs of being
  * asked (CH_ELECT_MS when that is not above 0, CH_ELECT_MAX_MS at most), else
  * -ETIMEDOUT; one whose connection is lost is -ENOTCONN (the elections
- * may have been done: asking again finds them not needed).
+ * may have been done: asking again finds them not needed). A proposal
+ * answered at an index this node passed over, taking a snapshot instead
+ * of the records (a voter's InstallSnapshot, an observer's fetched
+ * snapshot), is -ESTALE as soon as its node's applied index is past it:
+ * committed, its outcome unknown here.
  *
  * The stuck follower (docs/dependencies.md, libraft's caveats): libraft
  * 0.15 can take a follower's stale answer for its match index and never
@@ -1278,6 +1282,19 @@ int ctl_channel_tick(struct ctl_channel *ch)
 	}
 	if (ch->observer && ch->out && !ch->fetching) {
 		fetch_send(ch);
+		work++;
+	}
+	if (quorum_last_applied(ch->q) > ch->applied_max) {
+		/* a voter's InstallSnapshot: libraft restored the leader's
+		 * snapshot (ops->restore) and moved its applied index past the
+		 * records it holds, none of which went through
+		 * ctl_channel_applied. A proposal of this node's answered at
+		 * such an index would otherwise wait for the next record
+		 * applied here, which an idle cluster may not write: a node
+		 * starting up waited forever on its registration. (Raft's own
+		 * entries move the index too: what waits at or below it was
+		 * applied, or passed over.) */
+		passed_over(ch, quorum_last_applied(ch->q));
 		work++;
 	}
 	if (ch->parked)

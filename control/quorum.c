@@ -925,6 +925,13 @@ uint64_t quorum_last_index(const struct quorum *q)
 	return raft_last_index((struct raft *)&q->raft);
 }
 
+uint64_t quorum_last_applied(const struct quorum *q)
+{
+	if (q->observer)
+		return q->obs_applied;
+	return raft_last_applied((struct raft *)&q->raft);
+}
+
 int quorum_follower_match(const struct quorum *q, int32_t node, uint64_t *match)
 {
 	const struct raft *r = &q->raft;

@@ -203,6 +203,10 @@ void quorum_describe(const struct quorum *q, struct quorum_view *st);
 
 /* @thread ctl. The index of the last entry of this node's log (0: empty). */
 uint64_t quorum_last_index(const struct quorum *q);
+/* @thread ctl. The index of the last entry this node applied (0: none):
+ * every record up to it went through ops->apply or a snapshot's
+ * ops->restore (a voter's InstallSnapshot, an observer's fetch). */
+uint64_t quorum_last_applied(const struct quorum *q);
 /* @thread ctl. On the leader: the highest index it believes voter `node`
  * stored (raft's match index). 0, QUORUM_ENOTLEADER, -ENOENT (no such
  * voter). */
