@@ -4,6 +4,7 @@
  * See dataplane/conn.h. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stddef.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "dataplane/conn.h"
@@ -787,6 +789,11 @@ static void conn_send_more(struct conn *c)
 		conn_close(c);
 		return;
 	}
+	/* a fetch of many partitions is more iovecs than one sendmsg takes
+	 * (IOV_MAX, 1024: EMSGSIZE, and the connection was closed, so a
+	 * consumer of 520 partitions never got a full fetch): IOV_MAX at a
+	 * time, the rest after it as after a partial send */
+	c->msg.msg_iovlen = c->iov_rest < IOV_MAX ? c->iov_rest : IOV_MAX;
 	if (c->send_left >= SEND_ZC_MIN && !c->sh->no_send_zc && !c->zc_copied) {
 		/* large responses (fetches of record data): zero copy; the
 		 * kernel reports when it no longer needs the pages, and
@@ -900,6 +907,7 @@ static void conn_send_head(struct conn *c, struct conn_req *r)
 	memset(&c->msg, 0, sizeof(c->msg));
 	c->msg.msg_iov = c->iov;
 	c->msg.msg_iovlen = (size_t)n;
+	c->iov_rest = (size_t)n;
 	c->send_left = 0;
 	for (int i = 0; i < n; i++)
 		c->send_left += c->iov[i].iov_len;
@@ -978,11 +986,11 @@ static void conn_on_send(struct conn *c, int res, unsigned flags)
 		/* partial send: skip what went out */
 		size_t done = (size_t)res;
 
-		while (done && c->msg.msg_iovlen) {
+		while (done && c->iov_rest) {
 			if (done >= c->msg.msg_iov->iov_len) {
 				done -= c->msg.msg_iov->iov_len;
 				c->msg.msg_iov++;
-				c->msg.msg_iovlen--;
+				c->iov_rest--;
 			} else {
 				c->msg.msg_iov->iov_base = (uint8_t *)c->msg.msg_iov->iov_base + done;
 				c->msg.msg_iov->iov_len -= done;

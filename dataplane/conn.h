@@ -96,6 +96,8 @@ struct conn {
 	int iov_cap;
 	struct msghdr msg;
 	size_t send_left;
+	size_t iov_rest;                /* iovecs from msg.msg_iov to the response's end (a
+					 * sendmsg takes IOV_MAX of them at most) */
 	int zc_notifs;                     /* zero-copy notifications to come */
 	int zc_copied;                     /* the kernel copied our zero-copy pages: plain sends */
 	int send_done;                     /* sent; waiting for them */
