@@ -122,6 +122,13 @@ static void usage(FILE *f, const char *cmd)
 		"  --topics T              idle: topics (default 100)\n"
 		"  --acks N                0, 1 or -1 (default 1)\n"
 		"  --compression CODEC     none|gzip|snappy|lz4|zstd (default none)\n"
+		"  --client librdkafka|wide\n"
+		"                          produce (consume: its pre-produce): librdkafka\n"
+		"                          (default), or a raw Kafka\n"
+		"                          client that sends every partition it has records\n"
+		"                          for in one ProduceRequest, as the Java client does\n"
+		"                          (librdkafka sends one partition a request); acks\n"
+		"                          1 or -1, no compression\n"
 		"  --linger-ms MS          producer linger.ms (default 5; e2e 1)\n"
 		"  --seconds S             produce: stop sending after S s; e2e: duration\n"
 		"                          (default 10)\n"
@@ -296,6 +303,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			    strcmp(val, "lz4") && strcmp(val, "zstd"))
 				return bad_option(o->cmd, name, "expects none, gzip, snappy, lz4 or zstd");
 			o->compression = val;
+		} else if (!strcmp(name, "--client")) {
+			if (strcmp(val, "librdkafka") && strcmp(val, "wide"))
+				return bad_option(o->cmd, name, "expects librdkafka or wide");
+			o->client_wide = !strcmp(val, "wide");
 		} else if (!strcmp(name, "--linger-ms")) {
 			if (parse_count(val, &v) < 0 || v > 10000)
 				return bad_option(o->cmd, name, "expects 0..10000");
@@ -337,6 +348,15 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				  "without transactions here), alone");
 	if (o->compare_mock && o->replication_factor > 1)
 		return bad_option(o->cmd, "--compare-mock", "replication factor 1 only (the mock is one broker)");
+	if (o->client_wide && ((o->mode != M_PRODUCE && o->mode != M_CONSUME) || o->compare_mock || o->compare_idempotent ||
+			       o->compare_transactional || o->transactional || o->idempotent))
+		return bad_option(o->cmd, "--client", "wide only for produce (and consume's pre-produce), plain, "
+				  "alone");
+	if (o->client_wide && (o->acks == 0 || strcmp(o->compression, "none")))
+		return bad_option(o->cmd, "--client", "wide sends uncompressed batches and reads every "
+				  "answer: --acks 1 or -1, --compression none");
+	if (o->client_wide && o->records > 50000000)
+		return bad_option(o->cmd, "--client", "wide keeps every record's due time: --records 50M at most");
 	if (o->mode == M_E2E && o->size < 16)
 		return bad_option(o->cmd, "--size", "e2e needs at least 16 bytes");
 	if (o->mode != M_E2E && o->size < 8)
@@ -378,6 +398,8 @@ static void print_header(const struct opts *o, const struct broker *br, const ch
 	       o->size, o->partitions, rf, o->acks, o->compression, shards, extra ? ", " : "", extra ? extra : "");
 	for (int i = 0; i < o->nclient_sets; i++)
 		printf("%s%s", i ? " " : ", clients: ", o->client_sets[i]);
+	if (o->client_wide)
+		printf(", client: wide (raw Kafka protocol, every ready partition in one ProduceRequest)");
 	printf("; MB = 10^6 bytes of record values; latency in ms\n");
 }
 

@@ -79,6 +79,9 @@ struct opts {
 	 * consumer tuned for throughput (consumer_open's settings). All
 	 * partitions: part_mod is ignored. */
 	int group_defaults;
+	/* kafka_produce: the raw client of kafka_wide.c (every ready
+	 * partition in one ProduceRequest) instead of librdkafka */
+	int client_wide;
 };
 
 #include "bench/hist.h"
@@ -184,6 +187,11 @@ int check_cluster(rd_kafka_t *rk, const struct broker *br);
  * its progress lines. 0 or -errno (delivery failure, broker gone, stall). */
 int kafka_produce(const struct opts *o, struct broker *br, const char *topic, uint64_t records,
 		  struct run *r, const char *label);
+/* The same load from kafka_wide.c's raw client (o->client_wide): every
+ * partition with records due in one ProduceRequest, as the Java client
+ * sends them. acks 1 or -1, no compression, no idempotence. */
+int kafka_produce_wide(const struct opts *o, struct broker *br, const char *topic, uint64_t records,
+		       struct run *r, const char *label);
 /* Read records back from the start of topic (o->part_mod: a share of its
  * partitions; o->group_defaults: through a default group consumer), every
  * record checked. 0 or -errno (-EBADMSG: wrong data). */

@@ -187,6 +187,10 @@ int kafka_produce(const struct opts *o, struct broker *br, const char *topic, ui
 	char txn_note[64] = "", what[48];
 	volatile int *stop = r->stop;
 
+	if (o->client_wide) {
+		free(buf);
+		return kafka_produce_wide(o, br, topic, records, r, label);
+	}
 	memset(r, 0, sizeof(*r));
 	r->stop = stop;
 	hist_init(&r->lat);
