@@ -314,7 +314,8 @@ static const struct config_key keys[] = {
 	  .doc = "How often retention runs." },
 	{ "log.durability", CONFIG_ENUM, "write", .values = durability_values, .topic = "durability",
 	  .doc = "Sluice: when a write is acknowledged. write: O_DIRECT write completed; "
-		 "sync: written with RWF_DSYNC (power-loss safe); memory: buffered (lost on a crash)." },
+		 "sync: written with RWF_DSYNC (power-loss safe); memory: buffered (lost on a crash; a partial "
+		 "last block is written after it waited 10 ms for more records, whole blocks as they fill)." },
 	{ "max.incremental.fetch.session.cache.slots", CONFIG_INT, "1000", 0, I32MAX,
 	  .doc = "Fetch sessions (KIP-227) kept, shared out among the shards; 0: every fetch is a full one." },
 	{ "shards", CONFIG_INT, "0", 0, 1024,

@@ -381,7 +381,7 @@ int part_append_flush(struct part *p, const uint8_t *batch, uint32_t len, int64_
 	rc = plog_append(p->pl, batch, len, base);
 	if (rc == -ENOBUFS) {
 		/* tail memory full: write what is buffered and retry once */
-		store_flush(&p->sh->st);
+		store_flush_all(&p->sh->st);
 		rc = plog_append(p->pl, batch, len, base);
 	}
 	return rc;

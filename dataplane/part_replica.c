@@ -50,7 +50,7 @@ int part_append_replica(struct part *p, const uint8_t *rec, uint32_t len, uint32
 		if (rc != -ENOBUFS || retried)
 			break;
 		/* tail memory full: write what is buffered and go on once */
-		store_flush(&p->sh->st);
+		store_flush_all(&p->sh->st);
 		retried = 1;
 	}
 	*appended = at;

@@ -716,10 +716,14 @@ int shard_poll(struct shard *sh, uint64_t now_ns, int64_t now_ms)
 }
 
 /* The nearest deadline the loop must wake for (0: none): a parked
- * request's, the end of the accept back-off, and the timers that ask. */
+ * request's, a held write's, the end of the accept back-off, and the
+ * timers that ask. */
 static uint64_t shard_next_deadline(const struct shard *sh)
 {
-	uint64_t nearest = sh->next_parked_ns;
+	uint64_t nearest = sh->next_parked_ns, held = store_held_until(&sh->st);
+
+	if (held && (!nearest || held < nearest))
+		nearest = held;   /* log.durability=memory: a partial block's write */
 
 	if (sh->accept_wait && (!nearest || sh->accept_retry_ns < nearest))
 		nearest = sh->accept_retry_ns;

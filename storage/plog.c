@@ -666,7 +666,20 @@ static int plog_queue_write(struct plog *pl, struct segment *seg, int first)
 	 * stream; its partial block follows when the burst ends. */
 	tail_now = (whole <= from && first) || seg->sealed ||
 		   (pl->inflight == 0 && seg->end - from <= PLOG_HOT_BYTES);
+	if (pl->cfg.durability == PLOG_DUR_MEMORY && !seg->sealed && !pl->st->flush_all) {
+		/* acknowledged from memory: whole blocks as they fill; the
+		 * partial block once it waited PLOG_MEMORY_HOLD_NS for more */
+		if (!pl->held_since_ns)
+			pl->held_since_ns = pl->st->now_ns ? pl->st->now_ns : 1;
+		tail_now = pl->st->now_ns >= pl->held_since_ns + PLOG_MEMORY_HOLD_NS;
+		if (!tail_now && whole <= from) {
+			pl->flush.hold_until = pl->held_since_ns + PLOG_MEMORY_HOLD_NS;
+			return 0;
+		}
+	}
 	stop = tail_now ? align_up4k(seg->end) : whole;
+	if (tail_now)
+		pl->held_since_ns = 0;   /* (cut short at PLOG_WRITE_MAX below: the rest is asked for next) */
 	if (stop > from + PLOG_WRITE_MAX)
 		stop = from + PLOG_WRITE_MAX;
 	/* A write that rewrites the partial block an earlier write left and

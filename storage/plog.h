@@ -69,6 +69,17 @@ void plog_config_defaults(struct plog_config *cfg);
  * whole blocks only, leaving the partial block for when nothing covers it. */
 #define PLOG_HOT_BYTES (128u << 10)
 
+/* log.durability=memory: records are acknowledged (and served) once
+ * appended, so nothing waits for their write; a partial last block waits
+ * up to this long for more records before it is written (whole blocks go
+ * as they fill, a sealed segment at once, everything on a flush of all:
+ * a clean stop, a checkpoint, a full tail memory). Each write on a
+ * virtual disk costs a VM exit; one a record cost the shard more than
+ * half its CPU at linger.ms=0 (docs/benchmarks.md). A crash loses at
+ * most this much more than the records not yet written, which `memory`
+ * already gives up. */
+#define PLOG_MEMORY_HOLD_NS 10000000ull
+
 struct plog;
 struct plog_truncate;
 typedef void plog_durable_fn(struct plog *pl, int64_t durable_offset, int err, void *arg);
@@ -203,6 +214,7 @@ struct plog {
 
 	/* group commit: up to PLOG_MAX_WRITES writes in flight, ring wr[] */
 	struct store_flusher flush;  /* on the store's dirty list while it has bytes to write */
+	uint64_t held_since_ns;      /* durability memory: when its partial block began to wait (0: not) */
 	struct tail_owner chunk_owner;   /* what the tail pool calls back for its chunks */
 	struct store_call prep_call; /* the next segment's first extent */
 	struct store_call reload_call;   /* the partial block read back (plog_chunk_start) */

@@ -63,6 +63,21 @@ void store_unmark_dirty(struct store *st, struct store_flusher *f)
 {
 	struct store_flusher **pp = &st->dirty_head, *prev = NULL;
 
+	if (f->held) {
+		struct store_flusher **hp = &st->held_head, *hprev = NULL;
+
+		while (*hp && *hp != f) {
+			hprev = *hp;
+			hp = &(*hp)->held_next;
+		}
+		if (*hp) {
+			*hp = f->held_next;
+			if (st->held_tail == f)
+				st->held_tail = hprev;
+		}
+		f->held = 0;
+		f->hold_until = 0;
+	}
 	if (!f->dirty)
 		return;
 	while (*pp && *pp != f) {
@@ -126,15 +141,40 @@ void store_slot_give(struct store *st)
 
 int store_flush(struct store *st)
 {
-	struct store_flusher *f = st->dirty_head, *keep_head = NULL, *keep_tail = NULL, *next;
+	struct store_flusher *f, *keep_head = NULL, *keep_tail = NULL, *next;
 	int n = 0;
 
+	/* held flushers whose time came (all, in a flush of everything) are
+	 * asked again with the dirty ones */
+	while ((f = st->held_head) && (st->flush_all || f->hold_until <= st->now_ns)) {
+		st->held_head = f->held_next;
+		if (!st->held_head)
+			st->held_tail = NULL;
+		f->held = 0;
+		f->hold_until = 0;
+		store_mark_dirty(st, f);
+	}
+	f = st->dirty_head;
 	st->dirty_head = st->dirty_tail = NULL;
 	for (; f; f = next) {
 		next = f->dirty_next;
 		f->dirty_next = NULL;
 		f->dirty = 0;
+		f->hold_until = 0;
 		n += f->prepare(f);
+		if (f->hold_until && !st->flush_all) {
+			/* holding on purpose: asked again when due */
+			if (!f->held) {
+				f->held = 1;
+				f->held_next = NULL;
+				if (st->held_tail)
+					st->held_tail->held_next = f;
+				else
+					st->held_head = f;
+				st->held_tail = f;
+			}
+			continue;
+		}
 		if (!f->dirty && f->pending(f)) {
 			/* ring full, or its partial block still in flight: retry
 			 * (first) once a write completes */
@@ -168,9 +208,19 @@ void store_complete(struct store *st, struct io_uring_cqe *cqe)
 	call->done(call, cqe->res);
 }
 
+int store_flush_all(struct store *st)
+{
+	int n;
+
+	st->flush_all = 1;
+	n = store_flush(st);
+	st->flush_all = 0;
+	return n;
+}
+
 int store_poll(struct store *st, int wait)
 {
-	store_flush(st);
+	store_flush_all(st);
 	return store_reap(st, wait);
 }
 
@@ -213,6 +263,6 @@ int store_reap(struct store *st, int wait)
 
 void store_drain(struct store *st)
 {
-	while (st->inflight || st->dirty_head)
+	while (st->inflight || st->dirty_head || st->held_head)
 		store_poll(st, 1);
 }

@@ -59,7 +59,14 @@ struct store_flusher {
 	int (*prepare)(struct store_flusher *f);
 	int (*pending)(const struct store_flusher *f);
 	struct store_flusher *dirty_next;
+	struct store_flusher *held_next;
+	/* set by prepare when it writes nothing yet on purpose (a log whose
+	 * records are acknowledged from memory lets its partial block wait
+	 * for more): asked again at this time (st->now_ns), or at once by a
+	 * flush of everything (store_flush_all, store_poll); 0: not held */
+	uint64_t hold_until;
 	uint8_t dirty;             /* on the store's list */
+	uint8_t held;              /* on its held list */
 };
 
 /* Slow-path chains of operations (a small file's save: storage/file_save.h)
@@ -112,6 +119,11 @@ struct store {
 	struct tail_pool tail;
 	struct store_flusher *dirty_head;   /* flushers with unwritten data */
 	struct store_flusher *dirty_tail;
+	/* flushers holding their writes back until hold_until, oldest first
+	 * (each holds for the same time from when it began: the head is due
+	 * first) */
+	struct store_flusher *held_head, *held_tail;
+	int flush_all;             /* in a flush that ignores holds */
 	unsigned inflight;         /* storage SQEs not yet completed */
 	unsigned slow_slots;       /* slots held (STORE_SLOW_SLOTS at most) */
 	struct store_slot_wait *slot_head, *slot_tail;   /* waiting for one, borrowed */
@@ -148,11 +160,21 @@ void store_unmark_dirty(struct store *st, struct store_flusher *f);
  * may have in flight) and submit them all at once. Returns the number of
  * writes submitted. @thread shard */
 int store_flush(struct store *st);
+/* The same, holds ignored: every byte not written is submitted (a full
+ * tail memory, a wait for writes). @thread shard */
+int store_flush_all(struct store *st);
+/* When the oldest held flusher is due (0: none held): the loop wakes for
+ * it. @thread shard */
+static inline uint64_t store_held_until(const struct store *st)
+{
+	return st->held_head ? st->held_head->hold_until : 0;
+}
 
 /* Handle one storage CQE. @thread shard */
 void store_complete(struct store *st, struct io_uring_cqe *cqe);
 
-/* For tests and tools with a private ring: flush, then reap completions;
+/* For tests and tools with a private ring, and waits for writes: flush
+ * everything (store_flush_all), then reap completions;
  * wait for at least one if wait != 0 and anything is in flight. Returns the
  * number of completions handled. */
 int store_poll(struct store *st, int wait);

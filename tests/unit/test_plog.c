@@ -495,6 +495,90 @@ Test(plog, durability_modes)
 	}
 }
 
+/* log.durability=memory acknowledges at the append, so its partial last
+ * block waits PLOG_MEMORY_HOLD_NS for more records instead of a write a
+ * record (a VM exit each on a virtual disk); whole blocks go as they
+ * fill, and a flush of everything (a wait, a clean stop) writes it at
+ * once. A write-mode log beside it writes at once: the control. */
+Test(plog, memory_durability_holds_the_partial_block)
+{
+	struct plog_config cfg;
+	struct plog *mem, *wr;
+	char sub[4300];
+	uint64_t writes, t0 = 5000000000ull;
+
+	plog_config_defaults(&cfg);
+	cfg.durability = PLOG_DUR_MEMORY;
+	snprintf(sub, sizeof(sub), "%s/mem", dir);
+	cr_assert_eq(plog_open(&st, sub, &cfg, &mem), 0);
+	cfg.durability = PLOG_DUR_WRITE;
+	snprintf(sub, sizeof(sub), "%s/wr", dir);
+	cr_assert_eq(plog_open(&st, sub, &cfg, &wr), 0);
+	store_drain(&st);
+
+	st.now_ns = t0;
+	writes = st.stats.writes;
+	append(mem, 0, 1, 100, 1);
+	store_flush(&st);
+	cr_assert_eq(st.stats.writes, writes, "memory: the partial block was written at once");
+	cr_assert_eq(mem->high_watermark, 1, "memory: served at the append");
+	cr_assert_eq(store_held_until(&st), t0 + PLOG_MEMORY_HOLD_NS, "the loop wakes when it is due");
+	append(mem, 1, 1, 100, 1);
+	st.now_ns = t0 + PLOG_MEMORY_HOLD_NS - 1;
+	store_flush(&st);
+	cr_assert_eq(st.stats.writes, writes, "memory: written before its time");
+
+	append(wr, 0, 1, 100, 1);
+	store_flush(&st);
+	cr_assert_eq(st.stats.writes, writes + 1, "write: not written at once");
+	store_drain(&st);
+	cr_assert_eq(wr->durable_offset, 1);
+	cr_assert_eq(st.stats.writes, writes + 2, "draining wrote the held block (%llu writes)",
+		     (unsigned long long)(st.stats.writes - writes));
+	cr_assert_eq(mem->written_offset, 2, "the held records were written by the drain");
+	cr_assert_eq(store_held_until(&st), 0);
+
+	/* held again, then due */
+	writes = st.stats.writes;
+	st.now_ns = t0 + 10 * PLOG_MEMORY_HOLD_NS;
+	append(mem, 2, 1, 100, 1);
+	store_flush(&st);
+	cr_assert_eq(st.stats.writes, writes);
+	st.now_ns += PLOG_MEMORY_HOLD_NS;
+	store_flush(&st);
+	cr_assert_eq(st.stats.writes, writes + 1, "memory: not written once due");
+	while (st.inflight)
+		store_reap(&st, 1);
+	cr_assert_eq(mem->written_offset, 3);
+
+	/* whole blocks go as they fill; the partial one after them waits */
+	writes = st.stats.writes;
+	append(mem, 3, 100, 100, 1);       /* ~10 KiB: two whole blocks more */
+	store_flush(&st);
+	cr_assert_gt(st.stats.writes, writes, "memory: whole blocks not written at once");
+	while (st.inflight)
+		store_reap(&st, 1);
+	cr_assert_lt(mem->written_offset, 103, "the partial block after them went too");
+	writes = st.stats.writes;
+	store_flush(&st);
+	cr_assert_eq(st.stats.writes, writes, "memory: the partial block not held");
+	st.now_ns += PLOG_MEMORY_HOLD_NS;
+	store_flush(&st);
+	cr_assert_eq(st.stats.writes, writes + 1, "memory: the partial block not written once due");
+	while (st.inflight)
+		store_reap(&st, 1);
+	cr_assert_eq(mem->written_offset, 103);
+	append(mem, 103, 1, 100, 1);
+	plog_close(mem);   /* writes what it holds */
+	plog_close(wr);
+	cr_assert_eq(store_held_until(&st), 0, "a closed log stays held");
+	cfg.durability = PLOG_DUR_MEMORY;
+	snprintf(sub, sizeof(sub), "%s/mem", dir);
+	cr_assert_eq(plog_open(&st, sub, &cfg, &mem), 0);
+	cr_assert_eq(mem->next_offset, 104, "the held record did not reach the disk at the close");
+	plog_close(mem);
+}
+
 Test(plog, group_commit_one_submission_for_many_partitions)
 {
 	struct plog_config cfg;
