@@ -128,7 +128,8 @@ static void usage(FILE *f, const char *cmd)
 		"                          client that sends every partition it has records\n"
 		"                          for in one ProduceRequest, as the Java client does\n"
 		"                          (librdkafka sends one partition a request); acks\n"
-		"                          1 or -1, no compression\n"
+		"                          1 or -1, no compression; e2e: that producer and\n"
+		"                          a raw Fetch reader (bench/kafka_fetch.c)\n"
 		"  --linger-ms MS          producer linger.ms (default 5; e2e 1)\n"
 		"  --seconds S             produce: stop sending after S s; e2e: duration\n"
 		"                          (default 10)\n"
@@ -348,10 +349,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				  "without transactions here), alone");
 	if (o->compare_mock && o->replication_factor > 1)
 		return bad_option(o->cmd, "--compare-mock", "replication factor 1 only (the mock is one broker)");
-	if (o->client_wide && ((o->mode != M_PRODUCE && o->mode != M_CONSUME) || o->compare_mock || o->compare_idempotent ||
-			       o->compare_transactional || o->transactional || o->idempotent))
-		return bad_option(o->cmd, "--client", "wide only for produce (and consume's pre-produce), plain, "
-				  "alone");
+	if (o->client_wide && (o->mode == M_IDLE || o->compare_mock || o->compare_idempotent ||
+			       o->compare_transactional || o->transactional || o->idempotent || o->compare_shards))
+		return bad_option(o->cmd, "--client", "wide only for produce (and consume's pre-produce) and e2e, "
+				  "plain, alone");
 	if (o->client_wide && (o->acks == 0 || strcmp(o->compression, "none")))
 		return bad_option(o->cmd, "--client", "wide sends uncompressed batches and reads every "
 				  "answer: --acks 1 or -1, --compression none");
@@ -399,7 +400,8 @@ static void print_header(const struct opts *o, const struct broker *br, const ch
 	for (int i = 0; i < o->nclient_sets; i++)
 		printf("%s%s", i ? " " : ", clients: ", o->client_sets[i]);
 	if (o->client_wide)
-		printf(", client: wide (raw Kafka protocol, every ready partition in one ProduceRequest)");
+		printf(", client: wide (raw Kafka protocol, every ready partition in one ProduceRequest%s)",
+		       o->mode == M_E2E ? "; a raw Fetch v4 reader" : "");
 	printf("; MB = 10^6 bytes of record values; latency in ms\n");
 }
 
@@ -673,7 +675,7 @@ static int cmd_e2e(const struct opts *o)
 		return 1;
 	snprintf(topic, sizeof(topic), "e2e-%d-%d", (int)getpid(), (int)(bench_now_ns() % 100000));
 	if (!(rc = create_topics_rf(br.bootstrap, topic, 1, 1, o->partitions, o->replication_factor)))
-		rc = kafka_e2e(o, &br, topic, r);
+		rc = o->client_wide ? kafka_e2e_wide(o, &br, topic, r) : kafka_e2e(o, &br, topic, r);
 	if (!o->bootstrap && (rc2 = broker_stop(&br)) && !rc)
 		rc = rc2;
 	if (rc)

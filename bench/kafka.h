@@ -14,6 +14,7 @@
 #define SLUICE_BENCH_KAFKA_H
 
 #include <librdkafka/rdkafka.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -199,6 +200,38 @@ int kafka_consume(const struct opts *o, struct broker *br, const char *topic, ui
 		  struct run *r, const char *label);
 /* End-to-end latency at o->rate records/s for o->seconds (+1 s warm-up). */
 int kafka_e2e(const struct opts *o, struct broker *br, const char *topic, struct run *r);
+/* The same with light clients (o->client_wide): kafka_wide.c's producer,
+ * one request as soon as a record is due at linger.ms=0, and the raw
+ * Fetch reader below. */
+int kafka_e2e_wide(const struct opts *o, struct broker *br, const char *topic, struct run *r);
+
+/* kafka_fetch.c: a raw Fetch v4 reader on a thread of its own, every
+ * partition of topic from offset 0, every record checked (offsets
+ * contiguous, the value's length, index % partitions), each timed from
+ * its due time (value bytes 8..15) once that is at or past warm_until.
+ * The caller sets the first block, raw_reader_start starts the thread
+ * (0, or -errno with err said), raw_reader_stop joins it (its rc: 0 or
+ * -errno, err says). got, rc and warm_until are shared (__atomic
+ * builtins); the rest is the reader's until raw_reader_stop returns. */
+struct raw_reader {
+	const char *bootstrap, *topic;
+	int partitions, size;
+	uint64_t warm_until;
+	/* shared */
+	uint64_t got;
+	int rc, stop;
+	/* the reader's */
+	struct hist lat;
+	uint64_t counted, fetches;
+	char err[256];
+	pthread_t th;
+	int fd;
+	int64_t *next_off;
+	uint8_t *req, *in;
+	size_t in_cap;
+};
+int raw_reader_start(struct raw_reader *rd);
+int raw_reader_stop(struct raw_reader *rd);
 
 int bad_option(const char *cmd, const char *opt, const char *why);
 /* A count with an optional K/M/G suffix. */

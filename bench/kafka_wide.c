@@ -22,6 +22,12 @@
  * Ack latency is a record's: from the moment it was due (queued) to the
  * response of the request that carried it.
  *
+ * `sluice-bench e2e --client wide` (kafka_e2e_wide) runs the same producer
+ * paced at --rate, waiting for the next record's due time rather than a
+ * poll tick (at linger.ms=0 a record goes in a request of its own as soon
+ * as it is due, as librdkafka's would), each value
+ * carrying its due time, against kafka_fetch.c's raw reader.
+ *
  * Thread: the caller's (the benchmark's main thread) only.
  */
 #include <errno.h>
@@ -35,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench/bench.h"
@@ -75,6 +82,9 @@ struct wide {
 	size_t in_len, in_cap;
 	uint8_t *value;
 	uint64_t acked, requests, batches;
+	uint64_t t0, rate;              /* e2e (stamp): record i was due at t0 + i / rate */
+	int stamp;                      /* e2e: value bytes 8..15 carry the record's due time */
+	struct hist late;               /* e2e: from a record's due time to its queueing (ns) */
 	const char *topic;
 	char err[512];
 };
@@ -124,6 +134,11 @@ static void wide_queue(struct wide *w, uint64_t *queued, uint64_t upto, uint64_t
 		uint32_t p = (uint32_t)(i % w->np);
 
 		w->enq_ns[i] = now;
+		if (w->stamp) {
+			uint64_t due = w->t0 + (uint64_t)((double)i * 1e9 / (double)w->rate);
+
+			hist_add(&w->late, now > due ? now - due : 0);
+		}
 		if (!w->pending[p]++) {
 			w->first[p] = i;
 			w->fifo[(w->fhead + w->flen++) % w->np] = (int32_t)p;
@@ -191,6 +206,11 @@ static int wide_build(struct wide *w, uint64_t now)
 			uint64_t idx = first + (uint64_t)j * w->np;
 
 			memcpy(w->value, &idx, sizeof(idx));
+			if (w->stamp) {
+				uint64_t due = w->t0 + (uint64_t)((double)idx * 1e9 / (double)w->rate);
+
+				memcpy(w->value + 8, &due, sizeof(due));
+			}
 			if (batch_builder_add(&bb, (int32_t)j, now_ms, NULL, -1, w->value, o->size, NULL, 0, 0) < 0)
 				return -ENOBUFS;
 		}
@@ -268,14 +288,16 @@ static int wide_answered(struct wide *w, struct run *r, const uint8_t *p, size_t
 	return 0;
 }
 
-/* Send what is built, read what came: 0, or -errno (w->err says). */
-static int wide_io(struct wide *w, struct run *r, int timeout_ms)
+/* Send what is built, read what came, waiting at most timeout_ns for
+ * either: 0, or -errno (w->err says). */
+static int wide_io(struct wide *w, struct run *r, uint64_t timeout_ns)
 {
 	struct pollfd pf = { .fd = w->fd, .events = POLLIN | (w->out_off < w->out_len ? POLLOUT : 0) };
+	struct timespec ts = { (time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull) };
 	uint64_t now;
 	size_t off = 0;
 
-	if (poll(&pf, 1, timeout_ms) < 0 && errno != EINTR)
+	if (ppoll(&pf, 1, &ts, NULL) < 0 && errno != EINTR)
 		return -errno;
 	if (pf.revents & (POLLERR | POLLHUP)) {
 		snprintf(w->err, sizeof(w->err), "the broker closed the connection");
@@ -355,12 +377,16 @@ static void wide_free(struct wide *w)
 	free(w->value);
 }
 
-int kafka_produce_wide(const struct opts *o, struct broker *br, const char *topic, uint64_t records,
-		       struct run *r, const char *label)
+/* The load, paced at rate records/s (0: as fast as the queue allows);
+ * rd: an e2e run, whose reader is running: records carry their due time,
+ * progress says what it received, its failure ends the run. */
+static int wide_run(const struct opts *o, struct broker *br, const char *topic, uint64_t records,
+		    uint64_t rate, struct run *r, const char *label, struct raw_reader *rd)
 {
-	struct wide w = { .o = o, .fd = -1, .np = (uint32_t)o->partitions, .topic = topic };
+	struct wide w = { .o = o, .fd = -1, .np = (uint32_t)o->partitions, .topic = topic,
+			  .rate = rate, .stamp = rd != NULL };
 	uint64_t t0, queued = 0, last_acked = 0, last_t, next_tick, stall_t, last_done = 0;
-	uint64_t deadline = o->seconds > 0 ? (uint64_t)(o->seconds * 1e9) : UINT64_MAX;
+	uint64_t deadline = o->seconds > 0 && !rd ? (uint64_t)(o->seconds * 1e9) : UINT64_MAX;
 	volatile int *stop = r->stop;
 	int rc = 0;
 
@@ -375,7 +401,7 @@ int kafka_produce_wide(const struct opts *o, struct broker *br, const char *topi
 	w.out = malloc(WIDE_OUT_CAP);
 	w.in_cap = 1u << 20;
 	w.in = malloc(w.in_cap);
-	w.value = calloc(1, (size_t)o->size + 8);
+	w.value = calloc(1, (size_t)o->size + 16);
 	int nomem = !w.enq_ns || !w.first || !w.pending || !w.fifo || !w.out || !w.in || !w.value;
 
 	for (int i = 0; i < WIDE_IN_FLIGHT; i++) {
@@ -389,7 +415,7 @@ int kafka_produce_wide(const struct opts *o, struct broker *br, const char *topi
 		wide_free(&w);
 		return -ENOMEM;
 	}
-	for (int i = 8; i < o->size; i++)
+	for (int i = rd ? 16 : 8; i < o->size; i++)
 		w.value[i] = (uint8_t)('a' + i % 26);
 	if ((w.fd = wide_connect(br->bootstrap, w.err, sizeof(w.err))) < 0) {
 		fprintf(stderr, "%s: %s\n", label, w.err);
@@ -401,16 +427,19 @@ int kafka_produce_wide(const struct opts *o, struct broker *br, const char *topi
 		"client wide (Produce v%d, every ready partition in one request, %d in flight)\n", label,
 		records, o->size, topic, o->partitions, o->acks, o->linger_ms >= 0 ? o->linger_ms : 5,
 		WIDE_PRODUCE_V, WIDE_IN_FLIGHT);
-	t0 = last_t = stall_t = bench_now_ns();
+	hist_init(&w.late);
+	t0 = last_t = stall_t = w.t0 = bench_now_ns();
 	next_tick = t0 + 1000000000ull;
+	if (rd)
+		__atomic_store_n(&rd->warm_until, t0 + 1000000000ull, __ATOMIC_RELEASE);
 	deadline = deadline == UINT64_MAX ? UINT64_MAX : t0 + deadline;
 	while (w.acked < records) {
-		uint64_t now = bench_now_ns(), due;
+		uint64_t now = bench_now_ns(), due, wait = 1000000;
 		int built;
 
 		if ((stop && *stop) || now >= deadline)
 			records = queued;   /* the caller ends the run (or --seconds): drain what was queued */
-		due = o->produce_rate ? (uint64_t)((double)(now - t0) * (double)o->produce_rate / 1e9) : records;
+		due = rate ? (uint64_t)((double)(now - t0) * (double)rate / 1e9) + 1 : records;
 		if (due > records)
 			due = records;
 		if (due > w.acked + WIDE_QUEUE_MAX)
@@ -424,8 +453,15 @@ int kafka_produce_wide(const struct opts *o, struct broker *br, const char *topi
 			rc = built;
 			break;
 		}
-		/* 1 ms at most: the next records due, the next linger passed */
-		if ((rc = wide_io(&w, r, 1)) < 0) {
+		/* until the next record is due, 1 ms at most (the next linger
+		 * passed) */
+		if (rate && queued < records) {
+			uint64_t next = t0 + (uint64_t)((double)queued * 1e9 / (double)rate);
+
+			now = bench_now_ns();
+			wait = next <= now ? 0 : next - now < wait ? next - now : wait;
+		}
+		if ((rc = wide_io(&w, r, wait)) < 0) {
 			fprintf(stderr, "%s: %s\n", label, w.err);
 			break;
 		}
@@ -440,12 +476,17 @@ int kafka_produce_wide(const struct opts *o, struct broker *br, const char *topi
 
 			if (rss > r->peak_rss_kb)
 				r->peak_rss_kb = rss;
+			char got[48] = "";
+
+			if (rd)
+				snprintf(got, sizeof(got), ", %" PRIu64 " received",
+					 __atomic_load_n(&rd->got, __ATOMIC_ACQUIRE));
 			fprintf(stderr, "%s: %.0f s  %" PRIu64 "/%" PRIu64 "  %.0f records/s now, %.0f avg  "
-				"(%" PRIu64 " queued, %" PRIu64 " requests, %.1f partitions a request)\n", label,
+				"(%" PRIu64 " queued, %" PRIu64 " requests, %.1f partitions a request%s)\n", label,
 				(double)(now - t0) / 1e9, w.acked, records,
 				(double)(w.acked - last_done) * 1e9 / (double)(now - last_t),
 				(double)w.acked * 1e9 / (double)(now - t0), queued, w.requests,
-				w.requests ? (double)w.batches / (double)w.requests : 0.0);
+				w.requests ? (double)w.batches / (double)w.requests : 0.0, got);
 			last_done = w.acked;
 			last_t = now;
 			next_tick += 1000000000ull;
@@ -464,10 +505,18 @@ int kafka_produce_wide(const struct opts *o, struct broker *br, const char *topi
 			rc = -EINTR;
 			break;
 		}
+		if (rd && (rc = __atomic_load_n(&rd->rc, __ATOMIC_ACQUIRE)) < 0) {
+			fprintf(stderr, "%s: reader: %s\n", label, rd->err);
+			break;
+		}
 	}
 	r->seconds = (double)(bench_now_ns() - t0) / 1e9;
 	r->records = w.acked;
 	r->bytes = w.acked * (uint64_t)o->size;
+	if (rd)
+		fprintf(stderr, "%s: the producer queued records p50 %.3f ms, p99 %.3f ms after they were due "
+			"(the client's own lateness: counted in the end-to-end latency)\n", label,
+			(double)hist_percentile(&w.late, 50) / 1e6, (double)hist_percentile(&w.late, 99) / 1e6);
 	if (proc_rss_kb(br->pid) > r->peak_rss_kb)
 		r->peak_rss_kb = proc_rss_kb(br->pid);
 	if (!rc)
@@ -475,5 +524,65 @@ int kafka_produce_wide(const struct opts *o, struct broker *br, const char *topi
 			"partitions a request\n", label, w.acked, r->seconds, w.requests,
 			w.requests ? (double)w.batches / (double)w.requests : 0.0);
 	wide_free(&w);
+	return rc;
+}
+
+int kafka_produce_wide(const struct opts *o, struct broker *br, const char *topic, uint64_t records,
+		       struct run *r, const char *label)
+{
+	return wide_run(o, br, topic, records, o->produce_rate, r, label, NULL);
+}
+
+/* e2e: the raw reader from offset 0 of the (new) topic, the wide producer
+ * at o->rate for o->seconds + 1 s (the first second not timed), then up to
+ * 10 s for the reader to have every record. r->lat: end-to-end latency. */
+int kafka_e2e_wide(const struct opts *o, struct broker *br, const char *topic, struct run *r)
+{
+	struct raw_reader rd = { .bootstrap = br->bootstrap, .topic = topic, .partitions = o->partitions,
+				 .size = o->size, .warm_until = UINT64_MAX };
+	struct run pr = { 0 };
+	struct opts po = *o;
+	double secs = o->seconds > 0 ? o->seconds : 10;
+	uint64_t total = (uint64_t)((secs + 1) * (double)o->rate), end_wait, got;
+	int rc, rc2;
+
+	memset(r, 0, sizeof(*r));
+	hist_init(&r->lat);
+	po.linger_ms = o->linger_ms >= 0 ? o->linger_ms : 1;   /* e2e's default, as kafka_e2e */
+	if ((rc = raw_reader_start(&rd)) < 0) {
+		fprintf(stderr, "e2e: reader: %s\n", rd.err);
+		return rc;
+	}
+	fprintf(stderr, "e2e: %" PRIu64 " records/s for %.0f s (+1 s warm-up), %d bytes, %d partitions, "
+		"acks=%d, linger.ms=%d; light clients: the wide producer and a raw Fetch v4 reader\n",
+		o->rate, secs, o->size, o->partitions, o->acks, po.linger_ms);
+	rc = wide_run(&po, br, topic, total, o->rate, &pr, "e2e", &rd);
+	end_wait = bench_now_ns() + 10000000000ull;
+	while (!rc && (got = __atomic_load_n(&rd.got, __ATOMIC_ACQUIRE)) < pr.records &&
+	       bench_now_ns() < end_wait && !__atomic_load_n(&rd.rc, __ATOMIC_ACQUIRE)) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	got = __atomic_load_n(&rd.got, __ATOMIC_ACQUIRE);
+	if ((rc2 = raw_reader_stop(&rd)) < 0 && !rc) {
+		fprintf(stderr, "e2e: reader: %s\n", rd.err);
+		rc = rc2;
+	}
+	if (!rc && got != pr.records) {
+		fprintf(stderr, "e2e: %" PRIu64 " acknowledged, %" PRIu64 " received after 10 s\n",
+			pr.records, got);
+		rc = -EIO;
+	}
+	r->records = got;
+	r->bytes = got * (uint64_t)o->size;
+	r->seconds = pr.seconds;
+	r->peak_rss_kb = pr.peak_rss_kb;
+	hist_merge(&r->lat, &rd.lat);
+	if (!rc)
+		fprintf(stderr, "e2e: %" PRIu64 " records sent and received (every one checked), %" PRIu64
+			" after warm-up timed, %" PRIu64 " fetches; producer ack p50 %.3f ms, p99 %.3f ms\n",
+			got, rd.counted, rd.fetches, (double)hist_percentile(&pr.lat, 50) / 1e6,
+			(double)hist_percentile(&pr.lat, 99) / 1e6);
 	return rc;
 }

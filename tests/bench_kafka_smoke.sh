@@ -2,8 +2,8 @@
 # tests/bench_kafka_smoke.sh — `sluice-bench produce --records 20000`,
 # `produce --records 2000 --transactional 100` (20 transactions through a
 # librdkafka transactional producer, commit latency rows),
-# `consume --records 20000`, `produce --client wide` and `consume --client
-# wide --partitions 600`, `produce --client-set` (a client property
+# `consume --records 20000`, `produce --client wide`, `consume --client
+# wide --partitions 600` and `e2e --client wide`, `produce --client-set` (a client property
 # taken and shown, an unknown one refused), `produce --compare-mock 2`
 # (librdkafka's in-process mock cluster and the broker, alternating), `security --quick` (PLAINTEXT, SSL and SASL_SSL
 # listeners of one broker, certificates made with openssl: produce, consume
@@ -92,6 +92,9 @@ check consume 5 build/sluice-bench consume --records 20000
 # iovecs than one sendmsg takes)
 check produce 8 build/sluice-bench produce --client wide --partitions 100 --records 20000
 check consume 5 build/sluice-bench consume --client wide --partitions 600 --records 30000
+# e2e --client wide: that producer at linger.ms=0 and a raw Fetch reader
+# (bench/kafka_fetch.c), which checks every record it reads
+check e2e 5 build/sluice-bench e2e --client wide --rate 2000 --seconds 2 --linger-ms 0
 # --client-set: a librdkafka property every client takes, named in the
 # header; one librdkafka does not know fails the run naming it
 check_client_set() {
