@@ -239,5 +239,58 @@ def topics_survive_restart():
         c.close()
 
 
+def metric(b, name):
+    import urllib.request
+    body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % b.admin, timeout=15).read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in body.splitlines()
+               if line.startswith(name + "{") or line.startswith(name + " "))
+
+
+@test
+def memory_durability_writes_what_it_holds():
+    """log.durability=memory lets a partial last block wait 10 ms for more
+    records before its write (storage/plog.h PLOG_MEMORY_HOLD_NS): the
+    records survive a clean stop, and a held block is written once its time
+    is up with nothing else happening, so a SIGKILL after that loses
+    nothing. (A hold that never ends fails the wait for the writes; the
+    close writing what is held: test_plog.c memory_durability_holds_the_partial_block.)"""
+    with broker(admin=True, settings={"log.durability": "memory"}) as b:
+        a = admin(b)
+        a.create_topics([NewTopic("held", num_partitions=4, replication_factor=1)])
+        a.close()
+        tps = [TopicPartition("held", n) for n in range(4)]
+
+        def send(tag):
+            p = producer(b)
+            for part in range(4):
+                for i in range(part + 1):
+                    p.send("held", value=b"%s-%d-%d" % (tag, part, i), partition=part)
+            p.flush()
+            p.close()
+
+        def read_back(tags):
+            c = consumer(b)
+            want = sorted(b"%s-%d-%d" % (t, n, i) for t in tags for n in range(4) for i in range(n + 1))
+            ends = c.end_offsets(tps)
+            assert ends == {tp: len(tags) * (tp.partition + 1) for tp in tps}, ends
+            c.assign(tps)
+            c.seek_to_beginning()
+            recs = poll_until(c, len(want))
+            assert sorted(r.value for r in recs) == want
+            c.close()
+
+        send(b"a")
+        b.restart()                      # SIGTERM: the held blocks written at the stop
+        read_back([b"a"])
+        before = metric(b, "sluice_disk_writes_total")
+        send(b"b")
+        deadline = time.time() + HANG_GUARD
+        while metric(b, "sluice_disk_writes_total") < before + 4:   # one a partition, once due
+            assert time.time() < deadline, "the held blocks were never written"
+            time.sleep(0.05)
+        b.restart(hard=True)             # SIGKILL after they were written
+        read_back([b"a", b"b"])
+
+
 if __name__ == "__main__":
     main("kafka-python")
