@@ -667,12 +667,13 @@ static int plog_queue_write(struct plog *pl, struct segment *seg, int first)
 	tail_now = (whole <= from && first) || seg->sealed ||
 		   (pl->inflight == 0 && seg->end - from <= PLOG_HOT_BYTES);
 	if (pl->cfg.durability == PLOG_DUR_MEMORY && !seg->sealed && !pl->st->flush_all) {
-		/* acknowledged from memory: whole blocks as they fill; the
-		 * partial block once it waited PLOG_MEMORY_HOLD_NS for more */
+		/* acknowledged from memory: whole blocks once there is
+		 * PLOG_MEMORY_WRITE_BYTES to write; everything once the oldest
+		 * byte not written waited PLOG_MEMORY_HOLD_NS */
 		if (!pl->held_since_ns)
 			pl->held_since_ns = pl->st->now_ns ? pl->st->now_ns : 1;
 		tail_now = pl->st->now_ns >= pl->held_since_ns + PLOG_MEMORY_HOLD_NS;
-		if (!tail_now && whole <= from) {
+		if (!tail_now && (whole <= from || seg->end - sub < PLOG_MEMORY_WRITE_BYTES)) {
 			pl->flush.hold_until = pl->held_since_ns + PLOG_MEMORY_HOLD_NS;
 			return 0;
 		}

@@ -70,15 +70,17 @@ void plog_config_defaults(struct plog_config *cfg);
 #define PLOG_HOT_BYTES (128u << 10)
 
 /* log.durability=memory: records are acknowledged (and served) once
- * appended, so nothing waits for their write; a partial last block waits
- * up to this long for more records before it is written (whole blocks go
- * as they fill, a sealed segment at once, everything on a flush of all:
- * a clean stop, a checkpoint, a full tail memory). Each write on a
- * virtual disk costs a VM exit; one a record cost the shard more than
- * half its CPU at linger.ms=0 (docs/benchmarks.md). A crash loses at
- * most this much more than the records not yet written, which `memory`
- * already gives up. */
+ * appended, so nothing waits for their write; a log writes once it has
+ * PLOG_MEMORY_WRITE_BYTES not written (whole blocks), or once the oldest
+ * of them waited PLOG_MEMORY_HOLD_NS (everything, its partial last block
+ * too); a sealed segment at once, and everything on a flush of all (a
+ * clean stop, a checkpoint, a full tail memory). Each write on a virtual
+ * disk costs a VM exit: one a record cost the shard more than half its
+ * CPU at linger.ms=0, one a 64 KiB native batch an eighth of it
+ * (docs/benchmarks.md). A crash loses at most this much more than the
+ * records not yet written, which `memory` already gives up. */
 #define PLOG_MEMORY_HOLD_NS 10000000ull
+#define PLOG_MEMORY_WRITE_BYTES (1u << 20)
 
 struct plog;
 struct plog_truncate;

@@ -551,14 +551,20 @@ Test(plog, memory_durability_holds_the_partial_block)
 		store_reap(&st, 1);
 	cr_assert_eq(mem->written_offset, 3);
 
-	/* whole blocks go as they fill; the partial one after them waits */
+	/* whole blocks wait for PLOG_MEMORY_WRITE_BYTES of them, then go
+	 * without the partial one after them, which waits */
 	writes = st.stats.writes;
-	append(mem, 3, 100, 100, 1);       /* ~10 KiB: two whole blocks more */
+	st.now_ns += PLOG_MEMORY_HOLD_NS;
+	append(mem, 3, 100, 100, 1);       /* ~10 KiB: whole blocks, not enough */
 	store_flush(&st);
-	cr_assert_gt(st.stats.writes, writes, "memory: whole blocks not written at once");
+	cr_assert_eq(st.stats.writes, writes, "memory: 10 KiB written before its time");
+	append(mem, 4, 600, 1000, 1);      /* ~1.2 MB with it: enough */
+	append(mem, 5, 600, 1000, 1);
+	store_flush(&st);
+	cr_assert_gt(st.stats.writes, writes, "memory: 1 MiB of whole blocks not written at once");
 	while (st.inflight)
 		store_reap(&st, 1);
-	cr_assert_lt(mem->written_offset, 103, "the partial block after them went too");
+	cr_assert_lt(mem->written_offset, 1303, "the partial block after them went too");
 	writes = st.stats.writes;
 	store_flush(&st);
 	cr_assert_eq(st.stats.writes, writes, "memory: the partial block not held");
@@ -567,15 +573,15 @@ Test(plog, memory_durability_holds_the_partial_block)
 	cr_assert_eq(st.stats.writes, writes + 1, "memory: the partial block not written once due");
 	while (st.inflight)
 		store_reap(&st, 1);
-	cr_assert_eq(mem->written_offset, 103);
-	append(mem, 103, 1, 100, 1);
+	cr_assert_eq(mem->written_offset, 1303);
+	append(mem, 1303, 1, 100, 1);
 	plog_close(mem);   /* writes what it holds */
 	plog_close(wr);
 	cr_assert_eq(store_held_until(&st), 0, "a closed log stays held");
 	cfg.durability = PLOG_DUR_MEMORY;
 	snprintf(sub, sizeof(sub), "%s/mem", dir);
 	cr_assert_eq(plog_open(&st, sub, &cfg, &mem), 0);
-	cr_assert_eq(mem->next_offset, 104, "the held record did not reach the disk at the close");
+	cr_assert_eq(mem->next_offset, 1304, "the held record did not reach the disk at the close");
 	plog_close(mem);
 }
 
