@@ -349,7 +349,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				  "without transactions here), alone");
 	if (o->compare_mock && o->replication_factor > 1)
 		return bad_option(o->cmd, "--compare-mock", "replication factor 1 only (the mock is one broker)");
-	if (o->client_wide && (o->mode == M_IDLE || o->compare_mock || o->compare_idempotent ||
+	if (o->client_wide && (o->mode == M_IDLE || o->compare_idempotent ||
 			       o->compare_transactional || o->transactional || o->idempotent || o->compare_shards))
 		return bad_option(o->cmd, "--client", "wide only for produce (and consume's pre-produce) and e2e, "
 				  "plain, alone");
@@ -538,6 +538,7 @@ static int compare_mock(const struct opts *o)
 				snprintf(topic, sizeof(topic), "mock-%d-%d", (int)getpid(), round);
 				if (mock_open(&m, topic, o->partitions) < 0)
 					return 1;
+				/* (o->client_wide: kafka_produce hands it to the wide client) */
 				rc = kafka_produce(o, &m.br, topic, o->records, pr, "produce (mock)");
 				mock_close(&m);
 				if (rc < 0)

@@ -448,6 +448,16 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	for (int i = 0; i < b->set.nshards; i++)
 		textbuf_printf(t, "sluice_tail_cache_bytes{shard=\"%d\"} %llu\n", i,
 			       (unsigned long long)LD(b->shards[i]->st.tail.used));
+	fam(t, "tail_cache_evictions_total", "counter", "Clean tail-cache chunks evicted to make room.");
+	for (int i = 0; i < b->set.nshards; i++)
+		textbuf_printf(t, "sluice_tail_cache_evictions_total{shard=\"%d\"} %llu\n", i,
+			       (unsigned long long)LD(b->shards[i]->st.tail.evictions));
+	fam(t, "tail_cache_allocations_total", "counter", "Tail-cache chunks whose memory was allocated (and "
+	    "faulted in): grows while the cache fills, not after (evicted chunks are reused); a new hot "
+	    "partition's chunks grow through the sizes from 16 KiB to 16 MiB, a few allocations each.");
+	for (int i = 0; i < b->set.nshards; i++)
+		textbuf_printf(t, "sluice_tail_cache_allocations_total{shard=\"%d\"} %llu\n", i,
+			       (unsigned long long)LD(b->shards[i]->st.tail.allocations));
 	fam(t, "tail_cache_budget_bytes", "gauge", "The tail cache's memory budget (shard.tail.memory.bytes).");
 	for (int i = 0; i < b->set.nshards; i++)
 		textbuf_printf(t, "sluice_tail_cache_budget_bytes{shard=\"%d\"} %llu\n", i,

@@ -82,7 +82,7 @@ static int tail_make_room(struct tail_pool *tp, size_t bytes, int k)
 
 		tail_fifo_del(tp, c);
 		c->owner->evict(c->owner, c);
-		tp->evictions++;
+		__atomic_store_n(&tp->evictions, tp->evictions + 1, __ATOMIC_RELAXED);   /* read by /metrics */
 		tail_chunk_put(tp, c);
 		if (c->shift - TAIL_CHUNK_MIN_SHIFT == k)
 			return 1;   /* the size wanted: reused as it is */
@@ -138,7 +138,7 @@ struct tail_chunk *tail_chunk_get(struct tail_pool *tp, unsigned shift, size_t m
 			(void)madvise(c->mem, (size_t)1 << shift, MADV_HUGEPAGE);
 		c->cap = 1u << shift;
 		c->shift = (uint8_t)shift;
-		tp->allocations++;
+		__atomic_store_n(&tp->allocations, tp->allocations + 1, __ATOMIC_RELAXED);   /* read by /metrics */
 	}
 	__atomic_store_n(&tp->used, tp->used + c->cap, __ATOMIC_RELAXED);   /* read by /metrics */
 	c->next = c->prev = NULL;

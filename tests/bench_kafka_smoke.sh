@@ -5,6 +5,7 @@
 # `consume --records 20000`, `produce --client wide`, `consume --client
 # wide --partitions 600` and `e2e --client wide`, `produce --client-set` (a client property
 # taken and shown, an unknown one refused), `produce --compare-mock 2`
+# (also with `--client wide`)
 # (librdkafka's in-process mock cluster and the broker, alternating), `security --quick` (PLAINTEXT, SSL and SASL_SSL
 # listeners of one broker, certificates made with openssl: produce, consume
 # and handshake rows for each, the TLS record layer, the ACL rows from a
@@ -124,10 +125,11 @@ check_paced() {
 check_paced
 # --compare-mock 2: two rounds against librdkafka's in-process mock cluster
 # and the broker, alternating: a figure for each side of each round, the
-# best row with its ratio; a mock option with consume is bad usage
+# best row with its ratio; a mock option with consume is bad usage; again
+# with --client wide (the raw client against both)
 check_compare_mock() {
   local bad
-  bench_run build/sluice-bench produce --compare-mock 2 --records 20000
+  bench_run build/sluice-bench produce --compare-mock 2 --records 20000 "$@"
   bad=$(printf '%s\n' "$out" | awk '
     $1 ~ /^produce_records_per_s_round[12]$/ && $2 + 0 > 0 && $3 + 0 > 0 && $4 + 0 > 0 { r++ }
     $1 == "produce_records_per_s_best" && $2 + 0 > 0 && $3 + 0 > 0 && $4 + 0 > 0 { b = 1 }
@@ -138,9 +140,10 @@ check_compare_mock() {
   usage_rc=$?
   [ $usage_rc -eq 2 ] || bad="$bad consume --compare-mock: exit $usage_rc (not 2)"
   [ $rc -eq 0 ] && [ -z "$bad" ]
-  judge $? "produce --compare-mock: exit $rc; $bad"
+  judge $? "produce --compare-mock $*: exit $rc; $bad"
 }
 check_compare_mock
+check_compare_mock --client wide
 check native-udp 33 build/sluice-bench native --transport udp --records 20000 --compare
 if [ "$(id -u)" = 0 ]; then
   check native-memif 33 build/sluice-bench native --records 20000 --compare
