@@ -839,11 +839,26 @@ int quorum_open(const struct quorum_config *cfg, const struct quorum_ops *ops, v
 	uv_update_time(&q->loop);
 	rv = raft_start(&q->raft);
 	if (rv != 0) {
-		/* a port in use shows as RAFT_IOERR with no message */
-		rc = errf(err, errlen, quorum_errno(rv), "cannot start the quorum on %s (%s%s): %s%s%s",
-			  cfg->dir, q->local ? "a quorum of one, no socket" : "listening on ", q->local ? "" : addr,
-			  raft_strerror(rv), raft_errmsg(&q->raft)[0] ? ": " : "",
-			  raft_errmsg(&q->raft));
+		/* A port in use shows as RAFT_IOERR with no message: the
+		 * transport kept why. Not a damaged log: name the port, so that
+		 * the operator (and scripts/cluster, which then picks new
+		 * ports) sees what to do. */
+		int lerr = q->local ? 0 : qt_listen_error(&q->transport);
+
+		if (lerr == UV_EADDRINUSE)
+			rc = errf(err, errlen, -EADDRINUSE, "the controller port %s (node %d in "
+				  "controller.quorum.voters) is held by another process (address already in use): "
+				  "stop that process, or give this node another port in controller.quorum.voters and "
+				  "listeners", addr, cfg->node_id);
+		else if (lerr < 0)
+			rc = errf(err, errlen, lerr == UV_EADDRNOTAVAIL || lerr == UV_EACCES ? -EINVAL : lerr,
+				  "cannot start the quorum on %s: %s (controller.quorum.voters names %s for node %d)",
+				  cfg->dir, q->transport.errmsg, addr, cfg->node_id);
+		else
+			rc = errf(err, errlen, quorum_errno(rv), "cannot start the quorum on %s (%s%s): %s%s%s",
+				  cfg->dir, q->local ? "a quorum of one, no socket" : "listening on ",
+				  q->local ? "" : addr, raft_strerror(rv), raft_errmsg(&q->raft)[0] ? ": " : "",
+				  raft_errmsg(&q->raft));
 		quorum_abandon_raft(q);
 		goto err_lock;
 	}

@@ -117,6 +117,7 @@ struct qt {
 	char address[QT_ADDRESS_MAX];
 	uv_tcp_t listener;
 	int listener_open;              /* listener initialised, not closed */
+	int listen_err;                 /* the listen's failure (-errno), or 0 */
 	raft_uv_accept_cb accept_cb;
 	int closing;
 	raft_uv_transport_close_cb close_cb;
@@ -1142,9 +1143,17 @@ static int qt_tr_listen(struct raft_uv_transport *tr, raft_uv_accept_cb cb)
 		rc = uv_listen((uv_stream_t *)&t->listener, QT_BACKLOG, qt_listen_cb);
 	if (rc < 0) {
 		snprintf(tr->errmsg, sizeof(tr->errmsg), "cannot listen on %.200s: %s", t->address, uv_strerror(rc));
+		t->listen_err = rc;
 		return RAFT_IOERR;
 	}
 	return 0;
+}
+
+int qt_listen_error(const struct raft_uv_transport *tr)
+{
+	const struct qt *t = tr->impl;
+
+	return t ? t->listen_err : 0;
 }
 
 static void qt_tr_close(struct raft_uv_transport *tr, raft_uv_transport_close_cb cb)

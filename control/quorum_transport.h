@@ -131,6 +131,11 @@ int qt_init(struct raft_uv_transport *t, uv_loop_t *loop, const struct qt_ops *o
  * ran (raft_uv_close) or it was never started. */
 void qt_fini(struct raft_uv_transport *t);
 
+/* @thread ctl. Why the listen raft_start asked for failed: a negative
+ * errno (-EADDRINUSE: another process holds the port), or 0. raft_start
+ * says only RAFT_IOERR and keeps the transport's message to itself. */
+int qt_listen_error(const struct raft_uv_transport *t);
+
 /* done(arg, stream, status): status 0 and a connected stream
  * (raft_malloc'ed, the caller's: uv_close, then raft_free) whose
  * handshake was written; or a negative libuv code and NULL (-ECANCELED

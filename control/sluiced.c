@@ -579,8 +579,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sluiced: %s\n", err);
 		/* -EINVAL: the configuration contradicts the data directory
 		 * (another node id, cluster or voter set): the message names
-		 * the key */
-		code = rc == -EINVAL ? 2 : 1;
+		 * the key; -EADDRINUSE: another process holds the controller
+		 * port (exit 2, as for a Kafka listener's port) */
+		code = rc == -EINVAL || rc == -EADDRINUSE ? 2 : 1;
 		goto out;
 	}
 	/* the metadata is in place: the shards start accepting */

@@ -15,6 +15,7 @@ to clients. Clusters of combined nodes: test_cluster_quorum.py."""
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -228,23 +229,17 @@ def a_broker_that_cannot_reach_its_voters_stops_on_sigterm_before_it_is_ready():
         subprocess.run(["rm", "-rf", d])
 
 
-@test
-def a_port_taken_between_its_pick_and_the_bind_gets_the_cluster_new_ports():
-    """scripts/cluster picks free ports and releases them: a process
-    elsewhere (a test in another lane of make test) can take one before the
-    node binds it. The node exits 2 naming the port, and the script starts
-    every node again on new ports. The test knob makes a process hold the
-    last node's admin port during the first try; without the retry the
-    start fails (the clean-clone run that failed this way: node 3 of
-    test_cluster_quorum could not bind its admin port)."""
+def start_with_a_port_taken(knob, what):
+    """scripts/cluster start 3 with the test knob holding one port during
+    the first try; the second try's nodes must be one cluster."""
     from cluster import CLUSTER
     d = os.path.join(temp_dir(), "cluster")
-    env = dict(os.environ, SLUICED=SLUICED, SLUICE_TEST_CLUSTER_TAKE_PORT="1")
+    env = dict(os.environ, SLUICED=SLUICED, SLUICE_TEST_CLUSTER_TAKE_PORT=knob)
     try:
         p = subprocess.run([CLUSTER, "start", "3", "--dir", d], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=180, env=env)
         err = p.stderr.decode()
-        assert p.returncode == 0, ("the start failed", p.returncode, err)
+        assert p.returncode == 0, ("the start failed with the %s taken" % what, p.returncode, err)
         assert "new ports (try 2)" in err, ("the first try did not lose its port: the knob took nothing", err)
         props = open(os.path.join(d, "n3", "server.properties")).read()
         assert "admin.listen=127.0.0.1:" in props, props
@@ -258,6 +253,51 @@ def a_port_taken_between_its_pick_and_the_bind_gets_the_cluster_new_ports():
     finally:
         subprocess.run([CLUSTER, "stop", "--dir", d], stdin=subprocess.DEVNULL, timeout=120, env=env)
         subprocess.run(["rm", "-rf", os.path.dirname(d)])
+
+
+@test
+def a_port_taken_between_its_pick_and_the_bind_gets_the_cluster_new_ports():
+    """scripts/cluster picks free ports and releases them: a process
+    elsewhere (a test in another lane of make test) can take one before the
+    node binds it. The node exits 2 naming the port, and the script starts
+    every node again on new ports. The test knob makes a process hold the
+    last node's admin port during the first try; without the retry the
+    start fails (the clean-clone run that failed this way: node 3 of
+    test_cluster_quorum could not bind its admin port)."""
+    start_with_a_port_taken("1", "admin port")
+
+
+@test
+def a_controller_port_taken_is_named_and_the_cluster_gets_new_ports():
+    """The same for the controller port (the quorum's listen in
+    raft_start): libraft says only "I/O error" there, and the node called
+    its new, empty metadata log damaged, so the script did not retry (the
+    clean-clone run that failed this way: node 3 of test_features). The
+    node must exit 2 saying the port is in use, and the script retry."""
+    start_with_a_port_taken("quorum", "controller port")
+    # and the node's own words, with nothing retrying: one node whose
+    # controller port another process holds
+    d = temp_dir()
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    port = s.getsockname()[1]
+    try:
+        with open(os.path.join(d, "server.properties"), "w") as f:
+            f.write("node.id=1\nprocess.roles=broker,controller\n"
+                    "controller.quorum.voters=1@127.0.0.1:%d\ncontroller.listener.names=CONTROLLER\n"
+                    "log.dirs=%s/data\nlisteners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:%d\n"
+                    % (port, d, port))
+        p = subprocess.run([SLUICED, "--config", os.path.join(d, "server.properties")],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        err = p.stderr.decode()
+        assert p.returncode == 2, (p.returncode, err)
+        assert "127.0.0.1:%d" % port in err and "already in use" in err, err
+        assert "damaged" not in err, err
+    finally:
+        s.close()
+        subprocess.run(["rm", "-rf", d])
 
 
 if __name__ == "__main__":
