@@ -1096,8 +1096,10 @@ Test(quorum, a_quorum_of_one_opens_its_port_or_not_on_the_same_directory)
 }
 
 /* A port another socket holds: raft_start fails (libraft says only "I/O
- * error"); the message names the address, and the half-started raft is
- * closed without a leak (the suite runs under ASan's leak check). */
+ * error", the transport kept why): -EADDRINUSE, a message that names the
+ * address and says it is in use, not a damaged log; and the half-started
+ * raft is closed without a leak (the suite runs under ASan's leak
+ * check). */
 Test(quorum, a_port_in_use_fails_the_open_and_names_the_address)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -1113,9 +1115,10 @@ Test(quorum, a_port_in_use_fails_the_open_and_names_the_address)
 	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	cr_assert_eq(listen(fd, 1), 0);
 	cfg = config_of(0);
-	cr_assert_eq(open_fails(&cfg, err, sizeof(err)), -EIO, "message: %s", err);
+	cr_assert_eq(open_fails(&cfg, err, sizeof(err)), -EADDRINUSE, "message: %s", err);
 	snprintf(want, sizeof(want), "127.0.0.1:%u", C.voters[0].port);
 	cr_assert(strstr(err, want), "message: %s", err);
+	cr_assert(strstr(err, "already in use"), "message: %s", err);
 	close(fd);
 	member_open(0);     /* the directory was left usable and unlocked */
 	cr_assert(run_until(am_leader, &C.m[0], WAIT_MS));
