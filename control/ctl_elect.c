@@ -55,6 +55,10 @@
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part_proxy.h"
 
+/* A controlled shutdown stops waiting for its moves once no quorum leader
+ * has been known this long (twice libraft's default election timeout). */
+#define CE_SHUT_LEADERLESS_MS 2000
+
 enum shutdown_phase {
 	SHUT_NONE,                   /* not asked */
 	SHUT_MOVING,                 /* this node is fenced: its leaderships move */
@@ -66,6 +70,7 @@ enum shutdown_phase {
 struct ctl_elect {
 	enum shutdown_phase shut;
 	int64_t shut_logged;         /* partitions last said to be waited for */
+	int64_t shut_leaderless_ms;  /* moving: since when no quorum leader is known (0: one is) */
 	int scan_wanted;             /* brokers changed, or this node leads now */
 	int inflight;                /* PARTITION_CHANGE records proposed, not applied */
 	int dirty;                   /* partition records applied: the snapshot follows */
@@ -378,6 +383,26 @@ static void shutdown_step(struct ctl *ctl)
 		int64_t leads, n = leavable(ctl, &leads);
 
 		__atomic_store_n(&ctl->shutdown_waiting, n, __ATOMIC_RELAXED);
+		if (n && ctl_quorum_leader(ctl) < 0) {
+			/* Nothing moves without an active controller: with a
+			 * majority of the voters gone (a whole cluster stopped
+			 * at once) none is elected, and waiting out the 5 s bound
+			 * only delays the stop. An election takes an election
+			 * timeout or two: past CE_SHUT_LEADERLESS_MS without a
+			 * leader, stop waiting. */
+			if (!ce->shut_leaderless_ms)
+				ce->shut_leaderless_ms = ctl->now_ms;
+			else if (ctl->now_ms - ce->shut_leaderless_ms >= CE_SHUT_LEADERLESS_MS) {
+				fprintf(stderr, "sluiced: controlled shutdown: no metadata quorum leader for %d ms (a "
+					"majority of the voters is down?): stopping without waiting for %lld partitions "
+					"to leave the ISR\n", CE_SHUT_LEADERLESS_MS, (long long)n);
+				ce->shut = SHUT_DONE;
+				__atomic_store_n(&ctl->shutdown_settled, 1, __ATOMIC_RELEASE);
+				return;
+			}
+		} else {
+			ce->shut_leaderless_ms = 0;
+		}
 		if (n && n != ce->shut_logged) {
 			fprintf(stderr, "sluiced: controlled shutdown: waiting for %lld partitions to leave the ISR "
 				"(%lld to change leader)\n", (long long)n, (long long)leads);

@@ -349,6 +349,9 @@ int ctl_quorum_transfer(struct ctl *ctl, void (*done)(void *cookie, int32_t lead
 void ctl_quorum_close(struct ctl *ctl);
 /* Whether this node leads the quorum (a one-node broker: once started). */
 int ctl_quorum_is_leader(const struct ctl *ctl);
+/* The quorum's leader as this node knows it (node id; -1: none known, as
+ * during an election or with a majority of the voters gone). */
+int32_t ctl_quorum_leader(const struct ctl *ctl);
 /* The node whose leadership of the quorum this node's last election
  * ended (-1: none seen, or this node itself led last). */
 int32_t ctl_quorum_took_over(const struct ctl *ctl);

@@ -1165,6 +1165,11 @@ int ctl_quorum_transfer(struct ctl *ctl, void (*done)(void *cookie, int32_t lead
 	return quorum_transfer(cq->q, -1, done, cookie);
 }
 
+int32_t ctl_quorum_leader(const struct ctl *ctl)
+{
+	return ctl->cq && ctl->cq->q ? quorum_leader(ctl->cq->q) : -1;
+}
+
 int32_t ctl_quorum_took_over(const struct ctl *ctl)
 {
 	return ctl->cq ? ctl->cq->took_over : -1;

@@ -311,5 +311,35 @@ def an_acknowledged_record_survives_the_leaders_sigkill_exactly_once_and_the_cop
         same_from_the_log_start(c, stopped, start)
 
 
+@test
+def a_node_left_without_a_quorum_stops_without_waiting_out_its_controlled_shutdown():
+    """Two of three voters SIGKILLed: the third is in every ISR with them
+    (their sessions have not ended), and its controlled shutdown would wait
+    for moves that need an active controller, which no majority is left to
+    elect. It stops waiting once no quorum leader has been known for 2 s,
+    not after its 5 s bound (the last node of every whole-cluster stop
+    waited those 5 s). Without the cut-off its log says "stopped waiting
+    after 5000 ms"."""
+    import signal
+    with Cluster(3, sets=["default.replication.factor=3"]) as c:
+        create_topic(c.bootstrap, "alone", 3, 3)
+        until("alone led with 3 in sync", lambda: all(
+            len(isr) == 3 for _l, _r, isr in partitions(c.bootstrap, "alone").values()))
+        c.kill(1)
+        c.kill(2)
+        pid = c.pid(3)
+        t0 = time.monotonic()
+        os.kill(pid, signal.SIGTERM)
+        while c.pid(3) is not None:
+            assert time.monotonic() - t0 < 30, "node 3 still runs 30 s after SIGTERM"
+            time.sleep(0.05)
+        took = time.monotonic() - t0
+        log = c.log(3)
+        assert "controlled shutdown: no metadata quorum leader for 2000 ms" in log, log[-3000:]
+        assert "stopped waiting after" not in log, log[-3000:]
+        assert "stopped cleanly" in log, log[-3000:]
+        print("  node 3 alone after SIGKILL of nodes 1 and 2: SIGTERM to exit %.2f s" % took)
+
+
 if __name__ == "__main__":
     main("test_cluster_failover")
