@@ -204,6 +204,10 @@ int kafka_e2e(const struct opts *o, struct broker *br, const char *topic, struct
  * one request as soon as a record is due at linger.ms=0, and the raw
  * Fetch reader below. */
 int kafka_e2e_wide(const struct opts *o, struct broker *br, const char *topic, struct run *r);
+/* kafka_wide.c: a TCP connection (TCP_NODELAY; O_NONBLOCK if nonblock) to
+ * the first HOST:PORT of bootstrap, for the raw clients: its fd, or
+ * -errno with err said. */
+int kafka_connect(const char *bootstrap, int nonblock, char *err, size_t errlen);
 
 /* kafka_fetch.c: a raw Fetch v4 reader on a thread of its own, every
  * partition of topic from offset 0, every record checked (offsets

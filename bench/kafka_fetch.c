@@ -22,9 +22,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -61,33 +58,6 @@ static int fail(struct raw_reader *rd, int rc, const char *fmt, ...)
 	vsnprintf(rd->err, sizeof(rd->err), fmt, ap);
 	va_end(ap);
 	return rc;
-}
-
-static int raw_connect(struct raw_reader *rd)
-{
-	char host[320], *colon;
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
-	int fd, one = 1, rc;
-
-	snprintf(host, sizeof(host), "%s", rd->bootstrap);
-	host[strcspn(host, ",")] = '\0';
-	if (!(colon = strrchr(host, ':')))
-		return fail(rd, -EINVAL, "bootstrap %s: expects HOST:PORT", rd->bootstrap);
-	*colon = '\0';
-	if ((rc = getaddrinfo(host, colon + 1, &hints, &ai)) != 0)
-		return fail(rd, -EINVAL, "bootstrap %s: %s", rd->bootstrap, gai_strerror(rc));
-	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
-		rc = -errno;
-		fail(rd, rc, "connect to %s: %s", rd->bootstrap, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		freeaddrinfo(ai);
-		return rc;
-	}
-	freeaddrinfo(ai);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return fd;
 }
 
 /* Fetch v4 of every partition from its next offset into rd->req: its size. */
@@ -324,7 +294,7 @@ int raw_reader_start(struct raw_reader *rd)
 		fail(rd, -ENOMEM, "out of memory");
 		goto bad;
 	}
-	if ((rd->fd = raw_connect(rd)) < 0)
+	if ((rd->fd = kafka_connect(rd->bootstrap, 0, rd->err, sizeof(rd->err))) < 0)
 		goto bad;
 	if (pthread_create(&rd->th, NULL, raw_reader_main, rd)) {
 		fail(rd, -EAGAIN, "no reader thread");

@@ -94,7 +94,7 @@ static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)(v >> 16)); put16
 static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 static uint32_t get32(const uint8_t *p) { return (uint32_t)get16(p) << 16 | get16(p + 2); }
 
-static int wide_connect(const char *bootstrap, char *err, size_t errlen)
+int kafka_connect(const char *bootstrap, int nonblock, char *err, size_t errlen)
 {
 	char host[320], *colon;
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
@@ -122,7 +122,8 @@ static int wide_connect(const char *bootstrap, char *err, size_t errlen)
 	}
 	freeaddrinfo(ai);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	if (nonblock)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	return fd;
 }
 
@@ -417,7 +418,7 @@ static int wide_run(const struct opts *o, struct broker *br, const char *topic, 
 	}
 	for (int i = rd ? 16 : 8; i < o->size; i++)
 		w.value[i] = (uint8_t)('a' + i % 26);
-	if ((w.fd = wide_connect(br->bootstrap, w.err, sizeof(w.err))) < 0) {
+	if ((w.fd = kafka_connect(br->bootstrap, 1, w.err, sizeof(w.err))) < 0) {
 		fprintf(stderr, "%s: %s\n", label, w.err);
 		rc = w.fd;
 		wide_free(&w);
