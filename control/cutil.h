@@ -23,6 +23,20 @@
 #include "dataplane/topic_name.h"
 #include "storage/batch_format.h"
 
+/* The clock the shards count their busy cycles in (TSC on x86, else
+ * monotonic ns): a shard's busy share is its busy_cycles over this. */
+static inline uint64_t cycles_now(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __builtin_ia32_rdtsc();
+#else
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+#endif
+}
+
 static inline int64_t mono_ms(void)
 {
 	struct timespec ts;

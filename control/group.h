@@ -116,12 +116,20 @@ void group_report(struct group_coord *gc);
  * group_foreach. One scan at a time; until it answers, the last scan's
  * values stay. */
 void group_lag_scan(struct group_coord *gc);
+/* group_lag_scan, unless one began less than min_gap_ms ago (now_ms:
+ * ctl_now_ms): for readers that come often (/metrics scrapes, the web
+ * console), each scan asking the owner shards for one batch per lagging
+ * partition. */
+void group_lag_scan_every(struct group_coord *gc, int64_t now_ms, int64_t min_gap_ms);
 
 struct group_view {
 	const char *id;
 	const char *state;
 	int32_t generation;
 	int members;
+	const char *protocol_type;        /* "" none (a group that only commits offsets) */
+	const char *protocol;             /* the assignor chosen, "" none */
+	const char *leader;               /* member id, "" none */
 };
 struct group_offset_view {
 	const char *topic;
@@ -134,6 +142,19 @@ struct group_offset_view {
  * committed partition. Views are borrowed for the call. */
 typedef void group_visit_fn(const struct group_view *g, const struct group_offset_view *o, void *arg);
 void group_foreach(const struct group_coord *gc, group_visit_fn *fn, void *arg);
+
+/* One group, whole: fn as group_foreach calls it for that group alone, then
+ * member(m, arg) per member with the partitions the current assignment
+ * gives it. -ENOENT: no such group. */
+struct group_member_view {
+	const char *id, *instance, *client_id, *host;   /* instance "" none */
+	int nassigned;
+	const char *const *topics;        /* assigned partitions: topics[i], parts[i] */
+	const int32_t *parts;
+};
+typedef void group_member_fn(const struct group_member_view *m, void *arg);
+int group_view_one(const struct group_coord *gc, const char *id, group_visit_fn *fn, group_member_fn *member,
+		   void *arg);
 
 /* The __consumer_offsets partition of a group (Java hash of its id). */
 int32_t group_offsets_partition(const struct group_coord *gc, const char *group);

@@ -2,6 +2,7 @@
  * partition's high watermark and oldest unconsumed record, asked of its
  * owner shard; the SIGUSR1 report (group_report) and the metrics view
  * (group_foreach). @thread ctl unless tagged. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,32 +157,81 @@ void group_lag_scan(struct group_coord *gc)
 		lag_scan_done(gc);
 }
 
+void group_lag_scan_every(struct group_coord *gc, int64_t now_ms, int64_t min_gap_ms)
+{
+	if (gc->lag_scanned && now_ms - gc->lag_scan_ms < min_gap_ms)
+		return;
+	gc->lag_scanned = 1;
+	gc->lag_scan_ms = now_ms;
+	group_lag_scan(gc);
+}
+
+static void view_one(const struct group *g, group_visit_fn *fn, void *arg)
+{
+	struct group_view v = {
+		.id = g->id,
+		.state = group_state_names[g->state],
+		.generation = g->generation,
+		.members = g->nmembers,
+		.protocol_type = g->ptype ? g->ptype : "",
+		.protocol = g->protocol ? g->protocol : "",
+		.leader = g->leader ? g->leader : "",
+	};
+
+	fn(&v, NULL, arg);
+	for (uint32_t j = 0; j < g->offsets.cap; j++) {
+		const struct goffset *o = g->offsets.v[j];
+		struct group_offset_view ov;
+
+		if (!o)
+			continue;
+		ov.topic = o->topic;
+		ov.partition = o->part;
+		ov.committed = o->offset;
+		ov.high_watermark = o->hw;
+		ov.oldest_unconsumed_ts = o->oldest_ts;
+		fn(&v, &ov, arg);
+	}
+}
+
 void group_foreach(const struct group_coord *gc, group_visit_fn *fn, void *arg)
 {
-	for (uint32_t i = 0; i < gc->groups.cap; i++) {
-		const struct group *g = gc->groups.v[i];
-		struct group_view v;
+	for (uint32_t i = 0; i < gc->groups.cap; i++)
+		if (gc->groups.v[i])
+			view_one(gc->groups.v[i], fn, arg);
+}
 
-		if (!g)
-			continue;
-		v.id = g->id;
-		v.state = group_state_names[g->state];
-		v.generation = g->generation;
-		v.members = g->nmembers;
-		fn(&v, NULL, arg);
-		for (uint32_t j = 0; j < g->offsets.cap; j++) {
-			const struct goffset *o = g->offsets.v[j];
-			struct group_offset_view ov;
+int group_view_one(const struct group_coord *gc, const char *id, group_visit_fn *fn, group_member_fn *member,
+		   void *arg)
+{
+	const struct group *g = group_find((struct group_coord *)gc, id);
+	const char **topics;
+	int32_t *parts;
 
-			if (!o)
-				continue;
-			ov.topic = o->topic;
-			ov.partition = o->part;
-			ov.committed = o->offset;
-			ov.high_watermark = o->hw;
-			ov.oldest_unconsumed_ts = o->oldest_ts;
-			fn(&v, &ov, arg);
+	if (!g || g->dead)
+		return -ENOENT;
+	view_one(g, fn, arg);
+	/* each member's share of the assignment (the slow path: a scan of
+	 * the owners per member) */
+	topics = xcalloc(g->owners.n ? g->owners.n : 1, sizeof(*topics));
+	parts = xcalloc(g->owners.n ? g->owners.n : 1, sizeof(*parts));
+	for (const struct gmember *m = g->members; m; m = m->next) {
+		struct group_member_view mv = { .id = m->id, .instance = m->instance ? m->instance : "",
+						.client_id = m->client_id ? m->client_id : "",
+						.host = m->host ? m->host : "", .topics = topics, .parts = parts };
+
+		for (uint32_t j = 0; j < g->owners.cap; j++) {
+			const struct gowner *w = g->owners.v[j];
+
+			if (w && w->m == m) {
+				topics[mv.nassigned] = w->topic;
+				parts[mv.nassigned++] = w->part;
+			}
 		}
+		member(&mv, arg);
 	}
+	free(topics);
+	free(parts);
+	return 0;
 }
 

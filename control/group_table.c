@@ -234,6 +234,8 @@ void group_offset_set(struct group *g, const char *topic, int32_t part, int64_t 
 		o = xcalloc(1, sizeof(*o));
 		o->topic = sdup(topic);
 		o->part = part;
+		o->hw = -1;           /* unknown until a lag scan answers */
+		o->oldest_ts = -1;
 		hmap_put(&g->offsets, group_hash_tp(topic, part), o);
 	}
 	o->offset = off;

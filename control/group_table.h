@@ -148,6 +148,8 @@ struct group_coord {
 	void (*replay_done)(struct ctl *ctl);
 	int lag_queries;              /* outstanding in the current lag scan */
 	int report_wanted;            /* print the report when the scan completes (SIGUSR1) */
+	int64_t lag_scan_ms;          /* when the last scan began (ctl_now_ms), for group_lag_scan_every */
+	int lag_scanned;              /* a scan has begun */
 	struct group_stats st;
 	group_txn_check_fn *txn_check;  /* the transaction coordinator's (group_set_txn_check) */
 	void *txn_check_arg;

@@ -37,18 +37,6 @@
  * scrapes (control thread only). */
 static uint64_t prev_busy[BROKER_MAX_SHARDS], prev_clock;
 
-static uint64_t clock_cycles(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	return __builtin_ia32_rdtsc();   /* the shards count TSC cycles here */
-#else
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-#endif
-}
-
 static void fam(struct textbuf *t, const char *name, const char *type, const char *help)
 {
 	textbuf_printf(t, "# HELP sluice_%s %s\n# TYPE sluice_%s %s\n", name, help, name, type);
@@ -224,7 +212,7 @@ static void render_process(struct ctl *ctl, struct broker *b, struct textbuf *t)
 
 static void render_shards(struct broker *b, struct textbuf *t)
 {
-	uint64_t now = clock_cycles();
+	uint64_t now = cycles_now();
 	static const char *const reasons[SHARD_REJECTS] = { "crc", "size", "invalid", "other", "sequence", "epoch",
 							    "transaction" };
 	static const char *const skips[SHARD_REPL_SKIPS] = { "fs_full", "log_failed", "backoff", "throttled",
@@ -778,7 +766,6 @@ static const struct stat_fam group_fams[] = {
 #undef GS
 
 #define METRICS_LAG_SCAN_MS 500
-static int64_t last_lag_scan_ms = -METRICS_LAG_SCAN_MS;   /* control thread only */
 
 static void render_groups(struct ctl *ctl, struct broker *b, struct textbuf *t)
 {
@@ -806,10 +793,8 @@ static void render_groups(struct ctl *ctl, struct broker *b, struct textbuf *t)
 	 * METRICS_LAG_SCAN_MS (each asks the owner shards to read one batch
 	 * per lagging partition), none once the broker stops (the shards may
 	 * be gone and their rings never drain) */
-	if (!__atomic_load_n(&b->stopping, __ATOMIC_RELAXED) && ctl_now_ms(ctl) - last_lag_scan_ms >= METRICS_LAG_SCAN_MS) {
-		last_lag_scan_ms = ctl_now_ms(ctl);
-		group_lag_scan(gc);
-	}
+	if (!__atomic_load_n(&b->stopping, __ATOMIC_RELAXED))
+		group_lag_scan_every(gc, ctl_now_ms(ctl), METRICS_LAG_SCAN_MS);
 }
 
 /* One histogram series: cumulative counts at the bounds of every `step`-th
