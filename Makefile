@@ -58,6 +58,7 @@ include control/module.mk
 include bench/module.mk
 include tests/module.mk
 include docs/module.mk
+include ui/module.mk
 
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 CORE_LIB  := $(BUILD)/libsluice_core.a

@@ -1,5 +1,6 @@
 /* bench/bench_scrape.c — `sluice-bench scrape`: what the admin endpoint's
- * /metrics costs the data path, and what a scrape costs.
+ * /metrics costs the data path, and what a scrape costs; with --console,
+ * the same for the web console left open (docs/console.md).
  *
  * One broker (started here, admin.listen on a free port), one librdkafka
  * producer kept saturated (acks=1) on a 6-partition topic. The run
@@ -10,6 +11,12 @@
  * rounds' ratios, which a disturbed round moves less than the mean). Then
  * it creates --partitions more partitions (default 10,000: 100 topics) and
  * times --scrapes scrapes of the whole broker: time (p50, p99, max), size.
+ *
+ * --console: instead of scraping, the "on" phases do what an open console
+ * does, twice over: CONSOLE_STREAMS live streams (/v1/stream) read as
+ * they come, and every 2 s the JSON of the overview, the topics, the
+ * topic and the groups pages (target >= 0.98); the big broker's timed
+ * request is then /v1/topics.
  *
  * Thread: main (the broker, the producer, the phases) and the scraper.
  */
@@ -29,9 +36,15 @@
 #include "bench/kafka.h"
 
 #define SCRAPE_EVERY_NS 100000000ull
+#define CONSOLE_STREAMS 4
+#define CONSOLE_POLL_NS 2000000000ull
 
 struct scraper {
 	int port;
+	int console;                 /* --console: streams and page polls, not /metrics */
+	int streams[CONSOLE_STREAMS];/* open live streams (-1: none) */
+	uint64_t next_poll;
+	uint64_t stream_bytes;
 	volatile int on;             /* scrape while set */
 	volatile int stop;
 	struct hist time_ns;         /* scrapes while on */
@@ -39,26 +52,36 @@ struct scraper {
 	uint64_t failures;
 };
 
-/* GET /metrics over a new connection; the body's bytes, or -errno. */
-static int64_t scrape_once(int port)
+/* A connection to the admin endpoint with request `req` sent; fd or -errno. */
+static int admin_send(int port, const char *req, size_t len)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	static const char req[] = "GET /metrics HTTP/1.0\r\nHost: bench\r\n\r\n";
-	static char buf[1 << 16];
-	int64_t total = 0, body = -1;
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ssize_t n;
-	char first[16] = "";
 
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || write(fd, req, sizeof(req) - 1) < 0) {
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || write(fd, req, len) < 0) {
 		int e = errno;
 
 		close(fd);
 		return -e;
 	}
+	return fd;
+}
+
+/* GET path over a new connection; the body's bytes, or -errno. */
+static int64_t get_once(int port, const char *path)
+{
+	static char buf[1 << 16];
+	int64_t total = 0, body = -1;
+	int fd;
+	ssize_t n;
+	char first[16] = "";
+
+	snprintf(buf, sizeof(buf), "GET %s HTTP/1.0\r\nHost: bench\r\n\r\n", path);
+	if ((fd = admin_send(port, buf, strlen(buf))) < 0)
+		return fd;
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
 		if (!total)
 			memcpy(first, buf, n < 15 ? (size_t)n : 15);
@@ -76,6 +99,54 @@ static int64_t scrape_once(int port)
 	return total - body;
 }
 
+static int64_t scrape_once(int port)
+{
+	return get_once(port, "/metrics");
+}
+
+/* --console, on: the streams open and drained, the pages' JSON polled */
+static int console_turn(struct scraper *s, uint64_t now)
+{
+	static const char *const pages[] = { "/v1/cluster", "/v1/history", "/v1/topics", "/v1/topics/scrape-bench",
+					     "/v1/groups" };
+	static const char req[] = "GET /v1/stream HTTP/1.1\r\nHost: bench\r\n\r\n";
+	static char buf[1 << 14];
+
+	for (int i = 0; i < CONSOLE_STREAMS; i++) {
+		ssize_t n;
+
+		if (s->streams[i] < 0 && (s->streams[i] = admin_send(s->port, req, sizeof(req) - 1)) < 0) {
+			s->streams[i] = -1;
+			return -1;
+		}
+		while ((n = recv(s->streams[i], buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+			s->stream_bytes += (uint64_t)n;
+		if (n == 0) {   /* the endpoint ended it: a failure */
+			close(s->streams[i]);
+			s->streams[i] = -1;
+			return -1;
+		}
+	}
+	if (now < s->next_poll)
+		return 0;
+	s->next_poll = now + CONSOLE_POLL_NS;
+	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++)
+		if (get_once(s->port, pages[i]) < 0)
+			return -1;
+	hist_add(&s->time_ns, bench_now_ns() - now);
+	return 0;
+}
+
+static void console_close(struct scraper *s)
+{
+	for (int i = 0; i < CONSOLE_STREAMS; i++)
+		if (s->streams[i] >= 0) {
+			close(s->streams[i]);
+			s->streams[i] = -1;
+		}
+	s->next_poll = 0;
+}
+
 static void *scraper_main(void *arg)
 {
 	struct scraper *s = arg;
@@ -91,6 +162,13 @@ static void *scraper_main(void *arg)
 		next += SCRAPE_EVERY_NS;
 		if (next < now)
 			next = now + SCRAPE_EVERY_NS;
+		if (s->console) {
+			if (!s->on)
+				console_close(s);
+			else if (console_turn(s, now) < 0)
+				s->failures++;
+			continue;
+		}
 		if (s->on) {
 			int64_t n = scrape_once(s->port);
 
@@ -102,6 +180,7 @@ static void *scraper_main(void *arg)
 			s->bytes_last = (uint64_t)n;
 		}
 	}
+	console_close(s);
 	return NULL;
 }
 
@@ -158,7 +237,9 @@ static int free_port(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: sluice-bench scrape [--phase S] [--rounds N] [--size B] [--partitions N] [--scrapes N]\n"
+	fprintf(f, "usage: sluice-bench scrape [--console] [--phase S] [--rounds N] [--size B] [--partitions N] "
+		"[--scrapes N]\n"
+		"  --console        the web console open (its streams and page polls), not /metrics\n"
 		"  --phase S        seconds per phase (default 2)\n"
 		"  --rounds N       off/on phase pairs, at most 64 (default 10)\n"
 		"  --size B         record size (default 100)\n"
@@ -188,6 +269,10 @@ int bench_scrape(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
+		if (!strcmp(a, "--console")) {
+			s.console = 1;
+			continue;
+		}
 		if (!v)
 			return bad_option("scrape", a, "needs a value");
 		if (!strcmp(a, "--phase"))
@@ -206,6 +291,8 @@ int bench_scrape(int argc, char **argv)
 	}
 	if (phase <= 0 || rounds < 1 || rounds > 64 || size < 1 || size > (1 << 16) || parts < 0 || scrapes < 1)
 		return bad_option("scrape", "", "out of range");
+	for (int i = 0; i < CONSOLE_STREAMS; i++)
+		s.streams[i] = -1;
 	s.port = free_port();
 	snprintf(admin, sizeof(admin), "admin.listen=127.0.0.1:%d", s.port);
 	o.sets[o.nsets++] = admin;
@@ -236,8 +323,8 @@ int bench_scrape(int argc, char **argv)
 		for (int on = 0; on < 2; on++) {
 			s.on = on;
 			rate[on][r] = produce_phase(rk, &p, phase, size);
-			fprintf(stderr, "scrape: round %d, scraping %s: %.0f records/s\n", r + 1, on ? "on " : "off",
-				rate[on][r]);
+			fprintf(stderr, "scrape: round %d, %s %s: %.0f records/s\n", r + 1,
+				s.console ? "console" : "scraping", on ? "on " : "off", rate[on][r]);
 		}
 	s.on = 0;
 	rd_kafka_flush(rk, 30000);
@@ -269,10 +356,10 @@ int bench_scrape(int argc, char **argv)
 	}
 	for (int i = 0; i < scrapes && !bench_interrupted; i++) {
 		uint64_t t0 = bench_now_ns();
-		int64_t n = scrape_once(s.port);
+		int64_t n = get_once(s.port, s.console ? "/v1/topics" : "/metrics");
 
 		if (n < 0) {
-			fprintf(stderr, "scrape: /metrics failed: %s\n", strerror((int)-n));
+			fprintf(stderr, "scrape: %s failed: %s\n", s.console ? "/v1/topics" : "/metrics", strerror((int)-n));
 			goto out;
 		}
 		hist_add(&big, bench_now_ns() - t0);
@@ -280,22 +367,38 @@ int bench_scrape(int argc, char **argv)
 		usleep(100000);
 	}
 	rc = 0;
-	printf("# sluice-bench scrape: 2 shards, acks=1, %d-byte records on 6 partitions; %d rounds of %.1f s "
-	       "without and with a /metrics scrape every 100 ms\n", size, rounds, phase);
-	printf("%-34s %14s %14s %8s\n", "metric", "no_scrape", "scrape_100ms", "ratio");
-	for (int r = 0; r < rounds; r++)
-		printf("produce_records_per_s_round%-2d      %14.0f %14.0f %8.3f\n", r + 1, rate[0][r], rate[1][r],
-		       rate[0][r] > 0 ? rate[1][r] / rate[0][r] : 0);
-	printf("produce_records_per_s_mean         %14.0f %14.0f %8.3f\n", off_sum / rounds, on_sum / rounds,
-	       off_sum > 0 ? on_sum / off_sum : 0);
-	printf("produce_ratio_median_of_rounds     %14s %14s %8.3f  (target >= 0.99: %s)\n", "", "", median,
-	       median >= 0.99 ? "met" : "missed");
-	printf("scrape during_produce_count %" PRIu64 " failures %" PRIu64 " p50_ms %.2f p99_ms %.2f bytes %" PRIu64
-	       "\n", s.time_ns.count, s.failures, (double)hist_percentile(&s.time_ns, 50) / 1e6,
-	       (double)hist_percentile(&s.time_ns, 99) / 1e6, s.bytes_last);
-	printf("scrape partitions %d (and the internal topics' and the 6 produced) count %" PRIu64 " p50_ms %.1f p99_ms %.1f "
-	       "max_ms %.1f bytes %" PRIu64 "\n", parts, big.count, (double)hist_percentile(&big, 50) / 1e6,
-	       (double)hist_percentile(&big, 99) / 1e6, (double)big.max / 1e6, big_bytes);
+	{
+		const char *what = s.console ? "the console open" : "a /metrics scrape every 100 ms";
+		const char *on_col = s.console ? "console_open" : "scrape_100ms";
+		double target = s.console ? 0.98 : 0.99;
+
+		printf("# sluice-bench scrape%s: 2 shards, acks=1, %d-byte records on 6 partitions; %d rounds of %.1f s "
+		       "without and with %s\n", s.console ? " --console" : "", size, rounds, phase, what);
+		if (s.console)
+			printf("# the console: %d live streams (/v1/stream) read as they come, and /v1/cluster, /v1/history, "
+			       "/v1/topics, /v1/topics/scrape-bench and /v1/groups every 2 s\n", CONSOLE_STREAMS);
+		printf("%-34s %14s %14s %8s\n", "metric", s.console ? "no_console" : "no_scrape", on_col, "ratio");
+		for (int r = 0; r < rounds; r++)
+			printf("produce_records_per_s_round%-2d      %14.0f %14.0f %8.3f\n", r + 1, rate[0][r], rate[1][r],
+			       rate[0][r] > 0 ? rate[1][r] / rate[0][r] : 0);
+		printf("produce_records_per_s_mean         %14.0f %14.0f %8.3f\n", off_sum / rounds, on_sum / rounds,
+		       off_sum > 0 ? on_sum / off_sum : 0);
+		printf("produce_ratio_median_of_rounds     %14s %14s %8.3f  (target >= %.2f: %s)\n", "", "", median,
+		       target, median >= target ? "met" : "missed");
+		if (s.console)
+			printf("console page_polls %" PRIu64 " failures %" PRIu64 " poll_p50_ms %.2f poll_p99_ms %.2f "
+			       "stream_bytes %" PRIu64 "\n", s.time_ns.count, s.failures,
+			       (double)hist_percentile(&s.time_ns, 50) / 1e6, (double)hist_percentile(&s.time_ns, 99) / 1e6,
+			       s.stream_bytes);
+		else
+			printf("scrape during_produce_count %" PRIu64 " failures %" PRIu64 " p50_ms %.2f p99_ms %.2f bytes %" PRIu64
+			       "\n", s.time_ns.count, s.failures, (double)hist_percentile(&s.time_ns, 50) / 1e6,
+			       (double)hist_percentile(&s.time_ns, 99) / 1e6, s.bytes_last);
+		printf("%s partitions %d (and the internal topics' and the 6 produced) count %" PRIu64 " p50_ms %.1f "
+		       "p99_ms %.1f max_ms %.1f bytes %" PRIu64 "\n", s.console ? "topics_json" : "scrape", parts, big.count,
+		       (double)hist_percentile(&big, 50) / 1e6, (double)hist_percentile(&big, 99) / 1e6,
+		       (double)big.max / 1e6, big_bytes);
+	}
 out:
 	if (broker_stop(&br) < 0)
 		rc = 1;

@@ -19,12 +19,15 @@
 #include "control/listeners.h"
 #include "control/admin_token.h"
 #include "control/config.h"
+#include "control/console_api.h"
+#include "control/console_assets.h"
 #include "control/ctl.h"
 #include "control/ctl_internal.h"
 #include "control/meta_scram.h"
 #include "control/metalog.h"
 #include "control/metrics.h"
 #include "control/quorum_tls.h"
+#include "control/rate_hist.h"
 #include "control/textbuf.h"
 #include "dataplane/broker.h"
 #include "dataplane/sasl.h"
@@ -37,11 +40,15 @@
 #define ADMIN_CONN_MEMORY (32u * 1024)
 #define ADMIN_CONN_TIMEOUT_S 10u
 #define ADMIN_CONN_LIMIT 64u
+/* Live streams (GET /v1/stream) at once: each costs one connection and a
+ * few hundred bytes a second; the next is refused with 503. */
+#define ADMIN_SSE_MAX 16u
 
 /* A request refused for its credentials waits this long before its 401
  * (connection.failed.authentication.delay.ms, as SASL's), suspended: the
  * control thread serves everything else meanwhile. */
 struct admin_req;
+struct sse_viewer;
 struct admin_wait {
 	struct MHD_Connection *conn;
 	struct admin_req *q;
@@ -65,6 +72,22 @@ struct admin_http {
 	int64_t delay_ms;             /* connection.failed.authentication.delay.ms */
 	struct admin_basic basic;     /* Basic credentials verified lately (keyed digests) */
 	struct admin_wait waits[ADMIN_CONN_LIMIT];   /* suspended refusals; conn NULL: free */
+	struct rate_hist hist;        /* the last minutes' rates (/v1/history, /v1/stream) */
+	struct sse_viewer *viewers[ADMIN_SSE_MAX];   /* live streams; NULL: free */
+	uint64_t streams_refused;     /* GET /v1/stream refused for ADMIN_SSE_MAX */
+};
+
+/* One GET /v1/stream: it sends every sample from `next` on, and waits
+ * (suspended) while it has sent the newest. A viewer that reads slower
+ * than the samples come skips to the oldest still kept: what it holds is
+ * MHD's buffer of one connection, never more. */
+struct sse_viewer {
+	struct admin_http *a;
+	struct MHD_Connection *conn;
+	unsigned slot;
+	uint64_t next;                /* the next sample to send */
+	int suspended;
+	int ending;                   /* the endpoint stops: end the stream */
 };
 
 /* One request's state (MHD's req_cls), freed when MHD completes it. */
@@ -203,6 +226,168 @@ static enum MHD_Result serve_partition(struct admin_http *a, struct MHD_Connecti
 	if (rc < 0) {
 		textbuf_fini(&t);
 		return reply_text(conn, MHD_HTTP_NOT_FOUND, "no such topic or partition");
+	}
+	return reply(conn, MHD_HTTP_OK, "application/json", &t);
+}
+
+/* ---- the web console: its files, its JSON, its stream ------------------- */
+
+/* /ui/... from the files compiled in; / and /ui go to /ui/ */
+static enum MHD_Result serve_asset(struct MHD_Connection *conn, const char *url)
+{
+	static const char *const to_ui[] = { MHD_HTTP_HEADER_LOCATION, "/ui/", NULL };
+	const char *path = !strcmp(url, "/ui/") ? "/ui/index.html" : url;
+	struct MHD_Response *r;
+	enum MHD_Result rc;
+
+	if (!strcmp(url, "/") || !strcmp(url, "/ui"))
+		return reply_text_headers(conn, MHD_HTTP_FOUND, "the console is at /ui/", to_ui);
+	for (const struct console_asset *f = console_assets; f->path; f++) {
+		if (strcmp(f->path, path))
+			continue;
+		r = MHD_create_response_from_buffer(f->len, (void *)f->data, MHD_RESPMEM_PERSISTENT);
+		if (!r)
+			return MHD_NO;
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, f->type);
+		/* the same URL serves another file after an upgrade */
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+		MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+		MHD_add_response_header(r, "Content-Security-Policy",
+					"default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'");
+		rc = MHD_queue_response(conn, MHD_HTTP_OK, r);
+		MHD_destroy_response(r);
+		return rc;
+	}
+	return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found: the console's pages start at /ui/");
+}
+
+static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct sse_viewer *v = cls;
+	const struct rate_hist *h = &v->a->hist;
+	size_t n = 0;
+
+	(void)pos;
+	if (v->ending)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (v->next < rate_hist_oldest(h))
+		v->next = rate_hist_oldest(h);   /* too slow: what scrolled away is skipped */
+	while (h->seq && v->next <= h->seq) {
+		struct textbuf t = { 0 };
+
+		textbuf_printf(&t, "id: %llu\nevent: sample\ndata: ", (unsigned long long)v->next);
+		rate_hist_sample_json(h, v->next, &t);
+		textbuf_printf(&t, "\n\n");
+		if (t.oom || n + t.len > max) {
+			int none = n == 0 && !t.oom;
+
+			textbuf_fini(&t);
+			if (none)
+				return MHD_CONTENT_READER_END_WITH_ERROR;   /* one sample larger than MHD's block */
+			break;
+		}
+		memcpy(buf + n, t.p, t.len);
+		n += t.len;
+		textbuf_fini(&t);
+		v->next++;
+	}
+	if (!n) {
+		/* nothing new: wait for the next sample (admin_http_run resumes) */
+		v->suspended = 1;
+		MHD_suspend_connection(v->conn);
+	}
+	return (ssize_t)n;
+}
+
+static void sse_free(void *cls)
+{
+	struct sse_viewer *v = cls;
+
+	v->a->viewers[v->slot] = NULL;
+	free(v);
+}
+
+/* GET /v1/stream[?from=SEQ]: Server-Sent Events, one "sample" event a
+ * second (the rate_hist sample, its seq as the event id); from (or the
+ * Last-Event-ID a reconnecting browser sends) picks up after a sample
+ * still kept, else the stream starts with the newest. */
+static enum MHD_Result serve_stream(struct admin_http *a, struct MHD_Connection *conn)
+{
+	static const char *const retry[] = { "Retry-After", "5", NULL };
+	const char *from = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "from");
+	const char *last = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Last-Event-ID");
+	struct sse_viewer *v;
+	struct MHD_Response *r;
+	enum MHD_Result rc;
+	unsigned slot;
+	char *end;
+
+	for (slot = 0; slot < ADMIN_SSE_MAX && a->viewers[slot]; slot++)
+		;
+	if (slot == ADMIN_SSE_MAX) {
+		a->streams_refused++;
+		return reply_text_headers(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+					  "too many live streams (16 at once): close one, or poll /v1/history", retry);
+	}
+	if (!(v = calloc(1, sizeof(*v))))
+		return MHD_NO;
+	v->a = a;
+	v->conn = conn;
+	v->slot = slot;
+	v->next = a->hist.seq ? a->hist.seq : 1;
+	if (from || last) {
+		unsigned long long q;
+
+		errno = 0;
+		q = strtoull(from ? from : last, &end, 10);
+		if (errno || *end || end == (from ? from : last)) {
+			free(v);
+			return reply_text(conn, MHD_HTTP_BAD_REQUEST, "bad from: a sample number (the events' id)");
+		}
+		v->next = last && !from ? q + 1 : q;
+	}
+	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, v, sse_free);
+	if (!r) {
+		free(v);
+		return MHD_NO;
+	}
+	a->viewers[slot] = v;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	rc = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+/* /v1/cluster, /v1/topics[/<name>], /v1/groups[/<id>], /v1/history, /v1/stream */
+static enum MHD_Result serve_console(struct admin_http *a, struct MHD_Connection *conn, const char *rest)
+{
+	struct textbuf t = { 0 };
+
+	if (!strcmp(rest, "stream"))
+		return serve_stream(a, conn);
+	if (!strcmp(rest, "cluster")) {
+		console_cluster_json(a->ctl, a->b, &a->hist, &t);
+	} else if (!strcmp(rest, "history")) {
+		rate_hist_json(&a->hist, &t);
+	} else if (!strcmp(rest, "topics")) {
+		console_topics_json(a->ctl, a->b, &t);
+	} else if (!strncmp(rest, "topics/", 7) && rest[7]) {
+		if (console_topic_json(a->ctl, a->b, rest + 7, &t) < 0) {
+			textbuf_fini(&t);
+			return reply_text(conn, MHD_HTTP_NOT_FOUND, "no such topic");
+		}
+	} else if (!strcmp(rest, "groups")) {
+		console_groups_json(a->ctl, a->b, &t);
+	} else if (!strncmp(rest, "groups/", 7) && rest[7]) {
+		if (console_group_json(a->ctl, a->b, rest + 7, &t) < 0) {
+			textbuf_fini(&t);
+			return reply_text(conn, MHD_HTTP_NOT_FOUND, "no such consumer group");
+		}
+	} else {
+		return reply_text(conn, MHD_HTTP_NOT_FOUND,
+				  "not found: try /v1/cluster, /v1/topics, /v1/topics/<name>, /v1/groups, "
+				  "/v1/groups/<id>, /v1/history, /v1/stream");
 	}
 	return reply(conn, MHD_HTTP_OK, "application/json", &t);
 }
@@ -503,8 +688,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return serve_shards(a, conn);
 	if (!strncmp(url, "/v1/partitions/", 15))
 		return serve_partition(a, conn, url + 15);
+	if (!strncmp(url, "/ui", 3) || !strcmp(url, "/"))
+		return serve_asset(conn, url);
+	if (!strncmp(url, "/v1/", 4))
+		return serve_console(a, conn, url + 4);
 	return reply_text(conn, MHD_HTTP_NOT_FOUND,
-			  "not found: try /metrics, /v1/health, /v1/config, /v1/shards, /v1/partitions/<topic>/<n>");
+			  "not found: try /ui/ (the console), /metrics, /v1/health, /v1/config, /v1/shards, "
+			  "/v1/partitions/<topic>/<n>, /v1/cluster, /v1/topics, /v1/groups, /v1/history, /v1/stream");
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -594,6 +784,7 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 	a->ctl = ctl;
 	a->b = b;
 	a->cfg = cfg;
+	rate_hist_init(&a->hist);
 	if (admin_basic_init(&a->basic) < 0)
 		fprintf(stderr, "sluiced: admin: no random bytes: HTTP Basic passwords are checked in full each "
 			"request\n");
@@ -671,6 +862,8 @@ int admin_http_timeout(struct admin_http *a, int max_ms)
 			if (max_ms < 0 || left < max_ms)
 				max_ms = (int)left;
 		}
+	if (max_ms < 0 || rate_hist_due_in(&a->hist, now) < max_ms)
+		max_ms = rate_hist_due_in(&a->hist, now);
 	if (MHD_get_timeout(a->d, &t) == MHD_YES && t < (MHD_UNSIGNED_LONG_LONG)max_ms)
 		return (int)t;
 	return max_ms;
@@ -687,6 +880,13 @@ void admin_http_run(struct admin_http *a)
 			MHD_resume_connection(a->waits[i].conn);
 			a->waits[i].conn = NULL;
 		}
+	/* a new sample: the streams waiting for it go on */
+	if (rate_hist_tick(&a->hist, a->ctl, a->b, now))
+		for (unsigned i = 0; i < ADMIN_SSE_MAX; i++)
+			if (a->viewers[i] && a->viewers[i]->suspended) {
+				a->viewers[i]->suspended = 0;
+				MHD_resume_connection(a->viewers[i]->conn);
+			}
 	MHD_run(a->d);
 }
 
@@ -698,6 +898,13 @@ void admin_http_stop(struct admin_http *a)
 		if (a->waits[i].conn) {   /* MHD stops no daemon with suspended connections */
 			a->waits[i].q->refused = 2;
 			MHD_resume_connection(a->waits[i].conn);
+		}
+	for (unsigned i = 0; i < ADMIN_SSE_MAX; i++)
+		if (a->viewers[i]) {
+			a->viewers[i]->ending = 1;
+			if (a->viewers[i]->suspended)
+				MHD_resume_connection(a->viewers[i]->conn);
+			a->viewers[i]->suspended = 0;
 		}
 	MHD_stop_daemon(a->d);
 	if (a->tls)

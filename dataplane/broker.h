@@ -68,7 +68,7 @@ struct part_pub {
 	uint64_t produce_batches;
 	uint64_t produce_records;
 	uint64_t produce_bytes;
-	uint64_t fetch_bytes;
+	uint64_t fetch_bytes;        /* read for fetches, consumers' and followers' (by the owner) */
 	/* replication (dataplane/part_role.h): the ISR and replicas the
 	 * owner's role says (0 before the open), and on a leader the largest
 	 * gap between its log end and a follower's fetch offset, and the

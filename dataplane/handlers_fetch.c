@@ -142,9 +142,12 @@ static void fetch_read_done(void *cookie, struct part_read_req *rq, int err)
 {
 	struct fetch_item *it = cookie;
 
-	(void)rq;
 	switch (err) {
 	case 0:
+		/* the partition's fetched bytes (the console's out rate): read
+		 * here, on the owner, which alone writes its part_pub */
+		if (it->part->pub && rq->rd.bytes)
+			part_pub_add(&it->part->pub->fetch_bytes, rq->rd.bytes);
 		break;
 	case -ENOENT:
 		it->err = KERR_UNKNOWN_TOPIC_OR_PARTITION;

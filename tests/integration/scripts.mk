@@ -166,6 +166,11 @@ TEST_SCRIPTS += tests/integration/test_native_raw.py
 # the admin endpoint: /metrics parsed by prometheus_client under a producer
 # and a consumer group, the JSON views, bad requests
 TEST_SCRIPTS += tests/integration/test_metrics.py
+# the web console: its pages in Debian's chromium (headless, puppeteer-core)
+# checked against sluicectl and /metrics, screenshots kept in
+# build/test-artifacts/console/; its JSON endpoints' bad requests; the live
+# stream's samples and its viewer limit
+TEST_SCRIPTS += tests/integration/test_console.py
 # connections and request memory: the descriptor limit (accept back-off),
 # large frames' memory given back, max.connections(.per.ip),
 # connections.max.idle.ms, queued.max.request.bytes
@@ -183,6 +188,16 @@ $(KAFKAJS_STAMP): $(KAFKAJS_DIR)/package-lock.json $(KAFKAJS_DIR)/package.json |
 	$(Q)touch $@
 
 test-bins: $(KAFKAJS_STAMP)
+
+# puppeteer-core for the console's browser test, the same way
+CONSOLE_CHECK_DIR := tests/integration/console
+CONSOLE_CHECK_STAMP := $(CONSOLE_CHECK_DIR)/node_modules/.stamp
+
+$(CONSOLE_CHECK_STAMP): $(CONSOLE_CHECK_DIR)/package-lock.json $(CONSOLE_CHECK_DIR)/package.json | $(SETUP_STAMP)
+	$(Q)cd $(CONSOLE_CHECK_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	$(Q)touch $@
+
+test-bins: $(CONSOLE_CHECK_STAMP)
 # sluicectl (build/sluicectl) against a real broker: every command, table and
 # JSON output, exit codes, error messages; cross-checked with kcat -L,
 # confluent-kafka and kafka-python

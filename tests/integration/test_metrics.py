@@ -357,7 +357,8 @@ def bad_requests_do_not_disturb():
         slow = socket.create_connection((host, port))
         slow.sendall(b"GET /metr")
         assert get(admin + "/nope")[0] == 404
-        assert get(admin + "/")[0] == 404
+        st, body = get(admin + "/")   # sent on to the web console (/ui/)
+        assert st == 200 and b"console.js" in body, (st, body[:200])
         assert get(admin + "/metrics", method="POST", data=b"x" * 100)[0] == 405
         assert get(admin + "/v1/health", method="DELETE")[0] == 405
         try:

@@ -1,0 +1,291 @@
+#!/usr/bin/python3
+"""The web console (docs/console.md) against a real sluiced: its pages in
+Debian's chromium (headless, driven by puppeteer-core from
+tests/integration/console, installed by `npm ci` from its package-lock.json)
+load without console errors and show the figures sluicectl and /metrics
+give for the same broker (a partition's high watermark, a group's committed
+offset and lag after a known produce and commit); screenshots of each page
+are kept in build/test-artifacts/console/. Its JSON endpoints under /v1/
+answer bad paths, methods and parameters with the right status; its live
+stream (/v1/stream, Server-Sent Events) sends one sample a second whose
+record count matches what was produced, resumes after Last-Event-ID, and
+serves at most 16 viewers at once (503 beyond)."""
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import HANG_GUARD, REPO, SLUICECTL, broker, main, run, test  # noqa: E402
+
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHECK_DIR = os.path.join(HERE, "console")
+NODE = os.environ.get("NODE", "node")
+KCAT = os.environ.get("KCAT", "kcat")
+ARTIFACTS = os.path.join(REPO, "build", "test-artifacts", "console")
+
+
+def http(b, path, method="GET", headers=None):
+    """(status, headers, body bytes) of one request to b's admin endpoint."""
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (b.admin, path), method=method, headers=headers or {})
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *a, **k):
+            return None
+    try:
+        with urllib.request.build_opener(NoRedirect).open(req, timeout=HANG_GUARD) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+
+
+def get_json(b, path):
+    st, _, body = http(b, path)
+    assert st == 200, (path, st, body)
+    return json.loads(body)
+
+
+def ctl(b, *args, input=None):
+    p = run([SLUICECTL, "-b", b.bootstrap, "--admin", "127.0.0.1:%d" % b.admin] + list(args), input=input)
+    return p.stdout.decode()
+
+
+def metric(b, name, **labels):
+    _, _, body = http(b, "/metrics")
+    for fam in text_string_to_metric_families(body.decode()):
+        for s in fam.samples:
+            if s.name == name and all(s.labels.get(k) == str(v) for k, v in labels.items()):
+                return s.value
+    return None
+
+
+def produce(b, topic, partition, n, prefix):
+    run([KCAT, "-P", "-b", b.bootstrap, "-t", topic, "-p", str(partition)],
+        input=b"".join(b"%s-%d\n" % (prefix, i) for i in range(n)))
+
+
+def until(what, fn):
+    """fn() until it returns something true, at most HANG_GUARD seconds."""
+    deadline = time.monotonic() + HANG_GUARD
+    while True:
+        v = fn()
+        if v:
+            return v
+        assert time.monotonic() < deadline, "waited %d s for %s" % (HANG_GUARD, what)
+        time.sleep(0.2)
+
+
+def browse(b, *pages):
+    """Run console_check.js over pages ("name=#hash=ready[=WxH[=theme]]");
+    its JSON answer, per page: ready, errors, texts."""
+    if not os.path.exists(os.path.join(CHECK_DIR, "node_modules", "puppeteer-core")):
+        run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=CHECK_DIR)
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    p = run([NODE, os.path.join(CHECK_DIR, "console_check.js"), "http://127.0.0.1:%d" % b.admin, ARTIFACTS]
+            + list(pages), cwd=CHECK_DIR)
+    return json.loads(p.stdout.decode().strip().splitlines()[-1])
+
+
+@test
+def the_pages_load_in_chromium_and_show_what_sluicectl_and_metrics_say():
+    """Three partitions with 120, 50 and 0 records (kcat), a librdkafka
+    group member that committed 100, 50 and 0: the topic page's high
+    watermarks and the group page's committed offsets and lags are the
+    broker's, and equal sluicectl's group describe and /metrics; every
+    page loads in chromium with no console error, no failed request and no
+    error response, at 1280x800, at a phone's width (390 px, nothing wider
+    than the screen), and dark."""
+    from confluent_kafka import Consumer, TopicPartition
+    with broker(admin=True, shards=2) as b:
+        ctl(b, "topic", "create", "orders", "-p", "3")
+        produce(b, "orders", 0, 120, b"a")
+        produce(b, "orders", 1, 50, b"b")
+        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "billing", "client.id": "billing-1",
+                      "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                      "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+        try:
+            c.subscribe(["orders"])
+            until("an assignment", lambda: c.poll(0.2) is None and c.assignment())
+            c.commit(offsets=[TopicPartition("orders", 0, 100), TopicPartition("orders", 1, 50),
+                              TopicPartition("orders", 2, 0)], asynchronous=False)
+
+            def lags():
+                g = get_json(b, "/v1/groups/billing")
+                offs = {o["partition"]: o for o in g["offsets"]}
+                return offs if len(offs) == 3 and all(o["lag"] >= 0 for o in offs.values()) else None
+            offs = until("the lag scan", lags)
+            assert {p: (o["committed"], o["high_watermark"], o["lag"]) for p, o in offs.items()} == \
+                {0: (100, 120, 20), 1: (50, 50, 0), 2: (0, 0, 0)}, offs
+            assert offs[0]["oldest_unconsumed_age_ms"] >= 0 and offs[1]["oldest_unconsumed_age_ms"] == 0, offs
+            g = get_json(b, "/v1/groups/billing")
+            assert g["state"] == "Stable" and g["protocol_type"] == "consumer", g
+            assert [m["client_id"] for m in g["members"]] == ["billing-1"], g
+            assert sorted(a["partition"] for a in g["members"][0]["assignment"]) == [0, 1, 2], g
+
+            d = json.loads(ctl(b, "--format", "json", "group", "describe", "billing"))
+            s = {o["partition"]: (o["committed_offset"], o["high_watermark"], o["lag"]) for o in d["offsets"]}
+            assert s == {p: (o["committed"], o["high_watermark"], o["lag"]) for p, o in offs.items()}, (s, offs)
+            assert metric(b, "sluice_group_lag_records", group="billing", topic="orders", partition=0) == 20
+            t = get_json(b, "/v1/topics/orders")
+            hw = {p["partition"]: p["high_watermark"] for p in t["partition_list"]}
+            assert hw == {0: 120, 1: 50, 2: 0}, t
+            for p in range(3):
+                assert metric(b, "sluice_partition_high_watermark", topic="orders", partition=p) == hw[p]
+            cl = get_json(b, "/v1/cluster")
+            assert cl["status"] == "ready" and [x["id"] for x in cl["brokers"]] == [cl["node_id"]], cl
+            assert len(cl["shards"]) == 2 and cl["partitions"]["offline"] == 0, cl
+
+            shutil.rmtree(ARTIFACTS, ignore_errors=True)
+            r = browse(b, "overview=#/=overview", "topics=#/topics=topics", "topic=#/topics/orders=topics-one",
+                       "groups=#/groups=groups", "group=#/groups/billing=groups-one",
+                       "overview-phone=#/=overview=390x844", "group-dark=#/groups/billing=groups-one=1280x800=dark")
+        finally:
+            c.close()
+        for name, page in r.items():
+            assert page["errors"] == [] and page["ready"] == page["ready"].strip(), (name, page)
+            assert os.path.getsize(os.path.join(ARTIFACTS, name + ".png")) > 10000, name
+        tx = {name: page["texts"] for name, page in r.items()}
+        total = cl["partitions"]["total"]
+        assert tx["overview"]["online"] == "%s / %s" % (format(total, ","), format(total, ",")), tx["overview"]
+        assert tx["overview"]["__charts"] == 3, tx["overview"]
+        assert [tx["topic"]["hw-%d" % p] for p in range(3)] == ["120", "50", "0"], tx["topic"]
+        assert "orders" in tx["topics"]["topics"], tx["topics"]
+        assert tx["groups"]["group-lag-billing"] == "20", tx["groups"]
+        for name in ("group", "group-dark"):
+            assert [tx[name]["lag-orders-%d" % p] for p in range(3)] == ["20", "0", "0"], tx[name]
+            assert [tx[name]["committed-orders-%d" % p] for p in range(3)] == ["100", "50", "0"], tx[name]
+            assert tx[name]["group-lag"] == "20" and tx[name]["group-state"] == "Stable", tx[name]
+        assert tx["group-dark"]["__theme"] == "dark" and tx["group"]["__theme"] == "light", tx
+        assert tx["overview-phone"]["__width"] <= 390, tx["overview-phone"]
+
+
+@test
+def the_json_endpoints_answer_bad_requests_with_the_right_status():
+    """Unknown topics and groups 404, an unknown /v1/ path 404 naming the
+    endpoints, a POST 405, a bad stream position 400, an over-long URL
+    refused by the endpoint (414 or 431), / and /ui sent to /ui/; the files
+    carry their types and a Content-Security-Policy; the broker is healthy
+    after."""
+    with broker(admin=True) as b:
+        ctl(b, "topic", "create", "t", "-p", "1")
+        for path in ("/v1/topics/nope", "/v1/groups/nope", "/ui/nope.js"):
+            st, _, body = http(b, path)
+            assert st == 404, (path, st, body)
+        st, _, body = http(b, "/v1/bogus")
+        assert st == 404 and b"/v1/topics" in body and b"/v1/stream" in body, body
+        st, h, body = http(b, "/v1/topics", method="POST")
+        assert st == 405 and h["Allow"] == "GET, HEAD", (st, body)
+        st, _, body = http(b, "/v1/stream?from=abc")
+        assert st == 400 and b"bad from" in body, (st, body)
+        st, _, body = http(b, "/v1/topics/" + "x" * 40000)
+        assert st in (414, 431), st
+        for path in ("/", "/ui"):
+            st, h, _ = http(b, path)
+            assert st == 302 and h["Location"] == "/ui/", (path, st)
+        st, h, body = http(b, "/ui/")
+        assert st == 200 and h["Content-Type"].startswith("text/html") and b"console.js" in body, (st, h)
+        assert "default-src 'self'" in h["Content-Security-Policy"], h
+        for path, kind in (("/ui/console.js", "text/javascript"), ("/ui/console.css", "text/css"),
+                           ("/ui/uPlot.min.js", "text/javascript")):
+            st, h, body = http(b, path)
+            assert st == 200 and h["Content-Type"].startswith(kind) and len(body) > 1000, (path, st, h)
+        st, h, body = http(b, "/ui/console.js", method="HEAD")
+        assert st == 200 and body == b"" and int(h["Content-Length"]) > 1000, (st, h)
+        t = get_json(b, "/v1/topics")
+        assert [x["name"] for x in t["topics"] if not x["internal"]] == ["t"], t
+        assert get_json(b, "/v1/groups") == {"groups": []}
+        assert get_json(b, "/v1/health")["status"] == "ready"
+
+
+class Stream:
+    """One GET /v1/stream over a raw socket: its status, then its events."""
+
+    def __init__(self, b, path="/v1/stream", headers=()):
+        self.s = socket.create_connection(("127.0.0.1", b.admin), timeout=HANG_GUARD)
+        self.s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (path, "".join(h + "\r\n" for h in headers)))
+                       .encode())
+        self.buf = b""
+        while b"\r\n\r\n" not in self.buf:
+            self._more()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        self.status = int(head.split()[1])
+        self.head = head.decode()
+
+    def _more(self):
+        d = self.s.recv(65536)
+        assert d, "the stream ended"
+        self.buf += d
+
+    def event(self):
+        """The next event's (id, data), chunk framing skipped."""
+        while True:
+            m = re.search(rb"id: (\d+)\nevent: sample\ndata: (.*?)\n\n", self.buf, re.S)
+            if m:
+                self.buf = self.buf[m.end():]
+                return int(m.group(1)), json.loads(m.group(2))
+            self._more()
+
+    def close(self):
+        self.s.close()
+
+
+@test
+def the_live_stream_sends_a_sample_a_second_and_bounds_its_viewers():
+    """Samples arrive about once a second with consecutive ids; 2,000
+    records produced while it streams show in its produce_records_total
+    (exactly) and in a produce_records_per_sec above 0; a viewer that comes
+    back with Last-Event-ID goes on after it; a 17th viewer gets 503 with
+    Retry-After and the next after one closed gets the stream; /v1/history
+    holds the same samples."""
+    with broker(admin=True) as b:
+        ctl(b, "topic", "create", "s", "-p", "2")
+        s = Stream(b)
+        assert s.status == 200 and "text/event-stream" in s.head, s.head
+        i0, e0 = s.event()
+        i1, e1 = s.event()
+        assert i1 == i0 + 1 and e1["seq"] == i1 and 500 <= e1["time_ms"] - e0["time_ms"] <= 5000, (e0, e1)
+        base = e1["produce_records_total"]
+        produce(b, "s", 0, 1200, b"x")
+        produce(b, "s", 1, 800, b"y")
+        seen = []
+        while True:
+            i, e = s.event()
+            seen.append(e)
+            if e["produce_records_total"] - base >= 2000:
+                break
+            assert len(seen) < HANG_GUARD, seen
+        assert e["produce_records_total"] - base == 2000, e
+        assert any(x["produce_records_per_sec"] > 0 for x in seen), seen
+        hist = {x["seq"]: x for x in get_json(b, "/v1/history")["samples"]}
+        assert hist[i]["produce_records_total"] == e["produce_records_total"], (hist[i], e)
+        s.close()
+
+        r = Stream(b, headers=["Last-Event-ID: %d" % i0])
+        assert r.status == 200 and r.event()[0] == i0 + 1
+        r.close()
+
+        # a closed stream's slot is free once the next sample finds it closed
+        viewers = [until("a free stream", lambda: (lambda v: v if v.status == 200 else v.close())(Stream(b)))
+                   for _ in range(16)]
+        extra = Stream(b)
+        assert extra.status == 503 and "Retry-After: 5" in extra.head, extra.head
+        extra.close()
+        viewers.pop().close()
+        again = until("a free stream", lambda: (lambda v: v if v.status == 200 else v.close())(Stream(b)))
+        again.event()
+        for v in viewers + [again]:
+            v.close()
+        assert get_json(b, "/v1/health")["status"] == "ready"
+
+
+if __name__ == "__main__":
+    main("console")

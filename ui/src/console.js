@@ -1,0 +1,329 @@
+/* Sluice's web console: a page per hash route (#/, #/topics, #/topics/NAME,
+ * #/groups, #/groups/ID), each drawn from the admin endpoint's JSON under
+ * /v1/ (docs/console.md), live charts from /v1/history and the /v1/stream
+ * Server-Sent Events. Read-only. Text from the broker goes into the page as
+ * text, never as HTML. */
+'use strict';
+(function () {
+  const page = document.getElementById('page');
+  const POLL_MS = 2000;
+  let timers = [], charts = [], stream = null, gen = 0;
+
+  /* ---- small helpers ---------------------------------------------------- */
+  function el(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null) continue;
+      if (k === 'class') e.className = v;
+      else if (k.startsWith('data-')) e.setAttribute(k, v);
+      else e[k] = v;
+    }
+    for (const c of kids.flat()) if (c !== undefined && c !== null) e.append(c instanceof Node ? c : String(c));
+    return e;
+  }
+  async function get(path) {
+    const r = await fetch(path, { cache: 'no-store' });
+    if (!r.ok) throw new Error(path + ': ' + r.status + ' ' + (await r.text()).trim());
+    return r.json();
+  }
+  const nf = new Intl.NumberFormat('en');
+  const num = (v) => (v === undefined || v === null || v < 0 ? '\u2014' : nf.format(Math.round(v)));
+  function bytes(v) {
+    if (v === undefined || v === null || v < 0) return '\u2014';
+    const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0;
+    while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; }
+    return (i ? v.toFixed(v < 10 ? 2 : 1) : v) + ' ' + u[i];
+  }
+  function age(ms) {
+    if (ms === undefined || ms === null || ms < 0) return '\u2014';
+    if (ms < 1000) return ms + ' ms';
+    const s = ms / 1000;
+    if (s < 120) return s.toFixed(1) + ' s';
+    if (s < 7200) return (s / 60).toFixed(1) + ' min';
+    return (s / 3600).toFixed(1) + ' h';
+  }
+  const retention = (ms) => (ms < 0 ? 'forever' : age(ms));
+  const enc = encodeURIComponent;
+  function table(head, rows, test) {
+    const t = el('table', { 'data-test': test },
+      el('thead', {}, el('tr', {}, head.map((h) => el('th', { class: h.n ? 'n' : '' }, h.t)))),
+      el('tbody', {}, rows));
+    return el('div', { class: 'scroll' }, t);
+  }
+  const td = (v, attrs) => el('td', attrs || {}, v);
+  const tdn = (v, attrs) => el('td', Object.assign({ class: 'n' }, attrs || {}), v);
+  const card = (k, v, test) => el('div', { class: 'card' }, el('div', { class: 'k' }, k), el('div', { class: 'v', 'data-test': test }, v));
+  function fail(e) {
+    /* one error shown, not one a poll: the page stops until it is left or reloaded */
+    timers.forEach(clearInterval); timers = [];
+    if (stream) { stream.close(); stream = null; }
+    page.replaceChildren(el('div', { class: 'error' }, String(e.message || e)));
+    document.body.dataset.ready = 'error';
+  }
+  /* rates from two readings of cumulative counters */
+  function rater() {
+    let prev = null, prevT = 0;
+    return (key, obj) => {
+      const now = performance.now();
+      const out = {};
+      if (prev && now > prevT) for (const k of Object.keys(obj)) out[k] = Math.max(0, (obj[k] - (prev[k] || 0)) * 1000 / (now - prevT));
+      prev = obj; prevT = now;
+      return prev && Object.keys(out).length ? out : null;
+    };
+  }
+
+  /* ---- charts: uPlot, with a table of the last values beside each ---------- */
+  function chart(title, unit, names, fmt) {
+    const box = el('div', { class: 'plot' });
+    const side = el('div', { class: 'scroll' });
+    const wrap = el('div', { class: 'chart', 'data-test': 'chart' }, el('div', {}, el('h2', {}, title + ' (' + unit + ')'), box), side);
+    const data = [[], ...names.map(() => [])];
+    const colors = ['#1f6feb', '#e3a03a', '#2e7d32', '#c62828', '#8250df', '#0a7b83', '#9a6700', '#6e7781'];
+    let u = null;
+    function draw() {
+      if (!u) {
+        const width = Math.max(260, box.clientWidth || 600);
+        u = new uPlot({
+          width, height: 200,
+          series: [{}, ...names.map((n, i) => ({ label: n, stroke: colors[i % colors.length], width: 1.5 }))],
+          axes: [{ stroke: getComputedStyle(document.body).color },
+                 { stroke: getComputedStyle(document.body).color, label: unit, size: 90, values: (s, vs) => vs.map((v) => fmt(v)) }],
+          /* rates and lags from 0, so a small change does not look like a cliff */
+          scales: { x: { time: true }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+        }, data, box);
+        charts.push(u);
+      } else {
+        u.setData(data);
+      }
+      const rows = [];
+      for (let i = data[0].length - 1; i >= 0 && rows.length < 8; i--)
+        rows.push(el('tr', {}, td(new Date(data[0][i] * 1000).toLocaleTimeString()), names.map((n, j) => tdn(fmt(data[j + 1][i])))));
+      side.replaceChildren(table([{ t: 'time' }, ...names.map((n) => ({ t: n + ' (' + unit + ')', n: 1 }))], rows, 'chart-table'));
+    }
+    return {
+      el: wrap,
+      add(tMs, values) {
+        data[0].push(tMs / 1000);
+        values.forEach((v, i) => data[i + 1].push(v));
+        if (data[0].length > 300) data.forEach((s) => s.shift());
+      },
+      draw,
+    };
+  }
+  window.addEventListener('resize', () => charts.forEach((u) => {
+    const w = u.root.parentElement.clientWidth;
+    if (w) u.setSize({ width: Math.max(260, w), height: 200 });
+  }));
+
+  function every(fn) {
+    const mine = gen;
+    const run = () => { if (mine === gen) fn().catch(fail); };
+    run();
+    timers.push(setInterval(run, POLL_MS));
+  }
+
+  /* ---- overview ------------------------------------------------------------ */
+  async function overview() {
+    const [c, hist] = await Promise.all([get('/v1/cluster'), get('/v1/history')]);
+    const nsh = c.shards.length;
+    const recs = chart('Produced', 'records/s', ['records'], num);
+    const thr = chart('Throughput', 'bytes/s', ['produced', 'fetched'], bytes);
+    const busy = chart('Shard busy', '%', c.shards.map((s) => 'shard ' + s.shard), (v) => (v === undefined || v === null ? '\u2014' : v.toFixed(1)));
+    let last = 0;
+    function sample(s) {
+      if (s.seq <= last) return;
+      last = s.seq;
+      recs.add(s.time_ms, [s.produce_records_per_sec]);
+      thr.add(s.time_ms, [s.produce_bytes_per_sec, s.fetch_bytes_per_sec]);
+      busy.add(s.time_ms, Array.from({ length: nsh }, (_, i) => 100 * (s.shard_busy[i] || 0)));
+    }
+    hist.samples.forEach(sample);
+    const cards = el('div', { class: 'cards' });
+    const body = el('div', {});
+    page.replaceChildren(el('h1', {}, 'Overview'), cards, el('h2', {}, 'Live'), recs.el, thr.el, busy.el, body);
+    [recs, thr, busy].forEach((x) => x.draw());
+    stream = new EventSource('/v1/stream?from=' + (last + 1));
+    stream.addEventListener('sample', (ev) => { sample(JSON.parse(ev.data)); [recs, thr, busy].forEach((x) => x.draw()); });
+    function logRow(d) {
+      if (d.error) return el('tr', {}, td(d.path), el('td', { class: 'bad', colSpan: 4 }, d.error));
+      const free = d.fs_free_bytes / d.fs_total_bytes;
+      return el('tr', {}, td(d.path), tdn(bytes(d.fs_total_bytes - d.fs_free_bytes)), tdn(bytes(d.fs_free_bytes)),
+        tdn(bytes(d.fs_total_bytes)), tdn((100 * (1 - free)).toFixed(1), { class: 'n' + (free < 0.1 ? ' bad' : '') }));
+    }
+    function render(c) {
+      const p = c.partitions;
+      cards.replaceChildren(
+        card('status', c.status, 'status'), card('node', c.node_id), card('brokers', c.brokers.length, 'brokers'),
+        card('topics', c.topics, 'topics'), card('partitions online', num(p.online) + ' / ' + num(p.total), 'online'),
+        card('under-replicated', num(p.under_replicated), 'under-replicated'), card('offline', num(p.offline), 'offline'),
+        card('controller', c.controller < 0 ? 'none' : c.controller));
+      body.replaceChildren(
+        el('h2', {}, 'Brokers'),
+        table([{ t: 'id' }, { t: 'host' }, { t: 'port', n: 1 }, { t: 'rack' }, { t: '' }],
+          c.brokers.map((b) => el('tr', {}, tdn(b.id), td(b.host), tdn(b.port), td(b.rack || '\u2014'), td(b.this ? 'this node' : ''))), 'brokers'),
+        el('h2', {}, 'Shards of this node'),
+        table([{ t: 'shard', n: 1 }, { t: 'partitions', n: 1 }, { t: 'size', n: 1 }, { t: 'connections', n: 1 }, { t: 'busy' }],
+          c.shards.map((s) => el('tr', {}, tdn(s.shard), tdn(num(s.partitions)), tdn(bytes(s.size_bytes)), tdn(num(s.connections)),
+            el('td', {}, el('span', { class: 'bar', style: 'width:' + Math.round(100 * s.busy) + 'px' }), ' ' + (100 * s.busy).toFixed(1) + ' %'))), 'shards'),
+        el('h2', {}, 'Log directories'),
+        table([{ t: 'path' }, { t: 'used', n: 1 }, { t: 'free', n: 1 }, { t: 'size', n: 1 }, { t: 'used %', n: 1 }],
+          c.log_dirs.map(logRow), 'log-dirs'));
+    }
+    render(c);
+    let first = true;
+    every(async () => { if (first) { first = false; return; } render(await get('/v1/cluster')); });
+  }
+
+  /* ---- topics ---------------------------------------------------------------- */
+  async function topics() {
+    const rates = {};
+    const body = el('div', {});
+    page.replaceChildren(el('h1', {}, 'Topics'), body);
+    every(async () => {
+      const j = await get('/v1/topics');
+      body.replaceChildren(table(
+        [{ t: 'topic' }, { t: 'partitions', n: 1 }, { t: 'replicas', n: 1 }, { t: 'size', n: 1 }, { t: 'records/s', n: 1 },
+         { t: 'in bytes/s', n: 1 }, { t: 'out bytes/s', n: 1 }, { t: 'retention' }, { t: 'cleanup' }, { t: 'health' }],
+        j.topics.map((t) => {
+          const r = (rates[t.name] = rates[t.name] || rater())(t.name, { rec: t.produce_records, pin: t.produce_bytes, pout: t.fetch_bytes }) || {};
+          const health = t.offline ? el('span', { class: 'bad' }, t.offline + ' offline') : t.under_replicated ? el('span', { class: 'warn' }, t.under_replicated + ' under-replicated') : 'ok';
+          return el('tr', {}, td(el('a', { href: '#/topics/' + enc(t.name) }, t.name), t.internal ? el('span', { class: 'muted' }, ' internal') : ''),
+            tdn(t.partitions), tdn(t.replication_factor), tdn(bytes(t.size_bytes)), tdn(num(r.rec)), tdn(bytes(r.pin)), tdn(bytes(r.pout)),
+            td(retention(t.retention_ms)), td(t.cleanup_policy), td(health));
+        }), 'topics'));
+    });
+  }
+
+  async function topic(name) {
+    const rates = {};
+    const cards = el('div', { class: 'cards' });
+    const rc = chart('Produced to ' + name, 'records/s', ['records'], num);
+    const body = el('div', {});
+    const total = rater();
+    page.replaceChildren(el('h1', {}, 'Topic ', el('span', { 'data-test': 'topic-name' }, name)), cards, rc.el, body);
+    every(async () => {
+      const t = await get('/v1/topics/' + enc(name));
+      let sum = 0, size = 0, hot = 0;
+      const rows = t.partition_list.map((p) => {
+        const r = (rates[p.partition] = rates[p.partition] || rater())(p.partition, { rec: p.produce_records || 0, pin: p.produce_bytes || 0, pout: p.fetch_bytes || 0 }) || {};
+        sum += r.rec || 0;
+        size += p.size_bytes || 0;
+        return { p, r };
+      });
+      const mean = sum / Math.max(1, rows.length);
+      const tr = total('t', { rec: rows.reduce((a, x) => a + (x.p.produce_records || 0), 0) });
+      if (tr) { rc.add(Date.now(), [tr.rec]); rc.draw(); }
+      cards.replaceChildren(card('partitions', t.partitions), card('replication factor', t.replication_factor), card('size', bytes(size)),
+        card('retention', retention(t.retention_ms)), card('cleanup', t.cleanup_policy));
+      body.replaceChildren(el('h2', {}, 'Partitions'), table(
+        [{ t: 'partition', n: 1 }, { t: 'leader', n: 1 }, { t: 'replicas' }, { t: 'ISR' }, { t: 'shard', n: 1 }, { t: 'log start', n: 1 },
+         { t: 'high watermark', n: 1 }, { t: 'size', n: 1 }, { t: 'records/s', n: 1 }, { t: 'in bytes/s', n: 1 }, { t: 'out bytes/s', n: 1 }],
+        rows.map(({ p, r }) => {
+          const isHot = rows.length > 1 && (r.rec || 0) > 0 && (r.rec || 0) > 2 * mean;
+          hot += isHot;
+          const under = p.isr.length < p.replicas.length;
+          return el('tr', { class: isHot ? 'hot' : '' }, tdn(p.partition), tdn(p.leader < 0 ? 'none' : p.leader, { class: 'n' + (p.leader < 0 ? ' bad' : '') }),
+            td(p.replicas.join(', ')), td(p.isr.join(', '), { class: under ? 'warn' : '' }), tdn(p.shard < 0 ? '\u2014' : p.shard),
+            tdn(num(p.log_start_offset)), tdn(num(p.high_watermark), { 'data-test': 'hw-' + p.partition }), tdn(bytes(p.size_bytes)),
+            tdn(num(r.rec)), tdn(bytes(r.pin)), tdn(bytes(r.pout)));
+        }), 'partitions'),
+        hot ? el('p', { class: 'warn' }, hot + ' hot partition(s): more than twice the topic\u2019s mean rate (highlighted)') : '',
+        Object.keys(t.configs).length ? el('h2', {}, 'Configuration set on the topic') : '',
+        Object.keys(t.configs).length ? table([{ t: 'key' }, { t: 'value' }], Object.entries(t.configs).map(([k, v]) => el('tr', {}, td(k), td(v))), 'configs') : '');
+    });
+  }
+
+  /* ---- consumer groups ------------------------------------------------------ */
+  async function groups() {
+    const body = el('div', {});
+    page.replaceChildren(el('h1', {}, 'Consumer groups'), body);
+    every(async () => {
+      const j = await get('/v1/groups');
+      body.replaceChildren(j.groups.length ? table(
+        [{ t: 'group' }, { t: 'state' }, { t: 'generation', n: 1 }, { t: 'members', n: 1 }, { t: 'assignor' }, { t: 'partitions', n: 1 }, { t: 'lag (records)', n: 1 }],
+        j.groups.map((g) => el('tr', {}, td(el('a', { href: '#/groups/' + enc(g.group) }, g.group)), td(g.state), tdn(g.generation), tdn(g.members),
+          td(g.protocol || '\u2014'), tdn(g.partitions), tdn(num(g.lag), { 'data-test': 'group-lag-' + g.group }))), 'groups')
+        : el('p', { class: 'muted' }, 'No consumer groups yet.'));
+    });
+  }
+
+  async function group(id) {
+    const cards = el('div', { class: 'cards' });
+    const lc = chart('Lag of ' + id, 'records', ['lag'], num);
+    const body = el('div', {});
+    page.replaceChildren(el('h1', {}, 'Consumer group ', el('span', { 'data-test': 'group-id' }, id)), cards, lc.el, body);
+    every(async () => {
+      const g = await get('/v1/groups/' + enc(id));
+      const byTp = (a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition);
+      g.offsets.sort(byTp);
+      g.members.forEach((m) => m.assignment.sort(byTp));
+      const owner = {};
+      for (const m of g.members) for (const a of m.assignment) owner[a.topic + '\u0000' + a.partition] = m.client_id || m.member_id;
+      const known = g.offsets.filter((o) => o.lag >= 0);
+      const lag = known.reduce((a, o) => a + o.lag, 0);
+      const oldest = g.offsets.reduce((a, o) => Math.max(a, o.oldest_unconsumed_age_ms), -1);
+      if (known.length) { lc.add(Date.now(), [lag]); lc.draw(); }
+      cards.replaceChildren(card('state', g.state, 'group-state'), card('generation', g.generation), card('members', g.members.length),
+        card('lag (records)', known.length ? num(lag) : '\u2014', 'group-lag'), card('oldest unconsumed', age(oldest)), card('assignor', g.protocol || '\u2014'));
+      body.replaceChildren(
+        el('h2', {}, 'Committed offsets'),
+        g.offsets.length ? table(
+          [{ t: 'topic' }, { t: 'partition', n: 1 }, { t: 'committed', n: 1 }, { t: 'high watermark', n: 1 }, { t: 'lag', n: 1 }, { t: 'oldest unconsumed' }, { t: 'owner' }],
+          g.offsets.map((o) => el('tr', {}, td(el('a', { href: '#/topics/' + enc(o.topic) }, o.topic)), tdn(o.partition),
+            tdn(num(o.committed), { 'data-test': 'committed-' + o.topic + '-' + o.partition }), tdn(num(o.high_watermark)),
+            tdn(num(o.lag), { 'data-test': 'lag-' + o.topic + '-' + o.partition, class: 'n' + (o.lag > 0 ? ' warn' : '') }),
+            td(age(o.oldest_unconsumed_age_ms)), td(owner[o.topic + '\u0000' + o.partition] || '\u2014'))), 'offsets')
+          : el('p', { class: 'muted' }, 'No committed offsets.'),
+        el('h2', {}, 'Members'),
+        g.members.length ? table([{ t: 'member' }, { t: 'client id' }, { t: 'host' }, { t: 'assigned partitions' }],
+          g.members.map((m) => el('tr', {}, td(m.member_id), td(m.client_id), td(m.host),
+            td(m.assignment.map((a) => a.topic + '-' + a.partition).join(', ') || '\u2014'))), 'members')
+          : el('p', { class: 'muted' }, 'No members: nobody consumes as this group now.'));
+    });
+  }
+
+  /* ---- routing, health, theme ------------------------------------------------ */
+  function route() {
+    gen++;
+    timers.forEach(clearInterval); timers = [];
+    charts.forEach((u) => u.destroy()); charts = [];
+    if (stream) { stream.close(); stream = null; }
+    document.body.dataset.ready = '';
+    const parts = (location.hash.replace(/^#\/?/, '') || '').split('/').map(decodeURIComponent);
+    const name = parts[0] || 'overview';
+    document.querySelectorAll('nav a').forEach((a) => a.classList.toggle('on', a.dataset.nav === name));
+    let p;
+    if (name === 'topics' && parts[1]) p = topic(parts.slice(1).join('/'));
+    else if (name === 'topics') p = topics();
+    else if (name === 'groups' && parts[1]) p = group(parts.slice(1).join('/'));
+    else if (name === 'groups') p = groups();
+    else p = overview();
+    const mine = gen;
+    p.then(() => new Promise((r) => setTimeout(r, 50))).then(() => { if (mine === gen && document.body.dataset.ready !== 'error') document.body.dataset.ready = name + (parts[1] ? '-one' : ''); }).catch(fail);
+  }
+  async function health() {
+    const s = document.getElementById('status');
+    try {
+      const r = await fetch('/v1/health', { cache: 'no-store' });
+      const j = await r.json();
+      s.className = 'status ' + (r.ok ? 'ok' : 'bad');
+      s.textContent = r.ok ? 'healthy' : (j.reasons || []).join('; ') || 'unhealthy';
+    } catch (e) {
+      s.className = 'status bad';
+      s.textContent = 'broker unreachable';
+    }
+  }
+  const theme = localStorage.getItem('sluice-theme') || (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light');
+  document.documentElement.dataset.theme = theme;
+  document.getElementById('theme').addEventListener('click', () => {
+    const t = document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark';
+    document.documentElement.dataset.theme = t;
+    localStorage.setItem('sluice-theme', t);
+    route();
+  });
+  window.addEventListener('hashchange', route);
+  health();
+  setInterval(health, 5000);
+  route();
+})();
