@@ -55,10 +55,11 @@ INSTALL_TARGETS :=
 include storage/module.mk
 include dataplane/module.mk
 include control/module.mk
+# the console's files are core sources: before the modules that list CORE_SRCS
+include ui/module.mk
 include bench/module.mk
 include tests/module.mk
 include docs/module.mk
-include ui/module.mk
 
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 CORE_LIB  := $(BUILD)/libsluice_core.a

@@ -21,6 +21,7 @@
 #include "control/config.h"
 #include "control/console_api.h"
 #include "control/console_assets.h"
+#include "control/console_records.h"
 #include "control/ctl.h"
 #include "control/ctl_internal.h"
 #include "control/meta_scram.h"
@@ -74,6 +75,7 @@ struct admin_http {
 	struct admin_wait waits[ADMIN_CONN_LIMIT];   /* suspended refusals; conn NULL: free */
 	struct rate_hist hist;        /* the last minutes' rates (/v1/history, /v1/stream) */
 	struct sse_viewer *viewers[ADMIN_SSE_MAX];   /* live streams; NULL: free */
+	struct admin_req *pages[ADMIN_CONN_LIMIT];   /* record pages being read; NULL: free */
 	uint64_t streams_refused;     /* GET /v1/stream refused for ADMIN_SSE_MAX */
 };
 
@@ -93,6 +95,14 @@ struct sse_viewer {
 /* One request's state (MHD's req_cls), freed when MHD completes it. */
 struct admin_req {
 	int refused;                  /* 1: suspended for its 401; 2: resumed, answer it */
+	/* a record page (/v1/records): suspended while the owner shard reads */
+	struct console_call *call;    /* in flight; NULL: none, or answered */
+	struct MHD_Connection *conn;
+	struct admin_http *a;
+	int slot;                     /* in a->pages while in flight, else -1 */
+	unsigned status;              /* answered: the status and body to send */
+	struct textbuf body;
+	int answered;
 };
 
 /* Queue t (its buffer goes to the response) with the Content-Type type
@@ -359,13 +369,65 @@ static enum MHD_Result serve_stream(struct admin_http *a, struct MHD_Connection 
 	return rc;
 }
 
+/* A record page is in (console_records.c): the suspended request goes on
+ * and is answered with it. */
+static void records_done(void *cookie, unsigned status, struct textbuf *body)
+{
+	struct admin_req *q = cookie;
+
+	q->call = NULL;
+	q->a->pages[q->slot] = NULL;
+	q->slot = -1;
+	q->answered = 1;
+	q->status = status;
+	q->body = *body;              /* the buffer is ours now */
+	memset(body, 0, sizeof(*body));
+	MHD_resume_connection(q->conn);
+}
+
+/* GET /v1/records/<topic>/<partition>?offset=|timestamp=&order=&limit= */
+static enum MHD_Result serve_records(struct admin_http *a, struct MHD_Connection *conn, struct admin_req *q,
+				     const char *path)
+{
+	struct console_records_args args = {
+		.offset = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "offset"),
+		.timestamp = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "timestamp"),
+		.order = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "order"),
+		.limit = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "limit"),
+	};
+	struct textbuf t = { 0 };
+	unsigned st;
+
+	if (__atomic_load_n(&a->b->stopping, __ATOMIC_RELAXED))
+		return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "the broker is stopping");
+	q->conn = conn;
+	q->a = a;
+	for (q->slot = 0; q->slot < (int)ADMIN_CONN_LIMIT && a->pages[q->slot]; q->slot++)
+		;
+	if (q->slot == (int)ADMIN_CONN_LIMIT) {   /* cannot be: one per connection */
+		q->slot = -1;
+		return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "too many record pages at once");
+	}
+	st = console_records_start(a->ctl, a->b, path, &args, records_done, q, &q->call, &t);
+	if (st) {
+		q->slot = -1;
+		return reply(conn, st, "text/plain; charset=utf-8", &t);
+	}
+	a->pages[q->slot] = q;
+	MHD_suspend_connection(conn);   /* records_done resumes it */
+	return MHD_YES;
+}
+
 /* /v1/cluster, /v1/topics[/<name>], /v1/groups[/<id>], /v1/history, /v1/stream */
-static enum MHD_Result serve_console(struct admin_http *a, struct MHD_Connection *conn, const char *rest)
+static enum MHD_Result serve_console(struct admin_http *a, struct MHD_Connection *conn, struct admin_req *q,
+				     const char *rest)
 {
 	struct textbuf t = { 0 };
 
 	if (!strcmp(rest, "stream"))
 		return serve_stream(a, conn);
+	if (!strncmp(rest, "records/", 8))
+		return serve_records(a, conn, q, rest + 8);
 	if (!strcmp(rest, "cluster")) {
 		console_cluster_json(a->ctl, a->b, &a->hist, &t);
 	} else if (!strcmp(rest, "history")) {
@@ -387,7 +449,7 @@ static enum MHD_Result serve_console(struct admin_http *a, struct MHD_Connection
 	} else {
 		return reply_text(conn, MHD_HTTP_NOT_FOUND,
 				  "not found: try /v1/cluster, /v1/topics, /v1/topics/<name>, /v1/groups, "
-				  "/v1/groups/<id>, /v1/history, /v1/stream");
+				  "/v1/groups/<id>, /v1/records/<topic>/<partition>, /v1/history, /v1/stream");
 	}
 	return reply(conn, MHD_HTTP_OK, "application/json", &t);
 }
@@ -605,10 +667,18 @@ static enum MHD_Result refuse(struct admin_http *a, struct MHD_Connection *conn,
 
 static void completed(void *cls, struct MHD_Connection *conn, void **req_cls, enum MHD_RequestTerminationCode toe)
 {
-	(void)cls;
+	struct admin_req *q = *req_cls;
+	struct admin_http *a = cls;
+
 	(void)conn;
 	(void)toe;
-	free(*req_cls);
+	if (q && q->call)
+		console_call_cancel(q->call);   /* its answer comes to nobody */
+	if (q && q->slot >= 0)
+		a->pages[q->slot] = NULL;
+	if (q)
+		textbuf_fini(&q->body);
+	free(q);
 	*req_cls = NULL;
 }
 
@@ -625,6 +695,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		 * body has been read (and discarded) */
 		if (!(q = calloc(1, sizeof(*q))))
 			return MHD_NO;
+		q->slot = -1;
 		*req_cls = q;
 		return MHD_YES;
 	}
@@ -634,6 +705,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	}
 	if (q->refused == 2)
 		return reply_401(conn);   /* resumed after the delay */
+	if (q->answered) {
+		/* a record page, resumed with its answer */
+		struct textbuf body = q->body;
+
+		memset(&q->body, 0, sizeof(q->body));
+		q->answered = 0;
+		return reply(conn, q->status, q->status == MHD_HTTP_OK ? "application/json" : "text/plain; charset=utf-8",
+			     &body);
+	}
+	if (q->call)
+		return MHD_YES;           /* still reading (a spurious call) */
 	if (q->refused)
 		return MHD_YES;
 	a->requests++;
@@ -691,7 +773,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	if (!strncmp(url, "/ui", 3) || !strcmp(url, "/"))
 		return serve_asset(conn, url);
 	if (!strncmp(url, "/v1/", 4))
-		return serve_console(a, conn, url + 4);
+		return serve_console(a, conn, q, url + 4);
 	return reply_text(conn, MHD_HTTP_NOT_FOUND,
 			  "not found: try /ui/ (the console), /metrics, /v1/health, /v1/config, /v1/shards, "
 			  "/v1/partitions/<topic>/<n>, /v1/cluster, /v1/topics, /v1/groups, /v1/history, /v1/stream");
@@ -806,7 +888,7 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 	a->delay_ms = config_int(cfg, "connection.failed.authentication.delay.ms");
 	a->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handle, a,
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+				MHD_OPTION_NOTIFY_COMPLETED, completed, a,
 				MHD_OPTION_SOCK_ADDR, ai->ai_addr,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ADMIN_CONN_MEMORY,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ADMIN_CONN_TIMEOUT_S,
@@ -898,6 +980,19 @@ void admin_http_stop(struct admin_http *a)
 		if (a->waits[i].conn) {   /* MHD stops no daemon with suspended connections */
 			a->waits[i].q->refused = 2;
 			MHD_resume_connection(a->waits[i].conn);
+		}
+	for (unsigned i = 0; i < ADMIN_CONN_LIMIT; i++)
+		if (a->pages[i]) {   /* a record page still being read: answered 503 */
+			struct admin_req *q = a->pages[i];
+
+			console_call_cancel(q->call);
+			q->call = NULL;
+			q->answered = 1;
+			q->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+			textbuf_printf(&q->body, "the broker is stopping\n");
+			a->pages[i] = NULL;
+			q->slot = -1;
+			MHD_resume_connection(q->conn);
 		}
 	for (unsigned i = 0; i < ADMIN_SSE_MAX; i++)
 		if (a->viewers[i]) {

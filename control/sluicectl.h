@@ -15,6 +15,8 @@
 #ifndef SLUICE_SLUICECTL_H
 #define SLUICE_SLUICECTL_H
 
+#include "control/record_walk.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -365,20 +367,8 @@ extern const int capacity_ncmds;
 extern const struct cmd capacity_cmds[];
 extern const int drill_ncmds;
 
-/* Fetch helper shared by consume and add-partitions' key sampling. One
- * record handed to the callback; return non-zero to stop. */
-struct fetched {
-	const char *topic;
-	int32_t partition;
-	int64_t offset;
-	int64_t timestamp;
-	const uint8_t *key, *value;     /* NULL: null */
-	int32_t key_len, value_len;
-	const uint8_t *headers;
-	size_t headers_len;
-	int32_t headers_count;
-};
-typedef int (*fetch_cb)(void *arg, const struct fetched *r);
+/* Fetch helper shared by consume and add-partitions' key sampling: struct
+ * fetched and fetch_cb are control/record_walk.h's. */
 /* Read partition p of topic t from *offset up to (not including) end, or
  * with end < 0 until stopped, calling cb for each record (*offset follows:
  * the next offset to read). Returns 0 at end, 1 when cb stopped, -errno on

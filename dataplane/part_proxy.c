@@ -16,6 +16,7 @@
  * part_table; NULL means the partition is not (or no longer) here.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -510,6 +511,162 @@ static void owner_lag(void *self, struct shard_msg *m)
 void part_proxy_lag(struct part_proxy *px, int owner, struct part_addr a, struct part_lag_req *req)
 {
 	struct shard_msg m = { .fn = owner_lag, .p = { NULL, req } };
+
+	msg_addr(&m, px->from, 0, a);
+	px->send(px->ctx, owner, &m);
+}
+
+/* ---- a page of records ------------------------------------------------- */
+
+/* On the sender: p[0] the request. */
+static void peek_answered(void *self, struct shard_msg *m)
+{
+	struct part_peek_req *q = m->p[0];
+
+	q->done(self, q->cookie);
+}
+
+/* @thread owner */
+static void peek_reply(struct part_peek_req *q)
+{
+	struct shard_msg r = { .fn = peek_answered, .p = { q } };
+
+	shard_send(q->sh, q->sender, &r);
+}
+
+/* The read is in: the whole batches that fit go into the sender's buffer.
+ * @thread owner */
+static void peek_read_done(void *cookie, struct part_read_req *rq, int err)
+{
+	struct part_peek_req *q = cookie;
+	uint32_t at = 0;
+
+	if (err) {
+		q->err = err;
+	} else {
+		while (at + BATCH_LOG_OVERHEAD <= rq->rd.bytes && batch_size(rq->rd.data + at) <= rq->rd.bytes - at &&
+		       batch_size(rq->rd.data + at) <= q->cap - at)
+			at += batch_size(rq->rd.data + at);
+		if (!at && rq->rd.bytes >= BATCH_LOG_OVERHEAD)
+			q->err = -EFBIG;    /* its first batch alone is larger than the page */
+		memcpy(q->buf, rq->rd.data, at);
+		q->len = at;
+	}
+	part_read_release(rq);   /* and start the reads waiting for a read buffer */
+	peek_reply(q);
+}
+
+static void peek_read(struct part_peek_req *q)
+{
+	struct part *p = q->p;
+
+	if (p->deleted || !p->pl) {
+		q->err = -ENOENT;
+		peek_reply(q);
+		return;
+	}
+	q->log_start = p->pl->log_start;
+	q->hw = p->pl->high_watermark;
+	if (q->back > 0)
+		q->from = q->hw - q->back;   /* the newest: once, before any read */
+	q->back = 0;
+	q->from = q->from < q->log_start ? q->log_start : q->from;
+	if (q->from >= q->hw) {
+		peek_reply(q);           /* nothing at or after it yet */
+		return;
+	}
+	q->rq.offset = q->from;
+	q->rq.max_bytes = q->cap;
+	q->rq.isolation = 0;         /* up to the high watermark */
+	part_read(p, &q->rq, peek_read_done, q);
+}
+
+/* The timestamp walk ended: read from what it found. @thread owner */
+static void peek_time_end(struct part_peek_req *q)
+{
+	uint8_t *buf = q->tq.buf;
+
+	if (q->tq.err == 0)
+		q->from = q->tq.offset;
+	else if (q->tq.err == -ENOENT)
+		q->from = q->p->pl ? q->p->pl->high_watermark : 0;   /* none so late */
+	else
+		q->err = q->tq.err;
+	q->tq.buf = NULL;
+	part_rbuf_put(q->sh, buf);
+	if (q->err)
+		peek_reply(q);
+	else
+		peek_read(q);
+}
+
+static void peek_time_done(struct plog_time *tq)
+{
+	peek_time_end(tq->arg);
+}
+
+static void peek_time_start(struct shard *sh, struct part_peek_req *q);
+
+static void peek_buf_ready(struct shard *sh, struct rbuf_wait *w)
+{
+	peek_time_start(sh, (struct part_peek_req *)((char *)w - offsetof(struct part_peek_req, wait)));
+}
+
+/* By time: a walk of reads into one of the owner's read buffers (none
+ * free: wait for the next, as ListOffsets does). @thread owner */
+static void peek_time_start(struct shard *sh, struct part_peek_req *q)
+{
+	uint8_t *buf;
+
+	if (q->p->deleted || !q->p->pl) {
+		q->err = -ENOENT;
+		peek_reply(q);
+		return;
+	}
+	if (!(buf = part_rbuf_take(sh))) {
+		q->wait.ready = peek_buf_ready;
+		part_rbuf_wait(sh, &q->wait);
+		return;
+	}
+	q->tq = (struct plog_time){ .ts = q->ts, .buf = buf, .buf_cap = SHARD_RBUF_SIZE, .done = peek_time_done,
+				    .arg = q };
+	if (plog_find_time(q->p->pl, &q->tq) == 0)
+		return;                  /* a disk read in flight */
+	peek_time_end(q);
+}
+
+/* On the owner: p[1] the request. */
+static void owner_peek(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = owner_find(sh, m);
+	struct part_peek_req *q = m->p[1];
+
+	q->sh = sh;
+	q->sender = msg_from(m);
+	q->p = p;
+	q->len = 0;
+	q->err = 0;
+	q->log_start = q->hw = -1;
+	q->from = q->offset;
+	if (q->cap > PART_PEEK_MAX)
+		q->cap = PART_PEEK_MAX;
+	if (!p || p->deleted || !p->pl) {
+		q->err = -ENOENT;
+		peek_reply(q);
+		return;
+	}
+	q->log_start = p->pl->log_start;
+	q->hw = p->pl->high_watermark;
+	if (q->ts >= 0)
+		peek_time_start(sh, q);
+	else
+		peek_read(q);
+}
+
+void part_proxy_peek(struct part_proxy *px, int owner, struct part_addr a, struct part_peek_req *req)
+{
+	struct shard_msg m = { .fn = owner_peek, .p = { NULL, req } };
 
 	msg_addr(&m, px->from, 0, a);
 	px->send(px->ctx, owner, &m);

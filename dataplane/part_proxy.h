@@ -222,6 +222,42 @@ struct part_lag_req {
  * or from disk into one of its read buffers). @thread sender */
 void part_proxy_lag(struct part_proxy *px, int owner, struct part_addr a, struct part_lag_req *req);
 
+/* ---- a page of records (the web console's record browser) ---- */
+
+#define PART_PEEK_MAX (256u << 10)
+typedef void (*part_peek_done)(void *self, void *cookie);
+
+struct part_peek_req {
+	/* in */
+	int64_t offset;              /* the first offset wanted (clamped to the log start) */
+	int64_t ts;                  /* >= 0: from the first record at or after this time (ms) */
+	int64_t back;                /* > 0: from this many offsets before the high watermark */
+	uint8_t *buf;                /* the sender's, cap bytes: the owner copies whole batches in */
+	uint32_t cap;                /* at most PART_PEEK_MAX */
+	part_peek_done done;
+	void *cookie;
+	/* out */
+	uint32_t len;                /* bytes of whole batches in buf (0: none at or after) */
+	int64_t log_start, hw;       /* -1: the owner has no such partition */
+	int64_t from;                /* the offset the read began at (ts resolved) */
+	int err;                     /* 0; -ENOENT no such partition; -EFBIG a batch larger than
+				      * cap; -EAGAIN no read could start (again later); -errno */
+	/* owner's */
+	int sender;
+	struct shard *sh;
+	struct part *p;
+	struct part_read_req rq;
+	struct plog_time tq;
+	struct rbuf_wait wait;
+};
+
+/* Partition a's whole batches from req->offset (or req->ts) up to its high
+ * watermark, at most req->cap bytes, copied into req->buf: one read on the
+ * owner's one read path (part_read: the tail, or an asynchronous disk read
+ * into one of its read buffers), after a timestamp walk (plog_find_time)
+ * when asked by time. Nothing blocks the owner. @thread sender */
+void part_proxy_peek(struct part_proxy *px, int owner, struct part_addr a, struct part_peek_req *req);
+
 /* ---- reading back ---- */
 
 /* A chunk of whole batches of partition `index` (buf valid during the

@@ -9,8 +9,11 @@ are kept in build/test-artifacts/console/. Its JSON endpoints under /v1/
 answer bad paths, methods and parameters with the right status; its live
 stream (/v1/stream, Server-Sent Events) sends one sample a second whose
 record count matches what was produced, resumes after Last-Event-ID, and
-serves at most 16 viewers at once (503 beyond)."""
+serves at most 16 viewers at once (503 beyond); its record browser
+(/v1/records) gives back what kcat wrote byte for byte and shows it as
+text, JSON or hex."""
 
+import base64
 import json
 import os
 import re
@@ -85,7 +88,7 @@ def until(what, fn):
 
 
 def browse(b, *pages):
-    """Run console_check.js over pages ("name=#hash=ready[=WxH[=theme]]");
+    """Run console_check.js over pages ("name|#hash|ready[|WxH[|theme]]");
     its JSON answer, per page: ready, errors, texts."""
     if not os.path.exists(os.path.join(CHECK_DIR, "node_modules", "puppeteer-core")):
         run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=CHECK_DIR)
@@ -145,9 +148,9 @@ def the_pages_load_in_chromium_and_show_what_sluicectl_and_metrics_say():
             assert len(cl["shards"]) == 2 and cl["partitions"]["offline"] == 0, cl
 
             shutil.rmtree(ARTIFACTS, ignore_errors=True)
-            r = browse(b, "overview=#/=overview", "topics=#/topics=topics", "topic=#/topics/orders=topics-one",
-                       "groups=#/groups=groups", "group=#/groups/billing=groups-one",
-                       "overview-phone=#/=overview=390x844", "group-dark=#/groups/billing=groups-one=1280x800=dark")
+            r = browse(b, "overview|#/|overview", "topics|#/topics|topics", "topic|#/topics/orders|topics-one",
+                       "groups|#/groups|groups", "group|#/groups/billing|groups-one",
+                       "overview-phone|#/|overview|390x844", "group-dark|#/groups/billing|groups-one|1280x800|dark")
         finally:
             c.close()
         for name, page in r.items():
@@ -203,6 +206,73 @@ def the_json_endpoints_answer_bad_requests_with_the_right_status():
         t = get_json(b, "/v1/topics")
         assert [x["name"] for x in t["topics"] if not x["internal"]] == ["t"], t
         assert get_json(b, "/v1/groups") == {"groups": []}
+        assert get_json(b, "/v1/health")["status"] == "ready"
+
+
+TEXT = "h\u00e9llo \u2713 w\u00f6rld".encode()
+
+
+def b64(s):
+    return None if s is None else base64.b64decode(s)
+
+
+@test
+def the_record_browser_shows_records_produced_with_kcat_byte_for_byte():
+    """kcat writes a UTF-8 text, a JSON and a binary value with keys and
+    headers, then 600 lz4-compressed records: /v1/records gives every byte
+    back (keys, values, header keys and values), pages oldest first from an
+    offset, newest first from the end or back from an offset, from a
+    timestamp, at most 500 records; bad parameters are 400, a partition
+    that does not exist 404, a batch larger than a page 413. In chromium the
+    record page shows the text as it was written, the JSON as JSON and the
+    binary value as hex, with no console error."""
+    with broker(admin=True) as b:
+        ctl(b, "topic", "create", "r", "-p", "2")
+        run([KCAT, "-P", "-b", b.bootstrap, "-t", "r", "-p", "0", "-K", "\t", "-H", "h1=v1", "-H", "trace=\u00e9"],
+            input=b"k1\t" + TEXT + b"\nk2\t{\"a\": [1, 2]}\nk3\t\x01\x02bin\n")
+        run([KCAT, "-P", "-b", b.bootstrap, "-t", "r", "-p", "0", "-z", "lz4"],
+            input=b"".join(b"n%d\n" % i for i in range(600)))
+        r = get_json(b, "/v1/records/r/0?offset=0&limit=3")
+        assert [(x["offset"], b64(x["key"]), b64(x["value"])) for x in r["records"]] == \
+            [(0, b"k1", TEXT), (1, b"k2", b'{"a": [1, 2]}'), (2, b"k3", b"\x01\x02bin")], r
+        assert [(b64(h["key"]), b64(h["value"])) for h in r["records"][0]["headers"]] == \
+            [(b"h1", b"v1"), (b"trace", "\u00e9".encode())], r
+        assert r["high_watermark"] == 603 and r["next_offset"] == 3 and r["order"] == "oldest", r
+        r = get_json(b, "/v1/records/r/0?limit=5")
+        assert [x["offset"] for x in r["records"]] == [602, 601, 600, 599, 598], r
+        assert [b64(x["value"]) for x in r["records"]][:2] == [b"n599", b"n598"] and r["order"] == "newest", r
+        r = get_json(b, "/v1/records/r/0?order=newest&offset=10&limit=3")
+        assert [x["offset"] for x in r["records"]] == [10, 9, 8], r
+        r = get_json(b, "/v1/records/r/0?offset=100&limit=500")
+        assert [x["offset"] for x in r["records"]] == list(range(100, 600)), len(r["records"])
+        ts = get_json(b, "/v1/records/r/0?offset=3&limit=1")["records"][0]["timestamp"]
+        r = get_json(b, "/v1/records/r/0?timestamp=%d&limit=2" % ts)
+        assert r["records"][0]["offset"] <= 3 and all(x["timestamp"] >= ts for x in r["records"]), (ts, r)
+        r = get_json(b, "/v1/records/r/0?timestamp=%d" % (ts + 86400000))
+        assert r["records"] == [] and r["from"] == 603, r
+        assert get_json(b, "/v1/records/r/1")["records"] == []
+        for q, word in (("offset=-1", b"bad offset"), ("offset=x", b"bad offset"), ("limit=0", b"bad limit"),
+                        ("limit=501", b"bad limit"), ("order=sideways", b"bad order"),
+                        ("offset=1&timestamp=2", b"not both"), ("timestamp=-5", b"bad timestamp")):
+            st, _, body = http(b, "/v1/records/r/0?" + q)
+            assert st == 400 and word in body, (q, st, body)
+        for path in ("/v1/records/r/2", "/v1/records/nope/0", "/v1/records/r"):
+            st, _, body = http(b, path)
+            assert st == 404, (path, st, body)
+        st, _, body = http(b, "/v1/records/r/x")
+        assert st == 400, (st, body)
+        ctl(b, "topic", "create", "big", "-p", "1")
+        run([KCAT, "-P", "-b", b.bootstrap, "-t", "big", "-p", "0"], input=b"x" * 300000 + b"\n")
+        st, _, body = http(b, "/v1/records/big/0?offset=0")
+        assert st == 413 and b"larger than a page" in body, (st, body)
+
+        page = browse(b, "records|#/topics/r/records/0?offset=0&limit=5|topics-records")["records"]
+        assert page["errors"] == [] and page["ready"] == "topics-records", page
+        tx = page["texts"]
+        assert tx["rec-0-key"] == "k1" and tx["rec-0-value"] == TEXT.decode(), tx
+        assert tx["rec-0-headers"].splitlines() == ["h1: v1", "trace: \u00e9"], tx
+        assert [l.strip() for l in tx["rec-1-value"].splitlines()] == ["{", '"a": [', "1,", "2", "]", "}"], tx
+        assert tx["rec-2-value"] == "01 02 62 69 6e", tx
         assert get_json(b, "/v1/health")["status"] == "ready"
 
 

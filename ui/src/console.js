@@ -223,7 +223,7 @@
           const isHot = rows.length > 1 && (r.rec || 0) > 0 && (r.rec || 0) > 2 * mean;
           hot += isHot;
           const under = p.isr.length < p.replicas.length;
-          return el('tr', { class: isHot ? 'hot' : '' }, tdn(p.partition), tdn(p.leader < 0 ? 'none' : p.leader, { class: 'n' + (p.leader < 0 ? ' bad' : '') }),
+          return el('tr', { class: isHot ? 'hot' : '' }, tdn(el('a', { href: '#/topics/' + enc(name) + '/records/' + p.partition, title: 'browse its records' }, p.partition)), tdn(p.leader < 0 ? 'none' : p.leader, { class: 'n' + (p.leader < 0 ? ' bad' : '') }),
             td(p.replicas.join(', ')), td(p.isr.join(', '), { class: under ? 'warn' : '' }), tdn(p.shard < 0 ? '\u2014' : p.shard),
             tdn(num(p.log_start_offset)), tdn(num(p.high_watermark), { 'data-test': 'hw-' + p.partition }), tdn(bytes(p.size_bytes)),
             tdn(num(r.rec)), tdn(bytes(r.pin)), tdn(bytes(r.pout)));
@@ -232,6 +232,74 @@
         Object.keys(t.configs).length ? el('h2', {}, 'Configuration set on the topic') : '',
         Object.keys(t.configs).length ? table([{ t: 'key' }, { t: 'value' }], Object.entries(t.configs).map(([k, v]) => el('tr', {}, td(k), td(v))), 'configs') : '');
     });
+  }
+
+  /* ---- records ---------------------------------------------------------------- */
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  function unb64(s) {
+    if (s === null || s === undefined) return null;
+    const bin = atob(s);
+    const a = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) a[i] = bin.charCodeAt(i);
+    return a;
+  }
+  const hex = (a) => Array.from(a, (b) => b.toString(16).padStart(2, '0')).join(' ');
+  /* bytes as the format asks: auto is JSON when it parses, text when it is
+   * UTF-8 without control characters, else hex */
+  function show(bytes, format) {
+    if (bytes === null) return el('span', { class: 'muted' }, 'null');
+    let text = null;
+    try { text = utf8.decode(bytes); } catch (e) { text = null; }
+    if (format === 'hex' || text === null) return el('code', {}, hex(bytes));
+    if (format === 'json' || format === 'auto') {
+      try {
+        const j = JSON.parse(text);
+        if (format === 'json' || (typeof j === 'object' && j !== null)) return el('pre', {}, JSON.stringify(j, null, 2));
+      } catch (e) {
+        if (format === 'json') return el('span', { class: 'bad' }, 'not JSON: ' + text);
+      }
+    }
+    if (format === 'auto' && /[\u0000-\u0008\u000e-\u001f]/.test(text)) return el('code', {}, hex(bytes));
+    return el('span', { class: 'text' }, text);
+  }
+
+  async function records(name, part, query) {
+    const q = new URLSearchParams(query);
+    const mode = q.get('timestamp') ? 'time' : q.get('offset') ? 'offset' : 'newest';
+    const format = q.get('format') || 'auto';
+    const limit = q.get('limit') || '50';
+    const order = q.get('order') || (mode === 'newest' ? 'newest' : 'oldest');
+    const api = new URLSearchParams({ limit, order });
+    if (mode === 'offset') api.set('offset', q.get('offset'));
+    if (mode === 'time') api.set('timestamp', q.get('timestamp'));
+    const r = await get('/v1/records/' + enc(name) + '/' + part + '?' + api);
+    const go = (o) => { location.hash = '#/topics/' + enc(name) + '/records/' + part + '?' + new URLSearchParams(Object.assign({ limit, format, order }, o)); };
+    const offIn = el('input', { type: 'number', min: 0, value: q.get('offset') || '', placeholder: 'offset', 'data-test': 'offset-input' });
+    const timeIn = el('input', { type: 'datetime-local', step: 1 });
+    const fmt = el('select', { 'data-test': 'format' }, ['auto', 'text', 'json', 'hex'].map((f) => el('option', { value: f, selected: f === format }, f)));
+    fmt.addEventListener('change', () => go(Object.assign({}, Object.fromEntries(q), { format: fmt.value })));
+    const recs = r.records;
+    const first = recs.length ? Math.min(...recs.map((x) => x.offset)) : r.from;
+    const last = recs.length ? Math.max(...recs.map((x) => x.offset)) : r.from - 1;
+    const controls = el('div', { class: 'controls' },
+      el('button', { type: 'button', onclick: () => go({ order: 'newest' }) }, 'Newest'),
+      el('button', { type: 'button', onclick: () => go({ offset: r.log_start_offset, order: 'oldest' }) }, 'Oldest'),
+      offIn, el('button', { type: 'button', onclick: () => offIn.value !== '' && go({ offset: offIn.value, order: 'oldest' }) }, 'From offset'),
+      timeIn, el('button', { type: 'button', onclick: () => timeIn.value && go({ timestamp: String(new Date(timeIn.value).getTime()), order: 'oldest' }) }, 'From time'),
+      el('button', { type: 'button', disabled: first <= r.log_start_offset, onclick: () => go({ offset: Math.max(0, first - 1), order: 'newest' }) }, '\u2190 Older'),
+      el('button', { type: 'button', disabled: last + 1 >= r.high_watermark, onclick: () => go({ offset: last + 1, order: 'oldest' }) }, 'Newer \u2192'),
+      el('label', {}, ' as ', fmt));
+    page.replaceChildren(
+      el('h1', {}, 'Records of ', el('a', { href: '#/topics/' + enc(name) }, name), ' partition ' + part),
+      el('p', { class: 'muted' }, 'Log start ' + num(r.log_start_offset) + ', high watermark ' + num(r.high_watermark) + '; ' +
+        recs.length + ' record(s), ' + (order === 'newest' ? 'newest first' : 'oldest first') + ', at most ' + limit + ' a page.'),
+      controls,
+      recs.length ? table([{ t: 'offset', n: 1 }, { t: 'timestamp' }, { t: 'key' }, { t: 'value' }, { t: 'headers' }],
+        recs.map((x) => el('tr', {}, tdn(x.offset), td(new Date(x.timestamp).toISOString()),
+          el('td', { 'data-test': 'rec-' + x.offset + '-key' }, show(unb64(x.key), format)),
+          el('td', { class: 'value', 'data-test': 'rec-' + x.offset + '-value' }, show(unb64(x.value), format)),
+          el('td', { 'data-test': 'rec-' + x.offset + '-headers' }, x.headers.map((h) => el('div', {}, show(unb64(h.key), 'text'), ': ', show(unb64(h.value), format)))))),
+        'records') : el('p', { class: 'muted', 'data-test': 'records' }, 'No records here.'));
   }
 
   /* ---- consumer groups ------------------------------------------------------ */
@@ -290,17 +358,19 @@
     charts.forEach((u) => u.destroy()); charts = [];
     if (stream) { stream.close(); stream = null; }
     document.body.dataset.ready = '';
-    const parts = (location.hash.replace(/^#\/?/, '') || '').split('/').map(decodeURIComponent);
+    const [path, query] = location.hash.replace(/^#\/?/, '').split('?');
+    const parts = (path || '').split('/').map(decodeURIComponent);
     const name = parts[0] || 'overview';
     document.querySelectorAll('nav a').forEach((a) => a.classList.toggle('on', a.dataset.nav === name));
     let p;
-    if (name === 'topics' && parts[1]) p = topic(parts.slice(1).join('/'));
+    if (name === 'topics' && parts[2] === 'records') p = records(parts[1], Number(parts[3]), query);
+    else if (name === 'topics' && parts[1]) p = topic(parts.slice(1).join('/'));
     else if (name === 'topics') p = topics();
     else if (name === 'groups' && parts[1]) p = group(parts.slice(1).join('/'));
     else if (name === 'groups') p = groups();
     else p = overview();
     const mine = gen;
-    p.then(() => new Promise((r) => setTimeout(r, 50))).then(() => { if (mine === gen && document.body.dataset.ready !== 'error') document.body.dataset.ready = name + (parts[1] ? '-one' : ''); }).catch(fail);
+    p.then(() => new Promise((r) => setTimeout(r, 50))).then(() => { if (mine === gen && document.body.dataset.ready !== 'error') document.body.dataset.ready = name + (parts[2] === 'records' ? '-records' : parts[1] ? '-one' : ''); }).catch(fail);
   }
   async function health() {
     const s = document.getElementById('status');

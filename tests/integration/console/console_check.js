@@ -5,7 +5,7 @@
 // of every element marked data-test. It saves a screenshot of each page.
 //
 //   node console_check.js BASE_URL SHOT_DIR PAGE...
-//   PAGE: NAME=HASH=READY[=WIDTHxHEIGHT[=dark]], e.g. topic=#/topics/t=topics-one
+//   PAGE: NAME|HASH|READY[|WIDTHxHEIGHT[|dark]], e.g. 'topic|#/topics/t|topics-one'
 //
 // It waits for the page's body[data-ready=READY] (the console sets it once
 // the page's data is drawn), at most 20 s a page; the Python test checks
@@ -23,7 +23,7 @@ async function main() {
   const out = {};
   try {
     for (const spec of pages) {
-      const [name, hash, ready, size, theme] = spec.split('=');
+      const [name, hash, ready, size, theme] = spec.split('|');
       const [w, h] = (size || '1280x800').split('x').map(Number);
       const page = await browser.newPage();
       const errors = [];
@@ -35,7 +35,8 @@ async function main() {
       });
       page.on('response', (r) => { if (r.status() >= 400) errors.push('response ' + r.status() + ': ' + r.url()); });
       await page.setViewport({ width: w, height: h });
-      if (theme) await page.evaluateOnNewDocument((t) => localStorage.setItem('sluice-theme', t), theme);
+      // each page its own theme (the browser keeps localStorage between pages)
+      await page.evaluateOnNewDocument((t) => localStorage.setItem('sluice-theme', t), theme || 'light');
       await page.goto(base + '/ui/' + hash, { waitUntil: 'load', timeout: 20000 });
       let state = '';
       try {
