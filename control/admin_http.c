@@ -82,7 +82,8 @@ struct admin_http {
 /* One GET /v1/stream: it sends every sample from `next` on, and waits
  * (suspended) while it has sent the newest. A viewer that reads slower
  * than the samples come skips to the oldest still kept: what it holds is
- * MHD's buffer of one connection, never more. */
+ * MHD's buffer of one connection and the one event being sent, never
+ * more. */
 struct sse_viewer {
 	struct admin_http *a;
 	struct MHD_Connection *conn;
@@ -90,6 +91,8 @@ struct sse_viewer {
 	uint64_t next;                /* the next sample to send */
 	int suspended;
 	int ending;                   /* the endpoint stops: end the stream */
+	struct textbuf pend;          /* the event being sent, from pend_off on */
+	size_t pend_off;
 };
 
 /* One request's state (MHD's req_cls), freed when MHD completes it. */
@@ -280,26 +283,28 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 	(void)pos;
 	if (v->ending)
 		return MHD_CONTENT_READER_END_OF_STREAM;
-	if (v->next < rate_hist_oldest(h))
-		v->next = rate_hist_oldest(h);   /* too slow: what scrolled away is skipped */
-	while (h->seq && v->next <= h->seq) {
-		struct textbuf t = { 0 };
+	while (n < max) {
+		size_t k;
 
-		textbuf_printf(&t, "id: %llu\nevent: sample\ndata: ", (unsigned long long)v->next);
-		rate_hist_sample_json(h, v->next, &t);
-		textbuf_printf(&t, "\n\n");
-		if (t.oom || n + t.len > max) {
-			int none = n == 0 && !t.oom;
-
-			textbuf_fini(&t);
-			if (none)
-				return MHD_CONTENT_READER_END_WITH_ERROR;   /* one sample larger than MHD's block */
-			break;
+		if (v->pend_off == v->pend.len) {
+			/* the last event is out: the next sample, if there is one */
+			v->pend.len = v->pend_off = 0;
+			if (v->next < rate_hist_oldest(h))
+				v->next = rate_hist_oldest(h);   /* too slow: what scrolled away is skipped */
+			if (!h->seq || v->next > h->seq)
+				break;
+			textbuf_printf(&v->pend, "id: %llu\nevent: sample\ndata: ", (unsigned long long)v->next);
+			rate_hist_sample_json(h, v->next, &v->pend);
+			textbuf_printf(&v->pend, "\n\n");
+			if (v->pend.oom)
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+			v->next++;
 		}
-		memcpy(buf + n, t.p, t.len);
-		n += t.len;
-		textbuf_fini(&t);
-		v->next++;
+		/* as much of it as fits; the rest at the next call */
+		k = v->pend.len - v->pend_off < max - n ? v->pend.len - v->pend_off : max - n;
+		memcpy(buf + n, v->pend.p + v->pend_off, k);
+		v->pend_off += k;
+		n += k;
 	}
 	if (!n) {
 		/* nothing new: wait for the next sample (admin_http_run resumes) */
@@ -314,6 +319,7 @@ static void sse_free(void *cls)
 	struct sse_viewer *v = cls;
 
 	v->a->viewers[v->slot] = NULL;
+	textbuf_fini(&v->pend);
 	free(v);
 }
 
@@ -441,6 +447,8 @@ static enum MHD_Result serve_console(struct admin_http *a, struct MHD_Connection
 		}
 	} else if (!strcmp(rest, "groups")) {
 		console_groups_json(a->ctl, a->b, &t);
+	} else if (!strcmp(rest, "transactions")) {
+		console_transactions_json(a->ctl, a->b, &t);
 	} else if (!strncmp(rest, "groups/", 7) && rest[7]) {
 		if (console_group_json(a->ctl, a->b, rest + 7, &t) < 0) {
 			textbuf_fini(&t);
@@ -449,7 +457,8 @@ static enum MHD_Result serve_console(struct admin_http *a, struct MHD_Connection
 	} else {
 		return reply_text(conn, MHD_HTTP_NOT_FOUND,
 				  "not found: try /v1/cluster, /v1/topics, /v1/topics/<name>, /v1/groups, "
-				  "/v1/groups/<id>, /v1/records/<topic>/<partition>, /v1/history, /v1/stream");
+				  "/v1/groups/<id>, /v1/records/<topic>/<partition>, /v1/transactions, /v1/history, "
+				  "/v1/stream");
 	}
 	return reply(conn, MHD_HTTP_OK, "application/json", &t);
 }
@@ -776,7 +785,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return serve_console(a, conn, q, url + 4);
 	return reply_text(conn, MHD_HTTP_NOT_FOUND,
 			  "not found: try /ui/ (the console), /metrics, /v1/health, /v1/config, /v1/shards, "
-			  "/v1/partitions/<topic>/<n>, /v1/cluster, /v1/topics, /v1/groups, /v1/history, /v1/stream");
+			  "/v1/partitions/<topic>/<n>, /v1/cluster, /v1/topics, /v1/groups, /v1/records, "
+			  "/v1/transactions, /v1/history, /v1/stream");
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)

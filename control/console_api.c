@@ -14,6 +14,7 @@
 #include "control/quorum.h"
 #include "control/rate_hist.h"
 #include "control/textbuf.h"
+#include "control/txn.h"
 #include "dataplane/broker.h"
 #include "dataplane/shard.h"
 
@@ -75,7 +76,9 @@ void console_cluster_json(struct ctl *ctl, struct broker *b, const struct rate_h
 	const struct md_snapshot *md = b->md;
 	struct quorum_view qv;
 	int64_t total = 0, offline = 0, under = 0, under_min = 0, held = 0, failed = 0;
-	int nshards = b->set.nshards;
+	int nshards = b->set.nshards < BROKER_MAX_SHARDS ? b->set.nshards : BROKER_MAX_SHARDS;
+	int shard_parts[BROKER_MAX_SHARDS] = { 0 };
+	int64_t shard_bytes[BROKER_MAX_SHARDS] = { 0 };
 	const struct rate_sample *last = h && h->seq ? &h->s[(h->seq - 1) % RATE_HIST_LEN] : NULL;
 
 	textbuf_printf(t, "{\"node_id\": %d, \"cluster_id\": ", b->set.node_id);
@@ -101,7 +104,13 @@ void console_cluster_json(struct ctl *ctl, struct broker *b, const struct rate_h
 
 		for (int32_t i = 0; i < tp->nparts; i++) {
 			const struct md_partition *mp = &tp->parts[i];
-			const struct part_pub *u = pub_of(ctl, tp, i, NULL);
+			int32_t shard;
+			const struct part_pub *u = pub_of(ctl, tp, i, &shard);
+
+			if (u && shard >= 0 && shard < nshards) {   /* the partitions this node holds, by shard */
+				shard_parts[shard]++;
+				shard_bytes[shard] += LD(u->size_bytes);
+			}
 
 			total++;
 			offline += mp->leader < 0;
@@ -118,19 +127,9 @@ void console_cluster_json(struct ctl *ctl, struct broker *b, const struct rate_h
 	textbuf_printf(t, ", \"shards\": [");
 	for (int i = 0; i < nshards; i++) {
 		const struct shard_stats *s = &b->shards[i]->stats;
-		int nparts = 0;
-		int64_t bytes = 0;
+		int nparts = shard_parts[i];
+		int64_t bytes = shard_bytes[i];
 
-		for (int k = 0; md && k < md->ntopics; k++)
-			for (int32_t j = 0; j < md->topics[k]->nparts; j++) {
-				int32_t shard;
-				const struct part_pub *u = pub_of(ctl, md->topics[k], j, &shard);
-
-				if (u && shard == i) {
-					nparts++;
-					bytes += LD(u->size_bytes);
-				}
-			}
 		textbuf_printf(t, "%s{\"shard\": %d, \"partitions\": %d, \"size_bytes\": %lld, \"connections\": %llu, "
 			       "\"busy\": %.4f, \"produce_bytes\": %llu, \"fetch_bytes\": %llu}", i ? ", " : "", i, nparts,
 			       (long long)bytes, (unsigned long long)LD(s->connections_open),
@@ -258,6 +257,7 @@ struct group_walk {
 	int64_t lag;                  /* the open group's summed lag, -1: none known */
 	int parts;
 	int members;                  /* members written (one group) */
+	int events;                   /* rebalance events written (one group) */
 };
 
 /* lag of one committed partition, -1 unknown (no lag scan answer yet) */
@@ -370,16 +370,100 @@ static void member_visit(const struct group_member_view *m, void *arg)
 	textbuf_printf(w->t, "]}");
 }
 
+static void event_visit(const struct group_event_view *e, void *arg)
+{
+	struct group_walk *w = arg;
+
+	if (!w->events++)
+		textbuf_printf(w->t, "%s\n], \"rebalances\": [", w->members ? "" : "\n], \"members\": [");
+	textbuf_printf(w->t, "%s\n  {\"time_ms\": %lld, \"what\": \"%s\", \"generation\": %d, \"members\": %d, "
+		       "\"who\": ", w->events > 1 ? "," : "", (long long)e->time_ms, e->what, e->generation, e->members);
+	str(w->t, e->who);
+	textbuf_printf(w->t, "}");
+}
+
 int console_group_json(struct ctl *ctl, struct broker *b, const char *id, struct textbuf *t)
 {
 	struct group_coord *gc = ctl_groups(ctl);
 	struct group_walk w = { .t = t, .now_ms = ctl_wall_ms(ctl) };
 
-	if (!gc || group_view_one(gc, id, one_visit, member_visit, &w) < 0)
+	if (!gc || group_view_one(gc, id, one_visit, member_visit, event_visit, &w) < 0)
 		return -ENOENT;
-	if (!w.members)
+	if (!w.members && !w.events)
 		textbuf_printf(t, "\n], \"members\": [");
+	if (!w.events)
+		textbuf_printf(t, "\n], \"rebalances\": [");
 	textbuf_printf(t, "\n]}\n");
 	scan(ctl, b, gc);
 	return 0;
+}
+
+/* ---- transactions ------------------------------------------------------------ */
+
+struct txn_walk {
+	struct ctl *ctl;
+	struct broker *b;
+	struct textbuf *t;
+	int64_t now_ms;
+	int n, parts;
+};
+
+static void txn_visit(const struct txn_view *v, const char *topic, int32_t partition, void *arg)
+{
+	struct txn_walk *w = arg;
+	const struct md_topic *tp;
+	const struct part_pub *u;
+
+	if (!topic) {
+		if (w->n)
+			textbuf_printf(w->t, "]}");
+		textbuf_printf(w->t, "%s\n  {\"transactional_id\": ", w->n++ ? "," : "");
+		str(w->t, v->id);
+		textbuf_printf(w->t, ", \"producer_id\": %lld, \"epoch\": %d, \"state\": \"%s\", \"open\": %s, "
+			       "\"timeout_ms\": %d, \"start_ms\": %lld, \"age_ms\": %lld, \"partitions\": [",
+			       (long long)v->pid, v->epoch, v->state, v->open ? "true" : "false", v->timeout_ms,
+			       (long long)v->start_ms,
+			       (long long)(v->open && v->start_ms > 0 && w->now_ms > v->start_ms ? w->now_ms - v->start_ms : -1));
+		w->parts = 0;
+		return;
+	}
+	tp = w->b->md ? md_find(w->b->md, topic, (int32_t)strlen(topic)) : NULL;
+	u = tp && partition >= 0 && partition < tp->nparts ? pub_of(w->ctl, tp, partition, NULL) : NULL;
+	textbuf_printf(w->t, "%s{\"topic\": ", w->parts++ ? ", " : "");
+	str(w->t, topic);
+	textbuf_printf(w->t, ", \"partition\": %d", partition);
+	if (u)
+		textbuf_printf(w->t, ", \"last_stable_offset\": %lld, \"high_watermark\": %lld",
+			       (long long)LD(u->last_stable), (long long)LD(u->high_watermark));
+	textbuf_printf(w->t, "}");
+}
+
+void console_transactions_json(struct ctl *ctl, struct broker *b, struct textbuf *t)
+{
+	const struct md_snapshot *md = b->md;
+	struct txn_coord *tc = ctl_txns(ctl);
+	struct txn_walk w = { .ctl = ctl, .b = b, .t = t, .now_ms = ctl_wall_ms(ctl) };
+	int n = 0;
+
+	textbuf_printf(t, "{\"transactions\": [");
+	if (tc)
+		txn_foreach(tc, txn_visit, &w);
+	if (w.n)
+		textbuf_printf(t, "]}");
+	/* what read_committed consumers wait for: partitions held here whose
+	 * last stable offset is below the high watermark */
+	textbuf_printf(t, "\n], \"held_back\": [");
+	for (int k = 0; md && k < md->ntopics; k++)
+		for (int32_t i = 0; i < md->topics[k]->nparts; i++) {
+			const struct part_pub *u = pub_of(ctl, md->topics[k], i, NULL);
+			int64_t lso, hw;
+
+			if (!u || (lso = LD(u->last_stable)) >= (hw = LD(u->high_watermark)))
+				continue;
+			textbuf_printf(t, "%s\n  {\"topic\": ", n++ ? "," : "");
+			str(t, md->topics[k]->name);
+			textbuf_printf(t, ", \"partition\": %d, \"last_stable_offset\": %lld, \"high_watermark\": %lld, "
+				       "\"records_held\": %lld}", i, (long long)lso, (long long)hw, (long long)(hw - lso));
+		}
+	textbuf_printf(t, "\n]}\n");
 }

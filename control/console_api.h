@@ -12,6 +12,10 @@
  *   GET /v1/groups/<id>      one group: members and their assignments, and
  *                            per partition the committed offset, the lag
  *                            and the age of the oldest unconsumed record
+ *   GET /v1/transactions     the transactional ids coordinated here, their
+ *                            state, age and partitions; the partitions held
+ *                            here whose last stable offset is below the
+ *                            high watermark (what read_committed waits for)
  *
  * Counters are cumulative (records, bytes since the partition opened
  * here); the console turns two readings into a rate. Everything is read
@@ -36,5 +40,6 @@ void console_topics_json(struct ctl *ctl, struct broker *b, struct textbuf *t);
 int console_topic_json(struct ctl *ctl, struct broker *b, const char *name, struct textbuf *t);
 void console_groups_json(struct ctl *ctl, struct broker *b, struct textbuf *t);
 int console_group_json(struct ctl *ctl, struct broker *b, const char *id, struct textbuf *t);
+void console_transactions_json(struct ctl *ctl, struct broker *b, struct textbuf *t);
 
 #endif

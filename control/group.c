@@ -97,7 +97,8 @@ static void sync_answer(struct group_coord *gc, struct kafka_ctx *ctx, int16_t e
 
 static void member_remove(struct group_coord *gc, struct group *g, struct gmember *m, int16_t err);
 
-static void prepare_rebalance(struct group_coord *gc, struct group *g, enum group_rebalance_cause cause)
+static void prepare_rebalance(struct group_coord *gc, struct group *g, enum group_rebalance_cause cause,
+			      const char *who)
 {
 	int64_t now = ctl_now_ms(gc->ctl);
 	int32_t rt = 0;
@@ -120,6 +121,7 @@ static void prepare_rebalance(struct group_coord *gc, struct group *g, enum grou
 		g->delay_deadline = g->rebalance_deadline;
 	g->state = G_PREPARING;
 	gc->st.rebalance_causes[cause]++;
+	group_event_add(gc, g, (int)cause, who);
 }
 
 static int all_joined(const struct group *g)
@@ -188,6 +190,7 @@ static void complete_join(struct group_coord *gc, struct group *g)
 	}
 	g->generation++;
 	gc->st.rebalances++;
+	group_event_add(gc, g, GROUP_EVENT_GENERATION, NULL);
 	free(g->protocol);
 	g->protocol = NULL;
 	if (!g->members) {
@@ -248,9 +251,12 @@ static void member_remove(struct group_coord *gc, struct group *g, struct gmembe
 static void member_gone(struct group_coord *gc, struct group *g, struct gmember *m, int16_t err,
 			enum group_rebalance_cause cause)
 {
+	char who[48];
+
+	snprintf(who, sizeof(who), "%s", m->client_id ? m->client_id : "");   /* m goes now */
 	member_remove(gc, g, m, err);
 	if (g->state == G_STABLE || g->state == G_COMPLETING)
-		prepare_rebalance(gc, g, cause);
+		prepare_rebalance(gc, g, cause, who);
 	if (g->state == G_EMPTY && !g->members)
 		return;
 	maybe_complete_join(gc, g);
@@ -391,7 +397,7 @@ static void handle_join(struct group_coord *gc, struct kafka_ctx *ctx)
 				return;
 			}
 			group_member_set_protocols(old, q);
-			prepare_rebalance(gc, g, GROUP_REBALANCE_REJOIN);
+			prepare_rebalance(gc, g, GROUP_REBALANCE_REJOIN, old->client_id);
 			maybe_complete_join(gc, g);
 			return;
 		}
@@ -449,7 +455,7 @@ static void handle_join(struct group_coord *gc, struct kafka_ctx *ctx)
 				return;
 			}
 			group_member_set_protocols(m, q);
-			prepare_rebalance(gc, g, GROUP_REBALANCE_REJOIN);
+			prepare_rebalance(gc, g, GROUP_REBALANCE_REJOIN, m->client_id);
 			maybe_complete_join(gc, g);
 			return;
 		}
@@ -471,7 +477,7 @@ static void handle_join(struct group_coord *gc, struct kafka_ctx *ctx)
 
 		g->delay_deadline = d < g->rebalance_deadline ? d : g->rebalance_deadline;
 	}
-	prepare_rebalance(gc, g, GROUP_REBALANCE_JOIN);
+	prepare_rebalance(gc, g, GROUP_REBALANCE_JOIN, m->client_id);
 	maybe_complete_join(gc, g);
 }
 
@@ -548,7 +554,7 @@ static void handle_sync(struct group_coord *gc, struct kafka_ctx *ctx)
 				sync_answer(gc, x->sync, KERR_UNKNOWN_SERVER_ERROR, NULL, 0);
 				x->sync = NULL;
 			}
-		prepare_rebalance(gc, g, GROUP_REBALANCE_ASSIGNMENT);
+		prepare_rebalance(gc, g, GROUP_REBALANCE_ASSIGNMENT, NULL);
 		return;
 	}
 	group_owners_clear(g);

@@ -145,7 +145,7 @@ void group_foreach(const struct group_coord *gc, group_visit_fn *fn, void *arg);
 
 /* One group, whole: fn as group_foreach calls it for that group alone, then
  * member(m, arg) per member with the partitions the current assignment
- * gives it. -ENOENT: no such group. */
+ * gives it, then its rebalance events. -ENOENT: no such group. */
 struct group_member_view {
 	const char *id, *instance, *client_id, *host;   /* instance "" none */
 	int nassigned;
@@ -153,8 +153,18 @@ struct group_member_view {
 	const int32_t *parts;
 };
 typedef void group_member_fn(const struct group_member_view *m, void *arg);
+/* and event(e, arg) per rebalance event kept (the last 8), oldest first */
+struct group_event_view {
+	int64_t time_ms;                  /* wall */
+	int32_t generation;               /* the generation ending (a start) or begun (completed) */
+	const char *what;                 /* join, rejoin, leave, session_timeout, assignment_too_large:
+					   * a rebalance started for it; generation: one completed */
+	int members;
+	const char *who;                  /* the member's client id, "" none */
+};
+typedef void group_event_fn(const struct group_event_view *e, void *arg);
 int group_view_one(const struct group_coord *gc, const char *id, group_visit_fn *fn, group_member_fn *member,
-		   void *arg);
+		   group_event_fn *event, void *arg);
 
 /* The __consumer_offsets partition of a group (Java hash of its id). */
 int32_t group_offsets_partition(const struct group_coord *gc, const char *group);

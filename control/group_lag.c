@@ -202,8 +202,10 @@ void group_foreach(const struct group_coord *gc, group_visit_fn *fn, void *arg)
 }
 
 int group_view_one(const struct group_coord *gc, const char *id, group_visit_fn *fn, group_member_fn *member,
-		   void *arg)
+		   group_event_fn *event, void *arg)
 {
+	static const char *const kinds[] = { "join", "rejoin", "leave", "session_timeout", "assignment_too_large",
+					     "generation" };
 	const struct group *g = group_find((struct group_coord *)gc, id);
 	const char **topics;
 	int32_t *parts;
@@ -232,6 +234,14 @@ int group_view_one(const struct group_coord *gc, const char *id, group_visit_fn 
 	}
 	free(topics);
 	free(parts);
+	_Static_assert(GROUP_EVENT_GENERATION == 5, "kinds names five causes and the generation");
+	for (uint32_t i = g->nevents > GROUP_EVENTS ? g->nevents - GROUP_EVENTS : 0; i < g->nevents; i++) {
+		const struct group_event *e = &g->events[i % GROUP_EVENTS];
+		struct group_event_view ev = { .time_ms = e->wall_ms, .generation = e->generation,
+					       .what = kinds[e->kind], .members = e->members, .who = e->who };
+
+		event(&ev, arg);
+	}
 	return 0;
 }
 

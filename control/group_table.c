@@ -473,3 +473,14 @@ void group_remove(struct group_coord *gc, struct group *g)
 		group_free(g);
 }
 
+
+void group_event_add(struct group_coord *gc, struct group *g, int kind, const char *who)
+{
+	struct group_event *e = &g->events[g->nevents++ % GROUP_EVENTS];
+
+	e->wall_ms = ctl_wall_ms(gc->ctl);
+	e->generation = g->generation;
+	e->kind = (int16_t)kind;
+	e->members = (int16_t)(g->nmembers < INT16_MAX ? g->nmembers : INT16_MAX);
+	snprintf(e->who, sizeof(e->who), "%s", who ? who : "");
+}

@@ -71,6 +71,19 @@ struct gpending {             /* a member id handed out with MEMBER_ID_REQUIRED 
 	struct gpending *next;
 };
 
+/* The last rebalances of a group, for the web console's timeline: each
+ * start (with its cause and the member that caused it) and each generation
+ * completed. */
+#define GROUP_EVENTS 8
+#define GROUP_EVENT_GENERATION GROUP_REBALANCE_CAUSES   /* a kind: the generation completed */
+struct group_event {
+	int64_t wall_ms;
+	int32_t generation;           /* the generation ending (a start) or begun (completed) */
+	int16_t kind;                 /* enum group_rebalance_cause, or GROUP_EVENT_GENERATION */
+	int16_t members;
+	char who[48];                 /* the member's client id ("" none), cut to fit */
+};
+
 struct group {
 	char *id;
 	enum gstate state;
@@ -87,7 +100,12 @@ struct group {
 	int writes;                   /* appends in flight */
 	int dead;                     /* deleted: freed when no write is in flight */
 	struct gtxn *txn;             /* offsets of open transactions (TxnOffsetCommit) */
+	struct group_event events[GROUP_EVENTS];   /* ring: the newest at (nevents - 1) % GROUP_EVENTS */
+	uint32_t nevents;
 };
+
+/* Note a rebalance event of g (kind: a cause or GROUP_EVENT_GENERATION). */
+void group_event_add(struct group_coord *gc, struct group *g, int kind, const char *who);
 
 struct gtxn {                 /* an offset committed inside a transaction, not yet decided */
 	int64_t pid;

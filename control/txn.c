@@ -21,8 +21,6 @@
 #include "storage/controls.h"
 
 /* the coordinator's state and its helpers: control/txn_table.h */
-static const char *const tstate_names[] = { "Empty", "Ongoing", "PrepareCommit", "PrepareAbort",
-					    "CompleteCommit", "CompleteAbort", "Dead" };
 
 /* ---- helpers ----------------------------------------------------------------- */
 

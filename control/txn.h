@@ -107,6 +107,20 @@ const struct txn_stats *txn_coord_stats(const struct txn_coord *tc);
 /* Transactions open now (Ongoing, PrepareCommit, PrepareAbort) among the
  * ids coordinated here. */
 int txn_open_count(const struct txn_coord *tc);
+/* Every transactional id coordinated here: fn(view, NULL, -1, arg), then
+ * fn(view, topic, partition, arg) per partition of its transaction (the
+ * web console's /v1/transactions). Views are borrowed for the call. */
+struct txn_view {
+	const char *id;
+	int64_t pid;
+	int16_t epoch;
+	const char *state;
+	int open;                     /* Ongoing, PrepareCommit or PrepareAbort */
+	int32_t timeout_ms;
+	int64_t start_ms, last_ms;    /* wall: the transaction's start, its last change */
+};
+typedef void txn_visit_fn(const struct txn_view *t, const char *topic, int32_t partition, void *arg);
+void txn_foreach(const struct txn_coord *tc, txn_visit_fn *fn, void *arg);
 /* Print the counters and every open transaction (id, state, producer,
  * age, partitions) to stderr; sluiced does this on SIGUSR1. */
 void txn_report(struct txn_coord *tc);

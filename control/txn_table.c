@@ -14,6 +14,9 @@
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 
+const char *const tstate_names[] = { "Empty", "Ongoing", "PrepareCommit", "PrepareAbort",
+				     "CompleteCommit", "CompleteAbort", "Dead" };
+
 static int txn_eq(const void *item, const void *key)
 {
 	const struct txn *t = item;
@@ -153,4 +156,26 @@ int txn_open_count(const struct txn_coord *tc)
 		n += t && (t->state == TS_ONGOING || t->state == TS_PREPARE_COMMIT || t->state == TS_PREPARE_ABORT);
 	}
 	return n;
+}
+
+void txn_foreach(const struct txn_coord *tc, txn_visit_fn *fn, void *arg)
+{
+	for (uint32_t i = 0; i < tc->txns.cap; i++) {
+		const struct txn *t = tc->txns.v[i];
+		struct txn_view v;
+
+		if (!t)
+			continue;
+		v.id = t->id;
+		v.pid = t->pid;
+		v.epoch = t->epoch;
+		v.state = tstate_names[t->state];
+		v.open = t->state == TS_ONGOING || t->state == TS_PREPARE_COMMIT || t->state == TS_PREPARE_ABORT;
+		v.timeout_ms = t->timeout_ms;
+		v.start_ms = t->start_wall;
+		v.last_ms = t->last_wall;
+		fn(&v, NULL, -1, arg);
+		for (int j = 0; j < t->ntp; j++)
+			fn(&v, t->tp[j].topic, t->tp[j].part, arg);
+	}
 }

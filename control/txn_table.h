@@ -34,6 +34,8 @@ enum tstate { TS_EMPTY = 0, TS_ONGOING = 1, TS_PREPARE_COMMIT = 2, TS_PREPARE_AB
 
 #define MARKER_RETRY_MS 1000
 
+extern const char *const tstate_names[];   /* by enum tstate, as Kafka names them */
+
 struct txn;
 
 struct txn_tp {

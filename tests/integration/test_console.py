@@ -11,7 +11,8 @@ stream (/v1/stream, Server-Sent Events) sends one sample a second whose
 record count matches what was produced, resumes after Last-Event-ID, and
 serves at most 16 viewers at once (503 beyond); its record browser
 (/v1/records) gives back what kcat wrote byte for byte and shows it as
-text, JSON or hex."""
+text, JSON or hex; an open transaction shows with its age and the
+records it holds back from read_committed consumers."""
 
 import base64
 import json
@@ -106,7 +107,8 @@ def the_pages_load_in_chromium_and_show_what_sluicectl_and_metrics_say():
     broker's, and equal sluicectl's group describe and /metrics; every
     page loads in chromium with no console error, no failed request and no
     error response, at 1280x800, at a phone's width (390 px, nothing wider
-    than the screen), and dark."""
+    than the screen), and dark. The group's rebalance timeline shows the
+    join that started generation 1, by its member's client id."""
     from confluent_kafka import Consumer, TopicPartition
     with broker(admin=True, shards=2) as b:
         ctl(b, "topic", "create", "orders", "-p", "3")
@@ -133,6 +135,9 @@ def the_pages_load_in_chromium_and_show_what_sluicectl_and_metrics_say():
             assert g["state"] == "Stable" and g["protocol_type"] == "consumer", g
             assert [m["client_id"] for m in g["members"]] == ["billing-1"], g
             assert sorted(a["partition"] for a in g["members"][0]["assignment"]) == [0, 1, 2], g
+            # the rebalance that made generation 1: started by billing-1's join
+            assert [(e["what"], e["who"], e["generation"]) for e in g["rebalances"]] == \
+                [("join", "billing-1", 0), ("generation", "", 1)], g["rebalances"]
 
             d = json.loads(ctl(b, "--format", "json", "group", "describe", "billing"))
             s = {o["partition"]: (o["committed_offset"], o["high_watermark"], o["lag"]) for o in d["offsets"]}
@@ -167,6 +172,8 @@ def the_pages_load_in_chromium_and_show_what_sluicectl_and_metrics_say():
             assert [tx[name]["lag-orders-%d" % p] for p in range(3)] == ["20", "0", "0"], tx[name]
             assert [tx[name]["committed-orders-%d" % p] for p in range(3)] == ["100", "50", "0"], tx[name]
             assert tx[name]["group-lag"] == "20" and tx[name]["group-state"] == "Stable", tx[name]
+            assert "started: join\tbilling-1" in tx[name]["rebalances"], tx[name]["rebalances"]
+            assert "generation 1 completed" in tx[name]["rebalances"], tx[name]["rebalances"]
         assert tx["group-dark"]["__theme"] == "dark" and tx["group"]["__theme"] == "light", tx
         assert tx["overview-phone"]["__width"] <= 390, tx["overview-phone"]
 
@@ -274,6 +281,75 @@ def the_record_browser_shows_records_produced_with_kcat_byte_for_byte():
         assert [l.strip() for l in tx["rec-1-value"].splitlines()] == ["{", '"a": [', "1,", "2", "]", "}"], tx
         assert tx["rec-2-value"] == "01 02 62 69 6e", tx
         assert get_json(b, "/v1/health")["status"] == "ready"
+
+
+@test
+def an_open_transaction_shows_with_its_age_and_what_it_holds_back():
+    """A confluent-kafka transactional producer writes 5 records to tx-0
+    and has not committed: /v1/transactions and the Transactions page show
+    its id Ongoing, with tx-0 among its partitions and an age, and tx-0
+    holding back 5 records from read_committed consumers (last stable
+    offset 0, high watermark 5); once it commits, the id is CompleteCommit
+    and nothing is held back."""
+    from confluent_kafka import Producer
+    with broker(admin=True) as b:
+        ctl(b, "topic", "create", "tx", "-p", "1")
+        p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "payments-1"})
+        p.init_transactions(HANG_GUARD)
+        p.begin_transaction()
+        for i in range(5):
+            p.produce("tx", b"v%d" % i, partition=0)
+        p.flush(HANG_GUARD)
+
+        def ongoing():
+            j = get_json(b, "/v1/transactions")
+            return j if j["held_back"] else None
+        j = until("the records held back", ongoing)
+        t = [x for x in j["transactions"] if x["transactional_id"] == "payments-1"]
+        assert len(t) == 1 and t[0]["state"] == "Ongoing" and t[0]["open"] and t[0]["age_ms"] >= 0, j
+        assert [(x["topic"], x["partition"]) for x in t[0]["partitions"]] == [("tx", 0)], t
+        assert [(h["topic"], h["partition"], h["last_stable_offset"], h["high_watermark"], h["records_held"])
+                for h in j["held_back"]] == [("tx", 0, 0, 5, 5)], j
+        page = browse(b, "transactions|#/transactions|transactions")["transactions"]
+        assert page["errors"] == [] and page["ready"] == "transactions", page
+        assert page["texts"]["txn-state-payments-1"] == "Ongoing" and page["texts"]["held-tx-0"] == "5", page["texts"]
+        p.commit_transaction(HANG_GUARD)
+
+        def committed():
+            j = get_json(b, "/v1/transactions")
+            t = [x for x in j["transactions"] if x["transactional_id"] == "payments-1"]
+            return j if not j["held_back"] and t and t[0]["state"] == "CompleteCommit" else None
+        j = until("the commit", committed)
+        assert [x["open"] for x in j["transactions"]] == [False], j
+
+
+@test
+def every_broker_of_a_cluster_shows():
+    """Three nodes, a topic of 3 partitions with 3 replicas each: node 1's
+    /v1/cluster lists brokers 1, 2 and 3 and the quorum's controller; its
+    topic page has each partition's leader, replicas and a full ISR, held
+    on one of its shards; in chromium the overview says 3 brokers."""
+    from cluster import Cluster, create_topic, wait_isrs
+    import re as re_
+    with Cluster(3) as c:
+        create_topic(c.bootstrap, "c", 3, 3)
+        wait_isrs(c.bootstrap, "c", 3)
+        props = open(os.path.join(c.dir, "n1", "server.properties")).read()
+        admin = int(re_.search(r"admin.listen=\S+:(\d+)", props).group(1))
+
+        class Node:
+            pass
+        n1 = Node()
+        n1.admin = admin
+        cl = until("three brokers", lambda: (lambda j: j if len(j["brokers"]) == 3 else None)(get_json(n1, "/v1/cluster")))
+        assert sorted(x["id"] for x in cl["brokers"]) == [1, 2, 3] and cl["controller"] in (1, 2, 3), cl
+        assert [x["this"] for x in sorted(cl["brokers"], key=lambda x: x["id"])] == [True, False, False], cl
+        t = get_json(n1, "/v1/topics/c")
+        for p in t["partition_list"]:
+            assert sorted(p["replicas"]) == [1, 2, 3] and sorted(p["isr"]) == [1, 2, 3], t
+            assert p["leader"] in (1, 2, 3) and p["shard"] >= 0 and "high_watermark" in p, t
+        page = browse(n1, "cluster|#/|overview")["cluster"]
+        assert page["errors"] == [] and page["texts"]["brokers"] == "3", page
 
 
 class Stream:

@@ -343,11 +343,42 @@
             tdn(num(o.lag), { 'data-test': 'lag-' + o.topic + '-' + o.partition, class: 'n' + (o.lag > 0 ? ' warn' : '') }),
             td(age(o.oldest_unconsumed_age_ms)), td(owner[o.topic + '\u0000' + o.partition] || '\u2014'))), 'offsets')
           : el('p', { class: 'muted' }, 'No committed offsets.'),
+        el('h2', {}, 'Rebalances, newest first'),
+        g.rebalances.length ? table([{ t: 'time' }, { t: 'what' }, { t: 'member' }, { t: 'generation', n: 1 }, { t: 'members', n: 1 }],
+          g.rebalances.slice().reverse().map((e) => el('tr', {}, td(new Date(e.time_ms).toLocaleString()),
+            td(e.what === 'generation' ? 'generation ' + e.generation + ' completed' : 'started: ' + e.what.replace(/_/g, ' '), { class: e.what === 'generation' ? '' : 'warn' }),
+            td(e.who || '\u2014'), tdn(e.generation), tdn(e.members))), 'rebalances')
+          : el('p', { class: 'muted', 'data-test': 'rebalances' }, 'None since this node became its coordinator.'),
         el('h2', {}, 'Members'),
         g.members.length ? table([{ t: 'member' }, { t: 'client id' }, { t: 'host' }, { t: 'assigned partitions' }],
           g.members.map((m) => el('tr', {}, td(m.member_id), td(m.client_id), td(m.host),
             td(m.assignment.map((a) => a.topic + '-' + a.partition).join(', ') || '\u2014'))), 'members')
           : el('p', { class: 'muted' }, 'No members: nobody consumes as this group now.'));
+    });
+  }
+
+  /* ---- transactions ------------------------------------------------------------ */
+  async function transactions() {
+    const body = el('div', {});
+    page.replaceChildren(el('h1', {}, 'Transactions'), body);
+    every(async () => {
+      const j = await get('/v1/transactions');
+      const open = j.transactions.filter((x) => x.open).sort((a, b) => b.age_ms - a.age_ms);
+      const rest = j.transactions.filter((x) => !x.open).sort((a, b) => (a.transactional_id < b.transactional_id ? -1 : 1));
+      const row = (x) => el('tr', {}, td(x.transactional_id), td(x.state, { 'data-test': 'txn-state-' + x.transactional_id, class: x.open ? 'warn' : '' }),
+        tdn(x.producer_id), tdn(x.epoch), td(age(x.age_ms), { 'data-test': 'txn-age-' + x.transactional_id }), td(age(x.timeout_ms)),
+        td(x.partitions.map((p) => p.topic + '-' + p.partition).join(', ') || '\u2014'));
+      const head = [{ t: 'transactional id' }, { t: 'state' }, { t: 'producer id', n: 1 }, { t: 'epoch', n: 1 }, { t: 'open for' }, { t: 'timeout' }, { t: 'partitions' }];
+      body.replaceChildren(
+        el('h2', {}, 'What read_committed consumers wait for'),
+        j.held_back.length ? table([{ t: 'partition' }, { t: 'last stable offset', n: 1 }, { t: 'high watermark', n: 1 }, { t: 'records held back', n: 1 }],
+          j.held_back.map((h) => el('tr', {}, td(el('a', { href: '#/topics/' + enc(h.topic) }, h.topic + '-' + h.partition)), tdn(num(h.last_stable_offset)),
+            tdn(num(h.high_watermark)), tdn(num(h.records_held), { 'data-test': 'held-' + h.topic + '-' + h.partition }))), 'held-back')
+          : el('p', { class: 'muted', 'data-test': 'held-back' }, 'Nothing: every partition here is readable up to its high watermark.'),
+        el('h2', {}, 'Open transactions, oldest first'),
+        open.length ? table(head, open.map(row), 'open-transactions') : el('p', { class: 'muted', 'data-test': 'open-transactions' }, 'None open.'),
+        el('h2', {}, 'Other transactional ids coordinated here'),
+        rest.length ? table(head, rest.map(row), 'other-transactions') : el('p', { class: 'muted' }, 'None.'));
     });
   }
 
@@ -368,6 +399,7 @@
     else if (name === 'topics') p = topics();
     else if (name === 'groups' && parts[1]) p = group(parts.slice(1).join('/'));
     else if (name === 'groups') p = groups();
+    else if (name === 'transactions') p = transactions();
     else p = overview();
     const mine = gen;
     p.then(() => new Promise((r) => setTimeout(r, 50))).then(() => { if (mine === gen && document.body.dataset.ready !== 'error') document.body.dataset.ready = name + (parts[2] === 'records' ? '-records' : parts[1] ? '-one' : ''); }).catch(fail);
