@@ -391,9 +391,10 @@ static void records_done(void *cookie, unsigned status, struct textbuf *body)
 	MHD_resume_connection(q->conn);
 }
 
-/* GET /v1/records/<topic>/<partition>?offset=|timestamp=&order=&limit= */
+/* GET /v1/records/<topic>/<partition>?offset=|timestamp=&order=&limit=, or
+ * (producers) GET /v1/producers/<topic>/<partition> */
 static enum MHD_Result serve_records(struct admin_http *a, struct MHD_Connection *conn, struct admin_req *q,
-				     const char *path)
+				     const char *path, int producers)
 {
 	struct console_records_args args = {
 		.offset = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "offset"),
@@ -414,7 +415,8 @@ static enum MHD_Result serve_records(struct admin_http *a, struct MHD_Connection
 		q->slot = -1;
 		return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "too many record pages at once");
 	}
-	st = console_records_start(a->ctl, a->b, path, &args, records_done, q, &q->call, &t);
+	st = producers ? console_producers_start(a->ctl, a->b, path, records_done, q, &q->call, &t)
+		       : console_records_start(a->ctl, a->b, path, &args, records_done, q, &q->call, &t);
 	if (st) {
 		q->slot = -1;
 		return reply(conn, st, "text/plain; charset=utf-8", &t);
@@ -433,7 +435,9 @@ static enum MHD_Result serve_console(struct admin_http *a, struct MHD_Connection
 	if (!strcmp(rest, "stream"))
 		return serve_stream(a, conn);
 	if (!strncmp(rest, "records/", 8))
-		return serve_records(a, conn, q, rest + 8);
+		return serve_records(a, conn, q, rest + 8, 0);
+	if (!strncmp(rest, "producers/", 10))
+		return serve_records(a, conn, q, rest + 10, 1);
 	if (!strcmp(rest, "cluster")) {
 		console_cluster_json(a->ctl, a->b, &a->hist, &t);
 	} else if (!strcmp(rest, "history")) {
@@ -457,8 +461,8 @@ static enum MHD_Result serve_console(struct admin_http *a, struct MHD_Connection
 	} else {
 		return reply_text(conn, MHD_HTTP_NOT_FOUND,
 				  "not found: try /v1/cluster, /v1/topics, /v1/topics/<name>, /v1/groups, "
-				  "/v1/groups/<id>, /v1/records/<topic>/<partition>, /v1/transactions, /v1/history, "
-				  "/v1/stream");
+				  "/v1/groups/<id>, /v1/records/<topic>/<partition>, /v1/producers/<topic>/<partition>, "
+				  "/v1/transactions, /v1/history, /v1/stream");
 	}
 	return reply(conn, MHD_HTTP_OK, "application/json", &t);
 }

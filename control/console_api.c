@@ -258,6 +258,7 @@ struct group_walk {
 	int parts;
 	int members;                  /* members written (one group) */
 	int events;                   /* rebalance events written (one group) */
+	int lags;                     /* lag samples written (one group) */
 };
 
 /* lag of one committed partition, -1 unknown (no lag scan answer yet) */
@@ -382,18 +383,31 @@ static void event_visit(const struct group_event_view *e, void *arg)
 	textbuf_printf(w->t, "}");
 }
 
+static void lag_visit(int64_t time_ms, int64_t lag, void *arg)
+{
+	struct group_walk *w = arg;
+
+	if (!w->events && !w->lags)
+		textbuf_printf(w->t, "%s\n], \"rebalances\": [", w->members ? "" : "\n], \"members\": [");
+	if (!w->lags++)
+		textbuf_printf(w->t, "\n], \"lag_history\": [");
+	textbuf_printf(w->t, "%s[%lld, %lld]", w->lags > 1 ? ", " : "", (long long)time_ms, (long long)lag);
+}
+
 int console_group_json(struct ctl *ctl, struct broker *b, const char *id, struct textbuf *t)
 {
 	struct group_coord *gc = ctl_groups(ctl);
 	struct group_walk w = { .t = t, .now_ms = ctl_wall_ms(ctl) };
 
-	if (!gc || group_view_one(gc, id, one_visit, member_visit, event_visit, &w) < 0)
+	if (!gc || group_view_one(gc, id, one_visit, member_visit, event_visit, lag_visit, &w) < 0)
 		return -ENOENT;
-	if (!w.members && !w.events)
+	if (!w.members && !w.events && !w.lags)
 		textbuf_printf(t, "\n], \"members\": [");
-	if (!w.events)
+	if (!w.events && !w.lags)
 		textbuf_printf(t, "\n], \"rebalances\": [");
-	textbuf_printf(t, "\n]}\n");
+	if (!w.lags)
+		textbuf_printf(t, "\n], \"lag_history\": [");
+	textbuf_printf(t, "]}\n");
 	scan(ctl, b, gc);
 	return 0;
 }

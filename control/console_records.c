@@ -22,6 +22,8 @@
 
 struct console_call {
 	struct part_peek_req req;
+	struct part_producers_req preq;  /* a producers page (req unused) */
+	struct part_producer_view *views;
 	console_done done;           /* NULL: cancelled */
 	void *cookie;
 	char topic[256];
@@ -31,7 +33,7 @@ struct console_call {
 	int newest;                  /* listed newest first */
 	int limit;
 	int by_time;
-	uint8_t buf[PART_PEEK_MAX];
+	uint8_t *buf;                /* a records page's: PART_PEEK_MAX bytes */
 };
 
 /* a decimal int64 >= min, or -1 on anything else */
@@ -184,6 +186,7 @@ static void peeked(void *self, void *cookie)
 	(void)self;
 	if (c->done)
 		answer(c);
+	free(c->buf);
 	free(c);
 }
 
@@ -192,21 +195,18 @@ void console_call_cancel(struct console_call *c)
 	c->done = NULL;
 }
 
-unsigned console_records_start(struct ctl *ctl, struct broker *b, const char *path,
-			       const struct console_records_args *args, console_done done, void *cookie,
-			       struct console_call **call, struct textbuf *t)
+/* "<topic>/<partition>" of a partition held here: 0 with its topic, number
+ * and owner shard, else an HTTP status with the message in t. */
+static unsigned locate(struct ctl *ctl, const char *path, char topic[256], int64_t *partition_out,
+		       const struct md_topic **tp_out, int32_t *owner_out, struct textbuf *t)
 {
 	const char *slash = strrchr(path, '/');
 	const struct md_topic *tp;
-	struct console_call *c;
-	int64_t partition, offset = -1, ts = -1, limit = CONSOLE_RECORDS_DEFAULT;
+	int64_t partition;
 	int32_t owner;
-	char topic[256];
-	struct part_proxy px;
 
-	(void)b;
-	if (!slash || slash == path || (size_t)(slash - path) >= sizeof(topic)) {
-		textbuf_printf(t, "not found: /v1/records/<topic>/<partition>\n");
+	if (!slash || slash == path || (size_t)(slash - path) >= 256) {
+		textbuf_printf(t, "not found: give <topic>/<partition>\n");
 		return 404;
 	}
 	memcpy(topic, path, (size_t)(slash - path));
@@ -215,6 +215,35 @@ unsigned console_records_start(struct ctl *ctl, struct broker *b, const char *pa
 		textbuf_printf(t, "bad partition number '%s'\n", slash + 1);
 		return 400;
 	}
+	tp = ctl_topic_served(ctl, topic, (int32_t)strlen(topic));
+	if (!tp || partition >= tp->nparts) {
+		textbuf_printf(t, "no such topic or partition\n");
+		return 404;
+	}
+	if ((owner = ctl_part_open_on(ctl, tp->id, (int32_t)partition)) < 0) {
+		textbuf_printf(t, "partition %s-%lld is not held on this node: ask its leader's admin endpoint\n",
+			       topic, (long long)partition);
+		return 404;
+	}
+	*partition_out = partition;
+	*tp_out = tp;
+	*owner_out = owner;
+	return 0;
+}
+
+unsigned console_records_start(struct ctl *ctl, struct broker *b, const char *path,
+			       const struct console_records_args *args, console_done done, void *cookie,
+			       struct console_call **call, struct textbuf *t)
+{
+	const struct md_topic *tp;
+	struct console_call *c;
+	int64_t partition, offset = -1, ts = -1, limit = CONSOLE_RECORDS_DEFAULT;
+	int32_t owner;
+	char topic[256];
+	struct part_proxy px;
+	unsigned st;
+
+	(void)b;
 	if (args->offset && parse_i64(args->offset, 0, &offset) < 0) {
 		textbuf_printf(t, "bad offset '%s': a record offset, 0 or more\n", args->offset);
 		return 400;
@@ -239,17 +268,10 @@ unsigned console_records_start(struct ctl *ctl, struct broker *b, const char *pa
 		textbuf_printf(t, "order=newest pages back from an offset (or the end), not from a timestamp\n");
 		return 400;
 	}
-	tp = ctl_topic_served(ctl, topic, (int32_t)strlen(topic));
-	if (!tp || partition >= tp->nparts) {
-		textbuf_printf(t, "no such topic or partition\n");
-		return 404;
-	}
-	if ((owner = ctl_part_open_on(ctl, tp->id, (int32_t)partition)) < 0) {
-		textbuf_printf(t, "partition %s-%lld is not held on this node: ask its leader's admin endpoint\n",
-			       topic, (long long)partition);
-		return 404;
-	}
-	if (!(c = calloc(1, sizeof(*c)))) {
+	if ((st = locate(ctl, path, topic, &partition, &tp, &owner, t)) != 0)
+		return st;
+	if (!(c = calloc(1, sizeof(*c))) || !(c->buf = malloc(PART_PEEK_MAX))) {
+		free(c);
 		textbuf_printf(t, "out of memory\n");
 		return 503;
 	}
@@ -275,6 +297,84 @@ unsigned console_records_start(struct ctl *ctl, struct broker *b, const char *pa
 	c->req.done = peeked;
 	c->req.cookie = c;
 	part_proxy_peek(ctl_part_proxy(ctl, &px), owner, part_addr_of(tp->id, (int32_t)partition), &c->req);
+	*call = c;
+	return 0;
+}
+
+/* ---- producers --------------------------------------------------------------- */
+
+static int by_last_append(const void *a, const void *b)
+{
+	const struct part_producer_view *x = a, *y = b;
+
+	return x->last_ms < y->last_ms ? 1 : x->last_ms > y->last_ms ? -1 : 0;
+}
+
+static void producers_answered(void *self, void *cookie)
+{
+	struct console_call *c = cookie;
+	struct part_producers_req *q = &c->preq;
+	struct textbuf t = { 0 };
+	unsigned status = 200;
+
+	(void)self;
+	if (!c->done) {
+		free(c->views);
+		free(c);
+		return;
+	}
+	if (q->err) {
+		textbuf_printf(&t, "the partition is not held on this node (or was deleted): ask its leader's admin "
+			       "endpoint\n");
+		status = 404;
+	} else {
+		qsort(c->views, q->n, sizeof(*c->views), by_last_append);
+		textbuf_printf(&t, "{\"topic\": \"");
+		textbuf_escaped(&t, c->topic);
+		textbuf_printf(&t, "\", \"partition\": %d, \"total\": %u, \"producers\": [", c->partition, q->total);
+		for (uint32_t i = 0; i < q->n; i++) {
+			const struct part_producer_view *v = &c->views[i];
+
+			textbuf_printf(&t, "%s\n  {\"producer_id\": %lld, \"epoch\": %d, \"last_sequence\": %d, "
+				       "\"last_offset\": %lld, \"last_append_ms\": %lld, \"transaction_first_offset\": %lld}",
+				       i ? "," : "", (long long)v->pid, v->epoch, v->last_seq, (long long)v->last_offset,
+				       (long long)v->last_ms, (long long)v->txn_first);
+		}
+		textbuf_printf(&t, "\n]}\n");
+	}
+	c->done(c->cookie, status, &t);
+	textbuf_fini(&t);
+	free(c->views);
+	free(c);
+}
+
+unsigned console_producers_start(struct ctl *ctl, struct broker *b, const char *path, console_done done,
+				 void *cookie, struct console_call **call, struct textbuf *t)
+{
+	const struct md_topic *tp;
+	struct console_call *c;
+	int64_t partition;
+	int32_t owner;
+	char topic[256];
+	struct part_proxy px;
+	unsigned st;
+
+	(void)b;
+	if ((st = locate(ctl, path, topic, &partition, &tp, &owner, t)) != 0)
+		return st;
+	if (!(c = calloc(1, sizeof(*c))) ||
+	    !(c->views = calloc(PART_PRODUCERS_MAX, sizeof(*c->views)))) {
+		free(c);
+		textbuf_printf(t, "out of memory\n");
+		return 503;
+	}
+	snprintf(c->topic, sizeof(c->topic), "%s", topic);
+	c->partition = (int32_t)partition;
+	c->done = done;
+	c->cookie = cookie;
+	c->preq = (struct part_producers_req){ .out = c->views, .cap = PART_PRODUCERS_MAX,
+					       .done = producers_answered, .cookie = c };
+	part_proxy_producers(ctl_part_proxy(ctl, &px), owner, part_addr_of(tp->id, (int32_t)partition), &c->preq);
 	*call = c;
 	return 0;
 }

@@ -1,5 +1,7 @@
-/* control/console_records.h — the web console's record browser: a page of
- * a partition's records as JSON (GET /v1/records/<topic>/<partition>),
+/* control/console_records.h — what the web console reads from a
+ * partition's owner shard: a page of its records as JSON (GET
+ * /v1/records/<topic>/<partition>), and its idempotent producers (GET
+ * /v1/producers/<topic>/<partition>). Records are
  * read by the partition's owner shard through a typed message
  * (part_proxy_peek: one read on its read path, at most PART_PEEK_MAX bytes
  * of whole batches), decoded here (control/record_walk.h).
@@ -44,6 +46,11 @@ typedef void (*console_done)(void *cookie, unsigned status, struct textbuf *body
 unsigned console_records_start(struct ctl *ctl, struct broker *b, const char *path,
 			       const struct console_records_args *args, console_done done, void *cookie,
 			       struct console_call **call, struct textbuf *t);
+/* GET /v1/producers/<topic>/<partition>: the partition's idempotent
+ * producers as its owner shard's table has them (part_proxy_producers, at
+ * most PART_PRODUCERS_MAX, the most recent first), as for records. */
+unsigned console_producers_start(struct ctl *ctl, struct broker *b, const char *path, console_done done,
+				 void *cookie, struct console_call **call, struct textbuf *t);
 /* The connection is gone: done will not run; the call is freed when its
  * answer comes. */
 void console_call_cancel(struct console_call *c);

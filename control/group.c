@@ -862,6 +862,12 @@ int group_tick(struct group_coord *gc, int64_t now_ms, int max_ms)
 {
 	int64_t now = now_ms, next = now + max_ms;
 
+	if (now >= gc->next_lag_sample) {
+		gc->next_lag_sample = now + GROUP_LAG_SAMPLE_MS;
+		group_lag_sample(gc);
+	}
+	if (gc->next_lag_sample < next)
+		next = gc->next_lag_sample;
 	/* heartbeats only move deadlines later: without a membership change
 	 * the last scan's earliest deadline still holds */
 	if (!gc->dirty && now < gc->next_due && now < gc->next_expiry)

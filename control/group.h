@@ -163,8 +163,11 @@ struct group_event_view {
 	const char *who;                  /* the member's client id, "" none */
 };
 typedef void group_event_fn(const struct group_event_view *e, void *arg);
+/* and lagf(time_ms, lag, arg) per sample of its total lag kept (every 5 s
+ * for the last 5 minutes, oldest first; the partitions held here) */
+typedef void group_lag_fn(int64_t time_ms, int64_t lag, void *arg);
 int group_view_one(const struct group_coord *gc, const char *id, group_visit_fn *fn, group_member_fn *member,
-		   group_event_fn *event, void *arg);
+		   group_event_fn *event, group_lag_fn *lagf, void *arg);
 
 /* The __consumer_offsets partition of a group (Java hash of its id). */
 int32_t group_offsets_partition(const struct group_coord *gc, const char *group);

@@ -157,6 +157,35 @@ void group_lag_scan(struct group_coord *gc)
 		lag_scan_done(gc);
 }
 
+void group_lag_sample(struct group_coord *gc)
+{
+	const struct md_snapshot *md = gc->b->md;
+	int64_t now = ctl_wall_ms(gc->ctl);
+
+	for (uint32_t i = 0; i < gc->groups.cap; i++) {
+		struct group *g = gc->groups.v[i];
+		int64_t lag = -1;
+
+		if (!g || !g->offsets.n)
+			continue;
+		for (uint32_t j = 0; j < g->offsets.cap; j++) {
+			const struct goffset *o = g->offsets.v[j];
+			const struct md_topic *t;
+			const struct ctl_home *h;
+			int64_t hw;
+
+			if (!o || !(t = md ? md_find(md, o->topic, (int32_t)strlen(o->topic)) : NULL) || o->part < 0 ||
+			    o->part >= t->nparts || !(h = ctl_part_home(gc->ctl, t->id, o->part)) || !h->part_pub)
+				continue;   /* not held here: its lag is its leader's to tell */
+			hw = __atomic_load_n(&h->part_pub->high_watermark, __ATOMIC_RELAXED);
+			lag = (lag < 0 ? 0 : lag) + (hw > o->offset ? hw - o->offset : 0);
+		}
+		if (lag < 0)
+			continue;
+		g->lag_hist[g->nlag++ % GROUP_LAG_HIST] = (struct group_lag_sample){ now, lag };
+	}
+}
+
 void group_lag_scan_every(struct group_coord *gc, int64_t now_ms, int64_t min_gap_ms)
 {
 	if (gc->lag_scanned && now_ms - gc->lag_scan_ms < min_gap_ms)
@@ -202,7 +231,7 @@ void group_foreach(const struct group_coord *gc, group_visit_fn *fn, void *arg)
 }
 
 int group_view_one(const struct group_coord *gc, const char *id, group_visit_fn *fn, group_member_fn *member,
-		   group_event_fn *event, void *arg)
+		   group_event_fn *event, group_lag_fn *lagf, void *arg)
 {
 	static const char *const kinds[] = { "join", "rejoin", "leave", "session_timeout", "assignment_too_large",
 					     "generation" };
@@ -242,6 +271,8 @@ int group_view_one(const struct group_coord *gc, const char *id, group_visit_fn 
 
 		event(&ev, arg);
 	}
+	for (uint32_t i = g->nlag > GROUP_LAG_HIST ? g->nlag - GROUP_LAG_HIST : 0; i < g->nlag; i++)
+		lagf(g->lag_hist[i % GROUP_LAG_HIST].wall_ms, g->lag_hist[i % GROUP_LAG_HIST].lag, arg);
 	return 0;
 }
 

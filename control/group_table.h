@@ -84,6 +84,16 @@ struct group_event {
 	char who[48];                 /* the member's client id ("" none), cut to fit */
 };
 
+/* A group's total lag over the last minutes (the console's chart opens
+ * with them): sampled every GROUP_LAG_SAMPLE_MS from the high watermarks
+ * the owner shards publish, for the partitions held on this node. */
+#define GROUP_LAG_HIST 60
+#define GROUP_LAG_SAMPLE_MS 5000
+struct group_lag_sample {
+	int64_t wall_ms;
+	int64_t lag;
+};
+
 struct group {
 	char *id;
 	enum gstate state;
@@ -102,8 +112,12 @@ struct group {
 	struct gtxn *txn;             /* offsets of open transactions (TxnOffsetCommit) */
 	struct group_event events[GROUP_EVENTS];   /* ring: the newest at (nevents - 1) % GROUP_EVENTS */
 	uint32_t nevents;
+	struct group_lag_sample lag_hist[GROUP_LAG_HIST];   /* ring, as events */
+	uint32_t nlag;
 };
 
+/* Each group's total lag now, into its lag_hist (group_lag.c). */
+void group_lag_sample(struct group_coord *gc);
 /* Note a rebalance event of g (kind: a cause or GROUP_EVENT_GENERATION). */
 void group_event_add(struct group_coord *gc, struct group *g, int kind, const char *who);
 
@@ -162,6 +176,7 @@ struct group_coord {
 	int stopping;
 	int dirty;                    /* membership changed: deadlines may be earlier */
 	int64_t next_due;             /* the earliest deadline at the last scan */
+	int64_t next_lag_sample;      /* monotonic ms: the groups' lag sampled next (group_lag.c) */
 	int replays;                  /* start-up reads outstanding */
 	void (*replay_done)(struct ctl *ctl);
 	int lag_queries;              /* outstanding in the current lag scan */

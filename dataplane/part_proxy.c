@@ -28,6 +28,7 @@
 #include "dataplane/part_proxy.h"
 #include "dataplane/part_role.h"
 #include "dataplane/part_table.h"
+#include "dataplane/producer.h"
 #include "dataplane/shard_core.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
@@ -667,6 +668,51 @@ static void owner_peek(void *self, struct shard_msg *m)
 void part_proxy_peek(struct part_proxy *px, int owner, struct part_addr a, struct part_peek_req *req)
 {
 	struct shard_msg m = { .fn = owner_peek, .p = { NULL, req } };
+
+	msg_addr(&m, px->from, 0, a);
+	px->send(px->ctx, owner, &m);
+}
+
+/* ---- a partition's producers ------------------------------------------------ */
+
+static void producers_answered(void *self, struct shard_msg *m)
+{
+	struct part_producers_req *q = m->p[0];
+
+	q->done(self, q->cookie);
+}
+
+/* On the owner: its producer table, copied. p[1] the request. */
+static void owner_producers(void *self, struct shard_msg *m)
+{
+	struct shard *sh = self;
+	struct part *p = owner_find(sh, m);
+	struct part_producers_req *q = m->p[1];
+	struct shard_msg r = { .fn = producers_answered, .p = { q } };
+
+	q->n = q->total = 0;
+	q->err = !p || p->deleted || !p->pl ? -ENOENT : 0;
+	for (uint32_t i = 0; !q->err && i < p->producers.cap; i++) {
+		const struct producer_entry *e = &p->producers.e[i];
+		const struct producer_batch *last;
+
+		if (e->pid < 0)
+			continue;
+		q->total++;
+		if (q->n == q->cap)
+			continue;
+		last = e->n ? &e->b[(e->head + e->n - 1) % PRODUCER_BATCHES] : NULL;
+		q->out[q->n++] = (struct part_producer_view){ .pid = e->pid, .epoch = e->epoch,
+							      .last_seq = last ? last->last_seq : -1,
+							      .last_offset = last ? last->last_offset : -1,
+							      .last_ms = e->last_ms, .txn_first = e->txn_first };
+	}
+	shard_send(sh, msg_from(m), &r);
+}
+
+void part_proxy_producers(struct part_proxy *px, int owner, struct part_addr a, struct part_producers_req *req)
+{
+	struct shard_msg m = { .fn = owner_producers, .p = { NULL, req } };
 
 	msg_addr(&m, px->from, 0, a);
 	px->send(px->ctx, owner, &m);

@@ -258,6 +258,38 @@ struct part_peek_req {
  * when asked by time. Nothing blocks the owner. @thread sender */
 void part_proxy_peek(struct part_proxy *px, int owner, struct part_addr a, struct part_peek_req *req);
 
+/* ---- a partition's idempotent producers (the web console) ---- */
+
+#define PART_PRODUCERS_MAX 200
+struct part_producer_view {
+	int64_t pid;
+	int16_t epoch;
+	int32_t last_seq;            /* of its newest batch kept, -1: none */
+	int64_t last_offset;         /* -1: none */
+	int64_t last_ms;             /* its last append (wall ms) */
+	int64_t txn_first;           /* first offset of its open transaction here, -1: none */
+};
+typedef void (*part_producers_done)(void *self, void *cookie);
+
+struct part_producers_req {
+	/* in */
+	struct part_producer_view *out;   /* the sender's, cap entries */
+	uint32_t cap;
+	part_producers_done done;
+	void *cookie;
+	/* out */
+	uint32_t n;                  /* filled */
+	uint32_t total;              /* the producers the partition knows (n < total: cut) */
+	int err;                     /* 0, -ENOENT no such partition on the owner */
+	/* owner's */
+	int sender;
+	struct shard *sh;
+};
+
+/* Partition a's idempotent producers as its owner's table has them (those
+ * not yet expired), at most req->cap, copied into req->out. @thread sender */
+void part_proxy_producers(struct part_proxy *px, int owner, struct part_addr a, struct part_producers_req *req);
+
 /* ---- reading back ---- */
 
 /* A chunk of whole batches of partition `index` (buf valid during the

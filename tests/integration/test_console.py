@@ -135,6 +135,10 @@ def the_pages_load_in_chromium_and_show_what_sluicectl_and_metrics_say():
             assert g["state"] == "Stable" and g["protocol_type"] == "consumer", g
             assert [m["client_id"] for m in g["members"]] == ["billing-1"], g
             assert sorted(a["partition"] for a in g["members"][0]["assignment"]) == [0, 1, 2], g
+            # the broker's own lag history (a sample each 5 s): 20 records behind
+            hist = until("a lag sample of 20", lambda: (lambda h: h if h and h[-1][1] == 20 else None)(
+                get_json(b, "/v1/groups/billing")["lag_history"]))
+            assert all(t > 0 for t, _ in hist), hist
             # the rebalance that made generation 1: started by billing-1's join
             assert [(e["what"], e["who"], e["generation"]) for e in g["rebalances"]] == \
                 [("join", "billing-1", 0), ("generation", "", 1)], g["rebalances"]
@@ -174,6 +178,7 @@ def the_pages_load_in_chromium_and_show_what_sluicectl_and_metrics_say():
             assert tx[name]["group-lag"] == "20" and tx[name]["group-state"] == "Stable", tx[name]
             assert "started: join\tbilling-1" in tx[name]["rebalances"], tx[name]["rebalances"]
             assert "generation 1 completed" in tx[name]["rebalances"], tx[name]["rebalances"]
+            assert "\t20" in tx[name]["chart-table"], tx[name]["chart-table"]   # the lag chart's last value
         assert tx["group-dark"]["__theme"] == "dark" and tx["group"]["__theme"] == "light", tx
         assert tx["overview-phone"]["__width"] <= 390, tx["overview-phone"]
 
@@ -289,8 +294,10 @@ def an_open_transaction_shows_with_its_age_and_what_it_holds_back():
     and has not committed: /v1/transactions and the Transactions page show
     its id Ongoing, with tx-0 among its partitions and an age, and tx-0
     holding back 5 records from read_committed consumers (last stable
-    offset 0, high watermark 5); once it commits, the id is CompleteCommit
-    and nothing is held back."""
+    offset 0, high watermark 5); the partition's producers (/v1/producers
+    and its page) show that producer with last sequence 4 at offset 4 and
+    its transaction from offset 0; once it commits, the id is
+    CompleteCommit and nothing is held back."""
     from confluent_kafka import Producer
     with broker(admin=True) as b:
         ctl(b, "topic", "create", "tx", "-p", "1")
@@ -310,9 +317,21 @@ def an_open_transaction_shows_with_its_age_and_what_it_holds_back():
         assert [(x["topic"], x["partition"]) for x in t[0]["partitions"]] == [("tx", 0)], t
         assert [(h["topic"], h["partition"], h["last_stable_offset"], h["high_watermark"], h["records_held"])
                 for h in j["held_back"]] == [("tx", 0, 0, 5, 5)], j
-        page = browse(b, "transactions|#/transactions|transactions")["transactions"]
+        # the partition's idempotent producer: its 5 records, its transaction from offset 0
+        pr = get_json(b, "/v1/producers/tx/0")
+        assert pr["total"] == 1 and [(x["producer_id"], x["last_sequence"], x["last_offset"],
+                                      x["transaction_first_offset"]) for x in pr["producers"]] == \
+            [(t[0]["producer_id"], 4, 4, 0)], (pr, t)
+        pages = browse(b, "transactions|#/transactions|transactions", "producers|#/topics/tx/producers/0|topics-producers")
+        page = pages["transactions"]
         assert page["errors"] == [] and page["ready"] == "transactions", page
         assert page["texts"]["txn-state-payments-1"] == "Ongoing" and page["texts"]["held-tx-0"] == "5", page["texts"]
+        page = pages["producers"]
+        pid = t[0]["producer_id"]
+        assert page["errors"] == [] and page["texts"]["seq-%d" % pid] == "4", page
+        assert page["texts"]["txn-%d" % pid] == "offset 0", page
+        st, _, body = http(b, "/v1/producers/tx/7")
+        assert st == 404, (st, body)
         p.commit_transaction(HANG_GUARD)
 
         def committed():

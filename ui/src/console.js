@@ -116,11 +116,13 @@
     if (w) u.setSize({ width: Math.max(260, w), height: 200 });
   }));
 
+  /* fn now and every POLL_MS while the page is shown; the promise is the
+   * first run's, so the page is ready only once its data is drawn */
   function every(fn) {
     const mine = gen;
-    const run = () => { if (mine === gen) fn().catch(fail); };
-    run();
+    const run = () => (mine === gen ? fn().catch(fail) : Promise.resolve());
     timers.push(setInterval(run, POLL_MS));
+    return run();
   }
 
   /* ---- overview ------------------------------------------------------------ */
@@ -172,7 +174,7 @@
     }
     render(c);
     let first = true;
-    every(async () => { if (first) { first = false; return; } render(await get('/v1/cluster')); });
+    await every(async () => { if (first) { first = false; return; } render(await get('/v1/cluster')); });
   }
 
   /* ---- topics ---------------------------------------------------------------- */
@@ -180,7 +182,7 @@
     const rates = {};
     const body = el('div', {});
     page.replaceChildren(el('h1', {}, 'Topics'), body);
-    every(async () => {
+    await every(async () => {
       const j = await get('/v1/topics');
       body.replaceChildren(table(
         [{ t: 'topic' }, { t: 'partitions', n: 1 }, { t: 'replicas', n: 1 }, { t: 'size', n: 1 }, { t: 'records/s', n: 1 },
@@ -202,7 +204,7 @@
     const body = el('div', {});
     const total = rater();
     page.replaceChildren(el('h1', {}, 'Topic ', el('span', { 'data-test': 'topic-name' }, name)), cards, rc.el, body);
-    every(async () => {
+    await every(async () => {
       const t = await get('/v1/topics/' + enc(name));
       let sum = 0, size = 0, hot = 0;
       const rows = t.partition_list.map((p) => {
@@ -218,7 +220,7 @@
         card('retention', retention(t.retention_ms)), card('cleanup', t.cleanup_policy));
       body.replaceChildren(el('h2', {}, 'Partitions'), table(
         [{ t: 'partition', n: 1 }, { t: 'leader', n: 1 }, { t: 'replicas' }, { t: 'ISR' }, { t: 'shard', n: 1 }, { t: 'log start', n: 1 },
-         { t: 'high watermark', n: 1 }, { t: 'size', n: 1 }, { t: 'records/s', n: 1 }, { t: 'in bytes/s', n: 1 }, { t: 'out bytes/s', n: 1 }],
+         { t: 'high watermark', n: 1 }, { t: 'size', n: 1 }, { t: 'records/s', n: 1 }, { t: 'in bytes/s', n: 1 }, { t: 'out bytes/s', n: 1 }, { t: '' }],
         rows.map(({ p, r }) => {
           const isHot = rows.length > 1 && (r.rec || 0) > 0 && (r.rec || 0) > 2 * mean;
           hot += isHot;
@@ -226,7 +228,9 @@
           return el('tr', { class: isHot ? 'hot' : '' }, tdn(el('a', { href: '#/topics/' + enc(name) + '/records/' + p.partition, title: 'browse its records' }, p.partition)), tdn(p.leader < 0 ? 'none' : p.leader, { class: 'n' + (p.leader < 0 ? ' bad' : '') }),
             td(p.replicas.join(', ')), td(p.isr.join(', '), { class: under ? 'warn' : '' }), tdn(p.shard < 0 ? '\u2014' : p.shard),
             tdn(num(p.log_start_offset)), tdn(num(p.high_watermark), { 'data-test': 'hw-' + p.partition }), tdn(bytes(p.size_bytes)),
-            tdn(num(r.rec)), tdn(bytes(r.pin)), tdn(bytes(r.pout)));
+            tdn(num(r.rec)), tdn(bytes(r.pin)), tdn(bytes(r.pout)),
+            td(el('a', { href: '#/topics/' + enc(name) + '/records/' + p.partition }, 'records'), ' \u00b7 ',
+              el('a', { href: '#/topics/' + enc(name) + '/producers/' + p.partition }, 'producers')));
         }), 'partitions'),
         hot ? el('p', { class: 'warn' }, hot + ' hot partition(s): more than twice the topic\u2019s mean rate (highlighted)') : '',
         Object.keys(t.configs).length ? el('h2', {}, 'Configuration set on the topic') : '',
@@ -302,11 +306,29 @@
         'records') : el('p', { class: 'muted', 'data-test': 'records' }, 'No records here.'));
   }
 
+  async function producers(name, part) {
+    const body = el('div', {});
+    page.replaceChildren(el('h1', {}, 'Producers of ', el('a', { href: '#/topics/' + enc(name) }, name), ' partition ' + part), body);
+    await every(async () => {
+      const j = await get('/v1/producers/' + enc(name) + '/' + part);
+      const now = Date.now();
+      body.replaceChildren(
+        el('p', { class: 'muted' }, j.total + ' idempotent producer(s) known to the partition' +
+          (j.total > j.producers.length ? ', the ' + j.producers.length + ' most recent shown' : '') + '.'),
+        j.producers.length ? table([{ t: 'producer id', n: 1 }, { t: 'epoch', n: 1 }, { t: 'last sequence', n: 1 }, { t: 'last offset', n: 1 },
+          { t: 'last append' }, { t: 'open transaction from' }],
+        j.producers.map((x) => el('tr', {}, tdn(x.producer_id), tdn(x.epoch), tdn(x.last_sequence < 0 ? '\u2014' : x.last_sequence, { 'data-test': 'seq-' + x.producer_id }),
+          tdn(x.last_offset < 0 ? '\u2014' : num(x.last_offset)), td(age(now - x.last_append_ms) + ' ago'),
+          td(x.transaction_first_offset < 0 ? '\u2014' : 'offset ' + num(x.transaction_first_offset), { 'data-test': 'txn-' + x.producer_id }))), 'producers')
+          : el('p', { class: 'muted', 'data-test': 'producers' }, 'None: no idempotent producer has written here lately.'));
+    });
+  }
+
   /* ---- consumer groups ------------------------------------------------------ */
   async function groups() {
     const body = el('div', {});
     page.replaceChildren(el('h1', {}, 'Consumer groups'), body);
-    every(async () => {
+    await every(async () => {
       const j = await get('/v1/groups');
       body.replaceChildren(j.groups.length ? table(
         [{ t: 'group' }, { t: 'state' }, { t: 'generation', n: 1 }, { t: 'members', n: 1 }, { t: 'assignor' }, { t: 'partitions', n: 1 }, { t: 'lag (records)', n: 1 }],
@@ -321,7 +343,8 @@
     const lc = chart('Lag of ' + id, 'records', ['lag'], num);
     const body = el('div', {});
     page.replaceChildren(el('h1', {}, 'Consumer group ', el('span', { 'data-test': 'group-id' }, id)), cards, lc.el, body);
-    every(async () => {
+    let seeded = false;
+    await every(async () => {
       const g = await get('/v1/groups/' + enc(id));
       const byTp = (a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition);
       g.offsets.sort(byTp);
@@ -331,7 +354,13 @@
       const known = g.offsets.filter((o) => o.lag >= 0);
       const lag = known.reduce((a, o) => a + o.lag, 0);
       const oldest = g.offsets.reduce((a, o) => Math.max(a, o.oldest_unconsumed_age_ms), -1);
-      if (known.length) { lc.add(Date.now(), [lag]); lc.draw(); }
+      if (!seeded) {
+        /* the broker's last minutes first (a sample each 5 s), then live */
+        seeded = true;
+        for (const [t, v] of g.lag_history || []) lc.add(t, [v]);
+      }
+      if (known.length) lc.add(Date.now(), [lag]);
+      if (known.length || (g.lag_history || []).length) lc.draw();
       cards.replaceChildren(card('state', g.state, 'group-state'), card('generation', g.generation), card('members', g.members.length),
         card('lag (records)', known.length ? num(lag) : '\u2014', 'group-lag'), card('oldest unconsumed', age(oldest)), card('assignor', g.protocol || '\u2014'));
       body.replaceChildren(
@@ -361,7 +390,7 @@
   async function transactions() {
     const body = el('div', {});
     page.replaceChildren(el('h1', {}, 'Transactions'), body);
-    every(async () => {
+    await every(async () => {
       const j = await get('/v1/transactions');
       const open = j.transactions.filter((x) => x.open).sort((a, b) => b.age_ms - a.age_ms);
       const rest = j.transactions.filter((x) => !x.open).sort((a, b) => (a.transactional_id < b.transactional_id ? -1 : 1));
@@ -395,6 +424,7 @@
     document.querySelectorAll('nav a').forEach((a) => a.classList.toggle('on', a.dataset.nav === name));
     let p;
     if (name === 'topics' && parts[2] === 'records') p = records(parts[1], Number(parts[3]), query);
+    else if (name === 'topics' && parts[2] === 'producers') p = producers(parts[1], Number(parts[3]));
     else if (name === 'topics' && parts[1]) p = topic(parts.slice(1).join('/'));
     else if (name === 'topics') p = topics();
     else if (name === 'groups' && parts[1]) p = group(parts.slice(1).join('/'));
@@ -402,7 +432,7 @@
     else if (name === 'transactions') p = transactions();
     else p = overview();
     const mine = gen;
-    p.then(() => new Promise((r) => setTimeout(r, 50))).then(() => { if (mine === gen && document.body.dataset.ready !== 'error') document.body.dataset.ready = name + (parts[2] === 'records' ? '-records' : parts[1] ? '-one' : ''); }).catch(fail);
+    p.then(() => new Promise((r) => setTimeout(r, 50))).then(() => { if (mine === gen && document.body.dataset.ready !== 'error') document.body.dataset.ready = name + (parts[2] ? '-' + parts[2] : parts[1] ? '-one' : ''); }).catch(fail);
   }
   async function health() {
     const s = document.getElementById('status');
