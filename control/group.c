@@ -25,7 +25,6 @@
 #include "storage/batch.h"
 #include "storage/batch_format.h"
 
-const char *const group_state_names[] = { "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead" };
 /* ---- answers to the membership calls ------------------------------------- */
 
 static void join_error(struct group_coord *gc, struct kafka_ctx *ctx, int16_t err, const char *member)

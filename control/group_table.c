@@ -166,6 +166,9 @@ void group_reply(struct group_coord *gc, struct kafka_ctx *ctx)
 
 /* ---- groups, members, offsets ------------------------------------------- */
 
+/* by enum gstate, as Kafka names them */
+const char *const group_state_names[] = { "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead" };
+
 static int group_eq(const void *item, const void *key)
 {
 	return !strcmp(((const struct group *)item)->id, key);
