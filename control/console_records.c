@@ -1,4 +1,5 @@
-/* control/console_records.c — the record browser's pages (see
+/* control/console_records.c — the record browser's pages and a
+ * partition's producers, read from its owner shard (see
  * console_records.h). @thread ctl */
 #include "control/console_records.h"
 
@@ -32,7 +33,6 @@ struct console_call {
 	int64_t end;                 /* newest order: the page's last offset + 1; -1 none */
 	int newest;                  /* listed newest first */
 	int limit;
-	int by_time;
 	uint8_t *buf;                /* a records page's: PART_PEEK_MAX bytes */
 };
 
