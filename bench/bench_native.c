@@ -58,7 +58,7 @@
 #include "bench/bench.h"
 #include "bench/hist.h"
 #include "bench/kafka.h"
-#include "bench/profile.h"
+#include "control/hw_profile.h"
 #include "dataplane/dpdk_port.h"
 #include "dataplane/native/sluice_native.h"
 
@@ -634,7 +634,7 @@ static int parse_nopts(int argc, char **argv, struct nopts *no)
 	return -1;
 }
 
-/* memif_gbps of a hardware profile (bench/profile.h), or 0 when the file
+/* memif_gbps of a hardware profile (control/hw_profile.h), or 0 when the file
  * or the key is missing (said when the file was named explicitly). */
 static double profile_memif_gbps(const char *path, int explicit_path)
 {

@@ -64,7 +64,7 @@
 #include "bench/hist.h"
 #include "bench/kafka.h"
 #include "bench/peer.h"
-#include "bench/profile.h"
+#include "control/hw_profile.h"
 #include "bench/suite.h"
 
 static double nan_(void)

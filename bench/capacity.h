@@ -38,7 +38,7 @@
 
 #include <stddef.h>
 
-#include "bench/profile.h"
+#include "control/hw_profile.h"
 
 /* What a suite run says one server of its profile costs. A cost of 0 (or
  * a NaN figure) is one the run did not measure; *_from names the rows. */

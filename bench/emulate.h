@@ -27,7 +27,7 @@
 #ifndef SLUICE_BENCH_EMULATE_H
 #define SLUICE_BENCH_EMULATE_H
 
-#include "bench/profile.h"
+#include "control/hw_profile.h"
 
 struct emulation {
 	char netns[32];          /* the broker's namespace (/var/run/netns/NAME) */

@@ -85,7 +85,7 @@ $(BUILD)/hwprobe-memif: $(BUILD)/obj/bench/hwprobe_memif.o $(BUILD)/libsluice_co
 # tests/bench_emulate_smoke.sh (root).
 BIN_TARGETS += $(BUILD)/emulate-check
 $(BUILD)/emulate-check: $(BUILD)/obj/tests/emulate_check.o $(BUILD)/obj/bench/emulate.o \
-			$(BUILD)/obj/bench/profile.o
+			$(BUILD)/obj/control/hw_profile.o
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_SAN) $^ -o $@ -pthread -lm
 TEST_SCRIPTS += tests/bench_emulate_smoke.sh

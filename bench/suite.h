@@ -12,7 +12,7 @@
 
 #include "bench/emulate.h"
 #include "bench/kafka.h"
-#include "bench/profile.h"
+#include "control/hw_profile.h"
 
 #define SUITE_ROWS    40
 #define SUITE_POINTS  8192

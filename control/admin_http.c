@@ -22,6 +22,7 @@
 #include "control/console_api.h"
 #include "control/console_assets.h"
 #include "control/console_records.h"
+#include "control/hw_profile.h"
 #include "control/ctl.h"
 #include "control/ctl_internal.h"
 #include "control/meta_scram.h"
@@ -74,6 +75,8 @@ struct admin_http {
 	struct admin_basic basic;     /* Basic credentials verified lately (keyed digests) */
 	struct admin_wait waits[ADMIN_CONN_LIMIT];   /* suspended refusals; conn NULL: free */
 	struct rate_hist hist;        /* the last minutes' rates (/v1/history, /v1/stream) */
+	struct hw_profile profile;    /* hardware.profile, loaded at the start */
+	const char *profile_path;     /* "" none */
 	struct sse_viewer *viewers[ADMIN_SSE_MAX];   /* live streams; NULL: free */
 	struct admin_req *pages[ADMIN_CONN_LIMIT];   /* record pages being read; NULL: free */
 	uint64_t streams_refused;     /* GET /v1/stream refused for ADMIN_SSE_MAX */
@@ -439,7 +442,7 @@ static enum MHD_Result serve_console(struct admin_http *a, struct MHD_Connection
 	if (!strncmp(rest, "producers/", 10))
 		return serve_records(a, conn, q, rest + 10, 1);
 	if (!strcmp(rest, "cluster")) {
-		console_cluster_json(a->ctl, a->b, &a->hist, &t);
+		console_cluster_json(a->ctl, a->b, &a->hist, *a->profile_path ? &a->profile : NULL, a->profile_path, &t);
 	} else if (!strcmp(rest, "history")) {
 		rate_hist_json(&a->hist, &t);
 	} else if (!strcmp(rest, "topics")) {
@@ -889,6 +892,16 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 	a->token_file = config_str(cfg, "admin.auth.token.file");
 	a->tls = tls;
 	a->principal_rules = config_str(cfg, "ssl.principal.mapping.rules");
+	a->profile_path = config_str(cfg, "hardware.profile");
+	if (*a->profile_path && (rc = hw_profile_load(a->profile_path, &a->profile, err, errlen)) < 0) {
+		size_t n = strlen(err);
+
+		snprintf(err + n, errlen - n, " (hardware.profile: fix the file, or unset the key)");
+		freeaddrinfo(ai);
+		admin_tls_fini();
+		free(a);
+		return rc == -EINVAL ? rc : -EINVAL;
+	}
 	if (*a->token_file && (rc = admin_tokens_load(a->token_file, &a->tokens, err, errlen)) < 0) {
 		freeaddrinfo(ai);
 		admin_tls_fini();

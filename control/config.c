@@ -391,6 +391,8 @@ static const struct config_key keys[] = {
 	  .doc = "Sluice: a file of bearer tokens for the admin endpoint, one 'User:NAME TOKEN' a line ('#' comments); with admin.require.auth, 'Authorization: Bearer TOKEN' authenticates as that principal (a POST needs it in super.users). Only each token's SHA-256 is kept; a file others may read, or anyone but its owner write, stops the start. Reread on SIGHUP (docs/security.md#the-admin-endpoint)." },
 	{ "admin.ssl.client.auth", CONFIG_ENUM, "none", .values = client_auth_values,
 	  .doc = "Sluice: with admin.ssl.enabled, the admin endpoint asks for a client certificate (requested) or insists on one (required), checked in the handshake against ssl.truststore.* (one of another CA fails it); a verified certificate's principal (ssl.principal.mapping.rules) authenticates a request without a password (docs/security.md#the-admin-endpoint)." },
+	{ "hardware.profile", CONFIG_STRING, "",
+	  .doc = "Sluice: a hardware profile (a hw-profiles/*.conf file, or scripts/hwprobe's hw-profiles/local.conf: docs/hardware-profiles.md) that the web console holds this node's disk writes, disk space and network traffic against (docs/console.md); empty: none. A file that does not load stops the start, naming the file and line." },
 	{ "admin.metrics.open", CONFIG_BOOL, "false",
 	  .doc = "Sluice: with admin.require.auth, GET /metrics needs no credentials (every other request still does); default false: a scraper authenticates with a bearer token or Basic (docs/security.md#the-admin-endpoint)." },
 	{ "dpdk.enable", CONFIG_BOOL, "false",

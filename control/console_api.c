@@ -11,6 +11,7 @@
 #include "control/ctl.h"
 #include "control/ctl_homes.h"
 #include "control/group.h"
+#include "control/hw_profile.h"
 #include "control/quorum.h"
 #include "control/rate_hist.h"
 #include "control/textbuf.h"
@@ -71,11 +72,43 @@ static void log_dirs(const struct config *cfg, struct textbuf *t)
 	textbuf_printf(t, "]");
 }
 
-void console_cluster_json(struct ctl *ctl, struct broker *b, const struct rate_hist *h, struct textbuf *t)
+/* the profile's limits in the console's units (bytes, bytes/s), those it has */
+static void profile_json(const struct hw_profile *p, const char *path, struct textbuf *t)
+{
+	static const struct {
+		enum hw_key k;
+		const char *name;
+		double scale;
+	} keys[] = {
+		{ HW_DISK_WRITE_MBPS, "disk_write_bytes_per_sec", 1e6 },
+		{ HW_DISK_READ_MBPS, "disk_read_bytes_per_sec", 1e6 },
+		{ HW_DISK_GIB, "disk_bytes", 1073741824.0 },
+		{ HW_NIC_GBPS, "nic_bytes_per_sec", 1e9 / 8 },
+		{ HW_CORES, "cores", 1 },
+		{ HW_MEMORY_GIB, "memory_bytes", 1073741824.0 },
+	};
+
+	textbuf_printf(t, ", \"profile\": ");
+	if (!p) {
+		textbuf_printf(t, "null");
+		return;
+	}
+	textbuf_printf(t, "{\"file\": ");
+	str(t, path);
+	textbuf_printf(t, ", \"description\": ");
+	str(t, p->description);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (p->has[keys[i].k])
+			textbuf_printf(t, ", \"%s\": %.0f", keys[i].name, p->v[keys[i].k] * keys[i].scale);
+	textbuf_printf(t, "}");
+}
+
+void console_cluster_json(struct ctl *ctl, struct broker *b, const struct rate_hist *h, const struct hw_profile *prof,
+			  const char *path, struct textbuf *t)
 {
 	const struct md_snapshot *md = b->md;
 	struct quorum_view qv;
-	int64_t total = 0, offline = 0, under = 0, under_min = 0, held = 0, failed = 0;
+	int64_t total = 0, offline = 0, under = 0, under_min = 0, held = 0, failed = 0, size_total = 0;
 	int nshards = b->set.nshards < BROKER_MAX_SHARDS ? b->set.nshards : BROKER_MAX_SHARDS;
 	int shard_parts[BROKER_MAX_SHARDS] = { 0 };
 	int64_t shard_bytes[BROKER_MAX_SHARDS] = { 0 };
@@ -110,6 +143,7 @@ void console_cluster_json(struct ctl *ctl, struct broker *b, const struct rate_h
 			if (u && shard >= 0 && shard < nshards) {   /* the partitions this node holds, by shard */
 				shard_parts[shard]++;
 				shard_bytes[shard] += LD(u->size_bytes);
+				size_total += LD(u->size_bytes);
 			}
 
 			total++;
@@ -138,6 +172,8 @@ void console_cluster_json(struct ctl *ctl, struct broker *b, const struct rate_h
 	}
 	textbuf_printf(t, "], ");
 	log_dirs(b->cfg, t);
+	textbuf_printf(t, ", \"size_bytes\": %lld", (long long)size_total);
+	profile_json(prof, path, t);
 	textbuf_printf(t, "}\n");
 }
 

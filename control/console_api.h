@@ -3,7 +3,8 @@
  * scripts too (docs/console.md lists every field):
  *
  *   GET /v1/cluster          this node, the brokers, the shards with their
- *                            busy share, partition health, log directories
+ *                            busy share, partition health, log directories,
+ *                            and the limits of the hardware profile loaded
  *   GET /v1/topics           every topic: partitions, size, counters,
  *                            retention and cleanup policy
  *   GET /v1/topics/<name>    one topic, each partition: leader, replicas,
@@ -35,7 +36,10 @@ struct ctl;
 struct rate_hist;
 struct textbuf;
 
-void console_cluster_json(struct ctl *ctl, struct broker *b, const struct rate_hist *h, struct textbuf *t);
+struct hw_profile;
+/* prof: hardware.profile as loaded (NULL: none), path its file. */
+void console_cluster_json(struct ctl *ctl, struct broker *b, const struct rate_hist *h, const struct hw_profile *prof,
+			  const char *path, struct textbuf *t);
 void console_topics_json(struct ctl *ctl, struct broker *b, struct textbuf *t);
 int console_topic_json(struct ctl *ctl, struct broker *b, const char *name, struct textbuf *t);
 void console_groups_json(struct ctl *ctl, struct broker *b, struct textbuf *t);

@@ -8,9 +8,9 @@ SLUICECTL_OBJS := $(SLUICECTL_SRCS:%.c=$(BUILD)/obj/%.o)
 BIN_TARGETS += $(BUILD)/sluicectl
 
 # `sluicectl capacity plan` runs the benchmark suite's model (bench/capacity.c,
-# over the hardware profiles of bench/profile.c), which reads a suite run's
+# over the hardware profiles of control/hw_profile.c), which reads a suite run's
 # results.json with jansson.
-SLUICECTL_BENCH_OBJS := $(BUILD)/obj/bench/capacity.o $(BUILD)/obj/bench/profile.o
+SLUICECTL_BENCH_OBJS := $(BUILD)/obj/bench/capacity.o
 
 $(BUILD)/sluicectl: $(SLUICECTL_OBJS) $(SLUICECTL_BENCH_OBJS) $(BUILD)/libsluice_core.a
 	@$(if $(Q),echo "  LD      $@")

@@ -371,6 +371,39 @@ def every_broker_of_a_cluster_shows():
         assert page["errors"] == [] and page["texts"]["brokers"] == "3", page
 
 
+@test
+def the_overview_holds_the_node_against_a_hardware_profile():
+    """hardware.profile=hw-profiles/commodity-2026.conf: /v1/cluster carries
+    its limits in bytes (7,152 GiB of disk, 8,200 MB/s of disk writes,
+    25 Gb/s of NIC, 32 cores) and the overview a table of them; without
+    the key the profile is null; a profile with an unknown key stops the
+    start, naming the file, the line and the key."""
+    from harness import BrokerError, temp_dir
+    prof = os.path.join(REPO, "hw-profiles", "commodity-2026.conf")
+    with broker(admin=True, settings={"hardware.profile": prof}) as b:
+        p = get_json(b, "/v1/cluster")["profile"]
+        assert p["file"] == prof and p["description"].startswith("Commodity 2026"), p
+        assert (p["disk_bytes"], p["disk_write_bytes_per_sec"], p["nic_bytes_per_sec"], p["cores"]) == \
+            (7152 * 2 ** 30, 8200 * 10 ** 6, 25 * 10 ** 9 // 8, 32), p
+        page = browse(b, "profile|#/|overview")["profile"]
+        assert page["errors"] == [], page
+        assert page["texts"]["limit-disk-space"] == "6.98 TiB" and page["texts"]["limit-cores"] == "32", page["texts"]
+    with broker(admin=True) as b:
+        assert get_json(b, "/v1/cluster")["profile"] is None
+    d = temp_dir()
+    try:
+        bad = os.path.join(d, "bad.conf")
+        with open(bad, "w") as f:
+            f.write("description=x\nbogus=1\n")
+        try:
+            with broker(admin=True, settings={"hardware.profile": bad}):
+                raise AssertionError("a broker started with a bad hardware profile")
+        except BrokerError as e:
+            assert "%s:2" % bad in str(e) and "bogus" in str(e) and "hardware.profile" in str(e), str(e)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 class Stream:
     """One GET /v1/stream over a raw socket: its status, then its events."""
 
@@ -405,7 +438,8 @@ class Stream:
 
 @test
 def the_live_stream_sends_a_sample_a_second_and_bounds_its_viewers():
-    """Samples arrive about once a second with consecutive ids; 2,000
+    """Samples arrive about once a second with consecutive ids; a viewer
+    that stops reading holds up no other viewer nor the JSON; 2,000
     records produced while it streams show in its produce_records_total
     (exactly) and in a produce_records_per_sec above 0; a viewer that comes
     back with Last-Event-ID goes on after it; a 17th viewer gets 503 with
@@ -437,6 +471,20 @@ def the_live_stream_sends_a_sample_a_second_and_bounds_its_viewers():
         r = Stream(b, headers=["Last-Event-ID: %d" % i0])
         assert r.status == 200 and r.event()[0] == i0 + 1
         r.close()
+
+        # a viewer that stops reading holds up nobody: another viewer gets
+        # its samples and the JSON answers meanwhile; when it reads again its
+        # events are whole and in order
+        slow = Stream(b)
+        slow.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+        fast = Stream(b)
+        ids = [fast.event()[0] for _ in range(3)]
+        assert ids == list(range(ids[0], ids[0] + 3)), ids
+        assert get_json(b, "/v1/cluster")["status"] == "ready"
+        got = [slow.event()[0] for _ in range(3)]
+        assert got == sorted(got) and len(set(got)) == 3, got
+        slow.close()
+        fast.close()
 
         # a closed stream's slot is free once the next sample finds it closed
         viewers = [until("a free stream", lambda: (lambda v: v if v.status == 200 else v.close())(Stream(b)))

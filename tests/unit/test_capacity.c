@@ -8,7 +8,6 @@
 #include <math.h>
 
 #include "bench/capacity.c"
-#include "bench/profile.c"
 #include "tests/unit/helpers.h"
 
 static struct cap_calib cal;

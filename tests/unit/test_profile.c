@@ -1,11 +1,11 @@
-/* tests/unit/test_profile.c — bench/profile: hardware profiles parse, every
+/* tests/unit/test_profile.c — control/hw_profile: hardware profiles parse, every
  * shipped profile (hw-profiles/, .conf) loads with the keys a benchmark needs, and each
  * kind of bad line is an error naming the file and the line. The parser
- * lives in bench/, outside the core library, so the suite compiles it in. */
+ * is in the core library (the broker loads one: hardware.profile). */
 #include <errno.h>
 #include <glob.h>
 
-#include "bench/profile.c"
+#include "control/hw_profile.h"
 #include "tests/unit/helpers.h"
 
 static struct hw_profile p;

@@ -133,9 +133,11 @@
     const thr = chart('Throughput', 'bytes/s', ['produced', 'fetched'], bytes);
     const busy = chart('Shard busy', '%', c.shards.map((s) => 'shard ' + s.shard), (v) => (v === undefined || v === null ? '\u2014' : v.toFixed(1)));
     let last = 0;
+    let lastSample = null;
     function sample(s) {
       if (s.seq <= last) return;
       last = s.seq;
+      lastSample = s;
       recs.add(s.time_ms, [s.produce_records_per_sec]);
       thr.add(s.time_ms, [s.produce_bytes_per_sec, s.fetch_bytes_per_sec]);
       busy.add(s.time_ms, Array.from({ length: nsh }, (_, i) => 100 * (s.shard_busy[i] || 0)));
@@ -147,6 +149,21 @@
     [recs, thr, busy].forEach((x) => x.draw());
     stream = new EventSource('/v1/stream?from=' + (last + 1));
     stream.addEventListener('sample', (ev) => { sample(JSON.parse(ev.data)); [recs, thr, busy].forEach((x) => x.draw()); });
+    /* this node against its hardware profile's limits (hardware.profile) */
+    function profileTable(c) {
+      const p = c.profile;
+      if (!p) return el('p', { class: 'muted' }, 'No hardware profile loaded (hardware.profile): nothing to hold the figures against.');
+      const s = lastSample;
+      const rows = [];
+      const pct = (v, lim) => (lim > 0 && v >= 0 ? (100 * v / lim).toFixed(1) + ' %' : '\u2014');
+      if (p.disk_write_bytes_per_sec) rows.push(['disk writes (produced)', s ? bytes(s.produce_bytes_per_sec) + '/s' : '\u2014', bytes(p.disk_write_bytes_per_sec) + '/s', pct(s ? s.produce_bytes_per_sec : -1, p.disk_write_bytes_per_sec), 'disk-write']);
+      if (p.disk_bytes) rows.push(['disk space (logs)', bytes(c.size_bytes), bytes(p.disk_bytes), pct(c.size_bytes, p.disk_bytes), 'disk-space']);
+      if (p.nic_bytes_per_sec) rows.push(['network (produced + fetched)', s ? bytes(s.produce_bytes_per_sec + s.fetch_bytes_per_sec) + '/s' : '\u2014', bytes(p.nic_bytes_per_sec) + '/s', pct(s ? s.produce_bytes_per_sec + s.fetch_bytes_per_sec : -1, p.nic_bytes_per_sec), 'nic']);
+      if (p.cores) rows.push(['cores (shards)', String(c.shards.length), String(p.cores), pct(c.shards.length, p.cores), 'cores']);
+      return el('div', {}, el('h2', {}, 'Against the hardware profile: ' + p.description),
+        table([{ t: 'resource' }, { t: 'now', n: 1 }, { t: 'limit', n: 1 }, { t: 'share', n: 1 }],
+          rows.map((r) => el('tr', {}, td(r[0]), tdn(r[1]), tdn(r[2], { 'data-test': 'limit-' + r[4] }), tdn(r[3]))), 'profile'));
+    }
     function logRow(d) {
       if (d.error) return el('tr', {}, td(d.path), el('td', { class: 'bad', colSpan: 4 }, d.error));
       const free = d.fs_free_bytes / d.fs_total_bytes;
@@ -168,6 +185,7 @@
         table([{ t: 'shard', n: 1 }, { t: 'partitions', n: 1 }, { t: 'size', n: 1 }, { t: 'connections', n: 1 }, { t: 'busy' }],
           c.shards.map((s) => el('tr', {}, tdn(s.shard), tdn(num(s.partitions)), tdn(bytes(s.size_bytes)), tdn(num(s.connections)),
             el('td', {}, el('span', { class: 'bar', style: 'width:' + Math.round(100 * s.busy) + 'px' }), ' ' + (100 * s.busy).toFixed(1) + ' %'))), 'shards'),
+        profileTable(c),
         el('h2', {}, 'Log directories'),
         table([{ t: 'path' }, { t: 'used', n: 1 }, { t: 'free', n: 1 }, { t: 'size', n: 1 }, { t: 'used %', n: 1 }],
           c.log_dirs.map(logRow), 'log-dirs'));

@@ -1,5 +1,5 @@
-/* bench/profile.c — hardware profiles: see profile.h. */
-#include "bench/profile.h"
+/* control/hw_profile.c — hardware profiles: see hw_profile.h. */
+#include "control/hw_profile.h"
 
 #include <errno.h>
 #include <math.h>

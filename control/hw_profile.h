@@ -1,4 +1,4 @@
-/* bench/profile.h — hardware profiles (the .conf files in hw-profiles/): what a class of
+/* control/hw_profile.h — hardware profiles (the .conf files in hw-profiles/): what a class of
  * machine can physically do, so that a benchmark figure can be given as a
  * fraction of the limit that binds (disk or NIC).
  *
@@ -25,8 +25,8 @@
  * naming the file and line ("FILE:LINE: unknown key 'x'", a value that is
  * not a number, a key given twice, a line without '=').
  */
-#ifndef SLUICE_BENCH_PROFILE_H
-#define SLUICE_BENCH_PROFILE_H
+#ifndef SLUICE_HW_PROFILE_H
+#define SLUICE_HW_PROFILE_H
 
 #include <stddef.h>
 
