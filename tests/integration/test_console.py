@@ -363,7 +363,12 @@ def every_broker_of_a_cluster_shows():
         cl = until("three brokers", lambda: (lambda j: j if len(j["brokers"]) == 3 else None)(get_json(n1, "/v1/cluster")))
         assert sorted(x["id"] for x in cl["brokers"]) == [1, 2, 3] and cl["controller"] in (1, 2, 3), cl
         assert [x["this"] for x in sorted(cl["brokers"], key=lambda x: x["id"])] == [True, False, False], cl
-        t = get_json(n1, "/v1/topics/c")
+        # node 1 serves the topic once it has applied its records
+        def served():
+            st, _, body = http(n1, "/v1/topics/c")
+            t = json.loads(body) if st == 200 else None
+            return t if t and all(len(p["isr"]) == 3 for p in t["partition_list"]) else None
+        t = until("node 1 serving topic c with 3 replicas in sync", served)
         for p in t["partition_list"]:
             assert sorted(p["replicas"]) == [1, 2, 3] and sorted(p["isr"]) == [1, 2, 3], t
             assert p["leader"] in (1, 2, 3) and p["shard"] >= 0 and "high_watermark" in p, t
