@@ -48,6 +48,24 @@ static const struct part_pub *pub_of(const struct ctl *ctl, const struct md_topi
 
 /* ---- the cluster --------------------------------------------------------- */
 
+struct broker_walk {
+	struct textbuf *t;
+	int32_t self;
+	int n;
+};
+
+static void broker_one(int32_t id, const char *host, int32_t port, const char *rack, int fenced, void *arg)
+{
+	struct broker_walk *w = arg;
+
+	textbuf_printf(w->t, "%s{\"id\": %d, \"host\": ", w->n++ ? ", " : "", id);
+	str(w->t, host);
+	textbuf_printf(w->t, ", \"port\": %d, \"rack\": ", port);
+	str(w->t, rack);
+	textbuf_printf(w->t, ", \"fenced\": %s, \"this\": %s}", fenced ? "true" : "false",
+		       id == w->self ? "true" : "false");
+}
+
 static void log_dirs(const struct config *cfg, struct textbuf *t)
 {
 	char dirs[4096], *save = NULL;
@@ -121,15 +139,15 @@ void console_cluster_json(struct ctl *ctl, struct broker *b, const struct rate_h
 								      : "ready");
 	memset(&qv, 0, sizeof(qv));
 	textbuf_printf(t, ", \"controller\": %d", ctl_quorum_describe(ctl, &qv) == 0 ? qv.leader : -1);
+	/* every broker registered in the metadata, fenced ones too; before
+	 * any registered (a node starting), the ones the snapshot serves */
 	textbuf_printf(t, ", \"brokers\": [");
-	for (int i = 0; md && i < md->nbrokers; i++) {
-		const struct md_broker *br = &md->brokers[i];
+	{
+		struct broker_walk bw = { .t = t, .self = b->set.node_id };
 
-		textbuf_printf(t, "%s{\"id\": %d, \"host\": ", i ? ", " : "", br->id);
-		str(t, br->host);
-		textbuf_printf(t, ", \"port\": %d, \"rack\": ", br->port);
-		str(t, br->rack);
-		textbuf_printf(t, ", \"this\": %s}", br->id == b->set.node_id ? "true" : "false");
+		ctl_brokers_foreach(ctl, broker_one, &bw);
+		for (int i = 0; !bw.n && md && i < md->nbrokers; i++)
+			broker_one(md->brokers[i].id, md->brokers[i].host, md->brokers[i].port, md->brokers[i].rack, 0, &bw);
 	}
 	textbuf_printf(t, "]");
 	for (int k = 0; md && k < md->ntopics; k++) {

@@ -83,6 +83,10 @@ struct ctl_broker_state {
 	uint64_t fenced_total, unfenced_total;
 };
 void ctl_brokers_state(const struct ctl *ctl, struct ctl_broker_state *st);
+/* @thread ctl. Every broker registered in the metadata, fenced or not
+ * (the web console's broker list): fn(id, host, port, rack, fenced, arg). */
+typedef void ctl_broker_fn(int32_t id, const char *host, int32_t port, const char *rack, int fenced, void *arg);
+void ctl_brokers_foreach(const struct ctl *ctl, ctl_broker_fn *fn, void *arg);
 /* @thread ctl. Leader elections (control/ctl_elect.c): those this node
  * made as the active controller since it started (a partition given a
  * leader; unclean: one out of sync), and the partitions without a leader

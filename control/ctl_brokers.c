@@ -506,6 +506,15 @@ void ctl_brokers_state(const struct ctl *ctl, struct ctl_broker_state *st)
 	}
 }
 
+void ctl_brokers_foreach(const struct ctl *ctl, ctl_broker_fn *fn, void *arg)
+{
+	for (int i = 0; i < metalog_broker_count(ctl->ml); i++) {
+		const struct meta_broker *b = metalog_broker_at(ctl->ml, i);
+
+		fn(b->id, b->host, b->port, b->rack, b->fenced, arg);
+	}
+}
+
 void ctl_brokers_fini(struct ctl *ctl)
 {
 	if (!ctl->brokers)

@@ -347,7 +347,9 @@ def every_broker_of_a_cluster_shows():
     """Three nodes, a topic of 3 partitions with 3 replicas each: node 1's
     /v1/cluster lists brokers 1, 2 and 3 and the quorum's controller; its
     topic page has each partition's leader, replicas and a full ISR, held
-    on one of its shards; in chromium the overview says 3 brokers."""
+    on one of its shards; in chromium the overview says 3 brokers. Node 3
+    killed: it stays listed, fenced once its session is over, in the JSON
+    and on the page ("2 (+1 fenced)")."""
     from cluster import Cluster, create_topic, wait_isrs
     import re as re_
     with Cluster(3) as c:
@@ -374,6 +376,14 @@ def every_broker_of_a_cluster_shows():
             assert p["leader"] in (1, 2, 3) and p["shard"] >= 0 and "high_watermark" in p, t
         page = browse(n1, "cluster|#/|overview")["cluster"]
         assert page["errors"] == [] and page["texts"]["brokers"] == "3", page
+        assert page["texts"]["broker-3"] == "serving", page["texts"]
+        # a broker lost: still listed, fenced once its session is over
+        c.kill(3)
+        until("broker 3 fenced", lambda: [x["fenced"] for x in get_json(n1, "/v1/cluster")["brokers"]
+                                           if x["id"] == 3] == [True])
+        page = browse(n1, "cluster|#/|overview")["cluster"]
+        assert page["errors"] == [] and page["texts"]["brokers"] == "2 (+1 fenced)", page["texts"]
+        assert page["texts"]["broker-3"] == "fenced", page["texts"]
 
 
 @test

@@ -173,14 +173,15 @@
     function render(c) {
       const p = c.partitions;
       cards.replaceChildren(
-        card('status', c.status, 'status'), card('node', c.node_id), card('brokers', c.brokers.length, 'brokers'),
+        card('status', c.status, 'status'), card('node', c.node_id), card('brokers', c.brokers.filter((b) => !b.fenced).length + (c.brokers.some((b) => b.fenced) ? ' (+' + c.brokers.filter((b) => b.fenced).length + ' fenced)' : ''), 'brokers'),
         card('topics', c.topics, 'topics'), card('partitions online', num(p.online) + ' / ' + num(p.total), 'online'),
         card('under-replicated', num(p.under_replicated), 'under-replicated'), card('offline', num(p.offline), 'offline'),
         card('controller', c.controller < 0 ? 'none' : c.controller));
       body.replaceChildren(
         el('h2', {}, 'Brokers'),
-        table([{ t: 'id' }, { t: 'host' }, { t: 'port', n: 1 }, { t: 'rack' }, { t: '' }],
-          c.brokers.map((b) => el('tr', {}, tdn(b.id), td(b.host), tdn(b.port), td(b.rack || '\u2014'), td(b.this ? 'this node' : ''))), 'brokers'),
+        table([{ t: 'id' }, { t: 'host' }, { t: 'port', n: 1 }, { t: 'rack' }, { t: 'state' }, { t: '' }],
+          c.brokers.map((b) => el('tr', {}, tdn(b.id), td(b.host), tdn(b.port), td(b.rack || '\u2014'),
+            td(b.fenced ? 'fenced' : 'serving', { class: b.fenced ? 'bad' : '', 'data-test': 'broker-' + b.id }), td(b.this ? 'this node' : ''))), 'brokers'),
         el('h2', {}, 'Shards of this node'),
         table([{ t: 'shard', n: 1 }, { t: 'partitions', n: 1 }, { t: 'size', n: 1 }, { t: 'connections', n: 1 }, { t: 'busy' }],
           c.shards.map((s) => el('tr', {}, tdn(s.shard), tdn(num(s.partitions)), tdn(bytes(s.size_bytes)), tdn(num(s.connections)),
