@@ -27,3 +27,7 @@ $(BUILD)/obj/control/metrics.o: $(VERSION_H)
 $(BUILD)/obj/control/metrics.o: CFLAGS += -I$(BUILD)/gen
 
 include control/sluicectl.mk
+
+# sluiced --version prints the same version and commit
+$(BUILD)/obj/control/sluiced.o: $(VERSION_H)
+$(BUILD)/obj/control/sluiced.o: CFLAGS += -I$(BUILD)/gen

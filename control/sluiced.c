@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,12 +23,14 @@
 #include "control/node_role.h"
 #include "control/quorum_tls.h"
 #include "control/quorum_transport.h"
+#include "control/sd_notify.h"
 #include "control/ctl.h"
 #include "dataplane/native/native_broker.h"
 #include "dataplane/peer_session.h"
 #include "dataplane/shard.h"
 #include "dataplane/sasl.h"
 #include "dataplane/tls.h"
+#include "version.h"   /* build/gen: SLUICE_VERSION, SLUICE_GIT_COMMIT */
 
 static void usage(FILE *f)
 {
@@ -45,6 +48,7 @@ static void usage(FILE *f)
 		"  --listen HOST:PORT   same as --set listeners=PLAINTEXT://HOST:PORT\n"
 		"  --shards N           same as --set shards=N (0: one per core)\n"
 		"  --node-id N          same as --set node.id=N\n"
+		"  --version            print the version and the commit it was built from\n"
 		"  --add-scram 'SCRAM-SHA-512=[name=NAME,password=PASSWORD]'\n"
 		"                       a SCRAM user the metadata log gets when it has none yet, as\n"
 		"                       kafka-storage format --add-scram (repeatable; exit 2 when it\n"
@@ -76,6 +80,28 @@ static int mkdir_p(const char *path)
 			*p = '/';
 		}
 	return mkdir(buf, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* The service manager's view of the broker (Type=notify units): READY once
+ * listening, STOPPING on SIGTERM, RELOADING around a SIGHUP; a failed send
+ * is said once (a unit waiting for READY would time out: the line says why). */
+static void notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void notify(const char *fmt, ...)
+{
+	static int warned;
+	char buf[512];
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	rc = sd_notify_send(buf);
+	if (rc < 0 && !warned) {
+		warned = 1;
+		fprintf(stderr, "sluiced: NOTIFY_SOCKET=%s: cannot notify the service manager: %s\n",
+			getenv("NOTIFY_SOCKET"), strerror(-rc));
+	}
 }
 
 static void raise_nofile(void)
@@ -263,6 +289,11 @@ int main(int argc, char **argv)
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
+			code = 0;
+			goto out;
+		}
+		if (!strcmp(a, "--version")) {
+			printf("sluiced %s (commit %s)\n", SLUICE_VERSION, SLUICE_GIT_COMMIT);
 			code = 0;
 			goto out;
 		}
@@ -565,6 +596,7 @@ int main(int argc, char **argv)
 		sigemptyset(&term);
 		sigaddset(&term, SIGTERM);
 		sigaddset(&term, SIGINT);
+		notify("STATUS=starting: reading the metadata log, opening partitions, reaching the quorum");
 		while ((rc = ctl_wait_ready_ms(ctl, 100, err, sizeof(err))) == -ETIMEDOUT) {
 			int sig = sigtimedwait(&term, NULL, &zero);
 
@@ -610,15 +642,26 @@ int main(int argc, char **argv)
 		printf("sluiced: admin http on %s, port %d (/metrics, /v1/health)\n", config_str(cfg, "admin.listen"),
 		       ctl_admin_port(ctl));
 	fflush(stdout);
+	if (!role.broker)
+		notify("READY=1\nSTATUS=serving the metadata quorum on %s:%d (node %d, controller only)",
+		       role.ctl_host, role.ctl_port, b->set.node_id);
+	else
+		notify("READY=1\nSTATUS=serving Kafka clients on %s:%d (node %d, %d shard%s)", b->set.listen_host,
+		       b->set.listen_port, b->set.node_id, nshards, nshards == 1 ? "" : "s");
 
 	for (;;) {
 		int sig;
 
 		if (sigwait(&sigs, &sig) != 0)
 			continue;
-		if (sig == SIGTERM || sig == SIGINT)
+		if (sig == SIGTERM || sig == SIGINT) {
+			notify("STOPPING=1\nSTATUS=controlled shutdown: moving leadership away, then writing "
+			       "buffered data");
 			break;
+		}
 		if (sig == SIGHUP) {
+			notify("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading certificates, tokens and logins",
+			       sd_notify_monotonic_usec());
 			/* the SSL listeners' certificates, keys and trusted CAs,
 			 * the inter-broker client's and the controller
 			 * listener's, read again: new connections get them */
@@ -641,6 +684,7 @@ int main(int argc, char **argv)
 					/* the counter is full: a wake-up is pending anyway */
 				}
 			}
+			notify("READY=1\nSTATUS=serving (reloaded on SIGHUP)");
 			continue;
 		}
 		if (sig == SIGUSR1) {

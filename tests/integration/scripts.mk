@@ -52,6 +52,10 @@ TEST_SCRIPTS += tests/integration/test_acls.py
 # configuration errors: exit 2 naming the key, nothing leaked (the sanitizer build);
 # a 3-node cluster of the sanitizer build stopped cleanly, nothing leaked (about 10 s)
 TEST_SCRIPTS += tests/integration/test_config_exits.py
+# the service manager's protocol (Type=notify units): STATUS, READY once the
+# port accepts, RELOADING/READY around SIGHUP, STOPPING on SIGTERM, an
+# abstract socket, an unreachable one said once; sluiced --version (~3 s)
+TEST_SCRIPTS += tests/integration/test_sd_notify.py
 # brokers over a SASL_SSL inter-broker listener (SCRAM, certificates checked):
 # replication, a wrong password refused (out of the ISRs), plaintext on that
 # port refused, transactions' inter-broker requests (about 15 s); make
