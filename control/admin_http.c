@@ -35,6 +35,7 @@
 #include "dataplane/sasl.h"
 #include "dataplane/scram.h"
 #include "dataplane/tls.h"
+#include "storage/slog.h"
 
 /* Limits against misbehaving clients: a request's headers must fit in the
  * connection's memory (else 431), a silent connection is closed after the
@@ -485,17 +486,17 @@ static enum MHD_Result serve_tls_reload(struct admin_http *a, struct MHD_Connect
 	uint64_t reloads = 0;
 
 	if (jrc > 0)
-		fprintf(stderr, "sluiced: admin: the controller listener's logins reloaded: %s\n", jerr);
+		slog(SLOG_NOTICE, "admin: the controller listener's logins reloaded: %s", jerr);
 	else if (jrc != -ENOENT)
-		fprintf(stderr, "sluiced: admin: the controller listener's logins not reloaded, the previous ones "
-			"stay: %s\n", jerr);
+		slog(SLOG_WARN, "admin: the controller listener's logins not reloaded, the previous ones "
+			"stay: %s", jerr);
 	if (rc == -ENOENT && !a->tls && jrc == -ENOENT)
 		return reply_text(conn, MHD_HTTP_CONFLICT, "no SSL listener: nothing to reload");
 	if (rc < 0 && rc != -ENOENT) {
 		textbuf_printf(&t, "{\"reloaded\": false, \"error\": \"");
 		textbuf_escaped(&t, err);
 		textbuf_printf(&t, "\"}\n");
-		fprintf(stderr, "sluiced: admin: TLS reload failed, the previous certificates stay: %s\n", err);
+		slog(SLOG_WARN, "admin: TLS reload failed, the previous certificates stay: %s", err);
 		return reply(conn, MHD_HTTP_UNPROCESSABLE_CONTENT, "application/json", &t);
 	}
 	if (jrc < 0 && jrc != -ENOENT) {
@@ -509,9 +510,9 @@ static enum MHD_Result serve_tls_reload(struct admin_http *a, struct MHD_Connect
 		return reply(conn, MHD_HTTP_OK, "application/json", &t);
 	}
 	if (a->tls && admin_tls_reload(a->cfg, err, sizeof(err)) < 0)
-		fprintf(stderr, "sluiced: admin: the endpoint's certificate not reloaded, the previous one stays: %s\n",
+		slog(SLOG_WARN, "admin: the endpoint's certificate not reloaded, the previous one stays: %s",
 			err);
-	fprintf(stderr, "sluiced: admin: TLS certificates reloaded\n");
+	slog(SLOG_NOTICE, "admin: TLS certificates reloaded");
 	for (int i = 0; i < a->b->set.nlisteners; i++)
 		reloads += a->b->tls[i] ? tls_server_reloads(a->b->tls[i]) : 0;
 	if (a->b->quorum_tls)
@@ -665,7 +666,7 @@ static enum MHD_Result refuse(struct admin_http *a, struct MHD_Connection *conn,
 	char addr[INET6_ADDRSTRLEN + 1], u[104], m[16], p[104];
 
 	a->auth_failures++;
-	fprintf(stderr, "sluiced: admin: authentication failed from %s (%s %s%s%s%s): %s\n",
+	slog(SLOG_WARN, "admin: authentication failed from %s (%s %s%s%s%s): %s",
 		peer_addr(conn, addr, sizeof(addr)), printable(method, m, sizeof(m)), printable(url, p, sizeof(p)),
 		*user ? ", user '" : "", printable(user, u, sizeof(u)), *user ? "'" : "", why);
 	if (a->delay_ms > 0)
@@ -762,7 +763,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		    !is_super_user(a, principal)) {
 			char addr[INET6_ADDRSTRLEN + 1], u[104], p[104], m[16];
 
-			fprintf(stderr, "sluiced: admin: %s %s refused to %s from %s: not in super.users\n",
+			slog(SLOG_WARN, "admin: %s %s refused to %s from %s: not in super.users",
 				printable(method, m, sizeof(m)), printable(url, p, sizeof(p)),
 				printable(principal, u, sizeof(u)), peer_addr(conn, addr, sizeof(addr)));
 			return reply_text(conn, MHD_HTTP_FORBIDDEN, "forbidden: only super.users may do this");
@@ -798,9 +799,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	char msg[512];
+
 	(void)cls;
-	fprintf(stderr, "sluiced: admin http: ");
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	slog(SLOG_WARN, "admin http: %s", msg);
 }
 
 /* Each connection's start and end: which certificates an HTTPS session
@@ -885,8 +888,8 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 	a->cfg = cfg;
 	rate_hist_init(&a->hist);
 	if (admin_basic_init(&a->basic) < 0)
-		fprintf(stderr, "sluiced: admin: no random bytes: HTTP Basic passwords are checked in full each "
-			"request\n");
+		slog(SLOG_WARN, "admin: no random bytes: HTTP Basic passwords are checked in full each "
+			"request");
 	a->require_auth = (int)config_int(cfg, "admin.require.auth");
 	a->metrics_open = (int)config_int(cfg, "admin.metrics.open");
 	a->token_file = config_str(cfg, "admin.auth.token.file");
@@ -909,9 +912,9 @@ int admin_http_start(struct ctl *ctl, struct broker *b, const struct config *cfg
 		return rc;
 	}
 	if (!a->require_auth && !addr_is_loopback(ai->ai_addr))
-		fprintf(stderr, "sluiced: admin: WARNING: the admin endpoint listens on %s, beyond loopback, with "
+		slog(SLOG_WARN, "admin: WARNING: the admin endpoint listens on %s, beyond loopback, with "
 			"admin.require.auth=false: anyone who reaches it reads the configuration and metrics and may "
-			"POST (reload certificates); set admin.require.auth=true, or admin.listen to 127.0.0.1\n", spec);
+			"POST (reload certificates); set admin.require.auth=true, or admin.listen to 127.0.0.1", spec);
 	a->delay_ms = config_int(cfg, "connection.failed.authentication.delay.ms");
 	a->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handle, a,
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
@@ -1045,19 +1048,19 @@ void admin_http_reload(struct admin_http *a)
 		return;
 	admin_basic_clear(&a->basic);   /* every password is checked in full again */
 	if (a->tls && admin_tls_reload(a->cfg, err, sizeof(err)) < 0)
-		fprintf(stderr, "sluiced: SIGHUP: the admin endpoint's certificate not reloaded, the previous one "
-			"stays: %s\n", err);
+		slog(SLOG_WARN, "SIGHUP: the admin endpoint's certificate not reloaded, the previous one "
+			"stays: %s", err);
 	else if (a->tls)
-		fprintf(stderr, "sluiced: SIGHUP: the admin endpoint's certificate reloaded\n");
+		slog(SLOG_NOTICE, "SIGHUP: the admin endpoint's certificate reloaded");
 	if (!*a->token_file)
 		return;
 	if (admin_tokens_load(a->token_file, &t, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sluiced: SIGHUP: admin tokens not reloaded, the previous ones stay: %s\n", err);
+		slog(SLOG_WARN, "SIGHUP: admin tokens not reloaded, the previous ones stay: %s", err);
 		return;
 	}
 	admin_tokens_free(a->tokens);
 	a->tokens = t;
-	fprintf(stderr, "sluiced: SIGHUP: admin tokens reloaded (%d)\n", admin_tokens_count(t));
+	slog(SLOG_NOTICE, "SIGHUP: admin tokens reloaded (%d)", admin_tokens_count(t));
 }
 
 uint64_t admin_http_auth_failures(const struct admin_http *a)

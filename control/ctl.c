@@ -25,6 +25,7 @@
 #include "control/placement.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/topic_name.h"
+#include "storage/slog.h"
 
 static void ctl_set_ready(struct ctl *ctl, int err, const char *msg)
 {
@@ -66,8 +67,8 @@ static void ctl_started(struct ctl *ctl, struct ctl_op *op)
 	const struct ctl_recovery_sum sum = op->rec;
 	int nparts = op->rec_parts;
 
-	fprintf(stderr, "sluiced: recovery: %d partitions, %d segments, %d taken from checkpoints "
-		"unread (%llu bytes), %llu bytes scanned, %d damaged ranges moved aside\n",
+	slog(SLOG_INFO, "recovery: %d partitions, %d segments, %d taken from checkpoints "
+		"unread (%llu bytes), %llu bytes scanned, %d damaged ranges moved aside",
 		nparts, sum.segments, sum.segments_trusted, (unsigned long long)sum.bytes_trusted,
 		(unsigned long long)sum.bytes_scanned, sum.damaged);
 	if (op->failed) {
@@ -323,7 +324,7 @@ static void internal_applied(struct ctl *ctl, void *cookie, int err, const struc
 {
 	(void)cookie;
 	if (err < 0)
-		fprintf(stderr, "sluiced: creating the internal topic %s: %s (tried again)\n",
+		slog(SLOG_WARN, "creating the internal topic %s: %s (tried again)",
 			a && a->topic ? a->topic->name : "", strerror(-err));
 	else if (a && a->type == META_REC_TOPIC && a->topic)
 		ctl_follow_note(ctl, a->topic->id, CTL_FOLLOW_CREATED);   /* served here as on the other nodes (once) */
@@ -380,10 +381,10 @@ void ctl_internal_topics_tick(struct ctl *ctl)
 			rc = metalog_build_topic_placed(ctl->ml, names[i], np, k, v, 2, rf, placed, &recs, &nrecs);
 		free(placed);
 		if (rc < 0) {
-			fprintf(stderr, "sluiced: cannot place the internal topic %s: %s\n", names[i], strerror(-rc));
+			slog(SLOG_WARN, "cannot place the internal topic %s: %s", names[i], strerror(-rc));
 			continue;
 		}
-		fprintf(stderr, "sluiced: creating the internal topic %s: %d partitions, %d replicas each\n", names[i],
+		slog(SLOG_NOTICE, "creating the internal topic %s: %d partitions, %d replicas each", names[i],
 			np, rf);
 		ctl->internal_inflight += nrecs;
 		for (int j = 0; j < nrecs; j++)
@@ -411,7 +412,7 @@ static void ctl_init_serve(struct ctl *ctl)
 			return;
 		}
 		if (aerr[0])
-			fprintf(stderr, "sluiced: %s\n", aerr);
+			slog(SLOG_WARN, "%s", aerr);
 		ctl->admin_port = ctl->admin ? admin_http_port(ctl->admin) : 0;
 	}
 	/* replay: every topic's partitions open on their shards */
@@ -442,8 +443,8 @@ static void ctl_init_serve(struct ctl *ctl)
 			/* recorded by a broker before 2026-12 that let a client
 			 * create it: its directory is the metadata log's own, so it
 			 * is never opened as a topic */
-			fprintf(stderr, "sluiced: ignoring the topic %s recorded in the metadata log by an older "
-					"broker: its directory would be the metadata log's own\n",
+			slog(SLOG_WARN, "ignoring the topic %s recorded in the metadata log by an older "
+					"broker: its directory would be the metadata log's own",
 				mt->name);
 			continue;
 		}
@@ -466,8 +467,8 @@ static int ctl_start_hold_poll(struct ctl *ctl)
 		return 0;
 	if (op->pending == 1 && !ctl->start_hold_said) {
 		ctl->start_hold_said = 1;
-		fprintf(stderr, "sluiced: SLUICE_TEST_START_HOLD: every partition opened; start-up holds until %s "
-			"exists\n", ctl->start_hold_path);
+		slog(SLOG_INFO, "SLUICE_TEST_START_HOLD: every partition opened; start-up holds until %s "
+			"exists", ctl->start_hold_path);
 	}
 	if (access(ctl->start_hold_path, F_OK) != 0)
 		return 0;
@@ -534,10 +535,10 @@ int ctl_poll(struct ctl *ctl, uint64_t now_ns, int64_t now_ms)
 		admin_http_reload(ctl->admin);
 		rc = listeners_controller_sasl_reload(b, err, sizeof(err));
 		if (rc > 0)
-			fprintf(stderr, "sluiced: SIGHUP: the controller listener's logins reloaded: %s\n", err);
+			slog(SLOG_NOTICE, "SIGHUP: the controller listener's logins reloaded: %s", err);
 		else if (rc != -ENOENT)
-			fprintf(stderr, "sluiced: SIGHUP: the controller listener's logins not reloaded, the previous "
-				"ones stay: %s\n", err);
+			slog(SLOG_WARN, "SIGHUP: the controller listener's logins not reloaded, the previous "
+				"ones stay: %s", err);
 	}
 	timeout = group_tick(ctl->gc, ctl->now_ms, 100);
 	work += peer_kafka_tick(ctl->peers);

@@ -21,6 +21,7 @@
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/topic_name.h"
+#include "storage/slog.h"
 
 
 /* One entry of a request whose records are proposed: the continuation
@@ -176,7 +177,7 @@ static void warn_ignored(const char *topic, const char *key, const char *value)
 	const char *why = topic_config_ignored(key);
 
 	if (why && value)
-		fprintf(stderr, "sluiced: warning: topic %s: %s=%s is accepted and ignored: %s\n", topic, key, value,
+		slog(SLOG_WARN, "topic %s: %s=%s is accepted and ignored: %s", topic, key, value,
 			why);
 }
 
@@ -673,11 +674,11 @@ void ctl_listeners_follow(struct ctl *ctl, struct ctl_topic *ct)
 	}
 	rc = listeners_tls_apply(ctl->b, ctl->eff, force, err, sizeof(err));
 	if (rc < 0)
-		fprintf(stderr, "sluiced: a listener's dynamic TLS config not taken, its previous certificates stay: %s\n",
+		slog(SLOG_WARN, "a listener's dynamic TLS config not taken, its previous certificates stay: %s",
 			err);
 	else if (rc > 0)
-		fprintf(stderr, "sluiced: %d SSL listener%s took %s keystore and truststore from the broker config "
-			"(dynamic)\n", rc, rc == 1 ? "" : "s", rc == 1 ? "its" : "their");
+		slog(SLOG_NOTICE, "%d SSL listener%s took %s keystore and truststore from the broker config "
+			"(dynamic)", rc, rc == 1 ? "" : "s", rc == 1 ? "its" : "their");
 }
 
 /* The broker's records were applied (or one was refused): the broker

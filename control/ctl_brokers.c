@@ -34,6 +34,7 @@
 #include "control/meta_features.h"
 #include "control/metalog.h"
 #include "control/quorum.h"
+#include "storage/slog.h"
 
 /* The active controller's memory of one broker's heartbeats. */
 struct ctl_hb {
@@ -228,14 +229,14 @@ static void controller_check_sessions(struct ctl *ctl, int64_t session_ms)
 			continue;
 		}
 		if (h->grace_ms > 0 && ctl->now_ms - h->last_ms >= h->grace_ms) {
-			fprintf(stderr, "sluiced: broker %d (epoch %lld), whose node led the metadata quorum before "
-				"this one, sent no heartbeat within %lld ms of this node's election: fenced\n",
+			slog(SLOG_WARN, "broker %d (epoch %lld), whose node led the metadata quorum before "
+				"this one, sent no heartbeat within %lld ms of this node's election: fenced",
 				b->id, (long long)b->epoch, (long long)h->grace_ms);
 			h->grace_ms = 0;
 			propose_fence(ctl, b->id, b->epoch, 1);
 		} else if (ctl->now_ms - h->last_ms >= session_ms) {
-			fprintf(stderr, "sluiced: broker %d (epoch %lld) sent no heartbeat for %lld ms "
-				"(broker.session.timeout.ms %lld): fenced\n",
+			slog(SLOG_WARN, "broker %d (epoch %lld) sent no heartbeat for %lld ms "
+				"(broker.session.timeout.ms %lld): fenced",
 				b->id, (long long)b->epoch, (long long)(ctl->now_ms - h->last_ms), (long long)session_ms);
 			propose_fence(ctl, b->id, b->epoch, 1);
 		}
@@ -268,15 +269,15 @@ static void took_over(struct ctl *ctl)
 	h->epoch = b->epoch;
 	h->last_ms = ctl->now_ms;
 	h->grace_ms = grace;
-	fprintf(stderr, "sluiced: active controller now, after node %d: broker %d is fenced unless it heartbeats "
-		"within %lld ms\n", x, x, (long long)grace);
+	slog(SLOG_NOTICE, "active controller now, after node %d: broker %d is fenced unless it heartbeats "
+		"within %lld ms", x, x, (long long)grace);
 }
 
 /* ---- this node as a broker ------------------------------------------------- */
 
 static void heartbeat_stale(const struct ctl_brokers *cb)
 {
-	fprintf(stderr, "sluiced: this broker's registration (epoch %lld) is no longer the controller's\n",
+	slog(SLOG_NOTICE, "this broker's registration (epoch %lld) is no longer the controller's",
 		(long long)cb->epoch);
 }
 
@@ -406,10 +407,10 @@ static void register_propose(struct ctl *ctl)
 		const struct broker_listener *l = &b->set.listeners[0];
 
 		if (b->set.nlisteners > 1)
-			fprintf(stderr, "sluiced: the cluster's metadata.version is %d: this broker registers its "
+			slog(SLOG_INFO, "the cluster's metadata.version is %d: this broker registers its "
 				"inter-broker listener %s (%s:%d) only, and clients of its %d other listeners are told "
 				"that address until the level is 2 (sluicectl features upgrade --metadata 2, once every "
-				"node runs a build that supports it)\n", metalog_metadata_version(ctl->ml), l->name,
+				"node runs a build that supports it)", metalog_metadata_version(ctl->ml), l->name,
 				l->adv_host, l->adv_port, b->set.nlisteners - 1);
 		rc = metalog_build_register_broker_repl(ctl->ml, b->set.node_id, cb->incarnation, l->adv_host,
 							l->adv_port, b->set.rack, b->dpdk ? b->set.dpdk_ip : 0,

@@ -108,6 +108,7 @@
 #include "control/meta_features.h"
 #include "control/metalog.h"
 #include "control/quorum.h"
+#include "storage/slog.h"
 
 #define CH_PROPOSE 1
 #define CH_PROPOSE_RESP 2
@@ -516,7 +517,7 @@ void ctl_channel_elect_answer(struct ctl_channel *ch, void *token, int err, cons
 static void stuck_transferred(void *cookie, int32_t leader)
 {
 	(void)cookie;
-	fprintf(stderr, "sluiced: metadata quorum: leadership handed over (now %d)\n", leader);
+	slog(SLOG_NOTICE, "metadata quorum: leadership handed over (now %d)", leader);
 }
 
 /* A node's heartbeat says its log ends at `last`: is it the stuck follower? */
@@ -534,8 +535,8 @@ static void watch_follower(struct ctl_channel *ch, int32_t node, uint64_t last)
 	p->match = match;
 	if (p->below < CH_STUCK)
 		return;
-	fprintf(stderr, "sluiced: metadata quorum: node %d's log ends at %llu, below the %llu this leader "
-		"believes it has (libraft 0.15's stuck follower): handing leadership over\n",
+	slog(SLOG_WARN, "metadata quorum: node %d's log ends at %llu, below the %llu this leader "
+		"believes it has (libraft 0.15's stuck follower): handing leadership over",
 		node, (unsigned long long)last, (unsigned long long)p->match);
 	for (int i = 0; i < ch->nvoters; i++)
 		ch->peers[i].below = 0;
@@ -947,7 +948,7 @@ static void fetch_answered(struct ctl_channel *ch, const char *p, size_t len)
 		int rc = quorum_observe_restore(ch->q, upto, p + CH_FETCH_HDR, len - CH_FETCH_HDR);
 
 		if (rc < 0) {
-			fprintf(stderr, "sluiced: the metadata snapshot node %d sent (index %llu) does not read: %s\n",
+			slog(SLOG_WARN, "the metadata snapshot node %d sent (index %llu) does not read: %s",
 				ch->out_peer, (unsigned long long)upto, strerror(-rc));
 			conn_close(ch->out);
 			return;

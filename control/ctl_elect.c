@@ -54,6 +54,7 @@
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part_proxy.h"
+#include "storage/slog.h"
 
 /* A controlled shutdown stops waiting for its moves once no quorum leader
  * has been known this long (twice libraft's default election timeout). */
@@ -192,7 +193,7 @@ static int elect_propose(struct ctl *ctl, const struct meta_topic *mt, int32_t i
 		return rc < 0 ? rc : -EALREADY;
 	}
 	if (out->leader_changed)
-		fprintf(stderr, "sluiced: partition %s-%d: leader %d -> %d%s\n", mt->name, idx,
+		slog(SLOG_NOTICE, "partition %s-%d: leader %d -> %d%s", mt->name, idx,
 			mt->parts[idx].leader, out->leader,
 			out->unclean ? " (unclean: out of sync)" : out->leader < 0 ? " (offline: no live replica in sync)"
 			: "");
@@ -324,8 +325,8 @@ static void shutdown_fenced(struct ctl *ctl, void *cookie, int err, const struct
 	(void)cookie;
 	(void)a;
 	if (err < 0) {
-		fprintf(stderr, "sluiced: controlled shutdown: cannot fence this broker in the metadata log (%s): "
-			"its partitions keep their leader until its session ends\n", strerror(-err));
+		slog(SLOG_WARN, "controlled shutdown: cannot fence this broker in the metadata log (%s): "
+			"its partitions keep their leader until its session ends", strerror(-err));
 		ce_of(ctl)->shut = SHUT_TRANSFER;
 	}
 }
@@ -334,7 +335,7 @@ static void transferred(void *cookie, int32_t leader)
 {
 	struct ctl *ctl = cookie;
 
-	fprintf(stderr, "sluiced: controlled shutdown: the metadata quorum's leader is now %d\n", leader);
+	slog(SLOG_NOTICE, "controlled shutdown: the metadata quorum's leader is now %d", leader);
 	ce_of(ctl)->shut = SHUT_DONE;
 }
 
@@ -367,8 +368,8 @@ static void shutdown_step(struct ctl *ctl)
 		 * replica.lag.time.max.ms) and its leaderships move, each one
 		 * PARTITION_CHANGE of the controller's; a leader asking it back
 		 * in is refused while it is fenced (control/ctl_roles.c) */
-		fprintf(stderr, "sluiced: controlled shutdown: leaving the ISR of %lld partitions, moving the "
-			"leadership of %lld of them to other in-sync replicas\n", (long long)n, (long long)leads);
+		slog(SLOG_NOTICE, "controlled shutdown: leaving the ISR of %lld partitions, moving the "
+			"leadership of %lld of them to other in-sync replicas", (long long)n, (long long)leads);
 		ce->shut = SHUT_MOVING;
 		ce->shut_logged = n;
 		__atomic_store_n(&ctl->shutdown_waiting, n, __ATOMIC_RELAXED);
@@ -393,9 +394,9 @@ static void shutdown_step(struct ctl *ctl)
 			if (!ce->shut_leaderless_ms)
 				ce->shut_leaderless_ms = ctl->now_ms;
 			else if (ctl->now_ms - ce->shut_leaderless_ms >= CE_SHUT_LEADERLESS_MS) {
-				fprintf(stderr, "sluiced: controlled shutdown: no metadata quorum leader for %d ms (a "
+				slog(SLOG_WARN, "controlled shutdown: no metadata quorum leader for %d ms (a "
 					"majority of the voters is down?): stopping without waiting for %lld partitions "
-					"to leave the ISR\n", CE_SHUT_LEADERLESS_MS, (long long)n);
+					"to leave the ISR", CE_SHUT_LEADERLESS_MS, (long long)n);
 				ce->shut = SHUT_DONE;
 				__atomic_store_n(&ctl->shutdown_settled, 1, __ATOMIC_RELEASE);
 				return;
@@ -404,8 +405,8 @@ static void shutdown_step(struct ctl *ctl)
 			ce->shut_leaderless_ms = 0;
 		}
 		if (n && n != ce->shut_logged) {
-			fprintf(stderr, "sluiced: controlled shutdown: waiting for %lld partitions to leave the ISR "
-				"(%lld to change leader)\n", (long long)n, (long long)leads);
+			slog(SLOG_NOTICE, "controlled shutdown: waiting for %lld partitions to leave the ISR "
+				"(%lld to change leader)", (long long)n, (long long)leads);
 			ce->shut_logged = n;
 		}
 		if (!n && !ce->inflight)
@@ -416,8 +417,8 @@ static void shutdown_step(struct ctl *ctl)
 		int rc = ctl_quorum_leads(ctl) ? ctl_quorum_transfer(ctl, transferred, ctl) : -ENOENT;
 
 		if (rc == 0) {
-			fprintf(stderr, "sluiced: controlled shutdown: handing the metadata quorum's leadership to "
-				"another voter\n");
+			slog(SLOG_NOTICE, "controlled shutdown: handing the metadata quorum's leadership to "
+				"another voter");
 			ce->shut = SHUT_TRANSFERRING;   /* until transferred runs */
 			return;
 		}
@@ -456,9 +457,9 @@ void ctl_shutdown_controlled(struct ctl *ctl, int timeout_ms)
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
 		if (ms >= timeout_ms) {
-			fprintf(stderr, "sluiced: controlled shutdown: stopped waiting after %d ms (%lld partitions "
+			slog(SLOG_WARN, "controlled shutdown: stopped waiting after %d ms (%lld partitions "
 				"still have this broker in their ISR: it leaves them, and those it leads get a new "
-				"leader, once its session ends)\n", timeout_ms,
+				"leader, once its session ends)", timeout_ms,
 				(long long)__atomic_load_n(&ctl->shutdown_waiting, __ATOMIC_RELAXED));
 			return;
 		}
@@ -767,7 +768,7 @@ static void elect_forwarded(void *cookie, int err, const void *buf, size_t len)
 	code = err == -ETIMEDOUT ? KERR_REQUEST_TIMED_OUT : KERR_NOT_CONTROLLER;
 	if (err != -ETIMEDOUT && err != -ENOTCONN && err != -QUORUM_ENOTLEADER && err != -QUORUM_ELOST &&
 	    err != -ESHUTDOWN)
-		fprintf(stderr, "sluiced: ElectLeaders forwarded to the active controller: %s\n",
+		slog(SLOG_WARN, "ElectLeaders forwarded to the active controller: %s",
 			err ? strerror(-err) : "its answer does not read");
 	for (int i = 0; i < req->n; i++) {
 		struct coord_elect_part *q = &req->parts[i];

@@ -30,6 +30,7 @@
 #include "dataplane/coord.h"
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
+#include "storage/slog.h"
 
 struct feat_req {
 	struct kafka_ctx *ctx;
@@ -176,7 +177,7 @@ static void features_msg(void *self, struct shard_msg *m)
 		o->fr = fr;
 		o->it = it;
 		fr->pending++;
-		fprintf(stderr, "sluiced: metadata.version %d -> %d (UpdateFeatures)\n",
+		slog(SLOG_NOTICE, "metadata.version %d -> %d (UpdateFeatures)",
 			metalog_metadata_version(ctl->ml), it->level);
 		ctl_meta_propose(ctl, &rec, feat_applied, o);
 	}

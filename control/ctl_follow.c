@@ -38,12 +38,13 @@
 #include "control/meta_parts.h"
 #include "control/metalog.h"
 #include "dataplane/broker.h"
+#include "storage/slog.h"
 
 static void ctl_follow_opened(struct ctl *ctl, struct ctl_op *op)
 {
 	(void)ctl;
 	if (op->failed)
-		fprintf(stderr, "sluiced: serving a topic another node created or grew: %s\n", op->fail_msg);
+		slog(SLOG_NOTICE, "serving a topic another node created or grew: %s", op->fail_msg);
 }
 
 /* 1: the partitions of mt from `from` on are placed (their PARTITION

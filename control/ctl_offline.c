@@ -38,6 +38,7 @@
 #include "control/meta_parts.h"
 #include "control/metalog.h"
 #include "dataplane/shard.h"
+#include "storage/slog.h"
 
 static void offline_changed(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
 {
@@ -88,8 +89,8 @@ void ctl_offline_leave(struct ctl *ctl, const struct shard_msg *m)
 			    eligible(ctl, p->replicas[i]))
 				leader = p->replicas[i];
 		if (leader < 0) {
-			fprintf(stderr, "sluiced: partition %s-%d: the log failed here and no other in-sync "
-				"replica may lead: it stays (KAFKA_STORAGE_ERROR until a restart)\n", t->name, idx);
+			slog(SLOG_ERR, "partition %s-%d: the log failed here and no other in-sync "
+				"replica may lead: it stays (KAFKA_STORAGE_ERROR until a restart)", t->name, idx);
 			return;
 		}
 	} else if (n == 0) {
@@ -100,11 +101,11 @@ void ctl_offline_leave(struct ctl *ctl, const struct shard_msg *m)
 		return;
 	}
 	if (leader >= 0)
-		fprintf(stderr, "sluiced: partition %s-%d: the log failed here: leader %d -> %d, this node leaves "
-			"the ISR (offline until a restart)\n", t->name, idx, self_id, leader);
+		slog(SLOG_ERR, "partition %s-%d: the log failed here: leader %d -> %d, this node leaves "
+			"the ISR (offline until a restart)", t->name, idx, self_id, leader);
 	else
-		fprintf(stderr, "sluiced: partition %s-%d: the log failed here: this node leaves the ISR "
-			"(offline until a restart)\n", t->name, idx);
+		slog(SLOG_ERR, "partition %s-%d: the log failed here: this node leaves the ISR "
+			"(offline until a restart)", t->name, idx);
 	ctl_meta_propose(ctl, &rec, offline_changed, NULL);
 }
 
@@ -160,9 +161,9 @@ void ctl_offline_tick(struct ctl *ctl)
 	if (failed < hosted && (!probe || probe == -ENOSPC || probe == -EDQUOT))
 		return;                      /* the directory takes writes: those partitions alone */
 	ctl->logdir_halted = 1;
-	fprintf(stderr, "sluiced: fatal: all log dirs in %s have failed (%lld of %lld partition logs failed, "
+	slog(SLOG_CRIT, "all log dirs in %s have failed (%lld of %lld partition logs failed, "
 		"%s-%d: %s; a write into the directory: %s): halting after this node's leaderships move to "
-		"in-sync replicas; repair or replace the disk, then restart the node\n",
+		"in-sync replicas; repair or replace the disk, then restart the node",
 		b->set.data_dir, (long long)failed, (long long)hosted, first, first_idx, strerror((int)-first_err),
 		probe ? strerror(-probe) : "succeeded");
 	__atomic_store_n(&b->fatal, 1, __ATOMIC_RELEASE);

@@ -14,13 +14,14 @@
 #include "control/ctl_internal.h"
 #include "control/metalog.h"
 #include "dataplane/kafka_ctx.h"
+#include "storage/slog.h"
 
 static void ctl_pid_reserved(struct ctl *ctl, void *cookie, int err, const struct metalog_applied *a)
 {
 	(void)cookie;
 	ctl->pid_reserving = 0;
 	if (err < 0) {
-		fprintf(stderr, "sluiced: cannot reserve producer ids in the metadata log: %s\n", strerror(-err));
+		slog(SLOG_WARN, "cannot reserve producer ids in the metadata log: %s", strerror(-err));
 		return;
 	}
 	if (ctl->pid_next == ctl->pid_end) {
@@ -41,7 +42,7 @@ static void ctl_pid_reserve(struct ctl *ctl)
 	if (ctl->pid_reserving || ctl->pid_spare >= 0)
 		return;
 	if ((rc = metalog_build_producer_ids(ctl->ml, CTL_PID_BLOCK, &r)) < 0) {
-		fprintf(stderr, "sluiced: cannot reserve producer ids in the metadata log: %s\n", strerror(-rc));
+		slog(SLOG_WARN, "cannot reserve producer ids in the metadata log: %s", strerror(-rc));
 		return;
 	}
 	ctl->pid_reserving = 1;

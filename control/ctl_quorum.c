@@ -72,6 +72,7 @@
 #include "control/quorum.h"
 #include "dataplane/kafka_ctx.h"
 #include "storage/lathist.h"
+#include "storage/slog.h"
 
 #define CQ_DIR "__cluster_metadata-raft"
 #define CQ_OLD_DIR "__cluster_metadata-0"
@@ -188,9 +189,9 @@ static void cq_fail(struct ctl_quorum *cq, uint64_t index, int rc)
 	if (cq->failed)
 		return;
 	cq->failed = rc;
-	fprintf(stderr, "sluiced: fatal: the metadata record at index %llu of %s cannot be applied by this "
+	slog(SLOG_CRIT, "the metadata record at index %llu of %s cannot be applied by this "
 		"version (%s): stopping rather than diverge from the quorum; upgrade this node or restore "
-		"its metadata directory from another voter\n",
+		"its metadata directory from another voter",
 		(unsigned long long)index, cq->dir, strerror(-rc));
 	if (!cq->started) {
 		cq_start_failed(cq, -EPROTO, "the metadata log in %s holds a record this version cannot apply "
@@ -216,9 +217,9 @@ static void cq_disk_failed(struct ctl_quorum *cq, int rc, const char *msg)
 	if (cq->failed)
 		return;
 	cq->failed = rc;
-	fprintf(stderr, "sluiced: fatal: the metadata quorum's log in %s cannot be written (%s; libraft: %s): "
+	slog(SLOG_CRIT, "the metadata quorum's log in %s cannot be written (%s; libraft: %s): "
 		"halting, so that the other nodes take over this node's leaderships; repair or replace the disk, "
-		"then restart the node\n", cq->dir, strerror(-(now ? now : rc)), msg);
+		"then restart the node", cq->dir, strerror(-(now ? now : rc)), msg);
 	if (!cq->started) {
 		cq_start_failed(cq, rc, "the metadata quorum's log in %s cannot be written: %s", cq->dir, msg);
 		return;
@@ -348,8 +349,8 @@ static int cq_restore(void *arg, const void *buf, size_t len)
 		cq->snapshots_installed++;
 		if (meta_diff_each(d, cq->ctl->ml, cq_restored_topic, cq->ctl))
 			cq->ctl->follow_broker = 1;
-		fprintf(stderr, "sluiced: installed a metadata snapshot (this node was behind what the voters "
-			"keep): serving the topics it changed\n");
+		slog(SLOG_NOTICE, "installed a metadata snapshot (this node was behind what the voters "
+			"keep): serving the topics it changed");
 	}
 	meta_diff_free(d);
 	return rc;
@@ -498,8 +499,8 @@ static void cq_image_save(struct ctl_quorum *cq)
 	free(buf);
 	if (rc < 0) {
 		if (!cq->image_failed)
-			fprintf(stderr, "sluiced: cannot write the metadata image %s: %s (a restart fetches the whole "
-				"metadata from the voters instead)\n", cq->image_path, strerror(-rc));
+			slog(SLOG_WARN, "cannot write the metadata image %s: %s (a restart fetches the whole "
+				"metadata from the voters instead)", cq->image_path, strerror(-rc));
 		cq->image_failed = 1;
 		cq->image_saved = at;   /* not again before image_every more records */
 		return;
@@ -541,13 +542,13 @@ static void cq_image_load(struct ctl_quorum *cq)
 	}
 	free(snap);
 	if (rc < 0) {
-		fprintf(stderr, "sluiced: the metadata image %s: %s: discarded; fetching the whole metadata from the "
-			"voters\n", cq->image_path, why[0] ? why : strerror(-rc));
+		slog(SLOG_WARN, "the metadata image %s: %s: discarded; fetching the whole metadata from the "
+			"voters", cq->image_path, why[0] ? why : strerror(-rc));
 		unlink(cq->image_path);
 		return;
 	}
 	cq->image_saved = index;
-	fprintf(stderr, "sluiced: the metadata image %s is at index %llu: fetching the records after it\n",
+	slog(SLOG_INFO, "the metadata image %s is at index %llu: fetching the records after it",
 		cq->image_path, (unsigned long long)index);
 }
 
@@ -579,9 +580,9 @@ static void cq_import_finish(struct ctl_quorum *cq)
 		}
 		close(dfd);
 	}
-	fprintf(stderr, "sluiced: upgraded the data directory: imported the metadata log of %s (%lld records "
+	slog(SLOG_NOTICE, "upgraded the data directory: imported the metadata log of %s (%lld records "
 		"rebuilding its image) into the metadata quorum's log %s; the old log is kept as %s and is no "
-		"longer read\n",
+		"longer read",
 		from, (long long)cq->import_records, cq->dir, to);
 	cq_started(cq);
 }
@@ -993,8 +994,8 @@ int ctl_quorum_open(struct ctl *ctl, void (*ready)(struct ctl *ctl, int err, con
 	cq->dir_existed = rc == 0;
 	if (rc == 0 && dir_exists(old)) {
 		/* an import that did not finish: start it again */
-		fprintf(stderr, "sluiced: %s was being imported into %s when the broker stopped: importing "
-			"again\n", old, cq->dir);
+		slog(SLOG_INFO, "%s was being imported into %s when the broker stopped: importing "
+			"again", old, cq->dir);
 		if ((rc = rm_flat_dir(cq->dir)) < 0) {
 			snprintf(err, errlen, "cannot remove the half-made %s: %s", cq->dir, strerror(-rc));
 			return rc;
@@ -1256,7 +1257,7 @@ void ctl_quorum_close(struct ctl *ctl)
 			quorum_poll(cq->q);
 			clock_gettime(CLOCK_MONOTONIC, &t);
 			if (!cq->closed && t.tv_sec - t0.tv_sec > 10) {
-				fprintf(stderr, "sluiced: the metadata quorum did not close within 10 s: leaving it\n");
+				slog(SLOG_WARN, "the metadata quorum did not close within 10 s: leaving it");
 				break;
 			}
 		}

@@ -39,6 +39,7 @@
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/part_proxy.h"
+#include "storage/slog.h"
 
 #define ALTER_TRIES 3                /* a record refused for a newer epoch: built again */
 
@@ -128,7 +129,7 @@ static void complete_scan(struct ctl *ctl)
 				metalog_rec_free(&r);
 				continue;
 			}
-			fprintf(stderr, "sluiced: partition %s-%d: reassignment complete (%d replicas%s)\n", mt->name, j,
+			slog(SLOG_NOTICE, "partition %s-%d: reassignment complete (%d replicas%s)", mt->name, j,
 				pl.nreplicas, pl.leader >= 0 ? ", a new leader" : "");
 			cr->inflight++;
 			ctl_meta_propose(ctl, &r, completed, NULL);
@@ -143,7 +144,7 @@ static void hosting_done(struct ctl *ctl, struct ctl_op *op)
 	(void)ctl;
 	if (op->failed) {
 		/* not again until the next partition record: no loop of failing opens */
-		fprintf(stderr, "sluiced: a partition this node became a replica of: %s\n", op->fail_msg);
+		slog(SLOG_NOTICE, "a partition this node became a replica of: %s", op->fail_msg);
 		return;
 	}
 	cr_of(ctl)->host_wanted = 1;   /* the image may have moved on meanwhile */
@@ -202,7 +203,7 @@ static void rehost(struct ctl *ctl, struct md_topic *t, const struct meta_topic 
 		op->made[op->nmade] = dir;
 		op->made_for[op->nmade] = nt;
 		op->made_rm[op->nmade++] = 1;
-		fprintf(stderr, "sluiced: partition %s-%d: no longer a replica here: its log is removed\n", mt->name,
+		slog(SLOG_NOTICE, "partition %s-%d: no longer a replica here: its log is removed", mt->name,
 			j);
 		shard = ctl_home_take(ctl->homes, mt->id, j);   /* out of the book: nt publishes no block */
 		op->pending++;
@@ -260,7 +261,7 @@ static void throttle_publish(struct ctl *ctl)
 		if (r <= 0 || r == INT64_MAX)
 			r = 0;
 		if (__atomic_load_n(to[i], __ATOMIC_RELAXED) != r)
-			fprintf(stderr, "sluiced: %s replication throttle: %s\n", side[i], r ? fmt_rate(r) : "none");
+			slog(SLOG_NOTICE, "%s replication throttle: %s", side[i], r ? fmt_rate(r) : "none");
 		__atomic_store_n(to[i], r, __ATOMIC_RELAXED);
 	}
 }
@@ -418,7 +419,7 @@ static int alter_one_propose(struct ctl *ctl, struct alter_one *o)
 		say(p, KERR_INVALID_REPLICA_ASSIGNMENT, "The reassignment cannot be recorded: %s.", strerror(-rc));
 		return 0;
 	}
-	fprintf(stderr, "sluiced: partition %s-%d: reassignment %s (%d adding, %d removing)\n", o->name,
+	slog(SLOG_NOTICE, "partition %s-%d: reassignment %s (%d adding, %d removing)", o->name,
 		p->partition, p->ntarget < 0 ? "cancelled" : "started", pl.nadding, pl.nremoving);
 	ctl_meta_propose(ctl, &r, alter_applied, o);
 	return 1;

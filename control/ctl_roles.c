@@ -35,6 +35,7 @@
 #include "control/reassign.h"
 #include "dataplane/part_proxy.h"
 #include "dataplane/part_role.h"
+#include "storage/slog.h"
 
 /* The leader's registered host as a numeric IPv4 or IPv6 address (a
  * numeric one as it is; a name resolved, its first address): the shard's
@@ -70,7 +71,7 @@ static void role_answered(void *self, void *cookie, int err)
 	struct ctl_role_out *o = cookie;
 
 	if (err < 0 && err != -ENOENT)
-		fprintf(stderr, "sluiced: a partition could not take its replication role: %s\n", strerror(-err));
+		slog(SLOG_WARN, "a partition could not take its replication role: %s", strerror(-err));
 	if (o->prev)
 		o->prev->next = o->next;
 	else

@@ -42,6 +42,7 @@
 #include "control/placement.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/topic_name.h"
+#include "storage/slog.h"
 
 /* One partition open in flight: the cookie of part_proxy_open, freed when
  * it answers. t and mp are the entry of an operation's topic, not
@@ -384,7 +385,7 @@ static void ctl_part_opened(void *self, void *cookie, int err, const struct part
 		op->rec.bytes_trusted += rep->bytes_trusted;
 		op->rec.damaged += rep->damaged;
 		if (rep->noteworthy)
-			fprintf(stderr, "sluiced: recovered %s-%d: %s\n", o->t->name, o->mp->index, rep->line);
+			slog(SLOG_INFO, "recovered %s-%d: %s", o->t->name, o->mp->index, rep->line);
 	}
 	free(dir);
 	free(o);
@@ -706,7 +707,7 @@ static void ctl_drop_failed(struct ctl *ctl, struct ctl_op *op)
 dropped:
 		for (int k = 0; k < op->nmade; k++)
 			op->made_rm[k] |= op->made_for[k] == t;
-		fprintf(stderr, "sluiced: topic %s not created: %s\n", t->name, op->fail_msg);
+		slog(SLOG_WARN, "topic %s not created: %s", t->name, op->fail_msg);
 		ctl_topic_free(t);
 		op->created[i] = op->created[op->ncreated - 1];
 		op->created_for[i] = op->created_for[op->ncreated - 1];
@@ -741,8 +742,8 @@ static void ctl_step_rec_done(struct ctl *ctl, void *cookie, int err, const stru
 			snprintf(op->fail_msg, sizeof(op->fail_msg), "metadata log: %s", strerror(-err));
 		}
 	} else if (err < 0) {
-		fprintf(stderr, "sluiced: topic %s not created, but its record could not be removed from the "
-				"metadata log: %s\n", sr->name, strerror(-err));
+		slog(SLOG_WARN, "topic %s not created, but its record could not be removed from the "
+				"metadata log: %s", sr->name, strerror(-err));
 	}
 	free(sr);
 	if (--op->pending == 0)
@@ -895,7 +896,7 @@ int ctl_build_cfg(struct ctl *ctl, struct config **out)
 				continue;
 			if (!config_dynamic(k) ||
 			    config_set(c, k, v, pass ? "dynamic-broker" : "dynamic-default", err, sizeof(err)) < 0)
-				fprintf(stderr, "sluiced: warning: broker config %s=%s of the metadata log not applied\n",
+				slog(SLOG_WARN, "broker config %s=%s of the metadata log not applied",
 					k, config_sensitive(k) ? "(sensitive, not shown)" : v);
 		}
 	}

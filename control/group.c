@@ -24,6 +24,7 @@
 #include "dataplane/kafka_errors.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
+#include "storage/slog.h"
 
 /* ---- answers to the membership calls ------------------------------------- */
 
@@ -545,8 +546,8 @@ static void handle_sync(struct group_coord *gc, struct kafka_ctx *ctx)
 		/* Kafka keeps the assignment in one record of the offsets topic
 		 * and answers a too-large one with UNKNOWN_SERVER_ERROR to
 		 * everyone, then rebalances */
-		fprintf(stderr, "sluiced: group %s: the assignment of generation %d is %lld bytes, more than "
-			"max.message.bytes of %s; members are told UNKNOWN_SERVER_ERROR\n",
+		slog(SLOG_WARN, "group %s: the assignment of generation %d is %lld bytes, more than "
+			"max.message.bytes of %s; members are told UNKNOWN_SERVER_ERROR",
 			g->id, g->generation, (long long)assignment_bytes(q), GROUP_OFFSETS_TOPIC);
 		for (struct gmember *x = g->members; x; x = x->next)
 			if (x->sync) {

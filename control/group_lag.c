@@ -12,6 +12,7 @@
 #include "control/cutil.h"
 #include "control/group_table.h"
 #include "dataplane/part_proxy.h"
+#include "storage/slog.h"
 
 /* ---- lag: high watermark and oldest unconsumed record ------------------------ */
 
@@ -35,11 +36,11 @@ static void report_print(struct group_coord *gc)
 		if (!g)
 			continue;
 		ng++;
-		fprintf(stderr, "sluiced: group %s: state %s, generation %d, protocol %s/%s, %d member(s)\n", g->id,
+		slog(SLOG_INFO, "group %s: state %s, generation %d, protocol %s/%s, %d member(s)", g->id,
 			group_state_names[g->state], g->generation, g->ptype ? g->ptype : "-", g->protocol ? g->protocol : "-",
 			g->nmembers);
 		for (struct gmember *m = g->members; m; m = m->next)
-			fprintf(stderr, "sluiced:   member %s%s%s client %s host %s\n", m->id, m->instance ? " instance " : "",
+			slog(SLOG_INFO, "  member %s%s%s client %s host %s", m->id, m->instance ? " instance " : "",
 				m->instance ? m->instance : "", m->client_id, m->host);
 		n = (int)g->offsets.n;
 		all = xcalloc((size_t)n, sizeof(*all));
@@ -57,16 +58,16 @@ static void report_print(struct group_coord *gc)
 			if (o->hw >= 0)
 				snprintf(age, sizeof(age), "%lld", (long long)(o->oldest_ts < 0 ? 0
 						: (now > o->oldest_ts ? now - o->oldest_ts : 0)));
-			fprintf(stderr, "sluiced:   %s-%d committed %lld high-watermark %lld lag %s "
-				"oldest-unconsumed-age-ms %s owner %s\n", o->topic, o->part, (long long)o->offset,
+			slog(SLOG_INFO, "  %s-%d committed %lld high-watermark %lld lag %s "
+				"oldest-unconsumed-age-ms %s owner %s", o->topic, o->part, (long long)o->offset,
 				(long long)o->hw, lag, age, own ? own->id : "-");
 			np++;
 		}
 		free(all);
 	}
-	fprintf(stderr, "sluiced: group coordinator: %llu joins, %llu syncs, %llu heartbeats, %llu leaves, "
+	slog(SLOG_INFO, "group coordinator: %llu joins, %llu syncs, %llu heartbeats, %llu leaves, "
 		"%llu rebalances, %llu members expired; %llu partitions committed, %llu refused (stale generation "
-		"%llu, unknown member %llu, rebalance in progress %llu, owned by another member %llu, fenced %llu)\n",
+		"%llu, unknown member %llu, rebalance in progress %llu, owned by another member %llu, fenced %llu)",
 		(unsigned long long)gc->st.joins, (unsigned long long)gc->st.syncs,
 		(unsigned long long)gc->st.heartbeats, (unsigned long long)gc->st.leaves,
 		(unsigned long long)gc->st.rebalances, (unsigned long long)gc->st.members_expired,
@@ -74,7 +75,7 @@ static void report_print(struct group_coord *gc)
 		(unsigned long long)gc->st.commit_refused_generation, (unsigned long long)gc->st.commit_refused_member,
 		(unsigned long long)gc->st.commit_refused_rebalance, (unsigned long long)gc->st.commit_refused_owner,
 		(unsigned long long)gc->st.commit_refused_fenced);
-	fprintf(stderr, "sluiced: group report: %d group(s), %d committed partition(s)\n", ng, np);
+	slog(SLOG_INFO, "group report: %d group(s), %d committed partition(s)", ng, np);
 }
 
 static void lag_scan_done(struct group_coord *gc);

@@ -15,6 +15,7 @@
 #include "storage/batch.h"
 #include "storage/batch_format.h"
 #include "storage/controls.h"
+#include "storage/slog.h"
 
 /* ---- offsets: persistence ---------------------------------------------------- */
 
@@ -106,7 +107,7 @@ static void offsets_appended(void *self, void *cookie, int64_t base, int err)
 		free(e->meta);
 	}
 	if (err)
-		fprintf(stderr, "sluiced: group %s: writing %d offset record(s) to %s failed: %s\n", g->id, gw->n,
+		slog(SLOG_WARN, "group %s: writing %d offset record(s) to %s failed: %s", g->id, gw->n,
 			GROUP_OFFSETS_TOPIC, strerror(-err));
 	free(gw->e);
 	free(gw->batch);

@@ -21,6 +21,7 @@
 #include "control/metalog_internal.h"
 #include "storage/batch.h"
 #include "storage/plog.h"
+#include "storage/slog.h"
 
 /* ---- the local file ------------------------------------------------------ */
 
@@ -187,9 +188,9 @@ int metalog_open(const char *data_dir, int32_t node_id, struct metalog **out)
 	rc = plog_open(&ml->st, path, &cfg, &ml->pl);
 	if (rc < 0) {
 		if (rc == -EUCLEAN)
-			fprintf(stderr, "sluiced: the metadata log is damaged: %s. Sluice will not start without "
+			slog(SLOG_ERR, "the metadata log is damaged: %s. Sluice will not start without "
 				"its topics. Restore %s from a backup (or, to start this node with no topics, "
-				"move that directory aside); the files were left as they are\n",
+				"move that directory aside); the files were left as they are",
 				ml->st.problem, path);
 		free(path);
 		ml->pl = NULL;
@@ -197,10 +198,10 @@ int metalog_open(const char *data_dir, int32_t node_id, struct metalog **out)
 		return rc;
 	}
 	if ((rc = replay(ml)) < 0) {
-		fprintf(stderr, "sluiced: the metadata log %s cannot be replayed: %s (a record at offset %"
+		slog(SLOG_ERR, "the metadata log %s cannot be replayed: %s (a record at offset %"
 			PRId64 " is damaged or of an unknown kind). Sluice will not start without its topics. "
 			"Restore that directory from a backup (or, to start this node with no topics, move it "
-			"aside)\n", path, strerror(-rc), ml->replay_at);
+			"aside)", path, strerror(-rc), ml->replay_at);
 		free(path);
 		metalog_close(ml);
 		return rc;

@@ -25,6 +25,7 @@
 #include "dataplane/kafka/kafka_codec.h"
 #include "dataplane/peer_session.h"
 #include "storage/batch_format.h"
+#include "storage/slog.h"
 
 #define REQUEST_TIMEOUT_MS 30000   /* Kafka's request.timeout.ms default */
 #define FRAME_MAX (64u << 20)
@@ -389,7 +390,7 @@ static void sess_step(struct pk_conn *c)
 		if (strcmp(pk->auth_err, why) || now - pk->auth_logged_ms > 60000) {
 			snprintf(pk->auth_err, sizeof(pk->auth_err), "%s", why);
 			pk->auth_logged_ms = now;
-			fprintf(stderr, "sluiced: inter-broker connection to broker %d at %s: %s failed: %s\n",
+			slog(SLOG_WARN, "inter-broker connection to broker %d at %s: %s failed: %s",
 				c->node, c->host, c->reauth ? "SASL re-authentication" : "handshake", why);
 		}
 		c->pk->st.auth_failures++;

@@ -22,6 +22,7 @@
 
 #include "control/quorum_tls.h"
 #include "dataplane/tls.h"
+#include "storage/slog.h"
 
 #define QTLS_LOG_EVERY_MS 5000   /* one failure logged per 5 s, the rest counted */
 
@@ -74,7 +75,7 @@ static void tun_fail(struct qtls *t, const char *why)
 	if (!t->up) {
 		s->failures++;
 		if (!s->logged_ms[t->client] || now - s->logged_ms[t->client] >= QTLS_LOG_EVERY_MS) {
-			fprintf(stderr, "sluiced: controller port: TLS %s failed: %s (refused; %llu more not logged)\n",
+			slog(SLOG_WARN, "controller port: TLS %s failed: %s (refused; %llu more not logged)",
 				t->peer, why && *why ? why : "the connection closed during the handshake",
 				(unsigned long long)s->unlogged[t->client]);
 			s->logged_ms[t->client] = now;
@@ -146,7 +147,7 @@ static void outer_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	}
 	while (left)
 		if (tls_conn_write(t->tls, &msg, &left, left) <= 0) {
-			fprintf(stderr, "sluiced: controller port: TLS %s: %s\n", t->peer, tls_conn_error(t->tls));
+			slog(SLOG_WARN, "controller port: TLS %s: %s", t->peer, tls_conn_error(t->tls));
 			tun_close(t);
 			return;
 		}
@@ -209,7 +210,7 @@ static void pump(struct qtls *t)
 			}
 			tun_fail(t, n == -EPIPE ? "the other side closed the TLS session" : tls_conn_error(t->tls));
 			if (t->up)
-				fprintf(stderr, "sluiced: controller port: TLS %s: %s\n", t->peer, tls_conn_error(t->tls));
+				slog(SLOG_WARN, "controller port: TLS %s: %s", t->peer, tls_conn_error(t->tls));
 			return;
 		}
 		b = uv_buf_init((char *)t->plain, (unsigned)n);

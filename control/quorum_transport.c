@@ -35,6 +35,7 @@
 #include "control/quorum_transport.h"
 #include "dataplane/kafka/kafka_codec.h"
 #include "dataplane/kafka/kafka_msgs.h"
+#include "storage/slog.h"
 
 #define QT_ADDRESS_MAX 1024
 #define QT_BACKLOG 128
@@ -353,8 +354,8 @@ static void in_sasl_refuse(struct qt_in *in, const char *why)
 	if (c) {
 		c->sasl[0][1]++;
 		if (rate_ok(&c->sasl_logged_ms, &c->sasl_unlogged, now)) {
-			fprintf(stderr, "sluiced: controller port: SASL authentication from %s failed: %s (closed; "
-				"%llu more not logged)\n", in->peer, why, (unsigned long long)c->sasl_unlogged);
+			slog(SLOG_WARN, "controller port: SASL authentication from %s failed: %s (closed; "
+				"%llu more not logged)", in->peer, why, (unsigned long long)c->sasl_unlogged);
 			c->sasl_unlogged = 0;
 		}
 	}
@@ -697,8 +698,8 @@ static void out_sasl_failed(struct qt_out *o, const char *why)
 	if (c) {
 		c->sasl[1][1]++;
 		if (rate_ok(&c->sasl_logged_ms, &c->sasl_unlogged, uv_now(o->t->loop))) {
-			fprintf(stderr, "sluiced: controller port: SASL authentication to %s as %s failed: %s (%llu more "
-				"not logged)\n", o->host, o->t->ops->sasl->login.user, why,
+			slog(SLOG_WARN, "controller port: SASL authentication to %s as %s failed: %s (%llu more "
+				"not logged)", o->host, o->t->ops->sasl->login.user, why,
 				(unsigned long long)c->sasl_unlogged);
 			c->sasl_unlogged = 0;
 		}
@@ -990,8 +991,8 @@ static void timed_out(struct qt *t, int made, const char *peer)
 		c->unlogged++;
 		return;
 	}
-	fprintf(stderr, "sluiced: controller port: the connection %s %s was not set up within %u ms (%s "
-		"handshake): closed (%llu more not logged)\n", made ? "to" : "from", peer, QT_SETUP_DEADLINE_MS,
+	slog(SLOG_WARN, "controller port: the connection %s %s was not set up within %u ms (%s "
+		"handshake): closed (%llu more not logged)", made ? "to" : "from", peer, QT_SETUP_DEADLINE_MS,
 		t->ops->sec ? "TLS or transport" : "transport", (unsigned long long)c->unlogged);
 	c->logged_ms = now;
 	c->unlogged = 0;
@@ -1017,9 +1018,9 @@ static void sess_sweep(struct qt *t, uint64_t now)
 			if (c) {
 				c->sessions_ended++;
 				if (rate_ok(&c->ended_logged_ms, &c->ended_unlogged, now)) {
-					fprintf(stderr, "sluiced: controller port: the SASL session of %s is over "
+					slog(SLOG_WARN, "controller port: the SASL session of %s is over "
 						"(connections.max.reauth.ms %lld): closed, it connects and authenticates "
-						"again (%llu more not logged)\n", e->peer,
+						"again (%llu more not logged)", e->peer,
 						(long long)t->ops->sasl->lifetime_ms, (unsigned long long)c->ended_unlogged);
 					c->ended_unlogged = 0;
 				}

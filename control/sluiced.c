@@ -30,6 +30,7 @@
 #include "dataplane/shard.h"
 #include "dataplane/sasl.h"
 #include "dataplane/tls.h"
+#include "storage/slog.h"
 #include "version.h"   /* build/gen: SLUICE_VERSION, SLUICE_GIT_COMMIT */
 
 static void usage(FILE *f)
@@ -60,7 +61,7 @@ static int set_or_die(struct config *cfg, const char *key, const char *value, co
 	char err[512];
 
 	if (config_set(cfg, key, value, src, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sluiced: %s\n", err);
+		slog(SLOG_ERR, "%s", err);
 		return -1;
 	}
 	return 0;
@@ -99,7 +100,7 @@ static void notify(const char *fmt, ...)
 	rc = sd_notify_send(buf);
 	if (rc < 0 && !warned) {
 		warned = 1;
-		fprintf(stderr, "sluiced: NOTIFY_SOCKET=%s: cannot notify the service manager: %s\n",
+		slog(SLOG_WARN, "NOTIFY_SOCKET=%s: cannot notify the service manager: %s",
 			getenv("NOTIFY_SOCKET"), strerror(-rc));
 	}
 }
@@ -131,17 +132,17 @@ static int parse_dpdk(const struct config *cfg, struct broker *b)
 	struct in_addr a;
 
 	if (!*config_str(cfg, "dpdk.listen")) {
-		fprintf(stderr, "sluiced: dpdk.enable=true needs dpdk.listen (IPv4:port the DPDK port answers on)\n");
+		slog(SLOG_ERR, "dpdk.enable=true needs dpdk.listen (IPv4:port the DPDK port answers on)");
 		return -1;
 	}
 	if (!*config_str(cfg, "dpdk.eal.args")) {
-		fprintf(stderr, "sluiced: dpdk.enable=true needs dpdk.eal.args (e.g. \"-a 0000:03:00.0\", or "
-				"\"--no-huge -m 512 --no-pci --vdev=net_tap0,iface=sl0\" without a NIC)\n");
+		slog(SLOG_ERR, "dpdk.enable=true needs dpdk.eal.args (e.g. \"-a 0000:03:00.0\", or "
+				"\"--no-huge -m 512 --no-pci --vdev=net_tap0,iface=sl0\" without a NIC)");
 		return -1;
 	}
 	if (config_hostport(config_str(cfg, "dpdk.listen"), host, sizeof(host), &port) < 0 ||
 	    inet_pton(AF_INET, host, &a) != 1 || !port) {
-		fprintf(stderr, "sluiced: dpdk.listen: cannot parse '%s' (expected IPv4:PORT)\n",
+		slog(SLOG_ERR, "dpdk.listen: cannot parse '%s' (expected IPv4:PORT)",
 			config_str(cfg, "dpdk.listen"));
 		return -1;
 	}
@@ -269,17 +270,18 @@ int main(int argc, char **argv)
 	struct qt_counters quorum_port = { 0 }; /* b->quorum_port: the same */
 	struct qt_sasl quorum_sasl = { 0 };     /* b->quorum_sasl: the same */
 
+	slog_init("sluiced");
 	if (config_create(&cfg) < 0)
 		return 1;
 	/* the config file first, then flags in order, whatever their position */
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--config")) {
 			if (i + 1 >= argc) {
-				fprintf(stderr, "sluiced: --config needs a file\n");
+				slog(SLOG_ERR, "--config needs a file");
 				goto out;
 			}
 			if (config_load_file(cfg, argv[i + 1], err, sizeof(err)) < 0) {
-				fprintf(stderr, "sluiced: %s\n", err);
+				slog(SLOG_ERR, "%s", err);
 				goto out;
 			}
 		}
@@ -302,7 +304,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (!v) {
-			fprintf(stderr, "sluiced: %s needs a value\n", a);
+			slog(SLOG_ERR, "%s needs a value", a);
 			usage(stderr);
 			goto out;
 		}
@@ -311,7 +313,7 @@ int main(int argc, char **argv)
 			char *eq = strchr(v, '=');
 
 			if (!eq) {
-				fprintf(stderr, "sluiced: --set %s: expected KEY=VALUE\n", v);
+				slog(SLOG_ERR, "--set %s: expected KEY=VALUE", v);
 				goto out;
 			}
 			snprintf(buf, sizeof(buf), "%.*s", (int)(eq - v), v);
@@ -331,11 +333,11 @@ int main(int argc, char **argv)
 			char *name;
 
 			if (nscram == (int)(sizeof(scram) / sizeof(scram[0]))) {
-				fprintf(stderr, "sluiced: --add-scram: at most %d\n", nscram);
+				slog(SLOG_ERR, "--add-scram: at most %d", nscram);
 				goto out;
 			}
 			if (sasl_add_scram_parse(v, &scram[nscram], &name, err, sizeof(err)) < 0) {
-				fprintf(stderr, "sluiced: --add-scram: %s\n", err);
+				slog(SLOG_ERR, "--add-scram: %s", err);
 				goto out;
 			}
 			nscram++;
@@ -343,7 +345,7 @@ int main(int argc, char **argv)
 			if (set_or_die(cfg, "node.id", v, "--node-id") < 0)
 				goto out;
 		} else {
-			fprintf(stderr, "sluiced: unknown option '%s'\n", a);
+			slog(SLOG_ERR, "unknown option '%s'", a);
 			usage(stderr);
 			goto out;
 		}
@@ -358,20 +360,20 @@ int main(int argc, char **argv)
 
 		if (*al && src && strcmp(src, "default") && config_hostport(al, ahost, sizeof(ahost), &aport) == 0 &&
 		    aport && shard_probe_port(ahost, aport, err, sizeof(err)) == -EADDRINUSE) {
-			fprintf(stderr, "sluiced: admin.listen: %s is held by another process: choose another with "
-				"--set admin.listen=HOST:PORT\n", al);
+			slog(SLOG_ERR, "admin.listen: %s is held by another process: choose another with "
+				"--set admin.listen=HOST:PORT", al);
 			goto out;
 		}
 	}
 	/* this node's place in the cluster: roles, voters, which listener
 	 * is the clients' (exit 2 naming the key on a contradiction) */
 	if (node_role_check(cfg, &role, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sluiced: %s\n", err);
+		slog(SLOG_ERR, "%s", err);
 		goto out;
 	}
 	if (!(b = calloc(1, sizeof(*b))) ||
 	    (nscram && !(b->boot_scram = calloc((size_t)nscram, sizeof(*b->boot_scram))))) {
-		fprintf(stderr, "sluiced: out of memory\n");
+		slog(SLOG_ERR, "out of memory");
 		code = 1;
 		goto out;
 	}
@@ -397,7 +399,7 @@ int main(int argc, char **argv)
 	/* every client listener, its security protocol and what its clients
 	 * are told (exit 2 naming the key: a SASL mechanism not implemented, a name without a protocol) */
 	if (listeners_resolve(cfg, role.broker, &b->set, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sluiced: %s\n", err);
+		slog(SLOG_ERR, "%s", err);
 		goto out;
 	}
 	{
@@ -427,7 +429,7 @@ int main(int argc, char **argv)
 		if (rc >= 0 && (rc = listeners_peer_sec(cfg, &b->set, &ib, &peer_sec, err, sizeof(err))) > 0)
 			b->peer_sec = &peer_sec;
 		if (rc < 0) {
-			fprintf(stderr, "sluiced: %s\n", err);
+			slog(SLOG_ERR, "%s", err);
 			goto out;
 		}
 		/* an SSL controller listener: the controller port's TLS, both
@@ -437,20 +439,20 @@ int main(int argc, char **argv)
 		    (rc = tls_client_create(&tc, &quorum_tls.client, err, sizeof(err))) >= 0)
 			b->quorum_tls = &quorum_tls;
 		if (rc < 0) {
-			fprintf(stderr, "sluiced: %s\n", err);
+			slog(SLOG_ERR, "%s", err);
 			tls_server_destroy(quorum_tls.server);
 			quorum_tls.server = NULL;
 			goto out;
 		}
 		/* a SASL controller listener: PLAIN, its login and users */
 		if ((rc = listeners_controller_sasl(cfg, &quorum_sasl, err, sizeof(err))) < 0) {
-			fprintf(stderr, "sluiced: %s\n", err);
+			slog(SLOG_ERR, "%s", err);
 			goto out;
 		}
 		if (rc > 0)
 			b->quorum_sasl = &quorum_sasl;
 		if ((any_tls || b->quorum_tls) && (rc = tls_ktls_probe()) < 0)
-			fprintf(stderr, "sluiced: TLS: the record layer stays OpenSSL's: this kernel has no kTLS (%s%s)\n",
+			slog(SLOG_INFO, "TLS: the record layer stays OpenSSL's: this kernel has no kTLS (%s%s)",
 				strerror(-rc), rc == -ENOENT ? ": built without CONFIG_TLS" : "");
 	}
 	b->set.node_id = (int32_t)config_int(cfg, "node.id");
@@ -475,7 +477,7 @@ int main(int argc, char **argv)
 	b->set.authz = *config_str(cfg, "authorizer.class.name") != 0;
 	b->set.authz_allow_if_none = (int)config_int(cfg, "allow.everyone.if.no.acl.found");
 	if (super_users_split(config_str(cfg, "super.users"), &b->set) < 0) {
-		fprintf(stderr, "sluiced: out of memory\n");
+		slog(SLOG_ERR, "out of memory");
 		code = 1;
 		goto out;
 	}
@@ -483,15 +485,15 @@ int main(int argc, char **argv)
 		/* the per-address counts every shard shares (struct broker_conns) */
 		b->conns.ip_slots = calloc(BROKER_IP_SLOTS, sizeof(uint64_t));
 		if (!b->conns.ip_slots) {
-			fprintf(stderr, "sluiced: out of memory\n");
+			slog(SLOG_ERR, "out of memory");
 			code = 1;
 			goto out;
 		}
 	}
 	if (b->set.queued_max_request_bytes >= 0 &&
 	    b->set.queued_max_request_bytes < (int64_t)b->set.max_request_bytes)
-		fprintf(stderr, "sluiced: warning: queued.max.request.bytes (%lld) is below socket.request.max.bytes "
-			"(%u): a connection sending a larger frame is closed\n",
+		slog(SLOG_WARN, "queued.max.request.bytes (%lld) is below socket.request.max.bytes "
+			"(%u): a connection sending a larger frame is closed",
 			(long long)b->set.queued_max_request_bytes, b->set.max_request_bytes);
 	b->set.retention_check_ms = config_int(cfg, "log.retention.check.interval.ms");
 	b->set.producer_ttl_ms = config_int(cfg, "producer.id.expiration.ms");
@@ -499,7 +501,7 @@ int main(int argc, char **argv)
 	if (*config_str(cfg, "native.listen") &&
 	    config_hostport(config_str(cfg, "native.listen"), b->set.native_host, sizeof(b->set.native_host),
 			    &b->set.native_port) < 0) {
-		fprintf(stderr, "sluiced: native.listen: cannot parse '%s' (expected HOST:PORT)\n",
+		slog(SLOG_ERR, "native.listen: cannot parse '%s' (expected HOST:PORT)",
 			config_str(cfg, "native.listen"));
 		goto out;
 	}
@@ -511,7 +513,7 @@ int main(int argc, char **argv)
 		goto out;
 
 	if (mkdir_p(b->set.data_dir) < 0) {
-		fprintf(stderr, "sluiced: cannot create data directory %s: %s\n", b->set.data_dir, strerror(errno));
+		slog(SLOG_ERR, "cannot create data directory %s: %s", b->set.data_dir, strerror(errno));
 		goto out;
 	}
 	raise_nofile();
@@ -536,7 +538,7 @@ int main(int argc, char **argv)
 			if (!r || !slots) {
 				free(r);
 				free(slots);
-				fprintf(stderr, "sluiced: out of memory\n");
+				slog(SLOG_ERR, "out of memory");
 				code = 1;
 				goto out;
 			}
@@ -559,7 +561,7 @@ int main(int argc, char **argv)
 				usleep(20000);
 		}
 		if (probe < 0) {
-			fprintf(stderr, "sluiced: %s\n", err);
+			slog(SLOG_ERR, "%s", err);
 			goto out;
 		}
 	}
@@ -568,21 +570,21 @@ int main(int argc, char **argv)
 		rc = native_dpdk_start(b, config_str(cfg, "dpdk.eal.args"), config_str(cfg, "dpdk.port"),
 				       (int)config_int(cfg, "dpdk.mtu"), err, sizeof(err));
 		if (rc < 0) {
-			fprintf(stderr, "sluiced: dpdk: %s\n", err);
+			slog(SLOG_ERR, "dpdk: %s", err);
 			goto out;
 		}
 	}
 	for (int i = 0; i < nshards; i++) {
 		rc = shard_create(b, i, &b->shards[i], err, sizeof(err));
 		if (rc < 0) {
-			fprintf(stderr, "sluiced: %s\n", err);
+			slog(SLOG_ERR, "%s", err);
 			code = rc == -EADDRINUSE || rc == -EACCES || rc == -EADDRNOTAVAIL || rc == -EINVAL ? 2 : 1;
 			goto out;
 		}
 	}
 	for (int i = 0; i < nshards; i++, nstarted++)
 		if ((rc = shard_start(b->shards[i])) < 0) {
-			fprintf(stderr, "sluiced: cannot start shard %d: %s\n", i, strerror(-rc));
+			slog(SLOG_ERR, "cannot start shard %d: %s", i, strerror(-rc));
 			code = 1;
 			goto out;
 		}
@@ -601,14 +603,14 @@ int main(int argc, char **argv)
 			int sig = sigtimedwait(&term, NULL, &zero);
 
 			if (sig == SIGTERM || sig == SIGINT) {
-				fprintf(stderr, "sluiced: %s before the node was ready: stopping\n", strsignal(sig));
+				slog(SLOG_INFO, "%s before the node was ready: stopping", strsignal(sig));
 				code = 0;
 				goto out;
 			}
 		}
 	}
 	if (rc < 0) {
-		fprintf(stderr, "sluiced: %s\n", err);
+		slog(SLOG_ERR, "%s", err);
 		/* -EINVAL: the configuration contradicts the data directory
 		 * (another node id, cluster or voter set): the message names
 		 * the key; -EADDRINUSE: another process holds the controller
@@ -667,12 +669,12 @@ int main(int argc, char **argv)
 			 * listener's, read again: new connections get them */
 			rc = listeners_tls_reload(b, err, sizeof(err));
 			if (rc == -ENOENT)
-				fprintf(stderr, "sluiced: SIGHUP: no SSL listener, no certificates to reload\n");
+				slog(SLOG_NOTICE, "SIGHUP: no SSL listener, no certificates to reload");
 			else if (rc < 0)
-				fprintf(stderr, "sluiced: SIGHUP: TLS reload failed, the previous certificates stay: %s\n",
+				slog(SLOG_WARN, "SIGHUP: TLS reload failed, the previous certificates stay: %s",
 					err);
 			else
-				fprintf(stderr, "sluiced: SIGHUP: TLS certificates reloaded\n");
+				slog(SLOG_NOTICE, "SIGHUP: TLS certificates reloaded");
 			{
 				/* and the admin endpoint's tokens and a SASL
 				 * controller listener's logins, on the control
@@ -699,14 +701,17 @@ int main(int argc, char **argv)
 	}
 	/* leadership of this broker's partitions moves to other brokers first */
 	ctl_shutdown_controlled(ctl, 5000);
-	fprintf(stderr, "sluiced: shutting down: finishing in-flight requests, writing buffered data\n");
+	slog(SLOG_INFO, "shutting down: finishing in-flight requests, writing buffered data");
 	stop_shards(b, nstarted);
 	nstarted = 0;
 	ctl_stop(ctl);
 	ctl = NULL;
 	code = __atomic_load_n(&b->fatal, __ATOMIC_ACQUIRE) ? 1 : 0;
 	release(cfg, b, ctl, nstarted, &peer_sec, scram, nscram);
-	fprintf(stderr, code ? "sluiced: stopped after a fatal error (above)\n" : "sluiced: stopped cleanly\n");
+	if (code)
+		slog(SLOG_ERR, "stopped after a fatal error (above)");
+	else
+		slog(SLOG_INFO, "stopped cleanly");
 	return code;
 out:
 	release(cfg, b, ctl, nstarted, &peer_sec, scram, nscram);

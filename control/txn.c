@@ -19,6 +19,7 @@
 #include "dataplane/part_proxy.h"
 #include "storage/batch.h"
 #include "storage/controls.h"
+#include "storage/slog.h"
 
 /* the coordinator's state and its helpers: control/txn_table.h */
 
@@ -138,11 +139,11 @@ static void state_written(struct ctl *ctl, void *cookie, int64_t base, int err)
 		/* a tombstone or a Complete state: nothing waits for it (a
 		 * restart that misses it writes the markers again) */
 		if (err)
-			fprintf(stderr, "sluiced: writing to %s failed: %s\n", TXN_STATE_TOPIC, strerror(-err));
+			slog(SLOG_WARN, "writing to %s failed: %s", TXN_STATE_TOPIC, strerror(-err));
 		return;
 	}
 	if (err) {
-		fprintf(stderr, "sluiced: transactional id %s: writing its state (%s) to %s failed: %s\n", t->id,
+		slog(SLOG_WARN, "transactional id %s: writing its state (%s) to %s failed: %s", t->id,
 			tstate_names[t->state], TXN_STATE_TOPIC, strerror(-err));
 		t->err = KERR_COORDINATOR_NOT_AVAILABLE;
 	}
@@ -208,12 +209,12 @@ static void marker_done(void *self, void *cookie, int64_t off, int err)
 	if (err == PART_ERR_OLD_EPOCH) {
 		/* the partition knows a newer epoch of the producer: this
 		 * decision is stale there (Kafka stops sending it) */
-		fprintf(stderr, "sluiced: transactional id %s: %s-%d refused the %s marker of epoch %d (it knows a "
-			"newer one): not written\n", t->id, tp->topic, tp->part, t->commit ? "COMMIT" : "ABORT",
+		slog(SLOG_WARN, "transactional id %s: %s-%d refused the %s marker of epoch %d (it knows a "
+			"newer one): not written", t->id, tp->topic, tp->part, t->commit ? "COMMIT" : "ABORT",
 			t->epoch);
 		tp->marked = 1;
 	} else if (err) {
-		fprintf(stderr, "sluiced: transactional id %s: writing the %s marker to %s-%d failed: %s (retried)\n",
+		slog(SLOG_WARN, "transactional id %s: writing the %s marker to %s-%d failed: %s (retried)",
 			t->id, t->commit ? "COMMIT" : "ABORT", tp->topic, tp->part,
 			err > 0 ? "refused by the partition" : strerror(-err));
 	} else {
@@ -273,25 +274,25 @@ static void remote_markers_done(struct ctl *ctl, void *cookie, int err, const vo
 			tc->st.markers++;
 			tc->st.remote_markers++;
 		} else if (!err && (kerr == KERR_INVALID_PRODUCER_EPOCH || kerr == KERR_PRODUCER_FENCED)) {
-			fprintf(stderr, "sluiced: transactional id %s: %s-%d refused the %s marker of epoch %d (it "
-				"knows a newer one): not written\n", t->id, tp->topic, tp->part,
+			slog(SLOG_WARN, "transactional id %s: %s-%d refused the %s marker of epoch %d (it "
+				"knows a newer one): not written", t->id, tp->topic, tp->part,
 				t->commit ? "COMMIT" : "ABORT", t->epoch);
 			tp->marked = 1;
 		} else if (err && SLUICE_CONTROL_OFF(unanswered_marker_taken)) {
-			fprintf(stderr, "sluiced: transactional id %s: the %s marker to %s-%d: no answer from its "
-				"leader: %s (taken as written: control)\n", t->id, t->commit ? "COMMIT" : "ABORT", tp->topic,
+			slog(SLOG_WARN, "transactional id %s: the %s marker to %s-%d: no answer from its "
+				"leader: %s (taken as written: control)", t->id, t->commit ? "COMMIT" : "ABORT", tp->topic,
 				tp->part, strerror(-err));
 			tp->marked = 1;
 		} else if (err) {
 			/* the connection lost, ...: the leader is looked up
 			 * again at the retry */
-			fprintf(stderr, "sluiced: transactional id %s: the %s marker to %s-%d: no answer from its "
-				"leader: %s (retried)\n", t->id, t->commit ? "COMMIT" : "ABORT", tp->topic, tp->part,
+			slog(SLOG_WARN, "transactional id %s: the %s marker to %s-%d: no answer from its "
+				"leader: %s (retried)", t->id, t->commit ? "COMMIT" : "ABORT", tp->topic, tp->part,
 				strerror(-err));
 		} else {
 			/* NOT_LEADER_OR_FOLLOWER, ...: likewise */
-			fprintf(stderr, "sluiced: transactional id %s: the %s marker to %s-%d: its leader answered "
-				"error %d (retried)\n", t->id, t->commit ? "COMMIT" : "ABORT", tp->topic, tp->part,
+			slog(SLOG_WARN, "transactional id %s: the %s marker to %s-%d: its leader answered "
+				"error %d (retried)", t->id, t->commit ? "COMMIT" : "ABORT", tp->topic, tp->part,
 				kerr);
 		}
 	}
@@ -1084,8 +1085,8 @@ int txn_tick(struct txn_coord *tc, int64_t now_ms, int64_t wall, int max_ms)
 		if (check && !t->busy && t->state == TS_ONGOING && now - t->start_mono > t->timeout_ms) {
 			/* a hanging transaction: fence its producer and abort */
 			if (bump_epoch(tc, t) == 0) {
-				fprintf(stderr, "sluiced: transactional id %s: transaction open for more than "
-					"transaction.timeout.ms (%d ms): aborted, producer %lld fenced (epoch %d)\n",
+				slog(SLOG_WARN, "transactional id %s: transaction open for more than "
+					"transaction.timeout.ms (%d ms): aborted, producer %lld fenced (epoch %d)",
 					t->id, t->timeout_ms, (long long)t->pid, t->epoch);
 				tc->st.timed_out++;
 				txn_end(tc, t, 0);
@@ -1113,8 +1114,8 @@ void txn_report(struct txn_coord *tc)
 	int64_t now = ctl_now_ms(tc->ctl), wall = ctl_wall_ms(tc->ctl);
 	int n = 0;
 
-	fprintf(stderr, "sluiced: transactions: %llu begun, %llu committed, %llu aborted (%llu timed out), "
-		"%llu fenced by InitProducerId, %llu late requests refused, %llu markers\n",
+	slog(SLOG_INFO, "transactions: %llu begun, %llu committed, %llu aborted (%llu timed out), "
+		"%llu fenced by InitProducerId, %llu late requests refused, %llu markers",
 		(unsigned long long)tc->st.begun, (unsigned long long)tc->st.committed,
 		(unsigned long long)tc->st.aborted, (unsigned long long)tc->st.timed_out,
 		(unsigned long long)tc->st.fenced_by_init, (unsigned long long)tc->st.late_refused,
@@ -1128,17 +1129,26 @@ void txn_report(struct txn_coord *tc)
 			continue;
 		/* an open transaction holds back read_committed consumers of
 		 * its partitions (their LSO): name it and its partitions */
-		fprintf(stderr, "sluiced:   transactional id %s: %s, producer %lld epoch %d, open %lld ms "
-			"(timeout %d ms), %d partition(s):", t->id, tstate_names[t->state], (long long)t->pid,
-			t->epoch, (long long)(t->start_mono ? now - t->start_mono : wall - t->start_wall),
-			t->timeout_ms, t->ntp);
-		for (int i = 0; i < t->ntp && i < 16; i++)
-			fprintf(stderr, " %s-%d", t->tp[i].topic, t->tp[i].part);
-		fprintf(stderr, "%s\n", t->ntp > 16 ? " ..." : "");
+		{
+			/* one line: its partitions, the first 16 */
+			char parts[1024];
+			size_t k = 0;
+
+			parts[0] = '\0';
+			for (int i = 0; i < t->ntp && i < 16 && k < sizeof(parts); i++) {
+				int w = snprintf(parts + k, sizeof(parts) - k, " %s-%d", t->tp[i].topic, t->tp[i].part);
+
+				k += w > 0 ? (size_t)w : 0;
+			}
+			slog(SLOG_INFO, "  transactional id %s: %s, producer %lld epoch %d, open %lld ms (timeout %d ms), "
+			     "%d partition(s):%s%s", t->id, tstate_names[t->state], (long long)t->pid, t->epoch,
+			     (long long)(t->start_mono ? now - t->start_mono : wall - t->start_wall), t->timeout_ms,
+			     t->ntp, parts, t->ntp > 16 ? " ..." : "");
+		}
 		n++;
 	}
 	if (!n)
-		fprintf(stderr, "sluiced:   no open transaction\n");
+		slog(SLOG_INFO, "  no open transaction");
 }
 
 /* ---- life ------------------------------------------------------------------------- */

@@ -21,6 +21,7 @@
 #include "dataplane/sasl.h"
 #include "dataplane/tls.h"
 #include "storage/batch_format.h"
+#include "storage/slog.h"
 
 /* Kernel 6.2 uapi; liburing 2.3's own copy of io_uring.h predates them. */
 #ifndef IORING_SEND_ZC_REPORT_USAGE
@@ -393,18 +394,18 @@ static void conn_accept_failed(struct shard *sh, int li, int res, unsigned flags
 
 		getrlimit(RLIMIT_NOFILE, &rl);
 		if (res == -EMFILE)
-			fprintf(stderr, /* style: allow slow path: once a minute at most, broker-wide */
-				"sluiced: shard %d: cannot accept connections: too many open files "
+			slog(SLOG_WARN, /* style: allow slow path: once a minute at most, broker-wide */
+				"shard %d: cannot accept connections: too many open files "
 				"(RLIMIT_NOFILE %llu, %llu connections open): new clients wait in the listen "
 				"backlog, accepts retry every 0.1-1 s; raise the limit (systemd LimitNOFILE=, "
 				"ulimit -n) or set max.connections below it "
-				"(sluice_accept_errors_total{reason=\"emfile\"})\n",
+				"(sluice_accept_errors_total{reason=\"emfile\"})",
 				sh->id, (unsigned long long)rl.rlim_cur,
 				(unsigned long long)__atomic_load_n(&b->conns.open, __ATOMIC_RELAXED));
 		else
-			fprintf(stderr, /* style: allow slow path: once a minute at most, broker-wide */
-				"sluiced: shard %d: cannot accept connections: %s: new clients wait in the listen "
-				"backlog, accepts retry every 0.1-1 s%s\n", sh->id, strerror(-res),
+			slog(SLOG_WARN, /* style: allow slow path: once a minute at most, broker-wide */
+				"shard %d: cannot accept connections: %s: new clients wait in the listen "
+				"backlog, accepts retry every 0.1-1 s%s", sh->id, strerror(-res),
 				res == -ENFILE ? "; raise the system's limit (fs.file-max)" : "");
 	}
 }

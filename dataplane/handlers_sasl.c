@@ -34,6 +34,7 @@
 #include "dataplane/kafka_ctx.h"
 #include "dataplane/kafka_errors.h"
 #include "dataplane/sasl.h"
+#include "storage/slog.h"
 
 #define SASL_OUT_MAX 512   /* a challenge or SCRAM's server-final */
 
@@ -143,8 +144,8 @@ static void auth_failed(struct kafka_ctx *ctx, int mech, const char *why)
 
 	shard_stat_add(&sh->stats.sasl_auth_failed, 1);
 	kafka_ctx_peer_host(ctx, host, sizeof(host));
-	fprintf(stderr, /* style: allow slow path: a failed authentication, each delayed */
-		"sluiced: SASL authentication failed from %s on listener %s (%s, user '%.64s'): %s\n", host,
+	slog(SLOG_WARN, /* style: allow slow path: a failed authentication, each delayed */
+		"SASL authentication failed from %s on listener %s (%s, user '%.64s'): %s", host,
 		l ? l->name : "?", sasl_mech_name(mech), ctx->c->sasl->user, why);
 	ctx->c->close_after = 1;
 	ctx->resume = ctx->raw ? close_later : respond_later;

@@ -33,6 +33,7 @@
 #include "storage/batch.h"
 #include "storage/batch_format.h"
 #include "storage/controls.h"
+#include "storage/slog.h"
 
 static void shard_proxy_send(void *ctx, int to, const struct shard_msg *m)
 {
@@ -129,7 +130,7 @@ static void owner_open(void *self, struct shard_msg *m)
 		}
 	}
 	if (rc == -EUCLEAN && sh->st.problem[0])
-		fprintf(stderr, "sluiced: partition %s-%d cannot be opened: %s\n", t->name, /* style: allow open failure */
+		slog(SLOG_WARN, "partition %s-%d cannot be opened: %s", t->name, /* style: allow open failure */
 			mp->index, sh->st.problem);
 	if (rc == 0) {
 		const struct plog_recovery *r = &p->pl->recovery;
@@ -770,7 +771,7 @@ static void owner_read(void *self, struct shard_msg *m)
 
 		if (rc < 0 || rd.bytes == 0) {
 			if (rc < 0)
-				fprintf(stderr, "sluiced: reading %s-%d at offset %lld back at start: %s\n", /* style: allow start-up */
+				slog(SLOG_WARN, "reading %s-%d at offset %lld back at start: %s", /* style: allow start-up */
 					p->topic, p->index, (long long)off, strerror(-rc));
 			plog_read_release(&rd);
 			break;

@@ -31,6 +31,7 @@
 #include "storage/batch.h"
 #include "storage/batch_format.h"
 #include "storage/plog.h"
+#include "storage/slog.h"
 
 #define ABORTED_FILE "aborted.txns"
 #define ABORTED_REC 24
@@ -86,8 +87,8 @@ static void aborted_file_add(struct part_txn *t, const struct part_aborted *a)
 	snprintf(path, sizeof(path), "%s/" ABORTED_FILE, t->dir);
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		fprintf(stderr, /* style: allow slow path: a failed file open, once per abort */
-			"sluiced: %s-%d: cannot open %s: %s (the abort is found again by the scan at the next start)\n",
+		slog(SLOG_WARN, /* style: allow slow path: a failed file open, once per abort */
+			"%s-%d: cannot open %s: %s (the abort is found again by the scan at the next start)",
 			t->topic, t->index, path, strerror(errno));
 		return;
 	}
@@ -96,8 +97,8 @@ static void aborted_file_add(struct part_txn *t, const struct part_aborted *a)
 		be64_store(rec + 8, (uint64_t)a->first);
 		be64_store(rec + 16, (uint64_t)a->last);
 		if (write(fd, rec, sizeof(rec)) != (ssize_t)sizeof(rec))
-			fprintf(stderr, /* style: allow slow path: a failed write, once per abort */
-				"sluiced: %s-%d: writing %s failed (the abort is found again by the scan at the next start)\n",
+			slog(SLOG_WARN, /* style: allow slow path: a failed write, once per abort */
+				"%s-%d: writing %s failed (the abort is found again by the scan at the next start)",
 				t->topic, t->index, path);
 	}
 	close(fd);
@@ -174,9 +175,9 @@ static int marker_type(const uint8_t *b)
 static void txn_close(struct part_txn *t, struct producer_entry *e, int commit, int64_t marker)
 {
 	if (!commit && e->txn_first >= 0 && aborted_push(t, e->pid, e->txn_first, marker) < 0)
-		fprintf(stderr, /* style: allow slow path: out of memory, once per abort */
-			"sluiced: %s-%d: no memory for the aborted transaction index: producer %lld's "
-			"aborted records at %lld..%lld stay visible to read_committed consumers\n",
+		slog(SLOG_WARN, /* style: allow slow path: out of memory, once per abort */
+			"%s-%d: no memory for the aborted transaction index: producer %lld's "
+			"aborted records at %lld..%lld stay visible to read_committed consumers",
 			t->topic, t->index, (long long)e->pid, (long long)e->txn_first, (long long)marker);
 	e->txn_first = -1;
 	e->txn_open = 0;

@@ -23,6 +23,7 @@
 #include "storage/batch_format.h"
 #include "storage/controls.h"
 #include "storage/plog_epochs.h"
+#include "storage/slog.h"
 
 #define BACKOFF_MIN_NS 100000000ull       /* 100 ms */
 #define BACKOFF_MAX_NS 1000000000ull      /* replica.fetch.backoff.ms */
@@ -174,8 +175,8 @@ static void rf_note(struct shard *sh, struct part *p, enum shard_repl_skip why)
 	if (r->skip_logged_ns && sh->now_ns - r->skip_logged_ns < SKIP_LOG_NS)
 		return;
 	r->skip_logged_ns = sh->now_ns ? sh->now_ns : 1;
-	fprintf(stderr, /* style: allow slow path: once a minute per partition at most */
-		"sluiced: shard %d: replica fetch of %s-%d from broker %d: %s\n", sh->id, p->topic, p->index, r->leader,
+	slog(SLOG_WARN, /* style: allow slow path: once a minute per partition at most */
+		"shard %d: replica fetch of %s-%d from broker %d: %s", sh->id, p->topic, p->index, r->leader,
 		skip_why[why]);
 }
 
@@ -564,8 +565,8 @@ static void rf_auth_failed(struct replica_fetcher *f)
 	if (strcmp(why, f->auth_err) || sh->now_ns - f->auth_logged_ns > AUTH_LOG_NS) {
 		snprintf(f->auth_err, sizeof(f->auth_err), "%s", why);
 		f->auth_logged_ns = sh->now_ns;
-		fprintf(stderr, /* style: allow slow path: a failed handshake, once a minute per reason */
-			"sluiced: shard %d: replica fetcher to broker %d at %s:%d: %s%s failed: %s\n", sh->id,
+		slog(SLOG_WARN, /* style: allow slow path: a failed handshake, once a minute per reason */
+			"shard %d: replica fetcher to broker %d at %s:%d: %s%s failed: %s", sh->id,
 			f->leader, f->host, f->port, f->sess->tls ? "TLS/SASL" : "SASL",
 			f->reauth ? " re-authentication" : " handshake", why);
 	}

@@ -30,6 +30,7 @@
 #include "storage/batch_format.h"
 #include "storage/compact.h"
 #include "storage/compress.h"
+#include "storage/slog.h"
 
 /* ---- setup ------------------------------------------------------------ */
 
@@ -850,13 +851,13 @@ static void *shard_main(void *arg)
 			shard_idle(sh);
 	}
 	shard_thread_fini(sh);
-	fprintf(stderr, "sluiced: shard %d: %llu loop turns, %llu busy cycles (%s in turns that did work)\n", sh->id, /* style: allow once, at exit */
+	slog(SLOG_INFO, "shard %d: %llu loop turns, %llu busy cycles (%s in turns that did work)", sh->id, /* style: allow once, at exit */
 		(unsigned long long)sh->stats.loops, (unsigned long long)sh->stats.busy_cycles, SHARD_CYCLES_UNIT);
 	if (sh->native) {
 		char line[2048];
 
 		native_shard_describe(sh, line, sizeof(line));
-		fprintf(stderr, "sluiced: %s\n", line); /* style: allow once, at exit */
+		slog(SLOG_INFO, "%s", line); /* style: allow once, at exit */
 	}
 	return NULL;
 }

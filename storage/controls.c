@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "storage/controls.h"
+#include "storage/slog.h"
 
 int sluice_control;
 
@@ -31,19 +32,27 @@ __attribute__((constructor)) static void control_from_env(void)
 	const char *v = getenv("SLUICE_CONTROL");
 
 	if (!v || !*v) {
-		fprintf(stderr, "sluiced: CONTROL BUILD (test only): SLUICE_CONTROL unset, every protection on\n"); /* style: allow start-up, before main */
+		slog(SLOG_INFO, "CONTROL BUILD (test only): SLUICE_CONTROL unset, every protection on"); /* style: allow start-up, before main */
 		return;
 	}
 	for (int i = 1; i < SLUICE_CONTROL_COUNT; i++)
 		if (!strcmp(v, names[i])) {
 			sluice_control = i;
-			fprintf(stderr, /* style: allow start-up, before main */
-				"sluiced: CONTROL BUILD (test only): protection '%s' is OFF: broken on purpose\n", v);
+			slog(SLOG_WARN, /* style: allow start-up, before main */
+				"CONTROL BUILD (test only): protection '%s' is OFF: broken on purpose", v);
 			return;
 		}
-	fprintf(stderr, "sluiced: SLUICE_CONTROL=%s: unknown control; known:", v); /* style: allow start-up */
-	for (int i = 1; i < SLUICE_CONTROL_COUNT; i++)
-		fprintf(stderr, " %s", names[i]); /* style: allow start-up */
-	fprintf(stderr, "\n"); /* style: allow start-up */
+	{
+		char known[512];
+		size_t k = 0;
+
+		known[0] = '\0';
+		for (int i = 1; i < SLUICE_CONTROL_COUNT && k < sizeof(known); i++) {
+			int w = snprintf(known + k, sizeof(known) - k, " %s", names[i]);
+
+			k += w > 0 ? (size_t)w : 0;
+		}
+		slog(SLOG_ERR, "SLUICE_CONTROL=%s: unknown control; known:%s", v, known); /* style: allow start-up */
+	}
 	exit(2);
 }

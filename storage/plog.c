@@ -12,6 +12,7 @@
 #include "storage/batch.h"
 #include "storage/plog.h"
 #include "storage/plog_internal.h"
+#include "storage/slog.h"
 
 void plog_config_defaults(struct plog_config *cfg)
 {
@@ -728,8 +729,8 @@ static void plog_fail(struct plog *pl, int err, const struct segment *seg)
 {
 	if (plog_failed(pl))
 		return;
-	fprintf(stderr, /* style: allow slow path: once per failed log */
-		"sluiced: %s/%s: %s: the log is offline on this node until the broker restarts\n", pl->dir,
+	slog(SLOG_ERR, /* style: allow slow path: once per failed log */
+		"%s/%s: %s: the log is offline on this node until the broker restarts", pl->dir,
 		seg ? seg->name : "", strerror(-err));
 	pl->err = err;
 	if (pl->on_durable)

@@ -25,6 +25,7 @@
 #include "dataplane/shard_core.h"
 #include "storage/batch.h"
 #include "storage/batch_format.h"
+#include "storage/slog.h"
 
 #define RX_BATCH 32                   /* datagrams per recvmmsg */
 #define DG_BUF 9216                   /* one datagram buffer (>= NATIVE_MAX_DATAGRAM) */
@@ -1236,7 +1237,7 @@ void native_shard_thread_init(struct shard *sh)
 
 	/* an lcore id, so the pools' per-lcore caches serve this shard */
 	if (sh->native && sh->native->dpdk && rte_lcore_id() == LCORE_ID_ANY && (rc = dpdk_eal_thread_register()) < 0)
-		fprintf(stderr, "sluiced: shard %d: no DPDK lcore id left (%s): mbufs bypass the pool cache\n", sh->id, /* style: allow once, at thread start */
+		slog(SLOG_WARN, "shard %d: no DPDK lcore id left (%s): mbufs bypass the pool cache", sh->id, /* style: allow once, at thread start */
 			strerror(-rc));
 }
 
@@ -1270,7 +1271,7 @@ int native_dpdk_start(struct broker *b, const char *eal_args, const char *device
 		return rc;
 	}
 	dpdk_port_describe(p, line, sizeof(line));
-	fprintf(stderr, "sluiced: dpdk: %s\n", line); /* style: allow once, at startup */
+	slog(SLOG_INFO, "dpdk: %s", line); /* style: allow once, at startup */
 	b->dpdk = p;
 	return 0;
 }

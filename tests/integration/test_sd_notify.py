@@ -158,6 +158,61 @@ def nothing_without_notify_socket():
         shutil.rmtree(d, ignore_errors=True)
 
 
+def run_once(d, env_extra, journal):
+    """sluiced started and stopped with its stderr in a file: the lines."""
+    log = os.path.join(d, "stderr")
+    port_probe = socket.socket()
+    port_probe.bind(("127.0.0.1", 0))
+    port = port_probe.getsockname()[1]
+    port_probe.close()
+    with open(log, "wb") as f:
+        env = dict(os.environ, **env_extra)
+        env.pop("NOTIFY_SOCKET", None)
+        if journal:
+            st = os.fstat(f.fileno())
+            env["JOURNAL_STREAM"] = "%d:%d" % (st.st_dev, st.st_ino)
+        p = subprocess.Popen([SLUICED, "--data-dir", os.path.join(d, "data"), "--listen", "127.0.0.1:%d" % port,
+                              "--shards", "1", "--set", "queued.max.request.bytes=1024"],
+                             stdout=subprocess.PIPE, stderr=f, stdin=subprocess.DEVNULL, env=env)
+        try:
+            for line in p.stdout:
+                if b"listening on" in line:
+                    break
+            p.send_signal(signal.SIGTERM)
+            assert p.wait(timeout=60) == 0
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            p.stdout.close()
+    return open(log).read().splitlines()
+
+
+@test
+def log_levels():
+    """One line per event with its level: on a terminal or a file the
+    level's word for what needs a look, on the journal syslog's <N> prefix
+    (journald stores it as PRIORITY); a $JOURNAL_STREAM that names another
+    stream (a shell redirected stderr in between) is not the journal."""
+    d = temp_dir()
+    try:
+        plain = run_once(d, {}, False)
+        warn = [x for x in plain if "queued.max.request.bytes" in x]
+        assert warn and warn[0].startswith("sluiced: warning: queued.max.request.bytes (1024)"), plain
+        assert "sluiced: stopped cleanly" in plain, plain
+        assert not any(x.startswith("<") for x in plain), plain
+        j = run_once(d, {}, True)
+        warn = [x for x in j if "queued.max.request.bytes" in x]
+        assert warn and warn[0].startswith("<4>sluiced: queued.max.request.bytes (1024)"), j
+        assert "<6>sluiced: stopped cleanly" in j, j
+        # every line of the broker's own carries a priority on the journal
+        assert all(re.match(r"<[0-7]>sluiced: ", x) for x in j if x.strip()), j
+        other = run_once(d, {"JOURNAL_STREAM": "1:1"}, False)
+        assert not any(x.startswith("<") for x in other), other
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 @test
 def version():
     p = subprocess.run([SLUICED, "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
