@@ -340,7 +340,9 @@ void group_handle_commit(struct group_coord *gc, struct kafka_ctx *ctx)
 			e[n].offset = qp->CommittedOffset;
 			e[n].epoch = ver >= 6 ? qp->CommittedLeaderEpoch : -1;
 			e[n].meta = kdup(qp->CommittedMetadata);
-			e[n].ts = now;
+			/* v1 carries the commit's time (Kafka takes it when set,
+			 * and offsets expire from it); v0 and v2+ commit now */
+			e[n].ts = ver == 1 && qp->CommitTimestamp >= 0 ? qp->CommitTimestamp : now;
 			e[n].err = &rp->ErrorCode;
 			n++;
 		}

@@ -1858,6 +1858,7 @@ static void kafka_offset_commit_request_offset_commit_request_partition_init(str
 {
 	memset(m, 0, sizeof(*m));
 	m->CommittedLeaderEpoch = (int32_t)-1LL;
+	m->CommitTimestamp = (int64_t)-1LL;
 	m->CommittedMetadata = (struct kafka_str){ "", 0 };
 }
 
@@ -1889,6 +1890,9 @@ static int kafka_offset_commit_request_offset_commit_request_partition_decode(st
 	m->CommittedOffset = kafka_cursor_int64(c);
 	if (version >= 6) {
 		m->CommittedLeaderEpoch = kafka_cursor_int32(c);
+	}
+	if (version == 1) {
+		m->CommitTimestamp = kafka_cursor_int64(c);
 	}
 	m->CommittedMetadata = kafka_cursor_string(c, false, true);
 	return c->err;
@@ -1925,18 +1929,22 @@ int kafka_offset_commit_request_decode(struct kafka_cursor *c, struct kafka_aren
 	int rc;
 	int32_t n;
 
-	if (version < 2 || version > 7)
+	if (version < 0 || version > 7)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_offset_commit_request_init(m);
 	(void)a;
 	(void)version;
 	m->GroupId = kafka_cursor_string(c, false, false);
-	m->GenerationIdOrMemberEpoch = kafka_cursor_int32(c);
-	m->MemberId = kafka_cursor_string(c, false, false);
+	if (version >= 1) {
+		m->GenerationIdOrMemberEpoch = kafka_cursor_int32(c);
+	}
+	if (version >= 1) {
+		m->MemberId = kafka_cursor_string(c, false, false);
+	}
 	if (version == 7) {
 		m->GroupInstanceId = kafka_cursor_string(c, false, version == 7);
 	}
-	if (version <= 4) {
+	if (version >= 2 && version <= 4) {
 		m->RetentionTimeMs = kafka_cursor_int64(c);
 	}
 	n = kafka_cursor_array_len(c, false, false, 6);
@@ -1964,6 +1972,9 @@ static void kafka_offset_commit_request_offset_commit_request_partition_encode(s
 	if (version >= 6) {
 		kafka_writer_int32(w, m->CommittedLeaderEpoch);
 	}
+	if (version == 1) {
+		kafka_writer_int64(w, m->CommitTimestamp);
+	}
 	kafka_writer_string(w, m->CommittedMetadata, false, true);
 }
 
@@ -1981,17 +1992,21 @@ void kafka_offset_commit_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_offset_commit_request *m)
 {
 	(void)version;
-	if (version < 2 || version > 7) {
+	if (version < 0 || version > 7) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
 	kafka_writer_string(w, m->GroupId, false, false);
-	kafka_writer_int32(w, m->GenerationIdOrMemberEpoch);
-	kafka_writer_string(w, m->MemberId, false, false);
+	if (version >= 1) {
+		kafka_writer_int32(w, m->GenerationIdOrMemberEpoch);
+	}
+	if (version >= 1) {
+		kafka_writer_string(w, m->MemberId, false, false);
+	}
 	if (version == 7) {
 		kafka_writer_string(w, m->GroupInstanceId, false, version == 7);
 	}
-	if (version <= 4) {
+	if (version >= 2 && version <= 4) {
 		kafka_writer_int64(w, m->RetentionTimeMs);
 	}
 	kafka_writer_len(w, m->Topics.count, false, true, false);
@@ -2076,7 +2091,7 @@ int kafka_offset_commit_response_decode(struct kafka_cursor *c, struct kafka_are
 	int rc;
 	int32_t n;
 
-	if (version < 2 || version > 7)
+	if (version < 0 || version > 7)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_offset_commit_response_init(m);
 	(void)a;
@@ -2122,7 +2137,7 @@ void kafka_offset_commit_response_encode(struct kafka_writer *w, int16_t version
 		const struct kafka_offset_commit_response *m)
 {
 	(void)version;
-	if (version < 2 || version > 7) {
+	if (version < 0 || version > 7) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
@@ -2192,7 +2207,7 @@ int kafka_offset_fetch_request_decode(struct kafka_cursor *c, struct kafka_arena
 	int rc;
 	int32_t n;
 
-	if (version < 1 || version > 5)
+	if (version < 0 || version > 5)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_offset_fetch_request_init(m);
 	(void)a;
@@ -2228,7 +2243,7 @@ void kafka_offset_fetch_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_offset_fetch_request *m)
 {
 	(void)version;
-	if (version < 1 || version > 5) {
+	if (version < 0 || version > 5) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
@@ -2322,7 +2337,7 @@ int kafka_offset_fetch_response_decode(struct kafka_cursor *c, struct kafka_aren
 	int rc;
 	int32_t n;
 
-	if (version < 1 || version > 5)
+	if (version < 0 || version > 5)
 		return kafka_cursor_fail(c, -ENOTSUP);
 	kafka_offset_fetch_response_init(m);
 	(void)a;
@@ -2376,7 +2391,7 @@ void kafka_offset_fetch_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_offset_fetch_response *m)
 {
 	(void)version;
-	if (version < 1 || version > 5) {
+	if (version < 0 || version > 5) {
 		kafka_writer_fail(w, -ENOTSUP);
 		return;
 	}
@@ -12042,13 +12057,13 @@ const struct kafka_msg_desc kafka_msg_descs[] = {
 	  kafka_metadata_request_init_any, kafka_metadata_request_decode_any, kafka_metadata_request_encode_any },
 	{ "MetadataResponse", 3, 0, 12, 9, sizeof(struct kafka_metadata_response),
 	  kafka_metadata_response_init_any, kafka_metadata_response_decode_any, kafka_metadata_response_encode_any },
-	{ "OffsetCommitRequest", 8, 2, 7, 8, sizeof(struct kafka_offset_commit_request),
+	{ "OffsetCommitRequest", 8, 0, 7, 8, sizeof(struct kafka_offset_commit_request),
 	  kafka_offset_commit_request_init_any, kafka_offset_commit_request_decode_any, kafka_offset_commit_request_encode_any },
-	{ "OffsetCommitResponse", 8, 2, 7, 8, sizeof(struct kafka_offset_commit_response),
+	{ "OffsetCommitResponse", 8, 0, 7, 8, sizeof(struct kafka_offset_commit_response),
 	  kafka_offset_commit_response_init_any, kafka_offset_commit_response_decode_any, kafka_offset_commit_response_encode_any },
-	{ "OffsetFetchRequest", 9, 1, 5, 6, sizeof(struct kafka_offset_fetch_request),
+	{ "OffsetFetchRequest", 9, 0, 5, 6, sizeof(struct kafka_offset_fetch_request),
 	  kafka_offset_fetch_request_init_any, kafka_offset_fetch_request_decode_any, kafka_offset_fetch_request_encode_any },
-	{ "OffsetFetchResponse", 9, 1, 5, 6, sizeof(struct kafka_offset_fetch_response),
+	{ "OffsetFetchResponse", 9, 0, 5, 6, sizeof(struct kafka_offset_fetch_response),
 	  kafka_offset_fetch_response_init_any, kafka_offset_fetch_response_decode_any, kafka_offset_fetch_response_encode_any },
 	{ "FindCoordinatorRequest", 10, 0, 2, 3, sizeof(struct kafka_find_coordinator_request),
 	  kafka_find_coordinator_request_init_any, kafka_find_coordinator_request_decode_any, kafka_find_coordinator_request_encode_any },
@@ -12265,8 +12280,8 @@ const struct kafka_api kafka_apis[KAFKA_API_COUNT] = {
 	{ 1, "Fetch", 4, 15, 12, 4, 15, true, &kafka_msg_descs[2], &kafka_msg_descs[3], kafka_handle_fetch }, /* 9+: current leader epoch (KIP-320); 12: last fetched epoch, diverging epoch; 13+: topic ids (KIP-516); 15: ReplicaState (KIP-903); fetch sessions (KIP-227) */
 	{ 2, "ListOffsets", 1, 4, 6, 1, 4, true, &kafka_msg_descs[4], &kafka_msg_descs[5], kafka_handle_list_offsets }, /* 4: current leader epoch (KIP-320) */
 	{ 3, "Metadata", 0, 12, 9, 0, 12, true, &kafka_msg_descs[6], &kafka_msg_descs[7], kafka_handle_metadata }, /* 7: leader epoch (KIP-320); 10+: topic ids (KIP-516), 12: topics asked by id */
-	{ 8, "OffsetCommit", 2, 7, 8, 2, 7, true, &kafka_msg_descs[8], &kafka_msg_descs[9], kafka_handle_offset_commit },
-	{ 9, "OffsetFetch", 1, 5, 6, 1, 5, true, &kafka_msg_descs[10], &kafka_msg_descs[11], kafka_handle_offset_fetch },
+	{ 8, "OffsetCommit", 0, 7, 8, 0, 7, true, &kafka_msg_descs[8], &kafka_msg_descs[9], kafka_handle_offset_commit }, /* 0-1: Sarama 1.22 (Debian 12's) commits with v1; v0 is stored with the others (Kafka kept it in ZooKeeper). KIP-896 dropped both in Kafka 4.0; Sluice keeps them */
+	{ 9, "OffsetFetch", 0, 5, 6, 0, 5, true, &kafka_msg_descs[10], &kafka_msg_descs[11], kafka_handle_offset_fetch }, /* 0: as v1, from the same store (Kafka read v0's from ZooKeeper) */
 	{ 10, "FindCoordinator", 0, 2, 3, 0, 2, true, &kafka_msg_descs[12], &kafka_msg_descs[13], kafka_handle_find_coordinator },
 	{ 11, "JoinGroup", 0, 5, 6, 0, 5, true, &kafka_msg_descs[14], &kafka_msg_descs[15], kafka_handle_join_group },
 	{ 12, "Heartbeat", 0, 3, 4, 0, 3, true, &kafka_msg_descs[16], &kafka_msg_descs[17], kafka_handle_heartbeat },

@@ -486,42 +486,44 @@ int kafka_metadata_response_decode(struct kafka_cursor *c, struct kafka_arena *a
 void kafka_metadata_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_metadata_response *m);
 
-/* ---- OffsetCommitRequest (api key 8, versions 2-7) ---- */
+/* ---- OffsetCommitRequest (api key 8, versions 0-7) ---- */
 
 struct kafka_offset_commit_request_offset_commit_request_partition {
-	/* The partition index. (v2+) */
+	/* The partition index. (v0+) */
 	int32_t PartitionIndex;
-	/* The message offset to be committed. (v2+) */
+	/* The message offset to be committed. (v0+) */
 	int64_t CommittedOffset;
 	/* The leader epoch of this partition. (v6+) */
 	int32_t CommittedLeaderEpoch;
-	/* Any associated metadata the client wants to keep. (v2+, nullable) */
+	/* The timestamp of the commit. (v1) */
+	int64_t CommitTimestamp;
+	/* Any associated metadata the client wants to keep. (v0+, nullable) */
 	struct kafka_str CommittedMetadata;
 };
 
 struct kafka_offset_commit_request_offset_commit_request_topic {
-	/* The topic name. (v2+) */
+	/* The topic name. (v0+) */
 	struct kafka_str Name;
-	/* Each partition to commit offsets for. (v2+) */
+	/* Each partition to commit offsets for. (v0+) */
 	struct {
 		struct kafka_offset_commit_request_offset_commit_request_partition *items;
 		int32_t count; /* -1: null */
 	} Partitions;
 };
 
-/* OffsetCommitRequest, versions 2-7, flexible from v8. */
+/* OffsetCommitRequest, versions 0-7, flexible from v8. */
 struct kafka_offset_commit_request {
-	/* The unique group identifier. (v2+) */
+	/* The unique group identifier. (v0+) */
 	struct kafka_str GroupId;
-	/* The generation of the group if using the classic group protocol or the member epoch if using the consumer protocol. (v2+) */
+	/* The generation of the group if using the classic group protocol or the member epoch if using the consumer protocol. (v1+) */
 	int32_t GenerationIdOrMemberEpoch;
-	/* The member ID assigned by the group coordinator. (v2+) */
+	/* The member ID assigned by the group coordinator. (v1+) */
 	struct kafka_str MemberId;
 	/* The unique identifier of the consumer instance provided by end user. (v7+, nullable) */
 	struct kafka_str GroupInstanceId;
 	/* The time period in ms to retain the offset. (v2-4) */
 	int64_t RetentionTimeMs;
-	/* The topics to commit offsets for. (v2+) */
+	/* The topics to commit offsets for. (v0+) */
 	struct {
 		struct kafka_offset_commit_request_offset_commit_request_topic *items;
 		int32_t count; /* -1: null */
@@ -534,30 +536,30 @@ int kafka_offset_commit_request_decode(struct kafka_cursor *c, struct kafka_aren
 void kafka_offset_commit_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_offset_commit_request *m);
 
-/* ---- OffsetCommitResponse (api key 8, versions 2-7) ---- */
+/* ---- OffsetCommitResponse (api key 8, versions 0-7) ---- */
 
 struct kafka_offset_commit_response_offset_commit_response_partition {
-	/* The partition index. (v2+) */
+	/* The partition index. (v0+) */
 	int32_t PartitionIndex;
-	/* The error code, or 0 if there was no error. (v2+) */
+	/* The error code, or 0 if there was no error. (v0+) */
 	int16_t ErrorCode;
 };
 
 struct kafka_offset_commit_response_offset_commit_response_topic {
-	/* The topic name. (v2+) */
+	/* The topic name. (v0+) */
 	struct kafka_str Name;
-	/* The responses for each partition in the topic. (v2+) */
+	/* The responses for each partition in the topic. (v0+) */
 	struct {
 		struct kafka_offset_commit_response_offset_commit_response_partition *items;
 		int32_t count; /* -1: null */
 	} Partitions;
 };
 
-/* OffsetCommitResponse, versions 2-7, flexible from v8. */
+/* OffsetCommitResponse, versions 0-7, flexible from v8. */
 struct kafka_offset_commit_response {
 	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v3+) */
 	int32_t ThrottleTimeMs;
-	/* The responses for each topic. (v2+) */
+	/* The responses for each topic. (v0+) */
 	struct {
 		struct kafka_offset_commit_response_offset_commit_response_topic *items;
 		int32_t count; /* -1: null */
@@ -570,23 +572,23 @@ int kafka_offset_commit_response_decode(struct kafka_cursor *c, struct kafka_are
 void kafka_offset_commit_response_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_offset_commit_response *m);
 
-/* ---- OffsetFetchRequest (api key 9, versions 1-5) ---- */
+/* ---- OffsetFetchRequest (api key 9, versions 0-5) ---- */
 
 struct kafka_offset_fetch_request_offset_fetch_request_topic {
-	/* The topic name. (v1+) */
+	/* The topic name. (v0+) */
 	struct kafka_str Name;
-	/* The partition indexes we would like to fetch offsets for. (v1+) */
+	/* The partition indexes we would like to fetch offsets for. (v0+) */
 	struct {
 		int32_t *items;
 		int32_t count; /* -1: null */
 	} PartitionIndexes;
 };
 
-/* OffsetFetchRequest, versions 1-5, flexible from v6. */
+/* OffsetFetchRequest, versions 0-5, flexible from v6. */
 struct kafka_offset_fetch_request {
-	/* The group to fetch offsets for. (v1+) */
+	/* The group to fetch offsets for. (v0+) */
 	struct kafka_str GroupId;
-	/* Each topic we would like to fetch offsets for, or null to fetch offsets for all topics. (v1+, nullable) */
+	/* Each topic we would like to fetch offsets for, or null to fetch offsets for all topics. (v0+, nullable) */
 	struct {
 		struct kafka_offset_fetch_request_offset_fetch_request_topic *items;
 		int32_t count; /* -1: null */
@@ -599,36 +601,36 @@ int kafka_offset_fetch_request_decode(struct kafka_cursor *c, struct kafka_arena
 void kafka_offset_fetch_request_encode(struct kafka_writer *w, int16_t version,
 		const struct kafka_offset_fetch_request *m);
 
-/* ---- OffsetFetchResponse (api key 9, versions 1-5) ---- */
+/* ---- OffsetFetchResponse (api key 9, versions 0-5) ---- */
 
 struct kafka_offset_fetch_response_offset_fetch_response_partition {
-	/* The partition index. (v1+) */
+	/* The partition index. (v0+) */
 	int32_t PartitionIndex;
-	/* The committed message offset. (v1+) */
+	/* The committed message offset. (v0+) */
 	int64_t CommittedOffset;
 	/* The leader epoch. (v5+) */
 	int32_t CommittedLeaderEpoch;
-	/* The partition metadata. (v1+, nullable) */
+	/* The partition metadata. (v0+, nullable) */
 	struct kafka_str Metadata;
-	/* The error code, or 0 if there was no error. (v1+) */
+	/* The error code, or 0 if there was no error. (v0+) */
 	int16_t ErrorCode;
 };
 
 struct kafka_offset_fetch_response_offset_fetch_response_topic {
-	/* The topic name. (v1+) */
+	/* The topic name. (v0+) */
 	struct kafka_str Name;
-	/* The responses per partition (v1+) */
+	/* The responses per partition (v0+) */
 	struct {
 		struct kafka_offset_fetch_response_offset_fetch_response_partition *items;
 		int32_t count; /* -1: null */
 	} Partitions;
 };
 
-/* OffsetFetchResponse, versions 1-5, flexible from v6. */
+/* OffsetFetchResponse, versions 0-5, flexible from v6. */
 struct kafka_offset_fetch_response {
 	/* The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v3+) */
 	int32_t ThrottleTimeMs;
-	/* The responses per topic. (v1+) */
+	/* The responses per topic. (v0+) */
 	struct {
 		struct kafka_offset_fetch_response_offset_fetch_response_topic *items;
 		int32_t count; /* -1: null */

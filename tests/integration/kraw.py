@@ -346,9 +346,10 @@ class Conn:
         r.done()
         return err
 
-    def offset_commit(self, group, offsets, generation=-1, member_id="", ver=2):
+    def offset_commit(self, group, offsets, generation=-1, member_id="", ver=2, commit_ts=-1):
         """offsets: {(topic, partition): (offset, metadata)}; returns
-        {(topic, partition): error}."""
+        {(topic, partition): error}. commit_ts: v1's per-partition commit
+        timestamp (-1: the broker's clock)."""
         by_topic = {}
         for (t, p), v in sorted(offsets.items()):
             by_topic.setdefault(t, []).append((p, v))
@@ -362,7 +363,7 @@ class Conn:
             p, (off, meta) = pv
             w.i32(p).i64(off)
             if ver == 1:
-                w.i64(-1)
+                w.i64(commit_ts)
             w.str(meta)
         w.array(list(by_topic.items()), lambda w, tv: w.str(tv[0]).array(tv[1], part))
         r = self.request(OFFSET_COMMIT, ver, w)

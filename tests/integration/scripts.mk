@@ -11,6 +11,9 @@ TEST_SCRIPTS += tests/integration/test_groups_raw.py
 TEST_SCRIPTS += tests/integration/test_groups_python.py
 TEST_SCRIPTS += tests/integration/test_groups_kafkajs.py
 TEST_SCRIPTS += tests/integration/test_groups_offsets.py
+# docs/kafka-protocol.md's version table against ApiVersions v0 and v3 of a
+# real broker and against the message definitions (~2 s)
+TEST_SCRIPTS += tests/integration/test_version_table.py
 # transactions: raw frames with exact error codes (test_txn_raw.py), kcat and
 # kafkajs transactional producers and read_committed consumers
 # (test_txn_clients.py)

@@ -387,6 +387,59 @@ def offsets_survive_restart():
                 assert c.offset_commit("simple", {(TOPIC, 0): (simple, "s%d" % simple)}) == {(TOPIC, 0): 0}
 
 
+@test
+def old_offset_commit_and_fetch_versions():
+    """OffsetCommit v0-1 and OffsetFetch v0, as Sarama 1.22 (Debian 12's)
+    and other clients of Kafka 0.8-0.10's era send them (KIP-896 dropped
+    them in Kafka 4.0; Sluice keeps them): advertised, stored with the
+    other versions' offsets and read back by every version; v1 as a
+    member is judged like v2+ (generation, member), v0 is a simple commit
+    (refused while the group has members); v1's commit timestamp is the
+    one offsets expire from (an old one expires at the next check, -1 is
+    the broker's clock). Before 2026-12-04 Sluice served OffsetCommit 2-7
+    only: Sarama's commits failed and its group re-read everything after
+    a restart."""
+    settings = dict(SETTINGS, **{"offsets.retention.ms": 60000, "offsets.retention.check.interval.ms": 200})
+    with broker(settings=settings) as b:
+        st = setup(b)
+        c = st.conn
+        av = c.api_versions()
+        assert av.error == 0 and av.apis[kraw.OFFSET_COMMIT][0] == 0 and av.apis[kraw.OFFSET_FETCH][0] == 0, av.apis
+        # v1 as g's member: judged, stored, read back by v0, v1 and v5
+        assert c.offset_commit("g", {(TOPIC, 0): (11, "v1")}, generation=st.gen, member_id=st.member,
+                               ver=1) == {(TOPIC, 0): 0}
+        for v in (0, 1, 5):
+            got, top = c.offset_fetch("g", {TOPIC: [0, 1]}, ver=v)
+            assert top == 0 and got == {(TOPIC, 0): (11, "v1", 0), (TOPIC, 1): (7, "m1", 0)}, (v, got)
+        assert c.offset_commit("g", {(TOPIC, 0): (12, "bad")}, generation=st.gen + 1, member_id=st.member,
+                               ver=1) == {(TOPIC, 0): kraw.ILLEGAL_GENERATION}
+        assert c.offset_commit("g", {(TOPIC, 0): (12, "bad")}, generation=st.gen, member_id="nobody",
+                               ver=1) == {(TOPIC, 0): kraw.UNKNOWN_MEMBER_ID}
+        # v0 is a simple commit: refused while g has a member, stored for a
+        # group without one
+        assert c.offset_commit("g", {(TOPIC, 0): (13, "v0")}, ver=0) == {(TOPIC, 0): kraw.UNKNOWN_MEMBER_ID}
+        assert c.offset_commit("old", {(TOPIC, 0): (21, "v0"), (TOPIC, 1): (22, None)},
+                               ver=0) == {(TOPIC, 0): 0, (TOPIC, 1): 0}
+        for v in (0, 1, 3):
+            got, top = c.offset_fetch("old", {TOPIC: [0, 1]}, ver=v)
+            assert top == 0 and got == {(TOPIC, 0): (21, "v0", 0), (TOPIC, 1): (22, "", 0)}, (v, got)
+        # v1's timestamp: two minutes old expires (retention 60 s), now stays
+        now_ms = int(time.time() * 1000)
+        assert c.offset_commit("stale", {(TOPIC, 0): (31, "old")}, ver=1,
+                               commit_ts=now_ms - 120000) == {(TOPIC, 0): 0}
+        assert c.offset_commit("fresh", {(TOPIC, 0): (32, "new")}, ver=1) == {(TOPIC, 0): 0}
+        wait_until(lambda: c.offset_fetch("stale", {TOPIC: [0]}, ver=1)[0] == {(TOPIC, 0): (-1, "", 0)},
+                   "the offset committed with a two-minute-old v1 timestamp expired")
+        assert c.offset_fetch("fresh", {TOPIC: [0]}, ver=1)[0] == {(TOPIC, 0): (32, "new", 0)}
+        # and after a restart, replayed like any other
+        c.close()
+        b.restart()
+        with Conn(b.bootstrap) as c2:
+            assert c2.offset_fetch("old", {TOPIC: [0, 1]}, ver=0)[0] == {(TOPIC, 0): (21, "v0", 0),
+                                                                        (TOPIC, 1): (22, "", 0)}
+            assert c2.offset_fetch("fresh", {TOPIC: [0]}, ver=0)[0] == {(TOPIC, 0): (32, "new", 0)}
+
+
 class Async:
     """A request on its own connection in a thread (JoinGroup and a
     follower's SyncGroup wait for the rest of the group)."""

@@ -1287,6 +1287,7 @@ static void kafka_offset_commit_request_offset_commit_request_partition_init_(st
 {
 	memset(m, 0, sizeof(*m));
 	m->CommittedLeaderEpoch = (int32_t)-1LL;
+	m->CommitTimestamp = (int64_t)-1LL;
 	m->CommittedMetadata = (struct kafka_str){ "", 0 };
 }
 
@@ -1305,6 +1306,9 @@ static void sample_kafka_offset_commit_request_offset_commit_request_partition(s
 	m->CommittedOffset = kafka_sample_int64(s);
 	if (version >= 6) {
 		m->CommittedLeaderEpoch = kafka_sample_int32(s);
+	}
+	if (version == 1) {
+		m->CommitTimestamp = kafka_sample_int64(s);
 	}
 	m->CommittedMetadata = kafka_sample_string(s, true);
 }
@@ -1327,12 +1331,16 @@ static void sample_kafka_offset_commit_request(struct kafka_sample *s, int16_t v
 	(void)version;
 	kafka_offset_commit_request_init(m);
 	m->GroupId = kafka_sample_string(s, false);
-	m->GenerationIdOrMemberEpoch = kafka_sample_int32(s);
-	m->MemberId = kafka_sample_string(s, false);
+	if (version >= 1) {
+		m->GenerationIdOrMemberEpoch = kafka_sample_int32(s);
+	}
+	if (version >= 1) {
+		m->MemberId = kafka_sample_string(s, false);
+	}
 	if (version == 7) {
 		m->GroupInstanceId = kafka_sample_string(s, version == 7);
 	}
-	if (version <= 4) {
+	if (version >= 2 && version <= 4) {
 		m->RetentionTimeMs = kafka_sample_int64(s);
 	}
 	m->Topics.count = kafka_sample_count(s, false);
@@ -1349,6 +1357,8 @@ static bool equal_kafka_offset_commit_request_offset_commit_request_partition(co
 		return kafka_sample_differs("OffsetCommitRequestPartition.CommittedOffset");
 	if (a->CommittedLeaderEpoch != b->CommittedLeaderEpoch)
 		return kafka_sample_differs("OffsetCommitRequestPartition.CommittedLeaderEpoch");
+	if (a->CommitTimestamp != b->CommitTimestamp)
+		return kafka_sample_differs("OffsetCommitRequestPartition.CommitTimestamp");
 	if (!kafka_sample_str_equal(a->CommittedMetadata, b->CommittedMetadata))
 		return kafka_sample_differs("OffsetCommitRequestPartition.CommittedMetadata");
 	(void)a;
