@@ -389,7 +389,7 @@ int host_nics(const struct host_probe *h, struct host_nic *out, int n)
 		if (e->d_name[0] == '.' || strlen(e->d_name) >= sizeof(nic->name))
 			continue;
 		memset(nic, 0, sizeof(*nic));
-		snprintf(nic->name, sizeof(nic->name), "%s", e->d_name);
+		memcpy(nic->name, e->d_name, strlen(e->d_name) + 1);   /* its length checked above */
 		snprintf(rel, sizeof(rel), "sys/class/net/%s/device", e->d_name);
 		link_base(h, rel, nic->device, sizeof(nic->device));
 		if (!nic->device[0])
