@@ -5,7 +5,9 @@
  * isolated cores, NIC queues and their IRQs, hugepages and IOMMU for DPDK,
  * the data disk's scheduler and write cache against log.durability, its
  * filesystem for O_DIRECT, THP, swappiness, fd and memlock limits, clock
- * sync, and the host against a hardware profile (docs/host-check.md).
+ * sync, and the host against a hardware profile, with the capacity
+ * planner's model (bench/capacity.c) when a suite run's costs are given
+ * (--results) (docs/host-check.md).
  * The broker's config file (--config, --set; else the defaults) says the
  * data directories, shards, durability and whether DPDK is on.
  * Exit 0 when nothing breaks a promise (warnings included), 1 when
@@ -25,6 +27,7 @@
 #include <sys/timex.h>
 #include <unistd.h>
 
+#include "bench/capacity.h"
 #include "control/config.h"
 #include "control/fd_budget.h"
 #include "control/host_probe.h"
@@ -62,6 +65,7 @@ struct hc {
 	bool has_prof;
 	char prof_path[PATH_MAX];
 	char prof_why[300];             /* why there is none */
+	struct cap_calib *cal;          /* --results: a suite run's costs, for the CPU (NULL: none) */
 	struct hc_finding f[HC_MAX_FINDINGS];
 	int n;
 };
@@ -272,19 +276,27 @@ static void check_nics(struct hc *c)
 
 /* ---- DPDK ------------------------------------------------------------------ */
 
-/* bytes of hugepages reserved, of every size */
+/* bytes of hugepages reserved, of every size (sys/kernel/mm/hugepages/
+ * hugepages-<N>kB/nr_hugepages), else meminfo's default size */
 static int64_t hugepage_bytes(struct hc *c)
 {
-	static const int sizes_kib[] = { 2048, 1048576, 32768, 524288, 16384, 64 };
-	int64_t total = 0, nr, kib, size;
+	char path[PATH_MAX];
+	int64_t total = 0, nr, size;
+	struct dirent *e;
+	DIR *d = host_path(&c->h, "sys/kernel/mm/hugepages", path, sizeof(path)) == 0 ? opendir(path) : NULL;
 
-	for (size_t i = 0; i < sizeof(sizes_kib) / sizeof(sizes_kib[0]); i++)
-		if (host_read_i64(&c->h, &nr, "sys/kernel/mm/hugepages/hugepages-%dkB/nr_hugepages", sizes_kib[i]) == 0)
-			total += nr * sizes_kib[i] * 1024LL;
+	while (d && (e = readdir(d))) {
+		long long kib;
+
+		if (sscanf(e->d_name, "hugepages-%lldkB", &kib) == 1 &&
+		    host_read_i64(&c->h, &nr, "sys/kernel/mm/hugepages/%s/nr_hugepages", e->d_name) == 0)
+			total += nr * kib * 1024;
+	}
+	if (d)
+		closedir(d);
 	if (!total && host_meminfo(&c->h, "HugePages_Total", &nr) == 0 &&
 	    host_meminfo(&c->h, "Hugepagesize", &size) == 0)
 		total = nr * size * 1024;
-	(void)kib;
 	return total;
 }
 
@@ -580,7 +592,8 @@ static void check_limits(struct hc *c)
 	int which, pid = host_find_process(&c->h, names, &which);
 	int64_t soft, hard, parts = 0, conns = config_int(c->cfg, "max.connections");
 	const char *whose = pid > 0 ? fmt("the running sluiced's (pid %d)", pid)
-				    : "this shell's (a sluiced started by systemd has its unit's Limit*= instead)";
+			    : c->real ? "this shell's (a sluiced started by systemd has its unit's Limit*= instead)"
+				      : "the tree's (proc/self/limits)";
 	int rc;
 
 	for (int i = 0; i < c->ndirs; i++) {
@@ -727,6 +740,59 @@ static void host_numbers(struct hc *c, struct hw_profile *host)
 	}
 }
 
+/* With a suite run's costs (--results): the capacity planner's own answer
+ * (bench/capacity.c) for servers like this host, at a rate that takes many
+ * of them, so that what binds is what grows with the rate, CPU included. */
+#define HC_PLAN_RATE 1e6
+
+static void check_plan(struct hc *c, const struct hw_profile *host, int64_t repl, int64_t ret_ms)
+{
+	struct cap_workload w;
+	struct cap_plan *p = calloc(1, sizeof(*p));
+	char err[512], order[600] = "";
+	size_t len = 0;
+	bool done[CAP_NRES] = { false };
+
+	if (!p) {
+		add(c, "profile.plan", HC_UNKNOWN, "", "out of memory");
+		return;
+	}
+	cap_workload_defaults(&w);
+	w.rate = HC_PLAN_RATE;
+	w.replication = (int)repl;
+	w.sync = c->durability == 1;
+	if (ret_ms > 0)
+		w.retention_s = ret_ms / 1000.0;
+	if (cap_plan(c->cal, host, &w, p, err, sizeof(err)) < 0) {
+		add(c, "profile.plan", HC_UNKNOWN, "", "the capacity planner could not plan with %s: %s",
+		    c->cal->source, err);
+		free(p);
+		return;
+	}
+	/* the resources by how much of them the plan uses, the binding first */
+	for (int k = 0; k < CAP_NRES; k++) {
+		int best = -1;
+
+		for (int r = 0; r < CAP_NRES; r++)
+			if (!done[r] && !isnan(p->use[r].util) && (best < 0 || p->use[r].util > p->use[best].util))
+				best = r;
+		if (best < 0)
+			break;
+		done[best] = true;
+		if (len < sizeof(order) - 40)
+			len += (size_t)snprintf(order + len, sizeof(order) - len, "%s%s %.*f %%", k ? ", " : "",
+						cap_res_name[best], p->use[best].util < 0.01 ? 2 : 0,
+						p->use[best].util * 100);
+	}
+	add(c, "profile.plan", HC_OK, "",
+	    "%s binds first with the costs of %s: %.0fk records/s of %.0f bytes (replication factor %d, "
+	    "retention %.0f h) take %d servers like this one, each using %s (sluicectl capacity plan "
+	    "for your workload)",
+	    cap_res_name[p->binding], c->cal->source, HC_PLAN_RATE / 1e3, w.record_bytes, w.replication,
+	    w.retention_s / 3600, p->servers, order);
+	free(p);
+}
+
 static void check_profile(struct hc *c)
 {
 	static const enum hw_key cmp[] = { HW_CORES, HW_CLOCK_GHZ, HW_MEMORY_GIB, HW_NIC_GBPS, HW_NIC_QUEUES,
@@ -793,21 +859,23 @@ static void check_profile(struct hc *c)
 		return;
 	}
 	add(c, "profile.binding", HC_OK, "",
-	    "%s binds first: a server takes at most %s MB/s of writes (its share of every replica: with "
+	    "%s binds first%s: a server takes at most %s MB/s of writes (its share of every replica: with "
 	    "replication factor %lld a produced MB is %lld MB across the cluster); disk write allows %s MB/s, the "
-	    "NIC %s MB/s, and the disk (%s GiB) holds log.retention.ms (%s) of %s MB/s. CPU is not compared "
-	    "without a suite run's costs: sluicectl capacity plan --results",
-	    binds, best < 10 ? fmt("%.2f", best) : fmt("%.0f", best), (long long)repl, (long long)repl,
+	    "NIC %s MB/s, and the disk (%s GiB) holds log.retention.ms (%s) of %s MB/s.%s",
+	    binds, c->cal ? " (of disk and NIC)" : "", best < 10 ? fmt("%.2f", best) : fmt("%.0f", best), (long long)repl, (long long)repl,
 	    isnan(disk) ? "unknown" : fmt("%.0f", disk), isnan(nic) ? "unknown" : fmt("%.0f", nic),
 	    host.has[HW_DISK_GIB] ? fmt("%.0f", host.v[HW_DISK_GIB]) : "unknown",
 	    ret_ms > 0 ? fmt("%.0f h", ret_ms / 3.6e6) : "forever",
-	    isnan(space_rate) ? "any" : space_rate < 10 ? fmt("%.2f", space_rate) : fmt("%.0f", space_rate));
+	    isnan(space_rate) ? "any" : space_rate < 10 ? fmt("%.2f", space_rate) : fmt("%.0f", space_rate),
+	    c->cal ? "" : " CPU is not compared without a suite run's costs (--results)");
+	if (c->cal)
+		check_plan(c, &host, repl, ret_ms);
 }
 
 /* ---- the command --------------------------------------------------------------- */
 
 /* --profile NAME|FILE, else hardware.profile, else hw-profiles/local.conf
- * beside the program's checkout or installed share */
+ * of the checkout the program was built in, or of its installed share */
 static int load_profile(struct hc *c, const char *arg)
 {
 	char exe[PATH_MAX], err[512];
@@ -824,7 +892,9 @@ static int load_profile(struct hc *c, const char *arg)
 			*strrchr(exe, '/') = 0;
 		snprintf(dir, sizeof(dir), "%s", exe);
 	}
+	/* build/sluicectl and build/san/sluicectl in a checkout; an install's share */
 	const char *cands[] = { want, fmt("%s/../hw-profiles/%s.conf", dir, want),
+				fmt("%s/../../hw-profiles/%s.conf", dir, want),
 				fmt("%s/../share/sluice/hw-profiles/%s.conf", dir, want),
 				fmt("/usr/share/sluice/hw-profiles/%s.conf", want), NULL };
 
@@ -913,6 +983,12 @@ static int setup(struct hc *c, struct ctl *ctl, const struct args *a)
 	}
 	if ((rc = load_profile(c, opt_get(a, "profile"))))
 		return rc;
+	if ((v = opt_get(a, "results"))) {
+		if (!(c->cal = malloc(sizeof(*c->cal))))
+			return ctl_fail(ctl, "out of memory");
+		if (cap_calib_load(v, c->cal, err, sizeof(err)) < 0)
+			return ctl_usage(ctl, "--results: %s", err);
+	}
 	return 0;
 }
 
@@ -1008,6 +1084,7 @@ static int cmd_host_check(struct ctl *ctl, const struct args *a)
 	}
 	if (c->cfg)
 		config_destroy(c->cfg);
+	free(c->cal);
 	free(c);
 	return rc;
 }
@@ -1018,6 +1095,8 @@ static const struct opt_spec check_opts[] = {
 	{ "set", 0, "KEY=VALUE", "a config key on top of the file, as sluiced --set takes it (repeatable)" },
 	{ "profile", 0, "NAME|FILE", "the hardware profile to hold the host against: a file, or a name in "
 	  "hw-profiles/ (commodity-2026, local, ...) (default: hardware.profile, then hw-profiles/local.conf)" },
+	{ "results", 0, "FILE", "a `sluice-bench suite` run's results.json: with its costs the capacity planner "
+	  "says which resource binds first on servers like this one, CPU included (docs/capacity.md)" },
 	{ "root", 0, "DIR", "read proc/ and sys/ (mountinfo, limits, ...) under DIR instead of / (for a copy or a "
 	  "test's fake tree; the clock's sync state and the O_DIRECT write are then not tried)" },
 	{ NULL, 0, NULL, NULL },

@@ -343,6 +343,20 @@ def host_smaller_than_profile_warns():
 
 
 @test
+def suite_costs_name_what_binds():
+    results = os.path.join(REPO, "docs", "bench", "results-local-2026-12-03.json")
+    doc = case({}, "profile.plan", "ok", ["binds first with the costs of", "servers like this one", "cpu "], rc=0,
+               extra=["--profile", "commodity-2026", "--results", results])
+    assert "(of disk and NIC)" in finding(doc, "profile.binding")["seen"]
+    root = fake()
+    try:
+        p = run([SLUICECTL, "host", "check", "--root", root, "--results", "/nonexistent.json"], check=False)
+        assert p.returncode == 2 and b"--results" in p.stderr, p
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@test
 def empty_tree_is_unknown_not_a_crash():
     root = temp_dir("sluice-hostroot-")
     try:
@@ -396,10 +410,10 @@ def usage_and_help():
     out = run([SLUICECTL, "--help"]).stdout.decode()
     assert "host check" in out, out
     out = run([SLUICECTL, "host", "check", "--help"]).stdout.decode()
-    for opt in ("--config", "--set", "--profile", "--root"):
+    for opt in ("--config", "--set", "--profile", "--results", "--root"):
         assert opt in out, (opt, out)
     out = run([SLUICECTL, "completion", "bash"]).stdout.decode()
-    assert "'host check') opts='--config --set --profile --root" in out, out
+    assert "'host check') opts='--config --set --profile --results --root" in out, out
 
 
 if __name__ == "__main__":
