@@ -46,7 +46,7 @@ static const struct {
 	{ cluster_cmds, &cluster_ncmds }, { topic_cmds, &topic_ncmds }, { group_cmds, &group_ncmds },
 	{ record_cmds, &record_ncmds }, { leader_cmds, &leader_ncmds }, { reassign_cmds, &reassign_ncmds },
 	{ features_cmds, &features_ncmds },
-	{ drill_cmds, &drill_ncmds }, { capacity_cmds, &capacity_ncmds }, { user_cmds, &user_ncmds }, { acl_cmds, &acl_ncmds },
+	{ drill_cmds, &drill_ncmds }, { capacity_cmds, &capacity_ncmds }, { host_cmds, &host_ncmds }, { user_cmds, &user_ncmds }, { acl_cmds, &acl_ncmds },
 };
 static const struct cmd *all_cmds[128];
 static int n_cmds;

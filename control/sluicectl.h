@@ -365,6 +365,8 @@ extern const int features_ncmds;
 extern const struct cmd drill_cmds[];
 extern const int capacity_ncmds;
 extern const struct cmd capacity_cmds[];
+extern const struct cmd host_cmds[];   /* sluicectl_host.c */
+extern const int host_ncmds;
 extern const int drill_ncmds;
 
 /* Fetch helper shared by consume and add-partitions' key sampling: struct

@@ -7,7 +7,7 @@ SLUICECTL_SRCS := $(wildcard control/sluicectl*.c)
 SLUICECTL_OBJS := $(SLUICECTL_SRCS:%.c=$(BUILD)/obj/%.o)
 BIN_TARGETS += $(BUILD)/sluicectl
 
-# `sluicectl capacity plan` runs the benchmark suite's model (bench/capacity.c,
+# `sluicectl capacity plan` (and `host check --results`) runs the benchmark suite's model (bench/capacity.c,
 # over the hardware profiles of control/hw_profile.c), which reads a suite run's
 # results.json with jansson.
 SLUICECTL_BENCH_OBJS := $(BUILD)/obj/bench/capacity.o

@@ -225,6 +225,12 @@ TEST_SCRIPTS += tests/integration/test_metadata_quorum.py
 # Ctrl-C mid-fault heals and cleans up, a bad drill file and a cluster with
 # foreign topics are refused: about 50 s
 TEST_SCRIPTS += tests/integration/test_drill.py
+# sluicectl host check (docs/host-check.md): this machine, and fake /proc and
+# /sys trees (--root) where each check is seen to fire (governor, idle states,
+# isolated cores, NIC queues and IRQs, hugepages, memlock, IOMMU, write cache
+# and FUA against log.durability, nobarrier, tmpfs, THP, swappiness, fd
+# limit, clock, the profile); no broker: about 4 s
+TEST_SCRIPTS += tests/integration/test_host_check.py
 
 .PHONY: itest-interbroker
 itest-interbroker: all
