@@ -334,6 +334,9 @@ struct topic_repl {
  * serve DescribeConfigs or fails leaves the values -1 (returns -ENOTSUP
  * or -EIO; else 0). */
 int ctl_topic_repl(struct ctl *c, const struct kafka_str *names, int n, struct topic_repl *out);
+/* The same asked of the broker behind k (the rolling restart asks a
+ * broker that is up). */
+int ctl_topic_repl_on(struct kclient *k, const struct kafka_str *names, int n, struct topic_repl *out);
 
 /* The Java partitioner's hash (murmur2, seed 0x9747b28c). */
 uint32_t murmur2(const void *key, size_t len);
@@ -366,6 +369,8 @@ extern const struct cmd drill_cmds[];
 extern const int capacity_ncmds;
 extern const struct cmd capacity_cmds[];
 extern const int drill_ncmds;
+extern const struct cmd roll_cmds[];
+extern const int roll_ncmds;
 
 /* Fetch helper shared by consume and add-partitions' key sampling: struct
  * fetched and fetch_cb are control/record_walk.h's. */
