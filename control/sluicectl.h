@@ -202,6 +202,15 @@ int32_t ctl_admin_node(struct ctl *c, const char *unknown);
  * ctl_admin_get; another broker's that cannot be reached is -errno (one
  * note on stderr for all of them) and not asked again. */
 int ctl_admin_get_node(struct ctl *c, int32_t node, const char *path, const char *unknown, struct http_reply *r);
+/* @thread main. Where broker node's admin endpoint is, once a
+ * ctl_admin_get_node (or ctl_admin_get, for the bootstrap broker's) found
+ * it answering: 0 with host, port and tls (HTTPS) filled, -ENOENT when it
+ * is not known or did not answer. For asking it again with http_get while
+ * it restarts (the rolling restart), which ctl_admin_get_node would give
+ * up on after the first failure. ctl_admin_auth: the Authorization
+ * header's value for it (NULL: none; borrowed until the next call). */
+int ctl_admin_addr(struct ctl *c, int32_t node, char *host, size_t cap, int *port, bool *tls);
+const char *ctl_admin_auth(struct ctl *c);
 
 /* ---- Kafka errors (control/sluicectl_errors.c) ------------------------ */
 

@@ -12,7 +12,11 @@
  *     before the broker stopped is waited for, one that restarted nothing
  *     is a failure);
  *   - it answers on its Kafka listener and is registered and unfenced
- *     (listed in the Metadata of another broker: a fenced one is not);
+ *     (listed in the Metadata of another broker: a fenced one is not, and
+ *     in its own), and its sluice_broker_epoch (its admin endpoint's
+ *     /metrics, when that answers) grew: the registration seen is the new
+ *     process's, not the old one a SIGKILLed broker leaves until its
+ *     session ends;
  *   - every partition it hosts has it in the ISR, none is under its
  *     min.insync.replicas, none is without a leader, and it is caught up
  *     with the metadata quorum when it is a voter;
@@ -67,6 +71,14 @@ struct rb {
 	int64_t took_ms;            /* from the command's start to healthy */
 	char why[1024];             /* a failure: what was not healthy */
 	struct kclient k;           /* fd -1 when closed: asked for the cluster's state */
+	/* its admin endpoint (found at the start, while the bootstrap broker
+	 * answers), for sluice_broker_epoch: a restarted broker's new
+	 * registration has a larger one than the old */
+	bool admin;                 /* found and answering /metrics */
+	char ahost[256];
+	int aport;
+	bool atls;
+	int64_t epoch0;             /* before its restart; -1 unknown (then not judged) */
 };
 
 /* One look at the cluster: what is not healthy, named. */
@@ -267,7 +279,13 @@ static bool self_registered(struct roll *r, int32_t id)
 	return found;
 }
 
-/* Look at the cluster. target: the broker just restarted (-1: none), whose
+static void look_init(struct look *l)
+{
+	memset(l, 0, sizeof *l);
+	l->asked = l->controller = -1;
+}
+
+/* Look at the cluster (adding to l, look_init'd). target: the broker just restarted (-1: none), whose
  * registration, ISRs and quorum state are judged; strict: every broker
  * registered and every partition fully in sync too. */
 static void roll_look(struct roll *r, int32_t target, bool strict, struct look *l)
@@ -278,8 +296,6 @@ static void roll_look(struct roll *r, int32_t target, bool strict, struct look *
 	struct kafka_str *names = NULL;
 	struct rb *from = NULL;
 
-	memset(l, 0, sizeof *l);
-	l->asked = l->controller = -1;
 	md = roll_metadata(r, target, &from);
 	if (!md) {
 		look_add(l, "no broker answers Metadata (every one tried: %s)",
@@ -481,6 +497,60 @@ static bool conn_gone(const struct kclient *k)
 	return poll(&p, 1, 0) != 0;
 }
 
+/* ---- the broker epoch (the admin endpoint's /metrics) --------------------- */
+
+/* sluice_broker_epoch in a /metrics body, -1 when absent. */
+static int64_t epoch_parse(const struct http_reply *rep)
+{
+	const char *p = rep->body ? strstr(rep->body, "\nsluice_broker_epoch ") : NULL;
+	int64_t e;
+
+	if (!p)
+		return -1;
+	p += strlen("\nsluice_broker_epoch ");
+	return parse_i64(fmt("%.*s", (int)strcspn(p, "\n\r "), p), -1, INT64_MAX, &e) ? e : -1;
+}
+
+/* Every planned broker's admin endpoint, asked once at the start (finding
+ * them asks the bootstrap broker, which may be restarted later). */
+static void roll_admin_find(struct roll *r)
+{
+	static const char unknown[] = "the roll cannot tell a restarted broker's new registration from its old "
+				      "one by its sluice_broker_epoch, and relies on its connections and ISRs";
+
+	for (int i = 0; i < r->nb; i++) {
+		struct rb *b = &r->b[i];
+		struct http_reply rep;
+
+		b->epoch0 = -1;
+		if (!b->planned)
+			continue;
+		b->admin = ctl_admin_get_node(r->c, b->id, "/metrics", unknown, &rep) == 200 &&
+			   epoch_parse(&rep) >= 0 &&
+			   ctl_admin_addr(r->c, b->id, b->ahost, sizeof b->ahost, &b->aport, &b->atls) == 0;
+		http_reply_fini(&rep);
+	}
+}
+
+/* Broker b's sluice_broker_epoch now: >= 0, -1 before it registered, or
+ * -2 when its endpoint does not answer (err says why). */
+static int64_t roll_epoch(struct roll *r, const struct rb *b, char *err, size_t cap)
+{
+	struct http_reply rep;
+	int io = r->c->timeout_ms < ROLL_IO_MS ? r->c->timeout_ms : ROLL_IO_MS;
+	int64_t e = -2;
+
+	memset(&rep, 0, sizeof rep);
+	if (http_get(b->ahost, b->aport, "/metrics", ctl_admin_auth(r->c), b->atls ? &r->c->sec : NULL, io, &rep) < 0)
+		snprintf(err, cap, "%s", rep.err);
+	else if (rep.status != 200)
+		snprintf(err, cap, "HTTP %d", rep.status);
+	else
+		e = epoch_parse(&rep);
+	http_reply_fini(&rep);
+	return e;
+}
+
 /* ---- one broker ----------------------------------------------------------- */
 
 static void note(struct roll *r, const char *f, ...) __attribute__((format(printf, 2, 3)));
@@ -578,6 +648,13 @@ static int roll_one(struct roll *r, struct rb *b, int step, int nsteps)
 
 	memset(&old, 0, sizeof old);
 	old.fd = -1;
+	if (b->admin) {
+		char err[256];
+
+		b->epoch0 = roll_epoch(r, b, err, sizeof err);
+		if (b->epoch0 < 0)
+			b->epoch0 = -1;   /* not registered now, or not answering: nothing to compare with */
+	}
 	was_up = kclient_open(&old, b->host, b->port, r->c->timeout_ms, &r->c->sec) == 0;
 	if (!was_up)
 		kclient_close(&old);
@@ -613,15 +690,22 @@ static int roll_one(struct roll *r, struct rb *b, int step, int nsteps)
 		struct kclient *k = rb_conn(r, b);
 		int64_t now;
 
-		memset(&l, 0, sizeof l);
+		look_init(&l);
 		if (!k) {
-			struct look rest;
-
 			look_add(&l, "broker %d does not answer on %s:%d (%s)", b->id, b->host, b->port, b->k.err);
-			roll_look(r, -1, false, &rest);   /* what that costs: offline, under min.insync.replicas */
-			if (rest.n)
-				look_add(&l, "%s", look_str(&rest));
+			roll_look(r, -1, false, &l);   /* what that costs: offline, under min.insync.replicas */
 		} else {
+			if (b->epoch0 >= 0) {
+				char err[256] = "";
+				int64_t e = roll_epoch(r, b, err, sizeof err);
+
+				if (e == -2)
+					look_add(&l, "broker %d's admin endpoint %s:%d does not answer (%s)", b->id, b->ahost,
+						 b->aport, err);
+				else if (e <= b->epoch0)
+					look_add(&l, "broker %d has not registered again yet (sluice_broker_epoch %lld, %lld "
+						 "before)", b->id, (long long)e, (long long)b->epoch0);
+			}
 			roll_look(r, b->id, !r->force, &l);
 		}
 		if (!l.n)
@@ -643,7 +727,15 @@ static int roll_one(struct roll *r, struct rb *b, int step, int nsteps)
 	if (r->elect)
 		roll_elect(r, b->id);
 	b->took_ms = mono_ms() - start;
-	note(r, "  broker %d: back and healthy after %.1f s", b->id, (double)b->took_ms / 1000.0);
+	if (b->epoch0 >= 0) {
+		char err[256];
+		int64_t e = roll_epoch(r, b, err, sizeof err);
+
+		note(r, "  broker %d: back and healthy after %.1f s (registered anew: broker epoch %lld, %lld before)",
+		     b->id, (double)b->took_ms / 1000.0, (long long)e, (long long)b->epoch0);
+	} else {
+		note(r, "  broker %d: back and healthy after %.1f s", b->id, (double)b->took_ms / 1000.0);
+	}
 	return 0;
 }
 
@@ -838,10 +930,10 @@ static int cmd_cluster_roll(struct ctl *c, const struct args *a)
 			goto out;
 		}
 	}
-	kclient_release(boot);
 	note(&r, "%s %d broker(s) one at a time, the active controller (%d) last; --wait %lld s for each:",
 	     r.dry_run ? "would restart" : "restarting", nplanned, r.controller, (long long)(r.wait_ms / 1000));
 	roll_plan(&r);
+	look_init(&l);
 	roll_look(&r, -1, true, &l);
 	if (r.dry_run) {
 		note(&r, l.n ? "the cluster is not healthy now: %s%s" : "the cluster is healthy now%s%s",
@@ -858,6 +950,7 @@ static int cmd_cluster_roll(struct ctl *c, const struct args *a)
 
 		while (l.n && !r.force && mono_ms() < deadline) {
 			poll(NULL, 0, ROLL_POLL_MS);
+			look_init(&l);
 			roll_look(&r, -1, true, &l);
 		}
 	}
@@ -869,6 +962,7 @@ static int cmd_cluster_roll(struct ctl *c, const struct args *a)
 	}
 	if (l.n)
 		note(&r, "--force: restarting although the cluster is not healthy: %s", look_str(&l));
+	roll_admin_find(&r);
 	for (struct rb *b; (b = roll_next(&r));) {
 		b->seq = ++step;
 		if (roll_one(&r, b, step, nplanned)) {

@@ -151,7 +151,8 @@ def a_roll_restarts_every_broker_once_loses_no_record_and_stops_at_a_broker_left
         assert "[3/3] broker %d (127.0.0.1:%d), the active controller:" % (order[-1], c.port(order[-1])) in err, err
         rolled = pids(c)
         assert all(rolled[n] and rolled[n] != before[n] for n in before), (before, rolled)
-        assert "back and healthy" in err, err   # progress on stderr with --format json
+        assert err.count("back and healthy") == 3, err   # progress on stderr with --format json
+        assert err.count("registered anew: broker epoch") == 3, err   # each one's new registration seen
         assert acked_during > 0, "nothing acknowledged while the roll ran: %r" % w.errors[:3]
         print("  rolled %s in %.1f s (the controller last); %d records acknowledged, %d while the roll ran; %d "
               "delivery errors" % (order, took, len(w.acked), acked_during, len(w.errors)))
