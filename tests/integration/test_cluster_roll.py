@@ -8,8 +8,8 @@ is `scripts/cluster restart {id}`: SIGTERM (the broker's controlled
 shutdown), wait for the process to exit, start it again with the same
 arguments and wait until it listens.
 
-- A command that exits non-zero stops the roll at the first broker: exit
-  1, the broker named, no process changed.
+- A command that exits non-zero, or overruns --exec-timeout, stops the
+  roll at the first broker: exit 1, the broker named, no process changed.
 - An idempotent acks=all producer writes all through the roll; the roll
   exits 0, the active controller last, every broker runs a new process
   (its pid changed), and every acknowledged record is read back
@@ -127,6 +127,12 @@ def a_roll_restarts_every_broker_once_loses_no_record_and_stops_at_a_broker_left
         assert first, err
         assert "restarting %d on 127.0.0.1:%d as %d" % (first, c.port(first), first) in out, out
         assert "stopped at broker %d: the restart command exited 3" % first in err, err
+        assert pids(c) == before, (before, pids(c))
+        # one that overruns --exec-timeout: stopped (its process group), and the roll with it
+        t0 = time.monotonic()
+        rc, out, err = roll(c, "sleep 60", "--exec-timeout", "1")
+        assert rc == 1 and time.monotonic() - t0 < 20, (rc, out, err)
+        assert "stopped at broker %d: the restart command ran longer than --exec-timeout 1 s" % first in err, err
         assert pids(c) == before, (before, pids(c))
 
         # the roll, an acks=all producer writing all through it
