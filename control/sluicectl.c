@@ -1,6 +1,6 @@
 /* control/sluicectl.c — the operator's CLI: argument parsing, --help and
  * bash completion from one command table. Cluster: sluicectl_cluster.c
- * (its rules: sluicectl_rules.c); topics: sluicectl_topic.c; groups:
+ * (its rules: sluicectl_rules.c; the rolling restart: sluicectl_roll.c); topics: sluicectl_topic.c; groups:
  * sluicectl_group.c; records: sluicectl_record.c; what they all use:
  * sluicectl_cmd.c (lookups, options, messages) and sluicectl_fetch.c. See
  * sluicectl.h. */
@@ -43,7 +43,7 @@ static const struct {
 	const struct cmd *cmds;
 	const int *n;
 } cmd_tables[] = {
-	{ cluster_cmds, &cluster_ncmds }, { topic_cmds, &topic_ncmds }, { group_cmds, &group_ncmds },
+	{ cluster_cmds, &cluster_ncmds }, { roll_cmds, &roll_ncmds }, { topic_cmds, &topic_ncmds }, { group_cmds, &group_ncmds },
 	{ record_cmds, &record_ncmds }, { leader_cmds, &leader_ncmds }, { reassign_cmds, &reassign_ncmds },
 	{ features_cmds, &features_ncmds },
 	{ drill_cmds, &drill_ncmds }, { capacity_cmds, &capacity_ncmds }, { host_cmds, &host_ncmds }, { user_cmds, &user_ncmds }, { acl_cmds, &acl_ncmds },

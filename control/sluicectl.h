@@ -202,6 +202,15 @@ int32_t ctl_admin_node(struct ctl *c, const char *unknown);
  * ctl_admin_get; another broker's that cannot be reached is -errno (one
  * note on stderr for all of them) and not asked again. */
 int ctl_admin_get_node(struct ctl *c, int32_t node, const char *path, const char *unknown, struct http_reply *r);
+/* @thread main. Where broker node's admin endpoint is, once a
+ * ctl_admin_get_node (or ctl_admin_get, for the bootstrap broker's) found
+ * it answering: 0 with host, port and tls (HTTPS) filled, -ENOENT when it
+ * is not known or did not answer. For asking it again with http_get while
+ * it restarts (the rolling restart), which ctl_admin_get_node would give
+ * up on after the first failure. ctl_admin_auth: the Authorization
+ * header's value for it (NULL: none; borrowed until the next call). */
+int ctl_admin_addr(struct ctl *c, int32_t node, char *host, size_t cap, int *port, bool *tls);
+const char *ctl_admin_auth(struct ctl *c);
 
 /* ---- Kafka errors (control/sluicectl_errors.c) ------------------------ */
 
@@ -334,6 +343,9 @@ struct topic_repl {
  * serve DescribeConfigs or fails leaves the values -1 (returns -ENOTSUP
  * or -EIO; else 0). */
 int ctl_topic_repl(struct ctl *c, const struct kafka_str *names, int n, struct topic_repl *out);
+/* The same asked of the broker behind k (the rolling restart asks a
+ * broker that is up). */
+int ctl_topic_repl_on(struct kclient *k, const struct kafka_str *names, int n, struct topic_repl *out);
 
 /* The Java partitioner's hash (murmur2, seed 0x9747b28c). */
 uint32_t murmur2(const void *key, size_t len);
@@ -368,6 +380,8 @@ extern const struct cmd capacity_cmds[];
 extern const struct cmd host_cmds[];   /* sluicectl_host.c */
 extern const int host_ncmds;
 extern const int drill_ncmds;
+extern const struct cmd roll_cmds[];
+extern const int roll_ncmds;
 
 /* Fetch helper shared by consume and add-partitions' key sampling: struct
  * fetched and fetch_cb are control/record_walk.h's. */

@@ -586,6 +586,29 @@ int ctl_admin_get_node(struct ctl *c, int32_t node, const char *path, const char
 	return rc < 0 ? rc : r->status;
 }
 
+const char *ctl_admin_auth(struct ctl *c)
+{
+	return admin_basic(c);
+}
+
+int ctl_admin_addr(struct ctl *c, int32_t node, char *host, size_t cap, int *port, bool *tls)
+{
+	if (c->admin_node_known && node == c->admin_node && c->admin_port > 0 && !c->admin_down) {
+		snprintf(host, cap, "%s", c->admin_host);
+		*port = c->admin_port;
+		*tls = c->admin_tls;
+		return 0;
+	}
+	for (int i = 0; i < c->nadmin_others; i++)
+		if (c->admin_others[i].id == node && c->admin_others[i].port > 0 && !c->admin_others[i].down) {
+			snprintf(host, cap, "%s", c->admin_others[i].host);
+			*port = c->admin_others[i].port;
+			*tls = c->admin_others[i].tls;
+			return 0;
+		}
+	return -ENOENT;
+}
+
 int32_t ctl_admin_node(struct ctl *c, const char *unknown)
 {
 	struct http_reply r;

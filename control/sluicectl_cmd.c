@@ -404,9 +404,13 @@ int ctl_list_offsets(struct ctl *c, const struct kafka_metadata_response_metadat
 
 int ctl_topic_repl(struct ctl *c, const struct kafka_str *names, int n, struct topic_repl *out)
 {
+	return ctl_topic_repl_on(ctl_client(c), names, n, out);
+}
+
+int ctl_topic_repl_on(struct kclient *k, const struct kafka_str *names, int n, struct topic_repl *out)
+{
 	static const struct kafka_str keys[] = { { "min.insync.replicas", 19 },
 						 { "unclean.leader.election.enable", 30 } };
-	struct kclient *k = ctl_client(c);
 	struct kafka_describe_configs_request req;
 	struct kafka_describe_configs_request_describe_configs_resource *res;
 	struct kafka_describe_configs_response *resp;

@@ -117,7 +117,7 @@ def help_and_usage_exit_codes():
         helps.append(out)
         for verb in re.findall(r"^  ([a-z-]+)", out.split("verbs:")[1], re.M):
             helps.append(ctl(None, noun, verb, "--help")[0])
-    assert len(helps) == 21, len(helps)
+    assert len(helps) == 22, len(helps)
     for h in helps:
         assert max(len(l) for l in h.splitlines()) <= 80, h
     ctl(None, rc=2)
