@@ -27,3 +27,11 @@ $(BUILD)/obj/control/metrics.o: $(VERSION_H)
 $(BUILD)/obj/control/metrics.o: CFLAGS += -I$(BUILD)/gen
 
 include control/sluicectl.mk
+
+# make install: the broker in BINDIR, beside sluicectl and sluice-bench
+# (which starts the sluiced of its own directory).
+INSTALL_TARGETS += install-sluiced
+.PHONY: install-sluiced
+install-sluiced: $(BUILD)/sluiced
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 755 $(BUILD)/sluiced $(DESTDIR)$(BINDIR)/sluiced
