@@ -13,3 +13,5 @@ deb: all $(BUILD)/config-doc
 # root and its removal and purge, and the packaged broker started with
 # the packaged configuration (tests/packaging_smoke.sh)
 TEST_SCRIPTS += tests/packaging_smoke.sh
+# make test builds what its scripts run before it runs them
+test-bins: $(BUILD)/config-doc
