@@ -3,7 +3,10 @@
 # build, then its packages: what each holds (the binaries, the conffile,
 # the units, man pages, completion, the client library's .pc, profiles,
 # docs), Depends computed from the linked libraries, lintian with no error,
-# systemd-analyze verify on the units (and with the DPDK drop-ins), an
+# systemd-analyze verify on the units (and with the DPDK drop-ins), the
+# capabilities each leaves (systemd-analyze security: none in the base
+# units, CAP_IPC_LOCK alone with dpdk.conf, CAP_NET_ADMIN alone with
+# dpdk-tap.conf), an
 # installation into a throwaway root (dpkg --root, the maintainer scripts
 # run chrootless on DPKG_ROOT: this machine's /etc, users and /var are not
 # touched, which the test checks) with its removal and purge (the data kept
@@ -96,10 +99,28 @@ verify() {   # what to call it, units...
 	else bad "systemd-analyze verify ($what): $out"; fi
 }
 verify "the units" sluiced.service sluiced@test.service
+# the capabilities each unit leaves the broker, as systemd's own analysis
+# counts them ("- CapabilityBoundingSet=~CAP_..." lines in the C locale,
+# "✗ ..." in a UTF-8 one): none in the base
+# units, exactly what each DPDK drop-in says it adds
+caps() {
+	LC_ALL=C systemd-analyze security --offline=yes --root="$vroot" "$1" 2>/dev/null |
+		sed -n 's/^- CapabilityBoundingSet=~\(CAP_[A-Z_*|()]*\).*/\1/p' | sort | tr '\n' ' '
+}
+for u in sluiced.service sluiced@test.service; do
+	c=$(caps "$u")
+	check '[ -z "$c" ]' "$u leaves capabilities: $c"
+done
 mkdir -p "$vroot/etc/systemd/system/sluiced.service.d" "$vroot/etc/systemd/system/sluiced@test.service.d"
 cp "$vroot/usr/share/sluice/systemd/dpdk.conf" "$vroot/etc/systemd/system/sluiced.service.d/"
 cp "$vroot/usr/share/sluice/systemd/dpdk-tap.conf" "$vroot/etc/systemd/system/sluiced@test.service.d/"
 verify "with the DPDK drop-ins" sluiced.service sluiced@test.service
+c=$(caps sluiced.service)
+check '[ "$c" = "CAP_IPC_LOCK " ]' "sluiced.service with dpdk.conf: capabilities '$c', not CAP_IPC_LOCK alone"
+c=$(caps sluiced@test.service)
+check '[ "$c" = "CAP_NET_ADMIN " ]' "sluiced@test.service with dpdk-tap.conf: capabilities '$c', not CAP_NET_ADMIN alone"
+check 'LC_ALL=C systemd-analyze security --offline=yes --root="$vroot" sluiced.service 2>/dev/null | grep -q "^- PrivateDevices="' \
+	"dpdk.conf does not give the devices back"
 # and it would say so: a unit whose ExecStart is missing fails
 sed 's|^ExecStart=/usr/bin/sluiced|ExecStart=/usr/bin/sluiced-missing|' "$vroot/lib/systemd/system/sluiced.service" \
 	>"$vroot/lib/systemd/system/sluiced-broken.service"
