@@ -12,7 +12,8 @@
 # touched, which the test checks) with its removal and purge (the data kept
 # unless SLUICE_PURGE_DATA=yes), and the installed sluiced started with the
 # installed /etc/sluice/sluiced.properties (on a free port, a temp data
-# directory) up to its ready line and stopped cleanly. Needs root (dpkg
+# directory, as a user with no privilege) up to its ready line and stopped
+# cleanly. Needs root (dpkg
 # --root chowns the data directory to the root's sluice user).
 set -u
 cd "$(dirname "$0")/.."
@@ -149,11 +150,16 @@ check 'bash -c "source \"$root/usr/share/bash-completion/completions/sluicectl\"
 check 'PKG_CONFIG_SYSROOT_DIR="$root" PKG_CONFIG_LIBDIR="$root/usr/lib/$ma/pkgconfig" pkg-config --libs sluice_native | grep -q lsluice_native' \
 	"pkg-config finds no sluice_native in the root"
 
-# the installed broker with the installed configuration, as the unit runs it
-# (only the data directory and the ports are the test's)
+# the installed broker with the installed configuration, as the unit runs
+# it: as a user with no privilege (nobody here, sluice there; only the
+# data directory and the ports are the test's)
 port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 mkfifo "$tmp/out"
-"$root/usr/bin/sluiced" --config "$root/etc/sluice/sluiced.properties" --data-dir "$tmp/data" \
+chmod 711 "$tmp"
+mkdir -m 750 "$tmp/data"
+chown 65534:65534 "$tmp/data"
+setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all \
+	"$root/usr/bin/sluiced" --config "$root/etc/sluice/sluiced.properties" --data-dir "$tmp/data" \
 	--listen "127.0.0.1:$port" --set admin.listen=127.0.0.1:0 >"$tmp/out" 2>"$tmp/sluiced.log" &
 pid=$!
 exec 3<"$tmp/out"
@@ -170,6 +176,8 @@ rc=$?
 pid=
 exec 3<&-
 check '[ $rc -eq 0 ]' "the installed sluiced exited $rc after SIGTERM: $(tail -5 "$tmp/sluiced.log")"
+check '[ -n "$(find "$tmp/data" -type f -uid 65534 | head -1)" ] && [ -z "$(find "$tmp/data" ! -uid 65534 | head -1)" ]' \
+	"the broker's files are not all the unprivileged user's"
 
 echo data >"$root/var/lib/sluice/meta.properties"
 dpk -r sluice >"$tmp/remove.log" 2>&1 || bad "dpkg --root -r sluice: $(cat "$tmp/remove.log")"
