@@ -9,8 +9,11 @@
 #   make SAN=address,undefined   sanitizer build (saved in build/config.mk)
 #   make V=1        print full commands
 #   make install    install what module.mk files list (PREFIX=/usr/local,
-#                   DESTDIR honoured): the native client library, sluicectl
-#                   and the drill runner it execs (share/sluice/tools)
+#                   DESTDIR honoured): the native client library, sluiced,
+#                   sluicectl, the drill runner it execs (share/sluice/tools)
+#                   and sluice-bench
+#   make deb        the Debian packages in build/deb/ (packaging/module.mk,
+#                   docs/install.md)
 
 BUILD   ?= build
 -include $(BUILD)/config.mk
@@ -60,6 +63,7 @@ include ui/module.mk
 include bench/module.mk
 include tests/module.mk
 include docs/module.mk
+include packaging/module.mk
 
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 CORE_LIB  := $(BUILD)/libsluice_core.a
@@ -205,4 +209,6 @@ check-layers: all
 clean:
 	rm -rf build
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (-type f: the packages' staged trees under build/deb hold directories
+# named *.d, sysusers.d and tmpfiles.d)
+-include $(shell find $(BUILD) -name '*.d' -type f 2>/dev/null)

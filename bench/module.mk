@@ -12,6 +12,14 @@ $(BUILD)/sluice-bench: $(BENCH_OBJS) $(BUILD)/libsluice_core.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_SAN) $^ -o $@ $(LDLIBS)
 
+# make install: sluice-bench in BINDIR (control/sluicectl.mk), beside the
+# sluiced it starts for its runs.
+INSTALL_TARGETS += install-bench
+.PHONY: install-bench
+install-bench: $(BUILD)/sluice-bench
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 755 $(BUILD)/sluice-bench $(DESTDIR)$(BINDIR)/sluice-bench
+
 # bench_kafka.c (and kafka_broker.c, kafka_client.c, kafka_run.c, which
 # the other benchmarks share through kafka.h) drives the broker through
 # librdkafka.

@@ -1462,3 +1462,52 @@ void config_doc_markdown(FILE *f)
 		fputs(" |\n", f);
 	}
 }
+
+/* "# " and text wrapped at 78 columns. */
+static void prop_comment(FILE *f, const char *text)
+{
+	const char *p = text;
+
+	while (*p) {
+		const char *end = p, *brk = NULL;
+
+		while (*end && end - p < 76) {
+			if (*end == ' ')
+				brk = end;
+			end++;
+		}
+		if (*end && brk)
+			end = brk;
+		fprintf(f, "# %.*s\n", (int)(end - p), p);
+		p = end;
+		while (*p == ' ')
+			p++;
+	}
+}
+
+void config_doc_properties(FILE *f, const char *const *set, int nset)
+{
+	for (int i = 0; i < NKEYS; i++) {
+		const struct config_key *k = &keys[i];
+		const char *mine = NULL;
+		char allowed[256];
+		size_t nlen = strlen(k->name);
+
+		for (int j = 0; j < nset; j++)
+			if (!strncmp(set[j], k->name, nlen) && set[j][nlen] == '=')
+				mine = set[j] + nlen + 1;
+		fprintf(f, "\n# %s (%s", k->name, type_name(k));
+		if (k->alias)
+			fprintf(f, "; alias %s", k->alias);
+		if (k->topic)
+			fprintf(f, "; topic-level %s", k->topic);
+		fputs(")\n", f);
+		prop_comment(f, k->doc);
+		allowed_text(k, allowed, sizeof(allowed));
+		fprintf(f, "# Allowed: %s.\n", allowed);
+		if (mine)
+			fprintf(f, "# (default: %s)\n%s=%s\n", *k->def ? k->def : "empty", k->name, mine);
+		else
+			fprintf(f, "#%s=%s\n", k->name, k->def);
+	}
+}

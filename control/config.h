@@ -179,4 +179,10 @@ int config_hostport(const char *s, char *host, size_t hostlen, int *port);
  * name). */
 void config_doc_markdown(FILE *f);
 
+/* The same table as a commented properties file that sluiced reads: per
+ * key, its doc as # lines and `#key=default`; a key given in set
+ * ("key=value", nset of them) is written uncommented with that value (the
+ * packaged sluiced.properties: log.dirs=/var/lib/sluice). */
+void config_doc_properties(FILE *f, const char *const *set, int nset);
+
 #endif

@@ -13,15 +13,17 @@ $(BUILD)/sluiced: $(BUILD)/obj/control/sluiced.o $(BUILD)/libsluice_core.a
 
 # build info for /metrics (sluice_build_info): the git commit the broker was
 # built from, "-dirty" with uncommitted changes. build/gen/version.h is
-# rewritten only when that changes, so metrics.o rebuilds only then.
+# rewritten only when that changes, so metrics.o rebuilds only then (its
+# temporary file is the shell's own: two makes at once, as the install and
+# packaging tests run, do not take each other's).
 VERSION_H := $(BUILD)/gen/version.h
 .PHONY: version-h-check
 version-h-check:
 	@mkdir -p $(BUILD)/gen
-	@v=$$(git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown); \
+	@v=$$(git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown); t=$(VERSION_H).tmp.$$$$; \
 	 { printf '#define SLUICE_GIT_COMMIT "%s"\n' "$$v"; \
-	   printf '#define SLUICE_VERSION "%s"\n' "$$(cat VERSION 2>/dev/null || echo unknown)"; } > $(VERSION_H).tmp; \
-	 cmp -s $(VERSION_H).tmp $(VERSION_H) && rm -f $(VERSION_H).tmp || mv $(VERSION_H).tmp $(VERSION_H)
+	   printf '#define SLUICE_VERSION "%s"\n' "$$(cat VERSION 2>/dev/null || echo unknown)"; } > $$t; \
+	 cmp -s $$t $(VERSION_H) && rm -f $$t || mv $$t $(VERSION_H)
 $(VERSION_H): version-h-check
 $(BUILD)/obj/control/metrics.o: $(VERSION_H)
 $(BUILD)/obj/control/metrics.o: CFLAGS += -I$(BUILD)/gen
@@ -31,3 +33,11 @@ include control/sluicectl.mk
 # sluiced --version prints the same version and commit
 $(BUILD)/obj/control/sluiced.o: $(VERSION_H)
 $(BUILD)/obj/control/sluiced.o: CFLAGS += -I$(BUILD)/gen
+
+# make install: the broker in BINDIR, beside sluicectl and sluice-bench
+# (which starts the sluiced of its own directory).
+INSTALL_TARGETS += install-sluiced
+.PHONY: install-sluiced
+install-sluiced: $(BUILD)/sluiced
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 755 $(BUILD)/sluiced $(DESTDIR)$(BINDIR)/sluiced

@@ -696,3 +696,42 @@ Test(config, docs_table_is_generated)
 	free(gen);
 	free(page);
 }
+
+/* config_doc_properties: the packaged /etc/sluice/sluiced.properties
+ * (config-doc --properties) loads, sets only the keys given (every other
+ * key keeps its default), and names every key. */
+static void nondefault_cb(const char *key, const char *value, const char *source, int is_default, void *arg)
+{
+	int *n = arg;
+
+	(void)value;
+	(void)source;
+	if (!is_default)
+		cr_assert_str_eq(key, "log.dirs", "%s is set by the commented file", key);
+	(*n)++;
+}
+
+Test(config, doc_properties_loads_with_only_the_keys_given)
+{
+	char path[512], *buf = NULL;
+	size_t len = 0;
+	const char *set[] = { "log.dirs=/var/lib/sluice" };
+	FILE *f = open_memstream(&buf, &len), *o;
+	int keys = 0, lines = 0;
+
+	config_doc_properties(f, set, 1);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/sluiced.properties", dir);
+	cr_assert((o = fopen(path, "w")) && fwrite(buf, 1, len, o) == len && fclose(o) == 0);
+	cr_assert_eq(config_load_file(c, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(config_str(c, "log.dirs"), "/var/lib/sluice");
+	cr_assert(strstr(buf, "\nlog.dirs=/var/lib/sluice\n") && strstr(buf, "# (default: ./data)\n"), "%s", buf);
+	cr_assert(strstr(buf, "\n#log.segment.bytes=1073741824\n"), "%s", buf);
+	cr_assert(strstr(buf, "\n# node.id (int; alias broker.id)\n"), "%s", buf);
+	config_foreach(c, nondefault_cb, &keys);
+	for (char *p = buf; (p = strstr(p, "\n#")); p++)
+		if (p[2] != ' ' && p[2] != '\n')
+			lines++;   /* "#key=default" */
+	cr_assert_eq(lines + 1, keys, "one key line per key (%d commented, %d keys)", lines, keys);
+	free(buf);
+}
