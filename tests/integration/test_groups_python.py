@@ -344,5 +344,62 @@ def confluent_list_groups_and_offsets():
         gc.collect()
 
 
+def ck_read(c, n, what):
+    """n records from a confluent-kafka consumer, as (partition, offset)."""
+    got = []
+    deadline = time.monotonic() + HANG_GUARD
+    while len(got) < n:
+        assert time.monotonic() < deadline, "%s read %d of %d (hang guard)" % (what, len(got), n)
+        m = c.poll(0.2)
+        if m is not None and not m.error():
+            got.append((m.partition(), m.offset()))
+    return got
+
+
+@test
+def confluent_commit_stop_resume_rereads_only_the_window():
+    """Issue 25's check for every client, with librdkafka: a consumer in
+    group "ckr" reads 40 of the 60 records of a 3-partition topic, commits
+    them synchronously (OffsetCommit; kafka-python's admin reads the 40
+    back), reads 5 more without committing them (the uncommitted window)
+    and closes. 10 more records per partition; a new consumer in the group
+    resumes at the committed offsets: every record read, exactly the 5 of
+    the window read twice."""
+    from confluent_kafka import TopicPartition as CTP
+    topic, group, parts = "ckr", "ckr-group", 3
+    with broker(settings=SETTINGS) as b:
+        kadm = KafkaAdminClient(bootstrap_servers=b.bootstrap, **COMMON)
+        kadm.create_topics([NewTopic(topic, num_partitions=parts, replication_factor=1)])
+        produce(b, topic, 20, parts, b"one")
+        c1 = ck_consumer(b, group, "ckr-one")
+        c1.subscribe([topic])
+        first = ck_read(c1, 40, "c1")
+        c1.commit(asynchronous=False)
+        pos = {}
+        for p, o in first:
+            pos[p] = max(pos.get(p, 0), o + 1)
+        com = c1.committed([CTP(topic, p) for p in range(parts)], timeout=30)
+        assert {t.partition: t.offset for t in com if t.offset >= 0} == pos, (com, pos)
+        assert kadm.list_consumer_group_offsets(group) == {
+            TopicPartition(topic, p): OffsetAndMetadata(o, "") for p, o in pos.items()}
+        window = ck_read(c1, 5, "c1 (window)")
+        c1.close()  # enable.auto.commit=false: the window stays uncommitted
+
+        produce(b, topic, 10, parts, b"two")
+        c2 = ck_consumer(b, group, "ckr-two")
+        c2.subscribe([topic])
+        second = ck_read(c2, 90 - 40, "c2")
+        time.sleep(0.3)  # anything extra would show up now
+        extra = c2.poll(0.2)
+        assert extra is None or extra.error(), "c2 read more than 50: %s" % ((extra.partition(), extra.offset()),)
+        c2.close()
+        twice = set(first + window) & set(second)
+        assert len(twice) == len(window) and twice == set(window), \
+            "%d records read twice (want the %d of the uncommitted window %s): %s" % (
+                len(twice), len(window), sorted(window), sorted(twice))
+        assert sorted(set(first + window + second)) == [(p, o) for p in range(parts) for o in range(30)]
+        kadm.close()
+
+
 if __name__ == "__main__":
     main("groups-python")
