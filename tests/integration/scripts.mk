@@ -1,6 +1,6 @@
 # tests/integration/scripts.mk — the client suites `make test` runs after the
-# unit tests: kcat, kafka-python (Debian's, under /usr/bin/python3) and
-# kafkajs; consumer groups over raw sockets (test_groups_raw.py), with
+# unit tests: kcat, kafka-python (Debian's, under /usr/bin/python3), kafkajs
+# and Sarama; consumer groups over raw sockets (test_groups_raw.py), with
 # kafka-python and confluent-kafka (test_groups_python.py) and with kafkajs
 # (test_groups_kafkajs.py). Each script starts its own brokers
 # (build/sluiced) and prints "N passed, N failed".
@@ -14,6 +14,13 @@ TEST_SCRIPTS += tests/integration/test_groups_offsets.py
 # docs/kafka-protocol.md's version table against ApiVersions v0 and v3 of a
 # real broker and against the message definitions (~2 s)
 TEST_SCRIPTS += tests/integration/test_version_table.py
+# Sarama 1.22 (Debian's, Go; build/tests/sarama_check from
+# tests/integration/sarama/module.mk): admin, an idempotent keyed sync
+# producer and its hash partitioners against Java's murmur2 placement, an
+# async producer with every codec, a two-member group that commits, stops
+# and resumes in a new process, nothing read twice beyond the uncommitted
+# window (issue 25; about 20 s)
+TEST_SCRIPTS += tests/integration/test_sarama.py
 # transactions: raw frames with exact error codes (test_txn_raw.py), kcat and
 # kafkajs transactional producers and read_committed consumers
 # (test_txn_clients.py)
