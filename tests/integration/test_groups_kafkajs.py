@@ -69,6 +69,11 @@ def kafkajs_commit_and_resume():
         assert (d["state"], d["members"]) == ("Empty", []), d
 
         c2 = res["c2"]
+        twice = {(r["partition"], r["offset"]) for r in c1["records"]} & \
+            {(r["partition"], r["offset"]) for r in c2["records"]}
+        assert twice == {(0, o) for o in range(15, 20)}, \
+            "%d records read twice after the restart, expected the 5 uncommitted (partition 0, 15..19): %s" % (
+                len(twice), sorted(twice))
         got = by_partition(c2["records"])
         assert got == {0: list(range(15, 30)), 1: list(range(20, 30)), 2: list(range(20, 30))}, got
         for r in c2["records"]:

@@ -187,6 +187,10 @@ def kafka_python_split_commit_resume():
         wait_for(lambda: len(c.snapshot()[1]) >= 2 * 10 + 2 * 15,
                  lambda: "C read %s" % offsets_by_partition(c.snapshot()[1]))
         time.sleep(0.3)
+        before = {(r.partition, r.offset) for m in (a, m_b) for r in m.records}
+        twice = before & {(r.partition, r.offset) for r in c.snapshot()[1]}
+        assert twice == {(p, o) for p in b_parts for o in range(20, 25)}, \
+            "%d records read twice after the restart, expected B's 10 uncommitted: %s" % (len(twice), sorted(twice))
         got = offsets_by_partition(c.snapshot()[1])
         expect = {p: list(range(25, 35)) for p in a_parts}
         expect.update({p: list(range(20, 35)) for p in b_parts})
