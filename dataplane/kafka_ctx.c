@@ -5,6 +5,7 @@
  * (kafka_ctx_conn_ops). See dataplane/kafka_ctx.h. */
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
@@ -14,10 +15,14 @@
 #include "dataplane/kafka_errors.h"
 #include "dataplane/sasl.h"
 #include "storage/batch_format.h"
+#include "storage/slog.h"
 
 #define CONN_ARENA_MIN (1u << 20)
 #define CONN_ARENA_PIPE (64u * 1024)   /* a pipelined produce's, beyond its frame */
 #define CONN_ARENA_KEEP (8u << 20)     /* a larger arena is freed when its request ends */
+#define UNSUPPORTED_LOG_EVERY_NS (60ull * 1000000000ull)
+
+static void unsupported_said(struct kafka_ctx *ctx);
 
 struct ctx_more {
 	struct ctx_more *next;
@@ -159,6 +164,7 @@ static void ctx_dispatch(struct conn_req *r, const uint8_t *frame, uint32_t len)
 		 * the connection is closed, as Kafka does */
 		ctx->only_error = KERR_UNSUPPORTED_VERSION;
 		shard_stat_add(&sh->stats.unsupported, 1);
+		unsupported_said(ctx);
 		kafka_ctx_respond(ctx);
 		return;
 	}
@@ -167,6 +173,36 @@ static void ctx_dispatch(struct conn_req *r, const uint8_t *frame, uint32_t len)
 		return;
 	}
 	ctx->req.api->handler(ctx);
+}
+
+/* A request of an API or version Sluice does not serve, said on stderr
+ * once a minute per shard at most (the count is sluice_unsupported_requests_total):
+ * where the response has no error code the client sees only its connection
+ * closed, and may not say so (Sarama 1.22's OffsetCommit v1 commits failed
+ * that way, unseen, before v0-1 were served). */
+static void unsupported_said(struct kafka_ctx *ctx)
+{
+	struct shard *sh = ctx->sh;
+	const struct kafka_api *api = kafka_api_find(ctx->req.header.RequestApiKey);
+	const struct kafka_str *cid = &ctx->req.header.ClientId;
+	char host[64], range[32];
+
+	if (sh->unsupported_logged_ns && sh->unsupported_logged_ns + UNSUPPORTED_LOG_EVERY_NS > sh->now_ns)
+		return;
+	sh->unsupported_logged_ns = sh->now_ns ? sh->now_ns : 1;
+	kafka_ctx_peer_host(ctx, host, sizeof(host));
+	if (api && api->handler)
+		snprintf(range, sizeof(range), "serves %d-%d", api->min_version, api->max_version);
+	else
+		snprintf(range, sizeof(range), "does not serve this API");
+	slog(SLOG_WARN, /* style: allow slow path: once a minute per shard at most */
+	     "shard %d: %s (ApiKey %d) v%d from %s (client id '%.*s') is not served: Sluice %s "
+	     "(docs/kafka-protocol.md, \"Versions against Kafka\"); answered UNSUPPORTED_VERSION, or the "
+	     "connection closed where that version's response has no error code; %llu such requests "
+	     "on this shard (sluice_unsupported_requests_total)",
+	     sh->id, api ? api->name : "unknown API", ctx->req.header.RequestApiKey,
+	     ctx->req.header.RequestApiVersion, host, cid->len > 0 ? (int)(cid->len > 64 ? 64 : cid->len) : 0,
+	     cid->len > 0 ? cid->ptr : "", range, (unsigned long long)sh->stats.unsupported);
 }
 
 /* A frame's ApiKey (the first field of every request header). */

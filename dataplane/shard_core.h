@@ -257,6 +257,7 @@ struct shard {
 	int backlog_len, backlog_cap;
 	int *backlog_to;
 	struct shard_stats stats;
+	uint64_t unsupported_logged_ns;  /* the last "not served" log line (kafka_ctx.c): one a minute */
 	struct shard_hists hists;    /* written by this shard, read by the control thread */
 	uint32_t sqe_seen, cqe_seen; /* ring positions at the last count (uring_sqes, uring_cqes) */
 	int stop;

@@ -94,6 +94,33 @@ def every_difference_has_a_reason():
 
 
 @test
+def an_unserved_version_is_said_once_a_minute():
+    """A request of a version not served (Fetch v0: its response has no
+    error code, so the connection closes) is said on stderr, naming the
+    API, version, client and what is served, once a minute per shard at
+    most (a second one, ListOffsets v0, within the minute is counted, not
+    said). Sarama's OffsetCommit v1 failed this way, unseen."""
+    with broker(shards=1) as b:
+        for api, ver in ((1, 0), (2, 0)):
+            c = Conn(b.bootstrap, client_id="old-client")
+            c.send(api, ver, b"")
+            try:
+                c.recv(c.corr)
+                closed = False
+            except (ConnectionError, OSError, struct.error, EOFError, ValueError):
+                closed = True
+            c.close()
+            assert closed, "v%d of ApiKey %d: answered, not closed" % (ver, api)
+        with Conn(b.bootstrap) as c:   # the broker serves on
+            assert c.api_versions().error == 0
+        log = open(b.log_path).read()
+        said = re.findall(r"^sluiced: warning: shard 0: (\S+) \(ApiKey (\d+)\) v(\d+) from (\S+) "
+                          r"\(client id '([^']*)'\) is not served: Sluice serves (\d+)-(\d+).*$", log, re.M)
+        assert said == [("Fetch", "1", "0", "/127.0.0.1", "old-client", "4", "15")], log
+        assert "1 such requests on this shard" in log, log
+
+
+@test
 def kafka_column_is_the_definitions():
     if not os.path.isdir(MESSAGES):
         print("  Kafka column not checked: %s not found (the Sluice column was)" % MESSAGES)
