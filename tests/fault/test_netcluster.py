@@ -220,11 +220,18 @@ def test_reorder():
     assert got == 100, "after reorder stopped: %d of 100 answered" % got
 
 
-def overlimits(c, x):
-    out = subprocess.run(["ip", "netns", "exec", c.netns(x), "tc", "-s", "qdisc", "show", "dev", "eth0"],
-                         stdout=subprocess.PIPE, check=True).stdout.decode()
-    m = re.search(r"qdisc tbf .*?overlimits (\d+)", out, re.S)
-    return int(m.group(1)) if m else None
+def tbf_counts(c, x):
+    """{device: (overlimits, dropped)} of the tbf qdiscs on node x's two
+    sides: its eth0 (what it sends) and its veth in the root namespace (what
+    it receives); a side without a tbf is left out."""
+    found = {}
+    for pre, dev in ((["ip", "netns", "exec", c.netns(x)], "eth0"), ([], c.veth(x))):
+        out = subprocess.run(pre + ["tc", "-s", "qdisc", "show", "dev", dev],
+                             stdout=subprocess.PIPE, check=True).stdout.decode()
+        m = re.search(r"qdisc tbf .*?dropped (\d+), overlimits (\d+)", out, re.S)
+        if m:
+            found[dev] = (int(m.group(2)), int(m.group(1)))
+    return found
 
 
 @test
@@ -233,12 +240,21 @@ def test_slow_link():
     n = nemesis_net.SlowLink()
     d = n.start(c, random.Random(1))
     x = d["nodes"][0]
-    assert overlimits(c, x) == 0, d
-    # 30 echoes of 8 KB at once through a 16 KB bucket: the replies queue
+    before = tbf_counts(c, x)
+    assert sorted(before) == sorted(["eth0", c.veth(x)]), ("a tbf on both sides of node %d" % x, before)
+    assert all(v == (0, 0) for v in before.values()), (d, before)
+    # 30 echoes of 8 KB at once through a 16 KB bucket. The inbound side (the
+    # veth) sees the client's burst and must hold it back; the replies leave
+    # eth0 already paced by it, so eth0's count depends on timing and is
+    # only printed.
     ping_stats(c, "c", x, 30, size=8000)
-    assert overlimits(c, x) > 0, "tbf on node %d saw no packet over its rate: %s" % (x, d)
+    after = tbf_counts(c, x)
+    over, dropped = after[c.veth(x)]
+    assert over > 0, "the tbf before node %d saw no packet over its rate: %s %s" % (x, d, after)
+    print("  slow link %s: inbound %d over the rate, %d dropped; outbound %d over, %d dropped"
+          % (d, over, dropped, after["eth0"][0], after["eth0"][1]))
     n.stop(c)
-    assert overlimits(c, x) is None, "the tbf qdisc is still on node %d" % x
+    assert tbf_counts(c, x) == {}, "a tbf qdisc is still on node %d" % x
 
 
 @test
