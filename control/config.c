@@ -1419,95 +1419,20 @@ int config_listener(const char *listeners, char *host, size_t hostlen, int *port
 	return config_hostport(sep + 3, host, hostlen, port);
 }
 
-static void md_cell(FILE *f, const char *s)
+int config_key_at(int i, struct config_key_info *out)
 {
-	for (; *s; s++) {
-		if (*s == '|')
-			fputs("\\|", f);
-		else
-			fputc(*s, f);
-	}
-}
+	const struct config_key *k;
 
-void config_doc_markdown(FILE *f)
-{
-	fputs("| Key | Type | Default | Description |\n", f);
-	fputs("|---|---|---|---|\n", f);
-	for (int i = 0; i < NKEYS; i++) {
-		const struct config_key *k = &keys[i];
-		char allowed[256];
-
-		fputs("| `", f);
-		md_cell(f, k->name);
-		fprintf(f, "` | %s | ", type_name(k));
-		if (*k->def) {
-			fputc('`', f);
-			md_cell(f, k->def);
-			fputc('`', f);
-		} else {
-			fputs("(empty)", f);
-		}
-		fputs(" | ", f);
-		md_cell(f, k->doc);
-		if (k->type == CONFIG_INT || k->type == CONFIG_LONG || k->type == CONFIG_ENUM) {
-			allowed_text(k, allowed, sizeof(allowed));
-			fputs(" Allowed: ", f);
-			md_cell(f, allowed);
-			fputc('.', f);
-		}
-		if (k->alias)
-			fprintf(f, " Alias: `%s`.", k->alias);
-		if (k->topic)
-			fprintf(f, " Topic-level: `%s`.", k->topic);
-		fputs(" |\n", f);
-	}
-}
-
-/* "# " and text wrapped at 78 columns. */
-static void prop_comment(FILE *f, const char *text)
-{
-	const char *p = text;
-
-	while (*p) {
-		const char *end = p, *brk = NULL;
-
-		while (*end && end - p < 76) {
-			if (*end == ' ')
-				brk = end;
-			end++;
-		}
-		if (*end && brk)
-			end = brk;
-		fprintf(f, "# %.*s\n", (int)(end - p), p);
-		p = end;
-		while (*p == ' ')
-			p++;
-	}
-}
-
-void config_doc_properties(FILE *f, const char *const *set, int nset)
-{
-	for (int i = 0; i < NKEYS; i++) {
-		const struct config_key *k = &keys[i];
-		const char *mine = NULL;
-		char allowed[256];
-		size_t nlen = strlen(k->name);
-
-		for (int j = 0; j < nset; j++)
-			if (!strncmp(set[j], k->name, nlen) && set[j][nlen] == '=')
-				mine = set[j] + nlen + 1;
-		fprintf(f, "\n# %s (%s", k->name, type_name(k));
-		if (k->alias)
-			fprintf(f, "; alias %s", k->alias);
-		if (k->topic)
-			fprintf(f, "; topic-level %s", k->topic);
-		fputs(")\n", f);
-		prop_comment(f, k->doc);
-		allowed_text(k, allowed, sizeof(allowed));
-		fprintf(f, "# Allowed: %s.\n", allowed);
-		if (mine)
-			fprintf(f, "# (default: %s)\n%s=%s\n", *k->def ? k->def : "empty", k->name, mine);
-		else
-			fprintf(f, "#%s=%s\n", k->name, k->def);
-	}
+	if (i < 0 || i >= NKEYS)
+		return -ENOENT;
+	k = &keys[i];
+	out->name = k->name;
+	out->type = k->type;
+	out->type_name = type_name(k);
+	out->def = k->def;
+	out->doc = k->doc;
+	out->alias = k->alias;
+	out->topic = k->topic;
+	allowed_text(k, out->allowed, sizeof(out->allowed));
+	return 0;
 }

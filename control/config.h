@@ -174,6 +174,18 @@ int config_listener(const char *listeners, char *host, size_t hostlen, int *port
  * "NAME://" prefix. */
 int config_hostport(const char *s, char *host, size_t hostlen, int *port);
 
+/* One key of the table, for the documentation writers (config_print.c):
+ * every string is the table's own (static), allowed what the key takes
+ * ("an integer in [1, 1048576]", "one of 'write', 'sync', 'memory'"). */
+struct config_key_info {
+	const char *name, *type_name, *def, *doc;
+	const char *alias, *topic; /* NULL when the key has none */
+	enum config_type type;
+	char allowed[256];
+};
+/* The i-th key in table order: 0, or -ENOENT past the last. */
+int config_key_at(int i, struct config_key_info *out);
+
 /* The documentation table as markdown: one row per key: name, type,
  * default, description (with range, allowed values, alias and topic-level
  * name). */
