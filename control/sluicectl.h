@@ -299,6 +299,15 @@ const char *ctl_node_err(struct ctl *c);
 int16_t ctl_version(struct ctl *c, struct kclient *k, int16_t api_key, int16_t want_max);
 /* Call or exit 1 with the transport error. */
 void *ctl_call(struct ctl *c, struct kclient *k, int16_t api_key, int16_t version, const void *body);
+/* A call on k that failed in transport (rc, k->err): say why and exit 1. */
+void ctl_call_failed(struct ctl *c, struct kclient *k, int rc) __attribute__((noreturn));
+/* DescribeQuorum of __cluster_metadata on k (sluicectl cluster quorum, the
+ * roll's checks). 0: *err is the answer's Kafka error code and, when it is
+ * 0, *out the one partition's data (borrowed from k until its next call);
+ * 1: the broker serves no DescribeQuorum version (*out NULL, *err 0);
+ * -errno: the call failed (the reason in k->err). */
+int ctl_describe_quorum(struct kclient *k, const struct kafka_describe_quorum_response_partition_data **out,
+			int16_t *err);
 
 /* Print "sluicectl: CMD: what: NAME (code): message" and what to do; returns 1. */
 int ctl_kafka_error(struct ctl *c, int16_t code, struct kafka_str msg, const char *what, ...)

@@ -91,29 +91,12 @@ static void admin_view_node(struct ctl *c, int32_t node, struct admin_view *v)
 static const struct kafka_describe_quorum_response_partition_data *quorum_get(struct ctl *c, int16_t *err)
 {
 	struct kclient *k = ctl_client(c);
-	struct kafka_describe_quorum_request req;
-	struct kafka_describe_quorum_request_topic_data t;
-	struct kafka_describe_quorum_request_partition_data p = { 0 };
-	struct kafka_describe_quorum_response *resp;
-	int v = kclient_version(k, KAFKA_DESCRIBE_QUORUM_KEY, 2);
+	const struct kafka_describe_quorum_response_partition_data *q;
+	int rc = ctl_describe_quorum(k, &q, err);
 
-	*err = 0;
-	if (v < 0)
-		return NULL;
-	kafka_describe_quorum_request_init(&req);
-	t.TopicName = (struct kafka_str){ "__cluster_metadata", 18 };
-	t.Partitions.items = &p;
-	t.Partitions.count = 1;
-	req.Topics.items = &t;
-	req.Topics.count = 1;
-	resp = ctl_call(c, k, KAFKA_DESCRIBE_QUORUM_KEY, (int16_t)v, &req);
-	*err = resp->ErrorCode;
-	if (resp->ErrorCode || resp->Topics.count < 1 || resp->Topics.items[0].Partitions.count < 1) {
-		*err = *err ? *err : KERR_UNKNOWN_SERVER_ERROR;
-		return NULL;
-	}
-	*err = resp->Topics.items[0].Partitions.items[0].ErrorCode;
-	return *err ? NULL : &resp->Topics.items[0].Partitions.items[0];
+	if (rc < 0)
+		ctl_call_failed(c, k, rc);
+	return q;
 }
 
 /* The leader's log end in q, -1 when not known. */

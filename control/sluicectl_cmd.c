@@ -279,17 +279,54 @@ int16_t ctl_version(struct ctl *c, struct kclient *k, int16_t api_key, int16_t w
 	return (int16_t)v;
 }
 
+void ctl_call_failed(struct ctl *c, struct kclient *k, int rc)
+{
+	fprintf(stderr, "sluicectl: %s: %s\n  what to do: check the broker (its log), or raise "
+		"--timeout for a slow operation\n", c->cmd, k->err[0] ? k->err : strerror(-rc));
+	exit(EXIT_KAFKA);
+}
+
 void *ctl_call(struct ctl *c, struct kclient *k, int16_t api_key, int16_t version, const void *body)
 {
 	void *resp;
 	int rc = kclient_call(k, api_key, version, body, false, &resp);
 
-	if (rc) {
-		fprintf(stderr, "sluicectl: %s: %s\n  what to do: check the broker (its log), or raise "
-			"--timeout for a slow operation\n", c->cmd, k->err[0] ? k->err : strerror(-rc));
-		exit(EXIT_KAFKA);
-	}
+	if (rc)
+		ctl_call_failed(c, k, rc);
 	return resp;
+}
+
+int ctl_describe_quorum(struct kclient *k, const struct kafka_describe_quorum_response_partition_data **out,
+			int16_t *err)
+{
+	struct kafka_describe_quorum_request req;
+	struct kafka_describe_quorum_request_topic_data t;
+	struct kafka_describe_quorum_request_partition_data p = { 0 };
+	struct kafka_describe_quorum_response *resp;
+	int v = kclient_version(k, KAFKA_DESCRIBE_QUORUM_KEY, 2);
+	int rc;
+
+	*out = NULL;
+	*err = 0;
+	if (v < 0)
+		return 1;
+	kafka_describe_quorum_request_init(&req);
+	t.TopicName = (struct kafka_str){ "__cluster_metadata", 18 };
+	t.Partitions.items = &p;
+	t.Partitions.count = 1;
+	req.Topics.items = &t;
+	req.Topics.count = 1;
+	if ((rc = kclient_call(k, KAFKA_DESCRIBE_QUORUM_KEY, (int16_t)v, &req, false, (void **)&resp)))
+		return rc;
+	*err = resp->ErrorCode;
+	if (resp->ErrorCode || resp->Topics.count < 1 || resp->Topics.items[0].Partitions.count < 1) {
+		*err = *err ? *err : KERR_UNKNOWN_SERVER_ERROR;
+		return 0;
+	}
+	*err = resp->Topics.items[0].Partitions.items[0].ErrorCode;
+	if (!*err)
+		*out = &resp->Topics.items[0].Partitions.items[0];
+	return 0;
 }
 
 /* The last Metadata answer, for leader lookups. */

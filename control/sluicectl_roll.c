@@ -191,25 +191,10 @@ static void rb_drop(struct rb *b)
 /* The metadata quorum from k: NULL when not served or it fails. */
 static const struct kafka_describe_quorum_response_partition_data *roll_quorum(struct kclient *k)
 {
-	struct kafka_describe_quorum_request req;
-	struct kafka_describe_quorum_request_topic_data t;
-	struct kafka_describe_quorum_request_partition_data p = { 0 };
-	struct kafka_describe_quorum_response *resp;
-	int v = kclient_version(k, KAFKA_DESCRIBE_QUORUM_KEY, 2);
+	const struct kafka_describe_quorum_response_partition_data *q;
+	int16_t err;
 
-	if (v < 0)
-		return NULL;
-	kafka_describe_quorum_request_init(&req);
-	t.TopicName = (struct kafka_str){ "__cluster_metadata", 18 };
-	t.Partitions.items = &p;
-	t.Partitions.count = 1;
-	req.Topics.items = &t;
-	req.Topics.count = 1;
-	if (kclient_call(k, KAFKA_DESCRIBE_QUORUM_KEY, (int16_t)v, &req, false, (void **)&resp) ||
-	    resp->ErrorCode || resp->Topics.count < 1 || resp->Topics.items[0].Partitions.count < 1 ||
-	    resp->Topics.items[0].Partitions.items[0].ErrorCode)
-		return NULL;
-	return &resp->Topics.items[0].Partitions.items[0];
+	return ctl_describe_quorum(k, &q, &err) == 0 ? q : NULL;
 }
 
 /* Metadata of every topic from the first broker that answers: the last
