@@ -163,12 +163,8 @@ static int parse_dpdk(const struct config *cfg, struct broker *b)
 static void stop_shards(struct broker *b, int nstarted)
 {
 	__atomic_store_n(&b->stopping, 1, __ATOMIC_SEQ_CST);
-	for (int i = 0; i < nstarted; i++) {
-		uint64_t one = 1;
-
-		if (write(b->shards[i]->wake_fd, &one, sizeof(one)) < 0)
-			continue;   /* the counter is full: a wake-up is pending anyway */
-	}
+	for (int i = 0; i < nstarted; i++)
+		broker_wake(b, i);
 	for (int i = 0; i < nstarted; i++)
 		shard_join(b->shards[i]);
 }
@@ -620,12 +616,8 @@ int main(int argc, char **argv)
 	}
 	/* the metadata is in place: the shards start accepting */
 	__atomic_store_n(&b->serving, 1, __ATOMIC_RELEASE);
-	for (int i = 0; i < nshards; i++) {
-		uint64_t one = 1;
-
-		if (write(b->shards[i]->wake_fd, &one, sizeof(one)) < 0)
-			continue;   /* the counter is full: a wake-up is pending anyway */
-	}
+	for (int i = 0; i < nshards; i++)
+		broker_wake(b, i);
 	if (!role.broker)
 		/* no Kafka listener: the line scripts wait for names the
 		 * controller listener */

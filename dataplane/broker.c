@@ -27,6 +27,15 @@ int broker_send(struct broker *b, int from, int to, const struct shard_msg *m)
 	return 0;
 }
 
+void broker_wake(struct broker *b, int to)
+{
+	uint64_t one = 1;
+
+	if (write(b->wake_fd[to], &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is saturated, a wake is pending anyway */
+	}
+}
+
 const struct md_topic *md_find(const struct md_snapshot *md, const char *name, int32_t len)
 {
 	int lo = 0, hi = md ? md->ntopics : 0;

@@ -408,6 +408,10 @@ static inline int16_t md_part_led(const struct md_topic *t, int32_t idx, int32_t
  * hence warn_unused_result. */
 __attribute__((warn_unused_result))
 int broker_send(struct broker *b, int from, int to, const struct shard_msg *m);
+/* @thread any: wake thread `to`'s loop (its eventfd) whether or not it
+ * sleeps: after a word it reads at its next turn (b->stopping, b->serving)
+ * changed. */
+void broker_wake(struct broker *b, int to);
 
 /* @thread any (the control thread). What the control thread reads of
  * shard i, a word the shard writes: the metadata version it last loaded

@@ -70,6 +70,11 @@ static int listen_socket(const char *host, int port, char *err, size_t errlen)
 	return fd;
 }
 
+struct shard_published shard_published(const struct shard *sh)
+{
+	return (struct shard_published){ &sh->stats, &sh->hists, &sh->st.tail, &sh->st.write_lat };
+}
+
 int shard_probe_port(const char *host, int port, char *err, size_t errlen)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };

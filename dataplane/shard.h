@@ -21,6 +21,23 @@
 
 #include "dataplane/shard_core.h"
 
+/* What a shard publishes for other threads to read: its counters and
+ * latency histograms, its tail cache's counters and its disk writes'
+ * latency. Each word is written only by the shard (relaxed stores, see
+ * struct shard_stats) and read with relaxed loads (LD); a reader writes
+ * none of it and never stops the shard. This is the only way into a
+ * shard's memory from control/ (scripts/check-layers, rule 7): the
+ * control thread's /metrics, console and rate history read through it,
+ * and tell a shard anything only through the rings.
+ * @thread any, for the shard's lifetime. */
+struct shard_published {
+	const struct shard_stats *stats;
+	const struct shard_hists *hists;
+	const struct tail_pool *tail;     /* hits, misses, used, evictions, allocations, budget */
+	const struct lathist *write_lat;  /* the disk writes' latency (store) */
+};
+struct shard_published shard_published(const struct shard *sh);
+
 /* @thread main: -EADDRINUSE (err names the port) if another process
  * holds host:port. */
 int shard_probe_port(const char *host, int port, char *err, size_t errlen);
