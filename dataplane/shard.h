@@ -10,8 +10,8 @@
  *
  * Thread: the shard's own (@thread shard) unless a function says otherwise.
  * Owns: everything reachable from struct shard. Other threads reach it
- * only through the SPSC rings (broker_send) and the words struct broker
- * points at.
+ * only through the SPSC rings (broker_send), the words struct broker
+ * points at, and the counters it publishes (shard_published: read-only).
  * Errors: 0/count or -errno.
  */
 #ifndef SLUICE_SHARD_H
