@@ -54,21 +54,29 @@ ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 deb=$build/deb/sluice_${ver}_$arch.deb
 lib=$build/deb/libsluice-native1_${ver}_$arch.deb
 dev=$build/deb/libsluice-native-dev_${ver}_$arch.deb
-for f in "$deb" "$lib" "$dev"; do check '[ -f "$f" ]' "no $f"; done
+bench=$build/deb/sluice-bench_${ver}_$arch.deb
+for f in "$deb" "$bench" "$lib" "$dev"; do check '[ -f "$f" ]' "no $f"; done
 
 # ---- what the packages hold ------------------------------------------------
 dpkg-deb --contents "$deb" | awk '{print $6}' | sed 's|^\./|/|' >"$tmp/sluice.list"
 for d in "$lib" "$dev"; do dpkg-deb --contents "$d"; done | awk '{print $6}' | sed 's|^\./|/|' >"$tmp/lib.list"
-for f in /usr/bin/sluiced /usr/bin/sluicectl /usr/bin/sluice-bench /etc/sluice/sluiced.properties \
+dpkg-deb --contents "$bench" | awk '{print $6}' | sed 's|^\./|/|' >"$tmp/bench.list"
+for f in /usr/bin/sluiced /usr/bin/sluicectl /etc/sluice/sluiced.properties \
 	/lib/systemd/system/sluiced.service /lib/systemd/system/sluiced@.service \
 	/usr/share/sluice/systemd/dpdk.conf /usr/share/sluice/systemd/dpdk-tap.conf \
 	/usr/lib/sysusers.d/sluice.conf /usr/lib/tmpfiles.d/sluice.conf \
-	/usr/share/man/man1/sluiced.1.gz /usr/share/man/man1/sluicectl.1.gz /usr/share/man/man1/sluice-bench.1.gz \
+	/usr/share/man/man1/sluiced.1.gz /usr/share/man/man1/sluicectl.1.gz \
 	/usr/share/bash-completion/completions/sluicectl /usr/share/sluice/tools/sluicefault/drill.py \
 	/usr/share/sluice/hw-profiles/commodity-2026.conf /usr/share/doc/sluice/install.md \
 	/usr/share/doc/sluice/configuration.md /usr/share/doc/sluice/README.md /usr/share/doc/sluice/copyright; do
 	check 'grep -qx "$f" "$tmp/sluice.list"' "sluice lacks $f"
 done
+# the benchmarks are a package of their own: the broker's does not pull the
+# client libraries they link
+for f in /usr/bin/sluice-bench /usr/share/man/man1/sluice-bench.1.gz /usr/share/doc/sluice-bench/copyright; do
+	check 'grep -qx "$f" "$tmp/bench.list"' "sluice-bench lacks $f"
+done
+check '! grep -q sluice-bench "$tmp/sluice.list"' "sluice holds sluice-bench's files: $(grep sluice-bench "$tmp/sluice.list")"
 for f in "/usr/lib/$ma/libsluice_native.so.1" "/usr/lib/$ma/libsluice_native.so" "/usr/lib/$ma/libsluice_native.a" \
 	"/usr/lib/$ma/pkgconfig/sluice_native.pc" /usr/include/sluice_native.h; do
 	check 'grep -qx "$f" "$tmp/lib.list"' "the library packages lack $f"
@@ -80,11 +88,17 @@ for p in libc6 liburing2 libssl3 libraft2; do
 	check 'echo "$depends" | grep -q "\<$p\>"' "Depends (dpkg-shlibdeps) lacks $p: $depends"
 done
 check 'dpkg-deb --field "$lib" Depends | grep -q libisal2' "libsluice-native1's Depends lacks libisal2"
+for p in librdkafka1 libhiredis0.14 libnats3.4; do
+	check '! echo "$depends" | grep -q "\<$p\>"' "sluice Depends on $p, which only the benchmarks link: $depends"
+	check 'dpkg-deb --field "$bench" Depends | grep -q "\<$p\>"' "sluice-bench's Depends lacks $p"
+done
+check 'dpkg-deb --field "$bench" Depends | grep -q "sluice (= $ver)"' \
+	"sluice-bench does not depend on its sluice: $(dpkg-deb --field "$bench" Depends)"
 
 # ---- lintian: no error -----------------------------------------------------
 # its scratch files (MLDBM databases) in our directory, not in /tmp
 mkdir -p "$tmp/lintian-tmp"
-TMPDIR="$tmp/lintian-tmp" lintian --tag-display-limit 0 "$deb" "$lib" "$dev" >"$tmp/lintian.log" 2>&1
+TMPDIR="$tmp/lintian-tmp" lintian --tag-display-limit 0 "$deb" "$bench" "$lib" "$dev" >"$tmp/lintian.log" 2>&1
 grep '^W:' "$tmp/lintian.log"
 check '! grep -q "^E:" "$tmp/lintian.log"' "lintian errors: $(grep '^E:' "$tmp/lintian.log")"
 
@@ -138,7 +152,7 @@ mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates" "$root/etc"
 : >"$root/var/lib/dpkg/available"
 # its libraries are this machine's, not the empty root's: --force-depends
 dpk() { dpkg --root="$root" --force-script-chrootless --force-depends --log="$tmp/dpkg.log" "$@"; }
-if dpk -i "$deb" "$lib" "$dev" >"$tmp/install.log" 2>&1; then ok
+if dpk -i "$deb" "$bench" "$lib" "$dev" >"$tmp/install.log" 2>&1; then ok
 else bad "dpkg --root -i"; cat "$tmp/install.log"; fi
 check 'grep -q "^sluice:x:[0-9]*:[0-9]*:.*:/var/lib/sluice:/usr/sbin/nologin$" "$root/etc/passwd"' \
 	"no sluice system user in the root's /etc/passwd: $(cat "$root/etc/passwd" 2>&1)"
@@ -181,6 +195,10 @@ check '[ $rc -eq 0 ]' "the installed sluiced exited $rc after SIGTERM: $(tail -5
 check '[ -n "$(find "$tmp/data" -type f -uid 65534 | head -1)" ] && [ -z "$(find "$tmp/data" ! -uid 65534 | head -1)" ]' \
 	"the broker's files are not all the unprivileged user's"
 
+check '[ -x "$root/usr/bin/sluice-bench" ]' "the root lacks sluice-bench"
+check '! dpk --no-force-depends -r sluice >"$tmp/remove0.log" 2>&1' "sluice removed while sluice-bench, which needs it, stays"
+dpk -r sluice-bench >"$tmp/remove1.log" 2>&1 || bad "dpkg --root -r sluice-bench: $(cat "$tmp/remove1.log")"
+check '[ ! -e "$root/usr/bin/sluice-bench" ]' "sluice-bench still there after remove"
 echo data >"$root/var/lib/sluice/meta.properties"
 dpk -r sluice >"$tmp/remove.log" 2>&1 || bad "dpkg --root -r sluice: $(cat "$tmp/remove.log")"
 check '[ ! -e "$root/usr/bin/sluiced" ]' "sluiced still there after remove"
