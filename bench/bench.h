@@ -17,6 +17,7 @@ struct bench_cmd {
 };
 
 int bench_storage(int argc, char **argv);
+int bench_disk(int argc, char **argv);
 int bench_codec(int argc, char **argv);
 int bench_produce(int argc, char **argv);
 int bench_consume(int argc, char **argv);

@@ -7,6 +7,7 @@
 /* One row per subcommand; the usage text is generated from this table. */
 static const struct bench_cmd bench_cmds[] = {
 	{ "storage", "append/recovery throughput of the log vs raw O_DIRECT io_uring", bench_storage },
+	{ "disk", "the disk alone, paced as e2e paces the broker: a record's wait for its O_DIRECT write", bench_disk },
 	{ "codec", "Kafka codec: decode+encode Produce request / Fetch response, GB/s", bench_codec },
 	{ "produce", "broker via librdkafka: produce records/s, MB/s, ack latency", bench_produce },
 	{ "consume", "broker via librdkafka: consume records/s, MB/s (after a pre-produce)", bench_consume },
