@@ -18,6 +18,7 @@
 #define SUITE_POINTS  8192
 #define K14_SIZE      100
 #define K14_PARTS     6
+#define SUITE_RUNS    2    /* each headline row is measured this many times, to show the run's noise */
 
 /* ---- results ------------------------------------------------------------ */
 
@@ -32,6 +33,10 @@ struct row {
 	double cpu_ns;               /* the broker's CPU (user + system, all its threads) per record, ns;
 				      * NaN: not measured (the capacity planner's cost) */
 	double client_cpu_ns;        /* the clients' (this process's threads), likewise */
+	/* A headline row (the k14 rows, the peers) is measured SUITE_RUNS
+	 * times: rps, mbps, p50, p99 and p999 are the runs' means, and each
+	 * run's records/s and p99 are kept here; NaN: one run (the other rows) */
+	double run_rps[SUITE_RUNS], run_p99[SUITE_RUNS];
 	char note[200];
 };
 
@@ -47,7 +52,8 @@ struct series {
 
 struct peer_fig {
 	char name[32], version[64], durability[160];
-	double prod_rps, cons_rps, p50, p99, p999;
+	double prod_rps, cons_rps, p50, p99, p999;   /* the SUITE_RUNS runs' means */
+	double run_prod[SUITE_RUNS], run_cons[SUITE_RUNS], run_p99[SUITE_RUNS];
 	int ran;
 	char error[256];
 };

@@ -83,6 +83,33 @@ static const char *ratio(double a, double b, char *buf, size_t len)
 	return buf;
 }
 
+/* A headline figure's runs, "a / b" (grouped, or prec decimals when
+ * prec >= 0), and how far apart they are, "6.1%" of their mean; both ""
+ * for a row of one run. */
+static void runs_text(const double *v, int prec, char *buf, size_t len, char *apart, size_t alen)
+{
+	double lo = v[0], hi = v[0], sum = 0;
+	size_t o = 0;
+
+	buf[0] = apart[0] = 0;
+	for (int k = 0; k < SUITE_RUNS; k++) {
+		char one[32];
+
+		if (isnan(v[k]))
+			return;
+		lo = v[k] < lo ? v[k] : lo;
+		hi = v[k] > hi ? v[k] : hi;
+		sum += v[k];
+		if (prec < 0)
+			grouped(v[k], one, sizeof(one));
+		else
+			fixed(v[k], prec, one, sizeof(one));
+		o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s", k ? " / " : "", one);
+	}
+	if (sum > 0)
+		snprintf(apart, alen, "%.1f%%", (hi - lo) / (sum / SUITE_RUNS) * 100);
+}
+
 static const struct result *find(const struct suite *s, const char *name)
 {
 	for (int i = 0; i < s->nres; i++)
@@ -196,36 +223,43 @@ static void headline(const struct suite *s, FILE *f)
 		if (!r || r->rc || !r->nrows)
 			continue;
 		if (!any++)
-			fprintf(f, "| Kafka 2014 row (100-byte records) | Sluice records/s | MB/s | of the limit "
-				"| Kafka 2014 records/s | Sluice / Kafka 2014 |\n|---|---:|---:|---:|---:|---:|\n");
+			fprintf(f, "| Kafka 2014 row (100-byte records) | Sluice records/s (mean) | runs | apart | MB/s "
+				"| of the limit | Kafka 2014 records/s | Sluice / Kafka 2014 |\n"
+				"|---|---:|---:|---:|---:|---:|---:|---:|\n");
 		for (int j = 0; j < r->nrows; j++) {
 			const struct row *w = &r->rows[j];
+			char runs[96], apart[16];
 
 			if (isnan(w->ref_rps))
 				continue;
-			fprintf(f, "| %s | %s | %s | %s%s%s%s | %s | %s |\n", w->label, grouped(w->rps, a, sizeof(a)),
-				fixed(w->mbps, 1, b, sizeof(b)), pct(fraction(w), c, sizeof(c)),
-				w->binds && !isnan(fraction(w)) ? " of " : "", w->binds && !isnan(fraction(w)) ?
-				w->binds : "", "", grouped(w->ref_rps, d, sizeof(d)),
+			runs_text(w->run_rps, -1, runs, sizeof(runs), apart, sizeof(apart));
+			fprintf(f, "| %s | %s | %s | %s | %s | %s%s%s | %s | %s |\n", w->label,
+				grouped(w->rps, a, sizeof(a)), runs, apart, fixed(w->mbps, 1, b, sizeof(b)),
+				pct(fraction(w), c, sizeof(c)), w->binds && !isnan(fraction(w)) ? " of " : "",
+				w->binds && !isnan(fraction(w)) ? w->binds : "", grouped(w->ref_rps, d, sizeof(d)),
 				ratio(w->rps, w->ref_rps, e, sizeof(e)));
 		}
 	}
 	if (lat && !lat->rc && lat->nrows) {
 		const struct row *w = &lat->rows[0];
+		char runs[96], apart[16];
 
 		if (!any++)
-			fprintf(f, "| Kafka 2014 row | Sluice | | | Kafka 2014 | Sluice / Kafka 2014 |\n"
-				"|---|---:|---:|---:|---:|---:|\n");
-		fprintf(f, "| %s, p50 / p99 / p99.9 ms | %.2f / %.2f / %.2f | | | %.0f / %.0f / %.0f | "
-			"%.2fx / %.2fx / %.2fx |\n", w->label, w->p50, w->p99, w->p999, w->ref_p50, w->ref_p99,
-			w->ref_p999, w->p50 / w->ref_p50, w->p99 / w->ref_p99, w->p999 / w->ref_p999);
+			fprintf(f, "| Kafka 2014 row | Sluice (mean) | runs | apart | | | Kafka 2014 | Sluice / Kafka 2014 |\n"
+				"|---|---:|---:|---:|---:|---:|---:|---:|\n");
+		runs_text(w->run_p99, 2, runs, sizeof(runs), apart, sizeof(apart));
+		fprintf(f, "| %s, p50 / p99 / p99.9 ms | %.2f / %.2f / %.2f | p99 %s | %s | | | %.0f / %.0f / %.0f | "
+			"%.2fx / %.2fx / %.2fx |\n", w->label, w->p50, w->p99, w->p999, runs, apart, w->ref_p50,
+			w->ref_p99, w->ref_p999, w->p50 / w->ref_p50, w->p99 / w->ref_p99, w->p999 / w->ref_p999);
 	}
 	if (any)
 		fprintf(f, "\nKafka 2014: J. Kreps, \"Benchmarking Apache Kafka: 2 Million Writes Per Second "
 			"(On Three Cheap Machines)\", LinkedIn, 2014 (hw-profiles/kafka-2014.conf); its "
 			"three-producer and consumer rows ran on three brokers with replication, Sluice's on one "
 			"node; its replication rows on three brokers, Sluice's on three nodes of this machine "
-			"(k14-replicated). Latency ratios: lower is better.\n\n");
+			"(k14-replicated). Latency ratios: lower is better. Each Sluice figure is the mean of "
+			"%d runs of the row, one after the other; \"runs\" gives each, \"apart\" how far apart "
+			"they are as a share of their mean: the run's noise on this machine.\n\n", SUITE_RUNS);
 	if (peers && peers->peers[0].ran) {
 		const struct peer_fig *p = peers->peers;
 
@@ -247,6 +281,20 @@ static void headline(const struct suite *s, FILE *f)
 			p[2].ran ? fixed(p[2].p99, 2, c, sizeof(c)) : "failed",
 			p[1].ran ? ratio(p[0].p99, p[1].p99, d, sizeof(d)) : "",
 			p[2].ran ? ratio(p[0].p99, p[2].p99, e, sizeof(e)) : "");
+		fprintf(f, "\nEach figure is the mean of %d rounds (Sluice, Redis, NATS in turn each round); the rounds:",
+			SUITE_RUNS);
+		for (int i = 0; i < 3; i++) {
+			char pr[96], cr[96], lr[96], pa[16], ca[16], la[16];
+
+			if (!p[i].ran)
+				continue;
+			runs_text(p[i].run_prod, -1, pr, sizeof(pr), pa, sizeof(pa));
+			runs_text(p[i].run_cons, -1, cr, sizeof(cr), ca, sizeof(ca));
+			runs_text(p[i].run_p99, 2, lr, sizeof(lr), la, sizeof(la));
+			fprintf(f, "%s %s produce %s (%s apart), consume %s (%s apart), p99 %s ms (%s apart)",
+				i ? ";" : "", p[i].name, pr, pa, cr, ca, lr, la);
+		}
+		fprintf(f, ".\n");
 		fprintf(f, "\nDurability: Sluice %s; Redis %s; NATS %s.\n\n", p[0].durability,
 			p[1].durability[0] ? p[1].durability : "(did not run)",
 			p[2].durability[0] ? p[2].durability : "(did not run)");
@@ -470,6 +518,20 @@ static void json_row(FILE *f, const struct row *w)
 	jnum_kv(f, "p99_9_ms", w->p999, &first);
 	jnum_kv(f, "broker_cpu_ns_per_record", w->cpu_ns, &first);
 	jnum_kv(f, "client_cpu_ns_per_record", w->client_cpu_ns, &first);
+	if (!isnan(w->run_rps[0]) || !isnan(w->run_p99[0])) {
+		/* a headline row: each of its runs (the figures above: their means) */
+		jkey(f, "runs", &first);
+		fputc('[', f);
+		for (int k = 0; k < SUITE_RUNS; k++) {
+			int f2 = 1;
+
+			fprintf(f, "%s{", k ? ", " : "");
+			jnum_kv(f, "records_per_s", w->run_rps[k], &f2);
+			jnum_kv(f, "p99_ms", w->run_p99[k], &f2);
+			fputc('}', f);
+		}
+		fputc(']', f);
+	}
 	jkey(f, "kafka_2014", &first);
 	if (!isnan(w->ref_rps) || !isnan(w->ref_p99)) {
 		int f2 = 1;
@@ -506,6 +568,18 @@ static void json_peers(FILE *f, const struct result *r)
 		jnum_kv(f, "e2e_p50_ms", p->ran ? p->p50 : NAN, &first);
 		jnum_kv(f, "e2e_p99_ms", p->ran ? p->p99 : NAN, &first);
 		jnum_kv(f, "e2e_p99_9_ms", p->ran ? p->p999 : NAN, &first);
+		jkey(f, "runs", &first);
+		fputc('[', f);
+		for (int k = 0; p->ran && k < SUITE_RUNS; k++) {
+			int f2 = 1;
+
+			fprintf(f, "%s{", k ? ", " : "");
+			jnum_kv(f, "produce_records_per_s", p->run_prod[k], &f2);
+			jnum_kv(f, "consume_records_per_s", p->run_cons[k], &f2);
+			jnum_kv(f, "e2e_p99_ms", p->run_p99[k], &f2);
+			fputc('}', f);
+		}
+		fputc(']', f);
 		fputc('}', f);
 	}
 	fputc(']', f);

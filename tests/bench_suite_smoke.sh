@@ -43,6 +43,9 @@ for s in k14-producer k14-consumers3 k14-latency k14-replicated consumer-default
   grep -q "^## $s — " "$out/report.md" 2>/dev/null && ok || bad "report.md has no section for $s"
 done
 grep -q '^| Kafka 2014 row' "$out/report.md" && ok || bad "report.md has no Kafka 2014 headline table"
+grep -Eq '^\| 1 producer \| [0-9,]+ \| [0-9,]+ / [0-9,]+ \| [0-9.]+% \|' "$out/report.md" && ok ||
+  bad "the headline's 1 producer row does not give its two runs and how far apart: $(grep '^| 1 producer' "$out/report.md")"
+grep -q 'the rounds: sluice produce [0-9,]* / [0-9,]*' "$out/report.md" && ok || bad "the peers' rounds are not in the report"
 grep -q '^| produce records/s |' "$work/stdout" && ok || bad "stdout has no peers headline row"
 if $PY - "$out" <<'PYEOF'
 import json, sys, os
@@ -79,6 +82,22 @@ peers = k["peers"]["peers"]
 assert [p["name"] for p in peers] == ["sluice", "redis-streams", "nats-jetstream"], peers
 assert all(p["ran"] and p["produce_records_per_s"] and p["consume_records_per_s"] and p["e2e_p99_ms"] is not None
            for p in peers), peers
+# every headline row measured twice (the run's noise): each run kept, the
+# row's figure their mean
+def mean_of(runs, key):
+    v = [r[key] for r in runs]
+    assert len(v) == 2 and all(x is not None and x > 0 for x in v), runs
+    return sum(v) / 2
+for name in ("k14-producer", "k14-consumers3", "k14-replicated"):
+    for r in k[name]["rows"]:
+        assert abs(mean_of(r["runs"], "records_per_s") - r["records_per_s"]) <= 1e-6 * r["records_per_s"], (name, r)
+assert abs(mean_of(lat["runs"], "p99_ms") - lat["p99_ms"]) <= 1e-6 * lat["p99_ms"], lat
+for p in peers:
+    assert abs(mean_of(p["runs"], "produce_records_per_s") - p["produce_records_per_s"]) \
+        <= 1e-6 * p["produce_records_per_s"], p
+    mean_of(p["runs"], "e2e_p99_ms")
+# one-run rows carry no runs
+assert all("runs" not in r for r in k["size-sweep"]["rows"]), k["size-sweep"]["rows"]
 for s in d["scenarios"]:
     if s["plot"]:
         with open(os.path.join(out, s["plot"]), "rb") as f:
