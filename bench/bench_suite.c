@@ -71,287 +71,6 @@
 #include "control/hw_profile.h"
 #include "bench/suite.h"
 
-static double nan_(void)
-{
-	return NAN;
-}
-
-static struct row *row_new(struct result *r, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static struct row *row_new(struct result *r, const char *fmt, ...)
-{
-	struct row *w;
-	va_list ap;
-
-	if (r->nrows >= SUITE_ROWS)
-		r->nrows = SUITE_ROWS - 1;   /* never reached: scenarios make < 20 rows */
-	w = &r->rows[r->nrows++];
-	memset(w, 0, sizeof(*w));
-	va_start(ap, fmt);
-	vsnprintf(w->label, sizeof(w->label), fmt, ap);
-	va_end(ap);
-	w->rps = w->mbps = w->p50 = w->p99 = w->p999 = nan_();
-	w->ref_rps = w->ref_p50 = w->ref_p99 = w->ref_p999 = nan_();
-	w->cpu_ns = w->client_cpu_ns = nan_();
-	for (int k = 0; k < SUITE_RUNS; k++)
-		w->run_rps[k] = w->run_p99[k] = nan_();
-	return w;
-}
-
-static void fail(struct result *r, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void fail(struct result *r, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (r->rc)
-		return;
-	r->rc = rc < 0 ? rc : -EIO;
-	va_start(ap, fmt);
-	vsnprintf(r->error, sizeof(r->error), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "suite: %s: FAILED: %s\n", r->sc->name, r->error);
-}
-
-/* Rate figures of a run into w. */
-static void row_rate(struct row *w, uint64_t records, uint64_t bytes, double seconds)
-{
-	if (seconds > 0) {
-		w->rps = (double)records / seconds;
-		w->mbps = (double)bytes / seconds / 1e6;
-	}
-}
-
-/* A headline row's SUITE_RUNS runs into w: records/s and MB/s their
- * means, each run's records/s kept (the report shows how far apart). */
-static void row_rate_runs(struct row *w, const uint64_t *records, const uint64_t *bytes, const double *seconds)
-{
-	double rps = 0, mbps = 0;
-
-	for (int k = 0; k < SUITE_RUNS; k++) {
-		w->run_rps[k] = seconds[k] > 0 ? (double)records[k] / seconds[k] : 0;
-		rps += w->run_rps[k];
-		mbps += seconds[k] > 0 ? (double)bytes[k] / seconds[k] / 1e6 : 0;
-	}
-	w->rps = rps / SUITE_RUNS;
-	w->mbps = mbps / SUITE_RUNS;
-}
-
-/* The same for latency: each run's p50, p99, p99.9 (ms), their means in w. */
-static void row_lat_runs(struct row *w, const double (*lat)[3])
-{
-	w->p50 = w->p99 = w->p999 = 0;
-	for (int k = 0; k < SUITE_RUNS; k++) {
-		w->p50 += lat[k][0] / SUITE_RUNS;
-		w->p99 += lat[k][1] / SUITE_RUNS;
-		w->p999 += lat[k][2] / SUITE_RUNS;
-		w->run_p99[k] = lat[k][1];
-	}
-}
-
-/* ---- limits --------------------------------------------------------------- */
-
-/* Produce binds on the slower of the NIC (records come in) and the disk
- * (they go out); memory durability writes nothing before the ack. */
-static void produce_limit(const struct suite *s, struct row *w, int memory)
-{
-	if (memory || !s->disk_w_mbps || (s->nic_mbps && s->nic_mbps < s->disk_w_mbps)) {
-		w->binds = s->nic_mbps ? s->nic_what : NULL;
-		w->limit_mbps = s->nic_mbps;
-	} else {
-		w->binds = "disk write";
-		w->limit_mbps = s->disk_w_mbps;
-	}
-}
-
-/* Consumers read what was just written, from the broker's memory and the
- * page cache: the NIC binds. */
-static void consume_limit(const struct suite *s, struct row *w)
-{
-	w->binds = s->nic_mbps ? s->nic_what : NULL;
-	w->limit_mbps = s->nic_mbps;
-}
-
-static void set_limits(struct suite *s)
-{
-	const struct hw_profile *p = &s->prof;
-
-	s->nic_what = "NIC";
-	if (s->emulating && s->em.nic_gbps > 0) {
-		s->nic_mbps = s->em.nic_gbps * 1e9 / 8 / 1e6;
-		s->nic_what = "NIC (shaped)";
-	} else if (p->has[HW_NIC_GBPS]) {
-		s->nic_mbps = hw_get(p, HW_NIC_GBPS) * 1e9 / 8 / 1e6;
-	} else if (p->has[HW_LOOPBACK_TCP_GBPS]) {
-		/* a probed machine whose NIC reports no line rate: the clients
-		 * reach the broker over loopback, and loopback TCP binds */
-		s->nic_mbps = hw_get(p, HW_LOOPBACK_TCP_GBPS) * 1e9 / 8 / 1e6;
-		s->nic_what = "loopback TCP";
-	}
-	s->disk_w_mbps = hw_get(p, HW_DISK_WRITE_MBPS);
-}
-
-/* ---- brokers -------------------------------------------------------------- */
-
-static void base_opts(const struct suite *s, struct opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->cmd = "suite";
-	o->size = K14_SIZE;
-	o->partitions = K14_PARTS;
-	o->acks = 1;
-	o->compression = "none";
-	o->linger_ms = -1;
-	o->rate = s->e2e_rate;
-	o->shards = s->shards;
-	if (s->emulating) {
-		o->netns = s->em.netns;
-		o->listen_host = s->em.broker_ip;
-		o->cgroup = s->em.cgroup[0] ? s->em.cgroup : NULL;
-	}
-}
-
-static int start_broker(struct suite *s, struct broker *br, const char *set)
-{
-	struct opts o;
-
-	base_opts(s, &o);
-	if (set)
-		o.sets[o.nsets++] = set;
-	return broker_start(br, s->shards, &o);
-}
-
-static struct broker *shared_broker(struct suite *s, struct result *r)
-{
-	int rc;
-
-	if (s->shared_up)
-		return &s->shared;
-	/* a new group's first member waits no rebalance delay (Kafka's 3 s
-	 * default): consumer-defaults' rounds join groups, and its rates
-	 * start at the first record anyway */
-	if ((rc = start_broker(s, &s->shared, "group.initial.rebalance.delay.ms=0")) < 0) {
-		fail(r, rc, "starting the broker: %s", strerror(-rc));
-		return NULL;
-	}
-	s->shared_up = 1;
-	return &s->shared;
-}
-
-static int stop_broker(struct broker *br, struct result *r)
-{
-	if (broker_stop(br) < 0) {
-		fail(r, -EIO, "the broker did not stop cleanly (its directory %s is kept)", br->root);
-		return -EIO;
-	}
-	return 0;
-}
-
-static int new_topic(struct suite *s, struct broker *br, struct result *r, int partitions, char *name,
-		     size_t len)
-{
-	int rc;
-
-	snprintf(name, len, "suite-%s-%d-%d", r->sc->name, (int)getpid(), s->topic_seq++);
-	if ((rc = create_topics(br->bootstrap, name, 1, 1, partitions)) < 0)
-		fail(r, rc, "creating topic %s (%d partitions): %s", name, partitions, strerror(-rc));
-	return rc;
-}
-
-/* Drop a measured topic: the shared broker would otherwise keep every
- * scenario's log, and a full run writes more than most disks hold. */
-static void drop_topic(struct broker *br, const char *topic)
-{
-	if (delete_topic(br->bootstrap, topic) < 0)
-		fprintf(stderr, "suite: could not delete topic %s: its log stays on disk until the broker "
-			"stops\n", topic);
-}
-
-/* ---- clients on threads --------------------------------------------------- */
-
-struct client {
-	pthread_t th;
-	struct opts o;
-	struct broker *br;
-	char topic[64];
-	char label[48];
-	uint64_t records;
-	int consume;
-	struct run run;
-	int rc;
-};
-
-static void *client_main(void *arg)
-{
-	struct client *c = arg;
-
-	if (c->consume)
-		c->rc = kafka_consume(&c->o, c->br, c->topic, c->records, &c->run, c->label);
-	else
-		c->rc = kafka_produce(&c->o, c->br, c->topic, c->records, &c->run, c->label);
-	return NULL;
-}
-
-static int client_start(struct client *c)
-{
-	int e = pthread_create(&c->th, NULL, client_main, c);
-
-	return e ? -e : 0;
-}
-
-/* Records of partitions p % mod == rem when index i went to i % parts. */
-static uint64_t share_of(uint64_t records, int parts, int mod, int rem)
-{
-	uint64_t n = 0;
-
-	for (int p = 0; p < parts; p++)
-		if (mod <= 1 || p % mod == rem)
-			n += records / (uint64_t)parts + ((uint64_t)p < records % (uint64_t)parts);
-	return n;
-}
-
-/* Run n clients at once; their aggregate rate is the records of all over
- * the longest one's time (they start together). */
-static int run_clients(struct client *c, int n, struct result *r, uint64_t *records, uint64_t *bytes,
-		       double *secs)
-{
-	int rc = 0;
-
-	*records = *bytes = 0;
-	*secs = 0;
-	for (int i = 0; i < n; i++)
-		if ((c[i].rc = client_start(&c[i])) < 0) {
-			fail(r, c[i].rc, "starting a client thread: %s", strerror(-c[i].rc));
-			n = i;
-			rc = -EAGAIN;
-		}
-	for (int i = 0; i < n; i++) {
-		pthread_join(c[i].th, NULL);
-		if (c[i].rc < 0 && !rc) {
-			rc = c[i].rc;
-			fail(r, rc, "%s: %s", c[i].label, strerror(-rc));
-		}
-		*records += c[i].run.records;
-		*bytes += c[i].run.bytes;
-		if (c[i].run.seconds > *secs)
-			*secs = c[i].run.seconds;
-	}
-	return rc;
-}
-
-static void client_init(struct client *c, const struct suite *s, struct broker *br, const char *topic,
-			uint64_t records, int consume, const char *label)
-{
-	memset(c, 0, sizeof(*c));
-	base_opts(s, &c->o);
-	c->br = br;
-	snprintf(c->topic, sizeof(c->topic), "%s", topic);
-	snprintf(c->label, sizeof(c->label), "%s", label);
-	c->records = records;
-	c->consume = consume;
-}
-
 /* ---- Kafka 2014 ----------------------------------------------------------- */
 
 /* Jay Kreps, "Benchmarking Apache Kafka: 2 Million Writes Per Second (On
@@ -371,8 +90,8 @@ static void client_init(struct client *c, const struct suite *s, struct broker *
 
 static int k14_producers(struct suite *s, struct result *r, int n, double ref)
 {
-	struct broker *br = shared_broker(s, r);
-	struct client c[3];
+	struct broker *br = suite_shared_broker(s, r);
+	struct suite_client c[3];
 	char topic[64];
 	uint64_t recs[SUITE_RUNS], bytes[SUITE_RUNS];
 	double secs[SUITE_RUNS], lat[SUITE_RUNS][3] = { { 0 } };
@@ -384,17 +103,17 @@ static int k14_producers(struct suite *s, struct result *r, int n, double ref)
 		return r->rc;
 	cpu0 = cpu_mark(br);
 	for (int k = 0; k < SUITE_RUNS; k++) {
-		if (new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
+		if (suite_new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
 			return r->rc;
 		for (int i = 0; i < n; i++) {
 			char label[48];
 
 			snprintf(label, sizeof(label), n > 1 ? "producer %d (run %d)" : "producer (run %d)",
 				 n > 1 ? i + 1 : k + 1, k + 1);
-			client_init(&c[i], s, br, topic, s->records / (uint64_t)n, 0, label);
+			suite_client_init(&c[i], s, br, topic, s->records / (uint64_t)n, 0, label);
 		}
-		rc = run_clients(c, n, r, &recs[k], &bytes[k], &secs[k]);
-		drop_topic(br, topic);
+		rc = suite_run_clients(c, n, r, &recs[k], &bytes[k], &secs[k]);
+		suite_drop_topic(br, topic);
 		if (rc < 0)
 			return r->rc;
 		lat[k][0] = (double)hist_percentile(&c[0].run.lat, 50) / 1e6;
@@ -402,15 +121,15 @@ static int k14_producers(struct suite *s, struct result *r, int n, double ref)
 		lat[k][2] = (double)hist_percentile(&c[0].run.lat, 99.9) / 1e6;
 	}
 	cpu1 = cpu_mark(br);
-	w = row_new(r, n > 1 ? "%d producers" : "%d producer", n);
-	row_rate_runs(w, recs, bytes, secs);
+	w = suite_row_new(r, n > 1 ? "%d producers" : "%d producer", n);
+	suite_row_rate_runs(w, recs, bytes, secs);
 	row_cpu(w, cpu0, cpu1, recs[0] + recs[1]);
-		produce_limit(s, w, 0);
+		suite_produce_limit(s, w, 0);
 	w->ref_rps = ref;
 	if (n == 1) {
 		s->k14_rps = w->rps;
-		row_lat_runs(w, (const double (*)[3])lat);
-		w->p50 = w->p999 = nan_();   /* the ack latency at full speed: its p99 only */
+		suite_row_lat_runs(w, (const double (*)[3])lat);
+		w->p50 = w->p999 = NAN;   /* the ack latency at full speed: its p99 only */
 		snprintf(w->note, sizeof(w->note), "ack p99 %.1f ms at full speed; Kafka's row: one broker, no "
 			 "replication", w->p99);
 	} else {
@@ -433,16 +152,16 @@ static int sc_k14_producers3(struct suite *s, struct result *r)
 /* The topic the consumer rows read: s->records records, produced once. */
 static int k14_filled(struct suite *s, struct result *r, struct broker *br)
 {
-	struct client c;
+	struct suite_client c;
 	uint64_t recs, bytes;
 	double secs;
 
 	if (s->filled_topic[0])
 		return 0;
-	if (new_topic(s, br, r, K14_PARTS, s->filled_topic, sizeof(s->filled_topic)) < 0)
+	if (suite_new_topic(s, br, r, K14_PARTS, s->filled_topic, sizeof(s->filled_topic)) < 0)
 		return r->rc;
-	client_init(&c, s, br, s->filled_topic, s->records, 0, "pre-produce");
-	if (run_clients(&c, 1, r, &recs, &bytes, &secs) < 0) {
+	suite_client_init(&c, s, br, s->filled_topic, s->records, 0, "pre-produce");
+	if (suite_run_clients(&c, 1, r, &recs, &bytes, &secs) < 0) {
 		s->filled_topic[0] = 0;
 		return r->rc;
 	}
@@ -452,8 +171,8 @@ static int k14_filled(struct suite *s, struct result *r, struct broker *br)
 
 static int k14_consumers(struct suite *s, struct result *r, int n, double ref)
 {
-	struct broker *br = shared_broker(s, r);
-	struct client c[3];
+	struct broker *br = suite_shared_broker(s, r);
+	struct suite_client c[3];
 	uint64_t recs[SUITE_RUNS], bytes[SUITE_RUNS];
 	double secs[SUITE_RUNS];
 	struct cpu_mark cpu0, cpu1;
@@ -468,18 +187,18 @@ static int k14_consumers(struct suite *s, struct result *r, int n, double ref)
 
 			snprintf(label, sizeof(label), n > 1 ? "consumer %d (run %d)" : "consumer (run %d)",
 				 n > 1 ? i + 1 : k + 1, k + 1);
-			client_init(&c[i], s, br, s->filled_topic, share_of(s->filled, K14_PARTS, n, i), 1, label);
+			suite_client_init(&c[i], s, br, s->filled_topic, suite_share_of(s->filled, K14_PARTS, n, i), 1, label);
 			c[i].o.part_mod = n;
 			c[i].o.part_rem = i;
 		}
-		if (run_clients(c, n, r, &recs[k], &bytes[k], &secs[k]) < 0)
+		if (suite_run_clients(c, n, r, &recs[k], &bytes[k], &secs[k]) < 0)
 			return r->rc;
 	}
 	cpu1 = cpu_mark(br);
-	w = row_new(r, n > 1 ? "%d consumers" : "%d consumer", n);
-	row_rate_runs(w, recs, bytes, secs);
+	w = suite_row_new(r, n > 1 ? "%d consumers" : "%d consumer", n);
+	suite_row_rate_runs(w, recs, bytes, secs);
 	row_cpu(w, cpu0, cpu1, recs[0] + recs[1]);
-		consume_limit(s, w);
+		suite_consume_limit(s, w);
 	w->ref_rps = ref;
 	snprintf(w->note, sizeof(w->note), "%s; Kafka's row read a 3x replicated topic from three brokers",
 		 n > 1 ? "each consumer 2 of the 6 partitions" : "all 6 partitions");
@@ -511,7 +230,7 @@ static int sc_consumer_defaults(struct suite *s, struct result *r)
 {
 	static const char *const what[2] = { "librdkafka's defaults: a group consumer, one poll a record",
 					     "tuned simple consumer (the k14 rows')" };
-	struct broker *br = shared_broker(s, r);
+	struct broker *br = suite_shared_broker(s, r);
 	struct { uint64_t recs, bytes; double secs; struct cpu_mark m0, m1; } best[2] = { 0 };
 	struct row *w[2];
 
@@ -519,15 +238,15 @@ static int sc_consumer_defaults(struct suite *s, struct result *r)
 		return r->rc;
 	for (int round = 0; round < 2; round++)
 		for (int k = 0; k < 2; k++) {
-			struct client c;
+			struct suite_client c;
 			struct cpu_mark m0, m1;
 			uint64_t recs, bytes;
 			double secs;
 
-			client_init(&c, s, br, s->filled_topic, s->filled, 1, k ? "tuned consumer" : "default consumer");
+			suite_client_init(&c, s, br, s->filled_topic, s->filled, 1, k ? "tuned consumer" : "default consumer");
 			c.o.group_defaults = !k;
 			m0 = cpu_mark(br);
-			if (run_clients(&c, 1, r, &recs, &bytes, &secs) < 0)
+			if (suite_run_clients(&c, 1, r, &recs, &bytes, &secs) < 0)
 				return r->rc;
 			m1 = cpu_mark(br);
 			if (c.run.reading_s > 0)
@@ -538,10 +257,10 @@ static int sc_consumer_defaults(struct suite *s, struct result *r)
 			}
 		}
 	for (int k = 0; k < 2; k++) {
-		w[k] = row_new(r, "%s", what[k]);
-		row_rate(w[k], best[k].recs, best[k].bytes, best[k].secs);
+		w[k] = suite_row_new(r, "%s", what[k]);
+		suite_row_rate(w[k], best[k].recs, best[k].bytes, best[k].secs);
 		row_cpu(w[k], best[k].m0, best[k].m1, best[k].recs);
-		consume_limit(s, w[k]);
+		suite_consume_limit(s, w[k]);
 	}
 	snprintf(w[0]->note, sizeof(w[0]->note), "%.2fx the tuned consumer's rate, same run (best of 2, "
 		 "alternating)", w[1]->rps > 0 ? w[0]->rps / w[1]->rps : 0.0);
@@ -556,8 +275,8 @@ static int sc_consumer_defaults(struct suite *s, struct result *r)
 
 static int sc_k14_prodcons(struct suite *s, struct result *r)
 {
-	struct broker *br = shared_broker(s, r);
-	struct client c[2];
+	struct broker *br = suite_shared_broker(s, r);
+	struct suite_client c[2];
 	char topic[64];
 	uint64_t recs, bytes, precs[SUITE_RUNS], pbytes[SUITE_RUNS], crecs[SUITE_RUNS], cbytes[SUITE_RUNS];
 	double secs, psecs[SUITE_RUNS], csecs[SUITE_RUNS];
@@ -569,27 +288,27 @@ static int sc_k14_prodcons(struct suite *s, struct result *r)
 		return r->rc;
 	cpu0 = cpu_mark(br);
 	for (int k = 0; k < SUITE_RUNS; k++) {
-		if (new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
+		if (suite_new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
 			return r->rc;
-		client_init(&c[0], s, br, topic, s->records, 0, k ? "producer (run 2)" : "producer (run 1)");
-		client_init(&c[1], s, br, topic, s->records, 1, k ? "consumer (run 2)" : "consumer (run 1)");
-		rc = run_clients(c, 2, r, &recs, &bytes, &secs);
-		drop_topic(br, topic);
+		suite_client_init(&c[0], s, br, topic, s->records, 0, k ? "producer (run 2)" : "producer (run 1)");
+		suite_client_init(&c[1], s, br, topic, s->records, 1, k ? "consumer (run 2)" : "consumer (run 1)");
+		rc = suite_run_clients(c, 2, r, &recs, &bytes, &secs);
+		suite_drop_topic(br, topic);
 		if (rc < 0)
 			return r->rc;
 		precs[k] = c[0].run.records, pbytes[k] = c[0].run.bytes, psecs[k] = c[0].run.seconds;
 		crecs[k] = c[1].run.records, cbytes[k] = c[1].run.bytes, csecs[k] = c[1].run.seconds;
 	}
 	cpu1 = cpu_mark(br);
-	w = row_new(r, "producer and consumer: produce");
-	row_rate_runs(w, precs, pbytes, psecs);
+	w = suite_row_new(r, "producer and consumer: produce");
+	suite_row_rate_runs(w, precs, pbytes, psecs);
 	row_cpu(w, cpu0, cpu1, precs[0] + precs[1]);   /* a record's append and its read */
-		produce_limit(s, w, 0);
+		suite_produce_limit(s, w, 0);
 	w->ref_rps = K14_REF_PRODCONS;
 	snprintf(w->note, sizeof(w->note), "the consumer reads the same topic from offset 0 meanwhile");
-	w = row_new(r, "producer and consumer: consume");
-	row_rate_runs(w, crecs, cbytes, csecs);
-		consume_limit(s, w);
+	w = suite_row_new(r, "producer and consumer: consume");
+	suite_row_rate_runs(w, crecs, cbytes, csecs);
+		suite_consume_limit(s, w);
 	snprintf(w->note, sizeof(w->note), "the consumer's own rate (Kafka's post gives the producer's)");
 	return 0;
 }
@@ -626,13 +345,13 @@ static int sc_k14_replicated(struct suite *s, struct result *r)
 		snprintf(r->rows[0].label, sizeof(r->rows[0].label), "1 producer, one node, no replication");
 	snprintf(dir, sizeof(dir), "%s/sluice-suite-cluster-XXXXXX", base);
 	if (!mkdtemp(dir)) {
-		fail(r, -errno, "mkdtemp %s: %s", dir, strerror(errno));
+		suite_fail(r, -errno, "mkdtemp %s: %s", dir, strerror(errno));
 		return r->rc;
 	}
 	memset(&cl, 0, sizeof(cl));   /* pid 0: not ours to watch (scripts/cluster runs them) */
 	if ((rc = suite_cluster_start(dir, s->shards, s->emulating ? &s->em : NULL, cl.bootstrap,
 				      sizeof(cl.bootstrap), k, sizeof(k), out, sizeof(out))) < 0) {
-		fail(r, rc, "three nodes: %s", out);
+		suite_fail(r, rc, "three nodes: %s", out);
 		suite_cluster_stop(dir, out, sizeof(out));
 		rmdir(dir);
 		return r->rc;
@@ -641,7 +360,7 @@ static int sc_k14_replicated(struct suite *s, struct result *r)
 		fprintf(stderr, "suite: %s: nodes in namespaces sluice%sn1..3, each link shaped to %g Gb/s\n",
 			r->sc->name, k, s->em.nic_gbps);
 	for (int i = 0; i < 2 && !bench_interrupted && !rc; i++) {
-		struct client c;
+		struct suite_client c;
 		char topic[64];
 		uint64_t recs[SUITE_RUNS], bytes[SUITE_RUNS];
 		double secs[SUITE_RUNS], lat[SUITE_RUNS][3];
@@ -650,33 +369,33 @@ static int sc_k14_replicated(struct suite *s, struct result *r)
 		for (int k = 0; k < SUITE_RUNS && !rc; k++) {
 			snprintf(topic, sizeof(topic), "suite-%s-%d-%d", r->sc->name, (int)getpid(), s->topic_seq++);
 			if ((rc = create_topics_rf(cl.bootstrap, topic, 1, 1, K14_PARTS, 3)) < 0) {
-				fail(r, rc, "creating topic %s (%d partitions x 3 replicas): %s", topic, K14_PARTS,
+				suite_fail(r, rc, "creating topic %s (%d partitions x 3 replicas): %s", topic, K14_PARTS,
 				     strerror(-rc));
 				break;
 			}
-			client_init(&c, s, &cl, topic, s->records, 0, runs[i].acks == 1 ? "producer acks=1"
+			suite_client_init(&c, s, &cl, topic, s->records, 0, runs[i].acks == 1 ? "producer acks=1"
 											 : "producer acks=all");
 			c.o.acks = runs[i].acks;
-			rc = run_clients(&c, 1, r, &recs[k], &bytes[k], &secs[k]);
-			drop_topic(&cl, topic);
+			rc = suite_run_clients(&c, 1, r, &recs[k], &bytes[k], &secs[k]);
+			suite_drop_topic(&cl, topic);
 			lat[k][0] = (double)hist_percentile(&c.run.lat, 50) / 1e6;
 			lat[k][1] = (double)hist_percentile(&c.run.lat, 99) / 1e6;
 			lat[k][2] = (double)hist_percentile(&c.run.lat, 99.9) / 1e6;
 		}
 		if (rc < 0)
 			break;
-		w = row_new(r, "%s", runs[i].label);
-		row_rate_runs(w, recs, bytes, secs);
-		produce_limit(s, w, 0);
+		w = suite_row_new(r, "%s", runs[i].label);
+		suite_row_rate_runs(w, recs, bytes, secs);
+		suite_produce_limit(s, w, 0);
 		w->ref_rps = runs[i].ref;
-		row_lat_runs(w, (const double (*)[3])lat);
-		w->p50 = w->p999 = nan_();
+		suite_row_lat_runs(w, (const double (*)[3])lat);
+		w->p50 = w->p999 = NAN;
 		snprintf(w->note, sizeof(w->note), "three nodes (scripts/cluster%s), RF 3; %.3f of the one-node "
 			 "row (Kafka 2014: %s); ack p99 %.1f ms", s->emulating ? " --netns, each link shaped" : "",
 			 s->k14_rps > 0 ? w->rps / s->k14_rps : NAN, runs[i].kafka, w->p99);
 	}
 	if (suite_cluster_stop(dir, out, sizeof(out)) < 0 && !r->rc)
-		fail(r, -EIO, "scripts/cluster stop: %s", out);
+		suite_fail(r, -EIO, "scripts/cluster stop: %s", out);
 	rmdir(dir);   /* stop removed what was in it */
 	if (r->rc)
 		return r->rc;
@@ -689,7 +408,7 @@ static int sc_k14_replicated(struct suite *s, struct result *r)
 
 static int sc_k14_latency(struct suite *s, struct result *r)
 {
-	struct broker *br = shared_broker(s, r);
+	struct broker *br = suite_shared_broker(s, r);
 	struct opts o;
 	struct run *run;
 	char topic[64];
@@ -700,28 +419,28 @@ static int sc_k14_latency(struct suite *s, struct result *r)
 
 	if (!br)
 		return r->rc;
-	base_opts(s, &o);
+	suite_base_opts(s, &o);
 	o.seconds = s->seconds;
 	run = calloc(1, sizeof(*run));
 	if (!run)
 		return -ENOMEM;
 	for (int k = 0; k < SUITE_RUNS && !rc; k++) {
-		if (new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0) {
+		if (suite_new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0) {
 			rc = r->rc;
 			break;
 		}
 		memset(run, 0, sizeof(*run));
 		if ((rc = kafka_e2e(&o, br, topic, run)) < 0)
-			fail(r, rc, "e2e at %" PRIu64 " records/s (run %d): %s", s->e2e_rate, k + 1, strerror(-rc));
-		drop_topic(br, topic);
+			suite_fail(r, rc, "e2e at %" PRIu64 " records/s (run %d): %s", s->e2e_rate, k + 1, strerror(-rc));
+		suite_drop_topic(br, topic);
 		lat[k][0] = (double)hist_percentile(&run->lat, 50) / 1e6;
 		lat[k][1] = (double)hist_percentile(&run->lat, 99) / 1e6;
 		lat[k][2] = (double)hist_percentile(&run->lat, 99.9) / 1e6;
 		timed += run->lat.count;
 	}
 	if (!rc) {
-		w = row_new(r, "end-to-end latency at %" PRIu64 " records/s", s->e2e_rate);
-		row_lat_runs(w, (const double (*)[3])lat);
+		w = suite_row_new(r, "end-to-end latency at %" PRIu64 " records/s", s->e2e_rate);
+		suite_row_lat_runs(w, (const double (*)[3])lat);
 		w->ref_p50 = K14_REF_P50_MS;
 		w->ref_p99 = K14_REF_P99_MS;
 		w->ref_p999 = K14_REF_P999_MS;
@@ -742,16 +461,16 @@ static int timed_produce(struct suite *s, struct result *r, struct broker *br, s
 	struct cpu_mark cpu0, cpu1;
 	int rc;
 
-	if (new_topic(s, br, r, o->partitions, topic, sizeof(topic)) < 0)
+	if (suite_new_topic(s, br, r, o->partitions, topic, sizeof(topic)) < 0)
 		return r->rc;
 	o->seconds = s->seconds;
 	cpu0 = cpu_mark(br);
 	if ((rc = kafka_produce(o, br, topic, 1000000000, run, label)) < 0)
-		fail(r, rc, "%s: %s", label, strerror(-rc));
+		suite_fail(r, rc, "%s: %s", label, strerror(-rc));
 	cpu1 = cpu_mark(br);
 	run->broker_cpu_s = cpu1.broker - cpu0.broker;
 	run->client_cpu_s = cpu1.clients - cpu0.clients;
-	drop_topic(br, topic);
+	suite_drop_topic(br, topic);
 	return rc;
 }
 
@@ -785,7 +504,7 @@ static int sc_size_sweep(struct suite *s, struct result *r)
 	static const int full[] = { 10, 30, 100, 300, 1000, 3000, 10000, 30000, 100000 };
 	const int *sizes = s->quick ? quick : full;
 	int n = s->quick ? 5 : 9;
-	struct broker *br = shared_broker(s, r);
+	struct broker *br = suite_shared_broker(s, r);
 	struct series *p = series_new(r, "record size (bytes)", "records/s", "MB/s", 1);
 	struct run *run = calloc(1, sizeof(*run));
 
@@ -794,16 +513,16 @@ static int sc_size_sweep(struct suite *s, struct result *r)
 		char label[48];
 		struct row *w;
 
-		base_opts(s, &o);
+		suite_base_opts(s, &o);
 		o.size = sizes[i];
 		snprintf(label, sizeof(label), "size-sweep %d B", sizes[i]);
 		fprintf(stderr, "suite: size-sweep: %d-byte records for %.1f s\n", sizes[i], s->seconds);
 		if (timed_produce(s, r, br, &o, run, label) < 0)
 			break;
-		w = row_new(r, "%d B", sizes[i]);
-		row_rate(w, run->records, run->bytes, run->seconds);
+		w = suite_row_new(r, "%d B", sizes[i]);
+		suite_row_rate(w, run->records, run->bytes, run->seconds);
 		row_cpu_run(w, run);
-		produce_limit(s, w, 0);
+		suite_produce_limit(s, w, 0);
 		series_add(p, sizes[i], w->rps, w->mbps);
 		if (p) {
 			p->y2limit = w->limit_mbps;
@@ -825,9 +544,9 @@ static int sc_partition_sweep(struct suite *s, struct result *r)
 	if (!run)
 		return -ENOMEM;
 	/* a broker of its own: 10,000 partitions stay behind */
-	if ((rc = start_broker(s, &br, NULL)) < 0) {
+	if ((rc = suite_start_broker(s, &br, NULL)) < 0) {
 		free(run);
-		fail(r, rc, "starting the broker: %s", strerror(-rc));
+		suite_fail(r, rc, "starting the broker: %s", strerror(-rc));
 		return rc;
 	}
 	for (int i = 0; i < 5 && !r->rc && !bench_interrupted; i++) {
@@ -835,16 +554,16 @@ static int sc_partition_sweep(struct suite *s, struct result *r)
 		char label[48];
 		struct row *w;
 
-		base_opts(s, &o);
+		suite_base_opts(s, &o);
 		o.partitions = counts[i];
 		snprintf(label, sizeof(label), "partition-sweep %d", counts[i]);
 		fprintf(stderr, "suite: partition-sweep: %d partitions for %.1f s\n", counts[i], s->seconds);
 		if (timed_produce(s, r, &br, &o, run, label) < 0)
 			break;
-		w = row_new(r, "%d partition%s", counts[i], counts[i] > 1 ? "s" : "");
-		row_rate(w, run->records, run->bytes, run->seconds);
+		w = suite_row_new(r, "%d partition%s", counts[i], counts[i] > 1 ? "s" : "");
+		suite_row_rate(w, run->records, run->bytes, run->seconds);
 		row_cpu_run(w, run);
-		produce_limit(s, w, 0);
+		suite_produce_limit(s, w, 0);
 		w->p99 = (double)hist_percentile(&run->lat, 99) / 1e6;
 		snprintf(w->note, sizeof(w->note), "round robin over the partitions, broker RSS %.0f MiB",
 			 (double)run->peak_rss_kb / 1024);
@@ -854,7 +573,7 @@ static int sc_partition_sweep(struct suite *s, struct result *r)
 			p->y2limit_what = w->binds;
 		}
 	}
-	stop_broker(&br, r);
+	suite_stop_broker(&br, r);
 	free(run);
 	return r->rc;
 }
@@ -862,7 +581,7 @@ static int sc_partition_sweep(struct suite *s, struct result *r)
 static int sc_acks(struct suite *s, struct result *r)
 {
 	static const int acks[] = { 0, 1, -1 };
-	struct broker *br = shared_broker(s, r);
+	struct broker *br = suite_shared_broker(s, r);
 	struct run *run = calloc(1, sizeof(*run));
 
 	for (int i = 0; br && run && i < 3 && !r->rc && !bench_interrupted; i++) {
@@ -870,16 +589,16 @@ static int sc_acks(struct suite *s, struct result *r)
 		char label[32];
 		struct row *w;
 
-		base_opts(s, &o);
+		suite_base_opts(s, &o);
 		o.acks = acks[i];
 		snprintf(label, sizeof(label), "acks=%s", acks[i] < 0 ? "all" : acks[i] ? "1" : "0");
 		fprintf(stderr, "suite: acks: %s for %.1f s\n", label, s->seconds);
 		if (timed_produce(s, r, br, &o, run, label) < 0)
 			break;
-		w = row_new(r, "%s", label);
-		row_rate(w, run->records, run->bytes, run->seconds);
+		w = suite_row_new(r, "%s", label);
+		suite_row_rate(w, run->records, run->bytes, run->seconds);
 		row_cpu_run(w, run);
-		produce_limit(s, w, 0);
+		suite_produce_limit(s, w, 0);
 		w->p99 = (double)hist_percentile(&run->lat, 99) / 1e6;
 		snprintf(w->note, sizeof(w->note), "%s", acks[i] == 0 ? "no response: the client counts a record "
 			 "when it is sent" : acks[i] == 1 ? "the leader's append (one node: all replicas)" :
@@ -902,25 +621,25 @@ static int sc_durability(struct suite *s, struct result *r)
 		int rc;
 
 		snprintf(set, sizeof(set), "log.durability=%s", modes[i]);
-		if ((rc = start_broker(s, &br, set)) < 0) {
-			fail(r, rc, "starting the broker with %s: %s", set, strerror(-rc));
+		if ((rc = suite_start_broker(s, &br, set)) < 0) {
+			suite_fail(r, rc, "starting the broker with %s: %s", set, strerror(-rc));
 			break;
 		}
-		base_opts(s, &o);
+		suite_base_opts(s, &o);
 		o.acks = -1;
 		snprintf(label, sizeof(label), "durability %s", modes[i]);
 		fprintf(stderr, "suite: durability: %s, acks=all, for %.1f s\n", modes[i], s->seconds);
 		if (timed_produce(s, r, &br, &o, run, label) == 0) {
-			w = row_new(r, "%s", modes[i]);
-			row_rate(w, run->records, run->bytes, run->seconds);
+			w = suite_row_new(r, "%s", modes[i]);
+			suite_row_rate(w, run->records, run->bytes, run->seconds);
 			row_cpu_run(w, run);
-		produce_limit(s, w, i == 2);
+		suite_produce_limit(s, w, i == 2);
 			w->p99 = (double)hist_percentile(&run->lat, 99) / 1e6;
 			snprintf(w->note, sizeof(w->note), "%s", i == 0 ? "acked once written with O_DIRECT "
 				 "(survives a broker crash)" : i == 1 ? "acked once fdatasync'd (survives power "
 				 "loss)" : "acked in memory (a crash may lose the unwritten tail)");
 		}
-		stop_broker(&br, r);
+		suite_stop_broker(&br, r);
 	}
 	free(run);
 	return r->rc;
@@ -960,7 +679,7 @@ static double series_median_y1(const struct series *p)
 static int sc_stored_data(struct suite *s, struct result *r)
 {
 	struct series *p = series_new(r, "data stored (GB)", "records/s", NULL, 0);
-	struct client c;
+	struct suite_client c;
 	struct broker br;
 	struct statvfs vfs;
 	uint64_t target = s->stored, last = 0, t0, next, recs = 0, bytes = 0;   /* recs, bytes: the run's, once it ran */
@@ -969,8 +688,8 @@ static int sc_stored_data(struct suite *s, struct result *r)
 	struct row *w;
 	char topic[64];
 
-	if ((rc = start_broker(s, &br, NULL)) < 0) {
-		fail(r, rc, "starting the broker: %s", strerror(-rc));
+	if ((rc = suite_start_broker(s, &br, NULL)) < 0) {
+		suite_fail(r, rc, "starting the broker: %s", strerror(-rc));
 		return rc;
 	}
 	if (statvfs(br.data, &vfs) == 0 && (double)vfs.f_bavail * vfs.f_frsize < (double)target * 1.25) {
@@ -982,10 +701,10 @@ static int sc_stored_data(struct suite *s, struct result *r)
 			 "no more. ", (double)target / 1e9, (double)room / 1e9);
 		target = room;
 	}
-	if (new_topic(s, &br, r, K14_PARTS, topic, sizeof(topic)) == 0) {
-		client_init(&c, s, &br, topic, target / K14_SIZE, 0, "stored-data");
-		if ((rc = client_start(&c)) < 0) {
-			fail(r, rc, "starting the producer thread: %s", strerror(-rc));
+	if (suite_new_topic(s, &br, r, K14_PARTS, topic, sizeof(topic)) == 0) {
+		suite_client_init(&c, s, &br, topic, target / K14_SIZE, 0, "stored-data");
+		if ((rc = suite_client_start(&c)) < 0) {
+			suite_fail(r, rc, "starting the producer thread: %s", strerror(-rc));
 		} else {
 			/* sample the acknowledged count once a second */
 			t0 = next = bench_now_ns();
@@ -1012,16 +731,16 @@ static int sc_stored_data(struct suite *s, struct result *r)
 			pthread_join(c.th, NULL);
 			(void)t0;
 			if (c.rc < 0)
-				fail(r, c.rc, "producing: %s", strerror(-c.rc));
+				suite_fail(r, c.rc, "producing: %s", strerror(-c.rc));
 		}
 	}
 	if (!r->rc) {
 		recs = c.run.records;
 		bytes = c.run.bytes;
 		secs = c.run.seconds;
-		w = row_new(r, "%.2f GB appended", (double)bytes / 1e9);
-		row_rate(w, recs, bytes, secs);
-		produce_limit(s, w, 0);
+		w = suite_row_new(r, "%.2f GB appended", (double)bytes / 1e9);
+		suite_row_rate(w, recs, bytes, secs);
+		suite_produce_limit(s, w, 0);
 	}
 	if (!r->rc && p && p->n) {
 		/* flat: the rate over the last tenth of the data against the first */
@@ -1038,27 +757,27 @@ static int sc_stored_data(struct suite *s, struct result *r)
 		first_rate /= nfirst;
 		last_rate /= nlast;
 		median = series_median_y1(p);
-		w = row_new(r, "median second of the run");
+		w = suite_row_new(r, "median second of the run");
 		w->rps = median;
 		w->mbps = median * K14_SIZE / 1e6;
-		produce_limit(s, w, 0);
-		w = row_new(r, "first tenth of the data");
+		suite_produce_limit(s, w, 0);
+		w = suite_row_new(r, "first tenth of the data");
 		w->rps = first_rate;
 		w->mbps = first_rate * K14_SIZE / 1e6;
-		produce_limit(s, w, 0);
+		suite_produce_limit(s, w, 0);
 		snprintf(w->note, sizeof(w->note), "%.3f of the median (connection and preallocation ramp)",
 			 median > 0 ? first_rate / median : 0);
-		w = row_new(r, "last tenth of the data");
+		w = suite_row_new(r, "last tenth of the data");
 		w->rps = last_rate;
 		w->mbps = last_rate * K14_SIZE / 1e6;
-		produce_limit(s, w, 0);
+		suite_produce_limit(s, w, 0);
 		snprintf(w->note, sizeof(w->note), "%.3f of the median", median > 0 ? last_rate / median : 0);
 		snprintf(r->summary + strlen(r->summary), sizeof(r->summary) - strlen(r->summary),
 			 "The append rate over the last tenth of the %.1f GB is %.3f of the run's median "
 			 "per-second rate (1.0 is flat); the log grew to %.2f times this machine's memory.",
 			 (double)bytes / 1e9, median > 0 ? last_rate / median : 0, (double)bytes / mem_bytes());
 	}
-	stop_broker(&br, r);
+	suite_stop_broker(&br, r);
 	return r->rc;
 }
 
@@ -1067,23 +786,23 @@ static int sc_stored_data(struct suite *s, struct result *r)
 static int sc_backlog_drain(struct suite *s, struct result *r)
 {
 	struct series *p = series_new(r, "seconds since the consumer started", "consumer lag (records)", NULL, 0);
-	struct broker *br = shared_broker(s, r);
+	struct broker *br = suite_shared_broker(s, r);
 	volatile int stop_p = 0, stop_c = 0;
-	struct client c[2];
+	struct suite_client c[2];
 	char topic[64];
 	uint64_t rate, backlog = 0, t_cons = 0, t_caught = 0, cons_at_catch = 0, wait_ns;
 	double limit_s = s->backlog_seconds * 10 + 30;
 	int started = 0;
 	struct row *w;
 
-	if (!br || new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
+	if (!br || suite_new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
 		return r->rc;
 	if (!s->k14_rps) {
 		/* the pace is half of one producer's rate: measure it */
 		struct opts o;
 		struct run *run = calloc(1, sizeof(*run));
 
-		base_opts(s, &o);
+		suite_base_opts(s, &o);
 		fprintf(stderr, "suite: backlog-drain: measuring one producer's rate for %.1f s\n", s->seconds);
 		if (!run || timed_produce(s, r, br, &o, run, "backlog-drain: calibrate") < 0) {
 			free(run);
@@ -1095,15 +814,15 @@ static int sc_backlog_drain(struct suite *s, struct result *r)
 	rate = (uint64_t)(s->k14_rps / 2);
 	if (rate < 1000)
 		rate = 1000;
-	client_init(&c[0], s, br, topic, 1000000000, 0, "backlog-drain: producer");
+	suite_client_init(&c[0], s, br, topic, 1000000000, 0, "backlog-drain: producer");
 	c[0].o.produce_rate = rate;
 	c[0].run.stop = &stop_p;
-	client_init(&c[1], s, br, topic, KAFKA_CHECKED_MAX + 1, 1, "backlog-drain: consumer");
+	suite_client_init(&c[1], s, br, topic, KAFKA_CHECKED_MAX + 1, 1, "backlog-drain: consumer");
 	c[1].run.stop = &stop_c;
 	fprintf(stderr, "suite: backlog-drain: producing at %" PRIu64 " records/s (half of one producer's "
 		"%.0f); consumer starts after %.1f s\n", rate, s->k14_rps, s->backlog_seconds);
-	if (client_start(&c[0]) < 0) {
-		fail(r, -EAGAIN, "starting the producer thread");
+	if (suite_client_start(&c[0]) < 0) {
+		suite_fail(r, -EAGAIN, "starting the producer thread");
 		return r->rc;
 	}
 	started = 1;
@@ -1118,8 +837,8 @@ static int sc_backlog_drain(struct suite *s, struct result *r)
 		}
 	}
 	backlog = c[0].run.live;
-	if (client_start(&c[1]) < 0) {
-		fail(r, -EAGAIN, "starting the consumer thread");
+	if (suite_client_start(&c[1]) < 0) {
+		suite_fail(r, -EAGAIN, "starting the consumer thread");
 	} else {
 		started = 2;
 		t_cons = bench_now_ns();
@@ -1162,39 +881,39 @@ static int sc_backlog_drain(struct suite *s, struct result *r)
 		stop_c = 1;
 		pthread_join(c[1].th, NULL);
 	}
-	drop_topic(br, topic);
+	suite_drop_topic(br, topic);
 	if (c[0].rc < 0)
-		fail(r, c[0].rc, "producer: %s", strerror(-c[0].rc));
+		suite_fail(r, c[0].rc, "producer: %s", strerror(-c[0].rc));
 	if (c[1].rc < 0)
-		fail(r, c[1].rc, "consumer: %s", strerror(-c[1].rc));
+		suite_fail(r, c[1].rc, "consumer: %s", strerror(-c[1].rc));
 	if (!r->rc && c[1].run.live != c[0].run.records)
-		fail(r, -EIO, "the consumer read %" PRIu64 " records of the %" PRIu64 " acknowledged",
+		suite_fail(r, -EIO, "the consumer read %" PRIu64 " records of the %" PRIu64 " acknowledged",
 		     (uint64_t)c[1].run.live, c[0].run.records);
 	if (r->rc)
 		return r->rc;
-	w = row_new(r, "producer (paced)");
-	row_rate(w, c[0].run.records, c[0].run.bytes, c[0].run.seconds);
-		produce_limit(s, w, 0);
-	w = row_new(r, "backlog when the consumer started");
+	w = suite_row_new(r, "producer (paced)");
+	suite_row_rate(w, c[0].run.records, c[0].run.bytes, c[0].run.seconds);
+		suite_produce_limit(s, w, 0);
+	w = suite_row_new(r, "backlog when the consumer started");
 	snprintf(w->note, sizeof(w->note), "%" PRIu64 " records (%.1f s of production)", backlog,
 		 (double)backlog / (double)rate);
 	if (t_caught) {
 		double tc = (double)(t_caught - t_cons) / 1e9;
 
-		w = row_new(r, "consumer while catching up");
-		row_rate(w, cons_at_catch, cons_at_catch * K14_SIZE, tc);
-		consume_limit(s, w);
-		w = row_new(r, "net drain rate");
+		w = suite_row_new(r, "consumer while catching up");
+		suite_row_rate(w, cons_at_catch, cons_at_catch * K14_SIZE, tc);
+		suite_consume_limit(s, w);
+		w = suite_row_new(r, "net drain rate");
 		w->rps = (double)backlog / tc;
 		w->mbps = w->rps * K14_SIZE / 1e6;
-		consume_limit(s, w);
+		suite_consume_limit(s, w);
 		snprintf(w->note, sizeof(w->note), "caught up in %.2f s", tc);
 		snprintf(r->summary, sizeof(r->summary), "With the producer held at %" PRIu64 " records/s, a "
 			 "backlog of %" PRIu64 " records (%.1f s of production) was drained in %.2f s: net drain "
 			 "%.0f records/s, the consumer reading %.0f records/s meanwhile.", rate, backlog,
 			 (double)backlog / (double)rate, tc, (double)backlog / tc, (double)cons_at_catch / tc);
 	} else {
-		w = row_new(r, "did not catch up");
+		w = suite_row_new(r, "did not catch up");
 		snprintf(w->note, sizeof(w->note), "lag still above %" PRIu64 " records after %.0f s",
 			 rate / 10, limit_s);
 		snprintf(r->summary, sizeof(r->summary), "The consumer did not catch up within %.0f s with the "
@@ -1211,38 +930,38 @@ static int peers_round(struct suite *s, struct result *r, struct broker *br, str
 		       struct peer_result *pr, struct run *run, struct peer_fig *figs)
 {
 	struct peer_fig *f = &figs[0];
-	struct client c[2];
+	struct suite_client c[2];
 	struct opts o;
 	uint64_t recs, bytes;
 	double secs;
 	char topic[64];
 	int rc;
 
-	if (new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
+	if (suite_new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
 		return r->rc;
 	/* Sluice: produce, consume back, e2e — as the peers do */
 	snprintf(f->name, sizeof(f->name), "sluice");
 	snprintf(f->version, sizeof(f->version), "this build");
 	snprintf(f->durability, sizeof(f->durability), "log.durability=write (acked once written with "
 		 "O_DIRECT), acks=1");
-	client_init(&c[0], s, br, topic, s->peer_records, 0, "peers: sluice produce");
-	if (run_clients(c, 1, r, &recs, &bytes, &secs) < 0)
+	suite_client_init(&c[0], s, br, topic, s->peer_records, 0, "peers: sluice produce");
+	if (suite_run_clients(c, 1, r, &recs, &bytes, &secs) < 0)
 		return r->rc;
 	f->prod_rps = (double)recs / secs;
-	client_init(&c[1], s, br, topic, recs, 1, "peers: sluice consume");
-	if (run_clients(&c[1], 1, r, &recs, &bytes, &secs) < 0)
+	suite_client_init(&c[1], s, br, topic, recs, 1, "peers: sluice consume");
+	if (suite_run_clients(&c[1], 1, r, &recs, &bytes, &secs) < 0)
 		return r->rc;
 	f->cons_rps = (double)recs / secs;
-	drop_topic(br, topic);
-	if (new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
+	suite_drop_topic(br, topic);
+	if (suite_new_topic(s, br, r, K14_PARTS, topic, sizeof(topic)) < 0)
 		return r->rc;
-	base_opts(s, &o);
+	suite_base_opts(s, &o);
 	o.seconds = s->seconds;
 	memset(run, 0, sizeof(*run));
 	rc = kafka_e2e(&o, br, topic, run);
-	drop_topic(br, topic);
+	suite_drop_topic(br, topic);
 	if (rc < 0) {
-		fail(r, rc, "sluice e2e: %s", strerror(-rc));
+		suite_fail(r, rc, "sluice e2e: %s", strerror(-rc));
 		return r->rc;
 	}
 	f->p50 = (double)hist_percentile(&run->lat, 50) / 1e6;
@@ -1259,7 +978,7 @@ static int peers_round(struct suite *s, struct result *r, struct broker *br, str
 		snprintf(f->durability, sizeof(f->durability), "%s", pr->durability);
 		if (rc < 0) {
 			snprintf(f->error, sizeof(f->error), "%s", pr->error[0] ? pr->error : strerror(-rc));
-			fail(r, rc, "%s: %s", f->name, f->error);
+			suite_fail(r, rc, "%s: %s", f->name, f->error);
 			continue;
 		}
 		f->prod_rps = pr->produce_seconds > 0 ? (double)pr->produce_records / pr->produce_seconds : 0;
@@ -1276,7 +995,7 @@ static int peers_round(struct suite *s, struct result *r, struct broker *br, str
  * figure the rounds' mean, each round's kept. */
 static int sc_peers(struct suite *s, struct result *r)
 {
-	struct broker *br = shared_broker(s, r);
+	struct broker *br = suite_shared_broker(s, r);
 	struct peer_params pp = { .records = s->peer_records, .size = K14_SIZE, .rate = s->e2e_rate,
 				  .e2e_seconds = s->seconds };
 	struct peer_result *pr = calloc(1, sizeof(*pr));
@@ -1322,17 +1041,17 @@ static int sc_peers(struct suite *s, struct result *r)
 		f = &r->peers[i];
 		if (!f->ran)
 			continue;
-		w = row_new(r, "%s produce", f->name);
+		w = suite_row_new(r, "%s produce", f->name);
 		w->rps = f->prod_rps;
 		w->mbps = f->prod_rps * K14_SIZE / 1e6;
 		memcpy(w->run_rps, f->run_prod, sizeof(w->run_rps));
-		produce_limit(s, w, 0);
-		w = row_new(r, "%s consume", f->name);
+		suite_produce_limit(s, w, 0);
+		w = suite_row_new(r, "%s consume", f->name);
 		w->rps = f->cons_rps;
 		w->mbps = f->cons_rps * K14_SIZE / 1e6;
 		memcpy(w->run_rps, f->run_cons, sizeof(w->run_rps));
-		consume_limit(s, w);
-		w = row_new(r, "%s end-to-end at %" PRIu64 " records/s", f->name, s->e2e_rate);
+		suite_consume_limit(s, w);
+		w = suite_row_new(r, "%s end-to-end at %" PRIu64 " records/s", f->name, s->e2e_rate);
 		w->p50 = f->p50;
 		w->p99 = f->p99;
 		w->p999 = f->p999;
@@ -1387,7 +1106,7 @@ static int disk_short(struct suite *s, struct result *r)
 	avail = (double)v.f_bavail * (double)v.f_frsize;
 	if (avail >= SUITE_MIN_FREE)
 		return 0;
-	fail(r, -ENOSPC, "only %.1f GB free under %s (at least %.0f GB wanted): free some space or point "
+	suite_fail(r, -ENOSPC, "only %.1f GB free under %s (at least %.0f GB wanted): free some space or point "
 	     "SLUICE_TEST_DIR elsewhere", avail / 1e9, dir, SUITE_MIN_FREE / 1e9);
 	return 1;
 }
@@ -1427,7 +1146,7 @@ int bench_suite(int argc, char **argv)
 		fprintf(stderr, "suite: emulating %s: broker at %s behind %s%s%s\n", s->prof_path,
 			s->em.broker_ip, s->em.netns, s->em.notes[0] ? "; " : "", s->em.notes);
 	}
-	set_limits(s);
+	suite_set_limits(s);
 	for (int i = 0; i < NSCEN; i++)
 		nwant += want[i];
 	fprintf(stderr, "suite: %d scenario%s, profile %s (%s), results in %s\n", nwant, nwant > 1 ? "s" : "",
@@ -1449,7 +1168,7 @@ int bench_suite(int argc, char **argv)
 		else
 			rc = r->sc->run(s, r);
 		if (rc < 0 && !r->rc)
-			fail(r, rc, "%s", strerror(-rc));
+			suite_fail(r, rc, "%s", strerror(-rc));
 		r->seconds = (double)(bench_now_ns() - ts) / 1e9;
 		failed += r->rc < 0;
 		fprintf(stderr, "suite: [%d/%d] %s %s in %.1f s\n", k, nwant, r->sc->name,

@@ -8,6 +8,7 @@
 #define SLUICE_BENCH_SUITE_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "bench/emulate.h"
@@ -133,6 +134,64 @@ void row_cpu(struct row *w, struct cpu_mark m0, struct cpu_mark m1, uint64_t rec
 /* The same from what timed_produce sampled of a run (run->broker_cpu_s,
  * run->client_cpu_s). */
 void row_cpu_run(struct row *w, const struct run *run);
+
+/* ---- what the scenarios are built from (bench/suite_run.c) ------------------ */
+
+/* A new row of r named by fmt, every figure NaN (not measured). */
+struct row *suite_row_new(struct result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* r failed (the first failure only is kept): rc (-errno; -EIO when not
+ * negative) and the message, said on stderr naming the scenario. */
+void suite_fail(struct result *r, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A run's records/s and MB/s into w. */
+void suite_row_rate(struct row *w, uint64_t records, uint64_t bytes, double seconds);
+/* A headline row's SUITE_RUNS runs into w: their means, and each run's
+ * records/s kept (w->run_rps). */
+void suite_row_rate_runs(struct row *w, const uint64_t *records, const uint64_t *bytes, const double *seconds);
+/* The same for latency: lat[k] = run k's p50, p99, p99.9 (ms). */
+void suite_row_lat_runs(struct row *w, const double (*lat)[3]);
+/* The limit w's rate is a fraction of: produce on the slower of the NIC
+ * and the disk's write (the NIC alone under memory durability), consume
+ * on the NIC. */
+void suite_produce_limit(const struct suite *s, struct row *w, int memory);
+void suite_consume_limit(const struct suite *s, struct row *w);
+/* s's limits from its profile (or its emulation). */
+void suite_set_limits(struct suite *s);
+/* The options every client and broker of the suite starts from. */
+void suite_base_opts(const struct suite *s, struct opts *o);
+/* A broker of the suite's, with one --set (or none). 0 or -errno. */
+int suite_start_broker(struct suite *s, struct broker *br, const char *set);
+/* The broker most scenarios share, started on first use; NULL (r failed). */
+struct broker *suite_shared_broker(struct suite *s, struct result *r);
+/* Stop br: 0, or -EIO (r failed: its directory is kept). */
+int suite_stop_broker(struct broker *br, struct result *r);
+/* A new topic of the scenario's on br into name: 0, or -errno (r failed). */
+int suite_new_topic(struct suite *s, struct broker *br, struct result *r, int partitions, char *name, size_t len);
+/* Delete a measured topic (said on stderr when it cannot be). */
+void suite_drop_topic(struct broker *br, const char *topic);
+
+/* A client on a thread of its own: a librdkafka producer or consumer. */
+struct suite_client {
+	pthread_t th;
+	struct opts o;
+	struct broker *br;
+	char topic[64];
+	char label[48];
+	uint64_t records;
+	int consume;
+	struct run run;
+	int rc;
+};
+
+/* The records of partitions p % mod == rem when record i went to i % parts. */
+uint64_t suite_share_of(uint64_t records, int parts, int mod, int rem);
+/* Run n clients at once: the records of all over the longest one's time.
+ * 0, or -errno (r failed naming the client). */
+int suite_run_clients(struct suite_client *c, int n, struct result *r, uint64_t *records, uint64_t *bytes,
+		      double *secs);
+void suite_client_init(struct suite_client *c, const struct suite *s, struct broker *br, const char *topic,
+		       uint64_t records, int consume, const char *label);
+/* Start one client's thread (the caller joins c->th): 0 or -errno. */
+int suite_client_start(struct suite_client *c);
 
 /* ---- the command line (bench/suite_args.c) --------------------------------- */
 
