@@ -285,7 +285,7 @@ def test_heal_all_and_close():
     left = {ns: t for ns, t in nemesis_net.nft_tables(c).items() if t}
     assert not left, "heal_all left %s" % left
     for i in c.nodes:
-        assert overlimits(c, i) is None
+        assert tbf_counts(c, i) == {}, "heal_all left a tbf on node %d: %s" % (i, tbf_counts(c, i))
     all_reach(c, "after heal_all")
     k = c.k
     c.close()
