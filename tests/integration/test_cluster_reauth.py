@@ -177,7 +177,7 @@ def run_case(protocol, mech, certs=None):
         print("  %d records acks=all, %d transactions; re-authentications ok: fetchers %s, inter-broker "
               "requests %d" % (sent[0], committed[0], {n: int(reauths(c, n, "ok")) for n in (1, 2, 3)},
                                peers_reauth()), flush=True)
-        del p, a, tp  # the clients gone before the nodes (no reconnect noise)
+        p = a = tp = None  # the clients gone before the nodes (no reconnect noise; not del: closures name them)
         gc.collect()
         for pid in [c.pid(n) for n in (1, 2, 3)]:
             if pid:

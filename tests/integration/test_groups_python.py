@@ -345,7 +345,7 @@ def confluent_list_groups_and_offsets():
         assert group not in [g for g, _ in kadm.list_consumer_groups()]
         assert kadm.list_consumer_group_offsets(group) == {}
         kadm.close()
-        del adm  # librdkafka handles close on destruction: before the broker stops
+        adm = None  # librdkafka handles close on destruction: before the broker stops (not del: a closure names it)
         gc.collect()
 
 
