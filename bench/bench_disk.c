@@ -35,7 +35,6 @@
 #define DISK_BLOCK 4096u
 #define DISK_BATCH_OVERHEAD 70u          /* a one-record batch: 61-byte header, record framing */
 #define DISK_BUF (4u << 20)              /* a file's unwritten bytes and its partial block */
-#define DISK_FILE_BYTES (256ull << 20)   /* preallocated per file */
 #define DISK_MAX_PARTS 64
 
 struct disk_part {
@@ -153,7 +152,7 @@ int bench_disk(int argc, char **argv)
 	struct disk_part parts[DISK_MAX_PARTS] = { 0 };
 	struct io_uring ring;
 	struct hist *lat = malloc(sizeof(*lat)), *wlat = malloc(sizeof(*wlat));
-	uint64_t total, queued = 0, writes = 0, t0, warm, deadline, qcap, rec;
+	uint64_t total, queued = 0, writes = 0, t0, warm, deadline, qcap, rec, file_bytes;
 	char path[4200];
 	int rc = parse(argc, argv, &o), failed = 0, opened = 0;
 
@@ -166,6 +165,9 @@ int bench_disk(int argc, char **argv)
 	hist_init(wlat);
 	rec = (uint64_t)o.size + DISK_BATCH_OVERHEAD;
 	total = (uint64_t)((o.seconds + 1) * (double)o.rate);
+	/* each file preallocated for its share of the run and a quarter more,
+	 * whole MiB (a short run takes little of a small disk) */
+	file_bytes = ((total / (uint64_t)o.parts + 1) * rec * 5 / 4 + (2u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
 	qcap = 1u << 20;
 	if ((rc = io_uring_queue_init(256, &ring, 0)) < 0) {
 		fprintf(stderr, "sluice-bench disk: io_uring_queue_init: %s\n", strerror(-rc));
@@ -176,7 +178,7 @@ int bench_disk(int argc, char **argv)
 
 		snprintf(path, sizeof(path), "%s/sluice-bench-disk-%d-%d", o.dir, (int)getpid(), i);
 		p->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0644);
-		if (p->fd < 0 || unlink(path) < 0 || fallocate(p->fd, 0, 0, DISK_FILE_BYTES) < 0 ||
+		if (p->fd < 0 || unlink(path) < 0 || fallocate(p->fd, 0, 0, (off_t)file_bytes) < 0 ||
 		    posix_memalign((void **)&p->buf, DISK_BLOCK, DISK_BUF) ||
 		    !(p->due = malloc(qcap * sizeof(uint64_t)))) {
 			fprintf(stderr, "sluice-bench disk: %s: %s (O_DIRECT and fallocate on --dir's filesystem)\n", path,
@@ -184,11 +186,13 @@ int bench_disk(int argc, char **argv)
 			failed = 1;
 		} else {
 			memset(p->buf, 0, DISK_BUF);
-			for (uint64_t off = 0; o.written && off < DISK_FILE_BYTES && !failed; off += DISK_BUF)
-				if (pwrite(p->fd, p->buf, DISK_BUF, (off_t)off) != (ssize_t)DISK_BUF) {
+			for (uint64_t off = 0, n = 0; o.written && off < file_bytes && !failed; off += n) {
+				n = file_bytes - off < DISK_BUF ? file_bytes - off : DISK_BUF;
+				if (pwrite(p->fd, p->buf, n, (off_t)off) != (ssize_t)n) {
 					fprintf(stderr, "sluice-bench disk: writing %s's blocks: %s\n", path, strerror(errno));
 					failed = 1;
 				}
+			}
 			if (o.written && !failed && fdatasync(p->fd) < 0) {
 				fprintf(stderr, "sluice-bench disk: fdatasync %s: %s\n", path, strerror(errno));
 				failed = 1;
@@ -218,7 +222,7 @@ int bench_disk(int argc, char **argv)
 		for (due = due < total ? due : total; queued < due; queued++) {
 			struct disk_part *p = &parts[queued % (uint64_t)o.parts];
 
-			if (p->end + rec - p->base > DISK_BUF || p->end + rec > DISK_FILE_BYTES ||
+			if (p->end + rec - p->base > DISK_BUF || p->end + rec > file_bytes ||
 			    p->qtail - p->qhead >= qcap) {
 				fprintf(stderr, "sluice-bench disk: a file's unwritten bytes outgrew their buffer: the "
 					"disk fell behind the rate\n");
