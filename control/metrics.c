@@ -42,6 +42,19 @@ static void fam(struct textbuf *t, const char *name, const char *type, const cha
 	textbuf_printf(t, "# HELP sluice_%s %s\n# TYPE sluice_%s %s\n", name, help, name, type);
 }
 
+/* One family with one sample per shard: the word at `off` in the shard's
+ * store_stats (its storage engine's counters). */
+static void store_fam(struct textbuf *t, struct broker *b, const char *name, const char *type, const char *help,
+		      size_t off)
+{
+	fam(t, name, type, help);
+	for (int i = 0; i < b->set.nshards; i++) {
+		const uint64_t *w = (const uint64_t *)((const char *)shard_published(b->shards[i]).store + off);
+
+		textbuf_printf(t, "sluice_%s{shard=\"%d\"} %llu\n", name, i, (unsigned long long)LD(*w));
+	}
+}
+
 /* One family with one sample per shard: the word at `off` in shard_stats. */
 static void shard_fam(struct textbuf *t, struct broker *b, const char *name, const char *type, const char *help,
 		      size_t off)
@@ -409,8 +422,7 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	   "Cleaner steps that failed (the segment stays as it was) or could not start (no memory).",
 	   compact_errors);
 #undef SF
-#define ST(name, type, help, field) shard_fam(t, b, name, type, help, \
-	offsetof(struct shard, st.stats.field) - offsetof(struct shard, stats))
+#define ST(name, type, help, field) store_fam(t, b, name, type, help, offsetof(struct store_stats, field))
 	ST("disk_writes_total", "counter", "Write operations submitted to the disk (group commits' writes).", writes);
 	ST("disk_write_bytes_total", "counter", "Bytes written to the disk.", write_bytes);
 	ST("disk_split_writes_total", "counter", "Writes split in two at the partial block they rewrite, "

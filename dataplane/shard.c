@@ -72,7 +72,7 @@ static int listen_socket(const char *host, int port, char *err, size_t errlen)
 
 struct shard_published shard_published(const struct shard *sh)
 {
-	return (struct shard_published){ &sh->stats, &sh->hists, &sh->st.tail, &sh->st.write_lat };
+	return (struct shard_published){ &sh->stats, &sh->hists, &sh->st.tail, &sh->st.write_lat, &sh->st.stats };
 }
 
 int shard_probe_port(const char *host, int port, char *err, size_t errlen)

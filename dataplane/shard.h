@@ -35,6 +35,7 @@ struct shard_published {
 	const struct shard_hists *hists;
 	const struct tail_pool *tail;     /* hits, misses, used, evictions, allocations, budget */
 	const struct lathist *write_lat;  /* the disk writes' latency (store) */
+	const struct store_stats *store;  /* the store's counters: writes, reads, group commits, errors */
 };
 struct shard_published shard_published(const struct shard *sh);
 
