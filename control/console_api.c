@@ -178,7 +178,7 @@ void console_cluster_json(struct ctl *ctl, struct broker *b, const struct rate_h
 		       (long long)under, (long long)under_min, (long long)held, (long long)failed);
 	textbuf_printf(t, ", \"shards\": [");
 	for (int i = 0; i < nshards; i++) {
-		const struct shard_stats *s = shard_published(b->shards[i]).stats;
+		const struct shard_stats *s = broker_shard_published(b, i).stats;
 		int nparts = shard_parts[i];
 		int64_t bytes = shard_bytes[i];
 

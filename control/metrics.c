@@ -42,26 +42,16 @@ static void fam(struct textbuf *t, const char *name, const char *type, const cha
 	textbuf_printf(t, "# HELP sluice_%s %s\n# TYPE sluice_%s %s\n", name, help, name, type);
 }
 
-/* One family with one sample per shard: the word at `off` in the shard's
- * store_stats (its storage engine's counters). */
-static void store_fam(struct textbuf *t, struct broker *b, const char *name, const char *type, const char *help,
-		      size_t off)
-{
-	fam(t, name, type, help);
-	for (int i = 0; i < b->set.nshards; i++) {
-		const uint64_t *w = (const uint64_t *)((const char *)shard_published(b->shards[i]).store + off);
-
-		textbuf_printf(t, "sluice_%s{shard=\"%d\"} %llu\n", name, i, (unsigned long long)LD(*w));
-	}
-}
-
-/* One family with one sample per shard: the word at `off` in shard_stats. */
+/* One family with one sample per shard: the word at `off` in what the
+ * shard publishes, its shard_stats or (store) its storage engine's
+ * store_stats. */
 static void shard_fam(struct textbuf *t, struct broker *b, const char *name, const char *type, const char *help,
-		      size_t off)
+		      size_t off, int store)
 {
 	fam(t, name, type, help);
 	for (int i = 0; i < b->set.nshards; i++) {
-		const uint64_t *w = (const uint64_t *)((const char *)shard_published(b->shards[i]).stats + off);
+		struct shard_published p = broker_shard_published(b, i);
+		const uint64_t *w = (const uint64_t *)((store ? (const char *)p.store : (const char *)p.stats) + off);
 
 		textbuf_printf(t, "sluice_%s{shard=\"%d\"} %llu\n", name, i, (unsigned long long)LD(*w));
 	}
@@ -231,13 +221,13 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	static const char *const skips[SHARD_REPL_SKIPS] = { "fs_full", "log_failed", "backoff", "throttled",
 							     "stale_answer", "not_followed", "non_contiguous" };
 
-#define SF(name, type, help, field) shard_fam(t, b, name, type, help, offsetof(struct shard_stats, field))
+#define SF(name, type, help, field) shard_fam(t, b, name, type, help, offsetof(struct shard_stats, field), 0)
 	SF("shard_loops_total", "counter", "Event-loop turns of the shard.", loops);
 	SF("shard_busy_cycles_total", "counter", "Cycles (TSC) the shard spent in loop turns that did work.",
 	   busy_cycles);
 	fam(t, "shard_busy_ratio", "gauge", "Share of the time since the previous scrape the shard was busy (0..1).");
 	for (int i = 0; i < b->set.nshards; i++) {
-		uint64_t c = LD(shard_published(b->shards[i]).stats->busy_cycles);
+		uint64_t c = LD(broker_shard_published(b, i).stats->busy_cycles);
 		double r = prev_clock && now > prev_clock ? (double)(c - prev_busy[i]) / (double)(now - prev_clock) : 0;
 
 		prev_busy[i] = c;
@@ -248,7 +238,7 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	fam(t, "requests_in_flight", "gauge", "Kafka requests taken up and not yet ended (answered or dropped).");
 	for (int i = 0; i < b->set.nshards; i++)
 		textbuf_printf(t, "sluice_requests_in_flight{shard=\"%d\"} %lld\n", i,
-			       (long long)LD(shard_published(b->shards[i]).stats->requests_inflight));
+			       (long long)LD(broker_shard_published(b, i).stats->requests_inflight));
 	SF("uring_sqes_total", "counter", "io_uring submission entries taken on the shard's ring (network and disk).",
 	   uring_sqes);
 	SF("uring_cqes_total", "counter", "io_uring completions reaped from the shard's ring.", uring_cqes);
@@ -262,14 +252,14 @@ static void render_shards(struct broker *b, struct textbuf *t)
 		for (int r = 0; r < SHARD_ACCEPT_ERRS; r++)
 			textbuf_printf(t, "sluice_accept_errors_total{shard=\"%d\",reason=\"%s\"} %llu\n", i,
 				       (const char *const[]){ "emfile", "enfile", "other" }[r],
-				       (unsigned long long)LD(shard_published(b->shards[i]).stats->accept_errors[r]));
+				       (unsigned long long)LD(broker_shard_published(b, i).stats->accept_errors[r]));
 	fam(t, "connections_rejected_total", "counter", "Connections closed as they were accepted, by the limit "
 	    "they were over: max_connections, max_connections_per_ip.");
 	for (int i = 0; i < b->set.nshards; i++)
 		for (int r = 0; r < 2; r++)
 			textbuf_printf(t, "sluice_connections_rejected_total{shard=\"%d\",reason=\"%s\"} %llu\n", i,
 				       r ? "max_connections_per_ip" : "max_connections",
-				       (unsigned long long)LD(shard_published(b->shards[i]).stats->conns_rejected[r]));
+				       (unsigned long long)LD(broker_shard_published(b, i).stats->conns_rejected[r]));
 	SF("connections_idle_closed_total", "counter", "Connections closed after connections.max.idle.ms without a "
 	   "request (idle, or stopped half-way through a frame).", conns_idle_closed);
 	SF("request_memory_waits_total", "counter", "Frames that waited for queued.max.request.bytes (their "
@@ -308,9 +298,9 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	    "(OpenSSL's on memory buffers: the kernel or the cipher cannot; on a kernel without CONFIG_TLS, all).");
 	for (int i = 0; i < b->set.nshards; i++) {
 		textbuf_printf(t, "sluice_tls_connections_total{shard=\"%d\",record_layer=\"ktls\"} %llu\n", i,
-			       (unsigned long long)LD(shard_published(b->shards[i]).stats->tls_record_ktls));
+			       (unsigned long long)LD(broker_shard_published(b, i).stats->tls_record_ktls));
 		textbuf_printf(t, "sluice_tls_connections_total{shard=\"%d\",record_layer=\"openssl\"} %llu\n", i,
-			       (unsigned long long)LD(shard_published(b->shards[i]).stats->tls_record_openssl));
+			       (unsigned long long)LD(broker_shard_published(b, i).stats->tls_record_openssl));
 	}
 	{
 		uint64_t reloads = 0, client = 0;
@@ -349,7 +339,7 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	for (int i = 0; i < b->set.nshards; i++)
 		for (int r = 0; r < SHARD_REJECTS; r++)
 			textbuf_printf(t, "sluice_produce_rejected_total{shard=\"%d\",reason=\"%s\"} %llu\n", i,
-				       reasons[r], (unsigned long long)LD(shard_published(b->shards[i]).stats->produce_rejected[r]));
+				       reasons[r], (unsigned long long)LD(broker_shard_published(b, i).stats->produce_rejected[r]));
 	SF("fetch_requests_total", "counter", "Fetch requests.", fetch_requests);
 	SF("fetch_bytes_total", "counter", "Record bytes returned by Fetch.", fetch_bytes);
 	SF("fetch_long_poll_waits_total", "counter", "Fetches answered after waiting for data (long poll).",
@@ -388,7 +378,7 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	for (int i = 0; i < b->set.nshards; i++)
 		for (int r = 0; r < 2; r++)
 			textbuf_printf(t, "sluice_replication_reauthentications_total{shard=\"%d\",result=\"%s\"} %llu\n",
-				       i, r ? "failed" : "ok", (unsigned long long)LD(shard_published(b->shards[i]).stats->repl_reauth[r]));
+				       i, r ? "failed" : "ok", (unsigned long long)LD(broker_shard_published(b, i).stats->repl_reauth[r]));
 	fam(t, "replication_fetch_skips_total", "counter", "Follower partitions left out of their replica fetches "
 	    "(counted once each time one starts to be: fs_full, its durable end behind its log end on a full "
 	    "filesystem; log_failed; backoff, after the leader refused it; throttled) or fetch answers dropped "
@@ -397,7 +387,7 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	for (int i = 0; i < b->set.nshards; i++)
 		for (int r = 0; r < SHARD_REPL_SKIPS; r++)
 			textbuf_printf(t, "sluice_replication_fetch_skips_total{shard=\"%d\",reason=\"%s\"} %llu\n", i,
-				       skips[r], (unsigned long long)LD(shard_published(b->shards[i]).stats->repl_skipped[r]));
+				       skips[r], (unsigned long long)LD(broker_shard_published(b, i).stats->repl_skipped[r]));
 	SF("replication_native_bytes_out_total", "counter",
 	   "Record batch bytes sent to followers over the shards' DPDK replication queues (native REPLICA_DATA).",
 	   repl_native_bytes_out);
@@ -422,7 +412,7 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	   "Cleaner steps that failed (the segment stays as it was) or could not start (no memory).",
 	   compact_errors);
 #undef SF
-#define ST(name, type, help, field) store_fam(t, b, name, type, help, offsetof(struct store_stats, field))
+#define ST(name, type, help, field) shard_fam(t, b, name, type, help, offsetof(struct store_stats, field), 1)
 	ST("disk_writes_total", "counter", "Write operations submitted to the disk (group commits' writes).", writes);
 	ST("disk_write_bytes_total", "counter", "Bytes written to the disk.", write_bytes);
 	ST("disk_split_writes_total", "counter", "Writes split in two at the partial block they rewrite, "
@@ -439,29 +429,29 @@ static void render_shards(struct broker *b, struct textbuf *t)
 	fam(t, "tail_cache_hits_total", "counter", "Reads served from the in-memory tail of the logs.");
 	for (int i = 0; i < b->set.nshards; i++)
 		textbuf_printf(t, "sluice_tail_cache_hits_total{shard=\"%d\"} %llu\n", i,
-			       (unsigned long long)LD(shard_published(b->shards[i]).tail->hits));
+			       (unsigned long long)LD(broker_shard_published(b, i).tail->hits));
 	fam(t, "tail_cache_misses_total", "counter", "Reads the tail could not serve (read from the disk).");
 	for (int i = 0; i < b->set.nshards; i++)
 		textbuf_printf(t, "sluice_tail_cache_misses_total{shard=\"%d\"} %llu\n", i,
-			       (unsigned long long)LD(shard_published(b->shards[i]).tail->misses));
+			       (unsigned long long)LD(broker_shard_published(b, i).tail->misses));
 	fam(t, "tail_cache_bytes", "gauge", "Memory held by tail-cache chunks in use.");
 	for (int i = 0; i < b->set.nshards; i++)
 		textbuf_printf(t, "sluice_tail_cache_bytes{shard=\"%d\"} %llu\n", i,
-			       (unsigned long long)LD(shard_published(b->shards[i]).tail->used));
+			       (unsigned long long)LD(broker_shard_published(b, i).tail->used));
 	fam(t, "tail_cache_evictions_total", "counter", "Clean tail-cache chunks evicted to make room.");
 	for (int i = 0; i < b->set.nshards; i++)
 		textbuf_printf(t, "sluice_tail_cache_evictions_total{shard=\"%d\"} %llu\n", i,
-			       (unsigned long long)LD(shard_published(b->shards[i]).tail->evictions));
+			       (unsigned long long)LD(broker_shard_published(b, i).tail->evictions));
 	fam(t, "tail_cache_allocations_total", "counter", "Tail-cache chunks whose memory was allocated (and "
 	    "faulted in): grows while the cache fills, not after (evicted chunks are reused); a new hot "
 	    "partition's chunks grow through the sizes from 16 KiB to 16 MiB, a few allocations each.");
 	for (int i = 0; i < b->set.nshards; i++)
 		textbuf_printf(t, "sluice_tail_cache_allocations_total{shard=\"%d\"} %llu\n", i,
-			       (unsigned long long)LD(shard_published(b->shards[i]).tail->allocations));
+			       (unsigned long long)LD(broker_shard_published(b, i).tail->allocations));
 	fam(t, "tail_cache_budget_bytes", "gauge", "The tail cache's memory budget (shard.tail.memory.bytes).");
 	for (int i = 0; i < b->set.nshards; i++)
 		textbuf_printf(t, "sluice_tail_cache_budget_bytes{shard=\"%d\"} %llu\n", i,
-			       (unsigned long long)shard_published(b->shards[i]).tail->budget);
+			       (unsigned long long)broker_shard_published(b, i).tail->budget);
 	fam(t, "ring_depth", "gauge", "Messages waiting in the cross-thread ring from one thread to another "
 	    "(thread nshards is the control thread).");
 	for (int i = 0; i <= b->set.nshards; i++)
@@ -844,19 +834,19 @@ static void render_hists(struct broker *b, struct textbuf *t)
 	for (int i = 0; i < b->set.nshards; i++)
 		for (int a = 0; a < 3; a++) {
 			snprintf(labels, sizeof(labels), "shard=\"%d\",acks=\"%s\"", i, acks[a]);
-			hist_series(t, "produce_latency_seconds", labels, &shard_published(b->shards[i]).hists->produce[a], 1);
+			hist_series(t, "produce_latency_seconds", labels, &broker_shard_published(b, i).hists->produce[a], 1);
 		}
 	fam(t, "fetch_latency_seconds", "histogram",
 	    "Fetch request to response, long-poll waits included; buckets within 1/8.");
 	for (int i = 0; i < b->set.nshards; i++) {
 		snprintf(labels, sizeof(labels), "shard=\"%d\"", i);
-		hist_series(t, "fetch_latency_seconds", labels, &shard_published(b->shards[i]).hists->fetch, 1);
+		hist_series(t, "fetch_latency_seconds", labels, &broker_shard_published(b, i).hists->fetch, 1);
 	}
 	fam(t, "disk_write_latency_seconds", "histogram", "A log write queued to durable (per log.durability, every "
 	    "earlier write of its log landed), on the shard's loop clock; buckets within 1/8.");
 	for (int i = 0; i < b->set.nshards; i++) {
 		snprintf(labels, sizeof(labels), "shard=\"%d\"", i);
-		hist_series(t, "disk_write_latency_seconds", labels, shard_published(b->shards[i]).write_lat, 1);
+		hist_series(t, "disk_write_latency_seconds", labels, broker_shard_published(b, i).write_lat, 1);
 	}
 	fam(t, "request_latency_seconds", "histogram",
 	    "Request to response by API; two bounds per power of two.");
@@ -867,7 +857,7 @@ static void render_hists(struct broker *b, struct textbuf *t)
 			if (!api)
 				continue;
 			snprintf(labels, sizeof(labels), "shard=\"%d\",api=\"%s\"", i, api->name);
-			hist_series(t, "request_latency_seconds", labels, &shard_published(b->shards[i]).hists->api[k], LATHIST_SUB / 2);
+			hist_series(t, "request_latency_seconds", labels, &broker_shard_published(b, i).hists->api[k], LATHIST_SUB / 2);
 		}
 }
 
@@ -1043,7 +1033,7 @@ void metrics_shards_json(struct ctl *ctl, struct broker *b, struct textbuf *t)
 
 	textbuf_printf(t, "{\"shards\": [");
 	for (int i = 0; i < b->set.nshards; i++) {
-		const struct shard_stats *s = shard_published(b->shards[i]).stats;
+		const struct shard_stats *s = broker_shard_published(b, i).stats;
 		int nparts = 0;
 		int64_t bytes = 0;
 

@@ -47,8 +47,8 @@ int rate_hist_tick(struct rate_hist *h, struct ctl *ctl, struct broker *b, int64
 				records += LD(hm->part_pub->produce_records);
 		}
 	for (int i = 0; i < n; i++) {
-		pbytes += LD(shard_published(b->shards[i]).stats->produce_bytes);
-		fbytes += LD(shard_published(b->shards[i]).stats->fetch_bytes);
+		pbytes += LD(broker_shard_published(b, i).stats->produce_bytes);
+		fbytes += LD(broker_shard_published(b, i).stats->fetch_bytes);
 	}
 	if (!h->primed) {
 		/* the first reading only sets the base */
@@ -70,7 +70,7 @@ int rate_hist_tick(struct rate_hist *h, struct ctl *ctl, struct broker *b, int64
 		s->records_total = records;
 		s->nshards = n;
 		for (int i = 0; i < n; i++) {
-			uint64_t c = LD(shard_published(b->shards[i]).stats->busy_cycles);
+			uint64_t c = LD(broker_shard_published(b, i).stats->busy_cycles);
 			double r = cycles > h->prev_cycles ? (double)(c - h->prev_busy[i]) / (double)(cycles - h->prev_cycles)
 							   : 0;
 
@@ -78,7 +78,7 @@ int rate_hist_tick(struct rate_hist *h, struct ctl *ctl, struct broker *b, int64
 		}
 	}
 	for (int i = 0; i < n; i++)
-		h->prev_busy[i] = LD(shard_published(b->shards[i]).stats->busy_cycles);
+		h->prev_busy[i] = LD(broker_shard_published(b, i).stats->busy_cycles);
 	h->prev_cycles = cycles;
 	h->prev_ms = mono_ms;
 	h->prev_records = records;

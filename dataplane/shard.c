@@ -75,6 +75,11 @@ struct shard_published shard_published(const struct shard *sh)
 	return (struct shard_published){ &sh->stats, &sh->hists, &sh->st.tail, &sh->st.write_lat, &sh->st.stats };
 }
 
+struct shard_published broker_shard_published(const struct broker *b, int i)
+{
+	return shard_published(b->shards[i]);
+}
+
 int shard_probe_port(const char *host, int port, char *err, size_t errlen)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };

@@ -26,8 +26,9 @@
  * latency. Each word is written only by the shard (relaxed stores, see
  * struct shard_stats) and read with relaxed loads (LD); a reader writes
  * none of it and never stops the shard. This is the only way into a
- * shard's memory from control/ (scripts/check-layers, rule 7): the
- * control thread's /metrics, console and rate history read through it,
+ * shard's memory from control/ (scripts/check-layers, rule 7; control/
+ * asks through broker_shard_published): the control thread's /metrics,
+ * console and rate history read through it,
  * and tell a shard anything only through the rings.
  * @thread any, for the shard's lifetime. */
 struct shard_published {
@@ -38,6 +39,9 @@ struct shard_published {
 	const struct store_stats *store;  /* the store's counters: writes, reads, group commits, errors */
 };
 struct shard_published shard_published(const struct shard *sh);
+/* The same for the broker's shard i (0 .. nshards-1): how control/ asks,
+ * without indexing the broker's shards itself. @thread any */
+struct shard_published broker_shard_published(const struct broker *b, int i);
 
 /* @thread main: -EADDRINUSE (err names the port) if another process
  * holds host:port. */
