@@ -113,6 +113,20 @@ def ready_reload_stopping():
     with_notify("notify.sock", check)
 
 
+def stop_clean(p):
+    """SIGTERM a sluiced the test started itself: it must exit 0."""
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=60) == 0
+
+
+def reap(p):
+    """Whatever happened, the process gone and its stdout closed."""
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+    p.stdout.close()
+
+
 @test
 def ready_only_once_serving():
     """READY=1 is sent only after the broker serves: its "listening on" line
@@ -141,13 +155,9 @@ def ready_only_once_serving():
             out = b""
         assert b"listening on 127.0.0.1:%d" % port in out, \
             "READY=1 %r came before the 'listening on' line (stdout so far: %r)" % (ready, out)
-        p.send_signal(signal.SIGTERM)
-        assert p.wait(timeout=60) == 0
+        stop_clean(p)
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        p.stdout.close()
+        reap(p)
         mgr.close()
         shutil.rmtree(d, ignore_errors=True)
 
@@ -217,13 +227,9 @@ def run_once(d, env_extra, journal):
             for line in p.stdout:
                 if b"listening on" in line:
                     break
-            p.send_signal(signal.SIGTERM)
-            assert p.wait(timeout=60) == 0
+            stop_clean(p)
         finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-            p.stdout.close()
+            reap(p)
     return open(log).read().splitlines()
 
 
